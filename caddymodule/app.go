@@ -1,0 +1,122 @@
+// Package caddymodule is Hearth's Caddy glue: the hearth app that owns the
+// shared store, the handler modules, Caddyfile parsing, the admin API and the
+// caddy hearth subcommands. It translates configuration into the plain
+// handlers of the handlers/ packages and holds no service logic.
+package caddymodule
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+func init() {
+	caddy.RegisterModule(App{})
+}
+
+// App is the hearth app: it opens the store every Hearth handler shares.
+// Configure it with the Caddyfile global option `hearth { ... }`; a handler
+// used without that option gets an app with default settings.
+type App struct {
+	// StorageDir is the store's directory. Default: "hearth" under Caddy's
+	// data directory.
+	StorageDir string `json:"storage_dir,omitempty"`
+	// OpenRegistration lets visitors create member accounts on a sign-up page.
+	OpenRegistration bool `json:"open_registration,omitempty"`
+	// MemTableSize, BlockCacheSize and IndexCacheSize tune Badger's memory
+	// (bytes); zero means the small-server profile of storage.Options.
+	MemTableSize   int64 `json:"memtable_size,omitempty"`
+	BlockCacheSize int64 `json:"block_cache_size,omitempty"`
+	IndexCacheSize int64 `json:"index_cache_size,omitempty"`
+	// SyncWrites fsyncs every commit (default true).
+	SyncWrites *bool `json:"sync_writes,omitempty"`
+	// GCInterval is how often value-log garbage collection runs (default 10m).
+	GCInterval caddy.Duration `json:"gc_interval,omitempty"`
+	// SessionLifetime is how long a member stays signed in (default 14 days).
+	SessionLifetime caddy.Duration `json:"session_lifetime,omitempty"`
+
+	store  *storage.Store
+	path   string
+	logger *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (App) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "hearth",
+		New: func() caddy.Module { return new(App) },
+	}
+}
+
+// DefaultSessionLifetime is how long a web session lasts by default.
+const DefaultSessionLifetime = 14 * 24 * time.Hour
+
+// Provision opens (or reuses) the store for the configured directory.
+func (a *App) Provision(ctx caddy.Context) error {
+	a.logger = ctx.Logger()
+	dir := a.StorageDir
+	if dir == "" {
+		dir = filepath.Join(caddy.AppDataDir(), "hearth")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("storage_dir %q: %w", dir, err)
+	}
+	a.path = abs
+	if a.SessionLifetime == 0 {
+		a.SessionLifetime = caddy.Duration(DefaultSessionLifetime)
+	}
+	st, err := openStore(abs, storage.Options{
+		MemTableSize:   a.MemTableSize,
+		BlockCacheSize: a.BlockCacheSize,
+		IndexCacheSize: a.IndexCacheSize,
+		SyncWrites:     a.SyncWrites,
+		GCInterval:     time.Duration(a.GCInterval),
+		Logger:         a.logger.Named("badger"),
+	})
+	if err != nil {
+		return err
+	}
+	a.store = st
+	return nil
+}
+
+// Start implements caddy.App; the store is opened in Provision.
+func (a *App) Start() error { return nil }
+
+// Stop implements caddy.App; the store is released in Cleanup.
+func (a *App) Stop() error { return nil }
+
+// Cleanup releases this config's reference to the store; the last
+// reference closes it.
+func (a *App) Cleanup() error {
+	if a.store == nil {
+		return nil
+	}
+	return releaseStore(a.path, a.logger)
+}
+
+// Store is the shared store.
+func (a *App) Store() *storage.Store { return a.store }
+
+// appFrom returns the hearth app of ctx's config: the configured one, or one
+// with default settings when the Caddyfile has no `hearth` global option.
+func appFrom(ctx caddy.Context) (*App, error) {
+	v, err := ctx.App("hearth")
+	if err != nil {
+		return nil, err
+	}
+	return v.(*App), nil
+}
+
+// Interface guards
+var (
+	_ caddy.App          = (*App)(nil)
+	_ caddy.Provisioner  = (*App)(nil)
+	_ caddy.CleanerUpper = (*App)(nil)
+)

@@ -1,0 +1,259 @@
+package storage
+
+import (
+	"errors"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Member is a human account of the site, shared by every service.
+type Member struct {
+	ID           string    `json:"id"`
+	Username     string    `json:"username"`
+	DisplayName  string    `json:"display_name"`
+	CreatedAt    time.Time `json:"created_at"`
+	Suspended    bool      `json:"suspended"`
+	PasswordHash string    `json:"password_hash"`
+}
+
+// Limits on member fields, as Mastodon has them (passwords: at least 8
+// characters; the upper bound keeps argon2 work per request bounded).
+const (
+	MaxDisplayNameLen = 30
+	MinPasswordLen    = 8
+	MaxPasswordLen    = 128
+)
+
+var usernameRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,30}$`)
+
+// ValidateUsername checks Mastodon's username rule.
+func ValidateUsername(username string) error {
+	if !usernameRE.MatchString(username) {
+		return Invalid("username must be 1 to 30 letters, digits or underscores")
+	}
+	return nil
+}
+
+// ValidatePassword checks the password length rule.
+func ValidatePassword(password string) error {
+	n := utf8.RuneCountInString(password)
+	if n < MinPasswordLen || n > MaxPasswordLen {
+		return Invalid("password must be %d to %d characters long", MinPasswordLen, MaxPasswordLen)
+	}
+	return nil
+}
+
+func validateDisplayName(name string) error {
+	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > MaxDisplayNameLen || strings.ContainsAny(name, "\x00\r\n") {
+		return Invalid("display name must be at most %d characters on one line", MaxDisplayNameLen)
+	}
+	return nil
+}
+
+func memberNameKey(username string) []byte { return key("member", "name", strings.ToLower(username)) }
+func memberIDKey(id string) []byte         { return key("member", "id", id) }
+
+// MemberDataPrefix is the key prefix under which repositories keep records
+// owned by one member; DeleteMember removes all of it.
+func memberDataPrefix(memberID string) []byte { return key("u", memberID, "") }
+
+// memberCleanups are run inside DeleteMember's transaction by repositories
+// that keep records outside the member's prefix (global lookup keys).
+var memberCleanups []func(tx *Tx, memberID string) error
+
+// CreateMember adds a member. It returns an *InvalidError for a bad
+// username, display name or password and ErrConflict when the username is
+// taken (case-insensitively).
+func (s *Store) CreateMember(username, displayName, password string) (*Member, error) {
+	if err := ValidateUsername(username); err != nil {
+		return nil, err
+	}
+	if err := validateDisplayName(displayName); err != nil {
+		return nil, err
+	}
+	if err := ValidatePassword(password); err != nil {
+		return nil, err
+	}
+	m := &Member{
+		ID:           NewID(),
+		Username:     username,
+		DisplayName:  displayName,
+		CreatedAt:    time.Now().UTC().Truncate(time.Second),
+		PasswordHash: HashPassword(password),
+	}
+	err := s.Update(func(tx *Tx) error {
+		taken, err := tx.has(memberNameKey(username))
+		if err != nil {
+			return err
+		}
+		if taken {
+			return ErrConflict
+		}
+		if err := tx.put(memberNameKey(username), []byte(m.ID), 0); err != nil {
+			return err
+		}
+		return tx.putJSON(memberIDKey(m.ID), m, 0)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Member returns the member with username (any case).
+func (tx *Tx) Member(username string) (*Member, error) {
+	if ValidateUsername(username) != nil {
+		return nil, ErrNotFound
+	}
+	id, err := tx.get(memberNameKey(username))
+	if err != nil {
+		return nil, err
+	}
+	return tx.MemberByID(string(id))
+}
+
+// MemberByID returns the member with id.
+func (tx *Tx) MemberByID(id string) (*Member, error) {
+	var m Member
+	if err := tx.getJSON(memberIDKey(id), &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Member returns the member with username (any case).
+func (s *Store) Member(username string) (m *Member, err error) {
+	err = s.View(func(tx *Tx) error { m, err = tx.Member(username); return err })
+	return m, err
+}
+
+// MemberByID returns the member with id.
+func (s *Store) MemberByID(id string) (m *Member, err error) {
+	err = s.View(func(tx *Tx) error { m, err = tx.MemberByID(id); return err })
+	return m, err
+}
+
+// Members lists every member, ordered by username.
+func (s *Store) Members() ([]*Member, error) {
+	var out []*Member
+	err := s.View(func(tx *Tx) error {
+		return tx.scan(key("member", "id", ""), nil, false, false, func(_, v []byte) (bool, error) {
+			var m Member
+			if err := unmarshal(v, &m); err != nil {
+				return false, err
+			}
+			out = append(out, &m)
+			return true, nil
+		})
+	})
+	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i].Username) < strings.ToLower(out[j].Username) })
+	return out, err
+}
+
+// Authenticate returns the member whose username and password match. Unknown
+// usernames cost the same hashing work as wrong passwords. A suspended
+// member gets ErrSuspended, and only when the password is right.
+func (s *Store) Authenticate(username, password string) (*Member, error) {
+	m, err := s.Member(username)
+	if errors.Is(err, ErrNotFound) {
+		CheckPassword(dummyHash, password)
+		return nil, ErrBadCredentials
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !CheckPassword(m.PasswordHash, password) {
+		return nil, ErrBadCredentials
+	}
+	if m.Suspended {
+		return nil, ErrSuspended
+	}
+	return m, nil
+}
+
+// Errors of Authenticate and session lookups.
+var (
+	ErrBadCredentials = errors.New("wrong username or password")
+	ErrSuspended      = errors.New("this account is suspended")
+)
+
+// SetSuspended suspends or reinstates a member. Suspending ends every web
+// session of the member at once; tokens of the other services check the flag
+// on every use.
+func (s *Store) SetSuspended(username string, suspended bool) (*Member, error) {
+	var out *Member
+	err := s.Update(func(tx *Tx) error {
+		m, err := tx.Member(username)
+		if err != nil {
+			return err
+		}
+		m.Suspended = suspended
+		if err := tx.putJSON(memberIDKey(m.ID), m, 0); err != nil {
+			return err
+		}
+		if suspended {
+			if err := tx.deleteMemberSessions(m.ID); err != nil {
+				return err
+			}
+		}
+		out = m
+		return nil
+	})
+	return out, err
+}
+
+// SetPassword replaces a member's password and ends its web sessions.
+func (s *Store) SetPassword(username, password string) error {
+	if err := ValidatePassword(password); err != nil {
+		return err
+	}
+	hash := HashPassword(password)
+	return s.Update(func(tx *Tx) error {
+		m, err := tx.Member(username)
+		if err != nil {
+			return err
+		}
+		m.PasswordHash = hash
+		if err := tx.putJSON(memberIDKey(m.ID), m, 0); err != nil {
+			return err
+		}
+		return tx.deleteMemberSessions(m.ID)
+	})
+}
+
+// DeleteMember removes a member and everything it owns.
+func (s *Store) DeleteMember(username string) error {
+	var id string
+	err := s.Update(func(tx *Tx) error {
+		m, err := tx.Member(username)
+		if err != nil {
+			return err
+		}
+		id = m.ID
+		if err := tx.delete(memberNameKey(m.Username)); err != nil {
+			return err
+		}
+		if err := tx.delete(memberIDKey(m.ID)); err != nil {
+			return err
+		}
+		if err := tx.deleteMemberSessions(m.ID); err != nil {
+			return err
+		}
+		for _, clean := range memberCleanups {
+			if err := clean(tx, m.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// The member's own records can be many; drop them outside the
+	// transaction. The member record is already gone, so nothing can reach
+	// them in between.
+	return s.db.DropPrefix(memberDataPrefix(id))
+}

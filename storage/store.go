@@ -1,0 +1,210 @@
+// Package storage is Hearth's embedded Badger store: opening and closing the
+// database, value-log garbage collection, backups, and the typed repositories
+// (members, sessions, and the records of each service) that handlers use.
+// Handlers never build keys themselves; every key layout lives in this package.
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"go.uber.org/zap"
+)
+
+// Options configure how the database is opened. The zero value is the
+// small-server profile described in README.md.
+type Options struct {
+	// MemTableSize is the size of each in-memory table (bytes).
+	MemTableSize int64
+	// BlockCacheSize is the size of the block cache (bytes).
+	BlockCacheSize int64
+	// IndexCacheSize is the size of the index cache (bytes); 0 keeps indexes
+	// in memory with the tables.
+	IndexCacheSize int64
+	// ValueLogFileSize is the size of each value-log file (bytes).
+	ValueLogFileSize int64
+	// SyncWrites makes every commit fsync before it returns, so an
+	// acknowledged write survives a power loss, not only a process crash.
+	// Nil means true.
+	SyncWrites *bool
+	// GCInterval is how often value-log garbage collection runs; zero means
+	// DefaultGCInterval, a negative value disables it.
+	GCInterval time.Duration
+	// Logger receives Badger's log lines; nil discards them.
+	Logger *zap.Logger
+}
+
+// Defaults of the small-server memory profile. Badger's own defaults
+// (64 MiB memtables ×5, 256 MiB block cache) suit large machines; these keep
+// a Hearth process well under 200 MiB of store memory.
+const (
+	DefaultMemTableSize     = 16 << 20
+	DefaultBlockCacheSize   = 32 << 20
+	DefaultIndexCacheSize   = 16 << 20
+	DefaultValueLogFileSize = 128 << 20
+	DefaultGCInterval       = 10 * time.Minute
+)
+
+func (o Options) withDefaults() Options {
+	if o.MemTableSize <= 0 {
+		o.MemTableSize = DefaultMemTableSize
+	}
+	if o.BlockCacheSize <= 0 {
+		o.BlockCacheSize = DefaultBlockCacheSize
+	}
+	if o.IndexCacheSize < 0 {
+		o.IndexCacheSize = 0
+	} else if o.IndexCacheSize == 0 {
+		o.IndexCacheSize = DefaultIndexCacheSize
+	}
+	if o.ValueLogFileSize <= 0 {
+		o.ValueLogFileSize = DefaultValueLogFileSize
+	}
+	if o.SyncWrites == nil {
+		t := true
+		o.SyncWrites = &t
+	}
+	if o.GCInterval == 0 {
+		o.GCInterval = DefaultGCInterval
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	return o
+}
+
+// ErrLocked is returned by Open when another process holds the database.
+var ErrLocked = errors.New("the store is in use by another process (is Caddy running? stop it first, or use the admin API)")
+
+// Store is an open Hearth database. It is safe for concurrent use.
+type Store struct {
+	db   *badger.DB
+	path string
+	log  *zap.Logger
+
+	stopGC chan struct{}
+	gcDone sync.WaitGroup
+	closed sync.Once
+}
+
+// Open opens (creating if needed) the database in dir.
+func Open(dir string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create store directory: %w", err)
+	}
+	bo := badger.DefaultOptions(dir).
+		WithLogger(zapBadgerLogger{opts.Logger.Sugar()}).
+		WithMemTableSize(opts.MemTableSize).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		WithBlockCacheSize(opts.BlockCacheSize).
+		WithIndexCacheSize(opts.IndexCacheSize).
+		WithValueLogFileSize(opts.ValueLogFileSize).
+		WithNumCompactors(2).
+		WithSyncWrites(*opts.SyncWrites).
+		WithMetricsEnabled(false)
+	db, err := badger.Open(bo)
+	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, fmt.Errorf("open store %s: %w", dir, ErrLocked)
+		}
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	s := &Store{db: db, path: dir, log: opts.Logger, stopGC: make(chan struct{})}
+	if opts.GCInterval > 0 {
+		s.gcDone.Add(1)
+		go s.runGC(opts.GCInterval)
+	}
+	return s, nil
+}
+
+// Path is the directory the store lives in.
+func (s *Store) Path() string { return s.path }
+
+// Close stops garbage collection and closes the database. It is safe to call
+// more than once.
+func (s *Store) Close() error {
+	var err error
+	s.closed.Do(func() {
+		close(s.stopGC)
+		s.gcDone.Wait()
+		err = s.db.Close()
+	})
+	return err
+}
+
+func (s *Store) runGC(every time.Duration) {
+	defer s.gcDone.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopGC:
+			return
+		case <-t.C:
+			s.CollectGarbage()
+		}
+	}
+}
+
+// CollectGarbage rewrites value-log files that are at least half garbage,
+// until none is left. It runs on the schedule set by Options.GCInterval.
+func (s *Store) CollectGarbage() {
+	n := 0
+	for {
+		select {
+		case <-s.stopGC:
+			return
+		default:
+		}
+		if err := s.db.RunValueLogGC(0.5); err != nil {
+			if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
+				s.log.Warn("value-log garbage collection", zap.Error(err))
+			}
+			break
+		}
+		n++
+	}
+	if n > 0 {
+		s.log.Debug("value-log garbage collection", zap.Int("files_rewritten", n))
+	}
+}
+
+// Backup writes a full backup stream of the database to w. It runs against
+// a consistent snapshot while the store keeps serving.
+func (s *Store) Backup(w io.Writer) error {
+	_, err := s.db.Backup(w, 0)
+	return err
+}
+
+// Restore loads a stream written by Backup into the store, replacing records
+// with the same keys.
+func (s *Store) Restore(r io.Reader) error {
+	return s.db.Load(r, 256)
+}
+
+// Sync flushes every acknowledged write to disk.
+func (s *Store) Sync() error { return s.db.Sync() }
+
+// Ping reports whether the store answers reads.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.db.View(func(*badger.Txn) error { return ctx.Err() })
+}
+
+// zapBadgerLogger adapts zap to Badger's Logger interface. Badger is chatty
+// at info level (compactions, flushes), so its info lines become debug.
+type zapBadgerLogger struct{ s *zap.SugaredLogger }
+
+func (l zapBadgerLogger) Errorf(f string, a ...any)   { l.s.Errorf(strings.TrimSpace(f), a...) }
+func (l zapBadgerLogger) Warningf(f string, a ...any) { l.s.Warnf(strings.TrimSpace(f), a...) }
+func (l zapBadgerLogger) Infof(f string, a ...any)    { l.s.Debugf(strings.TrimSpace(f), a...) }
+func (l zapBadgerLogger) Debugf(f string, a ...any)   { l.s.Debugf(strings.TrimSpace(f), a...) }

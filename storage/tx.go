@@ -1,0 +1,190 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Errors shared by every repository. Handlers map them to their protocol's
+// error format with errors.Is.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("already exists")
+)
+
+// InvalidError reports input that breaks a rule; its message is safe to show
+// to the client.
+type InvalidError struct{ Msg string }
+
+func (e *InvalidError) Error() string { return e.Msg }
+
+// Invalid returns an *InvalidError with a formatted message.
+func Invalid(format string, a ...any) error { return &InvalidError{Msg: fmt.Sprintf(format, a...)} }
+
+// IsInvalid reports whether err is (or wraps) an *InvalidError.
+func IsInvalid(err error) bool {
+	var ie *InvalidError
+	return errors.As(err, &ie)
+}
+
+// Tx is a read or read-write transaction. Repositories take a *Tx so that one
+// request's changes to several records commit together or not at all.
+type Tx struct {
+	txn *badger.Txn
+}
+
+// View runs fn in a read-only transaction.
+func (s *Store) View(fn func(tx *Tx) error) error {
+	return s.db.View(func(txn *badger.Txn) error { return fn(&Tx{txn: txn}) })
+}
+
+// Update runs fn in a read-write transaction and commits it when fn returns
+// nil. On a conflict with a concurrent transaction it retries a few times, so
+// fn must not have side effects outside the transaction.
+func (s *Store) Update(fn func(tx *Tx) error) error {
+	var err error
+	for attempt := 0; attempt < 8; attempt++ {
+		err = s.db.Update(func(txn *badger.Txn) error { return fn(&Tx{txn: txn}) })
+		if !errors.Is(err, badger.ErrConflict) {
+			return err
+		}
+	}
+	return err
+}
+
+// UpdateOnce is Update without retries: a conflicting concurrent commit makes
+// it fail with ErrConflict. Use it for records that must be consumed once.
+func (s *Store) UpdateOnce(fn func(tx *Tx) error) error {
+	err := s.db.Update(func(txn *badger.Txn) error { return fn(&Tx{txn: txn}) })
+	if errors.Is(err, badger.ErrConflict) {
+		return ErrConflict
+	}
+	return err
+}
+
+// getJSON decodes the record at key into v, or returns ErrNotFound.
+func (tx *Tx) getJSON(key []byte, v any) error {
+	item, err := tx.txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	return item.Value(func(b []byte) error { return json.Unmarshal(b, v) })
+}
+
+// putJSON stores v at key; a positive ttl makes Badger drop it after that long.
+func (tx *Tx) putJSON(key []byte, v any, ttl time.Duration) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return tx.put(key, b, ttl)
+}
+
+func (tx *Tx) put(key, val []byte, ttl time.Duration) error {
+	e := badger.NewEntry(key, val)
+	if ttl > 0 {
+		e = e.WithTTL(ttl)
+	}
+	return tx.txn.SetEntry(e)
+}
+
+func (tx *Tx) get(key []byte) ([]byte, error) {
+	item, err := tx.txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return item.ValueCopy(nil)
+}
+
+func (tx *Tx) has(key []byte) (bool, error) {
+	_, err := tx.txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (tx *Tx) delete(key []byte) error { return tx.txn.Delete(key) }
+
+// scan calls fn for every key with prefix, in key order (reverse when
+// reverse is set), starting at start (inclusive; nil means the first key of
+// the prefix), until fn returns false or an error. The value is valid only
+// during the call.
+func (tx *Tx) scan(prefix, start []byte, reverse, keysOnly bool, fn func(key, val []byte) (bool, error)) error {
+	o := badger.DefaultIteratorOptions
+	o.Prefix = prefix
+	o.Reverse = reverse
+	o.PrefetchValues = !keysOnly
+	if keysOnly {
+		o.PrefetchValues = false
+	}
+	it := tx.txn.NewIterator(o)
+	defer it.Close()
+	seek := start
+	if seek == nil {
+		seek = prefix
+		if reverse {
+			seek = append(append([]byte{}, prefix...), 0xff)
+		}
+	}
+	for it.Seek(seek); it.ValidForPrefix(prefix); it.Next() {
+		item := it.Item()
+		var val []byte
+		if !keysOnly {
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			val = v
+		}
+		more, err := fn(item.Key(), val)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// deletePrefix deletes every key with prefix inside the transaction.
+func (tx *Tx) deletePrefix(prefix []byte) error {
+	var keys [][]byte
+	err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		keys = append(keys, append([]byte{}, k...))
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := tx.delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// key joins parts with '/' into a key.
+func key(parts ...string) []byte {
+	n := len(parts) - 1
+	for _, p := range parts {
+		n += len(p)
+	}
+	b := make([]byte, 0, n)
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, '/')
+		}
+		b = append(b, p...)
+	}
+	return b
+}
