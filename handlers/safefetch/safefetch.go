@@ -1,0 +1,319 @@
+// Package safefetch is Hearth's one outbound HTTP fetcher for URLs that come
+// from users (NIP-05 identifiers, articles to save). It refuses to connect to
+// private, loopback, link-local, unspecified and multicast addresses unless
+// told otherwise, and bounds every fetch in time and size.
+//
+// The address check runs on the IP the dialer actually connects to
+// (net.Dialer.Control), after DNS resolution, so a hostname that resolves to
+// 127.0.0.1, or a redirect to one, is refused the same way as a literal IP.
+// Proxies from the environment are ignored for the same reason.
+package safefetch
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Defaults used when Options leave a field zero.
+const (
+	DefaultTimeout      = 10 * time.Second
+	DefaultMaxBytes     = 1 << 20
+	DefaultMaxRedirects = 5
+	DefaultUserAgent    = "Hearth (+https://github.com/hearthkit/caddy-hearth)"
+)
+
+// Options configure a Fetcher. The zero value is the safe default: public
+// addresses only, no redirects, 10 s, 1 MiB.
+type Options struct {
+	// AllowPrivate permits private, loopback, link-local and other
+	// non-public addresses (tests, intranets).
+	AllowPrivate bool
+	// Timeout bounds the whole fetch: connect, TLS, headers and body.
+	Timeout time.Duration
+	// MaxBytes bounds the response body; a longer body fails with ErrTooLarge.
+	MaxBytes int64
+	// FollowRedirects follows up to MaxRedirects redirects (each target is
+	// checked like the first URL). When false a 3xx answer fails with a
+	// *RedirectError.
+	FollowRedirects bool
+	// MaxRedirects bounds the redirects followed (default 5).
+	MaxRedirects int
+	// UserAgent is sent with every request.
+	UserAgent string
+	// TLSConfig replaces the default TLS configuration (tests use it to trust
+	// an httptest server's certificate).
+	TLSConfig *tls.Config
+	// DialAddress, when set, rewrites the host:port that is dialed (like
+	// curl --resolve). Tests use it to reach a local server under a real
+	// domain name; the address check still applies to the rewritten address.
+	DialAddress func(addr string) string
+}
+
+// Errors returned by Get, to be tested with errors.Is.
+var (
+	// ErrBlockedAddress: the URL's host resolves to an address that is not allowed.
+	ErrBlockedAddress = errors.New("safefetch: address not allowed")
+	// ErrTooLarge: the body is longer than MaxBytes.
+	ErrTooLarge = errors.New("safefetch: response too large")
+	// ErrRedirect: the server answered with a redirect that was not followed.
+	ErrRedirect = errors.New("safefetch: redirect not followed")
+	// ErrBadURL: the URL is not an absolute http or https URL.
+	ErrBadURL = errors.New("safefetch: bad URL")
+	// ErrTimeout: the fetch took longer than Timeout.
+	ErrTimeout = errors.New("safefetch: timed out")
+)
+
+// BlockedAddressError names the refused address. It matches ErrBlockedAddress.
+type BlockedAddressError struct{ Addr netip.Addr }
+
+func (e *BlockedAddressError) Error() string {
+	return fmt.Sprintf("safefetch: address %s is not public; refused", e.Addr)
+}
+
+// Is makes errors.Is(err, ErrBlockedAddress) true.
+func (e *BlockedAddressError) Is(target error) bool { return target == ErrBlockedAddress }
+
+// RedirectError is returned when a redirect is not followed. It matches
+// ErrRedirect.
+type RedirectError struct {
+	Status   int
+	Location string
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("safefetch: server answered %d redirect; redirects are not followed", e.Status)
+}
+
+// Is makes errors.Is(err, ErrRedirect) true.
+func (e *RedirectError) Is(target error) bool { return target == ErrRedirect }
+
+// Response is a fetched response with its whole body.
+type Response struct {
+	Status   int
+	Header   http.Header
+	Body     []byte
+	FinalURL string // the URL after redirects
+}
+
+// Fetcher fetches URLs under Options. It is safe for concurrent use.
+type Fetcher struct {
+	opts   Options
+	client *http.Client
+}
+
+// New returns a Fetcher with opts, defaults filled in.
+func New(opts Options) *Fetcher {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.MaxRedirects <= 0 {
+		opts.MaxRedirects = DefaultMaxRedirects
+	}
+	if opts.UserAgent == "" {
+		opts.UserAgent = DefaultUserAgent
+	}
+	f := &Fetcher{opts: opts}
+	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second}
+	if !opts.AllowPrivate {
+		dialer.Control = controlPublicOnly
+	}
+	tr := &http.Transport{
+		Proxy: nil, // a proxy would connect for us and bypass the address check
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if opts.DialAddress != nil {
+				addr = opts.DialAddress(addr)
+			}
+			return dialer.DialContext(ctx, network, addr)
+		},
+		TLSClientConfig:        opts.TLSConfig,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           32,
+		MaxIdleConnsPerHost:    2,
+		IdleConnTimeout:        60 * time.Second,
+		TLSHandshakeTimeout:    opts.Timeout,
+		ResponseHeaderTimeout:  opts.Timeout,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	f.client = &http.Client{
+		Transport: tr,
+		Timeout:   opts.Timeout,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if !opts.FollowRedirects {
+				return http.ErrUseLastResponse
+			}
+			if len(via) > opts.MaxRedirects {
+				return fmt.Errorf("safefetch: more than %d redirects", opts.MaxRedirects)
+			}
+			if err := checkURL(req.URL); err != nil {
+				return err
+			}
+			return nil
+		},
+	}
+	return f
+}
+
+// Get fetches rawURL with GET and reads the whole body (up to MaxBytes).
+// Any HTTP status is returned as a Response; only transport failures,
+// refused addresses, unfollowed redirects and oversized bodies are errors.
+func (f *Fetcher) Get(ctx context.Context, rawURL string) (*Response, error) {
+	return f.GetWithHeader(ctx, rawURL, nil)
+}
+
+// GetWithHeader is Get with extra request headers (such as Accept).
+func (f *Fetcher) GetWithHeader(ctx context.Context, rawURL string, header http.Header) (*Response, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadURL, err)
+	}
+	if err := checkURL(u); err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadURL, err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("User-Agent", f.opts.UserAgent)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.Header.Get("Location") != "" {
+		return nil, &RedirectError{Status: resp.StatusCode, Location: resp.Header.Get("Location")}
+	}
+	if resp.ContentLength > f.opts.MaxBytes {
+		return nil, ErrTooLarge
+	}
+	var buf bytes.Buffer
+	n, err := io.Copy(&buf, io.LimitReader(resp.Body, f.opts.MaxBytes+1))
+	if err != nil {
+		return nil, classify(err)
+	}
+	if n > f.opts.MaxBytes {
+		return nil, ErrTooLarge
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: buf.Bytes(), FinalURL: resp.Request.URL.String()}, nil
+}
+
+func checkURL(u *url.URL) error {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%w: scheme must be http or https", ErrBadURL)
+	}
+	if u.Hostname() == "" {
+		return fmt.Errorf("%w: no host", ErrBadURL)
+	}
+	if u.User != nil {
+		return fmt.Errorf("%w: credentials in URL", ErrBadURL)
+	}
+	return nil
+}
+
+// classify maps transport errors to the package's typed errors, keeping the
+// original in the chain.
+func classify(err error) error {
+	var be *BlockedAddressError
+	if errors.As(err, &be) {
+		return be
+	}
+	if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+		return fmt.Errorf("%w: %v", ErrTimeout, err)
+	}
+	return err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func controlPublicOnly(network, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("safefetch: unexpected dial address %q", address)
+	}
+	if !IsPublic(ap.Addr()) {
+		return &BlockedAddressError{Addr: ap.Addr()}
+	}
+	return nil
+}
+
+// nonPublic lists special-purpose ranges (RFC 6890 and successors) beyond
+// those netip classifies itself.
+var nonPublic = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"),   // carrier-grade NAT
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, broadcast
+	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
+	netip.MustParsePrefix("2001:db8::/32"),   // documentation
+	netip.MustParsePrefix("100::/64"),        // discard
+}
+
+// IsPublic reports whether addr is a globally routable unicast address:
+// not loopback, private, link-local, unspecified, multicast or another
+// special-purpose range. IPv4-mapped IPv6 addresses are judged as IPv4.
+func IsPublic(addr netip.Addr) bool {
+	addr = addr.Unmap()
+	if !addr.IsValid() || addr.IsLoopback() || addr.IsPrivate() || addr.IsUnspecified() ||
+		addr.IsMulticast() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() ||
+		addr.IsInterfaceLocalMulticast() {
+		return false
+	}
+	for _, p := range nonPublic {
+		if p.Contains(addr) {
+			return false
+		}
+	}
+	// NAT64 well-known prefix: judge the embedded IPv4 address.
+	if addr.Is6() && netip.MustParsePrefix("64:ff9b::/96").Contains(addr) {
+		b := addr.As16()
+		return IsPublic(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
+	}
+	return true
+}
+
+// CheckHost resolves host (a name or an IP literal, without port) and
+// returns a *BlockedAddressError if any of its addresses is not public. Use
+// it before handing a URL to a client that dials by itself (websocket relay
+// connections); Fetcher.Get checks at dial time and does not need it.
+func CheckHost(ctx context.Context, host string) error {
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if a, err := netip.ParseAddr(host); err == nil {
+		if !IsPublic(a) {
+			return &BlockedAddressError{Addr: a}
+		}
+		return nil
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return fmt.Errorf("resolve %s: %w", host, err)
+	}
+	for _, a := range addrs {
+		if !IsPublic(a) {
+			return &BlockedAddressError{Addr: a}
+		}
+	}
+	return nil
+}
