@@ -1,0 +1,554 @@
+package storage
+
+import (
+	"errors"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// OAuth records of the hearth_oauth authorization server: registered
+// applications, authorization codes and access tokens. Client secrets, codes
+// and tokens are random values kept here only as their Digest.
+//
+// Keys:
+//
+//	oauth/app/<client_id>                     OAuthApp
+//	oauth/code/<digest>                       OAuthCode (TTL: OAuthCodeLifetime)
+//	oauth/token/<digest>                      OAuthAccessToken
+//	u/<member>/oauth/tok/<client_id>/<digest> memberTokenRef (the member's grants, for settings)
+
+// Prefixes of the secrets handed out, so a leaked value is recognisable.
+const (
+	OAuthClientSecretPrefix = "hcs_"
+	OAuthCodePrefix         = "hac_"
+	OAuthTokenPrefix        = "hat_"
+)
+
+// OAuthCodeLifetime is how long an authorization code can be exchanged.
+const OAuthCodeLifetime = 10 * time.Minute
+
+// ErrCodeUsed is returned by ExchangeOAuthCode for a code that was already
+// exchanged (or consumed by a failed exchange).
+var ErrCodeUsed = errors.New("authorization code already used")
+
+// oauthNow is the clock of code expiry (tests move it).
+var oauthNow = time.Now
+
+// OAuthApp is a registered client application.
+type OAuthApp struct {
+	ID           string    `json:"id"`
+	ClientID     string    `json:"client_id"`
+	SecretDigest string    `json:"secret_digest"`
+	Name         string    `json:"name"`
+	Website      string    `json:"website,omitempty"`
+	RedirectURIs []string  `json:"redirect_uris"`
+	Scopes       []string  `json:"scopes"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// OAuthCode is an authorization code granted by a member to an app.
+type OAuthCode struct {
+	ClientID      string    `json:"client_id"`
+	MemberID      string    `json:"member_id"`
+	RedirectURI   string    `json:"redirect_uri"`
+	Scopes        []string  `json:"scopes"`
+	CodeChallenge string    `json:"code_challenge,omitempty"` // S256 only
+	CreatedAt     time.Time `json:"created_at"`
+	// Used is set once the code was exchanged or consumed by a failed
+	// exchange; TokenDigest names the token issued from it, if any, so a
+	// replay can revoke it.
+	Used        bool   `json:"used,omitempty"`
+	TokenDigest string `json:"token_digest,omitempty"`
+}
+
+// OAuthAccessToken is an issued bearer token. MemberID is empty for an
+// application token (client_credentials grant).
+type OAuthAccessToken struct {
+	ID        string    `json:"id"`
+	ClientID  string    `json:"client_id"`
+	MemberID  string    `json:"member_id,omitempty"`
+	Scopes    []string  `json:"scopes"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Allows reports whether the token's scopes cover scope (see OAuthScopesCover).
+func (t *OAuthAccessToken) Allows(scope string) bool { return OAuthScopesCover(t.Scopes, scope) }
+
+// AllowsAny reports whether the token's scopes cover at least one of scopes.
+func (t *OAuthAccessToken) AllowsAny(scopes ...string) bool {
+	for _, s := range scopes {
+		if t.Allows(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// OAuthScopes is every scope hearth_oauth recognises: the spec's scopes and
+// the rest of Mastodon 4.4's list for ordinary (non-admin) apps.
+var OAuthScopes = []string{
+	"profile",
+	"read",
+	"read:accounts", "read:blocks", "read:bookmarks", "read:favourites", "read:filters",
+	"read:follows", "read:lists", "read:mutes", "read:notifications", "read:search", "read:statuses",
+	"write",
+	"write:accounts", "write:blocks", "write:bookmarks", "write:conversations", "write:favourites",
+	"write:filters", "write:follows", "write:lists", "write:media", "write:mutes",
+	"write:notifications", "write:reports", "write:statuses",
+	"follow",
+	"push",
+}
+
+var knownScopes = func() map[string]bool {
+	m := make(map[string]bool, len(OAuthScopes))
+	for _, s := range OAuthScopes {
+		m[s] = true
+	}
+	return m
+}()
+
+// IsOAuthScope reports whether s is a recognised scope.
+func IsOAuthScope(s string) bool { return knownScopes[s] }
+
+// followCovers is what Mastodon's deprecated follow scope grants.
+var followCovers = map[string]bool{
+	"read:blocks": true, "write:blocks": true,
+	"read:follows": true, "write:follows": true,
+	"read:mutes": true, "write:mutes": true,
+}
+
+// OAuthScopesCover reports whether granted covers want: a scope covers
+// itself, the broad read and write scopes cover their granular read:… and
+// write:… scopes, follow covers the relationship scopes (as in Mastodon),
+// and a granular scope covers only itself.
+func OAuthScopesCover(granted []string, want string) bool {
+	for _, g := range granted {
+		if g == want {
+			return true
+		}
+		switch g {
+		case "read", "write":
+			if strings.HasPrefix(want, g+":") && knownScopes[want] {
+				return true
+			}
+		case "follow":
+			if followCovers[want] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func oauthAppKey(clientID string) []byte       { return key("oauth", "app", clientID) }
+func oauthCodeKey(digest string) []byte        { return key("oauth", "code", digest) }
+func oauthTokenKey(digest string) []byte       { return key("oauth", "token", digest) }
+func memberOAuthPrefix(memberID string) []byte { return key("u", memberID, "oauth", "tok", "") }
+func memberOAuthAppPrefix(memberID, clientID string) []byte {
+	return key("u", memberID, "oauth", "tok", clientID, "")
+}
+func memberOAuthTokenKey(memberID, clientID, digest string) []byte {
+	return key("u", memberID, "oauth", "tok", clientID, digest)
+}
+
+// memberTokenRef is what the member's index keeps of each of its tokens.
+type memberTokenRef struct {
+	Scopes    []string  `json:"scopes"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func init() {
+	memberCleanups = append(memberCleanups, func(tx *Tx, memberID string) error {
+		prefix := memberOAuthPrefix(memberID)
+		var digests []string
+		err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+			rest := string(k[len(prefix):])
+			if i := strings.LastIndexByte(rest, '/'); i >= 0 {
+				digests = append(digests, rest[i+1:])
+			}
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, d := range digests {
+			if err := tx.delete(oauthTokenKey(d)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// CreateOAuthApp registers an application and returns it with its client
+// secret, which is not stored and cannot be shown again. The caller has
+// validated the fields.
+func (s *Store) CreateOAuthApp(name, website string, redirectURIs, scopes []string) (*OAuthApp, string, error) {
+	secret := NewSecret(OAuthClientSecretPrefix, 32)
+	app := &OAuthApp{
+		ID:           NewID(),
+		ClientID:     NewSecret("", 32),
+		SecretDigest: Digest(secret),
+		Name:         name,
+		Website:      website,
+		RedirectURIs: redirectURIs,
+		Scopes:       scopes,
+		CreatedAt:    time.Now().UTC(),
+	}
+	err := s.Update(func(tx *Tx) error {
+		taken, err := tx.has(oauthAppKey(app.ClientID))
+		if err != nil {
+			return err
+		}
+		if taken {
+			return ErrConflict
+		}
+		return tx.putJSON(oauthAppKey(app.ClientID), app, 0)
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return app, secret, nil
+}
+
+// OAuthApp returns the application with clientID.
+func (s *Store) OAuthApp(clientID string) (app *OAuthApp, err error) {
+	if clientID == "" || len(clientID) > 128 {
+		return nil, ErrNotFound
+	}
+	err = s.View(func(tx *Tx) error {
+		app = new(OAuthApp)
+		return tx.getJSON(oauthAppKey(clientID), app)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return app, nil
+}
+
+// AuthenticateOAuthClient returns the application whose client_id and
+// client_secret match; the secret is compared in constant time. Any
+// mismatch is ErrNotFound.
+func (s *Store) AuthenticateOAuthClient(clientID, secret string) (*OAuthApp, error) {
+	app, err := s.OAuthApp(clientID)
+	if errors.Is(err, ErrNotFound) {
+		SecretMatches(secret, Digest("")) // same work as a wrong secret
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if secret == "" || !SecretMatches(secret, app.SecretDigest) {
+		return nil, ErrNotFound
+	}
+	return app, nil
+}
+
+// CreateOAuthCode records an authorization code that memberID granted to
+// the app for redirectURI and scopes, and returns the code. It lives for
+// OAuthCodeLifetime.
+func (s *Store) CreateOAuthCode(clientID, memberID, redirectURI string, scopes []string, codeChallenge string) (string, error) {
+	code := NewSecret(OAuthCodePrefix, 32)
+	rec := OAuthCode{
+		ClientID:      clientID,
+		MemberID:      memberID,
+		RedirectURI:   redirectURI,
+		Scopes:        scopes,
+		CodeChallenge: codeChallenge,
+		CreatedAt:     time.Now().UTC(),
+	}
+	err := s.Update(func(tx *Tx) error {
+		if _, err := tx.MemberByID(memberID); err != nil {
+			return err
+		}
+		return tx.putJSON(oauthCodeKey(Digest(code)), rec, OAuthCodeLifetime)
+	})
+	if err != nil {
+		return "", err
+	}
+	return code, nil
+}
+
+// CodeCheck decides, inside ExchangeOAuthCode's transaction, whether the
+// presented code may be exchanged. A non-nil error refuses the exchange;
+// the code is consumed either way.
+type CodeCheck func(c *OAuthCode) error
+
+// ExchangeOAuthCode exchanges an authorization code for an access token of
+// its member, once. The code is looked up by its digest; check validates
+// client, redirect URI and PKCE verifier against the record.
+//
+// It returns ErrNotFound for an unknown or expired code, ErrCodeUsed for a
+// code that was used before (and then revokes the token issued from it),
+// ErrSuspended or ErrNotFound when the member can no longer be served, and
+// check's error. Concurrent exchanges of one code issue at most one token:
+// the transaction that consumes it fails on a conflict instead of retrying,
+// and the loser is treated as a second use.
+func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessToken, string, error) {
+	if code == "" || len(code) > 256 {
+		return nil, "", ErrNotFound
+	}
+	ck := oauthCodeKey(Digest(code))
+	var tok *OAuthAccessToken
+	var secret string
+	var checkErr error
+	err := s.UpdateOnce(func(tx *Tx) error {
+		tok, secret, checkErr = nil, "", nil
+		var c OAuthCode
+		if err := tx.getJSON(ck, &c); err != nil {
+			return err
+		}
+		if c.Used {
+			return ErrCodeUsed
+		}
+		age := oauthNow().Sub(c.CreatedAt)
+		if age > OAuthCodeLifetime {
+			return ErrNotFound
+		}
+		ttl := max(OAuthCodeLifetime-age, 0) + time.Second
+		c.Used = true
+		if err := check(&c); err != nil {
+			// A failed exchange consumes the code.
+			checkErr = err
+			return tx.putJSON(ck, c, ttl)
+		}
+		m, err := tx.MemberByID(c.MemberID)
+		if err != nil {
+			return err
+		}
+		if m.Suspended {
+			return ErrSuspended
+		}
+		tok, secret, err = tx.createOAuthToken(c.ClientID, c.MemberID, c.Scopes)
+		if err != nil {
+			return err
+		}
+		c.TokenDigest = Digest(secret)
+		return tx.putJSON(ck, c, ttl)
+	})
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrCodeUsed) {
+		// A second (or concurrent) use: the code is compromised, so the
+		// token issued from it goes too (RFC 6749 section 4.1.2).
+		if rerr := s.revokeTokenOfCode(ck); rerr != nil {
+			return nil, "", rerr
+		}
+		return nil, "", ErrCodeUsed
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if checkErr != nil {
+		return nil, "", checkErr
+	}
+	return tok, secret, nil
+}
+
+func (s *Store) revokeTokenOfCode(ck []byte) error {
+	return s.Update(func(tx *Tx) error {
+		var c OAuthCode
+		err := tx.getJSON(ck, &c)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if c.TokenDigest == "" {
+			return nil
+		}
+		return tx.deleteOAuthToken(c.TokenDigest)
+	})
+}
+
+// CreateOAuthAppToken issues an application token (client_credentials
+// grant): no member, the given scopes.
+func (s *Store) CreateOAuthAppToken(clientID string, scopes []string) (tok *OAuthAccessToken, secret string, err error) {
+	err = s.Update(func(tx *Tx) error {
+		tok, secret, err = tx.createOAuthToken(clientID, "", scopes)
+		return err
+	})
+	return tok, secret, err
+}
+
+func (tx *Tx) createOAuthToken(clientID, memberID string, scopes []string) (*OAuthAccessToken, string, error) {
+	secret := NewSecret(OAuthTokenPrefix, 32)
+	d := Digest(secret)
+	t := &OAuthAccessToken{
+		ID:        NewID(),
+		ClientID:  clientID,
+		MemberID:  memberID,
+		Scopes:    scopes,
+		CreatedAt: time.Now().UTC().Truncate(time.Second),
+	}
+	if err := tx.putJSON(oauthTokenKey(d), t, 0); err != nil {
+		return nil, "", err
+	}
+	if memberID != "" {
+		ref := memberTokenRef{Scopes: scopes, CreatedAt: t.CreatedAt}
+		if err := tx.putJSON(memberOAuthTokenKey(memberID, clientID, d), ref, 0); err != nil {
+			return nil, "", err
+		}
+	}
+	return t, secret, nil
+}
+
+func (tx *Tx) deleteOAuthToken(digest string) error {
+	var t OAuthAccessToken
+	err := tx.getJSON(oauthTokenKey(digest), &t)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := tx.delete(oauthTokenKey(digest)); err != nil {
+		return err
+	}
+	if t.MemberID != "" {
+		return tx.delete(memberOAuthTokenKey(t.MemberID, t.ClientID, digest))
+	}
+	return nil
+}
+
+// OAuthToken authenticates a bearer token issued by hearth_oauth. It
+// returns the token (with its scopes, see Allows) and its member, or a nil
+// member for an application token (client_credentials). Unknown or revoked
+// tokens and tokens of deleted members are ErrNotFound; a suspended member's
+// tokens are ErrSuspended. Other services use it to accept OAuth tokens.
+func (s *Store) OAuthToken(token string) (*OAuthAccessToken, *Member, error) {
+	if token == "" || len(token) > 256 {
+		return nil, nil, ErrNotFound
+	}
+	var t OAuthAccessToken
+	var m *Member
+	err := s.View(func(tx *Tx) error {
+		if err := tx.getJSON(oauthTokenKey(Digest(token)), &t); err != nil {
+			return err
+		}
+		if t.MemberID == "" {
+			return nil
+		}
+		var err error
+		m, err = tx.MemberByID(t.MemberID)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if m != nil && m.Suspended {
+		return nil, nil, ErrSuspended
+	}
+	return &t, m, nil
+}
+
+// RevokeOAuthToken revokes token if it was issued to clientID. Unknown,
+// already revoked and other clients' tokens are left alone without error.
+func (s *Store) RevokeOAuthToken(clientID, token string) error {
+	if token == "" || len(token) > 256 {
+		return nil
+	}
+	d := Digest(token)
+	return s.Update(func(tx *Tx) error {
+		var t OAuthAccessToken
+		err := tx.getJSON(oauthTokenKey(d), &t)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if t.ClientID != clientID {
+			return nil
+		}
+		return tx.deleteOAuthToken(d)
+	})
+}
+
+// AuthorizedOAuthApp is an application a member has live tokens for.
+type AuthorizedOAuthApp struct {
+	App *OAuthApp
+	// Scopes is the union of the scopes of the member's tokens for App.
+	Scopes []string
+	// AuthorizedAt is when the first live token was issued.
+	AuthorizedAt time.Time
+}
+
+// AuthorizedOAuthApps lists the applications memberID has live tokens for,
+// most recently authorized first.
+func (s *Store) AuthorizedOAuthApps(memberID string) ([]AuthorizedOAuthApp, error) {
+	var out []AuthorizedOAuthApp
+	err := s.View(func(tx *Tx) error {
+		prefix := memberOAuthPrefix(memberID)
+		byClient := map[string]int{}
+		err := tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+			rest := string(k[len(prefix):])
+			i := strings.LastIndexByte(rest, '/')
+			if i < 0 {
+				return true, nil
+			}
+			clientID := rest[:i]
+			var ref memberTokenRef
+			if err := unmarshal(v, &ref); err != nil {
+				return false, err
+			}
+			idx, ok := byClient[clientID]
+			if !ok {
+				app := new(OAuthApp)
+				if err := tx.getJSON(oauthAppKey(clientID), app); err != nil {
+					if errors.Is(err, ErrNotFound) {
+						return true, nil
+					}
+					return false, err
+				}
+				out = append(out, AuthorizedOAuthApp{App: app, AuthorizedAt: ref.CreatedAt})
+				idx = len(out) - 1
+				byClient[clientID] = idx
+			}
+			a := &out[idx]
+			if ref.CreatedAt.Before(a.AuthorizedAt) {
+				a.AuthorizedAt = ref.CreatedAt
+			}
+			for _, sc := range ref.Scopes {
+				if !slices.Contains(a.Scopes, sc) {
+					a.Scopes = append(a.Scopes, sc)
+				}
+			}
+			return true, nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].AuthorizedAt.After(out[j].AuthorizedAt) })
+	return out, nil
+}
+
+// RevokeOAuthAppForMember revokes every token memberID has given clientID.
+func (s *Store) RevokeOAuthAppForMember(memberID, clientID string) error {
+	if clientID == "" || strings.Contains(clientID, "/") {
+		return nil
+	}
+	return s.Update(func(tx *Tx) error {
+		prefix := memberOAuthAppPrefix(memberID, clientID)
+		var digests []string
+		err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+			digests = append(digests, string(k[len(prefix):]))
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, d := range digests {
+			if err := tx.delete(oauthTokenKey(d)); err != nil {
+				return err
+			}
+			if err := tx.delete(memberOAuthTokenKey(memberID, clientID, d)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,246 @@
+package storage
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func openOAuthTestStore(t *testing.T) *Store {
+	t.Helper()
+	f := false
+	s, err := Open(t.TempDir(), Options{SyncWrites: &f, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func oauthFixture(t *testing.T) (*Store, *Member, *OAuthApp, string) {
+	t.Helper()
+	s := openOAuthTestStore(t)
+	m, err := s.CreateMember("alice", "Alice", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, secret, err := s.CreateOAuthApp("Tooter", "", []string{"https://app.example/cb"}, []string{"read", "write"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, m, app, secret
+}
+
+func TestOAuthSecretsStoredOnlyAsDigests(t *testing.T) {
+	s, m, app, secret := oauthFixture(t)
+	code, err := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tok, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	err = s.View(func(tx *Tx) error {
+		return tx.scan([]byte{}, nil, false, false, func(k, v []byte) (bool, error) {
+			all.Write(k)
+			all.Write(v)
+			return true, nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]string{"client secret": secret, "code": code, "token": tok} {
+		if strings.Contains(all.String(), v) {
+			t.Errorf("%s stored in the clear", name)
+		}
+	}
+}
+
+func TestAuthenticateOAuthClient(t *testing.T) {
+	s, _, app, secret := oauthFixture(t)
+	if _, err := s.AuthenticateOAuthClient(app.ClientID, secret); err != nil {
+		t.Fatalf("right secret: %v", err)
+	}
+	for _, c := range []struct{ id, secret string }{
+		{app.ClientID, secret + "x"}, {app.ClientID, ""}, {"nope", secret}, {"", ""},
+	} {
+		if _, err := s.AuthenticateOAuthClient(c.id, c.secret); !errors.Is(err, ErrNotFound) {
+			t.Errorf("AuthenticateOAuthClient(%q, …) = %v, want ErrNotFound", c.id, err)
+		}
+	}
+}
+
+func TestOAuthCodeSingleUseRevokesOnReplay(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	code, _ := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	_, tok, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.OAuthToken(tok); err != nil {
+		t.Fatalf("fresh token: %v", err)
+	}
+	if _, _, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil }); !errors.Is(err, ErrCodeUsed) {
+		t.Fatalf("second use = %v, want ErrCodeUsed", err)
+	}
+	if _, _, err := s.OAuthToken(tok); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("token after replay = %v, want ErrNotFound (revoked)", err)
+	}
+}
+
+func TestOAuthCodeFailedExchangeConsumesIt(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	code, _ := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	bad := errors.New("wrong verifier")
+	if _, _, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return bad }); !errors.Is(err, bad) {
+		t.Fatalf("got %v, want the check's error", err)
+	}
+	if _, _, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil }); !errors.Is(err, ErrCodeUsed) {
+		t.Fatalf("after a failed exchange = %v, want ErrCodeUsed", err)
+	}
+}
+
+func TestOAuthCodeExpiresAfterTenMinutes(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	code, _ := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	oauthNow = func() time.Time { return time.Now().Add(OAuthCodeLifetime + time.Second) }
+	defer func() { oauthNow = time.Now }()
+	if _, _, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil }); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("old code = %v, want ErrNotFound", err)
+	}
+}
+
+func TestOAuthCodeConcurrentExchangesIssueOneToken(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	code, _ := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var tokens []string
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, tok, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil })
+			if err == nil {
+				mu.Lock()
+				tokens = append(tokens, tok)
+				mu.Unlock()
+			} else if !errors.Is(err, ErrCodeUsed) {
+				t.Errorf("exchange: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(tokens) != 1 {
+		t.Fatalf("%d tokens issued, want exactly 1", len(tokens))
+	}
+}
+
+func TestOAuthTokenRefusesSuspendedAndDeletedMembers(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	code, _ := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	tk, tok, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, gm, err := s.OAuthToken(tok)
+	if err != nil || gm.ID != m.ID || got.ID != tk.ID || !got.Allows("read:statuses") || got.Allows("write") {
+		t.Fatalf("OAuthToken = %+v, %+v, %v", got, gm, err)
+	}
+	if _, err := s.SetSuspended("alice", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.OAuthToken(tok); !errors.Is(err, ErrSuspended) {
+		t.Fatalf("suspended: %v, want ErrSuspended", err)
+	}
+	if _, err := s.SetSuspended("alice", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteMember("alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.OAuthToken(tok); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleted member: %v, want ErrNotFound", err)
+	}
+}
+
+func TestRevokeOAuthTokenOnlyOwnClient(t *testing.T) {
+	s, _, app, _ := oauthFixture(t)
+	other, _, _ := s.CreateOAuthApp("Other", "", []string{"https://o.example/cb"}, []string{"read"})
+	_, tok, err := s.CreateOAuthAppToken(app.ClientID, []string{"read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeOAuthToken(other.ClientID, tok); err != nil {
+		t.Fatal(err)
+	}
+	if _, m, err := s.OAuthToken(tok); err != nil || m != nil {
+		t.Fatalf("after another client's revoke: %v, member %v", err, m)
+	}
+	if err := s.RevokeOAuthToken(app.ClientID, tok); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.OAuthToken(tok); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after revoke: %v", err)
+	}
+	if err := s.RevokeOAuthToken(app.ClientID, tok); err != nil {
+		t.Fatalf("revoking twice: %v", err)
+	}
+}
+
+func TestAuthorizedOAuthAppsAndMemberRevoke(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	var toks []string
+	for _, sc := range [][]string{{"read"}, {"write"}} {
+		code, _ := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", sc, "")
+		_, tok, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks = append(toks, tok)
+	}
+	apps, err := s.AuthorizedOAuthApps(m.ID)
+	if err != nil || len(apps) != 1 || apps[0].App.Name != "Tooter" || strings.Join(apps[0].Scopes, " ") != "read write" {
+		t.Fatalf("AuthorizedOAuthApps = %+v, %v", apps, err)
+	}
+	if err := s.RevokeOAuthAppForMember(m.ID, app.ClientID); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range toks {
+		if _, _, err := s.OAuthToken(tok); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("token after member revoke: %v", err)
+		}
+	}
+	if apps, _ := s.AuthorizedOAuthApps(m.ID); len(apps) != 0 {
+		t.Fatalf("still listed: %+v", apps)
+	}
+}
+
+func TestOAuthScopesCover(t *testing.T) {
+	cases := []struct {
+		granted string
+		want    string
+		ok      bool
+	}{
+		{"read", "read:statuses", true},
+		{"write", "write:media", true},
+		{"read", "write:statuses", false},
+		{"read:statuses", "read", false},
+		{"read:statuses", "read:accounts", false},
+		{"write:statuses", "write:media", false},
+		{"profile", "profile", true},
+		{"read", "profile", false},
+		{"follow", "read:follows", true},
+		{"read", "read:nonsense", false},
+	}
+	for _, c := range cases {
+		if got := OAuthScopesCover(strings.Fields(c.granted), c.want); got != c.ok {
+			t.Errorf("OAuthScopesCover(%q, %q) = %v, want %v", c.granted, c.want, got, c.ok)
+		}
+	}
+}
