@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
@@ -252,8 +253,42 @@ func (s *Store) DeleteMember(username string) error {
 	if err != nil {
 		return err
 	}
-	// The member's own records can be many; drop them outside the
-	// transaction. The member record is already gone, so nothing can reach
-	// them in between.
-	return s.db.DropPrefix(memberDataPrefix(id))
+	// The member's own records can be many, more than one transaction may
+	// hold, so they go in batches after the member record. Nothing can reach
+	// them in between: every lookup starts from the member. (Badger's
+	// DropPrefix is not used: it blocks every other write while it runs.)
+	return s.deletePrefixInBatches(memberDataPrefix(id))
+}
+
+// deletePrefixInBatches deletes every key with prefix, a bounded number of
+// keys per transaction.
+func (s *Store) deletePrefixInBatches(prefix []byte) error {
+	const batch = 1000
+	for {
+		n := 0
+		err := s.Update(func(tx *Tx) error {
+			n = 0
+			var keys [][]byte
+			err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+				keys = append(keys, append([]byte{}, k...))
+				return len(keys) < batch, nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if err := tx.delete(k); err != nil {
+					return err
+				}
+			}
+			n = len(keys)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("delete member records: %w", err)
+		}
+		if n < batch {
+			return nil
+		}
+	}
 }

@@ -192,6 +192,76 @@ func (s *Store) Restore(r io.Reader) error {
 	return s.db.Load(r, 256)
 }
 
+// RestoreDir replaces the database in dir with the backup stream read from
+// r, for `caddy hearth restore` while Caddy is stopped. It returns ErrLocked
+// (wrapped) when another process holds dir. The backup is loaded into a
+// fresh sibling directory first, so a bad stream leaves dir untouched; then
+// the old database moves aside to the returned directory (empty when dir
+// held no records) and the restored one takes its place.
+func RestoreDir(dir string, r io.Reader, opts Options) (previous string, err error) {
+	opts.GCInterval = -1
+	dir = strings.TrimRight(dir, string(os.PathSeparator))
+	hadRecords := false
+	if _, statErr := os.Stat(dir); statErr == nil {
+		cur, err := Open(dir, opts)
+		if err != nil {
+			return "", err
+		}
+		hadRecords, err = cur.hasRecords()
+		if cerr := cur.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", fmt.Errorf("read current store: %w", err)
+		}
+	}
+	tmp := dir + ".restoring"
+	if err := os.RemoveAll(tmp); err != nil {
+		return "", err
+	}
+	fresh, err := Open(tmp, opts)
+	if err != nil {
+		return "", err
+	}
+	if err := fresh.Restore(r); err != nil {
+		fresh.Close()
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("load backup: %w", err)
+	}
+	if err := fresh.Close(); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("load backup: %w", err)
+	}
+	if hadRecords {
+		previous = dir + ".before-restore-" + time.Now().UTC().Format("20060102T150405Z")
+		if err := os.Rename(dir, previous); err != nil {
+			os.RemoveAll(tmp)
+			return "", fmt.Errorf("move the current store aside: %w", err)
+		}
+	} else if err := os.RemoveAll(dir); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if previous != "" {
+			_ = os.Rename(previous, dir)
+		}
+		return "", fmt.Errorf("move the restored store into place: %w", err)
+	}
+	return previous, nil
+}
+
+func (s *Store) hasRecords() (bool, error) {
+	found := false
+	err := s.View(func(tx *Tx) error {
+		return tx.scan(nil, nil, false, true, func(_, _ []byte) (bool, error) {
+			found = true
+			return false, nil
+		})
+	})
+	return found, err
+}
+
 // Sync flushes every acknowledged write to disk.
 func (s *Store) Sync() error { return s.db.Sync() }
 

@@ -1,0 +1,344 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func openTestStore(t testing.TB) *Store {
+	t.Helper()
+	st, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func TestCreateMemberValidation(t *testing.T) {
+	st := openTestStore(t)
+	cases := []struct {
+		name, username, display, password string
+	}{
+		{"empty username", "", "", "correct horse"},
+		{"username too long", strings.Repeat("a", 31), "", "correct horse"},
+		{"username with dash", "al-ice", "", "correct horse"},
+		{"username with dot", "al.ice", "", "correct horse"},
+		{"username with space", "al ice", "", "correct horse"},
+		{"username non-ascii", "alicé", "", "correct horse"},
+		{"password too short", "alice", "", "short"},
+		{"password too long", "alice", "", strings.Repeat("p", 129)},
+		{"display name too long", "alice", strings.Repeat("d", 31), "correct horse"},
+		{"display name with newline", "alice", "a\nb", "correct horse"},
+		{"display name invalid utf8", "alice", "\xff", "correct horse"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := st.CreateMember(c.username, c.display, c.password)
+			if !IsInvalid(err) {
+				t.Fatalf("CreateMember: got %v, want an InvalidError", err)
+			}
+		})
+	}
+	ms, err := st.Members()
+	if err != nil || len(ms) != 0 {
+		t.Fatalf("members after invalid creates: %v, %v", ms, err)
+	}
+	for _, ok := range []string{"a", "A_1", strings.Repeat("z", 30)} {
+		if _, err := st.CreateMember(ok, "", "correct horse"); err != nil {
+			t.Errorf("CreateMember(%q): %v", ok, err)
+		}
+	}
+}
+
+func TestMemberUsernameUniqueCaseInsensitive(t *testing.T) {
+	st := openTestStore(t)
+	m, err := st.CreateMember("Alice", "Alice A.", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.PasswordHash == "" || strings.Contains(m.PasswordHash, "correct horse") {
+		t.Fatalf("password not hashed: %q", m.PasswordHash)
+	}
+	for _, name := range []string{"Alice", "alice", "ALICE"} {
+		if _, err := st.CreateMember(name, "", "other password"); !errors.Is(err, ErrConflict) {
+			t.Errorf("CreateMember(%q): got %v, want ErrConflict", name, err)
+		}
+	}
+	got, err := st.Member("aLiCe")
+	if err != nil || got.ID != m.ID || got.Username != "Alice" || got.DisplayName != "Alice A." {
+		t.Fatalf("Member(aLiCe) = %+v, %v", got, err)
+	}
+	if _, err := st.Member("bob"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Member(bob): %v", err)
+	}
+	if _, err := st.Member("../etc"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Member(bad name): %v", err)
+	}
+}
+
+func TestConcurrentCreateSameUsernameOnlyOneWins(t *testing.T) {
+	st := openTestStore(t)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins := 0
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		name := []string{"carol", "Carol", "CAROL", "cArOl"}[i%4]
+		go func() {
+			defer wg.Done()
+			if _, err := st.CreateMember(name, "", "correct horse"); err == nil {
+				mu.Lock()
+				wins++
+				mu.Unlock()
+			} else if !errors.Is(err, ErrConflict) {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	ms, _ := st.Members()
+	if wins != 1 || len(ms) != 1 {
+		t.Fatalf("wins=%d members=%d, want 1 and 1", wins, len(ms))
+	}
+}
+
+func TestMembersListedByUsername(t *testing.T) {
+	st := openTestStore(t)
+	for _, n := range []string{"zed", "Bob", "alice"} {
+		if _, err := st.CreateMember(n, "", "correct horse"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms, err := st.Members()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range ms {
+		names = append(names, m.Username)
+	}
+	if strings.Join(names, ",") != "alice,Bob,zed" {
+		t.Fatalf("order: %v", names)
+	}
+}
+
+func TestAuthenticate(t *testing.T) {
+	st := openTestStore(t)
+	if _, err := st.CreateMember("alice", "", "correct horse"); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st.Authenticate("ALICE", "correct horse"); err != nil || m.Username != "alice" {
+		t.Fatalf("right password: %v, %v", m, err)
+	}
+	if _, err := st.Authenticate("alice", "wrong horse"); !errors.Is(err, ErrBadCredentials) {
+		t.Fatalf("wrong password: %v", err)
+	}
+	if _, err := st.Authenticate("nobody", "correct horse"); !errors.Is(err, ErrBadCredentials) {
+		t.Fatalf("unknown member: %v", err)
+	}
+	if err := st.SetPassword("alice", "new password!"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Authenticate("alice", "correct horse"); !errors.Is(err, ErrBadCredentials) {
+		t.Fatalf("old password after change: %v", err)
+	}
+	if _, err := st.Authenticate("alice", "new password!"); err != nil {
+		t.Fatalf("new password: %v", err)
+	}
+	if err := st.SetPassword("alice", "short"); !IsInvalid(err) {
+		t.Fatalf("short password: %v", err)
+	}
+	if err := st.SetPassword("nobody", "long enough"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown member: %v", err)
+	}
+}
+
+func TestArgon2idHash(t *testing.T) {
+	h := HashPassword("correct horse")
+	if !strings.HasPrefix(h, "$argon2id$v=19$m=19456,t=2,p=1$") {
+		t.Fatalf("hash format: %s", h)
+	}
+	if h == HashPassword("correct horse") {
+		t.Fatal("two hashes of one password are equal: no salt")
+	}
+	if !CheckPassword(h, "correct horse") || CheckPassword(h, "correct horsE") || CheckPassword(h, "") {
+		t.Fatal("CheckPassword mismatch")
+	}
+	for _, bad := range []string{"", "$argon2i$v=19$m=1,t=1,p=1$AAAA$AAAA", "$argon2id$v=19$m=19456,t=0,p=1$AAAA$AAAA",
+		"$argon2id$v=19$m=19456,t=2,p=0$AAAA$AAAA", "$argon2id$v=19$m=19456,t=2,p=1$!!$AAAA", strings.Replace(h, "t=2", "t=x", 1)} {
+		if CheckPassword(bad, "correct horse") {
+			t.Errorf("CheckPassword accepted %q", bad)
+		}
+	}
+}
+
+func TestSuspensionEndsSessionsAndBlocksSignIn(t *testing.T) {
+	st := openTestStore(t)
+	m, err := st.CreateMember("alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid, err := st.CreateSession(m.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.SessionMember(sid); err != nil || got.ID != m.ID {
+		t.Fatalf("session before suspension: %v, %v", got, err)
+	}
+	if _, err := st.SetSuspended("alice", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SessionMember(sid); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("session after suspension: %v, want ErrNotFound", err)
+	}
+	if _, err := st.Authenticate("alice", "correct horse"); !errors.Is(err, ErrSuspended) {
+		t.Fatalf("sign-in while suspended: %v", err)
+	}
+	if _, err := st.Authenticate("alice", "wrong horse"); !errors.Is(err, ErrBadCredentials) {
+		t.Fatalf("wrong password while suspended must not reveal suspension: %v", err)
+	}
+	if _, err := st.SetSuspended("alice", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Authenticate("alice", "correct horse"); err != nil {
+		t.Fatalf("sign-in after unsuspend: %v", err)
+	}
+	if _, err := st.SetSuspended("nobody", true); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("suspend unknown: %v", err)
+	}
+}
+
+func TestSessions(t *testing.T) {
+	st := openTestStore(t)
+	m, _ := st.CreateMember("alice", "", "correct horse")
+	sid, err := st.CreateSession(m.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(sid, SessionPrefix) || len(sid) < 40 {
+		t.Fatalf("session id %q", sid)
+	}
+	// The store keeps only the digest: the raw id is nowhere in the database.
+	var dump bytes.Buffer
+	if err := st.Backup(&dump); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(dump.Bytes(), []byte(sid)) || bytes.Contains(dump.Bytes(), []byte(sid[len(SessionPrefix):])) {
+		t.Fatal("raw session id stored")
+	}
+	for _, bad := range []string{"", "hs_", sid + "x", sid[:len(sid)-1], strings.Repeat("a", 200)} {
+		if _, err := st.SessionMember(bad); !errors.Is(err, ErrNotFound) {
+			t.Errorf("SessionMember(%q): %v", bad, err)
+		}
+	}
+	if err := st.DeleteSession(sid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SessionMember(sid); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after sign-out: %v", err)
+	}
+	if err := st.DeleteSession("hs_unknown"); err != nil {
+		t.Fatalf("deleting an unknown session: %v", err)
+	}
+	if _, err := st.CreateSession("12345", time.Hour); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("session for unknown member: %v", err)
+	}
+}
+
+func TestSessionExpires(t *testing.T) {
+	st := openTestStore(t)
+	m, _ := st.CreateMember("alice", "", "correct horse")
+	short, err := st.CreateSession(m.ID, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, _ := st.CreateSession(m.ID, time.Hour)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := st.SessionMember(short)
+		if errors.Is(err, ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a one-second session still works after 10s: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, err := st.SessionMember(long); err != nil {
+		t.Fatalf("the one-hour session ended too: %v", err)
+	}
+}
+
+func TestPasswordChangeEndsSessions(t *testing.T) {
+	st := openTestStore(t)
+	m, _ := st.CreateMember("alice", "", "correct horse")
+	sid, _ := st.CreateSession(m.ID, time.Hour)
+	if err := st.SetPassword("alice", "another password"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SessionMember(sid); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("session after password change: %v", err)
+	}
+}
+
+func TestDeleteMemberRemovesItsRecords(t *testing.T) {
+	st := openTestStore(t)
+	m, _ := st.CreateMember("alice", "", "correct horse")
+	other, _ := st.CreateMember("bob", "", "correct horse")
+	sid, _ := st.CreateSession(m.ID, time.Hour)
+	// Owned records, more than one delete batch.
+	err := st.Update(func(tx *Tx) error {
+		for i := 0; i < 2500; i++ {
+			if err := tx.put(key("u", m.ID, "x", NewID()), []byte("v"), 0); err != nil {
+				return err
+			}
+		}
+		return tx.put(key("u", other.ID, "x", "1"), []byte("v"), 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteMember("ALICE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Member("alice"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("member after delete: %v", err)
+	}
+	if _, err := st.SessionMember(sid); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("session after delete: %v", err)
+	}
+	countPrefix := func(p []byte) (n int) {
+		st.View(func(tx *Tx) error {
+			return tx.scan(p, nil, false, true, func(_, _ []byte) (bool, error) { n++; return true, nil })
+		})
+		return n
+	}
+	if n := countPrefix(memberDataPrefix(m.ID)); n != 0 {
+		t.Fatalf("%d owned records left", n)
+	}
+	if n := countPrefix(memberDataPrefix(other.ID)); n != 1 {
+		t.Fatalf("other member's records: %d, want 1", n)
+	}
+	if _, err := st.CreateMember("Alice", "", "correct horse"); err != nil {
+		t.Fatalf("username reusable after delete: %v", err)
+	}
+	if err := st.DeleteMember("nobody"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("delete unknown: %v", err)
+	}
+}
+
+func TestNewIDIncreases(t *testing.T) {
+	prev := uint64(0)
+	for i := 0; i < 1000; i++ {
+		id := newIDAt(time.Unix(1700000000, 0))
+		if id <= prev {
+			t.Fatalf("id %d after %d", id, prev)
+		}
+		prev = id
+	}
+}

@@ -1,0 +1,235 @@
+package storage
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestOpenTwiceIsRefusedUntilClosed(t *testing.T) {
+	dir := t.TempDir()
+	st, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open: got %v, want ErrLocked", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	st2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	st2.Close()
+}
+
+func TestBackupRestoreRoundTrip(t *testing.T) {
+	src := openTestStore(t)
+	alice, err := src.CreateMember("alice", "Alice", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.CreateMember("bob", "", "battery staple"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.SetSuspended("bob", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.CreateMember("gone", "", "battery staple"); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.DeleteMember("gone"); err != nil {
+		t.Fatal(err)
+	}
+	sid, _ := src.CreateSession(alice.ID, time.Hour)
+	var buf bytes.Buffer
+	if err := src.Backup(&buf); err != nil {
+		t.Fatal(err)
+	}
+
+	// Restore into a directory that holds other data: it moves aside.
+	dir := filepath.Join(t.TempDir(), "store")
+	other, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.CreateMember("mallory", "", "correct horse"); err != nil {
+		t.Fatal(err)
+	}
+	// While the directory is open, restore refuses.
+	if _, err := RestoreDir(dir, bytes.NewReader(buf.Bytes()), Options{}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("restore into an open store: got %v, want ErrLocked", err)
+	}
+	other.Close()
+	// A damaged backup leaves the directory as it was.
+	if _, err := RestoreDir(dir, bytes.NewReader(buf.Bytes()[:buf.Len()/2]), Options{}); err == nil {
+		t.Fatal("restore of a truncated backup succeeded")
+	}
+	prev, err := RestoreDir(dir, bytes.NewReader(buf.Bytes()), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prev == "" {
+		t.Fatal("previous data not kept")
+	}
+
+	dst, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	ms, err := dst.Members()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range ms {
+		names = append(names, fmt.Sprintf("%s/%v", m.Username, m.Suspended))
+	}
+	if strings.Join(names, ",") != "alice/false,bob/true" {
+		t.Fatalf("restored members: %v", names)
+	}
+	if m, err := dst.Authenticate("alice", "correct horse"); err != nil || m.ID != alice.ID || m.DisplayName != "Alice" {
+		t.Fatalf("restored alice: %+v, %v", m, err)
+	}
+	if m, err := dst.SessionMember(sid); err != nil || m.ID != alice.ID {
+		t.Fatalf("restored session: %v, %v", m, err)
+	}
+	if _, err := dst.CreateMember("ALICE", "", "correct horse"); !errors.Is(err, ErrConflict) {
+		t.Fatalf("unique index not restored: %v", err)
+	}
+
+	old, err := Open(prev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if _, err := old.Member("mallory"); err != nil {
+		t.Fatalf("previous data lost: %v", err)
+	}
+}
+
+func TestRestoreIntoMissingDirectory(t *testing.T) {
+	src := openTestStore(t)
+	src.CreateMember("alice", "", "correct horse")
+	var buf bytes.Buffer
+	if err := src.Backup(&buf); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "new")
+	prev, err := RestoreDir(dir, &buf, Options{})
+	if err != nil || prev != "" {
+		t.Fatalf("RestoreDir = %q, %v", prev, err)
+	}
+	st, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Member("alice"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// durabilityChildEnv makes the test binary act as the writer process of
+// TestAcknowledgedWritesSurviveSIGKILL.
+const durabilityChildEnv = "HEARTH_DURABILITY_CHILD_DIR"
+
+func durabilityKey(i int) []byte { return key("test", "durability", strconv.Itoa(i)) }
+
+// durabilityChild writes records one by one and prints "ack <n>" after each
+// commit returned, as a server answers its client, until it is killed.
+func durabilityChild(dir string) {
+	st, err := Open(dir, Options{})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	w := bufio.NewWriter(os.Stdout)
+	for i := 0; ; i++ {
+		err := st.Update(func(tx *Tx) error { return tx.put(durabilityKey(i), []byte(strconv.Itoa(i)), 0) })
+		if err != nil {
+			fmt.Fprintln(w, "error", err)
+			w.Flush()
+			os.Exit(1)
+		}
+		fmt.Fprintf(w, "ack %d\n", i)
+		w.Flush()
+	}
+}
+
+func TestAcknowledgedWritesSurviveSIGKILL(t *testing.T) {
+	if dir := os.Getenv(durabilityChildEnv); dir != "" {
+		durabilityChild(dir)
+		return
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAcknowledgedWritesSurviveSIGKILL$")
+	cmd.Env = append(os.Environ(), durabilityChildEnv+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	acked := -1
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		line := sc.Text()
+		if n, ok := strings.CutPrefix(line, "ack "); ok {
+			acked, _ = strconv.Atoi(n)
+			if acked == 300 {
+				// Kill it mid-stream: it is writing the next record now.
+				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+			}
+			continue
+		}
+		cmd.Process.Kill()
+		t.Fatalf("child: %s", line)
+	}
+	err = cmd.Wait()
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("child did not die of SIGKILL: %v", err)
+	}
+	if acked < 300 {
+		t.Fatalf("child acknowledged only %d records", acked+1)
+	}
+
+	st, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("reopen after SIGKILL: %v", err)
+	}
+	defer st.Close()
+	err = st.View(func(tx *Tx) error {
+		for i := 0; i <= acked; i++ {
+			v, err := tx.get(durabilityKey(i))
+			if err != nil || string(v) != strconv.Itoa(i) {
+				return fmt.Errorf("acknowledged record %d (of %d) lost: %q, %v", i, acked+1, v, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("all %d acknowledged records present after SIGKILL", acked+1)
+}
