@@ -1,0 +1,313 @@
+package storage
+
+import (
+	"errors"
+	"sort"
+	"strings"
+	"time"
+)
+
+// API tokens of the GraphQL service and the member's newsletter inbound
+// secret. Layout:
+//
+//	gql/tok/<digest>          APITokenRef (global lookup; removed by DeleteMember)
+//	u/<member>/gql/tok/<id>   APIToken
+//	gql/inbound/<digest>      member id (global lookup; removed by DeleteMember)
+//	u/<member>/gql/inbound    Inbound
+
+// APIToken is a member's token for the GraphQL API. Only its digest is kept.
+type APIToken struct {
+	ID         string     `json:"id"`
+	MemberID   string     `json:"member_id"`
+	Name       string     `json:"name"`
+	Digest     string     `json:"digest"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+}
+
+// Expired reports whether the token has expired at t.
+func (t *APIToken) Expired(at time.Time) bool { return t.ExpiresAt != nil && !at.Before(*t.ExpiresAt) }
+
+type apiTokenRef struct {
+	MemberID string `json:"member_id"`
+	TokenID  string `json:"token_id"`
+}
+
+// APITokenPrefix starts every API token (Inboxt's prefix). The token is the
+// prefix and 52 random bytes in base64url: 74 characters, 416 bits.
+const APITokenPrefix = "app_"
+
+// Limits and presets of API tokens.
+const (
+	apiTokenRandomBytes   = 52
+	MaxAPITokenNameLen    = 100
+	MaxAPITokensPerMember = 100
+	// LastUsedResolution is how often lastUsedAt is written at most.
+	LastUsedResolution = time.Minute
+)
+
+// APITokenExpiries are the allowed lifetimes by name; 0 is never.
+var APITokenExpiries = map[string]time.Duration{
+	"1d": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "30d": 30 * 24 * time.Hour,
+	"90d": 90 * 24 * time.Hour, "never": 0,
+}
+
+// ParseAPITokenExpiry reads one of 1d, 7d, 30d, 90d or never.
+func ParseAPITokenExpiry(s string) (time.Duration, error) {
+	d, ok := APITokenExpiries[strings.ToLower(strings.TrimSpace(s))]
+	if !ok {
+		return 0, Invalid("expires must be one of 1d, 7d, 30d, 90d or never")
+	}
+	return d, nil
+}
+
+func apiTokenRefKey(digest string) []byte    { return key("gql", "tok", digest) }
+func apiTokenKey(memberID, id string) []byte { return key("u", memberID, "gql", "tok", id) }
+func inboundRefKey(digest string) []byte     { return key("gql", "inbound", digest) }
+func inboundKey(memberID string) []byte      { return key("u", memberID, "gql", "inbound") }
+
+// CreateAPIToken makes a token for the member that expires after lifetime
+// (0: never). It returns the record and the token, which is never stored
+// and cannot be shown again.
+func (s *Store) CreateAPIToken(memberID, name string, lifetime time.Duration) (*APIToken, string, error) {
+	name, err := cleanLine(name, MaxAPITokenNameLen, "name")
+	if err != nil {
+		return nil, "", err
+	}
+	if name == "" {
+		return nil, "", Invalid("name must not be empty")
+	}
+	if lifetime < 0 {
+		return nil, "", Invalid("lifetime must not be negative")
+	}
+	secret := NewSecret(APITokenPrefix, apiTokenRandomBytes)
+	t := now()
+	tok := &APIToken{ID: NewID(), MemberID: memberID, Name: name, Digest: Digest(secret), CreatedAt: t}
+	if lifetime > 0 {
+		exp := t.Add(lifetime)
+		tok.ExpiresAt = &exp
+	}
+	err = s.Update(func(tx *Tx) error {
+		m, err := tx.MemberByID(memberID)
+		if err != nil {
+			return err
+		}
+		if m.Suspended {
+			return ErrSuspended
+		}
+		n := 0
+		if err := tx.scan(key("u", memberID, "gql", "tok", ""), nil, false, true, func(_, _ []byte) (bool, error) {
+			n++
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		if n >= MaxAPITokensPerMember {
+			return Invalid("at most %d API tokens; delete unused ones first", MaxAPITokensPerMember)
+		}
+		var ttl time.Duration
+		if lifetime > 0 {
+			ttl = lifetime + time.Hour // the check below refuses it on time; the TTL only cleans up
+		}
+		if err := tx.putJSON(apiTokenRefKey(tok.Digest), apiTokenRef{MemberID: memberID, TokenID: tok.ID}, ttl); err != nil {
+			return err
+		}
+		return tx.putJSON(apiTokenKey(memberID, tok.ID), tok, 0)
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return tok, secret, nil
+}
+
+// APITokens lists the member's tokens, newest first.
+func (s *Store) APITokens(memberID string) ([]*APIToken, error) {
+	var out []*APIToken
+	err := s.View(func(tx *Tx) error {
+		return tx.scan(key("u", memberID, "gql", "tok", ""), nil, false, false, func(_, v []byte) (bool, error) {
+			var t APIToken
+			if err := unmarshal(v, &t); err != nil {
+				return false, err
+			}
+			out = append(out, &t)
+			return true, nil
+		})
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
+	return out, err
+}
+
+// DeleteAPIToken removes one of the member's tokens; it stops working at once.
+func (s *Store) DeleteAPIToken(memberID, id string) error {
+	return s.Update(func(tx *Tx) error {
+		var t APIToken
+		if err := tx.getJSON(apiTokenKey(memberID, id), &t); err != nil {
+			return err
+		}
+		if err := tx.delete(apiTokenRefKey(t.Digest)); err != nil {
+			return err
+		}
+		return tx.delete(apiTokenKey(memberID, id))
+	})
+}
+
+// LooksLikeAPIToken reports whether s has the shape of an API token.
+func LooksLikeAPIToken(s string) bool {
+	return strings.HasPrefix(s, APITokenPrefix) && len(s) >= 40 && len(s) <= 128
+}
+
+// APITokenMember returns the member and token record for an API token. It
+// returns ErrNotFound for unknown, deleted or expired tokens and for gone
+// members, and ErrSuspended for suspended members. lastUsedAt is written at
+// most once per LastUsedResolution.
+func (s *Store) APITokenMember(secret string) (*Member, *APIToken, error) {
+	if !LooksLikeAPIToken(secret) {
+		return nil, nil, ErrNotFound
+	}
+	d := Digest(secret)
+	var m *Member
+	var tok APIToken
+	err := s.View(func(tx *Tx) error {
+		var ref apiTokenRef
+		if err := tx.getJSON(apiTokenRefKey(d), &ref); err != nil {
+			return err
+		}
+		if err := tx.getJSON(apiTokenKey(ref.MemberID, ref.TokenID), &tok); err != nil {
+			return err
+		}
+		var err error
+		m, err = tx.MemberByID(ref.MemberID)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if !SecretMatches(secret, tok.Digest) {
+		return nil, nil, ErrNotFound
+	}
+	t := time.Now().UTC()
+	if tok.Expired(t) {
+		return nil, nil, ErrNotFound
+	}
+	if m.Suspended {
+		return nil, nil, ErrSuspended
+	}
+	if tok.LastUsedAt == nil || t.Sub(*tok.LastUsedAt) >= LastUsedResolution {
+		used := t.Truncate(time.Second)
+		_ = s.Update(func(tx *Tx) error {
+			var cur APIToken
+			if err := tx.getJSON(apiTokenKey(m.ID, tok.ID), &cur); err != nil {
+				return err
+			}
+			if cur.LastUsedAt != nil && used.Sub(*cur.LastUsedAt) < LastUsedResolution {
+				return nil
+			}
+			cur.LastUsedAt = &used
+			return tx.putJSON(apiTokenKey(m.ID, tok.ID), &cur, 0)
+		})
+		tok.LastUsedAt = &used
+	}
+	return m, &tok, nil
+}
+
+// --- newsletter inbound address ---
+
+// Inbound is a member's newsletter inbound secret (only its digest).
+type Inbound struct {
+	Digest    string    `json:"digest"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// InboundPrefix starts every inbound secret.
+const InboundPrefix = "nl_"
+
+// RotateInboundSecret gives the member a new newsletter inbound secret,
+// replacing the old one (which stops working at once), and returns it.
+func (s *Store) RotateInboundSecret(memberID string) (string, error) {
+	secret := NewSecret(InboundPrefix, 32)
+	in := Inbound{Digest: Digest(secret), CreatedAt: now()}
+	err := s.Update(func(tx *Tx) error {
+		if _, err := tx.MemberByID(memberID); err != nil {
+			return err
+		}
+		var old Inbound
+		if err := tx.getJSON(inboundKey(memberID), &old); err == nil {
+			if err := tx.delete(inboundRefKey(old.Digest)); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if err := tx.put(inboundRefKey(in.Digest), []byte(memberID), 0); err != nil {
+			return err
+		}
+		return tx.putJSON(inboundKey(memberID), in, 0)
+	})
+	if err != nil {
+		return "", err
+	}
+	return secret, nil
+}
+
+// InboundInfo returns the member's inbound secret record, or ErrNotFound.
+func (s *Store) InboundInfo(memberID string) (*Inbound, error) {
+	var in Inbound
+	if err := s.View(func(tx *Tx) error { return tx.getJSON(inboundKey(memberID), &in) }); err != nil {
+		return nil, err
+	}
+	return &in, nil
+}
+
+// InboundMember returns the member whose inbound secret is secret
+// (ErrNotFound, or ErrSuspended for a suspended member).
+func (s *Store) InboundMember(secret string) (*Member, error) {
+	if !strings.HasPrefix(secret, InboundPrefix) || len(secret) > 128 || len(secret) < 20 {
+		return nil, ErrNotFound
+	}
+	var m *Member
+	err := s.View(func(tx *Tx) error {
+		id, err := tx.get(inboundRefKey(Digest(secret)))
+		if err != nil {
+			return err
+		}
+		m, err = tx.MemberByID(string(id))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if m.Suspended {
+		return nil, ErrSuspended
+	}
+	return m, nil
+}
+
+func init() {
+	memberCleanups = append(memberCleanups, func(tx *Tx, memberID string) error {
+		var refs [][]byte
+		err := tx.scan(key("u", memberID, "gql", "tok", ""), nil, false, false, func(_, v []byte) (bool, error) {
+			var t APIToken
+			if err := unmarshal(v, &t); err != nil {
+				return false, err
+			}
+			refs = append(refs, apiTokenRefKey(t.Digest))
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		var in Inbound
+		if err := tx.getJSON(inboundKey(memberID), &in); err == nil {
+			refs = append(refs, inboundRefKey(in.Digest))
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		for _, k := range refs {
+			if err := tx.delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,311 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Highlights, under u/<member>/gql/:
+//
+//	hl/<id>                   Highlight
+//	ih/<item id>/<id>         empty: the highlights of an item
+//	hx/<field>/<sort><id>     empty: ordered index by createdAt (c) or updatedAt (u)
+
+// Highlight is a passage of a saved item marked by the member.
+type Highlight struct {
+	ID          string             `json:"id"`
+	SavedItemID string             `json:"saved_item_id"`
+	ItemTitle   string             `json:"item_title"`
+	ItemURL     string             `json:"item_url,omitempty"`
+	ItemDomain  string             `json:"item_domain,omitempty"`
+	Note        string             `json:"note,omitempty"`
+	Segments    []HighlightSegment `json:"segments"`
+	CreatedAt   time.Time          `json:"created_at"`
+	UpdatedAt   time.Time          `json:"updated_at"`
+}
+
+// HighlightSegment locates one stretch of highlighted text in the item's
+// content (a highlight across several elements has several segments).
+type HighlightSegment struct {
+	ID          string `json:"id"`
+	XPath       string `json:"xpath"`
+	BeforeText  string `json:"before_text"`
+	AfterText   string `json:"after_text"`
+	StartOffset int    `json:"start_offset"`
+	EndOffset   int    `json:"end_offset"`
+	Text        string `json:"text,omitempty"`
+}
+
+// Limits on highlights.
+const (
+	MaxSegments       = 50
+	MaxSegmentText    = 10000
+	MaxSegmentContext = 1000
+	MaxXPathLen       = 2000
+	MaxNoteLen        = 10000
+)
+
+func highlightKey(memberID, id string) []byte { return key("u", memberID, "gql", "hl", id) }
+func itemHighlightKey(memberID, itemID, id string) []byte {
+	return key("u", memberID, "gql", "ih", itemID, id)
+}
+func highlightIndexPrefix(memberID string, f SortField) []byte {
+	return key("u", memberID, "gql", "hx", sortFieldCode[f], "")
+}
+
+// ValidHighlightSortField reports whether highlights can be sorted by f.
+func ValidHighlightSortField(f SortField) bool { return f == SortCreatedAt || f == SortUpdatedAt }
+
+func highlightIndexKeys(memberID string, h *Highlight) [][]byte {
+	id := idBytes(h.ID)
+	return [][]byte{
+		encUint64(encTime(highlightIndexPrefix(memberID, SortCreatedAt), h.CreatedAt), id),
+		encUint64(encTime(highlightIndexPrefix(memberID, SortUpdatedAt), h.UpdatedAt), id),
+	}
+}
+
+func validateSegments(segs []HighlightSegment) error {
+	if len(segs) == 0 || len(segs) > MaxSegments {
+		return Invalid("a highlight has 1 to %d segments", MaxSegments)
+	}
+	for _, s := range segs {
+		if !utf8.ValidString(s.XPath + s.BeforeText + s.AfterText + s.Text) {
+			return Invalid("segments must be valid UTF-8")
+		}
+		if len(s.XPath) > MaxXPathLen || s.XPath == "" {
+			return Invalid("xpath must be 1 to %d characters", MaxXPathLen)
+		}
+		if len(s.BeforeText) > MaxSegmentContext || len(s.AfterText) > MaxSegmentContext {
+			return Invalid("beforeText and afterText must be at most %d characters", MaxSegmentContext)
+		}
+		if len(s.Text) > MaxSegmentText {
+			return Invalid("segment text must be at most %d characters", MaxSegmentText)
+		}
+		if s.StartOffset < 0 || s.EndOffset < s.StartOffset {
+			return Invalid("offsets must satisfy 0 <= startOffset <= endOffset")
+		}
+	}
+	return nil
+}
+
+// CreateHighlight adds a highlight to one of the member's items and moves
+// the item's updatedAt.
+func (s *Store) CreateHighlight(memberID, itemID string, segs []HighlightSegment, note string) (*Highlight, error) {
+	if err := validateSegments(segs); err != nil {
+		return nil, err
+	}
+	note, err := cleanText(note, MaxNoteLen, "note")
+	if err != nil {
+		return nil, err
+	}
+	var out *Highlight
+	err = s.Update(func(tx *Tx) error {
+		var it SavedItem
+		if err := tx.getJSON(itemKey(memberID, itemID), &it); err != nil {
+			return err
+		}
+		t := now()
+		h := &Highlight{ID: NewID(), SavedItemID: itemID, ItemTitle: it.Title, ItemURL: it.OriginalURL,
+			ItemDomain: it.SourceDomain, Note: note, CreatedAt: t, UpdatedAt: t}
+		for _, sg := range segs {
+			sg.ID = NewID()
+			h.Segments = append(h.Segments, sg)
+		}
+		if err := tx.putJSON(highlightKey(memberID, h.ID), h, 0); err != nil {
+			return err
+		}
+		if err := tx.put(itemHighlightKey(memberID, itemID, h.ID), nil, 0); err != nil {
+			return err
+		}
+		for _, k := range highlightIndexKeys(memberID, h) {
+			if err := tx.put(k, nil, 0); err != nil {
+				return err
+			}
+		}
+		out = h
+		return tx.touchItems(memberID, []string{itemID}, func(it *SavedItem) { it.HighlightCount++ })
+	})
+	return out, err
+}
+
+func cleanText(s string, max int, what string) (string, error) {
+	if !utf8.ValidString(s) {
+		return "", Invalid("%s must be valid UTF-8", what)
+	}
+	if utf8.RuneCountInString(s) > max {
+		return "", Invalid("%s must be at most %d characters", what, max)
+	}
+	return strings.TrimSpace(s), nil
+}
+
+func (tx *Tx) deleteHighlight(memberID string, h *Highlight) error {
+	for _, k := range highlightIndexKeys(memberID, h) {
+		if err := tx.delete(k); err != nil {
+			return err
+		}
+	}
+	if err := tx.delete(itemHighlightKey(memberID, h.SavedItemID, h.ID)); err != nil {
+		return err
+	}
+	return tx.delete(highlightKey(memberID, h.ID))
+}
+
+// DeleteHighlights removes highlights of the member; unknown ids are
+// ErrNotFound and nothing is deleted.
+func (s *Store) DeleteHighlights(memberID string, ids []string) error {
+	if len(ids) == 0 || len(ids) > MaxBatchIDs {
+		return Invalid("items must hold 1 to %d highlights", MaxBatchIDs)
+	}
+	return s.Update(func(tx *Tx) error {
+		for _, id := range ids {
+			var h Highlight
+			if err := tx.getJSON(highlightKey(memberID, id), &h); err != nil {
+				return err
+			}
+			if err := tx.deleteHighlight(memberID, &h); err != nil {
+				return err
+			}
+			err := tx.touchItems(memberID, []string{h.SavedItemID}, func(it *SavedItem) {
+				if it.HighlightCount > 0 {
+					it.HighlightCount--
+				}
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (tx *Tx) deleteItemHighlights(memberID, itemID string) error {
+	prefix := key("u", memberID, "gql", "ih", itemID, "")
+	var ids []string
+	err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		ids = append(ids, string(k[len(prefix):]))
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		var h Highlight
+		err := tx.getJSON(highlightKey(memberID, id), &h)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.deleteHighlight(memberID, &h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ItemHighlights lists the highlights of an item, oldest first.
+func (s *Store) ItemHighlights(memberID, itemID string) ([]*Highlight, error) {
+	var out []*Highlight
+	err := s.View(func(tx *Tx) error {
+		prefix := key("u", memberID, "gql", "ih", itemID, "")
+		return tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+			var h Highlight
+			err := tx.getJSON(highlightKey(memberID, string(k[len(prefix):])), &h)
+			if errors.Is(err, ErrNotFound) {
+				return true, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			out = append(out, &h)
+			return true, nil
+		})
+	})
+	return out, err
+}
+
+// HighlightPage is one page of highlights.
+type HighlightPage struct {
+	Highlights []*Highlight
+	Cursors    []string
+	HasNext    bool
+}
+
+// HighlightsPage returns one page of the member's highlights matching f (its
+// Text, Site, Saved and Updated ranges), sorted by createdAt or updatedAt.
+func (s *Store) HighlightsPage(memberID string, f ItemFilter, p PageRequest) (*HighlightPage, error) {
+	if !ValidHighlightSortField(p.Field) {
+		return nil, Invalid("highlights can be sorted by createdAt or updatedAt only")
+	}
+	var after []byte
+	if p.After != "" {
+		a, err := parseCursor(p.After, 2, p.Field, p.Desc)
+		if err != nil {
+			return nil, err
+		}
+		after = a
+	}
+	text := strings.ToLower(strings.TrimSpace(f.Text))
+	site := strings.ToLower(f.Site)
+	page := &HighlightPage{}
+	err := s.View(func(tx *Tx) error {
+		prefix := highlightIndexPrefix(memberID, p.Field)
+		return tx.keysetScan(prefix, p.Desc, after, nil, nil, func(suf []byte) (bool, error) {
+			id := strconv.FormatUint(binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)
+			var h Highlight
+			if err := tx.getJSON(highlightKey(memberID, id), &h); err != nil {
+				if errors.Is(err, ErrNotFound) {
+					return true, nil
+				}
+				return false, err
+			}
+			if f.SavedFrom != nil && h.CreatedAt.Before(*f.SavedFrom) ||
+				f.SavedTo != nil && !h.CreatedAt.Before(*f.SavedTo) ||
+				f.UpdatedFrom != nil && h.UpdatedAt.Before(*f.UpdatedFrom) ||
+				f.UpdatedTo != nil && !h.UpdatedAt.Before(*f.UpdatedTo) {
+				return true, nil
+			}
+			if site != "" && h.ItemDomain != site && !strings.HasSuffix(h.ItemDomain, "."+site) {
+				return true, nil
+			}
+			if text != "" {
+				found := containsFold(h.ItemTitle, text) || containsFold(h.Note, text)
+				for _, sg := range h.Segments {
+					found = found || containsFold(sg.Text, text)
+				}
+				if !found {
+					return true, nil
+				}
+			}
+			if len(page.Highlights) == p.First {
+				page.HasNext = true
+				return false, nil
+			}
+			page.Highlights = append(page.Highlights, &h)
+			page.Cursors = append(page.Cursors, makeCursor(2, p.Field, p.Desc, suf))
+			return true, nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// ForEachHighlight calls fn for every highlight of the member, oldest first.
+func (s *Store) ForEachHighlight(memberID string, fn func(h *Highlight) error) error {
+	return s.View(func(tx *Tx) error {
+		return tx.scan(key("u", memberID, "gql", "hl", ""), nil, false, false, func(_, v []byte) (bool, error) {
+			var h Highlight
+			if err := unmarshal(v, &h); err != nil {
+				return false, err
+			}
+			return true, fn(&h)
+		})
+	})
+}

@@ -1,0 +1,425 @@
+package storage
+
+import (
+	"errors"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Label is a member's tag for saved items.
+type Label struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Color     string    `json:"color"`
+	Order     float64   `json:"order"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// SavedQuery is a named search (a `q` string) kept by a member.
+type SavedQuery struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Query     string    `json:"query"`
+	Order     float64   `json:"order"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Limits on labels and saved queries.
+const (
+	MaxLabelNameLen  = 50
+	MaxLabels        = 500
+	MaxQueryNameLen  = 100
+	MaxSavedQueryLen = 500
+	MaxSavedQueries  = 100
+)
+
+var colorRE = regexp.MustCompile(`^#[0-9A-Fa-f]{6}$`)
+
+func labelKey(memberID, id string) []byte { return key("u", memberID, "gql", "label", id) }
+func labelNameKey(memberID, name string) []byte {
+	return key("u", memberID, "gql", "labelname", strings.ToLower(name))
+}
+func savedQueryKey(memberID, id string) []byte { return key("u", memberID, "gql", "sq", id) }
+
+func validateLabel(name, color string) (string, string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || !utf8.ValidString(name) || utf8.RuneCountInString(name) > MaxLabelNameLen || strings.ContainsAny(name, "\x00\r\n") {
+		return "", "", Invalid("label name must be 1 to %d characters on one line", MaxLabelNameLen)
+	}
+	if !colorRE.MatchString(color) {
+		return "", "", Invalid("label color must be a hex color such as #ff8800")
+	}
+	return name, strings.ToLower(color), nil
+}
+
+func (tx *Tx) labels(memberID string) ([]*Label, error) {
+	var out []*Label
+	err := tx.scan(key("u", memberID, "gql", "label", ""), nil, false, false, func(_, v []byte) (bool, error) {
+		var l Label
+		if err := unmarshal(v, &l); err != nil {
+			return false, err
+		}
+		out = append(out, &l)
+		return true, nil
+	})
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Order != out[j].Order {
+			return out[i].Order < out[j].Order
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, err
+}
+
+// memberLabelIDs returns those of ids that are labels of the member.
+func (tx *Tx) memberLabelIDs(memberID string, ids []string) ([]string, error) {
+	var out []string
+	for _, id := range ids {
+		ok, err := tx.has(labelKey(memberID, id))
+		if err != nil {
+			return nil, err
+		}
+		if ok && !contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// Labels lists the member's labels in their order.
+func (s *Store) Labels(memberID string) (out []*Label, err error) {
+	err = s.View(func(tx *Tx) error { out, err = tx.labels(memberID); return err })
+	return out, err
+}
+
+// LabelsByID returns the member's labels with ids, in that order.
+func (s *Store) LabelsByID(memberID string, ids []string) ([]*Label, error) {
+	var out []*Label
+	err := s.View(func(tx *Tx) error {
+		for _, id := range ids {
+			var l Label
+			err := tx.getJSON(labelKey(memberID, id), &l)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, &l)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// CreateLabel adds a label; names are unique per member, ignoring case.
+func (s *Store) CreateLabel(memberID, name, color string) (*Label, error) {
+	name, color, err := validateLabel(name, color)
+	if err != nil {
+		return nil, err
+	}
+	var out *Label
+	err = s.Update(func(tx *Tx) error {
+		taken, err := tx.has(labelNameKey(memberID, name))
+		if err != nil {
+			return err
+		}
+		if taken {
+			return ErrConflict
+		}
+		all, err := tx.labels(memberID)
+		if err != nil {
+			return err
+		}
+		if len(all) >= MaxLabels {
+			return Invalid("at most %d labels", MaxLabels)
+		}
+		order := 0.0
+		if len(all) > 0 {
+			order = all[len(all)-1].Order + 1
+		}
+		l := &Label{ID: NewID(), Name: name, Color: color, Order: order, CreatedAt: now()}
+		if err := tx.put(labelNameKey(memberID, name), []byte(l.ID), 0); err != nil {
+			return err
+		}
+		out = l
+		return tx.putJSON(labelKey(memberID, l.ID), l, 0)
+	})
+	return out, err
+}
+
+func (tx *Tx) labelItems(memberID, labelID string) ([]string, error) {
+	prefix := key("u", memberID, "gql", "li", labelID, "")
+	var ids []string
+	err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		ids = append(ids, string(k[len(prefix):]))
+		return true, nil
+	})
+	return ids, err
+}
+
+// UpdateLabel renames or recolors a label. Items carrying it get a new
+// updatedAt, so incremental sync sees the new name.
+func (s *Store) UpdateLabel(memberID, id, name, color string) (*Label, error) {
+	name, color, err := validateLabel(name, color)
+	if err != nil {
+		return nil, err
+	}
+	var out *Label
+	err = s.Update(func(tx *Tx) error {
+		var l Label
+		if err := tx.getJSON(labelKey(memberID, id), &l); err != nil {
+			return err
+		}
+		if !strings.EqualFold(l.Name, name) {
+			taken, err := tx.has(labelNameKey(memberID, name))
+			if err != nil {
+				return err
+			}
+			if taken {
+				return ErrConflict
+			}
+		}
+		if err := tx.delete(labelNameKey(memberID, l.Name)); err != nil {
+			return err
+		}
+		if err := tx.put(labelNameKey(memberID, name), []byte(l.ID), 0); err != nil {
+			return err
+		}
+		changed := l.Name != name || l.Color != color
+		l.Name, l.Color = name, color
+		if changed {
+			items, err := tx.labelItems(memberID, id)
+			if err != nil {
+				return err
+			}
+			if err := tx.touchItems(memberID, items, nil); err != nil {
+				return err
+			}
+		}
+		out = &l
+		return tx.putJSON(labelKey(memberID, id), &l, 0)
+	})
+	return out, err
+}
+
+// DeleteLabel removes a label from the member and from its items.
+func (s *Store) DeleteLabel(memberID, id string) error {
+	return s.Update(func(tx *Tx) error {
+		var l Label
+		if err := tx.getJSON(labelKey(memberID, id), &l); err != nil {
+			return err
+		}
+		items, err := tx.labelItems(memberID, id)
+		if err != nil {
+			return err
+		}
+		err = tx.touchItems(memberID, items, func(it *SavedItem) {
+			var keep []string
+			for _, x := range it.LabelIDs {
+				if x != id {
+					keep = append(keep, x)
+				}
+			}
+			it.LabelIDs = keep
+		})
+		if err != nil {
+			return err
+		}
+		for _, itemID := range items {
+			if err := tx.delete(labelItemKey(memberID, id, itemID)); err != nil {
+				return err
+			}
+		}
+		if err := tx.delete(labelNameKey(memberID, l.Name)); err != nil {
+			return err
+		}
+		return tx.delete(labelKey(memberID, id))
+	})
+}
+
+// ReorderLabels puts the labels with ids first, in that order; the others
+// follow in their previous order.
+func (s *Store) ReorderLabels(memberID string, ids []string) ([]*Label, error) {
+	var out []*Label
+	err := s.Update(func(tx *Tx) error {
+		all, err := tx.labels(memberID)
+		if err != nil {
+			return err
+		}
+		byID := map[string]*Label{}
+		for _, l := range all {
+			byID[l.ID] = l
+		}
+		var ordered []*Label
+		seen := map[string]bool{}
+		for _, id := range ids {
+			l := byID[id]
+			if l == nil {
+				return ErrNotFound
+			}
+			if !seen[id] {
+				seen[id] = true
+				ordered = append(ordered, l)
+			}
+		}
+		for _, l := range all {
+			if !seen[l.ID] {
+				ordered = append(ordered, l)
+			}
+		}
+		for i, l := range ordered {
+			l.Order = float64(i)
+			if err := tx.putJSON(labelKey(memberID, l.ID), l, 0); err != nil {
+				return err
+			}
+		}
+		out = ordered
+		return nil
+	})
+	return out, err
+}
+
+// --- saved queries ---
+
+func validateSavedQuery(name, query string) (string, string, error) {
+	name, err := cleanLine(name, MaxQueryNameLen, "name")
+	if err != nil {
+		return "", "", err
+	}
+	if name == "" {
+		return "", "", Invalid("name must not be empty")
+	}
+	query, err = cleanLine(query, MaxSavedQueryLen, "query")
+	if err != nil {
+		return "", "", err
+	}
+	return name, query, nil
+}
+
+func (tx *Tx) savedQueries(memberID string) ([]*SavedQuery, error) {
+	var out []*SavedQuery
+	err := tx.scan(key("u", memberID, "gql", "sq", ""), nil, false, false, func(_, v []byte) (bool, error) {
+		var q SavedQuery
+		if err := unmarshal(v, &q); err != nil {
+			return false, err
+		}
+		out = append(out, &q)
+		return true, nil
+	})
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Order != out[j].Order {
+			return out[i].Order < out[j].Order
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, err
+}
+
+// SavedQueries lists the member's saved queries in their order.
+func (s *Store) SavedQueries(memberID string) (out []*SavedQuery, err error) {
+	err = s.View(func(tx *Tx) error { out, err = tx.savedQueries(memberID); return err })
+	return out, err
+}
+
+// CreateSavedQuery adds a saved query at the end.
+func (s *Store) CreateSavedQuery(memberID, name, query string) (*SavedQuery, error) {
+	name, query, err := validateSavedQuery(name, query)
+	if err != nil {
+		return nil, err
+	}
+	var out *SavedQuery
+	err = s.Update(func(tx *Tx) error {
+		all, err := tx.savedQueries(memberID)
+		if err != nil {
+			return err
+		}
+		if len(all) >= MaxSavedQueries {
+			return Invalid("at most %d saved queries", MaxSavedQueries)
+		}
+		order := 0.0
+		if len(all) > 0 {
+			order = all[len(all)-1].Order + 1
+		}
+		out = &SavedQuery{ID: NewID(), Name: name, Query: query, Order: order, CreatedAt: now()}
+		return tx.putJSON(savedQueryKey(memberID, out.ID), out, 0)
+	})
+	return out, err
+}
+
+// UpdateSavedQuery renames a saved query or changes its query.
+func (s *Store) UpdateSavedQuery(memberID, id, name, query string) (*SavedQuery, error) {
+	name, query, err := validateSavedQuery(name, query)
+	if err != nil {
+		return nil, err
+	}
+	var out SavedQuery
+	err = s.Update(func(tx *Tx) error {
+		if err := tx.getJSON(savedQueryKey(memberID, id), &out); err != nil {
+			return err
+		}
+		out.Name, out.Query = name, query
+		return tx.putJSON(savedQueryKey(memberID, id), &out, 0)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeleteSavedQuery removes a saved query.
+func (s *Store) DeleteSavedQuery(memberID, id string) error {
+	return s.Update(func(tx *Tx) error {
+		if ok, err := tx.has(savedQueryKey(memberID, id)); err != nil || !ok {
+			if err == nil {
+				err = ErrNotFound
+			}
+			return err
+		}
+		return tx.delete(savedQueryKey(memberID, id))
+	})
+}
+
+// ReorderSavedQueries puts the saved queries with ids first, in that order.
+func (s *Store) ReorderSavedQueries(memberID string, ids []string) ([]*SavedQuery, error) {
+	var out []*SavedQuery
+	err := s.Update(func(tx *Tx) error {
+		all, err := tx.savedQueries(memberID)
+		if err != nil {
+			return err
+		}
+		byID := map[string]*SavedQuery{}
+		for _, q := range all {
+			byID[q.ID] = q
+		}
+		var ordered []*SavedQuery
+		seen := map[string]bool{}
+		for _, id := range ids {
+			q := byID[id]
+			if q == nil {
+				return ErrNotFound
+			}
+			if !seen[id] {
+				seen[id] = true
+				ordered = append(ordered, q)
+			}
+		}
+		for _, q := range all {
+			if !seen[q.ID] {
+				ordered = append(ordered, q)
+			}
+		}
+		for i, q := range ordered {
+			q.Order = float64(i)
+			if err := tx.putJSON(savedQueryKey(memberID, q.ID), q, 0); err != nil {
+				return err
+			}
+		}
+		out = ordered
+		return nil
+	})
+	return out, err
+}

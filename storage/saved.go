@@ -1,0 +1,1094 @@
+package storage
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Saved content (the GraphQL service, key prefix "gql" under the member's
+// prefix). Layout, all under u/<member>/gql/:
+//
+//	item/<id>                      SavedItem (metadata, no content)
+//	content/<id>                   ItemContent (HTML and text)
+//	url/<sha256 of normalized url> item id (saving a URL twice updates the item)
+//	ix/<status>/<field>/<sort><id> empty: one ordered index per status and sort field
+//	li/<label id>/<item id>        empty: the items carrying a label
+//
+// The index keys encode the sort value in order-preserving bytes followed by
+// the item id as 8 big-endian bytes, so a page is one seek plus N reads at
+// any depth, and a cursor (the index key suffix) stays meaningful while items
+// are added or removed.
+
+// Saved item statuses and types, with Inboxt's names.
+const (
+	StatusActive   = "ACTIVE"
+	StatusArchived = "ARCHIVED"
+	StatusDeleted  = "DELETED"
+
+	TypeArticle    = "ARTICLE"
+	TypeNewsletter = "NEWSLETTER"
+)
+
+// Limits on saved content.
+const (
+	MaxURLLen         = 2048
+	MaxTitleLen       = 1000
+	MaxDescriptionLen = 5000
+	MaxAuthorLen      = 300
+	MaxContentLen     = 8 << 20
+	MaxBatchIDs       = 500
+)
+
+// SavedItem is an article or newsletter saved by a member.
+type SavedItem struct {
+	ID              string     `json:"id"`
+	MemberID        string     `json:"member_id"`
+	Type            string     `json:"type"`
+	Status          string     `json:"status"`
+	Title           string     `json:"title"`
+	OriginalURL     string     `json:"original_url,omitempty"`
+	SourceDomain    string     `json:"source_domain,omitempty"`
+	Description     string     `json:"description,omitempty"`
+	Author          string     `json:"author,omitempty"`
+	LeadImage       string     `json:"lead_image,omitempty"`
+	WordCount       int        `json:"word_count"`
+	ReadingProgress float64    `json:"reading_progress"`
+	ReadAt          *time.Time `json:"read_at,omitempty"`
+	IsReadManual    bool       `json:"is_read_manual,omitempty"`
+	CreatedAt       time.Time  `json:"created_at"`
+	UpdatedAt       time.Time  `json:"updated_at"`
+	DeletedAt       *time.Time `json:"deleted_at,omitempty"`
+	LabelIDs        []string   `json:"label_ids,omitempty"`
+	HighlightCount  int        `json:"highlight_count,omitempty"`
+	// Sender of a newsletter.
+	FromName    string `json:"from_name,omitempty"`
+	FromAddress string `json:"from_address,omitempty"`
+}
+
+// ItemContent is the readable content of a saved item.
+type ItemContent struct {
+	HTML string `json:"html"`
+	Text string `json:"text"`
+}
+
+// NewItem is what SaveItem stores.
+type NewItem struct {
+	Type         string // TypeArticle (default) or TypeNewsletter
+	URL          string // required for articles; the dedup key
+	Title        string
+	Description  string
+	Author       string
+	LeadImage    string
+	SourceDomain string // default: the URL's host
+	WordCount    int
+	HTML, Text   string
+	LabelIDs     []string
+	FromName     string
+	FromAddress  string
+}
+
+// SortField names a sort order of saved items (Inboxt's names plus updatedAt).
+type SortField string
+
+// Sort fields.
+const (
+	SortCreatedAt       SortField = "createdAt"
+	SortUpdatedAt       SortField = "updatedAt"
+	SortTitle           SortField = "title"
+	SortWordCount       SortField = "wordCount"
+	SortReadingProgress SortField = "readingProgress"
+)
+
+var sortFieldCode = map[SortField]string{
+	SortCreatedAt: "c", SortUpdatedAt: "u", SortTitle: "t", SortWordCount: "w", SortReadingProgress: "p",
+}
+
+// ValidSortField reports whether f is a sort field of saved items.
+func ValidSortField(f SortField) bool { _, ok := sortFieldCode[f]; return ok }
+
+var statusCode = map[string]string{StatusActive: "A", StatusArchived: "R", StatusDeleted: "D"}
+
+func savedPrefix(memberID string) []byte { return key("u", memberID, "gql", "") }
+func itemKey(memberID, id string) []byte { return key("u", memberID, "gql", "item", id) }
+func contentKey(memberID, id string) []byte {
+	return key("u", memberID, "gql", "content", id)
+}
+func urlKey(memberID, u string) []byte {
+	sum := sha256.Sum256([]byte(u))
+	return key("u", memberID, "gql", "url", hex.EncodeToString(sum[:]))
+}
+func itemIndexPrefix(memberID, status string, f SortField) []byte {
+	return key("u", memberID, "gql", "ix", statusCode[status], sortFieldCode[f], "")
+}
+func labelItemKey(memberID, labelID, itemID string) []byte {
+	return key("u", memberID, "gql", "li", labelID, itemID)
+}
+
+// --- order-preserving encodings ---
+
+func encUint64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
+
+func encTime(b []byte, t time.Time) []byte {
+	return encUint64(b, uint64(t.UnixNano())^(1<<63))
+}
+
+func encFloat(b []byte, f float64) []byte {
+	bits := math.Float64bits(f)
+	if f >= 0 {
+		bits ^= 1 << 63
+	} else {
+		bits = ^bits
+	}
+	return encUint64(b, bits)
+}
+
+func encInt(b []byte, v int64) []byte { return encUint64(b, uint64(v)^(1<<63)) }
+
+// encString escapes 0x00 so that the encoding is prefix-free and orders like
+// the string: 0x00 -> 0x00 0xFF, terminated by 0x00 0x01.
+func encString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			b = append(b, 0, 0xff)
+		} else {
+			b = append(b, s[i])
+		}
+	}
+	return append(b, 0, 1)
+}
+
+// titleSortKey is the case-insensitive title, cut to 128 bytes.
+func titleSortKey(title string) string {
+	s := strings.ToLower(strings.TrimSpace(title))
+	if len(s) > 128 {
+		s = s[:128]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+	}
+	return s
+}
+
+func idBytes(id string) uint64 {
+	n, _ := strconv.ParseUint(id, 10, 64)
+	return n
+}
+
+func itemSortValue(it *SavedItem, f SortField) []byte {
+	var b []byte
+	switch f {
+	case SortCreatedAt:
+		b = encTime(b, it.CreatedAt)
+	case SortUpdatedAt:
+		b = encTime(b, it.UpdatedAt)
+	case SortTitle:
+		b = encString(b, titleSortKey(it.Title))
+	case SortWordCount:
+		b = encInt(b, int64(it.WordCount))
+	case SortReadingProgress:
+		b = encFloat(b, it.ReadingProgress)
+	}
+	return encUint64(b, idBytes(it.ID))
+}
+
+func itemIndexKeys(it *SavedItem) [][]byte {
+	out := make([][]byte, 0, len(sortFieldCode))
+	for f := range sortFieldCode {
+		out = append(out, append(itemIndexPrefix(it.MemberID, it.Status, f), itemSortValue(it, f)...))
+	}
+	return out
+}
+
+// putItem writes it and moves its index keys from old's (nil for a new item).
+func (tx *Tx) putItem(old, it *SavedItem) error {
+	keep := map[string]bool{}
+	for _, k := range itemIndexKeys(it) {
+		keep[string(k)] = true
+	}
+	if old != nil {
+		for _, k := range itemIndexKeys(old) {
+			if !keep[string(k)] {
+				if err := tx.delete(k); err != nil {
+					return err
+				}
+			} else {
+				delete(keep, string(k))
+			}
+		}
+	}
+	for k := range keep {
+		if err := tx.put([]byte(k), nil, 0); err != nil {
+			return err
+		}
+	}
+	return tx.putJSON(itemKey(it.MemberID, it.ID), it, 0)
+}
+
+// NormalizeURL returns the form of an article URL used to recognise the same
+// article saved twice: absolute http(s), lower-case scheme and host, no
+// default port, no fragment.
+func NormalizeURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" || len(raw) > MaxURLLen {
+		return "", Invalid("url must be an absolute http or https URL of at most %d characters", MaxURLLen)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "HTTP" && u.Scheme != "HTTPS") || u.Host == "" || u.User != nil {
+		return "", Invalid("url must be an absolute http or https URL without credentials")
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	host := strings.ToLower(u.Hostname())
+	port := u.Port()
+	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
+		port = ""
+	}
+	if port != "" {
+		if strings.Contains(host, ":") {
+			u.Host = "[" + host + "]:" + port
+		} else {
+			u.Host = host + ":" + port
+		}
+	} else if strings.Contains(host, ":") {
+		u.Host = "[" + host + "]"
+	} else {
+		u.Host = host
+	}
+	u.Fragment, u.RawFragment = "", ""
+	if u.Path == "" {
+		u.Path = "/"
+	}
+	return u.String(), nil
+}
+
+// SourceDomain is the host of u without "www.".
+func SourceDomain(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimPrefix(strings.ToLower(p.Hostname()), "www.")
+}
+
+func now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+
+func cleanLine(s string, max int, what string) (string, error) {
+	s = strings.TrimSpace(s)
+	if !utf8.ValidString(s) {
+		return "", Invalid("%s must be valid UTF-8", what)
+	}
+	if utf8.RuneCountInString(s) > max {
+		return "", Invalid("%s must be at most %d characters", what, max)
+	}
+	return s, nil
+}
+
+// SaveItem stores a new saved item, or updates the member's item with the
+// same URL (moving it back to the inbox). It reports whether it was created.
+func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) {
+	if in.Type == "" {
+		in.Type = TypeArticle
+	}
+	if in.Type != TypeArticle && in.Type != TypeNewsletter {
+		return nil, false, Invalid("unknown item type")
+	}
+	var norm string
+	if in.URL != "" || in.Type == TypeArticle {
+		n, err := NormalizeURL(in.URL)
+		if err != nil {
+			return nil, false, err
+		}
+		norm = n
+	}
+	var err error
+	if in.Title, err = cleanLine(in.Title, MaxTitleLen, "title"); err != nil {
+		return nil, false, err
+	}
+	if in.Description, err = cleanLine(in.Description, MaxDescriptionLen, "description"); err != nil {
+		return nil, false, err
+	}
+	if in.Author, err = cleanLine(in.Author, MaxAuthorLen, "author"); err != nil {
+		return nil, false, err
+	}
+	if len(in.LeadImage) > MaxURLLen {
+		in.LeadImage = ""
+	}
+	if len(in.HTML)+len(in.Text) > MaxContentLen {
+		return nil, false, Invalid("content must be at most %d bytes", MaxContentLen)
+	}
+	if len(in.LabelIDs) > MaxBatchIDs {
+		return nil, false, Invalid("too many labels")
+	}
+	if in.Title == "" {
+		if norm != "" {
+			in.Title = norm
+		} else {
+			in.Title = "Untitled"
+		}
+	}
+	if in.SourceDomain == "" && norm != "" {
+		in.SourceDomain = SourceDomain(norm)
+	}
+	var out *SavedItem
+	created := false
+	err = s.Update(func(tx *Tx) error {
+		created = false
+		t := now()
+		var old *SavedItem
+		if norm != "" && in.Type == TypeArticle {
+			if id, err := tx.get(urlKey(memberID, norm)); err == nil {
+				var cur SavedItem
+				if err := tx.getJSON(itemKey(memberID, string(id)), &cur); err == nil {
+					old = &cur
+				} else if !errors.Is(err, ErrNotFound) {
+					return err
+				}
+			} else if !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		it := &SavedItem{}
+		if old != nil {
+			c := *old
+			c.LabelIDs = append([]string(nil), old.LabelIDs...)
+			it = &c
+			it.Status = StatusActive
+			it.DeletedAt = nil
+		} else {
+			created = true
+			it.ID = NewID()
+			it.MemberID = memberID
+			it.Type = in.Type
+			it.Status = StatusActive
+			it.CreatedAt = t
+		}
+		it.UpdatedAt = t
+		it.Title, it.Description, it.Author, it.LeadImage = in.Title, in.Description, in.Author, in.LeadImage
+		it.OriginalURL, it.SourceDomain, it.WordCount = norm, in.SourceDomain, in.WordCount
+		it.FromName, it.FromAddress = in.FromName, in.FromAddress
+		if len(in.LabelIDs) > 0 {
+			labels, err := tx.memberLabelIDs(memberID, in.LabelIDs)
+			if err != nil {
+				return err
+			}
+			for _, l := range labels {
+				if !contains(it.LabelIDs, l) {
+					it.LabelIDs = append(it.LabelIDs, l)
+					if err := tx.put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if err := tx.putItem(old, it); err != nil {
+			return err
+		}
+		if norm != "" && in.Type == TypeArticle {
+			if err := tx.put(urlKey(memberID, norm), []byte(it.ID), 0); err != nil {
+				return err
+			}
+		}
+		out = it
+		return tx.putJSON(contentKey(memberID, it.ID), ItemContent{HTML: in.HTML, Text: in.Text}, 0)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, created, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// SavedItem returns one of the member's items.
+func (s *Store) SavedItem(memberID, id string) (*SavedItem, error) {
+	var it SavedItem
+	err := s.View(func(tx *Tx) error { return tx.getJSON(itemKey(memberID, id), &it) })
+	if err != nil {
+		return nil, err
+	}
+	return &it, nil
+}
+
+// SavedItems returns the member's items with ids, in that order, skipping
+// unknown ids.
+func (s *Store) SavedItems(memberID string, ids []string) ([]*SavedItem, error) {
+	var out []*SavedItem
+	err := s.View(func(tx *Tx) error {
+		for _, id := range ids {
+			var it SavedItem
+			err := tx.getJSON(itemKey(memberID, id), &it)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, &it)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ItemContent returns the content of a saved item.
+func (s *Store) ItemContent(memberID, id string) (*ItemContent, error) {
+	var c ItemContent
+	err := s.View(func(tx *Tx) error { return tx.getJSON(contentKey(memberID, id), &c) })
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// updateItems applies fn to each of the member's items with ids (all must
+// exist) in one transaction, moving updatedAt, and returns them.
+func (s *Store) updateItems(memberID string, ids []string, fn func(tx *Tx, it *SavedItem) error) ([]*SavedItem, error) {
+	if len(ids) == 0 {
+		return nil, Invalid("ids must not be empty")
+	}
+	if len(ids) > MaxBatchIDs {
+		return nil, Invalid("at most %d ids at once", MaxBatchIDs)
+	}
+	var out []*SavedItem
+	err := s.Update(func(tx *Tx) error {
+		out = out[:0]
+		t := now()
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			var old SavedItem
+			if err := tx.getJSON(itemKey(memberID, id), &old); err != nil {
+				return err
+			}
+			it := old
+			it.LabelIDs = append([]string(nil), old.LabelIDs...)
+			if err := fn(tx, &it); err != nil {
+				return err
+			}
+			it.UpdatedAt = t
+			if err := tx.putItem(&old, &it); err != nil {
+				return err
+			}
+			out = append(out, &it)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// SetItemsStatus moves items to the inbox (ACTIVE), archive or trash.
+func (s *Store) SetItemsStatus(memberID string, ids []string, status string) ([]*SavedItem, error) {
+	if _, ok := statusCode[status]; !ok {
+		return nil, Invalid("unknown status")
+	}
+	return s.updateItems(memberID, ids, func(_ *Tx, it *SavedItem) error {
+		it.Status = status
+		if status == StatusDeleted {
+			t := now()
+			it.DeletedAt = &t
+		} else {
+			it.DeletedAt = nil
+		}
+		return nil
+	})
+}
+
+// ItemMetadata is a partial update of an item's descriptive fields.
+type ItemMetadata struct {
+	Title, Description, Author *string
+}
+
+// UpdateItemMetadata changes an item's title, description or author.
+func (s *Store) UpdateItemMetadata(memberID, id string, m ItemMetadata) (*SavedItem, error) {
+	var err error
+	if m.Title != nil {
+		v := *m.Title
+		if v, err = cleanLine(v, MaxTitleLen, "title"); err != nil {
+			return nil, err
+		}
+		if v == "" {
+			return nil, Invalid("title must not be empty")
+		}
+		m.Title = &v
+	}
+	if m.Description != nil {
+		v := *m.Description
+		if v, err = cleanLine(v, MaxDescriptionLen, "description"); err != nil {
+			return nil, err
+		}
+		m.Description = &v
+	}
+	if m.Author != nil {
+		v := *m.Author
+		if v, err = cleanLine(v, MaxAuthorLen, "author"); err != nil {
+			return nil, err
+		}
+		m.Author = &v
+	}
+	items, err := s.updateItems(memberID, []string{id}, func(_ *Tx, it *SavedItem) error {
+		if m.Title != nil {
+			it.Title = *m.Title
+		}
+		if m.Description != nil {
+			it.Description = *m.Description
+		}
+		if m.Author != nil {
+			it.Author = *m.Author
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return items[0], nil
+}
+
+// SetItemsRead marks items read (now) or unread, as the member's choice.
+func (s *Store) SetItemsRead(memberID string, ids []string, read bool) ([]*SavedItem, error) {
+	return s.updateItems(memberID, ids, func(_ *Tx, it *SavedItem) error {
+		it.IsReadManual = true
+		if read {
+			t := now()
+			it.ReadAt = &t
+		} else {
+			it.ReadAt = nil
+		}
+		return nil
+	})
+}
+
+// UpdateReadingProgress records how far (0 to 100 percent) the member has
+// read; reaching 100 marks the item read unless it was marked by hand.
+func (s *Store) UpdateReadingProgress(memberID, id string, progress float64) (*SavedItem, error) {
+	if math.IsNaN(progress) || progress < 0 || progress > 100 {
+		return nil, Invalid("progress must be between 0 and 100")
+	}
+	items, err := s.updateItems(memberID, []string{id}, func(_ *Tx, it *SavedItem) error {
+		it.ReadingProgress = progress
+		if progress >= 100 && it.ReadAt == nil && !it.IsReadManual {
+			t := now()
+			it.ReadAt = &t
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return items[0], nil
+}
+
+// LabelChange describes setSavedItemLabels: Set replaces the labels when not
+// nil; Add and Remove adjust them.
+type LabelChange struct {
+	Set         *[]string
+	Add, Remove []string
+}
+
+// SetItemLabels changes the labels of items. Unknown label ids are an error.
+func (s *Store) SetItemLabels(memberID string, ids []string, c LabelChange) ([]*SavedItem, error) {
+	return s.updateItems(memberID, ids, func(tx *Tx, it *SavedItem) error {
+		want := append([]string(nil), it.LabelIDs...)
+		if c.Set != nil {
+			want = append([]string(nil), (*c.Set)...)
+		}
+		want = append(want, c.Add...)
+		var next []string
+		for _, l := range want {
+			if !contains(next, l) && !contains(c.Remove, l) {
+				next = append(next, l)
+			}
+		}
+		if len(next) > MaxBatchIDs {
+			return Invalid("too many labels")
+		}
+		valid, err := tx.memberLabelIDs(memberID, next)
+		if err != nil {
+			return err
+		}
+		if len(valid) != len(next) {
+			return ErrNotFound
+		}
+		for _, l := range it.LabelIDs {
+			if !contains(next, l) {
+				if err := tx.delete(labelItemKey(memberID, l, it.ID)); err != nil {
+					return err
+				}
+			}
+		}
+		for _, l := range next {
+			if !contains(it.LabelIDs, l) {
+				if err := tx.put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
+					return err
+				}
+			}
+		}
+		it.LabelIDs = next
+		return nil
+	})
+}
+
+// deleteItem removes an item, its content, indexes and highlights.
+func (tx *Tx) deleteItem(it *SavedItem) error {
+	mid := it.MemberID
+	for _, k := range itemIndexKeys(it) {
+		if err := tx.delete(k); err != nil {
+			return err
+		}
+	}
+	for _, l := range it.LabelIDs {
+		if err := tx.delete(labelItemKey(mid, l, it.ID)); err != nil {
+			return err
+		}
+	}
+	if it.OriginalURL != "" {
+		if id, err := tx.get(urlKey(mid, it.OriginalURL)); err == nil && string(id) == it.ID {
+			if err := tx.delete(urlKey(mid, it.OriginalURL)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := tx.deleteItemHighlights(mid, it.ID); err != nil {
+		return err
+	}
+	if err := tx.delete(contentKey(mid, it.ID)); err != nil {
+		return err
+	}
+	return tx.delete(itemKey(mid, it.ID))
+}
+
+// PermanentlyDeleteItems removes items that are in the trash. An id that is
+// unknown or not in the trash is ErrNotFound and nothing is deleted.
+func (s *Store) PermanentlyDeleteItems(memberID string, ids []string) error {
+	if len(ids) == 0 || len(ids) > MaxBatchIDs {
+		return Invalid("ids must hold 1 to %d ids", MaxBatchIDs)
+	}
+	return s.Update(func(tx *Tx) error {
+		for _, id := range ids {
+			var it SavedItem
+			err := tx.getJSON(itemKey(memberID, id), &it)
+			if errors.Is(err, ErrNotFound) {
+				continue // already gone: deleting is idempotent
+			}
+			if err != nil {
+				return err
+			}
+			if it.Status != StatusDeleted {
+				return Invalid("item %s is not in the trash; move it to the trash first", id)
+			}
+			if err := tx.deleteItem(&it); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// EmptyTrash permanently deletes every item in the member's trash and
+// returns how many there were.
+func (s *Store) EmptyTrash(memberID string) (int, error) {
+	total := 0
+	for {
+		n := 0
+		err := s.Update(func(tx *Tx) error {
+			n = 0
+			var ids []string
+			prefix := itemIndexPrefix(memberID, StatusDeleted, SortCreatedAt)
+			err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+				ids = append(ids, strconv.FormatUint(binary.BigEndian.Uint64(k[len(k)-8:]), 10))
+				return len(ids) < 200, nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				var it SavedItem
+				if err := tx.getJSON(itemKey(memberID, id), &it); err != nil {
+					if errors.Is(err, ErrNotFound) {
+						continue
+					}
+					return err
+				}
+				if err := tx.deleteItem(&it); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if n == 0 {
+			return total, nil
+		}
+	}
+}
+
+// touchItems moves updatedAt of the member's items with ids (used when a
+// label they carry changes).
+func (tx *Tx) touchItems(memberID string, ids []string, fn func(it *SavedItem)) error {
+	t := now()
+	for _, id := range ids {
+		var old SavedItem
+		err := tx.getJSON(itemKey(memberID, id), &old)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		it := old
+		it.LabelIDs = append([]string(nil), old.LabelIDs...)
+		if fn != nil {
+			fn(&it)
+		}
+		it.UpdatedAt = t
+		if err := tx.putItem(&old, &it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ForEachSavedItem calls fn for every item of the member with its content,
+// newest first, from one consistent snapshot (for exports).
+func (s *Store) ForEachSavedItem(memberID string, fn func(it *SavedItem, c *ItemContent) error) error {
+	return s.View(func(tx *Tx) error {
+		for _, st := range []string{StatusActive, StatusArchived, StatusDeleted} {
+			prefix := itemIndexPrefix(memberID, st, SortCreatedAt)
+			err := tx.scan(prefix, nil, true, true, func(k, _ []byte) (bool, error) {
+				id := strconv.FormatUint(binary.BigEndian.Uint64(k[len(k)-8:]), 10)
+				var it SavedItem
+				if err := tx.getJSON(itemKey(memberID, id), &it); err != nil {
+					if errors.Is(err, ErrNotFound) {
+						return true, nil
+					}
+					return false, err
+				}
+				var c ItemContent
+				if err := tx.getJSON(contentKey(memberID, id), &c); err != nil && !errors.Is(err, ErrNotFound) {
+					return false, err
+				}
+				return true, fn(&it, &c)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// --- pages ---
+
+// ItemFilter selects saved items (the parsed `q` of the entries query).
+type ItemFilter struct {
+	Status        string // default StatusActive
+	Type          string // "" for both
+	LabelsAll     [][]string
+	LabelsNot     []string
+	HasHighlights *bool
+	NoLabels      *bool
+	SavedFrom     *time.Time // inclusive
+	SavedTo       *time.Time // exclusive
+	UpdatedFrom   *time.Time // inclusive
+	UpdatedTo     *time.Time // exclusive
+	Site          string
+	Text          string
+	ProgressFrom  *float64
+	ProgressTo    *float64
+	MinutesFrom   *int // reading time, at 200 words a minute
+	MinutesTo     *int
+}
+
+// PageRequest asks for one page of a keyset-paginated list.
+type PageRequest struct {
+	Field SortField
+	Desc  bool
+	First int
+	After string // the cursor of the last item of the previous page
+}
+
+// ItemPage is one page of saved items.
+type ItemPage struct {
+	Items   []*SavedItem
+	Cursors []string
+	HasNext bool
+}
+
+// ErrBadCursor is returned for a cursor that is malformed or belongs to
+// another sort order.
+var ErrBadCursor = Invalid("the cursor is malformed or belongs to another sort order")
+
+const cursorVersion = 1
+
+func makeCursor(kind byte, f SortField, desc bool, suffix []byte) string {
+	b := make([]byte, 0, 3+len(suffix))
+	d := byte(0)
+	if desc {
+		d = 1
+	}
+	b = append(b, cursorVersion<<4|kind, sortFieldCode[f][0], d)
+	b = append(b, suffix...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func parseCursor(c string, kind byte, f SortField, desc bool) ([]byte, error) {
+	if len(c) > 1024 {
+		return nil, ErrBadCursor
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) < 3+8 {
+		return nil, ErrBadCursor
+	}
+	d := byte(0)
+	if desc {
+		d = 1
+	}
+	if b[0] != cursorVersion<<4|kind || b[1] != sortFieldCode[f][0] || b[2] != d {
+		return nil, ErrBadCursor
+	}
+	return b[3:], nil
+}
+
+// keysetScan walks an index from after (exclusive) in the requested order,
+// calling fn with each key suffix until fn returns false.
+func (tx *Tx) keysetScan(prefix []byte, desc bool, after, lower, upper []byte, fn func(suffix []byte) (bool, error)) error {
+	var start []byte
+	switch {
+	case after != nil:
+		start = append(append([]byte{}, prefix...), after...)
+	case !desc && lower != nil:
+		start = append(append([]byte{}, prefix...), lower...)
+	case desc && upper != nil:
+		start = append(append([]byte{}, prefix...), upper...)
+	}
+	return tx.scan(prefix, start, desc, true, func(k, _ []byte) (bool, error) {
+		suf := k[len(prefix):]
+		if after != nil && bytes.Equal(suf, after) {
+			return true, nil
+		}
+		if !desc && upper != nil && bytes.Compare(suf, upper) >= 0 {
+			return false, nil
+		}
+		if desc && lower != nil && bytes.Compare(suf, lower) < 0 {
+			return false, nil
+		}
+		if desc && upper != nil && bytes.Compare(suf, upper) >= 0 {
+			return true, nil
+		}
+		return fn(suf)
+	})
+}
+
+// SavedItemsPage returns one page of the member's items matching f, sorted
+// by p.Field then id, starting after p.After.
+func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*ItemPage, error) {
+	if f.Status == "" {
+		f.Status = StatusActive
+	}
+	if _, ok := statusCode[f.Status]; !ok {
+		return nil, Invalid("unknown status")
+	}
+	if !ValidSortField(p.Field) {
+		return nil, Invalid("unknown sort field")
+	}
+	var after []byte
+	if p.After != "" {
+		a, err := parseCursor(p.After, 1, p.Field, p.Desc)
+		if err != nil {
+			return nil, err
+		}
+		after = a
+	}
+	// A time range on the sort field bounds the scan itself.
+	var lower, upper []byte
+	rangeFrom, rangeTo := f.SavedFrom, f.SavedTo
+	if p.Field == SortUpdatedAt {
+		rangeFrom, rangeTo = f.UpdatedFrom, f.UpdatedTo
+	}
+	if p.Field == SortCreatedAt || p.Field == SortUpdatedAt {
+		if rangeFrom != nil {
+			lower = encUint64(encTime(nil, *rangeFrom), 0)
+		}
+		if rangeTo != nil {
+			upper = encUint64(encTime(nil, *rangeTo), 0)
+		}
+	}
+	page := &ItemPage{}
+	err := s.View(func(tx *Tx) error {
+		m, err := newItemMatcher(tx, memberID, f)
+		if err != nil {
+			return err
+		}
+		prefix := itemIndexPrefix(memberID, f.Status, p.Field)
+		return tx.keysetScan(prefix, p.Desc, after, lower, upper, func(suf []byte) (bool, error) {
+			id := strconv.FormatUint(binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)
+			var it SavedItem
+			if err := tx.getJSON(itemKey(memberID, id), &it); err != nil {
+				if errors.Is(err, ErrNotFound) {
+					return true, nil
+				}
+				return false, err
+			}
+			ok, err := m.match(&it)
+			if err != nil || !ok {
+				return err == nil, err
+			}
+			if len(page.Items) == p.First {
+				page.HasNext = true
+				return false, nil
+			}
+			page.Items = append(page.Items, &it)
+			page.Cursors = append(page.Cursors, makeCursor(1, p.Field, p.Desc, suf))
+			return true, nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+type itemMatcher struct {
+	tx         *Tx
+	memberID   string
+	f          ItemFilter
+	labelsAll  [][]string // label ids
+	labelsNot  []string
+	impossible bool
+	text       string
+}
+
+func newItemMatcher(tx *Tx, memberID string, f ItemFilter) (*itemMatcher, error) {
+	m := &itemMatcher{tx: tx, memberID: memberID, f: f, text: strings.ToLower(strings.TrimSpace(f.Text))}
+	if len(f.LabelsAll) > 0 || len(f.LabelsNot) > 0 {
+		labels, err := tx.labels(memberID)
+		if err != nil {
+			return nil, err
+		}
+		byName := map[string][]string{}
+		for _, l := range labels {
+			n := strings.ToLower(l.Name)
+			byName[n] = append(byName[n], l.ID)
+		}
+		for _, group := range f.LabelsAll {
+			var ids []string
+			for _, name := range group {
+				ids = append(ids, byName[strings.ToLower(name)]...)
+			}
+			if len(ids) == 0 {
+				m.impossible = true
+			}
+			m.labelsAll = append(m.labelsAll, ids)
+		}
+		for _, name := range f.LabelsNot {
+			m.labelsNot = append(m.labelsNot, byName[strings.ToLower(name)]...)
+		}
+	}
+	return m, nil
+}
+
+func (m *itemMatcher) match(it *SavedItem) (bool, error) {
+	f := m.f
+	if m.impossible {
+		return false, nil
+	}
+	if f.Type != "" && it.Type != f.Type {
+		return false, nil
+	}
+	for _, group := range m.labelsAll {
+		found := false
+		for _, id := range group {
+			if contains(it.LabelIDs, id) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false, nil
+		}
+	}
+	for _, id := range m.labelsNot {
+		if contains(it.LabelIDs, id) {
+			return false, nil
+		}
+	}
+	if f.HasHighlights != nil && (it.HighlightCount > 0) != *f.HasHighlights {
+		return false, nil
+	}
+	if f.NoLabels != nil && (len(it.LabelIDs) == 0) != *f.NoLabels {
+		return false, nil
+	}
+	if f.SavedFrom != nil && it.CreatedAt.Before(*f.SavedFrom) {
+		return false, nil
+	}
+	if f.SavedTo != nil && !it.CreatedAt.Before(*f.SavedTo) {
+		return false, nil
+	}
+	if f.UpdatedFrom != nil && it.UpdatedAt.Before(*f.UpdatedFrom) {
+		return false, nil
+	}
+	if f.UpdatedTo != nil && !it.UpdatedAt.Before(*f.UpdatedTo) {
+		return false, nil
+	}
+	if f.Site != "" {
+		site := strings.ToLower(f.Site)
+		d := strings.ToLower(it.SourceDomain)
+		if d != site && !strings.HasSuffix(d, "."+site) && strings.TrimPrefix(site, "www.") != d {
+			return false, nil
+		}
+	}
+	if f.ProgressFrom != nil && it.ReadingProgress < *f.ProgressFrom {
+		return false, nil
+	}
+	if f.ProgressTo != nil && it.ReadingProgress > *f.ProgressTo {
+		return false, nil
+	}
+	minutes := (it.WordCount + 199) / 200
+	if f.MinutesFrom != nil && minutes < *f.MinutesFrom {
+		return false, nil
+	}
+	if f.MinutesTo != nil && minutes > *f.MinutesTo {
+		return false, nil
+	}
+	if m.text != "" {
+		if strings.Contains(strings.ToLower(it.Title), m.text) || strings.Contains(strings.ToLower(it.Description), m.text) {
+			return true, nil
+		}
+		var c ItemContent
+		if err := m.tx.getJSON(contentKey(m.memberID, it.ID), &c); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return false, nil
+			}
+			return false, err
+		}
+		return containsFold(c.Text, m.text), nil
+	}
+	return true, nil
+}
+
+// containsFold reports whether s contains the lower-case needle, ignoring case.
+func containsFold(s, needle string) bool {
+	return strings.Contains(strings.ToLower(s), needle)
+}

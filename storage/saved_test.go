@@ -1,0 +1,297 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+func openSavedTest(t testing.TB) (*Store, *Member) {
+	t.Helper()
+	f := false
+	st, err := Open(t.TempDir(), Options{SyncWrites: &f, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	m, err := st.CreateMember("reader", "", "password123")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, m
+}
+
+func saveN(t testing.TB, st *Store, mid string, n int) []*SavedItem {
+	t.Helper()
+	var out []*SavedItem
+	for i := 0; i < n; i++ {
+		it, _, err := st.SaveItem(mid, NewItem{
+			URL:       fmt.Sprintf("https://example.com/a/%d", i),
+			Title:     fmt.Sprintf("Title %03d", i%37), // many equal titles: ties broken by id
+			WordCount: i % 11,
+			Text:      "body",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+func TestSavedItemsKeysetEverySort(t *testing.T) {
+	st, m := openSavedTest(t)
+	saveN(t, st, m.ID, 230)
+	for f := range sortFieldCode {
+		for _, desc := range []bool{false, true} {
+			seen := map[string]bool{}
+			after := ""
+			pages := 0
+			var prev *SavedItem
+			for {
+				p, err := st.SavedItemsPage(m.ID, ItemFilter{}, PageRequest{Field: f, Desc: desc, First: 17, After: after})
+				if err != nil {
+					t.Fatal(err)
+				}
+				pages++
+				for i, it := range p.Items {
+					if seen[it.ID] {
+						t.Fatalf("%s desc=%v: duplicate %s", f, desc, it.ID)
+					}
+					seen[it.ID] = true
+					if prev != nil {
+						a, b := itemSortValue(prev, f), itemSortValue(it, f)
+						if (string(a) < string(b)) == desc {
+							t.Fatalf("%s desc=%v: out of order at page %d item %d", f, desc, pages, i)
+						}
+					}
+					prev = it
+				}
+				if !p.HasNext {
+					break
+				}
+				after = p.Cursors[len(p.Cursors)-1]
+			}
+			if len(seen) != 230 || pages != 14 {
+				t.Fatalf("%s desc=%v: saw %d items in %d pages", f, desc, len(seen), pages)
+			}
+		}
+	}
+}
+
+func TestSavedItemsStableUnderInsertAndDelete(t *testing.T) {
+	st, m := openSavedTest(t)
+	items := saveN(t, st, m.ID, 50)
+	p, err := st.SavedItemsPage(m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, it := range p.Items {
+		seen[it.ID] = true
+	}
+	// The last item of the page goes to the trash and new items arrive.
+	last := p.Items[len(p.Items)-1]
+	if _, err := st.SetItemsStatus(m.ID, []string{last.ID}, StatusDeleted); err != nil {
+		t.Fatal(err)
+	}
+	saveN2 := func(i int) {
+		if _, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://new.example/%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saveN2(1)
+	saveN2(2)
+	after := p.Cursors[len(p.Cursors)-1]
+	for {
+		p, err = st.SavedItemsPage(m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10, After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range p.Items {
+			if seen[it.ID] {
+				t.Fatalf("duplicate %s", it.ID)
+			}
+			seen[it.ID] = true
+		}
+		if !p.HasNext {
+			break
+		}
+		after = p.Cursors[len(p.Cursors)-1]
+	}
+	if len(seen) != len(items) {
+		t.Fatalf("saw %d of %d original items", len(seen), len(items))
+	}
+}
+
+func TestSaveSameURLUpdates(t *testing.T) {
+	st, m := openSavedTest(t)
+	a, created, err := st.SaveItem(m.ID, NewItem{URL: "https://Example.com/x#frag", Title: "One"})
+	if err != nil || !created {
+		t.Fatal(err, created)
+	}
+	if _, err := st.SetItemsStatus(m.ID, []string{a.ID}, StatusArchived); err != nil {
+		t.Fatal(err)
+	}
+	b, created, err := st.SaveItem(m.ID, NewItem{URL: "https://example.com:443/x", Title: "Two"})
+	if err != nil || created {
+		t.Fatal(err, created)
+	}
+	if b.ID != a.ID || b.Title != "Two" || b.Status != StatusActive || !b.CreatedAt.Equal(a.CreatedAt) {
+		t.Fatalf("got %+v", b)
+	}
+}
+
+func TestUpdatedAtMovesOnLabelsHighlightsStatus(t *testing.T) {
+	st, m := openSavedTest(t)
+	it := saveN(t, st, m.ID, 1)[0]
+	last := it.UpdatedAt
+	step := func(what string) {
+		t.Helper()
+		cur, err := st.SavedItem(m.ID, it.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cur.UpdatedAt.After(last) {
+			t.Fatalf("%s: updatedAt did not move", what)
+		}
+		last = cur.UpdatedAt
+		// Index must follow: the item is found by an updated: range from last.
+		p, err := st.SavedItemsPage(m.ID, ItemFilter{Status: cur.Status, UpdatedFrom: &last}, PageRequest{Field: SortUpdatedAt, First: 5})
+		if err != nil || len(p.Items) != 1 {
+			t.Fatalf("%s: updated range found %v (%v)", what, len(p.Items), err)
+		}
+	}
+	wait := func() { time.Sleep(2 * time.Millisecond) }
+	wait()
+	l, err := st.CreateLabel(m.ID, "Go", "#00aaff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetItemLabels(m.ID, []string{it.ID}, LabelChange{Add: []string{l.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	step("label")
+	wait()
+	h, err := st.CreateHighlight(m.ID, it.ID, []HighlightSegment{{XPath: "/p[1]", Text: "hi", EndOffset: 2}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	step("highlight")
+	wait()
+	if err := st.DeleteHighlights(m.ID, []string{h.ID}); err != nil {
+		t.Fatal(err)
+	}
+	step("highlight delete")
+	wait()
+	if _, err := st.SetItemsStatus(m.ID, []string{it.ID}, StatusArchived); err != nil {
+		t.Fatal(err)
+	}
+	step("status")
+	wait()
+	if err := st.DeleteLabel(m.ID, l.ID); err != nil {
+		t.Fatal(err)
+	}
+	step("label deleted")
+	cur, _ := st.SavedItem(m.ID, it.ID)
+	if len(cur.LabelIDs) != 0 {
+		t.Fatal("label still on item")
+	}
+}
+
+func TestAPITokenLifecycle(t *testing.T) {
+	st, m := openSavedTest(t)
+	tok, secret, err := st.CreateAPIToken(m.ID, "sync", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(secret) < 70 || len(secret) > 80 || secret[:4] != "app_" {
+		t.Fatalf("token %d chars", len(secret))
+	}
+	got, rec, err := st.APITokenMember(secret)
+	if err != nil || got.ID != m.ID || rec.LastUsedAt == nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.APITokenMember(secret + "x"); !errors.Is(err, ErrNotFound) {
+		t.Fatal("wrong token accepted")
+	}
+	if _, err := st.SetSuspended("reader", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.APITokenMember(secret); !errors.Is(err, ErrSuspended) {
+		t.Fatal("suspended member's token accepted")
+	}
+	if _, err := st.SetSuspended("reader", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteAPIToken(m.ID, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.APITokenMember(secret); !errors.Is(err, ErrNotFound) {
+		t.Fatal("deleted token accepted")
+	}
+	_, short, err := st.CreateAPIToken(m.ID, "short", time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if _, _, err := st.APITokenMember(short); !errors.Is(err, ErrNotFound) {
+		t.Fatal("expired token accepted")
+	}
+	_, kept, _ := st.CreateAPIToken(m.ID, "kept", 0)
+	if err := st.DeleteMember("reader"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.APITokenMember(kept); !errors.Is(err, ErrNotFound) {
+		t.Fatal("token of deleted member accepted")
+	}
+}
+
+func BenchmarkSavedItemsPage(b *testing.B) {
+	for _, n := range []int{1000, 100000} {
+		st, m := openSavedTest(b)
+		var last string
+		for i := 0; i < n; i += 1000 {
+			err := st.Update(func(tx *Tx) error {
+				for j := i; j < i+1000 && j < n; j++ {
+					t := now().Add(time.Duration(j) * time.Millisecond)
+					it := &SavedItem{ID: NewID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive,
+						Title: fmt.Sprintf("t%d", j), CreatedAt: t, UpdatedAt: t, WordCount: j}
+					if err := tx.putItem(nil, it); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		// Cursor at 90 % of the list.
+		after := ""
+		for seen := 0; seen < n*9/10; {
+			p, err := st.SavedItemsPage(m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 100, After: after})
+			if err != nil {
+				b.Fatal(err)
+			}
+			seen += len(p.Items)
+			after = p.Cursors[len(p.Cursors)-1]
+		}
+		last = after
+		b.Run(fmt.Sprintf("first/n=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := st.SavedItemsPage(m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 50}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("deep90/n=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := st.SavedItemsPage(m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 50, After: last}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
