@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -23,8 +24,8 @@ func init() {
 // Configure it with the Caddyfile global option `hearth { ... }`; a handler
 // used without that option gets an app with default settings.
 type App struct {
-	// StorageDir is the store's directory. Default: "hearth" under Caddy's
-	// data directory.
+	// StorageDir is the store's directory; placeholders such as {env.HOME}
+	// are replaced. Default: "hearth" under Caddy's data directory.
 	StorageDir string `json:"storage_dir,omitempty"`
 	// OpenRegistration lets visitors create member accounts on a sign-up page.
 	OpenRegistration bool `json:"open_registration,omitempty"`
@@ -43,6 +44,7 @@ type App struct {
 	store  *storage.Store
 	path   string
 	logger *zap.Logger
+	pages  *account.Pages
 }
 
 // CaddyModule returns the Caddy module information.
@@ -59,9 +61,9 @@ const DefaultSessionLifetime = 14 * 24 * time.Hour
 // Provision opens (or reuses) the store for the configured directory.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
-	dir := a.StorageDir
+	dir := caddy.NewReplacer().ReplaceKnown(a.StorageDir, "")
 	if dir == "" {
-		dir = filepath.Join(caddy.AppDataDir(), "hearth")
+		dir = defaultStorageDir()
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -83,8 +85,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.store = st
+	a.pages = a.newPages()
 	return nil
 }
+
+// defaultStorageDir is where the store lives when storage_dir is not set.
+func defaultStorageDir() string { return filepath.Join(caddy.AppDataDir(), "hearth") }
 
 // Start implements caddy.App; the store is opened in Provision.
 func (a *App) Start() error { return nil }
@@ -103,6 +109,10 @@ func (a *App) Cleanup() error {
 
 // Store is the shared store.
 func (a *App) Store() *storage.Store { return a.store }
+
+// Pages is the app's member web pages (sign-in, settings): one per app, so
+// the settings pages every handler module adds show in one menu.
+func (a *App) Pages() *account.Pages { return a.pages }
 
 // appFrom returns the hearth app of ctx's config: the configured one, or one
 // with default settings when the Caddyfile has no `hearth` global option.

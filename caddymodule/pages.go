@@ -1,0 +1,36 @@
+package caddymodule
+
+import (
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/hearthkit/caddy-hearth/handlers/account"
+)
+
+// newPages builds the member pages from the app's settings. Handler modules
+// reach them through App.Pages and serve them with serveOrNext.
+func (a *App) newPages() *account.Pages {
+	return account.New(a.store, account.Options{
+		OpenRegistration: a.OpenRegistration,
+		SessionLifetime:  time.Duration(a.SessionLifetime),
+		ClientIP:         clientIP,
+		Logger:           a.logger.Named("account"),
+	})
+}
+
+// clientIP is the client address Caddy determined for r: the connection's
+// address, or the forwarded one when the request came through a proxy listed
+// in the server's trusted_proxies. Rate limits key on it.
+func clientIP(r *http.Request) string {
+	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
+		return ip
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

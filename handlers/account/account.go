@@ -1,0 +1,263 @@
+// Package account serves the member web pages every Hearth service shares:
+// sign-in, sign-out, the optional sign-up page and the settings shell that
+// other services add their pages to (authorized applications, API tokens).
+// It owns the session cookie, the sign-in rate limits, the security headers
+// and the cross-origin form protection of those pages, so that a site with
+// only one Hearth service still has working member pages.
+package account
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// Paths of the pages this package serves.
+const (
+	SignInPath   = "/auth/sign_in"
+	SignOutPath  = "/auth/sign_out"
+	SignUpPath   = "/auth/sign_up"
+	SettingsPath = "/settings"
+)
+
+// CookieName is the name of the session cookie.
+const CookieName = "hearth_session"
+
+// Defaults of Options.
+const (
+	DefaultSessionLifetime           = 14 * 24 * time.Hour
+	DefaultFailuresPerUsername       = 10
+	DefaultFailuresPerIP             = 30
+	DefaultFailureWindow             = 5 * time.Minute
+	DefaultSignUpsPerIP              = 10
+	DefaultSignUpWindow              = time.Hour
+	DefaultMaxFormBytes        int64 = 16 << 10
+	DefaultSiteName                  = "Hearth"
+)
+
+// Options configure the member pages. Zero values take the defaults above.
+type Options struct {
+	// OpenRegistration enables the sign-up page; without it /auth/sign_up
+	// answers 404.
+	OpenRegistration bool
+	// SessionLifetime is how long a sign-in lasts.
+	SessionLifetime time.Duration
+	// FailuresPerUsername and FailuresPerIP bound failed sign-ins per
+	// username and per client IP within FailureWindow; beyond them the
+	// sign-in form answers 429 with Retry-After.
+	FailuresPerUsername int
+	FailuresPerIP       int
+	FailureWindow       time.Duration
+	// SignUpsPerIP bounds accounts created from one client IP within
+	// SignUpWindow.
+	SignUpsPerIP int
+	SignUpWindow time.Duration
+	// MaxFormBytes limits the body of every form post.
+	MaxFormBytes int64
+	// SiteName is shown in page titles and the header.
+	SiteName string
+	// ClientIP returns the client address used for rate limits. Default: the
+	// host of r.RemoteAddr. Behind a proxy, pass one that trusts only the
+	// proxy's forwarding headers (Caddy's client_ip variable does).
+	ClientIP func(r *http.Request) string
+	// TrustedOrigins are extra origins (scheme://host[:port]) allowed to post
+	// forms, for sites whose pages are served under another host name.
+	TrustedOrigins []string
+	// Logger receives sign-in events (never passwords or session ids).
+	Logger *zap.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.SessionLifetime <= 0 {
+		o.SessionLifetime = DefaultSessionLifetime
+	}
+	if o.FailuresPerUsername <= 0 {
+		o.FailuresPerUsername = DefaultFailuresPerUsername
+	}
+	if o.FailuresPerIP <= 0 {
+		o.FailuresPerIP = DefaultFailuresPerIP
+	}
+	if o.FailureWindow <= 0 {
+		o.FailureWindow = DefaultFailureWindow
+	}
+	if o.SignUpsPerIP <= 0 {
+		o.SignUpsPerIP = DefaultSignUpsPerIP
+	}
+	if o.SignUpWindow <= 0 {
+		o.SignUpWindow = DefaultSignUpWindow
+	}
+	if o.MaxFormBytes <= 0 {
+		o.MaxFormBytes = DefaultMaxFormBytes
+	}
+	if o.SiteName == "" {
+		o.SiteName = DefaultSiteName
+	}
+	if o.ClientIP == nil {
+		o.ClientIP = remoteIP
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	return o
+}
+
+func remoteIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// SettingsPage is a page of the member's settings, added by another service.
+type SettingsPage struct {
+	// Path is where the page lives, e.g. "/settings/api_tokens"; Pages also
+	// routes Path+"/..." to Handler.
+	Path string
+	// Title is the page's name in the settings menu.
+	Title string
+	// Handler serves the page. It runs only for a signed-in member (get it
+	// with CurrentMember) and behind cross-origin form protection.
+	Handler http.Handler
+}
+
+// Pages serves the member pages. Build it with New; it is safe for
+// concurrent use.
+type Pages struct {
+	store *storage.Store
+	opts  Options
+
+	byUsername *ratelimit.Limiter
+	byIP       *ratelimit.Limiter
+	signUps    *ratelimit.Limiter
+	cop        *http.CrossOriginProtection
+
+	mu       sync.RWMutex
+	settings []SettingsPage
+}
+
+// New returns the member pages backed by store.
+func New(store *storage.Store, opts Options) *Pages {
+	opts = opts.withDefaults()
+	p := &Pages{
+		store:      store,
+		opts:       opts,
+		byUsername: ratelimit.New(opts.FailuresPerUsername, opts.FailureWindow),
+		byIP:       ratelimit.New(opts.FailuresPerIP, opts.FailureWindow),
+		signUps:    ratelimit.New(opts.SignUpsPerIP, opts.SignUpWindow),
+		cop:        http.NewCrossOriginProtection(),
+	}
+	for _, o := range opts.TrustedOrigins {
+		if err := p.cop.AddTrustedOrigin(o); err != nil {
+			opts.Logger.Warn("ignoring trusted origin", zap.String("origin", o), zap.Error(err))
+		}
+	}
+	p.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.renderError(w, r, http.StatusForbidden, "Request refused",
+			"This form was sent from another site, so it was refused. Go back, reload the page and try again.")
+	}))
+	return p
+}
+
+// AddSettingsPage adds a page to the settings menu. Adding a page with the
+// Path of an existing one replaces it.
+func (p *Pages) AddSettingsPage(sp SettingsPage) {
+	sp.Path = "/" + strings.Trim(sp.Path, "/")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range p.settings {
+		if p.settings[i].Path == sp.Path {
+			p.settings[i] = sp
+			return
+		}
+	}
+	p.settings = append(p.settings, sp)
+}
+
+// SettingsPages lists the registered settings pages in the order they were added.
+func (p *Pages) SettingsPages() []SettingsPage {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return append([]SettingsPage(nil), p.settings...)
+}
+
+func (p *Pages) settingsPageFor(path string) (SettingsPage, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for _, sp := range p.settings {
+		if path == sp.Path || strings.HasPrefix(path, sp.Path+"/") {
+			return sp, true
+		}
+	}
+	return SettingsPage{}, false
+}
+
+// Handles reports whether r is for one of the member pages.
+func (p *Pages) Handles(r *http.Request) bool {
+	switch r.URL.Path {
+	case SignInPath, SignOutPath, SignUpPath, SettingsPath, SettingsPath + "/":
+		return true
+	}
+	_, ok := p.settingsPageFor(r.URL.Path)
+	return ok
+}
+
+// ServeHTTP serves the member pages.
+func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case SignInPath:
+		p.Protect(http.HandlerFunc(p.serveSignIn)).ServeHTTP(w, r)
+	case SignOutPath:
+		p.Protect(http.HandlerFunc(p.serveSignOut)).ServeHTTP(w, r)
+	case SignUpPath:
+		if !p.opts.OpenRegistration {
+			p.renderError(w, r, http.StatusNotFound, "Not found", "Sign-up is closed on this site. Ask its administrator for an account.")
+			return
+		}
+		p.Protect(http.HandlerFunc(p.serveSignUp)).ServeHTTP(w, r)
+	case SettingsPath, SettingsPath + "/":
+		p.serveSettings(w, r)
+	default:
+		sp, ok := p.settingsPageFor(r.URL.Path)
+		if !ok {
+			p.renderError(w, r, http.StatusNotFound, "Not found", "There is no page here.")
+			return
+		}
+		m, ok := p.RequireMember(w, r)
+		if !ok {
+			return
+		}
+		p.Protect(sp.Handler).ServeHTTP(w, withMember(r, m))
+	}
+}
+
+// Protect wraps h with cross-origin form protection: unsafe requests
+// (POST, PUT, DELETE ...) sent by a browser from another origin are refused
+// with a 403 page, and every POST body is limited in size.
+func (p *Pages) Protect(h http.Handler) http.Handler {
+	return p.cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			r.Body = http.MaxBytesReader(w, r.Body, p.opts.MaxFormBytes)
+		}
+		h.ServeHTTP(w, r)
+	}))
+}
+
+// allowed reports whether method is one of methods; otherwise it answers 405.
+func (p *Pages) allowed(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	for _, m := range methods {
+		if r.Method == m || (m == http.MethodGet && r.Method == http.MethodHead) {
+			return true
+		}
+	}
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	p.renderError(w, r, http.StatusMethodNotAllowed, "Method not allowed", "This page can't be used that way.")
+	return false
+}

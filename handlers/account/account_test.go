@@ -1,0 +1,699 @@
+package account_test
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+const password = "correct horse battery"
+
+type fixture struct {
+	t     *testing.T
+	store *storage.Store
+	pages *account.Pages
+	srv   *httptest.Server
+}
+
+// newFixture serves the pages (and a 404 "next handler" for everything
+// else) from a real store, with one settings page registered.
+func newFixture(t *testing.T, opts account.Options) *fixture {
+	t.Helper()
+	st, err := storage.Open(t.TempDir(), storage.Options{GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	p := account.New(st, opts)
+	tokens := template.Must(template.New("tokens").Parse(`<p>Tokens of {{.}}</p><form method="post"><button>Create</button></form>`))
+	p.AddSettingsPage(account.SettingsPage{Path: "/settings/api_tokens", Title: "API Tokens", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m := p.CurrentMember(r)
+		if r.Method == http.MethodPost {
+			fmt.Fprintf(w, "created for %s at %s", m.Username, r.URL.Path)
+			return
+		}
+		p.Render(w, r, http.StatusOK, "API Tokens", tokens, m.Username)
+	})})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.Handles(r) {
+			p.ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, "next handler", http.StatusNotFound)
+	}))
+	t.Cleanup(srv.Close)
+	return &fixture{t: t, store: st, pages: p, srv: srv}
+}
+
+func (f *fixture) member(username string) *storage.Member {
+	f.t.Helper()
+	m, err := f.store.CreateMember(username, "Display "+username, password)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return m
+}
+
+// browser is a cookie-jar client that does not follow redirects, so tests
+// see each response.
+func (f *fixture) browser() *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+type resp struct {
+	*http.Response
+	body string
+}
+
+func do(t *testing.T, c *http.Client, req *http.Request) resp {
+	t.Helper()
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return resp{res, string(b)}
+}
+
+func (f *fixture) get(c *http.Client, path string) resp {
+	f.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, f.srv.URL+path, nil)
+	return do(f.t, c, req)
+}
+
+func (f *fixture) post(c *http.Client, path string, form url.Values, header ...string) resp {
+	f.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	return do(f.t, c, req)
+}
+
+func (f *fixture) signIn(c *http.Client, username, pw, returnTo string) resp {
+	f.t.Helper()
+	return f.post(c, "/auth/sign_in", url.Values{"username": {username}, "password": {pw}, "return_to": {returnTo}})
+}
+
+func sessionCookie(r resp) *http.Cookie {
+	for _, c := range r.Cookies() {
+		if c.Name == account.CookieName {
+			return c
+		}
+	}
+	return nil
+}
+
+func wantStatus(t *testing.T, r resp, status int) {
+	t.Helper()
+	if r.StatusCode != status {
+		t.Fatalf("%s %s: status %d, want %d; body:\n%s", r.Request.Method, r.Request.URL.Path, r.StatusCode, status, r.body)
+	}
+}
+
+func wantBody(t *testing.T, r resp, substr string) {
+	t.Helper()
+	if !strings.Contains(r.body, substr) {
+		t.Fatalf("%s %s: body lacks %q:\n%s", r.Request.Method, r.Request.URL.Path, substr, r.body)
+	}
+}
+
+func TestSignInStartsSessionAndReturns(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	f.member("alice")
+	c := f.browser()
+
+	r := f.get(c, "/settings/api_tokens?tab=new")
+	wantStatus(t, r, http.StatusSeeOther)
+	if got, want := r.Header.Get("Location"), "/auth/sign_in?return_to="+url.QueryEscape("/settings/api_tokens?tab=new"); got != want {
+		t.Fatalf("redirect to %q, want %q", got, want)
+	}
+
+	r = f.get(c, r.Header.Get("Location"))
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, `<label for="username">`)
+	wantBody(t, r, `<label for="password">`)
+	wantBody(t, r, `name="return_to" value="/settings/api_tokens?tab=new"`)
+
+	r = f.signIn(c, "ALICE", password, "/settings/api_tokens?tab=new")
+	wantStatus(t, r, http.StatusSeeOther)
+	if got := r.Header.Get("Location"); got != "/settings/api_tokens?tab=new" {
+		t.Fatalf("after sign-in redirect to %q", got)
+	}
+	ck := sessionCookie(r)
+	if ck == nil || !strings.HasPrefix(ck.Value, storage.SessionPrefix) {
+		t.Fatalf("no session cookie in %v", r.Header["Set-Cookie"])
+	}
+	if !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || ck.Path != "/" || ck.MaxAge <= 0 {
+		t.Fatalf("cookie attributes: %+v", ck)
+	}
+	if ck.Secure {
+		t.Fatalf("cookie is Secure on plain-http loopback; the browser would never send it back")
+	}
+
+	r = f.get(c, "/settings/api_tokens?tab=new")
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "Tokens of alice")
+	wantBody(t, r, `<a href="/settings/api_tokens" aria-current="page">API Tokens</a>`)
+
+	r = f.get(c, "/settings")
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "@alice")
+	wantBody(t, r, `action="/auth/sign_out"`)
+
+	// Signed in, the sign-in page sends the member on.
+	r = f.get(c, "/auth/sign_in")
+	wantStatus(t, r, http.StatusSeeOther)
+	if got := r.Header.Get("Location"); got != "/settings" {
+		t.Fatalf("signed-in sign-in page redirects to %q", got)
+	}
+}
+
+func TestWrongPasswordIsRefused(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	f.member("alice")
+	for _, tc := range []struct{ name, username, password string }{
+		{"wrong password", "alice", "not the password"},
+		{"unknown member", "bob", password},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := f.browser()
+			r := f.signIn(c, tc.username, tc.password, "")
+			wantStatus(t, r, http.StatusUnauthorized)
+			wantBody(t, r, "Wrong username or password.")
+			wantBody(t, r, `value="`+tc.username+`"`)
+			if sessionCookie(r) != nil {
+				t.Fatal("a failed sign-in set a session cookie")
+			}
+			if strings.Contains(r.body, tc.password) {
+				t.Fatal("the page repeats the password")
+			}
+			wantStatus(t, f.get(c, "/settings"), http.StatusSeeOther)
+		})
+	}
+}
+
+func TestBadSignInInput(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	c := f.browser()
+	for _, tc := range []struct {
+		name   string
+		form   url.Values
+		status int
+		text   string
+	}{
+		{"empty", url.Values{}, http.StatusBadRequest, "Enter your username and your password."},
+		{"no password", url.Values{"username": {"alice"}}, http.StatusBadRequest, "Enter your username and your password."},
+		{"bad username", url.Values{"username": {"al ice<script>"}, "password": {password}}, http.StatusBadRequest, "A username is 1 to 30 letters"},
+		{"long password", url.Values{"username": {"alice"}, "password": {strings.Repeat("x", 200)}}, http.StatusBadRequest, "Wrong username or password."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := f.post(c, "/auth/sign_in", tc.form)
+			wantStatus(t, r, tc.status)
+			wantBody(t, r, tc.text)
+			if strings.Contains(r.body, "<script>") {
+				t.Fatal("input echoed unescaped")
+			}
+		})
+	}
+	t.Run("too large", func(t *testing.T) {
+		r := f.post(c, "/auth/sign_in", url.Values{"username": {"alice"}, "password": {strings.Repeat("x", 64<<10)}})
+		wantStatus(t, r, http.StatusRequestEntityTooLarge)
+	})
+	t.Run("method", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodDelete, f.srv.URL+"/auth/sign_in", nil)
+		r := do(t, c, req)
+		wantStatus(t, r, http.StatusMethodNotAllowed)
+		if r.Header.Get("Allow") != "GET, POST" {
+			t.Fatalf("Allow: %q", r.Header.Get("Allow"))
+		}
+	})
+}
+
+func TestSuspendedMemberCannotSignIn(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	f.member("alice")
+	c := f.browser()
+	wantStatus(t, f.signIn(c, "alice", password, ""), http.StatusSeeOther)
+	wantStatus(t, f.get(c, "/settings"), http.StatusOK)
+
+	if _, err := f.store.SetSuspended("alice", true); err != nil {
+		t.Fatal(err)
+	}
+	r := f.get(c, "/settings")
+	wantStatus(t, r, http.StatusSeeOther) // the session is gone
+
+	r = f.signIn(c, "alice", password, "")
+	wantStatus(t, r, http.StatusForbidden)
+	wantBody(t, r, "This account is suspended")
+	if sessionCookie(r) != nil {
+		t.Fatal("suspended member got a session cookie")
+	}
+	// A wrong password still says only "wrong", not whether the account is suspended.
+	r = f.signIn(c, "alice", "not the password", "")
+	wantStatus(t, r, http.StatusUnauthorized)
+
+	if _, err := f.store.SetSuspended("alice", false); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, f.signIn(c, "alice", password, ""), http.StatusSeeOther)
+}
+
+func TestCurrentMemberRefusesSuspendedMember(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	m := f.member("alice")
+	id, err := f.store.CreateSession(m.ID, 3600e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/settings", nil)
+	req.AddCookie(&http.Cookie{Name: account.CookieName, Value: id})
+	if got := f.pages.CurrentMember(req); got == nil || got.Username != "alice" {
+		t.Fatalf("CurrentMember = %v", got)
+	}
+	if _, err := f.store.SetSuspended("alice", true); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.pages.CurrentMember(req); got != nil {
+		t.Fatalf("CurrentMember of a suspended member = %v", got.Username)
+	}
+	rec := httptest.NewRecorder()
+	if _, ok := f.pages.RequireMember(rec, req); ok || rec.Code != http.StatusSeeOther {
+		t.Fatalf("RequireMember: ok=%v code=%d", ok, rec.Code)
+	}
+}
+
+func TestSignInRateLimitPerUsername(t *testing.T) {
+	f := newFixture(t, account.Options{FailuresPerUsername: 3, FailuresPerIP: 100})
+	f.member("alice")
+	c := f.browser()
+	for i := 0; i < 3; i++ {
+		wantStatus(t, f.signIn(c, "alice", "wrong password", ""), http.StatusUnauthorized)
+	}
+	for _, pw := range []string{"wrong password", password} {
+		r := f.signIn(c, "Alice", pw, "")
+		wantStatus(t, r, http.StatusTooManyRequests)
+		wantBody(t, r, "Too many failed sign-ins")
+		if n, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || n < 1 {
+			t.Fatalf("Retry-After %q", r.Header.Get("Retry-After"))
+		}
+		if sessionCookie(r) != nil {
+			t.Fatal("rate-limited sign-in set a cookie")
+		}
+	}
+	// Another member is not affected.
+	f.member("bob")
+	wantStatus(t, f.signIn(c, "bob", password, ""), http.StatusSeeOther)
+}
+
+func TestSignInRateLimitPerIP(t *testing.T) {
+	f := newFixture(t, account.Options{FailuresPerUsername: 100, FailuresPerIP: 4})
+	f.member("alice")
+	c := f.browser()
+	for i := 0; i < 4; i++ {
+		wantStatus(t, f.signIn(c, fmt.Sprintf("guess%d", i), "wrong password", ""), http.StatusUnauthorized)
+	}
+	r := f.signIn(c, "alice", password, "")
+	wantStatus(t, r, http.StatusTooManyRequests)
+	if r.Header.Get("Retry-After") == "" {
+		t.Fatal("no Retry-After")
+	}
+}
+
+func TestSuccessfulSignInResetsUsernameFailures(t *testing.T) {
+	f := newFixture(t, account.Options{FailuresPerUsername: 3, FailuresPerIP: 100})
+	f.member("alice")
+	c := f.browser()
+	for i := 0; i < 2; i++ {
+		wantStatus(t, f.signIn(c, "alice", "wrong password", ""), http.StatusUnauthorized)
+	}
+	wantStatus(t, f.signIn(c, "alice", password, ""), http.StatusSeeOther)
+	for i := 0; i < 3; i++ {
+		wantStatus(t, f.signIn(f.browser(), "alice", "wrong password", ""), http.StatusUnauthorized)
+	}
+}
+
+func TestReturnToMustBeLocalPath(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	f.member("alice")
+	for _, rt := range []string{
+		"//evil.example/x",
+		"/\\evil.example",
+		"\\\\evil.example",
+		"/%2Fevil.example",
+		"/%5Cevil.example",
+		"https://evil.example/",
+		"http:/evil.example",
+		"javascript:alert(1)",
+		"evil.example",
+		"/ok\r\nSet-Cookie: x=1",
+		"/ok\\..\\x",
+		"/" + strings.Repeat("a", 3000),
+	} {
+		t.Run(rt, func(t *testing.T) {
+			c := f.browser()
+			r := f.signIn(c, "alice", password, rt)
+			wantStatus(t, r, http.StatusSeeOther)
+			if got := r.Header.Get("Location"); got != "/settings" {
+				t.Fatalf("return_to %q redirected to %q", rt, got)
+			}
+			r = f.get(c, "/auth/sign_in?return_to="+url.QueryEscape(rt))
+			if got := r.Header.Get("Location"); got != "/settings" {
+				t.Fatalf("signed-in GET with return_to %q redirected to %q", rt, got)
+			}
+		})
+	}
+	c := f.browser()
+	r := f.signIn(c, "alice", password, "/oauth/authorize?client_id=1&scope=read+write")
+	if got := r.Header.Get("Location"); got != "/oauth/authorize?client_id=1&scope=read+write" {
+		t.Fatalf("local return_to lost: %q", got)
+	}
+}
+
+func TestCrossOriginPostsAreRefused(t *testing.T) {
+	f := newFixture(t, account.Options{OpenRegistration: true})
+	f.member("alice")
+	form := url.Values{"username": {"alice"}, "password": {password}}
+	for _, h := range [][]string{
+		{"Origin", "https://evil.example"},
+		{"Sec-Fetch-Site", "cross-site"},
+	} {
+		t.Run(h[0], func(t *testing.T) {
+			c := f.browser()
+			r := f.post(c, "/auth/sign_in", form, h...)
+			wantStatus(t, r, http.StatusForbidden)
+			wantBody(t, r, "sent from another site")
+			if sessionCookie(r) != nil {
+				t.Fatal("cross-origin sign-in set a cookie")
+			}
+			r = f.post(c, "/auth/sign_up", url.Values{"username": {"mallory"}, "password": {password}, "password_confirmation": {password}}, h...)
+			wantStatus(t, r, http.StatusForbidden)
+			if _, err := f.store.Member("mallory"); err == nil {
+				t.Fatal("cross-origin sign-up created a member")
+			}
+
+			// Signed in, a cross-origin sign-out or settings post is refused too.
+			wantStatus(t, f.signIn(c, "alice", password, ""), http.StatusSeeOther)
+			wantStatus(t, f.post(c, "/auth/sign_out", nil, h...), http.StatusForbidden)
+			wantStatus(t, f.post(c, "/settings/api_tokens", nil, h...), http.StatusForbidden)
+			wantStatus(t, f.get(c, "/settings"), http.StatusOK)
+		})
+	}
+	t.Run("same origin", func(t *testing.T) {
+		c := f.browser()
+		r := f.post(c, "/auth/sign_in", form, "Origin", f.srv.URL, "Sec-Fetch-Site", "same-origin")
+		wantStatus(t, r, http.StatusSeeOther)
+		r = f.post(c, "/settings/api_tokens/new", nil, "Origin", f.srv.URL)
+		wantStatus(t, r, http.StatusOK)
+		wantBody(t, r, "created for alice at /settings/api_tokens/new")
+	})
+}
+
+func TestSignOut(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	f.member("alice")
+	c := f.browser()
+	r := f.signIn(c, "alice", password, "")
+	old := sessionCookie(r)
+
+	// GET only offers the button.
+	r = f.get(c, "/auth/sign_out")
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "You are signed in as <strong>@alice</strong>")
+	wantStatus(t, f.get(c, "/settings"), http.StatusOK)
+
+	r = f.post(c, "/auth/sign_out", nil)
+	wantStatus(t, r, http.StatusSeeOther)
+	if ck := sessionCookie(r); ck == nil || ck.MaxAge >= 0 {
+		t.Fatalf("sign-out did not clear the cookie: %v", r.Header["Set-Cookie"])
+	}
+	wantStatus(t, f.get(c, "/settings"), http.StatusSeeOther)
+
+	// The old session id no longer works, even if a copy was kept.
+	req, _ := http.NewRequest(http.MethodGet, f.srv.URL+"/settings", nil)
+	req.AddCookie(&http.Cookie{Name: account.CookieName, Value: old.Value})
+	wantStatus(t, do(t, &http.Client{CheckRedirect: c.CheckRedirect}, req), http.StatusSeeOther)
+}
+
+func TestSignInReplacesPlantedSession(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	m := f.member("alice")
+	planted, err := f.store.CreateSession(m.ID, 3600e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/auth/sign_in", strings.NewReader(url.Values{"username": {"alice"}, "password": {password}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(&http.Cookie{Name: account.CookieName, Value: planted})
+	r := do(t, f.browser(), req)
+	wantStatus(t, r, http.StatusSeeOther)
+	if ck := sessionCookie(r); ck == nil || ck.Value == planted {
+		t.Fatal("sign-in kept the session id the browser brought")
+	}
+	if _, err := f.store.SessionMember(planted); err == nil {
+		t.Fatal("the earlier session still works")
+	}
+}
+
+func TestSignUp(t *testing.T) {
+	f := newFixture(t, account.Options{OpenRegistration: true})
+	f.member("alice")
+	c := f.browser()
+
+	r := f.get(c, "/auth/sign_up?return_to=%2Foauth%2Fauthorize%3Fx%3D1")
+	wantStatus(t, r, http.StatusOK)
+	for _, l := range []string{`<label for="username">`, `<label for="display_name">`, `<label for="password">`, `<label for="password_confirmation">`} {
+		wantBody(t, r, l)
+	}
+	wantBody(t, f.get(c, "/auth/sign_in"), `href="/auth/sign_up"`)
+
+	for _, tc := range []struct {
+		name   string
+		form   url.Values
+		status int
+		text   string
+	}{
+		{"bad username", url.Values{"username": {"no spaces"}, "password": {password}, "password_confirmation": {password}}, http.StatusBadRequest, "Username must be 1 to 30 letters, digits or underscores."},
+		{"short password", url.Values{"username": {"carol"}, "password": {"short"}, "password_confirmation": {"short"}}, http.StatusBadRequest, "Password must be 8 to 128 characters long."},
+		{"mismatch", url.Values{"username": {"carol"}, "password": {password}, "password_confirmation": {password + "!"}}, http.StatusBadRequest, "The two passwords don&#39;t match."},
+		{"long display name", url.Values{"username": {"carol"}, "display_name": {strings.Repeat("d", 31)}, "password": {password}, "password_confirmation": {password}}, http.StatusBadRequest, "Display name must be at most 30 characters"},
+		{"taken", url.Values{"username": {"ALICE"}, "password": {password}, "password_confirmation": {password}}, http.StatusConflict, "is taken"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := f.post(c, "/auth/sign_up", tc.form)
+			wantStatus(t, r, tc.status)
+			wantBody(t, r, tc.text)
+			if sessionCookie(r) != nil {
+				t.Fatal("failed sign-up set a cookie")
+			}
+			if _, err := f.store.Member("carol"); err == nil {
+				t.Fatal("failed sign-up created a member")
+			}
+		})
+	}
+
+	r = f.post(c, "/auth/sign_up", url.Values{"username": {"carol"}, "display_name": {"Carol C"}, "password": {password}, "password_confirmation": {password}, "return_to": {"/oauth/authorize?x=1"}})
+	wantStatus(t, r, http.StatusSeeOther)
+	if got := r.Header.Get("Location"); got != "/oauth/authorize?x=1" {
+		t.Fatalf("after sign-up redirect to %q", got)
+	}
+	m, err := f.store.Member("carol")
+	if err != nil || m.DisplayName != "Carol C" {
+		t.Fatalf("member after sign-up: %v, %v", m, err)
+	}
+	r = f.get(c, "/settings")
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "Carol C @carol")
+	// The new account signs in with its password.
+	wantStatus(t, f.signIn(f.browser(), "carol", password, ""), http.StatusSeeOther)
+}
+
+func TestSignUpRateLimit(t *testing.T) {
+	f := newFixture(t, account.Options{OpenRegistration: true, SignUpsPerIP: 2})
+	for i := 0; i < 2; i++ {
+		wantStatus(t, f.post(f.browser(), "/auth/sign_up", url.Values{"username": {fmt.Sprint("user", i)}, "password": {password}, "password_confirmation": {password}}), http.StatusSeeOther)
+	}
+	r := f.post(f.browser(), "/auth/sign_up", url.Values{"username": {"user9"}, "password": {password}, "password_confirmation": {password}})
+	wantStatus(t, r, http.StatusTooManyRequests)
+	if r.Header.Get("Retry-After") == "" {
+		t.Fatal("no Retry-After")
+	}
+	if _, err := f.store.Member("user9"); err == nil {
+		t.Fatal("rate-limited sign-up created a member")
+	}
+}
+
+func TestSignUpClosedByDefault(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	c := f.browser()
+	wantStatus(t, f.get(c, "/auth/sign_up"), http.StatusNotFound)
+	r := f.post(c, "/auth/sign_up", url.Values{"username": {"carol"}, "password": {password}, "password_confirmation": {password}})
+	wantStatus(t, r, http.StatusNotFound)
+	wantBody(t, r, "Sign-up is closed")
+	if _, err := f.store.Member("carol"); err == nil {
+		t.Fatal("closed sign-up created a member")
+	}
+	if strings.Contains(f.get(c, "/auth/sign_in").body, "/auth/sign_up") {
+		t.Fatal("sign-in page links to a closed sign-up")
+	}
+}
+
+var styleRE = regexp.MustCompile(`(?s)<style>(.*?)</style>`)
+
+func TestSecurityHeaders(t *testing.T) {
+	f := newFixture(t, account.Options{OpenRegistration: true})
+	f.member("alice")
+	c, member := f.browser(), f.browser()
+	f.signIn(member, "alice", password, "")
+	pages := map[string]func() resp{
+		"sign-in":       func() resp { return f.get(c, "/auth/sign_in") },
+		"sign-up":       func() resp { return f.get(c, "/auth/sign_up") },
+		"failed":        func() resp { return f.signIn(c, "alice", "wrong password", "") },
+		"bad input":     func() resp { return f.signIn(c, "", "", "") },
+		"sign-out":      func() resp { return f.get(c, "/auth/sign_out") },
+		"settings":      func() resp { return f.get(member, "/settings") },
+		"settings page": func() resp { return f.get(member, "/settings/api_tokens") },
+	}
+	for name, fetch := range pages {
+		t.Run(name, func(t *testing.T) {
+			r := fetch()
+			h := r.Header
+			csp := h.Get("Content-Security-Policy")
+			for _, want := range []string{"default-src 'none'", "form-action 'self'", "frame-ancestors 'none'", "base-uri 'none'"} {
+				if !strings.Contains(csp, want) {
+					t.Fatalf("CSP %q lacks %q", csp, want)
+				}
+			}
+			if strings.Contains(csp, "unsafe") {
+				t.Fatalf("CSP %q allows unsafe sources", csp)
+			}
+			for k, v := range map[string]string{
+				"X-Frame-Options": "DENY", "Referrer-Policy": "same-origin", "X-Content-Type-Options": "nosniff",
+				"Cache-Control": "no-store", "Content-Type": "text/html; charset=utf-8",
+			} {
+				if h.Get(k) != v {
+					t.Fatalf("%s: %q, want %q", k, h.Get(k), v)
+				}
+			}
+			// The inline stylesheet is the one the policy's hash allows.
+			m := styleRE.FindStringSubmatch(r.body)
+			if m == nil {
+				t.Fatal("no stylesheet")
+			}
+			sum := sha256.Sum256([]byte(m[1]))
+			if !strings.Contains(csp, "style-src 'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'") {
+				t.Fatalf("CSP %q does not allow the page's stylesheet", csp)
+			}
+		})
+	}
+}
+
+func TestRenderKeepsPageOwnPolicy(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "/oauth/authorize", nil)
+	csp := f.pages.ContentSecurityPolicy("https://app.example", "x'; script-src *")
+	rec.Header().Set("Content-Security-Policy", csp)
+	f.pages.Render(rec, req, http.StatusOK, "Authorize", template.Must(template.New("a").Parse(`<p>{{.}}</p>`)), "<b>hi</b>")
+	if got := rec.Header().Get("Content-Security-Policy"); got != csp || !strings.Contains(got, "form-action 'self' https://app.example x") {
+		t.Fatalf("CSP %q", got)
+	}
+	if strings.Contains(csp, "script-src *") && strings.Contains(csp, "; script-src") {
+		t.Fatalf("a form-action source could inject a directive: %q", csp)
+	}
+	if !strings.Contains(rec.Body.String(), "<p>&lt;b&gt;hi&lt;/b&gt;</p>") || rec.Header().Get("X-Frame-Options") != "DENY" {
+		t.Fatalf("render: %s", rec.Body.String())
+	}
+}
+
+func TestCookieIsSecureOutsideLocalhost(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	f.member("alice")
+	for _, tc := range []struct {
+		host   string
+		tls    bool
+		secure bool
+	}{
+		{"hearth.example", false, true},
+		{"hearth.example", true, true},
+		{"localhost:8080", false, false},
+		{"app.localhost", false, false},
+		{"127.0.0.1:2015", false, false},
+		{"[::1]:2015", false, false},
+		{"localhost", true, true},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "http://"+tc.host+"/auth/sign_in", strings.NewReader(url.Values{"username": {"alice"}, "password": {password}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if !tc.tls {
+			req.TLS = nil
+		} else if req.TLS == nil {
+			req = httptest.NewRequest(http.MethodPost, "https://"+tc.host+"/auth/sign_in", strings.NewReader(url.Values{"username": {"alice"}, "password": {password}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		rec := httptest.NewRecorder()
+		f.pages.ServeHTTP(rec, req)
+		res := rec.Result()
+		var ck *http.Cookie
+		for _, c := range res.Cookies() {
+			if c.Name == account.CookieName {
+				ck = c
+			}
+		}
+		if res.StatusCode != http.StatusSeeOther || ck == nil {
+			t.Fatalf("%s: status %d, cookie %v", tc.host, res.StatusCode, ck)
+		}
+		if ck.Secure != tc.secure {
+			t.Errorf("host %s tls=%v: Secure=%v, want %v", tc.host, tc.tls, ck.Secure, tc.secure)
+		}
+	}
+}
+
+func TestSettingsPages(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	f.member("alice")
+	c := f.browser()
+	r := f.get(c, "/settings")
+	wantStatus(t, r, http.StatusSeeOther)
+	if got := r.Header.Get("Location"); got != "/auth/sign_in?return_to=%2Fsettings" {
+		t.Fatalf("redirect %q", got)
+	}
+	if f.pages.Handles(httptest.NewRequest(http.MethodGet, "/settings_other", nil)) {
+		t.Fatal("handles a path outside its pages")
+	}
+	wantStatus(t, f.get(c, "/elsewhere"), http.StatusNotFound)
+
+	f.pages.AddSettingsPage(account.SettingsPage{Path: "/settings/applications/", Title: "Authorized apps", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "apps")
+	})})
+	f.pages.AddSettingsPage(account.SettingsPage{Path: "/settings/applications", Title: "Authorized applications", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "apps of "+f.pages.CurrentMember(r).Username)
+	})})
+	if n := len(f.pages.SettingsPages()); n != 2 {
+		t.Fatalf("%d settings pages, want 2 (same path replaces)", n)
+	}
+	wantStatus(t, f.get(c, "/settings/applications/42"), http.StatusSeeOther)
+	f.signIn(c, "alice", password, "")
+	r = f.get(c, "/settings")
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, `<a href="/settings/applications">Authorized applications</a>`)
+	wantBody(t, r, `<a href="/settings/api_tokens">API Tokens</a>`)
+	r = f.get(c, "/settings/applications/42")
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "apps of alice")
+}

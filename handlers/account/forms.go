@@ -1,0 +1,289 @@
+package account
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+type signInData struct {
+	Error            string
+	Username         string
+	ReturnTo         string
+	OpenRegistration bool
+}
+
+type signUpData struct {
+	Error          string
+	Username       string
+	DisplayName    string
+	ReturnTo       string
+	MinPassword    int
+	MaxPassword    int
+	MaxDisplayName int
+}
+
+type signOutData struct{ Member *storage.Member }
+
+type settingsData struct {
+	Member *storage.Member
+	Pages  []SettingsPage
+}
+
+// returnTo is the page to go to after signing in: the form's or query's
+// return_to when it is a local path, else the settings page.
+func returnTo(r *http.Request) string {
+	if rt, ok := localPath(r.FormValue("return_to")); ok {
+		return rt
+	}
+	return ""
+}
+
+func orSettings(rt string) string {
+	if rt == "" {
+		return SettingsPath
+	}
+	return rt
+}
+
+// parseForm reads a posted form within the size limit, answering 413 or 400
+// itself when it can't.
+func (p *Pages) parseForm(w http.ResponseWriter, r *http.Request) bool {
+	err := r.ParseForm()
+	if err == nil {
+		return true
+	}
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		p.renderError(w, r, http.StatusRequestEntityTooLarge, "Form too large", "The form sent was too large. Go back and try again.")
+		return false
+	}
+	p.renderError(w, r, http.StatusBadRequest, "Bad request", "The form could not be read. Go back, reload the page and try again.")
+	return false
+}
+
+func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
+	if !p.allowed(w, r, http.MethodGet, http.MethodPost) {
+		return
+	}
+	if r.Method != http.MethodPost {
+		rt := returnTo(r)
+		if p.CurrentMember(r) != nil {
+			http.Redirect(w, r, orSettings(rt), http.StatusSeeOther)
+			return
+		}
+		p.renderSignIn(w, r, http.StatusOK, signInData{ReturnTo: rt})
+		return
+	}
+	if !p.parseForm(w, r) {
+		return
+	}
+	d := signInData{
+		Username: strings.TrimSpace(r.PostForm.Get("username")),
+		ReturnTo: returnTo(r),
+	}
+	password := r.PostForm.Get("password")
+	switch {
+	case d.Username == "" || password == "":
+		d.Error = "Enter your username and your password."
+		p.renderSignIn(w, r, http.StatusBadRequest, d)
+		return
+	case storage.ValidateUsername(d.Username) != nil:
+		d.Error = "A username is 1 to 30 letters, digits or underscores."
+		d.Username = ""
+		p.renderSignIn(w, r, http.StatusBadRequest, d)
+		return
+	case utf8.RuneCountInString(password) > storage.MaxPasswordLen:
+		d.Error = "Wrong username or password."
+		p.renderSignIn(w, r, http.StatusBadRequest, d)
+		return
+	}
+
+	ip := "ip:" + p.opts.ClientIP(r)
+	user := "user:" + strings.ToLower(d.Username)
+	if wait, limited := limitedFor(p.byIP.Peek(ip), p.byUsername.Peek(user)); limited {
+		p.opts.Logger.Info("sign-in rate limited", zap.String("username", d.Username), zap.String("client_ip", ip[3:]))
+		p.renderTooMany(w, r, wait, "Too many failed sign-ins. Wait a few minutes before trying again.")
+		return
+	}
+
+	m, err := p.store.Authenticate(d.Username, password)
+	switch {
+	case errors.Is(err, storage.ErrBadCredentials):
+		p.byIP.Allow(ip)
+		p.byUsername.Allow(user)
+		p.opts.Logger.Info("sign-in failed", zap.String("username", d.Username), zap.String("client_ip", ip[3:]))
+		d.Error = "Wrong username or password."
+		p.renderSignIn(w, r, http.StatusUnauthorized, d)
+		return
+	case errors.Is(err, storage.ErrSuspended):
+		p.opts.Logger.Info("sign-in refused: suspended", zap.String("username", d.Username))
+		d.Error = "This account is suspended, so it can't sign in. Contact the site's administrator."
+		p.renderSignIn(w, r, http.StatusForbidden, d)
+		return
+	case err != nil:
+		p.opts.Logger.Error("sign-in", zap.Error(err))
+		p.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "Signing in failed. Try again in a moment.")
+		return
+	}
+	p.byUsername.Reset(user)
+	if err := p.startSession(w, r, m); err != nil {
+		p.opts.Logger.Error("start session", zap.Error(err))
+		p.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "Signing in failed. Try again in a moment.")
+		return
+	}
+	p.opts.Logger.Info("signed in", zap.String("username", m.Username))
+	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
+}
+
+func (p *Pages) renderSignIn(w http.ResponseWriter, r *http.Request, status int, d signInData) {
+	d.OpenRegistration = p.opts.OpenRegistration
+	p.Render(w, r, status, "Sign in", signInTmpl, d)
+}
+
+// limitedFor reports whether any of results refuses, and the longest wait.
+func limitedFor(results ...ratelimit.Result) (time.Duration, bool) {
+	var wait time.Duration
+	limited := false
+	for _, res := range results {
+		if !res.Allowed {
+			limited = true
+			wait = max(wait, res.RetryAfter)
+		}
+	}
+	return wait, limited
+}
+
+func (p *Pages) renderTooMany(w http.ResponseWriter, r *http.Request, wait time.Duration, text string) {
+	secs := int(math.Ceil(wait.Seconds()))
+	if secs < 1 {
+		secs = 1
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	p.Render(w, r, http.StatusTooManyRequests, "Too many attempts", messageTmpl, message{
+		Text:     text + " You can try again in " + humanWait(secs) + ".",
+		LinkHref: SignInPath,
+		LinkText: "Back to sign-in",
+	})
+}
+
+func humanWait(secs int) string {
+	switch {
+	case secs <= 1:
+		return "a second"
+	case secs < 60:
+		return strconv.Itoa(secs) + " seconds"
+	case secs < 120:
+		return "a minute"
+	default:
+		return strconv.Itoa((secs+59)/60) + " minutes"
+	}
+}
+
+func (p *Pages) serveSignOut(w http.ResponseWriter, r *http.Request) {
+	if !p.allowed(w, r, http.MethodGet, http.MethodPost) {
+		return
+	}
+	if r.Method != http.MethodPost {
+		// Signing out changes state, so GET only offers the button.
+		p.Render(w, r, http.StatusOK, "Sign out", signOutTmpl, signOutData{Member: p.CurrentMember(r)})
+		return
+	}
+	if !p.parseForm(w, r) {
+		return
+	}
+	p.SignOut(w, r)
+	http.Redirect(w, r, signInURL(r.PostForm.Get("return_to")), http.StatusSeeOther)
+}
+
+func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
+	if !p.allowed(w, r, http.MethodGet, http.MethodPost) {
+		return
+	}
+	d := signUpData{MinPassword: storage.MinPasswordLen, MaxPassword: storage.MaxPasswordLen, MaxDisplayName: storage.MaxDisplayNameLen}
+	if r.Method != http.MethodPost {
+		d.ReturnTo = returnTo(r)
+		if p.CurrentMember(r) != nil {
+			http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
+			return
+		}
+		p.Render(w, r, http.StatusOK, "Create an account", signUpTmpl, d)
+		return
+	}
+	if !p.parseForm(w, r) {
+		return
+	}
+	d.Username = strings.TrimSpace(r.PostForm.Get("username"))
+	d.DisplayName = strings.TrimSpace(r.PostForm.Get("display_name"))
+	d.ReturnTo = returnTo(r)
+	password := r.PostForm.Get("password")
+	bad := func(status int, msg string) {
+		d.Error = msg
+		p.Render(w, r, status, "Create an account", signUpTmpl, d)
+	}
+	if err := storage.ValidateUsername(d.Username); err != nil {
+		bad(http.StatusBadRequest, upperFirst(err.Error())+".")
+		return
+	}
+	if err := storage.ValidatePassword(password); err != nil {
+		bad(http.StatusBadRequest, upperFirst(err.Error())+".")
+		return
+	}
+	if password != r.PostForm.Get("password_confirmation") {
+		bad(http.StatusBadRequest, "The two passwords don't match.")
+		return
+	}
+	ip := "ip:" + p.opts.ClientIP(r)
+	if wait, limited := limitedFor(p.signUps.Peek(ip)); limited {
+		p.renderTooMany(w, r, wait, "Too many accounts were created from your network.")
+		return
+	}
+	m, err := p.store.CreateMember(d.Username, d.DisplayName, password)
+	switch {
+	case errors.Is(err, storage.ErrConflict):
+		bad(http.StatusConflict, "The username "+d.Username+" is taken. Choose another one.")
+		return
+	case storage.IsInvalid(err):
+		bad(http.StatusBadRequest, upperFirst(err.Error())+".")
+		return
+	case err != nil:
+		p.opts.Logger.Error("sign-up", zap.Error(err))
+		p.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "The account could not be created. Try again in a moment.")
+		return
+	}
+	p.signUps.Allow(ip)
+	p.opts.Logger.Info("member signed up", zap.String("username", m.Username))
+	if err := p.startSession(w, r, m); err != nil {
+		p.opts.Logger.Error("start session", zap.Error(err))
+		http.Redirect(w, r, signInURL(d.ReturnTo), http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func (p *Pages) serveSettings(w http.ResponseWriter, r *http.Request) {
+	m, ok := p.RequireMember(w, r)
+	if !ok {
+		return
+	}
+	if !p.allowed(w, r, http.MethodGet) {
+		return
+	}
+	p.Render(w, r, http.StatusOK, "Settings", settingsTmpl, settingsData{Member: m, Pages: p.SettingsPages()})
+}

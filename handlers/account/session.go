@@ -1,0 +1,136 @@
+package account
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+type memberKey struct{}
+
+// withMember remembers the signed-in member on r, so that a settings page
+// calling CurrentMember doesn't look the session up again.
+func withMember(r *http.Request, m *storage.Member) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), memberKey{}, m))
+}
+
+// CurrentMember returns the member signed in on r, or nil when r has no
+// valid session (none, expired, ended, or the member is suspended or gone).
+func (p *Pages) CurrentMember(r *http.Request) *storage.Member {
+	if m, ok := r.Context().Value(memberKey{}).(*storage.Member); ok && m != nil {
+		return m
+	}
+	c, err := r.Cookie(CookieName)
+	if err != nil || c.Value == "" {
+		return nil
+	}
+	m, err := p.store.SessionMember(c.Value)
+	if err != nil || m == nil || m.Suspended {
+		return nil
+	}
+	return m
+}
+
+// RequireMember returns the signed-in member. When r has none, it answers
+// with a 303 redirect to the sign-in page, which comes back to r's path and
+// query after signing in, and returns false.
+func (p *Pages) RequireMember(w http.ResponseWriter, r *http.Request) (*storage.Member, bool) {
+	if m := p.CurrentMember(r); m != nil {
+		return m, true
+	}
+	http.Redirect(w, r, signInURL(r.URL.RequestURI()), http.StatusSeeOther)
+	return nil, false
+}
+
+func signInURL(returnTo string) string {
+	if rt, ok := localPath(returnTo); ok {
+		return SignInPath + "?return_to=" + url.QueryEscape(rt)
+	}
+	return SignInPath
+}
+
+// SignOut ends the session of r, if any, and clears the cookie.
+func (p *Pages) SignOut(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
+		if err := p.store.DeleteSession(c.Value); err != nil {
+			p.opts.Logger.Error("end session: " + err.Error())
+		}
+	}
+	http.SetCookie(w, p.cookie(r, "", -1))
+}
+
+// startSession signs m in on w, ending any session r already had (so a
+// session id planted before sign-in is never promoted).
+func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, m *storage.Member) error {
+	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
+		_ = p.store.DeleteSession(c.Value)
+	}
+	id, err := p.store.CreateSession(m.ID, p.opts.SessionLifetime)
+	if err != nil {
+		return err
+	}
+	http.SetCookie(w, p.cookie(r, id, int(p.opts.SessionLifetime.Seconds())))
+	return nil
+}
+
+// cookie builds the session cookie. It is Secure unless the page is served
+// over plain HTTP on a loopback host (local development), where a Secure
+// cookie would never come back.
+func (p *Pages) cookie(r *http.Request, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{
+		Name:     CookieName,
+		Value:    value,
+		Path:     "/",
+		MaxAge:   maxAge,
+		Secure:   r.TLS != nil || !isLoopbackHost(r.Host),
+		HttpOnly: true,
+		SameSite: http.SameSiteLaxMode,
+	}
+}
+
+func isLoopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	host = strings.ToLower(host)
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// localPath returns s when it is a path on this site that is safe to
+// redirect to after signing in: it starts with a single "/", has no scheme
+// or host, no backslash and no control characters. Anything else (including
+// "//evil.example" and "/\evil.example", which browsers treat as other
+// hosts) is refused.
+func localPath(s string) (string, bool) {
+	if s == "" || len(s) > 2048 || s[0] != '/' {
+		return "", false
+	}
+	if len(s) > 1 && (s[1] == '/' || s[1] == '\\') {
+		return "", false
+	}
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f || c == '\\' {
+			return "", false
+		}
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return "", false
+	}
+	// A percent-encoded slash or backslash right after the first "/" is
+	// decoded by some browsers and proxies into a scheme-relative URL.
+	if p := u.Path; len(p) > 1 && (p[1] == '/' || p[1] == '\\') {
+		return "", false
+	}
+	return s, true
+}
