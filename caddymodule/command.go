@@ -1,0 +1,400 @@
+package caddymodule
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+func init() {
+	caddycmd.RegisterCommand(caddycmd.Command{
+		Name:  "hearth",
+		Usage: "<command> [args]",
+		Short: "Manages Hearth: members, backups and restores",
+		Long: `Manages Hearth's members and data.
+
+Commands other than 'restore' talk to the running Caddy through its admin
+API, found like 'caddy reload' finds it: --address, else the admin address
+of the --config file, else localhost:2019. 'restore' works on the store
+directly and needs Caddy stopped.`,
+		CobraFunc: setupHearthCommand,
+	})
+	addHearthCommand(memberCommand, backupCommand, restoreCommand)
+}
+
+// hearthCommands build the subcommands of `caddy hearth`. Other files of
+// this package add theirs with addHearthCommand from init().
+var hearthCommands []func() *cobra.Command
+
+// addHearthCommand registers subcommand constructors of `caddy hearth`.
+func addHearthCommand(fns ...func() *cobra.Command) {
+	hearthCommands = append(hearthCommands, fns...)
+}
+
+// setupHearthCommand fills in the `caddy hearth` command: shared flags and
+// every registered subcommand.
+func setupHearthCommand(cmd *cobra.Command) {
+	pf := cmd.PersistentFlags()
+	pf.String("address", "", "The address of Caddy's admin API, if not the default")
+	pf.StringP("config", "c", "", "Caddy config file, to find the admin address (and, for restore, the storage_dir)")
+	pf.StringP("adapter", "a", "", "Name of the config adapter for --config")
+	cmd.SilenceUsage = true
+	for _, fn := range hearthCommands {
+		cmd.AddCommand(fn())
+	}
+}
+
+// adminAddress is the admin API address chosen by the command's flags, like
+// `caddy reload` chooses it.
+func adminAddress(cmd *cobra.Command) (string, error) {
+	fl := cmd.Flags()
+	address, _ := fl.GetString("address")
+	config, _ := fl.GetString("config")
+	adapter, _ := fl.GetString("adapter")
+	return caddycmd.DetermineAdminAPIAddress(address, nil, config, adapter)
+}
+
+var adminErrorRE = regexp.MustCompile(`(?s)HTTP (\d{3}): (.*)$`)
+
+// adminCall sends a request to the running Caddy's admin API. in, when not
+// nil, is sent as JSON. A response status of 400 or more becomes an error
+// carrying the API's message.
+func adminCall(cmd *cobra.Command, method, uri string, in any) (*http.Response, error) {
+	addr, err := adminAddress(cmd)
+	if err != nil {
+		return nil, err
+	}
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(b)
+	}
+	resp, err := caddycmd.AdminAPIRequest(addr, method, uri, nil, body)
+	if err == nil {
+		return resp, nil
+	}
+	msg := err.Error()
+	if m := adminErrorRE.FindStringSubmatch(msg); m != nil {
+		var apiErr struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal([]byte(m[2]), &apiErr) == nil && apiErr.Error != "" {
+			return nil, fmt.Errorf("%s (HTTP %s)", apiErr.Error, m[1])
+		}
+		return nil, fmt.Errorf("admin API answered HTTP %s: %s", m[1], strings.TrimSpace(m[2]))
+	}
+	return nil, fmt.Errorf("%w (is Caddy running with its admin API on %s? set --address or --config)", err, addr)
+}
+
+// adminJSON is adminCall that decodes a JSON answer into out (when not nil).
+func adminJSON(cmd *cobra.Command, method, uri string, in, out any) error {
+	resp, err := adminCall(cmd, method, uri, in)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func memberURI(username string, rest ...string) string {
+	return "/hearth/members/" + strings.Join(append([]string{url.PathEscape(username)}, rest...), "/")
+}
+
+func memberCommand() *cobra.Command {
+	member := &cobra.Command{
+		Use:   "member",
+		Short: "Adds, lists, suspends and removes members",
+	}
+
+	add := &cobra.Command{
+		Use:   "add <username>",
+		Short: "Creates a member; prompts for the password unless --password-stdin",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			display, _ := cmd.Flags().GetString("display-name")
+			pw, err := readNewPassword(cmd)
+			if err != nil {
+				return err
+			}
+			var m memberView
+			err = adminJSON(cmd, http.MethodPost, "/hearth/members",
+				createMemberRequest{Username: args[0], Password: pw, DisplayName: display}, &m)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "created member %s (id %s)\n", m.Username, m.ID)
+			return nil
+		},
+	}
+	add.Flags().String("display-name", "", "The member's display name")
+	add.Flags().Bool("password-stdin", false, "Read the password from the first line of standard input")
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "Lists members",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var ms []memberView
+			if err := adminJSON(cmd, http.MethodGet, "/hearth/members", nil, &ms); err != nil {
+				return err
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(ms)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "USERNAME\tDISPLAY NAME\tCREATED\tSTATUS")
+			for _, m := range ms {
+				status := "active"
+				if m.Suspended {
+					status = "suspended"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Username, m.DisplayName, m.CreatedAt.Format(time.DateOnly), status)
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().Bool("json", false, "Print the members as JSON")
+
+	simple := func(use, short, method, done string, rest ...string) *cobra.Command {
+		return &cobra.Command{
+			Use:   use + " <username>",
+			Short: short,
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := adminJSON(cmd, method, memberURI(args[0], rest...), nil, nil); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", done, args[0])
+				return nil
+			},
+		}
+	}
+	suspend := simple("suspend", "Suspends a member: ends its sessions and stops its tokens working", http.MethodPost, "suspended", "suspend")
+	unsuspend := simple("unsuspend", "Lifts a member's suspension", http.MethodPost, "unsuspended", "unsuspend")
+	remove := simple("remove", "Deletes a member and everything it owns", http.MethodDelete, "removed")
+
+	passwd := &cobra.Command{
+		Use:   "passwd <username>",
+		Short: "Sets a member's password (and ends its sessions)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pw, err := readNewPassword(cmd)
+			if err != nil {
+				return err
+			}
+			if err := adminJSON(cmd, http.MethodPut, memberURI(args[0], "password"), setPasswordRequest{Password: pw}, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "changed the password of %s\n", args[0])
+			return nil
+		},
+	}
+	passwd.Flags().Bool("password-stdin", false, "Read the password from the first line of standard input")
+
+	member.AddCommand(add, list, suspend, unsuspend, passwd, remove)
+	return member
+}
+
+// readNewPassword reads a password from the first line of stdin
+// (--password-stdin) or prompts for it twice without echo.
+func readNewPassword(cmd *cobra.Command) (string, error) {
+	if fromStdin, _ := cmd.Flags().GetBool("password-stdin"); fromStdin {
+		line, err := bufio.NewReader(io.LimitReader(cmd.InOrStdin(), 4096)).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", fmt.Errorf("read password from stdin: %w", err)
+		}
+		pw := strings.TrimRight(line, "\r\n")
+		if pw == "" {
+			return "", errors.New("no password on standard input")
+		}
+		return pw, nil
+	}
+	in, ok := cmd.InOrStdin().(*os.File)
+	if !ok || !term.IsTerminal(int(in.Fd())) {
+		return "", errors.New("standard input is not a terminal; pass the password with --password-stdin")
+	}
+	out := cmd.ErrOrStderr()
+	prompt := func(label string) (string, error) {
+		fmt.Fprint(out, label)
+		b, err := term.ReadPassword(int(in.Fd()))
+		fmt.Fprintln(out)
+		return string(b), err
+	}
+	pw, err := prompt("Password: ")
+	if err != nil {
+		return "", err
+	}
+	if err := storage.ValidatePassword(pw); err != nil {
+		return "", err
+	}
+	again, err := prompt("Repeat password: ")
+	if err != nil {
+		return "", err
+	}
+	if again != pw {
+		return "", errors.New("the passwords do not match")
+	}
+	return pw, nil
+}
+
+func backupCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "backup --output FILE",
+		Short: "Writes a backup of the running server's store to FILE",
+		Long: `Streams a consistent backup of the store from the running Caddy (admin API
+GET /hearth/backup) into FILE. The file appears only once the whole backup
+has arrived; an interrupted backup leaves no file behind.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out, _ := cmd.Flags().GetString("output")
+			if out == "" {
+				return errors.New("--output FILE is required")
+			}
+			n, err := backupTo(cmd, out)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote backup to %s (%d bytes)\n", out, n)
+			return nil
+		},
+	}
+	c.Flags().StringP("output", "o", "", "The backup file to write")
+	return c
+}
+
+func backupTo(cmd *cobra.Command, path string) (n int64, err error) {
+	resp, err := adminCall(cmd, http.MethodGet, "/hearth/backup", nil)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".part-*")
+	if err != nil {
+		return 0, fmt.Errorf("create backup file: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if n, err = io.Copy(f, resp.Body); err != nil {
+		return n, fmt.Errorf("backup interrupted: %w", err)
+	}
+	if st := resp.Trailer.Get(BackupStatusTrailer); st != "ok" {
+		return n, errors.New("backup interrupted: the server did not finish the stream (see the Caddy log)")
+	}
+	if err = f.Sync(); err != nil {
+		return n, err
+	}
+	if err = f.Close(); err != nil {
+		return n, err
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return n, fmt.Errorf("move backup into place: %w", err)
+	}
+	return n, nil
+}
+
+func restoreCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "restore --input FILE [--config Caddyfile]",
+		Short: "Replaces the store with a backup; Caddy must be stopped",
+		Long: `Loads a backup written by 'caddy hearth backup' into the store named by the
+config's hearth storage_dir (the default location when the config has
+none). Stop Caddy first: the store is locked while it runs.
+
+The backup is loaded into a new directory first; the current data is then
+moved aside to <storage_dir>.before-restore-<time>, which you may delete
+once you have checked the restore.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			input, _ := cmd.Flags().GetString("input")
+			if input == "" {
+				return errors.New("--input FILE is required")
+			}
+			dir, err := storageDirOfConfig(cmd)
+			if err != nil {
+				return err
+			}
+			f, err := os.Open(input)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			prev, err := storage.RestoreDir(dir, bufio.NewReader(f), storage.Options{})
+			if errors.Is(err, storage.ErrLocked) {
+				return fmt.Errorf("the store %s is in use: stop Caddy first, then run restore again", dir)
+			}
+			if err != nil {
+				return fmt.Errorf("restore into %s: %w", dir, err)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "restored %s into %s\n", input, dir)
+			if prev != "" {
+				fmt.Fprintf(w, "the previous data is in %s; delete it once you have checked the restore\n", prev)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringP("input", "i", "", "The backup file to load")
+	return c
+}
+
+// storageDirOfConfig adapts the --config file (or the Caddyfile in the
+// current directory) and returns the hearth app's storage directory, or
+// the default one.
+func storageDirOfConfig(cmd *cobra.Command) (string, error) {
+	config, _ := cmd.Flags().GetString("config")
+	adapter, _ := cmd.Flags().GetString("adapter")
+	cfgJSON, _, _, err := caddycmd.LoadConfig(config, adapter)
+	if err != nil {
+		return "", err
+	}
+	dir := ""
+	if len(cfgJSON) > 0 {
+		var cfg struct {
+			Apps struct {
+				Hearth *App `json:"hearth"`
+			} `json:"apps"`
+		}
+		if err := json.Unmarshal(cfgJSON, &cfg); err != nil {
+			return "", fmt.Errorf("read config: %w", err)
+		}
+		if cfg.Apps.Hearth != nil {
+			dir = cfg.Apps.Hearth.StorageDir
+		}
+	}
+	if dir == "" {
+		dir = defaultStorageDir()
+	}
+	dir = caddy.NewReplacer().ReplaceKnown(dir, "")
+	return filepath.Abs(dir)
+}
