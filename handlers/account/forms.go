@@ -202,7 +202,7 @@ func (p *Pages) serveSignOut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.SignOut(w, r)
-	http.Redirect(w, r, signInURL(r.PostForm.Get("return_to")), http.StatusSeeOther)
+	http.Redirect(w, r, SignInURL(r.PostForm.Get("return_to")), http.StatusSeeOther)
 }
 
 func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
@@ -264,7 +264,7 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 	p.opts.Logger.Info("member signed up", zap.String("username", m.Username))
 	if err := p.startSession(w, r, m); err != nil {
 		p.opts.Logger.Error("start session", zap.Error(err))
-		http.Redirect(w, r, signInURL(d.ReturnTo), http.StatusSeeOther)
+		http.Redirect(w, r, SignInURL(d.ReturnTo), http.StatusSeeOther)
 		return
 	}
 	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
@@ -285,5 +285,6 @@ func (p *Pages) serveSettings(w http.ResponseWriter, r *http.Request) {
 	if !p.allowed(w, r, http.MethodGet) {
 		return
 	}
+	r = withMember(r, m)
 	p.Render(w, r, http.StatusOK, "Settings", settingsTmpl, settingsData{Member: m, Pages: p.SettingsPages()})
 }

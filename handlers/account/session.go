@@ -42,11 +42,14 @@ func (p *Pages) RequireMember(w http.ResponseWriter, r *http.Request) (*storage.
 	if m := p.CurrentMember(r); m != nil {
 		return m, true
 	}
-	http.Redirect(w, r, signInURL(r.URL.RequestURI()), http.StatusSeeOther)
+	http.Redirect(w, r, SignInURL(r.URL.RequestURI()), http.StatusSeeOther)
 	return nil, false
 }
 
-func signInURL(returnTo string) string {
+// SignInURL is the sign-in page that comes back to returnTo afterwards (a
+// path and query on this site; anything else is dropped). OAuth's
+// force_login uses it after SignOut.
+func SignInURL(returnTo string) string {
 	if rt, ok := localPath(returnTo); ok {
 		return SignInPath + "?return_to=" + url.QueryEscape(rt)
 	}

@@ -1,0 +1,59 @@
+package account_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// BenchmarkSettingsPage measures a signed-in page view: session lookup in
+// Badger plus rendering the layout.
+func BenchmarkSettingsPage(b *testing.B) {
+	st, err := storage.Open(b.TempDir(), storage.Options{GCInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	m, err := st.CreateMember("alice", "Alice", "correct horse battery")
+	if err != nil {
+		b.Fatal(err)
+	}
+	id, err := st.CreateSession(m.ID, 3600e9)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := account.New(st, account.Options{})
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req := httptest.NewRequest(http.MethodGet, "/settings", nil)
+			req.AddCookie(&http.Cookie{Name: account.CookieName, Value: id})
+			rec := httptest.NewRecorder()
+			p.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				b.Fatalf("status %d", rec.Code)
+			}
+		}
+	})
+}
+
+// BenchmarkSignInForm measures the signed-out sign-in form.
+func BenchmarkSignInForm(b *testing.B) {
+	st, err := storage.Open(b.TempDir(), storage.Options{GCInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	p := account.New(st, account.Options{})
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		p.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/auth/sign_in", nil))
+		if rec.Code != http.StatusOK {
+			b.Fatalf("status %d", rec.Code)
+		}
+	}
+}
