@@ -1,0 +1,298 @@
+package oauth
+
+import (
+	"embed"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+//go:embed templates/*.html
+var files embed.FS
+
+var (
+	consentTmpl        = parse("consent.html")
+	codeTmpl           = parse("code.html")
+	messageTmpl        = parse("message.html")
+	authorizedAppsTmpl = parse("authorized_apps.html")
+)
+
+func parse(name string) *template.Template {
+	return template.Must(template.New(name).ParseFS(files, "templates/"+name))
+}
+
+type message struct{ Text, Detail string }
+
+// authRequest is a validated authorization request.
+type authRequest struct {
+	ClientID            string
+	RedirectURI         string
+	Scope               string
+	State               string
+	CodeChallenge       string
+	CodeChallengeMethod string
+
+	app    *storage.OAuthApp
+	scopes []string
+}
+
+// pageError is a problem with the client or redirect URI: shown on a page,
+// never redirected (RFC 6749 section 4.1.2.1).
+type pageError struct{ text string }
+
+// parseAuthRequest validates the parameters of GET (query) or POST (form)
+// /oauth/authorize. A *pageError must be shown to the member; an *oauthErr
+// goes back to the client on its redirect URI with state.
+func (s *Server) parseAuthRequest(v url.Values) (*authRequest, *pageError, *oauthErr) {
+	for _, k := range []string{"client_id", "redirect_uri"} {
+		if len(v[k]) > 1 || len(v.Get(k)) > maxParamLen {
+			return nil, &pageError{"The authorization request is malformed: " + k + " must be sent once."}, nil
+		}
+	}
+	req := &authRequest{
+		ClientID:            v.Get("client_id"),
+		RedirectURI:         v.Get("redirect_uri"),
+		Scope:               v.Get("scope"),
+		State:               v.Get("state"),
+		CodeChallenge:       v.Get("code_challenge"),
+		CodeChallengeMethod: v.Get("code_challenge_method"),
+	}
+	app, err := s.store.OAuthApp(req.ClientID)
+	if err != nil {
+		if !errors.Is(err, storage.ErrNotFound) {
+			s.log.Error("look up app", zap.Error(err))
+		}
+		return nil, &pageError{"The application that sent you here is unknown to this server. Ask its developer to register it again."}, nil
+	}
+	req.app = app
+	if req.RedirectURI == "" || !contains(app.RedirectURIs, req.RedirectURI) {
+		return nil, &pageError{"The redirect URI in this request is not registered for " + app.Name + ", so this server will not send you there."}, nil
+	}
+	for _, k := range []string{"response_type", "scope", "state", "code_challenge", "code_challenge_method"} {
+		if len(v[k]) > 1 || len(v.Get(k)) > maxParamLen {
+			return req, nil, invalidRequest("The parameter " + k + " is repeated or too long.")
+		}
+	}
+	if v.Get("response_type") != "code" {
+		return req, nil, &oauthErr{"unsupported_response_type", "The authorization server does not support this response type."}
+	}
+	scope := req.Scope
+	if strings.TrimSpace(scope) == "" {
+		scope = "read"
+	}
+	scopes, ok := parseScopes(scope)
+	if !ok || !covered(scopes, app.Scopes) {
+		return req, nil, errInvalidScope
+	}
+	req.scopes = scopes
+	req.Scope = strings.Join(scopes, " ")
+	switch {
+	case req.CodeChallenge == "" && req.CodeChallengeMethod == "":
+	case req.CodeChallenge == "":
+		return req, nil, invalidRequest("Missing required parameter: code_challenge.")
+	case req.CodeChallengeMethod != "S256":
+		return req, nil, invalidRequest("The code_challenge_method must be S256.")
+	case !validChallenge(req.CodeChallenge):
+		return req, nil, invalidRequest("The code_challenge must be the unpadded base64url SHA-256 of the verifier.")
+	}
+	return req, nil, nil
+}
+
+func validChallenge(c string) bool {
+	if len(c) != 43 {
+		return false
+	}
+	for _, r := range c {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func truthy(s string) bool {
+	switch strings.ToLower(s) {
+	case "1", "true", "t", "on", "yes":
+		return true
+	}
+	return false
+}
+
+func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
+	p := s.opts.Pages
+	if p == nil {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("Sign-in is not available on this server.\n"))
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		s.showConsent(w, r)
+	case http.MethodPost:
+		p.Protect(http.HandlerFunc(s.decide)).ServeHTTP(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		s.errorPage(w, r, http.StatusMethodNotAllowed, "This page can only be opened or submitted.")
+	}
+}
+
+func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, text string) {
+	s.opts.Pages.Render(w, r, status, "An error has occurred", messageTmpl, message{Text: text})
+}
+
+func (s *Server) showConsent(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	req, perr, oerr := s.parseAuthRequest(q)
+	if perr != nil {
+		s.errorPage(w, r, http.StatusBadRequest, perr.text)
+		return
+	}
+	if oerr != nil {
+		s.redirectError(w, r, req, oerr)
+		return
+	}
+	p := s.opts.Pages
+	if truthy(q.Get("force_login")) {
+		// Sign out, then sign in again and come back without force_login.
+		p.SignOut(w, r)
+		q.Del("force_login")
+		back := r.Clone(r.Context())
+		back.Header.Del("Cookie")
+		back.URL.RawQuery = q.Encode()
+		p.RequireMember(w, back)
+		return
+	}
+	m, ok := p.RequireMember(w, r)
+	if !ok {
+		return
+	}
+	data := struct {
+		App            *storage.OAuthApp
+		Member         *storage.Member
+		Scopes         []scopeItem
+		Req            *authRequest
+		OOB            bool
+		RedirectTarget string
+	}{req.app, m, describeScopes(req.scopes), req, req.RedirectURI == OOBRedirectURI, redirectTarget(req.RedirectURI)}
+	// The approval answers with a redirect to the client; browsers apply
+	// form-action to it, so the client's origin must be allowed.
+	w.Header().Set("Content-Security-Policy", p.ContentSecurityPolicy(formActionSource(req.RedirectURI)))
+	p.Render(w, r, http.StatusOK, "Authorization required", consentTmpl, data)
+}
+
+// redirectTarget names where the member goes after deciding.
+func redirectTarget(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return uri
+	}
+	if u.Host != "" {
+		return u.Scheme + "://" + u.Host
+	}
+	return u.Scheme + ":"
+}
+
+// formActionSource is the CSP source expression for a redirect URI.
+func formActionSource(uri string) string {
+	if uri == OOBRedirectURI {
+		return ""
+	}
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme == "" {
+		return ""
+	}
+	if u.Host != "" && (u.Scheme == "http" || u.Scheme == "https") {
+		return u.Scheme + "://" + u.Host
+	}
+	return strings.ToLower(u.Scheme) + ":"
+}
+
+// decide handles the consent form.
+func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		s.errorPage(w, r, http.StatusBadRequest, "The form could not be read. Go back and try again.")
+		return
+	}
+	req, perr, oerr := s.parseAuthRequest(r.PostForm)
+	if perr != nil {
+		s.errorPage(w, r, http.StatusBadRequest, perr.text)
+		return
+	}
+	if oerr != nil {
+		s.redirectError(w, r, req, oerr)
+		return
+	}
+	p := s.opts.Pages
+	m := p.CurrentMember(r)
+	if m == nil {
+		// Signed out meanwhile: sign in and come back to the consent page.
+		back := r.Clone(r.Context())
+		back.Method = http.MethodGet
+		back.URL.RawQuery = r.PostForm.Encode()
+		p.RequireMember(w, back)
+		return
+	}
+	switch r.PostForm.Get("decision") {
+	case "approve":
+	case "deny":
+		s.log.Debug("authorization declined", zap.String("app_id", req.app.ID), zap.String("member_id", m.ID))
+		s.redirectError(w, r, req, &oauthErr{"access_denied", "The resource owner or authorization server denied the request."})
+		return
+	default:
+		s.errorPage(w, r, http.StatusBadRequest, "Choose Authorize or Deny.")
+		return
+	}
+	code, err := s.store.CreateOAuthCode(req.app.ClientID, m.ID, req.RedirectURI, req.scopes, req.CodeChallenge)
+	if err != nil {
+		s.log.Error("create authorization code", zap.Error(err))
+		s.errorPage(w, r, http.StatusInternalServerError, "The authorization could not be saved. Try again later.")
+		return
+	}
+	s.log.Debug("authorization granted", zap.String("app_id", req.app.ID), zap.String("member_id", m.ID), zap.Strings("scopes", req.scopes))
+	if req.RedirectURI == OOBRedirectURI {
+		p.Render(w, r, http.StatusOK, "Authorization code", codeTmpl, struct{ AppName, Code string }{req.app.Name, code})
+		return
+	}
+	params := url.Values{"code": {code}}
+	if req.State != "" {
+		params.Set("state", req.State)
+	}
+	redirect(w, redirectWith(req.RedirectURI, params))
+}
+
+// redirectError sends an OAuth error back to the client with state, or
+// shows it for the out-of-band redirect URI.
+func (s *Server) redirectError(w http.ResponseWriter, r *http.Request, req *authRequest, e *oauthErr) {
+	if req.RedirectURI == OOBRedirectURI {
+		text := e.Description
+		if e.Code == "access_denied" {
+			text = "You denied " + req.app.Name + " access to your account."
+		}
+		status := http.StatusBadRequest
+		if e.Code == "access_denied" {
+			status = http.StatusOK
+		}
+		s.opts.Pages.Render(w, r, status, "Authorization ended", messageTmpl, message{Text: text, Detail: "Error: " + e.Code})
+		return
+	}
+	params := url.Values{"error": {e.Code}, "error_description": {e.Description}}
+	if req.State != "" {
+		params.Set("state", req.State)
+	}
+	redirect(w, redirectWith(req.RedirectURI, params))
+}
+
+func redirect(w http.ResponseWriter, to string) {
+	h := w.Header()
+	h.Set("Location", to)
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(http.StatusFound)
+}

@@ -1,0 +1,317 @@
+// Package oauth is Hearth's OAuth 2.0 authorization server for social
+// clients (specs/oauth-server.md), compatible with the client side of
+// Mastodon 4.4 (Doorkeeper): application registration (POST /api/v1/apps),
+// the authorization-code grant with optional PKCE, the client-credentials
+// grant, revocation, token use (verify_credentials), the RFC 8414 metadata
+// document and the minimal instance endpoints clients probe before signing
+// in. Member sign-in and the consent page's layout come from the shared
+// member pages (handlers/account).
+package oauth
+
+import (
+	"encoding/json"
+	"html/template"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// Paths served by Server.
+const (
+	AppsPath                  = "/api/v1/apps"
+	AppsVerifyPath            = "/api/v1/apps/verify_credentials"
+	AuthorizePath             = "/oauth/authorize"
+	TokenPath                 = "/oauth/token"
+	RevokePath                = "/oauth/revoke"
+	VerifyCredentialsPath     = "/api/v1/accounts/verify_credentials"
+	MetadataPath              = "/.well-known/oauth-authorization-server"
+	InstanceV1Path            = "/api/v1/instance"
+	InstanceV2Path            = "/api/v2/instance"
+	AuthorizedAppsPath        = "/oauth/authorized_applications"
+	OOBRedirectURI            = "urn:ietf:wg:oauth:2.0:oob"
+	DefaultRegistrationLimit  = 5
+	DefaultRegistrationWindow = 10 * time.Minute
+	DefaultTokenLimit         = 300
+	DefaultTokenWindow        = 5 * time.Minute
+	DefaultInstanceTitle      = "Hearth"
+	DefaultMaxBodyBytes       = 64 << 10
+)
+
+// Pages is what the server needs from the shared member pages
+// (*account.Pages): who is signed in, the sign-in redirect, sign-out for
+// force_login, the page layout and cross-origin form protection.
+type Pages interface {
+	CurrentMember(r *http.Request) *storage.Member
+	RequireMember(w http.ResponseWriter, r *http.Request) (*storage.Member, bool)
+	SignOut(w http.ResponseWriter, r *http.Request)
+	Render(w http.ResponseWriter, r *http.Request, status int, title string, content *template.Template, data any)
+	Protect(h http.Handler) http.Handler
+	ContentSecurityPolicy(formActions ...string) string
+}
+
+// Options configure the server. Zero values take the defaults above.
+type Options struct {
+	// BaseURL is the server's public URL (scheme://host[:port]) used in
+	// the metadata document and account URLs. Empty: taken from each
+	// request's scheme and Host.
+	BaseURL string
+	// AccountDomain is the domain of account handles on a split-domain
+	// installation (Mastodon's LOCAL_DOMAIN). Empty: the host of the base URL.
+	AccountDomain string
+	// AllowHTTPRedirects lets apps register plain-http redirect URIs on
+	// hosts other than loopback.
+	AllowHTTPRedirects bool
+	// RegistrationLimit app registrations per client IP in
+	// RegistrationWindow (Mastodon: 5 per 10 minutes).
+	RegistrationLimit  int
+	RegistrationWindow time.Duration
+	// TokenLimit requests to /oauth/token and /oauth/revoke per client IP in
+	// TokenWindow. Negative: no limit.
+	TokenLimit  int
+	TokenWindow time.Duration
+	// InstanceTitle, InstanceDescription and ContactEmail fill the instance
+	// endpoints.
+	InstanceTitle       string
+	InstanceDescription string
+	ContactEmail        string
+	// OpenRegistration is reported by the instance endpoints.
+	OpenRegistration bool
+	// MaxBodyBytes limits request bodies.
+	MaxBodyBytes int64
+	// Pages are the member pages; without them the authorization page
+	// answers that sign-in is unavailable.
+	Pages Pages
+	// ClientIP returns the client address for rate limits. Default: the
+	// host of r.RemoteAddr.
+	ClientIP func(r *http.Request) string
+	// Logger receives events; never secrets.
+	Logger *zap.Logger
+}
+
+func (o Options) withDefaults() Options {
+	o.BaseURL = strings.TrimRight(o.BaseURL, "/")
+	if o.RegistrationLimit <= 0 {
+		o.RegistrationLimit = DefaultRegistrationLimit
+	}
+	if o.RegistrationWindow <= 0 {
+		o.RegistrationWindow = DefaultRegistrationWindow
+	}
+	if o.TokenLimit == 0 {
+		o.TokenLimit = DefaultTokenLimit
+	}
+	if o.TokenWindow <= 0 {
+		o.TokenWindow = DefaultTokenWindow
+	}
+	if o.InstanceTitle == "" {
+		o.InstanceTitle = DefaultInstanceTitle
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.ClientIP == nil {
+		o.ClientIP = remoteIP
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	return o
+}
+
+func remoteIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// Server is the authorization server. Build it with New.
+type Server struct {
+	store         *storage.Store
+	opts          Options
+	registrations *ratelimit.Limiter
+	tokens        *ratelimit.Limiter
+	log           *zap.Logger
+}
+
+// New returns the server backed by store.
+func New(store *storage.Store, opts Options) *Server {
+	opts = opts.withDefaults()
+	s := &Server{
+		store:         store,
+		opts:          opts,
+		registrations: ratelimit.New(opts.RegistrationLimit, opts.RegistrationWindow),
+		log:           opts.Logger,
+	}
+	if opts.TokenLimit > 0 {
+		s.tokens = ratelimit.New(opts.TokenLimit, opts.TokenWindow)
+	}
+	return s
+}
+
+// Handles reports whether r is for one of the server's endpoints.
+func (s *Server) Handles(r *http.Request) bool {
+	switch r.URL.Path {
+	case AppsPath, AppsVerifyPath, AuthorizePath, TokenPath, RevokePath, VerifyCredentialsPath,
+		MetadataPath, InstanceV1Path, InstanceV2Path, MissingAvatarPath, MissingHeaderPath:
+		return true
+	}
+	return false
+}
+
+// ServeHTTP serves the endpoints.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	if path != AuthorizePath {
+		// The API endpoints are called by browser-based clients from other
+		// origins, as on Mastodon; none of them uses cookies.
+		if s.cors(w, r) {
+			return
+		}
+	}
+	switch path {
+	case AppsPath:
+		if !allow(w, r, http.MethodPost) {
+			return
+		}
+		s.serveRegister(w, r)
+	case AppsVerifyPath:
+		if !allow(w, r, http.MethodGet) {
+			return
+		}
+		s.serveAppVerify(w, r)
+	case AuthorizePath:
+		s.serveAuthorize(w, r)
+	case TokenPath:
+		if !allow(w, r, http.MethodPost) {
+			return
+		}
+		s.serveToken(w, r)
+	case RevokePath:
+		if !allow(w, r, http.MethodPost) {
+			return
+		}
+		s.serveRevoke(w, r)
+	case VerifyCredentialsPath:
+		if !allow(w, r, http.MethodGet) {
+			return
+		}
+		s.serveVerifyCredentials(w, r)
+	case MetadataPath:
+		if !allow(w, r, http.MethodGet) {
+			return
+		}
+		s.serveMetadata(w, r)
+	case InstanceV1Path:
+		if !allow(w, r, http.MethodGet) {
+			return
+		}
+		s.serveInstanceV1(w, r)
+	case InstanceV2Path:
+		if !allow(w, r, http.MethodGet) {
+			return
+		}
+		s.serveInstanceV2(w, r)
+	case MissingAvatarPath, MissingHeaderPath:
+		if !allow(w, r, http.MethodGet) {
+			return
+		}
+		servePlaceholder(w, r)
+	default:
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Record not found"})
+	}
+}
+
+// cors answers preflight requests and adds CORS headers the way Mastodon's
+// rack-cors configuration does. It reports whether the request is done.
+func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
+	if r.Header.Get("Origin") == "" {
+		return false
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Expose-Headers", "Link, X-RateLimit-Reset, X-RateLimit-Limit, X-RateLimit-Remaining, Retry-After")
+	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+		if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
+			h.Set("Access-Control-Allow-Headers", req)
+		}
+		h.Set("Access-Control-Max-Age", "7200")
+		w.WriteHeader(http.StatusOK)
+		return true
+	}
+	return false
+}
+
+func allow(w http.ResponseWriter, r *http.Request, method string) bool {
+	if r.Method == method || (method == http.MethodGet && r.Method == http.MethodHead) {
+		return true
+	}
+	w.Header().Set("Allow", method)
+	writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "This method is not allowed here"})
+	return false
+}
+
+// baseURL is the configured base URL or the request's scheme and host.
+func (s *Server) baseURL(r *http.Request) string {
+	if s.opts.BaseURL != "" {
+		return s.opts.BaseURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	host := r.Host
+	if host == "" || strings.ContainsAny(host, "/\\@ ") {
+		host = "localhost"
+	}
+	return scheme + "://" + host
+}
+
+// accountDomain is the domain of account handles.
+func (s *Server) accountDomain(r *http.Request) string {
+	if s.opts.AccountDomain != "" {
+		return s.opts.AccountDomain
+	}
+	b := s.baseURL(r)
+	b = b[strings.Index(b, "://")+3:]
+	if h, _, err := net.SplitHostPort(b); err == nil {
+		return h
+	}
+	return b
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// tooMany answers 429 for a refused rate-limit result, as Mastodon's
+// rack-attack does, plus Retry-After.
+func tooMany(w http.ResponseWriter, res ratelimit.Result) {
+	secs := int((res.RetryAfter + time.Second - 1) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	h := w.Header()
+	h.Set("Retry-After", strconv.Itoa(secs))
+	h.Set("X-RateLimit-Limit", strconv.Itoa(res.Limit))
+	h.Set("X-RateLimit-Remaining", "0")
+	h.Set("X-RateLimit-Reset", res.Reset.UTC().Format(time.RFC3339))
+	h.Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": "Too many requests"})
+}

@@ -1,0 +1,93 @@
+package oauth
+
+import (
+	"strings"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// maxScopeLen bounds a scope string; every known scope together is shorter.
+const maxScopeLen = 1024
+
+// parseScopes splits a space-separated scope string into its distinct
+// scopes, in order. It reports false when a scope is not recognised.
+// An empty string gives nil.
+func parseScopes(s string) ([]string, bool) {
+	if len(s) > maxScopeLen {
+		return nil, false
+	}
+	var out []string
+	for _, sc := range strings.Fields(s) {
+		if !storage.IsOAuthScope(sc) {
+			return nil, false
+		}
+		if !contains(out, sc) {
+			out = append(out, sc)
+		}
+	}
+	return out, true
+}
+
+// covered reports whether every requested scope is covered by registered.
+func covered(requested, registered []string) bool {
+	for _, sc := range requested {
+		if !storage.OAuthScopesCover(registered, sc) {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// scopeWords says in plain words what each scope lets an app do, for the
+// consent and settings pages.
+var scopeWords = map[string]string{
+	"profile":             "See your profile: your username, display name and when you joined",
+	"read":                "Read everything in your account",
+	"read:accounts":       "See account information",
+	"read:blocks":         "See whom you block",
+	"read:bookmarks":      "See your bookmarks",
+	"read:favourites":     "See your favourites",
+	"read:filters":        "See your filters",
+	"read:follows":        "See whom you follow",
+	"read:lists":          "See your lists",
+	"read:mutes":          "See whom you mute",
+	"read:notifications":  "See your notifications",
+	"read:search":         "Search on your behalf",
+	"read:statuses":       "Read your timelines and posts",
+	"write":               "Change everything in your account, including posting for you",
+	"write:accounts":      "Change your profile",
+	"write:blocks":        "Block and unblock accounts and domains",
+	"write:bookmarks":     "Bookmark posts",
+	"write:conversations": "Mute and delete conversations",
+	"write:favourites":    "Favourite posts",
+	"write:filters":       "Create and change filters",
+	"write:follows":       "Follow and unfollow people",
+	"write:lists":         "Create and change lists",
+	"write:media":         "Upload files",
+	"write:mutes":         "Mute people and conversations",
+	"write:notifications": "Clear your notifications",
+	"write:reports":       "Report other people",
+	"write:statuses":      "Publish posts for you",
+	"follow":              "Follow, unfollow, block and mute accounts",
+	"push":                "Receive your push notifications",
+}
+
+// scopeItem is a scope with its plain-words meaning.
+type scopeItem struct{ Scope, Words string }
+
+func describeScopes(scopes []string) []scopeItem {
+	out := make([]scopeItem, 0, len(scopes))
+	for _, sc := range scopes {
+		out = append(out, scopeItem{Scope: sc, Words: scopeWords[sc]})
+	}
+	return out
+}

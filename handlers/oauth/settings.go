@@ -1,0 +1,77 @@
+package oauth
+
+import (
+	"net/http"
+
+	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// AuthorizedAppsTitle is the settings menu entry of the authorized
+// applications page.
+const AuthorizedAppsTitle = "Authorized applications"
+
+// AuthorizedAppsPage serves the settings page that lists the applications
+// the signed-in member approved, with their scopes and when, and revokes
+// one (every token of that app for the member) on POST. Add it to the
+// member pages with account.Pages.AddSettingsPage at AuthorizedAppsPath;
+// those pages run it only for a signed-in member, behind cross-origin form
+// protection.
+func (s *Server) AuthorizedAppsPage() http.Handler {
+	return http.HandlerFunc(s.serveAuthorizedApps)
+}
+
+func (s *Server) serveAuthorizedApps(w http.ResponseWriter, r *http.Request) {
+	p := s.opts.Pages
+	m := p.CurrentMember(r)
+	if m == nil {
+		p.RequireMember(w, r)
+		return
+	}
+	notice := ""
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+	case http.MethodPost:
+		clientID := r.PostFormValue("client_id")
+		app, err := s.store.OAuthApp(clientID)
+		if err != nil || clientID == "" {
+			s.renderAuthorizedApps(w, r, m, http.StatusBadRequest, "That application is not authorized (any more).")
+			return
+		}
+		if err := s.store.RevokeOAuthAppForMember(m.ID, clientID); err != nil {
+			s.log.Error("revoke application", zap.Error(err))
+			s.renderAuthorizedApps(w, r, m, http.StatusInternalServerError, "The application could not be revoked; try again.")
+			return
+		}
+		s.log.Info("member revoked application", zap.String("member", m.Username), zap.String("client_id", clientID))
+		notice = app.Name + " was revoked: its access to your account has ended."
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		s.errorPage(w, r, http.StatusMethodNotAllowed, "This page can only be opened or submitted.")
+		return
+	}
+	s.renderAuthorizedApps(w, r, m, http.StatusOK, notice)
+}
+
+func (s *Server) renderAuthorizedApps(w http.ResponseWriter, r *http.Request, m *storage.Member, status int, notice string) {
+	apps, err := s.store.AuthorizedOAuthApps(m.ID)
+	if err != nil {
+		s.log.Error("list authorized applications", zap.Error(err))
+		s.errorPage(w, r, http.StatusInternalServerError, "Your applications could not be listed; try again.")
+		return
+	}
+	type row struct {
+		storage.AuthorizedOAuthApp
+		Scopes []scopeItem
+	}
+	rows := make([]row, 0, len(apps))
+	for _, a := range apps {
+		rows = append(rows, row{a, describeScopes(a.Scopes)})
+	}
+	s.opts.Pages.Render(w, r, status, AuthorizedAppsTitle, authorizedAppsTmpl, struct {
+		Notice string
+		Apps   []row
+		Path   string
+	}{notice, rows, AuthorizedAppsPath})
+}

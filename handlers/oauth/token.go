@@ -1,0 +1,332 @@
+package oauth
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// maxParamLen bounds every token-endpoint parameter.
+const maxParamLen = 2048
+
+// oauthErr is an RFC 6749 error response.
+type oauthErr struct {
+	Code        string `json:"error"`
+	Description string `json:"error_description"`
+}
+
+func (e *oauthErr) Error() string { return e.Code }
+
+// Error descriptions, in Doorkeeper's words.
+var (
+	errInvalidClient = &oauthErr{"invalid_client", "Client authentication failed due to unknown client, no client authentication included, or unsupported authentication method."}
+	errInvalidGrant  = &oauthErr{"invalid_grant", "The provided authorization grant is invalid, expired, revoked, does not match the redirection URI used in the authorization request, or was issued to another client."}
+	errInvalidScope  = &oauthErr{"invalid_scope", "The requested scope is invalid, unknown, or malformed."}
+	errUnsupported   = &oauthErr{"unsupported_grant_type", "The authorization grant type is not supported by the authorization server."}
+	errServer        = &oauthErr{"server_error", "The authorization server encountered an unexpected condition which prevented it from fulfilling the request."}
+)
+
+func invalidRequest(desc string) *oauthErr { return &oauthErr{"invalid_request", desc} }
+
+// writeOAuthError writes e as RFC 6749 JSON: invalid_client is 401 with a
+// WWW-Authenticate challenge, server_error 500, everything else 400.
+func writeOAuthError(w http.ResponseWriter, e *oauthErr) {
+	status := http.StatusBadRequest
+	switch e.Code {
+	case "invalid_client":
+		status = http.StatusUnauthorized
+		w.Header().Set("WWW-Authenticate", `Bearer realm="Doorkeeper", error="invalid_client", error_description="`+e.Description+`"`)
+	case "server_error":
+		status = http.StatusInternalServerError
+	}
+	noStore(w)
+	writeJSON(w, status, e)
+}
+
+func noStore(w http.ResponseWriter) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Pragma", "no-cache")
+}
+
+// tokenResponse is the spec's token response: no refresh_token, no expires_in.
+type tokenResponse struct {
+	AccessToken string `json:"access_token"`
+	TokenType   string `json:"token_type"`
+	Scope       string `json:"scope"`
+	CreatedAt   int64  `json:"created_at"`
+}
+
+// decodeParams reads a form-encoded (or, as Rails accepts, JSON) body into
+// single-valued parameters. A parameter sent twice is invalid_request
+// (RFC 6749 section 3.2); so is a body that can't be parsed.
+func decodeParams(r *http.Request, maxBytes int64) (map[string]string, *oauthErr) {
+	body := http.MaxBytesReader(nil, r.Body, maxBytes)
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	out := map[string]string{}
+	if ct == "application/json" {
+		var raw map[string]json.RawMessage
+		if err := json.NewDecoder(body).Decode(&raw); err != nil {
+			return nil, invalidRequest("The request body could not be parsed.")
+		}
+		for k, v := range raw {
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				return nil, invalidRequest("The parameter " + safeName(k) + " must be a string.")
+			}
+			out[k] = s
+		}
+	} else {
+		r.Body = body
+		if err := r.ParseForm(); err != nil {
+			return nil, invalidRequest("The request body could not be parsed.")
+		}
+		for k, v := range r.PostForm {
+			if len(v) != 1 {
+				return nil, invalidRequest("The parameter " + safeName(k) + " was sent more than once.")
+			}
+			out[k] = v[0]
+		}
+	}
+	for k, v := range out {
+		if len(v) > maxParamLen {
+			return nil, invalidRequest("The parameter " + safeName(k) + " is too long.")
+		}
+	}
+	return out, nil
+}
+
+// safeName is a parameter name fit to echo in an error description.
+func safeName(k string) string {
+	for _, c := range k {
+		if !(c == '_' || c == '[' || c == ']' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') || len(k) > 40 {
+			return "(unnamed)"
+		}
+	}
+	return k
+}
+
+// clientAuth authenticates the client from client_id and client_secret in
+// the body. HTTP Basic authentication is not supported (spec).
+func (s *Server) clientAuth(r *http.Request, p map[string]string) (*storage.OAuthApp, *oauthErr) {
+	if r.Header.Get("Authorization") != "" {
+		return nil, errInvalidClient
+	}
+	id, secret := p["client_id"], p["client_secret"]
+	if id == "" || secret == "" {
+		return nil, errInvalidClient
+	}
+	app, err := s.store.AuthenticateOAuthClient(id, secret)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, errInvalidClient
+	}
+	if err != nil {
+		s.log.Error("authenticate client", zap.Error(err))
+		return nil, errServer
+	}
+	return app, nil
+}
+
+func (s *Server) limitTokens(w http.ResponseWriter, r *http.Request) bool {
+	if s.tokens == nil {
+		return true
+	}
+	if res := s.tokens.Allow(s.opts.ClientIP(r)); !res.Allowed {
+		tooMany(w, res)
+		return false
+	}
+	return true
+}
+
+func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
+	if !s.limitTokens(w, r) {
+		return
+	}
+	p, perr := decodeParams(r, s.opts.MaxBodyBytes)
+	if perr != nil {
+		writeOAuthError(w, perr)
+		return
+	}
+	grant := p["grant_type"]
+	if grant != "authorization_code" && grant != "client_credentials" {
+		writeOAuthError(w, errUnsupported)
+		return
+	}
+	app, cerr := s.clientAuth(r, p)
+	if cerr != nil {
+		writeOAuthError(w, cerr)
+		return
+	}
+	var tok *storage.OAuthAccessToken
+	var secret string
+	var oerr *oauthErr
+	if grant == "authorization_code" {
+		tok, secret, oerr = s.exchangeCode(app, p)
+	} else {
+		tok, secret, oerr = s.clientCredentials(app, p)
+	}
+	if oerr != nil {
+		writeOAuthError(w, oerr)
+		return
+	}
+	s.log.Debug("issued token", zap.String("grant_type", grant), zap.String("app_id", app.ID),
+		zap.String("token_id", tok.ID), zap.Bool("member", tok.MemberID != ""))
+	noStore(w)
+	writeJSON(w, http.StatusOK, tokenResponse{
+		AccessToken: secret,
+		TokenType:   "Bearer",
+		Scope:       strings.Join(tok.Scopes, " "),
+		CreatedAt:   tok.CreatedAt.Unix(),
+	})
+}
+
+func (s *Server) exchangeCode(app *storage.OAuthApp, p map[string]string) (*storage.OAuthAccessToken, string, *oauthErr) {
+	code, redirectURI, verifier := p["code"], p["redirect_uri"], p["code_verifier"]
+	if code == "" {
+		return nil, "", invalidRequest("Missing required parameter: code.")
+	}
+	if redirectURI == "" {
+		return nil, "", invalidRequest("Missing required parameter: redirect_uri.")
+	}
+	tok, secret, err := s.store.ExchangeOAuthCode(code, func(c *storage.OAuthCode) error {
+		if subtle.ConstantTimeCompare([]byte(c.ClientID), []byte(app.ClientID)) != 1 || c.RedirectURI != redirectURI {
+			return errInvalidGrant
+		}
+		if c.CodeChallenge == "" {
+			if verifier != "" {
+				return errInvalidGrant
+			}
+			return nil
+		}
+		if verifier == "" {
+			return invalidRequest("Missing required parameter: code_verifier.")
+		}
+		if !verifierMatches(verifier, c.CodeChallenge) {
+			return errInvalidGrant
+		}
+		return nil
+	})
+	var oe *oauthErr
+	switch {
+	case err == nil:
+		return tok, secret, nil
+	case errors.As(err, &oe):
+		return nil, "", oe
+	case errors.Is(err, storage.ErrCodeUsed):
+		s.log.Warn("authorization code used twice; revoked the token issued from it", zap.String("app_id", app.ID))
+		return nil, "", errInvalidGrant
+	case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrSuspended):
+		return nil, "", errInvalidGrant
+	default:
+		s.log.Error("exchange code", zap.Error(err))
+		return nil, "", errServer
+	}
+}
+
+// verifierMatches checks an RFC 7636 S256 verifier against its challenge.
+func verifierMatches(verifier, challenge string) bool {
+	if len(verifier) < 43 || len(verifier) > 128 {
+		return false
+	}
+	for _, c := range verifier {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return false
+		}
+	}
+	sum := sha256.Sum256([]byte(verifier))
+	got := base64.RawURLEncoding.EncodeToString(sum[:])
+	return subtle.ConstantTimeCompare([]byte(got), []byte(challenge)) == 1
+}
+
+func (s *Server) clientCredentials(app *storage.OAuthApp, p map[string]string) (*storage.OAuthAccessToken, string, *oauthErr) {
+	scopes := app.Scopes
+	if sc, ok := p["scope"]; ok && strings.TrimSpace(sc) != "" {
+		req, ok := parseScopes(sc)
+		if !ok || !covered(req, app.Scopes) {
+			return nil, "", errInvalidScope
+		}
+		scopes = req
+	}
+	tok, secret, err := s.store.CreateOAuthAppToken(app.ClientID, scopes)
+	if err != nil {
+		s.log.Error("issue app token", zap.Error(err))
+		return nil, "", errServer
+	}
+	return tok, secret, nil
+}
+
+// serveRevoke is POST /oauth/revoke (RFC 7009): 200 {} for any token value
+// once the client is authenticated; only that client's tokens are revoked.
+func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
+	if !s.limitTokens(w, r) {
+		return
+	}
+	p, perr := decodeParams(r, s.opts.MaxBodyBytes)
+	if perr != nil {
+		writeOAuthError(w, perr)
+		return
+	}
+	app, cerr := s.clientAuth(r, p)
+	if cerr != nil {
+		writeOAuthError(w, cerr)
+		return
+	}
+	if err := s.store.RevokeOAuthToken(app.ClientID, p["token"]); err != nil {
+		s.log.Error("revoke token", zap.Error(err))
+		writeOAuthError(w, errServer)
+		return
+	}
+	noStore(w)
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// bearer authenticates the request's bearer token (Authorization header
+// only: tokens are kept out of URLs). On failure it has answered.
+func (s *Server) bearer(w http.ResponseWriter, r *http.Request) (*storage.OAuthAccessToken, *storage.Member, bool) {
+	h := r.Header.Get("Authorization")
+	const prefix = "bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		unauthorized(w)
+		return nil, nil, false
+	}
+	tok, m, err := s.store.OAuthToken(strings.TrimSpace(h[len(prefix):]))
+	switch {
+	case err == nil:
+		return tok, m, true
+	case errors.Is(err, storage.ErrSuspended):
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "Your login is currently disabled"})
+	case errors.Is(err, storage.ErrNotFound):
+		unauthorized(w)
+	default:
+		s.log.Error("look up token", zap.Error(err))
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "Something went wrong; try again later"})
+	}
+	return nil, nil, false
+}
+
+func unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="Doorkeeper", error="invalid_token", error_description="The access token is invalid"`)
+	writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "The access token is invalid"})
+}
+
+// redirectWith adds params to a registered redirect URI, keeping the URI
+// (and its own query string) exactly as registered.
+func redirectWith(redirectURI string, params url.Values) string {
+	sep := "?"
+	if strings.Contains(redirectURI, "?") {
+		sep = "&"
+		if strings.HasSuffix(redirectURI, "?") || strings.HasSuffix(redirectURI, "&") {
+			sep = ""
+		}
+	}
+	return redirectURI + sep + params.Encode()
+}
