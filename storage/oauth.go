@@ -522,6 +522,13 @@ func (s *Store) AuthorizedOAuthApps(memberID string) ([]AuthorizedOAuthApp, erro
 	if err != nil {
 		return nil, err
 	}
+	for i := range out {
+		// Token keys are ordered by digest, which is random: list the
+		// scopes in the canonical order instead.
+		slices.SortFunc(out[i].Scopes, func(a, b string) int {
+			return slices.Index(OAuthScopes, a) - slices.Index(OAuthScopes, b)
+		})
+	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].AuthorizedAt.After(out[j].AuthorizedAt) })
 	return out, nil
 }
