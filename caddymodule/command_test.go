@@ -1,0 +1,128 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// runHearth runs `caddy hearth <args>` in-process, as the caddy binary
+// would, with stdin as standard input. It returns stdout and the error.
+func runHearth(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	root := &cobra.Command{Use: "hearth"}
+	setupHearthCommand(root)
+	var out, errOut bytes.Buffer
+	root.SetIn(strings.NewReader(stdin))
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+func TestCLIManagesMembersThroughAdminAPI(t *testing.T) {
+	startHearth(t, hearthCaddyfile(t.TempDir(), oauthSite))
+	addr := "--address=" + testAdmin
+
+	out, err := runHearth(t, "first password\n", "member", "add", "alice", "--display-name", "Alice L", "--password-stdin", addr)
+	if err != nil || !strings.Contains(out, "created member alice") {
+		t.Fatalf("member add: %q, %v", out, err)
+	}
+	if _, err := runHearth(t, "another password\n", "member", "add", "ALICE", "--password-stdin", addr); err == nil ||
+		!strings.Contains(err.Error(), "taken") {
+		t.Fatalf("duplicate add: %v", err)
+	}
+	if _, err := runHearth(t, "short\n", "member", "add", "bob", "--password-stdin", addr); err == nil {
+		t.Fatal("a 5-character password was accepted")
+	}
+	if _, err := runHearth(t, "", "member", "add", "bob", addr); err == nil ||
+		!strings.Contains(err.Error(), "--password-stdin") {
+		t.Fatalf("add without a terminal: %v", err)
+	}
+
+	out, err = runHearth(t, "", "member", "list", "--json", addr)
+	var list []memberView
+	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].DisplayName != "Alice L" {
+		t.Fatalf("member list: %q, %v", out, err)
+	}
+
+	if _, err := runHearth(t, "", "member", "suspend", "alice", addr); err != nil {
+		t.Fatal(err)
+	}
+	if p := newBrowser(t, testSite).signIn("alice", "first password"); p.StatusCode != 403 {
+		t.Fatalf("suspended sign-in: HTTP %d", p.StatusCode)
+	}
+	if _, err := runHearth(t, "", "member", "unsuspend", "alice", addr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runHearth(t, "second password\n", "member", "passwd", "alice", "--password-stdin", addr); err != nil {
+		t.Fatal(err)
+	}
+	if p := newBrowser(t, testSite).signIn("alice", "first password"); p.StatusCode != 401 {
+		t.Fatalf("old password after passwd: HTTP %d", p.StatusCode)
+	}
+	if p := newBrowser(t, testSite).signIn("alice", "second password"); p.StatusCode != 303 {
+		t.Fatalf("new password: HTTP %d", p.StatusCode)
+	}
+	if _, err := runHearth(t, "", "member", "remove", "alice", addr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runHearth(t, "", "member", "remove", "alice", addr); err == nil {
+		t.Fatal("removing a missing member succeeded")
+	}
+}
+
+func TestCLIBackupAndRestore(t *testing.T) {
+	dir := t.TempDir()
+	caddyfile := hearthCaddyfile(dir, oauthSite)
+	cfgPath := filepath.Join(t.TempDir(), "Caddyfile")
+	if err := os.WriteFile(cfgPath, []byte(caddyfile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startHearth(t, caddyfile)
+	addr := "--address=" + testAdmin
+	if _, err := runHearth(t, "a good password\n", "member", "add", "alice", "--password-stdin", addr); err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(t.TempDir(), "hearth.backup")
+	if out, err := runHearth(t, "", "backup", "--output", backup, addr); err != nil || !strings.Contains(out, "wrote backup") {
+		t.Fatalf("backup: %q, %v", out, err)
+	}
+	// Written after the backup: the restore must take it away again.
+	if _, err := runHearth(t, "a good password\n", "member", "add", "bob", "--password-stdin", addr); err != nil {
+		t.Fatal(err)
+	}
+
+	// While Caddy runs, restore refuses and changes nothing.
+	_, err := runHearth(t, "", "restore", "--config", cfgPath, "--input", backup)
+	if err == nil || !strings.Contains(err.Error(), "stop Caddy first") {
+		t.Fatalf("restore while running: %v", err)
+	}
+	adminJSONOK(t, "GET", "/hearth/members/bob", "", 200, nil)
+
+	// Stopped (an empty config releases the store), restore works.
+	loadCaddyfile(t, "{\n\tadmin "+testAdmin+"\n}\n")
+	out, err := runHearth(t, "", "restore", "--config", cfgPath, "--input", backup)
+	if err != nil || !strings.Contains(out, "restored") {
+		t.Fatalf("restore: %q, %v", out, err)
+	}
+	st, err := storage.Open(dir, storage.Options{GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Member("alice"); err != nil {
+		t.Fatalf("alice after restore: %v", err)
+	}
+	if _, err := st.Member("bob"); err == nil {
+		t.Fatal("bob, added after the backup, survived the restore")
+	}
+}
