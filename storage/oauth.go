@@ -18,6 +18,8 @@ import (
 //	oauth/code/<digest>                       OAuthCode (TTL: OAuthCodeLifetime)
 //	oauth/token/<digest>                      OAuthAccessToken
 //	u/<member>/oauth/tok/<client_id>/<digest> memberTokenRef (the member's grants, for settings)
+//	u/<member>/oauth/rev/<client_id>          time of the member's last revocation of the app
+//	                                          (TTL: OAuthCodeLifetime; codes issued before it are void)
 
 // Prefixes of the secrets handed out, so a leaked value is recognisable.
 const (
@@ -151,6 +153,9 @@ func memberOAuthAppPrefix(memberID, clientID string) []byte {
 }
 func memberOAuthTokenKey(memberID, clientID, digest string) []byte {
 	return key("u", memberID, "oauth", "tok", clientID, digest)
+}
+func memberOAuthRevokedKey(memberID, clientID string) []byte {
+	return key("u", memberID, "oauth", "rev", clientID)
 }
 
 // memberTokenRef is what the member's index keeps of each of its tokens.
@@ -308,6 +313,16 @@ func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessTok
 			return ErrNotFound
 		}
 		ttl := max(OAuthCodeLifetime-age, 0) + time.Second
+		// A code the member granted before revoking the app in settings
+		// must not bring the app back.
+		var revokedAt time.Time
+		err := tx.getJSON(memberOAuthRevokedKey(c.MemberID, c.ClientID), &revokedAt)
+		if err == nil && !c.CreatedAt.After(revokedAt) {
+			return ErrNotFound
+		}
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
 		c.Used = true
 		if err := check(&c); err != nil {
 			// A failed exchange consumes the code.
@@ -533,12 +548,18 @@ func (s *Store) AuthorizedOAuthApps(memberID string) ([]AuthorizedOAuthApp, erro
 	return out, nil
 }
 
-// RevokeOAuthAppForMember revokes every token memberID has given clientID.
+// RevokeOAuthAppForMember revokes every token memberID has given clientID,
+// and the authorization codes not yet exchanged.
 func (s *Store) RevokeOAuthAppForMember(memberID, clientID string) error {
 	if clientID == "" || strings.Contains(clientID, "/") {
 		return nil
 	}
 	return s.Update(func(tx *Tx) error {
+		// Codes are found by their digest only; the revocation time voids
+		// every code of the pair issued before it, for as long as one lives.
+		if err := tx.putJSON(memberOAuthRevokedKey(memberID, clientID), time.Now().UTC(), OAuthCodeLifetime+time.Second); err != nil {
+			return err
+		}
 		prefix := memberOAuthAppPrefix(memberID, clientID)
 		var digests []string
 		err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {

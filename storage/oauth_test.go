@@ -221,6 +221,34 @@ func TestAuthorizedOAuthAppsAndMemberRevoke(t *testing.T) {
 	}
 }
 
+func TestMemberRevokeVoidsOutstandingCodes(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	other, err := s.CreateMember("bob", "Bob", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending, _ := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	bobs, _ := s.CreateOAuthCode(app.ClientID, other.ID, "https://app.example/cb", []string{"read"}, "")
+	if err := s.RevokeOAuthAppForMember(m.ID, app.ClientID); err != nil {
+		t.Fatal(err)
+	}
+	ok := func(*OAuthCode) error { return nil }
+	if _, _, err := s.ExchangeOAuthCode(pending, ok); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a code granted before the revocation: %v, want ErrNotFound", err)
+	}
+	if _, _, err := s.ExchangeOAuthCode(bobs, ok); err != nil {
+		t.Fatalf("another member's code: %v", err)
+	}
+	// Approving the app again afterwards works.
+	again, _ := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	if _, _, err := s.ExchangeOAuthCode(again, ok); err != nil {
+		t.Fatalf("a code granted after the revocation: %v", err)
+	}
+	if apps, _ := s.AuthorizedOAuthApps(m.ID); len(apps) != 1 {
+		t.Fatalf("authorized apps after approving again: %+v", apps)
+	}
+}
+
 func TestOAuthScopesCover(t *testing.T) {
 	cases := []struct {
 		granted string

@@ -1,0 +1,408 @@
+package oauth_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/oauth"
+)
+
+// TestAuthorizeAsksToSignIn: a browser without a session is sent to the
+// sign-in page, which comes back to the same authorization request.
+func TestAuthorizeAsksToSignIn(t *testing.T) {
+	f := newFixture(t)
+	f.member("alice")
+	app := f.register("Tooter", "https://app.example/cb", "read")
+	q := authQuery(app, "https://app.example/cb", "read", "xyz")
+	b := f.browser()
+	r := b.get(oauth.AuthorizePath + "?" + q.Encode())
+	wantStatus(t, r, http.StatusSeeOther)
+	loc, _ := r.Location()
+	if loc.Path != account.SignInPath {
+		t.Fatalf("sent to %s, want the sign-in page", loc)
+	}
+	back, err := url.Parse(loc.Query().Get("return_to"))
+	if err != nil || back.Path != oauth.AuthorizePath || back.Query().Encode() != q.Encode() {
+		t.Fatalf("return_to %q does not come back to the request", loc.Query().Get("return_to"))
+	}
+	consent := b.consent(q, "alice")
+	wantBody(t, consent, "Tooter")
+}
+
+// TestAuthorizeConsentNamesAppAndScopes: the consent page names the app,
+// the member and each requested scope in plain words, and its form sends
+// the request back unchanged.
+func TestAuthorizeConsentNamesAppAndScopes(t *testing.T) {
+	f := newFixture(t)
+	f.member("alice")
+	app := f.register("Tooter <b>", "https://app.example/cb", "read write follow push")
+	b := f.browser()
+	b.signIn("alice")
+	q := authQuery(app, "https://app.example/cb", "read:statuses write:statuses push", "s t&ate")
+	consent := b.consent(q, "alice")
+	wantBody(t, consent, "Tooter &lt;b&gt;")
+	wantBody(t, consent, "@alice")
+	for _, words := range []string{"Read your timelines and posts", "Publish posts for you", "Receive your push notifications"} {
+		wantBody(t, consent, words)
+	}
+	if strings.Contains(consent.body, "Upload files") {
+		t.Fatal("the page lists a scope that was not requested")
+	}
+	fm := form(t, consent, oauth.AuthorizePath)
+	for _, k := range []string{"client_id", "redirect_uri", "state", "response_type"} {
+		if fm.hidden.Get(k) != q.Get(k) {
+			t.Errorf("hidden %s = %q, want %q", k, fm.hidden.Get(k), q.Get(k))
+		}
+	}
+	if got := fm.hidden.Get("scope"); got != "read:statuses write:statuses push" {
+		t.Errorf("hidden scope %q", got)
+	}
+	if len(fm.buttons["decision"]) != 2 {
+		t.Errorf("decision buttons %v, want approve and deny", fm.buttons["decision"])
+	}
+	if csp := consent.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "https://app.example") {
+		t.Errorf("Content-Security-Policy %q", csp)
+	}
+	if consent.Header.Get("X-Frame-Options") != "DENY" {
+		t.Errorf("X-Frame-Options %q", consent.Header.Get("X-Frame-Options"))
+	}
+}
+
+// TestAuthorizeApproveRedirectsWithCodeAndState: approval redirects to the
+// exact registered URI (its own query kept) with code and the original state.
+func TestAuthorizeApproveRedirectsWithCodeAndState(t *testing.T) {
+	f := newFixture(t)
+	f.member("alice")
+	const cb = "https://app.example:8443/cb?tenant=1"
+	app := f.register("Tooter", cb, "read")
+	b := f.browser()
+	b.signIn("alice")
+	q := authQuery(app, cb, "read", "a state/with?odd=chars")
+	r := b.decide(b.consent(q, "alice"), "approve")
+	wantStatus(t, r, http.StatusFound)
+	loc, _ := r.Location()
+	if loc.Scheme != "https" || loc.Host != "app.example:8443" || loc.Path != "/cb" {
+		t.Fatalf("redirected to %s", loc)
+	}
+	got := loc.Query()
+	if got.Get("tenant") != "1" || got.Get("state") != q.Get("state") || !strings.HasPrefix(got.Get("code"), "hac_") {
+		t.Fatalf("redirect query %v", got)
+	}
+	if r.Header.Get("Cache-Control") != "no-store" || r.Header.Get("Referrer-Policy") != "no-referrer" {
+		t.Errorf("Cache-Control %q, Referrer-Policy %q", r.Header.Get("Cache-Control"), r.Header.Get("Referrer-Policy"))
+	}
+	tok := f.exchange(app, got.Get("code"), cb, "")
+	wantStatus(t, f.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusOK)
+}
+
+// TestAuthorizeDeclineRedirectsAccessDenied: declining redirects with
+// error=access_denied and the state, and issues no code.
+func TestAuthorizeDeclineRedirectsAccessDenied(t *testing.T) {
+	f := newFixture(t)
+	f.member("alice")
+	app := f.register("Tooter", "https://app.example/cb", "read")
+	b := f.browser()
+	b.signIn("alice")
+	r := b.decide(b.consent(authQuery(app, "https://app.example/cb", "read", "xyz"), "alice"), "deny")
+	wantStatus(t, r, http.StatusFound)
+	loc, _ := r.Location()
+	q := loc.Query()
+	if loc.Host != "app.example" || q.Get("error") != "access_denied" || q.Get("state") != "xyz" || q.Has("code") {
+		t.Fatalf("redirected to %s", loc)
+	}
+	if q.Get("error_description") == "" {
+		t.Errorf("no error_description in %s", loc)
+	}
+	apps, _ := f.store.AuthorizedOAuthApps(mustMember(t, f, "alice").ID)
+	if len(apps) != 0 {
+		t.Fatalf("declining authorized %d apps", len(apps))
+	}
+}
+
+// TestAuthorizeStateIsOptional: without state, none is added.
+func TestAuthorizeStateIsOptional(t *testing.T) {
+	f := newFixture(t)
+	f.member("alice")
+	app := f.register("Tooter", "https://app.example/cb", "read")
+	b := f.browser()
+	b.signIn("alice")
+	r := b.decide(b.consent(authQuery(app, "https://app.example/cb", "", ""), ""), "approve")
+	wantStatus(t, r, http.StatusFound)
+	loc, _ := r.Location()
+	if loc.Query().Has("state") || loc.Query().Get("code") == "" {
+		t.Fatalf("redirected to %s", loc)
+	}
+}
+
+// TestAuthorizeForceLogin: force_login=true ends the session and asks to
+// sign in again, then comes back to the request without force_login.
+func TestAuthorizeForceLogin(t *testing.T) {
+	f := newFixture(t)
+	f.member("alice")
+	f.member("bob")
+	app := f.register("Tooter", "https://app.example/cb", "read")
+	b := f.browser()
+	b.signIn("alice")
+	q := authQuery(app, "https://app.example/cb", "read", "st")
+	q.Set("force_login", "true")
+	r := b.get(oauth.AuthorizePath + "?" + q.Encode())
+	wantStatus(t, r, http.StatusSeeOther)
+	loc, _ := r.Location()
+	if loc.Path != account.SignInPath {
+		t.Fatalf("force_login sent to %s, want the sign-in page", loc)
+	}
+	back, _ := url.Parse(loc.Query().Get("return_to"))
+	if back.Path != oauth.AuthorizePath || back.Query().Has("force_login") || back.Query().Get("client_id") != app.ClientID {
+		t.Fatalf("return_to %s", back)
+	}
+	// The old session is over: the settings page asks to sign in.
+	wantStatus(t, b.get("/settings"), http.StatusSeeOther)
+
+	// Bob signs in on the same browser and approves as himself.
+	signIn := b.follow(r)
+	back2 := b.submit(signIn, account.SignInPath, url.Values{"username": {"bob"}, "password": {password}})
+	wantStatus(t, back2, http.StatusSeeOther)
+	consent := b.follow(back2)
+	wantStatus(t, consent, http.StatusOK)
+	wantBody(t, consent, "@bob")
+	approved := b.decide(consent, "approve")
+	wantStatus(t, approved, http.StatusFound)
+	l, _ := approved.Location()
+	tok := f.exchange(app, l.Query().Get("code"), "https://app.example/cb", "")
+	if got := f.getWithToken(oauth.VerifyCredentialsPath, tok).json(t)["username"]; got != "bob" {
+		t.Fatalf("token of %v, want bob", got)
+	}
+}
+
+// TestAuthorizeOmittedScopeMeansRead: without scope the request is for
+// read only (not every registered scope), and read must be registered.
+func TestAuthorizeOmittedScopeMeansRead(t *testing.T) {
+	f := newFixture(t)
+	f.member("alice")
+	b := f.browser()
+	b.signIn("alice")
+
+	broad := f.register("Broad", "https://app.example/cb", "read write follow")
+	code := b.approve(authQuery(broad, "https://app.example/cb", "", "s1"))
+	r := f.token(codeForm(broad, code, "https://app.example/cb", ""))
+	wantStatus(t, r, http.StatusOK)
+	if got := r.json(t)["scope"]; got != "read" {
+		t.Fatalf("scope %v, want read", got)
+	}
+
+	writeOnly := f.register("Writer", "https://app.example/cb", "write")
+	r = b.get(oauth.AuthorizePath + "?" + authQuery(writeOnly, "https://app.example/cb", "", "s2").Encode())
+	wantStatus(t, r, http.StatusFound)
+	loc, _ := r.Location()
+	if loc.Query().Get("error") != "invalid_scope" || loc.Query().Get("state") != "s2" {
+		t.Fatalf("redirected to %s, want invalid_scope", loc)
+	}
+}
+
+// TestAuthorizeRequestErrorsRedirect: a bad request from a known client
+// with a registered redirect URI goes back to it with the error and state.
+func TestAuthorizeRequestErrorsRedirect(t *testing.T) {
+	f := newFixture(t)
+	f.member("alice")
+	app := f.register("Tooter", "https://app.example/cb", "read write")
+	b := f.browser()
+	b.signIn("alice")
+	verifier := strings.Repeat("v", 43)
+	cases := []struct {
+		name   string
+		change func(url.Values)
+		want   string
+	}{
+		{"unknown scope", func(q url.Values) { q.Set("scope", "read admin:write") }, "invalid_scope"},
+		{"scope not registered", func(q url.Values) { q.Set("scope", "read push") }, "invalid_scope"},
+		{"response_type token", func(q url.Values) { q.Set("response_type", "token") }, "unsupported_response_type"},
+		{"no response_type", func(q url.Values) { q.Del("response_type") }, "unsupported_response_type"},
+		{"pkce plain", func(q url.Values) { q.Set("code_challenge", verifier); q.Set("code_challenge_method", "plain") }, "invalid_request"},
+		{"pkce without method", func(q url.Values) { q.Set("code_challenge", challenge(verifier)) }, "invalid_request"},
+		{"pkce method without challenge", func(q url.Values) { q.Set("code_challenge_method", "S256") }, "invalid_request"},
+		{"pkce malformed challenge", func(q url.Values) { q.Set("code_challenge", "abc"); q.Set("code_challenge_method", "S256") }, "invalid_request"},
+		{"state twice", func(q url.Values) { q.Add("state", "other") }, "invalid_request"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q := authQuery(app, "https://app.example/cb", "read", "st")
+			tc.change(q)
+			r := b.get(oauth.AuthorizePath + "?" + q.Encode())
+			wantStatus(t, r, http.StatusFound)
+			loc, _ := r.Location()
+			if loc.Host != "app.example" || loc.Query().Get("error") != tc.want || loc.Query().Has("code") {
+				t.Fatalf("redirected to %s, want error=%s", loc, tc.want)
+			}
+			if tc.name != "state twice" && loc.Query().Get("state") != "st" {
+				t.Fatalf("state lost: %s", loc)
+			}
+		})
+	}
+}
+
+// TestAuthorizeUnknownClientOrRedirectShowsErrorPage: problems with the
+// client or its redirect URI are shown, never redirected, signed in or not.
+func TestAuthorizeUnknownClientOrRedirectShowsErrorPage(t *testing.T) {
+	f := newFixture(t)
+	f.member("alice")
+	app := f.register("Tooter", "https://app.example/cb\nurn:ietf:wg:oauth:2.0:oob", "read")
+	cases := []struct {
+		name string
+		q    url.Values
+	}{
+		{"unknown client", authQuery(credentialApplication{ClientID: "nope"}, "https://app.example/cb", "read", "s")},
+		{"no client", url.Values{"response_type": {"code"}, "redirect_uri": {"https://app.example/cb"}}},
+		{"unregistered redirect", authQuery(app, "https://evil.example/cb", "read", "s")},
+		{"redirect with other path", authQuery(app, "https://app.example/cb/x", "read", "s")},
+		{"redirect with query added", authQuery(app, "https://app.example/cb?x=1", "read", "s")},
+		{"redirect with trailing slash", authQuery(app, "https://app.example/cb/", "read", "s")},
+		{"redirect with port", authQuery(app, "https://app.example:443/cb", "read", "s")},
+		{"redirect in other case", authQuery(app, "https://APP.example/cb", "read", "s")},
+		{"no redirect", authQuery(app, "", "read", "s")},
+		{"redirect twice", func() url.Values {
+			q := authQuery(app, "https://app.example/cb", "read", "s")
+			q.Add("redirect_uri", "https://evil.example/cb")
+			return q
+		}()},
+		{"bad scope and bad redirect", authQuery(app, "https://evil.example/cb", "admin", "s")},
+	}
+	signedIn := f.browser()
+	signedIn.signIn("alice")
+	for _, tc := range cases {
+		for _, b := range []*browser{f.browser(), signedIn} {
+			r := b.get(oauth.AuthorizePath + "?" + tc.q.Encode())
+			if r.StatusCode != http.StatusBadRequest || r.Header.Get("Location") != "" {
+				t.Fatalf("%s: HTTP %d, Location %q; want 400 page, no redirect", tc.name, r.StatusCode, r.Header.Get("Location"))
+			}
+			if !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") {
+				t.Fatalf("%s: Content-Type %q", tc.name, r.Header.Get("Content-Type"))
+			}
+			wantBody(t, r, "An error has occurred")
+		}
+	}
+	// A forged consent form with an unregistered redirect URI is refused too.
+	consent := signedIn.consent(authQuery(app, "https://app.example/cb", "read", "s"), "")
+	fm := form(t, consent, oauth.AuthorizePath)
+	forged := fm.hidden
+	forged.Set("redirect_uri", "https://evil.example/cb")
+	forged.Set("decision", "approve")
+	r := signedIn.post(oauth.AuthorizePath, forged)
+	if r.StatusCode != http.StatusBadRequest || r.Header.Get("Location") != "" {
+		t.Fatalf("forged approval: HTTP %d, Location %q", r.StatusCode, r.Header.Get("Location"))
+	}
+}
+
+// TestAuthorizePKCEOnlyS256: an S256 challenge is accepted and bound to
+// the code; the exchange needs its verifier.
+func TestAuthorizePKCEOnlyS256(t *testing.T) {
+	f := newFixture(t)
+	f.member("alice")
+	app := f.register("Tooter", "https://app.example/cb", "read")
+	b := f.browser()
+	b.signIn("alice")
+	verifier := "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+	q := authQuery(app, "https://app.example/cb", "read", "st")
+	q.Set("code_challenge", challenge(verifier))
+	q.Set("code_challenge_method", "S256")
+	consent := b.consent(q, "")
+	if fm := form(t, consent, oauth.AuthorizePath); fm.hidden.Get("code_challenge") != challenge(verifier) || fm.hidden.Get("code_challenge_method") != "S256" {
+		t.Fatalf("consent form drops the challenge: %v", fm.hidden)
+	}
+	code := b.approve(q)
+	tok := f.exchange(app, code, "https://app.example/cb", verifier)
+	wantStatus(t, f.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusOK)
+}
+
+// TestAuthorizeOOBShowsCode: with the out-of-band URI the code is shown on
+// a page for the member to copy, and works at the token endpoint; a
+// decline is shown too.
+func TestAuthorizeOOBShowsCode(t *testing.T) {
+	f := newFixture(t)
+	f.member("alice")
+	app := f.register("CLI", oauth.OOBRedirectURI, "read")
+	b := f.browser()
+	b.signIn("alice")
+	q := authQuery(app, oauth.OOBRedirectURI, "read", "")
+	consent := b.consent(q, "")
+	r := b.decide(consent, "approve")
+	wantStatus(t, r, http.StatusOK)
+	if r.Header.Get("Location") != "" {
+		t.Fatalf("OOB approval redirected to %s", r.Header.Get("Location"))
+	}
+	m := secretPattern.FindString(r.body)
+	if !strings.HasPrefix(m, "hac_") {
+		t.Fatalf("no code on the page:\n%s", r.body)
+	}
+	if r.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("the code page may be cached: %q", r.Header.Get("Cache-Control"))
+	}
+	tok := f.exchange(app, m, oauth.OOBRedirectURI, "")
+	wantStatus(t, f.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusOK)
+
+	denied := b.decide(b.consent(q, ""), "deny")
+	wantStatus(t, denied, http.StatusOK)
+	wantBody(t, denied, "access_denied")
+	if secretPattern.MatchString(denied.body) {
+		t.Fatal("a declined OOB request shows a code")
+	}
+}
+
+// TestAuthorizeConsentFormIsProtected: a consent form posted from another
+// site is refused, so no page can approve on a member's behalf.
+func TestAuthorizeConsentFormIsProtected(t *testing.T) {
+	f := newFixture(t)
+	f.member("alice")
+	app := f.register("Tooter", "https://app.example/cb", "read")
+	b := f.browser()
+	b.signIn("alice")
+	fm := form(t, b.consent(authQuery(app, "https://app.example/cb", "read", "s"), ""), oauth.AuthorizePath)
+	values := fm.hidden
+	values.Set("decision", "approve")
+	req, _ := http.NewRequest(http.MethodPost, f.url(oauth.AuthorizePath), strings.NewReader(values.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	r := do(t, b.c, req)
+	if r.StatusCode != http.StatusForbidden || r.Header.Get("Location") != "" {
+		t.Fatalf("cross-site approval: HTTP %d, Location %q", r.StatusCode, r.Header.Get("Location"))
+	}
+}
+
+// TestAuthorizeApprovalNeedsSession: a consent form posted after signing
+// out leads to the sign-in page, not to a code.
+func TestAuthorizeApprovalNeedsSession(t *testing.T) {
+	f := newFixture(t)
+	f.member("alice")
+	app := f.register("Tooter", "https://app.example/cb", "read")
+	b := f.browser()
+	b.signIn("alice")
+	consent := b.consent(authQuery(app, "https://app.example/cb", "read", "s"), "")
+	wantStatus(t, b.submit(consent, account.SignOutPath, nil), http.StatusSeeOther)
+	r := b.decide(consent, "approve")
+	wantStatus(t, r, http.StatusSeeOther)
+	loc, _ := r.Location()
+	if loc.Path != account.SignInPath {
+		t.Fatalf("sent to %s", loc)
+	}
+}
+
+// TestAuthorizeSuspendedMemberCannotApprove: a member suspended after
+// opening the consent page can't approve.
+func TestAuthorizeSuspendedMemberCannotApprove(t *testing.T) {
+	f := newFixture(t)
+	f.member("alice")
+	app := f.register("Tooter", "https://app.example/cb", "read")
+	b := f.browser()
+	b.signIn("alice")
+	consent := b.consent(authQuery(app, "https://app.example/cb", "read", "s"), "")
+	if _, err := f.store.SetSuspended("alice", true); err != nil {
+		t.Fatal(err)
+	}
+	r := b.decide(consent, "approve")
+	if r.StatusCode == http.StatusFound {
+		t.Fatalf("a suspended member approved: %s", r.Header.Get("Location"))
+	}
+}
