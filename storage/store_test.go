@@ -154,7 +154,12 @@ func durabilityKey(i int) []byte { return key("test", "durability", strconv.Itoa
 // durabilityChild writes records one by one and prints "ack <n>" after each
 // commit returned, as a server answers its client, until it is killed.
 func durabilityChild(dir string) {
-	st, err := Open(dir, Options{})
+	opts := Options{}
+	if os.Getenv(durabilitySyncEnv) == "off" {
+		off := false
+		opts.SyncWrites = &off
+	}
+	st, err := Open(dir, opts)
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -172,14 +177,26 @@ func durabilityChild(dir string) {
 	}
 }
 
+// durabilitySyncEnv set to "off" makes the child open the store with
+// sync_writes off: Badger's logs are memory-mapped files, so what a commit
+// wrote survives the death of the process even without fsync (only a power
+// loss needs it).
+const durabilitySyncEnv = "HEARTH_DURABILITY_SYNC"
+
 func TestAcknowledgedWritesSurviveSIGKILL(t *testing.T) {
 	if dir := os.Getenv(durabilityChildEnv); dir != "" {
 		durabilityChild(dir)
 		return
 	}
+	for _, sync := range []string{"on", "off"} {
+		t.Run("sync_writes "+sync, func(t *testing.T) { testSurvivesSIGKILL(t, sync) })
+	}
+}
+
+func testSurvivesSIGKILL(t *testing.T, sync string) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestAcknowledgedWritesSurviveSIGKILL$")
-	cmd.Env = append(os.Environ(), durabilityChildEnv+"="+dir)
+	cmd.Env = append(os.Environ(), durabilityChildEnv+"="+dir, durabilitySyncEnv+"="+sync)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
