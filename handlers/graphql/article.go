@@ -1,0 +1,147 @@
+package graphql
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	readability "github.com/go-shiori/go-readability"
+	"golang.org/x/net/html/charset"
+
+	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// saveArticleFromURL fetches rawURL with the safe fetcher, extracts the
+// readable article and saves it (updating the item if the URL was saved
+// before). Nothing is stored when the fetch or the extraction fails.
+func (s *Server) saveArticleFromURL(ctx context.Context, memberID, rawURL string, labelIDs []string) (*storage.SavedItem, error) {
+	norm, err := storage.NormalizeURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.opts.Fetcher.GetWithHeader(ctx, norm, http.Header{"Accept": {"text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"}})
+	if err != nil {
+		return nil, fetchError(err)
+	}
+	if resp.Status >= 400 {
+		return nil, &userError{codeFetchFailed, fmt.Sprintf("the site answered with HTTP %d", resp.Status)}
+	}
+	ct := resp.Header.Get("Content-Type")
+	if ct == "" {
+		ct = http.DetectContentType(resp.Body)
+	}
+	if mt, _, _ := mime.ParseMediaType(ct); mt != "text/html" && mt != "application/xhtml+xml" {
+		return nil, badInput("the URL is not an HTML page (it is %s)", mt)
+	}
+	base := norm
+	if resp.FinalURL != "" {
+		base = resp.FinalURL
+	}
+	return s.saveArticle(memberID, norm, base, resp.Body, ct, labelIDs)
+}
+
+// saveArticleFromHTML saves an article from HTML the client already has.
+func (s *Server) saveArticleFromHTML(memberID, rawURL string, page []byte, contentType string, labelIDs []string) (*storage.SavedItem, error) {
+	norm, err := storage.NormalizeURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(page)) == 0 {
+		return nil, badInput("html must not be empty")
+	}
+	return s.saveArticle(memberID, norm, norm, page, contentType, labelIDs)
+}
+
+func (s *Server) saveArticle(memberID, pageURL, baseURL string, page []byte, contentType string, labelIDs []string) (*storage.SavedItem, error) {
+	a, err := extractArticle(baseURL, page, contentType)
+	if err != nil {
+		return nil, err
+	}
+	it, _, err := s.store.SaveItem(memberID, storage.NewItem{
+		Type:        storage.TypeArticle,
+		URL:         pageURL,
+		Title:       a.title,
+		Description: a.description,
+		Author:      a.author,
+		LeadImage:   a.leadImage,
+		WordCount:   a.wordCount,
+		HTML:        a.html,
+		Text:        a.text,
+		LabelIDs:    labelIDs,
+	})
+	return it, err
+}
+
+// article is what is kept of a page.
+type article struct {
+	title, description, author, leadImage string
+	html, text                            string
+	wordCount                             int
+}
+
+// extractArticle runs readability over page (decoded from its charset) and
+// keeps the fields a saved item has, cut to the store's limits.
+func extractArticle(pageURL string, page []byte, contentType string) (*article, error) {
+	u, err := url.Parse(pageURL)
+	if err != nil {
+		return nil, badInput("url is not valid")
+	}
+	body, err := charset.NewReader(bytes.NewReader(page), contentType)
+	if err != nil {
+		body = bytes.NewReader(page)
+	}
+	ra, err := readability.FromReader(body, u)
+	if err != nil {
+		return nil, badInput("no readable content could be extracted from the page")
+	}
+	a := &article{
+		title:       clip(oneLine(ra.Title), storage.MaxTitleLen),
+		description: clip(oneLine(ra.Excerpt), storage.MaxDescriptionLen),
+		author:      clip(oneLine(ra.Byline), storage.MaxAuthorLen),
+		html:        ra.Content,
+		text:        strings.TrimSpace(ra.TextContent),
+	}
+	a.wordCount = len(strings.Fields(a.text))
+	if img, err := u.Parse(ra.Image); err == nil && ra.Image != "" && (img.Scheme == "http" || img.Scheme == "https") {
+		a.leadImage = img.String()
+	}
+	if len(a.html)+len(a.text) > storage.MaxContentLen {
+		return nil, badInput("the article is larger than %d bytes", storage.MaxContentLen)
+	}
+	return a, nil
+}
+
+// fetchError turns a fetch failure into a client-facing error.
+func fetchError(err error) error {
+	switch {
+	case errors.Is(err, safefetch.ErrBadURL):
+		return badInput("url must be an absolute http or https URL")
+	case errors.Is(err, safefetch.ErrBlockedAddress):
+		return badInput("the URL points to a private or reserved network address, which is not fetched")
+	case errors.Is(err, safefetch.ErrTooLarge):
+		return badInput("the page is too large to save")
+	case errors.Is(err, safefetch.ErrRedirect):
+		return &userError{codeFetchFailed, "the page redirects too many times"}
+	case errors.Is(err, safefetch.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		return &userError{codeFetchFailed, "the site did not answer in time"}
+	}
+	return &userError{codeFetchFailed, "the page could not be fetched"}
+}
+
+// oneLine collapses runs of white space to single spaces.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// clip cuts s to at most n characters.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}

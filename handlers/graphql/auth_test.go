@@ -1,0 +1,266 @@
+package graphql_test
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+const labelsQuery = `query Labels { labels { id createdAt name color order } }`
+
+const createLabelMutation = `mutation CreateLabel($data: CreateLabelInput!) {
+  createLabel(data: $data) { createdAt id name color order }
+}`
+
+func TestRequestsWithoutAValidTokenAre401Unauthenticated(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	expiring, expiringTok, err := e.store.CreateAPIToken(e.member.ID, "short", time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = expiring
+	deleted, deletedTok, err := e.store.CreateAPIToken(e.member.ID, "gone", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.DeleteAPIToken(e.member.ID, deleted.ID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // let the short token expire
+	suspended, suspendedTok := e.newMember("mallory")
+	if _, err := e.store.SetSuspended(suspended.Username, true); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{
+		"no header":         "",
+		"unknown token":     "app_" + strings.Repeat("A", 70),
+		"malformed token":   "hello",
+		"expired token":     expiringTok,
+		"deleted token":     deletedTok,
+		"suspended member":  suspendedTok,
+		"wrong-case prefix": "APP_" + e.token[4:],
+	}
+	for name, tok := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := e.wantError(tok, labelsQuery, nil, http.StatusUnauthorized, "UNAUTHENTICATED")
+			if strings.Contains(r.Errors[0].Message, tok) && tok != "" {
+				t.Fatal("the error message repeats the token")
+			}
+		})
+	}
+	t.Run("not a bearer scheme", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/api/graphql", strings.NewReader(`{"query":"{labels{id}}"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Basic "+e.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("status = %d", resp.StatusCode)
+		}
+	})
+}
+
+func TestAPITokenWorksAndRecordsLastUse(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	var out struct {
+		Me struct {
+			ID, Username string
+		}
+		APITokens []struct {
+			Name       string
+			LastUsedAt *string
+		} `json:"apiTokens"`
+	}
+	e.do(`query { me { id username } apiTokens { id createdAt lastUsedAt name expiresAt } }`, nil, &out)
+	if out.Me.Username != "alice" || out.Me.ID != e.member.ID {
+		t.Fatalf("me = %+v", out.Me)
+	}
+	if len(out.APITokens) != 1 || out.APITokens[0].LastUsedAt == nil {
+		t.Fatalf("apiTokens = %+v", out.APITokens)
+	}
+}
+
+// oauthToken issues an access token of hearth_oauth to the member.
+func oauthToken(t *testing.T, e *env, scopes ...string) string {
+	t.Helper()
+	app, _, err := e.store.CreateOAuthApp("Reader", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, scopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := e.store.CreateOAuthCode(app.ClientID, e.member.ID, "urn:ietf:wg:oauth:2.0:oob", scopes, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tok, err := e.store.ExchangeOAuthCode(code, func(*storage.OAuthCode) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func TestOAuthTokensNeedReadForQueriesAndWriteForMutations(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	readOnly := oauthToken(t, e, "read")
+	readWrite := oauthToken(t, e, "read", "write")
+	writeOnly := oauthToken(t, e, "write")
+	newLabel := map[string]any{"data": map[string]any{"name": "x", "color": "#112233"}}
+
+	if r := e.post(readOnly, labelsQuery, nil); r.Status != 200 || len(r.Errors) > 0 {
+		t.Fatalf("read token, query: %d %+v", r.Status, r.Errors)
+	}
+	e.wantError(readOnly, createLabelMutation, newLabel, 200, "FORBIDDEN")
+	e.wantError(writeOnly, labelsQuery, nil, 200, "FORBIDDEN")
+	if r := e.post(readWrite, createLabelMutation, newLabel); len(r.Errors) > 0 {
+		t.Fatalf("read+write token, mutation: %+v", r.Errors)
+	}
+	var labels struct{ Labels []label }
+	e.do(labelsQuery, nil, &labels)
+	if len(labels.Labels) != 1 {
+		t.Fatalf("label not created: %+v", labels)
+	}
+}
+
+func TestApplicationTokenWithoutMemberIsUnauthenticated(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	app, _, err := e.store.CreateOAuthApp("Bot", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tok, err := e.store.CreateOAuthAppToken(app.ClientID, []string{"read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wantError(tok, labelsQuery, nil, http.StatusUnauthorized, "UNAUTHENTICATED")
+}
+
+const createAPITokenMutation = `mutation CreateApiToken($data: CreateApiTokenInput!) {
+  createApiToken(data: $data) { secret token { id createdAt lastUsedAt name expiresAt } }
+}`
+
+func TestCreateApiTokenNeedsAnOAuthTokenNotAnAPIToken(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	vars := map[string]any{"data": map[string]any{"name": "sync", "expiry": "SEVEN_DAYS"}}
+	e.wantError(e.token, createAPITokenMutation, vars, 200, "FORBIDDEN")
+
+	r := e.post(oauthToken(t, e, "read", "write"), createAPITokenMutation, vars)
+	if len(r.Errors) > 0 {
+		t.Fatalf("%+v", r.Errors)
+	}
+	body := string(r.Data)
+	i := strings.Index(body, `"secret":"`)
+	secret := body[i+10 : i+10+strings.Index(body[i+10:], `"`)]
+	if !strings.HasPrefix(secret, "app_") || len(secret) < 70 || len(secret) > 80 {
+		t.Fatalf("secret %q is not app_ and 70 to 80 characters", secret)
+	}
+	if !strings.Contains(body, `"expiresAt":"`) {
+		t.Fatalf("a 7-day token has no expiresAt: %s", body)
+	}
+	if r := e.post(secret, labelsQuery, nil); r.Status != 200 || len(r.Errors) > 0 {
+		t.Fatalf("the new token does not work: %d %+v", r.Status, r.Errors)
+	}
+}
+
+func TestDeletedTokenStopsWorkingAtOnce(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	tok, secret, err := e.store.CreateAPIToken(e.member.ID, "temp", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.post(secret, labelsQuery, nil); r.Status != 200 {
+		t.Fatalf("status %d", r.Status)
+	}
+	e.do(`mutation DeleteApiToken($data: DeleteApiTokenInput!) { deleteApiToken(data: $data) { success } }`,
+		map[string]any{"data": map[string]any{"id": tok.ID}}, nil)
+	e.wantError(secret, labelsQuery, nil, http.StatusUnauthorized, "UNAUTHENTICATED")
+}
+
+func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
+	e := newEnv(t, graphql.Options{TokenRateLimit: 3})
+	for i := 0; i < 3; i++ {
+		r := e.post(e.token, labelsQuery, nil)
+		if r.Status != 200 {
+			t.Fatalf("request %d: status %d", i, r.Status)
+		}
+		if got := r.Header.Get("X-RateLimit-Remaining"); got != strconv.Itoa(2-i) {
+			t.Fatalf("request %d: X-RateLimit-Remaining = %q", i, got)
+		}
+	}
+	r := e.wantError(e.token, labelsQuery, nil, http.StatusTooManyRequests, "RATE_LIMITED")
+	if r.Header.Get("Retry-After") == "" || r.Header.Get("X-RateLimit-Limit") != "3" || r.Header.Get("X-RateLimit-Reset") == "" {
+		t.Fatalf("headers = %v", r.Header)
+	}
+	// Another member's token has its own budget.
+	_, other := e.newMember("bob")
+	if r := e.post(other, labelsQuery, nil); r.Status != 200 {
+		t.Fatalf("other token: status %d", r.Status)
+	}
+}
+
+func TestBadRequestsGetGraphQLErrorsNever500(t *testing.T) {
+	e := newEnv(t, graphql.Options{MaxBodyBytes: 4096, MaxDepth: 6, MaxComplexity: 300})
+	cases := []struct {
+		name, contentType, body string
+		status                  int
+		code                    string
+	}{
+		{"malformed JSON", "application/json", `{"query": `, 400, "BAD_REQUEST"},
+		{"JSON array", "application/json", `[1,2]`, 400, "BAD_REQUEST"},
+		{"no query", "application/json", `{"variables":{}}`, 400, "BAD_REQUEST"},
+		{"not JSON content type", "text/plain", `{"query":"{labels{id}}"}`, 415, "BAD_REQUEST"},
+		{"body too large", "application/json", `{"query":"{labels{id}}","x":"` + strings.Repeat("a", 5000) + `"}`, 413, "BAD_REQUEST"},
+		{"syntax error", "application/json", `{"query":"{ labels { id "}`, 422, "GRAPHQL_PARSE_FAILED"},
+		{"unknown field", "application/json", `{"query":"{ nope }"}`, 422, "GRAPHQL_VALIDATION_FAILED"},
+		{"wrong variable type", "application/json", `{"query":"query($q: GetEntriesInput!){entries(query:$q){edges{cursor}}}","variables":{"q":{"first":"many"}}}`, 422, "GRAPHQL_VALIDATION_FAILED"},
+		{"too deep", "application/json", `{"query":"{ entries(query:{first:1}) { edges { node { ... on Highlight { savedItem { highlights { savedItem { id } } } } } } } }"}`, 422, "QUERY_TOO_DEEP"},
+		{"too complex", "application/json", `{"query":"{ entries(query:{first:100}) { edges { cursor node { id createdAt } } } }"}`, 422, "COMPLEXITY_LIMIT_EXCEEDED"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.raw(e.token, c.contentType, []byte(c.body))
+			if r.Status != c.status || len(r.Errors) == 0 || r.Errors[0].Code() != c.code {
+				t.Fatalf("status %d errors %+v, want %d %s", r.Status, r.Errors, c.status, c.code)
+			}
+		})
+	}
+	t.Run("GET", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/api/graphql?query={labels{id}}", nil)
+		req.Header.Set("Authorization", "Bearer "+e.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" {
+			t.Fatalf("status %d Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
+		}
+	})
+}
+
+func TestIntrospectionCanBeTurnedOff(t *testing.T) {
+	on := newEnv(t, graphql.Options{})
+	on.do(`{ __schema { queryType { name } } }`, nil, nil)
+	off := newEnv(t, graphql.Options{NoIntrospection: true})
+	if r := off.post(off.token, `{ __schema { queryType { name } } }`, nil); len(r.Errors) == 0 {
+		t.Fatal("introspection answered although turned off")
+	}
+}
+
+func TestHandles(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	for path, want := range map[string]bool{
+		"/api/graphql": true, "/api/newsletters/inbound/nl_x": true, "/api/graphqlx": false, "/settings": false,
+	} {
+		r, _ := http.NewRequest(http.MethodPost, "http://h"+path, nil)
+		if got := e.api.Handles(r); got != want {
+			t.Errorf("Handles(%s) = %v", path, got)
+		}
+	}
+}

@@ -1,0 +1,3 @@
+package graphql
+
+//go:generate go tool gqlgen generate

@@ -1,0 +1,261 @@
+package graphql_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// env is one test's world: a store in a temp dir, the API on a local
+// HTTP server, and a member with an API token.
+type env struct {
+	t      *testing.T
+	store  *storage.Store
+	api    *graphql.Server
+	srv    *httptest.Server
+	member *storage.Member
+	token  string
+}
+
+func newEnv(t *testing.T, opts graphql.Options) *env {
+	t.Helper()
+	noSync := false
+	store, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	api := graphql.New(store, opts)
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	e := &env{t: t, store: store, api: api, srv: srv}
+	e.member, e.token = e.newMember("alice")
+	return e
+}
+
+func (e *env) newMember(username string) (*storage.Member, string) {
+	e.t.Helper()
+	m, err := e.store.CreateMember(username, username, "correct horse battery")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	_, tok, err := e.store.CreateAPIToken(m.ID, "test", 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return m, tok
+}
+
+// gqlError is one entry of a response's errors.
+type gqlError struct {
+	Message    string         `json:"message"`
+	Extensions map[string]any `json:"extensions"`
+}
+
+func (g gqlError) Code() string { c, _ := g.Extensions["code"].(string); return c }
+
+// response is what a client sees.
+type response struct {
+	Status int
+	Header http.Header
+	Data   json.RawMessage `json:"data"`
+	Errors []gqlError      `json:"errors"`
+}
+
+// post sends a GraphQL request as an Inboxt integration does: POST, JSON,
+// Authorization: Bearer.
+func (e *env) post(token, query string, vars map[string]any) *response {
+	e.t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	return e.raw(token, "application/json", body)
+}
+
+func (e *env) raw(token, contentType string, body []byte) *response {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/api/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", contentType)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	r := &response{Status: resp.StatusCode, Header: resp.Header}
+	if err := json.Unmarshal(b, r); err != nil {
+		e.t.Fatalf("response is not JSON (status %d): %s", resp.StatusCode, b)
+	}
+	return r
+}
+
+// do runs query with the member's token and decodes data into out, failing
+// on any error.
+func (e *env) do(query string, vars map[string]any, out any) {
+	e.t.Helper()
+	r := e.post(e.token, query, vars)
+	if r.Status != http.StatusOK || len(r.Errors) > 0 {
+		e.t.Fatalf("status %d, errors %+v", r.Status, r.Errors)
+	}
+	if out != nil {
+		if err := json.Unmarshal(r.Data, out); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// wantError runs query and checks that it fails with code.
+func (e *env) wantError(token, query string, vars map[string]any, status int, code string) *response {
+	e.t.Helper()
+	r := e.post(token, query, vars)
+	if r.Status != status {
+		e.t.Fatalf("status = %d, want %d (errors %+v)", r.Status, status, r.Errors)
+	}
+	if len(r.Errors) == 0 || r.Errors[0].Code() != code {
+		e.t.Fatalf("errors = %+v, want code %s", r.Errors, code)
+	}
+	return r
+}
+
+// saveArticle stores an article directly.
+func (e *env) saveArticle(memberID string, n int, mod func(*storage.NewItem)) *storage.SavedItem {
+	e.t.Helper()
+	in := storage.NewItem{
+		URL:         fmt.Sprintf("https://example.com/a/%d", n),
+		Title:       fmt.Sprintf("Article %d", n),
+		Description: fmt.Sprintf("Description %d", n),
+		WordCount:   n * 10,
+		HTML:        fmt.Sprintf("<p>Body %d</p>", n),
+		Text:        fmt.Sprintf("Body %d", n),
+	}
+	if mod != nil {
+		mod(&in)
+	}
+	it, _, err := e.store.SaveItem(memberID, in)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return it
+}
+
+// Operations as Inboxt's web app writes them (apps/web/src/lib/graphql).
+const (
+	entryFragment = `
+fragment EntryFragment on Entry {
+  __typename
+  id
+  createdAt
+  ... on SavedItem {
+    title originalUrl sourceDomain description leadImage wordCount author
+    type status readingProgress readAt isReadManual updatedAt
+    labels { createdAt id name color order }
+  }
+  ... on Highlight {
+    savedItemTitle savedItemOriginalUrl note updatedAt
+    savedItem { id createdAt }
+    segments { id xpath beforeText startOffset endOffset afterText text }
+  }
+}`
+	entriesQuery = `query Entries($query: GetEntriesInput!) {
+  entries(query: $query) {
+    edges { cursor node { ...EntryFragment } }
+    pageInfo { hasNextPage endCursor hasPreviousPage startCursor }
+  }
+}` + entryFragment
+)
+
+type label struct {
+	ID, Name, Color string
+	Order           float64
+}
+
+type entry struct {
+	Typename        string   `json:"__typename"`
+	ID              string   `json:"id"`
+	CreatedAt       string   `json:"createdAt"`
+	UpdatedAt       string   `json:"updatedAt"`
+	Title           string   `json:"title"`
+	OriginalURL     *string  `json:"originalUrl"`
+	SourceDomain    *string  `json:"sourceDomain"`
+	Description     *string  `json:"description"`
+	LeadImage       *string  `json:"leadImage"`
+	Author          *string  `json:"author"`
+	WordCount       float64  `json:"wordCount"`
+	Type            string   `json:"type"`
+	Status          string   `json:"status"`
+	ReadingProgress *float64 `json:"readingProgress"`
+	ReadAt          *string  `json:"readAt"`
+	IsReadManual    bool     `json:"isReadManual"`
+	Labels          []label  `json:"labels"`
+	SavedItemTitle  *string  `json:"savedItemTitle"`
+	Note            *string  `json:"note"`
+	SavedItem       *struct {
+		ID string `json:"id"`
+	} `json:"savedItem"`
+	Segments []struct {
+		Text *string `json:"text"`
+	} `json:"segments"`
+}
+
+type entriesPage struct {
+	Entries struct {
+		Edges []struct {
+			Cursor string `json:"cursor"`
+			Node   entry  `json:"node"`
+		} `json:"edges"`
+		PageInfo struct {
+			HasNextPage     bool    `json:"hasNextPage"`
+			HasPreviousPage bool    `json:"hasPreviousPage"`
+			EndCursor       *string `json:"endCursor"`
+			StartCursor     *string `json:"startCursor"`
+		} `json:"pageInfo"`
+	} `json:"entries"`
+}
+
+// entries fetches one page.
+func (e *env) entries(query map[string]any) entriesPage {
+	e.t.Helper()
+	var p entriesPage
+	e.do(entriesQuery, map[string]any{"query": query}, &p)
+	return p
+}
+
+// allEntries runs the spec's pagination loop: pass the previous endCursor
+// as after until hasNextPage is false.
+func (e *env) allEntries(query map[string]any) []entry {
+	e.t.Helper()
+	var out []entry
+	q := map[string]any{}
+	for k, v := range query {
+		q[k] = v
+	}
+	for pages := 0; ; pages++ {
+		if pages > 10000 {
+			e.t.Fatal("pagination does not end")
+		}
+		p := e.entries(q)
+		for _, ed := range p.Entries.Edges {
+			out = append(out, ed.Node)
+		}
+		if !p.Entries.PageInfo.HasNextPage {
+			return out
+		}
+		q["after"] = *p.Entries.PageInfo.EndCursor
+	}
+}
+
+func ids(es []entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.ID
+	}
+	return out
+}

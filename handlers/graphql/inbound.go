@@ -1,0 +1,271 @@
+package graphql
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	"net/http"
+	"net/mail"
+	"net/textproto"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+	nethtml "golang.org/x/net/html"
+	"golang.org/x/net/html/charset"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// serveInbound takes a raw RFC 5322 message POSTed to a member's secret
+// inbound URL (what email-forwarding services send) and saves it as a
+// NEWSLETTER item. A malformed message gets 400 and nothing is stored.
+func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed, "POST the raw message (RFC 5322) to this URL")
+		return
+	}
+	if s.inbound != nil {
+		if res := s.inbound.Allow(s.opts.ClientIP(r)); !res.Allowed {
+			secs := int(res.RetryAfter.Seconds() + 0.999)
+			if secs < 1 {
+				secs = 1
+			}
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			writeError(w, http.StatusTooManyRequests, codeRateLimited, "too many messages; retry later")
+			return
+		}
+	}
+	secret := strings.TrimPrefix(r.URL.Path, InboundPath)
+	m, err := s.store.InboundMember(secret)
+	if err != nil {
+		if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) {
+			s.log.Error("look up inbound secret", zap.Error(err))
+			writeError(w, http.StatusInternalServerError, codeInternal, "internal error; it was logged")
+			return
+		}
+		// The same answer for unknown and suspended, so the URL reveals nothing.
+		writeError(w, http.StatusNotFound, codeNotFound, "unknown inbound address")
+		return
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxInboundBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeError(w, http.StatusRequestEntityTooLarge, codeBadRequest, fmt.Sprintf("the message must be at most %d bytes", s.opts.MaxInboundBytes))
+			return
+		}
+		writeError(w, http.StatusBadRequest, codeBadRequest, "the message could not be read")
+		return
+	}
+	nl, err := parseNewsletter(raw)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
+		return
+	}
+	it, _, err := s.store.SaveItem(m.ID, storage.NewItem{
+		Type:         storage.TypeNewsletter,
+		Title:        nl.subject,
+		Description:  nl.description,
+		Author:       nl.fromName,
+		SourceDomain: nl.domain,
+		WordCount:    len(strings.Fields(nl.text)),
+		HTML:         nl.html,
+		Text:         nl.text,
+		FromName:     nl.fromName,
+		FromAddress:  nl.fromAddress,
+	})
+	if err != nil {
+		if storage.IsInvalid(err) {
+			writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
+			return
+		}
+		s.log.Error("save newsletter", zap.Error(err))
+		writeError(w, http.StatusInternalServerError, codeInternal, "internal error; it was logged")
+		return
+	}
+	s.log.Info("newsletter received", zap.String("member", m.Username), zap.String("item", it.ID))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_ = json.NewEncoder(w).Encode(map[string]string{"id": it.ID})
+}
+
+// newsletter is what is kept of an inbound message.
+type newsletter struct {
+	subject, fromName, fromAddress, domain string
+	description, html, text                string
+}
+
+const maxMIMEDepth = 10
+
+// parseNewsletter reads a raw RFC 5322 message: the subject (RFC 2047
+// decoded), the sender, and the first HTML and plain-text parts of the
+// body (multipart trees walked, transfer encodings and charsets decoded).
+// Its errors say what is wrong, for the 400 answer.
+func parseNewsletter(raw []byte) (*newsletter, error) {
+	msg, err := mail.ReadMessage(bytes.NewReader(raw))
+	if err != nil {
+		return nil, errors.New("the headers could not be parsed")
+	}
+	from, err := msg.Header.AddressList("From")
+	if err != nil || len(from) == 0 {
+		return nil, errors.New("the From header is missing or invalid")
+	}
+	nl := &newsletter{fromName: oneLine(from[0].Name), fromAddress: strings.ToLower(from[0].Address)}
+	if at := strings.LastIndexByte(nl.fromAddress, '@'); at >= 0 {
+		nl.domain = strings.TrimPrefix(nl.fromAddress[at+1:], "www.")
+	}
+	dec := new(mime.WordDecoder)
+	dec.CharsetReader = charset.NewReaderLabel
+	subject, err := dec.DecodeHeader(msg.Header.Get("Subject"))
+	if err != nil {
+		subject = msg.Header.Get("Subject")
+	}
+	nl.subject = clip(oneLine(subject), storage.MaxTitleLen)
+	if nl.fromName == "" {
+		nl.fromName = nl.fromAddress
+	}
+	nl.fromName = clip(nl.fromName, storage.MaxAuthorLen)
+	header := textproto.MIMEHeader(msg.Header)
+	if err := walkPart(header, msg.Body, nl, 0); err != nil {
+		return nil, err
+	}
+	switch {
+	case nl.html == "" && nl.text == "":
+		return nil, errors.New("the message has no text or HTML body")
+	case nl.html == "":
+		nl.html = textToHTML(nl.text)
+	case nl.text == "":
+		nl.text = htmlToText(nl.html)
+	}
+	nl.text = strings.TrimSpace(nl.text)
+	nl.description = clip(oneLine(nl.text), 300)
+	return nl, nil
+}
+
+// walkPart fills nl from one MIME part, recursing into multiparts.
+func walkPart(h textproto.MIMEHeader, body io.Reader, nl *newsletter, depth int) error {
+	if depth > maxMIMEDepth {
+		return errors.New("the MIME structure is nested too deeply")
+	}
+	ct := h.Get("Content-Type")
+	if ct == "" {
+		ct = "text/plain; charset=us-ascii"
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return errors.New("a Content-Type header is invalid")
+	}
+	if strings.HasPrefix(mt, "multipart/") {
+		boundary := params["boundary"]
+		if boundary == "" {
+			return errors.New("a multipart body has no boundary")
+		}
+		mr := multipart.NewReader(body, boundary)
+		parts := 0
+		for {
+			p, err := mr.NextRawPart()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return errors.New("a multipart body is truncated or malformed")
+			}
+			parts++
+			if err := walkPart(p.Header, p, nl, depth+1); err != nil {
+				return err
+			}
+		}
+		if parts == 0 {
+			return errors.New("a multipart body has no parts")
+		}
+		return nil
+	}
+	if disp, _, _ := mime.ParseMediaType(h.Get("Content-Disposition")); disp == "attachment" {
+		return nil
+	}
+	if mt != "text/html" && mt != "text/plain" {
+		return nil
+	}
+	if mt == "text/html" && nl.html != "" || mt == "text/plain" && nl.text != "" {
+		return nil
+	}
+	var r io.Reader = body
+	switch strings.ToLower(strings.TrimSpace(h.Get("Content-Transfer-Encoding"))) {
+	case "quoted-printable":
+		r = quotedprintable.NewReader(r)
+	case "base64":
+		r = base64.NewDecoder(base64.StdEncoding, r)
+	}
+	if cs := params["charset"]; cs != "" {
+		if cr, err := charset.NewReaderLabel(cs, r); err == nil {
+			r = cr
+		}
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return errors.New("a body part could not be decoded")
+	}
+	if mt == "text/html" {
+		nl.html = string(b)
+	} else {
+		nl.text = string(b)
+	}
+	return nil
+}
+
+// textToHTML shows a plain-text newsletter as paragraphs.
+func textToHTML(text string) string {
+	var b strings.Builder
+	for _, para := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n\n") {
+		if para = strings.TrimSpace(para); para != "" {
+			b.WriteString("<p>")
+			b.WriteString(strings.ReplaceAll(html.EscapeString(para), "\n", "<br>"))
+			b.WriteString("</p>\n")
+		}
+	}
+	return b.String()
+}
+
+// htmlToText is the visible text of an HTML body (no scripts or styles).
+func htmlToText(s string) string {
+	z := nethtml.NewTokenizer(strings.NewReader(s))
+	var b strings.Builder
+	skip := 0
+	for {
+		switch z.Next() {
+		case nethtml.ErrorToken:
+			return strings.TrimSpace(b.String())
+		case nethtml.StartTagToken:
+			name, _ := z.TagName()
+			switch string(name) {
+			case "script", "style", "head":
+				skip++
+			case "p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6":
+				b.WriteString("\n")
+			}
+		case nethtml.EndTagToken:
+			name, _ := z.TagName()
+			switch string(name) {
+			case "script", "style", "head":
+				if skip > 0 {
+					skip--
+				}
+			}
+		case nethtml.TextToken:
+			if skip == 0 {
+				b.Write(z.Text())
+				b.WriteString(" ")
+			}
+		}
+	}
+}

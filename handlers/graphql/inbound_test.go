@@ -1,0 +1,112 @@
+package graphql_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+)
+
+const newsletterMessage = "From: \"Tech Weekly\" <editor@mail.techweekly.example>\r\n" +
+	"To: inbox@example.org\r\n" +
+	"Subject: =?UTF-8?Q?Issue_42:_Caf=C3=A9_edition?=\r\n" +
+	"Date: Mon, 2 Jun 2025 10:00:00 +0000\r\n" +
+	"MIME-Version: 1.0\r\n" +
+	"Content-Type: multipart/alternative; boundary=\"b1\"\r\n" +
+	"\r\n" +
+	"--b1\r\n" +
+	"Content-Type: text/plain; charset=utf-8\r\n" +
+	"\r\n" +
+	"This week: caching, queues and coffee.\r\n" +
+	"--b1\r\n" +
+	"Content-Type: text/html; charset=utf-8\r\n" +
+	"Content-Transfer-Encoding: quoted-printable\r\n" +
+	"\r\n" +
+	"<html><body><h1>Issue 42</h1><p>This week: caching, queues and =\r\n" +
+	"coffee.</p></body></html>\r\n" +
+	"--b1--\r\n"
+
+func postInbound(t *testing.T, e *env, url, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "message/rfc822", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func inboundURL(t *testing.T, e *env) string {
+	secret, err := e.store.RotateInboundSecret(e.member.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.srv.URL + graphql.InboundPath + secret
+}
+
+func TestNewsletterPostedToTheInboundURLBecomesANewsletterItem(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	status, body := postInbound(t, e, inboundURL(t, e), newsletterMessage)
+	if status != http.StatusCreated {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	items := e.allEntries(map[string]any{"first": 10, "q": "type:newsletter"})
+	if len(items) != 1 {
+		t.Fatalf("%d newsletters", len(items))
+	}
+	it := items[0]
+	if it.Typename != "SavedItem" || it.Type != "NEWSLETTER" || it.Title != "Issue 42: Café edition" ||
+		it.SourceDomain == nil || *it.SourceDomain != "mail.techweekly.example" || it.OriginalURL != nil {
+		t.Fatalf("item = %+v", it)
+	}
+	var one struct {
+		SavedItem struct {
+			Newsletter struct{ ContentHTML, ContentText string }
+			Article    *struct{}
+		}
+	}
+	e.do(savedItemQuery, map[string]any{"query": map[string]any{"id": it.ID}}, &one)
+	nl := one.SavedItem.Newsletter
+	if !strings.Contains(nl.ContentHTML, "<h1>Issue 42</h1>") || !strings.Contains(nl.ContentHTML, "queues and coffee.") ||
+		!strings.Contains(nl.ContentText, "caching, queues and coffee") || one.SavedItem.Article != nil {
+		t.Fatalf("newsletter = %+v", one.SavedItem)
+	}
+}
+
+func TestMalformedNewsletterIs400AndNothingIsStored(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	url := inboundURL(t, e)
+	for name, msg := range map[string]string{
+		"not a message":       "hello there",
+		"no From":             "Subject: hi\r\n\r\nbody\r\n",
+		"bad From":            "From: <<nobody>>\r\nSubject: hi\r\n\r\nbody\r\n",
+		"no boundary":         "From: a@b.example\r\nContent-Type: multipart/mixed\r\n\r\nbody\r\n",
+		"truncated multipart": "From: a@b.example\r\nContent-Type: multipart/mixed; boundary=x\r\n\r\n--x\r\nContent-Type: text/plain\r\n\r\nbody",
+		"only an image":       "From: a@b.example\r\nContent-Type: image/png\r\n\r\nPNG",
+	} {
+		t.Run(name, func(t *testing.T) {
+			status, body := postInbound(t, e, url, msg)
+			if status != http.StatusBadRequest || !strings.Contains(body, "malformed message") {
+				t.Fatalf("status %d: %s", status, body)
+			}
+		})
+	}
+	if got := e.allEntries(map[string]any{"first": 10}); len(got) != 0 {
+		t.Fatalf("%d items stored", len(got))
+	}
+}
+
+func TestInboundURLWithUnknownOrReplacedSecretIs404(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	old := inboundURL(t, e)
+	_ = inboundURL(t, e) // a new address replaces the old one
+	if status, _ := postInbound(t, e, old, newsletterMessage); status != http.StatusNotFound {
+		t.Fatalf("old address: status %d", status)
+	}
+	if status, _ := postInbound(t, e, e.srv.URL+graphql.InboundPath+"nl_unknownunknownunknown", newsletterMessage); status != http.StatusNotFound {
+		t.Fatalf("unknown address: status %d", status)
+	}
+}

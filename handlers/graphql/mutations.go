@@ -1,0 +1,318 @@
+package graphql
+
+import (
+	"context"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+var success = &generated.Void{Success: true}
+
+func (r *mutationResolver) AddArticleFromURL(ctx context.Context, in generated.AddArticleFromURLInput) (*generated.Void, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.s.saveArticleFromURL(ctx, id, in.URL, in.LabelIds); err != nil {
+		return nil, err
+	}
+	return success, nil
+}
+
+func (r *mutationResolver) AddArticleFromHTMLSnapshot(ctx context.Context, in generated.AddArticleFromHTMLSnapshotInput) (string, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return "", err
+	}
+	it, err := r.s.saveArticleFromHTML(id, in.URL, []byte(in.HTML), "text/html; charset=utf-8", nil)
+	if err != nil {
+		return "", err
+	}
+	return it.ID, nil
+}
+
+func (r *mutationResolver) UpdateSavedItemsStatus(ctx context.Context, in generated.UpdateSavedItemsStatusInput) ([]*generated.SavedItem, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	items, err := r.s.store.SetItemsStatus(id, in.Ids, string(in.Status))
+	if err != nil {
+		return nil, err
+	}
+	return toSavedItems(items), nil
+}
+
+func (r *mutationResolver) UpdateSavedItemMetadata(ctx context.Context, in generated.UpdateSavedItemMetadataInput) (*generated.SavedItem, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	it, err := r.s.store.UpdateItemMetadata(id, in.ID, storage.ItemMetadata{Title: in.Title, Description: in.Description, Author: in.Author})
+	if err != nil {
+		return nil, err
+	}
+	return toSavedItem(it), nil
+}
+
+func (r *mutationResolver) UpdateSavedItemsReadStatus(ctx context.Context, in generated.UpdateSavedItemsReadStatusInput) ([]*generated.SavedItem, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	items, err := r.s.store.SetItemsRead(id, in.Ids, in.IsRead)
+	if err != nil {
+		return nil, err
+	}
+	return toSavedItems(items), nil
+}
+
+func (r *mutationResolver) UpdateReadingProgress(ctx context.Context, in generated.UpdateReadingProgressInput) (*generated.SavedItem, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	it, err := r.s.store.UpdateReadingProgress(id, in.ID, in.Progress)
+	if err != nil {
+		return nil, err
+	}
+	return toSavedItem(it), nil
+}
+
+// SetSavedItemLabels takes Inboxt's shape: one id or several ids; labelIds
+// replaces the labels, addLabelIds and removeLabelIds adjust them.
+func (r *mutationResolver) SetSavedItemLabels(ctx context.Context, in generated.SetSavedItemLabelsInput) ([]*generated.SavedItem, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := in.Ids
+	if in.ID != nil {
+		ids = append([]string{*in.ID}, ids...)
+	}
+	if len(ids) == 0 {
+		return nil, badInput("give id or ids")
+	}
+	if in.LabelIds == nil && in.AddLabelIds == nil && in.RemoveLabelIds == nil {
+		return nil, badInput("give labelIds, addLabelIds or removeLabelIds")
+	}
+	c := storage.LabelChange{Add: in.AddLabelIds, Remove: in.RemoveLabelIds}
+	if in.LabelIds != nil {
+		set := in.LabelIds
+		c.Set = &set
+	}
+	items, err := r.s.store.SetItemLabels(id, ids, c)
+	if err != nil {
+		return nil, err
+	}
+	return toSavedItems(items), nil
+}
+
+func (r *mutationResolver) PermanentlyDeleteSavedItems(ctx context.Context, in generated.PermanentlyDeleteSavedItemsInput) (*generated.Void, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.s.store.PermanentlyDeleteItems(id, in.Ids); err != nil {
+		return nil, err
+	}
+	return success, nil
+}
+
+func (r *mutationResolver) EmptyTrash(ctx context.Context) (*generated.EmptyTrash, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n, err := r.s.store.EmptyTrash(id)
+	if err != nil {
+		return nil, err
+	}
+	return &generated.EmptyTrash{Success: true, Count: float64(n)}, nil
+}
+
+func (r *mutationResolver) CreateLabel(ctx context.Context, in generated.CreateLabelInput) (*generated.Label, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l, err := r.s.store.CreateLabel(id, in.Name, in.Color)
+	if err != nil {
+		return nil, err
+	}
+	return toLabel(l), nil
+}
+
+func (r *mutationResolver) UpdateLabel(ctx context.Context, in generated.UpdateLabelInput) (*generated.Label, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l, err := r.s.store.UpdateLabel(id, in.ID, in.Name, in.Color)
+	if err != nil {
+		return nil, err
+	}
+	return toLabel(l), nil
+}
+
+func (r *mutationResolver) DeleteLabel(ctx context.Context, in generated.DeleteLabelInput) (*generated.Void, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.s.store.DeleteLabel(id, in.ID); err != nil {
+		return nil, err
+	}
+	return success, nil
+}
+
+func (r *mutationResolver) ReorderLabels(ctx context.Context, in generated.ReorderLabelsInput) ([]*generated.Label, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ls, err := r.s.store.ReorderLabels(id, in.Ids)
+	if err != nil {
+		return nil, err
+	}
+	return toLabels(ls), nil
+}
+
+func (r *mutationResolver) CreateHighlight(ctx context.Context, in generated.CreateHighlightInput) (*generated.Highlight, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	segs := make([]storage.HighlightSegment, len(in.Segments))
+	for i, sg := range in.Segments {
+		segs[i] = storage.HighlightSegment{
+			XPath: sg.Xpath, BeforeText: sg.BeforeText, AfterText: sg.AfterText,
+			StartOffset: sg.StartOffset, EndOffset: sg.EndOffset,
+		}
+		if sg.Text != nil {
+			segs[i].Text = *sg.Text
+		}
+	}
+	note := ""
+	if in.Note != nil {
+		note = *in.Note
+	}
+	h, err := r.s.store.CreateHighlight(id, in.SavedItemID, segs, note)
+	if err != nil {
+		return nil, err
+	}
+	return toHighlight(h), nil
+}
+
+func (r *mutationResolver) DeleteHighlights(ctx context.Context, in generated.DeleteHighlightsInput) (*generated.Void, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(in.Items) == 0 {
+		return nil, badInput("items must not be empty")
+	}
+	ids := make([]string, len(in.Items))
+	for i, it := range in.Items {
+		ids[i] = it.ID
+	}
+	if err := r.s.store.DeleteHighlights(id, ids); err != nil {
+		return nil, err
+	}
+	return success, nil
+}
+
+func (r *mutationResolver) CreateSavedQuery(ctx context.Context, in generated.CreateSavedQueryInput) (*generated.SavedQuery, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := parseSearch(in.Query); err != nil {
+		return nil, err
+	}
+	q, err := r.s.store.CreateSavedQuery(id, in.Name, in.Query)
+	if err != nil {
+		return nil, err
+	}
+	return toSavedQuery(q), nil
+}
+
+func (r *mutationResolver) UpdateSavedQuery(ctx context.Context, in generated.UpdateSavedQueryInput) (*generated.SavedQuery, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := parseSearch(in.Query); err != nil {
+		return nil, err
+	}
+	q, err := r.s.store.UpdateSavedQuery(id, in.ID, in.Name, in.Query)
+	if err != nil {
+		return nil, err
+	}
+	return toSavedQuery(q), nil
+}
+
+func (r *mutationResolver) DeleteSavedQuery(ctx context.Context, in generated.DeleteSavedQueryInput) (*generated.Void, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.s.store.DeleteSavedQuery(id, in.ID); err != nil {
+		return nil, err
+	}
+	return success, nil
+}
+
+func (r *mutationResolver) ReorderSavedQueries(ctx context.Context, in generated.ReorderSavedQueriesInput) ([]*generated.SavedQuery, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	qs, err := r.s.store.ReorderSavedQueries(id, in.Ids)
+	if err != nil {
+		return nil, err
+	}
+	return toSavedQueries(qs), nil
+}
+
+// apiTokenExpiries maps the schema's presets to the store's names.
+var apiTokenExpiries = map[generated.APITokenExpiry]string{
+	generated.APITokenExpiryOneDay:     "1d",
+	generated.APITokenExpirySevenDays:  "7d",
+	generated.APITokenExpiryThirtyDays: "30d",
+	generated.APITokenExpiryNinetyDays: "90d",
+	generated.APITokenExpiryNever:      "never",
+}
+
+// CreateAPIToken needs a member's OAuth token with the write scope: a
+// leaked API token must not be able to mint more of itself.
+func (r *mutationResolver) CreateAPIToken(ctx context.Context, in generated.CreateAPITokenInput) (*generated.CreatedAPIToken, error) {
+	c := callerOf(ctx)
+	if c == nil {
+		return nil, errNoCaller
+	}
+	if c.oauth == nil {
+		return nil, forbidden("API tokens cannot create API tokens; use the API Tokens settings page")
+	}
+	lifetime, err := storage.ParseAPITokenExpiry(apiTokenExpiries[in.Expiry])
+	if err != nil {
+		return nil, badInput("unknown expiry")
+	}
+	t, secret, err := r.s.store.CreateAPIToken(c.member.ID, in.Name, lifetime)
+	if err != nil {
+		return nil, err
+	}
+	return &generated.CreatedAPIToken{Secret: secret, Token: toAPIToken(t)}, nil
+}
+
+func (r *mutationResolver) DeleteAPIToken(ctx context.Context, in generated.DeleteAPITokenInput) (*generated.Void, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.s.store.DeleteAPIToken(id, in.ID); err != nil {
+		return nil, err
+	}
+	return success, nil
+}

@@ -1,0 +1,254 @@
+package graphql_test
+
+import (
+	"testing"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+)
+
+// Mutations as Inboxt's web app writes them.
+const (
+	updateLabelMutation   = `mutation UpdateLabel($data: UpdateLabelInput!) { updateLabel(data: $data) { createdAt id name color order } }`
+	deleteLabelMutation   = `mutation DeleteLabel($data: DeleteLabelInput!) { deleteLabel(data: $data) { success } }`
+	reorderLabelsMutation = `mutation ReorderLabels($data: ReorderLabelsInput!) { reorderLabels(data: $data) { createdAt id name color order } }`
+	setLabelsMutation     = `mutation SetSavedItemLabels($data: SetSavedItemLabelsInput!) {
+  setSavedItemLabels(data: $data) { id labels { id createdAt name color order } }
+}`
+	savedItemFields      = `id createdAt title originalUrl sourceDomain description leadImage wordCount author type status readingProgress readAt isReadManual`
+	updateStatusMutation = `mutation UpdateSavedItemsStatus($data: UpdateSavedItemsStatusInput!) {
+  updateSavedItemsStatus(data: $data) { ` + savedItemFields + ` }
+}`
+	readStatusMutation = `mutation UpdateSavedItemsReadStatus($data: UpdateSavedItemsReadStatusInput!) {
+  updateSavedItemsReadStatus(data: $data) { ` + savedItemFields + ` }
+}`
+	progressMutation = `mutation UpdateReadingProgress($data: UpdateReadingProgressInput!) {
+  updateReadingProgress(data: $data) { ` + savedItemFields + ` }
+}`
+	metadataMutation = `mutation UpdateSavedItemMetadata($data: UpdateSavedItemMetadataInput!) {
+  updateSavedItemMetadata(data: $data) { ` + savedItemFields + ` labels { createdAt id name color order } }
+}`
+	permanentlyDeleteMutation = `mutation PermanentlyDeleteSavedItems($data: PermanentlyDeleteSavedItemsInput!) {
+  permanentlyDeleteSavedItems(data: $data) { success }
+}`
+	emptyTrashMutation       = `mutation EmptyTrash { emptyTrash { success count } }`
+	createHighlightMutation  = `mutation CreateHighlight($data: CreateHighlightInput!) { createHighlight(data: $data) { id } }`
+	deleteHighlightsMutation = `mutation DeleteHighlights($data: DeleteHighlightsInput!) { deleteHighlights(data: $data) { success } }`
+)
+
+type savedItemOut struct {
+	ID              string
+	Title           string
+	Author          *string
+	Status          string
+	ReadAt          *string
+	IsReadManual    bool
+	ReadingProgress *float64
+	Labels          []label
+}
+
+func TestLabelsAreCreatedUpdatedReorderedAndDeleted(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	var a, b struct{ CreateLabel label }
+	e.do(createLabelMutation, map[string]any{"data": map[string]any{"name": "Read later", "color": "#112233"}}, &a)
+	e.do(createLabelMutation, map[string]any{"data": map[string]any{"name": "Work", "color": "#445566"}}, &b)
+	e.wantError(e.token, createLabelMutation, map[string]any{"data": map[string]any{"name": "work", "color": "#445566"}}, 200, "CONFLICT")
+	e.wantError(e.token, createLabelMutation, map[string]any{"data": map[string]any{"name": "x", "color": "blue"}}, 200, "BAD_USER_INPUT")
+
+	var u struct{ UpdateLabel label }
+	e.do(updateLabelMutation, map[string]any{"data": map[string]any{"id": a.CreateLabel.ID, "name": "Later", "color": "#000000"}}, &u)
+	if u.UpdateLabel.Name != "Later" || u.UpdateLabel.Color != "#000000" {
+		t.Fatalf("updateLabel = %+v", u.UpdateLabel)
+	}
+	var ro struct{ ReorderLabels []label }
+	e.do(reorderLabelsMutation, map[string]any{"data": map[string]any{"ids": []string{b.CreateLabel.ID, a.CreateLabel.ID}}}, &ro)
+	if len(ro.ReorderLabels) != 2 || ro.ReorderLabels[0].ID != b.CreateLabel.ID {
+		t.Fatalf("reorderLabels = %+v", ro.ReorderLabels)
+	}
+	var ls struct{ Labels []label }
+	e.do(labelsQuery, nil, &ls)
+	if len(ls.Labels) != 2 || ls.Labels[0].Name != "Work" || ls.Labels[1].Name != "Later" {
+		t.Fatalf("labels = %+v", ls.Labels)
+	}
+	e.do(deleteLabelMutation, map[string]any{"data": map[string]any{"id": a.CreateLabel.ID}}, nil)
+	e.wantError(e.token, deleteLabelMutation, map[string]any{"data": map[string]any{"id": a.CreateLabel.ID}}, 200, "NOT_FOUND")
+	var me struct{ Me struct{ LabelsCount float64 } }
+	e.do(`query Me { me { id createdAt emailAddress isEmailVerified username pendingEmailAddress labelsCount inboundEmailAddressesCount } }`, nil, &me)
+	if me.Me.LabelsCount != 1 {
+		t.Fatalf("labelsCount = %v", me.Me.LabelsCount)
+	}
+}
+
+func TestSetSavedItemLabelsReplacesAddsAndRemoves(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	it1, it2 := e.saveArticle(e.member.ID, 1, nil), e.saveArticle(e.member.ID, 2, nil)
+	var a, b struct{ CreateLabel label }
+	e.do(createLabelMutation, map[string]any{"data": map[string]any{"name": "A", "color": "#111111"}}, &a)
+	e.do(createLabelMutation, map[string]any{"data": map[string]any{"name": "B", "color": "#222222"}}, &b)
+	var out struct{ SetSavedItemLabels []savedItemOut }
+	e.do(setLabelsMutation, map[string]any{"data": map[string]any{"ids": []string{it1.ID, it2.ID}, "labelIds": []string{a.CreateLabel.ID}}}, &out)
+	if len(out.SetSavedItemLabels) != 2 || len(out.SetSavedItemLabels[1].Labels) != 1 || out.SetSavedItemLabels[1].Labels[0].Name != "A" {
+		t.Fatalf("set = %+v", out.SetSavedItemLabels)
+	}
+	e.do(setLabelsMutation, map[string]any{"data": map[string]any{"id": it1.ID, "addLabelIds": []string{b.CreateLabel.ID}, "removeLabelIds": []string{a.CreateLabel.ID}}}, &out)
+	if got := out.SetSavedItemLabels[0].Labels; len(got) != 1 || got[0].Name != "B" {
+		t.Fatalf("add/remove = %+v", got)
+	}
+	e.wantError(e.token, setLabelsMutation, map[string]any{"data": map[string]any{"id": it1.ID, "labelIds": []string{"999"}}}, 200, "NOT_FOUND")
+	// Labels show in entries, and label: finds them.
+	got := e.allEntries(map[string]any{"first": 10, "q": "label:B"})
+	if len(got) != 1 || got[0].ID != it1.ID || got[0].Labels[0].Name != "B" {
+		t.Fatalf("label:B = %+v", got)
+	}
+}
+
+func TestStatusMovesItemsBetweenInboxArchiveAndTrash(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	it1, it2, it3 := e.saveArticle(e.member.ID, 1, nil), e.saveArticle(e.member.ID, 2, nil), e.saveArticle(e.member.ID, 3, nil)
+	var out struct{ UpdateSavedItemsStatus []savedItemOut }
+	e.do(updateStatusMutation, map[string]any{"data": map[string]any{"ids": []string{it1.ID}, "status": "ARCHIVED"}}, &out)
+	if out.UpdateSavedItemsStatus[0].Status != "ARCHIVED" {
+		t.Fatalf("status = %+v", out)
+	}
+	e.do(updateStatusMutation, map[string]any{"data": map[string]any{"ids": []string{it2.ID, it3.ID}, "status": "DELETED"}}, nil)
+	if n := len(e.allEntries(map[string]any{"first": 10, "q": "in:archive"})); n != 1 {
+		t.Fatalf("archive has %d", n)
+	}
+	// Only items in the trash can be deleted for good; nothing happens otherwise.
+	e.wantError(e.token, permanentlyDeleteMutation, map[string]any{"data": map[string]any{"ids": []string{it2.ID, it1.ID}}}, 200, "BAD_USER_INPUT")
+	e.do(permanentlyDeleteMutation, map[string]any{"data": map[string]any{"ids": []string{it2.ID}}}, nil)
+	var et struct {
+		EmptyTrash struct {
+			Success bool
+			Count   float64
+		}
+	}
+	e.do(emptyTrashMutation, nil, &et)
+	if !et.EmptyTrash.Success || et.EmptyTrash.Count != 1 {
+		t.Fatalf("emptyTrash = %+v", et)
+	}
+	var one struct{ SavedItem *savedItemOut }
+	e.do(savedItemQuery, map[string]any{"query": map[string]any{"id": it3.ID}}, &one)
+	if one.SavedItem != nil {
+		t.Fatal("an item deleted for good is still there")
+	}
+	e.wantError(e.token, updateStatusMutation, map[string]any{"data": map[string]any{"ids": []string{"12345"}, "status": "ACTIVE"}}, 200, "NOT_FOUND")
+	e.wantError(e.token, updateStatusMutation, map[string]any{"data": map[string]any{"ids": []string{}, "status": "ACTIVE"}}, 200, "BAD_USER_INPUT")
+}
+
+func TestReadStatusAndReadingProgress(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	it := e.saveArticle(e.member.ID, 1, nil)
+	var rs struct{ UpdateSavedItemsReadStatus []savedItemOut }
+	e.do(readStatusMutation, map[string]any{"data": map[string]any{"ids": []string{it.ID}, "isRead": true}}, &rs)
+	if r := rs.UpdateSavedItemsReadStatus[0]; r.ReadAt == nil || !r.IsReadManual {
+		t.Fatalf("read = %+v", r)
+	}
+	e.do(readStatusMutation, map[string]any{"data": map[string]any{"ids": []string{it.ID}, "isRead": false}}, &rs)
+	if r := rs.UpdateSavedItemsReadStatus[0]; r.ReadAt != nil {
+		t.Fatalf("unread = %+v", r)
+	}
+	it2 := e.saveArticle(e.member.ID, 2, nil)
+	var p struct{ UpdateReadingProgress savedItemOut }
+	e.do(progressMutation, map[string]any{"data": map[string]any{"id": it2.ID, "progress": 100}}, &p)
+	if p.UpdateReadingProgress.ReadingProgress == nil || *p.UpdateReadingProgress.ReadingProgress != 100 || p.UpdateReadingProgress.ReadAt == nil {
+		t.Fatalf("progress = %+v", p.UpdateReadingProgress)
+	}
+	e.wantError(e.token, progressMutation, map[string]any{"data": map[string]any{"id": it2.ID, "progress": 101}}, 200, "BAD_USER_INPUT")
+	var stats struct {
+		Me struct {
+			Stats struct {
+				ReadCount, UnreadCount, ItemsReadCountWeek, WordsReadCount float64
+			}
+		}
+	}
+	e.do(`query GetUserStats { me { id stats { itemsReadCountAllTime itemsReadCountMonth itemsReadCountWeek estimatedReadingTimeCompleted wordsReadCount unreadCount readCount averageArticleLength averageTimeToFinish } } }`, nil, &stats)
+	if s := stats.Me.Stats; s.ReadCount != 1 || s.UnreadCount != 1 || s.ItemsReadCountWeek != 1 || s.WordsReadCount != 20 {
+		t.Fatalf("stats = %+v", s)
+	}
+}
+
+func TestUpdateSavedItemMetadataChangesOnlyGivenFields(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	it := e.saveArticle(e.member.ID, 1, nil)
+	var out struct{ UpdateSavedItemMetadata savedItemOut }
+	e.do(metadataMutation, map[string]any{"data": map[string]any{"id": it.ID, "author": "Grace"}}, &out)
+	if out.UpdateSavedItemMetadata.Title != it.Title || *out.UpdateSavedItemMetadata.Author != "Grace" {
+		t.Fatalf("metadata = %+v", out.UpdateSavedItemMetadata)
+	}
+	e.wantError(e.token, metadataMutation, map[string]any{"data": map[string]any{"id": it.ID, "title": ""}}, 200, "BAD_USER_INPUT")
+}
+
+func TestHighlightsAreCreatedListedAndDeleted(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	it := e.saveArticle(e.member.ID, 1, nil)
+	seg := map[string]any{"xpath": "/p[1]", "beforeText": "", "afterText": " 1", "startOffset": 0, "endOffset": 4, "text": "Body"}
+	var h struct{ CreateHighlight struct{ ID string } }
+	e.do(createHighlightMutation, map[string]any{"data": map[string]any{"savedItemId": it.ID, "segments": []any{seg}}}, &h)
+	var one struct {
+		SavedItem struct {
+			Highlights []struct {
+				ID        string
+				SavedItem struct{ ID string }
+				Segments  []struct {
+					Text        string
+					StartOffset float64
+					EndOffset   float64
+				}
+			}
+		}
+	}
+	e.do(savedItemQuery, map[string]any{"query": map[string]any{"id": it.ID}}, &one)
+	hs := one.SavedItem.Highlights
+	if len(hs) != 1 || hs[0].ID != h.CreateHighlight.ID || hs[0].SavedItem.ID != it.ID || hs[0].Segments[0].Text != "Body" || hs[0].Segments[0].EndOffset != 4 {
+		t.Fatalf("highlights = %+v", hs)
+	}
+	if got := e.allEntries(map[string]any{"first": 10, "q": "has:highlights"}); len(got) != 1 {
+		t.Fatalf("has:highlights = %d", len(got))
+	}
+	e.wantError(e.token, createHighlightMutation, map[string]any{"data": map[string]any{"savedItemId": "424242", "segments": []any{seg}}}, 200, "NOT_FOUND")
+	e.do(deleteHighlightsMutation, map[string]any{"data": map[string]any{"items": []any{map[string]any{"id": h.CreateHighlight.ID, "savedItemId": it.ID}}}}, nil)
+	if got := e.allEntries(map[string]any{"first": 10, "q": "type:highlight"}); len(got) != 0 {
+		t.Fatalf("%d highlights after delete", len(got))
+	}
+}
+
+func TestSavedQueriesAreCreatedUpdatedReorderedAndDeleted(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	const create = `mutation CreateSavedQuery($data: CreateSavedQueryInput!) { createSavedQuery(data: $data) { id createdAt name query order } }`
+	var a, b struct {
+		CreateSavedQuery struct{ ID, Name, Query string }
+	}
+	e.do(create, map[string]any{"data": map[string]any{"name": "Unread work", "query": "in:inbox label:work"}}, &a)
+	e.do(create, map[string]any{"data": map[string]any{"name": "Long reads", "query": "reading-time:20..*"}}, &b)
+	e.wantError(e.token, create, map[string]any{"data": map[string]any{"name": "Bad", "query": "in:nowhere"}}, 200, "BAD_USER_INPUT")
+	e.do(`mutation UpdateSavedQuery($data: UpdateSavedQueryInput!) { updateSavedQuery(data: $data) { id name query } }`,
+		map[string]any{"data": map[string]any{"id": a.CreateSavedQuery.ID, "name": "Work", "query": "label:work"}}, nil)
+	e.do(`mutation ReorderSavedQueries($data: ReorderSavedQueriesInput!) { reorderSavedQueries(data: $data) { id } }`,
+		map[string]any{"data": map[string]any{"ids": []string{b.CreateSavedQuery.ID}}}, nil)
+	var qs struct {
+		SavedQueries []struct{ ID, Name, Query string }
+	}
+	e.do(`query SavedQueries { savedQueries { id createdAt name query order } }`, nil, &qs)
+	if len(qs.SavedQueries) != 2 || qs.SavedQueries[0].ID != b.CreateSavedQuery.ID || qs.SavedQueries[1].Name != "Work" {
+		t.Fatalf("savedQueries = %+v", qs.SavedQueries)
+	}
+	e.do(`mutation DeleteSavedQuery($data: DeleteSavedQueryInput!) { deleteSavedQuery(data: $data) { success } }`,
+		map[string]any{"data": map[string]any{"id": b.CreateSavedQuery.ID}}, nil)
+	e.do(`query SavedQueries { savedQueries { id } }`, nil, &qs)
+	if len(qs.SavedQueries) != 1 {
+		t.Fatalf("savedQueries after delete = %+v", qs.SavedQueries)
+	}
+}
+
+func TestSavedItemOfUnknownIdIsNull(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	other, _ := e.newMember("bob")
+	bobs := e.saveArticle(other.ID, 1, nil)
+	for _, id := range []string{"1", bobs.ID} {
+		var one struct{ SavedItem *savedItemOut }
+		e.do(savedItemQuery, map[string]any{"query": map[string]any{"id": id}}, &one)
+		if one.SavedItem != nil {
+			t.Fatalf("savedItem(%s) = %+v", id, one.SavedItem)
+		}
+	}
+}

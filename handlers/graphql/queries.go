@@ -1,0 +1,179 @@
+package graphql
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+func (r *queryResolver) Labels(ctx context.Context) ([]*generated.Label, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ls, err := r.s.store.Labels(id)
+	if err != nil {
+		return nil, err
+	}
+	return toLabels(ls), nil
+}
+
+// Entries lists saved items (or highlights with type:highlight), keyset
+// paginated by the sort field then id: the cursor is the position in the
+// index, so adding or removing items between pages skips and repeats
+// nothing, and a deep page costs what the first does.
+func (r *queryResolver) Entries(ctx context.Context, in generated.GetEntriesInput) (*generated.EntryConnection, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q := ""
+	if in.Q != nil {
+		q = *in.Q
+	}
+	srch, err := parseSearch(q)
+	if err != nil {
+		return nil, err
+	}
+	order := sortOrder{field: storage.SortCreatedAt, desc: true}
+	if in.Sort != nil {
+		order = sortOrder{field: storage.SortField(in.Sort.Field), desc: in.Sort.Direction == generated.SortDirectionDesc}
+	}
+	if srch.sort != nil {
+		order = *srch.sort
+	}
+	p := storage.PageRequest{Field: order.field, Desc: order.desc, First: pageSize(in.First)}
+	if in.After != nil {
+		p.After = *in.After
+	}
+	conn := &generated.EntryConnection{Edges: []*generated.EntryEdge{}, PageInfo: &generated.PageInfo{HasPreviousPage: p.After != ""}}
+	if srch.highlights {
+		page, err := r.s.store.HighlightsPage(id, srch.filter, p)
+		if err != nil {
+			return nil, err
+		}
+		for i, h := range page.Highlights {
+			conn.Edges = append(conn.Edges, &generated.EntryEdge{Cursor: page.Cursors[i], Node: toHighlight(h)})
+		}
+		conn.PageInfo.HasNextPage = page.HasNext
+	} else {
+		page, err := r.s.store.SavedItemsPage(id, srch.filter, p)
+		if err != nil {
+			return nil, err
+		}
+		for i, it := range page.Items {
+			conn.Edges = append(conn.Edges, &generated.EntryEdge{Cursor: page.Cursors[i], Node: toSavedItem(it)})
+		}
+		conn.PageInfo.HasNextPage = page.HasNext
+	}
+	if n := len(conn.Edges); n > 0 {
+		conn.PageInfo.StartCursor = &conn.Edges[0].Cursor
+		conn.PageInfo.EndCursor = &conn.Edges[n-1].Cursor
+	}
+	return conn, nil
+}
+
+func (r *queryResolver) SavedItem(ctx context.Context, in generated.GetSavedItemInput) (*generated.SavedItem, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	it, err := r.s.store.SavedItem(id, in.ID)
+	if errors.Is(err, storage.ErrNotFound) {
+		// Inboxt's savedItem is nullable: an unknown id is null, not an error.
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return toSavedItem(it), nil
+}
+
+func (r *queryResolver) Me(ctx context.Context) (*generated.User, error) {
+	c := callerOf(ctx)
+	if c == nil {
+		return nil, errNoCaller
+	}
+	m := c.member
+	return &generated.User{
+		ID:          m.ID,
+		CreatedAt:   m.CreatedAt,
+		Username:    m.Username,
+		DisplayName: m.DisplayName,
+	}, nil
+}
+
+func (r *queryResolver) SavedQueries(ctx context.Context) ([]*generated.SavedQuery, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	qs, err := r.s.store.SavedQueries(id)
+	if err != nil {
+		return nil, err
+	}
+	return toSavedQueries(qs), nil
+}
+
+func (r *queryResolver) APITokens(ctx context.Context) ([]*generated.APIToken, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := r.s.store.APITokens(id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*generated.APIToken, len(ts))
+	for i, t := range ts {
+		out[i] = toAPIToken(t)
+	}
+	return out, nil
+}
+
+// readingStats computes the member's reading statistics from the items in
+// the inbox and the archive (read means readAt is set), at 200 words a
+// minute.
+func readingStats(store *storage.Store, memberID string, now time.Time) (*generated.UserStats, error) {
+	var st generated.UserStats
+	var items, words float64
+	week, month := now.AddDate(0, 0, -7), now.AddDate(0, -1, 0)
+	for _, status := range []string{storage.StatusActive, storage.StatusArchived} {
+		p := storage.PageRequest{Field: storage.SortCreatedAt, First: 500}
+		for {
+			page, err := store.SavedItemsPage(memberID, storage.ItemFilter{Status: status}, p)
+			if err != nil {
+				return nil, err
+			}
+			for _, it := range page.Items {
+				items++
+				words += float64(it.WordCount)
+				if it.ReadAt == nil {
+					st.UnreadCount++
+					continue
+				}
+				st.ReadCount++
+				st.ItemsReadCountAllTime++
+				st.WordsReadCount += float64(it.WordCount)
+				if it.ReadAt.After(week) {
+					st.ItemsReadCountWeek++
+				}
+				if it.ReadAt.After(month) {
+					st.ItemsReadCountMonth++
+				}
+			}
+			if !page.HasNext || len(page.Cursors) == 0 {
+				break
+			}
+			p.After = page.Cursors[len(page.Cursors)-1]
+		}
+	}
+	st.EstimatedReadingTimeCompleted = float64(int(st.WordsReadCount+199) / 200)
+	if items > 0 {
+		st.AverageArticleLength = float64(int(words/items + 0.5))
+	}
+	return &st, nil
+}

@@ -1,0 +1,272 @@
+package graphql
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// resolver is the root of gqlgen's resolvers. Resolvers stay thin: they
+// check the caller, call the store or a plain function of this package, and
+// convert records to the schema's types.
+type resolver struct{ s *Server }
+
+func (r *resolver) Query() generated.QueryResolver         { return &queryResolver{r} }
+func (r *resolver) Mutation() generated.MutationResolver   { return &mutationResolver{r} }
+func (r *resolver) SavedItem() generated.SavedItemResolver { return &savedItemResolver{r} }
+func (r *resolver) Highlight() generated.HighlightResolver { return &highlightResolver{r} }
+func (r *resolver) User() generated.UserResolver           { return &userResolver{r} }
+
+type (
+	queryResolver     struct{ *resolver }
+	mutationResolver  struct{ *resolver }
+	savedItemResolver struct{ *resolver }
+	highlightResolver struct{ *resolver }
+	userResolver      struct{ *resolver }
+)
+
+// requestState is kept in the context of one request: the caller, and the
+// member's labels loaded once for every SavedItem.labels of the response.
+type requestState struct {
+	caller *caller
+
+	labelsOnce sync.Once
+	labels     map[string]*storage.Label
+	labelsErr  error
+}
+
+func stateOf(ctx context.Context) *requestState {
+	st, _ := ctx.Value(callerKey{}).(*requestState)
+	return st
+}
+
+func callerOf(ctx context.Context) *caller {
+	if st := stateOf(ctx); st != nil {
+		return st.caller
+	}
+	return nil
+}
+
+var errNoCaller = &userError{codeUnauthenticated, "not authenticated"}
+
+// memberID returns the id of the member the request acts for.
+func memberID(ctx context.Context) (string, error) {
+	c := callerOf(ctx)
+	if c == nil {
+		return "", errNoCaller
+	}
+	return c.member.ID, nil
+}
+
+// labelByID returns the member's label id from the request's label cache.
+func (r *resolver) labelByID(ctx context.Context, id string) (*storage.Label, error) {
+	st := stateOf(ctx)
+	if st == nil {
+		return nil, errNoCaller
+	}
+	st.labelsOnce.Do(func() {
+		labels, err := r.s.store.Labels(st.caller.member.ID)
+		st.labels, st.labelsErr = map[string]*storage.Label{}, err
+		for _, l := range labels {
+			st.labels[l.ID] = l
+		}
+	})
+	return st.labels[id], st.labelsErr
+}
+
+// --- conversions from storage records to schema types ---
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func toSavedItem(it *storage.SavedItem) *generated.SavedItem {
+	progress := it.ReadingProgress
+	return &generated.SavedItem{
+		ID:              it.ID,
+		CreatedAt:       it.CreatedAt,
+		UpdatedAt:       it.UpdatedAt,
+		Title:           it.Title,
+		OriginalURL:     optString(it.OriginalURL),
+		SourceDomain:    optString(it.SourceDomain),
+		Description:     optString(it.Description),
+		Author:          optString(it.Author),
+		LeadImage:       optString(it.LeadImage),
+		WordCount:       float64(it.WordCount),
+		Type:            generated.SavedItemType(it.Type),
+		Status:          generated.SavedItemStatus(it.Status),
+		ReadingProgress: &progress,
+		ReadAt:          it.ReadAt,
+		IsReadManual:    it.IsReadManual,
+		LabelIDs:        it.LabelIDs,
+	}
+}
+
+func toSavedItems(items []*storage.SavedItem) []*generated.SavedItem {
+	out := make([]*generated.SavedItem, len(items))
+	for i, it := range items {
+		out[i] = toSavedItem(it)
+	}
+	return out
+}
+
+func toHighlight(h *storage.Highlight) *generated.Highlight {
+	segs := make([]*generated.HighlightSegment, len(h.Segments))
+	for i, sg := range h.Segments {
+		segs[i] = &generated.HighlightSegment{
+			ID:          sg.ID,
+			Xpath:       sg.XPath,
+			BeforeText:  sg.BeforeText,
+			AfterText:   sg.AfterText,
+			StartOffset: float64(sg.StartOffset),
+			EndOffset:   float64(sg.EndOffset),
+			Text:        optString(sg.Text),
+		}
+	}
+	title := h.ItemTitle
+	return &generated.Highlight{
+		ID:                   h.ID,
+		CreatedAt:            h.CreatedAt,
+		UpdatedAt:            h.UpdatedAt,
+		SavedItemTitle:       &title,
+		SavedItemOriginalURL: optString(h.ItemURL),
+		Segments:             segs,
+		Note:                 optString(h.Note),
+		SavedItemID:          h.SavedItemID,
+	}
+}
+
+func toLabel(l *storage.Label) *generated.Label {
+	return &generated.Label{ID: l.ID, CreatedAt: l.CreatedAt, Name: l.Name, Color: l.Color, Order: l.Order}
+}
+
+func toLabels(ls []*storage.Label) []*generated.Label {
+	out := make([]*generated.Label, len(ls))
+	for i, l := range ls {
+		out[i] = toLabel(l)
+	}
+	return out
+}
+
+func toSavedQuery(q *storage.SavedQuery) *generated.SavedQuery {
+	return &generated.SavedQuery{ID: q.ID, CreatedAt: q.CreatedAt, Name: q.Name, Query: q.Query, Order: q.Order}
+}
+
+func toSavedQueries(qs []*storage.SavedQuery) []*generated.SavedQuery {
+	out := make([]*generated.SavedQuery, len(qs))
+	for i, q := range qs {
+		out[i] = toSavedQuery(q)
+	}
+	return out
+}
+
+func toAPIToken(t *storage.APIToken) *generated.APIToken {
+	return &generated.APIToken{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, LastUsedAt: t.LastUsedAt}
+}
+
+// --- field resolvers ---
+
+func (r *savedItemResolver) Labels(ctx context.Context, obj *generated.SavedItem) ([]*generated.Label, error) {
+	out := make([]*generated.Label, 0, len(obj.LabelIDs))
+	for _, id := range obj.LabelIDs {
+		l, err := r.labelByID(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if l != nil {
+			out = append(out, toLabel(l))
+		}
+	}
+	return out, nil
+}
+
+func (r *savedItemResolver) content(ctx context.Context, obj *generated.SavedItem) (*storage.ItemContent, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := r.s.store.ItemContent(id, obj.ID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return &storage.ItemContent{}, nil
+	}
+	return c, err
+}
+
+func (r *savedItemResolver) Article(ctx context.Context, obj *generated.SavedItem) (*generated.Article, error) {
+	if obj.Type != generated.SavedItemTypeArticle {
+		return nil, nil
+	}
+	c, err := r.content(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return &generated.Article{ContentHTML: c.HTML, ContentText: c.Text}, nil
+}
+
+func (r *savedItemResolver) Newsletter(ctx context.Context, obj *generated.SavedItem) (*generated.Newsletter, error) {
+	if obj.Type != generated.SavedItemTypeNewsletter {
+		return nil, nil
+	}
+	c, err := r.content(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return &generated.Newsletter{ContentHTML: c.HTML, ContentText: c.Text}, nil
+}
+
+func (r *savedItemResolver) Highlights(ctx context.Context, obj *generated.SavedItem) ([]*generated.Highlight, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	hs, err := r.s.store.ItemHighlights(id, obj.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*generated.Highlight, len(hs))
+	for i, h := range hs {
+		out[i] = toHighlight(h)
+	}
+	return out, nil
+}
+
+func (r *highlightResolver) SavedItem(ctx context.Context, obj *generated.Highlight) (*generated.SavedItem, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	it, err := r.s.store.SavedItem(id, obj.SavedItemID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return toSavedItem(it), nil
+}
+
+func (r *userResolver) LabelsCount(ctx context.Context, obj *generated.User) (float64, error) {
+	ls, err := r.s.store.Labels(obj.ID)
+	return float64(len(ls)), err
+}
+
+func (r *userResolver) InboundEmailAddressesCount(ctx context.Context, obj *generated.User) (float64, error) {
+	_, err := r.s.store.InboundInfo(obj.ID)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	return 1, nil
+}
+
+func (r *userResolver) Stats(ctx context.Context, obj *generated.User) (*generated.UserStats, error) {
+	return readingStats(r.s.store, obj.ID, r.s.opts.Now())
+}

@@ -1,0 +1,351 @@
+// Package graphql serves Hearth's saved-content API: POST /api/graphql,
+// compatible with Inboxt's public schema (schema/*.graphqls, executed by
+// gqlgen's generated server in generated/), the newsletter inbound webhook,
+// and the "API Tokens" settings page. It is a plain net/http handler built
+// from a store and Options; the Caddy module only translates configuration.
+package graphql
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/ast"
+	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
+	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// Paths served by the Server.
+const (
+	// Path is the GraphQL endpoint.
+	Path = "/api/graphql"
+	// InboundPath is followed by a member's inbound secret: the URL that
+	// email-forwarding services POST raw newsletters to.
+	InboundPath = "/api/newsletters/inbound/"
+	// APITokensPath is the settings page of API tokens.
+	APITokensPath = "/settings/api_tokens"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxBodyBytes      int64 = 1 << 20
+	DefaultMaxInboundBytes   int64 = 10 << 20
+	DefaultMaxDepth                = 15
+	DefaultMaxComplexity           = 5000
+	DefaultTokenRateLimit          = 600
+	DefaultMemberRateLimit         = 1200
+	DefaultInboundRateLimit        = 60
+	DefaultRateLimitWindow         = time.Minute
+	DefaultFetchMaxBytes     int64 = 5 << 20
+	DefaultFetchTimeout            = 15 * time.Second
+	DefaultQueryCacheEntries       = 1000
+)
+
+// Options configure a Server. Zero values take the defaults above; New fills
+// them in (see Options.withDefaults), nowhere else.
+type Options struct {
+	// MaxBodyBytes limits the body of a GraphQL request (default 1 MiB).
+	MaxBodyBytes int64
+	// MaxInboundBytes limits a newsletter posted to the inbound URL (10 MiB).
+	MaxInboundBytes int64
+	// MaxDepth limits how deeply selections nest (15: enough for the
+	// standard introspection query).
+	MaxDepth int
+	// MaxComplexity limits a query's cost: one per field, list fields of
+	// entries multiplied by the page size (5000).
+	MaxComplexity int
+	// NoIntrospection turns off __schema and __type queries.
+	NoIntrospection bool
+	// TokenRateLimit and MemberRateLimit bound requests per token and per
+	// member within RateLimitWindow (600 and 1200 a minute); beyond them
+	// the answer is 429 with Retry-After. Negative disables a limit.
+	TokenRateLimit  int
+	MemberRateLimit int
+	// InboundRateLimit bounds newsletters posted per client IP within
+	// RateLimitWindow (60).
+	InboundRateLimit int
+	RateLimitWindow  time.Duration
+	// Fetcher fetches the pages of addArticleFromUrl. Default: public
+	// addresses only, up to 5 redirects (each checked), 15 s, 5 MiB.
+	Fetcher *safefetch.Fetcher
+	// ClientIP returns the client address used for the inbound rate limit
+	// and logs. Default: the host of r.RemoteAddr.
+	ClientIP func(r *http.Request) string
+	// Logger receives errors and notable events (never tokens or secrets).
+	Logger *zap.Logger
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxInboundBytes <= 0 {
+		o.MaxInboundBytes = DefaultMaxInboundBytes
+	}
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = DefaultMaxDepth
+	}
+	if o.MaxComplexity <= 0 {
+		o.MaxComplexity = DefaultMaxComplexity
+	}
+	if o.TokenRateLimit == 0 {
+		o.TokenRateLimit = DefaultTokenRateLimit
+	}
+	if o.MemberRateLimit == 0 {
+		o.MemberRateLimit = DefaultMemberRateLimit
+	}
+	if o.InboundRateLimit == 0 {
+		o.InboundRateLimit = DefaultInboundRateLimit
+	}
+	if o.RateLimitWindow <= 0 {
+		o.RateLimitWindow = DefaultRateLimitWindow
+	}
+	if o.Fetcher == nil {
+		o.Fetcher = safefetch.New(safefetch.Options{
+			Timeout:         DefaultFetchTimeout,
+			MaxBytes:        DefaultFetchMaxBytes,
+			FollowRedirects: true,
+		})
+	}
+	if o.ClientIP == nil {
+		o.ClientIP = func(r *http.Request) string {
+			host, _, err := net.SplitHostPort(r.RemoteAddr)
+			if err != nil {
+				return r.RemoteAddr
+			}
+			return host
+		}
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Server serves the GraphQL API and the newsletter inbound URL. Build it
+// with New; it is safe for concurrent use.
+type Server struct {
+	store   *storage.Store
+	opts    Options
+	log     *zap.Logger
+	gql     *handler.Server
+	tokens  *ratelimit.Limiter // per token
+	members *ratelimit.Limiter // per member
+	inbound *ratelimit.Limiter // per client IP
+}
+
+// New returns the API backed by store.
+func New(store *storage.Store, opts Options) *Server {
+	opts = opts.withDefaults()
+	s := &Server{store: store, opts: opts, log: opts.Logger}
+	if opts.TokenRateLimit > 0 {
+		s.tokens = ratelimit.New(opts.TokenRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
+	}
+	if opts.MemberRateLimit > 0 {
+		s.members = ratelimit.New(opts.MemberRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
+	}
+	if opts.InboundRateLimit > 0 {
+		s.inbound = ratelimit.New(opts.InboundRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
+	}
+	s.gql = s.newGraphQLServer()
+	return s
+}
+
+func (s *Server) newGraphQLServer() *handler.Server {
+	cfg := generated.Config{Resolvers: &resolver{s: s}}
+	setComplexity(&cfg.Complexity)
+	srv := handler.New(generated.NewExecutableSchema(cfg))
+	srv.AddTransport(transport.POST{})
+	srv.SetQueryCache(lru.New[*ast.QueryDocument](DefaultQueryCacheEntries))
+	if !s.opts.NoIntrospection {
+		srv.Use(extension.Introspection{})
+	}
+	srv.Use(depthLimit{max: s.opts.MaxDepth})
+	srv.Use(extension.FixedComplexityLimit(s.opts.MaxComplexity))
+	srv.AroundOperations(s.checkScope)
+	srv.SetErrorPresenter(s.presentError)
+	srv.SetRecoverFunc(s.recoverPanic)
+	return srv
+}
+
+// Handles reports whether r is for this server: the GraphQL endpoint or the
+// newsletter inbound URL.
+func (s *Server) Handles(r *http.Request) bool {
+	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath)
+}
+
+// ServeHTTP serves the GraphQL endpoint and the newsletter inbound URL;
+// other paths get 404.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == Path:
+		s.serveGraphQL(w, r)
+	case strings.HasPrefix(r.URL.Path, InboundPath):
+		s.serveInbound(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed, "use POST with a JSON body")
+		return
+	}
+	c, err := s.authenticate(r)
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="hearth"`)
+		writeError(w, http.StatusUnauthorized, codeUnauthenticated, err.Error())
+		return
+	}
+	if !s.allow(w, c) {
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, codeBadRequest, "the body must be JSON with Content-Type: application/json")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeError(w, http.StatusRequestEntityTooLarge, codeBadRequest,
+				"the request body must be at most "+strconv.FormatInt(s.opts.MaxBodyBytes, 10)+" bytes")
+			return
+		}
+		writeError(w, http.StatusBadRequest, codeBadRequest, "the request body could not be read")
+		return
+	}
+	// Checked here so that a bad body gets a clear error that does not echo
+	// the body back (gqlgen's message would).
+	var params struct {
+		Query         *string         `json:"query"`
+		OperationName *string         `json:"operationName"`
+		Variables     map[string]any  `json:"variables"`
+		Extensions    json.RawMessage `json:"extensions"`
+	}
+	if err := json.Unmarshal(body, &params); err != nil {
+		writeError(w, http.StatusBadRequest, codeBadRequest, "the body must be a JSON object with query and optional variables and operationName")
+		return
+	}
+	if params.Query == nil || strings.TrimSpace(*params.Query) == "" {
+		writeError(w, http.StatusBadRequest, codeBadRequest, "the body has no query")
+		return
+	}
+	r = r.WithContext(withCaller(r.Context(), c))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	s.gql.ServeHTTP(w, r)
+}
+
+// allow applies the per-token and per-member rate limits and sets the
+// X-RateLimit headers of the tighter one. It answers 429 and returns false
+// when either is exhausted.
+func (s *Server) allow(w http.ResponseWriter, c *caller) bool {
+	var results []ratelimit.Result
+	if s.tokens != nil {
+		results = append(results, s.tokens.Allow(c.tokenKey))
+	}
+	if s.members != nil {
+		results = append(results, s.members.Allow(c.member.ID))
+	}
+	if len(results) == 0 {
+		return true
+	}
+	shown := results[0]
+	for _, res := range results[1:] {
+		if !res.Allowed && shown.Allowed || res.Allowed == shown.Allowed && res.Remaining < shown.Remaining {
+			shown = res
+		}
+	}
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(shown.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(shown.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(shown.Reset.Unix(), 10))
+	for _, res := range results {
+		if !res.Allowed {
+			secs := int((res.RetryAfter + time.Second - 1) / time.Second)
+			if secs < 1 {
+				secs = 1
+			}
+			h.Set("Retry-After", strconv.Itoa(secs))
+			writeError(w, http.StatusTooManyRequests, codeRateLimited, "too many requests; retry after "+strconv.Itoa(secs)+" s")
+			return false
+		}
+	}
+	return true
+}
+
+// caller is who a request acts for.
+type caller struct {
+	member   *storage.Member
+	apiToken *storage.APIToken         // set for API tokens
+	oauth    *storage.OAuthAccessToken // set for OAuth access tokens
+	tokenKey string                    // rate-limit key, never the token itself
+}
+
+type callerKey struct{}
+
+func withCaller(ctx context.Context, c *caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, &requestState{caller: c})
+}
+
+// authenticate reads the bearer token. Its errors are safe to show.
+func (s *Server) authenticate(r *http.Request) (*caller, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return nil, errors.New("an API token is required: send Authorization: Bearer <token>")
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return nil, errors.New("the Authorization header must be Bearer <token>")
+	}
+	bad := errors.New("the token is unknown, expired or revoked")
+	if storage.LooksLikeAPIToken(token) {
+		m, t, err := s.store.APITokenMember(token)
+		if err != nil {
+			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) {
+				s.log.Error("look up API token", zap.Error(err))
+			}
+			return nil, bad
+		}
+		return &caller{member: m, apiToken: t, tokenKey: "api:" + t.ID}, nil
+	}
+	if strings.HasPrefix(token, storage.OAuthTokenPrefix) {
+		t, m, err := s.store.OAuthToken(token)
+		if err != nil {
+			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) {
+				s.log.Error("look up OAuth token", zap.Error(err))
+			}
+			return nil, bad
+		}
+		if m == nil {
+			return nil, errors.New("an application token cannot read saved content: use a member's token")
+		}
+		return &caller{member: m, oauth: t, tokenKey: "oauth:" + t.ID}, nil
+	}
+	return nil, bad
+}

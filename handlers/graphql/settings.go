@@ -1,0 +1,163 @@
+package graphql
+
+import (
+	"embed"
+	"errors"
+	"html/template"
+	"net/http"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// APITokensTitle is the settings menu entry of the API tokens page.
+const APITokensTitle = "API Tokens"
+
+//go:embed templates/*.html
+var templates embed.FS
+
+var apiTokensTmpl = template.Must(template.New("api_tokens.html").ParseFS(templates, "templates/api_tokens.html"))
+
+// expiryChoices are the lifetimes offered on the page, in the store's names.
+var expiryChoices = []struct{ Value, Label string }{
+	{"1d", "1 day"}, {"7d", "7 days"}, {"30d", "30 days"}, {"90d", "90 days"}, {"never", "Never"},
+}
+
+// APITokensPage returns the "API Tokens" settings page for pages: create a
+// token (name and expiration; shown once), list tokens with their created,
+// expires and last-used times, delete one; and create the secret newsletter
+// inbound URL (also shown once). Add it with pages.AddSettingsPage; the
+// member pages run it only for a signed-in member, behind cross-origin form
+// protection.
+func (s *Server) APITokensPage(pages *account.Pages) account.SettingsPage {
+	return account.SettingsPage{
+		Path:    APITokensPath,
+		Title:   APITokensTitle,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serveAPITokens(pages, w, r) }),
+	}
+}
+
+// tokensView is the data of the page.
+type tokensView struct {
+	Path, GraphQLURL string
+	Error, Notice    string
+	Name             string
+	MaxName          int
+	Expiries         []expiryOption
+	Tokens           []tokenRow
+	NewToken         *storage.APIToken
+	NewSecret        string
+	Inbound          *storage.Inbound
+	NewInboundURL    string
+}
+
+type expiryOption struct {
+	Value, Label string
+	Selected     bool
+}
+
+type tokenRow struct {
+	*storage.APIToken
+	Expired bool
+}
+
+func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *http.Request) {
+	m := pages.CurrentMember(r)
+	if m == nil {
+		pages.RequireMember(w, r)
+		return
+	}
+	if r.URL.Path != APITokensPath {
+		http.NotFound(w, r)
+		return
+	}
+	v := &tokensView{Path: APITokensPath, GraphQLURL: siteURL(r) + Path, MaxName: storage.MaxAPITokenNameLen}
+	status := http.StatusOK
+	expires := "30d"
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+	case http.MethodPost:
+		switch r.PostFormValue("action") {
+		case "create":
+			v.Name = strings.TrimSpace(r.PostFormValue("name"))
+			expires = r.PostFormValue("expires")
+			lifetime, err := storage.ParseAPITokenExpiry(expires)
+			if err != nil {
+				status, v.Error = http.StatusBadRequest, "Choose an expiration from the list."
+				break
+			}
+			if v.Name == "" {
+				status, v.Error = http.StatusBadRequest, "Give the token a name, such as the app that will use it."
+				break
+			}
+			t, secret, err := s.store.CreateAPIToken(m.ID, v.Name, lifetime)
+			if err != nil {
+				status, v.Error = s.pageError(err, "create API token")
+				break
+			}
+			s.log.Info("API token created", zap.String("member", m.Username), zap.String("token_id", t.ID))
+			v.NewToken, v.NewSecret, v.Name = t, secret, ""
+		case "delete":
+			if err := s.store.DeleteAPIToken(m.ID, r.PostFormValue("id")); err != nil {
+				status, v.Error = s.pageError(err, "delete API token")
+				break
+			}
+			s.log.Info("API token deleted", zap.String("member", m.Username))
+			v.Notice = "The token was deleted; it no longer works."
+		case "rotate_inbound":
+			secret, err := s.store.RotateInboundSecret(m.ID)
+			if err != nil {
+				status, v.Error = s.pageError(err, "create inbound address")
+				break
+			}
+			v.NewInboundURL = siteURL(r) + InboundPath + secret
+		default:
+			status, v.Error = http.StatusBadRequest, "Unknown action."
+		}
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		http.Error(w, "This page can only be opened or submitted.", http.StatusMethodNotAllowed)
+		return
+	}
+	for _, e := range expiryChoices {
+		v.Expiries = append(v.Expiries, expiryOption{e.Value, e.Label, e.Value == expires})
+	}
+	tokens, err := s.store.APITokens(m.ID)
+	if err != nil {
+		s.log.Error("list API tokens", zap.Error(err))
+		status, v.Error = http.StatusInternalServerError, "Your tokens could not be listed; try again."
+	}
+	now := s.opts.Now()
+	for _, t := range tokens {
+		v.Tokens = append(v.Tokens, tokenRow{t, t.Expired(now)})
+	}
+	if in, err := s.store.InboundInfo(m.ID); err == nil {
+		v.Inbound = in
+	}
+	pages.Render(w, r, status, APITokensTitle, apiTokensTmpl, v)
+}
+
+// pageError turns a store error into a status and a message for the page.
+func (s *Server) pageError(err error, what string) (int, string) {
+	var ie *storage.InvalidError
+	switch {
+	case errors.As(err, &ie):
+		return http.StatusBadRequest, ie.Msg
+	case errors.Is(err, storage.ErrNotFound):
+		return http.StatusNotFound, "That token does not exist (any more)."
+	}
+	s.log.Error(what, zap.Error(err))
+	return http.StatusInternalServerError, "Something went wrong; try again."
+}
+
+// siteURL is the scheme and host the request came to.
+func siteURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}

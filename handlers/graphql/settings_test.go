@@ -1,0 +1,167 @@
+package graphql_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+)
+
+// site serves the member pages with the API Tokens page and the API, as
+// the Caddy module does, and returns a browser signed in as the member.
+func site(t *testing.T, e *env) (*httptest.Server, *http.Client) {
+	t.Helper()
+	pages := account.New(e.store, account.Options{})
+	pages.AddSettingsPage(e.api.APITokensPage(pages))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e.api.Handles(r) {
+			e.api.ServeHTTP(w, r)
+			return
+		}
+		pages.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	session, err := e.store.CreateSession(e.member.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jar := &cookieJar{cookie: &http.Cookie{Name: account.CookieName, Value: session}}
+	return srv, &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+type cookieJar struct{ cookie *http.Cookie }
+
+func (j *cookieJar) SetCookies(*url.URL, []*http.Cookie) {}
+func (j *cookieJar) Cookies(*url.URL) []*http.Cookie     { return []*http.Cookie{j.cookie} }
+
+func page(t *testing.T, c *http.Client, method, u string, form url.Values) (int, string) {
+	t.Helper()
+	var resp *http.Response
+	var err error
+	if method == http.MethodPost {
+		resp, err = c.PostForm(u, form)
+	} else {
+		resp, err = c.Get(u)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+var (
+	tokenInPage   = regexp.MustCompile(`value="(app_[A-Za-z0-9_-]+)"`)
+	tokenIDInPage = regexp.MustCompile(`name="id" value="([0-9]+)"`)
+	inboundInPage = regexp.MustCompile(`value="(https?://[^"]+/api/newsletters/inbound/[^"]+)"`)
+)
+
+func TestAPITokensPageCreatesShowsOnceListsAndDeletesTokens(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	srv, browser := site(t, e)
+	pageURL := srv.URL + graphql.APITokensPath
+
+	status, body := page(t, browser, http.MethodGet, pageURL, nil)
+	if status != 200 || !strings.Contains(body, "Create API Token") || !strings.Contains(body, `value="never"`) {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	status, body = page(t, browser, http.MethodPost, pageURL, url.Values{"action": {"create"}, "name": {"Obsidian sync"}, "expires": {"7d"}})
+	m := tokenInPage.FindStringSubmatch(body)
+	if status != 200 || m == nil {
+		t.Fatalf("status %d, no token shown: %s", status, body)
+	}
+	token := m[1]
+	if len(token) < 70 || len(token) > 80 {
+		t.Fatalf("token has %d characters", len(token))
+	}
+	if r := e.post(token, labelsQuery, nil); r.Status != 200 || len(r.Errors) > 0 {
+		t.Fatalf("the page's token does not work: %d %+v", r.Status, r.Errors)
+	}
+
+	// Shown once: the list has the name and dates, never the token.
+	_, body = page(t, browser, http.MethodGet, pageURL, nil)
+	if strings.Contains(body, token) || !strings.Contains(body, "Obsidian sync") {
+		t.Fatalf("list page: %s", body)
+	}
+	ids := tokenIDInPage.FindAllStringSubmatch(body, -1)
+	if len(ids) != 2 { // the test token and the new one
+		t.Fatalf("%d tokens listed", len(ids))
+	}
+	tokens, _ := e.store.APITokens(e.member.ID)
+	newest := tokens[0]
+	if newest.Name != "Obsidian sync" || newest.ExpiresAt == nil || newest.LastUsedAt == nil {
+		t.Fatalf("stored token = %+v", newest)
+	}
+
+	status, body = page(t, browser, http.MethodPost, pageURL, url.Values{"action": {"delete"}, "id": {newest.ID}})
+	if status != 200 || !strings.Contains(body, "deleted") {
+		t.Fatalf("delete: %d %s", status, body)
+	}
+	e.wantError(token, labelsQuery, nil, http.StatusUnauthorized, "UNAUTHENTICATED")
+}
+
+func TestAPITokensPageRejectsBadForms(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	srv, browser := site(t, e)
+	pageURL := srv.URL + graphql.APITokensPath
+	for name, form := range map[string]url.Values{
+		"no name":        {"action": {"create"}, "name": {" "}, "expires": {"30d"}},
+		"unknown expiry": {"action": {"create"}, "name": {"x"}, "expires": {"5y"}},
+		"name too long":  {"action": {"create"}, "name": {strings.Repeat("n", 101)}, "expires": {"1d"}},
+		"unknown action": {"action": {"explode"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			status, body := page(t, browser, http.MethodPost, pageURL, form)
+			if status != http.StatusBadRequest || tokenInPage.MatchString(body) {
+				t.Fatalf("status %d: %s", status, body)
+			}
+		})
+	}
+	if status, _ := page(t, browser, http.MethodPost, pageURL, url.Values{"action": {"delete"}, "id": {"99"}}); status != http.StatusNotFound {
+		t.Fatalf("deleting an unknown token: status %d", status)
+	}
+	tokens, _ := e.store.APITokens(e.member.ID)
+	if len(tokens) != 1 {
+		t.Fatalf("%d tokens stored", len(tokens))
+	}
+}
+
+func TestAPITokensPageNeedsSignIn(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	srv, _ := site(t, e)
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(srv.URL + graphql.APITokensPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), account.SignInPath) {
+		t.Fatalf("status %d Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+func TestAPITokensPageGivesTheNewsletterInboundURL(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	srv, browser := site(t, e)
+	pageURL := srv.URL + graphql.APITokensPath
+	_, body := page(t, browser, http.MethodPost, pageURL, url.Values{"action": {"rotate_inbound"}})
+	m := inboundInPage.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no inbound URL shown: %s", body)
+	}
+	if status, body := postInbound(t, e, m[1], newsletterMessage); status != http.StatusCreated {
+		t.Fatalf("posting to the page's URL: %d %s", status, body)
+	}
+	_, body = page(t, browser, http.MethodGet, pageURL, nil)
+	if strings.Contains(body, m[1]) || !strings.Contains(body, "Your address was created") {
+		t.Fatalf("the inbound URL is shown again or not mentioned: %s", body)
+	}
+}
