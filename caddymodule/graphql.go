@@ -1,0 +1,293 @@
+package caddymodule
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
+
+	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+func init() {
+	caddy.RegisterModule(GraphQL{})
+	httpcaddyfile.RegisterHandlerDirective("hearth_graphql", parseGraphQL)
+	httpcaddyfile.RegisterDirectiveOrder("hearth_graphql", httpcaddyfile.Before, "respond")
+	registerAdminEndpoint("/hearth/members/{username}/api_tokens", adminMethods{http.MethodPost: adminCreateAPIToken})
+	addHearthCommand(tokenCommand)
+}
+
+// GraphQL is the hearth_graphql handler: the Inboxt-compatible GraphQL API
+// for saved articles and highlights (handlers/graphql), its newsletter
+// inbound URLs, and the member pages with the API Tokens settings page.
+type GraphQL struct {
+	// MaxBodySize limits a GraphQL request body (default 1 MiB).
+	MaxBodySize int64 `json:"max_body_size,omitempty"`
+	// MaxInboundSize limits a newsletter message (default 10 MiB).
+	MaxInboundSize int64 `json:"max_inbound_size,omitempty"`
+	// MaxDepth and MaxComplexity bound a query (defaults 15 and 5000).
+	MaxDepth      int `json:"max_depth,omitempty"`
+	MaxComplexity int `json:"max_complexity,omitempty"`
+	// NoIntrospection turns off __schema and __type queries.
+	NoIntrospection bool `json:"no_introspection,omitempty"`
+	// TokenRateLimit and MemberRateLimit are requests per RateLimitWindow
+	// per token and per member (defaults 600 and 1200 per minute); -1
+	// turns a limit off. InboundRateLimit is newsletter posts per client
+	// IP (default 60).
+	TokenRateLimit   int            `json:"token_rate_limit,omitempty"`
+	MemberRateLimit  int            `json:"member_rate_limit,omitempty"`
+	InboundRateLimit int            `json:"inbound_rate_limit,omitempty"`
+	RateLimitWindow  caddy.Duration `json:"rate_limit_window,omitempty"`
+	// AllowPrivateAddresses lets addArticleFromUrl fetch from private,
+	// loopback and link-local addresses (for tests and intranets).
+	AllowPrivateAddresses bool `json:"allow_private_addresses,omitempty"`
+
+	server *graphql.Server
+	pages  *account.Pages
+}
+
+// CaddyModule returns the Caddy module information.
+func (GraphQL) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.hearth_graphql",
+		New: func() caddy.Module { return new(GraphQL) },
+	}
+}
+
+// Provision builds the API on the hearth app's store and adds the API
+// Tokens page to the member settings.
+func (h *GraphQL) Provision(ctx caddy.Context) error {
+	app, err := appFrom(ctx)
+	if err != nil {
+		return err
+	}
+	var fetcher *safefetch.Fetcher
+	if h.AllowPrivateAddresses {
+		fetcher = safefetch.New(safefetch.Options{AllowPrivate: true, FollowRedirects: true})
+	}
+	h.pages = app.Pages()
+	h.server = graphql.New(app.Store(), graphql.Options{
+		MaxBodyBytes:     h.MaxBodySize,
+		MaxInboundBytes:  h.MaxInboundSize,
+		MaxDepth:         h.MaxDepth,
+		MaxComplexity:    h.MaxComplexity,
+		NoIntrospection:  h.NoIntrospection,
+		TokenRateLimit:   h.TokenRateLimit,
+		MemberRateLimit:  h.MemberRateLimit,
+		InboundRateLimit: h.InboundRateLimit,
+		RateLimitWindow:  time.Duration(h.RateLimitWindow),
+		Fetcher:          fetcher,
+		ClientIP:         clientIP,
+		Logger:           ctx.Logger(),
+	})
+	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
+	return nil
+}
+
+// ServeHTTP serves the API and member pages, and passes other requests on.
+func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	return serveOrNext(w, r, next, h.server, h.pages)
+}
+
+// parseGraphQL reads the hearth_graphql directive:
+//
+//	hearth_graphql {
+//	    max_body_size <size>
+//	    max_inbound_size <size>
+//	    max_depth <n>
+//	    max_complexity <n>
+//	    introspection on|off
+//	    token_rate_limit <n>|off
+//	    member_rate_limit <n>|off
+//	    inbound_rate_limit <n>
+//	    rate_limit_window <duration>
+//	    allow_private_addresses
+//	}
+func parseGraphQL(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	g := new(GraphQL)
+	err := g.UnmarshalCaddyfile(h.Dispenser)
+	return g, err
+}
+
+// UnmarshalCaddyfile reads the directive's block.
+func (h *GraphQL) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		name := d.Val()
+		if name == "allow_private_addresses" {
+			h.AllowPrivateAddresses = true
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			continue
+		}
+		if !d.NextArg() {
+			return d.ArgErr()
+		}
+		v := d.Val()
+		switch name {
+		case "max_body_size", "max_inbound_size":
+			n, err := humanize.ParseBytes(v)
+			if err != nil || n == 0 {
+				return d.Errf("%s: want a size such as 1MiB, got %q", name, v)
+			}
+			if name == "max_body_size" {
+				h.MaxBodySize = int64(n)
+			} else {
+				h.MaxInboundSize = int64(n)
+			}
+		case "max_depth", "max_complexity", "inbound_rate_limit":
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return d.Errf("%s: want a positive integer, got %q", name, v)
+			}
+			switch name {
+			case "max_depth":
+				h.MaxDepth = n
+			case "max_complexity":
+				h.MaxComplexity = n
+			default:
+				h.InboundRateLimit = n
+			}
+		case "token_rate_limit", "member_rate_limit":
+			n := -1
+			if v != "off" {
+				var err error
+				if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+					return d.Errf("%s: want a positive integer or off, got %q", name, v)
+				}
+			}
+			if name == "token_rate_limit" {
+				h.TokenRateLimit = n
+			} else {
+				h.MemberRateLimit = n
+			}
+		case "rate_limit_window":
+			dur, err := caddy.ParseDuration(v)
+			if err != nil || dur <= 0 {
+				return d.Errf("%s: want a positive duration such as 1m, got %q", name, v)
+			}
+			h.RateLimitWindow = caddy.Duration(dur)
+		case "introspection":
+			on, err := parseOnOff(v)
+			if err != nil {
+				return d.Errf("introspection: want on or off, got %q", v)
+			}
+			h.NoIntrospection = !on
+		default:
+			return d.Errf("unrecognized hearth_graphql subdirective '%s'", name)
+		}
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+	}
+	return nil
+}
+
+// createAPITokenRequest is the body of POST /hearth/members/{username}/api_tokens.
+type createAPITokenRequest struct {
+	Name    string `json:"name"`
+	Expires string `json:"expires"`
+}
+
+// apiTokenView is an API token as the admin API shows it; Token is present
+// only in the answer that created it.
+type apiTokenView struct {
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	Username  string     `json:"username"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at"`
+	Token     string     `json:"token,omitempty"`
+}
+
+func adminCreateAPIToken(w http.ResponseWriter, r *http.Request, app *App) error {
+	name := r.PathValue("username")
+	var req createAPITokenRequest
+	if err := decodeJSONBody(w, r, &req); err != nil {
+		return err
+	}
+	if req.Name == "" {
+		return apiError(http.StatusBadRequest, "name is required")
+	}
+	if req.Expires == "" {
+		return apiError(http.StatusBadRequest, "expires is required: one of 1d, 7d, 30d, 90d or never")
+	}
+	lifetime, err := storage.ParseAPITokenExpiry(req.Expires)
+	if err != nil {
+		return apiError(http.StatusBadRequest, "%v", err)
+	}
+	m, err := app.Store().Member(name)
+	if errors.Is(err, storage.ErrNotFound) {
+		return memberNotFound(name)
+	}
+	if err != nil {
+		return storeError(err, "member")
+	}
+	tok, secret, err := app.Store().CreateAPIToken(m.ID, req.Name, lifetime)
+	if err != nil {
+		return storeError(err, "API token")
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	return writeJSON(w, http.StatusCreated, apiTokenView{
+		ID: tok.ID, Name: tok.Name, Username: m.Username, CreatedAt: tok.CreatedAt, ExpiresAt: tok.ExpiresAt, Token: secret,
+	})
+}
+
+// tokenCommand is `caddy hearth token create`.
+func tokenCommand() *cobra.Command {
+	token := &cobra.Command{
+		Use:   "token",
+		Short: "Creates API tokens for the GraphQL API",
+	}
+	create := &cobra.Command{
+		Use:   "create <username> --name NAME [--expires 1d|7d|30d|90d|never]",
+		Short: "Creates an API token for a member and prints it (shown once)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, _ := cmd.Flags().GetString("name")
+			expires, _ := cmd.Flags().GetString("expires")
+			if name == "" {
+				return errors.New("--name is required")
+			}
+			var tok apiTokenView
+			if err := adminJSON(cmd, http.MethodPost, "/hearth/members/"+url.PathEscape(args[0])+"/api_tokens",
+				createAPITokenRequest{Name: name, Expires: expires}, &tok); err != nil {
+				return err
+			}
+			expiry := "never expires"
+			if tok.ExpiresAt != nil {
+				expiry = "expires " + tok.ExpiresAt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "created API token %q for %s (%s); it is shown only now:\n", tok.Name, tok.Username, expiry)
+			fmt.Fprintln(cmd.OutOrStdout(), tok.Token)
+			return nil
+		},
+	}
+	create.Flags().String("name", "", "The token's name, e.g. the integration using it")
+	create.Flags().String("expires", "30d", "Lifetime: 1d, 7d, 30d, 90d or never")
+	token.AddCommand(create)
+	return token
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*GraphQL)(nil)
+	_ caddyhttp.MiddlewareHandler = (*GraphQL)(nil)
+	_ caddyfile.Unmarshaler       = (*GraphQL)(nil)
+)
