@@ -1,0 +1,250 @@
+package directory
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// DocumentVersion is the document's version field.
+const DocumentVersion = 2
+
+// Entry is one agent of the document, fields in the spec's order.
+type Entry struct {
+	Pubkey            string   `json:"pubkey"`
+	Npub              string   `json:"npub"`
+	Name              string   `json:"name"`
+	Purpose           string   `json:"purpose"`
+	Capabilities      []string `json:"capabilities"`
+	Operator          *string  `json:"operator"`
+	Level             int      `json:"level"`
+	Gates             Gates    `json:"gates"`
+	Flags             []string `json:"flags"`
+	FirstRegisteredAt int64    `json:"first_registered_at"`
+	ActiveDays        int      `json:"active_days"`
+	Maintainer        bool     `json:"maintainer"`
+	CreditScore       *int     `json:"credit_score"` // reserved: always null
+	RegistrationEvent string   `json:"registration_event"`
+	ProfileURL        string   `json:"profile_url"`
+}
+
+// Gates are the admission gates of an entry.
+type Gates struct {
+	PowBits int     `json:"pow_bits"`
+	PowOK   bool    `json:"pow_ok"`
+	NIP05   *string `json:"nip05"`
+}
+
+// Document is the published document.
+type Document struct {
+	Version     int     `json:"version"`
+	GeneratedAt int64   `json:"generated_at"`
+	Agents      []Entry `json:"agents"`
+}
+
+// document is the precomputed answer.
+type document struct {
+	body        []byte
+	agents      []byte // the agents array, to detect changes
+	etag        string
+	generatedAt time.Time
+	count       int
+}
+
+// nip05Verified reports whether a's identifier counts as verified at now: the
+// stored verdict, and a successful check recent enough (so a stalled
+// recheck schedule cannot keep an identifier verified forever).
+func (d *Directory) nip05Verified(a *storage.Agent, now time.Time) bool {
+	if a.NIP05 == "" || !a.NIP05Verified {
+		return false
+	}
+	if a.NIP05Local != "" {
+		// Served by this directory: verified for as long as the name is
+		// ours, unless nip05_domain changed since the registration.
+		return d.opts.NIP05Domain != "" && a.NIP05 == a.NIP05Local+"@"+d.opts.NIP05Domain
+	}
+	return now.Sub(time.Unix(a.NIP05OKAt, 0)) <= d.opts.NIP05Recheck+d.opts.NIP05Grace
+}
+
+// entry computes an agent's document entry at now.
+func (d *Directory) entry(a *storage.Agent, act *storage.AgentActivity, now time.Time) Entry {
+	e := Entry{
+		Pubkey:            a.Pubkey,
+		Npub:              Npub(a.Pubkey),
+		Name:              a.Name,
+		Purpose:           a.Purpose,
+		Capabilities:      a.Capabilities,
+		Level:             0,
+		Flags:             d.rules.flags(act, now),
+		FirstRegisteredAt: a.FirstRegisteredAt,
+		ActiveDays:        len(act.Days),
+		Maintainer:        d.maintainers[a.Pubkey],
+		RegistrationEvent: a.RegistrationEvent,
+	}
+	if e.Capabilities == nil {
+		e.Capabilities = []string{}
+	}
+	if a.Operator != "" {
+		op := a.Operator
+		e.Operator = &op
+	}
+	e.Gates.PowBits = a.PowBits
+	e.Gates.PowOK = a.PowBits >= d.opts.PowMinBits
+	verified := d.nip05Verified(a, now)
+	if verified {
+		id := a.NIP05
+		e.Gates.NIP05 = &id
+	}
+	e.Level, _ = d.level(e, verified, now)
+	e.ProfileURL = d.opts.BaseURL + ProfilePrefix + e.Npub
+	return e
+}
+
+// level applies the spec's admission rules and says why, for the profile
+// page. Level 3 (reputable) is planned and never assigned.
+func (d *Directory) level(e Entry, nip05Verified bool, now time.Time) (int, []string) {
+	if len(e.Flags) > 0 {
+		return 0, []string{"flagged (" + strings.Join(e.Flags, ", ") + "): any anomaly flag keeps an agent at level 0"}
+	}
+	registeredFor := now.Sub(time.Unix(e.FirstRegisteredAt, 0))
+	if nip05Verified && registeredFor >= 7*day && e.ActiveDays >= 2 {
+		return 2, []string{"NIP-05 identifier verified", "registered for at least 7 days", "posted on at least 2 distinct UTC days"}
+	}
+	if e.Gates.PowOK || nip05Verified {
+		var why []string
+		if e.Gates.PowOK {
+			why = append(why, "proof of work of "+strconv.Itoa(e.Gates.PowBits)+" bits meets the "+strconv.Itoa(d.opts.PowMinBits)+"-bit gate")
+		}
+		if nip05Verified {
+			why = append(why, "NIP-05 identifier verified")
+		}
+		var missing []string
+		if !nip05Verified {
+			missing = append(missing, "a verified NIP-05 identifier")
+		}
+		if registeredFor < 7*day {
+			missing = append(missing, "7 days since registration")
+		}
+		if e.ActiveDays < 2 {
+			missing = append(missing, "posts on 2 distinct UTC days")
+		}
+		why = append(why, "level 2 needs "+strings.Join(missing, ", "))
+		return 1, why
+	}
+	return 0, []string{"new: level 1 needs a proof of work of " + strconv.Itoa(d.opts.PowMinBits) + " bits or a verified NIP-05 identifier"}
+}
+
+// sortEntries orders the document: level descending, then
+// first_registered_at ascending (older agents first), then pubkey.
+func sortEntries(es []Entry) {
+	slices.SortFunc(es, func(a, b Entry) int {
+		if a.Level != b.Level {
+			return b.Level - a.Level
+		}
+		if a.FirstRegisteredAt != b.FirstRegisteredAt {
+			if a.FirstRegisteredAt < b.FirstRegisteredAt {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Pubkey, b.Pubkey)
+	})
+}
+
+// Rebuild recomputes the document now. The background schedule calls it;
+// it is exported for tools and tests. generated_at and the ETag only change
+// when the list of agents changes.
+func (d *Directory) Rebuild() error {
+	d.buildMu.Lock()
+	defer d.buildMu.Unlock()
+	now := d.now()
+	entries, err := d.buildEntries(now)
+	if err != nil {
+		return err
+	}
+	agents, err := json.Marshal(entries)
+	if err != nil {
+		return err
+	}
+	if old := d.doc.Load(); old != nil && bytes.Equal(old.agents, agents) {
+		return nil
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(agents) + 64)
+	buf.WriteString(`{"version":2,"generated_at":`)
+	buf.WriteString(strconv.FormatInt(now.Unix(), 10))
+	buf.WriteString(`,"agents":`)
+	buf.Write(agents)
+	buf.WriteString("}\n")
+	body := buf.Bytes()
+	sum := sha256.Sum256(body)
+	d.doc.Store(&document{
+		body:        body,
+		agents:      agents,
+		etag:        `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`,
+		generatedAt: now,
+		count:       len(entries),
+	})
+	return nil
+}
+
+func (d *Directory) buildEntries(now time.Time) ([]Entry, error) {
+	entries := []Entry{}
+	err := d.store.EachAgent(func(a *storage.Agent, act *storage.AgentActivity, banned bool) error {
+		if banned {
+			return nil
+		}
+		entries = append(entries, d.entry(a, act, now))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sortEntries(entries)
+	return entries, nil
+}
+
+func (d *Directory) serveDocument(w http.ResponseWriter, r *http.Request) {
+	if cors(w, r, "GET, HEAD, OPTIONS") {
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		methodNotAllowed(w, "GET, HEAD, OPTIONS")
+		return
+	}
+	doc := d.doc.Load()
+	h := w.Header()
+	h.Set("ETag", doc.etag)
+	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(d.opts.MaxAge/time.Second)))
+	h.Set("Last-Modified", doc.generatedAt.UTC().Format(http.TimeFormat))
+	h.Set("X-Content-Type-Options", "nosniff")
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, doc.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(doc.body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		w.Write(doc.body)
+	}
+}
+
+// etagMatches applies If-None-Match's weak comparison (RFC 9110 13.1.2).
+func etagMatches(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}

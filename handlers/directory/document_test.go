@@ -1,0 +1,342 @@
+package directory
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip19"
+)
+
+func TestDocumentHasEveryFieldOfTheSpecWithItsType(t *testing.T) {
+	e := newEnv(t, Options{})
+	a := newAgent(t)
+	reg := regEvent(t, a, e.now(), "Scout", nostr.Tag{"purpose", "finds things"},
+		nostr.Tag{"capability", "search"}, nostr.Tag{"capability", "summarize"})
+	e.mustRegister(reg)
+	if err := e.dir.Rebuild(); err != nil {
+		t.Fatal(err)
+	}
+	r := e.do(http.MethodGet, DefaultPath, nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d", r.status)
+	}
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	var doc map[string]any
+	r.json(t, &doc)
+	if keys := sortedKeys(doc); !slices.Equal(keys, []string{"agents", "generated_at", "version"}) {
+		t.Fatalf("document keys = %v", keys)
+	}
+	if doc["version"] != float64(2) {
+		t.Errorf("version = %v, want 2", doc["version"])
+	}
+	if doc["generated_at"] != float64(e.now().Unix()) {
+		t.Errorf("generated_at = %v, want %d (Unix seconds)", doc["generated_at"], e.now().Unix())
+	}
+	agents := doc["agents"].([]any)
+	if len(agents) != 1 {
+		t.Fatalf("%d agents", len(agents))
+	}
+	got := agents[0].(map[string]any)
+	want := []string{"active_days", "capabilities", "credit_score", "first_registered_at", "flags", "gates", "level",
+		"maintainer", "name", "npub", "operator", "profile_url", "pubkey", "purpose", "registration_event"}
+	if keys := sortedKeys(got); !slices.Equal(keys, want) {
+		t.Fatalf("entry keys = %v, want %v", keys, want)
+	}
+	if got["pubkey"] != a.pk {
+		t.Errorf("pubkey = %v", got["pubkey"])
+	}
+	if prefix, v, err := nip19.Decode(got["npub"].(string)); err != nil || prefix != "npub" || v != a.pk {
+		t.Errorf("npub %v does not encode the pubkey", got["npub"])
+	}
+	if got["name"] != "Scout" || got["purpose"] != "finds things" {
+		t.Errorf("name/purpose = %v/%v", got["name"], got["purpose"])
+	}
+	if caps := got["capabilities"].([]any); len(caps) != 2 || caps[0] != "search" || caps[1] != "summarize" {
+		t.Errorf("capabilities = %v", caps)
+	}
+	if got["operator"] != nil {
+		t.Errorf("operator = %v, want null when not stated", got["operator"])
+	}
+	if got["level"] != float64(0) {
+		t.Errorf("level = %v", got["level"])
+	}
+	gates := got["gates"].(map[string]any)
+	if keys := sortedKeys(gates); !slices.Equal(keys, []string{"nip05", "pow_bits", "pow_ok"}) {
+		t.Errorf("gates keys = %v", keys)
+	}
+	if gates["pow_bits"] != float64(0) || gates["pow_ok"] != false || gates["nip05"] != nil {
+		t.Errorf("gates = %v", gates)
+	}
+	if flags, ok := got["flags"].([]any); !ok || len(flags) != 0 {
+		t.Errorf("flags = %#v, want []", got["flags"])
+	}
+	if got["first_registered_at"] != float64(reg.CreatedAt) {
+		t.Errorf("first_registered_at = %v, want %d", got["first_registered_at"], reg.CreatedAt)
+	}
+	if got["active_days"] != float64(0) || got["maintainer"] != false {
+		t.Errorf("active_days/maintainer = %v/%v", got["active_days"], got["maintainer"])
+	}
+	if v, ok := got["credit_score"]; !ok || v != nil {
+		t.Errorf("credit_score = %v, want null", v)
+	}
+	if got["registration_event"] != reg.ID {
+		t.Errorf("registration_event = %v, want %s", got["registration_event"], reg.ID)
+	}
+	if got["profile_url"] != "/agents/"+a.npub() {
+		t.Errorf("profile_url = %v", got["profile_url"])
+	}
+}
+
+func TestDocumentOperatorIsAStringWhenStated(t *testing.T) {
+	e := newEnv(t, Options{BaseURL: "https://hearth.example/"})
+	a := newAgent(t)
+	e.mustRegister(regEvent(t, a, e.now(), "Op", nostr.Tag{"operator", "ACME Labs"}))
+	en := e.mustEntry(a.pk)
+	if en.Operator == nil || *en.Operator != "ACME Labs" {
+		t.Errorf("operator = %v", en.Operator)
+	}
+	if en.ProfileURL != "https://hearth.example/agents/"+a.npub() {
+		t.Errorf("profile_url = %q", en.ProfileURL)
+	}
+}
+
+func TestDocumentEmptyListsNoAgents(t *testing.T) {
+	e := newEnv(t, Options{})
+	r := e.do(http.MethodGet, DefaultPath, nil)
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), `"agents":[]`) {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+}
+
+func TestDocumentServedAtConfiguredPath(t *testing.T) {
+	e := newEnv(t, Options{Path: "/agents.json"})
+	if r := e.do(http.MethodGet, "/agents.json", nil); r.status != http.StatusOK {
+		t.Errorf("configured path: %d", r.status)
+	}
+	if e.dir.Handles(httpRequest(DefaultPath)) {
+		t.Error("default path still handled")
+	}
+}
+
+func TestDocumentETagAndNotModified(t *testing.T) {
+	e := newEnv(t, Options{})
+	r := e.do(http.MethodGet, DefaultPath, nil)
+	etag := r.header.Get("ETag")
+	if !strings.HasPrefix(etag, `"`) || strings.HasPrefix(etag, "W/") {
+		t.Fatalf("ETag %q is not a strong validator", etag)
+	}
+	for _, inm := range []string{etag, "W/" + etag, `"other", ` + etag, "*"} {
+		r := e.do(http.MethodGet, DefaultPath, nil, "If-None-Match", inm)
+		if r.status != http.StatusNotModified || len(r.body) != 0 {
+			t.Errorf("If-None-Match %s: %d with %d bytes, want 304 and no body", inm, r.status, len(r.body))
+		}
+		if r.header.Get("ETag") != etag {
+			t.Errorf("304 without the ETag")
+		}
+	}
+	if r := e.do(http.MethodGet, DefaultPath, nil, "If-None-Match", `"stale"`); r.status != http.StatusOK {
+		t.Errorf("stale If-None-Match: %d, want 200", r.status)
+	}
+
+	// A change gives a new ETag; the old one no longer matches.
+	e.mustRegister(regEvent(t, newAgent(t), e.now(), "New"))
+	e.dir.Rebuild()
+	r2 := e.do(http.MethodGet, DefaultPath, nil, "If-None-Match", etag)
+	if r2.status != http.StatusOK || r2.header.Get("ETag") == etag {
+		t.Errorf("after a change: %d ETag %s", r2.status, r2.header.Get("ETag"))
+	}
+}
+
+func TestDocumentUnchangedKeepsETagAndGeneratedAt(t *testing.T) {
+	e := newEnv(t, Options{})
+	e.mustRegister(regEvent(t, newAgent(t), e.now(), "Same"))
+	d1 := e.document()
+	etag := e.do(http.MethodGet, DefaultPath, nil).header.Get("ETag")
+	e.clock.Advance(time.Minute)
+	d2 := e.document()
+	if d2.GeneratedAt != d1.GeneratedAt || e.do(http.MethodGet, DefaultPath, nil).header.Get("ETag") != etag {
+		t.Errorf("a rebuild without changes moved generated_at or the ETag")
+	}
+}
+
+func TestDocumentCacheHeaders(t *testing.T) {
+	e := newEnv(t, Options{MaxAge: 2 * time.Minute})
+	r := e.do(http.MethodGet, DefaultPath, nil)
+	if got := r.header.Get("Cache-Control"); got != "public, max-age=120" {
+		t.Errorf("Cache-Control = %q", got)
+	}
+	if r.header.Get("Last-Modified") == "" {
+		t.Error("no Last-Modified")
+	}
+	h := e.do(http.MethodHead, DefaultPath, nil)
+	if h.status != http.StatusOK || len(h.body) != 0 || h.header.Get("ETag") == "" {
+		t.Errorf("HEAD: %d, %d bytes", h.status, len(h.body))
+	}
+}
+
+func TestDocumentCORS(t *testing.T) {
+	e := newEnv(t, Options{})
+	r := e.do(http.MethodGet, DefaultPath, nil, "Origin", "https://elsewhere.example")
+	if r.header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("GET: Access-Control-Allow-Origin = %q", r.header.Get("Access-Control-Allow-Origin"))
+	}
+	p := e.do(http.MethodOptions, DefaultPath, nil, "Origin", "https://elsewhere.example", "Access-Control-Request-Method", "GET")
+	if p.status != http.StatusNoContent || p.header.Get("Access-Control-Allow-Origin") != "*" ||
+		!strings.Contains(p.header.Get("Access-Control-Allow-Methods"), "GET") {
+		t.Errorf("preflight: %d %v", p.status, p.header)
+	}
+}
+
+func TestDocumentRefusesOtherMethods(t *testing.T) {
+	e := newEnv(t, Options{})
+	r := e.do(http.MethodPost, DefaultPath, []byte(`{}`))
+	if r.status != http.StatusMethodNotAllowed || !hasPrefix(r.errorMessage(t), "invalid:") || r.header.Get("Allow") == "" {
+		t.Errorf("POST: %d %s", r.status, r.body)
+	}
+}
+
+func TestDocumentOrderIsLevelThenFirstRegisteredThenPubkey(t *testing.T) {
+	e := newEnv(t, Options{})
+	// Two level-0 agents registered at the same second, one earlier, and
+	// a level-1 agent registered last.
+	early := newAgent(t)
+	e.mustRegister(regEvent(t, early, e.now().Add(-10*time.Minute), "early"))
+	x, y := newAgent(t), newAgent(t)
+	e.mustRegister(regEvent(t, x, e.now(), "x"))
+	e.mustRegister(regEvent(t, y, e.now(), "y"))
+	pow := newAgent(t)
+	e.mustRegister(minedRegistration(t, pow, e.now().Add(time.Minute), "pow", 8))
+
+	tied := []string{x.pk, y.pk}
+	slices.Sort(tied)
+	want := []string{pow.pk, early.pk, tied[0], tied[1]}
+	var got []string
+	for _, a := range e.document().Agents {
+		got = append(got, a.Pubkey)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("order = %v, want %v", got, want)
+	}
+}
+
+func TestDocumentRegeneratedShortlyAfterAChange(t *testing.T) {
+	e := newEnv(t, Options{RegenerateDelay: 20 * time.Millisecond})
+	a := newAgent(t)
+	e.mustRegister(regEvent(t, a, e.now(), "Debounced"))
+	// No Rebuild call: the debounced rebuild publishes the agent.
+	eventually(t, "the new agent appears in the served document", func() bool {
+		doc := e.fetchDocument()
+		return len(doc.Agents) == 1 && doc.Agents[0].Pubkey == a.pk
+	})
+}
+
+func TestDocumentRegeneratedOnScheduleForTimeDrivenChanges(t *testing.T) {
+	e := newEnv(t, Options{RegenerateEvery: 20 * time.Millisecond, BurstMaxPosts: 2})
+	a := newAgent(t)
+	e.mustRegister(minedRegistration(t, a, e.now(), "bursty", 8))
+	e.clock.Advance(time.Minute)
+	e.mustPost(note(t, a, e.now(), "a"), note(t, a, e.now(), "b"), note(t, a, e.now(), "c"))
+	eventually(t, "the burst flag appears", func() bool {
+		doc := e.fetchDocument()
+		return len(doc.Agents) == 1 && slices.Equal(doc.Agents[0].Flags, []string{FlagBurst})
+	})
+	// Time passes and nothing else happens: the schedule clears the flag.
+	e.clock.Advance(25 * time.Hour)
+	eventually(t, "the burst flag clears without new events", func() bool {
+		doc := e.fetchDocument()
+		return len(doc.Agents) == 1 && len(doc.Agents[0].Flags) == 0 && doc.Agents[0].Level == 1
+	})
+}
+
+func TestMaintainerIsMarked(t *testing.T) {
+	m1, m2, other := newAgent(t), newAgent(t), newAgent(t)
+	e := newEnv(t, Options{Maintainers: []string{m1.npub(), strings.ToUpper(m2.pk)}})
+	for _, a := range []agentKey{m1, m2, other} {
+		e.mustRegister(regEvent(t, a, e.now(), "agent"))
+	}
+	for _, c := range []struct {
+		a    agentKey
+		want bool
+	}{{m1, true}, {m2, true}, {other, false}} {
+		if got := e.mustEntry(c.a.pk).Maintainer; got != c.want {
+			t.Errorf("maintainer of %s = %v, want %v", c.a.pk[:8], got, c.want)
+		}
+	}
+}
+
+func TestNewRefusesBadOptions(t *testing.T) {
+	store := openStore(t)
+	for name, o := range map[string]Options{
+		"http relay":         {Relays: []string{"http://relay.example"}},
+		"relay without host": {Relays: []string{"wss://"}},
+		"relay credentials":  {Relays: []string{"wss://u:p@relay.example"}},
+		"bad maintainer":     {Maintainers: []string{"npub1nope"}},
+		"relative path":      {Path: "directory.json"},
+		"bad nip05 domain":   {NIP05Domain: "not a domain"},
+		"template ratio":     {TemplateRatio: 1.5},
+		"kind":               {Kind: 70000},
+	} {
+		if d, err := New(store, o); err == nil {
+			d.Close()
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestOptionsDefaults(t *testing.T) {
+	e := newEnv(t, Options{})
+	o := Options{}.withDefaults()
+	if o.Path != "/directory.json" || o.Kind != 31339 || o.PowMinBits != 20 || o.NIP05Recheck != 24*time.Hour ||
+		o.NIP05Grace != 72*time.Hour || o.BurstMaxPosts != 30 || o.BurstWindow != 10*time.Minute ||
+		o.TemplateMinPosts != 5 || o.TemplateRatio != 0.6 || o.TemplateSample != 20 {
+		t.Errorf("defaults: %+v", o)
+	}
+	if e.dir.Options().Path != DefaultPath {
+		t.Errorf("Options() = %+v", e.dir.Options())
+	}
+}
+
+func TestHandles(t *testing.T) {
+	e := newEnv(t, Options{NIP05Domain: "agents.test"})
+	plain := newEnv(t, Options{})
+	for _, c := range []struct {
+		path       string
+		want, ours bool // with and without nip05_domain
+	}{
+		{"/directory.json", true, true},
+		{RegisterPath, true, true},
+		{EventsPath, true, true},
+		{"/agents/npub1xyz", true, true},
+		{"/agents/", false, false},
+		{"/agents/npub1xyz/extra", false, false},
+		{"/.well-known/nostr.json", true, false},
+		{"/other", false, false},
+	} {
+		if got := e.dir.Handles(httpRequest(c.path)); got != c.want {
+			t.Errorf("with nip05_domain, Handles(%s) = %v", c.path, got)
+		}
+		if got := plain.dir.Handles(httpRequest(c.path)); got != c.ours {
+			t.Errorf("without nip05_domain, Handles(%s) = %v", c.path, got)
+		}
+	}
+}
+
+func httpRequest(path string) *http.Request {
+	r, _ := http.NewRequest(http.MethodGet, "http://hearth.example"+path, nil)
+	return r
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

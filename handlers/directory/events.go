@@ -1,0 +1,204 @@
+package directory
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// MaxEventsBodyBytes bounds one POST to the events endpoint.
+const MaxEventsBodyBytes = 4 << 20
+
+// OKResult is the NIP-01 OK answer for one event. It encodes as NIP-01's
+// own message, ["OK", <event id>, <true|false>, <message>], so Nostr
+// tooling can read it as it reads a relay's answer.
+type OKResult struct {
+	ID      string
+	OK      bool
+	Message string
+}
+
+// MarshalJSON encodes r as ["OK", id, ok, message].
+func (r OKResult) MarshalJSON() ([]byte, error) {
+	return json.Marshal([]any{"OK", r.ID, r.OK, r.Message})
+}
+
+// UnmarshalJSON decodes ["OK", id, ok, message].
+func (r *OKResult) UnmarshalJSON(b []byte) error {
+	var a []json.RawMessage
+	if err := json.Unmarshal(b, &a); err != nil {
+		return err
+	}
+	var label string
+	if len(a) != 4 || json.Unmarshal(a[0], &label) != nil || label != "OK" {
+		return errors.New(`an OK result is ["OK", id, ok, message]`)
+	}
+	if err := json.Unmarshal(a[1], &r.ID); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(a[2], &r.OK); err != nil {
+		return err
+	}
+	return json.Unmarshal(a[3], &r.Message)
+}
+
+// OK messages of the events endpoint (NIP-01 prefixes).
+const (
+	msgDuplicate    = "duplicate: already have this event"
+	msgNotKind1     = "invalid: only kind-1 notes count as posts; registrations go to " + RegisterPath
+	msgUnregistered = "restricted: this pubkey is not a registered agent; register at " + RegisterPath + " first"
+	msgBanned       = "blocked: this agent is banned from the directory"
+	msgPostLimited  = "rate-limited: too many posts for this pubkey; slow down"
+)
+
+// serveEvents takes a JSON array of signed kind-1 events and answers one
+// OK result per event, in order. Refusals are per event; only a body that
+// cannot be read as an array, or the per-address rate limit, fail the
+// whole request.
+func (d *Directory) serveEvents(w http.ResponseWriter, r *http.Request) {
+	if cors(w, r, "POST, OPTIONS") {
+		return
+	}
+	if r.Method != http.MethodPost {
+		methodNotAllowed(w, "POST, OPTIONS")
+		return
+	}
+	if res := d.evLimitIP.Allow(d.opts.ClientIP(r)); !res.Allowed {
+		rateLimited(w, res, "requests from this address")
+		return
+	}
+	body, err := readBody(w, r, MaxEventsBodyBytes)
+	if err != nil {
+		writeRefusal(w, err)
+		return
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(bytes.TrimSpace(body), &raws); err != nil || raws == nil {
+		writeError(w, http.StatusBadRequest, "invalid: the body must be a JSON array of signed Nostr events")
+		return
+	}
+	if len(raws) > d.opts.MaxBatch {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid: at most %d events per request", d.opts.MaxBatch))
+		return
+	}
+	results := make([]OKResult, len(raws))
+	evts := make([]*nostr.Event, len(raws))
+	for i, raw := range raws {
+		evt, err := DecodeEvent(raw)
+		if err != nil {
+			results[i] = OKResult{ID: rawEventID(raw), Message: "invalid: " + err.Error()}
+			continue
+		}
+		evts[i] = evt
+	}
+	if err := d.ingestPosts(evts, results, true); err != nil {
+		d.opts.Logger.Error("record agent posts: " + err.Error())
+		writeError(w, http.StatusInternalServerError, "error: could not record the events; try again")
+		return
+	}
+	writeJSON(w, http.StatusOK, results)
+}
+
+// rawEventID returns the id field of an event that failed to decode, when
+// it has a plausible one, so the client can match the answer.
+func rawEventID(raw json.RawMessage) string {
+	var probe struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(raw, &probe) == nil && isLowerHex(probe.ID, 64) {
+		return probe.ID
+	}
+	return ""
+}
+
+// ingestPosts checks and records evts (nil entries were refused before and
+// are skipped), writing each event's OK result into res. Posts from clients
+// (limit true) count against the per-pubkey limit; posts read from relays
+// do not. The error is a storage failure: then nothing was recorded.
+func (d *Directory) ingestPosts(evts []*nostr.Event, res []OKResult, limit bool) error {
+	now := d.now()
+	posts := make([]storage.AgentPost, 0, len(evts))
+	at := make([]int, 0, len(evts))
+	for i, evt := range evts {
+		if evt == nil {
+			continue
+		}
+		res[i] = OKResult{ID: evt.ID}
+		if evt.Kind != nostr.KindTextNote {
+			res[i].Message = msgNotKind1
+			continue
+		}
+		if err := VerifyEvent(evt); err != nil {
+			res[i].Message = err.Error()
+			continue
+		}
+		if int64(evt.CreatedAt) > now.Add(maxFuture).Unix() {
+			res[i].Message = errPostInFuture.Error()
+			continue
+		}
+		if limit && !d.evLimitPK.Allow(evt.PubKey).Allowed {
+			res[i].Message = msgPostLimited
+			continue
+		}
+		posts = append(posts, storage.AgentPost{
+			ID:        evt.ID,
+			Pubkey:    evt.PubKey,
+			CreatedAt: int64(evt.CreatedAt),
+			Skeleton:  skeletonHash(evt.Content),
+		})
+		at = append(at, i)
+	}
+	if len(posts) == 0 {
+		return nil
+	}
+	out, err := d.store.RecordAgentPosts(posts, func(a *storage.Agent, act *storage.AgentActivity, p storage.AgentPost) error {
+		return d.rules.apply(a, act, p, now)
+	})
+	if err != nil {
+		return err
+	}
+	changed := false
+	for j, e := range out {
+		r := &res[at[j]]
+		switch {
+		case e == nil:
+			r.OK, changed = true, true
+		case errors.Is(e, storage.ErrDuplicate):
+			r.OK, r.Message = true, msgDuplicate
+		case errors.Is(e, storage.ErrNotFound):
+			r.Message = msgUnregistered
+		case errors.Is(e, storage.ErrAgentBanned):
+			r.Message = msgBanned
+		case storage.IsInvalid(e):
+			r.Message = e.Error()
+		default:
+			r.Message = "error: could not record the post"
+		}
+	}
+	if changed {
+		d.Changed()
+	}
+	return nil
+}
+
+// Ingest records kind-1 posts received by other means (tools, tests) as the
+// relay source does: no per-pubkey rate limit. It returns one OK result per
+// event, in order.
+func (d *Directory) Ingest(evts []*nostr.Event) ([]OKResult, error) {
+	res := make([]OKResult, len(evts))
+	for i, e := range evts {
+		if e == nil {
+			res[i].Message = "invalid: missing event"
+		}
+	}
+	if err := d.ingestPosts(evts, res, false); err != nil {
+		return nil, err
+	}
+	return res, nil
+}

@@ -1,0 +1,295 @@
+package directory
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fiatjaf/khatru"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// testRelay is a khatru relay on loopback that can go down and come back
+// on the same address.
+type testRelay struct {
+	t        *testing.T
+	relay    *khatru.Relay
+	addr     string
+	connects atomic.Int32
+
+	mu     sync.Mutex
+	srv    *httptest.Server
+	conns  []net.Conn
+	events []*nostr.Event // what the relay stores
+}
+
+func startRelay(t *testing.T) *testRelay {
+	tr := &testRelay{t: t, relay: khatru.NewRelay()}
+	tr.relay.StoreEvent = append(tr.relay.StoreEvent, func(_ context.Context, evt *nostr.Event) error {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		tr.events = append(tr.events, evt)
+		return nil
+	})
+	tr.relay.QueryEvents = append(tr.relay.QueryEvents, func(_ context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+		tr.mu.Lock()
+		var match []*nostr.Event
+		for _, evt := range tr.events {
+			if f.Matches(evt) {
+				match = append(match, evt)
+			}
+		}
+		tr.mu.Unlock()
+		ch := make(chan *nostr.Event, len(match))
+		for _, evt := range match {
+			ch <- evt
+		}
+		close(ch)
+		return ch, nil
+	})
+	tr.listen("127.0.0.1:0")
+	t.Cleanup(tr.stop)
+	return tr
+}
+
+// trackingListener records connections so stop can cut websockets too
+// (http.Server.Close leaves hijacked connections open).
+type trackingListener struct {
+	net.Listener
+	tr *testRelay
+}
+
+func (l trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.tr.connects.Add(1)
+		l.tr.mu.Lock()
+		l.tr.conns = append(l.tr.conns, c)
+		l.tr.mu.Unlock()
+	}
+	return c, err
+}
+
+func (tr *testRelay) listen(addr string) {
+	var ln net.Listener
+	var err error
+	for i := 0; i < 50; i++ { // the old socket may linger an instant
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		tr.t.Fatalf("listen %s: %v", addr, err)
+	}
+	srv := httptest.NewUnstartedServer(tr.relay)
+	srv.Listener.Close()
+	srv.Listener = trackingListener{ln, tr}
+	srv.Start()
+	tr.mu.Lock()
+	tr.srv, tr.addr = srv, ln.Addr().String()
+	tr.mu.Unlock()
+}
+
+func (tr *testRelay) url() string { return "ws://" + tr.addr }
+
+// stop takes the relay down: listener and every connection.
+func (tr *testRelay) stop() {
+	tr.mu.Lock()
+	srv, conns := tr.srv, tr.conns
+	tr.srv, tr.conns = nil, nil
+	tr.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	srv.Close()
+}
+
+func (tr *testRelay) restart() { tr.listen(tr.addr) }
+
+// publish sends evt to the relay as a Nostr client does.
+func (tr *testRelay) publish(evt *nostr.Event) {
+	tr.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := nostr.RelayConnect(ctx, tr.url())
+	if err != nil {
+		tr.t.Fatalf("connect to relay: %v", err)
+	}
+	defer r.Close()
+	if err := r.Publish(ctx, *evt); err != nil {
+		tr.t.Fatalf("publish: %v", err)
+	}
+}
+
+// relayEnv is a Directory reading tr, on the real clock (relay events carry
+// real times).
+func relayEnv(t *testing.T, store *storage.Store, tr *testRelay) *env {
+	return newEnvOn(t, store, Options{
+		Relays:        []string{tr.url()},
+		AllowPrivate:  true,
+		RelayRetryMin: 20 * time.Millisecond,
+		RelayRetryMax: 200 * time.Millisecond,
+		Now:           time.Now,
+	})
+}
+
+func postsOf(t *testing.T, d *Directory, pk string) int64 {
+	list, err := d.Agents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list {
+		if s.Pubkey == pk {
+			return s.Posts
+		}
+	}
+	return -1
+}
+
+func TestRelayPostsOfRegisteredAgentsAreCounted(t *testing.T) {
+	tr := startRelay(t)
+	e := relayEnv(t, openStore(t), tr)
+	a, b := newAgent(t), newAgent(t)
+
+	// Registered after the directory started: the subscription restarts
+	// with the new author.
+	e.mustRegister(regEvent(t, a, time.Now(), "listener"))
+	tr.publish(note(t, a, time.Now(), "on the relay"))
+	eventually(t, "the relay post is counted", func() bool { return postsOf(t, e.dir, a.pk) == 1 })
+	if en := e.mustEntry(a.pk); en.ActiveDays != 1 {
+		t.Errorf("active_days = %d", en.ActiveDays)
+	}
+
+	// A second agent, and a post published before it registered but dated
+	// after: read from the relay's stored events.
+	regB := regEvent(t, b, time.Now().Add(-time.Second), "second")
+	tr.publish(note(t, b, time.Now(), "stored before the subscription"))
+	e.mustRegister(regB)
+	eventually(t, "the second agent's post is counted", func() bool { return postsOf(t, e.dir, b.pk) == 1 })
+}
+
+func TestRelayResumesFromItsCursorAfterARestart(t *testing.T) {
+	tr := startRelay(t)
+	store := openStore(t)
+	first := relayEnv(t, store, tr)
+	a := newAgent(t)
+	first.mustRegister(regEvent(t, a, time.Now(), "persistent"))
+	p1 := note(t, a, time.Now(), "before the restart")
+	tr.publish(p1)
+	eventually(t, "the first post is counted", func() bool { return postsOf(t, first.dir, a.pk) == 1 })
+	cursor, err := store.AgentRelayCursor(nostr.NormalizeURL(tr.url()))
+	if err != nil || cursor < int64(p1.CreatedAt) {
+		t.Fatalf("cursor = %d, %v; want at least %d", cursor, err, p1.CreatedAt)
+	}
+	first.dir.Close()
+	first.srv.Close()
+
+	// Published while Hearth was down.
+	tr.publish(note(t, a, time.Now(), "while hearth was down"))
+	second := relayEnv(t, store, tr)
+	eventually(t, "the missed post is counted", func() bool { return postsOf(t, second.dir, a.pk) == 2 })
+}
+
+func TestRelaySinceIsTheCursorLessAnOverlap(t *testing.T) {
+	e := newEnv(t, Options{})
+	a := newAgent(t)
+	reg := regEvent(t, a, e.now(), "cursor")
+	e.mustRegister(reg)
+	const u = "ws://relay.test"
+	// Never read: from the earliest registration.
+	if since, _ := e.dir.relaySince(u); since != int64(reg.CreatedAt) {
+		t.Errorf("since = %d, want the registration time %d", since, reg.CreatedAt)
+	}
+	e.store.SetAgentRelayCursor(u, 1_800_000_000)
+	if since, _ := e.dir.relaySince(u); since != 1_800_000_000-3600 {
+		t.Errorf("since = %d, want cursor - 1 h", since)
+	}
+}
+
+func TestRelayCursorNeverMovesPastNow(t *testing.T) {
+	e := newEnv(t, Options{})
+	a := newAgent(t)
+	e.mustRegister(regEvent(t, a, e.now(), "ahead"))
+	const u = "ws://relay.test"
+	if err := e.dir.ingestRelayBatch(u, []*nostr.Event{note(t, a, e.now().Add(10*time.Minute), "early bird")}); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := e.store.AgentRelayCursor(u); c != e.now().Unix() {
+		t.Errorf("cursor = %d, want now %d", c, e.now().Unix())
+	}
+}
+
+func TestRelayReconnectsAfterTheRelayGoesDown(t *testing.T) {
+	tr := startRelay(t)
+	e := relayEnv(t, openStore(t), tr)
+	a := newAgent(t)
+	e.mustRegister(regEvent(t, a, time.Now(), "patient"))
+	tr.publish(note(t, a, time.Now(), "first"))
+	eventually(t, "the first post is counted", func() bool { return postsOf(t, e.dir, a.pk) == 1 })
+
+	tr.stop()
+	tr.restart()
+	tr.publish(note(t, a, time.Now(), "after the outage"))
+	eventually(t, "the post after the outage is counted", func() bool { return postsOf(t, e.dir, a.pk) == 2 })
+	// Two publishing clients, and the directory connected twice.
+	eventually(t, "the directory reconnects", func() bool { return tr.connects.Load() >= 4 })
+}
+
+func TestRelayOnPrivateAddressRefusedByDefault(t *testing.T) {
+	tr := startRelay(t)
+	e := newEnv(t, Options{}) // AllowPrivate false, no relays started
+	e.mustRegister(regEvent(t, newAgent(t), e.now(), "someone"))
+	e.dir.pool = nostr.NewSimplePool(context.Background())
+	_, err := e.dir.subscribeRelay(nostr.NormalizeURL(tr.url()), make(chan struct{}))
+	if !errors.Is(err, safefetch.ErrBlockedAddress) {
+		t.Errorf("err = %v, want a blocked address", err)
+	}
+	if n := tr.connects.Load(); n != 0 {
+		t.Errorf("the loopback relay got %d connections", n)
+	}
+}
+
+func TestCloseStopsRelaySubscriptions(t *testing.T) {
+	tr := startRelay(t)
+	e := relayEnv(t, openStore(t), tr)
+	e.mustRegister(regEvent(t, newAgent(t), time.Now(), "closer"))
+	eventually(t, "the directory connects", func() bool { return tr.connects.Load() > 0 })
+	done := make(chan struct{})
+	go func() { e.dir.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	for _, r := range e.dir.pool.Relays.Range {
+		if r != nil && r.IsConnected() {
+			t.Errorf("relay %s still connected after Close", r.URL)
+		}
+	}
+}
+
+func TestCheckRelayURL(t *testing.T) {
+	for _, ok := range []string{"wss://relay.example", "ws://127.0.0.1:7777", "wss://relay.example/path"} {
+		if err := checkRelayURL(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"https://relay.example", "relay.example", "wss://", "wss://u@relay.example", "wss://relay.example/#x", "wss://" + strings.Repeat("a", 3000)} {
+		if err := checkRelayURL(bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
