@@ -45,6 +45,7 @@ type App struct {
 	path   string
 	logger *zap.Logger
 	pages  *account.Pages
+	dirs   *directories
 }
 
 // CaddyModule returns the Caddy module information.
@@ -86,6 +87,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.store = st
 	a.pages = a.newPages()
+	a.dirs = new(directories)
 	return nil
 }
 

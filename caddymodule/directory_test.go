@@ -1,0 +1,310 @@
+package caddymodule
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fiatjaf/khatru"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip13"
+	"github.com/nbd-wtf/go-nostr/nip19"
+)
+
+// memoryRelay is a khatru relay on loopback keeping events in memory.
+func memoryRelay(t *testing.T) *httptest.Server {
+	relay := khatru.NewRelay()
+	var mu sync.Mutex
+	var events []*nostr.Event
+	relay.StoreEvent = append(relay.StoreEvent, func(_ context.Context, evt *nostr.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, evt)
+		return nil
+	})
+	relay.QueryEvents = append(relay.QueryEvents, func(_ context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		ch := make(chan *nostr.Event, len(events))
+		for _, evt := range events {
+			if f.Matches(evt) {
+				ch <- evt
+			}
+		}
+		close(ch)
+		return ch, nil
+	})
+	srv := httptest.NewServer(relay)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+type dirAgent struct {
+	Pubkey            string   `json:"pubkey"`
+	Npub              string   `json:"npub"`
+	Name              string   `json:"name"`
+	Purpose           string   `json:"purpose"`
+	Capabilities      []string `json:"capabilities"`
+	Operator          *string  `json:"operator"`
+	Level             int      `json:"level"`
+	Flags             []string `json:"flags"`
+	FirstRegisteredAt int64    `json:"first_registered_at"`
+	ActiveDays        int      `json:"active_days"`
+	Maintainer        bool     `json:"maintainer"`
+	CreditScore       any      `json:"credit_score"`
+	RegistrationEvent string   `json:"registration_event"`
+	ProfileURL        string   `json:"profile_url"`
+	Gates             struct {
+		PowBits int     `json:"pow_bits"`
+		PowOK   bool    `json:"pow_ok"`
+		NIP05   *string `json:"nip05"`
+	} `json:"gates"`
+}
+
+type dirDocument struct {
+	Version     int        `json:"version"`
+	GeneratedAt int64      `json:"generated_at"`
+	Agents      []dirAgent `json:"agents"`
+}
+
+func fetchDirectory(t *testing.T) (dirDocument, string) {
+	t.Helper()
+	resp, err := http.Get(testSite + "/directory.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc dirDocument
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&doc) != nil {
+		t.Fatalf("directory: HTTP %d", resp.StatusCode)
+	}
+	if resp.Header.Get("Access-Control-Allow-Origin") != "*" || resp.Header.Get("Cache-Control") == "" {
+		t.Fatalf("directory headers: %v", resp.Header)
+	}
+	return doc, resp.Header.Get("ETag")
+}
+
+// waitDirectory polls the document until ok holds (the document is
+// rebuilt shortly after a change, not synchronously).
+func waitDirectory(t *testing.T, what string, ok func(dirDocument) bool) dirDocument {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		doc, _ := fetchDirectory(t)
+		if ok(doc) {
+			return doc
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: document never showed it: %+v", what, doc)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func postJSON(t *testing.T, url string, body any) (int, []byte) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+func TestDirectoryThroughCaddy(t *testing.T) {
+	relay := memoryRelay(t)
+	sk := nostr.GeneratePrivateKey()
+	pk, _ := nostr.GetPublicKey(sk)
+	npub, _ := nip19.EncodePublicKey(pk)
+	maintainerSK := nostr.GeneratePrivateKey()
+	maintainerPK, _ := nostr.GetPublicKey(maintainerSK)
+	maintainerNpub, _ := nip19.EncodePublicKey(maintainerPK)
+
+	site := fmt.Sprintf(`%s {
+	hearth_directory {
+		pow_min_bits 8
+		maintainer %s
+		relays ws://%s
+		nip05_domain example.org
+		allow_private_addresses
+		regenerate_delay 50ms
+	}
+	respond "site"
+}
+`, testSite, maintainerNpub, strings.TrimPrefix(relay.URL, "http://"))
+	startHearth(t, hearthCaddyfile(t.TempDir(), site))
+
+	sign := func(key string, evt nostr.Event) nostr.Event {
+		if err := evt.Sign(key); err != nil {
+			t.Fatal(err)
+		}
+		return evt
+	}
+	register := func(key, pub, name string, at time.Time, bits int, extra ...nostr.Tag) nostr.Event {
+		evt := nostr.Event{PubKey: pub, Kind: 31339, CreatedAt: nostr.Timestamp(at.Unix()),
+			Tags: append(nostr.Tags{{"d", "agent"}, {"name", name}}, extra...)}
+		if bits > 0 {
+			nonce, err := nip13.DoWork(context.Background(), evt, bits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evt.Tags = append(evt.Tags, nonce)
+		}
+		return sign(key, evt)
+	}
+
+	// Registration with proof of work, a local NIP-05 name, capabilities.
+	now := time.Now()
+	reg := register(sk, pk, "Baker Bot", now, 10, nostr.Tag{"purpose", "Bakes bread"},
+		nostr.Tag{"capability", "bake"}, nostr.Tag{"capability", "slice"}, nostr.Tag{"operator", "Jane"},
+		nostr.Tag{"nip05", "baker@example.org"})
+	status, body := postJSON(t, testSite+"/api/v1/agents/register", reg)
+	if status != http.StatusCreated {
+		t.Fatalf("register: HTTP %d: %s", status, body)
+	}
+	// The same event again is a replay.
+	status, body = postJSON(t, testSite+"/api/v1/agents/register", map[string]any{"event": reg})
+	if status != http.StatusBadRequest || !strings.Contains(string(body), `"invalid: `) {
+		t.Fatalf("replay: HTTP %d: %s", status, body)
+	}
+	// A bad signature stores nothing.
+	forged := register(sk, pk, "Forged", now.Add(time.Second), 0)
+	forged.Sig = strings.Repeat("0", 128)
+	if status, body = postJSON(t, testSite+"/api/v1/agents/register", forged); status != http.StatusBadRequest ||
+		!strings.Contains(string(body), "invalid:") {
+		t.Fatalf("forged: HTTP %d: %s", status, body)
+	}
+	mreg := register(maintainerSK, maintainerPK, "Site Bot", now, 0)
+	if status, body = postJSON(t, testSite+"/api/v1/agents/register", mreg); status != http.StatusCreated {
+		t.Fatalf("maintainer register: HTTP %d: %s", status, body)
+	}
+
+	doc := waitDirectory(t, "registrations", func(d dirDocument) bool { return len(d.Agents) == 2 })
+	var baker, site2 dirAgent
+	for _, a := range doc.Agents {
+		if a.Pubkey == pk {
+			baker = a
+		} else {
+			site2 = a
+		}
+	}
+	if doc.Version != 2 || baker.Npub != npub || baker.Name != "Baker Bot" || baker.Purpose != "Bakes bread" ||
+		strings.Join(baker.Capabilities, ",") != "bake,slice" || baker.Operator == nil || *baker.Operator != "Jane" ||
+		baker.Level != 1 || !baker.Gates.PowOK || baker.Gates.PowBits != 10 || baker.Gates.NIP05 == nil ||
+		*baker.Gates.NIP05 != "baker@example.org" || baker.CreditScore != nil || baker.RegistrationEvent != reg.ID ||
+		baker.FirstRegisteredAt != int64(reg.CreatedAt) || baker.Maintainer || !strings.HasSuffix(baker.ProfileURL, "/agents/"+npub) {
+		t.Fatalf("baker entry: %+v", baker)
+	}
+	if !site2.Maintainer || site2.Level != 0 || site2.Gates.NIP05 != nil {
+		t.Fatalf("maintainer entry: %+v", site2)
+	}
+
+	// ETag and 304.
+	_, etag := fetchDirectory(t)
+	req, _ := http.NewRequest(http.MethodGet, testSite+"/directory.json", nil)
+	req.Header.Set("If-None-Match", etag)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if etag == "" || resp.StatusCode != http.StatusNotModified {
+		t.Fatalf("If-None-Match %q: HTTP %d", etag, resp.StatusCode)
+	}
+
+	// The local NIP-05 document.
+	var nip05 struct{ Names map[string]string }
+	getJSON(t, testSite+"/.well-known/nostr.json?name=baker", &nip05)
+	if nip05.Names["baker"] != pk {
+		t.Fatalf("nostr.json: %+v", nip05)
+	}
+
+	// A post through the events endpoint, one through the relay: both counted.
+	post := sign(sk, nostr.Event{PubKey: pk, Kind: 1, CreatedAt: nostr.Now(), Content: "Fresh rye today"})
+	status, body = postJSON(t, testSite+"/api/v1/agents/events", []nostr.Event{post})
+	if status != http.StatusOK || !strings.Contains(string(body), "true") {
+		t.Fatalf("events: HTTP %d: %s", status, body)
+	}
+	relayPost := sign(sk, nostr.Event{PubKey: pk, Kind: 1, CreatedAt: nostr.Now(), Content: "Another loaf"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := nostr.RelayConnect(ctx, "ws://"+strings.TrimPrefix(relay.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The events endpoint's post goes to the relay too: counted once.
+	for _, evt := range []nostr.Event{relayPost, post} {
+		if err := r.Publish(ctx, evt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var agents []struct {
+			Pubkey string `json:"pubkey"`
+			Posts  int    `json:"posts"`
+		}
+		adminJSONOK(t, http.MethodGet, "/hearth/agents", "", http.StatusOK, &agents)
+		posts := -1
+		for _, a := range agents {
+			if a.Pubkey == pk {
+				posts = a.Posts
+			}
+		}
+		if posts == 2 {
+			break
+		}
+		if posts > 2 || time.Now().After(deadline) {
+			t.Fatalf("posts = %d, want 2 (one from the events endpoint, one from the relay)", posts)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitDirectory(t, "the posts", func(d dirDocument) bool {
+		for _, a := range d.Agents {
+			if a.Pubkey == pk {
+				return a.ActiveDays == 1
+			}
+		}
+		return false
+	})
+
+	// Profile page.
+	pr, err := http.Get(testSite + "/agents/" + npub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, _ := io.ReadAll(pr.Body)
+	pr.Body.Close()
+	if pr.StatusCode != http.StatusOK || !strings.Contains(string(pb), "Baker Bot") || pr.Header.Get("X-Frame-Options") != "DENY" {
+		t.Fatalf("profile: HTTP %d", pr.StatusCode)
+	}
+
+	// Moderation through the admin API.
+	var agents []map[string]any
+	adminJSONOK(t, http.MethodGet, "/hearth/agents", "", http.StatusOK, &agents)
+	if len(agents) != 2 {
+		t.Fatalf("admin agents: %+v", agents)
+	}
+	adminJSONOK(t, http.MethodPost, "/hearth/agents/"+npub+"/ban", `{"reason":"spam"}`, http.StatusOK, nil)
+	waitDirectory(t, "the ban", func(d dirDocument) bool { return len(d.Agents) == 1 && d.Agents[0].Pubkey == maintainerPK })
+	later := sign(sk, nostr.Event{PubKey: pk, Kind: 1, CreatedAt: nostr.Now(), Content: "still here"})
+	if _, body = postJSON(t, testSite+"/api/v1/agents/events", []nostr.Event{later}); !strings.Contains(string(body), "blocked:") {
+		t.Fatalf("banned agent's post: %s", body)
+	}
+	if status, _ := adminDo(t, http.MethodPost, "/hearth/agents/not-a-key/ban", ""); status != http.StatusBadRequest {
+		t.Fatalf("ban of a bad key: HTTP %d", status)
+	}
+	adminJSONOK(t, http.MethodPost, "/hearth/agents/"+pk+"/unban", "", http.StatusOK, nil)
+	waitDirectory(t, "the unban", func(d dirDocument) bool { return len(d.Agents) == 2 })
+}
