@@ -105,7 +105,7 @@ func (s *Store) CreateHighlight(memberID, itemID string, segs []HighlightSegment
 	var out *Highlight
 	err = s.Update(func(tx *Tx) error {
 		var it SavedItem
-		if err := tx.getJSON(itemKey(memberID, itemID), &it); err != nil {
+		if err := tx.getItem(itemKey(memberID, itemID), &it); err != nil {
 			return err
 		}
 		t := now()

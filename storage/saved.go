@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"math"
 	"net/url"
@@ -13,12 +14,14 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // Saved content (the GraphQL service, key prefix "gql" under the member's
 // prefix). Layout, all under u/<member>/gql/:
 //
-//	item/<id>                      SavedItem (metadata, no content)
+//	item/<id>                      SavedItem (metadata, no content; see itemRecordV1)
 //	content/<id>                   ItemContent (HTML and text)
 //	url/<sha256 of normalized url> item id (saving a URL twice updates the item)
 //	ix/<status>/<field>/<sort><id> empty: one ordered index per status and sort field
@@ -231,7 +234,194 @@ func (tx *Tx) putItem(old, it *SavedItem) error {
 			return err
 		}
 	}
-	return tx.putJSON(itemKey(it.MemberID, it.ID), it, 0)
+	return tx.put(itemKey(it.MemberID, it.ID), appendItemRecord(nil, it), 0)
+}
+
+// --- item records ---
+
+// itemRecordV1 opens an item record in the compact binary form that
+// appendItemRecord writes. Every entries page decodes its items, and
+// encoding/json was most of a page's storage cost. Records written before
+// this form are JSON objects (their first byte is '{'); getItem still reads
+// them, and the next write of the item converts it.
+//
+// After the version byte: the strings ID, MemberID, Type, Status, Title,
+// OriginalURL, SourceDomain, Description, Author, LeadImage, FromName,
+// FromAddress (uvarint length, bytes); WordCount and HighlightCount
+// (varint); ReadingProgress (8 bytes, IEEE 754 big-endian); IsReadManual (1
+// byte); CreatedAt, UpdatedAt; ReadAt and DeletedAt (1 byte present, then
+// the time); LabelIDs (uvarint count, strings). A time is its Unix seconds
+// (varint) and nanoseconds (uvarint), read back in UTC.
+const itemRecordV1 = 0x01
+
+func appendRecordString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendRecordTime(b []byte, t time.Time) []byte {
+	b = binary.AppendVarint(b, t.Unix())
+	return binary.AppendUvarint(b, uint64(t.Nanosecond()))
+}
+
+func appendRecordOptTime(b []byte, t *time.Time) []byte {
+	if t == nil {
+		return append(b, 0)
+	}
+	return appendRecordTime(append(b, 1), *t)
+}
+
+func appendItemRecord(b []byte, it *SavedItem) []byte {
+	b = append(b, itemRecordV1)
+	for _, s := range [...]string{it.ID, it.MemberID, it.Type, it.Status, it.Title, it.OriginalURL,
+		it.SourceDomain, it.Description, it.Author, it.LeadImage, it.FromName, it.FromAddress} {
+		b = appendRecordString(b, s)
+	}
+	b = binary.AppendVarint(b, int64(it.WordCount))
+	b = binary.AppendVarint(b, int64(it.HighlightCount))
+	b = binary.BigEndian.AppendUint64(b, math.Float64bits(it.ReadingProgress))
+	if it.IsReadManual {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = appendRecordTime(b, it.CreatedAt)
+	b = appendRecordTime(b, it.UpdatedAt)
+	b = appendRecordOptTime(b, it.ReadAt)
+	b = appendRecordOptTime(b, it.DeletedAt)
+	b = binary.AppendUvarint(b, uint64(len(it.LabelIDs)))
+	for _, l := range it.LabelIDs {
+		b = appendRecordString(b, l)
+	}
+	return b
+}
+
+// recordReader reads a binary record. Strings are cut from one copy of the
+// record, so decoding an item allocates once for all of its strings.
+type recordReader struct {
+	b   []byte // the record, only valid during the read
+	s   string // a copy of b
+	off int
+	bad bool
+}
+
+func (r *recordReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b[r.off:])
+	if n <= 0 {
+		r.bad, r.off = true, len(r.b)
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *recordReader) varint() int64 {
+	v, n := binary.Varint(r.b[r.off:])
+	if n <= 0 {
+		r.bad, r.off = true, len(r.b)
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *recordReader) byte() byte {
+	if r.off >= len(r.b) {
+		r.bad = true
+		return 0
+	}
+	r.off++
+	return r.b[r.off-1]
+}
+
+func (r *recordReader) string() string {
+	n := r.uvarint()
+	if n > uint64(len(r.b)-r.off) {
+		r.bad, r.off = true, len(r.b)
+		return ""
+	}
+	s := r.s[r.off : r.off+int(n)]
+	r.off += int(n)
+	return s
+}
+
+func (r *recordReader) uint64() uint64 {
+	if len(r.b)-r.off < 8 {
+		r.bad, r.off = true, len(r.b)
+		return 0
+	}
+	r.off += 8
+	return binary.BigEndian.Uint64(r.b[r.off-8:])
+}
+
+func (r *recordReader) time() time.Time {
+	sec := r.varint()
+	nsec := r.uvarint()
+	if nsec >= 1e9 {
+		r.bad = true
+		return time.Time{}
+	}
+	return time.Unix(sec, int64(nsec)).UTC()
+}
+
+func (r *recordReader) optTime() *time.Time {
+	if r.byte() == 0 {
+		return nil
+	}
+	t := r.time()
+	return &t
+}
+
+var errBadItemRecord = errors.New("storage: malformed saved item record")
+
+// parseItemRecord decodes a record of either form into it.
+func parseItemRecord(b []byte, it *SavedItem) error {
+	*it = SavedItem{}
+	if len(b) > 0 && b[0] == '{' {
+		return json.Unmarshal(b, it)
+	}
+	if len(b) == 0 || b[0] != itemRecordV1 {
+		return errBadItemRecord
+	}
+	r := &recordReader{b: b, s: string(b), off: 1}
+	for _, p := range [...]*string{&it.ID, &it.MemberID, &it.Type, &it.Status, &it.Title, &it.OriginalURL,
+		&it.SourceDomain, &it.Description, &it.Author, &it.LeadImage, &it.FromName, &it.FromAddress} {
+		*p = r.string()
+	}
+	it.WordCount = int(r.varint())
+	it.HighlightCount = int(r.varint())
+	it.ReadingProgress = math.Float64frombits(r.uint64())
+	it.IsReadManual = r.byte() != 0
+	it.CreatedAt = r.time()
+	it.UpdatedAt = r.time()
+	it.ReadAt = r.optTime()
+	it.DeletedAt = r.optTime()
+	if n := r.uvarint(); n > 0 && n <= uint64(len(b)) {
+		it.LabelIDs = make([]string, n)
+		for i := range it.LabelIDs {
+			it.LabelIDs[i] = r.string()
+		}
+	} else if n > 0 {
+		r.bad = true
+	}
+	if r.bad || r.off != len(b) {
+		*it = SavedItem{}
+		return errBadItemRecord
+	}
+	return nil
+}
+
+// getItem reads the record at key (an itemKey) into it, or returns
+// ErrNotFound.
+func (tx *Tx) getItem(key []byte, it *SavedItem) error {
+	item, err := tx.txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	return item.Value(func(b []byte) error { return parseItemRecord(b, it) })
 }
 
 // NormalizeURL returns the form of an article URL used to recognise the same
@@ -347,7 +537,7 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 		if norm != "" && in.Type == TypeArticle {
 			if id, err := tx.get(urlKey(memberID, norm)); err == nil {
 				var cur SavedItem
-				if err := tx.getJSON(itemKey(memberID, string(id)), &cur); err == nil {
+				if err := tx.getItem(itemKey(memberID, string(id)), &cur); err == nil {
 					old = &cur
 				} else if !errors.Is(err, ErrNotFound) {
 					return err
@@ -418,7 +608,7 @@ func contains(list []string, s string) bool {
 // SavedItem returns one of the member's items.
 func (s *Store) SavedItem(memberID, id string) (*SavedItem, error) {
 	var it SavedItem
-	err := s.View(func(tx *Tx) error { return tx.getJSON(itemKey(memberID, id), &it) })
+	err := s.View(func(tx *Tx) error { return tx.getItem(itemKey(memberID, id), &it) })
 	if err != nil {
 		return nil, err
 	}
@@ -432,7 +622,7 @@ func (s *Store) SavedItems(memberID string, ids []string) ([]*SavedItem, error) 
 	err := s.View(func(tx *Tx) error {
 		for _, id := range ids {
 			var it SavedItem
-			err := tx.getJSON(itemKey(memberID, id), &it)
+			err := tx.getItem(itemKey(memberID, id), &it)
 			if errors.Is(err, ErrNotFound) {
 				continue
 			}
@@ -476,7 +666,7 @@ func (s *Store) updateItems(memberID string, ids []string, fn func(tx *Tx, it *S
 			}
 			seen[id] = true
 			var old SavedItem
-			if err := tx.getJSON(itemKey(memberID, id), &old); err != nil {
+			if err := tx.getItem(itemKey(memberID, id), &old); err != nil {
 				return err
 			}
 			it := old
@@ -684,7 +874,7 @@ func (s *Store) PermanentlyDeleteItems(memberID string, ids []string) error {
 	return s.Update(func(tx *Tx) error {
 		for _, id := range ids {
 			var it SavedItem
-			err := tx.getJSON(itemKey(memberID, id), &it)
+			err := tx.getItem(itemKey(memberID, id), &it)
 			if errors.Is(err, ErrNotFound) {
 				continue // already gone: deleting is idempotent
 			}
@@ -721,7 +911,7 @@ func (s *Store) EmptyTrash(memberID string) (int, error) {
 			}
 			for _, id := range ids {
 				var it SavedItem
-				if err := tx.getJSON(itemKey(memberID, id), &it); err != nil {
+				if err := tx.getItem(itemKey(memberID, id), &it); err != nil {
 					if errors.Is(err, ErrNotFound) {
 						continue
 					}
@@ -750,7 +940,7 @@ func (tx *Tx) touchItems(memberID string, ids []string, fn func(it *SavedItem)) 
 	t := now()
 	for _, id := range ids {
 		var old SavedItem
-		err := tx.getJSON(itemKey(memberID, id), &old)
+		err := tx.getItem(itemKey(memberID, id), &old)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
@@ -779,7 +969,7 @@ func (s *Store) ForEachSavedItem(memberID string, fn func(it *SavedItem, c *Item
 			err := tx.scan(prefix, nil, true, true, func(k, _ []byte) (bool, error) {
 				id := strconv.FormatUint(binary.BigEndian.Uint64(k[len(k)-8:]), 10)
 				var it SavedItem
-				if err := tx.getJSON(itemKey(memberID, id), &it); err != nil {
+				if err := tx.getItem(itemKey(memberID, id), &it); err != nil {
 					if errors.Is(err, ErrNotFound) {
 						return true, nil
 					}
@@ -942,16 +1132,28 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 			return err
 		}
 		prefix := itemIndexPrefix(memberID, f.Status, p.Field)
+		// One allocation for the page's items, and one item key buffer.
+		items := make([]SavedItem, min(max(p.First, 0), 1000)+1)
+		page.Items = make([]*SavedItem, 0, len(items)-1)
+		page.Cursors = make([]string, 0, len(items)-1)
+		itemPrefix := itemKey(memberID, "")
+		k := make([]byte, len(itemPrefix), len(itemPrefix)+20)
+		copy(k, itemPrefix)
 		return tx.keysetScan(prefix, p.Desc, after, lower, upper, func(suf []byte) (bool, error) {
-			id := strconv.FormatUint(binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)
-			var it SavedItem
-			if err := tx.getJSON(itemKey(memberID, id), &it); err != nil {
+			k = strconv.AppendUint(k[:len(itemPrefix)], binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)
+			var it *SavedItem
+			if len(page.Items) < len(items) {
+				it = &items[len(page.Items)]
+			} else {
+				it = new(SavedItem)
+			}
+			if err := tx.getItem(k, it); err != nil {
 				if errors.Is(err, ErrNotFound) {
 					return true, nil
 				}
 				return false, err
 			}
-			ok, err := m.match(&it)
+			ok, err := m.match(it)
 			if err != nil || !ok {
 				return err == nil, err
 			}
@@ -959,7 +1161,7 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 				page.HasNext = true
 				return false, nil
 			}
-			page.Items = append(page.Items, &it)
+			page.Items = append(page.Items, it)
 			page.Cursors = append(page.Cursors, makeCursor(1, p.Field, p.Desc, suf))
 			return true, nil
 		})

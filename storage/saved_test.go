@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -293,5 +294,86 @@ func BenchmarkSavedItemsPage(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+func TestSavedItemRecordRoundTrip(t *testing.T) {
+	read := time.Date(2025, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
+	deleted := time.Date(2025, 3, 5, 0, 0, 0, 1, time.UTC)
+	for _, it := range []*SavedItem{
+		{ID: "1", MemberID: "2", Type: TypeArticle, Status: StatusActive, Title: "t", CreatedAt: read, UpdatedAt: read},
+		{
+			ID: "123456789", MemberID: "42", Type: TypeNewsletter, Status: StatusDeleted, Title: "Bread & <butter> \u2028",
+			OriginalURL: "https://example.com/", SourceDomain: "example.com", Description: "d\x00e", Author: "a",
+			LeadImage: "https://example.com/i.png", WordCount: 1234, ReadingProgress: 42.5, ReadAt: &read,
+			IsReadManual: true, CreatedAt: read.Add(-time.Hour), UpdatedAt: read, DeletedAt: &deleted,
+			LabelIDs: []string{"7", "8"}, HighlightCount: 3, FromName: "Baker", FromAddress: "baker@example.com",
+		},
+	} {
+		b := appendItemRecord(nil, it)
+		if b[0] != itemRecordV1 {
+			t.Fatalf("record starts with %#x", b[0])
+		}
+		var got SavedItem
+		if err := parseItemRecord(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(&got, it) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, *it)
+		}
+		for n := 1; n < len(b); n++ { // every truncation is an error, never a panic
+			if err := parseItemRecord(b[:n], &got); err == nil {
+				t.Fatalf("record cut to %d of %d bytes was accepted", n, len(b))
+			}
+		}
+	}
+}
+
+// Item records written as JSON (before the binary form) are read as they
+// are and rewritten in the binary form by the next change to the item.
+func TestSavedItemJSONRecordsStillRead(t *testing.T) {
+	st, m := openSavedTest(t)
+	items := saveN(t, st, m.ID, 3)
+	err := st.Update(func(tx *Tx) error {
+		for _, it := range items {
+			if err := tx.putJSON(itemKey(m.ID, it.ID), it, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.SavedItem(m.ID, items[1].ID)
+	if err != nil || !reflect.DeepEqual(got, items[1]) {
+		t.Fatalf("SavedItem = %+v, %v; want %+v", got, err, items[1])
+	}
+	p, err := st.SavedItemsPage(m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, First: 10})
+	if err != nil || len(p.Items) != 3 {
+		t.Fatalf("page = %+v, %v", p, err)
+	}
+	for _, it := range p.Items {
+		want := map[string]*SavedItem{items[0].ID: items[0], items[1].ID: items[1], items[2].ID: items[2]}[it.ID]
+		if !reflect.DeepEqual(it, want) {
+			t.Fatalf("page item %+v, want %+v", it, want)
+		}
+	}
+	if _, err := st.SetItemsRead(m.ID, []string{items[1].ID}, true); err != nil {
+		t.Fatal(err)
+	}
+	err = st.View(func(tx *Tx) error {
+		b, err := tx.get(itemKey(m.ID, items[1].ID))
+		if err == nil && b[0] != itemRecordV1 {
+			t.Errorf("after a change the record starts with %q", b[0])
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = st.SavedItem(m.ID, items[1].ID)
+	if err != nil || got.ReadAt == nil || got.Title != items[1].Title || !got.CreatedAt.Equal(items[1].CreatedAt) {
+		t.Fatalf("after SetItemsRead: %+v, %v", got, err)
 	}
 }

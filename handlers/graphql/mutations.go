@@ -41,7 +41,7 @@ func (r *mutationResolver) UpdateSavedItemsStatus(ctx context.Context, in genera
 	if err != nil {
 		return nil, err
 	}
-	return toSavedItems(items), nil
+	return r.savedItems(ctx, items)
 }
 
 func (r *mutationResolver) UpdateSavedItemMetadata(ctx context.Context, in generated.UpdateSavedItemMetadataInput) (*generated.SavedItem, error) {
@@ -53,7 +53,7 @@ func (r *mutationResolver) UpdateSavedItemMetadata(ctx context.Context, in gener
 	if err != nil {
 		return nil, err
 	}
-	return toSavedItem(it), nil
+	return r.savedItem(ctx, it)
 }
 
 func (r *mutationResolver) UpdateSavedItemsReadStatus(ctx context.Context, in generated.UpdateSavedItemsReadStatusInput) ([]*generated.SavedItem, error) {
@@ -65,7 +65,7 @@ func (r *mutationResolver) UpdateSavedItemsReadStatus(ctx context.Context, in ge
 	if err != nil {
 		return nil, err
 	}
-	return toSavedItems(items), nil
+	return r.savedItems(ctx, items)
 }
 
 func (r *mutationResolver) UpdateReadingProgress(ctx context.Context, in generated.UpdateReadingProgressInput) (*generated.SavedItem, error) {
@@ -77,7 +77,7 @@ func (r *mutationResolver) UpdateReadingProgress(ctx context.Context, in generat
 	if err != nil {
 		return nil, err
 	}
-	return toSavedItem(it), nil
+	return r.savedItem(ctx, it)
 }
 
 // SetSavedItemLabels takes Inboxt's shape: one id or several ids; labelIds
@@ -106,7 +106,7 @@ func (r *mutationResolver) SetSavedItemLabels(ctx context.Context, in generated.
 	if err != nil {
 		return nil, err
 	}
-	return toSavedItems(items), nil
+	return r.savedItems(ctx, items)
 }
 
 func (r *mutationResolver) PermanentlyDeleteSavedItems(ctx context.Context, in generated.PermanentlyDeleteSavedItemsInput) (*generated.Void, error) {

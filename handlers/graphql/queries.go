@@ -64,8 +64,12 @@ func (r *queryResolver) Entries(ctx context.Context, in generated.GetEntriesInpu
 		if err != nil {
 			return nil, err
 		}
-		for i, it := range page.Items {
-			conn.Edges = append(conn.Edges, &generated.EntryEdge{Cursor: page.Cursors[i], Node: toSavedItem(it)})
+		items, err := r.savedItems(ctx, page.Items)
+		if err != nil {
+			return nil, err
+		}
+		for i, it := range items {
+			conn.Edges = append(conn.Edges, &generated.EntryEdge{Cursor: page.Cursors[i], Node: it})
 		}
 		conn.PageInfo.HasNextPage = page.HasNext
 	}
@@ -89,7 +93,7 @@ func (r *queryResolver) SavedItem(ctx context.Context, in generated.GetSavedItem
 	if err != nil {
 		return nil, err
 	}
-	return toSavedItem(it), nil
+	return r.savedItem(ctx, it)
 }
 
 func (r *queryResolver) Me(ctx context.Context) (*generated.User, error) {

@@ -86,7 +86,19 @@ func optString(s string) *string {
 	return &s
 }
 
-func toSavedItem(it *storage.SavedItem) *generated.SavedItem {
+// savedItem converts a record to the schema's type, with its labels from
+// the request's label cache.
+func (r *resolver) savedItem(ctx context.Context, it *storage.SavedItem) (*generated.SavedItem, error) {
+	labels := make([]*generated.Label, 0, len(it.LabelIDs))
+	for _, id := range it.LabelIDs {
+		l, err := r.labelByID(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if l != nil {
+			labels = append(labels, toLabel(l))
+		}
+	}
 	progress := it.ReadingProgress
 	return &generated.SavedItem{
 		ID:              it.ID,
@@ -104,16 +116,20 @@ func toSavedItem(it *storage.SavedItem) *generated.SavedItem {
 		ReadingProgress: &progress,
 		ReadAt:          it.ReadAt,
 		IsReadManual:    it.IsReadManual,
+		Labels:          labels,
 		LabelIDs:        it.LabelIDs,
-	}
+	}, nil
 }
 
-func toSavedItems(items []*storage.SavedItem) []*generated.SavedItem {
+func (r *resolver) savedItems(ctx context.Context, items []*storage.SavedItem) ([]*generated.SavedItem, error) {
 	out := make([]*generated.SavedItem, len(items))
 	for i, it := range items {
-		out[i] = toSavedItem(it)
+		var err error
+		if out[i], err = r.savedItem(ctx, it); err != nil {
+			return nil, err
+		}
 	}
-	return out
+	return out, nil
 }
 
 func toHighlight(h *storage.Highlight) *generated.Highlight {
@@ -171,20 +187,6 @@ func toAPIToken(t *storage.APIToken) *generated.APIToken {
 }
 
 // --- field resolvers ---
-
-func (r *savedItemResolver) Labels(ctx context.Context, obj *generated.SavedItem) ([]*generated.Label, error) {
-	out := make([]*generated.Label, 0, len(obj.LabelIDs))
-	for _, id := range obj.LabelIDs {
-		l, err := r.labelByID(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if l != nil {
-			out = append(out, toLabel(l))
-		}
-	}
-	return out, nil
-}
 
 func (r *savedItemResolver) content(ctx context.Context, obj *generated.SavedItem) (*storage.ItemContent, error) {
 	id, err := memberID(ctx)
@@ -248,7 +250,7 @@ func (r *highlightResolver) SavedItem(ctx context.Context, obj *generated.Highli
 	if err != nil {
 		return nil, err
 	}
-	return toSavedItem(it), nil
+	return r.savedItem(ctx, it)
 }
 
 func (r *userResolver) LabelsCount(ctx context.Context, obj *generated.User) (float64, error) {

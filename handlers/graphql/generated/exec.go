@@ -257,7 +257,6 @@ type QueryResolver interface {
 	APITokens(ctx context.Context) ([]*APIToken, error)
 }
 type SavedItemResolver interface {
-	Labels(ctx context.Context, obj *SavedItem) ([]*Label, error)
 	Article(ctx context.Context, obj *SavedItem) (*Article, error)
 	Newsletter(ctx context.Context, obj *SavedItem) (*Newsletter, error)
 	Highlights(ctx context.Context, obj *SavedItem) ([]*Highlight, error)
@@ -5172,7 +5171,7 @@ func (ec *executionContext) _SavedItem_labels(ctx context.Context, field graphql
 			return ec.fieldContext_SavedItem_labels(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.SavedItem().Labels(ctx, obj)
+			return obj.Labels, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*Label) graphql.Marshaler {
@@ -5186,8 +5185,8 @@ func (ec *executionContext) fieldContext_SavedItem_labels(_ context.Context, fie
 	fc = &graphql.FieldContext{
 		Object:     "SavedItem",
 		Field:      field,
-		IsMethod:   true,
-		IsResolver: true,
+		IsMethod:   false,
+		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Label(ctx, field)
 		},
@@ -9077,43 +9076,10 @@ func (ec *executionContext) _SavedItem(ctx context.Context, sel ast.SelectionSet
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "labels":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._SavedItem_labels(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
+			out.Values[i] = ec._SavedItem_labels(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
-				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "article":
 			field := field
 

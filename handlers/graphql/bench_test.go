@@ -1,0 +1,73 @@
+package graphql_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// benchEntriesBody is bench/entries.lua's request: the first page of 50.
+const benchEntriesBody = `{"query":"query Entries($query: GetEntriesInput!) { entries(query: $query) { edges { cursor node { __typename id createdAt ... on SavedItem { title originalUrl wordCount status readingProgress updatedAt labels { id name } } } } pageInfo { hasNextPage endCursor } } }","variables":{"query":{"first":50}}}`
+
+// BenchmarkEntriesFirstPage serves one entries page of 50 through the
+// handler, as bench/graphql.sh does through Caddy: 2000 saved items, every
+// third one with a label.
+func BenchmarkEntriesFirstPage(b *testing.B) {
+	noSync := false
+	store, err := storage.Open(b.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	m, err := store.CreateMember("bench", "Bench", "correct horse battery")
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, token, err := store.CreateAPIToken(m.ID, "bench", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := store.CreateLabel(m.ID, "bread", "#ff8800")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for n := 0; n < 2000; n++ {
+		in := storage.NewItem{
+			URL:         fmt.Sprintf("https://example.com/articles/%d", n),
+			Title:       fmt.Sprintf("Article number %d about bread", n),
+			Description: "A saved article for the benchmark.",
+			WordCount:   300 + n,
+			HTML:        "<p>Flour, water, salt and yeast.</p>",
+			Text:        "Flour, water, salt and yeast.",
+		}
+		if n%3 == 0 {
+			in.LabelIDs = []string{l.ID}
+		}
+		if _, _, err := store.SaveItem(m.ID, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	api := graphql.New(store, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	body := []byte(benchEntriesBody)
+	serve := func() *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, graphql.Path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		w := httptest.NewRecorder()
+		api.ServeHTTP(w, req)
+		return w
+	}
+	if w := serve(); w.Code != http.StatusOK || bytes.Contains(w.Body.Bytes(), []byte(`"errors"`)) ||
+		bytes.Count(w.Body.Bytes(), []byte(`"cursor"`)) != 50 {
+		b.Fatalf("status %d: %.300s", w.Code, w.Body.Bytes())
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		serve()
+	}
+}
