@@ -1,0 +1,131 @@
+// Command gqlbench prepares the GraphQL load benchmark (bench/graphql.sh):
+//
+//	gqlbench seed -dir STORE -member NAME -items N -highlights H
+//	    fills a stopped store with N saved items and H highlights for a new
+//	    member (writes without fsync, so 100 k items take seconds).
+//	gqlbench cursor -url URL -token TOKEN -at 0.9
+//	    pages through entries (100 at a time) and prints the after cursor
+//	    that starts the page at that fraction of the list.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: gqlbench seed|cursor [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "seed":
+		err = seed(os.Args[2:])
+	case "cursor":
+		err = cursor(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gqlbench:", err)
+		os.Exit(1)
+	}
+}
+
+func seed(args []string) error {
+	fs := flag.NewFlagSet("seed", flag.ExitOnError)
+	dir := fs.String("dir", "", "store directory")
+	member := fs.String("member", "bench", "member to create")
+	items := fs.Int("items", 100000, "saved items")
+	highlights := fs.Int("highlights", 20000, "highlights")
+	fs.Parse(args)
+	off := false
+	st, err := storage.Open(*dir, storage.Options{SyncWrites: &off, GCInterval: -1})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	m, err := st.CreateMember(*member, "Bench", "bench password 1")
+	if err != nil {
+		return err
+	}
+	ids := make([]string, 0, *items)
+	for n := 0; n < *items; n++ {
+		it, _, err := st.SaveItem(m.ID, storage.NewItem{
+			URL:         fmt.Sprintf("https://example.com/articles/%d", n),
+			Title:       fmt.Sprintf("Article number %d about bread", n),
+			Description: "A saved article for the benchmark.",
+			WordCount:   300 + n%2000,
+			HTML:        "<p>Flour, water, salt and yeast.</p>",
+			Text:        "Flour, water, salt and yeast.",
+		})
+		if err != nil {
+			return err
+		}
+		ids = append(ids, it.ID)
+	}
+	for n := 0; n < *highlights && len(ids) > 0; n++ {
+		_, err := st.CreateHighlight(m.ID, ids[n%len(ids)], []storage.HighlightSegment{{
+			XPath: "/p[1]", StartOffset: 0, EndOffset: 5, Text: "Flour",
+		}}, "")
+		if err != nil {
+			return err
+		}
+	}
+	return st.Sync()
+}
+
+const pageOp = `query($query: GetEntriesInput!) { entries(query: $query) { pageInfo { hasNextPage endCursor } edges { cursor } } }`
+
+func cursor(args []string) error {
+	fs := flag.NewFlagSet("cursor", flag.ExitOnError)
+	url := fs.String("url", "", "GraphQL endpoint")
+	token := fs.String("token", "", "API token")
+	at := fs.Float64("at", 0.9, "fraction of the list")
+	fs.Parse(args)
+	var cursors []string // the after cursor of every 100th position
+	after := ""
+	for {
+		q := map[string]any{"first": 100}
+		if after != "" {
+			q["after"] = after
+		}
+		body, _ := json.Marshal(map[string]any{"query": pageOp, "variables": map[string]any{"query": q}})
+		req, _ := http.NewRequest(http.MethodPost, *url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+*token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		var r struct {
+			Data struct {
+				Entries struct {
+					PageInfo struct {
+						HasNextPage bool
+						EndCursor   string
+					}
+				}
+			}
+		}
+		err = json.NewDecoder(resp.Body).Decode(&r)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("HTTP %d: %v", resp.StatusCode, err)
+		}
+		cursors = append(cursors, after)
+		if !r.Data.Entries.PageInfo.HasNextPage {
+			break
+		}
+		after = r.Data.Entries.PageInfo.EndCursor
+	}
+	fmt.Println(cursors[int(float64(len(cursors))**at)])
+	return nil
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Loads hearth_graphql in a real Caddy with wrk on loopback: the first page
+# of 50 entries against Caddy's own `respond` (same binary, same body size),
+# a page 90 % deep against the first page, and the first page with 1 k
+# against 100 k saved items.
+#
+#   bash bench/graphql.sh          # from the repository root; needs wrk and curl
+#
+# Env: DURATION (default 10s), CONNS (default 16), THREADS (default 2),
+# SMALL (default 1000) and LARGE (default 100000) items, HIGHLIGHTS (20000).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-16}
+THREADS=${THREADS:-2}
+SMALL=${SMALL:-1000}
+LARGE=${LARGE:-100000}
+HIGHLIGHTS=${HIGHLIGHTS:-20000}
+PORT=${PORT:-8092}
+ADMIN=${ADMIN:-localhost:2092}
+SITE=http://localhost:$PORT
+
+command -v wrk >/dev/null || { echo "bench: install wrk (apt-get install wrk)" >&2; exit 1; }
+work=$(mktemp -d)
+caddy_pid=
+trap '[ -n "$caddy_pid" ] && kill $caddy_pid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+mkdir -p bench/results
+go build -tags nobadger,nomysql,nopgx -o bench/results/caddy ./cmd/caddy
+go build -o bench/results/gqlbench ./bench/gqlbench
+
+caddyfile() { # $1: store dir, $2: body of the respond route
+	cat <<CADDY
+{
+	admin $ADMIN
+	http_port $PORT
+	log {
+		level ERROR
+	}
+	hearth {
+		storage_dir $1
+	}
+}
+http://localhost:$PORT {
+	handle /respond {
+		respond "$2"
+	}
+	hearth_graphql {
+		token_rate_limit off
+		member_rate_limit off
+	}
+}
+CADDY
+}
+
+# wrk's mean latency in microseconds, and its requests per second.
+latency_us() { awk '/^    Latency/ {v=$2; u=v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
+	f = (u=="us") ? 1 : (u=="ms") ? 1000 : 1000000; printf "%.0f", v * f}'; }
+rps() { awk '/Requests\/sec/ {print $2}'; }
+
+run() { # $1: items; prints "first_rps first_us deep_rps deep_us respond_rps body_size"
+	local items=$1 dir=$work/store-$1
+	bench/results/gqlbench seed -dir "$dir" -items "$items" -highlights "$HIGHLIGHTS"
+	caddyfile "$dir" x > "$work/Caddyfile"
+	bench/results/caddy run --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
+	caddy_pid=$!
+	for _ in $(seq 100); do curl -fs "$SITE/respond" >/dev/null && break; sleep 0.1; done
+	local token
+	token=$(bench/results/caddy hearth token create bench --name bench --expires never --address "$ADMIN" 2>/dev/null)
+	local size
+	size=$(BENCH_TOKEN=$token wrk -t1 -c1 -d1s -s bench/entries.lua "$SITE/api/graphql" >/dev/null;
+		curl -fs "$SITE/api/graphql" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+		--data "$(sed -n 's/^wrk.body = .\(.*\)'"'"' .. q .. .*$/\1/p' bench/entries.lua)"'{"first":50}}}' | wc -c)
+	caddyfile "$dir" "$(head -c "$size" /dev/zero | tr '\0' x)" > "$work/Caddyfile"
+	curl -fs "http://$ADMIN/load" -H 'Content-Type: text/caddyfile' --data-binary @"$work/Caddyfile"
+	local deep
+	deep=$(bench/results/gqlbench cursor -url "$SITE/api/graphql" -token "$token" -at 0.9)
+	local out_resp out_first out_deep
+	out_resp=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "$SITE/respond")
+	out_first=$(BENCH_TOKEN=$token wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s bench/entries.lua "$SITE/api/graphql")
+	out_deep=$(BENCH_TOKEN=$token BENCH_AFTER=$deep wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s bench/entries.lua "$SITE/api/graphql")
+	echo "$(rps <<<"$out_first") $(latency_us <<<"$out_first") $(rps <<<"$out_deep") $(latency_us <<<"$out_deep") $(rps <<<"$out_resp") $size"
+	kill $caddy_pid; wait $caddy_pid 2>/dev/null || true; caddy_pid=
+}
+
+read -r s_rps s_us s_deep_rps s_deep_us s_resp s_size < <(run "$SMALL")
+read -r l_rps l_us l_deep_rps l_deep_us l_resp l_size < <(run "$LARGE")
+pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f %%", 100 * a / b}'; }
+x() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2fx", a / b}'; }
+cat <<REPORT
+bench/graphql.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION, $HIGHLIGHTS highlights
+$LARGE items: respond ($l_size bytes)        $l_resp req/s
+$LARGE items: first page of 50          $l_rps req/s, mean $l_us us   $(pct "$l_rps" "$l_resp") of respond (target >= 25 %)
+$LARGE items: page at 90 %              $l_deep_rps req/s, mean $l_deep_us us   $(x "$l_deep_us" "$l_us") of the first page (target <= 1.2x)
+$SMALL items: first page of 50           $s_rps req/s, mean $s_us us
+first page, $LARGE vs $SMALL items: $(x "$l_us" "$s_us") latency (target <= 1.5x)
+REPORT
