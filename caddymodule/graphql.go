@@ -93,6 +93,7 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 		Logger:           ctx.Logger(),
 	})
 	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
+	h.pages.AddSettingsPage(h.server.ExportPage(h.pages))
 	return nil
 }
 

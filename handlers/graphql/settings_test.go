@@ -20,6 +20,7 @@ func site(t *testing.T, e *env) (*httptest.Server, *http.Client) {
 	t.Helper()
 	pages := account.New(e.store, account.Options{})
 	pages.AddSettingsPage(e.api.APITokensPage(pages))
+	pages.AddSettingsPage(e.api.ExportPage(pages))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if e.api.Handles(r) {
 			e.api.ServeHTTP(w, r)

@@ -1,0 +1,290 @@
+package graphql
+
+import (
+	"archive/zip"
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// Paths and title of the export settings page.
+const (
+	ExportPath     = "/settings/export"
+	ExportFilePath = ExportPath + "/hearth-export.zip"
+	ExportTitle    = "Export"
+)
+
+var exportTmpl = template.Must(template.New("export.html").ParseFS(templates, "templates/export.html"))
+
+// ExportPage returns the "Export" settings page: GET ExportPath explains the
+// export, GET ExportFilePath streams a zip of everything the member saved
+// (saved_items.json, labels.json, markdown/*.md). The zip is written while
+// it downloads, from one consistent snapshot per pass, so libraries of any
+// size never sit in memory.
+func (s *Server) ExportPage(pages *account.Pages) account.SettingsPage {
+	return account.SettingsPage{
+		Path:  ExportPath,
+		Title: ExportTitle,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			m := pages.CurrentMember(r)
+			if m == nil {
+				pages.RequireMember(w, r)
+				return
+			}
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				w.Header().Set("Allow", "GET")
+				http.Error(w, "This page can only be opened.", http.StatusMethodNotAllowed)
+				return
+			}
+			switch r.URL.Path {
+			case ExportPath:
+				pages.Render(w, r, http.StatusOK, ExportTitle, exportTmpl, struct{ Download string }{ExportFilePath})
+			case ExportFilePath:
+				s.serveExport(w, r, m)
+			default:
+				http.NotFound(w, r)
+			}
+		}),
+	}
+}
+
+// exportItem is a saved item as saved_items.json has it.
+type exportItem struct {
+	ID              string            `json:"id"`
+	Type            string            `json:"type"`
+	Status          string            `json:"status"`
+	Title           string            `json:"title"`
+	URL             string            `json:"url,omitempty"`
+	SourceDomain    string            `json:"source_domain,omitempty"`
+	Description     string            `json:"description,omitempty"`
+	Author          string            `json:"author,omitempty"`
+	LeadImage       string            `json:"lead_image,omitempty"`
+	WordCount       int               `json:"word_count"`
+	ReadingProgress float64           `json:"reading_progress"`
+	ReadAt          *time.Time        `json:"read_at"`
+	CreatedAt       time.Time         `json:"created_at"`
+	UpdatedAt       time.Time         `json:"updated_at"`
+	Labels          []string          `json:"labels"`
+	Highlights      []exportHighlight `json:"highlights"`
+	ContentHTML     string            `json:"content_html"`
+	ContentText     string            `json:"content_text"`
+}
+
+type exportHighlight struct {
+	ID        string                     `json:"id"`
+	Text      string                     `json:"text"`
+	Note      string                     `json:"note,omitempty"`
+	Segments  []storage.HighlightSegment `json:"segments"`
+	CreatedAt time.Time                  `json:"created_at"`
+	UpdatedAt time.Time                  `json:"updated_at"`
+}
+
+func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+	labels, err := s.store.Labels(m.ID)
+	if err != nil {
+		s.opts.Logger.Error("export: labels", zap.Error(err))
+		http.Error(w, "The export could not be started; try again.", http.StatusInternalServerError)
+		return
+	}
+	names := make(map[string]string, len(labels))
+	for _, l := range labels {
+		names[l.ID] = l.Name
+	}
+	name := fmt.Sprintf("hearth-export-%s-%s.zip", m.Username, s.opts.Now().UTC().Format("2006-01-02"))
+	h := w.Header()
+	h.Set("Content-Type", "application/zip")
+	h.Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	h.Set("Cache-Control", "no-store")
+	if r.Method == http.MethodHead {
+		return
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	zw := zip.NewWriter(bw)
+	err = s.writeExport(zw, m, labels, names)
+	if err == nil {
+		err = zw.Close()
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		// The status line is gone: an incomplete zip is what the client
+		// gets, and zip readers refuse it.
+		s.opts.Logger.Warn("export interrupted", zap.String("member", m.Username), zap.Error(err))
+	}
+}
+
+func (s *Server) writeExport(zw *zip.Writer, m *storage.Member, labels []*storage.Label, names map[string]string) error {
+	f, err := zw.Create("labels.json")
+	if err != nil {
+		return err
+	}
+	if labels == nil {
+		labels = []*storage.Label{}
+	}
+	enc := json.NewEncoder(f)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(labels); err != nil {
+		return err
+	}
+
+	// saved_items.json, streamed as one JSON array.
+	f, err = zw.Create("saved_items.json")
+	if err != nil {
+		return err
+	}
+	if _, err := io.WriteString(f, "["); err != nil {
+		return err
+	}
+	first := true
+	err = s.store.ForEachSavedItem(m.ID, func(it *storage.SavedItem, c *storage.ItemContent) error {
+		e, err := s.exportItem(m.ID, it, c, names)
+		if err != nil {
+			return err
+		}
+		b, err := json.MarshalIndent(e, "  ", "  ")
+		if err != nil {
+			return err
+		}
+		sep := ",\n  "
+		if first {
+			sep, first = "\n  ", false
+		}
+		if _, err := io.WriteString(f, sep); err != nil {
+			return err
+		}
+		_, err = f.Write(b)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := io.WriteString(f, "\n]\n"); err != nil {
+		return err
+	}
+
+	// One Markdown file per item.
+	n := 0
+	return s.store.ForEachSavedItem(m.ID, func(it *storage.SavedItem, c *storage.ItemContent) error {
+		e, err := s.exportItem(m.ID, it, c, names)
+		if err != nil {
+			return err
+		}
+		n++
+		f, err := zw.Create(fmt.Sprintf("markdown/%05d-%s.md", n, slug(it.Title, it.ID)))
+		if err != nil {
+			return err
+		}
+		return writeMarkdown(f, e)
+	})
+}
+
+func (s *Server) exportItem(memberID string, it *storage.SavedItem, c *storage.ItemContent, names map[string]string) (*exportItem, error) {
+	e := &exportItem{
+		ID: it.ID, Type: it.Type, Status: it.Status, Title: it.Title, URL: it.OriginalURL,
+		SourceDomain: it.SourceDomain, Description: it.Description, Author: it.Author, LeadImage: it.LeadImage,
+		WordCount: it.WordCount, ReadingProgress: it.ReadingProgress, ReadAt: it.ReadAt,
+		CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt, Labels: []string{}, Highlights: []exportHighlight{},
+		ContentHTML: c.HTML, ContentText: c.Text,
+	}
+	for _, id := range it.LabelIDs {
+		if n, ok := names[id]; ok {
+			e.Labels = append(e.Labels, n)
+		}
+	}
+	if it.HighlightCount > 0 {
+		hs, err := s.store.ItemHighlights(memberID, it.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hs {
+			e.Highlights = append(e.Highlights, exportHighlight{
+				ID: h.ID, Text: highlightText(h), Note: h.Note, Segments: h.Segments, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt,
+			})
+		}
+	}
+	return e, nil
+}
+
+// highlightText is the highlighted text of all segments.
+func highlightText(h *storage.Highlight) string {
+	parts := make([]string, 0, len(h.Segments))
+	for _, s := range h.Segments {
+		if s.Text != "" {
+			parts = append(parts, s.Text)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// writeMarkdown writes an item as Markdown with YAML front matter, the
+// highlights (as quotes, with notes) and the readable text.
+func writeMarkdown(w io.Writer, e *exportItem) error {
+	bw := bufio.NewWriter(w)
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) } // a YAML-safe quoted string
+	fmt.Fprintf(bw, "---\ntitle: %s\n", q(e.Title))
+	if e.URL != "" {
+		fmt.Fprintf(bw, "url: %s\n", q(e.URL))
+	}
+	if e.Author != "" {
+		fmt.Fprintf(bw, "author: %s\n", q(e.Author))
+	}
+	fmt.Fprintf(bw, "type: %s\nstatus: %s\nsaved: %s\n", strings.ToLower(e.Type), strings.ToLower(e.Status), e.CreatedAt.UTC().Format(time.RFC3339))
+	if len(e.Labels) > 0 {
+		ls := make([]string, len(e.Labels))
+		for i, l := range e.Labels {
+			ls[i] = q(l)
+		}
+		fmt.Fprintf(bw, "labels: [%s]\n", strings.Join(ls, ", "))
+	}
+	fmt.Fprintf(bw, "---\n\n# %s\n\n", heading(e.Title))
+	if len(e.Highlights) > 0 {
+		bw.WriteString("## Highlights\n\n")
+		for _, h := range e.Highlights {
+			for _, line := range strings.Split(strings.TrimSpace(h.Text), "\n") {
+				fmt.Fprintf(bw, "> %s\n", line)
+			}
+			if h.Note != "" {
+				fmt.Fprintf(bw, "\nNote: %s\n", h.Note)
+			}
+			bw.WriteString("\n")
+		}
+	}
+	if t := strings.TrimSpace(e.ContentText); t != "" {
+		fmt.Fprintf(bw, "## Content\n\n%s\n", t)
+	}
+	return bw.Flush()
+}
+
+// heading is title as a one-line Markdown heading.
+func heading(title string) string {
+	if s := oneLine(title); s != "" {
+		return s
+	}
+	return "Untitled"
+}
+
+var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
+
+// slug is a file-name-safe form of title (or id when the title has none).
+func slug(title, id string) string {
+	s := strings.Trim(slugRE.ReplaceAllString(strings.ToLower(title), "-"), "-")
+	if len(s) > 60 {
+		s = strings.TrimRight(s[:60], "-")
+	}
+	if s == "" {
+		return id
+	}
+	return s
+}
