@@ -53,7 +53,7 @@ type Document struct {
 // document is the precomputed answer.
 type document struct {
 	body        []byte
-	agents      []byte // the agents array, to detect changes
+	agentsSum   [sha256.Size]byte // of the agents array, to detect changes
 	etag        string
 	generatedAt time.Time
 	count       int
@@ -170,25 +170,39 @@ func (d *Directory) Rebuild() error {
 	if err != nil {
 		return err
 	}
-	agents, err := json.Marshal(entries)
-	if err != nil {
-		return err
-	}
-	if old := d.doc.Load(); old != nil && bytes.Equal(old.agents, agents) {
-		return nil
-	}
+	// Encode entry by entry into a buffer sized from the last document:
+	// with 100 k agents the document is tens of MiB, and json.Marshal of
+	// the whole slice would grow and copy its buffer several times.
+	old := d.doc.Load()
 	var buf bytes.Buffer
-	buf.Grow(len(agents) + 64)
+	if old != nil {
+		buf.Grow(len(old.body) + len(old.body)/8)
+	}
 	buf.WriteString(`{"version":2,"generated_at":`)
 	buf.WriteString(strconv.FormatInt(now.Unix(), 10))
-	buf.WriteString(`,"agents":`)
-	buf.Write(agents)
+	buf.WriteString(`,"agents":[`)
+	start := buf.Len() - 1
+	enc := json.NewEncoder(&buf)
+	for i := range entries {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if err := enc.Encode(&entries[i]); err != nil {
+			return err
+		}
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+	}
+	buf.WriteByte(']')
+	agentsSum := sha256.Sum256(buf.Bytes()[start:])
+	if old != nil && old.agentsSum == agentsSum {
+		return nil
+	}
 	buf.WriteString("}\n")
 	body := buf.Bytes()
 	sum := sha256.Sum256(body)
 	d.doc.Store(&document{
 		body:        body,
-		agents:      agents,
+		agentsSum:   agentsSum,
 		etag:        `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`,
 		generatedAt: now,
 		count:       len(entries),

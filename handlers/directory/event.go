@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
@@ -141,6 +144,37 @@ func VerifyEvent(evt *nostr.Event) error {
 		return errors.New("invalid: signature does not verify")
 	}
 	return nil
+}
+
+// verifyEvents runs VerifyEvent on the events of evts that want accepts
+// (nil entries are skipped) and returns the errors by index. Signature checks
+// are most of the cost of ingesting posts, so a batch is spread over all
+// cores.
+func verifyEvents(evts []*nostr.Event, want func(*nostr.Event) bool) []error {
+	errs := make([]error, len(evts))
+	check := func(i int) {
+		if e := evts[i]; e != nil && want(e) {
+			errs[i] = VerifyEvent(e)
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(evts))
+	if workers <= 1 {
+		for i := range evts {
+			check(i)
+		}
+		return errs
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(evts); i = int(next.Add(1) - 1) {
+				check(i)
+			}
+		})
+	}
+	wg.Wait()
+	return errs
 }
 
 func isLowerHex(s string, n int) bool {

@@ -125,6 +125,7 @@ func (d *Directory) ingestPosts(evts []*nostr.Event, res []OKResult, limit bool)
 	now := d.now()
 	posts := make([]storage.AgentPost, 0, len(evts))
 	at := make([]int, 0, len(evts))
+	verified := verifyEvents(evts, func(e *nostr.Event) bool { return e.Kind == nostr.KindTextNote })
 	for i, evt := range evts {
 		if evt == nil {
 			continue
@@ -134,7 +135,7 @@ func (d *Directory) ingestPosts(evts []*nostr.Event, res []OKResult, limit bool)
 			res[i].Message = msgNotKind1
 			continue
 		}
-		if err := VerifyEvent(evt); err != nil {
+		if err := verified[i]; err != nil {
 			res[i].Message = err.Error()
 			continue
 		}

@@ -3,6 +3,7 @@ package directory
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -281,5 +282,26 @@ func TestIngestCountsPostsWithoutRateLimit(t *testing.T) {
 	}
 	if !res[0].OK || !res[1].OK || res[2].OK {
 		t.Errorf("results = %+v", res)
+	}
+}
+
+// Signatures of a batch are checked on all cores; each verdict must still
+// land on its own event.
+func TestEventsCheckEverySignatureOfALargeBatch(t *testing.T) {
+	e := newEnv(t, Options{})
+	a := newAgent(t)
+	e.mustRegister(regEvent(t, a, e.now(), "poster"))
+	e.clock.Advance(time.Minute)
+	evts := make([]*nostr.Event, 60)
+	for i := range evts {
+		evts[i] = note(t, a, e.now().Add(-time.Duration(i)*time.Second), "post "+strconv.Itoa(i))
+		if i%7 == 3 {
+			evts[i].Sig = strings.Repeat("1", 128)
+		}
+	}
+	for i, r := range e.post(evts...) {
+		if forged := i%7 == 3; r.OK == forged || forged != hasPrefix(r.Message, "invalid: signature") {
+			t.Errorf("event %d (forged %v): %+v", i, forged, r)
+		}
 	}
 }
