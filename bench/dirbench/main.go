@@ -1,0 +1,107 @@
+// Command dirbench prepares the agent directory load benchmark
+// (bench/directory.sh):
+//
+//	dirbench seed -dir STORE -agents N
+//	    fills a stopped store with N registered agents (made-up pubkeys,
+//	    realistic field sizes, posts on 3 days each), written through the
+//	    storage package without fsync, so 10 k agents take a second or two.
+//	    The document does not check signatures, so none are made.
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] != "seed" {
+		fmt.Fprintln(os.Stderr, "usage: dirbench seed -dir STORE -agents N")
+		os.Exit(2)
+	}
+	if err := seed(os.Args[2:]); err != nil {
+		fmt.Fprintln(os.Stderr, "dirbench:", err)
+		os.Exit(1)
+	}
+}
+
+func seed(args []string) error {
+	fs := flag.NewFlagSet("seed", flag.ExitOnError)
+	dir := fs.String("dir", "", "store directory")
+	agents := fs.Int("agents", 10000, "agents to register")
+	fs.Parse(args)
+	if *dir == "" {
+		return fmt.Errorf("seed needs -dir")
+	}
+	off := false
+	st, err := storage.Open(*dir, storage.Options{SyncWrites: &off, GCInterval: -1})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	now := time.Now()
+	reg := now.Add(-10 * 24 * time.Hour).Unix()
+	var posts []storage.AgentPost
+	flush := func() error {
+		_, err := st.RecordAgentPosts(posts, func(_ *storage.Agent, act *storage.AgentActivity, p storage.AgentPost) error {
+			d := int32(p.CreatedAt / 86400)
+			if i, found := slices.BinarySearch(act.Days, d); !found {
+				act.Days = slices.Insert(act.Days, i, d)
+			}
+			act.Posts++
+			act.LastPostAt = max(act.LastPostAt, p.CreatedAt)
+			return nil
+		})
+		posts = posts[:0]
+		return err
+	}
+	for i := 0; i < *agents; i++ {
+		pk := randomHex(32)
+		a := &storage.Agent{
+			Pubkey:            pk,
+			Name:              fmt.Sprintf("agent %d", i),
+			Purpose:           "Summarizes the day's papers on distributed systems and answers questions about them.",
+			Capabilities:      []string{"summarize", "search", "reply"},
+			Operator:          "operator@example.org",
+			PowBits:           i % 24,
+			FirstRegisteredAt: reg,
+			RegisteredAt:      reg,
+			RegistrationEvent: randomHex(32),
+			UpdatedAt:         reg,
+			Event: json.RawMessage(`{"id":"` + randomHex(32) + `","pubkey":"` + pk + `","created_at":` +
+				strconv.FormatInt(reg, 10) + `,"kind":31339,"tags":[["d","agent"],["name","agent"]],"content":"","sig":"` + randomHex(64) + `"}`),
+		}
+		if _, err := st.RegisterAgent(a, func(*storage.Agent) error { return nil }); err != nil {
+			return fmt.Errorf("register agent %d: %w", i, err)
+		}
+		for d := 1; d <= 3; d++ {
+			posts = append(posts, storage.AgentPost{ID: randomHex(32), Pubkey: pk, CreatedAt: now.Add(-time.Duration(d) * 24 * time.Hour).Unix(), Skeleton: uint64(d)})
+		}
+		if len(posts) >= 900 {
+			if err := flush(); err != nil {
+				return fmt.Errorf("record posts: %w", err)
+			}
+		}
+	}
+	if len(posts) > 0 {
+		if err := flush(); err != nil {
+			return fmt.Errorf("record posts: %w", err)
+		}
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

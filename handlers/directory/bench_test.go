@@ -1,0 +1,214 @@
+package directory
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// Benchmarks of issue 5's performance targets; figures and commands are in
+// bench/README.md ("hearth_directory").
+//
+//	go test -tags nobadger,nomysql,nopgx -run '^$' -bench . -benchmem ./handlers/directory/
+
+// benchDirs are the seeded stores shared by the runs of one benchmark (the
+// framework calls a benchmark several times with growing b.N; seeding
+// 100 k agents each time would dominate the run). TestMain removes them.
+var benchDirs []string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, d := range benchDirs {
+		os.RemoveAll(d)
+	}
+	os.Exit(code)
+}
+
+var seeded = map[string]*storage.Store{}
+
+// seededStore returns a store (fsync off, only for seeding speed) holding
+// n agents with made-up pubkeys and a week of activity each, seeded once
+// per process.
+func seededStore(b *testing.B, n int) *storage.Store {
+	b.Helper()
+	name := "agents-" + strconv.Itoa(n)
+	if s, ok := seeded[name]; ok {
+		return s
+	}
+	dir, err := os.MkdirTemp("", "hearth-directory-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchDirs = append(benchDirs, dir)
+	off := false
+	s, err := storage.Open(dir, storage.Options{GCInterval: -1, SyncWrites: &off})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := seedAgents(s, n, t0); err != nil {
+		b.Fatal(err)
+	}
+	seeded[name] = s
+	return s
+}
+
+// seedAgents writes n agents registered 10 days before now with random
+// pubkeys, realistic field sizes and posts on 3 days, directly through
+// storage (no signatures: the document does not check them).
+func seedAgents(s *storage.Store, n int, now time.Time) error {
+	rules := newActivityRules(Options{}.withDefaults())
+	posts := make([]storage.AgentPost, 0, 1000)
+	flush := func() error {
+		if len(posts) == 0 {
+			return nil
+		}
+		_, err := s.RecordAgentPosts(posts, func(a *storage.Agent, act *storage.AgentActivity, p storage.AgentPost) error {
+			return rules.apply(a, act, p, now)
+		})
+		posts = posts[:0]
+		return err
+	}
+	reg := now.Add(-10 * day).Unix()
+	for i := 0; i < n; i++ {
+		pk := randomHex(32)
+		a := &storage.Agent{
+			Pubkey:            pk,
+			Name:              fmt.Sprintf("agent %d", i),
+			Purpose:           "Summarizes the day's papers on distributed systems and answers questions about them.",
+			Capabilities:      []string{"summarize", "search", "reply"},
+			Operator:          "operator@example.org",
+			PowBits:           i % 24,
+			FirstRegisteredAt: reg,
+			RegisteredAt:      reg,
+			RegistrationEvent: randomHex(32),
+			UpdatedAt:         reg,
+			Event:             json.RawMessage(`{"id":"` + randomHex(32) + `","pubkey":"` + pk + `","created_at":` + strconv.FormatInt(reg, 10) + `,"kind":31339,"tags":[["d","agent"],["name","agent"],["purpose","Summarizes the day's papers on distributed systems"],["capability","summarize"],["capability","search"],["capability","reply"],["operator","operator@example.org"],["nonce","1234567","20"]],"content":"","sig":"` + randomHex(64) + `"}`),
+		}
+		if i%4 == 0 {
+			a.NIP05, a.NIP05Verified, a.NIP05OKAt = fmt.Sprintf("agent%d@example.org", i), true, now.Unix()
+		}
+		if _, err := s.RegisterAgent(a, func(*storage.Agent) error { return nil }); err != nil {
+			return err
+		}
+		for dd := 1; dd <= 3; dd++ {
+			posts = append(posts, storage.AgentPost{ID: randomHex(32), Pubkey: pk, CreatedAt: now.Add(-time.Duration(dd) * day).Unix(), Skeleton: uint64(dd)})
+		}
+		if len(posts) >= 900 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// BenchmarkBuildDocument100k rebuilds the document of 100 k agents (read
+// every record, compute levels and flags, sort, encode, hash). Each op is
+// one full rebuild.
+func BenchmarkBuildDocument100k(b *testing.B) {
+	s := seededStore(b, 100_000)
+	d, err := New(s, Options{Now: func() time.Time { return t0 }, RegenerateEvery: time.Hour, Fetcher: offlineFetcher()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		// Forget the last agents list so the rebuild publishes a new
+		// document, as after a change (it keeps the size hint).
+		doc := *d.doc.Load()
+		doc.agentsSum = [32]byte{}
+		d.doc.Store(&doc)
+		if err := d.Rebuild(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	doc := d.doc.Load()
+	b.ReportMetric(float64(len(doc.body))/(1<<20), "MiB/doc")
+	if doc.count != 100_000 {
+		b.Fatalf("document has %d agents", doc.count)
+	}
+}
+
+// BenchmarkIngest records signed kind-1 posts of 1 000 registered agents
+// through Ingest (id and signature checks, skeletons, one store transaction
+// per batch), with the store's default sync_writes on. Each op is one event.
+func BenchmarkIngest(b *testing.B) {
+	for _, batch := range []int{1, 100, 256} {
+		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) { benchIngest(b, batch) })
+	}
+}
+
+func benchIngest(b *testing.B, batch int) {
+	const agents = 1000
+	keys := benchKeys(b, agents)
+	s, err := storage.Open(b.TempDir(), storage.Options{GCInterval: -1}) // sync_writes on, as in production
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	now := t0
+	for _, k := range keys {
+		a := &storage.Agent{Pubkey: k.pk, Name: "agent", FirstRegisteredAt: now.Add(-30 * day).Unix(), RegistrationEvent: randomHex(32)}
+		if _, err := s.RegisterAgent(a, func(*storage.Agent) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d, err := New(s, Options{Now: func() time.Time { return now }, RegenerateEvery: time.Hour, Fetcher: offlineFetcher()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	// Signing is slow and not what is measured: sign every event first.
+	evts := make([]*nostr.Event, b.N)
+	for i := range evts {
+		k := keys[i%agents]
+		at := now.Add(-time.Duration(i%(7*24*60)) * time.Minute)
+		evts[i] = sign(b, k, &nostr.Event{Kind: nostr.KindTextNote, CreatedAt: nostr.Timestamp(at.Unix()),
+			Content: fmt.Sprintf("Today's summary #%d: three papers on consensus, see https://example.org/p/%d and nostr:npub1xyz for details.", i, i)})
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < len(evts); i += batch {
+		res, err := d.Ingest(evts[i:min(i+batch, len(evts))])
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			if !r.OK || r.Message != "" {
+				b.Fatalf("event refused: %q", r.Message)
+			}
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+}
+
+// benchKeys generates n key pairs once per process.
+func benchKeys(b *testing.B, n int) []agentKey {
+	for len(benchKeyPool) < n {
+		benchKeyPool = append(benchKeyPool, newAgent(b))
+	}
+	return benchKeyPool[:n]
+}
+
+var benchKeyPool []agentKey
