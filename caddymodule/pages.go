@@ -1,13 +1,13 @@
 package caddymodule
 
 import (
-	"net"
 	"net/http"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 )
 
 // newPages builds the member pages from the app's settings. Handler modules
@@ -28,9 +28,5 @@ func clientIP(r *http.Request) string {
 	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
 		return ip
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
+	return ratelimit.RemoteIP(r)
 }

@@ -7,7 +7,6 @@
 package account
 
 import (
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -100,20 +99,12 @@ func (o Options) withDefaults() Options {
 		o.SiteName = DefaultSiteName
 	}
 	if o.ClientIP == nil {
-		o.ClientIP = remoteIP
+		o.ClientIP = ratelimit.RemoteIP
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
 	return o
-}
-
-func remoteIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // SettingsPage is a page of the member's settings, added by another service.

@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -221,7 +220,7 @@ func (o Options) withDefaults() Options {
 		o.Now = time.Now
 	}
 	if o.ClientIP == nil {
-		o.ClientIP = remoteHost
+		o.ClientIP = ratelimit.RemoteIP
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -229,14 +228,6 @@ func (o Options) withDefaults() Options {
 	o.BaseURL = strings.TrimSuffix(o.BaseURL, "/")
 	o.NIP05Domain = strings.ToLower(o.NIP05Domain)
 	return o
-}
-
-func remoteHost(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // Directory is the agent directory service. Build it with New; it runs

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -126,13 +125,7 @@ func (o Options) withDefaults() Options {
 		})
 	}
 	if o.ClientIP == nil {
-		o.ClientIP = func(r *http.Request) string {
-			host, _, err := net.SplitHostPort(r.RemoteAddr)
-			if err != nil {
-				return r.RemoteAddr
-			}
-			return host
-		}
+		o.ClientIP = ratelimit.RemoteIP
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()

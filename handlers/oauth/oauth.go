@@ -116,20 +116,12 @@ func (o Options) withDefaults() Options {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if o.ClientIP == nil {
-		o.ClientIP = remoteIP
+		o.ClientIP = ratelimit.RemoteIP
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
 	return o
-}
-
-func remoteIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // Server is the authorization server. Build it with New.
