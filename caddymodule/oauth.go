@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -111,33 +110,7 @@ func (h *OAuth) Validate() error {
 // ServeHTTP serves the OAuth endpoints and member pages, and passes other
 // requests on.
 func (h *OAuth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if r.URL.Path == oauth.AuthorizePath {
-		defer redactCodeInLocation(w)
-	}
 	return serveOrNext(w, r, next, h.server, h.pages)
-}
-
-// redactCodeInLocation hides the authorization code of an approval's
-// redirect from Caddy's access log, which records the response headers
-// (Location included) after the handler returns. The header map is no
-// longer what goes on the wire at that point: net/http copied it when the
-// status line was written, so the client still gets the code.
-func redactCodeInLocation(w http.ResponseWriter) {
-	loc := w.Header().Get("Location")
-	if !strings.Contains(loc, "code=") {
-		return
-	}
-	u, err := url.Parse(loc)
-	if err != nil {
-		w.Header().Del("Location")
-		return
-	}
-	q := u.Query()
-	if q.Has("code") {
-		q.Set("code", "REDACTED")
-		u.RawQuery = q.Encode()
-		w.Header().Set("Location", u.String())
-	}
 }
 
 // parseOAuth reads the hearth_oauth directive:
