@@ -184,11 +184,7 @@ func (s *Store) DeleteHighlights(memberID string, ids []string) error {
 
 func (tx *Tx) deleteItemHighlights(memberID, itemID string) error {
 	prefix := key("u", memberID, "gql", "ih", itemID, "")
-	var ids []string
-	err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
-		ids = append(ids, string(k[len(prefix):]))
-		return true, nil
-	})
+	ids, err := tx.suffixes(prefix)
 	if err != nil {
 		return err
 	}

@@ -152,13 +152,7 @@ func (s *Store) CreateLabel(memberID, name, color string) (*Label, error) {
 }
 
 func (tx *Tx) labelItems(memberID, labelID string) ([]string, error) {
-	prefix := key("u", memberID, "gql", "li", labelID, "")
-	var ids []string
-	err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
-		ids = append(ids, string(k[len(prefix):]))
-		return true, nil
-	})
-	return ids, err
+	return tx.suffixes(key("u", memberID, "gql", "li", labelID, ""))
 }
 
 // UpdateLabel renames or recolors a label. Items carrying it get a new
@@ -250,37 +244,46 @@ func (s *Store) ReorderLabels(memberID string, ids []string) ([]*Label, error) {
 		if err != nil {
 			return err
 		}
-		byID := map[string]*Label{}
-		for _, l := range all {
-			byID[l.ID] = l
+		if out, err = reorder(all, ids, func(l *Label) string { return l.ID }); err != nil {
+			return err
 		}
-		var ordered []*Label
-		seen := map[string]bool{}
-		for _, id := range ids {
-			l := byID[id]
-			if l == nil {
-				return ErrNotFound
-			}
-			if !seen[id] {
-				seen[id] = true
-				ordered = append(ordered, l)
-			}
-		}
-		for _, l := range all {
-			if !seen[l.ID] {
-				ordered = append(ordered, l)
-			}
-		}
-		for i, l := range ordered {
+		for i, l := range out {
 			l.Order = float64(i)
 			if err := tx.putJSON(labelKey(memberID, l.ID), l, 0); err != nil {
 				return err
 			}
 		}
-		out = ordered
 		return nil
 	})
 	return out, err
+}
+
+// reorder returns all with the elements named by ids first, in that order,
+// then the others in their previous order. An unknown id is ErrNotFound;
+// repeated ids count once.
+func reorder[T any](all []T, ids []string, id func(T) string) ([]T, error) {
+	byID := make(map[string]T, len(all))
+	for _, x := range all {
+		byID[id(x)] = x
+	}
+	ordered := make([]T, 0, len(all))
+	seen := map[string]bool{}
+	for _, i := range ids {
+		x, ok := byID[i]
+		if !ok {
+			return nil, ErrNotFound
+		}
+		if !seen[i] {
+			seen[i] = true
+			ordered = append(ordered, x)
+		}
+	}
+	for _, x := range all {
+		if !seen[id(x)] {
+			ordered = append(ordered, x)
+		}
+	}
+	return ordered, nil
 }
 
 // --- saved queries ---
@@ -391,34 +394,15 @@ func (s *Store) ReorderSavedQueries(memberID string, ids []string) ([]*SavedQuer
 		if err != nil {
 			return err
 		}
-		byID := map[string]*SavedQuery{}
-		for _, q := range all {
-			byID[q.ID] = q
+		if out, err = reorder(all, ids, func(q *SavedQuery) string { return q.ID }); err != nil {
+			return err
 		}
-		var ordered []*SavedQuery
-		seen := map[string]bool{}
-		for _, id := range ids {
-			q := byID[id]
-			if q == nil {
-				return ErrNotFound
-			}
-			if !seen[id] {
-				seen[id] = true
-				ordered = append(ordered, q)
-			}
-		}
-		for _, q := range all {
-			if !seen[q.ID] {
-				ordered = append(ordered, q)
-			}
-		}
-		for i, q := range ordered {
+		for i, q := range out {
 			q.Order = float64(i)
 			if err := tx.putJSON(savedQueryKey(memberID, q.ID), q, 0); err != nil {
 				return err
 			}
 		}
-		out = ordered
 		return nil
 	})
 	return out, err

@@ -560,12 +560,7 @@ func (s *Store) RevokeOAuthAppForMember(memberID, clientID string) error {
 		if err := tx.putJSON(memberOAuthRevokedKey(memberID, clientID), time.Now().UTC(), OAuthCodeLifetime+time.Second); err != nil {
 			return err
 		}
-		prefix := memberOAuthAppPrefix(memberID, clientID)
-		var digests []string
-		err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
-			digests = append(digests, string(k[len(prefix):]))
-			return true, nil
-		})
+		digests, err := tx.suffixes(memberOAuthAppPrefix(memberID, clientID))
 		if err != nil {
 			return err
 		}

@@ -91,12 +91,7 @@ func (s *Store) DeleteSession(id string) error {
 }
 
 func (tx *Tx) deleteMemberSessions(memberID string) error {
-	prefix := key("member", "sess", memberID, "")
-	var digests []string
-	err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
-		digests = append(digests, string(k[len(prefix):]))
-		return true, nil
-	})
+	digests, err := tx.suffixes(key("member", "sess", memberID, ""))
 	if err != nil {
 		return err
 	}

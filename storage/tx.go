@@ -125,9 +125,6 @@ func (tx *Tx) scan(prefix, start []byte, reverse, keysOnly bool, fn func(key, va
 	o.Prefix = prefix
 	o.Reverse = reverse
 	o.PrefetchValues = !keysOnly
-	if keysOnly {
-		o.PrefetchValues = false
-	}
 	it := tx.txn.NewIterator(o)
 	defer it.Close()
 	seek := start
@@ -153,6 +150,17 @@ func (tx *Tx) scan(prefix, start []byte, reverse, keysOnly bool, fn func(key, va
 		}
 	}
 	return nil
+}
+
+// suffixes lists what follows prefix in every key that has it (ids or
+// digests of an index), in key order.
+func (tx *Tx) suffixes(prefix []byte) ([]string, error) {
+	var out []string
+	err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		out = append(out, string(k[len(prefix):]))
+		return true, nil
+	})
+	return out, err
 }
 
 // deletePrefix deletes every key with prefix inside the transaction.
