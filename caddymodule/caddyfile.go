@@ -112,3 +112,20 @@ func parseOnOff(s string) (bool, error) {
 	}
 	return b, nil
 }
+
+// parseLimit reads the arguments "<count> <window>" of the rate-limit
+// subdirective name.
+func parseLimit(d *caddyfile.Dispenser, name string, args []string) (int, caddy.Duration, error) {
+	if len(args) != 2 {
+		return 0, 0, d.Errf("%s: want <count> <window>, e.g. 5 10m", name)
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n <= 0 {
+		return 0, 0, d.Errf("%s: count must be a positive integer, got %q", name, args[0])
+	}
+	win, err := caddy.ParseDuration(args[1])
+	if err != nil || win <= 0 {
+		return 0, 0, d.Errf("%s: window must be a positive duration, got %q", name, args[1])
+	}
+	return n, caddy.Duration(win), nil
+}

@@ -273,18 +273,11 @@ func (h *Directory) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return caddy.Duration(dur), nil
 		}
 		limit := func() (*Limit, error) {
-			if len(args) != 2 {
-				return nil, d.Errf("%s: want <count> <window>, e.g. 20 1h", name)
+			n, win, err := parseLimit(d, name, args)
+			if err != nil {
+				return nil, err
 			}
-			n, err := strconv.Atoi(args[0])
-			if err != nil || n <= 0 {
-				return nil, d.Errf("%s: count must be a positive integer, got %q", name, args[0])
-			}
-			win, err := caddy.ParseDuration(args[1])
-			if err != nil || win <= 0 {
-				return nil, d.Errf("%s: window must be a positive duration, got %q", name, args[1])
-			}
-			return &Limit{N: n, Window: caddy.Duration(win)}, nil
+			return &Limit{N: n, Window: win}, nil
 		}
 		var err error
 		switch name {

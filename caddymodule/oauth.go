@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -165,21 +164,14 @@ func (h *OAuth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				h.TokenLimit = -1
 				continue
 			}
-			if len(args) != 2 {
-				return d.Errf("%s: want <count> <window>, e.g. 5 10m", name)
-			}
-			n, err := strconv.Atoi(args[0])
-			if err != nil || n <= 0 {
-				return d.Errf("%s: count must be a positive integer, got %q", name, args[0])
-			}
-			win, err := caddy.ParseDuration(args[1])
-			if err != nil || win <= 0 {
-				return d.Errf("%s: window must be a positive duration, got %q", name, args[1])
+			n, win, err := parseLimit(d, name, args)
+			if err != nil {
+				return err
 			}
 			if name == "registration_limit" {
-				h.RegistrationLimit, h.RegistrationWindow = n, caddy.Duration(win)
+				h.RegistrationLimit, h.RegistrationWindow = n, win
 			} else {
-				h.TokenLimit, h.TokenWindow = n, caddy.Duration(win)
+				h.TokenLimit, h.TokenWindow = n, win
 			}
 			continue
 		default:
