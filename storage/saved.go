@@ -26,6 +26,8 @@ import (
 //	url/<sha256 of normalized url> item id (saving a URL twice updates the item)
 //	ix/<status>/<field>/<sort><id> empty: one ordered index per status and sort field
 //	li/<label id>/<item id>        empty: the items carrying a label
+//	msgid/<sha256 of message id>   item id (a newsletter delivered twice is saved once)
+//	msgof/<item id>                the msgid digest of that item, to drop it with the item
 //
 // The index keys encode the sort value in order-preserving bytes followed by
 // the item id as 8 big-endian bytes, so a page is one seek plus N reads at
@@ -50,6 +52,7 @@ const (
 	MaxAuthorLen      = 300
 	MaxContentLen     = 8 << 20
 	MaxBatchIDs       = 500
+	MaxMessageIDLen   = 998 // RFC 5322's line length
 )
 
 // SavedItem is an article or newsletter saved by a member.
@@ -98,6 +101,10 @@ type NewItem struct {
 	LabelIDs     []string
 	FromName     string
 	FromAddress  string
+	// MessageID is the normalised Message-ID of a newsletter. Saving a
+	// message whose id the member already has returns that item and
+	// changes nothing (forwarding services retry); "" saves every time.
+	MessageID string
 }
 
 // SortField names a sort order of saved items (Inboxt's names plus updatedAt).
@@ -129,6 +136,16 @@ func contentKey(memberID, id string) []byte {
 func urlKey(memberID, u string) []byte {
 	sum := sha256.Sum256([]byte(u))
 	return key("u", memberID, "gql", "url", hex.EncodeToString(sum[:]))
+}
+func messageIDDigest(messageID string) string {
+	sum := sha256.Sum256([]byte(messageID))
+	return hex.EncodeToString(sum[:])
+}
+func messageIDKey(memberID, digest string) []byte {
+	return key("u", memberID, "gql", "msgid", digest)
+}
+func itemMessageIDKey(memberID, itemID string) []byte {
+	return key("u", memberID, "gql", "msgof", itemID)
 }
 func itemIndexPrefix(memberID, status string, f SortField) []byte {
 	return key("u", memberID, "gql", "ix", statusCode[status], sortFieldCode[f], "")
@@ -483,13 +500,25 @@ func cleanLine(s string, max int, what string) (string, error) {
 }
 
 // SaveItem stores a new saved item, or updates the member's item with the
-// same URL (moving it back to the inbox). It reports whether it was created.
+// same URL (moving it back to the inbox), or, for a newsletter whose
+// MessageID the member already has, returns that item unchanged. It reports
+// whether it was created.
 func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) {
 	if in.Type == "" {
 		in.Type = TypeArticle
 	}
 	if in.Type != TypeArticle && in.Type != TypeNewsletter {
 		return nil, false, Invalid("unknown item type")
+	}
+	if in.MessageID != "" && in.Type != TypeNewsletter {
+		return nil, false, Invalid("only newsletters have a message id")
+	}
+	if len(in.MessageID) > MaxMessageIDLen {
+		return nil, false, Invalid("the message id must be at most %d bytes", MaxMessageIDLen)
+	}
+	var msgDigest string
+	if in.MessageID != "" {
+		msgDigest = messageIDDigest(in.MessageID)
 	}
 	var norm string
 	if in.URL != "" || in.Type == TypeArticle {
@@ -532,6 +561,23 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 	created := false
 	err = s.Update(func(tx *Tx) error {
 		created = false
+		if msgDigest != "" {
+			// The read makes a concurrent save of the same message conflict,
+			// so Update retries it and it finds this one's item.
+			if id, err := tx.get(messageIDKey(memberID, msgDigest)); err == nil {
+				var cur SavedItem
+				err := tx.getItem(itemKey(memberID, string(id)), &cur)
+				if err == nil {
+					out = &cur
+					return nil
+				}
+				if !errors.Is(err, ErrNotFound) {
+					return err
+				}
+			} else if !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
 		t := now()
 		var old *SavedItem
 		if norm != "" && in.Type == TypeArticle {
@@ -584,6 +630,14 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 		}
 		if norm != "" && in.Type == TypeArticle {
 			if err := tx.put(urlKey(memberID, norm), []byte(it.ID), 0); err != nil {
+				return err
+			}
+		}
+		if msgDigest != "" {
+			if err := tx.put(messageIDKey(memberID, msgDigest), []byte(it.ID), 0); err != nil {
+				return err
+			}
+			if err := tx.put(itemMessageIDKey(memberID, it.ID), []byte(msgDigest), 0); err != nil {
 				return err
 			}
 		}
@@ -836,7 +890,8 @@ func (s *Store) SetItemLabels(memberID string, ids []string, c LabelChange) ([]*
 	})
 }
 
-// deleteItem removes an item, its content, indexes and highlights.
+// deleteItem removes an item, its content, indexes (URL and Message-ID
+// included) and highlights.
 func (tx *Tx) deleteItem(it *SavedItem) error {
 	mid := it.MemberID
 	for _, k := range itemIndexKeys(it) {
@@ -856,6 +911,11 @@ func (tx *Tx) deleteItem(it *SavedItem) error {
 			}
 		}
 	}
+	if it.Type == TypeNewsletter {
+		if err := tx.deleteItemMessageID(mid, it.ID); err != nil {
+			return err
+		}
+	}
 	if err := tx.deleteItemHighlights(mid, it.ID); err != nil {
 		return err
 	}
@@ -863,6 +923,27 @@ func (tx *Tx) deleteItem(it *SavedItem) error {
 		return err
 	}
 	return tx.delete(itemKey(mid, it.ID))
+}
+
+// deleteItemMessageID drops the Message-ID entry of a newsletter, so that
+// the message, delivered again, is saved again.
+func (tx *Tx) deleteItemMessageID(memberID, itemID string) error {
+	digest, err := tx.get(itemMessageIDKey(memberID, itemID))
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	k := messageIDKey(memberID, string(digest))
+	if id, err := tx.get(k); err == nil && string(id) == itemID {
+		if err := tx.delete(k); err != nil {
+			return err
+		}
+	} else if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return tx.delete(itemMessageIDKey(memberID, itemID))
 }
 
 // PermanentlyDeleteItems removes items that are in the trash. An id that is

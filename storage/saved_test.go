@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 )
@@ -375,5 +376,177 @@ func TestSavedItemJSONRecordsStillRead(t *testing.T) {
 	got, err = st.SavedItem(m.ID, items[1].ID)
 	if err != nil || got.ReadAt == nil || got.Title != items[1].Title || !got.CreatedAt.Equal(items[1].CreatedAt) {
 		t.Fatalf("after SetItemsRead: %+v, %v", got, err)
+	}
+}
+
+// messageIDEntries counts the member's Message-ID index records (both
+// directions), to check that deleting items leaves none behind.
+func messageIDEntries(t *testing.T, st *Store, memberID string) int {
+	t.Helper()
+	n := 0
+	err := st.View(func(tx *Tx) error {
+		for _, p := range [][]byte{key("u", memberID, "gql", "msgid", ""), key("u", memberID, "gql", "msgof", "")} {
+			if err := tx.scan(p, nil, false, true, func(_, _ []byte) (bool, error) { n++; return true, nil }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func countItems(t *testing.T, st *Store, memberID string) int {
+	t.Helper()
+	n := 0
+	for _, status := range []string{StatusActive, StatusArchived, StatusDeleted} {
+		p, err := st.SavedItemsPage(memberID, ItemFilter{Status: status}, PageRequest{Field: SortCreatedAt, First: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(p.Items)
+	}
+	return n
+}
+
+func TestNewsletterSavedOncePerMessageID(t *testing.T) {
+	st, m := openSavedTest(t)
+	nl := func(title, msgID string) NewItem {
+		return NewItem{Type: TypeNewsletter, Title: title, HTML: "<p>x</p>", Text: "x", MessageID: msgID}
+	}
+	first, created, err := st.SaveItem(m.ID, nl("Issue 1", "issue-1@news.example"))
+	if err != nil || !created {
+		t.Fatal(err, created)
+	}
+	again, created, err := st.SaveItem(m.ID, nl("Issue 1 (retried)", "issue-1@news.example"))
+	if err != nil || created {
+		t.Fatal(err, created)
+	}
+	if again.ID != first.ID || again.Title != "Issue 1" || !again.UpdatedAt.Equal(first.UpdatedAt) {
+		t.Fatalf("repeat returned %+v, want the first item unchanged", again)
+	}
+	if n := countItems(t, st, m.ID); n != 1 {
+		t.Fatalf("%d items after a repeated message, want 1", n)
+	}
+
+	// Without a Message-ID every delivery is saved.
+	for i := 0; i < 2; i++ {
+		if _, created, err := st.SaveItem(m.ID, nl("No id", "")); err != nil || !created {
+			t.Fatal(err, created)
+		}
+	}
+	if n := countItems(t, st, m.ID); n != 3 {
+		t.Fatalf("%d items, want 3", n)
+	}
+
+	// The index is per member.
+	other, _ := st.CreateMember("other", "", "password123")
+	if _, created, err := st.SaveItem(other.ID, nl("Issue 1", "issue-1@news.example")); err != nil || !created {
+		t.Fatalf("another member's copy: %v, created %v", err, created)
+	}
+
+	if _, _, err := st.SaveItem(m.ID, NewItem{URL: "https://example.com/a", MessageID: "x@y"}); !IsInvalid(err) {
+		t.Fatalf("article with a message id: %v", err)
+	}
+	if _, _, err := st.SaveItem(m.ID, nl("long", string(make([]byte, MaxMessageIDLen+1)))); !IsInvalid(err) {
+		t.Fatalf("message id too long: %v", err)
+	}
+}
+
+func TestConcurrentDeliveriesOfOneMessageSaveOneItem(t *testing.T) {
+	st, m := openSavedTest(t)
+	const n = 8
+	ids := make(chan string, n)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			it, _, err := st.SaveItem(m.ID, NewItem{Type: TypeNewsletter, Title: "Same", Text: "x", MessageID: "same@news.example"})
+			if err != nil {
+				errs <- err
+				return
+			}
+			ids <- it.ID
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for id := range ids {
+		seen[id] = true
+	}
+	if len(seen) != 1 || countItems(t, st, m.ID) != 1 {
+		t.Fatalf("%d distinct ids, %d items; want 1 and 1", len(seen), countItems(t, st, m.ID))
+	}
+}
+
+func TestDeletingANewsletterDropsItsMessageID(t *testing.T) {
+	st, m := openSavedTest(t)
+	save := func(msgID string) *SavedItem {
+		t.Helper()
+		it, created, err := st.SaveItem(m.ID, NewItem{Type: TypeNewsletter, Title: msgID, Text: "x", MessageID: msgID})
+		if err != nil || !created {
+			t.Fatalf("save %s: %v, created %v", msgID, err, created)
+		}
+		return it
+	}
+	trash := func(ids ...string) {
+		t.Helper()
+		if _, err := st.SetItemsStatus(m.ID, ids, StatusDeleted); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	a, b := save("a@news.example"), save("b@news.example")
+	if n := messageIDEntries(t, st, m.ID); n != 4 {
+		t.Fatalf("%d index records for 2 newsletters, want 4", n)
+	}
+	// In the trash the message is still known: a retry is not saved again.
+	trash(a.ID)
+	if it, created, _ := st.SaveItem(m.ID, NewItem{Type: TypeNewsletter, Title: "retry", Text: "x", MessageID: "a@news.example"}); created || it.ID != a.ID || it.Status != StatusDeleted {
+		t.Fatalf("retry of a trashed newsletter: created %v, %+v", created, it)
+	}
+
+	// permanentlyDeleteSavedItems
+	if err := st.PermanentlyDeleteItems(m.ID, []string{a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if n := messageIDEntries(t, st, m.ID); n != 2 {
+		t.Fatalf("%d index records after deleting 1 of 2, want 2", n)
+	}
+	if again := save("a@news.example"); again.ID == a.ID {
+		t.Fatal("a permanently deleted newsletter's id came back")
+	}
+
+	// emptyTrash
+	all, _ := st.SavedItemsPage(m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, First: 10})
+	var ids []string
+	for _, it := range all.Items {
+		ids = append(ids, it.ID)
+	}
+	trash(ids...)
+	if n, err := st.EmptyTrash(m.ID); err != nil || n != 2 {
+		t.Fatalf("empty trash: %d, %v", n, err)
+	}
+	if n := messageIDEntries(t, st, m.ID); n != 0 {
+		t.Fatalf("%d index records after emptying the trash, want 0", n)
+	}
+	save("b@news.example")
+	_ = b
+
+	// member removal
+	if err := st.DeleteMember(m.Username); err != nil {
+		t.Fatal(err)
+	}
+	if n := messageIDEntries(t, st, m.ID); n != 0 {
+		t.Fatalf("%d index records after removing the member, want 0", n)
 	}
 }

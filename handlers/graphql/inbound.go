@@ -26,7 +26,9 @@ import (
 
 // serveInbound takes a raw RFC 5322 message POSTed to a member's secret
 // inbound URL (what email-forwarding services send) and saves it as a
-// NEWSLETTER item. A malformed message gets 400 and nothing is stored.
+// NEWSLETTER item. A message with a Message-ID the member already has is
+// answered as the first delivery was (201, that item's id) and not saved
+// again. A malformed message gets 400 and nothing is stored.
 func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if r.Method != http.MethodPost {
@@ -72,7 +74,7 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
 		return
 	}
-	it, _, err := s.store.SaveItem(m.ID, storage.NewItem{
+	it, created, err := s.store.SaveItem(m.ID, storage.NewItem{
 		Type:         storage.TypeNewsletter,
 		Title:        nl.subject,
 		Description:  nl.description,
@@ -83,6 +85,7 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 		Text:         nl.text,
 		FromName:     nl.fromName,
 		FromAddress:  nl.fromAddress,
+		MessageID:    nl.messageID,
 	})
 	if err != nil {
 		if storage.IsInvalid(err) {
@@ -93,7 +96,13 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, codeInternal, "internal error; it was logged")
 		return
 	}
-	s.log.Info("newsletter received", zap.String("member", m.Username), zap.String("item", it.ID))
+	if created {
+		s.log.Info("newsletter received", zap.String("member", m.Username), zap.String("item", it.ID))
+	} else {
+		// A retry of a delivery that was saved: the same answer, so the
+		// forwarding service stops retrying.
+		s.log.Info("newsletter received again", zap.String("member", m.Username), zap.String("item", it.ID))
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
 	_ = json.NewEncoder(w).Encode(map[string]string{"id": it.ID})
@@ -103,6 +112,7 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 type newsletter struct {
 	subject, fromName, fromAddress, domain string
 	description, html, text                string
+	messageID                              string // normalised; "" when absent
 }
 
 const maxMIMEDepth = 10
@@ -135,6 +145,9 @@ func parseNewsletter(raw []byte) (*newsletter, error) {
 		nl.fromName = nl.fromAddress
 	}
 	nl.fromName = clip(nl.fromName, storage.MaxAuthorLen)
+	if nl.messageID, err = messageID(msg.Header); err != nil {
+		return nil, err
+	}
 	header := textproto.MIMEHeader(msg.Header)
 	if err := walkPart(header, msg.Body, nl, 0); err != nil {
 		return nil, err
@@ -150,6 +163,23 @@ func parseNewsletter(raw []byte) (*newsletter, error) {
 	nl.text = strings.TrimSpace(nl.text)
 	nl.description = clip(oneLine(nl.text), 300)
 	return nl, nil
+}
+
+// messageID is the message's Message-ID header in the form used to
+// recognise a message delivered twice: without the angle brackets and
+// white space, the part after "@" (a domain) in lower case. It is "" when
+// the header is absent or empty.
+func messageID(h mail.Header) (string, error) {
+	v := strings.TrimSpace(h.Get("Message-Id"))
+	v = strings.TrimSuffix(strings.TrimPrefix(v, "<"), ">")
+	v = strings.Join(strings.Fields(v), "")
+	if len(v) > storage.MaxMessageIDLen {
+		return "", errors.New("the Message-ID header is too long")
+	}
+	if at := strings.LastIndexByte(v, '@'); at >= 0 {
+		v = v[:at+1] + strings.ToLower(v[at+1:])
+	}
+	return v, nil
 }
 
 // walkPart fills nl from one MIME part, recursing into multiparts.

@@ -1,9 +1,12 @@
 package graphql_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
@@ -108,5 +111,118 @@ func TestInboundURLWithUnknownOrReplacedSecretIs404(t *testing.T) {
 	}
 	if status, _ := postInbound(t, e, e.srv.URL+graphql.InboundPath+"nl_unknownunknownunknown", newsletterMessage); status != http.StatusNotFound {
 		t.Fatalf("unknown address: status %d", status)
+	}
+}
+
+// withMessageID puts a Message-ID header on top of newsletterMessage.
+func withMessageID(id string) string { return "Message-ID: " + id + "\r\n" + newsletterMessage }
+
+func TestNewsletterDeliveredTwiceIsSavedOnce(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	url := inboundURL(t, e)
+	status, first := postInbound(t, e, url, withMessageID("<Issue-42.1@Mail.TechWeekly.example>"))
+	if status != http.StatusCreated || !strings.Contains(first, `"id":"`) {
+		t.Fatalf("first delivery: status %d: %s", status, first)
+	}
+	// A retry, the header folded and the domain in another case: the same
+	// answer, nothing new.
+	status, again := postInbound(t, e, url, withMessageID("\r\n <Issue-42.1@mail.techweekly.EXAMPLE>"))
+	if status != http.StatusCreated || again != first {
+		t.Fatalf("repeat: status %d %s, want 201 %s", status, again, first)
+	}
+	if got := e.allEntries(map[string]any{"first": 10, "q": "type:newsletter"}); len(got) != 1 {
+		t.Fatalf("%d newsletters after a repeated delivery, want 1", len(got))
+	}
+	// The id's left part is compared as it is.
+	if status, other := postInbound(t, e, url, withMessageID("<issue-42.1@mail.techweekly.example>")); status != http.StatusCreated || other == first {
+		t.Fatalf("another message id: status %d %s", status, other)
+	}
+	// Without a Message-ID each delivery is a new item.
+	postInbound(t, e, url, newsletterMessage)
+	postInbound(t, e, url, newsletterMessage)
+	if got := e.allEntries(map[string]any{"first": 10, "q": "type:newsletter"}); len(got) != 4 {
+		t.Fatalf("%d newsletters, want 4", len(got))
+	}
+	long := "<" + strings.Repeat("x", 1000) + "@news.example>"
+	if status, body := postInbound(t, e, url, withMessageID(long)); status != http.StatusBadRequest || !strings.Contains(body, "Message-ID") {
+		t.Fatalf("over-long Message-ID: status %d %s", status, body)
+	}
+}
+
+func TestConcurrentRetriesOfANewsletterSaveOneItem(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	url := inboundURL(t, e)
+	const n = 6
+	bodies := make(chan string, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Post(url, "message/rfc822", strings.NewReader(withMessageID("<race@news.example>")))
+			if err != nil {
+				bodies <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			bodies <- strconv.Itoa(resp.StatusCode) + " " + string(b)
+		}()
+	}
+	wg.Wait()
+	close(bodies)
+	seen := map[string]bool{}
+	for b := range bodies {
+		seen[b] = true
+	}
+	if len(seen) != 1 {
+		t.Fatalf("answers differ: %v", seen)
+	}
+	for b := range seen {
+		if !strings.HasPrefix(b, "201 ") {
+			t.Fatalf("answer %s", b)
+		}
+	}
+	if got := e.allEntries(map[string]any{"first": 10, "q": "type:newsletter"}); len(got) != 1 {
+		t.Fatalf("%d newsletters after %d concurrent deliveries, want 1", len(got), n)
+	}
+}
+
+func TestDeletedNewsletterIsSavedAgainWhenDeliveredAgain(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	url := inboundURL(t, e)
+	const trash = `mutation($data: UpdateSavedItemsStatusInput!) { updateSavedItemsStatus(data: $data) { id } }`
+	idOf := func(body string) string {
+		var v struct{ ID string }
+		if err := json.Unmarshal([]byte(body), &v); err != nil || v.ID == "" {
+			t.Fatalf("inbound answer %q", body)
+		}
+		return v.ID
+	}
+	for _, c := range []struct {
+		name   string
+		delete func(id string)
+	}{
+		{"permanentlyDeleteSavedItems", func(id string) {
+			e.do(`mutation($data: PermanentlyDeleteSavedItemsInput!) { permanentlyDeleteSavedItems(data: $data) { success } }`,
+				map[string]any{"data": map[string]any{"ids": []string{id}}}, nil)
+		}},
+		{"emptyTrash", func(string) { e.do(`mutation { emptyTrash { success count } }`, nil, nil) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			msg := withMessageID("<" + c.name + "@news.example>")
+			_, body := postInbound(t, e, url, msg)
+			first := idOf(body)
+			e.do(trash, map[string]any{"data": map[string]any{"ids": []string{first}, "status": "DELETED"}}, nil)
+			// Still in the trash: a retry is recognised.
+			if _, body := postInbound(t, e, url, msg); idOf(body) != first {
+				t.Fatalf("retry while in the trash: %s, want %s", body, first)
+			}
+			c.delete(first)
+			status, body := postInbound(t, e, url, msg)
+			if status != http.StatusCreated || idOf(body) == first {
+				t.Fatalf("after deleting: status %d %s", status, body)
+			}
+		})
 	}
 }
