@@ -86,7 +86,8 @@ type article struct {
 }
 
 // extractArticle runs readability over page (decoded from its charset) and
-// keeps the fields a saved item has, cut to the store's limits.
+// keeps the fields a saved item has, cut to the store's limits. Readability
+// keeps event handlers, iframes and SVG, so its HTML is sanitised too.
 func extractArticle(pageURL string, page []byte, contentType string) (*article, error) {
 	u, err := url.Parse(pageURL)
 	if err != nil {
@@ -104,7 +105,7 @@ func extractArticle(pageURL string, page []byte, contentType string) (*article, 
 		title:       clip(oneLine(ra.Title), storage.MaxTitleLen),
 		description: clip(oneLine(ra.Excerpt), storage.MaxDescriptionLen),
 		author:      clip(oneLine(ra.Byline), storage.MaxAuthorLen),
-		html:        ra.Content,
+		html:        sanitizeHTML(ra.Content),
 		text:        strings.TrimSpace(ra.TextContent),
 	}
 	a.wordCount = len(strings.Fields(a.text))

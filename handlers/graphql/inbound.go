@@ -119,8 +119,8 @@ const maxMIMEDepth = 10
 
 // parseNewsletter reads a raw RFC 5322 message: the subject (RFC 2047
 // decoded), the sender, and the first HTML and plain-text parts of the
-// body (multipart trees walked, transfer encodings and charsets decoded).
-// Its errors say what is wrong, for the 400 answer.
+// body (multipart trees walked, transfer encodings and charsets decoded),
+// the HTML sanitised. Its errors say what is wrong, for the 400 answer.
 func parseNewsletter(raw []byte) (*newsletter, error) {
 	msg, err := mail.ReadMessage(bytes.NewReader(raw))
 	if err != nil {
@@ -152,6 +152,7 @@ func parseNewsletter(raw []byte) (*newsletter, error) {
 	if err := walkPart(header, msg.Body, nl, 0); err != nil {
 		return nil, err
 	}
+	nl.html = strings.TrimSpace(sanitizeHTML(nl.html))
 	switch {
 	case nl.html == "" && nl.text == "":
 		return nil, errors.New("the message has no text or HTML body")
