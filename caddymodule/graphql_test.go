@@ -405,6 +405,14 @@ func TestGraphQLThroughCaddy(t *testing.T) {
 			t.Fatalf("no inbound URL: HTTP %d %s", p.StatusCode, p.body)
 		}
 		inbound := m[1]
+		// Inboxt's query lists the address, without its secret.
+		var addrs struct {
+			InboundEmailAddresses []struct{ FullAddress string }
+		}
+		gqlData(t, token, `query { inboundEmailAddresses { id createdAt fullAddress } }`, nil, &addrs)
+		if len(addrs.InboundEmailAddresses) != 1 || addrs.InboundEmailAddresses[0].FullAddress != testSite+"/api/newsletters/inbound/nl_…" {
+			t.Fatalf("inboundEmailAddresses = %+v", addrs)
+		}
 		msg := "From: Weekly Bakes <news@bakery.example>\r\nTo: alice@example.com\r\nSubject: Rye week\r\n" +
 			"Message-ID: <rye-week@bakery.example>\r\n" +
 			"MIME-Version: 1.0\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>This week: rye bread.</p>\r\n"

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -213,10 +214,16 @@ func (s *Store) APITokenMember(secret string) (*Member, *APIToken, error) {
 
 // --- newsletter inbound address ---
 
-// Inbound is a member's newsletter inbound secret (only its digest).
+// Inbound is a member's newsletter inbound address: only the digest of its
+// secret, and what can be shown of it later.
 type Inbound struct {
+	// ID names this address; a new address has a new id.
+	ID        string    `json:"id,omitempty"`
 	Digest    string    `json:"digest"`
 	CreatedAt time.Time `json:"created_at"`
+	// Site is the scheme and host the address was created on (the URL
+	// without its secret can be shown later); empty for older records.
+	Site string `json:"site,omitempty"`
 }
 
 // InboundPrefix starts every inbound secret.
@@ -224,9 +231,14 @@ const InboundPrefix = "nl_"
 
 // RotateInboundSecret gives the member a new newsletter inbound secret,
 // replacing the old one (which stops working at once), and returns it.
-func (s *Store) RotateInboundSecret(memberID string) (string, error) {
+// site is the scheme and host the address is made on, kept to show the
+// address (without its secret) later.
+func (s *Store) RotateInboundSecret(memberID, site string) (string, error) {
+	if len(site) > MaxURLLen {
+		return "", Invalid("site must be at most %d characters", MaxURLLen)
+	}
 	secret := NewSecret(InboundPrefix, 32)
-	in := Inbound{Digest: Digest(secret), CreatedAt: now()}
+	in := Inbound{ID: NewID(), Digest: Digest(secret), CreatedAt: now(), Site: site}
 	err := s.Update(func(tx *Tx) error {
 		if _, err := tx.MemberByID(memberID); err != nil {
 			return err
@@ -255,6 +267,11 @@ func (s *Store) InboundInfo(memberID string) (*Inbound, error) {
 	var in Inbound
 	if err := s.View(func(tx *Tx) error { return tx.getJSON(inboundKey(memberID), &in) }); err != nil {
 		return nil, err
+	}
+	if in.ID == "" {
+		// Records made before addresses had ids: one in NewID's form,
+		// from the creation time, stable across reads.
+		in.ID = strconv.FormatUint(uint64(in.CreatedAt.UnixMilli())<<16, 10)
 	}
 	return &in, nil
 }

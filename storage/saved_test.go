@@ -550,3 +550,32 @@ func TestDeletingANewsletterDropsItsMessageID(t *testing.T) {
 		t.Fatalf("%d index records after removing the member, want 0", n)
 	}
 }
+
+func TestInboundAddressKeepsItsSiteAndID(t *testing.T) {
+	st, m := openSavedTest(t)
+	secret, err := st.RotateInboundSecret(m.ID, "https://example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := st.InboundInfo(m.ID)
+	if err != nil || in.Site != "https://example.com" || in.ID == "" || in.Digest != Digest(secret) {
+		t.Fatalf("inbound %+v, %v", in, err)
+	}
+	if _, err := st.RotateInboundSecret(m.ID, "https://"+string(make([]byte, MaxURLLen))); !IsInvalid(err) {
+		t.Fatalf("over-long site: %v", err)
+	}
+
+	// A record written before addresses had ids and sites.
+	created := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	err = st.Update(func(tx *Tx) error {
+		return tx.putJSON(inboundKey(m.ID), map[string]any{"digest": Digest(secret), "created_at": created}, 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := st.InboundInfo(m.ID)
+	b, _ := st.InboundInfo(m.ID)
+	if a.ID == "" || a.ID != b.ID || a.Site != "" || !a.CreatedAt.Equal(created) {
+		t.Fatalf("old record read as %+v and %+v", a, b)
+	}
+}

@@ -138,6 +138,28 @@ func (r *queryResolver) APITokens(ctx context.Context) ([]*generated.APIToken, e
 	return out, nil
 }
 
+// InboundEmailAddresses is Inboxt's list of newsletter addresses: Hearth's
+// one inbound URL, if the member made one. Its secret is kept only as a
+// digest, so the URL is shown without it; the settings page shows it once.
+func (r *queryResolver) InboundEmailAddresses(ctx context.Context) ([]*generated.InboundEmailAddress, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in, err := r.s.store.InboundInfo(id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return []*generated.InboundEmailAddress{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []*generated.InboundEmailAddress{{
+		ID:          in.ID,
+		CreatedAt:   in.CreatedAt,
+		FullAddress: in.Site + InboundPath + storage.InboundPrefix + "…",
+	}}, nil
+}
+
 // readingStats computes the member's reading statistics from the items in
 // the inbox and the archive (read means readAt is set), at 200 words a
 // minute.

@@ -108,7 +108,7 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 			s.log.Info("API token deleted", zap.String("member", m.Username))
 			v.Notice = "The token was deleted; it no longer works."
 		case "rotate_inbound":
-			secret, err := s.store.RotateInboundSecret(m.ID)
+			secret, err := s.store.RotateInboundSecret(m.ID, siteURL(r))
 			if err != nil {
 				status, v.Error = s.pageError(err, "create inbound address")
 				break

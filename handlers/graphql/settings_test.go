@@ -1,6 +1,7 @@
 package graphql_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -164,5 +165,72 @@ func TestAPITokensPageGivesTheNewsletterInboundURL(t *testing.T) {
 	_, body = page(t, browser, http.MethodGet, pageURL, nil)
 	if strings.Contains(body, m[1]) || !strings.Contains(body, "Your address was created") {
 		t.Fatalf("the inbound URL is shown again or not mentioned: %s", body)
+	}
+}
+
+// inboundAddressesQuery is Inboxt's web app operation.
+const inboundAddressesQuery = `query InboundEmailAddresses {
+  inboundEmailAddresses { id createdAt fullAddress
+    subscriptions { id createdAt name status lastReceivedAt unsubscribeUrl unsubscribeAttemptedAt } }
+  me { inboundEmailAddressesCount }
+}`
+
+type inboundAddresses struct {
+	InboundEmailAddresses []struct {
+		ID, CreatedAt, FullAddress string
+		Subscriptions              *[]struct{ ID string }
+	}
+	Me struct{ InboundEmailAddressesCount float64 }
+}
+
+func TestInboundEmailAddressesShowsTheAddressWithoutItsSecret(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	srv, browser := site(t, e)
+	var got inboundAddresses
+	e.do(inboundAddressesQuery, nil, &got)
+	if got.InboundEmailAddresses == nil || len(got.InboundEmailAddresses) != 0 || got.Me.InboundEmailAddressesCount != 0 {
+		t.Fatalf("before an address is made: %+v", got)
+	}
+
+	_, body := page(t, browser, http.MethodPost, srv.URL+graphql.APITokensPath, url.Values{"action": {"rotate_inbound"}})
+	m := inboundInPage.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no inbound URL shown: %s", body)
+	}
+	secretURL := m[1]
+	secret := strings.TrimPrefix(secretURL, srv.URL+graphql.InboundPath)
+	r := e.post(e.token, inboundAddressesQuery, nil)
+	if r.Status != http.StatusOK || len(r.Errors) > 0 || strings.Contains(string(r.Data), secret) {
+		t.Fatalf("HTTP %d %+v, data %s (must not hold the secret)", r.Status, r.Errors, r.Data)
+	}
+	got = inboundAddresses{}
+	if err := json.Unmarshal(r.Data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.InboundEmailAddresses) != 1 || got.Me.InboundEmailAddressesCount != 1 {
+		t.Fatalf("after making one: %+v", got)
+	}
+	a := got.InboundEmailAddresses[0]
+	if a.FullAddress != srv.URL+"/api/newsletters/inbound/nl_…" || a.Subscriptions != nil || a.ID == "" {
+		t.Fatalf("address = %+v, secret URL %s", a, secretURL)
+	}
+	if created, err := time.Parse(time.RFC3339, a.CreatedAt); err != nil || time.Since(created) > time.Minute {
+		t.Fatalf("createdAt %q: %v", a.CreatedAt, err)
+	}
+
+	// A new address replaces it, with a new id.
+	page(t, browser, http.MethodPost, srv.URL+graphql.APITokensPath, url.Values{"action": {"rotate_inbound"}})
+	var after inboundAddresses
+	e.do(inboundAddressesQuery, nil, &after)
+	if len(after.InboundEmailAddresses) != 1 || after.InboundEmailAddresses[0].ID == a.ID {
+		t.Fatalf("after a new address: %+v (was %s)", after, a.ID)
+	}
+
+	// Another member has none.
+	_, bobToken := e.newMember("bob")
+	var bob inboundAddresses
+	r = e.post(bobToken, inboundAddressesQuery, nil)
+	if err := json.Unmarshal(r.Data, &bob); err != nil || len(bob.InboundEmailAddresses) != 0 {
+		t.Fatalf("bob: %s %v", r.Data, err)
 	}
 }

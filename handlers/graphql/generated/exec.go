@@ -94,6 +94,13 @@ type ComplexityRoot struct {
 		Xpath       func(childComplexity int) int
 	}
 
+	InboundEmailAddress struct {
+		CreatedAt     func(childComplexity int) int
+		FullAddress   func(childComplexity int) int
+		ID            func(childComplexity int) int
+		Subscriptions func(childComplexity int) int
+	}
+
 	Label struct {
 		Color     func(childComplexity int) int
 		CreatedAt func(childComplexity int) int
@@ -150,12 +157,13 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		APITokens    func(childComplexity int) int
-		Entries      func(childComplexity int, query GetEntriesInput) int
-		Labels       func(childComplexity int) int
-		Me           func(childComplexity int) int
-		SavedItem    func(childComplexity int, query GetSavedItemInput) int
-		SavedQueries func(childComplexity int) int
+		APITokens             func(childComplexity int) int
+		Entries               func(childComplexity int, query GetEntriesInput) int
+		InboundEmailAddresses func(childComplexity int) int
+		Labels                func(childComplexity int) int
+		Me                    func(childComplexity int) int
+		SavedItem             func(childComplexity int, query GetSavedItemInput) int
+		SavedQueries          func(childComplexity int) int
 	}
 
 	SavedItem struct {
@@ -255,6 +263,7 @@ type QueryResolver interface {
 	Me(ctx context.Context) (*User, error)
 	SavedQueries(ctx context.Context) ([]*SavedQuery, error)
 	APITokens(ctx context.Context) ([]*APIToken, error)
+	InboundEmailAddresses(ctx context.Context) ([]*InboundEmailAddress, error)
 }
 type SavedItemResolver interface {
 	Article(ctx context.Context, obj *SavedItem) (*Article, error)
@@ -472,6 +481,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.HighlightSegment.Xpath(childComplexity), true
+
+	case "InboundEmailAddress.createdAt":
+		if e.ComplexityRoot.InboundEmailAddress.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboundEmailAddress.CreatedAt(childComplexity), true
+	case "InboundEmailAddress.fullAddress":
+		if e.ComplexityRoot.InboundEmailAddress.FullAddress == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboundEmailAddress.FullAddress(childComplexity), true
+	case "InboundEmailAddress.id":
+		if e.ComplexityRoot.InboundEmailAddress.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboundEmailAddress.ID(childComplexity), true
+	case "InboundEmailAddress.subscriptions":
+		if e.ComplexityRoot.InboundEmailAddress.Subscriptions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboundEmailAddress.Subscriptions(childComplexity), true
 
 	case "Label.color":
 		if e.ComplexityRoot.Label.Color == nil {
@@ -835,6 +869,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Entries(childComplexity, args["query"].(GetEntriesInput)), true
+	case "Query.inboundEmailAddresses":
+		if e.ComplexityRoot.Query.InboundEmailAddresses == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.InboundEmailAddresses(childComplexity), true
 
 	case "Query.labels":
 		if e.ComplexityRoot.Query.Labels == nil {
@@ -1270,6 +1310,20 @@ type UserStats {
   averageTimeToFinish: Float
 }
 
+"""
+Hearth: a member has at most one inbound address, and it is a secret URL, not an e-mail address: an
+e-mail forwarding service POSTs each raw newsletter to it. The secret is stored only as a digest and
+shown once, when the address is created on the API Tokens settings page, so fullAddress is the URL
+with its secret left out (https://example.com/api/newsletters/inbound/nl_…). A new address has a new id.
+"""
+type InboundEmailAddress {
+  id: String!
+  createdAt: DateTime!
+  fullAddress: String!
+  "Hearth does not track newsletter subscriptions: always null."
+  subscriptions: [NewsletterSubscription!]
+}
+
 type ApiToken {
   id: String!
   name: String!
@@ -1588,6 +1642,8 @@ type Query {
   me: User
   savedQueries: [SavedQuery!]
   apiTokens: [ApiToken!]!
+  "The member's newsletter inbound address: an empty list, or one address (see InboundEmailAddress)."
+  inboundEmailAddresses: [InboundEmailAddress!]
 }
 
 type Mutation {
@@ -1743,6 +1799,20 @@ func (ec *executionContext) childFields_HighlightSegment(ctx context.Context, fi
 		return ec.fieldContext_HighlightSegment_text(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type HighlightSegment", field.Name)
+}
+
+func (ec *executionContext) childFields_InboundEmailAddress(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_InboundEmailAddress_id(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_InboundEmailAddress_createdAt(ctx, field)
+	case "fullAddress":
+		return ec.fieldContext_InboundEmailAddress_fullAddress(ctx, field)
+	case "subscriptions":
+		return ec.fieldContext_InboundEmailAddress_subscriptions(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type InboundEmailAddress", field.Name)
 }
 
 func (ec *executionContext) childFields_Label(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3165,6 +3235,107 @@ func (ec *executionContext) _HighlightSegment_text(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_HighlightSegment_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("HighlightSegment", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _InboundEmailAddress_id(ctx context.Context, field graphql.CollectedField, obj *InboundEmailAddress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboundEmailAddress_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboundEmailAddress_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboundEmailAddress", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _InboundEmailAddress_createdAt(ctx context.Context, field graphql.CollectedField, obj *InboundEmailAddress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboundEmailAddress_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboundEmailAddress_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboundEmailAddress", field, false, false, errors.New("field of type DateTime does not have child fields"))
+}
+
+func (ec *executionContext) _InboundEmailAddress_fullAddress(ctx context.Context, field graphql.CollectedField, obj *InboundEmailAddress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboundEmailAddress_fullAddress(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FullAddress, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboundEmailAddress_fullAddress(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboundEmailAddress", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _InboundEmailAddress_subscriptions(ctx context.Context, field graphql.CollectedField, obj *InboundEmailAddress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboundEmailAddress_subscriptions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Subscriptions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*NewsletterSubscription) graphql.Marshaler {
+			return ec.marshalONewsletterSubscription2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐNewsletterSubscriptionᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_InboundEmailAddress_subscriptions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "InboundEmailAddress",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NewsletterSubscription(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Label_id(ctx context.Context, field graphql.CollectedField, obj *Label) (ret graphql.Marshaler) {
@@ -4736,6 +4907,38 @@ func (ec *executionContext) fieldContext_Query_apiTokens(_ context.Context, fiel
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ApiToken(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_inboundEmailAddresses(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_inboundEmailAddresses(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().InboundEmailAddresses(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*InboundEmailAddress) graphql.Marshaler {
+			return ec.marshalOInboundEmailAddress2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐInboundEmailAddressᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_inboundEmailAddresses(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InboundEmailAddress(ctx, field)
 		},
 	}
 	return fc, nil
@@ -8386,6 +8589,59 @@ func (ec *executionContext) _HighlightSegment(ctx context.Context, sel ast.Selec
 	return out
 }
 
+var inboundEmailAddressImplementors = []string{"InboundEmailAddress"}
+
+func (ec *executionContext) _InboundEmailAddress(ctx context.Context, sel ast.SelectionSet, obj *InboundEmailAddress) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, inboundEmailAddressImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("InboundEmailAddress")
+		case "id":
+			out.Values[i] = ec._InboundEmailAddress_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._InboundEmailAddress_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fullAddress":
+			out.Values[i] = ec._InboundEmailAddress_fullAddress(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "subscriptions":
+			out.Values[i] = ec._InboundEmailAddress_subscriptions(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var labelImplementors = []string{"Label"}
 
 func (ec *executionContext) _Label(ctx context.Context, sel ast.SelectionSet, obj *Label) graphql.Marshaler {
@@ -8942,6 +9198,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_apiTokens(ctx, field)
 				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "inboundEmailAddresses":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_inboundEmailAddresses(ctx, field)
+				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -10241,6 +10519,16 @@ func (ec *executionContext) marshalNHighlightSegment2ᚖgithubᚗcomᚋhearthkit
 	return ec._HighlightSegment(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNInboundEmailAddress2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐInboundEmailAddress(ctx context.Context, sel ast.SelectionSet, v *InboundEmailAddress) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._InboundEmailAddress(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
 	res, err := graphql.UnmarshalInt(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -10281,6 +10569,16 @@ func (ec *executionContext) marshalNLabel2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑ
 		return graphql.Null
 	}
 	return ec._Label(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNNewsletterSubscription2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐNewsletterSubscription(ctx context.Context, sel ast.SelectionSet, v *NewsletterSubscription) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._NewsletterSubscription(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNNewsletterSubscriptionStatus2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐNewsletterSubscriptionStatus(ctx context.Context, v any) (NewsletterSubscriptionStatus, error) {
@@ -10758,6 +11056,25 @@ func (ec *executionContext) marshalOHighlightSegment2ᚕᚖgithubᚗcomᚋhearth
 	return ret
 }
 
+func (ec *executionContext) marshalOInboundEmailAddress2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐInboundEmailAddressᚄ(ctx context.Context, sel ast.SelectionSet, v []*InboundEmailAddress) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNInboundEmailAddress2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐInboundEmailAddress(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalOLabel2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐLabelᚄ(ctx context.Context, sel ast.SelectionSet, v []*Label) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -10782,6 +11099,25 @@ func (ec *executionContext) marshalONewsletter2ᚖgithubᚗcomᚋhearthkitᚋcad
 		return graphql.Null
 	}
 	return ec._Newsletter(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalONewsletterSubscription2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐNewsletterSubscriptionᚄ(ctx context.Context, sel ast.SelectionSet, v []*NewsletterSubscription) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNNewsletterSubscription2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐNewsletterSubscription(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalONewsletterSubscription2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐNewsletterSubscription(ctx context.Context, sel ast.SelectionSet, v *NewsletterSubscription) graphql.Marshaler {

@@ -159,6 +159,18 @@ type HighlightSegment struct {
 	Text        *string `json:"text,omitempty"`
 }
 
+// Hearth: a member has at most one inbound address, and it is a secret URL, not an e-mail address: an
+// e-mail forwarding service POSTs each raw newsletter to it. The secret is stored only as a digest and
+// shown once, when the address is created on the API Tokens settings page, so fullAddress is the URL
+// with its secret left out (https://example.com/api/newsletters/inbound/nl_…). A new address has a new id.
+type InboundEmailAddress struct {
+	ID          string    `json:"id"`
+	CreatedAt   time.Time `json:"createdAt"`
+	FullAddress string    `json:"fullAddress"`
+	// Hearth does not track newsletter subscriptions: always null.
+	Subscriptions []*NewsletterSubscription `json:"subscriptions,omitempty"`
+}
+
 type Label struct {
 	ID        string    `json:"id"`
 	CreatedAt time.Time `json:"createdAt"`
