@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
@@ -364,7 +365,7 @@ func TestGraphQLThroughCaddy(t *testing.T) {
 		}
 	})
 
-	t.Run("API token made on the settings page: use, delete", func(t *testing.T) {
+	t.Run("API token made on the settings page: use, expire, delete", func(t *testing.T) {
 		b := newBrowser(t, testSite)
 		if p := b.signIn("alice", "correct horse"); p.StatusCode != http.StatusSeeOther {
 			t.Fatalf("sign-in: HTTP %d", p.StatusCode)
@@ -390,6 +391,26 @@ func TestGraphQLThroughCaddy(t *testing.T) {
 		if dm == nil {
 			t.Fatalf("no delete form for Obsidian: %s", p.body)
 		}
+
+		// Its 7 days are over: the running server refuses it from the next
+		// request on, and the page says so.
+		st := hearthStore(t)
+		alice, err := st.Member("alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		over := time.Now().Add(-time.Second)
+		if _, err := st.SetAPITokenExpiry(alice.ID, dm[1], &over); err != nil {
+			t.Fatal(err)
+		}
+		r := gql(t, testSite, pageToken, `query { me { username } }`, nil)
+		if r.status != http.StatusUnauthorized || r.code() != "UNAUTHENTICATED" || r.header.Get("WWW-Authenticate") == "" || string(r.Data) != "" && string(r.Data) != "null" {
+			t.Fatalf("expired token: HTTP %d, errors %+v, data %s", r.status, r.Errors, r.Data)
+		}
+		if p := b.get("/settings/api_tokens"); !strings.Contains(p.body, "Obsidian <em>(expired)</em>") {
+			t.Fatalf("the page does not show the token as expired: %s", p.body)
+		}
+
 		b.post("/settings/api_tokens", url.Values{"action": {"delete"}, "id": {dm[1]}})
 		if r := gql(t, testSite, pageToken, `query { me { username } }`, nil); r.status != 401 {
 			t.Fatalf("deleted token: HTTP %d", r.status)

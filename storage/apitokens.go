@@ -153,6 +153,41 @@ func (s *Store) DeleteAPIToken(memberID, id string) error {
 	})
 }
 
+// SetAPITokenExpiry changes when one of the member's tokens expires (nil:
+// never); a time in the past makes it stop working at once. Members choose
+// a lifetime when they create a token; this is for operators' tools and
+// tests.
+func (s *Store) SetAPITokenExpiry(memberID, id string, expiresAt *time.Time) (*APIToken, error) {
+	var tok APIToken
+	err := s.Update(func(tx *Tx) error {
+		if err := tx.getJSON(apiTokenKey(memberID, id), &tok); err != nil {
+			return err
+		}
+		tok.ExpiresAt = nil
+		var ttl time.Duration
+		if expiresAt != nil {
+			exp := expiresAt.UTC()
+			tok.ExpiresAt = &exp
+			// As in CreateAPIToken: the check refuses the token on time;
+			// the TTL only cleans up.
+			if ttl = time.Until(exp) + time.Hour; ttl <= 0 {
+				if err := tx.delete(apiTokenRefKey(tok.Digest)); err != nil {
+					return err
+				}
+				return tx.putJSON(apiTokenKey(memberID, id), &tok, 0)
+			}
+		}
+		if err := tx.putJSON(apiTokenRefKey(tok.Digest), apiTokenRef{MemberID: memberID, TokenID: id}, ttl); err != nil {
+			return err
+		}
+		return tx.putJSON(apiTokenKey(memberID, id), &tok, 0)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &tok, nil
+}
+
 // LooksLikeAPIToken reports whether s has the shape of an API token.
 func LooksLikeAPIToken(s string) bool {
 	return strings.HasPrefix(s, APITokenPrefix) && len(s) >= 40 && len(s) <= 128

@@ -579,3 +579,48 @@ func TestInboundAddressKeepsItsSiteAndID(t *testing.T) {
 		t.Fatalf("old record read as %+v and %+v", a, b)
 	}
 }
+
+func TestSetAPITokenExpiry(t *testing.T) {
+	st, m := openSavedTest(t)
+	tok, secret, err := st.CreateAPIToken(m.ID, "sync", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	works := func(want bool) {
+		t.Helper()
+		_, _, err := st.APITokenMember(secret)
+		if want && err != nil || !want && !errors.Is(err, ErrNotFound) {
+			t.Fatalf("token works = %v, want %v", err == nil, want)
+		}
+	}
+	at := func(d time.Duration) *time.Time { x := time.Now().Add(d); return &x }
+	works(true)
+	if _, err := st.SetAPITokenExpiry(m.ID, tok.ID, at(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	works(false)
+	if rec, err := st.SetAPITokenExpiry(m.ID, tok.ID, nil); err != nil || rec.ExpiresAt != nil {
+		t.Fatalf("never: %+v %v", rec, err)
+	}
+	works(true)
+	future := at(24 * time.Hour)
+	if rec, err := st.SetAPITokenExpiry(m.ID, tok.ID, future); err != nil || !rec.ExpiresAt.Equal(*future) {
+		t.Fatalf("future: %+v %v", rec, err)
+	}
+	works(true)
+	// Long past: the lookup record goes, the token stays listed as expired.
+	if _, err := st.SetAPITokenExpiry(m.ID, tok.ID, at(-48*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	works(false)
+	if list, _ := st.APITokens(m.ID); len(list) != 1 || !list[0].Expired(time.Now()) {
+		t.Fatalf("tokens listed: %+v", list)
+	}
+	other, _ := st.CreateMember("other", "", "password123")
+	if _, err := st.SetAPITokenExpiry(other.ID, tok.ID, nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("another member's token: %v", err)
+	}
+	if _, err := st.SetAPITokenExpiry(m.ID, "404", nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown token: %v", err)
+	}
+}
