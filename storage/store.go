@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -30,9 +31,10 @@ type Options struct {
 	IndexCacheSize int64
 	// ValueLogFileSize is the size of each value-log file (bytes).
 	ValueLogFileSize int64
-	// SyncWrites makes every commit fsync before it returns, so an
-	// acknowledged write survives a power loss, not only a process crash.
-	// Nil means true.
+	// SyncWrites makes every commit wait until its write is on disk, so
+	// an acknowledged write survives a power loss, not only a process
+	// crash. Concurrent commits share one fsync (see groupSync). Nil means
+	// true.
 	SyncWrites *bool
 	// GCInterval is how often value-log garbage collection runs; zero means
 	// DefaultGCInterval, a negative value disables it.
@@ -89,6 +91,9 @@ type Store struct {
 	path string
 	log  *zap.Logger
 
+	durable     *groupSync // nil when SyncWrites is off
+	vlogWritten atomic.Bool
+
 	stopGC chan struct{}
 	gcDone sync.WaitGroup
 	closed sync.Once
@@ -110,7 +115,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		WithIndexCacheSize(opts.IndexCacheSize).
 		WithValueLogFileSize(opts.ValueLogFileSize).
 		WithNumCompactors(2).
-		WithSyncWrites(*opts.SyncWrites).
+		// Commits are synced by s.durable, once for many (group commit).
+		WithSyncWrites(false).
+		WithValueThreshold(vlogThreshold).
 		WithMetricsEnabled(false)
 	db, err := badger.Open(bo)
 	if err != nil {
@@ -120,6 +127,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 	s := &Store{db: db, path: dir, log: opts.Logger, stopGC: make(chan struct{})}
+	if *opts.SyncWrites {
+		s.durable = newGroupSync((&logSyncer{dir: dir, vlogWritten: &s.vlogWritten}).sync)
+	}
 	if opts.GCInterval > 0 {
 		s.gcDone.Add(1)
 		go s.runGC(opts.GCInterval)
@@ -159,6 +169,23 @@ func (s *Store) runGC(every time.Duration) {
 // CollectGarbage rewrites value-log files that are at least half garbage,
 // until none is left. It runs on the schedule set by Options.GCInterval.
 func (s *Store) CollectGarbage() {
+	if s.durable != nil {
+		// Badger deletes a rewritten value-log file at once unless an
+		// iterator is open, and it does not sync the rewritten values
+		// itself with SyncWrites off: hold an iterator until they are on
+		// disk.
+		txn := s.db.NewTransaction(false)
+		it := txn.NewIterator(badger.IteratorOptions{})
+		defer func() {
+			s.vlogWritten.Store(true)
+			if err := s.durable.wait(); err != nil {
+				s.log.Error("value-log garbage collection: sync", zap.Error(err))
+			} else {
+				it.Close()
+			}
+			txn.Discard()
+		}()
+	}
 	n := 0
 	for {
 		select {
@@ -189,7 +216,11 @@ func (s *Store) Backup(w io.Writer) error {
 // Restore loads a stream written by Backup into the store, replacing records
 // with the same keys.
 func (s *Store) Restore(r io.Reader) error {
-	return s.db.Load(r, 256)
+	if err := s.db.Load(r, 256); err != nil {
+		return err
+	}
+	s.vlogWritten.Store(true)
+	return s.synced()
 }
 
 // RestoreDir replaces the database in dir with the backup stream read from
@@ -262,8 +293,23 @@ func (s *Store) hasRecords() (bool, error) {
 	return found, err
 }
 
-// Sync flushes every acknowledged write to disk.
-func (s *Store) Sync() error { return s.db.Sync() }
+// Sync flushes every write committed so far to disk, also with SyncWrites
+// off.
+func (s *Store) Sync() error {
+	if s.durable != nil {
+		return s.durable.wait()
+	}
+	return s.db.Sync()
+}
+
+// synced returns once the commits that returned so far are on disk, when
+// the store was opened with SyncWrites.
+func (s *Store) synced() error {
+	if s.durable == nil {
+		return nil
+	}
+	return s.durable.wait()
+}
 
 // Ping reports whether the store answers reads.
 func (s *Store) Ping(ctx context.Context) error {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -35,6 +36,8 @@ func IsInvalid(err error) bool {
 // request's changes to several records commit together or not at all.
 type Tx struct {
 	txn *badger.Txn
+	// vlogWritten is the store's flag for logSyncer; nil in View.
+	vlogWritten *atomic.Bool
 }
 
 // View runs fn in a read-only transaction.
@@ -48,7 +51,10 @@ func (s *Store) View(fn func(tx *Tx) error) error {
 func (s *Store) Update(fn func(tx *Tx) error) error {
 	var err error
 	for attempt := 0; attempt < 8; attempt++ {
-		err = s.db.Update(func(txn *badger.Txn) error { return fn(&Tx{txn: txn}) })
+		err = s.db.Update(func(txn *badger.Txn) error { return fn(&Tx{txn: txn, vlogWritten: &s.vlogWritten}) })
+		if err == nil {
+			return s.synced()
+		}
 		if !errors.Is(err, badger.ErrConflict) {
 			return err
 		}
@@ -59,11 +65,14 @@ func (s *Store) Update(fn func(tx *Tx) error) error {
 // UpdateOnce is Update without retries: a conflicting concurrent commit makes
 // it fail with ErrConflict. Use it for records that must be consumed once.
 func (s *Store) UpdateOnce(fn func(tx *Tx) error) error {
-	err := s.db.Update(func(txn *badger.Txn) error { return fn(&Tx{txn: txn}) })
+	err := s.db.Update(func(txn *badger.Txn) error { return fn(&Tx{txn: txn, vlogWritten: &s.vlogWritten}) })
 	if errors.Is(err, badger.ErrConflict) {
 		return ErrConflict
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return s.synced()
 }
 
 // getJSON decodes the record at key into v, or returns ErrNotFound.
@@ -88,6 +97,9 @@ func (tx *Tx) putJSON(key []byte, v any, ttl time.Duration) error {
 }
 
 func (tx *Tx) put(key, val []byte, ttl time.Duration) error {
+	if len(val) >= vlogThreshold {
+		tx.vlogWritten.Store(true)
+	}
 	e := badger.NewEntry(key, val)
 	if ttl > 0 {
 		e = e.WithTTL(ttl)
