@@ -146,6 +146,8 @@ type Server struct {
 	tokens  *ratelimit.Limiter // per token
 	members *ratelimit.Limiter // per member
 	inbound *ratelimit.Limiter // per client IP
+
+	fastPathStats
 }
 
 // New returns the API backed by store.
@@ -177,6 +179,7 @@ func (s *Server) newGraphQLServer() *handler.Server {
 	srv.Use(depthLimit{max: s.opts.MaxDepth})
 	srv.Use(extension.FixedComplexityLimit(s.opts.MaxComplexity))
 	srv.AroundOperations(s.checkScope)
+	srv.AroundRootFields(s.entriesFast)
 	srv.SetErrorPresenter(s.presentError)
 	srv.SetRecoverFunc(s.recoverPanic)
 	return srv

@@ -1,0 +1,558 @@
+package graphql
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"strconv"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
+	"github.com/hearthkit/caddy-hearth/handlers/graphql/scalar"
+)
+
+// The entries query is what sync integrations run over and over, a page of
+// up to 100 entries with a dozen fields each. gqlgen's generic executor
+// spends about 1 µs per field on it (a goroutine per edge, a closure and an
+// allocation per value), ten times what reading the page from the store
+// costs. entriesFast serves that root field itself: gqlgen still parses,
+// validates and limits the operation, runs every other root field, and
+// writes the response; entriesFast only turns the resolver's result into
+// the field's JSON, walking the selection sets that gqlgen's CollectFields
+// returns (so fragments, aliases, @skip and @include mean what they mean to
+// gqlgen) and writing each value as gqlgen's marshalers do. The output is
+// byte for byte gqlgen's (fastpath_test.go compares the two on many
+// operations). Anything it does not cover — an error from a resolver, a
+// @defer, a value gqlgen would reject — makes it step aside, and gqlgen
+// executes the field as usual.
+
+// entriesFast is a gqlgen root-field middleware.
+func (s *Server) entriesFast(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
+	fc := graphql.GetRootFieldContext(ctx)
+	// (RootFieldContext.Object holds the field's name, not its type's.)
+	if s.noFastPath || fc == nil || fc.Field.Field == nil || fc.Field.Name != "entries" ||
+		fc.Field.ObjectDefinition == nil || fc.Field.ObjectDefinition.Name != "Query" {
+		return next(ctx)
+	}
+	op := graphql.GetOperationContext(ctx)
+	in, ok := entriesInput(fc.Field.ArgumentMap(op.Variables))
+	if !ok {
+		return next(ctx)
+	}
+	res := &resolver{s: s}
+	conn, err := (&queryResolver{res}).Entries(ctx, in)
+	if err != nil {
+		return next(ctx) // gqlgen reports it, with its path
+	}
+	w := &jsonWriter{ctx: ctx, op: op, res: res, buf: make([]byte, 0, s.fastSizeHint.Load()+512)}
+	if !w.entryConnection(fc.Field.Selections, conn) {
+		return next(ctx)
+	}
+	s.fastSizeHint.Store(int64(len(w.buf)))
+	s.fastServed.Add(1)
+	out := w.buf
+	return graphql.WriterFunc(func(wr io.Writer) { _, _ = wr.Write(out) })
+}
+
+// entriesInput converts the entries argument as gqlgen's generated
+// unmarshaler would (first defaults to 20); ok is false for anything
+// unexpected, which gqlgen then handles.
+func entriesInput(args map[string]any) (in generated.GetEntriesInput, ok bool) {
+	m, ok := args["query"].(map[string]any)
+	if !ok {
+		return in, false
+	}
+	in.First = 20
+	for k, v := range m {
+		var err error
+		switch k {
+		case "first":
+			in.First, err = graphql.UnmarshalFloat(v)
+		case "after":
+			in.After, err = optStringArg(v)
+		case "q":
+			in.Q, err = optStringArg(v)
+		case "sort":
+			in.Sort, err = sortArg(v)
+		default:
+			return in, false
+		}
+		if err != nil {
+			return in, false
+		}
+	}
+	return in, true
+}
+
+var errUnexpectedArg = errors.New("unexpected argument value")
+
+func optStringArg(v any) (*string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, errUnexpectedArg
+	}
+	return &s, nil
+}
+
+func sortArg(v any) (*generated.EntrySort, error) {
+	if v == nil {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 2 {
+		return nil, errUnexpectedArg
+	}
+	var sort generated.EntrySort
+	if err := sort.Field.UnmarshalGQL(m["field"]); err != nil {
+		return nil, err
+	}
+	if err := sort.Direction.UnmarshalGQL(m["direction"]); err != nil {
+		return nil, err
+	}
+	return &sort, nil
+}
+
+// The implementors lists gqlgen's generated code passes to CollectFields.
+var (
+	connectionTypes = []string{"EntryConnection"}
+	edgeTypes       = []string{"EntryEdge"}
+	pageInfoTypes   = []string{"PageInfo"}
+	savedItemTypes  = []string{"SavedItem", "Entry"}
+	highlightTypes  = []string{"Highlight", "Entry"}
+	segmentTypes    = []string{"HighlightSegment"}
+	labelTypes      = []string{"Label"}
+	articleTypes    = []string{"Article"}
+	newsletterTypes = []string{"Newsletter"}
+)
+
+// jsonWriter appends one root field's JSON to buf. Each method returns
+// false when gqlgen must serve the field instead.
+type jsonWriter struct {
+	ctx context.Context
+	op  *graphql.OperationContext
+	res *resolver
+	buf []byte
+
+	// CollectFields results of the selection sets met so far: every edge
+	// of a page has the same ones.
+	fields map[fieldsKey][]graphql.CollectedField
+}
+
+// fieldsKey identifies a selection set as gqlgen's own CollectFields cache
+// does: by its backing array and length, and the type asked for.
+type fieldsKey struct {
+	sel *ast.Selection
+	n   int
+	typ string
+}
+
+func (w *jsonWriter) collect(sel ast.SelectionSet, types []string) ([]graphql.CollectedField, bool) {
+	k := fieldsKey{sel: unsafe.SliceData(sel), n: len(sel), typ: types[0]}
+	if fs, ok := w.fields[k]; ok {
+		return fs, true
+	}
+	fs := graphql.CollectFields(w.op, sel, types)
+	for _, f := range fs {
+		if len(f.Deferrables) > 0 {
+			return nil, false
+		}
+	}
+	if w.fields == nil {
+		w.fields = map[fieldsKey][]graphql.CollectedField{}
+	}
+	w.fields[k] = fs
+	return fs, true
+}
+
+// object writes {"alias":value,...}, one value per collected field by
+// value, which returns false for a field it cannot write.
+func (w *jsonWriter) object(sel ast.SelectionSet, types []string, value func(f graphql.CollectedField) bool) bool {
+	fields, ok := w.collect(sel, types)
+	if !ok {
+		return false
+	}
+	w.buf = append(w.buf, '{')
+	for i, f := range fields {
+		if i > 0 {
+			w.buf = append(w.buf, ',')
+		}
+		w.str(f.Alias)
+		w.buf = append(w.buf, ':')
+		if f.Name == "__typename" {
+			w.str(types[0])
+			continue
+		}
+		if !value(f) {
+			return false
+		}
+	}
+	w.buf = append(w.buf, '}')
+	return true
+}
+
+func (w *jsonWriter) entryConnection(sel ast.SelectionSet, c *generated.EntryConnection) bool {
+	return w.object(sel, connectionTypes, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "edges":
+			w.buf = append(w.buf, '[')
+			for i, e := range c.Edges {
+				if i > 0 {
+					w.buf = append(w.buf, ',')
+				}
+				if e == nil || !w.entryEdge(f.Selections, e) {
+					return false
+				}
+			}
+			w.buf = append(w.buf, ']')
+			return true
+		case "pageInfo":
+			return c.PageInfo != nil && w.pageInfo(f.Selections, c.PageInfo)
+		}
+		return false
+	})
+}
+
+func (w *jsonWriter) entryEdge(sel ast.SelectionSet, e *generated.EntryEdge) bool {
+	return w.object(sel, edgeTypes, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "cursor":
+			w.str(e.Cursor)
+			return true
+		case "node":
+			switch n := e.Node.(type) {
+			case *generated.SavedItem:
+				return n != nil && w.savedItem(f.Selections, n)
+			case *generated.Highlight:
+				return n != nil && w.highlight(f.Selections, n)
+			}
+		}
+		return false
+	})
+}
+
+func (w *jsonWriter) pageInfo(sel ast.SelectionSet, p *generated.PageInfo) bool {
+	return w.object(sel, pageInfoTypes, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "endCursor":
+			w.optStr(p.EndCursor)
+		case "startCursor":
+			w.optStr(p.StartCursor)
+		case "hasNextPage":
+			w.boolean(p.HasNextPage)
+		case "hasPreviousPage":
+			w.boolean(p.HasPreviousPage)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (w *jsonWriter) savedItem(sel ast.SelectionSet, it *generated.SavedItem) bool {
+	return w.object(sel, savedItemTypes, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "id":
+			w.str(it.ID)
+		case "createdAt":
+			w.dateTime(it.CreatedAt)
+		case "updatedAt":
+			w.dateTime(it.UpdatedAt)
+		case "title":
+			w.str(it.Title)
+		case "originalUrl":
+			w.optStr(it.OriginalURL)
+		case "sourceDomain":
+			w.optStr(it.SourceDomain)
+		case "description":
+			w.optStr(it.Description)
+		case "author":
+			w.optStr(it.Author)
+		case "leadImage":
+			w.optStr(it.LeadImage)
+		case "wordCount":
+			return w.float(it.WordCount)
+		case "type":
+			w.str(it.Type.String())
+		case "status":
+			w.str(it.Status.String())
+		case "readingProgress":
+			if it.ReadingProgress == nil {
+				w.null()
+				return true
+			}
+			return w.float(*it.ReadingProgress)
+		case "readAt":
+			if it.ReadAt == nil {
+				w.null()
+			} else {
+				w.dateTime(*it.ReadAt)
+			}
+		case "isReadManual":
+			w.boolean(it.IsReadManual)
+		case "labels":
+			if it.Labels == nil {
+				w.null()
+				return true
+			}
+			w.buf = append(w.buf, '[')
+			for i, l := range it.Labels {
+				if i > 0 {
+					w.buf = append(w.buf, ',')
+				}
+				if l == nil || !w.label(f.Selections, l) {
+					return false
+				}
+			}
+			w.buf = append(w.buf, ']')
+		case "article", "newsletter":
+			return w.content(f, it)
+		case "highlights":
+			hs, err := (&savedItemResolver{w.res}).Highlights(w.ctx, it)
+			if err != nil {
+				return false
+			}
+			if hs == nil {
+				w.null()
+				return true
+			}
+			w.buf = append(w.buf, '[')
+			for i, h := range hs {
+				if i > 0 {
+					w.buf = append(w.buf, ',')
+				}
+				if h == nil || !w.highlight(f.Selections, h) {
+					return false
+				}
+			}
+			w.buf = append(w.buf, ']')
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+// content writes SavedItem.article or SavedItem.newsletter.
+func (w *jsonWriter) content(f graphql.CollectedField, it *generated.SavedItem) bool {
+	r := &savedItemResolver{w.res}
+	var html, text string
+	var subscription *generated.NewsletterSubscription
+	article := f.Name == "article"
+	if article {
+		a, err := r.Article(w.ctx, it)
+		if err != nil {
+			return false
+		}
+		if a == nil {
+			w.null()
+			return true
+		}
+		html, text = a.ContentHTML, a.ContentText
+	} else {
+		n, err := r.Newsletter(w.ctx, it)
+		if err != nil {
+			return false
+		}
+		if n == nil {
+			w.null()
+			return true
+		}
+		html, text, subscription = n.ContentHTML, n.ContentText, n.Subscription
+	}
+	types := newsletterTypes
+	if article {
+		types = articleTypes
+	}
+	return w.object(f.Selections, types, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "contentHtml":
+			w.str(html)
+		case "contentText":
+			w.str(text)
+		case "subscription":
+			if subscription != nil {
+				return false
+			}
+			w.null()
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (w *jsonWriter) highlight(sel ast.SelectionSet, h *generated.Highlight) bool {
+	return w.object(sel, highlightTypes, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "id":
+			w.str(h.ID)
+		case "createdAt":
+			w.dateTime(h.CreatedAt)
+		case "updatedAt":
+			w.dateTime(h.UpdatedAt)
+		case "savedItem":
+			it, err := (&highlightResolver{w.res}).SavedItem(w.ctx, h)
+			if err != nil {
+				return false
+			}
+			if it == nil {
+				w.null()
+				return true
+			}
+			return w.savedItem(f.Selections, it)
+		case "savedItemTitle":
+			w.optStr(h.SavedItemTitle)
+		case "savedItemOriginalUrl":
+			w.optStr(h.SavedItemOriginalURL)
+		case "note":
+			w.optStr(h.Note)
+		case "segments":
+			if h.Segments == nil {
+				w.null()
+				return true
+			}
+			w.buf = append(w.buf, '[')
+			for i, sg := range h.Segments {
+				if i > 0 {
+					w.buf = append(w.buf, ',')
+				}
+				if sg == nil || !w.segment(f.Selections, sg) {
+					return false
+				}
+			}
+			w.buf = append(w.buf, ']')
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (w *jsonWriter) segment(sel ast.SelectionSet, sg *generated.HighlightSegment) bool {
+	return w.object(sel, segmentTypes, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "id":
+			w.str(sg.ID)
+		case "xpath":
+			w.str(sg.Xpath)
+		case "beforeText":
+			w.str(sg.BeforeText)
+		case "afterText":
+			w.str(sg.AfterText)
+		case "startOffset":
+			return w.float(sg.StartOffset)
+		case "endOffset":
+			return w.float(sg.EndOffset)
+		case "text":
+			w.optStr(sg.Text)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (w *jsonWriter) label(sel ast.SelectionSet, l *generated.Label) bool {
+	return w.object(sel, labelTypes, func(f graphql.CollectedField) bool {
+		switch f.Name {
+		case "id":
+			w.str(l.ID)
+		case "createdAt":
+			w.dateTime(l.CreatedAt)
+		case "name":
+			w.str(l.Name)
+		case "color":
+			w.str(l.Color)
+		case "order":
+			return w.float(l.Order)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+// --- scalars, written as gqlgen's marshalers write them ---
+
+const hexDigits = "0123456789ABCDEF"
+
+// str writes s as graphql.MarshalString does: only control characters,
+// backslash and double quote are escaped.
+func (w *jsonWriter) str(s string) {
+	w.buf = append(w.buf, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '\\' && c != '"' {
+			continue
+		}
+		w.buf = append(w.buf, s[start:i]...)
+		switch c {
+		case '\t':
+			w.buf = append(w.buf, `\t`...)
+		case '\r':
+			w.buf = append(w.buf, `\r`...)
+		case '\n':
+			w.buf = append(w.buf, `\n`...)
+		case '\\':
+			w.buf = append(w.buf, `\\`...)
+		case '"':
+			w.buf = append(w.buf, `\"`...)
+		default:
+			w.buf = append(w.buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	w.buf = append(w.buf, s[start:]...)
+	w.buf = append(w.buf, '"')
+}
+
+func (w *jsonWriter) optStr(s *string) {
+	if s == nil {
+		w.null()
+		return
+	}
+	w.str(*s)
+}
+
+func (w *jsonWriter) null() { w.buf = append(w.buf, "null"...) }
+
+func (w *jsonWriter) boolean(b bool) { w.buf = strconv.AppendBool(w.buf, b) }
+
+// float writes f as graphql.MarshalFloatContext does (fmt's %g); gqlgen
+// refuses infinities and NaN, so they go back to it.
+func (w *jsonWriter) float(f float64) bool {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return false
+	}
+	w.buf = strconv.AppendFloat(w.buf, f, 'g', -1, 64)
+	return true
+}
+
+// dateTime writes t as scalar.MarshalDateTime does.
+func (w *jsonWriter) dateTime(t time.Time) {
+	w.buf = append(w.buf, '"')
+	w.buf = t.UTC().AppendFormat(w.buf, scalar.Layout)
+	w.buf = append(w.buf, '"')
+}
+
+// fastPathStats is what the Server keeps for entriesFast.
+type fastPathStats struct {
+	// noFastPath sends every entries field through gqlgen (tests compare
+	// the two).
+	noFastPath bool
+	// fastServed counts entries fields written by entriesFast.
+	fastServed atomic.Int64
+	// fastSizeHint is the size of the last page written, to size the next
+	// buffer.
+	fastSizeHint atomic.Int64
+}

@@ -1,0 +1,207 @@
+package graphql
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// The entries fast path must answer exactly what gqlgen's executor answers:
+// every operation below runs through both, on the same store, and the
+// bodies must be byte for byte the same. served says whether the fast path
+// must have written an entries field (false: it must have stepped aside).
+func TestEntriesFastPathAnswersWhatGqlgenAnswers(t *testing.T) {
+	store, token := fastPathFixture(t)
+	fast := New(store, Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	slow := New(store, Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	slow.noFastPath = true
+
+	const itemFields = `
+fragment Item on SavedItem {
+  __typename id createdAt updatedAt title originalUrl sourceDomain description author leadImage
+  wordCount type status readingProgress readAt isReadManual
+  labels { __typename id createdAt name color order }
+}`
+	const highlightFields = `
+fragment Hl on Highlight {
+  __typename id createdAt updatedAt savedItemTitle savedItemOriginalUrl note
+  segments { __typename id xpath beforeText afterText startOffset endOffset text }
+}`
+	cases := []struct {
+		name   string
+		query  string
+		vars   map[string]any
+		op     string
+		served bool
+	}{
+		{"bench query", `query Entries($query: GetEntriesInput!) { entries(query: $query) { edges { cursor node { __typename id createdAt ... on SavedItem { title originalUrl wordCount status readingProgress updatedAt labels { id name } } } } pageInfo { hasNextPage endCursor } } }`,
+			map[string]any{"query": map[string]any{"first": 50}}, "", true},
+		{"every field of saved items", `query($q: GetEntriesInput!) { entries(query: $q) { __typename edges { __typename cursor node { ...Item } } pageInfo { __typename endCursor startCursor hasNextPage hasPreviousPage } } }` + itemFields,
+			map[string]any{"q": map[string]any{"first": 100}}, "", true},
+		{"every field of archived items", `query($q: GetEntriesInput!) { entries(query: $q) { edges { cursor node { ...Item } } } }` + itemFields,
+			map[string]any{"q": map[string]any{"first": 100, "q": "in:archive"}}, "", true},
+		{"every field of highlights", `query($q: GetEntriesInput!) { entries(query: $q) { edges { cursor node { ...Hl ... on Highlight { savedItem { ...Item } } } } pageInfo { endCursor hasNextPage } } }` + itemFields + highlightFields,
+			map[string]any{"q": map[string]any{"first": 100, "q": "type:highlight"}}, "", true},
+		{"content and highlights of items", `{ entries(query: {first: 100}) { edges { node { id ... on SavedItem {
+			article { __typename contentHtml contentText } newsletter { __typename contentHtml contentText subscription { id } }
+			highlights { id note segments { text startOffset } savedItem { id labels { name } } } } } } } }`, nil, "", true},
+		{"literal arguments and sort", `{ entries(query: {first: 3, sort: {field: title, direction: asc}}) { edges { cursor node { id ... on SavedItem { title } } } pageInfo { hasNextPage endCursor } } }`, nil, "", true},
+		{"sort by word count, descending, by variable", `query($s: EntrySort) { entries(query: {first: 4, sort: $s}) { edges { node { ... on SavedItem { wordCount } } } } }`,
+			map[string]any{"s": map[string]any{"field": "wordCount", "direction": "desc"}}, "", true},
+		{"null sort and after", `query($s: EntrySort, $a: String) { entries(query: {sort: $s, after: $a}) { edges { node { id } } pageInfo { hasNextPage } } }`,
+			map[string]any{"s": nil, "a": nil}, "", true},
+		{"default first", `{ entries(query: {}) { edges { cursor } } }`, nil, "", true},
+		{"first as a float", `{ entries(query: {first: 2.0}) { edges { cursor } } }`, nil, "", true},
+		{"aliases and two entries fields", `{ a: entries(query: {first: 1}) { e: edges { c: cursor n: node { t: __typename i: id } } } b: entries(query: {first: 1, q: "in:archive"}) { p: pageInfo { __typename hasNextPage } edges { node { ... on SavedItem { s: status } } } } }`, nil, "", true},
+		{"skip and include", `query($x: Boolean!) { entries(query: {first: 3}) { edges { node { id kind: __typename @include(if: $x) ... on SavedItem @skip(if: $x) { wordCount } ... on SavedItem @include(if: $x) { title } } } } }`,
+			map[string]any{"x": true}, "", true},
+		{"skip and include, the other way", `query($x: Boolean!) { entries(query: {first: 3}) { edges { node { id kind: __typename @include(if: $x) ... on SavedItem @skip(if: $x) { wordCount } } } pageInfo @skip(if: $x) { hasNextPage } } }`,
+			map[string]any{"x": false}, "", true},
+		{"fields merged from fragments", `{ entries(query: {first: 5}) { edges { node { ...A ...B ... on Entry { id } } } } } fragment A on SavedItem { id labels { id } } fragment B on SavedItem { title labels { name color } }`, nil, "", true},
+		{"fragment on the connection", `{ entries(query: {first: 2}) { ...C } } fragment C on EntryConnection { edges { node { id } } pageInfo { startCursor } }`, nil, "", true},
+		{"with other root fields", `{ labels { id name } entries(query: {first: 2}) { edges { cursor } } me { id } }`, nil, "", true},
+		{"named operation among several", `query A { labels { id } } query B { entries(query: {first: 2}) { edges { node { id } } } }`, nil, "B", true},
+		{"label and free-text search", `{ entries(query: {first: 10, q: "label:\"bread & <butter>\" quote"}) { edges { node { id } } } }`, nil, "", true},
+		{"empty page", `{ entries(query: {first: 10, q: "in:trash"}) { edges { cursor } pageInfo { endCursor startCursor hasNextPage hasPreviousPage } } }`, nil, "", true},
+		{"bad q", `{ entries(query: {q: "saved:yesterday..tomorrow"}) { edges { cursor } } }`, nil, "", false},
+		{"bad cursor", `{ entries(query: {after: "not-a-cursor"}) { edges { cursor } } }`, nil, "", false},
+		{"q too long", `query($q: String) { entries(query: {q: $q}) { edges { cursor } } }`,
+			map[string]any{"q": strings.Repeat("x", 201)}, "", false},
+		{"validation error", `{ entries(query: {first: 2}) { edges { node { nope } } } }`, nil, "", false},
+		{"variable of the wrong type", `query($q: GetEntriesInput!) { entries(query: $q) { edges { cursor } } }`,
+			map[string]any{"q": map[string]any{"first": "many"}}, "", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body, _ := json.Marshal(map[string]any{"query": tc.query, "variables": tc.vars, "operationName": tc.op})
+			before := fast.fastServed.Load()
+			fs, fb := serveOnce(fast, token, body)
+			served := fast.fastServed.Load() > before
+			ss, sb := serveOnce(slow, token, body)
+			if fs != ss || !bytes.Equal(fb, sb) {
+				t.Fatalf("fast path: %d %s\ngqlgen:    %d %s", fs, fb, ss, sb)
+			}
+			if served != tc.served {
+				t.Fatalf("fast path served = %v, want %v (answer %d %.300s)", served, tc.served, fs, fb)
+			}
+			if tc.served && (fs != http.StatusOK || bytes.Contains(fb, []byte(`"errors"`))) {
+				t.Fatalf("want a clean answer: %d %s", fs, fb)
+			}
+		})
+	}
+	if slow.fastServed.Load() != 0 {
+		t.Fatal("the fast path ran with noFastPath set")
+	}
+}
+
+func serveOnce(s *Server, token string, body []byte) (int, []byte) {
+	req := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	return w.Code, w.Body.Bytes()
+}
+
+// fastPathFixture is a member with items and highlights whose fields take
+// every shape a marshaler distinguishes: absent optional strings, strings
+// that need escaping, big and fractional numbers, read and unread,
+// archived, newsletters, labels, several segments.
+func fastPathFixture(t *testing.T) (*storage.Store, string) {
+	t.Helper()
+	noSync := false
+	store, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	m, err := store.CreateMember("fast", "Fast", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, token, err := store.CreateAPIToken(m.ID, "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bread, err := store.CreateLabel(m.ID, "bread & <butter>", "#ff8800")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quote, err := store.CreateLabel(m.ID, `say "cheese" \ now`, "#00aa00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	titles := []string{
+		`Plain title`,
+		`Quotes "inside" and a back\slash`,
+		"Tab\tand\nnewline and é, 漢字, emoji 🍞, line separator \u2028 <script>&amp;",
+		`</script><b>bold</b> & more`,
+	}
+	var ids []string
+	for n := 0; n < 24; n++ {
+		in := storage.NewItem{
+			URL:       fmt.Sprintf("https://example.com/a/%d?x=%d&y=<%d>", n, n, n),
+			Title:     titles[n%len(titles)] + fmt.Sprintf(" %d", n),
+			WordCount: []int{0, 7, 1234567, 100000000, 999999}[n%5],
+			HTML:      fmt.Sprintf(`<p class="x">Body "%d" & <i>more</i></p>`, n),
+			Text:      fmt.Sprintf("Body \"%d\"\nmore", n),
+		}
+		if n%2 == 0 {
+			in.Description = fmt.Sprintf("Description %d with \"quotes\"", n)
+			in.Author = "Ann O'Nymous"
+			in.LeadImage = fmt.Sprintf("https://example.com/img/%d.png", n)
+		}
+		if n%3 == 0 {
+			in.LabelIDs = []string{bread.ID, quote.ID}
+		} else if n%3 == 1 {
+			in.LabelIDs = []string{quote.ID}
+		}
+		if n%7 == 0 {
+			in.Type = storage.TypeNewsletter
+			in.URL = ""
+			in.SourceDomain = "news.example.org"
+			in.FromName = "The Letter"
+			in.FromAddress = "letter@news.example.org"
+		}
+		it, _, err := store.SaveItem(m.ID, in)
+		if err != nil {
+			t.Fatalf("save %d: %v", n, err)
+		}
+		ids = append(ids, it.ID)
+	}
+	if _, err := store.UpdateReadingProgress(m.ID, ids[1], 0.375); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.UpdateReadingProgress(m.ID, ids[2], 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.SetItemsRead(m.ID, ids[3:5], true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.SetItemsStatus(m.ID, ids[5:8], storage.StatusArchived); err != nil {
+		t.Fatal(err)
+	}
+	for i, itemID := range []string{ids[0], ids[0], ids[2], ids[9]} {
+		segs := []storage.HighlightSegment{{
+			XPath: "/html/body/p[1]", BeforeText: `before "` + fmt.Sprint(i), AfterText: "after\n",
+			StartOffset: i, EndOffset: i + 12, Text: "highlighted & <quoted>",
+		}}
+		if i == 1 {
+			segs = append(segs, storage.HighlightSegment{XPath: "/html/body/p[2]", StartOffset: 0, EndOffset: 3})
+		}
+		note := ""
+		if i%2 == 0 {
+			note = "a note\twith a tab"
+		}
+		if _, err := store.CreateHighlight(m.ID, itemID, segs, note); err != nil {
+			t.Fatalf("highlight %d: %v", i, err)
+		}
+	}
+	return store, token
+}
