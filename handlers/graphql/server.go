@@ -20,7 +20,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
-	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 	"go.uber.org/zap"
 
@@ -171,7 +170,7 @@ func (s *Server) newGraphQLServer() *handler.Server {
 	cfg := generated.Config{Resolvers: &resolver{s: s}}
 	setComplexity(&cfg.Complexity)
 	srv := handler.New(generated.NewExecutableSchema(cfg))
-	srv.AddTransport(transport.POST{})
+	srv.AddTransport(postTransport{})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](DefaultQueryCacheEntries))
 	if !s.opts.NoIntrospection {
 		srv.Use(extension.Introspection{})
