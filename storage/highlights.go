@@ -251,7 +251,7 @@ func (s *Store) HighlightsPage(memberID string, f ItemFilter, p PageRequest) (*H
 	page := &HighlightPage{}
 	err := s.View(func(tx *Tx) error {
 		prefix := highlightIndexPrefix(memberID, p.Field)
-		return tx.keysetScan(prefix, p.Desc, after, nil, nil, func(suf []byte) (bool, error) {
+		return tx.keysetScan(prefix, p.Desc, after, nil, nil, false, func(suf, _ []byte) (bool, error) {
 			id := strconv.FormatUint(binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)
 			var h Highlight
 			if err := tx.getJSON(highlightKey(memberID, id), &h); err != nil {

@@ -624,3 +624,99 @@ func TestSetAPITokenExpiry(t *testing.T) {
 		t.Fatalf("unknown token: %v", err)
 	}
 }
+
+// Every index entry carries a copy of its item's record: after each kind of
+// write, every page under every sort returns what SavedItem returns.
+func TestIndexCopiesFollowEveryWrite(t *testing.T) {
+	st, m := openSavedTest(t)
+	items := saveN(t, st, m.ID, 6)
+	id := func(i int) string { return items[i].ID }
+	l, err := st.CreateLabel(m.ID, "later", "#123456")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(step string) {
+		t.Helper()
+		for _, status := range []string{StatusActive, StatusArchived, StatusDeleted} {
+			for f := range sortFieldCode {
+				for _, desc := range []bool{false, true} {
+					p, err := st.SavedItemsPage(m.ID, ItemFilter{Status: status}, PageRequest{Field: f, Desc: desc, First: 100})
+					if err != nil {
+						t.Fatalf("%s: page %s %s: %v", step, status, f, err)
+					}
+					for _, it := range p.Items {
+						want, err := st.SavedItem(m.ID, it.ID)
+						if err != nil || !reflect.DeepEqual(it, want) {
+							t.Fatalf("%s: %s/%s page has %+v, the item is %+v (%v)", step, status, f, it, want, err)
+						}
+						if it.Status != status {
+							t.Fatalf("%s: %s page lists a %s item", step, status, it.Status)
+						}
+					}
+				}
+			}
+		}
+	}
+	check("saved")
+	title := "A new title"
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"metadata", func() error { _, err := st.UpdateItemMetadata(m.ID, id(0), ItemMetadata{Title: &title}); return err }},
+		{"progress", func() error { _, err := st.UpdateReadingProgress(m.ID, id(1), 0.5); return err }},
+		{"read", func() error { _, err := st.SetItemsRead(m.ID, []string{id(2)}, true); return err }},
+		{"labels", func() error {
+			_, err := st.SetItemLabels(m.ID, []string{id(3), id(4)}, LabelChange{Add: []string{l.ID}})
+			return err
+		}},
+		{"highlight", func() error {
+			_, err := st.CreateHighlight(m.ID, id(4), []HighlightSegment{{XPath: "/p", EndOffset: 3, Text: "abc"}}, "")
+			return err
+		}},
+		{"archive", func() error { _, err := st.SetItemsStatus(m.ID, []string{id(5)}, StatusArchived); return err }},
+		{"trash", func() error { _, err := st.SetItemsStatus(m.ID, []string{id(4)}, StatusDeleted); return err }},
+		{"label deleted", func() error { return st.DeleteLabel(m.ID, l.ID) }},
+		{"saved again", func() error {
+			_, _, err := st.SaveItem(m.ID, NewItem{URL: items[1].OriginalURL, Title: "Saved again", WordCount: 99})
+			return err
+		}},
+		{"deleted", func() error { return st.PermanentlyDeleteItems(m.ID, []string{id(4)}) }},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		check(s.name)
+	}
+}
+
+// Index entries written before they carried a copy of the record (empty
+// values) are still listed, by looking the item up.
+func TestIndexEntriesWithoutCopiesStillList(t *testing.T) {
+	st, m := openSavedTest(t)
+	items := saveN(t, st, m.ID, 3)
+	err := st.Update(func(tx *Tx) error {
+		for _, it := range items {
+			for _, k := range itemIndexKeys(it) {
+				if err := tx.put(k, nil, 0); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := st.SavedItemsPage(m.ID, ItemFilter{}, PageRequest{Field: SortTitle, First: 10})
+	if err != nil || len(p.Items) != 3 {
+		t.Fatalf("page = %+v, %v", p, err)
+	}
+	for _, it := range p.Items {
+		want, err := st.SavedItem(m.ID, it.ID)
+		if err != nil || !reflect.DeepEqual(it, want) {
+			t.Fatalf("page item %+v, want %+v (%v)", it, want, err)
+		}
+	}
+}

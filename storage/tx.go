@@ -38,6 +38,9 @@ type Tx struct {
 	txn *badger.Txn
 	// vlogWritten is the store's flag for logSyncer; nil in View.
 	vlogWritten *atomic.Bool
+	// appsWritten lists the OAuth applications whose records this
+	// transaction wrote or deleted (see appCache).
+	appsWritten []string
 }
 
 // View runs fn in a read-only transaction.
@@ -51,7 +54,7 @@ func (s *Store) View(fn func(tx *Tx) error) error {
 func (s *Store) Update(fn func(tx *Tx) error) error {
 	var err error
 	for attempt := 0; attempt < 8; attempt++ {
-		err = s.db.Update(func(txn *badger.Txn) error { return fn(&Tx{txn: txn, vlogWritten: &s.vlogWritten}) })
+		err = s.update(fn)
 		if err == nil {
 			return s.synced()
 		}
@@ -65,7 +68,7 @@ func (s *Store) Update(fn func(tx *Tx) error) error {
 // UpdateOnce is Update without retries: a conflicting concurrent commit makes
 // it fail with ErrConflict. Use it for records that must be consumed once.
 func (s *Store) UpdateOnce(fn func(tx *Tx) error) error {
-	err := s.db.Update(func(txn *badger.Txn) error { return fn(&Tx{txn: txn, vlogWritten: &s.vlogWritten}) })
+	err := s.update(fn)
 	if errors.Is(err, badger.ErrConflict) {
 		return ErrConflict
 	}
@@ -73,6 +76,20 @@ func (s *Store) UpdateOnce(fn func(tx *Tx) error) error {
 		return err
 	}
 	return s.synced()
+}
+
+// update runs fn in one read-write transaction and commits it.
+func (s *Store) update(fn func(tx *Tx) error) error {
+	tx := &Tx{vlogWritten: &s.vlogWritten}
+	err := s.db.Update(func(txn *badger.Txn) error {
+		tx.txn = txn
+		return fn(tx)
+	})
+	if len(tx.appsWritten) > 0 {
+		// Also after a failed commit: dropping a cached record is safe.
+		s.apps.drop(tx.appsWritten)
+	}
+	return err
 }
 
 // getJSON decodes the record at key into v, or returns ErrNotFound.
@@ -97,6 +114,7 @@ func (tx *Tx) putJSON(key []byte, v any, ttl time.Duration) error {
 }
 
 func (tx *Tx) put(key, val []byte, ttl time.Duration) error {
+	tx.noteWrite(key)
 	if len(val) >= vlogThreshold {
 		tx.vlogWritten.Store(true)
 	}
@@ -126,7 +144,10 @@ func (tx *Tx) has(key []byte) (bool, error) {
 	return err == nil, err
 }
 
-func (tx *Tx) delete(key []byte) error { return tx.txn.Delete(key) }
+func (tx *Tx) delete(key []byte) error {
+	tx.noteWrite(key)
+	return tx.txn.Delete(key)
+}
 
 // scan calls fn for every key with prefix, in key order (reverse when
 // reverse is set), starting at start (inclusive; nil means the first key of
@@ -136,7 +157,9 @@ func (tx *Tx) scan(prefix, start []byte, reverse, keysOnly bool, fn func(key, va
 	o := badger.DefaultIteratorOptions
 	o.Prefix = prefix
 	o.Reverse = reverse
-	o.PrefetchValues = !keysOnly
+	// Values are read one by one as fn asks for the next: a prefetch reads
+	// up to 100 of them ahead, more than a page uses.
+	o.PrefetchValues = false
 	it := tx.txn.NewIterator(o)
 	defer it.Close()
 	seek := start
