@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hearthkit/caddy-hearth/handlers/graphql/scalar"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -204,4 +206,23 @@ func fastPathFixture(t *testing.T) (*storage.Store, string) {
 		}
 	}
 	return store, token
+}
+
+func TestFastDateTimeIsScalarLayout(t *testing.T) {
+	for _, tm := range []time.Time{
+		time.Date(2026, 11, 22, 17, 4, 5, 123456789, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.FixedZone("x", 5*3600)),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-5, 3, 1, 0, 0, 0, 7e6, time.UTC),
+		time.Date(2024, 2, 29, 9, 8, 7, 60e6, time.FixedZone("y", -7*3600-1800)),
+	} {
+		var w jsonWriter
+		w.dateTime(tm)
+		var want bytes.Buffer
+		scalar.MarshalDateTime(tm).MarshalGQL(&want)
+		if string(w.buf) != want.String() {
+			t.Errorf("%v: %s, want %s", tm, w.buf, want.String())
+		}
+	}
 }
