@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"sort"
@@ -270,7 +271,7 @@ func (s *Store) EachAgent(fn func(a *Agent, act *AgentActivity, banned bool) err
 		acts := map[string][]byte{}
 		actPrefix := key("agent", "act", "")
 		if err := tx.scan(actPrefix, nil, false, false, func(k, v []byte) (bool, error) {
-			acts[string(k[len(actPrefix):])] = v
+			acts[string(k[len(actPrefix):])] = bytes.Clone(v) // v is only lent to fn
 			return true, nil
 		}); err != nil {
 			return err

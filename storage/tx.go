@@ -171,15 +171,16 @@ func (tx *Tx) scan(prefix, start []byte, reverse, keysOnly bool, fn func(key, va
 	}
 	for it.Seek(seek); it.ValidForPrefix(prefix); it.Next() {
 		item := it.Item()
-		var val []byte
-		if !keysOnly {
-			v, err := item.ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			val = v
+		var more bool
+		var err error
+		if keysOnly {
+			more, err = fn(item.Key(), nil)
+		} else if verr := item.Value(func(v []byte) error {
+			more, err = fn(item.Key(), v)
+			return nil
+		}); verr != nil {
+			return verr
 		}
-		more, err := fn(item.Key(), val)
 		if err != nil || !more {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -50,14 +51,23 @@ func (s *Server) entriesFast(ctx context.Context, next graphql.RootResolver) gra
 	if err != nil {
 		return next(ctx) // gqlgen reports it, with its path
 	}
-	w := &jsonWriter{ctx: ctx, op: op, res: res, buf: make([]byte, 0, s.fastSizeHint.Load()+512)}
+	buf := getBuffer()
+	w := &jsonWriter{ctx: ctx, op: op, res: res, buf: buf.AvailableBuffer()}
 	if !w.entryConnection(fc.Field.Selections, conn) {
+		putBuffer(buf)
 		return next(ctx)
 	}
-	s.fastSizeHint.Store(int64(len(w.buf)))
 	s.fastServed.Add(1)
-	out := w.buf
-	return graphql.WriterFunc(func(wr io.Writer) { _, _ = wr.Write(out) })
+	buf.Write(w.buf) // no copy when w.buf still lies in buf's storage
+	// gqlgen writes each value of the response once, into its own buffer;
+	// ours goes back to the pool then.
+	var once sync.Once
+	return graphql.WriterFunc(func(wr io.Writer) {
+		once.Do(func() {
+			_, _ = wr.Write(buf.Bytes())
+			putBuffer(buf)
+		})
+	})
 }
 
 // entriesInput converts the entries argument as gqlgen's generated
@@ -565,7 +575,4 @@ type fastPathStats struct {
 	noFastPath bool
 	// fastServed counts entries fields written by entriesFast.
 	fastServed atomic.Int64
-	// fastSizeHint is the size of the last page written, to size the next
-	// buffer.
-	fastSizeHint atomic.Int64
 }

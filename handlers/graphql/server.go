@@ -6,9 +6,7 @@
 package graphql
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -234,24 +232,20 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "the request body could not be read")
 		return
 	}
-	// Checked here so that a bad body gets a clear error that does not echo
-	// the body back (gqlgen's message would).
-	var params struct {
-		Query         *string         `json:"query"`
-		OperationName *string         `json:"operationName"`
-		Variables     map[string]any  `json:"variables"`
-		Extensions    json.RawMessage `json:"extensions"`
-	}
-	if err := json.Unmarshal(body, &params); err != nil {
+	// Decoded here, as gqlgen's transport would (numbers as json.Number),
+	// so that a bad body gets a clear error that does not echo the body
+	// back; postTransport takes the result from the context.
+	params, err := decodeParams(body)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "the body must be a JSON object with query and optional variables and operationName")
 		return
 	}
-	if params.Query == nil || strings.TrimSpace(*params.Query) == "" {
+	if strings.TrimSpace(params.Query) == "" {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "the body has no query")
 		return
 	}
-	r = r.WithContext(withCaller(r.Context(), c))
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	ctx := withCaller(r.Context(), c)
+	r = r.WithContext(context.WithValue(ctx, paramsKey{}, params))
 	s.gql.ServeHTTP(w, r)
 }
 

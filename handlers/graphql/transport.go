@@ -3,10 +3,12 @@ package graphql
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
@@ -28,23 +30,22 @@ func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	contentType := responseContentType(r)
 	w.Header().Set("Content-Type", contentType)
 	start := graphql.Now()
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		writeResponse(w, exec.DispatchError(ctx, gqlerror.List{gqlerror.Errorf("could not read request body: %+v", err)}))
-		return
-	}
-	var params graphql.RawParams
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&params); err != nil {
-		// serveGraphQL has checked the body already; this does not echo it.
-		w.WriteHeader(http.StatusBadRequest)
-		writeResponse(w, exec.DispatchError(ctx, gqlerror.List{gqlerror.Errorf("json request body could not be decoded: %v", err)}))
-		return
+	params, _ := ctx.Value(paramsKey{}).(*graphql.RawParams)
+	if params == nil {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			writeResponse(w, exec.DispatchError(ctx, gqlerror.List{gqlerror.Errorf("could not read request body: %+v", err)}))
+			return
+		}
+		if params, err = decodeParams(body); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			writeResponse(w, exec.DispatchError(ctx, gqlerror.List{gqlerror.Errorf("json request body could not be decoded: %v", err)}))
+			return
+		}
 	}
 	params.Headers = r.Header
 	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
-	rc, errs := exec.CreateOperationContext(ctx, &params)
+	rc, errs := exec.CreateOperationContext(ctx, params)
 	if errs != nil {
 		status := http.StatusOK
 		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
@@ -62,6 +63,24 @@ func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 }
 
 const graphQLResponseJSON = "application/graphql-response+json"
+
+// paramsKey holds the *graphql.RawParams that serveGraphQL decoded.
+type paramsKey struct{}
+
+// decodeParams reads a GraphQL request body as gqlgen's transports do
+// (numbers as json.Number), refusing anything after the object.
+func decodeParams(body []byte) (*graphql.RawParams, error) {
+	var p graphql.RawParams
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&p); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the request object")
+	}
+	return &p, nil
+}
 
 // responseContentType picks the response's media type from Accept as
 // gqlgen's transport.POST does by default.
@@ -99,10 +118,27 @@ func writeResponse(w io.Writer, resp *graphql.Response) {
 		_, _ = w.Write(b)
 		return
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(resp.Data) + len(resp.Data)/16 + 10)
+	buf := getBuffer()
+	defer putBuffer(buf)
 	buf.WriteString(`{"data":`)
-	json.HTMLEscape(&buf, resp.Data)
+	json.HTMLEscape(buf, resp.Data)
 	buf.WriteByte('}')
 	_, _ = w.Write(buf.Bytes())
+}
+
+// Response buffers are reused: an entries page is some 20 KB, and
+// allocating (and zeroing) it anew for every request was a good part of
+// the garbage collector's work. Buffers over maxPooledBuffer are dropped.
+var bufferPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledBuffer = 1 << 20
+
+func getBuffer() *bytes.Buffer { return bufferPool.Get().(*bytes.Buffer) }
+
+func putBuffer(b *bytes.Buffer) {
+	if b.Cap() > maxPooledBuffer {
+		return
+	}
+	b.Reset()
+	bufferPool.Put(b)
 }
