@@ -16,6 +16,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/scalar"
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // The entries query is what sync integrations run over and over, a page of
@@ -47,13 +48,13 @@ func (s *Server) entriesFast(ctx context.Context, next graphql.RootResolver) gra
 		return next(ctx)
 	}
 	res := &resolver{s: s}
-	conn, err := (&queryResolver{res}).Entries(ctx, in)
+	page, err := res.entriesPage(ctx, in)
 	if err != nil {
 		return next(ctx) // gqlgen reports it, with its path
 	}
 	buf := getBuffer()
 	w := &jsonWriter{ctx: ctx, op: op, res: res, buf: buf.AvailableBuffer()}
-	if !w.entryConnection(fc.Field.Selections, conn) {
+	if !w.entryConnection(fc.Field.Selections, page) {
 		putBuffer(buf)
 		return next(ctx)
 	}
@@ -209,57 +210,55 @@ func (w *jsonWriter) object(sel ast.SelectionSet, types []string, value func(f g
 	return true
 }
 
-func (w *jsonWriter) entryConnection(sel ast.SelectionSet, c *generated.EntryConnection) bool {
+func (w *jsonWriter) entryConnection(sel ast.SelectionSet, p *entriesPage) bool {
 	return w.object(sel, connectionTypes, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "edges":
 			w.buf = append(w.buf, '[')
-			for i, e := range c.Edges {
+			for i, cursor := range p.cursors {
 				if i > 0 {
 					w.buf = append(w.buf, ',')
 				}
-				if e == nil || !w.entryEdge(f.Selections, e) {
+				if !w.entryEdge(f.Selections, p, i, cursor) {
 					return false
 				}
 			}
 			w.buf = append(w.buf, ']')
 			return true
 		case "pageInfo":
-			return c.PageInfo != nil && w.pageInfo(f.Selections, c.PageInfo)
+			return w.pageInfo(f.Selections, p)
 		}
 		return false
 	})
 }
 
-func (w *jsonWriter) entryEdge(sel ast.SelectionSet, e *generated.EntryEdge) bool {
+func (w *jsonWriter) entryEdge(sel ast.SelectionSet, p *entriesPage, i int, cursor string) bool {
 	return w.object(sel, edgeTypes, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "cursor":
-			w.str(e.Cursor)
+			w.str(cursor)
 			return true
 		case "node":
-			switch n := e.Node.(type) {
-			case *generated.SavedItem:
-				return n != nil && w.savedItem(f.Selections, n)
-			case *generated.Highlight:
-				return n != nil && w.highlight(f.Selections, n)
+			if p.highlights != nil {
+				return w.highlight(f.Selections, toHighlight(p.highlights[i]))
 			}
+			return w.savedItem(f.Selections, p.items[i])
 		}
 		return false
 	})
 }
 
-func (w *jsonWriter) pageInfo(sel ast.SelectionSet, p *generated.PageInfo) bool {
+func (w *jsonWriter) pageInfo(sel ast.SelectionSet, p *entriesPage) bool {
 	return w.object(sel, pageInfoTypes, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "endCursor":
-			w.optStr(p.EndCursor)
+			w.optStr(p.endCursor())
 		case "startCursor":
-			w.optStr(p.StartCursor)
+			w.optStr(p.startCursor())
 		case "hasNextPage":
-			w.boolean(p.HasNextPage)
+			w.boolean(p.hasNext)
 		case "hasPreviousPage":
-			w.boolean(p.HasPreviousPage)
+			w.boolean(p.hasPrevious)
 		default:
 			return false
 		}
@@ -267,7 +266,9 @@ func (w *jsonWriter) pageInfo(sel ast.SelectionSet, p *generated.PageInfo) bool 
 	})
 }
 
-func (w *jsonWriter) savedItem(sel ast.SelectionSet, it *generated.SavedItem) bool {
+// savedItem writes a stored item as resolver.savedItem converts it: empty
+// optional strings are null, labels that no longer exist are left out.
+func (w *jsonWriter) savedItem(sel ast.SelectionSet, it *storage.SavedItem) bool {
 	return w.object(sel, savedItemTypes, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "id":
@@ -279,27 +280,23 @@ func (w *jsonWriter) savedItem(sel ast.SelectionSet, it *generated.SavedItem) bo
 		case "title":
 			w.str(it.Title)
 		case "originalUrl":
-			w.optStr(it.OriginalURL)
+			w.nonEmptyStr(it.OriginalURL)
 		case "sourceDomain":
-			w.optStr(it.SourceDomain)
+			w.nonEmptyStr(it.SourceDomain)
 		case "description":
-			w.optStr(it.Description)
+			w.nonEmptyStr(it.Description)
 		case "author":
-			w.optStr(it.Author)
+			w.nonEmptyStr(it.Author)
 		case "leadImage":
-			w.optStr(it.LeadImage)
+			w.nonEmptyStr(it.LeadImage)
 		case "wordCount":
-			return w.float(it.WordCount)
+			return w.float(float64(it.WordCount))
 		case "type":
-			w.str(it.Type.String())
+			w.str(generated.SavedItemType(it.Type).String())
 		case "status":
-			w.str(it.Status.String())
+			w.str(generated.SavedItemStatus(it.Status).String())
 		case "readingProgress":
-			if it.ReadingProgress == nil {
-				w.null()
-				return true
-			}
-			return w.float(*it.ReadingProgress)
+			return w.float(it.ReadingProgress)
 		case "readAt":
 			if it.ReadAt == nil {
 				w.null()
@@ -309,16 +306,21 @@ func (w *jsonWriter) savedItem(sel ast.SelectionSet, it *generated.SavedItem) bo
 		case "isReadManual":
 			w.boolean(it.IsReadManual)
 		case "labels":
-			if it.Labels == nil {
-				w.null()
-				return true
-			}
 			w.buf = append(w.buf, '[')
-			for i, l := range it.Labels {
-				if i > 0 {
+			n := 0
+			for _, id := range it.LabelIDs {
+				l, err := w.res.labelByID(w.ctx, id)
+				if err != nil {
+					return false
+				}
+				if l == nil {
+					continue
+				}
+				if n > 0 {
 					w.buf = append(w.buf, ',')
 				}
-				if l == nil || !w.label(f.Selections, l) {
+				n++
+				if !w.label(f.Selections, l) {
 					return false
 				}
 			}
@@ -326,7 +328,7 @@ func (w *jsonWriter) savedItem(sel ast.SelectionSet, it *generated.SavedItem) bo
 		case "article", "newsletter":
 			return w.content(f, it)
 		case "highlights":
-			hs, err := (&savedItemResolver{w.res}).Highlights(w.ctx, it)
+			hs, err := (&savedItemResolver{w.res}).Highlights(w.ctx, itemRef(it))
 			if err != nil {
 				return false
 			}
@@ -351,9 +353,15 @@ func (w *jsonWriter) savedItem(sel ast.SelectionSet, it *generated.SavedItem) bo
 	})
 }
 
+// itemRef is what the SavedItem field resolvers read of their object.
+func itemRef(it *storage.SavedItem) *generated.SavedItem {
+	return &generated.SavedItem{ID: it.ID, Type: generated.SavedItemType(it.Type)}
+}
+
 // content writes SavedItem.article or SavedItem.newsletter.
-func (w *jsonWriter) content(f graphql.CollectedField, it *generated.SavedItem) bool {
+func (w *jsonWriter) content(f graphql.CollectedField, stored *storage.SavedItem) bool {
 	r := &savedItemResolver{w.res}
+	it := itemRef(stored)
 	var html, text string
 	var subscription *generated.NewsletterSubscription
 	article := f.Name == "article"
@@ -410,7 +418,7 @@ func (w *jsonWriter) highlight(sel ast.SelectionSet, h *generated.Highlight) boo
 		case "updatedAt":
 			w.dateTime(h.UpdatedAt)
 		case "savedItem":
-			it, err := (&highlightResolver{w.res}).SavedItem(w.ctx, h)
+			it, err := w.res.itemOf(w.ctx, h)
 			if err != nil {
 				return false
 			}
@@ -471,7 +479,7 @@ func (w *jsonWriter) segment(sel ast.SelectionSet, sg *generated.HighlightSegmen
 	})
 }
 
-func (w *jsonWriter) label(sel ast.SelectionSet, l *generated.Label) bool {
+func (w *jsonWriter) label(sel ast.SelectionSet, l *storage.Label) bool {
 	return w.object(sel, labelTypes, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "id":
@@ -524,6 +532,15 @@ func (w *jsonWriter) str(s string) {
 	}
 	w.buf = append(w.buf, s[start:]...)
 	w.buf = append(w.buf, '"')
+}
+
+// nonEmptyStr writes s, or null for "" (as optString converts it).
+func (w *jsonWriter) nonEmptyStr(s string) {
+	if s == "" {
+		w.null()
+		return
+	}
+	w.str(s)
 }
 
 func (w *jsonWriter) optStr(s *string) {

@@ -24,8 +24,54 @@ func (r *queryResolver) Labels(ctx context.Context) ([]*generated.Label, error) 
 // Entries lists saved items (or highlights with type:highlight), keyset
 // paginated by the sort field then id: the cursor is the position in the
 // index, so adding or removing items between pages skips and repeats
-// nothing, and a deep page costs what the first does.
+// nothing, and a deep page costs what the first does. (Most entries fields
+// are written by entriesFast from the same entriesPage.)
 func (r *queryResolver) Entries(ctx context.Context, in generated.GetEntriesInput) (*generated.EntryConnection, error) {
+	page, err := r.entriesPage(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	conn := &generated.EntryConnection{Edges: make([]*generated.EntryEdge, 0, len(page.cursors)),
+		PageInfo: &generated.PageInfo{HasNextPage: page.hasNext, HasPreviousPage: page.hasPrevious}}
+	for i, h := range page.highlights {
+		conn.Edges = append(conn.Edges, &generated.EntryEdge{Cursor: page.cursors[i], Node: toHighlight(h)})
+	}
+	items, err := r.savedItems(ctx, page.items)
+	if err != nil {
+		return nil, err
+	}
+	for i, it := range items {
+		conn.Edges = append(conn.Edges, &generated.EntryEdge{Cursor: page.cursors[i], Node: it})
+	}
+	conn.PageInfo.StartCursor, conn.PageInfo.EndCursor = page.startCursor(), page.endCursor()
+	return conn, nil
+}
+
+// entriesPage is one page of an entries query, as the store returns it:
+// saved items or (with type:highlight) highlights, and their cursors.
+type entriesPage struct {
+	items       []*storage.SavedItem
+	highlights  []*storage.Highlight
+	cursors     []string
+	hasNext     bool
+	hasPrevious bool
+}
+
+func (p *entriesPage) startCursor() *string {
+	if len(p.cursors) == 0 {
+		return nil
+	}
+	return &p.cursors[0]
+}
+
+func (p *entriesPage) endCursor() *string {
+	if len(p.cursors) == 0 {
+		return nil
+	}
+	return &p.cursors[len(p.cursors)-1]
+}
+
+func (r *resolver) entriesPage(ctx context.Context, in generated.GetEntriesInput) (*entriesPage, error) {
 	id, err := memberID(ctx)
 	if err != nil {
 		return nil, err
@@ -49,35 +95,21 @@ func (r *queryResolver) Entries(ctx context.Context, in generated.GetEntriesInpu
 	if in.After != nil {
 		p.After = *in.After
 	}
-	conn := &generated.EntryConnection{Edges: []*generated.EntryEdge{}, PageInfo: &generated.PageInfo{HasPreviousPage: p.After != ""}}
+	out := &entriesPage{hasPrevious: p.After != ""}
 	if srch.highlights {
 		page, err := r.s.store.HighlightsPage(id, srch.filter, p)
 		if err != nil {
 			return nil, err
 		}
-		for i, h := range page.Highlights {
-			conn.Edges = append(conn.Edges, &generated.EntryEdge{Cursor: page.Cursors[i], Node: toHighlight(h)})
-		}
-		conn.PageInfo.HasNextPage = page.HasNext
-	} else {
-		page, err := r.s.store.SavedItemsPage(id, srch.filter, p)
-		if err != nil {
-			return nil, err
-		}
-		items, err := r.savedItems(ctx, page.Items)
-		if err != nil {
-			return nil, err
-		}
-		for i, it := range items {
-			conn.Edges = append(conn.Edges, &generated.EntryEdge{Cursor: page.Cursors[i], Node: it})
-		}
-		conn.PageInfo.HasNextPage = page.HasNext
+		out.highlights, out.cursors, out.hasNext = page.Highlights, page.Cursors, page.HasNext
+		return out, nil
 	}
-	if n := len(conn.Edges); n > 0 {
-		conn.PageInfo.StartCursor = &conn.Edges[0].Cursor
-		conn.PageInfo.EndCursor = &conn.Edges[n-1].Cursor
+	page, err := r.s.store.SavedItemsPage(id, srch.filter, p)
+	if err != nil {
+		return nil, err
 	}
-	return conn, nil
+	out.items, out.cursors, out.hasNext = page.Items, page.Cursors, page.HasNext
+	return out, nil
 }
 
 func (r *queryResolver) SavedItem(ctx context.Context, in generated.GetSavedItemInput) (*generated.SavedItem, error) {

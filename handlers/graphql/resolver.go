@@ -239,18 +239,24 @@ func (r *savedItemResolver) Highlights(ctx context.Context, obj *generated.Saved
 }
 
 func (r *highlightResolver) SavedItem(ctx context.Context, obj *generated.Highlight) (*generated.SavedItem, error) {
+	it, err := r.itemOf(ctx, obj)
+	if it == nil || err != nil {
+		return nil, err
+	}
+	return r.savedItem(ctx, it)
+}
+
+// itemOf returns the saved item of a highlight, or nil if it is gone.
+func (r *resolver) itemOf(ctx context.Context, h *generated.Highlight) (*storage.SavedItem, error) {
 	id, err := memberID(ctx)
 	if err != nil {
 		return nil, err
 	}
-	it, err := r.s.store.SavedItem(id, obj.SavedItemID)
+	it, err := r.s.store.SavedItem(id, h.SavedItemID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	return r.savedItem(ctx, it)
+	return it, err
 }
 
 func (r *userResolver) LabelsCount(ctx context.Context, obj *generated.User) (float64, error) {
