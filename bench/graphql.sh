@@ -7,7 +7,8 @@
 #   bash bench/graphql.sh          # from the repository root; needs wrk and curl
 #
 # Env: DURATION (default 10s), CONNS (default 16), THREADS (default 2),
-# SMALL (default 1000) and LARGE (default 100000) items, HIGHLIGHTS (20000).
+# SMALL (default 1000) and LARGE (default 100000) items, HIGHLIGHTS (20000),
+# ROUNDS (default 2) alternating runs of each figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
@@ -16,6 +17,7 @@ THREADS=${THREADS:-2}
 SMALL=${SMALL:-1000}
 LARGE=${LARGE:-100000}
 HIGHLIGHTS=${HIGHLIGHTS:-20000}
+ROUNDS=${ROUNDS:-2}
 PORT=${PORT:-8092}
 ADMIN=${ADMIN:-localhost:2092}
 SITE=http://localhost:$PORT
@@ -74,11 +76,22 @@ run() { # $1: items; prints "first_rps first_us deep_rps deep_us respond_rps bod
 	curl -fs "http://$ADMIN/load" -H 'Content-Type: text/caddyfile' --data-binary @"$work/Caddyfile"
 	local deep
 	deep=$(bench/results/gqlbench cursor -url "$SITE/api/graphql" -token "$token" -at 0.9)
-	local out_resp out_first out_deep
-	out_resp=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "$SITE/respond")
-	out_first=$(BENCH_TOKEN=$token wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s bench/entries.lua "$SITE/api/graphql")
-	out_deep=$(BENCH_TOKEN=$token BENCH_AFTER=$deep wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s bench/entries.lua "$SITE/api/graphql")
-	echo "$(rps <<<"$out_first") $(latency_us <<<"$out_first") $(rps <<<"$out_deep") $(latency_us <<<"$out_deep") $(rps <<<"$out_resp") $size"
+	# respond, the first page and the deep page take turns ROUNDS times, and
+	# each figure is the mean of its rounds, so that a neighbour's load on
+	# the two cores falls on every side of a ratio.
+	local sums="0 0 0 0 0" r
+	for r in $(seq "$ROUNDS"); do
+		local resp first deep_out
+		resp=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "$SITE/respond")
+		first=$(BENCH_TOKEN=$token wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s bench/entries.lua "$SITE/api/graphql")
+		deep_out=$(BENCH_TOKEN=$token BENCH_AFTER=$deep wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s bench/entries.lua "$SITE/api/graphql")
+		echo "$items items, round $r: respond $(rps <<<"$resp") req/s, first page $(rps <<<"$first") req/s $(latency_us <<<"$first") us, deep page $(rps <<<"$deep_out") req/s $(latency_us <<<"$deep_out") us" >&2
+		sums=$(awk -v s="$sums" -v a="$(rps <<<"$first")" -v b="$(latency_us <<<"$first")" -v c="$(rps <<<"$deep_out")" \
+			-v d="$(latency_us <<<"$deep_out")" -v e="$(rps <<<"$resp")" \
+			'BEGIN {split(s, x, " "); printf "%f %f %f %f %f", x[1]+a, x[2]+b, x[3]+c, x[4]+d, x[5]+e}')
+	done
+	awk -v s="$sums" -v n="$ROUNDS" -v size="$size" \
+		'BEGIN {split(s, x, " "); printf "%.2f %.0f %.2f %.0f %.2f %s\n", x[1]/n, x[2]/n, x[3]/n, x[4]/n, x[5]/n, size}'
 	kill $caddy_pid; wait $caddy_pid 2>/dev/null || true; caddy_pid=
 }
 
@@ -87,7 +100,7 @@ read -r l_rps l_us l_deep_rps l_deep_us l_resp l_size < <(run "$LARGE")
 pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f %%", 100 * a / b}'; }
 x() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2fx", a / b}'; }
 cat <<REPORT
-bench/graphql.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION, $HIGHLIGHTS highlights
+bench/graphql.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION x $ROUNDS rounds, $HIGHLIGHTS highlights
 $LARGE items: respond ($l_size bytes)        $l_resp req/s
 $LARGE items: first page of 50          $l_rps req/s, mean $l_us us   $(pct "$l_rps" "$l_resp") of respond (target >= 25 %)
 $LARGE items: page at 90 %              $l_deep_rps req/s, mean $l_deep_us us   $(x "$l_deep_us" "$l_us") of the first page (target <= 1.2x)

@@ -34,7 +34,8 @@ type App struct {
 	MemTableSize   int64 `json:"memtable_size,omitempty"`
 	BlockCacheSize int64 `json:"block_cache_size,omitempty"`
 	IndexCacheSize int64 `json:"index_cache_size,omitempty"`
-	// SyncWrites fsyncs every commit (default true).
+	// SyncWrites makes a commit return only once it is on disk (default
+	// true); concurrent commits share one flush.
 	SyncWrites *bool `json:"sync_writes,omitempty"`
 	// GCInterval is how often value-log garbage collection runs (default 10m).
 	GCInterval caddy.Duration `json:"gc_interval,omitempty"`

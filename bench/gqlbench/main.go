@@ -71,8 +71,13 @@ func seed(args []string) error {
 		}
 		ids = append(ids, it.ID)
 	}
+	// Highlights are spread evenly over the list (a highlight changes its
+	// item, so the item's index entries get a second version until Badger
+	// compacts them away): the first page and a deep page then hold as
+	// many highlighted items.
+	step := max(1, len(ids)/max(1, *highlights))
 	for n := 0; n < *highlights && len(ids) > 0; n++ {
-		_, err := st.CreateHighlight(m.ID, ids[n%len(ids)], []storage.HighlightSegment{{
+		_, err := st.CreateHighlight(m.ID, ids[(n*step)%len(ids)], []storage.HighlightSegment{{
 			XPath: "/p[1]", StartOffset: 0, EndOffset: 5, Text: "Flour",
 		}}, "")
 		if err != nil {
