@@ -223,6 +223,10 @@ func (s *Store) OAuthApp(clientID string) (app *OAuthApp, err error) {
 	if clientID == "" || len(clientID) > 128 {
 		return nil, ErrNotFound
 	}
+	app, gen := s.apps.get(clientID)
+	if app != nil {
+		return app, nil
+	}
 	err = s.View(func(tx *Tx) error {
 		app = new(OAuthApp)
 		return tx.getJSON(oauthAppKey(clientID), app)
@@ -230,6 +234,7 @@ func (s *Store) OAuthApp(clientID string) (app *OAuthApp, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.apps.add(gen, clientID, app)
 	return app, nil
 }
 

@@ -93,6 +93,7 @@ type Store struct {
 
 	durable     *groupSync // nil when SyncWrites is off
 	vlogWritten atomic.Bool
+	apps        *appCache
 
 	stopGC chan struct{}
 	gcDone sync.WaitGroup
@@ -126,7 +127,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	s := &Store{db: db, path: dir, log: opts.Logger, stopGC: make(chan struct{})}
+	s := &Store{db: db, path: dir, log: opts.Logger, apps: newAppCache(), stopGC: make(chan struct{})}
 	if *opts.SyncWrites {
 		s.durable = newGroupSync((&logSyncer{dir: dir, vlogWritten: &s.vlogWritten}).sync)
 	}
@@ -216,7 +217,9 @@ func (s *Store) Backup(w io.Writer) error {
 // Restore loads a stream written by Backup into the store, replacing records
 // with the same keys.
 func (s *Store) Restore(r io.Reader) error {
-	if err := s.db.Load(r, 256); err != nil {
+	err := s.db.Load(r, 256)
+	s.apps.drop(nil) // also after a failed load: some records may have changed
+	if err != nil {
 		return err
 	}
 	s.vlogWritten.Store(true)
