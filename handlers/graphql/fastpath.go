@@ -214,17 +214,7 @@ func (w *jsonWriter) entryConnection(sel ast.SelectionSet, p *entriesPage) bool 
 	return w.object(sel, connectionTypes, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "edges":
-			w.buf = append(w.buf, '[')
-			for i, cursor := range p.cursors {
-				if i > 0 {
-					w.buf = append(w.buf, ',')
-				}
-				if !w.entryEdge(f.Selections, p, i, cursor) {
-					return false
-				}
-			}
-			w.buf = append(w.buf, ']')
-			return true
+			return w.list(len(p.cursors), func(i int) bool { return w.entryEdge(f.Selections, p, i, p.cursors[i]) })
 		case "pageInfo":
 			return w.pageInfo(f.Selections, p)
 		}
@@ -336,16 +326,7 @@ func (w *jsonWriter) savedItem(sel ast.SelectionSet, it *storage.SavedItem) bool
 				w.null()
 				return true
 			}
-			w.buf = append(w.buf, '[')
-			for i, h := range hs {
-				if i > 0 {
-					w.buf = append(w.buf, ',')
-				}
-				if h == nil || !w.highlight(f.Selections, h) {
-					return false
-				}
-			}
-			w.buf = append(w.buf, ']')
+			return w.list(len(hs), func(i int) bool { return hs[i] != nil && w.highlight(f.Selections, hs[i]) })
 		default:
 			return false
 		}
@@ -438,16 +419,8 @@ func (w *jsonWriter) highlight(sel ast.SelectionSet, h *generated.Highlight) boo
 				w.null()
 				return true
 			}
-			w.buf = append(w.buf, '[')
-			for i, sg := range h.Segments {
-				if i > 0 {
-					w.buf = append(w.buf, ',')
-				}
-				if sg == nil || !w.segment(f.Selections, sg) {
-					return false
-				}
-			}
-			w.buf = append(w.buf, ']')
+			segs := h.Segments
+			return w.list(len(segs), func(i int) bool { return segs[i] != nil && w.segment(f.Selections, segs[i]) })
 		default:
 			return false
 		}
@@ -497,6 +470,21 @@ func (w *jsonWriter) label(sel ast.SelectionSet, l *storage.Label) bool {
 		}
 		return true
 	})
+}
+
+// list writes a JSON array of n values, each written by value(i).
+func (w *jsonWriter) list(n int, value func(i int) bool) bool {
+	w.buf = append(w.buf, '[')
+	for i := range n {
+		if i > 0 {
+			w.buf = append(w.buf, ',')
+		}
+		if !value(i) {
+			return false
+		}
+	}
+	w.buf = append(w.buf, ']')
+	return true
 }
 
 // --- scalars, written as gqlgen's marshalers write them ---
