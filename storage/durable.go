@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // groupSync makes commits durable with one fsync shared by every commit that
@@ -86,58 +87,198 @@ const vlogThreshold = 1 << 20
 // Badger, with SyncWrites off, neither syncs a memtable's log when it turns
 // the memtable immutable nor a value-log file when it starts the next one,
 // so syncing only the current files (DB.Sync) could miss a commit that
-// landed just before such a rotation. logSyncer therefore syncs every
+// landed just before such a rotation. A full sync therefore syncs every
 // memtable log present (there are one or two: a flushed memtable's log is
 // deleted only after its table is on disk) and every value log from the
 // newest one it synced last time onwards, and the directory itself when
-// log files appeared or went since the last sync.
+// log files appeared or went since the last full sync.
+//
+// Most syncs are not full: between rotations the only file a commit can
+// have written is the newest memtable log, which logSyncer keeps open. Badger
+// numbers memtable logs %05d.mem from one more than the highest present when
+// it opens, adding one per new memtable, and its single writer goroutine
+// creates the next log after its last write to the current memtable and
+// before its first write to the new one. So while no log numbered one more
+// than the open one exists, every commit that finished is in the open log or
+// in an older one that an earlier sync covered after it stopped changing,
+// and one fdatasync of the open log suffices. The next log could also have
+// come and gone (filled and flushed to a table) between two syncs, leaving a
+// newer one behind; that creates and removes directory entries, so the fast
+// path also requires the directory's modification time to be the one read
+// before the last full sync listed it. (The next name's stat covers a log
+// created within the same timestamp tick as that reading; flushing it takes
+// far longer than a tick.) The first sync, a sync after big values, a
+// rotation, any change to the directory and anything unexpected take the
+// full path.
 type logSyncer struct {
 	dir string
 	// vlogWritten is set by Tx.put before a commit that writes to the
 	// value log; sync clears it. Most commits don't, and syncing a clean
 	// file still costs a disk cache flush.
 	vlogWritten *atomic.Bool
+	// flush syncs one log file's data; nil means fdatasync (tests watch it).
+	flush func(*os.File) error
 
-	// Only the groupSync leader calls sync, so these need no lock.
-	primed   bool     // the first sync covers every value log
-	vlogFrom uint64   // lowest value-log id still to sync
-	names    []string // log files seen by the last sync
+	// Only the groupSync leader calls sync; mu orders it with close.
+	mu       sync.Mutex
+	closed   bool
+	primed   bool      // the first sync covers every value log
+	vlogFrom uint64    // lowest value-log id still to sync
+	names    []string  // log files seen by the last full sync
+	mem      *os.File  // the newest memtable log, open between syncs
+	memNext  string    // path of the log that would follow mem
+	dirTime  time.Time // dir's modification time before the last listing
+	fullRuns int       // full syncs so far (tests)
 }
 
 func (l *logSyncer) sync() (err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	withVlogs := l.vlogWritten.Swap(false) || !l.primed
 	defer func() {
 		if err != nil && withVlogs {
 			l.vlogWritten.Store(true) // the next sync tries again
 		}
 	}()
+	if !withVlogs && l.mem != nil && l.noRotation() {
+		return l.flushFile(l.mem)
+	}
+	return l.syncAll(withVlogs)
+}
+
+// noRotation reports whether the open memtable log is still the newest:
+// the next one does not exist and the directory did not change since the
+// last full sync. Checked before the flush, it covers every commit that
+// finished before the call.
+func (l *logSyncer) noRotation() bool {
+	if _, err := os.Lstat(l.memNext); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	st, err := os.Stat(l.dir)
+	return err == nil && st.ModTime().Equal(l.dirTime)
+}
+
+// syncAll is the full sync: it lists the directory and syncs every memtable
+// log and, withVlogs, the value logs from vlogFrom on, and keeps the newest
+// memtable log open for the syncs that follow.
+func (l *logSyncer) syncAll(withVlogs bool) error {
+	st, err := os.Stat(l.dir)
+	if err != nil {
+		return err
+	}
+	dirTime := st.ModTime()
 	entries, err := os.ReadDir(l.dir)
 	if err != nil {
 		return err
 	}
+	l.fullRuns++
 	mems, vlogs, newest := logsToSync(entries, l.vlogFrom)
-	files := mems
-	if withVlogs {
-		files = append(files, vlogs...)
+	var newestMem string
+	var newestMemID uint64
+	for _, name := range mems {
+		if id, ok := memLogID(name); ok && (newestMem == "" || id > newestMemID) {
+			newestMem, newestMemID = name, id
+		}
 	}
-	for _, name := range files {
-		if err := fdatasyncPath(filepath.Join(l.dir, name)); err != nil {
+	if l.mem != nil && newestMem != filepath.Base(l.mem.Name()) {
+		// A newer log took over: the open one is synced by name below if
+		// it is still there, and then closed.
+		old := l.mem
+		l.mem = nil
+		defer old.Close()
+	}
+	for _, name := range mems {
+		if err := l.syncMemLog(name, name == newestMem, newestMemID); err != nil {
 			return err
 		}
 	}
+	if withVlogs {
+		for _, name := range vlogs {
+			if err := syncPath(filepath.Join(l.dir, name), l.flushFile); err != nil {
+				return err
+			}
+		}
+	}
 	names := slices.Concat(mems, vlogs)
-	if !sameNames(names, l.names) {
+	if !slices.Equal(names, l.names) {
 		// New files are durable only once their directory entry is.
 		if err := fsyncPath(l.dir); err != nil {
 			return err
 		}
 	}
 	l.names = names
+	l.dirTime = dirTime
 	if withVlogs {
 		l.vlogFrom = newest
 	}
 	l.primed = true
 	return nil
+}
+
+// syncMemLog syncs the memtable log name; the newest one, with number id,
+// stays open as l.mem unless the store is closed.
+func (l *logSyncer) syncMemLog(name string, newest bool, id uint64) error {
+	path := filepath.Join(l.dir, name)
+	if l.mem != nil && l.mem.Name() == path {
+		return l.flushFile(l.mem)
+	}
+	if !newest || l.closed {
+		return syncPath(path, l.flushFile)
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // flushed to a table already; see syncPath
+	}
+	if err != nil {
+		return err
+	}
+	if err := l.flushFile(f); err != nil {
+		f.Close()
+		return err
+	}
+	l.mem, l.memNext = f, filepath.Join(l.dir, memLogName(id+1))
+	return nil
+}
+
+// flushFile flushes a log file's data to disk: what msync does for Badger
+// with SyncWrites on. The logs are memory-mapped, so each write also moves
+// their modification time, which fdatasync (unlike fsync) does not commit to
+// the journal.
+func (l *logSyncer) flushFile(f *os.File) error {
+	if l.flush != nil {
+		return l.flush(f)
+	}
+	return fdatasync(f)
+}
+
+// close closes the open memtable log; later syncs (of commits that raced
+// with Store.Close) take the full path and keep nothing open.
+func (l *logSyncer) close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	if l.mem == nil {
+		return nil
+	}
+	err := l.mem.Close()
+	l.mem = nil
+	return err
+}
+
+// memLogName is Badger's name for the memtable log numbered id.
+func memLogName(id uint64) string { return fmt.Sprintf("%05d.mem", id) }
+
+// memLogID parses a name made by memLogName.
+func memLogID(name string) (uint64, bool) {
+	num, ok := strings.CutSuffix(name, ".mem")
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(num, 10, 64)
+	if err != nil || memLogName(id) != name {
+		return 0, false
+	}
+	return id, true
 }
 
 // logsToSync picks from a directory listing the memtable logs (every *.mem
@@ -163,26 +304,8 @@ func logsToSync(entries []fs.DirEntry, vlogFrom uint64) (mems, vlogs []string, n
 	return mems, vlogs, newestVlog
 }
 
-func sameNames(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // fsyncPath flushes a file or directory, data and metadata, to disk.
 func fsyncPath(path string) error { return syncPath(path, (*os.File).Sync) }
-
-// fdatasyncPath flushes a log file's data to disk: what msync does for
-// Badger with SyncWrites on. The logs are memory-mapped, so each write also
-// moves their modification time, which fdatasync (unlike fsync) does not
-// commit to the journal.
-func fdatasyncPath(path string) error { return syncPath(path, fdatasync) }
 
 // syncPath opens path and flushes it with flush. A file that is gone was a
 // memtable log whose table Badger already wrote and synced, or a value log

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -115,6 +114,152 @@ func TestLogsToSyncPicksMemtablesAndNewValueLogs(t *testing.T) {
 	}
 }
 
+// Between rotations a sync is one fdatasync of the newest memtable log,
+// kept open; a log numbered one more, or any change to the directory, makes
+// the next sync list the directory and cover every memtable log and the
+// directory entry.
+func TestLogSyncerFollowsMemtableLogRotations(t *testing.T) {
+	dir := t.TempDir()
+	// changed marks the directory as changed, also where the file system's
+	// timestamps are coarser than the test's steps.
+	changed := func() {
+		t.Helper()
+		st, err := os.Stat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		later := st.ModTime().Add(time.Second)
+		if err := os.Chtimes(dir, later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create := func(names ...string) {
+		t.Helper()
+		for _, n := range names {
+			if err := os.WriteFile(filepath.Join(dir, n), []byte("log"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	remove := func(names ...string) {
+		t.Helper()
+		for _, n := range names {
+			if err := os.Remove(filepath.Join(dir, n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	create("00004.mem", "00005.mem", "000001.vlog", "MANIFEST", "000001.sst")
+	var vlogWritten atomic.Bool
+	var flushed []string
+	ls := &logSyncer{dir: dir, vlogWritten: &vlogWritten, flush: func(f *os.File) error {
+		flushed = append(flushed, filepath.Base(f.Name()))
+		return nil
+	}}
+	step := func(what string, wantFlushed []string, wantFull bool) {
+		t.Helper()
+		flushed = nil
+		full := ls.fullRuns
+		if err := ls.sync(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if !reflect.DeepEqual(flushed, wantFlushed) {
+			t.Errorf("%s: flushed %v, want %v", what, flushed, wantFlushed)
+		}
+		if gotFull := ls.fullRuns > full; gotFull != wantFull {
+			t.Errorf("%s: listed the directory: %v, want %v", what, gotFull, wantFull)
+		}
+	}
+
+	step("first sync", []string{"00004.mem", "00005.mem", "000001.vlog"}, true)
+	step("no rotation", []string{"00005.mem"}, false)
+	step("no rotation again", []string{"00005.mem"}, false)
+	open5 := ls.mem
+
+	// The next log is seen by its name alone (the directory's time is
+	// left as it was).
+	st, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create("00006.mem")
+	if err := os.Chtimes(dir, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	step("rotation", []string{"00004.mem", "00005.mem", "00006.mem"}, true)
+	if _, err := open5.Stat(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("the replaced log is still open (Stat: %v)", err)
+	}
+	step("after rotation", []string{"00006.mem"}, false)
+
+	remove("00004.mem")
+	changed()
+	step("old log flushed to a table", []string{"00005.mem", "00006.mem"}, true)
+	step("after the flush", []string{"00006.mem"}, false)
+
+	// Between two syncs the next log filled up and was flushed: only the
+	// directory's change tells.
+	create("00007.mem", "00008.mem")
+	remove("00007.mem")
+	changed()
+	step("next log came and went", []string{"00005.mem", "00006.mem", "00008.mem"}, true)
+	step("after it", []string{"00008.mem"}, false)
+
+	create("000002.sst")
+	changed()
+	step("other file", []string{"00005.mem", "00006.mem", "00008.mem"}, true)
+
+	vlogWritten.Store(true)
+	create("000002.vlog")
+	step("big value", []string{"00005.mem", "00006.mem", "00008.mem", "000001.vlog", "000002.vlog"}, true)
+	step("small value", []string{"00008.mem"}, false)
+
+	if err := ls.close(); err != nil {
+		t.Fatal(err)
+	}
+	step("after close", []string{"00005.mem", "00006.mem", "00008.mem"}, true)
+	if ls.mem != nil {
+		t.Error("a sync after close left a log open")
+	}
+}
+
+// A memtable log name that is not Badger's %05d form leaves nothing open:
+// every sync lists the directory.
+func TestLogSyncerFallsBackOnUnexpectedNames(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"4.mem", "00005.mem.tmp"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var vlogWritten atomic.Bool
+	var flushed []string
+	ls := &logSyncer{dir: dir, vlogWritten: &vlogWritten, flush: func(f *os.File) error {
+		flushed = append(flushed, filepath.Base(f.Name()))
+		return nil
+	}}
+	for i := range 2 {
+		if err := ls.sync(); err != nil {
+			t.Fatal(err)
+		}
+		if ls.fullRuns != i+1 || ls.mem != nil {
+			t.Fatalf("sync %d: %d full syncs, open log %v", i, ls.fullRuns, ls.mem)
+		}
+	}
+	if want := []string{"4.mem", "4.mem"}; !reflect.DeepEqual(flushed, want) {
+		t.Fatalf("flushed %v, want %v", flushed, want)
+	}
+	for _, tc := range []struct {
+		name string
+		id   uint64
+		ok   bool
+	}{{"00001.mem", 1, true}, {"123456.mem", 123456, true}, {"1.mem", 0, false}, {"00001.vlog", 0, false}, {"0000x.mem", 0, false}} {
+		if id, ok := memLogID(tc.name); id != tc.id || ok != tc.ok {
+			t.Errorf("memLogID(%q) = %d, %v", tc.name, id, ok)
+		}
+	}
+}
+
 // Value logs are synced when a commit wrote a value big enough to go there
 // (and once after opening), not after every commit.
 func TestValueLogsAreSyncedOnlyAfterBigValues(t *testing.T) {
@@ -124,11 +269,17 @@ func TestValueLogsAreSyncedOnlyAfterBigValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	var vlogFlushed bool
+	st.logs.flush = func(f *os.File) error {
+		vlogFlushed = vlogFlushed || strings.HasSuffix(f.Name(), ".vlog")
+		return fdatasync(f)
+	}
 	var vlogSyncs []bool // per sync: did it cover value logs?
-	ls := &logSyncer{dir: dir, vlogWritten: &st.vlogWritten}
 	st.durable.sync = func() error {
-		vlogSyncs = append(vlogSyncs, st.vlogWritten.Load() || !ls.primed)
-		return ls.sync()
+		vlogFlushed = false
+		err := st.logs.sync()
+		vlogSyncs = append(vlogSyncs, vlogFlushed)
+		return err
 	}
 	put := func(i, size int) {
 		t.Helper()
@@ -159,27 +310,53 @@ func TestValueLogsAreSyncedOnlyAfterBigValues(t *testing.T) {
 
 // With sync_writes on, a store under concurrent writers whose memtables
 // rotate (8 MiB memtables, about 19 MiB written) keeps every acknowledged
-// write, and its syncs cover the memtable logs Badger wrote.
+// write, and every sync covers each memtable log that existed when it
+// started: in that sync, or in an earlier one that started after the log
+// stopped changing (a newer log existed), or the log was gone (flushed to a
+// table).
 func TestSyncedStoreUnderConcurrentWritesWithRotation(t *testing.T) {
 	dir := t.TempDir()
 	st, err := Open(dir, Options{MemTableSize: 8 << 20, ValueLogFileSize: 1 << 20, GCInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls := &logSyncer{dir: dir, vlogWritten: &st.vlogWritten}
-	var synced sync.Map // file name → true
-	var syncs atomic.Int32
+	// Only the groupSync leader runs these, one at a time.
+	var flushed map[string]bool  // in the current sync
+	settled := map[string]bool{} // synced after a newer log existed
+	everSynced := map[string]bool{}
+	var syncs int
+	var problems []string
+	st.logs.flush = func(f *os.File) error {
+		flushed[filepath.Base(f.Name())] = true
+		return fdatasync(f)
+	}
 	st.durable.sync = func() error {
-		syncs.Add(1)
+		syncs++
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return err
 		}
-		mems, _, _ := logsToSync(entries, ls.vlogFrom)
-		for _, f := range mems {
-			synced.Store(f, true)
+		before, _, _ := logsToSync(entries, 0)
+		flushed = map[string]bool{}
+		if err := st.logs.sync(); err != nil {
+			return err
 		}
-		return ls.sync()
+		for i, name := range before {
+			newerExisted := i < len(before)-1 // listing order is name order
+			switch {
+			case flushed[name]:
+				everSynced[name] = true
+				if newerExisted {
+					settled[name] = true
+				}
+			case settled[name]:
+			default:
+				if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+					problems = append(problems, fmt.Sprintf("sync %d left %s (of %v) unsynced", syncs, name, before))
+				}
+			}
+		}
+		return nil
 	}
 	const writers, each = 16, 200
 	big := strings.Repeat("v", 6<<10)
@@ -204,37 +381,16 @@ func TestSyncedStoreUnderConcurrentWritesWithRotation(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if n := syncs.Load(); n == 0 || n > writers*each {
-		t.Fatalf("%d syncs for %d commits", n, writers*each)
+	if len(problems) > 0 {
+		t.Fatalf("%d problems, first: %s", len(problems), problems[0])
 	}
-	var memsSynced []string
-	synced.Range(func(k, _ any) bool {
-		if strings.HasSuffix(k.(string), ".mem") {
-			memsSynced = append(memsSynced, k.(string))
-		}
-		return true
-	})
-	if len(memsSynced) < 2 {
-		t.Fatalf("memtable logs synced: %v; the test needs a rotation", memsSynced)
+	if syncs == 0 || syncs > writers*each {
+		t.Fatalf("%d syncs for %d commits", syncs, writers*each)
 	}
-	t.Logf("%d syncs for %d commits; memtable logs synced: %v", syncs.Load(), writers*each, memsSynced)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
+	if len(everSynced) < 2 || len(settled) == 0 {
+		t.Fatalf("memtable logs synced: %v, settled: %v; the test needs a rotation", everSynced, settled)
 	}
-	var mems []string
-	for _, e := range entries {
-		if filepath.Ext(e.Name()) == ".mem" {
-			mems = append(mems, e.Name())
-		}
-	}
-	slices.Sort(mems)
-	if len(mems) == 0 {
-		t.Fatal("no memtable log in the store directory")
-	}
-	if _, ok := synced.Load(mems[len(mems)-1]); !ok {
-		t.Fatalf("the current memtable log %s was never synced", mems[len(mems)-1])
-	}
+	t.Logf("%d syncs (%d full) for %d commits; memtable logs synced: %v", syncs, st.logs.fullRuns, writers*each, everSynced)
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}

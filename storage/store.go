@@ -92,6 +92,7 @@ type Store struct {
 	log  *zap.Logger
 
 	durable     *groupSync // nil when SyncWrites is off
+	logs        *logSyncer // durable's sync; nil when SyncWrites is off
 	vlogWritten atomic.Bool
 	apps        *appCache
 
@@ -129,7 +130,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, path: dir, log: opts.Logger, apps: newAppCache(), stopGC: make(chan struct{})}
 	if *opts.SyncWrites {
-		s.durable = newGroupSync((&logSyncer{dir: dir, vlogWritten: &s.vlogWritten}).sync)
+		s.logs = &logSyncer{dir: dir, vlogWritten: &s.vlogWritten}
+		s.durable = newGroupSync(s.logs.sync)
 	}
 	if opts.GCInterval > 0 {
 		s.gcDone.Add(1)
@@ -149,6 +151,11 @@ func (s *Store) Close() error {
 		close(s.stopGC)
 		s.gcDone.Wait()
 		err = s.db.Close()
+		if s.logs != nil {
+			if cerr := s.logs.close(); err == nil {
+				err = cerr
+			}
+		}
 	})
 	return err
 }
