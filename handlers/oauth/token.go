@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -71,9 +72,22 @@ type tokenResponse struct {
 // (RFC 6749 section 3.2); so is a body that can't be parsed.
 func decodeParams(r *http.Request, maxBytes int64) (map[string]string, *oauthErr) {
 	body := http.MaxBytesReader(nil, r.Body, maxBytes)
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	out := map[string]string{}
-	if ct == "application/json" {
+	ct := r.Header.Get("Content-Type")
+	if ct != formType {
+		ct, _, _ = mime.ParseMediaType(ct)
+	}
+	out := make(map[string]string, 8)
+	if ct == formType && r.URL.RawQuery == "" {
+		// The usual token request: a few short parameters, read without
+		// building url.Values twice (r.Form, r.PostForm) and copying them.
+		b, err := readBody(body, r.ContentLength, maxBytes)
+		if err != nil {
+			return nil, invalidRequest("The request body could not be parsed.")
+		}
+		if perr := parseForm(string(b), out); perr != nil {
+			return nil, perr
+		}
+	} else if ct == "application/json" {
 		var raw map[string]json.RawMessage
 		if err := json.NewDecoder(body).Decode(&raw); err != nil {
 			return nil, invalidRequest("The request body could not be parsed.")
@@ -86,6 +100,8 @@ func decodeParams(r *http.Request, maxBytes int64) (map[string]string, *oauthErr
 			out[k] = s
 		}
 	} else {
+		// Other content types (no parameters) and a query string (whose
+		// syntax ParseForm checks too) take net/http's way.
 		r.Body = body
 		if err := r.ParseForm(); err != nil {
 			return nil, invalidRequest("The request body could not be parsed.")
@@ -104,6 +120,77 @@ func decodeParams(r *http.Request, maxBytes int64) (map[string]string, *oauthErr
 	}
 	return out, nil
 }
+
+const formType = "application/x-www-form-urlencoded"
+
+// readBody reads all of body, which holds at most maxBytes, into a slice
+// sized from the request's Content-Length.
+func readBody(body io.Reader, contentLength, maxBytes int64) ([]byte, error) {
+	n := contentLength
+	if n < 0 || n > maxBytes {
+		n = 512
+	}
+	b := make([]byte, 0, n+1) // +1: EOF is seen without growing
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		m, err := body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// parseForm reads form-encoded parameters into out with url.ParseQuery's
+// syntax and limit on their number; a parameter sent twice is an error, as
+// in decodeParams' other branches.
+func parseForm(form string, out map[string]string) *oauthErr {
+	if strings.Count(form, "&") >= maxFormParams {
+		return invalidRequest("The request body could not be parsed.")
+	}
+	broken := false
+	dup := ""
+	for form != "" {
+		var pair string
+		pair, form, _ = strings.Cut(form, "&")
+		if strings.Contains(pair, ";") {
+			broken = true
+			continue
+		}
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		k, err := url.QueryUnescape(k)
+		if err != nil {
+			broken = true
+			continue
+		}
+		if v, err = url.QueryUnescape(v); err != nil {
+			broken = true
+			continue
+		}
+		if _, seen := out[k]; seen {
+			dup = k
+		}
+		out[k] = v
+	}
+	switch {
+	case broken:
+		return invalidRequest("The request body could not be parsed.")
+	case dup != "":
+		return invalidRequest("The parameter " + safeName(dup) + " was sent more than once.")
+	}
+	return nil
+}
+
+// maxFormParams is url.ParseQuery's default limit.
+const maxFormParams = 10000
 
 // safeName is a parameter name fit to echo in an error description.
 func safeName(k string) string {
