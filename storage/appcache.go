@@ -28,8 +28,9 @@ type appCache struct {
 
 func newAppCache() *appCache { return &appCache{apps: make(map[string]*OAuthApp)} }
 
-// get returns a copy of the cached record, and otherwise the generation to
-// pass to add after reading the record from the store.
+// get returns a copy of the cached record (whose slices it shares: callers
+// only read them), and otherwise the generation to pass to add after
+// reading the record from the store.
 func (c *appCache) get(clientID string) (app *OAuthApp, gen uint64) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 )
 
@@ -100,4 +101,45 @@ func TestOAuthAppCacheIsBounded(t *testing.T) {
 	if n := len(c.apps); n != appCacheSize {
 		t.Fatalf("%d cached applications, want %d", n, appCacheSize)
 	}
+}
+
+// Under concurrent lookups, a lookup that starts after a write to the
+// application returned sees that write.
+func TestOAuthAppCacheUnderConcurrentLookups(t *testing.T) {
+	s, _, app, _ := oauthFixture(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := s.OAuthApp(app.ClientID); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 200 {
+		renamed := *app
+		renamed.Name = fmt.Sprint("name ", i)
+		if err := s.Update(func(tx *Tx) error { return tx.putJSON(oauthAppKey(app.ClientID), &renamed, 0) }); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.OAuthApp(app.ClientID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Name != renamed.Name {
+			t.Fatalf("after writing %q a lookup saw %q", renamed.Name, got.Name)
+		}
+	}
+	close(stop)
+	wg.Wait()
 }
