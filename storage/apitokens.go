@@ -204,6 +204,8 @@ func (s *Store) APITokenMember(secret string) (*Member, *APIToken, error) {
 	d := Digest(secret)
 	var m *Member
 	var tok APIToken
+	mgen := s.caches.members.generation()
+	readMember := false
 	err := s.View(func(tx *Tx) error {
 		var ref apiTokenRef
 		if err := tx.getJSON(apiTokenRefKey(d), &ref); err != nil {
@@ -212,12 +214,19 @@ func (s *Store) APITokenMember(secret string) (*Member, *APIToken, error) {
 		if err := tx.getJSON(apiTokenKey(ref.MemberID, ref.TokenID), &tok); err != nil {
 			return err
 		}
+		if m = s.caches.members.get(ref.MemberID); m != nil {
+			return nil
+		}
 		var err error
 		m, err = tx.MemberByID(ref.MemberID)
+		readMember = err == nil
 		return err
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	if readMember {
+		s.caches.members.add(mgen, m.ID, m)
 	}
 	if !SecretMatches(secret, tok.Digest) {
 		return nil, nil, ErrNotFound

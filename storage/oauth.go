@@ -223,8 +223,8 @@ func (s *Store) OAuthApp(clientID string) (app *OAuthApp, err error) {
 	if clientID == "" || len(clientID) > 128 {
 		return nil, ErrNotFound
 	}
-	app, gen := s.apps.get(clientID)
-	if app != nil {
+	gen := s.caches.apps.generation()
+	if app := s.caches.apps.get(clientID); app != nil {
 		return app, nil
 	}
 	err = s.View(func(tx *Tx) error {
@@ -234,7 +234,7 @@ func (s *Store) OAuthApp(clientID string) (app *OAuthApp, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s.apps.add(gen, clientID, app)
+	s.caches.apps.add(gen, clientID, app)
 	return app, nil
 }
 
@@ -441,26 +441,18 @@ func (s *Store) OAuthToken(token string) (*OAuthAccessToken, *Member, error) {
 	if token == "" || len(token) > 256 {
 		return nil, nil, ErrNotFound
 	}
-	var t OAuthAccessToken
-	var m *Member
-	err := s.View(func(tx *Tx) error {
-		if err := tx.getJSON(oauthTokenKey(Digest(token)), &t); err != nil {
-			return err
-		}
-		if t.MemberID == "" {
-			return nil
-		}
-		var err error
-		m, err = tx.MemberByID(t.MemberID)
-		return err
-	})
+	d := Digest(token)
+	t, m, err := tokenAndMember(s, d, s.caches.oauthTokens, func(tx *Tx) (*OAuthAccessToken, error) {
+		var t OAuthAccessToken
+		return &t, tx.getJSON(oauthTokenKey(d), &t)
+	}, func(t *OAuthAccessToken) string { return t.MemberID })
 	if err != nil {
 		return nil, nil, err
 	}
 	if m != nil && m.Suspended {
 		return nil, nil, ErrSuspended
 	}
-	return &t, m, nil
+	return t, m, nil
 }
 
 // RevokeOAuthToken revokes token if it was issued to clientID. Unknown,

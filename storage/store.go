@@ -94,7 +94,7 @@ type Store struct {
 	durable     *groupSync // nil when SyncWrites is off
 	logs        *logSyncer // durable's sync; nil when SyncWrites is off
 	vlogWritten atomic.Bool
-	apps        *appCache
+	caches      caches
 
 	stopGC chan struct{}
 	gcDone sync.WaitGroup
@@ -128,7 +128,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	s := &Store{db: db, path: dir, log: opts.Logger, apps: newAppCache(), stopGC: make(chan struct{})}
+	s := &Store{db: db, path: dir, log: opts.Logger, caches: newCaches(), stopGC: make(chan struct{})}
 	if *opts.SyncWrites {
 		s.logs = &logSyncer{dir: dir, vlogWritten: &s.vlogWritten}
 		s.durable = newGroupSync(s.logs.sync)
@@ -225,7 +225,7 @@ func (s *Store) Backup(w io.Writer) error {
 // with the same keys.
 func (s *Store) Restore(r io.Reader) error {
 	err := s.db.Load(r, 256)
-	s.apps.drop(nil) // also after a failed load: some records may have changed
+	s.caches.drop(nil) // also after a failed load: some records may have changed
 	if err != nil {
 		return err
 	}

@@ -38,9 +38,9 @@ type Tx struct {
 	txn *badger.Txn
 	// vlogWritten is the store's flag for logSyncer; nil in View.
 	vlogWritten *atomic.Bool
-	// appsWritten lists the OAuth applications whose records this
-	// transaction wrote or deleted (see appCache).
-	appsWritten []string
+	// cachedWritten lists the keys of cached records (see recordCache)
+	// this transaction wrote or deleted.
+	cachedWritten []string
 }
 
 // View runs fn in a read-only transaction.
@@ -85,9 +85,9 @@ func (s *Store) update(fn func(tx *Tx) error) error {
 		tx.txn = txn
 		return fn(tx)
 	})
-	if len(tx.appsWritten) > 0 {
+	if len(tx.cachedWritten) > 0 {
 		// Also after a failed commit: dropping a cached record is safe.
-		s.apps.drop(tx.appsWritten)
+		s.caches.drop(tx.cachedWritten)
 	}
 	return err
 }

@@ -15,7 +15,7 @@ func TestOAuthAppCacheFollowsWrites(t *testing.T) {
 	if _, err := s.AuthenticateOAuthClient(app.ClientID, secret); err != nil {
 		t.Fatal(err)
 	}
-	if _, cached := s.apps.apps[app.ClientID]; !cached {
+	if _, cached := s.caches.apps.records[app.ClientID]; !cached {
 		t.Fatal("the application was not cached after a lookup")
 	}
 	got, err := s.OAuthApp(app.ClientID)
@@ -75,31 +75,74 @@ func TestOAuthAppCacheFollowsWrites(t *testing.T) {
 
 // A lookup that read the record before a write committed must not cache
 // what it read once the write has dropped the entry.
-func TestOAuthAppCacheIgnoresReadsOlderThanADrop(t *testing.T) {
-	c := newAppCache()
+func TestRecordCacheIgnoresReadsOlderThanADrop(t *testing.T) {
+	c := newRecordCache[OAuthApp](oauthAppKey(""))
 	app := &OAuthApp{ClientID: "c1", Name: "old"}
-	_, gen := c.get("c1")
-	c.drop([]string{"c1"}) // a write committed meanwhile
+	gen := c.generation()
+	c.drop([]string{string(oauthAppKey("c1"))}) // a write committed meanwhile
 	c.add(gen, "c1", app)
-	if got, _ := c.get("c1"); got != nil {
+	if got := c.get("c1"); got != nil {
 		t.Fatalf("a read older than the write was cached: %+v", got)
 	}
-	_, gen = c.get("c1")
-	c.add(gen, "c1", app)
-	if got, _ := c.get("c1"); got == nil || got.Name != "old" {
+	c.add(c.generation(), "c1", app)
+	if got := c.get("c1"); got == nil || got.Name != "old" {
 		t.Fatalf("a current read was not cached: %+v", got)
+	}
+	c.drop([]string{string(memberIDKey("c1"))}) // another kind's key
+	if got := c.get("c1"); got == nil {
+		t.Fatal("a write to another kind of record dropped the entry")
 	}
 }
 
-func TestOAuthAppCacheIsBounded(t *testing.T) {
-	c := newAppCache()
-	for i := range appCacheSize + 10 {
+func TestRecordCacheIsBounded(t *testing.T) {
+	c := newRecordCache[OAuthApp](oauthAppKey(""))
+	for i := range recordCacheSize + 10 {
 		id := fmt.Sprint(i)
-		_, gen := c.get(id)
-		c.add(gen, id, &OAuthApp{ClientID: id})
+		c.add(c.generation(), id, &OAuthApp{ClientID: id})
 	}
-	if n := len(c.apps); n != appCacheSize {
-		t.Fatalf("%d cached applications, want %d", n, appCacheSize)
+	if n := len(c.records); n != recordCacheSize {
+		t.Fatalf("%d cached applications, want %d", n, recordCacheSize)
+	}
+}
+
+// A cached access token and its cached member give way at once to a
+// revocation, a suspension and a deletion of the member.
+func TestCachedTokensAndMembersFollowWrites(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	code, err := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, secret, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := s.OAuthToken(secret); err != nil || got.ID != m.ID {
+		t.Fatalf("OAuthToken = %v, %v", got, err)
+	}
+	if s.caches.oauthTokens.get(Digest(secret)) == nil || s.caches.members.get(m.ID) == nil {
+		t.Fatal("the token and its member were not cached after a lookup")
+	}
+	if _, _, err := s.OAuthToken(secret); err != nil {
+		t.Fatalf("cached lookup: %v", err)
+	}
+	if _, err := s.SetSuspended(m.Username, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.OAuthToken(secret); !errors.Is(err, ErrSuspended) {
+		t.Fatalf("after suspending the member: %v, want ErrSuspended", err)
+	}
+	if _, err := s.SetSuspended(m.Username, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.OAuthToken(secret); err != nil {
+		t.Fatalf("after lifting the suspension: %v", err)
+	}
+	if err := s.RevokeOAuthToken(tok.ClientID, secret); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.OAuthToken(secret); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after revoking: %v, want ErrNotFound", err)
 	}
 }
 
