@@ -80,7 +80,6 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f %%", 100 * a / b}'; }
 
 respond=$(rps "$SITE/respond")
 verify=$(rps -H "Authorization: Bearer $token" "$SITE/api/v1/accounts/verify_credentials")
-issue=$(BENCH_CLIENT_ID=$client_id BENCH_CLIENT_SECRET=$client_secret rps -s bench/client_credentials.lua "$SITE/oauth/token")
 
 # RSS is read after at least n requests in total, counted from what wrk
 # reports (runs of one second until the count is reached).
@@ -95,6 +94,10 @@ count_rss() {
 read -r n_small rss_small < <(count_rss "$RSS_SMALL")
 read -r n_large rss_large < <(count_rss "$(( RSS_LARGE - n_small ))")
 n_large=$(( n_small + n_large ))
+
+# Issuance last: the tokens it writes grow the store and the process, which
+# would blur the RSS figures of verify_credentials above.
+issue=$(BENCH_CLIENT_ID=$client_id BENCH_CLIENT_SECRET=$client_secret rps -s bench/client_credentials.lua "$SITE/oauth/token")
 
 cat <<REPORT
 bench/oauth.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION, body $vc_size bytes
