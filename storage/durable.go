@@ -112,8 +112,8 @@ const vlogThreshold = 1 << 20
 // full path.
 type logSyncer struct {
 	dir string
-	// vlogWritten is set by Tx.put before a commit that writes to the
-	// value log; sync clears it. Most commits don't, and syncing a clean
+	// vlogWritten is set after a commit that wrote to the value log, before
+	// its caller waits (Store.update); sync clears it. Most commits don't, and syncing a clean
 	// file still costs a disk cache flush.
 	vlogWritten *atomic.Bool
 	// flush syncs one log file's data; nil means fdatasync (tests watch it).
@@ -143,7 +143,18 @@ func (l *logSyncer) sync() (err error) {
 	if !withVlogs && l.mem != nil && l.noRotation() {
 		return l.flushFile(l.mem)
 	}
-	return l.syncAll(withVlogs)
+	if err := l.syncAll(withVlogs); err != nil {
+		// Forget what this sync may have half done (a newly opened log
+		// whose directory entry was not synced), so the next sync is a
+		// full one again.
+		if l.mem != nil {
+			l.mem.Close()
+			l.mem = nil
+		}
+		l.names = nil
+		return err
+	}
+	return nil
 }
 
 // noRotation reports whether the open memtable log is still the newest:

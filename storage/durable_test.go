@@ -437,3 +437,65 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A sync that runs while a transaction with a big value is still open (it
+// has put the value, Badger has not written it yet) must not use up the
+// sign that value logs need syncing: the commit's own sync covers them.
+func TestBigValueCommitSyncsValueLogsAfterAConcurrentSync(t *testing.T) {
+	st, err := Open(t.TempDir(), Options{GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Sync(); err != nil { // the first sync covers every log
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var flushed []string
+	st.logs.flush = func(f *os.File) error {
+		mu.Lock()
+		flushed = append(flushed, filepath.Base(f.Name()))
+		mu.Unlock()
+		return fdatasync(f)
+	}
+	var beforeCommit int
+	err = st.Update(func(tx *Tx) error {
+		if err := tx.put([]byte("big"), []byte(strings.Repeat("v", vlogThreshold)), 0); err != nil {
+			return err
+		}
+		// Another request's commit syncs now, before ours is committed.
+		if err := st.Sync(); err != nil {
+			return err
+		}
+		mu.Lock()
+		beforeCommit = len(flushed)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range flushed[beforeCommit:] {
+		if strings.HasSuffix(n, ".vlog") {
+			return
+		}
+	}
+	t.Fatalf("after the commit of a big value only %v were synced", flushed[beforeCommit:])
+}
+
+// A failed sync in garbage collection is logged and keeps the old value-log
+// files; it does not bring the process down.
+func TestGarbageCollectionSurvivesAFailedSync(t *testing.T) {
+	st, err := Open(t.TempDir(), Options{GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	st.durable.sync = func() error { return errors.New("EIO") }
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("CollectGarbage panicked: %v", r)
+		}
+	}()
+	st.CollectGarbage()
+}

@@ -187,10 +187,14 @@ func (s *Store) CollectGarbage() {
 		defer func() {
 			s.vlogWritten.Store(true)
 			if err := s.durable.wait(); err != nil {
-				s.log.Error("value-log garbage collection: sync", zap.Error(err))
-			} else {
-				it.Close()
+				// The rewritten values may not be on disk: keep the
+				// iterator (and so the old files) until the process ends.
+				// Badger panics on discarding a transaction with an open
+				// iterator, so the transaction stays open too.
+				s.log.Error("value-log garbage collection: sync failed; the old value-log files are kept", zap.Error(err))
+				return
 			}
+			it.Close()
 			txn.Discard()
 		}()
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -36,8 +35,11 @@ func IsInvalid(err error) bool {
 // request's changes to several records commit together or not at all.
 type Tx struct {
 	txn *badger.Txn
-	// vlogWritten is the store's flag for logSyncer; nil in View.
-	vlogWritten *atomic.Bool
+	// bigValue is set by put for a value that goes to Badger's value log;
+	// update raises the store's vlogWritten once the commit is done (not
+	// before: a sync that ran in between would clear it with the value not
+	// yet written).
+	bigValue bool
 	// cachedWritten lists the keys of cached records (see recordCache)
 	// this transaction wrote or deleted.
 	cachedWritten []string
@@ -80,11 +82,15 @@ func (s *Store) UpdateOnce(fn func(tx *Tx) error) error {
 
 // update runs fn in one read-write transaction and commits it.
 func (s *Store) update(fn func(tx *Tx) error) error {
-	tx := &Tx{vlogWritten: &s.vlogWritten}
+	tx := &Tx{}
 	err := s.db.Update(func(txn *badger.Txn) error {
-		tx.txn = txn
+		tx.txn, tx.bigValue = txn, false
 		return fn(tx)
 	})
+	if tx.bigValue {
+		// Before the caller's wait, so the sync it waits for sees it.
+		s.vlogWritten.Store(true)
+	}
 	if len(tx.cachedWritten) > 0 {
 		// Also after a failed commit: dropping a cached record is safe.
 		s.caches.drop(tx.cachedWritten)
@@ -116,7 +122,7 @@ func (tx *Tx) putJSON(key []byte, v any, ttl time.Duration) error {
 func (tx *Tx) put(key, val []byte, ttl time.Duration) error {
 	tx.noteWrite(key)
 	if len(val) >= vlogThreshold {
-		tx.vlogWritten.Store(true)
+		tx.bigValue = true
 	}
 	e := badger.NewEntry(key, val)
 	if ttl > 0 {
