@@ -251,13 +251,28 @@ func (tx *Tx) putItem(old, it *SavedItem) error {
 		}
 	}
 	rec := appendItemRecord(nil, it)
+	copies := rec
+	if n := len(rec) * len(keys); tx.indexCopyBytes+n <= maxIndexCopyBytes {
+		tx.indexCopyBytes += n
+	} else {
+		// A transaction that touches many items (a label on thousands of
+		// them) would outgrow Badger's limit with five copies of each:
+		// past the budget the entries carry no copy, and pages look
+		// those items up until their next write.
+		copies = nil
+	}
 	for _, k := range keys {
-		if err := tx.put(k, rec, 0); err != nil {
+		if err := tx.put(k, copies, 0); err != nil {
 			return err
 		}
 	}
 	return tx.put(itemKey(it.MemberID, it.ID), rec, 0)
 }
+
+// maxIndexCopyBytes bounds the index copies one transaction writes, well
+// under Badger's transaction limit (15 % of a memtable: 2.4 MiB with the
+// default 16 MiB).
+const maxIndexCopyBytes = 512 << 10
 
 // --- item records ---
 

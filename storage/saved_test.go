@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -717,6 +718,55 @@ func TestIndexEntriesWithoutCopiesStillList(t *testing.T) {
 		want, err := st.SavedItem(m.ID, it.ID)
 		if err != nil || !reflect.DeepEqual(it, want) {
 			t.Fatalf("page item %+v, want %+v (%v)", it, want, err)
+		}
+	}
+}
+
+// A label on a thousand items of realistic size can be renamed and deleted
+// in one transaction: index copies stop at a budget instead of outgrowing
+// Badger's transaction limit, and every page still shows current records.
+func TestLabelChangesOnAThousandItems(t *testing.T) {
+	st, m := openSavedTest(t)
+	l, err := st.CreateLabel(m.ID, "news", "#ff0000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		_, _, err := st.SaveItem(m.ID, NewItem{
+			URL:         fmt.Sprintf("https://news.example.com/2026/11/22/some-fairly-long-article-slug-about-something-%d?utm_source=feed", i),
+			Title:       fmt.Sprintf("An article title of a usual length, number %d", i),
+			Description: strings.Repeat("d", 300),
+			Author:      "Some Author",
+			LeadImage:   fmt.Sprintf("https://cdn.example.com/images/2026/11/22/lead-image-%d.jpg?w=1200&h=630", i),
+			WordCount:   1200,
+			LabelIDs:    []string{l.ID},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.UpdateLabel(m.ID, l.ID, "renamed", "#00ff00"); err != nil {
+		t.Fatalf("rename a label on 1000 items: %v", err)
+	}
+	if err := st.DeleteLabel(m.ID, l.ID); err != nil {
+		t.Fatalf("delete a label on 1000 items: %v", err)
+	}
+	for f := range sortFieldCode {
+		after := ""
+		for {
+			p, err := st.SavedItemsPage(m.ID, ItemFilter{}, PageRequest{Field: f, First: 100, After: after})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range p.Items {
+				if len(it.LabelIDs) != 0 {
+					t.Fatalf("%s page: item %s still lists the deleted label", f, it.ID)
+				}
+			}
+			if !p.HasNext {
+				break
+			}
+			after = p.Cursors[len(p.Cursors)-1]
 		}
 	}
 }

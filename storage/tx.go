@@ -40,6 +40,8 @@ type Tx struct {
 	// before: a sync that ran in between would clear it with the value not
 	// yet written).
 	bigValue bool
+	// indexCopyBytes counts the item copies putItem wrote to indexes.
+	indexCopyBytes int
 	// cachedWritten lists the keys of cached records (see recordCache)
 	// this transaction wrote or deleted.
 	cachedWritten []string
@@ -84,7 +86,7 @@ func (s *Store) UpdateOnce(fn func(tx *Tx) error) error {
 func (s *Store) update(fn func(tx *Tx) error) error {
 	tx := &Tx{}
 	err := s.db.Update(func(txn *badger.Txn) error {
-		tx.txn, tx.bigValue = txn, false
+		tx.txn, tx.bigValue, tx.indexCopyBytes = txn, false, 0
 		return fn(tx)
 	})
 	if tx.bigValue {

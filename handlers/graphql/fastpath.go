@@ -13,6 +13,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
+	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/scalar"
@@ -35,7 +36,15 @@ import (
 // executes the field as usual.
 
 // entriesFast is a gqlgen root-field middleware.
-func (s *Server) entriesFast(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
+func (s *Server) entriesFast(ctx context.Context, next graphql.RootResolver) (m graphql.Marshaler) {
+	// gqlgen recovers panics inside next, not in a middleware; a bug here
+	// must not take the process down with it.
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("entries fast path: panic; gqlgen serves the field", zap.Any("panic", r), zap.Stack("stack"))
+			m = next(ctx)
+		}
+	}()
 	fc := graphql.GetRootFieldContext(ctx)
 	// (RootFieldContext.Object holds the field's name, not its type's.)
 	if s.noFastPath || fc == nil || fc.Field.Field == nil || fc.Field.Name != "entries" ||

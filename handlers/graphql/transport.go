@@ -110,6 +110,12 @@ func responseContentType(r *http.Request) string {
 // characters json.Marshal escapes for HTML, so json.HTMLEscape over the
 // whole object gives json.Marshal's bytes.
 func writeResponse(w io.Writer, resp *graphql.Response) {
+	if resp == nil {
+		// gqlgen has no response when the client went away before the
+		// operation ran; json.Marshal writes null.
+		_, _ = w.Write([]byte("null"))
+		return
+	}
 	if len(resp.Errors) > 0 || resp.Label != "" || resp.Path != nil || resp.HasNext != nil || len(resp.Extensions) > 0 || resp.Data == nil {
 		b, err := json.Marshal(resp)
 		if err != nil {
