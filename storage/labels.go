@@ -163,7 +163,9 @@ func (s *Store) UpdateLabel(memberID, id, name, color string) (*Label, error) {
 		return nil, err
 	}
 	var out *Label
+	var later []string
 	err = s.Update(func(tx *Tx) error {
+		later = nil
 		var l Label
 		if err := tx.getJSON(labelKey(memberID, id), &l); err != nil {
 			return err
@@ -190,28 +192,48 @@ func (s *Store) UpdateLabel(memberID, id, name, color string) (*Label, error) {
 			if err != nil {
 				return err
 			}
-			if err := tx.touchItems(memberID, items, nil); err != nil {
+			if len(items) > labelBatch {
+				later = items // touched after this commit, in batches
+			} else if err := tx.touchItems(memberID, items, nil); err != nil {
 				return err
 			}
 		}
 		out = &l
 		return tx.putJSON(labelKey(memberID, id), &l, 0)
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, s.inBatches(later, func(tx *Tx, ids []string) error {
+		return tx.touchItems(memberID, ids, nil)
+	})
 }
 
-// DeleteLabel removes a label from the member and from its items.
+// labelBatch is how many items a label change updates in one transaction.
+// A label on more items (thousands can carry one) is changed in several:
+// the label itself first, then its items, a batch at a time. If the
+// process stops in between, some items keep the old updatedAt, or the id
+// of a deleted label, which reads skip (a label that no longer exists is
+// not shown and cannot be searched for).
+const labelBatch = 500
+
+// inBatches calls fn with ids, labelBatch at a time, one transaction each.
+func (s *Store) inBatches(ids []string, fn func(tx *Tx, ids []string) error) error {
+	for len(ids) > 0 {
+		n := min(len(ids), labelBatch)
+		if err := s.Update(func(tx *Tx) error { return fn(tx, ids[:n]) }); err != nil {
+			return err
+		}
+		ids = ids[n:]
+	}
+	return nil
+}
+
+// DeleteLabel removes a label from the member and from its items (see
+// labelBatch for a label on many items).
 func (s *Store) DeleteLabel(memberID, id string) error {
-	return s.Update(func(tx *Tx) error {
-		var l Label
-		if err := tx.getJSON(labelKey(memberID, id), &l); err != nil {
-			return err
-		}
-		items, err := tx.labelItems(memberID, id)
-		if err != nil {
-			return err
-		}
-		err = tx.touchItems(memberID, items, func(it *SavedItem) {
+	unlabel := func(tx *Tx, items []string) error {
+		err := tx.touchItems(memberID, items, func(it *SavedItem) {
 			var keep []string
 			for _, x := range it.LabelIDs {
 				if x != id {
@@ -228,11 +250,33 @@ func (s *Store) DeleteLabel(memberID, id string) error {
 				return err
 			}
 		}
+		return nil
+	}
+	var later []string
+	err := s.Update(func(tx *Tx) error {
+		later = nil
+		var l Label
+		if err := tx.getJSON(labelKey(memberID, id), &l); err != nil {
+			return err
+		}
+		items, err := tx.labelItems(memberID, id)
+		if err != nil {
+			return err
+		}
+		if len(items) > labelBatch {
+			later = items
+		} else if err := unlabel(tx, items); err != nil {
+			return err
+		}
 		if err := tx.delete(labelNameKey(memberID, l.Name)); err != nil {
 			return err
 		}
 		return tx.delete(labelKey(memberID, id))
 	})
+	if err != nil {
+		return err
+	}
+	return s.inBatches(later, unlabel)
 }
 
 // ReorderLabels puts the labels with ids first, in that order; the others

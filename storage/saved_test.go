@@ -722,16 +722,18 @@ func TestIndexEntriesWithoutCopiesStillList(t *testing.T) {
 	}
 }
 
-// A label on a thousand items of realistic size can be renamed and deleted
-// in one transaction: index copies stop at a budget instead of outgrowing
-// Badger's transaction limit, and every page still shows current records.
-func TestLabelChangesOnAThousandItems(t *testing.T) {
+// A label on thousands of items of realistic size can be renamed and
+// deleted: index copies stop at a budget per transaction, and past
+// labelBatch items the items change in batches; every page then shows
+// current records.
+func TestLabelChangesOnThousandsOfItems(t *testing.T) {
 	st, m := openSavedTest(t)
 	l, err := st.CreateLabel(m.ID, "news", "#ff0000")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 1000 {
+	const n = 4000
+	for i := range n {
 		_, _, err := st.SaveItem(m.ID, NewItem{
 			URL:         fmt.Sprintf("https://news.example.com/2026/11/22/some-fairly-long-article-slug-about-something-%d?utm_source=feed", i),
 			Title:       fmt.Sprintf("An article title of a usual length, number %d", i),
@@ -745,12 +747,23 @@ func TestLabelChangesOnAThousandItems(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	before := time.Now().UTC()
 	if _, err := st.UpdateLabel(m.ID, l.ID, "renamed", "#00ff00"); err != nil {
-		t.Fatalf("rename a label on 1000 items: %v", err)
+		t.Fatalf("rename a label on %d items: %v", n, err)
+	}
+	moved, err := st.SavedItemsPage(m.ID, ItemFilter{UpdatedFrom: &before}, PageRequest{Field: SortUpdatedAt, First: n})
+	if err != nil || len(moved.Items) != n {
+		t.Fatalf("items whose updatedAt moved with the rename: %d of %d (%v)", len(moved.Items), n, err)
 	}
 	if err := st.DeleteLabel(m.ID, l.ID); err != nil {
-		t.Fatalf("delete a label on 1000 items: %v", err)
+		t.Fatalf("delete a label on %d items: %v", n, err)
 	}
+	var left []string
+	err = st.View(func(tx *Tx) error { left, err = tx.labelItems(m.ID, l.ID); return err })
+	if err != nil || len(left) != 0 {
+		t.Fatalf("label index entries left: %d (%v)", len(left), err)
+	}
+	seen := 0
 	for f := range sortFieldCode {
 		after := ""
 		for {
@@ -759,6 +772,7 @@ func TestLabelChangesOnAThousandItems(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, it := range p.Items {
+				seen++
 				if len(it.LabelIDs) != 0 {
 					t.Fatalf("%s page: item %s still lists the deleted label", f, it.ID)
 				}
@@ -768,5 +782,8 @@ func TestLabelChangesOnAThousandItems(t *testing.T) {
 			}
 			after = p.Cursors[len(p.Cursors)-1]
 		}
+	}
+	if seen != n*len(sortFieldCode) {
+		t.Fatalf("pages listed %d items, want %d", seen, n*len(sortFieldCode))
 	}
 }
