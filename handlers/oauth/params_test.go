@@ -6,6 +6,9 @@ import (
 	"testing"
 )
 
+// maxFormParams is url.ParseQuery's default limit on parameters.
+const maxFormParams = 10000
+
 // parseForm reads a token request's form body as net/http would: the same
 // values, the same bodies refused as unparsable, and a parameter sent twice
 // refused.

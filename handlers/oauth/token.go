@@ -78,9 +78,9 @@ func decodeParams(r *http.Request, maxBytes int64) (map[string]string, *oauthErr
 	}
 	out := make(map[string]string, 8)
 	if ct == formType && r.URL.RawQuery == "" {
-		// The usual token request: a few short parameters, read without
-		// building url.Values twice (r.Form, r.PostForm) and copying them.
-		b, err := readBody(body, r.ContentLength, maxBytes)
+		// The usual token request: read without building url.Values twice
+		// (r.Form, r.PostForm).
+		b, err := io.ReadAll(body)
 		if err != nil {
 			return nil, invalidRequest("The request body could not be parsed.")
 		}
@@ -106,11 +106,8 @@ func decodeParams(r *http.Request, maxBytes int64) (map[string]string, *oauthErr
 		if err := r.ParseForm(); err != nil {
 			return nil, invalidRequest("The request body could not be parsed.")
 		}
-		for k, v := range r.PostForm {
-			if len(v) != 1 {
-				return nil, invalidRequest("The parameter " + safeName(k) + " was sent more than once.")
-			}
-			out[k] = v[0]
+		if perr := singleValues(r.PostForm, out); perr != nil {
+			return nil, perr
 		}
 	}
 	for k, v := range out {
@@ -123,74 +120,26 @@ func decodeParams(r *http.Request, maxBytes int64) (map[string]string, *oauthErr
 
 const formType = "application/x-www-form-urlencoded"
 
-// readBody reads all of body, which holds at most maxBytes, into a slice
-// sized from the request's Content-Length.
-func readBody(body io.Reader, contentLength, maxBytes int64) ([]byte, error) {
-	n := contentLength
-	if n < 0 || n > maxBytes {
-		n = 512
+// parseForm reads form-encoded parameters into out (url.ParseQuery's
+// syntax and limits).
+func parseForm(form string, out map[string]string) *oauthErr {
+	vals, err := url.ParseQuery(form)
+	if err != nil {
+		return invalidRequest("The request body could not be parsed.")
 	}
-	b := make([]byte, 0, n+1) // +1: EOF is seen without growing
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		m, err := body.Read(b[len(b):cap(b)])
-		b = b[:len(b)+m]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
+	return singleValues(vals, out)
 }
 
-// parseForm reads form-encoded parameters into out with url.ParseQuery's
-// syntax and limit on their number; a parameter sent twice is an error, as
-// in decodeParams' other branches.
-func parseForm(form string, out map[string]string) *oauthErr {
-	if strings.Count(form, "&") >= maxFormParams {
-		return invalidRequest("The request body could not be parsed.")
-	}
-	broken := false
-	dup := ""
-	for form != "" {
-		var pair string
-		pair, form, _ = strings.Cut(form, "&")
-		if strings.Contains(pair, ";") {
-			broken = true
-			continue
+// singleValues copies vals into out; a parameter sent twice is an error.
+func singleValues(vals url.Values, out map[string]string) *oauthErr {
+	for k, v := range vals {
+		if len(v) != 1 {
+			return invalidRequest("The parameter " + safeName(k) + " was sent more than once.")
 		}
-		if pair == "" {
-			continue
-		}
-		k, v, _ := strings.Cut(pair, "=")
-		k, err := url.QueryUnescape(k)
-		if err != nil {
-			broken = true
-			continue
-		}
-		if v, err = url.QueryUnescape(v); err != nil {
-			broken = true
-			continue
-		}
-		if _, seen := out[k]; seen {
-			dup = k
-		}
-		out[k] = v
-	}
-	switch {
-	case broken:
-		return invalidRequest("The request body could not be parsed.")
-	case dup != "":
-		return invalidRequest("The parameter " + safeName(dup) + " was sent more than once.")
+		out[k] = v[0]
 	}
 	return nil
 }
-
-// maxFormParams is url.ParseQuery's default limit.
-const maxFormParams = 10000
 
 // safeName is a parameter name fit to echo in an error description.
 func safeName(k string) string {
