@@ -214,12 +214,8 @@ func (s *Store) APITokenMember(secret string) (*Member, *APIToken, error) {
 		if err := tx.getJSON(apiTokenKey(ref.MemberID, ref.TokenID), &tok); err != nil {
 			return err
 		}
-		if m = s.caches.members.get(ref.MemberID); m != nil {
-			return nil
-		}
 		var err error
-		m, err = tx.MemberByID(ref.MemberID)
-		readMember = err == nil
+		m, readMember, err = s.cachedMember(tx, ref.MemberID)
 		return err
 	})
 	if err != nil {

@@ -441,13 +441,40 @@ func (s *Store) OAuthToken(token string) (*OAuthAccessToken, *Member, error) {
 	if token == "" || len(token) > 256 {
 		return nil, nil, ErrNotFound
 	}
+	// The token and its member come from the record caches when they are
+	// there: every API request reads them.
 	d := Digest(token)
-	t, m, err := tokenAndMember(s, d, s.caches.oauthTokens, func(tx *Tx) (*OAuthAccessToken, error) {
-		var t OAuthAccessToken
-		return &t, tx.getJSON(oauthTokenKey(d), &t)
-	}, func(t *OAuthAccessToken) string { return t.MemberID })
-	if err != nil {
-		return nil, nil, err
+	tgen, mgen := s.caches.oauthTokens.generation(), s.caches.members.generation()
+	t := s.caches.oauthTokens.get(d)
+	var m *Member
+	if t != nil && t.MemberID != "" {
+		m = s.caches.members.get(t.MemberID)
+	}
+	readToken, readMember := t == nil, false
+	if readToken || t.MemberID != "" && m == nil {
+		err := s.View(func(tx *Tx) error {
+			if readToken {
+				t = new(OAuthAccessToken)
+				if err := tx.getJSON(oauthTokenKey(d), t); err != nil {
+					return err
+				}
+			}
+			if t.MemberID == "" || m != nil {
+				return nil
+			}
+			var err error
+			m, readMember, err = s.cachedMember(tx, t.MemberID)
+			return err
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	if readToken {
+		s.caches.oauthTokens.add(tgen, d, t)
+	}
+	if readMember {
+		s.caches.members.add(mgen, m.ID, m)
 	}
 	if m != nil && m.Suspended {
 		return nil, nil, ErrSuspended

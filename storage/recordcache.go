@@ -96,11 +96,19 @@ type caches struct {
 	members     *recordCache[Member]           // by member id
 }
 
+// The key prefixes of cached records.
+var (
+	appsPrefix        = oauthAppKey("")
+	oauthTokensPrefix = oauthTokenKey("")
+	membersPrefix     = memberIDKey("")
+	cachedPrefixes    = [][]byte{appsPrefix, oauthTokensPrefix, membersPrefix}
+)
+
 func newCaches() caches {
 	return caches{
-		apps:        newRecordCache[OAuthApp](oauthAppKey("")),
-		oauthTokens: newRecordCache[OAuthAccessToken](oauthTokenKey("")),
-		members:     newRecordCache[Member](memberIDKey("")),
+		apps:        newRecordCache[OAuthApp](appsPrefix),
+		oauthTokens: newRecordCache[OAuthAccessToken](oauthTokensPrefix),
+		members:     newRecordCache[Member](membersPrefix),
 	}
 }
 
@@ -110,8 +118,6 @@ func (c caches) drop(keys []string) {
 	c.oauthTokens.drop(keys)
 	c.members.drop(keys)
 }
-
-var cachedPrefixes = [][]byte{oauthAppKey(""), oauthTokenKey(""), memberIDKey("")}
 
 // noteWrite records in tx a write to key that cached records depend on.
 func (tx *Tx) noteWrite(key []byte) {
@@ -123,43 +129,13 @@ func (tx *Tx) noteWrite(key []byte) {
 	}
 }
 
-// tokenAndMember returns the record of a bearer token (by id, from cache
-// or read by readToken) and, when it names one, its member: the two
-// records every API request reads, from the caches when they are there.
-func tokenAndMember[T any](s *Store, id string, cache *recordCache[T], readToken func(tx *Tx) (*T, error), memberOf func(*T) string) (*T, *Member, error) {
-	tgen, mgen := cache.generation(), s.caches.members.generation()
-	t := cache.get(id)
-	var m *Member
-	if t != nil && memberOf(t) != "" {
-		m = s.caches.members.get(memberOf(t))
+// cachedMember returns the member with id from the cache, or reads it in
+// tx; read says it was read, to be added with a generation taken before tx
+// began.
+func (s *Store) cachedMember(tx *Tx, id string) (m *Member, read bool, err error) {
+	if m = s.caches.members.get(id); m != nil {
+		return m, false, nil
 	}
-	if t != nil && (m != nil || memberOf(t) == "") {
-		return t, m, nil
-	}
-	readT, readM := t == nil, false
-	err := s.View(func(tx *Tx) error {
-		if t == nil {
-			var err error
-			if t, err = readToken(tx); err != nil {
-				return err
-			}
-		}
-		if mid := memberOf(t); mid != "" && m == nil {
-			var err error
-			m, err = tx.MemberByID(mid)
-			readM = err == nil
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	if readT {
-		cache.add(tgen, id, t)
-	}
-	if readM {
-		s.caches.members.add(mgen, m.ID, m)
-	}
-	return t, m, nil
+	m, err = tx.MemberByID(id)
+	return m, err == nil, err
 }
