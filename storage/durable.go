@@ -75,6 +75,52 @@ func (g *groupSync) wait() error {
 	return nil
 }
 
+// asyncFlushDelay bounds how long an asynchronous commit (UpdateAsync) stays
+// out of reach of a power loss when no synchronous commit comes along:
+// PostgreSQL's wal_writer_delay.
+const asyncFlushDelay = 200 * time.Millisecond
+
+// asyncFlush syncs the asynchronous commits that no synchronous commit has
+// covered, a delay after the first of them.
+type asyncFlush struct {
+	delay   time.Duration
+	pending atomic.Bool // a flush is scheduled and has not started
+	mu      sync.Mutex  // orders scheduling with stop
+	timer   *time.Timer
+	stopped bool
+}
+
+// schedule arranges for flush to run after the delay, unless a run is
+// already scheduled: that run starts after this call, so it covers every
+// commit that returned before it.
+func (a *asyncFlush) schedule(flush func()) {
+	if !a.pending.CompareAndSwap(false, true) {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopped {
+		return
+	}
+	a.timer = time.AfterFunc(a.delay, func() {
+		// Cleared before the flush starts: a commit returning from here on
+		// schedules the next run, one that returned before is covered.
+		a.pending.Store(false)
+		flush()
+	})
+}
+
+// stop cancels the scheduled run and any later one (Store.Close; Badger
+// writes its memtables to disk as it closes).
+func (a *asyncFlush) stop() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stopped = true
+	if a.timer != nil {
+		a.timer.Stop()
+	}
+}
+
 // vlogThreshold is the value size from which Badger keeps a value in the
 // value log instead of the memtable's log (Badger's default, set explicitly
 // because logSyncer relies on it).

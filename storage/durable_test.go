@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -498,4 +499,98 @@ func TestGarbageCollectionSurvivesAFailedSync(t *testing.T) {
 		}
 	}()
 	st.CollectGarbage()
+}
+
+// An asynchronous commit returns without a sync; the next synchronous commit
+// covers it, and without one it is synced after the store's delay. A failed
+// sync is tried again; closing the store with a sync still scheduled keeps
+// the commit.
+func TestAsynchronousCommitsAreSyncedLater(t *testing.T) {
+	open := func(t *testing.T, dir string, delay time.Duration) (*Store, *atomic.Int32) {
+		t.Helper()
+		st, err := Open(dir, Options{GCInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.async.delay = delay
+		var syncs atomic.Int32
+		sync := st.durable.sync
+		st.durable.sync = func() error {
+			err := sync()
+			if err == nil {
+				syncs.Add(1)
+			}
+			return err
+		}
+		return st, &syncs
+	}
+	put := func(t *testing.T, update func(func(*Tx) error) error, i int) {
+		t.Helper()
+		if err := update(func(tx *Tx) error { return tx.put(durabilityKey(i), []byte(strconv.Itoa(i)), 0) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := func(t *testing.T, syncs *atomic.Int32, n int32) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); syncs.Load() < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d syncs, want %d", syncs.Load(), n)
+			}
+		}
+	}
+
+	t.Run("covered by the next synchronous commit", func(t *testing.T) {
+		st, syncs := open(t, t.TempDir(), time.Hour)
+		defer st.Close()
+		put(t, st.UpdateAsync, 0)
+		put(t, st.UpdateAsync, 1)
+		if n := syncs.Load(); n != 0 {
+			t.Fatalf("asynchronous commits waited for %d syncs", n)
+		}
+		put(t, st.Update, 2)
+		if n := syncs.Load(); n != 1 {
+			t.Fatalf("synchronous commit: %d syncs, want 1", n)
+		}
+	})
+
+	t.Run("synced after the delay, each time", func(t *testing.T) {
+		st, syncs := open(t, t.TempDir(), time.Millisecond)
+		defer st.Close()
+		put(t, st.UpdateAsync, 0)
+		waitFor(t, syncs, 1)
+		put(t, st.UpdateAsync, 1)
+		waitFor(t, syncs, 2)
+	})
+
+	t.Run("a failed sync is tried again", func(t *testing.T) {
+		st, syncs := open(t, t.TempDir(), time.Millisecond)
+		defer st.Close()
+		var failures atomic.Int32
+		sync := st.durable.sync
+		st.durable.sync = func() error {
+			if failures.Add(1) == 1 {
+				return errors.New("disk said no")
+			}
+			return sync()
+		}
+		put(t, st.UpdateAsync, 0)
+		waitFor(t, syncs, 1)
+	})
+
+	t.Run("closed with a sync scheduled", func(t *testing.T) {
+		dir := t.TempDir()
+		st, _ := open(t, dir, time.Hour)
+		put(t, st.UpdateAsync, 0)
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		st, err := Open(dir, Options{GCInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if err := st.View(func(tx *Tx) error { _, err := tx.get(durabilityKey(0)); return err }); err != nil {
+			t.Fatalf("asynchronous commit lost on Close: %v", err)
+		}
+	})
 }

@@ -383,9 +383,13 @@ func (s *Store) revokeTokenOfCode(ck []byte) error {
 }
 
 // CreateOAuthAppToken issues an application token (client_credentials
-// grant): no member, the given scopes.
+// grant): no member, the given scopes. It commits asynchronously
+// (UpdateAsync): should a power loss take the token, the application gets a
+// new one by asking again, as OAuth clients do when a token stops working,
+// and nothing else refers to it (it acts for no member). Revocations and
+// member tokens wait for the disk.
 func (s *Store) CreateOAuthAppToken(clientID string, scopes []string) (tok *OAuthAccessToken, secret string, err error) {
-	err = s.Update(func(tx *Tx) error {
+	err = s.UpdateAsync(func(tx *Tx) error {
 		tok, secret, err = tx.createOAuthToken(clientID, "", scopes)
 		return err
 	})

@@ -31,10 +31,10 @@ type Options struct {
 	IndexCacheSize int64
 	// ValueLogFileSize is the size of each value-log file (bytes).
 	ValueLogFileSize int64
-	// SyncWrites makes every commit wait until its write is on disk, so
-	// an acknowledged write survives a power loss, not only a process
-	// crash. Concurrent commits share one fsync (see groupSync). Nil means
-	// true.
+	// SyncWrites makes every commit but UpdateAsync's wait until its write
+	// is on disk, so an acknowledged write survives a power loss, not only
+	// a process crash, and syncs UpdateAsync's commits soon after. Concurrent
+	// commits share one fsync (see groupSync). Nil means true.
 	SyncWrites *bool
 	// GCInterval is how often value-log garbage collection runs; zero means
 	// DefaultGCInterval, a negative value disables it.
@@ -93,6 +93,7 @@ type Store struct {
 
 	durable     *groupSync // nil when SyncWrites is off
 	logs        *logSyncer // durable's sync; nil when SyncWrites is off
+	async       asyncFlush // syncs asynchronous commits when SyncWrites is on
 	vlogWritten atomic.Bool
 	caches      caches
 
@@ -129,6 +130,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 	s := &Store{db: db, path: dir, log: opts.Logger, caches: newCaches(), stopGC: make(chan struct{})}
+	s.async.delay = asyncFlushDelay
 	if *opts.SyncWrites {
 		s.logs = &logSyncer{dir: dir, vlogWritten: &s.vlogWritten}
 		s.durable = newGroupSync(s.logs.sync)
@@ -150,6 +152,7 @@ func (s *Store) Close() error {
 	s.closed.Do(func() {
 		close(s.stopGC)
 		s.gcDone.Wait()
+		s.async.stop()
 		err = s.db.Close()
 		if s.logs != nil {
 			if cerr := s.logs.close(); err == nil {
@@ -323,6 +326,21 @@ func (s *Store) synced() error {
 		return nil
 	}
 	return s.durable.wait()
+}
+
+// flushSoon makes sure the asynchronous commit that just returned reaches
+// the disk within the store's async delay, when the store was opened with
+// SyncWrites (without it, no commit is synced).
+func (s *Store) flushSoon() {
+	if s.durable == nil {
+		return
+	}
+	s.async.schedule(func() {
+		if err := s.durable.wait(); err != nil {
+			s.log.Error("sync asynchronous commits; trying again", zap.Error(err))
+			s.flushSoon()
+		}
+	})
 }
 
 // Ping reports whether the store answers reads.

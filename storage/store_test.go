@@ -155,7 +155,8 @@ func durabilityKey(i int) []byte { return key("test", "durability", strconv.Itoa
 // commit returned, as a server answers its client, until it is killed.
 func durabilityChild(dir string) {
 	opts := Options{}
-	if os.Getenv(durabilitySyncEnv) == "off" {
+	mode := os.Getenv(durabilitySyncEnv)
+	if mode == "off" {
 		off := false
 		opts.SyncWrites = &off
 	}
@@ -164,9 +165,13 @@ func durabilityChild(dir string) {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
+	update := st.Update
+	if mode == "async" {
+		update = st.UpdateAsync
+	}
 	w := bufio.NewWriter(os.Stdout)
 	for i := 0; ; i++ {
-		err := st.Update(func(tx *Tx) error { return tx.put(durabilityKey(i), []byte(strconv.Itoa(i)), 0) })
+		err := update(func(tx *Tx) error { return tx.put(durabilityKey(i), []byte(strconv.Itoa(i)), 0) })
 		if err != nil {
 			fmt.Fprintln(w, "error", err)
 			w.Flush()
@@ -180,7 +185,8 @@ func durabilityChild(dir string) {
 // durabilitySyncEnv set to "off" makes the child open the store with
 // sync_writes off: Badger's logs are memory-mapped files, so what a commit
 // wrote survives the death of the process even without fsync (only a power
-// loss needs it).
+// loss needs it). Set to "async", the child keeps sync_writes on and commits
+// with UpdateAsync, which returns before the sync.
 const durabilitySyncEnv = "HEARTH_DURABILITY_SYNC"
 
 func TestAcknowledgedWritesSurviveSIGKILL(t *testing.T) {
@@ -188,7 +194,7 @@ func TestAcknowledgedWritesSurviveSIGKILL(t *testing.T) {
 		durabilityChild(dir)
 		return
 	}
-	for _, sync := range []string{"on", "off"} {
+	for _, sync := range []string{"on", "off", "async"} {
 		t.Run("sync_writes "+sync, func(t *testing.T) { testSurvivesSIGKILL(t, sync) })
 	}
 }

@@ -56,12 +56,32 @@ func (s *Store) View(fn func(tx *Tx) error) error {
 // nil. On a conflict with a concurrent transaction it retries a few times, so
 // fn must not have side effects outside the transaction.
 func (s *Store) Update(fn func(tx *Tx) error) error {
+	if err := s.updateRetrying(fn); err != nil {
+		return err
+	}
+	return s.synced()
+}
+
+// UpdateAsync is Update with an asynchronous commit (PostgreSQL's term), for
+// records a client can get again by asking, with no person involved: it
+// returns once the commit is in Badger's memory-mapped logs, which survive a
+// crash of the process, and the commit reaches the disk with the next
+// synchronous commit or within asyncFlushDelay, whichever comes first. Only
+// a power loss in that window can lose it. Nothing durable may depend on
+// such a record, and removals (revocations) never go through here.
+func (s *Store) UpdateAsync(fn func(tx *Tx) error) error {
+	if err := s.updateRetrying(fn); err != nil {
+		return err
+	}
+	s.flushSoon()
+	return nil
+}
+
+// updateRetrying commits fn, again after a conflict (a few times).
+func (s *Store) updateRetrying(fn func(tx *Tx) error) error {
 	var err error
 	for attempt := 0; attempt < 8; attempt++ {
 		err = s.update(fn)
-		if err == nil {
-			return s.synced()
-		}
 		if !errors.Is(err, badger.ErrConflict) {
 			return err
 		}
