@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // Label is a member's tag for saved items.
@@ -163,65 +165,86 @@ func (s *Store) UpdateLabel(memberID, id, name, color string) (*Label, error) {
 		return nil, err
 	}
 	var out *Label
-	var later []string
-	err = s.Update(func(tx *Tx) error {
-		later = nil
+	touch := func(tx *Tx, ids []string) error { return tx.touchItems(memberID, ids, nil) }
+	err = s.changeLabel(func(tx *Tx) ([]string, error) {
 		var l Label
 		if err := tx.getJSON(labelKey(memberID, id), &l); err != nil {
-			return err
+			return nil, err
 		}
 		if !strings.EqualFold(l.Name, name) {
 			taken, err := tx.has(labelNameKey(memberID, name))
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if taken {
-				return ErrConflict
+				return nil, ErrConflict
 			}
 		}
 		if err := tx.delete(labelNameKey(memberID, l.Name)); err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.put(labelNameKey(memberID, name), []byte(l.ID), 0); err != nil {
-			return err
+			return nil, err
 		}
 		changed := l.Name != name || l.Color != color
 		l.Name, l.Color = name, color
-		if changed {
-			items, err := tx.labelItems(memberID, id)
-			if err != nil {
-				return err
-			}
-			if len(items) > labelBatch {
-				later = items // touched after this commit, in batches
-			} else if err := tx.touchItems(memberID, items, nil); err != nil {
-				return err
-			}
-		}
 		out = &l
-		return tx.putJSON(labelKey(memberID, id), &l, 0)
-	})
+		if err := tx.putJSON(labelKey(memberID, id), &l, 0); err != nil || !changed {
+			return nil, err
+		}
+		return tx.labelItems(memberID, id)
+	}, touch)
 	if err != nil {
 		return nil, err
 	}
-	return out, s.inBatches(later, func(tx *Tx, ids []string) error {
-		return tx.touchItems(memberID, ids, nil)
-	})
+	return out, nil
 }
 
 // labelBatch is how many items a label change updates in one transaction.
-// A label on more items (thousands can carry one) is changed in several:
-// the label itself first, then its items, a batch at a time. If the
-// process stops in between, some items keep the old updatedAt, or the id
-// of a deleted label, which reads skip (a label that no longer exists is
-// not shown and cannot be searched for).
+// A label on more items (thousands can carry one), or on items too big to
+// change together with it, is changed in several transactions: the label
+// itself first, then its items, a batch at a time. If the process stops in
+// between, some items keep the old updatedAt, or the id of a deleted label,
+// which reads skip (a label that no longer exists is not shown and cannot
+// be searched for).
 const labelBatch = 500
 
-// inBatches calls fn with ids, labelBatch at a time, one transaction each.
+// changeLabel commits change, which changes a label and returns the ids of
+// the items that need each, and each for those items: in the same
+// transaction when they are at most labelBatch and fit in it, else after
+// it, in batches.
+func (s *Store) changeLabel(change func(tx *Tx) ([]string, error), each func(tx *Tx, ids []string) error) error {
+	var later []string
+	commit := func(together bool) error {
+		return s.Update(func(tx *Tx) error {
+			later = nil
+			items, err := change(tx)
+			if err != nil {
+				return err
+			}
+			if together && len(items) <= labelBatch {
+				return each(tx, items)
+			}
+			later = items
+			return nil
+		})
+	}
+	err := commit(true)
+	if errors.Is(err, badger.ErrTxnTooBig) {
+		err = commit(false)
+	}
+	if err != nil {
+		return err
+	}
+	return s.inBatches(later, each)
+}
+
+// inBatches calls fn with ids, labelBatch at a time, one transaction each
+// (or more, see updateInParts).
 func (s *Store) inBatches(ids []string, fn func(tx *Tx, ids []string) error) error {
 	for len(ids) > 0 {
 		n := min(len(ids), labelBatch)
-		if err := s.Update(func(tx *Tx) error { return fn(tx, ids[:n]) }); err != nil {
+		if err := s.updateInParts(ids[:n], nil, fn); err != nil {
 			return err
 		}
 		ids = ids[n:]
@@ -252,31 +275,19 @@ func (s *Store) DeleteLabel(memberID, id string) error {
 		}
 		return nil
 	}
-	var later []string
-	err := s.Update(func(tx *Tx) error {
-		later = nil
+	return s.changeLabel(func(tx *Tx) ([]string, error) {
 		var l Label
 		if err := tx.getJSON(labelKey(memberID, id), &l); err != nil {
-			return err
-		}
-		items, err := tx.labelItems(memberID, id)
-		if err != nil {
-			return err
-		}
-		if len(items) > labelBatch {
-			later = items
-		} else if err := unlabel(tx, items); err != nil {
-			return err
+			return nil, err
 		}
 		if err := tx.delete(labelNameKey(memberID, l.Name)); err != nil {
-			return err
+			return nil, err
 		}
-		return tx.delete(labelKey(memberID, id))
-	})
-	if err != nil {
-		return err
-	}
-	return s.inBatches(later, unlabel)
+		if err := tx.delete(labelKey(memberID, id)); err != nil {
+			return nil, err
+		}
+		return tx.labelItems(memberID, id)
+	}, unlabel)
 }
 
 // ReorderLabels puts the labels with ids first, in that order; the others

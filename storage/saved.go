@@ -721,7 +721,8 @@ func (s *Store) ItemContent(memberID, id string) (*ItemContent, error) {
 }
 
 // updateItems applies fn to each of the member's items with ids (all must
-// exist) in one transaction, moving updatedAt, and returns them.
+// exist), moving updatedAt, and returns them. It is one transaction unless
+// the items are too big for one (see updateInParts).
 func (s *Store) updateItems(memberID string, ids []string, fn func(tx *Tx, it *SavedItem) error) ([]*SavedItem, error) {
 	if len(ids) == 0 {
 		return nil, Invalid("ids must not be empty")
@@ -729,16 +730,26 @@ func (s *Store) updateItems(memberID string, ids []string, fn func(tx *Tx, it *S
 	if len(ids) > MaxBatchIDs {
 		return nil, Invalid("at most %d ids at once", MaxBatchIDs)
 	}
-	var out []*SavedItem
-	err := s.Update(func(tx *Tx) error {
-		out = out[:0]
-		t := now()
-		seen := map[string]bool{}
-		for _, id := range ids {
-			if seen[id] {
-				continue
-			}
+	seen := map[string]bool{}
+	var unique []string
+	for _, id := range ids {
+		if !seen[id] {
 			seen[id] = true
+			unique = append(unique, id)
+		}
+	}
+	t := now()
+	changed := make(map[string]*SavedItem, len(unique)) // by the last attempt
+	exist := func(tx *Tx, ids []string) error {
+		for _, id := range ids {
+			if _, err := tx.get(itemKey(memberID, id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	err := s.updateInParts(unique, exist, func(tx *Tx, ids []string) error {
+		for _, id := range ids {
 			var old SavedItem
 			if err := tx.getItem(itemKey(memberID, id), &old); err != nil {
 				return err
@@ -752,11 +763,18 @@ func (s *Store) updateItems(memberID string, ids []string, fn func(tx *Tx, it *S
 			if err := tx.putItem(&old, &it); err != nil {
 				return err
 			}
-			out = append(out, &it)
+			changed[id] = &it
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*SavedItem, len(unique))
+	for i, id := range unique {
+		out[i] = changed[id]
+	}
+	return out, nil
 }
 
 // SetItemsStatus moves items to the inbox (ACTIVE), archive or trash.
@@ -972,25 +990,31 @@ func (s *Store) PermanentlyDeleteItems(memberID string, ids []string) error {
 	if len(ids) == 0 || len(ids) > MaxBatchIDs {
 		return Invalid("ids must hold 1 to %d ids", MaxBatchIDs)
 	}
-	return s.Update(func(tx *Tx) error {
-		for _, id := range ids {
-			var it SavedItem
-			err := tx.getItem(itemKey(memberID, id), &it)
-			if errors.Is(err, ErrNotFound) {
-				continue // already gone: deleting is idempotent
+	// Each item in turn: checked, and deleted unless only checking.
+	each := func(del bool) func(tx *Tx, ids []string) error {
+		return func(tx *Tx, ids []string) error {
+			for _, id := range ids {
+				var it SavedItem
+				err := tx.getItem(itemKey(memberID, id), &it)
+				if errors.Is(err, ErrNotFound) {
+					continue // already gone: deleting is idempotent
+				}
+				if err != nil {
+					return err
+				}
+				if it.Status != StatusDeleted {
+					return Invalid("item %s is not in the trash; move it to the trash first", id)
+				}
+				if del {
+					if err := tx.deleteItem(&it); err != nil {
+						return err
+					}
+				}
 			}
-			if err != nil {
-				return err
-			}
-			if it.Status != StatusDeleted {
-				return Invalid("item %s is not in the trash; move it to the trash first", id)
-			}
-			if err := tx.deleteItem(&it); err != nil {
-				return err
-			}
+			return nil
 		}
-		return nil
-	})
+	}
+	return s.updateInParts(ids, each(false), each(true))
 }
 
 // EmptyTrash permanently deletes every item in the member's trash and

@@ -787,3 +787,81 @@ func TestLabelChangesOnThousandsOfItems(t *testing.T) {
 		t.Fatalf("pages listed %d items, want %d", seen, n*len(sortFieldCode))
 	}
 }
+
+// Batch actions on MaxBatchIDs items of the largest size (several MiB of
+// records, more than one Badger transaction holds) succeed and change every
+// item; a batch with one unknown id, or one item not in the trash, changes
+// nothing.
+func TestBatchActionsOnTheLargestItems(t *testing.T) {
+	st, m := openSavedTest(t)
+	var ids []string
+	for i := range MaxBatchIDs {
+		it, _, err := st.SaveItem(m.ID, NewItem{
+			URL:         fmt.Sprintf("https://example.com/%d/%s", i, strings.Repeat("p", MaxURLLen-40)),
+			Title:       strings.Repeat("é", MaxTitleLen),
+			Description: strings.Repeat("é", MaxDescriptionLen),
+			Author:      strings.Repeat("é", MaxAuthorLen),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, it.ID)
+	}
+	expect := func(what string, check func(it *SavedItem) bool) {
+		t.Helper()
+		items, err := st.SavedItems(m.ID, ids)
+		if err != nil || len(items) != len(ids) {
+			t.Fatalf("%s: %d items (%v)", what, len(items), err)
+		}
+		for _, it := range items {
+			if !check(it) {
+				t.Fatalf("%s: item %s is %+v", what, it.ID, it)
+			}
+		}
+	}
+	unknown := append(append([]string(nil), ids[:len(ids)-1]...), "123456789") // the last one
+
+	if _, err := st.SetItemsStatus(m.ID, unknown, StatusArchived); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("status with an unknown id: %v, want ErrNotFound", err)
+	}
+	expect("after the refused status change", func(it *SavedItem) bool { return it.Status == StatusActive })
+	got, err := st.SetItemsStatus(m.ID, ids, StatusArchived)
+	if err != nil || len(got) != len(ids) || got[0].ID != ids[0] || got[len(got)-1].ID != ids[len(ids)-1] {
+		t.Fatalf("archive %d items: %d back (%v)", len(ids), len(got), err)
+	}
+	expect("archived", func(it *SavedItem) bool { return it.Status == StatusArchived })
+
+	l, err := st.CreateLabel(m.ID, "long reads", "#ff0000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetItemLabels(m.ID, ids, LabelChange{Add: []string{l.ID}}); err != nil {
+		t.Fatalf("label %d items: %v", len(ids), err)
+	}
+	expect("labelled", func(it *SavedItem) bool { return reflect.DeepEqual(it.LabelIDs, []string{l.ID}) })
+	before := time.Now().UTC()
+	if _, err := st.UpdateLabel(m.ID, l.ID, "renamed", "#00ff00"); err != nil {
+		t.Fatalf("rename the label: %v", err)
+	}
+	expect("after the rename", func(it *SavedItem) bool { return !it.UpdatedAt.Before(before.Truncate(time.Second)) })
+	if err := st.DeleteLabel(m.ID, l.ID); err != nil {
+		t.Fatalf("delete the label: %v", err)
+	}
+	expect("after deleting the label", func(it *SavedItem) bool { return len(it.LabelIDs) == 0 })
+
+	if _, err := st.SetItemsStatus(m.ID, ids[1:], StatusDeleted); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PermanentlyDeleteItems(m.ID, ids); !IsInvalid(err) {
+		t.Fatalf("delete with one item not in the trash: %v, want invalid", err)
+	}
+	if items, _ := st.SavedItems(m.ID, ids); len(items) != len(ids) {
+		t.Fatalf("refused delete removed %d items", len(ids)-len(items))
+	}
+	if err := st.PermanentlyDeleteItems(m.ID, ids[1:]); err != nil {
+		t.Fatalf("delete %d items: %v", len(ids)-1, err)
+	}
+	if items, _ := st.SavedItems(m.ID, ids); len(items) != 1 || items[0].ID != ids[0] {
+		t.Fatalf("after deleting all but one: %d items left", len(items))
+	}
+}

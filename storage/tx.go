@@ -77,6 +77,35 @@ func (s *Store) UpdateAsync(fn func(tx *Tx) error) error {
 	return nil
 }
 
+// updateInParts commits fn(tx, ids) in one transaction when Badger can hold
+// it, and otherwise in parts (halves, halved again as needed), each its own
+// transaction: a batch of a few hundred large records outgrows Badger's
+// transaction limit (15 % of a memtable). Before the first part, check runs
+// over every id in a read transaction, so input it refuses changes nothing;
+// fn must then accept what check accepted, or the parts before it stay.
+func (s *Store) updateInParts(ids []string, check, fn func(tx *Tx, ids []string) error) error {
+	checked := check == nil
+	var apply func(ids []string) error
+	apply = func(ids []string) error {
+		err := s.Update(func(tx *Tx) error { return fn(tx, ids) })
+		if !errors.Is(err, badger.ErrTxnTooBig) || len(ids) < 2 {
+			return err
+		}
+		if !checked {
+			checked = true
+			if err := s.View(func(tx *Tx) error { return check(tx, ids) }); err != nil {
+				return err
+			}
+		}
+		half := len(ids) / 2
+		if err := apply(ids[:half]); err != nil {
+			return err
+		}
+		return apply(ids[half:])
+	}
+	return apply(ids)
+}
+
 // updateRetrying commits fn, again after a conflict (a few times).
 func (s *Store) updateRetrying(fn func(tx *Tx) error) error {
 	var err error
