@@ -83,6 +83,7 @@ func (h *OAuth) Provision(ctx caddy.Context) error {
 		Pages:               h.pages,
 		ClientIP:            clientIP,
 		Logger:              ctx.Logger(),
+		KeepOutOfAccessLog:  keepOutOfAccessLog,
 	})
 	h.pages.AddSettingsPage(account.SettingsPage{
 		Path:    oauth.AuthorizedAppsPath,

@@ -21,9 +21,8 @@ import (
 
 // oauthCaddyfile is a site with hearth_oauth and no subdirectives (behind
 // encode, as many sites have it), with every log line (Caddy's and
-// Hearth's, debug level, plus the site's access log) written to logFile.
-// The access log drops the Location response header, as README.md tells
-// operators to: it carries the authorization code of an approval.
+// Hearth's, debug level, plus the site's access log, which records response
+// headers) written to logFile.
 func oauthCaddyfile(storageDir, logFile string) string {
 	return fmt.Sprintf(`{
 	admin %s
@@ -41,11 +40,6 @@ func oauthCaddyfile(storageDir, logFile string) string {
 %s {
 	log {
 		output file %q
-		format filter {
-			fields {
-				resp_headers>Location delete
-			}
-		}
 	}
 	encode gzip
 	hearth_oauth

@@ -24,6 +24,12 @@ func (a *App) newPages() *account.Pages {
 // clientIP is the client address Caddy determined for r: the connection's
 // address, or the forwarded one when the request came through a proxy listed
 // in the server's trusted_proxies. Rate limits key on it.
+// keepOutOfAccessLog leaves the request out of the site's access log
+// (Caddy's log_skip), for a response whose headers carry a secret.
+func keepOutOfAccessLog(r *http.Request) {
+	caddyhttp.SetVar(r.Context(), caddyhttp.LogSkipVar, true)
+}
+
 func clientIP(r *http.Request) string {
 	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
 		return ip

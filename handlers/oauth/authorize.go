@@ -264,6 +264,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 	if req.State != "" {
 		params.Set("state", req.State)
 	}
+	s.opts.KeepOutOfAccessLog(r)
 	redirect(w, redirectWith(req.RedirectURI, params))
 }
 

@@ -3,6 +3,7 @@ package oauth_test
 import (
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -404,5 +405,30 @@ func TestAuthorizeSuspendedMemberCannotApprove(t *testing.T) {
 	r := b.decide(consent, "approve")
 	if r.StatusCode == http.StatusFound {
 		t.Fatalf("a suspended member approved: %s", r.Header.Get("Location"))
+	}
+}
+
+// TestApprovalRedirectIsKeptOutOfAccessLogs: the approval's redirect carries
+// the code in its Location, so the host is asked to leave that request out
+// of its access log; a declined request and the OOB page (the code is in
+// the body, which access logs do not record) are logged as usual.
+func TestApprovalRedirectIsKeptOutOfAccessLogs(t *testing.T) {
+	var kept []string
+	f := newFixture(t, func(o *oauth.Options) {
+		o.KeepOutOfAccessLog = func(r *http.Request) { kept = append(kept, r.Method+" "+r.URL.Path) }
+	})
+	f.member("alice")
+	const cb = "https://app.example/cb"
+	app := f.register("Tooter", cb+"\n"+oauth.OOBRedirectURI, "read")
+	b := f.browser()
+	b.signIn("alice")
+	wantStatus(t, b.decide(b.consent(authQuery(app, cb, "read", "s"), "alice"), "deny"), http.StatusFound)
+	wantStatus(t, b.decide(b.consent(authQuery(app, oauth.OOBRedirectURI, "read", ""), "alice"), "approve"), http.StatusOK)
+	if len(kept) != 0 {
+		t.Fatalf("kept out of the access log: %v, want nothing yet", kept)
+	}
+	wantStatus(t, b.decide(b.consent(authQuery(app, cb, "read", "s"), "alice"), "approve"), http.StatusFound)
+	if want := []string{"POST " + oauth.AuthorizePath}; !reflect.DeepEqual(kept, want) {
+		t.Fatalf("kept out of the access log: %v, want %v", kept, want)
 	}
 }

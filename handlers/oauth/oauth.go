@@ -93,6 +93,11 @@ type Options struct {
 	ClientIP func(r *http.Request) string
 	// Logger receives events; never secrets.
 	Logger *zap.Logger
+	// KeepOutOfAccessLog is called before a response whose headers carry a
+	// secret is written (an approval's redirect: its Location holds the
+	// authorization code), so that the server hosting the handler leaves
+	// the request out of its access log. Default: nothing.
+	KeepOutOfAccessLog func(r *http.Request)
 }
 
 func (o Options) withDefaults() Options {
@@ -117,6 +122,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ClientIP == nil {
 		o.ClientIP = ratelimit.RemoteIP
+	}
+	if o.KeepOutOfAccessLog == nil {
+		o.KeepOutOfAccessLog = func(*http.Request) {}
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
