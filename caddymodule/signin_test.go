@@ -1,7 +1,10 @@
 package caddymodule
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,5 +87,69 @@ func TestSignInRateLimitThroughCaddy(t *testing.T) {
 	adminJSONOK(t, http.MethodPost, "/hearth/members", `{"username":"carol","password":"carol's password"}`, http.StatusCreated, nil)
 	if p := newBrowser(t, testSite).signIn("carol", "carol's password"); p.StatusCode != http.StatusSeeOther {
 		t.Fatalf("other member: HTTP %d: %s", p.StatusCode, p.body)
+	}
+}
+
+// The registration and token limits of a Caddyfile hold through Caddy, per
+// client address: 429 with Retry-After and Mastodon's JSON error, and an
+// exceeded token limit refuses revocations too.
+func TestOAuthLimitsThroughCaddy(t *testing.T) {
+	startHearth(t, hearthCaddyfile(t.TempDir(), testSite+` {
+	hearth_oauth {
+		registration_limit 2 10m
+		token_limit 3 1h
+	}
+}
+`))
+	register := url.Values{"client_name": {"Tooter"}, "redirect_uris": {"urn:ietf:wg:oauth:2.0:oob"}}
+	clientID, clientSecret := registerApp(t, register)
+	registerApp(t, register)
+	wantTooMany := func(what string, resp *http.Response, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		secs, serr := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode != http.StatusTooManyRequests || serr != nil || secs < 1 || string(b) != `{"error":"Too many requests"}` {
+			t.Fatalf("%s: HTTP %d, Retry-After %q: %s", what, resp.StatusCode, resp.Header.Get("Retry-After"), b)
+		}
+	}
+	resp, err := http.PostForm(testSite+"/api/v1/apps", register)
+	wantTooMany("third registration", resp, err)
+
+	grant := url.Values{"grant_type": {"client_credentials"}, "client_id": {clientID}, "client_secret": {clientSecret}}
+	var token string
+	for i := 1; i <= 3; i++ {
+		resp, err := http.PostForm(testSite+"/oauth/token", grant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tok struct {
+			AccessToken string `json:"access_token"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&tok)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || err != nil || tok.AccessToken == "" {
+			t.Fatalf("token request %d: HTTP %d (%v)", i, resp.StatusCode, err)
+		}
+		token = tok.AccessToken
+	}
+	resp, err = http.PostForm(testSite+"/oauth/token", grant)
+	wantTooMany("fourth token request", resp, err)
+	resp, err = http.PostForm(testSite+"/oauth/revoke", url.Values{"client_id": {clientID}, "client_secret": {clientSecret}, "token": {token}})
+	wantTooMany("revocation past the limit", resp, err)
+
+	// The refused revocation changed nothing: the token still works.
+	req, _ := http.NewRequest(http.MethodGet, testSite+"/api/v1/apps/verify_credentials", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("token after a refused revocation: HTTP %d", resp.StatusCode)
 	}
 }
