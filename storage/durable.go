@@ -75,19 +75,21 @@ func (g *groupSync) wait() error {
 	return nil
 }
 
-// asyncFlushDelay bounds how long an asynchronous commit (UpdateAsync) stays
-// out of reach of a power loss when no synchronous commit comes along:
-// PostgreSQL's wal_writer_delay.
+// asyncFlushDelay is how long after an asynchronous commit (UpdateAsync) a
+// sync starts at the latest, when no synchronous commit's sync covers it
+// first: PostgreSQL's wal_writer_delay.
 const asyncFlushDelay = 200 * time.Millisecond
 
-// asyncFlush syncs the asynchronous commits that no synchronous commit has
-// covered, a delay after the first of them.
+// asyncFlush syncs the asynchronous commits a delay after the first of them
+// (also when a synchronous commit's sync covered them meanwhile: that costs
+// at most one sync per delay).
 type asyncFlush struct {
 	delay   time.Duration
-	pending atomic.Bool // a flush is scheduled and has not started
+	pending atomic.Bool // a run is scheduled and has not started
 	mu      sync.Mutex  // orders scheduling with stop
 	timer   *time.Timer
 	stopped bool
+	running sync.WaitGroup // runs scheduled and not finished or cancelled
 }
 
 // schedule arranges for flush to run after the delay, unless a run is
@@ -102,7 +104,9 @@ func (a *asyncFlush) schedule(flush func()) {
 	if a.stopped {
 		return
 	}
+	a.running.Add(1)
 	a.timer = time.AfterFunc(a.delay, func() {
+		defer a.running.Done()
 		// Cleared before the flush starts: a commit returning from here on
 		// schedules the next run, one that returned before is covered.
 		a.pending.Store(false)
@@ -110,15 +114,17 @@ func (a *asyncFlush) schedule(flush func()) {
 	})
 }
 
-// stop cancels the scheduled run and any later one (Store.Close; Badger
-// writes its memtables to disk as it closes).
+// stop cancels the scheduled run and any later one and waits for a run that
+// already started (Store.Close, before Badger closes and writes its
+// memtables to disk).
 func (a *asyncFlush) stop() {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.stopped = true
-	if a.timer != nil {
-		a.timer.Stop()
+	if a.timer != nil && a.timer.Stop() {
+		a.running.Done()
 	}
+	a.mu.Unlock()
+	a.running.Wait()
 }
 
 // vlogThreshold is the value size from which Badger keeps a value in the

@@ -328,17 +328,19 @@ func (s *Store) synced() error {
 	return s.durable.wait()
 }
 
-// flushSoon makes sure the asynchronous commit that just returned reaches
-// the disk within the store's async delay, when the store was opened with
-// SyncWrites (without it, no commit is synced).
+// flushSoon makes sure a sync starts within the store's async delay after
+// the asynchronous commit that just returned, when the store was opened
+// with SyncWrites (without it, no commit is synced). A failed sync is not
+// tried again: after a write-back error the kernel may have dropped the
+// pages, and a later fdatasync can succeed without them (the next
+// synchronous commit still reports its own failure to its caller).
 func (s *Store) flushSoon() {
 	if s.durable == nil {
 		return
 	}
 	s.async.schedule(func() {
 		if err := s.durable.wait(); err != nil {
-			s.log.Error("sync asynchronous commits; trying again", zap.Error(err))
-			s.flushSoon()
+			s.log.Error("sync after asynchronous commits failed: the application tokens issued just before may not survive a power loss", zap.Error(err))
 		}
 	})
 }

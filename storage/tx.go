@@ -66,9 +66,10 @@ func (s *Store) Update(fn func(tx *Tx) error) error {
 // records a client can get again by asking, with no person involved: it
 // returns once the commit is in Badger's memory-mapped logs, which survive a
 // crash of the process, and the commit reaches the disk with the next
-// synchronous commit or within asyncFlushDelay, whichever comes first. Only
-// a power loss in that window can lose it. Nothing durable may depend on
-// such a record, and removals (revocations) never go through here.
+// synchronous commit's sync or with a sync that starts at the latest
+// asyncFlushDelay later. A power loss or an operating-system crash before
+// then can lose it. Nothing durable may depend on such a record, and
+// removals (revocations) never go through here.
 func (s *Store) UpdateAsync(fn func(tx *Tx) error) error {
 	if err := s.updateRetrying(fn); err != nil {
 		return err
