@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -82,14 +84,33 @@ func (a *App) Provision(ctx caddy.Context) error {
 		SyncWrites:     a.SyncWrites,
 		GCInterval:     time.Duration(a.GCInterval),
 		Logger:         a.logger.Named("badger"),
+		OnSync:         metrics.StoreSynced,
 	})
 	if err != nil {
 		return err
 	}
 	a.store = st
+	if err := metrics.Register(ctx.GetMetricsRegistry(), storeSize(st, "tables"), storeSize(st, "value_logs")); err != nil {
+		return fmt.Errorf("register metrics: %w", err)
+	}
 	a.pages = a.newPages()
 	a.dirs = new(directories)
 	return nil
+}
+
+// storeSize is the gauge hearth_store_size_bytes{part} of st.
+func storeSize(st *storage.Store, part string) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "hearth_store_size_bytes",
+		Help:        "Bytes on disk of the store, by part: tables, value_logs (Badger's figures, updated about once a minute).",
+		ConstLabels: prometheus.Labels{"part": part},
+	}, func() float64 {
+		tables, valueLogs := st.Size()
+		if part == "tables" {
+			return float64(tables)
+		}
+		return float64(valueLogs)
+	})
 }
 
 // defaultStorageDir is where the store lives when storage_dir is not set.

@@ -41,6 +41,10 @@ type Options struct {
 	GCInterval time.Duration
 	// Logger receives Badger's log lines; nil discards them.
 	Logger *zap.Logger
+	// OnSync, when set, is told how long each flush of the logs for
+	// SyncWrites took (metrics). It runs in the flushing goroutine, while
+	// commits wait: it must be quick.
+	OnSync func(d time.Duration, err error)
 }
 
 // Defaults of the small-server memory profile. Badger's own defaults
@@ -133,7 +137,16 @@ func Open(dir string, opts Options) (*Store, error) {
 	s.async.delay = asyncFlushDelay
 	if *opts.SyncWrites {
 		s.logs = &logSyncer{dir: dir, vlogWritten: &s.vlogWritten}
-		s.durable = newGroupSync(s.logs.sync)
+		sync := s.logs.sync
+		if opts.OnSync != nil {
+			sync = func() error {
+				start := time.Now()
+				err := s.logs.sync()
+				opts.OnSync(time.Since(start), err)
+				return err
+			}
+		}
+		s.durable = newGroupSync(sync)
 	}
 	if opts.GCInterval > 0 {
 		s.gcDone.Add(1)
@@ -344,6 +357,10 @@ func (s *Store) flushSoon() {
 		}
 	})
 }
+
+// Size returns the bytes on disk of the store's tables and of its value
+// logs (Badger's figures, updated about once a minute).
+func (s *Store) Size() (tables, valueLogs int64) { return s.db.Size() }
 
 // Ping reports whether the store answers reads.
 func (s *Store) Ping(ctx context.Context) error {

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -111,6 +112,8 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 	ip := "ip:" + p.opts.ClientIP(r)
 	user := "user:" + strings.ToLower(d.Username)
 	if wait, limited := limitedFor(p.byIP.Peek(ip), p.byUsername.Peek(user)); limited {
+		metrics.SignIn(metrics.SignInRateLimited)
+		metrics.RateLimited(metrics.LimitSignIn)
 		p.opts.Logger.Info("sign-in rate limited", zap.String("username", d.Username), zap.String("client_ip", ip[3:]))
 		p.renderTooMany(w, r, wait, "Too many failed sign-ins. Wait a few minutes before trying again.")
 		return
@@ -121,11 +124,13 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, storage.ErrBadCredentials):
 		p.byIP.Allow(ip)
 		p.byUsername.Allow(user)
+		metrics.SignIn(metrics.SignInFailure)
 		p.opts.Logger.Info("sign-in failed", zap.String("username", d.Username), zap.String("client_ip", ip[3:]))
 		d.Error = "Wrong username or password."
 		p.renderSignIn(w, r, http.StatusUnauthorized, d)
 		return
 	case errors.Is(err, storage.ErrSuspended):
+		metrics.SignIn(metrics.SignInSuspended)
 		p.opts.Logger.Info("sign-in refused: suspended", zap.String("username", d.Username))
 		d.Error = "This account is suspended, so it can't sign in. Contact the site's administrator."
 		p.renderSignIn(w, r, http.StatusForbidden, d)
@@ -141,6 +146,7 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 		p.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "Signing in failed. Try again in a moment.")
 		return
 	}
+	metrics.SignIn(metrics.SignInSuccess)
 	p.opts.Logger.Info("signed in", zap.String("username", m.Username))
 	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
 }
@@ -244,6 +250,7 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 	}
 	ip := "ip:" + p.opts.ClientIP(r)
 	if wait, limited := limitedFor(p.signUps.Peek(ip)); limited {
+		metrics.RateLimited(metrics.LimitSignUp)
 		p.renderTooMany(w, r, wait, "Too many accounts were created from your network.")
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -454,7 +456,10 @@ func methodNotAllowed(w http.ResponseWriter, allow string) {
 	writeError(w, http.StatusMethodNotAllowed, "invalid: method not allowed; use "+allow)
 }
 
-func rateLimited(w http.ResponseWriter, res ratelimit.Result, what string) {
-	w.Header().Set("Retry-After", fmt.Sprint(int(res.RetryAfter/time.Second)))
-	writeError(w, http.StatusTooManyRequests, fmt.Sprintf("rate-limited: too many %s; retry in %d s", what, int(res.RetryAfter/time.Second)))
+// rateLimited answers 429 for a refusal of the limit named (metrics.Limit*).
+func rateLimited(w http.ResponseWriter, res ratelimit.Result, limit, what string) {
+	metrics.RateLimited(limit)
+	secs := max(1, int((res.RetryAfter+time.Second-1)/time.Second))
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	writeError(w, http.StatusTooManyRequests, fmt.Sprintf("rate-limited: too many %s; retry in %d s", what, secs))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -70,7 +71,7 @@ func (d *Directory) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if res := d.evLimitIP.Allow(d.opts.ClientIP(r)); !res.Allowed {
-		rateLimited(w, res, "requests from this address")
+		rateLimited(w, res, metrics.LimitAgentEvents, "requests from this address")
 		return
 	}
 	body, err := readBody(w, r, MaxEventsBodyBytes)

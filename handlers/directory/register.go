@@ -18,6 +18,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip13"
 
+	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -261,7 +262,7 @@ func (d *Directory) serveRegister(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if res := d.regLimitIP.Allow(d.opts.ClientIP(r)); !res.Allowed {
-		rateLimited(w, res, "registrations from this address")
+		rateLimited(w, res, metrics.LimitAgentRegistration, "registrations from this address")
 		return
 	}
 	body, err := readBody(w, r, MaxEventBytes+1024)
@@ -286,6 +287,7 @@ func writeRefusal(w http.ResponseWriter, err error) {
 	var rf *refusal
 	if errors.As(err, &rf) {
 		if rf.status == http.StatusTooManyRequests {
+			metrics.RateLimited(metrics.LimitAgentRegistration)
 			w.Header().Set("Retry-After", "60")
 		}
 		writeError(w, rf.status, rf.msg)

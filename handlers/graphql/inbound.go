@@ -21,6 +21,7 @@ import (
 	nethtml "golang.org/x/net/html"
 	"golang.org/x/net/html/charset"
 
+	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -43,6 +44,7 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 				secs = 1
 			}
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			metrics.RateLimited(metrics.LimitNewsletter)
 			writeError(w, http.StatusTooManyRequests, codeRateLimited, "too many messages; retry later")
 			return
 		}

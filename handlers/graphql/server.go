@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
+	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -280,6 +281,7 @@ func (s *Server) allow(w http.ResponseWriter, c *caller) bool {
 				secs = 1
 			}
 			h.Set("Retry-After", strconv.Itoa(secs))
+			metrics.RateLimited(metrics.LimitGraphQL)
 			writeError(w, http.StatusTooManyRequests, codeRateLimited, "too many requests; retry after "+strconv.Itoa(secs)+" s")
 			return false
 		}

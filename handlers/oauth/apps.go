@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -258,6 +259,7 @@ func applicationOf(app *storage.OAuthApp) application {
 
 func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 	if res := s.registrations.Allow(s.opts.ClientIP(r)); !res.Allowed {
+		metrics.RateLimited(metrics.LimitOAuthRegistration)
 		tooMany(w, res)
 		return
 	}
@@ -283,6 +285,7 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Debug("registered app", zap.String("app_id", app.ID), zap.String("name", app.Name), zap.Strings("scopes", scopes))
+	metrics.AppRegistered()
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, credentialApplication{
 		application:  applicationOf(app),

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -177,6 +178,7 @@ func (s *Server) limitTokens(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	if res := s.tokens.Allow(s.opts.ClientIP(r)); !res.Allowed {
+		metrics.RateLimited(metrics.LimitOAuthToken)
 		tooMany(w, res)
 		return false
 	}
@@ -187,19 +189,23 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	if !s.limitTokens(w, r) {
 		return
 	}
+	fail := func(e *oauthErr) {
+		metrics.TokenError(e.Code)
+		writeOAuthError(w, e)
+	}
 	p, perr := decodeParams(r, s.opts.MaxBodyBytes)
 	if perr != nil {
-		writeOAuthError(w, perr)
+		fail(perr)
 		return
 	}
 	grant := p["grant_type"]
 	if grant != "authorization_code" && grant != "client_credentials" {
-		writeOAuthError(w, errUnsupported)
+		fail(errUnsupported)
 		return
 	}
 	app, cerr := s.clientAuth(r, p)
 	if cerr != nil {
-		writeOAuthError(w, cerr)
+		fail(cerr)
 		return
 	}
 	var tok *storage.OAuthAccessToken
@@ -211,9 +217,10 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		tok, secret, oerr = s.clientCredentials(app, p)
 	}
 	if oerr != nil {
-		writeOAuthError(w, oerr)
+		fail(oerr)
 		return
 	}
+	metrics.TokenIssued(grant)
 	s.log.Debug("issued token", zap.String("grant_type", grant), zap.String("app_id", app.ID),
 		zap.String("token_id", tok.ID), zap.Bool("member", tok.MemberID != ""))
 	noStore(w)
