@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
@@ -696,4 +697,73 @@ func TestSettingsPages(t *testing.T) {
 	r = f.get(c, "/settings/applications/42")
 	wantStatus(t, r, http.StatusOK)
 	wantBody(t, r, "apps of alice")
+}
+
+// postConcurrently sends n POSTs of form(i) to path at once and counts the
+// answers by status.
+func (f *fixture) postConcurrently(n int, path string, form func(i int) url.Values) map[int]int {
+	f.t.Helper()
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res, err := f.browser().PostForm(f.srv.URL+path, form(i))
+			if err != nil {
+				f.t.Error(err)
+				return
+			}
+			res.Body.Close()
+			mu.Lock()
+			statuses[res.StatusCode]++
+			mu.Unlock()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return statuses
+}
+
+// Concurrent attempts are counted before the (slow) password check, so a
+// burst gets no more password checks than the limit allows.
+func TestSignInRateLimitHoldsUnderConcurrency(t *testing.T) {
+	f := newFixture(t, account.Options{FailuresPerUsername: 5, FailuresPerIP: 100})
+	f.member("alice")
+	got := f.postConcurrently(40, "/auth/sign_in", func(i int) url.Values {
+		return url.Values{"username": {"alice"}, "password": {fmt.Sprint("guess ", i)}}
+	})
+	if got[http.StatusUnauthorized] != 5 || got[http.StatusTooManyRequests] != 35 {
+		t.Fatalf("40 concurrent wrong passwords with a limit of 5: %v", got)
+	}
+	// A refused attempt is not counted as a failure: the limit is 5
+	// failures, not 5 + refused.
+	f2 := newFixture(t, account.Options{FailuresPerUsername: 100, FailuresPerIP: 3})
+	f2.member("bob")
+	for i := 0; i < 2; i++ {
+		wantStatus(t, f2.signIn(f2.browser(), "bob", "wrong password", ""), http.StatusUnauthorized)
+	}
+	wantStatus(t, f2.signIn(f2.browser(), "bob", password, ""), http.StatusSeeOther) // not a failure
+	wantStatus(t, f2.signIn(f2.browser(), "bob", "wrong password", ""), http.StatusUnauthorized)
+	wantStatus(t, f2.signIn(f2.browser(), "bob", password, ""), http.StatusTooManyRequests)
+}
+
+func TestSignUpRateLimitHoldsUnderConcurrency(t *testing.T) {
+	f := newFixture(t, account.Options{OpenRegistration: true, SignUpsPerIP: 3})
+	// A refused sign-up (name taken) does not use up the allowance.
+	f.member("taken")
+	wantStatus(t, f.post(f.browser(), "/auth/sign_up", url.Values{"username": {"taken"}, "password": {password}, "password_confirmation": {password}}), http.StatusConflict)
+	got := f.postConcurrently(20, "/auth/sign_up", func(i int) url.Values {
+		return url.Values{"username": {fmt.Sprint("user", i)}, "password": {password}, "password_confirmation": {password}}
+	})
+	if got[http.StatusSeeOther] != 3 || got[http.StatusTooManyRequests] != 17 {
+		t.Fatalf("20 concurrent sign-ups with a limit of 3: %v", got)
+	}
+	ms, err := f.store.Members()
+	if err != nil || len(ms) != 4 {
+		t.Fatalf("%d members (%v), want the taken one and 3 new", len(ms), err)
+	}
 }

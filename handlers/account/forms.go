@@ -109,9 +109,22 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	// The attempt is counted as a failure before the password is checked
+	// (concurrent attempts must not all pass the check) and given back
+	// when it was not one.
 	ip := "ip:" + p.opts.ClientIP(r)
 	user := "user:" + strings.ToLower(d.Username)
-	if wait, limited := limitedFor(p.byIP.Peek(ip), p.byUsername.Peek(user)); limited {
+	byIP, byUser := p.byIP.Allow(ip), p.byUsername.Allow(user)
+	notAFailure := func() {
+		if byIP.Allowed {
+			p.byIP.Undo(ip)
+		}
+		if byUser.Allowed {
+			p.byUsername.Undo(user)
+		}
+	}
+	if wait, limited := limitedFor(byIP, byUser); limited {
+		notAFailure()
 		metrics.SignIn(metrics.SignInRateLimited)
 		metrics.RateLimited(metrics.LimitSignIn)
 		p.opts.Logger.Info("sign-in rate limited", zap.String("username", d.Username), zap.String("client_ip", ip[3:]))
@@ -120,10 +133,11 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 	}
 
 	m, err := p.store.Authenticate(d.Username, password)
+	if !errors.Is(err, storage.ErrBadCredentials) {
+		notAFailure()
+	}
 	switch {
 	case errors.Is(err, storage.ErrBadCredentials):
-		p.byIP.Allow(ip)
-		p.byUsername.Allow(user)
 		metrics.SignIn(metrics.SignInFailure)
 		p.opts.Logger.Info("sign-in failed", zap.String("username", d.Username), zap.String("client_ip", ip[3:]))
 		d.Error = "Wrong username or password."
@@ -248,13 +262,17 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 		bad(http.StatusBadRequest, "The two passwords don't match.")
 		return
 	}
+	// Reserved before the account is created, given back if it is not.
 	ip := "ip:" + p.opts.ClientIP(r)
-	if wait, limited := limitedFor(p.signUps.Peek(ip)); limited {
+	if wait, limited := limitedFor(p.signUps.Allow(ip)); limited {
 		metrics.RateLimited(metrics.LimitSignUp)
 		p.renderTooMany(w, r, wait, "Too many accounts were created from your network.")
 		return
 	}
 	m, err := p.store.CreateMember(d.Username, d.DisplayName, password)
+	if err != nil {
+		p.signUps.Undo(ip)
+	}
 	switch {
 	case errors.Is(err, storage.ErrConflict):
 		bad(http.StatusConflict, "The username "+d.Username+" is taken. Choose another one.")
@@ -267,7 +285,6 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 		p.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "The account could not be created. Try again in a moment.")
 		return
 	}
-	p.signUps.Allow(ip)
 	p.opts.Logger.Info("member signed up", zap.String("username", m.Username))
 	if err := p.startSession(w, r, m); err != nil {
 		p.opts.Logger.Error("start session", zap.Error(err))

@@ -105,6 +105,27 @@ func (l *Limiter) Peek(key string) Result {
 	return res
 }
 
+// Undo gives back one event that Allow recorded for key, for an attempt
+// that turned out not to count (a sign-in that succeeded). Reserving with
+// Allow before the work and undoing after it, rather than checking with Peek
+// and recording after, keeps concurrent attempts within the limit.
+func (l *Limiter) Undo(key string) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.keys[key]
+	if b == nil {
+		return
+	}
+	b.roll(now, l.window)
+	switch {
+	case b.curr > 0:
+		b.curr--
+	case b.prev > 0:
+		b.prev--
+	}
+}
+
 // Reset forgets key, e.g. after a successful sign-in.
 func (l *Limiter) Reset(key string) {
 	l.mu.Lock()

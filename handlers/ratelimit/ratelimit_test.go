@@ -102,3 +102,25 @@ func TestRemoteIP(t *testing.T) {
 		}
 	}
 }
+
+// Undo gives back one event: the next Allow passes again; undoing a key
+// with nothing recorded changes nothing.
+func TestUndoGivesBackOneEvent(t *testing.T) {
+	l := ratelimit.New(2, time.Minute)
+	l.Undo("a") // nothing recorded: no credit
+	for i := 0; i < 2; i++ {
+		if !l.Allow("a").Allowed {
+			t.Fatalf("event %d refused", i+1)
+		}
+	}
+	if l.Allow("a").Allowed {
+		t.Fatal("third event allowed with a limit of 2")
+	}
+	l.Undo("a")
+	if !l.Allow("a").Allowed {
+		t.Fatal("event after Undo refused")
+	}
+	if l.Allow("a").Allowed {
+		t.Fatal("Undo gave back more than one event")
+	}
+}
