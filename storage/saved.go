@@ -162,9 +162,27 @@ func labelItemKey(memberID, labelID, itemID string) []byte {
 
 func encUint64(b []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(b, v) }
 
+// encTime encodes t as its Unix nanoseconds. Times outside what they can
+// hold (before 1678 or after 2262; a search range such as saved:*..9999-12-31
+// can name one) are clamped to the first or last of them, which keeps their
+// order: UnixNano itself would overflow and turn a bound around.
 func encTime(b []byte, t time.Time) []byte {
-	return encUint64(b, uint64(t.UnixNano())^(1<<63))
+	var ns int64
+	switch {
+	case t.Before(minEncTime):
+		ns = math.MinInt64
+	case t.After(maxEncTime):
+		ns = math.MaxInt64
+	default:
+		ns = t.UnixNano()
+	}
+	return encUint64(b, uint64(ns)^(1<<63))
 }
+
+var (
+	minEncTime = time.Unix(0, math.MinInt64)
+	maxEncTime = time.Unix(0, math.MaxInt64)
+)
 
 func encFloat(b []byte, f float64) []byte {
 	bits := math.Float64bits(f)

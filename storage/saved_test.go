@@ -865,3 +865,44 @@ func TestBatchActionsOnTheLargestItems(t *testing.T) {
 		t.Fatalf("after deleting all but one: %d items left", len(items))
 	}
 }
+
+func TestDateRangesBeyondNanosecondTimes(t *testing.T) {
+	st, m := openSavedTest(t)
+	saveN(t, st, m.ID, 3)
+	day := func(s string) *time.Time {
+		d, err := time.Parse("2006-01-02", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &d
+	}
+	cases := []struct {
+		name     string
+		from, to *time.Time
+		want     int
+	}{
+		{"*..2300-01-01", nil, day("2300-01-01"), 3},
+		{"2020-01-01..9999-12-31", day("2020-01-01"), day("9999-12-31"), 3},
+		{"1500-01-01..*", day("1500-01-01"), nil, 3},
+		{"0001-01-01..2300-01-01", day("0001-01-01"), day("2300-01-01"), 3},
+		{"2300-01-01..*", day("2300-01-01"), nil, 0},
+		{"*..1500-01-01", nil, day("1500-01-01"), 0},
+	}
+	for _, c := range cases {
+		for _, field := range []SortField{SortCreatedAt, SortUpdatedAt, SortTitle} {
+			for _, desc := range []bool{false, true} {
+				f := ItemFilter{SavedFrom: c.from, SavedTo: c.to}
+				if field == SortUpdatedAt {
+					f = ItemFilter{UpdatedFrom: c.from, UpdatedTo: c.to}
+				}
+				p, err := st.SavedItemsPage(m.ID, f, PageRequest{Field: field, Desc: desc, First: 10})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(p.Items) != c.want {
+					t.Errorf("%s sorted by %s desc=%v: %d items, want %d", c.name, field, desc, len(p.Items), c.want)
+				}
+			}
+		}
+	}
+}
