@@ -234,17 +234,14 @@ func (s *Store) CollectGarbage() {
 	}
 }
 
-// Backup writes a full backup stream of the database to w. It runs against
-// a consistent snapshot while the store keeps serving.
-func (s *Store) Backup(w io.Writer) error {
-	_, err := s.db.Backup(w, 0)
-	return err
-}
-
-// Restore loads a stream written by Backup into the store, replacing records
-// with the same keys.
+// Restore loads a backup written by Backup into the store, replacing
+// records with the same keys. Input that is not a complete backup fails
+// with ErrNotBackup (wrapped); records read before the fault may have been
+// loaded (RestoreDir loads into a fresh directory for that reason).
 func (s *Store) Restore(r io.Reader) error {
-	err := s.db.Load(r, 256)
+	stream := checkedBackup(r)
+	defer stream.Close()
+	err := s.db.Load(stream, 256)
 	s.caches.drop(nil) // also after a failed load: some records may have changed
 	if err != nil {
 		return err

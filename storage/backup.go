@@ -1,0 +1,115 @@
+package storage
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// A backup is Badger's backup stream (frames of an 8-byte little-endian
+// length and a KVList of that length) followed by Hearth's end record: a
+// length of all ones, backupEndMagic and the number of stream bytes before
+// it. Restore checks every frame before Badger reads it and requires the
+// end record, so a file that is not a backup, or one cut short anywhere,
+// is refused before anything is loaded into the new store... or, for a
+// cut between frames, before the restore completes.
+const (
+	backupEndMarker = ^uint64(0)
+	backupEndMagic  = "HEARTH-BACKUP-END"
+	// maxBackupFrame bounds one frame's length: Badger's stream batches
+	// stay near 100 MiB (a soft limit); anything far beyond is not a
+	// Hearth backup.
+	maxBackupFrame = 1 << 30
+)
+
+// ErrNotBackup is returned by Restore for input that is not a complete
+// backup written by Backup.
+var ErrNotBackup = errors.New("not a complete Hearth backup")
+
+// Backup writes a full backup of the database to w: Badger's backup stream
+// of a consistent snapshot (the store keeps serving), then the end record.
+func (s *Store) Backup(w io.Writer) error {
+	cw := &countingWriter{w: w}
+	if _, err := s.db.Backup(cw, 0); err != nil {
+		return err
+	}
+	end := make([]byte, 0, 8+len(backupEndMagic)+8)
+	end = binary.LittleEndian.AppendUint64(end, backupEndMarker)
+	end = append(end, backupEndMagic...)
+	end = binary.LittleEndian.AppendUint64(end, uint64(cw.n))
+	_, err := w.Write(end)
+	return err
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// checkedBackup returns a reader of Badger's stream in r, without the end
+// record, that fails (with ErrNotBackup) on a frame longer than
+// maxBackupFrame, on a stream that ends without the end record or with
+// bytes after it, and on a stream without any frame.
+func checkedBackup(r io.Reader) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(copyBackupFrames(pw, bufio.NewReaderSize(r, 64<<10))) }()
+	return pr
+}
+
+func copyBackupFrames(w io.Writer, r *bufio.Reader) error {
+	var streamBytes uint64
+	frames := 0
+	var hdr [8]byte
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return fmt.Errorf("%w: it ends without Hearth's end record (cut short?)", ErrNotBackup)
+			}
+			return err
+		}
+		size := binary.LittleEndian.Uint64(hdr[:])
+		if size == backupEndMarker {
+			return checkBackupEnd(r, streamBytes, frames)
+		}
+		if size > maxBackupFrame {
+			return fmt.Errorf("%w: a frame of %d bytes", ErrNotBackup, size)
+		}
+		if _, err := w.Write(hdr[:]); err != nil {
+			return err
+		}
+		n, err := io.CopyN(w, r, int64(size))
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w: it ends inside a record (cut short?)", ErrNotBackup)
+		}
+		if err != nil {
+			return err
+		}
+		streamBytes += uint64(len(hdr)) + uint64(n)
+		frames++
+	}
+}
+
+func checkBackupEnd(r *bufio.Reader, streamBytes uint64, frames int) error {
+	var end [len(backupEndMagic) + 8]byte
+	if _, err := io.ReadFull(r, end[:]); err != nil || string(end[:len(backupEndMagic)]) != backupEndMagic {
+		return fmt.Errorf("%w: a damaged end record", ErrNotBackup)
+	}
+	if n := binary.LittleEndian.Uint64(end[len(backupEndMagic):]); n != streamBytes {
+		return fmt.Errorf("%w: the end record counts %d bytes, the file has %d", ErrNotBackup, n, streamBytes)
+	}
+	if _, err := r.ReadByte(); err != io.EOF {
+		return fmt.Errorf("%w: data after the end record", ErrNotBackup)
+	}
+	if frames == 0 {
+		return fmt.Errorf("%w: it holds no records", ErrNotBackup)
+	}
+	return nil
+}
