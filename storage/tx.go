@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -53,8 +54,8 @@ func (s *Store) View(fn func(tx *Tx) error) error {
 }
 
 // Update runs fn in a read-write transaction and commits it when fn returns
-// nil. On a conflict with a concurrent transaction it retries a few times, so
-// fn must not have side effects outside the transaction.
+// nil. On a conflict with a concurrent transaction it retries (see
+// retryBudget), so fn must not have side effects outside the transaction.
 func (s *Store) Update(fn func(tx *Tx) error) error {
 	if err := s.updateRetrying(fn); err != nil {
 		return err
@@ -107,16 +108,32 @@ func (s *Store) updateInParts(ids []string, check, fn func(tx *Tx, ids []string)
 	return apply(ids)
 }
 
-// updateRetrying commits fn, again after a conflict (a few times).
+// Retries after a conflict. Writers of the same records (clients labelling
+// overlapping items at once, a burst of single-item changes) conflict with
+// one another; retried at once they meet again, so each retry waits a
+// random time of up to a backoff that doubles from retryBackoffMin to
+// retryBackoffMax, which spreads them out. Up to retryBudget of waiting.
+const (
+	retryBackoffMin = 500 * time.Microsecond
+	retryBackoffMax = 50 * time.Millisecond
+	retryBudget     = 10 * time.Second
+)
+
+// updateRetrying commits fn, again after a conflict, with a randomized
+// backoff (see retryBudget).
 func (s *Store) updateRetrying(fn func(tx *Tx) error) error {
-	var err error
-	for attempt := 0; attempt < 8; attempt++ {
-		err = s.update(fn)
-		if !errors.Is(err, badger.ErrConflict) {
+	backoff := retryBackoffMin
+	var waited time.Duration
+	for {
+		err := s.update(fn)
+		if !errors.Is(err, badger.ErrConflict) || waited >= retryBudget {
 			return err
 		}
+		d := backoff/2 + rand.N(backoff/2+1)
+		time.Sleep(d)
+		waited += d
+		backoff = min(2*backoff, retryBackoffMax)
 	}
-	return err
 }
 
 // UpdateOnce is Update without retries: a conflicting concurrent commit makes
