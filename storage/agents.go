@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -15,7 +16,10 @@ import (
 //	agent/act/<pubkey>    AgentActivity: bounded activity summary
 //	agent/ban/<pubkey>    AgentBan: the agent is banned (may exist without a registration)
 //	agent/seen/<eventid>  empty, with a TTL: the post was already counted
-//	agent/nip05/<name>    pubkey that claimed name@<nip05_domain> first
+//	agent/nip05/<id>      pubkey that claimed the identifier id (name@domain,
+//	                      a domain that was the site's nip05_domain) first
+//	agent/nip05/<name>    older records: the claim, keyed by the name alone; it
+//	                      stands for the identifier its owner's Agent.NIP05 names
 //	agent/relay/<url>     Unix seconds of the newest post seen from that relay
 //
 // Pubkeys and event ids are lowercase hex, so keys sort by pubkey.
@@ -26,7 +30,7 @@ var (
 	ErrAgentBanned = errors.New("agent is banned")
 	// ErrDuplicate: the event was already processed.
 	ErrDuplicate = errors.New("duplicate event")
-	// ErrNameTaken: the local NIP-05 name belongs to another agent.
+	// ErrNameTaken: the NIP-05 identifier (name@domain) belongs to another agent.
 	ErrNameTaken = errors.New("name already claimed by another agent")
 )
 
@@ -44,8 +48,10 @@ type Agent struct {
 	Capabilities []string `json:"capabilities"`
 	Operator     string   `json:"operator,omitempty"`
 	// NIP05 is the identifier claimed in the registration ("" for none),
-	// lowercased. NIP05Local is its local part when the domain is the
-	// site's own nip05_domain.
+	// lowercased name@domain. NIP05Local is its local part when the agent
+	// holds the claim on NIP05 under the site's own nip05_domain (the
+	// domain is part of the claim: bob@a.example and bob@b.example are
+	// two claims).
 	NIP05      string `json:"nip05,omitempty"`
 	NIP05Local string `json:"nip05_local,omitempty"`
 	// NIP05Verified is the current verdict; NIP05CheckedAt the last check
@@ -105,7 +111,7 @@ func agentKey(pk string) []byte     { return key("agent", "a", pk) }
 func agentActKey(pk string) []byte  { return key("agent", "act", pk) }
 func agentBanKey(pk string) []byte  { return key("agent", "ban", pk) }
 func agentSeenKey(id string) []byte { return key("agent", "seen", id) }
-func agentNameKey(n string) []byte  { return key("agent", "nip05", n) }
+func agentNameKey(id string) []byte { return key("agent", "nip05", id) }
 func agentRelayKey(u string) []byte { return key("agent", "relay", u) }
 
 // Agent returns the registration of pubkey, or ErrNotFound.
@@ -132,8 +138,8 @@ func (s *Store) AgentBanned(pubkey string) (bool, error) {
 // RegisterAgent stores a registration. check is called in the transaction
 // with the current registration (nil for a new agent) and may refuse it by
 // returning an error, or adjust a (e.g. keep FirstRegisteredAt). A banned
-// pubkey gets ErrAgentBanned; a local NIP-05 name claimed by another agent
-// gets ErrNameTaken. created is true for a first registration.
+// pubkey gets ErrAgentBanned; a NIP-05 identifier (name@domain) claimed by
+// another agent gets ErrNameTaken. created is true for a first registration.
 func (s *Store) RegisterAgent(a *Agent, check func(old *Agent) error) (created bool, err error) {
 	err = s.Update(func(tx *Tx) error {
 		created = false
@@ -155,19 +161,27 @@ func (s *Store) RegisterAgent(a *Agent, check func(old *Agent) error) (created b
 		if err := check(old); err != nil {
 			return err
 		}
-		if a.NIP05Local != "" {
-			owner, err := tx.get(agentNameKey(a.NIP05Local))
-			if err == nil && string(owner) != a.Pubkey {
+		claim := a.nip05Claim()
+		if claim != "" {
+			owner, err := tx.nip05Claimant(claim)
+			if err == nil && owner != a.Pubkey {
 				return ErrNameTaken
 			} else if err != nil && !errors.Is(err, ErrNotFound) {
 				return err
 			}
-			if err := tx.put(agentNameKey(a.NIP05Local), []byte(a.Pubkey), 0); err != nil {
+			if err := tx.put(agentNameKey(claim), []byte(a.Pubkey), 0); err != nil {
 				return err
 			}
 		}
-		if old != nil && old.NIP05Local != "" && old.NIP05Local != a.NIP05Local {
-			if err := tx.delete(agentNameKey(old.NIP05Local)); err != nil {
+		if old != nil && old.NIP05Local != "" {
+			// Release the claim the agent gives up, and move an older
+			// record keyed by the name alone to its full identifier.
+			if oc := old.nip05Claim(); oc != "" && oc != claim {
+				if err := tx.deleteIfOwner(agentNameKey(oc), a.Pubkey); err != nil {
+					return err
+				}
+			}
+			if err := tx.deleteIfOwner(agentNameKey(old.NIP05Local), a.Pubkey); err != nil {
 				return err
 			}
 		}
@@ -192,16 +206,67 @@ func (s *Store) UpdateAgentNIP05(pubkey, identifier string, fn func(a *Agent)) e
 	})
 }
 
-// LocalNIP05 returns the pubkey that claimed name under the site's own
-// NIP-05 domain; banned or unregistered agents give ErrNotFound.
-func (s *Store) LocalNIP05(name string) (string, error) {
+// nip05Claim is the identifier a claims ("" when it holds no claim).
+func (a *Agent) nip05Claim() string {
+	if a.NIP05Local == "" || !strings.Contains(a.NIP05, "@") {
+		return ""
+	}
+	return a.NIP05
+}
+
+// nip05Claimant returns the pubkey holding the claim on id (name@domain), or
+// ErrNotFound. An older record keyed by the name alone counts only when its
+// owner's registration still names id, so a claim made under another
+// nip05_domain never answers for this one.
+func (tx *Tx) nip05Claimant(id string) (string, error) {
+	b, err := tx.get(agentNameKey(id))
+	if err == nil {
+		return string(b), nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return "", err
+	}
+	name, _, ok := strings.Cut(id, "@")
+	if !ok {
+		return "", ErrNotFound
+	}
+	b, err = tx.get(agentNameKey(name))
+	if err != nil {
+		return "", err
+	}
+	var owner Agent
+	if err := tx.getJSON(agentKey(string(b)), &owner); err != nil {
+		return "", err
+	}
+	if owner.nip05Claim() != id {
+		return "", ErrNotFound
+	}
+	return string(b), nil
+}
+
+// deleteIfOwner deletes the claim k when pubkey holds it.
+func (tx *Tx) deleteIfOwner(k []byte, pubkey string) error {
+	b, err := tx.get(k)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case string(b) != pubkey:
+		return nil
+	}
+	return tx.delete(k)
+}
+
+// NIP05Claimant returns the pubkey that claimed the identifier id
+// (name@domain, lowercased) under the site's own NIP-05 domain; banned or
+// unregistered agents give ErrNotFound.
+func (s *Store) NIP05Claimant(id string) (string, error) {
 	var pk string
 	err := s.View(func(tx *Tx) error {
-		b, err := tx.get(agentNameKey(name))
-		if err != nil {
+		var err error
+		if pk, err = tx.nip05Claimant(id); err != nil {
 			return err
 		}
-		pk = string(b)
 		if banned, err := tx.has(agentBanKey(pk)); err != nil || banned {
 			if err == nil {
 				err = ErrNotFound

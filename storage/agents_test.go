@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -43,36 +44,101 @@ func TestRegisterAgentCreatesThenUpdates(t *testing.T) {
 func TestRegisterAgentCheckRefusalStoresNothing(t *testing.T) {
 	st := openTestStore(t)
 	refused := errors.New("no")
-	if _, err := st.RegisterAgent(&Agent{Pubkey: agentPK1, NIP05Local: "x"}, func(*Agent) error { return refused }); !errors.Is(err, refused) {
+	if _, err := st.RegisterAgent(&Agent{Pubkey: agentPK1, NIP05: "x@agents.test", NIP05Local: "x"}, func(*Agent) error { return refused }); !errors.Is(err, refused) {
 		t.Fatalf("err = %v", err)
 	}
 	if _, err := st.Agent(agentPK1); !errors.Is(err, ErrNotFound) {
 		t.Errorf("stored after refusal: %v", err)
 	}
-	if _, err := st.LocalNIP05("x"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.NIP05Claimant("x@agents.test"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("name claimed after refusal: %v", err)
 	}
 }
 
 func TestLocalNIP05NamesAreFirstComeAndReleased(t *testing.T) {
 	st := openTestStore(t)
-	registerTestAgent(t, st, &Agent{Pubkey: agentPK1, NIP05Local: "bot"})
-	if _, err := st.RegisterAgent(&Agent{Pubkey: agentPK2, NIP05Local: "bot"}, func(*Agent) error { return nil }); !errors.Is(err, ErrNameTaken) {
+	registerTestAgent(t, st, &Agent{Pubkey: agentPK1, NIP05: "bot@agents.test", NIP05Local: "bot"})
+	if _, err := st.RegisterAgent(&Agent{Pubkey: agentPK2, NIP05: "bot@agents.test", NIP05Local: "bot"}, func(*Agent) error { return nil }); !errors.Is(err, ErrNameTaken) {
 		t.Errorf("second claim: %v", err)
 	}
-	if pk, err := st.LocalNIP05("bot"); err != nil || pk != agentPK1 {
-		t.Errorf("LocalNIP05 = %q, %v", pk, err)
+	if pk, err := st.NIP05Claimant("bot@agents.test"); err != nil || pk != agentPK1 {
+		t.Errorf("NIP05Claimant = %q, %v", pk, err)
 	}
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK1}) // gives the name up
-	registerTestAgent(t, st, &Agent{Pubkey: agentPK2, NIP05Local: "bot"})
-	if pk, _ := st.LocalNIP05("bot"); pk != agentPK2 {
+	registerTestAgent(t, st, &Agent{Pubkey: agentPK2, NIP05: "bot@agents.test", NIP05Local: "bot"})
+	if pk, _ := st.NIP05Claimant("bot@agents.test"); pk != agentPK2 {
 		t.Errorf("released name went to %q", pk)
+	}
+}
+
+func TestNIP05ClaimsAreByFullIdentifier(t *testing.T) {
+	st := openTestStore(t)
+	registerTestAgent(t, st, &Agent{Pubkey: agentPK1, NIP05: "bob@old.test", NIP05Local: "bob"})
+	// The same name under another domain is another claim.
+	registerTestAgent(t, st, &Agent{Pubkey: agentPK2, NIP05: "bob@new.test", NIP05Local: "bob"})
+	for id, want := range map[string]string{"bob@old.test": agentPK1, "bob@new.test": agentPK2} {
+		if pk, err := st.NIP05Claimant(id); err != nil || pk != want {
+			t.Errorf("NIP05Claimant(%s) = %q, %v; want %q", id, pk, err, want)
+		}
+	}
+	if _, err := st.NIP05Claimant("bob@other.test"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unclaimed domain: %v", err)
+	}
+	if _, err := st.RegisterAgent(&Agent{Pubkey: agentPK2, NIP05: "bob@old.test", NIP05Local: "bob"}, func(*Agent) error { return nil }); !errors.Is(err, ErrNameTaken) {
+		t.Errorf("claim of a taken identifier: %v", err)
+	}
+}
+
+// Before claims were keyed by the full identifier, they were keyed by the
+// name alone (agent/nip05/<name>). Such a record still answers for the
+// identifier its owner registered, and for no other domain.
+func TestNIP05ClaimOlderRecordKeyedByName(t *testing.T) {
+	st := openTestStore(t)
+	old := &Agent{Pubkey: agentPK1, NIP05: "bob@old.test", NIP05Local: "bob"}
+	if err := st.Update(func(tx *Tx) error {
+		if err := tx.putJSON(agentKey(agentPK1), old, 0); err != nil {
+			return err
+		}
+		return tx.put(key("agent", "nip05", "bob"), []byte(agentPK1), 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if pk, err := st.NIP05Claimant("bob@old.test"); err != nil || pk != agentPK1 {
+		t.Errorf("older claim not read: %q, %v", pk, err)
+	}
+	if pk, err := st.NIP05Claimant("bob@new.test"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("older claim answers for another domain: %q, %v", pk, err)
+	}
+	if _, err := st.RegisterAgent(&Agent{Pubkey: agentPK2, NIP05: "bob@old.test", NIP05Local: "bob"}, func(*Agent) error { return nil }); !errors.Is(err, ErrNameTaken) {
+		t.Errorf("older claim given away: %v", err)
+	}
+	registerTestAgent(t, st, &Agent{Pubkey: agentPK2, NIP05: "bob@new.test", NIP05Local: "bob"})
+	// The owner registers again: its claim moves to the full identifier.
+	registerTestAgent(t, st, &Agent{Pubkey: agentPK1, NIP05: "bob@old.test", NIP05Local: "bob"})
+	if pk, err := st.NIP05Claimant("bob@old.test"); err != nil || pk != agentPK1 {
+		t.Errorf("after re-registration: %q, %v", pk, err)
+	}
+	if pk, err := st.NIP05Claimant("bob@new.test"); err != nil || pk != agentPK2 {
+		t.Errorf("other domain's claim after re-registration: %q, %v", pk, err)
+	}
+	// Giving the identifier up releases it, older record included.
+	registerTestAgent(t, st, &Agent{Pubkey: agentPK1})
+	if _, err := st.NIP05Claimant("bob@old.test"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("released claim still answers: %v", err)
+	}
+	if err := st.View(func(tx *Tx) error {
+		if ok, err := tx.has(key("agent", "nip05", "bob")); err != nil || ok {
+			return fmt.Errorf("older record left behind: %v, %v", ok, err)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
 	}
 }
 
 func TestBanAgentHidesAndBlocks(t *testing.T) {
 	st := openTestStore(t)
-	registerTestAgent(t, st, &Agent{Pubkey: agentPK1, NIP05Local: "bot"})
+	registerTestAgent(t, st, &Agent{Pubkey: agentPK1, NIP05: "bot@agents.test", NIP05Local: "bot"})
 	if err := st.BanAgent(agentPK1, "spam", time.Unix(100, 0)); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +148,7 @@ func TestBanAgentHidesAndBlocks(t *testing.T) {
 	if _, err := st.RegisterAgent(&Agent{Pubkey: agentPK1}, func(*Agent) error { return nil }); !errors.Is(err, ErrAgentBanned) {
 		t.Errorf("banned registration: %v", err)
 	}
-	if _, err := st.LocalNIP05("bot"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.NIP05Claimant("bot@agents.test"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("banned agent's name served: %v", err)
 	}
 	if pks, _ := st.AgentPubkeys(); len(pks) != 0 {

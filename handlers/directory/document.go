@@ -63,13 +63,19 @@ type document struct {
 // stored verdict, and a successful check recent enough (so a stalled
 // recheck schedule cannot keep an identifier verified forever).
 func (d *Directory) nip05Verified(a *storage.Agent, now time.Time) bool {
-	if a.NIP05 == "" || !a.NIP05Verified {
+	if a.NIP05 == "" {
 		return false
 	}
 	if a.NIP05Local != "" {
-		// Served by this directory: verified for as long as the name is
-		// ours, unless nip05_domain changed since the registration.
+		// Served by this directory: verified for as long as the claim
+		// is held, unless nip05_domain changed since the registration.
+		// The stored verdict is not asked: a site with another
+		// nip05_domain on the same store checks this identifier as a
+		// remote one and may record a failure.
 		return d.opts.NIP05Domain != "" && a.NIP05 == a.NIP05Local+"@"+d.opts.NIP05Domain
+	}
+	if !a.NIP05Verified {
+		return false
 	}
 	return now.Sub(time.Unix(a.NIP05OKAt, 0)) <= d.opts.NIP05Recheck+d.opts.NIP05Grace
 }

@@ -35,7 +35,7 @@ const (
 func (d *Directory) checkNIP05(ctx context.Context, pubkey, identifier string) verdict {
 	local, domain, _ := strings.Cut(identifier, "@")
 	if d.opts.NIP05Domain != "" && domain == d.opts.NIP05Domain {
-		owner, err := d.store.LocalNIP05(local)
+		owner, err := d.store.NIP05Claimant(identifier)
 		if err == nil && owner == pubkey {
 			return verdictMatch
 		}
@@ -139,9 +139,10 @@ func (d *Directory) nip05Loop() {
 	}
 }
 
-// serveWellKnown answers NIP-05 lookups for names claimed under the site's
-// own nip05_domain: {"names": {"<name>": "<hex>"}} for ?name=<name>, an
-// empty names object for unknown names (NIP-05 clients treat both alike).
+// serveWellKnown answers NIP-05 lookups for the agents that claimed
+// name@<nip05_domain> (this domain, not a former one or another site's):
+// {"names": {"<name>": "<hex>"}} for ?name=<name>, an empty names object
+// for unknown names (NIP-05 clients treat both alike).
 func (d *Directory) serveWellKnown(w http.ResponseWriter, r *http.Request) {
 	if cors(w, r, "GET, HEAD, OPTIONS") {
 		return
@@ -153,7 +154,7 @@ func (d *Directory) serveWellKnown(w http.ResponseWriter, r *http.Request) {
 	names := map[string]string{}
 	name := strings.ToLower(r.URL.Query().Get("name"))
 	if nip05LocalRE.MatchString(name) {
-		if pk, err := d.store.LocalNIP05(name); err == nil {
+		if pk, err := d.store.NIP05Claimant(name + "@" + d.opts.NIP05Domain); err == nil {
 			names[name] = pk
 		}
 	}

@@ -304,3 +304,83 @@ func TestWellKnownNotServedWithoutNIP05Domain(t *testing.T) {
 		t.Errorf("status %d", r.status)
 	}
 }
+
+// wellKnownNames is what a NIP-05 client reads for ?name=name.
+func (e *env) wellKnownNames(name string) map[string]string {
+	e.t.Helper()
+	r := e.do(http.MethodGet, WellKnownNIP05+"?name="+url.QueryEscape(name), nil)
+	var body struct {
+		Names map[string]string `json:"names"`
+	}
+	r.json(e.t, &body)
+	if r.status != http.StatusOK {
+		e.t.Fatalf("well-known: %d %s", r.status, r.body)
+	}
+	return body.Names
+}
+
+func TestLocalNIP05ClaimIsForItsDomainAfterNIP05DomainChanges(t *testing.T) {
+	store := openStore(t)
+	before := newEnvOn(t, store, Options{NIP05Domain: "old.test"})
+	x, y := newAgent(t), newAgent(t)
+	before.mustRegister(regEvent(t, x, before.now(), "x", nostr.Tag{"nip05", "bob@old.test"}))
+	before.srv.Close()
+	before.dir.Close()
+
+	// A reload with another nip05_domain: a new Directory on the same store.
+	after := newEnvOn(t, store, Options{NIP05Domain: "new.test"})
+	if names := after.wellKnownNames("bob"); len(names) != 0 {
+		t.Errorf("bob@new.test answers with the claimant of bob@old.test: %v", names)
+	}
+	en := after.mustRegister(regEvent(t, y, after.now(), "y", nostr.Tag{"nip05", "bob@new.test"}))
+	if en.Gates.NIP05 == nil || *en.Gates.NIP05 != "bob@new.test" {
+		t.Errorf("bob@new.test not granted: %+v", en.Gates)
+	}
+	if names := after.wellKnownNames("bob"); len(names) != 1 || names["bob"] != y.pk {
+		t.Errorf("well-known after the new claim: %v, want bob: %s", names, y.pk)
+	}
+	// The old claim is not lost: back on the old domain, it answers again.
+	back := newEnvOn(t, store, Options{NIP05Domain: "old.test"})
+	if names := back.wellKnownNames("bob"); names["bob"] != x.pk {
+		t.Errorf("well-known back on old.test: %v, want bob: %s", names, x.pk)
+	}
+}
+
+func TestLocalNIP05ClaimsOfTwoSitesOnOneStore(t *testing.T) {
+	store := openStore(t)
+	siteA := newEnvOn(t, store, Options{NIP05Domain: "a.test"})
+	siteB := newEnvOn(t, store, Options{NIP05Domain: "b.test"})
+	x, y := newAgent(t), newAgent(t)
+	siteA.mustRegister(regEvent(t, x, siteA.now(), "x", nostr.Tag{"nip05", "bob@a.test"}))
+	if names := siteB.wellKnownNames("bob"); len(names) != 0 {
+		t.Errorf("b.test answers with the claimant of bob@a.test: %v", names)
+	}
+	r := siteB.register(regEvent(t, y, siteB.now(), "y", nostr.Tag{"nip05", "bob@b.test"}))
+	if r.status != http.StatusCreated {
+		t.Fatalf("bob@b.test refused: %d %s", r.status, r.body)
+	}
+	if names := siteA.wellKnownNames("bob"); names["bob"] != x.pk {
+		t.Errorf("a.test: %v, want bob: %s", names, x.pk)
+	}
+	if names := siteB.wellKnownNames("bob"); names["bob"] != y.pk {
+		t.Errorf("b.test: %v, want bob: %s", names, y.pk)
+	}
+	// Each claim stays first come on its own domain.
+	if r := siteA.register(regEvent(t, newAgent(t), siteA.now(), "z", nostr.Tag{"nip05", "bob@a.test"})); r.status != http.StatusBadRequest {
+		t.Errorf("second claim of bob@a.test: %d %s", r.status, r.body)
+	}
+	if en := siteA.mustEntry(x.pk); en.Gates.NIP05 == nil || *en.Gates.NIP05 != "bob@a.test" {
+		t.Errorf("a.test's document: %+v", en.Gates)
+	}
+	// b.test checks bob@a.test as a remote identifier, and cannot reach
+	// it past the grace period: a.test still vouches for its own claim.
+	later := t0.Add(100 * time.Hour)
+	siteA.clock.Set(later)
+	siteB.clock.Set(later)
+	if _, err := siteB.dir.CheckNIP05Now(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if en := siteA.mustEntry(x.pk); en.Gates.NIP05 == nil || en.Level != 1 {
+		t.Errorf("a.test's document after b.test's failed checks: %+v level %d", en.Gates, en.Level)
+	}
+}

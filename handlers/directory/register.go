@@ -340,11 +340,18 @@ func (d *Directory) Register(ctx context.Context, raw []byte) (Entry, bool, erro
 	}
 	if old != nil && old.NIP05 == a.NIP05 {
 		a.NIP05Verified, a.NIP05CheckedAt, a.NIP05OKAt = old.NIP05Verified, old.NIP05CheckedAt, old.NIP05OKAt
+		if a.NIP05Local == "" {
+			// A claim made under another nip05_domain (a reload, or
+			// another site on the same store) stays with its agent.
+			a.NIP05Local = old.NIP05Local
+		}
 	}
 	// Verify the NIP-05 identifier before storing, outside the transaction.
 	if a.NIP05 != "" {
-		if a.NIP05Local != "" {
-			owner, err := d.store.LocalNIP05(a.NIP05Local)
+		if reg.nip05Local != "" {
+			// Claims are by the full identifier: bob@<old domain> does
+			// not hold bob@<this domain>.
+			owner, err := d.store.NIP05Claimant(a.NIP05)
 			if err == nil && owner != pk {
 				return Entry{}, false, refuse("invalid: %s is already claimed by another agent", a.NIP05)
 			}
