@@ -60,6 +60,35 @@ func setupHearthCommand(cmd *cobra.Command) {
 	for _, fn := range hearthCommands {
 		cmd.AddCommand(fn())
 	}
+	needSubcommand(cmd)
+}
+
+// needSubcommand makes cmd and the commands under it that only group others
+// fail on a missing or unknown subcommand. Cobra would print the help and
+// exit 0, so a typo such as 'member suspnd alice' looked like success.
+func needSubcommand(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		if c.HasSubCommands() {
+			needSubcommand(c)
+		}
+	}
+	if cmd.Runnable() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return fmt.Errorf("'%s' needs a command; see '%s --help'", cmd.CommandPath(), cmd.CommandPath())
+		}
+		msg := fmt.Sprintf("unknown command %q for '%s'", args[0], cmd.CommandPath())
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2 // cobra's default, set only on its own path
+		}
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return errors.New(msg)
+	}
 }
 
 // adminAddress is the admin API address chosen by the command's flags, like

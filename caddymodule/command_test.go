@@ -126,3 +126,25 @@ func TestCLIBackupAndRestore(t *testing.T) {
 		t.Fatal("bob, added after the backup, survived the restore")
 	}
 }
+
+// A missing or mistyped subcommand is an error (exit status 1), not the
+// help with status 0 that a script would take for success.
+func TestCLIRefusesUnknownSubcommands(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"member", "suspnd", "alice"}, `unknown command "suspnd" for 'hearth member'; did you mean suspend?`},
+		{[]string{"bogus"}, `unknown command "bogus" for 'hearth'`},
+		{[]string{"member"}, `'hearth member' needs a command`},
+		{[]string{"token"}, `'hearth token' needs a command`},
+		{[]string{}, `'hearth' needs a command`},
+	} {
+		if _, err := runHearth(t, "", tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("hearth %v: %v, want an error with %q", tc.args, err, tc.want)
+		}
+	}
+	if out, err := runHearth(t, "", "member", "--help"); err != nil || !strings.Contains(out, "suspend") {
+		t.Errorf("member --help: %q, %v", out, err)
+	}
+}
