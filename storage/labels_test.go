@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -90,4 +91,66 @@ func TestConcurrentLabelChangesAllSucceed(t *testing.T) {
 			t.Errorf("setSavedItemLabels failed: %v", err)
 		}
 	})
+}
+
+// A label deletion that stopped after the label itself (the process was
+// killed before its items were done) leaves items carrying a dead id. Those
+// items can still be labelled, and lose the dead id when they are.
+func TestItemsLeftWithADeletedLabelCanBeLabelled(t *testing.T) {
+	st, m := openSavedTest(t)
+	items := itemIDs(saveN(t, st, m.ID, 2))
+	labels := makeLabels(t, st, m.ID, "l", 3)
+	dead, keep, added := labels[0], labels[1], labels[2]
+	if _, err := st.SetItemLabels(m.ID, items, LabelChange{Add: []string{dead, keep}}); err != nil {
+		t.Fatal(err)
+	}
+	// What DeleteLabel's first transaction commits, without the batches.
+	err := st.Update(func(tx *Tx) error {
+		var l Label
+		if err := tx.getJSON(labelKey(m.ID, dead), &l); err != nil {
+			return err
+		}
+		if err := tx.delete(labelNameKey(m.ID, l.Name)); err != nil {
+			return err
+		}
+		return tx.delete(labelKey(m.ID, dead))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := st.SetItemLabels(m.ID, items[:1], LabelChange{Add: []string{added}})
+	if err != nil {
+		t.Fatalf("adding a label to an item with a dead label id: %v", err)
+	}
+	if want := []string{keep, added}; fmt.Sprint(got[0].LabelIDs) != fmt.Sprint(want) {
+		t.Fatalf("labels after add = %v, want %v", got[0].LabelIDs, want)
+	}
+	set := []string{added}
+	got, err = st.SetItemLabels(m.ID, items[1:], LabelChange{Set: &set})
+	if err != nil {
+		t.Fatalf("setting the labels of an item with a dead label id: %v", err)
+	}
+	if fmt.Sprint(got[0].LabelIDs) != fmt.Sprint(set) {
+		t.Fatalf("labels after set = %v, want %v", got[0].LabelIDs, set)
+	}
+	// The dead label lists no items any more.
+	err = st.View(func(tx *Tx) error {
+		ids, err := tx.labelItems(m.ID, dead)
+		if err == nil && len(ids) != 0 {
+			t.Errorf("dead label still indexes items %v", ids)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Adding or setting an id that does not exist is still an error.
+	if _, err := st.SetItemLabels(m.ID, items, LabelChange{Add: []string{dead}}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("adding a deleted label: %v, want ErrNotFound", err)
+	}
+	set = []string{keep, "999"}
+	if _, err := st.SetItemLabels(m.ID, items, LabelChange{Set: &set}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("setting an unknown label: %v, want ErrNotFound", err)
+	}
 }

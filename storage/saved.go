@@ -903,8 +903,16 @@ type LabelChange struct {
 	Add, Remove []string
 }
 
-// SetItemLabels changes the labels of items. Unknown label ids are an error.
+// SetItemLabels changes the labels of items. A label id the change adds or
+// sets that the member does not have is ErrNotFound; ids of labels that no
+// longer exist, left on an item by a label deletion that stopped half-way
+// (see labelBatch), are dropped from it.
 func (s *Store) SetItemLabels(memberID string, ids []string, c LabelChange) ([]*SavedItem, error) {
+	var requested []string
+	if c.Set != nil {
+		requested = append(requested, (*c.Set)...)
+	}
+	requested = append(requested, c.Add...)
 	return s.updateItems(memberID, ids, func(tx *Tx, it *SavedItem) error {
 		want := append([]string(nil), it.LabelIDs...)
 		if c.Set != nil {
@@ -924,9 +932,12 @@ func (s *Store) SetItemLabels(memberID string, ids []string, c LabelChange) ([]*
 		if err != nil {
 			return err
 		}
-		if len(valid) != len(next) {
-			return ErrNotFound
+		for _, l := range requested {
+			if !contains(valid, l) && !contains(c.Remove, l) {
+				return ErrNotFound
+			}
 		}
+		next = valid
 		for _, l := range it.LabelIDs {
 			if !contains(next, l) {
 				if err := tx.delete(labelItemKey(memberID, l, it.ID)); err != nil {
