@@ -13,7 +13,6 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"go.uber.org/zap"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -181,12 +180,4 @@ func selectionDepth(set ast.SelectionSet, depth, max int) int {
 		}
 	}
 	return deepest
-}
-
-// setComplexity makes list fields cost what they can return: entries costs
-// its page size times its selection.
-func setComplexity(c *generated.ComplexityRoot) {
-	c.Query.Entries = func(child int, q generated.GetEntriesInput) int {
-		return 1 + pageSize(q.First)*child
-	}
 }

@@ -64,8 +64,9 @@ type Options struct {
 	// MaxDepth limits how deeply selections nest (15: enough for the
 	// standard introspection query).
 	MaxDepth int
-	// MaxComplexity limits a query's cost: one per field, list fields of
-	// entries multiplied by the page size (5000).
+	// MaxComplexity limits a query's cost: one per field, a list field's
+	// selection multiplied by the elements counted for it, and highlights
+	// nested below an item's own highlights refused (5000; complexity.go).
 	MaxComplexity int
 	// NoIntrospection turns off __schema and __type queries.
 	NoIntrospection bool
@@ -175,7 +176,7 @@ func (s *Server) newGraphQLServer() *handler.Server {
 		srv.Use(extension.Introspection{})
 	}
 	srv.Use(depthLimit{max: s.opts.MaxDepth})
-	srv.Use(extension.FixedComplexityLimit(s.opts.MaxComplexity))
+	srv.Use(&complexityLimit{max: s.opts.MaxComplexity})
 	srv.AroundOperations(s.checkScope)
 	srv.AroundRootFields(s.entriesFast)
 	srv.SetErrorPresenter(s.presentError)
