@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/dgraph-io/badger/v4"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Label is a member's tag for saved items.
@@ -42,12 +44,29 @@ var colorRE = regexp.MustCompile(`^#[0-9A-Fa-f]{6}$`)
 
 func labelKey(memberID, id string) []byte { return key("u", memberID, "gql", "label", id) }
 func labelNameKey(memberID, name string) []byte {
+	return key("u", memberID, "gql", "labelname", labelNameFold(name))
+}
+
+// legacyLabelNameKey is the name key of a label written before names were
+// folded (by strings.ToLower); a rename or deletion drops it.
+func legacyLabelNameKey(memberID, name string) []byte {
 	return key("u", memberID, "gql", "labelname", strings.ToLower(name))
+}
+
+// labelNameFold is the form in which two label names are the same name:
+// Unicode's canonical caseless match (NFD, full case folding), kept in NFC.
+// "σ", "ς" and "Σ" are one name, and so are "café" in NFC and in NFD. The
+// name key, the uniqueness check and label: searches all use it.
+func labelNameFold(name string) string {
+	return norm.NFC.String(cases.Fold().String(norm.NFD.String(name)))
 }
 func savedQueryKey(memberID, id string) []byte { return key("u", memberID, "gql", "sq", id) }
 
 func validateLabel(name, color string) (string, string, error) {
 	name = strings.TrimSpace(name)
+	if utf8.ValidString(name) {
+		name = norm.NFC.String(name)
+	}
 	if name == "" || !utf8.ValidString(name) || utf8.RuneCountInString(name) > MaxLabelNameLen || strings.ContainsAny(name, "\x00\r\n") {
 		return "", "", Invalid("label name must be 1 to %d characters on one line", MaxLabelNameLen)
 	}
@@ -91,6 +110,41 @@ func (tx *Tx) memberLabelIDs(memberID string, ids []string) ([]string, error) {
 	return out, nil
 }
 
+// labelNameTaken reports whether another label of the member than self has
+// name, by its name key. Labels written before names were folded have their
+// key in the legacy form, which may differ: those are compared by name.
+func (tx *Tx) labelNameTaken(memberID, name, self string) (bool, error) {
+	id, err := tx.get(labelNameKey(memberID, name))
+	if err == nil && string(id) != self {
+		return true, nil
+	}
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return false, err
+	}
+	all, err := tx.labels(memberID)
+	if err != nil {
+		return false, err
+	}
+	fold := labelNameFold(name)
+	for _, l := range all {
+		if l.ID != self && labelNameFold(l.Name) == fold {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// deleteLabelNameKeys drops the name key of a label's name, in both forms.
+func (tx *Tx) deleteLabelNameKeys(memberID, name string) error {
+	if err := tx.delete(labelNameKey(memberID, name)); err != nil {
+		return err
+	}
+	if legacy := legacyLabelNameKey(memberID, name); string(legacy) != string(labelNameKey(memberID, name)) {
+		return tx.delete(legacy)
+	}
+	return nil
+}
+
 // Labels lists the member's labels in their order.
 func (s *Store) Labels(memberID string) (out []*Label, err error) {
 	err = s.View(func(tx *Tx) error { out, err = tx.labels(memberID); return err })
@@ -117,7 +171,8 @@ func (s *Store) LabelsByID(memberID string, ids []string) ([]*Label, error) {
 	return out, err
 }
 
-// CreateLabel adds a label; names are unique per member, ignoring case.
+// CreateLabel adds a label; names are unique per member, ignoring case and
+// Unicode normalisation (see labelNameFold), and stored in NFC.
 func (s *Store) CreateLabel(memberID, name, color string) (*Label, error) {
 	name, color, err := validateLabel(name, color)
 	if err != nil {
@@ -125,7 +180,7 @@ func (s *Store) CreateLabel(memberID, name, color string) (*Label, error) {
 	}
 	var out *Label
 	err = s.Update(func(tx *Tx) error {
-		taken, err := tx.has(labelNameKey(memberID, name))
+		taken, err := tx.labelNameTaken(memberID, name, "")
 		if err != nil {
 			return err
 		}
@@ -171,16 +226,14 @@ func (s *Store) UpdateLabel(memberID, id, name, color string) (*Label, error) {
 		if err := tx.getJSON(labelKey(memberID, id), &l); err != nil {
 			return nil, err
 		}
-		if !strings.EqualFold(l.Name, name) {
-			taken, err := tx.has(labelNameKey(memberID, name))
-			if err != nil {
-				return nil, err
-			}
-			if taken {
-				return nil, ErrConflict
-			}
+		taken, err := tx.labelNameTaken(memberID, name, id)
+		if err != nil {
+			return nil, err
 		}
-		if err := tx.delete(labelNameKey(memberID, l.Name)); err != nil {
+		if taken {
+			return nil, ErrConflict
+		}
+		if err := tx.deleteLabelNameKeys(memberID, l.Name); err != nil {
 			return nil, err
 		}
 		if err := tx.put(labelNameKey(memberID, name), []byte(l.ID), 0); err != nil {
@@ -280,7 +333,7 @@ func (s *Store) DeleteLabel(memberID, id string) error {
 		if err := tx.getJSON(labelKey(memberID, id), &l); err != nil {
 			return nil, err
 		}
-		if err := tx.delete(labelNameKey(memberID, l.Name)); err != nil {
+		if err := tx.deleteLabelNameKeys(memberID, l.Name); err != nil {
 			return nil, err
 		}
 		if err := tx.delete(labelKey(memberID, id)); err != nil {

@@ -154,3 +154,95 @@ func TestItemsLeftWithADeletedLabelCanBeLabelled(t *testing.T) {
 		t.Fatalf("setting an unknown label: %v, want ErrNotFound", err)
 	}
 }
+
+// Two names that differ only in case (σ, ς, Σ) or in Unicode normalisation
+// (é as one code point or as e and a combining accent) are the same name:
+// creating or renaming to one of them while the other exists is a conflict,
+// names are stored in NFC, and label: searches find them either way.
+func TestLabelNamesUniqueAcrossCaseAndNormalisation(t *testing.T) {
+	st, m := openSavedTest(t)
+	const cafeNFC, cafeNFD = "caf\u00e9", "cafe\u0301"
+	sigma, err := st.CreateLabel(m.ID, "σ", "#000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := st.CreateLabel(m.ID, "other", "#000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cafe, err := st.CreateLabel(m.ID, cafeNFD, "#000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cafe.Name != cafeNFC {
+		t.Errorf("name stored as %q, want NFC %q", cafe.Name, cafeNFC)
+	}
+	for _, name := range []string{"ς", "Σ", cafeNFC, cafeNFD, "CAFE\u0301"} {
+		if _, err := st.CreateLabel(m.ID, name, "#000000"); !errors.Is(err, ErrConflict) {
+			t.Errorf("create %q: %v, want ErrConflict", name, err)
+		}
+		if _, err := st.UpdateLabel(m.ID, other.ID, name, "#000000"); !errors.Is(err, ErrConflict) {
+			t.Errorf("rename to %q: %v, want ErrConflict", name, err)
+		}
+	}
+	// A label may take another form of its own name.
+	if l, err := st.UpdateLabel(m.ID, sigma.ID, "Σ", "#000000"); err != nil || l.Name != "Σ" {
+		t.Fatalf("rename σ to Σ: %v %v", l, err)
+	}
+	labels, err := st.Labels(m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(labels) != 3 {
+		t.Fatalf("%d labels, want 3", len(labels))
+	}
+	item := saveN(t, st, m.ID, 1)[0]
+	if _, err := st.SetItemLabels(m.ID, []string{item.ID}, LabelChange{Add: []string{cafe.ID, sigma.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{cafeNFC, cafeNFD, "ς", "σ"} {
+		p, err := st.SavedItemsPage(m.ID, ItemFilter{LabelsAll: [][]string{{name}}}, PageRequest{Field: SortCreatedAt, First: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Items) != 1 {
+			t.Errorf("label:%q found %d items, want 1", name, len(p.Items))
+		}
+	}
+	// The freed name can be taken again after a rename and a deletion.
+	if _, err := st.UpdateLabel(m.ID, sigma.ID, "sigma", "#000000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteLabel(m.ID, cafe.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"ς", cafeNFC} {
+		if _, err := st.CreateLabel(m.ID, name, "#000000"); err != nil {
+			t.Errorf("create %q once free: %v", name, err)
+		}
+	}
+}
+
+// Labels written before names were folded keep their names unique.
+func TestLabelNamesWrittenByEarlierVersionsStayUnique(t *testing.T) {
+	st, m := openSavedTest(t)
+	old := &Label{ID: NewID(), Name: "Straße", Color: "#000000"}
+	err := st.Update(func(tx *Tx) error {
+		if err := tx.put(legacyLabelNameKey(m.ID, old.Name), []byte(old.ID), 0); err != nil {
+			return err
+		}
+		return tx.putJSON(labelKey(m.ID, old.ID), old, 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateLabel(m.ID, "STRASSE", "#000000"); !errors.Is(err, ErrConflict) {
+		t.Fatalf("create STRASSE next to Straße: %v, want ErrConflict", err)
+	}
+	if _, err := st.UpdateLabel(m.ID, old.ID, "Gasse", "#000000"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateLabel(m.ID, "straße", "#000000"); err != nil {
+		t.Fatalf("create straße once renamed: %v", err)
+	}
+}

@@ -1352,13 +1352,13 @@ func newItemMatcher(tx *Tx, memberID string, f ItemFilter) (*itemMatcher, error)
 		}
 		byName := map[string][]string{}
 		for _, l := range labels {
-			n := strings.ToLower(l.Name)
+			n := labelNameFold(l.Name)
 			byName[n] = append(byName[n], l.ID)
 		}
 		for _, group := range f.LabelsAll {
 			var ids []string
 			for _, name := range group {
-				ids = append(ids, byName[strings.ToLower(name)]...)
+				ids = append(ids, byName[labelNameFold(name)]...)
 			}
 			if len(ids) == 0 {
 				m.impossible = true
@@ -1366,7 +1366,7 @@ func newItemMatcher(tx *Tx, memberID string, f ItemFilter) (*itemMatcher, error)
 			m.labelsAll = append(m.labelsAll, ids)
 		}
 		for _, name := range f.LabelsNot {
-			m.labelsNot = append(m.labelsNot, byName[strings.ToLower(name)]...)
+			m.labelsNot = append(m.labelsNot, byName[labelNameFold(name)]...)
 		}
 	}
 	return m, nil
