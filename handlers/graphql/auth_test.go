@@ -168,6 +168,28 @@ func TestCreateApiTokenNeedsAnOAuthTokenNotAnAPIToken(t *testing.T) {
 	}
 }
 
+// An API token can read and write, so an OAuth token with only write must
+// not mint one (it would escalate to read).
+func TestCreateApiTokenNeedsReadAndWriteScopes(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	vars := map[string]any{"data": map[string]any{"name": "sync", "expiry": "SEVEN_DAYS"}}
+	r := e.wantError(oauthToken(t, e, "write"), createAPITokenMutation, vars, 200, "FORBIDDEN")
+	if strings.Contains(string(r.Data), "app_") || !strings.Contains(r.Errors[0].Message, "read scope") {
+		t.Fatalf("write-only token: data %s, errors %+v", r.Data, r.Errors)
+	}
+	e.wantError(oauthToken(t, e, "read"), createAPITokenMutation, vars, 200, "FORBIDDEN")
+	toks, err := e.store.APITokens(e.member.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(toks) != 1 { // the env's own
+		t.Fatalf("%d API tokens, want 1: a refused createApiToken made one", len(toks))
+	}
+	if r := e.post(oauthToken(t, e, "read", "write"), createAPITokenMutation, vars); len(r.Errors) > 0 {
+		t.Fatalf("read+write: %+v", r.Errors)
+	}
+}
+
 func TestDeletedTokenStopsWorkingAtOnce(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	tok, secret, err := e.store.CreateAPIToken(e.member.ID, "temp", 0)

@@ -285,8 +285,9 @@ var apiTokenExpiries = map[generated.APITokenExpiry]string{
 	generated.APITokenExpiryNever:      "never",
 }
 
-// CreateAPIToken needs a member's OAuth token with the write scope: a
-// leaked API token must not be able to mint more of itself.
+// CreateAPIToken needs a member's OAuth token with the read and write
+// scopes: a leaked API token must not be able to mint more of itself, and
+// the token made can read and write, so a write-only token must not get one.
 func (r *mutationResolver) CreateAPIToken(ctx context.Context, in generated.CreateAPITokenInput) (*generated.CreatedAPIToken, error) {
 	c := callerOf(ctx)
 	if c == nil {
@@ -294,6 +295,10 @@ func (r *mutationResolver) CreateAPIToken(ctx context.Context, in generated.Crea
 	}
 	if c.oauth == nil {
 		return nil, forbidden("API tokens cannot create API tokens; use the API Tokens settings page")
+	}
+	if !c.oauth.Allows("read") {
+		// checkScope asked for write; the new token could also read.
+		return nil, forbidden("this token lacks the read scope: an API token can read and write, so creating one needs both")
 	}
 	lifetime, err := storage.ParseAPITokenExpiry(apiTokenExpiries[in.Expiry])
 	if err != nil {
