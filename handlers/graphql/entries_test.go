@@ -324,6 +324,32 @@ func TestEntriesQErrorsAreBadUserInput(t *testing.T) {
 	}
 }
 
+// in: filters items by status; highlights have none, and type:highlight
+// listed the highlights of trashed items for in:archive. It is refused, not
+// ignored.
+func TestEntriesInWithTypeHighlightIsRefused(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	trashed := e.saveArticle(e.member.ID, 1, nil)
+	if _, err := e.store.CreateHighlight(e.member.ID, trashed.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 4, Text: "Body"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.SetItemsStatus(e.member.ID, []string{trashed.ID}, storage.StatusDeleted); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"type:highlight in:archive", "in:inbox type:highlight", "type:highlights IN:trash"} {
+		r := e.wantError(e.token, entriesQuery, map[string]any{"query": map[string]any{"first": 10, "q": q}}, 200, "BAD_USER_INPUT")
+		if msg := r.Errors[0].Message; !strings.Contains(strings.ToLower(msg), "in:") || !strings.Contains(msg, "type:highlight") {
+			t.Fatalf("%s: message %q", q, msg)
+		}
+		if strings.Contains(string(r.Data), `"Highlight"`) {
+			t.Fatalf("%s: highlights listed: %s", q, r.Data)
+		}
+	}
+	if got := e.allEntries(map[string]any{"first": 10, "q": "type:highlight"}); len(got) != 1 {
+		t.Fatalf("type:highlight alone lists %d entries, want 1", len(got))
+	}
+}
+
 func TestEntriesBadCursorIsBadUserInput(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	seed(e, 5)

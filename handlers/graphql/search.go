@@ -90,6 +90,9 @@ func parseSearch(q string) (*search, error) {
 			default:
 				return nil, badInput("in: takes inbox, archive or trash, not %q", val)
 			}
+			// Highlights have no status, and the highlight index cannot be
+			// filtered by their item's: refused rather than ignored.
+			itemOnly = append(itemOnly, tok)
 		case "type":
 			switch lval {
 			case "article":
@@ -165,7 +168,7 @@ func parseSearch(q string) (*search, error) {
 		}
 	}
 	if s.highlights && len(itemOnly) > 0 {
-		return nil, badInput("%s cannot be combined with type:highlight", itemOnly[0])
+		return nil, badInput("%s cannot be combined with type:highlight: it filters saved items, and highlights are listed from every item", itemOnly[0])
 	}
 	f.Text = strings.Join(text, " ")
 	return s, nil
