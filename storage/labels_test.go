@@ -246,3 +246,52 @@ func TestLabelNamesWrittenByEarlierVersionsStayUnique(t *testing.T) {
 		t.Fatalf("create straße once renamed: %v", err)
 	}
 }
+
+// Concurrent creations cannot together pass the per-member limits.
+func TestConcurrentCreationsKeepTheLimits(t *testing.T) {
+	st, m := openSavedTest(t)
+	race := func(t *testing.T, limit, have int, create func(i int) error, count func() int) {
+		t.Helper()
+		const extra = 30
+		var wg sync.WaitGroup
+		for i := 0; i < limit-have+extra; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := create(i); err != nil && !IsInvalid(err) {
+					t.Errorf("create: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := count(); n != limit {
+			t.Fatalf("%d after concurrent creations, want the limit %d", n, limit)
+		}
+	}
+	t.Run("labels", func(t *testing.T) {
+		have := MaxLabels - 20
+		makeLabels(t, st, m.ID, "before", have)
+		race(t, MaxLabels, have, func(i int) error {
+			_, err := st.CreateLabel(m.ID, fmt.Sprintf("race %d", i), "#000000")
+			return err
+		}, func() int {
+			all, err := st.Labels(m.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(all)
+		})
+	})
+	t.Run("saved queries", func(t *testing.T) {
+		race(t, MaxSavedQueries, 0, func(i int) error {
+			_, err := st.CreateSavedQuery(m.ID, fmt.Sprintf("q %d", i), "label:x")
+			return err
+		}, func() int {
+			all, err := st.SavedQueries(m.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(all)
+		})
+	})
+}
