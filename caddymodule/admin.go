@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -23,6 +24,7 @@ func init() {
 
 	registerAdminEndpoint("/hearth/status", adminMethods{http.MethodGet: adminStatus})
 	registerAdminEndpoint("/hearth/backup", adminMethods{http.MethodGet: adminBackup})
+	registerAdminEndpoint("/hearth/restore", adminMethods{http.MethodPost: adminRestore})
 	registerAdminEndpoint("/hearth/members", adminMethods{
 		http.MethodGet:  adminListMembers,
 		http.MethodPost: adminCreateMember,
@@ -230,6 +232,27 @@ func adminBackup(w http.ResponseWriter, _ *http.Request, app *App) error {
 	}
 	w.Header().Set(BackupStatusTrailer, "ok")
 	return nil
+}
+
+// adminRestore is POST /hearth/restore: the body is a backup written by GET
+// /hearth/backup, which the running store is brought to (storage.Replace).
+// Input that is not a complete backup is 400 and changes nothing.
+func adminRestore(w http.ResponseWriter, r *http.Request, app *App) error {
+	// Loading a large backup outlasts the admin server's read timeout.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	prev, err := app.Store().Replace(r.Body)
+	if errors.Is(err, storage.ErrNotBackup) {
+		return apiError(http.StatusBadRequest, "%v", err)
+	}
+	if err != nil {
+		app.logger.Error("restore", zap.Error(err))
+		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err, Message: "restore failed: " + err.Error()}
+	}
+	for _, d := range app.directories() {
+		d.Changed()
+	}
+	app.logger.Info("restored the store from a backup", zap.String("previous_records", prev))
+	return writeJSON(w, http.StatusOK, map[string]string{"previous": prev})
 }
 
 func adminListMembers(w http.ResponseWriter, _ *http.Request, app *App) error {

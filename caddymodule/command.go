@@ -31,10 +31,10 @@ func init() {
 		Short: "Manages Hearth: members, backups and restores",
 		Long: `Manages Hearth's members and data.
 
-Commands other than 'restore' talk to the running Caddy through its admin
-API, found like 'caddy reload' finds it: --address, else the admin address
-of the --config file, else localhost:2019. 'restore' works on the store
-directly and needs Caddy stopped.`,
+The commands talk to the running Caddy through its admin API, found like
+'caddy reload' finds it: --address, else the admin address of the --config
+file, else localhost:2019. 'restore' also works while Caddy is stopped: it
+then loads the backup into the storage_dir of the --config file.`,
 		CobraFunc: setupHearthCommand,
 	})
 	addHearthCommand(memberCommand, backupCommand, restoreCommand)
@@ -107,10 +107,6 @@ var adminErrorRE = regexp.MustCompile(`(?s)HTTP (\d{3}): (.*)$`)
 // nil, is sent as JSON. A response status of 400 or more becomes an error
 // carrying the API's message.
 func adminCall(cmd *cobra.Command, method, uri string, in any) (*http.Response, error) {
-	addr, err := adminAddress(cmd)
-	if err != nil {
-		return nil, err
-	}
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -119,7 +115,16 @@ func adminCall(cmd *cobra.Command, method, uri string, in any) (*http.Response, 
 		}
 		body = bytes.NewReader(b)
 	}
-	resp, err := caddycmd.AdminAPIRequest(addr, method, uri, nil, body)
+	return adminRequest(cmd, method, uri, nil, body)
+}
+
+// adminRequest is adminCall with a raw body and headers.
+func adminRequest(cmd *cobra.Command, method, uri string, header http.Header, body io.Reader) (*http.Response, error) {
+	addr, err := adminAddress(cmd)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := caddycmd.AdminAPIRequest(addr, method, uri, header, body)
 	if err == nil {
 		return resp, nil
 	}
@@ -355,32 +360,44 @@ func backupTo(cmd *cobra.Command, path string) (n int64, err error) {
 func restoreCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "restore --input FILE [--config Caddyfile]",
-		Short: "Replaces the store with a backup; Caddy must be stopped",
-		Long: `Loads a backup written by 'caddy hearth backup' into the store named by the
-config's hearth storage_dir (the default location when the config has
-none). Stop Caddy first: the store is locked while it runs.
+		Short: "Replaces the store's records with a backup's",
+		Long: `Replaces the records of the store with those of a backup written by
+'caddy hearth backup'. Input that is not a complete backup is refused and
+changes nothing.
 
-The backup is loaded into a new directory first; the current data is then
-moved aside to <storage_dir>.before-restore-<time>, which you may delete
-once you have checked the restore.`,
+While Caddy runs (its admin API answers), the backup goes through the
+admin API (POST /hearth/restore): the running store is brought to the
+backup's records, and its earlier records are first written to a backup
+file <storage_dir>.before-restore-<time>.backup. Requests served during
+the restore may see a mix of old and restored records.
+
+While Caddy is stopped, the backup is loaded into the store named by the
+config's hearth storage_dir (the default location when the config has
+none): into a new directory first, then the current data is moved aside to
+<storage_dir>.before-restore-<time>. Delete what was moved aside once you
+have checked the restore.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			input, _ := cmd.Flags().GetString("input")
 			if input == "" {
 				return errors.New("--input FILE is required")
 			}
-			dir, err := storageDirOfConfig(cmd)
-			if err != nil {
-				return err
-			}
 			f, err := os.Open(input)
 			if err != nil {
 				return err
 			}
 			defer f.Close()
+			if resp, err := adminCall(cmd, http.MethodGet, "/hearth/status", nil); err == nil {
+				resp.Body.Close()
+				return restoreRunning(cmd, input, f)
+			}
+			dir, err := storageDirOfConfig(cmd)
+			if err != nil {
+				return err
+			}
 			prev, err := storage.RestoreDir(dir, bufio.NewReader(f), storage.Options{})
 			if errors.Is(err, storage.ErrLocked) {
-				return fmt.Errorf("the store %s is in use: stop Caddy first, then run restore again", dir)
+				return fmt.Errorf("the store %s is in use by a process whose admin API did not answer: stop it, or give its admin address with --address, then run restore again", dir)
 			}
 			if err != nil {
 				return fmt.Errorf("restore into %s: %w", dir, err)
@@ -395,6 +412,28 @@ once you have checked the restore.`,
 	}
 	c.Flags().StringP("input", "i", "", "The backup file to load")
 	return c
+}
+
+// restoreRunning sends the backup in f to the running Caddy.
+func restoreRunning(cmd *cobra.Command, input string, f *os.File) error {
+	resp, err := adminRequest(cmd, http.MethodPost, "/hearth/restore",
+		http.Header{"Content-Type": {"application/octet-stream"}}, bufio.NewReader(f))
+	if err != nil {
+		return fmt.Errorf("restore through the admin API: %w", err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Previous string `json:"previous"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return fmt.Errorf("restore through the admin API: unexpected answer: %w", err)
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "restored %s into the running server\n", input)
+	if out.Previous != "" {
+		fmt.Fprintf(w, "the previous records are in %s; delete it once you have checked the restore\n", out.Previous)
+	}
+	return nil
 }
 
 // storageDirOfConfig adapts the --config file (or the Caddyfile in the

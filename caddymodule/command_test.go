@@ -3,8 +3,10 @@ package caddymodule
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -101,16 +103,32 @@ func TestCLIBackupAndRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// While Caddy runs, restore refuses and changes nothing.
-	_, err := runHearth(t, "", "restore", "--config", cfgPath, "--input", backup)
-	if err == nil || !strings.Contains(err.Error(), "stop Caddy first") {
-		t.Fatalf("restore while running: %v", err)
+	// While Caddy runs, restore goes through the admin API. A file that is
+	// not a backup is refused and changes nothing.
+	bad := filepath.Join(t.TempDir(), "bad.backup")
+	if err := os.WriteFile(bad, []byte("root:x:0:0:root:/root:/bin/bash\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runHearth(t, "", "restore", "--input", bad, addr); err == nil || !strings.Contains(err.Error(), "not a complete Hearth backup") {
+		t.Fatalf("restore of a text file while running: %v", err)
 	}
 	adminJSONOK(t, "GET", "/hearth/members/bob", "", 200, nil)
+	out, err := runHearth(t, "", "restore", "--input", backup, addr)
+	m := regexp.MustCompile(`previous records are in (\S+);`).FindStringSubmatch(out)
+	if err != nil || !strings.Contains(out, "restored") || m == nil {
+		t.Fatalf("restore while running: %q, %v", out, err)
+	}
+	previous := m[1]
+	adminJSONOK(t, "GET", "/hearth/members/alice", "", 200, nil)
+	adminJSONOK(t, "GET", "/hearth/members/bob", "", 404, nil)
+	if p := newBrowser(t, testSite).signIn("alice", "a good password"); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("alice signs in after the restore: HTTP %d", p.StatusCode)
+	}
 
-	// Stopped (an empty config releases the store), restore works.
+	// Stopped (an empty config releases the store), restore works on the
+	// directory; the earlier records saved by the live restore bring bob back.
 	loadCaddyfile(t, "{\n\tadmin "+testAdmin+"\n}\n")
-	out, err := runHearth(t, "", "restore", "--config", cfgPath, "--input", backup)
+	out, err = runHearth(t, "", "restore", "--config", cfgPath, "--input", previous)
 	if err != nil || !strings.Contains(out, "restored") {
 		t.Fatalf("restore: %q, %v", out, err)
 	}
@@ -119,11 +137,10 @@ func TestCLIBackupAndRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := st.Member("alice"); err != nil {
-		t.Fatalf("alice after restore: %v", err)
-	}
-	if _, err := st.Member("bob"); err == nil {
-		t.Fatal("bob, added after the backup, survived the restore")
+	for _, name := range []string{"alice", "bob"} {
+		if _, err := st.Member(name); err != nil {
+			t.Fatalf("%s after restoring the earlier records: %v", name, err)
+		}
 	}
 }
 

@@ -6,6 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // A backup is Badger's backup stream (frames of an 8-byte little-endian
@@ -112,4 +117,124 @@ func checkBackupEnd(r *bufio.Reader, streamBytes uint64, frames int) error {
 		return fmt.Errorf("%w: it holds no records", ErrNotBackup)
 	}
 	return nil
+}
+
+// Replace makes the running store hold exactly the records of the backup
+// read from r (caddy hearth restore while Caddy runs). The backup is loaded
+// into a fresh sibling directory first, so input that is not a complete
+// backup changes nothing; the current records are then written to a backup
+// file next to the store (returned as previous, when there were any), and
+// the store is brought to the backup's records with ordinary writes: keys
+// the backup lacks are deleted, the others written with their expiry.
+// Requests served meanwhile may see a mix of old and restored records.
+func (s *Store) Replace(r io.Reader) (previous string, err error) {
+	tmp := s.path + ".restoring"
+	if err := os.RemoveAll(tmp); err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	fresh, err := Open(tmp, Options{GCInterval: -1})
+	if err != nil {
+		return "", err
+	}
+	defer fresh.Close()
+	if err := fresh.Restore(r); err != nil {
+		return "", fmt.Errorf("load backup: %w", err)
+	}
+
+	had, err := s.hasRecords()
+	if err != nil {
+		return "", err
+	}
+	if had {
+		if previous, err = s.backupToNewFile(); err != nil {
+			return "", fmt.Errorf("back up the current records first: %w", err)
+		}
+	}
+
+	// Drop what the backup lacks, then write what it has.
+	del := s.db.NewWriteBatch()
+	defer del.Cancel()
+	err = s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{})
+		defer it.Close()
+		return fresh.db.View(func(ftxn *badger.Txn) error {
+			for it.Rewind(); it.Valid(); it.Next() {
+				k := it.Item().KeyCopy(nil)
+				if _, err := ftxn.Get(k); errors.Is(err, badger.ErrKeyNotFound) {
+					if err := del.Delete(k); err != nil {
+						return err
+					}
+				} else if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	if err == nil {
+		err = del.Flush()
+	}
+	if err != nil {
+		return previous, fmt.Errorf("remove records the backup lacks (the earlier records are in %s): %w", previous, err)
+	}
+	put := s.db.NewWriteBatch()
+	defer put.Cancel()
+	err = fresh.db.View(func(ftxn *badger.Txn) error {
+		it := ftxn.NewIterator(badger.DefaultIteratorOptions)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			e := badger.NewEntry(item.KeyCopy(nil), v).WithMeta(item.UserMeta())
+			e.ExpiresAt = item.ExpiresAt()
+			if err := put.SetEntry(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = put.Flush()
+	}
+	s.caches.drop(nil)
+	if err != nil {
+		return previous, fmt.Errorf("write the backup's records (the earlier records are in %s): %w", previous, err)
+	}
+	s.vlogWritten.Store(true)
+	return previous, s.Sync()
+}
+
+// backupToNewFile writes a backup of the store to a new file
+// <store>.before-restore-<time>-<random>.backup next to it, synced, and
+// returns its path.
+func (s *Store) backupToNewFile() (path string, err error) {
+	f, err := os.CreateTemp(filepath.Dir(s.path),
+		filepath.Base(s.path)+".before-restore-"+time.Now().UTC().Format("20060102T150405Z")+"-*.backup")
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(f.Name())
+			path = ""
+		}
+	}()
+	w := bufio.NewWriterSize(f, 1<<20)
+	if err := s.Backup(w); err != nil {
+		return "", err
+	}
+	if err := w.Flush(); err != nil {
+		return "", err
+	}
+	if err := f.Sync(); err != nil {
+		return "", err
+	}
+	return f.Name(), fsyncPath(filepath.Dir(s.path))
 }

@@ -5,9 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // Input that is not a complete backup is refused with ErrNotBackup, without
@@ -71,5 +75,77 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 	}
 	if _, err := st.Member("member0"); err == nil {
 		t.Fatal("a refused restore loaded records")
+	}
+}
+
+// Replace brings a running store to a backup's records: what the backup
+// lacks is gone, what it has is back (cached records included, expiry
+// kept), the earlier records are in a backup file that restores them, and
+// input that is not a complete backup changes nothing.
+func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
+	st := openTestStore(t)
+	alice, err := st.CreateMember("alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid, err := st.CreateSession(alice.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := st.Backup(&b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateMember("bob", "", "battery staple"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetSuspended("alice", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SessionMember(sid); err == nil {
+		t.Fatal("a suspended member's session still works")
+	}
+
+	if _, err := st.Replace(strings.NewReader("not a backup")); !errors.Is(err, ErrNotBackup) {
+		t.Fatalf("Replace with a text: %v", err)
+	}
+	if _, err := st.Member("bob"); err != nil {
+		t.Fatalf("a refused Replace changed the store: %v", err)
+	}
+
+	previous, err := st.Replace(bytes.NewReader(b.Bytes()))
+	if err != nil || previous == "" {
+		t.Fatalf("Replace = %q, %v", previous, err)
+	}
+	if _, err := st.Member("bob"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("bob, created after the backup: %v", err)
+	}
+	if m, err := st.Member("alice"); err != nil || m.Suspended {
+		t.Fatalf("alice after Replace: %+v, %v", m, err)
+	}
+	if m, err := st.SessionMember(sid); err != nil || m.ID != alice.ID {
+		t.Fatalf("alice's session after Replace: %v, %v", m, err)
+	}
+	err = st.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(sessionKey(Digest(sid)))
+		if err == nil && item.ExpiresAt() == 0 {
+			err = errors.New("the restored session lost its expiry")
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	f, err := os.Open(previous)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := st.Replace(f); err != nil {
+		t.Fatalf("Replace with the earlier records: %v", err)
+	}
+	if _, err := st.Member("bob"); err != nil {
+		t.Fatalf("the earlier records did not bring bob back: %v", err)
 	}
 }
