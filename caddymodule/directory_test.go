@@ -308,3 +308,42 @@ func TestDirectoryThroughCaddy(t *testing.T) {
 	adminJSONOK(t, http.MethodPost, "/hearth/agents/"+pk+"/unban", "", http.StatusOK, nil)
 	waitDirectory(t, "the unban", func(d dirDocument) bool { return len(d.Agents) == 2 })
 }
+
+func TestDirectoryDocumentKeepsETagAndGeneratedAtThroughReload(t *testing.T) {
+	dir := t.TempDir()
+	site := func(maxAge string) string {
+		return fmt.Sprintf("%s {\n\thearth_directory {\n\t\tregenerate_delay 50ms\n\t\tmax_age %s\n\t}\n\trespond \"site\"\n}\n", testSite, maxAge)
+	}
+	startHearth(t, hearthCaddyfile(dir, site("1m")))
+	sk := nostr.GeneratePrivateKey()
+	pk, _ := nostr.GetPublicKey(sk)
+	evt := nostr.Event{PubKey: pk, Kind: 31339, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"d", "agent"}, {"name", "Steady"}}}
+	if err := evt.Sign(sk); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := postJSON(t, testSite+"/api/v1/agents/register", evt); status != http.StatusCreated {
+		t.Fatalf("register: HTTP %d: %s", status, body)
+	}
+	before := waitDirectory(t, "the registration", func(d dirDocument) bool { return len(d.Agents) == 1 })
+	_, etag := fetchDirectory(t)
+
+	// Let the clock pass a second, so a document generated again would
+	// carry another generated_at, then reload with another config.
+	time.Sleep(1100 * time.Millisecond)
+	loadCaddyfile(t, hearthCaddyfile(dir, site("2m")))
+	after, etag2 := fetchDirectory(t)
+	if after.GeneratedAt != before.GeneratedAt || etag2 != etag {
+		t.Fatalf("after a reload without agent changes: generated_at %d -> %d, ETag %s -> %s",
+			before.GeneratedAt, after.GeneratedAt, etag, etag2)
+	}
+	req, _ := http.NewRequest(http.MethodGet, testSite+"/directory.json", nil)
+	req.Header.Set("If-None-Match", etag)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotModified || resp.Header.Get("Cache-Control") != "public, max-age=120" {
+		t.Fatalf("If-None-Match after the reload: HTTP %d, Cache-Control %q", resp.StatusCode, resp.Header.Get("Cache-Control"))
+	}
+}

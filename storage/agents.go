@@ -21,6 +21,8 @@ import (
 //	agent/nip05/<name>    older records: the claim, keyed by the name alone; it
 //	                      stands for the identifier its owner's Agent.NIP05 names
 //	agent/relay/<url>     Unix seconds of the newest post seen from that relay
+//	agent/doc/<sum>       generated_at of the directory document whose agents
+//	                      array has this SHA-256 (hex), with a TTL
 //
 // Pubkeys and event ids are lowercase hex, so keys sort by pubkey.
 
@@ -113,6 +115,40 @@ func agentBanKey(pk string) []byte  { return key("agent", "ban", pk) }
 func agentSeenKey(id string) []byte { return key("agent", "seen", id) }
 func agentNameKey(id string) []byte { return key("agent", "nip05", id) }
 func agentRelayKey(u string) []byte { return key("agent", "relay", u) }
+func agentDocKey(sum string) []byte { return key("agent", "doc", sum) }
+
+// DirectoryStampTTL is how long the generated_at of a directory document is
+// remembered after the last StampDirectoryDocument for it. Directories
+// stamp their document again well within it (so a restart keeps
+// generated_at); a stamp left by a configuration no longer served expires.
+const DirectoryStampTTL = 30 * 24 * time.Hour
+
+// StampDirectoryDocument returns the generated_at (Unix seconds) of the
+// directory document whose agents array hashes to sum: the stored one when
+// a directory already published that content (before a restart or a
+// reload, or another site on this store), else at, which is stored. prev
+// is the caller's previous sum ("" for none): its stamp is forgotten, so
+// content that comes back after a change gets a new generated_at.
+func (s *Store) StampDirectoryDocument(sum, prev string, at int64) (int64, error) {
+	err := s.Update(func(tx *Tx) error {
+		b, err := tx.get(agentDocKey(sum))
+		switch {
+		case err == nil:
+			if t, perr := strconv.ParseInt(string(b), 10, 64); perr == nil {
+				at = t
+			}
+		case !errors.Is(err, ErrNotFound):
+			return err
+		}
+		if prev != "" && prev != sum {
+			if err := tx.delete(agentDocKey(prev)); err != nil {
+				return err
+			}
+		}
+		return tx.put(agentDocKey(sum), []byte(strconv.FormatInt(at, 10)), DirectoryStampTTL)
+	})
+	return at, err
+}
 
 // Agent returns the registration of pubkey, or ErrNotFound.
 func (s *Store) Agent(pubkey string) (*Agent, error) {

@@ -234,3 +234,28 @@ func TestEachAgentWalksAgentsWithActivityAndBans(t *testing.T) {
 		t.Errorf("EachAgent = %v, %v", got, err)
 	}
 }
+
+func TestStampDirectoryDocumentKeepsTheFirstTime(t *testing.T) {
+	st := openTestStore(t)
+	stamp := func(sum, prev string, at int64) int64 {
+		t.Helper()
+		got, err := st.StampDirectoryDocument(sum, prev, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := stamp("aa", "", 100); got != 100 {
+		t.Errorf("new content: %d, want 100", got)
+	}
+	if got := stamp("aa", "", 200); got != 100 {
+		t.Errorf("same content again (a restart): %d, want 100", got)
+	}
+	if got := stamp("bb", "aa", 300); got != 300 {
+		t.Errorf("changed content: %d, want 300", got)
+	}
+	// Content that comes back after a change is a change too.
+	if got := stamp("aa", "bb", 400); got != 400 {
+		t.Errorf("content back after a change: %d, want 400", got)
+	}
+}

@@ -246,6 +246,7 @@ type Directory struct {
 
 	doc       atomic.Pointer[document]
 	buildMu   sync.Mutex
+	stampedAt time.Time     // last StampDirectoryDocument, under buildMu
 	dirty     chan struct{} // a change happened; rebuild after RegenerateDelay
 	authorsCh chan struct{} // the set of registered authors changed
 	pool      *nostr.SimplePool

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -58,6 +59,14 @@ type document struct {
 	generatedAt time.Time
 	count       int
 }
+
+// stampEvery is how often an unchanged document's stamp is written again,
+// well within storage.DirectoryStampTTL.
+const stampEvery = 24 * time.Hour
+
+// headerRoom is reserved at the start of the buffer for the document's
+// head, written once generated_at is known (after the agents are encoded).
+const headerRoom = 64
 
 // nip05Verified reports whether a's identifier counts as verified at now: the
 // stored verdict, and a successful check recent enough (so a stalled
@@ -167,7 +176,9 @@ func sortEntries(es []Entry) {
 
 // Rebuild recomputes the document now. The background schedule calls it;
 // it is exported for tools and tests. generated_at and the ETag only change
-// when the list of agents changes.
+// when the list of agents changes: the store remembers when each content
+// was first published, so a restart, a reload or another site on the same
+// store serves the same content with the same generated_at.
 func (d *Directory) Rebuild() error {
 	d.buildMu.Lock()
 	defer d.buildMu.Unlock()
@@ -184,10 +195,9 @@ func (d *Directory) Rebuild() error {
 	if old != nil {
 		buf.Grow(len(old.body) + len(old.body)/8)
 	}
-	buf.WriteString(`{"version":2,"generated_at":`)
-	buf.WriteString(strconv.FormatInt(now.Unix(), 10))
-	buf.WriteString(`,"agents":[`)
-	start := buf.Len() - 1
+	buf.Write(make([]byte, headerRoom))
+	start := buf.Len()
+	buf.WriteByte('[')
 	enc := json.NewEncoder(&buf)
 	for i := range entries {
 		if i > 0 {
@@ -201,16 +211,34 @@ func (d *Directory) Rebuild() error {
 	buf.WriteByte(']')
 	agentsSum := sha256.Sum256(buf.Bytes()[start:])
 	if old != nil && old.agentsSum == agentsSum {
+		if now.Sub(d.stampedAt) >= stampEvery {
+			// Keep the stamp from expiring while nothing changes.
+			if _, err := d.store.StampDirectoryDocument(hex.EncodeToString(agentsSum[:]), "", old.generatedAt.Unix()); err != nil {
+				return err
+			}
+			d.stampedAt = now
+		}
 		return nil
 	}
+	var prev string
+	if old != nil {
+		prev = hex.EncodeToString(old.agentsSum[:])
+	}
+	generatedAt, err := d.store.StampDirectoryDocument(hex.EncodeToString(agentsSum[:]), prev, now.Unix())
+	if err != nil {
+		return err
+	}
+	d.stampedAt = now
 	buf.WriteString("}\n")
-	body := buf.Bytes()
+	head := `{"version":2,"generated_at":` + strconv.FormatInt(generatedAt, 10) + `,"agents":`
+	body := buf.Bytes()[start-len(head):]
+	copy(body, head)
 	sum := sha256.Sum256(body)
 	d.doc.Store(&document{
 		body:        body,
 		agentsSum:   agentsSum,
 		etag:        `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`,
-		generatedAt: now,
+		generatedAt: time.Unix(generatedAt, 0),
 		count:       len(entries),
 	})
 	return nil

@@ -165,6 +165,38 @@ func TestDocumentUnchangedKeepsETagAndGeneratedAt(t *testing.T) {
 	}
 }
 
+func TestDocumentKeepsETagAndGeneratedAtAcrossRestarts(t *testing.T) {
+	store := openStore(t)
+	first := newEnvOn(t, store, Options{})
+	first.mustRegister(regEvent(t, newAgent(t), first.now(), "Steady"))
+	d1 := first.document()
+	r1 := first.do(http.MethodGet, DefaultPath, nil)
+	first.srv.Close()
+	first.dir.Close()
+
+	// A restart (or a reload) an hour later: a new Directory on the store.
+	c := newClock()
+	c.Advance(time.Hour)
+	second := newEnvOn(t, store, Options{Now: c.Now})
+	r2 := second.do(http.MethodGet, DefaultPath, nil)
+	var d2 Document
+	r2.json(t, &d2)
+	if d2.GeneratedAt != d1.GeneratedAt || r2.header.Get("ETag") != r1.header.Get("ETag") ||
+		r2.header.Get("Last-Modified") != r1.header.Get("Last-Modified") {
+		t.Errorf("after a restart without changes: generated_at %d -> %d, ETag %s -> %s, Last-Modified %s -> %s",
+			d1.GeneratedAt, d2.GeneratedAt, r1.header.Get("ETag"), r2.header.Get("ETag"),
+			r1.header.Get("Last-Modified"), r2.header.Get("Last-Modified"))
+	}
+	if r := second.do(http.MethodGet, DefaultPath, nil, "If-None-Match", r1.header.Get("ETag")); r.status != http.StatusNotModified {
+		t.Errorf("the ETag from before the restart: %d, want 304", r.status)
+	}
+	// A change after the restart moves them.
+	second.mustRegister(regEvent(t, newAgent(t), c.Now(), "New"))
+	if d3 := second.document(); d3.GeneratedAt != c.Now().Unix() {
+		t.Errorf("after a change: generated_at %d, want %d", d3.GeneratedAt, c.Now().Unix())
+	}
+}
+
 func TestDocumentCacheHeaders(t *testing.T) {
 	e := newEnv(t, Options{MaxAge: 2 * time.Minute})
 	r := e.do(http.MethodGet, DefaultPath, nil)
