@@ -138,6 +138,7 @@ func (r *mutationResolver) CreateLabel(ctx context.Context, in generated.CreateL
 		return nil, err
 	}
 	l, err := r.s.store.CreateLabel(id, in.Name, in.Color)
+	labelsChanged(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -150,6 +151,7 @@ func (r *mutationResolver) UpdateLabel(ctx context.Context, in generated.UpdateL
 		return nil, err
 	}
 	l, err := r.s.store.UpdateLabel(id, in.ID, in.Name, in.Color)
+	labelsChanged(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +163,9 @@ func (r *mutationResolver) DeleteLabel(ctx context.Context, in generated.DeleteL
 	if err != nil {
 		return nil, err
 	}
-	if err := r.s.store.DeleteLabel(id, in.ID); err != nil {
+	err = r.s.store.DeleteLabel(id, in.ID)
+	labelsChanged(ctx)
+	if err != nil {
 		return nil, err
 	}
 	return success, nil
@@ -173,6 +177,7 @@ func (r *mutationResolver) ReorderLabels(ctx context.Context, in generated.Reord
 		return nil, err
 	}
 	ls, err := r.s.store.ReorderLabels(id, in.Ids)
+	labelsChanged(ctx)
 	if err != nil {
 		return nil, err
 	}

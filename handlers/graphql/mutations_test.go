@@ -252,3 +252,43 @@ func TestSavedItemOfUnknownIdIsNull(t *testing.T) {
 		}
 	}
 }
+
+// Labels are cached for a request; a mutation changing a label must not
+// leave later fields of the same request showing the old name.
+func TestLabelChangeIsSeenLaterInTheSameRequest(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	it := e.saveArticle(e.member.ID, 1, nil)
+	l, err := e.store.CreateLabel(e.member.ID, "old", "#112233")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		A []struct{ Labels []label }
+		B label
+		C struct{ Labels []label }
+		D []label
+		E struct{ Labels []label }
+	}
+	e.do(`mutation($i: String!, $l: String!) {
+  a: setSavedItemLabels(data: {id: $i, labelIds: [$l]}) { labels { name } }
+  b: updateLabel(data: {id: $l, name: "new", color: "#445566"}) { name }
+  c: updateSavedItemMetadata(data: {id: $i, title: "T"}) { labels { name color } }
+  d: reorderLabels(data: {ids: [$l]}) { name }
+  e: updateReadingProgress(data: {id: $i, progress: 10}) { labels { name } }
+}`, map[string]any{"i": it.ID, "l": l.ID}, &got)
+	if len(got.A) != 1 || len(got.A[0].Labels) != 1 || got.A[0].Labels[0].Name != "old" {
+		t.Fatalf("a = %+v", got.A)
+	}
+	if len(got.C.Labels) != 1 || got.C.Labels[0].Name != "new" || got.C.Labels[0].Color != "#445566" {
+		t.Fatalf("after the rename, c shows labels %+v", got.C.Labels)
+	}
+	var deleted struct{ A, C struct{ Labels []label } }
+	e.do(`mutation($i: String!, $l: String!) {
+  a: updateSavedItemMetadata(data: {id: $i, title: "U"}) { labels { name } }
+  b: deleteLabel(data: {id: $l}) { success }
+  c: updateSavedItemMetadata(data: {id: $i, title: "V"}) { labels { name } }
+}`, map[string]any{"i": it.ID, "l": l.ID}, &deleted)
+	if len(deleted.A.Labels) != 1 || len(deleted.C.Labels) != 0 {
+		t.Fatalf("before deleteLabel, a shows %+v; after it, c shows %+v", deleted.A.Labels, deleted.C.Labels)
+	}
+}

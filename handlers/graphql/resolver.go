@@ -29,13 +29,26 @@ type (
 )
 
 // requestState is kept in the context of one request: the caller, and the
-// member's labels loaded once for every SavedItem.labels of the response.
+// member's labels loaded once for every SavedItem.labels of the response
+// (and again after a mutation of the request changes labels).
 type requestState struct {
 	caller *caller
 
-	labelsOnce sync.Once
-	labels     map[string]*storage.Label
-	labelsErr  error
+	labelsMu     sync.Mutex
+	labelsLoaded bool
+	labels       map[string]*storage.Label
+	labelsErr    error
+}
+
+// labelsChanged drops the request's label cache: the mutations that
+// create, rename, recolour, reorder or delete labels call it, so that later
+// fields of the same request show the change.
+func labelsChanged(ctx context.Context) {
+	if st := stateOf(ctx); st != nil {
+		st.labelsMu.Lock()
+		st.labelsLoaded, st.labels, st.labelsErr = false, nil, nil
+		st.labelsMu.Unlock()
+	}
 }
 
 func stateOf(ctx context.Context) *requestState {
@@ -67,13 +80,15 @@ func (r *resolver) labelByID(ctx context.Context, id string) (*storage.Label, er
 	if st == nil {
 		return nil, errNoCaller
 	}
-	st.labelsOnce.Do(func() {
+	st.labelsMu.Lock()
+	defer st.labelsMu.Unlock()
+	if !st.labelsLoaded {
 		labels, err := r.s.store.Labels(st.caller.member.ID)
-		st.labels, st.labelsErr = map[string]*storage.Label{}, err
+		st.labels, st.labelsErr, st.labelsLoaded = map[string]*storage.Label{}, err, true
 		for _, l := range labels {
 			st.labels[l.ID] = l
 		}
-	})
+	}
 	return st.labels[id], st.labelsErr
 }
 
