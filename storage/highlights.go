@@ -76,13 +76,14 @@ func validateSegments(segs []HighlightSegment) error {
 		if !utf8.ValidString(s.XPath + s.BeforeText + s.AfterText + s.Text) {
 			return Invalid("segments must be valid UTF-8")
 		}
-		if len(s.XPath) > MaxXPathLen || s.XPath == "" {
+		// Limits count characters (code points), as their messages say.
+		if utf8.RuneCountInString(s.XPath) > MaxXPathLen || s.XPath == "" {
 			return Invalid("xpath must be 1 to %d characters", MaxXPathLen)
 		}
-		if len(s.BeforeText) > MaxSegmentContext || len(s.AfterText) > MaxSegmentContext {
+		if utf8.RuneCountInString(s.BeforeText) > MaxSegmentContext || utf8.RuneCountInString(s.AfterText) > MaxSegmentContext {
 			return Invalid("beforeText and afterText must be at most %d characters", MaxSegmentContext)
 		}
-		if len(s.Text) > MaxSegmentText {
+		if utf8.RuneCountInString(s.Text) > MaxSegmentText {
 			return Invalid("segment text must be at most %d characters", MaxSegmentText)
 		}
 		if s.StartOffset < 0 || s.EndOffset < s.StartOffset {
