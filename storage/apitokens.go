@@ -79,6 +79,9 @@ func (s *Store) CreateAPIToken(memberID, name string, lifetime time.Duration) (*
 	if name == "" {
 		return nil, "", Invalid("name must not be empty")
 	}
+	if hasControl(name) {
+		return nil, "", Invalid("name must not contain control characters")
+	}
 	if lifetime < 0 {
 		return nil, "", Invalid("lifetime must not be negative")
 	}

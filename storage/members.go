@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -48,11 +49,15 @@ func ValidatePassword(password string) error {
 }
 
 func validateDisplayName(name string) error {
-	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > MaxDisplayNameLen || strings.ContainsAny(name, "\x00\r\n") {
-		return Invalid("display name must be at most %d characters on one line", MaxDisplayNameLen)
+	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > MaxDisplayNameLen || hasControl(name) {
+		return Invalid("display name must be at most %d characters on one line, without control characters", MaxDisplayNameLen)
 	}
 	return nil
 }
+
+// hasControl reports whether s holds a control character (NUL, line breaks,
+// tabs, escapes...), which a one-line name shown on pages must not.
+func hasControl(s string) bool { return strings.IndexFunc(s, unicode.IsControl) >= 0 }
 
 func memberNameKey(username string) []byte { return key("member", "name", strings.ToLower(username)) }
 func memberIDKey(id string) []byte         { return key("member", "id", id) }

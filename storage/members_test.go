@@ -342,3 +342,28 @@ func TestNewIDIncreases(t *testing.T) {
 		prev = id
 	}
 }
+
+// One-line names shown on pages refuse control characters: a member's
+// display name and an API token's name.
+func TestNamesRefuseControlCharacters(t *testing.T) {
+	st := openTestStore(t)
+	m, err := st.CreateMember("alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a\x00b", "tab\there", "esc\x1b[31m", "line\nbreak"} {
+		if _, err := st.CreateMember("bob", name, "correct horse"); !IsInvalid(err) {
+			t.Errorf("display name %q: %v, want invalid", name, err)
+		}
+		if _, _, err := st.CreateAPIToken(m.ID, name, 0); !IsInvalid(err) {
+			t.Errorf("token name %q: %v, want invalid", name, err)
+		}
+	}
+	if _, _, err := st.CreateAPIToken(m.ID, "Obsidian on the laptop", 0); err != nil {
+		t.Fatal(err)
+	}
+	toks, err := st.APITokens(m.ID)
+	if err != nil || len(toks) != 1 {
+		t.Fatalf("tokens: %d, %v; refused names must create nothing", len(toks), err)
+	}
+}
