@@ -16,10 +16,12 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 	nethtml "golang.org/x/net/html"
 	"golang.org/x/net/html/charset"
+	"golang.org/x/text/encoding/charmap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -239,21 +241,45 @@ func walkPart(h textproto.MIMEHeader, body io.Reader, nl *newsletter, depth int)
 	case "base64":
 		r = base64.NewDecoder(base64.StdEncoding, r)
 	}
-	if cs := params["charset"]; cs != "" {
-		if cr, err := charset.NewReaderLabel(cs, r); err == nil {
-			r = cr
-		}
-	}
 	b, err := io.ReadAll(r)
 	if err != nil {
 		return errors.New("a body part could not be decoded")
 	}
+	text, err := decodeCharset(b, mt, params["charset"])
+	if err != nil {
+		return errors.New("a body part could not be decoded")
+	}
 	if mt == "text/html" {
-		nl.html = string(b)
+		nl.html = text
 	} else {
-		nl.text = string(b)
+		nl.text = text
 	}
 	return nil
+}
+
+// decodeCharset turns a text part into UTF-8: by its MIME charset when it
+// has one; an HTML part without one by its byte order mark or <meta>
+// charset; bytes that are still not UTF-8 (no charset, an unknown or a
+// wrong one) as windows-1252, which Latin-1 text also decodes as.
+func decodeCharset(b []byte, mt, cs string) (string, error) {
+	if cs != "" {
+		if enc, _ := charset.Lookup(cs); enc != nil {
+			if out, err := enc.NewDecoder().Bytes(b); err == nil && utf8.Valid(out) {
+				return string(out), nil
+			}
+		}
+	} else if mt == "text/html" {
+		if enc, _, _ := charset.DetermineEncoding(b, "text/html"); enc != nil {
+			if out, err := enc.NewDecoder().Bytes(b); err == nil && utf8.Valid(out) {
+				return string(out), nil
+			}
+		}
+	}
+	if utf8.Valid(b) {
+		return string(b), nil
+	}
+	out, err := charmap.Windows1252.NewDecoder().Bytes(b)
+	return string(out), err
 }
 
 // textToHTML shows a plain-text newsletter as paragraphs.

@@ -226,3 +226,55 @@ func TestDeletedNewsletterIsSavedAgainWhenDeliveredAgain(t *testing.T) {
 		})
 	}
 }
+
+// 8-bit newsletters without a MIME charset were refused (400, "description
+// must be valid UTF-8") and lost: an HTML part is decoded by its <meta>
+// charset, and bytes that are not UTF-8 as windows-1252.
+func TestNewsletterIn8BitTextWithoutMIMECharsetIsSaved(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	url := inboundURL(t, e)
+	head := "From: Le Café <news@cafe.example>\r\nSubject: Menu\r\nMIME-Version: 1.0\r\n"
+	for name, c := range map[string]struct{ msg, html, text string }{
+		"HTML with a meta charset": {
+			head + "Content-Type: text/html\r\nContent-Transfer-Encoding: 8bit\r\n\r\n" +
+				"<html><head><meta charset=iso-8859-1></head><body><p>Cr\xe8me br\xfbl\xe9e \xe0 5 \x80</p></body></html>\r\n",
+			"<p>Crème brûlée à 5 €</p>", "Crème brûlée à 5 €"},
+		"HTML with http-equiv, quoted-printable": {
+			head + "Content-Type: text/html\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n" +
+				"<html><head><meta http-equiv=3D\"Content-Type\" content=3D\"text/html; charset=3Diso-8859-1\"></head>" +
+				"<body><p>Cr=E8me br=FBl=E9e</p></body></html>\r\n",
+			"<p>Crème brûlée</p>", "Crème brûlée"},
+		"Latin-1 text without charset": {
+			head + "Content-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\n" +
+				"Cr\xe8me br\xfbl\xe9e, caf\xe9 cr\xe8me\r\n--b--\r\n",
+			"<p>Crème brûlée, café crème</p>", "Crème brûlée, café crème"},
+		"UTF-8 text without charset stays UTF-8": {
+			head + "Content-Type: text/plain\r\n\r\nCrème brûlée\r\n",
+			"<p>Crème brûlée</p>", "Crème brûlée"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			status, body := postInbound(t, e, url, c.msg)
+			if status != http.StatusCreated {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			var created struct{ ID string }
+			if err := json.Unmarshal([]byte(body), &created); err != nil {
+				t.Fatal(err)
+			}
+			var one struct {
+				SavedItem struct {
+					Author      string
+					Description string
+					Newsletter  struct{ ContentHTML, ContentText string }
+				}
+			}
+			e.do(`query($query: GetSavedItemInput!) { savedItem(query: $query) { author description newsletter { contentHtml contentText } } }`,
+				map[string]any{"query": map[string]any{"id": created.ID}}, &one)
+			it := one.SavedItem
+			if !strings.Contains(it.Newsletter.ContentHTML, c.html) || !strings.Contains(it.Newsletter.ContentText, c.text) ||
+				!strings.Contains(it.Description, c.text) || it.Author != "Le Café" {
+				t.Fatalf("saved as %+v", it)
+			}
+		})
+	}
+}
