@@ -152,7 +152,11 @@ func adminJSON(cmd *cobra.Command, method, uri string, in, out any) error {
 		_, err = io.Copy(io.Discard, resp.Body)
 		return err
 	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		addr, _ := adminAddress(cmd)
+		return fmt.Errorf("%s did not answer like Caddy's admin API (%v); is that the admin address, not a site's?", addr, err)
+	}
+	return nil
 }
 
 func memberURI(username string, rest ...string) string {
@@ -387,8 +391,10 @@ have checked the restore.`,
 				return err
 			}
 			defer f.Close()
-			if resp, err := adminCall(cmd, http.MethodGet, "/hearth/status", nil); err == nil {
-				resp.Body.Close()
+			var status struct {
+				StorageDir string `json:"storage_dir"`
+			}
+			if adminJSON(cmd, http.MethodGet, "/hearth/status", nil, &status) == nil && status.StorageDir != "" {
 				return restoreRunning(cmd, input, f)
 			}
 			dir, err := storageDirOfConfig(cmd)

@@ -165,3 +165,12 @@ func TestCLIRefusesUnknownSubcommands(t *testing.T) {
 		t.Errorf("member --help: %q, %v", out, err)
 	}
 }
+
+// Pointed at a site instead of the admin endpoint, the CLI says so.
+func TestCLIPointedAtASite(t *testing.T) {
+	startHearth(t, hearthCaddyfile(t.TempDir(), oauthSite))
+	_, err := runHearth(t, "", "member", "list", "--address", strings.TrimPrefix(testSite, "http://"))
+	if err == nil || !strings.Contains(err.Error(), "did not answer like Caddy's admin API") {
+		t.Fatalf("member list against the site: %v", err)
+	}
+}
