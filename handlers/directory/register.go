@@ -37,8 +37,9 @@ const (
 
 // refusal is a registration or post refused with a NIP-01 OK message.
 type refusal struct {
-	status int
-	msg    string
+	status     int
+	msg        string
+	retryAfter int // seconds, for status 429
 }
 
 func (r *refusal) Error() string { return r.msg }
@@ -288,7 +289,7 @@ func writeRefusal(w http.ResponseWriter, err error) {
 	if errors.As(err, &rf) {
 		if rf.status == http.StatusTooManyRequests {
 			metrics.RateLimited(metrics.LimitAgentRegistration)
-			w.Header().Set("Retry-After", "60")
+			w.Header().Set("Retry-After", strconv.Itoa(max(1, rf.retryAfter)))
 		}
 		writeError(w, rf.status, rf.msg)
 		return
@@ -312,8 +313,9 @@ func (d *Directory) Register(ctx context.Context, raw []byte) (Entry, bool, erro
 		return Entry{}, false, refuse("blocked: this agent is banned from the directory")
 	}
 	if res := d.regLimitPK.Allow(pk); !res.Allowed {
-		return Entry{}, false, &refusal{status: http.StatusTooManyRequests,
-			msg: fmt.Sprintf("rate-limited: too many registrations for this pubkey; retry in %d s", int(res.RetryAfter/time.Second))}
+		secs := retrySeconds(res.RetryAfter)
+		return Entry{}, false, &refusal{status: http.StatusTooManyRequests, retryAfter: secs,
+			msg: fmt.Sprintf("rate-limited: too many registrations for this pubkey; retry in %d s", secs)}
 	}
 	old, err := d.store.Agent(pk)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {

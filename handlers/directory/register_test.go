@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -269,8 +270,19 @@ func TestRegisterRateLimitedPerPubkey(t *testing.T) {
 	if en := e.mustEntry(a.pk); en.Name != "v2" {
 		t.Errorf("name = %q after a rate-limited update", en.Name)
 	}
+	// Retry-After is the real wait (within two of the hour's windows, not
+	// a fixed minute), the same as the message says.
+	wait, err := strconv.Atoi(r.header.Get("Retry-After"))
+	if err != nil || wait <= 60 || wait > 2*3600 || !strings.Contains(r.errorMessage(t), "retry in "+strconv.Itoa(wait)+" s") {
+		t.Errorf("Retry-After %q with %q", r.header.Get("Retry-After"), r.errorMessage(t))
+	}
 	// Another key from the same address is not limited.
 	e.mustRegister(regEvent(t, newAgent(t), e.now(), "other"))
+	// After the announced wait, the key may register again.
+	e.clock.Advance(time.Duration(wait) * time.Second)
+	if en := e.mustRegister(regEvent(t, a, e.now(), "v3")); en.Name != "v3" {
+		t.Errorf("name = %q after waiting Retry-After", en.Name)
+	}
 }
 
 func TestRegisterRefusesOtherMethods(t *testing.T) {
