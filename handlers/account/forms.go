@@ -56,9 +56,9 @@ func orSettings(rt string) string {
 	return rt
 }
 
-// parseForm reads a posted form within the size limit, answering 413 or 400
-// itself when it can't.
-func (p *Pages) parseForm(w http.ResponseWriter, r *http.Request) bool {
+// ParseForm reads a posted form within the size limit, answering 413 or 400
+// itself when it can't. Settings pages of other packages use it too.
+func (p *Pages) ParseForm(w http.ResponseWriter, r *http.Request) bool {
 	err := r.ParseForm()
 	if err == nil {
 		return true
@@ -85,7 +85,7 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 		p.renderSignIn(w, r, http.StatusOK, signInData{ReturnTo: rt})
 		return
 	}
-	if !p.parseForm(w, r) {
+	if !p.ParseForm(w, r) {
 		return
 	}
 	d := signInData{
@@ -218,7 +218,7 @@ func (p *Pages) serveSignOut(w http.ResponseWriter, r *http.Request) {
 		p.Render(w, r, http.StatusOK, "Sign out", signOutTmpl, signOutData{Member: p.CurrentMember(r)})
 		return
 	}
-	if !p.parseForm(w, r) {
+	if !p.ParseForm(w, r) {
 		return
 	}
 	p.SignOut(w, r)
@@ -239,7 +239,7 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 		p.Render(w, r, http.StatusOK, "Create an account", signUpTmpl, d)
 		return
 	}
-	if !p.parseForm(w, r) {
+	if !p.ParseForm(w, r) {
 		return
 	}
 	d.Username = strings.TrimSpace(r.PostForm.Get("username"))

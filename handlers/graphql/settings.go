@@ -80,6 +80,9 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 	case http.MethodPost:
+		if !pages.ParseForm(w, r) {
+			return
+		}
 		switch r.PostFormValue("action") {
 		case "create":
 			v.Name = strings.TrimSpace(r.PostFormValue("name"))

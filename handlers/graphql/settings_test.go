@@ -130,6 +130,10 @@ func TestAPITokensPageRejectsBadForms(t *testing.T) {
 	if status, _ := page(t, browser, http.MethodPost, pageURL, url.Values{"action": {"delete"}, "id": {"99"}}); status != http.StatusNotFound {
 		t.Fatalf("deleting an unknown token: status %d", status)
 	}
+	big := url.Values{"action": {"create"}, "name": {"x"}, "expires": {"1d"}, "pad": {strings.Repeat("p", 1<<20)}}
+	if status, _ := page(t, browser, http.MethodPost, pageURL, big); status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a form over the pages' limit: status %d, want 413", status)
+	}
 	tokens, _ := e.store.APITokens(e.member.ID)
 	if len(tokens) != 1 {
 		t.Fatalf("%d tokens stored", len(tokens))

@@ -54,6 +54,7 @@ type Pages interface {
 	Render(w http.ResponseWriter, r *http.Request, status int, title string, content *template.Template, data any)
 	Protect(h http.Handler) http.Handler
 	ContentSecurityPolicy(formActions ...string) string
+	ParseForm(w http.ResponseWriter, r *http.Request) bool
 }
 
 // Options configure the server. Zero values take the defaults above.

@@ -33,7 +33,10 @@ func (s *Server) serveAuthorizedApps(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 	case http.MethodPost:
-		clientID := r.PostFormValue("client_id")
+		if !p.ParseForm(w, r) {
+			return
+		}
+		clientID := r.PostForm.Get("client_id")
 		app, err := s.store.OAuthApp(clientID)
 		if err != nil || clientID == "" {
 			s.renderAuthorizedApps(w, r, m, http.StatusBadRequest, "That application is not authorized (any more).")

@@ -112,6 +112,9 @@ func TestAuthorizedAppsRevokeRefusals(t *testing.T) {
 		r := b.post(oauth.AuthorizedAppsPath, url.Values{"client_id": {id}})
 		wantStatus(t, r, http.StatusBadRequest)
 	}
+	// A form over the pages' size limit is 413, as on the other pages.
+	r := b.post(oauth.AuthorizedAppsPath, url.Values{"client_id": {tooter.ClientID}, "pad": {strings.Repeat("x", 1<<20)}})
+	wantStatus(t, r, http.StatusRequestEntityTooLarge)
 	wantStatus(t, f.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusOK)
 }
 
