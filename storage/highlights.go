@@ -156,13 +156,21 @@ func (tx *Tx) deleteHighlight(memberID string, h *Highlight) error {
 }
 
 // DeleteHighlights removes highlights of the member; unknown ids are
-// ErrNotFound and nothing is deleted.
+// ErrNotFound and nothing is deleted. A repeated id counts once.
 func (s *Store) DeleteHighlights(memberID string, ids []string) error {
 	if len(ids) == 0 || len(ids) > MaxBatchIDs {
 		return Invalid("items must hold 1 to %d highlights", MaxBatchIDs)
 	}
+	seen := make(map[string]bool, len(ids))
+	unique := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			unique = append(unique, id)
+		}
+	}
 	return s.Update(func(tx *Tx) error {
-		for _, id := range ids {
+		for _, id := range unique {
 			var h Highlight
 			if err := tx.getJSON(highlightKey(memberID, id), &h); err != nil {
 				return err
