@@ -133,6 +133,89 @@ func (s *Store) CreateHighlight(memberID, itemID string, segs []HighlightSegment
 	return out, err
 }
 
+// maxHighlightCopyBytes bounds the highlights one transaction rewrites to
+// keep their copies of an item's title, URL and domain in step (see
+// syncHighlightCopies), like maxIndexCopyBytes for the index copies.
+const maxHighlightCopyBytes = 512 << 10
+
+// syncHighlightCopies rewrites the highlights of it whose copies of its
+// title, URL or domain differ, with a new updatedAt, so their pages, search
+// and incremental sync see the item as it is. Past maxHighlightCopyBytes in
+// the transaction (an item with very many or very long highlights) it stops
+// and reports that some are left; update then finishes them after the
+// commit, in transactions of their own.
+func (tx *Tx) syncHighlightCopies(it *SavedItem) (left bool, err error) {
+	prefix := key("u", it.MemberID, "gql", "ih", it.ID, "")
+	ids, err := tx.suffixes(prefix)
+	if err != nil || len(ids) == 0 {
+		return false, err
+	}
+	t := now()
+	for _, id := range ids {
+		b, err := tx.get(highlightKey(it.MemberID, id))
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		var h Highlight
+		if err := unmarshal(b, &h); err != nil {
+			return false, err
+		}
+		if h.ItemTitle == it.Title && h.ItemURL == it.OriginalURL && h.ItemDomain == it.SourceDomain {
+			continue
+		}
+		if tx.highlightCopyBytes > 0 && tx.highlightCopyBytes+len(b) > maxHighlightCopyBytes {
+			return true, nil
+		}
+		tx.highlightCopyBytes += len(b)
+		old := highlightIndexKeys(it.MemberID, &h)[1]
+		h.ItemTitle, h.ItemURL, h.ItemDomain = it.Title, it.OriginalURL, it.SourceDomain
+		if t.After(h.UpdatedAt) {
+			h.UpdatedAt = t
+		}
+		if err := tx.delete(old); err != nil {
+			return false, err
+		}
+		if err := tx.put(highlightIndexKeys(it.MemberID, &h)[1], nil, 0); err != nil {
+			return false, err
+		}
+		if err := tx.putJSON(highlightKey(it.MemberID, h.ID), &h, 0); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// finishHighlightCopies brings the highlights of the items (member id, item
+// id) that a transaction left out (see syncHighlightCopies) in step, each
+// part in a transaction of its own. If the process stops before, those
+// highlights show the item's previous title until its next change.
+func (s *Store) finishHighlightCopies(items [][2]string) error {
+	for _, ref := range items {
+		for left := true; left; {
+			err := s.Update(func(tx *Tx) error {
+				left = false
+				var it SavedItem
+				err := tx.getItem(itemKey(ref[0], ref[1]), &it)
+				if errors.Is(err, ErrNotFound) {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				left, err = tx.syncHighlightCopies(&it)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func cleanText(s string, max int, what string) (string, error) {
 	if !utf8.ValidString(s) {
 		return "", Invalid("%s must be valid UTF-8", what)

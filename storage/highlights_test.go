@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The limits on a highlight's segments count characters, as their messages
@@ -72,5 +73,75 @@ func TestDeleteHighlightsWithARepeatedID(t *testing.T) {
 	}
 	if left, _ := st.ItemHighlights(m.ID, item.ID); len(left) != 1 {
 		t.Fatalf("%d highlights left after a refused delete, want 1", len(left))
+	}
+}
+
+// A highlight shows its item's title as it is now: renaming the item (or
+// saving its URL again with a new title) changes the title its highlights
+// show and are searched by, and moves their updatedAt for incremental sync,
+// also for an item whose highlights are too many for one transaction.
+func TestHighlightsFollowTheirItemsTitle(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		highlights int
+		text       string
+	}{
+		{"a few highlights", 3, "passage"},
+		{"more than one transaction holds", 100, strings.Repeat("long passage ", 700)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, m := openSavedTest(t)
+			item := saveN(t, st, m.ID, 1)[0]
+			for i := 0; i < tc.highlights; i++ {
+				if _, err := st.CreateHighlight(m.ID, item.ID, []HighlightSegment{{XPath: "/p", Text: tc.text}}, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, err := st.ItemHighlights(m.ID, item.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Millisecond)
+			title := "Renamed by the reader"
+			renamed, err := st.UpdateItemMetadata(m.ID, item.ID, ItemMetadata{Title: &title})
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, err := st.ItemHighlights(m.ID, item.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, h := range after {
+				if h.ItemTitle != title {
+					t.Fatalf("highlight %d shows title %q, want %q", i, h.ItemTitle, title)
+				}
+				if !h.UpdatedAt.After(before[i].UpdatedAt) {
+					t.Fatalf("highlight %d: updatedAt did not move", i)
+				}
+			}
+			search := func(text string, from *time.Time) int {
+				p, err := st.HighlightsPage(m.ID, ItemFilter{Text: text, UpdatedFrom: from}, PageRequest{Field: SortUpdatedAt, Desc: true, First: 100})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(p.Highlights)
+			}
+			if n := search("renamed by", nil); n != tc.highlights {
+				t.Errorf("search for the new title found %d highlights, want %d", n, tc.highlights)
+			}
+			if n := search(strings.ToLower(item.Title), nil); n != 0 {
+				t.Errorf("search for the old title found %d highlights, want 0", n)
+			}
+			if n := search("", &renamed.UpdatedAt); n != tc.highlights {
+				t.Errorf("updated since the rename: %d highlights, want %d", n, tc.highlights)
+			}
+			// Saving the URL again with another title does the same.
+			if _, _, err := st.SaveItem(m.ID, NewItem{URL: item.OriginalURL, Title: "Saved again", Text: "body"}); err != nil {
+				t.Fatal(err)
+			}
+			if n := search("saved again", nil); n != tc.highlights {
+				t.Errorf("search for the title saved again found %d highlights, want %d", n, tc.highlights)
+			}
+		})
 	}
 }

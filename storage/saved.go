@@ -284,6 +284,16 @@ func (tx *Tx) putItem(old, it *SavedItem) error {
 			return err
 		}
 	}
+	if old != nil && (old.Title != it.Title || old.OriginalURL != it.OriginalURL || old.SourceDomain != it.SourceDomain) {
+		// Highlights copy these (their pages and search read no item).
+		left, err := tx.syncHighlightCopies(it)
+		if err != nil {
+			return err
+		}
+		if left {
+			tx.highlightsLeft = append(tx.highlightsLeft, [2]string{it.MemberID, it.ID})
+		}
+	}
 	return tx.put(itemKey(it.MemberID, it.ID), rec, 0)
 }
 

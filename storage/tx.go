@@ -43,6 +43,11 @@ type Tx struct {
 	bigValue bool
 	// indexCopyBytes counts the item copies putItem wrote to indexes.
 	indexCopyBytes int
+	// highlightCopyBytes counts the highlights syncHighlightCopies wrote,
+	// and highlightsLeft lists the items (member id, item id) whose
+	// highlights it left for after the commit.
+	highlightCopyBytes int
+	highlightsLeft     [][2]string
 	// cachedWritten lists the keys of cached records (see recordCache)
 	// this transaction wrote or deleted.
 	cachedWritten []string
@@ -154,6 +159,7 @@ func (s *Store) update(fn func(tx *Tx) error) error {
 	tx := &Tx{}
 	err := s.db.Update(func(txn *badger.Txn) error {
 		tx.txn, tx.bigValue, tx.indexCopyBytes = txn, false, 0
+		tx.highlightCopyBytes, tx.highlightsLeft = 0, nil
 		return fn(tx)
 	})
 	if tx.bigValue {
@@ -163,6 +169,9 @@ func (s *Store) update(fn func(tx *Tx) error) error {
 	if len(tx.cachedWritten) > 0 {
 		// Also after a failed commit: dropping a cached record is safe.
 		s.caches.drop(tx.cachedWritten)
+	}
+	if err == nil && len(tx.highlightsLeft) > 0 {
+		return s.finishHighlightCopies(tx.highlightsLeft)
 	}
 	return err
 }
