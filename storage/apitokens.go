@@ -100,6 +100,9 @@ func (s *Store) CreateAPIToken(memberID, name string, lifetime time.Duration) (*
 		if m.Suspended {
 			return ErrSuspended
 		}
+		if err := tx.guardCount(memberID, "tok"); err != nil {
+			return err
+		}
 		n := 0
 		if err := tx.scan(key("u", memberID, "gql", "tok", ""), nil, false, true, func(_, _ []byte) (bool, error) {
 			n++
