@@ -33,6 +33,8 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 	b := full.Bytes()
 	endLen := 8 + len(backupEndMagic) + 8
 	firstFrame := 8 + int(binary.LittleEndian.Uint64(b))
+	miscounted := append([]byte(nil), b...)
+	binary.LittleEndian.PutUint64(miscounted[len(b)-8:], binary.LittleEndian.Uint64(b[len(b)-8:])+1)
 	var emptyBackup bytes.Buffer
 	if err := openTestStore(t).Backup(&emptyBackup); err != nil {
 		t.Fatal(err)
@@ -57,7 +59,7 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 		"cut before the end":       b[:len(b)-endLen],
 		"cut inside the end":       b[:len(b)-5],
 		"bytes after the end":      append(append([]byte(nil), b...), 0),
-		"miscounted end":           append(append([]byte(nil), b[:firstFrame]...), b[len(b)-endLen:]...),
+		"miscounted end":           miscounted,
 		"backup of an empty store": emptyBackup.Bytes(),
 	} {
 		prev, err := RestoreDir(dir, bytes.NewReader(input), Options{})
