@@ -61,8 +61,8 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 // checkedBackup returns a reader of Badger's stream in r, without the end
 // record, that fails (with ErrNotBackup) on a frame longer than
-// maxBackupFrame, on a stream that ends without the end record or with
-// bytes after it, and on a stream without any frame.
+// maxBackupFrame, and on a stream that ends without the end record or with
+// bytes after it.
 func checkedBackup(r io.Reader) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(copyBackupFrames(pw, bufio.NewReaderSize(r, 64<<10))) }()
@@ -71,7 +71,6 @@ func checkedBackup(r io.Reader) io.ReadCloser {
 
 func copyBackupFrames(w io.Writer, r *bufio.Reader) error {
 	var streamBytes uint64
-	frames := 0
 	var hdr [8]byte
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
@@ -82,7 +81,7 @@ func copyBackupFrames(w io.Writer, r *bufio.Reader) error {
 		}
 		size := binary.LittleEndian.Uint64(hdr[:])
 		if size == backupEndMarker {
-			return checkBackupEnd(r, streamBytes, frames)
+			return checkBackupEnd(r, streamBytes)
 		}
 		if size > maxBackupFrame {
 			return fmt.Errorf("%w: a frame of %d bytes", ErrNotBackup, size)
@@ -98,11 +97,10 @@ func copyBackupFrames(w io.Writer, r *bufio.Reader) error {
 			return err
 		}
 		streamBytes += uint64(len(hdr)) + uint64(n)
-		frames++
 	}
 }
 
-func checkBackupEnd(r *bufio.Reader, streamBytes uint64, frames int) error {
+func checkBackupEnd(r *bufio.Reader, streamBytes uint64) error {
 	var end [len(backupEndMagic) + 8]byte
 	if _, err := io.ReadFull(r, end[:]); err != nil || string(end[:len(backupEndMagic)]) != backupEndMagic {
 		return fmt.Errorf("%w: a damaged end record", ErrNotBackup)
@@ -113,14 +111,47 @@ func checkBackupEnd(r *bufio.Reader, streamBytes uint64, frames int) error {
 	if _, err := r.ReadByte(); err != io.EOF {
 		return fmt.Errorf("%w: data after the end record", ErrNotBackup)
 	}
-	if frames == 0 {
-		return fmt.Errorf("%w: it holds no records", ErrNotBackup)
-	}
 	return nil
 }
 
+// ErrRestoreRunning is returned by Replace while another Replace runs.
+var ErrRestoreRunning = errors.New("another restore is running")
+
+// loadBackup loads the backup read from r into a new directory next to dir
+// and returns the store open there. Input that is not a complete backup, or
+// one without any record, fails with ErrNotBackup (wrapped) and leaves no
+// directory behind.
+func loadBackup(dir string, r io.Reader, opts Options) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".restoring-*")
+	if err != nil {
+		return nil, err
+	}
+	fresh, err := Open(tmp, opts)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	err = fresh.Restore(r)
+	if err == nil {
+		var had bool
+		if had, err = fresh.hasRecords(); err == nil && !had {
+			err = fmt.Errorf("%w: it holds no records", ErrNotBackup)
+		}
+	}
+	if err != nil {
+		fresh.Close()
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("load backup: %w", err)
+	}
+	return fresh, nil
+}
+
 // Replace makes the running store hold exactly the records of the backup
-// read from r (caddy hearth restore while Caddy runs). The backup is loaded
+// read from r (caddy hearth restore while Caddy runs); one at a time
+// (ErrRestoreRunning otherwise). The backup is loaded
 // into a fresh sibling directory first, so input that is not a complete
 // backup changes nothing; the current records are then written to a backup
 // file next to the store (returned as previous, when there were any), and
@@ -128,19 +159,18 @@ func checkBackupEnd(r *bufio.Reader, streamBytes uint64, frames int) error {
 // the backup lacks are deleted, the others written with their expiry.
 // Requests served meanwhile may see a mix of old and restored records.
 func (s *Store) Replace(r io.Reader) (previous string, err error) {
-	tmp := s.path + ".restoring"
-	if err := os.RemoveAll(tmp); err != nil {
-		return "", err
+	if !s.replacing.TryLock() {
+		return "", ErrRestoreRunning
 	}
-	defer os.RemoveAll(tmp)
-	fresh, err := Open(tmp, Options{GCInterval: -1})
+	defer s.replacing.Unlock()
+	fresh, err := loadBackup(s.path, r, Options{GCInterval: -1})
 	if err != nil {
 		return "", err
 	}
-	defer fresh.Close()
-	if err := fresh.Restore(r); err != nil {
-		return "", fmt.Errorf("load backup: %w", err)
-	}
+	defer func() {
+		fresh.Close()
+		os.RemoveAll(fresh.path)
+	}()
 
 	had, err := s.hasRecords()
 	if err != nil {
@@ -152,6 +182,15 @@ func (s *Store) Replace(r io.Reader) (previous string, err error) {
 		}
 	}
 
+	// From here the store changes. Whatever happens, cached records are
+	// dropped and what was written reaches the disk, big values included.
+	defer func() {
+		s.caches.drop(nil)
+		s.vlogWritten.Store(true)
+		if serr := s.Sync(); err == nil && serr != nil {
+			err = serr
+		}
+	}()
 	// Drop what the backup lacks, then write what it has.
 	del := s.db.NewWriteBatch()
 	defer del.Cancel()
@@ -200,12 +239,10 @@ func (s *Store) Replace(r io.Reader) (previous string, err error) {
 	if err == nil {
 		err = put.Flush()
 	}
-	s.caches.drop(nil)
 	if err != nil {
 		return previous, fmt.Errorf("write the backup's records (the earlier records are in %s): %w", previous, err)
 	}
-	s.vlogWritten.Store(true)
-	return previous, s.Sync()
+	return previous, nil
 }
 
 // backupToNewFile writes a backup of the store to a new file

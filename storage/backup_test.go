@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,10 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 	firstFrame := 8 + int(binary.LittleEndian.Uint64(b))
 	miscounted := append([]byte(nil), b...)
 	binary.LittleEndian.PutUint64(miscounted[len(b)-8:], binary.LittleEndian.Uint64(b[len(b)-8:])+1)
+	oneEmptyFrame := binary.LittleEndian.AppendUint64(nil, 0)
+	oneEmptyFrame = binary.LittleEndian.AppendUint64(oneEmptyFrame, backupEndMarker)
+	oneEmptyFrame = append(oneEmptyFrame, backupEndMagic...)
+	oneEmptyFrame = binary.LittleEndian.AppendUint64(oneEmptyFrame, 8)
 	var emptyBackup bytes.Buffer
 	if err := openTestStore(t).Backup(&emptyBackup); err != nil {
 		t.Fatal(err)
@@ -61,6 +66,7 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 		"bytes after the end":      append(append([]byte(nil), b...), 0),
 		"miscounted end":           miscounted,
 		"backup of an empty store": emptyBackup.Bytes(),
+		"one empty frame":          oneEmptyFrame,
 	} {
 		prev, err := RestoreDir(dir, bytes.NewReader(input), Options{})
 		if !errors.Is(err, ErrNotBackup) || prev != "" {
@@ -110,6 +116,21 @@ func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
 
 	if _, err := st.Replace(strings.NewReader("not a backup")); !errors.Is(err, ErrNotBackup) {
 		t.Fatalf("Replace with a text: %v", err)
+	}
+	// One restore at a time: a second while the first reads its input is
+	// refused (two loading into one scratch directory crashed Badger).
+	pr, pw := io.Pipe()
+	first := make(chan error, 1)
+	go func() { _, err := st.Replace(pr); first <- err }()
+	if _, err := pw.Write(b.Bytes()[:8]); err != nil { // returns once the first is reading
+		t.Fatal(err)
+	}
+	if _, err := st.Replace(bytes.NewReader(b.Bytes())); !errors.Is(err, ErrRestoreRunning) {
+		t.Fatalf("a second Replace during the first: %v, want ErrRestoreRunning", err)
+	}
+	pw.CloseWithError(errors.New("client gone"))
+	if err := <-first; err == nil {
+		t.Fatal("a Replace whose input broke off succeeded")
 	}
 	if _, err := st.Member("bob"); err != nil {
 		t.Fatalf("a refused Replace changed the store: %v", err)

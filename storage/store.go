@@ -101,6 +101,8 @@ type Store struct {
 	vlogWritten atomic.Bool
 	caches      caches
 
+	replacing sync.Mutex // held by Replace
+
 	stopGC chan struct{}
 	gcDone sync.WaitGroup
 	closed sync.Once
@@ -273,19 +275,11 @@ func RestoreDir(dir string, r io.Reader, opts Options) (previous string, err err
 			return "", fmt.Errorf("read current store: %w", err)
 		}
 	}
-	tmp := dir + ".restoring"
-	if err := os.RemoveAll(tmp); err != nil {
-		return "", err
-	}
-	fresh, err := Open(tmp, opts)
+	fresh, err := loadBackup(dir, r, opts)
 	if err != nil {
 		return "", err
 	}
-	if err := fresh.Restore(r); err != nil {
-		fresh.Close()
-		os.RemoveAll(tmp)
-		return "", fmt.Errorf("load backup: %w", err)
-	}
+	tmp := fresh.path
 	if err := fresh.Close(); err != nil {
 		os.RemoveAll(tmp)
 		return "", fmt.Errorf("load backup: %w", err)
