@@ -148,13 +148,23 @@ func (tx *Tx) labelNameTaken(memberID, name, self string) (bool, error) {
 	return false, nil
 }
 
-// deleteLabelNameKeys drops the name key of a label's name, in both forms.
-func (tx *Tx) deleteLabelNameKeys(memberID, name string) error {
-	if err := tx.delete(labelNameKey(memberID, name)); err != nil {
-		return err
-	}
-	if legacy := legacyLabelNameKey(memberID, name); string(legacy) != string(labelNameKey(memberID, name)) {
-		return tx.delete(legacy)
+// deleteLabelNameKeys drops the name keys of label id's name, in both forms,
+// that point to it (two labels written before names were folded can share
+// the folded key; the other one keeps it).
+func (tx *Tx) deleteLabelNameKeys(memberID, name, id string) error {
+	for _, k := range [][]byte{labelNameKey(memberID, name), legacyLabelNameKey(memberID, name)} {
+		owner, err := tx.get(k)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if string(owner) == id {
+			if err := tx.delete(k); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -243,17 +253,27 @@ func (s *Store) UpdateLabel(memberID, id, name, color string) (*Label, error) {
 		if err := tx.getJSON(labelKey(memberID, id), &l); err != nil {
 			return nil, err
 		}
-		taken, err := tx.labelNameTaken(memberID, name, id)
-		if err != nil {
+		// Keeping its own name (as Inboxt's updateLabel sends it) is never a
+		// conflict, also for a pair of labels an earlier version let share
+		// a folded name.
+		if labelNameFold(l.Name) != labelNameFold(name) {
+			taken, err := tx.labelNameTaken(memberID, name, id)
+			if err != nil {
+				return nil, err
+			}
+			if taken {
+				return nil, ErrConflict
+			}
+		}
+		if err := tx.deleteLabelNameKeys(memberID, l.Name, l.ID); err != nil {
 			return nil, err
 		}
-		if taken {
-			return nil, ErrConflict
-		}
-		if err := tx.deleteLabelNameKeys(memberID, l.Name); err != nil {
-			return nil, err
-		}
-		if err := tx.put(labelNameKey(memberID, name), []byte(l.ID), 0); err != nil {
+		switch owner, err := tx.get(labelNameKey(memberID, name)); {
+		case errors.Is(err, ErrNotFound) || err == nil && string(owner) == l.ID:
+			if err := tx.put(labelNameKey(memberID, name), []byte(l.ID), 0); err != nil {
+				return nil, err
+			}
+		case err != nil:
 			return nil, err
 		}
 		changed := l.Name != name || l.Color != color
@@ -350,7 +370,7 @@ func (s *Store) DeleteLabel(memberID, id string) error {
 		if err := tx.getJSON(labelKey(memberID, id), &l); err != nil {
 			return nil, err
 		}
-		if err := tx.deleteLabelNameKeys(memberID, l.Name); err != nil {
+		if err := tx.deleteLabelNameKeys(memberID, l.Name, l.ID); err != nil {
 			return nil, err
 		}
 		if err := tx.delete(labelKey(memberID, id)); err != nil {

@@ -307,3 +307,38 @@ func TestConcurrentCreationsKeepTheLimits(t *testing.T) {
 		})
 	})
 }
+
+// Two labels an earlier version let stand side by side (Σ and ς: their
+// lower-cased keys differ, their folded names do not) can each be recolored
+// keeping its name, as Inboxt's updateLabel sends it; deleting one leaves
+// the other's name taken.
+func TestLabelPairsFromEarlierVersionsStayEditable(t *testing.T) {
+	st, m := openSavedTest(t)
+	a := &Label{ID: NewID(), Name: "Σ", Color: "#000000"}
+	b := &Label{ID: NewID(), Name: "ς", Color: "#000000", Order: 1}
+	err := st.Update(func(tx *Tx) error {
+		for _, l := range []*Label{a, b} {
+			if err := tx.put(legacyLabelNameKey(m.ID, l.Name), []byte(l.ID), 0); err != nil {
+				return err
+			}
+			if err := tx.putJSON(labelKey(m.ID, l.ID), l, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []*Label{a, b, a} {
+		if _, err := st.UpdateLabel(m.ID, l.ID, l.Name, "#ff0000"); err != nil {
+			t.Fatalf("recolor %q keeping its name: %v", l.Name, err)
+		}
+	}
+	if err := st.DeleteLabel(m.ID, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateLabel(m.ID, "σ", "#00ff00"); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a third label named like the remaining ς: %v, want ErrConflict", err)
+	}
+}
