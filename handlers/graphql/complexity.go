@@ -24,7 +24,8 @@ import (
 //     and setSavedItemLabels return: half the ids given (rounded up). The
 //     items are the ones the client named, at most storage.MaxBatchIDs, and
 //     their scalars are short: Inboxt's bulk selection (14 scalars) on 500
-//     ids costs 3501.
+//     ids costs 3501. Their content, the one large part, is priced below
+//     and bounded at run time.
 //   - reorderLabels and reorderSavedQueries: the number of ids given.
 //   - an item's highlights: itemHighlights. Storage does not bound them, so
 //     this is an allowance for a page of items with their highlights, not
@@ -32,14 +33,32 @@ import (
 //   - an item's labels and a highlight's segments: 1. They hold scalars
 //     only, so they cannot nest further.
 //
+// The large scalars, an article's or a newsletter's contentHtml and
+// contentText (up to storage.MaxContentLen each), cost contentCost each,
+// so that aliasing them multiplies their price. An item is an article or
+// a newsletter, never both: its article and newsletter cost the larger of
+// the two, not their sum. The price alone cannot bound a response (one
+// content can be 8 MiB), so the contents a response carries are also
+// counted as they are written (Options.MaxContentBytes, content.go).
+//
 // The highlights of an item are what makes nesting expensive: a
 // highlight's savedItem is the item again, whose highlights have a
 // savedItem, and so on, each level multiplying the response by the number
-// of highlights (and the item's content, up to storage.MaxContentLen, comes
-// with every copy). So below an item's highlights, a highlight's savedItem
-// costs its article, newsletter and highlights repeatCost times over: such
-// queries are refused, while the item's id, title, labels and other scalars
-// stay cheap there.
+// of highlights (and the item's content comes with every copy). Likewise
+// a page of highlight entries repeats the item of each highlight. So below
+// an item's highlights and in entries, a highlight's savedItem costs its
+// article, newsletter and highlights repeatCost times over: such queries
+// are refused, while the item's id, title, labels and other scalars stay
+// cheap there.
+//
+// Introspection (__schema, __type) costs 1 plus its selection divided by
+// introspectionUnit, rounded up, where its lists count the schema's own
+// sizes: __Schema.types the number of types, __Schema.directives the
+// number of directives, and the lists of a type (fields, args, enum values
+// and so on) their average length in the schema. A selection on all types
+// is then counted exactly (the standard introspection query costs about
+// 1700); one on a single type (__type) may be undercounted by the ratio of
+// its size to the average. Aliasing __schema multiplies its cost.
 //
 // A selection on an interface (entries' node) costs what it costs on the
 // most expensive type that implements it, counting only the fragments that
@@ -47,7 +66,9 @@ import (
 const (
 	itemHighlights       = 3
 	repeatCost           = 1000
+	contentCost          = 5
 	mutationItemsPerUnit = 2
+	introspectionUnit    = 10
 )
 
 // setComplexity gives the list fields their counts (see above).
@@ -114,8 +135,9 @@ func addCost(a, b int) int {
 // complexityLimit refuses operations that cost more than max, with gqlgen's
 // code and message.
 type complexityLimit struct {
-	max int
-	es  graphql.ExecutableSchema
+	max   int
+	es    graphql.ExecutableSchema
+	intro map[string]int // introspectionCounts of es's schema
 }
 
 var _ interface {
@@ -127,6 +149,7 @@ func (*complexityLimit) ExtensionName() string { return "ComplexityLimit" }
 
 func (c *complexityLimit) Validate(es graphql.ExecutableSchema) error {
 	c.es = es
+	c.intro = introspectionCounts(es.Schema())
 	return nil
 }
 
@@ -135,7 +158,7 @@ func (c *complexityLimit) MutateOperationContext(ctx context.Context, oc *graphq
 	if op == nil {
 		return nil
 	}
-	cost := operationCost(ctx, c.es, op, oc.Variables)
+	cost := operationCost(ctx, c.es, c.intro, op, oc.Variables)
 	if cost > c.max {
 		err := gqlerror.Errorf("operation has complexity %d, which exceeds the limit of %d", cost, c.max)
 		errcode.Set(err, codeComplexityLimit)
@@ -144,9 +167,53 @@ func (c *complexityLimit) MutateOperationContext(ctx context.Context, oc *graphq
 	return nil
 }
 
+// introspectionCounts are the element counts of the introspection lists,
+// by "Type.field" (see the top of this file).
+func introspectionCounts(schema *ast.Schema) map[string]int {
+	var types, fields, args, inputFields, enumValues, interfaces, possible, dirArgs int
+	for _, t := range schema.Types {
+		types++
+		switch t.Kind {
+		case ast.Object, ast.Interface:
+			fields += len(t.Fields)
+			for _, f := range t.Fields {
+				args += len(f.Arguments)
+			}
+			interfaces += len(t.Interfaces)
+		case ast.InputObject:
+			inputFields += len(t.Fields)
+		case ast.Enum:
+			enumValues += len(t.EnumValues)
+		}
+		if t.IsAbstractType() {
+			possible += len(schema.GetPossibleTypes(t))
+		}
+	}
+	for _, d := range schema.Directives {
+		dirArgs += len(d.Arguments)
+	}
+	avg := func(n, of int) int {
+		if of < 1 {
+			return n
+		}
+		return (n + of - 1) / of
+	}
+	return map[string]int{
+		"__Schema.types":       types,
+		"__Schema.directives":  len(schema.Directives),
+		"__Type.fields":        avg(fields, types),
+		"__Type.inputFields":   avg(inputFields, types),
+		"__Type.enumValues":    avg(enumValues, types),
+		"__Type.interfaces":    avg(interfaces, types),
+		"__Type.possibleTypes": avg(possible, types),
+		"__Field.args":         avg(args, fields),
+		"__Directive.args":     avg(dirArgs, len(schema.Directives)),
+	}
+}
+
 // operationCost is the cost of op (see the top of this file).
-func operationCost(ctx context.Context, es graphql.ExecutableSchema, op *ast.OperationDefinition, vars map[string]any) int {
-	w := costWalker{ctx: ctx, es: es, schema: es.Schema(), vars: vars}
+func operationCost(ctx context.Context, es graphql.ExecutableSchema, intro map[string]int, op *ast.OperationDefinition, vars map[string]any) int {
+	w := costWalker{ctx: ctx, es: es, schema: es.Schema(), intro: intro, vars: vars}
 	var root *ast.Definition
 	switch op.Operation {
 	case ast.Mutation:
@@ -166,13 +233,14 @@ type costWalker struct {
 	ctx    context.Context
 	es     graphql.ExecutableSchema
 	schema *ast.Schema
+	intro  map[string]int
 	vars   map[string]any
 }
 
 // costContext tells where a selection lies.
 type costContext struct {
-	inHighlights bool // below SavedItem.highlights
-	sameItem     bool // the selection of a highlight's savedItem below SavedItem.highlights
+	inHighlights bool // below SavedItem.highlights or entries (whose nodes may be highlights)
+	sameItem     bool // the selection of a highlight's savedItem there
 }
 
 // selection is the cost of set on typ: on an interface or union, the cost
@@ -188,25 +256,41 @@ func (w *costWalker) selection(set ast.SelectionSet, typ *ast.Definition, cc cos
 	return most
 }
 
+// costSum adds up a selection's cost; an item's article and newsletter
+// apart, since only one of them can be non-null.
+type costSum struct{ total, article, newsletter int }
+
 // selectionOn is the cost of set on the object type typ, counting the
 // fragments that apply to typ.
 func (w *costWalker) selectionOn(set ast.SelectionSet, typ *ast.Definition, cc costContext) int {
-	total := 0
+	var sum costSum
+	w.addSelection(&sum, set, typ, cc)
+	return addCost(sum.total, max(sum.article, sum.newsletter))
+}
+
+func (w *costWalker) addSelection(sum *costSum, set ast.SelectionSet, typ *ast.Definition, cc costContext) {
 	for _, sel := range set {
 		switch s := sel.(type) {
 		case *ast.Field:
-			total = addCost(total, w.field(s, typ, cc))
+			c := w.field(s, typ, cc)
+			switch {
+			case typ.Name == "SavedItem" && s.Name == "article":
+				sum.article = addCost(sum.article, c)
+			case typ.Name == "SavedItem" && s.Name == "newsletter":
+				sum.newsletter = addCost(sum.newsletter, c)
+			default:
+				sum.total = addCost(sum.total, c)
+			}
 		case *ast.InlineFragment:
 			if w.applies(s.TypeCondition, typ) {
-				total = addCost(total, w.selectionOn(s.SelectionSet, typ, cc))
+				w.addSelection(sum, s.SelectionSet, typ, cc)
 			}
 		case *ast.FragmentSpread:
 			if s.Definition != nil && w.applies(s.Definition.TypeCondition, typ) {
-				total = addCost(total, w.selectionOn(s.Definition.SelectionSet, typ, cc))
+				w.addSelection(sum, s.Definition.SelectionSet, typ, cc)
 			}
 		}
 	}
-	return total
 }
 
 // applies reports whether a fragment on cond applies to the object type typ.
@@ -231,8 +315,12 @@ func (w *costWalker) field(f *ast.Field, typ *ast.Definition, cc costContext) in
 		return 1
 	}
 	ft := w.schema.Types[f.Definition.Type.Name()]
-	if ft == nil || ft.Name == "__Schema" {
-		return 0 // introspection, as gqlgen counts it
+	if ft == nil {
+		return 1
+	}
+	switch typ.Name + "." + f.Name {
+	case "Article.contentHtml", "Article.contentText", "Newsletter.contentHtml", "Newsletter.contentText":
+		return contentCost
 	}
 	child := 0
 	if ft.Kind == ast.Object || ft.Kind == ast.Interface || ft.Kind == ast.Union {
@@ -240,10 +328,22 @@ func (w *costWalker) field(f *ast.Field, typ *ast.Definition, cc costContext) in
 		switch {
 		case typ.Name == "SavedItem" && f.Name == "highlights":
 			inner.inHighlights = true
+		case typ == w.schema.Query && f.Name == "entries":
+			inner.inHighlights = true
 		case typ.Name == "Highlight" && f.Name == "savedItem" && cc.inHighlights:
 			inner.sameItem = true
 		}
 		child = w.selection(f.SelectionSet, ft, inner)
+	}
+	if typ == w.schema.Query && (f.Name == "__schema" || f.Name == "__type") {
+		units := child / introspectionUnit
+		if child%introspectionUnit != 0 {
+			units++
+		}
+		return addCost(1, units)
+	}
+	if n, ok := w.intro[typ.Name+"."+f.Name]; ok {
+		return listCost(n, child)
 	}
 	cost := 0
 	if c, ok := w.es.Complexity(w.ctx, typ.Name, f.Name, child, f.ArgumentMap(w.vars)); ok && c >= 1 {

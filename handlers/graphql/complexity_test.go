@@ -1,10 +1,13 @@
 package graphql_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/99designs/gqlgen/graphql/introspection"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -105,4 +108,143 @@ func TestComplexityAllowsInboxtBulkMutations(t *testing.T) {
 		t.Fatalf("updateSavedItemsStatus returned %d items", len(out.UpdateSavedItemsStatus))
 	}
 	e.do(readStatusMutation, map[string]any{"data": map[string]any{"ids": ids, "isRead": true}}, nil)
+}
+
+// Queries that cost little yet answered hundreds of megabytes (the
+// reviewer's: 4900 aliases of one 240 KB article's content, 1.18 GB; a
+// page of 100 highlights each with its item's content 40 times, 960 MB;
+// 3000 aliased introspections, 47.7 MB) are refused before they run: the
+// contents and introspection are priced so that aliases multiply them, and
+// a highlight entry's item counts as repeated. The standard introspection
+// query and a sync client's page of 50 items with content and highlights
+// still pass.
+func TestComplexityPricesContentAndIntrospection(t *testing.T) {
+	e := newEnv(t, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	body := "<p>" + strings.Repeat("lorem ipsum ", 20000) + "</p>"
+	art := e.saveArticle(e.member.ID, 1, func(in *storage.NewItem) { in.HTML, in.Text = body, body })
+	for i := range 100 {
+		if _, err := e.store.CreateHighlight(e.member.ID, art.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 5, Text: fmt.Sprint("h", i)}}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	aliases := func(n int, sel string) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "a%d:%s ", i, sel)
+		}
+		return b.String()
+	}
+	for _, q := range []string{
+		`query($i:String!){savedItem(query:{id:$i}){article{` + aliases(4900, "contentHtml") + `}}}`,
+		`query($i:String!){savedItem(query:{id:$i}){newsletter{` + aliases(1001, "contentText") + `}}}`,
+		`{entries(query:{first:100,q:"type:highlight"}){edges{node{...on Highlight{savedItem{article{` + aliases(40, "contentHtml") + `}}}}}}}`,
+		`{entries(query:{first:100,q:"type:highlight"}){edges{node{...on Highlight{savedItem{article{contentHtml}}}}}}}`,
+		`{` + aliases(3000, "__schema{types{name fields{name args{name} type{name ofType{name}}}}}") + `}`,
+		`{__schema{types{` + aliases(3000, "fields{name}") + `}}}`,
+	} {
+		r := e.wantError(e.token, q, map[string]any{"i": art.ID}, http.StatusUnprocessableEntity, "COMPLEXITY_LIMIT_EXCEEDED")
+		if string(r.Data) != "" && string(r.Data) != "null" {
+			t.Fatalf("%.100s: refused, yet data = %.200s", q, r.Data)
+		}
+	}
+
+	e.do(introspection.Query, nil, nil)
+	e.do(`query($i:String!){savedItem(query:{id:$i}){ title article { contentHtml contentText } newsletter { contentHtml contentText } }}`, map[string]any{"i": art.ID}, nil)
+	for i := 2; i <= 60; i++ {
+		e.saveArticle(e.member.ID, i, func(in *storage.NewItem) { in.HTML, in.Text = body, body })
+	}
+	const sync = `query($query: GetEntriesInput!) { entries(query: $query) { edges { cursor node { __typename id createdAt ... on SavedItem {
+		updatedAt title originalUrl sourceDomain description author leadImage wordCount type status readingProgress readAt isReadManual
+		labels { id createdAt name color order } article { contentHtml } newsletter { contentHtml }
+		highlights { id note createdAt updatedAt segments { id xpath beforeText afterText startOffset endOffset text } } } } }
+		pageInfo { endCursor hasNextPage } } }`
+	var got struct {
+		Entries struct {
+			Edges []struct {
+				Node struct{ Article *struct{ ContentHTML string } }
+			}
+		}
+	}
+	e.do(sync, map[string]any{"query": map[string]any{"first": 50}}, &got)
+	if len(got.Entries.Edges) != 50 || got.Entries.Edges[0].Node.Article == nil || got.Entries.Edges[0].Node.Article.ContentHTML == "" {
+		t.Fatalf("sync page: %d edges", len(got.Entries.Edges))
+	}
+}
+
+// The contents one response carries are bounded at run time
+// (Options.MaxContentBytes): past it, further content fields resolve to
+// CONTENT_LIMIT_EXCEEDED errors, in gqlgen's executor and in the entries
+// fast path alike, and their article is null.
+func TestContentBudgetBoundsResponses(t *testing.T) {
+	const budget = 1 << 20
+	e := newEnv(t, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1, MaxContentBytes: budget})
+	body := strings.Repeat("x", 300_000)
+	var first *storage.SavedItem
+	for i := range 5 {
+		it := e.saveArticle(e.member.ID, i, func(in *storage.NewItem) { in.HTML, in.Text = "<p>"+body+"</p>", body })
+		if first == nil {
+			first = it
+		}
+	}
+	check := func(name string, r *response, nonNull int, articles func() []*json.RawMessage) {
+		t.Helper()
+		if r.Status != http.StatusOK || len(r.Errors) == 0 {
+			t.Fatalf("%s: status %d, errors %+v", name, r.Status, r.Errors)
+		}
+		for _, e := range r.Errors {
+			if e.Code() != "CONTENT_LIMIT_EXCEEDED" || !strings.Contains(e.Message, "exceed 1048576 bytes") {
+				t.Fatalf("%s: error %+v", name, e)
+			}
+		}
+		n := 0
+		for _, a := range articles() {
+			if a != nil && string(*a) != "null" {
+				n++
+			}
+		}
+		if n != nonNull {
+			t.Fatalf("%s: %d articles with content, want %d", name, n, nonNull)
+		}
+		if len(r.Data) > budget+100_000 {
+			t.Fatalf("%s: %d bytes of data", name, len(r.Data))
+		}
+	}
+
+	// gqlgen's executor: 5 aliases of a 300 KB content, 3 fit.
+	q := `query($i:String!){savedItem(query:{id:$i}){` + "a0:article{contentText} a1:article{contentText} a2:article{contentText} a3:article{contentText} a4:article{contentText}" + `}}`
+	r := e.post(e.token, q, map[string]any{"i": first.ID})
+	var one struct{ SavedItem map[string]*json.RawMessage }
+	if err := json.Unmarshal(r.Data, &one); err != nil {
+		t.Fatal(err)
+	}
+	check("savedItem", r, 3, func() (out []*json.RawMessage) {
+		for _, a := range one.SavedItem {
+			out = append(out, a)
+		}
+		return out
+	})
+
+	// The fast path: a page of 5 items with their content; it steps aside,
+	// and gqlgen serves the page with the budget it left untouched.
+	r = e.post(e.token, `{entries(query:{first:5}){edges{node{...on SavedItem{article{contentText}}}}}}`, nil)
+	var page struct {
+		Entries struct {
+			Edges []struct {
+				Node struct{ Article *json.RawMessage }
+			}
+		}
+	}
+	if err := json.Unmarshal(r.Data, &page); err != nil {
+		t.Fatal(err)
+	}
+	check("entries", r, 3, func() (out []*json.RawMessage) {
+		for _, e := range page.Entries.Edges {
+			out = append(out, e.Node.Article)
+		}
+		return out
+	})
+
+	// Within the budget nothing changes.
+	e.do(`{entries(query:{first:3}){edges{node{...on SavedItem{article{contentText}}}}}}`, nil, nil)
+	e.do(`{a:entries(query:{first:2}){edges{node{...on SavedItem{article{contentText}}}}} b:entries(query:{first:1}){edges{node{id}}}}`, nil, nil)
 }

@@ -37,11 +37,15 @@ import (
 
 // entriesFast is a gqlgen root-field middleware.
 func (s *Server) entriesFast(ctx context.Context, next graphql.RootResolver) (m graphql.Marshaler) {
+	var w *jsonWriter
 	// gqlgen recovers panics inside next, not in a middleware; a bug here
 	// must not take the process down with it.
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("entries fast path: panic; gqlgen serves the field", zap.Any("panic", r), zap.Stack("stack"))
+			if w != nil {
+				w.releaseContent()
+			}
 			m = next(ctx)
 		}
 	}()
@@ -62,9 +66,10 @@ func (s *Server) entriesFast(ctx context.Context, next graphql.RootResolver) (m 
 		return next(ctx) // gqlgen reports it, with its path
 	}
 	buf := getBuffer()
-	w := &jsonWriter{ctx: ctx, op: op, res: res, buf: buf.AvailableBuffer()}
+	w = &jsonWriter{ctx: ctx, op: op, res: res, buf: buf.AvailableBuffer()}
 	if !w.entryConnection(fc.Field.Selections, page) {
 		putBuffer(buf)
+		w.releaseContent()
 		return next(ctx)
 	}
 	s.fastServed.Add(1)
@@ -165,6 +170,27 @@ type jsonWriter struct {
 	// CollectFields results of the selection sets met so far: every edge
 	// of a page has the same ones.
 	fields map[fieldsKey][]graphql.CollectedField
+
+	// The operation's content budget (content.go) and the bytes taken from
+	// it, given back if gqlgen writes the field instead.
+	budget     *contentBudget
+	hasBudget  bool
+	contentLen int64
+}
+
+// takeContent counts a content string of n bytes; false past the budget,
+// where gqlgen writes the field with its errors.
+func (w *jsonWriter) takeContent(n int) bool {
+	if !w.hasBudget {
+		w.budget, w.hasBudget = contentBudgetOf(w.ctx), true
+	}
+	w.contentLen += int64(n)
+	return w.budget.take(n)
+}
+
+func (w *jsonWriter) releaseContent() {
+	w.budget.release(w.contentLen)
+	w.contentLen = 0
 }
 
 // fieldsKey identifies a selection set as gqlgen's own CollectFields cache
@@ -383,8 +409,14 @@ func (w *jsonWriter) content(f graphql.CollectedField, stored *storage.SavedItem
 	return w.object(f.Selections, types, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "contentHtml":
+			if !w.takeContent(len(html)) {
+				return false
+			}
 			w.str(html)
 		case "contentText":
+			if !w.takeContent(len(text)) {
+				return false
+			}
 			w.str(text)
 		case "subscription":
 			if subscription != nil {

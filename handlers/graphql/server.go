@@ -52,6 +52,7 @@ const (
 	DefaultFetchMaxBytes     int64 = 5 << 20
 	DefaultFetchTimeout            = 15 * time.Second
 	DefaultQueryCacheEntries       = 1000
+	DefaultMaxContentBytes   int64 = 64 << 20
 )
 
 // Options configure a Server. Zero values take the defaults above; New fills
@@ -66,8 +67,14 @@ type Options struct {
 	MaxDepth int
 	// MaxComplexity limits a query's cost: one per field, a list field's
 	// selection multiplied by the elements counted for it, and highlights
-	// nested below an item's own highlights refused (5000; complexity.go).
+	// nested below an item's own highlights refused; contents and
+	// introspection are priced so that aliases multiply them (5000;
+	// complexity.go).
 	MaxComplexity int
+	// MaxContentBytes bounds the article and newsletter contents one
+	// response carries (64 MiB); past it further content fields resolve
+	// to a CONTENT_LIMIT_EXCEEDED error (content.go).
+	MaxContentBytes int64
 	// NoIntrospection turns off __schema and __type queries.
 	NoIntrospection bool
 	// TokenRateLimit and MemberRateLimit bound requests per token and per
@@ -103,6 +110,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxComplexity <= 0 {
 		o.MaxComplexity = DefaultMaxComplexity
+	}
+	if o.MaxContentBytes <= 0 {
+		o.MaxContentBytes = DefaultMaxContentBytes
 	}
 	if o.TokenRateLimit == 0 {
 		o.TokenRateLimit = DefaultTokenRateLimit
@@ -178,6 +188,8 @@ func (s *Server) newGraphQLServer() *handler.Server {
 	srv.Use(depthLimit{max: s.opts.MaxDepth})
 	srv.Use(&complexityLimit{max: s.opts.MaxComplexity})
 	srv.AroundOperations(s.checkScope)
+	srv.AroundOperations(s.withContentBudget)
+	srv.AroundFields(s.limitContent)
 	srv.AroundRootFields(s.entriesFast)
 	srv.SetErrorPresenter(s.presentError)
 	srv.SetRecoverFunc(s.recoverPanic)
