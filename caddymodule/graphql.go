@@ -37,6 +37,9 @@ type GraphQL struct {
 	MaxBodySize int64 `json:"max_body_size,omitempty"`
 	// MaxInboundSize limits a newsletter message (default 10 MiB).
 	MaxInboundSize int64 `json:"max_inbound_size,omitempty"`
+	// MaxContentSize bounds the article and newsletter content one response
+	// carries (default 64 MiB); past it, content fields are errors.
+	MaxContentSize int64 `json:"max_content_size,omitempty"`
 	// MaxDepth and MaxComplexity bound a query (defaults 15 and 5000).
 	MaxDepth      int `json:"max_depth,omitempty"`
 	MaxComplexity int `json:"max_complexity,omitempty"`
@@ -83,6 +86,7 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 		MaxInboundBytes:  h.MaxInboundSize,
 		MaxDepth:         h.MaxDepth,
 		MaxComplexity:    h.MaxComplexity,
+		MaxContentBytes:  h.MaxContentSize,
 		NoIntrospection:  h.NoIntrospection,
 		TokenRateLimit:   h.TokenRateLimit,
 		MemberRateLimit:  h.MemberRateLimit,
@@ -107,6 +111,7 @@ func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 //	hearth_graphql {
 //	    max_body_size <size>
 //	    max_inbound_size <size>
+//	    max_content_size <size>
 //	    max_depth <n>
 //	    max_complexity <n>
 //	    introspection on|off
@@ -142,15 +147,18 @@ func (h *GraphQL) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 		v := d.Val()
 		switch name {
-		case "max_body_size", "max_inbound_size":
+		case "max_body_size", "max_inbound_size", "max_content_size":
 			n, err := humanize.ParseBytes(v)
 			if err != nil || n == 0 {
 				return d.Errf("%s: want a size such as 1MiB, got %q", name, v)
 			}
-			if name == "max_body_size" {
+			switch name {
+			case "max_body_size":
 				h.MaxBodySize = int64(n)
-			} else {
+			case "max_inbound_size":
 				h.MaxInboundSize = int64(n)
+			default:
+				h.MaxContentSize = int64(n)
 			}
 		case "max_depth", "max_complexity", "inbound_rate_limit":
 			n, err := strconv.Atoi(v)
