@@ -37,8 +37,9 @@ type GraphQL struct {
 	MaxBodySize int64 `json:"max_body_size,omitempty"`
 	// MaxInboundSize limits a newsletter message (default 10 MiB).
 	MaxInboundSize int64 `json:"max_inbound_size,omitempty"`
-	// MaxContentSize bounds the article and newsletter content one response
-	// carries (default 64 MiB); past it, content fields are errors.
+	// MaxContentSize bounds the article and newsletter content and highlight
+	// text one response carries (default 64 MiB); past it, such fields are
+	// errors.
 	MaxContentSize int64 `json:"max_content_size,omitempty"`
 	// MaxDepth and MaxComplexity bound a query (defaults 15 and 5000).
 	MaxDepth      int `json:"max_depth,omitempty"`

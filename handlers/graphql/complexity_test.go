@@ -248,3 +248,44 @@ func TestContentBudgetBoundsResponses(t *testing.T) {
 	e.do(`{entries(query:{first:3}){edges{node{...on SavedItem{article{contentText}}}}}}`, nil, nil)
 	e.do(`{a:entries(query:{first:2}){edges{node{...on SavedItem{article{contentText}}}}} b:entries(query:{first:1}){edges{node{id}}}}`, nil, nil)
 }
+
+// Highlight texts count in the same budget: an item's highlights are not
+// bounded in number, so aliases of them could otherwise carry gigabytes
+// within the complexity limit (found in review: 1.8 GB at cost 5000).
+func TestContentBudgetCountsHighlightTexts(t *testing.T) {
+	const budget = 1 << 20
+	e := newEnv(t, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1, MaxContentBytes: budget})
+	art := e.saveArticle(e.member.ID, 0, func(*storage.NewItem) {})
+	seg := strings.Repeat("s", 9000)
+	for range 10 {
+		segs := make([]storage.HighlightSegment, 20)
+		for i := range segs {
+			segs[i] = storage.HighlightSegment{XPath: "/p", EndOffset: 5, Text: seg, BeforeText: "b", AfterText: "a"}
+		}
+		if _, err := e.store.CreateHighlight(e.member.ID, art.ID, segs, strings.Repeat("n", 9000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// About 1.9 MB of highlight text per alias; 8 aliases.
+	var q strings.Builder
+	q.WriteString(`query($i:String!){`)
+	for i := range 8 {
+		fmt.Fprintf(&q, `a%d:savedItem(query:{id:$i}){highlights{note segments{text}}} `, i)
+	}
+	q.WriteString(`}`)
+	r := e.post(e.token, q.String(), map[string]any{"i": art.ID})
+	if r.Status != http.StatusOK || len(r.Errors) == 0 || r.Errors[0].Code() != "CONTENT_LIMIT_EXCEEDED" {
+		t.Fatalf("savedItem aliases: status %d, errors %+v", r.Status, r.Errors)
+	}
+	if len(r.Data) > budget+200_000 {
+		t.Fatalf("savedItem aliases: %d bytes of data with a budget of %d", len(r.Data), budget)
+	}
+	// The fast path: highlight entries with their texts.
+	r = e.post(e.token, `{a:entries(query:{first:10,q:"type:highlight"}){edges{node{...on Highlight{note segments{text}}}}} b:entries(query:{first:10,q:"type:highlight"}){edges{node{...on Highlight{note segments{text}}}}}}`, nil)
+	if r.Status != http.StatusOK || len(r.Errors) == 0 || r.Errors[0].Code() != "CONTENT_LIMIT_EXCEEDED" {
+		t.Fatalf("highlight entries: status %d, errors %+v", r.Status, r.Errors)
+	}
+	if len(r.Data) > budget+200_000 {
+		t.Fatalf("highlight entries: %d bytes of data with a budget of %d", len(r.Data), budget)
+	}
+}

@@ -8,16 +8,18 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 )
 
-// The contents of articles and newsletters (contentHtml, contentText) are
-// the only values of a response that can be large: up to
-// storage.MaxContentLen each. The complexity limit prices them
-// (complexity.go) but cannot bound the bytes they carry, so each operation
-// also has a budget of content bytes, Options.MaxContentBytes (64 MiB): the
-// contents a response carries are added up as they are resolved, by
+// The contents of articles and newsletters (contentHtml, contentText, up to
+// storage.MaxContentLen each) and the texts of highlights (notes and
+// segments: small each, but an item can have any number of highlights)
+// are the values that can make a response large. The complexity limit
+// prices them (complexity.go) but cannot bound the bytes they carry, so each
+// operation also has a budget of such bytes, Options.MaxContentBytes
+// (64 MiB): the strings of Article, Newsletter, Highlight and
+// HighlightSegment a response carries are added up as they are resolved, by
 // gqlgen's executor (limitContent) and by the entries fast path, and once
-// they exceed the budget the content fields resolve to an error with
-// CONTENT_LIMIT_EXCEEDED instead (its parent article or newsletter is then
-// null, the rest of the response stays).
+// they exceed the budget those fields resolve to an error with
+// CONTENT_LIMIT_EXCEEDED instead (the nearest nullable parent is then null,
+// the rest of the response stays).
 
 // codeContentLimit is the code of a content field past the budget.
 const codeContentLimit = "CONTENT_LIMIT_EXCEEDED"
@@ -55,7 +57,7 @@ func (b *contentBudget) release(n int64) {
 }
 
 func (b *contentBudget) err() error {
-	return &userError{codeContentLimit, fmt.Sprintf("the response's article and newsletter contents exceed %d bytes; ask for fewer items or content fields", b.max)}
+	return &userError{codeContentLimit, fmt.Sprintf("the response's article and newsletter contents and highlight texts exceed %d bytes; ask for fewer items, highlights or content fields", b.max)}
 }
 
 // withContentBudget gives each operation its budget.
@@ -69,12 +71,25 @@ func (s *Server) limitContent(ctx context.Context, next graphql.Resolver) (any, 
 	if err != nil {
 		return res, err
 	}
-	str, ok := res.(string)
-	if !ok {
+	var str string
+	switch v := res.(type) {
+	case string:
+		str = v
+	case *string: // nullable fields such as a highlight's note
+		if v == nil {
+			return res, nil
+		}
+		str = *v
+	default:
 		return res, nil
 	}
 	fc := graphql.GetFieldContext(ctx)
-	if fc == nil || (fc.Object != "Article" && fc.Object != "Newsletter") {
+	if fc == nil {
+		return res, nil
+	}
+	switch fc.Object {
+	case "Article", "Newsletter", "Highlight", "HighlightSegment":
+	default:
 		return res, nil
 	}
 	if b := contentBudgetOf(ctx); !b.take(len(str)) {

@@ -454,6 +454,9 @@ func (w *jsonWriter) highlight(sel ast.SelectionSet, h *generated.Highlight) boo
 		case "savedItemOriginalUrl":
 			w.optStr(h.SavedItemOriginalURL)
 		case "note":
+			if h.Note != nil && !w.takeContent(len(*h.Note)) {
+				return false
+			}
 			w.optStr(h.Note)
 		case "segments":
 			if h.Segments == nil {
@@ -475,16 +478,28 @@ func (w *jsonWriter) segment(sel ast.SelectionSet, sg *generated.HighlightSegmen
 		case "id":
 			w.str(sg.ID)
 		case "xpath":
+			if !w.takeContent(len(sg.Xpath)) {
+				return false
+			}
 			w.str(sg.Xpath)
 		case "beforeText":
+			if !w.takeContent(len(sg.BeforeText)) {
+				return false
+			}
 			w.str(sg.BeforeText)
 		case "afterText":
+			if !w.takeContent(len(sg.AfterText)) {
+				return false
+			}
 			w.str(sg.AfterText)
 		case "startOffset":
 			return w.float(sg.StartOffset)
 		case "endOffset":
 			return w.float(sg.EndOffset)
 		case "text":
+			if sg.Text != nil && !w.takeContent(len(*sg.Text)) {
+				return false
+			}
 			w.optStr(sg.Text)
 		default:
 			return false
