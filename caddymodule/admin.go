@@ -247,12 +247,13 @@ func adminRestore(w http.ResponseWriter, r *http.Request, app *App) error {
 	if errors.Is(err, storage.ErrRestoreRunning) {
 		return apiError(http.StatusConflict, "another restore is running; try again when it has finished")
 	}
+	// The store may have changed, also when the restore failed part-way.
+	for _, d := range app.directories() {
+		d.AuthorsChanged() // the document, and the relay subscriptions for the restored agents
+	}
 	if err != nil {
 		app.logger.Error("restore", zap.Error(err))
 		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err, Message: "restore failed: " + err.Error()}
-	}
-	for _, d := range app.directories() {
-		d.AuthorsChanged() // the document, and the relay subscriptions for the restored agents
 	}
 	app.logger.Info("restored the store from a backup", zap.String("previous_records", prev))
 	return writeJSON(w, http.StatusOK, map[string]string{"previous": prev})
