@@ -44,12 +44,13 @@ import (
 // The highlights of an item are what makes nesting expensive: a
 // highlight's savedItem is the item again, whose highlights have a
 // savedItem, and so on, each level multiplying the response by the number
-// of highlights (and the item's content comes with every copy). Likewise
-// a page of highlight entries repeats the item of each highlight. So below
-// an item's highlights and in entries, a highlight's savedItem costs its
-// article, newsletter and highlights repeatCost times over: such queries
-// are refused, while the item's id, title, labels and other scalars stay
-// cheap there.
+// of highlights (and the item's content comes with every copy). So below
+// an item's highlights, a highlight's savedItem costs its article,
+// newsletter and highlights repeatCost times over: such queries are
+// refused, while the item's id, title, labels and other scalars stay cheap
+// there. A page of highlight entries may repeat one item too, but only
+// once per entry: it is priced as a page of items, and the content budget
+// bounds the bytes.
 //
 // Introspection (__schema, __type) costs 1 plus its selection divided by
 // introspectionUnit, rounded up, where its lists count the schema's own
@@ -239,7 +240,7 @@ type costWalker struct {
 
 // costContext tells where a selection lies.
 type costContext struct {
-	inHighlights bool // below SavedItem.highlights or entries (whose nodes may be highlights)
+	inHighlights bool // below SavedItem.highlights
 	sameItem     bool // the selection of a highlight's savedItem there
 }
 
@@ -327,8 +328,6 @@ func (w *costWalker) field(f *ast.Field, typ *ast.Definition, cc costContext) in
 		inner := costContext{inHighlights: cc.inHighlights}
 		switch {
 		case typ.Name == "SavedItem" && f.Name == "highlights":
-			inner.inHighlights = true
-		case typ == w.schema.Query && f.Name == "entries":
 			inner.inHighlights = true
 		case typ.Name == "Highlight" && f.Name == "savedItem" && cc.inHighlights:
 			inner.sameItem = true
