@@ -2,7 +2,6 @@ package account
 
 import (
 	"errors"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -184,10 +183,7 @@ func limitedFor(results ...ratelimit.Result) (time.Duration, bool) {
 }
 
 func (p *Pages) renderTooMany(w http.ResponseWriter, r *http.Request, wait time.Duration, text string) {
-	secs := int(math.Ceil(wait.Seconds()))
-	if secs < 1 {
-		secs = 1
-	}
+	secs := ratelimit.RetryAfterSeconds(wait)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	p.Render(w, r, http.StatusTooManyRequests, "Too many attempts", messageTmpl, message{
 		Text:     text + " You can try again in " + humanWait(secs) + ".",

@@ -460,13 +460,7 @@ func methodNotAllowed(w http.ResponseWriter, allow string) {
 // rateLimited answers 429 for a refusal of the limit named (metrics.Limit*).
 func rateLimited(w http.ResponseWriter, res ratelimit.Result, limit, what string) {
 	metrics.RateLimited(limit)
-	secs := retrySeconds(res.RetryAfter)
+	secs := ratelimit.RetryAfterSeconds(res.RetryAfter)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	writeError(w, http.StatusTooManyRequests, fmt.Sprintf("rate-limited: too many %s; retry in %d s", what, secs))
-}
-
-// retrySeconds is a limiter's wait as Retry-After seconds: rounded up, at
-// least 1 (0 would invite an immediate retry that is refused again).
-func retrySeconds(wait time.Duration) int {
-	return max(1, int((wait+time.Second-1)/time.Second))
 }

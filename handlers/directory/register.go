@@ -19,6 +19,7 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip13"
 
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -313,7 +314,7 @@ func (d *Directory) Register(ctx context.Context, raw []byte) (Entry, bool, erro
 		return Entry{}, false, refuse("blocked: this agent is banned from the directory")
 	}
 	if res := d.regLimitPK.Allow(pk); !res.Allowed {
-		secs := retrySeconds(res.RetryAfter)
+		secs := ratelimit.RetryAfterSeconds(res.RetryAfter)
 		return Entry{}, false, &refusal{status: http.StatusTooManyRequests, retryAfter: secs,
 			msg: fmt.Sprintf("rate-limited: too many registrations for this pubkey; retry in %d s", secs)}
 	}

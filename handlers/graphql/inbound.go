@@ -24,6 +24,7 @@ import (
 	"golang.org/x/text/encoding/charmap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -41,11 +42,7 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.inbound != nil {
 		if res := s.inbound.Allow(s.opts.ClientIP(r)); !res.Allowed {
-			secs := int(res.RetryAfter.Seconds() + 0.999)
-			if secs < 1 {
-				secs = 1
-			}
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(res.RetryAfter)))
 			metrics.RateLimited(metrics.LimitNewsletter)
 			writeError(w, http.StatusTooManyRequests, codeRateLimited, "too many messages; retry later")
 			return

@@ -289,10 +289,7 @@ func (s *Server) allow(w http.ResponseWriter, c *caller) bool {
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(shown.Reset.Unix(), 10))
 	for _, res := range results {
 		if !res.Allowed {
-			secs := int((res.RetryAfter + time.Second - 1) / time.Second)
-			if secs < 1 {
-				secs = 1
-			}
+			secs := ratelimit.RetryAfterSeconds(res.RetryAfter)
 			h.Set("Retry-After", strconv.Itoa(secs))
 			metrics.RateLimited(metrics.LimitGraphQL)
 			writeError(w, http.StatusTooManyRequests, codeRateLimited, "too many requests; retry after "+strconv.Itoa(secs)+" s")

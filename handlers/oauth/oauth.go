@@ -304,12 +304,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // tooMany answers 429 for a refused rate-limit result, as Mastodon's
 // rack-attack does, plus Retry-After.
 func tooMany(w http.ResponseWriter, res ratelimit.Result) {
-	secs := int((res.RetryAfter + time.Second - 1) / time.Second)
-	if secs < 1 {
-		secs = 1
-	}
 	h := w.Header()
-	h.Set("Retry-After", strconv.Itoa(secs))
+	h.Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(res.RetryAfter)))
 	h.Set("X-RateLimit-Limit", strconv.Itoa(res.Limit))
 	h.Set("X-RateLimit-Remaining", "0")
 	h.Set("X-RateLimit-Reset", res.Reset.UTC().Format(time.RFC3339))

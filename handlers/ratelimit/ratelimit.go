@@ -126,6 +126,12 @@ func (l *Limiter) Undo(key string) {
 	}
 }
 
+// RetryAfterSeconds is the Retry-After value for a wait: whole seconds,
+// rounded up, at least 1.
+func RetryAfterSeconds(wait time.Duration) int {
+	return max(1, int((wait+time.Second-1)/time.Second))
+}
+
 // Reset forgets key, e.g. after a successful sign-in.
 func (l *Limiter) Reset(key string) {
 	l.mu.Lock()
