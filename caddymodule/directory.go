@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -241,112 +240,69 @@ func (h *Directory) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
+	limit := func(name string) (*Limit, error) {
+		n, win, err := argLimit(d, name)
+		if err != nil {
+			return nil, err
+		}
+		return &Limit{N: n, Window: win}, nil
+	}
 	for d.NextBlock(0) {
-		name := d.Val()
-		args := d.RemainingArgs()
-		one := func() (string, error) {
-			if len(args) != 1 {
-				return "", d.ArgErr()
-			}
-			return args[0], nil
-		}
-		positive := func(min int) (int, error) {
-			v, err := one()
-			if err != nil {
-				return 0, err
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < min {
-				return 0, d.Errf("%s: want an integer of at least %d, got %q", name, min, v)
-			}
-			return n, nil
-		}
-		duration := func() (caddy.Duration, error) {
-			v, err := one()
-			if err != nil {
-				return 0, err
-			}
-			dur, err := caddy.ParseDuration(v)
-			if err != nil || dur <= 0 {
-				return 0, d.Errf("%s: want a positive duration such as 10m, got %q", name, v)
-			}
-			return caddy.Duration(dur), nil
-		}
-		limit := func() (*Limit, error) {
-			n, win, err := parseLimit(d, name, args)
-			if err != nil {
-				return nil, err
-			}
-			return &Limit{N: n, Window: win}, nil
-		}
 		var err error
-		switch name {
+		var more []string
+		switch name := d.Val(); name {
 		case "path":
-			h.Path, err = one()
-		case "base_url":
-			h.BaseURL, err = one()
-		case "nip05_domain":
-			h.NIP05Domain, err = one()
-		case "maintainer":
-			if len(args) == 0 {
-				return d.ArgErr()
-			}
-			h.Maintainers = append(h.Maintainers, args...)
-		case "relays":
-			if len(args) == 0 {
-				return d.ArgErr()
-			}
-			h.Relays = append(h.Relays, args...)
-		case "allow_private_addresses":
-			if len(args) != 0 {
-				return d.ArgErr()
-			}
-			h.AllowPrivate = true
+			h.Path, err = argString(d)
 		case "kind":
-			h.Kind, err = positive(1)
+			h.Kind, err = argInt(d, name, 1)
 		case "pow_min_bits":
-			h.PowMinBits, err = positive(1)
+			h.PowMinBits, err = argInt(d, name, 1)
 		case "pow_required_bits":
-			h.PowRequiredBits, err = positive(1)
-		case "burst_max_posts":
-			h.BurstMaxPosts, err = positive(1)
-		case "template_min_posts":
-			h.TemplateMinPosts, err = positive(1)
-		case "template_sample":
-			h.TemplateSample, err = positive(1)
-		case "max_batch":
-			h.MaxBatch, err = positive(1)
-		case "template_ratio":
-			var v string
-			if v, err = one(); err == nil {
-				r, perr := strconv.ParseFloat(v, 64)
-				if perr != nil || r <= 0 || r > 1 {
-					return d.Errf("template_ratio: want a number in (0, 1], got %q", v)
-				}
-				h.TemplateRatio = r
-			}
+			h.PowRequiredBits, err = argInt(d, name, 1)
+		case "maintainer":
+			more, err = argStrings(d)
+			h.Maintainers = append(h.Maintainers, more...)
+		case "relays":
+			more, err = argStrings(d)
+			h.Relays = append(h.Relays, more...)
+		case "nip05_domain":
+			h.NIP05Domain, err = argString(d)
 		case "nip05_recheck":
-			h.NIP05Recheck, err = duration()
+			h.NIP05Recheck, err = argDuration(d, name)
 		case "nip05_grace":
-			h.NIP05Grace, err = duration()
+			h.NIP05Grace, err = argDuration(d, name)
 		case "nip05_timeout":
-			h.NIP05Timeout, err = duration()
+			h.NIP05Timeout, err = argDuration(d, name)
+		case "allow_private_addresses":
+			h.AllowPrivate, err = true, argNone(d)
+		case "burst_max_posts":
+			h.BurstMaxPosts, err = argInt(d, name, 1)
 		case "burst_window":
-			h.BurstWindow, err = duration()
+			h.BurstWindow, err = argDuration(d, name)
+		case "template_min_posts":
+			h.TemplateMinPosts, err = argInt(d, name, 1)
+		case "template_ratio":
+			h.TemplateRatio, err = argRatio(d, name)
+		case "template_sample":
+			h.TemplateSample, err = argInt(d, name, 1)
 		case "regenerate_every":
-			h.RegenerateEvery, err = duration()
+			h.RegenerateEvery, err = argDuration(d, name)
 		case "regenerate_delay":
-			h.RegenerateDelay, err = duration()
+			h.RegenerateDelay, err = argDuration(d, name)
 		case "max_age":
-			h.MaxAge, err = duration()
+			h.MaxAge, err = argDuration(d, name)
+		case "base_url":
+			h.BaseURL, err = argString(d)
 		case "register_limit_ip":
-			h.RegisterLimitIP, err = limit()
+			h.RegisterLimitIP, err = limit(name)
 		case "register_limit_pubkey":
-			h.RegisterLimitPubkey, err = limit()
+			h.RegisterLimitPubkey, err = limit(name)
 		case "events_limit_ip":
-			h.EventsLimitIP, err = limit()
+			h.EventsLimitIP, err = limit(name)
 		case "events_limit_pubkey":
-			h.EventsLimitPubkey, err = limit()
+			h.EventsLimitPubkey, err = limit(name)
+		case "max_batch":
+			h.MaxBatch, err = argInt(d, name, 1)
 		default:
 			return d.Errf("unrecognized hearth_directory subdirective '%s'", name)
 		}

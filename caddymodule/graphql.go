@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
@@ -135,75 +133,37 @@ func (h *GraphQL) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	for d.NextBlock(0) {
-		name := d.Val()
-		if name == "allow_private_addresses" {
-			h.AllowPrivateAddresses = true
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			continue
-		}
-		if !d.NextArg() {
-			return d.ArgErr()
-		}
-		v := d.Val()
-		switch name {
-		case "max_body_size", "max_inbound_size", "max_content_size":
-			n, err := humanize.ParseBytes(v)
-			if err != nil || n == 0 {
-				return d.Errf("%s: want a size such as 1MiB, got %q", name, v)
-			}
-			switch name {
-			case "max_body_size":
-				h.MaxBodySize = int64(n)
-			case "max_inbound_size":
-				h.MaxInboundSize = int64(n)
-			default:
-				h.MaxContentSize = int64(n)
-			}
-		case "max_depth", "max_complexity", "inbound_rate_limit":
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return d.Errf("%s: want a positive integer, got %q", name, v)
-			}
-			switch name {
-			case "max_depth":
-				h.MaxDepth = n
-			case "max_complexity":
-				h.MaxComplexity = n
-			default:
-				h.InboundRateLimit = n
-			}
-		case "token_rate_limit", "member_rate_limit":
-			n := -1
-			if v != "off" {
-				var err error
-				if n, err = strconv.Atoi(v); err != nil || n <= 0 {
-					return d.Errf("%s: want a positive integer or off, got %q", name, v)
-				}
-			}
-			if name == "token_rate_limit" {
-				h.TokenRateLimit = n
-			} else {
-				h.MemberRateLimit = n
-			}
-		case "rate_limit_window":
-			dur, err := caddy.ParseDuration(v)
-			if err != nil || dur <= 0 {
-				return d.Errf("%s: want a positive duration such as 1m, got %q", name, v)
-			}
-			h.RateLimitWindow = caddy.Duration(dur)
+		var err error
+		switch name := d.Val(); name {
+		case "max_body_size":
+			h.MaxBodySize, err = argSize(d, name)
+		case "max_inbound_size":
+			h.MaxInboundSize, err = argSize(d, name)
+		case "max_content_size":
+			h.MaxContentSize, err = argSize(d, name)
+		case "max_depth":
+			h.MaxDepth, err = argInt(d, name, 1)
+		case "max_complexity":
+			h.MaxComplexity, err = argInt(d, name, 1)
 		case "introspection":
-			on, err := parseOnOff(v)
-			if err != nil {
-				return d.Errf("introspection: want on or off, got %q", v)
-			}
+			var on bool
+			on, err = argOnOff(d, name)
 			h.NoIntrospection = !on
+		case "token_rate_limit":
+			h.TokenRateLimit, err = argIntOrOff(d, name)
+		case "member_rate_limit":
+			h.MemberRateLimit, err = argIntOrOff(d, name)
+		case "inbound_rate_limit":
+			h.InboundRateLimit, err = argInt(d, name, 1)
+		case "rate_limit_window":
+			h.RateLimitWindow, err = argDuration(d, name)
+		case "allow_private_addresses":
+			h.AllowPrivateAddresses, err = true, argNone(d)
 		default:
 			return d.Errf("unrecognized hearth_graphql subdirective '%s'", name)
 		}
-		if d.NextArg() {
-			return d.ArgErr()
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -138,48 +138,29 @@ func (h *OAuth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	for d.NextBlock(0) {
-		name := d.Val()
-		switch name {
-		case "base_url", "account_domain", "instance_title", "instance_description", "contact_email":
-			if !d.NextArg() {
-				return d.ArgErr()
-			}
-			v := d.Val()
-			switch name {
-			case "base_url":
-				h.BaseURL = v
-			case "account_domain":
-				h.AccountDomain = v
-			case "instance_title":
-				h.InstanceTitle = v
-			case "instance_description":
-				h.InstanceDescription = v
-			default:
-				h.ContactEmail = v
-			}
+		var err error
+		switch name := d.Val(); name {
+		case "base_url":
+			h.BaseURL, err = argString(d)
+		case "account_domain":
+			h.AccountDomain, err = argString(d)
 		case "allow_http_redirects":
-			h.AllowHTTPRedirects = true
-		case "registration_limit", "token_limit":
-			args := d.RemainingArgs()
-			if name == "token_limit" && len(args) == 1 && args[0] == "off" {
-				h.TokenLimit = -1
-				continue
-			}
-			n, win, err := parseLimit(d, name, args)
-			if err != nil {
-				return err
-			}
-			if name == "registration_limit" {
-				h.RegistrationLimit, h.RegistrationWindow = n, win
-			} else {
-				h.TokenLimit, h.TokenWindow = n, win
-			}
-			continue
+			h.AllowHTTPRedirects, err = true, argNone(d)
+		case "registration_limit":
+			h.RegistrationLimit, h.RegistrationWindow, err = argLimit(d, name)
+		case "token_limit":
+			h.TokenLimit, h.TokenWindow, err = argLimitOrOff(d, name)
+		case "instance_title":
+			h.InstanceTitle, err = argString(d)
+		case "instance_description":
+			h.InstanceDescription, err = argString(d)
+		case "contact_email":
+			h.ContactEmail, err = argString(d)
 		default:
 			return d.Errf("unrecognized hearth_oauth subdirective '%s'", name)
 		}
-		if d.NextArg() {
-			return d.ArgErr()
+		if err != nil {
+			return err
 		}
 	}
 	return nil
