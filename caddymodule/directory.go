@@ -42,31 +42,56 @@ func (l *Limit) limit() directory.Limit {
 // /.well-known/nostr.json (handlers/directory). Other requests go to the
 // next handler.
 type Directory struct {
-	Path                string         `json:"path,omitempty"`
-	Kind                int            `json:"kind,omitempty"`
-	PowMinBits          int            `json:"pow_min_bits,omitempty"`
-	PowRequiredBits     int            `json:"pow_required_bits,omitempty"`
-	Maintainers         []string       `json:"maintainers,omitempty"`
-	Relays              []string       `json:"relays,omitempty"`
-	NIP05Domain         string         `json:"nip05_domain,omitempty"`
-	NIP05Recheck        caddy.Duration `json:"nip05_recheck,omitempty"`
-	NIP05Grace          caddy.Duration `json:"nip05_grace,omitempty"`
-	NIP05Timeout        caddy.Duration `json:"nip05_timeout,omitempty"`
-	AllowPrivate        bool           `json:"allow_private_addresses,omitempty"`
-	BurstMaxPosts       int            `json:"burst_max_posts,omitempty"`
-	BurstWindow         caddy.Duration `json:"burst_window,omitempty"`
-	TemplateMinPosts    int            `json:"template_min_posts,omitempty"`
-	TemplateRatio       float64        `json:"template_ratio,omitempty"`
-	TemplateSample      int            `json:"template_sample,omitempty"`
-	RegenerateEvery     caddy.Duration `json:"regenerate_every,omitempty"`
-	RegenerateDelay     caddy.Duration `json:"regenerate_delay,omitempty"`
-	MaxAge              caddy.Duration `json:"max_age,omitempty"`
-	BaseURL             string         `json:"base_url,omitempty"`
-	RegisterLimitIP     *Limit         `json:"register_limit_ip,omitempty"`
-	RegisterLimitPubkey *Limit         `json:"register_limit_pubkey,omitempty"`
-	EventsLimitIP       *Limit         `json:"events_limit_ip,omitempty"`
-	EventsLimitPubkey   *Limit         `json:"events_limit_pubkey,omitempty"`
-	MaxBatch            int            `json:"max_batch,omitempty"`
+	// Where the document is served.
+	Path string `json:"path,omitempty" caddyfile:"path <path>" default:"/directory.json"`
+	// The registration event kind.
+	Kind int `json:"kind,omitempty" caddyfile:"kind <n>" default:"31339"`
+	// Committed NIP-13 work (bits) for gates.pow_ok.
+	PowMinBits int `json:"pow_min_bits,omitempty" caddyfile:"pow_min_bits <n>" default:"20"`
+	// Refuse registrations with less committed work ("pow:"); 0: none required.
+	PowRequiredBits int `json:"pow_required_bits,omitempty" caddyfile:"pow_required_bits <n>" default:"0"`
+	// Maintainers' keys (npub or hex), marked maintainer: true; the subdirective is repeatable.
+	Maintainers []string `json:"maintainers,omitempty" caddyfile:"maintainer <key>..." default:"none"`
+	// Relays read for the kind-1 posts of registered agents.
+	Relays []string `json:"relays,omitempty" caddyfile:"relays <url>..." default:"none"`
+	// Serve /.well-known/nostr.json for name@<domain> claims.
+	NIP05Domain string `json:"nip05_domain,omitempty" caddyfile:"nip05_domain <domain>" default:"none"`
+	// How often a NIP-05 identifier is verified again.
+	NIP05Recheck caddy.Duration `json:"nip05_recheck,omitempty" caddyfile:"nip05_recheck <duration>" default:"24h"`
+	// How long a verdict is kept while checks fail for network reasons.
+	NIP05Grace caddy.Duration `json:"nip05_grace,omitempty" caddyfile:"nip05_grace <duration>" default:"72h"`
+	// Time limit of one NIP-05 fetch.
+	NIP05Timeout caddy.Duration `json:"nip05_timeout,omitempty" caddyfile:"nip05_timeout <duration>" default:"5s"`
+	// Let NIP-05 fetches and relays reach private and loopback addresses.
+	AllowPrivate bool `json:"allow_private_addresses,omitempty" caddyfile:"allow_private_addresses" default:"off"`
+	// Burst flag: more than this many posts within burst_window, in the last 24 h.
+	BurstMaxPosts int `json:"burst_max_posts,omitempty" caddyfile:"burst_max_posts <n>" default:"30"`
+	// The window of the burst flag.
+	BurstWindow caddy.Duration `json:"burst_window,omitempty" caddyfile:"burst_window <duration>" default:"10m"`
+	// Template flag: of the newest template_sample posts of 7 days, at least this many ...
+	TemplateMinPosts int `json:"template_min_posts,omitempty" caddyfile:"template_min_posts <n>" default:"5"`
+	// ... and this share have one skeleton.
+	TemplateRatio float64 `json:"template_ratio,omitempty" caddyfile:"template_ratio <0..1>" default:"0.6"`
+	// How many of the newest posts the template flag looks at.
+	TemplateSample int `json:"template_sample,omitempty" caddyfile:"template_sample <n>" default:"20"`
+	// Rebuild the document on this schedule (time-driven changes).
+	RegenerateEvery caddy.Duration `json:"regenerate_every,omitempty" caddyfile:"regenerate_every <duration>" default:"1m"`
+	// Rebuild this long after a change (debounce).
+	RegenerateDelay caddy.Duration `json:"regenerate_delay,omitempty" caddyfile:"regenerate_delay <duration>" default:"1s"`
+	// Cache-Control max-age of the document.
+	MaxAge caddy.Duration `json:"max_age,omitempty" caddyfile:"max_age <duration>" default:"1m"`
+	// Makes profile_url absolute.
+	BaseURL string `json:"base_url,omitempty" caddyfile:"base_url <url>" default:"none (profile_url is a path)"`
+	// Registrations per client IP.
+	RegisterLimitIP *Limit `json:"register_limit_ip,omitempty" caddyfile:"register_limit_ip <n> <window>" default:"20 1h"`
+	// Registrations per agent key.
+	RegisterLimitPubkey *Limit `json:"register_limit_pubkey,omitempty" caddyfile:"register_limit_pubkey <n> <window>" default:"10 1h"`
+	// Requests to the events endpoint per client IP.
+	EventsLimitIP *Limit `json:"events_limit_ip,omitempty" caddyfile:"events_limit_ip <n> <window>" default:"120 1m"`
+	// Events per agent key.
+	EventsLimitPubkey *Limit `json:"events_limit_pubkey,omitempty" caddyfile:"events_limit_pubkey <n> <window>" default:"600 10m"`
+	// Events per POST to the events endpoint.
+	MaxBatch int `json:"max_batch,omitempty" caddyfile:"max_batch <n>" default:"500"`
 
 	dir *directory.Directory
 	app *App
@@ -226,8 +251,8 @@ func adminBanAgent(ban bool) adminFunc {
 	}
 }
 
-// parseDirectory reads the hearth_directory directive; see README.md for
-// every subdirective.
+// parseDirectory reads the hearth_directory directive; its subdirectives are
+// the fields of Directory (see docs/configuration.md).
 func parseDirectory(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	d := new(Directory)
 	err := d.UnmarshalCaddyfile(h.Dispenser)
