@@ -56,6 +56,7 @@ type GraphQL struct {
 
 	server *graphql.Server
 	pages  *account.Pages
+	app    *App
 }
 
 // CaddyModule returns the Caddy module information.
@@ -77,7 +78,7 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 	if h.AllowPrivateAddresses {
 		fetcher = safefetch.New(safefetch.Options{AllowPrivate: true, FollowRedirects: true})
 	}
-	h.pages = app.Pages()
+	h.pages, h.app = app.Pages(), app
 	h.server = graphql.New(app.Store(), graphql.Options{
 		MaxBodyBytes:     h.MaxBodySize,
 		MaxInboundBytes:  h.MaxInboundSize,
@@ -100,6 +101,9 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 
 // ServeHTTP serves the API and member pages, and passes other requests on.
 func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if err := h.app.start(); err != nil {
+		return caddyhttp.Error(http.StatusServiceUnavailable, err)
+	}
 	return serveOrNext(w, r, next, h.server, h.pages)
 }
 

@@ -48,6 +48,7 @@ type OAuth struct {
 
 	server *oauth.Server
 	pages  *account.Pages
+	app    *App
 }
 
 // CaddyModule returns the Caddy module information.
@@ -65,7 +66,7 @@ func (h *OAuth) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	h.pages = app.Pages()
+	h.pages, h.app = app.Pages(), app
 	h.server = oauth.New(app.Store(), oauth.Options{
 		BaseURL:             h.BaseURL,
 		AccountDomain:       h.AccountDomain,
@@ -108,6 +109,9 @@ func (h *OAuth) Validate() error {
 // ServeHTTP serves the OAuth endpoints and member pages, and passes other
 // requests on.
 func (h *OAuth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if err := h.app.start(); err != nil {
+		return caddyhttp.Error(http.StatusServiceUnavailable, err)
+	}
 	return serveOrNext(w, r, next, h.server, h.pages)
 }
 
