@@ -114,8 +114,8 @@ func (h *OAuth) Validate() error {
 // A path under /api/v1/, /api/v2/ or /oauth/ that neither they nor the
 // rest of the route answer gets Mastodon's JSON 404, not an empty 200.
 func (h *OAuth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if oauth.IsAPIPath(r.URL.Path) {
-		next = notFoundUnanswered{next}
+	if oauth.IsAPIPath(r.URL.Path) && !h.server.Handles(r) && !h.pages.Handles(r) {
+		return notFoundUnanswered{next}.ServeHTTP(w, r)
 	}
 	return serveOrNext(w, r, next, h.server, h.pages)
 }
