@@ -87,8 +87,12 @@ type Options struct {
 	InboundRateLimit int
 	RateLimitWindow  time.Duration
 	// Fetcher fetches the pages of addArticleFromUrl. Default: public
-	// addresses only, up to 5 redirects (each checked), 15 s, 5 MiB.
+	// addresses only (AllowPrivateAddresses lifts that), up to 5 redirects
+	// (each checked), 15 s, 5 MiB.
 	Fetcher *safefetch.Fetcher
+	// AllowPrivateAddresses lets the default Fetcher reach private and
+	// loopback addresses (tests, intranets).
+	AllowPrivateAddresses bool
 	// ClientIP returns the client address used for the inbound rate limit
 	// and logs. Default: the host of r.RemoteAddr.
 	ClientIP func(r *http.Request) string
@@ -128,6 +132,7 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Fetcher == nil {
 		o.Fetcher = safefetch.New(safefetch.Options{
+			AllowPrivate:    o.AllowPrivateAddresses,
 			Timeout:         DefaultFetchTimeout,
 			MaxBytes:        DefaultFetchMaxBytes,
 			FollowRedirects: true,
