@@ -298,7 +298,7 @@ func TestGraphQLThroughCaddy(t *testing.T) {
 		var lbl struct{ CreateLabel struct{ ID string } }
 		gqlData(t, token, `mutation($data: CreateLabelInput!) { createLabel(data: $data) { id } }`,
 			map[string]any{"data": map[string]any{"name": "Kitchen", "color": "#ff0000"}}, &lbl)
-		gqlData(t, token, `mutation($data: SetSavedItemLabelsInput!) { setSavedItemLabels(data: $data) { id } }`,
+		gqlData(t, token, `mutation($data: SetSavedItemLabelsInput!) { setSavedItemLabels(data: $data) { success } }`,
 			map[string]any{"data": map[string]any{"id": id, "labelIds": []string{lbl.CreateLabel.ID}}}, nil)
 		gqlData(t, token, `mutation($data: CreateHighlightInput!) { createHighlight(data: $data) { id } }`,
 			map[string]any{"data": map[string]any{"savedItemId": id, "segments": []map[string]any{{

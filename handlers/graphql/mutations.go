@@ -80,33 +80,68 @@ func (r *mutationResolver) UpdateReadingProgress(ctx context.Context, in generat
 	return r.savedItem(ctx, it)
 }
 
-// SetSavedItemLabels takes Inboxt's shape: one id or several ids; labelIds
-// replaces the labels, addLabelIds and removeLabelIds adjust them.
-func (r *mutationResolver) SetSavedItemLabels(ctx context.Context, in generated.SetSavedItemLabelsInput) ([]*generated.SavedItem, error) {
+// SetSavedItemLabels follows Inboxt's setSavedItemLabels
+// (saved-item.resolver.ts and saved-item.service.ts setManyLabels @ 45f4314):
+// ids wins over id; no ids does nothing; unknown items and unknown label ids
+// are skipped; labelIds, when given (even empty), replaces the labels and
+// addLabelIds/removeLabelIds are then ignored; otherwise addLabelIds are
+// added and removeLabelIds removed.
+func (r *mutationResolver) SetSavedItemLabels(ctx context.Context, in generated.SetSavedItemLabelsInput) (*generated.Void, error) {
 	id, err := memberID(ctx)
 	if err != nil {
 		return nil, err
 	}
 	ids := in.Ids
-	if in.ID != nil {
-		ids = append([]string{*in.ID}, ids...)
+	if ids == nil && in.ID != nil {
+		ids = []string{*in.ID}
 	}
 	if len(ids) == 0 {
-		return nil, badInput("give id or ids")
+		return success, nil
 	}
-	if in.LabelIds == nil && in.AddLabelIds == nil && in.RemoveLabelIds == nil {
-		return nil, badInput("give labelIds, addLabelIds or removeLabelIds")
+	if len(ids) > storage.MaxBatchIDs {
+		return nil, badInput("at most %d ids at once", storage.MaxBatchIDs)
 	}
-	c := storage.LabelChange{Add: in.AddLabelIds, Remove: in.RemoveLabelIds}
+	c := storage.LabelChange{SkipUnknown: true}
 	if in.LabelIds != nil {
 		set := in.LabelIds
 		c.Set = &set
+	} else {
+		c.Add, c.Remove = in.AddLabelIds, in.RemoveLabelIds
+		if len(c.Add) == 0 && len(c.Remove) == 0 {
+			return success, nil
+		}
 	}
-	items, err := r.s.store.SetItemLabels(id, ids, c)
+	items, err := r.s.store.SavedItems(id, ids)
 	if err != nil {
 		return nil, err
 	}
-	return r.savedItems(ctx, items)
+	if len(items) == 0 {
+		return success, nil
+	}
+	known := make([]string, len(items))
+	for i, it := range items {
+		known[i] = it.ID
+	}
+	if _, err := r.s.store.SetItemLabels(id, known, c); err != nil {
+		return nil, err
+	}
+	return success, nil
+}
+
+// UpdateSavedItemStatus is Inboxt's updateSavedItemStatus: it answers Void
+// where Hearth's updateSavedItemsStatus answers the items. An unknown id is
+// NOT_FOUND and changes nothing (Inboxt's updateStatus throws "Item not
+// found" too, saved-item.service.ts @ 45f4314, though after updating the
+// ids before it).
+func (r *mutationResolver) UpdateSavedItemStatus(ctx context.Context, in generated.UpdateSavedItemStatusInput) (*generated.Void, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.s.store.SetItemsStatus(id, in.Ids, string(in.Status)); err != nil {
+		return nil, err
+	}
+	return success, nil
 }
 
 func (r *mutationResolver) PermanentlyDeleteSavedItems(ctx context.Context, in generated.PermanentlyDeleteSavedItemsInput) (*generated.Void, error) {
