@@ -96,6 +96,7 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 		Fetcher:          fetcher,
 		ClientIP:         clientIP,
 		Logger:           ctx.Logger(),
+		Pages:            h.pages,
 	})
 	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
 	h.pages.AddSettingsPage(h.server.ExportPage(h.pages))

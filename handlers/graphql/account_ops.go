@@ -26,7 +26,7 @@ func sessionOnly(ctx context.Context) (*caller, error) {
 	if c == nil {
 		return nil, errNoCaller
 	}
-	if c.apiToken != nil || c.oauth != nil {
+	if !c.session {
 		return nil, &userError{codeForbidden, msgTokensNotAllowed}
 	}
 	return c, nil
@@ -47,11 +47,15 @@ func (r *mutationResolver) SignIn(ctx context.Context, in generated.SignInInput)
 	return nil, errNoSessions
 }
 
+// SignOut ends the member's session and clears its cookie, as the sign-out
+// page does.
 func (r *mutationResolver) SignOut(ctx context.Context) (*generated.Void, error) {
 	if _, err := sessionOnly(ctx); err != nil {
 		return nil, err
 	}
-	return nil, errNoSessions
+	st := stateOf(ctx)
+	r.s.opts.Pages.SignOut(st.w, st.r)
+	return success, nil
 }
 
 func (r *mutationResolver) CreateAccount(ctx context.Context, in generated.CreateAccountInput) (*generated.Void, error) {
@@ -75,11 +79,24 @@ func (r *mutationResolver) DeleteAccount(ctx context.Context, in generated.Delet
 	return nil, errNoSessions
 }
 
+// CreateInboundEmailAddress makes the member's newsletter inbound URL anew,
+// as the API Tokens settings page does (the old one stops working). Its
+// fullAddress is the URL with its secret: the one time it is shown.
 func (r *mutationResolver) CreateInboundEmailAddress(ctx context.Context) (*generated.InboundEmailAddress, error) {
-	if _, err := sessionOnly(ctx); err != nil {
+	c, err := sessionOnly(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return nil, errNoSessions
+	site := siteURL(stateOf(ctx).r)
+	secret, err := r.s.store.RotateInboundSecret(c.member.ID, site)
+	if err != nil {
+		return nil, err
+	}
+	in, err := r.s.store.InboundInfo(c.member.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &generated.InboundEmailAddress{ID: in.ID, CreatedAt: in.CreatedAt, FullAddress: site + InboundPath + secret}, nil
 }
 
 func (r *mutationResolver) DeleteInboundEmailAddress(ctx context.Context, in generated.DeleteInboundEmailAddressInput) (*generated.Void, error) {
@@ -138,8 +155,6 @@ func (r *mutationResolver) ResetPassword(ctx context.Context, in generated.Reset
 	return nil, errNoEmail
 }
 
-// errNoSessions answers a caller that is neither a token nor a session:
-// the GraphQL endpoint authenticates requests by token only, so the
-// session-only operations are reachable from no caller yet (issue 12
-// point 7 adds the member's session cookie).
-var errNoSessions = &userError{codeForbidden, "this operation needs the member's signed-in session, which this endpoint does not accept yet"}
+// errNoSessions answers the account operations Hearth does not serve over
+// GraphQL yet: its member pages do them.
+var errNoSessions = &userError{codeBadRequest, "this site does not do this operation over GraphQL yet: use its account pages (/sign_in, /settings)"}

@@ -144,11 +144,15 @@ func (r *mutationResolver) UpdateSavedItemStatus(ctx context.Context, in generat
 	return success, nil
 }
 
+// PermanentlyDeleteSavedItems, EmptyTrash, DeleteLabel, DeleteHighlights,
+// DeleteSavedQuery and DeleteAPIToken are session-only, as in Inboxt (no
+// @ApiTokenAllowed on their resolvers @ 45f4314): see sessionOnly.
 func (r *mutationResolver) PermanentlyDeleteSavedItems(ctx context.Context, in generated.PermanentlyDeleteSavedItemsInput) (*generated.Void, error) {
-	id, err := memberID(ctx)
+	c, err := sessionOnly(ctx)
 	if err != nil {
 		return nil, err
 	}
+	id := c.member.ID
 	if err := r.s.store.PermanentlyDeleteItems(id, in.Ids); err != nil {
 		return nil, err
 	}
@@ -156,10 +160,11 @@ func (r *mutationResolver) PermanentlyDeleteSavedItems(ctx context.Context, in g
 }
 
 func (r *mutationResolver) EmptyTrash(ctx context.Context) (*generated.EmptyTrash, error) {
-	id, err := memberID(ctx)
+	c, err := sessionOnly(ctx)
 	if err != nil {
 		return nil, err
 	}
+	id := c.member.ID
 	n, err := r.s.store.EmptyTrash(id)
 	if err != nil {
 		return nil, err
@@ -194,10 +199,11 @@ func (r *mutationResolver) UpdateLabel(ctx context.Context, in generated.UpdateL
 }
 
 func (r *mutationResolver) DeleteLabel(ctx context.Context, in generated.DeleteLabelInput) (*generated.Void, error) {
-	id, err := memberID(ctx)
+	c, err := sessionOnly(ctx)
 	if err != nil {
 		return nil, err
 	}
+	id := c.member.ID
 	err = r.s.store.DeleteLabel(id, in.ID)
 	labelsChanged(ctx)
 	if err != nil {
@@ -246,10 +252,11 @@ func (r *mutationResolver) CreateHighlight(ctx context.Context, in generated.Cre
 }
 
 func (r *mutationResolver) DeleteHighlights(ctx context.Context, in generated.DeleteHighlightsInput) (*generated.Void, error) {
-	id, err := memberID(ctx)
+	c, err := sessionOnly(ctx)
 	if err != nil {
 		return nil, err
 	}
+	id := c.member.ID
 	if len(in.Items) == 0 {
 		return nil, badInput("items must not be empty")
 	}
@@ -294,10 +301,11 @@ func (r *mutationResolver) UpdateSavedQuery(ctx context.Context, in generated.Up
 }
 
 func (r *mutationResolver) DeleteSavedQuery(ctx context.Context, in generated.DeleteSavedQueryInput) (*generated.Void, error) {
-	id, err := memberID(ctx)
+	c, err := sessionOnly(ctx)
 	if err != nil {
 		return nil, err
 	}
+	id := c.member.ID
 	if err := r.s.store.DeleteSavedQuery(id, in.ID); err != nil {
 		return nil, err
 	}
@@ -325,20 +333,12 @@ var apiTokenExpiries = map[generated.APITokenExpiry]string{
 	generated.APITokenExpiryNever:      "never",
 }
 
-// CreateAPIToken needs a member's OAuth token with the read and write
-// scopes: a leaked API token must not be able to mint more of itself, and
-// the token made can read and write, so a write-only token must not get one.
+// CreateAPIToken is session-only, as in Inboxt: an API token must not be
+// able to mint more of itself, and neither may an OAuth access token.
 func (r *mutationResolver) CreateAPIToken(ctx context.Context, in generated.CreateAPITokenInput) (*generated.CreatedAPIToken, error) {
-	c := callerOf(ctx)
-	if c == nil {
-		return nil, errNoCaller
-	}
-	if c.oauth == nil {
-		return nil, forbidden("API tokens cannot create API tokens; use the API Tokens settings page")
-	}
-	if !c.oauth.Allows("read") {
-		// checkScope asked for write; the new token could also read.
-		return nil, forbidden("this token lacks the read scope: an API token can read and write, so creating one needs both")
+	c, err := sessionOnly(ctx)
+	if err != nil {
+		return nil, err
 	}
 	lifetime, err := storage.ParseAPITokenExpiry(apiTokenExpiries[in.Expiry])
 	if err != nil {
@@ -352,10 +352,11 @@ func (r *mutationResolver) CreateAPIToken(ctx context.Context, in generated.Crea
 }
 
 func (r *mutationResolver) DeleteAPIToken(ctx context.Context, in generated.DeleteAPITokenInput) (*generated.Void, error) {
-	id, err := memberID(ctx)
+	c, err := sessionOnly(ctx)
 	if err != nil {
 		return nil, err
 	}
+	id := c.member.ID
 	if err := r.s.store.DeleteAPIToken(id, in.ID); err != nil {
 		return nil, err
 	}

@@ -69,8 +69,8 @@ func TestLabelsAreCreatedUpdatedReorderedAndDeleted(t *testing.T) {
 	if len(ls.Labels) != 2 || ls.Labels[0].Name != "Work" || ls.Labels[1].Name != "Later" {
 		t.Fatalf("labels = %+v", ls.Labels)
 	}
-	e.do(deleteLabelMutation, map[string]any{"data": map[string]any{"id": a.CreateLabel.ID}}, nil)
-	e.wantError(e.token, deleteLabelMutation, map[string]any{"data": map[string]any{"id": a.CreateLabel.ID}}, 200, "NOT_FOUND")
+	e.doAs(e.session, deleteLabelMutation, map[string]any{"data": map[string]any{"id": a.CreateLabel.ID}}, nil)
+	e.wantError(e.session, deleteLabelMutation, map[string]any{"data": map[string]any{"id": a.CreateLabel.ID}}, 200, "NOT_FOUND")
 	var me struct{ Me struct{ LabelsCount float64 } }
 	e.do(`query Me { me { id createdAt emailAddress isEmailVerified username pendingEmailAddress labelsCount inboundEmailAddressesCount } }`, nil, &me)
 	if me.Me.LabelsCount != 1 {
@@ -145,15 +145,15 @@ func TestStatusMovesItemsBetweenInboxArchiveAndTrash(t *testing.T) {
 		t.Fatalf("archive has %d", n)
 	}
 	// Only items in the trash can be deleted for good; nothing happens otherwise.
-	e.wantError(e.token, permanentlyDeleteMutation, map[string]any{"data": map[string]any{"ids": []string{it2.ID, it1.ID}}}, 200, "BAD_USER_INPUT")
-	e.do(permanentlyDeleteMutation, map[string]any{"data": map[string]any{"ids": []string{it2.ID}}}, nil)
+	e.wantError(e.session, permanentlyDeleteMutation, map[string]any{"data": map[string]any{"ids": []string{it2.ID, it1.ID}}}, 200, "BAD_USER_INPUT")
+	e.doAs(e.session, permanentlyDeleteMutation, map[string]any{"data": map[string]any{"ids": []string{it2.ID}}}, nil)
 	var et struct {
 		EmptyTrash struct {
 			Success bool
 			Count   float64
 		}
 	}
-	e.do(emptyTrashMutation, nil, &et)
+	e.doAs(e.session, emptyTrashMutation, nil, &et)
 	if !et.EmptyTrash.Success || et.EmptyTrash.Count != 1 {
 		t.Fatalf("emptyTrash = %+v", et)
 	}
@@ -237,7 +237,7 @@ func TestHighlightsAreCreatedListedAndDeleted(t *testing.T) {
 		t.Fatalf("has:highlights = %d", len(got))
 	}
 	e.wantError(e.token, createHighlightMutation, map[string]any{"data": map[string]any{"savedItemId": "424242", "segments": []any{seg}}}, 200, "NOT_FOUND")
-	e.do(deleteHighlightsMutation, map[string]any{"data": map[string]any{"items": []any{map[string]any{"id": h.CreateHighlight.ID, "savedItemId": it.ID}}}}, nil)
+	e.doAs(e.session, deleteHighlightsMutation, map[string]any{"data": map[string]any{"items": []any{map[string]any{"id": h.CreateHighlight.ID, "savedItemId": it.ID}}}}, nil)
 	if got := e.allEntries(map[string]any{"first": 10, "q": "type:highlight"}); len(got) != 0 {
 		t.Fatalf("%d highlights after delete", len(got))
 	}
@@ -263,7 +263,7 @@ func TestSavedQueriesAreCreatedUpdatedReorderedAndDeleted(t *testing.T) {
 	if len(qs.SavedQueries) != 2 || qs.SavedQueries[0].ID != b.CreateSavedQuery.ID || qs.SavedQueries[1].Name != "Work" {
 		t.Fatalf("savedQueries = %+v", qs.SavedQueries)
 	}
-	e.do(`mutation DeleteSavedQuery($data: DeleteSavedQueryInput!) { deleteSavedQuery(data: $data) { success } }`,
+	e.doAs(e.session, `mutation DeleteSavedQuery($data: DeleteSavedQueryInput!) { deleteSavedQuery(data: $data) { success } }`,
 		map[string]any{"data": map[string]any{"id": b.CreateSavedQuery.ID}}, nil)
 	e.do(`query SavedQueries { savedQueries { id } }`, nil, &qs)
 	if len(qs.SavedQueries) != 1 {
@@ -316,7 +316,7 @@ func TestLabelChangeIsSeenLaterInTheSameRequest(t *testing.T) {
 		t.Fatalf("after the rename, c shows labels %+v", got.C.Labels)
 	}
 	var deleted struct{ A, C struct{ Labels []label } }
-	e.do(`mutation($i: String!, $l: String!) {
+	e.doAs(e.session, `mutation($i: String!, $l: String!) {
   a: updateSavedItemMetadata(data: {id: $i, title: "U"}) { labels { name } }
   b: deleteLabel(data: {id: $l}) { success }
   c: updateSavedItemMetadata(data: {id: $i, title: "V"}) { labels { name } }
