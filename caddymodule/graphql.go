@@ -87,6 +87,7 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 		AllowPrivateAddresses: h.AllowPrivateAddresses,
 		ClientIP:              clientIP,
 		Logger:                ctx.Logger(),
+		Pages:                 h.pages,
 	})
 	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
 	h.pages.AddSettingsPage(h.server.ExportPage(h.pages))
