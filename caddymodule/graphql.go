@@ -15,7 +15,6 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
-	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -74,25 +73,22 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	var fetcher *safefetch.Fetcher
-	if h.AllowPrivateAddresses {
-		fetcher = safefetch.New(safefetch.Options{AllowPrivate: true, FollowRedirects: true})
-	}
 	h.pages, h.app = app.Pages(), app
 	h.server = graphql.New(app.Store(), graphql.Options{
-		MaxBodyBytes:     h.MaxBodySize,
-		MaxInboundBytes:  h.MaxInboundSize,
-		MaxDepth:         h.MaxDepth,
-		MaxComplexity:    h.MaxComplexity,
-		MaxContentBytes:  h.MaxContentSize,
-		NoIntrospection:  h.NoIntrospection,
-		TokenRateLimit:   h.TokenRateLimit,
-		MemberRateLimit:  h.MemberRateLimit,
-		InboundRateLimit: h.InboundRateLimit,
-		RateLimitWindow:  time.Duration(h.RateLimitWindow),
-		Fetcher:          fetcher,
-		ClientIP:         clientIP,
-		Logger:           ctx.Logger(),
+		MaxBodyBytes:          h.MaxBodySize,
+		MaxInboundBytes:       h.MaxInboundSize,
+		MaxDepth:              h.MaxDepth,
+		MaxComplexity:         h.MaxComplexity,
+		MaxContentBytes:       h.MaxContentSize,
+		NoIntrospection:       h.NoIntrospection,
+		TokenRateLimit:        h.TokenRateLimit,
+		MemberRateLimit:       h.MemberRateLimit,
+		InboundRateLimit:      h.InboundRateLimit,
+		RateLimitWindow:       time.Duration(h.RateLimitWindow),
+		AllowPrivateAddresses: h.AllowPrivateAddresses,
+		ClientIP:              clientIP,
+		Logger:                ctx.Logger(),
+		Pages:                 h.pages,
 	})
 	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
 	h.pages.AddSettingsPage(h.server.ExportPage(h.pages))
