@@ -110,6 +110,9 @@ type NewItem struct {
 	// message whose id the member already has returns that item and
 	// changes nothing (forwarding services retry); "" saves every time.
 	MessageID string
+
+	queueFetch    bool   // QueueFetch: add a pending fetch, keep an existing item's content
+	finishesFetch string // FinishFetch: the item whose pending fetch this ends
 }
 
 // SortField names a sort order of saved items (Inboxt's names plus updatedAt).
@@ -627,6 +630,18 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 				return err
 			}
 		}
+		if in.finishesFetch != "" {
+			if _, err := tx.get(fetchKey(memberID, in.finishesFetch)); err != nil {
+				return err
+			}
+			if err := tx.delete(fetchKey(memberID, in.finishesFetch)); err != nil {
+				return err
+			}
+			var pending SavedItem
+			if err := tx.getItem(itemKey(memberID, in.finishesFetch), &pending); err != nil {
+				return err // ErrNotFound: gone meanwhile, nothing saved
+			}
+		}
 		t := now()
 		var old *SavedItem
 		if norm != "" && in.Type == TypeArticle {
@@ -646,8 +661,10 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 			c := *old
 			c.LabelIDs = append([]string(nil), old.LabelIDs...)
 			it = &c
-			it.Status = StatusActive
-			it.DeletedAt = nil
+			if in.finishesFetch == "" { // a finished fetch keeps where the member put the item
+				it.Status = StatusActive
+				it.DeletedAt = nil
+			}
 		} else {
 			created = true
 			it.ID = NewID()
@@ -657,9 +674,12 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 			it.CreatedAt = t
 		}
 		it.UpdatedAt = t
-		it.Title, it.Description, it.Author, it.LeadImage = in.Title, in.Description, in.Author, in.LeadImage
-		it.OriginalURL, it.SourceDomain, it.WordCount = norm, in.SourceDomain, in.WordCount
-		it.FromName, it.FromAddress = in.FromName, in.FromAddress
+		keep := in.queueFetch && old != nil // re-fetched: keep what it has until the fetch ends
+		if !keep {
+			it.Title, it.Description, it.Author, it.LeadImage = in.Title, in.Description, in.Author, in.LeadImage
+			it.OriginalURL, it.SourceDomain, it.WordCount = norm, in.SourceDomain, in.WordCount
+			it.FromName, it.FromAddress = in.FromName, in.FromAddress
+		}
 		if len(in.LabelIDs) > 0 {
 			labels, err := tx.memberLabelIDs(memberID, in.LabelIDs)
 			if err != nil {
@@ -691,6 +711,14 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 			}
 		}
 		out = it
+		if in.queueFetch {
+			if err := tx.put(fetchKey(memberID, it.ID), []byte(norm), 0); err != nil {
+				return err
+			}
+			if keep {
+				return nil
+			}
+		}
 		return tx.putJSON(contentKey(memberID, it.ID), ItemContent{HTML: in.HTML, Text: in.Text}, 0)
 	})
 	if err != nil {
@@ -998,6 +1026,9 @@ func (tx *Tx) deleteItem(it *SavedItem) error {
 		return err
 	}
 	if err := tx.delete(contentKey(mid, it.ID)); err != nil {
+		return err
+	}
+	if err := tx.delete(fetchKey(mid, it.ID)); err != nil {
 		return err
 	}
 	return tx.delete(itemKey(mid, it.ID))

@@ -33,6 +33,7 @@ func newEnv(t *testing.T, opts graphql.Options) *env {
 	}
 	t.Cleanup(func() { store.Close() })
 	api := graphql.New(store, opts)
+	t.Cleanup(func() { api.Close() })
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	e := &env{t: t, store: store, api: api, srv: srv}
