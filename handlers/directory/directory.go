@@ -38,7 +38,7 @@ const (
 	WellKnownNIP05 = "/.well-known/nostr.json"
 )
 
-// Defaults of Options, documented in README.md.
+// Defaults of Options, documented in docs/configuration.md.
 const (
 	DefaultPath             = "/directory.json"
 	DefaultKind             = 31339
