@@ -94,6 +94,15 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 	return nil
 }
 
+// Cleanup stops the API's background fetches; those cut short stay pending
+// in the store for the next configuration.
+func (h *GraphQL) Cleanup() error {
+	if h.server != nil {
+		return h.server.Close()
+	}
+	return nil
+}
+
 // ServeHTTP serves the API and member pages, and passes other requests on.
 func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	return serveOrNext(w, r, next, h.server, h.pages)
@@ -239,6 +248,7 @@ func tokenCommand() *cobra.Command {
 // Interface guards
 var (
 	_ caddy.Provisioner           = (*GraphQL)(nil)
+	_ caddy.CleanerUpper          = (*GraphQL)(nil)
 	_ caddyhttp.MiddlewareHandler = (*GraphQL)(nil)
 	_ caddyfile.Unmarshaler       = (*GraphQL)(nil)
 )

@@ -42,6 +42,7 @@ func newEnv(t *testing.T, opts graphql.Options) *env {
 		opts.Pages = account.New(store, account.Options{})
 	}
 	api := graphql.New(store, opts)
+	t.Cleanup(func() { api.Close() })
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	e := &env{t: t, store: store, api: api, srv: srv}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -167,10 +168,14 @@ type Server struct {
 	members *ratelimit.Limiter // per member
 	inbound *ratelimit.Limiter // per client IP
 
+	fetches   *fetchQueue // addArticleFromUrl's background fetches
+	closeOnce sync.Once
+
 	fastPathStats
 }
 
-// New returns the API backed by store.
+// New returns the API backed by store, and starts fetching the pages of
+// addArticleFromUrl still pending in it; Close stops that.
 func New(store *storage.Store, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{store: store, opts: opts, log: opts.Logger}
@@ -184,6 +189,7 @@ func New(store *storage.Store, opts Options) *Server {
 		s.inbound = ratelimit.New(opts.InboundRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
 	}
 	s.gql = s.newGraphQLServer()
+	s.startFetches()
 	return s
 }
 
