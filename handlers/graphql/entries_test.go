@@ -338,7 +338,7 @@ func TestEntriesInWithTypeHighlightIsRefused(t *testing.T) {
 	}
 	for _, q := range []string{"type:highlight in:archive", "in:inbox type:highlight", "type:highlights IN:trash"} {
 		r := e.wantError(e.token, entriesQuery, map[string]any{"query": map[string]any{"first": 10, "q": q}}, 200, "BAD_USER_INPUT")
-		if msg := r.Errors[0].Message; !strings.Contains(strings.ToLower(msg), "in:") || !strings.Contains(msg, "type:highlight") {
+		if msg := r.Errors[0].Detail(); !strings.Contains(strings.ToLower(msg), "in:") || !strings.Contains(msg, "type:highlight") {
 			t.Fatalf("%s: message %q", q, msg)
 		}
 		if strings.Contains(string(r.Data), `"Highlight"`) {
