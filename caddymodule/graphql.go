@@ -55,6 +55,7 @@ type GraphQL struct {
 
 	server *graphql.Server
 	pages  *account.Pages
+	app    *App
 }
 
 // CaddyModule returns the Caddy module information.
@@ -72,7 +73,7 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	h.pages = app.Pages()
+	h.pages, h.app = app.Pages(), app
 	h.server = graphql.New(app.Store(), graphql.Options{
 		MaxBodyBytes:          h.MaxBodySize,
 		MaxInboundBytes:       h.MaxInboundSize,
@@ -105,6 +106,9 @@ func (h *GraphQL) Cleanup() error {
 
 // ServeHTTP serves the API and member pages, and passes other requests on.
 func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if err := h.app.start(); err != nil {
+		return caddyhttp.Error(http.StatusServiceUnavailable, err)
+	}
 	return serveOrNext(w, r, next, h.server, h.pages)
 }
 
