@@ -283,6 +283,24 @@ func (tx *Tx) suffixes(prefix []byte) ([]string, error) {
 	return out, err
 }
 
+// deletePrefix deletes every key with prefix inside the transaction.
+func (tx *Tx) deletePrefix(prefix []byte) error {
+	var keys [][]byte
+	err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		keys = append(keys, append([]byte{}, k...))
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := tx.delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // key joins parts with '/' into a key.
 func key(parts ...string) []byte {
 	n := len(parts) - 1
