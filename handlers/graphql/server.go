@@ -87,6 +87,14 @@ type Options struct {
 	// RateLimitWindow (60).
 	InboundRateLimit int
 	RateLimitWindow  time.Duration
+	// MailWebhookSecret turns on Inboxt's mail webhook (MailWebhookPath)
+	// and is what its requests must carry, in MailWebhookHeader (default
+	// X-Webhook-Secret) or as an HTTP Basic password. Never logged.
+	MailWebhookSecret string
+	MailWebhookHeader string
+	// MailDomain is the domain of members' newsletter addresses, <their
+	// inbound address id>@MailDomain, the recipients the webhook accepts.
+	MailDomain string
 	// Fetcher fetches the pages of addArticleFromUrl. Default: public
 	// addresses only, up to 5 redirects (each checked), 15 s, 5 MiB.
 	Fetcher *safefetch.Fetcher
@@ -134,6 +142,9 @@ func (o Options) withDefaults() Options {
 			FollowRedirects: true,
 		})
 	}
+	if o.MailWebhookHeader == "" {
+		o.MailWebhookHeader = DefaultMailWebhookHeader
+	}
 	if o.ClientIP == nil {
 		o.ClientIP = ratelimit.RemoteIP
 	}
@@ -157,8 +168,9 @@ type Server struct {
 	members *ratelimit.Limiter // per member
 	inbound *ratelimit.Limiter // per client IP
 
-	fetches   *fetchQueue // addArticleFromUrl's background fetches
-	closeOnce sync.Once
+	fetches      *fetchQueue // addArticleFromUrl's background fetches
+	closeOnce    sync.Once
+	indexInbound sync.Once // IndexInboundIDs, on the webhook's first miss
 
 	fastPathStats
 }
@@ -205,7 +217,7 @@ func (s *Server) newGraphQLServer() *handler.Server {
 // Handles reports whether r is for this server: the GraphQL endpoint or the
 // newsletter inbound URL.
 func (s *Server) Handles(r *http.Request) bool {
-	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath)
+	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath) || r.URL.Path == MailWebhookPath
 }
 
 // ServeHTTP serves the GraphQL endpoint and the newsletter inbound URL;
@@ -216,6 +228,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveGraphQL(w, r)
 	case strings.HasPrefix(r.URL.Path, InboundPath):
 		s.serveInbound(w, r)
+	case r.URL.Path == MailWebhookPath:
+		s.serveMailWebhook(w, r)
 	default:
 		http.NotFound(w, r)
 	}
