@@ -277,11 +277,15 @@ func webhookNewsletter(msg map[string]any) (*newsletter, error) {
 	from := firstString(msg, jp("from"), jp("FromName"), jp("FromFull", "Name"), jp("FromFull", "Email"),
 		jp("Sender"), jp("msg_from"), jp("items", 0, "From", "Name"), jp("items", 0, "From", "Address"),
 		jp("msys", "relay_message", "friendly_from"), jp("msys", "relay_message", "msg_from"),
-		jp("headers", "From", 0), jp("From"), jp("envelope_sender"))
-	fromAddr := firstString(msg, jp("FromFull", "Email"), jp("items", 0, "From", "Address"),
+		jp("headers", "From", 0), jp("From"), jp("From", "Name"), jp("From", "Address"), jp("envelope_sender"))
+	// (A Brevo message, one of its items, has From: {Name, Address}.)
+	fromAddr := firstString(msg, jp("FromFull", "Email"), jp("items", 0, "From", "Address"), jp("From", "Address"),
 		jp("msys", "relay_message", "msg_from"), jp("envelope_sender"))
 	nl := &newsletter{}
-	from = strings.Trim(oneLine(from), `"`)
+	from = oneLine(from)
+	if _, err := mail.ParseAddress(from); err != nil {
+		from = strings.Trim(from, `"`) // Inboxt's
+	}
 	if a, err := mail.ParseAddress(from); err == nil {
 		nl.fromName, nl.fromAddress = oneLine(a.Name), strings.ToLower(a.Address)
 	} else if strings.Contains(from, "@") && !strings.Contains(from, " ") {
