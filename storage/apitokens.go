@@ -67,7 +67,7 @@ func apiTokenRefKey(digest string) []byte    { return key("gql", "tok", digest) 
 func apiTokenKey(memberID, id string) []byte { return key("u", memberID, "gql", "tok", id) }
 func inboundRefKey(digest string) []byte     { return key("gql", "inbound", digest) }
 func inboundKey(memberID string) []byte      { return key("u", memberID, "gql", "inbound") }
-func inboundIDKey(id string) []byte           { return key("gql", "inboundid", id) }
+func inboundIDKey(id string) []byte          { return key("gql", "inboundid", id) }
 
 // CreateAPIToken makes a token for the member that expires after lifetime
 // (0: never). It returns the record and the token, which is never stored
