@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 func TestPendingFetchesEndWithTheirItemOrMember(t *testing.T) {
@@ -54,5 +55,50 @@ func TestPendingFetchesEndWithTheirItemOrMember(t *testing.T) {
 	}
 	if p, err := st.PendingFetches(10); err != nil || len(p) != 0 {
 		t.Fatalf("pending after member deletion = %+v, %v", p, err)
+	}
+}
+
+// A newsletter address made before addresses had ids (and before the id
+// index) is found once IndexInboundIDs ran, and stops working when rotated.
+func TestInboundMemberByIDFindsOlderAddressesAfterIndexing(t *testing.T) {
+	st, m := openSavedTest(t)
+	legacy := Inbound{Digest: Digest("nl_legacysecretlegacysecret"), CreatedAt: now().Add(-time.Hour)}
+	err := st.Update(func(tx *Tx) error {
+		if err := tx.put(inboundRefKey(legacy.Digest), []byte(m.ID), 0); err != nil {
+			return err
+		}
+		return tx.putJSON(inboundKey(m.ID), legacy, 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.InboundInfo(m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.InboundMemberByID(info.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("before indexing: %v", err)
+	}
+	if err := st.IndexInboundIDs(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.InboundMemberByID(info.ID); err != nil || got.ID != m.ID {
+		t.Fatalf("after indexing: %v %v", got, err)
+	}
+	if _, err := st.RotateInboundSecret(m.ID, "https://example.org"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.InboundMemberByID(info.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("old address after rotation: %v", err)
+	}
+	cur, _ := st.InboundInfo(m.ID)
+	if got, err := st.InboundMemberByID(cur.ID); err != nil || got.ID != m.ID {
+		t.Fatalf("new address: %v %v", got, err)
+	}
+	if err := st.DeleteMember(m.Username); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.InboundMemberByID(cur.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after member deletion: %v", err)
 	}
 }
