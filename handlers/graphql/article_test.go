@@ -258,17 +258,22 @@ func TestAddArticleFromUrlSurvivesARestartMidFetch(t *testing.T) {
 	}
 }
 
-// waitFetched polls entries until no item is still being processed, and
-// returns them.
+// waitFetched polls until the store has no fetch pending, and returns the
+// entries then.
 func (e *env) waitFetched() []entry {
 	e.t.Helper()
 	for i := 0; ; i++ {
-		items := e.allEntries(map[string]any{"first": 100})
-		pending := false
-		for _, it := range items {
-			pending = pending || strings.HasPrefix(it.Title, "Processing item from ")
+		pending, err := e.store.PendingFetches(1)
+		if err != nil {
+			e.t.Fatal(err)
 		}
-		if !pending {
+		items := e.allEntries(map[string]any{"first": 100})
+		if len(pending) == 0 {
+			for _, it := range items {
+				if strings.HasPrefix(it.Title, "Processing item from ") {
+					e.t.Fatalf("no fetch pending, but %s is still processing", it.ID)
+				}
+			}
 			return items
 		}
 		if i > 3000 {
