@@ -8,17 +8,25 @@ import (
 
 func TestPendingFetchesEndWithTheirItemOrMember(t *testing.T) {
 	st, m := openSavedTest(t)
-	a, err := st.QueueFetch(m.ID, NewItem{URL: "https://example.com/a", Title: "Processing"})
+	a, err := st.QueueFetch(m.ID, NewItem{URL: "https://example.com/a", Title: "Processing"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := st.QueueFetch(m.ID, NewItem{URL: "https://example.com/b", Title: "Processing"})
+	b, err := st.QueueFetch(m.ID, NewItem{URL: "https://example.com/b", Title: "Processing"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := st.PendingFetches(10)
-	if err != nil || len(p) != 2 || p[0].URL != "https://example.com/a" || p[0].ItemID != a.ID || p[1].ItemID != b.ID {
+	p, err := st.PendingFetches(10, false, true)
+	if err != nil || len(p) != 2 || p[0].URL != "https://example.com/a" || p[0].ItemID != a.ID || p[1].ItemID != b.ID ||
+		p[0].Private || !p[1].Private || p[1].URL != "https://example.com/b" {
 		t.Fatalf("pending = %+v, %v", p, err)
+	}
+	// A server fetches only what was queued under its own policy.
+	if p, err := st.PendingFetches(10, false, false); err != nil || len(p) != 1 || p[0].ItemID != a.ID {
+		t.Fatalf("public pending = %+v, %v", p, err)
+	}
+	if p, err := st.PendingFetches(10, true, false); err != nil || len(p) != 1 || p[0].ItemID != b.ID {
+		t.Fatalf("private pending = %+v, %v", p, err)
 	}
 	// Deleted for good mid-fetch: the fetch saves nothing.
 	if _, err := st.SetItemsStatus(m.ID, []string{a.ID}, StatusDeleted); err != nil {
@@ -47,13 +55,13 @@ func TestPendingFetchesEndWithTheirItemOrMember(t *testing.T) {
 		t.Fatalf("fail after finish: %v", err)
 	}
 	// A member deleted with fetches pending takes them along.
-	if _, err := st.QueueFetch(m.ID, NewItem{URL: "https://example.com/c"}); err != nil {
+	if _, err := st.QueueFetch(m.ID, NewItem{URL: "https://example.com/c"}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.DeleteMember(m.Username); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := st.PendingFetches(10); err != nil || len(p) != 0 {
+	if p, err := st.PendingFetches(10, false, true); err != nil || len(p) != 0 {
 		t.Fatalf("pending after member deletion = %+v, %v", p, err)
 	}
 }

@@ -112,6 +112,7 @@ type NewItem struct {
 	MessageID string
 
 	queueFetch    bool   // QueueFetch: add a pending fetch, keep an existing item's content
+	fetchPrivate  bool   // QueueFetch: the fetch may reach private addresses
 	finishesFetch string // FinishFetch: the item whose pending fetch this ends
 }
 
@@ -712,7 +713,11 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 		}
 		out = it
 		if in.queueFetch {
-			if err := tx.put(fetchKey(memberID, it.ID), []byte(norm), 0); err != nil {
+			v := norm
+			if in.fetchPrivate {
+				v = privateFetch + norm
+			}
+			if err := tx.put(fetchKey(memberID, it.ID), []byte(v), 0); err != nil {
 				return err
 			}
 			if keep {

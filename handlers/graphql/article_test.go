@@ -263,7 +263,7 @@ func TestAddArticleFromUrlSurvivesARestartMidFetch(t *testing.T) {
 func (e *env) waitFetched() []entry {
 	e.t.Helper()
 	for i := 0; ; i++ {
-		pending, err := e.store.PendingFetches(1)
+		pending, err := e.store.PendingFetches(1, false, true)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -280,5 +280,23 @@ func (e *env) waitFetched() []entry {
 			e.t.Fatalf("items still processing: %+v", items)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Two sites on one store with different fetch policies: a page queued by
+// the site that may fetch private addresses is never fetched (and failed)
+// by the stricter one, which starts first here.
+func TestAStricterSiteLeavesOthersFetchesAlone(t *testing.T) {
+	e := newEnv(t, graphql.Options{}) // the strict default fetcher
+	site := articleSite(t, "Baking Bread")
+	if _, err := e.store.QueueFetch(e.member.ID, storage.NewItem{URL: site.URL + "/bread", Title: "Processing item from " + site.URL + "/bread..."}, true); err != nil {
+		t.Fatal(err)
+	}
+	strict := graphql.New(e.store, graphql.Options{})
+	t.Cleanup(func() { strict.Close() })
+	open := graphql.New(e.store, graphql.Options{Fetcher: localFetcher()})
+	t.Cleanup(func() { open.Close() })
+	if items := e.waitFetched(); len(items) != 1 || items[0].Title != "Baking Bread" {
+		t.Fatalf("items = %+v", items)
 	}
 }

@@ -213,6 +213,9 @@ func (f *Fetcher) GetWithHeader(ctx context.Context, rawURL string, header http.
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: buf.Bytes(), FinalURL: resp.Request.URL.String()}, nil
 }
 
+// AllowsPrivate reports whether the Fetcher reaches private addresses.
+func (f *Fetcher) AllowsPrivate() bool { return f.opts.AllowPrivate }
+
 // Check tells at once what Get would refuse without a network round trip:
 // a URL that is not absolute http(s), and (unless AllowPrivate) a host that
 // is an IP literal outside public addresses. Names are resolved only by Get.
