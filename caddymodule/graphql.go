@@ -16,7 +16,6 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
-	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -80,10 +79,6 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	var fetcher *safefetch.Fetcher
-	if h.AllowPrivateAddresses {
-		fetcher = safefetch.New(safefetch.Options{AllowPrivate: true, FollowRedirects: true})
-	}
 	secret := caddy.NewReplacer().ReplaceAll(h.MailWebhookSecret, "")
 	if h.MailWebhookSecret != "" && secret == "" {
 		return fmt.Errorf("mail_webhook_secret is empty once its placeholders are replaced")
@@ -93,22 +88,23 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 	}
 	h.pages = app.Pages()
 	h.server = graphql.New(app.Store(), graphql.Options{
-		MailWebhookSecret: secret,
-		MailWebhookHeader: h.MailWebhookHeader,
-		MailDomain:        h.MailDomain,
-		MaxBodyBytes:      h.MaxBodySize,
-		MaxInboundBytes:   h.MaxInboundSize,
-		MaxDepth:          h.MaxDepth,
-		MaxComplexity:     h.MaxComplexity,
-		MaxContentBytes:   h.MaxContentSize,
-		NoIntrospection:   h.NoIntrospection,
-		TokenRateLimit:    h.TokenRateLimit,
-		MemberRateLimit:   h.MemberRateLimit,
-		InboundRateLimit:  h.InboundRateLimit,
-		RateLimitWindow:   time.Duration(h.RateLimitWindow),
-		Fetcher:           fetcher,
-		ClientIP:          clientIP,
-		Logger:            ctx.Logger(),
+		MaxBodyBytes:          h.MaxBodySize,
+		MaxInboundBytes:       h.MaxInboundSize,
+		MaxDepth:              h.MaxDepth,
+		MaxComplexity:         h.MaxComplexity,
+		MaxContentBytes:       h.MaxContentSize,
+		NoIntrospection:       h.NoIntrospection,
+		TokenRateLimit:        h.TokenRateLimit,
+		MemberRateLimit:       h.MemberRateLimit,
+		InboundRateLimit:      h.InboundRateLimit,
+		RateLimitWindow:       time.Duration(h.RateLimitWindow),
+		AllowPrivateAddresses: h.AllowPrivateAddresses,
+		MailWebhookSecret:     secret,
+		MailWebhookHeader:     h.MailWebhookHeader,
+		MailDomain:            h.MailDomain,
+		ClientIP:              clientIP,
+		Logger:                ctx.Logger(),
+		Pages:                 h.pages,
 	})
 	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
 	h.pages.AddSettingsPage(h.server.ExportPage(h.pages))

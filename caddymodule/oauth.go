@@ -1,7 +1,9 @@
 package caddymodule
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -107,9 +109,56 @@ func (h *OAuth) Validate() error {
 
 // ServeHTTP serves the OAuth endpoints and member pages, and passes other
 // requests on.
+// A path under /api/v1/, /api/v2/ or /oauth/ that neither they nor the
+// rest of the route answer gets Mastodon's JSON 404, not an empty 200.
 func (h *OAuth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if oauth.IsAPIPath(r.URL.Path) && !h.server.Handles(r) && !h.pages.Handles(r) {
+		return notFoundUnanswered{next}.ServeHTTP(w, r)
+	}
 	return serveOrNext(w, r, next, h.server, h.pages)
 }
+
+// notFoundUnanswered passes a request on and answers oauth.NotFound if
+// nothing after it wrote a response (or it ended in a 404 error).
+type notFoundUnanswered struct{ next caddyhttp.Handler }
+
+func (n notFoundUnanswered) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
+	aw := &answerWatch{ResponseWriter: w}
+	err := n.next.ServeHTTP(aw, r)
+	if aw.answered {
+		return err
+	}
+	var he caddyhttp.HandlerError
+	if err == nil || (errors.As(err, &he) && he.StatusCode == http.StatusNotFound) {
+		oauth.NotFound(w)
+		return nil
+	}
+	return err
+}
+
+// answerWatch records whether a response was started.
+type answerWatch struct {
+	http.ResponseWriter
+	answered bool
+}
+
+func (a *answerWatch) WriteHeader(status int) {
+	a.answered = true
+	a.ResponseWriter.WriteHeader(status)
+}
+
+func (a *answerWatch) Write(b []byte) (int, error) {
+	a.answered = true
+	return a.ResponseWriter.Write(b)
+}
+
+func (a *answerWatch) ReadFrom(r io.Reader) (int64, error) {
+	a.answered = true
+	return io.Copy(a.ResponseWriter, r)
+}
+
+// Unwrap lets http.ResponseController reach the writer's Flush, Hijack, ...
+func (a *answerWatch) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
 // parseOAuth reads the hearth_oauth directive; its subdirectives are the
 // fields of OAuth (see docs/configuration.md).

@@ -941,10 +941,13 @@ func (s *Store) UpdateReadingProgress(memberID, id string, progress float64) (*S
 }
 
 // LabelChange describes setSavedItemLabels: Set replaces the labels when not
-// nil; Add and Remove adjust them.
+// nil; Add and Remove adjust them. SkipUnknown skips label ids the member
+// does not have instead of failing, as Inboxt's setManyLabels does
+// (saved-item.service.ts @ 45f4314).
 type LabelChange struct {
 	Set         *[]string
 	Add, Remove []string
+	SkipUnknown bool
 }
 
 // SetItemLabels changes the labels of items. A label id the change adds or
@@ -977,7 +980,7 @@ func (s *Store) SetItemLabels(memberID string, ids []string, c LabelChange) ([]*
 			return err
 		}
 		for _, l := range requested {
-			if !contains(valid, l) && !contains(c.Remove, l) {
+			if !c.SkipUnknown && !contains(valid, l) && !contains(c.Remove, l) {
 				return ErrNotFound
 			}
 		}

@@ -118,8 +118,8 @@ func TestAddArticleFromUrlRefusesPrivateAddresses(t *testing.T) {
 	e := newEnv(t, graphql.Options{}) // the default fetcher: public addresses only
 	site := articleSite(t, "Internal")
 	r := e.wantError(e.token, addArticleMutation, map[string]any{"data": map[string]any{"url": site.URL + "/bread"}}, 200, "BAD_USER_INPUT")
-	if !strings.Contains(r.Errors[0].Message, "private") {
-		t.Fatalf("message = %q", r.Errors[0].Message)
+	if !strings.Contains(r.Errors[0].Detail(), "private") {
+		t.Fatalf("error = %+v", r.Errors[0])
 	}
 	if got := e.allEntries(map[string]any{"first": 10}); len(got) != 0 {
 		t.Fatal("something was stored")

@@ -214,8 +214,8 @@ func TestEntriesAfterAcceptsAnItemID(t *testing.T) {
 		}
 	}
 	r := e.wantError(e.token, entriesQuery, map[string]any{"query": map[string]any{"first": 2, "after": "12345"}}, 200, "BAD_USER_INPUT")
-	if !strings.Contains(r.Errors[0].Message, "12345") {
-		t.Fatalf("message %q", r.Errors[0].Message)
+	if !strings.Contains(r.Errors[0].Detail(), "12345") {
+		t.Fatalf("message %q", r.Errors[0].Detail())
 	}
 	bob, _ := e.newMember("bob")
 	other := e.saveArticle(bob.ID, 1, nil)
@@ -408,8 +408,8 @@ func TestEntriesQErrorsAreBadUserInput(t *testing.T) {
 	// Inboxt's limit is on the free text only (entry-manager.service.ts
 	// getMany, Inboxt/inboxt@45f4314), in its words.
 	r := e.wantError(e.token, entriesQuery, map[string]any{"query": map[string]any{"first": 10, "q": strings.Repeat("x", 201)}}, 200, "BAD_USER_INPUT")
-	if !strings.HasPrefix(r.Errors[0].Message, "Free text search is limited to 200 characters.") {
-		t.Fatalf("message %q", r.Errors[0].Message)
+	if !strings.HasPrefix(r.Errors[0].Detail(), "Free text search is limited to 200 characters.") {
+		t.Fatalf("message %q", r.Errors[0].Detail())
 	}
 	long := "in:archive type:article label:\"Send to Obsidian\" -label:news has:highlights sort:date_desc saved:2020-01-01..2030-01-01 " + strings.Repeat("z", 200)
 	if len(long) <= 200 {

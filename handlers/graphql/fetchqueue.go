@@ -90,7 +90,7 @@ func (s *Server) feedFetches() {
 			// Only those queued under this server's fetch policy: a
 			// site that may not fetch private addresses never fetches
 			// what another site queued, nor the other way round.
-			pending, err := s.store.PendingFetches(fetchBatch+fetchWorkers, s.opts.Fetcher.AllowsPrivate(), false)
+			pending, err := s.store.PendingFetches(fetchBatch+fetchWorkers, s.opts.Fetcher.Options().AllowPrivate, false)
 			if err != nil {
 				if q.ctx.Err() == nil {
 					s.log.Error("read pending article fetches", zap.Error(err))

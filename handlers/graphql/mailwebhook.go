@@ -63,7 +63,7 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.webhookAuthorized(r) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="hearth mail webhook"`)
-		writeError(w, http.StatusUnauthorized, codeUnauthenticated,
+		writeError(w, http.StatusUnauthorized, codeUnauthorized,
 			"send the webhook secret in the "+s.opts.MailWebhookHeader+" header or as the password of HTTP Basic authentication")
 		return
 	}

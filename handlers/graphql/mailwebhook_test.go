@@ -125,7 +125,7 @@ func TestMailWebhookTakesTheSecretInTheHeaderOrBasicAuthOnly(t *testing.T) {
 		"bearer":       func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+webhookSecret) },
 	} {
 		status, body := postWebhook(t, e, payload, auth)
-		if status != http.StatusUnauthorized || !strings.Contains(body, "UNAUTHENTICATED") {
+		if status != http.StatusUnauthorized || !strings.Contains(body, "UNAUTHORIZED") {
 			t.Fatalf("%s: %d %s", name, status, body)
 		}
 	}
