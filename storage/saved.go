@@ -1359,12 +1359,17 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 			return err
 		}
 		// One allocation for the page's items, and one item key buffer.
-		items := make([]SavedItem, len(statuses)*(min(first, 1000)+1))
-		var found []*SavedItem
-		var sufs [][]byte
+		// One allocation for a page's items, one for their index key
+		// suffixes (each ends where ends says), one item key buffer. Past
+		// a page (more statuses matching), items are allocated one by one.
+		items := make([]SavedItem, min(first, 1000)+1)
+		found := make([]*SavedItem, 0, len(items))
+		arena := make([]byte, 0, len(items)*24)
+		ends := make([]int, 0, len(items))
 		itemPrefix := itemKey(memberID, "")
 		k := make([]byte, len(itemPrefix), len(itemPrefix)+20)
 		copy(k, itemPrefix)
+		contributed := 0
 		for _, status := range statuses {
 			// Each status gives at most first+1 matches: the merged page
 			// needs no more to know whether another follows.
@@ -1395,15 +1400,27 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 					return err == nil, err
 				}
 				found = append(found, it)
-				sufs = append(sufs, append([]byte(nil), suf...))
+				arena = append(arena, suf...)
+				ends = append(ends, len(arena))
 				n++
 				return n <= first, nil
 			})
 			if err != nil {
 				return err
 			}
+			if n > 0 {
+				contributed++
+			}
 		}
-		if len(statuses) > 1 {
+		sufs := make([][]byte, len(found))
+		for i, end := range ends {
+			start := 0
+			if i > 0 {
+				start = ends[i-1]
+			}
+			sufs[i] = arena[start:end:end]
+		}
+		if contributed > 1 {
 			idx := make([]int, len(found))
 			for i := range idx {
 				idx[i] = i
