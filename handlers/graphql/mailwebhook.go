@@ -185,12 +185,13 @@ func (s *Server) webhookAuthorized(r *http.Request) bool {
 }
 
 // mailMember is the member whose newsletter address is addr: their
-// inbound address id at the site's mail domain.
+// inbound address id (optionally +tag) at the site's mail domain, any case.
 func (s *Server) mailMember(addr string) (*storage.Member, error) {
 	local, domain, ok := strings.Cut(strings.ToLower(addr), "@")
 	if !ok || s.opts.MailDomain == "" || domain != strings.ToLower(s.opts.MailDomain) {
 		return nil, storage.ErrNotFound
 	}
+	local, _, _ = strings.Cut(local, "+") // id+tag@domain: sub-addressing (RFC 5233)
 	m, err := s.store.InboundMemberByID(local)
 	if errors.Is(err, storage.ErrNotFound) {
 		// An address made before ids were indexed: index them once.

@@ -102,6 +102,12 @@ func TestMailWebhookSavesEachProvidersPayload(t *testing.T) {
 			}
 		})
 	}
+	// Sub-addressing and case: id+tag@DOMAIN is the member's address too.
+	local, domain, _ := strings.Cut(rcpt, "@")
+	tagged := strings.Replace(webhookPayloads(local + "+bread@" + strings.ToUpper(domain))["plain"], "m1@bread.example", "m6@bread.example", 1)
+	if status, body := postWebhook(t, e, tagged, withHeader); status != http.StatusOK {
+		t.Fatalf("tagged address: %d %s", status, body)
+	}
 	// Delivered again (providers retry): the same item, not a second one.
 	payloads := webhookPayloads(rcpt)
 	_, first := postWebhook(t, e, payloads["brevo"], withHeader)
@@ -109,8 +115,8 @@ func TestMailWebhookSavesEachProvidersPayload(t *testing.T) {
 	if status != http.StatusOK || again != first {
 		t.Fatalf("again: %d %s, first %s", status, again, first)
 	}
-	if got := e.allEntries(map[string]any{"first": 50, "q": "type:newsletter"}); len(got) != 5 {
-		t.Fatalf("%d newsletters, want 5", len(got))
+	if got := e.allEntries(map[string]any{"first": 50, "q": "type:newsletter"}); len(got) != 6 {
+		t.Fatalf("%d newsletters, want 6", len(got))
 	}
 }
 
