@@ -62,6 +62,7 @@ type GraphQL struct {
 
 	server *graphql.Server
 	pages  *account.Pages
+	app    *App
 }
 
 // CaddyModule returns the Caddy module information.
@@ -86,7 +87,7 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 	if secret != "" && h.MailDomain == "" {
 		return fmt.Errorf("mail_webhook_secret needs mail_domain: the domain of members' newsletter addresses")
 	}
-	h.pages = app.Pages()
+	h.pages, h.app = app.Pages(), app
 	h.server = graphql.New(app.Store(), graphql.Options{
 		MaxBodyBytes:          h.MaxBodySize,
 		MaxInboundBytes:       h.MaxInboundSize,
@@ -122,6 +123,9 @@ func (h *GraphQL) Cleanup() error {
 
 // ServeHTTP serves the API and member pages, and passes other requests on.
 func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if err := h.app.start(); err != nil {
+		return caddyhttp.Error(http.StatusServiceUnavailable, err)
+	}
 	return serveOrNext(w, r, next, h.server, h.pages)
 }
 

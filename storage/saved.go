@@ -137,7 +137,6 @@ func ValidSortField(f SortField) bool { _, ok := sortFieldCode[f]; return ok }
 
 var statusCode = map[string]string{StatusActive: "A", StatusArchived: "R", StatusDeleted: "D"}
 
-func savedPrefix(memberID string) []byte { return key("u", memberID, "gql", "") }
 func itemKey(memberID, id string) []byte { return key("u", memberID, "gql", "item", id) }
 func contentKey(memberID, id string) []byte {
 	return key("u", memberID, "gql", "content", id)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -30,8 +31,9 @@ func processingDescription(domain string) string {
 }
 
 const (
-	fetchWorkers = 2  // pages fetched at once
-	fetchBatch   = 64 // pending entries read from the store at a time
+	storeOpenPoll = 100 * time.Millisecond
+	fetchWorkers  = 2  // pages fetched at once
+	fetchBatch    = 64 // pending entries read from the store at a time
 )
 
 // fetchQueue feeds the store's pending fetches to a few workers.
@@ -85,6 +87,15 @@ func (s *Server) feedFetches() {
 		case <-q.ctx.Done():
 			return
 		case <-q.kick:
+		}
+		// In Caddy the store is opened after the handlers are provisioned
+		// (when the hearth app starts, or before the first request).
+		for !s.store.IsOpen() {
+			select {
+			case <-q.ctx.Done():
+				return
+			case <-time.After(storeOpenPoll):
+			}
 		}
 		for {
 			// Only those queued under this server's fetch policy: a

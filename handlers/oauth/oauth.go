@@ -254,7 +254,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		servePlaceholder(w, r)
 	case UserinfoPath:
-		if r.Method != http.MethodPost && !allow(w, r, http.MethodGet) {
+		if !allow(w, r, http.MethodGet, http.MethodPost) {
 			return
 		}
 		s.serveUserinfo(w, r)
@@ -289,11 +289,13 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-func allow(w http.ResponseWriter, r *http.Request, method string) bool {
-	if r.Method == method || (method == http.MethodGet && r.Method == http.MethodHead) {
-		return true
+func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	for _, method := range methods {
+		if r.Method == method || (method == http.MethodGet && r.Method == http.MethodHead) {
+			return true
+		}
 	}
-	w.Header().Set("Allow", method)
+	w.Header().Set("Allow", strings.Join(methods, ", "))
 	writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "This method is not allowed here"})
 	return false
 }
