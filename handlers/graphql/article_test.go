@@ -300,3 +300,50 @@ func TestAStricterSiteLeavesOthersFetchesAlone(t *testing.T) {
 		t.Fatalf("items = %+v", items)
 	}
 }
+
+// In Caddy the API is prepared on a store that is opened later (when the
+// app starts): Prepare reads nothing, and Start fetches what an earlier
+// process left pending.
+func TestPendingFetchesBeginWhenStarted(t *testing.T) {
+	site := articleSite(t, "Baking Bread")
+	dir := t.TempDir()
+	noSync := false
+	opts := storage.Options{SyncWrites: &noSync, GCInterval: -1}
+	st, err := storage.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.CreateMember("alice", "alice", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := st.QueueFetch(m.ID, storage.NewItem{URL: site.URL + "/bread", Title: "Processing item from " + site.URL + "/bread..."}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// As in Caddy: Provision prepares the store and the API without
+	// touching the disk; the app opens the store, then starts the API.
+	st = storage.Prepare(dir, opts)
+	api := graphql.Prepare(st, graphql.Options{Fetcher: localFetcher()})
+	t.Cleanup(func() { api.Close(); st.Close() })
+	if err := st.Open(); err != nil {
+		t.Fatal(err)
+	}
+	api.Start()
+	for i := 0; ; i++ {
+		got, err := st.SavedItem(m.ID, it.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Title == "Baking Bread" {
+			break
+		}
+		if i > 3000 {
+			t.Fatalf("not fetched: %+v", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
