@@ -21,7 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nbd-wtf/go-nostr"
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
@@ -249,7 +248,12 @@ type Directory struct {
 	stampedAt time.Time     // last StampDirectoryDocument, under buildMu
 	dirty     chan struct{} // a change happened; rebuild after RegenerateDelay
 	authorsCh chan struct{} // the set of registered authors changed
-	pool      *nostr.SimplePool
+	// relayFetcher dials relay connections: public addresses only unless
+	// AllowPrivate, checked when connecting.
+	relayFetcher *safefetch.Fetcher
+	// relayLive counts live relay subscriptions that reached the end of
+	// their stored events (tests wait on it).
+	relayLive atomic.Int64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -308,6 +312,7 @@ func New(store *storage.Store, opts Options) (*Directory, error) {
 			MaxBytes:     256 << 10,
 		})
 	}
+	d.relayFetcher = safefetch.New(safefetch.Options{AllowPrivate: opts.AllowPrivate, Timeout: 30 * time.Second})
 	if err := d.Rebuild(); err != nil {
 		return nil, fmt.Errorf("build directory document: %w", err)
 	}
@@ -326,7 +331,6 @@ func (d *Directory) Close() error {
 	d.closed.Do(func() {
 		d.cancel()
 		d.wg.Wait()
-		d.closeRelays()
 	})
 	return nil
 }
