@@ -89,6 +89,7 @@ func (h *Directory) Provision(ctx caddy.Context) error {
 		return err
 	}
 	d, err := directory.New(app.Store(), directory.Options{
+		RateLimits:          app.RateLimits(),
 		Path:                h.Path,
 		Kind:                h.Kind,
 		PowMinBits:          h.PowMinBits,

@@ -78,6 +78,7 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 	}
 	h.pages = app.Pages()
 	h.server = graphql.New(app.Store(), graphql.Options{
+		RateLimits:            app.RateLimits(),
 		MaxBodyBytes:          h.MaxBodySize,
 		MaxInboundBytes:       h.MaxInboundSize,
 		MaxDepth:              h.MaxDepth,

@@ -69,6 +69,7 @@ func (h *OAuth) Provision(ctx caddy.Context) error {
 	}
 	h.pages = app.Pages()
 	h.server = oauth.New(app.Store(), oauth.Options{
+		RateLimits:          app.RateLimits(),
 		BaseURL:             h.BaseURL,
 		AccountDomain:       h.AccountDomain,
 		AllowHTTPRedirects:  h.AllowHTTPRedirects,

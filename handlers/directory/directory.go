@@ -74,6 +74,9 @@ var (
 
 // Options configure a Directory. Zero fields take the defaults above.
 type Options struct {
+	// RateLimits keeps the rate limiters' counts across rebuilds of the
+	// handler (the Caddy app holds one per store); nil: private limiters.
+	RateLimits *ratelimit.Registry
 	// Path is where the document is served.
 	Path string
 	// Kind is the registration event kind.
@@ -286,10 +289,10 @@ func New(store *storage.Store, opts Options) (*Directory, error) {
 		rules:       newActivityRules(opts),
 		maintainers: map[string]bool{},
 		fetcher:     opts.Fetcher,
-		regLimitIP:  ratelimit.New(opts.RegisterLimitIP.N, opts.RegisterLimitIP.Window).WithClock(opts.Now),
-		regLimitPK:  ratelimit.New(opts.RegisterLimitPubkey.N, opts.RegisterLimitPubkey.Window).WithClock(opts.Now),
-		evLimitIP:   ratelimit.New(opts.EventsLimitIP.N, opts.EventsLimitIP.Window).WithClock(opts.Now),
-		evLimitPK:   ratelimit.New(opts.EventsLimitPubkey.N, opts.EventsLimitPubkey.Window).WithClock(opts.Now),
+		regLimitIP:  opts.RateLimits.Limiter("directory.register.ip", opts.RegisterLimitIP.N, opts.RegisterLimitIP.Window).WithClock(opts.Now),
+		regLimitPK:  opts.RateLimits.Limiter("directory.register.pubkey", opts.RegisterLimitPubkey.N, opts.RegisterLimitPubkey.Window).WithClock(opts.Now),
+		evLimitIP:   opts.RateLimits.Limiter("directory.events.ip", opts.EventsLimitIP.N, opts.EventsLimitIP.Window).WithClock(opts.Now),
+		evLimitPK:   opts.RateLimits.Limiter("directory.events.pubkey", opts.EventsLimitPubkey.N, opts.EventsLimitPubkey.Window).WithClock(opts.Now),
 		dirty:       make(chan struct{}, 1),
 		authorsCh:   make(chan struct{}, 1),
 	}
