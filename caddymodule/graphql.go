@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -14,6 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
@@ -59,6 +61,7 @@ type GraphQL struct {
 
 	server *graphql.Server
 	pages  *account.Pages
+	logger *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -77,6 +80,7 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.pages = app.Pages()
+	h.logger = ctx.Logger()
 	h.server = graphql.New(app.Store(), graphql.Options{
 		RateLimits:            app.RateLimits(),
 		MaxBodyBytes:          h.MaxBodySize,
@@ -100,7 +104,29 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 
 // ServeHTTP serves the API and member pages, and passes other requests on.
 func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if strings.HasPrefix(r.URL.Path, graphql.InboundPath) {
+		return h.serveInbound(w, r, next)
+	}
 	return serveOrNext(w, r, next, h.server, h.pages)
+}
+
+// serveInbound serves a newsletter inbound URL, whose path carries the
+// member's inbound secret. Caddy's access log would write that path in
+// full, so the request is left out of it (the log_skip variable) and logged
+// here instead with the secret redacted.
+func (h *GraphQL) serveInbound(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	caddyhttp.SetVar(r.Context(), caddyhttp.LogSkipVar, true)
+	start := time.Now()
+	rec := caddyhttp.NewResponseRecorder(w, nil, nil)
+	err := serveOrNext(rec, r, next, h.server, h.pages)
+	h.logger.Info("handled request",
+		zap.String("method", r.Method),
+		zap.String("uri", graphql.InboundPath+"REDACTED"),
+		zap.String("remote_ip", clientIP(r)),
+		zap.Int("status", rec.Status()),
+		zap.Int("size", rec.Size()),
+		zap.Duration("duration", time.Since(start)))
+	return err
 }
 
 // parseGraphQL reads the hearth_graphql directive:
