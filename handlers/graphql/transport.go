@@ -47,12 +47,12 @@ func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
 	rc, errs := exec.CreateOperationContext(ctx, params)
 	if errs != nil {
+		// Apollo Server 4 (Inboxt's) answers parse and validation failures
+		// with 400 and invalid variable values with 200
+		// (status400ForVariableCoercionErrors is false by default in v4).
 		status := http.StatusOK
-		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
-			status = http.StatusUnprocessableEntity
-			if contentType == graphQLResponseJSON {
-				status = http.StatusBadRequest
-			}
+		if errcode.GetErrorKind(errs) == errcode.KindProtocol && !onlyVariableErrors(errs) {
+			status = http.StatusBadRequest
 		}
 		w.WriteHeader(status)
 		writeResponse(w, exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs))
@@ -60,6 +60,15 @@ func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	}
 	responses, ctx := exec.DispatchOperation(ctx, rc)
 	writeResponse(w, responses(ctx))
+}
+
+func onlyVariableErrors(errs gqlerror.List) bool {
+	for _, e := range errs {
+		if !isVariableError(e) {
+			return false
+		}
+	}
+	return len(errs) > 0
 }
 
 const graphQLResponseJSON = "application/graphql-response+json"

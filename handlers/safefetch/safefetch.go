@@ -237,6 +237,23 @@ func (f *Fetcher) GetWithHeader(ctx context.Context, rawURL string, header http.
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: buf.Bytes(), FinalURL: resp.Request.URL.String()}, nil
 }
 
+// Check tells at once what Get would refuse without a network round trip:
+// a URL that is not absolute http(s), and (unless AllowPrivate) a host that
+// is an IP literal outside public addresses. Names are resolved only by Get.
+func (f *Fetcher) Check(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadURL, err)
+	}
+	if err := checkURL(u); err != nil {
+		return err
+	}
+	if a, err := netip.ParseAddr(u.Hostname()); err == nil && !f.opts.AllowPrivate && !IsPublic(a) {
+		return &BlockedAddressError{Addr: a}
+	}
+	return nil
+}
+
 func checkURL(u *url.URL) error {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("%w: scheme must be http or https", ErrBadURL)
