@@ -58,8 +58,9 @@ type App struct {
 // appRun is whether the app has started: the store open, the directories
 // running.
 type appRun struct {
-	started atomic.Bool
-	mu      sync.Mutex // held by start
+	started  atomic.Bool
+	mu       sync.Mutex // held by start
+	starters []func()   // background work of handlers, begun once the store is open
 }
 
 // CaddyModule returns the Caddy module information.
@@ -161,8 +162,23 @@ func (a *App) start() error {
 			return fmt.Errorf("hearth_directory: %w", err)
 		}
 	}
+	for _, f := range a.run.starters {
+		f()
+	}
 	a.run.started.Store(true)
 	return nil
+}
+
+// onStart runs f once the store is open (at once if it already is): a
+// handler's background work that reads the store.
+func (a *App) onStart(f func()) {
+	a.run.mu.Lock()
+	defer a.run.mu.Unlock()
+	if a.run.started.Load() {
+		f()
+		return
+	}
+	a.run.starters = append(a.run.starters, f)
 }
 
 // Stop implements caddy.App; the store is released in Cleanup.

@@ -34,7 +34,7 @@ func (s *Server) queueArticleFromURL(memberID, rawURL string, labelIDs []string)
 		Title:       clip(processingTitlePrefix+norm+"...", storage.MaxTitleLen),
 		Description: clip(processingDescription(storage.SourceDomain(norm)), storage.MaxDescriptionLen),
 		LabelIDs:    labelIDs,
-	})
+	}, s.opts.Fetcher.Options().AllowPrivate)
 	if err != nil {
 		return err
 	}

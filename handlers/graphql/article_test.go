@@ -258,22 +258,45 @@ func TestAddArticleFromUrlSurvivesARestartMidFetch(t *testing.T) {
 	}
 }
 
-// waitFetched polls entries until no item is still being processed, and
-// returns them.
+// waitFetched polls until the store has no fetch pending, and returns the
+// entries then.
 func (e *env) waitFetched() []entry {
 	e.t.Helper()
 	for i := 0; ; i++ {
-		items := e.allEntries(map[string]any{"first": 100})
-		pending := false
-		for _, it := range items {
-			pending = pending || strings.HasPrefix(it.Title, "Processing item from ")
+		pending, err := e.store.PendingFetches(1, false, true)
+		if err != nil {
+			e.t.Fatal(err)
 		}
-		if !pending {
+		items := e.allEntries(map[string]any{"first": 100})
+		if len(pending) == 0 {
+			for _, it := range items {
+				if strings.HasPrefix(it.Title, "Processing item from ") {
+					e.t.Fatalf("no fetch pending, but %s is still processing", it.ID)
+				}
+			}
 			return items
 		}
 		if i > 3000 {
 			e.t.Fatalf("items still processing: %+v", items)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Two sites on one store with different fetch policies: a page queued by
+// the site that may fetch private addresses is never fetched (and failed)
+// by the stricter one, which starts first here.
+func TestAStricterSiteLeavesOthersFetchesAlone(t *testing.T) {
+	e := newEnv(t, graphql.Options{}) // the strict default fetcher
+	site := articleSite(t, "Baking Bread")
+	if _, err := e.store.QueueFetch(e.member.ID, storage.NewItem{URL: site.URL + "/bread", Title: "Processing item from " + site.URL + "/bread..."}, true); err != nil {
+		t.Fatal(err)
+	}
+	strict := graphql.New(e.store, graphql.Options{})
+	t.Cleanup(func() { strict.Close() })
+	open := graphql.New(e.store, graphql.Options{Fetcher: localFetcher()})
+	t.Cleanup(func() { open.Close() })
+	if items := e.waitFetched(); len(items) != 1 || items[0].Title != "Baking Bread" {
+		t.Fatalf("items = %+v", items)
 	}
 }
