@@ -156,6 +156,8 @@ func storeError(err error, what string) error {
 		return apiError(http.StatusNotFound, "%s not found", what)
 	case errors.Is(err, storage.ErrConflict):
 		return apiError(http.StatusConflict, "%s already exists", what)
+	case errors.Is(err, storage.ErrSuspended):
+		return apiError(http.StatusForbidden, "the member is suspended; unsuspend them first")
 	}
 	return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err, Message: "store error; see the Caddy log"}
 }
@@ -167,7 +169,7 @@ func decodeJSONBody(w http.ResponseWriter, r *http.Request, v any) error {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return apiError(http.StatusBadRequest, "request body larger than %d bytes", MaxAdminBody)
+			return apiError(http.StatusRequestEntityTooLarge, "request body larger than %d bytes", MaxAdminBody)
 		}
 		return apiError(http.StatusBadRequest, "reading request body: %v", err)
 	}

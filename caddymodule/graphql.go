@@ -13,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
@@ -62,6 +63,7 @@ type GraphQL struct {
 
 	server *graphql.Server
 	pages  *account.Pages
+	logger *zap.Logger
 	app    *App
 }
 
@@ -88,7 +90,9 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("mail_webhook_secret needs mail_domain: the domain of members' newsletter addresses")
 	}
 	h.pages, h.app = app.Pages(), app
+	h.logger = ctx.Logger()
 	h.server = graphql.Prepare(app.Store(), graphql.Options{
+		RateLimits:            app.RateLimits(),
 		MaxBodyBytes:          h.MaxBodySize,
 		MaxInboundBytes:       h.MaxInboundSize,
 		MaxDepth:              h.MaxDepth,
@@ -127,7 +131,29 @@ func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if err := h.app.start(); err != nil {
 		return caddyhttp.Error(http.StatusServiceUnavailable, err)
 	}
+	if strings.HasPrefix(r.URL.Path, graphql.InboundPath) {
+		return h.serveInbound(w, r, next)
+	}
 	return serveOrNext(w, r, next, h.server, h.pages)
+}
+
+// serveInbound serves a newsletter inbound URL, whose path carries the
+// member's inbound secret. Caddy's access log would write that path in
+// full, so the request is left out of it (the log_skip variable) and logged
+// here instead with the secret redacted.
+func (h *GraphQL) serveInbound(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	caddyhttp.SetVar(r.Context(), caddyhttp.LogSkipVar, true)
+	start := time.Now()
+	rec := caddyhttp.NewResponseRecorder(w, nil, nil)
+	err := serveOrNext(rec, r, next, h.server, h.pages)
+	h.logger.Info("handled request",
+		zap.String("method", r.Method),
+		zap.String("uri", graphql.InboundPath+"REDACTED"),
+		zap.String("remote_ip", clientIP(r)),
+		zap.Int("status", rec.Status()),
+		zap.Int("size", rec.Size()),
+		zap.Duration("duration", time.Since(start)))
+	return err
 }
 
 // parseGraphQL reads the hearth_graphql directive; its subdirectives are the

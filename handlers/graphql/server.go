@@ -100,6 +100,9 @@ type Options struct {
 	// addresses only (AllowPrivateAddresses lifts that), up to 5 redirects
 	// (each checked), 15 s, 5 MiB.
 	Fetcher *safefetch.Fetcher
+	// RateLimits keeps the rate limiters' counts across rebuilds of the
+	// handler (the Caddy app holds one per store); nil: private limiters.
+	RateLimits *ratelimit.Registry
 	// AllowPrivateAddresses lets the default Fetcher reach private and
 	// loopback addresses (tests, intranets).
 	AllowPrivateAddresses bool
@@ -202,13 +205,13 @@ func Prepare(store *storage.Store, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{store: store, opts: opts, log: opts.Logger}
 	if opts.TokenRateLimit > 0 {
-		s.tokens = ratelimit.New(opts.TokenRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
+		s.tokens = opts.RateLimits.Limiter("graphql.token", opts.TokenRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
 	}
 	if opts.MemberRateLimit > 0 {
-		s.members = ratelimit.New(opts.MemberRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
+		s.members = opts.RateLimits.Limiter("graphql.member", opts.MemberRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
 	}
 	if opts.InboundRateLimit > 0 {
-		s.inbound = ratelimit.New(opts.InboundRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
+		s.inbound = opts.RateLimits.Limiter("graphql.inbound", opts.InboundRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
 	}
 	s.gql = s.newGraphQLServer()
 	return s
