@@ -188,7 +188,8 @@ func (tr *testRelay) publish(evts ...*nostr.Event) {
 			if err != nil {
 				tr.t.Fatalf("publish: %v", err)
 			}
-			if ok, _ := nostr.ParseMessage(string(data)).(*nostr.OKEnvelope); ok != nil && ok.EventID == evt.ID {
+			env, _ := nostr.NewMessageParser().ParseMessage(string(data))
+			if ok, _ := env.(*nostr.OKEnvelope); ok != nil && ok.EventID == evt.ID {
 				if !ok.OK {
 					tr.t.Fatalf("relay refused %s: %s", evt.ID, ok.Reason)
 				}

@@ -76,6 +76,7 @@ func dialRelay(ctx context.Context, url string, fetcher *safefetch.Fetcher, onNo
 
 func (rc *relayConn) read(ctx context.Context, onNotice func(string)) {
 	defer close(rc.done)
+	parser := nostr.NewMessageParser()
 	for {
 		_, data, err := rc.ws.Read(ctx)
 		if err != nil {
@@ -83,7 +84,8 @@ func (rc *relayConn) read(ctx context.Context, onNotice func(string)) {
 			return
 		}
 		var msg relayMsg
-		switch env := nostr.ParseMessage(string(data)).(type) {
+		parsed, _ := parser.ParseMessage(string(data)) // a malformed message is nil: skipped below
+		switch env := parsed.(type) {
 		case *nostr.EventEnvelope:
 			if env.SubscriptionID == nil {
 				continue
