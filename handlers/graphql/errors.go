@@ -31,6 +31,8 @@ const (
 	codeComplexityLimit  = "COMPLEXITY_LIMIT_EXCEEDED" // gqlgen's
 	codeFetchFailed      = "FETCH_FAILED"
 	codeInternal         = "INTERNAL_SERVER_ERROR"
+	codeUnavailable      = "SERVICE_UNAVAILABLE"  // 503: a restore, a reload
+	codeInsufficient     = "INSUFFICIENT_STORAGE" // 507: the disk is full
 )
 
 func init() {
@@ -80,7 +82,22 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	var ue *userError
 	var ie *storage.InvalidError
 	code := ""
+	status, retry, unavailable := storage.Unavailable(err)
 	switch {
+	case unavailable:
+		// Inboxt's contract for such answers: HTTP 200, the status in
+		// extensions.status, Retry-After set (transport.go).
+		code, out.Message = codeUnavailable, err.Error()
+		if status == http.StatusInsufficientStorage {
+			code = codeInsufficient
+		}
+		if out.Extensions == nil {
+			out.Extensions = map[string]any{}
+		}
+		out.Extensions["status"] = status
+		if st := stateOf(ctx); st != nil {
+			st.retryAfter.Store(int64(retry))
+		}
 	case errors.As(err, &ue):
 		code, out.Message = ue.code, ue.msg
 	case errors.As(err, &ie):

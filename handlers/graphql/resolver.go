@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -33,6 +34,9 @@ type (
 // (and again after a mutation of the request changes labels).
 type requestState struct {
 	caller *caller
+	// retryAfter is set by presentError when the store refused for now
+	// (storage.Unavailable); transport.go sends it as Retry-After.
+	retryAfter atomic.Int64
 
 	labelsMu     sync.Mutex
 	labelsLoaded bool

@@ -223,6 +223,9 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := s.authenticate(r)
+	if writeUnavailable(w, err) {
+		return
+	}
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="hearth"`)
 		writeError(w, http.StatusUnauthorized, codeUnauthenticated, err.Error())
@@ -327,6 +330,9 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 	bad := errors.New("the token is unknown, expired or revoked")
 	if storage.LooksLikeAPIToken(token) {
 		m, t, err := s.store.APITokenMember(token)
+		if _, _, ok := storage.Unavailable(err); ok {
+			return nil, err
+		}
 		if err != nil {
 			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) {
 				s.log.Error("look up API token", zap.Error(err))
@@ -337,6 +343,9 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 	}
 	if strings.HasPrefix(token, storage.OAuthTokenPrefix) {
 		t, m, err := s.store.OAuthToken(token)
+		if _, _, ok := storage.Unavailable(err); ok {
+			return nil, err
+		}
 		if err != nil {
 			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) {
 				s.log.Error("look up OAuth token", zap.Error(err))

@@ -2,18 +2,23 @@ package graphql
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 )
 
 // postTransport is gqlgen's POST transport (transport.POST, which it
@@ -59,7 +64,9 @@ func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 		return
 	}
 	responses, ctx := exec.DispatchOperation(ctx, rc)
-	writeResponse(w, responses(ctx))
+	resp := responses(ctx)
+	setRetryAfter(w, ctx)
+	writeResponse(w, resp)
 }
 
 const graphQLResponseJSON = "application/graphql-response+json"
@@ -147,4 +154,14 @@ func putBuffer(b *bytes.Buffer) {
 	}
 	b.Reset()
 	bufferPool.Put(b)
+}
+
+// setRetryAfter sets Retry-After when an error of the response was the
+// store refusing for now (presentError).
+func setRetryAfter(w http.ResponseWriter, ctx context.Context) {
+	if st := stateOf(ctx); st != nil {
+		if d := time.Duration(st.retryAfter.Load()); d > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(d)))
+		}
+	}
 }
