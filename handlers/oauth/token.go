@@ -56,7 +56,9 @@ var (
 	errServer        = &oauthErr{Code: "server_error", Description: "The authorization server encountered an unexpected condition which prevented it from fulfilling the request."}
 )
 
-func invalidRequest(desc string) *oauthErr { return &oauthErr{Code: "invalid_request", Description: desc} }
+func invalidRequest(desc string) *oauthErr {
+	return &oauthErr{Code: "invalid_request", Description: desc}
+}
 
 // writeOAuthError writes e as RFC 6749 JSON: invalid_client is 401 with a
 // WWW-Authenticate challenge, server_error 500, everything else 400.
