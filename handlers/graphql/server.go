@@ -155,6 +155,7 @@ type Server struct {
 	tokens  *ratelimit.Limiter // per token
 	members *ratelimit.Limiter // per member
 	inbound *ratelimit.Limiter // per client IP
+	docs    *documentChecker   // limits.go
 
 	fastPathStats
 }
@@ -162,7 +163,7 @@ type Server struct {
 // New returns the API backed by store.
 func New(store *storage.Store, opts Options) *Server {
 	opts = opts.withDefaults()
-	s := &Server{store: store, opts: opts, log: opts.Logger}
+	s := &Server{store: store, opts: opts, log: opts.Logger, docs: newDocumentChecker(defaultDocumentLimits())}
 	if opts.TokenRateLimit > 0 {
 		s.tokens = ratelimit.New(opts.TokenRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
 	}
@@ -182,6 +183,7 @@ func (s *Server) newGraphQLServer() *handler.Server {
 	srv := handler.New(generated.NewExecutableSchema(cfg))
 	srv.AddTransport(postTransport{})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](DefaultQueryCacheEntries))
+	srv.SetParserTokenLimit(DefaultMaxTokens) // also checked before (limits.go)
 	if !s.opts.NoIntrospection {
 		srv.Use(extension.Introspection{})
 	}
@@ -259,6 +261,17 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.TrimSpace(params.Query) == "" {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "the body has no query")
+		return
+	}
+	if derr := s.docs.check(params.Query); derr != nil {
+		writeDocumentError(w, derr)
+		return
+	}
+	if r.Context().Err() != nil {
+		// The client is gone: no validation, no execution; the answer
+		// gqlgen's transport gives then.
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "null")
 		return
 	}
 	ctx := withCaller(r.Context(), c)

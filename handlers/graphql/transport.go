@@ -52,6 +52,7 @@ func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
 	rc, errs := exec.CreateOperationContext(ctx, params)
 	if errs != nil {
+		errs = capErrors(errs)
 		status := http.StatusOK
 		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
 			status = http.StatusUnprocessableEntity
@@ -65,6 +66,9 @@ func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	}
 	responses, ctx := exec.DispatchOperation(ctx, rc)
 	resp := responses(ctx)
+	if resp != nil {
+		resp.Errors = capErrors(resp.Errors)
+	}
 	setRetryAfter(w, ctx)
 	writeResponse(w, resp)
 }
