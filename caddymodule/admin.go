@@ -154,6 +154,9 @@ func storeError(err error, what string) error {
 	case errors.Is(err, storage.ErrConflict):
 		return apiError(http.StatusConflict, "%s already exists", what)
 	}
+	if status, _, ok := storage.Unavailable(err); ok {
+		return apiError(status, "%v", err) // a restore, a reload, a full disk: retry later
+	}
 	return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err, Message: "store error; see the Caddy log"}
 }
 
@@ -246,6 +249,9 @@ func adminRestore(w http.ResponseWriter, r *http.Request, app *App) error {
 	}
 	if errors.Is(err, storage.ErrRestoreRunning) {
 		return apiError(http.StatusConflict, "another restore is running; try again when it has finished")
+	}
+	if status, _, ok := storage.Unavailable(err); ok {
+		return apiError(status, "%v", err) // the store closed (a reload) or the disk is full
 	}
 	// The store may have changed, also when the restore failed part-way.
 	for _, d := range app.directories() {

@@ -69,6 +69,9 @@ func attackShapes() map[string]string {
 	unknown.WriteString("}")
 	shapes["accepted: 500 fields"] = fields.String()
 	shapes["accepted: 500 unknown fields"] = unknown.String()
+	// Fields that validation merges in pairs, with their selections: 16
+	// me's of 29 id's each (480 fields).
+	shapes["accepted: 16 me of 29 id"] = "{ " + strings.Repeat("me { "+strings.Repeat("id ", DefaultMaxSameName-1)+"} ", 16) + "}"
 	shapes["one unknown field 1000 times"] = "{ " + strings.Repeat("nope ", 1000) + "}"
 	shapes["one field 31 times"] = "{ " + strings.Repeat("__typename ", DefaultMaxSameName+1) + "}"
 	var al strings.Builder

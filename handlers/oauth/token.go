@@ -375,7 +375,7 @@ func (s *Server) bearer(w http.ResponseWriter, r *http.Request) (*storage.OAuthA
 		unauthorized(w)
 	default:
 		s.log.Error("look up token", zap.Error(err))
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "Something went wrong; try again later"})
+		writeStoreFailure(w, err, "Something went wrong; try again later")
 	}
 	return nil, nil, false
 }
