@@ -36,6 +36,11 @@ type App struct {
 	MemTableSize   int64 `json:"memtable_size,omitempty"`
 	BlockCacheSize int64 `json:"block_cache_size,omitempty"`
 	IndexCacheSize int64 `json:"index_cache_size,omitempty"`
+	// MinFreeSpace is the free-space reserve (bytes) of the store's
+	// filesystem: below it writes are refused (503/507 and the like) and
+	// reads go on. Zero means storage.DefaultMinFreeBytes (two value-log
+	// files and six memtables: 352 MiB by default), -1 turns it off.
+	MinFreeSpace int64 `json:"min_free_space,omitempty"`
 	// SyncWrites makes a commit return only once it is on disk (default
 	// true); concurrent commits share one flush.
 	SyncWrites *bool `json:"sync_writes,omitempty"`
@@ -81,6 +86,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		MemTableSize:   a.MemTableSize,
 		BlockCacheSize: a.BlockCacheSize,
 		IndexCacheSize: a.IndexCacheSize,
+		MinFreeBytes:   a.MinFreeSpace,
 		SyncWrites:     a.SyncWrites,
 		GCInterval:     time.Duration(a.GCInterval),
 		Logger:         a.logger.Named("badger"),

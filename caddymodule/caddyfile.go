@@ -22,6 +22,7 @@ func init() {
 //	    memtable_size <size>
 //	    block_cache_size <size>
 //	    index_cache_size <size>
+//	    min_free_space <size>|off
 //	    sync_writes on|off
 //	    gc_interval <duration>
 //	    session_lifetime <duration>
@@ -66,6 +67,19 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			default:
 				a.IndexCacheSize = int64(n)
 			}
+		case "min_free_space":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			if d.Val() == "off" {
+				a.MinFreeSpace = -1
+				break
+			}
+			n, err := humanize.ParseBytes(d.Val())
+			if err != nil || n == 0 {
+				return d.Errf("min_free_space: a size such as 512MiB, or off")
+			}
+			a.MinFreeSpace = int64(n)
 		case "sync_writes":
 			if !d.NextArg() {
 				return d.ArgErr()
