@@ -134,6 +134,9 @@ func runningApp() (*App, error) {
 	if !ok || app.Store() == nil {
 		return nil, apiError(http.StatusServiceUnavailable, "the hearth app is not running")
 	}
+	if err := app.start(); err != nil {
+		return nil, apiError(http.StatusServiceUnavailable, "the hearth app is not running: %v", err)
+	}
 	return app, nil
 }
 

@@ -7,6 +7,8 @@ package caddymodule
 import (
 	"fmt"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -26,34 +28,41 @@ func init() {
 // Configure it with the Caddyfile global option `hearth { ... }`; a handler
 // used without that option gets an app with default settings.
 type App struct {
-	// StorageDir is the store's directory; placeholders such as {env.HOME}
-	// are replaced. Default: "hearth" under Caddy's data directory.
-	StorageDir string `json:"storage_dir,omitempty"`
-	// OpenRegistration lets visitors create member accounts on a sign-up page.
-	OpenRegistration bool `json:"open_registration,omitempty"`
-	// MemTableSize, BlockCacheSize and IndexCacheSize tune Badger's memory
-	// (bytes); zero means the small-server profile of storage.Options.
-	MemTableSize   int64 `json:"memtable_size,omitempty"`
-	BlockCacheSize int64 `json:"block_cache_size,omitempty"`
-	IndexCacheSize int64 `json:"index_cache_size,omitempty"`
-	// MinFreeSpace is the free-space reserve (bytes) of the store's
-	// filesystem: below it writes are refused (503/507 and the like) and
-	// reads go on. Zero means storage.DefaultMinFreeBytes (two value-log
-	// files and six memtables: 352 MiB by default), -1 turns it off.
-	MinFreeSpace int64 `json:"min_free_space,omitempty"`
-	// SyncWrites makes a commit return only once it is on disk (default
-	// true); concurrent commits share one flush.
-	SyncWrites *bool `json:"sync_writes,omitempty"`
-	// GCInterval is how often value-log garbage collection runs (default 10m).
-	GCInterval caddy.Duration `json:"gc_interval,omitempty"`
-	// SessionLifetime is how long a member stays signed in (default 14 days).
-	SessionLifetime caddy.Duration `json:"session_lifetime,omitempty"`
+	// The store's directory; placeholders such as {env.HOME} are replaced,
+	// relative paths are taken from Caddy's working directory.
+	StorageDir string `json:"storage_dir,omitempty" caddyfile:"storage_dir <path>" default:"hearth under Caddy's data directory"`
+	// Show a sign-up page; without it, members are added by the admin.
+	OpenRegistration bool `json:"open_registration,omitempty" caddyfile:"open_registration" default:"off"`
+	// Size of each of Badger's two memtables.
+	MemTableSize int64 `json:"memtable_size,omitempty" caddyfile:"memtable_size <size>" default:"16MiB"`
+	// Badger's block cache; raise it on a machine with memory to spare and a large store.
+	BlockCacheSize int64 `json:"block_cache_size,omitempty" caddyfile:"block_cache_size <size>" default:"32MiB"`
+	// Badger's index cache.
+	IndexCacheSize int64 `json:"index_cache_size,omitempty" caddyfile:"index_cache_size <size>" default:"16MiB"`
+	// Free space the store's filesystem keeps: below it writes are refused (OAuth server_error 503/507,
+	// GraphQL extensions.status 507) and reads go on, so Badger never meets a full disk; off turns it off.
+	MinFreeSpace int64 `json:"min_free_space,omitempty" caddyfile:"min_free_space <size>|off" default:"2 value-log files + 6 memtables (352MiB)"`
+	// A commit returns only once it is on disk; concurrent commits share one flush.
+	SyncWrites *bool `json:"sync_writes,omitempty" caddyfile:"sync_writes on|off" default:"on"`
+	// How often value-log garbage collection runs.
+	GCInterval caddy.Duration `json:"gc_interval,omitempty" caddyfile:"gc_interval <duration>" default:"10m"`
+	// How long a member stays signed in.
+	SessionLifetime caddy.Duration `json:"session_lifetime,omitempty" caddyfile:"session_lifetime <duration>" default:"336h"`
 
 	store  *storage.Store
 	path   string
 	logger *zap.Logger
 	pages  *account.Pages
 	dirs   *directories
+	run    *appRun
+	ctx    caddy.Context
+}
+
+// appRun is whether the app has started: the store open, the directories
+// running.
+type appRun struct {
+	started atomic.Bool
+	mu      sync.Mutex // held by start
 }
 
 // CaddyModule returns the Caddy module information.
@@ -67,9 +76,12 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // DefaultSessionLifetime is how long a web session lasts by default.
 const DefaultSessionLifetime = 14 * 24 * time.Hour
 
-// Provision opens (or reuses) the store for the configured directory.
+// Provision prepares the store for the configured directory (or takes the
+// running one over, at a reload) without touching the disk: no directory is
+// locked and no relay dialled until Start, so `caddy validate` works beside
+// a running server with the same config.
 func (a *App) Provision(ctx caddy.Context) error {
-	a.logger = ctx.Logger()
+	a.logger, a.ctx = ctx.Logger(), ctx
 	dir := caddy.NewReplacer().ReplaceKnown(a.StorageDir, "")
 	if dir == "" {
 		dir = defaultStorageDir()
@@ -82,7 +94,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.SessionLifetime == 0 {
 		a.SessionLifetime = caddy.Duration(DefaultSessionLifetime)
 	}
-	st, err := openStore(abs, storage.Options{
+	st, err := prepareStore(abs, storage.Options{
 		MemTableSize:   a.MemTableSize,
 		BlockCacheSize: a.BlockCacheSize,
 		IndexCacheSize: a.IndexCacheSize,
@@ -101,6 +113,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.pages = a.newPages()
 	a.dirs = new(directories)
+	a.run = new(appRun)
 	return nil
 }
 
@@ -122,8 +135,39 @@ func storeSize(st *storage.Store, part string) prometheus.Collector {
 // defaultStorageDir is where the store lives when storage_dir is not set.
 func defaultStorageDir() string { return filepath.Join(caddy.AppDataDir(), "hearth") }
 
-// Start implements caddy.App; the store is opened in Provision.
-func (a *App) Start() error { return nil }
+// Start implements caddy.App: it opens the store and starts the
+// directories' background work.
+func (a *App) Start() error {
+	if err := a.start(); err != nil {
+		return err
+	}
+	a.logStarted(a.ctx)
+	return nil
+}
+
+// start opens the store and starts the directories, once. Caddy starts its
+// apps in no fixed order, so the handlers also call it before serving a
+// request (the http app may be listening before this app has started).
+func (a *App) start() error {
+	if a.run.started.Load() {
+		return nil
+	}
+	a.run.mu.Lock()
+	defer a.run.mu.Unlock()
+	if a.run.started.Load() {
+		return nil
+	}
+	if err := openStore(a.store); err != nil {
+		return err
+	}
+	for _, d := range a.directories() {
+		if err := d.Start(); err != nil {
+			return fmt.Errorf("hearth_directory: %w", err)
+		}
+	}
+	a.run.started.Store(true)
+	return nil
+}
 
 // Stop implements caddy.App; the store is released in Cleanup.
 func (a *App) Stop() error { return nil }

@@ -51,6 +51,7 @@ func Unavailable(err error) (status int, retryAfter time.Duration, ok bool) {
 type gate struct {
 	mu        sync.Mutex
 	idle      sync.Cond // signalled when active drops to 0 or writes to 0
+	open      bool      // the database is open (Store.Open)
 	closed    bool
 	restoring bool
 	active    int // operations in the database, writes included
@@ -59,6 +60,13 @@ type gate struct {
 
 func (g *gate) init() { g.idle.L = &g.mu }
 
+// opened admits operations: the database is open.
+func (g *gate) opened() {
+	g.mu.Lock()
+	g.open = true
+	g.mu.Unlock()
+}
+
 // enter admits an operation (a write when write is set), or returns why not.
 func (s *Store) enter(write bool) error {
 	low := write && s.lowOnSpace() // a system call: outside the lock
@@ -66,7 +74,7 @@ func (s *Store) enter(write bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
-	case g.closed:
+	case g.closed || !g.open:
 		return ErrClosed
 	case write && g.restoring:
 		return ErrRestoring
@@ -128,9 +136,9 @@ func (s *Store) stopRestoring() {
 // tables through memory maps: on a full disk it dies of SIGBUS inside its
 // own flushes, so writes must stop while it still has room for them.
 func (s *Store) lowOnSpace() bool {
-	if s.minFree <= 0 {
+	if s.opts.MinFreeBytes <= 0 {
 		return false
 	}
 	free, ok := freeBytes(s.path)
-	return ok && free < s.minFree
+	return ok && free < s.opts.MinFreeBytes
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // Options configure how the database is opened. The zero value is the
-// small-server profile described in README.md.
+// small-server profile described in docs/configuration.md.
 type Options struct {
 	// MemTableSize is the size of each in-memory table (bytes).
 	MemTableSize int64
@@ -112,11 +112,12 @@ func DefaultMinFreeBytes(memTableSize, valueLogFileSize int64) int64 {
 // ErrLocked is returned by Open when another process holds the database.
 var ErrLocked = errors.New("the store is in use by another process (is Caddy running? stop it first, or use the admin API)")
 
-// Store is an open Hearth database. It is safe for concurrent use.
+// Store is a Hearth database. It is safe for concurrent use once open.
 type Store struct {
 	db   *badger.DB
 	path string
 	log  *zap.Logger
+	opts Options
 
 	durable     *groupSync // nil when SyncWrites is off
 	logs        *logSyncer // durable's sync; nil when SyncWrites is off
@@ -126,18 +127,55 @@ type Store struct {
 
 	replacing sync.Mutex // held by Replace
 	gate      gate
-	minFree   int64
 
+	openMu sync.Mutex // held by Open and Close
 	stopGC chan struct{}
 	gcDone sync.WaitGroup
 	closed sync.Once
+	done   bool // closed; guarded by openMu
 }
 
 // Open opens (creating if needed) the database in dir.
 func Open(dir string, opts Options) (*Store, error) {
+	s := Prepare(dir, opts)
+	if err := s.Open(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Prepare returns the store of dir without touching the disk: no directory is
+// created, locked or read until Open. Caddy's Provision prepares; Start (or
+// the first request) opens.
+func Prepare(dir string, opts Options) *Store {
 	opts = opts.withDefaults()
+	s := &Store{path: dir, log: opts.Logger, opts: opts, caches: newCaches(), stopGC: make(chan struct{})}
+	s.gate.init()
+	s.async.delay = asyncFlushDelay
+	return s
+}
+
+// IsOpen reports whether Open has succeeded (and Close not been called).
+func (s *Store) IsOpen() bool {
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	return s.db != nil && !s.done
+}
+
+// Open opens (creating if needed) the prepared database. Calling it again
+// on an open store does nothing; a closed store cannot be opened again.
+func (s *Store) Open() error {
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	if s.done {
+		return fmt.Errorf("open store %s: %w", s.path, badger.ErrDBClosed)
+	}
+	if s.db != nil {
+		return nil
+	}
+	dir, opts := s.path, s.opts
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create store directory: %w", err)
+		return fmt.Errorf("create store directory: %w", err)
 	}
 	bo := badger.DefaultOptions(dir).
 		WithLogger(zapBadgerLogger{opts.Logger.Sugar()}).
@@ -156,13 +194,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	db, err := badger.Open(bo)
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
-			return nil, fmt.Errorf("open store %s: %w", dir, ErrLocked)
+			return fmt.Errorf("open store %s: %w", dir, ErrLocked)
 		}
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+		return fmt.Errorf("open store %s: %w", dir, err)
 	}
-	s := &Store{db: db, path: dir, log: opts.Logger, caches: newCaches(), stopGC: make(chan struct{}), minFree: opts.MinFreeBytes}
-	s.gate.init()
-	s.async.delay = asyncFlushDelay
+	s.db = db
+	s.gate.opened()
 	if *opts.SyncWrites {
 		s.logs = &logSyncer{dir: dir, vlogWritten: &s.vlogWritten}
 		sync := s.logs.sync
@@ -180,7 +217,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.gcDone.Add(1)
 		go s.runGC(opts.GCInterval)
 	}
-	return s, nil
+	return nil
 }
 
 // Path is the directory the store lives in.
@@ -190,6 +227,12 @@ func (s *Store) Path() string { return s.path }
 // closes the database; operations started later fail with ErrClosed. It
 // is safe to call more than once.
 func (s *Store) Close() error {
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	s.done = true
+	if s.db == nil {
+		return nil // never opened
+	}
 	var err error
 	s.closed.Do(func() {
 		close(s.stopGC)

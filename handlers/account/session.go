@@ -56,6 +56,13 @@ func SignInURL(returnTo string) string {
 	return SignInPath
 }
 
+// CheckCrossOrigin refuses (with an error) an unsafe request a browser sent
+// from another origin, by the same rule (and trusted origins) as Protect:
+// for APIs that accept the session cookie and answer in their own format.
+func (p *Pages) CheckCrossOrigin(r *http.Request) error {
+	return p.cop.Check(r)
+}
+
 // SignOut ends the session of r, if any, and clears the cookie.
 func (p *Pages) SignOut(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {

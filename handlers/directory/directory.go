@@ -38,7 +38,7 @@ const (
 	WellKnownNIP05 = "/.well-known/nostr.json"
 )
 
-// Defaults of Options, documented in README.md.
+// Defaults of Options, documented in docs/configuration.md.
 const (
 	DefaultPath             = "/directory.json"
 	DefaultKind             = 31339
@@ -251,15 +251,29 @@ type Directory struct {
 	authorsCh chan struct{} // the set of registered authors changed
 	pool      *nostr.SimplePool
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	closed sync.Once
+	ctx     context.Context
+	cancel  context.CancelFunc // set by Start
+	startMu sync.Mutex         // held by Start and Close
+	wg      sync.WaitGroup
+	closed  sync.Once
 }
 
 // New returns a Directory serving from store, builds the first document and
-// starts the background work.
+// starts the background work: Prepare, then Start.
 func New(store *storage.Store, opts Options) (*Directory, error) {
+	d, err := Prepare(store, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Start(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Prepare checks opts and returns a Directory that does nothing yet: it
+// neither reads the store nor dials a relay until Start.
+func Prepare(store *storage.Store, opts Options) (*Directory, error) {
 	opts = opts.withDefaults()
 	if opts.Kind < 0 || opts.Kind > maxKind {
 		return nil, fmt.Errorf("kind %d is out of range", opts.Kind)
@@ -308,22 +322,41 @@ func New(store *storage.Store, opts Options) (*Directory, error) {
 			MaxBytes:     256 << 10,
 		})
 	}
+	return d, nil
+}
+
+// Start builds the first document from the (open) store and starts the
+// background work: the regeneration schedule, NIP-05 rechecks and relay
+// subscriptions. Calling it again does nothing.
+func (d *Directory) Start() error {
+	d.startMu.Lock()
+	defer d.startMu.Unlock()
+	if d.cancel != nil {
+		return nil
+	}
 	if err := d.Rebuild(); err != nil {
-		return nil, fmt.Errorf("build directory document: %w", err)
+		return fmt.Errorf("build directory document: %w", err)
 	}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.wg.Add(2)
 	go d.regenerateLoop()
 	go d.nip05Loop()
-	if len(opts.Relays) > 0 {
+	if len(d.opts.Relays) > 0 {
 		d.startRelays()
 	}
-	return d, nil
+	return nil
 }
 
-// Close stops the background work. It is safe to call more than once.
+// Close stops the background work. It is safe to call more than once, and
+// before Start.
 func (d *Directory) Close() error {
 	d.closed.Do(func() {
+		d.startMu.Lock()
+		defer d.startMu.Unlock()
+		if d.cancel == nil {
+			d.cancel = func() {} // a later Start does nothing
+			return
+		}
 		d.cancel()
 		d.wg.Wait()
 		d.closeRelays()
@@ -442,9 +475,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func cors(w http.ResponseWriter, r *http.Request, methods string) bool {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
+	// Without this a cross-origin script cannot read the validators it
+	// needs for conditional requests.
+	h.Set("Access-Control-Expose-Headers", "ETag, Last-Modified")
 	if r.Method == http.MethodOptions {
 		h.Set("Access-Control-Allow-Methods", methods)
-		h.Set("Access-Control-Allow-Headers", "Content-Type, If-None-Match")
+		h.Set("Access-Control-Allow-Headers", "Content-Type, If-None-Match, If-Modified-Since")
 		h.Set("Access-Control-Max-Age", "86400")
 		w.WriteHeader(http.StatusNoContent)
 		return true

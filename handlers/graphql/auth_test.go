@@ -17,7 +17,7 @@ const createLabelMutation = `mutation CreateLabel($data: CreateLabelInput!) {
   createLabel(data: $data) { createdAt id name color order }
 }`
 
-func TestRequestsWithoutAValidTokenAre401Unauthenticated(t *testing.T) {
+func TestRequestsWithoutAValidTokenAreUnauthorized(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	expiring, expiringTok, err := e.store.CreateAPIToken(e.member.ID, "short", time.Millisecond)
 	if err != nil {
@@ -47,7 +47,7 @@ func TestRequestsWithoutAValidTokenAre401Unauthenticated(t *testing.T) {
 	}
 	for name, tok := range cases {
 		t.Run(name, func(t *testing.T) {
-			r := e.wantError(tok, labelsQuery, nil, http.StatusUnauthorized, "UNAUTHENTICATED")
+			r := e.wantError(tok, labelsQuery, nil, http.StatusOK, "UNAUTHORIZED")
 			if strings.Contains(r.Errors[0].Message, tok) && tok != "" {
 				t.Fatal("the error message repeats the token")
 			}
@@ -62,7 +62,7 @@ func TestRequestsWithoutAValidTokenAre401Unauthenticated(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
+		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("status = %d", resp.StatusCode)
 		}
 	})
@@ -138,19 +138,29 @@ func TestApplicationTokenWithoutMemberIsUnauthenticated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.wantError(tok, labelsQuery, nil, http.StatusUnauthorized, "UNAUTHENTICATED")
+	e.wantError(tok, labelsQuery, nil, http.StatusOK, "UNAUTHORIZED")
 }
 
 const createAPITokenMutation = `mutation CreateApiToken($data: CreateApiTokenInput!) {
   createApiToken(data: $data) { secret token { id createdAt lastUsedAt name expiresAt } }
 }`
 
-func TestCreateApiTokenNeedsAnOAuthTokenNotAnAPIToken(t *testing.T) {
+// createApiToken is session-only, as in Inboxt (no @ApiTokenAllowed @
+// 45f4314): API tokens and OAuth access tokens get FORBIDDEN.
+func TestCreateApiTokenNeedsTheMembersSession(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	vars := map[string]any{"data": map[string]any{"name": "sync", "expiry": "SEVEN_DAYS"}}
-	e.wantError(e.token, createAPITokenMutation, vars, 200, "FORBIDDEN")
+	for _, tok := range []string{e.token, oauthToken(t, e, "read", "write")} {
+		r := e.wantError(tok, createAPITokenMutation, vars, 200, "FORBIDDEN")
+		if r.Errors[0].Message != "API tokens are not allowed for this operation" || strings.Contains(string(r.Data), "app_") {
+			t.Fatalf("%+v %s", r.Errors, r.Data)
+		}
+	}
+	if toks, err := e.store.APITokens(e.member.ID); err != nil || len(toks) != 1 {
+		t.Fatalf("%d API tokens (%v), want 1: a refused createApiToken made one", len(toks), err)
+	}
 
-	r := e.post(oauthToken(t, e, "read", "write"), createAPITokenMutation, vars)
+	r := e.post(e.session, createAPITokenMutation, vars)
 	if len(r.Errors) > 0 {
 		t.Fatalf("%+v", r.Errors)
 	}
@@ -168,28 +178,6 @@ func TestCreateApiTokenNeedsAnOAuthTokenNotAnAPIToken(t *testing.T) {
 	}
 }
 
-// An API token can read and write, so an OAuth token with only write must
-// not mint one (it would escalate to read).
-func TestCreateApiTokenNeedsReadAndWriteScopes(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
-	vars := map[string]any{"data": map[string]any{"name": "sync", "expiry": "SEVEN_DAYS"}}
-	r := e.wantError(oauthToken(t, e, "write"), createAPITokenMutation, vars, 200, "FORBIDDEN")
-	if strings.Contains(string(r.Data), "app_") || !strings.Contains(r.Errors[0].Message, "read scope") {
-		t.Fatalf("write-only token: data %s, errors %+v", r.Data, r.Errors)
-	}
-	e.wantError(oauthToken(t, e, "read"), createAPITokenMutation, vars, 200, "FORBIDDEN")
-	toks, err := e.store.APITokens(e.member.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(toks) != 1 { // the env's own
-		t.Fatalf("%d API tokens, want 1: a refused createApiToken made one", len(toks))
-	}
-	if r := e.post(oauthToken(t, e, "read", "write"), createAPITokenMutation, vars); len(r.Errors) > 0 {
-		t.Fatalf("read+write: %+v", r.Errors)
-	}
-}
-
 func TestDeletedTokenStopsWorkingAtOnce(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	tok, secret, err := e.store.CreateAPIToken(e.member.ID, "temp", 0)
@@ -199,9 +187,9 @@ func TestDeletedTokenStopsWorkingAtOnce(t *testing.T) {
 	if r := e.post(secret, labelsQuery, nil); r.Status != 200 {
 		t.Fatalf("status %d", r.Status)
 	}
-	e.do(`mutation DeleteApiToken($data: DeleteApiTokenInput!) { deleteApiToken(data: $data) { success } }`,
+	e.doAs(e.session, `mutation DeleteApiToken($data: DeleteApiTokenInput!) { deleteApiToken(data: $data) { success } }`,
 		map[string]any{"data": map[string]any{"id": tok.ID}}, nil)
-	e.wantError(secret, labelsQuery, nil, http.StatusUnauthorized, "UNAUTHENTICATED")
+	e.wantError(secret, labelsQuery, nil, http.StatusOK, "UNAUTHORIZED")
 }
 
 func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
@@ -215,7 +203,7 @@ func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
 			t.Fatalf("request %d: X-RateLimit-Remaining = %q", i, got)
 		}
 	}
-	r := e.wantError(e.token, labelsQuery, nil, http.StatusTooManyRequests, "RATE_LIMITED")
+	r := e.wantError(e.token, labelsQuery, nil, http.StatusOK, "TOO_MANY_REQUESTS")
 	if r.Header.Get("Retry-After") == "" || r.Header.Get("X-RateLimit-Limit") != "3" || r.Header.Get("X-RateLimit-Reset") == "" {
 		t.Fatalf("headers = %v", r.Header)
 	}
@@ -238,11 +226,11 @@ func TestBadRequestsGetGraphQLErrorsNever500(t *testing.T) {
 		{"no query", "application/json", `{"variables":{}}`, 400, "BAD_REQUEST"},
 		{"not JSON content type", "text/plain", `{"query":"{labels{id}}"}`, 415, "BAD_REQUEST"},
 		{"body too large", "application/json", `{"query":"{labels{id}}","x":"` + strings.Repeat("a", 5000) + `"}`, 413, "BAD_REQUEST"},
-		{"syntax error", "application/json", `{"query":"{ labels { id "}`, 422, "GRAPHQL_PARSE_FAILED"},
-		{"unknown field", "application/json", `{"query":"{ nope }"}`, 422, "GRAPHQL_VALIDATION_FAILED"},
-		{"wrong variable type", "application/json", `{"query":"query($q: GetEntriesInput!){entries(query:$q){edges{cursor}}}","variables":{"q":{"first":"many"}}}`, 422, "GRAPHQL_VALIDATION_FAILED"},
-		{"too deep", "application/json", `{"query":"{ entries(query:{first:1}) { edges { node { ... on Highlight { savedItem { highlights { savedItem { id } } } } } } } }"}`, 422, "QUERY_TOO_DEEP"},
-		{"too complex", "application/json", `{"query":"{ entries(query:{first:100}) { edges { cursor node { id createdAt } } } }"}`, 422, "COMPLEXITY_LIMIT_EXCEEDED"},
+		{"syntax error", "application/json", `{"query":"{ labels { id "}`, 400, "GRAPHQL_PARSE_FAILED"},
+		{"unknown field", "application/json", `{"query":"{ nope }"}`, 400, "GRAPHQL_VALIDATION_FAILED"},
+		{"wrong variable type", "application/json", `{"query":"query($q: GetEntriesInput!){entries(query:$q){edges{cursor}}}","variables":{"q":{"first":"many"}}}`, 200, "BAD_USER_INPUT"},
+		{"too deep", "application/json", `{"query":"{ entries(query:{first:1}) { edges { node { ... on Highlight { savedItem { highlights { savedItem { id } } } } } } } }"}`, 400, "QUERY_TOO_DEEP"},
+		{"too complex", "application/json", `{"query":"{ entries(query:{first:100}) { edges { cursor node { id createdAt } } } }"}`, 400, "COMPLEXITY_LIMIT_EXCEEDED"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -285,4 +273,136 @@ func TestHandles(t *testing.T) {
 			t.Errorf("Handles(%s) = %v", path, got)
 		}
 	}
+}
+
+// TestErrorsHaveInboxtsShape checks the error contract of Inboxt's
+// GlobalExceptionFilter and guards (apps/api/src/common/exception-filters/
+// global-exception.filter.ts, common/guards/*.ts @ 45f4314) as Apollo
+// Server 4 sends it: every error has extensions.code and
+// extensions.status; input validation says "Invalid input provided" with
+// the details in extensions.response.
+func TestErrorsHaveInboxtsShape(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	// Input validation.
+	r := e.wantError(e.token, createLabelMutation, map[string]any{"data": map[string]any{"name": "x", "color": "blue"}}, 200, "BAD_USER_INPUT")
+	g := r.Errors[0]
+	resp, _ := g.Extensions["response"].(map[string]any)
+	list, _ := resp["message"].([]any)
+	if g.Message != "Invalid input provided" || g.Extensions["status"] != float64(400) || resp["statusCode"] != float64(400) ||
+		resp["error"] != "Bad Request" || len(list) != 1 || list[0].(map[string]any)["path"] != "data" || g.Detail() == g.Message {
+		t.Fatalf("input validation error = %+v", g)
+	}
+	// No token: each field needing a member is UNAUTHORIZED (401 in
+	// extensions, HTTP 200); me is null.
+	r = e.wantError("", labelsQuery, nil, 200, "UNAUTHORIZED")
+	if r.Errors[0].Extensions["status"] != float64(401) {
+		t.Fatalf("no token: %+v", r.Errors)
+	}
+	r = e.post("", `query { me { id } }`, nil)
+	if r.Status != 200 || len(r.Errors) != 0 || string(r.Data) != `{"me":null}` {
+		t.Fatalf("me without a token: %d %s %+v", r.Status, r.Data, r.Errors)
+	}
+	// Every other kind carries its status.
+	for _, c := range []struct {
+		token, query string
+		vars         map[string]any
+		http         int
+		code         string
+		status       float64
+	}{
+		{"app_" + strings.Repeat("A", 70), labelsQuery, nil, 200, "UNAUTHORIZED", 401},
+		{e.token, deleteLabelMutation, map[string]any{"data": map[string]any{"id": "nope"}}, 200, "FORBIDDEN", 403},
+		{e.token, `mutation { updateSavedItemStatus(data: {ids: ["nope"], status: ARCHIVED}) { success } }`, nil, 200, "NOT_FOUND", 404},
+		{e.token, `{ nope }`, nil, 400, "GRAPHQL_VALIDATION_FAILED", 400},
+		{e.token, `{ labels { id `, nil, 400, "GRAPHQL_PARSE_FAILED", 400},
+		{e.token, `query($q: GetEntriesInput!) { entries(query: $q) { edges { cursor } } }`, map[string]any{"q": map[string]any{"first": "x"}}, 200, "BAD_USER_INPUT", 400},
+	} {
+		r := e.wantError(c.token, c.query, c.vars, c.http, c.code)
+		if r.Errors[0].Extensions["status"] != c.status {
+			t.Errorf("%s: extensions = %+v, want status %v", c.query, r.Errors[0].Extensions, c.status)
+		}
+	}
+}
+
+// TestSessionOnlyOperationsRefuseTokens: the operations Inboxt does not let
+// API tokens run (no @ApiTokenAllowed on their resolvers @ 45f4314) answer
+// FORBIDDEN "API tokens are not allowed for this operation" to API tokens
+// and OAuth access tokens, and change nothing; the member's session may
+// run them, but not from another origin.
+func TestSessionOnlyOperationsRefuseTokens(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	it := e.saveArticle(e.member.ID, 1, nil)
+	var l struct{ CreateLabel label }
+	e.do(createLabelMutation, map[string]any{"data": map[string]any{"name": "Keep", "color": "#111111"}}, &l)
+	ops := []string{
+		`mutation { deleteLabel(data: {id: "` + l.CreateLabel.ID + `"}) { success } }`,
+		`mutation { deleteHighlights(data: {items: [{id: "1"}]}) { success } }`,
+		`mutation { permanentlyDeleteSavedItems(data: {ids: ["` + it.ID + `"]}) { success } }`,
+		`mutation { emptyTrash { success count } }`,
+		`mutation { deleteSavedQuery(data: {id: "1"}) { success } }`,
+		`mutation { deleteApiToken(data: {id: "1"}) { success } }`,
+		`mutation { createApiToken(data: {name: "x", expiry: NEVER}) { secret } }`,
+		`mutation { signOut { success } }`,
+		`mutation { createInboundEmailAddress { id fullAddress } }`,
+		`mutation { deleteInboundEmailAddress(data: {id: "1"}) { success } }`,
+		`mutation { updateAccount(data: {username: "eve"}) { id } }`,
+		`mutation { deleteAccount(data: {emailAddress: "alice"}) { success } }`,
+		`mutation { requestExport(data: {type: ALL, formatForHighlights: MARKDOWN}) }`,
+		`mutation { updateNewsletterSubscriptionStatus(data: {id: "1", status: UNSUBSCRIBED}) { success } }`,
+		`mutation { verifyEmail(data: {code: "1"}) { success } }`,
+		`mutation { resendVerificationEmail { success } }`,
+		`mutation { signIn(data: {emailAddress: "alice", password: "x"}) { success } }`,
+	}
+	for _, tok := range []string{e.token, oauthToken(t, e, "read", "write")} {
+		for _, op := range ops {
+			r := e.wantError(tok, op, nil, 200, "FORBIDDEN")
+			if r.Errors[0].Message != "API tokens are not allowed for this operation" || r.Errors[0].Extensions["status"] != float64(403) {
+				t.Fatalf("%s: %+v", op, r.Errors)
+			}
+		}
+	}
+	if got := e.allEntries(map[string]any{"first": 10}); len(got) != 1 {
+		t.Fatalf("%d items after the refused operations", len(got))
+	}
+	var ls struct{ Labels []label }
+	e.do(labelsQuery, nil, &ls)
+	if len(ls.Labels) != 1 {
+		t.Fatal("the refused deleteLabel deleted the label")
+	}
+
+	// E-mail operations: BAD_REQUEST saying the site sends none.
+	r := e.wantError(e.session, `mutation { resendVerificationEmail { success } }`, nil, 200, "BAD_REQUEST")
+	if !strings.Contains(r.Errors[0].Message, "does not send e-mail") {
+		t.Fatalf("%+v", r.Errors)
+	}
+	e.wantError("", `mutation { requestPasswordRecovery(data: {emailAddress: "alice"}) { success } }`, nil, 200, "BAD_REQUEST")
+
+	// The session: from the site's own page it may; from another, no.
+	var in struct {
+		CreateInboundEmailAddress struct{ ID, FullAddress string }
+	}
+	e.doAs(e.session, `mutation { createInboundEmailAddress { id fullAddress } }`, nil, &in)
+	if !strings.Contains(in.CreateInboundEmailAddress.FullAddress, graphql.InboundPath+"nl_") {
+		t.Fatalf("createInboundEmailAddress = %+v", in)
+	}
+	var ex struct{ RequestExport string }
+	e.doAs(e.session, `mutation { requestExport(data: {type: ALL, formatForHighlights: MARKDOWN}) }`, nil, &ex)
+	if ex.RequestExport != graphql.ExportFilePath {
+		t.Fatalf("requestExport = %q", ex.RequestExport)
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/api/graphql", strings.NewReader(`{"query":"mutation { emptyTrash { success } }"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	req.AddCookie(&http.Cookie{Name: "hearth_session", Value: strings.TrimPrefix(e.session, "session:")})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("cross-site request with the session: %d", resp.StatusCode)
+	}
+	var out struct{ SignOut struct{ Success bool } }
+	e.doAs(e.session, `mutation { signOut { success } }`, nil, &out)
+	e.wantError(e.session, `mutation { emptyTrash { success } }`, nil, 200, "UNAUTHORIZED")
 }

@@ -53,6 +53,7 @@ func BenchmarkEntriesFirstPage(b *testing.B) {
 		}
 	}
 	api := graphql.New(store, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	defer api.Close()
 	body := []byte(benchEntriesBody)
 	serve := func() *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, graphql.Path, bytes.NewReader(body))

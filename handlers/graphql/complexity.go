@@ -20,8 +20,8 @@ import (
 //
 //   - entries: its page size; labels, savedQueries and apiTokens: their
 //     storage limits.
-//   - the item lists that updateSavedItemsStatus, updateSavedItemsReadStatus
-//     and setSavedItemLabels return: half the ids given (rounded up). The
+//   - the item lists that updateSavedItemsStatus and updateSavedItemsReadStatus
+//     return: half the ids given (rounded up). The
 //     items are the ones the client named, at most storage.MaxBatchIDs, and
 //     their scalars are short: Inboxt's bulk selection (14 scalars) on 500
 //     ids costs 3501. Their content, the one large part, is priced below
@@ -86,13 +86,6 @@ func setComplexity(c *generated.ComplexityRoot) {
 	}
 	c.Mutation.UpdateSavedItemsReadStatus = func(child int, in generated.UpdateSavedItemsReadStatusInput) int {
 		return listCost(mutationItems(len(in.Ids)), child)
-	}
-	c.Mutation.SetSavedItemLabels = func(child int, in generated.SetSavedItemLabelsInput) int {
-		n := len(in.Ids)
-		if in.ID != nil {
-			n++
-		}
-		return listCost(mutationItems(n), child)
 	}
 	c.Mutation.ReorderLabels = func(child int, in generated.ReorderLabelsInput) int {
 		return listCost(len(in.Ids), child)

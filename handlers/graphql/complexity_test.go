@@ -41,7 +41,7 @@ func TestComplexityRefusesNestedHighlights(t *testing.T) {
 		`{entries(query:{first:100}){edges{node{...on SavedItem{highlights{savedItem{highlights{savedItem{newsletter{contentHtml}}}}}}}}}}`,
 		`{entries(query:{first:5,q:"type:highlight"}){edges{node{...on Highlight{savedItem{highlights{savedItem{article{contentText}}}}}}}}}`,
 	} {
-		r := e.wantError(e.token, q, vars, http.StatusUnprocessableEntity, "COMPLEXITY_LIMIT_EXCEEDED")
+		r := e.wantError(e.token, q, vars, http.StatusBadRequest, "COMPLEXITY_LIMIT_EXCEEDED")
 		if string(r.Data) != "" && string(r.Data) != "null" {
 			t.Fatalf("%s: refused, yet data = %.200s", q, r.Data)
 		}
@@ -89,7 +89,7 @@ func TestComplexityCountsMutationListsByIDs(t *testing.T) {
 		ids = append(ids, e.saveArticle(e.member.ID, i, nil).ID)
 	}
 	const q = `mutation($ids:[String!]!){updateSavedItemsStatus(data:{ids:$ids,status:ARCHIVED}){id title status updatedAt}}`
-	e.wantError(e.token, q, map[string]any{"ids": ids}, http.StatusUnprocessableEntity, "COMPLEXITY_LIMIT_EXCEEDED")
+	e.wantError(e.token, q, map[string]any{"ids": ids}, http.StatusBadRequest, "COMPLEXITY_LIMIT_EXCEEDED")
 	e.do(q, map[string]any{"ids": ids[:10]}, nil)
 }
 
@@ -144,8 +144,8 @@ func TestComplexityPricesContentAndIntrospection(t *testing.T) {
 		// Refused by their price, or before by the document limits
 		// (limits.go: more aliases or fields than a document may have).
 		r := e.post(e.token, q, map[string]any{"i": art.ID})
-		if len(r.Errors) == 0 || !(r.Status == http.StatusUnprocessableEntity && r.Errors[0].Code() == "COMPLEXITY_LIMIT_EXCEEDED" ||
-			r.Status == http.StatusBadRequest && (r.Errors[0].Code() == "GRAPHQL_VALIDATION_FAILED" || r.Errors[0].Code() == "GRAPHQL_PARSE_FAILED")) {
+		if len(r.Errors) == 0 || r.Status != http.StatusBadRequest || (r.Errors[0].Code() != "COMPLEXITY_LIMIT_EXCEEDED" &&
+			r.Errors[0].Code() != "GRAPHQL_VALIDATION_FAILED" && r.Errors[0].Code() != "GRAPHQL_PARSE_FAILED") {
 			t.Fatalf("%.100s: status %d, errors %+v; want it refused", q, r.Status, r.Errors)
 		}
 		if string(r.Data) != "" && string(r.Data) != "null" {

@@ -16,10 +16,17 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
-// Values of extensions.code. UNAUTHENTICATED, FORBIDDEN, BAD_USER_INPUT
-// and INTERNAL_SERVER_ERROR are Apollo's (and so Inboxt's) names.
+// Values of extensions.code. Inboxt's exception filter names an error by
+// its HTTP status (HttpStatus[status]: UNAUTHORIZED, FORBIDDEN, NOT_FOUND,
+// CONFLICT, BAD_REQUEST, TOO_MANY_REQUESTS) or uses Apollo's
+// (BAD_USER_INPUT, INTERNAL_SERVER_ERROR, GRAPHQL_PARSE_FAILED,
+// GRAPHQL_VALIDATION_FAILED); apps/api/src/common/exception-filters/
+// global-exception.filter.ts @ 45f4314.
 const (
-	codeUnauthenticated  = "UNAUTHENTICATED"
+	codeUnauthorized     = "UNAUTHORIZED"
+	codeTooManyRequests  = "TOO_MANY_REQUESTS"
+	codeParseFailed      = "GRAPHQL_PARSE_FAILED"
+	codeValidationFailed = "GRAPHQL_VALIDATION_FAILED"
 	codeForbidden        = "FORBIDDEN"
 	codeBadUserInput     = "BAD_USER_INPUT"
 	codeNotFound         = "NOT_FOUND"
@@ -42,15 +49,62 @@ func init() {
 	errcode.RegisterErrorType(codeComplexityLimit, errcode.KindProtocol)
 }
 
+// statusOf is extensions.status for an extensions.code: Inboxt puts the
+// HTTP status of its exception on every error (global-exception.filter.ts
+// @ 45f4314). Hearth's own codes get the status of their kind.
+func statusOf(code string) int {
+	switch code {
+	case codeUnauthorized:
+		return http.StatusUnauthorized
+	case codeForbidden:
+		return http.StatusForbidden
+	case codeNotFound:
+		return http.StatusNotFound
+	case codeConflict:
+		return http.StatusConflict
+	case codeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case codeTooManyRequests, codeRateLimited:
+		return http.StatusTooManyRequests
+	case codeFetchFailed:
+		return http.StatusBadGateway
+	case codeInternal:
+		return http.StatusInternalServerError
+	case codeUnavailable:
+		return http.StatusServiceUnavailable
+	case codeInsufficient:
+		return http.StatusInsufficientStorage
+	}
+	// BAD_REQUEST, BAD_USER_INPUT, parse and validation failures, and the
+	// limits on a query's depth, cost and content.
+	return http.StatusBadRequest
+}
+
 // writeError answers outside gqlgen (authentication, limits, bad bodies)
-// in the GraphQL response format: {"errors":[{message, extensions.code}]}.
-func writeError(w http.ResponseWriter, status int, code, msg string) {
+// in the GraphQL response format: {"errors":[{message, extensions:{code,
+// status}}]}, with HTTP status httpStatus.
+func writeError(w http.ResponseWriter, httpStatus int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
+	w.WriteHeader(httpStatus)
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"errors": []any{map[string]any{"message": msg, "extensions": map[string]any{"code": code}}},
+		"errors": []any{map[string]any{"message": msg, "extensions": map[string]any{"code": code, "status": statusOf(code)}}},
 		"data":   nil,
 	})
+}
+
+// msgInvalidInput is the message of Inboxt's input validation errors; the
+// details are in extensions.response.message (global-exception.filter.ts @
+// 45f4314, for a ZodError).
+const msgInvalidInput = "Invalid input provided"
+
+// invalidInputResponse is extensions.response of an input validation error:
+// path is the argument the rule is about, as Zod's issue path names it.
+func invalidInputResponse(path, msg string) map[string]any {
+	return map[string]any{
+		"statusCode": http.StatusBadRequest,
+		"message":    []any{map[string]any{"path": path, "message": msg}},
+		"error":      "Bad Request",
+	}
 }
 
 // userError is an error whose message is shown to the client with code.
@@ -65,10 +119,6 @@ func badInput(format string, a ...any) error {
 	return &userError{codeBadUserInput, fmt.Sprintf(format, a...)}
 }
 
-func forbidden(format string, a ...any) error {
-	return &userError{codeForbidden, fmt.Sprintf(format, a...)}
-}
-
 // presentError maps resolver errors to GraphQL errors with extensions.code.
 // Errors of unknown kind are logged and shown as a generic message, so no
 // internal detail reaches the client.
@@ -76,32 +126,30 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	var gqlErr *gqlerror.Error
 	if errors.As(err, &gqlErr) && gqlErr.Err == nil {
 		// Produced by gqlgen itself (parsing, validation, limits).
-		return gqlErr
+		return withStatus(gqlErr)
 	}
 	out := graphql.DefaultErrorPresenter(ctx, err)
 	var ue *userError
 	var ie *storage.InvalidError
-	code := ""
+	code, detail := "", ""
 	status, retry, unavailable := storage.Unavailable(err)
 	switch {
 	case unavailable:
 		// Inboxt's contract for such answers: HTTP 200, the status in
-		// extensions.status, Retry-After set (transport.go).
+		// extensions.status (statusOf), Retry-After set (transport.go).
 		code, out.Message = codeUnavailable, err.Error()
 		if status == http.StatusInsufficientStorage {
 			code = codeInsufficient
 		}
-		if out.Extensions == nil {
-			out.Extensions = map[string]any{}
-		}
-		out.Extensions["status"] = status
 		if st := stateOf(ctx); st != nil {
 			st.retryAfter.Store(int64(retry))
 		}
+	case errors.As(err, &ue) && ue.code == codeBadUserInput:
+		code, detail = codeBadUserInput, ue.msg
 	case errors.As(err, &ue):
 		code, out.Message = ue.code, ue.msg
 	case errors.As(err, &ie):
-		code, out.Message = codeBadUserInput, ie.Msg
+		code, detail = codeBadUserInput, ie.Msg
 	case errors.Is(err, storage.ErrNotFound):
 		code, out.Message = codeNotFound, "not found"
 	case errors.Is(err, storage.ErrConflict):
@@ -109,7 +157,7 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	default:
 		if gqlErr != nil && gqlErr.Extensions != nil {
 			// Argument coercion errors carry gqlgen's own code.
-			return gqlErr
+			return withStatus(gqlErr)
 		}
 		s.log.Error("graphql resolver", zap.Error(err), zap.String("path", graphql.GetPath(ctx).String()))
 		code, out.Message = codeInternal, "internal error; it was logged"
@@ -117,8 +165,57 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	if out.Extensions == nil {
 		out.Extensions = map[string]any{}
 	}
+	if detail != "" {
+		out.Message = msgInvalidInput
+		out.Extensions["response"] = invalidInputResponse(argumentPath(ctx), detail)
+	}
 	out.Extensions["code"] = code
+	out.Extensions["status"] = statusOf(code)
 	return out
+}
+
+// argumentPath names the argument of the failing field an input error is
+// about: its only argument (Inboxt's operations take one, data or query),
+// or "" when the field has none or several.
+func argumentPath(ctx context.Context) string {
+	fc := graphql.GetFieldContext(ctx)
+	for fc != nil && fc.Field.Field == nil {
+		fc = fc.Parent
+	}
+	if fc == nil || len(fc.Field.Arguments) != 1 {
+		return ""
+	}
+	return fc.Field.Arguments[0].Name
+}
+
+// withStatus gives gqlgen's own errors Inboxt's code and
+// extensions.status: an invalid variable value is BAD_USER_INPUT, as
+// Apollo Server 4 answers it (with HTTP 200, see postTransport).
+func withStatus(e *gqlerror.Error) *gqlerror.Error {
+	if e.Extensions == nil {
+		e.Extensions = map[string]any{}
+	}
+	code, _ := e.Extensions["code"].(string)
+	if isVariableError(e) {
+		code = codeBadUserInput
+		e.Extensions["code"] = code
+	}
+	if code == "" {
+		code = codeValidationFailed
+		e.Extensions["code"] = code
+	}
+	e.Extensions["status"] = statusOf(code)
+	return e
+}
+
+// isVariableError reports an error of variable coercion: gqlparser's
+// validator.VariableValues puts "variable" first in its path.
+func isVariableError(e *gqlerror.Error) bool {
+	if len(e.Path) == 0 {
+		return false
+	}
+	name, ok := e.Path[0].(ast.PathName)
+	return ok && name == "variable"
 }
 
 func (s *Server) recoverPanic(ctx context.Context, p any) error {
@@ -143,7 +240,7 @@ func (s *Server) checkScope(ctx context.Context, next graphql.OperationHandler) 
 	}
 	return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{{
 		Message:    fmt.Sprintf("this token lacks the %s scope", want),
-		Extensions: map[string]any{"code": codeForbidden},
+		Extensions: map[string]any{"code": codeForbidden, "status": statusOf(codeForbidden)},
 	}}})
 }
 

@@ -7,8 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -22,6 +25,9 @@ type env struct {
 	srv    *httptest.Server
 	member *storage.Member
 	token  string
+	// session is the member signed in with the session cookie: post and
+	// doAs send "session:<id>" as the cookie instead of a token.
+	session string
 }
 
 func newEnv(t *testing.T, opts graphql.Options) *env {
@@ -32,13 +38,30 @@ func newEnv(t *testing.T, opts graphql.Options) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
+	if opts.Pages == nil {
+		opts.Pages = account.New(store, account.Options{})
+	}
 	api := graphql.New(store, opts)
+	t.Cleanup(func() { api.Close() })
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	e := &env{t: t, store: store, api: api, srv: srv}
 	e.member, e.token = e.newMember("alice")
+	e.session = e.signIn(e.member)
 	return e
 }
+
+// signIn starts a session for m as the sign-in page does.
+func (e *env) signIn(m *storage.Member) string {
+	e.t.Helper()
+	id, err := e.store.CreateSession(m.ID, time.Hour)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return sessionPrefix + id
+}
+
+const sessionPrefix = "session:"
 
 func (e *env) newMember(username string) (*storage.Member, string) {
 	e.t.Helper()
@@ -61,6 +84,19 @@ type gqlError struct {
 
 func (g gqlError) Code() string { c, _ := g.Extensions["code"].(string); return c }
 
+// Detail is what an input validation error says about its input (Inboxt's
+// extensions.response.message[0].message), or the message of other errors.
+func (g gqlError) Detail() string {
+	resp, _ := g.Extensions["response"].(map[string]any)
+	list, _ := resp["message"].([]any)
+	if len(list) > 0 {
+		first, _ := list[0].(map[string]any)
+		msg, _ := first["message"].(string)
+		return msg
+	}
+	return g.Message
+}
+
 // response is what a client sees.
 type response struct {
 	Status int
@@ -81,7 +117,11 @@ func (e *env) raw(token, contentType string, body []byte) *response {
 	e.t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/api/graphql", bytes.NewReader(body))
 	req.Header.Set("Content-Type", contentType)
-	if token != "" {
+	if id, ok := strings.CutPrefix(token, sessionPrefix); ok {
+		// As a browser on the site's own page sends it.
+		req.AddCookie(&http.Cookie{Name: account.CookieName, Value: id})
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+	} else if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -101,7 +141,13 @@ func (e *env) raw(token, contentType string, body []byte) *response {
 // on any error.
 func (e *env) do(query string, vars map[string]any, out any) {
 	e.t.Helper()
-	r := e.post(e.token, query, vars)
+	e.doAs(e.token, query, vars, out)
+}
+
+// doAs is do with token (or session).
+func (e *env) doAs(token, query string, vars map[string]any, out any) {
+	e.t.Helper()
+	r := e.post(token, query, vars)
 	if r.Status != http.StatusOK || len(r.Errors) > 0 {
 		e.t.Fatalf("status %d, errors %+v", r.Status, r.Errors)
 	}

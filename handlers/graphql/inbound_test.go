@@ -204,10 +204,10 @@ func TestDeletedNewsletterIsSavedAgainWhenDeliveredAgain(t *testing.T) {
 		delete func(id string)
 	}{
 		{"permanentlyDeleteSavedItems", func(id string) {
-			e.do(`mutation($data: PermanentlyDeleteSavedItemsInput!) { permanentlyDeleteSavedItems(data: $data) { success } }`,
+			e.doAs(e.session, `mutation($data: PermanentlyDeleteSavedItemsInput!) { permanentlyDeleteSavedItems(data: $data) { success } }`,
 				map[string]any{"data": map[string]any{"ids": []string{id}}}, nil)
 		}},
-		{"emptyTrash", func(string) { e.do(`mutation { emptyTrash { success count } }`, nil, nil) }},
+		{"emptyTrash", func(string) { e.doAs(e.session, `mutation { emptyTrash { success count } }`, nil, nil) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			msg := withMessageID("<" + c.name + "@news.example>")

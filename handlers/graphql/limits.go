@@ -55,13 +55,6 @@ const (
 	checkedDocuments          = 1000
 )
 
-// Values of extensions.code for documents refused before they run:
-// Apollo Server's names, as Inboxt sends them.
-const (
-	codeParseFailed      = "GRAPHQL_PARSE_FAILED"
-	codeValidationFailed = "GRAPHQL_VALIDATION_FAILED"
-)
-
 // documentLimits are the limits of checkDocument (see above).
 type documentLimits struct {
 	maxBytes, maxTokens, maxFields, maxSameName, maxAliases, maxSpreads, maxDirectives int

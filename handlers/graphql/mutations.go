@@ -14,7 +14,7 @@ func (r *mutationResolver) AddArticleFromURL(ctx context.Context, in generated.A
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.s.saveArticleFromURL(ctx, id, in.URL, in.LabelIds); err != nil {
+	if err := r.s.queueArticleFromURL(id, in.URL, in.LabelIds); err != nil {
 		return nil, err
 	}
 	return success, nil
@@ -80,40 +80,79 @@ func (r *mutationResolver) UpdateReadingProgress(ctx context.Context, in generat
 	return r.savedItem(ctx, it)
 }
 
-// SetSavedItemLabels takes Inboxt's shape: one id or several ids; labelIds
-// replaces the labels, addLabelIds and removeLabelIds adjust them.
-func (r *mutationResolver) SetSavedItemLabels(ctx context.Context, in generated.SetSavedItemLabelsInput) ([]*generated.SavedItem, error) {
+// SetSavedItemLabels follows Inboxt's setSavedItemLabels
+// (saved-item.resolver.ts and saved-item.service.ts setManyLabels @ 45f4314):
+// ids wins over id; no ids does nothing; unknown items and unknown label ids
+// are skipped; labelIds, when given (even empty), replaces the labels and
+// addLabelIds/removeLabelIds are then ignored; otherwise addLabelIds are
+// added and removeLabelIds removed.
+func (r *mutationResolver) SetSavedItemLabels(ctx context.Context, in generated.SetSavedItemLabelsInput) (*generated.Void, error) {
 	id, err := memberID(ctx)
 	if err != nil {
 		return nil, err
 	}
 	ids := in.Ids
-	if in.ID != nil {
-		ids = append([]string{*in.ID}, ids...)
+	if ids == nil && in.ID != nil {
+		ids = []string{*in.ID}
 	}
 	if len(ids) == 0 {
-		return nil, badInput("give id or ids")
+		return success, nil
 	}
-	if in.LabelIds == nil && in.AddLabelIds == nil && in.RemoveLabelIds == nil {
-		return nil, badInput("give labelIds, addLabelIds or removeLabelIds")
+	if len(ids) > storage.MaxBatchIDs {
+		return nil, badInput("at most %d ids at once", storage.MaxBatchIDs)
 	}
-	c := storage.LabelChange{Add: in.AddLabelIds, Remove: in.RemoveLabelIds}
+	c := storage.LabelChange{SkipUnknown: true}
 	if in.LabelIds != nil {
 		set := in.LabelIds
 		c.Set = &set
+	} else {
+		c.Add, c.Remove = in.AddLabelIds, in.RemoveLabelIds
+		if len(c.Add) == 0 && len(c.Remove) == 0 {
+			return success, nil
+		}
 	}
-	items, err := r.s.store.SetItemLabels(id, ids, c)
+	items, err := r.s.store.SavedItems(id, ids)
 	if err != nil {
 		return nil, err
 	}
-	return r.savedItems(ctx, items)
+	if len(items) == 0 {
+		return success, nil
+	}
+	known := make([]string, len(items))
+	for i, it := range items {
+		known[i] = it.ID
+	}
+	if _, err := r.s.store.SetItemLabels(id, known, c); err != nil {
+		return nil, err
+	}
+	return success, nil
 }
 
-func (r *mutationResolver) PermanentlyDeleteSavedItems(ctx context.Context, in generated.PermanentlyDeleteSavedItemsInput) (*generated.Void, error) {
+// UpdateSavedItemStatus is Inboxt's updateSavedItemStatus: it answers Void
+// where Hearth's updateSavedItemsStatus answers the items. An unknown id is
+// NOT_FOUND and changes nothing (Inboxt's updateStatus throws "Item not
+// found" too, saved-item.service.ts @ 45f4314, though after updating the
+// ids before it).
+func (r *mutationResolver) UpdateSavedItemStatus(ctx context.Context, in generated.UpdateSavedItemStatusInput) (*generated.Void, error) {
 	id, err := memberID(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if _, err := r.s.store.SetItemsStatus(id, in.Ids, string(in.Status)); err != nil {
+		return nil, err
+	}
+	return success, nil
+}
+
+// PermanentlyDeleteSavedItems, EmptyTrash, DeleteLabel, DeleteHighlights,
+// DeleteSavedQuery and DeleteAPIToken are session-only, as in Inboxt (no
+// @ApiTokenAllowed on their resolvers @ 45f4314): see sessionOnly.
+func (r *mutationResolver) PermanentlyDeleteSavedItems(ctx context.Context, in generated.PermanentlyDeleteSavedItemsInput) (*generated.Void, error) {
+	c, err := sessionOnly(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id := c.member.ID
 	if err := r.s.store.PermanentlyDeleteItems(id, in.Ids); err != nil {
 		return nil, err
 	}
@@ -121,10 +160,11 @@ func (r *mutationResolver) PermanentlyDeleteSavedItems(ctx context.Context, in g
 }
 
 func (r *mutationResolver) EmptyTrash(ctx context.Context) (*generated.EmptyTrash, error) {
-	id, err := memberID(ctx)
+	c, err := sessionOnly(ctx)
 	if err != nil {
 		return nil, err
 	}
+	id := c.member.ID
 	n, err := r.s.store.EmptyTrash(id)
 	if err != nil {
 		return nil, err
@@ -159,10 +199,11 @@ func (r *mutationResolver) UpdateLabel(ctx context.Context, in generated.UpdateL
 }
 
 func (r *mutationResolver) DeleteLabel(ctx context.Context, in generated.DeleteLabelInput) (*generated.Void, error) {
-	id, err := memberID(ctx)
+	c, err := sessionOnly(ctx)
 	if err != nil {
 		return nil, err
 	}
+	id := c.member.ID
 	err = r.s.store.DeleteLabel(id, in.ID)
 	labelsChanged(ctx)
 	if err != nil {
@@ -211,10 +252,11 @@ func (r *mutationResolver) CreateHighlight(ctx context.Context, in generated.Cre
 }
 
 func (r *mutationResolver) DeleteHighlights(ctx context.Context, in generated.DeleteHighlightsInput) (*generated.Void, error) {
-	id, err := memberID(ctx)
+	c, err := sessionOnly(ctx)
 	if err != nil {
 		return nil, err
 	}
+	id := c.member.ID
 	if len(in.Items) == 0 {
 		return nil, badInput("items must not be empty")
 	}
@@ -259,10 +301,11 @@ func (r *mutationResolver) UpdateSavedQuery(ctx context.Context, in generated.Up
 }
 
 func (r *mutationResolver) DeleteSavedQuery(ctx context.Context, in generated.DeleteSavedQueryInput) (*generated.Void, error) {
-	id, err := memberID(ctx)
+	c, err := sessionOnly(ctx)
 	if err != nil {
 		return nil, err
 	}
+	id := c.member.ID
 	if err := r.s.store.DeleteSavedQuery(id, in.ID); err != nil {
 		return nil, err
 	}
@@ -290,20 +333,12 @@ var apiTokenExpiries = map[generated.APITokenExpiry]string{
 	generated.APITokenExpiryNever:      "never",
 }
 
-// CreateAPIToken needs a member's OAuth token with the read and write
-// scopes: a leaked API token must not be able to mint more of itself, and
-// the token made can read and write, so a write-only token must not get one.
+// CreateAPIToken is session-only, as in Inboxt: an API token must not be
+// able to mint more of itself, and neither may an OAuth access token.
 func (r *mutationResolver) CreateAPIToken(ctx context.Context, in generated.CreateAPITokenInput) (*generated.CreatedAPIToken, error) {
-	c := callerOf(ctx)
-	if c == nil {
-		return nil, errNoCaller
-	}
-	if c.oauth == nil {
-		return nil, forbidden("API tokens cannot create API tokens; use the API Tokens settings page")
-	}
-	if !c.oauth.Allows("read") {
-		// checkScope asked for write; the new token could also read.
-		return nil, forbidden("this token lacks the read scope: an API token can read and write, so creating one needs both")
+	c, err := sessionOnly(ctx)
+	if err != nil {
+		return nil, err
 	}
 	lifetime, err := storage.ParseAPITokenExpiry(apiTokenExpiries[in.Expiry])
 	if err != nil {
@@ -317,10 +352,11 @@ func (r *mutationResolver) CreateAPIToken(ctx context.Context, in generated.Crea
 }
 
 func (r *mutationResolver) DeleteAPIToken(ctx context.Context, in generated.DeleteAPITokenInput) (*generated.Void, error) {
-	id, err := memberID(ctx)
+	c, err := sessionOnly(ctx)
 	if err != nil {
 		return nil, err
 	}
+	id := c.member.ID
 	if err := r.s.store.DeleteAPIToken(id, in.ID); err != nil {
 		return nil, err
 	}

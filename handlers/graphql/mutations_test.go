@@ -12,7 +12,7 @@ const (
 	deleteLabelMutation   = `mutation DeleteLabel($data: DeleteLabelInput!) { deleteLabel(data: $data) { success } }`
 	reorderLabelsMutation = `mutation ReorderLabels($data: ReorderLabelsInput!) { reorderLabels(data: $data) { createdAt id name color order } }`
 	setLabelsMutation     = `mutation SetSavedItemLabels($data: SetSavedItemLabelsInput!) {
-  setSavedItemLabels(data: $data) { id labels { id createdAt name color order } }
+  setSavedItemLabels(data: $data) { success }
 }`
 	savedItemFields      = `id createdAt title originalUrl sourceDomain description leadImage wordCount author type status readingProgress readAt isReadManual`
 	updateStatusMutation = `mutation UpdateSavedItemsStatus($data: UpdateSavedItemsStatusInput!) {
@@ -69,8 +69,8 @@ func TestLabelsAreCreatedUpdatedReorderedAndDeleted(t *testing.T) {
 	if len(ls.Labels) != 2 || ls.Labels[0].Name != "Work" || ls.Labels[1].Name != "Later" {
 		t.Fatalf("labels = %+v", ls.Labels)
 	}
-	e.do(deleteLabelMutation, map[string]any{"data": map[string]any{"id": a.CreateLabel.ID}}, nil)
-	e.wantError(e.token, deleteLabelMutation, map[string]any{"data": map[string]any{"id": a.CreateLabel.ID}}, 200, "NOT_FOUND")
+	e.doAs(e.session, deleteLabelMutation, map[string]any{"data": map[string]any{"id": a.CreateLabel.ID}}, nil)
+	e.wantError(e.session, deleteLabelMutation, map[string]any{"data": map[string]any{"id": a.CreateLabel.ID}}, 200, "NOT_FOUND")
 	var me struct{ Me struct{ LabelsCount float64 } }
 	e.do(`query Me { me { id createdAt emailAddress isEmailVerified username pendingEmailAddress labelsCount inboundEmailAddressesCount } }`, nil, &me)
 	if me.Me.LabelsCount != 1 {
@@ -78,22 +78,53 @@ func TestLabelsAreCreatedUpdatedReorderedAndDeleted(t *testing.T) {
 	}
 }
 
+// TestSetSavedItemLabelsReplacesAddsAndRemoves checks Inboxt's input
+// semantics (saved-item.resolver.ts, saved-item.service.ts setManyLabels @
+// 45f4314): ids wins over id, no ids does nothing, unknown items and labels
+// are skipped, labelIds replaces (and then add/remove are ignored).
 func TestSetSavedItemLabelsReplacesAddsAndRemoves(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	it1, it2 := e.saveArticle(e.member.ID, 1, nil), e.saveArticle(e.member.ID, 2, nil)
 	var a, b struct{ CreateLabel label }
 	e.do(createLabelMutation, map[string]any{"data": map[string]any{"name": "A", "color": "#111111"}}, &a)
 	e.do(createLabelMutation, map[string]any{"data": map[string]any{"name": "B", "color": "#222222"}}, &b)
-	var out struct{ SetSavedItemLabels []savedItemOut }
-	e.do(setLabelsMutation, map[string]any{"data": map[string]any{"ids": []string{it1.ID, it2.ID}, "labelIds": []string{a.CreateLabel.ID}}}, &out)
-	if len(out.SetSavedItemLabels) != 2 || len(out.SetSavedItemLabels[1].Labels) != 1 || out.SetSavedItemLabels[1].Labels[0].Name != "A" {
-		t.Fatalf("set = %+v", out.SetSavedItemLabels)
+	A, B := a.CreateLabel.ID, b.CreateLabel.ID
+	labelsOf := func() map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		for _, en := range e.allEntries(map[string]any{"first": 10}) {
+			names := ""
+			for _, l := range en.Labels {
+				names += l.Name
+			}
+			out[en.ID] = names
+		}
+		return out
 	}
-	e.do(setLabelsMutation, map[string]any{"data": map[string]any{"id": it1.ID, "addLabelIds": []string{b.CreateLabel.ID}, "removeLabelIds": []string{a.CreateLabel.ID}}}, &out)
-	if got := out.SetSavedItemLabels[0].Labels; len(got) != 1 || got[0].Name != "B" {
-		t.Fatalf("add/remove = %+v", got)
+	set := func(data map[string]any, want1, want2 string) {
+		t.Helper()
+		var out struct{ SetSavedItemLabels struct{ Success bool } }
+		e.do(setLabelsMutation, map[string]any{"data": data}, &out)
+		if !out.SetSavedItemLabels.Success {
+			t.Fatalf("%v: success = false", data)
+		}
+		if got := labelsOf(); got[it1.ID] != want1 || got[it2.ID] != want2 {
+			t.Fatalf("after %v: item 1 has %q, item 2 %q; want %q, %q", data, got[it1.ID], got[it2.ID], want1, want2)
+		}
 	}
-	e.wantError(e.token, setLabelsMutation, map[string]any{"data": map[string]any{"id": it1.ID, "labelIds": []string{"999"}}}, 200, "NOT_FOUND")
+	set(map[string]any{"ids": []string{it1.ID, it2.ID}, "labelIds": []string{A}}, "A", "A")
+	set(map[string]any{"id": it1.ID, "addLabelIds": []string{B}, "removeLabelIds": []string{A}}, "B", "A")
+	// ids wins over id.
+	set(map[string]any{"id": it1.ID, "ids": []string{it2.ID}, "labelIds": []string{}}, "B", "")
+	// labelIds replaces; addLabelIds is then ignored.
+	set(map[string]any{"id": it2.ID, "labelIds": []string{A}, "addLabelIds": []string{B}}, "B", "A")
+	// Unknown labels and unknown items are skipped.
+	set(map[string]any{"ids": []string{"no-such-item", it1.ID}, "labelIds": []string{"999", A, B}}, "AB", "A")
+	// No ids, or nothing to change: nothing happens.
+	set(map[string]any{"labelIds": []string{}}, "AB", "A")
+	set(map[string]any{"ids": []string{}, "labelIds": []string{}}, "AB", "A")
+	set(map[string]any{"id": it2.ID}, "AB", "A")
+	set(map[string]any{"id": it1.ID, "removeLabelIds": []string{A}}, "B", "A")
 	// Labels show in entries, and label: finds them.
 	got := e.allEntries(map[string]any{"first": 10, "q": "label:B"})
 	if len(got) != 1 || got[0].ID != it1.ID || got[0].Labels[0].Name != "B" {
@@ -114,15 +145,15 @@ func TestStatusMovesItemsBetweenInboxArchiveAndTrash(t *testing.T) {
 		t.Fatalf("archive has %d", n)
 	}
 	// Only items in the trash can be deleted for good; nothing happens otherwise.
-	e.wantError(e.token, permanentlyDeleteMutation, map[string]any{"data": map[string]any{"ids": []string{it2.ID, it1.ID}}}, 200, "BAD_USER_INPUT")
-	e.do(permanentlyDeleteMutation, map[string]any{"data": map[string]any{"ids": []string{it2.ID}}}, nil)
+	e.wantError(e.session, permanentlyDeleteMutation, map[string]any{"data": map[string]any{"ids": []string{it2.ID, it1.ID}}}, 200, "BAD_USER_INPUT")
+	e.doAs(e.session, permanentlyDeleteMutation, map[string]any{"data": map[string]any{"ids": []string{it2.ID}}}, nil)
 	var et struct {
 		EmptyTrash struct {
 			Success bool
 			Count   float64
 		}
 	}
-	e.do(emptyTrashMutation, nil, &et)
+	e.doAs(e.session, emptyTrashMutation, nil, &et)
 	if !et.EmptyTrash.Success || et.EmptyTrash.Count != 1 {
 		t.Fatalf("emptyTrash = %+v", et)
 	}
@@ -206,7 +237,7 @@ func TestHighlightsAreCreatedListedAndDeleted(t *testing.T) {
 		t.Fatalf("has:highlights = %d", len(got))
 	}
 	e.wantError(e.token, createHighlightMutation, map[string]any{"data": map[string]any{"savedItemId": "424242", "segments": []any{seg}}}, 200, "NOT_FOUND")
-	e.do(deleteHighlightsMutation, map[string]any{"data": map[string]any{"items": []any{map[string]any{"id": h.CreateHighlight.ID, "savedItemId": it.ID}}}}, nil)
+	e.doAs(e.session, deleteHighlightsMutation, map[string]any{"data": map[string]any{"items": []any{map[string]any{"id": h.CreateHighlight.ID, "savedItemId": it.ID}}}}, nil)
 	if got := e.allEntries(map[string]any{"first": 10, "q": "type:highlight"}); len(got) != 0 {
 		t.Fatalf("%d highlights after delete", len(got))
 	}
@@ -220,7 +251,7 @@ func TestSavedQueriesAreCreatedUpdatedReorderedAndDeleted(t *testing.T) {
 	}
 	e.do(create, map[string]any{"data": map[string]any{"name": "Unread work", "query": "in:inbox label:work"}}, &a)
 	e.do(create, map[string]any{"data": map[string]any{"name": "Long reads", "query": "reading-time:20..*"}}, &b)
-	e.wantError(e.token, create, map[string]any{"data": map[string]any{"name": "Bad", "query": "in:nowhere"}}, 200, "BAD_USER_INPUT")
+	e.wantError(e.token, create, map[string]any{"data": map[string]any{"name": "Bad", "query": "saved:yesterday"}}, 200, "BAD_USER_INPUT")
 	e.do(`mutation UpdateSavedQuery($data: UpdateSavedQueryInput!) { updateSavedQuery(data: $data) { id name query } }`,
 		map[string]any{"data": map[string]any{"id": a.CreateSavedQuery.ID, "name": "Work", "query": "label:work"}}, nil)
 	e.do(`mutation ReorderSavedQueries($data: ReorderSavedQueriesInput!) { reorderSavedQueries(data: $data) { id } }`,
@@ -232,7 +263,7 @@ func TestSavedQueriesAreCreatedUpdatedReorderedAndDeleted(t *testing.T) {
 	if len(qs.SavedQueries) != 2 || qs.SavedQueries[0].ID != b.CreateSavedQuery.ID || qs.SavedQueries[1].Name != "Work" {
 		t.Fatalf("savedQueries = %+v", qs.SavedQueries)
 	}
-	e.do(`mutation DeleteSavedQuery($data: DeleteSavedQueryInput!) { deleteSavedQuery(data: $data) { success } }`,
+	e.doAs(e.session, `mutation DeleteSavedQuery($data: DeleteSavedQueryInput!) { deleteSavedQuery(data: $data) { success } }`,
 		map[string]any{"data": map[string]any{"id": b.CreateSavedQuery.ID}}, nil)
 	e.do(`query SavedQueries { savedQueries { id } }`, nil, &qs)
 	if len(qs.SavedQueries) != 1 {
@@ -263,27 +294,29 @@ func TestLabelChangeIsSeenLaterInTheSameRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got struct {
-		A []struct{ Labels []label }
-		B label
-		C struct{ Labels []label }
-		D []label
-		E struct{ Labels []label }
+		A  struct{ Success bool }
+		A2 struct{ Labels []label }
+		B  label
+		C  struct{ Labels []label }
+		D  []label
+		E  struct{ Labels []label }
 	}
 	e.do(`mutation($i: String!, $l: String!) {
-  a: setSavedItemLabels(data: {id: $i, labelIds: [$l]}) { labels { name } }
+  a: setSavedItemLabels(data: {id: $i, labelIds: [$l]}) { success }
+  a2: updateReadingProgress(data: {id: $i, progress: 5}) { labels { name } }
   b: updateLabel(data: {id: $l, name: "new", color: "#445566"}) { name }
   c: updateSavedItemMetadata(data: {id: $i, title: "T"}) { labels { name color } }
   d: reorderLabels(data: {ids: [$l]}) { name }
   e: updateReadingProgress(data: {id: $i, progress: 10}) { labels { name } }
 }`, map[string]any{"i": it.ID, "l": l.ID}, &got)
-	if len(got.A) != 1 || len(got.A[0].Labels) != 1 || got.A[0].Labels[0].Name != "old" {
-		t.Fatalf("a = %+v", got.A)
+	if !got.A.Success || len(got.A2.Labels) != 1 || got.A2.Labels[0].Name != "old" {
+		t.Fatalf("a = %+v, a2 = %+v", got.A, got.A2)
 	}
 	if len(got.C.Labels) != 1 || got.C.Labels[0].Name != "new" || got.C.Labels[0].Color != "#445566" {
 		t.Fatalf("after the rename, c shows labels %+v", got.C.Labels)
 	}
 	var deleted struct{ A, C struct{ Labels []label } }
-	e.do(`mutation($i: String!, $l: String!) {
+	e.doAs(e.session, `mutation($i: String!, $l: String!) {
   a: updateSavedItemMetadata(data: {id: $i, title: "U"}) { labels { name } }
   b: deleteLabel(data: {id: $l}) { success }
   c: updateSavedItemMetadata(data: {id: $i, title: "V"}) { labels { name } }

@@ -3,6 +3,7 @@ package graphql
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"sync/atomic"
 
@@ -37,6 +38,10 @@ type requestState struct {
 	// retryAfter is set by presentError when the store refused for now
 	// (storage.Unavailable); transport.go sends it as Retry-After.
 	retryAfter atomic.Int64
+	// w and r are the HTTP exchange, for the session operations (signOut
+	// clears the cookie; addresses are made on the request's site).
+	w http.ResponseWriter
+	r *http.Request
 
 	labelsMu     sync.Mutex
 	labelsLoaded bool
@@ -67,7 +72,10 @@ func callerOf(ctx context.Context) *caller {
 	return nil
 }
 
-var errNoCaller = &userError{codeUnauthenticated, "not authenticated"}
+// errNoCaller answers a request without a token (or session) where one is
+// needed: Inboxt's GqlAuthGuard throws UnauthorizedException() (message
+// "Unauthorized"; common/guards/auth.guard.ts @ 45f4314).
+var errNoCaller = &userError{codeUnauthorized, "Unauthorized"}
 
 // memberID returns the id of the member the request acts for.
 func memberID(ctx context.Context) (string, error) {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -21,6 +22,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
@@ -87,8 +89,12 @@ type Options struct {
 	InboundRateLimit int
 	RateLimitWindow  time.Duration
 	// Fetcher fetches the pages of addArticleFromUrl. Default: public
-	// addresses only, up to 5 redirects (each checked), 15 s, 5 MiB.
+	// addresses only (AllowPrivateAddresses lifts that), up to 5 redirects
+	// (each checked), 15 s, 5 MiB.
 	Fetcher *safefetch.Fetcher
+	// AllowPrivateAddresses lets the default Fetcher reach private and
+	// loopback addresses (tests, intranets).
+	AllowPrivateAddresses bool
 	// ClientIP returns the client address used for the inbound rate limit
 	// and logs. Default: the host of r.RemoteAddr.
 	ClientIP func(r *http.Request) string
@@ -96,6 +102,11 @@ type Options struct {
 	Logger *zap.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// Pages are the member pages: with them, a request without a token
+	// acts for the member signed in with the session cookie (as Inboxt's
+	// web app does), with the pages' cross-origin protection; only
+	// session callers may run the session-only operations.
+	Pages *account.Pages
 }
 
 func (o Options) withDefaults() Options {
@@ -128,6 +139,7 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Fetcher == nil {
 		o.Fetcher = safefetch.New(safefetch.Options{
+			AllowPrivate:    o.AllowPrivateAddresses,
 			Timeout:         DefaultFetchTimeout,
 			MaxBytes:        DefaultFetchMaxBytes,
 			FollowRedirects: true,
@@ -157,10 +169,14 @@ type Server struct {
 	inbound *ratelimit.Limiter // per client IP
 	docs    *documentChecker   // limits.go
 
+	fetches   *fetchQueue // addArticleFromUrl's background fetches
+	closeOnce sync.Once
+
 	fastPathStats
 }
 
-// New returns the API backed by store.
+// New returns the API backed by store, and starts fetching the pages of
+// addArticleFromUrl still pending in it; Close stops that.
 func New(store *storage.Store, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{store: store, opts: opts, log: opts.Logger, docs: newDocumentChecker(defaultDocumentLimits())}
@@ -174,6 +190,7 @@ func New(store *storage.Store, opts Options) *Server {
 		s.inbound = ratelimit.New(opts.InboundRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
 	}
 	s.gql = s.newGraphQLServer()
+	s.startFetches()
 	return s
 }
 
@@ -224,16 +241,28 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed, "use POST with a JSON body")
 		return
 	}
+	// As Inboxt's (Apollo Server 4): a bad token is a GraphQL error with
+	// HTTP 200 (code UNAUTHORIZED, extensions.status 401), and a request
+	// without one runs, each field needing a member answering UNAUTHORIZED
+	// (me is null).
 	c, err := s.authenticate(r)
 	if writeUnavailable(w, err) {
 		return
 	}
 	if err != nil {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="hearth"`)
-		writeError(w, http.StatusUnauthorized, codeUnauthenticated, err.Error())
+		writeError(w, http.StatusOK, codeUnauthorized, err.Error())
 		return
 	}
-	if !s.allow(w, c) {
+	if c == nil && s.opts.Pages != nil {
+		if m := s.opts.Pages.CurrentMember(r); m != nil {
+			if err := s.opts.Pages.CheckCrossOrigin(r); err != nil {
+				writeError(w, http.StatusForbidden, codeForbidden, "cross-origin request refused: a session may only be used from this site's own pages")
+				return
+			}
+			c = &caller{member: m, session: true, tokenKey: "session:" + m.ID}
+		}
+	}
+	if !s.allow(w, r, c) {
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -274,20 +303,28 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "null")
 		return
 	}
-	ctx := withCaller(r.Context(), c)
+	ctx := context.WithValue(r.Context(), callerKey{}, &requestState{caller: c, w: w, r: r})
 	r = r.WithContext(context.WithValue(ctx, paramsKey{}, params))
 	s.gql.ServeHTTP(w, r)
 }
 
-// allow applies the per-token and per-member rate limits and sets the
-// X-RateLimit headers of the tighter one. It answers 429 and returns false
-// when either is exhausted.
-func (s *Server) allow(w http.ResponseWriter, c *caller) bool {
+// allow applies the per-token and per-member rate limits (per client
+// address for requests without a token, as Inboxt's guest limit) and sets
+// the X-RateLimit headers of the tighter one. When either is exhausted it
+// answers as Inboxt's GqlRateLimitGuard (modules/rate-limit/
+// rate-limit.guard.ts @ 45f4314): HTTP 200, code TOO_MANY_REQUESTS,
+// extensions.status 429, with Retry-After and the X-RateLimit headers; it
+// then returns false.
+func (s *Server) allow(w http.ResponseWriter, r *http.Request, c *caller) bool {
 	var results []ratelimit.Result
 	if s.tokens != nil {
-		results = append(results, s.tokens.Allow(c.tokenKey))
+		key := "ip:" + s.opts.ClientIP(r)
+		if c != nil {
+			key = c.tokenKey
+		}
+		results = append(results, s.tokens.Allow(key))
 	}
-	if s.members != nil {
+	if s.members != nil && c != nil {
 		results = append(results, s.members.Allow(c.member.ID))
 	}
 	if len(results) == 0 {
@@ -308,7 +345,7 @@ func (s *Server) allow(w http.ResponseWriter, c *caller) bool {
 			secs := ratelimit.RetryAfterSeconds(res.RetryAfter)
 			h.Set("Retry-After", strconv.Itoa(secs))
 			metrics.RateLimited(metrics.LimitGraphQL)
-			writeError(w, http.StatusTooManyRequests, codeRateLimited, "too many requests; retry after "+strconv.Itoa(secs)+" s")
+			writeError(w, http.StatusOK, codeTooManyRequests, "too many requests; retry after "+strconv.Itoa(secs)+" s")
 			return false
 		}
 	}
@@ -321,19 +358,17 @@ type caller struct {
 	apiToken *storage.APIToken         // set for API tokens
 	oauth    *storage.OAuthAccessToken // set for OAuth access tokens
 	tokenKey string                    // rate-limit key, never the token itself
+	session  bool                      // signed in with the session cookie
 }
 
 type callerKey struct{}
 
-func withCaller(ctx context.Context, c *caller) context.Context {
-	return context.WithValue(ctx, callerKey{}, &requestState{caller: c})
-}
-
-// authenticate reads the bearer token. Its errors are safe to show.
+// authenticate reads the bearer token: no Authorization header is no
+// caller (nil, nil). Its errors are safe to show.
 func (s *Server) authenticate(r *http.Request) (*caller, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return nil, errors.New("an API token is required: send Authorization: Bearer <token>")
+		return nil, nil
 	}
 	scheme, token, ok := strings.Cut(h, " ")
 	token = strings.TrimSpace(token)

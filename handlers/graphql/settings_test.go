@@ -107,7 +107,7 @@ func TestAPITokensPageCreatesShowsOnceListsAndDeletesTokens(t *testing.T) {
 	if status != 200 || !strings.Contains(body, "deleted") {
 		t.Fatalf("delete: %d %s", status, body)
 	}
-	e.wantError(token, labelsQuery, nil, http.StatusUnauthorized, "UNAUTHENTICATED")
+	e.wantError(token, labelsQuery, nil, http.StatusOK, "UNAUTHORIZED")
 }
 
 func TestAPITokensPageRejectsBadForms(t *testing.T) {

@@ -53,12 +53,12 @@ func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	rc, errs := exec.CreateOperationContext(ctx, params)
 	if errs != nil {
 		errs = capErrors(errs)
+		// Apollo Server 4 (Inboxt's) answers parse and validation failures
+		// with 400 and invalid variable values with 200
+		// (status400ForVariableCoercionErrors is false by default in v4).
 		status := http.StatusOK
-		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
-			status = http.StatusUnprocessableEntity
-			if contentType == graphQLResponseJSON {
-				status = http.StatusBadRequest
-			}
+		if errcode.GetErrorKind(errs) == errcode.KindProtocol && !onlyVariableErrors(errs) {
+			status = http.StatusBadRequest
 		}
 		w.WriteHeader(status)
 		writeResponse(w, exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs))
@@ -71,6 +71,15 @@ func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	}
 	setRetryAfter(w, ctx)
 	writeResponse(w, resp)
+}
+
+func onlyVariableErrors(errs gqlerror.List) bool {
+	for _, e := range errs {
+		if !isVariableError(e) {
+			return false
+		}
+	}
+	return len(errs) > 0
 }
 
 const graphQLResponseJSON = "application/graphql-response+json"

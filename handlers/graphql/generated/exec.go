@@ -110,27 +110,41 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		AddArticleFromHTMLSnapshot  func(childComplexity int, data AddArticleFromHTMLSnapshotInput) int
-		AddArticleFromURL           func(childComplexity int, data AddArticleFromURLInput) int
-		CreateAPIToken              func(childComplexity int, data CreateAPITokenInput) int
-		CreateHighlight             func(childComplexity int, data CreateHighlightInput) int
-		CreateLabel                 func(childComplexity int, data CreateLabelInput) int
-		CreateSavedQuery            func(childComplexity int, data CreateSavedQueryInput) int
-		DeleteAPIToken              func(childComplexity int, data DeleteAPITokenInput) int
-		DeleteHighlights            func(childComplexity int, data DeleteHighlightsInput) int
-		DeleteLabel                 func(childComplexity int, data DeleteLabelInput) int
-		DeleteSavedQuery            func(childComplexity int, data DeleteSavedQueryInput) int
-		EmptyTrash                  func(childComplexity int) int
-		PermanentlyDeleteSavedItems func(childComplexity int, data PermanentlyDeleteSavedItemsInput) int
-		ReorderLabels               func(childComplexity int, data ReorderLabelsInput) int
-		ReorderSavedQueries         func(childComplexity int, data ReorderSavedQueriesInput) int
-		SetSavedItemLabels          func(childComplexity int, data SetSavedItemLabelsInput) int
-		UpdateLabel                 func(childComplexity int, data UpdateLabelInput) int
-		UpdateReadingProgress       func(childComplexity int, data UpdateReadingProgressInput) int
-		UpdateSavedItemMetadata     func(childComplexity int, data UpdateSavedItemMetadataInput) int
-		UpdateSavedItemsReadStatus  func(childComplexity int, data UpdateSavedItemsReadStatusInput) int
-		UpdateSavedItemsStatus      func(childComplexity int, data UpdateSavedItemsStatusInput) int
-		UpdateSavedQuery            func(childComplexity int, data UpdateSavedQueryInput) int
+		AddArticleFromHTMLSnapshot         func(childComplexity int, data AddArticleFromHTMLSnapshotInput) int
+		AddArticleFromURL                  func(childComplexity int, data AddArticleFromURLInput) int
+		CreateAPIToken                     func(childComplexity int, data CreateAPITokenInput) int
+		CreateAccount                      func(childComplexity int, data CreateAccountInput) int
+		CreateHighlight                    func(childComplexity int, data CreateHighlightInput) int
+		CreateInboundEmailAddress          func(childComplexity int) int
+		CreateLabel                        func(childComplexity int, data CreateLabelInput) int
+		CreateSavedQuery                   func(childComplexity int, data CreateSavedQueryInput) int
+		DeleteAPIToken                     func(childComplexity int, data DeleteAPITokenInput) int
+		DeleteAccount                      func(childComplexity int, data DeleteAccountInput) int
+		DeleteHighlights                   func(childComplexity int, data DeleteHighlightsInput) int
+		DeleteInboundEmailAddress          func(childComplexity int, data DeleteInboundEmailAddressInput) int
+		DeleteLabel                        func(childComplexity int, data DeleteLabelInput) int
+		DeleteSavedQuery                   func(childComplexity int, data DeleteSavedQueryInput) int
+		EmptyTrash                         func(childComplexity int) int
+		PermanentlyDeleteSavedItems        func(childComplexity int, data PermanentlyDeleteSavedItemsInput) int
+		ReorderLabels                      func(childComplexity int, data ReorderLabelsInput) int
+		ReorderSavedQueries                func(childComplexity int, data ReorderSavedQueriesInput) int
+		RequestExport                      func(childComplexity int, data RequestExportInput) int
+		RequestPasswordRecovery            func(childComplexity int, data RequestPasswordRecoveryInput) int
+		ResendVerificationEmail            func(childComplexity int) int
+		ResetPassword                      func(childComplexity int, data ResetPasswordInput) int
+		SetSavedItemLabels                 func(childComplexity int, data SetSavedItemLabelsInput) int
+		SignIn                             func(childComplexity int, data SignInInput) int
+		SignOut                            func(childComplexity int) int
+		UpdateAccount                      func(childComplexity int, data UpdateAccountInput) int
+		UpdateLabel                        func(childComplexity int, data UpdateLabelInput) int
+		UpdateNewsletterSubscriptionStatus func(childComplexity int, data UpdateNewsletterSubscriptionStatusInput) int
+		UpdateReadingProgress              func(childComplexity int, data UpdateReadingProgressInput) int
+		UpdateSavedItemMetadata            func(childComplexity int, data UpdateSavedItemMetadataInput) int
+		UpdateSavedItemStatus              func(childComplexity int, data UpdateSavedItemStatusInput) int
+		UpdateSavedItemsReadStatus         func(childComplexity int, data UpdateSavedItemsReadStatusInput) int
+		UpdateSavedItemsStatus             func(childComplexity int, data UpdateSavedItemsStatusInput) int
+		UpdateSavedQuery                   func(childComplexity int, data UpdateSavedQueryInput) int
+		VerifyEmail                        func(childComplexity int, data VerifyEmailInput) int
 	}
 
 	Newsletter struct {
@@ -240,7 +254,8 @@ type MutationResolver interface {
 	UpdateSavedItemMetadata(ctx context.Context, data UpdateSavedItemMetadataInput) (*SavedItem, error)
 	UpdateSavedItemsReadStatus(ctx context.Context, data UpdateSavedItemsReadStatusInput) ([]*SavedItem, error)
 	UpdateReadingProgress(ctx context.Context, data UpdateReadingProgressInput) (*SavedItem, error)
-	SetSavedItemLabels(ctx context.Context, data SetSavedItemLabelsInput) ([]*SavedItem, error)
+	SetSavedItemLabels(ctx context.Context, data SetSavedItemLabelsInput) (*Void, error)
+	UpdateSavedItemStatus(ctx context.Context, data UpdateSavedItemStatusInput) (*Void, error)
 	PermanentlyDeleteSavedItems(ctx context.Context, data PermanentlyDeleteSavedItemsInput) (*Void, error)
 	EmptyTrash(ctx context.Context) (*EmptyTrash, error)
 	CreateLabel(ctx context.Context, data CreateLabelInput) (*Label, error)
@@ -255,6 +270,19 @@ type MutationResolver interface {
 	ReorderSavedQueries(ctx context.Context, data ReorderSavedQueriesInput) ([]*SavedQuery, error)
 	CreateAPIToken(ctx context.Context, data CreateAPITokenInput) (*CreatedAPIToken, error)
 	DeleteAPIToken(ctx context.Context, data DeleteAPITokenInput) (*Void, error)
+	SignIn(ctx context.Context, data SignInInput) (*Void, error)
+	SignOut(ctx context.Context) (*Void, error)
+	CreateAccount(ctx context.Context, data CreateAccountInput) (*Void, error)
+	UpdateAccount(ctx context.Context, data UpdateAccountInput) (*User, error)
+	DeleteAccount(ctx context.Context, data DeleteAccountInput) (*Void, error)
+	CreateInboundEmailAddress(ctx context.Context) (*InboundEmailAddress, error)
+	DeleteInboundEmailAddress(ctx context.Context, data DeleteInboundEmailAddressInput) (*Void, error)
+	UpdateNewsletterSubscriptionStatus(ctx context.Context, data UpdateNewsletterSubscriptionStatusInput) (*Void, error)
+	RequestExport(ctx context.Context, data RequestExportInput) (*string, error)
+	VerifyEmail(ctx context.Context, data VerifyEmailInput) (*Void, error)
+	ResendVerificationEmail(ctx context.Context) (*Void, error)
+	RequestPasswordRecovery(ctx context.Context, data RequestPasswordRecoveryInput) (*Void, error)
+	ResetPassword(ctx context.Context, data ResetPasswordInput) (*Void, error)
 }
 type QueryResolver interface {
 	Labels(ctx context.Context) ([]*Label, error)
@@ -571,6 +599,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateAPIToken(childComplexity, args["data"].(CreateAPITokenInput)), true
+	case "Mutation.createAccount":
+		if e.ComplexityRoot.Mutation.CreateAccount == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createAccount_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateAccount(childComplexity, args["data"].(CreateAccountInput)), true
 	case "Mutation.createHighlight":
 		if e.ComplexityRoot.Mutation.CreateHighlight == nil {
 			break
@@ -582,6 +621,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CreateHighlight(childComplexity, args["data"].(CreateHighlightInput)), true
+	case "Mutation.createInboundEmailAddress":
+		if e.ComplexityRoot.Mutation.CreateInboundEmailAddress == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.CreateInboundEmailAddress(childComplexity), true
 	case "Mutation.createLabel":
 		if e.ComplexityRoot.Mutation.CreateLabel == nil {
 			break
@@ -615,6 +660,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteAPIToken(childComplexity, args["data"].(DeleteAPITokenInput)), true
+	case "Mutation.deleteAccount":
+		if e.ComplexityRoot.Mutation.DeleteAccount == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteAccount_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteAccount(childComplexity, args["data"].(DeleteAccountInput)), true
 	case "Mutation.deleteHighlights":
 		if e.ComplexityRoot.Mutation.DeleteHighlights == nil {
 			break
@@ -626,6 +682,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteHighlights(childComplexity, args["data"].(DeleteHighlightsInput)), true
+	case "Mutation.deleteInboundEmailAddress":
+		if e.ComplexityRoot.Mutation.DeleteInboundEmailAddress == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteInboundEmailAddress_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteInboundEmailAddress(childComplexity, args["data"].(DeleteInboundEmailAddressInput)), true
 	case "Mutation.deleteLabel":
 		if e.ComplexityRoot.Mutation.DeleteLabel == nil {
 			break
@@ -687,6 +754,45 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ReorderSavedQueries(childComplexity, args["data"].(ReorderSavedQueriesInput)), true
+	case "Mutation.requestExport":
+		if e.ComplexityRoot.Mutation.RequestExport == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_requestExport_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RequestExport(childComplexity, args["data"].(RequestExportInput)), true
+	case "Mutation.requestPasswordRecovery":
+		if e.ComplexityRoot.Mutation.RequestPasswordRecovery == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_requestPasswordRecovery_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RequestPasswordRecovery(childComplexity, args["data"].(RequestPasswordRecoveryInput)), true
+	case "Mutation.resendVerificationEmail":
+		if e.ComplexityRoot.Mutation.ResendVerificationEmail == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.ResendVerificationEmail(childComplexity), true
+	case "Mutation.resetPassword":
+		if e.ComplexityRoot.Mutation.ResetPassword == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_resetPassword_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ResetPassword(childComplexity, args["data"].(ResetPasswordInput)), true
 	case "Mutation.setSavedItemLabels":
 		if e.ComplexityRoot.Mutation.SetSavedItemLabels == nil {
 			break
@@ -698,6 +804,34 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetSavedItemLabels(childComplexity, args["data"].(SetSavedItemLabelsInput)), true
+	case "Mutation.signIn":
+		if e.ComplexityRoot.Mutation.SignIn == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_signIn_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SignIn(childComplexity, args["data"].(SignInInput)), true
+	case "Mutation.signOut":
+		if e.ComplexityRoot.Mutation.SignOut == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.SignOut(childComplexity), true
+	case "Mutation.updateAccount":
+		if e.ComplexityRoot.Mutation.UpdateAccount == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateAccount_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateAccount(childComplexity, args["data"].(UpdateAccountInput)), true
 	case "Mutation.updateLabel":
 		if e.ComplexityRoot.Mutation.UpdateLabel == nil {
 			break
@@ -709,6 +843,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdateLabel(childComplexity, args["data"].(UpdateLabelInput)), true
+	case "Mutation.updateNewsletterSubscriptionStatus":
+		if e.ComplexityRoot.Mutation.UpdateNewsletterSubscriptionStatus == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateNewsletterSubscriptionStatus_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateNewsletterSubscriptionStatus(childComplexity, args["data"].(UpdateNewsletterSubscriptionStatusInput)), true
 	case "Mutation.updateReadingProgress":
 		if e.ComplexityRoot.Mutation.UpdateReadingProgress == nil {
 			break
@@ -731,6 +876,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdateSavedItemMetadata(childComplexity, args["data"].(UpdateSavedItemMetadataInput)), true
+	case "Mutation.updateSavedItemStatus":
+		if e.ComplexityRoot.Mutation.UpdateSavedItemStatus == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateSavedItemStatus_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateSavedItemStatus(childComplexity, args["data"].(UpdateSavedItemStatusInput)), true
 	case "Mutation.updateSavedItemsReadStatus":
 		if e.ComplexityRoot.Mutation.UpdateSavedItemsReadStatus == nil {
 			break
@@ -764,6 +920,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdateSavedQuery(childComplexity, args["data"].(UpdateSavedQueryInput)), true
+	case "Mutation.verifyEmail":
+		if e.ComplexityRoot.Mutation.VerifyEmail == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_verifyEmail_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.VerifyEmail(childComplexity, args["data"].(VerifyEmailInput)), true
 
 	case "Newsletter.contentHtml":
 		if e.ComplexityRoot.Newsletter.ContentHTML == nil {
@@ -1185,14 +1352,17 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	inputUnmarshalMap := graphql.BuildUnmarshalerMap(
 		ec.unmarshalInputAddArticleFromHtmlSnapshotInput,
 		ec.unmarshalInputAddArticleFromUrlInput,
+		ec.unmarshalInputCreateAccountInput,
 		ec.unmarshalInputCreateApiTokenInput,
 		ec.unmarshalInputCreateHighlightInput,
 		ec.unmarshalInputCreateHighlightSegmentInput,
 		ec.unmarshalInputCreateLabelInput,
 		ec.unmarshalInputCreateSavedQueryInput,
+		ec.unmarshalInputDeleteAccountInput,
 		ec.unmarshalInputDeleteApiTokenInput,
 		ec.unmarshalInputDeleteHighlightItemInput,
 		ec.unmarshalInputDeleteHighlightsInput,
+		ec.unmarshalInputDeleteInboundEmailAddressInput,
 		ec.unmarshalInputDeleteLabelInput,
 		ec.unmarshalInputDeleteSavedQueryInput,
 		ec.unmarshalInputEntrySort,
@@ -1201,13 +1371,21 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputPermanentlyDeleteSavedItemsInput,
 		ec.unmarshalInputReorderLabelsInput,
 		ec.unmarshalInputReorderSavedQueriesInput,
+		ec.unmarshalInputRequestExportInput,
+		ec.unmarshalInputRequestPasswordRecoveryInput,
+		ec.unmarshalInputResetPasswordInput,
 		ec.unmarshalInputSetSavedItemLabelsInput,
+		ec.unmarshalInputSignInInput,
+		ec.unmarshalInputUpdateAccountInput,
 		ec.unmarshalInputUpdateLabelInput,
+		ec.unmarshalInputUpdateNewsletterSubscriptionStatusInput,
 		ec.unmarshalInputUpdateReadingProgressInput,
 		ec.unmarshalInputUpdateSavedItemMetadataInput,
+		ec.unmarshalInputUpdateSavedItemStatusInput,
 		ec.unmarshalInputUpdateSavedItemsReadStatusInput,
 		ec.unmarshalInputUpdateSavedItemsStatusInput,
 		ec.unmarshalInputUpdateSavedQueryInput,
+		ec.unmarshalInputVerifyEmailInput,
 	)
 	first := true
 
@@ -1355,6 +1533,68 @@ input CreateApiTokenInput {
 input DeleteApiTokenInput {
   id: String!
 }
+
+input SignInInput {
+  emailAddress: String!
+  password: String!
+}
+
+input CreateAccountInput {
+  emailAddress: String!
+  password: String!
+  username: String!
+}
+
+input UpdateAccountInput {
+  emailAddress: String
+  password: String
+  username: String
+}
+
+input DeleteAccountInput {
+  emailAddress: String!
+}
+
+input DeleteInboundEmailAddressInput {
+  id: String!
+}
+
+input UpdateNewsletterSubscriptionStatusInput {
+  id: String!
+  status: newsletterSubscriptionStatus!
+}
+
+"Possible export request highlights format"
+enum ExportHighlightsFormat {
+  HTML
+  MARKDOWN
+  TEXT
+}
+
+"Possible export request types"
+enum ExportType {
+  ALL
+  HIGHLIGHTS
+}
+
+input RequestExportInput {
+  formatForHighlights: ExportHighlightsFormat!
+  type: ExportType!
+}
+
+input VerifyEmailInput {
+  code: String!
+}
+
+input RequestPasswordRecoveryInput {
+  emailAddress: String!
+}
+
+input ResetPasswordInput {
+  code: String!
+  emailAddress: String!
+  password: String!
+}
 `, BuiltIn: false},
 	{Name: "../schema/entries.graphqls", Input: `interface Entry {
   id: String!
@@ -1362,13 +1602,13 @@ input DeleteApiTokenInput {
 }
 
 "The type of a saved item"
-enum SavedItemType {
+enum savedItemType {
   ARTICLE
   NEWSLETTER
 }
 
 "The status of a saved item"
-enum SavedItemStatus {
+enum savedItemStatus {
   ACTIVE
   ARCHIVED
   DELETED
@@ -1386,8 +1626,8 @@ type SavedItem implements Entry {
   author: String
   leadImage: String
   wordCount: Float!
-  type: SavedItemType!
-  status: SavedItemStatus!
+  type: savedItemType!
+  status: savedItemStatus!
   readingProgress: Float
   readAt: DateTime
   isReadManual: Boolean!
@@ -1409,7 +1649,7 @@ type Newsletter {
 }
 
 "The status of a user's newsletter subscription"
-enum NewsletterSubscriptionStatus {
+enum newsletterSubscriptionStatus {
   ACTIVE
   UNSUBSCRIBED
 }
@@ -1418,7 +1658,7 @@ type NewsletterSubscription {
   id: String!
   createdAt: DateTime!
   name: String!
-  status: NewsletterSubscriptionStatus!
+  status: newsletterSubscriptionStatus!
   lastReceivedAt: DateTime
   unsubscribeUrl: String
   unsubscribeAttemptedAt: DateTime
@@ -1521,7 +1761,7 @@ input AddArticleFromHtmlSnapshotInput {
 
 input UpdateSavedItemsStatusInput {
   ids: [String!]!
-  status: SavedItemStatus!
+  status: savedItemStatus!
 }
 
 input UpdateSavedItemMetadataInput {
@@ -1625,6 +1865,11 @@ input DeleteSavedQueryInput {
 input ReorderSavedQueriesInput {
   ids: [String!]!
 }
+
+input UpdateSavedItemStatusInput {
+  ids: [String!]!
+  status: savedItemStatus!
+}
 `, BuiltIn: false},
 	{Name: "../schema/schema.graphqls", Input: `# Hearth's saved-content API. Names, argument shapes and types follow
 # Inboxt's public schema so that an operation written for Inboxt validates
@@ -1655,7 +1900,10 @@ type Mutation {
   updateSavedItemMetadata(data: UpdateSavedItemMetadataInput!): SavedItem!
   updateSavedItemsReadStatus(data: UpdateSavedItemsReadStatusInput!): [SavedItem!]!
   updateReadingProgress(data: UpdateReadingProgressInput!): SavedItem!
-  setSavedItemLabels(data: SetSavedItemLabelsInput!): [SavedItem!]!
+  "Inboxt's: sets the labels of the items (ids wins over id; unknown items and labels are skipped; no ids does nothing)."
+  setSavedItemLabels(data: SetSavedItemLabelsInput!): Void!
+  "Inboxt's: moves the items to a status (unknown ids are an error, as in Inboxt)."
+  updateSavedItemStatus(data: UpdateSavedItemStatusInput!): Void!
   permanentlyDeleteSavedItems(data: PermanentlyDeleteSavedItemsInput!): Void!
   emptyTrash: EmptyTrash!
 
@@ -1675,6 +1923,31 @@ type Mutation {
   "Only from a signed-in session's OAuth token; API tokens cannot create tokens."
   createApiToken(data: CreateApiTokenInput!): CreatedApiToken!
   deleteApiToken(data: DeleteApiTokenInput!): Void!
+
+  # Inboxt's account operations. All are session-only: API tokens and OAuth
+  # access tokens get FORBIDDEN, as in Inboxt (common/guards/api-token.guard.ts).
+  "Hearth: signs the member in (emailAddress is the username or username@<account domain>)."
+  signIn(data: SignInInput!): Void!
+  signOut: Void!
+  "Hearth: follows the site's registration setting; emailAddress must be username@<account domain>."
+  createAccount(data: CreateAccountInput!): Void!
+  updateAccount(data: UpdateAccountInput!): User!
+  deleteAccount(data: DeleteAccountInput!): Void!
+  "Hearth: creates the member's newsletter inbound URL (see InboundEmailAddress)."
+  createInboundEmailAddress: InboundEmailAddress!
+  deleteInboundEmailAddress(data: DeleteInboundEmailAddressInput!): Void!
+  "Hearth does not track newsletter subscriptions: NOT_FOUND."
+  updateNewsletterSubscriptionStatus(data: UpdateNewsletterSubscriptionStatusInput!): Void!
+  "Hearth: the export is downloaded from the Export settings page; returns its URL path."
+  requestExport(data: RequestExportInput!): String
+  "Hearth does not send e-mail: BAD_REQUEST."
+  verifyEmail(data: VerifyEmailInput!): Void!
+  "Hearth does not send e-mail: BAD_REQUEST."
+  resendVerificationEmail: Void!
+  "Hearth does not send e-mail: BAD_REQUEST."
+  requestPasswordRecovery(data: RequestPasswordRecoveryInput!): Void!
+  "Hearth does not send e-mail: BAD_REQUEST."
+  resetPassword(data: ResetPasswordInput!): Void!
 }
 
 type Void {
@@ -2139,6 +2412,20 @@ func (ec *executionContext) field_Mutation_addArticleFromUrl_args(ctx context.Co
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createAccount_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "data",
+		func(ctx context.Context, v any) (CreateAccountInput, error) {
+			return ec.unmarshalNCreateAccountInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐCreateAccountInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["data"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createApiToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2195,6 +2482,20 @@ func (ec *executionContext) field_Mutation_createSavedQuery_args(ctx context.Con
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deleteAccount_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "data",
+		func(ctx context.Context, v any) (DeleteAccountInput, error) {
+			return ec.unmarshalNDeleteAccountInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐDeleteAccountInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["data"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_deleteApiToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2215,6 +2516,20 @@ func (ec *executionContext) field_Mutation_deleteHighlights_args(ctx context.Con
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "data",
 		func(ctx context.Context, v any) (DeleteHighlightsInput, error) {
 			return ec.unmarshalNDeleteHighlightsInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐDeleteHighlightsInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["data"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteInboundEmailAddress_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "data",
+		func(ctx context.Context, v any) (DeleteInboundEmailAddressInput, error) {
+			return ec.unmarshalNDeleteInboundEmailAddressInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐDeleteInboundEmailAddressInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -2293,6 +2608,48 @@ func (ec *executionContext) field_Mutation_reorderSavedQueries_args(ctx context.
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_requestExport_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "data",
+		func(ctx context.Context, v any) (RequestExportInput, error) {
+			return ec.unmarshalNRequestExportInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐRequestExportInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["data"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_requestPasswordRecovery_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "data",
+		func(ctx context.Context, v any) (RequestPasswordRecoveryInput, error) {
+			return ec.unmarshalNRequestPasswordRecoveryInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐRequestPasswordRecoveryInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["data"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_resetPassword_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "data",
+		func(ctx context.Context, v any) (ResetPasswordInput, error) {
+			return ec.unmarshalNResetPasswordInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐResetPasswordInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["data"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_setSavedItemLabels_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2307,12 +2664,54 @@ func (ec *executionContext) field_Mutation_setSavedItemLabels_args(ctx context.C
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_signIn_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "data",
+		func(ctx context.Context, v any) (SignInInput, error) {
+			return ec.unmarshalNSignInInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSignInInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["data"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateAccount_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "data",
+		func(ctx context.Context, v any) (UpdateAccountInput, error) {
+			return ec.unmarshalNUpdateAccountInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateAccountInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["data"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_updateLabel_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "data",
 		func(ctx context.Context, v any) (UpdateLabelInput, error) {
 			return ec.unmarshalNUpdateLabelInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateLabelInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["data"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateNewsletterSubscriptionStatus_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "data",
+		func(ctx context.Context, v any) (UpdateNewsletterSubscriptionStatusInput, error) {
+			return ec.unmarshalNUpdateNewsletterSubscriptionStatusInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateNewsletterSubscriptionStatusInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -2341,6 +2740,20 @@ func (ec *executionContext) field_Mutation_updateSavedItemMetadata_args(ctx cont
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "data",
 		func(ctx context.Context, v any) (UpdateSavedItemMetadataInput, error) {
 			return ec.unmarshalNUpdateSavedItemMetadataInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateSavedItemMetadataInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["data"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateSavedItemStatus_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "data",
+		func(ctx context.Context, v any) (UpdateSavedItemStatusInput, error) {
+			return ec.unmarshalNUpdateSavedItemStatusInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateSavedItemStatusInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -2383,6 +2796,20 @@ func (ec *executionContext) field_Mutation_updateSavedQuery_args(ctx context.Con
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "data",
 		func(ctx context.Context, v any) (UpdateSavedQueryInput, error) {
 			return ec.unmarshalNUpdateSavedQueryInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateSavedQueryInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["data"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_verifyEmail_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "data",
+		func(ctx context.Context, v any) (VerifyEmailInput, error) {
+			return ec.unmarshalNVerifyEmailInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐVerifyEmailInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -3730,8 +4157,8 @@ func (ec *executionContext) _Mutation_setSavedItemLabels(ctx context.Context, fi
 			return ec.Resolvers.Mutation().SetSavedItemLabels(ctx, fc.Args["data"].(SetSavedItemLabelsInput))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*SavedItem) graphql.Marshaler {
-			return ec.marshalNSavedItem2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItemᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *Void) graphql.Marshaler {
+			return ec.marshalNVoid2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐVoid(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3744,7 +4171,7 @@ func (ec *executionContext) fieldContext_Mutation_setSavedItemLabels(ctx context
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_SavedItem(ctx, field)
+			return ec.childFields_Void(ctx, field)
 		},
 	}
 	defer func() {
@@ -3755,6 +4182,50 @@ func (ec *executionContext) fieldContext_Mutation_setSavedItemLabels(ctx context
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_setSavedItemLabels_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateSavedItemStatus(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateSavedItemStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateSavedItemStatus(ctx, fc.Args["data"].(UpdateSavedItemStatusInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Void) graphql.Marshaler {
+			return ec.marshalNVoid2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐVoid(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateSavedItemStatus(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Void(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateSavedItemStatus_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -4365,6 +4836,542 @@ func (ec *executionContext) fieldContext_Mutation_deleteApiToken(ctx context.Con
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_signIn(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_signIn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SignIn(ctx, fc.Args["data"].(SignInInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Void) graphql.Marshaler {
+			return ec.marshalNVoid2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐVoid(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_signIn(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Void(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_signIn_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_signOut(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_signOut(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().SignOut(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Void) graphql.Marshaler {
+			return ec.marshalNVoid2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐVoid(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_signOut(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Void(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createAccount(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createAccount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateAccount(ctx, fc.Args["data"].(CreateAccountInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Void) graphql.Marshaler {
+			return ec.marshalNVoid2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐVoid(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createAccount(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Void(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createAccount_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateAccount(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateAccount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateAccount(ctx, fc.Args["data"].(UpdateAccountInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateAccount(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateAccount_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteAccount(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteAccount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteAccount(ctx, fc.Args["data"].(DeleteAccountInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Void) graphql.Marshaler {
+			return ec.marshalNVoid2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐVoid(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteAccount(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Void(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteAccount_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createInboundEmailAddress(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createInboundEmailAddress(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().CreateInboundEmailAddress(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *InboundEmailAddress) graphql.Marshaler {
+			return ec.marshalNInboundEmailAddress2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐInboundEmailAddress(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createInboundEmailAddress(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InboundEmailAddress(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteInboundEmailAddress(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteInboundEmailAddress(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteInboundEmailAddress(ctx, fc.Args["data"].(DeleteInboundEmailAddressInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Void) graphql.Marshaler {
+			return ec.marshalNVoid2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐVoid(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteInboundEmailAddress(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Void(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteInboundEmailAddress_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateNewsletterSubscriptionStatus(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateNewsletterSubscriptionStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateNewsletterSubscriptionStatus(ctx, fc.Args["data"].(UpdateNewsletterSubscriptionStatusInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Void) graphql.Marshaler {
+			return ec.marshalNVoid2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐVoid(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateNewsletterSubscriptionStatus(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Void(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateNewsletterSubscriptionStatus_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_requestExport(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_requestExport(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RequestExport(ctx, fc.Args["data"].(RequestExportInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_requestExport(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type String does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_requestExport_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_verifyEmail(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_verifyEmail(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().VerifyEmail(ctx, fc.Args["data"].(VerifyEmailInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Void) graphql.Marshaler {
+			return ec.marshalNVoid2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐVoid(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_verifyEmail(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Void(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_verifyEmail_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_resendVerificationEmail(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_resendVerificationEmail(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().ResendVerificationEmail(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Void) graphql.Marshaler {
+			return ec.marshalNVoid2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐVoid(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_resendVerificationEmail(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Void(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_requestPasswordRecovery(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_requestPasswordRecovery(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RequestPasswordRecovery(ctx, fc.Args["data"].(RequestPasswordRecoveryInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Void) graphql.Marshaler {
+			return ec.marshalNVoid2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐVoid(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_requestPasswordRecovery(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Void(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_requestPasswordRecovery_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_resetPassword(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_resetPassword(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ResetPassword(ctx, fc.Args["data"].(ResetPasswordInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Void) graphql.Marshaler {
+			return ec.marshalNVoid2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐVoid(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_resetPassword(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Void(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_resetPassword_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Newsletter_contentHtml(ctx context.Context, field graphql.CollectedField, obj *Newsletter) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4525,14 +5532,14 @@ func (ec *executionContext) _NewsletterSubscription_status(ctx context.Context, 
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v NewsletterSubscriptionStatus) graphql.Marshaler {
-			return ec.marshalNNewsletterSubscriptionStatus2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐNewsletterSubscriptionStatus(ctx, selections, v)
+			return ec.marshalNnewsletterSubscriptionStatus2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐNewsletterSubscriptionStatus(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_NewsletterSubscription_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NewsletterSubscription", field, false, false, errors.New("field of type NewsletterSubscriptionStatus does not have child fields"))
+	return graphql.NewScalarFieldContext("NewsletterSubscription", field, false, false, errors.New("field of type newsletterSubscriptionStatus does not have child fields"))
 }
 
 func (ec *executionContext) _NewsletterSubscription_lastReceivedAt(ctx context.Context, field graphql.CollectedField, obj *NewsletterSubscription) (ret graphql.Marshaler) {
@@ -5263,14 +6270,14 @@ func (ec *executionContext) _SavedItem_type(ctx context.Context, field graphql.C
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v SavedItemType) graphql.Marshaler {
-			return ec.marshalNSavedItemType2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItemType(ctx, selections, v)
+			return ec.marshalNsavedItemType2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItemType(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_SavedItem_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SavedItem", field, false, false, errors.New("field of type SavedItemType does not have child fields"))
+	return graphql.NewScalarFieldContext("SavedItem", field, false, false, errors.New("field of type savedItemType does not have child fields"))
 }
 
 func (ec *executionContext) _SavedItem_status(ctx context.Context, field graphql.CollectedField, obj *SavedItem) (ret graphql.Marshaler) {
@@ -5286,14 +6293,14 @@ func (ec *executionContext) _SavedItem_status(ctx context.Context, field graphql
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v SavedItemStatus) graphql.Marshaler {
-			return ec.marshalNSavedItemStatus2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItemStatus(ctx, selections, v)
+			return ec.marshalNsavedItemStatus2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItemStatus(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_SavedItem_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SavedItem", field, false, false, errors.New("field of type SavedItemStatus does not have child fields"))
+	return graphql.NewScalarFieldContext("SavedItem", field, false, false, errors.New("field of type savedItemStatus does not have child fields"))
 }
 
 func (ec *executionContext) _SavedItem_readingProgress(ctx context.Context, field graphql.CollectedField, obj *SavedItem) (ret graphql.Marshaler) {
@@ -7210,6 +8217,50 @@ func (ec *executionContext) unmarshalInputAddArticleFromUrlInput(ctx context.Con
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputCreateAccountInput(ctx context.Context, obj any) (CreateAccountInput, error) {
+	var it CreateAccountInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"emailAddress", "password", "username"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "emailAddress":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("emailAddress"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EmailAddress = data
+		case "password":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("password"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Password = data
+		case "username":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("username"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Username = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputCreateApiTokenInput(ctx context.Context, obj any) (CreateAPITokenInput, error) {
 	var it CreateAPITokenInput
 	if obj == nil {
@@ -7430,6 +8481,36 @@ func (ec *executionContext) unmarshalInputCreateSavedQueryInput(ctx context.Cont
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputDeleteAccountInput(ctx context.Context, obj any) (DeleteAccountInput, error) {
+	var it DeleteAccountInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"emailAddress"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "emailAddress":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("emailAddress"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EmailAddress = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputDeleteApiTokenInput(ctx context.Context, obj any) (DeleteAPITokenInput, error) {
 	var it DeleteAPITokenInput
 	if obj == nil {
@@ -7522,6 +8603,36 @@ func (ec *executionContext) unmarshalInputDeleteHighlightsInput(ctx context.Cont
 				return it, err
 			}
 			it.Items = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputDeleteInboundEmailAddressInput(ctx context.Context, obj any) (DeleteInboundEmailAddressInput, error) {
+	var it DeleteInboundEmailAddressInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
 		}
 	}
 	return it, nil
@@ -7799,6 +8910,117 @@ func (ec *executionContext) unmarshalInputReorderSavedQueriesInput(ctx context.C
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputRequestExportInput(ctx context.Context, obj any) (RequestExportInput, error) {
+	var it RequestExportInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"formatForHighlights", "type"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "formatForHighlights":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("formatForHighlights"))
+			data, err := ec.unmarshalNExportHighlightsFormat2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐExportHighlightsFormat(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FormatForHighlights = data
+		case "type":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("type"))
+			data, err := ec.unmarshalNExportType2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐExportType(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Type = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputRequestPasswordRecoveryInput(ctx context.Context, obj any) (RequestPasswordRecoveryInput, error) {
+	var it RequestPasswordRecoveryInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"emailAddress"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "emailAddress":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("emailAddress"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EmailAddress = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputResetPasswordInput(ctx context.Context, obj any) (ResetPasswordInput, error) {
+	var it ResetPasswordInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"code", "emailAddress", "password"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "code":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("code"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Code = data
+		case "emailAddress":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("emailAddress"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EmailAddress = data
+		case "password":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("password"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Password = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputSetSavedItemLabelsInput(ctx context.Context, obj any) (SetSavedItemLabelsInput, error) {
 	var it SetSavedItemLabelsInput
 	if obj == nil {
@@ -7857,6 +9079,87 @@ func (ec *executionContext) unmarshalInputSetSavedItemLabelsInput(ctx context.Co
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputSignInInput(ctx context.Context, obj any) (SignInInput, error) {
+	var it SignInInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"emailAddress", "password"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "emailAddress":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("emailAddress"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EmailAddress = data
+		case "password":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("password"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Password = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputUpdateAccountInput(ctx context.Context, obj any) (UpdateAccountInput, error) {
+	var it UpdateAccountInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"emailAddress", "password", "username"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "emailAddress":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("emailAddress"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.EmailAddress = data
+		case "password":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("password"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Password = data
+		case "username":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("username"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Username = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputUpdateLabelInput(ctx context.Context, obj any) (UpdateLabelInput, error) {
 	var it UpdateLabelInput
 	if obj == nil {
@@ -7896,6 +9199,43 @@ func (ec *executionContext) unmarshalInputUpdateLabelInput(ctx context.Context, 
 				return it, err
 			}
 			it.Color = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputUpdateNewsletterSubscriptionStatusInput(ctx context.Context, obj any) (UpdateNewsletterSubscriptionStatusInput, error) {
+	var it UpdateNewsletterSubscriptionStatusInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "status"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "status":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("status"))
+			data, err := ec.unmarshalNnewsletterSubscriptionStatus2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐNewsletterSubscriptionStatus(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Status = data
 		}
 	}
 	return it, nil
@@ -7989,6 +9329,43 @@ func (ec *executionContext) unmarshalInputUpdateSavedItemMetadataInput(ctx conte
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputUpdateSavedItemStatusInput(ctx context.Context, obj any) (UpdateSavedItemStatusInput, error) {
+	var it UpdateSavedItemStatusInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"ids", "status"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "ids":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ids"))
+			data, err := ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ids = data
+		case "status":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("status"))
+			data, err := ec.unmarshalNsavedItemStatus2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItemStatus(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Status = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputUpdateSavedItemsReadStatusInput(ctx context.Context, obj any) (UpdateSavedItemsReadStatusInput, error) {
 	var it UpdateSavedItemsReadStatusInput
 	if obj == nil {
@@ -8053,7 +9430,7 @@ func (ec *executionContext) unmarshalInputUpdateSavedItemsStatusInput(ctx contex
 			it.Ids = data
 		case "status":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("status"))
-			data, err := ec.unmarshalNSavedItemStatus2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItemStatus(ctx, v)
+			data, err := ec.unmarshalNsavedItemStatus2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItemStatus(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -8102,6 +9479,36 @@ func (ec *executionContext) unmarshalInputUpdateSavedQueryInput(ctx context.Cont
 				return it, err
 			}
 			it.Query = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputVerifyEmailInput(ctx context.Context, obj any) (VerifyEmailInput, error) {
+	var it VerifyEmailInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"code"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "code":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("code"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Code = data
 		}
 	}
 	return it, nil
@@ -8769,6 +10176,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "updateSavedItemStatus":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateSavedItemStatus(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "permanentlyDeleteSavedItems":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_permanentlyDeleteSavedItems(ctx, field)
@@ -8863,6 +10277,97 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "deleteApiToken":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteApiToken(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "signIn":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_signIn(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "signOut":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_signOut(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createAccount":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createAccount(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updateAccount":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateAccount(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteAccount":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteAccount(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createInboundEmailAddress":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createInboundEmailAddress(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteInboundEmailAddress":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteInboundEmailAddress(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updateNewsletterSubscriptionStatus":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateNewsletterSubscriptionStatus(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "requestExport":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_requestExport(ctx, field)
+			})
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "verifyEmail":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_verifyEmail(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "resendVerificationEmail":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_resendVerificationEmail(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "requestPasswordRecovery":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_requestPasswordRecovery(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "resetPassword":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_resetPassword(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -10303,6 +11808,11 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) unmarshalNCreateAccountInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐCreateAccountInput(ctx context.Context, v any) (CreateAccountInput, error) {
+	res, err := ec.unmarshalInputCreateAccountInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNCreateApiTokenInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐCreateAPITokenInput(ctx context.Context, v any) (CreateAPITokenInput, error) {
 	res, err := ec.unmarshalInputCreateApiTokenInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -10368,6 +11878,11 @@ func (ec *executionContext) marshalNDateTime2timeᚐTime(ctx context.Context, se
 	return res
 }
 
+func (ec *executionContext) unmarshalNDeleteAccountInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐDeleteAccountInput(ctx context.Context, v any) (DeleteAccountInput, error) {
+	res, err := ec.unmarshalInputDeleteAccountInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNDeleteApiTokenInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐDeleteAPITokenInput(ctx context.Context, v any) (DeleteAPITokenInput, error) {
 	res, err := ec.unmarshalInputDeleteApiTokenInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -10394,6 +11909,11 @@ func (ec *executionContext) unmarshalNDeleteHighlightItemInput2ᚖgithubᚗcom�
 
 func (ec *executionContext) unmarshalNDeleteHighlightsInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐDeleteHighlightsInput(ctx context.Context, v any) (DeleteHighlightsInput, error) {
 	res, err := ec.unmarshalInputDeleteHighlightsInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNDeleteInboundEmailAddressInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐDeleteInboundEmailAddressInput(ctx context.Context, v any) (DeleteInboundEmailAddressInput, error) {
+	res, err := ec.unmarshalInputDeleteInboundEmailAddressInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -10470,6 +11990,26 @@ func (ec *executionContext) unmarshalNEntrySortField2githubᚗcomᚋhearthkitᚋ
 }
 
 func (ec *executionContext) marshalNEntrySortField2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐEntrySortField(ctx context.Context, sel ast.SelectionSet, v EntrySortField) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNExportHighlightsFormat2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐExportHighlightsFormat(ctx context.Context, v any) (ExportHighlightsFormat, error) {
+	var res ExportHighlightsFormat
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNExportHighlightsFormat2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐExportHighlightsFormat(ctx context.Context, sel ast.SelectionSet, v ExportHighlightsFormat) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNExportType2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐExportType(ctx context.Context, v any) (ExportType, error) {
+	var res ExportType
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNExportType2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐExportType(ctx context.Context, sel ast.SelectionSet, v ExportType) graphql.Marshaler {
 	return v
 }
 
@@ -10581,16 +12121,6 @@ func (ec *executionContext) marshalNNewsletterSubscription2ᚖgithubᚗcomᚋhea
 	return ec._NewsletterSubscription(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalNNewsletterSubscriptionStatus2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐNewsletterSubscriptionStatus(ctx context.Context, v any) (NewsletterSubscriptionStatus, error) {
-	var res NewsletterSubscriptionStatus
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNNewsletterSubscriptionStatus2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐNewsletterSubscriptionStatus(ctx context.Context, sel ast.SelectionSet, v NewsletterSubscriptionStatus) graphql.Marshaler {
-	return v
-}
-
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *PageInfo) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -10613,6 +12143,21 @@ func (ec *executionContext) unmarshalNReorderLabelsInput2githubᚗcomᚋhearthki
 
 func (ec *executionContext) unmarshalNReorderSavedQueriesInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐReorderSavedQueriesInput(ctx context.Context, v any) (ReorderSavedQueriesInput, error) {
 	res, err := ec.unmarshalInputReorderSavedQueriesInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNRequestExportInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐRequestExportInput(ctx context.Context, v any) (RequestExportInput, error) {
+	res, err := ec.unmarshalInputRequestExportInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNRequestPasswordRecoveryInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐRequestPasswordRecoveryInput(ctx context.Context, v any) (RequestPasswordRecoveryInput, error) {
+	res, err := ec.unmarshalInputRequestPasswordRecoveryInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNResetPasswordInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐResetPasswordInput(ctx context.Context, v any) (ResetPasswordInput, error) {
+	res, err := ec.unmarshalInputResetPasswordInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -10640,26 +12185,6 @@ func (ec *executionContext) marshalNSavedItem2ᚖgithubᚗcomᚋhearthkitᚋcadd
 		return graphql.Null
 	}
 	return ec._SavedItem(ctx, sel, v)
-}
-
-func (ec *executionContext) unmarshalNSavedItemStatus2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItemStatus(ctx context.Context, v any) (SavedItemStatus, error) {
-	var res SavedItemStatus
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNSavedItemStatus2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItemStatus(ctx context.Context, sel ast.SelectionSet, v SavedItemStatus) graphql.Marshaler {
-	return v
-}
-
-func (ec *executionContext) unmarshalNSavedItemType2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItemType(ctx context.Context, v any) (SavedItemType, error) {
-	var res SavedItemType
-	err := res.UnmarshalGQL(v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNSavedItemType2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItemType(ctx context.Context, sel ast.SelectionSet, v SavedItemType) graphql.Marshaler {
-	return v
 }
 
 func (ec *executionContext) marshalNSavedQuery2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedQueryᚄ(ctx context.Context, sel ast.SelectionSet, v []*SavedQuery) graphql.Marshaler {
@@ -10690,6 +12215,11 @@ func (ec *executionContext) marshalNSavedQuery2ᚖgithubᚗcomᚋhearthkitᚋcad
 
 func (ec *executionContext) unmarshalNSetSavedItemLabelsInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetSavedItemLabelsInput(ctx context.Context, v any) (SetSavedItemLabelsInput, error) {
 	res, err := ec.unmarshalInputSetSavedItemLabelsInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNSignInInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSignInInput(ctx context.Context, v any) (SignInInput, error) {
+	res, err := ec.unmarshalInputSignInInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -10748,8 +12278,18 @@ func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel
 	return ret
 }
 
+func (ec *executionContext) unmarshalNUpdateAccountInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateAccountInput(ctx context.Context, v any) (UpdateAccountInput, error) {
+	res, err := ec.unmarshalInputUpdateAccountInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNUpdateLabelInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateLabelInput(ctx context.Context, v any) (UpdateLabelInput, error) {
 	res, err := ec.unmarshalInputUpdateLabelInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNUpdateNewsletterSubscriptionStatusInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateNewsletterSubscriptionStatusInput(ctx context.Context, v any) (UpdateNewsletterSubscriptionStatusInput, error) {
+	res, err := ec.unmarshalInputUpdateNewsletterSubscriptionStatusInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -10760,6 +12300,11 @@ func (ec *executionContext) unmarshalNUpdateReadingProgressInput2githubᚗcomᚋ
 
 func (ec *executionContext) unmarshalNUpdateSavedItemMetadataInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateSavedItemMetadataInput(ctx context.Context, v any) (UpdateSavedItemMetadataInput, error) {
 	res, err := ec.unmarshalInputUpdateSavedItemMetadataInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNUpdateSavedItemStatusInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateSavedItemStatusInput(ctx context.Context, v any) (UpdateSavedItemStatusInput, error) {
+	res, err := ec.unmarshalInputUpdateSavedItemStatusInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -10778,6 +12323,16 @@ func (ec *executionContext) unmarshalNUpdateSavedQueryInput2githubᚗcomᚋheart
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNUser2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUser(ctx context.Context, sel ast.SelectionSet, v *User) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._User(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNUserStats2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUserStats(ctx context.Context, sel ast.SelectionSet, v *UserStats) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -10786,6 +12341,11 @@ func (ec *executionContext) marshalNUserStats2ᚖgithubᚗcomᚋhearthkitᚋcadd
 		return graphql.Null
 	}
 	return ec._UserStats(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNVerifyEmailInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐVerifyEmailInput(ctx context.Context, v any) (VerifyEmailInput, error) {
+	res, err := ec.unmarshalInputVerifyEmailInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNVoid2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐVoid(ctx context.Context, sel ast.SelectionSet, v *Void) graphql.Marshaler {
@@ -10936,6 +12496,36 @@ func (ec *executionContext) marshalN__TypeKind2string(ctx context.Context, sel a
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNnewsletterSubscriptionStatus2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐNewsletterSubscriptionStatus(ctx context.Context, v any) (NewsletterSubscriptionStatus, error) {
+	var res NewsletterSubscriptionStatus
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNnewsletterSubscriptionStatus2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐNewsletterSubscriptionStatus(ctx context.Context, sel ast.SelectionSet, v NewsletterSubscriptionStatus) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNsavedItemStatus2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItemStatus(ctx context.Context, v any) (SavedItemStatus, error) {
+	var res SavedItemStatus
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNsavedItemStatus2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItemStatus(ctx context.Context, sel ast.SelectionSet, v SavedItemStatus) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNsavedItemType2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItemType(ctx context.Context, v any) (SavedItemType, error) {
+	var res SavedItemType
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNsavedItemType2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItemType(ctx context.Context, sel ast.SelectionSet, v SavedItemType) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) marshalOArticle2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticle(ctx context.Context, sel ast.SelectionSet, v *Article) graphql.Marshaler {

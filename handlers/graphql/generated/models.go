@@ -39,6 +39,12 @@ type Article struct {
 	ContentText string `json:"contentText"`
 }
 
+type CreateAccountInput struct {
+	EmailAddress string `json:"emailAddress"`
+	Password     string `json:"password"`
+	Username     string `json:"username"`
+}
+
 type CreateAPITokenInput struct {
 	Name   string         `json:"name"`
 	Expiry APITokenExpiry `json:"expiry"`
@@ -76,6 +82,10 @@ type CreatedAPIToken struct {
 	Token  *APIToken `json:"token"`
 }
 
+type DeleteAccountInput struct {
+	EmailAddress string `json:"emailAddress"`
+}
+
 type DeleteAPITokenInput struct {
 	ID string `json:"id"`
 }
@@ -87,6 +97,10 @@ type DeleteHighlightItemInput struct {
 
 type DeleteHighlightsInput struct {
 	Items []*DeleteHighlightItemInput `json:"items"`
+}
+
+type DeleteInboundEmailAddressInput struct {
+	ID string `json:"id"`
 }
 
 type DeleteLabelInput struct {
@@ -222,6 +236,21 @@ type ReorderSavedQueriesInput struct {
 	Ids []string `json:"ids"`
 }
 
+type RequestExportInput struct {
+	FormatForHighlights ExportHighlightsFormat `json:"formatForHighlights"`
+	Type                ExportType             `json:"type"`
+}
+
+type RequestPasswordRecoveryInput struct {
+	EmailAddress string `json:"emailAddress"`
+}
+
+type ResetPasswordInput struct {
+	Code         string `json:"code"`
+	EmailAddress string `json:"emailAddress"`
+	Password     string `json:"password"`
+}
+
 type SavedItem struct {
 	ID        string    `json:"id"`
 	CreatedAt time.Time `json:"createdAt"`
@@ -267,10 +296,26 @@ type SetSavedItemLabelsInput struct {
 	RemoveLabelIds []string `json:"removeLabelIds,omitempty"`
 }
 
+type SignInInput struct {
+	EmailAddress string `json:"emailAddress"`
+	Password     string `json:"password"`
+}
+
+type UpdateAccountInput struct {
+	EmailAddress *string `json:"emailAddress,omitempty"`
+	Password     *string `json:"password,omitempty"`
+	Username     *string `json:"username,omitempty"`
+}
+
 type UpdateLabelInput struct {
 	ID    string `json:"id"`
 	Name  string `json:"name"`
 	Color string `json:"color"`
+}
+
+type UpdateNewsletterSubscriptionStatusInput struct {
+	ID     string                       `json:"id"`
+	Status NewsletterSubscriptionStatus `json:"status"`
 }
 
 type UpdateReadingProgressInput struct {
@@ -284,6 +329,11 @@ type UpdateSavedItemMetadataInput struct {
 	Title       *string `json:"title,omitempty"`
 	Description *string `json:"description,omitempty"`
 	Author      *string `json:"author,omitempty"`
+}
+
+type UpdateSavedItemStatusInput struct {
+	Ids    []string        `json:"ids"`
+	Status SavedItemStatus `json:"status"`
 }
 
 type UpdateSavedItemsReadStatusInput struct {
@@ -327,6 +377,10 @@ type UserStats struct {
 	ReadCount                     float64  `json:"readCount"`
 	AverageArticleLength          float64  `json:"averageArticleLength"`
 	AverageTimeToFinish           *float64 `json:"averageTimeToFinish,omitempty"`
+}
+
+type VerifyEmailInput struct {
+	Code string `json:"code"`
 }
 
 type Void struct {
@@ -458,6 +512,176 @@ func (e EntrySortField) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Possible export request highlights format
+type ExportHighlightsFormat string
+
+const (
+	ExportHighlightsFormatHTML     ExportHighlightsFormat = "HTML"
+	ExportHighlightsFormatMarkdown ExportHighlightsFormat = "MARKDOWN"
+	ExportHighlightsFormatText     ExportHighlightsFormat = "TEXT"
+)
+
+var AllExportHighlightsFormat = []ExportHighlightsFormat{
+	ExportHighlightsFormatHTML,
+	ExportHighlightsFormatMarkdown,
+	ExportHighlightsFormatText,
+}
+
+func (e ExportHighlightsFormat) IsValid() bool {
+	switch e {
+	case ExportHighlightsFormatHTML, ExportHighlightsFormatMarkdown, ExportHighlightsFormatText:
+		return true
+	}
+	return false
+}
+
+func (e ExportHighlightsFormat) String() string {
+	return string(e)
+}
+
+func (e *ExportHighlightsFormat) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ExportHighlightsFormat(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ExportHighlightsFormat", str)
+	}
+	return nil
+}
+
+func (e ExportHighlightsFormat) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ExportHighlightsFormat) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ExportHighlightsFormat) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// Possible export request types
+type ExportType string
+
+const (
+	ExportTypeAll        ExportType = "ALL"
+	ExportTypeHighlights ExportType = "HIGHLIGHTS"
+)
+
+var AllExportType = []ExportType{
+	ExportTypeAll,
+	ExportTypeHighlights,
+}
+
+func (e ExportType) IsValid() bool {
+	switch e {
+	case ExportTypeAll, ExportTypeHighlights:
+		return true
+	}
+	return false
+}
+
+func (e ExportType) String() string {
+	return string(e)
+}
+
+func (e *ExportType) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ExportType(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ExportType", str)
+	}
+	return nil
+}
+
+func (e ExportType) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ExportType) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ExportType) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// Possible directions for sorting a list of items
+type SortDirection string
+
+const (
+	SortDirectionAsc  SortDirection = "asc"
+	SortDirectionDesc SortDirection = "desc"
+)
+
+var AllSortDirection = []SortDirection{
+	SortDirectionAsc,
+	SortDirectionDesc,
+}
+
+func (e SortDirection) IsValid() bool {
+	switch e {
+	case SortDirectionAsc, SortDirectionDesc:
+		return true
+	}
+	return false
+}
+
+func (e SortDirection) String() string {
+	return string(e)
+}
+
+func (e *SortDirection) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = SortDirection(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid SortDirection", str)
+	}
+	return nil
+}
+
+func (e SortDirection) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *SortDirection) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e SortDirection) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 // The status of a user's newsletter subscription
 type NewsletterSubscriptionStatus string
 
@@ -491,7 +715,7 @@ func (e *NewsletterSubscriptionStatus) UnmarshalGQL(v any) error {
 
 	*e = NewsletterSubscriptionStatus(str)
 	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid NewsletterSubscriptionStatus", str)
+		return fmt.Errorf("%s is not a valid newsletterSubscriptionStatus", str)
 	}
 	return nil
 }
@@ -549,7 +773,7 @@ func (e *SavedItemStatus) UnmarshalGQL(v any) error {
 
 	*e = SavedItemStatus(str)
 	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid SavedItemStatus", str)
+		return fmt.Errorf("%s is not a valid savedItemStatus", str)
 	}
 	return nil
 }
@@ -605,7 +829,7 @@ func (e *SavedItemType) UnmarshalGQL(v any) error {
 
 	*e = SavedItemType(str)
 	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid SavedItemType", str)
+		return fmt.Errorf("%s is not a valid savedItemType", str)
 	}
 	return nil
 }
@@ -623,62 +847,6 @@ func (e *SavedItemType) UnmarshalJSON(b []byte) error {
 }
 
 func (e SavedItemType) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	e.MarshalGQL(&buf)
-	return buf.Bytes(), nil
-}
-
-// Possible directions for sorting a list of items
-type SortDirection string
-
-const (
-	SortDirectionAsc  SortDirection = "asc"
-	SortDirectionDesc SortDirection = "desc"
-)
-
-var AllSortDirection = []SortDirection{
-	SortDirectionAsc,
-	SortDirectionDesc,
-}
-
-func (e SortDirection) IsValid() bool {
-	switch e {
-	case SortDirectionAsc, SortDirectionDesc:
-		return true
-	}
-	return false
-}
-
-func (e SortDirection) String() string {
-	return string(e)
-}
-
-func (e *SortDirection) UnmarshalGQL(v any) error {
-	str, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("enums must be strings")
-	}
-
-	*e = SortDirection(str)
-	if !e.IsValid() {
-		return fmt.Errorf("%s is not a valid SortDirection", str)
-	}
-	return nil
-}
-
-func (e SortDirection) MarshalGQL(w io.Writer) {
-	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
-}
-
-func (e *SortDirection) UnmarshalJSON(b []byte) error {
-	s, err := strconv.Unquote(string(b))
-	if err != nil {
-		return err
-	}
-	return e.UnmarshalGQL(s)
-}
-
-func (e SortDirection) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -1,0 +1,160 @@
+package graphql
+
+import (
+	"context"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
+)
+
+// Inboxt's account operations (the web app's; operations/web in
+// interop/inboxt). Inboxt lets API tokens run only the resolvers marked
+// @ApiTokenAllowed; every other one answers FORBIDDEN "API tokens are not
+// allowed for this operation" (apps/api/src/common/guards/api-token.guard.ts
+// @ 45f4314). Hearth refuses its OAuth access tokens the same way: these
+// operations belong to a member's signed-in session.
+
+const msgTokensNotAllowed = "API tokens are not allowed for this operation"
+
+// errNoEmail answers the operations that need the site to send e-mail.
+var errNoEmail = &userError{codeBadRequest, "this site does not send e-mail: members have no e-mail address to verify or recover; " +
+	"a member who lost their password asks the site's operator to reset it (hearth member passwd)"}
+
+// sessionOnly refuses API tokens and OAuth access tokens. It returns the
+// caller otherwise.
+func sessionOnly(ctx context.Context) (*caller, error) {
+	c := callerOf(ctx)
+	if c == nil {
+		return nil, errNoCaller
+	}
+	if !c.session {
+		return nil, &userError{codeForbidden, msgTokensNotAllowed}
+	}
+	return c, nil
+}
+
+// refuseTokens is sessionOnly for operations that also run signed out.
+func refuseTokens(ctx context.Context) error {
+	if c := callerOf(ctx); c != nil && (c.apiToken != nil || c.oauth != nil) {
+		return &userError{codeForbidden, msgTokensNotAllowed}
+	}
+	return nil
+}
+
+func (r *mutationResolver) SignIn(ctx context.Context, in generated.SignInInput) (*generated.Void, error) {
+	if err := refuseTokens(ctx); err != nil {
+		return nil, err
+	}
+	return nil, errNoSessions
+}
+
+// SignOut ends the member's session and clears its cookie, as the sign-out
+// page does.
+func (r *mutationResolver) SignOut(ctx context.Context) (*generated.Void, error) {
+	if _, err := sessionOnly(ctx); err != nil {
+		return nil, err
+	}
+	st := stateOf(ctx)
+	r.s.opts.Pages.SignOut(st.w, st.r)
+	return success, nil
+}
+
+func (r *mutationResolver) CreateAccount(ctx context.Context, in generated.CreateAccountInput) (*generated.Void, error) {
+	if err := refuseTokens(ctx); err != nil {
+		return nil, err
+	}
+	return nil, errNoSessions
+}
+
+func (r *mutationResolver) UpdateAccount(ctx context.Context, in generated.UpdateAccountInput) (*generated.User, error) {
+	if _, err := sessionOnly(ctx); err != nil {
+		return nil, err
+	}
+	return nil, errNoSessions
+}
+
+func (r *mutationResolver) DeleteAccount(ctx context.Context, in generated.DeleteAccountInput) (*generated.Void, error) {
+	if _, err := sessionOnly(ctx); err != nil {
+		return nil, err
+	}
+	return nil, errNoSessions
+}
+
+// CreateInboundEmailAddress makes the member's newsletter inbound URL anew,
+// as the API Tokens settings page does (the old one stops working). Its
+// fullAddress is the URL with its secret: the one time it is shown.
+func (r *mutationResolver) CreateInboundEmailAddress(ctx context.Context) (*generated.InboundEmailAddress, error) {
+	c, err := sessionOnly(ctx)
+	if err != nil {
+		return nil, err
+	}
+	site := siteURL(stateOf(ctx).r)
+	secret, err := r.s.store.RotateInboundSecret(c.member.ID, site)
+	if err != nil {
+		return nil, err
+	}
+	in, err := r.s.store.InboundInfo(c.member.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &generated.InboundEmailAddress{ID: in.ID, CreatedAt: in.CreatedAt, FullAddress: site + InboundPath + secret}, nil
+}
+
+func (r *mutationResolver) DeleteInboundEmailAddress(ctx context.Context, in generated.DeleteInboundEmailAddressInput) (*generated.Void, error) {
+	if _, err := sessionOnly(ctx); err != nil {
+		return nil, err
+	}
+	return nil, errNoSessions
+}
+
+// UpdateNewsletterSubscriptionStatus: Hearth does not track newsletter
+// subscriptions (InboundEmailAddress.subscriptions and
+// Newsletter.subscription are always null), so no id is known.
+func (r *mutationResolver) UpdateNewsletterSubscriptionStatus(ctx context.Context, in generated.UpdateNewsletterSubscriptionStatusInput) (*generated.Void, error) {
+	if _, err := sessionOnly(ctx); err != nil {
+		return nil, err
+	}
+	return nil, &userError{codeNotFound, "this site does not track newsletter subscriptions: unsubscribe with the newsletter's own link"}
+}
+
+// RequestExport: Inboxt queues an export and e-mails a link; Hearth's
+// export is streamed at once from the Export settings page, whose path
+// this answers.
+func (r *mutationResolver) RequestExport(ctx context.Context, in generated.RequestExportInput) (*string, error) {
+	if _, err := sessionOnly(ctx); err != nil {
+		return nil, err
+	}
+	p := ExportFilePath
+	return &p, nil
+}
+
+func (r *mutationResolver) VerifyEmail(ctx context.Context, in generated.VerifyEmailInput) (*generated.Void, error) {
+	if err := refuseTokens(ctx); err != nil {
+		return nil, err
+	}
+	return nil, errNoEmail
+}
+
+func (r *mutationResolver) ResendVerificationEmail(ctx context.Context) (*generated.Void, error) {
+	if err := refuseTokens(ctx); err != nil {
+		return nil, err
+	}
+	return nil, errNoEmail
+}
+
+func (r *mutationResolver) RequestPasswordRecovery(ctx context.Context, in generated.RequestPasswordRecoveryInput) (*generated.Void, error) {
+	if err := refuseTokens(ctx); err != nil {
+		return nil, err
+	}
+	return nil, errNoEmail
+}
+
+func (r *mutationResolver) ResetPassword(ctx context.Context, in generated.ResetPasswordInput) (*generated.Void, error) {
+	if err := refuseTokens(ctx); err != nil {
+		return nil, err
+	}
+	return nil, errNoEmail
+}
+
+// errNoSessions answers the account operations Hearth does not serve over
+// GraphQL yet: its member pages do them.
+var errNoSessions = &userError{codeBadRequest, "this site does not do this operation over GraphQL yet: use its account pages (/sign_in, /settings)"}
