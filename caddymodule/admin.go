@@ -159,6 +159,9 @@ func storeError(err error, what string) error {
 	case errors.Is(err, storage.ErrSuspended):
 		return apiError(http.StatusForbidden, "the member is suspended; unsuspend them first")
 	}
+	if status, _, ok := storage.Unavailable(err); ok {
+		return apiError(status, "%v", err) // a restore, a reload, a full disk: retry later
+	}
 	return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err, Message: "store error; see the Caddy log"}
 }
 
@@ -251,6 +254,9 @@ func adminRestore(w http.ResponseWriter, r *http.Request, app *App) error {
 	}
 	if errors.Is(err, storage.ErrRestoreRunning) {
 		return apiError(http.StatusConflict, "another restore is running; try again when it has finished")
+	}
+	if status, _, ok := storage.Unavailable(err); ok {
+		return apiError(status, "%v", err) // the store closed (a reload) or the disk is full
 	}
 	// The store may have changed, also when the restore failed part-way.
 	for _, d := range app.directories() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -34,6 +35,9 @@ type (
 // (and again after a mutation of the request changes labels).
 type requestState struct {
 	caller *caller
+	// retryAfter is set by presentError when the store refused for now
+	// (storage.Unavailable); transport.go sends it as Retry-After.
+	retryAfter atomic.Int64
 	// w and r are the HTTP exchange, for the session operations (signOut
 	// clears the cookie; addresses are made on the request's site).
 	w http.ResponseWriter

@@ -181,6 +181,7 @@ type Server struct {
 	tokens  *ratelimit.Limiter // per token
 	members *ratelimit.Limiter // per member
 	inbound *ratelimit.Limiter // per client IP
+	docs    *documentChecker   // limits.go
 
 	fetches      *fetchQueue // addArticleFromUrl's background fetches; set by Start
 	startOnce    sync.Once
@@ -203,7 +204,7 @@ func New(store *storage.Store, opts Options) *Server {
 // background fetches.
 func Prepare(store *storage.Store, opts Options) *Server {
 	opts = opts.withDefaults()
-	s := &Server{store: store, opts: opts, log: opts.Logger}
+	s := &Server{store: store, opts: opts, log: opts.Logger, docs: newDocumentChecker(defaultDocumentLimits())}
 	if opts.TokenRateLimit > 0 {
 		s.tokens = opts.RateLimits.Limiter("graphql.token", opts.TokenRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
 	}
@@ -230,6 +231,7 @@ func (s *Server) newGraphQLServer() *handler.Server {
 	srv := handler.New(generated.NewExecutableSchema(cfg))
 	srv.AddTransport(postTransport{})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](DefaultQueryCacheEntries))
+	srv.SetParserTokenLimit(DefaultMaxTokens) // also checked before (limits.go)
 	if !s.opts.NoIntrospection {
 		srv.Use(extension.Introspection{})
 	}
@@ -277,6 +279,9 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	// without one runs, each field needing a member answering UNAUTHORIZED
 	// (me is null).
 	c, err := s.authenticate(r)
+	if writeUnavailable(w, err) {
+		return
+	}
 	if err != nil {
 		writeError(w, http.StatusOK, codeUnauthorized, err.Error())
 		return
@@ -318,6 +323,17 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.TrimSpace(params.Query) == "" {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "the body has no query")
+		return
+	}
+	if derr := s.docs.check(params.Query); derr != nil {
+		writeDocumentError(w, derr)
+		return
+	}
+	if r.Context().Err() != nil {
+		// The client is gone: no validation, no execution; the answer
+		// gqlgen's transport gives then.
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "null")
 		return
 	}
 	ctx := context.WithValue(r.Context(), callerKey{}, &requestState{caller: c, w: w, r: r})
@@ -395,6 +411,9 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 	bad := errors.New("the token is unknown, expired or revoked")
 	if storage.LooksLikeAPIToken(token) {
 		m, t, err := s.store.APITokenMember(token)
+		if _, _, ok := storage.Unavailable(err); ok {
+			return nil, err
+		}
 		if err != nil {
 			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) {
 				s.log.Error("look up API token", zap.Error(err))
@@ -405,6 +424,9 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 	}
 	if strings.HasPrefix(token, storage.OAuthTokenPrefix) {
 		t, m, err := s.store.OAuthToken(token)
+		if _, _, ok := storage.Unavailable(err); ok {
+			return nil, err
+		}
 		if err != nil {
 			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) {
 				s.log.Error("look up OAuth token", zap.Error(err))
