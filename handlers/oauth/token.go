@@ -61,7 +61,7 @@ func invalidRequest(desc string) *oauthErr {
 }
 
 // errTooLarge answers a body longer than allowed, with 413.
-var errTooLarge = &oauthErr{"invalid_request", "The request body is too large."}
+var errTooLarge = &oauthErr{Code: "invalid_request", Description: "The request body is too large."}
 
 // bodyError is the answer to a body that could not be read or parsed: 413
 // when it is longer than allowed, else invalid_request.
