@@ -2,6 +2,8 @@ package graphql
 
 import (
 	"context"
+	"net"
+	"net/http"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 )
@@ -18,6 +20,18 @@ const msgTokensNotAllowed = "API tokens are not allowed for this operation"
 // errNoEmail answers the operations that need the site to send e-mail.
 var errNoEmail = &userError{codeBadRequest, "this site does not send e-mail: members have no e-mail address to verify or recover; " +
 	"a member who lost their password asks the site's operator to reset it (hearth member passwd)"}
+
+// accountDomain is the domain of members' addresses (Options.AccountDomain,
+// or the request's host without its port).
+func (s *Server) accountDomain(r *http.Request) string {
+	if s.opts.AccountDomain != "" {
+		return s.opts.AccountDomain
+	}
+	if h, _, err := net.SplitHostPort(r.Host); err == nil {
+		return h
+	}
+	return r.Host
+}
 
 // sessionOnly refuses API tokens and OAuth access tokens. It returns the
 // caller otherwise.

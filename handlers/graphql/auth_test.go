@@ -406,3 +406,16 @@ func TestSessionOnlyOperationsRefuseTokens(t *testing.T) {
 	e.doAs(e.session, `mutation { signOut { success } }`, nil, &out)
 	e.wantError(e.session, `mutation { emptyTrash { success } }`, nil, 200, "UNAUTHORIZED")
 }
+
+// Hearth members have no e-mail address: where Inboxt answers one, Hearth
+// answers username@<account domain>.
+func TestMeEmailAddressIsUsernameAtTheAccountDomain(t *testing.T) {
+	for domain, want := range map[string]string{"": "alice@127.0.0.1", "example.org": "alice@example.org"} {
+		e := newEnv(t, graphql.Options{AccountDomain: domain})
+		var me struct{ Me struct{ EmailAddress string } }
+		e.do(`{ me { emailAddress } }`, nil, &me)
+		if me.Me.EmailAddress != want {
+			t.Errorf("AccountDomain %q: emailAddress = %q, want %q", domain, me.Me.EmailAddress, want)
+		}
+	}
+}

@@ -97,6 +97,10 @@ type Options struct {
 	Logger *zap.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// AccountDomain is the domain of members' addresses: where Inboxt has
+	// an e-mail address (User.emailAddress, signIn's emailAddress), Hearth
+	// uses username@AccountDomain. Empty: the host of each request.
+	AccountDomain string
 	// Pages are the member pages: with them, a request without a token
 	// acts for the member signed in with the session cookie (as Inboxt's
 	// web app does), with the pages' cross-origin protection; only
