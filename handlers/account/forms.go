@@ -108,11 +108,48 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	_, err := p.SignIn(w, r, d.Username, password)
+	var limited *SignInLimitedError
+	switch {
+	case errors.As(err, &limited):
+		p.renderTooMany(w, r, limited.Wait, "Too many failed sign-ins. Wait a few minutes before trying again.")
+		return
+	case errors.Is(err, storage.ErrBadCredentials):
+		d.Error = "Wrong username or password."
+		p.renderSignIn(w, r, http.StatusUnauthorized, d)
+		return
+	case errors.Is(err, storage.ErrSuspended):
+		d.Error = "This account is suspended, so it can't sign in. Contact the site's administrator."
+		p.renderSignIn(w, r, http.StatusForbidden, d)
+		return
+	case err != nil:
+		p.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "Signing in failed. Try again in a moment.")
+		return
+	}
+	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
+}
+
+// SignInLimitedError is SignIn's answer when the client address or the
+// username has too many recent failures: try again after Wait.
+type SignInLimitedError struct{ Wait time.Duration }
+
+func (e *SignInLimitedError) Error() string { return "too many failed sign-ins" }
+
+// SignIn checks username and password under the sign-in rate limits (per
+// client address and per username) and, when they are right, starts the
+// member's session on w. Its errors: *SignInLimitedError,
+// storage.ErrBadCredentials, storage.ErrSuspended, or an internal error
+// (logged). The sign-in page and other sign-in forms (the GraphQL signIn)
+// share it.
+func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, username, password string) (*storage.Member, error) {
+	if storage.ValidateUsername(username) != nil || password == "" || utf8.RuneCountInString(password) > storage.MaxPasswordLen {
+		return nil, storage.ErrBadCredentials
+	}
 	// The attempt is counted as a failure before the password is checked
 	// (concurrent attempts must not all pass the check) and given back
 	// when it was not one.
 	ip := "ip:" + p.opts.ClientIP(r)
-	user := "user:" + strings.ToLower(d.Username)
+	user := "user:" + strings.ToLower(username)
 	byIP, byUser := p.byIP.Allow(ip), p.byUsername.Allow(user)
 	notAFailure := func() {
 		if byIP.Allowed {
@@ -126,42 +163,35 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 		notAFailure()
 		metrics.SignIn(metrics.SignInRateLimited)
 		metrics.RateLimited(metrics.LimitSignIn)
-		p.opts.Logger.Info("sign-in rate limited", zap.String("username", d.Username), zap.String("client_ip", ip[3:]))
-		p.renderTooMany(w, r, wait, "Too many failed sign-ins. Wait a few minutes before trying again.")
-		return
+		p.opts.Logger.Info("sign-in rate limited", zap.String("username", username), zap.String("client_ip", ip[3:]))
+		return nil, &SignInLimitedError{Wait: wait}
 	}
 
-	m, err := p.store.Authenticate(d.Username, password)
+	m, err := p.store.Authenticate(username, password)
 	if !errors.Is(err, storage.ErrBadCredentials) {
 		notAFailure()
 	}
 	switch {
 	case errors.Is(err, storage.ErrBadCredentials):
 		metrics.SignIn(metrics.SignInFailure)
-		p.opts.Logger.Info("sign-in failed", zap.String("username", d.Username), zap.String("client_ip", ip[3:]))
-		d.Error = "Wrong username or password."
-		p.renderSignIn(w, r, http.StatusUnauthorized, d)
-		return
+		p.opts.Logger.Info("sign-in failed", zap.String("username", username), zap.String("client_ip", ip[3:]))
+		return nil, err
 	case errors.Is(err, storage.ErrSuspended):
 		metrics.SignIn(metrics.SignInSuspended)
-		p.opts.Logger.Info("sign-in refused: suspended", zap.String("username", d.Username))
-		d.Error = "This account is suspended, so it can't sign in. Contact the site's administrator."
-		p.renderSignIn(w, r, http.StatusForbidden, d)
-		return
+		p.opts.Logger.Info("sign-in refused: suspended", zap.String("username", username))
+		return nil, err
 	case err != nil:
 		p.opts.Logger.Error("sign-in", zap.Error(err))
-		p.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "Signing in failed. Try again in a moment.")
-		return
+		return nil, err
 	}
 	p.byUsername.Reset(user)
 	if err := p.startSession(w, r, m); err != nil {
 		p.opts.Logger.Error("start session", zap.Error(err))
-		p.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "Signing in failed. Try again in a moment.")
-		return
+		return nil, err
 	}
 	metrics.SignIn(metrics.SignInSuccess)
 	p.opts.Logger.Info("signed in", zap.String("username", m.Username))
-	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
+	return m, nil
 }
 
 func (p *Pages) renderSignIn(w http.ResponseWriter, r *http.Request, status int, d signInData) {

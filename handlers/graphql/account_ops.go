@@ -2,10 +2,16 @@ package graphql
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 
+	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // Inboxt's account operations (the web app's; operations/web in
@@ -54,11 +60,35 @@ func refuseTokens(ctx context.Context) error {
 	return nil
 }
 
+// SignIn is the member sign-in of the site's sign-in page
+// (account.Pages.SignIn: same rate limits, same session cookie).
+// emailAddress is the username or username@<account domain>. Wrong
+// credentials answer as Inboxt's (auth.service.ts @ 45f4314: BAD_REQUEST
+// "Invalid email address or password").
 func (r *mutationResolver) SignIn(ctx context.Context, in generated.SignInInput) (*generated.Void, error) {
 	if err := refuseTokens(ctx); err != nil {
 		return nil, err
 	}
-	return nil, errNoSessions
+	if r.s.opts.Pages == nil {
+		return nil, errNoSessions
+	}
+	st := stateOf(ctx)
+	username := strings.TrimSuffix(strings.TrimSpace(in.EmailAddress), "@"+r.s.accountDomain(st.r))
+	_, err := r.s.opts.Pages.SignIn(st.w, st.r, username, in.Password)
+	var limited *account.SignInLimitedError
+	switch {
+	case errors.As(err, &limited):
+		secs := ratelimit.RetryAfterSeconds(limited.Wait)
+		st.w.Header().Set("Retry-After", strconv.Itoa(secs))
+		return nil, &userError{codeTooManyRequests, "too many failed sign-ins; retry after " + strconv.Itoa(secs) + " s"}
+	case errors.Is(err, storage.ErrBadCredentials):
+		return nil, &userError{codeBadRequest, "Invalid email address or password"}
+	case errors.Is(err, storage.ErrSuspended):
+		return nil, &userError{codeForbidden, "this account is suspended, so it can't sign in; contact the site's administrator"}
+	case err != nil:
+		return nil, err
+	}
+	return success, nil
 }
 
 // SignOut ends the member's session and clears its cookie, as the sign-out

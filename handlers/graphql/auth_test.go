@@ -419,3 +419,35 @@ func TestMeEmailAddressIsUsernameAtTheAccountDomain(t *testing.T) {
 		}
 	}
 }
+
+// signIn is the site's member sign-in: the username or
+// username@<account domain>, Inboxt's BAD_REQUEST for wrong credentials,
+// and a session cookie that then runs the session-only operations.
+func TestSignInStartsASession(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	const signIn = `mutation signIn($data: SignInInput!) { signIn(data: $data) { success } }`
+	r := e.wantError("", signIn, map[string]any{"data": map[string]any{"emailAddress": "alice", "password": "wrong password"}}, 200, "BAD_REQUEST")
+	if r.Errors[0].Message != "Invalid email address or password" || r.Header.Get("Set-Cookie") != "" {
+		t.Fatalf("wrong password: %+v, Set-Cookie %q", r.Errors, r.Header.Get("Set-Cookie"))
+	}
+	for _, name := range []string{"alice", "alice@127.0.0.1"} {
+		r := e.post("", signIn, map[string]any{"data": map[string]any{"emailAddress": name, "password": "correct horse battery"}})
+		if len(r.Errors) > 0 || string(r.Data) != `{"signIn":{"success":true}}` {
+			t.Fatalf("%s: %s %+v", name, r.Data, r.Errors)
+		}
+		var session string
+		for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+			if c.Name == "hearth_session" {
+				session = c.Value
+			}
+		}
+		if session == "" {
+			t.Fatalf("%s: no session cookie: %v", name, r.Header)
+		}
+		var out struct{ EmptyTrash struct{ Success bool } }
+		e.doAs("session:"+session, `mutation { emptyTrash { success } }`, nil, &out)
+		if !out.EmptyTrash.Success {
+			t.Fatal("the new session cannot run emptyTrash")
+		}
+	}
+}

@@ -242,11 +242,13 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c == nil && s.opts.Pages != nil {
+		// Without a token the request may carry the session cookie, or
+		// sign in (signIn): a browser may send neither from another site.
+		if err := s.opts.Pages.CheckCrossOrigin(r); err != nil {
+			writeError(w, http.StatusForbidden, codeForbidden, "cross-origin request refused: a session may only be used from this site's own pages")
+			return
+		}
 		if m := s.opts.Pages.CurrentMember(r); m != nil {
-			if err := s.opts.Pages.CheckCrossOrigin(r); err != nil {
-				writeError(w, http.StatusForbidden, codeForbidden, "cross-origin request refused: a session may only be used from this site's own pages")
-				return
-			}
 			c = &caller{member: m, session: true, tokenKey: "session:" + m.ID}
 		}
 	}
