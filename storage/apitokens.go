@@ -322,6 +322,29 @@ func (s *Store) InboundInfo(memberID string) (*Inbound, error) {
 	return &in, nil
 }
 
+// DeleteInbound removes the member's inbound secret record with id (the id
+// InboundInfo shows): the URL stops working at once. ErrNotFound when the
+// member has none with that id.
+func (s *Store) DeleteInbound(memberID, id string) error {
+	return s.Update(func(tx *Tx) error {
+		var in Inbound
+		if err := tx.getJSON(inboundKey(memberID), &in); err != nil {
+			return err
+		}
+		got := in.ID
+		if got == "" {
+			got = strconv.FormatUint(uint64(in.CreatedAt.UnixMilli())<<16, 10) // as InboundInfo
+		}
+		if got != id {
+			return ErrNotFound
+		}
+		if err := tx.delete(inboundRefKey(in.Digest)); err != nil {
+			return err
+		}
+		return tx.delete(inboundKey(memberID))
+	})
+}
+
 // InboundMember returns the member whose inbound secret is secret
 // (ErrNotFound, or ErrSuspended for a suspended member).
 func (s *Store) InboundMember(secret string) (*Member, error) {

@@ -130,7 +130,8 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 }
 
 // SignInLimitedError is SignIn's answer when the client address or the
-// username has too many recent failures: try again after Wait.
+// username has too many recent failures, and SignUp's when the address
+// made too many accounts: try again after Wait.
 type SignInLimitedError struct{ Wait time.Duration }
 
 func (e *SignInLimitedError) Error() string { return "too many failed sign-ins" }
@@ -288,36 +289,64 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 		bad(http.StatusBadRequest, "The two passwords don't match.")
 		return
 	}
-	// Reserved before the account is created, given back if it is not.
-	ip := "ip:" + p.opts.ClientIP(r)
-	if wait, limited := limitedFor(p.signUps.Allow(ip)); limited {
-		metrics.RateLimited(metrics.LimitSignUp)
-		p.renderTooMany(w, r, wait, "Too many accounts were created from your network.")
-		return
-	}
-	m, err := p.store.CreateMember(d.Username, d.DisplayName, password)
-	if err != nil {
-		p.signUps.Undo(ip)
-	}
+	_, err := p.SignUp(w, r, d.Username, d.DisplayName, password)
+	var limited *SignInLimitedError
 	switch {
+	case errors.As(err, &limited):
+		p.renderTooMany(w, r, limited.Wait, "Too many accounts were created from your network.")
+		return
 	case errors.Is(err, storage.ErrConflict):
 		bad(http.StatusConflict, "The username "+d.Username+" is taken. Choose another one.")
 		return
 	case storage.IsInvalid(err):
 		bad(http.StatusBadRequest, upperFirst(err.Error())+".")
 		return
+	case errors.Is(err, errSessionNotStarted):
+		http.Redirect(w, r, SignInURL(d.ReturnTo), http.StatusSeeOther)
+		return
 	case err != nil:
-		p.opts.Logger.Error("sign-up", zap.Error(err))
 		p.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "The account could not be created. Try again in a moment.")
 		return
+	}
+	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
+}
+
+// ErrRegistrationClosed is SignUp's answer when the site does not let
+// visitors create accounts (Options.OpenRegistration off).
+var ErrRegistrationClosed = errors.New("this site does not let visitors create accounts")
+
+// errSessionNotStarted: the account was made but its session was not.
+var errSessionNotStarted = errors.New("the account was created but could not be signed in")
+
+// SignUp creates a member under the sign-up limit per client address, when
+// the site's registration is open, and signs it in on w. Its errors:
+// ErrRegistrationClosed, *SignInLimitedError, storage.ErrConflict (the
+// username is taken), a storage invalid-input error, or an internal one
+// (logged). The sign-up page and the GraphQL createAccount share it.
+func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request, username, displayName, password string) (*storage.Member, error) {
+	if !p.opts.OpenRegistration {
+		return nil, ErrRegistrationClosed
+	}
+	// Reserved before the account is created, given back if it is not.
+	ip := "ip:" + p.opts.ClientIP(r)
+	if wait, limited := limitedFor(p.signUps.Allow(ip)); limited {
+		metrics.RateLimited(metrics.LimitSignUp)
+		return nil, &SignInLimitedError{Wait: wait}
+	}
+	m, err := p.store.CreateMember(username, displayName, password)
+	if err != nil {
+		p.signUps.Undo(ip)
+		if !errors.Is(err, storage.ErrConflict) && !storage.IsInvalid(err) {
+			p.opts.Logger.Error("sign-up", zap.Error(err))
+		}
+		return nil, err
 	}
 	p.opts.Logger.Info("member signed up", zap.String("username", m.Username))
 	if err := p.startSession(w, r, m); err != nil {
 		p.opts.Logger.Error("start session", zap.Error(err))
-		http.Redirect(w, r, SignInURL(d.ReturnTo), http.StatusSeeOther)
-		return
+		return m, errSessionNotStarted
 	}
-	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
+	return m, nil
 }
 
 func upperFirst(s string) string {

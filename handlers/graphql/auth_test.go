@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -450,4 +451,66 @@ func TestSignInStartsASession(t *testing.T) {
 			t.Fatal("the new session cannot run emptyTrash")
 		}
 	}
+}
+
+// The account operations over the member's session: createAccount follows
+// the registration setting, updateAccount changes the password,
+// deleteInboundEmailAddress stops the inbound URL, deleteAccount deletes
+// the member after confirming its address.
+func TestAccountOperationsOverTheSession(t *testing.T) {
+	const create = `mutation createAccount($data: CreateAccountInput!) { createAccount(data: $data) { success } }`
+	closed := newEnv(t, graphql.Options{})
+	vars := map[string]any{"data": map[string]any{"username": "bob", "emailAddress": "bob@127.0.0.1", "password": "a long enough password"}}
+	r := closed.wantError("", create, vars, 200, "FORBIDDEN")
+	if r.Errors[0].Message != "Signup is disabled on this instance" {
+		t.Fatalf("%+v", r.Errors)
+	}
+	if _, err := closed.store.Member("bob"); err == nil {
+		t.Fatal("createAccount made a member with registration closed")
+	}
+
+	e := newEnv(t, graphql.Options{}, account.Options{OpenRegistration: true})
+	e.wantError("", create, map[string]any{"data": map[string]any{"username": "bob", "emailAddress": "bob@elsewhere.example", "password": "a long enough password"}}, 200, "BAD_USER_INPUT")
+	r = e.post("", create, vars)
+	if len(r.Errors) > 0 || !strings.Contains(r.Header.Get("Set-Cookie"), "hearth_session=") {
+		t.Fatalf("createAccount: %+v %v", r.Errors, r.Header)
+	}
+	if _, err := e.store.Member("bob"); err != nil {
+		t.Fatalf("bob: %v", err)
+	}
+	e.wantError("", create, vars, 200, "CONFLICT")
+
+	// updateAccount: the password; usernames and addresses stay.
+	e.wantError(e.session, `mutation { updateAccount(data: {username: "eve"}) { id } }`, nil, 200, "BAD_USER_INPUT")
+	var up struct {
+		UpdateAccount struct{ Username, EmailAddress string }
+	}
+	e.doAs(e.session, `mutation { updateAccount(data: {emailAddress: "alice@127.0.0.1", password: "another long password"}) { username emailAddress } }`, nil, &up)
+	if up.UpdateAccount.Username != "alice" || up.UpdateAccount.EmailAddress != "alice@127.0.0.1" {
+		t.Fatalf("updateAccount = %+v", up)
+	}
+	if _, err := e.store.Authenticate("alice", "another long password"); err != nil {
+		t.Fatalf("the new password does not work: %v", err)
+	}
+	session := e.signIn(e.member) // the change ended the sessions
+
+	// The inbound URL: made, deleted, then unknown.
+	var in struct{ CreateInboundEmailAddress struct{ ID string } }
+	e.doAs(session, `mutation { createInboundEmailAddress { id } }`, nil, &in)
+	del := `mutation($id: String!) { deleteInboundEmailAddress(data: {id: $id}) { success } }`
+	e.doAs(session, del, map[string]any{"id": in.CreateInboundEmailAddress.ID}, nil)
+	var list struct{ InboundEmailAddresses []struct{ ID string } }
+	e.do(`{ inboundEmailAddresses { id } }`, nil, &list)
+	if len(list.InboundEmailAddresses) != 0 {
+		t.Fatalf("after deleteInboundEmailAddress: %+v", list)
+	}
+	e.wantError(session, del, map[string]any{"id": in.CreateInboundEmailAddress.ID}, 200, "NOT_FOUND")
+
+	// deleteAccount: confirmed by the address.
+	e.wantError(session, `mutation { deleteAccount(data: {emailAddress: "bob"}) { success } }`, nil, 200, "BAD_USER_INPUT")
+	e.doAs(session, `mutation { deleteAccount(data: {emailAddress: "alice@127.0.0.1"}) { success } }`, nil, nil)
+	if _, err := e.store.Member("alice"); err == nil {
+		t.Fatal("alice still exists")
+	}
+	e.wantError(e.token, labelsQuery, nil, 200, "UNAUTHORIZED")
 }
