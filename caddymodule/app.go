@@ -26,23 +26,23 @@ func init() {
 // Configure it with the Caddyfile global option `hearth { ... }`; a handler
 // used without that option gets an app with default settings.
 type App struct {
-	// StorageDir is the store's directory; placeholders such as {env.HOME}
-	// are replaced. Default: "hearth" under Caddy's data directory.
-	StorageDir string `json:"storage_dir,omitempty"`
-	// OpenRegistration lets visitors create member accounts on a sign-up page.
-	OpenRegistration bool `json:"open_registration,omitempty"`
-	// MemTableSize, BlockCacheSize and IndexCacheSize tune Badger's memory
-	// (bytes); zero means the small-server profile of storage.Options.
-	MemTableSize   int64 `json:"memtable_size,omitempty"`
-	BlockCacheSize int64 `json:"block_cache_size,omitempty"`
-	IndexCacheSize int64 `json:"index_cache_size,omitempty"`
-	// SyncWrites makes a commit return only once it is on disk (default
-	// true); concurrent commits share one flush.
-	SyncWrites *bool `json:"sync_writes,omitempty"`
-	// GCInterval is how often value-log garbage collection runs (default 10m).
-	GCInterval caddy.Duration `json:"gc_interval,omitempty"`
-	// SessionLifetime is how long a member stays signed in (default 14 days).
-	SessionLifetime caddy.Duration `json:"session_lifetime,omitempty"`
+	// The store's directory; placeholders such as {env.HOME} are replaced,
+	// relative paths are taken from Caddy's working directory.
+	StorageDir string `json:"storage_dir,omitempty" caddyfile:"storage_dir <path>" default:"hearth under Caddy's data directory"`
+	// Show a sign-up page; without it, members are added by the admin.
+	OpenRegistration bool `json:"open_registration,omitempty" caddyfile:"open_registration" default:"off"`
+	// Size of each of Badger's two memtables.
+	MemTableSize int64 `json:"memtable_size,omitempty" caddyfile:"memtable_size <size>" default:"16MiB"`
+	// Badger's block cache; raise it on a machine with memory to spare and a large store.
+	BlockCacheSize int64 `json:"block_cache_size,omitempty" caddyfile:"block_cache_size <size>" default:"32MiB"`
+	// Badger's index cache.
+	IndexCacheSize int64 `json:"index_cache_size,omitempty" caddyfile:"index_cache_size <size>" default:"16MiB"`
+	// A commit returns only once it is on disk; concurrent commits share one flush.
+	SyncWrites *bool `json:"sync_writes,omitempty" caddyfile:"sync_writes on|off" default:"on"`
+	// How often value-log garbage collection runs.
+	GCInterval caddy.Duration `json:"gc_interval,omitempty" caddyfile:"gc_interval <duration>" default:"10m"`
+	// How long a member stays signed in.
+	SessionLifetime caddy.Duration `json:"session_lifetime,omitempty" caddyfile:"session_lifetime <duration>" default:"336h"`
 
 	store  *storage.Store
 	path   string

@@ -10,22 +10,32 @@ import (
 	"github.com/dustin/go-humanize"
 )
 
+// Every Caddyfile parser of Hearth has one shape (Caddy's own):
+//
+//	d.Next() // the directive or option name
+//	if d.NextArg() { return d.ArgErr() }
+//	for d.NextBlock(0) {
+//		var err error
+//		switch name := d.Val(); name {
+//		case "x": h.X, err = argInt(d, name, 1)
+//		...
+//		default: return d.Errf("unrecognized <module> subdirective '%s'", name)
+//		}
+//		if err != nil { return err }
+//	}
+//
+// The arg* helpers below read a subdirective's arguments, all of them, so a
+// stray extra argument is an error; every option is declared once, as a
+// field of the module's struct (JSON tag, `caddyfile` tag with its syntax,
+// `default` tag and doc comment), and docs/configuration.md is generated
+// from those declarations (see options_test.go).
+
 func init() {
 	httpcaddyfile.RegisterGlobalOption("hearth", parseGlobalOption)
 }
 
-// parseGlobalOption sets up the hearth app from the global option:
-//
-//	hearth {
-//	    storage_dir <path>
-//	    open_registration
-//	    memtable_size <size>
-//	    block_cache_size <size>
-//	    index_cache_size <size>
-//	    sync_writes on|off
-//	    gc_interval <duration>
-//	    session_lifetime <duration>
-//	}
+// parseGlobalOption sets up the hearth app from the global option
+// `hearth { ... }`; its subdirectives are the fields of App.
 func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 	app := new(App)
 	if err := app.UnmarshalCaddyfile(d); err != nil {
@@ -41,81 +51,167 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	for d.NextBlock(0) {
-		switch d.Val() {
+		var err error
+		switch name := d.Val(); name {
 		case "storage_dir":
-			if !d.NextArg() {
-				return d.ArgErr()
-			}
-			a.StorageDir = d.Val()
+			a.StorageDir, err = argString(d)
 		case "open_registration":
-			a.OpenRegistration = true
-		case "memtable_size", "block_cache_size", "index_cache_size":
-			name := d.Val()
-			if !d.NextArg() {
-				return d.ArgErr()
-			}
-			n, err := humanize.ParseBytes(d.Val())
-			if err != nil {
-				return d.Errf("%s: %v", name, err)
-			}
-			switch name {
-			case "memtable_size":
-				a.MemTableSize = int64(n)
-			case "block_cache_size":
-				a.BlockCacheSize = int64(n)
-			default:
-				a.IndexCacheSize = int64(n)
-			}
+			a.OpenRegistration, err = true, argNone(d)
+		case "memtable_size":
+			a.MemTableSize, err = argSize(d, name)
+		case "block_cache_size":
+			a.BlockCacheSize, err = argSize(d, name)
+		case "index_cache_size":
+			a.IndexCacheSize, err = argSize(d, name)
 		case "sync_writes":
-			if !d.NextArg() {
-				return d.ArgErr()
-			}
-			v, err := parseOnOff(d.Val())
-			if err != nil {
-				return d.Errf("sync_writes: %v", err)
-			}
-			a.SyncWrites = &v
-		case "gc_interval", "session_lifetime":
-			name := d.Val()
-			if !d.NextArg() {
-				return d.ArgErr()
-			}
-			dur, err := caddy.ParseDuration(d.Val())
-			if err != nil || dur <= 0 {
-				return d.Errf("%s: want a positive duration such as 10m, got %q", name, d.Val())
-			}
-			if name == "gc_interval" {
-				a.GCInterval = caddy.Duration(dur)
-			} else {
-				a.SessionLifetime = caddy.Duration(dur)
-			}
+			var on bool
+			on, err = argOnOff(d, name)
+			a.SyncWrites = &on
+		case "gc_interval":
+			a.GCInterval, err = argDuration(d, name)
+		case "session_lifetime":
+			a.SessionLifetime, err = argDuration(d, name)
 		default:
-			return d.Errf("unrecognized hearth option '%s'", d.Val())
+			return d.Errf("unrecognized hearth option '%s'", name)
 		}
-		if d.NextArg() {
-			return d.ArgErr()
+		if err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func parseOnOff(s string) (bool, error) {
-	switch s {
+// argNone checks that a flag subdirective has no arguments.
+func argNone(d *caddyfile.Dispenser) error {
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+// argString reads exactly one argument.
+func argString(d *caddyfile.Dispenser) (string, error) {
+	if !d.NextArg() {
+		return "", d.ArgErr()
+	}
+	v := d.Val()
+	if d.NextArg() {
+		return "", d.ArgErr()
+	}
+	return v, nil
+}
+
+// argStrings reads one or more arguments.
+func argStrings(d *caddyfile.Dispenser) ([]string, error) {
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		return nil, d.ArgErr()
+	}
+	return args, nil
+}
+
+// argSize reads one size such as 1MiB (more than zero bytes).
+func argSize(d *caddyfile.Dispenser, name string) (int64, error) {
+	v, err := argString(d)
+	if err != nil {
+		return 0, err
+	}
+	n, err := humanize.ParseBytes(v)
+	if err != nil || n == 0 || n > 1<<62 {
+		return 0, d.Errf("%s: want a size such as 1MiB, got %q", name, v)
+	}
+	return int64(n), nil
+}
+
+// argInt reads one integer of at least min.
+func argInt(d *caddyfile.Dispenser, name string, min int) (int, error) {
+	v, err := argString(d)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min {
+		return 0, d.Errf("%s: want an integer of at least %d, got %q", name, min, v)
+	}
+	return n, nil
+}
+
+// argIntOrOff reads one positive integer, or "off" as -1.
+func argIntOrOff(d *caddyfile.Dispenser, name string) (int, error) {
+	v, err := argString(d)
+	if err != nil {
+		return 0, err
+	}
+	if v == "off" {
+		return -1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, d.Errf("%s: want a positive integer or off, got %q", name, v)
+	}
+	return n, nil
+}
+
+// argFloat reads one number in (0, 1].
+func argRatio(d *caddyfile.Dispenser, name string) (float64, error) {
+	v, err := argString(d)
+	if err != nil {
+		return 0, err
+	}
+	r, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(r > 0 && r <= 1) {
+		return 0, d.Errf("%s: want a number in (0, 1], got %q", name, v)
+	}
+	return r, nil
+}
+
+// argDuration reads one positive duration such as 10m.
+func argDuration(d *caddyfile.Dispenser, name string) (caddy.Duration, error) {
+	v, err := argString(d)
+	if err != nil {
+		return 0, err
+	}
+	dur, err := caddy.ParseDuration(v)
+	if err != nil || dur <= 0 {
+		return 0, d.Errf("%s: want a positive duration such as 10m, got %q", name, v)
+	}
+	return caddy.Duration(dur), nil
+}
+
+// argOnOff reads on or off (or a Go boolean).
+func argOnOff(d *caddyfile.Dispenser, name string) (bool, error) {
+	v, err := argString(d)
+	if err != nil {
+		return false, err
+	}
+	switch v {
 	case "on":
 		return true, nil
 	case "off":
 		return false, nil
 	}
-	b, err := strconv.ParseBool(s)
-	if err != nil {
-		return false, strconv.ErrSyntax
+	b, perr := strconv.ParseBool(v)
+	if perr != nil {
+		return false, d.Errf("%s: want on or off, got %q", name, v)
 	}
 	return b, nil
 }
 
-// parseLimit reads the arguments "<count> <window>" of the rate-limit
-// subdirective name.
-func parseLimit(d *caddyfile.Dispenser, name string, args []string) (int, caddy.Duration, error) {
+// argLimit reads the arguments "<count> <window>" of a rate limit.
+func argLimit(d *caddyfile.Dispenser, name string) (int, caddy.Duration, error) {
+	return limitArgs(d, name, d.RemainingArgs())
+}
+
+// argLimitOrOff reads "<count> <window>", or "off" as a count of -1.
+func argLimitOrOff(d *caddyfile.Dispenser, name string) (int, caddy.Duration, error) {
+	args := d.RemainingArgs()
+	if len(args) == 1 && args[0] == "off" {
+		return -1, 0, nil
+	}
+	return limitArgs(d, name, args)
+}
+
+func limitArgs(d *caddyfile.Dispenser, name string, args []string) (int, caddy.Duration, error) {
 	if len(args) != 2 {
 		return 0, 0, d.Errf("%s: want <count> <window>, e.g. 5 10m", name)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -43,31 +42,56 @@ func (l *Limit) limit() directory.Limit {
 // /.well-known/nostr.json (handlers/directory). Other requests go to the
 // next handler.
 type Directory struct {
-	Path                string         `json:"path,omitempty"`
-	Kind                int            `json:"kind,omitempty"`
-	PowMinBits          int            `json:"pow_min_bits,omitempty"`
-	PowRequiredBits     int            `json:"pow_required_bits,omitempty"`
-	Maintainers         []string       `json:"maintainers,omitempty"`
-	Relays              []string       `json:"relays,omitempty"`
-	NIP05Domain         string         `json:"nip05_domain,omitempty"`
-	NIP05Recheck        caddy.Duration `json:"nip05_recheck,omitempty"`
-	NIP05Grace          caddy.Duration `json:"nip05_grace,omitempty"`
-	NIP05Timeout        caddy.Duration `json:"nip05_timeout,omitempty"`
-	AllowPrivate        bool           `json:"allow_private_addresses,omitempty"`
-	BurstMaxPosts       int            `json:"burst_max_posts,omitempty"`
-	BurstWindow         caddy.Duration `json:"burst_window,omitempty"`
-	TemplateMinPosts    int            `json:"template_min_posts,omitempty"`
-	TemplateRatio       float64        `json:"template_ratio,omitempty"`
-	TemplateSample      int            `json:"template_sample,omitempty"`
-	RegenerateEvery     caddy.Duration `json:"regenerate_every,omitempty"`
-	RegenerateDelay     caddy.Duration `json:"regenerate_delay,omitempty"`
-	MaxAge              caddy.Duration `json:"max_age,omitempty"`
-	BaseURL             string         `json:"base_url,omitempty"`
-	RegisterLimitIP     *Limit         `json:"register_limit_ip,omitempty"`
-	RegisterLimitPubkey *Limit         `json:"register_limit_pubkey,omitempty"`
-	EventsLimitIP       *Limit         `json:"events_limit_ip,omitempty"`
-	EventsLimitPubkey   *Limit         `json:"events_limit_pubkey,omitempty"`
-	MaxBatch            int            `json:"max_batch,omitempty"`
+	// Where the document is served.
+	Path string `json:"path,omitempty" caddyfile:"path <path>" default:"/directory.json"`
+	// The registration event kind.
+	Kind int `json:"kind,omitempty" caddyfile:"kind <n>" default:"31339"`
+	// Committed NIP-13 work (bits) for gates.pow_ok.
+	PowMinBits int `json:"pow_min_bits,omitempty" caddyfile:"pow_min_bits <n>" default:"20"`
+	// Refuse registrations with less committed work ("pow:"); 0: none required.
+	PowRequiredBits int `json:"pow_required_bits,omitempty" caddyfile:"pow_required_bits <n>" default:"0"`
+	// Maintainers' keys (npub or hex), marked maintainer: true; the subdirective is repeatable.
+	Maintainers []string `json:"maintainers,omitempty" caddyfile:"maintainer <key>..." default:"none"`
+	// Relays read for the kind-1 posts of registered agents.
+	Relays []string `json:"relays,omitempty" caddyfile:"relays <url>..." default:"none"`
+	// Serve /.well-known/nostr.json for name@<domain> claims.
+	NIP05Domain string `json:"nip05_domain,omitempty" caddyfile:"nip05_domain <domain>" default:"none"`
+	// How often a NIP-05 identifier is verified again.
+	NIP05Recheck caddy.Duration `json:"nip05_recheck,omitempty" caddyfile:"nip05_recheck <duration>" default:"24h"`
+	// How long a verdict is kept while checks fail for network reasons.
+	NIP05Grace caddy.Duration `json:"nip05_grace,omitempty" caddyfile:"nip05_grace <duration>" default:"72h"`
+	// Time limit of one NIP-05 fetch.
+	NIP05Timeout caddy.Duration `json:"nip05_timeout,omitempty" caddyfile:"nip05_timeout <duration>" default:"5s"`
+	// Let NIP-05 fetches and relays reach private and loopback addresses.
+	AllowPrivate bool `json:"allow_private_addresses,omitempty" caddyfile:"allow_private_addresses" default:"off"`
+	// Burst flag: more than this many posts within burst_window, in the last 24 h.
+	BurstMaxPosts int `json:"burst_max_posts,omitempty" caddyfile:"burst_max_posts <n>" default:"30"`
+	// The window of the burst flag.
+	BurstWindow caddy.Duration `json:"burst_window,omitempty" caddyfile:"burst_window <duration>" default:"10m"`
+	// Template flag: of the newest template_sample posts of 7 days, at least this many ...
+	TemplateMinPosts int `json:"template_min_posts,omitempty" caddyfile:"template_min_posts <n>" default:"5"`
+	// ... and this share have one skeleton.
+	TemplateRatio float64 `json:"template_ratio,omitempty" caddyfile:"template_ratio <0..1>" default:"0.6"`
+	// How many of the newest posts the template flag looks at.
+	TemplateSample int `json:"template_sample,omitempty" caddyfile:"template_sample <n>" default:"20"`
+	// Rebuild the document on this schedule (time-driven changes).
+	RegenerateEvery caddy.Duration `json:"regenerate_every,omitempty" caddyfile:"regenerate_every <duration>" default:"1m"`
+	// Rebuild this long after a change (debounce).
+	RegenerateDelay caddy.Duration `json:"regenerate_delay,omitempty" caddyfile:"regenerate_delay <duration>" default:"1s"`
+	// Cache-Control max-age of the document.
+	MaxAge caddy.Duration `json:"max_age,omitempty" caddyfile:"max_age <duration>" default:"1m"`
+	// Makes profile_url absolute.
+	BaseURL string `json:"base_url,omitempty" caddyfile:"base_url <url>" default:"none (profile_url is a path)"`
+	// Registrations per client IP.
+	RegisterLimitIP *Limit `json:"register_limit_ip,omitempty" caddyfile:"register_limit_ip <n> <window>" default:"20 1h"`
+	// Registrations per agent key.
+	RegisterLimitPubkey *Limit `json:"register_limit_pubkey,omitempty" caddyfile:"register_limit_pubkey <n> <window>" default:"10 1h"`
+	// Requests to the events endpoint per client IP.
+	EventsLimitIP *Limit `json:"events_limit_ip,omitempty" caddyfile:"events_limit_ip <n> <window>" default:"120 1m"`
+	// Events per agent key.
+	EventsLimitPubkey *Limit `json:"events_limit_pubkey,omitempty" caddyfile:"events_limit_pubkey <n> <window>" default:"600 10m"`
+	// Events per POST to the events endpoint.
+	MaxBatch int `json:"max_batch,omitempty" caddyfile:"max_batch <n>" default:"500"`
 
 	dir *directory.Directory
 	app *App
@@ -227,8 +251,8 @@ func adminBanAgent(ban bool) adminFunc {
 	}
 }
 
-// parseDirectory reads the hearth_directory directive; see README.md for
-// every subdirective.
+// parseDirectory reads the hearth_directory directive; its subdirectives are
+// the fields of Directory (see docs/configuration.md).
 func parseDirectory(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	d := new(Directory)
 	err := d.UnmarshalCaddyfile(h.Dispenser)
@@ -241,112 +265,69 @@ func (h *Directory) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if d.NextArg() {
 		return d.ArgErr()
 	}
+	limit := func(name string) (*Limit, error) {
+		n, win, err := argLimit(d, name)
+		if err != nil {
+			return nil, err
+		}
+		return &Limit{N: n, Window: win}, nil
+	}
 	for d.NextBlock(0) {
-		name := d.Val()
-		args := d.RemainingArgs()
-		one := func() (string, error) {
-			if len(args) != 1 {
-				return "", d.ArgErr()
-			}
-			return args[0], nil
-		}
-		positive := func(min int) (int, error) {
-			v, err := one()
-			if err != nil {
-				return 0, err
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < min {
-				return 0, d.Errf("%s: want an integer of at least %d, got %q", name, min, v)
-			}
-			return n, nil
-		}
-		duration := func() (caddy.Duration, error) {
-			v, err := one()
-			if err != nil {
-				return 0, err
-			}
-			dur, err := caddy.ParseDuration(v)
-			if err != nil || dur <= 0 {
-				return 0, d.Errf("%s: want a positive duration such as 10m, got %q", name, v)
-			}
-			return caddy.Duration(dur), nil
-		}
-		limit := func() (*Limit, error) {
-			n, win, err := parseLimit(d, name, args)
-			if err != nil {
-				return nil, err
-			}
-			return &Limit{N: n, Window: win}, nil
-		}
 		var err error
-		switch name {
+		var more []string
+		switch name := d.Val(); name {
 		case "path":
-			h.Path, err = one()
-		case "base_url":
-			h.BaseURL, err = one()
-		case "nip05_domain":
-			h.NIP05Domain, err = one()
-		case "maintainer":
-			if len(args) == 0 {
-				return d.ArgErr()
-			}
-			h.Maintainers = append(h.Maintainers, args...)
-		case "relays":
-			if len(args) == 0 {
-				return d.ArgErr()
-			}
-			h.Relays = append(h.Relays, args...)
-		case "allow_private_addresses":
-			if len(args) != 0 {
-				return d.ArgErr()
-			}
-			h.AllowPrivate = true
+			h.Path, err = argString(d)
 		case "kind":
-			h.Kind, err = positive(1)
+			h.Kind, err = argInt(d, name, 1)
 		case "pow_min_bits":
-			h.PowMinBits, err = positive(1)
+			h.PowMinBits, err = argInt(d, name, 1)
 		case "pow_required_bits":
-			h.PowRequiredBits, err = positive(1)
-		case "burst_max_posts":
-			h.BurstMaxPosts, err = positive(1)
-		case "template_min_posts":
-			h.TemplateMinPosts, err = positive(1)
-		case "template_sample":
-			h.TemplateSample, err = positive(1)
-		case "max_batch":
-			h.MaxBatch, err = positive(1)
-		case "template_ratio":
-			var v string
-			if v, err = one(); err == nil {
-				r, perr := strconv.ParseFloat(v, 64)
-				if perr != nil || r <= 0 || r > 1 {
-					return d.Errf("template_ratio: want a number in (0, 1], got %q", v)
-				}
-				h.TemplateRatio = r
-			}
+			h.PowRequiredBits, err = argInt(d, name, 1)
+		case "maintainer":
+			more, err = argStrings(d)
+			h.Maintainers = append(h.Maintainers, more...)
+		case "relays":
+			more, err = argStrings(d)
+			h.Relays = append(h.Relays, more...)
+		case "nip05_domain":
+			h.NIP05Domain, err = argString(d)
 		case "nip05_recheck":
-			h.NIP05Recheck, err = duration()
+			h.NIP05Recheck, err = argDuration(d, name)
 		case "nip05_grace":
-			h.NIP05Grace, err = duration()
+			h.NIP05Grace, err = argDuration(d, name)
 		case "nip05_timeout":
-			h.NIP05Timeout, err = duration()
+			h.NIP05Timeout, err = argDuration(d, name)
+		case "allow_private_addresses":
+			h.AllowPrivate, err = true, argNone(d)
+		case "burst_max_posts":
+			h.BurstMaxPosts, err = argInt(d, name, 1)
 		case "burst_window":
-			h.BurstWindow, err = duration()
+			h.BurstWindow, err = argDuration(d, name)
+		case "template_min_posts":
+			h.TemplateMinPosts, err = argInt(d, name, 1)
+		case "template_ratio":
+			h.TemplateRatio, err = argRatio(d, name)
+		case "template_sample":
+			h.TemplateSample, err = argInt(d, name, 1)
 		case "regenerate_every":
-			h.RegenerateEvery, err = duration()
+			h.RegenerateEvery, err = argDuration(d, name)
 		case "regenerate_delay":
-			h.RegenerateDelay, err = duration()
+			h.RegenerateDelay, err = argDuration(d, name)
 		case "max_age":
-			h.MaxAge, err = duration()
+			h.MaxAge, err = argDuration(d, name)
+		case "base_url":
+			h.BaseURL, err = argString(d)
 		case "register_limit_ip":
-			h.RegisterLimitIP, err = limit()
+			h.RegisterLimitIP, err = limit(name)
 		case "register_limit_pubkey":
-			h.RegisterLimitPubkey, err = limit()
+			h.RegisterLimitPubkey, err = limit(name)
 		case "events_limit_ip":
-			h.EventsLimitIP, err = limit()
+			h.EventsLimitIP, err = limit(name)
 		case "events_limit_pubkey":
-			h.EventsLimitPubkey, err = limit()
+			h.EventsLimitPubkey, err = limit(name)
+		case "max_batch":
+			h.MaxBatch, err = argInt(d, name, 1)
 		default:
 			return d.Errf("unrecognized hearth_directory subdirective '%s'", name)
 		}

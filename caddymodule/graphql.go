@@ -5,19 +5,16 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
-	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -33,30 +30,28 @@ func init() {
 // for saved articles and highlights (handlers/graphql), its newsletter
 // inbound URLs, and the member pages with the API Tokens settings page.
 type GraphQL struct {
-	// MaxBodySize limits a GraphQL request body (default 1 MiB).
-	MaxBodySize int64 `json:"max_body_size,omitempty"`
-	// MaxInboundSize limits a newsletter message (default 10 MiB).
-	MaxInboundSize int64 `json:"max_inbound_size,omitempty"`
-	// MaxContentSize bounds the article and newsletter content and highlight
-	// text one response carries (default 64 MiB); past it, such fields are
-	// errors.
-	MaxContentSize int64 `json:"max_content_size,omitempty"`
-	// MaxDepth and MaxComplexity bound a query (defaults 15 and 5000).
-	MaxDepth      int `json:"max_depth,omitempty"`
-	MaxComplexity int `json:"max_complexity,omitempty"`
-	// NoIntrospection turns off __schema and __type queries.
-	NoIntrospection bool `json:"no_introspection,omitempty"`
-	// TokenRateLimit and MemberRateLimit are requests per RateLimitWindow
-	// per token and per member (defaults 600 and 1200 per minute); -1
-	// turns a limit off. InboundRateLimit is newsletter posts per client
-	// IP (default 60).
-	TokenRateLimit   int            `json:"token_rate_limit,omitempty"`
-	MemberRateLimit  int            `json:"member_rate_limit,omitempty"`
-	InboundRateLimit int            `json:"inbound_rate_limit,omitempty"`
-	RateLimitWindow  caddy.Duration `json:"rate_limit_window,omitempty"`
-	// AllowPrivateAddresses lets addArticleFromUrl fetch from private,
-	// loopback and link-local addresses (for tests and intranets).
-	AllowPrivateAddresses bool `json:"allow_private_addresses,omitempty"`
+	// Largest GraphQL request body.
+	MaxBodySize int64 `json:"max_body_size,omitempty" caddyfile:"max_body_size <size>" default:"1MiB"`
+	// Largest newsletter message posted to an inbound URL.
+	MaxInboundSize int64 `json:"max_inbound_size,omitempty" caddyfile:"max_inbound_size <size>" default:"10MiB"`
+	// Content and highlight text one response carries; past it, such fields are CONTENT_LIMIT_EXCEEDED errors.
+	MaxContentSize int64 `json:"max_content_size,omitempty" caddyfile:"max_content_size <size>" default:"64MiB"`
+	// Deepest query (enough for introspection).
+	MaxDepth int `json:"max_depth,omitempty" caddyfile:"max_depth <n>" default:"15"`
+	// Dearest query: 1 a field, list selections times their count.
+	MaxComplexity int `json:"max_complexity,omitempty" caddyfile:"max_complexity <n>" default:"5000"`
+	// Refuse __schema and __type queries (Caddyfile: introspection off).
+	NoIntrospection bool `json:"no_introspection,omitempty" caddyfile:"introspection on|off" default:"on"`
+	// Requests per token per rate_limit_window; -1 (Caddyfile: off) disables the limit.
+	TokenRateLimit int `json:"token_rate_limit,omitempty" caddyfile:"token_rate_limit <n>|off" default:"600"`
+	// Requests per member (all their tokens) per rate_limit_window; -1 (Caddyfile: off) disables the limit.
+	MemberRateLimit int `json:"member_rate_limit,omitempty" caddyfile:"member_rate_limit <n>|off" default:"1200"`
+	// Newsletter posts per client IP per rate_limit_window.
+	InboundRateLimit int `json:"inbound_rate_limit,omitempty" caddyfile:"inbound_rate_limit <n>" default:"60"`
+	// The window of the three rate limits.
+	RateLimitWindow caddy.Duration `json:"rate_limit_window,omitempty" caddyfile:"rate_limit_window <duration>" default:"1m"`
+	// Let addArticleFromUrl fetch private, loopback and link-local addresses (tests, intranets).
+	AllowPrivateAddresses bool `json:"allow_private_addresses,omitempty" caddyfile:"allow_private_addresses" default:"off"`
 
 	server *graphql.Server
 	pages  *account.Pages
@@ -77,29 +72,34 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	var fetcher *safefetch.Fetcher
-	if h.AllowPrivateAddresses {
-		fetcher = safefetch.New(safefetch.Options{AllowPrivate: true, FollowRedirects: true})
-	}
 	h.pages = app.Pages()
 	h.server = graphql.New(app.Store(), graphql.Options{
-		MaxBodyBytes:     h.MaxBodySize,
-		MaxInboundBytes:  h.MaxInboundSize,
-		MaxDepth:         h.MaxDepth,
-		MaxComplexity:    h.MaxComplexity,
-		MaxContentBytes:  h.MaxContentSize,
-		NoIntrospection:  h.NoIntrospection,
-		TokenRateLimit:   h.TokenRateLimit,
-		MemberRateLimit:  h.MemberRateLimit,
-		InboundRateLimit: h.InboundRateLimit,
-		RateLimitWindow:  time.Duration(h.RateLimitWindow),
-		Fetcher:          fetcher,
-		ClientIP:         clientIP,
-		Logger:           ctx.Logger(),
-		Pages:            h.pages,
+		MaxBodyBytes:          h.MaxBodySize,
+		MaxInboundBytes:       h.MaxInboundSize,
+		MaxDepth:              h.MaxDepth,
+		MaxComplexity:         h.MaxComplexity,
+		MaxContentBytes:       h.MaxContentSize,
+		NoIntrospection:       h.NoIntrospection,
+		TokenRateLimit:        h.TokenRateLimit,
+		MemberRateLimit:       h.MemberRateLimit,
+		InboundRateLimit:      h.InboundRateLimit,
+		RateLimitWindow:       time.Duration(h.RateLimitWindow),
+		AllowPrivateAddresses: h.AllowPrivateAddresses,
+		ClientIP:              clientIP,
+		Logger:                ctx.Logger(),
+		Pages:                 h.pages,
 	})
 	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
 	h.pages.AddSettingsPage(h.server.ExportPage(h.pages))
+	return nil
+}
+
+// Cleanup stops the API's background fetches; those cut short stay pending
+// in the store for the next configuration.
+func (h *GraphQL) Cleanup() error {
+	if h.server != nil {
+		return h.server.Close()
+	}
 	return nil
 }
 
@@ -108,21 +108,8 @@ func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	return serveOrNext(w, r, next, h.server, h.pages)
 }
 
-// parseGraphQL reads the hearth_graphql directive:
-//
-//	hearth_graphql {
-//	    max_body_size <size>
-//	    max_inbound_size <size>
-//	    max_content_size <size>
-//	    max_depth <n>
-//	    max_complexity <n>
-//	    introspection on|off
-//	    token_rate_limit <n>|off
-//	    member_rate_limit <n>|off
-//	    inbound_rate_limit <n>
-//	    rate_limit_window <duration>
-//	    allow_private_addresses
-//	}
+// parseGraphQL reads the hearth_graphql directive; its subdirectives are the
+// fields of GraphQL (see docs/configuration.md).
 func parseGraphQL(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	g := new(GraphQL)
 	err := g.UnmarshalCaddyfile(h.Dispenser)
@@ -136,75 +123,37 @@ func (h *GraphQL) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	for d.NextBlock(0) {
-		name := d.Val()
-		if name == "allow_private_addresses" {
-			h.AllowPrivateAddresses = true
-			if d.NextArg() {
-				return d.ArgErr()
-			}
-			continue
-		}
-		if !d.NextArg() {
-			return d.ArgErr()
-		}
-		v := d.Val()
-		switch name {
-		case "max_body_size", "max_inbound_size", "max_content_size":
-			n, err := humanize.ParseBytes(v)
-			if err != nil || n == 0 {
-				return d.Errf("%s: want a size such as 1MiB, got %q", name, v)
-			}
-			switch name {
-			case "max_body_size":
-				h.MaxBodySize = int64(n)
-			case "max_inbound_size":
-				h.MaxInboundSize = int64(n)
-			default:
-				h.MaxContentSize = int64(n)
-			}
-		case "max_depth", "max_complexity", "inbound_rate_limit":
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return d.Errf("%s: want a positive integer, got %q", name, v)
-			}
-			switch name {
-			case "max_depth":
-				h.MaxDepth = n
-			case "max_complexity":
-				h.MaxComplexity = n
-			default:
-				h.InboundRateLimit = n
-			}
-		case "token_rate_limit", "member_rate_limit":
-			n := -1
-			if v != "off" {
-				var err error
-				if n, err = strconv.Atoi(v); err != nil || n <= 0 {
-					return d.Errf("%s: want a positive integer or off, got %q", name, v)
-				}
-			}
-			if name == "token_rate_limit" {
-				h.TokenRateLimit = n
-			} else {
-				h.MemberRateLimit = n
-			}
-		case "rate_limit_window":
-			dur, err := caddy.ParseDuration(v)
-			if err != nil || dur <= 0 {
-				return d.Errf("%s: want a positive duration such as 1m, got %q", name, v)
-			}
-			h.RateLimitWindow = caddy.Duration(dur)
+		var err error
+		switch name := d.Val(); name {
+		case "max_body_size":
+			h.MaxBodySize, err = argSize(d, name)
+		case "max_inbound_size":
+			h.MaxInboundSize, err = argSize(d, name)
+		case "max_content_size":
+			h.MaxContentSize, err = argSize(d, name)
+		case "max_depth":
+			h.MaxDepth, err = argInt(d, name, 1)
+		case "max_complexity":
+			h.MaxComplexity, err = argInt(d, name, 1)
 		case "introspection":
-			on, err := parseOnOff(v)
-			if err != nil {
-				return d.Errf("introspection: want on or off, got %q", v)
-			}
+			var on bool
+			on, err = argOnOff(d, name)
 			h.NoIntrospection = !on
+		case "token_rate_limit":
+			h.TokenRateLimit, err = argIntOrOff(d, name)
+		case "member_rate_limit":
+			h.MemberRateLimit, err = argIntOrOff(d, name)
+		case "inbound_rate_limit":
+			h.InboundRateLimit, err = argInt(d, name, 1)
+		case "rate_limit_window":
+			h.RateLimitWindow, err = argDuration(d, name)
+		case "allow_private_addresses":
+			h.AllowPrivateAddresses, err = true, argNone(d)
 		default:
 			return d.Errf("unrecognized hearth_graphql subdirective '%s'", name)
 		}
-		if d.NextArg() {
-			return d.ArgErr()
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -299,6 +248,7 @@ func tokenCommand() *cobra.Command {
 // Interface guards
 var (
 	_ caddy.Provisioner           = (*GraphQL)(nil)
+	_ caddy.CleanerUpper          = (*GraphQL)(nil)
 	_ caddyhttp.MiddlewareHandler = (*GraphQL)(nil)
 	_ caddyfile.Unmarshaler       = (*GraphQL)(nil)
 )

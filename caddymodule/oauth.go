@@ -1,7 +1,9 @@
 package caddymodule
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -25,28 +27,26 @@ func init() {
 // authorization server for the site's members (handlers/oauth), plus the
 // member pages. Requests for other paths go to the next handler.
 type OAuth struct {
-	// BaseURL is the public URL of the server (scheme://host[:port]).
-	// Default: each request's scheme and host.
-	BaseURL string `json:"base_url,omitempty"`
-	// AccountDomain is the domain of account handles on a split-domain
-	// installation. Default: the host of the base URL.
-	AccountDomain string `json:"account_domain,omitempty"`
-	// AllowHTTPRedirects allows plain-http redirect URIs on hosts other
-	// than loopback.
-	AllowHTTPRedirects bool `json:"allow_http_redirects,omitempty"`
-	// RegistrationLimit app registrations per client IP per
-	// RegistrationWindow (default 5 per 10m, as Mastodon).
-	RegistrationLimit  int            `json:"registration_limit,omitempty"`
-	RegistrationWindow caddy.Duration `json:"registration_window,omitempty"`
-	// TokenLimit token and revocation requests per client IP per
-	// TokenWindow (default 300 per 5m); -1 disables the limit.
-	TokenLimit  int            `json:"token_limit,omitempty"`
-	TokenWindow caddy.Duration `json:"token_window,omitempty"`
-	// InstanceTitle, InstanceDescription and ContactEmail fill
-	// /api/v1/instance and /api/v2/instance.
-	InstanceTitle       string `json:"instance_title,omitempty"`
-	InstanceDescription string `json:"instance_description,omitempty"`
-	ContactEmail        string `json:"contact_email,omitempty"`
+	// The public URL of the server (scheme://host[:port]).
+	BaseURL string `json:"base_url,omitempty" caddyfile:"base_url <url>" default:"each request's scheme and host"`
+	// The domain of account handles on a split-domain site.
+	AccountDomain string `json:"account_domain,omitempty" caddyfile:"account_domain <domain>" default:"base_url's host"`
+	// Allow plain-http redirect URIs beyond loopback hosts.
+	AllowHTTPRedirects bool `json:"allow_http_redirects,omitempty" caddyfile:"allow_http_redirects" default:"off"`
+	// App registrations (POST /api/v1/apps) per client IP per registration_window (Mastodon's figure).
+	RegistrationLimit int `json:"registration_limit,omitempty" caddyfile:"registration_limit <n> <window>" default:"5"`
+	// The window of registration_limit.
+	RegistrationWindow caddy.Duration `json:"registration_window,omitempty" caddyfile:"registration_limit <n> <window>" default:"10m"`
+	// /oauth/token and /oauth/revoke requests per client IP per token_window; -1 (Caddyfile: off) disables the limit.
+	TokenLimit int `json:"token_limit,omitempty" caddyfile:"token_limit <n> <window> | off" default:"300"`
+	// The window of token_limit.
+	TokenWindow caddy.Duration `json:"token_window,omitempty" caddyfile:"token_limit <n> <window> | off" default:"5m"`
+	// The title in /api/v1/instance and /api/v2/instance.
+	InstanceTitle string `json:"instance_title,omitempty" caddyfile:"instance_title <text>" default:"Hearth"`
+	// The description in the instance documents.
+	InstanceDescription string `json:"instance_description,omitempty" caddyfile:"instance_description <text>" default:"empty"`
+	// The contact e-mail address in the instance documents.
+	ContactEmail string `json:"contact_email,omitempty" caddyfile:"contact_email <address>" default:"empty"`
 
 	server *oauth.Server
 	pages  *account.Pages
@@ -109,22 +109,59 @@ func (h *OAuth) Validate() error {
 
 // ServeHTTP serves the OAuth endpoints and member pages, and passes other
 // requests on.
+// A path under /api/v1/, /api/v2/ or /oauth/ that neither they nor the
+// rest of the route answer gets Mastodon's JSON 404, not an empty 200.
 func (h *OAuth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if oauth.IsAPIPath(r.URL.Path) && !h.server.Handles(r) && !h.pages.Handles(r) {
+		return notFoundUnanswered{next}.ServeHTTP(w, r)
+	}
 	return serveOrNext(w, r, next, h.server, h.pages)
 }
 
-// parseOAuth reads the hearth_oauth directive:
-//
-//	hearth_oauth {
-//	    base_url <url>
-//	    account_domain <domain>
-//	    allow_http_redirects
-//	    registration_limit <n> <window>
-//	    token_limit <n> <window> | off
-//	    instance_title <text>
-//	    instance_description <text>
-//	    contact_email <address>
-//	}
+// notFoundUnanswered passes a request on and answers oauth.NotFound if
+// nothing after it wrote a response (or it ended in a 404 error).
+type notFoundUnanswered struct{ next caddyhttp.Handler }
+
+func (n notFoundUnanswered) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
+	aw := &answerWatch{ResponseWriter: w}
+	err := n.next.ServeHTTP(aw, r)
+	if aw.answered {
+		return err
+	}
+	var he caddyhttp.HandlerError
+	if err == nil || (errors.As(err, &he) && he.StatusCode == http.StatusNotFound) {
+		oauth.NotFound(w)
+		return nil
+	}
+	return err
+}
+
+// answerWatch records whether a response was started.
+type answerWatch struct {
+	http.ResponseWriter
+	answered bool
+}
+
+func (a *answerWatch) WriteHeader(status int) {
+	a.answered = true
+	a.ResponseWriter.WriteHeader(status)
+}
+
+func (a *answerWatch) Write(b []byte) (int, error) {
+	a.answered = true
+	return a.ResponseWriter.Write(b)
+}
+
+func (a *answerWatch) ReadFrom(r io.Reader) (int64, error) {
+	a.answered = true
+	return io.Copy(a.ResponseWriter, r)
+}
+
+// Unwrap lets http.ResponseController reach the writer's Flush, Hijack, ...
+func (a *answerWatch) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
+// parseOAuth reads the hearth_oauth directive; its subdirectives are the
+// fields of OAuth (see docs/configuration.md).
 func parseOAuth(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	o := new(OAuth)
 	err := o.UnmarshalCaddyfile(h.Dispenser)
@@ -138,48 +175,29 @@ func (h *OAuth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	for d.NextBlock(0) {
-		name := d.Val()
-		switch name {
-		case "base_url", "account_domain", "instance_title", "instance_description", "contact_email":
-			if !d.NextArg() {
-				return d.ArgErr()
-			}
-			v := d.Val()
-			switch name {
-			case "base_url":
-				h.BaseURL = v
-			case "account_domain":
-				h.AccountDomain = v
-			case "instance_title":
-				h.InstanceTitle = v
-			case "instance_description":
-				h.InstanceDescription = v
-			default:
-				h.ContactEmail = v
-			}
+		var err error
+		switch name := d.Val(); name {
+		case "base_url":
+			h.BaseURL, err = argString(d)
+		case "account_domain":
+			h.AccountDomain, err = argString(d)
 		case "allow_http_redirects":
-			h.AllowHTTPRedirects = true
-		case "registration_limit", "token_limit":
-			args := d.RemainingArgs()
-			if name == "token_limit" && len(args) == 1 && args[0] == "off" {
-				h.TokenLimit = -1
-				continue
-			}
-			n, win, err := parseLimit(d, name, args)
-			if err != nil {
-				return err
-			}
-			if name == "registration_limit" {
-				h.RegistrationLimit, h.RegistrationWindow = n, win
-			} else {
-				h.TokenLimit, h.TokenWindow = n, win
-			}
-			continue
+			h.AllowHTTPRedirects, err = true, argNone(d)
+		case "registration_limit":
+			h.RegistrationLimit, h.RegistrationWindow, err = argLimit(d, name)
+		case "token_limit":
+			h.TokenLimit, h.TokenWindow, err = argLimitOrOff(d, name)
+		case "instance_title":
+			h.InstanceTitle, err = argString(d)
+		case "instance_description":
+			h.InstanceDescription, err = argString(d)
+		case "contact_email":
+			h.ContactEmail, err = argString(d)
 		default:
 			return d.Errf("unrecognized hearth_oauth subdirective '%s'", name)
 		}
-		if d.NextArg() {
-			return d.ArgErr()
+		if err != nil {
+			return err
 		}
 	}
 	return nil

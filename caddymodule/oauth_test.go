@@ -287,3 +287,64 @@ func getJSON(t *testing.T, url string, out any) {
 		t.Fatalf("GET %s: %v in %s", url, err, b)
 	}
 }
+
+// TestOAuthPathsThroughCaddy: through a real Caddy, the endpoints answer
+// with a trailing slash (toot 0.34 opens /oauth/authorize/, Mastodon.py
+// 1.8 reads /api/v1/instance/); an /api/v1/, /api/v2/ or /oauth/ path that
+// nothing serves is Mastodon's JSON 404, not Caddy's empty 200; another
+// Hearth module's paths and later routes of the site still answer, and
+// other paths are left alone (issue 11.1).
+func TestOAuthPathsThroughCaddy(t *testing.T) {
+	site := fmt.Sprintf(`%s {
+	route {
+		hearth_oauth
+		hearth_directory
+		respond /api/v1/custom "custom"
+	}
+}
+`, testSite)
+	startHearth(t, hearthCaddyfile(t.TempDir(), site))
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(path string) (*http.Response, string) {
+		t.Helper()
+		resp, err := noFollow.Get(testSite + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	plain, want := get("/api/v1/instance")
+	slash, got := get("/api/v1/instance/")
+	if plain.StatusCode != http.StatusOK || slash.StatusCode != http.StatusOK || got != want || !strings.Contains(got, `"version":"4.4.0`) {
+		t.Fatalf("/api/v1/instance/: HTTP %d %s", slash.StatusCode, got)
+	}
+	id, _ := registerApp(t, url.Values{"client_name": {"toot"}, "redirect_uris": {"urn:ietf:wg:oauth:2.0:oob"}, "scopes": {"read write"}})
+	resp, _ := get("/oauth/authorize/?" + url.Values{"response_type": {"code"}, "redirect_uri": {"urn:ietf:wg:oauth:2.0:oob"},
+		"scope": {"read write"}, "client_id": {id}}.Encode())
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/auth/sign_in") {
+		t.Fatalf("/oauth/authorize/: HTTP %d to %q, want the sign-in page", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	for _, p := range []string{"/api/v1/timelines/home", "/api/v2/search/", "/oauth/nothing", "/api/v1"} {
+		resp, body := get(p)
+		if resp.StatusCode != http.StatusNotFound || body != `{"error":"Record not found"}` ||
+			!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			t.Errorf("%s: HTTP %d %q %q, want the JSON 404", p, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+	}
+	if resp, body := get("/api/v1/custom"); resp.StatusCode != http.StatusOK || body != "custom" {
+		t.Errorf("a later route lost /api/v1/custom: HTTP %d %q", resp.StatusCode, body)
+	}
+	// hearth_directory's own path under /api/v1/ is its to answer.
+	if _, body := get("/api/v1/agents/register"); strings.Contains(body, "Record not found") {
+		t.Errorf("/api/v1/agents/register answered by hearth_oauth: %q", body)
+	}
+	// Paths outside the API are not hearth_oauth's business.
+	if resp, body := get("/elsewhere"); resp.StatusCode != http.StatusOK || body != "" {
+		t.Errorf("/elsewhere: HTTP %d %q", resp.StatusCode, body)
+	}
+	if resp, body := get("/.well-known/nodeinfo/"); resp.StatusCode != http.StatusOK || !strings.Contains(body, "/nodeinfo/2.1") {
+		t.Errorf("/.well-known/nodeinfo/: HTTP %d %q", resp.StatusCode, body)
+	}
+}

@@ -20,7 +20,7 @@ import (
 )
 
 // Options configure how the database is opened. The zero value is the
-// small-server profile described in README.md.
+// small-server profile described in docs/configuration.md.
 type Options struct {
 	// MemTableSize is the size of each in-memory table (bytes).
 	MemTableSize int64

@@ -38,7 +38,7 @@ const (
 	WellKnownNIP05 = "/.well-known/nostr.json"
 )
 
-// Defaults of Options, documented in README.md.
+// Defaults of Options, documented in docs/configuration.md.
 const (
 	DefaultPath             = "/directory.json"
 	DefaultKind             = 31339
@@ -442,9 +442,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func cors(w http.ResponseWriter, r *http.Request, methods string) bool {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
+	// Without this a cross-origin script cannot read the validators it
+	// needs for conditional requests.
+	h.Set("Access-Control-Expose-Headers", "ETag, Last-Modified")
 	if r.Method == http.MethodOptions {
 		h.Set("Access-Control-Allow-Methods", methods)
-		h.Set("Access-Control-Allow-Headers", "Content-Type, If-None-Match")
+		h.Set("Access-Control-Allow-Headers", "Content-Type, If-None-Match, If-Modified-Since")
 		h.Set("Access-Control-Max-Age", "86400")
 		w.WriteHeader(http.StatusNoContent)
 		return true

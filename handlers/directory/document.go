@@ -274,7 +274,7 @@ func (d *Directory) serveDocument(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(d.opts.MaxAge/time.Second)))
 	h.Set("Last-Modified", doc.generatedAt.UTC().Format(http.TimeFormat))
 	h.Set("X-Content-Type-Options", "nosniff")
-	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, doc.etag) {
+	if notModified(r, doc.etag, doc.generatedAt) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
@@ -284,6 +284,24 @@ func (d *Directory) serveDocument(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		w.Write(doc.body)
 	}
+}
+
+// notModified evaluates the conditional GET of RFC 9110 13.2.2: If-None-Match
+// when present, otherwise If-Modified-Since against lastModified (compared at
+// the one-second precision of HTTP dates; an unparsable date is ignored).
+func notModified(r *http.Request, etag string, lastModified time.Time) bool {
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		return etagMatches(inm, etag)
+	}
+	ims := r.Header.Get("If-Modified-Since")
+	if ims == "" {
+		return false
+	}
+	t, err := http.ParseTime(ims)
+	if err != nil {
+		return false
+	}
+	return !lastModified.Truncate(time.Second).After(t)
 }
 
 // etagMatches applies If-None-Match's weak comparison (RFC 9110 13.1.2).

@@ -372,3 +372,46 @@ func sortedKeys(m map[string]any) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// TestDocumentIfModifiedSince: the Last-Modified sent is honoured as a
+// validator (RFC 9110 13.1.3), and browsers on another origin may read both
+// validators (Access-Control-Expose-Headers), also from a 304.
+func TestDocumentIfModifiedSince(t *testing.T) {
+	e := newEnv(t, Options{})
+	r := e.do(http.MethodGet, DefaultPath, nil, "Origin", "https://elsewhere.example")
+	lm := r.header.Get("Last-Modified")
+	lmTime, err := http.ParseTime(lm)
+	if err != nil {
+		t.Fatalf("Last-Modified %q: %v", lm, err)
+	}
+	exposed := map[string]bool{}
+	for _, h := range strings.Split(r.header.Get("Access-Control-Expose-Headers"), ",") {
+		exposed[strings.ToLower(strings.TrimSpace(h))] = true
+	}
+	if !exposed["etag"] || !exposed["last-modified"] {
+		t.Errorf("Access-Control-Expose-Headers = %q, want ETag and Last-Modified", r.header.Get("Access-Control-Expose-Headers"))
+	}
+	for _, ims := range []string{lm, lmTime.Add(time.Hour).Format(http.TimeFormat)} {
+		r := e.do(http.MethodGet, DefaultPath, nil, "If-Modified-Since", ims)
+		if r.status != http.StatusNotModified || len(r.body) != 0 {
+			t.Errorf("If-Modified-Since %s: %d with %d bytes, want 304 and no body", ims, r.status, len(r.body))
+		}
+		if r.header.Get("Last-Modified") != lm || r.header.Get("Access-Control-Expose-Headers") == "" {
+			t.Errorf("304 without Last-Modified or exposed headers: %v", r.header)
+		}
+	}
+	for _, ims := range []string{lmTime.Add(-time.Second).Format(http.TimeFormat), "yesterday"} {
+		if r := e.do(http.MethodGet, DefaultPath, nil, "If-Modified-Since", ims); r.status != http.StatusOK || len(r.body) == 0 {
+			t.Errorf("If-Modified-Since %s: %d, want 200 with the document", ims, r.status)
+		}
+	}
+	// If-None-Match takes precedence: a stale ETag gets the document even
+	// with a current If-Modified-Since.
+	if r := e.do(http.MethodGet, DefaultPath, nil, "If-None-Match", `"stale"`, "If-Modified-Since", lm); r.status != http.StatusOK {
+		t.Errorf("stale If-None-Match with current If-Modified-Since: %d, want 200", r.status)
+	}
+	// A preflight allows the header.
+	if r := e.do(http.MethodOptions, DefaultPath, nil); !strings.Contains(r.header.Get("Access-Control-Allow-Headers"), "If-Modified-Since") {
+		t.Errorf("preflight Access-Control-Allow-Headers = %q", r.header.Get("Access-Control-Allow-Headers"))
+	}
+}

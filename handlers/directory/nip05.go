@@ -127,14 +127,16 @@ func (d *Directory) nip05Loop() {
 	defer d.wg.Done()
 	t := time.NewTicker(d.opts.NIP05CheckEvery)
 	defer t.Stop()
+	// Check once at start: identifiers that fell due while the server was
+	// down are not left standing until the first tick.
 	for {
+		if _, err := d.CheckNIP05Now(d.ctx); err != nil && d.ctx.Err() == nil {
+			d.opts.Logger.Error("NIP-05 rechecks", zap.Error(err))
+		}
 		select {
 		case <-d.ctx.Done():
 			return
 		case <-t.C:
-			if _, err := d.CheckNIP05Now(d.ctx); err != nil && d.ctx.Err() == nil {
-				d.opts.Logger.Error("NIP-05 rechecks", zap.Error(err))
-			}
 		}
 	}
 }

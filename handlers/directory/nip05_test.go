@@ -384,3 +384,25 @@ func TestLocalNIP05ClaimsOfTwoSitesOnOneStore(t *testing.T) {
 		t.Errorf("a.test's document after b.test's failed checks: %+v level %d", en.Gates, en.Level)
 	}
 }
+
+// TestNIP05RecheckedAtStart: identifiers that fell due while the server was
+// down are checked when it starts, not an hour (one schedule tick) later.
+func TestNIP05RecheckedAtStart(t *testing.T) {
+	dom := newNIP05Domain(t)
+	store := openStore(t)
+	first := newEnvOn(t, store, Options{Fetcher: dom.fetcher()})
+	a := newAgent(t)
+	dom.set("bot", a.pk)
+	first.mustRegister(regEvent(t, a, first.now(), "bot", nostr.Tag{"nip05", "bot@example.com"}))
+	first.srv.Close()
+	first.dir.Close()
+
+	dom.set("bot", newAgent(t).pk)
+	clock := newClock()
+	clock.Advance(25 * time.Hour)
+	second := newEnvOn(t, store, Options{Fetcher: dom.fetcher(), Now: clock.Now, NIP05CheckEvery: time.Hour, RegenerateDelay: 10 * time.Millisecond})
+	eventually(t, "the identifier is rechecked at start and cleared", func() bool {
+		doc := second.fetchDocument()
+		return len(doc.Agents) == 1 && doc.Agents[0].Gates.NIP05 == nil
+	})
+}

@@ -59,6 +59,7 @@ func benchmarkEntriesFirstPage(b *testing.B, gqlgenOnly bool) {
 		}
 	}
 	api := graphql.New(store, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	defer api.Close()
 	graphql.SetNoFastPath(api, gqlgenOnly)
 	body := []byte(benchEntriesBody)
 	serve := func() *httptest.ResponseRecorder {

@@ -48,6 +48,7 @@ func newEnv(t *testing.T, opts graphql.Options, pages ...account.Options) *env {
 		opts.Pages = account.New(store, po)
 	}
 	api := graphql.New(store, opts)
+	t.Cleanup(func() { api.Close() })
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	e := &env{t: t, store: store, api: api, srv: srv}

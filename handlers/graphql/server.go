@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -88,8 +89,12 @@ type Options struct {
 	InboundRateLimit int
 	RateLimitWindow  time.Duration
 	// Fetcher fetches the pages of addArticleFromUrl. Default: public
-	// addresses only, up to 5 redirects (each checked), 15 s, 5 MiB.
+	// addresses only (AllowPrivateAddresses lifts that), up to 5 redirects
+	// (each checked), 15 s, 5 MiB.
 	Fetcher *safefetch.Fetcher
+	// AllowPrivateAddresses lets the default Fetcher reach private and
+	// loopback addresses (tests, intranets).
+	AllowPrivateAddresses bool
 	// ClientIP returns the client address used for the inbound rate limit
 	// and logs. Default: the host of r.RemoteAddr.
 	ClientIP func(r *http.Request) string
@@ -138,6 +143,7 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Fetcher == nil {
 		o.Fetcher = safefetch.New(safefetch.Options{
+			AllowPrivate:    o.AllowPrivateAddresses,
 			Timeout:         DefaultFetchTimeout,
 			MaxBytes:        DefaultFetchMaxBytes,
 			FollowRedirects: true,
@@ -166,10 +172,14 @@ type Server struct {
 	members *ratelimit.Limiter // per member
 	inbound *ratelimit.Limiter // per client IP
 
+	fetches   *fetchQueue // addArticleFromUrl's background fetches
+	closeOnce sync.Once
+
 	fastPathStats
 }
 
-// New returns the API backed by store.
+// New returns the API backed by store, and starts fetching the pages of
+// addArticleFromUrl still pending in it; Close stops that.
 func New(store *storage.Store, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{store: store, opts: opts, log: opts.Logger}
@@ -183,6 +193,7 @@ func New(store *storage.Store, opts Options) *Server {
 		s.inbound = ratelimit.New(opts.InboundRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
 	}
 	s.gql = s.newGraphQLServer()
+	s.startFetches()
 	return s
 }
 

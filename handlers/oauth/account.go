@@ -106,7 +106,7 @@ func (s *Server) serveVerifyCredentials(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	if !tok.AllowsAny("profile", "read:accounts") {
-		writeJSON(w, http.StatusForbidden, map[string]string{"error": "This action is outside the authorized scopes"})
+		forbidden(w, "insufficient_scope", "This action is outside the authorized scopes")
 		return
 	}
 	if m == nil {
@@ -127,6 +127,7 @@ func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
 		"authorization_endpoint":                base + AuthorizePath,
 		"token_endpoint":                        base + TokenPath,
 		"revocation_endpoint":                   base + RevokePath,
+		"userinfo_endpoint":                     base + UserinfoPath,
 		"app_registration_endpoint":             base + AppsPath,
 		"scopes_supported":                      storage.OAuthScopes,
 		"response_types_supported":              []string{"code"},
@@ -147,29 +148,68 @@ func (s *Server) memberCount() int {
 	return len(ms)
 }
 
-// instanceConfiguration is the part of the instance entities clients use
-// to size their forms; Hearth hosts no posts, so Mastodon's defaults stand.
-func instanceConfiguration(base string) map[string]any {
+// Limits Mastodon 4.4 reports; Hearth hosts no posts, so Mastodon's
+// defaults stand for the clients that size their forms by them.
+var (
+	statusLimits = map[string]any{"max_characters": 500, "max_media_attachments": 4, "characters_reserved_per_url": 23}
+	pollLimits   = map[string]any{"max_options": 4, "max_characters_per_option": 50, "min_expiration": 300, "max_expiration": 2629746}
+)
+
+func mediaLimits(v2 bool) map[string]any {
+	m := map[string]any{
+		"supported_mime_types":   []string{},
+		"image_size_limit":       16777216,
+		"image_matrix_limit":     33177600,
+		"video_size_limit":       103809024,
+		"video_frame_rate_limit": 120,
+		"video_matrix_limit":     8294400,
+	}
+	if v2 {
+		m["description_limit"] = 1500
+	}
+	return m
+}
+
+// streamingURL is the base URL with ws(s) for http(s).
+func streamingURL(base string) string {
+	return strings.Replace(base, "http", "ws", 1)
+}
+
+// instanceConfigurationV2 is the configuration of Mastodon 4.4's Instance
+// entity (app/serializers/rest/instance_serializer.rb), every key present;
+// null where Hearth has nothing (no push, so no VAPID key; no status,
+// terms-of-service or privacy pages).
+func instanceConfigurationV2(base string) map[string]any {
+	feeds := map[string]any{"local": "disabled", "remote": "disabled"}
 	return map[string]any{
-		"urls":     map[string]any{"streaming": strings.Replace(base, "http", "ws", 1)},
-		"accounts": map[string]any{"max_featured_tags": 10, "max_pinned_statuses": 5},
-		"statuses": map[string]any{"max_characters": 500, "max_media_attachments": 4, "characters_reserved_per_url": 23},
-		"media_attachments": map[string]any{
-			"supported_mime_types":   []string{},
-			"image_size_limit":       16777216,
-			"image_matrix_limit":     33177600,
-			"video_size_limit":       103809024,
-			"video_frame_rate_limit": 120,
-			"video_matrix_limit":     8294400,
+		"urls": map[string]any{
+			"streaming": streamingURL(base), "status": nil, "about": base + "/",
+			"privacy_policy": nil, "terms_of_service": nil,
 		},
-		"polls":       map[string]any{"max_options": 4, "max_characters_per_option": 50, "min_expiration": 300, "max_expiration": 2629746},
-		"translation": map[string]any{"enabled": false},
+		"vapid": map[string]any{"public_key": nil},
+		"accounts": map[string]any{
+			"max_note_length": 500, "max_featured_tags": 10, "max_pinned_statuses": 5,
+			"max_profile_fields": 4, "profile_field_name_limit": 255, "profile_field_value_limit": 255,
+		},
+		"statuses":          statusLimits,
+		"media_attachments": mediaLimits(true),
+		"polls":             pollLimits,
+		"translation":       map[string]any{"enabled": false},
+		"timelines_access": map[string]any{
+			"live_feeds": feeds, "hashtag_feeds": feeds, "trending_link_feeds": feeds,
+		},
+		"limited_federation": true,
 	}
 }
 
+// serveInstanceV1 is Mastodon 4.4's V1_Instance entity
+// (app/serializers/rest/v1/instance_serializer.rb), every key present.
+// Mastodon.py 1.8 reads its version (mastodon/versions.py,
+// internals.py __normalize_version_string takes what precedes the first
+// space); toot 0.34 prints title and version.
 func (s *Server) serveInstanceV1(w http.ResponseWriter, r *http.Request) {
 	base := s.baseURL(r)
-	cfg := instanceConfiguration(base)
+	members := s.memberCount()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"uri":               s.accountDomain(r),
 		"title":             s.opts.InstanceTitle,
@@ -177,19 +217,25 @@ func (s *Server) serveInstanceV1(w http.ResponseWriter, r *http.Request) {
 		"description":       s.opts.InstanceDescription,
 		"email":             s.opts.ContactEmail,
 		"version":           Version,
-		"urls":              map[string]any{"streaming_api": cfg["urls"].(map[string]any)["streaming"]},
-		"stats":             map[string]any{"user_count": s.memberCount(), "status_count": 0, "domain_count": 0},
-		"thumbnail":         nil,
+		"urls":              map[string]any{"streaming_api": streamingURL(base)},
+		"stats":             map[string]any{"user_count": members, "status_count": 0, "domain_count": 0},
+		"thumbnail":         base + MissingHeaderPath,
 		"languages":         []string{"en"},
 		"registrations":     s.opts.OpenRegistration,
 		"approval_required": false,
 		"invites_enabled":   false,
-		"configuration":     cfg,
-		"contact_account":   nil,
-		"rules":             []struct{}{},
+		"configuration": map[string]any{
+			"accounts":          map[string]any{"max_featured_tags": 10},
+			"statuses":          statusLimits,
+			"media_attachments": mediaLimits(false),
+			"polls":             pollLimits,
+		},
+		"contact_account": nil,
+		"rules":           []struct{}{},
 	})
 }
 
+// serveInstanceV2 is Mastodon 4.4's Instance entity, every key present.
 func (s *Server) serveInstanceV2(w http.ResponseWriter, r *http.Request) {
 	base := s.baseURL(r)
 	writeJSON(w, http.StatusOK, map[string]any{
@@ -200,12 +246,17 @@ func (s *Server) serveInstanceV2(w http.ResponseWriter, r *http.Request) {
 		"description":   s.opts.InstanceDescription,
 		"usage":         map[string]any{"users": map[string]any{"active_month": s.memberCount()}},
 		"thumbnail":     map[string]any{"url": base + MissingHeaderPath},
+		"icon":          []struct{}{},
 		"languages":     []string{"en"},
-		"configuration": instanceConfiguration(base),
-		"registrations": map[string]any{"enabled": s.opts.OpenRegistration, "approval_required": false, "message": nil},
-		"api_versions":  map[string]any{"mastodon": 6},
-		"contact":       map[string]any{"email": s.opts.ContactEmail, "account": nil},
-		"rules":         []struct{}{},
+		"configuration": instanceConfigurationV2(base),
+		"registrations": map[string]any{
+			"enabled": s.opts.OpenRegistration, "approval_required": false, "reason_required": false,
+			"message": nil, "min_age": nil, "url": nil,
+		},
+		"api_versions": map[string]any{"mastodon": 6},
+		"wrapstodon":   nil,
+		"contact":      map[string]any{"email": s.opts.ContactEmail, "account": nil},
+		"rules":        []struct{}{},
 	})
 }
 

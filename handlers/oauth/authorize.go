@@ -71,13 +71,17 @@ func (s *Server) parseAuthRequest(v url.Values) (*authRequest, *pageError, *oaut
 		return nil, &pageError{"The application that sent you here is unknown to this server. Ask its developer to register it again."}, nil
 	}
 	req.app = app
-	if req.RedirectURI == "" || !contains(app.RedirectURIs, req.RedirectURI) {
+	if req.RedirectURI == "" || !redirectRegistered(app.RedirectURIs, req.RedirectURI) {
 		return nil, &pageError{"The redirect URI in this request is not registered for " + app.Name + ", so this server will not send you there."}, nil
 	}
 	for _, k := range []string{"response_type", "scope", "state", "code_challenge", "code_challenge_method"} {
 		if len(v[k]) > 1 || len(v.Get(k)) > maxParamLen {
 			return req, nil, invalidRequest("The parameter " + k + " is repeated or too long.")
 		}
+	}
+	if v.Get("response_type") == "" {
+		// Doorkeeper 5.8 PreAuthorization validates presence first.
+		return req, nil, invalidRequest("Missing required parameter: response_type.")
 	}
 	if v.Get("response_type") != "code" {
 		return req, nil, &oauthErr{"unsupported_response_type", "The authorization server does not support this response type."}
@@ -102,6 +106,62 @@ func (s *Server) parseAuthRequest(v url.Values) (*authRequest, *pageError, *oaut
 		return req, nil, invalidRequest("The code_challenge must be the unpadded base64url SHA-256 of the verifier.")
 	}
 	return req, nil, nil
+}
+
+// redirectRegistered reports whether uri is one of the registered redirect
+// URIs (redirectMatches).
+func redirectRegistered(registered []string, uri string) bool {
+	for _, r := range registered {
+		if redirectMatches(r, uri) {
+			return true
+		}
+	}
+	return false
+}
+
+// redirectMatches is the redirect URI rule: exact match, except that a
+// plain-http URI on the loopback IP literals 127.0.0.1 and [::1] matches
+// the same URI on any port (RFC 8252 section 7.3; Doorkeeper 5.8
+// lib/doorkeeper/oauth/helpers/uri_checker.rb URIChecker.matches? drops
+// both ports when both hosts are loopback). localhost stays exact, as RFC
+// 8252 section 8.3 advises against it.
+func redirectMatches(registered, uri string) bool {
+	if registered == uri {
+		return true
+	}
+	a, ok := loopbackWithoutPort(registered)
+	if !ok {
+		return false
+	}
+	b, ok := loopbackWithoutPort(uri)
+	return ok && a == b
+}
+
+// loopbackWithoutPort is uri without its port if it is an http URI on
+// 127.0.0.1 or [::1].
+func loopbackWithoutPort(uri string) (string, bool) {
+	const scheme = "http://"
+	if !strings.HasPrefix(uri, scheme) {
+		return "", false
+	}
+	rest := uri[len(scheme):]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority := rest[:end]
+	host := authority
+	if i := strings.LastIndexByte(authority, ':'); i >= 0 && !strings.HasSuffix(authority, "]") {
+		host = authority[:i]
+		port := authority[i+1:]
+		if port == "" || len(port) > 5 || strings.Trim(port, "0123456789") != "" {
+			return "", false
+		}
+	}
+	if host != "127.0.0.1" && host != "[::1]" {
+		return "", false
+	}
+	return scheme + host + rest[end:], true
 }
 
 func validChallenge(c string) bool {

@@ -220,7 +220,11 @@ func TestAuthorizeRequestErrorsRedirect(t *testing.T) {
 		{"unknown scope", func(q url.Values) { q.Set("scope", "read admin:write") }, "invalid_scope"},
 		{"scope not registered", func(q url.Values) { q.Set("scope", "read push") }, "invalid_scope"},
 		{"response_type token", func(q url.Values) { q.Set("response_type", "token") }, "unsupported_response_type"},
-		{"no response_type", func(q url.Values) { q.Del("response_type") }, "unsupported_response_type"},
+		// Doorkeeper 5.8 lib/doorkeeper/oauth/pre_authorization.rb
+		// validate_params: a blank response_type is a missing parameter,
+		// invalid_request, before the response type is checked (issue 11.7).
+		{"no response_type", func(q url.Values) { q.Del("response_type") }, "invalid_request"},
+		{"empty response_type", func(q url.Values) { q.Set("response_type", "") }, "invalid_request"},
 		{"pkce plain", func(q url.Values) { q.Set("code_challenge", verifier); q.Set("code_challenge_method", "plain") }, "invalid_request"},
 		{"pkce without method", func(q url.Values) { q.Set("code_challenge", challenge(verifier)) }, "invalid_request"},
 		{"pkce method without challenge", func(q url.Values) { q.Set("code_challenge_method", "S256") }, "invalid_request"},

@@ -157,19 +157,47 @@ func New(store *storage.Store, opts Options) *Server {
 	return s
 }
 
-// Handles reports whether r is for one of the server's endpoints.
+// Handles reports whether r is for one of the server's endpoints, with or
+// without a trailing slash (Rails routing ignores one, and clients send it:
+// toot 0.34 opens /oauth/authorize/, Mastodon.py 1.8 reads /api/v1/instance/).
 func (s *Server) Handles(r *http.Request) bool {
-	switch r.URL.Path {
+	switch endpoint(r.URL.Path) {
 	case AppsPath, AppsVerifyPath, AuthorizePath, TokenPath, RevokePath, VerifyCredentialsPath,
-		MetadataPath, InstanceV1Path, InstanceV2Path, MissingAvatarPath, MissingHeaderPath:
+		MetadataPath, InstanceV1Path, InstanceV2Path, MissingAvatarPath, MissingHeaderPath,
+		UserinfoPath, NodeInfoWellKnownPath, NodeInfo20Path, NodeInfo21Path:
 		return true
 	}
 	return false
 }
 
+// endpoint is path without one trailing slash.
+func endpoint(path string) string {
+	if len(path) > 1 && path[len(path)-1] == '/' {
+		return path[:len(path)-1]
+	}
+	return path
+}
+
+// IsAPIPath reports whether path lies under /api/v1/, /api/v2/ or /oauth/,
+// where Mastodon answers an unknown path with a JSON 404 (NotFound).
+func IsAPIPath(path string) bool {
+	for _, prefix := range []string{"/api/v1", "/api/v2", "/oauth"} {
+		if strings.HasPrefix(path, prefix) && (len(path) == len(prefix) || path[len(prefix)] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+// NotFound is Mastodon's answer to an API path it has no route for
+// (Api::BaseController#not_found: 404 {"error":"Record not found"}).
+func NotFound(w http.ResponseWriter) {
+	writeJSON(w, http.StatusNotFound, map[string]string{"error": "Record not found"})
+}
+
 // ServeHTTP serves the endpoints.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	path := r.URL.Path
+	path := endpoint(r.URL.Path)
 	if path != AuthorizePath {
 		// The API endpoints are called by browser-based clients from other
 		// origins, as on Mastodon; none of them uses cookies.
@@ -225,8 +253,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		servePlaceholder(w, r)
+	case UserinfoPath:
+		if r.Method != http.MethodPost && !allow(w, r, http.MethodGet) {
+			return
+		}
+		s.serveUserinfo(w, r)
+	case NodeInfoWellKnownPath, NodeInfo20Path, NodeInfo21Path:
+		if !allow(w, r, http.MethodGet) {
+			return
+		}
+		s.serveNodeInfo(w, r, path)
 	default:
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Record not found"})
+		NotFound(w)
 	}
 }
 
@@ -305,10 +343,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // rack-attack does, plus Retry-After.
 func tooMany(w http.ResponseWriter, res ratelimit.Result) {
 	h := w.Header()
-	h.Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(res.RetryAfter)))
+	// X-RateLimit-Reset is when a request will be allowed again, the same
+	// instant as Retry-After (rounded up to whole seconds), not the end of
+	// the limiter's fixed window: Mastodon.py 1.8 (internals.py
+	// __api_request, ratelimit_method "wait") sleeps until Reset and
+	// retries once. Mastodon writes it as ISO 8601 with fractions.
+	secs := ratelimit.RetryAfterSeconds(res.RetryAfter)
+	reset := time.Now().Add(time.Duration(secs) * time.Second).UTC().Truncate(time.Second).Add(time.Second)
+	h.Set("Retry-After", strconv.Itoa(secs))
 	h.Set("X-RateLimit-Limit", strconv.Itoa(res.Limit))
 	h.Set("X-RateLimit-Remaining", "0")
-	h.Set("X-RateLimit-Reset", res.Reset.UTC().Format(time.RFC3339))
+	h.Set("X-RateLimit-Reset", reset.Format("2006-01-02T15:04:05.000000Z"))
 	h.Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": "Too many requests"})
 }

@@ -88,6 +88,20 @@ func decodeParams(r *http.Request, maxBytes int64) (map[string]string, *oauthErr
 		if perr := parseForm(string(b), out); perr != nil {
 			return nil, perr
 		}
+	} else if ct == "multipart/form-data" {
+		// Rails parses multipart bodies too (Mastodon.py posts files this
+		// way, some clients every form). Files are no parameters: refused.
+		r.Body = body
+		if err := r.ParseMultipartForm(maxBytes); err != nil {
+			return nil, invalidRequest("The request body could not be parsed.")
+		}
+		if len(r.MultipartForm.File) > 0 {
+			_ = r.MultipartForm.RemoveAll()
+			return nil, invalidRequest("The request body could not be parsed.")
+		}
+		if perr := singleValues(r.MultipartForm.Value, out); perr != nil {
+			return nil, perr
+		}
 	} else if ct == "application/json" {
 		var raw map[string]json.RawMessage
 		if err := json.NewDecoder(body).Decode(&raw); err != nil {
@@ -153,9 +167,14 @@ func safeName(k string) string {
 }
 
 // clientAuth authenticates the client from client_id and client_secret in
-// the body. HTTP Basic authentication is not supported (spec).
+// the body. HTTP Basic authentication is not supported (spec), so a Basic
+// header is invalid_client. Any other Authorization header (a Bearer token:
+// Mastodon.py 1.8 authentication.py revoke_access_token and megalodon 10.3
+// mastodon.ts revokeToken send the app's token along) is not client
+// authentication at all and is ignored, as Doorkeeper 5.8's
+// ClientAuthentication only reads Basic credentials from the header.
 func (s *Server) clientAuth(r *http.Request, p map[string]string) (*storage.OAuthApp, *oauthErr) {
-	if r.Header.Get("Authorization") != "" {
+	if h := r.Header.Get("Authorization"); len(h) >= 6 && strings.EqualFold(h[:6], "basic ") {
 		return nil, errInvalidClient
 	}
 	id, secret := p["client_id"], p["client_secret"]
@@ -241,7 +260,7 @@ func (s *Server) exchangeCode(app *storage.OAuthApp, p map[string]string) (*stor
 		return nil, "", invalidRequest("Missing required parameter: redirect_uri.")
 	}
 	tok, secret, err := s.store.ExchangeOAuthCode(code, func(c *storage.OAuthCode) error {
-		if subtle.ConstantTimeCompare([]byte(c.ClientID), []byte(app.ClientID)) != 1 || c.RedirectURI != redirectURI {
+		if subtle.ConstantTimeCompare([]byte(c.ClientID), []byte(app.ClientID)) != 1 || !redirectMatches(c.RedirectURI, redirectURI) {
 			return errInvalidGrant
 		}
 		if c.CodeChallenge == "" {
@@ -346,7 +365,7 @@ func (s *Server) bearer(w http.ResponseWriter, r *http.Request) (*storage.OAuthA
 	case err == nil:
 		return tok, m, true
 	case errors.Is(err, storage.ErrSuspended):
-		writeJSON(w, http.StatusForbidden, map[string]string{"error": "Your login is currently disabled"})
+		forbidden(w, "invalid_token", "Your login is currently disabled")
 	case errors.Is(err, storage.ErrNotFound):
 		unauthorized(w)
 	default:
@@ -357,8 +376,21 @@ func (s *Server) bearer(w http.ResponseWriter, r *http.Request) (*storage.OAuthA
 }
 
 func unauthorized(w http.ResponseWriter) {
-	w.Header().Set("WWW-Authenticate", `Bearer realm="Doorkeeper", error="invalid_token", error_description="The access token is invalid"`)
-	writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "The access token is invalid"})
+	challenge(w, http.StatusUnauthorized, "invalid_token", "The access token is invalid")
+}
+
+// forbidden answers 403 for a valid token that may not do this: too few
+// scopes (insufficient_scope) or a disabled login (invalid_token).
+func forbidden(w http.ResponseWriter, code, message string) {
+	challenge(w, http.StatusForbidden, code, message)
+}
+
+// challenge answers a protected resource's 401/403 with Mastodon's JSON
+// error and the RFC 6750 section 3 challenge carrying error=, as
+// Doorkeeper's ErrorResponse#headers does.
+func challenge(w http.ResponseWriter, status int, code, message string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="Doorkeeper", error="`+code+`", error_description="`+message+`"`)
+	writeJSON(w, status, map[string]string{"error": message})
 }
 
 // redirectWith adds params to a registered redirect URI, keeping the URI

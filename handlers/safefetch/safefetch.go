@@ -1,12 +1,18 @@
-// Package safefetch is Hearth's one outbound HTTP fetcher for URLs that come
-// from users (NIP-05 identifiers, articles to save). It refuses to connect to
-// private, loopback, link-local, unspecified and multicast addresses unless
-// told otherwise, and bounds every fetch in time and size.
+// Package safefetch is Hearth's one outbound connector for URLs that come
+// from users or operators (NIP-05 identifiers, articles to save, relays).
+// Unless told otherwise it connects only to public addresses, deny by
+// default, as judged by code.dny.dev/ssrf: every IPv4 special-purpose range
+// of IANA's registry is refused, and of IPv6 only the global unicast range
+// 2000::/3 is allowed, minus its special-purpose blocks (2001::/23 with
+// Teredo 2001::/32, 2002::/16 6to4, documentation ranges). Everything outside
+// 2000::/3 is refused, which covers ::/96 (IPv4-compatible), ::ffff:0:0/96
+// (IPv4-mapped), 64:ff9b::/96 and 64:ff9b:1::/48 (NAT64), fec0::/10
+// (site-local), fc00::/7, fe80::/10 and multicast.
 //
 // The address check runs on the IP the dialer actually connects to
 // (net.Dialer.Control), after DNS resolution, so a hostname that resolves to
-// 127.0.0.1, or a redirect to one, is refused the same way as a literal IP.
-// Proxies from the environment are ignored for the same reason.
+// 127.0.0.1 (DNS rebinding), or a redirect to one, is refused the same way as
+// a literal IP. Proxies from the environment are ignored for the same reason.
 package safefetch
 
 import (
@@ -23,6 +29,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"code.dny.dev/ssrf"
 )
 
 // Defaults used when Options leave a field zero.
@@ -58,6 +66,10 @@ type Options struct {
 	// curl --resolve). Tests use it to reach a local server under a real
 	// domain name; the address check still applies to the rewritten address.
 	DialAddress func(addr string) string
+	// Resolver replaces net.DefaultResolver for the names dialed (tests
+	// use it to answer a name with a private address, as a rebinding DNS
+	// server would). The address check applies to whatever it answers.
+	Resolver *net.Resolver
 }
 
 // Errors returned by Get, to be tested with errors.Is.
@@ -108,8 +120,9 @@ type Response struct {
 
 // Fetcher fetches URLs under Options. It is safe for concurrent use.
 type Fetcher struct {
-	opts   Options
-	client *http.Client
+	opts      Options
+	client    *http.Client
+	transport *http.Transport
 }
 
 // New returns a Fetcher with opts, defaults filled in.
@@ -127,7 +140,7 @@ func New(opts Options) *Fetcher {
 		opts.UserAgent = DefaultUserAgent
 	}
 	f := &Fetcher{opts: opts}
-	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second}
+	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second, Resolver: opts.Resolver}
 	if !opts.AllowPrivate {
 		dialer.Control = controlPublicOnly
 	}
@@ -148,6 +161,7 @@ func New(opts Options) *Fetcher {
 		ResponseHeaderTimeout:  opts.Timeout,
 		MaxResponseHeaderBytes: 64 << 10,
 	}
+	f.transport = tr
 	f.client = &http.Client{
 		Transport: tr,
 		Timeout:   opts.Timeout,
@@ -166,6 +180,16 @@ func New(opts Options) *Fetcher {
 	}
 	return f
 }
+
+// Options are the fetcher's options, defaults filled in.
+func (f *Fetcher) Options() Options { return f.opts }
+
+// Transport is the fetcher's transport: its dialer checks every address
+// it connects to. Clients that speak another protocol over HTTP (the
+// directory's websocket relay client) use it so that they connect under
+// the same policy; it has no overall timeout, so bound such use with a
+// context.
+func (f *Fetcher) Transport() *http.Transport { return f.transport }
 
 // Get fetches rawURL with GET and reads the whole body (up to MaxBytes).
 // Any HTTP status is returned as a Response; only transport failures,
@@ -213,6 +237,23 @@ func (f *Fetcher) GetWithHeader(ctx context.Context, rawURL string, header http.
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: buf.Bytes(), FinalURL: resp.Request.URL.String()}, nil
 }
 
+// Check tells at once what Get would refuse without a network round trip:
+// a URL that is not absolute http(s), and (unless AllowPrivate) a host that
+// is an IP literal outside public addresses. Names are resolved only by Get.
+func (f *Fetcher) Check(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadURL, err)
+	}
+	if err := checkURL(u); err != nil {
+		return err
+	}
+	if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(u.Hostname(), "["), "]")); err == nil && !f.opts.AllowPrivate && !IsPublic(a) {
+		return &BlockedAddressError{Addr: a}
+	}
+	return nil
+}
+
 func checkURL(u *url.URL) error {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("%w: scheme must be http or https", ErrBadURL)
@@ -244,6 +285,11 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
+// guardian is the deny-by-default policy. Any port and TCP over IPv4 or
+// IPv6 are allowed (articles live on other ports too); the address is
+// what is judged.
+var guardian = ssrf.New(ssrf.WithAnyPort())
+
 func controlPublicOnly(network, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
@@ -255,49 +301,21 @@ func controlPublicOnly(network, address string, _ syscall.RawConn) error {
 	return nil
 }
 
-// nonPublic lists special-purpose ranges (RFC 6890 and successors) beyond
-// those netip classifies itself.
-var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),   // carrier-grade NAT
-	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
-	netip.MustParsePrefix("192.0.2.0/24"),    // documentation
-	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
-	netip.MustParsePrefix("198.51.100.0/24"), // documentation
-	netip.MustParsePrefix("203.0.113.0/24"),  // documentation
-	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, broadcast
-	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
-	netip.MustParsePrefix("2001:db8::/32"),   // documentation
-	netip.MustParsePrefix("100::/64"),        // discard
-}
-
-// IsPublic reports whether addr is a globally routable unicast address:
-// not loopback, private, link-local, unspecified, multicast or another
-// special-purpose range. IPv4-mapped IPv6 addresses are judged as IPv4.
+// IsPublic reports whether addr may be connected to under the
+// deny-by-default policy described in the package documentation.
+// IPv4-mapped, IPv4-compatible and NAT64 IPv6 forms are refused whatever
+// IPv4 address they embed.
 func IsPublic(addr netip.Addr) bool {
-	addr = addr.Unmap()
-	if !addr.IsValid() || addr.IsLoopback() || addr.IsPrivate() || addr.IsUnspecified() ||
-		addr.IsMulticast() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() ||
-		addr.IsInterfaceLocalMulticast() {
+	if !addr.IsValid() || addr.Zone() != "" {
 		return false
 	}
-	for _, p := range nonPublic {
-		if p.Contains(addr) {
-			return false
-		}
-	}
-	// NAT64 well-known prefix: judge the embedded IPv4 address.
-	if addr.Is6() && netip.MustParsePrefix("64:ff9b::/96").Contains(addr) {
-		b := addr.As16()
-		return IsPublic(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
-	}
-	return true
+	return guardian.SafeAddr(addr) == nil
 }
 
 // CheckHost resolves host (a name or an IP literal, without port) and
-// returns a *BlockedAddressError if any of its addresses is not public. Use
-// it before handing a URL to a client that dials by itself (websocket relay
-// connections); Fetcher.Get checks at dial time and does not need it.
+// returns a *BlockedAddressError if any of its addresses is not public.
+// Fetcher.Get, and anything using Fetcher.Transport, checks at dial time and
+// does not need it.
 func CheckHost(ctx context.Context, host string) error {
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	if a, err := netip.ParseAddr(host); err == nil {

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Mastodon.py (Debian python3-mastodon, 1.8) against Hearth, unmodified:
+create_app, auth_request_url, the member approves in a browser (out-of-band
+code), log_in with the code, account_verify_credentials, its version
+detection (retrieve_mastodon_version reads /api/v1/instance/ with a
+trailing slash), instance(), revoke_access_token (which sends the token as
+Authorization: Bearer too), and the revoked token refused.
+
+    mastodonpy_client.py BASE_URL   (HEARTH_USER/PASSWORD set)
+"""
+import os
+import subprocess
+import sys
+
+from mastodon import Mastodon, MastodonUnauthorizedError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OOB = "urn:ietf:wg:oauth:2.0:oob"
+SCOPES = ["read", "write"]
+
+
+def fail(msg):
+    print("Mastodon.py: FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def main():
+    base = sys.argv[1]
+    user = os.environ["HEARTH_USER"]
+    client_id, client_secret = Mastodon.create_app("hearth-interop Mastodon.py", scopes=SCOPES,
+                                                   redirect_uris=OOB, api_base_url=base)
+    m = Mastodon(client_id=client_id, client_secret=client_secret, api_base_url=base)
+    # Version detection ran in the constructor (version_check_mode "created").
+    if not m.version_check_worked or (m.mastodon_major, m.mastodon_minor) != (4, 4):
+        fail(f"version detection: worked={m.version_check_worked} {m.mastodon_major}.{m.mastodon_minor}.{m.mastodon_patch}")
+    print(f"Mastodon.py: version detection ok ({m.retrieve_mastodon_version()})")
+    url = m.auth_request_url(redirect_uris=OOB, scopes=SCOPES, state="mpy-state")
+    b = subprocess.run([sys.executable, os.path.join(HERE, "member_browser.py"), url], capture_output=True, text=True, timeout=60)
+    if b.returncode != 0 or not b.stdout.startswith("code "):
+        fail("approving in the browser:\n" + b.stdout + b.stderr)
+    token = m.log_in(code=b.stdout.split(" ", 1)[1].strip(), redirect_uri=OOB, scopes=SCOPES)
+    print("Mastodon.py: authorization code exchanged ok")
+    me = m.account_verify_credentials()
+    if me["username"] != user:
+        fail(f"verify_credentials: {me}")
+    print("Mastodon.py: verify_credentials ok")
+    inst = m.instance()
+    if not str(inst["version"]).startswith("4.4.0") or not m.verify_minimum_version("4.0.0", cached=True):
+        fail(f"instance: {inst}")
+    print("Mastodon.py: instance ok")
+    m.revoke_access_token()
+    print("Mastodon.py: revoke_access_token ok")
+    old = Mastodon(client_id=client_id, client_secret=client_secret, access_token=token, api_base_url=base)
+    try:
+        old.account_verify_credentials()
+    except MastodonUnauthorizedError:
+        print("Mastodon.py: revoked token refused ok")
+        return
+    fail("the revoked token still works")
+
+
+if __name__ == "__main__":
+    main()
