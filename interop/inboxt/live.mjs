@@ -157,7 +157,7 @@ export async function liveChecks() {
 		['extension/SetSavedItemLabels.graphql', () => ({ data: { id: ids.b, labelIds: [ids.label] } })],
 		['web/createHighlight.graphql', () => ({ data: { savedItemId: ids.a, segments: [{ xpath: '/html/body/article/p[1]', beforeText: '', afterText: ' water', startOffset: 0, endOffset: 5, text: 'Flour' }] } })],
 		['web/createSavedQuery.graphql', () => ({ data: { name: 'Baking', query: 'label:Baking' } }), (d) => { ids.query = d.createSavedQuery.id; }],
-		['web/updateSavedQuery.graphql', () => ({ data: { id: ids.query, name: 'Bread', query: 'label:Baking in:archive' } })],
+		['web/updateSavedQuery.graphql', () => ({ data: { id: ids.query, name: 'Bread', query: 'label:Baking sort:date_desc' } })],
 		['web/updateSavedItemStatus.graphql', () => ({ data: { ids: [ids.b], status: 'ARCHIVED' } })],
 		['web/me.graphql', () => ({})],
 		['extension/Me.graphql', () => ({})],
