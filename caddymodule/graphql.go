@@ -52,6 +52,8 @@ type GraphQL struct {
 	RateLimitWindow caddy.Duration `json:"rate_limit_window,omitempty" caddyfile:"rate_limit_window <duration>" default:"1m"`
 	// Let addArticleFromUrl fetch private, loopback and link-local addresses (tests, intranets).
 	AllowPrivateAddresses bool `json:"allow_private_addresses,omitempty" caddyfile:"allow_private_addresses" default:"off"`
+	// The domain of members' addresses, username@domain, where Inboxt has an e-mail address (set it to hearth_oauth's account_domain on a split-domain site).
+	AccountDomain string `json:"account_domain,omitempty" caddyfile:"account_domain <domain>" default:"the request's host"`
 
 	server *graphql.Server
 	pages  *account.Pages
@@ -88,6 +90,7 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 		ClientIP:              clientIP,
 		Logger:                ctx.Logger(),
 		Pages:                 h.pages,
+		AccountDomain:         h.AccountDomain,
 	})
 	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
 	h.pages.AddSettingsPage(h.server.ExportPage(h.pages))
@@ -149,6 +152,8 @@ func (h *GraphQL) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.RateLimitWindow, err = argDuration(d, name)
 		case "allow_private_addresses":
 			h.AllowPrivateAddresses, err = true, argNone(d)
+		case "account_domain":
+			h.AccountDomain, err = argString(d)
 		default:
 			return d.Errf("unrecognized hearth_graphql subdirective '%s'", name)
 		}
