@@ -204,10 +204,20 @@ func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
 			t.Fatalf("request %d: X-RateLimit-Remaining = %q", i, got)
 		}
 	}
+	// As Inboxt's GqlRateLimitGuard answers: HTTP 200, TOO_MANY_REQUESTS,
+	// extensions.status 429, and the rate-limit headers.
 	r := e.wantError(e.token, labelsQuery, nil, http.StatusOK, "TOO_MANY_REQUESTS")
-	if r.Header.Get("Retry-After") == "" || r.Header.Get("X-RateLimit-Limit") != "3" || r.Header.Get("X-RateLimit-Reset") == "" {
-		t.Fatalf("headers = %v", r.Header)
+	if r.Header.Get("Retry-After") == "" || r.Header.Get("X-RateLimit-Limit") != "3" || r.Header.Get("X-RateLimit-Reset") == "" ||
+		r.Header.Get("X-RateLimit-Remaining") != "0" || r.Errors[0].Extensions["status"] != float64(429) {
+		t.Fatalf("headers = %v, errors %+v", r.Header, r.Errors)
 	}
+	// Requests without a token are limited per client address.
+	for i := 0; i < 3; i++ {
+		if r := e.post("", `{ me { id } }`, nil); r.Status != 200 || len(r.Errors) != 0 {
+			t.Fatalf("tokenless request %d: %d %+v", i, r.Status, r.Errors)
+		}
+	}
+	e.wantError("", `{ me { id } }`, nil, http.StatusOK, "TOO_MANY_REQUESTS")
 	// Another member's token has its own budget.
 	_, other := e.newMember("bob")
 	if r := e.post(other, labelsQuery, nil); r.Status != 200 {
