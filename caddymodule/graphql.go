@@ -60,6 +60,8 @@ type GraphQL struct {
 	MailWebhookHeader string `json:"mail_webhook_header,omitempty" caddyfile:"mail_webhook_header <name>" default:"X-Webhook-Secret"`
 	// The domain of members' newsletter addresses (<inbound address id>@mail_domain), the recipients the mail webhook accepts.
 	MailDomain string `json:"mail_domain,omitempty" caddyfile:"mail_domain <domain>" default:"none"`
+	// The domain of members' addresses, username@domain, where Inboxt has an e-mail address (set it to hearth_oauth's account_domain on a split-domain site).
+	AccountDomain string `json:"account_domain,omitempty" caddyfile:"account_domain <domain>" default:"the request's host"`
 
 	server *graphql.Server
 	pages  *account.Pages
@@ -110,6 +112,7 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 		ClientIP:              clientIP,
 		Logger:                ctx.Logger(),
 		Pages:                 h.pages,
+		AccountDomain:         h.AccountDomain,
 	})
 	app.onStart(h.server.Start) // addArticleFromUrl's pending fetches, once the store is open
 	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
@@ -209,6 +212,8 @@ func (h *GraphQL) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err == nil && (strings.ContainsAny(h.MailDomain, "@/: ") || !strings.Contains(h.MailDomain, ".")) {
 				err = d.Errf("%s: want a domain such as in.example.org, got %q", name, h.MailDomain)
 			}
+		case "account_domain":
+			h.AccountDomain, err = argString(d)
 		default:
 			return d.Errf("unrecognized hearth_graphql subdirective '%s'", name)
 		}

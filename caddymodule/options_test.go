@@ -268,6 +268,8 @@ var optionCases = []optionCase{
 	{"hearth_graphql", "max_inbound_size 1MiB 2MiB", "", "wrong argument count"},
 	{"hearth_graphql", "member_rate_limit none", "", "member_rate_limit: want a positive integer or off"},
 	{"hearth_graphql", "max_depth 12", `{"max_depth":12}`, ""},
+	{"hearth_graphql", "account_domain example.com", `{"account_domain":"example.com"}`, ""},
+	{"hearth_graphql", "account_domain", "", "wrong argument count"},
 	{"hearth_graphql", "max_inbound_size 1MiB 2MiB", "", "wrong argument count"},
 	{"hearth_graphql", "member_rate_limit none", "", "member_rate_limit: want a positive integer or off"},
 	{"hearth_graphql", "max_depth 0", "", "max_depth: want an integer of at least 1"},

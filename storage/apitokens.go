@@ -334,6 +334,28 @@ func (in *Inbound) id() string {
 	return strconv.FormatUint(uint64(in.CreatedAt.UnixMilli())<<16, 10)
 }
 
+// DeleteInbound removes the member's inbound secret record with id (the id
+// InboundInfo shows): the URL stops working at once. ErrNotFound when the
+// member has none with that id.
+func (s *Store) DeleteInbound(memberID, id string) error {
+	return s.Update(func(tx *Tx) error {
+		var in Inbound
+		if err := tx.getJSON(inboundKey(memberID), &in); err != nil {
+			return err
+		}
+		if in.id() != id {
+			return ErrNotFound
+		}
+		if err := tx.delete(inboundRefKey(in.Digest)); err != nil {
+			return err
+		}
+		if err := tx.delete(inboundIDKey(in.id())); err != nil {
+			return err
+		}
+		return tx.delete(inboundKey(memberID))
+	})
+}
+
 // InboundMember returns the member whose inbound secret is secret
 // (ErrNotFound, or ErrSuspended for a suspended member).
 func (s *Store) InboundMember(secret string) (*Member, error) {

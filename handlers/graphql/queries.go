@@ -137,10 +137,11 @@ func (r *queryResolver) Me(ctx context.Context) (*generated.User, error) {
 	}
 	m := c.member
 	return &generated.User{
-		ID:          m.ID,
-		CreatedAt:   m.CreatedAt,
-		Username:    m.Username,
-		DisplayName: m.DisplayName,
+		ID:           m.ID,
+		CreatedAt:    m.CreatedAt,
+		Username:     m.Username,
+		DisplayName:  m.DisplayName,
+		EmailAddress: m.Username + "@" + r.s.accountDomain(stateOf(ctx).r),
 	}, nil
 }
 

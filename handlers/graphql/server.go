@@ -113,6 +113,10 @@ type Options struct {
 	Logger *zap.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// AccountDomain is the domain of members' addresses: where Inboxt has
+	// an e-mail address (User.emailAddress, signIn's emailAddress), Hearth
+	// uses username@AccountDomain. Empty: the host of each request.
+	AccountDomain string
 	// Pages are the member pages: with them, a request without a token
 	// acts for the member signed in with the session cookie (as Inboxt's
 	// web app does), with the pages' cross-origin protection; only
@@ -287,11 +291,13 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c == nil && s.opts.Pages != nil {
+		// Without a token the request may carry the session cookie, or
+		// sign in (signIn): a browser may send neither from another site.
+		if err := s.opts.Pages.CheckCrossOrigin(r); err != nil {
+			writeError(w, http.StatusForbidden, codeForbidden, "cross-origin request refused: a session may only be used from this site's own pages")
+			return
+		}
 		if m := s.opts.Pages.CurrentMember(r); m != nil {
-			if err := s.opts.Pages.CheckCrossOrigin(r); err != nil {
-				writeError(w, http.StatusForbidden, codeForbidden, "cross-origin request refused: a session may only be used from this site's own pages")
-				return
-			}
 			c = &caller{member: m, session: true, tokenKey: "session:" + m.ID}
 		}
 	}
