@@ -150,11 +150,29 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		s.durable = newGroupSync(sync)
 	}
+	if err := s.migrate(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
 	if opts.GCInterval > 0 {
 		s.gcDone.Add(1)
 		go s.runGC(opts.GCInterval)
 	}
 	return s, nil
+}
+
+// migrate brings records written by earlier versions up to date. It runs at
+// Open and after Restore, and changes nothing the second time.
+func (s *Store) migrate() error {
+	kept, expired, err := s.migrateAPITokenOrigins()
+	if err != nil {
+		return fmt.Errorf("migrate API tokens: %w", err)
+	}
+	if kept+expired > 0 {
+		s.log.Info("API tokens made before their origin was recorded: kept those older than the first OAuth app, expired the others",
+			zap.Int("kept", kept), zap.Int("expired", expired))
+	}
+	return nil
 }
 
 // Path is the directory the store lives in.
@@ -249,7 +267,11 @@ func (s *Store) Restore(r io.Reader) error {
 		return err
 	}
 	s.vlogWritten.Store(true)
-	return s.synced()
+	if err := s.synced(); err != nil {
+		return err
+	}
+	// A backup of an earlier version holds records written the old way.
+	return s.migrate()
 }
 
 // RestoreDir replaces the database in dir with the backup stream read from
