@@ -134,6 +134,9 @@ func runningApp() (*App, error) {
 	if !ok || app.Store() == nil {
 		return nil, apiError(http.StatusServiceUnavailable, "the hearth app is not running")
 	}
+	if err := app.start(); err != nil {
+		return nil, apiError(http.StatusServiceUnavailable, "the hearth app is not running: %v", err)
+	}
 	return app, nil
 }
 
@@ -153,6 +156,8 @@ func storeError(err error, what string) error {
 		return apiError(http.StatusNotFound, "%s not found", what)
 	case errors.Is(err, storage.ErrConflict):
 		return apiError(http.StatusConflict, "%s already exists", what)
+	case errors.Is(err, storage.ErrSuspended):
+		return apiError(http.StatusForbidden, "the member is suspended; unsuspend them first")
 	}
 	return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err, Message: "store error; see the Caddy log"}
 }
@@ -164,7 +169,7 @@ func decodeJSONBody(w http.ResponseWriter, r *http.Request, v any) error {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return apiError(http.StatusBadRequest, "request body larger than %d bytes", MaxAdminBody)
+			return apiError(http.StatusRequestEntityTooLarge, "request body larger than %d bytes", MaxAdminBody)
 		}
 		return apiError(http.StatusBadRequest, "reading request body: %v", err)
 	}

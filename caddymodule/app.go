@@ -7,6 +7,8 @@ package caddymodule
 import (
 	"fmt"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -49,6 +51,16 @@ type App struct {
 	logger *zap.Logger
 	pages  *account.Pages
 	dirs   *directories
+	run    *appRun
+	ctx    caddy.Context
+}
+
+// appRun is whether the app has started: the store open, the directories
+// running.
+type appRun struct {
+	started  atomic.Bool
+	mu       sync.Mutex // held by start
+	starters []func()   // background work of handlers, begun once the store is open
 }
 
 // CaddyModule returns the Caddy module information.
@@ -62,9 +74,12 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // DefaultSessionLifetime is how long a web session lasts by default.
 const DefaultSessionLifetime = 14 * 24 * time.Hour
 
-// Provision opens (or reuses) the store for the configured directory.
+// Provision prepares the store for the configured directory (or takes the
+// running one over, at a reload) without touching the disk: no directory is
+// locked and no relay dialled until Start, so `caddy validate` works beside
+// a running server with the same config.
 func (a *App) Provision(ctx caddy.Context) error {
-	a.logger = ctx.Logger()
+	a.logger, a.ctx = ctx.Logger(), ctx
 	dir := caddy.NewReplacer().ReplaceKnown(a.StorageDir, "")
 	if dir == "" {
 		dir = defaultStorageDir()
@@ -77,7 +92,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.SessionLifetime == 0 {
 		a.SessionLifetime = caddy.Duration(DefaultSessionLifetime)
 	}
-	st, err := openStore(abs, storage.Options{
+	st, err := prepareStore(abs, storage.Options{
 		MemTableSize:   a.MemTableSize,
 		BlockCacheSize: a.BlockCacheSize,
 		IndexCacheSize: a.IndexCacheSize,
@@ -95,6 +110,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	a.pages = a.newPages()
 	a.dirs = new(directories)
+	a.run = new(appRun)
 	return nil
 }
 
@@ -116,8 +132,54 @@ func storeSize(st *storage.Store, part string) prometheus.Collector {
 // defaultStorageDir is where the store lives when storage_dir is not set.
 func defaultStorageDir() string { return filepath.Join(caddy.AppDataDir(), "hearth") }
 
-// Start implements caddy.App; the store is opened in Provision.
-func (a *App) Start() error { return nil }
+// Start implements caddy.App: it opens the store and starts the
+// directories' background work.
+func (a *App) Start() error {
+	if err := a.start(); err != nil {
+		return err
+	}
+	a.logStarted(a.ctx)
+	return nil
+}
+
+// start opens the store and starts the directories, once. Caddy starts its
+// apps in no fixed order, so the handlers also call it before serving a
+// request (the http app may be listening before this app has started).
+func (a *App) start() error {
+	if a.run.started.Load() {
+		return nil
+	}
+	a.run.mu.Lock()
+	defer a.run.mu.Unlock()
+	if a.run.started.Load() {
+		return nil
+	}
+	if err := openStore(a.store); err != nil {
+		return err
+	}
+	for _, d := range a.directories() {
+		if err := d.Start(); err != nil {
+			return fmt.Errorf("hearth_directory: %w", err)
+		}
+	}
+	for _, f := range a.run.starters {
+		f()
+	}
+	a.run.started.Store(true)
+	return nil
+}
+
+// onStart runs f once the store is open (at once if it already is): a
+// handler's background work that reads the store.
+func (a *App) onStart(f func()) {
+	a.run.mu.Lock()
+	defer a.run.mu.Unlock()
+	if a.run.started.Load() {
+		f()
+		return
+	}
+	a.run.starters = append(a.run.starters, f)
+}
 
 // Stop implements caddy.App; the store is released in Cleanup.
 func (a *App) Stop() error { return nil }

@@ -105,14 +105,16 @@ func (Directory) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision starts the directory (document builder, NIP-05 checks, relay
-// subscriptions) on the hearth app's store.
+// Provision prepares the directory on the hearth app's store; the app's
+// Start builds the document and starts NIP-05 checks and relay
+// subscriptions.
 func (h *Directory) Provision(ctx caddy.Context) error {
 	app, err := appFrom(ctx)
 	if err != nil {
 		return err
 	}
-	d, err := directory.New(app.Store(), directory.Options{
+	d, err := directory.Prepare(app.Store(), directory.Options{
+		RateLimits:          app.RateLimits(),
 		Path:                h.Path,
 		Kind:                h.Kind,
 		PowMinBits:          h.PowMinBits,
@@ -160,6 +162,9 @@ func (h *Directory) Cleanup() error {
 
 // ServeHTTP serves the directory's paths and passes other requests on.
 func (h *Directory) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if err := h.app.start(); err != nil {
+		return caddyhttp.Error(http.StatusServiceUnavailable, err)
+	}
 	return serveOrNext(w, r, next, h.dir)
 }
 

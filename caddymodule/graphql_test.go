@@ -480,3 +480,80 @@ func TestGraphQLThroughCaddy(t *testing.T) {
 		}
 	})
 }
+
+// Inboxt's mail webhook through Caddy: off on a site without a secret; on
+// with one (from the environment), the recipient <inbound id>@mail_domain
+// routes a provider's JSON to the member, unknown recipients are refused
+// storing nothing.
+func TestMailWebhookThroughCaddy(t *testing.T) {
+	const secret = "caddy-test-mail-secret-93c1"
+	t.Setenv("HEARTH_TEST_MAIL_SECRET", secret)
+	startHearth(t, hearthCaddyfile(t.TempDir(), fmt.Sprintf(`%s {
+	hearth_graphql {
+		mail_webhook_secret {env.HEARTH_TEST_MAIL_SECRET}
+		mail_domain in.example.org
+	}
+	respond "site"
+}
+%s {
+	hearth_graphql
+	respond "strict"
+}
+`, testSite, strictSite)))
+	adminJSONOK(t, http.MethodPost, "/hearth/members", `{"username":"alice","password":"correct horse"}`, http.StatusCreated, nil)
+	token := createAPIToken(t, "alice")
+	b := newBrowser(t, testSite)
+	b.signIn("alice", "correct horse")
+	b.post("/settings/api_tokens", url.Values{"action": {"rotate_inbound"}})
+	var addrs struct {
+		InboundEmailAddresses []struct{ ID, FullAddress string }
+	}
+	gqlData(t, token, `query { inboundEmailAddresses { id createdAt fullAddress } }`, nil, &addrs)
+	if len(addrs.InboundEmailAddresses) != 1 || addrs.InboundEmailAddresses[0].FullAddress != addrs.InboundEmailAddresses[0].ID+"@in.example.org" {
+		t.Fatalf("inboundEmailAddresses = %+v", addrs)
+	}
+	rcpt := addrs.InboundEmailAddresses[0].FullAddress
+	post := func(site, body string, auth func(*http.Request)) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, site+"/api/inbox/items/mail-webhook", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if auth != nil {
+			auth(req)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	header := func(r *http.Request) { r.Header.Set("X-Webhook-Secret", secret) }
+	postmark := `{"OriginalRecipient":"` + rcpt + `","FromFull":{"Email":"news@bakery.example","Name":"Weekly Bakes"},
+		"Subject":"Rye week","MessageID":"rye-week-1","HtmlBody":"<p>This week: rye bread and caraway.</p>","TextBody":"This week: rye bread and caraway."}`
+	if status, body := post(strictSite, postmark, header); status != http.StatusNotFound || !strings.Contains(body, "not enabled") {
+		t.Fatalf("site without a secret: %d %s", status, body)
+	}
+	if status, body := post(testSite, postmark, nil); status != http.StatusUnauthorized {
+		t.Fatalf("no secret: %d %s", status, body)
+	}
+	unknown := strings.Replace(postmark, rcpt, "1@in.example.org", 1)
+	if status, body := post(testSite, unknown, header); status != http.StatusNotFound || !strings.Contains(body, "1@in.example.org") {
+		t.Fatalf("unknown recipient: %d %s", status, body)
+	}
+	if got := allEntries(t, token, map[string]any{"first": 10}, nil); len(got) != 0 {
+		t.Fatalf("stored before any accepted delivery: %+v", got)
+	}
+	status, first := post(testSite, postmark, header)
+	if status != http.StatusOK {
+		t.Fatalf("delivery: %d %s", status, first)
+	}
+	// The provider retries, with Basic credentials this time.
+	status, again := post(testSite, postmark, func(r *http.Request) { r.SetBasicAuth("inboxt", secret) })
+	if status != http.StatusOK || again != first {
+		t.Fatalf("retry: %d %s, first %s", status, again, first)
+	}
+	got := allEntries(t, token, map[string]any{"first": 10, "q": "type:newsletter"}, nil)
+	if len(got) != 1 || got[0].Title != "Rye week" || got[0].Typename != "SavedItem" {
+		t.Fatalf("newsletters = %+v", got)
+	}
+}

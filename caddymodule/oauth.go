@@ -50,6 +50,7 @@ type OAuth struct {
 
 	server *oauth.Server
 	pages  *account.Pages
+	app    *App
 }
 
 // CaddyModule returns the Caddy module information.
@@ -67,8 +68,9 @@ func (h *OAuth) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	h.pages = app.Pages()
+	h.pages, h.app = app.Pages(), app
 	h.server = oauth.New(app.Store(), oauth.Options{
+		RateLimits:          app.RateLimits(),
 		BaseURL:             h.BaseURL,
 		AccountDomain:       h.AccountDomain,
 		AllowHTTPRedirects:  h.AllowHTTPRedirects,
@@ -112,6 +114,9 @@ func (h *OAuth) Validate() error {
 // A path under /api/v1/, /api/v2/ or /oauth/ that neither they nor the
 // rest of the route answer gets Mastodon's JSON 404, not an empty 200.
 func (h *OAuth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if err := h.app.start(); err != nil {
+		return caddyhttp.Error(http.StatusServiceUnavailable, err)
+	}
 	if oauth.IsAPIPath(r.URL.Path) && !h.server.Handles(r) && !h.pages.Handles(r) {
 		return notFoundUnanswered{next}.ServeHTTP(w, r)
 	}

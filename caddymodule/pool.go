@@ -25,22 +25,33 @@ type pooledStore struct{ *storage.Store }
 
 func (p pooledStore) Destruct() error { return p.Store.Close() }
 
-func openStore(path string, opts storage.Options) (*storage.Store, error) {
+// prepareStore takes a reference to the store of path, prepared but not
+// opened: Provision does no I/O (caddy validate runs it beside a live
+// server). openStore opens it.
+func prepareStore(path string, opts storage.Options) (*storage.Store, error) {
 	v, _, err := stores.LoadOrNew(path, func() (caddy.Destructor, error) {
-		st, err := storage.Open(path, opts)
-		if err != nil {
-			if errors.Is(err, storage.ErrLocked) {
-				return nil, fmt.Errorf("%w; if another Caddy runs with this storage_dir, use 'caddy reload' to change its config", err)
-			}
-			return nil, err
-		}
-		storeOpens.Add(1)
-		return pooledStore{st}, nil
+		return pooledStore{storage.Prepare(path, opts)}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return v.(pooledStore).Store, nil
+}
+
+// openStore opens a prepared store; a store already open (taken over from
+// the previous config at a reload) stays as it is.
+func openStore(st *storage.Store) error {
+	if st.IsOpen() {
+		return nil
+	}
+	if err := st.Open(); err != nil {
+		if errors.Is(err, storage.ErrLocked) {
+			return fmt.Errorf("%w; if another Caddy runs with this storage_dir, use 'caddy reload' to change its config", err)
+		}
+		return err
+	}
+	storeOpens.Add(1)
+	return nil
 }
 
 func releaseStore(path string, log *zap.Logger) error {

@@ -93,6 +93,7 @@ func apiTokenRefKey(digest string) []byte    { return key("gql", "tok", digest) 
 func apiTokenKey(memberID, id string) []byte { return key("u", memberID, "gql", "tok", id) }
 func inboundRefKey(digest string) []byte     { return key("gql", "inbound", digest) }
 func inboundKey(memberID string) []byte      { return key("u", memberID, "gql", "inbound") }
+func inboundIDKey(id string) []byte          { return key("gql", "inboundid", id) }
 
 // CreateAPIToken makes a token for the member that expires after lifetime
 // (0: never), asked for by the member's own signed-in session
@@ -453,10 +454,16 @@ func (s *Store) RotateInboundSecret(memberID, site string) (string, error) {
 			if err := tx.delete(inboundRefKey(old.Digest)); err != nil {
 				return err
 			}
+			if err := tx.delete(inboundIDKey(old.id())); err != nil {
+				return err
+			}
 		} else if !errors.Is(err, ErrNotFound) {
 			return err
 		}
 		if err := tx.put(inboundRefKey(in.Digest), []byte(memberID), 0); err != nil {
+			return err
+		}
+		if err := tx.put(inboundIDKey(in.ID), []byte(memberID), 0); err != nil {
 			return err
 		}
 		return tx.putJSON(inboundKey(memberID), in, 0)
@@ -473,12 +480,17 @@ func (s *Store) InboundInfo(memberID string) (*Inbound, error) {
 	if err := s.View(func(tx *Tx) error { return tx.getJSON(inboundKey(memberID), &in) }); err != nil {
 		return nil, err
 	}
-	if in.ID == "" {
-		// Records made before addresses had ids: one in NewID's form,
-		// from the creation time, stable across reads.
-		in.ID = strconv.FormatUint(uint64(in.CreatedAt.UnixMilli())<<16, 10)
-	}
+	in.ID = in.id()
 	return &in, nil
+}
+
+// id is the address's id. Records made before addresses had ids get one
+// in NewID's form, from the creation time, stable across reads.
+func (in *Inbound) id() string {
+	if in.ID != "" {
+		return in.ID
+	}
+	return strconv.FormatUint(uint64(in.CreatedAt.UnixMilli())<<16, 10)
 }
 
 // InboundMember returns the member whose inbound secret is secret
@@ -505,6 +517,69 @@ func (s *Store) InboundMember(secret string) (*Member, error) {
 	return m, nil
 }
 
+// InboundMemberByID returns the member whose current inbound address has
+// the id (the local part of their newsletter e-mail address): ErrNotFound,
+// or ErrSuspended for a suspended member. Addresses made before the id was
+// indexed (records without an id, whose id InboundInfo derives) are found
+// after IndexInboundIDs.
+func (s *Store) InboundMemberByID(id string) (*Member, error) {
+	if !isItemID(id) {
+		return nil, ErrNotFound
+	}
+	var m *Member
+	err := s.View(func(tx *Tx) error {
+		mid, err := tx.get(inboundIDKey(id))
+		if err != nil {
+			return err
+		}
+		m, err = tx.MemberByID(string(mid))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if m.Suspended {
+		return nil, ErrSuspended
+	}
+	return m, nil
+}
+
+// IndexInboundIDs indexes by id the inbound addresses that are not (made
+// before the index, or with no id of their own): one pass over the
+// addresses, each in a transaction of its own.
+func (s *Store) IndexInboundIDs() error {
+	var members []string
+	prefix := key("gql", "inbound", "")
+	err := s.View(func(tx *Tx) error {
+		return tx.scan(prefix, nil, false, false, func(_, v []byte) (bool, error) {
+			members = append(members, string(v))
+			return true, nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for _, mid := range members {
+		in, err := s.InboundInfo(mid)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		err = s.Update(func(tx *Tx) error {
+			if _, err := tx.get(inboundIDKey(in.ID)); err == nil || !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			return tx.put(inboundIDKey(in.ID), []byte(mid), 0)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func init() {
 	memberCleanups = append(memberCleanups, func(tx *Tx, memberID string) error {
 		var refs [][]byte
@@ -521,7 +596,7 @@ func init() {
 		}
 		var in Inbound
 		if err := tx.getJSON(inboundKey(memberID), &in); err == nil {
-			refs = append(refs, inboundRefKey(in.Digest))
+			refs = append(refs, inboundRefKey(in.Digest), inboundIDKey(in.id()))
 		} else if !errors.Is(err, ErrNotFound) {
 			return err
 		}

@@ -12,8 +12,10 @@ import (
 // marking the item failed (FailFetch). Entries left by a process that
 // stopped mid-fetch are found again by PendingFetches on the next start.
 //
-//	fetch/<member id>/<item id>   the URL to fetch (outside u/<member>/, so
-//	                              that one scan finds every member's)
+//	fetch/<member id>/<item id>   the URL to fetch, after "private " when it
+//	                              may be fetched from private addresses
+//	                              (outside u/<member>/, so that one scan
+//	                              finds every member's)
 
 func fetchKey(memberID, itemID string) []byte { return key("fetch", memberID, itemID) }
 
@@ -24,20 +26,27 @@ func init() {
 	})
 }
 
-// PendingFetch is an item whose page is still to be fetched.
+// PendingFetch is an item whose page is still to be fetched. Private is
+// set when it was queued by a server that may fetch private addresses: only
+// such a server fetches it, and a stricter one never does.
 type PendingFetch struct {
 	MemberID, ItemID, URL string
+	Private               bool
 }
 
-// PendingFetches returns up to limit pending fetches, in key order.
-func (s *Store) PendingFetches(limit int) ([]PendingFetch, error) {
+const privateFetch = "private "
+
+// PendingFetches returns up to limit pending fetches, in key order: those
+// with Private as given, or all when all is set.
+func (s *Store) PendingFetches(limit int, private, all bool) ([]PendingFetch, error) {
 	var out []PendingFetch
 	prefix := key("fetch", "")
 	err := s.View(func(tx *Tx) error {
 		return tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 			member, item, ok := strings.Cut(string(k[len(prefix):]), "/")
-			if ok {
-				out = append(out, PendingFetch{MemberID: member, ItemID: item, URL: string(v)})
+			u, priv := strings.CutPrefix(string(v), privateFetch)
+			if ok && (all || priv == private) {
+				out = append(out, PendingFetch{MemberID: member, ItemID: item, URL: u, Private: priv})
 			}
 			return len(out) < limit, nil
 		})
@@ -49,10 +58,12 @@ func (s *Store) PendingFetches(limit int) ([]PendingFetch, error) {
 // from in (a placeholder title and description), or, when the member
 // already has an item with in.URL, that item moved back to the inbox with
 // in.LabelIDs added and its content kept. Either way the item gets a
-// pending-fetch entry in the same transaction.
-func (s *Store) QueueFetch(memberID string, in NewItem) (*SavedItem, error) {
+// pending-fetch entry in the same transaction; private marks it for
+// servers that may fetch private addresses.
+func (s *Store) QueueFetch(memberID string, in NewItem, private bool) (*SavedItem, error) {
 	in.Type = TypeArticle
 	in.queueFetch = true
+	in.fetchPrivate = private
 	it, _, err := s.SaveItem(memberID, in)
 	return it, err
 }
@@ -77,10 +88,11 @@ func (s *Store) FinishFetch(memberID, itemID string, in NewItem) (*SavedItem, er
 func (s *Store) FailFetch(memberID, itemID, reason string) error {
 	reason = clipRunes(strings.Join(strings.Fields(reason), " "), MaxDescriptionLen)
 	return s.Update(func(tx *Tx) error {
-		url, err := tx.get(fetchKey(memberID, itemID))
+		v, err := tx.get(fetchKey(memberID, itemID))
 		if err != nil {
 			return err
 		}
+		url, _ := strings.CutPrefix(string(v), privateFetch)
 		if err := tx.delete(fetchKey(memberID, itemID)); err != nil {
 			return err
 		}
@@ -100,7 +112,7 @@ func (s *Store) FailFetch(memberID, itemID, reason string) error {
 		}
 		it := old
 		it.LabelIDs = append([]string(nil), old.LabelIDs...)
-		it.Title = clipRunes("Failed to process: "+string(url), MaxTitleLen)
+		it.Title = clipRunes("Failed to process: "+url, MaxTitleLen)
 		it.Description = reason
 		it.UpdatedAt = now()
 		if err := tx.putItem(&old, &it); err != nil {

@@ -112,6 +112,7 @@ type NewItem struct {
 	MessageID string
 
 	queueFetch    bool   // QueueFetch: add a pending fetch, keep an existing item's content
+	fetchPrivate  bool   // QueueFetch: the fetch may reach private addresses
 	finishesFetch string // FinishFetch: the item whose pending fetch this ends
 }
 
@@ -136,7 +137,6 @@ func ValidSortField(f SortField) bool { _, ok := sortFieldCode[f]; return ok }
 
 var statusCode = map[string]string{StatusActive: "A", StatusArchived: "R", StatusDeleted: "D"}
 
-func savedPrefix(memberID string) []byte { return key("u", memberID, "gql", "") }
 func itemKey(memberID, id string) []byte { return key("u", memberID, "gql", "item", id) }
 func contentKey(memberID, id string) []byte {
 	return key("u", memberID, "gql", "content", id)
@@ -712,7 +712,11 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 		}
 		out = it
 		if in.queueFetch {
-			if err := tx.put(fetchKey(memberID, it.ID), []byte(norm), 0); err != nil {
+			v := norm
+			if in.fetchPrivate {
+				v = privateFetch + norm
+			}
+			if err := tx.put(fetchKey(memberID, it.ID), []byte(v), 0); err != nil {
 				return err
 			}
 			if keep {
@@ -1354,12 +1358,17 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 			return err
 		}
 		// One allocation for the page's items, and one item key buffer.
-		items := make([]SavedItem, len(statuses)*(min(first, 1000)+1))
-		var found []*SavedItem
-		var sufs [][]byte
+		// One allocation for a page's items, one for their index key
+		// suffixes (each ends where ends says), one item key buffer. Past
+		// a page (more statuses matching), items are allocated one by one.
+		items := make([]SavedItem, min(first, 1000)+1)
+		found := make([]*SavedItem, 0, len(items))
+		arena := make([]byte, 0, len(items)*24)
+		ends := make([]int, 0, len(items))
 		itemPrefix := itemKey(memberID, "")
 		k := make([]byte, len(itemPrefix), len(itemPrefix)+20)
 		copy(k, itemPrefix)
+		contributed := 0
 		for _, status := range statuses {
 			// Each status gives at most first+1 matches: the merged page
 			// needs no more to know whether another follows.
@@ -1390,15 +1399,27 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 					return err == nil, err
 				}
 				found = append(found, it)
-				sufs = append(sufs, append([]byte(nil), suf...))
+				arena = append(arena, suf...)
+				ends = append(ends, len(arena))
 				n++
 				return n <= first, nil
 			})
 			if err != nil {
 				return err
 			}
+			if n > 0 {
+				contributed++
+			}
 		}
-		if len(statuses) > 1 {
+		sufs := make([][]byte, len(found))
+		for i, end := range ends {
+			start := 0
+			if i > 0 {
+				start = ends[i-1]
+			}
+			sufs[i] = arena[start:end:end]
+		}
+		if contributed > 1 {
 			idx := make([]int, len(found))
 			for i := range idx {
 				idx[i] = i

@@ -89,11 +89,12 @@ func (o Options) withDefaults() Options {
 // ErrLocked is returned by Open when another process holds the database.
 var ErrLocked = errors.New("the store is in use by another process (is Caddy running? stop it first, or use the admin API)")
 
-// Store is an open Hearth database. It is safe for concurrent use.
+// Store is a Hearth database. It is safe for concurrent use once open.
 type Store struct {
 	db   *badger.DB
 	path string
 	log  *zap.Logger
+	opts Options
 
 	durable     *groupSync // nil when SyncWrites is off
 	logs        *logSyncer // durable's sync; nil when SyncWrites is off
@@ -103,16 +104,53 @@ type Store struct {
 
 	replacing sync.Mutex // held by Replace
 
+	openMu sync.Mutex // held by Open and Close
 	stopGC chan struct{}
 	gcDone sync.WaitGroup
 	closed sync.Once
+	done   bool // closed; guarded by openMu
 }
 
 // Open opens (creating if needed) the database in dir.
 func Open(dir string, opts Options) (*Store, error) {
+	s := Prepare(dir, opts)
+	if err := s.Open(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Prepare returns the store of dir without touching the disk: no directory is
+// created, locked or read until Open. Caddy's Provision prepares; Start (or
+// the first request) opens.
+func Prepare(dir string, opts Options) *Store {
 	opts = opts.withDefaults()
+	s := &Store{path: dir, log: opts.Logger, opts: opts, caches: newCaches(), stopGC: make(chan struct{})}
+	s.async.delay = asyncFlushDelay
+	return s
+}
+
+// IsOpen reports whether Open has succeeded (and Close not been called).
+func (s *Store) IsOpen() bool {
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	return s.db != nil && !s.done
+}
+
+// Open opens (creating if needed) the prepared database. Calling it again
+// on an open store does nothing; a closed store cannot be opened again.
+func (s *Store) Open() error {
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	if s.done {
+		return fmt.Errorf("open store %s: %w", s.path, badger.ErrDBClosed)
+	}
+	if s.db != nil {
+		return nil
+	}
+	dir, opts := s.path, s.opts
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create store directory: %w", err)
+		return fmt.Errorf("create store directory: %w", err)
 	}
 	bo := badger.DefaultOptions(dir).
 		WithLogger(zapBadgerLogger{opts.Logger.Sugar()}).
@@ -131,12 +169,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	db, err := badger.Open(bo)
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
-			return nil, fmt.Errorf("open store %s: %w", dir, ErrLocked)
+			return fmt.Errorf("open store %s: %w", dir, ErrLocked)
 		}
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+		return fmt.Errorf("open store %s: %w", dir, err)
 	}
-	s := &Store{db: db, path: dir, log: opts.Logger, caches: newCaches(), stopGC: make(chan struct{})}
-	s.async.delay = asyncFlushDelay
+	s.db = db
 	if *opts.SyncWrites {
 		s.logs = &logSyncer{dir: dir, vlogWritten: &s.vlogWritten}
 		sync := s.logs.sync
@@ -151,14 +188,19 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.durable = newGroupSync(sync)
 	}
 	if err := s.migrate(); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+		// Not Close: it waits for openMu, which Open holds.
+		db.Close()
+		if s.logs != nil {
+			s.logs.close()
+		}
+		s.db, s.logs, s.durable = nil, nil, nil
+		return fmt.Errorf("open store %s: %w", dir, err)
 	}
 	if opts.GCInterval > 0 {
 		s.gcDone.Add(1)
 		go s.runGC(opts.GCInterval)
 	}
-	return s, nil
+	return nil
 }
 
 // migrate brings records written by earlier versions up to date. It runs at
@@ -181,6 +223,12 @@ func (s *Store) Path() string { return s.path }
 // Close stops garbage collection and closes the database. It is safe to call
 // more than once.
 func (s *Store) Close() error {
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	s.done = true
+	if s.db == nil {
+		return nil // never opened
+	}
 	var err error
 	s.closed.Do(func() {
 		close(s.stopGC)
@@ -373,7 +421,12 @@ func (s *Store) flushSoon() {
 
 // Size returns the bytes on disk of the store's tables and of its value
 // logs (Badger's figures, updated about once a minute).
-func (s *Store) Size() (tables, valueLogs int64) { return s.db.Size() }
+func (s *Store) Size() (tables, valueLogs int64) {
+	if !s.IsOpen() {
+		return 0, 0
+	}
+	return s.db.Size()
+}
 
 // Ping reports whether the store answers reads.
 func (s *Store) Ping(ctx context.Context) error {

@@ -180,9 +180,3 @@ func (r activityRules) templateFlag(act *storage.AgentActivity, now time.Time) b
 	}
 	return best >= r.templateMin && float64(best) >= r.templateRatio*float64(len(sample))
 }
-
-// postsSince counts the recent posts at or after t (within the kept window).
-func postsSince(act *storage.AgentActivity, t int64) int {
-	i := sort.Search(len(act.Times), func(i int) bool { return act.Times[i] >= t })
-	return len(act.Times) - i
-}

@@ -21,7 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nbd-wtf/go-nostr"
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
@@ -75,6 +74,9 @@ var (
 
 // Options configure a Directory. Zero fields take the defaults above.
 type Options struct {
+	// RateLimits keeps the rate limiters' counts across rebuilds of the
+	// handler (the Caddy app holds one per store); nil: private limiters.
+	RateLimits *ratelimit.Registry
 	// Path is where the document is served.
 	Path string
 	// Kind is the registration event kind.
@@ -249,17 +251,36 @@ type Directory struct {
 	stampedAt time.Time     // last StampDirectoryDocument, under buildMu
 	dirty     chan struct{} // a change happened; rebuild after RegenerateDelay
 	authorsCh chan struct{} // the set of registered authors changed
-	pool      *nostr.SimplePool
+	// relayFetcher dials relay connections: public addresses only unless
+	// AllowPrivate, checked when connecting.
+	relayFetcher *safefetch.Fetcher
+	// relayLive counts live relay subscriptions that reached the end of
+	// their stored events (tests wait on it).
+	relayLive atomic.Int64
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	closed sync.Once
+	ctx     context.Context
+	cancel  context.CancelFunc // set by Start
+	startMu sync.Mutex         // held by Start and Close
+	wg      sync.WaitGroup
+	closed  sync.Once
 }
 
 // New returns a Directory serving from store, builds the first document and
-// starts the background work.
+// starts the background work: Prepare, then Start.
 func New(store *storage.Store, opts Options) (*Directory, error) {
+	d, err := Prepare(store, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Start(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Prepare checks opts and returns a Directory that does nothing yet: it
+// neither reads the store nor dials a relay until Start.
+func Prepare(store *storage.Store, opts Options) (*Directory, error) {
 	opts = opts.withDefaults()
 	if opts.Kind < 0 || opts.Kind > maxKind {
 		return nil, fmt.Errorf("kind %d is out of range", opts.Kind)
@@ -282,10 +303,10 @@ func New(store *storage.Store, opts Options) (*Directory, error) {
 		rules:       newActivityRules(opts),
 		maintainers: map[string]bool{},
 		fetcher:     opts.Fetcher,
-		regLimitIP:  ratelimit.New(opts.RegisterLimitIP.N, opts.RegisterLimitIP.Window).WithClock(opts.Now),
-		regLimitPK:  ratelimit.New(opts.RegisterLimitPubkey.N, opts.RegisterLimitPubkey.Window).WithClock(opts.Now),
-		evLimitIP:   ratelimit.New(opts.EventsLimitIP.N, opts.EventsLimitIP.Window).WithClock(opts.Now),
-		evLimitPK:   ratelimit.New(opts.EventsLimitPubkey.N, opts.EventsLimitPubkey.Window).WithClock(opts.Now),
+		regLimitIP:  opts.RateLimits.Limiter("directory.register.ip", opts.RegisterLimitIP.N, opts.RegisterLimitIP.Window).WithClock(opts.Now),
+		regLimitPK:  opts.RateLimits.Limiter("directory.register.pubkey", opts.RegisterLimitPubkey.N, opts.RegisterLimitPubkey.Window).WithClock(opts.Now),
+		evLimitIP:   opts.RateLimits.Limiter("directory.events.ip", opts.EventsLimitIP.N, opts.EventsLimitIP.Window).WithClock(opts.Now),
+		evLimitPK:   opts.RateLimits.Limiter("directory.events.pubkey", opts.EventsLimitPubkey.N, opts.EventsLimitPubkey.Window).WithClock(opts.Now),
 		dirty:       make(chan struct{}, 1),
 		authorsCh:   make(chan struct{}, 1),
 	}
@@ -308,25 +329,44 @@ func New(store *storage.Store, opts Options) (*Directory, error) {
 			MaxBytes:     256 << 10,
 		})
 	}
+	d.relayFetcher = safefetch.New(safefetch.Options{AllowPrivate: opts.AllowPrivate, Timeout: 30 * time.Second})
+	return d, nil
+}
+
+// Start builds the first document from the (open) store and starts the
+// background work: the regeneration schedule, NIP-05 rechecks and relay
+// subscriptions. Calling it again does nothing.
+func (d *Directory) Start() error {
+	d.startMu.Lock()
+	defer d.startMu.Unlock()
+	if d.cancel != nil {
+		return nil
+	}
 	if err := d.Rebuild(); err != nil {
-		return nil, fmt.Errorf("build directory document: %w", err)
+		return fmt.Errorf("build directory document: %w", err)
 	}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.wg.Add(2)
 	go d.regenerateLoop()
 	go d.nip05Loop()
-	if len(opts.Relays) > 0 {
+	if len(d.opts.Relays) > 0 {
 		d.startRelays()
 	}
-	return d, nil
+	return nil
 }
 
-// Close stops the background work. It is safe to call more than once.
+// Close stops the background work. It is safe to call more than once, and
+// before Start.
 func (d *Directory) Close() error {
 	d.closed.Do(func() {
+		d.startMu.Lock()
+		defer d.startMu.Unlock()
+		if d.cancel == nil {
+			d.cancel = func() {} // a later Start does nothing
+			return
+		}
 		d.cancel()
 		d.wg.Wait()
-		d.closeRelays()
 	})
 	return nil
 }

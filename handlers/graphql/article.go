@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"strings"
 
-	readability "github.com/go-shiori/go-readability"
+	readability "codeberg.org/readeck/go-readability/v2"
 	"golang.org/x/net/html/charset"
 
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
@@ -34,7 +34,7 @@ func (s *Server) queueArticleFromURL(memberID, rawURL string, labelIDs []string)
 		Title:       clip(processingTitlePrefix+norm+"...", storage.MaxTitleLen),
 		Description: clip(processingDescription(storage.SourceDomain(norm)), storage.MaxDescriptionLen),
 		LabelIDs:    labelIDs,
-	})
+	}, s.opts.Fetcher.Options().AllowPrivate)
 	if err != nil {
 		return err
 	}
@@ -126,15 +126,22 @@ func extractArticle(pageURL string, page []byte, contentType string) (*article, 
 	if err != nil {
 		return nil, badInput("no readable content could be extracted from the page")
 	}
+	var content, text strings.Builder
+	if err := ra.RenderHTML(&content); err != nil {
+		return nil, badInput("no readable content could be extracted from the page")
+	}
+	if err := ra.RenderText(&text); err != nil {
+		return nil, badInput("no readable content could be extracted from the page")
+	}
 	a := &article{
-		title:       clip(oneLine(ra.Title), storage.MaxTitleLen),
-		description: clip(oneLine(ra.Excerpt), storage.MaxDescriptionLen),
-		author:      clip(oneLine(ra.Byline), storage.MaxAuthorLen),
-		html:        sanitizeHTML(ra.Content),
-		text:        strings.TrimSpace(ra.TextContent),
+		title:       clip(oneLine(ra.Title()), storage.MaxTitleLen),
+		description: clip(oneLine(ra.Excerpt()), storage.MaxDescriptionLen),
+		author:      clip(oneLine(ra.Byline()), storage.MaxAuthorLen),
+		html:        sanitizeHTML(content.String()),
+		text:        strings.TrimSpace(text.String()),
 	}
 	a.wordCount = len(strings.Fields(a.text))
-	if img, err := u.Parse(ra.Image); err == nil && ra.Image != "" && (img.Scheme == "http" || img.Scheme == "https") {
+	if img, err := u.Parse(ra.ImageURL()); err == nil && ra.ImageURL() != "" && (img.Scheme == "http" || img.Scheme == "https") {
 		a.leadImage = img.String()
 	}
 	if len(a.html)+len(a.text) > storage.MaxContentLen {

@@ -258,21 +258,91 @@ func TestAddArticleFromUrlSurvivesARestartMidFetch(t *testing.T) {
 	}
 }
 
-// waitFetched polls entries until no item is still being processed, and
-// returns them.
+// waitFetched polls until the store has no fetch pending, and returns the
+// entries then.
 func (e *env) waitFetched() []entry {
 	e.t.Helper()
 	for i := 0; ; i++ {
-		items := e.allEntries(map[string]any{"first": 100})
-		pending := false
-		for _, it := range items {
-			pending = pending || strings.HasPrefix(it.Title, "Processing item from ")
+		pending, err := e.store.PendingFetches(1, false, true)
+		if err != nil {
+			e.t.Fatal(err)
 		}
-		if !pending {
+		items := e.allEntries(map[string]any{"first": 100})
+		if len(pending) == 0 {
+			for _, it := range items {
+				if strings.HasPrefix(it.Title, "Processing item from ") {
+					e.t.Fatalf("no fetch pending, but %s is still processing", it.ID)
+				}
+			}
 			return items
 		}
 		if i > 3000 {
 			e.t.Fatalf("items still processing: %+v", items)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Two sites on one store with different fetch policies: a page queued by
+// the site that may fetch private addresses is never fetched (and failed)
+// by the stricter one, which starts first here.
+func TestAStricterSiteLeavesOthersFetchesAlone(t *testing.T) {
+	e := newEnv(t, graphql.Options{}) // the strict default fetcher
+	site := articleSite(t, "Baking Bread")
+	if _, err := e.store.QueueFetch(e.member.ID, storage.NewItem{URL: site.URL + "/bread", Title: "Processing item from " + site.URL + "/bread..."}, true); err != nil {
+		t.Fatal(err)
+	}
+	strict := graphql.New(e.store, graphql.Options{})
+	t.Cleanup(func() { strict.Close() })
+	open := graphql.New(e.store, graphql.Options{Fetcher: localFetcher()})
+	t.Cleanup(func() { open.Close() })
+	if items := e.waitFetched(); len(items) != 1 || items[0].Title != "Baking Bread" {
+		t.Fatalf("items = %+v", items)
+	}
+}
+
+// In Caddy the API is prepared on a store that is opened later (when the
+// app starts): Prepare reads nothing, and Start fetches what an earlier
+// process left pending.
+func TestPendingFetchesBeginWhenStarted(t *testing.T) {
+	site := articleSite(t, "Baking Bread")
+	dir := t.TempDir()
+	noSync := false
+	opts := storage.Options{SyncWrites: &noSync, GCInterval: -1}
+	st, err := storage.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.CreateMember("alice", "alice", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := st.QueueFetch(m.ID, storage.NewItem{URL: site.URL + "/bread", Title: "Processing item from " + site.URL + "/bread..."}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// As in Caddy: Provision prepares the store and the API without
+	// touching the disk; the app opens the store, then starts the API.
+	st = storage.Prepare(dir, opts)
+	api := graphql.Prepare(st, graphql.Options{Fetcher: localFetcher()})
+	t.Cleanup(func() { api.Close(); st.Close() })
+	if err := st.Open(); err != nil {
+		t.Fatal(err)
+	}
+	api.Start()
+	for i := 0; ; i++ {
+		got, err := st.SavedItem(m.ID, it.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Title == "Baking Bread" {
+			break
+		}
+		if i > 3000 {
+			t.Fatalf("not fetched: %+v", got)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -113,10 +113,6 @@ func badInput(format string, a ...any) error {
 	return &userError{codeBadUserInput, fmt.Sprintf(format, a...)}
 }
 
-func forbidden(format string, a ...any) error {
-	return &userError{codeForbidden, fmt.Sprintf(format, a...)}
-}
-
 // presentError maps resolver errors to GraphQL errors with extensions.code.
 // Errors of unknown kind are logged and shown as a generic message, so no
 // internal detail reaches the client.

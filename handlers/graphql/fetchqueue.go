@@ -60,6 +60,9 @@ func (s *Server) startFetches() {
 
 // kickFetches tells the feeder that a fetch is pending.
 func (s *Server) kickFetches() {
+	if s.fetches == nil {
+		return // not started: Start reads everything pending
+	}
 	select {
 	case s.fetches.kick <- struct{}{}:
 	default:
@@ -69,9 +72,12 @@ func (s *Server) kickFetches() {
 // Close stops the background fetches and waits for them. A fetch cut short
 // stays pending in the store, and the next Server on it fetches it again.
 func (s *Server) Close() error {
+	s.startOnce.Do(func() {}) // a Start after Close starts nothing
 	s.closeOnce.Do(func() {
-		s.fetches.cancel()
-		s.fetches.wg.Wait()
+		if s.fetches != nil {
+			s.fetches.cancel()
+			s.fetches.wg.Wait()
+		}
 	})
 	return nil
 }
@@ -87,7 +93,10 @@ func (s *Server) feedFetches() {
 		case <-q.kick:
 		}
 		for {
-			pending, err := s.store.PendingFetches(fetchBatch + fetchWorkers)
+			// Only those queued under this server's fetch policy: a
+			// site that may not fetch private addresses never fetches
+			// what another site queued, nor the other way round.
+			pending, err := s.store.PendingFetches(fetchBatch+fetchWorkers, s.opts.Fetcher.Options().AllowPrivate, false)
 			if err != nil {
 				if q.ctx.Err() == nil {
 					s.log.Error("read pending article fetches", zap.Error(err))

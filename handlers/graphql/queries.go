@@ -187,10 +187,14 @@ func (r *queryResolver) InboundEmailAddresses(ctx context.Context) ([]*generated
 	if err != nil {
 		return nil, err
 	}
+	full := in.Site + InboundPath + storage.InboundPrefix + "…"
+	if r.s.opts.MailDomain != "" && r.s.opts.MailWebhookSecret != "" {
+		full = in.ID + "@" + r.s.opts.MailDomain // the mail webhook's recipient
+	}
 	return []*generated.InboundEmailAddress{{
 		ID:          in.ID,
 		CreatedAt:   in.CreatedAt,
-		FullAddress: in.Site + InboundPath + storage.InboundPrefix + "…",
+		FullAddress: full,
 	}}, nil
 }
 

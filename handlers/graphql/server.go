@@ -88,10 +88,21 @@ type Options struct {
 	// RateLimitWindow (60).
 	InboundRateLimit int
 	RateLimitWindow  time.Duration
+	// MailWebhookSecret turns on Inboxt's mail webhook (MailWebhookPath)
+	// and is what its requests must carry, in MailWebhookHeader (default
+	// X-Webhook-Secret) or as an HTTP Basic password. Never logged.
+	MailWebhookSecret string
+	MailWebhookHeader string
+	// MailDomain is the domain of members' newsletter addresses, <their
+	// inbound address id>@MailDomain, the recipients the webhook accepts.
+	MailDomain string
 	// Fetcher fetches the pages of addArticleFromUrl. Default: public
 	// addresses only (AllowPrivateAddresses lifts that), up to 5 redirects
 	// (each checked), 15 s, 5 MiB.
 	Fetcher *safefetch.Fetcher
+	// RateLimits keeps the rate limiters' counts across rebuilds of the
+	// handler (the Caddy app holds one per store); nil: private limiters.
+	RateLimits *ratelimit.Registry
 	// AllowPrivateAddresses lets the default Fetcher reach private and
 	// loopback addresses (tests, intranets).
 	AllowPrivateAddresses bool
@@ -145,6 +156,9 @@ func (o Options) withDefaults() Options {
 			FollowRedirects: true,
 		})
 	}
+	if o.MailWebhookHeader == "" {
+		o.MailWebhookHeader = DefaultMailWebhookHeader
+	}
 	if o.ClientIP == nil {
 		o.ClientIP = ratelimit.RemoteIP
 	}
@@ -168,29 +182,46 @@ type Server struct {
 	members *ratelimit.Limiter // per member
 	inbound *ratelimit.Limiter // per client IP
 
-	fetches   *fetchQueue // addArticleFromUrl's background fetches
-	closeOnce sync.Once
+	fetches      *fetchQueue // addArticleFromUrl's background fetches; set by Start
+	startOnce    sync.Once
+	closeOnce    sync.Once
+	indexInbound sync.Once // IndexInboundIDs, on the webhook's first miss
 
 	fastPathStats
 }
 
-// New returns the API backed by store, and starts fetching the pages of
-// addArticleFromUrl still pending in it; Close stops that.
+// New returns the API backed by an open store, and starts fetching the
+// pages of addArticleFromUrl still pending in it; Close stops that.
 func New(store *storage.Store, opts Options) *Server {
+	s := Prepare(store, opts)
+	s.Start()
+	return s
+}
+
+// Prepare returns the API backed by store without touching the store: Caddy's
+// Provision prepares, and Start, once the store is open, begins the
+// background fetches.
+func Prepare(store *storage.Store, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{store: store, opts: opts, log: opts.Logger}
 	if opts.TokenRateLimit > 0 {
-		s.tokens = ratelimit.New(opts.TokenRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
+		s.tokens = opts.RateLimits.Limiter("graphql.token", opts.TokenRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
 	}
 	if opts.MemberRateLimit > 0 {
-		s.members = ratelimit.New(opts.MemberRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
+		s.members = opts.RateLimits.Limiter("graphql.member", opts.MemberRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
 	}
 	if opts.InboundRateLimit > 0 {
-		s.inbound = ratelimit.New(opts.InboundRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
+		s.inbound = opts.RateLimits.Limiter("graphql.inbound", opts.InboundRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
 	}
 	s.gql = s.newGraphQLServer()
-	s.startFetches()
 	return s
+}
+
+// Start fetches the pages of addArticleFromUrl pending in the store (which
+// must be open), including those an earlier process left unfinished. Calling
+// it again does nothing.
+func (s *Server) Start() {
+	s.startOnce.Do(s.startFetches)
 }
 
 func (s *Server) newGraphQLServer() *handler.Server {
@@ -216,7 +247,7 @@ func (s *Server) newGraphQLServer() *handler.Server {
 // Handles reports whether r is for this server: the GraphQL endpoint or the
 // newsletter inbound URL.
 func (s *Server) Handles(r *http.Request) bool {
-	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath)
+	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath) || r.URL.Path == MailWebhookPath
 }
 
 // ServeHTTP serves the GraphQL endpoint and the newsletter inbound URL;
@@ -227,6 +258,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveGraphQL(w, r)
 	case strings.HasPrefix(r.URL.Path, InboundPath):
 		s.serveInbound(w, r)
+	case r.URL.Path == MailWebhookPath:
+		s.serveMailWebhook(w, r)
 	default:
 		http.NotFound(w, r)
 	}

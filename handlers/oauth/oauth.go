@@ -59,6 +59,9 @@ type Pages interface {
 
 // Options configure the server. Zero values take the defaults above.
 type Options struct {
+	// RateLimits keeps the rate limiters' counts across rebuilds of the
+	// handler (the Caddy app holds one per store); nil: private limiters.
+	RateLimits *ratelimit.Registry
 	// BaseURL is the server's public URL (scheme://host[:port]) used in
 	// the metadata document and account URLs. Empty: taken from each
 	// request's scheme and Host.
@@ -148,11 +151,11 @@ func New(store *storage.Store, opts Options) *Server {
 	s := &Server{
 		store:         store,
 		opts:          opts,
-		registrations: ratelimit.New(opts.RegistrationLimit, opts.RegistrationWindow),
+		registrations: opts.RateLimits.Limiter("oauth.registrations", opts.RegistrationLimit, opts.RegistrationWindow),
 		log:           opts.Logger,
 	}
 	if opts.TokenLimit > 0 {
-		s.tokens = ratelimit.New(opts.TokenLimit, opts.TokenWindow)
+		s.tokens = opts.RateLimits.Limiter("oauth.token", opts.TokenLimit, opts.TokenWindow)
 	}
 	return s
 }

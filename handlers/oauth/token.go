@@ -40,6 +40,19 @@ var (
 
 func invalidRequest(desc string) *oauthErr { return &oauthErr{"invalid_request", desc} }
 
+// errTooLarge answers a body longer than allowed, with 413.
+var errTooLarge = &oauthErr{"invalid_request", "The request body is too large."}
+
+// bodyError is the answer to a body that could not be read or parsed: 413
+// when it is longer than allowed, else invalid_request.
+func bodyError(err error) *oauthErr {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return errTooLarge
+	}
+	return invalidRequest("The request body could not be parsed.")
+}
+
 // writeOAuthError writes e as RFC 6749 JSON: invalid_client is 401 with a
 // WWW-Authenticate challenge, server_error 500, everything else 400.
 func writeOAuthError(w http.ResponseWriter, e *oauthErr) {
@@ -50,6 +63,9 @@ func writeOAuthError(w http.ResponseWriter, e *oauthErr) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="Doorkeeper", error="invalid_client", error_description="`+e.Description+`"`)
 	case "server_error":
 		status = http.StatusInternalServerError
+	}
+	if e == errTooLarge {
+		status = http.StatusRequestEntityTooLarge
 	}
 	noStore(w)
 	writeJSON(w, status, e)
@@ -83,7 +99,7 @@ func decodeParams(r *http.Request, maxBytes int64) (map[string]string, *oauthErr
 		// (r.Form, r.PostForm).
 		b, err := io.ReadAll(body)
 		if err != nil {
-			return nil, invalidRequest("The request body could not be parsed.")
+			return nil, bodyError(err)
 		}
 		if perr := parseForm(string(b), out); perr != nil {
 			return nil, perr
@@ -105,7 +121,7 @@ func decodeParams(r *http.Request, maxBytes int64) (map[string]string, *oauthErr
 	} else if ct == "application/json" {
 		var raw map[string]json.RawMessage
 		if err := json.NewDecoder(body).Decode(&raw); err != nil {
-			return nil, invalidRequest("The request body could not be parsed.")
+			return nil, bodyError(err)
 		}
 		for k, v := range raw {
 			var s string
@@ -119,7 +135,7 @@ func decodeParams(r *http.Request, maxBytes int64) (map[string]string, *oauthErr
 		// syntax ParseForm checks too) take net/http's way.
 		r.Body = body
 		if err := r.ParseForm(); err != nil {
-			return nil, invalidRequest("The request body could not be parsed.")
+			return nil, bodyError(err)
 		}
 		if perr := singleValues(r.PostForm, out); perr != nil {
 			return nil, perr
