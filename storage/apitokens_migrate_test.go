@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -162,5 +163,29 @@ func TestSuspensionStopsLegacyAPITokens(t *testing.T) {
 	}
 	if _, _, err := s.APITokenMember(old); !errors.Is(err, ErrSuspended) {
 		t.Fatalf("a suspended member's legacy token: %v", err)
+	}
+}
+
+// A ref the migration cannot read stops Open with a clear error and leaves
+// the directory unlocked (Badger closed), so the next Open says the same
+// instead of "in use by another process".
+func TestMigrationFailureReleasesTheStore(t *testing.T) {
+	s := openTestStore(t)
+	dir := s.Path()
+	if err := s.Update(func(tx *Tx) error { return tx.put(apiTokenRefKey("x"), []byte("not json"), 0) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		s2, err := Open(dir, Options{})
+		if err == nil {
+			s2.Close()
+			t.Fatal("Open succeeded over an unreadable API token ref")
+		}
+		if errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "migrate API tokens") {
+			t.Fatalf("Open %d: %v", i, err)
+		}
 	}
 }
