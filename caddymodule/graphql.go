@@ -278,7 +278,7 @@ func adminCreateAPIToken(w http.ResponseWriter, r *http.Request, app *App) error
 	if err != nil {
 		return storeError(err, "member")
 	}
-	tok, secret, err := app.Store().CreateAPIToken(m.ID, req.Name, lifetime)
+	tok, secret, err := app.Store().CreateOperatorAPIToken(m.ID, req.Name, lifetime)
 	if err != nil {
 		return storeError(err, "API token")
 	}

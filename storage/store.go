@@ -213,9 +213,32 @@ func (s *Store) Open() error {
 		}
 		s.durable = newGroupSync(sync)
 	}
+	if err := s.migrate(); err != nil {
+		// Not Close: it waits for openMu, which Open holds.
+		db.Close()
+		if s.logs != nil {
+			s.logs.close()
+		}
+		s.db, s.logs, s.durable = nil, nil, nil
+		return fmt.Errorf("open store %s: %w", dir, err)
+	}
 	if opts.GCInterval > 0 {
 		s.gcDone.Add(1)
 		go s.runGC(opts.GCInterval)
+	}
+	return nil
+}
+
+// migrate brings records written by earlier versions up to date. It runs at
+// Open and after Restore, and changes nothing the second time.
+func (s *Store) migrate() error {
+	kept, expired, err := s.migrateAPITokenOrigins()
+	if err != nil {
+		return fmt.Errorf("migrate API tokens: %w", err)
+	}
+	if kept+expired > 0 {
+		s.log.Info("API tokens made before their origin was recorded: kept those older than the first OAuth app, expired the others",
+			zap.Int("kept", kept), zap.Int("expired", expired))
 	}
 	return nil
 }
@@ -328,7 +351,11 @@ func (s *Store) Restore(r io.Reader) error {
 		return err
 	}
 	s.vlogWritten.Store(true)
-	return s.synced()
+	if err := s.synced(); err != nil {
+		return err
+	}
+	// A backup of an earlier version holds records written the old way.
+	return s.migrate()
 }
 
 // RestoreDir replaces the database in dir with the backup stream read from
