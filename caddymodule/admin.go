@@ -156,6 +156,11 @@ func storeError(err error, what string) error {
 		return apiError(http.StatusNotFound, "%s not found", what)
 	case errors.Is(err, storage.ErrConflict):
 		return apiError(http.StatusConflict, "%s already exists", what)
+	case errors.Is(err, storage.ErrSuspended):
+		return apiError(http.StatusForbidden, "the member is suspended; unsuspend them first")
+	}
+	if status, _, ok := storage.Unavailable(err); ok {
+		return apiError(status, "%v", err) // a restore, a reload, a full disk: retry later
 	}
 	return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err, Message: "store error; see the Caddy log"}
 }
@@ -167,7 +172,7 @@ func decodeJSONBody(w http.ResponseWriter, r *http.Request, v any) error {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return apiError(http.StatusBadRequest, "request body larger than %d bytes", MaxAdminBody)
+			return apiError(http.StatusRequestEntityTooLarge, "request body larger than %d bytes", MaxAdminBody)
 		}
 		return apiError(http.StatusBadRequest, "reading request body: %v", err)
 	}
@@ -249,6 +254,9 @@ func adminRestore(w http.ResponseWriter, r *http.Request, app *App) error {
 	}
 	if errors.Is(err, storage.ErrRestoreRunning) {
 		return apiError(http.StatusConflict, "another restore is running; try again when it has finished")
+	}
+	if status, _, ok := storage.Unavailable(err); ok {
+		return apiError(status, "%v", err) // the store closed (a reload) or the disk is full
 	}
 	// The store may have changed, also when the restore failed part-way.
 	for _, d := range app.directories() {

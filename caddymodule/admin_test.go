@@ -110,6 +110,8 @@ func TestAdminBadInputIsRefusedAndWritesNothing(t *testing.T) {
 	dir := t.TempDir()
 	startHearth(t, hearthCaddyfile(dir, adminTestSite))
 	adminJSONOK(t, http.MethodPost, "/hearth/members", `{"username":"alice","password":"correct horse","display_name":"Alice"}`, http.StatusCreated, nil)
+	adminJSONOK(t, http.MethodPost, "/hearth/members", `{"username":"carol","password":"correct horse"}`, http.StatusCreated, nil)
+	adminJSONOK(t, http.MethodPost, "/hearth/members/carol/suspend", "", http.StatusOK, nil)
 	var before []memberView
 	adminJSONOK(t, http.MethodGet, "/hearth/members", "", http.StatusOK, &before)
 
@@ -126,7 +128,9 @@ func TestAdminBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		{"POST", "/hearth/members", `{"username":"bob","password":"correct horse","admin":true}`, 400, `unknown field "admin"`},
 		{"POST", "/hearth/members", `{"username":"bob","password":"correct horse"} {}`, 400, "more than one"},
 		{"POST", "/hearth/members", `{"username":"bob","password":"correct horse"} x`, 400, "invalid JSON"},
-		{"POST", "/hearth/members", huge, 400, "larger than 65536 bytes"},
+		{"POST", "/hearth/members", huge, 413, "larger than 65536 bytes"},
+		{"POST", "/hearth/members/alice/api_tokens", `{"name":"` + strings.Repeat("n", 70<<10) + `","expires":"never"}`, 413, "larger than"},
+		{"POST", "/hearth/members/carol/api_tokens", `{"name":"laptop","expires":"never"}`, 403, "suspended"},
 		{"POST", "/hearth/members", `{"password":"correct horse"}`, 400, "username is required"},
 		{"POST", "/hearth/members", `{"username":"bob"}`, 400, "password is required"},
 		{"POST", "/hearth/members", `{"username":"bob!","password":"correct horse"}`, 400, "letters, digits or underscores"},
@@ -139,7 +143,7 @@ func TestAdminBadInputIsRefusedAndWritesNothing(t *testing.T) {
 		{"PUT", "/hearth/members/alice/password", `{}`, 400, "password is required"},
 		{"PUT", "/hearth/members/alice/password", `{"password":"short"}`, 400, "8 to 128"},
 		{"PUT", "/hearth/members/alice/password", `{"password":"long enough pw","username":"x"}`, 400, "unknown field"},
-		{"PUT", "/hearth/members/alice/password", `{"password":"` + strings.Repeat("p", 70<<10) + `"}`, 400, "larger than"},
+		{"PUT", "/hearth/members/alice/password", `{"password":"` + strings.Repeat("p", 70<<10) + `"}`, 413, "larger than"},
 		{"PUT", "/hearth/members/nobody/password", `{"password":"long enough pw"}`, 404, "no member"},
 		{"GET", "/hearth/members/nobody", "", 404, `no member "nobody"`},
 		{"GET", "/hearth/members/no%20body", "", 404, "no member"},

@@ -39,6 +39,9 @@ type App struct {
 	BlockCacheSize int64 `json:"block_cache_size,omitempty" caddyfile:"block_cache_size <size>" default:"32MiB"`
 	// Badger's index cache.
 	IndexCacheSize int64 `json:"index_cache_size,omitempty" caddyfile:"index_cache_size <size>" default:"16MiB"`
+	// Free space the store's filesystem keeps: below it writes are refused (OAuth server_error 503/507,
+	// GraphQL extensions.status 507) and reads go on, so Badger never meets a full disk; off turns it off.
+	MinFreeSpace int64 `json:"min_free_space,omitempty" caddyfile:"min_free_space <size>|off" default:"2 value-log files + 6 memtables (352MiB)"`
 	// A commit returns only once it is on disk; concurrent commits share one flush.
 	SyncWrites *bool `json:"sync_writes,omitempty" caddyfile:"sync_writes on|off" default:"on"`
 	// How often value-log garbage collection runs.
@@ -58,8 +61,9 @@ type App struct {
 // appRun is whether the app has started: the store open, the directories
 // running.
 type appRun struct {
-	started atomic.Bool
-	mu      sync.Mutex // held by start
+	started  atomic.Bool
+	mu       sync.Mutex // held by start
+	starters []func()   // background work of handlers, begun once the store is open
 }
 
 // CaddyModule returns the Caddy module information.
@@ -95,6 +99,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		MemTableSize:   a.MemTableSize,
 		BlockCacheSize: a.BlockCacheSize,
 		IndexCacheSize: a.IndexCacheSize,
+		MinFreeBytes:   a.MinFreeSpace,
 		SyncWrites:     a.SyncWrites,
 		GCInterval:     time.Duration(a.GCInterval),
 		Logger:         a.logger.Named("badger"),
@@ -161,8 +166,23 @@ func (a *App) start() error {
 			return fmt.Errorf("hearth_directory: %w", err)
 		}
 	}
+	for _, f := range a.run.starters {
+		f()
+	}
 	a.run.started.Store(true)
 	return nil
+}
+
+// onStart runs f once the store is open (at once if it already is): a
+// handler's background work that reads the store.
+func (a *App) onStart(f func()) {
+	a.run.mu.Lock()
+	defer a.run.mu.Unlock()
+	if a.run.started.Load() {
+		f()
+		return
+	}
+	a.run.starters = append(a.run.starters, f)
 }
 
 // Stop implements caddy.App; the store is released in Cleanup.

@@ -63,6 +63,18 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.BlockCacheSize, err = argSize(d, name)
 		case "index_cache_size":
 			a.IndexCacheSize, err = argSize(d, name)
+		case "min_free_space":
+			var v string
+			if v, err = argString(d); err == nil {
+				a.MinFreeSpace = -1
+				if v != "off" {
+					n, perr := humanize.ParseBytes(v)
+					if perr != nil || n == 0 || n > 1<<62 {
+						return d.Errf("%s: want a size such as 512MiB, or off, got %q", name, v)
+					}
+					a.MinFreeSpace = int64(n)
+				}
+			}
 		case "sync_writes":
 			var on bool
 			on, err = argOnOff(d, name)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -12,6 +13,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
@@ -52,9 +54,18 @@ type GraphQL struct {
 	RateLimitWindow caddy.Duration `json:"rate_limit_window,omitempty" caddyfile:"rate_limit_window <duration>" default:"1m"`
 	// Let addArticleFromUrl fetch private, loopback and link-local addresses (tests, intranets).
 	AllowPrivateAddresses bool `json:"allow_private_addresses,omitempty" caddyfile:"allow_private_addresses" default:"off"`
+	// Turns on Inboxt's mail webhook POST /api/inbox/items/mail-webhook: the secret its requests carry (placeholders such as {env.HEARTH_MAIL_SECRET} are replaced); needs mail_domain.
+	MailWebhookSecret string `json:"mail_webhook_secret,omitempty" caddyfile:"mail_webhook_secret <secret>" default:"off"`
+	// The header that carries the mail webhook's secret (HTTP Basic, password the secret, is accepted too).
+	MailWebhookHeader string `json:"mail_webhook_header,omitempty" caddyfile:"mail_webhook_header <name>" default:"X-Webhook-Secret"`
+	// The domain of members' newsletter addresses (<inbound address id>@mail_domain), the recipients the mail webhook accepts.
+	MailDomain string `json:"mail_domain,omitempty" caddyfile:"mail_domain <domain>" default:"none"`
+	// The domain of members' addresses, username@domain, where Inboxt has an e-mail address (set it to hearth_oauth's account_domain on a split-domain site).
+	AccountDomain string `json:"account_domain,omitempty" caddyfile:"account_domain <domain>" default:"the request's host"`
 
 	server *graphql.Server
 	pages  *account.Pages
+	logger *zap.Logger
 	app    *App
 }
 
@@ -73,8 +84,17 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	secret := caddy.NewReplacer().ReplaceAll(h.MailWebhookSecret, "")
+	if h.MailWebhookSecret != "" && secret == "" {
+		return fmt.Errorf("mail_webhook_secret is empty once its placeholders are replaced")
+	}
+	if secret != "" && h.MailDomain == "" {
+		return fmt.Errorf("mail_webhook_secret needs mail_domain: the domain of members' newsletter addresses")
+	}
 	h.pages, h.app = app.Pages(), app
-	h.server = graphql.New(app.Store(), graphql.Options{
+	h.logger = ctx.Logger()
+	h.server = graphql.Prepare(app.Store(), graphql.Options{
+		RateLimits:            app.RateLimits(),
 		MaxBodyBytes:          h.MaxBodySize,
 		MaxInboundBytes:       h.MaxInboundSize,
 		MaxDepth:              h.MaxDepth,
@@ -86,12 +106,26 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 		InboundRateLimit:      h.InboundRateLimit,
 		RateLimitWindow:       time.Duration(h.RateLimitWindow),
 		AllowPrivateAddresses: h.AllowPrivateAddresses,
+		MailWebhookSecret:     secret,
+		MailWebhookHeader:     h.MailWebhookHeader,
+		MailDomain:            h.MailDomain,
 		ClientIP:              clientIP,
 		Logger:                ctx.Logger(),
 		Pages:                 h.pages,
+		AccountDomain:         h.AccountDomain,
 	})
+	app.onStart(h.server.Start) // addArticleFromUrl's pending fetches, once the store is open
 	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
 	h.pages.AddSettingsPage(h.server.ExportPage(h.pages))
+	return nil
+}
+
+// Cleanup stops the API's background fetches; those cut short stay pending
+// in the store for the next configuration.
+func (h *GraphQL) Cleanup() error {
+	if h.server != nil {
+		return h.server.Close()
+	}
 	return nil
 }
 
@@ -100,7 +134,29 @@ func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if err := h.app.start(); err != nil {
 		return caddyhttp.Error(http.StatusServiceUnavailable, err)
 	}
+	if strings.HasPrefix(r.URL.Path, graphql.InboundPath) {
+		return h.serveInbound(w, r, next)
+	}
 	return serveOrNext(w, r, next, h.server, h.pages)
+}
+
+// serveInbound serves a newsletter inbound URL, whose path carries the
+// member's inbound secret. Caddy's access log would write that path in
+// full, so the request is left out of it (the log_skip variable) and logged
+// here instead with the secret redacted.
+func (h *GraphQL) serveInbound(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	caddyhttp.SetVar(r.Context(), caddyhttp.LogSkipVar, true)
+	start := time.Now()
+	rec := caddyhttp.NewResponseRecorder(w, nil, nil)
+	err := serveOrNext(rec, r, next, h.server, h.pages)
+	h.logger.Info("handled request",
+		zap.String("method", r.Method),
+		zap.String("uri", graphql.InboundPath+"REDACTED"),
+		zap.String("remote_ip", clientIP(r)),
+		zap.Int("status", rec.Status()),
+		zap.Int("size", rec.Size()),
+		zap.Duration("duration", time.Since(start)))
+	return err
 }
 
 // parseGraphQL reads the hearth_graphql directive; its subdirectives are the
@@ -144,6 +200,20 @@ func (h *GraphQL) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.RateLimitWindow, err = argDuration(d, name)
 		case "allow_private_addresses":
 			h.AllowPrivateAddresses, err = true, argNone(d)
+		case "mail_webhook_secret":
+			h.MailWebhookSecret, err = argString(d)
+		case "mail_webhook_header":
+			h.MailWebhookHeader, err = argString(d)
+			if err == nil && !validHeaderName(h.MailWebhookHeader) {
+				err = d.Errf("%s: want an HTTP header name, got %q", name, h.MailWebhookHeader)
+			}
+		case "mail_domain":
+			h.MailDomain, err = argString(d)
+			if err == nil && (strings.ContainsAny(h.MailDomain, "@/: ") || !strings.Contains(h.MailDomain, ".")) {
+				err = d.Errf("%s: want a domain such as in.example.org, got %q", name, h.MailDomain)
+			}
+		case "account_domain":
+			h.AccountDomain, err = argString(d)
 		default:
 			return d.Errf("unrecognized hearth_graphql subdirective '%s'", name)
 		}
@@ -152,6 +222,20 @@ func (h *GraphQL) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 	}
 	return nil
+}
+
+// validHeaderName reports whether s is an HTTP header field name (RFC 9110 token).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // createAPITokenRequest is the body of POST /hearth/members/{username}/api_tokens.
@@ -194,7 +278,7 @@ func adminCreateAPIToken(w http.ResponseWriter, r *http.Request, app *App) error
 	if err != nil {
 		return storeError(err, "member")
 	}
-	tok, secret, err := app.Store().CreateAPIToken(m.ID, req.Name, lifetime)
+	tok, secret, err := app.Store().CreateOperatorAPIToken(m.ID, req.Name, lifetime)
 	if err != nil {
 		return storeError(err, "API token")
 	}
@@ -243,6 +327,7 @@ func tokenCommand() *cobra.Command {
 // Interface guards
 var (
 	_ caddy.Provisioner           = (*GraphQL)(nil)
+	_ caddy.CleanerUpper          = (*GraphQL)(nil)
 	_ caddyhttp.MiddlewareHandler = (*GraphQL)(nil)
 	_ caddyfile.Unmarshaler       = (*GraphQL)(nil)
 )

@@ -70,6 +70,7 @@ func (h *OAuth) Provision(ctx caddy.Context) error {
 	}
 	h.pages, h.app = app.Pages(), app
 	h.server = oauth.New(app.Store(), oauth.Options{
+		RateLimits:          app.RateLimits(),
 		BaseURL:             h.BaseURL,
 		AccountDomain:       h.AccountDomain,
 		AllowHTTPRedirects:  h.AllowHTTPRedirects,

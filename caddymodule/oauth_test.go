@@ -300,9 +300,13 @@ func TestOAuthPathsThroughCaddy(t *testing.T) {
 		hearth_oauth
 		hearth_directory
 		respond /api/v1/custom "custom"
+		handle /api/v2/files/* {
+			root * %q
+			file_server
+		}
 	}
 }
-`, testSite)
+`, testSite, t.TempDir())
 	startHearth(t, hearthCaddyfile(t.TempDir(), site))
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	get := func(path string) (*http.Response, string) {
@@ -326,7 +330,8 @@ func TestOAuthPathsThroughCaddy(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/auth/sign_in") {
 		t.Fatalf("/oauth/authorize/: HTTP %d to %q, want the sign-in page", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	for _, p := range []string{"/api/v1/timelines/home", "/api/v2/search/", "/oauth/nothing", "/api/v1"} {
+	// /api/v2/files/none: file_server's 404 error becomes the JSON 404 too.
+	for _, p := range []string{"/api/v1/timelines/home", "/api/v2/search/", "/oauth/nothing", "/api/v1", "/api/v2/files/none"} {
 		resp, body := get(p)
 		if resp.StatusCode != http.StatusNotFound || body != `{"error":"Record not found"}` ||
 			!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {

@@ -18,6 +18,7 @@ func (a *App) newPages() *account.Pages {
 		SessionLifetime:  time.Duration(a.SessionLifetime),
 		ClientIP:         clientIP,
 		Logger:           a.logger.Named("account"),
+		RateLimits:       a.RateLimits(),
 	})
 }
 

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // API tokens of the GraphQL service and the member's newsletter inbound
@@ -25,7 +27,28 @@ type APIToken struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	// Origin is how the token was made; empty only in records written
+	// before origins were kept that the migration has not seen yet.
+	Origin APITokenOrigin `json:"origin,omitempty"`
 }
+
+// APITokenOrigin says who made an API token. There is no OAuth origin:
+// an OAuth access token (or an API token) cannot make API tokens, so no
+// API token outlives the grant of an app (issue 17 point 1).
+type APITokenOrigin string
+
+// Origins of API tokens.
+const (
+	// OriginSession: the member's own signed-in session (the API tokens
+	// settings page, or GraphQL's createApiToken with the session cookie).
+	OriginSession APITokenOrigin = "session"
+	// OriginOperator: the site's operator (admin API, caddy hearth token
+	// create).
+	OriginOperator APITokenOrigin = "operator"
+	// OriginLegacy: made before origins were kept, when an OAuth access
+	// token could still make API tokens; see migrateAPITokenOrigins.
+	OriginLegacy APITokenOrigin = "legacy"
+)
 
 // Expired reports whether the token has expired at t.
 func (t *APIToken) Expired(at time.Time) bool { return t.ExpiresAt != nil && !at.Before(*t.ExpiresAt) }
@@ -33,6 +56,9 @@ func (t *APIToken) Expired(at time.Time) bool { return t.ExpiresAt != nil && !at
 type apiTokenRef struct {
 	MemberID string `json:"member_id"`
 	TokenID  string `json:"token_id"`
+	// Origin is the token's; a ref without one was written before origins
+	// were kept (migrateAPITokenOrigins looks for those).
+	Origin APITokenOrigin `json:"origin,omitempty"`
 }
 
 // APITokenPrefix starts every API token (Inboxt's prefix). The token is the
@@ -67,11 +93,24 @@ func apiTokenRefKey(digest string) []byte    { return key("gql", "tok", digest) 
 func apiTokenKey(memberID, id string) []byte { return key("u", memberID, "gql", "tok", id) }
 func inboundRefKey(digest string) []byte     { return key("gql", "inbound", digest) }
 func inboundKey(memberID string) []byte      { return key("u", memberID, "gql", "inbound") }
+func inboundIDKey(id string) []byte          { return key("gql", "inboundid", id) }
 
 // CreateAPIToken makes a token for the member that expires after lifetime
-// (0: never). It returns the record and the token, which is never stored
-// and cannot be shown again.
+// (0: never), asked for by the member's own signed-in session
+// (OriginSession): only the session may make API tokens, never an OAuth
+// access token or another API token. It returns the record and the token,
+// which is never stored and cannot be shown again.
 func (s *Store) CreateAPIToken(memberID, name string, lifetime time.Duration) (*APIToken, string, error) {
+	return s.createAPIToken(memberID, name, lifetime, OriginSession)
+}
+
+// CreateOperatorAPIToken is CreateAPIToken for the site's operator (admin
+// API and CLI): the token is recorded as OriginOperator.
+func (s *Store) CreateOperatorAPIToken(memberID, name string, lifetime time.Duration) (*APIToken, string, error) {
+	return s.createAPIToken(memberID, name, lifetime, OriginOperator)
+}
+
+func (s *Store) createAPIToken(memberID, name string, lifetime time.Duration, origin APITokenOrigin) (*APIToken, string, error) {
 	name, err := cleanLine(name, MaxAPITokenNameLen, "name")
 	if err != nil {
 		return nil, "", err
@@ -87,7 +126,7 @@ func (s *Store) CreateAPIToken(memberID, name string, lifetime time.Duration) (*
 	}
 	secret := NewSecret(APITokenPrefix, apiTokenRandomBytes)
 	t := now()
-	tok := &APIToken{ID: NewID(), MemberID: memberID, Name: name, Digest: Digest(secret), CreatedAt: t}
+	tok := &APIToken{ID: NewID(), MemberID: memberID, Name: name, Digest: Digest(secret), CreatedAt: t, Origin: origin}
 	if lifetime > 0 {
 		exp := t.Add(lifetime)
 		tok.ExpiresAt = &exp
@@ -117,7 +156,7 @@ func (s *Store) CreateAPIToken(memberID, name string, lifetime time.Duration) (*
 		if lifetime > 0 {
 			ttl = lifetime + time.Hour // the check below refuses it on time; the TTL only cleans up
 		}
-		if err := tx.putJSON(apiTokenRefKey(tok.Digest), apiTokenRef{MemberID: memberID, TokenID: tok.ID}, ttl); err != nil {
+		if err := tx.putJSON(apiTokenRefKey(tok.Digest), apiTokenRef{MemberID: memberID, TokenID: tok.ID, Origin: origin}, ttl); err != nil {
 			return err
 		}
 		return tx.putJSON(apiTokenKey(memberID, tok.ID), tok, 0)
@@ -183,7 +222,7 @@ func (s *Store) SetAPITokenExpiry(memberID, id string, expiresAt *time.Time) (*A
 				return tx.putJSON(apiTokenKey(memberID, id), &tok, 0)
 			}
 		}
-		if err := tx.putJSON(apiTokenRefKey(tok.Digest), apiTokenRef{MemberID: memberID, TokenID: id}, ttl); err != nil {
+		if err := tx.putJSON(apiTokenRefKey(tok.Digest), apiTokenRef{MemberID: memberID, TokenID: id, Origin: tok.Origin}, ttl); err != nil {
 			return err
 		}
 		return tx.putJSON(apiTokenKey(memberID, id), &tok, 0)
@@ -258,6 +297,127 @@ func (s *Store) APITokenMember(secret string) (*Member, *APIToken, error) {
 	return m, &tok, nil
 }
 
+// migrateAPITokenOrigins gives an origin to the live API tokens written
+// before origins were kept (runs at Open and after Restore; idempotent: it
+// only looks at token refs without an origin, and gives each one).
+//
+// Until issue 17, an OAuth access token with read and write could call
+// createApiToken, and nothing recorded that it had: such a token kept
+// working after the member revoked the app. Which old tokens came from an
+// OAuth grant cannot be known (a revoked grant leaves no record), so:
+//
+//   - a token made at least a second before the first OAuth app was
+//     registered on the site (apps are never deleted) cannot have come
+//     from a grant: it stays, as OriginLegacy;
+//   - every other one may have: it expires now (its record stays, so the
+//     member sees it as expired on the API tokens page and makes a new one
+//     there), as OriginLegacy.
+//
+// It returns how many tokens were kept and expired.
+func (s *Store) migrateAPITokenOrigins() (kept, expired int, err error) {
+	type pending struct {
+		digest string
+		ref    apiTokenRef
+	}
+	var todo []pending
+	var firstApp time.Time
+	err = s.View(func(tx *Tx) error {
+		prefix := apiTokenRefKey("")
+		err := tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+			var ref apiTokenRef
+			if err := unmarshal(v, &ref); err != nil {
+				return false, err
+			}
+			if ref.Origin == "" {
+				todo = append(todo, pending{string(k[len(prefix):]), ref})
+			}
+			return true, nil
+		})
+		if err != nil || len(todo) == 0 {
+			return err
+		}
+		return tx.scan(oauthAppKey(""), nil, false, false, func(_, v []byte) (bool, error) {
+			var app OAuthApp
+			if err := unmarshal(v, &app); err != nil {
+				return false, err
+			}
+			if firstApp.IsZero() || app.CreatedAt.Before(firstApp) {
+				firstApp = app.CreatedAt
+			}
+			return true, nil
+		})
+	})
+	if err != nil || len(todo) == 0 {
+		return 0, 0, err
+	}
+	at := now()
+	// In batches: a site may have many tokens, a transaction holds a few.
+	for len(todo) > 0 {
+		batch := todo[:min(len(todo), 200)]
+		todo = todo[len(batch):]
+		k, e := 0, 0
+		err := s.Update(func(tx *Tx) error {
+			k, e = 0, 0
+			for _, p := range batch {
+				var tok APIToken
+				err := tx.getJSON(apiTokenKey(p.ref.MemberID, p.ref.TokenID), &tok)
+				if errors.Is(err, ErrNotFound) {
+					if err := tx.delete(apiTokenRefKey(p.digest)); err != nil {
+						return err
+					}
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				if tok.Origin == "" {
+					tok.Origin = OriginLegacy
+				}
+				safe := firstApp.IsZero() || !tok.CreatedAt.Add(time.Second).After(firstApp)
+				if tok.Origin != OriginLegacy || safe {
+					// Still live: the ref keeps its TTL, only its value changes.
+					item, err := tx.txn.Get(apiTokenRefKey(p.digest))
+					if errors.Is(err, badger.ErrKeyNotFound) {
+						continue // deleted meanwhile
+					}
+					if err != nil {
+						return err
+					}
+					var ttl time.Duration
+					if exp := item.ExpiresAt(); exp > 0 {
+						if ttl = time.Until(time.Unix(int64(exp), 0)); ttl <= 0 {
+							ttl = time.Second
+						}
+					}
+					ref := p.ref
+					ref.Origin = tok.Origin
+					if err := tx.putJSON(apiTokenRefKey(p.digest), ref, ttl); err != nil {
+						return err
+					}
+					k++
+				} else {
+					if tok.ExpiresAt == nil || tok.ExpiresAt.After(at) {
+						tok.ExpiresAt = &at
+					}
+					if err := tx.delete(apiTokenRefKey(p.digest)); err != nil {
+						return err
+					}
+					e++
+				}
+				if err := tx.putJSON(apiTokenKey(p.ref.MemberID, p.ref.TokenID), &tok, 0); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return kept, expired, err
+		}
+		kept, expired = kept+k, expired+e
+	}
+	return kept, expired, nil
+}
+
 // --- newsletter inbound address ---
 
 // Inbound is a member's newsletter inbound address: only the digest of its
@@ -294,10 +454,16 @@ func (s *Store) RotateInboundSecret(memberID, site string) (string, error) {
 			if err := tx.delete(inboundRefKey(old.Digest)); err != nil {
 				return err
 			}
+			if err := tx.delete(inboundIDKey(old.id())); err != nil {
+				return err
+			}
 		} else if !errors.Is(err, ErrNotFound) {
 			return err
 		}
 		if err := tx.put(inboundRefKey(in.Digest), []byte(memberID), 0); err != nil {
+			return err
+		}
+		if err := tx.put(inboundIDKey(in.ID), []byte(memberID), 0); err != nil {
 			return err
 		}
 		return tx.putJSON(inboundKey(memberID), in, 0)
@@ -314,12 +480,39 @@ func (s *Store) InboundInfo(memberID string) (*Inbound, error) {
 	if err := s.View(func(tx *Tx) error { return tx.getJSON(inboundKey(memberID), &in) }); err != nil {
 		return nil, err
 	}
-	if in.ID == "" {
-		// Records made before addresses had ids: one in NewID's form,
-		// from the creation time, stable across reads.
-		in.ID = strconv.FormatUint(uint64(in.CreatedAt.UnixMilli())<<16, 10)
-	}
+	in.ID = in.id()
 	return &in, nil
+}
+
+// id is the address's id. Records made before addresses had ids get one
+// in NewID's form, from the creation time, stable across reads.
+func (in *Inbound) id() string {
+	if in.ID != "" {
+		return in.ID
+	}
+	return strconv.FormatUint(uint64(in.CreatedAt.UnixMilli())<<16, 10)
+}
+
+// DeleteInbound removes the member's inbound secret record with id (the id
+// InboundInfo shows): the URL stops working at once. ErrNotFound when the
+// member has none with that id.
+func (s *Store) DeleteInbound(memberID, id string) error {
+	return s.Update(func(tx *Tx) error {
+		var in Inbound
+		if err := tx.getJSON(inboundKey(memberID), &in); err != nil {
+			return err
+		}
+		if in.id() != id {
+			return ErrNotFound
+		}
+		if err := tx.delete(inboundRefKey(in.Digest)); err != nil {
+			return err
+		}
+		if err := tx.delete(inboundIDKey(in.id())); err != nil {
+			return err
+		}
+		return tx.delete(inboundKey(memberID))
+	})
 }
 
 // InboundMember returns the member whose inbound secret is secret
@@ -346,6 +539,69 @@ func (s *Store) InboundMember(secret string) (*Member, error) {
 	return m, nil
 }
 
+// InboundMemberByID returns the member whose current inbound address has
+// the id (the local part of their newsletter e-mail address): ErrNotFound,
+// or ErrSuspended for a suspended member. Addresses made before the id was
+// indexed (records without an id, whose id InboundInfo derives) are found
+// after IndexInboundIDs.
+func (s *Store) InboundMemberByID(id string) (*Member, error) {
+	if !isItemID(id) {
+		return nil, ErrNotFound
+	}
+	var m *Member
+	err := s.View(func(tx *Tx) error {
+		mid, err := tx.get(inboundIDKey(id))
+		if err != nil {
+			return err
+		}
+		m, err = tx.MemberByID(string(mid))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if m.Suspended {
+		return nil, ErrSuspended
+	}
+	return m, nil
+}
+
+// IndexInboundIDs indexes by id the inbound addresses that are not (made
+// before the index, or with no id of their own): one pass over the
+// addresses, each in a transaction of its own.
+func (s *Store) IndexInboundIDs() error {
+	var members []string
+	prefix := key("gql", "inbound", "")
+	err := s.View(func(tx *Tx) error {
+		return tx.scan(prefix, nil, false, false, func(_, v []byte) (bool, error) {
+			members = append(members, string(v))
+			return true, nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for _, mid := range members {
+		in, err := s.InboundInfo(mid)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		err = s.Update(func(tx *Tx) error {
+			if _, err := tx.get(inboundIDKey(in.ID)); err == nil || !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			return tx.put(inboundIDKey(in.ID), []byte(mid), 0)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func init() {
 	memberCleanups = append(memberCleanups, func(tx *Tx, memberID string) error {
 		var refs [][]byte
@@ -362,7 +618,7 @@ func init() {
 		}
 		var in Inbound
 		if err := tx.getJSON(inboundKey(memberID), &in); err == nil {
-			refs = append(refs, inboundRefKey(in.Digest))
+			refs = append(refs, inboundRefKey(in.Digest), inboundIDKey(in.id()))
 		} else if !errors.Is(err, ErrNotFound) {
 			return err
 		}

@@ -2,41 +2,65 @@ package storage
 
 import (
 	"bufio"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
 
-// A backup is Badger's backup stream (frames of an 8-byte little-endian
-// length and a KVList of that length) followed by Hearth's end record: a
-// length of all ones, backupEndMagic and the number of stream bytes before
-// it. Restore checks every frame before Badger reads it and requires the
-// end record, so a file that is not a backup, or one cut short anywhere,
-// is refused before anything is loaded into the new store... or, for a
-// cut between frames, before the restore completes.
+// A backup (format 2) is Hearth's header backupMagic, Badger's backup
+// stream (frames of an 8-byte little-endian length and a KVList of that
+// length), and Hearth's end record: a length of all ones, backupEndMagic,
+// the number of stream bytes, and the SHA-256 of everything before the
+// checksum. Restore reads the whole file into a spool next to the store
+// and checks it before anything is loaded, so a foreign, truncated or
+// damaged file is refused (ErrNotBackup) before any change.
+//
+// Format 1, written before the header and checksum existed, is Badger's
+// stream and the end record without the checksum. It is still restored:
+// its frames and end record are checked, but a byte changed inside a
+// record cannot be detected.
+//
+// The frames are Badger's, but the records in them are engine-neutral
+// (key, value, expiry, user meta): another engine reads the same stream.
 const (
-	backupEndMarker = ^uint64(0)
-	backupEndMagic  = "HEARTH-BACKUP-END"
+	backupMagic       = "HEARTH-BACKUP-2\n"
+	backupEndMarker   = ^uint64(0)
+	backupEndMagic    = "HEARTH-BACKUP-END"
+	backupChecksumLen = sha256.Size
 	// maxBackupFrame bounds one frame's length: Badger's stream batches
 	// stay near 100 MiB (a soft limit); anything far beyond is not a
 	// Hearth backup.
 	maxBackupFrame = 1 << 30
 )
 
-// ErrNotBackup is returned by Restore for input that is not a complete
-// backup written by Backup.
+// ErrNotBackup is returned by Restore for input that is not a complete,
+// intact backup written by Backup.
 var ErrNotBackup = errors.New("not a complete Hearth backup")
 
-// Backup writes a full backup of the database to w: Badger's backup stream
-// of a consistent snapshot (the store keeps serving), then the end record.
+// Backup writes a full backup of the database to w: the header, Badger's
+// backup stream of a consistent snapshot (the store keeps serving), then
+// the end record with the checksum.
 func (s *Store) Backup(w io.Writer) error {
-	cw := &countingWriter{w: w}
+	if err := s.enter(false); err != nil {
+		return err
+	}
+	defer s.leave(false)
+	h := sha256.New()
+	hw := io.MultiWriter(w, h)
+	if _, err := io.WriteString(hw, backupMagic); err != nil {
+		return err
+	}
+	cw := &countingWriter{w: hw}
 	if _, err := s.db.Backup(cw, 0); err != nil {
 		return err
 	}
@@ -44,7 +68,10 @@ func (s *Store) Backup(w io.Writer) error {
 	end = binary.LittleEndian.AppendUint64(end, backupEndMarker)
 	end = append(end, backupEndMagic...)
 	end = binary.LittleEndian.AppendUint64(end, uint64(cw.n))
-	_, err := w.Write(end)
+	if _, err := hw.Write(end); err != nil {
+		return err
+	}
+	_, err := w.Write(h.Sum(nil))
 	return err
 }
 
@@ -59,17 +86,66 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// checkedBackup returns a reader of Badger's stream in r, without the end
-// record, that fails (with ErrNotBackup) on a frame longer than
-// maxBackupFrame, and on a stream that ends without the end record or with
-// bytes after it.
-func checkedBackup(r io.Reader) io.ReadCloser {
+// checkedBackup returns a reader of Badger's stream in r, without Hearth's
+// header and end record, that fails (with ErrNotBackup) unless r is a
+// complete backup (see copyBackupFrames). A format-2 backup's frames are
+// only passed on once the checksum has matched, from a spool file next to
+// dir (removed on Close).
+func checkedBackup(dir string, r io.Reader) io.ReadCloser {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(copyBackupFrames(pw, bufio.NewReaderSize(r, 64<<10))) }()
+	go func() { pw.CloseWithError(spoolBackup(dir, pw, r)) }()
 	return pr
 }
 
-func copyBackupFrames(w io.Writer, r *bufio.Reader) error {
+// spoolBackup checks r and writes its frames to w: at once for format 1,
+// after the checksum matched for format 2.
+func spoolBackup(dir string, w io.Writer, r io.Reader) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, _ := br.Peek(len(backupMagic))
+	if string(head) != backupMagic {
+		return copyBackupFrames(w, br, nil)
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(dir), filepath.Base(dir)+".restoring-*.spool")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		f.Close()
+		os.Remove(f.Name())
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := copyBackupFrames(bw, br, sha256.New()); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	_, err = io.Copy(w, bufio.NewReaderSize(f, 1<<20))
+	return err
+}
+
+// copyBackupFrames writes the frames of the backup in r to w. With h set,
+// r starts with the format-2 header and its end record carries the
+// checksum h computes. It fails with ErrNotBackup on input that does not
+// start like a backup, a frame longer than maxBackupFrame, a stream that
+// ends without the end record or with bytes after it, and a checksum or
+// byte count that does not match.
+func copyBackupFrames(w io.Writer, r *bufio.Reader, h hash.Hash) error {
+	if h != nil {
+		head := make([]byte, len(backupMagic))
+		if _, err := io.ReadFull(r, head); err != nil {
+			return err
+		}
+		h.Write(head)
+	} else if head, _ := r.Peek(8); len(head) == 8 && binary.LittleEndian.Uint64(head) > maxBackupFrame {
+		return fmt.Errorf("%w: the file does not start with Hearth's backup header (not a backup, or a damaged one)", ErrNotBackup)
+	}
 	var streamBytes uint64
 	var hdr [8]byte
 	for {
@@ -79,17 +155,24 @@ func copyBackupFrames(w io.Writer, r *bufio.Reader) error {
 			}
 			return err
 		}
+		if h != nil {
+			h.Write(hdr[:])
+		}
 		size := binary.LittleEndian.Uint64(hdr[:])
 		if size == backupEndMarker {
-			return checkBackupEnd(r, streamBytes)
+			return checkBackupEnd(r, streamBytes, h)
 		}
 		if size > maxBackupFrame {
-			return fmt.Errorf("%w: a frame of %d bytes", ErrNotBackup, size)
+			return fmt.Errorf("%w: a frame of %d bytes (damaged?)", ErrNotBackup, size)
 		}
 		if _, err := w.Write(hdr[:]); err != nil {
 			return err
 		}
-		n, err := io.CopyN(w, r, int64(size))
+		fw := w
+		if h != nil {
+			fw = io.MultiWriter(w, h)
+		}
+		n, err := io.CopyN(fw, r, int64(size))
 		if errors.Is(err, io.EOF) {
 			return fmt.Errorf("%w: it ends inside a record (cut short?)", ErrNotBackup)
 		}
@@ -100,13 +183,23 @@ func copyBackupFrames(w io.Writer, r *bufio.Reader) error {
 	}
 }
 
-func checkBackupEnd(r *bufio.Reader, streamBytes uint64) error {
+func checkBackupEnd(r *bufio.Reader, streamBytes uint64, h hash.Hash) error {
 	var end [len(backupEndMagic) + 8]byte
 	if _, err := io.ReadFull(r, end[:]); err != nil || string(end[:len(backupEndMagic)]) != backupEndMagic {
 		return fmt.Errorf("%w: a damaged end record", ErrNotBackup)
 	}
 	if n := binary.LittleEndian.Uint64(end[len(backupEndMagic):]); n != streamBytes {
 		return fmt.Errorf("%w: the end record counts %d bytes, the file has %d", ErrNotBackup, n, streamBytes)
+	}
+	if h != nil {
+		h.Write(end[:])
+		var sum [backupChecksumLen]byte
+		if _, err := io.ReadFull(r, sum[:]); err != nil {
+			return fmt.Errorf("%w: it ends inside the checksum (cut short?)", ErrNotBackup)
+		}
+		if !hmac.Equal(sum[:], h.Sum(nil)) {
+			return fmt.Errorf("%w: the checksum does not match (the file is damaged)", ErrNotBackup)
+		}
 	}
 	if _, err := r.ReadByte(); err != io.EOF {
 		return fmt.Errorf("%w: data after the end record", ErrNotBackup)
@@ -151,19 +244,27 @@ func loadBackup(dir string, r io.Reader, opts Options) (*Store, error) {
 
 // Replace makes the running store hold exactly the records of the backup
 // read from r (caddy hearth restore while Caddy runs); one at a time
-// (ErrRestoreRunning otherwise). The backup is loaded
-// into a fresh sibling directory first, so input that is not a complete
-// backup changes nothing; the current records are then written to a backup
-// file next to the store (returned as previous, when there were any), and
-// the store is brought to the backup's records with ordinary writes: keys
-// the backup lacks are deleted, the others written with their expiry.
-// Requests served meanwhile may see a mix of old and restored records.
+// (ErrRestoreRunning otherwise). The backup is checked and loaded into a
+// fresh sibling directory first, so input that is not a complete, intact
+// backup changes nothing. Then writes are refused (ErrRestoring) and the
+// running ones awaited, the current records are written to a backup file
+// next to the store (returned as previous, when there were any), and the
+// store is brought to the backup's records: keys the backup lacks are
+// deleted, the others written with their expiry. Should that fail, the
+// store is brought back to the previous records the same way; the error
+// then says whether that worked. Reads go on throughout and may see a mix
+// of old and restored records while the records are written.
 func (s *Store) Replace(r io.Reader) (previous string, err error) {
 	if !s.replacing.TryLock() {
 		return "", ErrRestoreRunning
 	}
 	defer s.replacing.Unlock()
-	fresh, err := loadBackup(s.path, r, Options{GCInterval: -1})
+	// Keeps Close waiting until the restore has ended.
+	if err := s.enter(false); err != nil {
+		return "", err
+	}
+	defer s.leave(false)
+	fresh, err := loadBackup(s.path, r, Options{GCInterval: -1, MinFreeBytes: -1})
 	if err != nil {
 		return "", err
 	}
@@ -172,6 +273,8 @@ func (s *Store) Replace(r io.Reader) (previous string, err error) {
 		os.RemoveAll(fresh.path)
 	}()
 
+	s.startRestoring()
+	defer s.stopRestoring()
 	had, err := s.hasRecords()
 	if err != nil {
 		return "", err
@@ -191,13 +294,73 @@ func (s *Store) Replace(r io.Reader) (previous string, err error) {
 			err = serr
 		}
 	}()
-	// Drop what the backup lacks, then write what it has.
+	if err = s.copyRecords(fresh); err == nil {
+		return previous, nil
+	}
+	if rerr := s.rollBack(previous); rerr != nil {
+		return previous, fmt.Errorf("restore failed (%v) and so did putting the earlier records back: the store may hold a mix; the earlier records are in %q: %w", err, previous, rerr)
+	}
+	return previous, fmt.Errorf("restore failed; the store holds its earlier records again: %w", err)
+}
+
+// rollBack brings the store back to the records of the backup file
+// previous, or to no records when previous is empty.
+func (s *Store) rollBack(previous string) error {
+	var src io.Reader = strings.NewReader("")
+	if previous != "" {
+		f, err := os.Open(previous)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		src = f
+	}
+	var old *Store
+	var err error
+	if previous != "" {
+		old, err = loadBackup(s.path, src, Options{GCInterval: -1, MinFreeBytes: -1})
+	} else {
+		old, err = openEmptySibling(s.path)
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		old.Close()
+		os.RemoveAll(old.path)
+	}()
+	return s.copyRecords(old)
+}
+
+// openEmptySibling opens an empty store in a new directory next to dir.
+func openEmptySibling(dir string) (*Store, error) {
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".restoring-*")
+	if err != nil {
+		return nil, err
+	}
+	st, err := Open(tmp, Options{GCInterval: -1, MinFreeBytes: -1})
+	if err != nil {
+		os.RemoveAll(tmp)
+	}
+	return st, err
+}
+
+// copyRecordsHook, when set (tests), is called with the number of records
+// copyRecords has written so far, after each; an error it returns fails
+// the copy there.
+var copyRecordsHook func(n int) error
+
+// copyRecords makes s hold exactly the records of src: keys src lacks are
+// deleted, the others written with their expiry and user meta. Writes go
+// through write batches, around the gate (a restore refuses writes).
+func (s *Store) copyRecords(src *Store) error {
+	// Drop what src lacks, then write what it has.
 	del := s.db.NewWriteBatch()
 	defer del.Cancel()
-	err = s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{})
 		defer it.Close()
-		return fresh.db.View(func(ftxn *badger.Txn) error {
+		return src.db.View(func(ftxn *badger.Txn) error {
 			for it.Rewind(); it.Valid(); it.Next() {
 				k := it.Item().KeyCopy(nil)
 				if _, err := ftxn.Get(k); errors.Is(err, badger.ErrKeyNotFound) {
@@ -215,11 +378,12 @@ func (s *Store) Replace(r io.Reader) (previous string, err error) {
 		err = del.Flush()
 	}
 	if err != nil {
-		return previous, fmt.Errorf("remove records the backup lacks (the earlier records are in %s): %w", previous, err)
+		return fmt.Errorf("remove records the backup lacks: %w", err)
 	}
 	put := s.db.NewWriteBatch()
 	defer put.Cancel()
-	err = fresh.db.View(func(ftxn *badger.Txn) error {
+	n := 0
+	err = src.db.View(func(ftxn *badger.Txn) error {
 		it := ftxn.NewIterator(badger.DefaultIteratorOptions)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -233,6 +397,12 @@ func (s *Store) Replace(r io.Reader) (previous string, err error) {
 			if err := put.SetEntry(e); err != nil {
 				return err
 			}
+			n++
+			if copyRecordsHook != nil {
+				if err := copyRecordsHook(n); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})
@@ -240,9 +410,9 @@ func (s *Store) Replace(r io.Reader) (previous string, err error) {
 		err = put.Flush()
 	}
 	if err != nil {
-		return previous, fmt.Errorf("write the backup's records (the earlier records are in %s): %w", previous, err)
+		return fmt.Errorf("write the backup's records: %w", err)
 	}
-	return previous, nil
+	return nil
 }
 
 // backupToNewFile writes a backup of the store to a new file

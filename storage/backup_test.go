@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,10 +33,11 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := full.Bytes()
-	endLen := 8 + len(backupEndMagic) + 8
-	firstFrame := 8 + int(binary.LittleEndian.Uint64(b))
+	endLen := 8 + len(backupEndMagic) + 8 + backupChecksumLen
+	firstFrame := len(backupMagic) + 8 + int(binary.LittleEndian.Uint64(b[len(backupMagic):]))
 	miscounted := append([]byte(nil), b...)
-	binary.LittleEndian.PutUint64(miscounted[len(b)-8:], binary.LittleEndian.Uint64(b[len(b)-8:])+1)
+	countAt := len(b) - backupChecksumLen - 8
+	binary.LittleEndian.PutUint64(miscounted[countAt:], binary.LittleEndian.Uint64(b[countAt:])+1)
 	oneEmptyFrame := binary.LittleEndian.AppendUint64(nil, 0)
 	oneEmptyFrame = binary.LittleEndian.AppendUint64(oneEmptyFrame, backupEndMarker)
 	oneEmptyFrame = append(oneEmptyFrame, backupEndMagic...)
@@ -62,7 +64,11 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 		"cut inside a record":      b[:firstFrame/2],
 		"cut after the first one":  b[:firstFrame],
 		"cut before the end":       b[:len(b)-endLen],
-		"cut inside the end":       b[:len(b)-5],
+		"cut inside the end":       b[:len(b)-backupChecksumLen-5],
+		"cut inside the checksum":  b[:len(b)-5],
+		"no checksum":              b[:len(b)-backupChecksumLen],
+		"header only":              b[:len(backupMagic)],
+		"format 1, cut short":      b[len(backupMagic) : len(b)-backupChecksumLen-3],
 		"bytes after the end":      append(append([]byte(nil), b...), 0),
 		"miscounted end":           miscounted,
 		"backup of an empty store": emptyBackup.Bytes(),
@@ -171,4 +177,287 @@ func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
 	if _, err := st.Member("bob"); err != nil {
 		t.Fatalf("the earlier records did not bring bob back: %v", err)
 	}
+}
+
+// dumpRecords returns every record of st (key → value, expiry and user
+// meta), to compare a store with itself before and after.
+func dumpRecords(t *testing.T, st *Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := st.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			out[string(item.Key())] = fmt.Sprintf("%x/%d/%d", v, item.ExpiresAt(), item.UserMeta())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sameRecords(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// A backup whose length is intact but whose bytes were changed anywhere
+// (header, a length, a record, the end record, the checksum) is refused
+// with ErrNotBackup and the running store keeps exactly its records. Before
+// the checksum, most such files were loaded without complaint.
+func TestReplaceRefusesDamagedBackupsAndChangesNothing(t *testing.T) {
+	src := openTestStore(t)
+	for i := range 30 {
+		m, err := src.CreateMember(fmt.Sprint("member", i), strings.Repeat("d", 20), "correct horse")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := src.CreateAPIToken(m.ID, "token", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var full bytes.Buffer
+	if err := src.Backup(&full); err != nil {
+		t.Fatal(err)
+	}
+	b := full.Bytes()
+
+	live := openTestStore(t)
+	if _, err := live.CreateMember("keeper", "", "correct horse"); err != nil {
+		t.Fatal(err)
+	}
+	before := dumpRecords(t, live)
+	offsets := []int{0, 5, len(backupMagic) - 1, len(backupMagic), len(backupMagic) + 7, len(b) - 1, len(b) - backupChecksumLen, len(b) - backupChecksumLen - 1, len(b) - backupChecksumLen - 9}
+	for off := len(backupMagic) + 8; off < len(b)-backupChecksumLen; off += max(1, len(b)/150) {
+		offsets = append(offsets, off)
+	}
+	for _, off := range offsets {
+		for _, flip := range []byte{0x01, 0xff} {
+			damaged := append([]byte(nil), b...)
+			damaged[off] ^= flip
+			prev, err := live.Replace(bytes.NewReader(damaged))
+			if !errors.Is(err, ErrNotBackup) || prev != "" {
+				t.Fatalf("byte %d of %d ^%#x: Replace = %q, %v; want ErrNotBackup", off, len(b), flip, prev, err)
+			}
+		}
+	}
+	// Sixteen bytes at once, as an unlucky disk does.
+	for off := len(backupMagic); off+16 < len(b); off += len(b) / 12 {
+		damaged := append([]byte(nil), b...)
+		for i := range 16 {
+			damaged[off+i] ^= 0x5a
+		}
+		if _, err := live.Replace(bytes.NewReader(damaged)); !errors.Is(err, ErrNotBackup) {
+			t.Fatalf("16 bytes at %d: %v; want ErrNotBackup", off, err)
+		}
+	}
+	// Foreign files of about the same size.
+	for name, foreign := range map[string][]byte{
+		"zeros":   make([]byte, len(b)),
+		"ones":    bytes.Repeat([]byte{0xff}, len(b)),
+		"gzip":    append([]byte{0x1f, 0x8b, 8, 0}, make([]byte, len(b))...),
+		"json":    []byte(strings.Repeat(`{"key":"value"}`, len(b)/15)),
+		"reverse": func() []byte { r := append([]byte(nil), b...); slices.Reverse(r); return r }(),
+	} {
+		if _, err := live.Replace(bytes.NewReader(foreign)); !errors.Is(err, ErrNotBackup) {
+			t.Fatalf("%s: %v; want ErrNotBackup", name, err)
+		}
+	}
+	if after := dumpRecords(t, live); !sameRecords(before, after) {
+		t.Fatal("a refused restore changed the store")
+	}
+	if _, err := live.Member("keeper"); err != nil {
+		t.Fatal(err)
+	}
+	// The intact file restores.
+	if _, err := live.Replace(bytes.NewReader(b)); err != nil {
+		t.Fatal(err)
+	}
+	if !sameRecords(dumpRecords(t, src), dumpRecords(t, live)) {
+		t.Fatal("the restored store does not hold the backup's records")
+	}
+}
+
+// A backup of format 1 (no header, no checksum: written before this
+// version) still restores.
+func TestReplaceRestoresFormat1Backups(t *testing.T) {
+	src := openTestStore(t)
+	if _, err := src.CreateMember("alice", "", "correct horse"); err != nil {
+		t.Fatal(err)
+	}
+	var full bytes.Buffer
+	if err := src.Backup(&full); err != nil {
+		t.Fatal(err)
+	}
+	v1 := full.Bytes()[len(backupMagic) : full.Len()-backupChecksumLen]
+	live := openTestStore(t)
+	if _, err := live.Replace(bytes.NewReader(v1)); err != nil {
+		t.Fatalf("format 1: %v", err)
+	}
+	if _, err := live.Member("alice"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A restore that fails while writing the records leaves the store exactly
+// as it was (the failure is injected after some records were written).
+func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
+	src := openTestStore(t)
+	for i := range 50 {
+		if _, err := src.CreateMember(fmt.Sprint("new", i), "", "correct horse"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var full bytes.Buffer
+	if err := src.Backup(&full); err != nil {
+		t.Fatal(err)
+	}
+	for _, withRecords := range []bool{true, false} {
+		live := openTestStore(t)
+		if withRecords {
+			for i := range 20 {
+				m, err := live.CreateMember(fmt.Sprint("old", i), "", "correct horse")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := live.CreateAPIToken(m.ID, "token", 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		before := dumpRecords(t, live)
+		injected := errors.New("injected: disk error")
+		failed := false
+		copyRecordsHook = func(n int) error {
+			if n == 30 && !failed { // the restore fails; the roll-back does not
+				failed = true
+				return injected
+			}
+			return nil
+		}
+		_, err := live.Replace(bytes.NewReader(full.Bytes()))
+		copyRecordsHook = nil
+		if !errors.Is(err, injected) || !strings.Contains(err.Error(), "holds its earlier records again") {
+			t.Fatalf("Replace with a failure part-way: %v", err)
+		}
+		if after := dumpRecords(t, live); !sameRecords(before, after) {
+			t.Fatalf("with records %v: the store changed (%d records before, %d after)", withRecords, len(before), len(after))
+		}
+		// Writes work again.
+		if _, err := live.CreateMember("later", "", "correct horse"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Writes during a live restore are refused with ErrRestoring, never
+// acknowledged and then overwritten: every write acknowledged while
+// Replace ran is in the records it saved as previous (the store's state
+// the restore replaced), or in the store afterwards. Reads go on.
+func TestWritesDuringARestoreAreRefusedNotLost(t *testing.T) {
+	src := openTestStore(t)
+	for i := range 300 {
+		if _, err := src.CreateMember(fmt.Sprint("restored", i), strings.Repeat("d", 25), "correct horse"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var full bytes.Buffer
+	if err := src.Backup(&full); err != nil {
+		t.Fatal(err)
+	}
+	live := openTestStore(t)
+	if _, err := live.CreateMember("reader", "", "correct horse"); err != nil {
+		t.Fatal(err)
+	}
+	var refusedInside, readInside error
+	copyRecordsHook = func(n int) error {
+		if n == 1 {
+			_, refusedInside = live.CreateMember("inside", "", "correct horse")
+			_, readInside = live.Member("reader")
+		}
+		return nil
+	}
+	defer func() { copyRecordsHook = nil }()
+
+	stop := make(chan struct{})
+	type result struct {
+		acked   []string
+		refused int
+		err     error
+	}
+	done := make(chan result)
+	go func() {
+		var r result
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- r
+				return
+			default:
+			}
+			name := fmt.Sprint("writer", i)
+			_, err := live.CreateMember(name, "", "correct horse")
+			switch {
+			case err == nil:
+				r.acked = append(r.acked, name)
+			case errors.Is(err, ErrRestoring):
+				r.refused++
+			default:
+				r.err = err
+				done <- r
+				return
+			}
+		}
+	}()
+	// The writer is running before the restore starts.
+	for {
+		if _, err := live.Member("writer0"); err == nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	previous, err := live.Replace(bytes.NewReader(full.Bytes()))
+	close(stop)
+	r := <-done
+	if err != nil || r.err != nil {
+		t.Fatalf("Replace: %v; writer: %v", err, r.err)
+	}
+	if !errors.Is(refusedInside, ErrRestoring) {
+		t.Fatalf("a write during the restore: %v, want ErrRestoring", refusedInside)
+	}
+	if readInside != nil && !errors.Is(readInside, ErrNotFound) { // the record may be gone already
+		t.Fatalf("a read during the restore: %v", readInside)
+	}
+	f, err := os.Open(previous)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	prevStore, err := loadBackup(filepath.Join(t.TempDir(), "prev"), f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prevStore.Close()
+	for _, name := range r.acked {
+		_, inPrev := prevStore.Member(name)
+		_, inLive := live.Member(name)
+		if inPrev != nil && inLive != nil {
+			t.Fatalf("%s was acknowledged during the restore and is lost (%d acknowledged, %d refused)", name, len(r.acked), r.refused)
+		}
+	}
+	t.Logf("%d writes acknowledged, %d refused with ErrRestoring", len(r.acked), r.refused)
 }

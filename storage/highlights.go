@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -324,65 +326,254 @@ type HighlightPage struct {
 	HasNext    bool
 }
 
-// HighlightsPage returns one page of the member's highlights matching f (its
-// Text, Site, Saved and Updated ranges), sorted by createdAt or updatedAt.
+// HighlightsPage returns one page of the member's highlights matching f,
+// sorted by createdAt, updatedAt or their item's title, as Inboxt's
+// highlight query (highlight.service.ts getPaginated, Inboxt/inboxt@45f4314):
+// f.Text matches the item's title, description or content (and, in
+// Hearth, the highlight's note and text), f.Site is a substring of the
+// item's domain, f.SavedFrom/SavedTo bound the item's saved time, and
+// f.UpdatedFrom/UpdatedTo the highlight's updatedAt. p.After is a cursor of
+// a previous page or a highlight id (Inboxt's cursor).
 func (s *Store) HighlightsPage(memberID string, f ItemFilter, p PageRequest) (*HighlightPage, error) {
-	if !ValidHighlightSortField(p.Field) {
-		return nil, Invalid("highlights can be sorted by createdAt or updatedAt only")
+	if !ValidHighlightSortField(p.Field) && p.Field != SortTitle {
+		return nil, Invalid("highlights can be sorted by createdAt, updatedAt or title only")
 	}
-	var after []byte
-	if p.After != "" {
-		a, err := parseCursor(p.After, 2, p.Field, p.Desc)
-		if err != nil {
-			return nil, err
-		}
-		after = a
-	}
+	first := max(p.First, 0)
 	text := strings.ToLower(strings.TrimSpace(f.Text))
 	site := strings.ToLower(f.Site)
 	page := &HighlightPage{}
 	err := s.View(func(tx *Tx) error {
-		prefix := highlightIndexPrefix(memberID, p.Field)
-		return tx.keysetScan(prefix, p.Desc, after, nil, nil, false, func(suf, _ []byte) (bool, error) {
-			id := strconv.FormatUint(binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)
-			var h Highlight
-			if err := tx.getJSON(highlightKey(memberID, id), &h); err != nil {
-				if errors.Is(err, ErrNotFound) {
-					return true, nil
+		var after []byte
+		if p.After != "" {
+			a, err := parseCursor(p.After, 2, p.Field, p.Desc)
+			if err != nil && isItemID(p.After) {
+				var h Highlight
+				if gerr := tx.getJSON(highlightKey(memberID, p.After), &h); gerr == nil {
+					a, err = nil, nil
+					if p.Field == SortTitle {
+						var it SavedItem
+						if gerr := tx.getItem(itemKey(memberID, h.SavedItemID), &it); gerr != nil {
+							return gerr
+						}
+						a = encUint64(itemSortValue(&it, SortTitle), idBytes(h.ID))
+					} else {
+						a = highlightSortValue(&h, p.Field)
+					}
+				} else if errors.Is(gerr, ErrNotFound) {
+					err = Invalid("after: no highlight has the id %s", p.After)
+				} else {
+					err = gerr
 				}
-				return false, err
 			}
-			if f.SavedFrom != nil && h.CreatedAt.Before(*f.SavedFrom) ||
-				f.SavedTo != nil && !h.CreatedAt.Before(*f.SavedTo) ||
-				f.UpdatedFrom != nil && h.UpdatedAt.Before(*f.UpdatedFrom) ||
+			if err != nil {
+				return err
+			}
+			after = a
+		}
+		// The highlight's item, when a filter needs it (one at a time:
+		// an item's highlights often follow each other).
+		var cur SavedItem
+		var curContent *ItemContent
+		itemOf := func(id string) (*SavedItem, error) {
+			if cur.ID == id && id != "" {
+				return &cur, nil
+			}
+			cur, curContent = SavedItem{}, nil
+			if err := tx.getItem(itemKey(memberID, id), &cur); err != nil {
+				return nil, err
+			}
+			return &cur, nil
+		}
+		keep := func(h *Highlight) (bool, error) {
+			if f.UpdatedFrom != nil && h.UpdatedAt.Before(*f.UpdatedFrom) ||
 				f.UpdatedTo != nil && !h.UpdatedAt.Before(*f.UpdatedTo) {
-				return true, nil
-			}
-			if site != "" && h.ItemDomain != site && !strings.HasSuffix(h.ItemDomain, "."+site) {
-				return true, nil
-			}
-			if text != "" {
-				found := containsFold(h.ItemTitle, text) || containsFold(h.Note, text)
-				for _, sg := range h.Segments {
-					found = found || containsFold(sg.Text, text)
-				}
-				if !found {
-					return true, nil
-				}
-			}
-			if len(page.Highlights) == p.First {
-				page.HasNext = true
 				return false, nil
 			}
-			page.Highlights = append(page.Highlights, &h)
-			page.Cursors = append(page.Cursors, makeCursor(2, p.Field, p.Desc, suf))
-			return true, nil
-		})
+			if site != "" && !containsFold(h.ItemDomain, site) {
+				return false, nil
+			}
+			if text == "" && f.SavedFrom == nil && f.SavedTo == nil {
+				return true, nil
+			}
+			it, err := itemOf(h.SavedItemID)
+			if errors.Is(err, ErrNotFound) {
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			if f.SavedFrom != nil && it.CreatedAt.Before(*f.SavedFrom) ||
+				f.SavedTo != nil && !it.CreatedAt.Before(*f.SavedTo) {
+				return false, nil
+			}
+			if text == "" {
+				return true, nil
+			}
+			if containsFold(it.Title, text) || containsFold(it.Description, text) || containsFold(h.Note, text) {
+				return true, nil
+			}
+			for _, sg := range h.Segments {
+				if containsFold(sg.Text, text) {
+					return true, nil
+				}
+			}
+			if curContent == nil {
+				curContent = &ItemContent{}
+				if err := tx.getJSON(contentKey(memberID, it.ID), curContent); err != nil && !errors.Is(err, ErrNotFound) {
+					return false, err
+				}
+			}
+			return containsFold(curContent.Text, text), nil
+		}
+		var found []*Highlight
+		var sufs [][]byte
+		add := func(h *Highlight, suf []byte) {
+			found = append(found, h)
+			sufs = append(sufs, suf)
+		}
+		if p.Field != SortTitle {
+			prefix := highlightIndexPrefix(memberID, p.Field)
+			err := tx.keysetScan(prefix, p.Desc, after, nil, nil, false, func(suf, _ []byte) (bool, error) {
+				id := strconv.FormatUint(binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)
+				var h Highlight
+				if err := tx.getJSON(highlightKey(memberID, id), &h); err != nil {
+					if errors.Is(err, ErrNotFound) {
+						return true, nil
+					}
+					return false, err
+				}
+				ok, err := keep(&h)
+				if err != nil || !ok {
+					return err == nil, err
+				}
+				add(&h, append([]byte(nil), suf...))
+				return len(found) <= first, nil
+			})
+			if err != nil {
+				return err
+			}
+		} else if err := tx.highlightsByItemTitle(memberID, p.Desc, after, first, keep, add); err != nil {
+			return err
+		}
+		if len(found) > first {
+			page.HasNext = true
+			found, sufs = found[:first], sufs[:first]
+		}
+		page.Highlights = found
+		page.Cursors = make([]string, len(sufs))
+		for i, suf := range sufs {
+			page.Cursors[i] = makeCursor(2, p.Field, p.Desc, suf)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return page, nil
+}
+
+func highlightSortValue(h *Highlight, f SortField) []byte {
+	t := h.CreatedAt
+	if f == SortUpdatedAt {
+		t = h.UpdatedAt
+	}
+	return encUint64(encTime(nil, t), idBytes(h.ID))
+}
+
+// highlightsByItemTitle walks the highlights in the order of their item's
+// title (the items' title index, every status merged), then of their id:
+// each one's place is the item's index suffix and its own id. It adds at
+// most limit+1 highlights that keep accepts, after the place after.
+func (tx *Tx) highlightsByItemTitle(memberID string, desc bool, after []byte, limit int, keep func(*Highlight) (bool, error), add func(*Highlight, []byte)) error {
+	type hit struct {
+		h   *Highlight
+		suf []byte
+	}
+	var hits []hit
+	var lower, upper []byte
+	if after != nil {
+		if len(after) < 16 {
+			return ErrBadCursor
+		}
+		itemSuf := after[:len(after)-8]
+		if desc {
+			// Inclusive of the item: no other suffix has it as a prefix.
+			upper = append(append([]byte(nil), itemSuf...), 0)
+		} else {
+			lower = itemSuf
+		}
+	}
+	for _, status := range []string{StatusActive, StatusArchived, StatusDeleted} {
+		n := 0
+		prefix := itemIndexPrefix(memberID, status, SortTitle)
+		err := tx.keysetScan(prefix, desc, nil, lower, upper, true, func(suf, rec []byte) (bool, error) {
+			var it SavedItem
+			if len(rec) > 0 {
+				if err := parseItemRecord(rec, &it); err != nil {
+					return false, err
+				}
+			} else {
+				id := strconv.FormatUint(binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)
+				if err := tx.getItem(itemKey(memberID, id), &it); err != nil {
+					if errors.Is(err, ErrNotFound) {
+						return true, nil
+					}
+					return false, err
+				}
+			}
+			if it.HighlightCount == 0 {
+				return true, nil
+			}
+			ids, err := tx.suffixes(key("u", memberID, "gql", "ih", it.ID, ""))
+			if err != nil {
+				return false, err
+			}
+			nums := make([]uint64, 0, len(ids))
+			for _, id := range ids {
+				nums = append(nums, idBytes(id))
+			}
+			sort.Slice(nums, func(a, b int) bool { return nums[a] < nums[b] != desc })
+			for _, num := range nums {
+				place := encUint64(append([]byte(nil), suf...), num)
+				if after != nil {
+					c := bytes.Compare(place, after)
+					if !desc && c <= 0 || desc && c >= 0 {
+						continue
+					}
+				}
+				var h Highlight
+				if err := tx.getJSON(highlightKey(memberID, strconv.FormatUint(num, 10)), &h); err != nil {
+					if errors.Is(err, ErrNotFound) {
+						continue
+					}
+					return false, err
+				}
+				ok, err := keep(&h)
+				if err != nil {
+					return false, err
+				}
+				if ok {
+					hits = append(hits, hit{&h, place})
+					n++
+					if n > limit {
+						return false, nil
+					}
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	sort.SliceStable(hits, func(a, b int) bool {
+		c := bytes.Compare(hits[a].suf, hits[b].suf)
+		return c < 0 != desc
+	})
+	for _, x := range hits {
+		add(x.h, x.suf)
+	}
+	return nil
 }
 
 // ForEachHighlight calls fn for every highlight of the member, oldest first.

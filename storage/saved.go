@@ -10,6 +10,7 @@ import (
 	"errors"
 	"math"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -109,6 +110,10 @@ type NewItem struct {
 	// message whose id the member already has returns that item and
 	// changes nothing (forwarding services retry); "" saves every time.
 	MessageID string
+
+	queueFetch    bool   // QueueFetch: add a pending fetch, keep an existing item's content
+	fetchPrivate  bool   // QueueFetch: the fetch may reach private addresses
+	finishesFetch string // FinishFetch: the item whose pending fetch this ends
 }
 
 // SortField names a sort order of saved items (Inboxt's names plus updatedAt).
@@ -625,6 +630,18 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 				return err
 			}
 		}
+		if in.finishesFetch != "" {
+			if _, err := tx.get(fetchKey(memberID, in.finishesFetch)); err != nil {
+				return err
+			}
+			if err := tx.delete(fetchKey(memberID, in.finishesFetch)); err != nil {
+				return err
+			}
+			var pending SavedItem
+			if err := tx.getItem(itemKey(memberID, in.finishesFetch), &pending); err != nil {
+				return err // ErrNotFound: gone meanwhile, nothing saved
+			}
+		}
 		t := now()
 		var old *SavedItem
 		if norm != "" && in.Type == TypeArticle {
@@ -644,8 +661,10 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 			c := *old
 			c.LabelIDs = append([]string(nil), old.LabelIDs...)
 			it = &c
-			it.Status = StatusActive
-			it.DeletedAt = nil
+			if in.finishesFetch == "" { // a finished fetch keeps where the member put the item
+				it.Status = StatusActive
+				it.DeletedAt = nil
+			}
 		} else {
 			created = true
 			it.ID = NewID()
@@ -655,9 +674,12 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 			it.CreatedAt = t
 		}
 		it.UpdatedAt = t
-		it.Title, it.Description, it.Author, it.LeadImage = in.Title, in.Description, in.Author, in.LeadImage
-		it.OriginalURL, it.SourceDomain, it.WordCount = norm, in.SourceDomain, in.WordCount
-		it.FromName, it.FromAddress = in.FromName, in.FromAddress
+		keep := in.queueFetch && old != nil // re-fetched: keep what it has until the fetch ends
+		if !keep {
+			it.Title, it.Description, it.Author, it.LeadImage = in.Title, in.Description, in.Author, in.LeadImage
+			it.OriginalURL, it.SourceDomain, it.WordCount = norm, in.SourceDomain, in.WordCount
+			it.FromName, it.FromAddress = in.FromName, in.FromAddress
+		}
 		if len(in.LabelIDs) > 0 {
 			labels, err := tx.memberLabelIDs(memberID, in.LabelIDs)
 			if err != nil {
@@ -689,6 +711,18 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 			}
 		}
 		out = it
+		if in.queueFetch {
+			v := norm
+			if in.fetchPrivate {
+				v = privateFetch + norm
+			}
+			if err := tx.put(fetchKey(memberID, it.ID), []byte(v), 0); err != nil {
+				return err
+			}
+			if keep {
+				return nil
+			}
+		}
 		return tx.putJSON(contentKey(memberID, it.ID), ItemContent{HTML: in.HTML, Text: in.Text}, 0)
 	})
 	if err != nil {
@@ -1001,6 +1035,9 @@ func (tx *Tx) deleteItem(it *SavedItem) error {
 	if err := tx.delete(contentKey(mid, it.ID)); err != nil {
 		return err
 	}
+	if err := tx.delete(fetchKey(mid, it.ID)); err != nil {
+		return err
+	}
 	return tx.delete(itemKey(mid, it.ID))
 }
 
@@ -1258,25 +1295,28 @@ func (tx *Tx) keysetScan(prefix []byte, desc bool, after, lower, upper []byte, v
 	})
 }
 
+// StatusAll in ItemFilter.Status lists items of every status (Inboxt's q
+// without in:), merged in one order.
+const StatusAll = "ALL"
+
 // SavedItemsPage returns one page of the member's items matching f, sorted
-// by p.Field then id, starting after p.After.
+// by p.Field then id, starting after p.After: a cursor of a previous page,
+// or the id of an item (Inboxt's cursors are item ids), which pages on from
+// that item's place in the order whatever its status.
 func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*ItemPage, error) {
-	if f.Status == "" {
-		f.Status = StatusActive
-	}
-	if _, ok := statusCode[f.Status]; !ok {
-		return nil, Invalid("unknown status")
+	statuses := []string{f.Status}
+	switch f.Status {
+	case "":
+		statuses[0] = StatusActive
+	case StatusAll:
+		statuses = []string{StatusActive, StatusArchived, StatusDeleted}
+	default:
+		if _, ok := statusCode[f.Status]; !ok {
+			return nil, Invalid("unknown status")
+		}
 	}
 	if !ValidSortField(p.Field) {
 		return nil, Invalid("unknown sort field")
-	}
-	var after []byte
-	if p.After != "" {
-		a, err := parseCursor(p.After, 1, p.Field, p.Desc)
-		if err != nil {
-			return nil, err
-		}
-		after = a
 	}
 	// A time range on the sort field bounds the scan itself.
 	var lower, upper []byte
@@ -1292,57 +1332,139 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 			upper = encUint64(encTime(nil, *rangeTo), 0)
 		}
 	}
+	first := max(p.First, 0)
 	page := &ItemPage{}
 	err := s.View(func(tx *Tx) error {
+		var after []byte
+		if p.After != "" {
+			a, err := parseCursor(p.After, 1, p.Field, p.Desc)
+			if err != nil && isItemID(p.After) {
+				var it SavedItem
+				if gerr := tx.getItem(itemKey(memberID, p.After), &it); gerr == nil {
+					a, err = itemSortValue(&it, p.Field), nil
+				} else if errors.Is(gerr, ErrNotFound) {
+					err = Invalid("after: no saved item has the id %s", p.After)
+				} else {
+					err = gerr
+				}
+			}
+			if err != nil {
+				return err
+			}
+			after = a
+		}
 		m, err := newItemMatcher(tx, memberID, f)
 		if err != nil {
 			return err
 		}
-		prefix := itemIndexPrefix(memberID, f.Status, p.Field)
 		// One allocation for the page's items, and one item key buffer.
-		items := make([]SavedItem, min(max(p.First, 0), 1000)+1)
-		page.Items = make([]*SavedItem, 0, len(items)-1)
-		page.Cursors = make([]string, 0, len(items)-1)
+		// One allocation for a page's items, one for their index key
+		// suffixes (each ends where ends says), one item key buffer. Past
+		// a page (more statuses matching), items are allocated one by one.
+		items := make([]SavedItem, min(first, 1000)+1)
+		found := make([]*SavedItem, 0, len(items))
+		arena := make([]byte, 0, len(items)*24)
+		ends := make([]int, 0, len(items))
 		itemPrefix := itemKey(memberID, "")
 		k := make([]byte, len(itemPrefix), len(itemPrefix)+20)
 		copy(k, itemPrefix)
-		return tx.keysetScan(prefix, p.Desc, after, lower, upper, true, func(suf, rec []byte) (bool, error) {
-			var it *SavedItem
-			if len(page.Items) < len(items) {
-				it = &items[len(page.Items)]
-			} else {
-				it = new(SavedItem)
-			}
-			if len(rec) > 0 {
-				if err := parseItemRecord(rec, it); err != nil {
-					return false, err
+		contributed := 0
+		for _, status := range statuses {
+			// Each status gives at most first+1 matches: the merged page
+			// needs no more to know whether another follows.
+			n := 0
+			prefix := itemIndexPrefix(memberID, status, p.Field)
+			err := tx.keysetScan(prefix, p.Desc, after, lower, upper, true, func(suf, rec []byte) (bool, error) {
+				var it *SavedItem
+				if len(found) < len(items) {
+					it = &items[len(found)]
+				} else {
+					it = new(SavedItem)
 				}
-			} else {
-				k = strconv.AppendUint(k[:len(itemPrefix)], binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)
-				if err := tx.getItem(k, it); err != nil {
-					if errors.Is(err, ErrNotFound) {
-						return true, nil
+				if len(rec) > 0 {
+					if err := parseItemRecord(rec, it); err != nil {
+						return false, err
 					}
-					return false, err
+				} else {
+					k = strconv.AppendUint(k[:len(itemPrefix)], binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)
+					if err := tx.getItem(k, it); err != nil {
+						if errors.Is(err, ErrNotFound) {
+							return true, nil
+						}
+						return false, err
+					}
 				}
+				ok, err := m.match(it)
+				if err != nil || !ok {
+					return err == nil, err
+				}
+				found = append(found, it)
+				arena = append(arena, suf...)
+				ends = append(ends, len(arena))
+				n++
+				return n <= first, nil
+			})
+			if err != nil {
+				return err
 			}
-			ok, err := m.match(it)
-			if err != nil || !ok {
-				return err == nil, err
+			if n > 0 {
+				contributed++
 			}
-			if len(page.Items) == p.First {
-				page.HasNext = true
-				return false, nil
+		}
+		sufs := make([][]byte, len(found))
+		for i, end := range ends {
+			start := 0
+			if i > 0 {
+				start = ends[i-1]
 			}
-			page.Items = append(page.Items, it)
-			page.Cursors = append(page.Cursors, makeCursor(1, p.Field, p.Desc, suf))
-			return true, nil
-		})
+			sufs[i] = arena[start:end:end]
+		}
+		if contributed > 1 {
+			idx := make([]int, len(found))
+			for i := range idx {
+				idx[i] = i
+			}
+			sort.SliceStable(idx, func(a, b int) bool {
+				c := bytes.Compare(sufs[idx[a]], sufs[idx[b]])
+				if p.Desc {
+					return c > 0
+				}
+				return c < 0
+			})
+			f2, s2 := make([]*SavedItem, len(idx)), make([][]byte, len(idx))
+			for i, j := range idx {
+				f2[i], s2[i] = found[j], sufs[j]
+			}
+			found, sufs = f2, s2
+		}
+		if len(found) > first {
+			page.HasNext = true
+			found, sufs = found[:first], sufs[:first]
+		}
+		page.Items = found
+		page.Cursors = make([]string, len(sufs))
+		for i, suf := range sufs {
+			page.Cursors[i] = makeCursor(1, p.Field, p.Desc, suf)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return page, nil
+}
+
+// isItemID reports whether s has the form of an item or highlight id.
+func isItemID(s string) bool {
+	if s == "" || len(s) > 20 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 type itemMatcher struct {
@@ -1428,9 +1550,9 @@ func (m *itemMatcher) match(it *SavedItem) (bool, error) {
 		return false, nil
 	}
 	if f.Site != "" {
-		site := strings.ToLower(f.Site)
-		d := strings.ToLower(it.SourceDomain)
-		if d != site && !strings.HasSuffix(d, "."+site) && strings.TrimPrefix(site, "www.") != d {
+		// A substring of the domain, as Inboxt's sourceDomain contains
+		// (saved-item.service.ts getPaginated, Inboxt/inboxt@45f4314).
+		if !containsFold(it.SourceDomain, strings.ToLower(f.Site)) {
 			return false, nil
 		}
 	}

@@ -41,6 +41,12 @@ type Options struct {
 	GCInterval time.Duration
 	// Logger receives Badger's log lines; nil discards them.
 	Logger *zap.Logger
+	// MinFreeBytes is the free-space reserve: writes are refused with
+	// ErrDiskFull while the filesystem of the store has less free space
+	// (reads go on; writes resume once space is freed). Zero means
+	// DefaultMinFreeBytes for the options given, a negative value turns
+	// the check off.
+	MinFreeBytes int64
 	// OnSync, when set, is told how long each flush of the logs for
 	// SyncWrites took (metrics). It runs in the flushing goroutine, while
 	// commits wait: it must be quick.
@@ -80,10 +86,27 @@ func (o Options) withDefaults() Options {
 	if o.GCInterval == 0 {
 		o.GCInterval = DefaultGCInterval
 	}
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = DefaultMinFreeBytes(o.MemTableSize, o.ValueLogFileSize)
+	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
 	return o
+}
+
+// DefaultMinFreeBytes is the free-space reserve for the given memtable and
+// value-log file sizes: what Badger may still write after the last write
+// admitted, through memory maps that fault (SIGBUS) rather than fail on a
+// full disk. A new value-log file is mapped at twice
+// ValueLogFileSize; each memtable has its write-ahead file of about
+// MemTableSize and is flushed to a table of about that size, and the two
+// memtables (plus one being flushed) may be written at once; compactions
+// write tables of MemTableSize before deleting the ones they replace.
+// 2×ValueLogFileSize + 6×MemTableSize: 352 MiB with the defaults
+// (128 MiB value-log files, 16 MiB memtables).
+func DefaultMinFreeBytes(memTableSize, valueLogFileSize int64) int64 {
+	return 2*valueLogFileSize + 6*memTableSize
 }
 
 // ErrLocked is returned by Open when another process holds the database.
@@ -103,6 +126,7 @@ type Store struct {
 	caches      caches
 
 	replacing sync.Mutex // held by Replace
+	gate      gate
 
 	openMu sync.Mutex // held by Open and Close
 	stopGC chan struct{}
@@ -126,6 +150,7 @@ func Open(dir string, opts Options) (*Store, error) {
 func Prepare(dir string, opts Options) *Store {
 	opts = opts.withDefaults()
 	s := &Store{path: dir, log: opts.Logger, opts: opts, caches: newCaches(), stopGC: make(chan struct{})}
+	s.gate.init()
 	s.async.delay = asyncFlushDelay
 	return s
 }
@@ -174,6 +199,7 @@ func (s *Store) Open() error {
 		return fmt.Errorf("open store %s: %w", dir, err)
 	}
 	s.db = db
+	s.gate.opened()
 	if *opts.SyncWrites {
 		s.logs = &logSyncer{dir: dir, vlogWritten: &s.vlogWritten}
 		sync := s.logs.sync
@@ -187,6 +213,15 @@ func (s *Store) Open() error {
 		}
 		s.durable = newGroupSync(sync)
 	}
+	if err := s.migrate(); err != nil {
+		// Not Close: it waits for openMu, which Open holds.
+		db.Close()
+		if s.logs != nil {
+			s.logs.close()
+		}
+		s.db, s.logs, s.durable = nil, nil, nil
+		return fmt.Errorf("open store %s: %w", dir, err)
+	}
 	if opts.GCInterval > 0 {
 		s.gcDone.Add(1)
 		go s.runGC(opts.GCInterval)
@@ -194,11 +229,26 @@ func (s *Store) Open() error {
 	return nil
 }
 
+// migrate brings records written by earlier versions up to date. It runs at
+// Open and after Restore, and changes nothing the second time.
+func (s *Store) migrate() error {
+	kept, expired, err := s.migrateAPITokenOrigins()
+	if err != nil {
+		return fmt.Errorf("migrate API tokens: %w", err)
+	}
+	if kept+expired > 0 {
+		s.log.Info("API tokens made before their origin was recorded: kept those older than the first OAuth app, expired the others",
+			zap.Int("kept", kept), zap.Int("expired", expired))
+	}
+	return nil
+}
+
 // Path is the directory the store lives in.
 func (s *Store) Path() string { return s.path }
 
-// Close stops garbage collection and closes the database. It is safe to call
-// more than once.
+// Close stops garbage collection, waits for the operations running, and
+// closes the database; operations started later fail with ErrClosed. It
+// is safe to call more than once.
 func (s *Store) Close() error {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
@@ -210,6 +260,7 @@ func (s *Store) Close() error {
 	s.closed.Do(func() {
 		close(s.stopGC)
 		s.gcDone.Wait()
+		s.closeGate()
 		s.async.stop()
 		err = s.db.Close()
 		if s.logs != nil {
@@ -238,6 +289,10 @@ func (s *Store) runGC(every time.Duration) {
 // CollectGarbage rewrites value-log files that are at least half garbage,
 // until none is left. It runs on the schedule set by Options.GCInterval.
 func (s *Store) CollectGarbage() {
+	if s.enter(false) != nil {
+		return
+	}
+	defer s.leave(false)
 	if s.durable != nil {
 		// Badger deletes a rewritten value-log file at once unless an
 		// iterator is open, and it does not sync the rewritten values
@@ -284,7 +339,11 @@ func (s *Store) CollectGarbage() {
 // with ErrNotBackup (wrapped); records read before the fault may have been
 // loaded (RestoreDir loads into a fresh directory for that reason).
 func (s *Store) Restore(r io.Reader) error {
-	stream := checkedBackup(r)
+	if err := s.enter(true); err != nil {
+		return err
+	}
+	defer s.leave(true)
+	stream := checkedBackup(s.path, r)
 	defer stream.Close()
 	err := s.db.Load(stream, 256)
 	s.caches.drop(nil) // also after a failed load: some records may have changed
@@ -292,7 +351,11 @@ func (s *Store) Restore(r io.Reader) error {
 		return err
 	}
 	s.vlogWritten.Store(true)
-	return s.synced()
+	if err := s.synced(); err != nil {
+		return err
+	}
+	// A backup of an earlier version holds records written the old way.
+	return s.migrate()
 }
 
 // RestoreDir replaces the database in dir with the backup stream read from
@@ -363,6 +426,10 @@ func (s *Store) Sync() error {
 	if s.durable != nil {
 		return s.durable.wait()
 	}
+	if err := s.enter(false); err != nil {
+		return err
+	}
+	defer s.leave(false)
 	return s.db.Sync()
 }
 
@@ -395,14 +462,19 @@ func (s *Store) flushSoon() {
 // Size returns the bytes on disk of the store's tables and of its value
 // logs (Badger's figures, updated about once a minute).
 func (s *Store) Size() (tables, valueLogs int64) {
-	if !s.IsOpen() {
+	if s.enter(false) != nil {
 		return 0, 0
 	}
+	defer s.leave(false)
 	return s.db.Size()
 }
 
 // Ping reports whether the store answers reads.
 func (s *Store) Ping(ctx context.Context) error {
+	if err := s.enter(false); err != nil {
+		return err
+	}
+	defer s.leave(false)
 	return s.db.View(func(*badger.Txn) error { return ctx.Err() })
 }
 

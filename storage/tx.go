@@ -55,6 +55,10 @@ type Tx struct {
 
 // View runs fn in a read-only transaction.
 func (s *Store) View(fn func(tx *Tx) error) error {
+	if err := s.enter(false); err != nil {
+		return err
+	}
+	defer s.leave(false)
 	return s.db.View(func(txn *badger.Txn) error { return fn(&Tx{txn: txn}) })
 }
 
@@ -156,6 +160,10 @@ func (s *Store) UpdateOnce(fn func(tx *Tx) error) error {
 
 // update runs fn in one read-write transaction and commits it.
 func (s *Store) update(fn func(tx *Tx) error) error {
+	if err := s.enter(true); err != nil {
+		return err
+	}
+	defer s.leave(true)
 	tx := &Tx{}
 	err := s.db.Update(func(txn *badger.Txn) error {
 		tx.txn, tx.bigValue, tx.indexCopyBytes = txn, false, 0
@@ -281,6 +289,24 @@ func (tx *Tx) suffixes(prefix []byte) ([]string, error) {
 		return true, nil
 	})
 	return out, err
+}
+
+// deletePrefix deletes every key with prefix inside the transaction.
+func (tx *Tx) deletePrefix(prefix []byte) error {
+	var keys [][]byte
+	err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		keys = append(keys, append([]byte{}, k...))
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := tx.delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // key joins parts with '/' into a key.

@@ -43,6 +43,9 @@ const (
 
 // Options configure the member pages. Zero values take the defaults above.
 type Options struct {
+	// RateLimits keeps the rate limiters' counts across rebuilds of the
+	// handler (the Caddy app holds one per store); nil: private limiters.
+	RateLimits *ratelimit.Registry
 	// OpenRegistration enables the sign-up page; without it /auth/sign_up
 	// answers 404.
 	OpenRegistration bool
@@ -140,9 +143,9 @@ func New(store *storage.Store, opts Options) *Pages {
 	p := &Pages{
 		store:      store,
 		opts:       opts,
-		byUsername: ratelimit.New(opts.FailuresPerUsername, opts.FailureWindow),
-		byIP:       ratelimit.New(opts.FailuresPerIP, opts.FailureWindow),
-		signUps:    ratelimit.New(opts.SignUpsPerIP, opts.SignUpWindow),
+		byUsername: opts.RateLimits.Limiter("account.failures.username", opts.FailuresPerUsername, opts.FailureWindow),
+		byIP:       opts.RateLimits.Limiter("account.failures.ip", opts.FailuresPerIP, opts.FailureWindow),
+		signUps:    opts.RateLimits.Limiter("account.signups", opts.SignUpsPerIP, opts.SignUpWindow),
 		cop:        http.NewCrossOriginProtection(),
 	}
 	for _, o := range opts.TrustedOrigins {

@@ -108,11 +108,49 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	_, err := p.SignIn(w, r, d.Username, password)
+	var limited *SignInLimitedError
+	switch {
+	case errors.As(err, &limited):
+		p.renderTooMany(w, r, limited.Wait, "Too many failed sign-ins. Wait a few minutes before trying again.")
+		return
+	case errors.Is(err, storage.ErrBadCredentials):
+		d.Error = "Wrong username or password."
+		p.renderSignIn(w, r, http.StatusUnauthorized, d)
+		return
+	case errors.Is(err, storage.ErrSuspended):
+		d.Error = "This account is suspended, so it can't sign in. Contact the site's administrator."
+		p.renderSignIn(w, r, http.StatusForbidden, d)
+		return
+	case err != nil:
+		p.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "Signing in failed. Try again in a moment.")
+		return
+	}
+	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
+}
+
+// SignInLimitedError is SignIn's answer when the client address or the
+// username has too many recent failures, and SignUp's when the address
+// made too many accounts: try again after Wait.
+type SignInLimitedError struct{ Wait time.Duration }
+
+func (e *SignInLimitedError) Error() string { return "too many failed sign-ins" }
+
+// SignIn checks username and password under the sign-in rate limits (per
+// client address and per username) and, when they are right, starts the
+// member's session on w. Its errors: *SignInLimitedError,
+// storage.ErrBadCredentials, storage.ErrSuspended, or an internal error
+// (logged). The sign-in page and other sign-in forms (the GraphQL signIn)
+// share it.
+func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, username, password string) (*storage.Member, error) {
+	if storage.ValidateUsername(username) != nil || password == "" || utf8.RuneCountInString(password) > storage.MaxPasswordLen {
+		return nil, storage.ErrBadCredentials
+	}
 	// The attempt is counted as a failure before the password is checked
 	// (concurrent attempts must not all pass the check) and given back
 	// when it was not one.
 	ip := "ip:" + p.opts.ClientIP(r)
-	user := "user:" + strings.ToLower(d.Username)
+	user := "user:" + strings.ToLower(username)
 	byIP, byUser := p.byIP.Allow(ip), p.byUsername.Allow(user)
 	notAFailure := func() {
 		if byIP.Allowed {
@@ -126,42 +164,35 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 		notAFailure()
 		metrics.SignIn(metrics.SignInRateLimited)
 		metrics.RateLimited(metrics.LimitSignIn)
-		p.opts.Logger.Info("sign-in rate limited", zap.String("username", d.Username), zap.String("client_ip", ip[3:]))
-		p.renderTooMany(w, r, wait, "Too many failed sign-ins. Wait a few minutes before trying again.")
-		return
+		p.opts.Logger.Info("sign-in rate limited", zap.String("username", username), zap.String("client_ip", ip[3:]))
+		return nil, &SignInLimitedError{Wait: wait}
 	}
 
-	m, err := p.store.Authenticate(d.Username, password)
+	m, err := p.store.Authenticate(username, password)
 	if !errors.Is(err, storage.ErrBadCredentials) {
 		notAFailure()
 	}
 	switch {
 	case errors.Is(err, storage.ErrBadCredentials):
 		metrics.SignIn(metrics.SignInFailure)
-		p.opts.Logger.Info("sign-in failed", zap.String("username", d.Username), zap.String("client_ip", ip[3:]))
-		d.Error = "Wrong username or password."
-		p.renderSignIn(w, r, http.StatusUnauthorized, d)
-		return
+		p.opts.Logger.Info("sign-in failed", zap.String("username", username), zap.String("client_ip", ip[3:]))
+		return nil, err
 	case errors.Is(err, storage.ErrSuspended):
 		metrics.SignIn(metrics.SignInSuspended)
-		p.opts.Logger.Info("sign-in refused: suspended", zap.String("username", d.Username))
-		d.Error = "This account is suspended, so it can't sign in. Contact the site's administrator."
-		p.renderSignIn(w, r, http.StatusForbidden, d)
-		return
+		p.opts.Logger.Info("sign-in refused: suspended", zap.String("username", username))
+		return nil, err
 	case err != nil:
 		p.opts.Logger.Error("sign-in", zap.Error(err))
-		p.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "Signing in failed. Try again in a moment.")
-		return
+		return nil, err
 	}
 	p.byUsername.Reset(user)
 	if err := p.startSession(w, r, m); err != nil {
 		p.opts.Logger.Error("start session", zap.Error(err))
-		p.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "Signing in failed. Try again in a moment.")
-		return
+		return nil, err
 	}
 	metrics.SignIn(metrics.SignInSuccess)
 	p.opts.Logger.Info("signed in", zap.String("username", m.Username))
-	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
+	return m, nil
 }
 
 func (p *Pages) renderSignIn(w http.ResponseWriter, r *http.Request, status int, d signInData) {
@@ -258,36 +289,64 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 		bad(http.StatusBadRequest, "The two passwords don't match.")
 		return
 	}
-	// Reserved before the account is created, given back if it is not.
-	ip := "ip:" + p.opts.ClientIP(r)
-	if wait, limited := limitedFor(p.signUps.Allow(ip)); limited {
-		metrics.RateLimited(metrics.LimitSignUp)
-		p.renderTooMany(w, r, wait, "Too many accounts were created from your network.")
-		return
-	}
-	m, err := p.store.CreateMember(d.Username, d.DisplayName, password)
-	if err != nil {
-		p.signUps.Undo(ip)
-	}
+	_, err := p.SignUp(w, r, d.Username, d.DisplayName, password)
+	var limited *SignInLimitedError
 	switch {
+	case errors.As(err, &limited):
+		p.renderTooMany(w, r, limited.Wait, "Too many accounts were created from your network.")
+		return
 	case errors.Is(err, storage.ErrConflict):
 		bad(http.StatusConflict, "The username "+d.Username+" is taken. Choose another one.")
 		return
 	case storage.IsInvalid(err):
 		bad(http.StatusBadRequest, upperFirst(err.Error())+".")
 		return
+	case errors.Is(err, errSessionNotStarted):
+		http.Redirect(w, r, SignInURL(d.ReturnTo), http.StatusSeeOther)
+		return
 	case err != nil:
-		p.opts.Logger.Error("sign-up", zap.Error(err))
 		p.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "The account could not be created. Try again in a moment.")
 		return
+	}
+	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
+}
+
+// ErrRegistrationClosed is SignUp's answer when the site does not let
+// visitors create accounts (Options.OpenRegistration off).
+var ErrRegistrationClosed = errors.New("this site does not let visitors create accounts")
+
+// errSessionNotStarted: the account was made but its session was not.
+var errSessionNotStarted = errors.New("the account was created but could not be signed in")
+
+// SignUp creates a member under the sign-up limit per client address, when
+// the site's registration is open, and signs it in on w. Its errors:
+// ErrRegistrationClosed, *SignInLimitedError, storage.ErrConflict (the
+// username is taken), a storage invalid-input error, or an internal one
+// (logged). The sign-up page and the GraphQL createAccount share it.
+func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request, username, displayName, password string) (*storage.Member, error) {
+	if !p.opts.OpenRegistration {
+		return nil, ErrRegistrationClosed
+	}
+	// Reserved before the account is created, given back if it is not.
+	ip := "ip:" + p.opts.ClientIP(r)
+	if wait, limited := limitedFor(p.signUps.Allow(ip)); limited {
+		metrics.RateLimited(metrics.LimitSignUp)
+		return nil, &SignInLimitedError{Wait: wait}
+	}
+	m, err := p.store.CreateMember(username, displayName, password)
+	if err != nil {
+		p.signUps.Undo(ip)
+		if !errors.Is(err, storage.ErrConflict) && !storage.IsInvalid(err) {
+			p.opts.Logger.Error("sign-up", zap.Error(err))
+		}
+		return nil, err
 	}
 	p.opts.Logger.Info("member signed up", zap.String("username", m.Username))
 	if err := p.startSession(w, r, m); err != nil {
 		p.opts.Logger.Error("start session", zap.Error(err))
-		http.Redirect(w, r, SignInURL(d.ReturnTo), http.StatusSeeOther)
-		return
+		return m, errSessionNotStarted
 	}
-	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
+	return m, nil
 }
 
 func upperFirst(s string) string {

@@ -21,7 +21,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nbd-wtf/go-nostr"
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
@@ -75,6 +74,9 @@ var (
 
 // Options configure a Directory. Zero fields take the defaults above.
 type Options struct {
+	// RateLimits keeps the rate limiters' counts across rebuilds of the
+	// handler (the Caddy app holds one per store); nil: private limiters.
+	RateLimits *ratelimit.Registry
 	// Path is where the document is served.
 	Path string
 	// Kind is the registration event kind.
@@ -249,7 +251,12 @@ type Directory struct {
 	stampedAt time.Time     // last StampDirectoryDocument, under buildMu
 	dirty     chan struct{} // a change happened; rebuild after RegenerateDelay
 	authorsCh chan struct{} // the set of registered authors changed
-	pool      *nostr.SimplePool
+	// relayFetcher dials relay connections: public addresses only unless
+	// AllowPrivate, checked when connecting.
+	relayFetcher *safefetch.Fetcher
+	// relayLive counts live relay subscriptions that reached the end of
+	// their stored events (tests wait on it).
+	relayLive atomic.Int64
 
 	ctx     context.Context
 	cancel  context.CancelFunc // set by Start
@@ -296,10 +303,10 @@ func Prepare(store *storage.Store, opts Options) (*Directory, error) {
 		rules:       newActivityRules(opts),
 		maintainers: map[string]bool{},
 		fetcher:     opts.Fetcher,
-		regLimitIP:  ratelimit.New(opts.RegisterLimitIP.N, opts.RegisterLimitIP.Window).WithClock(opts.Now),
-		regLimitPK:  ratelimit.New(opts.RegisterLimitPubkey.N, opts.RegisterLimitPubkey.Window).WithClock(opts.Now),
-		evLimitIP:   ratelimit.New(opts.EventsLimitIP.N, opts.EventsLimitIP.Window).WithClock(opts.Now),
-		evLimitPK:   ratelimit.New(opts.EventsLimitPubkey.N, opts.EventsLimitPubkey.Window).WithClock(opts.Now),
+		regLimitIP:  opts.RateLimits.Limiter("directory.register.ip", opts.RegisterLimitIP.N, opts.RegisterLimitIP.Window).WithClock(opts.Now),
+		regLimitPK:  opts.RateLimits.Limiter("directory.register.pubkey", opts.RegisterLimitPubkey.N, opts.RegisterLimitPubkey.Window).WithClock(opts.Now),
+		evLimitIP:   opts.RateLimits.Limiter("directory.events.ip", opts.EventsLimitIP.N, opts.EventsLimitIP.Window).WithClock(opts.Now),
+		evLimitPK:   opts.RateLimits.Limiter("directory.events.pubkey", opts.EventsLimitPubkey.N, opts.EventsLimitPubkey.Window).WithClock(opts.Now),
 		dirty:       make(chan struct{}, 1),
 		authorsCh:   make(chan struct{}, 1),
 	}
@@ -322,6 +329,7 @@ func Prepare(store *storage.Store, opts Options) (*Directory, error) {
 			MaxBytes:     256 << 10,
 		})
 	}
+	d.relayFetcher = safefetch.New(safefetch.Options{AllowPrivate: opts.AllowPrivate, Timeout: 30 * time.Second})
 	return d, nil
 }
 
@@ -359,7 +367,6 @@ func (d *Directory) Close() error {
 		}
 		d.cancel()
 		d.wg.Wait()
-		d.closeRelays()
 	})
 	return nil
 }

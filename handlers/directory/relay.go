@@ -10,7 +10,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"go.uber.org/zap"
 
-	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -24,6 +23,9 @@ const (
 	relayResumeOverlap = time.Hour
 	// relayMaxBatch bounds the events recorded in one transaction.
 	relayMaxBatch = 256
+	// relayPageTimeout bounds the wait for one catch-up page's end of
+	// stored events; past it the connection starts again.
+	relayPageTimeout = 2 * time.Minute
 	// maxRelayURLLen bounds a configured relay URL.
 	maxRelayURLLen = 2048
 )
@@ -50,18 +52,14 @@ func checkRelayURL(s string) error {
 	return nil
 }
 
-// startRelays subscribes to every configured relay, one goroutine per
-// relay, through one go-nostr pool. Each subscription asks for kind-1 notes
-// of the registered, unbanned authors since the relay's stored cursor;
-// when it ends (connection lost, CLOSED by the relay) it starts again after
-// a growing delay, and when the set of authors changes it starts again at
+// startRelays subscribes to every configured relay, one goroutine and one
+// connection per relay (relayConn). Each subscription first catches up on
+// the kind-1 notes of the registered, unbanned authors since the relay's
+// stored cursor, paging back with until, then follows new ones; when it
+// ends (connection lost, CLOSED by the relay) it starts again after a
+// growing delay, and when the set of authors changes it starts again at
 // once with the new set.
 func (d *Directory) startRelays() {
-	d.pool = nostr.NewSimplePool(d.ctx, nostr.WithRelayOptions(
-		nostr.WithNoticeHandler(func(notice string) {
-			d.opts.Logger.Debug("relay notice", zap.String("notice", notice))
-		}),
-	))
 	restarts := make([]chan struct{}, len(d.opts.Relays))
 	for i, u := range d.opts.Relays {
 		restarts[i] = make(chan struct{}, 1)
@@ -86,19 +84,6 @@ func (d *Directory) startRelays() {
 			}
 		}
 	}()
-}
-
-// closeRelays closes the pool's connections once the subscriptions ended.
-func (d *Directory) closeRelays() {
-	if d.pool == nil {
-		return
-	}
-	d.pool.Close("directory closed")
-	for _, r := range d.pool.Relays.Range {
-		if r != nil {
-			r.Close()
-		}
-	}
 }
 
 func (d *Directory) followRelay(relayURL string, restart chan struct{}) {
@@ -140,18 +125,12 @@ func (d *Directory) sleep(t time.Duration) bool {
 	}
 }
 
-// subscribeRelay runs one subscription until it ends. progressed reports
-// whether the relay answered (end of stored events or an event), which
-// resets the reconnection delay.
+// subscribeRelay runs one connection to a relay until it ends: catch-up,
+// then live. progressed reports whether the relay answered (end of stored
+// events or an event), which resets the reconnection delay.
 func (d *Directory) subscribeRelay(relayURL string, restart chan struct{}) (progressed bool, err error) {
 	ctx, cancel := context.WithCancel(d.ctx)
 	defer cancel()
-	u, _ := url.Parse(relayURL)
-	if !d.opts.AllowPrivate {
-		if err := safefetch.CheckHost(ctx, u.Hostname()); err != nil {
-			return false, err
-		}
-	}
 	authors, err := d.store.AgentPubkeys()
 	if err != nil {
 		return false, fmt.Errorf("list registered agents: %w", err)
@@ -170,23 +149,46 @@ func (d *Directory) subscribeRelay(relayURL string, restart chan struct{}) (prog
 	}
 	filters := make(nostr.Filters, 0, len(authors)/relayAuthorsPerFilter+1)
 	for start := 0; start < len(authors); start += relayAuthorsPerFilter {
-		f := nostr.Filter{Kinds: []int{nostr.KindTextNote}, Authors: authors[start:min(start+relayAuthorsPerFilter, len(authors))]}
-		if since > 0 {
-			ts := nostr.Timestamp(since)
-			f.Since = &ts
+		filters = append(filters, nostr.Filter{Kinds: []int{nostr.KindTextNote}, Authors: authors[start:min(start+relayAuthorsPerFilter, len(authors))]})
+	}
+	conn, err := dialRelay(ctx, relayURL, d.relayFetcher, func(notice string) {
+		d.opts.Logger.Debug("relay notice", zap.String("relay", relayURL), zap.String("notice", notice))
+	})
+	if err != nil {
+		return false, err
+	}
+	defer conn.close()
+	d.opts.Logger.Debug("connected to relay", zap.String("relay", relayURL), zap.Int("authors", len(authors)), zap.Int64("since", since))
+
+	// Catch up: every filter paged back to the cursor. The cursor moves only
+	// once all of it is recorded, so a connection lost half-way starts the
+	// catch-up again rather than skipping what was not read yet.
+	startedAt := d.now().Unix()
+	var newest int64
+	for i, f := range filters {
+		n, err := d.catchUp(ctx, conn, fmt.Sprintf("catchup-%d", i), f, since)
+		if err != nil || ctx.Err() != nil {
+			return progressed, err
 		}
-		filters = append(filters, f)
+		progressed = true
+		newest = max(newest, n)
 	}
-	relay, err := d.pool.EnsureRelay(relayURL)
-	if err != nil {
-		return false, err
+	if newest > 0 {
+		if err := d.store.SetAgentRelayCursor(relayURL, min(newest, d.now().Unix())); err != nil {
+			return progressed, fmt.Errorf("save relay cursor: %w", err)
+		}
 	}
-	sub, err := relay.Subscribe(ctx, filters)
-	if err != nil {
-		return false, err
+
+	// Live: from a little before the catch-up began (what was posted
+	// during it comes as stored events again, counted once by id).
+	live := max(since, startedAt-int64(relayResumeOverlap/time.Second))
+	for i := range filters {
+		ts := nostr.Timestamp(live)
+		filters[i].Since = &ts
 	}
-	defer sub.Unsub()
-	d.opts.Logger.Debug("subscribed to relay", zap.String("relay", relayURL), zap.Int("authors", len(authors)), zap.Int64("since", since))
+	if err := conn.req(ctx, "live", filters); err != nil {
+		return progressed, err
+	}
 	batch := make([]*nostr.Event, 0, relayMaxBatch)
 	for {
 		select {
@@ -194,35 +196,147 @@ func (d *Directory) subscribeRelay(relayURL string, restart chan struct{}) (prog
 			return progressed, nil
 		case <-restart:
 			return progressed, errRestart
-		case <-sub.EndOfStoredEvents:
-			progressed = true
-		case reason := <-sub.ClosedReason:
-			return progressed, fmt.Errorf("the relay closed the subscription: %s", reason)
-		case evt, ok := <-sub.Events:
-			if !ok {
-				if ctx.Err() != nil {
-					return progressed, nil
-				}
-				return progressed, fmt.Errorf("connection lost: %v", relay.ConnectionError)
+		case <-conn.done:
+			if ctx.Err() != nil {
+				return progressed, nil
 			}
-			progressed = true
-			batch = append(batch[:0], evt)
-		drain:
-			for len(batch) < relayMaxBatch {
-				select {
-				case e, ok := <-sub.Events:
-					if !ok {
+			return progressed, conn.lost()
+		case m := <-conn.in:
+			if m.sub != "live" {
+				continue // a late answer to a finished catch-up page
+			}
+			var closed *relayMsg
+			if m.kind == "EVENT" {
+				progressed = true
+				batch = append(batch[:0], m.event)
+			drain:
+				for len(batch) < relayMaxBatch {
+					select {
+					case m := <-conn.in:
+						switch {
+						case m.sub != "live":
+						case m.kind == "EVENT":
+							batch = append(batch, m.event)
+						case m.kind == "EOSE":
+							d.relayLive.Add(1)
+						case m.kind == "CLOSED":
+							closed = &m
+							break drain
+						}
+					default:
 						break drain
 					}
-					batch = append(batch, e)
-				default:
-					break drain
+				}
+				if err := d.ingestRelayBatch(relayURL, batch); err != nil {
+					return progressed, err
 				}
 			}
-			if err := d.ingestRelayBatch(relayURL, batch); err != nil {
-				return progressed, err
+			switch {
+			case m.kind == "EOSE":
+				progressed = true
+				d.relayLive.Add(1)
+			case m.kind == "CLOSED":
+				closed = &m
+			}
+			if closed != nil {
+				return progressed, fmt.Errorf("the relay closed the subscription: %s", closed.reason)
 			}
 		}
+	}
+}
+
+// catchUp reads the stored events of one filter since since, newest first
+// as relays answer, paging back with until: a relay caps what one REQ
+// returns (commonly 500), so a page that brought anything is followed by
+// one ending at its oldest event (until is inclusive; events of that second
+// come again and are counted once by id). It stops at a page that brings no
+// event the previous page did not, which is also where a relay that caps
+// below the number of events sharing one second stops us. Posts are
+// recorded page by page; it returns the newest created_at seen.
+func (d *Directory) catchUp(ctx context.Context, conn *relayConn, id string, f nostr.Filter, since int64) (newest int64, err error) {
+	if since > 0 {
+		ts := nostr.Timestamp(since)
+		f.Since = &ts
+	}
+	var prev map[string]struct{}
+	batch := make([]*nostr.Event, 0, relayMaxBatch)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		res := make([]OKResult, len(batch))
+		if err := d.ingestPosts(batch, res, false); err != nil {
+			return fmt.Errorf("record posts: %w", err)
+		}
+		batch = batch[:0]
+		return nil
+	}
+	for page := 0; ; page++ {
+		if err := conn.req(ctx, id, nostr.Filters{f}); err != nil {
+			return newest, err
+		}
+		cur := make(map[string]struct{}, len(prev))
+		fresh := 0
+		var oldest nostr.Timestamp
+		timeout := time.NewTimer(relayPageTimeout)
+	read:
+		for {
+			select {
+			case <-ctx.Done():
+				timeout.Stop()
+				return newest, nil
+			case <-timeout.C:
+				return newest, fmt.Errorf("no end of stored events within %v", relayPageTimeout)
+			case <-conn.done:
+				timeout.Stop()
+				if ctx.Err() != nil {
+					return newest, nil
+				}
+				return newest, conn.lost()
+			case m := <-conn.in:
+				if m.sub != id {
+					continue
+				}
+				switch m.kind {
+				case "CLOSED":
+					timeout.Stop()
+					return newest, fmt.Errorf("the relay closed the subscription: %s", m.reason)
+				case "EOSE":
+					timeout.Stop()
+					break read
+				case "EVENT":
+					e := m.event
+					if _, ok := prev[e.ID]; !ok {
+						fresh++
+					}
+					cur[e.ID] = struct{}{}
+					if oldest == 0 || e.CreatedAt < oldest {
+						oldest = e.CreatedAt
+					}
+					newest = max(newest, int64(e.CreatedAt))
+					if batch = append(batch, e); len(batch) == relayMaxBatch {
+						if err := flush(); err != nil {
+							return newest, err
+						}
+					}
+				}
+			}
+		}
+		if err := flush(); err != nil {
+			return newest, err
+		}
+		if err := conn.unsub(ctx, id); err != nil {
+			return newest, err
+		}
+		if fresh == 0 {
+			if page > 0 {
+				d.opts.Logger.Debug("relay catch-up done", zap.Int("pages", page+1))
+			}
+			return newest, nil
+		}
+		until := oldest
+		f.Until = &until
+		prev = cur
 	}
 }
 
@@ -247,9 +361,10 @@ func (d *Directory) relaySince(relayURL string) (int64, error) {
 	return earliest, err
 }
 
-// ingestRelayBatch records posts read from a relay and moves its cursor to
-// the newest created_at among them (never past the present, so a post
-// dated in the future cannot make the subscription skip what comes next).
+// ingestRelayBatch records posts read from a relay and moves its cursor
+// forward to the newest created_at among them: never back, and never past
+// the present, so a post dated in the future cannot make the subscription
+// skip what comes next.
 func (d *Directory) ingestRelayBatch(relayURL string, evts []*nostr.Event) error {
 	res := make([]OKResult, len(evts))
 	if err := d.ingestPosts(evts, res, false); err != nil {
@@ -260,6 +375,15 @@ func (d *Directory) ingestRelayBatch(relayURL string, evts []*nostr.Event) error
 		newest = max(newest, int64(e.CreatedAt))
 	}
 	newest = min(newest, d.now().Unix())
+	// Relays send stored events newest first: a later batch can be older
+	// than the cursor already saved, which must not move back.
+	cur, err := d.store.AgentRelayCursor(relayURL)
+	if err != nil {
+		return fmt.Errorf("read relay cursor: %w", err)
+	}
+	if newest <= cur {
+		return nil
+	}
 	if err := d.store.SetAgentRelayCursor(relayURL, newest); err != nil {
 		return fmt.Errorf("save relay cursor: %w", err)
 	}

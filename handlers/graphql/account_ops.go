@@ -2,8 +2,18 @@ package graphql
 
 import (
 	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
 
+	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // Inboxt's account operations (the web app's; operations/web in
@@ -18,6 +28,18 @@ const msgTokensNotAllowed = "API tokens are not allowed for this operation"
 // errNoEmail answers the operations that need the site to send e-mail.
 var errNoEmail = &userError{codeBadRequest, "this site does not send e-mail: members have no e-mail address to verify or recover; " +
 	"a member who lost their password asks the site's operator to reset it (hearth member passwd)"}
+
+// accountDomain is the domain of members' addresses (Options.AccountDomain,
+// or the request's host without its port).
+func (s *Server) accountDomain(r *http.Request) string {
+	if s.opts.AccountDomain != "" {
+		return s.opts.AccountDomain
+	}
+	if h, _, err := net.SplitHostPort(r.Host); err == nil {
+		return h
+	}
+	return r.Host
+}
 
 // sessionOnly refuses API tokens and OAuth access tokens. It returns the
 // caller otherwise.
@@ -40,11 +62,35 @@ func refuseTokens(ctx context.Context) error {
 	return nil
 }
 
+// SignIn is the member sign-in of the site's sign-in page
+// (account.Pages.SignIn: same rate limits, same session cookie).
+// emailAddress is the username or username@<account domain>. Wrong
+// credentials answer as Inboxt's (auth.service.ts @ 45f4314: BAD_REQUEST
+// "Invalid email address or password").
 func (r *mutationResolver) SignIn(ctx context.Context, in generated.SignInInput) (*generated.Void, error) {
 	if err := refuseTokens(ctx); err != nil {
 		return nil, err
 	}
-	return nil, errNoSessions
+	if r.s.opts.Pages == nil {
+		return nil, errNoSessions
+	}
+	st := stateOf(ctx)
+	username := strings.TrimSuffix(strings.TrimSpace(in.EmailAddress), "@"+r.s.accountDomain(st.r))
+	_, err := r.s.opts.Pages.SignIn(st.w, st.r, username, in.Password)
+	var limited *account.SignInLimitedError
+	switch {
+	case errors.As(err, &limited):
+		secs := ratelimit.RetryAfterSeconds(limited.Wait)
+		st.w.Header().Set("Retry-After", strconv.Itoa(secs))
+		return nil, &userError{codeTooManyRequests, "too many failed sign-ins; retry after " + strconv.Itoa(secs) + " s"}
+	case errors.Is(err, storage.ErrBadCredentials):
+		return nil, &userError{codeBadRequest, "Invalid email address or password"}
+	case errors.Is(err, storage.ErrSuspended):
+		return nil, &userError{codeForbidden, "this account is suspended, so it can't sign in; contact the site's administrator"}
+	case err != nil:
+		return nil, err
+	}
+	return success, nil
 }
 
 // SignOut ends the member's session and clears its cookie, as the sign-out
@@ -58,25 +104,89 @@ func (r *mutationResolver) SignOut(ctx context.Context) (*generated.Void, error)
 	return success, nil
 }
 
+// CreateAccount is the site's sign-up (account.Pages.SignUp): only when
+// registration is open, under its per-address limit; the new member is
+// signed in. Hearth members have no e-mail address: emailAddress must be
+// the username or username@<account domain>.
 func (r *mutationResolver) CreateAccount(ctx context.Context, in generated.CreateAccountInput) (*generated.Void, error) {
 	if err := refuseTokens(ctx); err != nil {
 		return nil, err
 	}
-	return nil, errNoSessions
+	if r.s.opts.Pages == nil {
+		return nil, errNoSessions
+	}
+	st := stateOf(ctx)
+	if !r.s.isOwnAddress(st.r, in.Username, in.EmailAddress) {
+		return nil, badInput("members have no e-mail address here: emailAddress must be %s@%s (or the username)", in.Username, r.s.accountDomain(st.r))
+	}
+	_, err := r.s.opts.Pages.SignUp(st.w, st.r, in.Username, in.Username, in.Password)
+	var limited *account.SignInLimitedError
+	switch {
+	case errors.Is(err, account.ErrRegistrationClosed):
+		// Inboxt's words (auth.service.ts @ 45f4314).
+		return nil, &userError{codeForbidden, "Signup is disabled on this instance"}
+	case errors.As(err, &limited):
+		secs := ratelimit.RetryAfterSeconds(limited.Wait)
+		st.w.Header().Set("Retry-After", strconv.Itoa(secs))
+		return nil, &userError{codeTooManyRequests, "too many accounts were created from your network; retry after " + strconv.Itoa(secs) + " s"}
+	case errors.Is(err, storage.ErrConflict):
+		return nil, &userError{codeConflict, "the username " + in.Username + " is taken"}
+	case err != nil:
+		return nil, err
+	}
+	return success, nil
 }
 
+// isOwnAddress reports whether address names username: the bare username
+// or username@<account domain>, letters in any case.
+func (s *Server) isOwnAddress(r *http.Request, username, address string) bool {
+	address = strings.TrimSpace(address)
+	return strings.EqualFold(address, username) || strings.EqualFold(address, username+"@"+s.accountDomain(r))
+}
+
+// UpdateAccount changes the member's password (which, as `hearth member
+// passwd` does, ends every session, this one included). Usernames cannot
+// change, and the address is always username@<account domain>: other
+// values are refused.
 func (r *mutationResolver) UpdateAccount(ctx context.Context, in generated.UpdateAccountInput) (*generated.User, error) {
-	if _, err := sessionOnly(ctx); err != nil {
+	c, err := sessionOnly(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return nil, errNoSessions
+	st := stateOf(ctx)
+	m := c.member
+	if in.Username != nil && *in.Username != m.Username {
+		return nil, badInput("usernames cannot be changed on this site")
+	}
+	if in.EmailAddress != nil && !r.s.isOwnAddress(st.r, m.Username, *in.EmailAddress) {
+		return nil, badInput("members have no e-mail address here: it is always %s@%s", m.Username, r.s.accountDomain(st.r))
+	}
+	if in.Password != nil {
+		if err := r.s.store.SetPassword(m.Username, *in.Password); err != nil {
+			return nil, err
+		}
+	}
+	return (&queryResolver{r.resolver}).Me(ctx)
 }
 
+// DeleteAccount deletes the member and everything it saved, as `hearth
+// member delete` does, and clears the session cookie. emailAddress
+// confirms it: the username or username@<account domain>.
 func (r *mutationResolver) DeleteAccount(ctx context.Context, in generated.DeleteAccountInput) (*generated.Void, error) {
-	if _, err := sessionOnly(ctx); err != nil {
+	c, err := sessionOnly(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return nil, errNoSessions
+	st := stateOf(ctx)
+	if !r.s.isOwnAddress(st.r, c.member.Username, in.EmailAddress) {
+		return nil, badInput("to confirm, emailAddress must be %s@%s", c.member.Username, r.s.accountDomain(st.r))
+	}
+	if err := r.s.store.DeleteMember(c.member.Username); err != nil {
+		return nil, err
+	}
+	r.s.log.Info("member deleted their account", zap.String("username", c.member.Username))
+	r.s.opts.Pages.SignOut(st.w, st.r)
+	return success, nil
 }
 
 // CreateInboundEmailAddress makes the member's newsletter inbound URL anew,
@@ -99,11 +209,17 @@ func (r *mutationResolver) CreateInboundEmailAddress(ctx context.Context) (*gene
 	return &generated.InboundEmailAddress{ID: in.ID, CreatedAt: in.CreatedAt, FullAddress: site + InboundPath + secret}, nil
 }
 
+// DeleteInboundEmailAddress removes the member's newsletter inbound URL:
+// it stops working at once.
 func (r *mutationResolver) DeleteInboundEmailAddress(ctx context.Context, in generated.DeleteInboundEmailAddressInput) (*generated.Void, error) {
-	if _, err := sessionOnly(ctx); err != nil {
+	c, err := sessionOnly(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return nil, errNoSessions
+	if err := r.s.store.DeleteInbound(c.member.ID, in.ID); err != nil {
+		return nil, err
+	}
+	return success, nil
 }
 
 // UpdateNewsletterSubscriptionStatus: Hearth does not track newsletter
@@ -155,6 +271,6 @@ func (r *mutationResolver) ResetPassword(ctx context.Context, in generated.Reset
 	return nil, errNoEmail
 }
 
-// errNoSessions answers the account operations Hearth does not serve over
-// GraphQL yet: its member pages do them.
-var errNoSessions = &userError{codeBadRequest, "this site does not do this operation over GraphQL yet: use its account pages (/sign_in, /settings)"}
+// errNoSessions answers signIn and createAccount on a server built
+// without member pages (Options.Pages), which has no sessions.
+var errNoSessions = &userError{codeBadRequest, "this server has no member sessions"}

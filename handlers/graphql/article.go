@@ -17,14 +17,34 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
-// saveArticleFromURL fetches rawURL with the safe fetcher, extracts the
-// readable article and saves it (updating the item if the URL was saved
-// before). Nothing is stored when the fetch or the extraction fails.
-func (s *Server) saveArticleFromURL(ctx context.Context, memberID, rawURL string, labelIDs []string) (*storage.SavedItem, error) {
+// queueArticleFromURL saves a pending item for rawURL (or marks the
+// member's item with that URL to be fetched again) and hands it to the
+// background fetches: the client's answer does not wait for the site.
+// What can be refused without fetching is refused here, storing nothing.
+func (s *Server) queueArticleFromURL(memberID, rawURL string, labelIDs []string) error {
 	norm, err := storage.NormalizeURL(rawURL)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	if err := s.opts.Fetcher.Check(norm); err != nil {
+		return fetchError(err)
+	}
+	_, err = s.store.QueueFetch(memberID, storage.NewItem{
+		URL:         norm,
+		Title:       clip(processingTitlePrefix+norm+"...", storage.MaxTitleLen),
+		Description: clip(processingDescription(storage.SourceDomain(norm)), storage.MaxDescriptionLen),
+		LabelIDs:    labelIDs,
+	}, s.opts.Fetcher.Options().AllowPrivate)
+	if err != nil {
+		return err
+	}
+	s.kickFetches()
+	return nil
+}
+
+// fetchArticle fetches norm (a normalised URL) with the safe fetcher and
+// extracts the readable article. Its errors are for the member.
+func (s *Server) fetchArticle(ctx context.Context, norm string) (*storage.NewItem, error) {
 	resp, err := s.opts.Fetcher.GetWithHeader(ctx, norm, http.Header{"Accept": {"text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"}})
 	if err != nil {
 		return nil, fetchError(err)
@@ -43,7 +63,7 @@ func (s *Server) saveArticleFromURL(ctx context.Context, memberID, rawURL string
 	if resp.FinalURL != "" {
 		base = resp.FinalURL
 	}
-	return s.saveArticle(memberID, norm, base, resp.Body, ct, labelIDs)
+	return articleItem(norm, base, resp.Body, ct)
 }
 
 // saveArticleFromHTML saves an article from HTML the client already has.
@@ -55,15 +75,22 @@ func (s *Server) saveArticleFromHTML(memberID, rawURL string, page []byte, conte
 	if len(bytes.TrimSpace(page)) == 0 {
 		return nil, badInput("html must not be empty")
 	}
-	return s.saveArticle(memberID, norm, norm, page, contentType, labelIDs)
+	in, err := articleItem(norm, norm, page, contentType)
+	if err != nil {
+		return nil, err
+	}
+	in.LabelIDs = labelIDs
+	it, _, err := s.store.SaveItem(memberID, *in)
+	return it, err
 }
 
-func (s *Server) saveArticle(memberID, pageURL, baseURL string, page []byte, contentType string, labelIDs []string) (*storage.SavedItem, error) {
+// articleItem extracts the article of page, saved under pageURL.
+func articleItem(pageURL, baseURL string, page []byte, contentType string) (*storage.NewItem, error) {
 	a, err := extractArticle(baseURL, page, contentType)
 	if err != nil {
 		return nil, err
 	}
-	it, _, err := s.store.SaveItem(memberID, storage.NewItem{
+	return &storage.NewItem{
 		Type:        storage.TypeArticle,
 		URL:         pageURL,
 		Title:       a.title,
@@ -73,9 +100,7 @@ func (s *Server) saveArticle(memberID, pageURL, baseURL string, page []byte, con
 		WordCount:   a.wordCount,
 		HTML:        a.html,
 		Text:        a.text,
-		LabelIDs:    labelIDs,
-	})
-	return it, err
+	}, nil
 }
 
 // article is what is kept of a page.

@@ -5,10 +5,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 const addArticleMutation = `mutation AddArticleFromUrl($data: AddArticleFromUrlInput!) {
@@ -61,7 +64,7 @@ func TestAddArticleFromUrlFetchesAndExtractsTheArticle(t *testing.T) {
 	e := newEnv(t, graphql.Options{Fetcher: localFetcher()})
 	site := articleSite(t, "Baking Bread")
 	e.do(addArticleMutation, map[string]any{"data": map[string]any{"url": site.URL + "/bread"}}, nil)
-	items := e.allEntries(map[string]any{"first": 10})
+	items := e.waitFetched()
 	if len(items) != 1 {
 		t.Fatalf("%d items saved", len(items))
 	}
@@ -97,6 +100,7 @@ func TestSavingTheSameUrlTwiceUpdatesTheItem(t *testing.T) {
 	site := articleSite(t, "Baking Bread")
 	for i := 0; i < 2; i++ {
 		e.do(addArticleMutation, map[string]any{"data": map[string]any{"url": site.URL + "/bread"}}, nil)
+		e.waitFetched()
 	}
 	// Also through a snapshot of the same page.
 	var out struct {
@@ -124,18 +128,222 @@ func TestAddArticleFromUrlRefusesPrivateAddresses(t *testing.T) {
 
 func TestAddArticleFromUrlErrors(t *testing.T) {
 	e := newEnv(t, graphql.Options{Fetcher: localFetcher()})
-	site := articleSite(t, "x")
-	for _, c := range []struct{ url, code string }{
-		{"ftp://example.com/x", "BAD_USER_INPUT"},
-		{"not a url", "BAD_USER_INPUT"},
-		{site.URL + "/missing", "FETCH_FAILED"},
-		{site.URL + "/data.json", "BAD_USER_INPUT"},
-	} {
-		t.Run(c.url, func(t *testing.T) {
-			e.wantError(e.token, addArticleMutation, map[string]any{"data": map[string]any{"url": c.url}}, 200, c.code)
+	for _, u := range []string{"ftp://example.com/x", "not a url", "http://user:pw@example.com/"} {
+		t.Run(u, func(t *testing.T) {
+			e.wantError(e.token, addArticleMutation, map[string]any{"data": map[string]any{"url": u}}, 200, "BAD_USER_INPUT")
 		})
 	}
 	if got := e.allEntries(map[string]any{"first": 10}); len(got) != 0 {
 		t.Fatal("something was stored")
+	}
+}
+
+// A page that cannot be saved is known only after the answer: the item is
+// marked failed as Inboxt marks it (saved-item-manager.service.ts
+// createFailedItem, Inboxt/inboxt@45f4314), with the reason to show.
+func TestAddArticleFromUrlMarksTheItemFailedWithAReason(t *testing.T) {
+	e := newEnv(t, graphql.Options{Fetcher: localFetcher()})
+	site := articleSite(t, "x")
+	for _, c := range []struct{ path, reason string }{
+		{"/missing", "the site answered with HTTP 404"},
+		{"/data.json", "the URL is not an HTML page (it is application/json)"},
+	} {
+		e.do(addArticleMutation, map[string]any{"data": map[string]any{"url": site.URL + c.path}}, nil)
+		items := e.waitFetched()
+		var it *entry
+		for i := range items {
+			if *items[i].OriginalURL == site.URL+c.path {
+				it = &items[i]
+			}
+		}
+		if it == nil || it.Title != "Failed to process: "+site.URL+c.path || it.Description == nil ||
+			!strings.HasPrefix(*it.Description, "We couldn’t fetch this page") || !strings.Contains(*it.Description, c.reason) {
+			t.Fatalf("%s: item = %+v", c.path, it)
+		}
+		var one struct {
+			SavedItem struct{ Article struct{ ContentText string } }
+		}
+		e.do(savedItemQuery, map[string]any{"query": map[string]any{"id": it.ID}}, &one)
+		if !strings.Contains(one.SavedItem.Article.ContentText, c.reason) {
+			t.Fatalf("%s: content = %q", c.path, one.SavedItem.Article.ContentText)
+		}
+	}
+}
+
+// Saving again a URL whose fetch now fails keeps the article saved before.
+func TestAddArticleFromUrlFailingAgainKeepsTheSavedArticle(t *testing.T) {
+	e := newEnv(t, graphql.Options{Fetcher: localFetcher()})
+	var broken atomic.Bool
+	site := articleSite(t, "Baking Bread")
+	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if broken.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		http.Redirect(w, r, site.URL+"/bread", http.StatusFound)
+	}))
+	t.Cleanup(flaky.Close)
+	e.do(addArticleMutation, map[string]any{"data": map[string]any{"url": flaky.URL + "/bread"}}, nil)
+	if items := e.waitFetched(); len(items) != 1 || items[0].Title != "Baking Bread" {
+		t.Fatalf("items = %+v", items)
+	}
+	broken.Store(true)
+	e.do(addArticleMutation, map[string]any{"data": map[string]any{"url": flaky.URL + "/bread"}}, nil)
+	if items := e.waitFetched(); len(items) != 1 || items[0].Title != "Baking Bread" || !strings.Contains(*items[0].Description, "bake bread") {
+		t.Fatalf("items = %+v", items)
+	}
+}
+
+// The answer does not wait for the site, and a fetch cut short by a stop
+// (the handler closed, the store closed) is done by the next start.
+func TestAddArticleFromUrlSurvivesARestartMidFetch(t *testing.T) {
+	arrived := make(chan struct{}, 10)
+	release := make(chan struct{})
+	page := "<html><head><title>Slow Bread</title></head><body><article><p>" + strings.Repeat("Knead the dough gently. ", 80) + "</p></article></body></html>"
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, page)
+	}))
+	t.Cleanup(site.Close)
+	dir := t.TempDir()
+	noSync := false
+	open := func() (*storage.Store, *graphql.Server, *httptest.Server) {
+		store, err := storage.Open(dir, storage.Options{SyncWrites: &noSync, GCInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api := graphql.New(store, graphql.Options{Fetcher: localFetcher()})
+		return store, api, httptest.NewServer(api)
+	}
+	store, api, srv := open()
+	m, err := store.CreateMember("alice", "alice", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, token, err := store.CreateAPIToken(m.ID, "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, store: store, api: api, srv: srv, member: m, token: token}
+	e.do(addArticleMutation, map[string]any{"data": map[string]any{"url": site.URL + "/slow"}}, nil)
+	<-arrived // the fetch is under way, and held by the site
+	items := e.allEntries(map[string]any{"first": 10})
+	if len(items) != 1 || items[0].Title != "Processing item from "+site.URL+"/slow..." ||
+		!strings.HasPrefix(*items[0].Description, "Your article from 127.0.0.1 is being prepared") {
+		t.Fatalf("before the fetch: %+v", items)
+	}
+	id := items[0].ID
+	// Stop mid-fetch.
+	srv.Close()
+	if err := api.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	// Start again: the pending fetch is done.
+	store, api, srv = open()
+	t.Cleanup(func() { srv.Close(); api.Close(); store.Close() })
+	e.store, e.api, e.srv = store, api, srv
+	items = e.waitFetched()
+	if len(items) != 1 || items[0].ID != id || items[0].Title != "Slow Bread" || items[0].WordCount < 200 {
+		t.Fatalf("after the restart: %+v", items)
+	}
+}
+
+// waitFetched polls until the store has no fetch pending, and returns the
+// entries then.
+func (e *env) waitFetched() []entry {
+	e.t.Helper()
+	for i := 0; ; i++ {
+		pending, err := e.store.PendingFetches(1, false, true)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		items := e.allEntries(map[string]any{"first": 100})
+		if len(pending) == 0 {
+			for _, it := range items {
+				if strings.HasPrefix(it.Title, "Processing item from ") {
+					e.t.Fatalf("no fetch pending, but %s is still processing", it.ID)
+				}
+			}
+			return items
+		}
+		if i > 3000 {
+			e.t.Fatalf("items still processing: %+v", items)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Two sites on one store with different fetch policies: a page queued by
+// the site that may fetch private addresses is never fetched (and failed)
+// by the stricter one, which starts first here.
+func TestAStricterSiteLeavesOthersFetchesAlone(t *testing.T) {
+	e := newEnv(t, graphql.Options{}) // the strict default fetcher
+	site := articleSite(t, "Baking Bread")
+	if _, err := e.store.QueueFetch(e.member.ID, storage.NewItem{URL: site.URL + "/bread", Title: "Processing item from " + site.URL + "/bread..."}, true); err != nil {
+		t.Fatal(err)
+	}
+	strict := graphql.New(e.store, graphql.Options{})
+	t.Cleanup(func() { strict.Close() })
+	open := graphql.New(e.store, graphql.Options{Fetcher: localFetcher()})
+	t.Cleanup(func() { open.Close() })
+	if items := e.waitFetched(); len(items) != 1 || items[0].Title != "Baking Bread" {
+		t.Fatalf("items = %+v", items)
+	}
+}
+
+// In Caddy the API is prepared on a store that is opened later (when the
+// app starts): Prepare reads nothing, and Start fetches what an earlier
+// process left pending.
+func TestPendingFetchesBeginWhenStarted(t *testing.T) {
+	site := articleSite(t, "Baking Bread")
+	dir := t.TempDir()
+	noSync := false
+	opts := storage.Options{SyncWrites: &noSync, GCInterval: -1}
+	st, err := storage.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.CreateMember("alice", "alice", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := st.QueueFetch(m.ID, storage.NewItem{URL: site.URL + "/bread", Title: "Processing item from " + site.URL + "/bread..."}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// As in Caddy: Provision prepares the store and the API without
+	// touching the disk; the app opens the store, then starts the API.
+	st = storage.Prepare(dir, opts)
+	api := graphql.Prepare(st, graphql.Options{Fetcher: localFetcher()})
+	t.Cleanup(func() { api.Close(); st.Close() })
+	if err := st.Open(); err != nil {
+		t.Fatal(err)
+	}
+	api.Start()
+	for i := 0; ; i++ {
+		got, err := st.SavedItem(m.ID, it.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Title == "Baking Bread" {
+			break
+		}
+		if i > 3000 {
+			t.Fatalf("not fetched: %+v", got)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

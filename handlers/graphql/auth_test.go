@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -203,10 +204,20 @@ func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
 			t.Fatalf("request %d: X-RateLimit-Remaining = %q", i, got)
 		}
 	}
+	// As Inboxt's GqlRateLimitGuard answers: HTTP 200, TOO_MANY_REQUESTS,
+	// extensions.status 429, and the rate-limit headers.
 	r := e.wantError(e.token, labelsQuery, nil, http.StatusOK, "TOO_MANY_REQUESTS")
-	if r.Header.Get("Retry-After") == "" || r.Header.Get("X-RateLimit-Limit") != "3" || r.Header.Get("X-RateLimit-Reset") == "" {
-		t.Fatalf("headers = %v", r.Header)
+	if r.Header.Get("Retry-After") == "" || r.Header.Get("X-RateLimit-Limit") != "3" || r.Header.Get("X-RateLimit-Reset") == "" ||
+		r.Header.Get("X-RateLimit-Remaining") != "0" || r.Errors[0].Extensions["status"] != float64(429) {
+		t.Fatalf("headers = %v, errors %+v", r.Header, r.Errors)
 	}
+	// Requests without a token are limited per client address.
+	for i := 0; i < 3; i++ {
+		if r := e.post("", `{ me { id } }`, nil); r.Status != 200 || len(r.Errors) != 0 {
+			t.Fatalf("tokenless request %d: %d %+v", i, r.Status, r.Errors)
+		}
+	}
+	e.wantError("", `{ me { id } }`, nil, http.StatusOK, "TOO_MANY_REQUESTS")
 	// Another member's token has its own budget.
 	_, other := e.newMember("bob")
 	if r := e.post(other, labelsQuery, nil); r.Status != 200 {
@@ -405,4 +416,111 @@ func TestSessionOnlyOperationsRefuseTokens(t *testing.T) {
 	var out struct{ SignOut struct{ Success bool } }
 	e.doAs(e.session, `mutation { signOut { success } }`, nil, &out)
 	e.wantError(e.session, `mutation { emptyTrash { success } }`, nil, 200, "UNAUTHORIZED")
+}
+
+// Hearth members have no e-mail address: where Inboxt answers one, Hearth
+// answers username@<account domain>.
+func TestMeEmailAddressIsUsernameAtTheAccountDomain(t *testing.T) {
+	for domain, want := range map[string]string{"": "alice@127.0.0.1", "example.org": "alice@example.org"} {
+		e := newEnv(t, graphql.Options{AccountDomain: domain})
+		var me struct{ Me struct{ EmailAddress string } }
+		e.do(`{ me { emailAddress } }`, nil, &me)
+		if me.Me.EmailAddress != want {
+			t.Errorf("AccountDomain %q: emailAddress = %q, want %q", domain, me.Me.EmailAddress, want)
+		}
+	}
+}
+
+// signIn is the site's member sign-in: the username or
+// username@<account domain>, Inboxt's BAD_REQUEST for wrong credentials,
+// and a session cookie that then runs the session-only operations.
+func TestSignInStartsASession(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	const signIn = `mutation signIn($data: SignInInput!) { signIn(data: $data) { success } }`
+	r := e.wantError("", signIn, map[string]any{"data": map[string]any{"emailAddress": "alice", "password": "wrong password"}}, 200, "BAD_REQUEST")
+	if r.Errors[0].Message != "Invalid email address or password" || r.Header.Get("Set-Cookie") != "" {
+		t.Fatalf("wrong password: %+v, Set-Cookie %q", r.Errors, r.Header.Get("Set-Cookie"))
+	}
+	for _, name := range []string{"alice", "alice@127.0.0.1"} {
+		r := e.post("", signIn, map[string]any{"data": map[string]any{"emailAddress": name, "password": "correct horse battery"}})
+		if len(r.Errors) > 0 || string(r.Data) != `{"signIn":{"success":true}}` {
+			t.Fatalf("%s: %s %+v", name, r.Data, r.Errors)
+		}
+		var session string
+		for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+			if c.Name == "hearth_session" {
+				session = c.Value
+			}
+		}
+		if session == "" {
+			t.Fatalf("%s: no session cookie: %v", name, r.Header)
+		}
+		var out struct{ EmptyTrash struct{ Success bool } }
+		e.doAs("session:"+session, `mutation { emptyTrash { success } }`, nil, &out)
+		if !out.EmptyTrash.Success {
+			t.Fatal("the new session cannot run emptyTrash")
+		}
+	}
+}
+
+// The account operations over the member's session: createAccount follows
+// the registration setting, updateAccount changes the password,
+// deleteInboundEmailAddress stops the inbound URL, deleteAccount deletes
+// the member after confirming its address.
+func TestAccountOperationsOverTheSession(t *testing.T) {
+	const create = `mutation createAccount($data: CreateAccountInput!) { createAccount(data: $data) { success } }`
+	closed := newEnv(t, graphql.Options{})
+	vars := map[string]any{"data": map[string]any{"username": "bob", "emailAddress": "bob@127.0.0.1", "password": "a long enough password"}}
+	r := closed.wantError("", create, vars, 200, "FORBIDDEN")
+	if r.Errors[0].Message != "Signup is disabled on this instance" {
+		t.Fatalf("%+v", r.Errors)
+	}
+	if _, err := closed.store.Member("bob"); err == nil {
+		t.Fatal("createAccount made a member with registration closed")
+	}
+
+	e := newEnv(t, graphql.Options{}, account.Options{OpenRegistration: true})
+	e.wantError("", create, map[string]any{"data": map[string]any{"username": "bob", "emailAddress": "bob@elsewhere.example", "password": "a long enough password"}}, 200, "BAD_USER_INPUT")
+	r = e.post("", create, vars)
+	if len(r.Errors) > 0 || !strings.Contains(r.Header.Get("Set-Cookie"), "hearth_session=") {
+		t.Fatalf("createAccount: %+v %v", r.Errors, r.Header)
+	}
+	if _, err := e.store.Member("bob"); err != nil {
+		t.Fatalf("bob: %v", err)
+	}
+	e.wantError("", create, vars, 200, "CONFLICT")
+
+	// updateAccount: the password; usernames and addresses stay.
+	e.wantError(e.session, `mutation { updateAccount(data: {username: "eve"}) { id } }`, nil, 200, "BAD_USER_INPUT")
+	var up struct {
+		UpdateAccount struct{ Username, EmailAddress string }
+	}
+	e.doAs(e.session, `mutation { updateAccount(data: {emailAddress: "alice@127.0.0.1", password: "another long password"}) { username emailAddress } }`, nil, &up)
+	if up.UpdateAccount.Username != "alice" || up.UpdateAccount.EmailAddress != "alice@127.0.0.1" {
+		t.Fatalf("updateAccount = %+v", up)
+	}
+	if _, err := e.store.Authenticate("alice", "another long password"); err != nil {
+		t.Fatalf("the new password does not work: %v", err)
+	}
+	session := e.signIn(e.member) // the change ended the sessions
+
+	// The inbound URL: made, deleted, then unknown.
+	var in struct{ CreateInboundEmailAddress struct{ ID string } }
+	e.doAs(session, `mutation { createInboundEmailAddress { id } }`, nil, &in)
+	del := `mutation($id: String!) { deleteInboundEmailAddress(data: {id: $id}) { success } }`
+	e.doAs(session, del, map[string]any{"id": in.CreateInboundEmailAddress.ID}, nil)
+	var list struct{ InboundEmailAddresses []struct{ ID string } }
+	e.do(`{ inboundEmailAddresses { id } }`, nil, &list)
+	if len(list.InboundEmailAddresses) != 0 {
+		t.Fatalf("after deleteInboundEmailAddress: %+v", list)
+	}
+	e.wantError(session, del, map[string]any{"id": in.CreateInboundEmailAddress.ID}, 200, "NOT_FOUND")
+
+	// deleteAccount: confirmed by the address.
+	e.wantError(session, `mutation { deleteAccount(data: {emailAddress: "bob"}) { success } }`, nil, 200, "BAD_USER_INPUT")
+	e.doAs(session, `mutation { deleteAccount(data: {emailAddress: "alice@127.0.0.1"}) { success } }`, nil, nil)
+	if _, err := e.store.Member("alice"); err == nil {
+		t.Fatal("alice still exists")
+	}
+	e.wantError(e.token, labelsQuery, nil, 200, "UNAUTHORIZED")
 }

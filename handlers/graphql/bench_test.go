@@ -17,7 +17,13 @@ const benchEntriesBody = `{"query":"query Entries($query: GetEntriesInput!) { en
 // BenchmarkEntriesFirstPage serves one entries page of 50 through the
 // handler, as bench/graphql.sh does through Caddy: 2000 saved items, every
 // third one with a label.
-func BenchmarkEntriesFirstPage(b *testing.B) {
+func BenchmarkEntriesFirstPage(b *testing.B) { benchmarkEntriesFirstPage(b, false) }
+
+// BenchmarkEntriesFirstPageGqlgen is BenchmarkEntriesFirstPage without the
+// fast path: gqlgen's executor writes every field.
+func BenchmarkEntriesFirstPageGqlgen(b *testing.B) { benchmarkEntriesFirstPage(b, true) }
+
+func benchmarkEntriesFirstPage(b *testing.B, gqlgenOnly bool) {
 	noSync := false
 	store, err := storage.Open(b.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
 	if err != nil {
@@ -53,6 +59,8 @@ func BenchmarkEntriesFirstPage(b *testing.B) {
 		}
 	}
 	api := graphql.New(store, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	defer api.Close()
+	graphql.SetNoFastPath(api, gqlgenOnly)
 	body := []byte(benchEntriesBody)
 	serve := func() *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, graphql.Path, bytes.NewReader(body))

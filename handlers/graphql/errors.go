@@ -38,6 +38,8 @@ const (
 	codeComplexityLimit  = "COMPLEXITY_LIMIT_EXCEEDED" // gqlgen's
 	codeFetchFailed      = "FETCH_FAILED"
 	codeInternal         = "INTERNAL_SERVER_ERROR"
+	codeUnavailable      = "SERVICE_UNAVAILABLE"  // 503: a restore, a reload
+	codeInsufficient     = "INSUFFICIENT_STORAGE" // 507: the disk is full
 )
 
 func init() {
@@ -68,6 +70,10 @@ func statusOf(code string) int {
 		return http.StatusBadGateway
 	case codeInternal:
 		return http.StatusInternalServerError
+	case codeUnavailable:
+		return http.StatusServiceUnavailable
+	case codeInsufficient:
+		return http.StatusInsufficientStorage
 	}
 	// BAD_REQUEST, BAD_USER_INPUT, parse and validation failures, and the
 	// limits on a query's depth, cost and content.
@@ -126,7 +132,18 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	var ue *userError
 	var ie *storage.InvalidError
 	code, detail := "", ""
+	status, retry, unavailable := storage.Unavailable(err)
 	switch {
+	case unavailable:
+		// Inboxt's contract for such answers: HTTP 200, the status in
+		// extensions.status (statusOf), Retry-After set (transport.go).
+		code, out.Message = codeUnavailable, err.Error()
+		if status == http.StatusInsufficientStorage {
+			code = codeInsufficient
+		}
+		if st := stateOf(ctx); st != nil {
+			st.retryAfter.Store(int64(retry))
+		}
 	case errors.As(err, &ue) && ue.code == codeBadUserInput:
 		code, detail = codeBadUserInput, ue.msg
 	case errors.As(err, &ue):

@@ -291,9 +291,16 @@ func (w *jsonWriter) pageInfo(sel ast.SelectionSet, p *entriesPage) bool {
 	})
 }
 
-// savedItem writes a stored item as resolver.savedItem converts it: empty
-// optional strings are null, labels that no longer exist are left out.
-func (w *jsonWriter) savedItem(sel ast.SelectionSet, it *storage.SavedItem) bool {
+// savedItem writes a stored item as gqlgen's path answers it: the fields
+// come from the model resolver.savedItem makes (the one conversion both
+// paths use: null for empty optional strings, labels that no longer exist
+// left out), and article, newsletter and highlights from the same field
+// resolvers gqlgen calls.
+func (w *jsonWriter) savedItem(sel ast.SelectionSet, stored *storage.SavedItem) bool {
+	it, err := w.res.savedItem(w.ctx, stored)
+	if err != nil {
+		return false
+	}
 	return w.object(sel, savedItemTypes, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "id":
@@ -305,23 +312,27 @@ func (w *jsonWriter) savedItem(sel ast.SelectionSet, it *storage.SavedItem) bool
 		case "title":
 			w.str(it.Title)
 		case "originalUrl":
-			w.nonEmptyStr(it.OriginalURL)
+			w.optStr(it.OriginalURL)
 		case "sourceDomain":
-			w.nonEmptyStr(it.SourceDomain)
+			w.optStr(it.SourceDomain)
 		case "description":
-			w.nonEmptyStr(it.Description)
+			w.optStr(it.Description)
 		case "author":
-			w.nonEmptyStr(it.Author)
+			w.optStr(it.Author)
 		case "leadImage":
-			w.nonEmptyStr(it.LeadImage)
+			w.optStr(it.LeadImage)
 		case "wordCount":
-			return w.float(float64(it.WordCount))
+			return w.float(it.WordCount)
 		case "type":
-			w.str(generated.SavedItemType(it.Type).String())
+			w.str(it.Type.String())
 		case "status":
-			w.str(generated.SavedItemStatus(it.Status).String())
+			w.str(it.Status.String())
 		case "readingProgress":
-			return w.float(it.ReadingProgress)
+			if it.ReadingProgress == nil {
+				w.null()
+				return true
+			}
+			return w.float(*it.ReadingProgress)
 		case "readAt":
 			if it.ReadAt == nil {
 				w.null()
@@ -331,29 +342,15 @@ func (w *jsonWriter) savedItem(sel ast.SelectionSet, it *storage.SavedItem) bool
 		case "isReadManual":
 			w.boolean(it.IsReadManual)
 		case "labels":
-			w.buf = append(w.buf, '[')
-			n := 0
-			for _, id := range it.LabelIDs {
-				l, err := w.res.labelByID(w.ctx, id)
-				if err != nil {
-					return false
-				}
-				if l == nil {
-					continue
-				}
-				if n > 0 {
-					w.buf = append(w.buf, ',')
-				}
-				n++
-				if !w.label(f.Selections, l) {
-					return false
-				}
+			if it.Labels == nil {
+				w.null()
+				return true
 			}
-			w.buf = append(w.buf, ']')
+			return w.list(len(it.Labels), func(i int) bool { return w.label(f.Selections, it.Labels[i]) })
 		case "article", "newsletter":
 			return w.content(f, it)
 		case "highlights":
-			hs, err := (&savedItemResolver{w.res}).Highlights(w.ctx, itemRef(it))
+			hs, err := (&savedItemResolver{w.res}).Highlights(w.ctx, it)
 			if err != nil {
 				return false
 			}
@@ -369,15 +366,9 @@ func (w *jsonWriter) savedItem(sel ast.SelectionSet, it *storage.SavedItem) bool
 	})
 }
 
-// itemRef is what the SavedItem field resolvers read of their object.
-func itemRef(it *storage.SavedItem) *generated.SavedItem {
-	return &generated.SavedItem{ID: it.ID, Type: generated.SavedItemType(it.Type)}
-}
-
 // content writes SavedItem.article or SavedItem.newsletter.
-func (w *jsonWriter) content(f graphql.CollectedField, stored *storage.SavedItem) bool {
+func (w *jsonWriter) content(f graphql.CollectedField, it *generated.SavedItem) bool {
 	r := &savedItemResolver{w.res}
-	it := itemRef(stored)
 	var html, text string
 	var subscription *generated.NewsletterSubscription
 	article := f.Name == "article"
@@ -508,7 +499,7 @@ func (w *jsonWriter) segment(sel ast.SelectionSet, sg *generated.HighlightSegmen
 	})
 }
 
-func (w *jsonWriter) label(sel ast.SelectionSet, l *storage.Label) bool {
+func (w *jsonWriter) label(sel ast.SelectionSet, l *generated.Label) bool {
 	return w.object(sel, labelTypes, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "id":
@@ -576,15 +567,6 @@ func (w *jsonWriter) str(s string) {
 	}
 	w.buf = append(w.buf, s[start:]...)
 	w.buf = append(w.buf, '"')
-}
-
-// nonEmptyStr writes s, or null for "" (as optString converts it).
-func (w *jsonWriter) nonEmptyStr(s string) {
-	if s == "" {
-		w.null()
-		return
-	}
-	w.str(s)
 }
 
 func (w *jsonWriter) optStr(s *string) {

@@ -30,7 +30,9 @@ type env struct {
 	session string
 }
 
-func newEnv(t *testing.T, opts graphql.Options) *env {
+// newEnv builds the world; pages, when given, configures the member pages
+// (the session, signIn and createAccount).
+func newEnv(t *testing.T, opts graphql.Options, pages ...account.Options) *env {
 	t.Helper()
 	noSync := false
 	store, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
@@ -39,9 +41,14 @@ func newEnv(t *testing.T, opts graphql.Options) *env {
 	}
 	t.Cleanup(func() { store.Close() })
 	if opts.Pages == nil {
-		opts.Pages = account.New(store, account.Options{})
+		po := account.Options{}
+		if len(pages) > 0 {
+			po = pages[0]
+		}
+		opts.Pages = account.New(store, po)
 	}
 	api := graphql.New(store, opts)
+	t.Cleanup(func() { api.Close() })
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	e := &env{t: t, store: store, api: api, srv: srv}

@@ -153,10 +153,19 @@ func parseNewsletter(raw []byte) (*newsletter, error) {
 	if err := walkPart(header, msg.Body, nl, 0); err != nil {
 		return nil, err
 	}
+	if err := finishNewsletter(nl); err != nil {
+		return nil, err
+	}
+	return nl, nil
+}
+
+// finishNewsletter sanitises the HTML body, makes the missing one of HTML
+// and text from the other, and sets the description.
+func finishNewsletter(nl *newsletter) error {
 	nl.html = strings.TrimSpace(sanitizeHTML(nl.html))
 	switch {
-	case nl.html == "" && nl.text == "":
-		return nil, errors.New("the message has no text or HTML body")
+	case nl.html == "" && strings.TrimSpace(nl.text) == "":
+		return errors.New("the message has no text or HTML body")
 	case nl.html == "":
 		nl.html = textToHTML(nl.text)
 	case nl.text == "":
@@ -164,7 +173,7 @@ func parseNewsletter(raw []byte) (*newsletter, error) {
 	}
 	nl.text = strings.TrimSpace(nl.text)
 	nl.description = clip(oneLine(nl.text), 300)
-	return nl, nil
+	return nil
 }
 
 // messageID is the message's Message-ID header in the form used to

@@ -14,7 +14,7 @@ func (r *mutationResolver) AddArticleFromURL(ctx context.Context, in generated.A
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.s.saveArticleFromURL(ctx, id, in.URL, in.LabelIds); err != nil {
+	if err := r.s.queueArticleFromURL(id, in.URL, in.LabelIds); err != nil {
 		return nil, err
 	}
 	return success, nil

@@ -251,7 +251,7 @@ func TestSavedQueriesAreCreatedUpdatedReorderedAndDeleted(t *testing.T) {
 	}
 	e.do(create, map[string]any{"data": map[string]any{"name": "Unread work", "query": "in:inbox label:work"}}, &a)
 	e.do(create, map[string]any{"data": map[string]any{"name": "Long reads", "query": "reading-time:20..*"}}, &b)
-	e.wantError(e.token, create, map[string]any{"data": map[string]any{"name": "Bad", "query": "in:nowhere"}}, 200, "BAD_USER_INPUT")
+	e.wantError(e.token, create, map[string]any{"data": map[string]any{"name": "Bad", "query": "saved:yesterday"}}, 200, "BAD_USER_INPUT")
 	e.do(`mutation UpdateSavedQuery($data: UpdateSavedQueryInput!) { updateSavedQuery(data: $data) { id name query } }`,
 		map[string]any{"data": map[string]any{"id": a.CreateSavedQuery.ID, "name": "Work", "query": "label:work"}}, nil)
 	e.do(`mutation ReorderSavedQueries($data: ReorderSavedQueriesInput!) { reorderSavedQueries(data: $data) { id } }`,

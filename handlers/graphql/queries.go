@@ -137,10 +137,11 @@ func (r *queryResolver) Me(ctx context.Context) (*generated.User, error) {
 	}
 	m := c.member
 	return &generated.User{
-		ID:          m.ID,
-		CreatedAt:   m.CreatedAt,
-		Username:    m.Username,
-		DisplayName: m.DisplayName,
+		ID:           m.ID,
+		CreatedAt:    m.CreatedAt,
+		Username:     m.Username,
+		DisplayName:  m.DisplayName,
+		EmailAddress: m.Username + "@" + r.s.accountDomain(stateOf(ctx).r),
 	}, nil
 }
 
@@ -187,10 +188,14 @@ func (r *queryResolver) InboundEmailAddresses(ctx context.Context) ([]*generated
 	if err != nil {
 		return nil, err
 	}
+	full := in.Site + InboundPath + storage.InboundPrefix + "…"
+	if r.s.opts.MailDomain != "" && r.s.opts.MailWebhookSecret != "" {
+		full = in.ID + "@" + r.s.opts.MailDomain // the mail webhook's recipient
+	}
 	return []*generated.InboundEmailAddress{{
 		ID:          in.ID,
 		CreatedAt:   in.CreatedAt,
-		FullAddress: in.Site + InboundPath + storage.InboundPrefix + "…",
+		FullAddress: full,
 	}}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -34,6 +35,9 @@ type (
 // (and again after a mutation of the request changes labels).
 type requestState struct {
 	caller *caller
+	// retryAfter is set by presentError when the store refused for now
+	// (storage.Unavailable); transport.go sends it as Retry-After.
+	retryAfter atomic.Int64
 	// w and r are the HTTP exchange, for the session operations (signOut
 	// clears the cookie; addresses are made on the request's site).
 	w http.ResponseWriter
@@ -110,38 +114,62 @@ func optString(s string) *string {
 }
 
 // savedItem converts a record to the schema's type, with its labels from
-// the request's label cache.
+// the request's label cache. Both gqlgen's path and the entries fast path
+// use it; it makes two allocations an item (the model with its optional
+// strings, and its labels), not one per optional field.
 func (r *resolver) savedItem(ctx context.Context, it *storage.SavedItem) (*generated.SavedItem, error) {
-	labels := make([]*generated.Label, 0, len(it.LabelIDs))
-	for _, id := range it.LabelIDs {
-		l, err := r.labelByID(ctx, id)
-		if err != nil {
-			return nil, err
+	var labels []*generated.Label
+	if len(it.LabelIDs) > 0 {
+		one := make([]generated.Label, 0, len(it.LabelIDs))
+		labels = make([]*generated.Label, 0, len(it.LabelIDs))
+		for _, id := range it.LabelIDs {
+			l, err := r.labelByID(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			if l != nil {
+				one = append(one, generated.Label{ID: l.ID, CreatedAt: l.CreatedAt, Name: l.Name, Color: l.Color, Order: l.Order})
+				labels = append(labels, &one[len(one)-1])
+			}
 		}
-		if l != nil {
-			labels = append(labels, toLabel(l))
-		}
+	} else {
+		labels = []*generated.Label{}
 	}
-	progress := it.ReadingProgress
-	return &generated.SavedItem{
+	// The model and the values its pointers point to, in one allocation.
+	v := &struct {
+		m                                                     generated.SavedItem
+		originalURL, sourceDomain, description, author, image string
+		progress                                              float64
+	}{
+		originalURL: it.OriginalURL, sourceDomain: it.SourceDomain, description: it.Description,
+		author: it.Author, image: it.LeadImage, progress: it.ReadingProgress,
+	}
+	opt := func(s *string) *string {
+		if *s == "" {
+			return nil
+		}
+		return s
+	}
+	v.m = generated.SavedItem{
 		ID:              it.ID,
 		CreatedAt:       it.CreatedAt,
 		UpdatedAt:       it.UpdatedAt,
 		Title:           it.Title,
-		OriginalURL:     optString(it.OriginalURL),
-		SourceDomain:    optString(it.SourceDomain),
-		Description:     optString(it.Description),
-		Author:          optString(it.Author),
-		LeadImage:       optString(it.LeadImage),
+		OriginalURL:     opt(&v.originalURL),
+		SourceDomain:    opt(&v.sourceDomain),
+		Description:     opt(&v.description),
+		Author:          opt(&v.author),
+		LeadImage:       opt(&v.image),
 		WordCount:       float64(it.WordCount),
 		Type:            generated.SavedItemType(it.Type),
 		Status:          generated.SavedItemStatus(it.Status),
-		ReadingProgress: &progress,
+		ReadingProgress: &v.progress,
 		ReadAt:          it.ReadAt,
 		IsReadManual:    it.IsReadManual,
 		Labels:          labels,
 		LabelIDs:        it.LabelIDs,
-	}, nil
+	}
+	return &v.m, nil
 }
 
 func (r *resolver) savedItems(ctx context.Context, items []*storage.SavedItem) ([]*generated.SavedItem, error) {

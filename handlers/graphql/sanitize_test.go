@@ -111,6 +111,7 @@ func TestArticleHTMLIsSanitized(t *testing.T) {
 
 	t.Run("addArticleFromUrl", func(t *testing.T) {
 		e.do(addArticleMutation, map[string]any{"data": map[string]any{"url": site.URL + "/rye"}}, nil)
+		e.waitFetched() // addArticleFromUrl fetches in the background
 		items := e.allEntries(map[string]any{"first": 10, "q": "site:127.0.0.1"})
 		if len(items) != 1 {
 			t.Fatalf("%d items", len(items))

@@ -6,12 +6,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
-// MaxQueryLen bounds the q argument of entries (in characters).
+// MaxQueryLen bounds the free text of q (in characters), as Inboxt does.
 const MaxQueryLen = 200
+
+// MaxQueryBytes bounds the whole of q: Inboxt's operators are outside
+// MaxQueryLen, but label lists and the like still cost work per item.
+const MaxQueryBytes = 2000
 
 // Page sizes of entries (Inboxt's first).
 const (
@@ -46,92 +51,110 @@ type sortOrder struct {
 
 // sortNames maps the names q's sort: accepts to sort fields.
 var sortNames = map[string]storage.SortField{
-	"saved": storage.SortCreatedAt, "createdat": storage.SortCreatedAt, "created": storage.SortCreatedAt,
+	"date": storage.SortCreatedAt, "saved": storage.SortCreatedAt, "createdat": storage.SortCreatedAt, "created": storage.SortCreatedAt,
 	"updated": storage.SortUpdatedAt, "updatedat": storage.SortUpdatedAt,
 	"title":     storage.SortTitle,
 	"wordcount": storage.SortWordCount, "words": storage.SortWordCount, "length": storage.SortWordCount,
 	"readingprogress": storage.SortReadingProgress, "progress": storage.SortReadingProgress,
 }
 
-// parseSearch reads Inboxt's query syntax: in:inbox|archive|trash,
-// type:article|newsletter|highlight, label:a[,b] (any of), -label:x,
-// has:highlights, has:labels, no:labels, no:highlights, saved:FROM..TO,
-// updated:FROM..TO (dates or RFC 3339 times, * for an open end),
-// site:domain, progress:MIN..MAX, reading-time:MIN..MAX (minutes),
-// sort:field[-asc|-desc], and free text over title, description and
-// content. Values may be double-quoted. Errors are for the client.
+// parseSearch reads q as Inboxt's entries resolver does
+// (apps/api/src/managers/entry-manager/entry-manager.service.ts, parseQuery
+// and getMany, Inboxt/inboxt@45f4314): terms split at spaces outside double
+// quotes; key:value with an optional leading - (which negates label:, has:
+// and no:, and is ignored on the others, as there); in:inbox|archive|trash
+// (absent or any other value: every status); type:article|newsletter|
+// highlight (all or any other value: items of both types);
+// label:a[,b] (any of; several label: terms all apply), -label:x;
+// has:highlights, -has:highlights, no:label[s], -no:label[s]; saved:FROM..TO
+// (saved:DATE is from that date, as in Inboxt); site:x (a substring of the
+// item's domain); sort:field_dir (date_desc, title_asc, …). Anything else is
+// free text over title, description and content, at most 200 characters.
+//
+// Hearth adds, and keeps: in:all, has:labels, no:highlights,
+// updated:FROM..TO (for sync), progress:MIN..MAX, reading-time:MIN..MAX
+// (minutes), sort:field[-asc|-desc] with the names in sortNames, RFC 3339
+// times in ranges, and a TO date that includes its whole day.
+//
+// With type:highlight, the item-only filters (in:, label:, has:, no:,
+// progress:, reading-time:) are ignored as in Inboxt's highlight query;
+// text, site: and saved: apply to the highlight's item, and a title sort is
+// by the item's title.
 func parseSearch(q string) (*search, error) {
-	if n := len([]rune(q)); n > MaxQueryLen {
-		return nil, badInput("q must be at most %d characters (it has %d)", MaxQueryLen, n)
+	if n := len(q); n > MaxQueryBytes {
+		return nil, badInput("q must be at most %d bytes (it has %d)", MaxQueryBytes, n)
 	}
 	s := &search{}
 	f := &s.filter
+	f.Status = storage.StatusAll
 	var text []string
-	var itemOnly []string
 	yes, no := true, false
+	var item storage.ItemFilter // item-only filters, dropped for type:highlight
+	item.Status = storage.StatusAll
 	for _, tok := range splitQuery(q) {
 		key, val, ok := strings.Cut(tok, ":")
 		lkey := strings.ToLower(key)
-		if !ok || val == "" || !knownOperator(lkey) {
+		neg := strings.HasPrefix(lkey, "-")
+		base := strings.TrimPrefix(lkey, "-")
+		if !ok || val == "" || !knownOperator(base) {
 			text = append(text, unquote(tok))
 			continue
 		}
 		val = unquote(val)
 		lval := strings.ToLower(val)
-		switch lkey {
+		switch base {
 		case "in":
 			switch lval {
 			case "inbox":
-				f.Status = storage.StatusActive
+				item.Status = storage.StatusActive
 			case "archive":
-				f.Status = storage.StatusArchived
+				item.Status = storage.StatusArchived
 			case "trash":
-				f.Status = storage.StatusDeleted
-			default:
-				return nil, badInput("in: takes inbox, archive or trash, not %q", val)
+				item.Status = storage.StatusDeleted
+			default: // Inboxt: any other value is no status filter
+				item.Status = storage.StatusAll
 			}
-			// Highlights have no status, and the highlight index cannot be
-			// filtered by their item's: refused rather than ignored.
-			itemOnly = append(itemOnly, tok)
 		case "type":
+			s.highlights = false
 			switch lval {
 			case "article":
 				f.Type = storage.TypeArticle
 			case "newsletter":
 				f.Type = storage.TypeNewsletter
 			case "highlight", "highlights":
+				f.Type = ""
 				s.highlights = true
 			default:
-				return nil, badInput("type: takes article, newsletter or highlight, not %q", val)
+				f.Type = ""
 			}
 		case "label":
-			f.LabelsAll = append(f.LabelsAll, splitList(val))
-			itemOnly = append(itemOnly, tok)
-		case "-label":
-			f.LabelsNot = append(f.LabelsNot, splitList(val)...)
-			itemOnly = append(itemOnly, tok)
+			if neg {
+				item.LabelsNot = append(item.LabelsNot, splitList(val)...)
+			} else {
+				item.LabelsAll = append(item.LabelsAll, splitList(val))
+			}
 		case "has", "no":
-			v := &yes
-			if lkey == "no" {
-				v = &no
+			// has:x is true, no:x false; a leading - turns either around.
+			v := (base == "has") != neg
+			b := &yes
+			if !v {
+				b = &no
 			}
 			switch lval {
-			case "highlights":
-				f.HasHighlights = v
-			case "labels":
-				// no:labels means NoLabels is true.
-				nl := !*v
-				f.NoLabels = &nl
-			default:
-				return nil, badInput("%s: takes highlights or labels, not %q", lkey, val)
+			case "highlights", "highlight":
+				item.HasHighlights = b
+			case "labels", "label":
+				nl := !*b
+				item.NoLabels = &nl
+			default: // Inboxt: free text
+				text = append(text, unquote(tok))
 			}
-			itemOnly = append(itemOnly, tok)
 		case "saved", "updated":
-			from, to, err := parseTimeRange(val)
+			from, to, err := parseTimeRange(val, base == "saved")
 			if err != nil {
-				return nil, badInput("%s: %v", lkey, err)
+				return nil, badInput("%s: %v", base, err)
 			}
-			if lkey == "saved" {
+			if base == "saved" {
 				f.SavedFrom, f.SavedTo = from, to
 			} else {
 				f.UpdatedFrom, f.UpdatedTo = from, to
@@ -143,8 +166,7 @@ func parseSearch(q string) (*search, error) {
 			if err != nil {
 				return nil, badInput("progress: %v", err)
 			}
-			f.ProgressFrom, f.ProgressTo = from, to
-			itemOnly = append(itemOnly, tok)
+			item.ProgressFrom, item.ProgressTo = from, to
 		case "reading-time":
 			from, to, err := parseNumberRange(val)
 			if err != nil {
@@ -152,13 +174,12 @@ func parseSearch(q string) (*search, error) {
 			}
 			if from != nil {
 				m := int(*from)
-				f.MinutesFrom = &m
+				item.MinutesFrom = &m
 			}
 			if to != nil {
 				m := int(*to)
-				f.MinutesTo = &m
+				item.MinutesTo = &m
 			}
-			itemOnly = append(itemOnly, tok)
 		case "sort":
 			o, err := parseSortValue(lval)
 			if err != nil {
@@ -167,29 +188,41 @@ func parseSearch(q string) (*search, error) {
 			s.sort = o
 		}
 	}
-	if s.highlights && len(itemOnly) > 0 {
-		return nil, badInput("%s cannot be combined with type:highlight: it filters saved items, and highlights are listed from every item", itemOnly[0])
-	}
 	f.Text = strings.Join(text, " ")
+	if n := utf8.RuneCountInString(f.Text); n > MaxQueryLen {
+		// Inboxt's words (entry-manager.service.ts getMany).
+		return nil, badInput("Free text search is limited to %d characters. Please try again with a shorter query.", MaxQueryLen)
+	}
+	if !s.highlights {
+		f.Status = item.Status
+		f.LabelsAll, f.LabelsNot = item.LabelsAll, item.LabelsNot
+		f.HasHighlights, f.NoLabels = item.HasHighlights, item.NoLabels
+		f.ProgressFrom, f.ProgressTo = item.ProgressFrom, item.ProgressTo
+		f.MinutesFrom, f.MinutesTo = item.MinutesFrom, item.MinutesTo
+	} else {
+		f.Type = ""
+	}
 	return s, nil
 }
 
 func knownOperator(key string) bool {
 	switch key {
-	case "in", "type", "label", "-label", "has", "no", "saved", "updated", "site", "progress", "reading-time", "sort":
+	case "in", "type", "label", "has", "no", "saved", "updated", "site", "progress", "reading-time", "sort":
 		return true
 	}
 	return false
 }
 
+// parseSortValue reads Inboxt's field_direction (date for createdAt) and
+// Hearth's field[-direction].
 func parseSortValue(v string) (*sortOrder, error) {
 	name, dir := v, ""
-	if i := strings.LastIndexByte(v, '-'); i > 0 {
+	if i := strings.LastIndexAny(v, "-_"); i > 0 {
 		name, dir = v[:i], v[i+1:]
 	}
 	field, ok := sortNames[name]
 	if !ok {
-		return nil, badInput("sort: takes saved, updated, title, wordCount or readingProgress, not %q", name)
+		return nil, badInput("sort: takes date, saved, updated, title, wordCount or readingProgress, not %q", name)
 	}
 	o := &sortOrder{field: field, desc: field != storage.SortTitle}
 	switch dir {
@@ -243,9 +276,13 @@ func splitList(v string) []string {
 
 // parseTimeRange reads FROM..TO, where each end is *, a date (YYYY-MM-DD,
 // UTC; as TO it includes that whole day) or an RFC 3339 time. A single
-// date is that day.
-func parseTimeRange(v string) (from, to *time.Time, err error) {
+// value is from then on when fromOnly is set (Inboxt's saved:DATE: its
+// parseQuery takes the part before .. as from), else that one day.
+func parseTimeRange(v string, fromOnly bool) (from, to *time.Time, err error) {
 	a, b, isRange := strings.Cut(v, "..")
+	if !isRange && fromOnly {
+		isRange, b = true, "*"
+	}
 	if !isRange {
 		d, err := time.Parse(time.DateOnly, v)
 		if err != nil {

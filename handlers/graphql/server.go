@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -87,10 +88,21 @@ type Options struct {
 	// RateLimitWindow (60).
 	InboundRateLimit int
 	RateLimitWindow  time.Duration
+	// MailWebhookSecret turns on Inboxt's mail webhook (MailWebhookPath)
+	// and is what its requests must carry, in MailWebhookHeader (default
+	// X-Webhook-Secret) or as an HTTP Basic password. Never logged.
+	MailWebhookSecret string
+	MailWebhookHeader string
+	// MailDomain is the domain of members' newsletter addresses, <their
+	// inbound address id>@MailDomain, the recipients the webhook accepts.
+	MailDomain string
 	// Fetcher fetches the pages of addArticleFromUrl. Default: public
 	// addresses only (AllowPrivateAddresses lifts that), up to 5 redirects
 	// (each checked), 15 s, 5 MiB.
 	Fetcher *safefetch.Fetcher
+	// RateLimits keeps the rate limiters' counts across rebuilds of the
+	// handler (the Caddy app holds one per store); nil: private limiters.
+	RateLimits *ratelimit.Registry
 	// AllowPrivateAddresses lets the default Fetcher reach private and
 	// loopback addresses (tests, intranets).
 	AllowPrivateAddresses bool
@@ -101,6 +113,10 @@ type Options struct {
 	Logger *zap.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// AccountDomain is the domain of members' addresses: where Inboxt has
+	// an e-mail address (User.emailAddress, signIn's emailAddress), Hearth
+	// uses username@AccountDomain. Empty: the host of each request.
+	AccountDomain string
 	// Pages are the member pages: with them, a request without a token
 	// acts for the member signed in with the session cookie (as Inboxt's
 	// web app does), with the pages' cross-origin protection; only
@@ -144,6 +160,9 @@ func (o Options) withDefaults() Options {
 			FollowRedirects: true,
 		})
 	}
+	if o.MailWebhookHeader == "" {
+		o.MailWebhookHeader = DefaultMailWebhookHeader
+	}
 	if o.ClientIP == nil {
 		o.ClientIP = ratelimit.RemoteIP
 	}
@@ -166,25 +185,48 @@ type Server struct {
 	tokens  *ratelimit.Limiter // per token
 	members *ratelimit.Limiter // per member
 	inbound *ratelimit.Limiter // per client IP
+	docs    *documentChecker   // limits.go
+
+	fetches      *fetchQueue // addArticleFromUrl's background fetches; set by Start
+	startOnce    sync.Once
+	closeOnce    sync.Once
+	indexInbound sync.Once // IndexInboundIDs, on the webhook's first miss
 
 	fastPathStats
 }
 
-// New returns the API backed by store.
+// New returns the API backed by an open store, and starts fetching the
+// pages of addArticleFromUrl still pending in it; Close stops that.
 func New(store *storage.Store, opts Options) *Server {
+	s := Prepare(store, opts)
+	s.Start()
+	return s
+}
+
+// Prepare returns the API backed by store without touching the store: Caddy's
+// Provision prepares, and Start, once the store is open, begins the
+// background fetches.
+func Prepare(store *storage.Store, opts Options) *Server {
 	opts = opts.withDefaults()
-	s := &Server{store: store, opts: opts, log: opts.Logger}
+	s := &Server{store: store, opts: opts, log: opts.Logger, docs: newDocumentChecker(defaultDocumentLimits())}
 	if opts.TokenRateLimit > 0 {
-		s.tokens = ratelimit.New(opts.TokenRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
+		s.tokens = opts.RateLimits.Limiter("graphql.token", opts.TokenRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
 	}
 	if opts.MemberRateLimit > 0 {
-		s.members = ratelimit.New(opts.MemberRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
+		s.members = opts.RateLimits.Limiter("graphql.member", opts.MemberRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
 	}
 	if opts.InboundRateLimit > 0 {
-		s.inbound = ratelimit.New(opts.InboundRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
+		s.inbound = opts.RateLimits.Limiter("graphql.inbound", opts.InboundRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
 	}
 	s.gql = s.newGraphQLServer()
 	return s
+}
+
+// Start fetches the pages of addArticleFromUrl pending in the store (which
+// must be open), including those an earlier process left unfinished. Calling
+// it again does nothing.
+func (s *Server) Start() {
+	s.startOnce.Do(s.startFetches)
 }
 
 func (s *Server) newGraphQLServer() *handler.Server {
@@ -193,6 +235,7 @@ func (s *Server) newGraphQLServer() *handler.Server {
 	srv := handler.New(generated.NewExecutableSchema(cfg))
 	srv.AddTransport(postTransport{})
 	srv.SetQueryCache(lru.New[*ast.QueryDocument](DefaultQueryCacheEntries))
+	srv.SetParserTokenLimit(DefaultMaxTokens) // also checked before (limits.go)
 	if !s.opts.NoIntrospection {
 		srv.Use(extension.Introspection{})
 	}
@@ -210,7 +253,7 @@ func (s *Server) newGraphQLServer() *handler.Server {
 // Handles reports whether r is for this server: the GraphQL endpoint or the
 // newsletter inbound URL.
 func (s *Server) Handles(r *http.Request) bool {
-	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath)
+	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath) || r.URL.Path == MailWebhookPath
 }
 
 // ServeHTTP serves the GraphQL endpoint and the newsletter inbound URL;
@@ -221,6 +264,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveGraphQL(w, r)
 	case strings.HasPrefix(r.URL.Path, InboundPath):
 		s.serveInbound(w, r)
+	case r.URL.Path == MailWebhookPath:
+		s.serveMailWebhook(w, r)
 	default:
 		http.NotFound(w, r)
 	}
@@ -238,16 +283,21 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	// without one runs, each field needing a member answering UNAUTHORIZED
 	// (me is null).
 	c, err := s.authenticate(r)
+	if writeUnavailable(w, err) {
+		return
+	}
 	if err != nil {
 		writeError(w, http.StatusOK, codeUnauthorized, err.Error())
 		return
 	}
 	if c == nil && s.opts.Pages != nil {
+		// Without a token the request may carry the session cookie, or
+		// sign in (signIn): a browser may send neither from another site.
+		if err := s.opts.Pages.CheckCrossOrigin(r); err != nil {
+			writeError(w, http.StatusForbidden, codeForbidden, "cross-origin request refused: a session may only be used from this site's own pages")
+			return
+		}
 		if m := s.opts.Pages.CurrentMember(r); m != nil {
-			if err := s.opts.Pages.CheckCrossOrigin(r); err != nil {
-				writeError(w, http.StatusForbidden, codeForbidden, "cross-origin request refused: a session may only be used from this site's own pages")
-				return
-			}
 			c = &caller{member: m, session: true, tokenKey: "session:" + m.ID}
 		}
 	}
@@ -279,6 +329,17 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.TrimSpace(params.Query) == "" {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "the body has no query")
+		return
+	}
+	if derr := s.docs.check(params.Query); derr != nil {
+		writeDocumentError(w, derr)
+		return
+	}
+	if r.Context().Err() != nil {
+		// The client is gone: no validation, no execution; the answer
+		// gqlgen's transport gives then.
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "null")
 		return
 	}
 	ctx := context.WithValue(r.Context(), callerKey{}, &requestState{caller: c, w: w, r: r})
@@ -356,6 +417,9 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 	bad := errors.New("the token is unknown, expired or revoked")
 	if storage.LooksLikeAPIToken(token) {
 		m, t, err := s.store.APITokenMember(token)
+		if _, _, ok := storage.Unavailable(err); ok {
+			return nil, err
+		}
 		if err != nil {
 			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) {
 				s.log.Error("look up API token", zap.Error(err))
@@ -366,6 +430,9 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 	}
 	if strings.HasPrefix(token, storage.OAuthTokenPrefix) {
 		t, m, err := s.store.OAuthToken(token)
+		if _, _, ok := storage.Unavailable(err); ok {
+			return nil, err
+		}
 		if err != nil {
 			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) {
 				s.log.Error("look up OAuth token", zap.Error(err))

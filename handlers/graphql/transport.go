@@ -2,18 +2,23 @@ package graphql
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 )
 
 // postTransport is gqlgen's POST transport (transport.POST, which it
@@ -47,6 +52,7 @@ func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
 	rc, errs := exec.CreateOperationContext(ctx, params)
 	if errs != nil {
+		errs = capErrors(errs)
 		// Apollo Server 4 (Inboxt's) answers parse and validation failures
 		// with 400 and invalid variable values with 200
 		// (status400ForVariableCoercionErrors is false by default in v4).
@@ -59,7 +65,12 @@ func (postTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 		return
 	}
 	responses, ctx := exec.DispatchOperation(ctx, rc)
-	writeResponse(w, responses(ctx))
+	resp := responses(ctx)
+	if resp != nil {
+		resp.Errors = capErrors(resp.Errors)
+	}
+	setRetryAfter(w, ctx)
+	writeResponse(w, resp)
 }
 
 func onlyVariableErrors(errs gqlerror.List) bool {
@@ -156,4 +167,14 @@ func putBuffer(b *bytes.Buffer) {
 	}
 	b.Reset()
 	bufferPool.Put(b)
+}
+
+// setRetryAfter sets Retry-After when an error of the response was the
+// store refusing for now (presentError).
+func setRetryAfter(w http.ResponseWriter, ctx context.Context) {
+	if st := stateOf(ctx); st != nil {
+		if d := time.Duration(st.retryAfter.Load()); d > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(d)))
+		}
+	}
 }

@@ -281,7 +281,7 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 	app, secret, err := s.store.CreateOAuthApp(strings.TrimSpace(reg.ClientName), strings.TrimSpace(reg.Website), uris, scopes)
 	if err != nil {
 		s.log.Error("register app", zap.Error(err))
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "The application could not be registered; try again later"})
+		writeStoreFailure(w, err, "The application could not be registered; try again later")
 		return
 	}
 	s.log.Debug("registered app", zap.String("app_id", app.ID), zap.String("name", app.Name), zap.Strings("scopes", scopes))

@@ -84,7 +84,7 @@ func (s *Server) parseAuthRequest(v url.Values) (*authRequest, *pageError, *oaut
 		return req, nil, invalidRequest("Missing required parameter: response_type.")
 	}
 	if v.Get("response_type") != "code" {
-		return req, nil, &oauthErr{"unsupported_response_type", "The authorization server does not support this response type."}
+		return req, nil, &oauthErr{Code: "unsupported_response_type", Description: "The authorization server does not support this response type."}
 	}
 	scope := req.Scope
 	if strings.TrimSpace(scope) == "" {
@@ -303,7 +303,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 	case "approve":
 	case "deny":
 		s.log.Debug("authorization declined", zap.String("app_id", req.app.ID), zap.String("member_id", m.ID))
-		s.redirectError(w, r, req, &oauthErr{"access_denied", "The resource owner or authorization server denied the request."})
+		s.redirectError(w, r, req, &oauthErr{Code: "access_denied", Description: "The resource owner or authorization server denied the request."})
 		return
 	default:
 		s.errorPage(w, r, http.StatusBadRequest, "Choose Authorize or Deny.")

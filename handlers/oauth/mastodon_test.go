@@ -284,7 +284,11 @@ func TestUserinfo(t *testing.T) {
 	}
 	appTok := f.appToken(app, "profile")
 	wantJSONError(t, f.getWithToken(oauth.UserinfoPath, appTok), http.StatusUnprocessableEntity, "This method requires an authenticated user")
-	wantStatus(t, f.request(http.MethodDelete, oauth.UserinfoPath, "", nil), http.StatusMethodNotAllowed)
+	del := f.request(http.MethodDelete, oauth.UserinfoPath, "", nil)
+	wantStatus(t, del, http.StatusMethodNotAllowed)
+	if del.Header.Get("Allow") != "GET, POST" {
+		t.Errorf("Allow %q", del.Header.Get("Allow"))
+	}
 	if got := f.request(http.MethodGet, oauth.MetadataPath, "", nil).json(t)["userinfo_endpoint"]; got != "https://social.example/oauth/userinfo" {
 		t.Fatalf("userinfo_endpoint %v", got)
 	}

@@ -59,6 +59,9 @@ type Pages interface {
 
 // Options configure the server. Zero values take the defaults above.
 type Options struct {
+	// RateLimits keeps the rate limiters' counts across rebuilds of the
+	// handler (the Caddy app holds one per store); nil: private limiters.
+	RateLimits *ratelimit.Registry
 	// BaseURL is the server's public URL (scheme://host[:port]) used in
 	// the metadata document and account URLs. Empty: taken from each
 	// request's scheme and Host.
@@ -148,11 +151,11 @@ func New(store *storage.Store, opts Options) *Server {
 	s := &Server{
 		store:         store,
 		opts:          opts,
-		registrations: ratelimit.New(opts.RegistrationLimit, opts.RegistrationWindow),
+		registrations: opts.RateLimits.Limiter("oauth.registrations", opts.RegistrationLimit, opts.RegistrationWindow),
 		log:           opts.Logger,
 	}
 	if opts.TokenLimit > 0 {
-		s.tokens = ratelimit.New(opts.TokenLimit, opts.TokenWindow)
+		s.tokens = opts.RateLimits.Limiter("oauth.token", opts.TokenLimit, opts.TokenWindow)
 	}
 	return s
 }
@@ -254,7 +257,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		servePlaceholder(w, r)
 	case UserinfoPath:
-		if r.Method != http.MethodPost && !allow(w, r, http.MethodGet) {
+		if !allow(w, r, http.MethodGet, http.MethodPost) {
 			return
 		}
 		s.serveUserinfo(w, r)
@@ -289,11 +292,13 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-func allow(w http.ResponseWriter, r *http.Request, method string) bool {
-	if r.Method == method || (method == http.MethodGet && r.Method == http.MethodHead) {
-		return true
+func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	for _, method := range methods {
+		if r.Method == method || (method == http.MethodGet && r.Method == http.MethodHead) {
+			return true
+		}
 	}
-	w.Header().Set("Allow", method)
+	w.Header().Set("Allow", strings.Join(methods, ", "))
 	writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "This method is not allowed here"})
 	return false
 }

@@ -10,11 +10,14 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -25,20 +28,50 @@ const maxParamLen = 2048
 type oauthErr struct {
 	Code        string `json:"error"`
 	Description string `json:"error_description"`
+	// status and retryAfter, when set, replace server_error's 500: the
+	// store refused for now (storage.Unavailable: 503 or 507).
+	status     int
+	retryAfter time.Duration
+}
+
+// serverError is server_error for err: with storage.Unavailable's status
+// and Retry-After, and a description saying so, when the store refused
+// for now (disk full, a restore, a reload), else errServer.
+func serverError(err error) *oauthErr {
+	status, retry, ok := storage.Unavailable(err)
+	if !ok {
+		return errServer
+	}
+	return &oauthErr{Code: "server_error", Description: "The authorization server cannot store this now: " + err.Error(), status: status, retryAfter: retry}
 }
 
 func (e *oauthErr) Error() string { return e.Code }
 
 // Error descriptions, in Doorkeeper's words.
 var (
-	errInvalidClient = &oauthErr{"invalid_client", "Client authentication failed due to unknown client, no client authentication included, or unsupported authentication method."}
-	errInvalidGrant  = &oauthErr{"invalid_grant", "The provided authorization grant is invalid, expired, revoked, does not match the redirection URI used in the authorization request, or was issued to another client."}
-	errInvalidScope  = &oauthErr{"invalid_scope", "The requested scope is invalid, unknown, or malformed."}
-	errUnsupported   = &oauthErr{"unsupported_grant_type", "The authorization grant type is not supported by the authorization server."}
-	errServer        = &oauthErr{"server_error", "The authorization server encountered an unexpected condition which prevented it from fulfilling the request."}
+	errInvalidClient = &oauthErr{Code: "invalid_client", Description: "Client authentication failed due to unknown client, no client authentication included, or unsupported authentication method."}
+	errInvalidGrant  = &oauthErr{Code: "invalid_grant", Description: "The provided authorization grant is invalid, expired, revoked, does not match the redirection URI used in the authorization request, or was issued to another client."}
+	errInvalidScope  = &oauthErr{Code: "invalid_scope", Description: "The requested scope is invalid, unknown, or malformed."}
+	errUnsupported   = &oauthErr{Code: "unsupported_grant_type", Description: "The authorization grant type is not supported by the authorization server."}
+	errServer        = &oauthErr{Code: "server_error", Description: "The authorization server encountered an unexpected condition which prevented it from fulfilling the request."}
 )
 
-func invalidRequest(desc string) *oauthErr { return &oauthErr{"invalid_request", desc} }
+func invalidRequest(desc string) *oauthErr {
+	return &oauthErr{Code: "invalid_request", Description: desc}
+}
+
+// errTooLarge answers a body longer than allowed, with 413.
+var errTooLarge = &oauthErr{Code: "invalid_request", Description: "The request body is too large."}
+
+// bodyError is the answer to a body that could not be read or parsed: 413
+// when it is longer than allowed, else invalid_request.
+func bodyError(err error) *oauthErr {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return errTooLarge
+	}
+	return invalidRequest("The request body could not be parsed.")
+}
 
 // writeOAuthError writes e as RFC 6749 JSON: invalid_client is 401 with a
 // WWW-Authenticate challenge, server_error 500, everything else 400.
@@ -50,6 +83,13 @@ func writeOAuthError(w http.ResponseWriter, e *oauthErr) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="Doorkeeper", error="invalid_client", error_description="`+e.Description+`"`)
 	case "server_error":
 		status = http.StatusInternalServerError
+		if e.status != 0 {
+			status = e.status
+			w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(e.retryAfter)))
+		}
+	}
+	if e == errTooLarge {
+		status = http.StatusRequestEntityTooLarge
 	}
 	noStore(w)
 	writeJSON(w, status, e)
@@ -83,7 +123,7 @@ func decodeParams(r *http.Request, maxBytes int64) (map[string]string, *oauthErr
 		// (r.Form, r.PostForm).
 		b, err := io.ReadAll(body)
 		if err != nil {
-			return nil, invalidRequest("The request body could not be parsed.")
+			return nil, bodyError(err)
 		}
 		if perr := parseForm(string(b), out); perr != nil {
 			return nil, perr
@@ -105,7 +145,7 @@ func decodeParams(r *http.Request, maxBytes int64) (map[string]string, *oauthErr
 	} else if ct == "application/json" {
 		var raw map[string]json.RawMessage
 		if err := json.NewDecoder(body).Decode(&raw); err != nil {
-			return nil, invalidRequest("The request body could not be parsed.")
+			return nil, bodyError(err)
 		}
 		for k, v := range raw {
 			var s string
@@ -119,7 +159,7 @@ func decodeParams(r *http.Request, maxBytes int64) (map[string]string, *oauthErr
 		// syntax ParseForm checks too) take net/http's way.
 		r.Body = body
 		if err := r.ParseForm(); err != nil {
-			return nil, invalidRequest("The request body could not be parsed.")
+			return nil, bodyError(err)
 		}
 		if perr := singleValues(r.PostForm, out); perr != nil {
 			return nil, perr
@@ -187,7 +227,7 @@ func (s *Server) clientAuth(r *http.Request, p map[string]string) (*storage.OAut
 	}
 	if err != nil {
 		s.log.Error("authenticate client", zap.Error(err))
-		return nil, errServer
+		return nil, serverError(err)
 	}
 	return app, nil
 }
@@ -290,7 +330,7 @@ func (s *Server) exchangeCode(app *storage.OAuthApp, p map[string]string) (*stor
 		return nil, "", errInvalidGrant
 	default:
 		s.log.Error("exchange code", zap.Error(err))
-		return nil, "", errServer
+		return nil, "", serverError(err)
 	}
 }
 
@@ -321,7 +361,7 @@ func (s *Server) clientCredentials(app *storage.OAuthApp, p map[string]string) (
 	tok, secret, err := s.store.CreateOAuthAppToken(app.ClientID, scopes)
 	if err != nil {
 		s.log.Error("issue app token", zap.Error(err))
-		return nil, "", errServer
+		return nil, "", serverError(err)
 	}
 	return tok, secret, nil
 }
@@ -344,7 +384,7 @@ func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.store.RevokeOAuthToken(app.ClientID, p["token"]); err != nil {
 		s.log.Error("revoke token", zap.Error(err))
-		writeOAuthError(w, errServer)
+		writeOAuthError(w, serverError(err))
 		return
 	}
 	noStore(w)
@@ -370,7 +410,7 @@ func (s *Server) bearer(w http.ResponseWriter, r *http.Request) (*storage.OAuthA
 		unauthorized(w)
 	default:
 		s.log.Error("look up token", zap.Error(err))
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "Something went wrong; try again later"})
+		writeStoreFailure(w, err, "Something went wrong; try again later")
 	}
 	return nil, nil, false
 }

@@ -1,26 +1,61 @@
 // Package ratelimit is Hearth's one rate limiter: a fixed number of events
-// per key in a sliding window, kept in memory. Every service uses it for its
+// per key in a sliding window, kept in memory in a bounded structure. Every service uses it for its
 // own keys (client IP, username, token) and answers 429 with Retry-After in
 // its own error format.
 package ratelimit
 
 import (
+	"hash/maphash"
+	"net/netip"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
+// DefaultMaxKeys bounds the keys one Limiter remembers.
+const DefaultMaxKeys = 1 << 20
+
+// numShards splits a limiter's keys so that concurrent calls rarely wait on
+// the same lock.
+const numShards = 64
+
+// Counter is what a service needs from a limiter. *Limiter keeps the counts
+// in this process; a store shared by several nodes can implement Counter
+// with the same sliding-window arithmetic (two counts and a window start per
+// key) so that limits hold across nodes.
+type Counter interface {
+	Allow(key string) Result
+	Peek(key string) Result
+	Undo(key string)
+	Reset(key string)
+}
+
+var _ Counter = (*Limiter)(nil)
+
 // Limiter allows at most Limit events per key in any Window. It is safe for
-// concurrent use. Memory is bounded by the number of keys seen in the last
-// window; idle keys are dropped.
+// concurrent use. Every call costs O(1): the key's shard is locked and its
+// bucket found in a hash map. Memory is bounded: at most DefaultMaxKeys keys
+// are kept, and when a shard is full the key used least recently is
+// forgotten (so an attacker rotating keys can at worst reset the counts of
+// keys idle longer than the newest 1 M, not grow memory).
+//
+// A key that is an IPv6 address is counted per /64 (one subscriber's
+// allocation), so rotating addresses within it does not escape the limit;
+// IPv4 and IPv4-mapped addresses count per address.
 type Limiter struct {
 	limit  int
 	window time.Duration
-	now    func() time.Time
+	now    atomic.Pointer[func() time.Time]
+	seed   maphash.Seed
+	shards [numShards]shard
+}
 
-	mu      sync.Mutex
-	keys    map[string]*bucket
-	lastGC  time.Time
-	maxKeys int
+type shard struct {
+	mu   sync.Mutex
+	keys *simplelru.LRU[string, *bucket]
 }
 
 // bucket is a sliding-window approximation: the count of the current fixed
@@ -33,17 +68,70 @@ type bucket struct {
 
 // New returns a limiter of limit events per window.
 func New(limit int, window time.Duration) *Limiter {
+	return newLimiter(limit, window, DefaultMaxKeys)
+}
+
+func newLimiter(limit int, window time.Duration, maxKeys int) *Limiter {
 	if limit < 1 {
 		limit = 1
 	}
 	if window <= 0 {
 		window = time.Minute
 	}
-	return &Limiter{limit: limit, window: window, now: time.Now, keys: make(map[string]*bucket), maxKeys: 1 << 20}
+	l := &Limiter{limit: limit, window: window, seed: maphash.MakeSeed()}
+	now := time.Now
+	l.now.Store(&now)
+	per := max(1, maxKeys/numShards)
+	for i := range l.shards {
+		l.shards[i].keys, _ = simplelru.NewLRU[string, *bucket](per, nil)
+	}
+	return l
 }
 
-// WithClock replaces the limiter's clock (tests).
-func (l *Limiter) WithClock(now func() time.Time) *Limiter { l.now = now; return l }
+// WithClock replaces the limiter's clock (tests); nil keeps it.
+func (l *Limiter) WithClock(now func() time.Time) *Limiter {
+	if now != nil {
+		l.now.Store(&now)
+	}
+	return l
+}
+
+func (l *Limiter) clock() time.Time { return (*l.now.Load())() }
+
+// shardFor returns key's shard, locked, and the key as counted (an IPv6
+// address reduced to its /64).
+func (l *Limiter) shardFor(key string) (*shard, string) {
+	key = Key(key)
+	sh := &l.shards[maphash.String(l.seed, key)%numShards]
+	sh.mu.Lock()
+	return sh, key
+}
+
+// Key is the key a limiter counts for key: an IPv6 address (not an
+// IPv4-mapped one) becomes its /64 prefix, anything else is kept as is.
+func Key(key string) string {
+	if !strings.Contains(key, ":") {
+		return key
+	}
+	a, err := netip.ParseAddr(key)
+	if err != nil || !a.Is6() || a.Is4In6() {
+		return key
+	}
+	p, _ := a.WithZone("").Prefix(64)
+	return p.String()
+}
+
+// Len is the number of keys remembered (tests, metrics).
+func (l *Limiter) Len() int {
+	n := 0
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		n += sh.keys.Len()
+		sh.mu.Unlock()
+	}
+	return n
+}
 
 // Result is the outcome of Allow.
 type Result struct {
@@ -56,14 +144,13 @@ type Result struct {
 
 // Allow records one event for key if it is within the limit.
 func (l *Limiter) Allow(key string) Result {
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.gc(now)
-	b := l.keys[key]
-	if b == nil {
+	now := l.clock()
+	sh, key := l.shardFor(key)
+	defer sh.mu.Unlock()
+	b, ok := sh.keys.Get(key)
+	if !ok {
 		b = &bucket{start: now.Truncate(l.window)}
-		l.keys[key] = b
+		sh.keys.Add(key, b)
 	}
 	b.roll(now, l.window)
 	elapsed := now.Sub(b.start)
@@ -85,12 +172,12 @@ func (l *Limiter) Allow(key string) Result {
 
 // Peek reports whether an event for key would be allowed, without recording it.
 func (l *Limiter) Peek(key string) Result {
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.keys[key]
+	now := l.clock()
+	sh, key := l.shardFor(key)
+	defer sh.mu.Unlock()
+	b, ok := sh.keys.Peek(key)
 	res := Result{Allowed: true, Limit: l.limit, Remaining: l.limit, Reset: now.Truncate(l.window).Add(l.window)}
-	if b == nil {
+	if !ok {
 		return res
 	}
 	b.roll(now, l.window)
@@ -110,11 +197,11 @@ func (l *Limiter) Peek(key string) Result {
 // Allow before the work and undoing after it, rather than checking with Peek
 // and recording after, keeps concurrent attempts within the limit.
 func (l *Limiter) Undo(key string) {
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.keys[key]
-	if b == nil {
+	now := l.clock()
+	sh, key := l.shardFor(key)
+	defer sh.mu.Unlock()
+	b, ok := sh.keys.Peek(key)
+	if !ok {
 		return
 	}
 	b.roll(now, l.window)
@@ -134,9 +221,9 @@ func RetryAfterSeconds(wait time.Duration) int {
 
 // Reset forgets key, e.g. after a successful sign-in.
 func (l *Limiter) Reset(key string) {
-	l.mu.Lock()
-	delete(l.keys, key)
-	l.mu.Unlock()
+	sh, key := l.shardFor(key)
+	sh.keys.Remove(key)
+	sh.mu.Unlock()
 }
 
 func (b *bucket) roll(now time.Time, window time.Duration) {
@@ -181,17 +268,4 @@ func roundUp(d time.Duration) time.Duration {
 		return time.Second
 	}
 	return (d + time.Second - 1).Truncate(time.Second)
-}
-
-// gc drops keys idle for two windows, at most once per window.
-func (l *Limiter) gc(now time.Time) {
-	if now.Sub(l.lastGC) < l.window && len(l.keys) < l.maxKeys {
-		return
-	}
-	l.lastGC = now
-	for k, b := range l.keys {
-		if now.Sub(b.start) >= 2*l.window {
-			delete(l.keys, k)
-		}
-	}
 }

@@ -26,7 +26,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strings"
 	"syscall"
 	"time"
 
@@ -120,9 +119,9 @@ type Response struct {
 
 // Fetcher fetches URLs under Options. It is safe for concurrent use.
 type Fetcher struct {
-	opts      Options
-	client    *http.Client
-	transport *http.Transport
+	opts   Options
+	client *http.Client
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // New returns a Fetcher with opts, defaults filled in.
@@ -144,14 +143,15 @@ func New(opts Options) *Fetcher {
 	if !opts.AllowPrivate {
 		dialer.Control = controlPublicOnly
 	}
+	f.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if opts.DialAddress != nil {
+			addr = opts.DialAddress(addr)
+		}
+		return dialer.DialContext(ctx, network, addr)
+	}
 	tr := &http.Transport{
-		Proxy: nil, // a proxy would connect for us and bypass the address check
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if opts.DialAddress != nil {
-				addr = opts.DialAddress(addr)
-			}
-			return dialer.DialContext(ctx, network, addr)
-		},
+		Proxy:                  nil, // a proxy would connect for us and bypass the address check
+		DialContext:            f.dial,
 		TLSClientConfig:        opts.TLSConfig,
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           32,
@@ -161,7 +161,6 @@ func New(opts Options) *Fetcher {
 		ResponseHeaderTimeout:  opts.Timeout,
 		MaxResponseHeaderBytes: 64 << 10,
 	}
-	f.transport = tr
 	f.client = &http.Client{
 		Transport: tr,
 		Timeout:   opts.Timeout,
@@ -184,12 +183,13 @@ func New(opts Options) *Fetcher {
 // Options are the fetcher's options, defaults filled in.
 func (f *Fetcher) Options() Options { return f.opts }
 
-// Transport is the fetcher's transport: its dialer checks every address
-// it connects to. Clients that speak another protocol over HTTP (the
-// directory's websocket relay client) use it so that they connect under
-// the same policy; it has no overall timeout, so bound such use with a
-// context.
-func (f *Fetcher) Transport() *http.Transport { return f.transport }
+// DialContext connects like the fetcher does: DialAddress applied, and
+// unless AllowPrivate every address checked when it is connected to. Clients
+// that speak another protocol (the directory's websocket relay client) dial
+// through it so that they connect under the same policy.
+func (f *Fetcher) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return f.dial(ctx, network, addr)
+}
 
 // Get fetches rawURL with GET and reads the whole body (up to MaxBytes).
 // Any HTTP status is returned as a Response; only transport failures,
@@ -235,6 +235,23 @@ func (f *Fetcher) GetWithHeader(ctx context.Context, rawURL string, header http.
 		return nil, ErrTooLarge
 	}
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: buf.Bytes(), FinalURL: resp.Request.URL.String()}, nil
+}
+
+// Check tells at once what Get would refuse without a network round trip:
+// a URL that is not absolute http(s), and (unless AllowPrivate) a host that
+// is an IP literal outside public addresses. Names are resolved only by Get.
+func (f *Fetcher) Check(rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadURL, err)
+	}
+	if err := checkURL(u); err != nil {
+		return err
+	}
+	if a, err := netip.ParseAddr(u.Hostname()); err == nil && !f.opts.AllowPrivate && !IsPublic(a) {
+		return &BlockedAddressError{Addr: a}
+	}
+	return nil
 }
 
 func checkURL(u *url.URL) error {
@@ -293,28 +310,4 @@ func IsPublic(addr netip.Addr) bool {
 		return false
 	}
 	return guardian.SafeAddr(addr) == nil
-}
-
-// CheckHost resolves host (a name or an IP literal, without port) and
-// returns a *BlockedAddressError if any of its addresses is not public.
-// Fetcher.Get, and anything using Fetcher.Transport, checks at dial time and
-// does not need it.
-func CheckHost(ctx context.Context, host string) error {
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if a, err := netip.ParseAddr(host); err == nil {
-		if !IsPublic(a) {
-			return &BlockedAddressError{Addr: a}
-		}
-		return nil
-	}
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil {
-		return fmt.Errorf("resolve %s: %w", host, err)
-	}
-	for _, a := range addrs {
-		if !IsPublic(a) {
-			return &BlockedAddressError{Addr: a}
-		}
-	}
-	return nil
 }

@@ -61,9 +61,18 @@ http://127.0.0.1:$PORT {
 		registration_limit 50 10m
 	}
 }
+# The same store under another name with a tight token limit, for
+# Mastodon.py's rate-limit handling (it sleeps until X-RateLimit-Reset).
+http://localhost:$PORT {
+	bind 127.0.0.1
+	hearth_oauth {
+		token_limit 2 2s
+	}
+}
 CADDY
 
 base="http://127.0.0.1:$PORT"
+export HEARTH_INTEROP_LIMITED_URL="http://localhost:$PORT"
 HOME="$tmp" XDG_DATA_HOME="$tmp/data" XDG_CONFIG_HOME="$tmp/config" \
 	"$tmp/caddy" run --config "$tmp/Caddyfile" >"$tmp/caddy.log" 2>&1 &
 caddy_pid=$!

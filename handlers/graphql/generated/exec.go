@@ -1467,7 +1467,7 @@ var sources = []*ast.Source{
   username: String!
   "Hearth: the member's display name."
   displayName: String!
-  "Hearth members have no e-mail address: always the empty string."
+  "Hearth members have no e-mail address: username@<the site's account domain>."
   emailAddress: String!
   isEmailVerified: Boolean!
   pendingEmailAddress: String

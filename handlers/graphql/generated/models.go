@@ -358,7 +358,7 @@ type User struct {
 	Username  string    `json:"username"`
 	// Hearth: the member's display name.
 	DisplayName string `json:"displayName"`
-	// Hearth members have no e-mail address: always the empty string.
+	// Hearth members have no e-mail address: username@<the site's account domain>.
 	EmailAddress               string     `json:"emailAddress"`
 	IsEmailVerified            bool       `json:"isEmailVerified"`
 	PendingEmailAddress        *string    `json:"pendingEmailAddress,omitempty"`

@@ -1,0 +1,174 @@
+package graphql
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// addArticleFromUrl answers at once, as Inboxt's does (it queues a job:
+// saved-item-manager.service.ts processAndCreateArticle, Inboxt/inboxt@45f4314),
+// and fetches the page in the background. The store holds the queue
+// (storage/fetches.go): a pending item is saved with its pending-fetch entry
+// before the answer, so nothing acknowledged is lost if the process stops;
+// New starts fetching whatever is pending, including what an earlier process
+// left unfinished.
+
+// Inboxt's placeholder and failure texts (apps/api/src/common/constants/
+// content-extraction.constants.ts, Inboxt/inboxt@45f4314).
+const (
+	processingTitlePrefix = "Processing item from "
+	fetchFailedMessage    = "We couldn’t fetch this page to prepare it for reading. The site may be blocking requests or temporarily unavailable. Please try again later, or try saving a different link."
+)
+
+func processingDescription(domain string) string {
+	return "Your article from " + domain + " is being prepared for your reading library. We're removing ads, formatting content, and optimizing for readability."
+}
+
+const (
+	fetchWorkers = 2  // pages fetched at once
+	fetchBatch   = 64 // pending entries read from the store at a time
+)
+
+// fetchQueue feeds the store's pending fetches to a few workers.
+type fetchQueue struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	kick   chan struct{} // cap 1: something new is pending
+	jobs   chan storage.PendingFetch
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	inFlight map[[2]string]bool // queued or being fetched
+}
+
+func (s *Server) startFetches() {
+	q := &fetchQueue{kick: make(chan struct{}, 1), jobs: make(chan storage.PendingFetch), inFlight: map[[2]string]bool{}}
+	q.ctx, q.cancel = context.WithCancel(context.Background())
+	s.fetches = q
+	q.wg.Add(1 + fetchWorkers)
+	go s.feedFetches()
+	for i := 0; i < fetchWorkers; i++ {
+		go s.fetchWorker()
+	}
+	q.kick <- struct{}{} // what an earlier process left
+}
+
+// kickFetches tells the feeder that a fetch is pending.
+func (s *Server) kickFetches() {
+	if s.fetches == nil {
+		return // not started: Start reads everything pending
+	}
+	select {
+	case s.fetches.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops the background fetches and waits for them. A fetch cut short
+// stays pending in the store, and the next Server on it fetches it again.
+func (s *Server) Close() error {
+	s.startOnce.Do(func() {}) // a Start after Close starts nothing
+	s.closeOnce.Do(func() {
+		if s.fetches != nil {
+			s.fetches.cancel()
+			s.fetches.wg.Wait()
+		}
+	})
+	return nil
+}
+
+func (s *Server) feedFetches() {
+	q := s.fetches
+	defer q.wg.Done()
+	defer close(q.jobs)
+	for {
+		select {
+		case <-q.ctx.Done():
+			return
+		case <-q.kick:
+		}
+		for {
+			// Only those queued under this server's fetch policy: a
+			// site that may not fetch private addresses never fetches
+			// what another site queued, nor the other way round.
+			pending, err := s.store.PendingFetches(fetchBatch+fetchWorkers, s.opts.Fetcher.Options().AllowPrivate, false)
+			if err != nil {
+				if q.ctx.Err() == nil {
+					s.log.Error("read pending article fetches", zap.Error(err))
+				}
+				break
+			}
+			sent := 0
+			for _, p := range pending {
+				k := [2]string{p.MemberID, p.ItemID}
+				q.mu.Lock()
+				busy := q.inFlight[k]
+				q.inFlight[k] = true
+				q.mu.Unlock()
+				if busy {
+					continue
+				}
+				select {
+				case q.jobs <- p:
+					sent++
+				case <-q.ctx.Done():
+					return
+				}
+			}
+			// More than one batch pending: read again once these moved.
+			if sent == 0 || len(pending) < fetchBatch+fetchWorkers {
+				break
+			}
+		}
+	}
+}
+
+func (s *Server) fetchWorker() {
+	q := s.fetches
+	defer q.wg.Done()
+	for p := range q.jobs {
+		s.fetchPending(q.ctx, p)
+		q.mu.Lock()
+		delete(q.inFlight, [2]string{p.MemberID, p.ItemID})
+		q.mu.Unlock()
+	}
+}
+
+// fetchPending fetches one pending item's page and saves the article, or
+// marks the item failed with a reason the member can read. Stopped by ctx,
+// it leaves the entry pending.
+func (s *Server) fetchPending(ctx context.Context, p storage.PendingFetch) {
+	in, err := s.fetchArticle(ctx, p.URL)
+	if ctx.Err() != nil {
+		return
+	}
+	if err == nil {
+		_, err = s.store.FinishFetch(p.MemberID, p.ItemID, *in)
+		if errors.Is(err, storage.ErrNotFound) {
+			err = s.store.DropFetch(p.MemberID, p.ItemID)
+		}
+		if err == nil {
+			return
+		}
+		var ue *userError
+		if !errors.As(err, &ue) && !storage.IsInvalid(err) {
+			s.log.Error("save fetched article", zap.String("item", p.ItemID), zap.Error(err))
+			return // stays pending: fetched again on the next start
+		}
+	}
+	reason := fetchFailedMessage
+	var ue *userError
+	if errors.As(err, &ue) {
+		reason = fetchFailedMessage + " (" + ue.msg + ")"
+	} else if storage.IsInvalid(err) {
+		reason = fetchFailedMessage + " (" + err.Error() + ")"
+	}
+	if err := s.store.FailFetch(p.MemberID, p.ItemID, reason); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		s.log.Error("mark article fetch failed", zap.String("item", p.ItemID), zap.Error(err))
+	}
+}

@@ -1,0 +1,71 @@
+package graphql_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// When the store refuses writes for now (its disk is below the free-space
+// reserve) reads keep working and a mutation gets Inboxt's answer for such
+// errors: HTTP 200, extensions.status 507, Retry-After; nothing is
+// written. A closed store (a reload moved away from it) answers
+// extensions.status 503 the same way, never a 500 or a panic.
+func TestStoreRefusalsAreInboxtErrorsWithRetryAfter(t *testing.T) {
+	dir := t.TempDir()
+	noSync := false
+	st, err := storage.Open(dir, storage.Options{SyncWrites: &noSync, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.CreateMember("alice", "alice", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, token, err := st.CreateAPIToken(m.ID, "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateLabel(m.ID, "kept", "#ff0000"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	// A reserve larger than any disk: every write is refused as on a full one.
+	st, err = storage.Open(dir, storage.Options{SyncWrites: &noSync, GCInterval: -1, MinFreeBytes: 1 << 62})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv := httptest.NewServer(graphql.New(st, graphql.Options{}))
+	defer srv.Close()
+	e := &env{t: t, store: st, srv: srv, token: token}
+
+	r := e.post(token, labelsQuery, nil)
+	if r.Status != http.StatusOK || len(r.Errors) > 0 {
+		t.Fatalf("a read on a full disk: %d %+v", r.Status, r.Errors)
+	}
+
+	check := func(r *response, status float64, code string) {
+		t.Helper()
+		if r.Status != http.StatusOK || len(r.Errors) == 0 {
+			t.Fatalf("HTTP %d, errors %+v; want 200 with an error", r.Status, r.Errors)
+		}
+		if got, _ := r.Errors[0].Extensions["status"].(float64); got != status || r.Errors[0].Code() != code {
+			t.Fatalf("error %+v; want extensions.status %v, code %s", r.Errors[0], status, code)
+		}
+		if r.Header.Get("Retry-After") == "" {
+			t.Fatal("no Retry-After")
+		}
+	}
+	check(e.post(token, createLabelMutation, map[string]any{"data": map[string]any{"name": "new", "color": "#00ff00"}}), 507, "INSUFFICIENT_STORAGE")
+	ls, err := st.Labels(m.ID)
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("labels after a refused mutation: %d, %v", len(ls), err)
+	}
+
+	st.Close()
+	check(e.post(token, labelsQuery, nil), 503, "SERVICE_UNAVAILABLE")
+}

@@ -1,0 +1,4 @@
+package ratelimit
+
+// NewWithMaxKeys is New with a smaller bound on the keys kept (tests).
+var NewWithMaxKeys = newLimiter

@@ -1,0 +1,138 @@
+package storage
+
+import (
+	"errors"
+	"strings"
+)
+
+// Background fetches of addArticleFromUrl. The item is saved at once (a
+// placeholder, or the member's item with that URL unchanged) together with
+// a pending-fetch entry, in one transaction; the fetch finishes by saving
+// the article and dropping the entry in another (FinishFetch), or by
+// marking the item failed (FailFetch). Entries left by a process that
+// stopped mid-fetch are found again by PendingFetches on the next start.
+//
+//	fetch/<member id>/<item id>   the URL to fetch, after "private " when it
+//	                              may be fetched from private addresses
+//	                              (outside u/<member>/, so that one scan
+//	                              finds every member's)
+
+func fetchKey(memberID, itemID string) []byte { return key("fetch", memberID, itemID) }
+
+func init() {
+	// A member's pending fetches go with the member (a member has few).
+	memberCleanups = append(memberCleanups, func(tx *Tx, memberID string) error {
+		return tx.deletePrefix(key("fetch", memberID, ""))
+	})
+}
+
+// PendingFetch is an item whose page is still to be fetched. Private is
+// set when it was queued by a server that may fetch private addresses: only
+// such a server fetches it, and a stricter one never does.
+type PendingFetch struct {
+	MemberID, ItemID, URL string
+	Private               bool
+}
+
+const privateFetch = "private "
+
+// PendingFetches returns up to limit pending fetches, in key order: those
+// with Private as given, or all when all is set.
+func (s *Store) PendingFetches(limit int, private, all bool) ([]PendingFetch, error) {
+	var out []PendingFetch
+	prefix := key("fetch", "")
+	err := s.View(func(tx *Tx) error {
+		return tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+			member, item, ok := strings.Cut(string(k[len(prefix):]), "/")
+			u, priv := strings.CutPrefix(string(v), privateFetch)
+			if ok && (all || priv == private) {
+				out = append(out, PendingFetch{MemberID: member, ItemID: item, URL: u, Private: priv})
+			}
+			return len(out) < limit, nil
+		})
+	})
+	return out, err
+}
+
+// QueueFetch saves an article to be fetched in the background: a new item
+// from in (a placeholder title and description), or, when the member
+// already has an item with in.URL, that item moved back to the inbox with
+// in.LabelIDs added and its content kept. Either way the item gets a
+// pending-fetch entry in the same transaction; private marks it for
+// servers that may fetch private addresses.
+func (s *Store) QueueFetch(memberID string, in NewItem, private bool) (*SavedItem, error) {
+	in.Type = TypeArticle
+	in.queueFetch = true
+	in.fetchPrivate = private
+	it, _, err := s.SaveItem(memberID, in)
+	return it, err
+}
+
+// FinishFetch saves the fetched article in (its URL the pending item's) and
+// drops the item's pending-fetch entry, in one transaction. If the entry or
+// the item is gone (the item was deleted, or another process finished it)
+// nothing is saved and ErrNotFound is returned; DropFetch then removes an
+// entry whose item is gone.
+func (s *Store) FinishFetch(memberID, itemID string, in NewItem) (*SavedItem, error) {
+	in.Type = TypeArticle
+	in.finishesFetch = itemID
+	it, _, err := s.SaveItem(memberID, in)
+	return it, err
+}
+
+// FailFetch drops the item's pending-fetch entry and, if the item has no
+// content yet (a placeholder), marks it failed as Inboxt does
+// (saved-item-manager.service.ts createFailedItem, Inboxt/inboxt@45f4314):
+// title "Failed to process: <url>", the reason as description and content.
+// An item saved before keeps what it had. ErrNotFound if the entry is gone.
+func (s *Store) FailFetch(memberID, itemID, reason string) error {
+	reason = clipRunes(strings.Join(strings.Fields(reason), " "), MaxDescriptionLen)
+	return s.Update(func(tx *Tx) error {
+		v, err := tx.get(fetchKey(memberID, itemID))
+		if err != nil {
+			return err
+		}
+		url, _ := strings.CutPrefix(string(v), privateFetch)
+		if err := tx.delete(fetchKey(memberID, itemID)); err != nil {
+			return err
+		}
+		var old SavedItem
+		if err := tx.getItem(itemKey(memberID, itemID), &old); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return nil
+			}
+			return err
+		}
+		var c ItemContent
+		if err := tx.getJSON(contentKey(memberID, itemID), &c); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if c.HTML != "" || c.Text != "" {
+			return nil
+		}
+		it := old
+		it.LabelIDs = append([]string(nil), old.LabelIDs...)
+		it.Title = clipRunes("Failed to process: "+url, MaxTitleLen)
+		it.Description = reason
+		it.UpdatedAt = now()
+		if err := tx.putItem(&old, &it); err != nil {
+			return err
+		}
+		return tx.putJSON(contentKey(memberID, itemID), ItemContent{HTML: htmlEscaper.Replace(reason), Text: reason}, 0)
+	})
+}
+
+// DropFetch removes a pending-fetch entry (its item is gone).
+func (s *Store) DropFetch(memberID, itemID string) error {
+	return s.Update(func(tx *Tx) error { return tx.delete(fetchKey(memberID, itemID)) })
+}
+
+var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
+
+func clipRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}

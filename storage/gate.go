@@ -1,0 +1,144 @@
+package storage
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// Errors of a store that cannot take an operation now. Handlers answer them
+// with Unavailable's status (503 or 507) and Retry-After, in their
+// protocol's format; nothing was changed.
+var (
+	// ErrClosed: the store was closed (a reload moved to another
+	// storage_dir, or Caddy is stopping) while the request was served.
+	ErrClosed = errors.New("the store is closed (the server is reloading or stopping); try again")
+	// ErrRestoring: a restore is running; writes are refused until it ends
+	// so that none is acknowledged and then overwritten. Reads continue.
+	ErrRestoring = errors.New("a restore of the store is running; writes are refused until it has finished")
+	// ErrDiskFull: the free space of the store's filesystem is below
+	// Options.MinFreeBytes; writes are refused, reads continue, and writes
+	// resume once space is freed.
+	ErrDiskFull = errors.New("the disk of the store is (nearly) full; writes are refused until space is freed")
+)
+
+// Retry-After values of Unavailable.
+const (
+	retryAfterUnavailable = 5 * time.Second
+	retryAfterDiskFull    = 60 * time.Second
+)
+
+// Unavailable reports whether err (or what it wraps) is one of ErrClosed,
+// ErrRestoring or ErrDiskFull, with the HTTP status to answer (503, or 507
+// Insufficient Storage for a full disk) and how long the client should wait
+// before retrying. Every other error gives ok false.
+func Unavailable(err error) (status int, retryAfter time.Duration, ok bool) {
+	switch {
+	case err == nil:
+		return 0, 0, false
+	case errors.Is(err, ErrDiskFull):
+		return 507, retryAfterDiskFull, true
+	case errors.Is(err, ErrRestoring), errors.Is(err, ErrClosed):
+		return 503, retryAfterUnavailable, true
+	}
+	return 0, 0, false
+}
+
+// gate counts the operations that use the database so that Close waits for
+// them (and later ones get ErrClosed instead of Badger's "DB Closed" panic),
+// and refuses writes while a restore runs or the disk is nearly full.
+// Entering never blocks, so operations may nest.
+type gate struct {
+	mu        sync.Mutex
+	idle      sync.Cond // signalled when active drops to 0 or writes to 0
+	open      bool      // the database is open (Store.Open)
+	closed    bool
+	restoring bool
+	active    int // operations in the database, writes included
+	writes    int // writes in the database
+}
+
+func (g *gate) init() { g.idle.L = &g.mu }
+
+// opened admits operations: the database is open.
+func (g *gate) opened() {
+	g.mu.Lock()
+	g.open = true
+	g.mu.Unlock()
+}
+
+// enter admits an operation (a write when write is set), or returns why not.
+func (s *Store) enter(write bool) error {
+	low := write && s.lowOnSpace() // a system call: outside the lock
+	g := &s.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.closed || !g.open:
+		return ErrClosed
+	case write && g.restoring:
+		return ErrRestoring
+	case low:
+		return ErrDiskFull
+	}
+	g.active++
+	if write {
+		g.writes++
+	}
+	return nil
+}
+
+// leave ends an operation admitted by enter.
+func (s *Store) leave(write bool) {
+	g := &s.gate
+	g.mu.Lock()
+	g.active--
+	if write {
+		g.writes--
+	}
+	if g.active == 0 || g.writes == 0 {
+		g.idle.Broadcast()
+	}
+	g.mu.Unlock()
+}
+
+// closeGate refuses new operations and waits for those running.
+func (s *Store) closeGate() {
+	g := &s.gate
+	g.mu.Lock()
+	g.closed = true
+	for g.active > 0 {
+		g.idle.Wait()
+	}
+	g.mu.Unlock()
+}
+
+// startRestoring refuses new writes and waits for the running ones, so that
+// every write acknowledged before is in the store's snapshot taken next.
+func (s *Store) startRestoring() {
+	g := &s.gate
+	g.mu.Lock()
+	g.restoring = true
+	for g.writes > 0 {
+		g.idle.Wait()
+	}
+	g.mu.Unlock()
+}
+
+func (s *Store) stopRestoring() {
+	s.gate.mu.Lock()
+	s.gate.restoring = false
+	s.gate.mu.Unlock()
+}
+
+// lowOnSpace reports whether the store's filesystem has less free space
+// than the reserve (Options.MinFreeBytes). Badger writes its logs and
+// tables through memory maps: on a full disk it dies of SIGBUS inside its
+// own flushes, so writes must stop while it still has room for them.
+func (s *Store) lowOnSpace() bool {
+	if s.opts.MinFreeBytes <= 0 {
+		return false
+	}
+	free, ok := freeBytes(s.path)
+	return ok && free < s.opts.MinFreeBytes
+}
