@@ -75,7 +75,17 @@ caddyfile "$(head -c "$vc_size" /dev/zero | tr '\0' x)" > "$work/Caddyfile"
 curl -fs "http://$ADMIN/load" -H 'Content-Type: text/caddyfile' --data-binary @"$work/Caddyfile"
 [ "$(curl -fs "$SITE/respond" | wc -c)" = "$vc_size" ] || { echo "bench: respond body size mismatch" >&2; exit 1; }
 
-rps() { wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "$@" | awk '/Requests\/sec/ {print $2}'; }
+# rps prints wrk's requests per second, and fails when any answer was not a
+# 2xx/3xx (a 429 or 503 is fast and would pass for throughput).
+rps() {
+	local out
+	out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "$@")
+	if grep -q 'Non-2xx or 3xx responses' <<<"$out"; then
+		echo "bench: wrk $*: $(grep 'Non-2xx or 3xx responses' <<<"$out")" >&2
+		exit 1
+	fi
+	awk '/Requests\/sec/ {print $2}' <<<"$out"
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f %%", 100 * a / b}'; }
 
 respond=$(rps "$SITE/respond")
