@@ -134,24 +134,29 @@ func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if err := h.app.start(); err != nil {
 		return caddyhttp.Error(http.StatusServiceUnavailable, err)
 	}
-	if strings.HasPrefix(r.URL.Path, graphql.InboundPath) {
-		return h.serveInbound(w, r, next)
+	switch {
+	case strings.HasPrefix(r.URL.Path, graphql.InboundPath):
+		return h.serveUnlogged(w, r, next, graphql.InboundPath+"REDACTED")
+	case r.URL.Path == graphql.MailWebhookPath:
+		return h.serveUnlogged(w, r, next, graphql.MailWebhookPath)
 	}
 	return serveOrNext(w, r, next, h.server, h.pages)
 }
 
-// serveInbound serves a newsletter inbound URL, whose path carries the
-// member's inbound secret. Caddy's access log would write that path in
-// full, so the request is left out of it (the log_skip variable) and logged
-// here instead with the secret redacted.
-func (h *GraphQL) serveInbound(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+// serveUnlogged serves a request that carries a secret Caddy's access log
+// would write: a newsletter inbound URL has the member's inbound secret in
+// its path, and the mail webhook has its shared secret in a request header
+// (Caddy's log redacts only Authorization and Cookie). The request is left
+// out of the access log (the log_skip variable) and logged here instead,
+// without headers and with uri as the path to record.
+func (h *GraphQL) serveUnlogged(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, uri string) error {
 	caddyhttp.SetVar(r.Context(), caddyhttp.LogSkipVar, true)
 	start := time.Now()
 	rec := caddyhttp.NewResponseRecorder(w, nil, nil)
 	err := serveOrNext(rec, r, next, h.server, h.pages)
 	h.logger.Info("handled request",
 		zap.String("method", r.Method),
-		zap.String("uri", graphql.InboundPath+"REDACTED"),
+		zap.String("uri", uri),
 		zap.String("remote_ip", clientIP(r)),
 		zap.Int("status", rec.Status()),
 		zap.Int("size", rec.Size()),

@@ -35,25 +35,72 @@ func TestInboundSecretNotInAccessLog(t *testing.T) {
 	if resp.StatusCode < 400 || resp.StatusCode >= 500 {
 		t.Fatalf("unknown inbound secret: HTTP %d, want a 4xx", resp.StatusCode)
 	}
-	resp, err = http.Get(testSite + "/after-the-inbound-post")
+	log := accessLogAfter(t, logFile, "/after-the-inbound-post")
+	if strings.Contains(string(log), "DoNotLogThisSecret") {
+		t.Fatalf("the inbound secret is in the access log:\n%s", log)
+	}
+}
+
+// TestMailWebhookSecretNotInAccessLog: the mail webhook's shared secret
+// comes in a request header (mail_webhook_header), and Caddy's access log
+// records request headers, redacting only Authorization and Cookie. The
+// secret must not reach the access log, whether the webhook accepts the
+// request or refuses a wrong secret; other requests are still logged.
+func TestMailWebhookSecretNotInAccessLog(t *testing.T) {
+	const secret = "whsec_DoNotLogThisWebhookSecretAbCdEfGhIjKl"
+	t.Setenv("HEARTH_TEST_MAIL_SECRET", secret)
+	dir := t.TempDir()
+	logFile := filepath.Join(t.TempDir(), "access.log")
+	startHearth(t, hearthCaddyfile(dir, fmt.Sprintf(`%s {
+	log {
+		output file %q
+		format json
+	}
+	hearth_graphql {
+		mail_webhook_secret {env.HEARTH_TEST_MAIL_SECRET}
+		mail_domain in.example.org
+	}
+	respond "site"
+}
+`, testSite, logFile)))
+	for _, sent := range []string{secret, secret + "-DoNotLogThisWrongOne"} {
+		req, err := http.NewRequest(http.MethodPost, testSite+"/api/inbox/items/mail-webhook", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Webhook-Secret", sent)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode < 400 || resp.StatusCode >= 500 {
+			t.Fatalf("webhook with an empty payload: HTTP %d, want a 4xx", resp.StatusCode)
+		}
+	}
+	log := accessLogAfter(t, logFile, "/after-the-webhook-post")
+	if strings.Contains(string(log), "DoNotLogThis") {
+		t.Fatalf("the webhook secret is in the access log:\n%s", log)
+	}
+}
+
+// accessLogAfter makes a plain request to path and returns the access log
+// once that request's line is in it.
+func accessLogAfter(t *testing.T, logFile, path string) []byte {
+	t.Helper()
+	resp, err := http.Get(testSite + path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	// Caddy writes the access log line when the response is done; the file
-	// logger is unbuffered, so the second request's line is there now or
-	// very soon.
 	var log []byte
 	for i := 0; i < 200; i++ {
-		if log, _ = os.ReadFile(logFile); strings.Contains(string(log), "/after-the-inbound-post") {
-			break
+		if log, _ = os.ReadFile(logFile); strings.Contains(string(log), path) {
+			return log
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	if !strings.Contains(string(log), "/after-the-inbound-post") {
-		t.Fatalf("the access log has no line for a plain request:\n%s", log)
-	}
-	if strings.Contains(string(log), "DoNotLogThisSecret") {
-		t.Fatalf("the inbound secret is in the access log:\n%s", log)
-	}
+	t.Fatalf("the access log has no line for a plain request:\n%s", log)
+	return nil
 }

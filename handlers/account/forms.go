@@ -123,7 +123,7 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 		p.renderSignIn(w, r, http.StatusForbidden, d)
 		return
 	case err != nil:
-		p.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "Signing in failed. Try again in a moment.")
+		p.renderStoreFailure(w, r, err, "Signing in failed. Try again in a moment.")
 		return
 	}
 	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
@@ -305,7 +305,7 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, SignInURL(d.ReturnTo), http.StatusSeeOther)
 		return
 	case err != nil:
-		p.renderError(w, r, http.StatusInternalServerError, "Something went wrong", "The account could not be created. Try again in a moment.")
+		p.renderStoreFailure(w, r, err, "The account could not be created. Try again in a moment.")
 		return
 	}
 	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)

@@ -100,7 +100,7 @@ func (d *Directory) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := d.ingestPosts(evts, results, true); err != nil {
 		d.opts.Logger.Error("record agent posts: " + err.Error())
-		writeError(w, http.StatusInternalServerError, "error: could not record the events; try again")
+		writeStoreFailure(w, err, "error: could not record the events; try again")
 		return
 	}
 	writeJSON(w, http.StatusOK, results)

@@ -75,7 +75,7 @@ func (d *Directory) serveProfile(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusNotFound
 	default:
 		d.opts.Logger.Error("agent profile: " + err.Error())
-		writeError(w, http.StatusInternalServerError, "error: could not load the agent; try again")
+		writeStoreFailure(w, err, "error: could not load the agent; try again")
 		return
 	}
 	var buf bytes.Buffer

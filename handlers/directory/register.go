@@ -295,7 +295,7 @@ func writeRefusal(w http.ResponseWriter, err error) {
 		writeError(w, rf.status, rf.msg)
 		return
 	}
-	writeError(w, http.StatusInternalServerError, "error: could not save the registration; try again")
+	writeStoreFailure(w, err, "error: could not save the registration; try again")
 }
 
 // Register checks and stores a registration event (JSON), and returns the

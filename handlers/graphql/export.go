@@ -93,6 +93,10 @@ type exportHighlight struct {
 func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *storage.Member) {
 	labels, err := s.store.Labels(m.ID)
 	if err != nil {
+		if status, _, ok := refusal(w, err); ok {
+			http.Error(w, "The export cannot run now ("+err.Error()+"); try again later.", status)
+			return
+		}
 		s.opts.Logger.Error("export: labels", zap.Error(err))
 		http.Error(w, "The export could not be started; try again.", http.StatusInternalServerError)
 		return

@@ -51,6 +51,10 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 	secret := strings.TrimPrefix(r.URL.Path, InboundPath)
 	m, err := s.store.InboundMember(secret)
 	if err != nil {
+		if status, code, ok := refusal(w, err); ok {
+			writeError(w, status, code, err.Error())
+			return
+		}
 		if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) {
 			s.log.Error("look up inbound secret", zap.Error(err))
 			writeError(w, http.StatusInternalServerError, codeInternal, "internal error; it was logged")
@@ -91,6 +95,11 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if storage.IsInvalid(err) {
 			writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
+			return
+		}
+		if status, code, ok := refusal(w, err); ok {
+			// A status code the mail provider retries on; nothing was saved.
+			writeError(w, status, code, err.Error())
 			return
 		}
 		s.log.Error("save newsletter", zap.Error(err))

@@ -14,15 +14,10 @@ import (
 // Inboxt answers such errors: HTTP 200, extensions.status, Retry-After. It
 // returns false, writing nothing, for any other error.
 func writeUnavailable(w http.ResponseWriter, err error) bool {
-	status, retry, ok := storage.Unavailable(err)
+	status, code, ok := refusal(w, err)
 	if !ok {
 		return false
 	}
-	code := codeUnavailable
-	if status == http.StatusInsufficientStorage {
-		code = codeInsufficient
-	}
-	w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(retry)))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_ = json.NewEncoder(w).Encode(map[string]any{
@@ -30,4 +25,20 @@ func writeUnavailable(w http.ResponseWriter, err error) bool {
 		"data":   nil,
 	})
 	return true
+}
+
+// refusal reports whether the store refused err for now
+// (storage.Unavailable), with the HTTP status and error code to answer;
+// when it did, it sets Retry-After on w.
+func refusal(w http.ResponseWriter, err error) (status int, code string, ok bool) {
+	status, retry, ok := storage.Unavailable(err)
+	if !ok {
+		return 0, "", false
+	}
+	code = codeUnavailable
+	if status == http.StatusInsufficientStorage {
+		code = codeInsufficient
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(retry)))
+	return status, code, true
 }

@@ -3,6 +3,7 @@ package graphql_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
@@ -68,4 +69,24 @@ func TestStoreRefusalsAreInboxtErrorsWithRetryAfter(t *testing.T) {
 
 	st.Close()
 	check(e.post(token, labelsQuery, nil), 503, "SERVICE_UNAVAILABLE")
+}
+
+// A newsletter posted to an inbound URL while the store refuses for now
+// (closed by a reload: storage.ErrClosed) gets 503 and Retry-After, a
+// status a mail provider retries on, never a 500.
+func TestInboundOnRefusingStoreIs503WithRetryAfter(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	url := inboundURL(t, e)
+	e.store.Close()
+	resp, err := http.Post(url, "message/rfc822", strings.NewReader(newsletterMessage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("inbound on a closed store: HTTP %d, want 503", resp.StatusCode)
+	}
+	if resp.Header.Get("Retry-After") == "" {
+		t.Fatal("503 without Retry-After")
+	}
 }
