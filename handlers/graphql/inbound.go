@@ -28,6 +28,27 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
+// acceptNewsletterPost answers a request to a newsletter endpoint (the
+// inbound URL, the mail webhook) that is not a POST (405, with how to send
+// instead) or is over the per-address limit (429), and reports whether to
+// go on.
+func (s *Server) acceptNewsletterPost(w http.ResponseWriter, r *http.Request, how string) bool {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed, how)
+		return false
+	}
+	if s.inbound != nil {
+		if res := s.inbound.Allow(s.opts.ClientIP(r)); !res.Allowed {
+			w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(res.RetryAfter)))
+			metrics.RateLimited(metrics.LimitNewsletter)
+			writeError(w, http.StatusTooManyRequests, codeRateLimited, "too many messages; retry later")
+			return false
+		}
+	}
+	return true
+}
+
 // serveInbound takes a raw RFC 5322 message POSTed to a member's secret
 // inbound URL (what email-forwarding services send) and saves it as a
 // NEWSLETTER item. A message with a Message-ID the member already has is
@@ -35,18 +56,8 @@ import (
 // again. A malformed message gets 400 and nothing is stored.
 func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST")
-		writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed, "POST the raw message (RFC 5322) to this URL")
+	if !s.acceptNewsletterPost(w, r, "POST the raw message (RFC 5322) to this URL") {
 		return
-	}
-	if s.inbound != nil {
-		if res := s.inbound.Allow(s.opts.ClientIP(r)); !res.Allowed {
-			w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(res.RetryAfter)))
-			metrics.RateLimited(metrics.LimitNewsletter)
-			writeError(w, http.StatusTooManyRequests, codeRateLimited, "too many messages; retry later")
-			return
-		}
 	}
 	secret := strings.TrimPrefix(r.URL.Path, InboundPath)
 	m, err := s.store.InboundMember(secret)

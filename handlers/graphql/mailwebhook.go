@@ -10,13 +10,10 @@ import (
 	"io"
 	"net/http"
 	"net/mail"
-	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
 
-	"github.com/hearthkit/caddy-hearth/handlers/metrics"
-	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -48,18 +45,8 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, codeNotFound, "the mail webhook is not enabled on this site (it has no mail_webhook_secret)")
 		return
 	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST")
-		writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed, "POST the message as JSON to this URL")
+	if !s.acceptNewsletterPost(w, r, "POST the message as JSON to this URL") {
 		return
-	}
-	if s.inbound != nil {
-		if res := s.inbound.Allow(s.opts.ClientIP(r)); !res.Allowed {
-			w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(res.RetryAfter)))
-			metrics.RateLimited(metrics.LimitNewsletter)
-			writeError(w, http.StatusTooManyRequests, codeRateLimited, "too many messages; retry later")
-			return
-		}
 	}
 	if !s.webhookAuthorized(r) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="hearth mail webhook"`)
