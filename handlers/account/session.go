@@ -21,25 +21,41 @@ func withMember(r *http.Request, m *storage.Member) *http.Request {
 // CurrentMember returns the member signed in on r, or nil when r has no
 // valid session (none, expired, ended, or the member is suspended or gone).
 func (p *Pages) CurrentMember(r *http.Request) *storage.Member {
+	m, _ := p.sessionMember(r)
+	return m
+}
+
+// sessionMember is CurrentMember with the store's refusal (a restore, a
+// reload, a full disk: storage.Unavailable), which is not "signed out".
+func (p *Pages) sessionMember(r *http.Request) (*storage.Member, error) {
 	if m, ok := r.Context().Value(memberKey{}).(*storage.Member); ok && m != nil {
-		return m
+		return m, nil
 	}
 	c, err := r.Cookie(CookieName)
 	if err != nil || c.Value == "" {
-		return nil
+		return nil, nil
 	}
 	m, err := p.store.SessionMember(c.Value)
-	if err != nil || m == nil || m.Suspended {
-		return nil
+	if _, _, busy := storage.Unavailable(err); busy {
+		return nil, err
 	}
-	return m
+	if err != nil || m == nil || m.Suspended {
+		return nil, nil
+	}
+	return m, nil
 }
 
 // RequireMember returns the signed-in member. When r has none, it answers
 // with a 303 redirect to the sign-in page, which comes back to r's path and
-// query after signing in, and returns false.
+// query after signing in, and returns false. When the store refuses for now,
+// it answers 503/507 with Retry-After instead: the member is not signed out.
 func (p *Pages) RequireMember(w http.ResponseWriter, r *http.Request) (*storage.Member, bool) {
-	if m := p.CurrentMember(r); m != nil {
+	m, err := p.sessionMember(r)
+	if err != nil {
+		p.renderStoreFailure(w, r, err, "")
+		return nil, false
+	}
+	if m != nil {
 		return m, true
 	}
 	http.Redirect(w, r, SignInURL(r.URL.RequestURI()), http.StatusSeeOther)

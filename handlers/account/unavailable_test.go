@@ -30,3 +30,21 @@ func TestSignInOnRefusingStoreIs503WithRetryAfter(t *testing.T) {
 		t.Fatalf("redirected to %q as if signed in", loc)
 	}
 }
+
+// A signed-in member whose store refuses for now (here: closed, as after a
+// reload) gets 503 with Retry-After on a settings page, not a redirect to
+// sign-in as if signed out.
+func TestSettingsOnRefusingStoreIs503NotSignIn(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	f.member("alice")
+	c := f.browser()
+	if r := f.signIn(c, "alice", password, "/settings"); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in: HTTP %d\n%s", r.StatusCode, r.body)
+	}
+	f.store.Close()
+	r := f.get(c, "/settings")
+	if r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("settings on a closed store: HTTP %d, Retry-After %q, Location %q, want 503 with Retry-After",
+			r.StatusCode, r.Header.Get("Retry-After"), r.Header.Get("Location"))
+	}
+}
