@@ -49,6 +49,23 @@ func (s *Server) acceptNewsletterPost(w http.ResponseWriter, r *http.Request, ho
 	return true
 }
 
+// readNewsletterBody reads the body of a newsletter endpoint up to
+// MaxInboundBytes; past it, or unreadable, it answers 413 or 400 naming what
+// (the message, the request) and reports false.
+func (s *Server) readNewsletterBody(w http.ResponseWriter, r *http.Request, what string) ([]byte, bool) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxInboundBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeError(w, http.StatusRequestEntityTooLarge, codeBadRequest, fmt.Sprintf("the %s must be at most %d bytes", what, s.opts.MaxInboundBytes))
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, codeBadRequest, "the "+what+" could not be read")
+		return nil, false
+	}
+	return b, true
+}
+
 // serveInbound takes a raw RFC 5322 message POSTed to a member's secret
 // inbound URL (what email-forwarding services send) and saves it as a
 // NEWSLETTER item. A message with a Message-ID the member already has is
@@ -75,14 +92,8 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, codeNotFound, "unknown inbound address")
 		return
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxInboundBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			writeError(w, http.StatusRequestEntityTooLarge, codeBadRequest, fmt.Sprintf("the message must be at most %d bytes", s.opts.MaxInboundBytes))
-			return
-		}
-		writeError(w, http.StatusBadRequest, codeBadRequest, "the message could not be read")
+	raw, ok := s.readNewsletterBody(w, r, "message")
+	if !ok {
 		return
 	}
 	nl, err := parseNewsletter(raw)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/mail"
 	"strings"
@@ -54,14 +53,8 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 			"send the webhook secret in the "+s.opts.MailWebhookHeader+" header or as the password of HTTP Basic authentication")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxInboundBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			writeError(w, http.StatusRequestEntityTooLarge, codeBadRequest, fmt.Sprintf("the request must be at most %d bytes", s.opts.MaxInboundBytes))
-			return
-		}
-		writeError(w, http.StatusBadRequest, codeBadRequest, "the request could not be read")
+	body, ok := s.readNewsletterBody(w, r, "request")
+	if !ok {
 		return
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
