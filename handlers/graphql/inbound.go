@@ -101,19 +101,7 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
 		return
 	}
-	it, created, err := s.store.SaveItem(m.ID, storage.NewItem{
-		Type:         storage.TypeNewsletter,
-		Title:        nl.subject,
-		Description:  nl.description,
-		Author:       nl.fromName,
-		SourceDomain: nl.domain,
-		WordCount:    len(strings.Fields(nl.text)),
-		HTML:         nl.html,
-		Text:         nl.text,
-		FromName:     nl.fromName,
-		FromAddress:  nl.fromAddress,
-		MessageID:    nl.messageID,
-	})
+	it, created, err := s.store.SaveItem(m.ID, nl.item())
 	if err != nil {
 		if storage.IsInvalid(err) {
 			writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
@@ -148,6 +136,23 @@ type newsletter struct {
 }
 
 const maxMIMEDepth = 10
+
+// item is the newsletter as the saved item both newsletter endpoints store.
+func (nl *newsletter) item() storage.NewItem {
+	return storage.NewItem{
+		Type:         storage.TypeNewsletter,
+		Title:        nl.subject,
+		Description:  nl.description,
+		Author:       nl.fromName,
+		SourceDomain: nl.domain,
+		WordCount:    len(strings.Fields(nl.text)),
+		HTML:         nl.html,
+		Text:         nl.text,
+		FromName:     nl.fromName,
+		FromAddress:  nl.fromAddress,
+		MessageID:    nl.messageID,
+	}
+}
 
 // parseNewsletter reads a raw RFC 5322 message: the subject (RFC 2047
 // decoded), the sender, and the first HTML and plain-text parts of the

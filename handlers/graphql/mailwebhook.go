@@ -111,19 +111,7 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, codeBadRequest, fmt.Sprintf("message %d: %v; nothing was saved", i+1, err))
 			return
 		}
-		ds = append(ds, delivery{m, storage.NewItem{
-			Type:         storage.TypeNewsletter,
-			Title:        nl.subject,
-			Description:  nl.description,
-			Author:       nl.fromName,
-			SourceDomain: nl.domain,
-			WordCount:    len(strings.Fields(nl.text)),
-			HTML:         nl.html,
-			Text:         nl.text,
-			FromName:     nl.fromName,
-			FromAddress:  nl.fromAddress,
-			MessageID:    nl.messageID,
-		}})
+		ds = append(ds, delivery{m, nl.item()})
 	}
 	ids := make([]string, 0, len(ds))
 	for _, d := range ds {
