@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"path/filepath"
@@ -200,34 +199,26 @@ func TestReloadKeepsOneStoreAndServesEveryRequest(t *testing.T) {
 // connection is closed before any byte of the answer. On Linux, Caddy binds
 // each config's listener with SO_REUSEPORT; connections still in the old
 // socket's accept queue when a reload closes it are reset by the kernel.
-// That is Caddy's (and the kernel's) behaviour, not the store's: a request
-// that was answered, or that failed again once a request was sent, counts as
-// it is; a connection refused in connect (no request sent) is tried up to
-// three more times.
+// That is Caddy's (and the kernel's) behaviour, not the store's: such a
+// fresh connection is tried up to three more times; a request that was
+// answered, or that failed on a reused connection or otherwise, counts as it is.
 func getRetryingReset(client *http.Client, url string, resets *atomic.Int64) (*http.Response, error) {
-	var reused bool
-	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil && !reused && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
-		resets.Add(1)
-		// A retry made at once can land in the same closing socket's
-		// queue (seen in CI: both attempts reset in connect, before any
-		// request was sent); a short pause lets the reload finish.
-		for attempt := 0; ; attempt++ {
-			time.Sleep(20 * time.Millisecond)
-			resp, err = client.Get(url)
-			var op *net.OpError
-			if err == nil || attempt == 2 || !errors.As(err, &op) || op.Op != "dial" {
-				return resp, err
-			}
-			resets.Add(1)
+	for attempt := 0; ; attempt++ {
+		var reused bool
+		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
 		}
+		resp, err := client.Do(req)
+		if err == nil || reused || attempt == 3 || !(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+			return resp, err
+		}
+		// A retry made at once can land in the same closing socket's
+		// queue (seen in CI); a short pause lets the reload finish.
+		resets.Add(1)
+		time.Sleep(20 * time.Millisecond)
 	}
-	return resp, err
 }
 
 func TestReloadToNewStorageDirClosesOldStore(t *testing.T) {
