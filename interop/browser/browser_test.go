@@ -1,0 +1,490 @@
+//go:build browser
+
+// Package browser is Hearth's browser suite (issue 17, "How it is tested"):
+// a Caddy built from this tree, started in this process from a Caddyfile
+// on 127.0.0.1:18280 (admin localhost:12219), driven by Debian's Chromium
+// through the DevTools protocol (github.com/chromedp/chromedp). Every page
+// a member or visitor sees is checked with axe-core (npm, this folder's
+// package-lock.json) at 360 px and 1280 px, in light and dark mode, and
+// must not scroll sideways at 360 px; a screenshot of each goes to
+// build/screenshots/ at the top of the tree (a CI artefact, not committed).
+//
+// Run it (see README.md): npm ci here, then from the top of the tree
+//
+//	go test -tags nobadger,nomysql,nopgx,browser ./interop/browser/
+//
+// Chromium is found as $HEARTH_CHROMIUM or chromium on PATH. When it is
+// missing the suite fails, unless HEARTH_BROWSER_SKIP=1 says to skip it
+// (for a machine that cannot install it; CI never sets it).
+package browser
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	_ "github.com/hearthkit/caddy-hearth/caddymodule"
+)
+
+const (
+	site      = "http://127.0.0.1:18280"
+	admin     = "localhost:12219"
+	siteTitle = "Maple Street Commons"
+	member    = "alice"
+	password  = "correct horse battery"
+)
+
+// caddyfile is the suite's site: every Hearth service in one site block,
+// nothing else answering /, so the landing page shows.
+func caddyfile(dir string) string {
+	return fmt.Sprintf(`{
+	admin %s
+	auto_https off
+	storage file_system %q
+	hearth {
+		storage_dir %q
+		open_registration
+	}
+}
+http://127.0.0.1:18280 {
+	bind 127.0.0.1
+	hearth_oauth {
+		instance_title %q
+	}
+	hearth_graphql
+	hearth_directory
+}
+`, admin, filepath.Join(dir, "caddy-data"), filepath.Join(dir, "hearth"), siteTitle)
+}
+
+// startCaddy adapts and loads caddyfile in this process, as `caddy run`
+// does, and stops Caddy when the test ends.
+func startCaddy(t *testing.T, caddyfile string) {
+	t.Helper()
+	cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), map[string]any{"filename": "Caddyfile"})
+	if err != nil {
+		t.Fatalf("adapt the Caddyfile: %v", err)
+	}
+	for _, w := range warnings {
+		t.Logf("Caddyfile: %s", w)
+	}
+	if err := caddy.Load(cfg, true); err != nil {
+		t.Fatalf("start Caddy: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := caddy.Stop(); err != nil {
+			t.Errorf("stop Caddy: %v", err)
+		}
+	})
+}
+
+// chromium finds the browser, or fails (skips only when told to).
+func chromium(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("HEARTH_CHROMIUM")
+	if path == "" {
+		path, _ = exec.LookPath("chromium")
+	}
+	if path == "" {
+		if os.Getenv("HEARTH_BROWSER_SKIP") == "1" {
+			t.Skip("browser suite skipped: HEARTH_BROWSER_SKIP=1 and no Chromium (apt-get install chromium)")
+		}
+		t.Fatal("Chromium not found: apt-get install chromium, or set HEARTH_CHROMIUM (HEARTH_BROWSER_SKIP=1 skips the suite)")
+	}
+	return path
+}
+
+// axeSource is axe-core from this folder's node_modules (npm ci).
+func axeSource(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("node_modules/axe-core/axe.min.js")
+	if err != nil {
+		t.Fatalf("axe-core: %v (run npm ci in interop/browser)", err)
+	}
+	return string(b)
+}
+
+// suite is one Chromium tab on the site, with what each check needs.
+type suite struct {
+	t        *testing.T
+	ctx      context.Context
+	axe      string
+	shotsDir string
+	checked  map[string]bool
+}
+
+func newSuite(t *testing.T) *suite {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.Flag("lang", "en-GB"),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	ctx, cancelTime := context.WithTimeout(ctx, 4*time.Minute)
+	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
+	if err := chromedp.Run(ctx); err != nil {
+		t.Fatalf("start Chromium: %v", err)
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "build", "screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &suite{t: t, ctx: ctx, axe: axeSource(t), shotsDir: dir, checked: map[string]bool{}}
+}
+
+func (s *suite) run(what string, actions ...chromedp.Action) {
+	s.t.Helper()
+	if err := chromedp.Run(s.ctx, actions...); err != nil {
+		s.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// open navigates to path and waits for the page's main element.
+func (s *suite) open(path string) {
+	s.t.Helper()
+	s.run("open "+path, chromedp.Navigate(site+path), chromedp.WaitReady("main", chromedp.ByQuery))
+}
+
+// submit clicks the button matching sel and waits for the next page.
+func (s *suite) submit(sel string) {
+	s.t.Helper()
+	var before string
+	s.run("read location", chromedp.Evaluate(`String(performance.timeOrigin)`, &before))
+	s.run("click "+sel, chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible))
+	// The click starts a navigation; wait until a new document is there.
+	// Evaluating while the old one goes away fails; that is tried again.
+	cond := fmt.Sprintf(`document.readyState === "complete" && String(performance.timeOrigin) !== %q && !!document.querySelector("main")`, before)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var done bool
+		err := chromedp.Run(s.ctx, chromedp.Evaluate(cond, &done))
+		if err == nil && done {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("no new page after clicking %s (%v)", sel, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *suite) text(sel string) string {
+	s.t.Helper()
+	var v string
+	s.run("read "+sel, chromedp.Text(sel, &v, chromedp.ByQuery, chromedp.NodeVisible))
+	return strings.TrimSpace(v)
+}
+
+func (s *suite) location() string {
+	s.t.Helper()
+	var v string
+	s.run("read location", chromedp.Location(&v))
+	return v
+}
+
+type violation struct {
+	ID     string `json:"id"`
+	Impact string `json:"impact"`
+	Help   string `json:"help"`
+	Nodes  []struct {
+		Target []any  `json:"target"`
+		HTML   string `json:"html"`
+	} `json:"nodes"`
+}
+
+// check runs the page checks on the page shown now, named name: at 360
+// and 1280 px, light and dark, axe-core finds no violation (WCAG 2.1 AA
+// and best practices), at 360 px nothing scrolls sideways, the title
+// names the site; a screenshot of each goes to build/screenshots.
+func (s *suite) check(name string) {
+	s.t.Helper()
+	s.checked[name] = true
+	var title string
+	s.run(name+": title", chromedp.Title(&title))
+	if !strings.Contains(title, siteTitle) {
+		s.t.Errorf("%s: title %q does not name the site %q", name, title, siteTitle)
+	}
+	injected := false
+	for _, width := range []int64{360, 1280} {
+		for _, scheme := range []string{"light", "dark"} {
+			variant := fmt.Sprintf("%s-%d-%s", name, width, scheme)
+			s.run(variant+": emulate",
+				chromedp.EmulateViewport(width, 800),
+				emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}),
+				// Two frames: the new size and colours are laid out.
+				chromedp.Evaluate(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, nil, awaitPromise),
+			)
+			if !injected {
+				// Through the DevTools protocol, as an extension would:
+				// the page's own CSP stays as it is.
+				s.run(variant+": inject axe-core", chromedp.Evaluate(s.axe+";true", nil))
+				injected = true
+			}
+			var violations []violation
+			s.run(variant+": axe-core", chromedp.Evaluate(`axe.run(document, {resultTypes: ["violations"]}).then(r => r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => ({target: n.target, html: n.html}))})))`, &violations, awaitPromise))
+			for _, v := range violations {
+				for _, n := range v.Nodes {
+					s.t.Errorf("%s: axe %s (%s): %s at %v: %s", variant, v.ID, v.Impact, v.Help, n.Target, n.HTML)
+				}
+			}
+			if width == 360 {
+				var sw, cw int64
+				s.run(variant+": widths",
+					chromedp.Evaluate(`document.scrollingElement.scrollWidth`, &sw),
+					chromedp.Evaluate(`document.scrollingElement.clientWidth`, &cw))
+				if sw > cw {
+					var wide string
+					s.run(variant+": widest", chromedp.Evaluate(`[...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > document.scrollingElement.clientWidth).map(e => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + (e.className ? "." + e.className : "")).slice(0, 8).join(", ")`, &wide))
+					s.t.Errorf("%s: scrolls sideways at 360 px: scrollWidth %d > clientWidth %d (too wide: %s)", variant, sw, cw, wide)
+				}
+			}
+			var png []byte
+			s.run(variant+": screenshot", chromedp.FullScreenshot(&png, 100))
+			if err := os.WriteFile(filepath.Join(s.shotsDir, variant+".png"), png, 0o644); err != nil {
+				s.t.Fatal(err)
+			}
+		}
+	}
+	s.run(name+": reset", emulation.SetEmulatedMedia().WithFeatures(nil), chromedp.EmulateViewport(1280, 800))
+}
+
+func awaitPromise(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }
+
+// api is a plain HTTP client for what an app (not the browser) does.
+func api(t *testing.T, method, path, bearer string, form url.Values, out any) int {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, site+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v in %s", method, path, err, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+// graphql posts query with bearer and returns the answer's errors' codes
+// and its data.
+func graphql(t *testing.T, bearer, query string) (codes []string, data string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, site+"/api/graphql", strings.NewReader(fmt.Sprintf(`{"query":%q}`, query)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Data   json.RawMessage `json:"data"`
+		Errors []struct {
+			Extensions struct {
+				Code string `json:"code"`
+			} `json:"extensions"`
+		} `json:"errors"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatalf("graphql: HTTP %d: %v", resp.StatusCode, err)
+	}
+	for _, e := range r.Errors {
+		codes = append(codes, e.Extensions.Code)
+	}
+	return codes, string(r.Data)
+}
+
+// addMember creates a member through the admin API, as `caddy hearth
+// member add` does when Caddy runs.
+func addMember(t *testing.T, username, password string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"username":%q,"password":%q}`, username, password)
+	resp, err := http.Post("http://"+admin+"/hearth/members", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("add member: HTTP %d", resp.StatusCode)
+	}
+}
+
+// registerApp registers an OAuth app as a Mastodon client does.
+func registerApp(t *testing.T, name, website, redirectURI, scopes string) (clientID, clientSecret string) {
+	t.Helper()
+	var app struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+	}
+	form := url.Values{"client_name": {name}, "redirect_uris": {redirectURI}, "scopes": {scopes}}
+	if website != "" {
+		form.Set("website", website)
+	}
+	if st := api(t, http.MethodPost, "/api/v1/apps", "", form, &app); st != http.StatusOK {
+		t.Fatalf("register app: HTTP %d", st)
+	}
+	return app.ClientID, app.ClientSecret
+}
+
+const oob = "urn:ietf:wg:oauth:2.0:oob"
+
+func authorizePath(clientID, scope string, extra ...string) string {
+	q := url.Values{"client_id": {clientID}, "redirect_uri": {oob}, "response_type": {"code"}, "scope": {scope}}
+	for i := 0; i+1 < len(extra); i += 2 {
+		q.Set(extra[i], extra[i+1])
+	}
+	return "/oauth/authorize?" + q.Encode()
+}
+
+// exchange trades an authorization code for an access token.
+func exchange(t *testing.T, clientID, clientSecret, code string) string {
+	t.Helper()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+		Scope       string `json:"scope"`
+	}
+	st := api(t, http.MethodPost, "/oauth/token", "", url.Values{
+		"grant_type": {"authorization_code"}, "code": {code}, "client_id": {clientID},
+		"client_secret": {clientSecret}, "redirect_uri": {oob},
+	}, &tok)
+	if st != http.StatusOK || tok.AccessToken == "" {
+		t.Fatalf("exchange the code: HTTP %d", st)
+	}
+	return tok.AccessToken
+}
+
+func TestMemberPagesInChromium(t *testing.T) {
+	dir := t.TempDir()
+	startCaddy(t, caddyfile(dir))
+	addMember(t, member, password)
+	s := newSuite(t)
+
+	// A visitor: the sign-in page, a wrong password, the sign-up page.
+	s.open("/auth/sign_in")
+	s.check("sign-in")
+	s.run("type a wrong password",
+		chromedp.SendKeys("#username", member, chromedp.ByID),
+		chromedp.SendKeys("#password", "not the password", chromedp.ByID))
+	s.submit(`main button[type=submit]`)
+	if got := s.text("#form-error"); got == "" {
+		t.Fatal("a wrong password shows no error")
+	}
+	s.check("sign-in-error")
+	s.open("/auth/sign_up")
+	s.check("sign-up")
+
+	// Sign in.
+	s.open("/auth/sign_in")
+	s.run("type the password",
+		chromedp.SendKeys("#username", member, chromedp.ByID),
+		chromedp.SendKeys("#password", password, chromedp.ByID))
+	s.submit(`main button[type=submit]`)
+	if loc := s.location(); loc != site+"/settings" {
+		t.Fatalf("after signing in the browser is at %s", loc)
+	}
+	s.check("settings")
+
+	// An API token made on the settings page, shown once.
+	s.open("/settings/api_tokens")
+	s.check("api-tokens")
+	s.run("name a token", chromedp.SendKeys("#name", "laptop script", chromedp.ByID))
+	s.submit(`form input[name=action][value=create] ~ p button[type=submit]`)
+	var secret string
+	s.run("read the new token", chromedp.Value("#secret", &secret, chromedp.ByID))
+	if codes, data := graphql(t, secret, `query { me { username } }`); len(codes) > 0 || !strings.Contains(data, member) {
+		t.Fatalf("the token the page showed: %v %s", codes, data)
+	}
+	s.check("api-token-created")
+	s.open("/settings/export")
+	s.check("export")
+
+	// An app registered as a Mastodon client does, approved in the browser.
+	clientID, clientSecret := registerApp(t, "Pinecone for Mastodon", "https://pinecone.example/about", oob, "read write")
+	s.open(authorizePath(clientID, "read write"))
+	s.check("consent")
+	s.submit(`button[name=decision][value=approve]`)
+	code := s.text("#authorization-code")
+	s.check("code")
+	access := exchange(t, clientID, clientSecret, code)
+	var acct struct {
+		Username string `json:"username"`
+	}
+	if st := api(t, http.MethodGet, "/api/v1/accounts/verify_credentials", access, nil, &acct); st != http.StatusOK || acct.Username != member {
+		t.Fatalf("verify_credentials with the app's token: HTTP %d %+v", st, acct)
+	}
+	// Point 1: the app cannot make itself an API token that would outlive it.
+	if codes, data := graphql(t, access, `mutation { createApiToken(data: {name: "forever", expiry: NEVER}) { secret } }`); len(codes) != 1 || codes[0] != "FORBIDDEN" || strings.Contains(data, "hat_") {
+		t.Fatalf("createApiToken with the app's OAuth token: %v %s", codes, data)
+	}
+
+	// The member revokes the app on Authorized applications: its token
+	// is refused at once; the member's own API token still works.
+	s.open("/oauth/authorized_applications")
+	s.check("authorized-apps")
+	s.submit(`button[aria-label="Revoke Pinecone for Mastodon"]`)
+	s.check("authorized-apps-revoked")
+	if st := api(t, http.MethodGet, "/api/v1/accounts/verify_credentials", access, nil, nil); st != http.StatusUnauthorized {
+		t.Fatalf("verify_credentials after revoking the app: HTTP %d, want 401", st)
+	}
+	if codes, _ := graphql(t, access, `query { me { username } }`); len(codes) == 0 {
+		t.Fatal("the revoked app's token still reads saved items")
+	}
+	if codes, data := graphql(t, secret, `query { me { username } }`); len(codes) > 0 || !strings.Contains(data, member) {
+		t.Fatalf("the member's own API token after revoking the app: %v %s", codes, data)
+	}
+
+	// A page with an error a person reads.
+	s.open("/oauth/authorize?client_id=nobody&response_type=code&redirect_uri=" + url.QueryEscape(oob))
+	s.check("authorize-error")
+
+	// A directory profile page (an agent that is not listed).
+	s.open("/agents/npub1sg6plzptd64u62a878hep2kev88swjh3tw00gjsfl8f237lmu63q0uf63m")
+	s.check("agent-not-found")
+
+	// Sign out.
+	s.open("/auth/sign_out")
+	s.check("sign-out")
+	s.submit(`main button[type=submit]`)
+	s.open("/settings")
+	if loc := s.location(); !strings.HasPrefix(loc, site+"/auth/sign_in") {
+		t.Fatalf("after signing out /settings shows %s", loc)
+	}
+}
