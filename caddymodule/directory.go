@@ -114,6 +114,7 @@ func (h *Directory) Provision(ctx caddy.Context) error {
 		return err
 	}
 	d, err := directory.Prepare(app.Store(), directory.Options{
+		Pages:               app.Pages(),
 		RateLimits:          app.RateLimits(),
 		Path:                h.Path,
 		Kind:                h.Kind,

@@ -41,7 +41,7 @@ type OAuth struct {
 	TokenLimit int `json:"token_limit,omitempty" caddyfile:"token_limit <n> <window> | off" default:"300"`
 	// The window of token_limit.
 	TokenWindow caddy.Duration `json:"token_window,omitempty" caddyfile:"token_limit <n> <window> | off" default:"5m"`
-	// The title in /api/v1/instance and /api/v2/instance.
+	// The site's name: the title in /api/v1/instance and /api/v2/instance, and on every member page.
 	InstanceTitle string `json:"instance_title,omitempty" caddyfile:"instance_title <text>" default:"Hearth"`
 	// The description in the instance documents.
 	InstanceDescription string `json:"instance_description,omitempty" caddyfile:"instance_description <text>" default:"empty"`
@@ -69,6 +69,8 @@ func (h *OAuth) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.pages, h.app = app.Pages(), app
+	// Every page of the site says its name, whichever module serves it.
+	h.pages.SetSiteName(h.InstanceTitle)
 	h.server = oauth.New(app.Store(), oauth.Options{
 		RateLimits:          app.RateLimits(),
 		BaseURL:             h.BaseURL,

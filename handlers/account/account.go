@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -135,6 +136,7 @@ type Pages struct {
 
 	mu       sync.RWMutex
 	settings []SettingsPage
+	siteName atomic.Pointer[string]
 }
 
 // New returns the member pages backed by store.

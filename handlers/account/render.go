@@ -58,6 +58,11 @@ func (p *Pages) ContentSecurityPolicy(formActions ...string) string {
 			fa += " " + a
 		}
 	}
+	return policy(fa)
+}
+
+// policy is the pages' Content-Security-Policy with form-action fa.
+func policy(fa string) string {
 	return "default-src 'none'; style-src " + styleHash + "; img-src 'self' data:; form-action " + fa +
 		"; frame-ancestors 'none'; base-uri 'none'"
 }
@@ -80,13 +85,12 @@ func (p *Pages) setHeaders(w http.ResponseWriter) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
-	// Member pages are personal and carry forms: never cache them.
-	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Type", "text/html; charset=utf-8")
 }
 
 type layoutData struct {
 	SiteName         string
+	NoHeading        bool
 	Title            string
 	CSS              template.CSS
 	Member           *storage.Member
@@ -110,7 +114,7 @@ func (p *Pages) Render(w http.ResponseWriter, r *http.Request, status int, title
 		}
 	}
 	ld := layoutData{
-		SiteName:         p.opts.SiteName,
+		SiteName:         p.SiteName(),
 		Title:            title,
 		CSS:              template.CSS(styleSheet),
 		Member:           p.CurrentMember(r),
@@ -121,17 +125,78 @@ func (p *Pages) Render(w http.ResponseWriter, r *http.Request, status int, title
 	if ld.Member != nil {
 		ld.SettingsPages = p.SettingsPages()
 	}
+	// Member pages are personal and carry forms: never cache them.
+	p.writePage(w, r, status, "no-store", ld)
+}
+
+// RenderPublic writes a page that is the same for everyone who asks (an
+// agent's profile in the directory): the shared layout without the
+// member's menu (so a cache may keep it, as cacheControl says), and
+// without a heading of its own: content starts with its h1. A nil *Pages
+// renders with the default site name, for handlers built without member
+// pages.
+func (p *Pages) RenderPublic(w http.ResponseWriter, r *http.Request, status int, cacheControl, title string, content *template.Template, data any) {
+	var body bytes.Buffer
+	if err := content.Execute(&body, data); err != nil {
+		p.logger().Error("render page", zap.String("page", content.Name()), zap.Error(err))
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	ld := layoutData{
+		SiteName:  p.SiteName(),
+		Title:     title,
+		NoHeading: true,
+		CSS:       template.CSS(styleSheet),
+		Body:      template.HTML(body.String()),
+	}
+	if p != nil {
+		ld.OpenRegistration = p.opts.OpenRegistration
+	}
+	// The page has no form (no member menu): it may post nowhere.
+	w.Header().Set("Content-Security-Policy", policy("'none'"))
+	p.writePage(w, r, status, cacheControl, ld)
+}
+
+func (p *Pages) writePage(w http.ResponseWriter, r *http.Request, status int, cacheControl string, ld layoutData) {
 	var out bytes.Buffer
 	if err := layoutTmpl.Execute(&out, ld); err != nil {
-		p.opts.Logger.Error("render layout", zap.Error(err))
+		p.logger().Error("render layout", zap.Error(err))
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
 	p.setHeaders(w)
+	w.Header().Set("Cache-Control", cacheControl)
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(out.Bytes())
 	}
+}
+
+// SiteName is the name every page shows in its title and header: the
+// site's instance_title (SetSiteName), or Options.SiteName.
+func (p *Pages) SiteName() string {
+	if p == nil {
+		return DefaultSiteName
+	}
+	if n := p.siteName.Load(); n != nil {
+		return *n
+	}
+	return p.opts.SiteName
+}
+
+// SetSiteName names the site on every page from now on. hearth_oauth calls
+// it with its instance_title while Caddy provisions the configuration.
+func (p *Pages) SetSiteName(name string) {
+	if name = strings.TrimSpace(name); name != "" {
+		p.siteName.Store(&name)
+	}
+}
+
+func (p *Pages) logger() *zap.Logger {
+	if p == nil || p.opts.Logger == nil {
+		return zap.NewNop()
+	}
+	return p.opts.Logger
 }
 
 // message is the data of the message page.

@@ -23,6 +23,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
@@ -74,6 +75,9 @@ var (
 
 // Options configure a Directory. Zero fields take the defaults above.
 type Options struct {
+	// Pages renders the profile pages in the site's layout (its name and
+	// style); nil: the layout with the default name.
+	Pages *account.Pages
 	// RateLimits keeps the rate limiters' counts across rebuilds of the
 	// handler (the Caddy app holds one per store); nil: private limiters.
 	RateLimits *ratelimit.Registry

@@ -1,10 +1,7 @@
 package directory
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"embed"
-	"encoding/base64"
 	"errors"
 	"html/template"
 	"net/http"
@@ -20,25 +17,6 @@ var templateFS embed.FS
 
 var profileTemplate = template.Must(template.ParseFS(templateFS, "templates/profile.html"))
 
-// profileCSS is the page's only style; the Content-Security-Policy allows
-// exactly this text by its hash, and nothing else (no scripts, no images, no
-// external resources).
-const profileCSS = `body{font:16px/1.5 system-ui,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}` +
-	`main{max-width:44rem;margin:0 auto;padding:1.5rem}` +
-	`h1{margin-bottom:.2rem}h2{margin-top:1.8rem;font-size:1.15rem}` +
-	`code{font-size:.85em;word-break:break-all}` +
-	`dl{display:grid;grid-template-columns:max-content 1fr;gap:.3rem 1rem}dt{font-weight:600}dd{margin:0}` +
-	`ul.caps{margin:0;padding-left:1.1rem}` +
-	`.badge{font-size:.7em;padding:.1em .5em;border-radius:.5em;background:#e3ecff;vertical-align:middle}` +
-	`.flags strong{color:#a4262c}.foot{margin-top:2rem;color:#666;font-size:.9em}` +
-	`@media(prefers-color-scheme:dark){body{background:#161618;color:#e8e8ea}.badge{background:#2b3a5c}a{color:#8ab4ff}}`
-
-var profileCSP = func() string {
-	sum := sha256.Sum256([]byte(profileCSS))
-	return "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; " +
-		"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-}()
-
 // levelNames are the spec's names of the admission levels.
 var levelNames = [...]string{"new / sandbox", "admitted", "verified", "reputable"}
 
@@ -53,7 +31,6 @@ type profileView struct {
 	LastPost        string
 	Posts           int64
 	DocumentPath    string
-	CSS             template.CSS
 }
 
 // serveProfile serves the HTML profile of the agent at /agents/<npub> (a
@@ -63,7 +40,7 @@ func (d *Directory) serveProfile(w http.ResponseWriter, r *http.Request) {
 		methodNotAllowed(w, "GET, HEAD")
 		return
 	}
-	view := profileView{DocumentPath: d.opts.Path, PowMinBits: d.opts.PowMinBits, CSS: template.CSS(profileCSS)}
+	view := profileView{DocumentPath: d.opts.Path, PowMinBits: d.opts.PowMinBits}
 	status := http.StatusOK
 	pk, err := ParsePubkey(strings.TrimPrefix(r.URL.Path, ProfilePrefix))
 	if err == nil {
@@ -78,28 +55,13 @@ func (d *Directory) serveProfile(w http.ResponseWriter, r *http.Request) {
 		writeStoreFailure(w, err, "error: could not load the agent; try again")
 		return
 	}
-	var buf bytes.Buffer
-	if err := profileTemplate.Execute(&buf, view); err != nil {
-		d.opts.Logger.Error("render agent profile: " + err.Error())
-		writeError(w, http.StatusInternalServerError, "error: could not render the page")
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
-	h.Set("Content-Security-Policy", profileCSP)
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	cache, title := "no-store", "Agent not found"
 	if status == http.StatusOK {
-		h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(d.opts.MaxAge/time.Second)))
-	} else {
-		h.Set("Cache-Control", "no-store")
+		cache, title = "public, max-age="+strconv.Itoa(int(d.opts.MaxAge/time.Second)), view.Entry.Name+" (agent)"
 	}
-	w.WriteHeader(status)
-	if r.Method == http.MethodGet {
-		w.Write(buf.Bytes())
-	}
+	// The site's shared layout and style (issue 17: one look); no member
+	// menu, so the page is the same for everyone and may be cached.
+	d.opts.Pages.RenderPublic(w, r, status, cache, title, profileTemplate, view)
 }
 
 // fillProfile loads pk into view; banned and unknown agents are
