@@ -576,6 +576,43 @@ func (s *Store) AuthorizedOAuthApps(memberID string) ([]AuthorizedOAuthApp, erro
 	return out, nil
 }
 
+// maxGrantScan bounds OAuthGrantCovers: a member with more live tokens for
+// one app than this is asked to consent again rather than scanned further.
+const maxGrantScan = 1000
+
+// OAuthGrantCovers reports whether memberID holds a live access token for
+// clientID whose scopes cover every one of scopes: Doorkeeper's matching
+// token (lib/doorkeeper/models/access_token_mixin.rb matching_token_for,
+// not revoked), with which the authorize endpoint skips the consent page.
+func (s *Store) OAuthGrantCovers(memberID, clientID string, scopes []string) (bool, error) {
+	if memberID == "" || clientID == "" || strings.Contains(clientID, "/") {
+		return false, nil
+	}
+	found := false
+	err := s.View(func(tx *Tx) error {
+		n := 0
+		return tx.scan(memberOAuthAppPrefix(memberID, clientID), nil, false, false, func(_, v []byte) (bool, error) {
+			var ref memberTokenRef
+			if err := unmarshal(v, &ref); err != nil {
+				return false, err
+			}
+			found = true
+			for _, sc := range scopes {
+				if !OAuthScopesCover(ref.Scopes, sc) {
+					found = false
+					break
+				}
+			}
+			n++
+			return !found && n < maxGrantScan, nil
+		})
+	})
+	if err != nil {
+		return false, err
+	}
+	return found, nil
+}
+
 // RevokeOAuthAppForMember revokes every token memberID has given clientID,
 // and the authorization codes not yet exchanged.
 func (s *Store) RevokeOAuthAppForMember(memberID, clientID string) error {

@@ -220,9 +220,12 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request) {
 	}
 	p := s.opts.Pages
 	if truthy(q.Get("force_login")) {
-		// Sign out, then sign in again and come back without force_login.
+		// Sign out, then sign in again and come back without force_login
+		// but with prompt=consent: Mastodon shows the consent page after
+		// force_login even when a grant matches (see skipConsent).
 		p.SignOut(w, r)
 		q.Del("force_login")
+		q.Set("prompt", "consent")
 		back := r.Clone(r.Context())
 		back.Header.Del("Cookie")
 		back.URL.RawQuery = q.Encode()
@@ -233,18 +236,55 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if r.Method == http.MethodGet && s.skipConsent(q, m, req) {
+		s.grant(w, r, req, m)
+		return
+	}
 	data := struct {
 		App            *storage.OAuthApp
 		Member         *storage.Member
+		SiteName       string
+		Website        *url.URL
 		Scopes         []scopeItem
 		Req            *authRequest
 		OOB            bool
 		RedirectTarget string
-	}{req.app, m, describeScopes(req.scopes), req, req.RedirectURI == OOBRedirectURI, redirectTarget(req.RedirectURI)}
+	}{req.app, m, s.opts.InstanceTitle, websiteOf(req.app), describeScopes(req.scopes), req, req.RedirectURI == OOBRedirectURI, redirectTarget(req.RedirectURI)}
 	// The approval answers with a redirect to the client; browsers apply
 	// form-action to it, so the client's origin must be allowed.
 	w.Header().Set("Content-Security-Policy", p.ContentSecurityPolicy(formActionSource(req.RedirectURI)))
-	p.Render(w, r, http.StatusOK, "Authorization required", consentTmpl, data)
+	p.Render(w, r, http.StatusOK, "Authorize "+req.app.Name, consentTmpl, data)
+}
+
+// skipConsent reports whether the member already granted this app every
+// scope it asks for, with a token still live: then, as Mastodon does
+// (mastodon/mastodon app/controllers/oauth/authorizations_controller.rb
+// render_success @ 002d505: skip when matching_token? unless force_login;
+// Doorkeeper d0cd44a app/controllers/doorkeeper/authorizations_controller.rb
+// matching_token?), the code is issued without asking again. Doorkeeper
+// matches a token with the same scopes; a grant that covers them is
+// enough here (read covers read:statuses). prompt=consent (OpenID Connect,
+// and what force_login comes back with) always asks.
+func (s *Server) skipConsent(q url.Values, m *storage.Member, req *authRequest) bool {
+	if q.Get("prompt") == "consent" {
+		return false
+	}
+	ok, err := s.store.OAuthGrantCovers(m.ID, req.app.ClientID, req.scopes)
+	if err != nil {
+		// The consent page still works: ask instead.
+		s.log.Error("look up the member's grant", zap.Error(err))
+		return false
+	}
+	return ok
+}
+
+// websiteOf is the app's website when it is an http(s) URL with a host.
+func websiteOf(app *storage.OAuthApp) *url.URL {
+	u, err := url.Parse(app.Website)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil
+	}
+	return u
 }
 
 // redirectTarget names where the member goes after deciding.
@@ -309,6 +349,14 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusBadRequest, "Choose Authorize or Deny.")
 		return
 	}
+	s.grant(w, r, req, m)
+}
+
+// grant issues an authorization code to the app for the member and sends
+// it: shown on a page for the out-of-band redirect URI, else on the
+// redirect with state.
+func (s *Server) grant(w http.ResponseWriter, r *http.Request, req *authRequest, m *storage.Member) {
+	p := s.opts.Pages
 	code, err := s.store.CreateOAuthCode(req.app.ClientID, m.ID, req.RedirectURI, req.scopes, req.CodeChallenge)
 	if err != nil {
 		s.log.Error("create authorization code", zap.Error(err))

@@ -139,7 +139,8 @@ func TestAuthorizeStateIsOptional(t *testing.T) {
 }
 
 // TestAuthorizeForceLogin: force_login=true ends the session and asks to
-// sign in again, then comes back to the request without force_login.
+// sign in again, then comes back to the request without force_login (and
+// with prompt=consent, see TestAuthorizeSkipsConsentForAMatchingGrant).
 func TestAuthorizeForceLogin(t *testing.T) {
 	f := newFixture(t)
 	f.member("alice")
@@ -347,6 +348,8 @@ func TestAuthorizeOOBShowsCode(t *testing.T) {
 	tok := f.exchange(app, m, oauth.OOBRedirectURI, "")
 	wantStatus(t, f.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusOK)
 
+	// Already granted: prompt=consent asks again, to decline this time.
+	q.Set("prompt", "consent")
 	denied := b.decide(b.consent(q, ""), "deny")
 	wantStatus(t, denied, http.StatusOK)
 	wantBody(t, denied, "access_denied")
@@ -435,4 +438,93 @@ func TestApprovalRedirectIsKeptOutOfAccessLogs(t *testing.T) {
 	if want := []string{"POST " + oauth.AuthorizePath}; !reflect.DeepEqual(kept, want) {
 		t.Fatalf("kept out of the access log: %v, want %v", kept, want)
 	}
+}
+
+// TestAuthorizeSkipsConsentForAMatchingGrant: a member who granted an app
+// scopes that cover the request, with a token still live, is not asked
+// again: the code comes back at once, as Mastodon does (authorizations
+// controller render_success: matching_token? and not force_login). Other
+// members, wider scopes, a revoked grant, prompt=consent and force_login
+// (after signing in again) still get the consent page.
+func TestAuthorizeSkipsConsentForAMatchingGrant(t *testing.T) {
+	f := newFixture(t)
+	f.member("alice")
+	f.member("bob")
+	const cb = "https://app.example/cb"
+	app := f.register("Tooter", cb, "read write follow")
+	alice := f.browser()
+	alice.signIn("alice")
+	ask := func(scope string, extra ...string) url.Values {
+		q := authQuery(app, cb, scope, "st")
+		for i := 0; i+1 < len(extra); i += 2 {
+			q.Set(extra[i], extra[i+1])
+		}
+		return q
+	}
+	wantConsent := func(b *browser, q url.Values, why string) {
+		t.Helper()
+		r := b.get(oauth.AuthorizePath + "?" + q.Encode())
+		if r.StatusCode != http.StatusOK || !strings.Contains(r.body, `value="approve"`) {
+			t.Fatalf("%s: HTTP %d (Location %q), want the consent page", why, r.StatusCode, r.Header.Get("Location"))
+		}
+	}
+
+	// Before any grant: the consent page. A code approved but not yet
+	// exchanged is no grant either.
+	wantConsent(alice, ask("read write"), "first request")
+	_ = alice.decide(alice.consent(ask("read write"), ""), "approve")
+	wantConsent(alice, ask("read write"), "with a code not exchanged")
+
+	tok := f.exchange(app, alice.approve(ask("read write")), cb, "")
+	// Covered: read write again, read alone, read:statuses (read covers it).
+	for _, scope := range []string{"read write", "read", "read:statuses write:media"} {
+		r := alice.get(oauth.AuthorizePath + "?" + ask(scope).Encode())
+		wantStatus(t, r, http.StatusFound)
+		loc, _ := r.Location()
+		if loc.Query().Get("state") != "st" || !strings.HasPrefix(loc.String(), cb+"?") {
+			t.Fatalf("%s: redirected to %s", scope, loc)
+		}
+		// The code works (the token is live; 403 is read:statuses lacking
+		// read:accounts).
+		tok2 := f.exchange(app, loc.Query().Get("code"), cb, "")
+		if r := f.getWithToken(oauth.VerifyCredentialsPath, tok2); r.StatusCode == http.StatusUnauthorized {
+			t.Fatalf("%s: the token of the skipped consent is refused", scope)
+		}
+	}
+	// HEAD issues nothing: it shows the page's headers.
+	head, err := http.NewRequest(http.MethodHead, f.url(oauth.AuthorizePath+"?"+ask("read").Encode()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := do(t, alice.c, head); r.StatusCode == http.StatusFound {
+		t.Fatal("HEAD issued a code")
+	}
+	// Not covered: a scope never granted.
+	wantConsent(alice, ask("read write follow"), "a wider scope")
+	wantConsent(alice, ask("read", "prompt", "consent"), "prompt=consent")
+
+	// Another member is asked.
+	bob := f.browser()
+	bob.signIn("bob")
+	wantConsent(bob, ask("read"), "another member")
+
+	// force_login still signs out; signing in again shows the consent page.
+	r := alice.get(oauth.AuthorizePath + "?" + ask("read", "force_login", "true").Encode())
+	wantStatus(t, r, http.StatusSeeOther)
+	back := alice.submit(alice.follow(r), account.SignInPath, url.Values{"username": {"alice"}, "password": {password}})
+	wantStatus(t, back, http.StatusSeeOther)
+	if c := alice.follow(back); c.StatusCode != http.StatusOK || !strings.Contains(c.body, `value="approve"`) {
+		t.Fatalf("after force_login and signing in: HTTP %d, want the consent page", c.StatusCode)
+	}
+
+	// Revoked: asked again, and the old token is dead.
+	m, err := f.store.Member("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err = f.store.RevokeOAuthAppForMember(m.ID, app.ClientID); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, f.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusUnauthorized)
+	wantConsent(alice, ask("read"), "after revoking")
 }

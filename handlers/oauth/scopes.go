@@ -81,13 +81,31 @@ var scopeWords = map[string]string{
 	"push":                "Receive your push notifications",
 }
 
-// scopeItem is a scope with its plain-words meaning.
-type scopeItem struct{ Scope, Words string }
+// hereWords says what a scope gives an app on a Hearth site, whose
+// services check only these: verify_credentials and /oauth/userinfo
+// (profile, read:accounts or read), the GraphQL API (read for queries,
+// write for mutations; handlers/graphql checkScope). Every other Mastodon
+// scope names content Hearth does not hold.
+func hereWords(scope string) string {
+	switch scope {
+	case "read":
+		return "On this site: read your saved articles, newsletters, highlights and labels, and your profile."
+	case "write":
+		return "On this site: save, change and delete your saved articles, highlights and labels."
+	case "profile", "read:accounts":
+		return "On this site: see your username, display name and when you joined."
+	}
+	return "On this site: nothing yet; this site has no such content."
+}
+
+// scopeItem is a scope with its plain-words meaning, as Mastodon words it
+// and what it gives on this site.
+type scopeItem struct{ Scope, Words, Here string }
 
 func describeScopes(scopes []string) []scopeItem {
 	out := make([]scopeItem, 0, len(scopes))
 	for _, sc := range scopes {
-		out = append(out, scopeItem{Scope: sc, Words: scopeWords[sc]})
+		out = append(out, scopeItem{Scope: sc, Words: scopeWords[sc], Here: hereWords(sc)})
 	}
 	return out
 }

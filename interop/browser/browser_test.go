@@ -197,6 +197,14 @@ func (s *suite) text(sel string) string {
 	return strings.TrimSpace(v)
 }
 
+// count is how many elements match sel on the page.
+func (s *suite) count(sel string) int {
+	s.t.Helper()
+	var n int
+	s.run("count "+sel, chromedp.Evaluate(fmt.Sprintf(`document.querySelectorAll(%q).length`, sel), &n))
+	return n
+}
+
 func (s *suite) location() string {
 	s.t.Helper()
 	var v string
@@ -454,6 +462,14 @@ func TestMemberPagesInChromium(t *testing.T) {
 	if codes, data := graphql(t, access, `mutation { createApiToken(data: {name: "forever", expiry: NEVER}) { secret } }`); len(codes) != 1 || codes[0] != "FORBIDDEN" || strings.Contains(data, "hat_") {
 		t.Fatalf("createApiToken with the app's OAuth token: %v %s", codes, data)
 	}
+
+	// The app asks again for what it holds: no consent page, the code at
+	// once (Mastodon's matching token); it works too.
+	s.open(authorizePath(clientID, "read"))
+	if n := s.count(`button[name=decision]`); n != 0 {
+		t.Fatalf("asking again for granted scopes shows the consent page")
+	}
+	exchange(t, clientID, clientSecret, s.text("#authorization-code"))
 
 	// The member revokes the app on Authorized applications: its token
 	// is refused at once; the member's own API token still works.
