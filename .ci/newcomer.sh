@@ -37,7 +37,7 @@ for _ in $(seq 1 600); do
 	kill -0 "$caddy_pid" 2>/dev/null || fail "caddy exited"
 	sleep 1
 done
-curl -fsS http://localhost:8080/ | grep -q "Hearth is running" || fail "http://localhost:8080/ does not answer"
+curl -fsS http://localhost:8080/ | grep -q 'href="/auth/sign_in"' || fail "http://localhost:8080/ does not show the landing page"
 grep -q '"hearth started"' "$tmp/caddy.log" || fail "no start-up line"
 
 # README: add a member from a second terminal (the command prompts for the

@@ -166,6 +166,13 @@ func (h *Directory) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 	if err := h.app.start(); err != nil {
 		return caddyhttp.Error(http.StatusServiceUnavailable, err)
 	}
+	if isLanding(r) {
+		svc := directoryService
+		if svc.Path = h.Path; svc.Path == "" {
+			svc.Path = directory.DefaultPath
+		}
+		return serveLanding(w, r, next, h.app.Pages(), svc)
+	}
 	return serveOrNext(w, r, next, h.dir)
 }
 

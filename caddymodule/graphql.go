@@ -140,6 +140,9 @@ func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	case r.URL.Path == graphql.MailWebhookPath:
 		return h.serveUnlogged(w, r, next, graphql.MailWebhookPath)
 	}
+	if isLanding(r) {
+		return serveLanding(w, r, next, h.pages, graphqlService)
+	}
 	return serveOrNext(w, r, next, h.server, h.pages)
 }
 

@@ -119,6 +119,9 @@ func (h *OAuth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if err := h.app.start(); err != nil {
 		return caddyhttp.Error(http.StatusServiceUnavailable, err)
 	}
+	if isLanding(r) {
+		return serveLanding(w, r, next, h.pages, oauthService)
+	}
 	if oauth.IsAPIPath(r.URL.Path) && !h.server.Handles(r) && !h.pages.Handles(r) {
 		return notFoundUnanswered{next}.ServeHTTP(w, r)
 	}

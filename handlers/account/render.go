@@ -24,6 +24,7 @@ var (
 	signOutTmpl  = parse("sign_out.html")
 	settingsTmpl = parse("settings.html")
 	messageTmpl  = parse("message.html")
+	landingTmpl  = parse("landing.html")
 
 	// The stylesheet is inlined in every page and allowed by its hash, so
 	// the policy needs neither 'unsafe-inline' nor a stylesheet route.
@@ -170,6 +171,46 @@ func (p *Pages) writePage(w http.ResponseWriter, r *http.Request, status int, ca
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(out.Bytes())
 	}
+}
+
+// Service is one thing a site offers, for the landing page.
+type Service struct {
+	Title, Text string
+	// Path is where a program finds it, if anywhere (e.g. /api/graphql).
+	Path string
+}
+
+// RenderLanding writes the landing page at /: the site's name, what runs
+// there, and how to sign in. The Caddy handlers show it only when nothing
+// else in the site answers /.
+func (p *Pages) RenderLanding(w http.ResponseWriter, r *http.Request, services []Service) {
+	m := p.CurrentMember(r)
+	var body bytes.Buffer
+	err := landingTmpl.Execute(&body, struct {
+		SiteName         string
+		Services         []Service
+		Member           *storage.Member
+		OpenRegistration bool
+	}{p.SiteName(), services, m, p.opts.OpenRegistration})
+	if err != nil {
+		p.logger().Error("render page", zap.String("page", "landing"), zap.Error(err))
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	ld := layoutData{
+		SiteName:         p.SiteName(),
+		Title:            p.SiteName(),
+		NoHeading:        true,
+		CSS:              template.CSS(styleSheet),
+		Member:           m,
+		CurrentPath:      r.URL.Path,
+		OpenRegistration: p.opts.OpenRegistration,
+		Body:             template.HTML(body.String()),
+	}
+	if m != nil {
+		ld.SettingsPages = p.SettingsPages()
+	}
+	p.writePage(w, r, http.StatusOK, "no-store", ld)
 }
 
 // SiteName is the name every page shows in its title and header: the

@@ -405,7 +405,13 @@ func TestMemberPagesInChromium(t *testing.T) {
 	addMember(t, member, password)
 	s := newSuite(t)
 
-	// A visitor: the sign-in page, a wrong password, the sign-up page.
+	// A visitor: the landing page (nothing else answers /), the sign-in
+	// page, a wrong password, the sign-up page.
+	s.open("/")
+	if h := s.text("main h1"); h != siteTitle {
+		t.Fatalf("the landing page's heading is %q", h)
+	}
+	s.check("landing")
 	s.open("/auth/sign_in")
 	s.check("sign-in")
 	s.run("type a wrong password",
