@@ -386,7 +386,7 @@ func TestGraphQLThroughCaddy(t *testing.T) {
 		}
 		p := b.get("/settings/api_tokens")
 		p = b.submit(p, "/settings/api_tokens", url.Values{"name": {"Obsidian"}, "expires": {"7d"}})
-		m := regexp.MustCompile(`id="secret" type="text" readonly value="(app_[^"]+)"`).FindStringSubmatch(p.body)
+		m := regexp.MustCompile(`id="secret" aria-labelledby="secret-label" data-copy>(app_[^<]+)</output>`).FindStringSubmatch(p.body)
 		if p.StatusCode != http.StatusOK || m == nil {
 			t.Fatalf("create token: HTTP %d: %s", p.StatusCode, p.body)
 		}
@@ -435,7 +435,7 @@ func TestGraphQLThroughCaddy(t *testing.T) {
 		b := newBrowser(t, testSite)
 		b.signIn("alice", "correct horse")
 		p := b.post("/settings/api_tokens", url.Values{"action": {"rotate_inbound"}})
-		m := regexp.MustCompile(`id="inbound-url" type="text" readonly value="([^"]+)"`).FindStringSubmatch(p.body)
+		m := regexp.MustCompile(`id="inbound-url" aria-labelledby="inbound-url-label" data-copy>([^<]+)</output>`).FindStringSubmatch(p.body)
 		if m == nil {
 			t.Fatalf("no inbound URL: HTTP %d %s", p.StatusCode, p.body)
 		}

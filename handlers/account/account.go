@@ -25,6 +25,8 @@ const (
 	SignOutPath  = "/auth/sign_out"
 	SignUpPath   = "/auth/sign_up"
 	SettingsPath = "/settings"
+	// CopyScriptPath is the copy-button script every page loads.
+	CopyScriptPath = "/auth/copy.js"
 )
 
 // CookieName is the name of the session cookie.
@@ -198,7 +200,7 @@ func (p *Pages) settingsPageFor(path string) (SettingsPage, bool) {
 // Handles reports whether r is for one of the member pages.
 func (p *Pages) Handles(r *http.Request) bool {
 	switch r.URL.Path {
-	case SignInPath, SignOutPath, SignUpPath, SettingsPath, SettingsPath + "/":
+	case SignInPath, SignOutPath, SignUpPath, SettingsPath, SettingsPath + "/", CopyScriptPath:
 		return true
 	}
 	_, ok := p.settingsPageFor(r.URL.Path)
@@ -220,6 +222,8 @@ func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.Protect(http.HandlerFunc(p.serveSignUp)).ServeHTTP(w, r)
 	case SettingsPath, SettingsPath + "/":
 		p.serveSettings(w, r)
+	case CopyScriptPath:
+		serveCopyScript(w, r)
 	default:
 		sp, ok := p.settingsPageFor(r.URL.Path)
 		if !ok {

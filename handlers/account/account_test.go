@@ -767,3 +767,34 @@ func TestSignUpRateLimitHoldsUnderConcurrency(t *testing.T) {
 		t.Fatalf("%d members (%v), want the taken one and 3 new", len(ms), err)
 	}
 }
+
+var scriptRE = regexp.MustCompile(`<script src="/auth/copy.js" integrity="(sha256-[A-Za-z0-9+/=]+)" defer></script>`)
+
+// TestCopyScriptIsTheOneThePolicyAllows: every page loads the copy-button
+// script with its hash as integrity, the policy allows exactly that hash
+// (no 'self', no inline script), and /auth/copy.js serves the text whose
+// hash it is (issue 17 point 5).
+func TestCopyScriptIsTheOneThePolicyAllows(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	c := f.browser()
+	page := f.get(c, "/auth/sign_in")
+	m := scriptRE.FindStringSubmatch(page.body)
+	if m == nil {
+		t.Fatalf("the page loads no copy script:\n%s", page.body)
+	}
+	csp := page.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "script-src '"+m[1]+"';") {
+		t.Fatalf("CSP %q does not allow exactly the script's hash %s", csp, m[1])
+	}
+	js := f.get(c, "/auth/copy.js")
+	if js.StatusCode != http.StatusOK || js.Header.Get("Content-Type") != "text/javascript; charset=utf-8" || js.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Fatalf("GET /auth/copy.js: HTTP %d %v", js.StatusCode, js.Header)
+	}
+	sum := sha256.Sum256([]byte(js.body))
+	if got := "sha256-" + base64.StdEncoding.EncodeToString(sum[:]); got != m[1] {
+		t.Fatalf("the served script hashes to %s, the page names %s", got, m[1])
+	}
+	if r := f.post(c, "/auth/copy.js", url.Values{}); r.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("POST /auth/copy.js: HTTP %d", r.StatusCode)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"embed"
 	"encoding/base64"
 	"html/template"
+	"io"
 	"net/http"
 	"strings"
 
@@ -14,7 +15,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
-//go:embed templates/*.html templates/style.css
+//go:embed templates/*.html templates/style.css templates/copy.js
 var files embed.FS
 
 var (
@@ -29,11 +30,19 @@ var (
 	// The stylesheet is inlined in every page and allowed by its hash, so
 	// the policy needs neither 'unsafe-inline' nor a stylesheet route.
 	styleSheet = mustRead("templates/style.css")
-	styleHash  = func() string {
-		sum := sha256.Sum256([]byte(styleSheet))
-		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
-	}()
+	styleHash  = cspHash(styleSheet)
+
+	// The copy-button script is a file (CopyScriptPath) allowed by its
+	// hash: the script tag names the same hash as its integrity, so no
+	// other script, even one served from this site, may run.
+	copyScript     = mustRead("templates/copy.js")
+	copyScriptHash = cspHash(copyScript)
 )
+
+func cspHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}
 
 func parse(name string) *template.Template {
 	return template.Must(template.New(name).ParseFS(files, "templates/"+name))
@@ -64,7 +73,7 @@ func (p *Pages) ContentSecurityPolicy(formActions ...string) string {
 
 // policy is the pages' Content-Security-Policy with form-action fa.
 func policy(fa string) string {
-	return "default-src 'none'; style-src " + styleHash + "; img-src 'self' data:; form-action " + fa +
+	return "default-src 'none'; script-src " + copyScriptHash + "; style-src " + styleHash + "; img-src 'self' data:; form-action " + fa +
 		"; frame-ancestors 'none'; base-uri 'none'"
 }
 
@@ -91,6 +100,7 @@ func (p *Pages) setHeaders(w http.ResponseWriter) {
 
 type layoutData struct {
 	SiteName         string
+	ScriptIntegrity  string
 	NoHeading        bool
 	Title            string
 	CSS              template.CSS
@@ -159,6 +169,7 @@ func (p *Pages) RenderPublic(w http.ResponseWriter, r *http.Request, status int,
 }
 
 func (p *Pages) writePage(w http.ResponseWriter, r *http.Request, status int, cacheControl string, ld layoutData) {
+	ld.ScriptIntegrity = strings.Trim(copyScriptHash, "'")
 	var out bytes.Buffer
 	if err := layoutTmpl.Execute(&out, ld); err != nil {
 		p.logger().Error("render layout", zap.Error(err))
@@ -170,6 +181,23 @@ func (p *Pages) writePage(w http.ResponseWriter, r *http.Request, status int, ca
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(out.Bytes())
+	}
+}
+
+// serveCopyScript serves the copy-button script. It is the same for
+// everyone and changes only with Hearth, so caches may keep it a day.
+func serveCopyScript(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/javascript; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "public, max-age=86400")
+	if r.Method == http.MethodGet {
+		_, _ = io.WriteString(w, copyScript)
 	}
 }
 

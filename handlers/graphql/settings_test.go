@@ -61,9 +61,9 @@ func page(t *testing.T, c *http.Client, method, u string, form url.Values) (int,
 }
 
 var (
-	tokenInPage   = regexp.MustCompile(`value="(app_[A-Za-z0-9_-]+)"`)
+	tokenInPage   = regexp.MustCompile(`data-copy>(app_[A-Za-z0-9_-]+)</output>`)
 	tokenIDInPage = regexp.MustCompile(`name="id" value="([0-9]+)"`)
-	inboundInPage = regexp.MustCompile(`value="(https?://[^"]+/api/newsletters/inbound/[^"]+)"`)
+	inboundInPage = regexp.MustCompile(`data-copy>(https?://[^<]+/api/newsletters/inbound/[^<]+)</output>`)
 )
 
 func TestAPITokensPageCreatesShowsOnceListsAndDeletesTokens(t *testing.T) {

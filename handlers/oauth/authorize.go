@@ -380,15 +380,15 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, req *authRequest,
 // shows it for the out-of-band redirect URI.
 func (s *Server) redirectError(w http.ResponseWriter, r *http.Request, req *authRequest, e *oauthErr) {
 	if req.RedirectURI == OOBRedirectURI {
-		text := e.Description
-		if e.Code == "access_denied" {
-			text = "You denied " + req.app.Name + " access to your account."
+		// A person reads this page: plain words, not the protocol's code.
+		status, text, detail := http.StatusBadRequest, req.app.Name+" sent a request this site cannot accept.", "Tell its developer: "+e.Description
+		switch e.Code {
+		case "access_denied":
+			status, text, detail = http.StatusOK, "You denied "+req.app.Name+" access to your account.", "It got nothing. You can close this page."
+		case "invalid_scope":
+			detail = "It asked for access it did not register for, or that this site does not know. Tell its developer."
 		}
-		status := http.StatusBadRequest
-		if e.Code == "access_denied" {
-			status = http.StatusOK
-		}
-		s.opts.Pages.Render(w, r, status, "Authorization ended", messageTmpl, message{Text: text, Detail: "Error: " + e.Code})
+		s.opts.Pages.Render(w, r, status, "Authorization ended", messageTmpl, message{Text: text, Detail: detail})
 		return
 	}
 	params := url.Values{"error": {e.Code}, "error_description": {e.Description}}

@@ -352,7 +352,10 @@ func TestAuthorizeOOBShowsCode(t *testing.T) {
 	q.Set("prompt", "consent")
 	denied := b.decide(b.consent(q, ""), "deny")
 	wantStatus(t, denied, http.StatusOK)
-	wantBody(t, denied, "access_denied")
+	wantBody(t, denied, "You denied CLI access to your account.")
+	if strings.Contains(denied.body, "access_denied") {
+		t.Error("the page a person reads shows the protocol's error code")
+	}
 	if secretPattern.MatchString(denied.body) {
 		t.Fatal("a declined OOB request shows a code")
 	}

@@ -197,6 +197,20 @@ func (s *suite) text(sel string) string {
 	return strings.TrimSpace(v)
 }
 
+// copyButtonWorks checks that the copy-button script ran under the page's
+// Content-Security-Policy (allowed by its hash): the secret at sel has a
+// Copy button, and pressing it says what happened.
+func (s *suite) copyButtonWorks(sel string) {
+	s.t.Helper()
+	button := `[data-copy] + p button.copy`
+	if n := s.count(button); n != 1 {
+		s.t.Fatalf("%s: %d copy buttons, want 1 (did the script run?)", sel, n)
+	}
+	s.run("press Copy", chromedp.Click(button, chromedp.ByQuery, chromedp.NodeVisible))
+	s.run("wait for the copy status", chromedp.Poll(`(document.querySelector("[data-copy] + p [role=status]").textContent || "").trim() !== ""`, nil,
+		chromedp.WithPollingTimeout(10*time.Second)))
+}
+
 // count is how many elements match sel on the page.
 func (s *suite) count(sel string) int {
 	s.t.Helper()
@@ -441,12 +455,12 @@ func TestMemberPagesInChromium(t *testing.T) {
 	s.check("api-tokens")
 	s.run("name a token", chromedp.SendKeys("#name", "laptop script", chromedp.ByID))
 	s.submit(`form input[name=action][value=create] ~ p button[type=submit]`)
-	var secret string
-	s.run("read the new token", chromedp.Value("#secret", &secret, chromedp.ByID))
+	secret := s.text("#secret")
 	if codes, data := graphql(t, secret, `query { me { username } }`); len(codes) > 0 || !strings.Contains(data, member) {
 		t.Fatalf("the token the page showed: %v %s", codes, data)
 	}
 	s.check("api-token-created")
+	s.copyButtonWorks("#secret")
 	s.open("/settings/export")
 	s.check("export")
 
@@ -457,6 +471,7 @@ func TestMemberPagesInChromium(t *testing.T) {
 	s.submit(`button[name=decision][value=approve]`)
 	code := s.text("#authorization-code")
 	s.check("code")
+	s.copyButtonWorks("#authorization-code")
 	access := exchange(t, clientID, clientSecret, code)
 	var acct struct {
 		Username string `json:"username"`
@@ -481,7 +496,10 @@ func TestMemberPagesInChromium(t *testing.T) {
 	// is refused at once; the member's own API token still works.
 	s.open("/oauth/authorized_applications")
 	s.check("authorized-apps")
-	s.submit(`button[aria-label="Revoke Pinecone for Mastodon"]`)
+	// Revoking asks first (a details element, no script needed).
+	s.run("open the revoke step", chromedp.Click(`summary[aria-label="Revoke Pinecone for Mastodon…"]`, chromedp.ByQuery, chromedp.NodeVisible))
+	s.check("authorized-apps-confirm")
+	s.submit(`details.confirm[open] button.danger`)
 	s.check("authorized-apps-revoked")
 	if st := api(t, http.MethodGet, "/api/v1/accounts/verify_credentials", access, nil, nil); st != http.StatusUnauthorized {
 		t.Fatalf("verify_credentials after revoking the app: HTTP %d, want 401", st)
@@ -491,6 +509,15 @@ func TestMemberPagesInChromium(t *testing.T) {
 	}
 	if codes, data := graphql(t, secret, `query { me { username } }`); len(codes) > 0 || !strings.Contains(data, member) {
 		t.Fatalf("the member's own API token after revoking the app: %v %s", codes, data)
+	}
+
+	// The member deletes the API token, confirming first: it stops working.
+	s.open("/settings/api_tokens")
+	s.run("open the delete step", chromedp.Click(`summary[aria-label="Delete laptop script…"]`, chromedp.ByQuery, chromedp.NodeVisible))
+	s.check("api-token-confirm-delete")
+	s.submit(`details.confirm[open] button.danger`)
+	if codes, _ := graphql(t, secret, `query { me { username } }`); len(codes) == 0 {
+		t.Fatal("a deleted API token still works")
 	}
 
 	// A page with an error a person reads.
