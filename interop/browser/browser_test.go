@@ -39,6 +39,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip19"
 
 	_ "github.com/hearthkit/caddy-hearth/caddymodule"
 )
@@ -369,6 +371,40 @@ func addMember(t *testing.T, username, password string) {
 	}
 }
 
+// registerAgent registers an agent in the directory with a signed
+// registration event and returns its npub.
+func registerAgent(t *testing.T) string {
+	t.Helper()
+	sk := nostr.GeneratePrivateKey()
+	pk, err := nostr.GetPublicKey(sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evt := nostr.Event{PubKey: pk, Kind: 31339, CreatedAt: nostr.Now(), Tags: nostr.Tags{
+		{"d", "agent"}, {"name", "Archivist"},
+		{"purpose", "Keeps records of https://example.org/a/very/long/path/that/does/not/break/anywhere/at/all/on/a/phone"},
+		{"capability", "archive"}, {"operator", "Library Co"},
+	}}
+	if err := evt.Sign(sk); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(evt)
+	resp, err := http.Post(site+"/api/v1/agents/register", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("register an agent: HTTP %d %s", resp.StatusCode, b)
+	}
+	npub, err := nip19.EncodePublicKey(pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return npub
+}
+
 // registerApp registers an OAuth app as a Mastodon client does.
 func registerApp(t *testing.T, name, website, redirectURI, scopes string) (clientID, clientSecret string) {
 	t.Helper()
@@ -524,7 +560,14 @@ func TestMemberPagesInChromium(t *testing.T) {
 	s.open("/oauth/authorize?client_id=nobody&response_type=code&redirect_uri=" + url.QueryEscape(oob))
 	s.check("authorize-error")
 
-	// A directory profile page (an agent that is not listed).
+	// Directory profile pages: an agent registered as agents do (a signed
+	// Nostr event, go-nostr), with long unbroken text, and one not listed.
+	npub := registerAgent(t)
+	s.open("/agents/" + npub)
+	if h := s.text("main h1"); !strings.HasPrefix(h, "Archivist") {
+		t.Fatalf("the agent's page is headed %q", h)
+	}
+	s.check("agent")
 	s.open("/agents/npub1sg6plzptd64u62a878hep2kev88swjh3tw00gjsfl8f237lmu63q0uf63m")
 	s.check("agent-not-found")
 
