@@ -400,7 +400,7 @@ func TestGraphQLThroughCaddy(t *testing.T) {
 		if strings.Contains(p.body, pageToken) || !strings.Contains(p.body, "Obsidian") {
 			t.Fatal("the list shows the token again, or not its name")
 		}
-		idRE := regexp.MustCompile(`<input type="hidden" name="action" value="delete"><input type="hidden" name="id" value="([^"]+)"><button type="submit" aria-label="Delete Obsidian">`)
+		idRE := regexp.MustCompile(`<input type="hidden" name="action" value="delete"><input type="hidden" name="id" value="([^"]+)"><button class="danger" type="submit">Delete “Obsidian”</button>`)
 		dm := idRE.FindStringSubmatch(p.body)
 		if dm == nil {
 			t.Fatalf("no delete form for Obsidian: %s", p.body)
