@@ -273,6 +273,13 @@ func (s *suite) check(name string) {
 					s.t.Errorf("%s: axe %s (%s): %s at %v: %s", variant, v.ID, v.Impact, v.Help, n.Target, n.HTML)
 				}
 			}
+			// Nothing shown may stick out on the left either (that does
+			// not scroll: it is cut off).
+			var cut string
+			s.run(variant+": left edge", chromedp.Evaluate(`[...document.querySelectorAll("body *")].filter(e => { const r = e.getBoundingClientRect(); return r.width > 1 && r.height > 1 && r.left < -1 && !e.closest(".skip") && e.checkVisibility(); }).map(e => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + (e.className ? "." + e.className : "")).slice(0, 8).join(", ")`, &cut))
+			if cut != "" {
+				s.t.Errorf("%s: cut off on the left: %s", variant, cut)
+			}
 			if width == 360 {
 				var sw, cw int64
 				s.run(variant+": widths",
@@ -485,6 +492,8 @@ func TestMemberPagesInChromium(t *testing.T) {
 		t.Fatalf("after signing in the browser is at %s", loc)
 	}
 	s.check("settings")
+	s.run("open the member menu", chromedp.Click(`details.menu > summary`, chromedp.ByQuery, chromedp.NodeVisible))
+	s.check("member-menu")
 
 	// An API token made on the settings page, shown once.
 	s.open("/settings/api_tokens")
