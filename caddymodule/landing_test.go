@@ -25,7 +25,8 @@ func getRoot(t *testing.T, method string) (int, string, string) {
 	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
 }
 
-// Issue 17 point 4: / shows the landing page (the site's name, what runs
+// Issue 17 point 4: every page is in the site's name (instance_title); /
+// shows the landing page (the site's name, what runs
 // there, a sign-in link) when nothing later in the route answers it, and
 // what the site serves there otherwise: a file_server's index, a respond.
 func TestLandingPageOnlyWhenNothingElseAnswersRoot(t *testing.T) {
@@ -45,6 +46,22 @@ func TestLandingPageOnlyWhenNothingElseAnswersRoot(t *testing.T) {
 		"Sign-in for apps", "Saved articles", "<code>/api/graphql</code>", "Agent directory", "<code>/directory.json</code>"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("landing page lacks %q:\n%s", want, body)
+		}
+	}
+	// Every page says the site's name, whichever module serves it
+	// (hearth_graphql serves the sign-in page here: it comes first).
+	for path, want := range map[string]string{
+		"/auth/sign_in": "<title>Sign in · Maple Street Commons</title>",
+		"/agents/npub1sg6plzptd64u62a878hep2kev88swjh3tw00gjsfl8f237lmu63q0uf63m": "<title>Agent not found · Maple Street Commons</title>",
+	} {
+		resp, err := http.Get(testSite + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), want) || !strings.Contains(string(b), `<a class="brand" href="/">Maple Street Commons</a>`) {
+			t.Errorf("GET %s: HTTP %d lacks %q and the site's name in its header", path, resp.StatusCode, want)
 		}
 	}
 	if status, _, body := getRoot(t, http.MethodHead); status != http.StatusOK || body != "" {

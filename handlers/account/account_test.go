@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"html"
 	"html/template"
 	"io"
 	"net/http"
@@ -768,7 +769,7 @@ func TestSignUpRateLimitHoldsUnderConcurrency(t *testing.T) {
 	}
 }
 
-var scriptRE = regexp.MustCompile(`<script src="/auth/copy.js" integrity="(sha256-[A-Za-z0-9+/=]+)" defer></script>`)
+var scriptRE = regexp.MustCompile(`<script src="(/auth/copy.js\?v=[^"]+)" integrity="(sha256-[A-Za-z0-9+/=]+)" defer></script>`)
 
 // TestCopyScriptIsTheOneThePolicyAllows: every page loads the copy-button
 // script with its hash as integrity, the policy allows exactly that hash
@@ -782,17 +783,18 @@ func TestCopyScriptIsTheOneThePolicyAllows(t *testing.T) {
 	if m == nil {
 		t.Fatalf("the page loads no copy script:\n%s", page.body)
 	}
+	src, hash := html.UnescapeString(m[1]), m[2]
 	csp := page.Header.Get("Content-Security-Policy")
-	if !strings.Contains(csp, "script-src '"+m[1]+"';") {
-		t.Fatalf("CSP %q does not allow exactly the script's hash %s", csp, m[1])
+	if !strings.Contains(csp, "script-src '"+hash+"';") {
+		t.Fatalf("CSP %q does not allow exactly the script's hash %s", csp, hash)
 	}
-	js := f.get(c, "/auth/copy.js")
+	js := f.get(c, src)
 	if js.StatusCode != http.StatusOK || js.Header.Get("Content-Type") != "text/javascript; charset=utf-8" || js.Header.Get("X-Content-Type-Options") != "nosniff" {
 		t.Fatalf("GET /auth/copy.js: HTTP %d %v", js.StatusCode, js.Header)
 	}
 	sum := sha256.Sum256([]byte(js.body))
-	if got := "sha256-" + base64.StdEncoding.EncodeToString(sum[:]); got != m[1] {
-		t.Fatalf("the served script hashes to %s, the page names %s", got, m[1])
+	if got := "sha256-" + base64.StdEncoding.EncodeToString(sum[:]); got != hash {
+		t.Fatalf("the served script hashes to %s, the page names %s", got, hash)
 	}
 	if r := f.post(c, "/auth/copy.js", url.Values{}); r.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("POST /auth/copy.js: HTTP %d", r.StatusCode)

@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"go.uber.org/zap"
@@ -37,6 +38,9 @@ var (
 	// other script, even one served from this site, may run.
 	copyScript     = mustRead("templates/copy.js")
 	copyScriptHash = cspHash(copyScript)
+	// Its URL names its version, so a browser that cached an older one for
+	// a day (serveCopyScript) fetches the new one after an upgrade.
+	copyScriptSrc = CopyScriptPath + "?v=" + url.QueryEscape(copyScriptHash[8:20])
 )
 
 func cspHash(s string) string {
@@ -100,6 +104,7 @@ func (p *Pages) setHeaders(w http.ResponseWriter) {
 
 type layoutData struct {
 	SiteName         string
+	ScriptSrc        string
 	ScriptIntegrity  string
 	NoHeading        bool
 	Title            string
@@ -169,7 +174,7 @@ func (p *Pages) RenderPublic(w http.ResponseWriter, r *http.Request, status int,
 }
 
 func (p *Pages) writePage(w http.ResponseWriter, r *http.Request, status int, cacheControl string, ld layoutData) {
-	ld.ScriptIntegrity = strings.Trim(copyScriptHash, "'")
+	ld.ScriptSrc, ld.ScriptIntegrity = copyScriptSrc, strings.Trim(copyScriptHash, "'")
 	var out bytes.Buffer
 	if err := layoutTmpl.Execute(&out, ld); err != nil {
 		p.logger().Error("render layout", zap.Error(err))
