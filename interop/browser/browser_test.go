@@ -166,7 +166,11 @@ func (s *suite) run(what string, actions ...chromedp.Action) {
 // open navigates to path and waits for the page's main element.
 func (s *suite) open(path string) {
 	s.t.Helper()
-	s.run("open "+path, chromedp.Navigate(site+path), chromedp.WaitReady("main", chromedp.ByQuery))
+	ctx, cancel := context.WithTimeout(s.ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Run(ctx, chromedp.Navigate(site+path), chromedp.WaitReady("main", chromedp.ByQuery)); err != nil {
+		s.t.Fatalf("open %s (a page with a main element): %v", path, err)
+	}
 }
 
 // submit clicks the button matching sel and waits for the next page.
@@ -564,6 +568,15 @@ func TestMemberPagesInChromium(t *testing.T) {
 	if codes, _ := graphql(t, secret, `query { me { username } }`); len(codes) == 0 {
 		t.Fatal("a deleted API token still works")
 	}
+
+	// Deny: the page says so in plain words, without the protocol's code.
+	otherID, _ := registerApp(t, "Quill", "", oob, "read")
+	s.open(authorizePath(otherID, "read"))
+	s.submit(`button[name=decision][value=deny]`)
+	if body := s.text("main"); !strings.Contains(body, "You denied Quill access") || strings.Contains(body, "access_denied") {
+		t.Fatalf("the page after denying says %q", body)
+	}
+	s.check("authorize-denied")
 
 	// A page with an error a person reads.
 	s.open("/oauth/authorize?client_id=nobody&response_type=code&redirect_uri=" + url.QueryEscape(oob))
