@@ -1,6 +1,7 @@
 package oauth_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -530,4 +531,43 @@ func TestAuthorizeSkipsConsentForAMatchingGrant(t *testing.T) {
 	}
 	wantStatus(t, f.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusUnauthorized)
 	wantConsent(alice, ask("read"), "after revoking")
+}
+
+// TestConsentPageSaysWhoAndWhat (issue 17 point 3): the consent page names
+// the app and its website's host, says it is not made by this site (by the
+// site's name), gives each scope in Mastodon's words and what it gives on a
+// Hearth site, says where the member goes next, and makes Approve the main
+// button with Deny second.
+func TestConsentPageSaysWhoAndWhat(t *testing.T) {
+	f := newFixture(t, func(o *oauth.Options) { o.InstanceTitle = "Maple Street Commons" })
+	f.member("alice")
+	form := url.Values{"client_name": {"Pinecone"}, "redirect_uris": {"https://pinecone.example/cb"}, "scopes": {"read write follow"},
+		"website": {"https://pinecone.example/about"}}
+	r := f.postForm(oauth.AppsPath, form)
+	wantStatus(t, r, http.StatusOK)
+	var app credentialApplication
+	if err := json.Unmarshal([]byte(r.body), &app); err != nil {
+		t.Fatal(err)
+	}
+	b := f.browser()
+	b.signIn("alice")
+	page := b.consent(authQuery(app, "https://pinecone.example/cb", "read write follow", "s"), "")
+	for _, want := range []string{
+		"<title>Authorize Pinecone · ",
+		"Pinecone is not made by Maple Street Commons",
+		`<a href="https://pinecone.example/about" rel="noopener noreferrer">pinecone.example</a>`,
+		"Read everything in your account (<code>read</code>)", "On this site: read your saved articles",
+		"(<code>write</code>)", "On this site: save, change and delete your saved articles",
+		"(<code>follow</code>)", "On this site: nothing yet",
+		"<strong>https://pinecone.example</strong>",
+	} {
+		if !strings.Contains(page.body, want) {
+			t.Errorf("consent page lacks %q", want)
+		}
+	}
+	approve, deny := strings.Index(page.body, `<button type="submit" name="decision" value="approve">Approve</button>`),
+		strings.Index(page.body, `<button class="secondary" type="submit" name="decision" value="deny">Deny</button>`)
+	if approve < 0 || deny < approve {
+		t.Errorf("Approve is not the first, main button before a secondary Deny")
+	}
 }
