@@ -39,6 +39,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
 
@@ -215,6 +216,33 @@ func (s *suite) copyButtonWorks(sel string) {
 	s.run("press Copy", chromedp.Click(button, chromedp.ByQuery, chromedp.NodeVisible))
 	s.run("wait for the copy status", chromedp.Poll(`(document.querySelector("[data-copy] + p [role=status]").textContent || "").trim() !== ""`, nil,
 		chromedp.WithPollingTimeout(10*time.Second)))
+}
+
+// focusIsVisible tabs through the page as a keyboard user does: each
+// element that gets the focus shows a focus ring (an outline), and the
+// skip link comes first (on a page without autofocus, skipFirst) and is
+// on screen when focused.
+func (s *suite) focusIsVisible(name string, skipFirst bool) {
+	s.t.Helper()
+	for i := 0; i < 12; i++ {
+		var f struct {
+			Tag     string  `json:"tag"`
+			Text    string  `json:"text"`
+			Outline string  `json:"outline"`
+			Width   float64 `json:"width"`
+			Left    float64 `json:"left"`
+		}
+		s.run(name+": tab", chromedp.KeyEvent(kb.Tab), chromedp.Evaluate(`(() => { const e = document.activeElement, c = getComputedStyle(e); return {tag: e.tagName.toLowerCase(), text: (e.textContent || e.name || "").trim().slice(0, 40), outline: c.outlineStyle, width: parseFloat(c.outlineWidth) || 0, left: e.getBoundingClientRect().left}; })()`, &f))
+		if f.Tag == "body" {
+			break
+		}
+		if f.Outline == "none" || f.Width < 2 {
+			s.t.Errorf("%s: %s %q has the focus without a visible focus ring (outline %s %gpx)", name, f.Tag, f.Text, f.Outline, f.Width)
+		}
+		if skipFirst && i == 0 && (f.Text != "Skip to content" || f.Left < 0) {
+			s.t.Errorf("%s: the first Tab reaches %s %q at x=%g, want the skip link on screen", name, f.Tag, f.Text, f.Left)
+		}
+	}
 }
 
 // count is how many elements match sel on the page.
@@ -473,8 +501,10 @@ func TestMemberPagesInChromium(t *testing.T) {
 		t.Fatalf("the landing page's heading is %q", h)
 	}
 	s.check("landing")
+	s.focusIsVisible("landing", true)
 	s.open("/auth/sign_in")
 	s.check("sign-in")
+	s.focusIsVisible("sign-in", false)
 	s.run("type a wrong password",
 		chromedp.SendKeys("#username", member, chromedp.ByID),
 		chromedp.SendKeys("#password", "not the password", chromedp.ByID))
