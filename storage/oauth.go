@@ -35,6 +35,19 @@ const OAuthCodeLifetime = 10 * time.Minute
 // exchanged (or consumed by a failed exchange).
 var ErrCodeUsed = errors.New("authorization code already used")
 
+// CodeRefusal is ExchangeOAuthCode's error for a code that exists but was
+// not exchanged: check refused it, or it had been used before (Err is
+// check's error or ErrCodeUsed). MemberID is the member who granted the
+// code, against whom failed exchanges count (the code names its member; a
+// guess at a token or a code that does not exist names nobody).
+type CodeRefusal struct {
+	MemberID string
+	Err      error
+}
+
+func (e *CodeRefusal) Error() string { return e.Err.Error() }
+func (e *CodeRefusal) Unwrap() error { return e.Err }
+
 // oauthNow is the clock of code expiry (tests move it).
 var oauthNow = time.Now
 
@@ -293,7 +306,8 @@ type CodeCheck func(c *OAuthCode) error
 // It returns ErrNotFound for an unknown or expired code, ErrCodeUsed for a
 // code that was used before (and then revokes the token issued from it),
 // ErrSuspended or ErrNotFound when the member can no longer be served, and
-// check's error. Concurrent exchanges of one code issue at most one token:
+// check's error; ErrCodeUsed and check's error come as a *CodeRefusal
+// naming the code's member. Concurrent exchanges of one code issue at most one token:
 // the transaction that consumes it fails on a conflict instead of retrying,
 // and the loser is treated as a second use.
 func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessToken, string, error) {
@@ -304,12 +318,14 @@ func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessTok
 	var tok *OAuthAccessToken
 	var secret string
 	var checkErr error
+	var memberID string
 	err := s.UpdateOnce(func(tx *Tx) error {
 		tok, secret, checkErr = nil, "", nil
 		var c OAuthCode
 		if err := tx.getJSON(ck, &c); err != nil {
 			return err
 		}
+		memberID = c.MemberID
 		if c.Used {
 			return ErrCodeUsed
 		}
@@ -354,13 +370,13 @@ func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessTok
 		if rerr := s.revokeTokenOfCode(ck); rerr != nil {
 			return nil, "", rerr
 		}
-		return nil, "", ErrCodeUsed
+		return nil, "", &CodeRefusal{MemberID: memberID, Err: ErrCodeUsed}
 	}
 	if err != nil {
 		return nil, "", err
 	}
 	if checkErr != nil {
-		return nil, "", checkErr
+		return nil, "", &CodeRefusal{MemberID: memberID, Err: checkErr}
 	}
 	return tok, secret, nil
 }
