@@ -115,6 +115,7 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 		AccountDomain:         h.AccountDomain,
 	})
 	app.onStart(h.server.Start) // addArticleFromUrl's pending fetches, once the store is open
+	app.onCleanup(h.server.Close)
 	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
 	h.pages.AddSettingsPage(h.server.ExportPage(h.pages))
 	return nil
