@@ -24,7 +24,10 @@ func init() {
 	caddy.RegisterModule(GraphQL{})
 	httpcaddyfile.RegisterHandlerDirective("hearth_graphql", parseGraphQL)
 	httpcaddyfile.RegisterDirectiveOrder("hearth_graphql", httpcaddyfile.Before, "respond")
-	registerAdminEndpoint("/hearth/members/{username}/api_tokens", adminMethods{http.MethodPost: adminCreateAPIToken})
+	registerAdminEndpoint("/hearth/members/{username}/api_tokens", adminMethods{
+		http.MethodGet:  adminListAPITokens,
+		http.MethodPost: adminCreateAPIToken,
+	})
 	addHearthCommand(tokenCommand)
 }
 
