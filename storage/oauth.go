@@ -43,6 +43,11 @@ var ErrCodeUsed = errors.New("authorization code already used")
 type CodeRefusal struct {
 	MemberID string
 	Err      error
+	// First is whether this is the code's first refusal: a failed check
+	// (which burns the code), or the first use after a successful exchange
+	// (which revokes the token issued). Later uses of a burnt code change
+	// nothing, so a limit on failures counts each code at most twice.
+	First bool
 }
 
 func (e *CodeRefusal) Error() string { return e.Err.Error() }
@@ -367,22 +372,26 @@ func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessTok
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrCodeUsed) {
 		// A second (or concurrent) use: the code is compromised, so the
 		// token issued from it goes too (RFC 6749 section 4.1.2).
-		if rerr := s.revokeTokenOfCode(ck); rerr != nil {
+		revoked, rerr := s.revokeTokenOfCode(ck)
+		if rerr != nil {
 			return nil, "", rerr
 		}
-		return nil, "", &CodeRefusal{MemberID: memberID, Err: ErrCodeUsed}
+		return nil, "", &CodeRefusal{MemberID: memberID, Err: ErrCodeUsed, First: revoked}
 	}
 	if err != nil {
 		return nil, "", err
 	}
 	if checkErr != nil {
-		return nil, "", &CodeRefusal{MemberID: memberID, Err: checkErr}
+		return nil, "", &CodeRefusal{MemberID: memberID, Err: checkErr, First: true}
 	}
 	return tok, secret, nil
 }
 
-func (s *Store) revokeTokenOfCode(ck []byte) error {
-	return s.Update(func(tx *Tx) error {
+// revokeTokenOfCode revokes the token issued from the code stored at ck,
+// if it has one, and forgets it: revoked says whether there was one.
+func (s *Store) revokeTokenOfCode(ck []byte) (revoked bool, err error) {
+	err = s.Update(func(tx *Tx) error {
+		revoked = false
 		var c OAuthCode
 		err := tx.getJSON(ck, &c)
 		if errors.Is(err, ErrNotFound) {
@@ -394,8 +403,14 @@ func (s *Store) revokeTokenOfCode(ck []byte) error {
 		if c.TokenDigest == "" {
 			return nil
 		}
-		return tx.deleteOAuthToken(c.TokenDigest)
+		if err := tx.deleteOAuthToken(c.TokenDigest); err != nil {
+			return err
+		}
+		revoked, c.TokenDigest = true, ""
+		ttl := max(OAuthCodeLifetime-oauthNow().Sub(c.CreatedAt), 0) + time.Second
+		return tx.putJSON(ck, c, ttl)
 	})
+	return revoked, err
 }
 
 // CreateOAuthAppToken issues an application token (client_credentials

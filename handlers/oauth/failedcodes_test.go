@@ -136,3 +136,31 @@ func TestUnknownBearerTokensCountPerClientAddress(t *testing.T) {
 	}
 	wantStatus(t, f.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusOK)
 }
+
+// TestReplaysOfOneCodeCountOnce: a code counts at most twice against its
+// member (the failure that burns it, the first reuse that revokes its
+// token); using a burnt code again changes nothing and counts nothing, so
+// whoever holds one leaked code cannot use up the member's limit with it.
+func TestReplaysOfOneCodeCountOnce(t *testing.T) {
+	f := newFixture(t, func(o *oauth.Options) { o.FailedCodeLimit, o.FailedCodeWindow = 3, time.Hour })
+	f.member("alice")
+	b := f.browser()
+	b.signIn("alice")
+	const cb = "https://app.example/cb"
+	app := f.register("Tooter", cb, "read")
+	code := func() string { return b.approve(authQuery(app, cb, "read", "st")) }
+
+	exchanged := code()
+	f.exchange(app, exchanged, cb, "")
+	burnt := code()
+	wantOAuthError(t, f.token(codeForm(app, burnt, cb+"/other", "")), "invalid_grant") // counts: 1
+	for i := 0; i < 5; i++ {
+		wantOAuthError(t, f.token(codeForm(app, exchanged, cb, "")), "invalid_grant") // the first counts: 2
+		wantOAuthError(t, f.token(codeForm(app, burnt, cb, "")), "invalid_grant")     // never counts
+	}
+	// Two failures counted, limit 3: a good code still works.
+	f.exchange(app, code(), cb, "")
+	// A third failure reaches the limit.
+	wantOAuthError(t, f.token(codeForm(app, code(), cb+"/other", "")), "invalid_grant")
+	wantCodeLimited(t, f.token(codeForm(app, code(), cb, "")))
+}

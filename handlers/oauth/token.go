@@ -341,8 +341,12 @@ func (s *Server) exchangeCode(app *storage.OAuthApp, p map[string]string) (*stor
 		}
 		return nil
 	})
+	// A code counts at most twice: when a failed check burns it, and when
+	// its first reuse revokes the token issued from it (refused.First);
+	// further uses of a burnt code change nothing and count nothing, so one
+	// leaked code cannot use up its member's limit.
 	var refused *storage.CodeRefusal
-	failed := errors.As(err, &refused)
+	failed := errors.As(err, &refused) && refused.First
 	var oe *oauthErr
 	if failed && errors.As(err, &oe) && oe.limited != nil {
 		failed = false // refused by the limit: not a failure of its own
