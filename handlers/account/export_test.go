@@ -1,0 +1,11 @@
+package account
+
+import "time"
+
+// SetSessionTouchInterval changes how stale a last-seen time may get, for
+// a test; the returned function restores it.
+func SetSessionTouchInterval(d time.Duration) func() {
+	old := sessionTouchInterval
+	sessionTouchInterval = d
+	return func() { sessionTouchInterval = old }
+}
