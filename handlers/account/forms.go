@@ -143,6 +143,40 @@ func (e *SignInLimitedError) Error() string { return "too many failed sign-ins" 
 // (logged). The sign-in page and other sign-in forms (the GraphQL signIn)
 // share it.
 func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, username, password string) (*storage.Member, error) {
+	m, err := p.checkPassword(r, username, password)
+	var limited *SignInLimitedError
+	switch {
+	case errors.As(err, &limited):
+		metrics.SignIn(metrics.SignInRateLimited)
+		p.opts.Logger.Info("sign-in rate limited", zap.String("username", username), zap.String("client_ip", p.opts.ClientIP(r)))
+		return nil, err
+	case errors.Is(err, storage.ErrBadCredentials):
+		metrics.SignIn(metrics.SignInFailure)
+		p.opts.Logger.Info("sign-in failed", zap.String("username", username), zap.String("client_ip", p.opts.ClientIP(r)))
+		return nil, err
+	case errors.Is(err, storage.ErrSuspended):
+		metrics.SignIn(metrics.SignInSuspended)
+		p.opts.Logger.Info("sign-in refused: suspended", zap.String("username", username))
+		return nil, err
+	case err != nil:
+		p.opts.Logger.Error("sign-in", zap.Error(err))
+		return nil, err
+	}
+	if err := p.startSession(w, r, m); err != nil {
+		p.opts.Logger.Error("start session", zap.Error(err))
+		return nil, err
+	}
+	metrics.SignIn(metrics.SignInSuccess)
+	p.opts.Logger.Info("signed in", zap.String("username", m.Username))
+	return m, nil
+}
+
+// checkPassword checks username's password under the sign-in failure limits
+// (per client address and per username): the sign-in form and every form
+// that asks for the current password again share them. Its errors:
+// *SignInLimitedError, storage.ErrBadCredentials, storage.ErrSuspended, or
+// the store's.
+func (p *Pages) checkPassword(r *http.Request, username, password string) (*storage.Member, error) {
 	if storage.ValidateUsername(username) != nil || password == "" || utf8.RuneCountInString(password) > storage.MaxPasswordLen {
 		return nil, storage.ErrBadCredentials
 	}
@@ -162,36 +196,17 @@ func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, username, passwor
 	}
 	if wait, limited := limitedFor(byIP, byUser); limited {
 		notAFailure()
-		metrics.SignIn(metrics.SignInRateLimited)
 		metrics.RateLimited(metrics.LimitSignIn)
-		p.opts.Logger.Info("sign-in rate limited", zap.String("username", username), zap.String("client_ip", ip[3:]))
 		return nil, &SignInLimitedError{Wait: wait}
 	}
-
 	m, err := p.store.Authenticate(username, password)
 	if !errors.Is(err, storage.ErrBadCredentials) {
 		notAFailure()
 	}
-	switch {
-	case errors.Is(err, storage.ErrBadCredentials):
-		metrics.SignIn(metrics.SignInFailure)
-		p.opts.Logger.Info("sign-in failed", zap.String("username", username), zap.String("client_ip", ip[3:]))
-		return nil, err
-	case errors.Is(err, storage.ErrSuspended):
-		metrics.SignIn(metrics.SignInSuspended)
-		p.opts.Logger.Info("sign-in refused: suspended", zap.String("username", username))
-		return nil, err
-	case err != nil:
-		p.opts.Logger.Error("sign-in", zap.Error(err))
+	if err != nil {
 		return nil, err
 	}
 	p.byUsername.Reset(user)
-	if err := p.startSession(w, r, m); err != nil {
-		p.opts.Logger.Error("start session", zap.Error(err))
-		return nil, err
-	}
-	metrics.SignIn(metrics.SignInSuccess)
-	p.opts.Logger.Info("signed in", zap.String("username", m.Username))
 	return m, nil
 }
 
