@@ -180,9 +180,22 @@ func (p *Pages) checkPassword(r *http.Request, username, password string) (*stor
 	if storage.ValidateUsername(username) != nil || password == "" || utf8.RuneCountInString(password) > storage.MaxPasswordLen {
 		return nil, storage.ErrBadCredentials
 	}
-	// The attempt is counted as a failure before the password is checked
-	// (concurrent attempts must not all pass the check) and given back
-	// when it was not one.
+	var m *storage.Member
+	err := p.underFailureLimits(r, username, func() error {
+		var err error
+		m, err = p.store.Authenticate(username, password)
+		return err
+	}, func(err error) bool { return errors.Is(err, storage.ErrBadCredentials) })
+	return m, err
+}
+
+// underFailureLimits runs check under the sign-in failure limits of
+// username and the client address: beyond them it answers
+// *SignInLimitedError without running check; an error isFailure reports
+// counts as a failure; success resets username's count.
+func (p *Pages) underFailureLimits(r *http.Request, username string, check func() error, isFailure func(error) bool) error {
+	// The attempt is counted as a failure before the check (concurrent
+	// attempts must not all pass it) and given back when it was not one.
 	ip := "ip:" + p.opts.ClientIP(r)
 	user := "user:" + strings.ToLower(username)
 	byIP, byUser := p.byIP.Allow(ip), p.byUsername.Allow(user)
@@ -197,17 +210,16 @@ func (p *Pages) checkPassword(r *http.Request, username, password string) (*stor
 	if wait, limited := limitedFor(byIP, byUser); limited {
 		notAFailure()
 		metrics.RateLimited(metrics.LimitSignIn)
-		return nil, &SignInLimitedError{Wait: wait}
+		return &SignInLimitedError{Wait: wait}
 	}
-	m, err := p.store.Authenticate(username, password)
-	if !errors.Is(err, storage.ErrBadCredentials) {
+	err := check()
+	if err == nil || !isFailure(err) {
 		notAFailure()
 	}
-	if err != nil {
-		return nil, err
+	if err == nil {
+		p.byUsername.Reset(user)
 	}
-	p.byUsername.Reset(user)
-	return m, nil
+	return err
 }
 
 func (p *Pages) renderSignIn(w http.ResponseWriter, r *http.Request, status int, d signInData) {

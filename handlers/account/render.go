@@ -24,6 +24,7 @@ var (
 	signOutTmpl  = parse("sign_out.html")
 	settingsTmpl = parse("settings.html")
 	messageTmpl  = parse("message.html")
+	accountTmpl  = parse("account.html")
 
 	// The stylesheet is inlined in every page and allowed by its hash, so
 	// the policy needs neither 'unsafe-inline' nor a stylesheet route.
