@@ -196,7 +196,7 @@ func (p *Pages) settingsPageFor(path string) (SettingsPage, bool) {
 // Handles reports whether r is for one of the member pages.
 func (p *Pages) Handles(r *http.Request) bool {
 	switch r.URL.Path {
-	case SignInPath, SignOutPath, SignUpPath, SettingsPath, SettingsPath + "/":
+	case SignInPath, SignOutPath, SignUpPath, SettingsPath, SettingsPath + "/", TwoFactorPath:
 		return true
 	}
 	if r.URL.Path == AccountPath || strings.HasPrefix(r.URL.Path, AccountPath+"/") {
@@ -213,6 +213,8 @@ func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.Protect(http.HandlerFunc(p.serveSignIn)).ServeHTTP(w, r)
 	case SignOutPath:
 		p.Protect(http.HandlerFunc(p.serveSignOut)).ServeHTTP(w, r)
+	case TwoFactorPath:
+		p.Protect(http.HandlerFunc(p.serveTwoFactor)).ServeHTTP(w, r)
 	case SignUpPath:
 		if !p.opts.OpenRegistration {
 			p.renderError(w, r, http.StatusNotFound, "Not found", "Sign-up is closed on this site. Ask its administrator for an account.")

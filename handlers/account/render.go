@@ -18,13 +18,14 @@ import (
 var files embed.FS
 
 var (
-	layoutTmpl   = parse("layout.html")
-	signInTmpl   = parse("sign_in.html")
-	signUpTmpl   = parse("sign_up.html")
-	signOutTmpl  = parse("sign_out.html")
-	settingsTmpl = parse("settings.html")
-	messageTmpl  = parse("message.html")
-	accountTmpl  = parse("account.html")
+	layoutTmpl    = parse("layout.html")
+	signInTmpl    = parse("sign_in.html")
+	signUpTmpl    = parse("sign_up.html")
+	signOutTmpl   = parse("sign_out.html")
+	settingsTmpl  = parse("settings.html")
+	messageTmpl   = parse("message.html")
+	accountTmpl   = parse("account.html")
+	twoFactorTmpl = parse("two_factor.html")
 
 	// The stylesheet is inlined in every page and allowed by its hash, so
 	// the policy needs neither 'unsafe-inline' nor a stylesheet route.
