@@ -199,7 +199,7 @@ func (p *Pages) Handles(r *http.Request) bool {
 	case SignInPath, SignOutPath, SignUpPath, SettingsPath, SettingsPath + "/", TwoFactorPath:
 		return true
 	}
-	if r.URL.Path == AccountPath || strings.HasPrefix(r.URL.Path, AccountPath+"/") {
+	if r.URL.Path == AccountPath || strings.HasPrefix(r.URL.Path, AccountPath+"/") || IsResetPath(r.URL.Path) {
 		return true
 	}
 	_, ok := p.settingsPageFor(r.URL.Path)
@@ -230,6 +230,10 @@ func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.serveAccount(w, r, m) })).ServeHTTP(w, withMember(r, m))
 	default:
+		if IsResetPath(r.URL.Path) {
+			p.Protect(http.HandlerFunc(p.serveReset)).ServeHTTP(w, r)
+			return
+		}
 		if strings.HasPrefix(r.URL.Path, AccountPath+"/") {
 			// The account page's forms: a signed-out post goes to sign-in
 			// and back to the page, not to the form's path.

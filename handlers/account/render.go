@@ -26,6 +26,7 @@ var (
 	messageTmpl   = parse("message.html")
 	accountTmpl   = parse("account.html")
 	twoFactorTmpl = parse("two_factor.html")
+	resetTmpl     = parse("reset.html")
 
 	// The stylesheet is inlined in every page and allowed by its hash, so
 	// the policy needs neither 'unsafe-inline' nor a stylesheet route.
@@ -81,7 +82,9 @@ func (p *Pages) setHeaders(w http.ResponseWriter) {
 	}
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "same-origin")
+	if h.Get("Referrer-Policy") == "" {
+		h.Set("Referrer-Policy", "same-origin")
+	}
 	// Member pages are personal and carry forms: never cache them.
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Type", "text/html; charset=utf-8")
@@ -95,6 +98,7 @@ type layoutData struct {
 	SettingsPages    []SettingsPage
 	CurrentPath      string
 	OpenRegistration bool
+	ReferrerPolicy   string
 	Body             template.HTML
 }
 
@@ -118,7 +122,11 @@ func (p *Pages) Render(w http.ResponseWriter, r *http.Request, status int, title
 		Member:           p.CurrentMember(r),
 		CurrentPath:      r.URL.Path,
 		OpenRegistration: p.opts.OpenRegistration,
+		ReferrerPolicy:   "same-origin",
 		Body:             template.HTML(body.String()),
+	}
+	if rp := w.Header().Get("Referrer-Policy"); rp == "no-referrer" {
+		ld.ReferrerPolicy = rp
 	}
 	if ld.Member != nil {
 		ld.SettingsPages = p.SettingsPages()
