@@ -257,6 +257,7 @@ func memberCommand() *cobra.Command {
 	passwd.Flags().Bool("password-stdin", false, "Read the password from the first line of standard input")
 
 	member.AddCommand(add, list, suspend, unsuspend, passwd, remove)
+	member.AddCommand(memberSelfCommands()...)
 	return member
 }
 
