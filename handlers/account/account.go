@@ -223,30 +223,13 @@ func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.Protect(http.HandlerFunc(p.serveSignUp)).ServeHTTP(w, r)
 	case SettingsPath, SettingsPath + "/":
 		p.serveSettings(w, r)
-	case AccountPath, AccountPath + "/":
-		m, ok := p.RequireMember(w, r)
-		if !ok {
-			return
-		}
-		p.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.serveAccount(w, r, m) })).ServeHTTP(w, withMember(r, m))
 	default:
 		if IsResetPath(r.URL.Path) {
 			p.Protect(http.HandlerFunc(p.serveReset)).ServeHTTP(w, r)
 			return
 		}
-		if strings.HasPrefix(r.URL.Path, AccountPath+"/") {
-			// The account page's forms: a signed-out post goes to sign-in
-			// and back to the page, not to the form's path.
-			m, err := p.sessionMember(r)
-			if err != nil {
-				p.renderStoreFailure(w, r, err, "")
-				return
-			}
-			if m == nil {
-				http.Redirect(w, r, SignInURL(AccountPath), http.StatusSeeOther)
-				return
-			}
-			p.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.serveAccount(w, r, m) })).ServeHTTP(w, withMember(r, m))
+		if r.URL.Path == AccountPath || strings.HasPrefix(r.URL.Path, AccountPath+"/") {
+			p.serveAccountPages(w, r)
 			return
 		}
 		sp, ok := p.settingsPageFor(r.URL.Path)

@@ -61,6 +61,22 @@ var accountNotices = map[string]string{
 	"twofactor_off":   "Two-factor sign-in is off.",
 }
 
+// serveAccountPages serves AccountPath and its forms to the signed-in
+// member. Signed out, the page and every form go to sign-in, which comes
+// back to the page (not to a form's path).
+func (p *Pages) serveAccountPages(w http.ResponseWriter, r *http.Request) {
+	m, err := p.sessionMember(r)
+	if err != nil {
+		p.renderStoreFailure(w, r, err, "")
+		return
+	}
+	if m == nil {
+		http.Redirect(w, r, SignInURL(AccountPath), http.StatusSeeOther)
+		return
+	}
+	p.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.serveAccount(w, r, m) })).ServeHTTP(w, withMember(r, m))
+}
+
 func (p *Pages) serveAccount(w http.ResponseWriter, r *http.Request, m *storage.Member) {
 	sub := strings.TrimPrefix(r.URL.Path, AccountPath)
 	if sub == "" || sub == "/" {

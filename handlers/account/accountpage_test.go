@@ -241,6 +241,12 @@ func TestAccountDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, tokSecret, _ := f.store.CreateAPIToken(m.ID, "cli", 0)
+	app, _, _ := f.store.CreateOAuthApp("App", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
+	code, _ := f.store.CreateOAuthCode(app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
+	_, oauthSecret, err := f.store.ExchangeOAuthCode(code, func(*storage.OAuthCode) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	r := f.post(c, "/settings/account/delete", url.Values{"confirm_username": {"bob"}, "current_password": {password}})
 	wantStatus(t, r, http.StatusBadRequest)
@@ -268,6 +274,12 @@ func TestAccountDelete(t *testing.T) {
 	}
 	if _, _, err := f.store.APITokenMember(tokSecret); err == nil {
 		t.Fatal("API token works after delete")
+	}
+	if _, _, err := f.store.OAuthToken(oauthSecret); err == nil {
+		t.Fatal("OAuth token works after delete")
+	}
+	if apps, _ := f.store.AuthorizedOAuthApps(m.ID); len(apps) != 0 {
+		t.Fatalf("grants left: %d", len(apps))
 	}
 	if list, _ := f.store.Sessions(m.ID); len(list) != 0 {
 		t.Fatalf("%d sessions left", len(list))
