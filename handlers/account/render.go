@@ -91,12 +91,16 @@ func (p *Pages) setHeaders(w http.ResponseWriter) {
 }
 
 type layoutData struct {
-	SiteName         string
-	Title            string
-	CSS              template.CSS
-	Member           *storage.Member
-	SettingsPages    []SettingsPage
-	CurrentPath      string
+	SiteName      string
+	Title         string
+	CSS           template.CSS
+	Member        *storage.Member
+	SettingsPages []SettingsPage
+	CurrentPath   string
+	// OnSettings and OnAccount mark the current page in the menu (computed
+	// here: a template's eq costs a reflective call per page view).
+	OnSettings       bool
+	OnAccount        bool
 	OpenRegistration bool
 	ReferrerPolicy   string
 	Body             template.HTML
@@ -121,6 +125,8 @@ func (p *Pages) Render(w http.ResponseWriter, r *http.Request, status int, title
 		CSS:              template.CSS(styleSheet),
 		Member:           p.CurrentMember(r),
 		CurrentPath:      r.URL.Path,
+		OnSettings:       r.URL.Path == SettingsPath,
+		OnAccount:        r.URL.Path == AccountPath,
 		OpenRegistration: p.opts.OpenRegistration,
 		ReferrerPolicy:   "same-origin",
 		Body:             template.HTML(body.String()),

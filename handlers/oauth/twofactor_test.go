@@ -57,3 +57,43 @@ func TestAuthorizeWithTwoFactorNeedsTheCode(t *testing.T) {
 	wantStatus(t, consent, http.StatusOK)
 	wantBody(t, consent, "Tooter")
 }
+
+// The two-factor and reset-link flows log no secret: the fixture's cleanup
+// looks for session ids, challenges and reset tokens in the debug log, and
+// this test for the TOTP key and the recovery codes.
+func TestTwoFactorAndResetLinkLogNoSecrets(t *testing.T) {
+	f := newFixture(t)
+	m := f.member("alice")
+	const secret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
+	_ = f.store.StartTwoFactorSetup(m.ID, secret)
+	first, _ := storage.TOTPCode(secret, time.Now().Add(-30*time.Second))
+	codes, err := f.store.ConfirmTwoFactor(m.ID, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := f.browser()
+	p := b.get(account.SignInPath)
+	r := b.submit(p, account.SignInPath, url.Values{"username": {"alice"}, "password": {password}})
+	codePage := b.follow(r)
+	wantStatus(t, b.submit(codePage, account.TwoFactorPath, url.Values{"code": {"zzzzz-zzzzz"}}), http.StatusUnauthorized)
+	wantStatus(t, b.submit(codePage, account.TwoFactorPath, url.Values{"code": {codes[0]}}), http.StatusSeeOther)
+
+	token, _, _, err := f.store.CreateResetLink("alice", time.Hour, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := f.browser()
+	page := rb.get(account.ResetPathPrefix + token)
+	wantStatus(t, page, http.StatusOK)
+	wantStatus(t, rb.submit(page, account.ResetPathPrefix+token, url.Values{
+		"password": {"Zq9 brand-new secret"}, "password_confirmation": {"Zq9 brand-new secret"}, "code": {codes[1]}}), http.StatusOK)
+	logs := f.logs.String()
+	if !strings.Contains(logs, "reset link") || !strings.Contains(logs, "signed in") {
+		t.Fatalf("the flows were not logged at all:\n%s", logs)
+	}
+	for _, s := range append([]string{secret, token, "Zq9 brand-new secret"}, codes...) {
+		if strings.Contains(logs, s) {
+			t.Errorf("%.6s... appears in the logs:\n%s", s, logs)
+		}
+	}
+}
