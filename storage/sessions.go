@@ -47,6 +47,9 @@ const (
 	// hex digits of its digest. It names the session on the account page and
 	// the CLI; it is not the cookie's secret and cannot be turned into it.
 	SessionPublicIDLen = 16
+	// MaxSessionsPerMember bounds a member's live sessions (and so the cost
+	// of listing them): signing in beyond it ends the least recently used.
+	MaxSessionsPerMember = 100
 )
 
 // SessionPrefix starts every session id, so a leaked value is recognisable.
@@ -98,6 +101,9 @@ func (s *Store) CreateSessionWith(memberID string, ttl time.Duration, info Sessi
 	}
 	err := s.Update(func(tx *Tx) error {
 		if _, err := tx.MemberByID(memberID); err != nil {
+			return err
+		}
+		if err := tx.trimMemberSessions(memberID, MaxSessionsPerMember-1); err != nil {
 			return err
 		}
 		if err := tx.putJSON(sessionKey(d), sess, ttl); err != nil {
@@ -271,6 +277,46 @@ func (s *Store) DeleteSession(id string) error {
 		}
 		return tx.delete(memberSessionKey(sess.MemberID, d))
 	})
+}
+
+// trimMemberSessions ends memberID's least recently used sessions (and
+// index entries of ended ones) until at most keep are left.
+func (tx *Tx) trimMemberSessions(memberID string, keep int) error {
+	digests, err := tx.suffixes(memberSessionsPrefix(memberID))
+	if err != nil || len(digests) <= keep {
+		return err
+	}
+	type live struct {
+		digest string
+		seen   time.Time
+	}
+	var sessions []live
+	for _, d := range digests {
+		var sess Session
+		err := tx.getJSON(sessionKey(d), &sess)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if err == nil && time.Now().Before(sess.ExpiresAt) {
+			sessions = append(sessions, live{d, sess.LastSeen()})
+			continue
+		}
+		if err := tx.delete(memberSessionKey(memberID, d)); err != nil {
+			return err
+		}
+	}
+	sort.Slice(sessions, func(i, j int) bool { return sessions[i].seen.Before(sessions[j].seen) })
+	for len(sessions) > keep {
+		d := sessions[0].digest
+		if err := tx.delete(sessionKey(d)); err != nil {
+			return err
+		}
+		if err := tx.delete(memberSessionKey(memberID, d)); err != nil {
+			return err
+		}
+		sessions = sessions[1:]
+	}
+	return nil
 }
 
 func (tx *Tx) deleteMemberSessions(memberID string) error {

@@ -136,3 +136,36 @@ func TestSessionWithoutMetadataKeepsWorking(t *testing.T) {
 		t.Fatalf("old session after touch: %+v", sess)
 	}
 }
+
+// Signing in beyond MaxSessionsPerMember ends the least recently used
+// session, so a member's list stays bounded.
+func TestSessionsPerMemberAreBounded(t *testing.T) {
+	st := openTestStore(t)
+	m, _ := st.CreateMember("alice", "", "correct horse")
+	first, _ := st.CreateSession(m.ID, time.Hour)
+	ids := []string{first}
+	for range MaxSessionsPerMember - 1 {
+		id, err := st.CreateSession(m.ID, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	// The first one is used again: the second is now the least recent.
+	time.Sleep(5 * time.Millisecond)
+	if err := st.TouchSession(first, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateSession(m.ID, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := st.Sessions(m.ID); len(list) != MaxSessionsPerMember {
+		t.Fatalf("%d sessions, want %d", len(list), MaxSessionsPerMember)
+	}
+	if _, err := st.SessionMember(first); err != nil {
+		t.Fatalf("the recently used session ended: %v", err)
+	}
+	if _, err := st.SessionMember(ids[1]); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the least recently used session survived: %v", err)
+	}
+}
