@@ -50,6 +50,9 @@ func TestSessionRecordsDeviceAddressAndLastSeen(t *testing.T) {
 	if s.Device != "Firefox on Linux" || s.Address != "198.51.100.23" {
 		t.Fatalf("session metadata: %+v", s)
 	}
+	page := f.get(c, "/settings/account")
+	wantBody(t, page, "Firefox on Linux <strong>(this device)</strong>")
+	wantBody(t, page, "<td>198.51.100.23</td>")
 	first := s.LastSeen()
 	time.Sleep(5 * time.Millisecond)
 	for range 3 {
