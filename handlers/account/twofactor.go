@@ -59,6 +59,9 @@ func (p *Pages) serveTwoFactor(w http.ResponseWriter, r *http.Request) {
 	if !p.allowed(w, r, http.MethodGet, http.MethodPost) {
 		return
 	}
+	if r.Method == http.MethodPost && !p.ParseForm(w, r) {
+		return
+	}
 	d := twoFactorData{ReturnTo: returnTo(r)}
 	c, err := r.Cookie(challengeCookie)
 	secret := ""
@@ -80,10 +83,6 @@ func (p *Pages) serveTwoFactor(w http.ResponseWriter, r *http.Request) {
 		p.Render(w, r, http.StatusOK, "Two-factor sign-in", twoFactorTmpl, d)
 		return
 	}
-	if !p.ParseForm(w, r) {
-		return
-	}
-	d.ReturnTo = returnTo(r)
 	code := strings.TrimSpace(r.PostForm.Get("code"))
 	if code == "" {
 		d.Error = "Enter the code from your authenticator app, or a recovery code."

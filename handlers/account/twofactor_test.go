@@ -202,3 +202,16 @@ func TestTwoFactorDisable(t *testing.T) {
 		t.Fatalf("sign-in after turning off: %q", r.Header.Get("Location"))
 	}
 }
+
+func TestTwoFactorPageRefusesBigBodies(t *testing.T) {
+	f := newFixture(t, account.Options{MaxFormBytes: 1024})
+	f.member("alice")
+	_, codes := f.enableTwoFactor(f.signedIn("alice"))
+	c := f.browser()
+	wantStatus(t, f.signIn(c, "alice", password, ""), http.StatusSeeOther)
+	r := f.post(c, "/auth/two_factor", url.Values{"code": {codes[0]}, "pad": {strings.Repeat("x", 2000)}})
+	wantStatus(t, r, http.StatusRequestEntityTooLarge)
+	if sessionCookie(r) != nil {
+		t.Fatal("signed in by a refused form")
+	}
+}
