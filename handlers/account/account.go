@@ -39,6 +39,12 @@ const (
 	DefaultSignUpWindow              = time.Hour
 	DefaultMaxFormBytes        int64 = 16 << 10
 	DefaultSiteName                  = "Hearth"
+	// AccountChangesPerMember bounds the account page's forms a member can
+	// post within AccountChangesWindow (display name, sessions, password,
+	// two-factor, deletion), on top of the failure limits of the forms that
+	// check a password or code.
+	AccountChangesPerMember = 30
+	AccountChangesWindow    = 5 * time.Minute
 )
 
 // Options configure the member pages. Zero values take the defaults above.
@@ -131,6 +137,7 @@ type Pages struct {
 	byUsername *ratelimit.Limiter
 	byIP       *ratelimit.Limiter
 	signUps    *ratelimit.Limiter
+	changes    *ratelimit.Limiter
 	cop        *http.CrossOriginProtection
 
 	mu       sync.RWMutex
@@ -146,6 +153,7 @@ func New(store *storage.Store, opts Options) *Pages {
 		byUsername: opts.RateLimits.Limiter("account.failures.username", opts.FailuresPerUsername, opts.FailureWindow),
 		byIP:       opts.RateLimits.Limiter("account.failures.ip", opts.FailuresPerIP, opts.FailureWindow),
 		signUps:    opts.RateLimits.Limiter("account.signups", opts.SignUpsPerIP, opts.SignUpWindow),
+		changes:    opts.RateLimits.Limiter("account.changes", AccountChangesPerMember, AccountChangesWindow),
 		cop:        http.NewCrossOriginProtection(),
 	}
 	for _, o := range opts.TrustedOrigins {

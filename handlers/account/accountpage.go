@@ -16,6 +16,7 @@ import (
 	"github.com/pquerna/otp/totp"
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -102,6 +103,14 @@ func (p *Pages) serveAccount(w http.ResponseWriter, r *http.Request, m *storage.
 		return
 	}
 	if !p.allowed(w, r, http.MethodPost) || !p.ParseForm(w, r) {
+		return
+	}
+	if res := p.changes.Allow("member:" + m.ID); !res.Allowed {
+		metrics.RateLimited(metrics.LimitAccountChanges)
+		secs := ratelimit.RetryAfterSeconds(res.RetryAfter)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		p.renderAccount(w, r, m, http.StatusTooManyRequests, accountData{
+			Notice: "You made many changes in a short time. You can try again in " + humanWait(secs) + "."})
 		return
 	}
 	h(w, r, m)

@@ -2,6 +2,7 @@ package account_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -289,4 +290,25 @@ func TestAccountDelete(t *testing.T) {
 	if _, err := f.store.Member("bob"); err != nil {
 		t.Fatalf("bob deleted too: %v", err)
 	}
+}
+
+func TestAccountFormsAreRateLimited(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	f.member("alice")
+	f.member("bob")
+	c := f.signedIn("alice")
+	for i := range account.AccountChangesPerMember {
+		wantStatus(t, f.post(c, "/settings/account/display_name", url.Values{"display_name": {fmt.Sprint("Alice ", i)}}), http.StatusSeeOther)
+	}
+	r := f.post(c, "/settings/account/display_name", url.Values{"display_name": {"One too many"}})
+	wantStatus(t, r, http.StatusTooManyRequests)
+	if r.Header.Get("Retry-After") == "" {
+		t.Fatal("no Retry-After")
+	}
+	wantBody(t, r, "You made many changes in a short time.")
+	if m, _ := f.store.Member("alice"); m.DisplayName == "One too many" {
+		t.Fatal("a limited form changed the name")
+	}
+	// Another member is not limited by alice's changes.
+	wantStatus(t, f.post(f.signedIn("bob"), "/settings/account/display_name", url.Values{"display_name": {"Bob"}}), http.StatusSeeOther)
 }

@@ -48,6 +48,7 @@ const (
 	LimitOAuthToken        = "oauth_token"
 	LimitSignIn            = "signin"
 	LimitSignUp            = "signup"
+	LimitAccountChanges    = "account_changes"
 	LimitGraphQL           = "graphql"
 	LimitNewsletter        = "newsletter"
 	LimitAgentRegistration = "agent_registration"
