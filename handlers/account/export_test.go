@@ -5,7 +5,6 @@ import "time"
 // SetSessionTouchInterval changes how stale a last-seen time may get, for
 // a test; the returned function restores it.
 func SetSessionTouchInterval(d time.Duration) func() {
-	old := sessionTouchInterval
-	sessionTouchInterval = d
-	return func() { sessionTouchInterval = old }
+	old := sessionTouchInterval.Swap(int64(d))
+	return func() { sessionTouchInterval.Store(old) }
 }

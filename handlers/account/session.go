@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -47,7 +48,7 @@ func (p *Pages) sessionMember(r *http.Request) (*storage.Member, error) {
 	}
 	// Last seen is kept to the nearest few minutes: a page view does not
 	// write, one every SessionTouchInterval does (asynchronously).
-	if time.Since(sess.LastSeen()) >= sessionTouchInterval {
+	if time.Since(sess.LastSeen()) >= time.Duration(sessionTouchInterval.Load()) {
 		if err := p.store.TouchSession(c.Value, p.opts.ClientIP(r)); err != nil {
 			p.opts.Logger.Warn("record session last seen", zap.Error(err))
 		}
@@ -59,7 +60,12 @@ func (p *Pages) sessionMember(r *http.Request) (*storage.Member, error) {
 // before a request records it again.
 const SessionTouchInterval = 5 * time.Minute
 
-var sessionTouchInterval = SessionTouchInterval
+// sessionTouchInterval is SessionTouchInterval, which tests shorten.
+var sessionTouchInterval = func() *atomic.Int64 {
+	var v atomic.Int64
+	v.Store(int64(SessionTouchInterval))
+	return &v
+}()
 
 // RequireMember returns the signed-in member. When r has none, it answers
 // with a 303 redirect to the sign-in page, which comes back to r's path and
