@@ -162,11 +162,7 @@ func (s *Store) TwoFactorSetupSecret(memberID string) (string, error) {
 // current code of the secret waiting for confirmation, and returns the new
 // recovery codes (shown once; only their digests are kept).
 func (s *Store) ConfirmTwoFactor(memberID, code string) ([]string, error) {
-	codes := newRecoveryCodes(RecoveryCodeCount)
-	digests := make([]string, len(codes))
-	for i, c := range codes {
-		digests[i] = Digest(normalizeRecoveryCode(c))
-	}
+	codes, digests := recoveryCodesAndDigests()
 	err := s.Update(func(tx *Tx) error {
 		m, err := tx.MemberByID(memberID)
 		if err != nil {
@@ -238,6 +234,35 @@ func (s *Store) CheckSecondFactor(memberID, code string) (recovery bool, err err
 		return ErrWrongCode
 	})
 	return recovery, err
+}
+
+// NewRecoveryCodes replaces memberID's recovery codes with RecoveryCodeCount
+// new ones and returns them (shown once; the old ones stop working).
+func (s *Store) NewRecoveryCodes(memberID string) ([]string, error) {
+	codes, digests := recoveryCodesAndDigests()
+	err := s.Update(func(tx *Tx) error {
+		var tf TwoFactor
+		if err := tx.getJSON(twoFactorKey(memberID), &tf); errors.Is(err, ErrNotFound) {
+			return ErrTwoFactorOff
+		} else if err != nil {
+			return err
+		}
+		tf.RecoveryDigests = digests
+		return tx.putJSON(twoFactorKey(memberID), tf, 0)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return codes, nil
+}
+
+func recoveryCodesAndDigests() ([]string, []string) {
+	codes := newRecoveryCodes(RecoveryCodeCount)
+	digests := make([]string, len(codes))
+	for i, c := range codes {
+		digests[i] = Digest(normalizeRecoveryCode(c))
+	}
+	return codes, digests
 }
 
 // TwoFactorStatus reports whether memberID has two-factor sign-in on, and

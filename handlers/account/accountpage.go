@@ -88,14 +88,15 @@ func (p *Pages) serveAccount(w http.ResponseWriter, r *http.Request, m *storage.
 		return
 	}
 	handlers := map[string]func(http.ResponseWriter, *http.Request, *storage.Member){
-		"/display_name":        p.postDisplayName,
-		"/password":            p.postPassword,
-		"/sessions/end":        p.postEndSession,
-		"/sessions/end_others": p.postEndOtherSessions,
-		"/delete":              p.postDeleteAccount,
-		"/two_factor/start":    p.postTwoFactorStart,
-		"/two_factor/confirm":  p.postTwoFactorConfirm,
-		"/two_factor/disable":  p.postTwoFactorDisable,
+		"/display_name":              p.postDisplayName,
+		"/password":                  p.postPassword,
+		"/sessions/end":              p.postEndSession,
+		"/sessions/end_others":       p.postEndOtherSessions,
+		"/delete":                    p.postDeleteAccount,
+		"/two_factor/start":          p.postTwoFactorStart,
+		"/two_factor/confirm":        p.postTwoFactorConfirm,
+		"/two_factor/disable":        p.postTwoFactorDisable,
+		"/two_factor/recovery_codes": p.postRecoveryCodes,
 	}
 	h, ok := handlers[sub]
 	if !ok {
@@ -348,6 +349,38 @@ func (p *Pages) postTwoFactorDisable(w http.ResponseWriter, r *http.Request, m *
 	}
 	p.opts.Logger.Info("member turned two-factor sign-in off", zap.String("username", m.Username))
 	done(w, r, "twofactor_off")
+}
+
+// postRecoveryCodes replaces the recovery codes, with the password and a
+// code (or a recovery code) as for turning two-factor sign-in off.
+func (p *Pages) postRecoveryCodes(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+	if _, err := p.checkPassword(r, m.Username, r.PostForm.Get("current_password")); err != nil {
+		p.passwordError(w, r, m, "twofactor", err)
+		return
+	}
+	code := r.PostForm.Get("code")
+	err := p.underFailureLimits(r, m.Username, func() error {
+		_, err := p.store.CheckSecondFactor(m.ID, code)
+		return err
+	}, isCodeFailure)
+	if errors.Is(err, storage.ErrTwoFactorOff) {
+		p.accountError(w, r, m, http.StatusConflict, "twofactor", "Two-factor sign-in is off, so there are no recovery codes.")
+		return
+	}
+	if err != nil {
+		p.passwordError(w, r, m, "twofactor", err)
+		return
+	}
+	codes, err := p.store.NewRecoveryCodes(m.ID)
+	if err != nil {
+		p.renderStoreFailure(w, r, err, "New recovery codes could not be made. Try again in a moment.")
+		return
+	}
+	p.opts.Logger.Info("member made new recovery codes", zap.String("username", m.Username))
+	p.renderAccount(w, r, m, http.StatusOK, accountData{
+		Notice:        "Your new recovery codes are below; the old ones no longer work. Save them now.",
+		RecoveryCodes: codes,
+	})
 }
 
 // isCodeFailure: a wrong or reused second-factor code counts as a failed

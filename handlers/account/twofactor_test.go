@@ -215,3 +215,28 @@ func TestTwoFactorPageRefusesBigBodies(t *testing.T) {
 		t.Fatal("signed in by a refused form")
 	}
 }
+
+func TestNewRecoveryCodes(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	f.member("alice")
+	c := f.signedIn("alice")
+	_, codes := f.enableTwoFactor(c)
+	r := f.post(c, "/settings/account/two_factor/recovery_codes", url.Values{"current_password": {password}, "code": {"zzzzz-zzzzz"}})
+	wantStatus(t, r, http.StatusUnauthorized)
+	r = f.post(c, "/settings/account/two_factor/recovery_codes", url.Values{"current_password": {password}, "code": {codes[0]}})
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "Your new recovery codes are below")
+	var fresh []string
+	for _, m := range recoveryRE.FindAllStringSubmatch(r.body, -1) {
+		fresh = append(fresh, m[1])
+	}
+	if len(fresh) != storage.RecoveryCodeCount {
+		t.Fatalf("%d new codes", len(fresh))
+	}
+	wantBody(t, f.get(c, "/settings/account"), "You have 10 recovery codes left.")
+	// The old codes stopped working; a new one signs in.
+	b := f.browser()
+	wantStatus(t, f.signIn(b, "alice", password, ""), http.StatusSeeOther)
+	wantStatus(t, f.post(b, "/auth/two_factor", url.Values{"code": {codes[1]}}), http.StatusUnauthorized)
+	wantStatus(t, f.post(b, "/auth/two_factor", url.Values{"code": {fresh[0]}}), http.StatusSeeOther)
+}
