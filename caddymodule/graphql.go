@@ -24,7 +24,10 @@ func init() {
 	caddy.RegisterModule(GraphQL{})
 	httpcaddyfile.RegisterHandlerDirective("hearth_graphql", parseGraphQL)
 	httpcaddyfile.RegisterDirectiveOrder("hearth_graphql", httpcaddyfile.Before, "respond")
-	registerAdminEndpoint("/hearth/members/{username}/api_tokens", adminMethods{http.MethodPost: adminCreateAPIToken})
+	registerAdminEndpoint("/hearth/members/{username}/api_tokens", adminMethods{
+		http.MethodGet:  adminListAPITokens,
+		http.MethodPost: adminCreateAPIToken,
+	})
 	addHearthCommand(tokenCommand)
 }
 
@@ -115,6 +118,7 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 		AccountDomain:         h.AccountDomain,
 	})
 	app.onStart(h.server.Start) // addArticleFromUrl's pending fetches, once the store is open
+	app.onCleanup(h.server.Close)
 	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
 	h.pages.AddSettingsPage(h.server.ExportPage(h.pages))
 	return nil

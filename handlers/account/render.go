@@ -20,13 +20,16 @@ import (
 var files embed.FS
 
 var (
-	layoutTmpl   = parse("layout.html")
-	signInTmpl   = parse("sign_in.html")
-	signUpTmpl   = parse("sign_up.html")
-	signOutTmpl  = parse("sign_out.html")
-	settingsTmpl = parse("settings.html")
-	messageTmpl  = parse("message.html")
-	landingTmpl  = parse("landing.html")
+	layoutTmpl    = parse("layout.html")
+	signInTmpl    = parse("sign_in.html")
+	signUpTmpl    = parse("sign_up.html")
+	signOutTmpl   = parse("sign_out.html")
+	settingsTmpl  = parse("settings.html")
+	messageTmpl   = parse("message.html")
+	landingTmpl   = parse("landing.html")
+	accountTmpl   = parse("account.html")
+	twoFactorTmpl = parse("two_factor.html")
+	resetTmpl     = parse("reset.html")
 
 	// The stylesheet is inlined in every page and allowed by its hash, so
 	// the policy needs neither 'unsafe-inline' nor a stylesheet route.
@@ -98,21 +101,29 @@ func (p *Pages) setHeaders(w http.ResponseWriter) {
 	}
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "same-origin")
+	if h.Get("Referrer-Policy") == "" {
+		h.Set("Referrer-Policy", "same-origin")
+	}
 	h.Set("Content-Type", "text/html; charset=utf-8")
 }
 
 type layoutData struct {
-	SiteName         string
-	ScriptSrc        string
-	ScriptIntegrity  string
-	NoHeading        bool
-	Title            string
-	CSS              template.CSS
-	Member           *storage.Member
-	SettingsPages    []SettingsPage
-	CurrentPath      string
+	SiteName        string
+	ScriptSrc       string
+	ScriptIntegrity string
+	NoHeading       bool
+	Title           string
+	FullTitle       string // Title · SiteName, or SiteName alone when they are the same
+	CSS             template.CSS
+	Member          *storage.Member
+	SettingsPages   []SettingsPage
+	CurrentPath     string
+	// OnSettings and OnAccount mark the current page in the menu (computed
+	// here: a template's eq costs a reflective call per page view).
+	OnSettings       bool
+	OnAccount        bool
 	OpenRegistration bool
+	ReferrerPolicy   string
 	Body             template.HTML
 }
 
@@ -135,8 +146,14 @@ func (p *Pages) Render(w http.ResponseWriter, r *http.Request, status int, title
 		CSS:              template.CSS(styleSheet),
 		Member:           p.CurrentMember(r),
 		CurrentPath:      r.URL.Path,
+		OnSettings:       r.URL.Path == SettingsPath,
+		OnAccount:        r.URL.Path == AccountPath,
 		OpenRegistration: p.opts.OpenRegistration,
+		ReferrerPolicy:   "same-origin",
 		Body:             template.HTML(body.String()),
+	}
+	if rp := w.Header().Get("Referrer-Policy"); rp == "no-referrer" {
+		ld.ReferrerPolicy = rp
 	}
 	if ld.Member != nil {
 		ld.SettingsPages = p.SettingsPages()
@@ -168,13 +185,23 @@ func (p *Pages) RenderPublic(w http.ResponseWriter, r *http.Request, status int,
 	if p != nil {
 		ld.OpenRegistration = p.opts.OpenRegistration
 	}
-	// The page has no form (no member menu): it may post nowhere.
+	// The page has no form (no member menu): it may post nowhere; it
+	// links out (an agent's NIP-05 site) without telling where from.
 	w.Header().Set("Content-Security-Policy", policy("'none'"))
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	ld.ReferrerPolicy = "no-referrer"
 	p.writePage(w, r, status, cacheControl, ld)
 }
 
 func (p *Pages) writePage(w http.ResponseWriter, r *http.Request, status int, cacheControl string, ld layoutData) {
 	ld.ScriptSrc, ld.ScriptIntegrity = copyScriptSrc, strings.Trim(copyScriptHash, "'")
+	if ld.ReferrerPolicy == "" {
+		ld.ReferrerPolicy = "same-origin"
+	}
+	ld.FullTitle = ld.SiteName
+	if ld.Title != ld.SiteName {
+		ld.FullTitle = ld.Title + " · " + ld.SiteName
+	}
 	var out bytes.Buffer
 	if err := layoutTmpl.Execute(&out, ld); err != nil {
 		p.logger().Error("render layout", zap.Error(err))
