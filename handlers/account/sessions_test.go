@@ -52,7 +52,7 @@ func TestSessionRecordsDeviceAddressAndLastSeen(t *testing.T) {
 	}
 	page := f.get(c, "/settings/account")
 	wantBody(t, page, "Firefox on Linux <strong>(this device)</strong>")
-	wantBody(t, page, "<td>198.51.100.23</td>")
+	wantBody(t, page, `<td data-label="Address">198.51.100.23</td>`)
 	first := s.LastSeen()
 	time.Sleep(5 * time.Millisecond)
 	for range 3 {

@@ -13,7 +13,7 @@ import (
 )
 
 var (
-	secretRE   = regexp.MustCompile(`<code class="secret">([A-Z2-7]+)</code>`)
+	secretRE   = regexp.MustCompile(`<code class="secret" id="totp-key" data-copy>([A-Z2-7]+)</code>`)
 	recoveryRE = regexp.MustCompile(`<li><code>([a-z2-9]{5}-[a-z2-9]{5})</code></li>`)
 )
 
