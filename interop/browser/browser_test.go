@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/exec"
@@ -42,6 +43,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
+	"github.com/pquerna/otp/totp"
 
 	_ "github.com/hearthkit/caddy-hearth/caddymodule"
 )
@@ -631,4 +633,166 @@ func TestMemberPagesInChromium(t *testing.T) {
 	if loc := s.location(); !strings.HasPrefix(loc, site+"/auth/sign_in") {
 		t.Fatalf("after signing out /settings shows %s", loc)
 	}
+
+	s.accountFlows()
+}
+
+// accountFlows is bob's account page: end a session, change the password,
+// two-factor sign-in with its recovery codes, a reset link's page, and
+// deleting the account.
+func (s *suite) accountFlows() {
+	t := s.t
+	const bob, newPassword = "bob", "a new and longer password"
+	addMember(t, bob, password)
+	s.signIn(bob, password)
+	s.open("/settings/api_tokens")
+	s.run("name a token", chromedp.SendKeys("#name", "bob's script", chromedp.ByID))
+	s.submit(`form input[name=action][value=create] ~ p button[type=submit]`)
+	bobToken := s.text("#secret")
+	s.open("/settings/account")
+	s.check("account")
+
+	// A session elsewhere (a program signing in), ended from the page
+	// after its confirm step: that session is signed out.
+	other := signInHTTP(t, bob, password)
+	if !signedIn(t, other) {
+		t.Fatal("the second session of bob does not work")
+	}
+	s.open("/settings/account")
+	s.run("open the end-session step", chromedp.Click(`summary[aria-label^="End the session on"]`, chromedp.ByQuery, chromedp.NodeVisible))
+	s.check("account-end-session")
+	s.submit(`details.confirm[open] button.danger`)
+	if signedIn(t, other) {
+		t.Fatal("the session ended on the account page still works")
+	}
+
+	// Changing the password signs out the other sessions; the old
+	// password no longer signs in, the new one does.
+	other = signInHTTP(t, bob, password)
+	s.open("/settings/account")
+	s.run("type the passwords",
+		chromedp.SendKeys("#current_password", password, chromedp.ByID),
+		chromedp.SendKeys("#new_password", newPassword, chromedp.ByID),
+		chromedp.SendKeys("#password_confirmation", newPassword, chromedp.ByID))
+	s.submit(`form[action="/settings/account/password"] button[type=submit]`)
+	s.check("account-password-changed")
+	if signedIn(t, other) {
+		t.Fatal("another session survived the password change")
+	}
+	if signedIn(t, signInHTTP(t, bob, password)) || !signedIn(t, signInHTTP(t, bob, newPassword)) {
+		t.Fatal("after the change the old password works or the new one does not")
+	}
+
+	// Two-factor sign-in: the setup page (QR code, key with a Copy
+	// button), a code from the key (pquerna/otp, as an authenticator app
+	// computes it), then the recovery codes shown once.
+	s.open("/settings/account")
+	s.run("type the password", chromedp.SendKeys("#start_password", newPassword, chromedp.ByID))
+	s.submit(`form[action="/settings/account/two_factor/start"] button[type=submit]`)
+	s.check("account-two-factor-setup")
+	s.copyButtonWorks("#totp-key")
+	code, err := totp.GenerateCode(s.text("#totp-key"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.run("type the code", chromedp.SendKeys("#confirm_code", code, chromedp.ByID))
+	s.submit(`form[action="/settings/account/two_factor/confirm"] button[type=submit]`)
+	var recovery []string
+	s.run("read the recovery codes", chromedp.Evaluate(`[...document.querySelectorAll("#recovery-codes code")].map(c => c.textContent)`, &recovery))
+	if len(recovery) != 10 {
+		t.Fatalf("%d recovery codes shown, want 10", len(recovery))
+	}
+	s.check("account-recovery-codes")
+	s.copyButtonWorks("#recovery-codes")
+
+	// Signing in again asks for the second factor; a recovery code does.
+	s.open("/auth/sign_out")
+	s.submit(`main button[type=submit]`)
+	s.open("/auth/sign_in")
+	s.run("type the password",
+		chromedp.SendKeys("#username", bob, chromedp.ByID),
+		chromedp.SendKeys("#password", newPassword, chromedp.ByID))
+	s.submit(`main button[type=submit]`)
+	if loc := s.location(); !strings.HasPrefix(loc, site+"/auth/two_factor") {
+		t.Fatalf("with two-factor sign-in on, the password leads to %s", loc)
+	}
+	s.check("two-factor")
+	s.run("type a recovery code", chromedp.SendKeys("#code", recovery[0], chromedp.ByID))
+	s.submit(`main button[type=submit]`)
+	if loc := s.location(); loc != site+"/settings" {
+		t.Fatalf("after the recovery code the browser is at %s", loc)
+	}
+
+	// The page of a reset link the operator made (admin API, as `caddy
+	// hearth member reset-link bob` does).
+	var link struct {
+		Path string `json:"path"`
+	}
+	resp, err := http.Post("http://"+admin+"/hearth/members/bob/reset_link", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&link); err != nil || resp.StatusCode != http.StatusCreated || link.Path == "" {
+		t.Fatalf("reset link: HTTP %d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	s.open(link.Path)
+	s.check("reset-link")
+
+	// Deleting the account: the username typed, the password; then
+	// nothing of it works.
+	s.open("/settings/account")
+	s.run("confirm the deletion",
+		chromedp.SendKeys("#confirm_username", bob, chromedp.ByID),
+		chromedp.SendKeys("#delete_password", newPassword, chromedp.ByID))
+	s.submit(`form[action="/settings/account/delete"] button.danger`)
+	s.check("account-deleted")
+	if codes, _ := graphql(t, bobToken, `query { me { username } }`); len(codes) == 0 {
+		t.Fatal("the deleted member's API token still works")
+	}
+	if signedIn(t, signInHTTP(t, bob, newPassword)) {
+		t.Fatal("the deleted member still signs in")
+	}
+}
+
+// signIn signs in through the page.
+func (s *suite) signIn(username, pw string) {
+	s.t.Helper()
+	s.open("/auth/sign_in")
+	s.run("type the password",
+		chromedp.SendKeys("#username", username, chromedp.ByID),
+		chromedp.SendKeys("#password", pw, chromedp.ByID))
+	s.submit(`main button[type=submit]`)
+}
+
+// signInHTTP signs in with a program's cookie jar (another device), as the
+// sign-in form would; the client may be signed in or not (signedIn).
+func signInHTTP(t *testing.T, username, pw string) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ := http.NewRequest(http.MethodPost, site+"/auth/sign_in", strings.NewReader(url.Values{"username": {username}, "password": {pw}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", site)
+	req.Header.Set("User-Agent", "hearth-browser-suite")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return c
+}
+
+// signedIn reports whether c's session opens the settings page.
+func signedIn(t *testing.T, c *http.Client) bool {
+	t.Helper()
+	resp, err := c.Get(site + "/settings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
