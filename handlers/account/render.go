@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
+	"html"
 	"html/template"
 	"io"
 	"net/http"
@@ -44,6 +45,8 @@ var (
 	// Its URL names its version, so a browser that cached an older one for
 	// a day (serveCopyScript) fetches the new one after an upgrade.
 	copyScriptSrc = CopyScriptPath + "?v=" + url.QueryEscape(copyScriptHash[8:20])
+	copyScriptTag = template.HTML(`<script src="` + html.EscapeString(copyScriptSrc) + `" integrity="` +
+		html.EscapeString(strings.Trim(copyScriptHash, "'")) + `" defer></script>`)
 )
 
 func cspHash(s string) string {
@@ -108,16 +111,19 @@ func (p *Pages) setHeaders(w http.ResponseWriter) {
 }
 
 type layoutData struct {
-	SiteName        string
-	ScriptSrc       string
-	ScriptIntegrity string
-	NoHeading       bool
-	Title           string
-	FullTitle       string // Title · SiteName, or SiteName alone when they are the same
-	CSS             template.CSS
-	Member          *storage.Member
-	SettingsPages   []SettingsPage
-	CurrentPath     string
+	SiteName string
+	// Script is the copy script's tag, built once (escaping its
+	// attributes on every view cost allocations).
+	Script template.HTML
+	// Heading: the layout writes Title as the page's h1 (a page that
+	// starts with its own leaves it false).
+	Heading       bool
+	Title         string
+	FullTitle     string // Title · SiteName, or SiteName alone when they are the same
+	CSS           template.CSS
+	Member        *storage.Member
+	SettingsPages []SettingsPage
+	CurrentPath   string
 	// OnSettings and OnAccount mark the current page in the menu (computed
 	// here: a template's eq costs a reflective call per page view).
 	OnSettings       bool
@@ -143,6 +149,7 @@ func (p *Pages) Render(w http.ResponseWriter, r *http.Request, status int, title
 	ld := layoutData{
 		SiteName:         p.SiteName(),
 		Title:            title,
+		Heading:          true,
 		CSS:              template.CSS(styleSheet),
 		Member:           p.CurrentMember(r),
 		CurrentPath:      r.URL.Path,
@@ -176,11 +183,10 @@ func (p *Pages) RenderPublic(w http.ResponseWriter, r *http.Request, status int,
 		return
 	}
 	ld := layoutData{
-		SiteName:  p.SiteName(),
-		Title:     title,
-		NoHeading: true,
-		CSS:       template.CSS(styleSheet),
-		Body:      template.HTML(body.String()),
+		SiteName: p.SiteName(),
+		Title:    title,
+		CSS:      template.CSS(styleSheet),
+		Body:     template.HTML(body.String()),
 	}
 	if p != nil {
 		ld.OpenRegistration = p.opts.OpenRegistration
@@ -194,7 +200,7 @@ func (p *Pages) RenderPublic(w http.ResponseWriter, r *http.Request, status int,
 }
 
 func (p *Pages) writePage(w http.ResponseWriter, r *http.Request, status int, cacheControl string, ld layoutData) {
-	ld.ScriptSrc, ld.ScriptIntegrity = copyScriptSrc, strings.Trim(copyScriptHash, "'")
+	ld.Script = copyScriptTag
 	if ld.ReferrerPolicy == "" {
 		ld.ReferrerPolicy = "same-origin"
 	}
@@ -260,7 +266,6 @@ func (p *Pages) RenderLanding(w http.ResponseWriter, r *http.Request, services [
 	ld := layoutData{
 		SiteName:         p.SiteName(),
 		Title:            p.SiteName(),
-		NoHeading:        true,
 		CSS:              template.CSS(styleSheet),
 		Member:           m,
 		CurrentPath:      r.URL.Path,
