@@ -13,7 +13,8 @@ import (
 // stopped mid-fetch are found again by PendingFetches on the next start.
 //
 //	fetch/<member id>/<item id>   the URL to fetch, after "private " when it
-//	                              may be fetched from private addresses
+//	                              may be fetched from private addresses and
+//	                              then "import " when an import queued it
 //	                              (outside u/<member>/, so that one scan
 //	                              finds every member's)
 
@@ -29,24 +30,53 @@ func init() {
 // PendingFetch is an item whose page is still to be fetched. Private is
 // set when it was queued by a server that may fetch private addresses: only
 // such a server fetches it, and a stricter one never does.
+// Import is set for the items of an import: fetched politely (one at a
+// time per host) and, when the fetch fails, keeping the title they came with.
 type PendingFetch struct {
 	MemberID, ItemID, URL string
 	Private               bool
+	Import                bool
 }
 
-const privateFetch = "private "
+const (
+	privateFetch = "private "
+	importFetch  = "import "
+)
+
+// parseFetchValue reads a pending-fetch entry's value.
+func parseFetchValue(v string) (url string, private, imported bool) {
+	url, private = strings.CutPrefix(v, privateFetch)
+	url, imported = strings.CutPrefix(url, importFetch)
+	return url, private, imported
+}
+
+func fetchValue(url string, private, imported bool) []byte {
+	if imported {
+		url = importFetch + url
+	}
+	if private {
+		url = privateFetch + url
+	}
+	return []byte(url)
+}
 
 // PendingFetches returns up to limit pending fetches, in key order: those
 // with Private as given, or all when all is set.
 func (s *Store) PendingFetches(limit int, private, all bool) ([]PendingFetch, error) {
+	return s.PendingFetchesWhere(limit, func(p PendingFetch) bool { return all || p.Private == private })
+}
+
+// PendingFetchesWhere returns up to limit pending fetches that keep
+// accepts, in key order.
+func (s *Store) PendingFetchesWhere(limit int, keep func(PendingFetch) bool) ([]PendingFetch, error) {
 	var out []PendingFetch
 	prefix := key("fetch", "")
 	err := s.View(func(tx *Tx) error {
 		return tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 			member, item, ok := strings.Cut(string(k[len(prefix):]), "/")
-			u, priv := strings.CutPrefix(string(v), privateFetch)
-			if ok && (all || priv == private) {
-				out = append(out, PendingFetch{MemberID: member, ItemID: item, URL: u, Private: priv})
+			u, priv, imp := parseFetchValue(string(v))
+			if p := (PendingFetch{MemberID: member, ItemID: item, URL: u, Private: priv, Import: imp}); ok && keep(p) {
+				out = append(out, p)
 			}
 			return len(out) < limit, nil
 		})
@@ -92,7 +122,7 @@ func (s *Store) FailFetch(memberID, itemID, reason string) error {
 		if err != nil {
 			return err
 		}
-		url, _ := strings.CutPrefix(string(v), privateFetch)
+		url, _, imported := parseFetchValue(string(v))
 		if err := tx.delete(fetchKey(memberID, itemID)); err != nil {
 			return err
 		}
@@ -112,7 +142,10 @@ func (s *Store) FailFetch(memberID, itemID, reason string) error {
 		}
 		it := old
 		it.LabelIDs = append([]string(nil), old.LabelIDs...)
-		it.Title = clipRunes("Failed to process: "+url, MaxTitleLen)
+		if !imported || it.Title == "" || it.Title == url {
+			// An imported item keeps the title its export gave it.
+			it.Title = clipRunes("Failed to process: "+url, MaxTitleLen)
+		}
 		it.Description = reason
 		it.UpdatedAt = now()
 		if err := tx.putItem(&old, &it); err != nil {

@@ -712,11 +712,7 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 		}
 		out = it
 		if in.queueFetch {
-			v := norm
-			if in.fetchPrivate {
-				v = privateFetch + norm
-			}
-			if err := tx.put(fetchKey(memberID, it.ID), []byte(v), 0); err != nil {
+			if err := tx.put(fetchKey(memberID, it.ID), fetchValue(norm, in.fetchPrivate, false), 0); err != nil {
 				return err
 			}
 			if keep {
