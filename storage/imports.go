@@ -260,9 +260,10 @@ const DefaultImportLabelColor = "#7c8594"
 // position of its last entry. An item whose URL the member has is not
 // saved again: it only gets the labels it lacks. An entry the store
 // refuses (a bad URL, a title too long) is counted as failed with the
-// reason. colors names the export's label colors. It returns the job as
+// reason. colors names the export's label colors; rate (entries a second)
+// is kept for the estimate of the time left. It returns the job as
 // written last.
-func (s *Store) ImportItems(memberID, jobID string, entries []ImportEntry, colors map[string]string) (*ImportJob, error) {
+func (s *Store) ImportItems(memberID, jobID string, entries []ImportEntry, colors map[string]string, rate float64) (*ImportJob, error) {
 	var out *ImportJob
 	var apply func(part []ImportEntry) error
 	apply = func(part []ImportEntry) error {
@@ -310,6 +311,9 @@ func (s *Store) ImportItems(memberID, jobID string, entries []ImportEntry, color
 			}
 			if j.State == ImportQueued {
 				j.State = ImportRunning
+			}
+			if rate > 0 {
+				j.ItemsPerSecond = rate
 			}
 			j.UpdatedAt = now()
 			out = &j

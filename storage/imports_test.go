@@ -34,7 +34,7 @@ func TestImportItemsKeepDatesStatusLabelsAndRepeatChangesNothing(t *testing.T) {
 		}
 	}
 	j := importJob(t, st, m.ID)
-	got, err := st.ImportItems(m.ID, j.ID, entries(), nil)
+	got, err := st.ImportItems(m.ID, j.ID, entries(), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestImportItemsKeepDatesStatusLabelsAndRepeatChangesNothing(t *testing.T) {
 	// nothing new, A keeps its date and content and gains only the label.
 	extra, _ := st.CreateLabel(m.ID, "Imported", "#00ff00")
 	j2 := importJob(t, st, m.ID, extra.ID)
-	got, err = st.ImportItems(m.ID, j2.ID, entries(), nil)
+	got, err = st.ImportItems(m.ID, j2.ID, entries(), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestImportItemsKeepDatesStatusLabelsAndRepeatChangesNothing(t *testing.T) {
 	}
 	// Entries at or before the job's position are not taken twice (a
 	// batch written before a crash, read again after it).
-	got, err = st.ImportItems(m.ID, j2.ID, entries()[:2], nil)
+	got, err = st.ImportItems(m.ID, j2.ID, entries()[:2], nil, 0)
 	if err != nil || got.Existing != 2 || got.Position != 4 {
 		t.Fatalf("replay: %+v %v", got, err)
 	}
@@ -98,7 +98,7 @@ func TestImportItemsSplitsWhatBadgerCannotTakeAtOnce(t *testing.T) {
 	for i := 1; i <= 300; i++ {
 		entries = append(entries, ImportEntry{Pos: i, Item: &ImportItem{URL: fmt.Sprintf("https://example.com/%d", i), Text: body}})
 	}
-	got, err := st.ImportItems(m.ID, j.ID, entries, nil)
+	got, err := st.ImportItems(m.ID, j.ID, entries, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,267 @@
+package graphql_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// upload posts a file to /api/import as Inboxt's web app does (multipart:
+// file, type, labelIds repeated), with token (or "session:<id>").
+func upload(t *testing.T, base, token, name string, file []byte, typ string, labelIDs ...string) (int, map[string]any) {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", name)
+	fw.Write(file)
+	if typ != "" {
+		mw.WriteField("type", typ)
+	}
+	for _, id := range labelIDs {
+		mw.WriteField("labelIds", id)
+	}
+	mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, base+graphql.ImportPath, &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	if id, ok := strings.CutPrefix(token, sessionPrefix); ok {
+		req.AddCookie(&http.Cookie{Name: account.CookieName, Value: id})
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+	} else if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("answer is not JSON (HTTP %d): %s", resp.StatusCode, b)
+	}
+	return resp.StatusCode, out
+}
+
+// waitImport polls until the member's job id has ended.
+func waitImport(t *testing.T, st *storage.Store, memberID, id string) *storage.ImportJob {
+	t.Helper()
+	for i := 0; ; i++ {
+		j, err := st.ImportJob(memberID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Finished() {
+			return j
+		}
+		if i > 6000 {
+			t.Fatalf("import still running: %+v", j)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// snapshot is what a client sees of a member's library: items by URL or
+// title, with their labels, highlights and content.
+type snapItem struct {
+	Type, Status, Title, URL, Description, Author string
+	Progress                                      float64
+	ReadAt                                        string
+	Created, Updated                              string
+	Labels                                        []string
+	Highlights                                    []string
+	HTML, Text                                    string
+}
+
+func snapshot(t *testing.T, st *storage.Store, memberID string) map[string]snapItem {
+	t.Helper()
+	labels, _ := st.Labels(memberID)
+	names := map[string]string{}
+	for _, l := range labels {
+		names[l.ID] = l.Name + " " + l.Color
+	}
+	out := map[string]snapItem{}
+	err := st.ForEachSavedItem(memberID, func(it *storage.SavedItem, c *storage.ItemContent) error {
+		s := snapItem{Type: it.Type, Status: it.Status, Title: it.Title, URL: it.OriginalURL, Description: it.Description,
+			Author: it.Author, Progress: it.ReadingProgress, Created: it.CreatedAt.UTC().Format(time.RFC3339Nano),
+			Updated: it.UpdatedAt.UTC().Format(time.RFC3339Nano), HTML: c.HTML, Text: c.Text}
+		if it.ReadAt != nil {
+			s.ReadAt = it.ReadAt.UTC().Format(time.RFC3339Nano)
+		}
+		for _, id := range it.LabelIDs {
+			s.Labels = append(s.Labels, names[id])
+		}
+		sort.Strings(s.Labels)
+		hs, err := st.ItemHighlights(memberID, it.ID)
+		if err != nil {
+			return err
+		}
+		for _, h := range hs {
+			b, _ := json.Marshal(struct {
+				Note     string
+				Segments []storage.HighlightSegment
+				C, U     time.Time
+			}{h.Note, stripIDs(h.Segments), h.CreatedAt.UTC(), h.UpdatedAt.UTC()})
+			s.Highlights = append(s.Highlights, string(b))
+		}
+		sort.Strings(s.Highlights)
+		key := it.OriginalURL
+		if key == "" {
+			key = it.Title
+		}
+		out[key] = s
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func stripIDs(segs []storage.HighlightSegment) []storage.HighlightSegment {
+	out := append([]storage.HighlightSegment(nil), segs...)
+	for i := range out {
+		out[i].ID = ""
+	}
+	return out
+}
+
+func TestHearthExportImportedIntoAnEmptyMemberGivesTheSameLibrary(t *testing.T) {
+	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	kitchen, _ := e.store.CreateLabel(e.member.ID, "Kitchen", "#ff0000")
+	later, _ := e.store.CreateLabel(e.member.ID, "Read later", "#00aa00")
+	bread := e.saveArticle(e.member.ID, 1, func(in *storage.NewItem) {
+		in.Title, in.Text, in.HTML, in.Author = "Baking Bread", "Knead the dough.", "<p>Knead the dough.</p>", "A. Baker"
+		in.LabelIDs = []string{kitchen.ID, later.ID}
+	})
+	if _, err := e.store.CreateHighlight(e.member.ID, bread.ID, []storage.HighlightSegment{{XPath: "/p[1]", EndOffset: 5, Text: "Knead"}}, "the key step"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.UpdateReadingProgress(e.member.ID, bread.ID, 60); err != nil {
+		t.Fatal(err)
+	}
+	archived := e.saveArticle(e.member.ID, 2, nil)
+	e.store.SetItemsRead(e.member.ID, []string{archived.ID}, true)
+	e.store.SetItemsStatus(e.member.ID, []string{archived.ID}, storage.StatusArchived)
+	trashed := e.saveArticle(e.member.ID, 3, nil)
+	e.store.SetItemsStatus(e.member.ID, []string{trashed.ID}, storage.StatusDeleted)
+	if _, _, err := e.store.SaveItem(e.member.ID, storage.NewItem{Type: storage.TypeNewsletter, Title: "Weekly digest",
+		HTML: "<p>News</p>", Text: "News", FromName: "Digest", MessageID: "<1@digest.example>"}); err != nil {
+		t.Fatal(err)
+	}
+
+	srv, browser := site(t, e)
+	resp, err := browser.Get(srv.URL + graphql.ExportFilePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	export, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+
+	bob, bobToken := e.newMember("bob")
+	status, out := upload(t, e.srv.URL, bobToken, "hearth-export-alice.zip", export, "")
+	if status != http.StatusCreated || out["success"] != true || out["format"] != "HEARTH" || out["total"] != float64(4) {
+		t.Fatalf("upload: HTTP %d %v", status, out)
+	}
+	job := waitImport(t, e.store, bob.ID, out["jobId"].(string))
+	if job.State != storage.ImportDone || job.Created != 4 || job.Failed != 0 {
+		t.Fatalf("job: %+v", job)
+	}
+	want, got := snapshot(t, e.store, e.member.ID), snapshot(t, e.store, bob.ID)
+	if len(want) != 4 || len(got) != len(want) {
+		t.Fatalf("bob has %d items, alice %d", len(got), len(want))
+	}
+	for k, w := range want {
+		if g := got[k]; !equalJSON(g, w) {
+			t.Errorf("item %s:\n got %+v\nwant %+v", k, g, w)
+		}
+	}
+
+	// The same file again changes nothing.
+	status, out = upload(t, e.srv.URL, bobToken, "hearth-export-alice.zip", export, "HEARTH")
+	if status != http.StatusCreated {
+		t.Fatalf("second upload: HTTP %d %v", status, out)
+	}
+	job = waitImport(t, e.store, bob.ID, out["jobId"].(string))
+	if job.Created != 0 || job.Existing != 4 {
+		t.Fatalf("repeat job: %+v", job)
+	}
+	if again := snapshot(t, e.store, bob.ID); !equalJSON(again, got) {
+		t.Fatalf("the repeat changed the library:\n%+v\n%+v", again, got)
+	}
+}
+
+func equalJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+func TestImportKeepsExistingItemsAndAddsOnlyMissingLabels(t *testing.T) {
+	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	mine := e.saveArticle(e.member.ID, 1, func(in *storage.NewItem) {
+		in.URL, in.Title, in.HTML, in.Text = "https://example.org/bread", "My own title", "<p>mine</p>", "mine"
+	})
+	imported, _ := e.store.CreateLabel(e.member.ID, "Imported", "#123456")
+	csv := "name,url,description,date,labels\nBaking Bread,https://EXAMPLE.org/bread#top,How to bake bread,2025-03-01T10:00:00.000Z,\"Kitchen,weekend\"\n"
+	status, out := upload(t, e.srv.URL, e.token, "saved-items.csv", []byte(csv), "CSV", imported.ID)
+	if status != http.StatusCreated {
+		t.Fatalf("HTTP %d %v", status, out)
+	}
+	job := waitImport(t, e.store, e.member.ID, out["jobId"].(string))
+	if job.Existing != 1 || job.Created != 0 {
+		t.Fatalf("job: %+v", job)
+	}
+	it, _ := e.store.SavedItem(e.member.ID, mine.ID)
+	c, _ := e.store.ItemContent(e.member.ID, mine.ID)
+	if it.Title != "My own title" || !it.CreatedAt.Equal(mine.CreatedAt) || c.HTML != "<p>mine</p>" || len(it.LabelIDs) != 3 {
+		t.Fatalf("existing item changed beyond its labels: %+v %+v", it, c)
+	}
+}
+
+func TestImportRefusesNonExportsOversizeAndStrangersBeforeAnyWrite(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "staged")
+	e := newEnv(t, graphql.Options{ImportLimits: importer.Limits{MaxUploadBytes: 2048}, ImportDir: dir})
+	cases := []struct {
+		name, token string
+		file        []byte
+		typ         string
+		status      int
+		says        string
+	}{
+		{"an image", e.token, []byte("\x89PNG\r\n\x1a\n...."), "", 400, "not an export"},
+		{"too large", e.token, bytes.Repeat([]byte("x"), 5000), "", 413, "larger than 2048 bytes"},
+		{"unknown type", e.token, []byte("url\nhttps://e.com/\n"), "DELICIOUS", 400, "unknown import type"},
+		{"csv said, zip sent", e.token, []byte("PK\x03\x04rest"), "CSV", 400, "zip"},
+		{"no token", "", []byte("url\nhttps://e.com/\n"), "", 401, "sign in"},
+		{"bad token", "app_nope", []byte("url\nhttps://e.com/\n"), "", 401, "unknown"},
+	}
+	for _, c := range cases {
+		status, out := upload(t, e.srv.URL, c.token, "f", c.file, c.typ)
+		msg, _ := out["message"].(string)
+		if status != c.status || out["status"] != float64(c.status) || !strings.Contains(msg, c.says) || out["path"] != "/api/import" {
+			t.Errorf("%s: HTTP %d %v", c.name, status, out)
+		}
+	}
+	if jobs, _ := e.store.ImportJobs(e.member.ID); len(jobs) != 0 {
+		t.Fatalf("jobs recorded: %+v", jobs)
+	}
+	if items := e.allEntries(map[string]any{"first": 10}); len(items) != 0 {
+		t.Fatalf("items written: %+v", items)
+	}
+	if staged, _ := os.ReadDir(dir); len(staged) != 0 {
+		t.Fatalf("staged files left: %v", staged)
+	}
+}
