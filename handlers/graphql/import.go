@@ -264,7 +264,7 @@ func (s *Server) readImportUpload(w http.ResponseWriter, r *http.Request, m *sto
 }
 
 var importTmpl = template.Must(template.New("import.html").Funcs(template.FuncMap{
-	"describe": func(f importer.Format) string { return importer.Describe(f) },
+	"describe": func(f any) string { return importer.Describe(importer.Format(fmt.Sprint(f))) },
 	"percent": func(j *storage.ImportJob) int {
 		if j.Total == 0 {
 			return 0

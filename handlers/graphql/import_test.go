@@ -265,3 +265,59 @@ func TestImportRefusesNonExportsOversizeAndStrangersBeforeAnyWrite(t *testing.T)
 		t.Fatalf("staged files left: %v", staged)
 	}
 }
+
+// The Import page works without script: its form posts to /api/import
+// with from=settings, which redirects back to the page (303) or shows the
+// page again with the error; the page lists the import with its progress
+// and failures and asks to be refreshed while it runs.
+func TestImportPageUploadsWithoutScriptAndShowsProgress(t *testing.T) {
+	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	srv, browser := site(t, e)
+	status, body := page(t, browser, http.MethodGet, srv.URL+graphql.ImportPagePath, nil)
+	if status != http.StatusOK || !strings.Contains(body, `action="/api/import"`) || !strings.Contains(body, `enctype="multipart/form-data"`) ||
+		!strings.Contains(body, `<option value="OMNIVORE">`) || !strings.Contains(body, "You have not imported anything yet.") {
+		t.Fatalf("page: HTTP %d\n%s", status, body)
+	}
+	send := func(file []byte) *http.Response {
+		var b bytes.Buffer
+		mw := multipart.NewWriter(&b)
+		mw.WriteField("from", "settings")
+		fw, _ := mw.CreateFormFile("file", "ril_export.html")
+		fw.Write(file)
+		mw.WriteField("type", "")
+		mw.Close()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+graphql.ImportPath, &b)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		resp, err := browser.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	pocket, err := os.ReadFile("../importer/testdata/ril_export.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := send(pocket)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), graphql.ImportPagePath+"#job-") {
+		t.Fatalf("form upload: HTTP %d %v", resp.StatusCode, resp.Header)
+	}
+	jobs, _ := e.store.ImportJobs(e.member.ID)
+	if len(jobs) != 1 {
+		t.Fatalf("jobs: %+v", jobs)
+	}
+	waitImport(t, e.store, e.member.ID, jobs[0].ID)
+	status, body = page(t, browser, http.MethodGet, srv.URL+graphql.ImportPagePath, nil)
+	if status != http.StatusOK || !strings.Contains(body, "ril_export.html") || !strings.Contains(body, `<progress max="3" value="3">`) ||
+		!strings.Contains(body, "3 new items") || !strings.Contains(body, "finished") {
+		t.Fatalf("page after the import: HTTP %d\n%s", status, body)
+	}
+	resp = send([]byte("not an export at all"))
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "not an export Hearth can read") || !strings.Contains(string(b), "<form") {
+		t.Fatalf("refused upload from the page: HTTP %d\n%s", resp.StatusCode, b)
+	}
+}
