@@ -1,6 +1,7 @@
 package graphql
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -350,4 +352,41 @@ func (s *Server) renderImportPage(w http.ResponseWriter, r *http.Request, m *sto
 	if s.opts.Pages != nil {
 		s.opts.Pages.Render(w, r, status, ImportPageTitle, importTmpl, v)
 	}
+}
+
+// importFailuresShown is how many failures importJobs lists per import
+// (the Import page lists all the store keeps).
+const importFailuresShown = 20
+
+// ImportJobs is the Hearth-only importJobs query: the member's imports
+// with their progress, for clients that poll after POST /api/import.
+func (r *queryResolver) ImportJobs(ctx context.Context) ([]*generated.ImportJob, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := r.s.store.ImportJobs(id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*generated.ImportJob, 0, len(jobs))
+	for _, j := range jobs {
+		g := &generated.ImportJob{
+			ID: j.ID, Format: j.Format, FileName: j.FileName, State: generated.ImportState(strings.ToUpper(j.State)),
+			Total: j.Total, Done: j.Position, Created: j.Created, Existing: j.Existing, Failed: j.Failed,
+			Fetching: j.Fetching, Failures: []*generated.ImportFailure{}, CreatedAt: j.CreatedAt, FinishedAt: j.FinishedAt,
+		}
+		if j.Error != "" {
+			g.Error = &j.Error
+		}
+		if d := j.Left(); d > 0 {
+			secs := int(d.Seconds() + 0.5)
+			g.SecondsLeft = &secs
+		}
+		for _, f := range j.Failures[:min(len(j.Failures), importFailuresShown)] {
+			g.Failures = append(g.Failures, &generated.ImportFailure{Entry: f.Ref, Reason: f.Reason})
+		}
+		out = append(out, g)
+	}
+	return out, nil
 }

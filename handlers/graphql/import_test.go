@@ -321,3 +321,40 @@ func TestImportPageUploadsWithoutScriptAndShowsProgress(t *testing.T) {
 		t.Fatalf("refused upload from the page: HTTP %d\n%s", resp.StatusCode, b)
 	}
 }
+
+// Clients that poll see an import's progress with the Hearth-only
+// importJobs query.
+func TestImportJobsQueryShowsProgressAndFailures(t *testing.T) {
+	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	file, _ := os.ReadFile("../importer/testdata/inboxt.csv")
+	status, out := upload(t, e.srv.URL, e.token, "saved-items.csv", file, "CSV")
+	if status != http.StatusCreated {
+		t.Fatalf("HTTP %d %v", status, out)
+	}
+	waitImport(t, e.store, e.member.ID, out["jobId"].(string))
+	var got struct {
+		ImportJobs []struct {
+			ID, Format, FileName, State             string
+			Total, Done, Created, Existing, Failed int
+			Failures                                []struct{ Entry, Reason string }
+			FinishedAt                              *string
+		}
+	}
+	e.do(`query { importJobs { id format fileName state total done created existing failed failures { entry reason } finishedAt } }`, nil, &got)
+	if len(got.ImportJobs) != 1 {
+		t.Fatalf("%+v", got)
+	}
+	j := got.ImportJobs[0]
+	if j.ID != out["jobId"] || j.Format != "INBOXT_CSV" || j.FileName != "saved-items.csv" || j.State != "DONE" || j.Total != 3 ||
+		j.Done != 3 || j.Created != 2 || j.Failed != 1 || len(j.Failures) != 1 || j.Failures[0].Entry != "row 3" ||
+		!strings.Contains(j.Failures[0].Reason, "not a date") || j.FinishedAt == nil {
+		t.Fatalf("%+v", j)
+	}
+	other, otherToken := e.newMember("bob")
+	_ = other
+	var none struct{ ImportJobs []struct{ ID string } }
+	e.doAs(otherToken, `query { importJobs { id } }`, nil, &none)
+	if len(none.ImportJobs) != 0 {
+		t.Fatalf("bob sees alice's imports: %+v", none)
+	}
+}
