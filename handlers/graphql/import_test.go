@@ -334,10 +334,10 @@ func TestImportJobsQueryShowsProgressAndFailures(t *testing.T) {
 	waitImport(t, e.store, e.member.ID, out["jobId"].(string))
 	var got struct {
 		ImportJobs []struct {
-			ID, Format, FileName, State             string
+			ID, Format, FileName, State            string
 			Total, Done, Created, Existing, Failed int
-			Failures                                []struct{ Entry, Reason string }
-			FinishedAt                              *string
+			Failures                               []struct{ Entry, Reason string }
+			FinishedAt                             *string
 		}
 	}
 	e.do(`query { importJobs { id format fileName state total done created existing failed failures { entry reason } finishedAt } }`, nil, &got)
