@@ -3,13 +3,16 @@ package graphql_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -356,5 +359,56 @@ func TestImportJobsQueryShowsProgressAndFailures(t *testing.T) {
 	e.doAs(otherToken, `query { importJobs { id } }`, nil, &none)
 	if len(none.ImportJobs) != 0 {
 		t.Fatalf("bob sees alice's imports: %+v", none)
+	}
+}
+
+// Items an export has no content for (Pocket's) are fetched through the
+// safe fetcher, one at a time per host, and keep the title the export gave
+// them when the fetch fails, with the reason as description.
+func TestImportedItemsAreFetchedPolitelyAndFailuresKeepTheirTitle(t *testing.T) {
+	e := newEnv(t, graphql.Options{Fetcher: localFetcher()})
+	para := strings.Repeat("Sourdough needs patience, warm water and a lively starter that doubles in size. ", 12)
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
+		time.Sleep(50 * time.Millisecond)
+		if r.URL.Path == "/gone" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<html><head><title>Page %s</title></head><body><article><h1>Page %s</h1><p>%s</p><p>%s</p></article></body></html>`, r.URL.Path, r.URL.Path, para, para)
+	}))
+	t.Cleanup(site.Close)
+	csv := "title,url,time_added,cursor,tags,status\n" +
+		"First,%[1]s/one,1600000000,a,,unread\nSecond,%[1]s/two,1600000001,b,,unread\nThird,%[1]s/three,1600000002,c,,archive\nGone,%[1]s/gone,1600000003,d,,unread\n"
+	status, out := upload(t, e.srv.URL, e.token, "part_000000.csv", []byte(fmt.Sprintf(csv, site.URL)), "POCKET")
+	if status != http.StatusCreated {
+		t.Fatalf("HTTP %d %v", status, out)
+	}
+	job := waitImport(t, e.store, e.member.ID, out["jobId"].(string))
+	if job.Created != 4 || job.Fetching != 4 {
+		t.Fatalf("job: %+v", job)
+	}
+	items := e.waitFetched()
+	byURL := map[string]entry{}
+	for _, it := range items {
+		byURL[*it.OriginalURL] = it
+	}
+	if it := byURL[site.URL+"/three"]; it.Title != "Page /three" || it.Status != "ARCHIVED" || it.WordCount < 100 {
+		t.Fatalf("fetched item: %+v", it)
+	}
+	if it := byURL[site.URL+"/gone"]; it.Title != "Gone" || !strings.Contains(*it.Description, "HTTP 404") {
+		t.Fatalf("failed item: %+v", it)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most != 1 {
+		t.Fatalf("%d fetches of one host ran at once", most)
 	}
 }
