@@ -115,7 +115,7 @@ func omnivoreZip(b testing.TB, n int) string {
 				"id": fmt.Sprintf("id-%d", i), "slug": slug, "title": fmt.Sprintf("Article %d", i),
 				"description": "About bread", "author": "A. Baker", "url": fmt.Sprintf("https://site%d.example/a/%d", i%40, i),
 				"state": []string{"Active", "Archived"}[i%2], "readingProgress": i % 100, "thumbnail": nil,
-				"labels": []string{"bread", fmt.Sprintf("batch%d", i%10)},
+				"labels":  []string{"bread", fmt.Sprintf("batch%d", i%10)},
 				"savedAt": time.Unix(1700000000+int64(i), 0).UTC().Format(time.RFC3339Nano), "updatedAt": time.Unix(1700000500+int64(i), 0).UTC().Format(time.RFC3339Nano),
 				"publishedAt": nil,
 			})
