@@ -32,6 +32,15 @@ func BenchmarkImportOmnivoreZip1k(b *testing.B) {
 	benchmarkImport(b, omnivoreZip(b, 1000), 1000)
 }
 
+// Four times the files: the time grows with them, the peak heap should not.
+func BenchmarkImportPocketCSV40k(b *testing.B) {
+	benchmarkImport(b, pocketCSV(b, 40000), 40000)
+}
+
+func BenchmarkImportOmnivoreZip4k(b *testing.B) {
+	benchmarkImport(b, omnivoreZip(b, 4000), 4000)
+}
+
 func benchmarkImport(b *testing.B, file string, n int) {
 	st, err := storage.Open(b.TempDir(), storage.Options{GCInterval: -1})
 	if err != nil {
