@@ -1,15 +1,18 @@
 package graphql_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -410,5 +413,107 @@ func TestImportedItemsAreFetchedPolitelyAndFailuresKeepTheirTitle(t *testing.T) 
 	defer mu.Unlock()
 	if most != 1 {
 		t.Fatalf("%d fetches of one host ran at once", most)
+	}
+}
+
+// zipFixture zips a directory of ../importer/testdata.
+func zipFixture(t *testing.T, dir string) []byte {
+	t.Helper()
+	root := filepath.Join("..", "importer", "testdata", dir)
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		w, err := zw.Create(filepath.ToSlash(rel))
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		w.Write(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw.Close()
+	return buf.Bytes()
+}
+
+// Every fixture, uploaded as its service's export: what each keeps reaches
+// the member's library, and malformed entries are reported, not fatal.
+func TestEveryFixtureImportsThroughTheAPI(t *testing.T) {
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("..", "importer", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cases := []struct {
+		name, format            string
+		file                    []byte
+		created, failed         int
+		url, title, status, has string // one item to look at, and a label or highlight note it has
+	}{
+		{"pocket.zip", "POCKET", zipFixture(t, "pocket"), 4, 1, "https://go.dev/doc/go1.26", "Go 1.26 Release Notes", "ACTIVE", "label:release notes"},
+		{"pocket_2020.csv", "POCKET", read("pocket_2020.csv"), 3, 0, "https://www.reddit.com/r/DataHoarder/comments/ioupbk/archivebox_question_how_do_i_import_links_from_a/", "", "ARCHIVED", ""},
+		{"ril_export.html", "POCKET_HTML", read("ril_export.html"), 3, 0, "https://www.lemonde.fr/pixels/article/2016/09/08/apple-iphone-7.html", "iPhone 7 : ce qu’il faut retenir", "ARCHIVED", "label:tech"},
+		{"omnivore.zip", "OMNIVORE", zipFixture(t, "omnivore"), 3, 0, "https://www.lemonde.fr/economie/article/2024/10/29/malgre-la-crise-du-marche-des-montres-breitling-etend-son-reseau-commercial-et-devoile-ses-ambitions_6365425_3234.html", "", "ARCHIVED", "note:Worth following up"},
+		{"wallabag.json", "WALLABAG", read("wallabag.json"), 2, 1, "https://www.mediapart.fr/", "", "ACTIVE", "note:to discuss"},
+		{"instapaper.csv", "INSTAPAPER", read("instapaper.csv"), 4, 0, "https://redditblog.com/2016/09/20/amp-and-reactredux/", "AMP and React+Redux: Why Not?", "ARCHIVED", "label:javascript"},
+		{"bookmarks.html", "BOOKMARKS", read("bookmarks.html"), 3, 1, "https://blog.golang.org/pipelines", "Go Concurrency Patterns: Pipelines and cancellation", "ACTIVE", "label:concurrency"},
+		{"saved-items.csv", "INBOXT_CSV", read("inboxt.csv"), 2, 1, "https://example.org/bread", "Baking Bread", "ACTIVE", "label:weekend"},
+		{"inboxt.zip", "INBOXT_ZIP", zipFixture(t, "inboxt"), 3, 2, "https://example.org/sourdough", "Sourdough starter basics", "ARCHIVED", "label:cooking"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, graphql.Options{NoImportFetch: true})
+			status, out := upload(t, e.srv.URL, e.token, c.name, c.file, "")
+			if status != http.StatusCreated || out["format"] != c.format {
+				t.Fatalf("HTTP %d %v", status, out)
+			}
+			job := waitImport(t, e.store, e.member.ID, out["jobId"].(string))
+			if job.State != storage.ImportDone || job.Created != c.created || job.Failed != c.failed || len(job.Failures) != c.failed {
+				t.Fatalf("job: %+v", job)
+			}
+			labels, _ := e.store.Labels(e.member.ID)
+			var found bool
+			e.store.ForEachSavedItem(e.member.ID, func(it *storage.SavedItem, _ *storage.ItemContent) error {
+				if it.OriginalURL != c.url {
+					return nil
+				}
+				found = true
+				if c.title != "" && it.Title != c.title || it.Status != c.status || it.CreatedAt.After(time.Now().Add(-time.Hour)) {
+					t.Errorf("item: %+v", it)
+				}
+				kind, want, _ := strings.Cut(c.has, ":")
+				switch kind {
+				case "label":
+					ok := false
+					for _, l := range labels {
+						ok = ok || strings.EqualFold(l.Name, want) && slices.Contains(it.LabelIDs, l.ID)
+					}
+					if !ok {
+						t.Errorf("no label %q on %+v (labels %+v)", want, it, labels)
+					}
+				case "note":
+					hs, _ := e.store.ItemHighlights(e.member.ID, it.ID)
+					ok := false
+					for _, h := range hs {
+						ok = ok || h.Note == want
+					}
+					if !ok {
+						t.Errorf("no highlight with the note %q: %+v", want, hs)
+					}
+				}
+				return nil
+			})
+			if !found {
+				t.Fatalf("no item %s", c.url)
+			}
+		})
 	}
 }
