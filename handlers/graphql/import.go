@@ -108,6 +108,27 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 	if !s.allowREST(w, r, c) {
 		return
 	}
+	// One upload at a time per member, and none while the member has as
+	// many imports unfinished as the store takes: a file is staged on
+	// disk before it is checked, so a member cannot fill the disk with
+	// uploads that would be refused.
+	if _, busy := s.uploading.LoadOrStore(c.member.ID, struct{}{}); busy {
+		writeImportError(w, r, http.StatusConflict, "another upload of yours is being received; wait for it to finish")
+		return
+	}
+	defer s.uploading.Delete(c.member.ID)
+	if jobs, err := s.store.ImportJobs(c.member.ID); err == nil {
+		unfinished := 0
+		for _, j := range jobs {
+			if !j.Finished() {
+				unfinished++
+			}
+		}
+		if unfinished >= storage.MaxUnfinishedImports {
+			writeImportError(w, r, http.StatusConflict, fmt.Sprintf("%d imports are still running; wait for one to finish", unfinished))
+			return
+		}
+	}
 	up, status, msg := s.readImportUpload(w, r, c.member)
 	if msg != "" {
 		if up != nil && up.fromPage {

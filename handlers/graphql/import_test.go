@@ -517,3 +517,47 @@ func TestEveryFixtureImportsThroughTheAPI(t *testing.T) {
 		})
 	}
 }
+
+// While one upload of a member is being received, another is refused (a
+// file is staged on disk before it is checked).
+func TestOneUploadAtATimePerMember(t *testing.T) {
+	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+graphql.ImportPath, pr)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	first := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			first <- 0
+			return
+		}
+		resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	fw, _ := mw.CreateFormFile("file", "part_000000.csv")
+	fw.Write([]byte("title,url,time_added,cursor,tags,status\n"))
+	// The server is reading the first upload's file now.
+	var status int
+	var out map[string]any
+	for i := 0; ; i++ {
+		status, out = upload(t, e.srv.URL, e.token, "other.csv", []byte("url\nhttps://e.com/\n"), "")
+		if status == http.StatusConflict || i > 500 {
+			break
+		}
+		// The first request may not have reached the handler yet: that
+		// upload then succeeded, and is tried again.
+		time.Sleep(10 * time.Millisecond)
+	}
+	if status != http.StatusConflict || !strings.Contains(out["message"].(string), "another upload") {
+		t.Fatalf("second upload: HTTP %d %v", status, out)
+	}
+	fw.Write([]byte("A,https://example.com/a,1600000000,c,,unread\n"))
+	mw.Close()
+	pw.Close()
+	if got := <-first; got != http.StatusCreated {
+		t.Fatalf("first upload: HTTP %d", got)
+	}
+}

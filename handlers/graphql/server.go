@@ -197,6 +197,7 @@ type Server struct {
 
 	fetches      *fetchQueue // addArticleFromUrl's background fetches; set by Start
 	imports      *importer.Runner
+	uploading    sync.Map // member id -> an upload to /api/import is being received
 	startOnce    sync.Once
 	closeOnce    sync.Once
 	indexInbound sync.Once // IndexInboundIDs, on the webhook's first miss
