@@ -320,10 +320,14 @@ func (r *Runner) item(it *Item) *storage.ImportItem {
 		}
 	}
 	in.Fetch = !r.opts.NoFetch && in.HTML == "" && in.Text == ""
+	var body *html.Node // the content, parsed once for the quotes to place
 	for _, h := range it.Highlights {
 		segs := h.Segments
 		if len(segs) == 0 {
-			segs = []storage.HighlightSegment{placeQuote(in.HTML, h.Quote)}
+			if body == nil {
+				body = contentBody(in.HTML)
+			}
+			segs = []storage.HighlightSegment{placeQuote(body, h.Quote)}
 		}
 		in.Highlights = append(in.Highlights, storage.ImportHighlight{Segments: segs, Note: h.Note, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt})
 	}
@@ -335,17 +339,9 @@ func (r *Runner) item(it *Item) *storage.ImportItem {
 // ("/div[1]/p[2]") and rune offsets in that element's text, as the
 // highlights clients make. A quote not found (the export's content differs
 // or is missing) is kept at the root ("/", offsets 0), with its text.
-func placeQuote(content, quote string) storage.HighlightSegment {
+func placeQuote(body *html.Node, quote string) storage.HighlightSegment {
 	seg := storage.HighlightSegment{XPath: "/", Text: clipString(quote, storage.MaxSegmentText-1)}
-	if content == "" || quote == "" {
-		return seg
-	}
-	root, err := html.Parse(strings.NewReader(content))
-	if err != nil {
-		return seg
-	}
-	body := findBody(root)
-	if body == nil {
+	if body == nil || quote == "" {
 		return seg
 	}
 	var best string
@@ -373,6 +369,18 @@ func placeQuote(content, quote string) storage.HighlightSegment {
 	}
 	seg.XPath, seg.StartOffset, seg.EndOffset = best, bestStart, bestStart+len([]rune(quote))
 	return seg
+}
+
+// contentBody parses content and returns its body (nil for none).
+func contentBody(content string) *html.Node {
+	if strings.TrimSpace(content) == "" {
+		return nil
+	}
+	root, err := html.Parse(strings.NewReader(content))
+	if err != nil {
+		return nil
+	}
+	return findBody(root)
 }
 
 func findBody(n *html.Node) *html.Node {
