@@ -204,7 +204,7 @@ type Reader interface {
 // Scan checks the file at path before anything is written: that it is an
 // export of format (detected when Auto, CSV or ZIP), that a zip is safe
 // to read (no path traversal, no member expanding past the limits), and
-// that it holds 1 to MaxEntries entries. It returns the resolved format
+// that it holds 1 to MaxEntries entries, at least one of them an item. It returns the resolved format
 // and the number of entries (malformed ones included). Its errors are
 // *FileError, or I/O errors.
 func Scan(path string, format Format, lim Limits) (Format, int, error) {
@@ -213,15 +213,23 @@ func Scan(path string, format Format, lim Limits) (Format, int, error) {
 		return "", 0, err
 	}
 	defer r.Close()
-	n := 0
+	n, ok := 0, 0
+	var first *EntryError
 	for {
 		_, err := r.Next()
 		if err == io.EOF {
 			break
 		}
 		var ee *EntryError
-		if err != nil && !errors.As(err, &ee) {
+		switch {
+		case errors.As(err, &ee):
+			if first == nil {
+				first = ee
+			}
+		case err != nil:
 			return "", 0, err
+		default:
+			ok++
 		}
 		n++
 		if n > lim.WithDefaults().MaxEntries {
@@ -230,6 +238,10 @@ func Scan(path string, format Format, lim Limits) (Format, int, error) {
 	}
 	if n == 0 {
 		return "", 0, refuse("the file holds no saved items (%s)", Describe(f))
+	}
+	if ok == 0 {
+		// Not one entry reads as an item: not this export after all.
+		return "", 0, refuse("no entry of the file reads as a saved item of %s (%s)", nameOf(f), first.Error())
 	}
 	return f, n, nil
 }

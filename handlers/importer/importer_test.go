@@ -273,6 +273,7 @@ func TestFilesThatAreNoExportAreRefused(t *testing.T) {
 	refusal(t, "testdata/wallabag.json", importer.Omnivore, importer.Limits{}, "not a zip")
 	refusal(t, zipDir(t, "omnivore"), importer.PocketCSV, importer.Limits{}, "not a Pocket export")
 	refusal(t, "testdata/instapaper.csv", importer.Wallabag, importer.Limits{}, "not JSON")
+	refusal(t, writeFile(t, []byte(`[{"name":"a list of something else"},{"name":"b"}]`)), importer.Auto, importer.Limits{}, "no entry of the file reads as a saved item of wallabag (item 1: the entry has no url")
 }
 
 func TestZipBombTraversalAndLimitsAreRefused(t *testing.T) {
