@@ -58,8 +58,9 @@ func newImportRunner(store *storage.Store, opts Options, kick func()) *importer.
 	})
 }
 
-// importFailure is Inboxt's error answer outside GraphQL (its
-// GlobalExceptionFilter: status, message, code, path).
+// writeImportError answers in Inboxt's error shape outside GraphQL (its
+// GlobalExceptionFilter, common/exception-filters/global-exception.filter.ts
+// at Inboxt/inboxt@45f4314: status, message, code, path).
 func writeImportError(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -132,7 +133,7 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 	up, status, msg := s.readImportUpload(w, r, c.member)
 	if msg != "" {
 		if up != nil && up.fromPage {
-			s.renderImportPage(w, r, c.member, status, msg, "")
+			s.renderImportPage(w, r, c.member, status, msg)
 			return
 		}
 		writeImportError(w, r, status, msg)
@@ -150,7 +151,7 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if up.fromPage {
-			s.renderImportPage(w, r, c.member, status, msg, "")
+			s.renderImportPage(w, r, c.member, status, msg)
 			return
 		}
 		writeImportError(w, r, status, msg)
@@ -331,7 +332,7 @@ func (s *Server) ImportPage(pages *account.Pages) account.SettingsPage {
 				http.Error(w, "This page can only be opened; the form posts to "+ImportPath+".", http.StatusMethodNotAllowed)
 				return
 			}
-			s.renderImportPage(w, r, m, http.StatusOK, "", "")
+			s.renderImportPage(w, r, m, http.StatusOK, "")
 		}),
 	}
 }
@@ -347,7 +348,7 @@ type importView struct {
 	Limits    importer.Limits
 }
 
-func (s *Server) renderImportPage(w http.ResponseWriter, r *http.Request, m *storage.Member, status int, errMsg, _ string) {
+func (s *Server) renderImportPage(w http.ResponseWriter, r *http.Request, m *storage.Member, status int, errMsg string) {
 	v := &importView{Action: ImportPath, Error: errMsg, Formats: importer.Formats, Limits: s.imports.Limits()}
 	v.MaxUpload = v.Limits.MaxUploadBytes >> 20
 	var err error
