@@ -25,7 +25,10 @@ func init() {
 	caddy.RegisterModule(GraphQL{})
 	httpcaddyfile.RegisterHandlerDirective("hearth_graphql", parseGraphQL)
 	httpcaddyfile.RegisterDirectiveOrder("hearth_graphql", httpcaddyfile.Before, "respond")
-	registerAdminEndpoint("/hearth/members/{username}/api_tokens", adminMethods{http.MethodPost: adminCreateAPIToken})
+	registerAdminEndpoint("/hearth/members/{username}/api_tokens", adminMethods{
+		http.MethodGet:  adminListAPITokens,
+		http.MethodPost: adminCreateAPIToken,
+	})
 	addHearthCommand(tokenCommand)
 }
 
@@ -131,6 +134,7 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 	})
 	app.setImporter(h.server.Importer())
 	app.onStart(h.server.Start) // addArticleFromUrl's pending fetches, once the store is open
+	app.onCleanup(h.server.Close)
 	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
 	h.pages.AddSettingsPage(h.server.ExportPage(h.pages))
 	h.pages.AddSettingsPage(h.server.ImportPage(h.pages))

@@ -303,7 +303,13 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		writeError(w, http.StatusOK, codeUnauthorized, err.Error())
+		// A bad token names no member (a token is looked up by the digest
+		// of all of it), so it counts against the client address's
+		// tokenless budget: guessing costs a store read each, and past the
+		// limit the guesser gets TOO_MANY_REQUESTS instead.
+		if s.allow(w, r, nil) {
+			writeError(w, http.StatusOK, codeUnauthorized, err.Error())
+		}
 		return
 	}
 	if c == nil && s.opts.Pages != nil {
@@ -373,7 +379,7 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 func (s *Server) allow(w http.ResponseWriter, r *http.Request, c *caller) bool {
 	var results []ratelimit.Result
 	if s.tokens != nil {
-		key := "ip:" + s.opts.ClientIP(r)
+		key := "ip:" + ratelimit.Key(s.opts.ClientIP(r)) // an IPv6 client per /64
 		if c != nil {
 			key = c.tokenKey
 		}

@@ -46,6 +46,7 @@ var (
 const (
 	LimitOAuthRegistration = "oauth_registration"
 	LimitOAuthToken        = "oauth_token"
+	LimitOAuthFailedCode   = "oauth_failed_code"
 	LimitSignIn            = "signin"
 	LimitSignUp            = "signup"
 	LimitGraphQL           = "graphql"
