@@ -120,7 +120,6 @@ func (z *zipArchive) names(re *regexp.Regexp) []string {
 
 var (
 	pocketPartRE   = regexp.MustCompile(`(^|/)part_\d+\.csv$`)
-	anyCSVRE       = regexp.MustCompile(`(?i)\.csv$`)
 	omnivoreMetaRE = regexp.MustCompile(`(^|/)metadata_\d+_to_\d+\.json$`)
 	htmlRE         = regexp.MustCompile(`(?i)\.html?$`)
 )
