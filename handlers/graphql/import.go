@@ -113,8 +113,18 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 	// many imports unfinished as the store takes: a file is staged on
 	// disk before it is checked, so a member cannot fill the disk with
 	// uploads that would be refused.
+	// A form of the Import page (a signed-in browser asking for HTML)
+	// gets the page again with the error, before its body is read too.
+	pageForm := c.session && strings.Contains(r.Header.Get("Accept"), "text/html")
+	refuse := func(status int, msg string) {
+		if pageForm {
+			s.renderImportPage(w, r, c.member, status, msg)
+			return
+		}
+		writeImportError(w, r, status, msg)
+	}
 	if _, busy := s.uploading.LoadOrStore(c.member.ID, struct{}{}); busy {
-		writeImportError(w, r, http.StatusConflict, "another upload of yours is being received; wait for it to finish")
+		refuse(http.StatusConflict, "another upload of yours is being received; wait for it to finish")
 		return
 	}
 	defer s.uploading.Delete(c.member.ID)
@@ -126,17 +136,16 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if unfinished >= storage.MaxUnfinishedImports {
-			writeImportError(w, r, http.StatusConflict, fmt.Sprintf("%d imports are still running; wait for one to finish", unfinished))
+			refuse(http.StatusConflict, fmt.Sprintf("%d imports are still running; wait for one to finish", unfinished))
 			return
 		}
 	}
 	up, status, msg := s.readImportUpload(w, r, c.member)
+	if up != nil && up.fromPage {
+		pageForm = true
+	}
 	if msg != "" {
-		if up != nil && up.fromPage {
-			s.renderImportPage(w, r, c.member, status, msg)
-			return
-		}
-		writeImportError(w, r, status, msg)
+		refuse(status, msg)
 		return
 	}
 	job, err := s.imports.Start(c.member.ID, up.staged, up.fileName, up.format, up.labelIDs)
@@ -150,11 +159,7 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 				status, msg = http.StatusInternalServerError, "the import could not be started; try again"
 			}
 		}
-		if up.fromPage {
-			s.renderImportPage(w, r, c.member, status, msg)
-			return
-		}
-		writeImportError(w, r, status, msg)
+		refuse(status, msg)
 		return
 	}
 	s.log.Info("import started", zap.String("member", c.member.Username), zap.String("job", job.ID),

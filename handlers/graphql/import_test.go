@@ -561,3 +561,30 @@ func TestOneUploadAtATimePerMember(t *testing.T) {
 		t.Fatalf("first upload: HTTP %d", got)
 	}
 }
+
+// A browser form refused before its body is read (here by its
+// Content-Length) gets the Import page with the error, not JSON.
+func TestImportPageShowsRefusalsBeforeTheBodyIsRead(t *testing.T) {
+	e := newEnv(t, graphql.Options{NoImportFetch: true, ImportLimits: importer.Limits{MaxUploadBytes: 1024}})
+	srv, browser := site(t, e)
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	fw, _ := mw.CreateFormFile("file", "big.csv")
+	fw.Write(bytes.Repeat([]byte("x"), 3<<20))
+	mw.WriteField("from", "settings")
+	mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+graphql.ImportPath, &b)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := browser.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(resp.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(string(body), "larger than 1024 bytes") || !strings.Contains(string(body), `enctype="multipart/form-data"`) {
+		t.Fatalf("HTTP %d %v\n%s", resp.StatusCode, resp.Header, body)
+	}
+}
