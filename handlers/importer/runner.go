@@ -157,9 +157,14 @@ var claims sync.Map // job id -> struct{}
 func (r *Runner) loop() {
 	defer r.wg.Done()
 	r.removeOrphans()
+	swept := time.Now()
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	for {
+		if time.Since(swept) > time.Hour {
+			r.removeOrphans() // files of jobs gone with their member
+			swept = time.Now()
+		}
 		jobs, err := r.store.UnfinishedImportJobs()
 		if err != nil && r.ctx.Err() == nil {
 			r.log.Error("list unfinished imports", zap.Error(err))
@@ -184,7 +189,8 @@ func (r *Runner) loop() {
 }
 
 // removeOrphans removes staged files no unfinished job names (an upload
-// cut short by a crash), once they are an hour old.
+// cut short by a crash, the file of a member deleted meanwhile), once they
+// are an hour old.
 func (r *Runner) removeOrphans() {
 	entries, err := os.ReadDir(r.opts.Dir)
 	if err != nil {
