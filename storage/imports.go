@@ -538,6 +538,24 @@ func (tx *Tx) importItem(memberID string, j *ImportJob, in *ImportItem, labels, 
 	return importCreated, nil
 }
 
+// ImportLabels creates those of names (an export's list of labels, in its
+// order) the member lacks, with the export's colors; names the store
+// refuses are left out. Labels past MaxLabels are not created.
+func (s *Store) ImportLabels(memberID string, names []string, colors map[string]string) error {
+	return s.Update(func(tx *Tx) error {
+		if _, err := tx.MemberByID(memberID); err != nil {
+			return err
+		}
+		cache := map[string]string{}
+		for _, n := range names {
+			if _, err := tx.importLabel(memberID, n, cache, colors); err != nil && !IsInvalid(err) {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // importLabel returns the id of the member's label named name (compared as
 // label names are, see labelNameFold), created with the export's color if
 // it has none. cache holds the names found in this transaction.

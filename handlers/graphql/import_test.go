@@ -147,6 +147,7 @@ func stripIDs(segs []storage.HighlightSegment) []storage.HighlightSegment {
 func TestHearthExportImportedIntoAnEmptyMemberGivesTheSameLibrary(t *testing.T) {
 	e := newEnv(t, graphql.Options{NoImportFetch: true})
 	kitchen, _ := e.store.CreateLabel(e.member.ID, "Kitchen", "#ff0000")
+	e.store.CreateLabel(e.member.ID, "Unused", "#0000ff")
 	later, _ := e.store.CreateLabel(e.member.ID, "Read later", "#00aa00")
 	bread := e.saveArticle(e.member.ID, 1, func(in *storage.NewItem) {
 		in.Title, in.Text, in.HTML, in.Author = "Baking Bread", "Knead the dough.", "<p>Knead the dough.</p>", "A. Baker"
@@ -193,6 +194,18 @@ func TestHearthExportImportedIntoAnEmptyMemberGivesTheSameLibrary(t *testing.T) 
 		if g := got[k]; !equalJSON(g, w) {
 			t.Errorf("item %s:\n got %+v\nwant %+v", k, g, w)
 		}
+	}
+	// Every label, in its order with its color, also one no item carries.
+	labelList := func(id string) string {
+		ls, _ := e.store.Labels(id)
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.Name+" "+l.Color)
+		}
+		return strings.Join(out, ", ")
+	}
+	if g, w := labelList(bob.ID), labelList(e.member.ID); g != w || !strings.Contains(w, "Unused") {
+		t.Errorf("labels: got %s, want %s", g, w)
 	}
 
 	// The same file again changes nothing.

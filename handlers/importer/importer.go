@@ -351,10 +351,10 @@ type closing struct {
 	c io.Closer
 }
 
-// LabelColors passes on the colors of the wrapped reader's labels.
-func (c *closing) LabelColors() map[string]string {
-	if lc, ok := c.Reader.(LabelColors); ok {
-		return lc.LabelColors()
+// ExportLabels passes on the wrapped reader's list of labels.
+func (c *closing) ExportLabels() []Label {
+	if ll, ok := c.Reader.(LabelLister); ok {
+		return ll.ExportLabels()
 	}
 	return nil
 }

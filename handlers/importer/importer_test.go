@@ -243,8 +243,8 @@ func TestInboxtZip(t *testing.T) {
 	}
 	r, _ := importer.Open(p, f, importer.Limits{})
 	defer r.Close()
-	if lc, ok := r.(importer.LabelColors); !ok || lc.LabelColors()["Cooking"] != "#e8590c" {
-		t.Fatalf("label colors not read")
+	if ll, ok := r.(importer.LabelLister); !ok || len(ll.ExportLabels()) != 1 || ll.ExportLabels()[0] != (importer.Label{Name: "Cooking", Color: "#e8590c"}) {
+		t.Fatalf("labels not read")
 	}
 }
 

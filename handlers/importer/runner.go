@@ -240,8 +240,23 @@ func (r *Runner) runJob(j *storage.ImportJob) {
 	}
 	defer rd.Close()
 	var colors map[string]string
-	if lc, ok := rd.(LabelColors); ok {
-		colors = lc.LabelColors()
+	if ll, ok := rd.(LabelLister); ok {
+		var names []string
+		colors = map[string]string{}
+		for _, l := range ll.ExportLabels() {
+			names = append(names, l.Name)
+			if l.Color != "" {
+				colors[l.Name] = l.Color
+			}
+		}
+		// The export's labels first, in its order, also those no item
+		// carries (again after a restart: it creates only what is missing).
+		if err := r.store.ImportLabels(j.MemberID, names, colors); err != nil {
+			if !errors.Is(err, storage.ErrNotFound) {
+				r.log.Error("import labels", zap.String("job", j.ID), zap.Error(err))
+			}
+			return
+		}
 	}
 	start, startPos := time.Now(), j.Position
 	var batch []storage.ImportEntry

@@ -170,13 +170,19 @@ func openZip(f *os.File, size int64, format Format, lim Limits, scan bool) (Read
 	return &closing{Reader: r, c: f}, got, nil
 }
 
-// LabelColors is implemented by readers of exports that keep label colors
-// (Hearth's labels.json, Inboxt's json/labels.json): name to #rrggbb.
-type LabelColors interface {
-	LabelColors() map[string]string
+// Label is a label of an export's own list (Hearth's labels.json,
+// Inboxt's json/labels.json), with its color when it has one.
+type Label struct {
+	Name, Color string
 }
 
-func readLabelColors(z *zipArchive, name string) (map[string]string, error) {
+// LabelLister is implemented by readers of exports that list their labels:
+// all of them are created, in their order, also those no item carries.
+type LabelLister interface {
+	ExportLabels() []Label
+}
+
+func readLabels(z *zipArchive, name string) ([]Label, error) {
 	zf := z.files[name]
 	if zf == nil {
 		return nil, nil
@@ -186,16 +192,25 @@ func readLabelColors(z *zipArchive, name string) (map[string]string, error) {
 		return nil, refuse("%s", err.Error())
 	}
 	var labels []struct {
-		Name  string  `json:"name"`
-		Color *string `json:"color"`
+		Name  string   `json:"name"`
+		Color *string  `json:"color"`
+		Order *float64 `json:"order"`
 	}
 	if err := json.Unmarshal([]byte(s), &labels); err != nil {
 		return nil, refuse("%s is not a list of labels (%v)", name, err)
 	}
-	out := map[string]string{}
+	// Hearth's list has each label's order; Inboxt's is in its order.
+	sort.SliceStable(labels, func(i, j int) bool {
+		return labels[i].Order != nil && labels[j].Order != nil && *labels[i].Order < *labels[j].Order
+	})
+	var out []Label
 	for _, l := range labels {
-		if l.Color != nil && strings.TrimSpace(l.Name) != "" {
-			out[strings.TrimSpace(l.Name)] = *l.Color
+		if n := strings.TrimSpace(l.Name); n != "" {
+			c := ""
+			if l.Color != nil {
+				c = *l.Color
+			}
+			out = append(out, Label{Name: n, Color: c})
 		}
 	}
 	return out, nil
@@ -278,11 +293,11 @@ type hearthReader struct {
 	z      *zipArchive
 	rc     io.ReadCloser
 	a      *jsonArray
-	colors map[string]string
+	labels []Label
 }
 
 func newHearthReader(z *zipArchive, scan bool) (*hearthReader, error) {
-	colors, err := readLabelColors(z, "labels.json")
+	labels, err := readLabels(z, "labels.json")
 	if err != nil {
 		return nil, err
 	}
@@ -295,10 +310,10 @@ func newHearthReader(z *zipArchive, scan bool) (*hearthReader, error) {
 		rc.Close()
 		return nil, err
 	}
-	return &hearthReader{z: z, rc: rc, a: a, colors: colors}, nil
+	return &hearthReader{z: z, rc: rc, a: a, labels: labels}, nil
 }
 
-func (h *hearthReader) LabelColors() map[string]string { return h.colors }
+func (h *hearthReader) ExportLabels() []Label { return h.labels }
 
 func (h *hearthReader) Next() (*Item, error) {
 	var e hearthItem
@@ -354,15 +369,15 @@ type inboxtZipReader struct {
 	rc     io.ReadCloser
 	a      *jsonArray
 	html   []string // standalone HTML files, after the items
-	colors map[string]string
+	labels []Label
 }
 
 func newInboxtZipReader(z *zipArchive, scan bool) (*inboxtZipReader, error) {
-	colors, err := readLabelColors(z, "json/labels.json")
+	labels, err := readLabels(z, "json/labels.json")
 	if err != nil {
 		return nil, err
 	}
-	r := &inboxtZipReader{z: z, scan: scan, colors: colors}
+	r := &inboxtZipReader{z: z, scan: scan, labels: labels}
 	// As Inboxt's importZipArchive: every HTML file outside json/,
 	// highlights/ and saved_items/ is an item of its own.
 	for _, n := range z.names(htmlRE) {
@@ -385,7 +400,7 @@ func newInboxtZipReader(z *zipArchive, scan bool) (*inboxtZipReader, error) {
 	return r, nil
 }
 
-func (r *inboxtZipReader) LabelColors() map[string]string { return r.colors }
+func (r *inboxtZipReader) ExportLabels() []Label { return r.labels }
 
 func (r *inboxtZipReader) Next() (*Item, error) {
 	if r.a != nil {
