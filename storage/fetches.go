@@ -43,21 +43,48 @@ const (
 	importFetch  = "import "
 )
 
-// parseFetchValue reads a pending-fetch entry's value.
-func parseFetchValue(v string) (url string, private, imported bool) {
+// parseFetchValue reads a pending-fetch entry's value: [private ][import
+// <job id> ]<url>.
+func parseFetchValue(v string) (url string, private bool, importJob string) {
 	url, private = strings.CutPrefix(v, privateFetch)
-	url, imported = strings.CutPrefix(url, importFetch)
-	return url, private, imported
+	if rest, ok := strings.CutPrefix(url, importFetch); ok {
+		importJob, url, _ = strings.Cut(rest, " ")
+	}
+	return url, private, importJob
 }
 
-func fetchValue(url string, private, imported bool) []byte {
-	if imported {
-		url = importFetch + url
+// fetchValue is the value of a pending fetch; importJob names the import
+// that queued it ("" for addArticleFromUrl).
+func fetchValue(url string, private bool, importJob string) []byte {
+	if importJob != "" {
+		url = importFetch + importJob + " " + url
 	}
 	if private {
 		url = privateFetch + url
 	}
 	return []byte(url)
+}
+
+// fetchDone counts a finished fetch of an import's item in its job: fetched,
+// or failed with the reason (listed among the job's failures). A job gone
+// meanwhile is fine.
+func (tx *Tx) fetchDone(memberID, jobID, url, reason string) error {
+	var j ImportJob
+	if err := tx.getJSON(importJobKey(memberID, jobID), &j); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	if reason == "" {
+		j.Fetched++
+	} else {
+		j.FetchFailed++
+		if len(j.Failures) < MaxImportFailures {
+			j.Failures = append(j.Failures, ImportFailure{Ref: url, Reason: clipRunes(reason, 500)})
+		}
+	}
+	return tx.putJSON(importJobKey(memberID, jobID), &j, 0)
 }
 
 // PendingFetches returns up to limit pending fetches, in key order: those
@@ -74,8 +101,8 @@ func (s *Store) PendingFetchesWhere(limit int, keep func(PendingFetch) bool) ([]
 	err := s.View(func(tx *Tx) error {
 		return tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 			member, item, ok := strings.Cut(string(k[len(prefix):]), "/")
-			u, priv, imp := parseFetchValue(string(v))
-			if p := (PendingFetch{MemberID: member, ItemID: item, URL: u, Private: priv, Import: imp}); ok && keep(p) {
+			u, priv, job := parseFetchValue(string(v))
+			if p := (PendingFetch{MemberID: member, ItemID: item, URL: u, Private: priv, Import: job != ""}); ok && keep(p) {
 				out = append(out, p)
 			}
 			return len(out) < limit, nil
@@ -122,9 +149,15 @@ func (s *Store) FailFetch(memberID, itemID, reason string) error {
 		if err != nil {
 			return err
 		}
-		url, _, imported := parseFetchValue(string(v))
+		url, _, job := parseFetchValue(string(v))
+		imported := job != ""
 		if err := tx.delete(fetchKey(memberID, itemID)); err != nil {
 			return err
+		}
+		if imported {
+			if err := tx.fetchDone(memberID, job, url, reason); err != nil {
+				return err
+			}
 		}
 		var old SavedItem
 		if err := tx.getItem(itemKey(memberID, itemID), &old); err != nil {

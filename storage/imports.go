@@ -70,13 +70,17 @@ type ImportJob struct {
 	Error        string `json:"error,omitempty"`
 	// Total is the file's entry count; Position how many of them are
 	// done (written, found already saved, or failed).
-	Total    int             `json:"total"`
-	Position int             `json:"position"`
-	Created  int             `json:"created"`
-	Existing int             `json:"existing"` // already saved: only missing labels added
-	Failed   int             `json:"failed"`
-	Fetching int             `json:"fetching"` // created without content: queued for fetching
-	Failures []ImportFailure `json:"failures,omitempty"`
+	Total    int `json:"total"`
+	Position int `json:"position"`
+	Created  int `json:"created"`
+	Existing int `json:"existing"` // already saved: only missing labels added
+	Failed   int `json:"failed"`
+	Fetching int `json:"fetching"` // created without content: queued for fetching
+	// Of those, fetched since, and not fetched (each listed among the
+	// failures with the reason; the item keeps its title).
+	Fetched     int             `json:"fetched"`
+	FetchFailed int             `json:"fetch_failed"`
+	Failures    []ImportFailure `json:"failures,omitempty"`
 	// ItemsPerSecond is the recent rate, for the estimate of the time left.
 	ItemsPerSecond float64    `json:"items_per_second,omitempty"`
 	CreatedAt      time.Time  `json:"created_at"`
@@ -530,7 +534,7 @@ func (tx *Tx) importItem(memberID string, j *ImportJob, in *ImportItem, labels, 
 		}
 	}
 	if in.Fetch && norm != "" && in.HTML == "" && in.Text == "" {
-		if err := tx.put(fetchKey(memberID, it.ID), fetchValue(norm, j.FetchPrivate, true), 0); err != nil {
+		if err := tx.put(fetchKey(memberID, it.ID), fetchValue(norm, j.FetchPrivate, j.ID), 0); err != nil {
 			return 0, err
 		}
 		return importFetching, nil

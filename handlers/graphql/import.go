@@ -294,6 +294,8 @@ func (s *Server) readImportUpload(w http.ResponseWriter, r *http.Request, m *sto
 
 var importTmpl = template.Must(template.New("import.html").Funcs(template.FuncMap{
 	"describe": func(f any) string { return importer.Describe(importer.Format(fmt.Sprint(f))) },
+	"add":      func(a, b int) int { return a + b },
+	"waiting":  func(j *storage.ImportJob) int { return max(0, j.Fetching-j.Fetched-j.FetchFailed) },
 	"percent": func(j *storage.ImportJob) int {
 		if j.Total == 0 {
 			return 0
@@ -401,7 +403,8 @@ func (r *queryResolver) ImportJobs(ctx context.Context) ([]*generated.ImportJob,
 		g := &generated.ImportJob{
 			ID: j.ID, Format: j.Format, FileName: j.FileName, State: generated.ImportState(strings.ToUpper(j.State)),
 			Total: j.Total, Done: j.Position, Created: j.Created, Existing: j.Existing, Failed: j.Failed,
-			Fetching: j.Fetching, Failures: []*generated.ImportFailure{}, CreatedAt: j.CreatedAt, FinishedAt: j.FinishedAt,
+			Fetching: j.Fetching, Fetched: j.Fetched, FetchFailed: j.FetchFailed, Failures: []*generated.ImportFailure{},
+			CreatedAt: j.CreatedAt, FinishedAt: j.FinishedAt,
 		}
 		if j.Error != "" {
 			g.Error = &j.Error

@@ -422,6 +422,19 @@ func TestImportedItemsAreFetchedPolitelyAndFailuresKeepTheirTitle(t *testing.T) 
 	if it := byURL[site.URL+"/gone"]; it.Title != "Gone" || !strings.Contains(*it.Description, "HTTP 404") {
 		t.Fatalf("failed item: %+v", it)
 	}
+	// The import counts its fetches, and lists the one that failed.
+	job, _ = e.store.ImportJob(e.member.ID, job.ID)
+	if job.Fetched != 3 || job.FetchFailed != 1 || len(job.Failures) != 1 || job.Failures[0].Ref != site.URL+"/gone" ||
+		!strings.Contains(job.Failures[0].Reason, "HTTP 404") {
+		t.Fatalf("job after the fetches: %+v", job)
+	}
+	var got struct {
+		ImportJobs []struct{ Fetching, Fetched, FetchFailed int }
+	}
+	e.do(`query { importJobs { fetching fetched fetchFailed } }`, nil, &got)
+	if len(got.ImportJobs) != 1 || got.ImportJobs[0].Fetching != 4 || got.ImportJobs[0].Fetched != 3 || got.ImportJobs[0].FetchFailed != 1 {
+		t.Fatalf("importJobs: %+v", got)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if most != 1 {

@@ -107,6 +107,8 @@ type ComplexityRoot struct {
 		Existing    func(childComplexity int) int
 		Failed      func(childComplexity int) int
 		Failures    func(childComplexity int) int
+		FetchFailed func(childComplexity int) int
+		Fetched     func(childComplexity int) int
 		Fetching    func(childComplexity int) int
 		FileName    func(childComplexity int) int
 		FinishedAt  func(childComplexity int) int
@@ -590,6 +592,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ImportJob.Failures(childComplexity), true
+	case "ImportJob.fetchFailed":
+		if e.ComplexityRoot.ImportJob.FetchFailed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.FetchFailed(childComplexity), true
+	case "ImportJob.fetched":
+		if e.ComplexityRoot.ImportJob.Fetched == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.Fetched(childComplexity), true
 	case "ImportJob.fetching":
 		if e.ComplexityRoot.ImportJob.Fetching == nil {
 			break
@@ -1922,7 +1936,11 @@ type ImportJob {
   failed: Int!
   "New items without content in the export, whose page is fetched in the background."
   fetching: Int!
-  "The first entries not imported (up to 20), and why."
+  "Of those, the pages fetched so far."
+  fetched: Int!
+  "Of those, the pages that could not be fetched (listed in failures with the reason; the item keeps its title)."
+  fetchFailed: Int!
+  "The first entries not imported or not fetched (up to 20), and why."
   failures: [ImportFailure!]!
   "Estimated seconds left while it runs, when known."
   secondsLeft: Int
@@ -2296,6 +2314,10 @@ func (ec *executionContext) childFields_ImportJob(ctx context.Context, field gra
 		return ec.fieldContext_ImportJob_failed(ctx, field)
 	case "fetching":
 		return ec.fieldContext_ImportJob_fetching(ctx, field)
+	case "fetched":
+		return ec.fieldContext_ImportJob_fetched(ctx, field)
+	case "fetchFailed":
+		return ec.fieldContext_ImportJob_fetchFailed(ctx, field)
 	case "failures":
 		return ec.fieldContext_ImportJob_failures(ctx, field)
 	case "secondsLeft":
@@ -4194,6 +4216,52 @@ func (ec *executionContext) _ImportJob_fetching(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_ImportJob_fetching(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_fetched(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_fetched(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Fetched, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_fetched(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_fetchFailed(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_fetchFailed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FetchFailed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_fetchFailed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
@@ -10769,6 +10837,16 @@ func (ec *executionContext) _ImportJob(ctx context.Context, sel ast.SelectionSet
 			}
 		case "fetching":
 			out.Values[i] = ec._ImportJob_fetching(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fetched":
+			out.Values[i] = ec._ImportJob_fetched(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fetchFailed":
+			out.Values[i] = ec._ImportJob_fetchFailed(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

@@ -201,7 +201,11 @@ type ImportJob struct {
 	Failed int `json:"failed"`
 	// New items without content in the export, whose page is fetched in the background.
 	Fetching int `json:"fetching"`
-	// The first entries not imported (up to 20), and why.
+	// Of those, the pages fetched so far.
+	Fetched int `json:"fetched"`
+	// Of those, the pages that could not be fetched (listed in failures with the reason; the item keeps its title).
+	FetchFailed int `json:"fetchFailed"`
+	// The first entries not imported or not fetched (up to 20), and why.
 	Failures []*ImportFailure `json:"failures"`
 	// Estimated seconds left while it runs, when known.
 	SecondsLeft *int       `json:"secondsLeft,omitempty"`
