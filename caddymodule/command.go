@@ -326,6 +326,7 @@ func memberCommand() *cobra.Command {
 	for _, fn := range memberCommands {
 		member.AddCommand(fn())
 	}
+	member.AddCommand(memberSelfCommands()...)
 	return member
 }
 

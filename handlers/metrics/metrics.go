@@ -49,6 +49,7 @@ const (
 	LimitOAuthFailedCode   = "oauth_failed_code"
 	LimitSignIn            = "signin"
 	LimitSignUp            = "signup"
+	LimitAccountChanges    = "account_changes"
 	LimitGraphQL           = "graphql"
 	LimitNewsletter        = "newsletter"
 	LimitAgentRegistration = "agent_registration"
