@@ -40,25 +40,13 @@ func (a *App) setImporter(r *importer.Runner) {
 	}
 }
 
-func adminImportMember(app *App, r *http.Request) (*storage.Member, error) {
-	name := r.PathValue("username")
-	m, err := app.Store().Member(name)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, memberNotFound(name)
-	}
-	if err != nil {
-		return nil, storeError(err, "member")
-	}
-	return m, nil
-}
-
 // adminStartImport is POST /hearth/members/{username}/imports?format=F&label=NAME...
 // with the file as the body; it answers 201 with the job.
 func adminStartImport(w http.ResponseWriter, r *http.Request, app *App) error {
 	if app.importer == nil {
 		return apiError(http.StatusServiceUnavailable, "imports need a hearth_graphql handler in the loaded config")
 	}
-	m, err := adminImportMember(app, r)
+	m, err := adminMember(r, app)
 	if err != nil {
 		return err
 	}
@@ -111,7 +99,7 @@ func adminStartImport(w http.ResponseWriter, r *http.Request, app *App) error {
 }
 
 func adminListImports(w http.ResponseWriter, r *http.Request, app *App) error {
-	m, err := adminImportMember(app, r)
+	m, err := adminMember(r, app)
 	if err != nil {
 		return err
 	}
@@ -126,7 +114,7 @@ func adminListImports(w http.ResponseWriter, r *http.Request, app *App) error {
 }
 
 func adminGetImport(w http.ResponseWriter, r *http.Request, app *App) error {
-	m, err := adminImportMember(app, r)
+	m, err := adminMember(r, app)
 	if err != nil {
 		return err
 	}
