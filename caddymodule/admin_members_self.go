@@ -92,20 +92,8 @@ type sessionView struct {
 	ExpiresAt  time.Time `json:"expires_at"`
 }
 
-func memberOf(r *http.Request, app *App) (*storage.Member, error) {
-	name := r.PathValue("username")
-	m, err := app.Store().Member(name)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, memberNotFound(name)
-	}
-	if err != nil {
-		return nil, storeError(err, "member")
-	}
-	return m, nil
-}
-
 func adminListSessions(w http.ResponseWriter, r *http.Request, app *App) error {
-	m, err := memberOf(r, app)
+	m, err := adminMember(r, app)
 	if err != nil {
 		return err
 	}
@@ -121,7 +109,7 @@ func adminListSessions(w http.ResponseWriter, r *http.Request, app *App) error {
 }
 
 func adminEndSession(w http.ResponseWriter, r *http.Request, app *App) error {
-	m, err := memberOf(r, app)
+	m, err := adminMember(r, app)
 	if err != nil {
 		return err
 	}
@@ -138,7 +126,7 @@ func adminEndSession(w http.ResponseWriter, r *http.Request, app *App) error {
 }
 
 func adminEndAllSessions(w http.ResponseWriter, r *http.Request, app *App) error {
-	m, err := memberOf(r, app)
+	m, err := adminMember(r, app)
 	if err != nil {
 		return err
 	}

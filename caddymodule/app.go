@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -56,6 +57,8 @@ type App struct {
 	dirs   *directories
 	run    *appRun
 	ctx    caddy.Context
+	// importer runs imports for the admin API (set by hearth_graphql).
+	importer *importer.Runner
 }
 
 // appRun is whether the app has started: the store open, the directories

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/directory"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -172,6 +173,10 @@ func TestDeclaredDefaultsAreTheCodes(t *testing.T) {
 		"hearth_graphql.inbound_rate_limit":      fmt.Sprint(graphql.DefaultInboundRateLimit),
 		"hearth_graphql.rate_limit_window":       durs(graphql.DefaultRateLimitWindow),
 		"hearth_graphql.mail_webhook_header":     graphql.DefaultMailWebhookHeader,
+		"hearth_graphql.import_max_size":         size(importer.DefaultMaxUploadBytes),
+		"hearth_graphql.import_max_entries":      fmt.Sprint(importer.DefaultMaxEntries),
+		"hearth_graphql.import_max_entry_size":   size(importer.DefaultMaxEntryBytes),
+		"hearth_graphql.import_max_ratio":        fmt.Sprint(importer.DefaultMaxCompressionRatio),
 		"hearth_directory.path":                  directory.DefaultPath,
 		"hearth_directory.kind":                  fmt.Sprint(directory.DefaultKind),
 		"hearth_directory.pow_min_bits":          fmt.Sprint(directory.DefaultPowMinBits),
@@ -266,6 +271,14 @@ var optionCases = []optionCase{
 	{"hearth_oauth", "base_uri https://x", "", "unrecognized hearth_oauth subdirective 'base_uri'"},
 
 	{"hearth_graphql", "max_body_size 2MiB", `{"max_body_size":2097152}`, ""},
+	{"hearth_graphql", "import_max_size 1GiB", `{"import_max_size":1073741824}`, ""},
+	{"hearth_graphql", "import_max_size lots", "", "import_max_size: want a size"},
+	{"hearth_graphql", "import_max_entries 500000", `{"import_max_entries":500000}`, ""},
+	{"hearth_graphql", "import_max_entries 0", "", "import_max_entries: want an integer of at least 1"},
+	{"hearth_graphql", "import_max_entry_size 4MiB", `{"import_max_entry_size":4194304}`, ""},
+	{"hearth_graphql", "import_max_entry_size 0", "", "import_max_entry_size: want a size"},
+	{"hearth_graphql", "import_max_ratio 50", `{"import_max_ratio":50}`, ""},
+	{"hearth_graphql", "import_max_ratio 1", "", "import_max_ratio: want an integer of at least 2"},
 	{"hearth_graphql", "max_body_size big", "", "max_body_size: want a size"},
 	{"hearth_graphql", "max_inbound_size 20MiB", `{"max_inbound_size":20971520}`, ""},
 	{"hearth_graphql", "max_content_size 16MiB", `{"max_content_size":16777216}`, ""},

@@ -330,11 +330,7 @@ func (p *Pages) postTwoFactorDisable(w http.ResponseWriter, r *http.Request, m *
 		p.passwordError(w, r, m, "twofactor", err)
 		return
 	}
-	code := r.PostForm.Get("code")
-	err := p.underFailureLimits(r, m.Username, func() error {
-		_, err := p.store.CheckSecondFactor(m.ID, code)
-		return err
-	}, isCodeFailure)
+	err := p.checkSecondFactor(r, m)
 	if errors.Is(err, storage.ErrTwoFactorOff) {
 		done(w, r, "twofactor_off")
 		return
@@ -358,11 +354,7 @@ func (p *Pages) postRecoveryCodes(w http.ResponseWriter, r *http.Request, m *sto
 		p.passwordError(w, r, m, "twofactor", err)
 		return
 	}
-	code := r.PostForm.Get("code")
-	err := p.underFailureLimits(r, m.Username, func() error {
-		_, err := p.store.CheckSecondFactor(m.ID, code)
-		return err
-	}, isCodeFailure)
+	err := p.checkSecondFactor(r, m)
 	if errors.Is(err, storage.ErrTwoFactorOff) {
 		p.accountError(w, r, m, http.StatusConflict, "twofactor", "Two-factor sign-in is off, so there are no recovery codes.")
 		return
@@ -381,6 +373,17 @@ func (p *Pages) postRecoveryCodes(w http.ResponseWriter, r *http.Request, m *sto
 		Notice:        "Your new recovery codes are below; the old ones no longer work. Save them now.",
 		RecoveryCodes: codes,
 	})
+}
+
+// checkSecondFactor checks the form's code (or recovery code) of a member
+// who turns two-factor sign-in off or replaces the recovery codes, under the
+// sign-in failure limits.
+func (p *Pages) checkSecondFactor(r *http.Request, m *storage.Member) error {
+	code := r.PostForm.Get("code")
+	return p.underFailureLimits(r, m.Username, func() error {
+		_, err := p.store.CheckSecondFactor(m.ID, code)
+		return err
+	}, isCodeFailure)
 }
 
 // isCodeFailure: a wrong or reused second-factor code counts as a failed
