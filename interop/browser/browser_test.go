@@ -544,6 +544,20 @@ func TestMemberPagesInChromium(t *testing.T) {
 	s.copyButtonWorks("#secret")
 	s.open("/settings/export")
 	s.check("export")
+	// The Import page, and a wallabag export (with its content, so nothing
+	// is fetched) uploaded through its form.
+	s.open("/settings/import")
+	s.check("import")
+	wallabag, err := filepath.Abs("../../handlers/importer/testdata/wallabag.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.run("choose the file", chromedp.SetUploadFiles("#file", []string{wallabag}, chromedp.ByID))
+	s.submit(`form[enctype="multipart/form-data"] button[type=submit]`)
+	if n := s.count(`article[id^="job-"]`); n != 1 {
+		t.Fatalf("%d imports listed after uploading one", n)
+	}
+	s.check("import-job")
 
 	// An app registered as a Mastodon client does, approved in the browser.
 	clientID, clientSecret := registerApp(t, "Pinecone for Mastodon", "https://pinecone.example/about", oob, "read write")
