@@ -6,12 +6,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
@@ -77,7 +79,11 @@ func (h *OAuth) Provision(ctx caddy.Context) error {
 	}
 	h.pages, h.app = app.Pages(), app
 	// Every page of the site says its name, whichever module serves it.
-	h.pages.SetSiteName(h.InstanceTitle)
+	// The pages are the app's: one name for all the sites of this Caddy.
+	if prev := h.pages.SetSiteName(h.InstanceTitle); prev != "" && prev != strings.TrimSpace(h.InstanceTitle) {
+		ctx.Logger().Warn("several hearth_oauth instance_title values: the member pages show only one of them",
+			zap.String("shown", strings.TrimSpace(h.InstanceTitle)), zap.String("other", prev))
+	}
 	h.server = oauth.New(app.Store(), oauth.Options{
 		RateLimits:          app.RateLimits(),
 		BaseURL:             h.BaseURL,

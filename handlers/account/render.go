@@ -294,11 +294,17 @@ func (p *Pages) SiteName() string {
 }
 
 // SetSiteName names the site on every page from now on. hearth_oauth calls
-// it with its instance_title while Caddy provisions the configuration.
-func (p *Pages) SetSiteName(name string) {
-	if name = strings.TrimSpace(name); name != "" {
-		p.siteName.Store(&name)
+// it with its instance_title while Caddy provisions the configuration. It
+// returns the name an earlier call set, if any ("" otherwise).
+func (p *Pages) SetSiteName(name string) (previous string) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return ""
 	}
+	if old := p.siteName.Swap(&name); old != nil {
+		return *old
+	}
+	return ""
 }
 
 func (p *Pages) logger() *zap.Logger {
