@@ -132,7 +132,6 @@ type suite struct {
 	ctx      context.Context
 	axe      string
 	shotsDir string
-	checked  map[string]bool
 }
 
 func newSuite(t *testing.T) *suite {
@@ -156,7 +155,7 @@ func newSuite(t *testing.T) *suite {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return &suite{t: t, ctx: ctx, axe: axeSource(t), shotsDir: dir, checked: map[string]bool{}}
+	return &suite{t: t, ctx: ctx, axe: axeSource(t), shotsDir: dir}
 }
 
 func (s *suite) run(what string, actions ...chromedp.Action) {
@@ -211,12 +210,16 @@ func (s *suite) text(sel string) string {
 // Copy button, and pressing it says what happened.
 func (s *suite) copyButtonWorks(sel string) {
 	s.t.Helper()
-	button := `[data-copy] + p button.copy`
-	if n := s.count(button); n != 1 {
-		s.t.Fatalf("%s: %d copy buttons, want 1 (did the script run?)", sel, n)
+	// The button row the script put right after the secret's [data-copy]
+	// element (sel itself or the block around it).
+	row := fmt.Sprintf(`(() => { const e = document.querySelector(%q); const c = e && e.closest("[data-copy]"); const r = c && c.nextElementSibling; return r && r.querySelector("button.copy") ? r : null; })()`, sel)
+	var found bool
+	s.run(sel+": copy button", chromedp.Evaluate(row+` !== null`, &found))
+	if !found {
+		s.t.Fatalf("%s has no Copy button (did the script run?)", sel)
 	}
-	s.run("press Copy", chromedp.Click(button, chromedp.ByQuery, chromedp.NodeVisible))
-	s.run("wait for the copy status", chromedp.Poll(`(document.querySelector("[data-copy] + p [role=status]").textContent || "").trim() !== ""`, nil,
+	s.run(sel+": press Copy", chromedp.Evaluate(row+`.querySelector("button.copy").click()`, nil))
+	s.run(sel+": wait for the copy status", chromedp.Poll(row+`.querySelector("[role=status]").textContent.trim() !== ""`, nil,
 		chromedp.WithPollingTimeout(10*time.Second)))
 }
 
@@ -278,7 +281,6 @@ type violation struct {
 // names the site; a screenshot of each goes to build/screenshots.
 func (s *suite) check(name string) {
 	s.t.Helper()
-	s.checked[name] = true
 	var title string
 	s.run(name+": title", chromedp.Title(&title))
 	if !strings.Contains(title, siteTitle) {
