@@ -61,6 +61,7 @@ const (
 func caddyfile(dir string) string {
 	return fmt.Sprintf(`{
 	admin %s
+	persist_config off
 	auto_https off
 	storage file_system %q
 	hearth {
