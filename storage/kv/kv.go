@@ -15,6 +15,7 @@ package kv
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -37,9 +38,10 @@ var (
 	// transaction in one commit; the caller splits the work.
 	ErrTooBig = errors.New("kv: transaction too big")
 	// ErrUnavailable wraps errors of an engine that cannot be reached now
-	// (the database is down, restarting or refusing connections). Nothing
-	// is known to have been committed by an Update that failed with it;
-	// callers answer 503 and the engine recovers by itself.
+	// (the database is down, restarting or refusing connections);
+	// callers answer 503 and the engine recovers by itself. When Update's
+	// commit itself fails with it (the connection dropped during COMMIT)
+	// the outcome is unknown to the engine; a retry must be idempotent.
 	ErrUnavailable = errors.New("kv: storage engine unavailable")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("kv: engine closed")
@@ -159,6 +161,11 @@ type Writer interface {
 	Notify(channel, payload string) error
 }
 
+// Missed is the payload a subscriber receives after notifications may have
+// been lost (the engine's listener reconnected): drop every cached record.
+// Notify refuses it (it contains a NUL byte), so no commit sends it.
+const Missed = "\x00missed"
+
 // MaxPayload bounds a notification's payload (PostgreSQL's NOTIFY limit is
 // 8000 bytes) and MaxChannel its channel name.
 const (
@@ -213,6 +220,9 @@ func CheckValue(val []byte) error {
 func CheckNotify(channel, payload string) error {
 	if channel == "" || len(channel) > MaxChannel || len(payload) > MaxPayload {
 		return errors.Join(ErrInvalid, errors.New("notification channel must be 1 to 63 bytes and payload at most 7900 bytes"))
+	}
+	if strings.ContainsRune(channel, '\n') {
+		return errors.Join(ErrInvalid, errors.New("notification channel contains a newline"))
 	}
 	for _, c := range []byte(channel + payload) {
 		if c == 0 {
