@@ -142,3 +142,8 @@ func TestOpensStorageDir(t *testing.T) {
 		t.Fatalf("after restoring the engine's stream: %+v, %v", got, err)
 	}
 }
+
+// BenchmarkEngine: go test -tags nobadger,nomysql,nopgx -run '^$' -bench . ./storage/kv/badgerkv/
+func BenchmarkEngine(b *testing.B) {
+	kvtest.Bench(b, open(b))
+}
