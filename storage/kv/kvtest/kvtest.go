@@ -226,7 +226,7 @@ func testScanRanges(t *testing.T, e kv.Engine) {
 			n++
 			other, err := r.Get([]byte("s0"))
 			if err != nil || string(other) != "outside" {
-				return false, fmt.Errorf("Get inside Scan: %q, %v", other, err)
+				return false, fmt.Errorf("get inside Scan: %q, %v", other, err)
 			}
 			return n < 7, nil
 		})
@@ -397,7 +397,7 @@ func testTTL(t *testing.T, e kv.Engine) {
 	}
 	if err := e.Export(bg, func(r kv.Record) error {
 		if string(r.Key) == "t/short" {
-			return errors.New("Export passed an expired key")
+			return errors.New("export passed an expired key")
 		}
 		return nil
 	}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -97,25 +98,12 @@ func TestSchemaVersioned(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = open(t, p).Update(bg, kv.TxOptions{}, func(kv.Writer) error { return nil })
-	if err == nil || !contains(err.Error(), "newer than this Hearth") {
+	if err == nil || !strings.Contains(err.Error(), "newer than this Hearth") {
 		t.Fatalf("newer schema: %v", err)
 	}
 	if _, err := pgkv.Open(pgkv.Options{DSN: database(t), Prefix: "Bad-Prefix"}); err == nil {
 		t.Fatal("a prefix that is not an identifier was accepted")
 	}
-}
-
-func contains(s, sub string) bool {
-	return len(s) >= len(sub) && (s == sub || len(sub) == 0 || indexOf(s, sub) >= 0)
-}
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
 }
 
 func TestSweep(t *testing.T) {
