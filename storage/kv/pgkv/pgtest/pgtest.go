@@ -60,8 +60,7 @@ func version(dir string) int {
 }
 
 // Start initialises and starts a server listening on 127.0.0.1:port with
-// user hearth (trust authentication). fsync is off: these are not
-// durability tests.
+// user hearth (trust authentication); see Durable.
 func Start(port int) (*Server, error) {
 	bin, err := binDir()
 	if err != nil {
@@ -112,11 +111,19 @@ func (s *Server) run(tool string, args ...string) error {
 	return nil
 }
 
+// Durable reports whether HEARTH_TEST_POSTGRES_DURABLE=1 asks for a server
+// that syncs its WAL at commit (PostgreSQL's defaults: benchmarks comparing
+// with Badger's synced commits); otherwise fsync and synchronous_commit are
+// off, for fast tests.
+func Durable() bool { return os.Getenv("HEARTH_TEST_POSTGRES_DURABLE") == "1" }
+
 // Restart starts the server (again, after StopServer).
 func (s *Server) Restart() error {
-	return s.run("pg_ctl", "-D", filepath.Join(s.Dir, "data"), "-l", filepath.Join(s.Dir, "log"), "-w", "-o",
-		fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=100 -c shared_buffers=32MB -c fsync=off -c synchronous_commit=off -c full_page_writes=off", s.Port, s.Dir),
-		"start")
+	o := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=100 -c shared_buffers=32MB", s.Port, s.Dir)
+	if !Durable() {
+		o += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	}
+	return s.run("pg_ctl", "-D", filepath.Join(s.Dir, "data"), "-l", filepath.Join(s.Dir, "log"), "-w", "-o", o, "start")
 }
 
 // StopServer stops the server (fast shutdown: connections are cut), leaving
