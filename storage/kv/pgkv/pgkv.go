@@ -438,8 +438,8 @@ func (t *txn) GetMany(keys [][]byte) ([][]byte, error) {
 	return out, nil
 }
 
-// Scan batches: the first of 64 rows (a page of 50 is one round trip),
-// then four times more up to 1024. Each batch is read whole before fn runs,
+// Scan batches: the first of 64 rows (a page of 50 is one round trip), or
+// of the scan's Limit up to 1024, then four times more up to 1024. Each batch is read whole before fn runs,
 // so fn may Get on the same connection.
 const (
 	scanFirst = 64
@@ -447,7 +447,7 @@ const (
 )
 
 func (t *txn) Scan(r kv.Range, fn func(key, val []byte) (bool, error)) error {
-	return t.e.scan(t.ctx, t.tx, r, func(x row) (bool, error) { return fn(x.k, x.v) })
+	return t.e.scan(t.ctx, t.tx, r, false, func(x row) (bool, error) { return fn(x.k, x.v) })
 }
 
 type row struct {
@@ -456,7 +456,8 @@ type row struct {
 }
 
 // scan runs r as keyset batches on tx and calls fn per row.
-func (e *Engine) scan(ctx context.Context, tx pgx.Tx, r kv.Range, fn func(row) (bool, error)) error {
+// With withExpiry, rows carry their expiry (Export).
+func (e *Engine) scan(ctx context.Context, tx pgx.Tx, r kv.Range, withExpiry bool, fn func(row) (bool, error)) error {
 	// Bounds: lo inclusive; hi exclusive, or inclusive (hiIncl) for a
 	// reverse scan's Start.
 	lo := r.Prefix
@@ -481,12 +482,18 @@ func (e *Engine) scan(ctx context.Context, tx pgx.Tx, r kv.Range, fn func(row) (
 	if r.Limit < 0 {
 		return fmt.Errorf("%w: negative scan limit", kv.ErrInvalid)
 	}
-	cols = strings.Replace(cols, "0::bigint", "coalesce(ceil(extract(epoch from expires_at))::bigint, 0)", 1)
+	if withExpiry {
+		cols = strings.Replace(cols, "0::bigint", "coalesce(ceil(extract(epoch from expires_at))::bigint, 0)", 1)
+	}
 	order := "ASC"
 	if r.Reverse {
 		order = "DESC"
 	}
+	// A scan with a limit (a page) asks for all of it at once.
 	batch, left := scanFirst, r.Limit
+	if r.Limit > 0 {
+		batch = min(r.Limit, scanMax)
+	}
 	buf := make([]row, 0, scanFirst)
 	for {
 		n := batch
@@ -580,7 +587,7 @@ func (t *txn) Notify(channel, payload string) error {
 func (e *Engine) Export(ctx context.Context, fn func(kv.Record) error) error {
 	return e.view(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable, AccessMode: pgx.ReadOnly, DeferrableMode: pgx.Deferrable}, func(r kv.Reader) error {
 		t := r.(*txn)
-		return e.scan(ctx, t.tx, kv.Range{}, func(x row) (bool, error) {
+		return e.scan(ctx, t.tx, kv.Range{}, true, func(x row) (bool, error) {
 			return true, fn(kv.Record{Key: x.k, Value: x.v, ExpiresAt: x.exp})
 		})
 	})
