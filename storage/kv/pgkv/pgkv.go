@@ -29,6 +29,7 @@
 package pgkv
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -323,7 +324,8 @@ func mapErr(ctx context.Context, err error) error {
 	return err
 }
 
-func (e *Engine) begin(ctx context.Context, o pgx.TxOptions) (pgx.Tx, error) {
+// beginTx starts a pgx transaction (Import).
+func (e *Engine) beginTx(ctx context.Context, o pgx.TxOptions) (pgx.Tx, error) {
 	if e.ctx.Err() != nil {
 		return nil, kv.ErrClosed
 	}
@@ -337,52 +339,167 @@ func (e *Engine) begin(ctx context.Context, o pgx.TxOptions) (pgx.Tx, error) {
 	return tx, nil
 }
 
-// View implements kv.Engine.
+// The statements starting each kind of transaction.
+const (
+	beginView   = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
+	beginExport = `BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE`
+	beginUpdate = `BEGIN ISOLATION LEVEL SERIALIZABLE`
+	asyncCommit = `SET LOCAL synchronous_commit = off`
+)
+
+// run starts a transaction on a pooled connection, calls fn and ends the
+// transaction: COMMIT when fn returned nil and commit is set, otherwise
+// ROLLBACK. Statements go out lazily (see txn).
+func (e *Engine) run(ctx context.Context, begin string, commit bool, fn func(t *txn) error) error {
+	if e.ctx.Err() != nil {
+		return kv.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := e.ensureSchema(ctx); err != nil {
+		return err
+	}
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return mapErr(ctx, err)
+	}
+	// A connection left inside a transaction (a failed ROLLBACK) or broken
+	// is destroyed by Release rather than reused.
+	defer conn.Release()
+	t := &txn{ctx: ctx, e: e, conn: conn, begin: begin}
+	if err := fn(t); err != nil {
+		t.rollback()
+		return err
+	}
+	if !commit {
+		t.rollback()
+		return t.err
+	}
+	return t.commit()
+}
+
+// View implements kv.Engine: REPEATABLE READ READ ONLY, one snapshot.
 func (e *Engine) View(ctx context.Context, fn func(kv.Reader) error) error {
-	return e.view(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+	return e.run(ctx, beginView, false, func(t *txn) error { return fn(t) })
 }
 
-func (e *Engine) view(ctx context.Context, o pgx.TxOptions, fn func(kv.Reader) error) error {
-	tx, err := e.begin(ctx, o)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if err := fn(&txn{ctx: ctx, tx: tx, e: e}); err != nil {
-		return err
-	}
-	return mapErr(ctx, tx.Commit(ctx))
-}
-
-// Update implements kv.Engine.
+// Update implements kv.Engine: SERIALIZABLE.
 func (e *Engine) Update(ctx context.Context, opts kv.TxOptions, fn func(kv.Writer) error) error {
-	tx, err := e.begin(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
-	if err != nil {
-		return err
+	return e.run(ctx, beginUpdate, true, func(t *txn) error {
+		if opts.Async {
+			t.queue(asyncCommit)
+		}
+		return fn(t)
+	})
+}
+
+// txn is one transaction on one connection. Nothing is sent until a read
+// needs an answer: BEGIN, the writes queued since the last read and the read
+// go out together as one pipelined batch (one round trip), and the last
+// writes, the notifications and COMMIT as another. A write-only Update is one
+// round trip, a View of one Get two (the second ends the transaction). The
+// first error ends the transaction: every later call returns it.
+type txn struct {
+	ctx     context.Context
+	e       *Engine
+	conn    *pgxpool.Conn
+	begin   string
+	begun   bool // BEGIN was sent
+	pending []stmt
+	notes   []string
+	err     error
+}
+
+type stmt struct {
+	sql  string
+	args []any
+}
+
+func (t *txn) queue(sql string, args ...any) {
+	t.pending = append(t.pending, stmt{sql, args})
+}
+
+// send sends BEGIN (first time), the pending statements and then, when sql is
+// set, the query sql whose rows read consumes.
+func (t *txn) send(sql string, args []any, read func(pgx.Rows) error) error {
+	if t.err != nil {
+		return t.err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if opts.Async {
-		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
-			return mapErr(ctx, err)
+	b := &pgx.Batch{}
+	if !t.begun {
+		b.Queue(t.begin)
+	}
+	for _, s := range t.pending {
+		b.Queue(s.sql, s.args...)
+	}
+	execs := b.Len()
+	if sql != "" {
+		b.Queue(sql, args...)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	t.pending = t.pending[:0]
+	t.begun = true
+	br := t.conn.SendBatch(t.ctx, b)
+	var err error
+	for i := 0; i < execs && err == nil; i++ {
+		var tag pgconn.CommandTag
+		tag, err = br.Exec()
+		if err == nil && tag.String() == "ROLLBACK" {
+			err = errors.New("postgres rolled the transaction back")
 		}
 	}
-	t := &txn{ctx: ctx, tx: tx, e: e}
-	if err := fn(t); err != nil {
-		return err
+	if err == nil && sql != "" {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			err = read(rows)
+			rows.Close()
+			if err == nil {
+				err = rows.Err()
+			}
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.err = mapErr(t.ctx, err)
+		return t.err
+	}
+	return nil
+}
+
+func (t *txn) commit() error {
+	if t.err != nil {
+		t.rollback()
+		return t.err
+	}
+	if !t.begun && len(t.pending) == 0 && len(t.notes) == 0 {
+		return nil // nothing read or written: nothing to commit
 	}
 	for _, n := range t.notes {
-		if _, err := tx.Exec(ctx, e.q.notify, e.q.channel, n); err != nil {
-			return mapErr(ctx, err)
-		}
+		t.queue(t.e.q.notify, t.e.q.channel, n)
 	}
-	return mapErr(ctx, tx.Commit(ctx))
+	t.queue("COMMIT")
+	if err := t.send("", nil, nil); err != nil {
+		t.rollback()
+		return err
+	}
+	return nil
 }
 
-type txn struct {
-	ctx   context.Context
-	tx    pgx.Tx
-	e     *Engine
-	notes []string
+func (t *txn) rollback() {
+	if !t.begun || t.conn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
+	defer cancel()
+	if _, err := t.conn.Exec(ctx, "ROLLBACK"); err != nil {
+		// Not reusable: Release destroys a closed connection.
+		t.conn.Conn().Close(ctx)
+	}
 }
 
 func (t *txn) Get(key []byte) ([]byte, error) {
@@ -390,12 +507,19 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 		return nil, err
 	}
 	var v []byte
-	err := t.tx.QueryRow(t.ctx, t.e.q.get, key).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, kv.ErrNotFound
-	}
+	found := false
+	err := t.send(t.e.q.get, []any{key}, func(rows pgx.Rows) error {
+		if rows.Next() {
+			found = true
+			return rows.Scan(&v)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, mapErr(t.ctx, err)
+		return nil, err
+	}
+	if !found {
+		return nil, kv.ErrNotFound
 	}
 	if v == nil {
 		v = []byte{}
@@ -413,24 +537,22 @@ func (t *txn) GetMany(keys [][]byte) ([][]byte, error) {
 	if len(keys) == 0 {
 		return out, nil
 	}
-	rows, err := t.tx.Query(t.ctx, `SELECT k, v FROM `+t.e.p+`_kv WHERE k = ANY($1) AND (expires_at IS NULL OR expires_at > now())`, keys)
-	if err != nil {
-		return nil, mapErr(t.ctx, err)
-	}
 	got := map[string][]byte{}
-	for rows.Next() {
-		var k, v []byte
-		if err := rows.Scan(&k, &v); err != nil {
-			rows.Close()
-			return nil, mapErr(t.ctx, err)
+	err := t.send(`SELECT k, v FROM `+t.e.p+`_kv WHERE k = ANY($1) AND (expires_at IS NULL OR expires_at > now())`, []any{keys}, func(rows pgx.Rows) error {
+		for rows.Next() {
+			var k, v []byte
+			if err := rows.Scan(&k, &v); err != nil {
+				return err
+			}
+			if v == nil {
+				v = []byte{}
+			}
+			got[string(k)] = v
 		}
-		if v == nil {
-			v = []byte{}
-		}
-		got[string(k)] = v
-	}
-	if err := rows.Err(); err != nil {
-		return nil, mapErr(t.ctx, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	for i, k := range keys {
 		out[i] = got[string(k)]
@@ -439,15 +561,14 @@ func (t *txn) GetMany(keys [][]byte) ([][]byte, error) {
 }
 
 // Scan batches: the first of 64 rows (a page of 50 is one round trip), or
-// of the scan's Limit up to 1024, then four times more up to 1024. Each batch is read whole before fn runs,
-// so fn may Get on the same connection.
+// of the scan's Limit up to 1024, then four times more up to 1024.
 const (
 	scanFirst = 64
 	scanMax   = 1024
 )
 
 func (t *txn) Scan(r kv.Range, fn func(key, val []byte) (bool, error)) error {
-	return t.e.scan(t.ctx, t.tx, r, false, func(x row) (bool, error) { return fn(x.k, x.v) })
+	return t.scan(r, false, func(x row) (bool, error) { return fn(x.k, x.v) })
 }
 
 type row struct {
@@ -455,9 +576,13 @@ type row struct {
 	exp  uint64 // Unix seconds, rounded up; 0 none
 }
 
-// scan runs r as keyset batches on tx and calls fn per row.
-// With withExpiry, rows carry their expiry (Export).
-func (e *Engine) scan(ctx context.Context, tx pgx.Tx, r kv.Range, withExpiry bool, fn func(row) (bool, error)) error {
+// scan runs r as keyset batches and calls fn per row; each batch is read
+// whole before fn runs, so fn may Get. With withExpiry, rows carry their
+// expiry (Export).
+func (t *txn) scan(r kv.Range, withExpiry bool, fn func(row) (bool, error)) error {
+	if r.Limit < 0 {
+		return fmt.Errorf("%w: negative scan limit", kv.ErrInvalid)
+	}
 	// Bounds: lo inclusive; hi exclusive, or inclusive (hiIncl) for a
 	// reverse scan's Start.
 	lo := r.Prefix
@@ -479,9 +604,6 @@ func (e *Engine) scan(ctx context.Context, tx pgx.Tx, r kv.Range, withExpiry boo
 	if r.KeysOnly {
 		cols = "k, NULL::bytea, 0::bigint"
 	}
-	if r.Limit < 0 {
-		return fmt.Errorf("%w: negative scan limit", kv.ErrInvalid)
-	}
 	if withExpiry {
 		cols = strings.Replace(cols, "0::bigint", "coalesce(ceil(extract(epoch from expires_at))::bigint, 0)", 1)
 	}
@@ -494,7 +616,7 @@ func (e *Engine) scan(ctx context.Context, tx pgx.Tx, r kv.Range, withExpiry boo
 	if r.Limit > 0 {
 		batch = min(r.Limit, scanMax)
 	}
-	buf := make([]row, 0, scanFirst)
+	buf := make([]row, 0, batch)
 	for {
 		n := batch
 		if r.Limit > 0 {
@@ -504,28 +626,26 @@ func (e *Engine) scan(ctx context.Context, tx pgx.Tx, r kv.Range, withExpiry boo
 		if hiIncl {
 			hiOp = "<="
 		}
-		q := `SELECT ` + cols + ` FROM ` + e.p + `_kv WHERE k >= $1 AND ($2::bytea IS NULL OR k ` + hiOp + ` $2)
+		q := `SELECT ` + cols + ` FROM ` + t.e.p + `_kv WHERE k >= $1 AND ($2::bytea IS NULL OR k ` + hiOp + ` $2)
 			AND (expires_at IS NULL OR expires_at > now()) ORDER BY k ` + order + ` LIMIT $3`
-		rows, err := tx.Query(ctx, q, lo, hi, n)
-		if err != nil {
-			return mapErr(ctx, err)
-		}
 		buf = buf[:0]
-		for rows.Next() {
-			var x row
-			var exp int64
-			if err := rows.Scan(&x.k, &x.v, &exp); err != nil {
-				rows.Close()
-				return mapErr(ctx, err)
+		err := t.send(q, []any{lo, hi, n}, func(rows pgx.Rows) error {
+			for rows.Next() {
+				var x row
+				var exp int64
+				if err := rows.Scan(&x.k, &x.v, &exp); err != nil {
+					return err
+				}
+				if !r.KeysOnly && x.v == nil {
+					x.v = []byte{}
+				}
+				x.exp = uint64(exp)
+				buf = append(buf, x)
 			}
-			if !r.KeysOnly && x.v == nil {
-				x.v = []byte{}
-			}
-			x.exp = uint64(exp)
-			buf = append(buf, x)
-		}
-		if err := rows.Err(); err != nil {
-			return mapErr(ctx, err)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		for _, x := range buf {
 			more, err := fn(x)
@@ -552,7 +672,13 @@ func (e *Engine) scan(ctx context.Context, tx pgx.Tx, r kv.Range, withExpiry boo
 	}
 }
 
+// Put and Delete are queued: they go out with the next read or the commit.
+// A statement failing there (a conflict detected early, the connection
+// lost) ends the transaction with that error.
 func (t *txn) Put(key, val []byte, ttl time.Duration) error {
+	if t.err != nil {
+		return t.err
+	}
 	if err := kv.CheckKey(key); err != nil {
 		return err
 	}
@@ -562,16 +688,19 @@ func (t *txn) Put(key, val []byte, ttl time.Duration) error {
 	if val == nil {
 		val = []byte{}
 	}
-	_, err := t.tx.Exec(t.ctx, t.e.q.put, key, val, max(int64(0), ttl.Microseconds()))
-	return mapErr(t.ctx, err)
+	t.queue(t.e.q.put, bytes.Clone(key), bytes.Clone(val), max(int64(0), ttl.Microseconds()))
+	return nil
 }
 
 func (t *txn) Delete(key []byte) error {
+	if t.err != nil {
+		return t.err
+	}
 	if err := kv.CheckKey(key); err != nil {
 		return err
 	}
-	_, err := t.tx.Exec(t.ctx, t.e.q.del, key)
-	return mapErr(t.ctx, err)
+	t.queue(t.e.q.del, bytes.Clone(key))
+	return nil
 }
 
 func (t *txn) Notify(channel, payload string) error {
@@ -585,9 +714,8 @@ func (t *txn) Notify(channel, payload string) error {
 // Export implements kv.Engine: one SERIALIZABLE READ ONLY DEFERRABLE
 // snapshot, which never fails with a serialization error, in key order.
 func (e *Engine) Export(ctx context.Context, fn func(kv.Record) error) error {
-	return e.view(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable, AccessMode: pgx.ReadOnly, DeferrableMode: pgx.Deferrable}, func(r kv.Reader) error {
-		t := r.(*txn)
-		return e.scan(ctx, t.tx, kv.Range{}, true, func(x row) (bool, error) {
+	return e.run(ctx, beginExport, false, func(t *txn) error {
+		return t.scan(kv.Range{}, true, func(x row) (bool, error) {
 			return true, fn(kv.Record{Key: x.k, Value: x.v, ExpiresAt: x.exp})
 		})
 	})
@@ -598,7 +726,7 @@ func (e *Engine) Export(ctx context.Context, fn func(kv.Record) error) error {
 // both modes upsert the copied ones. Any error, an invalid record included,
 // rolls everything back: the store is unchanged.
 func (e *Engine) Import(ctx context.Context, next func() (kv.Record, error), mode kv.ImportMode) error {
-	tx, err := e.begin(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	tx, err := e.beginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return err
 	}
