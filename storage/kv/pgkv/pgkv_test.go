@@ -236,3 +236,38 @@ func TestUnavailableAndRecovery(t *testing.T) {
 func BenchmarkEngine(b *testing.B) {
 	kvtest.Bench(b, open(b, newPrefix()))
 }
+
+// A holder that loses its lease row (it expired and another node took it,
+// as after a partition) has its work cancelled, and a waiting node takes
+// over from the row's expiry, without the holder releasing anything.
+func TestLeaseLostAndTakenOver(t *testing.T) {
+	p := newPrefix()
+	a, b := open(t, p), open(t, p)
+	startedA, startedB := make(chan struct{}), make(chan struct{})
+	endedA, testDone := make(chan struct{}), make(chan struct{})
+	defer close(testDone)
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	go a.Lead(ctx, "work", func(ctx context.Context) {
+		close(startedA)
+		<-ctx.Done()
+		close(endedA)
+		<-testDone // a dead node never releases: block until the test ends
+	})
+	<-startedA
+	go b.Lead(ctx, "work", func(ctx context.Context) { close(startedB); <-ctx.Done() })
+	// Another node took the row after it expired.
+	if _, err := a.Pool().Exec(bg, `UPDATE `+p+`_lease SET holder = 'elsewhere', expires_at = now() + interval '2 seconds' WHERE name = 'work'`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-endedA:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the holder kept working after losing its lease")
+	}
+	select {
+	case <-startedB:
+	case <-time.After(60 * time.Second):
+		t.Fatal("no node took the lease over after it expired")
+	}
+}
