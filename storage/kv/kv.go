@@ -150,7 +150,9 @@ type Writer interface {
 	// Put sets key to val. A ttl > 0 makes the key absent to every read
 	// (Get, GetMany, Scan, Export) in transactions that start once ttl has
 	// passed, measured on the engine's clock (the database server's for
-	// pgkv) from the commit's start; the engine removes it eventually. ttl
+	// pgkv, which starts counting at the transaction's start) — badgerkv
+	// keeps whole seconds, rounded up, so a key may live up to 1 s longer;
+	// the engine removes it eventually. ttl
 	// 0 means no expiry (and clears an earlier one).
 	Put(key, val []byte, ttl time.Duration) error
 	// Delete removes key; deleting an absent key is not an error.

@@ -307,7 +307,10 @@ func (t *tx) Put(key, val []byte, ttl time.Duration) error {
 	}
 	en := badger.NewEntry(bytes.Clone(key), bytes.Clone(val))
 	if ttl > 0 {
-		en = en.WithTTL(ttl)
+		// Badger keeps whole seconds and hides a key once now ≥ ExpiresAt;
+		// rounded up, so a key lives at least ttl (at most 1 s more).
+		// Entry.WithTTL truncates, ending it up to 1 s early.
+		en.ExpiresAt = uint64((time.Now().Add(ttl).UnixNano() + int64(time.Second) - 1) / int64(time.Second))
 	}
 	return mapErr(t.txn.SetEntry(en))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -269,5 +270,26 @@ func TestLeaseLostAndTakenOver(t *testing.T) {
 	case <-startedB:
 	case <-time.After(60 * time.Second):
 		t.Fatal("no node took the lease over after it expired")
+	}
+}
+
+// An import that meets an invalid record changes nothing (one transaction).
+func TestImportRefusedChangesNothing(t *testing.T) {
+	e := open(t, newPrefix())
+	kvtest.Put(t, e, []byte("kept"), []byte("1"))
+	recs := []kv.Record{{Key: []byte("a"), Value: []byte("x")}, {Key: nil, Value: []byte("bad")}, {Key: []byte("b"), Value: []byte("y")}}
+	i := 0
+	err := e.Import(bg, func() (kv.Record, error) {
+		if i == len(recs) {
+			return kv.Record{}, io.EOF
+		}
+		i++
+		return recs[i-1], nil
+	}, kv.ImportReplace)
+	if !errors.Is(err, kv.ErrInvalid) {
+		t.Fatalf("import of an empty key: %v, want ErrInvalid", err)
+	}
+	if got := kvtest.ScanKeys(t, e, kv.Range{}); len(got) != 1 || got[0] != "kept" {
+		t.Fatalf("after a refused import: %q", got)
 	}
 }
