@@ -21,8 +21,9 @@ type hubSub struct {
 	done    chan struct{}
 }
 
-// Subscribe adds fn for channel; stop removes it and waits for a call of fn
-// that is running (unless stop is called from fn itself).
+// Subscribe adds fn for channel; after stop returns fn is not called again,
+// except a call already running (stop does not wait for it, so fn may call
+// stop).
 func (h *Hub) Subscribe(channel string, fn func(payload string)) (stop func()) {
 	s := &hubSub{fn: fn, wake: make(chan struct{}, 1), stopped: make(chan struct{}), done: make(chan struct{})}
 	h.mu.Lock()
