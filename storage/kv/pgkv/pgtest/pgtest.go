@@ -89,8 +89,11 @@ func Start(port int) (*Server, error) {
 		return nil, err
 	}
 	if err := s.Restart(); err != nil {
+		// The server's log says why (often: the port is taken by a server
+		// an interrupted run left behind).
+		log, _ := os.ReadFile(filepath.Join(dir, "log"))
 		os.RemoveAll(dir)
-		return nil, err
+		return nil, fmt.Errorf("%w\nserver log:\n%s", err, log)
 	}
 	return s, nil
 }
