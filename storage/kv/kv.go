@@ -57,8 +57,10 @@ type Engine interface {
 	// View runs fn on one consistent snapshot: every read in fn sees the
 	// commits that finished before View started and none made later, so a
 	// long View (a backup, a document build) reads one instant. Keys whose
-	// TTL has passed when the snapshot is taken are absent. fn must not
-	// keep the Reader after returning.
+	// TTL has passed when the snapshot is taken are absent; a key whose TTL
+	// passes during the View may stay visible (pgkv: expiry is judged at
+	// the transaction's start) or vanish (badgerkv: at each read). fn must
+	// not keep the Reader after returning.
 	View(ctx context.Context, fn func(Reader) error) error
 
 	// Update runs fn in one read-write transaction and commits it when fn
