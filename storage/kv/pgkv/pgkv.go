@@ -122,7 +122,9 @@ func Open(o Options) (*Engine, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(o.DSN)
 	if err != nil {
-		return nil, fmt.Errorf("postgres dsn: %w", err)
+		// pgx's message repeats the DSN with the password redacted as best
+		// it can; a secret must never reach a log, so none of it is kept.
+		return nil, errors.New("postgres dsn: cannot be parsed (a libpq key=value string or a postgres:// URL; not repeated here since it may hold a password)")
 	}
 	cfg.MaxConns = o.MaxConns
 	cfg.MinConns = 0

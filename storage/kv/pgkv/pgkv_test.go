@@ -293,3 +293,18 @@ func TestImportRefusedChangesNothing(t *testing.T) {
 		t.Fatalf("after a refused import: %q", got)
 	}
 }
+
+// A DSN that does not parse is refused without repeating its password.
+// pgx's own message redacts what it recognises as a password, but not
+// "password = …" with spaces (pgconn v5.11.0 redactPW): checked below.
+func TestBadDSNKeepsSecret(t *testing.T) {
+	for _, dsn := range []string{"postgres://hearth:s3cr3t-pw@db:notaport/hearth", "host=db password = s3cr3t-pw port=x"} {
+		_, err := pgkv.Open(pgkv.Options{DSN: dsn})
+		if err == nil {
+			t.Fatalf("%q accepted", dsn)
+		}
+		if strings.Contains(err.Error(), "s3cr3t") {
+			t.Fatalf("the error repeats the password: %v", err)
+		}
+	}
+}
