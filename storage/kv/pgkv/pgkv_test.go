@@ -308,3 +308,24 @@ func TestBadDSNKeepsSecret(t *testing.T) {
 		}
 	}
 }
+
+// With SweepEvery set, the holder of the sweep lease removes expired rows by
+// itself.
+func TestSweepRunsOnItsOwn(t *testing.T) {
+	p := newPrefix()
+	e, err := pgkv.Open(pgkv.Options{DSN: database(t), Prefix: p, SweepEvery: 200 * time.Millisecond, LeaseTTL: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Update(bg, kv.TxOptions{}, func(w kv.Writer) error { return w.Put([]byte("short"), []byte("x"), time.Second) }); err != nil {
+		t.Fatal(err)
+	}
+	kvtest.Eventually(t, "the sweeper deletes the expired row", func() bool {
+		var n int
+		if err := e.Pool().QueryRow(bg, `SELECT count(*) FROM `+p+`_kv`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+}
