@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -372,5 +373,48 @@ func TestRangeInsertSkewRefused(t *testing.T) {
 	}
 	if got := kvtest.ScanKeys(t, e, kv.Range{Prefix: []byte("lim/")}); len(got) != 1 || got[0] != "lim/b" {
 		t.Fatalf("range holds %q", got)
+	}
+}
+
+// BenchmarkNotifyAcrossEngines: a commit with a notification on one engine
+// until the subscriber of another engine on the same database has it
+// (commit, NOTIFY delivery, dispatch), one at a time: the cross-node
+// invalidation lag of issue 18 point 4.
+func BenchmarkNotifyAcrossEngines(b *testing.B) {
+	p := newPrefix()
+	a, c := open(b, p), open(b, p)
+	kvtest.Eventually(b, "both listen", func() bool { return a.Live() && c.Live() })
+	got := make(chan string, 1)
+	stop, err := c.Subscribe("lag", func(s string) {
+		if s != kv.Missed {
+			got <- s
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	i := 0
+	for b.Loop() {
+		i++
+		want := strconv.Itoa(i)
+		if err := a.Update(bg, kv.TxOptions{}, func(w kv.Writer) error { return w.Notify("lag", want) }); err != nil {
+			b.Fatal(err)
+		}
+		if s := <-got; s != want {
+			b.Fatalf("got %q, want %q", s, want)
+		}
+	}
+}
+
+// BenchmarkCountAllow: one shared rate-limit decision (one round trip).
+func BenchmarkCountAllow(b *testing.B) {
+	e := open(b, newPrefix())
+	i := 0
+	for b.Loop() {
+		i++
+		if _, _, _, err := e.CountAllow(bg, "ip:"+strconv.Itoa(i%1000), 1<<30, time.Minute); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
