@@ -1,0 +1,534 @@
+// Package badgerkv is the embedded kv.Engine on Badger v4: the default
+// engine, one process on one directory, using only Badger's public API. It
+// opens an existing storage_dir unchanged (the same Badger options as
+// storage.Open, the same keys and values).
+//
+// Durability: with SyncWrites (the default) every commit is on disk when
+// Update returns — Badger's own SyncWrites, which syncs the logs once per
+// batch of commits its writer goroutine takes together. storage/durable.go
+// gets more commits per fsync and asynchronous commits by syncing Badger's
+// files itself (its *.mem and *.vlog files by name), which the public API
+// cannot do: DB.Sync syncs only the active memtable's log and the current
+// value-log file, not the log of a memtable that was just made immutable, so
+// a group commit built on DB.Sync could lose an acknowledged commit on power
+// loss. What is missing from Badger's API for that: a per-transaction sync
+// choice (Txn.CommitWith a sync flag) or a DB.Sync that covers immutable
+// memtables. Until then TxOptions.Async commits here are synchronous too
+// (as durable, not as fast). See docs/storage-engines.md.
+//
+// Notifications, counters, leases and the id slot are in-process: one
+// process holds the directory (Badger's directory lock), so they are exact.
+package badgerkv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
+	"github.com/hearthkit/caddy-hearth/storage/kv"
+)
+
+// Options configure how the directory is opened; zero values are the
+// small-server profile of storage.Options (same defaults).
+type Options struct {
+	MemTableSize     int64
+	BlockCacheSize   int64
+	IndexCacheSize   int64 // 0: default; negative: none
+	ValueLogFileSize int64
+	// NoSync turns SyncWrites off: commits survive a crash of the process
+	// but not a power loss (tests, benchmarks of the engine alone).
+	NoSync bool
+	// Logger receives Badger's log lines; nil discards them.
+	Logger badger.Logger
+}
+
+// Defaults, as storage's (storage/store.go).
+const (
+	DefaultMemTableSize     = 16 << 20
+	DefaultBlockCacheSize   = 32 << 20
+	DefaultIndexCacheSize   = 16 << 20
+	DefaultValueLogFileSize = 128 << 20
+	// ValueThreshold is the value size from which Badger keeps values in
+	// the value log (storage/durable.go's vlogThreshold).
+	ValueThreshold = 1 << 20
+)
+
+// ErrLocked is returned by Open when another process holds the directory.
+var ErrLocked = errors.New("the store is in use by another process (is Caddy running? stop it first, or use the admin API)")
+
+// Engine is the Badger kv.Engine.
+type Engine struct {
+	db  *badger.DB
+	hub kv.Hub
+
+	mu     sync.RWMutex // held for reading by every transaction, for writing by Close
+	closed bool
+
+	limMu    sync.Mutex
+	limiters map[limKey]*ratelimit.Limiter
+
+	leaseMu sync.Mutex
+	leases  map[string]chan struct{}
+}
+
+type limKey struct {
+	limit  int
+	window time.Duration
+}
+
+var (
+	_ kv.Engine   = (*Engine)(nil)
+	_ kv.Counters = (*Engine)(nil)
+	_ kv.Leases   = (*Engine)(nil)
+	_ kv.IDSlots  = (*Engine)(nil)
+)
+
+// Open opens (creating if needed) the Badger database in dir.
+func Open(dir string, o Options) (*Engine, error) {
+	if o.MemTableSize <= 0 {
+		o.MemTableSize = DefaultMemTableSize
+	}
+	if o.BlockCacheSize <= 0 {
+		o.BlockCacheSize = DefaultBlockCacheSize
+	}
+	if o.IndexCacheSize < 0 {
+		o.IndexCacheSize = 0
+	} else if o.IndexCacheSize == 0 {
+		o.IndexCacheSize = DefaultIndexCacheSize
+	}
+	if o.ValueLogFileSize <= 0 {
+		o.ValueLogFileSize = DefaultValueLogFileSize
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create store directory: %w", err)
+	}
+	// The options of storage.Open (storage/store.go), but Badger syncs.
+	bo := badger.DefaultOptions(dir).
+		WithLogger(o.Logger).
+		WithMemTableSize(o.MemTableSize).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		WithBlockCacheSize(o.BlockCacheSize).
+		WithIndexCacheSize(o.IndexCacheSize).
+		WithValueLogFileSize(o.ValueLogFileSize).
+		WithNumCompactors(2).
+		WithSyncWrites(!o.NoSync).
+		WithValueThreshold(ValueThreshold).
+		WithMetricsEnabled(false)
+	db, err := badger.Open(bo)
+	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, fmt.Errorf("open store %s: %w", dir, ErrLocked)
+		}
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	return &Engine{db: db, limiters: map[limKey]*ratelimit.Limiter{}, leases: map[string]chan struct{}{}}, nil
+}
+
+// DB is the Badger database, for what stays Badger-specific (value-log GC,
+// size, offline restore).
+func (e *Engine) DB() *badger.DB { return e.db }
+
+func (e *Engine) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e.mu.RLock()
+	if e.closed {
+		e.mu.RUnlock()
+		return kv.ErrClosed
+	}
+	return nil
+}
+
+// mapErr turns Badger's errors into kv's.
+func mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, badger.ErrConflict):
+		return kv.ErrConflict
+	case errors.Is(err, badger.ErrTxnTooBig):
+		return kv.ErrTooBig
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return kv.ErrNotFound
+	case errors.Is(err, badger.ErrDBClosed):
+		return kv.ErrClosed
+	case errors.Is(err, badger.ErrEmptyKey), errors.Is(err, badger.ErrInvalidKey), errors.Is(err, badger.ErrValueLogSize):
+		return errors.Join(kv.ErrInvalid, err)
+	}
+	return err
+}
+
+// View implements kv.Engine.
+func (e *Engine) View(ctx context.Context, fn func(kv.Reader) error) error {
+	if err := e.enter(ctx); err != nil {
+		return err
+	}
+	defer e.mu.RUnlock()
+	txn := e.db.NewTransaction(false)
+	defer txn.Discard()
+	return fn(&tx{ctx: ctx, txn: txn})
+}
+
+// Update implements kv.Engine.
+func (e *Engine) Update(ctx context.Context, opts kv.TxOptions, fn func(kv.Writer) error) error {
+	if err := e.enter(ctx); err != nil {
+		return err
+	}
+	defer e.mu.RUnlock()
+	txn := e.db.NewTransaction(true)
+	defer txn.Discard()
+	t := &tx{ctx: ctx, txn: txn}
+	if err := fn(t); err != nil {
+		return err
+	}
+	if err := txn.Commit(); err != nil {
+		return mapErr(err)
+	}
+	for _, n := range t.notes {
+		e.hub.Publish(n[0], n[1])
+	}
+	return nil
+}
+
+type tx struct {
+	ctx   context.Context
+	txn   *badger.Txn
+	notes [][2]string
+}
+
+func (t *tx) Get(key []byte) ([]byte, error) {
+	if err := kv.CheckKey(key); err != nil {
+		return nil, err
+	}
+	item, err := t.txn.Get(key)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	v, err := item.ValueCopy(nil)
+	if v == nil && err == nil {
+		v = []byte{}
+	}
+	return v, mapErr(err)
+}
+
+func (t *tx) GetMany(keys [][]byte) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, err := t.Get(k)
+		if errors.Is(err, kv.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func (t *tx) Scan(r kv.Range, fn func(key, val []byte) (bool, error)) error {
+	o := badger.DefaultIteratorOptions
+	o.Reverse = r.Reverse
+	// Values are read as fn asks for them: a prefetch reads up to 100
+	// ahead, more than a page uses.
+	o.PrefetchValues = false
+	if !r.Reverse {
+		o.Prefix = r.Prefix
+	}
+	it := t.txn.NewIterator(o)
+	defer it.Close()
+	end := kv.PrefixEnd(r.Prefix)
+	switch {
+	case !r.Reverse:
+		seek := r.Prefix
+		if r.Start != nil && bytes.Compare(r.Start, seek) > 0 {
+			seek = r.Start
+		}
+		it.Seek(seek)
+	case r.Start != nil && (end == nil || bytes.Compare(r.Start, end) < 0):
+		it.Seek(r.Start)
+	case end != nil:
+		// The last key below end: a reverse Seek lands on the largest key
+		// ≤ end, which is end itself when it exists.
+		it.Seek(end)
+		if it.Valid() && bytes.Equal(it.Item().Key(), end) {
+			it.Next()
+		}
+	default:
+		it.Rewind()
+	}
+	n := 0
+	for ; it.Valid(); it.Next() {
+		item := it.Item()
+		k := item.Key()
+		if !bytes.HasPrefix(k, r.Prefix) {
+			return nil
+		}
+		if err := t.ctx.Err(); err != nil {
+			return err
+		}
+		var more bool
+		var err error
+		if r.KeysOnly {
+			more, err = fn(k, nil)
+		} else if verr := item.Value(func(v []byte) error {
+			more, err = fn(k, v)
+			return nil
+		}); verr != nil {
+			return mapErr(verr)
+		}
+		if err != nil || !more {
+			return err
+		}
+		if n++; r.Limit > 0 && n >= r.Limit {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (t *tx) Put(key, val []byte, ttl time.Duration) error {
+	if err := kv.CheckKey(key); err != nil {
+		return err
+	}
+	if err := kv.CheckValue(val); err != nil {
+		return err
+	}
+	en := badger.NewEntry(bytes.Clone(key), bytes.Clone(val))
+	if ttl > 0 {
+		// Badger keeps whole seconds and hides a key once now ≥ ExpiresAt;
+		// rounded up, so a key lives at least ttl (at most 1 s more).
+		// Entry.WithTTL truncates, ending it up to 1 s early.
+		en.ExpiresAt = uint64((time.Now().Add(ttl).UnixNano() + int64(time.Second) - 1) / int64(time.Second))
+	}
+	return mapErr(t.txn.SetEntry(en))
+}
+
+func (t *tx) Delete(key []byte) error {
+	if err := kv.CheckKey(key); err != nil {
+		return err
+	}
+	return mapErr(t.txn.Delete(bytes.Clone(key)))
+}
+
+func (t *tx) Notify(channel, payload string) error {
+	if err := kv.CheckNotify(channel, payload); err != nil {
+		return err
+	}
+	t.notes = append(t.notes, [2]string{channel, payload})
+	return nil
+}
+
+// Subscribe implements kv.Engine: this process's commits only (one process
+// holds the directory).
+func (e *Engine) Subscribe(channel string, fn func(string)) (func(), error) {
+	if err := kv.CheckNotify(channel, ""); err != nil {
+		return nil, err
+	}
+	return e.hub.Subscribe(channel, fn), nil
+}
+
+// Live implements kv.Engine: always true while open.
+func (e *Engine) Live() bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return !e.closed
+}
+
+// Export implements kv.Engine.
+func (e *Engine) Export(ctx context.Context, fn func(kv.Record) error) error {
+	return e.View(ctx, func(r kv.Reader) error {
+		it := r.(*tx).txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 16})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			item := it.Item()
+			var ferr error
+			if err := item.Value(func(v []byte) error {
+				ferr = fn(kv.Record{Key: item.Key(), Value: v, ExpiresAt: item.ExpiresAt()})
+				return nil
+			}); err != nil {
+				return mapErr(err)
+			}
+			if ferr != nil {
+				return ferr
+			}
+		}
+		return nil
+	})
+}
+
+// Import implements kv.Engine. ImportReplace drops every key first
+// (Badger's DropAll), then writes the records: not atomic (see kv.Engine).
+// The records are checked as they come; a bad one stops the import with
+// ErrInvalid (the records before it stay written). Callers wanting "refused
+// input changes nothing" validate first: kv.ReadStream checks a whole
+// backup before yielding a record.
+func (e *Engine) Import(ctx context.Context, next func() (kv.Record, error), mode kv.ImportMode) error {
+	if err := e.enter(ctx); err != nil {
+		return err
+	}
+	defer e.mu.RUnlock()
+	if mode == kv.ImportReplace {
+		if err := e.db.DropAll(); err != nil {
+			return mapErr(err)
+		}
+	}
+	wb := e.db.NewWriteBatch()
+	defer wb.Cancel()
+	now := uint64(time.Now().Unix())
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r, err := next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if err := kv.CheckKey(r.Key); err != nil {
+			return err
+		}
+		if err := kv.CheckValue(r.Value); err != nil {
+			return err
+		}
+		if r.ExpiresAt != 0 && r.ExpiresAt <= now {
+			continue
+		}
+		en := badger.NewEntry(bytes.Clone(r.Key), bytes.Clone(r.Value))
+		en.ExpiresAt = r.ExpiresAt
+		if err := wb.SetEntry(en); err != nil {
+			return mapErr(err)
+		}
+	}
+	return mapErr(wb.Flush())
+}
+
+// Ping implements kv.Engine.
+func (e *Engine) Ping(ctx context.Context) error {
+	if err := e.enter(ctx); err != nil {
+		return err
+	}
+	e.mu.RUnlock()
+	return nil
+}
+
+// Close implements kv.Engine.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	return e.db.Close()
+}
+
+// ---- in-process capabilities ----
+
+func (e *Engine) limiter(limit int, window time.Duration) *ratelimit.Limiter {
+	e.limMu.Lock()
+	defer e.limMu.Unlock()
+	k := limKey{limit, window}
+	l := e.limiters[k]
+	if l == nil {
+		l = ratelimit.New(limit, window)
+		e.limiters[k] = l
+	}
+	return l
+}
+
+// CountAllow implements kv.Counters with handlers/ratelimit's limiter.
+func (e *Engine) CountAllow(ctx context.Context, key string, limit int, window time.Duration) (bool, int, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return false, 0, 0, err
+	}
+	r := e.limiter(limit, window).Allow(key)
+	return r.Allowed, r.Remaining, r.RetryAfter, nil
+}
+
+// CountPeek implements kv.Counters.
+func (e *Engine) CountPeek(ctx context.Context, key string, limit int, window time.Duration) (bool, int, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return false, 0, 0, err
+	}
+	r := e.limiter(limit, window).Peek(key)
+	return r.Allowed, r.Remaining, r.RetryAfter, nil
+}
+
+// CountUndo implements kv.Counters (every limit's count of key).
+func (e *Engine) CountUndo(ctx context.Context, key string, window time.Duration) error {
+	e.limMu.Lock()
+	defer e.limMu.Unlock()
+	for k, l := range e.limiters {
+		if k.window == window {
+			l.Undo(key)
+		}
+	}
+	return ctx.Err()
+}
+
+// CountReset implements kv.Counters.
+func (e *Engine) CountReset(ctx context.Context, key string) error {
+	e.limMu.Lock()
+	defer e.limMu.Unlock()
+	for _, l := range e.limiters {
+		l.Reset(key)
+	}
+	return ctx.Err()
+}
+
+// leaseRetry is how long Lead waits before taking the lease again after fn
+// returned on its own.
+const leaseRetry = time.Second
+
+// Lead implements kv.Leases within this process.
+func (e *Engine) Lead(ctx context.Context, name string, fn func(context.Context)) {
+	e.leaseMu.Lock()
+	sem := e.leases[name]
+	if sem == nil {
+		sem = make(chan struct{}, 1)
+		e.leases[name] = sem
+	}
+	e.leaseMu.Unlock()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case sem <- struct{}{}:
+		}
+		fn(ctx)
+		<-sem
+		t := time.NewTimer(leaseRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// IDSlot implements kv.IDSlots: slot 0, the only process on the directory.
+func (e *Engine) IDSlot(ctx context.Context) (uint16, error) {
+	if err := e.enter(ctx); err != nil {
+		return 0, err
+	}
+	e.mu.RUnlock()
+	return 0, nil
+}

@@ -1,0 +1,926 @@
+// Package kvtest is the conformance suite every kv.Engine passes: call Run
+// from the engine's tests with a factory of fresh, empty engines, and
+// RunShared with a factory of two engines on one store (two nodes).
+package kvtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage/kv"
+)
+
+// Factory returns a fresh, empty engine, closed when the test ends.
+type Factory func(t testing.TB) kv.Engine
+
+// Pair returns two engines on the same store (for an embedded engine, the
+// same engine twice), closed when the test ends.
+type Pair func(t testing.TB) (a, b kv.Engine)
+
+// Run runs the single-engine conformance tests.
+func Run(t *testing.T, f Factory) {
+	t.Run("Order", func(t *testing.T) { testOrder(t, f(t)) })
+	t.Run("ScanRanges", func(t *testing.T) { testScanRanges(t, f(t)) })
+	t.Run("GetPutDelete", func(t *testing.T) { testGetPutDelete(t, f(t)) })
+	t.Run("Invalid", func(t *testing.T) { testInvalid(t, f(t)) })
+	t.Run("TTL", func(t *testing.T) { testTTL(t, f(t)) })
+	t.Run("WriteSkew", func(t *testing.T) { testWriteSkew(t, f(t), nil) })
+	t.Run("LostUpdate", func(t *testing.T) { testLostUpdate(t, f(t)) })
+	t.Run("RunTx", func(t *testing.T) { testRunTx(t, f(t), nil) })
+	t.Run("Notify", func(t *testing.T) { testNotify(t, f(t), nil) })
+	t.Run("Snapshot", func(t *testing.T) { testSnapshot(t, f(t)) })
+	t.Run("BigValue", func(t *testing.T) { testBigValue(t, f(t)) })
+	t.Run("ExportImport", func(t *testing.T) { testExportImport(t, f(t), f(t)) })
+	t.Run("Counters", func(t *testing.T) { testCounters(t, f(t), nil) })
+	t.Run("Leases", func(t *testing.T) { testLeases(t, f(t), nil) })
+	t.Run("Context", func(t *testing.T) { testContext(t, f(t)) })
+}
+
+// RunShared runs the tests of two engines on one store: conflicts, retries,
+// notifications, counters, leases and id slots across them.
+func RunShared(t *testing.T, p Pair) {
+	t.Run("WriteSkew", func(t *testing.T) { a, b := p(t); testWriteSkew(t, a, b) })
+	t.Run("RunTx", func(t *testing.T) { a, b := p(t); testRunTx(t, a, b) })
+	t.Run("Notify", func(t *testing.T) { a, b := p(t); testNotify(t, a, b) })
+	t.Run("Counters", func(t *testing.T) { a, b := p(t); testCounters(t, a, b) })
+	t.Run("Leases", func(t *testing.T) { a, b := p(t); testLeases(t, a, b) })
+	t.Run("IDSlots", func(t *testing.T) { a, b := p(t); testIDSlots(t, a, b) })
+}
+
+var bg = context.Background()
+
+// Put writes records in one transaction (for tests and benchmarks).
+func Put(t testing.TB, e kv.Engine, kvs ...[]byte) {
+	t.Helper()
+	if err := e.Update(bg, kv.TxOptions{}, func(w kv.Writer) error {
+		for i := 0; i+1 < len(kvs); i += 2 {
+			if err := w.Put(kvs[i], kvs[i+1], 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ScanKeys returns the keys of r (as strings).
+func ScanKeys(t testing.TB, e kv.Engine, r kv.Range) []string {
+	t.Helper()
+	var out []string
+	if err := e.View(bg, func(rd kv.Reader) error {
+		return rd.Scan(r, func(k, v []byte) (bool, error) {
+			if r.KeysOnly && v != nil {
+				return false, fmt.Errorf("KeysOnly scan passed a value for %q", k)
+			}
+			if !r.KeysOnly && v == nil {
+				return false, fmt.Errorf("scan passed a nil value for %q", k)
+			}
+			out = append(out, string(k))
+			return true, nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func get(t testing.TB, e kv.Engine, key string) ([]byte, error) {
+	t.Helper()
+	var v []byte
+	err := e.View(bg, func(r kv.Reader) error {
+		var err error
+		v, err = r.Get([]byte(key))
+		return err
+	})
+	return v, err
+}
+
+func mustGet(t testing.TB, e kv.Engine, key, want string) {
+	t.Helper()
+	v, err := get(t, e, key)
+	if err != nil || string(v) != want {
+		t.Fatalf("Get(%q) = %q, %v; want %q", key, v, err, want)
+	}
+}
+
+func mustAbsent(t testing.TB, e kv.Engine, key string) {
+	t.Helper()
+	if v, err := get(t, e, key); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("Get(%q) = %q, %v; want ErrNotFound", key, v, err)
+	}
+}
+
+// orderKeys contain 0x00 and 0xff bytes and keys that are prefixes of others.
+var orderKeys = []string{
+	"p/", "p/\x00", "p/\x00\x00", "p/\x00\xff", "p/\x01", "p/a", "p/a\x00", "p/ab", "p/b",
+	"p/\x7f", "p/\x80", "p/\xfe", "p/\xff", "p/\xff\x00", "p/\xff\xff", "p/\xff\xff\xff",
+}
+
+func testOrder(t *testing.T, e kv.Engine) {
+	var kvs [][]byte
+	for i, k := range orderKeys {
+		kvs = append(kvs, []byte(k), []byte(fmt.Sprint(i)))
+	}
+	// Neighbours outside the prefix on both sides.
+	kvs = append(kvs, []byte("p"), []byte("x"), []byte("p0"), []byte("x"), []byte("o\xff"), []byte("x"), []byte("q"), []byte("x"))
+	Put(t, e, kvs...)
+	want := slices.Clone(orderKeys)
+	slices.SortFunc(want, func(a, b string) int { return bytes.Compare([]byte(a), []byte(b)) })
+	if got := ScanKeys(t, e, kv.Range{Prefix: []byte("p/")}); !slices.Equal(got, want) {
+		t.Fatalf("forward scan\n got %q\nwant %q", got, want)
+	}
+	rev := slices.Clone(want)
+	slices.Reverse(rev)
+	if got := ScanKeys(t, e, kv.Range{Prefix: []byte("p/"), Reverse: true, KeysOnly: true}); !slices.Equal(got, rev) {
+		t.Fatalf("reverse scan\n got %q\nwant %q", got, rev)
+	}
+	// The whole store, both ways (an empty prefix; keys with 0xff last).
+	all := append(slices.Clone(want), "o\xff", "p", "p0", "q")
+	slices.SortFunc(all, func(a, b string) int { return bytes.Compare([]byte(a), []byte(b)) })
+	if got := ScanKeys(t, e, kv.Range{}); !slices.Equal(got, all) {
+		t.Fatalf("scan of everything\n got %q\nwant %q", got, all)
+	}
+	slices.Reverse(all)
+	if got := ScanKeys(t, e, kv.Range{Reverse: true}); !slices.Equal(got, all) {
+		t.Fatalf("reverse scan of everything\n got %q\nwant %q", got, all)
+	}
+	// A prefix ending in 0xff: its end carries into the byte before.
+	if got, w := ScanKeys(t, e, kv.Range{Prefix: []byte("p/\xff")}), []string{"p/\xff", "p/\xff\x00", "p/\xff\xff", "p/\xff\xff\xff"}; !slices.Equal(got, w) {
+		t.Fatalf("prefix p/\\xff\n got %q\nwant %q", got, w)
+	}
+	if got, w := ScanKeys(t, e, kv.Range{Prefix: []byte("p/\xff"), Reverse: true}), []string{"p/\xff\xff\xff", "p/\xff\xff", "p/\xff\x00", "p/\xff"}; !slices.Equal(got, w) {
+		t.Fatalf("reverse prefix p/\\xff\n got %q\nwant %q", got, w)
+	}
+	// Values come with their keys.
+	if err := e.View(bg, func(r kv.Reader) error {
+		return r.Scan(kv.Range{Prefix: []byte("p/")}, func(k, v []byte) (bool, error) {
+			i := slices.Index(orderKeys, string(k))
+			if string(v) != fmt.Sprint(i) {
+				return false, fmt.Errorf("value of %q is %q, want %d", k, v, i)
+			}
+			return true, nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testScanRanges(t *testing.T, e kv.Engine) {
+	var kvs [][]byte
+	for i := range 300 {
+		kvs = append(kvs, fmt.Appendf(nil, "s/%04d", i), fmt.Appendf(nil, "v%d", i))
+	}
+	kvs = append(kvs, []byte("s0"), []byte("outside"), []byte("s."), []byte("outside"))
+	Put(t, e, kvs...)
+	keys := func(from, to int) []string { // from..to inclusive, either direction
+		var out []string
+		for i := from; ; {
+			out = append(out, fmt.Sprintf("s/%04d", i))
+			if i == to {
+				return out
+			}
+			if from < to {
+				i++
+			} else {
+				i--
+			}
+		}
+	}
+	cases := []struct {
+		name string
+		r    kv.Range
+		want []string
+	}{
+		{"all", kv.Range{Prefix: []byte("s/")}, keys(0, 299)},
+		{"all reverse (several batches)", kv.Range{Prefix: []byte("s/"), Reverse: true}, keys(299, 0)},
+		{"start inclusive", kv.Range{Prefix: []byte("s/"), Start: []byte("s/0100")}, keys(100, 299)},
+		{"start between keys", kv.Range{Prefix: []byte("s/"), Start: []byte("s/0100\x00")}, keys(101, 299)},
+		{"reverse start inclusive", kv.Range{Prefix: []byte("s/"), Start: []byte("s/0100"), Reverse: true}, keys(100, 0)},
+		{"reverse start between keys", kv.Range{Prefix: []byte("s/"), Start: []byte("s/0100\x00"), Reverse: true}, keys(100, 0)},
+		{"limit", kv.Range{Prefix: []byte("s/"), Start: []byte("s/0010"), Limit: 50}, keys(10, 59)},
+		{"reverse limit", kv.Range{Prefix: []byte("s/"), Start: []byte("s/0200"), Reverse: true, Limit: 70}, keys(200, 131)},
+		{"limit over batches", kv.Range{Prefix: []byte("s/"), Limit: 250}, keys(0, 249)},
+		{"start before prefix", kv.Range{Prefix: []byte("s/"), Start: []byte("a")}, keys(0, 299)},
+		{"start after prefix", kv.Range{Prefix: []byte("s/"), Start: []byte("z")}, nil},
+		{"reverse start after prefix", kv.Range{Prefix: []byte("s/"), Start: []byte("z"), Reverse: true, Limit: 3}, keys(299, 297)},
+		{"reverse start before prefix", kv.Range{Prefix: []byte("s/"), Start: []byte("a"), Reverse: true}, nil},
+		{"no such prefix", kv.Range{Prefix: []byte("r/")}, nil},
+	}
+	for _, c := range cases {
+		if got := ScanKeys(t, e, c.r); !slices.Equal(got, c.want) {
+			t.Errorf("%s: got %d keys %q…, want %d %q…", c.name, len(got), head(got), len(c.want), head(c.want))
+		}
+	}
+	// Early stop, and Get inside the callback.
+	n := 0
+	if err := e.View(bg, func(r kv.Reader) error {
+		return r.Scan(kv.Range{Prefix: []byte("s/")}, func(k, v []byte) (bool, error) {
+			n++
+			other, err := r.Get([]byte("s0"))
+			if err != nil || string(other) != "outside" {
+				return false, fmt.Errorf("get inside Scan: %q, %v", other, err)
+			}
+			return n < 7, nil
+		})
+	}); err != nil || n != 7 {
+		t.Fatalf("early stop: %d keys, %v; want 7", n, err)
+	}
+	// An error from fn is returned unchanged.
+	boom := errors.New("boom")
+	if err := e.View(bg, func(r kv.Reader) error {
+		return r.Scan(kv.Range{Prefix: []byte("s/")}, func(k, v []byte) (bool, error) { return true, boom })
+	}); !errors.Is(err, boom) {
+		t.Fatalf("fn's error: got %v", err)
+	}
+}
+
+func head(s []string) []string { return s[:min(3, len(s))] }
+
+func testGetPutDelete(t *testing.T, e kv.Engine) {
+	mustAbsent(t, e, "k")
+	Put(t, e, []byte("k"), []byte("v1"), []byte("empty"), []byte{})
+	mustGet(t, e, "k", "v1")
+	mustGet(t, e, "empty", "")
+	// Read-your-writes inside one transaction, scans included.
+	if err := e.Update(bg, kv.TxOptions{}, func(w kv.Writer) error {
+		if err := w.Put([]byte("k"), []byte("v2"), 0); err != nil {
+			return err
+		}
+		if err := w.Put([]byte("k2"), []byte("x"), 0); err != nil {
+			return err
+		}
+		if err := w.Delete([]byte("empty")); err != nil {
+			return err
+		}
+		if v, err := w.Get([]byte("k")); err != nil || string(v) != "v2" {
+			return fmt.Errorf("own write: %q, %v", v, err)
+		}
+		if _, err := w.Get([]byte("empty")); !errors.Is(err, kv.ErrNotFound) {
+			return fmt.Errorf("own delete: %v", err)
+		}
+		vals, err := w.GetMany([][]byte{[]byte("k2"), []byte("nope"), []byte("k")})
+		if err != nil || len(vals) != 3 || string(vals[0]) != "x" || vals[1] != nil || string(vals[2]) != "v2" {
+			return fmt.Errorf("GetMany: %q, %v", vals, err)
+		}
+		var ks []string
+		err = w.Scan(kv.Range{Prefix: []byte("k")}, func(k, _ []byte) (bool, error) { ks = append(ks, string(k)); return true, nil })
+		if err != nil || !slices.Equal(ks, []string{"k", "k2"}) {
+			return fmt.Errorf("own writes in a scan: %q, %v", ks, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, e, "k", "v2")
+	mustAbsent(t, e, "empty")
+	// An error from fn commits nothing.
+	boom := errors.New("boom")
+	if err := e.Update(bg, kv.TxOptions{}, func(w kv.Writer) error {
+		w.Put([]byte("k"), []byte("v3"), 0)
+		w.Delete([]byte("k2"))
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatalf("fn's error: got %v", err)
+	}
+	mustGet(t, e, "k", "v2")
+	mustGet(t, e, "k2", "x")
+	// Deleting an absent key is fine; an async commit is visible at once.
+	if err := e.Update(bg, kv.TxOptions{Async: true}, func(w kv.Writer) error {
+		if err := w.Delete([]byte("never")); err != nil {
+			return err
+		}
+		return w.Put([]byte("async"), []byte("a"), 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, e, "async", "a")
+	var vals [][]byte
+	if err := e.View(bg, func(r kv.Reader) error {
+		var err error
+		vals, err = r.GetMany(nil)
+		return err
+	}); err != nil || len(vals) != 0 {
+		t.Fatalf("GetMany(nil) = %q, %v", vals, err)
+	}
+}
+
+func testInvalid(t *testing.T, e kv.Engine) {
+	Put(t, e, []byte("keep"), []byte("1"))
+	long := bytes.Repeat([]byte("k"), kv.MaxKeySize+1)
+	for name, fn := range map[string]func(w kv.Writer) error{
+		"empty key":      func(w kv.Writer) error { return w.Put(nil, []byte("x"), 0) },
+		"long key":       func(w kv.Writer) error { return w.Put(long, []byte("x"), 0) },
+		"delete empty":   func(w kv.Writer) error { return w.Delete([]byte{}) },
+		"get empty":      func(w kv.Writer) error { _, err := w.Get(nil); return err },
+		"notify no chan": func(w kv.Writer) error { return w.Notify("", "x") },
+		"notify long":    func(w kv.Writer) error { return w.Notify("c", string(make([]byte, kv.MaxPayload+1))) },
+		"notify NUL":     func(w kv.Writer) error { return w.Notify("c", kv.Missed) },
+	} {
+		err := e.Update(bg, kv.TxOptions{}, func(w kv.Writer) error {
+			if err := w.Put([]byte("keep"), []byte("changed"), 0); err != nil {
+				return err
+			}
+			return fn(w)
+		})
+		if !errors.Is(err, kv.ErrInvalid) {
+			t.Errorf("%s: got %v, want ErrInvalid", name, err)
+		}
+	}
+	mustGet(t, e, "keep", "1")
+}
+
+// Eventually polls cond until it holds, failing after a generous bound (the
+// bound is a guard against hanging, not an assertion about speed).
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never happened: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func testTTL(t *testing.T, e kv.Engine) {
+	if err := e.Update(bg, kv.TxOptions{}, func(w kv.Writer) error {
+		if err := w.Put([]byte("t/short"), []byte("s"), time.Second); err != nil {
+			return err
+		}
+		if err := w.Put([]byte("t/long"), []byte("l"), time.Hour); err != nil {
+			return err
+		}
+		return w.Put([]byte("t/none"), []byte("n"), 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, e, "t/long", "l")
+	var exp uint64
+	if err := e.Export(bg, func(r kv.Record) error {
+		if string(r.Key) == "t/long" {
+			exp = r.ExpiresAt
+		}
+		if string(r.Key) == "t/none" && r.ExpiresAt != 0 {
+			return fmt.Errorf("t/none exported with expiry %d", r.ExpiresAt)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if now := uint64(time.Now().Unix()); exp < now+3500 || exp > now+3700 {
+		t.Fatalf("t/long exported with expiry %d, now is %d", exp, now)
+	}
+	// Expired = absent to Get, GetMany, Scan and Export.
+	Eventually(t, "t/short expires", func() bool {
+		_, err := get(t, e, "t/short")
+		return errors.Is(err, kv.ErrNotFound)
+	})
+	if got := ScanKeys(t, e, kv.Range{Prefix: []byte("t/")}); !slices.Equal(got, []string{"t/long", "t/none"}) {
+		t.Fatalf("scan after expiry: %q", got)
+	}
+	if err := e.View(bg, func(r kv.Reader) error {
+		vals, err := r.GetMany([][]byte{[]byte("t/short"), []byte("t/none")})
+		if err == nil && (vals[0] != nil || string(vals[1]) != "n") {
+			err = fmt.Errorf("GetMany after expiry: %q", vals)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Export(bg, func(r kv.Record) error {
+		if string(r.Key) == "t/short" {
+			return errors.New("export passed an expired key")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A Put without TTL clears the expiry.
+	if err := e.Update(bg, kv.TxOptions{}, func(w kv.Writer) error { return w.Put([]byte("t/short"), []byte("again"), 0) }); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, e, "t/short", "again")
+}
+
+// testWriteSkew: each transaction reads both "on call" keys and takes one
+// off call if the other is on: serially one of them must see the other's
+// change and stay. SERIALIZABLE refuses the second commit.
+func testWriteSkew(t *testing.T, a, b kv.Engine) {
+	if b == nil {
+		b = a
+	}
+	Put(t, a, []byte("oncall/alice"), []byte("1"), []byte("oncall/bob"), []byte("1"))
+	offIfOther := func(w kv.Writer, me, other string) error {
+		vals, err := w.GetMany([][]byte{[]byte("oncall/" + me), []byte("oncall/" + other)})
+		if err != nil {
+			return err
+		}
+		if string(vals[0]) == "1" && string(vals[1]) == "1" {
+			return w.Put([]byte("oncall/"+me), []byte("0"), 0)
+		}
+		return nil
+	}
+	read := make(chan struct{})
+	done := make(chan error, 1)
+	var errA error
+	wait := make(chan struct{})
+	go func() {
+		errA = a.Update(bg, kv.TxOptions{}, func(w kv.Writer) error {
+			if _, err := w.GetMany([][]byte{[]byte("oncall/alice"), []byte("oncall/bob")}); err != nil {
+				return err
+			}
+			close(read)
+			if err := <-done; err != nil {
+				return fmt.Errorf("the other transaction: %w", err)
+			}
+			return offIfOther(w, "alice", "bob")
+		})
+		close(wait)
+	}()
+	<-read
+	done <- b.Update(bg, kv.TxOptions{}, func(w kv.Writer) error { return offIfOther(w, "bob", "alice") })
+	<-wait
+	if !errors.Is(errA, kv.ErrConflict) {
+		t.Fatalf("write skew committed: got %v, want ErrConflict", errA)
+	}
+	mustGet(t, a, "oncall/alice", "1")
+	mustGet(t, a, "oncall/bob", "0")
+}
+
+// testLostUpdate: two read-modify-writes of one key; the later commit is
+// refused.
+func testLostUpdate(t *testing.T, e kv.Engine) {
+	Put(t, e, []byte("n"), []byte("0"))
+	read := make(chan struct{})
+	other := make(chan error, 1)
+	var errFirst error
+	wait := make(chan struct{})
+	go func() {
+		errFirst = e.Update(bg, kv.TxOptions{}, func(w kv.Writer) error {
+			if _, err := w.Get([]byte("n")); err != nil {
+				return err
+			}
+			close(read)
+			if err := <-other; err != nil {
+				return err
+			}
+			return w.Put([]byte("n"), []byte("first"), 0)
+		})
+		close(wait)
+	}()
+	<-read
+	other <- e.Update(bg, kv.TxOptions{}, func(w kv.Writer) error {
+		if _, err := w.Get([]byte("n")); err != nil {
+			return err
+		}
+		return w.Put([]byte("n"), []byte("second"), 0)
+	})
+	<-wait
+	if !errors.Is(errFirst, kv.ErrConflict) {
+		t.Fatalf("lost update committed: %v", errFirst)
+	}
+	mustGet(t, e, "n", "second")
+}
+
+// testRunTx: concurrent increments of one counter through RunTx, on one or
+// two engines: none is lost.
+func testRunTx(t *testing.T, a, b kv.Engine) {
+	if b == nil {
+		b = a
+	}
+	Put(t, a, []byte("ctr"), []byte("0"))
+	const workers, each = 4, 15
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	var attempts atomic.Int64
+	for i := range workers {
+		e := a
+		if i%2 == 1 {
+			e = b
+		}
+		wg.Go(func() {
+			for range each {
+				errs <- kv.RunTx(bg, e, kv.TxOptions{}, func(w kv.Writer) error {
+					attempts.Add(1)
+					v, err := w.Get([]byte("ctr"))
+					if err != nil {
+						return err
+					}
+					var n int
+					fmt.Sscan(string(v), &n)
+					return w.Put([]byte("ctr"), fmt.Append(nil, n+1), 0)
+				})
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustGet(t, a, "ctr", fmt.Sprint(workers*each))
+	t.Logf("%d increments took %d attempts", workers*each, attempts.Load())
+	// fn's own error is not retried.
+	n := 0
+	boom := errors.New("boom")
+	if err := kv.RunTx(bg, a, kv.TxOptions{}, func(w kv.Writer) error { n++; return boom }); !errors.Is(err, boom) || n != 1 {
+		t.Fatalf("RunTx with fn failing: %v after %d runs", err, n)
+	}
+	// A cancelled context ends the retries.
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	if err := kv.RunTx(ctx, a, kv.TxOptions{}, func(w kv.Writer) error { return nil }); err == nil {
+		t.Fatal("RunTx with a cancelled context succeeded")
+	}
+}
+
+// testNotify: a notification reaches subscribers (of the other engine too)
+// once its transaction commits, never when it rolls back, in order.
+func testNotify(t *testing.T, a, b kv.Engine) {
+	if b == nil {
+		b = a
+	}
+	Eventually(t, "both engines listen", func() bool { return a.Live() && b.Live() })
+	got := make(chan string, 100)
+	stop, err := b.Subscribe("chan-a", func(p string) {
+		if p != kv.Missed {
+			got <- p
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	other := make(chan string, 100)
+	stopOther, err := b.Subscribe("chan-b", func(p string) {
+		if p != kv.Missed {
+			other <- p
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopOther()
+	boom := errors.New("boom")
+	if err := a.Update(bg, kv.TxOptions{}, func(w kv.Writer) error {
+		w.Notify("chan-a", "rolled back")
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := a.Update(bg, kv.TxOptions{}, func(w kv.Writer) error {
+			if err := w.Put([]byte("n"), []byte("x"), 0); err != nil {
+				return err
+			}
+			return w.Notify("chan-a", fmt.Sprintf("payload %d\nline two ✓", i))
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Update(bg, kv.TxOptions{}, func(w kv.Writer) error { return w.Notify("chan-b", "b") }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		select {
+		case p := <-got:
+			if want := fmt.Sprintf("payload %d\nline two ✓", i); p != want {
+				t.Fatalf("notification %d: %q, want %q", i, p, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("notification %d never arrived", i)
+		}
+	}
+	select {
+	case p := <-other:
+		if p != "b" {
+			t.Fatalf("chan-b got %q", p)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("chan-b's notification never arrived")
+	}
+	// chan-b arrived after every chan-a one was sent, so nothing else
+	// (the rolled-back one) is still coming for chan-a.
+	select {
+	case p := <-got:
+		t.Fatalf("unexpected notification %q", p)
+	default:
+	}
+	stop()
+	if err := a.Update(bg, kv.TxOptions{}, func(w kv.Writer) error { return w.Notify("chan-a", "after stop") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Update(bg, kv.TxOptions{}, func(w kv.Writer) error { return w.Notify("chan-b", "b2") }); err != nil {
+		t.Fatal(err)
+	}
+	<-other
+	select {
+	case p := <-got:
+		t.Fatalf("notification %q after stop", p)
+	default:
+	}
+}
+
+// testSnapshot: a View sees one instant while writes commit.
+func testSnapshot(t *testing.T, e kv.Engine) {
+	Put(t, e, []byte("snap/a"), []byte("1"), []byte("snap/b"), []byte("1"))
+	if err := e.View(bg, func(r kv.Reader) error {
+		if _, err := r.Get([]byte("snap/a")); err != nil {
+			return err
+		}
+		Put(t, e, []byte("snap/a"), []byte("2"), []byte("snap/b"), []byte("2"), []byte("snap/c"), []byte("2"))
+		v, err := r.Get([]byte("snap/b"))
+		if err != nil || string(v) != "1" {
+			return fmt.Errorf("snapshot read a later commit: %q, %v", v, err)
+		}
+		var ks []string
+		err = r.Scan(kv.Range{Prefix: []byte("snap/")}, func(k, v []byte) (bool, error) {
+			ks = append(ks, string(k)+"="+string(v))
+			return true, nil
+		})
+		if err == nil && !slices.Equal(ks, []string{"snap/a=1", "snap/b=1"}) {
+			err = fmt.Errorf("snapshot scan: %q", ks)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, e, "snap/c", "2")
+}
+
+func testBigValue(t *testing.T, e kv.Engine) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), 3<<16) // 3 MiB, above Badger's value-log threshold
+	big[12345] = 0
+	Put(t, e, []byte("big"), big)
+	v, err := get(t, e, "big")
+	if err != nil || !bytes.Equal(v, big) {
+		t.Fatalf("big value: %d bytes, %v", len(v), err)
+	}
+}
+
+// Records returns every record of e's Export (copies).
+func Records(t testing.TB, e kv.Engine) []kv.Record {
+	t.Helper()
+	var out []kv.Record
+	if err := e.Export(bg, func(r kv.Record) error {
+		out = append(out, kv.Record{Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value), ExpiresAt: r.ExpiresAt})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Fill writes a mixed set of records: binary keys, a big value, TTLs.
+func Fill(t testing.TB, e kv.Engine) {
+	t.Helper()
+	if err := e.Update(bg, kv.TxOptions{}, func(w kv.Writer) error {
+		for i, k := range orderKeys {
+			if err := w.Put([]byte(k), fmt.Appendf(nil, "value %d", i), 0); err != nil {
+				return err
+			}
+		}
+		for i := range 500 {
+			if err := w.Put(fmt.Appendf(nil, "u/m%03d/item", i), bytes.Repeat([]byte{byte(i)}, i*7), 0); err != nil {
+				return err
+			}
+		}
+		if err := w.Put([]byte("session/x"), []byte("sess"), 2*time.Hour); err != nil {
+			return err
+		}
+		return w.Put([]byte("empty"), []byte{}, 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	Put(t, e, []byte("big"), bytes.Repeat([]byte("b"), 3<<20))
+}
+
+// SameRecords fails unless a and b hold the same records.
+func SameRecords(t testing.TB, a, b []kv.Record) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%d records, want %d", len(b), len(a))
+	}
+	for i := range a {
+		// Expiries may differ by the rounding to seconds.
+		if !bytes.Equal(a[i].Key, b[i].Key) || !bytes.Equal(a[i].Value, b[i].Value) ||
+			(a[i].ExpiresAt == 0) != (b[i].ExpiresAt == 0) || max(a[i].ExpiresAt, b[i].ExpiresAt)-min(a[i].ExpiresAt, b[i].ExpiresAt) > 1 {
+			t.Fatalf("record %d: %q (%d bytes, expires %d), want %q (%d bytes, expires %d)",
+				i, b[i].Key, len(b[i].Value), b[i].ExpiresAt, a[i].Key, len(a[i].Value), a[i].ExpiresAt)
+		}
+	}
+}
+
+// RoundTrip writes src's backup stream and imports it into dst (replacing
+// what dst held), returning the stream's bytes.
+func RoundTrip(t testing.TB, src, dst kv.Engine) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := kv.WriteStream(bg, &buf, src); err != nil {
+		t.Fatal(err)
+	}
+	next, closeFn, err := kv.ReadStream(bytes.NewReader(buf.Bytes()), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if err := dst.Import(bg, next, kv.ImportReplace); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func testExportImport(t *testing.T, a, b kv.Engine) {
+	Fill(t, a)
+	Put(t, b, []byte("only in b"), []byte("gone after a replace"))
+	want := Records(t, a)
+	stream := RoundTrip(t, a, b)
+	SameRecords(t, want, Records(t, b))
+	mustAbsent(t, b, "only in b")
+	// A damaged or cut stream is refused before anything is imported.
+	for name, bad := range map[string][]byte{
+		"flipped byte": func() []byte { s := bytes.Clone(stream); s[len(s)/2] ^= 1; return s }(),
+		"cut short":    stream[:len(stream)-40],
+		"not a backup": []byte("hello"),
+		"trailing":     append(bytes.Clone(stream), 'x'),
+	} {
+		if _, _, err := kv.ReadStream(bytes.NewReader(bad), t.TempDir()); !errors.Is(err, kv.ErrNotStream) {
+			t.Errorf("%s: got %v, want ErrNotStream", name, err)
+		}
+	}
+	// Merge keeps what is there.
+	Put(t, b, []byte("extra"), []byte("kept"))
+	next, closeFn, err := kv.ReadStream(bytes.NewReader(stream), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if err := b.Import(bg, next, kv.ImportMerge); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, b, "extra", "kept")
+	if n := len(Records(t, b)); n != len(want)+1 {
+		t.Fatalf("after a merge: %d records, want %d", n, len(want)+1)
+	}
+}
+
+func testCounters(t *testing.T, a, b kv.Engine) {
+	ca, ok := a.(kv.Counters)
+	if !ok {
+		t.Skip("engine offers no kv.Counters")
+	}
+	cb := ca
+	if b != nil {
+		cb = b.(kv.Counters)
+	}
+	const limit = 6
+	w := time.Hour
+	key := fmt.Sprintf("signin:alice:%d", time.Now().UnixNano())
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 4 {
+		c := ca
+		if i%2 == 1 {
+			c = cb
+		}
+		wg.Go(func() {
+			for range 5 {
+				ok, _, retry, err := c.CountAllow(bg, key, limit, w)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if ok {
+					allowed.Add(1)
+				} else if retry <= 0 {
+					t.Error("refused without a Retry-After")
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := allowed.Load(); n != limit {
+		t.Fatalf("%d of 20 attempts allowed, want exactly %d", n, limit)
+	}
+	if ok, rem, _, err := cb.CountPeek(bg, key, limit, w); err != nil || ok || rem != 0 {
+		t.Fatalf("Peek at the limit: %v %d %v", ok, rem, err)
+	}
+	if err := ca.CountUndo(bg, key, w); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, _, err := cb.CountPeek(bg, key, limit, w); err != nil || !ok {
+		t.Fatalf("Peek after Undo: %v %v", ok, err)
+	}
+	if ok, _, _, err := cb.CountAllow(bg, key, limit, w); err != nil || !ok {
+		t.Fatalf("Allow after Undo: %v %v", ok, err)
+	}
+	if ok, _, _, err := ca.CountAllow(bg, key, limit, w); err != nil || ok {
+		t.Fatalf("Allow beyond the limit again: %v %v", ok, err)
+	}
+	if err := cb.CountReset(bg, key); err != nil {
+		t.Fatal(err)
+	}
+	if ok, rem, _, err := ca.CountAllow(bg, key, limit, w); err != nil || !ok || rem != limit-1 {
+		t.Fatalf("Allow after Reset: %v %d %v", ok, rem, err)
+	}
+}
+
+// testLeases: two contenders for one lease never run at once; when the
+// holder stops, the other takes over.
+func testLeases(t *testing.T, a, b kv.Engine) {
+	la, ok := a.(kv.Leases)
+	if !ok {
+		t.Skip("engine offers no kv.Leases")
+	}
+	lb := la
+	if b != nil {
+		lb = b.(kv.Leases)
+	}
+	name := fmt.Sprintf("test:%d", time.Now().UnixNano())
+	var inside atomic.Int32
+	var overlap atomic.Bool
+	started := make(chan string, 10)
+	ctxA, cancelA := context.WithCancel(bg)
+	ctxB, cancelB := context.WithCancel(bg)
+	defer cancelB()
+	run := func(who string) func(ctx context.Context) {
+		return func(ctx context.Context) {
+			if inside.Add(1) > 1 {
+				overlap.Store(true)
+			}
+			started <- who
+			<-ctx.Done()
+			inside.Add(-1)
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { la.Lead(ctxA, name, run("a")) })
+	first := <-started
+	if first != "a" {
+		t.Fatalf("first holder %q", first)
+	}
+	wg.Go(func() { lb.Lead(ctxB, name, run("b")) })
+	cancelA() // a steps down; b must take over
+	select {
+	case who := <-started:
+		if who != "b" {
+			t.Fatalf("next holder %q, want b", who)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("b never took the lease over")
+	}
+	cancelB()
+	wg.Wait()
+	if overlap.Load() {
+		t.Fatal("two holders ran at once")
+	}
+}
+
+func testIDSlots(t *testing.T, a, b kv.Engine) {
+	sa, ok := a.(kv.IDSlots)
+	if !ok {
+		t.Skip("engine offers no kv.IDSlots")
+	}
+	x, err := sa.IDSlot(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := b.(kv.IDSlots).IDSlot(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x > kv.MaxIDSlot || y > kv.MaxIDSlot {
+		t.Fatalf("slots %d, %d out of range", x, y)
+	}
+	if a != b && x == y {
+		t.Fatalf("two engines got the same id slot %d", x)
+	}
+	if again, err := sa.IDSlot(bg); err != nil || again != x {
+		t.Fatalf("slot changed: %d then %d (%v)", x, again, err)
+	}
+}
+
+func testContext(t *testing.T, e kv.Engine) {
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	if err := e.Update(ctx, kv.TxOptions{}, func(w kv.Writer) error { return w.Put([]byte("ctx"), []byte("x"), 0) }); err == nil {
+		t.Fatal("Update with a cancelled context succeeded")
+	}
+	mustAbsent(t, e, "ctx")
+	if err := e.View(ctx, func(kv.Reader) error { return nil }); err == nil {
+		t.Fatal("View with a cancelled context succeeded")
+	}
+	if err := e.Ping(bg); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,1089 @@
+// Package pgkv is the kv.Engine on PostgreSQL ≥ 15 through pgx/v5: several
+// Caddy nodes on one database are one site (../shared/design/scale-out.md
+// §6.2, §6.3).
+//
+//   - Schema: created on first use and versioned in <prefix>_schema_version
+//     (one row per applied version), under a transaction-scoped advisory
+//     lock so nodes starting together apply it once.
+//   - Records: <prefix>_kv (k bytea PRIMARY KEY, v bytea, expires_at
+//     timestamptz); bytea compares as memcmp, so ORDER BY k is kv's order.
+//   - Update: SERIALIZABLE; serialization failures (40001), deadlocks (40P01)
+//     and unique violations (23505) become kv.ErrConflict. View: REPEATABLE
+//     READ READ ONLY (a snapshot); Export: SERIALIZABLE READ ONLY DEFERRABLE.
+//   - TTL: expires_at = now() + ttl on the database's clock; every read
+//     filters expires_at IS NULL OR expires_at > now(); Sweep (run by the
+//     holder of the "kv:sweep" lease every SweepEvery) deletes expired rows.
+//   - Notify: pg_notify on one PostgreSQL channel per prefix, sent inside
+//     the transaction (delivered only on commit); one listening connection
+//     per Engine dispatches to local subscribers.
+//   - Leases and id slots: rows of <prefix>_lease with a holder and an
+//     expiry on the database's clock, renewed every LeaseTTL/3; the holder
+//     gives up (cancels its work) when it has not renewed for 2/3 of
+//     LeaseTTL, so it stops before another node can take the lease.
+//   - Counters: one row per key in an UNLOGGED table, the sliding window of
+//     handlers/ratelimit computed by a PL/pgSQL function under the row lock
+//     on the database's clock, one round trip per call.
+//   - While the database cannot be reached every call fails with an error
+//     wrapping kv.ErrUnavailable (never a panic); pgxpool reconnects by
+//     itself, the listener reconnects with backoff.
+package pgkv
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage/kv"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Options configure the engine.
+type Options struct {
+	// DSN is a libpq connection string or URL.
+	DSN string
+	// Prefix names the tables (<Prefix>_kv, …), so several sites can share
+	// one database; default "hearth". Lowercase letters, digits and _.
+	Prefix string
+	// MaxConns bounds the pool; default 10.
+	MaxConns int32
+	// SweepEvery is how often the lease holder deletes expired rows;
+	// default one minute, negative: never (tests call Sweep).
+	SweepEvery time.Duration
+	// LeaseTTL is how long a lease lasts unrenewed; default 10 s.
+	LeaseTTL time.Duration
+}
+
+// SchemaVersion is the schema this code writes and reads.
+const SchemaVersion = 1
+
+var prefixRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,30}$`)
+
+// Engine is the PostgreSQL kv.Engine.
+type Engine struct {
+	pool   *pgxpool.Pool
+	cfg    *pgxpool.Config
+	p      string // table prefix
+	q      queries
+	holder string // this engine's identity in lease rows
+	opts   Options
+	hub    kv.Hub
+
+	schemaMu sync.Mutex
+	schemaOK atomic.Bool
+
+	live      atomic.Bool
+	ctx       context.Context
+	cancel    context.CancelFunc
+	bg        sync.WaitGroup
+	closeOnce sync.Once
+
+	slotMu    sync.Mutex
+	slot      int // -1 when none
+	slotSince atomic.Int64
+}
+
+var (
+	_ kv.Engine   = (*Engine)(nil)
+	_ kv.Counters = (*Engine)(nil)
+	_ kv.Leases   = (*Engine)(nil)
+	_ kv.IDSlots  = (*Engine)(nil)
+)
+
+// Open prepares the engine. It does not need the database to be up: the
+// schema is created (or checked) on first use, and calls fail with
+// kv.ErrUnavailable until the database answers.
+func Open(o Options) (*Engine, error) {
+	if o.Prefix == "" {
+		o.Prefix = "hearth"
+	}
+	if !prefixRE.MatchString(o.Prefix) {
+		return nil, fmt.Errorf("postgres table prefix %q: use 1 to 31 lowercase letters, digits and _", o.Prefix)
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 10
+	}
+	if o.SweepEvery == 0 {
+		o.SweepEvery = time.Minute
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 10 * time.Second
+	}
+	cfg, err := pgxpool.ParseConfig(o.DSN)
+	if err != nil {
+		// pgx's message repeats the DSN with the password redacted as best
+		// it can; a secret must never reach a log, so none of it is kept.
+		return nil, errors.New("postgres dsn: cannot be parsed (a libpq key=value string or a postgres:// URL; not repeated here since it may hold a password)")
+	}
+	cfg.MaxConns = o.MaxConns
+	cfg.MinConns = 0
+	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > 5*time.Second {
+		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	cfg.HealthCheckPeriod = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres pool: %w", err)
+	}
+	var id [12]byte
+	rand.Read(id[:])
+	e := &Engine{pool: pool, cfg: cfg, p: o.Prefix, q: newQueries(o.Prefix), holder: hex.EncodeToString(id[:]), opts: o, slot: -1}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	e.bg.Add(1)
+	go e.listen()
+	if o.SweepEvery > 0 {
+		e.bg.Add(1)
+		go func() {
+			defer e.bg.Done()
+			e.Lead(e.ctx, "kv:sweep", func(ctx context.Context) {
+				t := time.NewTicker(o.SweepEvery)
+				defer t.Stop()
+				for {
+					e.Sweep(ctx)
+					select {
+					case <-ctx.Done():
+						return
+					case <-t.C:
+					}
+				}
+			})
+		}()
+	}
+	return e, nil
+}
+
+// Pool is the connection pool (size, statistics, operations).
+func (e *Engine) Pool() *pgxpool.Pool { return e.pool }
+
+type queries struct {
+	get, put, del, notify, channel string
+}
+
+func newQueries(p string) queries {
+	return queries{
+		get: `SELECT v FROM ` + p + `_kv WHERE k = $1 AND (expires_at IS NULL OR expires_at > now())`,
+		put: `INSERT INTO ` + p + `_kv (k, v, expires_at) VALUES ($1, $2, CASE WHEN $3::bigint > 0 THEN now() + $3::bigint * interval '1 microsecond' END)
+			ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v, expires_at = EXCLUDED.expires_at`,
+		del:     `DELETE FROM ` + p + `_kv WHERE k = $1`,
+		notify:  `SELECT pg_notify($1, $2)`,
+		channel: p + `_kv_notify`,
+	}
+}
+
+// migrations[i] brings the schema from version i to i+1.
+func (e *Engine) migrations() []string {
+	p := e.p
+	return []string{
+		`CREATE TABLE ` + p + `_kv (k bytea PRIMARY KEY, v bytea NOT NULL, expires_at timestamptz);
+		CREATE INDEX ` + p + `_kv_expiry ON ` + p + `_kv (expires_at) WHERE expires_at IS NOT NULL;
+		CREATE TABLE ` + p + `_lease (name text PRIMARY KEY, holder text NOT NULL, expires_at timestamptz NOT NULL);
+		CREATE UNLOGGED TABLE ` + p + `_counter (k text PRIMARY KEY, win_start bigint NOT NULL, win_ms bigint NOT NULL, prev int NOT NULL, curr int NOT NULL);
+		CREATE FUNCTION ` + p + `_count(p_key text, p_limit int, p_window_ms bigint, p_op int,
+			OUT allowed boolean, OUT remaining int, OUT retry_ms bigint) LANGUAGE plpgsql AS $f$
+		DECLARE
+			now_ms bigint := floor(extract(epoch from clock_timestamp()) * 1000)::bigint;
+			start_ms bigint := now_ms - now_ms % p_window_ms;
+			r record;
+			pv int := 0;
+			cu int := 0;
+			elapsed bigint := now_ms - start_ms;
+			used float8;
+			free float8;
+			t float8;
+		BEGIN
+			-- p_op: 1 allow (count if allowed), 0 peek, -1 undo.
+			IF p_op <> 0 THEN
+				INSERT INTO ` + p + `_counter VALUES (p_key, start_ms, p_window_ms, 0, 0) ON CONFLICT (k) DO NOTHING;
+				SELECT win_start, prev, curr INTO r FROM ` + p + `_counter WHERE k = p_key FOR UPDATE;
+			ELSE
+				SELECT win_start, prev, curr INTO r FROM ` + p + `_counter WHERE k = p_key;
+			END IF;
+			IF FOUND THEN
+				IF r.win_start = start_ms THEN pv := r.prev; cu := r.curr;
+				ELSIF start_ms - r.win_start = p_window_ms THEN pv := r.curr; cu := 0;
+				END IF;
+			END IF;
+			used := pv * (1 - elapsed::float8 / p_window_ms) + cu;
+			retry_ms := 0;
+			IF p_op = -1 THEN
+				IF cu > 0 THEN cu := cu - 1; ELSIF pv > 0 THEN pv := pv - 1; END IF;
+				allowed := true;
+			ELSIF used + 1 > p_limit THEN
+				allowed := false;
+				remaining := 0;
+				free := p_limit - 1 - cu;
+				IF pv > 0 AND free >= 0 THEN
+					t := p_window_ms * (1 - free / pv);
+					IF t > elapsed THEN retry_ms := ceil(t - elapsed)::bigint; END IF;
+				END IF;
+				IF retry_ms = 0 THEN
+					retry_ms := p_window_ms - elapsed;
+					IF cu > 0 THEN
+						t := greatest(0, p_window_ms * (1 - (p_limit - 1)::float8 / cu));
+						retry_ms := retry_ms + ceil(t)::bigint;
+					END IF;
+				END IF;
+			ELSE
+				allowed := true;
+				IF p_op = 1 THEN
+					cu := cu + 1;
+					remaining := greatest(0, floor(p_limit - used - 1));
+				ELSE
+					remaining := greatest(0, floor(p_limit - used));
+				END IF;
+			END IF;
+			IF p_op <> 0 THEN
+				UPDATE ` + p + `_counter SET win_start = start_ms, win_ms = p_window_ms, prev = pv, curr = cu WHERE k = p_key;
+			END IF;
+		END $f$;`,
+	}
+}
+
+// ensureSchema creates or upgrades the schema once per engine, the first
+// time the database answers.
+func (e *Engine) ensureSchema(ctx context.Context) error {
+	if e.schemaOK.Load() {
+		return nil
+	}
+	e.schemaMu.Lock()
+	defer e.schemaMu.Unlock()
+	if e.schemaOK.Load() {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, e.p+"_schema"); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+e.p+`_schema_version (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return err
+		}
+		var v int
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+e.p+`_schema_version`).Scan(&v); err != nil {
+			return err
+		}
+		if v > SchemaVersion {
+			return fmt.Errorf("the database's schema is version %d, newer than this Hearth's (%d): upgrade Hearth", v, SchemaVersion)
+		}
+		for i, m := range e.migrations()[v:] {
+			if _, err := tx.Exec(ctx, m); err != nil {
+				return fmt.Errorf("schema version %d: %w", v+i+1, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO `+e.p+`_schema_version (version) VALUES ($1)`, v+i+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return mapErr(ctx, err)
+	}
+	e.schemaOK.Store(true)
+	return nil
+}
+
+// mapErr maps PostgreSQL's and pgx's errors onto kv's.
+func mapErr(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "40001", pe.Code == "40P01", pe.Code == "23505":
+			return fmt.Errorf("%w (postgres %s)", kv.ErrConflict, pe.Code)
+		case strings.HasPrefix(pe.Code, "08"), pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03",
+			strings.HasPrefix(pe.Code, "53"):
+			return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
+		}
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, kv.ErrInvalid) || errors.Is(err, kv.ErrNotFound) || errors.Is(err, kv.ErrClosed) {
+		return err
+	}
+	var ne net.Error
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		pgconn.SafeToRetry(err) || strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "closed pool") {
+		if strings.Contains(err.Error(), "closed pool") {
+			return kv.ErrClosed
+		}
+		return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
+	}
+	return err
+}
+
+// beginTx starts a pgx transaction (Import).
+func (e *Engine) beginTx(ctx context.Context, o pgx.TxOptions) (pgx.Tx, error) {
+	if e.ctx.Err() != nil {
+		return nil, kv.ErrClosed
+	}
+	if err := e.ensureSchema(ctx); err != nil {
+		return nil, err
+	}
+	tx, err := e.pool.BeginTx(ctx, o)
+	if err != nil {
+		return nil, mapErr(ctx, err)
+	}
+	return tx, nil
+}
+
+// The statements starting each kind of transaction.
+const (
+	beginView   = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
+	beginExport = `BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY DEFERRABLE`
+	beginUpdate = `BEGIN ISOLATION LEVEL SERIALIZABLE`
+	asyncCommit = `SET LOCAL synchronous_commit = off`
+)
+
+// run starts a transaction on a pooled connection, calls fn and ends the
+// transaction: COMMIT when fn returned nil and commit is set, otherwise
+// ROLLBACK. Statements go out lazily (see txn).
+func (e *Engine) run(ctx context.Context, begin string, commit bool, fn func(t *txn) error) error {
+	if e.ctx.Err() != nil {
+		return kv.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := e.ensureSchema(ctx); err != nil {
+		return err
+	}
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return mapErr(ctx, err)
+	}
+	// A connection left inside a transaction (a failed ROLLBACK) or broken
+	// is destroyed by Release rather than reused.
+	defer conn.Release()
+	t := &txn{ctx: ctx, e: e, conn: conn, begin: begin}
+	if err := fn(t); err != nil {
+		t.rollback()
+		return err
+	}
+	if !commit {
+		t.rollback()
+		return t.err
+	}
+	return t.commit()
+}
+
+// View implements kv.Engine: REPEATABLE READ READ ONLY, one snapshot.
+func (e *Engine) View(ctx context.Context, fn func(kv.Reader) error) error {
+	return e.run(ctx, beginView, false, func(t *txn) error { return fn(t) })
+}
+
+// Update implements kv.Engine: SERIALIZABLE.
+func (e *Engine) Update(ctx context.Context, opts kv.TxOptions, fn func(kv.Writer) error) error {
+	return e.run(ctx, beginUpdate, true, func(t *txn) error {
+		if opts.Async {
+			t.queue(asyncCommit)
+		}
+		return fn(t)
+	})
+}
+
+// txn is one transaction on one connection. Nothing is sent until a read
+// needs an answer: BEGIN, the writes queued since the last read and the read
+// go out together as one pipelined batch (one round trip), and the last
+// writes, the notifications and COMMIT as another. A write-only Update is one
+// round trip, a View of one Get two (the second ends the transaction). The
+// first error ends the transaction: every later call returns it.
+type txn struct {
+	ctx     context.Context
+	e       *Engine
+	conn    *pgxpool.Conn
+	begin   string
+	begun   bool // BEGIN was sent
+	pending []stmt
+	notes   []string
+	err     error
+}
+
+type stmt struct {
+	sql  string
+	args []any
+}
+
+func (t *txn) queue(sql string, args ...any) {
+	t.pending = append(t.pending, stmt{sql, args})
+}
+
+// send sends BEGIN (first time), the pending statements and then, when sql is
+// set, the query sql whose rows read consumes.
+func (t *txn) send(sql string, args []any, read func(pgx.Rows) error) error {
+	if t.err != nil {
+		return t.err
+	}
+	b := &pgx.Batch{}
+	if !t.begun {
+		b.Queue(t.begin)
+	}
+	for _, s := range t.pending {
+		b.Queue(s.sql, s.args...)
+	}
+	execs := b.Len()
+	if sql != "" {
+		b.Queue(sql, args...)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	t.pending = t.pending[:0]
+	t.begun = true
+	br := t.conn.SendBatch(t.ctx, b)
+	var err error
+	for i := 0; i < execs && err == nil; i++ {
+		var tag pgconn.CommandTag
+		tag, err = br.Exec()
+		if err == nil && tag.String() == "ROLLBACK" {
+			err = errors.New("postgres rolled the transaction back")
+		}
+	}
+	if err == nil && sql != "" {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			err = read(rows)
+			rows.Close()
+			if err == nil {
+				err = rows.Err()
+			}
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.err = mapErr(t.ctx, err)
+		return t.err
+	}
+	return nil
+}
+
+func (t *txn) commit() error {
+	if t.err != nil {
+		t.rollback()
+		return t.err
+	}
+	if !t.begun && len(t.pending) == 0 && len(t.notes) == 0 {
+		return nil // nothing read or written: nothing to commit
+	}
+	for _, n := range t.notes {
+		t.queue(t.e.q.notify, t.e.q.channel, n)
+	}
+	t.queue("COMMIT")
+	if err := t.send("", nil, nil); err != nil {
+		t.rollback()
+		return err
+	}
+	return nil
+}
+
+func (t *txn) rollback() {
+	if !t.begun || t.conn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
+	defer cancel()
+	if _, err := t.conn.Exec(ctx, "ROLLBACK"); err != nil {
+		// Not reusable: Release destroys a closed connection.
+		t.conn.Conn().Close(ctx)
+	}
+}
+
+func (t *txn) Get(key []byte) ([]byte, error) {
+	if err := kv.CheckKey(key); err != nil {
+		return nil, err
+	}
+	var v []byte
+	found := false
+	err := t.send(t.e.q.get, []any{key}, func(rows pgx.Rows) error {
+		if rows.Next() {
+			found = true
+			return rows.Scan(&v)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, kv.ErrNotFound
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, nil
+}
+
+func (t *txn) GetMany(keys [][]byte) ([][]byte, error) {
+	for _, k := range keys {
+		if err := kv.CheckKey(k); err != nil {
+			return nil, err
+		}
+	}
+	out := make([][]byte, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	got := map[string][]byte{}
+	err := t.send(`SELECT k, v FROM `+t.e.p+`_kv WHERE k = ANY($1) AND (expires_at IS NULL OR expires_at > now())`, []any{keys}, func(rows pgx.Rows) error {
+		for rows.Next() {
+			var k, v []byte
+			if err := rows.Scan(&k, &v); err != nil {
+				return err
+			}
+			if v == nil {
+				v = []byte{}
+			}
+			got[string(k)] = v
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range keys {
+		out[i] = got[string(k)]
+	}
+	return out, nil
+}
+
+// Scan batches: the first of 64 rows (a page of 50 is one round trip), or
+// of the scan's Limit up to 1024, then four times more up to 1024.
+const (
+	scanFirst = 64
+	scanMax   = 1024
+)
+
+func (t *txn) Scan(r kv.Range, fn func(key, val []byte) (bool, error)) error {
+	return t.scan(r, false, func(x row) (bool, error) { return fn(x.k, x.v) })
+}
+
+type row struct {
+	k, v []byte
+	exp  uint64 // Unix seconds, rounded up; 0 none
+}
+
+// scan runs r as keyset batches and calls fn per row; each batch is read
+// whole before fn runs, so fn may Get. With withExpiry, rows carry their
+// expiry (Export).
+func (t *txn) scan(r kv.Range, withExpiry bool, fn func(row) (bool, error)) error {
+	if r.Limit < 0 {
+		return fmt.Errorf("%w: negative scan limit", kv.ErrInvalid)
+	}
+	// Bounds: lo inclusive; hi exclusive, or inclusive (hiIncl) for a
+	// reverse scan's Start.
+	lo := r.Prefix
+	if lo == nil {
+		lo = []byte{}
+	}
+	hi := kv.PrefixEnd(r.Prefix)
+	hiIncl := false
+	if r.Start != nil {
+		if !r.Reverse {
+			if string(r.Start) > string(lo) {
+				lo = r.Start
+			}
+		} else if hi == nil || string(r.Start) < string(hi) {
+			hi, hiIncl = r.Start, true
+		}
+	}
+	cols := "k, v, 0::bigint"
+	if r.KeysOnly {
+		cols = "k, NULL::bytea, 0::bigint"
+	}
+	if withExpiry {
+		cols = strings.Replace(cols, "0::bigint", "coalesce(ceil(extract(epoch from expires_at))::bigint, 0)", 1)
+	}
+	order := "ASC"
+	if r.Reverse {
+		order = "DESC"
+	}
+	// A scan with a limit (a page) asks for all of it at once.
+	batch, left := scanFirst, r.Limit
+	if r.Limit > 0 {
+		batch = min(r.Limit, scanMax)
+	}
+	buf := make([]row, 0, batch)
+	for {
+		n := batch
+		if r.Limit > 0 {
+			n = min(n, left)
+		}
+		hiOp := "<"
+		if hiIncl {
+			hiOp = "<="
+		}
+		q := `SELECT ` + cols + ` FROM ` + t.e.p + `_kv WHERE k >= $1 AND ($2::bytea IS NULL OR k ` + hiOp + ` $2)
+			AND (expires_at IS NULL OR expires_at > now()) ORDER BY k ` + order + ` LIMIT $3`
+		buf = buf[:0]
+		err := t.send(q, []any{lo, hi, n}, func(rows pgx.Rows) error {
+			for rows.Next() {
+				var x row
+				var exp int64
+				if err := rows.Scan(&x.k, &x.v, &exp); err != nil {
+					return err
+				}
+				if !r.KeysOnly && x.v == nil {
+					x.v = []byte{}
+				}
+				x.exp = uint64(exp)
+				buf = append(buf, x)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, x := range buf {
+			more, err := fn(x)
+			if err != nil || !more {
+				return err
+			}
+		}
+		if len(buf) < n {
+			return nil
+		}
+		if r.Limit > 0 {
+			if left -= len(buf); left <= 0 {
+				return nil
+			}
+		}
+		last := buf[len(buf)-1].k
+		if r.Reverse {
+			hi, hiIncl = last, false
+		} else {
+			// The smallest key after last.
+			lo = append(append([]byte{}, last...), 0)
+		}
+		batch = min(batch*4, scanMax)
+	}
+}
+
+// Put and Delete are queued: they go out with the next read or the commit.
+// A statement failing there (a conflict detected early, the connection
+// lost) ends the transaction with that error.
+func (t *txn) Put(key, val []byte, ttl time.Duration) error {
+	if t.err != nil {
+		return t.err
+	}
+	if err := kv.CheckKey(key); err != nil {
+		return err
+	}
+	if err := kv.CheckValue(val); err != nil {
+		return err
+	}
+	if val == nil {
+		val = []byte{}
+	}
+	t.queue(t.e.q.put, bytes.Clone(key), bytes.Clone(val), max(int64(0), ttl.Microseconds()))
+	return nil
+}
+
+func (t *txn) Delete(key []byte) error {
+	if t.err != nil {
+		return t.err
+	}
+	if err := kv.CheckKey(key); err != nil {
+		return err
+	}
+	t.queue(t.e.q.del, bytes.Clone(key))
+	return nil
+}
+
+func (t *txn) Notify(channel, payload string) error {
+	if err := kv.CheckNotify(channel, payload); err != nil {
+		return err
+	}
+	t.notes = append(t.notes, channel+"\n"+payload)
+	return nil
+}
+
+// Export implements kv.Engine: one SERIALIZABLE READ ONLY DEFERRABLE
+// snapshot, which never fails with a serialization error, in key order.
+func (e *Engine) Export(ctx context.Context, fn func(kv.Record) error) error {
+	return e.run(ctx, beginExport, false, func(t *txn) error {
+		return t.scan(kv.Range{}, true, func(x row) (bool, error) {
+			return true, fn(kv.Record{Key: x.k, Value: x.v, ExpiresAt: x.exp})
+		})
+	})
+}
+
+// Import implements kv.Engine in one transaction: the records are copied
+// into a temporary table (COPY), then ImportReplace deletes every row and
+// both modes upsert the copied ones. Any error, an invalid record included,
+// rolls everything back: the store is unchanged.
+func (e *Engine) Import(ctx context.Context, next func() (kv.Record, error), mode kv.ImportMode) error {
+	tx, err := e.beginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE hearth_kv_import (k bytea NOT NULL, v bytea NOT NULL, expires_at timestamptz) ON COMMIT DROP`); err != nil {
+		return mapErr(ctx, err)
+	}
+	var ferr error
+	src := pgx.CopyFromFunc(func() ([]any, error) {
+		r, err := next()
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		if err == nil {
+			err = kv.CheckKey(r.Key)
+		}
+		if err == nil {
+			err = kv.CheckValue(r.Value)
+		}
+		if err != nil {
+			ferr = err
+			return nil, err
+		}
+		var exp any
+		if r.ExpiresAt != 0 {
+			exp = time.Unix(int64(r.ExpiresAt), 0)
+		}
+		v := r.Value
+		if v == nil {
+			v = []byte{}
+		}
+		return []any{r.Key, v, exp}, nil
+	})
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"hearth_kv_import"}, []string{"k", "v", "expires_at"}, src); err != nil {
+		if ferr != nil {
+			return ferr
+		}
+		return mapErr(ctx, err)
+	}
+	if mode == kv.ImportReplace {
+		if _, err := tx.Exec(ctx, `DELETE FROM `+e.p+`_kv`); err != nil {
+			return mapErr(ctx, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO `+e.p+`_kv (k, v, expires_at)
+		SELECT DISTINCT ON (k) k, v, expires_at FROM hearth_kv_import WHERE expires_at IS NULL OR expires_at > now() ORDER BY k
+		ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v, expires_at = EXCLUDED.expires_at`); err != nil {
+		return mapErr(ctx, err)
+	}
+	return mapErr(ctx, tx.Commit(ctx))
+}
+
+// Sweep deletes expired rows, 1000 per statement, and counters idle for two
+// windows; it returns how many records it deleted.
+func (e *Engine) Sweep(ctx context.Context) (int64, error) {
+	if err := e.ensureSchema(ctx); err != nil {
+		return 0, err
+	}
+	var total int64
+	for {
+		tag, err := e.pool.Exec(ctx, `DELETE FROM `+e.p+`_kv WHERE k IN (SELECT k FROM `+e.p+`_kv WHERE expires_at <= now() LIMIT 1000)`)
+		if err != nil {
+			return total, mapErr(ctx, err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < 1000 {
+			break
+		}
+	}
+	_, err := e.pool.Exec(ctx, `DELETE FROM `+e.p+`_counter WHERE win_start + 2 * win_ms < floor(extract(epoch from clock_timestamp()) * 1000)::bigint`)
+	return total, mapErr(ctx, err)
+}
+
+// Ping implements kv.Engine.
+func (e *Engine) Ping(ctx context.Context) error {
+	if e.ctx.Err() != nil {
+		return kv.ErrClosed
+	}
+	if err := e.pool.Ping(ctx); err != nil {
+		return mapErr(ctx, err)
+	}
+	return e.ensureSchema(ctx)
+}
+
+// Close implements kv.Engine: stops the listener and the sweeper, gives up
+// this engine's leases and closes the pool.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() {
+		e.cancel()
+		e.bg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		e.pool.Exec(ctx, `DELETE FROM `+e.p+`_lease WHERE holder = $1`, e.holder)
+		cancel()
+		e.live.Store(false)
+		e.pool.Close()
+	})
+	return nil
+}
+
+// ---- notifications ----
+
+// Subscribe implements kv.Engine.
+func (e *Engine) Subscribe(channel string, fn func(string)) (func(), error) {
+	if err := kv.CheckNotify(channel, ""); err != nil {
+		return nil, err
+	}
+	if strings.ContainsRune(channel, '\n') {
+		return nil, fmt.Errorf("%w: a channel may not contain a newline", kv.ErrInvalid)
+	}
+	return e.hub.Subscribe(channel, fn), nil
+}
+
+// Live implements kv.Engine.
+func (e *Engine) Live() bool { return e.live.Load() }
+
+// listen keeps one connection LISTENing on the prefix's channel and
+// dispatches to the hub; after every (re)connection it tells every
+// subscriber kv.Missed, since notifications sent while it was away are
+// lost.
+func (e *Engine) listen() {
+	defer e.bg.Done()
+	backoff := 50 * time.Millisecond
+	for e.ctx.Err() == nil {
+		err := e.listenOnce()
+		e.live.Store(false)
+		if e.ctx.Err() != nil {
+			return
+		}
+		_ = err
+		t := time.NewTimer(backoff)
+		select {
+		case <-e.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+func (e *Engine) listenOnce() error {
+	conn, err := pgx.ConnectConfig(e.ctx, e.cfg.ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(e.ctx, `LISTEN `+pgx.Identifier{e.q.channel}.Sanitize()); err != nil {
+		return err
+	}
+	e.live.Store(true)
+	for _, c := range e.hub.Channels() {
+		e.hub.Publish(c, kv.Missed)
+	}
+	for {
+		n, err := conn.WaitForNotification(e.ctx)
+		if err != nil {
+			return err
+		}
+		ch, payload, ok := strings.Cut(n.Payload, "\n")
+		if ok {
+			e.hub.Publish(ch, payload)
+		}
+	}
+}
+
+// ---- leases ----
+
+// tryLease takes or renews the lease name for this engine; it reports
+// whether this engine holds it now.
+func (e *Engine) tryLease(ctx context.Context, name string) (bool, error) {
+	if err := e.ensureSchema(ctx); err != nil {
+		return false, err
+	}
+	var holder string
+	err := e.pool.QueryRow(ctx, `INSERT INTO `+e.p+`_lease (name, holder, expires_at) VALUES ($1, $2, now() + $3 * interval '1 millisecond')
+		ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+		WHERE `+e.p+`_lease.holder = EXCLUDED.holder OR `+e.p+`_lease.expires_at <= now()
+		RETURNING holder`, name, e.holder, e.opts.LeaseTTL.Milliseconds()).Scan(&holder)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, mapErr(ctx, err)
+	}
+	return holder == e.holder, nil
+}
+
+func (e *Engine) releaseLease(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	e.pool.Exec(ctx, `DELETE FROM `+e.p+`_lease WHERE name = $1 AND holder = $2`, name, e.holder)
+}
+
+// Lead implements kv.Leases with lease rows: tried every LeaseTTL/3, renewed
+// as often while held; fn's context ends once a renewal has not succeeded
+// for 2/3 of LeaseTTL (before the row can expire for another node).
+func (e *Engine) Lead(ctx context.Context, name string, fn func(context.Context)) {
+	every := e.opts.LeaseTTL / 3
+	for ctx.Err() == nil && e.ctx.Err() == nil {
+		start := time.Now()
+		ok, _ := e.tryLease(ctx, name)
+		if ok {
+			e.holdLease(ctx, name, start, fn)
+		}
+		t := time.NewTimer(every)
+		select {
+		case <-ctx.Done():
+		case <-e.ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (e *Engine) holdLease(ctx context.Context, name string, acquired time.Time, fn func(context.Context)) {
+	lctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(e.ctx, cancel)
+	defer stop()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(lctx)
+	}()
+	every := e.opts.LeaseTTL / 3
+	deadline := acquired.Add(2 * e.opts.LeaseTTL / 3)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			cancel()
+			e.releaseLease(name)
+			return
+		case <-t.C:
+			start := time.Now()
+			rctx, rcancel := context.WithDeadline(lctx, deadline)
+			ok, err := e.tryLease(rctx, name)
+			rcancel()
+			if err == nil && ok {
+				deadline = start.Add(2 * e.opts.LeaseTTL / 3)
+			} else if err == nil || time.Now().After(deadline) {
+				// Lost (another holder) or not renewed in time.
+				cancel()
+			}
+		}
+	}
+}
+
+// IDSlot implements kv.IDSlots with the leases "kv:idslot:<i>": the first
+// free slot is taken and renewed in the background; the slot is refused
+// (error) once a renewal has not succeeded for 2/3 of LeaseTTL, and claimed
+// anew (maybe another number) on the next call.
+func (e *Engine) IDSlot(ctx context.Context) (uint16, error) {
+	e.slotMu.Lock()
+	defer e.slotMu.Unlock()
+	if e.slot >= 0 && time.Since(time.Unix(0, e.slotSince.Load())) < 2*e.opts.LeaseTTL/3 {
+		return uint16(e.slot), nil
+	}
+	if e.slot >= 0 {
+		e.slot = -1
+		return 0, fmt.Errorf("%w: the id slot's lease was not renewed in time", kv.ErrUnavailable)
+	}
+	for i := 0; i <= kv.MaxIDSlot; i++ {
+		start := time.Now()
+		ok, err := e.tryLease(ctx, fmt.Sprintf("kv:idslot:%d", i))
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			e.slot = i
+			e.slotSince.Store(start.UnixNano())
+			e.bg.Add(1)
+			go e.keepSlot(i)
+			return uint16(i), nil
+		}
+	}
+	return 0, fmt.Errorf("all %d id slots are held by other nodes", kv.MaxIDSlot+1)
+}
+
+func (e *Engine) keepSlot(i int) {
+	defer e.bg.Done()
+	name := fmt.Sprintf("kv:idslot:%d", i)
+	t := time.NewTicker(e.opts.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(e.ctx, e.opts.LeaseTTL/3)
+		ok, err := e.tryLease(ctx, name)
+		cancel()
+		e.slotMu.Lock()
+		if e.slot != i {
+			e.slotMu.Unlock()
+			return
+		}
+		if err == nil && ok {
+			e.slotSince.Store(start.UnixNano())
+		} else if err == nil {
+			e.slot = -1 // taken by another node after it expired
+			e.slotMu.Unlock()
+			return
+		}
+		e.slotMu.Unlock()
+	}
+}
+
+// ---- counters ----
+
+func (e *Engine) count(ctx context.Context, key string, limit int, window time.Duration, op int) (bool, int, time.Duration, error) {
+	if len(key) == 0 || len(key) > kv.MaxKeySize || window < time.Millisecond || (op != -1 && limit < 1) {
+		return false, 0, 0, fmt.Errorf("%w: counter key of 1 to 4096 bytes, limit ≥ 1 and window ≥ 1 ms", kv.ErrInvalid)
+	}
+	if err := e.ensureSchema(ctx); err != nil {
+		return false, 0, 0, err
+	}
+	var allowed bool
+	var remaining *int32
+	var retryMS int64
+	err := e.pool.QueryRow(ctx, `SELECT allowed, remaining, retry_ms FROM `+e.p+`_count($1, $2, $3, $4)`,
+		key, limit, window.Milliseconds(), op).Scan(&allowed, &remaining, &retryMS)
+	if err != nil {
+		return false, 0, 0, mapErr(ctx, err)
+	}
+	rem := 0
+	if remaining != nil {
+		rem = int(*remaining)
+	}
+	return allowed, rem, time.Duration(retryMS) * time.Millisecond, nil
+}
+
+// CountAllow implements kv.Counters.
+func (e *Engine) CountAllow(ctx context.Context, key string, limit int, window time.Duration) (bool, int, time.Duration, error) {
+	return e.count(ctx, key, limit, window, 1)
+}
+
+// CountPeek implements kv.Counters.
+func (e *Engine) CountPeek(ctx context.Context, key string, limit int, window time.Duration) (bool, int, time.Duration, error) {
+	return e.count(ctx, key, limit, window, 0)
+}
+
+// CountUndo implements kv.Counters.
+func (e *Engine) CountUndo(ctx context.Context, key string, window time.Duration) error {
+	_, _, _, err := e.count(ctx, key, 1, window, -1)
+	return err
+}
+
+// CountReset implements kv.Counters.
+func (e *Engine) CountReset(ctx context.Context, key string) error {
+	if err := e.ensureSchema(ctx); err != nil {
+		return err
+	}
+	_, err := e.pool.Exec(ctx, `DELETE FROM `+e.p+`_counter WHERE k = $1`, key)
+	return mapErr(ctx, err)
+}
