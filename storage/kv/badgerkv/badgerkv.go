@@ -148,6 +148,10 @@ func Open(dir string, o Options) (*Engine, error) {
 // value logs included (after Badger's value-log garbage collection through
 // DB(), which does not sync what it rewrites). With NoSync it is DB.Sync.
 func (e *Engine) Sync() error {
+	if err := e.enter(context.Background()); err != nil {
+		return err
+	}
+	defer e.mu.RUnlock()
 	if e.durable == nil {
 		return e.db.Sync()
 	}

@@ -49,6 +49,9 @@ func TestSecondProcessLocked(t *testing.T) {
 	if err := e.Update(context.Background(), kv.TxOptions{}, func(kv.Writer) error { return nil }); !errors.Is(err, kv.ErrClosed) {
 		t.Fatalf("Update after Close: %v", err)
 	}
+	if err := e.Sync(); !errors.Is(err, kv.ErrClosed) {
+		t.Fatalf("Sync after Close: %v", err)
+	}
 }
 
 // A storage_dir written by today's storage package opens unchanged: the
