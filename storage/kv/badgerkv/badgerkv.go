@@ -3,18 +3,14 @@
 // opens an existing storage_dir unchanged (the same Badger options as
 // storage.Open, the same keys and values).
 //
-// Durability: with SyncWrites (the default) every commit is on disk when
-// Update returns — Badger's own SyncWrites, which syncs the logs once per
-// batch of commits its writer goroutine takes together. storage/durable.go
-// gets more commits per fsync and asynchronous commits by syncing Badger's
-// files itself (its *.mem and *.vlog files by name), which the public API
-// cannot do: DB.Sync syncs only the active memtable's log and the current
-// value-log file, not the log of a memtable that was just made immutable, so
-// a group commit built on DB.Sync could lose an acknowledged commit on power
-// loss. What is missing from Badger's API for that: a per-transaction sync
-// choice (Txn.CommitWith a sync flag) or a DB.Sync that covers immutable
-// memtables. Until then TxOptions.Async commits here are synchronous too
-// (as durable, not as fast). See docs/storage-engines.md.
+// Durability (unless Options.NoSync): a commit is on disk when Update
+// returns, as with storage.Store. Badger runs with SyncWrites off and the
+// engine syncs Badger's log files itself once per group of concurrent
+// commits (durable.go, storage/durable.go's group commit): Badger's own
+// SyncWrites syncs the memtable log once per transaction, and its public
+// DB.Sync misses the log of a memtable made immutable just before it. An
+// Async commit survives a crash of the process at once and is synced within
+// asyncFlushDelay (200 ms). See docs/storage-engines.md.
 //
 // Notifications, counters, leases and the id slot are in-process: one
 // process holds the directory (Badger's directory lock), so they are exact.
@@ -29,6 +25,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -43,7 +40,7 @@ type Options struct {
 	BlockCacheSize   int64
 	IndexCacheSize   int64 // 0: default; negative: none
 	ValueLogFileSize int64
-	// NoSync turns SyncWrites off: commits survive a crash of the process
+	// NoSync turns the syncing off: commits survive a crash of the process
 	// but not a power loss (tests, benchmarks of the engine alone).
 	NoSync bool
 	// Logger receives Badger's log lines; nil discards them.
@@ -68,6 +65,12 @@ var ErrLocked = errors.New("the store is in use by another process (is Caddy run
 type Engine struct {
 	db  *badger.DB
 	hub kv.Hub
+	log badger.Logger // nil: none
+
+	durable     *groupSync // nil with NoSync
+	logs        *logSyncer // durable's sync; nil with NoSync
+	async       asyncFlush // syncs Async commits
+	vlogWritten atomic.Bool
 
 	mu     sync.RWMutex // held for reading by every transaction, for writing by Close
 	closed bool
@@ -110,7 +113,8 @@ func Open(dir string, o Options) (*Engine, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create store directory: %w", err)
 	}
-	// The options of storage.Open (storage/store.go), but Badger syncs.
+	// The options of storage.Open (storage/store.go): SyncWrites off, the
+	// engine syncs (durable.go).
 	bo := badger.DefaultOptions(dir).
 		WithLogger(o.Logger).
 		WithMemTableSize(o.MemTableSize).
@@ -121,7 +125,7 @@ func Open(dir string, o Options) (*Engine, error) {
 		WithIndexCacheSize(o.IndexCacheSize).
 		WithValueLogFileSize(o.ValueLogFileSize).
 		WithNumCompactors(2).
-		WithSyncWrites(!o.NoSync).
+		WithSyncWrites(false).
 		WithValueThreshold(ValueThreshold).
 		WithMetricsEnabled(false)
 	db, err := badger.Open(bo)
@@ -131,7 +135,52 @@ func Open(dir string, o Options) (*Engine, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	return &Engine{db: db, limiters: map[limKey]*ratelimit.Limiter{}, leases: map[string]chan struct{}{}}, nil
+	e := &Engine{db: db, log: o.Logger, limiters: map[limKey]*ratelimit.Limiter{}, leases: map[string]chan struct{}{}}
+	e.async.delay = asyncFlushDelay
+	if !o.NoSync {
+		e.logs = &logSyncer{dir: dir, vlogWritten: &e.vlogWritten}
+		e.durable = newGroupSync(e.logs.sync)
+	}
+	return e, nil
+}
+
+// Sync returns once every commit that returned before the call is on disk,
+// value logs included (after Badger's value-log garbage collection through
+// DB(), which does not sync what it rewrites). With NoSync it is DB.Sync.
+func (e *Engine) Sync() error {
+	if err := e.enter(context.Background()); err != nil {
+		return err
+	}
+	defer e.mu.RUnlock()
+	if e.durable == nil {
+		return e.db.Sync()
+	}
+	e.vlogWritten.Store(true)
+	return e.durable.wait()
+}
+
+// synced returns once the commits that returned so far are on disk.
+func (e *Engine) synced() error {
+	if e.durable == nil {
+		return nil
+	}
+	return e.durable.wait()
+}
+
+// flushSoon makes sure a sync starts within asyncFlushDelay after the Async
+// commit that just returned. A failed sync is not tried again (after a
+// write-back error the kernel may have dropped the pages, and a later
+// fdatasync can succeed without them); the next synchronous commit reports
+// its own.
+func (e *Engine) flushSoon() {
+	if e.durable == nil {
+		return
+	}
+	e.async.schedule(func() {
+		if err := e.durable.wait(); err != nil && e.log != nil {
+			e.log.Errorf("badgerkv: sync after asynchronous commits failed: they may not survive a power loss: %v", err)
+		}
+	})
 }
 
 // DB is the Badger database, for what stays Badger-specific (value-log GC,
@@ -195,16 +244,29 @@ func (e *Engine) Update(ctx context.Context, opts kv.TxOptions, fn func(kv.Write
 	if err := txn.Commit(); err != nil {
 		return mapErr(err)
 	}
+	if t.bigValue {
+		// After the commit, before the wait: a sync that ran in between
+		// would clear it with the value not yet written.
+		e.vlogWritten.Store(true)
+	}
+	// Visible from here on, so published also when the sync fails.
 	for _, n := range t.notes {
 		e.hub.Publish(n[0], n[1])
 	}
-	return nil
+	if opts.Async {
+		e.flushSoon()
+		return nil
+	}
+	return e.synced()
 }
 
 type tx struct {
 	ctx   context.Context
 	txn   *badger.Txn
 	notes [][2]string
+	// bigValue: a Put of ValueThreshold bytes or more, which Badger writes
+	// to the value log.
+	bigValue bool
 }
 
 func (t *tx) Get(key []byte) ([]byte, error) {
@@ -304,6 +366,9 @@ func (t *tx) Put(key, val []byte, ttl time.Duration) error {
 	}
 	if err := kv.CheckValue(val); err != nil {
 		return err
+	}
+	if len(val) >= ValueThreshold {
+		t.bigValue = true
 	}
 	en := badger.NewEntry(bytes.Clone(key), bytes.Clone(val))
 	if ttl > 0 {
@@ -416,7 +481,11 @@ func (e *Engine) Import(ctx context.Context, next func() (kv.Record, error), mod
 			return mapErr(err)
 		}
 	}
-	return mapErr(wb.Flush())
+	if err := wb.Flush(); err != nil {
+		return mapErr(err)
+	}
+	e.vlogWritten.Store(true)
+	return e.synced()
 }
 
 // Ping implements kv.Engine.
@@ -436,7 +505,14 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closed = true
-	return e.db.Close()
+	// No commit is running (they hold mu); a scheduled async sync is
+	// cancelled: Badger's Close writes the memtables to tables and syncs.
+	e.async.stop()
+	var lerr error
+	if e.logs != nil {
+		lerr = e.logs.close()
+	}
+	return errors.Join(e.db.Close(), lerr)
 }
 
 // ---- in-process capabilities ----

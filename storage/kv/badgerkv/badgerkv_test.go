@@ -49,6 +49,9 @@ func TestSecondProcessLocked(t *testing.T) {
 	if err := e.Update(context.Background(), kv.TxOptions{}, func(kv.Writer) error { return nil }); !errors.Is(err, kv.ErrClosed) {
 		t.Fatalf("Update after Close: %v", err)
 	}
+	if err := e.Sync(); !errors.Is(err, kv.ErrClosed) {
+		t.Fatalf("Sync after Close: %v", err)
+	}
 }
 
 // A storage_dir written by today's storage package opens unchanged: the
@@ -153,10 +156,9 @@ func BenchmarkEngine(b *testing.B) {
 
 // BenchmarkSyncedCommitsParallel compares concurrent synchronous commits of
 // one read-modify-write each (a relay cursor raised) through today's
-// storage (its group commit, storage/durable.go, on Badger internals) and
-// through badgerkv (Badger's own SyncWrites, public API only), 16 writers on
-// distinct keys: the cost of the public API's durability for issue 18's
-// "within 10 %".
+// storage (its group commit, storage/durable.go) and through badgerkv (the
+// same group commit in durable.go here, through kv.RunTx), 16 writers on
+// distinct keys: issue 18's "within 10 %" for durable writes.
 func BenchmarkSyncedCommitsParallel(b *testing.B) {
 	var ids atomic.Int64
 	b.Run("storage", func(b *testing.B) {
