@@ -1,0 +1,818 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math/bits"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/dgraph-io/badger/v4"
+	"go.uber.org/zap"
+)
+
+// Search index of saved items (issue 15). Free text matches as Inboxt's
+// does (a case-insensitive substring of the title, description or content
+// text); filters select by their own keys. All under u/<member>/gql/:
+//
+//	tt/<item id>                   the item's searchable text, case-folded (textRecord)
+//	tp/<item id>                   empty: the item's text changed and is not indexed yet
+//	td/<item id>                   the item's document number (4 bytes) in the trigram index
+//	tn/<doc number>                the item id of a document number (a re-indexed or
+//	                               deleted item's old number has none)
+//	tg/<trigram><segment>          the document numbers (ascending, uvarint deltas) of one
+//	                               segment that contain the 3 bytes of the folded text
+//	tm                             next document number, next segment (4 bytes each)
+//	tv                             present once every item has tt and the filter keys
+//	sd/<domain>\x00\x01<id>        empty: the items of a source domain (encString, 8-byte id)
+//	ty/<A|N>/<id>                  empty: articles, newsletters
+//	hh/<id>                        empty: the items with highlights
+//
+// tt and tp are written in the same transaction as the text they stand
+// for, and the indexer (a goroutine of the store) turns pending items into
+// a new segment in one transaction that also deletes their tp: the index
+// is always consistent with the items, whatever crashes when. A search
+// reads the candidates of the trigram index plus the pending items, and
+// verifies each on tt: the answer is exact, the index only narrows it.
+//
+// Case folding: each character is mapped to one canonical character of its
+// Unicode simple case folding orbit (foldRune), so "Σ", "σ" and "ς", or
+// "K", "k" and the Kelvin sign, are the same; no multi-character folds
+// ("ß" is not "ss") and no removal of diacritics ("é" is not "e").
+
+func textKey(memberID, id string) []byte        { return key("u", memberID, "gql", "tt", id) }
+func textPendingPrefix(memberID string) []byte  { return key("u", memberID, "gql", "tp", "") }
+func textPendingKey(memberID, id string) []byte { return key("u", memberID, "gql", "tp", id) }
+func textDocKey(memberID, id string) []byte     { return key("u", memberID, "gql", "td", id) }
+func textDocItemKey(memberID string, doc uint32) []byte {
+	return binary.BigEndian.AppendUint32(key("u", memberID, "gql", "tn", ""), doc)
+}
+func trigramPrefix(memberID string) []byte { return key("u", memberID, "gql", "tg", "") }
+func textMetaKey(memberID string) []byte   { return key("u", memberID, "gql", "tm") }
+func textReadyKey(memberID string) []byte  { return key("u", memberID, "gql", "tv") }
+func siteItemsPrefix(memberID string) []byte {
+	return key("u", memberID, "gql", "sd", "")
+}
+func siteItemKey(memberID, domain, id string) []byte {
+	return encUint64(encString(siteItemsPrefix(memberID), domain), idBytes(id))
+}
+func typeItemsPrefix(memberID, typ string) []byte {
+	c := "A"
+	if typ == TypeNewsletter {
+		c = "N"
+	}
+	return key("u", memberID, "gql", "ty", c, "")
+}
+func highlightedItemsPrefix(memberID string) []byte { return key("u", memberID, "gql", "hh", "") }
+
+// --- case folding ---
+
+// foldRune maps r to the lower case of the smallest character of its
+// simple case folding orbit: one character for every member of the orbit.
+func foldRune(r rune) rune {
+	if r < utf8.RuneSelf {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+	}
+	return unicode.ToLower(least)
+}
+
+// appendFold appends s case-folded to b. Invalid UTF-8 is kept as it is.
+func appendFold(b []byte, s string) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b = append(b, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b = append(b, c)
+			i++
+			continue
+		}
+		b = utf8.AppendRune(b, foldRune(r))
+		i += n
+	}
+	return b
+}
+
+// FoldText returns s case-folded as search compares it.
+func FoldText(s string) string { return string(appendFold(nil, s)) }
+
+// --- the text record ---
+
+const textRecordV1 = 0x01
+
+// appendTextRecord is the version byte and the folded title, description
+// and text, each as uvarint length and bytes.
+func appendTextRecord(b []byte, title, desc, text string) []byte {
+	b = append(b, textRecordV1)
+	for _, s := range [...]string{title, desc, text} {
+		n := len(b)
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		start := len(b)
+		b = appendFold(b, s)
+		if len(b)-start != len(s) { // folding changed the length: write it again
+			f := append([]byte(nil), b[start:]...)
+			b = binary.AppendUvarint(b[:n], uint64(len(f)))
+			b = append(b, f...)
+		}
+	}
+	return b
+}
+
+// textRecordFields returns the three folded fields of a text record.
+func textRecordFields(rec []byte) (fields [3][]byte, ok bool) {
+	if len(rec) == 0 || rec[0] != textRecordV1 {
+		return fields, false
+	}
+	off := 1
+	for i := range fields {
+		n, k := binary.Uvarint(rec[off:])
+		if k <= 0 || n > uint64(len(rec)-off-k) {
+			return fields, false
+		}
+		off += k
+		fields[i] = rec[off : off+int(n)]
+		off += int(n)
+	}
+	return fields, off == len(rec)
+}
+
+// textRecordContains reports whether a field of rec contains the folded
+// needle.
+func textRecordContains(rec, needle []byte) bool {
+	fields, ok := textRecordFields(rec)
+	if !ok {
+		return false
+	}
+	for _, f := range fields {
+		if bytes.Contains(f, needle) {
+			return true
+		}
+	}
+	return false
+}
+
+// trigrams calls fn with every 3-byte sequence of the record's fields.
+func recordTrigrams(rec []byte, fn func(t uint32)) {
+	fields, _ := textRecordFields(rec)
+	for _, f := range fields {
+		for i := 0; i+3 <= len(f); i++ {
+			fn(uint32(f[i])<<16 | uint32(f[i+1])<<8 | uint32(f[i+2]))
+		}
+	}
+}
+
+// --- writes, in the item's transaction ---
+
+// setItemText records the searchable text of an item and marks it for the
+// indexer. text nil keeps the text the item has.
+func (tx *Tx) setItemText(memberID, id, title, desc string, text *string) error {
+	var t string
+	if text != nil {
+		t = *text
+	} else {
+		old, err := tx.get(textKey(memberID, id))
+		switch {
+		case err == nil:
+			fields, ok := textRecordFields(old)
+			if ok {
+				t = string(fields[2]) // folded already; folding again changes nothing
+			}
+		case errors.Is(err, ErrNotFound):
+			var c ItemContent
+			if err := tx.getJSON(contentKey(memberID, id), &c); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			t = c.Text
+		default:
+			return err
+		}
+	}
+	if err := tx.put(textKey(memberID, id), appendTextRecord(nil, title, desc, t), 0); err != nil {
+		return err
+	}
+	if err := tx.put(textPendingKey(memberID, id), nil, 0); err != nil {
+		return err
+	}
+	if !contains(tx.textMembers, memberID) {
+		tx.textMembers = append(tx.textMembers, memberID)
+	}
+	return nil
+}
+
+// putFilterKeys writes the filter keys of it, removing old's that no longer
+// apply (old is nil for a new item).
+func (tx *Tx) putFilterKeys(old, it *SavedItem) error {
+	mid := it.MemberID
+	if old == nil || old.SourceDomain != it.SourceDomain {
+		if old != nil {
+			if err := tx.delete(siteItemKey(mid, old.SourceDomain, it.ID)); err != nil {
+				return err
+			}
+		}
+		if err := tx.put(siteItemKey(mid, it.SourceDomain, it.ID), nil, 0); err != nil {
+			return err
+		}
+	}
+	if old == nil || old.Type != it.Type {
+		if old != nil {
+			if err := tx.delete(encUint64(typeItemsPrefix(mid, old.Type), idBytes(it.ID))); err != nil {
+				return err
+			}
+		}
+		if err := tx.put(encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)), nil, 0); err != nil {
+			return err
+		}
+	}
+	had, has := old != nil && old.HighlightCount > 0, it.HighlightCount > 0
+	if old == nil || had != has {
+		k := encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))
+		if has {
+			return tx.put(k, nil, 0)
+		}
+		if old != nil {
+			return tx.delete(k)
+		}
+	}
+	return nil
+}
+
+// deleteItemSearch removes an item's text, index entries and filter keys.
+func (tx *Tx) deleteItemSearch(it *SavedItem) error {
+	mid := it.MemberID
+	if doc, err := tx.get(textDocKey(mid, it.ID)); err == nil && len(doc) == 4 {
+		if err := tx.delete(textDocItemKey(mid, binary.BigEndian.Uint32(doc))); err != nil {
+			return err
+		}
+	} else if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	for _, k := range [][]byte{textDocKey(mid, it.ID), textKey(mid, it.ID), textPendingKey(mid, it.ID),
+		siteItemKey(mid, it.SourceDomain, it.ID), encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)),
+		encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))} {
+		if err := tx.delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// --- the indexer ---
+
+// textIndexer turns pending items into trigram segments in the background,
+// and builds the text records and filter keys of stores written before the
+// index existed.
+type textIndexer struct {
+	mu    sync.Mutex
+	dirty map[string]bool // members with work, or all when allDirty
+	all   bool
+	wake  chan struct{}
+	stop  chan struct{}
+	done  sync.WaitGroup
+}
+
+func (ti *textIndexer) init() {
+	ti.dirty = map[string]bool{}
+	ti.wake = make(chan struct{}, 1)
+	ti.stop = make(chan struct{})
+}
+
+// notify marks a member (or all, with "") as having work.
+func (ti *textIndexer) notify(memberID string) {
+	ti.mu.Lock()
+	if memberID == "" {
+		ti.all = true
+	} else {
+		ti.dirty[memberID] = true
+	}
+	ti.mu.Unlock()
+	select {
+	case ti.wake <- struct{}{}:
+	default:
+	}
+}
+
+// textBatch is the number of items one indexing transaction takes at most
+// (halved when Badger finds the transaction too big).
+const textBatch = 512
+
+func (s *Store) runTextIndexer() {
+	defer s.text.done.Done()
+	for {
+		select {
+		case <-s.text.stop:
+			return
+		case <-s.text.wake:
+		}
+		s.text.mu.Lock()
+		all, dirty := s.text.all, s.text.dirty
+		s.text.all, s.text.dirty = false, map[string]bool{}
+		s.text.mu.Unlock()
+		if all {
+			members, err := s.Members()
+			if err != nil {
+				s.log.Warn("search index: cannot list members", zap.Error(err))
+				continue
+			}
+			for _, m := range members {
+				dirty[m.ID] = true
+			}
+		}
+		for mid := range dirty {
+			if err := s.indexMember(mid); err != nil {
+				if errors.Is(err, errTextIndexStopped) {
+					return
+				}
+				s.log.Warn("search index: indexing failed; retried at the next change or start", zap.Error(err))
+			}
+		}
+	}
+}
+
+var errTextIndexStopped = errors.New("search index: stopped")
+
+// textIndexPaused keeps texts pending (tests of searches meanwhile).
+var textIndexPaused atomic.Bool
+
+func (s *Store) textIndexStopping() bool {
+	select {
+	case <-s.text.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// indexMember builds what a member's items lack, then indexes their
+// pending texts.
+func (s *Store) indexMember(memberID string) error {
+	ready := false
+	if err := s.View(func(tx *Tx) error {
+		var err error
+		ready, err = tx.has(textReadyKey(memberID))
+		return err
+	}); err != nil {
+		return err
+	}
+	if !ready {
+		if err := s.buildSearchKeys(memberID); err != nil {
+			return err
+		}
+	}
+	limit := textBatch
+	for {
+		if s.textIndexStopping() {
+			return errTextIndexStopped
+		}
+		if textIndexPaused.Load() {
+			return nil // tests: texts stay pending
+		}
+		n := 0
+		err := s.updateRetrying(func(tx *Tx) error {
+			var err error
+			n, err = tx.indexPending(memberID, limit)
+			return err
+		})
+		if errors.Is(err, badger.ErrTxnTooBig) && limit > 1 {
+			limit /= 2
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
+// buildSearchKeys writes the text records and filter keys of the member's
+// items that have none (items saved before the index existed), in batches,
+// and then the ready marker.
+func (s *Store) buildSearchKeys(memberID string) error {
+	prefix := itemKey(memberID, "")
+	var after []byte
+	for {
+		if s.textIndexStopping() {
+			return errTextIndexStopped
+		}
+		var last []byte
+		err := s.Update(func(tx *Tx) error {
+			last = nil
+			n := 0
+			start := prefix
+			if after != nil {
+				start = append(append([]byte{}, after...), 0)
+			}
+			var ids []string
+			err := tx.scan(prefix, start, false, true, func(k, _ []byte) (bool, error) {
+				ids = append(ids, string(k[len(prefix):]))
+				last = append(last[:0], k...)
+				n++
+				return n < 200, nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				var it SavedItem
+				if err := tx.getItem(itemKey(memberID, id), &it); err != nil {
+					if errors.Is(err, ErrNotFound) {
+						continue
+					}
+					return err
+				}
+				if err := tx.putFilterKeys(nil, &it); err != nil {
+					return err
+				}
+				if has, err := tx.has(textKey(memberID, id)); err != nil {
+					return err
+				} else if !has {
+					if err := tx.setItemText(memberID, id, it.Title, it.Description, nil); err != nil {
+						return err
+					}
+				}
+			}
+			if last == nil && after != nil {
+				return tx.put(textReadyKey(memberID), []byte{1}, 0)
+			}
+			return nil // a member without items needs nothing (see firstItemReady)
+		})
+		if err != nil {
+			return err
+		}
+		if last == nil {
+			return nil
+		}
+		after = last
+	}
+}
+
+// firstItemReady marks a member's index built when id is its first item
+// (the indexer writes nothing for members without items).
+func (tx *Tx) firstItemReady(memberID, id string) error {
+	if ready, err := tx.has(textReadyKey(memberID)); err != nil || ready {
+		return err
+	}
+	prefix := itemKey(memberID, "")
+	other := false
+	if err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		other = string(k[len(prefix):]) != id
+		return !other, nil
+	}); err != nil {
+		return err
+	}
+	if other {
+		return nil // the indexer builds it
+	}
+	return tx.put(textReadyKey(memberID), []byte{1}, 0)
+}
+
+// indexPending makes one segment of up to limit pending items and returns
+// how many it took.
+func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
+	prefix := textPendingPrefix(memberID)
+	var ids []string
+	if err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		ids = append(ids, string(k[len(prefix):]))
+		return len(ids) < limit, nil
+	}); err != nil {
+		return 0, err
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	var nextDoc, seg uint32
+	if meta, err := tx.get(textMetaKey(memberID)); err == nil && len(meta) == 8 {
+		nextDoc, seg = binary.BigEndian.Uint32(meta), binary.BigEndian.Uint32(meta[4:])
+	} else if err != nil && !errors.Is(err, ErrNotFound) {
+		return 0, err
+	}
+	postings := map[uint32][]uint32{}
+	for _, id := range ids {
+		if err := tx.delete(textPendingKey(memberID, id)); err != nil {
+			return 0, err
+		}
+		if old, err := tx.get(textDocKey(memberID, id)); err == nil && len(old) == 4 {
+			if err := tx.delete(textDocItemKey(memberID, binary.BigEndian.Uint32(old))); err != nil {
+				return 0, err
+			}
+		} else if err != nil && !errors.Is(err, ErrNotFound) {
+			return 0, err
+		}
+		rec, err := tx.get(textKey(memberID, id))
+		if errors.Is(err, ErrNotFound) {
+			if err := tx.delete(textDocKey(memberID, id)); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		doc := nextDoc
+		nextDoc++
+		var d [4]byte
+		binary.BigEndian.PutUint32(d[:], doc)
+		if err := tx.put(textDocKey(memberID, id), d[:], 0); err != nil {
+			return 0, err
+		}
+		if err := tx.put(textDocItemKey(memberID, doc), []byte(id), 0); err != nil {
+			return 0, err
+		}
+		recordTrigrams(rec, func(t uint32) {
+			p := postings[t]
+			if len(p) == 0 || p[len(p)-1] != doc {
+				postings[t] = append(p, doc)
+			}
+		})
+	}
+	tp := trigramPrefix(memberID)
+	for t, docs := range postings {
+		k := append(append([]byte{}, tp...), byte(t>>16), byte(t>>8), byte(t))
+		k = binary.BigEndian.AppendUint32(k, seg)
+		v := make([]byte, 0, len(docs)+4)
+		prev := uint32(0)
+		for _, d := range docs {
+			v = binary.AppendUvarint(v, uint64(d-prev))
+			prev = d
+		}
+		if err := tx.put(k, v, 0); err != nil {
+			return 0, err
+		}
+	}
+	var meta [8]byte
+	binary.BigEndian.PutUint32(meta[:], nextDoc)
+	binary.BigEndian.PutUint32(meta[4:], seg+1)
+	return len(ids), tx.put(textMetaKey(memberID), meta[:], 0)
+}
+
+// --- search ---
+
+// maxCandidates is the largest candidate set a search reads item by item
+// (then sorts); a larger one is left to the scan along the sort order.
+const maxCandidates = 2000
+
+// maxTrigrams is how many of the needle's trigrams (the rarest) a search
+// intersects.
+const maxTrigrams = 6
+
+// bitset is a set of document numbers.
+type bitset []uint64
+
+func (b bitset) set(i uint32)      { b[i>>6] |= 1 << (i & 63) }
+func (b bitset) has(i uint32) bool { return int(i>>6) < len(b) && b[i>>6]&(1<<(i&63)) != 0 }
+func (b bitset) count() int {
+	n := 0
+	for _, w := range b {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+// textCandidates returns the ids of the member's items that may contain
+// the folded needle (pending items included), or ok false when the index
+// cannot tell (not built, needle shorter than 3 bytes, more candidates than
+// maxCandidates).
+func (tx *Tx) textCandidates(memberID string, needle []byte) (ids []string, ok bool, err error) {
+	if len(needle) < 3 {
+		return nil, false, nil
+	}
+	if ready, err := tx.has(textReadyKey(memberID)); err != nil || !ready {
+		return nil, false, err
+	}
+	var nextDoc uint32
+	if meta, err := tx.get(textMetaKey(memberID)); err == nil && len(meta) == 8 {
+		nextDoc = binary.BigEndian.Uint32(meta)
+	} else if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, false, err
+	}
+	pp := textPendingPrefix(memberID)
+	if err := tx.scan(pp, nil, false, true, func(k, _ []byte) (bool, error) {
+		ids = append(ids, string(k[len(pp):]))
+		return len(ids) <= maxCandidates, nil
+	}); err != nil {
+		return nil, false, err
+	}
+	if len(ids) > maxCandidates {
+		return nil, false, nil
+	}
+	// The needle's distinct trigrams, the rarest first (by the size of
+	// their postings).
+	type tri struct {
+		key  []byte
+		size int64
+	}
+	seen := map[string]bool{}
+	var tris []tri
+	tp := trigramPrefix(memberID)
+	o := badger.DefaultIteratorOptions
+	o.PrefetchValues = false
+	for i := 0; i+3 <= len(needle); i++ {
+		k := append(append([]byte{}, tp...), needle[i:i+3]...)
+		if seen[string(k)] {
+			continue
+		}
+		seen[string(k)] = true
+		o.Prefix = k
+		it := tx.txn.NewIterator(o)
+		var size int64
+		for it.Seek(k); it.ValidForPrefix(k); it.Next() {
+			size += it.Item().ValueSize()
+		}
+		it.Close()
+		if size == 0 { // no item has it: only pending items can match
+			return ids, true, nil
+		}
+		tris = append(tris, tri{k, size})
+	}
+	sort.Slice(tris, func(a, b int) bool { return tris[a].size < tris[b].size })
+	if len(tris) > maxTrigrams {
+		tris = tris[:maxTrigrams]
+	}
+	var set bitset
+	for n, t := range tris {
+		cur := make(bitset, (int(nextDoc)+63)/64)
+		err := tx.scan(t.key, nil, false, false, func(_, v []byte) (bool, error) {
+			doc := uint32(0)
+			for len(v) > 0 {
+				d, k := binary.Uvarint(v)
+				if k <= 0 {
+					return false, errBadItemRecord
+				}
+				v = v[k:]
+				doc += uint32(d)
+				if doc < nextDoc {
+					cur.set(doc)
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		if n == 0 {
+			set = cur
+		} else {
+			for i := range set {
+				set[i] &= cur[i]
+			}
+		}
+	}
+	if len(ids)+set.count() > maxCandidates {
+		return nil, false, nil
+	}
+	for i, w := range set {
+		for w != 0 {
+			doc := uint32(i*64 + bits.TrailingZeros64(w))
+			w &= w - 1
+			id, err := tx.get(textDocItemKey(memberID, doc))
+			if errors.Is(err, ErrNotFound) {
+				continue // re-indexed or deleted
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			ids = append(ids, string(id))
+		}
+	}
+	return ids, true, nil
+}
+
+// keyCandidates lists the item ids (8-byte suffixes) under prefix, or ok
+// false past maxCandidates.
+func (tx *Tx) keyCandidates(prefix []byte, into map[string]bool) (ok bool, err error) {
+	n := 0
+	err = tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		if len(k) < len(prefix)+8 {
+			return true, nil
+		}
+		into[strconv.FormatUint(binary.BigEndian.Uint64(k[len(k)-8:]), 10)] = true
+		n++
+		return len(into) <= maxCandidates, nil
+	})
+	return err == nil && len(into) <= maxCandidates, err
+}
+
+// siteCandidates lists the items of the domains that contain site, or ok
+// false past maxCandidates. Distinct domains are found by seeking past
+// each one's items.
+func (tx *Tx) siteCandidates(memberID, site string, into map[string]bool) (ok bool, err error) {
+	prefix := siteItemsPrefix(memberID)
+	o := badger.DefaultIteratorOptions
+	o.PrefetchValues = false
+	o.Prefix = prefix
+	it := tx.txn.NewIterator(o)
+	defer it.Close()
+	needle := []byte(site)
+	for it.Seek(prefix); it.ValidForPrefix(prefix); {
+		k := it.Item().Key()
+		rest := k[len(prefix):]
+		end := bytes.Index(rest, []byte{0, 1})
+		if end < 0 {
+			it.Next()
+			continue
+		}
+		enc := append([]byte{}, k[:len(prefix)+end+2]...)
+		domain := bytes.ReplaceAll(rest[:end], []byte{0, 0xff}, []byte{0})
+		if bytes.Contains(bytes.ToLower(domain), needle) {
+			if ok, err := tx.keyCandidates(enc, into); err != nil || !ok {
+				return false, err
+			}
+		}
+		it.Seek(append(enc, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
+	}
+	return true, nil
+}
+
+// searchCandidates returns the ids of a small set of items that holds
+// every match of f, from the index that gives the fewest, or ok false when
+// none gives at most maxCandidates.
+func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher) (ids []string, ok bool, err error) {
+	ready, err := tx.has(textReadyKey(memberID))
+	if err != nil {
+		return nil, false, err
+	}
+	best := func(set map[string]bool) {
+		if !ok || len(set) < len(ids) {
+			ids, ok = ids[:0], true
+			for id := range set {
+				ids = append(ids, id)
+			}
+		}
+	}
+	for _, group := range m.labelsAll {
+		set := map[string]bool{}
+		small := true
+		for _, l := range group {
+			p := key("u", memberID, "gql", "li", l, "")
+			err := tx.scan(p, nil, false, true, func(k, _ []byte) (bool, error) {
+				set[string(k[len(p):])] = true
+				return len(set) <= maxCandidates, nil
+			})
+			if err != nil {
+				return nil, false, err
+			}
+			if len(set) > maxCandidates {
+				small = false
+				break
+			}
+		}
+		if small {
+			best(set)
+		}
+	}
+	if ready && f.Site != "" {
+		set := map[string]bool{}
+		if small, err := tx.siteCandidates(memberID, strings.ToLower(f.Site), set); err != nil {
+			return nil, false, err
+		} else if small {
+			best(set)
+		}
+	}
+	if ready && f.Type != "" {
+		set := map[string]bool{}
+		if small, err := tx.keyCandidates(typeItemsPrefix(memberID, f.Type), set); err != nil {
+			return nil, false, err
+		} else if small {
+			best(set)
+		}
+	}
+	if ready && f.HasHighlights != nil && *f.HasHighlights {
+		set := map[string]bool{}
+		if small, err := tx.keyCandidates(highlightedItemsPrefix(memberID), set); err != nil {
+			return nil, false, err
+		} else if small {
+			best(set)
+		}
+	}
+	if m.needle != nil && (!ok || len(ids) > 50) {
+		t, small, err := tx.textCandidates(memberID, m.needle)
+		if err != nil {
+			return nil, false, err
+		}
+		if small && (!ok || len(t) < len(ids)) {
+			ids, ok = t, true
+		}
+	}
+	return ids, ok, nil
+}
