@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"math/bits"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,9 +28,10 @@ import (
 //	td/<item id>                   the item's document number (4 bytes) in the trigram index
 //	tn/<doc number>                the item id of a document number (a re-indexed or
 //	                               deleted item's old number has none)
-//	tg/<trigram><segment>          the document numbers (ascending, uvarint deltas) of one
-//	                               segment that contain the 3 bytes of the folded text
-//	tm                             next document number, next segment (4 bytes each)
+//	tg/<segment><trigram>          the document numbers (ascending, uvarint deltas) of one
+//	                               segment (4 bytes) that contain the 3 bytes of the folded text
+//	tm                             textMeta: next document number and segment, the live
+//	                               segments, a merge or deletion under way
 //	tv                             present once every item has tt and the filter keys
 //	sd/<domain>\x00\x01<id>        empty: the items of a source domain (encString, 8-byte id)
 //	ty/<A|N>/<id>                  empty: articles, newsletters
@@ -37,7 +40,11 @@ import (
 // tt and tp are written in the same transaction as the text they stand
 // for, and the indexer (a goroutine of the store) turns pending items into
 // a new segment in one transaction that also deletes their tp: the index
-// is always consistent with the items, whatever crashes when. A search
+// is always consistent with the items, whatever crashes when. Segments are
+// merged as in a log-structured merge tree: eight of one size (a power of
+// eight documents) become one, written under a new segment number that
+// searches ignore until tm lists it in place of its sources (see
+// mergeSegments), so at most eight segments of each size are live. A search
 // reads the candidates of the trigram index plus the pending items, and
 // verifies each on tt: the answer is exact, the index only narrows it.
 //
@@ -400,7 +407,7 @@ func (s *Store) indexMember(memberID string) error {
 			return err
 		}
 		if n == 0 {
-			return nil
+			return s.mergeSegments(memberID)
 		}
 	}
 }
@@ -487,6 +494,79 @@ func (tx *Tx) firstItemReady(memberID, id string) error {
 	return tx.put(textReadyKey(memberID), []byte{1}, 0)
 }
 
+// textMeta is the state of a member's trigram index (tm).
+type textMeta struct {
+	nextDoc, nextSeg uint32
+	segs             []textSeg // live, oldest first
+	merging          uint32    // a merge under way: its new segment, or 0
+	mergeFrom        []uint32  // its sources
+	deleting         []uint32  // merged segments whose keys are being deleted
+}
+
+type textSeg struct{ id, docs uint32 }
+
+func (m *textMeta) encode() []byte {
+	b := []byte{1}
+	b = binary.AppendUvarint(b, uint64(m.nextDoc))
+	b = binary.AppendUvarint(b, uint64(m.nextSeg))
+	b = binary.AppendUvarint(b, uint64(m.merging))
+	b = binary.AppendUvarint(b, uint64(len(m.segs)))
+	for _, s := range m.segs {
+		b = binary.AppendUvarint(b, uint64(s.id))
+		b = binary.AppendUvarint(b, uint64(s.docs))
+	}
+	for _, l := range [][]uint32{m.mergeFrom, m.deleting} {
+		b = binary.AppendUvarint(b, uint64(len(l)))
+		for _, v := range l {
+			b = binary.AppendUvarint(b, uint64(v))
+		}
+	}
+	return b
+}
+
+var errBadTextMeta = errors.New("storage: malformed search index state")
+
+func (tx *Tx) textMeta(memberID string) (*textMeta, error) {
+	m := &textMeta{nextSeg: 1}
+	b, err := tx.get(textMetaKey(memberID))
+	if errors.Is(err, ErrNotFound) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 || b[0] != 1 {
+		return nil, errBadTextMeta
+	}
+	r := &recordReader{b: b, off: 1}
+	u32 := func() uint32 {
+		v := r.uvarint()
+		if v > math.MaxUint32 {
+			r.bad = true
+		}
+		return uint32(v)
+	}
+	m.nextDoc, m.nextSeg, m.merging = u32(), u32(), u32()
+	n := r.uvarint()
+	for i := uint64(0); i < n && !r.bad; i++ {
+		m.segs = append(m.segs, textSeg{u32(), u32()})
+	}
+	for _, l := range []*[]uint32{&m.mergeFrom, &m.deleting} {
+		n := r.uvarint()
+		for i := uint64(0); i < n && !r.bad; i++ {
+			*l = append(*l, u32())
+		}
+	}
+	if r.bad || r.off != len(b) {
+		return nil, errBadTextMeta
+	}
+	return m, nil
+}
+
+func segmentPrefix(memberID string, seg uint32) []byte {
+	return binary.BigEndian.AppendUint32(trigramPrefix(memberID), seg)
+}
+
 // indexPending makes one segment of up to limit pending items and returns
 // how many it took.
 func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
@@ -501,12 +581,11 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	var nextDoc, seg uint32
-	if meta, err := tx.get(textMetaKey(memberID)); err == nil && len(meta) == 8 {
-		nextDoc, seg = binary.BigEndian.Uint32(meta), binary.BigEndian.Uint32(meta[4:])
-	} else if err != nil && !errors.Is(err, ErrNotFound) {
+	meta, err := tx.textMeta(memberID)
+	if err != nil {
 		return 0, err
 	}
+	nextDoc, seg := meta.nextDoc, meta.nextSeg
 	postings := map[uint32][]uint32{}
 	for _, id := range ids {
 		if err := tx.delete(textPendingKey(memberID, id)); err != nil {
@@ -546,10 +625,9 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 			}
 		})
 	}
-	tp := trigramPrefix(memberID)
+	sp := segmentPrefix(memberID, seg)
 	for t, docs := range postings {
-		k := append(append([]byte{}, tp...), byte(t>>16), byte(t>>8), byte(t))
-		k = binary.BigEndian.AppendUint32(k, seg)
+		k := append(append([]byte{}, sp...), byte(t>>16), byte(t>>8), byte(t))
 		v := make([]byte, 0, len(docs)+4)
 		prev := uint32(0)
 		for _, d := range docs {
@@ -560,10 +638,220 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 			return 0, err
 		}
 	}
-	var meta [8]byte
-	binary.BigEndian.PutUint32(meta[:], nextDoc)
-	binary.BigEndian.PutUint32(meta[4:], seg+1)
-	return len(ids), tx.put(textMetaKey(memberID), meta[:], 0)
+	if len(postings) > 0 {
+		meta.segs = append(meta.segs, textSeg{seg, nextDoc - meta.nextDoc})
+		meta.nextSeg++
+	}
+	meta.nextDoc = nextDoc
+	return len(ids), tx.put(textMetaKey(memberID), meta.encode(), 0)
+}
+
+// segmentLevel is a segment's size class: its documents' power of eight.
+func segmentLevel(docs uint32) int {
+	l := 0
+	for docs >= 8 {
+		docs /= 8
+		l++
+	}
+	return l
+}
+
+// mergeChunk bounds the bytes of one transaction of a merge.
+const mergeChunk = 1 << 20
+
+// mergeSegments merges eight live segments of one size into one, as long
+// as there are, and finishes a merge or deletion a crash interrupted.
+// Steps, each its own transaction(s): tm records the merge; the merged
+// segment's keys are written under its new number (searches do not read
+// it yet); tm lists it instead of its sources and marks them for
+// deletion; their keys are deleted; tm forgets them.
+func (s *Store) mergeSegments(memberID string) error {
+	for {
+		if s.textIndexStopping() {
+			return errTextIndexStopped
+		}
+		var meta *textMeta
+		if err := s.View(func(tx *Tx) (err error) { meta, err = tx.textMeta(memberID); return err }); err != nil {
+			return err
+		}
+		switch {
+		case len(meta.deleting) > 0:
+			for _, seg := range meta.deleting {
+				if err := s.deletePrefixInBatches(segmentPrefix(memberID, seg)); err != nil {
+					return err
+				}
+			}
+			if err := s.updateTextMeta(memberID, func(m *textMeta) { m.deleting = nil }); err != nil {
+				return err
+			}
+			continue
+		case meta.merging != 0:
+			if err := s.writeMergedSegment(memberID, meta); err != nil {
+				return err
+			}
+			err := s.updateTextMeta(memberID, func(m *textMeta) {
+				var docs uint32
+				var keep []textSeg
+				for _, sg := range m.segs {
+					if slices.Contains(m.mergeFrom, sg.id) {
+						docs += sg.docs
+					} else {
+						keep = append(keep, sg)
+					}
+				}
+				m.segs = append(keep, textSeg{m.merging, docs})
+				m.deleting, m.merging, m.mergeFrom = m.mergeFrom, 0, nil
+			})
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		byLevel := map[int][]uint32{}
+		pick := -1
+		for _, sg := range meta.segs {
+			l := segmentLevel(sg.docs)
+			byLevel[l] = append(byLevel[l], sg.id)
+			if len(byLevel[l]) >= 8 && (pick < 0 || l < pick) {
+				pick = l
+			}
+		}
+		if pick < 0 {
+			return nil
+		}
+		from := byLevel[pick]
+		if err := s.updateTextMeta(memberID, func(m *textMeta) {
+			m.merging, m.mergeFrom = m.nextSeg, from
+			m.nextSeg++
+		}); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *Store) updateTextMeta(memberID string, fn func(m *textMeta)) error {
+	return s.Update(func(tx *Tx) error {
+		m, err := tx.textMeta(memberID)
+		if err != nil {
+			return err
+		}
+		fn(m)
+		return tx.put(textMetaKey(memberID), m.encode(), 0)
+	})
+}
+
+// writeMergedSegment writes segment meta.merging: for every trigram, the
+// live document numbers of meta.mergeFrom, from one snapshot, in
+// transactions of about mergeChunk bytes.
+func (s *Store) writeMergedSegment(memberID string, meta *textMeta) error {
+	return s.View(func(tx *Tx) error {
+		live := make(bitset, (int(meta.nextDoc)+63)/64)
+		np := key("u", memberID, "gql", "tn", "")
+		if err := tx.scan(np, nil, false, true, func(k, _ []byte) (bool, error) {
+			if len(k) == len(np)+4 {
+				if d := binary.BigEndian.Uint32(k[len(np):]); d < meta.nextDoc {
+					live.set(d)
+				}
+			}
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		o := badger.DefaultIteratorOptions
+		o.PrefetchValues = false
+		type src struct {
+			it     *badger.Iterator
+			prefix []byte
+		}
+		var srcs []src
+		for _, seg := range meta.mergeFrom {
+			p := segmentPrefix(memberID, seg)
+			o.Prefix = p
+			it := tx.txn.NewIterator(o)
+			defer it.Close()
+			it.Seek(p)
+			srcs = append(srcs, src{it, p})
+		}
+		target := segmentPrefix(memberID, meta.merging)
+		var keys, vals [][]byte
+		size := 0
+		flush := func() error {
+			if len(keys) == 0 {
+				return nil
+			}
+			err := s.Update(func(w *Tx) error {
+				for i := range keys {
+					if err := w.put(keys[i], vals[i], 0); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			keys, vals, size = keys[:0], vals[:0], 0
+			return err
+		}
+		var docs []uint32
+		for {
+			// The smallest trigram among the sources.
+			var tri []byte
+			for _, sr := range srcs {
+				if sr.it.ValidForPrefix(sr.prefix) {
+					t := sr.it.Item().Key()[len(sr.prefix):]
+					if tri == nil || bytes.Compare(t, tri) < 0 {
+						tri = append(tri[:0:0], t...)
+					}
+				}
+			}
+			if tri == nil {
+				break
+			}
+			docs = docs[:0]
+			for _, sr := range srcs {
+				if !sr.it.ValidForPrefix(sr.prefix) || !bytes.Equal(sr.it.Item().Key()[len(sr.prefix):], tri) {
+					continue
+				}
+				err := sr.it.Item().Value(func(v []byte) error {
+					doc := uint32(0)
+					for len(v) > 0 {
+						d, k := binary.Uvarint(v)
+						if k <= 0 {
+							return errBadTextMeta
+						}
+						v = v[k:]
+						doc += uint32(d)
+						if live.has(doc) {
+							docs = append(docs, doc)
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				sr.it.Next()
+			}
+			if len(docs) == 0 {
+				continue
+			}
+			slices.Sort(docs)
+			docs = slices.Compact(docs)
+			v := make([]byte, 0, len(docs)+4)
+			prev := uint32(0)
+			for _, d := range docs {
+				v = binary.AppendUvarint(v, uint64(d-prev))
+				prev = d
+			}
+			keys = append(keys, append(append([]byte{}, target...), tri...))
+			vals = append(vals, v)
+			size += len(v) + len(target) + 3 + 32
+			if size >= mergeChunk || len(keys) >= 4000 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		return flush()
+	})
 }
 
 // --- search ---
@@ -600,12 +888,11 @@ func (tx *Tx) textCandidates(memberID string, needle []byte) (ids []string, ok b
 	if ready, err := tx.has(textReadyKey(memberID)); err != nil || !ready {
 		return nil, false, err
 	}
-	var nextDoc uint32
-	if meta, err := tx.get(textMetaKey(memberID)); err == nil && len(meta) == 8 {
-		nextDoc = binary.BigEndian.Uint32(meta)
-	} else if err != nil && !errors.Is(err, ErrNotFound) {
+	meta, err := tx.textMeta(memberID)
+	if err != nil {
 		return nil, false, err
 	}
+	nextDoc := meta.nextDoc
 	pp := textPendingPrefix(memberID)
 	if err := tx.scan(pp, nil, false, true, func(k, _ []byte) (bool, error) {
 		ids = append(ids, string(k[len(pp):]))
@@ -617,33 +904,37 @@ func (tx *Tx) textCandidates(memberID string, needle []byte) (ids []string, ok b
 		return nil, false, nil
 	}
 	// The needle's distinct trigrams, the rarest first (by the size of
-	// their postings).
+	// their postings in the live segments).
 	type tri struct {
-		key  []byte
-		size int64
+		items []*badger.Item
+		size  int64
 	}
 	seen := map[string]bool{}
 	var tris []tri
-	tp := trigramPrefix(memberID)
-	o := badger.DefaultIteratorOptions
-	o.PrefetchValues = false
+	k := trigramPrefix(memberID)
+	n := len(k)
 	for i := 0; i+3 <= len(needle); i++ {
-		k := append(append([]byte{}, tp...), needle[i:i+3]...)
-		if seen[string(k)] {
+		if seen[string(needle[i:i+3])] {
 			continue
 		}
-		seen[string(k)] = true
-		o.Prefix = k
-		it := tx.txn.NewIterator(o)
-		var size int64
-		for it.Seek(k); it.ValidForPrefix(k); it.Next() {
-			size += it.Item().ValueSize()
+		seen[string(needle[i:i+3])] = true
+		var t tri
+		for _, sg := range meta.segs {
+			k = append(binary.BigEndian.AppendUint32(k[:n], sg.id), needle[i:i+3]...)
+			item, err := tx.txn.Get(k)
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			t.items = append(t.items, item)
+			t.size += item.ValueSize()
 		}
-		it.Close()
-		if size == 0 { // no item has it: only pending items can match
+		if t.size == 0 { // no item has it: only pending items can match
 			return ids, true, nil
 		}
-		tris = append(tris, tri{k, size})
+		tris = append(tris, t)
 	}
 	sort.Slice(tris, func(a, b int) bool { return tris[a].size < tris[b].size })
 	if len(tris) > maxTrigrams {
@@ -652,23 +943,25 @@ func (tx *Tx) textCandidates(memberID string, needle []byte) (ids []string, ok b
 	var set bitset
 	for n, t := range tris {
 		cur := make(bitset, (int(nextDoc)+63)/64)
-		err := tx.scan(t.key, nil, false, false, func(_, v []byte) (bool, error) {
-			doc := uint32(0)
-			for len(v) > 0 {
-				d, k := binary.Uvarint(v)
-				if k <= 0 {
-					return false, errBadItemRecord
+		for _, item := range t.items {
+			err := item.Value(func(v []byte) error {
+				doc := uint32(0)
+				for len(v) > 0 {
+					d, k := binary.Uvarint(v)
+					if k <= 0 {
+						return errBadTextMeta
+					}
+					v = v[k:]
+					doc += uint32(d)
+					if doc < nextDoc {
+						cur.set(doc)
+					}
 				}
-				v = v[k:]
-				doc += uint32(d)
-				if doc < nextDoc {
-					cur.set(doc)
-				}
+				return nil
+			})
+			if err != nil {
+				return nil, false, err
 			}
-			return true, nil
-		})
-		if err != nil {
-			return nil, false, err
 		}
 		if n == 0 {
 			set = cur

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -22,6 +23,19 @@ func waitIndexed(t testing.TB, st *Store, memberID string) {
 			var err error
 			if ready, err = tx.has(textReadyKey(memberID)); err != nil {
 				return err
+			}
+			meta, err := tx.textMeta(memberID)
+			if err != nil {
+				return err
+			}
+			levels := map[int]int{}
+			for _, sg := range meta.segs {
+				if levels[segmentLevel(sg.docs)]++; levels[segmentLevel(sg.docs)] >= 8 {
+					pending++ // a merge to come
+				}
+			}
+			if meta.merging != 0 || len(meta.deleting) > 0 {
+				pending++
 			}
 			return tx.scan(textPendingPrefix(memberID), nil, false, true, func(_, _ []byte) (bool, error) {
 				pending++
@@ -497,5 +511,147 @@ func TestSearchCaseFolding(t *testing.T) {
 			}
 		}
 		waitIndexed(t, st, m.ID)
+	}
+}
+
+// segmentKeys counts the tg/ keys of each segment number.
+func segmentKeys(t *testing.T, st *Store, memberID string) map[uint32]int {
+	t.Helper()
+	out := map[uint32]int{}
+	p := trigramPrefix(memberID)
+	err := st.View(func(tx *Tx) error {
+		return tx.scan(p, nil, false, true, func(k, _ []byte) (bool, error) {
+			out[binary.BigEndian.Uint32(k[len(p):])]++
+			return true, nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Segments merge eight of a size into one; a merge that a crash left
+// recorded but unfinished is finished; no keys of merged segments remain;
+// searches stay exact throughout.
+func TestSearchSegmentsMerge(t *testing.T) {
+	st := openTestStore(t)
+	m, err := st.CreateMember("alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := 0; i < 80; i++ {
+		text := fmt.Sprintf("loaf %d of rye", i)
+		if i%9 == 0 {
+			text += " with caraway"
+		}
+		it, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, it.ID)
+		waitIndexed(t, st, m.ID) // one segment per item
+	}
+	check := func(when string) {
+		t.Helper()
+		var meta *textMeta
+		if err := st.View(func(tx *Tx) (err error) { meta, err = tx.textMeta(m.ID); return err }); err != nil {
+			t.Fatal(err)
+		}
+		levels := map[int]int{}
+		live := map[uint32]bool{}
+		var docs uint32
+		for _, sg := range meta.segs {
+			levels[segmentLevel(sg.docs)]++
+			live[sg.id] = true
+			docs += sg.docs
+		}
+		for l, n := range levels {
+			if n >= 8 {
+				t.Fatalf("%s: %d segments of level %d", when, n, l)
+			}
+		}
+		if docs != 80 || meta.merging != 0 || len(meta.deleting) != 0 {
+			t.Fatalf("%s: %+v", when, meta)
+		}
+		for seg := range segmentKeys(t, st, m.ID) {
+			if !live[seg] {
+				t.Fatalf("%s: keys of segment %d, not live (%+v)", when, seg, meta.segs)
+			}
+		}
+		page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: "CARAWAY"}, PageRequest{Field: SortCreatedAt, First: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for i := 0; i < 80; i += 9 {
+			want = append(want, ids[i])
+		}
+		if got := pageIDs(page); !slices.Equal(got, want) {
+			t.Fatalf("%s: %v, want %v", when, got, want)
+		}
+	}
+	check("after 80 one-item segments")
+	if n := len(segmentKeys(t, st, m.ID)); n > 10 {
+		t.Fatalf("%d segments live after merges", n)
+	}
+	// A merge recorded, its segment half written, then a crash: the
+	// indexer finishes it.
+	textIndexPaused.Store(true)
+	defer textIndexPaused.Store(false)
+	for i := 80; i < 88; i++ { // eight more one-item segments, by hand
+		if _, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: "plain"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Update(func(tx *Tx) error { _, err := tx.indexPending(m.ID, 1); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var meta *textMeta
+	if err := st.View(func(tx *Tx) (err error) { meta, err = tx.textMeta(m.ID); return err }); err != nil {
+		t.Fatal(err)
+	}
+	var from []uint32
+	for _, sg := range meta.segs {
+		if sg.docs == 1 {
+			from = append(from, sg.id)
+		}
+	}
+	if len(from) < 8 {
+		t.Fatalf("%d one-item segments, want 8 or more", len(from))
+	}
+	if err := st.updateTextMeta(m.ID, func(mm *textMeta) { mm.merging, mm.mergeFrom = mm.nextSeg, from; mm.nextSeg++ }); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Update(func(tx *Tx) error {
+		return tx.put(append(segmentPrefix(m.ID, meta.nextSeg), "pla"...), []byte{1}, 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	textIndexPaused.Store(false)
+	st.text.notify(m.ID)
+	for i := 0; ; i++ {
+		if err := st.View(func(tx *Tx) (err error) { meta, err = tx.textMeta(m.ID); return err }); err != nil {
+			t.Fatal(err)
+		}
+		if meta.merging == 0 && len(meta.deleting) == 0 {
+			break
+		}
+		if i > 3000 {
+			t.Fatal("the interrupted merge is not finished after a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var docs uint32
+	for _, sg := range meta.segs {
+		docs += sg.docs
+	}
+	if docs != 88 {
+		t.Fatalf("%d documents after the merge, want 88", docs)
+	}
+	page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: "plain"}, PageRequest{Field: SortCreatedAt, First: 100})
+	if err != nil || len(page.Items) != 8 {
+		t.Fatalf("plain: %v %v", page, err)
 	}
 }
