@@ -854,6 +854,39 @@ func (s *Store) writeMergedSegment(memberID string, meta *textMeta) error {
 	})
 }
 
+// SearchIndexBacklog reports the work the search indexer has left for a
+// member: texts pending, plus one for a build or merge not finished. 0
+// means searches read only finished segments.
+func (s *Store) SearchIndexBacklog(memberID string) (int, error) {
+	n := 0
+	err := s.View(func(tx *Tx) error {
+		n = 0
+		if ready, err := tx.has(textReadyKey(memberID)); err != nil {
+			return err
+		} else if !ready {
+			n++
+		}
+		meta, err := tx.textMeta(memberID)
+		if err != nil {
+			return err
+		}
+		levels := map[int]int{}
+		for _, sg := range meta.segs {
+			if levels[segmentLevel(sg.docs)]++; levels[segmentLevel(sg.docs)] == 8 {
+				n++ // a merge to come
+			}
+		}
+		if meta.merging != 0 || len(meta.deleting) > 0 {
+			n++
+		}
+		return tx.scan(textPendingPrefix(memberID), nil, false, true, func(_, _ []byte) (bool, error) {
+			n++
+			return true, nil
+		})
+	})
+	return n, err
+}
+
 // --- search ---
 
 // maxCandidates is the largest candidate set a search reads item by item

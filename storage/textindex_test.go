@@ -18,38 +18,15 @@ import (
 func waitIndexed(t testing.TB, st *Store, memberID string) {
 	t.Helper()
 	for i := 0; ; i++ {
-		pending, ready := 0, false
-		err := st.View(func(tx *Tx) error {
-			var err error
-			if ready, err = tx.has(textReadyKey(memberID)); err != nil {
-				return err
-			}
-			meta, err := tx.textMeta(memberID)
-			if err != nil {
-				return err
-			}
-			levels := map[int]int{}
-			for _, sg := range meta.segs {
-				if levels[segmentLevel(sg.docs)]++; levels[segmentLevel(sg.docs)] >= 8 {
-					pending++ // a merge to come
-				}
-			}
-			if meta.merging != 0 || len(meta.deleting) > 0 {
-				pending++
-			}
-			return tx.scan(textPendingPrefix(memberID), nil, false, true, func(_, _ []byte) (bool, error) {
-				pending++
-				return true, nil
-			})
-		})
+		n, err := st.SearchIndexBacklog(memberID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ready && pending == 0 {
+		if n == 0 {
 			return
 		}
 		if i > 3000 {
-			t.Fatalf("the search index is not built after a minute (%d pending, ready %v)", pending, ready)
+			t.Fatalf("the search index is not built after a minute (%d left)", n)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -280,6 +280,18 @@ func seedCorpus(st *storage.Store, member string, n int, seed int64, infoPath, e
 			return err
 		}
 	}
+	// The search index is built as items are saved, in the background:
+	// the benchmark measures it finished.
+	for {
+		n, err := st.SearchIndexBacklog(m.ID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	b, _ := json.MarshalIndent(info, "", "  ")
 	return os.WriteFile(infoPath, b, 0o644)
 }
