@@ -1377,7 +1377,7 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 			return err
 		}
 		if !m.impossible {
-			ids, ok, err := tx.searchCandidates(memberID, f, m)
+			ids, ok, err := tx.searchCandidates(memberID, f, m, statuses)
 			if err != nil {
 				return err
 			}

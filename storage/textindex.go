@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -24,7 +25,8 @@ import (
 // text); filters select by their own keys. All under u/<member>/gql/:
 //
 //	tt/<item id>                   the item's searchable text, case-folded (textRecord)
-//	tp/<item id>                   empty: the item's text changed and is not indexed yet
+//	tp/<sequence>                  an item id whose text changed and is not indexed yet
+//	tq                             the next sequence number of tp (8 bytes)
 //	td/<item id>                   the item's document number (4 bytes) in the trigram index
 //	tn/<doc number>                the item id of a document number (a re-indexed or
 //	                               deleted item's old number has none)
@@ -48,15 +50,25 @@ import (
 // reads the candidates of the trigram index plus the pending items, and
 // verifies each on tt: the answer is exact, the index only narrows it.
 //
+// tp is a queue rather than a set: the indexer consumes it from the low
+// water mark in tm, so that neither it nor a search walks over the deletion
+// markers of the entries it consumed (an LSM tree keeps them for a long
+// time). tq makes concurrent writers of one member's texts conflict, so
+// sequence numbers commit in their order and the low water mark never
+// passes an entry not yet committed.
+//
 // Case folding: each character is mapped to one canonical character of its
 // Unicode simple case folding orbit (foldRune), so "Σ", "σ" and "ς", or
 // "K", "k" and the Kelvin sign, are the same; no multi-character folds
 // ("ß" is not "ss") and no removal of diacritics ("é" is not "e").
 
-func textKey(memberID, id string) []byte        { return key("u", memberID, "gql", "tt", id) }
-func textPendingPrefix(memberID string) []byte  { return key("u", memberID, "gql", "tp", "") }
-func textPendingKey(memberID, id string) []byte { return key("u", memberID, "gql", "tp", id) }
-func textDocKey(memberID, id string) []byte     { return key("u", memberID, "gql", "td", id) }
+func textKey(memberID, id string) []byte       { return key("u", memberID, "gql", "tt", id) }
+func textPendingPrefix(memberID string) []byte { return key("u", memberID, "gql", "tp", "") }
+func textPendingKey(memberID string, seq uint64) []byte {
+	return encUint64(textPendingPrefix(memberID), seq)
+}
+func textQueueKey(memberID string) []byte   { return key("u", memberID, "gql", "tq") }
+func textDocKey(memberID, id string) []byte { return key("u", memberID, "gql", "td", id) }
 func textDocItemKey(memberID string, doc uint32) []byte {
 	return binary.BigEndian.AppendUint32(key("u", memberID, "gql", "tn", ""), doc)
 }
@@ -217,7 +229,16 @@ func (tx *Tx) setItemText(memberID, id, title, desc string, text *string) error 
 	if err := tx.put(textKey(memberID, id), appendTextRecord(nil, title, desc, t), 0); err != nil {
 		return err
 	}
-	if err := tx.put(textPendingKey(memberID, id), nil, 0); err != nil {
+	var seq uint64
+	if b, err := tx.get(textQueueKey(memberID)); err == nil && len(b) == 8 {
+		seq = binary.BigEndian.Uint64(b)
+	} else if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err := tx.put(textPendingKey(memberID, seq), []byte(id), 0); err != nil {
+		return err
+	}
+	if err := tx.put(textQueueKey(memberID), encUint64(nil, seq+1), 0); err != nil {
 		return err
 	}
 	if !contains(tx.textMembers, memberID) {
@@ -273,7 +294,7 @@ func (tx *Tx) deleteItemSearch(it *SavedItem) error {
 	} else if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	for _, k := range [][]byte{textDocKey(mid, it.ID), textKey(mid, it.ID), textPendingKey(mid, it.ID),
+	for _, k := range [][]byte{textDocKey(mid, it.ID), textKey(mid, it.ID),
 		siteItemKey(mid, it.SourceDomain, it.ID), encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)),
 		encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))} {
 		if err := tx.delete(k); err != nil {
@@ -497,6 +518,7 @@ func (tx *Tx) firstItemReady(memberID, id string) error {
 // textMeta is the state of a member's trigram index (tm).
 type textMeta struct {
 	nextDoc, nextSeg uint32
+	pendingFrom      uint64    // the low water mark of tp
 	segs             []textSeg // live, oldest first
 	merging          uint32    // a merge under way: its new segment, or 0
 	mergeFrom        []uint32  // its sources
@@ -510,6 +532,7 @@ func (m *textMeta) encode() []byte {
 	b = binary.AppendUvarint(b, uint64(m.nextDoc))
 	b = binary.AppendUvarint(b, uint64(m.nextSeg))
 	b = binary.AppendUvarint(b, uint64(m.merging))
+	b = binary.AppendUvarint(b, m.pendingFrom)
 	b = binary.AppendUvarint(b, uint64(len(m.segs)))
 	for _, s := range m.segs {
 		b = binary.AppendUvarint(b, uint64(s.id))
@@ -547,6 +570,7 @@ func (tx *Tx) textMeta(memberID string) (*textMeta, error) {
 		return uint32(v)
 	}
 	m.nextDoc, m.nextSeg, m.merging = u32(), u32(), u32()
+	m.pendingFrom = r.uvarint()
 	n := r.uvarint()
 	for i := uint64(0); i < n && !r.bad; i++ {
 		m.segs = append(m.segs, textSeg{u32(), u32()})
@@ -570,27 +594,34 @@ func segmentPrefix(memberID string, seg uint32) []byte {
 // indexPending makes one segment of up to limit pending items and returns
 // how many it took.
 func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
-	prefix := textPendingPrefix(memberID)
-	var ids []string
-	if err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
-		ids = append(ids, string(k[len(prefix):]))
-		return len(ids) < limit, nil
-	}); err != nil {
-		return 0, err
-	}
-	if len(ids) == 0 {
-		return 0, nil
-	}
 	meta, err := tx.textMeta(memberID)
 	if err != nil {
 		return 0, err
 	}
+	prefix := textPendingPrefix(memberID)
+	var ids []string
+	taken := 0
+	seen := map[string]bool{}
+	if err := tx.scan(prefix, textPendingKey(memberID, meta.pendingFrom), false, false, func(k, v []byte) (bool, error) {
+		if err := tx.delete(append([]byte{}, k...)); err != nil {
+			return false, err
+		}
+		meta.pendingFrom = binary.BigEndian.Uint64(k[len(prefix):]) + 1
+		if !seen[string(v)] {
+			seen[string(v)] = true
+			ids = append(ids, string(v))
+		}
+		taken++
+		return taken < limit, nil
+	}); err != nil {
+		return 0, err
+	}
+	if taken == 0 {
+		return 0, nil
+	}
 	nextDoc, seg := meta.nextDoc, meta.nextSeg
 	postings := map[uint32][]uint32{}
 	for _, id := range ids {
-		if err := tx.delete(textPendingKey(memberID, id)); err != nil {
-			return 0, err
-		}
 		if old, err := tx.get(textDocKey(memberID, id)); err == nil && len(old) == 4 {
 			if err := tx.delete(textDocItemKey(memberID, binary.BigEndian.Uint32(old))); err != nil {
 				return 0, err
@@ -643,7 +674,7 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 		meta.nextSeg++
 	}
 	meta.nextDoc = nextDoc
-	return len(ids), tx.put(textMetaKey(memberID), meta.encode(), 0)
+	return taken, tx.put(textMetaKey(memberID), meta.encode(), 0)
 }
 
 // segmentLevel is a segment's size class: its documents' power of eight.
@@ -879,7 +910,7 @@ func (s *Store) SearchIndexBacklog(memberID string) (int, error) {
 		if meta.merging != 0 || len(meta.deleting) > 0 {
 			n++
 		}
-		return tx.scan(textPendingPrefix(memberID), nil, false, true, func(_, _ []byte) (bool, error) {
+		return tx.scan(textPendingPrefix(memberID), textPendingKey(memberID, meta.pendingFrom), false, true, func(_, _ []byte) (bool, error) {
 			n++
 			return true, nil
 		})
@@ -926,9 +957,8 @@ func (tx *Tx) textCandidates(memberID string, needle []byte) (ids []string, ok b
 		return nil, false, err
 	}
 	nextDoc := meta.nextDoc
-	pp := textPendingPrefix(memberID)
-	if err := tx.scan(pp, nil, false, true, func(k, _ []byte) (bool, error) {
-		ids = append(ids, string(k[len(pp):]))
+	if err := tx.scan(textPendingPrefix(memberID), textPendingKey(memberID, meta.pendingFrom), false, false, func(_, v []byte) (bool, error) {
+		ids = append(ids, string(v))
 		return len(ids) <= maxCandidates, nil
 	}); err != nil {
 		return nil, false, err
@@ -1024,24 +1054,26 @@ func (tx *Tx) textCandidates(memberID string, needle []byte) (ids []string, ok b
 	return ids, true, nil
 }
 
-// keyCandidates lists the item ids (8-byte suffixes) under prefix, or ok
-// false past maxCandidates.
+// maxSourceItems bounds the ids one filter's keys give a search: filters
+// that select more are intersected by the item scan instead.
+const maxSourceItems = 10000
+
+// keyCandidates adds the item ids (8-byte suffixes) under prefix to into,
+// or returns false past maxSourceItems.
 func (tx *Tx) keyCandidates(prefix []byte, into map[string]bool) (ok bool, err error) {
-	n := 0
 	err = tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
 		if len(k) < len(prefix)+8 {
 			return true, nil
 		}
 		into[strconv.FormatUint(binary.BigEndian.Uint64(k[len(k)-8:]), 10)] = true
-		n++
-		return len(into) <= maxCandidates, nil
+		return len(into) <= maxSourceItems, nil
 	})
-	return err == nil && len(into) <= maxCandidates, err
+	return err == nil && len(into) <= maxSourceItems, err
 }
 
-// siteCandidates lists the items of the domains that contain site, or ok
-// false past maxCandidates. Distinct domains are found by seeking past
-// each one's items.
+// siteCandidates adds the items of the domains that contain site, or
+// returns false past maxSourceItems. Distinct domains are found by
+// seeking past each one's items.
 func (tx *Tx) siteCandidates(memberID, site string, into map[string]bool) (ok bool, err error) {
 	prefix := siteItemsPrefix(memberID)
 	o := badger.DefaultIteratorOptions
@@ -1070,75 +1102,141 @@ func (tx *Tx) siteCandidates(memberID, site string, into map[string]bool) (ok bo
 	return true, nil
 }
 
+// rangeCandidates adds the items of statuses whose createdAt (or
+// updatedAt) lies in [from, to), or returns false past maxSourceItems.
+func (tx *Tx) rangeCandidates(memberID string, statuses []string, field SortField, from, to *time.Time, into map[string]bool) (bool, error) {
+	var lower, upper []byte
+	if from != nil {
+		lower = encUint64(encTime(nil, *from), 0)
+	}
+	if to != nil {
+		upper = encUint64(encTime(nil, *to), 0)
+	}
+	for _, st := range statuses {
+		prefix := itemIndexPrefix(memberID, st, field)
+		err := tx.keysetScan(prefix, false, nil, lower, upper, false, func(suf, _ []byte) (bool, error) {
+			into[strconv.FormatUint(binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)] = true
+			return len(into) <= maxSourceItems, nil
+		})
+		if err != nil || len(into) > maxSourceItems {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
 // searchCandidates returns the ids of a small set of items that holds
-// every match of f, from the index that gives the fewest, or ok false when
-// none gives at most maxCandidates.
-func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher) (ids []string, ok bool, err error) {
+// every match of f: the intersection of what the filters' keys and the
+// trigram index give, or ok false when that is more than maxCandidates or
+// none of them can tell.
+func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, statuses []string) (ids []string, ok bool, err error) {
 	ready, err := tx.has(textReadyKey(memberID))
 	if err != nil {
 		return nil, false, err
 	}
-	best := func(set map[string]bool) {
-		if !ok || len(set) < len(ids) {
-			ids, ok = ids[:0], true
-			for id := range set {
-				ids = append(ids, id)
-			}
+	var sets []map[string]bool
+	add := func(fill func(into map[string]bool) (bool, error)) error {
+		set := map[string]bool{}
+		small, err := fill(set)
+		if err == nil && small {
+			sets = append(sets, set)
 		}
+		return err
 	}
 	for _, group := range m.labelsAll {
-		set := map[string]bool{}
-		small := true
-		for _, l := range group {
-			p := key("u", memberID, "gql", "li", l, "")
-			err := tx.scan(p, nil, false, true, func(k, _ []byte) (bool, error) {
-				set[string(k[len(p):])] = true
-				return len(set) <= maxCandidates, nil
-			})
-			if err != nil {
-				return nil, false, err
+		err := add(func(set map[string]bool) (bool, error) {
+			for _, l := range group {
+				p := labelItemKey(memberID, l, "")
+				err := tx.scan(p, nil, false, true, func(k, _ []byte) (bool, error) {
+					set[string(k[len(p):])] = true
+					return len(set) <= maxSourceItems, nil
+				})
+				if err != nil || len(set) > maxSourceItems {
+					return false, err
+				}
 			}
-			if len(set) > maxCandidates {
-				small = false
-				break
-			}
+			return true, nil
+		})
+		if err != nil {
+			return nil, false, err
 		}
-		if small {
-			best(set)
+	}
+	if f.SavedFrom != nil || f.SavedTo != nil {
+		if err := add(func(set map[string]bool) (bool, error) {
+			return tx.rangeCandidates(memberID, statuses, SortCreatedAt, f.SavedFrom, f.SavedTo, set)
+		}); err != nil {
+			return nil, false, err
+		}
+	}
+	if f.UpdatedFrom != nil || f.UpdatedTo != nil {
+		if err := add(func(set map[string]bool) (bool, error) {
+			return tx.rangeCandidates(memberID, statuses, SortUpdatedAt, f.UpdatedFrom, f.UpdatedTo, set)
+		}); err != nil {
+			return nil, false, err
 		}
 	}
 	if ready && f.Site != "" {
-		set := map[string]bool{}
-		if small, err := tx.siteCandidates(memberID, strings.ToLower(f.Site), set); err != nil {
+		if err := add(func(set map[string]bool) (bool, error) {
+			return tx.siteCandidates(memberID, strings.ToLower(f.Site), set)
+		}); err != nil {
 			return nil, false, err
-		} else if small {
-			best(set)
 		}
 	}
 	if ready && f.Type != "" {
-		set := map[string]bool{}
-		if small, err := tx.keyCandidates(typeItemsPrefix(memberID, f.Type), set); err != nil {
+		if err := add(func(set map[string]bool) (bool, error) {
+			return tx.keyCandidates(typeItemsPrefix(memberID, f.Type), set)
+		}); err != nil {
 			return nil, false, err
-		} else if small {
-			best(set)
 		}
 	}
 	if ready && f.HasHighlights != nil && *f.HasHighlights {
-		set := map[string]bool{}
-		if small, err := tx.keyCandidates(highlightedItemsPrefix(memberID), set); err != nil {
+		if err := add(func(set map[string]bool) (bool, error) {
+			return tx.keyCandidates(highlightedItemsPrefix(memberID), set)
+		}); err != nil {
 			return nil, false, err
-		} else if small {
-			best(set)
 		}
 	}
-	if m.needle != nil && (!ok || len(ids) > 50) {
+	sort.Slice(sets, func(a, b int) bool { return len(sets[a]) < len(sets[b]) })
+	var cand map[string]bool
+	if len(sets) > 0 {
+		cand = sets[0]
+		if len(sets) > 1 {
+			cand = map[string]bool{}
+		next:
+			for id := range sets[0] {
+				for _, o := range sets[1:] {
+					if !o[id] {
+						continue next
+					}
+				}
+				cand[id] = true
+			}
+		}
+	}
+	if m.needle != nil && (cand == nil || len(cand) > 50) {
 		t, small, err := tx.textCandidates(memberID, m.needle)
 		if err != nil {
 			return nil, false, err
 		}
-		if small && (!ok || len(t) < len(ids)) {
-			ids, ok = t, true
+		if small {
+			if cand == nil {
+				return t, true, nil
+			}
+			var both []string
+			for _, id := range t {
+				if cand[id] {
+					both = append(both, id)
+				}
+			}
+			return both, true, nil
 		}
 	}
-	return ids, ok, nil
+	if cand == nil || len(cand) > maxCandidates {
+		return nil, false, nil
+	}
+	ids = make([]string, 0, len(cand))
+	for id := range cand {
+		ids = append(ids, id)
+	}
+	return ids, true, nil
 }

@@ -108,6 +108,12 @@ func bruteForce(all map[string]*propItem, f ItemFilter, field SortField, desc bo
 		if f.HasHighlights != nil && (it.HighlightCount > 0) != *f.HasHighlights {
 			continue
 		}
+		if (f.SavedFrom != nil && it.CreatedAt.Before(*f.SavedFrom)) || (f.SavedTo != nil && !it.CreatedAt.Before(*f.SavedTo)) {
+			continue
+		}
+		if (f.UpdatedFrom != nil && it.UpdatedAt.Before(*f.UpdatedFrom)) || (f.UpdatedTo != nil && !it.UpdatedAt.Before(*f.UpdatedTo)) {
+			continue
+		}
 		if needle != "" && !strings.Contains(FoldText(p.title), needle) && !strings.Contains(FoldText(p.desc), needle) &&
 			!strings.Contains(FoldText(p.text), needle) {
 			continue
@@ -206,7 +212,24 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			check := func(round int) {
 				for q := 0; q < 40; q++ {
 					f := ItemFilter{Status: StatusAll, Text: propNeedle(r, texts)}
-					switch r.Intn(6) {
+					var some []*SavedItem
+					for _, p := range all {
+						some = append(some, p.it)
+					}
+					sort.Slice(some, func(a, b int) bool { return some[a].ID < some[b].ID })
+					switch r.Intn(8) {
+					case 5:
+						a, b := some[r.Intn(len(some))].CreatedAt, some[r.Intn(len(some))].CreatedAt
+						f.SavedFrom, f.SavedTo = &a, &b
+						if r.Intn(2) == 0 {
+							f.Text = ""
+						}
+					case 6:
+						a, b := some[r.Intn(len(some))].UpdatedAt, some[r.Intn(len(some))].UpdatedAt
+						f.UpdatedFrom = &a
+						if r.Intn(2) == 0 {
+							f.UpdatedTo = &b
+						}
 					case 0:
 						f.Status = []string{StatusActive, StatusArchived, StatusDeleted}[r.Intn(3)]
 					case 1:
