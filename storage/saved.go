@@ -1494,7 +1494,7 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 // ErrSearchTooBroad instead (once the member's search index is built;
 // before, search scans as it always did).
 const (
-	maxExamined = 50000
+	maxExamined = 100000
 	maxVerified = 10000
 )
 

@@ -655,3 +655,5 @@ func TestSearchSegmentsMerge(t *testing.T) {
 		t.Fatalf("plain: %v %v", page, err)
 	}
 }
+
+func waitSearchIndexForBench(b *testing.B, st *Store, memberID string) { waitIndexed(b, st, memberID) }
