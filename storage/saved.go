@@ -1377,7 +1377,7 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 			return err
 		}
 		if !m.impossible {
-			ids, ok, err := tx.searchCandidates(memberID, f, m, statuses)
+			ids, ok, err := tx.searchCandidates(memberID, f, m, statuses, first)
 			if err != nil {
 				return err
 			}
@@ -1385,7 +1385,7 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 				return tx.candidatePage(m, ids, statuses, p, after, lower, upper, page)
 			}
 		}
-		ready, err := tx.has(textReadyKey(memberID))
+		ready, err := tx.searchReady(memberID)
 		if err != nil {
 			return err
 		}

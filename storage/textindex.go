@@ -36,6 +36,8 @@ import (
 //	                               segments, a merge or deletion under way
 //	tv                             present once every item has tt and the filter keys
 //	sd/<domain>\x00\x01<id>        empty: the items of a source domain (encString, 8-byte id)
+//	sn/<domain>                    empty: a domain that items have had (never deleted: a
+//	                               site: search reads this short list, then sd/ of those that match)
 //	ty/<A|N>/<id>                  empty: articles, newsletters
 //	hh/<id>                        empty: the items with highlights
 //
@@ -78,6 +80,7 @@ func textReadyKey(memberID string) []byte  { return key("u", memberID, "gql", "t
 func siteItemsPrefix(memberID string) []byte {
 	return key("u", memberID, "gql", "sd", "")
 }
+func siteNameKey(memberID, domain string) []byte { return key("u", memberID, "gql", "sn", domain) }
 func siteItemKey(memberID, domain, id string) []byte {
 	return encUint64(encString(siteItemsPrefix(memberID), domain), idBytes(id))
 }
@@ -89,6 +92,20 @@ func typeItemsPrefix(memberID, typ string) []byte {
 	return key("u", memberID, "gql", "ty", c, "")
 }
 func highlightedItemsPrefix(memberID string) []byte { return key("u", memberID, "gql", "hh", "") }
+
+// searchIndexVersion is tv's value once a member's items have every key
+// this version of the index reads; another value (or none) makes the
+// indexer build them again (its writes are idempotent).
+const searchIndexVersion = 2
+
+// searchReady reports whether the member's search keys are complete.
+func (tx *Tx) searchReady(memberID string) (bool, error) {
+	v, err := tx.get(textReadyKey(memberID))
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && len(v) == 1 && v[0] == searchIndexVersion, err
+}
 
 // --- case folding ---
 
@@ -260,6 +277,9 @@ func (tx *Tx) putFilterKeys(old, it *SavedItem) error {
 		if err := tx.put(siteItemKey(mid, it.SourceDomain, it.ID), nil, 0); err != nil {
 			return err
 		}
+		if err := tx.put(siteNameKey(mid, it.SourceDomain), nil, 0); err != nil {
+			return err
+		}
 	}
 	if old == nil || old.Type != it.Type {
 		if old != nil {
@@ -396,7 +416,7 @@ func (s *Store) indexMember(memberID string) error {
 	ready := false
 	if err := s.View(func(tx *Tx) error {
 		var err error
-		ready, err = tx.has(textReadyKey(memberID))
+		ready, err = tx.searchReady(memberID)
 		return err
 	}); err != nil {
 		return err
@@ -481,7 +501,7 @@ func (s *Store) buildSearchKeys(memberID string) error {
 				}
 			}
 			if last == nil && after != nil {
-				return tx.put(textReadyKey(memberID), []byte{1}, 0)
+				return tx.put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
 			}
 			return nil // a member without items needs nothing (see firstItemReady)
 		})
@@ -498,7 +518,7 @@ func (s *Store) buildSearchKeys(memberID string) error {
 // firstItemReady marks a member's index built when id is its first item
 // (the indexer writes nothing for members without items).
 func (tx *Tx) firstItemReady(memberID, id string) error {
-	if ready, err := tx.has(textReadyKey(memberID)); err != nil || ready {
+	if ready, err := tx.searchReady(memberID); err != nil || ready {
 		return err
 	}
 	prefix := itemKey(memberID, "")
@@ -512,7 +532,7 @@ func (tx *Tx) firstItemReady(memberID, id string) error {
 	if other {
 		return nil // the indexer builds it
 	}
-	return tx.put(textReadyKey(memberID), []byte{1}, 0)
+	return tx.put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
 }
 
 // textMeta is the state of a member's trigram index (tm).
@@ -892,7 +912,7 @@ func (s *Store) SearchIndexBacklog(memberID string) (int, error) {
 	n := 0
 	err := s.View(func(tx *Tx) error {
 		n = 0
-		if ready, err := tx.has(textReadyKey(memberID)); err != nil {
+		if ready, err := tx.searchReady(memberID); err != nil {
 			return err
 		} else if !ready {
 			n++
@@ -945,11 +965,11 @@ func (b bitset) count() int {
 // the folded needle (pending items included), or ok false when the index
 // cannot tell (not built, needle shorter than 3 bytes, more candidates than
 // maxCandidates).
-func (tx *Tx) textCandidates(memberID string, needle []byte) (ids []string, ok bool, err error) {
+func (tx *Tx) textCandidates(memberID string, needle []byte, limit int) (ids []string, ok bool, err error) {
 	if len(needle) < 3 {
 		return nil, false, nil
 	}
-	if ready, err := tx.has(textReadyKey(memberID)); err != nil || !ready {
+	if ready, err := tx.searchReady(memberID); err != nil || !ready {
 		return nil, false, err
 	}
 	meta, err := tx.textMeta(memberID)
@@ -959,11 +979,11 @@ func (tx *Tx) textCandidates(memberID string, needle []byte) (ids []string, ok b
 	nextDoc := meta.nextDoc
 	if err := tx.scan(textPendingPrefix(memberID), textPendingKey(memberID, meta.pendingFrom), false, false, func(_, v []byte) (bool, error) {
 		ids = append(ids, string(v))
-		return len(ids) <= maxCandidates, nil
+		return len(ids) <= limit, nil
 	}); err != nil {
 		return nil, false, err
 	}
-	if len(ids) > maxCandidates {
+	if len(ids) > limit {
 		return nil, false, nil
 	}
 	// The needle's distinct trigrams, the rarest first (by the size of
@@ -1000,6 +1020,12 @@ func (tx *Tx) textCandidates(memberID string, needle []byte) (ids []string, ok b
 		tris = append(tris, t)
 	}
 	sort.Slice(tris, func(a, b int) bool { return tris[a].size < tris[b].size })
+	if tris[0].size > 8*int64(limit) {
+		// Even the rarest trigram is in far more items than limit (a
+		// posting takes about one byte): a frequent phrase, which the
+		// scan along the sort order finds soon.
+		return nil, false, nil
+	}
 	if len(tris) > maxTrigrams {
 		tris = tris[:maxTrigrams]
 	}
@@ -1034,7 +1060,7 @@ func (tx *Tx) textCandidates(memberID string, needle []byte) (ids []string, ok b
 			}
 		}
 	}
-	if len(ids)+set.count() > maxCandidates {
+	if len(ids)+set.count() > limit {
 		return nil, false, nil
 	}
 	for i, w := range set {
@@ -1060,51 +1086,42 @@ const maxSourceItems = 10000
 
 // keyCandidates adds the item ids (8-byte suffixes) under prefix to into,
 // or returns false past maxSourceItems.
-func (tx *Tx) keyCandidates(prefix []byte, into map[string]bool) (ok bool, err error) {
+func (tx *Tx) keyCandidates(prefix []byte, into map[string]bool, limit int) (ok bool, err error) {
 	err = tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
 		if len(k) < len(prefix)+8 {
 			return true, nil
 		}
 		into[strconv.FormatUint(binary.BigEndian.Uint64(k[len(k)-8:]), 10)] = true
-		return len(into) <= maxSourceItems, nil
+		return len(into) <= limit, nil
 	})
-	return err == nil && len(into) <= maxSourceItems, err
+	return err == nil && len(into) <= limit, err
 }
 
 // siteCandidates adds the items of the domains that contain site, or
 // returns false past maxSourceItems. Distinct domains are found by
 // seeking past each one's items.
-func (tx *Tx) siteCandidates(memberID, site string, into map[string]bool) (ok bool, err error) {
-	prefix := siteItemsPrefix(memberID)
-	o := badger.DefaultIteratorOptions
-	o.PrefetchValues = false
-	o.Prefix = prefix
-	it := tx.txn.NewIterator(o)
-	defer it.Close()
-	needle := []byte(site)
-	for it.Seek(prefix); it.ValidForPrefix(prefix); {
-		k := it.Item().Key()
-		rest := k[len(prefix):]
-		end := bytes.Index(rest, []byte{0, 1})
-		if end < 0 {
-			it.Next()
-			continue
+func (tx *Tx) siteCandidates(memberID, site string, into map[string]bool, limit int) (ok bool, err error) {
+	prefix := key("u", memberID, "gql", "sn", "")
+	var domains []string
+	if err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		if d := string(k[len(prefix):]); strings.Contains(strings.ToLower(d), site) {
+			domains = append(domains, d)
 		}
-		enc := append([]byte{}, k[:len(prefix)+end+2]...)
-		domain := bytes.ReplaceAll(rest[:end], []byte{0, 0xff}, []byte{0})
-		if bytes.Contains(bytes.ToLower(domain), needle) {
-			if ok, err := tx.keyCandidates(enc, into); err != nil || !ok {
-				return false, err
-			}
+		return true, nil
+	}); err != nil {
+		return false, err
+	}
+	for _, d := range domains {
+		if ok, err := tx.keyCandidates(encString(siteItemsPrefix(memberID), d), into, limit); err != nil || !ok {
+			return false, err
 		}
-		it.Seek(append(enc, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
 	}
 	return true, nil
 }
 
 // rangeCandidates adds the items of statuses whose createdAt (or
 // updatedAt) lies in [from, to), or returns false past maxSourceItems.
-func (tx *Tx) rangeCandidates(memberID string, statuses []string, field SortField, from, to *time.Time, into map[string]bool) (bool, error) {
+func (tx *Tx) rangeCandidates(memberID string, statuses []string, field SortField, from, to *time.Time, into map[string]bool, limit int) (bool, error) {
 	var lower, upper []byte
 	if from != nil {
 		lower = encUint64(encTime(nil, *from), 0)
@@ -1116,9 +1133,9 @@ func (tx *Tx) rangeCandidates(memberID string, statuses []string, field SortFiel
 		prefix := itemIndexPrefix(memberID, st, field)
 		err := tx.keysetScan(prefix, false, nil, lower, upper, false, func(suf, _ []byte) (bool, error) {
 			into[strconv.FormatUint(binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)] = true
-			return len(into) <= maxSourceItems, nil
+			return len(into) <= limit, nil
 		})
-		if err != nil || len(into) > maxSourceItems {
+		if err != nil || len(into) > limit {
 			return false, err
 		}
 	}
@@ -1129,92 +1146,113 @@ func (tx *Tx) rangeCandidates(memberID string, statuses []string, field SortFiel
 // every match of f: the intersection of what the filters' keys and the
 // trigram index give, or ok false when that is more than maxCandidates or
 // none of them can tell.
-func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, statuses []string) (ids []string, ok bool, err error) {
-	ready, err := tx.has(textReadyKey(memberID))
+func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, statuses []string, first int) (ids []string, ok bool, err error) {
+	ready, err := tx.searchReady(memberID)
 	if err != nil {
 		return nil, false, err
 	}
-	var sets []map[string]bool
-	add := func(fill func(into map[string]bool) (bool, error)) error {
-		set := map[string]bool{}
-		small, err := fill(set)
-		if err == nil && small {
-			sets = append(sets, set)
+	// Reading c candidates one by one costs about c point reads; the scan
+	// along the sort order reads about first × items / c entries, each
+	// about an eighth of a point read (measured on the search corpus):
+	// candidates win while c² < first × items / 8.
+	limit := maxCandidates
+	if ready {
+		meta, err := tx.textMeta(memberID)
+		if err != nil {
+			return nil, false, err
 		}
-		return err
+		limit = min(maxCandidates, max(100, int(math.Sqrt(float64(max(first, 1))*float64(meta.nextDoc)/8))))
 	}
+	// Each filter that has keys is a source of ids.
+	type source func(into map[string]bool, limit int) (bool, error)
+	var srcs []source
 	for _, group := range m.labelsAll {
-		err := add(func(set map[string]bool) (bool, error) {
+		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
 			for _, l := range group {
 				p := labelItemKey(memberID, l, "")
 				err := tx.scan(p, nil, false, true, func(k, _ []byte) (bool, error) {
 					set[string(k[len(p):])] = true
-					return len(set) <= maxSourceItems, nil
+					return len(set) <= limit, nil
 				})
-				if err != nil || len(set) > maxSourceItems {
+				if err != nil || len(set) > limit {
 					return false, err
 				}
 			}
 			return true, nil
 		})
+	}
+	if f.SavedFrom != nil || f.SavedTo != nil {
+		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
+			return tx.rangeCandidates(memberID, statuses, SortCreatedAt, f.SavedFrom, f.SavedTo, set, limit)
+		})
+	}
+	if f.UpdatedFrom != nil || f.UpdatedTo != nil {
+		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
+			return tx.rangeCandidates(memberID, statuses, SortUpdatedAt, f.UpdatedFrom, f.UpdatedTo, set, limit)
+		})
+	}
+	if ready && f.Site != "" {
+		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
+			return tx.siteCandidates(memberID, strings.ToLower(f.Site), set, limit)
+		})
+	}
+	if ready && f.Type != "" {
+		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
+			return tx.keyCandidates(typeItemsPrefix(memberID, f.Type), set, limit)
+		})
+	}
+	if ready && f.HasHighlights != nil && *f.HasHighlights {
+		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
+			return tx.keyCandidates(highlightedItemsPrefix(memberID), set, limit)
+		})
+	}
+	// The smallest source of at most maxCandidates ids (match checks the
+	// other filters on each); when every source is larger, the
+	// intersection of those of at most maxSourceItems.
+	var cand map[string]bool
+	var large []source
+	for _, src := range srcs {
+		set := map[string]bool{}
+		small, err := src(set, limit)
 		if err != nil {
 			return nil, false, err
 		}
-	}
-	if f.SavedFrom != nil || f.SavedTo != nil {
-		if err := add(func(set map[string]bool) (bool, error) {
-			return tx.rangeCandidates(memberID, statuses, SortCreatedAt, f.SavedFrom, f.SavedTo, set)
-		}); err != nil {
-			return nil, false, err
-		}
-	}
-	if f.UpdatedFrom != nil || f.UpdatedTo != nil {
-		if err := add(func(set map[string]bool) (bool, error) {
-			return tx.rangeCandidates(memberID, statuses, SortUpdatedAt, f.UpdatedFrom, f.UpdatedTo, set)
-		}); err != nil {
-			return nil, false, err
-		}
-	}
-	if ready && f.Site != "" {
-		if err := add(func(set map[string]bool) (bool, error) {
-			return tx.siteCandidates(memberID, strings.ToLower(f.Site), set)
-		}); err != nil {
-			return nil, false, err
-		}
-	}
-	if ready && f.Type != "" {
-		if err := add(func(set map[string]bool) (bool, error) {
-			return tx.keyCandidates(typeItemsPrefix(memberID, f.Type), set)
-		}); err != nil {
-			return nil, false, err
-		}
-	}
-	if ready && f.HasHighlights != nil && *f.HasHighlights {
-		if err := add(func(set map[string]bool) (bool, error) {
-			return tx.keyCandidates(highlightedItemsPrefix(memberID), set)
-		}); err != nil {
-			return nil, false, err
-		}
-	}
-	sort.Slice(sets, func(a, b int) bool { return len(sets[a]) < len(sets[b]) })
-	var cand map[string]bool
-	if len(sets) > 0 {
-		cand = sets[0]
-		if len(sets) > 1 {
-			cand = map[string]bool{}
-		next:
-			for id := range sets[0] {
-				for _, o := range sets[1:] {
-					if !o[id] {
-						continue next
-					}
-				}
-				cand[id] = true
+		if !small {
+			large = append(large, src)
+		} else if cand == nil || len(set) < len(cand) {
+			cand = set
+			if len(cand) <= 50 {
+				break
 			}
 		}
 	}
+	if cand == nil && len(large) >= 2 {
+		var inter map[string]bool
+		for _, src := range large {
+			set := map[string]bool{}
+			small, err := src(set, maxSourceItems)
+			if err != nil {
+				return nil, false, err
+			}
+			if !small {
+				continue
+			}
+			if inter == nil {
+				inter = set
+				continue
+			}
+			for id := range inter {
+				if !set[id] {
+					delete(inter, id)
+				}
+			}
+		}
+		if inter != nil && len(inter) <= limit {
+			cand = inter
+		}
+	}
 	if m.needle != nil && (cand == nil || len(cand) > 50) {
-		t, small, err := tx.textCandidates(memberID, m.needle)
+		t, small, err := tx.textCandidates(memberID, m.needle, limit)
 		if err != nil {
 			return nil, false, err
 		}
@@ -1231,7 +1269,7 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 			return both, true, nil
 		}
 	}
-	if cand == nil || len(cand) > maxCandidates {
+	if cand == nil || len(cand) > limit {
 		return nil, false, nil
 	}
 	ids = make([]string, 0, len(cand))

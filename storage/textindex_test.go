@@ -360,7 +360,7 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 	// version before it holds.
 	err = st.Update(func(tx *Tx) error {
 		for _, p := range [][]byte{key("u", m.ID, "gql", "tt", ""), key("u", m.ID, "gql", "tp", ""), key("u", m.ID, "gql", "td", ""),
-			key("u", m.ID, "gql", "tn", ""), trigramPrefix(m.ID), siteItemsPrefix(m.ID), key("u", m.ID, "gql", "ty", ""),
+			key("u", m.ID, "gql", "tn", ""), trigramPrefix(m.ID), siteItemsPrefix(m.ID), key("u", m.ID, "gql", "sn", ""), key("u", m.ID, "gql", "ty", ""),
 			highlightedItemsPrefix(m.ID)} {
 			if err := tx.deletePrefix(p); err != nil {
 				return err
@@ -394,7 +394,7 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 	var candidates []string
 	err = st.View(func(tx *Tx) error {
 		var ok bool
-		candidates, ok, err = tx.textCandidates(m.ID, []byte("zanzibarite"))
+		candidates, ok, err = tx.textCandidates(m.ID, []byte("zanzibarite"), maxCandidates)
 		if !ok {
 			return errors.New("the index does not answer")
 		}
@@ -457,7 +457,7 @@ func TestSearchBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := st.Update(func(tx *Tx) error { return tx.put(textReadyKey(m.ID), []byte{1}, 0) }); err != nil {
+	if err := st.Update(func(tx *Tx) error { return tx.put(textReadyKey(m.ID), []byte{searchIndexVersion}, 0) }); err != nil {
 		t.Fatal(err)
 	}
 	_, err = st.SavedItemsPage(m.ID, ItemFilter{Text: "qz"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
