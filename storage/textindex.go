@@ -1278,3 +1278,34 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 	}
 	return ids, true, nil
 }
+
+// SearchIndexSize sums the bytes (keys and values, before Badger's
+// compression) of a member's search keys: the folded texts (tt), the
+// trigram index (tg, td, tn, tm, tp, tq) and the filter keys (sd, sn, ty,
+// hh).
+func (s *Store) SearchIndexSize(memberID string) (texts, trigrams, filters int64, err error) {
+	err = s.View(func(tx *Tx) error {
+		texts, trigrams, filters = 0, 0, 0
+		for _, p := range []struct {
+			name string
+			n    *int64
+		}{{"tt", &texts}, {"tg", &trigrams}, {"td", &trigrams}, {"tn", &trigrams}, {"tm", &trigrams}, {"tp", &trigrams},
+			{"tq", &trigrams}, {"sd", &filters}, {"sn", &filters}, {"ty", &filters}, {"hh", &filters}} {
+			prefix := key("u", memberID, "gql", p.name)
+			o := badger.DefaultIteratorOptions
+			o.PrefetchValues = false
+			o.Prefix = prefix
+			it := tx.txn.NewIterator(o)
+			for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+				k := it.Item().Key()
+				if len(k) > len(prefix) && k[len(prefix)] != '/' {
+					continue // another name with this prefix
+				}
+				*p.n += int64(len(k)) + it.Item().ValueSize()
+			}
+			it.Close()
+		}
+		return nil
+	})
+	return texts, trigrams, filters, err
+}

@@ -164,6 +164,11 @@ type corpusInfo struct {
 	Member     string `json:"member"`
 	SavedRange string `json:"saved_range"` // a saved: value holding 10 items
 	TextBytes  int64  `json:"text_bytes"`  // title + description + text
+	// The search keys (storage.SearchIndexSize), keys and values before
+	// Badger's compression.
+	FoldedTextBytes   int64 `json:"folded_text_bytes"`
+	TrigramIndexBytes int64 `json:"trigram_index_bytes"`
+	FilterKeyBytes    int64 `json:"filter_key_bytes"`
 }
 
 // seedCorpus fills a stopped store with n corpus items; with export set it
@@ -292,6 +297,11 @@ func seedCorpus(st *storage.Store, member string, n int, seed int64, infoPath, e
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	if info.FoldedTextBytes, info.TrigramIndexBytes, info.FilterKeyBytes, err = st.SearchIndexSize(m.ID); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "gqlbench: text %d bytes; search keys: folded text %d, trigram index %d (%.0f %% of the text), filters %d\n",
+		info.TextBytes, info.FoldedTextBytes, info.TrigramIndexBytes, 100*float64(info.TrigramIndexBytes)/float64(info.TextBytes), info.FilterKeyBytes)
 	b, _ := json.MarshalIndent(info, "", "  ")
 	return os.WriteFile(infoPath, b, 0o644)
 }
