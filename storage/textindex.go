@@ -363,6 +363,12 @@ func (ti *textIndexer) notify(memberID string) {
 // (halved when Badger finds the transaction too big).
 const textBatch = 512
 
+// textIndexDelay is how long the indexer lets texts gather after a change
+// before it indexes them: a burst of saves (an import) becomes a few large
+// segments rather than one per item, which costs less to write and merge.
+// Searches meanwhile read those texts directly.
+var textIndexDelay = 500 * time.Millisecond
+
 func (s *Store) runTextIndexer() {
 	defer s.text.done.Done()
 	for {
@@ -370,6 +376,13 @@ func (s *Store) runTextIndexer() {
 		case <-s.text.stop:
 			return
 		case <-s.text.wake:
+		}
+		if textIndexDelay > 0 {
+			select {
+			case <-s.text.stop:
+				return
+			case <-time.After(textIndexDelay):
+			}
 		}
 		s.text.mu.Lock()
 		all, dirty := s.text.all, s.text.dirty
@@ -641,6 +654,8 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 	}
 	nextDoc, seg := meta.nextDoc, meta.nextSeg
 	postings := map[uint32][]uint32{}
+	var triSeen bitset
+	var distinct []uint32
 	for _, id := range ids {
 		if old, err := tx.get(textDocKey(memberID, id)); err == nil && len(old) == 4 {
 			if err := tx.delete(textDocItemKey(memberID, binary.BigEndian.Uint32(old))); err != nil {
@@ -669,12 +684,22 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 		if err := tx.put(textDocItemKey(memberID, doc), []byte(id), 0); err != nil {
 			return 0, err
 		}
+		// Each distinct trigram once: a bit per possible trigram (2 MiB,
+		// reused), cleared after the item.
+		if triSeen == nil {
+			triSeen = make(bitset, 1<<24/64)
+		}
+		distinct = distinct[:0]
 		recordTrigrams(rec, func(t uint32) {
-			p := postings[t]
-			if len(p) == 0 || p[len(p)-1] != doc {
-				postings[t] = append(p, doc)
+			if !triSeen.has(t) {
+				triSeen.set(t)
+				distinct = append(distinct, t)
 			}
 		})
+		for _, t := range distinct {
+			triSeen[t>>6] = 0
+			postings[t] = append(postings[t], doc)
+		}
 	}
 	sp := segmentPrefix(memberID, seg)
 	for t, docs := range postings {

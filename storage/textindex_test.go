@@ -13,6 +13,12 @@ import (
 	"time"
 )
 
+func init() {
+	// Tests look at the index right after a change (one segment per
+	// save, merges); production waits for a burst to end.
+	textIndexDelay = 0
+}
+
 // waitIndexed waits until the indexer has no pending text for the member
 // and the member's index is built.
 func waitIndexed(t testing.TB, st *Store, memberID string) {
