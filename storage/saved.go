@@ -1406,7 +1406,15 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 			// needs no more to know whether another follows.
 			n := 0
 			prefix := itemIndexPrefix(memberID, status, p.Field)
-			err := tx.keysetScan(prefix, p.Desc, after, lower, upper, true, func(suf, rec []byte) (bool, error) {
+			err := tx.keysetScan(prefix, p.Desc, after, lower, upper, m.prefilter == nil, func(suf, rec []byte) (bool, error) {
+				if m.prefilter != nil {
+					if _, ok := m.prefilter[binary.BigEndian.Uint64(suf[len(suf)-8:])]; !ok {
+						if m.examined++; ready && m.examined > maxExamined {
+							return false, ErrSearchTooBroad
+						}
+						return true, nil
+					}
+				}
 				var it *SavedItem
 				if len(found) < len(items) {
 					it = &items[len(found)]
@@ -1591,6 +1599,10 @@ type itemMatcher struct {
 	// examined and verified count the items match looked at, and the
 	// texts among them it read (for the search budget).
 	examined, verified int
+	// prefilter, when set, holds every item that can match (from the
+	// filters' keys): the scan along the sort order skips the others by
+	// their key.
+	prefilter map[uint64]struct{}
 }
 
 func newItemMatcher(tx *Tx, memberID string, f ItemFilter) (*itemMatcher, error) {

@@ -1105,6 +1105,10 @@ func (tx *Tx) textCandidates(memberID string, needle []byte, limit int) (ids []s
 	return ids, true, nil
 }
 
+// candidateFloor is the least limit of the cost model (a var: tests lower
+// it to drive searches through the scan with a prefilter).
+var candidateFloor = 100
+
 // maxSourceItems bounds the ids one filter's keys give a search: filters
 // that select more are intersected by the item scan instead.
 const maxSourceItems = 10000
@@ -1186,7 +1190,7 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		if err != nil {
 			return nil, false, err
 		}
-		limit = min(maxCandidates, max(100, int(math.Sqrt(float64(max(first, 1))*float64(meta.nextDoc)/8))))
+		limit = min(maxCandidates, max(candidateFloor, int(math.Sqrt(float64(max(first, 1))*float64(meta.nextDoc)/8))))
 	}
 	// Each filter that has keys is a source of ids.
 	type source func(into map[string]bool, limit int) (bool, error)
@@ -1251,7 +1255,7 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 			}
 		}
 	}
-	if cand == nil && len(large) >= 2 {
+	if cand == nil && len(large) > 0 {
 		var inter map[string]bool
 		for _, src := range large {
 			set := map[string]bool{}
@@ -1274,6 +1278,14 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		}
 		if inter != nil && len(inter) <= limit {
 			cand = inter
+		} else if inter != nil {
+			// Too many to read one by one, few enough to skip the
+			// others along the sort order without reading them.
+			m.prefilter = make(map[uint64]struct{}, len(inter))
+			for id := range inter {
+				n, _ := strconv.ParseUint(id, 10, 64)
+				m.prefilter[n] = struct{}{}
+			}
 		}
 	}
 	if m.needle != nil && (cand == nil || len(cand) > 50) {
