@@ -1376,7 +1376,7 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 		if err != nil {
 			return err
 		}
-		if !m.impossible {
+		if !m.impossible && m.indexable() {
 			ids, ok, err := tx.searchCandidates(memberID, f, m, statuses, first)
 			if err != nil {
 				return err
@@ -1385,9 +1385,21 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 				return tx.candidatePage(m, ids, statuses, p, after, lower, upper, page)
 			}
 		}
-		ready, err := tx.searchReady(memberID)
-		if err != nil {
-			return err
+		// The budget applies once the member's index is built (before,
+		// searches scan as they always did); read when first needed.
+		readyKnown, ready := false, false
+		overBudget := func() (bool, error) {
+			if m.examined <= maxExamined && m.verified <= maxVerified {
+				return false, nil
+			}
+			if !readyKnown {
+				r, err := tx.searchReady(memberID)
+				if err != nil {
+					return false, err
+				}
+				readyKnown, ready = true, r
+			}
+			return ready, nil
 		}
 		// One allocation for the page's items, and one item key buffer.
 		// One allocation for a page's items, one for their index key
@@ -1409,8 +1421,12 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 			err := tx.keysetScan(prefix, p.Desc, after, lower, upper, m.prefilter == nil, func(suf, rec []byte) (bool, error) {
 				if m.prefilter != nil {
 					if _, ok := m.prefilter[binary.BigEndian.Uint64(suf[len(suf)-8:])]; !ok {
-						if m.examined++; ready && m.examined > maxExamined {
-							return false, ErrSearchTooBroad
+						m.examined++
+						if over, err := overBudget(); err != nil || over {
+							if err == nil {
+								err = ErrSearchTooBroad
+							}
+							return false, err
 						}
 						return true, nil
 					}
@@ -1435,8 +1451,12 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 					}
 				}
 				ok, err := m.match(it)
-				if err == nil && ready && (m.examined > maxExamined || m.verified > maxVerified) {
-					err = ErrSearchTooBroad
+				if err == nil {
+					if over, oerr := overBudget(); oerr != nil {
+						err = oerr
+					} else if over {
+						err = ErrSearchTooBroad
+					}
 				}
 				if err != nil || !ok {
 					return err == nil, err
@@ -1706,6 +1726,15 @@ func (m *itemMatcher) match(it *SavedItem) (bool, error) {
 		return m.tx.itemTextContains(it, m.needle)
 	}
 	return true, nil
+}
+
+// indexable reports whether a search index can narrow the filter: free
+// text, or a filter with keys of its own.
+func (m *itemMatcher) indexable() bool {
+	f := m.f
+	return m.needle != nil || len(m.labelsAll) > 0 || f.Site != "" || f.Type != "" ||
+		(f.HasHighlights != nil && *f.HasHighlights) || f.SavedFrom != nil || f.SavedTo != nil ||
+		f.UpdatedFrom != nil || f.UpdatedTo != nil
 }
 
 // itemTextContains reports whether the title, description or content text
