@@ -1418,7 +1418,7 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 			// needs no more to know whether another follows.
 			n := 0
 			prefix := itemIndexPrefix(memberID, status, p.Field)
-			err := tx.keysetScan(prefix, p.Desc, after, lower, upper, m.prefilter == nil, func(suf, rec []byte) (bool, error) {
+			err := tx.keysetScan(prefix, p.Desc, after, lower, upper, true, func(suf, rec []byte) (bool, error) {
 				if m.prefilter != nil {
 					if _, ok := m.prefilter[binary.BigEndian.Uint64(suf[len(suf)-8:])]; !ok {
 						m.examined++
@@ -1621,7 +1621,7 @@ type itemMatcher struct {
 	examined, verified int
 	// prefilter, when set, holds every item that can match (from the
 	// filters' keys): the scan along the sort order skips the others by
-	// their key.
+	// their key, without decoding their record.
 	prefilter map[uint64]struct{}
 }
 
