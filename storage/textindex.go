@@ -1140,6 +1140,9 @@ func (tx *Tx) siteCandidates(memberID, site string, into map[string]bool, limit 
 	}); err != nil {
 		return false, err
 	}
+	if len(domains) > maxSiteDomains {
+		return false, nil // a broad site: (".com"): the scan finds its items soon
+	}
 	for _, d := range domains {
 		if ok, err := tx.keyCandidates(encString(siteItemsPrefix(memberID), d), into, limit); err != nil || !ok {
 			return false, err
@@ -1147,6 +1150,10 @@ func (tx *Tx) siteCandidates(memberID, site string, into map[string]bool, limit 
 	}
 	return true, nil
 }
+
+// maxSiteDomains is the most domains a site: search reads the items of;
+// more, and it is left to the scan along the sort order.
+const maxSiteDomains = 64
 
 // rangeCandidates adds the items of statuses whose createdAt (or
 // updatedAt) lies in [from, to), or returns false past maxSourceItems.
