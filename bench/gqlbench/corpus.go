@@ -285,17 +285,8 @@ func seedCorpus(st *storage.Store, member string, n int, seed int64, infoPath, e
 			return err
 		}
 	}
-	// The search index is built as items are saved, in the background:
-	// the benchmark measures it finished.
-	for {
-		n, err := st.SearchIndexBacklog(m.ID)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := waitSearchIndex(st, m.ID); err != nil {
+		return err
 	}
 	if info.FoldedTextBytes, info.TrigramIndexBytes, info.FilterKeyBytes, err = st.SearchIndexSize(m.ID); err != nil {
 		return err
@@ -304,4 +295,17 @@ func seedCorpus(st *storage.Store, member string, n int, seed int64, infoPath, e
 		info.TextBytes, info.FoldedTextBytes, info.TrigramIndexBytes, 100*float64(info.TrigramIndexBytes)/float64(info.TextBytes), info.FilterKeyBytes)
 	b, _ := json.MarshalIndent(info, "", "  ")
 	return os.WriteFile(infoPath, b, 0o644)
+}
+
+// waitSearchIndex waits until the search index has taken every item: it is
+// built in the background as items are saved, and the benchmarks measure
+// it finished.
+func waitSearchIndex(st *storage.Store, memberID string) error {
+	for {
+		n, err := st.SearchIndexBacklog(memberID)
+		if err != nil || n == 0 {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

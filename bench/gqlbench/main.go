@@ -103,6 +103,9 @@ func seed(args []string) error {
 			return err
 		}
 	}
+	if err := waitSearchIndex(st, m.ID); err != nil {
+		return err
+	}
 	return st.Sync()
 }
 
