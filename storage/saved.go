@@ -1527,7 +1527,7 @@ const (
 )
 
 // ErrSearchTooBroad is the answer of a search over its budget.
-var ErrSearchTooBroad = Invalid("this search would read more than %d saved items; add a longer word or a filter (label:, site:, type:, has:, saved:) that fewer items match", maxExamined)
+var ErrSearchTooBroad = Invalid("this search would read more than %d saved items or the text of more than %d; add a longer word or a filter (label:, site:, type:, has:, saved:) that fewer items match", maxExamined, maxVerified)
 
 // candidatePage fills page from the candidate items ids (a superset of the
 // matches, possibly with repeats), sorted as the index would give them.
