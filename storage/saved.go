@@ -1385,22 +1385,6 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 				return tx.candidatePage(m, ids, statuses, p, after, lower, upper, page)
 			}
 		}
-		// The budget applies once the member's index is built (before,
-		// searches scan as they always did); read when first needed.
-		readyKnown, ready := false, false
-		overBudget := func() (bool, error) {
-			if m.examined <= maxExamined && m.verified <= maxVerified {
-				return false, nil
-			}
-			if !readyKnown {
-				r, err := tx.searchReady(memberID)
-				if err != nil {
-					return false, err
-				}
-				readyKnown, ready = true, r
-			}
-			return ready, nil
-		}
 		// One allocation for the page's items, and one item key buffer.
 		// One allocation for a page's items, one for their index key
 		// suffixes (each ends where ends says), one item key buffer. Past
@@ -1422,7 +1406,7 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 				if m.prefilter != nil {
 					if _, ok := m.prefilter[binary.BigEndian.Uint64(suf[len(suf)-8:])]; !ok {
 						m.examined++
-						if over, err := overBudget(); err != nil || over {
+						if over, err := m.overBudget(); err != nil || over {
 							if err == nil {
 								err = ErrSearchTooBroad
 							}
@@ -1452,7 +1436,7 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 				}
 				ok, err := m.match(it)
 				if err == nil {
-					if over, oerr := overBudget(); oerr != nil {
+					if over, oerr := m.overBudget(); oerr != nil {
 						err = oerr
 					} else if over {
 						err = ErrSearchTooBroad
@@ -1623,6 +1607,26 @@ type itemMatcher struct {
 	// filters' keys): the scan along the sort order skips the others by
 	// their key, without decoding their record.
 	prefilter map[uint64]struct{}
+	// readyKnown and ready: whether the member's index is built, read
+	// when a scan first passes the budget.
+	readyKnown, ready bool
+}
+
+// overBudget reports whether the scan has passed the search budget, which
+// applies once the member's index is built (before, searches scan as they
+// always did).
+func (m *itemMatcher) overBudget() (bool, error) {
+	if m.examined <= maxExamined && m.verified <= maxVerified {
+		return false, nil
+	}
+	if !m.readyKnown {
+		r, err := m.tx.searchReady(m.memberID)
+		if err != nil {
+			return false, err
+		}
+		m.readyKnown, m.ready = true, r
+	}
+	return m.ready, nil
 }
 
 func newItemMatcher(tx *Tx, memberID string, f ItemFilter) (*itemMatcher, error) {
