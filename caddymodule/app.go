@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -56,14 +57,17 @@ type App struct {
 	dirs   *directories
 	run    *appRun
 	ctx    caddy.Context
+	// importer runs imports for the admin API (set by hearth_graphql).
+	importer *importer.Runner
 }
 
 // appRun is whether the app has started: the store open, the directories
 // running.
 type appRun struct {
 	started  atomic.Bool
-	mu       sync.Mutex // held by start
-	starters []func()   // background work of handlers, begun once the store is open
+	mu       sync.Mutex     // held by start
+	starters []func()       // background work of handlers, begun once the store is open
+	stoppers []func() error // what stops that work; run before the store is released
 }
 
 // CaddyModule returns the Caddy module information.
@@ -185,6 +189,18 @@ func (a *App) onStart(f func()) {
 	a.run.starters = append(a.run.starters, f)
 }
 
+// onCleanup runs stop in the app's Cleanup before the store is released:
+// it ends a handler's background work that uses the store. Caddy cleans up
+// a config's modules in no fixed order (a map), so a handler's own Cleanup
+// may come after the app's and find the store closed under its goroutines
+// ("the store is closed" errors, at worst writes lost); stop must be safe
+// to call again from there.
+func (a *App) onCleanup(stop func() error) {
+	a.run.mu.Lock()
+	defer a.run.mu.Unlock()
+	a.run.stoppers = append(a.run.stoppers, stop)
+}
+
 // Stop implements caddy.App; the store is released in Cleanup.
 func (a *App) Stop() error { return nil }
 
@@ -193,6 +209,15 @@ func (a *App) Stop() error { return nil }
 func (a *App) Cleanup() error {
 	if a.store == nil {
 		return nil
+	}
+	a.run.mu.Lock()
+	stoppers := a.run.stoppers
+	a.run.stoppers = nil
+	a.run.mu.Unlock()
+	for _, stop := range stoppers {
+		if err := stop(); err != nil {
+			a.logger.Error("stop background work", zap.Error(err))
+		}
 	}
 	return releaseStore(a.path, a.logger)
 }

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -92,13 +94,36 @@ func needSubcommand(cmd *cobra.Command) {
 }
 
 // adminAddress is the admin API address chosen by the command's flags, like
-// `caddy reload` chooses it.
+// `caddy reload` chooses it. An --address without a port (a host name or
+// IP address) gets the port of Caddy's default admin address (2019).
 func adminAddress(cmd *cobra.Command) (string, error) {
 	fl := cmd.Flags()
 	address, _ := fl.GetString("address")
 	config, _ := fl.GetString("config")
 	adapter, _ := fl.GetString("adapter")
+	if address != "" {
+		return withAdminPort(address)
+	}
 	return caddycmd.DetermineAdminAPIAddress(address, nil, config, adapter)
+}
+
+// withAdminPort adds the default admin port to a TCP address without one;
+// unix sockets and file descriptors are kept as they are.
+func withAdminPort(address string) (string, error) {
+	port := uint64(2019)
+	if _, p, err := net.SplitHostPort(caddy.DefaultAdminListen); err == nil {
+		if n, err := strconv.ParseUint(p, 10, 16); err == nil {
+			port = n
+		}
+	}
+	na, err := caddy.ParseNetworkAddressWithDefaults(address, "tcp", uint(port))
+	if err != nil {
+		return "", fmt.Errorf("--address %q: %w", address, err)
+	}
+	if na.IsUnixNetwork() || na.IsFdNetwork() {
+		return address, nil
+	}
+	return na.String(), nil
 }
 
 var adminErrorRE = regexp.MustCompile(`(?s)HTTP (\d{3}): (.*)$`)
@@ -130,16 +155,26 @@ func adminRequest(cmd *cobra.Command, method, uri string, header http.Header, bo
 	}
 	msg := err.Error()
 	if m := adminErrorRE.FindStringSubmatch(msg); m != nil {
+		status, _ := strconv.Atoi(m[1])
 		var apiErr struct {
 			Error string `json:"error"`
 		}
 		if json.Unmarshal([]byte(m[2]), &apiErr) == nil && apiErr.Error != "" {
-			return nil, fmt.Errorf("%s (HTTP %s)", apiErr.Error, m[1])
+			return nil, &adminAnswerError{Status: status, Msg: fmt.Sprintf("%s (HTTP %s)", apiErr.Error, m[1])}
 		}
-		return nil, fmt.Errorf("admin API answered HTTP %s: %s", m[1], strings.TrimSpace(m[2]))
+		return nil, &adminAnswerError{Status: status, Msg: fmt.Sprintf("admin API answered HTTP %s: %s", m[1], strings.TrimSpace(m[2]))}
 	}
 	return nil, fmt.Errorf("%w (is Caddy running with its admin API on %s? set --address or --config)", err, addr)
 }
+
+// adminAnswerError is an error status the admin API answered, with its
+// message.
+type adminAnswerError struct {
+	Status int
+	Msg    string
+}
+
+func (e *adminAnswerError) Error() string { return e.Msg }
 
 // adminJSON is adminCall that decodes a JSON answer into out (when not nil).
 func adminJSON(cmd *cobra.Command, method, uri string, in, out any) error {
@@ -175,6 +210,20 @@ func memberCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			display, _ := cmd.Flags().GetString("display-name")
+			// What can be checked is checked before the password is asked for.
+			if err := storage.ValidateUsername(args[0]); err != nil {
+				return fmt.Errorf("username %q: %w", args[0], err)
+			}
+			var existing memberView
+			err := adminJSON(cmd, http.MethodGet, memberURI(args[0]), nil, &existing)
+			if err == nil {
+				return fmt.Errorf("username %q is taken", existing.Username)
+			}
+			var answer *adminAnswerError
+			if errors.As(err, &answer) && answer.Status != http.StatusNotFound {
+				return err // the admin API answered, but not that the name is free
+			}
+			// Not found, or no admin API reachable (then the creation says so).
 			pw, err := readNewPassword(cmd)
 			if err != nil {
 				return err
@@ -236,7 +285,24 @@ func memberCommand() *cobra.Command {
 	}
 	suspend := simple("suspend", "Suspends a member: ends its sessions and stops its tokens working", http.MethodPost, "suspended", "suspend")
 	unsuspend := simple("unsuspend", "Lifts a member's suspension", http.MethodPost, "unsuspended", "unsuspend")
-	remove := simple("remove", "Deletes a member and everything it owns", http.MethodDelete, "removed")
+	remove := &cobra.Command{
+		Use:   "remove <username> [--yes]",
+		Short: "Deletes a member and everything it owns; asks to type the username, or needs --yes",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if yes, _ := cmd.Flags().GetBool("yes"); !yes {
+				if err := confirmRemoval(cmd, args[0]); err != nil {
+					return err
+				}
+			}
+			if err := adminJSON(cmd, http.MethodDelete, memberURI(args[0]), nil, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])
+			return nil
+		},
+	}
+	remove.Flags().Bool("yes", false, "Do not ask for confirmation (needed when standard input is not a terminal)")
 
 	passwd := &cobra.Command{
 		Use:   "passwd <username>",
@@ -257,7 +323,39 @@ func memberCommand() *cobra.Command {
 	passwd.Flags().Bool("password-stdin", false, "Read the password from the first line of standard input")
 
 	member.AddCommand(add, list, suspend, unsuspend, passwd, remove)
+	for _, fn := range memberCommands {
+		member.AddCommand(fn())
+	}
+	member.AddCommand(memberSelfCommands()...)
 	return member
+}
+
+// memberCommands build more subcommands of `caddy hearth member`; other
+// files of this package add theirs from init().
+var memberCommands []func() *cobra.Command
+
+// confirmRemoval asks, on a terminal, to type the member's username; it
+// refuses when standard input is not a terminal (a script must say --yes).
+func confirmRemoval(cmd *cobra.Command, username string) error {
+	in, ok := cmd.InOrStdin().(*os.File)
+	if !ok || !term.IsTerminal(int(in.Fd())) {
+		return fmt.Errorf("removing %s deletes everything it owns; standard input is not a terminal, so pass --yes to confirm", username)
+	}
+	return confirmTyped(in, cmd.ErrOrStderr(), username)
+}
+
+// confirmTyped shows what removal does and reads one line from in: it must
+// be the username.
+func confirmTyped(in io.Reader, out io.Writer, username string) error {
+	fmt.Fprintf(out, "This deletes the member %s and everything it owns: saved items, highlights, labels, tokens and sessions.\nType the username to confirm: ", username)
+	line, err := bufio.NewReader(io.LimitReader(in, 1024)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read confirmation: %w", err)
+	}
+	if strings.TrimSpace(line) != username {
+		return fmt.Errorf("not confirmed: %s was not removed", username)
+	}
+	return nil
 }
 
 // readNewPassword reads a password from the first line of stdin

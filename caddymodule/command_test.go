@@ -74,10 +74,15 @@ func TestCLIManagesMembersThroughAdminAPI(t *testing.T) {
 	if p := newBrowser(t, testSite).signIn("alice", "second password"); p.StatusCode != 303 {
 		t.Fatalf("new password: HTTP %d", p.StatusCode)
 	}
-	if _, err := runHearth(t, "", "member", "remove", "alice", addr); err != nil {
+	// Without a terminal, remove needs --yes.
+	if _, err := runHearth(t, "alice\n", "member", "remove", "alice", addr); err == nil || !strings.Contains(err.Error(), "--yes") {
+		t.Fatalf("remove without --yes and without a terminal: %v", err)
+	}
+	adminJSONOK(t, http.MethodGet, "/hearth/members/alice", "", http.StatusOK, nil)
+	if _, err := runHearth(t, "", "member", "remove", "alice", "--yes", addr); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runHearth(t, "", "member", "remove", "alice", addr); err == nil {
+	if _, err := runHearth(t, "", "member", "remove", "alice", "--yes", addr); err == nil {
 		t.Fatal("removing a missing member succeeded")
 	}
 }

@@ -148,6 +148,7 @@ func (h *Directory) Provision(ctx caddy.Context) error {
 	}
 	h.dir, h.app = d, app
 	app.addDirectory(d)
+	app.onCleanup(d.Close)
 	return nil
 }
 

@@ -22,13 +22,23 @@ import (
 
 // memoryRelay is a khatru relay on loopback keeping events in memory.
 func memoryRelay(t *testing.T) *httptest.Server {
+	srv, _ := memoryRelayStore(t)
+	return srv
+}
+
+// memoryRelayStore is memoryRelay and a function that stores an event in
+// it without broadcasting it (subscribers read it when they next query).
+func memoryRelayStore(t *testing.T) (*httptest.Server, func(*nostr.Event)) {
 	relay := khatru.NewRelay()
 	var mu sync.Mutex
 	var events []*nostr.Event
-	relay.StoreEvent = append(relay.StoreEvent, func(_ context.Context, evt *nostr.Event) error {
+	store := func(evt *nostr.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		events = append(events, evt)
+	}
+	relay.StoreEvent = append(relay.StoreEvent, func(_ context.Context, evt *nostr.Event) error {
+		store(evt)
 		return nil
 	})
 	relay.QueryEvents = append(relay.QueryEvents, func(_ context.Context, f nostr.Filter) (chan *nostr.Event, error) {
@@ -45,7 +55,7 @@ func memoryRelay(t *testing.T) *httptest.Server {
 	})
 	srv := httptest.NewServer(relay)
 	t.Cleanup(srv.Close)
-	return srv
+	return srv, store
 }
 
 type dirAgent struct {

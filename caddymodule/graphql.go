@@ -17,6 +17,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -24,7 +25,10 @@ func init() {
 	caddy.RegisterModule(GraphQL{})
 	httpcaddyfile.RegisterHandlerDirective("hearth_graphql", parseGraphQL)
 	httpcaddyfile.RegisterDirectiveOrder("hearth_graphql", httpcaddyfile.Before, "respond")
-	registerAdminEndpoint("/hearth/members/{username}/api_tokens", adminMethods{http.MethodPost: adminCreateAPIToken})
+	registerAdminEndpoint("/hearth/members/{username}/api_tokens", adminMethods{
+		http.MethodGet:  adminListAPITokens,
+		http.MethodPost: adminCreateAPIToken,
+	})
 	addHearthCommand(tokenCommand)
 }
 
@@ -62,6 +66,14 @@ type GraphQL struct {
 	MailDomain string `json:"mail_domain,omitempty" caddyfile:"mail_domain <domain>" default:"none"`
 	// The domain of members' addresses, username@domain, where Inboxt has an e-mail address (set it to hearth_oauth's account_domain on a split-domain site).
 	AccountDomain string `json:"account_domain,omitempty" caddyfile:"account_domain <domain>" default:"the request's host"`
+	// Largest file POST /api/import (and caddy hearth import) takes; staged under <storage_dir>-imports until imported.
+	ImportMaxSize int64 `json:"import_max_size,omitempty" caddyfile:"import_max_size <size>" default:"256MiB"`
+	// Most items one imported file may hold.
+	ImportMaxEntries int `json:"import_max_entries,omitempty" caddyfile:"import_max_entries <n>" default:"100000"`
+	// Largest entry of an imported file: a zip member read whole (a page, a metadata file), a CSV row, a JSON item.
+	ImportMaxEntrySize int64 `json:"import_max_entry_size,omitempty" caddyfile:"import_max_entry_size <size>" default:"16MiB"`
+	// How many times a zip member over 1 MiB may expand; past it the file is refused as a zip bomb.
+	ImportMaxRatio int `json:"import_max_ratio,omitempty" caddyfile:"import_max_ratio <n>" default:"100"`
 
 	server *graphql.Server
 	pages  *account.Pages
@@ -113,10 +125,19 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 		Logger:                ctx.Logger(),
 		Pages:                 h.pages,
 		AccountDomain:         h.AccountDomain,
+		ImportLimits: importer.Limits{
+			MaxUploadBytes:      h.ImportMaxSize,
+			MaxEntries:          h.ImportMaxEntries,
+			MaxEntryBytes:       h.ImportMaxEntrySize,
+			MaxCompressionRatio: h.ImportMaxRatio,
+		},
 	})
+	app.setImporter(h.server.Importer())
 	app.onStart(h.server.Start) // addArticleFromUrl's pending fetches, once the store is open
+	app.onCleanup(h.server.Close)
 	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
 	h.pages.AddSettingsPage(h.server.ExportPage(h.pages))
+	h.pages.AddSettingsPage(h.server.ImportPage(h.pages))
 	return nil
 }
 
@@ -219,6 +240,14 @@ func (h *GraphQL) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 		case "account_domain":
 			h.AccountDomain, err = argString(d)
+		case "import_max_size":
+			h.ImportMaxSize, err = argSize(d, name)
+		case "import_max_entries":
+			h.ImportMaxEntries, err = argInt(d, name, 1)
+		case "import_max_entry_size":
+			h.ImportMaxEntrySize, err = argSize(d, name)
+		case "import_max_ratio":
+			h.ImportMaxRatio, err = argInt(d, name, 2)
 		default:
 			return d.Errf("unrecognized hearth_graphql subdirective '%s'", name)
 		}

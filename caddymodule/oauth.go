@@ -37,10 +37,17 @@ type OAuth struct {
 	RegistrationLimit int `json:"registration_limit,omitempty" caddyfile:"registration_limit <n> <window>" default:"5"`
 	// The window of registration_limit.
 	RegistrationWindow caddy.Duration `json:"registration_window,omitempty" caddyfile:"registration_limit <n> <window>" default:"10m"`
-	// /oauth/token and /oauth/revoke requests per client IP per token_window; -1 (Caddyfile: off) disables the limit.
+	// /oauth/token and /oauth/revoke requests, and requests with an unknown bearer token, per client IP per token_window;
+	// -1 (Caddyfile: off) disables the limit.
 	TokenLimit int `json:"token_limit,omitempty" caddyfile:"token_limit <n> <window> | off" default:"300"`
 	// The window of token_limit.
 	TokenWindow caddy.Duration `json:"token_window,omitempty" caddyfile:"token_limit <n> <window> | off" default:"5m"`
+	// Failed exchanges of one member's authorization codes (wrong client, redirect_uri or PKCE verifier, a code used
+	// before) per failed_code_window; past it that member's codes get 429 (sign-in is not affected); -1 (Caddyfile: off)
+	// disables the limit.
+	FailedCodeLimit int `json:"failed_code_limit,omitempty" caddyfile:"failed_code_limit <n> <window> | off" default:"10"`
+	// The window of failed_code_limit.
+	FailedCodeWindow caddy.Duration `json:"failed_code_window,omitempty" caddyfile:"failed_code_limit <n> <window> | off" default:"10m"`
 	// The title in /api/v1/instance and /api/v2/instance.
 	InstanceTitle string `json:"instance_title,omitempty" caddyfile:"instance_title <text>" default:"Hearth"`
 	// The description in the instance documents.
@@ -78,6 +85,8 @@ func (h *OAuth) Provision(ctx caddy.Context) error {
 		RegistrationWindow:  time.Duration(h.RegistrationWindow),
 		TokenLimit:          h.TokenLimit,
 		TokenWindow:         time.Duration(h.TokenWindow),
+		FailedCodeLimit:     h.FailedCodeLimit,
+		FailedCodeWindow:    time.Duration(h.FailedCodeWindow),
 		InstanceTitle:       h.InstanceTitle,
 		InstanceDescription: h.InstanceDescription,
 		ContactEmail:        h.ContactEmail,
@@ -192,6 +201,8 @@ func (h *OAuth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.RegistrationLimit, h.RegistrationWindow, err = argLimit(d, name)
 		case "token_limit":
 			h.TokenLimit, h.TokenWindow, err = argLimitOrOff(d, name)
+		case "failed_code_limit":
+			h.FailedCodeLimit, h.FailedCodeWindow, err = argLimitOrOff(d, name)
 		case "instance_title":
 			h.InstanceTitle, err = argString(d)
 		case "instance_description":

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/directory"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -159,6 +160,8 @@ func TestDeclaredDefaultsAreTheCodes(t *testing.T) {
 		"hearth_oauth.registration_window":       durs(oauth.DefaultRegistrationWindow),
 		"hearth_oauth.token_limit":               fmt.Sprint(oauth.DefaultTokenLimit),
 		"hearth_oauth.token_window":              durs(oauth.DefaultTokenWindow),
+		"hearth_oauth.failed_code_limit":         fmt.Sprint(oauth.DefaultFailedCodeLimit),
+		"hearth_oauth.failed_code_window":        durs(oauth.DefaultFailedCodeWindow),
 		"hearth_oauth.instance_title":            oauth.DefaultInstanceTitle,
 		"hearth_graphql.max_body_size":           size(graphql.DefaultMaxBodyBytes),
 		"hearth_graphql.max_inbound_size":        size(graphql.DefaultMaxInboundBytes),
@@ -170,6 +173,10 @@ func TestDeclaredDefaultsAreTheCodes(t *testing.T) {
 		"hearth_graphql.inbound_rate_limit":      fmt.Sprint(graphql.DefaultInboundRateLimit),
 		"hearth_graphql.rate_limit_window":       durs(graphql.DefaultRateLimitWindow),
 		"hearth_graphql.mail_webhook_header":     graphql.DefaultMailWebhookHeader,
+		"hearth_graphql.import_max_size":         size(importer.DefaultMaxUploadBytes),
+		"hearth_graphql.import_max_entries":      fmt.Sprint(importer.DefaultMaxEntries),
+		"hearth_graphql.import_max_entry_size":   size(importer.DefaultMaxEntryBytes),
+		"hearth_graphql.import_max_ratio":        fmt.Sprint(importer.DefaultMaxCompressionRatio),
 		"hearth_directory.path":                  directory.DefaultPath,
 		"hearth_directory.kind":                  fmt.Sprint(directory.DefaultKind),
 		"hearth_directory.pow_min_bits":          fmt.Sprint(directory.DefaultPowMinBits),
@@ -251,6 +258,9 @@ var optionCases = []optionCase{
 	{"hearth_oauth", "token_limit 100 1m", `{"token_limit":100,"token_window":60000000000}`, ""},
 	{"hearth_oauth", "token_limit off", `{"token_limit":-1}`, ""},
 	{"hearth_oauth", "token_limit 100 never", "", "token_limit: window must be a positive duration"},
+	{"hearth_oauth", "failed_code_limit 5 1h", `{"failed_code_limit":5,"failed_code_window":3600000000000}`, ""},
+	{"hearth_oauth", "failed_code_limit off", `{"failed_code_limit":-1}`, ""},
+	{"hearth_oauth", "failed_code_limit 0 1h", "", "failed_code_limit"},
 	{"hearth_oauth", `instance_title "Example Social"`, `{"instance_title":"Example Social"}`, ""},
 	{"hearth_oauth", `instance_description "A small site"`, `{"instance_description":"A small site"}`, ""},
 	{"hearth_oauth", "contact_email admin@example.com", `{"contact_email":"admin@example.com"}`, ""},
@@ -261,6 +271,14 @@ var optionCases = []optionCase{
 	{"hearth_oauth", "base_uri https://x", "", "unrecognized hearth_oauth subdirective 'base_uri'"},
 
 	{"hearth_graphql", "max_body_size 2MiB", `{"max_body_size":2097152}`, ""},
+	{"hearth_graphql", "import_max_size 1GiB", `{"import_max_size":1073741824}`, ""},
+	{"hearth_graphql", "import_max_size lots", "", "import_max_size: want a size"},
+	{"hearth_graphql", "import_max_entries 500000", `{"import_max_entries":500000}`, ""},
+	{"hearth_graphql", "import_max_entries 0", "", "import_max_entries: want an integer of at least 1"},
+	{"hearth_graphql", "import_max_entry_size 4MiB", `{"import_max_entry_size":4194304}`, ""},
+	{"hearth_graphql", "import_max_entry_size 0", "", "import_max_entry_size: want a size"},
+	{"hearth_graphql", "import_max_ratio 50", `{"import_max_ratio":50}`, ""},
+	{"hearth_graphql", "import_max_ratio 1", "", "import_max_ratio: want an integer of at least 2"},
 	{"hearth_graphql", "max_body_size big", "", "max_body_size: want a size"},
 	{"hearth_graphql", "max_inbound_size 20MiB", `{"max_inbound_size":20971520}`, ""},
 	{"hearth_graphql", "max_content_size 16MiB", `{"max_content_size":16777216}`, ""},

@@ -20,6 +20,9 @@ import (
 // and 500s there; this test has not reproduced them without the store's
 // gate (storage/gate.go; TestClosedStoreAnswersErrClosed covers the store
 // closing under an operation), so it guards the answers, not the cause.
+// TestReloadChangingStorageDirDrivesEveryService drives every service (and
+// their background work) the same way and did find 500s and work running
+// on a closed store.
 func TestReloadChangingStorageDirWhileRequestsFlow(t *testing.T) {
 	dirA, dirB := t.TempDir(), t.TempDir()
 	// A short grace period: the old config's requests still running when

@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/hearthkit/caddy-hearth/handlers/account"
 )
 
 // service is what every handlers/ package offers: a plain http.Handler that
@@ -19,6 +21,10 @@ type service interface {
 func serveOrNext(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, svcs ...service) error {
 	for _, s := range svcs {
 		if s != nil && s.Handles(r) {
+			if account.IsResetPath(r.URL.Path) {
+				// A reset link's token is in its path.
+				keepOutOfAccessLog(r)
+			}
 			s.ServeHTTP(w, r)
 			return nil
 		}

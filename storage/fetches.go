@@ -13,7 +13,8 @@ import (
 // stopped mid-fetch are found again by PendingFetches on the next start.
 //
 //	fetch/<member id>/<item id>   the URL to fetch, after "private " when it
-//	                              may be fetched from private addresses
+//	                              may be fetched from private addresses and
+//	                              then "import " when an import queued it
 //	                              (outside u/<member>/, so that one scan
 //	                              finds every member's)
 
@@ -29,24 +30,80 @@ func init() {
 // PendingFetch is an item whose page is still to be fetched. Private is
 // set when it was queued by a server that may fetch private addresses: only
 // such a server fetches it, and a stricter one never does.
+// Import is set for the items of an import: fetched politely (one at a
+// time per host) and, when the fetch fails, keeping the title they came with.
 type PendingFetch struct {
 	MemberID, ItemID, URL string
 	Private               bool
+	Import                bool
 }
 
-const privateFetch = "private "
+const (
+	privateFetch = "private "
+	importFetch  = "import "
+)
+
+// parseFetchValue reads a pending-fetch entry's value: [private ][import
+// <job id> ]<url>.
+func parseFetchValue(v string) (url string, private bool, importJob string) {
+	url, private = strings.CutPrefix(v, privateFetch)
+	if rest, ok := strings.CutPrefix(url, importFetch); ok {
+		importJob, url, _ = strings.Cut(rest, " ")
+	}
+	return url, private, importJob
+}
+
+// fetchValue is the value of a pending fetch; importJob names the import
+// that queued it ("" for addArticleFromUrl).
+func fetchValue(url string, private bool, importJob string) []byte {
+	if importJob != "" {
+		url = importFetch + importJob + " " + url
+	}
+	if private {
+		url = privateFetch + url
+	}
+	return []byte(url)
+}
+
+// fetchDone counts a finished fetch of an import's item in its job: fetched,
+// or failed with the reason (listed among the job's failures). A job gone
+// meanwhile is fine.
+func (tx *Tx) fetchDone(memberID, jobID, url, reason string) error {
+	var j ImportJob
+	if err := tx.getJSON(importJobKey(memberID, jobID), &j); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	if reason == "" {
+		j.Fetched++
+	} else {
+		j.FetchFailed++
+		if len(j.Failures) < MaxImportFailures {
+			j.Failures = append(j.Failures, ImportFailure{Ref: url, Reason: clipRunes(reason, 500)})
+		}
+	}
+	return tx.putJSON(importJobKey(memberID, jobID), &j, 0)
+}
 
 // PendingFetches returns up to limit pending fetches, in key order: those
 // with Private as given, or all when all is set.
 func (s *Store) PendingFetches(limit int, private, all bool) ([]PendingFetch, error) {
+	return s.PendingFetchesWhere(limit, func(p PendingFetch) bool { return all || p.Private == private })
+}
+
+// PendingFetchesWhere returns up to limit pending fetches that keep
+// accepts, in key order.
+func (s *Store) PendingFetchesWhere(limit int, keep func(PendingFetch) bool) ([]PendingFetch, error) {
 	var out []PendingFetch
 	prefix := key("fetch", "")
 	err := s.View(func(tx *Tx) error {
 		return tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 			member, item, ok := strings.Cut(string(k[len(prefix):]), "/")
-			u, priv := strings.CutPrefix(string(v), privateFetch)
-			if ok && (all || priv == private) {
-				out = append(out, PendingFetch{MemberID: member, ItemID: item, URL: u, Private: priv})
+			u, priv, job := parseFetchValue(string(v))
+			if p := (PendingFetch{MemberID: member, ItemID: item, URL: u, Private: priv, Import: job != ""}); ok && keep(p) {
+				out = append(out, p)
 			}
 			return len(out) < limit, nil
 		})
@@ -92,9 +149,15 @@ func (s *Store) FailFetch(memberID, itemID, reason string) error {
 		if err != nil {
 			return err
 		}
-		url, _ := strings.CutPrefix(string(v), privateFetch)
+		url, _, job := parseFetchValue(string(v))
+		imported := job != ""
 		if err := tx.delete(fetchKey(memberID, itemID)); err != nil {
 			return err
+		}
+		if imported {
+			if err := tx.fetchDone(memberID, job, url, reason); err != nil {
+				return err
+			}
 		}
 		var old SavedItem
 		if err := tx.getItem(itemKey(memberID, itemID), &old); err != nil {
@@ -112,7 +175,10 @@ func (s *Store) FailFetch(memberID, itemID, reason string) error {
 		}
 		it := old
 		it.LabelIDs = append([]string(nil), old.LabelIDs...)
-		it.Title = clipRunes("Failed to process: "+url, MaxTitleLen)
+		if !imported || it.Title == "" || it.Title == url {
+			// An imported item keeps the title its export gave it.
+			it.Title = clipRunes("Failed to process: "+url, MaxTitleLen)
+		}
 		it.Description = reason
 		it.UpdatedAt = now()
 		if err := tx.putItem(&old, &it); err != nil {

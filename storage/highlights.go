@@ -112,27 +112,38 @@ func (s *Store) CreateHighlight(memberID, itemID string, segs []HighlightSegment
 			return err
 		}
 		t := now()
-		h := &Highlight{ID: NewID(), SavedItemID: itemID, ItemTitle: it.Title, ItemURL: it.OriginalURL,
-			ItemDomain: it.SourceDomain, Note: note, CreatedAt: t, UpdatedAt: t}
-		for _, sg := range segs {
-			sg.ID = NewID()
-			h.Segments = append(h.Segments, sg)
-		}
-		if err := tx.putJSON(highlightKey(memberID, h.ID), h, 0); err != nil {
+		h, err := tx.putNewHighlight(&it, segs, note, t, t)
+		if err != nil {
 			return err
-		}
-		if err := tx.put(itemHighlightKey(memberID, itemID, h.ID), nil, 0); err != nil {
-			return err
-		}
-		for _, k := range highlightIndexKeys(memberID, h) {
-			if err := tx.put(k, nil, 0); err != nil {
-				return err
-			}
 		}
 		out = h
 		return tx.touchItems(memberID, []string{itemID}, func(it *SavedItem) { it.HighlightCount++ })
 	})
 	return out, err
+}
+
+// putNewHighlight writes a new highlight of it (validated segments and
+// note) with its keys; the caller counts it in it.HighlightCount.
+func (tx *Tx) putNewHighlight(it *SavedItem, segs []HighlightSegment, note string, created, updated time.Time) (*Highlight, error) {
+	memberID := it.MemberID
+	h := &Highlight{ID: NewID(), SavedItemID: it.ID, ItemTitle: it.Title, ItemURL: it.OriginalURL,
+		ItemDomain: it.SourceDomain, Note: note, CreatedAt: created, UpdatedAt: updated}
+	for _, sg := range segs {
+		sg.ID = NewID()
+		h.Segments = append(h.Segments, sg)
+	}
+	if err := tx.putJSON(highlightKey(memberID, h.ID), h, 0); err != nil {
+		return nil, err
+	}
+	if err := tx.put(itemHighlightKey(memberID, it.ID, h.ID), nil, 0); err != nil {
+		return nil, err
+	}
+	for _, k := range highlightIndexKeys(memberID, h) {
+		if err := tx.put(k, nil, 0); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
 }
 
 // maxHighlightCopyBytes bounds the highlights one transaction rewrites to

@@ -204,35 +204,41 @@ func (s *Store) CreateLabel(memberID, name, color string) (*Label, error) {
 	}
 	var out *Label
 	err = s.Update(func(tx *Tx) error {
-		if err := tx.guardCount(memberID, "label"); err != nil {
-			return err
-		}
-		taken, err := tx.labelNameTaken(memberID, name, "")
-		if err != nil {
-			return err
-		}
-		if taken {
-			return ErrConflict
-		}
-		all, err := tx.labels(memberID)
-		if err != nil {
-			return err
-		}
-		if len(all) >= MaxLabels {
-			return Invalid("at most %d labels", MaxLabels)
-		}
-		order := 0.0
-		if len(all) > 0 {
-			order = all[len(all)-1].Order + 1
-		}
-		l := &Label{ID: NewID(), Name: name, Color: color, Order: order, CreatedAt: now()}
-		if err := tx.put(labelNameKey(memberID, name), []byte(l.ID), 0); err != nil {
-			return err
-		}
+		l, err := tx.createLabel(memberID, name, color)
 		out = l
-		return tx.putJSON(labelKey(memberID, l.ID), l, 0)
+		return err
 	})
 	return out, err
+}
+
+// createLabel adds a label whose name and color validateLabel accepted.
+func (tx *Tx) createLabel(memberID, name, color string) (*Label, error) {
+	if err := tx.guardCount(memberID, "label"); err != nil {
+		return nil, err
+	}
+	taken, err := tx.labelNameTaken(memberID, name, "")
+	if err != nil {
+		return nil, err
+	}
+	if taken {
+		return nil, ErrConflict
+	}
+	all, err := tx.labels(memberID)
+	if err != nil {
+		return nil, err
+	}
+	if len(all) >= MaxLabels {
+		return nil, Invalid("at most %d labels", MaxLabels)
+	}
+	order := 0.0
+	if len(all) > 0 {
+		order = all[len(all)-1].Order + 1
+	}
+	l := &Label{ID: NewID(), Name: name, Color: color, Order: order, CreatedAt: now()}
+	if err := tx.put(labelNameKey(memberID, name), []byte(l.ID), 0); err != nil {
+		return nil, err
+	}
+	return l, tx.putJSON(labelKey(memberID, l.ID), l, 0)
 }
 
 func (tx *Tx) labelItems(memberID, labelID string) ([]string, error) {

@@ -19,6 +19,9 @@ type Member struct {
 	CreatedAt    time.Time `json:"created_at"`
 	Suspended    bool      `json:"suspended"`
 	PasswordHash string    `json:"password_hash"`
+	// TwoFactor is on when the member signs in with a second factor (its
+	// secret is a record of its own, see TwoFactor).
+	TwoFactor bool `json:"two_factor,omitempty"`
 }
 
 // Limits on member fields, as Mastodon has them (passwords: at least 8
@@ -296,4 +299,74 @@ func (s *Store) deletePrefixInBatches(prefix []byte) error {
 			return nil
 		}
 	}
+}
+
+// SetDisplayName changes a member's display name.
+func (s *Store) SetDisplayName(memberID, name string) (*Member, error) {
+	if err := validateDisplayName(name); err != nil {
+		return nil, err
+	}
+	var out *Member
+	err := s.Update(func(tx *Tx) error {
+		m, err := tx.MemberByID(memberID)
+		if err != nil {
+			return err
+		}
+		m.DisplayName = name
+		out = m
+		return tx.putJSON(memberIDKey(m.ID), m, 0)
+	})
+	return out, err
+}
+
+// ChangePassword replaces memberID's password and ends its web sessions
+// except the one whose cookie secret is keepSession (the browser that made
+// the change). The caller has checked the current password.
+func (s *Store) ChangePassword(memberID, password, keepSession string) error {
+	if err := ValidatePassword(password); err != nil {
+		return err
+	}
+	hash := HashPassword(password)
+	keep := ""
+	if keepSession != "" {
+		keep = Digest(keepSession)
+	}
+	return s.Update(func(tx *Tx) error {
+		m, err := tx.MemberByID(memberID)
+		if err != nil {
+			return err
+		}
+		m.PasswordHash = hash
+		if err := tx.putJSON(memberIDKey(m.ID), m, 0); err != nil {
+			return err
+		}
+		_, err = tx.deleteMemberSessionsExcept(m.ID, keep)
+		return err
+	})
+}
+
+// RevokeMemberAccess ends every API token and OAuth grant of memberID (its
+// web sessions stay), and returns how many tokens and apps it revoked.
+func (s *Store) RevokeMemberAccess(memberID string) (tokens, apps int, err error) {
+	toks, err := s.APITokens(memberID)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, t := range toks {
+		if err := s.DeleteAPIToken(memberID, t.ID); err != nil && !errors.Is(err, ErrNotFound) {
+			return tokens, 0, err
+		}
+		tokens++
+	}
+	granted, err := s.AuthorizedOAuthApps(memberID)
+	if err != nil {
+		return tokens, 0, err
+	}
+	for _, a := range granted {
+		if err := s.RevokeOAuthAppForMember(memberID, a.App.ClientID); err != nil {
+			return tokens, apps, err
+		}
+		apps++
+	}
+	return tokens, apps, nil
 }

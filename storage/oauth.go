@@ -35,6 +35,24 @@ const OAuthCodeLifetime = 10 * time.Minute
 // exchanged (or consumed by a failed exchange).
 var ErrCodeUsed = errors.New("authorization code already used")
 
+// CodeRefusal is ExchangeOAuthCode's error for a code that exists but was
+// not exchanged: check refused it, or it had been used before (Err is
+// check's error or ErrCodeUsed). MemberID is the member who granted the
+// code, against whom failed exchanges count (the code names its member; a
+// guess at a token or a code that does not exist names nobody).
+type CodeRefusal struct {
+	MemberID string
+	Err      error
+	// First is whether this is the code's first refusal: a failed check
+	// (which burns the code), or the first use after a successful exchange
+	// (which revokes the token issued). Later uses of a burnt code change
+	// nothing, so a limit on failures counts each code at most twice.
+	First bool
+}
+
+func (e *CodeRefusal) Error() string { return e.Err.Error() }
+func (e *CodeRefusal) Unwrap() error { return e.Err }
+
 // oauthNow is the clock of code expiry (tests move it).
 var oauthNow = time.Now
 
@@ -293,7 +311,8 @@ type CodeCheck func(c *OAuthCode) error
 // It returns ErrNotFound for an unknown or expired code, ErrCodeUsed for a
 // code that was used before (and then revokes the token issued from it),
 // ErrSuspended or ErrNotFound when the member can no longer be served, and
-// check's error. Concurrent exchanges of one code issue at most one token:
+// check's error; ErrCodeUsed and check's error come as a *CodeRefusal
+// naming the code's member. Concurrent exchanges of one code issue at most one token:
 // the transaction that consumes it fails on a conflict instead of retrying,
 // and the loser is treated as a second use.
 func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessToken, string, error) {
@@ -304,12 +323,14 @@ func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessTok
 	var tok *OAuthAccessToken
 	var secret string
 	var checkErr error
+	var memberID string
 	err := s.UpdateOnce(func(tx *Tx) error {
 		tok, secret, checkErr = nil, "", nil
 		var c OAuthCode
 		if err := tx.getJSON(ck, &c); err != nil {
 			return err
 		}
+		memberID = c.MemberID
 		if c.Used {
 			return ErrCodeUsed
 		}
@@ -351,22 +372,26 @@ func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessTok
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrCodeUsed) {
 		// A second (or concurrent) use: the code is compromised, so the
 		// token issued from it goes too (RFC 6749 section 4.1.2).
-		if rerr := s.revokeTokenOfCode(ck); rerr != nil {
+		revoked, rerr := s.revokeTokenOfCode(ck)
+		if rerr != nil {
 			return nil, "", rerr
 		}
-		return nil, "", ErrCodeUsed
+		return nil, "", &CodeRefusal{MemberID: memberID, Err: ErrCodeUsed, First: revoked}
 	}
 	if err != nil {
 		return nil, "", err
 	}
 	if checkErr != nil {
-		return nil, "", checkErr
+		return nil, "", &CodeRefusal{MemberID: memberID, Err: checkErr, First: true}
 	}
 	return tok, secret, nil
 }
 
-func (s *Store) revokeTokenOfCode(ck []byte) error {
-	return s.Update(func(tx *Tx) error {
+// revokeTokenOfCode revokes the token issued from the code stored at ck,
+// if it has one, and forgets it: revoked says whether there was one.
+func (s *Store) revokeTokenOfCode(ck []byte) (revoked bool, err error) {
+	err = s.Update(func(tx *Tx) error {
+		revoked = false
 		var c OAuthCode
 		err := tx.getJSON(ck, &c)
 		if errors.Is(err, ErrNotFound) {
@@ -378,8 +403,14 @@ func (s *Store) revokeTokenOfCode(ck []byte) error {
 		if c.TokenDigest == "" {
 			return nil
 		}
-		return tx.deleteOAuthToken(c.TokenDigest)
+		if err := tx.deleteOAuthToken(c.TokenDigest); err != nil {
+			return err
+		}
+		revoked, c.TokenDigest = true, ""
+		ttl := max(OAuthCodeLifetime-oauthNow().Sub(c.CreatedAt), 0) + time.Second
+		return tx.putJSON(ck, c, ttl)
 	})
+	return revoked, err
 }
 
 // CreateOAuthAppToken issues an application token (client_credentials

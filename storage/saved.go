@@ -639,7 +639,8 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 			}
 		}
 		if in.finishesFetch != "" {
-			if _, err := tx.get(fetchKey(memberID, in.finishesFetch)); err != nil {
+			v, err := tx.get(fetchKey(memberID, in.finishesFetch))
+			if err != nil {
 				return err
 			}
 			if err := tx.delete(fetchKey(memberID, in.finishesFetch)); err != nil {
@@ -648,6 +649,11 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 			var pending SavedItem
 			if err := tx.getItem(itemKey(memberID, in.finishesFetch), &pending); err != nil {
 				return err // ErrNotFound: gone meanwhile, nothing saved
+			}
+			if u, _, job := parseFetchValue(string(v)); job != "" {
+				if err := tx.fetchDone(memberID, job, u, ""); err != nil {
+					return err
+				}
 			}
 		}
 		t := now()
@@ -720,11 +726,7 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 		}
 		out = it
 		if in.queueFetch {
-			v := norm
-			if in.fetchPrivate {
-				v = privateFetch + norm
-			}
-			if err := tx.put(fetchKey(memberID, it.ID), []byte(v), 0); err != nil {
+			if err := tx.put(fetchKey(memberID, it.ID), fetchValue(norm, in.fetchPrivate, ""), 0); err != nil {
 				return err
 			}
 			if keep {

@@ -2,16 +2,55 @@ package storage
 
 import (
 	"errors"
+	"sort"
+	"strings"
 	"time"
 )
 
 // Session is a signed-in browser. Its id is a secret kept by the browser in
-// a cookie; the store holds only its digest.
+// a cookie; the store holds only its digest. Device, Address and
+// LastSeenAt are shown to the member on the account page; records written
+// before they existed have them empty and keep working.
 type Session struct {
-	MemberID  string    `json:"member_id"`
-	CreatedAt time.Time `json:"created_at"`
-	ExpiresAt time.Time `json:"expires_at"`
+	MemberID   string    `json:"member_id"`
+	CreatedAt  time.Time `json:"created_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	Device     string    `json:"device,omitempty"`
+	Address    string    `json:"address,omitempty"`
+	LastSeenAt time.Time `json:"last_seen_at,omitzero"`
+
+	// ID is the session's public id (see SessionPublicID), filled in by
+	// the lookups; it is not stored.
+	ID string `json:"-"`
 }
+
+// LastSeen is when the session was last used, as far as the store knows:
+// LastSeenAt, or CreatedAt for a session never touched since.
+func (s *Session) LastSeen() time.Time {
+	if s.LastSeenAt.IsZero() {
+		return s.CreatedAt
+	}
+	return s.LastSeenAt
+}
+
+// SessionInfo is what a new session records about the browser.
+type SessionInfo struct {
+	Device  string
+	Address string
+}
+
+// Bounds of the session metadata kept in the store.
+const (
+	MaxSessionDeviceLen  = 64
+	MaxSessionAddressLen = 64
+	// SessionPublicIDLen is the length of a session's public id: the first
+	// hex digits of its digest. It names the session on the account page and
+	// the CLI; it is not the cookie's secret and cannot be turned into it.
+	SessionPublicIDLen = 16
+	// MaxSessionsPerMember bounds a member's live sessions (and so the cost
+	// of listing them): signing in beyond it ends the least recently used.
+	MaxSessionsPerMember = 100
+)
 
 // SessionPrefix starts every session id, so a leaked value is recognisable.
 const SessionPrefix = "hs_"
@@ -20,15 +59,51 @@ func sessionKey(digest string) []byte { return key("session", digest) }
 func memberSessionKey(memberID, digest string) []byte {
 	return key("member", "sess", memberID, digest)
 }
+func memberSessionsPrefix(memberID string) []byte { return key("member", "sess", memberID, "") }
+
+// SessionPublicID is the public id of the session whose cookie secret is
+// id: the first SessionPublicIDLen hex digits of its digest.
+func SessionPublicID(id string) string { return Digest(id)[:SessionPublicIDLen] }
+
+// clip keeps s within n bytes on a rune boundary, without control characters.
+func clip(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == 0xfffd {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(s, ""))
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !startsRune(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func startsRune(b byte) bool { return b&0xC0 != 0x80 }
 
 // CreateSession starts a session for memberID lasting ttl and returns its id.
 func (s *Store) CreateSession(memberID string, ttl time.Duration) (string, error) {
+	return s.CreateSessionWith(memberID, ttl, SessionInfo{})
+}
+
+// CreateSessionWith is CreateSession recording the browser's device summary
+// and client address (clipped to their bounds).
+func (s *Store) CreateSessionWith(memberID string, ttl time.Duration, info SessionInfo) (string, error) {
 	id := NewSecret(SessionPrefix, 32)
 	d := Digest(id)
 	now := time.Now().UTC()
-	sess := Session{MemberID: memberID, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+	sess := Session{
+		MemberID: memberID, CreatedAt: now, ExpiresAt: now.Add(ttl), LastSeenAt: now,
+		Device: clip(info.Device, MaxSessionDeviceLen), Address: clip(info.Address, MaxSessionAddressLen),
+	}
 	err := s.Update(func(tx *Tx) error {
 		if _, err := tx.MemberByID(memberID); err != nil {
+			return err
+		}
+		if err := tx.trimMemberSessions(memberID, MaxSessionsPerMember-1); err != nil {
 			return err
 		}
 		if err := tx.putJSON(sessionKey(d), sess, ttl); err != nil {
@@ -46,13 +121,20 @@ func (s *Store) CreateSession(memberID string, ttl time.Duration) (string, error
 // ErrNotFound for unknown or expired sessions and ErrSuspended for a
 // suspended member.
 func (s *Store) SessionMember(id string) (*Member, error) {
+	m, _, err := s.SessionAndMember(id)
+	return m, err
+}
+
+// SessionAndMember is SessionMember that also returns the session record.
+func (s *Store) SessionAndMember(id string) (*Member, *Session, error) {
 	if len(id) < len(SessionPrefix)+16 || len(id) > 128 {
-		return nil, ErrNotFound
+		return nil, nil, ErrNotFound
 	}
 	var m *Member
+	var sess Session
+	d := Digest(id)
 	err := s.View(func(tx *Tx) error {
-		var sess Session
-		if err := tx.getJSON(sessionKey(Digest(id)), &sess); err != nil {
+		if err := tx.getJSON(sessionKey(d), &sess); err != nil {
 			return err
 		}
 		var err error
@@ -63,12 +145,119 @@ func (s *Store) SessionMember(id string) (*Member, error) {
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	sess.ID = d[:SessionPublicIDLen]
 	if m.Suspended {
-		return nil, ErrSuspended
+		return nil, nil, ErrSuspended
 	}
-	return m, nil
+	return m, &sess, nil
+}
+
+// TouchSession records that session id was used now from address. The
+// caller decides how often (a page view is a hot path: once every few
+// minutes is enough). A session ended or expired meanwhile stays ended; the
+// session keeps its expiry. The write is asynchronous: a last-seen time is
+// not worth a disk sync.
+func (s *Store) TouchSession(id, address string) error {
+	d := Digest(id)
+	return s.UpdateAsync(func(tx *Tx) error {
+		var sess Session
+		err := tx.getJSON(sessionKey(d), &sess)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		now := time.Now().UTC()
+		ttl := sess.ExpiresAt.Sub(now)
+		if ttl <= time.Second {
+			return nil
+		}
+		sess.LastSeenAt = now
+		if address != "" {
+			sess.Address = clip(address, MaxSessionAddressLen)
+		}
+		if err := tx.putJSON(sessionKey(d), sess, ttl); err != nil {
+			return err
+		}
+		return tx.put(memberSessionKey(sess.MemberID, d), nil, ttl)
+	})
+}
+
+// Sessions lists memberID's live sessions, most recently seen first.
+func (s *Store) Sessions(memberID string) ([]*Session, error) {
+	var out []*Session
+	err := s.View(func(tx *Tx) error {
+		digests, err := tx.suffixes(memberSessionsPrefix(memberID))
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		for _, d := range digests {
+			var sess Session
+			err := tx.getJSON(sessionKey(d), &sess)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if sess.MemberID != memberID || !now.Before(sess.ExpiresAt) {
+				continue
+			}
+			sess.ID = d[:min(len(d), SessionPublicIDLen)]
+			out = append(out, &sess)
+		}
+		return nil
+	})
+	sort.SliceStable(out, func(i, j int) bool { return out[i].LastSeen().After(out[j].LastSeen()) })
+	return out, err
+}
+
+// EndSession ends memberID's session whose public id is publicID. It
+// returns ErrNotFound when the member has no such session.
+func (s *Store) EndSession(memberID, publicID string) error {
+	if len(publicID) != SessionPublicIDLen || strings.Trim(publicID, "0123456789abcdef") != "" {
+		return ErrNotFound
+	}
+	return s.Update(func(tx *Tx) error {
+		digests, err := tx.suffixes(key("member", "sess", memberID, publicID))
+		if err != nil {
+			return err
+		}
+		if len(digests) == 0 {
+			return ErrNotFound
+		}
+		for _, rest := range digests {
+			d := publicID + rest
+			if err := tx.delete(sessionKey(d)); err != nil {
+				return err
+			}
+			if err := tx.delete(memberSessionKey(memberID, d)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// EndOtherSessions ends every session of memberID except the one whose
+// cookie secret is keep (none kept when keep is ""), and returns how many
+// it ended.
+func (s *Store) EndOtherSessions(memberID, keep string) (int, error) {
+	keepDigest := ""
+	if keep != "" {
+		keepDigest = Digest(keep)
+	}
+	n := 0
+	err := s.Update(func(tx *Tx) error {
+		var err error
+		n, err = tx.deleteMemberSessionsExcept(memberID, keepDigest)
+		return err
+	})
+	return n, err
 }
 
 // DeleteSession ends a session; unknown ids are ignored.
@@ -90,18 +279,74 @@ func (s *Store) DeleteSession(id string) error {
 	})
 }
 
-func (tx *Tx) deleteMemberSessions(memberID string) error {
-	digests, err := tx.suffixes(key("member", "sess", memberID, ""))
-	if err != nil {
+// trimMemberSessions ends memberID's least recently used sessions (and
+// index entries of ended ones) until at most keep are left.
+func (tx *Tx) trimMemberSessions(memberID string, keep int) error {
+	digests, err := tx.suffixes(memberSessionsPrefix(memberID))
+	if err != nil || len(digests) <= keep {
 		return err
 	}
+	type live struct {
+		digest string
+		seen   time.Time
+	}
+	var sessions []live
 	for _, d := range digests {
+		var sess Session
+		err := tx.getJSON(sessionKey(d), &sess)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if err == nil && time.Now().Before(sess.ExpiresAt) {
+			sessions = append(sessions, live{d, sess.LastSeen()})
+			continue
+		}
+		if err := tx.delete(memberSessionKey(memberID, d)); err != nil {
+			return err
+		}
+	}
+	sort.Slice(sessions, func(i, j int) bool { return sessions[i].seen.Before(sessions[j].seen) })
+	for len(sessions) > keep {
+		d := sessions[0].digest
 		if err := tx.delete(sessionKey(d)); err != nil {
 			return err
 		}
 		if err := tx.delete(memberSessionKey(memberID, d)); err != nil {
 			return err
 		}
+		sessions = sessions[1:]
 	}
 	return nil
+}
+
+func (tx *Tx) deleteMemberSessions(memberID string) error {
+	_, err := tx.deleteMemberSessionsExcept(memberID, "")
+	return err
+}
+
+// deleteMemberSessionsExcept deletes memberID's sessions but the one with
+// digest keep, and returns how many live ones it deleted.
+func (tx *Tx) deleteMemberSessionsExcept(memberID, keep string) (int, error) {
+	digests, err := tx.suffixes(memberSessionsPrefix(memberID))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, d := range digests {
+		if d == keep {
+			continue
+		}
+		if ok, err := tx.has(sessionKey(d)); err != nil {
+			return n, err
+		} else if ok {
+			n++
+		}
+		if err := tx.delete(sessionKey(d)); err != nil {
+			return n, err
+		}
+		if err := tx.delete(memberSessionKey(memberID, d)); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }

@@ -39,6 +39,12 @@ const (
 	DefaultSignUpWindow              = time.Hour
 	DefaultMaxFormBytes        int64 = 16 << 10
 	DefaultSiteName                  = "Hearth"
+	// AccountChangesPerMember bounds the account page's forms a member can
+	// post within AccountChangesWindow (display name, sessions, password,
+	// two-factor, deletion), on top of the failure limits of the forms that
+	// check a password or code.
+	AccountChangesPerMember = 30
+	AccountChangesWindow    = 5 * time.Minute
 )
 
 // Options configure the member pages. Zero values take the defaults above.
@@ -131,6 +137,7 @@ type Pages struct {
 	byUsername *ratelimit.Limiter
 	byIP       *ratelimit.Limiter
 	signUps    *ratelimit.Limiter
+	changes    *ratelimit.Limiter
 	cop        *http.CrossOriginProtection
 
 	mu       sync.RWMutex
@@ -146,6 +153,7 @@ func New(store *storage.Store, opts Options) *Pages {
 		byUsername: opts.RateLimits.Limiter("account.failures.username", opts.FailuresPerUsername, opts.FailureWindow),
 		byIP:       opts.RateLimits.Limiter("account.failures.ip", opts.FailuresPerIP, opts.FailureWindow),
 		signUps:    opts.RateLimits.Limiter("account.signups", opts.SignUpsPerIP, opts.SignUpWindow),
+		changes:    opts.RateLimits.Limiter("account.changes", AccountChangesPerMember, AccountChangesWindow),
 		cop:        http.NewCrossOriginProtection(),
 	}
 	for _, o := range opts.TrustedOrigins {
@@ -196,7 +204,10 @@ func (p *Pages) settingsPageFor(path string) (SettingsPage, bool) {
 // Handles reports whether r is for one of the member pages.
 func (p *Pages) Handles(r *http.Request) bool {
 	switch r.URL.Path {
-	case SignInPath, SignOutPath, SignUpPath, SettingsPath, SettingsPath + "/":
+	case SignInPath, SignOutPath, SignUpPath, SettingsPath, SettingsPath + "/", TwoFactorPath:
+		return true
+	}
+	if r.URL.Path == AccountPath || strings.HasPrefix(r.URL.Path, AccountPath+"/") || IsResetPath(r.URL.Path) {
 		return true
 	}
 	_, ok := p.settingsPageFor(r.URL.Path)
@@ -210,6 +221,8 @@ func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.Protect(http.HandlerFunc(p.serveSignIn)).ServeHTTP(w, r)
 	case SignOutPath:
 		p.Protect(http.HandlerFunc(p.serveSignOut)).ServeHTTP(w, r)
+	case TwoFactorPath:
+		p.Protect(http.HandlerFunc(p.serveTwoFactor)).ServeHTTP(w, r)
 	case SignUpPath:
 		if !p.opts.OpenRegistration {
 			p.renderError(w, r, http.StatusNotFound, "Not found", "Sign-up is closed on this site. Ask its administrator for an account.")
@@ -219,6 +232,14 @@ func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case SettingsPath, SettingsPath + "/":
 		p.serveSettings(w, r)
 	default:
+		if IsResetPath(r.URL.Path) {
+			p.Protect(http.HandlerFunc(p.serveReset)).ServeHTTP(w, r)
+			return
+		}
+		if r.URL.Path == AccountPath || strings.HasPrefix(r.URL.Path, AccountPath+"/") {
+			p.serveAccountPages(w, r)
+			return
+		}
 		sp, ok := p.settingsPageFor(r.URL.Path)
 		if !ok {
 			p.renderError(w, r, http.StatusNotFound, "Not found", "There is no page here.")

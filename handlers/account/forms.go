@@ -108,9 +108,12 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	_, err := p.SignIn(w, r, d.Username, password)
+	m, err := p.SignIn(w, r, d.Username, password)
 	var limited *SignInLimitedError
 	switch {
+	case errors.Is(err, ErrSecondFactorRequired):
+		p.startSecondFactor(w, r, m, d.ReturnTo)
+		return
 	case errors.As(err, &limited):
 		p.renderTooMany(w, r, limited.Wait, "Too many failed sign-ins. Wait a few minutes before trying again.")
 		return
@@ -139,16 +142,72 @@ func (e *SignInLimitedError) Error() string { return "too many failed sign-ins" 
 // SignIn checks username and password under the sign-in rate limits (per
 // client address and per username) and, when they are right, starts the
 // member's session on w. Its errors: *SignInLimitedError,
-// storage.ErrBadCredentials, storage.ErrSuspended, or an internal error
-// (logged). The sign-in page and other sign-in forms (the GraphQL signIn)
-// share it.
+// storage.ErrBadCredentials, storage.ErrSuspended, ErrSecondFactorRequired
+// (the password was right, with the member, but no session was started:
+// the member signs in with a code too), or an internal error (logged).
+// The sign-in page and other sign-in forms (the GraphQL signIn) share it.
 func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, username, password string) (*storage.Member, error) {
+	m, err := p.checkPassword(r, username, password)
+	var limited *SignInLimitedError
+	switch {
+	case errors.As(err, &limited):
+		metrics.SignIn(metrics.SignInRateLimited)
+		p.opts.Logger.Info("sign-in rate limited", zap.String("username", username), zap.String("client_ip", p.opts.ClientIP(r)))
+		return nil, err
+	case errors.Is(err, storage.ErrBadCredentials):
+		metrics.SignIn(metrics.SignInFailure)
+		p.opts.Logger.Info("sign-in failed", zap.String("username", username), zap.String("client_ip", p.opts.ClientIP(r)))
+		return nil, err
+	case errors.Is(err, storage.ErrSuspended):
+		metrics.SignIn(metrics.SignInSuspended)
+		p.opts.Logger.Info("sign-in refused: suspended", zap.String("username", username))
+		return nil, err
+	case err != nil:
+		p.opts.Logger.Error("sign-in", zap.Error(err))
+		return nil, err
+	}
+	if m.TwoFactor {
+		// No session before the second factor.
+		p.opts.Logger.Info("sign-in password accepted; code needed", zap.String("username", m.Username))
+		return m, ErrSecondFactorRequired
+	}
+	p.resetFailures(username)
+	if err := p.startSession(w, r, m); err != nil {
+		p.opts.Logger.Error("start session", zap.Error(err))
+		return nil, err
+	}
+	metrics.SignIn(metrics.SignInSuccess)
+	p.opts.Logger.Info("signed in", zap.String("username", m.Username))
+	return m, nil
+}
+
+// checkPassword checks username's password under the sign-in failure limits
+// (per client address and per username): the sign-in form and every form
+// that asks for the current password again share them. Its errors:
+// *SignInLimitedError, storage.ErrBadCredentials, storage.ErrSuspended, or
+// the store's.
+func (p *Pages) checkPassword(r *http.Request, username, password string) (*storage.Member, error) {
 	if storage.ValidateUsername(username) != nil || password == "" || utf8.RuneCountInString(password) > storage.MaxPasswordLen {
 		return nil, storage.ErrBadCredentials
 	}
-	// The attempt is counted as a failure before the password is checked
-	// (concurrent attempts must not all pass the check) and given back
-	// when it was not one.
+	var m *storage.Member
+	err := p.underFailureLimits(r, username, func() error {
+		var err error
+		m, err = p.store.Authenticate(username, password)
+		return err
+	}, func(err error) bool { return errors.Is(err, storage.ErrBadCredentials) })
+	return m, err
+}
+
+// underFailureLimits runs check under the sign-in failure limits of
+// username and the client address: beyond them it answers
+// *SignInLimitedError without running check; an error isFailure reports
+// counts as a failure. Success does not reset username's count: only a
+// complete sign-in does (resetFailures), so a known password does not buy
+// an unlimited number of tries at the second factor.
+func (p *Pages) underFailureLimits(r *http.Request, username string, check func() error, isFailure func(error) bool) error {
+	// The attempt is counted as a failure before the check (concurrent
+	// attempts must not all pass it) and given back when it was not one.
 	ip := "ip:" + p.opts.ClientIP(r)
 	user := "user:" + strings.ToLower(username)
 	byIP, byUser := p.byIP.Allow(ip), p.byUsername.Allow(user)
@@ -162,37 +221,19 @@ func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, username, passwor
 	}
 	if wait, limited := limitedFor(byIP, byUser); limited {
 		notAFailure()
-		metrics.SignIn(metrics.SignInRateLimited)
 		metrics.RateLimited(metrics.LimitSignIn)
-		p.opts.Logger.Info("sign-in rate limited", zap.String("username", username), zap.String("client_ip", ip[3:]))
-		return nil, &SignInLimitedError{Wait: wait}
+		return &SignInLimitedError{Wait: wait}
 	}
-
-	m, err := p.store.Authenticate(username, password)
-	if !errors.Is(err, storage.ErrBadCredentials) {
+	err := check()
+	if err == nil || !isFailure(err) {
 		notAFailure()
 	}
-	switch {
-	case errors.Is(err, storage.ErrBadCredentials):
-		metrics.SignIn(metrics.SignInFailure)
-		p.opts.Logger.Info("sign-in failed", zap.String("username", username), zap.String("client_ip", ip[3:]))
-		return nil, err
-	case errors.Is(err, storage.ErrSuspended):
-		metrics.SignIn(metrics.SignInSuspended)
-		p.opts.Logger.Info("sign-in refused: suspended", zap.String("username", username))
-		return nil, err
-	case err != nil:
-		p.opts.Logger.Error("sign-in", zap.Error(err))
-		return nil, err
-	}
-	p.byUsername.Reset(user)
-	if err := p.startSession(w, r, m); err != nil {
-		p.opts.Logger.Error("start session", zap.Error(err))
-		return nil, err
-	}
-	metrics.SignIn(metrics.SignInSuccess)
-	p.opts.Logger.Info("signed in", zap.String("username", m.Username))
-	return m, nil
+	return err
+}
+
+// resetFailures forgets username's failed attempts after a complete sign-in.
+func (p *Pages) resetFailures(username string) {
+	p.byUsername.Reset("user:" + strings.ToLower(username))
 }
 
 func (p *Pages) renderSignIn(w http.ResponseWriter, r *http.Request, status int, d signInData) {

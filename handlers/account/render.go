@@ -18,12 +18,15 @@ import (
 var files embed.FS
 
 var (
-	layoutTmpl   = parse("layout.html")
-	signInTmpl   = parse("sign_in.html")
-	signUpTmpl   = parse("sign_up.html")
-	signOutTmpl  = parse("sign_out.html")
-	settingsTmpl = parse("settings.html")
-	messageTmpl  = parse("message.html")
+	layoutTmpl    = parse("layout.html")
+	signInTmpl    = parse("sign_in.html")
+	signUpTmpl    = parse("sign_up.html")
+	signOutTmpl   = parse("sign_out.html")
+	settingsTmpl  = parse("settings.html")
+	messageTmpl   = parse("message.html")
+	accountTmpl   = parse("account.html")
+	twoFactorTmpl = parse("two_factor.html")
+	resetTmpl     = parse("reset.html")
 
 	// The stylesheet is inlined in every page and allowed by its hash, so
 	// the policy needs neither 'unsafe-inline' nor a stylesheet route.
@@ -79,20 +82,27 @@ func (p *Pages) setHeaders(w http.ResponseWriter) {
 	}
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "same-origin")
+	if h.Get("Referrer-Policy") == "" {
+		h.Set("Referrer-Policy", "same-origin")
+	}
 	// Member pages are personal and carry forms: never cache them.
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Type", "text/html; charset=utf-8")
 }
 
 type layoutData struct {
-	SiteName         string
-	Title            string
-	CSS              template.CSS
-	Member           *storage.Member
-	SettingsPages    []SettingsPage
-	CurrentPath      string
+	SiteName      string
+	Title         string
+	CSS           template.CSS
+	Member        *storage.Member
+	SettingsPages []SettingsPage
+	CurrentPath   string
+	// OnSettings and OnAccount mark the current page in the menu (computed
+	// here: a template's eq costs a reflective call per page view).
+	OnSettings       bool
+	OnAccount        bool
 	OpenRegistration bool
+	ReferrerPolicy   string
 	Body             template.HTML
 }
 
@@ -115,8 +125,14 @@ func (p *Pages) Render(w http.ResponseWriter, r *http.Request, status int, title
 		CSS:              template.CSS(styleSheet),
 		Member:           p.CurrentMember(r),
 		CurrentPath:      r.URL.Path,
+		OnSettings:       r.URL.Path == SettingsPath,
+		OnAccount:        r.URL.Path == AccountPath,
 		OpenRegistration: p.opts.OpenRegistration,
+		ReferrerPolicy:   "same-origin",
 		Body:             template.HTML(body.String()),
+	}
+	if rp := w.Header().Get("Referrer-Policy"); rp == "no-referrer" {
+		ld.ReferrerPolicy = rp
 	}
 	if ld.Member != nil {
 		ld.SettingsPages = p.SettingsPages()

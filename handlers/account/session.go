@@ -6,6 +6,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -35,15 +39,33 @@ func (p *Pages) sessionMember(r *http.Request) (*storage.Member, error) {
 	if err != nil || c.Value == "" {
 		return nil, nil
 	}
-	m, err := p.store.SessionMember(c.Value)
+	m, sess, err := p.store.SessionAndMember(c.Value)
 	if _, _, busy := storage.Unavailable(err); busy {
 		return nil, err
 	}
 	if err != nil || m == nil || m.Suspended {
 		return nil, nil
 	}
+	// Last seen is kept to the nearest few minutes: a page view does not
+	// write, one every SessionTouchInterval does (asynchronously).
+	if time.Since(sess.LastSeen()) >= time.Duration(sessionTouchInterval.Load()) {
+		if err := p.store.TouchSession(c.Value, p.opts.ClientIP(r)); err != nil {
+			p.opts.Logger.Warn("record session last seen", zap.Error(err))
+		}
+	}
 	return m, nil
 }
+
+// SessionTouchInterval is how stale a session's last-seen time may get
+// before a request records it again.
+const SessionTouchInterval = 5 * time.Minute
+
+// sessionTouchInterval is SessionTouchInterval, which tests shorten.
+var sessionTouchInterval = func() *atomic.Int64 {
+	var v atomic.Int64
+	v.Store(int64(SessionTouchInterval))
+	return &v
+}()
 
 // RequireMember returns the signed-in member. When r has none, it answers
 // with a 303 redirect to the sign-in page, which comes back to r's path and
@@ -95,7 +117,10 @@ func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, m *storage.
 	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
 		_ = p.store.DeleteSession(c.Value)
 	}
-	id, err := p.store.CreateSession(m.ID, p.opts.SessionLifetime)
+	id, err := p.store.CreateSessionWith(m.ID, p.opts.SessionLifetime, storage.SessionInfo{
+		Device:  DeviceSummary(r.UserAgent()),
+		Address: p.opts.ClientIP(r),
+	})
 	if err != nil {
 		return err
 	}

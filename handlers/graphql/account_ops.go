@@ -87,6 +87,11 @@ func (r *mutationResolver) SignIn(ctx context.Context, in generated.SignInInput)
 		return nil, &userError{codeBadRequest, "Invalid email address or password"}
 	case errors.Is(err, storage.ErrSuspended):
 		return nil, &userError{codeForbidden, "this account is suspended, so it can't sign in; contact the site's administrator"}
+	case errors.Is(err, account.ErrSecondFactorRequired):
+		// Inboxt's SignInInput has no field for a code (emailAddress and
+		// password only, inboxt-schema.graphql @ 45f4314), so a member with
+		// two-factor sign-in signs in on the site's page; no session starts.
+		return nil, &userError{codeForbidden, "this account uses two-factor sign-in: sign in on the site's sign-in page (" + account.SignInPath + ")"}
 	case err != nil:
 		return nil, err
 	}

@@ -1,9 +1,11 @@
 package graphql_test
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -223,6 +225,32 @@ func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
 	if r := e.post(other, labelsQuery, nil); r.Status != 200 {
 		t.Fatalf("other token: status %d", r.Status)
 	}
+}
+
+// TestBadTokensCountPerClientAddress: a token that is unknown names no
+// member, so guesses count against the client address's tokenless budget
+// (an IPv6 client per /64): past it they get TOO_MANY_REQUESTS, and a real
+// token from that address still works.
+func TestBadTokensCountPerClientAddress(t *testing.T) {
+	var addr atomic.Value
+	addr.Store("2001:db8:1:2::1")
+	e := newEnv(t, graphql.Options{TokenRateLimit: 3, ClientIP: func(*http.Request) string { return addr.Load().(string) }})
+	guess := storage.APITokenPrefix + strings.Repeat("A", 70)
+	for i := 0; i < 3; i++ {
+		addr.Store(fmt.Sprintf("2001:db8:1:2::%x", i+1)) // rotating addresses within one /64
+		e.wantError(guess, labelsQuery, nil, http.StatusOK, "UNAUTHORIZED")
+	}
+	r := e.wantError("hat_"+strings.Repeat("B", 43), labelsQuery, nil, http.StatusOK, "TOO_MANY_REQUESTS")
+	if secs, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || secs < 1 {
+		t.Fatalf("Retry-After %q", r.Header.Get("Retry-After"))
+	}
+	// The member's own token has its own budget.
+	if r := e.post(e.token, labelsQuery, nil); r.Status != 200 || len(r.Errors) != 0 {
+		t.Fatalf("real token after guesses: %d %+v", r.Status, r.Errors)
+	}
+	// Another /64 is not affected.
+	addr.Store("2001:db8:1:3::1")
+	e.wantError(guess, labelsQuery, nil, http.StatusOK, "UNAUTHORIZED")
 }
 
 func TestBadRequestsGetGraphQLErrorsNever500(t *testing.T) {

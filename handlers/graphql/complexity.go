@@ -18,8 +18,9 @@ import (
 // 1 plus its selection, and a list field 1 plus its selection times the
 // number of elements counted for it:
 //
-//   - entries: its page size; labels, savedQueries and apiTokens: their
-//     storage limits.
+//   - entries: its page size; labels, savedQueries, apiTokens and
+//     importJobs: their storage limits; an import's failures: the
+//     importFailuresShown it lists.
 //   - the item lists that updateSavedItemsStatus and updateSavedItemsReadStatus
 //     return: half the ids given (rounded up). The
 //     items are the ones the client named, at most storage.MaxBatchIDs, and
@@ -80,6 +81,8 @@ func setComplexity(c *generated.ComplexityRoot) {
 	c.Query.Labels = func(child int) int { return listCost(storage.MaxLabels, child) }
 	c.Query.SavedQueries = func(child int) int { return listCost(storage.MaxSavedQueries, child) }
 	c.Query.APITokens = func(child int) int { return listCost(storage.MaxAPITokensPerMember, child) }
+	c.Query.ImportJobs = func(child int) int { return listCost(storage.MaxImportJobs, child) }
+	c.ImportJob.Failures = func(child int) int { return listCost(importFailuresShown, child) }
 	c.SavedItem.Highlights = func(child int) int { return listCost(itemHighlights, child) }
 	c.Mutation.UpdateSavedItemsStatus = func(child int, in generated.UpdateSavedItemsStatusInput) int {
 		return listCost(mutationItems(len(in.Ids)), child)

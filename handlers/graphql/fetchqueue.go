@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -32,6 +33,10 @@ func processingDescription(domain string) string {
 const (
 	fetchWorkers = 2  // pages fetched at once
 	fetchBatch   = 64 // pending entries read from the store at a time
+	// importHostInterval spaces the fetches of imported items from one
+	// host, one at a time: an import of thousands of links to one site
+	// must not hammer it (nor take both workers from other members).
+	importHostInterval = time.Second
 )
 
 // fetchQueue feeds the store's pending fetches to a few workers.
@@ -44,10 +49,56 @@ type fetchQueue struct {
 
 	mu       sync.Mutex
 	inFlight map[[2]string]bool // queued or being fetched
+	hosts    map[string]*hostTurn
+}
+
+// hostTurn is when a host may next be fetched for an import.
+type hostTurn struct {
+	busy bool
+	next time.Time
+}
+
+// importHost is the host an imported item's fetch is polite to.
+func importHost(u string) string { return storage.SourceDomain(u) }
+
+// hostReady reports whether an imported item of host may be fetched now;
+// take reserves the host until release.
+func (q *fetchQueue) hostReady(host string, take bool) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	h := q.hosts[host]
+	if h != nil && (h.busy || time.Now().Before(h.next)) {
+		return false
+	}
+	if take {
+		if h == nil {
+			h = &hostTurn{}
+			q.hosts[host] = h
+		}
+		h.busy = true
+	}
+	return true
+}
+
+func (q *fetchQueue) releaseHost(host string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if h := q.hosts[host]; h != nil {
+		h.busy, h.next = false, time.Now().Add(importHostInterval)
+	}
+	// Forget hosts whose turn has come, so the map stays small.
+	if len(q.hosts) > 1000 {
+		now := time.Now()
+		for k, h := range q.hosts {
+			if !h.busy && now.After(h.next) {
+				delete(q.hosts, k)
+			}
+		}
+	}
 }
 
 func (s *Server) startFetches() {
-	q := &fetchQueue{kick: make(chan struct{}, 1), jobs: make(chan storage.PendingFetch), inFlight: map[[2]string]bool{}}
+	q := &fetchQueue{kick: make(chan struct{}, 1), jobs: make(chan storage.PendingFetch), inFlight: map[[2]string]bool{}, hosts: map[string]*hostTurn{}}
 	q.ctx, q.cancel = context.WithCancel(context.Background())
 	s.fetches = q
 	q.wg.Add(1 + fetchWorkers)
@@ -78,6 +129,7 @@ func (s *Server) Close() error {
 			s.fetches.cancel()
 			s.fetches.wg.Wait()
 		}
+		s.imports.Close()
 	})
 	return nil
 }
@@ -96,12 +148,26 @@ func (s *Server) feedFetches() {
 			// Only those queued under this server's fetch policy: a
 			// site that may not fetch private addresses never fetches
 			// what another site queued, nor the other way round.
-			pending, err := s.store.PendingFetches(fetchBatch+fetchWorkers, s.opts.Fetcher.Options().AllowPrivate, false)
+			private := s.opts.Fetcher.Options().AllowPrivate
+			waiting := false // an imported item waits for its host's turn
+			pending, err := s.store.PendingFetchesWhere(fetchBatch+fetchWorkers, func(p storage.PendingFetch) bool {
+				if p.Private != private {
+					return false
+				}
+				if p.Import && !q.hostReady(importHost(p.URL), false) {
+					waiting = true
+					return false
+				}
+				return true
+			})
 			if err != nil {
 				if q.ctx.Err() == nil {
 					s.log.Error("read pending article fetches", zap.Error(err))
 				}
 				break
+			}
+			if waiting {
+				time.AfterFunc(importHostInterval, s.kickFetches)
 			}
 			sent := 0
 			for _, p := range pending {
@@ -111,6 +177,16 @@ func (s *Server) feedFetches() {
 				q.inFlight[k] = true
 				q.mu.Unlock()
 				if busy {
+					continue
+				}
+				if p.Import && !q.hostReady(importHost(p.URL), true) {
+					q.mu.Lock()
+					delete(q.inFlight, k)
+					q.mu.Unlock()
+					if !waiting {
+						waiting = true
+						time.AfterFunc(importHostInterval, s.kickFetches)
+					}
 					continue
 				}
 				select {
@@ -133,6 +209,9 @@ func (s *Server) fetchWorker() {
 	defer q.wg.Done()
 	for p := range q.jobs {
 		s.fetchPending(q.ctx, p)
+		if p.Import {
+			q.releaseHost(importHost(p.URL))
+		}
 		q.mu.Lock()
 		delete(q.inFlight, [2]string{p.MemberID, p.ItemID})
 		q.mu.Unlock()

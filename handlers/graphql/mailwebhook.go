@@ -98,6 +98,10 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 		}
 		m, err := s.mailMember(rcpt)
 		if err != nil {
+			if status, code, ok := refusal(w, err); ok {
+				writeError(w, status, code, err.Error()) // retried by the provider; nothing was saved
+				return
+			}
 			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) {
 				s.log.Error("look up newsletter address", zap.Error(err))
 				writeError(w, http.StatusInternalServerError, codeInternal, "internal error; it was logged")
@@ -123,6 +127,10 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 			}
 			// Those saved before are kept; the provider's retry finds
 			// them by their Message-ID.
+			if status, code, ok := refusal(w, err); ok {
+				writeError(w, status, code, err.Error())
+				return
+			}
 			s.log.Error("save newsletter from the mail webhook", zap.Error(err))
 			writeError(w, http.StatusInternalServerError, codeInternal, "internal error; it was logged")
 			return

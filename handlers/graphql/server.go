@@ -24,6 +24,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
@@ -117,6 +118,13 @@ type Options struct {
 	// an e-mail address (User.emailAddress, signIn's emailAddress), Hearth
 	// uses username@AccountDomain. Empty: the host of each request.
 	AccountDomain string
+	// ImportLimits bound the files POST /api/import takes (see
+	// importer.Limits); ImportDir is where uploads are staged (default:
+	// the store's directory followed by "-imports"). NoImportFetch keeps
+	// imported items without content from being fetched.
+	ImportLimits  importer.Limits
+	ImportDir     string
+	NoImportFetch bool
 	// Pages are the member pages: with them, a request without a token
 	// acts for the member signed in with the session cookie (as Inboxt's
 	// web app does), with the pages' cross-origin protection; only
@@ -188,6 +196,8 @@ type Server struct {
 	docs    *documentChecker   // limits.go
 
 	fetches      *fetchQueue // addArticleFromUrl's background fetches; set by Start
+	imports      *importer.Runner
+	uploading    sync.Map // member id -> an upload to /api/import is being received
 	startOnce    sync.Once
 	closeOnce    sync.Once
 	indexInbound sync.Once // IndexInboundIDs, on the webhook's first miss
@@ -219,6 +229,7 @@ func Prepare(store *storage.Store, opts Options) *Server {
 		s.inbound = opts.RateLimits.Limiter("graphql.inbound", opts.InboundRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
 	}
 	s.gql = s.newGraphQLServer()
+	s.imports = newImportRunner(store, opts, s.kickFetches)
 	return s
 }
 
@@ -226,7 +237,10 @@ func Prepare(store *storage.Store, opts Options) *Server {
 // must be open), including those an earlier process left unfinished. Calling
 // it again does nothing.
 func (s *Server) Start() {
-	s.startOnce.Do(s.startFetches)
+	s.startOnce.Do(func() {
+		s.startFetches()
+		s.imports.Run()
+	})
 }
 
 func (s *Server) newGraphQLServer() *handler.Server {
@@ -253,7 +267,7 @@ func (s *Server) newGraphQLServer() *handler.Server {
 // Handles reports whether r is for this server: the GraphQL endpoint or the
 // newsletter inbound URL.
 func (s *Server) Handles(r *http.Request) bool {
-	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath) || r.URL.Path == MailWebhookPath
+	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath) || r.URL.Path == MailWebhookPath || r.URL.Path == ImportPath
 }
 
 // ServeHTTP serves the GraphQL endpoint and the newsletter inbound URL;
@@ -266,6 +280,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveInbound(w, r)
 	case r.URL.Path == MailWebhookPath:
 		s.serveMailWebhook(w, r)
+	case r.URL.Path == ImportPath:
+		s.serveImport(w, r)
 	default:
 		http.NotFound(w, r)
 	}
@@ -287,7 +303,13 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		writeError(w, http.StatusOK, codeUnauthorized, err.Error())
+		// A bad token names no member (a token is looked up by the digest
+		// of all of it), so it counts against the client address's
+		// tokenless budget: guessing costs a store read each, and past the
+		// limit the guesser gets TOO_MANY_REQUESTS instead.
+		if s.allow(w, r, nil) {
+			writeError(w, http.StatusOK, codeUnauthorized, err.Error())
+		}
 		return
 	}
 	if c == nil && s.opts.Pages != nil {
@@ -357,7 +379,7 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 func (s *Server) allow(w http.ResponseWriter, r *http.Request, c *caller) bool {
 	var results []ratelimit.Result
 	if s.tokens != nil {
-		key := "ip:" + s.opts.ClientIP(r)
+		key := "ip:" + ratelimit.Key(s.opts.ClientIP(r)) // an IPv6 client per /64
 		if c != nil {
 			key = c.tokenKey
 		}

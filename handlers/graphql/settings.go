@@ -98,14 +98,14 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 			}
 			t, secret, err := s.store.CreateAPIToken(m.ID, v.Name, lifetime)
 			if err != nil {
-				status, v.Error = s.pageError(err, "create API token")
+				status, v.Error = s.pageError(w, err, "create API token")
 				break
 			}
 			s.log.Info("API token created", zap.String("member", m.Username), zap.String("token_id", t.ID))
 			v.NewToken, v.NewSecret, v.Name = t, secret, ""
 		case "delete":
 			if err := s.store.DeleteAPIToken(m.ID, r.PostFormValue("id")); err != nil {
-				status, v.Error = s.pageError(err, "delete API token")
+				status, v.Error = s.pageError(w, err, "delete API token")
 				break
 			}
 			s.log.Info("API token deleted", zap.String("member", m.Username))
@@ -113,7 +113,7 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 		case "rotate_inbound":
 			secret, err := s.store.RotateInboundSecret(m.ID, siteURL(r))
 			if err != nil {
-				status, v.Error = s.pageError(err, "create inbound address")
+				status, v.Error = s.pageError(w, err, "create inbound address")
 				break
 			}
 			v.NewInboundURL = siteURL(r) + InboundPath + secret
@@ -130,8 +130,7 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 	}
 	tokens, err := s.store.APITokens(m.ID)
 	if err != nil {
-		s.log.Error("list API tokens", zap.Error(err))
-		status, v.Error = http.StatusInternalServerError, "Your tokens could not be listed; try again."
+		status, v.Error = s.pageError(w, err, "list API tokens")
 	}
 	now := s.opts.Now()
 	for _, t := range tokens {
@@ -144,8 +143,16 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 }
 
 // pageError turns a store error into a status and a message for the page.
-func (s *Server) pageError(err error, what string) (int, string) {
+// A store that refused for now (a restore, a reload, a full disk) gives
+// its 503 or 507 and Retry-After.
+func (s *Server) pageError(w http.ResponseWriter, err error, what string) (int, string) {
 	var ie *storage.InvalidError
+	if status, _, ok := refusal(w, err); ok {
+		if status == http.StatusInsufficientStorage {
+			return status, "The site's disk is full, so nothing can be saved now. Try again later."
+		}
+		return status, "The site is busy (a restore or a reload). Try again in a moment."
+	}
 	switch {
 	case errors.As(err, &ie):
 		return http.StatusBadRequest, ie.Msg

@@ -22,6 +22,7 @@ func site(t *testing.T, e *env) (*httptest.Server, *http.Client) {
 	pages := account.New(e.store, account.Options{})
 	pages.AddSettingsPage(e.api.APITokensPage(pages))
 	pages.AddSettingsPage(e.api.ExportPage(pages))
+	pages.AddSettingsPage(e.api.ImportPage(pages))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if e.api.Handles(r) {
 			e.api.ServeHTTP(w, r)

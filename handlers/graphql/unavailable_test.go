@@ -1,6 +1,7 @@
 package graphql_test
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -88,5 +89,25 @@ func TestInboundOnRefusingStoreIs503WithRetryAfter(t *testing.T) {
 	}
 	if resp.Header.Get("Retry-After") == "" {
 		t.Fatal("503 without Retry-After")
+	}
+}
+
+// The mail webhook on a store that refuses for now (closed by a reload
+// while the request ran) answers 503 with Retry-After, which providers
+// retry, never a 500.
+func TestMailWebhookOnClosedStoreIs503(t *testing.T) {
+	e, rcpt := webhookEnv(t, nil)
+	e.store.Close()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+graphql.MailWebhookPath, strings.NewReader(webhookPayloads(rcpt)["postmark"]))
+	req.Header.Set("Content-Type", "application/json")
+	withHeader(req)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "SERVICE_UNAVAILABLE") {
+		t.Fatalf("mail webhook on a closed store: HTTP %d, Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
 	}
 }

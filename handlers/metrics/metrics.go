@@ -46,8 +46,10 @@ var (
 const (
 	LimitOAuthRegistration = "oauth_registration"
 	LimitOAuthToken        = "oauth_token"
+	LimitOAuthFailedCode   = "oauth_failed_code"
 	LimitSignIn            = "signin"
 	LimitSignUp            = "signup"
+	LimitAccountChanges    = "account_changes"
 	LimitGraphQL           = "graphql"
 	LimitNewsletter        = "newsletter"
 	LimitAgentRegistration = "agent_registration"

@@ -311,8 +311,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	code, err := s.store.CreateOAuthCode(req.app.ClientID, m.ID, req.RedirectURI, req.scopes, req.CodeChallenge)
 	if err != nil {
-		s.log.Error("create authorization code", zap.Error(err))
-		s.errorPage(w, r, http.StatusInternalServerError, "The authorization could not be saved. Try again later.")
+		s.storeFailurePage(w, r, err, "create authorization code", "The authorization could not be saved. Try again later.")
 		return
 	}
 	s.log.Debug("authorization granted", zap.String("app_id", req.app.ID), zap.String("member_id", m.ID), zap.Strings("scopes", req.scopes))

@@ -40,6 +40,8 @@ const (
 	DefaultRegistrationWindow = 10 * time.Minute
 	DefaultTokenLimit         = 300
 	DefaultTokenWindow        = 5 * time.Minute
+	DefaultFailedCodeLimit    = 10
+	DefaultFailedCodeWindow   = 10 * time.Minute
 	DefaultInstanceTitle      = "Hearth"
 	DefaultMaxBodyBytes       = 64 << 10
 )
@@ -76,10 +78,18 @@ type Options struct {
 	// RegistrationWindow (Mastodon: 5 per 10 minutes).
 	RegistrationLimit  int
 	RegistrationWindow time.Duration
-	// TokenLimit requests to /oauth/token and /oauth/revoke per client IP in
-	// TokenWindow. Negative: no limit.
+	// TokenLimit requests to /oauth/token and /oauth/revoke, and requests
+	// with an unknown bearer token, per client IP in TokenWindow. Negative:
+	// no limit.
 	TokenLimit  int
 	TokenWindow time.Duration
+	// FailedCodeLimit failed exchanges of a member's authorization codes
+	// (wrong client, redirect_uri or PKCE verifier, or a code used before)
+	// in FailedCodeWindow; beyond it the member's codes are refused with 429
+	// until the window has moved on. Sign-in is not affected. Negative: no
+	// limit.
+	FailedCodeLimit  int
+	FailedCodeWindow time.Duration
 	// InstanceTitle, InstanceDescription and ContactEmail fill the instance
 	// endpoints.
 	InstanceTitle       string
@@ -118,6 +128,12 @@ func (o Options) withDefaults() Options {
 	if o.TokenWindow <= 0 {
 		o.TokenWindow = DefaultTokenWindow
 	}
+	if o.FailedCodeLimit == 0 {
+		o.FailedCodeLimit = DefaultFailedCodeLimit
+	}
+	if o.FailedCodeWindow <= 0 {
+		o.FailedCodeWindow = DefaultFailedCodeWindow
+	}
 	if o.InstanceTitle == "" {
 		o.InstanceTitle = DefaultInstanceTitle
 	}
@@ -142,6 +158,7 @@ type Server struct {
 	opts          Options
 	registrations *ratelimit.Limiter
 	tokens        *ratelimit.Limiter
+	failedCodes   *ratelimit.Limiter // keyed by member ID
 	log           *zap.Logger
 }
 
@@ -156,6 +173,9 @@ func New(store *storage.Store, opts Options) *Server {
 	}
 	if opts.TokenLimit > 0 {
 		s.tokens = opts.RateLimits.Limiter("oauth.token", opts.TokenLimit, opts.TokenWindow)
+	}
+	if opts.FailedCodeLimit > 0 {
+		s.failedCodes = opts.RateLimits.Limiter("oauth.failed_codes.member", opts.FailedCodeLimit, opts.FailedCodeWindow)
 	}
 	return s
 }
@@ -347,6 +367,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // tooMany answers 429 for a refused rate-limit result, as Mastodon's
 // rack-attack does, plus Retry-After.
 func tooMany(w http.ResponseWriter, res ratelimit.Result) {
+	rateLimitHeaders(w, res)
+	writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": "Too many requests"})
+}
+
+// rateLimitHeaders sets Retry-After and Mastodon's X-RateLimit-* headers
+// for a refused rate-limit result.
+func rateLimitHeaders(w http.ResponseWriter, res ratelimit.Result) {
 	h := w.Header()
 	// X-RateLimit-Reset is when a request will be allowed again, the same
 	// instant as Retry-After (rounded up to whole seconds), not the end of
@@ -360,5 +387,4 @@ func tooMany(w http.ResponseWriter, res ratelimit.Result) {
 	h.Set("X-RateLimit-Remaining", "0")
 	h.Set("X-RateLimit-Reset", reset.Format("2006-01-02T15:04:05.000000Z"))
 	h.Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": "Too many requests"})
 }

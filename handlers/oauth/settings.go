@@ -43,6 +43,10 @@ func (s *Server) serveAuthorizedApps(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if err := s.store.RevokeOAuthAppForMember(m.ID, clientID); err != nil {
+			if _, _, ok := storage.Unavailable(err); ok {
+				s.storeFailurePage(w, r, err, "revoke application", "")
+				return
+			}
 			s.log.Error("revoke application", zap.Error(err))
 			s.renderAuthorizedApps(w, r, m, http.StatusInternalServerError, "The application could not be revoked; try again.")
 			return
@@ -60,8 +64,7 @@ func (s *Server) serveAuthorizedApps(w http.ResponseWriter, r *http.Request) {
 func (s *Server) renderAuthorizedApps(w http.ResponseWriter, r *http.Request, m *storage.Member, status int, notice string) {
 	apps, err := s.store.AuthorizedOAuthApps(m.ID)
 	if err != nil {
-		s.log.Error("list authorized applications", zap.Error(err))
-		s.errorPage(w, r, http.StatusInternalServerError, "Your applications could not be listed; try again.")
+		s.storeFailurePage(w, r, err, "list authorized applications", "Your applications could not be listed; try again.")
 		return
 	}
 	type row struct {

@@ -32,6 +32,9 @@ type oauthErr struct {
 	// store refused for now (storage.Unavailable: 503 or 507).
 	status     int
 	retryAfter time.Duration
+	// limited, when set, is a refused rate-limit result: 429 with
+	// Retry-After and the X-RateLimit-* headers.
+	limited *ratelimit.Result
 }
 
 // serverError is server_error for err: with storage.Unavailable's status
@@ -90,6 +93,10 @@ func writeOAuthError(w http.ResponseWriter, e *oauthErr) {
 	}
 	if e == errTooLarge {
 		status = http.StatusRequestEntityTooLarge
+	}
+	if e.limited != nil {
+		status = http.StatusTooManyRequests
+		rateLimitHeaders(w, *e.limited)
 	}
 	noStore(w)
 	writeJSON(w, status, e)
@@ -291,6 +298,12 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// exchangeCode exchanges an authorization code. A failed exchange of an
+// existing code (another client, another redirect_uri, a wrong or missing
+// PKCE verifier, a code used before) burns the code (storage) and counts
+// against the member who granted it: past FailedCodeLimit in
+// FailedCodeWindow, that member's codes are refused with 429 (and burnt
+// too) until the window has moved on; see docs/security.md.
 func (s *Server) exchangeCode(app *storage.OAuthApp, p map[string]string) (*storage.OAuthAccessToken, string, *oauthErr) {
 	code, redirectURI, verifier := p["code"], p["redirect_uri"], p["code_verifier"]
 	if code == "" {
@@ -299,7 +312,18 @@ func (s *Server) exchangeCode(app *storage.OAuthApp, p map[string]string) (*stor
 	if redirectURI == "" {
 		return nil, "", invalidRequest("Missing required parameter: redirect_uri.")
 	}
+	// reserved: one failure was counted for the code's member before the
+	// checks (so concurrent attempts stay within the limit); it is given
+	// back unless the exchange fails them.
+	reserved := ""
 	tok, secret, err := s.store.ExchangeOAuthCode(code, func(c *storage.OAuthCode) error {
+		if s.failedCodes != nil {
+			res := s.failedCodes.Allow(c.MemberID)
+			if !res.Allowed {
+				return errTooManyFailedCodes(res)
+			}
+			reserved = c.MemberID
+		}
 		if subtle.ConstantTimeCompare([]byte(c.ClientID), []byte(app.ClientID)) != 1 || !redirectMatches(c.RedirectURI, redirectURI) {
 			return errInvalidGrant
 		}
@@ -317,11 +341,31 @@ func (s *Server) exchangeCode(app *storage.OAuthApp, p map[string]string) (*stor
 		}
 		return nil
 	})
+	// A code counts at most twice: when a failed check burns it, and when
+	// its first reuse revokes the token issued from it (refused.First);
+	// further uses of a burnt code change nothing and count nothing, so one
+	// leaked code cannot use up its member's limit.
+	var refused *storage.CodeRefusal
+	failed := errors.As(err, &refused) && refused.First
 	var oe *oauthErr
+	if failed && errors.As(err, &oe) && oe.limited != nil {
+		failed = false // refused by the limit: not a failure of its own
+	}
+	switch {
+	case reserved != "" && !failed:
+		s.failedCodes.Undo(reserved)
+	case reserved == "" && failed && s.failedCodes != nil:
+		s.failedCodes.Allow(refused.MemberID) // a code used before: check never ran
+	}
 	switch {
 	case err == nil:
 		return tok, secret, nil
 	case errors.As(err, &oe):
+		if oe.limited != nil {
+			metrics.RateLimited(metrics.LimitOAuthFailedCode)
+			s.log.Warn("refused an authorization code: too many failed exchanges for its member",
+				zap.String("app_id", app.ID), zap.String("member_id", refused.MemberID))
+		}
 		return nil, "", oe
 	case errors.Is(err, storage.ErrCodeUsed):
 		s.log.Warn("authorization code used twice; revoked the token issued from it", zap.String("app_id", app.ID))
@@ -331,6 +375,19 @@ func (s *Server) exchangeCode(app *storage.OAuthApp, p map[string]string) (*stor
 	default:
 		s.log.Error("exchange code", zap.Error(err))
 		return nil, "", serverError(err)
+	}
+}
+
+// errTooManyFailedCodes is the answer to a code whose member is over the
+// failed-exchange limit: invalid_grant (the code is burnt, as after any
+// failed exchange) with 429 and Retry-After, so that the client starts a
+// new authorization once the wait is over.
+func errTooManyFailedCodes(res ratelimit.Result) *oauthErr {
+	return &oauthErr{
+		Code: "invalid_grant",
+		Description: "Too many failed authorization code exchanges for this account; this code is revoked. " +
+			"Authorize again after " + strconv.Itoa(ratelimit.RetryAfterSeconds(res.RetryAfter)) + " seconds.",
+		limited: &res,
 	}
 }
 
@@ -407,6 +464,16 @@ func (s *Server) bearer(w http.ResponseWriter, r *http.Request) (*storage.OAuthA
 	case errors.Is(err, storage.ErrSuspended):
 		forbidden(w, "invalid_token", "Your login is currently disabled")
 	case errors.Is(err, storage.ErrNotFound):
+		// An unknown token names no member (it is looked up by the digest
+		// of all of it): it counts against the client address's token
+		// limit, and past it the answer is 429.
+		if s.tokens != nil {
+			if res := s.tokens.Allow(s.opts.ClientIP(r)); !res.Allowed {
+				metrics.RateLimited(metrics.LimitOAuthToken)
+				tooMany(w, res)
+				return nil, nil, false
+			}
+		}
 		unauthorized(w)
 	default:
 		s.log.Error("look up token", zap.Error(err))

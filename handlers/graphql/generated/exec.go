@@ -94,6 +94,31 @@ type ComplexityRoot struct {
 		Xpath       func(childComplexity int) int
 	}
 
+	ImportFailure struct {
+		Entry  func(childComplexity int) int
+		Reason func(childComplexity int) int
+	}
+
+	ImportJob struct {
+		Created     func(childComplexity int) int
+		CreatedAt   func(childComplexity int) int
+		Done        func(childComplexity int) int
+		Error       func(childComplexity int) int
+		Existing    func(childComplexity int) int
+		Failed      func(childComplexity int) int
+		Failures    func(childComplexity int) int
+		FetchFailed func(childComplexity int) int
+		Fetched     func(childComplexity int) int
+		Fetching    func(childComplexity int) int
+		FileName    func(childComplexity int) int
+		FinishedAt  func(childComplexity int) int
+		Format      func(childComplexity int) int
+		ID          func(childComplexity int) int
+		SecondsLeft func(childComplexity int) int
+		State       func(childComplexity int) int
+		Total       func(childComplexity int) int
+	}
+
 	InboundEmailAddress struct {
 		CreatedAt     func(childComplexity int) int
 		FullAddress   func(childComplexity int) int
@@ -173,6 +198,7 @@ type ComplexityRoot struct {
 	Query struct {
 		APITokens             func(childComplexity int) int
 		Entries               func(childComplexity int, query GetEntriesInput) int
+		ImportJobs            func(childComplexity int) int
 		InboundEmailAddresses func(childComplexity int) int
 		Labels                func(childComplexity int) int
 		Me                    func(childComplexity int) int
@@ -292,6 +318,7 @@ type QueryResolver interface {
 	SavedQueries(ctx context.Context) ([]*SavedQuery, error)
 	APITokens(ctx context.Context) ([]*APIToken, error)
 	InboundEmailAddresses(ctx context.Context) ([]*InboundEmailAddress, error)
+	ImportJobs(ctx context.Context) ([]*ImportJob, error)
 }
 type SavedItemResolver interface {
 	Article(ctx context.Context, obj *SavedItem) (*Article, error)
@@ -509,6 +536,122 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.HighlightSegment.Xpath(childComplexity), true
+
+	case "ImportFailure.entry":
+		if e.ComplexityRoot.ImportFailure.Entry == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportFailure.Entry(childComplexity), true
+	case "ImportFailure.reason":
+		if e.ComplexityRoot.ImportFailure.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportFailure.Reason(childComplexity), true
+
+	case "ImportJob.created":
+		if e.ComplexityRoot.ImportJob.Created == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.Created(childComplexity), true
+	case "ImportJob.createdAt":
+		if e.ComplexityRoot.ImportJob.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.CreatedAt(childComplexity), true
+	case "ImportJob.done":
+		if e.ComplexityRoot.ImportJob.Done == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.Done(childComplexity), true
+	case "ImportJob.error":
+		if e.ComplexityRoot.ImportJob.Error == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.Error(childComplexity), true
+	case "ImportJob.existing":
+		if e.ComplexityRoot.ImportJob.Existing == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.Existing(childComplexity), true
+	case "ImportJob.failed":
+		if e.ComplexityRoot.ImportJob.Failed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.Failed(childComplexity), true
+	case "ImportJob.failures":
+		if e.ComplexityRoot.ImportJob.Failures == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.Failures(childComplexity), true
+	case "ImportJob.fetchFailed":
+		if e.ComplexityRoot.ImportJob.FetchFailed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.FetchFailed(childComplexity), true
+	case "ImportJob.fetched":
+		if e.ComplexityRoot.ImportJob.Fetched == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.Fetched(childComplexity), true
+	case "ImportJob.fetching":
+		if e.ComplexityRoot.ImportJob.Fetching == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.Fetching(childComplexity), true
+	case "ImportJob.fileName":
+		if e.ComplexityRoot.ImportJob.FileName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.FileName(childComplexity), true
+	case "ImportJob.finishedAt":
+		if e.ComplexityRoot.ImportJob.FinishedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.FinishedAt(childComplexity), true
+	case "ImportJob.format":
+		if e.ComplexityRoot.ImportJob.Format == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.Format(childComplexity), true
+	case "ImportJob.id":
+		if e.ComplexityRoot.ImportJob.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.ID(childComplexity), true
+	case "ImportJob.secondsLeft":
+		if e.ComplexityRoot.ImportJob.SecondsLeft == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.SecondsLeft(childComplexity), true
+	case "ImportJob.state":
+		if e.ComplexityRoot.ImportJob.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.State(childComplexity), true
+	case "ImportJob.total":
+		if e.ComplexityRoot.ImportJob.Total == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.Total(childComplexity), true
 
 	case "InboundEmailAddress.createdAt":
 		if e.ComplexityRoot.InboundEmailAddress.CreatedAt == nil {
@@ -1036,6 +1179,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Entries(childComplexity, args["query"].(GetEntriesInput)), true
+	case "Query.importJobs":
+		if e.ComplexityRoot.Query.ImportJobs == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.ImportJobs(childComplexity), true
 	case "Query.inboundEmailAddresses":
 		if e.ComplexityRoot.Query.InboundEmailAddresses == nil {
 			break
@@ -1749,6 +1898,63 @@ input GetSavedItemInput {
   id: String!
 }
 `, BuiltIn: false},
+	{Name: "../schema/imports.graphqls", Input: `# Hearth only: Inboxt's schema has no import status (its imports run
+# unseen, Inboxt/inboxt@45f4314 modules/import). Clients that upload to
+# POST /api/import poll importJobs for the progress.
+
+extend type Query {
+  "Hearth only: the member's imports (POST /api/import), newest first, with their progress."
+  importJobs: [ImportJob!]!
+}
+
+"Hearth only: the state of an import."
+enum ImportState {
+  QUEUED
+  RUNNING
+  DONE
+  FAILED
+}
+
+"Hearth only: an import of another service's export into the member's saved items."
+type ImportJob {
+  id: ID!
+  "The export's format: POCKET, POCKET_HTML, OMNIVORE, INBOXT_CSV, INBOXT_ZIP, WALLABAG, INSTAPAPER, BOOKMARKS or HEARTH."
+  format: String!
+  fileName: String!
+  state: ImportState!
+  "Why the import stopped, when state is FAILED."
+  error: String
+  "Entries in the file."
+  total: Int!
+  "Entries done: imported, found already saved, or failed."
+  done: Int!
+  "New items."
+  created: Int!
+  "Items the member had already (same URL): only labels they lacked were added."
+  existing: Int!
+  "Entries not imported (see failures)."
+  failed: Int!
+  "New items without content in the export, whose page is fetched in the background."
+  fetching: Int!
+  "Of those, the pages fetched so far."
+  fetched: Int!
+  "Of those, the pages that could not be fetched (listed in failures with the reason; the item keeps its title)."
+  fetchFailed: Int!
+  "The first entries not imported or not fetched (up to 20), and why."
+  failures: [ImportFailure!]!
+  "Estimated seconds left while it runs, when known."
+  secondsLeft: Int
+  createdAt: DateTime!
+  finishedAt: DateTime
+}
+
+"Hearth only: an entry of an import file that was not imported."
+type ImportFailure {
+  "Where the entry is in the file, such as part_000000.csv row 12."
+  entry: String!
+  reason: String!
+}
+`, BuiltIn: false},
 	{Name: "../schema/mutations.graphqls", Input: `input AddArticleFromUrlInput {
   url: String!
   labelIds: [String!]
@@ -2072,6 +2278,56 @@ func (ec *executionContext) childFields_HighlightSegment(ctx context.Context, fi
 		return ec.fieldContext_HighlightSegment_text(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type HighlightSegment", field.Name)
+}
+
+func (ec *executionContext) childFields_ImportFailure(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "entry":
+		return ec.fieldContext_ImportFailure_entry(ctx, field)
+	case "reason":
+		return ec.fieldContext_ImportFailure_reason(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ImportFailure", field.Name)
+}
+
+func (ec *executionContext) childFields_ImportJob(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_ImportJob_id(ctx, field)
+	case "format":
+		return ec.fieldContext_ImportJob_format(ctx, field)
+	case "fileName":
+		return ec.fieldContext_ImportJob_fileName(ctx, field)
+	case "state":
+		return ec.fieldContext_ImportJob_state(ctx, field)
+	case "error":
+		return ec.fieldContext_ImportJob_error(ctx, field)
+	case "total":
+		return ec.fieldContext_ImportJob_total(ctx, field)
+	case "done":
+		return ec.fieldContext_ImportJob_done(ctx, field)
+	case "created":
+		return ec.fieldContext_ImportJob_created(ctx, field)
+	case "existing":
+		return ec.fieldContext_ImportJob_existing(ctx, field)
+	case "failed":
+		return ec.fieldContext_ImportJob_failed(ctx, field)
+	case "fetching":
+		return ec.fieldContext_ImportJob_fetching(ctx, field)
+	case "fetched":
+		return ec.fieldContext_ImportJob_fetched(ctx, field)
+	case "fetchFailed":
+		return ec.fieldContext_ImportJob_fetchFailed(ctx, field)
+	case "failures":
+		return ec.fieldContext_ImportJob_failures(ctx, field)
+	case "secondsLeft":
+		return ec.fieldContext_ImportJob_secondsLeft(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_ImportJob_createdAt(ctx, field)
+	case "finishedAt":
+		return ec.fieldContext_ImportJob_finishedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ImportJob", field.Name)
 }
 
 func (ec *executionContext) childFields_InboundEmailAddress(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3662,6 +3918,452 @@ func (ec *executionContext) _HighlightSegment_text(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_HighlightSegment_text(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("HighlightSegment", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ImportFailure_entry(ctx context.Context, field graphql.CollectedField, obj *ImportFailure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportFailure_entry(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Entry, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportFailure_entry(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportFailure", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ImportFailure_reason(ctx context.Context, field graphql.CollectedField, obj *ImportFailure) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportFailure_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportFailure_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportFailure", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_id(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_format(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_format(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Format, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_format(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_fileName(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_fileName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FileName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_fileName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_state(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v ImportState) graphql.Marshaler {
+			return ec.marshalNImportState2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐImportState(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type ImportState does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_error(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_error(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Error, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_error(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_total(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_total(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Total, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_done(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_done(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Done, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_done(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_created(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_created(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Created, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_created(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_existing(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_existing(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Existing, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_existing(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_failed(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_failed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_failed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_fetching(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_fetching(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Fetching, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_fetching(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_fetched(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_fetched(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Fetched, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_fetched(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_fetchFailed(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_fetchFailed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FetchFailed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_fetchFailed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_failures(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_failures(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Failures, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ImportFailure) graphql.Marshaler {
+			return ec.marshalNImportFailure2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐImportFailureᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_failures(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ImportJob",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ImportFailure(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ImportJob_secondsLeft(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_secondsLeft(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SecondsLeft, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_secondsLeft(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_createdAt(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type DateTime does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_finishedAt(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_finishedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FinishedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODateTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_finishedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type DateTime does not have child fields"))
 }
 
 func (ec *executionContext) _InboundEmailAddress_id(ctx context.Context, field graphql.CollectedField, obj *InboundEmailAddress) (ret graphql.Marshaler) {
@@ -5946,6 +6648,38 @@ func (ec *executionContext) fieldContext_Query_inboundEmailAddresses(_ context.C
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_InboundEmailAddress(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_importJobs(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_importJobs(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().ImportJobs(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*ImportJob) graphql.Marshaler {
+			return ec.marshalNImportJob2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐImportJobᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_importJobs(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ImportJob(ctx, field)
 		},
 	}
 	return fc, nil
@@ -9996,6 +10730,167 @@ func (ec *executionContext) _HighlightSegment(ctx context.Context, sel ast.Selec
 	return out
 }
 
+var importFailureImplementors = []string{"ImportFailure"}
+
+func (ec *executionContext) _ImportFailure(ctx context.Context, sel ast.SelectionSet, obj *ImportFailure) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, importFailureImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ImportFailure")
+		case "entry":
+			out.Values[i] = ec._ImportFailure_entry(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reason":
+			out.Values[i] = ec._ImportFailure_reason(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var importJobImplementors = []string{"ImportJob"}
+
+func (ec *executionContext) _ImportJob(ctx context.Context, sel ast.SelectionSet, obj *ImportJob) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, importJobImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ImportJob")
+		case "id":
+			out.Values[i] = ec._ImportJob_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "format":
+			out.Values[i] = ec._ImportJob_format(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fileName":
+			out.Values[i] = ec._ImportJob_fileName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "state":
+			out.Values[i] = ec._ImportJob_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "error":
+			out.Values[i] = ec._ImportJob_error(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "total":
+			out.Values[i] = ec._ImportJob_total(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "done":
+			out.Values[i] = ec._ImportJob_done(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "created":
+			out.Values[i] = ec._ImportJob_created(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "existing":
+			out.Values[i] = ec._ImportJob_existing(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failed":
+			out.Values[i] = ec._ImportJob_failed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fetching":
+			out.Values[i] = ec._ImportJob_fetching(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fetched":
+			out.Values[i] = ec._ImportJob_fetched(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fetchFailed":
+			out.Values[i] = ec._ImportJob_fetchFailed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "failures":
+			out.Values[i] = ec._ImportJob_failures(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "secondsLeft":
+			out.Values[i] = ec._ImportJob_secondsLeft(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._ImportJob_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "finishedAt":
+			out.Values[i] = ec._ImportJob_finishedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var inboundEmailAddressImplementors = []string{"InboundEmailAddress"}
 
 func (ec *executionContext) _InboundEmailAddress(ctx context.Context, sel ast.SelectionSet, obj *InboundEmailAddress) graphql.Marshaler {
@@ -10725,6 +11620,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_inboundEmailAddresses(ctx, field)
 				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "importJobs":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_importJobs(ctx, field)
+				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -12059,6 +12976,84 @@ func (ec *executionContext) marshalNHighlightSegment2ᚖgithubᚗcomᚋhearthkit
 	return ec._HighlightSegment(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
+	res, err := graphql.UnmarshalID(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalID(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+func (ec *executionContext) marshalNImportFailure2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐImportFailureᚄ(ctx context.Context, sel ast.SelectionSet, v []*ImportFailure) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNImportFailure2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐImportFailure(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNImportFailure2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐImportFailure(ctx context.Context, sel ast.SelectionSet, v *ImportFailure) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ImportFailure(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNImportJob2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐImportJobᚄ(ctx context.Context, sel ast.SelectionSet, v []*ImportJob) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNImportJob2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐImportJob(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNImportJob2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐImportJob(ctx context.Context, sel ast.SelectionSet, v *ImportJob) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ImportJob(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNImportState2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐImportState(ctx context.Context, v any) (ImportState, error) {
+	var res ImportState
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNImportState2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐImportState(ctx context.Context, sel ast.SelectionSet, v ImportState) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNInboundEmailAddress2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐInboundEmailAddress(ctx context.Context, sel ast.SelectionSet, v *InboundEmailAddress) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -12663,6 +13658,24 @@ func (ec *executionContext) marshalOInboundEmailAddress2ᚕᚖgithubᚗcomᚋhea
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalOInt2ᚖint(ctx context.Context, v any) (*int, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalInt(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.SelectionSet, v *int) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalInt(*v)
+	return res
 }
 
 func (ec *executionContext) marshalOLabel2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐLabelᚄ(ctx context.Context, sel ast.SelectionSet, v []*Label) graphql.Marshaler {

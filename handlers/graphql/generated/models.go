@@ -173,6 +173,46 @@ type HighlightSegment struct {
 	Text        *string `json:"text,omitempty"`
 }
 
+// Hearth only: an entry of an import file that was not imported.
+type ImportFailure struct {
+	// Where the entry is in the file, such as part_000000.csv row 12.
+	Entry  string `json:"entry"`
+	Reason string `json:"reason"`
+}
+
+// Hearth only: an import of another service's export into the member's saved items.
+type ImportJob struct {
+	ID string `json:"id"`
+	// The export's format: POCKET, POCKET_HTML, OMNIVORE, INBOXT_CSV, INBOXT_ZIP, WALLABAG, INSTAPAPER, BOOKMARKS or HEARTH.
+	Format   string      `json:"format"`
+	FileName string      `json:"fileName"`
+	State    ImportState `json:"state"`
+	// Why the import stopped, when state is FAILED.
+	Error *string `json:"error,omitempty"`
+	// Entries in the file.
+	Total int `json:"total"`
+	// Entries done: imported, found already saved, or failed.
+	Done int `json:"done"`
+	// New items.
+	Created int `json:"created"`
+	// Items the member had already (same URL): only labels they lacked were added.
+	Existing int `json:"existing"`
+	// Entries not imported (see failures).
+	Failed int `json:"failed"`
+	// New items without content in the export, whose page is fetched in the background.
+	Fetching int `json:"fetching"`
+	// Of those, the pages fetched so far.
+	Fetched int `json:"fetched"`
+	// Of those, the pages that could not be fetched (listed in failures with the reason; the item keeps its title).
+	FetchFailed int `json:"fetchFailed"`
+	// The first entries not imported or not fetched (up to 20), and why.
+	Failures []*ImportFailure `json:"failures"`
+	// Estimated seconds left while it runs, when known.
+	SecondsLeft *int       `json:"secondsLeft,omitempty"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	FinishedAt  *time.Time `json:"finishedAt,omitempty"`
+}
+
 // Hearth: a member has at most one inbound address, and it is a secret URL, not an e-mail address: an
 // e-mail forwarding service POSTs each raw newsletter to it. The secret is stored only as a digest and
 // shown once, when the address is created on the API Tokens settings page, so fullAddress is the URL
@@ -621,6 +661,66 @@ func (e *ExportType) UnmarshalJSON(b []byte) error {
 }
 
 func (e ExportType) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// Hearth only: the state of an import.
+type ImportState string
+
+const (
+	ImportStateQueued  ImportState = "QUEUED"
+	ImportStateRunning ImportState = "RUNNING"
+	ImportStateDone    ImportState = "DONE"
+	ImportStateFailed  ImportState = "FAILED"
+)
+
+var AllImportState = []ImportState{
+	ImportStateQueued,
+	ImportStateRunning,
+	ImportStateDone,
+	ImportStateFailed,
+}
+
+func (e ImportState) IsValid() bool {
+	switch e {
+	case ImportStateQueued, ImportStateRunning, ImportStateDone, ImportStateFailed:
+		return true
+	}
+	return false
+}
+
+func (e ImportState) String() string {
+	return string(e)
+}
+
+func (e *ImportState) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ImportState(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ImportState", str)
+	}
+	return nil
+}
+
+func (e ImportState) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ImportState) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ImportState) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

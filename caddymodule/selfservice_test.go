@@ -1,0 +1,143 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCLIResetLinkThroughCaddy: `caddy hearth member reset-link` prints a
+// link on the site (its address from --config or --site) with which the
+// member sets a new password once; the token reaches neither the access
+// log nor Caddy's own log.
+func TestCLIResetLinkThroughCaddy(t *testing.T) {
+	dir := t.TempDir()
+	logFile := filepath.Join(t.TempDir(), "access.log")
+	caddyfile := hearthCaddyfile(dir, fmt.Sprintf(`%s {
+	log {
+		output file %q
+		format json
+	}
+	hearth_oauth
+	respond "the rest of the site"
+}
+`, testSite, logFile))
+	cfgPath := filepath.Join(t.TempDir(), "Caddyfile")
+	if err := os.WriteFile(cfgPath, []byte(caddyfile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startHearth(t, caddyfile)
+	addr := "--address=" + testAdmin
+	adminJSONOK(t, http.MethodPost, "/hearth/members", `{"username":"alice","password":"correct horse"}`, http.StatusCreated, nil)
+	signedIn := newBrowser(t, testSite)
+	signedIn.signIn("alice", "correct horse")
+
+	if _, err := runHearth(t, "", "member", "reset-link", "bob", addr, "--site", testSite); err == nil || !strings.Contains(err.Error(), `no member "bob"`) {
+		t.Fatalf("unknown member: %v", err)
+	}
+	if _, err := runHearth(t, "", "member", "reset-link", "alice", addr, "--site", testSite, "--expires", "8d"); err == nil || !strings.Contains(err.Error(), "at most 7d") {
+		t.Fatalf("8 days: %v", err)
+	}
+	if _, err := runHearth(t, "", "member", "reset-link", "alice", addr, "--site", "example.org"); err == nil || !strings.Contains(err.Error(), "--site must be") {
+		t.Fatalf("bad --site: %v", err)
+	}
+	out, err := runHearth(t, "", "member", "reset-link", "alice", addr, "--config", cfgPath, "--expires", "2d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := strings.SplitN(out, "\n", 2)[0]
+	if !strings.HasPrefix(link, testSite+"/auth/reset/hrt_") || !strings.Contains(out, "works once") {
+		t.Fatalf("reset-link printed %q", out)
+	}
+	token := strings.TrimPrefix(link, testSite+"/auth/reset/")
+	if out, err := runHearth(t, "", "member", "reset-link", "alice", addr, "--site", testSite+"/", "--disable-2fa"); err != nil ||
+		!strings.HasPrefix(out, testSite+"/auth/reset/hrt_") || !strings.Contains(out, "using it turns two-factor sign-in off") {
+		t.Fatalf("--disable-2fa: %q %v", out, err)
+	}
+
+	b := newBrowser(t, testSite)
+	p := b.get(link)
+	if p.StatusCode != http.StatusOK || !strings.Contains(p.body, "@alice") {
+		t.Fatalf("reset page: HTTP %d\n%s", p.StatusCode, p.body)
+	}
+	p = b.submit(p, "/auth/reset/"+token, url.Values{"password": {"a brand new password"}, "password_confirmation": {"a brand new password"}})
+	if p.StatusCode != http.StatusOK || !strings.Contains(p.body, "Your new password is set") {
+		t.Fatalf("reset: HTTP %d\n%s", p.StatusCode, p.body)
+	}
+	if p := b.get(link); p.StatusCode != http.StatusNotFound {
+		t.Fatalf("the link works twice: HTTP %d", p.StatusCode)
+	}
+	if p := signedIn.get("/settings"); p.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a session survived the reset: HTTP %d", p.StatusCode)
+	}
+	b.signIn("alice", "a brand new password")
+
+	log := accessLogAfter(t, logFile, "/after-the-reset")
+	if strings.Contains(string(log), token) || strings.Contains(string(log), token[len("hrt_"):]) {
+		t.Fatalf("the reset token is in the access log:\n%s", log)
+	}
+}
+
+// TestCLIMemberSessions: `caddy hearth member sessions` lists a member's
+// web sessions by public id (never the cookie) and ends one or all.
+func TestCLIMemberSessions(t *testing.T) {
+	startHearth(t, hearthCaddyfile(t.TempDir(), oauthSite))
+	addr := "--address=" + testAdmin
+	adminJSONOK(t, http.MethodPost, "/hearth/members", `{"username":"alice","password":"correct horse"}`, http.StatusCreated, nil)
+	phone, laptop, desk := newBrowser(t, testSite), newBrowser(t, testSite), newBrowser(t, testSite)
+	for _, b := range []*browser{phone, laptop, desk} {
+		b.signIn("alice", "correct horse")
+	}
+	out, err := runHearth(t, "", "member", "sessions", "alice", "--json", addr)
+	var list []sessionView
+	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list) != 3 {
+		t.Fatalf("sessions: %q %v", out, err)
+	}
+	for _, b := range []*browser{phone, laptop, desk} {
+		u, _ := url.Parse(testSite)
+		for _, c := range b.client.Jar.Cookies(u) {
+			if strings.Contains(out, c.Value) {
+				t.Fatal("a session cookie is in the list")
+			}
+		}
+	}
+	if list[0].Address == "" || list[0].Device == "" || list[0].LastSeenAt.IsZero() {
+		t.Fatalf("session without metadata: %+v", list[0])
+	}
+	out, err = runHearth(t, "", "member", "sessions", "alice", addr)
+	if err != nil || !strings.Contains(out, "LAST SEEN") || !strings.Contains(out, list[0].ID) {
+		t.Fatalf("table: %q %v", out, err)
+	}
+	if _, err := runHearth(t, "", "member", "sessions", "alice", "--end", "0123456789abcdef", addr); err == nil || !strings.Contains(err.Error(), "no session") {
+		t.Fatalf("ending an unknown session: %v", err)
+	}
+	// End one: exactly one of the three browsers is signed out.
+	if out, err := runHearth(t, "", "member", "sessions", "alice", "--end", list[0].ID, addr); err != nil || !strings.Contains(out, "ended session") {
+		t.Fatalf("--end: %q %v", out, err)
+	}
+	signedOut := 0
+	for _, b := range []*browser{phone, laptop, desk} {
+		if b.get("/settings").StatusCode == http.StatusSeeOther {
+			signedOut++
+		}
+	}
+	if signedOut != 1 {
+		t.Fatalf("%d browsers signed out by --end, want 1", signedOut)
+	}
+	if out, err := runHearth(t, "", "member", "sessions", "alice", "--end-all", addr); err != nil || !strings.Contains(out, "ended 2 session(s)") {
+		t.Fatalf("--end-all: %q %v", out, err)
+	}
+	for _, b := range []*browser{phone, laptop, desk} {
+		if p := b.get("/settings"); p.StatusCode != http.StatusSeeOther {
+			t.Fatalf("a session survived --end-all: HTTP %d", p.StatusCode)
+		}
+	}
+	if _, err := runHearth(t, "", "member", "sessions", "nobody", addr); err == nil || !strings.Contains(err.Error(), `no member "nobody"`) {
+		t.Fatalf("unknown member: %v", err)
+	}
+}

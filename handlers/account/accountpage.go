@@ -1,0 +1,424 @@
+package account
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"image/png"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/totp"
+	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/handlers/metrics"
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// AccountPath is the member's account page: display name, password,
+// two-factor sign-in, sessions, deleting the account. Its forms post to
+// paths below it.
+const AccountPath = SettingsPath + "/account"
+
+type sessionRow struct {
+	*storage.Session
+	Current bool
+}
+
+type twoFactorSetup struct {
+	Secret string
+	URI    template.URL
+	QR     template.URL
+}
+
+type accountData struct {
+	Member         *storage.Member
+	Notice         string
+	Err            map[string]string
+	DisplayName    string
+	Sessions       []sessionRow
+	MinPassword    int
+	MaxPassword    int
+	MaxDisplayName int
+	TwoFactorOn    bool
+	RecoveryLeft   int
+	Setup          *twoFactorSetup
+	RecoveryCodes  []string
+}
+
+// Notices shown after a change, named by the redirect's ?done=.
+var accountNotices = map[string]string{
+	"name":            "Your display name was saved.",
+	"password":        "Your password was changed. You were signed out everywhere except on this device.",
+	"password_access": "Your password was changed. You were signed out everywhere except on this device, and your API tokens and authorized apps were revoked.",
+	"session":         "The session was ended.",
+	"others":          "You were signed out everywhere else.",
+	"twofactor_off":   "Two-factor sign-in is off.",
+}
+
+// serveAccountPages serves AccountPath and its forms to the signed-in
+// member. Signed out, the page and every form go to sign-in, which comes
+// back to the page (not to a form's path).
+func (p *Pages) serveAccountPages(w http.ResponseWriter, r *http.Request) {
+	m, err := p.sessionMember(r)
+	if err != nil {
+		p.renderStoreFailure(w, r, err, "")
+		return
+	}
+	if m == nil {
+		http.Redirect(w, r, SignInURL(AccountPath), http.StatusSeeOther)
+		return
+	}
+	p.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.serveAccount(w, r, m) })).ServeHTTP(w, withMember(r, m))
+}
+
+func (p *Pages) serveAccount(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+	sub := strings.TrimPrefix(r.URL.Path, AccountPath)
+	if sub == "" || sub == "/" {
+		if !p.allowed(w, r, http.MethodGet) {
+			return
+		}
+		p.renderAccount(w, r, m, http.StatusOK, accountData{Notice: accountNotices[r.URL.Query().Get("done")]})
+		return
+	}
+	handlers := map[string]func(http.ResponseWriter, *http.Request, *storage.Member){
+		"/display_name":              p.postDisplayName,
+		"/password":                  p.postPassword,
+		"/sessions/end":              p.postEndSession,
+		"/sessions/end_others":       p.postEndOtherSessions,
+		"/delete":                    p.postDeleteAccount,
+		"/two_factor/start":          p.postTwoFactorStart,
+		"/two_factor/confirm":        p.postTwoFactorConfirm,
+		"/two_factor/disable":        p.postTwoFactorDisable,
+		"/two_factor/recovery_codes": p.postRecoveryCodes,
+	}
+	h, ok := handlers[sub]
+	if !ok {
+		p.renderError(w, r, http.StatusNotFound, "Not found", "There is no page here.")
+		return
+	}
+	if !p.allowed(w, r, http.MethodPost) || !p.ParseForm(w, r) {
+		return
+	}
+	if res := p.changes.Allow("member:" + m.ID); !res.Allowed {
+		metrics.RateLimited(metrics.LimitAccountChanges)
+		secs := ratelimit.RetryAfterSeconds(res.RetryAfter)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		p.renderAccount(w, r, m, http.StatusTooManyRequests, accountData{
+			Notice: "You made many changes in a short time. You can try again in " + humanWait(secs) + "."})
+		return
+	}
+	h(w, r, m)
+}
+
+// renderAccount shows the account page with d's notice, errors and one-time
+// values, filling in the rest from the store.
+func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, m *storage.Member, status int, d accountData) {
+	d.Member = m
+	if d.DisplayName == "" && d.Err["name"] == "" {
+		d.DisplayName = m.DisplayName
+	}
+	d.MinPassword, d.MaxPassword, d.MaxDisplayName = storage.MinPasswordLen, storage.MaxPasswordLen, storage.MaxDisplayNameLen
+	current := ""
+	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
+		current = storage.SessionPublicID(c.Value)
+	}
+	sessions, err := p.store.Sessions(m.ID)
+	if err == nil {
+		d.TwoFactorOn, d.RecoveryLeft, err = p.store.TwoFactorStatus(m.ID)
+	}
+	if err != nil {
+		p.renderStoreFailure(w, r, err, "Your account page could not be shown. Try again in a moment.")
+		return
+	}
+	for _, s := range sessions {
+		d.Sessions = append(d.Sessions, sessionRow{Session: s, Current: s.ID == current})
+	}
+	if !d.TwoFactorOn {
+		if secret, err := p.store.TwoFactorSetupSecret(m.ID); err == nil {
+			d.Setup = p.twoFactorSetup(r, m, secret)
+		}
+	}
+	p.Render(w, r, status, "Your account", accountTmpl, d)
+}
+
+// accountError shows the account page with msg in section's place.
+func (p *Pages) accountError(w http.ResponseWriter, r *http.Request, m *storage.Member, status int, section, msg string) {
+	p.renderAccount(w, r, m, status, accountData{Err: map[string]string{section: msg}})
+}
+
+// passwordError answers a failed current-password check (or a failed
+// code check) in section.
+func (p *Pages) passwordError(w http.ResponseWriter, r *http.Request, m *storage.Member, section string, err error) {
+	var limited *SignInLimitedError
+	switch {
+	case errors.As(err, &limited):
+		secs := ratelimit.RetryAfterSeconds(limited.Wait)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		p.accountError(w, r, m, http.StatusTooManyRequests, section,
+			"Too many wrong passwords or codes. You can try again in "+humanWait(secs)+".")
+	case errors.Is(err, storage.ErrBadCredentials):
+		p.accountError(w, r, m, http.StatusUnauthorized, section, "Your current password is not right.")
+	case errors.Is(err, storage.ErrWrongCode):
+		p.accountError(w, r, m, http.StatusUnauthorized, section, "That code is not right. Check your app and try again.")
+	case errors.Is(err, storage.ErrCodeReused):
+		p.accountError(w, r, m, http.StatusUnauthorized, section, "That code was already used. Wait for your app to show the next one.")
+	case errors.Is(err, storage.ErrSuspended):
+		p.renderError(w, r, http.StatusForbidden, "Account suspended", "This account is suspended. Contact the site's administrator.")
+	default:
+		p.opts.Logger.Error("account page", zap.Error(err))
+		p.renderStoreFailure(w, r, err, "That could not be done. Try again in a moment.")
+	}
+}
+
+func done(w http.ResponseWriter, r *http.Request, notice string) {
+	http.Redirect(w, r, AccountPath+"?done="+notice, http.StatusSeeOther)
+}
+
+func (p *Pages) postDisplayName(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+	name := strings.TrimSpace(r.PostForm.Get("display_name"))
+	if _, err := p.store.SetDisplayName(m.ID, name); err != nil {
+		if storage.IsInvalid(err) {
+			p.renderAccount(w, r, m, http.StatusBadRequest, accountData{DisplayName: name, Err: map[string]string{"name": upperFirst(err.Error()) + "."}})
+			return
+		}
+		p.renderStoreFailure(w, r, err, "Your display name could not be saved. Try again in a moment.")
+		return
+	}
+	done(w, r, "name")
+}
+
+func (p *Pages) postPassword(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+	current, next := r.PostForm.Get("current_password"), r.PostForm.Get("password")
+	if err := storage.ValidatePassword(next); err != nil {
+		p.accountError(w, r, m, http.StatusBadRequest, "password", "The new password must be "+
+			strconv.Itoa(storage.MinPasswordLen)+" to "+strconv.Itoa(storage.MaxPasswordLen)+" characters long.")
+		return
+	}
+	if next != r.PostForm.Get("password_confirmation") {
+		p.accountError(w, r, m, http.StatusBadRequest, "password", "The two new passwords don't match.")
+		return
+	}
+	if _, err := p.checkPassword(r, m.Username, current); err != nil {
+		p.passwordError(w, r, m, "password", err)
+		return
+	}
+	keep := ""
+	if c, err := r.Cookie(CookieName); err == nil {
+		keep = c.Value
+	}
+	if err := p.store.ChangePassword(m.ID, next, keep); err != nil {
+		p.renderStoreFailure(w, r, err, "Your password could not be changed. Try again in a moment.")
+		return
+	}
+	p.opts.Logger.Info("member changed password", zap.String("username", m.Username))
+	if r.PostForm.Get("revoke_access") != "" {
+		tokens, apps, err := p.store.RevokeMemberAccess(m.ID)
+		if err != nil {
+			p.renderStoreFailure(w, r, err, "Your password was changed, but your API tokens and apps could not all be revoked. Try again from their pages.")
+			return
+		}
+		p.opts.Logger.Info("member revoked access", zap.String("username", m.Username), zap.Int("api_tokens", tokens), zap.Int("apps", apps))
+		done(w, r, "password_access")
+		return
+	}
+	done(w, r, "password")
+}
+
+func (p *Pages) postEndSession(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+	err := p.store.EndSession(m.ID, r.PostForm.Get("id"))
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		p.accountError(w, r, m, http.StatusNotFound, "sessions", "That session has already ended.")
+		return
+	case err != nil:
+		p.renderStoreFailure(w, r, err, "The session could not be ended. Try again in a moment.")
+		return
+	}
+	done(w, r, "session")
+}
+
+func (p *Pages) postEndOtherSessions(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+	keep := ""
+	if c, err := r.Cookie(CookieName); err == nil {
+		keep = c.Value
+	}
+	if _, err := p.store.EndOtherSessions(m.ID, keep); err != nil {
+		p.renderStoreFailure(w, r, err, "Your other sessions could not be ended. Try again in a moment.")
+		return
+	}
+	done(w, r, "others")
+}
+
+func (p *Pages) postDeleteAccount(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+	if !strings.EqualFold(strings.TrimSpace(r.PostForm.Get("confirm_username")), m.Username) {
+		p.accountError(w, r, m, http.StatusBadRequest, "delete", "Type your username, "+m.Username+", exactly to confirm.")
+		return
+	}
+	if _, err := p.checkPassword(r, m.Username, r.PostForm.Get("current_password")); err != nil {
+		p.passwordError(w, r, m, "delete", err)
+		return
+	}
+	if err := p.store.DeleteMember(m.Username); err != nil {
+		p.renderStoreFailure(w, r, err, "Your account could not be deleted. Try again in a moment.")
+		return
+	}
+	p.opts.Logger.Info("member deleted their account", zap.String("username", m.Username))
+	http.SetCookie(w, p.cookie(r, "", -1))
+	// The page is shown signed out: the member no longer exists.
+	r = withMember(r, nil)
+	r.Header.Del("Cookie")
+	p.Render(w, r, http.StatusOK, "Account deleted", messageTmpl, message{
+		Text: "Your account and everything in it were deleted.", LinkHref: "/", LinkText: "Go to the home page"})
+}
+
+func (p *Pages) postTwoFactorStart(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+	if _, err := p.checkPassword(r, m.Username, r.PostForm.Get("current_password")); err != nil {
+		p.passwordError(w, r, m, "twofactor", err)
+		return
+	}
+	key, err := totp.Generate(totp.GenerateOpts{Issuer: p.opts.SiteName, AccountName: m.Username + "@" + hostOnly(r.Host)})
+	if err == nil {
+		err = p.store.StartTwoFactorSetup(m.ID, key.Secret())
+	}
+	switch {
+	case errors.Is(err, storage.ErrTwoFactorOn):
+		p.accountError(w, r, m, http.StatusConflict, "twofactor", "Two-factor sign-in is already on.")
+		return
+	case err != nil:
+		p.renderStoreFailure(w, r, err, "Two-factor sign-in could not be set up. Try again in a moment.")
+		return
+	}
+	http.Redirect(w, r, AccountPath+"#two-factor-heading", http.StatusSeeOther)
+}
+
+func (p *Pages) postTwoFactorConfirm(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+	code := strings.TrimSpace(r.PostForm.Get("code"))
+	var codes []string
+	err := p.underFailureLimits(r, m.Username, func() error {
+		var err error
+		codes, err = p.store.ConfirmTwoFactor(m.ID, code)
+		return err
+	}, isCodeFailure)
+	switch {
+	case errors.Is(err, storage.ErrNoSetup):
+		p.accountError(w, r, m, http.StatusConflict, "twofactor", "The key expired before it was confirmed. Start again.")
+		return
+	case errors.Is(err, storage.ErrTwoFactorOn):
+		p.accountError(w, r, m, http.StatusConflict, "twofactor", "Two-factor sign-in is already on.")
+		return
+	case err != nil:
+		p.passwordError(w, r, m, "twofactor", err)
+		return
+	}
+	p.opts.Logger.Info("member turned two-factor sign-in on", zap.String("username", m.Username))
+	m.TwoFactor = true
+	p.renderAccount(w, r, m, http.StatusOK, accountData{
+		Notice:        "Two-factor sign-in is on. Save your recovery codes now.",
+		RecoveryCodes: codes,
+	})
+}
+
+func (p *Pages) postTwoFactorDisable(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+	if _, err := p.checkPassword(r, m.Username, r.PostForm.Get("current_password")); err != nil {
+		p.passwordError(w, r, m, "twofactor", err)
+		return
+	}
+	err := p.checkSecondFactor(r, m)
+	if errors.Is(err, storage.ErrTwoFactorOff) {
+		done(w, r, "twofactor_off")
+		return
+	}
+	if err != nil {
+		p.passwordError(w, r, m, "twofactor", err)
+		return
+	}
+	if err := p.store.DisableTwoFactor(m.ID); err != nil {
+		p.renderStoreFailure(w, r, err, "Two-factor sign-in could not be turned off. Try again in a moment.")
+		return
+	}
+	p.opts.Logger.Info("member turned two-factor sign-in off", zap.String("username", m.Username))
+	done(w, r, "twofactor_off")
+}
+
+// postRecoveryCodes replaces the recovery codes, with the password and a
+// code (or a recovery code) as for turning two-factor sign-in off.
+func (p *Pages) postRecoveryCodes(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+	if _, err := p.checkPassword(r, m.Username, r.PostForm.Get("current_password")); err != nil {
+		p.passwordError(w, r, m, "twofactor", err)
+		return
+	}
+	err := p.checkSecondFactor(r, m)
+	if errors.Is(err, storage.ErrTwoFactorOff) {
+		p.accountError(w, r, m, http.StatusConflict, "twofactor", "Two-factor sign-in is off, so there are no recovery codes.")
+		return
+	}
+	if err != nil {
+		p.passwordError(w, r, m, "twofactor", err)
+		return
+	}
+	codes, err := p.store.NewRecoveryCodes(m.ID)
+	if err != nil {
+		p.renderStoreFailure(w, r, err, "New recovery codes could not be made. Try again in a moment.")
+		return
+	}
+	p.opts.Logger.Info("member made new recovery codes", zap.String("username", m.Username))
+	p.renderAccount(w, r, m, http.StatusOK, accountData{
+		Notice:        "Your new recovery codes are below; the old ones no longer work. Save them now.",
+		RecoveryCodes: codes,
+	})
+}
+
+// checkSecondFactor checks the form's code (or recovery code) of a member
+// who turns two-factor sign-in off or replaces the recovery codes, under the
+// sign-in failure limits.
+func (p *Pages) checkSecondFactor(r *http.Request, m *storage.Member) error {
+	code := r.PostForm.Get("code")
+	return p.underFailureLimits(r, m.Username, func() error {
+		_, err := p.store.CheckSecondFactor(m.ID, code)
+		return err
+	}, isCodeFailure)
+}
+
+// isCodeFailure: a wrong or reused second-factor code counts as a failed
+// attempt.
+func isCodeFailure(err error) bool {
+	return errors.Is(err, storage.ErrWrongCode) || errors.Is(err, storage.ErrCodeReused)
+}
+
+// twoFactorSetup is what the page shows to add secret to an app: the key,
+// its otpauth:// URI and a QR code of it as a PNG data: URI (the pages'
+// policy allows data: images; no outside service sees the key).
+func (p *Pages) twoFactorSetup(r *http.Request, m *storage.Member, secret string) *twoFactorSetup {
+	label := url.PathEscape(p.opts.SiteName) + ":" + url.PathEscape(m.Username+"@"+hostOnly(r.Host))
+	q := url.Values{}
+	q.Set("secret", secret)
+	q.Set("issuer", p.opts.SiteName)
+	q.Set("algorithm", "SHA1")
+	q.Set("digits", strconv.Itoa(storage.TOTPDigits))
+	q.Set("period", strconv.Itoa(storage.TOTPPeriod))
+	uri := "otpauth://totp/" + label + "?" + q.Encode()
+	s := &twoFactorSetup{Secret: secret, URI: template.URL(uri)}
+	if key, err := otp.NewKeyFromURL(uri); err == nil {
+		if img, err := key.Image(200, 200); err == nil {
+			var b bytes.Buffer
+			if png.Encode(&b, img) == nil {
+				s.QR = template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b.Bytes()))
+			}
+		}
+	}
+	return s
+}
+
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
+}

@@ -1,0 +1,120 @@
+package account_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+func TestSignInPageHintsAtResetLinks(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	wantBody(t, f.get(f.browser(), "/auth/sign_in"), "Forgot your password? Ask the site's operator for a reset link.")
+}
+
+func TestResetLink(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	f.member("alice")
+	old := f.signedIn("alice")
+	token, _, _, err := f.store.CreateResetLink("alice", time.Hour, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.browser()
+	for _, bad := range []string{"/auth/reset/", "/auth/reset/hrt_nope", "/auth/reset/" + token + "x"} {
+		r := f.get(c, bad)
+		wantStatus(t, r, http.StatusNotFound)
+		wantBody(t, r, "Ask the site&#39;s operator for a new one.")
+	}
+	page := f.get(c, "/auth/reset/"+token)
+	wantStatus(t, page, http.StatusOK)
+	wantBody(t, page, "@alice")
+	if page.Header.Get("Referrer-Policy") != "no-referrer" || !strings.Contains(page.body, `<meta name="referrer" content="no-referrer">`) {
+		t.Fatalf("the reset page may send its address on: %q", page.Header.Get("Referrer-Policy"))
+	}
+	if strings.Contains(page.body, `name="code"`) {
+		t.Fatal("asks for a code without two-factor sign-in")
+	}
+	r := f.post(c, "/auth/reset/"+token, url.Values{"password": {"short"}, "password_confirmation": {"short"}})
+	wantStatus(t, r, http.StatusBadRequest)
+	r = f.post(c, "/auth/reset/"+token, url.Values{"password": {"a new password"}, "password_confirmation": {"another one"}})
+	wantStatus(t, r, http.StatusBadRequest)
+	wantBody(t, r, "The two passwords don&#39;t match.")
+	// Cross-origin posts are refused like every form's.
+	wantStatus(t, f.post(c, "/auth/reset/"+token, url.Values{"password": {"a new password"}, "password_confirmation": {"a new password"}},
+		"Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"), http.StatusForbidden)
+	if _, err := f.store.Authenticate("alice", password); err != nil {
+		t.Fatal("refused posts changed the password")
+	}
+	r = f.post(c, "/auth/reset/"+token, url.Values{"password": {"a new password"}, "password_confirmation": {"a new password"}})
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "Your new password is set")
+	if _, err := f.store.Authenticate("alice", "a new password"); err != nil {
+		t.Fatalf("new password: %v", err)
+	}
+	// Every session ended; the link works once.
+	wantStatus(t, f.get(old, "/settings"), http.StatusSeeOther)
+	r = f.post(c, "/auth/reset/"+token, url.Values{"password": {"a third password"}, "password_confirmation": {"a third password"}})
+	wantStatus(t, r, http.StatusNotFound)
+	if _, err := f.store.Authenticate("alice", "a new password"); err != nil {
+		t.Fatal("a used link changed the password again")
+	}
+}
+
+func TestResetLinkWithTwoFactor(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	f.member("alice")
+	_, codes := f.enableTwoFactor(f.signedIn("alice"))
+
+	token, _, _, _ := f.store.CreateResetLink("alice", time.Hour, false)
+	c := f.browser()
+	wantBody(t, f.get(c, "/auth/reset/"+token), `name="code"`)
+	form := url.Values{"password": {"a new password"}, "password_confirmation": {"a new password"}, "code": {"zzzzz-zzzzz"}}
+	r := f.post(c, "/auth/reset/"+token, form)
+	wantStatus(t, r, http.StatusUnauthorized)
+	wantBody(t, r, "That code is not right.")
+	form.Set("code", codes[0])
+	wantStatus(t, f.post(c, "/auth/reset/"+token, form), http.StatusOK)
+	if on, _, _ := f.store.TwoFactorStatus(f.mustMember("alice").ID); !on {
+		t.Fatal("a plain reset link turned two-factor sign-in off")
+	}
+	// The operator's --disable-2fa link asks no code and turns it off.
+	token, _, _, _ = f.store.CreateResetLink("alice", time.Hour, true)
+	page := f.get(c, "/auth/reset/"+token)
+	if strings.Contains(page.body, `name="code"`) {
+		t.Fatal("a --disable-2fa link asks for a code")
+	}
+	if on, _, _ := f.store.TwoFactorStatus(f.mustMember("alice").ID); !on {
+		t.Fatal("issuing or opening the link turned two-factor sign-in off before it was used")
+	}
+	wantStatus(t, f.post(c, "/auth/reset/"+token, url.Values{"password": {"a third password"}, "password_confirmation": {"a third password"}}), http.StatusOK)
+	m := f.mustMember("alice")
+	if on, _, _ := f.store.TwoFactorStatus(m.ID); on || m.TwoFactor {
+		t.Fatal("two-factor sign-in still on")
+	}
+	r = f.signIn(f.browser(), "alice", "a third password", "")
+	if r.Header.Get("Location") != "/settings" {
+		t.Fatalf("sign-in after the reset: %q", r.Header.Get("Location"))
+	}
+}
+
+func TestResetLinkExpires(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	f.member("alice")
+	if _, _, _, err := f.store.CreateResetLink("alice", 8*24*time.Hour, false); !storage.IsInvalid(err) {
+		t.Fatalf("8 days: %v", err)
+	}
+	token, _, _, _ := f.store.CreateResetLink("alice", time.Second, false)
+	deadline := time.Now().Add(10 * time.Second)
+	for f.get(f.browser(), "/auth/reset/"+token).StatusCode != http.StatusNotFound {
+		if time.Now().After(deadline) {
+			t.Fatal("a one-second link still works after 10 s")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	wantStatus(t, f.post(f.browser(), "/auth/reset/"+token, url.Values{"password": {"a new password"}, "password_confirmation": {"a new password"}}), http.StatusNotFound)
+}

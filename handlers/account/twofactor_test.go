@@ -1,0 +1,242 @@
+package account_test
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+var (
+	secretRE   = regexp.MustCompile(`<code class="secret">([A-Z2-7]+)</code>`)
+	recoveryRE = regexp.MustCompile(`<li><code>([a-z2-9]{5}-[a-z2-9]{5})</code></li>`)
+)
+
+func totpAt(t *testing.T, secret string, at time.Time) string {
+	t.Helper()
+	code, err := storage.TOTPCode(secret, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code
+}
+
+// enableTwoFactor turns two-factor sign-in on through the account page and
+// returns the key and the recovery codes it showed.
+func (f *fixture) enableTwoFactor(c *http.Client) (string, []string) {
+	t := f.t
+	t.Helper()
+	r := f.get(c, "/settings/account")
+	wantBody(t, r, "Two-factor sign-in is <strong>off</strong>")
+	wantStatus(t, f.post(c, "/settings/account/two_factor/start", url.Values{"current_password": {"wrong password"}}), http.StatusUnauthorized)
+	r = f.post(c, "/settings/account/two_factor/start", url.Values{"current_password": {password}})
+	wantStatus(t, r, http.StatusSeeOther)
+	r = f.get(c, "/settings/account")
+	m := secretRE.FindStringSubmatch(r.body)
+	if m == nil {
+		t.Fatalf("no key on the setup page:\n%s", r.body)
+	}
+	secret := m[1]
+	wantBody(t, r, `href="otpauth://totp/Hearth:alice@127.0.0.1?algorithm=SHA1&amp;digits=6&amp;issuer=Hearth&amp;period=30&amp;secret=`+secret+`"`)
+	wantBody(t, r, `src="data:image/png;base64,`)
+	// A wrong code leaves it off.
+	wrong := "000000"
+	if wrong == totpAt(t, secret, time.Now()) {
+		wrong = "111111"
+	}
+	r = f.post(c, "/settings/account/two_factor/confirm", url.Values{"code": {wrong}})
+	wantStatus(t, r, http.StatusUnauthorized)
+	wantBody(t, r, "That code is not right.")
+	r = f.post(c, "/settings/account/two_factor/confirm", url.Values{"code": {totpAt(t, secret, time.Now())}})
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "Two-factor sign-in is on.")
+	var codes []string
+	for _, m := range recoveryRE.FindAllStringSubmatch(r.body, -1) {
+		codes = append(codes, m[1])
+	}
+	if len(codes) != storage.RecoveryCodeCount {
+		t.Fatalf("%d recovery codes shown:\n%s", len(codes), r.body)
+	}
+	r = f.get(c, "/settings/account")
+	if recoveryRE.MatchString(r.body) || strings.Contains(r.body, secret) {
+		t.Fatal("the recovery codes or the key are shown again")
+	}
+	wantBody(t, r, "You have 10 recovery codes left.")
+	return secret, codes
+}
+
+func TestTwoFactorSignIn(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	f.member("alice")
+	secret, codes := f.enableTwoFactor(f.signedIn("alice"))
+
+	// The password alone signs nobody in.
+	c := f.browser()
+	r := f.signIn(c, "alice", password, "/settings/api_tokens")
+	wantStatus(t, r, http.StatusSeeOther)
+	if got := r.Header.Get("Location"); got != "/auth/two_factor?return_to=%2Fsettings%2Fapi_tokens" {
+		t.Fatalf("after the password: %q", got)
+	}
+	if sessionCookie(r) != nil {
+		t.Fatal("a session cookie before the code")
+	}
+	wantStatus(t, f.get(c, "/settings"), http.StatusSeeOther)
+	wantStatus(t, f.get(c, "/settings/account"), http.StatusSeeOther)
+	page := f.get(c, r.Header.Get("Location"))
+	wantStatus(t, page, http.StatusOK)
+	wantBody(t, page, `name="code"`)
+
+	// The code that turned it on was used: refused.
+	used := totpAt(t, secret, time.Now())
+	r = f.post(c, "/auth/two_factor", url.Values{"code": {used}, "return_to": {"/settings/api_tokens"}})
+	wantStatus(t, r, http.StatusUnauthorized)
+	if !strings.Contains(r.body, "That code was already used.") && !strings.Contains(r.body, "That code is not right.") {
+		t.Fatalf("reused code:\n%s", r.body)
+	}
+	next := totpAt(t, secret, time.Now().Add(30*time.Second))
+	r = f.post(c, "/auth/two_factor", url.Values{"code": {next}, "return_to": {"/settings/api_tokens"}})
+	wantStatus(t, r, http.StatusSeeOther)
+	if got := r.Header.Get("Location"); got != "/settings/api_tokens" {
+		t.Fatalf("after the code: %q", got)
+	}
+	wantStatus(t, f.get(c, "/settings/api_tokens"), http.StatusOK)
+
+	// The same code again, from another browser: refused.
+	c2 := f.browser()
+	wantStatus(t, f.signIn(c2, "alice", password, ""), http.StatusSeeOther)
+	r = f.post(c2, "/auth/two_factor", url.Values{"code": {next}})
+	wantStatus(t, r, http.StatusUnauthorized)
+	wantBody(t, r, "That code was already used.")
+	// A recovery code works once.
+	r = f.post(c2, "/auth/two_factor", url.Values{"code": {strings.ToUpper(codes[0])}})
+	wantStatus(t, r, http.StatusSeeOther)
+	wantStatus(t, f.get(c2, "/settings"), http.StatusOK)
+	c3 := f.browser()
+	wantStatus(t, f.signIn(c3, "alice", password, ""), http.StatusSeeOther)
+	wantStatus(t, f.post(c3, "/auth/two_factor", url.Values{"code": {codes[0]}}), http.StatusUnauthorized)
+
+	// Without a challenge (no password first, or a made-up one), the code
+	// page sends back to sign-in.
+	c4 := f.browser()
+	r = f.post(c4, "/auth/two_factor", url.Values{"code": {codes[1]}})
+	wantStatus(t, r, http.StatusUnauthorized)
+	wantBody(t, r, "Sign in again.")
+	if sessionCookie(r) != nil {
+		t.Fatal("a session without a challenge")
+	}
+	u, _ := url.Parse(f.srv.URL + "/auth/two_factor")
+	c4.Jar.SetCookies(u, []*http.Cookie{{Name: "hearth_2fa", Value: "h2f_" + strings.Repeat("A", 43), Path: "/auth/two_factor"}})
+	wantStatus(t, f.post(c4, "/auth/two_factor", url.Values{"code": {codes[1]}}), http.StatusUnauthorized)
+	if on, left, _ := f.store.TwoFactorStatus(f.mustMember("alice").ID); !on || left != storage.RecoveryCodeCount-1 {
+		t.Fatalf("a code was used up without a challenge: %v %d", on, left)
+	}
+}
+
+func (f *fixture) mustMember(name string) *storage.Member {
+	m, err := f.store.Member(name)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return m
+}
+
+// Wrong codes count against the member's and the address's sign-in
+// failure limits, and a challenge ends after five wrong codes.
+func TestTwoFactorCodeIsRateLimited(t *testing.T) {
+	f := newFixture(t, account.Options{FailuresPerUsername: 10})
+	f.member("alice")
+	_, codes := f.enableTwoFactor(f.signedIn("alice"))
+	c := f.browser()
+	wantStatus(t, f.signIn(c, "alice", password, ""), http.StatusSeeOther)
+	for range storage.MaxChallengeAttempts - 1 {
+		wantStatus(t, f.post(c, "/auth/two_factor", url.Values{"code": {"zzzzz-zzzzz"}}), http.StatusUnauthorized)
+	}
+	wantStatus(t, f.post(c, "/auth/two_factor", url.Values{"code": {"zzzzz-zzzzz"}}), http.StatusUnauthorized)
+	r := f.post(c, "/auth/two_factor", url.Values{"code": {codes[0]}})
+	wantStatus(t, r, http.StatusUnauthorized)
+	wantBody(t, r, "Sign in again.")
+	// The right password does not forget the wrong codes: setting up had
+	// two failures (a wrong password, a wrong code), the first challenge
+	// five; three more on a new challenge reach the member's limit (10),
+	// and then even a right code waits.
+	wantStatus(t, f.signIn(c, "alice", password, ""), http.StatusSeeOther)
+	for range 3 {
+		wantStatus(t, f.post(c, "/auth/two_factor", url.Values{"code": {"zzzzz-zzzzz"}}), http.StatusUnauthorized)
+	}
+	r = f.post(c, "/auth/two_factor", url.Values{"code": {codes[0]}})
+	wantStatus(t, r, http.StatusTooManyRequests)
+	if r.Header.Get("Retry-After") == "" {
+		t.Fatal("no Retry-After")
+	}
+	if _, left, _ := f.store.TwoFactorStatus(f.mustMember("alice").ID); left != storage.RecoveryCodeCount {
+		t.Fatalf("a recovery code was used while limited: %d left", left)
+	}
+}
+
+func TestTwoFactorDisable(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	f.member("alice")
+	c := f.signedIn("alice")
+	_, codes := f.enableTwoFactor(c)
+	r := f.post(c, "/settings/account/two_factor/disable", url.Values{"current_password": {password}, "code": {"zzzzz-zzzzz"}})
+	wantStatus(t, r, http.StatusUnauthorized)
+	wantBody(t, r, "That code is not right.")
+	r = f.post(c, "/settings/account/two_factor/disable", url.Values{"current_password": {"wrong password"}, "code": {codes[2]}})
+	wantStatus(t, r, http.StatusUnauthorized)
+	if on, _, _ := f.store.TwoFactorStatus(f.mustMember("alice").ID); !on {
+		t.Fatal("turned off by a refused form")
+	}
+	r = f.post(c, "/settings/account/two_factor/disable", url.Values{"current_password": {password}, "code": {codes[2]}})
+	wantStatus(t, r, http.StatusSeeOther)
+	wantBody(t, f.get(c, r.Header.Get("Location")), "Two-factor sign-in is off.")
+	// The password alone signs in again.
+	c2 := f.browser()
+	r = f.signIn(c2, "alice", password, "")
+	wantStatus(t, r, http.StatusSeeOther)
+	if r.Header.Get("Location") != "/settings" || sessionCookie(r) == nil {
+		t.Fatalf("sign-in after turning off: %q", r.Header.Get("Location"))
+	}
+}
+
+func TestTwoFactorPageRefusesBigBodies(t *testing.T) {
+	f := newFixture(t, account.Options{MaxFormBytes: 1024})
+	f.member("alice")
+	_, codes := f.enableTwoFactor(f.signedIn("alice"))
+	c := f.browser()
+	wantStatus(t, f.signIn(c, "alice", password, ""), http.StatusSeeOther)
+	r := f.post(c, "/auth/two_factor", url.Values{"code": {codes[0]}, "pad": {strings.Repeat("x", 2000)}})
+	wantStatus(t, r, http.StatusRequestEntityTooLarge)
+	if sessionCookie(r) != nil {
+		t.Fatal("signed in by a refused form")
+	}
+}
+
+func TestNewRecoveryCodes(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	f.member("alice")
+	c := f.signedIn("alice")
+	_, codes := f.enableTwoFactor(c)
+	r := f.post(c, "/settings/account/two_factor/recovery_codes", url.Values{"current_password": {password}, "code": {"zzzzz-zzzzz"}})
+	wantStatus(t, r, http.StatusUnauthorized)
+	r = f.post(c, "/settings/account/two_factor/recovery_codes", url.Values{"current_password": {password}, "code": {codes[0]}})
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "Your new recovery codes are below")
+	var fresh []string
+	for _, m := range recoveryRE.FindAllStringSubmatch(r.body, -1) {
+		fresh = append(fresh, m[1])
+	}
+	if len(fresh) != storage.RecoveryCodeCount {
+		t.Fatalf("%d new codes", len(fresh))
+	}
+	wantBody(t, f.get(c, "/settings/account"), "You have 10 recovery codes left.")
+	// The old codes stopped working; a new one signs in.
+	b := f.browser()
+	wantStatus(t, f.signIn(b, "alice", password, ""), http.StatusSeeOther)
+	wantStatus(t, f.post(b, "/auth/two_factor", url.Values{"code": {codes[1]}}), http.StatusUnauthorized)
+	wantStatus(t, f.post(b, "/auth/two_factor", url.Values{"code": {fresh[0]}}), http.StatusSeeOther)
+}

@@ -1,0 +1,195 @@
+package graphql_test
+
+import (
+	"archive/zip"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// Import speed (issue 16): a 10,000-item Pocket CSV without fetching, and
+// a 1,000-item Omnivore zip with content and highlights, each imported
+// into an empty member of a store with sync_writes on (the default), from
+// the upload's staging to the job's end. peak-heap-MiB is the largest heap
+// in use seen while it ran (sampled every 10 ms, garbage included);
+// peak-live-MiB the largest heap still reachable after a collection
+// (every 200 ms), Badger's memtables and caches included. Figures:
+// bench/README.md.
+
+func BenchmarkImportPocketCSV10k(b *testing.B) {
+	benchmarkImport(b, pocketCSV(b, 10000), 10000)
+}
+
+func BenchmarkImportOmnivoreZip1k(b *testing.B) {
+	benchmarkImport(b, omnivoreZip(b, 1000), 1000)
+}
+
+// Four times the files: the time grows with them, the peak heap should not.
+func BenchmarkImportPocketCSV40k(b *testing.B) {
+	benchmarkImport(b, pocketCSV(b, 40000), 40000)
+}
+
+func BenchmarkImportOmnivoreZip4k(b *testing.B) {
+	benchmarkImport(b, omnivoreZip(b, 4000), 4000)
+}
+
+func benchmarkImport(b *testing.B, file string, n int) {
+	st, err := storage.Open(b.TempDir(), storage.Options{GCInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	api := graphql.New(st, graphql.Options{NoImportFetch: true, ImportDir: filepath.Join(b.TempDir(), "staged")})
+	defer api.Close()
+	var peak, peakLive atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var ms runtime.MemStats
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			if i%20 == 19 {
+				// What is still reachable: the garbage of a busy
+				// import is collected, its working set is not.
+				runtime.GC()
+				runtime.ReadMemStats(&ms)
+				if ms.HeapAlloc > peakLive.Load() {
+					peakLive.Store(ms.HeapAlloc)
+				}
+				continue
+			}
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+		}
+	}()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m, err := st.CreateMember(fmt.Sprintf("member%d", i), "", "correct horse battery")
+		if err != nil {
+			b.Fatal(err)
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		staged, err := api.Importer().Stage(f)
+		f.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		job, err := api.Importer().Start(m.ID, staged, filepath.Base(file), importer.Auto, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			j, err := st.ImportJob(m.ID, job.ID)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if j.Finished() {
+				if j.Created != n || j.State != storage.ImportDone {
+					b.Fatalf("job: %+v", j)
+				}
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	b.StopTimer()
+	close(stop)
+	<-done
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
+	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(float64(peakLive.Load())/(1<<20), "peak-live-MiB")
+}
+
+// omnivoreZip writes an Omnivore export of n items in metadata files of
+// 20, as its exporter does, each item with about 6 KB of content and two
+// highlights with a note.
+func omnivoreZip(b testing.TB, n int) string {
+	b.Helper()
+	p := filepath.Join(b.TempDir(), "omnivore-export.zip")
+	f, err := os.Create(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	para := "Sourdough needs patience, warm water and a lively starter that doubles in size overnight. "
+	for from := 0; from < n; from += 20 {
+		var meta []map[string]any
+		for i := from; i < min(from+20, n); i++ {
+			slug := fmt.Sprintf("article-%d-%x", i, i*7919)
+			meta = append(meta, map[string]any{
+				"id": fmt.Sprintf("id-%d", i), "slug": slug, "title": fmt.Sprintf("Article %d", i),
+				"description": "About bread", "author": "A. Baker", "url": fmt.Sprintf("https://site%d.example/a/%d", i%40, i),
+				"state": []string{"Active", "Archived"}[i%2], "readingProgress": i % 100, "thumbnail": nil,
+				"labels":  []string{"bread", fmt.Sprintf("batch%d", i%10)},
+				"savedAt": time.Unix(1700000000+int64(i), 0).UTC().Format(time.RFC3339Nano), "updatedAt": time.Unix(1700000500+int64(i), 0).UTC().Format(time.RFC3339Nano),
+				"publishedAt": nil,
+			})
+			w, _ := zw.Create("content/" + slug + ".html")
+			fmt.Fprintf(w, `<DIV class="page" id="readability-page-1"><h1>Article %d</h1>`, i)
+			for k := 0; k < 60; k++ {
+				fmt.Fprintf(w, "<p>%s%d</p>", para, k)
+			}
+			w.Write([]byte("</DIV>"))
+			w, _ = zw.Create("highlights/" + slug + ".md")
+			fmt.Fprintf(w, "> %s3 \n\n#bread\n\nA note on %d\n\n> %s40 ", para, i, para)
+		}
+		w, _ := zw.Create(fmt.Sprintf("metadata_%d_to_%d.json", from, min(from+20, n)))
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(meta)
+	}
+	if err := zw.Close(); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	return p
+}
+
+// The benchmark's Omnivore file imports as the format says: highlights
+// placed in the content with their notes.
+func TestGeneratedOmnivoreZipImportsWithPlacedHighlights(t *testing.T) {
+	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	data, err := os.ReadFile(omnivoreZip(t, 30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, out := upload(t, e.srv.URL, e.token, "omnivore.zip", data, "")
+	if status != 201 || out["format"] != "OMNIVORE" {
+		t.Fatalf("HTTP %d %v", status, out)
+	}
+	job := waitImport(t, e.store, e.member.ID, out["jobId"].(string))
+	if job.Created != 30 {
+		t.Fatalf("job %+v", job)
+	}
+	var hs []*storage.Highlight
+	e.store.ForEachHighlight(e.member.ID, func(h *storage.Highlight) error { hs = append(hs, h); return nil })
+	if len(hs) != 60 {
+		t.Fatalf("%d highlights", len(hs))
+	}
+	for _, h := range hs {
+		s := h.Segments[0]
+		if !strings.HasPrefix(s.XPath, "/div[1]/p[") || s.EndOffset-s.StartOffset != len([]rune(s.Text)) || !strings.Contains(s.Text, "Sourdough needs patience") {
+			t.Fatalf("highlight not placed: %+v", s)
+		}
+	}
+}

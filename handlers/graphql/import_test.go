@@ -1,0 +1,616 @@
+package graphql_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// upload posts a file to /api/import as Inboxt's web app does (multipart:
+// file, type, labelIds repeated), with token (or "session:<id>").
+func upload(t *testing.T, base, token, name string, file []byte, typ string, labelIDs ...string) (int, map[string]any) {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", name)
+	fw.Write(file)
+	if typ != "" {
+		mw.WriteField("type", typ)
+	}
+	for _, id := range labelIDs {
+		mw.WriteField("labelIds", id)
+	}
+	mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, base+graphql.ImportPath, &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	if id, ok := strings.CutPrefix(token, sessionPrefix); ok {
+		req.AddCookie(&http.Cookie{Name: account.CookieName, Value: id})
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+	} else if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("answer is not JSON (HTTP %d): %s", resp.StatusCode, b)
+	}
+	return resp.StatusCode, out
+}
+
+// waitImport polls until the member's job id has ended.
+func waitImport(t *testing.T, st *storage.Store, memberID, id string) *storage.ImportJob {
+	t.Helper()
+	for i := 0; ; i++ {
+		j, err := st.ImportJob(memberID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Finished() {
+			return j
+		}
+		if i > 6000 {
+			t.Fatalf("import still running: %+v", j)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// snapshot is what a client sees of a member's library: items by URL or
+// title, with their labels, highlights and content.
+type snapItem struct {
+	Type, Status, Title, URL, Description, Author string
+	Progress                                      float64
+	ReadAt                                        string
+	Created, Updated                              string
+	Labels                                        []string
+	Highlights                                    []string
+	HTML, Text                                    string
+}
+
+func snapshot(t *testing.T, st *storage.Store, memberID string) map[string]snapItem {
+	t.Helper()
+	labels, _ := st.Labels(memberID)
+	names := map[string]string{}
+	for _, l := range labels {
+		names[l.ID] = l.Name + " " + l.Color
+	}
+	out := map[string]snapItem{}
+	err := st.ForEachSavedItem(memberID, func(it *storage.SavedItem, c *storage.ItemContent) error {
+		s := snapItem{Type: it.Type, Status: it.Status, Title: it.Title, URL: it.OriginalURL, Description: it.Description,
+			Author: it.Author, Progress: it.ReadingProgress, Created: it.CreatedAt.UTC().Format(time.RFC3339Nano),
+			Updated: it.UpdatedAt.UTC().Format(time.RFC3339Nano), HTML: c.HTML, Text: c.Text}
+		if it.ReadAt != nil {
+			s.ReadAt = it.ReadAt.UTC().Format(time.RFC3339Nano)
+		}
+		for _, id := range it.LabelIDs {
+			s.Labels = append(s.Labels, names[id])
+		}
+		sort.Strings(s.Labels)
+		hs, err := st.ItemHighlights(memberID, it.ID)
+		if err != nil {
+			return err
+		}
+		for _, h := range hs {
+			b, _ := json.Marshal(struct {
+				Note     string
+				Segments []storage.HighlightSegment
+				C, U     time.Time
+			}{h.Note, stripIDs(h.Segments), h.CreatedAt.UTC(), h.UpdatedAt.UTC()})
+			s.Highlights = append(s.Highlights, string(b))
+		}
+		sort.Strings(s.Highlights)
+		key := it.OriginalURL
+		if key == "" {
+			key = it.Title
+		}
+		out[key] = s
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func stripIDs(segs []storage.HighlightSegment) []storage.HighlightSegment {
+	out := append([]storage.HighlightSegment(nil), segs...)
+	for i := range out {
+		out[i].ID = ""
+	}
+	return out
+}
+
+func TestHearthExportImportedIntoAnEmptyMemberGivesTheSameLibrary(t *testing.T) {
+	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	kitchen, _ := e.store.CreateLabel(e.member.ID, "Kitchen", "#ff0000")
+	e.store.CreateLabel(e.member.ID, "Unused", "#0000ff")
+	later, _ := e.store.CreateLabel(e.member.ID, "Read later", "#00aa00")
+	bread := e.saveArticle(e.member.ID, 1, func(in *storage.NewItem) {
+		in.Title, in.Text, in.HTML, in.Author = "Baking Bread", "Knead the dough.", "<p>Knead the dough.</p>", "A. Baker"
+		in.LabelIDs = []string{kitchen.ID, later.ID}
+	})
+	if _, err := e.store.CreateHighlight(e.member.ID, bread.ID, []storage.HighlightSegment{{XPath: "/p[1]", EndOffset: 5, Text: "Knead"}}, "the key step"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.UpdateReadingProgress(e.member.ID, bread.ID, 60); err != nil {
+		t.Fatal(err)
+	}
+	archived := e.saveArticle(e.member.ID, 2, nil)
+	e.store.SetItemsRead(e.member.ID, []string{archived.ID}, true)
+	e.store.SetItemsStatus(e.member.ID, []string{archived.ID}, storage.StatusArchived)
+	trashed := e.saveArticle(e.member.ID, 3, nil)
+	e.store.SetItemsStatus(e.member.ID, []string{trashed.ID}, storage.StatusDeleted)
+	if _, _, err := e.store.SaveItem(e.member.ID, storage.NewItem{Type: storage.TypeNewsletter, Title: "Weekly digest",
+		HTML: "<p>News</p>", Text: "News", FromName: "Digest", MessageID: "<1@digest.example>"}); err != nil {
+		t.Fatal(err)
+	}
+
+	srv, browser := site(t, e)
+	resp, err := browser.Get(srv.URL + graphql.ExportFilePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	export, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+
+	bob, bobToken := e.newMember("bob")
+	status, out := upload(t, e.srv.URL, bobToken, "hearth-export-alice.zip", export, "")
+	if status != http.StatusCreated || out["success"] != true || out["format"] != "HEARTH" || out["total"] != float64(4) {
+		t.Fatalf("upload: HTTP %d %v", status, out)
+	}
+	job := waitImport(t, e.store, bob.ID, out["jobId"].(string))
+	if job.State != storage.ImportDone || job.Created != 4 || job.Failed != 0 {
+		t.Fatalf("job: %+v", job)
+	}
+	want, got := snapshot(t, e.store, e.member.ID), snapshot(t, e.store, bob.ID)
+	if len(want) != 4 || len(got) != len(want) {
+		t.Fatalf("bob has %d items, alice %d", len(got), len(want))
+	}
+	for k, w := range want {
+		if g := got[k]; !equalJSON(g, w) {
+			t.Errorf("item %s:\n got %+v\nwant %+v", k, g, w)
+		}
+	}
+	// Every label, in its order with its color, also one no item carries.
+	labelList := func(id string) string {
+		ls, _ := e.store.Labels(id)
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.Name+" "+l.Color)
+		}
+		return strings.Join(out, ", ")
+	}
+	if g, w := labelList(bob.ID), labelList(e.member.ID); g != w || !strings.Contains(w, "Unused") {
+		t.Errorf("labels: got %s, want %s", g, w)
+	}
+
+	// The same file again changes nothing.
+	status, out = upload(t, e.srv.URL, bobToken, "hearth-export-alice.zip", export, "HEARTH")
+	if status != http.StatusCreated {
+		t.Fatalf("second upload: HTTP %d %v", status, out)
+	}
+	job = waitImport(t, e.store, bob.ID, out["jobId"].(string))
+	if job.Created != 0 || job.Existing != 4 {
+		t.Fatalf("repeat job: %+v", job)
+	}
+	if again := snapshot(t, e.store, bob.ID); !equalJSON(again, got) {
+		t.Fatalf("the repeat changed the library:\n%+v\n%+v", again, got)
+	}
+}
+
+func equalJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+func TestImportKeepsExistingItemsAndAddsOnlyMissingLabels(t *testing.T) {
+	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	mine := e.saveArticle(e.member.ID, 1, func(in *storage.NewItem) {
+		in.URL, in.Title, in.HTML, in.Text = "https://example.org/bread", "My own title", "<p>mine</p>", "mine"
+	})
+	imported, _ := e.store.CreateLabel(e.member.ID, "Imported", "#123456")
+	csv := "name,url,description,date,labels\nBaking Bread,https://EXAMPLE.org/bread#top,How to bake bread,2025-03-01T10:00:00.000Z,\"Kitchen,weekend\"\n"
+	status, out := upload(t, e.srv.URL, e.token, "saved-items.csv", []byte(csv), "CSV", imported.ID)
+	if status != http.StatusCreated {
+		t.Fatalf("HTTP %d %v", status, out)
+	}
+	job := waitImport(t, e.store, e.member.ID, out["jobId"].(string))
+	if job.Existing != 1 || job.Created != 0 {
+		t.Fatalf("job: %+v", job)
+	}
+	it, _ := e.store.SavedItem(e.member.ID, mine.ID)
+	c, _ := e.store.ItemContent(e.member.ID, mine.ID)
+	if it.Title != "My own title" || !it.CreatedAt.Equal(mine.CreatedAt) || c.HTML != "<p>mine</p>" || len(it.LabelIDs) != 3 {
+		t.Fatalf("existing item changed beyond its labels: %+v %+v", it, c)
+	}
+}
+
+func TestImportRefusesNonExportsOversizeAndStrangersBeforeAnyWrite(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "staged")
+	e := newEnv(t, graphql.Options{ImportLimits: importer.Limits{MaxUploadBytes: 2048}, ImportDir: dir})
+	cases := []struct {
+		name, token string
+		file        []byte
+		typ         string
+		status      int
+		says        string
+	}{
+		{"an image", e.token, []byte("\x89PNG\r\n\x1a\n...."), "", 400, "not an export"},
+		{"too large", e.token, bytes.Repeat([]byte("x"), 5000), "", 413, "larger than 2048 bytes"},
+		{"unknown type", e.token, []byte("url\nhttps://e.com/\n"), "DELICIOUS", 400, "unknown import type"},
+		{"csv said, zip sent", e.token, []byte("PK\x03\x04rest"), "CSV", 400, "zip"},
+		{"no token", "", []byte("url\nhttps://e.com/\n"), "", 401, "sign in"},
+		{"bad token", "app_nope", []byte("url\nhttps://e.com/\n"), "", 401, "unknown"},
+	}
+	for _, c := range cases {
+		status, out := upload(t, e.srv.URL, c.token, "f", c.file, c.typ)
+		msg, _ := out["message"].(string)
+		if status != c.status || out["status"] != float64(c.status) || !strings.Contains(msg, c.says) || out["path"] != "/api/import" {
+			t.Errorf("%s: HTTP %d %v", c.name, status, out)
+		}
+	}
+	if jobs, _ := e.store.ImportJobs(e.member.ID); len(jobs) != 0 {
+		t.Fatalf("jobs recorded: %+v", jobs)
+	}
+	if items := e.allEntries(map[string]any{"first": 10}); len(items) != 0 {
+		t.Fatalf("items written: %+v", items)
+	}
+	if staged, _ := os.ReadDir(dir); len(staged) != 0 {
+		t.Fatalf("staged files left: %v", staged)
+	}
+}
+
+// The Import page works without script: its form posts to /api/import
+// with from=settings, which redirects back to the page (303) or shows the
+// page again with the error; the page lists the import with its progress
+// and failures and asks to be refreshed while it runs.
+func TestImportPageUploadsWithoutScriptAndShowsProgress(t *testing.T) {
+	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	srv, browser := site(t, e)
+	status, body := page(t, browser, http.MethodGet, srv.URL+graphql.ImportPagePath, nil)
+	if status != http.StatusOK || !strings.Contains(body, `action="/api/import"`) || !strings.Contains(body, `enctype="multipart/form-data"`) ||
+		!strings.Contains(body, `<option value="OMNIVORE">`) || !strings.Contains(body, "You have not imported anything yet.") {
+		t.Fatalf("page: HTTP %d\n%s", status, body)
+	}
+	send := func(file []byte) *http.Response {
+		var b bytes.Buffer
+		mw := multipart.NewWriter(&b)
+		mw.WriteField("from", "settings")
+		fw, _ := mw.CreateFormFile("file", "ril_export.html")
+		fw.Write(file)
+		mw.WriteField("type", "")
+		mw.Close()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+graphql.ImportPath, &b)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		resp, err := browser.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	pocket, err := os.ReadFile("../importer/testdata/ril_export.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := send(pocket)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), graphql.ImportPagePath+"#job-") {
+		t.Fatalf("form upload: HTTP %d %v", resp.StatusCode, resp.Header)
+	}
+	jobs, _ := e.store.ImportJobs(e.member.ID)
+	if len(jobs) != 1 {
+		t.Fatalf("jobs: %+v", jobs)
+	}
+	waitImport(t, e.store, e.member.ID, jobs[0].ID)
+	status, body = page(t, browser, http.MethodGet, srv.URL+graphql.ImportPagePath, nil)
+	if status != http.StatusOK || !strings.Contains(body, "ril_export.html") || !strings.Contains(body, `<progress max="3" value="3">`) ||
+		!strings.Contains(body, "3 new items") || !strings.Contains(body, "finished") {
+		t.Fatalf("page after the import: HTTP %d\n%s", status, body)
+	}
+	resp = send([]byte("not an export at all"))
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "not an export Hearth can read") || !strings.Contains(string(b), "<form") {
+		t.Fatalf("refused upload from the page: HTTP %d\n%s", resp.StatusCode, b)
+	}
+}
+
+// Clients that poll see an import's progress with the Hearth-only
+// importJobs query.
+func TestImportJobsQueryShowsProgressAndFailures(t *testing.T) {
+	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	file, _ := os.ReadFile("../importer/testdata/inboxt.csv")
+	status, out := upload(t, e.srv.URL, e.token, "saved-items.csv", file, "CSV")
+	if status != http.StatusCreated {
+		t.Fatalf("HTTP %d %v", status, out)
+	}
+	waitImport(t, e.store, e.member.ID, out["jobId"].(string))
+	var got struct {
+		ImportJobs []struct {
+			ID, Format, FileName, State            string
+			Total, Done, Created, Existing, Failed int
+			Failures                               []struct{ Entry, Reason string }
+			FinishedAt                             *string
+		}
+	}
+	e.do(`query { importJobs { id format fileName state total done created existing failed failures { entry reason } finishedAt } }`, nil, &got)
+	if len(got.ImportJobs) != 1 {
+		t.Fatalf("%+v", got)
+	}
+	j := got.ImportJobs[0]
+	if j.ID != out["jobId"] || j.Format != "INBOXT_CSV" || j.FileName != "saved-items.csv" || j.State != "DONE" || j.Total != 3 ||
+		j.Done != 3 || j.Created != 2 || j.Failed != 1 || len(j.Failures) != 1 || j.Failures[0].Entry != "row 3" ||
+		!strings.Contains(j.Failures[0].Reason, "not a date") || j.FinishedAt == nil {
+		t.Fatalf("%+v", j)
+	}
+	other, otherToken := e.newMember("bob")
+	_ = other
+	var none struct{ ImportJobs []struct{ ID string } }
+	e.doAs(otherToken, `query { importJobs { id } }`, nil, &none)
+	if len(none.ImportJobs) != 0 {
+		t.Fatalf("bob sees alice's imports: %+v", none)
+	}
+}
+
+// Items an export has no content for (Pocket's) are fetched through the
+// safe fetcher, one at a time per host, and keep the title the export gave
+// them when the fetch fails, with the reason as description.
+func TestImportedItemsAreFetchedPolitelyAndFailuresKeepTheirTitle(t *testing.T) {
+	e := newEnv(t, graphql.Options{Fetcher: localFetcher()})
+	para := strings.Repeat("Sourdough needs patience, warm water and a lively starter that doubles in size. ", 12)
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
+		time.Sleep(50 * time.Millisecond)
+		if r.URL.Path == "/gone" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<html><head><title>Page %s</title></head><body><article><h1>Page %s</h1><p>%s</p><p>%s</p></article></body></html>`, r.URL.Path, r.URL.Path, para, para)
+	}))
+	t.Cleanup(site.Close)
+	csv := "title,url,time_added,cursor,tags,status\n" +
+		"First,%[1]s/one,1600000000,a,,unread\nSecond,%[1]s/two,1600000001,b,,unread\nThird,%[1]s/three,1600000002,c,,archive\nGone,%[1]s/gone,1600000003,d,,unread\n"
+	status, out := upload(t, e.srv.URL, e.token, "part_000000.csv", []byte(fmt.Sprintf(csv, site.URL)), "POCKET")
+	if status != http.StatusCreated {
+		t.Fatalf("HTTP %d %v", status, out)
+	}
+	job := waitImport(t, e.store, e.member.ID, out["jobId"].(string))
+	if job.Created != 4 || job.Fetching != 4 {
+		t.Fatalf("job: %+v", job)
+	}
+	items := e.waitFetched()
+	byURL := map[string]entry{}
+	for _, it := range items {
+		byURL[*it.OriginalURL] = it
+	}
+	if it := byURL[site.URL+"/three"]; it.Title != "Page /three" || it.Status != "ARCHIVED" || it.WordCount < 100 {
+		t.Fatalf("fetched item: %+v", it)
+	}
+	if it := byURL[site.URL+"/gone"]; it.Title != "Gone" || !strings.Contains(*it.Description, "HTTP 404") {
+		t.Fatalf("failed item: %+v", it)
+	}
+	// The import counts its fetches, and lists the one that failed.
+	job, _ = e.store.ImportJob(e.member.ID, job.ID)
+	if job.Fetched != 3 || job.FetchFailed != 1 || len(job.Failures) != 1 || job.Failures[0].Ref != site.URL+"/gone" ||
+		!strings.Contains(job.Failures[0].Reason, "HTTP 404") {
+		t.Fatalf("job after the fetches: %+v", job)
+	}
+	var got struct {
+		ImportJobs []struct{ Fetching, Fetched, FetchFailed int }
+	}
+	e.do(`query { importJobs { fetching fetched fetchFailed } }`, nil, &got)
+	if len(got.ImportJobs) != 1 || got.ImportJobs[0].Fetching != 4 || got.ImportJobs[0].Fetched != 3 || got.ImportJobs[0].FetchFailed != 1 {
+		t.Fatalf("importJobs: %+v", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most != 1 {
+		t.Fatalf("%d fetches of one host ran at once", most)
+	}
+}
+
+// zipFixture zips a directory of ../importer/testdata.
+func zipFixture(t *testing.T, dir string) []byte {
+	t.Helper()
+	root := filepath.Join("..", "importer", "testdata", dir)
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		w, err := zw.Create(filepath.ToSlash(rel))
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		w.Write(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw.Close()
+	return buf.Bytes()
+}
+
+// Every fixture, uploaded as its service's export: what each keeps reaches
+// the member's library, and malformed entries are reported, not fatal.
+func TestEveryFixtureImportsThroughTheAPI(t *testing.T) {
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("..", "importer", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cases := []struct {
+		name, format            string
+		file                    []byte
+		created, failed         int
+		url, title, status, has string // one item to look at, and a label or highlight note it has
+	}{
+		{"pocket.zip", "POCKET", zipFixture(t, "pocket"), 4, 1, "https://go.dev/doc/go1.26", "Go 1.26 Release Notes", "ACTIVE", "label:release notes"},
+		{"pocket_2020.csv", "POCKET", read("pocket_2020.csv"), 3, 0, "https://www.reddit.com/r/DataHoarder/comments/ioupbk/archivebox_question_how_do_i_import_links_from_a/", "", "ARCHIVED", ""},
+		{"ril_export.html", "POCKET_HTML", read("ril_export.html"), 3, 0, "https://www.lemonde.fr/pixels/article/2016/09/08/apple-iphone-7.html", "iPhone 7 : ce qu’il faut retenir", "ARCHIVED", "label:tech"},
+		{"omnivore.zip", "OMNIVORE", zipFixture(t, "omnivore"), 3, 0, "https://www.lemonde.fr/economie/article/2024/10/29/malgre-la-crise-du-marche-des-montres-breitling-etend-son-reseau-commercial-et-devoile-ses-ambitions_6365425_3234.html", "", "ARCHIVED", "note:Worth following up"},
+		{"wallabag.json", "WALLABAG", read("wallabag.json"), 2, 1, "https://www.mediapart.fr/", "", "ACTIVE", "note:to discuss"},
+		{"instapaper.csv", "INSTAPAPER", read("instapaper.csv"), 4, 0, "https://redditblog.com/2016/09/20/amp-and-reactredux/", "AMP and React+Redux: Why Not?", "ARCHIVED", "label:javascript"},
+		{"bookmarks.html", "BOOKMARKS", read("bookmarks.html"), 3, 1, "https://blog.golang.org/pipelines", "Go Concurrency Patterns: Pipelines and cancellation", "ACTIVE", "label:concurrency"},
+		{"saved-items.csv", "INBOXT_CSV", read("inboxt.csv"), 2, 1, "https://example.org/bread", "Baking Bread", "ACTIVE", "label:weekend"},
+		{"inboxt.zip", "INBOXT_ZIP", zipFixture(t, "inboxt"), 3, 2, "https://example.org/sourdough", "Sourdough starter basics", "ARCHIVED", "label:cooking"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, graphql.Options{NoImportFetch: true})
+			status, out := upload(t, e.srv.URL, e.token, c.name, c.file, "")
+			if status != http.StatusCreated || out["format"] != c.format {
+				t.Fatalf("HTTP %d %v", status, out)
+			}
+			job := waitImport(t, e.store, e.member.ID, out["jobId"].(string))
+			if job.State != storage.ImportDone || job.Created != c.created || job.Failed != c.failed || len(job.Failures) != c.failed {
+				t.Fatalf("job: %+v", job)
+			}
+			labels, _ := e.store.Labels(e.member.ID)
+			var found bool
+			e.store.ForEachSavedItem(e.member.ID, func(it *storage.SavedItem, _ *storage.ItemContent) error {
+				if it.OriginalURL != c.url {
+					return nil
+				}
+				found = true
+				if c.title != "" && it.Title != c.title || it.Status != c.status || it.CreatedAt.After(time.Now().Add(-time.Hour)) {
+					t.Errorf("item: %+v", it)
+				}
+				kind, want, _ := strings.Cut(c.has, ":")
+				switch kind {
+				case "label":
+					ok := false
+					for _, l := range labels {
+						ok = ok || strings.EqualFold(l.Name, want) && slices.Contains(it.LabelIDs, l.ID)
+					}
+					if !ok {
+						t.Errorf("no label %q on %+v (labels %+v)", want, it, labels)
+					}
+				case "note":
+					hs, _ := e.store.ItemHighlights(e.member.ID, it.ID)
+					ok := false
+					for _, h := range hs {
+						ok = ok || h.Note == want
+					}
+					if !ok {
+						t.Errorf("no highlight with the note %q: %+v", want, hs)
+					}
+				}
+				return nil
+			})
+			if !found {
+				t.Fatalf("no item %s", c.url)
+			}
+		})
+	}
+}
+
+// While one upload of a member is being received, another is refused (a
+// file is staged on disk before it is checked).
+func TestOneUploadAtATimePerMember(t *testing.T) {
+	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+graphql.ImportPath, pr)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	first := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			first <- 0
+			return
+		}
+		resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	fw, _ := mw.CreateFormFile("file", "part_000000.csv")
+	fw.Write([]byte("title,url,time_added,cursor,tags,status\n"))
+	// The server is reading the first upload's file now.
+	var status int
+	var out map[string]any
+	for i := 0; ; i++ {
+		status, out = upload(t, e.srv.URL, e.token, "other.csv", []byte("url\nhttps://e.com/\n"), "")
+		if status == http.StatusConflict || i > 500 {
+			break
+		}
+		// The first request may not have reached the handler yet: that
+		// upload then succeeded, and is tried again.
+		time.Sleep(10 * time.Millisecond)
+	}
+	if status != http.StatusConflict || !strings.Contains(out["message"].(string), "another upload") {
+		t.Fatalf("second upload: HTTP %d %v", status, out)
+	}
+	fw.Write([]byte("A,https://example.com/a,1600000000,c,,unread\n"))
+	mw.Close()
+	pw.Close()
+	if got := <-first; got != http.StatusCreated {
+		t.Fatalf("first upload: HTTP %d", got)
+	}
+}
+
+// A browser form refused before its body is read (here by its
+// Content-Length) gets the Import page with the error, not JSON.
+func TestImportPageShowsRefusalsBeforeTheBodyIsRead(t *testing.T) {
+	e := newEnv(t, graphql.Options{NoImportFetch: true, ImportLimits: importer.Limits{MaxUploadBytes: 1024}})
+	srv, browser := site(t, e)
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	fw, _ := mw.CreateFormFile("file", "big.csv")
+	fw.Write(bytes.Repeat([]byte("x"), 3<<20))
+	mw.WriteField("from", "settings")
+	mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+graphql.ImportPath, &b)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := browser.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(resp.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(string(body), "larger than 1024 bytes") || !strings.Contains(string(body), `enctype="multipart/form-data"`) {
+		t.Fatalf("HTTP %d %v\n%s", resp.StatusCode, resp.Header, body)
+	}
+}

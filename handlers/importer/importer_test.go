@@ -1,0 +1,300 @@
+package importer_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// zipDir zips testdata/dir (its files at the archive's root) into a temp file.
+func zipDir(t testing.TB, dir string) string {
+	t.Helper()
+	root := filepath.Join("testdata", dir)
+	files := map[string][]byte{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		files[filepath.ToSlash(rel)] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeZip(t, files)
+}
+
+func writeZip(t testing.TB, files map[string][]byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "export.zip")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	for name, b := range files {
+		w, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(b)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return p
+}
+
+// readAll scans and reads path, returning the items and the skipped refs.
+func readAll(t *testing.T, path string, format importer.Format) (importer.Format, []*importer.Item, []string) {
+	t.Helper()
+	got, n, err := importer.Scan(path, format, importer.Limits{})
+	if err != nil {
+		t.Fatalf("Scan: %v", err)
+	}
+	r, err := importer.Open(path, got, importer.Limits{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer r.Close()
+	var items []*importer.Item
+	var skipped []string
+	for {
+		it, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		var ee *importer.EntryError
+		if errors.As(err, &ee) {
+			skipped = append(skipped, ee.Error())
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		items = append(items, it)
+	}
+	if len(items)+len(skipped) != n {
+		t.Fatalf("Scan counted %d entries, reading gave %d items and %d skipped", n, len(items), len(skipped))
+	}
+	return got, items, skipped
+}
+
+func byURL(items []*importer.Item, u string) *importer.Item {
+	for _, it := range items {
+		if it.URL == u {
+			return it
+		}
+	}
+	return nil
+}
+
+func at(sec int64) time.Time { return time.Unix(sec, 0).UTC() }
+
+func TestPocketZipIsDetectedAndKeepsDatesTagsAndStatus(t *testing.T) {
+	f, items, skipped := readAll(t, zipDir(t, "pocket"), importer.Auto)
+	if f != importer.PocketCSV || len(items) != 4 || len(skipped) != 1 || !strings.Contains(skipped[0], "part_000000.csv row 3") {
+		t.Fatalf("format %s, %d items, skipped %v", f, len(items), skipped)
+	}
+	m := byURL(items, "https://www.monde-diplomatique.fr/2020/09/HALIMI/62165")
+	if m == nil || m.Status != storage.StatusArchived || !m.SavedAt.Equal(at(1599806347)) ||
+		strings.Join(m.Labels, ";") != "history;long reads" || !strings.HasPrefix(m.Title, "Avec les accusés") {
+		t.Fatalf("archived row: %+v", m)
+	}
+	g := byURL(items, "https://go.dev/doc/go1.26")
+	if g == nil || g.Status != storage.StatusActive || strings.Join(g.Labels, ";") != "go;Release Notes" {
+		t.Fatalf("second part: %+v", g)
+	}
+}
+
+func TestPocketCSVWithoutCursorAndAsCSVType(t *testing.T) {
+	f, items, _ := readAll(t, "testdata/pocket_2020.csv", importer.CSV)
+	if f != importer.PocketCSV || len(items) != 3 || items[1].Labels[0] != "agile" || items[2].Status != storage.StatusArchived {
+		t.Fatalf("%s %+v", f, items)
+	}
+}
+
+func TestPocketHTML(t *testing.T) {
+	f, items, _ := readAll(t, "testdata/ril_export.html", importer.Auto)
+	if f != importer.PocketHTML || len(items) != 3 {
+		t.Fatalf("%s: %d items", f, len(items))
+	}
+	if it := items[0]; it.Status != storage.StatusActive || !it.SavedAt.Equal(at(1688628695)) ||
+		strings.Join(it.Labels, ",") != "ifttt,new_entry_simple" || !strings.HasPrefix(it.Title, "Tarn : Des lapins") {
+		t.Fatalf("first: %+v", it)
+	}
+	if it := items[2]; it.Status != storage.StatusArchived || it.Labels[0] != "tech" {
+		t.Fatalf("archive: %+v", it)
+	}
+}
+
+func TestOmnivoreZipKeepsContentHighlightsProgressAndState(t *testing.T) {
+	f, items, _ := readAll(t, zipDir(t, "omnivore"), importer.ZIP)
+	if f != importer.Omnivore || len(items) != 3 {
+		t.Fatalf("%s: %d items", f, len(items))
+	}
+	b := items[0]
+	if b.Status != storage.StatusArchived || b.ReadingProgress != 100 || b.Author != "Juliette Garnier" ||
+		!b.SavedAt.Equal(time.Date(2024, 10, 29, 16, 30, 11, 0, time.UTC)) || b.Labels[0] != "RSS" ||
+		!strings.Contains(b.HTML, "Champs-Elysées") {
+		t.Fatalf("first item: %+v", b)
+	}
+	if len(b.Highlights) != 2 || b.Highlights[0].Quote != "La marque suisse, peu présente en Chine, veut s’étendre ailleurs en Asie." ||
+		b.Highlights[0].Note != "Worth following up" ||
+		b.Highlights[1].Quote != "En France, après s’être installée sur les Champs-Elysées,\nelle ouvre boutique à Lille et à Monaco." {
+		t.Fatalf("highlights: %+v", b.Highlights)
+	}
+	if e := items[1]; e.ReadingProgress != 42.5 || len(e.Labels) != 2 || e.Status != storage.StatusActive {
+		t.Fatalf("second: %+v", e)
+	}
+	if n := items[2]; n.HTML != "" || n.URL != "https://example.com/omnivore/no-content" {
+		t.Fatalf("content-less item: %+v", n)
+	}
+}
+
+func TestWallabagJSON(t *testing.T) {
+	f, items, skipped := readAll(t, "testdata/wallabag.json", importer.Auto)
+	if f != importer.Wallabag || len(items) != 2 || len(skipped) != 1 {
+		t.Fatalf("%s: %d items, skipped %v", f, len(items), skipped)
+	}
+	m := items[0]
+	if !m.SavedAt.Equal(time.Date(2016, 9, 8, 9, 55, 58, 0, time.UTC)) || strings.Join(m.Labels, ",") != "mediapart,blog,Starred" ||
+		len(m.Highlights) != 1 || m.Highlights[0].Note != "to discuss" || m.Highlights[0].Segments[0].XPath != "/div[1]/p[1]" ||
+		m.Highlights[0].Segments[0].EndOffset != 46 {
+		t.Fatalf("first: %+v", m)
+	}
+	if items[1].Status != storage.StatusArchived {
+		t.Fatalf("is_archived 1: %+v", items[1])
+	}
+}
+
+func TestInstapaperCSV(t *testing.T) {
+	f, items, _ := readAll(t, "testdata/instapaper.csv", importer.Auto)
+	if f != importer.Instapaper || len(items) != 4 {
+		t.Fatalf("%s: %d items", f, len(items))
+	}
+	if a := items[1]; a.Status != storage.StatusArchived || a.Description != "A selection from the page" ||
+		strings.Join(a.Labels, ",") != "web,javascript" || !a.SavedAt.Equal(at(1474329600)) {
+		t.Fatalf("archived: %+v", a)
+	}
+	if items[2].Labels[0] != "Starred" || items[3].Labels[0] != "test_tag" || items[3].Status != storage.StatusActive {
+		t.Fatalf("folders: %+v %+v", items[2], items[3])
+	}
+}
+
+func TestNetscapeBookmarks(t *testing.T) {
+	f, items, _ := readAll(t, "testdata/bookmarks.html", importer.Auto)
+	if f != importer.Bookmarks || len(items) != 4 {
+		t.Fatalf("%s: %d items %+v", f, len(items), items)
+	}
+	p := byURL(items, "https://blog.golang.org/pipelines")
+	if p == nil || p.Description != "Pipelines in Go, with cancellation." || strings.Join(p.Labels, ",") != "go,concurrency" ||
+		!p.SavedAt.Equal(at(1700000004)) || !p.UpdatedAt.Equal(at(1700000500)) || p.Title != "Go Concurrency Patterns: Pipelines and cancellation" {
+		t.Fatalf("pipelines: %+v", p)
+	}
+	if c := byURL(items, "https://caddyserver.com/docs/"); c == nil || c.Description != "" || c.Title != "Caddy Documentation" {
+		t.Fatalf("caddy: %+v", c)
+	}
+}
+
+func TestInboxtCSV(t *testing.T) {
+	f, items, skipped := readAll(t, "testdata/inboxt.csv", importer.CSV)
+	if f != importer.InboxtCSV || len(items) != 2 || len(skipped) != 1 || !strings.Contains(skipped[0], "not a date") {
+		t.Fatalf("%s: %+v %v", f, items, skipped)
+	}
+	if b := items[0]; b.Title != "Baking Bread" || b.Description != "How to bake bread" || strings.Join(b.Labels, ",") != "kitchen,weekend" ||
+		!b.SavedAt.Equal(time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)) {
+		t.Fatalf("%+v", b)
+	}
+	if items[1].Title != `Quotes, "and" commas` {
+		t.Fatalf("%+v", items[1])
+	}
+}
+
+func TestInboxtZip(t *testing.T) {
+	p := zipDir(t, "inboxt")
+	f, items, skipped := readAll(t, p, importer.ZIP)
+	if f != importer.InboxtZIP || len(items) != 3 || len(skipped) != 2 {
+		t.Fatalf("%s: %d items, skipped %v", f, len(items), skipped)
+	}
+	s := items[0]
+	if s.Status != storage.StatusArchived || s.Labels[0] != "Cooking" || s.HTML != "<p>Feed it flour and water daily.</p>\n" ||
+		len(s.Highlights) != 1 || s.Highlights[0].Quote != "flour and water" {
+		t.Fatalf("article: %+v", s)
+	}
+	if n := items[1]; n.Type != storage.TypeNewsletter || n.URL != "" || n.Author != "The Bread Letter" {
+		t.Fatalf("newsletter: %+v", n)
+	}
+	if h := items[2]; h.URL != "https://example.net/saved-page" || h.Title != "Saved page" {
+		t.Fatalf("standalone HTML: %+v", h)
+	}
+	r, _ := importer.Open(p, f, importer.Limits{})
+	defer r.Close()
+	if ll, ok := r.(importer.LabelLister); !ok || len(ll.ExportLabels()) != 1 || ll.ExportLabels()[0] != (importer.Label{Name: "Cooking", Color: "#e8590c"}) {
+		t.Fatalf("labels not read")
+	}
+}
+
+func refusal(t *testing.T, path string, format importer.Format, lim importer.Limits, want string) {
+	t.Helper()
+	_, _, err := importer.Scan(path, format, lim)
+	if !importer.IsFileError(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Scan = %v, want a refusal saying %q", err, want)
+	}
+}
+
+func writeFile(t *testing.T, b []byte) string {
+	p := filepath.Join(t.TempDir(), "upload")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestFilesThatAreNoExportAreRefused(t *testing.T) {
+	refusal(t, writeFile(t, []byte("\x89PNG\r\n\x1a\nrest of an image")), importer.Auto, importer.Limits{}, "not an export")
+	refusal(t, writeFile(t, []byte("just,some,columns\n1,2,3\n")), importer.Auto, importer.Limits{}, "not an export")
+	refusal(t, writeFile(t, []byte("<html><body>hello</body></html>")), importer.Auto, importer.Limits{}, "not an export")
+	refusal(t, writeFile(t, []byte("title,url,time_added,tags,status\n")), importer.Auto, importer.Limits{}, "no saved items")
+	refusal(t, writeZip(t, map[string][]byte{"notes.txt": []byte("hello")}), importer.Auto, importer.Limits{}, "not an export")
+	refusal(t, "testdata/wallabag.json", importer.Omnivore, importer.Limits{}, "not a zip")
+	refusal(t, zipDir(t, "omnivore"), importer.PocketCSV, importer.Limits{}, "not a Pocket export")
+	refusal(t, "testdata/instapaper.csv", importer.Wallabag, importer.Limits{}, "not JSON")
+	refusal(t, writeFile(t, []byte(`[{"name":"a list of something else"},{"name":"b"}]`)), importer.Auto, importer.Limits{}, "no entry of the file reads as a saved item of wallabag (item 1: the entry has no url")
+}
+
+func TestZipBombTraversalAndLimitsAreRefused(t *testing.T) {
+	bomb := writeZip(t, map[string][]byte{"metadata_0_to_1.json": bytes.Repeat([]byte(" "), 50<<20)})
+	refusal(t, bomb, importer.Auto, importer.Limits{}, "zip bomb")
+	refusal(t, writeZip(t, map[string][]byte{"../../etc/cron.d/x.html": []byte("<p>x</p>")}), importer.Auto, importer.Limits{}, "outside the archive")
+	refusal(t, writeZip(t, map[string][]byte{"/abs/page.html": []byte("<p>x</p>")}), importer.Auto, importer.Limits{}, "outside the archive")
+	refusal(t, "testdata/pocket_2020.csv", importer.Auto, importer.Limits{MaxUploadBytes: 100}, "larger than 100 bytes")
+	refusal(t, "testdata/pocket_2020.csv", importer.Auto, importer.Limits{MaxEntries: 2}, "more than 2 entries")
+	long := "title,url,time_added,tags,status\n" + strings.Repeat("x", 3000) + ",https://example.com/,1,,unread\n"
+	refusal(t, writeFile(t, []byte(long)), importer.Auto, importer.Limits{MaxEntryBytes: 1000}, "longer than 1000 bytes")
+	refusal(t, writeFile(t, []byte(`[{"url":"https://e.com/","content":"`+strings.Repeat("x", 3000)+`"}]`)), importer.Auto, importer.Limits{MaxEntryBytes: 1000}, "larger than 1000 bytes")
+}
+
+func TestParseFormat(t *testing.T) {
+	for in, want := range map[string]importer.Format{"": importer.Auto, "csv": importer.CSV, "ZIP_ARCHIVE": importer.ZIP, "pocket": importer.PocketCSV, "omnivore": importer.Omnivore} {
+		if got, err := importer.ParseFormat(in); err != nil || got != want {
+			t.Errorf("ParseFormat(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := importer.ParseFormat("delicious"); err == nil || !strings.Contains(err.Error(), "POCKET") {
+		t.Errorf("unknown format: %v", err)
+	}
+}

@@ -1,0 +1,432 @@
+package importer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/net/html"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// RunnerOptions configure a Runner.
+type RunnerOptions struct {
+	// Dir holds the staged uploads (created 0700 as needed).
+	Dir    string
+	Limits Limits
+	// Sanitize cleans imported HTML the way saved articles are cleaned;
+	// HTMLText is the readable text of HTML. Both are required.
+	Sanitize func(string) string
+	HTMLText func(string) string
+	// NoFetch leaves content-less items without content instead of
+	// queueing a fetch of their page; FetchPrivate lets such fetches
+	// reach private addresses (the site's fetch policy).
+	NoFetch      bool
+	FetchPrivate bool
+	// FetchQueued is called after a batch queued fetches.
+	FetchQueued func()
+	Logger      *zap.Logger
+}
+
+// Batches: a transaction takes this many entries, or fewer once their
+// content reaches batchBytes.
+const (
+	batchEntries = 200
+	batchBytes   = 1 << 20
+	pollEvery    = 5 * time.Second // unfinished jobs are looked for again
+)
+
+// Runner carries out import jobs in the background, one at a time, and
+// resumes after a restart the jobs left unfinished.
+type Runner struct {
+	store *storage.Store
+	opts  RunnerOptions
+	log   *zap.Logger
+	kick  chan struct{}
+
+	startOnce sync.Once
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// NewRunner returns a runner for store; Run starts it.
+func NewRunner(store *storage.Store, opts RunnerOptions) *Runner {
+	opts.Limits = opts.Limits.WithDefaults()
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	r := &Runner{store: store, opts: opts, log: opts.Logger, kick: make(chan struct{}, 1)}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	return r
+}
+
+// Limits are the runner's limits, defaults filled in.
+func (r *Runner) Limits() Limits { return r.opts.Limits }
+
+// Stage writes an upload to the staging directory, refusing it (a
+// *FileError, the staged part removed) past MaxUploadBytes. The caller
+// passes the path to Start, or removes it.
+func (r *Runner) Stage(body io.Reader) (string, error) {
+	if err := os.MkdirAll(r.opts.Dir, 0o700); err != nil {
+		return "", fmt.Errorf("create import directory: %w", err)
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	p := filepath.Join(r.opts.Dir, "upload-"+hex.EncodeToString(b[:]))
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("stage upload: %w", err)
+	}
+	n, err := io.Copy(f, io.LimitReader(body, r.opts.Limits.MaxUploadBytes+1))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n > r.opts.Limits.MaxUploadBytes {
+		err = refuse("the file is larger than %d bytes (the import limit)", r.opts.Limits.MaxUploadBytes)
+	}
+	if err != nil {
+		os.Remove(p)
+		return "", err
+	}
+	return p, nil
+}
+
+// Start checks a staged file (see Scan) and records the import job; the
+// runner then carries it out. On any error the staged file is removed and
+// nothing is written.
+func (r *Runner) Start(memberID, staged, fileName string, format Format, labelIDs []string) (*storage.ImportJob, error) {
+	got, total, err := Scan(staged, format, r.opts.Limits)
+	if err != nil {
+		os.Remove(staged)
+		return nil, err
+	}
+	j, err := r.store.CreateImportJob(&storage.ImportJob{
+		MemberID: memberID, Format: string(got), FileName: clipString(filepath.Base(fileName), 200), Staged: staged,
+		LabelIDs: labelIDs, FetchPrivate: r.opts.FetchPrivate, Total: total,
+	})
+	if err != nil {
+		os.Remove(staged)
+		return nil, err
+	}
+	r.Kick()
+	return j, nil
+}
+
+// Kick tells the runner a job is waiting.
+func (r *Runner) Kick() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run starts the background work (once): the jobs left unfinished first.
+func (r *Runner) Run() {
+	r.startOnce.Do(func() {
+		r.wg.Add(1)
+		go r.loop()
+	})
+}
+
+// Close stops the runner and waits for it; a job cut short is resumed by
+// the next runner on the store.
+func (r *Runner) Close() {
+	r.startOnce.Do(func() {})
+	r.cancel()
+	r.wg.Wait()
+}
+
+// claims are the jobs a runner of this process is carrying out: two
+// handlers on one store (two sites, a reload) never run one job twice.
+var claims sync.Map // job id -> struct{}
+
+func (r *Runner) loop() {
+	defer r.wg.Done()
+	r.removeOrphans()
+	swept := time.Now()
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		if time.Since(swept) > time.Hour {
+			r.removeOrphans() // files of jobs gone with their member
+			swept = time.Now()
+		}
+		jobs, err := r.store.UnfinishedImportJobs()
+		if err != nil && r.ctx.Err() == nil {
+			r.log.Error("list unfinished imports", zap.Error(err))
+		}
+		for _, j := range jobs {
+			if r.ctx.Err() != nil {
+				return
+			}
+			if _, taken := claims.LoadOrStore(j.ID, struct{}{}); taken {
+				continue
+			}
+			r.runJob(j)
+			claims.Delete(j.ID)
+		}
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-r.kick:
+		case <-t.C:
+		}
+	}
+}
+
+// removeOrphans removes staged files no unfinished job names (an upload
+// cut short by a crash, the file of a member deleted meanwhile), once they
+// are an hour old.
+func (r *Runner) removeOrphans() {
+	entries, err := os.ReadDir(r.opts.Dir)
+	if err != nil {
+		return
+	}
+	jobs, err := r.store.UnfinishedImportJobs()
+	if err != nil {
+		return
+	}
+	keep := map[string]bool{}
+	for _, j := range jobs {
+		keep[j.Staged] = true
+	}
+	for _, e := range entries {
+		p := filepath.Join(r.opts.Dir, e.Name())
+		if info, err := e.Info(); err == nil && !keep[p] && time.Since(info.ModTime()) > time.Hour {
+			os.Remove(p)
+		}
+	}
+}
+
+func (r *Runner) finish(j *storage.ImportJob, state, msg string) {
+	_, err := r.store.UpdateImportJob(j.MemberID, j.ID, func(x *storage.ImportJob) { x.State, x.Error, x.ItemsPerSecond = state, msg, 0 })
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		r.log.Error("finish import", zap.String("job", j.ID), zap.Error(err))
+		return // stays unfinished: tried again
+	}
+	os.Remove(j.Staged)
+	r.log.Info("import finished", zap.String("job", j.ID), zap.String("state", state))
+}
+
+// runJob reads j's file from the entry after j.Position and writes its
+// items in batches; stopped by Close, it leaves the job to be resumed.
+func (r *Runner) runJob(j *storage.ImportJob) {
+	rd, err := Open(j.Staged, Format(j.Format), r.opts.Limits)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			r.finish(j, storage.ImportFailed, "the uploaded file is gone (the server's import directory was emptied); upload it again")
+			return
+		}
+		if IsFileError(err) {
+			r.finish(j, storage.ImportFailed, err.Error())
+			return
+		}
+		r.log.Error("open import", zap.String("job", j.ID), zap.Error(err))
+		return
+	}
+	defer rd.Close()
+	var colors map[string]string
+	if ll, ok := rd.(LabelLister); ok {
+		var names []string
+		colors = map[string]string{}
+		for _, l := range ll.ExportLabels() {
+			names = append(names, l.Name)
+			if l.Color != "" {
+				colors[l.Name] = l.Color
+			}
+		}
+		// The export's labels first, in its order, also those no item
+		// carries (again after a restart: it creates only what is missing).
+		if err := r.store.ImportLabels(j.MemberID, names, colors); err != nil {
+			if !errors.Is(err, storage.ErrNotFound) {
+				r.log.Error("import labels", zap.String("job", j.ID), zap.Error(err))
+			}
+			return
+		}
+	}
+	start, startPos := time.Now(), j.Position
+	var batch []storage.ImportEntry
+	size := 0
+	flush := func(pos int) bool {
+		if len(batch) == 0 {
+			return true
+		}
+		rate := 0.0
+		if el := time.Since(start).Seconds(); el > 0 {
+			rate = float64(pos-startPos) / el
+		}
+		got, err := r.store.ImportItems(j.MemberID, j.ID, batch, colors, rate)
+		if err != nil {
+			if !errors.Is(err, storage.ErrNotFound) && !storage.IsInvalid(err) {
+				r.log.Error("import batch", zap.String("job", j.ID), zap.Error(err))
+			}
+			return false // tried again from the job's position
+		}
+		if got.Fetching > 0 && r.opts.FetchQueued != nil {
+			r.opts.FetchQueued()
+		}
+		batch, size = batch[:0], 0
+		return true
+	}
+	pos := 0
+	for {
+		if r.ctx.Err() != nil {
+			return
+		}
+		it, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		pos++
+		var ee *EntryError
+		switch {
+		case errors.As(err, &ee):
+			if pos > j.Position {
+				batch = append(batch, storage.ImportEntry{Pos: pos, Ref: ee.Ref, Failure: ee.Reason})
+			}
+		case err != nil:
+			if !flush(pos - 1) {
+				return
+			}
+			if IsFileError(err) {
+				r.finish(j, storage.ImportFailed, err.Error())
+			} else {
+				r.log.Error("read import", zap.String("job", j.ID), zap.Error(err))
+				r.finish(j, storage.ImportFailed, "the file could not be read to its end")
+			}
+			return
+		case pos > j.Position:
+			in := r.item(it)
+			batch = append(batch, storage.ImportEntry{Pos: pos, Ref: it.Ref, Item: in})
+			size += len(in.HTML) + len(in.Text) + 512
+		}
+		if len(batch) >= batchEntries || size >= batchBytes {
+			if !flush(pos) {
+				return
+			}
+		}
+	}
+	if !flush(pos) {
+		return
+	}
+	r.finish(j, storage.ImportDone, "")
+}
+
+// item turns an export's item into what the store takes: HTML sanitised,
+// text derived where missing, quotes placed in the content.
+func (r *Runner) item(it *Item) *storage.ImportItem {
+	in := &storage.ImportItem{
+		Type: it.Type, URL: it.URL, Title: it.Title, Description: it.Description, Author: it.Author, LeadImage: it.LeadImage,
+		CreatedAt: it.SavedAt, UpdatedAt: it.UpdatedAt, ReadAt: it.ReadAt, Status: it.Status, ReadingProgress: it.ReadingProgress,
+		WordCount: it.WordCount, Labels: it.Labels, Text: strings.TrimSpace(it.Text),
+	}
+	if strings.TrimSpace(it.HTML) != "" {
+		in.HTML = r.opts.Sanitize(it.HTML)
+		if in.Text == "" {
+			in.Text = r.opts.HTMLText(in.HTML)
+		}
+	}
+	in.Fetch = !r.opts.NoFetch && in.HTML == "" && in.Text == ""
+	var body *html.Node // the content, parsed once for the quotes to place
+	for _, h := range it.Highlights {
+		segs := h.Segments
+		if len(segs) == 0 {
+			if body == nil {
+				body = contentBody(in.HTML)
+			}
+			segs = []storage.HighlightSegment{placeQuote(body, h.Quote)}
+		}
+		in.Highlights = append(in.Highlights, storage.ImportHighlight{Segments: segs, Note: h.Note, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt})
+	}
+	return in
+}
+
+// placeQuote locates quote in content as a highlight segment: the deepest
+// element whose text holds it, by an XPath from the content's root
+// ("/div[1]/p[2]") and rune offsets in that element's text, as the
+// highlights clients make. A quote not found (the export's content differs
+// or is missing) is kept at the root ("/", offsets 0), with its text.
+func placeQuote(body *html.Node, quote string) storage.HighlightSegment {
+	seg := storage.HighlightSegment{XPath: "/", Text: clipString(quote, storage.MaxSegmentText-1)}
+	if body == nil || quote == "" {
+		return seg
+	}
+	var best string
+	var bestStart int
+	var walk func(n *html.Node, path string)
+	walk = func(n *html.Node, path string) {
+		counts := map[string]int{}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			counts[c.Data]++
+			p := fmt.Sprintf("%s/%s[%d]", path, c.Data, counts[c.Data])
+			text := textOf(c)
+			if i := strings.Index(text, quote); i >= 0 {
+				best, bestStart = p, len([]rune(text[:i]))
+				walk(c, p)
+				return
+			}
+		}
+	}
+	walk(body, "")
+	if best == "" {
+		return seg
+	}
+	seg.XPath, seg.StartOffset, seg.EndOffset = best, bestStart, bestStart+len([]rune(quote))
+	return seg
+}
+
+// contentBody parses content and returns its body (nil for none).
+func contentBody(content string) *html.Node {
+	if strings.TrimSpace(content) == "" {
+		return nil
+	}
+	root, err := html.Parse(strings.NewReader(content))
+	if err != nil {
+		return nil
+	}
+	return findBody(root)
+}
+
+func findBody(n *html.Node) *html.Node {
+	if n.Type == html.ElementNode && n.Data == "body" {
+		return n
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if b := findBody(c); b != nil {
+			return b
+		}
+	}
+	return nil
+}
+
+func textOf(n *html.Node) string {
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return b.String()
+}

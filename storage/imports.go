@@ -1,0 +1,607 @@
+package storage
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Imports of other services' exports (handlers/importer). A job records
+// the staged file and how far its entries have been taken; each batch of
+// items is written in one transaction together with the job's new
+// position and counts, so after a crash (kill -9 included) the job goes on
+// from the first entry not written, and no entry is taken twice.
+//
+//	import/<member id>/<job id>     ImportJob (outside u/<member>/, so that
+//	                                one scan finds every member's unfinished
+//	                                jobs at start)
+//	u/<member>/gql/impkey/<sha256>  item id: an imported item without a URL
+//	                                (a newsletter), recognised when the same
+//	                                file is imported again
+
+func importJobKey(memberID, id string) []byte { return key("import", memberID, id) }
+func importKeyKey(memberID, digest string) []byte {
+	return key("u", memberID, "gql", "impkey", digest)
+}
+
+func init() {
+	memberCleanups = append(memberCleanups, func(tx *Tx, memberID string) error {
+		return tx.deletePrefix(key("import", memberID, ""))
+	})
+}
+
+// Import job states.
+const (
+	ImportQueued  = "queued"
+	ImportRunning = "running"
+	ImportDone    = "done"
+	ImportFailed  = "failed"
+)
+
+// Limits on import jobs.
+const (
+	// MaxImportFailures is how many failures a job lists (all are counted).
+	MaxImportFailures = 200
+	// MaxImportJobs is how many jobs a member's list keeps; the oldest
+	// finished ones are dropped past it.
+	MaxImportJobs = 20
+	// MaxUnfinishedImports is how many imports a member may have queued
+	// or running at once.
+	MaxUnfinishedImports = 3
+)
+
+// ImportJob is one import of a file into a member's saved items.
+type ImportJob struct {
+	ID       string   `json:"id"`
+	MemberID string   `json:"member_id"`
+	Format   string   `json:"format"`
+	FileName string   `json:"file_name"`
+	Staged   string   `json:"staged"` // the staged file, removed when the job ends
+	LabelIDs []string `json:"label_ids,omitempty"`
+	// FetchPrivate: content-less items may be fetched from private
+	// addresses (the site allows it).
+	FetchPrivate bool   `json:"fetch_private,omitempty"`
+	State        string `json:"state"`
+	Error        string `json:"error,omitempty"`
+	// Total is the file's entry count; Position how many of them are
+	// done (written, found already saved, or failed).
+	Total    int `json:"total"`
+	Position int `json:"position"`
+	Created  int `json:"created"`
+	Existing int `json:"existing"` // already saved: only missing labels added
+	Failed   int `json:"failed"`
+	Fetching int `json:"fetching"` // created without content: queued for fetching
+	// Of those, fetched since, and not fetched (each listed among the
+	// failures with the reason; the item keeps its title).
+	Fetched     int             `json:"fetched"`
+	FetchFailed int             `json:"fetch_failed"`
+	Failures    []ImportFailure `json:"failures,omitempty"`
+	// ItemsPerSecond is the recent rate, for the estimate of the time left.
+	ItemsPerSecond float64    `json:"items_per_second,omitempty"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	FinishedAt     *time.Time `json:"finished_at,omitempty"`
+}
+
+// ImportFailure is an entry that was not imported, and why.
+type ImportFailure struct {
+	Ref    string `json:"ref"`
+	Reason string `json:"reason"`
+}
+
+// Finished reports whether the job has ended.
+func (j *ImportJob) Finished() bool { return j.State == ImportDone || j.State == ImportFailed }
+
+// Left is the estimated time to finish, 0 when unknown.
+func (j *ImportJob) Left() time.Duration {
+	if j.Finished() || j.ItemsPerSecond <= 0 || j.Total <= j.Position {
+		return 0
+	}
+	return time.Duration(float64(j.Total-j.Position) / j.ItemsPerSecond * float64(time.Second))
+}
+
+// CreateImportJob records a new queued job for a file already staged and
+// checked. A member may have MaxUnfinishedImports at once; older finished
+// jobs past MaxImportJobs are dropped (their files are gone already).
+func (s *Store) CreateImportJob(j *ImportJob) (*ImportJob, error) {
+	if j.MemberID == "" || j.Staged == "" {
+		return nil, Invalid("an import job needs a member and a staged file")
+	}
+	out := *j
+	err := s.Update(func(tx *Tx) error {
+		if err := tx.guardCount(j.MemberID, "import"); err != nil {
+			return err
+		}
+		jobs, err := tx.importJobs(j.MemberID)
+		if err != nil {
+			return err
+		}
+		unfinished := 0
+		for _, o := range jobs {
+			if !o.Finished() {
+				unfinished++
+			}
+		}
+		if unfinished >= MaxUnfinishedImports {
+			return Invalid("%d imports are still running; wait for one to finish", unfinished)
+		}
+		for i := MaxImportJobs - 1; i < len(jobs); i++ {
+			if jobs[i].Finished() {
+				if err := tx.delete(importJobKey(j.MemberID, jobs[i].ID)); err != nil {
+					return err
+				}
+			}
+		}
+		t := now()
+		out.ID, out.State, out.CreatedAt, out.UpdatedAt = NewID(), ImportQueued, t, t
+		return tx.putJSON(importJobKey(j.MemberID, out.ID), &out, 0)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// importJobs lists a member's jobs, newest first.
+func (tx *Tx) importJobs(memberID string) ([]*ImportJob, error) {
+	var out []*ImportJob
+	err := tx.scan(key("import", memberID, ""), nil, false, false, func(_, v []byte) (bool, error) {
+		var j ImportJob
+		if err := unmarshal(v, &j); err != nil {
+			return false, err
+		}
+		out = append(out, &j)
+		return true, nil
+	})
+	sort.SliceStable(out, func(a, b int) bool { return idBytes(out[a].ID) > idBytes(out[b].ID) })
+	return out, err
+}
+
+// ImportJobs lists the member's import jobs, newest first.
+func (s *Store) ImportJobs(memberID string) (out []*ImportJob, err error) {
+	err = s.View(func(tx *Tx) error { out, err = tx.importJobs(memberID); return err })
+	return out, err
+}
+
+// ImportJob returns one of the member's import jobs.
+func (s *Store) ImportJob(memberID, id string) (*ImportJob, error) {
+	var j ImportJob
+	err := s.View(func(tx *Tx) error { return tx.getJSON(importJobKey(memberID, id), &j) })
+	if err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// UnfinishedImportJobs lists every member's queued and running jobs,
+// oldest first.
+func (s *Store) UnfinishedImportJobs() ([]*ImportJob, error) {
+	var out []*ImportJob
+	err := s.View(func(tx *Tx) error {
+		return tx.scan(key("import", ""), nil, false, false, func(_, v []byte) (bool, error) {
+			var j ImportJob
+			if err := unmarshal(v, &j); err != nil {
+				return false, err
+			}
+			if !j.Finished() {
+				out = append(out, &j)
+			}
+			return true, nil
+		})
+	})
+	sort.SliceStable(out, func(a, b int) bool { return idBytes(out[a].ID) < idBytes(out[b].ID) })
+	return out, err
+}
+
+// UpdateImportJob writes the job's state, error and rate (not its
+// progress, which ImportItems writes). ErrNotFound if the job is gone (its
+// member was deleted).
+func (s *Store) UpdateImportJob(memberID, id string, fn func(j *ImportJob)) (*ImportJob, error) {
+	var out ImportJob
+	err := s.Update(func(tx *Tx) error {
+		if err := tx.getJSON(importJobKey(memberID, id), &out); err != nil {
+			return err
+		}
+		fn(&out)
+		out.UpdatedAt = now()
+		if out.Finished() && out.FinishedAt == nil {
+			t := out.UpdatedAt
+			out.FinishedAt = &t
+		}
+		return tx.putJSON(importJobKey(memberID, id), &out, 0)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ImportItem is an item as an import brings it.
+type ImportItem struct {
+	Type                                       string // TypeArticle (default) or TypeNewsletter
+	URL, Title, Description, Author, LeadImage string
+	CreatedAt, UpdatedAt                       time.Time // zero: now; UpdatedAt zero: CreatedAt
+	ReadAt                                     *time.Time
+	Status                                     string // default StatusActive
+	ReadingProgress                            float64
+	WordCount                                  int
+	Labels                                     []string // names: matched case-insensitively, created as needed
+	Highlights                                 []ImportHighlight
+	HTML, Text                                 string // sanitised by the caller
+	// Fetch queues a fetch of the page, for an item the export gives no
+	// content (a new item only).
+	Fetch bool
+}
+
+// ImportHighlight is a highlight of an imported item.
+type ImportHighlight struct {
+	Segments             []HighlightSegment
+	Note                 string
+	CreatedAt, UpdatedAt time.Time
+}
+
+// ImportEntry is one entry of an import file: an item, or the reason it
+// was skipped. Pos is its place (1-based) in the file.
+type ImportEntry struct {
+	Pos     int
+	Ref     string
+	Item    *ImportItem
+	Failure string
+}
+
+// ImportLabel is a label an import may create, with the color the export
+// gave it (default: DefaultImportLabelColor).
+const DefaultImportLabelColor = "#7c8594"
+
+// ImportItems writes entries (in file order, after job's position) and
+// the job's new position and counts in one transaction, or, when that is
+// more than Badger takes at once, in consecutive parts, each with the job
+// position of its last entry. An item whose URL the member has is not
+// saved again: it only gets the labels it lacks. An entry the store
+// refuses (a bad URL, a title too long) is counted as failed with the
+// reason. colors names the export's label colors; rate (entries a second)
+// is kept for the estimate of the time left. It returns the job as
+// written last.
+func (s *Store) ImportItems(memberID, jobID string, entries []ImportEntry, colors map[string]string, rate float64) (*ImportJob, error) {
+	var out *ImportJob
+	var apply func(part []ImportEntry) error
+	apply = func(part []ImportEntry) error {
+		err := s.Update(func(tx *Tx) error {
+			var j ImportJob
+			if err := tx.getJSON(importJobKey(memberID, jobID), &j); err != nil {
+				return err
+			}
+			if j.Finished() {
+				return Invalid("the import has ended")
+			}
+			labels := map[string]string{} // folded name -> id
+			for _, e := range part {
+				if e.Pos <= j.Position {
+					continue // written before a restart
+				}
+				j.Position = e.Pos
+				reason := e.Failure
+				if reason == "" && e.Item != nil {
+					outcome, err := tx.importItem(memberID, &j, e.Item, labels, colors)
+					if err != nil {
+						var ie *InvalidError
+						if !errors.As(err, &ie) {
+							return err
+						}
+						reason = ie.Msg
+					} else {
+						switch outcome {
+						case importCreated:
+							j.Created++
+						case importFetching:
+							j.Created++
+							j.Fetching++
+						case importExisting:
+							j.Existing++
+						}
+					}
+				}
+				if reason != "" {
+					j.Failed++
+					if len(j.Failures) < MaxImportFailures {
+						j.Failures = append(j.Failures, ImportFailure{Ref: e.Ref, Reason: clipRunes(reason, 500)})
+					}
+				}
+			}
+			if j.State == ImportQueued {
+				j.State = ImportRunning
+			}
+			if rate > 0 {
+				j.ItemsPerSecond = rate
+			}
+			j.UpdatedAt = now()
+			out = &j
+			return tx.putJSON(importJobKey(memberID, jobID), &j, 0)
+		})
+		if errors.Is(err, badger.ErrTxnTooBig) && len(part) > 1 {
+			half := len(part) / 2
+			if err := apply(part[:half]); err != nil {
+				return err
+			}
+			return apply(part[half:])
+		}
+		return err
+	}
+	if err := apply(entries); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+type importOutcome int
+
+const (
+	importCreated importOutcome = iota
+	importFetching
+	importExisting
+)
+
+// cleanImportItem checks and trims in as SaveItem does.
+func cleanImportItem(in *ImportItem) (norm string, err error) {
+	if in.Type == "" {
+		in.Type = TypeArticle
+	}
+	if in.Type != TypeArticle && in.Type != TypeNewsletter {
+		return "", Invalid("unknown item type %q", in.Type)
+	}
+	if in.URL != "" || in.Type == TypeArticle {
+		if norm, err = NormalizeURL(in.URL); err != nil {
+			return "", err
+		}
+	}
+	if in.Title, err = cleanLine(clipRunes(in.Title, MaxTitleLen), MaxTitleLen, "title"); err != nil {
+		return "", err
+	}
+	if in.Description, err = cleanLine(clipRunes(in.Description, MaxDescriptionLen), MaxDescriptionLen, "description"); err != nil {
+		return "", err
+	}
+	if in.Author, err = cleanLine(clipRunes(in.Author, MaxAuthorLen), MaxAuthorLen, "author"); err != nil {
+		return "", err
+	}
+	if len(in.LeadImage) > MaxURLLen || !strings.HasPrefix(in.LeadImage, "http") {
+		in.LeadImage = ""
+	}
+	if len(in.HTML)+len(in.Text) > MaxContentLen {
+		return "", Invalid("content must be at most %d bytes", MaxContentLen)
+	}
+	switch in.Status {
+	case "":
+		in.Status = StatusActive
+	case StatusActive, StatusArchived, StatusDeleted:
+	default:
+		return "", Invalid("unknown status %q", in.Status)
+	}
+	if in.ReadingProgress < 0 || in.ReadingProgress > 100 || in.ReadingProgress != in.ReadingProgress {
+		in.ReadingProgress = 0
+	}
+	if in.WordCount < 0 {
+		in.WordCount = 0
+	}
+	if in.Title == "" {
+		if norm != "" {
+			in.Title = norm
+		} else {
+			in.Title = "Untitled"
+		}
+	}
+	return norm, nil
+}
+
+// importDigest recognises an imported item without a URL.
+func importDigest(in *ImportItem) string {
+	sum := sha256.Sum256([]byte(in.Type + "\x00" + in.Title + "\x00" + in.Author + "\x00" + in.CreatedAt.UTC().Format(time.RFC3339Nano)))
+	return hex.EncodeToString(sum[:])
+}
+
+func (tx *Tx) importItem(memberID string, j *ImportJob, in *ImportItem, labels, colors map[string]string) (importOutcome, error) {
+	norm, err := cleanImportItem(in)
+	if err != nil {
+		return 0, err
+	}
+	var hls []ImportHighlight
+	for _, h := range in.Highlights {
+		note, err := cleanText(h.Note, MaxNoteLen, "note")
+		if err != nil || validateSegments(h.Segments) != nil {
+			continue // a highlight that cannot be kept does not cost the item
+		}
+		h.Note = note
+		hls = append(hls, h)
+	}
+	t := now()
+	if in.CreatedAt.IsZero() || in.CreatedAt.After(t) {
+		in.CreatedAt = t
+	}
+	in.CreatedAt = in.CreatedAt.UTC().Truncate(time.Millisecond)
+	if in.UpdatedAt.Before(in.CreatedAt) || in.UpdatedAt.After(t) {
+		in.UpdatedAt = in.CreatedAt
+	}
+	in.UpdatedAt = in.UpdatedAt.UTC().Truncate(time.Millisecond)
+
+	// Label ids: the job's, then the item's names.
+	var labelIDs []string
+	ids, err := tx.memberLabelIDs(memberID, j.LabelIDs)
+	if err != nil {
+		return 0, err
+	}
+	labelIDs = append(labelIDs, ids...)
+	for _, name := range in.Labels {
+		id, err := tx.importLabel(memberID, name, labels, colors)
+		if err != nil {
+			var ie *InvalidError
+			if errors.As(err, &ie) {
+				continue // a name the store refuses: the item goes without it
+			}
+			return 0, err
+		}
+		if !contains(labelIDs, id) {
+			labelIDs = append(labelIDs, id)
+		}
+	}
+
+	// The same item saved before: only labels it lacks are added.
+	var existingKey []byte
+	var digest string
+	if norm != "" {
+		existingKey = urlKey(memberID, norm)
+	} else {
+		digest = importDigest(in)
+		existingKey = importKeyKey(memberID, digest)
+	}
+	if id, err := tx.get(existingKey); err == nil {
+		var cur SavedItem
+		err := tx.getItem(itemKey(memberID, string(id)), &cur)
+		if err == nil {
+			it := cur
+			it.LabelIDs = append([]string(nil), cur.LabelIDs...)
+			added := false
+			for _, l := range labelIDs {
+				if !contains(it.LabelIDs, l) {
+					it.LabelIDs = append(it.LabelIDs, l)
+					added = true
+					if err := tx.put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
+						return 0, err
+					}
+				}
+			}
+			if added {
+				if err := tx.putItem(&cur, &it); err != nil {
+					return 0, err
+				}
+			}
+			return importExisting, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return 0, err
+		}
+	} else if !errors.Is(err, ErrNotFound) {
+		return 0, err
+	}
+
+	it := &SavedItem{
+		ID: NewID(), MemberID: memberID, Type: in.Type, Status: in.Status, Title: in.Title, OriginalURL: norm,
+		Description: in.Description, Author: in.Author, LeadImage: in.LeadImage, WordCount: in.WordCount,
+		ReadingProgress: in.ReadingProgress, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, LabelIDs: labelIDs,
+		HighlightCount: len(hls),
+	}
+	if norm != "" {
+		it.SourceDomain = SourceDomain(norm)
+	}
+	if in.ReadAt != nil {
+		r := in.ReadAt.UTC().Truncate(time.Millisecond)
+		it.ReadAt, it.IsReadManual = &r, true
+	}
+	if in.Status == StatusDeleted {
+		d := in.UpdatedAt
+		it.DeletedAt = &d
+	}
+	if it.WordCount == 0 && in.Text != "" {
+		it.WordCount = len(strings.Fields(in.Text))
+	}
+	for _, l := range labelIDs {
+		if err := tx.put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
+			return 0, err
+		}
+	}
+	if err := tx.putItem(nil, it); err != nil {
+		return 0, err
+	}
+	if err := tx.put(existingKey, []byte(it.ID), 0); err != nil {
+		return 0, err
+	}
+	if err := tx.putJSON(contentKey(memberID, it.ID), ItemContent{HTML: in.HTML, Text: in.Text}, 0); err != nil {
+		return 0, err
+	}
+	for _, h := range hls {
+		c, u := h.CreatedAt, h.UpdatedAt
+		if c.IsZero() {
+			c = it.CreatedAt
+		}
+		if u.Before(c) {
+			u = c
+		}
+		if _, err := tx.putNewHighlight(it, h.Segments, h.Note, c.UTC().Truncate(time.Millisecond), u.UTC().Truncate(time.Millisecond)); err != nil {
+			return 0, err
+		}
+	}
+	if in.Fetch && norm != "" && in.HTML == "" && in.Text == "" {
+		if err := tx.put(fetchKey(memberID, it.ID), fetchValue(norm, j.FetchPrivate, j.ID), 0); err != nil {
+			return 0, err
+		}
+		return importFetching, nil
+	}
+	return importCreated, nil
+}
+
+// ImportLabels creates those of names (an export's list of labels, in its
+// order) the member lacks, with the export's colors; names the store
+// refuses are left out. Labels past MaxLabels are not created.
+func (s *Store) ImportLabels(memberID string, names []string, colors map[string]string) error {
+	return s.Update(func(tx *Tx) error {
+		if _, err := tx.MemberByID(memberID); err != nil {
+			return err
+		}
+		cache := map[string]string{}
+		for _, n := range names {
+			if _, err := tx.importLabel(memberID, n, cache, colors); err != nil && !IsInvalid(err) {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// importLabel returns the id of the member's label named name (compared as
+// label names are, see labelNameFold), created with the export's color if
+// it has none. cache holds the names found in this transaction.
+func (tx *Tx) importLabel(memberID, name string, cache, colors map[string]string) (string, error) {
+	color := DefaultImportLabelColor
+	if c, ok := colors[strings.TrimSpace(name)]; ok && colorRE.MatchString(c) {
+		color = c
+	}
+	name, color, err := validateLabel(name, color)
+	if err != nil {
+		return "", err
+	}
+	fold := labelNameFold(name)
+	if id, ok := cache[fold]; ok {
+		return id, nil
+	}
+	id, err := tx.get(labelNameKey(memberID, name))
+	if err == nil {
+		if ok, err := tx.has(labelKey(memberID, string(id))); err != nil {
+			return "", err
+		} else if ok {
+			cache[fold] = string(id)
+			return string(id), nil
+		}
+	} else if !errors.Is(err, ErrNotFound) {
+		return "", err
+	}
+	// Labels written before names were folded have a legacy name key.
+	all, err := tx.labels(memberID)
+	if err != nil {
+		return "", err
+	}
+	for _, l := range all {
+		if labelNameFold(l.Name) == fold {
+			cache[fold] = l.ID
+			return l.ID, nil
+		}
+	}
+	l, err := tx.createLabel(memberID, name, color)
+	if err != nil {
+		return "", err
+	}
+	cache[fold] = l.ID
+	return l.ID, nil
+}

@@ -1,0 +1,135 @@
+package storage
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func importJob(t *testing.T, st *Store, mid string, labelIDs ...string) *ImportJob {
+	t.Helper()
+	j, err := st.CreateImportJob(&ImportJob{MemberID: mid, Format: "POCKET", FileName: "x.zip", Staged: "/tmp/x", Total: 3, LabelIDs: labelIDs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+func TestImportItemsKeepDatesStatusLabelsAndRepeatChangesNothing(t *testing.T) {
+	st, m := openSavedTest(t)
+	kitchen, err := st.CreateLabel(m.ID, "Kitchen", "#ff0000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := time.Date(2019, 5, 1, 8, 0, 0, 0, time.UTC)
+	entries := func() []ImportEntry {
+		return []ImportEntry{
+			{Pos: 1, Ref: "row 1", Item: &ImportItem{URL: "https://example.com/a", Title: "A", CreatedAt: saved,
+				Status: StatusArchived, Labels: []string{"kitchen", "New One"}, HTML: "<p>A body</p>", Text: "A body",
+				Highlights: []ImportHighlight{{Segments: []HighlightSegment{{XPath: "/p[1]", EndOffset: 1, Text: "A"}}, Note: "n"}}}},
+			{Pos: 2, Ref: "row 2", Failure: "the row has no URL"},
+			{Pos: 3, Ref: "row 3", Item: &ImportItem{URL: "https://example.com/b", Title: "B", Fetch: true}},
+			{Pos: 4, Ref: "row 4", Item: &ImportItem{URL: "javascript:alert(1)", Title: "bad"}},
+		}
+	}
+	j := importJob(t, st, m.ID)
+	got, err := st.ImportItems(m.ID, j.ID, entries(), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Position != 4 || got.Created != 2 || got.Fetching != 1 || got.Failed != 2 || got.Existing != 0 ||
+		len(got.Failures) != 2 || got.Failures[1].Ref != "row 4" || !strings.Contains(got.Failures[1].Reason, "http") {
+		t.Fatalf("job: %+v", got)
+	}
+	labels, _ := st.Labels(m.ID)
+	if len(labels) != 2 || labels[1].Name != "New One" {
+		t.Fatalf("labels: %+v", labels)
+	}
+	page, err := st.SavedItemsPage(m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != 2 {
+		t.Fatalf("items: %+v", page.Items)
+	}
+	var a *SavedItem
+	for _, it := range page.Items {
+		if it.Title == "A" {
+			a = it
+		}
+	}
+	if a == nil || !a.CreatedAt.Equal(saved) || a.Status != StatusArchived || len(a.LabelIDs) != 2 || a.LabelIDs[0] != kitchen.ID || a.HighlightCount != 1 {
+		t.Fatalf("item A: %+v", a)
+	}
+	pend, _ := st.PendingFetches(10, false, true)
+	if len(pend) != 1 || !pend[0].Import || pend[0].URL != "https://example.com/b" {
+		t.Fatalf("pending fetches: %+v", pend)
+	}
+
+	// The same entries again, in a new job with a label for everything:
+	// nothing new, A keeps its date and content and gains only the label.
+	extra, _ := st.CreateLabel(m.ID, "Imported", "#00ff00")
+	j2 := importJob(t, st, m.ID, extra.ID)
+	got, err = st.ImportItems(m.ID, j2.ID, entries(), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Created != 0 || got.Existing != 2 || got.Failed != 2 {
+		t.Fatalf("repeat: %+v", got)
+	}
+	again, _ := st.SavedItem(m.ID, a.ID)
+	if !again.CreatedAt.Equal(saved) || len(again.LabelIDs) != 3 || again.HighlightCount != 1 || again.Status != StatusArchived {
+		t.Fatalf("repeat changed A: %+v", again)
+	}
+	// Entries at or before the job's position are not taken twice (a
+	// batch written before a crash, read again after it).
+	got, err = st.ImportItems(m.ID, j2.ID, entries()[:2], nil, 0)
+	if err != nil || got.Existing != 2 || got.Position != 4 {
+		t.Fatalf("replay: %+v %v", got, err)
+	}
+}
+
+func TestImportItemsSplitsWhatBadgerCannotTakeAtOnce(t *testing.T) {
+	st, m := openSavedTest(t)
+	j := importJob(t, st, m.ID)
+	var entries []ImportEntry
+	body := strings.Repeat("word ", 20000) // 100 kB each: 300 of them pass Badger's transaction limit
+	for i := 1; i <= 300; i++ {
+		entries = append(entries, ImportEntry{Pos: i, Item: &ImportItem{URL: fmt.Sprintf("https://example.com/%d", i), Text: body}})
+	}
+	got, err := st.ImportItems(m.ID, j.ID, entries, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Created != 300 || got.Position != 300 {
+		t.Fatalf("job: %+v", got)
+	}
+}
+
+func TestImportJobsListAndLimit(t *testing.T) {
+	st, m := openSavedTest(t)
+	for i := 0; i < MaxUnfinishedImports; i++ {
+		importJob(t, st, m.ID)
+	}
+	if _, err := st.CreateImportJob(&ImportJob{MemberID: m.ID, Staged: "/tmp/y"}); !IsInvalid(err) {
+		t.Fatalf("past the unfinished limit: %v", err)
+	}
+	un, _ := st.UnfinishedImportJobs()
+	if len(un) != MaxUnfinishedImports {
+		t.Fatalf("unfinished: %d", len(un))
+	}
+	if _, err := st.UpdateImportJob(m.ID, un[0].ID, func(j *ImportJob) { j.State = ImportDone }); err != nil {
+		t.Fatal(err)
+	}
+	jobs, _ := st.ImportJobs(m.ID)
+	if len(jobs) != MaxUnfinishedImports || jobs[len(jobs)-1].FinishedAt == nil {
+		t.Fatalf("jobs: %+v", jobs)
+	}
+	if err := st.DeleteMember(m.Username); err != nil {
+		t.Fatal(err)
+	}
+	if un, _ := st.UnfinishedImportJobs(); len(un) != 0 {
+		t.Fatalf("a deleted member's jobs remain: %+v", un)
+	}
+}

@@ -1,0 +1,401 @@
+package storage
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/hotp"
+)
+
+// Two-factor sign-in: TOTP (RFC 6238: SHA-1, 6 digits, 30-second steps, as
+// every authenticator app reads an otpauth:// URI by default) with ten
+// one-time recovery codes. The TOTP secret must be kept as it is to check
+// codes; recovery codes are kept only as SHA-256 digests.
+
+// TwoFactor is a member's second factor.
+type TwoFactor struct {
+	Secret          string    `json:"secret"`
+	EnabledAt       time.Time `json:"enabled_at"`
+	RecoveryDigests []string  `json:"recovery_digests"`
+	// LastStep is the time step of the last code accepted: a code of that
+	// step or an earlier one is refused (RFC 6238 §5.2), so a code seen
+	// over someone's shoulder can't be used again.
+	LastStep uint64 `json:"last_step"`
+}
+
+// Parameters of two-factor sign-in.
+const (
+	TOTPPeriod = 30
+	TOTPDigits = 6
+	// TOTPSkew is how many steps before and after now a code may be from
+	// (clock drift, the time to type it).
+	TOTPSkew = 1
+	// RecoveryCodeCount recovery codes are made when two-factor sign-in is
+	// turned on.
+	RecoveryCodeCount = 10
+	// TwoFactorSetupLifetime bounds how long a secret shown for setup waits
+	// for its confirming code.
+	TwoFactorSetupLifetime = 15 * time.Minute
+)
+
+// Errors of the second-factor checks.
+var (
+	ErrWrongCode    = errors.New("wrong code")
+	ErrCodeReused   = errors.New("this code was already used; wait for the next one")
+	ErrNoSetup      = errors.New("no two-factor setup is waiting for a code; start again")
+	ErrTwoFactorOff = errors.New("two-factor sign-in is not on for this account")
+	ErrTwoFactorOn  = errors.New("two-factor sign-in is already on for this account")
+)
+
+func twoFactorKey(memberID string) []byte      { return key("u", memberID, "2fa", "on") }
+func twoFactorSetupKey(memberID string) []byte { return key("u", memberID, "2fa", "setup") }
+
+// totpStep is the RFC 6238 time step of t.
+func totpStep(t time.Time) uint64 { return uint64(t.Unix()) / TOTPPeriod }
+
+// totpCode is the code of secret for step.
+func totpCode(secret string, step uint64) (string, error) {
+	return hotp.GenerateCodeCustom(secret, step, hotp.ValidateOpts{Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
+}
+
+// TOTPCode is the code an authenticator app shows for secret at t (for the
+// operator's tests and the interop suite).
+func TOTPCode(secret string, t time.Time) (string, error) { return totpCode(secret, totpStep(t)) }
+
+// matchTOTP returns the step within the skew whose code is code, after
+// LastStep.
+func matchTOTP(secret, code string, lastStep uint64, now time.Time) (uint64, error) {
+	if len(code) != TOTPDigits || strings.Trim(code, "0123456789") != "" {
+		return 0, ErrWrongCode
+	}
+	cur := totpStep(now)
+	reused := false
+	for s := cur - TOTPSkew; s <= cur+TOTPSkew; s++ {
+		want, err := totpCode(secret, s)
+		if err != nil {
+			return 0, err
+		}
+		if subtle.ConstantTimeCompare([]byte(want), []byte(code)) == 1 {
+			if s <= lastStep {
+				reused = true
+				continue
+			}
+			return s, nil
+		}
+	}
+	if reused {
+		return 0, ErrCodeReused
+	}
+	return 0, ErrWrongCode
+}
+
+// normalizeRecoveryCode drops spaces and dashes and lowers the case, so
+// "ABCDE-FGHIJ" and "abcdefghij" are the same code.
+func normalizeRecoveryCode(s string) string {
+	return strings.ToLower(strings.Map(func(r rune) rune {
+		if r == '-' || r == ' ' {
+			return -1
+		}
+		return r
+	}, s))
+}
+
+const recoveryAlphabet = "abcdefghjkmnpqrstuvwxyz23456789"
+
+// newRecoveryCodes returns n codes of 10 characters (about 49 bits each),
+// shown as "xxxxx-xxxxx".
+func newRecoveryCodes(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		b := make([]byte, 10)
+		if _, err := rand.Read(b); err != nil {
+			panic("crypto/rand failed: " + err.Error())
+		}
+		for j := range b {
+			// 256 % 31 != 0: the small bias costs under a bit of entropy.
+			b[j] = recoveryAlphabet[int(b[j])%len(recoveryAlphabet)]
+		}
+		out[i] = string(b[:5]) + "-" + string(b[5:])
+	}
+	return out
+}
+
+// StartTwoFactorSetup keeps secret (base32, as otpauth:// URIs carry it)
+// for memberID until a code made from it confirms it, for at most
+// TwoFactorSetupLifetime. Starting again replaces the secret.
+func (s *Store) StartTwoFactorSetup(memberID, secret string) error {
+	if _, err := totpCode(secret, 0); err != nil || secret == "" || len(secret) > 128 {
+		return Invalid("the two-factor secret must be base32")
+	}
+	return s.Update(func(tx *Tx) error {
+		m, err := tx.MemberByID(memberID)
+		if err != nil {
+			return err
+		}
+		if m.TwoFactor {
+			return ErrTwoFactorOn
+		}
+		return tx.put(twoFactorSetupKey(memberID), []byte(secret), TwoFactorSetupLifetime)
+	})
+}
+
+// TwoFactorSetupSecret returns the secret waiting for confirmation, or
+// ErrNoSetup.
+func (s *Store) TwoFactorSetupSecret(memberID string) (string, error) {
+	var secret []byte
+	err := s.View(func(tx *Tx) error {
+		var err error
+		secret, err = tx.get(twoFactorSetupKey(memberID))
+		return err
+	})
+	if errors.Is(err, ErrNotFound) {
+		return "", ErrNoSetup
+	}
+	return string(secret), err
+}
+
+// ConfirmTwoFactor turns two-factor sign-in on for memberID when code is a
+// current code of the secret waiting for confirmation, and returns the new
+// recovery codes (shown once; only their digests are kept).
+func (s *Store) ConfirmTwoFactor(memberID, code string) ([]string, error) {
+	codes, digests := recoveryCodesAndDigests()
+	err := s.Update(func(tx *Tx) error {
+		m, err := tx.MemberByID(memberID)
+		if err != nil {
+			return err
+		}
+		if m.TwoFactor {
+			return ErrTwoFactorOn
+		}
+		secret, err := tx.get(twoFactorSetupKey(memberID))
+		if errors.Is(err, ErrNotFound) {
+			return ErrNoSetup
+		}
+		if err != nil {
+			return err
+		}
+		step, err := matchTOTP(string(secret), strings.TrimSpace(code), 0, time.Now())
+		if err != nil {
+			return err
+		}
+		tf := TwoFactor{Secret: string(secret), EnabledAt: time.Now().UTC(), RecoveryDigests: digests, LastStep: step}
+		if err := tx.putJSON(twoFactorKey(memberID), tf, 0); err != nil {
+			return err
+		}
+		if err := tx.delete(twoFactorSetupKey(memberID)); err != nil {
+			return err
+		}
+		m.TwoFactor = true
+		return tx.putJSON(memberIDKey(m.ID), m, 0)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return codes, nil
+}
+
+// CheckSecondFactor accepts a current TOTP code of memberID (once: a code of
+// a step already used is ErrCodeReused) or one of its recovery codes (which
+// is then used up). It returns whether a recovery code was used, or
+// ErrWrongCode, ErrCodeReused or ErrTwoFactorOff.
+func (s *Store) CheckSecondFactor(memberID, code string) (recovery bool, err error) {
+	code = strings.TrimSpace(code)
+	if code == "" || len(code) > 64 {
+		return false, ErrWrongCode
+	}
+	err = s.Update(func(tx *Tx) error {
+		recovery = false
+		var tf TwoFactor
+		if err := tx.getJSON(twoFactorKey(memberID), &tf); errors.Is(err, ErrNotFound) {
+			return ErrTwoFactorOff
+		} else if err != nil {
+			return err
+		}
+		if len(code) == TOTPDigits {
+			step, err := matchTOTP(tf.Secret, code, tf.LastStep, time.Now())
+			if err != nil {
+				return err
+			}
+			tf.LastStep = step
+			return tx.putJSON(twoFactorKey(memberID), tf, 0)
+		}
+		d := Digest(normalizeRecoveryCode(code))
+		for i, have := range tf.RecoveryDigests {
+			if subtle.ConstantTimeCompare([]byte(have), []byte(d)) == 1 {
+				tf.RecoveryDigests = append(tf.RecoveryDigests[:i:i], tf.RecoveryDigests[i+1:]...)
+				recovery = true
+				return tx.putJSON(twoFactorKey(memberID), tf, 0)
+			}
+		}
+		return ErrWrongCode
+	})
+	return recovery, err
+}
+
+// NewRecoveryCodes replaces memberID's recovery codes with RecoveryCodeCount
+// new ones and returns them (shown once; the old ones stop working).
+func (s *Store) NewRecoveryCodes(memberID string) ([]string, error) {
+	codes, digests := recoveryCodesAndDigests()
+	err := s.Update(func(tx *Tx) error {
+		var tf TwoFactor
+		if err := tx.getJSON(twoFactorKey(memberID), &tf); errors.Is(err, ErrNotFound) {
+			return ErrTwoFactorOff
+		} else if err != nil {
+			return err
+		}
+		tf.RecoveryDigests = digests
+		return tx.putJSON(twoFactorKey(memberID), tf, 0)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return codes, nil
+}
+
+func recoveryCodesAndDigests() ([]string, []string) {
+	codes := newRecoveryCodes(RecoveryCodeCount)
+	digests := make([]string, len(codes))
+	for i, c := range codes {
+		digests[i] = Digest(normalizeRecoveryCode(c))
+	}
+	return codes, digests
+}
+
+// TwoFactorStatus reports whether memberID has two-factor sign-in on, and
+// how many recovery codes are left.
+func (s *Store) TwoFactorStatus(memberID string) (on bool, recoveryLeft int, err error) {
+	err = s.View(func(tx *Tx) error {
+		var tf TwoFactor
+		err := tx.getJSON(twoFactorKey(memberID), &tf)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		on, recoveryLeft = true, len(tf.RecoveryDigests)
+		return nil
+	})
+	return on, recoveryLeft, err
+}
+
+// DisableTwoFactor turns two-factor sign-in off for memberID (the caller
+// has checked what it must). Turning it off when it is off is no error.
+func (s *Store) DisableTwoFactor(memberID string) error {
+	return s.Update(func(tx *Tx) error { return tx.disableTwoFactor(memberID) })
+}
+
+func (tx *Tx) disableTwoFactor(memberID string) error {
+	m, err := tx.MemberByID(memberID)
+	if err != nil {
+		return err
+	}
+	if err := tx.delete(twoFactorKey(memberID)); err != nil {
+		return err
+	}
+	if err := tx.delete(twoFactorSetupKey(memberID)); err != nil {
+		return err
+	}
+	if !m.TwoFactor {
+		return nil
+	}
+	m.TwoFactor = false
+	return tx.putJSON(memberIDKey(m.ID), m, 0)
+}
+
+// Sign-in challenges: the state between a right password and the second
+// factor. A challenge is a random secret kept by the browser in a cookie
+// (the store holds its digest); it carries no session, lives for
+// SignInChallengeLifetime and allows MaxChallengeAttempts wrong codes.
+
+// SignInChallengePrefix starts every challenge secret.
+const SignInChallengePrefix = "h2f_"
+
+// Bounds of a sign-in challenge.
+const (
+	SignInChallengeLifetime = 5 * time.Minute
+	MaxChallengeAttempts    = 5
+)
+
+type signInChallenge struct {
+	MemberID  string    `json:"member_id"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Failures  int       `json:"failures"`
+}
+
+func challengeKey(digest string) []byte { return key("2fa", "challenge", digest) }
+
+// CreateSignInChallenge records that memberID gave the right password and
+// returns the challenge's secret.
+func (s *Store) CreateSignInChallenge(memberID string) (string, error) {
+	secret := NewSecret(SignInChallengePrefix, 32)
+	c := signInChallenge{MemberID: memberID, ExpiresAt: time.Now().UTC().Add(SignInChallengeLifetime)}
+	err := s.Update(func(tx *Tx) error { return tx.putJSON(challengeKey(Digest(secret)), c, SignInChallengeLifetime) })
+	if err != nil {
+		return "", err
+	}
+	return secret, nil
+}
+
+// SignInChallengeMember returns the member of a live challenge, or
+// ErrNotFound.
+func (s *Store) SignInChallengeMember(secret string) (*Member, error) {
+	if !strings.HasPrefix(secret, SignInChallengePrefix) || len(secret) > 128 {
+		return nil, ErrNotFound
+	}
+	var m *Member
+	err := s.View(func(tx *Tx) error {
+		var c signInChallenge
+		if err := tx.getJSON(challengeKey(Digest(secret)), &c); err != nil {
+			return err
+		}
+		if !time.Now().Before(c.ExpiresAt) {
+			return ErrNotFound
+		}
+		var err error
+		m, err = tx.MemberByID(c.MemberID)
+		return err
+	})
+	return m, err
+}
+
+// AnswerSignInChallenge checks code (a TOTP or recovery code) for the
+// challenge. On success the challenge is used up and the member returned;
+// a wrong code counts against the challenge, which ends after
+// MaxChallengeAttempts of them (ErrNotFound from then on).
+func (s *Store) AnswerSignInChallenge(secret, code string) (*Member, bool, error) {
+	m, err := s.SignInChallengeMember(secret)
+	if err != nil {
+		return nil, false, err
+	}
+	recovery, cerr := s.CheckSecondFactor(m.ID, code)
+	d := Digest(secret)
+	err = s.Update(func(tx *Tx) error {
+		var c signInChallenge
+		if err := tx.getJSON(challengeKey(d), &c); err != nil {
+			return err
+		}
+		if cerr == nil || c.Failures+1 >= MaxChallengeAttempts {
+			return tx.delete(challengeKey(d))
+		}
+		c.Failures++
+		return tx.putJSON(challengeKey(d), c, time.Until(c.ExpiresAt))
+	})
+	if cerr != nil {
+		return nil, false, cerr
+	}
+	if err != nil {
+		// The challenge ended meanwhile (used by a concurrent answer).
+		return nil, false, err
+	}
+	return m, recovery, nil
+}
+
+// DeleteSignInChallenge ends a challenge; unknown ones are ignored.
+func (s *Store) DeleteSignInChallenge(secret string) error {
+	return s.Update(func(tx *Tx) error { return tx.delete(challengeKey(Digest(secret))) })
+}
