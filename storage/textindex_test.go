@@ -669,3 +669,40 @@ func TestSearchSegmentsMerge(t *testing.T) {
 }
 
 func waitSearchIndexForBench(b *testing.B, st *Store, memberID string) { waitIndexed(b, st, memberID) }
+
+// Imported items are searchable like saved ones (the import writes their
+// text records and queues them in its own transactions).
+func TestSearchFindsImportedItems(t *testing.T) {
+	st, m := openSavedTest(t)
+	if _, _, err := st.SaveItem(m.ID, NewItem{URL: "https://example.com/first", Title: "First", Text: "plain"}); err != nil {
+		t.Fatal(err)
+	}
+	waitIndexed(t, st, m.ID)
+	var entries []ImportEntry
+	for i := 0; i < 30; i++ {
+		entries = append(entries, ImportEntry{Pos: i + 1, Ref: fmt.Sprint("row ", i), Item: &ImportItem{
+			URL: fmt.Sprintf("https://example.com/imported/%d", i), Title: fmt.Sprint("Imported ", i),
+			CreatedAt: time.Date(2020, 1, 1, 0, i, 0, 0, time.UTC), Status: StatusActive,
+			HTML: "<p>x</p>", Text: fmt.Sprintf("an imported article with the word Quokka%02d in it", i)}})
+	}
+	j, err := st.CreateImportJob(&ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.zip", Staged: "/tmp/x", Total: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ImportItems(m.ID, j.ID, entries, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	for pass := 0; pass < 2; pass++ { // queued, then indexed
+		for _, q := range []string{"quokka07", "QUOKKA2", "imported article with"} {
+			page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]int{"quokka07": 1, "QUOKKA2": 10, "imported article with": 30}[q]
+			if len(page.Items) != want {
+				t.Fatalf("pass %d: %q found %d imported items, want %d", pass, q, len(page.Items), want)
+			}
+		}
+		waitIndexed(t, st, m.ID)
+	}
+}
