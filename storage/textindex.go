@@ -59,6 +59,15 @@ import (
 // sequence numbers commit in their order and the low water mark never
 // passes an entry not yet committed.
 //
+// The storage engine seam (design/scale-out.md): the index is ordinary
+// keys of the one ordered transactional store, read and written through Tx
+// like every repository's, so it works unchanged on any engine of that
+// interface and every node of a shared store sees the same index. The
+// capability an engine may answer natively instead is textCandidates (the
+// items that may contain a folded phrase, a superset): a PostgreSQL engine
+// would answer it with pg_trgm over the same folded text; verification and
+// everything after it stays here.
+//
 // Case folding: each character is mapped to one canonical character of its
 // Unicode simple case folding orbit (foldRune), so "Σ", "σ" and "ς", or
 // "K", "k" and the Kelvin sign, are the same; no multi-character folds
