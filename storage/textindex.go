@@ -32,6 +32,8 @@ import (
 //	                               deleted item's old number has none)
 //	tg/<segment><trigram>          the document numbers (ascending, uvarint deltas) of one
 //	                               segment (4 bytes) that contain the 3 bytes of the folded text
+//	tw/<item id>                   empty: an item with too many distinct trigrams for the index
+//	                               (maxItemTrigrams): every search verifies it
 //	tm                             textMeta: next document number and segment, the live
 //	                               segments, a merge or deletion under way
 //	tv                             present once every item has tt and the filter keys
@@ -323,7 +325,7 @@ func (tx *Tx) deleteItemSearch(it *SavedItem) error {
 	} else if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	for _, k := range [][]byte{textDocKey(mid, it.ID), textKey(mid, it.ID),
+	for _, k := range [][]byte{textDocKey(mid, it.ID), textKey(mid, it.ID), textWideKey(mid, it.ID),
 		siteItemKey(mid, it.SourceDomain, it.ID), encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)),
 		encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))} {
 		if err := tx.delete(k); err != nil {
@@ -641,74 +643,69 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 		return 0, err
 	}
 	prefix := textPendingPrefix(memberID)
-	var ids []string
-	taken := 0
-	seen := map[string]bool{}
+	type entry struct {
+		seq uint64
+		id  string
+	}
+	var entries []entry
 	if err := tx.scan(prefix, textPendingKey(memberID, meta.pendingFrom), false, false, func(k, v []byte) (bool, error) {
-		if err := tx.delete(append([]byte{}, k...)); err != nil {
-			return false, err
-		}
-		meta.pendingFrom = binary.BigEndian.Uint64(k[len(prefix):]) + 1
-		if !seen[string(v)] {
-			seen[string(v)] = true
-			ids = append(ids, string(v))
-		}
-		taken++
-		return taken < limit, nil
+		entries = append(entries, entry{binary.BigEndian.Uint64(k[len(prefix):]), string(v)})
+		return len(entries) < limit, nil
 	}); err != nil {
 		return 0, err
 	}
-	if taken == 0 {
+	if len(entries) == 0 {
 		return 0, nil
 	}
 	nextDoc, seg := meta.nextDoc, meta.nextSeg
 	postings := map[uint32][]uint32{}
 	var triSeen bitset
 	var distinct []uint32
-	for _, id := range ids {
-		if old, err := tx.get(textDocKey(memberID, id)); err == nil && len(old) == 4 {
-			if err := tx.delete(textDocItemKey(memberID, binary.BigEndian.Uint32(old))); err != nil {
+	done := map[string]bool{}
+	taken := 0
+	for _, e := range entries {
+		if !done[e.id] {
+			rec, err := tx.get(textKey(memberID, e.id))
+			if err != nil && !errors.Is(err, ErrNotFound) {
 				return 0, err
 			}
-		} else if err != nil && !errors.Is(err, ErrNotFound) {
-			return 0, err
-		}
-		rec, err := tx.get(textKey(memberID, id))
-		if errors.Is(err, ErrNotFound) {
-			if err := tx.delete(textDocKey(memberID, id)); err != nil {
+			// Each distinct trigram once: a bit per possible trigram (2
+			// MiB, reused), cleared after the item.
+			distinct = distinct[:0]
+			if rec != nil {
+				if triSeen == nil {
+					triSeen = make(bitset, 1<<24/64)
+				}
+				recordTrigrams(rec, func(t uint32) {
+					if !triSeen.has(t) {
+						triSeen.set(t)
+						distinct = append(distinct, t)
+					}
+				})
+				for _, t := range distinct {
+					triSeen[t>>6] = 0
+				}
+			}
+			wide := len(distinct) > maxItemTrigrams
+			if !wide && taken > 0 && len(postings)+len(distinct) > maxSegmentKeys {
+				break // the next transaction takes it
+			}
+			if err := tx.indexItem(memberID, e.id, rec != nil, wide, nextDoc); err != nil {
 				return 0, err
 			}
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		doc := nextDoc
-		nextDoc++
-		var d [4]byte
-		binary.BigEndian.PutUint32(d[:], doc)
-		if err := tx.put(textDocKey(memberID, id), d[:], 0); err != nil {
-			return 0, err
-		}
-		if err := tx.put(textDocItemKey(memberID, doc), []byte(id), 0); err != nil {
-			return 0, err
-		}
-		// Each distinct trigram once: a bit per possible trigram (2 MiB,
-		// reused), cleared after the item.
-		if triSeen == nil {
-			triSeen = make(bitset, 1<<24/64)
-		}
-		distinct = distinct[:0]
-		recordTrigrams(rec, func(t uint32) {
-			if !triSeen.has(t) {
-				triSeen.set(t)
-				distinct = append(distinct, t)
+			if rec != nil && !wide {
+				for _, t := range distinct {
+					postings[t] = append(postings[t], nextDoc)
+				}
+				nextDoc++
 			}
-		})
-		for _, t := range distinct {
-			triSeen[t>>6] = 0
-			postings[t] = append(postings[t], doc)
+			done[e.id] = true
 		}
+		if err := tx.delete(textPendingKey(memberID, e.seq)); err != nil {
+			return 0, err
+		}
+		meta.pendingFrom = e.seq + 1
+		taken++
 	}
 	sp := segmentPrefix(memberID, seg)
 	for t, docs := range postings {
@@ -729,6 +726,49 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 	}
 	meta.nextDoc = nextDoc
 	return taken, tx.put(textMetaKey(memberID), meta.encode(), 0)
+}
+
+// Bounds of one indexing transaction: the distinct trigrams of one segment
+// (a key each; Badger's transaction holds about 25,000 entries with the
+// default memtable), and those of one item: an item with more (a book) is
+// not put in the trigram index but listed as wide (tw/), and every search
+// reads it, so that it cannot stop the queue behind it.
+const (
+	maxSegmentKeys  = 16000
+	maxItemTrigrams = 12000
+)
+
+func textWideKey(memberID, id string) []byte { return key("u", memberID, "gql", "tw", id) }
+
+// indexItem gives an item its new place in the index: its old document
+// number is dropped; when it has a text, it gets doc (or, when wide, a tw/
+// entry instead).
+func (tx *Tx) indexItem(memberID, id string, hasText, wide bool, doc uint32) error {
+	if old, err := tx.get(textDocKey(memberID, id)); err == nil && len(old) == 4 {
+		if err := tx.delete(textDocItemKey(memberID, binary.BigEndian.Uint32(old))); err != nil {
+			return err
+		}
+	} else if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err := tx.delete(textWideKey(memberID, id)); err != nil {
+		return err
+	}
+	switch {
+	case !hasText:
+		return tx.delete(textDocKey(memberID, id))
+	case wide:
+		if err := tx.delete(textDocKey(memberID, id)); err != nil {
+			return err
+		}
+		return tx.put(textWideKey(memberID, id), nil, 0)
+	}
+	var d [4]byte
+	binary.BigEndian.PutUint32(d[:], doc)
+	if err := tx.put(textDocKey(memberID, id), d[:], 0); err != nil {
+		return err
+	}
+	return tx.put(textDocItemKey(memberID, doc), []byte(id), 0)
 }
 
 // segmentLevel is a segment's size class: its documents' power of eight.
@@ -1013,6 +1053,13 @@ func (tx *Tx) textCandidates(memberID string, needle []byte, limit int) (ids []s
 	nextDoc := meta.nextDoc
 	if err := tx.scan(textPendingPrefix(memberID), textPendingKey(memberID, meta.pendingFrom), false, false, func(_, v []byte) (bool, error) {
 		ids = append(ids, string(v))
+		return len(ids) <= limit, nil
+	}); err != nil {
+		return nil, false, err
+	}
+	wp := key("u", memberID, "gql", "tw", "")
+	if err := tx.scan(wp, nil, false, true, func(k, _ []byte) (bool, error) {
+		ids = append(ids, string(k[len(wp):]))
 		return len(ids) <= limit, nil
 	}); err != nil {
 		return nil, false, err
@@ -1343,7 +1390,7 @@ func (s *Store) SearchIndexSize(memberID string) (texts, trigrams, filters int64
 			name string
 			n    *int64
 		}{{"tt", &texts}, {"tg", &trigrams}, {"td", &trigrams}, {"tn", &trigrams}, {"tm", &trigrams}, {"tp", &trigrams},
-			{"tq", &trigrams}, {"sd", &filters}, {"sn", &filters}, {"ty", &filters}, {"hh", &filters}} {
+			{"tq", &trigrams}, {"tw", &trigrams}, {"sd", &filters}, {"sn", &filters}, {"ty", &filters}, {"hh", &filters}} {
 			prefix := key("u", memberID, "gql", p.name)
 			o := badger.DefaultIteratorOptions
 			o.PrefetchValues = false

@@ -706,3 +706,58 @@ func TestSearchFindsImportedItems(t *testing.T) {
 		waitIndexed(t, st, m.ID)
 	}
 }
+
+// An item with more distinct trigrams than one indexing transaction may
+// hold (a book) is listed as wide and verified by every search; it does not
+// stop the items queued after it, and is found like any other.
+func TestSearchWideItems(t *testing.T) {
+	st := openTestStore(t)
+	m, err := st.CreateMember("alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewSource(7))
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789-+=!?éßσ"
+	letters := []rune(alphabet)
+	var b strings.Builder
+	for b.Len() < 200000 {
+		b.WriteRune(letters[r.Intn(len(letters))])
+	}
+	book := b.String() + " the needle Bookmarkwide here"
+	if _, _, err := st.SaveItem(m.ID, NewItem{URL: "https://example.com/first", Title: "first", Text: "plain"}); err != nil {
+		t.Fatal(err)
+	}
+	wideItem, _, err := st.SaveItem(m.ID, NewItem{URL: "https://example.com/book", Title: "A book", Text: book})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after []string
+	for i := 0; i < 20; i++ {
+		it, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "after", Text: fmt.Sprintf("later item Afterward%02d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		after = append(after, it.ID)
+	}
+	waitIndexed(t, st, m.ID)
+	if err := st.View(func(tx *Tx) error {
+		if ok, err := tx.has(textWideKey(m.ID, wideItem.ID)); err != nil || !ok {
+			return fmt.Errorf("the book is not listed as wide (%v)", err)
+		}
+		if ok, _ := tx.has(textDocKey(m.ID, after[19])); !ok {
+			return errors.New("an item after the book is not indexed")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string][]string{"bookmarkwide": {wideItem.ID}, "AFTERWARD07": {after[7]}, book[1000:1030]: {wideItem.ID}} {
+		page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pageIDs(page); !slices.Equal(got, want) {
+			t.Fatalf("%.20q: %v, want %v", q, got, want)
+		}
+	}
+}
