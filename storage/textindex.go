@@ -483,6 +483,7 @@ func (s *Store) indexMember(memberID string) error {
 func (s *Store) buildSearchKeys(memberID string) error {
 	prefix := itemKey(memberID, "")
 	var after []byte
+	batch := 200 // halved while Badger finds the transaction too big
 	for {
 		if s.textIndexStopping() {
 			return errTextIndexStopped
@@ -500,7 +501,7 @@ func (s *Store) buildSearchKeys(memberID string) error {
 				ids = append(ids, string(k[len(prefix):]))
 				last = append(last[:0], k...)
 				n++
-				return n < 200, nil
+				return n < batch, nil
 			})
 			if err != nil {
 				return err
@@ -529,6 +530,10 @@ func (s *Store) buildSearchKeys(memberID string) error {
 			}
 			return nil // a member without items needs nothing (see firstItemReady)
 		})
+		if errors.Is(err, badger.ErrTxnTooBig) && batch > 1 {
+			batch /= 2
+			continue
+		}
 		if err != nil {
 			return err
 		}

@@ -761,3 +761,58 @@ func TestSearchWideItems(t *testing.T) {
 		}
 	}
 }
+
+// The build for an older store takes items in smaller batches when Badger
+// finds a batch of long texts too big for one transaction.
+func TestSearchIndexBuildOfLongTexts(t *testing.T) {
+	dir := t.TempDir()
+	st, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.CreateMember("alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("a long text of many words, ", 4000) // 108 KB
+	var ids []string
+	for i := 0; i < 40; i++ {
+		it, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: long + fmt.Sprintf(" Marker%02d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, it.ID)
+	}
+	waitIndexed(t, st, m.ID)
+	err = st.Update(func(tx *Tx) error {
+		for _, p := range [][]byte{key("u", m.ID, "gql", "tt", ""), key("u", m.ID, "gql", "td", ""), key("u", m.ID, "gql", "tn", ""),
+			trigramPrefix(m.ID), key("u", m.ID, "gql", "tw", "")} {
+			if err := tx.deletePrefix(p); err != nil {
+				return err
+			}
+		}
+		if err := tx.delete(textMetaKey(m.ID)); err != nil {
+			return err
+		}
+		return tx.delete(textReadyKey(m.ID))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	waitIndexed(t, st, m.ID)
+	page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: "marker33"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pageIDs(page); !slices.Equal(got, []string{ids[33]}) {
+		t.Fatalf("marker33: %v, want %v", got, ids[33])
+	}
+}
