@@ -184,7 +184,10 @@ func (s *Store) FailFetch(memberID, itemID, reason string) error {
 		if err := tx.putItem(&old, &it); err != nil {
 			return err
 		}
-		return tx.putJSON(contentKey(memberID, itemID), ItemContent{HTML: htmlEscaper.Replace(reason), Text: reason}, 0)
+		if err := tx.putJSON(contentKey(memberID, itemID), ItemContent{HTML: htmlEscaper.Replace(reason), Text: reason}, 0); err != nil {
+			return err
+		}
+		return tx.setItemText(memberID, itemID, it.Title, it.Description, &reason)
 	})
 }
 

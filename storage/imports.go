@@ -521,6 +521,13 @@ func (tx *Tx) importItem(memberID string, j *ImportJob, in *ImportItem, labels, 
 	if err := tx.putJSON(contentKey(memberID, it.ID), ItemContent{HTML: in.HTML, Text: in.Text}, 0); err != nil {
 		return 0, err
 	}
+	// The search index (textindex.go), as SaveItem does.
+	if err := tx.firstItemReady(memberID, it.ID); err != nil {
+		return 0, err
+	}
+	if err := tx.setItemText(memberID, it.ID, it.Title, it.Description, &in.Text); err != nil {
+		return 0, err
+	}
 	for _, h := range hls {
 		c, u := h.CreatedAt, h.UpdatedAt
 		if c.IsZero() {

@@ -288,6 +288,14 @@ func (tx *Tx) putItem(old, it *SavedItem) error {
 			return err
 		}
 	}
+	if err := tx.putFilterKeys(old, it); err != nil {
+		return err
+	}
+	if old != nil && (old.Title != it.Title || old.Description != it.Description) {
+		if err := tx.setItemText(it.MemberID, it.ID, it.Title, it.Description, nil); err != nil {
+			return err
+		}
+	}
 	if old != nil && (old.Title != it.Title || old.OriginalURL != it.OriginalURL || old.SourceDomain != it.SourceDomain) {
 		// Highlights copy these (their pages and search read no item).
 		left, err := tx.syncHighlightCopies(it)
@@ -725,7 +733,15 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 				return nil
 			}
 		}
-		return tx.putJSON(contentKey(memberID, it.ID), ItemContent{HTML: in.HTML, Text: in.Text}, 0)
+		if err := tx.putJSON(contentKey(memberID, it.ID), ItemContent{HTML: in.HTML, Text: in.Text}, 0); err != nil {
+			return err
+		}
+		if created {
+			if err := tx.firstItemReady(memberID, it.ID); err != nil {
+				return err
+			}
+		}
+		return tx.setItemText(memberID, it.ID, it.Title, it.Description, &in.Text)
 	})
 	if err != nil {
 		return nil, false, err
@@ -1009,6 +1025,9 @@ func (s *Store) SetItemLabels(memberID string, ids []string, c LabelChange) ([]*
 // included) and highlights.
 func (tx *Tx) deleteItem(it *SavedItem) error {
 	mid := it.MemberID
+	if err := tx.deleteItemSearch(it); err != nil {
+		return err
+	}
 	for _, k := range itemIndexKeys(it) {
 		if err := tx.delete(k); err != nil {
 			return err
@@ -1359,6 +1378,15 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 		if err != nil {
 			return err
 		}
+		if !m.impossible && m.indexable() {
+			ids, ok, err := tx.searchCandidates(memberID, f, m, statuses, first)
+			if err != nil {
+				return err
+			}
+			if ok {
+				return tx.candidatePage(m, ids, statuses, p, after, lower, upper, page)
+			}
+		}
 		// One allocation for the page's items, and one item key buffer.
 		// One allocation for a page's items, one for their index key
 		// suffixes (each ends where ends says), one item key buffer. Past
@@ -1377,6 +1405,18 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 			n := 0
 			prefix := itemIndexPrefix(memberID, status, p.Field)
 			err := tx.keysetScan(prefix, p.Desc, after, lower, upper, true, func(suf, rec []byte) (bool, error) {
+				if m.prefilter != nil {
+					if _, ok := m.prefilter[binary.BigEndian.Uint64(suf[len(suf)-8:])]; !ok {
+						m.examined++
+						if over, err := m.overBudget(); err != nil || over {
+							if err == nil {
+								err = ErrSearchTooBroad
+							}
+							return false, err
+						}
+						return true, nil
+					}
+				}
 				var it *SavedItem
 				if len(found) < len(items) {
 					it = &items[len(found)]
@@ -1397,6 +1437,13 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 					}
 				}
 				ok, err := m.match(it)
+				if err == nil {
+					if over, oerr := m.overBudget(); oerr != nil {
+						err = oerr
+					} else if over {
+						err = ErrSearchTooBroad
+					}
+				}
 				if err != nil || !ok {
 					return err == nil, err
 				}
@@ -1456,6 +1503,84 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 	return page, nil
 }
 
+// The search budget: a page that would look at more items than
+// maxExamined, or read the text of more than maxVerified, answers
+// ErrSearchTooBroad instead (once the member's search index is built;
+// before, search scans as it always did).
+const (
+	maxExamined = 100000
+	maxVerified = 10000
+)
+
+// ErrSearchTooBroad is the answer of a search over its budget.
+var ErrSearchTooBroad = Invalid("this search would read more than %d saved items or the text of more than %d; add a longer word or a filter (label:, site:, type:, has:, saved:) that fewer items match", maxExamined, maxVerified)
+
+// candidatePage fills page from the candidate items ids (a superset of the
+// matches, possibly with repeats), sorted as the index would give them.
+func (tx *Tx) candidatePage(m *itemMatcher, ids []string, statuses []string, p PageRequest, after, lower, upper []byte, page *ItemPage) error {
+	type hit struct {
+		it  *SavedItem
+		suf []byte
+	}
+	var hits []hit
+	seen := make(map[string]bool, len(ids))
+	k := itemKey(m.memberID, "")
+	n := len(k)
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		it := new(SavedItem)
+		k = append(k[:n], id...)
+		if err := tx.getItem(k, it); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			return err
+		}
+		if !contains(statuses, it.Status) {
+			continue
+		}
+		suf := itemSortValue(it, p.Field)
+		if after != nil {
+			c := bytes.Compare(suf, after)
+			if (!p.Desc && c <= 0) || (p.Desc && c >= 0) {
+				continue
+			}
+		}
+		if (lower != nil && bytes.Compare(suf, lower) < 0) || (upper != nil && bytes.Compare(suf, upper) >= 0) {
+			continue
+		}
+		ok, err := m.match(it)
+		if err != nil {
+			return err
+		}
+		if ok {
+			hits = append(hits, hit{it, suf})
+		}
+	}
+	sort.Slice(hits, func(a, b int) bool {
+		c := bytes.Compare(hits[a].suf, hits[b].suf)
+		if p.Desc {
+			return c > 0
+		}
+		return c < 0
+	})
+	first := max(p.First, 0)
+	if len(hits) > first {
+		page.HasNext = true
+		hits = hits[:first]
+	}
+	page.Items = make([]*SavedItem, len(hits))
+	page.Cursors = make([]string, len(hits))
+	for i, h := range hits {
+		page.Items[i] = h.it
+		page.Cursors[i] = makeCursor(1, p.Field, p.Desc, h.suf)
+	}
+	return nil
+}
+
 // isItemID reports whether s has the form of an item or highlight id.
 func isItemID(s string) bool {
 	if s == "" || len(s) > 20 {
@@ -1476,11 +1601,41 @@ type itemMatcher struct {
 	labelsAll  [][]string // label ids
 	labelsNot  []string
 	impossible bool
-	text       string
+	needle     []byte // the case-folded free text (FoldText), nil for none
+	// examined and verified count the items match looked at, and the
+	// texts among them it read (for the search budget).
+	examined, verified int
+	// prefilter, when set, holds every item that can match (from the
+	// filters' keys): the scan along the sort order skips the others by
+	// their key, without decoding their record.
+	prefilter map[uint64]struct{}
+	// readyKnown and ready: whether the member's index is built, read
+	// when a scan first passes the budget.
+	readyKnown, ready bool
+}
+
+// overBudget reports whether the scan has passed the search budget, which
+// applies once the member's index is built (before, searches scan as they
+// always did).
+func (m *itemMatcher) overBudget() (bool, error) {
+	if m.examined <= maxExamined && m.verified <= maxVerified {
+		return false, nil
+	}
+	if !m.readyKnown {
+		r, err := m.tx.searchReady(m.memberID)
+		if err != nil {
+			return false, err
+		}
+		m.readyKnown, m.ready = true, r
+	}
+	return m.ready, nil
 }
 
 func newItemMatcher(tx *Tx, memberID string, f ItemFilter) (*itemMatcher, error) {
-	m := &itemMatcher{tx: tx, memberID: memberID, f: f, text: strings.ToLower(strings.TrimSpace(f.Text))}
+	m := &itemMatcher{tx: tx, memberID: memberID, f: f}
+	if t := strings.TrimSpace(f.Text); t != "" {
+		m.needle = appendFold(nil, t)
+	}
 	if len(f.LabelsAll) > 0 || len(f.LabelsNot) > 0 {
 		labels, err := tx.labels(memberID)
 		if err != nil {
@@ -1510,6 +1665,7 @@ func newItemMatcher(tx *Tx, memberID string, f ItemFilter) (*itemMatcher, error)
 
 func (m *itemMatcher) match(it *SavedItem) (bool, error) {
 	f := m.f
+	m.examined++
 	if m.impossible {
 		return false, nil
 	}
@@ -1571,20 +1727,49 @@ func (m *itemMatcher) match(it *SavedItem) (bool, error) {
 	if f.MinutesTo != nil && minutes > *f.MinutesTo {
 		return false, nil
 	}
-	if m.text != "" {
-		if strings.Contains(strings.ToLower(it.Title), m.text) || strings.Contains(strings.ToLower(it.Description), m.text) {
-			return true, nil
-		}
-		var c ItemContent
-		if err := m.tx.getJSON(contentKey(m.memberID, it.ID), &c); err != nil {
-			if errors.Is(err, ErrNotFound) {
-				return false, nil
-			}
-			return false, err
-		}
-		return containsFold(c.Text, m.text), nil
+	if m.needle != nil {
+		m.verified++
+		return m.tx.itemTextContains(it, m.needle)
 	}
 	return true, nil
+}
+
+// indexable reports whether a search index can narrow the filter: free
+// text, or a filter with keys of its own.
+func (m *itemMatcher) indexable() bool {
+	f := m.f
+	return m.needle != nil || len(m.labelsAll) > 0 || f.Site != "" || f.Type != "" ||
+		(f.HasHighlights != nil && *f.HasHighlights) || f.SavedFrom != nil || f.SavedTo != nil ||
+		f.UpdatedFrom != nil || f.UpdatedTo != nil
+}
+
+// itemTextContains reports whether the title, description or content text
+// of it contains the folded needle, from its text record (or, for an item
+// saved before the search index and not yet built, its content).
+func (tx *Tx) itemTextContains(it *SavedItem, needle []byte) (bool, error) {
+	item, err := tx.txn.Get(textKey(it.MemberID, it.ID))
+	if err == nil {
+		found := false
+		err = item.Value(func(rec []byte) error {
+			found = textRecordContains(rec, needle)
+			return nil
+		})
+		return found, err
+	}
+	if !errors.Is(err, badger.ErrKeyNotFound) {
+		return false, err
+	}
+	if bytes.Contains(appendFold(nil, it.Title), needle) || bytes.Contains(appendFold(nil, it.Description), needle) {
+		return true, nil
+	}
+	var c ItemContent
+	if err := tx.getJSON(contentKey(it.MemberID, it.ID), &c); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	return bytes.Contains(appendFold(nil, c.Text), needle), nil
 }
 
 // containsFold reports whether s contains the lower-case needle, ignoring case.

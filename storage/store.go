@@ -133,6 +133,8 @@ type Store struct {
 	gcDone sync.WaitGroup
 	closed sync.Once
 	done   bool // closed; guarded by openMu
+
+	text textIndexer // the search index's background work (textindex.go)
 }
 
 // Open opens (creating if needed) the database in dir.
@@ -151,6 +153,7 @@ func Prepare(dir string, opts Options) *Store {
 	opts = opts.withDefaults()
 	s := &Store{path: dir, log: opts.Logger, opts: opts, caches: newCaches(), stopGC: make(chan struct{})}
 	s.gate.init()
+	s.text.init()
 	s.async.delay = asyncFlushDelay
 	return s
 }
@@ -226,12 +229,17 @@ func (s *Store) Open() error {
 		s.gcDone.Add(1)
 		go s.runGC(opts.GCInterval)
 	}
+	s.text.done.Add(1)
+	go s.runTextIndexer()
 	return nil
 }
 
 // migrate brings records written by earlier versions up to date. It runs at
 // Open and after Restore, and changes nothing the second time.
 func (s *Store) migrate() error {
+	// The search indexer looks at every member: it builds what stores
+	// written before the index lack, and indexes texts left pending.
+	s.text.notify("")
 	kept, expired, err := s.migrateAPITokenOrigins()
 	if err != nil {
 		return fmt.Errorf("migrate API tokens: %w", err)
@@ -260,6 +268,8 @@ func (s *Store) Close() error {
 	s.closed.Do(func() {
 		close(s.stopGC)
 		s.gcDone.Wait()
+		close(s.text.stop)
+		s.text.done.Wait()
 		s.closeGate()
 		s.async.stop()
 		err = s.db.Close()

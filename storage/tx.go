@@ -51,6 +51,9 @@ type Tx struct {
 	// cachedWritten lists the keys of cached records (see recordCache)
 	// this transaction wrote or deleted.
 	cachedWritten []string
+	// textMembers lists the members whose items' text this transaction
+	// changed (setItemText), for the search indexer.
+	textMembers []string
 }
 
 // View runs fn in a read-only transaction.
@@ -167,9 +170,14 @@ func (s *Store) update(fn func(tx *Tx) error) error {
 	tx := &Tx{}
 	err := s.db.Update(func(txn *badger.Txn) error {
 		tx.txn, tx.bigValue, tx.indexCopyBytes = txn, false, 0
-		tx.highlightCopyBytes, tx.highlightsLeft = 0, nil
+		tx.highlightCopyBytes, tx.highlightsLeft, tx.textMembers = 0, nil, nil
 		return fn(tx)
 	})
+	if err == nil {
+		for _, m := range tx.textMembers {
+			s.text.notify(m)
+		}
+	}
 	if tx.bigValue {
 		// Before the caller's wait, so the sync it waits for sees it.
 		s.vlogWritten.Store(true)

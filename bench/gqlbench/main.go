@@ -3,6 +3,13 @@
 //	gqlbench seed -dir STORE -member NAME -items N -highlights H
 //	    fills a stopped store with N saved items and H highlights for a new
 //	    member (writes without fsync, so 100 k items take seconds).
+//	gqlbench seed -dir STORE -corpus -items N [-seed S] [-csv FILE]
+//	    fills it with the search corpus instead (see corpus.go): realistic
+//	    articles, labels, domains; writes STORE.json for gqlbench search and,
+//	    with -csv, the items as CSV for SQLite.
+//	gqlbench search -url URL -token TOKEN -info STORE.json [-n 21]
+//	    runs each query of the search table -n times over HTTP and prints
+//	    the median latency and the number of entries of the first page.
 //	gqlbench cursor -url URL -token TOKEN -at 0.9
 //	    pages through entries (100 at a time) and prints the after cursor
 //	    that starts the page at that fraction of the list.
@@ -15,6 +22,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -30,6 +38,8 @@ func main() {
 		err = seed(os.Args[2:])
 	case "cursor":
 		err = cursor(os.Args[2:])
+	case "search":
+		err = searchBench(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -45,6 +55,9 @@ func seed(args []string) error {
 	member := fs.String("member", "bench", "member to create")
 	items := fs.Int("items", 100000, "saved items")
 	highlights := fs.Int("highlights", 20000, "highlights")
+	realistic := fs.Bool("corpus", false, "seed the search corpus (corpus.go)")
+	seedN := fs.Int64("seed", 1, "corpus seed")
+	export := fs.String("csv", "", "with -corpus: write the items as CSV to this file")
 	fs.Parse(args)
 	off := false
 	st, err := storage.Open(*dir, storage.Options{SyncWrites: &off, GCInterval: -1})
@@ -52,6 +65,12 @@ func seed(args []string) error {
 		return err
 	}
 	defer st.Close()
+	if *realistic {
+		if err := seedCorpus(st, *member, *items, *seedN, strings.TrimRight(*dir, "/")+".json", *export); err != nil {
+			return err
+		}
+		return st.Sync()
+	}
 	m, err := st.CreateMember(*member, "Bench", "bench password 1")
 	if err != nil {
 		return err
@@ -83,6 +102,9 @@ func seed(args []string) error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := waitSearchIndex(st, m.ID); err != nil {
+		return err
 	}
 	return st.Sync()
 }

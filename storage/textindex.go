@@ -1,0 +1,1416 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/bits"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/dgraph-io/badger/v4"
+	"go.uber.org/zap"
+)
+
+// Search index of saved items (issue 15). Free text matches as Inboxt's
+// does (a case-insensitive substring of the title, description or content
+// text); filters select by their own keys. All under u/<member>/gql/:
+//
+//	tt/<item id>                   the item's searchable text, case-folded (textRecord)
+//	tp/<sequence>                  an item id whose text changed and is not indexed yet
+//	tq                             the next sequence number of tp (8 bytes)
+//	td/<item id>                   the item's document number (4 bytes) in the trigram index
+//	tn/<doc number>                the item id of a document number (a re-indexed or
+//	                               deleted item's old number has none)
+//	tg/<segment><trigram>          the document numbers (ascending, uvarint deltas) of one
+//	                               segment (4 bytes) that contain the 3 bytes of the folded text
+//	tw/<item id>                   empty: an item with too many distinct trigrams for the index
+//	                               (maxItemTrigrams): every search verifies it
+//	tm                             textMeta: next document number and segment, the live
+//	                               segments, a merge or deletion under way
+//	tv                             present once every item has tt and the filter keys
+//	sd/<domain>\x00\x01<id>        empty: the items of a source domain (encString, 8-byte id)
+//	sn/<domain>                    empty: a domain that items have had (never deleted: a
+//	                               site: search reads this short list, then sd/ of those that match)
+//	ty/<A|N>/<id>                  empty: articles, newsletters
+//	hh/<id>                        empty: the items with highlights
+//
+// tt and tp are written in the same transaction as the text they stand
+// for, and the indexer (a goroutine of the store) turns pending items into
+// a new segment in one transaction that also deletes their tp: the index
+// is always consistent with the items, whatever crashes when. Segments are
+// merged as in a log-structured merge tree: eight of one size (a power of
+// eight documents) become one, written under a new segment number that
+// searches ignore until tm lists it in place of its sources (see
+// mergeSegments), so at most eight segments of each size are live. A search
+// reads the candidates of the trigram index plus the pending items, and
+// verifies each on tt: the answer is exact, the index only narrows it.
+//
+// tp is a queue rather than a set: the indexer consumes it from the low
+// water mark in tm, so that neither it nor a search walks over the deletion
+// markers of the entries it consumed (an LSM tree keeps them for a long
+// time). tq makes concurrent writers of one member's texts conflict, so
+// sequence numbers commit in their order and the low water mark never
+// passes an entry not yet committed.
+//
+// The storage engine seam (design/scale-out.md): the index is ordinary
+// keys of the one ordered transactional store, read and written through Tx
+// like every repository's, so it works unchanged on any engine of that
+// interface and every node of a shared store sees the same index. The
+// capability an engine may answer natively instead is textCandidates (the
+// items that may contain a folded phrase, a superset): a PostgreSQL engine
+// would answer it with pg_trgm over the same folded text; verification and
+// everything after it stays here.
+//
+// Case folding: each character is mapped to one canonical character of its
+// Unicode simple case folding orbit (foldRune), so "Σ", "σ" and "ς", or
+// "K", "k" and the Kelvin sign, are the same; no multi-character folds
+// ("ß" is not "ss") and no removal of diacritics ("é" is not "e").
+
+func textKey(memberID, id string) []byte       { return key("u", memberID, "gql", "tt", id) }
+func textPendingPrefix(memberID string) []byte { return key("u", memberID, "gql", "tp", "") }
+func textPendingKey(memberID string, seq uint64) []byte {
+	return encUint64(textPendingPrefix(memberID), seq)
+}
+func textQueueKey(memberID string) []byte   { return key("u", memberID, "gql", "tq") }
+func textDocKey(memberID, id string) []byte { return key("u", memberID, "gql", "td", id) }
+func textDocItemKey(memberID string, doc uint32) []byte {
+	return binary.BigEndian.AppendUint32(key("u", memberID, "gql", "tn", ""), doc)
+}
+func trigramPrefix(memberID string) []byte { return key("u", memberID, "gql", "tg", "") }
+func textMetaKey(memberID string) []byte   { return key("u", memberID, "gql", "tm") }
+func textReadyKey(memberID string) []byte  { return key("u", memberID, "gql", "tv") }
+func siteItemsPrefix(memberID string) []byte {
+	return key("u", memberID, "gql", "sd", "")
+}
+func siteNameKey(memberID, domain string) []byte { return key("u", memberID, "gql", "sn", domain) }
+func siteItemKey(memberID, domain, id string) []byte {
+	return encUint64(encString(siteItemsPrefix(memberID), domain), idBytes(id))
+}
+func typeItemsPrefix(memberID, typ string) []byte {
+	c := "A"
+	if typ == TypeNewsletter {
+		c = "N"
+	}
+	return key("u", memberID, "gql", "ty", c, "")
+}
+func highlightedItemsPrefix(memberID string) []byte { return key("u", memberID, "gql", "hh", "") }
+
+// searchIndexVersion is tv's value once a member's items have every key
+// this version of the index reads; another value (or none) makes the
+// indexer build them again (its writes are idempotent).
+const searchIndexVersion = 2
+
+// searchReady reports whether the member's search keys are complete.
+func (tx *Tx) searchReady(memberID string) (bool, error) {
+	v, err := tx.get(textReadyKey(memberID))
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && len(v) == 1 && v[0] == searchIndexVersion, err
+}
+
+// --- case folding ---
+
+// foldRune maps r to the lower case of the smallest character of its
+// simple case folding orbit: one character for every member of the orbit.
+func foldRune(r rune) rune {
+	if r < utf8.RuneSelf {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+	}
+	return unicode.ToLower(least)
+}
+
+// appendFold appends s case-folded to b. Invalid UTF-8 is kept as it is.
+func appendFold(b []byte, s string) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b = append(b, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b = append(b, c)
+			i++
+			continue
+		}
+		b = utf8.AppendRune(b, foldRune(r))
+		i += n
+	}
+	return b
+}
+
+// FoldText returns s case-folded as search compares it.
+func FoldText(s string) string { return string(appendFold(nil, s)) }
+
+// --- the text record ---
+
+const textRecordV1 = 0x01
+
+// appendTextRecord is the version byte and the folded title, description
+// and text, each as uvarint length and bytes.
+func appendTextRecord(b []byte, title, desc, text string) []byte {
+	b = append(b, textRecordV1)
+	for _, s := range [...]string{title, desc, text} {
+		n := len(b)
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		start := len(b)
+		b = appendFold(b, s)
+		if len(b)-start != len(s) { // folding changed the length: write it again
+			f := append([]byte(nil), b[start:]...)
+			b = binary.AppendUvarint(b[:n], uint64(len(f)))
+			b = append(b, f...)
+		}
+	}
+	return b
+}
+
+// textRecordFields returns the three folded fields of a text record.
+func textRecordFields(rec []byte) (fields [3][]byte, ok bool) {
+	if len(rec) == 0 || rec[0] != textRecordV1 {
+		return fields, false
+	}
+	off := 1
+	for i := range fields {
+		n, k := binary.Uvarint(rec[off:])
+		if k <= 0 || n > uint64(len(rec)-off-k) {
+			return fields, false
+		}
+		off += k
+		fields[i] = rec[off : off+int(n)]
+		off += int(n)
+	}
+	return fields, off == len(rec)
+}
+
+// textRecordContains reports whether a field of rec contains the folded
+// needle.
+func textRecordContains(rec, needle []byte) bool {
+	fields, ok := textRecordFields(rec)
+	if !ok {
+		return false
+	}
+	for _, f := range fields {
+		if bytes.Contains(f, needle) {
+			return true
+		}
+	}
+	return false
+}
+
+// trigrams calls fn with every 3-byte sequence of the record's fields.
+func recordTrigrams(rec []byte, fn func(t uint32)) {
+	fields, _ := textRecordFields(rec)
+	for _, f := range fields {
+		for i := 0; i+3 <= len(f); i++ {
+			fn(uint32(f[i])<<16 | uint32(f[i+1])<<8 | uint32(f[i+2]))
+		}
+	}
+}
+
+// --- writes, in the item's transaction ---
+
+// setItemText records the searchable text of an item and marks it for the
+// indexer. text nil keeps the text the item has.
+func (tx *Tx) setItemText(memberID, id, title, desc string, text *string) error {
+	var t string
+	if text != nil {
+		t = *text
+	} else {
+		old, err := tx.get(textKey(memberID, id))
+		switch {
+		case err == nil:
+			fields, ok := textRecordFields(old)
+			if ok {
+				t = string(fields[2]) // folded already; folding again changes nothing
+			}
+		case errors.Is(err, ErrNotFound):
+			var c ItemContent
+			if err := tx.getJSON(contentKey(memberID, id), &c); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			t = c.Text
+		default:
+			return err
+		}
+	}
+	if err := tx.put(textKey(memberID, id), appendTextRecord(nil, title, desc, t), 0); err != nil {
+		return err
+	}
+	var seq uint64
+	if b, err := tx.get(textQueueKey(memberID)); err == nil && len(b) == 8 {
+		seq = binary.BigEndian.Uint64(b)
+	} else if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err := tx.put(textPendingKey(memberID, seq), []byte(id), 0); err != nil {
+		return err
+	}
+	if err := tx.put(textQueueKey(memberID), encUint64(nil, seq+1), 0); err != nil {
+		return err
+	}
+	if !contains(tx.textMembers, memberID) {
+		tx.textMembers = append(tx.textMembers, memberID)
+	}
+	return nil
+}
+
+// putFilterKeys writes the filter keys of it, removing old's that no longer
+// apply (old is nil for a new item).
+func (tx *Tx) putFilterKeys(old, it *SavedItem) error {
+	mid := it.MemberID
+	if old == nil || old.SourceDomain != it.SourceDomain {
+		if old != nil {
+			if err := tx.delete(siteItemKey(mid, old.SourceDomain, it.ID)); err != nil {
+				return err
+			}
+		}
+		if err := tx.put(siteItemKey(mid, it.SourceDomain, it.ID), nil, 0); err != nil {
+			return err
+		}
+		if err := tx.put(siteNameKey(mid, it.SourceDomain), nil, 0); err != nil {
+			return err
+		}
+	}
+	if old == nil || old.Type != it.Type {
+		if old != nil {
+			if err := tx.delete(encUint64(typeItemsPrefix(mid, old.Type), idBytes(it.ID))); err != nil {
+				return err
+			}
+		}
+		if err := tx.put(encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)), nil, 0); err != nil {
+			return err
+		}
+	}
+	had, has := old != nil && old.HighlightCount > 0, it.HighlightCount > 0
+	if old == nil || had != has {
+		k := encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))
+		if has {
+			return tx.put(k, nil, 0)
+		}
+		if old != nil {
+			return tx.delete(k)
+		}
+	}
+	return nil
+}
+
+// deleteItemSearch removes an item's text, index entries and filter keys.
+func (tx *Tx) deleteItemSearch(it *SavedItem) error {
+	mid := it.MemberID
+	if doc, err := tx.get(textDocKey(mid, it.ID)); err == nil && len(doc) == 4 {
+		if err := tx.delete(textDocItemKey(mid, binary.BigEndian.Uint32(doc))); err != nil {
+			return err
+		}
+	} else if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	for _, k := range [][]byte{textDocKey(mid, it.ID), textKey(mid, it.ID), textWideKey(mid, it.ID),
+		siteItemKey(mid, it.SourceDomain, it.ID), encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)),
+		encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))} {
+		if err := tx.delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// --- the indexer ---
+
+// textIndexer turns pending items into trigram segments in the background,
+// and builds the text records and filter keys of stores written before the
+// index existed.
+type textIndexer struct {
+	mu    sync.Mutex
+	dirty map[string]bool // members with work, or all when allDirty
+	all   bool
+	wake  chan struct{}
+	stop  chan struct{}
+	done  sync.WaitGroup
+}
+
+func (ti *textIndexer) init() {
+	ti.dirty = map[string]bool{}
+	ti.wake = make(chan struct{}, 1)
+	ti.stop = make(chan struct{})
+}
+
+// notify marks a member (or all, with "") as having work.
+func (ti *textIndexer) notify(memberID string) {
+	ti.mu.Lock()
+	if memberID == "" {
+		ti.all = true
+	} else {
+		ti.dirty[memberID] = true
+	}
+	ti.mu.Unlock()
+	select {
+	case ti.wake <- struct{}{}:
+	default:
+	}
+}
+
+// textBatch is the number of items one indexing transaction takes at most
+// (halved when Badger finds the transaction too big).
+const textBatch = 512
+
+// textIndexDelay is how long the indexer lets texts gather after a change
+// before it indexes them: a burst of saves (an import) becomes a few large
+// segments rather than one per item, which costs less to write and merge.
+// Searches meanwhile read those texts directly.
+var textIndexDelay = 500 * time.Millisecond
+
+func (s *Store) runTextIndexer() {
+	defer s.text.done.Done()
+	for {
+		select {
+		case <-s.text.stop:
+			return
+		case <-s.text.wake:
+		}
+		if textIndexDelay > 0 {
+			select {
+			case <-s.text.stop:
+				return
+			case <-time.After(textIndexDelay):
+			}
+		}
+		s.text.mu.Lock()
+		all, dirty := s.text.all, s.text.dirty
+		s.text.all, s.text.dirty = false, map[string]bool{}
+		s.text.mu.Unlock()
+		if all {
+			members, err := s.Members()
+			if err != nil {
+				s.log.Warn("search index: cannot list members", zap.Error(err))
+				continue
+			}
+			for _, m := range members {
+				dirty[m.ID] = true
+			}
+		}
+		for mid := range dirty {
+			if err := s.indexMember(mid); err != nil {
+				if errors.Is(err, errTextIndexStopped) {
+					return
+				}
+				s.log.Warn("search index: indexing failed; retried at the next change or start", zap.Error(err))
+			}
+		}
+	}
+}
+
+var errTextIndexStopped = errors.New("search index: stopped")
+
+// textIndexPaused keeps texts pending (tests of searches meanwhile).
+var textIndexPaused atomic.Bool
+
+func (s *Store) textIndexStopping() bool {
+	select {
+	case <-s.text.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// indexMember builds what a member's items lack, then indexes their
+// pending texts.
+func (s *Store) indexMember(memberID string) error {
+	ready := false
+	if err := s.View(func(tx *Tx) error {
+		var err error
+		ready, err = tx.searchReady(memberID)
+		return err
+	}); err != nil {
+		return err
+	}
+	if !ready {
+		if err := s.buildSearchKeys(memberID); err != nil {
+			return err
+		}
+	}
+	limit := textBatch
+	for {
+		if s.textIndexStopping() {
+			return errTextIndexStopped
+		}
+		if textIndexPaused.Load() {
+			return nil // tests: texts stay pending
+		}
+		n := 0
+		err := s.updateRetrying(func(tx *Tx) error {
+			var err error
+			n, err = tx.indexPending(memberID, limit)
+			return err
+		})
+		if errors.Is(err, badger.ErrTxnTooBig) && limit > 1 {
+			limit /= 2
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return s.mergeSegments(memberID)
+		}
+	}
+}
+
+// buildSearchKeys writes the text records and filter keys of the member's
+// items that have none (items saved before the index existed), in batches,
+// and then the ready marker.
+func (s *Store) buildSearchKeys(memberID string) error {
+	prefix := itemKey(memberID, "")
+	var after []byte
+	batch := 200 // halved while Badger finds the transaction too big
+	for {
+		if s.textIndexStopping() {
+			return errTextIndexStopped
+		}
+		var last []byte
+		err := s.Update(func(tx *Tx) error {
+			last = nil
+			n := 0
+			start := prefix
+			if after != nil {
+				start = append(append([]byte{}, after...), 0)
+			}
+			var ids []string
+			err := tx.scan(prefix, start, false, true, func(k, _ []byte) (bool, error) {
+				ids = append(ids, string(k[len(prefix):]))
+				last = append(last[:0], k...)
+				n++
+				return n < batch, nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				var it SavedItem
+				if err := tx.getItem(itemKey(memberID, id), &it); err != nil {
+					if errors.Is(err, ErrNotFound) {
+						continue
+					}
+					return err
+				}
+				if err := tx.putFilterKeys(nil, &it); err != nil {
+					return err
+				}
+				if has, err := tx.has(textKey(memberID, id)); err != nil {
+					return err
+				} else if !has {
+					if err := tx.setItemText(memberID, id, it.Title, it.Description, nil); err != nil {
+						return err
+					}
+				}
+			}
+			if last == nil && after != nil {
+				return tx.put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
+			}
+			return nil // a member without items needs nothing (see firstItemReady)
+		})
+		if errors.Is(err, badger.ErrTxnTooBig) && batch > 1 {
+			batch /= 2
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if last == nil {
+			return nil
+		}
+		after = last
+	}
+}
+
+// firstItemReady marks a member's index built when id is its first item
+// (the indexer writes nothing for members without items).
+func (tx *Tx) firstItemReady(memberID, id string) error {
+	if ready, err := tx.searchReady(memberID); err != nil || ready {
+		return err
+	}
+	prefix := itemKey(memberID, "")
+	other := false
+	if err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		other = string(k[len(prefix):]) != id
+		return !other, nil
+	}); err != nil {
+		return err
+	}
+	if other {
+		return nil // the indexer builds it
+	}
+	return tx.put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
+}
+
+// textMeta is the state of a member's trigram index (tm).
+type textMeta struct {
+	nextDoc, nextSeg uint32
+	pendingFrom      uint64    // the low water mark of tp
+	segs             []textSeg // live, oldest first
+	merging          uint32    // a merge under way: its new segment, or 0
+	mergeFrom        []uint32  // its sources
+	deleting         []uint32  // merged segments whose keys are being deleted
+}
+
+type textSeg struct{ id, docs uint32 }
+
+func (m *textMeta) encode() []byte {
+	b := []byte{1}
+	b = binary.AppendUvarint(b, uint64(m.nextDoc))
+	b = binary.AppendUvarint(b, uint64(m.nextSeg))
+	b = binary.AppendUvarint(b, uint64(m.merging))
+	b = binary.AppendUvarint(b, m.pendingFrom)
+	b = binary.AppendUvarint(b, uint64(len(m.segs)))
+	for _, s := range m.segs {
+		b = binary.AppendUvarint(b, uint64(s.id))
+		b = binary.AppendUvarint(b, uint64(s.docs))
+	}
+	for _, l := range [][]uint32{m.mergeFrom, m.deleting} {
+		b = binary.AppendUvarint(b, uint64(len(l)))
+		for _, v := range l {
+			b = binary.AppendUvarint(b, uint64(v))
+		}
+	}
+	return b
+}
+
+var errBadTextMeta = errors.New("storage: malformed search index state")
+
+func (tx *Tx) textMeta(memberID string) (*textMeta, error) {
+	m := &textMeta{nextSeg: 1}
+	b, err := tx.get(textMetaKey(memberID))
+	if errors.Is(err, ErrNotFound) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 || b[0] != 1 {
+		return nil, errBadTextMeta
+	}
+	r := &recordReader{b: b, off: 1}
+	u32 := func() uint32 {
+		v := r.uvarint()
+		if v > math.MaxUint32 {
+			r.bad = true
+		}
+		return uint32(v)
+	}
+	m.nextDoc, m.nextSeg, m.merging = u32(), u32(), u32()
+	m.pendingFrom = r.uvarint()
+	n := r.uvarint()
+	for i := uint64(0); i < n && !r.bad; i++ {
+		m.segs = append(m.segs, textSeg{u32(), u32()})
+	}
+	for _, l := range []*[]uint32{&m.mergeFrom, &m.deleting} {
+		n := r.uvarint()
+		for i := uint64(0); i < n && !r.bad; i++ {
+			*l = append(*l, u32())
+		}
+	}
+	if r.bad || r.off != len(b) {
+		return nil, errBadTextMeta
+	}
+	return m, nil
+}
+
+func segmentPrefix(memberID string, seg uint32) []byte {
+	return binary.BigEndian.AppendUint32(trigramPrefix(memberID), seg)
+}
+
+// indexPending makes one segment of up to limit pending items and returns
+// how many it took.
+func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
+	meta, err := tx.textMeta(memberID)
+	if err != nil {
+		return 0, err
+	}
+	prefix := textPendingPrefix(memberID)
+	type entry struct {
+		seq uint64
+		id  string
+	}
+	var entries []entry
+	if err := tx.scan(prefix, textPendingKey(memberID, meta.pendingFrom), false, false, func(k, v []byte) (bool, error) {
+		entries = append(entries, entry{binary.BigEndian.Uint64(k[len(prefix):]), string(v)})
+		return len(entries) < limit, nil
+	}); err != nil {
+		return 0, err
+	}
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	nextDoc, seg := meta.nextDoc, meta.nextSeg
+	postings := map[uint32][]uint32{}
+	var triSeen bitset
+	var distinct []uint32
+	done := map[string]bool{}
+	taken := 0
+	for _, e := range entries {
+		if !done[e.id] {
+			rec, err := tx.get(textKey(memberID, e.id))
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return 0, err
+			}
+			// Each distinct trigram once: a bit per possible trigram (2
+			// MiB, reused), cleared after the item.
+			distinct = distinct[:0]
+			if rec != nil {
+				if triSeen == nil {
+					triSeen = make(bitset, 1<<24/64)
+				}
+				recordTrigrams(rec, func(t uint32) {
+					if !triSeen.has(t) {
+						triSeen.set(t)
+						distinct = append(distinct, t)
+					}
+				})
+				for _, t := range distinct {
+					triSeen[t>>6] = 0
+				}
+			}
+			wide := len(distinct) > maxItemTrigrams
+			if !wide && taken > 0 && len(postings)+len(distinct) > maxSegmentKeys {
+				break // the next transaction takes it
+			}
+			if err := tx.indexItem(memberID, e.id, rec != nil, wide, nextDoc); err != nil {
+				return 0, err
+			}
+			if rec != nil && !wide {
+				for _, t := range distinct {
+					postings[t] = append(postings[t], nextDoc)
+				}
+				nextDoc++
+			}
+			done[e.id] = true
+		}
+		if err := tx.delete(textPendingKey(memberID, e.seq)); err != nil {
+			return 0, err
+		}
+		meta.pendingFrom = e.seq + 1
+		taken++
+	}
+	sp := segmentPrefix(memberID, seg)
+	for t, docs := range postings {
+		k := append(append([]byte{}, sp...), byte(t>>16), byte(t>>8), byte(t))
+		v := make([]byte, 0, len(docs)+4)
+		prev := uint32(0)
+		for _, d := range docs {
+			v = binary.AppendUvarint(v, uint64(d-prev))
+			prev = d
+		}
+		if err := tx.put(k, v, 0); err != nil {
+			return 0, err
+		}
+	}
+	if len(postings) > 0 {
+		meta.segs = append(meta.segs, textSeg{seg, nextDoc - meta.nextDoc})
+		meta.nextSeg++
+	}
+	meta.nextDoc = nextDoc
+	return taken, tx.put(textMetaKey(memberID), meta.encode(), 0)
+}
+
+// Bounds of one indexing transaction: the distinct trigrams of one segment
+// (a key each; Badger's transaction holds about 25,000 entries with the
+// default memtable), and those of one item: an item with more (a book) is
+// not put in the trigram index but listed as wide (tw/), and every search
+// reads it, so that it cannot stop the queue behind it.
+const (
+	maxSegmentKeys  = 16000
+	maxItemTrigrams = 12000
+)
+
+func textWideKey(memberID, id string) []byte { return key("u", memberID, "gql", "tw", id) }
+
+// indexItem gives an item its new place in the index: its old document
+// number is dropped; when it has a text, it gets doc (or, when wide, a tw/
+// entry instead).
+func (tx *Tx) indexItem(memberID, id string, hasText, wide bool, doc uint32) error {
+	if old, err := tx.get(textDocKey(memberID, id)); err == nil && len(old) == 4 {
+		if err := tx.delete(textDocItemKey(memberID, binary.BigEndian.Uint32(old))); err != nil {
+			return err
+		}
+	} else if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err := tx.delete(textWideKey(memberID, id)); err != nil {
+		return err
+	}
+	switch {
+	case !hasText:
+		return tx.delete(textDocKey(memberID, id))
+	case wide:
+		if err := tx.delete(textDocKey(memberID, id)); err != nil {
+			return err
+		}
+		return tx.put(textWideKey(memberID, id), nil, 0)
+	}
+	var d [4]byte
+	binary.BigEndian.PutUint32(d[:], doc)
+	if err := tx.put(textDocKey(memberID, id), d[:], 0); err != nil {
+		return err
+	}
+	return tx.put(textDocItemKey(memberID, doc), []byte(id), 0)
+}
+
+// segmentLevel is a segment's size class: its documents' power of eight.
+func segmentLevel(docs uint32) int {
+	l := 0
+	for docs >= 8 {
+		docs /= 8
+		l++
+	}
+	return l
+}
+
+// mergeChunk bounds the bytes of one transaction of a merge.
+const mergeChunk = 1 << 20
+
+// mergeSegments merges eight live segments of one size into one, as long
+// as there are, and finishes a merge or deletion a crash interrupted.
+// Steps, each its own transaction(s): tm records the merge; the merged
+// segment's keys are written under its new number (searches do not read
+// it yet); tm lists it instead of its sources and marks them for
+// deletion; their keys are deleted; tm forgets them.
+func (s *Store) mergeSegments(memberID string) error {
+	for {
+		if s.textIndexStopping() {
+			return errTextIndexStopped
+		}
+		var meta *textMeta
+		if err := s.View(func(tx *Tx) (err error) { meta, err = tx.textMeta(memberID); return err }); err != nil {
+			return err
+		}
+		switch {
+		case len(meta.deleting) > 0:
+			for _, seg := range meta.deleting {
+				if err := s.deletePrefixInBatches(segmentPrefix(memberID, seg)); err != nil {
+					return err
+				}
+			}
+			if err := s.updateTextMeta(memberID, func(m *textMeta) { m.deleting = nil }); err != nil {
+				return err
+			}
+			continue
+		case meta.merging != 0:
+			if err := s.writeMergedSegment(memberID, meta); err != nil {
+				return err
+			}
+			err := s.updateTextMeta(memberID, func(m *textMeta) {
+				var docs uint32
+				var keep []textSeg
+				for _, sg := range m.segs {
+					if slices.Contains(m.mergeFrom, sg.id) {
+						docs += sg.docs
+					} else {
+						keep = append(keep, sg)
+					}
+				}
+				m.segs = append(keep, textSeg{m.merging, docs})
+				m.deleting, m.merging, m.mergeFrom = m.mergeFrom, 0, nil
+			})
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		byLevel := map[int][]uint32{}
+		pick := -1
+		for _, sg := range meta.segs {
+			l := segmentLevel(sg.docs)
+			byLevel[l] = append(byLevel[l], sg.id)
+			if len(byLevel[l]) >= 8 && (pick < 0 || l < pick) {
+				pick = l
+			}
+		}
+		if pick < 0 {
+			return nil
+		}
+		from := byLevel[pick]
+		if err := s.updateTextMeta(memberID, func(m *textMeta) {
+			m.merging, m.mergeFrom = m.nextSeg, from
+			m.nextSeg++
+		}); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *Store) updateTextMeta(memberID string, fn func(m *textMeta)) error {
+	return s.Update(func(tx *Tx) error {
+		m, err := tx.textMeta(memberID)
+		if err != nil {
+			return err
+		}
+		fn(m)
+		return tx.put(textMetaKey(memberID), m.encode(), 0)
+	})
+}
+
+// writeMergedSegment writes segment meta.merging: for every trigram, the
+// live document numbers of meta.mergeFrom, from one snapshot, in
+// transactions of about mergeChunk bytes.
+func (s *Store) writeMergedSegment(memberID string, meta *textMeta) error {
+	return s.View(func(tx *Tx) error {
+		live := make(bitset, (int(meta.nextDoc)+63)/64)
+		np := key("u", memberID, "gql", "tn", "")
+		if err := tx.scan(np, nil, false, true, func(k, _ []byte) (bool, error) {
+			if len(k) == len(np)+4 {
+				if d := binary.BigEndian.Uint32(k[len(np):]); d < meta.nextDoc {
+					live.set(d)
+				}
+			}
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		o := badger.DefaultIteratorOptions
+		o.PrefetchValues = false
+		type src struct {
+			it     *badger.Iterator
+			prefix []byte
+		}
+		var srcs []src
+		for _, seg := range meta.mergeFrom {
+			p := segmentPrefix(memberID, seg)
+			o.Prefix = p
+			it := tx.txn.NewIterator(o)
+			defer it.Close()
+			it.Seek(p)
+			srcs = append(srcs, src{it, p})
+		}
+		target := segmentPrefix(memberID, meta.merging)
+		var keys, vals [][]byte
+		size := 0
+		flush := func() error {
+			if len(keys) == 0 {
+				return nil
+			}
+			err := s.Update(func(w *Tx) error {
+				for i := range keys {
+					if err := w.put(keys[i], vals[i], 0); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			keys, vals, size = keys[:0], vals[:0], 0
+			return err
+		}
+		var docs []uint32
+		for {
+			// The smallest trigram among the sources.
+			var tri []byte
+			for _, sr := range srcs {
+				if sr.it.ValidForPrefix(sr.prefix) {
+					t := sr.it.Item().Key()[len(sr.prefix):]
+					if tri == nil || bytes.Compare(t, tri) < 0 {
+						tri = append(tri[:0:0], t...)
+					}
+				}
+			}
+			if tri == nil {
+				break
+			}
+			docs = docs[:0]
+			for _, sr := range srcs {
+				if !sr.it.ValidForPrefix(sr.prefix) || !bytes.Equal(sr.it.Item().Key()[len(sr.prefix):], tri) {
+					continue
+				}
+				err := sr.it.Item().Value(func(v []byte) error {
+					doc := uint32(0)
+					for len(v) > 0 {
+						d, k := binary.Uvarint(v)
+						if k <= 0 {
+							return errBadTextMeta
+						}
+						v = v[k:]
+						doc += uint32(d)
+						if live.has(doc) {
+							docs = append(docs, doc)
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				sr.it.Next()
+			}
+			if len(docs) == 0 {
+				continue
+			}
+			slices.Sort(docs)
+			docs = slices.Compact(docs)
+			v := make([]byte, 0, len(docs)+4)
+			prev := uint32(0)
+			for _, d := range docs {
+				v = binary.AppendUvarint(v, uint64(d-prev))
+				prev = d
+			}
+			keys = append(keys, append(append([]byte{}, target...), tri...))
+			vals = append(vals, v)
+			size += len(v) + len(target) + 3 + 32
+			if size >= mergeChunk || len(keys) >= 4000 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		return flush()
+	})
+}
+
+// SearchIndexBacklog reports the work the search indexer has left for a
+// member: texts pending, plus one for a build or merge not finished. 0
+// means searches read only finished segments.
+func (s *Store) SearchIndexBacklog(memberID string) (int, error) {
+	n := 0
+	err := s.View(func(tx *Tx) error {
+		n = 0
+		if ready, err := tx.searchReady(memberID); err != nil {
+			return err
+		} else if !ready {
+			n++
+		}
+		meta, err := tx.textMeta(memberID)
+		if err != nil {
+			return err
+		}
+		levels := map[int]int{}
+		for _, sg := range meta.segs {
+			if levels[segmentLevel(sg.docs)]++; levels[segmentLevel(sg.docs)] == 8 {
+				n++ // a merge to come
+			}
+		}
+		if meta.merging != 0 || len(meta.deleting) > 0 {
+			n++
+		}
+		return tx.scan(textPendingPrefix(memberID), textPendingKey(memberID, meta.pendingFrom), false, true, func(_, _ []byte) (bool, error) {
+			n++
+			return true, nil
+		})
+	})
+	return n, err
+}
+
+// --- search ---
+
+// maxCandidates is the largest candidate set a search reads item by item
+// (then sorts); a larger one is left to the scan along the sort order.
+const maxCandidates = 2000
+
+// maxTrigrams is how many of the needle's trigrams (the rarest) a search
+// intersects.
+const maxTrigrams = 6
+
+// bitset is a set of document numbers.
+type bitset []uint64
+
+func (b bitset) set(i uint32)      { b[i>>6] |= 1 << (i & 63) }
+func (b bitset) has(i uint32) bool { return int(i>>6) < len(b) && b[i>>6]&(1<<(i&63)) != 0 }
+func (b bitset) count() int {
+	n := 0
+	for _, w := range b {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+// textCandidates returns the ids of the member's items that may contain
+// the folded needle (pending items included), or ok false when the index
+// cannot tell (not built, needle shorter than 3 bytes, more candidates than
+// maxCandidates).
+func (tx *Tx) textCandidates(memberID string, needle []byte, limit int) (ids []string, ok bool, err error) {
+	if len(needle) < 3 {
+		return nil, false, nil
+	}
+	if ready, err := tx.searchReady(memberID); err != nil || !ready {
+		return nil, false, err
+	}
+	meta, err := tx.textMeta(memberID)
+	if err != nil {
+		return nil, false, err
+	}
+	nextDoc := meta.nextDoc
+	if err := tx.scan(textPendingPrefix(memberID), textPendingKey(memberID, meta.pendingFrom), false, false, func(_, v []byte) (bool, error) {
+		ids = append(ids, string(v))
+		return len(ids) <= limit, nil
+	}); err != nil {
+		return nil, false, err
+	}
+	wp := key("u", memberID, "gql", "tw", "")
+	if err := tx.scan(wp, nil, false, true, func(k, _ []byte) (bool, error) {
+		ids = append(ids, string(k[len(wp):]))
+		return len(ids) <= limit, nil
+	}); err != nil {
+		return nil, false, err
+	}
+	if len(ids) > limit {
+		return nil, false, nil
+	}
+	// The needle's distinct trigrams, the rarest first (by the size of
+	// their postings in the live segments).
+	type tri struct {
+		items []*badger.Item
+		size  int64
+	}
+	seen := map[string]bool{}
+	var tris []tri
+	k := trigramPrefix(memberID)
+	n := len(k)
+	for i := 0; i+3 <= len(needle); i++ {
+		if seen[string(needle[i:i+3])] {
+			continue
+		}
+		seen[string(needle[i:i+3])] = true
+		var t tri
+		for _, sg := range meta.segs {
+			k = append(binary.BigEndian.AppendUint32(k[:n], sg.id), needle[i:i+3]...)
+			item, err := tx.txn.Get(k)
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			t.items = append(t.items, item)
+			t.size += item.ValueSize()
+		}
+		if t.size == 0 { // no item has it: only pending items can match
+			return ids, true, nil
+		}
+		tris = append(tris, t)
+	}
+	sort.Slice(tris, func(a, b int) bool { return tris[a].size < tris[b].size })
+	if tris[0].size > 8*int64(limit) {
+		// Even the rarest trigram is in far more items than limit (a
+		// posting takes about one byte): a frequent phrase, which the
+		// scan along the sort order finds soon.
+		return nil, false, nil
+	}
+	if len(tris) > maxTrigrams {
+		tris = tris[:maxTrigrams]
+	}
+	var set bitset
+	for n, t := range tris {
+		cur := make(bitset, (int(nextDoc)+63)/64)
+		for _, item := range t.items {
+			err := item.Value(func(v []byte) error {
+				doc := uint32(0)
+				for len(v) > 0 {
+					d, k := binary.Uvarint(v)
+					if k <= 0 {
+						return errBadTextMeta
+					}
+					v = v[k:]
+					doc += uint32(d)
+					if doc < nextDoc {
+						cur.set(doc)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, false, err
+			}
+		}
+		if n == 0 {
+			set = cur
+		} else {
+			for i := range set {
+				set[i] &= cur[i]
+			}
+		}
+	}
+	if len(ids)+set.count() > limit {
+		return nil, false, nil
+	}
+	for i, w := range set {
+		for w != 0 {
+			doc := uint32(i*64 + bits.TrailingZeros64(w))
+			w &= w - 1
+			id, err := tx.get(textDocItemKey(memberID, doc))
+			if errors.Is(err, ErrNotFound) {
+				continue // re-indexed or deleted
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			ids = append(ids, string(id))
+		}
+	}
+	return ids, true, nil
+}
+
+// candidateFloor is the least limit of the cost model (a var: tests lower
+// it to drive searches through the scan with a prefilter).
+var candidateFloor = 100
+
+// maxSourceItems bounds the ids one filter's keys give a search: filters
+// that select more are intersected by the item scan instead.
+const maxSourceItems = 10000
+
+// keyCandidates adds the item ids (8-byte suffixes) under prefix to into,
+// or returns false past maxSourceItems.
+func (tx *Tx) keyCandidates(prefix []byte, into map[string]bool, limit int) (ok bool, err error) {
+	err = tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		if len(k) < len(prefix)+8 {
+			return true, nil
+		}
+		into[strconv.FormatUint(binary.BigEndian.Uint64(k[len(k)-8:]), 10)] = true
+		return len(into) <= limit, nil
+	})
+	return err == nil && len(into) <= limit, err
+}
+
+// siteCandidates adds the items of the domains that contain site, or
+// returns false past maxSourceItems. Distinct domains are found by
+// seeking past each one's items.
+func (tx *Tx) siteCandidates(memberID, site string, into map[string]bool, limit int) (ok bool, err error) {
+	prefix := key("u", memberID, "gql", "sn", "")
+	var domains []string
+	if err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		if d := string(k[len(prefix):]); strings.Contains(strings.ToLower(d), site) {
+			domains = append(domains, d)
+		}
+		return true, nil
+	}); err != nil {
+		return false, err
+	}
+	if len(domains) > maxSiteDomains {
+		return false, nil // a broad site: (".com"): the scan finds its items soon
+	}
+	for _, d := range domains {
+		if ok, err := tx.keyCandidates(encString(siteItemsPrefix(memberID), d), into, limit); err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// maxSiteDomains is the most domains a site: search reads the items of;
+// more, and it is left to the scan along the sort order.
+const maxSiteDomains = 64
+
+// rangeCandidates adds the items of statuses whose createdAt (or
+// updatedAt) lies in [from, to), or returns false past maxSourceItems.
+func (tx *Tx) rangeCandidates(memberID string, statuses []string, field SortField, from, to *time.Time, into map[string]bool, limit int) (bool, error) {
+	var lower, upper []byte
+	if from != nil {
+		lower = encUint64(encTime(nil, *from), 0)
+	}
+	if to != nil {
+		upper = encUint64(encTime(nil, *to), 0)
+	}
+	for _, st := range statuses {
+		prefix := itemIndexPrefix(memberID, st, field)
+		err := tx.keysetScan(prefix, false, nil, lower, upper, false, func(suf, _ []byte) (bool, error) {
+			into[strconv.FormatUint(binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)] = true
+			return len(into) <= limit, nil
+		})
+		if err != nil || len(into) > limit {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// searchCandidates returns the ids of a small set of items that holds
+// every match of f: the intersection of what the filters' keys and the
+// trigram index give, or ok false when that is more than maxCandidates or
+// none of them can tell.
+func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, statuses []string, first int) (ids []string, ok bool, err error) {
+	ready, err := tx.searchReady(memberID)
+	if err != nil {
+		return nil, false, err
+	}
+	// Reading c candidates one by one costs about c point reads; the scan
+	// along the sort order reads about first × items / c entries, each
+	// about an eighth of a point read (measured on the search corpus):
+	// candidates win while c² < first × items / 8.
+	limit := maxCandidates
+	if ready {
+		meta, err := tx.textMeta(memberID)
+		if err != nil {
+			return nil, false, err
+		}
+		limit = min(maxCandidates, max(candidateFloor, int(math.Sqrt(float64(max(first, 1))*float64(meta.nextDoc)/8))))
+	}
+	// Each filter that has keys is a source of ids.
+	type source func(into map[string]bool, limit int) (bool, error)
+	var srcs []source
+	for _, group := range m.labelsAll {
+		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
+			for _, l := range group {
+				p := labelItemKey(memberID, l, "")
+				err := tx.scan(p, nil, false, true, func(k, _ []byte) (bool, error) {
+					set[string(k[len(p):])] = true
+					return len(set) <= limit, nil
+				})
+				if err != nil || len(set) > limit {
+					return false, err
+				}
+			}
+			return true, nil
+		})
+	}
+	if f.SavedFrom != nil || f.SavedTo != nil {
+		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
+			return tx.rangeCandidates(memberID, statuses, SortCreatedAt, f.SavedFrom, f.SavedTo, set, limit)
+		})
+	}
+	if f.UpdatedFrom != nil || f.UpdatedTo != nil {
+		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
+			return tx.rangeCandidates(memberID, statuses, SortUpdatedAt, f.UpdatedFrom, f.UpdatedTo, set, limit)
+		})
+	}
+	if ready && f.Site != "" {
+		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
+			return tx.siteCandidates(memberID, strings.ToLower(f.Site), set, limit)
+		})
+	}
+	if ready && f.Type != "" {
+		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
+			return tx.keyCandidates(typeItemsPrefix(memberID, f.Type), set, limit)
+		})
+	}
+	if ready && f.HasHighlights != nil && *f.HasHighlights {
+		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
+			return tx.keyCandidates(highlightedItemsPrefix(memberID), set, limit)
+		})
+	}
+	// The smallest source of at most maxCandidates ids (match checks the
+	// other filters on each); when every source is larger, the
+	// intersection of those of at most maxSourceItems.
+	var cand map[string]bool
+	var large []source
+	for _, src := range srcs {
+		set := map[string]bool{}
+		small, err := src(set, limit)
+		if err != nil {
+			return nil, false, err
+		}
+		if !small {
+			large = append(large, src)
+		} else if cand == nil || len(set) < len(cand) {
+			cand = set
+			if len(cand) <= 50 {
+				break
+			}
+		}
+	}
+	if cand == nil && len(large) > 0 {
+		var inter map[string]bool
+		for _, src := range large {
+			set := map[string]bool{}
+			small, err := src(set, maxSourceItems)
+			if err != nil {
+				return nil, false, err
+			}
+			if !small {
+				continue
+			}
+			if inter == nil {
+				inter = set
+				continue
+			}
+			for id := range inter {
+				if !set[id] {
+					delete(inter, id)
+				}
+			}
+		}
+		if inter != nil && len(inter) <= limit {
+			cand = inter
+		} else if inter != nil {
+			// Too many to read one by one, few enough to skip the
+			// others along the sort order without reading them.
+			m.prefilter = make(map[uint64]struct{}, len(inter))
+			for id := range inter {
+				n, _ := strconv.ParseUint(id, 10, 64)
+				m.prefilter[n] = struct{}{}
+			}
+		}
+	}
+	if m.needle != nil && (cand == nil || len(cand) > 50) {
+		t, small, err := tx.textCandidates(memberID, m.needle, limit)
+		if err != nil {
+			return nil, false, err
+		}
+		if small {
+			if cand == nil {
+				return t, true, nil
+			}
+			var both []string
+			for _, id := range t {
+				if cand[id] {
+					both = append(both, id)
+				}
+			}
+			return both, true, nil
+		}
+	}
+	if cand == nil || len(cand) > limit {
+		return nil, false, nil
+	}
+	ids = make([]string, 0, len(cand))
+	for id := range cand {
+		ids = append(ids, id)
+	}
+	return ids, true, nil
+}
+
+// SearchIndexSize sums the bytes (keys and values, before Badger's
+// compression) of a member's search keys: the folded texts (tt), the
+// trigram index (tg, td, tn, tm, tp, tq) and the filter keys (sd, sn, ty,
+// hh).
+func (s *Store) SearchIndexSize(memberID string) (texts, trigrams, filters int64, err error) {
+	err = s.View(func(tx *Tx) error {
+		texts, trigrams, filters = 0, 0, 0
+		for _, p := range []struct {
+			name string
+			n    *int64
+		}{{"tt", &texts}, {"tg", &trigrams}, {"td", &trigrams}, {"tn", &trigrams}, {"tm", &trigrams}, {"tp", &trigrams},
+			{"tq", &trigrams}, {"tw", &trigrams}, {"sd", &filters}, {"sn", &filters}, {"ty", &filters}, {"hh", &filters}} {
+			prefix := key("u", memberID, "gql", p.name)
+			o := badger.DefaultIteratorOptions
+			o.PrefetchValues = false
+			o.Prefix = prefix
+			it := tx.txn.NewIterator(o)
+			for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+				k := it.Item().Key()
+				if len(k) > len(prefix) && k[len(prefix)] != '/' {
+					continue // another name with this prefix
+				}
+				*p.n += int64(len(k)) + it.Item().ValueSize()
+			}
+			it.Close()
+		}
+		return nil
+	})
+	return texts, trigrams, filters, err
+}

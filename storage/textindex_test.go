@@ -1,0 +1,818 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+func init() {
+	// Tests look at the index right after a change (one segment per
+	// save, merges); production waits for a burst to end.
+	textIndexDelay = 0
+}
+
+// waitIndexed waits until the indexer has no pending text for the member
+// and the member's index is built.
+func waitIndexed(t testing.TB, st *Store, memberID string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		n, err := st.SearchIndexBacklog(memberID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if i > 3000 {
+			t.Fatalf("the search index is not built after a minute (%d left)", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Words of the random corpora: ASCII, letters whose case folds to another
+// length or to one of several characters, punctuation.
+var propWords = []string{"bread", "Bread", "BREAD", "rye", "sourdough", "crumb", "école", "ÉCOLE", "Straße", "STRASSE",
+	"ΣΟΦΙΑ", "σοφια", "σοφιας", "ς", "Kelvin", "\u212Aelvin", "ſ", "İstanbul", "ıi", "naïve", "NAÏVE", "日本語", "😀",
+	"a", "ab", "abc", "-", ",", ".", "!?", "o'clock", "x/y", "100%", "\"quoted\"", "tab\there"}
+
+func propText(r *rand.Rand, words int) string {
+	var b strings.Builder
+	for i := 0; i < words; i++ {
+		if i > 0 {
+			b.WriteString([]string{" ", " ", " ", ", ", ". ", "\n"}[r.Intn(6)])
+		}
+		if r.Intn(20) == 0 { // a word of its own
+			fmt.Fprintf(&b, "Ü%x", r.Int31())
+			continue
+		}
+		b.WriteString(propWords[r.Intn(len(propWords))])
+	}
+	return b.String()
+}
+
+// propNeedle is a piece of an existing text (across word boundaries, in
+// another case), or random words.
+func propNeedle(r *rand.Rand, texts []string) string {
+	if r.Intn(4) == 0 || len(texts) == 0 {
+		return strings.TrimSpace(propText(r, 1+r.Intn(2)))
+	}
+	s := []rune(texts[r.Intn(len(texts))])
+	if len(s) == 0 {
+		return "bread"
+	}
+	i := r.Intn(len(s))
+	j := min(len(s), i+1+r.Intn(12))
+	n := string(s[i:j])
+	switch r.Intn(3) {
+	case 0:
+		n = strings.ToUpper(n)
+	case 1:
+		n = strings.ToLower(n)
+	}
+	if strings.TrimSpace(n) == "" {
+		return "rye"
+	}
+	return n
+}
+
+type propItem struct {
+	it                       *SavedItem
+	title, desc, text, label string
+}
+
+// bruteForce lists, in page order, the items of all that match.
+func bruteForce(all map[string]*propItem, f ItemFilter, field SortField, desc bool) []string {
+	needle := FoldText(strings.TrimSpace(f.Text))
+	type hit struct {
+		id  string
+		suf []byte
+	}
+	var hits []hit
+	for id, p := range all {
+		it := p.it
+		if f.Status != StatusAll && it.Status != f.Status {
+			continue
+		}
+		if f.Type != "" && it.Type != f.Type {
+			continue
+		}
+		if f.Site != "" && !strings.Contains(strings.ToLower(it.SourceDomain), strings.ToLower(f.Site)) {
+			continue
+		}
+		if len(f.LabelsAll) > 0 && p.label != f.LabelsAll[0][0] {
+			continue
+		}
+		if f.HasHighlights != nil && (it.HighlightCount > 0) != *f.HasHighlights {
+			continue
+		}
+		if (f.SavedFrom != nil && it.CreatedAt.Before(*f.SavedFrom)) || (f.SavedTo != nil && !it.CreatedAt.Before(*f.SavedTo)) {
+			continue
+		}
+		if (f.UpdatedFrom != nil && it.UpdatedAt.Before(*f.UpdatedFrom)) || (f.UpdatedTo != nil && !it.UpdatedAt.Before(*f.UpdatedTo)) {
+			continue
+		}
+		if needle != "" && !strings.Contains(FoldText(p.title), needle) && !strings.Contains(FoldText(p.desc), needle) &&
+			!strings.Contains(FoldText(p.text), needle) {
+			continue
+		}
+		hits = append(hits, hit{id, itemSortValue(it, field)})
+	}
+	sort.Slice(hits, func(a, b int) bool {
+		c := bytes.Compare(hits[a].suf, hits[b].suf)
+		if desc {
+			return c > 0
+		}
+		return c < 0
+	})
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.id
+	}
+	return out
+}
+
+// allPages pages through SavedItemsPage and returns the ids in order.
+func allPages(t *testing.T, st *Store, memberID string, f ItemFilter, field SortField, desc bool, size int) []string {
+	t.Helper()
+	var out []string
+	after := ""
+	for n := 0; n < 1000; n++ {
+		page, err := st.SavedItemsPage(memberID, f, PageRequest{Field: field, Desc: desc, First: size, After: after})
+		if err != nil {
+			t.Fatalf("%+v: %v", f, err)
+		}
+		for _, it := range page.Items {
+			out = append(out, it.ID)
+		}
+		if !page.HasNext {
+			return out
+		}
+		after = page.Cursors[len(page.Cursors)-1]
+	}
+	t.Fatal("more than 1000 pages")
+	return nil
+}
+
+// Indexed answers equal a brute-force scan on random corpora and queries:
+// substrings across word boundaries, other cases, non-ASCII folding,
+// punctuation, with filters and every sort order, while items are added,
+// changed and deleted (before and after the indexer caught up).
+func TestSearchMatchesBruteForce(t *testing.T) {
+	for seed := int64(1); seed <= 6; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			if seed%2 == 0 {
+				// Candidate sets over the limit: the scan along the sort
+				// order, with the filters' ids as a prefilter.
+				defer func(n int) { candidateFloor = n }(candidateFloor)
+				candidateFloor = 1
+			}
+			r := rand.New(rand.NewSource(seed))
+			st := openTestStore(t)
+			m, err := st.CreateMember("alice", "", "correct horse")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var labels []*Label
+			for _, name := range []string{"one", "two", "three"} {
+				l, err := st.CreateLabel(m.ID, name, "#000000")
+				if err != nil {
+					t.Fatal(err)
+				}
+				labels = append(labels, l)
+			}
+			domains := []string{"bread.example", "www-rye.example", "ÉCOLE.example", "crumb.org"}
+			all := map[string]*propItem{}
+			var texts []string
+			save := func(n int) {
+				p := &propItem{title: propText(r, 1+r.Intn(4)), desc: propText(r, r.Intn(6)), text: propText(r, r.Intn(60))}
+				in := NewItem{URL: fmt.Sprintf("https://%s/%d", domains[r.Intn(len(domains))], n), Title: p.title,
+					Description: p.desc, Text: p.text, HTML: "<p>" + p.text + "</p>", SourceDomain: domains[r.Intn(len(domains))]}
+				if r.Intn(5) == 0 {
+					in.Type, in.URL = TypeNewsletter, ""
+				}
+				if r.Intn(2) == 0 {
+					l := labels[r.Intn(len(labels))]
+					in.LabelIDs, p.label = []string{l.ID}, l.Name
+				}
+				it, _, err := st.SaveItem(m.ID, in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.title, p.desc = strings.TrimSpace(p.title), strings.TrimSpace(p.desc)
+				p.it = it
+				all[it.ID] = p
+				texts = append(texts, p.title, p.desc, p.text)
+			}
+			refresh := func() {
+				for id, p := range all {
+					it, err := st.SavedItem(m.ID, id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					p.it = it
+				}
+			}
+			check := func(round int) {
+				for q := 0; q < 40; q++ {
+					f := ItemFilter{Status: StatusAll, Text: propNeedle(r, texts)}
+					var some []*SavedItem
+					for _, p := range all {
+						some = append(some, p.it)
+					}
+					sort.Slice(some, func(a, b int) bool { return some[a].ID < some[b].ID })
+					switch r.Intn(8) {
+					case 5:
+						a, b := some[r.Intn(len(some))].CreatedAt, some[r.Intn(len(some))].CreatedAt
+						f.SavedFrom, f.SavedTo = &a, &b
+						if r.Intn(2) == 0 {
+							f.Text = ""
+						}
+					case 6:
+						a, b := some[r.Intn(len(some))].UpdatedAt, some[r.Intn(len(some))].UpdatedAt
+						f.UpdatedFrom = &a
+						if r.Intn(2) == 0 {
+							f.UpdatedTo = &b
+						}
+					case 0:
+						f.Status = []string{StatusActive, StatusArchived, StatusDeleted}[r.Intn(3)]
+					case 1:
+						f.Type = []string{TypeArticle, TypeNewsletter}[r.Intn(2)]
+					case 2:
+						f.Site = []string{"bread", "rye", "école", "org", "nothing"}[r.Intn(5)]
+					case 3:
+						f.LabelsAll = [][]string{{labels[r.Intn(len(labels))].Name}}
+					case 4:
+						yes := true
+						f.HasHighlights = &yes
+						if r.Intn(2) == 0 {
+							f.Text = ""
+						}
+					}
+					field := []SortField{SortCreatedAt, SortUpdatedAt, SortTitle, SortWordCount, SortReadingProgress}[r.Intn(5)]
+					desc := r.Intn(2) == 0
+					want := bruteForce(all, f, field, desc)
+					got := allPages(t, st, m.ID, f, field, desc, 1+r.Intn(7))
+					if !slices.Equal(got, want) {
+						t.Fatalf("round %d, %q (%+v), %s desc %v:\n got %v\nwant %v", round, f.Text, f, field, desc, got, want)
+					}
+				}
+			}
+			textIndexPaused.Store(true)
+			defer textIndexPaused.Store(false)
+			for n := 0; n < 30; n++ {
+				save(n)
+			}
+			check(0) // every text pending
+			textIndexPaused.Store(false)
+			st.text.notify(m.ID)
+			waitIndexed(t, st, m.ID)
+			textIndexPaused.Store(true)
+			for n := 30; n < 60; n++ {
+				save(n)
+			}
+			check(1) // half pending
+			textIndexPaused.Store(false)
+			st.text.notify(m.ID)
+			waitIndexed(t, st, m.ID)
+			check(4)
+			// Changes: new texts, new titles, statuses, highlights, deletions.
+			var ids []string
+			for id := range all {
+				ids = append(ids, id)
+			}
+			sort.Strings(ids)
+			for i, id := range ids {
+				p := all[id]
+				switch i % 6 {
+				case 0:
+					title, desc := propText(r, 2), propText(r, 3)
+					if _, err := st.UpdateItemMetadata(m.ID, id, ItemMetadata{Title: &title, Description: &desc}); err != nil {
+						t.Fatal(err)
+					}
+					p.title, p.desc = strings.TrimSpace(title), strings.TrimSpace(desc)
+					texts = append(texts, p.title, p.desc)
+				case 1:
+					if p.it.OriginalURL != "" {
+						text := propText(r, 30)
+						if _, _, err := st.SaveItem(m.ID, NewItem{URL: p.it.OriginalURL, Title: p.title, Description: p.desc, Text: text,
+							SourceDomain: p.it.SourceDomain}); err != nil {
+							t.Fatal(err)
+						}
+						p.text = text
+						texts = append(texts, text)
+					}
+				case 2:
+					if _, err := st.SetItemsStatus(m.ID, []string{id}, []string{StatusArchived, StatusDeleted}[r.Intn(2)]); err != nil {
+						t.Fatal(err)
+					}
+				case 3:
+					if _, err := st.CreateHighlight(m.ID, id, []HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 1, Text: "x"}}, ""); err != nil {
+						t.Fatal(err)
+					}
+				case 4:
+					if _, err := st.SetItemsStatus(m.ID, []string{id}, StatusDeleted); err != nil {
+						t.Fatal(err)
+					}
+					if err := st.PermanentlyDeleteItems(m.ID, []string{id}); err != nil {
+						t.Fatal(err)
+					}
+					delete(all, id)
+				}
+			}
+			textIndexPaused.Store(true)
+			for n := 60; n < 80; n++ {
+				save(n)
+			}
+			refresh()
+			check(2) // the changes pending
+			textIndexPaused.Store(false)
+			st.text.notify(m.ID)
+			waitIndexed(t, st, m.ID)
+			check(3)
+		})
+	}
+}
+
+// A store whose items were saved before the search index existed (no text
+// records, filter keys or ready marker) answers correctly at once, and
+// builds its index in the background.
+func TestSearchIndexBuiltForOlderStores(t *testing.T) {
+	dir := t.TempDir()
+	st, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.CreateMember("alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := 0; i < 300; i++ {
+		text := fmt.Sprintf("item %d of the rye bakery", i)
+		if i%100 == 7 {
+			text += " Zanzibarite"
+		}
+		it, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://s%d.example/%d", i%3, i), Title: fmt.Sprint("T", i), Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, it.ID)
+	}
+	waitIndexed(t, st, m.ID)
+	// Remove everything the search index added, as a store of the
+	// version before it holds.
+	err = st.Update(func(tx *Tx) error {
+		for _, p := range [][]byte{key("u", m.ID, "gql", "tt", ""), key("u", m.ID, "gql", "tp", ""), key("u", m.ID, "gql", "td", ""),
+			key("u", m.ID, "gql", "tn", ""), trigramPrefix(m.ID), siteItemsPrefix(m.ID), key("u", m.ID, "gql", "sn", ""), key("u", m.ID, "gql", "ty", ""),
+			highlightedItemsPrefix(m.ID)} {
+			if err := tx.deletePrefix(p); err != nil {
+				return err
+			}
+		}
+		if err := tx.delete(textMetaKey(m.ID)); err != nil {
+			return err
+		}
+		return tx.delete(textReadyKey(m.ID))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{ids[207], ids[107], ids[7]}
+	page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: "zanzibarite"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pageIDs(page); !slices.Equal(got, want) {
+		t.Fatalf("before the build: %v, want %v", got, want)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	waitIndexed(t, st, m.ID)
+	var candidates []string
+	err = st.View(func(tx *Tx) error {
+		var ok bool
+		candidates, ok, err = tx.textCandidates(m.ID, []byte("zanzibarite"), maxCandidates)
+		if !ok {
+			return errors.New("the index does not answer")
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(candidates) != 3 {
+		t.Fatalf("after the build the index gives %d candidates, want 3", len(candidates))
+	}
+	for _, q := range []ItemFilter{{Text: "zanzibarite"}, {Text: "ZANZIBARITE", Site: "s1.example"}} {
+		page, err = st.SavedItemsPage(m.ID, q, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := want
+		if q.Site != "" {
+			w = []string{ids[7]} // 7 % 3 == 1
+		}
+		if got := pageIDs(page); !slices.Equal(got, w) {
+			t.Fatalf("%+v after the build: %v, want %v", q, got, w)
+		}
+	}
+}
+
+func pageIDs(p *ItemPage) []string {
+	var out []string
+	for _, it := range p.Items {
+		out = append(out, it.ID)
+	}
+	return out
+}
+
+// A search that would read more than the budget answers
+// ErrSearchTooBroad and does not scan on.
+func TestSearchBudget(t *testing.T) {
+	st := openTestStore(t)
+	m, err := st.CreateMember("alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Short needles cannot use trigrams: a two-byte string in no item
+	// scans, and past maxVerified the scan stops.
+	for i := 0; i < maxVerified+10; i += 500 {
+		err := st.Update(func(tx *Tx) error {
+			for j := i; j < i+500; j++ {
+				it := &SavedItem{ID: NewID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive, Title: "t", CreatedAt: now(), UpdatedAt: now()}
+				if err := tx.putItem(nil, it); err != nil {
+					return err
+				}
+				txt := "plain words"
+				if err := tx.setItemText(m.ID, it.ID, it.Title, "", &txt); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Update(func(tx *Tx) error { return tx.put(textReadyKey(m.ID), []byte{searchIndexVersion}, 0) }); err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.SavedItemsPage(m.ID, ItemFilter{Text: "qz"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	if !errors.Is(err, ErrSearchTooBroad) {
+		t.Fatalf("a two-letter search over %d items: %v, want ErrSearchTooBroad", maxVerified+10, err)
+	}
+	// A frequent short needle fills its page long before the budget.
+	page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: "wo"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	if err != nil || len(page.Items) != 10 {
+		t.Fatalf("frequent two-letter search: %v, %v", page, err)
+	}
+	// A rare three-letter needle uses the index once indexed.
+	waitIndexed(t, st, m.ID)
+	page, err = st.SavedItemsPage(m.ID, ItemFilter{Text: "xyz"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	if err != nil || len(page.Items) != 0 {
+		t.Fatalf("rare word: %v, %v", page, err)
+	}
+}
+
+// Case folding as documented: simple Unicode folding, one character for
+// one; no multi-character folds, no removal of diacritics.
+func TestSearchCaseFolding(t *testing.T) {
+	st := openTestStore(t)
+	m, err := st.CreateMember("alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := map[string]string{"sigma": "ΣΟΦΙΑΣ ΚΑΙ", "kelvin": "300 \u212Aelvin", "strasse": "Straße", "naive": "naïve", "ascii": "Sourdough Bread"}
+	ids := map[string]string{}
+	for name, text := range texts {
+		it, _, err := st.SaveItem(m.ID, NewItem{URL: "https://example.com/" + name, Title: "t", Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = it.ID
+	}
+	cases := map[string]string{"σοφιας": "sigma", "σοφιασ": "sigma", "ΣΟΦΙΑς": "sigma", "kelvin": "kelvin", "KELVIN": "kelvin",
+		"STRASSE": "", "strasse": "", "STRAßE": "strasse", "naive": "", "NAÏVE": "naive", "dOUGH br": "ascii"}
+	for round := 0; round < 2; round++ { // pending, then indexed
+		for q, want := range cases {
+			page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w []string
+			if want != "" {
+				w = []string{ids[want]}
+			}
+			if got := pageIDs(page); !slices.Equal(got, w) {
+				t.Fatalf("round %d: %q found %v, want %v (%s)", round, q, got, w, want)
+			}
+		}
+		waitIndexed(t, st, m.ID)
+	}
+}
+
+// segmentKeys counts the tg/ keys of each segment number.
+func segmentKeys(t *testing.T, st *Store, memberID string) map[uint32]int {
+	t.Helper()
+	out := map[uint32]int{}
+	p := trigramPrefix(memberID)
+	err := st.View(func(tx *Tx) error {
+		return tx.scan(p, nil, false, true, func(k, _ []byte) (bool, error) {
+			out[binary.BigEndian.Uint32(k[len(p):])]++
+			return true, nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Segments merge eight of a size into one; a merge that a crash left
+// recorded but unfinished is finished; no keys of merged segments remain;
+// searches stay exact throughout.
+func TestSearchSegmentsMerge(t *testing.T) {
+	st := openTestStore(t)
+	m, err := st.CreateMember("alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := 0; i < 80; i++ {
+		text := fmt.Sprintf("loaf %d of rye", i)
+		if i%9 == 0 {
+			text += " with caraway"
+		}
+		it, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, it.ID)
+		waitIndexed(t, st, m.ID) // one segment per item
+	}
+	check := func(when string) {
+		t.Helper()
+		var meta *textMeta
+		if err := st.View(func(tx *Tx) (err error) { meta, err = tx.textMeta(m.ID); return err }); err != nil {
+			t.Fatal(err)
+		}
+		levels := map[int]int{}
+		live := map[uint32]bool{}
+		var docs uint32
+		for _, sg := range meta.segs {
+			levels[segmentLevel(sg.docs)]++
+			live[sg.id] = true
+			docs += sg.docs
+		}
+		for l, n := range levels {
+			if n >= 8 {
+				t.Fatalf("%s: %d segments of level %d", when, n, l)
+			}
+		}
+		if docs != 80 || meta.merging != 0 || len(meta.deleting) != 0 {
+			t.Fatalf("%s: %+v", when, meta)
+		}
+		for seg := range segmentKeys(t, st, m.ID) {
+			if !live[seg] {
+				t.Fatalf("%s: keys of segment %d, not live (%+v)", when, seg, meta.segs)
+			}
+		}
+		page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: "CARAWAY"}, PageRequest{Field: SortCreatedAt, First: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for i := 0; i < 80; i += 9 {
+			want = append(want, ids[i])
+		}
+		if got := pageIDs(page); !slices.Equal(got, want) {
+			t.Fatalf("%s: %v, want %v", when, got, want)
+		}
+	}
+	check("after 80 one-item segments")
+	if n := len(segmentKeys(t, st, m.ID)); n > 10 {
+		t.Fatalf("%d segments live after merges", n)
+	}
+	// A merge recorded, its segment half written, then a crash: the
+	// indexer finishes it.
+	textIndexPaused.Store(true)
+	defer textIndexPaused.Store(false)
+	for i := 80; i < 88; i++ { // eight more one-item segments, by hand
+		if _, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: "plain"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Update(func(tx *Tx) error { _, err := tx.indexPending(m.ID, 1); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var meta *textMeta
+	if err := st.View(func(tx *Tx) (err error) { meta, err = tx.textMeta(m.ID); return err }); err != nil {
+		t.Fatal(err)
+	}
+	var from []uint32
+	for _, sg := range meta.segs {
+		if sg.docs == 1 {
+			from = append(from, sg.id)
+		}
+	}
+	if len(from) < 8 {
+		t.Fatalf("%d one-item segments, want 8 or more", len(from))
+	}
+	if err := st.updateTextMeta(m.ID, func(mm *textMeta) { mm.merging, mm.mergeFrom = mm.nextSeg, from; mm.nextSeg++ }); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Update(func(tx *Tx) error {
+		return tx.put(append(segmentPrefix(m.ID, meta.nextSeg), "pla"...), []byte{1}, 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	textIndexPaused.Store(false)
+	st.text.notify(m.ID)
+	for i := 0; ; i++ {
+		if err := st.View(func(tx *Tx) (err error) { meta, err = tx.textMeta(m.ID); return err }); err != nil {
+			t.Fatal(err)
+		}
+		if meta.merging == 0 && len(meta.deleting) == 0 {
+			break
+		}
+		if i > 3000 {
+			t.Fatal("the interrupted merge is not finished after a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var docs uint32
+	for _, sg := range meta.segs {
+		docs += sg.docs
+	}
+	if docs != 88 {
+		t.Fatalf("%d documents after the merge, want 88", docs)
+	}
+	page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: "plain"}, PageRequest{Field: SortCreatedAt, First: 100})
+	if err != nil || len(page.Items) != 8 {
+		t.Fatalf("plain: %v %v", page, err)
+	}
+}
+
+func waitSearchIndexForBench(b *testing.B, st *Store, memberID string) { waitIndexed(b, st, memberID) }
+
+// Imported items are searchable like saved ones (the import writes their
+// text records and queues them in its own transactions).
+func TestSearchFindsImportedItems(t *testing.T) {
+	st, m := openSavedTest(t)
+	if _, _, err := st.SaveItem(m.ID, NewItem{URL: "https://example.com/first", Title: "First", Text: "plain"}); err != nil {
+		t.Fatal(err)
+	}
+	waitIndexed(t, st, m.ID)
+	var entries []ImportEntry
+	for i := 0; i < 30; i++ {
+		entries = append(entries, ImportEntry{Pos: i + 1, Ref: fmt.Sprint("row ", i), Item: &ImportItem{
+			URL: fmt.Sprintf("https://example.com/imported/%d", i), Title: fmt.Sprint("Imported ", i),
+			CreatedAt: time.Date(2020, 1, 1, 0, i, 0, 0, time.UTC), Status: StatusActive,
+			HTML: "<p>x</p>", Text: fmt.Sprintf("an imported article with the word Quokka%02d in it", i)}})
+	}
+	j, err := st.CreateImportJob(&ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.zip", Staged: "/tmp/x", Total: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ImportItems(m.ID, j.ID, entries, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	for pass := 0; pass < 2; pass++ { // queued, then indexed
+		for _, q := range []string{"quokka07", "QUOKKA2", "imported article with"} {
+			page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]int{"quokka07": 1, "QUOKKA2": 10, "imported article with": 30}[q]
+			if len(page.Items) != want {
+				t.Fatalf("pass %d: %q found %d imported items, want %d", pass, q, len(page.Items), want)
+			}
+		}
+		waitIndexed(t, st, m.ID)
+	}
+}
+
+// An item with more distinct trigrams than one indexing transaction may
+// hold (a book) is listed as wide and verified by every search; it does not
+// stop the items queued after it, and is found like any other.
+func TestSearchWideItems(t *testing.T) {
+	st := openTestStore(t)
+	m, err := st.CreateMember("alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewSource(7))
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789-+=!?éßσ"
+	letters := []rune(alphabet)
+	var b strings.Builder
+	for b.Len() < 200000 {
+		b.WriteRune(letters[r.Intn(len(letters))])
+	}
+	book := b.String() + " the needle Bookmarkwide here"
+	if _, _, err := st.SaveItem(m.ID, NewItem{URL: "https://example.com/first", Title: "first", Text: "plain"}); err != nil {
+		t.Fatal(err)
+	}
+	wideItem, _, err := st.SaveItem(m.ID, NewItem{URL: "https://example.com/book", Title: "A book", Text: book})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after []string
+	for i := 0; i < 20; i++ {
+		it, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "after", Text: fmt.Sprintf("later item Afterward%02d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		after = append(after, it.ID)
+	}
+	waitIndexed(t, st, m.ID)
+	if err := st.View(func(tx *Tx) error {
+		if ok, err := tx.has(textWideKey(m.ID, wideItem.ID)); err != nil || !ok {
+			return fmt.Errorf("the book is not listed as wide (%v)", err)
+		}
+		if ok, _ := tx.has(textDocKey(m.ID, after[19])); !ok {
+			return errors.New("an item after the book is not indexed")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string][]string{"bookmarkwide": {wideItem.ID}, "AFTERWARD07": {after[7]}, book[1000:1030]: {wideItem.ID}} {
+		page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pageIDs(page); !slices.Equal(got, want) {
+			t.Fatalf("%.20q: %v, want %v", q, got, want)
+		}
+	}
+}
+
+// The build for an older store takes items in smaller batches when Badger
+// finds a batch of long texts too big for one transaction.
+func TestSearchIndexBuildOfLongTexts(t *testing.T) {
+	dir := t.TempDir()
+	st, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.CreateMember("alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("a long text of many words, ", 4000) // 108 KB
+	var ids []string
+	for i := 0; i < 40; i++ {
+		it, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: long + fmt.Sprintf(" Marker%02d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, it.ID)
+	}
+	waitIndexed(t, st, m.ID)
+	err = st.Update(func(tx *Tx) error {
+		for _, p := range [][]byte{key("u", m.ID, "gql", "tt", ""), key("u", m.ID, "gql", "td", ""), key("u", m.ID, "gql", "tn", ""),
+			trigramPrefix(m.ID), key("u", m.ID, "gql", "tw", "")} {
+			if err := tx.deletePrefix(p); err != nil {
+				return err
+			}
+		}
+		if err := tx.delete(textMetaKey(m.ID)); err != nil {
+			return err
+		}
+		return tx.delete(textReadyKey(m.ID))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	waitIndexed(t, st, m.ID)
+	page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: "marker33"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pageIDs(page); !slices.Equal(got, []string{ids[33]}) {
+		t.Fatalf("marker33: %v, want %v", got, ids[33])
+	}
+}
