@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -145,6 +146,28 @@ func (s *Store) CreateImportJob(j *ImportJob) (*ImportJob, error) {
 		return nil, err
 	}
 	return &out, nil
+}
+
+// importStagedFiles returns the staged files of memberID's unfinished jobs.
+func (tx *Tx) importStagedFiles(memberID string) ([]string, error) {
+	jobs, err := tx.importJobs(memberID)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, j := range jobs {
+		if !j.Finished() && j.Staged != "" {
+			out = append(out, j.Staged)
+		}
+	}
+	return out, nil
+}
+
+// removeStagedFiles removes the staged files of jobs that are gone.
+func removeStagedFiles(paths []string) {
+	for _, p := range paths {
+		_ = os.Remove(p)
+	}
 }
 
 // importJobs lists a member's jobs, newest first.

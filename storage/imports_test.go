@@ -1,7 +1,10 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -131,5 +134,28 @@ func TestImportJobsListAndLimit(t *testing.T) {
 	}
 	if un, _ := st.UnfinishedImportJobs(); len(un) != 0 {
 		t.Fatalf("a deleted member's jobs remain: %+v", un)
+	}
+}
+
+// Deleting a member removes the staged files of its unfinished imports (an
+// export holds everything the member saved elsewhere): nothing else would
+// until the runner's hourly sweep of files over an hour old.
+func TestDeleteMemberRemovesStagedImportFiles(t *testing.T) {
+	st, m := openSavedTest(t)
+	staged := filepath.Join(t.TempDir(), "upload-1")
+	if err := os.WriteFile(staged, []byte("url,title\nhttps://example.com/secret,Secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateImportJob(&ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.csv", Staged: staged, Total: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteMember(m.Username); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(staged); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the staged file of the deleted member's import is still there (stat: %v)", err)
+	}
+	if jobs, err := st.UnfinishedImportJobs(); err != nil || len(jobs) != 0 {
+		t.Fatalf("unfinished jobs after delete: %v %v", jobs, err)
 	}
 }
