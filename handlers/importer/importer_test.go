@@ -298,3 +298,17 @@ func TestParseFormat(t *testing.T) {
 		t.Errorf("unknown format: %v", err)
 	}
 }
+
+// A link's title or description made of many short pieces between tags is
+// one entry too: it is bounded by MaxEntryBytes like a single long token,
+// not by the upload's size (memory stays bounded per entry).
+func TestBookmarkTitleOfManyPiecesIsBounded(t *testing.T) {
+	head := "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n"
+	pieces := strings.Repeat("xxxxxxxxxx<b>", 300)
+	title := head + `<DT><A HREF="https://example.com/">` + pieces + "</A>\n</DL>\n"
+	refusal(t, writeFile(t, []byte(title)), importer.Auto, importer.Limits{MaxEntryBytes: 1000}, "longer than the import limit")
+	desc := head + `<DT><A HREF="https://example.com/">t</A>` + "\n<DD>" + pieces + "\n</DL>\n"
+	refusal(t, writeFile(t, []byte(desc)), importer.Auto, importer.Limits{MaxEntryBytes: 1000}, "longer than the import limit")
+	pocket := "<!DOCTYPE html><html><body><h1>" + pieces + "</h1><ul><li><a href=\"https://example.com/\" time_added=\"1\">t</a></li></ul></body></html>"
+	refusal(t, writeFile(t, []byte(pocket)), importer.PocketHTML, importer.Limits{MaxEntryBytes: 1000}, "longer than the import limit")
+}
