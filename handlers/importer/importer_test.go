@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -311,4 +313,46 @@ func TestBookmarkTitleOfManyPiecesIsBounded(t *testing.T) {
 	refusal(t, writeFile(t, []byte(desc)), importer.Auto, importer.Limits{MaxEntryBytes: 1000}, "longer than the import limit")
 	pocket := "<!DOCTYPE html><html><body><h1>" + pieces + "</h1><ul><li><a href=\"https://example.com/\" time_added=\"1\">t</a></li></ul></body></html>"
 	refusal(t, writeFile(t, []byte(pocket)), importer.PocketHTML, importer.Limits{MaxEntryBytes: 1000}, "longer than the import limit")
+}
+
+// A zip's entry count is checked from its end record before archive/zip
+// reads the directory: a directory of many tiny entries (a 256 MiB upload
+// holds millions) costs a few hundred bytes of memory per entry once read,
+// so it is refused without being read. The allocations are counted, not
+// timed.
+func TestZipWithTooManyEntriesIsRefusedBeforeItsDirectoryIsRead(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "many.zip")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	const n = 70_000 // past 65535: the count is in the zip64 end record
+	for i := range n {
+		if _, err := zw.CreateHeader(&zip.FileHeader{Name: strconv.FormatInt(int64(i), 36), Method: zip.Store}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	lim := importer.Limits{MaxEntries: 10}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, _, err = importer.Scan(p, importer.Auto, lim)
+	runtime.ReadMemStats(&after)
+	if !importer.IsFileError(err) || !strings.Contains(err.Error(), "70000 files, more than an import takes (140)") {
+		t.Fatalf("Scan = %v", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4<<20 {
+		t.Fatalf("Scan allocated %d bytes refusing the archive: it read the directory", got)
+	}
+	// Under 65535 entries the count is in the plain end record.
+	small := map[string][]byte{}
+	for i := range 200 {
+		small[strconv.Itoa(i)+".html"] = nil
+	}
+	refusal(t, writeZip(t, small), importer.Auto, lim, "200 files, more than an import takes (140)")
 }
