@@ -353,6 +353,13 @@ func (s *Store) ImportItems(memberID, jobID string, entries []ImportEntry, color
 			}
 			return apply(part[half:])
 		}
+		if errors.Is(err, badger.ErrTxnTooBig) && len(part) == 1 && part[0].Failure == "" {
+			// One item (its highlights) is more than a transaction takes:
+			// it fails alone, and the job goes on past it.
+			e := part[0]
+			e.Item, e.Failure = nil, "the item and its highlights are more than the store takes at once"
+			return apply([]ImportEntry{e})
+		}
 		return err
 	}
 	if err := apply(entries); err != nil {

@@ -159,3 +159,30 @@ func TestDeleteMemberRemovesStagedImportFiles(t *testing.T) {
 		t.Fatalf("unfinished jobs after delete: %v %v", jobs, err)
 	}
 }
+
+// An item with more highlights than one transaction takes is counted as a
+// failed entry and the job goes on: it was an error that stopped the batch,
+// and the runner tried the same entry again forever.
+func TestImportItemTooBigForOneTransactionFailsAlone(t *testing.T) {
+	st, m := openSavedTest(t)
+	j := importJob(t, st, m.ID)
+	big := &ImportItem{URL: "https://example.com/big", Title: "Big"}
+	for i := range 60_000 {
+		big.Highlights = append(big.Highlights, ImportHighlight{Segments: []HighlightSegment{{XPath: "/", Text: fmt.Sprintf("quote %d", i)}}})
+	}
+	got, err := st.ImportItems(m.ID, j.ID, []ImportEntry{
+		{Pos: 1, Ref: "item 1", Item: big},
+		{Pos: 2, Ref: "item 2", Item: &ImportItem{URL: "https://example.com/small", Title: "Small"}},
+	}, nil, 0)
+	if err != nil {
+		t.Fatalf("ImportItems: %v", err)
+	}
+	if got.Position != 2 || got.Created != 1 || got.Failed != 1 || len(got.Failures) != 1 || got.Failures[0].Ref != "item 1" ||
+		!strings.Contains(got.Failures[0].Reason, "more than the store takes at once") {
+		t.Fatalf("job: %+v", got)
+	}
+	page, err := st.SavedItemsPage(m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 10})
+	if err != nil || len(page.Items) != 1 || page.Items[0].Title != "Small" {
+		t.Fatalf("items: %+v %v", page, err)
+	}
+}
