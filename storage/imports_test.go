@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -184,5 +185,51 @@ func TestImportItemTooBigForOneTransactionFailsAlone(t *testing.T) {
 	page, err := st.SavedItemsPage(m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 10})
 	if err != nil || len(page.Items) != 1 || page.Items[0].Title != "Small" {
 		t.Fatalf("items: %+v %v", page, err)
+	}
+}
+
+// A backup taken after a member deleted their account holds nothing of it:
+// Badger's backup stream carries a delete marker, with the key, for every
+// record deleted since the last compaction, and item keys name the title.
+func TestBackupAfterDeleteMemberHoldsNoTraceOfIt(t *testing.T) {
+	st, m := openSavedTest(t)
+	if _, err := st.CreateMember("keeper", "", "keeper password"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateLabel(m.ID, "Privatelabelname", "#ff0000"); err != nil {
+		t.Fatal(err)
+	}
+	j := importJob(t, st, m.ID)
+	if _, err := st.ImportItems(m.ID, j.ID, []ImportEntry{{Pos: 1, Ref: "row 1",
+		Item: &ImportItem{URL: "https://example.com/privateurlpath", Title: "Privatetitleword", HTML: "<p>body</p>", Text: "body"}}}, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	var before bytes.Buffer
+	if err := st.Backup(&before); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{m.ID, "privatetitleword", "Privatelabelname"} {
+		if !bytes.Contains(bytes.ToLower(before.Bytes()), bytes.ToLower([]byte(s))) {
+			t.Fatalf("the backup before the delete has no %q: the test looks for the wrong thing", s)
+		}
+	}
+	if err := st.DeleteMember(m.Username); err != nil {
+		t.Fatal(err)
+	}
+	var after bytes.Buffer
+	if err := st.Backup(&after); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{m.ID, "privatetitleword", "privatelabelname", "privateurlpath"} {
+		if bytes.Contains(bytes.ToLower(after.Bytes()), []byte(s)) {
+			t.Errorf("the backup after the delete still holds %q", s)
+		}
+	}
+	// It restores, with the other members.
+	if _, err := st.Replace(bytes.NewReader(after.Bytes())); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	if _, err := st.Authenticate("keeper", "keeper password"); err != nil {
+		t.Fatalf("the other member after the restore: %v", err)
 	}
 }
