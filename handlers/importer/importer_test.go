@@ -3,6 +3,7 @@ package importer_test
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -355,4 +356,25 @@ func TestZipWithTooManyEntriesIsRefusedBeforeItsDirectoryIsRead(t *testing.T) {
 		small[strconv.Itoa(i)+".html"] = nil
 	}
 	refusal(t, writeZip(t, small), importer.Auto, lim, "200 files, more than an import takes (140)")
+}
+
+// An item's labels stop at storage.MaxLabels (a member has no more): the
+// de-duplication of an entry's tags compared each tag with every one kept,
+// so the 2 million tags a 16 MiB entry holds took hours of the upload
+// request's CPU.
+func TestLabelsOfAnItemAreBounded(t *testing.T) {
+	var tags []string
+	for i := range 3 * storage.MaxLabels {
+		tags = append(tags, "tag"+strconv.Itoa(i))
+	}
+	doc := "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n<DT><A HREF=\"https://example.com/\" TAGS=\"" + strings.Join(tags, ",") + "\">x</A>\n</DL>\n"
+	_, items, _ := readAll(t, writeFile(t, []byte(doc)), importer.Auto)
+	if len(items) != 1 || len(items[0].Labels) != storage.MaxLabels || items[0].Labels[0] != "tag0" {
+		t.Fatalf("bookmark labels: %d", len(items[0].Labels))
+	}
+	wb, _ := json.Marshal([]map[string]any{{"url": "https://example.com/", "title": "x", "tags": tags}})
+	_, items, _ = readAll(t, writeFile(t, wb), importer.Wallabag)
+	if len(items) != 1 || len(items[0].Labels) != storage.MaxLabels {
+		t.Fatalf("wallabag labels: %d", len(items[0].Labels))
+	}
 }

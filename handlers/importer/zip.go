@@ -379,8 +379,11 @@ func (h *hearthReader) Next() (*Item, error) {
 	}
 	it := &Item{Ref: ref, Type: e.Type, URL: e.URL, Title: e.Title, Description: e.Description, Author: e.Author,
 		LeadImage: e.LeadImage, WordCount: e.WordCount, ReadingProgress: e.ReadingProgress, ReadAt: e.ReadAt,
-		SavedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Status: e.Status, Labels: e.Labels,
+		SavedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Status: e.Status,
 		HTML: e.ContentHTML, Text: e.ContentText}
+	for _, l := range e.Labels {
+		it.Labels = addLabel(it.Labels, l)
+	}
 	for _, hl := range e.Highlights {
 		it.Highlights = append(it.Highlights, Highlight{Quote: hl.Text, Note: hl.Note, Segments: hl.Segments, CreatedAt: hl.CreatedAt, UpdatedAt: hl.UpdatedAt})
 	}
