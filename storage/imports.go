@@ -606,6 +606,10 @@ func (tx *Tx) importLabel(memberID, name string, cache, colors map[string]string
 	if id, ok := cache[fold]; ok {
 		return id, nil
 	}
+	if _, full := cache[labelsFull]; full {
+		// Every label of the member is in cache: name is a new one.
+		return "", Invalid("at most %d labels", MaxLabels)
+	}
 	id, err := tx.get(labelNameKey(memberID, name))
 	if err == nil {
 		if ok, err := tx.has(labelKey(memberID, string(id))); err != nil {
@@ -629,9 +633,22 @@ func (tx *Tx) importLabel(memberID, name string, cache, colors map[string]string
 		}
 	}
 	l, err := tx.createLabel(memberID, name, color)
+	if IsInvalid(err) {
+		// The member has MaxLabels labels: they go in cache, and the
+		// transaction's further new names are refused without reading
+		// them all again.
+		for _, l := range all {
+			cache[labelNameFold(l.Name)] = l.ID
+		}
+		cache[labelsFull] = ""
+	}
 	if err != nil {
 		return "", err
 	}
 	cache[fold] = l.ID
 	return l.ID, nil
 }
+
+// labelsFull, in importLabel's cache, says the member's labels are all
+// there and no more can be made (no folded name has a NUL).
+const labelsFull = "\x00full"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -231,5 +232,44 @@ func TestBackupAfterDeleteMemberHoldsNoTraceOfIt(t *testing.T) {
 	}
 	if _, err := st.Authenticate("keeper", "keeper password"); err != nil {
 		t.Fatalf("the other member after the restore: %v", err)
+	}
+}
+
+// A member with MaxLabels labels importing items with new label names:
+// each new name read every label twice (the legacy name check, then
+// createLabel's count) before it was refused, 500 names an item. Once the
+// limit is met in a batch, further names cost one lookup. Allocations are
+// counted, not time.
+func TestImportLabelsPastTheLimitCostOneLookup(t *testing.T) {
+	st, m := openSavedTest(t)
+	for i := range MaxLabels {
+		if _, err := st.CreateLabel(m.ID, fmt.Sprintf("have %d", i), "#ff0000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := importJob(t, st, m.ID)
+	var names []string
+	for i := range MaxLabels {
+		names = append(names, fmt.Sprintf("new %d", i))
+	}
+	names = append(names, "HAVE 7")
+	entries := []ImportEntry{{Pos: 1, Ref: "row 1", Item: &ImportItem{URL: "https://example.com/a", Title: "A", Labels: names}}}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	got, err := st.ImportItems(m.ID, j.ID, entries, nil, 0)
+	runtime.ReadMemStats(&after)
+	if err != nil || got.Created != 1 {
+		t.Fatalf("ImportItems: %+v %v", got, err)
+	}
+	if a := after.TotalAlloc - before.TotalAlloc; a > 32<<20 {
+		t.Fatalf("ImportItems allocated %d bytes for %d names past the limit", a, MaxLabels)
+	}
+	page, err := st.SavedItemsPage(m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 1})
+	if err != nil || len(page.Items) != 1 || len(page.Items[0].LabelIDs) != 1 {
+		t.Fatalf("the item's labels: %+v %v", page.Items, err)
+	}
+	if ls, err := st.LabelsByID(m.ID, page.Items[0].LabelIDs); err != nil || len(ls) != 1 || ls[0].Name != "have 7" {
+		t.Fatalf("the item's label: %+v %v", ls, err)
 	}
 }
