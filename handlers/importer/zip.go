@@ -692,6 +692,7 @@ var omnivoreTagsRE = regexp.MustCompile(`^(#\S+\s*)+$`)
 // and is not kept.
 func omnivoreHighlights(md string) []Highlight {
 	var out []Highlight
+	var notes [][]string // each highlight's note paragraphs, joined once
 	for _, block := range strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n\n") {
 		b := strings.TrimSpace(block)
 		switch {
@@ -702,15 +703,15 @@ func omnivoreHighlights(md string) []Highlight {
 				lines[i] = strings.TrimPrefix(strings.TrimPrefix(l, ">"), " ")
 			}
 			out = append(out, Highlight{Quote: strings.TrimSpace(strings.Join(lines, "\n"))})
+			notes = append(notes, nil)
 		case omnivoreTagsRE.MatchString(b):
 			// the highlight's labels: Hearth's highlights have none
 		case len(out) > 0:
-			h := &out[len(out)-1]
-			if h.Note != "" {
-				h.Note += "\n\n"
-			}
-			h.Note += b
+			notes[len(out)-1] = append(notes[len(out)-1], b)
 		}
+	}
+	for i := range out {
+		out[i].Note = strings.Join(notes[i], "\n\n")
 	}
 	return out
 }
