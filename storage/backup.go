@@ -64,7 +64,12 @@ func (s *Store) Backup(w io.Writer) error {
 	}
 	cw := &countingWriter{w: hw}
 	lw := &liveRecords{w: cw}
-	if _, err := s.db.Backup(lw, 0); err != nil {
+	// db.Backup's stream, with frames of about 16 MiB instead of 100
+	// (liveRecords holds one whole).
+	stream := s.db.NewStream()
+	stream.LogPrefix = "DB.Backup"
+	stream.MaxSize = backupFrameTarget
+	if _, err := stream.Backup(lw, 0); err != nil {
 		return err
 	}
 	if len(lw.buf) != 0 {
@@ -92,6 +97,10 @@ type liveRecords struct {
 	w   io.Writer
 	buf []byte
 }
+
+// backupFrameTarget is the size at which Backup's stream starts a new
+// frame (a soft limit, as Badger's default of 100 MiB).
+const backupFrameTarget = 16 << 20
 
 // badgerBitDelete is Badger's meta bit of a delete marker (bitDelete in
 // badger/v4 structs.go).
