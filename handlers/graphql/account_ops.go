@@ -149,14 +149,26 @@ func (s *Server) isOwnAddress(r *http.Request, username, address string) bool {
 	return strings.EqualFold(address, username) || strings.EqualFold(address, username+"@"+s.accountDomain(r))
 }
 
+// errTwoFactorAccountPage refuses updateAccount and deleteAccount to a
+// member with two-factor sign-in: the account page asks for the current
+// password and a code before changing the password or deleting the
+// account, and Inboxt's inputs (UpdateAccountInput, DeleteAccountInput in
+// inboxt-schema.graphql @ 45f4314) have no field for either, so a stolen
+// session alone must not do it here.
+var errTwoFactorAccountPage = &userError{codeForbidden, "this account uses two-factor sign-in: change the password or delete the account on the site's account page (" + account.AccountPath + ")"}
+
 // UpdateAccount changes the member's password (which, as `hearth member
 // passwd` does, ends every session, this one included). Usernames cannot
 // change, and the address is always username@<account domain>: other
-// values are refused.
+// values are refused. A member with two-factor sign-in is refused
+// (errTwoFactorAccountPage).
 func (r *mutationResolver) UpdateAccount(ctx context.Context, in generated.UpdateAccountInput) (*generated.User, error) {
 	c, err := sessionOnly(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if c.member.TwoFactor {
+		return nil, errTwoFactorAccountPage
 	}
 	st := stateOf(ctx)
 	m := c.member
@@ -176,11 +188,15 @@ func (r *mutationResolver) UpdateAccount(ctx context.Context, in generated.Updat
 
 // DeleteAccount deletes the member and everything it saved, as `hearth
 // member delete` does, and clears the session cookie. emailAddress
-// confirms it: the username or username@<account domain>.
+// confirms it: the username or username@<account domain>. A member with
+// two-factor sign-in is refused (errTwoFactorAccountPage).
 func (r *mutationResolver) DeleteAccount(ctx context.Context, in generated.DeleteAccountInput) (*generated.Void, error) {
 	c, err := sessionOnly(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if c.member.TwoFactor {
+		return nil, errTwoFactorAccountPage
 	}
 	st := stateOf(ctx)
 	if !r.s.isOwnAddress(st.r, c.member.Username, in.EmailAddress) {

@@ -33,3 +33,45 @@ func TestSignInRefusesTwoFactorMembers(t *testing.T) {
 		t.Fatalf("%+v", r.Errors)
 	}
 }
+
+// updateAccount and deleteAccount have no field for the current password
+// or a code (Inboxt's UpdateAccountInput and DeleteAccountInput), which the
+// account page asks of a member with two-factor sign-in: for such a member
+// they are refused and change nothing; the account page does it.
+func TestAccountOperationsRefuseTwoFactorMembers(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	const secret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
+	if err := e.store.StartTwoFactorSetup(e.member.ID, secret); err != nil {
+		t.Fatal(err)
+	}
+	code, _ := storage.TOTPCode(secret, time.Now())
+	if _, err := e.store.ConfirmTwoFactor(e.member.ID, code); err != nil {
+		t.Fatal(err)
+	}
+	session := e.signIn(e.member)
+
+	r := e.wantError(session, `mutation { updateAccount(data: {password: "a password of the thief"}) { id } }`, nil, 200, "FORBIDDEN")
+	if !strings.Contains(r.Errors[0].Message, "two-factor sign-in") || !strings.Contains(r.Errors[0].Message, "/settings/account") {
+		t.Fatalf("%+v", r.Errors)
+	}
+	if _, err := e.store.Authenticate("alice", "a password of the thief"); err == nil {
+		t.Fatal("updateAccount changed the password of a member with two-factor sign-in")
+	}
+	if _, err := e.store.Authenticate("alice", "correct horse battery"); err != nil {
+		t.Fatalf("the password changed: %v", err)
+	}
+
+	r = e.wantError(session, `mutation { deleteAccount(data: {emailAddress: "alice"}) { success } }`, nil, 200, "FORBIDDEN")
+	if !strings.Contains(r.Errors[0].Message, "/settings/account") {
+		t.Fatalf("%+v", r.Errors)
+	}
+	if _, err := e.store.Member("alice"); err != nil {
+		t.Fatalf("deleteAccount deleted a member with two-factor sign-in: %v", err)
+	}
+	// The session still works for the rest.
+	var out struct{ EmptyTrash struct{ Success bool } }
+	e.doAs(session, `mutation { emptyTrash { success } }`, nil, &out)
+	if !out.EmptyTrash.Success {
+		t.Fatal("the session stopped working")
+	}
+}
