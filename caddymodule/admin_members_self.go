@@ -31,12 +31,16 @@ type resetLinkRequest struct {
 	// DisableTwoFactor makes the link turn the member's two-factor sign-in
 	// off when it is used (the member lost their authenticator too).
 	DisableTwoFactor bool `json:"disable_2fa,omitempty"`
+	// RevokeAccess makes the link also revoke the member's API tokens and
+	// OAuth grants when it is used (a compromised account).
+	RevokeAccess bool `json:"revoke_access,omitempty"`
 }
 
 type resetLinkView struct {
 	Path             string    `json:"path"`
 	ExpiresAt        time.Time `json:"expires_at"`
 	DisableTwoFactor bool      `json:"disable_2fa"`
+	RevokeAccess     bool      `json:"revoke_access"`
 	TwoFactor        bool      `json:"two_factor"`
 }
 
@@ -67,17 +71,17 @@ func adminResetLink(w http.ResponseWriter, r *http.Request, app *App) error {
 		}
 		ttl = d
 	}
-	token, m, link, err := app.Store().CreateResetLink(name, ttl, req.DisableTwoFactor)
+	token, m, link, err := app.Store().CreateResetLink(name, ttl, storage.ResetLinkOptions{DisableTwoFactor: req.DisableTwoFactor, RevokeAccess: req.RevokeAccess})
 	if errors.Is(err, storage.ErrNotFound) {
 		return memberNotFound(name)
 	}
 	if err != nil {
 		return storeError(err, "member")
 	}
-	app.logger.Info("issued a password reset link", zap.String("username", m.Username), zap.Bool("disable_2fa", req.DisableTwoFactor))
+	app.logger.Info("issued a password reset link", zap.String("username", m.Username), zap.Bool("disable_2fa", req.DisableTwoFactor), zap.Bool("revoke_access", req.RevokeAccess))
 	return writeJSON(w, http.StatusCreated, resetLinkView{
 		Path: account.ResetPathPrefix + token, ExpiresAt: link.ExpiresAt,
-		DisableTwoFactor: req.DisableTwoFactor, TwoFactor: m.TwoFactor,
+		DisableTwoFactor: req.DisableTwoFactor, RevokeAccess: req.RevokeAccess, TwoFactor: m.TwoFactor,
 	})
 }
 

@@ -26,7 +26,10 @@ forgot their password. Give it to the member privately: whoever has it can
 set the password until it is used or expires. Using it ends all the
 member's sessions. A member with two-factor sign-in must also enter a code
 or a recovery code there, unless the link was made with --disable-2fa
-(which turns two-factor sign-in off when the link is used).
+(which turns two-factor sign-in off when the link is used). With
+--revoke-access, using the link also revokes the member's API tokens and
+OAuth grants: use it when the account may be compromised, as a new password
+alone leaves them working.
 
 The site's address comes from --site, else from the --config file (the
 base_url of hearth_oauth, else the host of the site that serves Hearth).`,
@@ -34,6 +37,7 @@ base_url of hearth_oauth, else the host of the site that serves Hearth).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			expires, _ := cmd.Flags().GetString("expires")
 			disable, _ := cmd.Flags().GetBool("disable-2fa")
+			revoke, _ := cmd.Flags().GetBool("revoke-access")
 			site, _ := cmd.Flags().GetString("site")
 			if _, err := parseLifetime(expires); err != nil {
 				return fmt.Errorf("--expires %q: use a duration such as 24h or 3d", expires)
@@ -44,7 +48,7 @@ base_url of hearth_oauth, else the host of the site that serves Hearth).`,
 			}
 			var out resetLinkView
 			if err := adminJSON(cmd, http.MethodPost, memberURI(args[0], "reset_link"),
-				resetLinkRequest{Expires: expires, DisableTwoFactor: disable}, &out); err != nil {
+				resetLinkRequest{Expires: expires, DisableTwoFactor: disable, RevokeAccess: revoke}, &out); err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
@@ -56,12 +60,16 @@ base_url of hearth_oauth, else the host of the site that serves Hearth).`,
 			case out.TwoFactor:
 				fmt.Fprint(w, "; the member also needs a code from their authenticator app or a recovery code (or make a link with --disable-2fa)")
 			}
+			if out.RevokeAccess {
+				fmt.Fprint(w, "; using it revokes the member's API tokens and OAuth grants")
+			}
 			fmt.Fprintln(w)
 			return nil
 		},
 	}
 	reset.Flags().String("expires", "24h", "How long the link works: a duration such as 24h or 3d, at most 7d")
 	reset.Flags().Bool("disable-2fa", false, "Using the link also turns the member's two-factor sign-in off")
+	reset.Flags().Bool("revoke-access", false, "Using the link also revokes the member's API tokens and OAuth grants (a compromised account)")
 	reset.Flags().String("site", "", "The site's address, such as https://example.org")
 
 	sessions := &cobra.Command{

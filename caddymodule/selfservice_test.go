@@ -77,6 +77,34 @@ func TestCLIResetLinkThroughCaddy(t *testing.T) {
 	}
 	b.signIn("alice", "a brand new password")
 
+	// --revoke-access (a compromised account): using the link also revokes
+	// the member's API tokens; a plain link (above) left them.
+	adminJSONOK(t, http.MethodPost, "/hearth/members/alice/api_tokens", `{"name":"Obsidian","expires":"30d"}`, http.StatusCreated, nil)
+	var toks []json.RawMessage
+	adminJSONOK(t, http.MethodGet, "/hearth/members/alice/api_tokens", "", http.StatusOK, &toks)
+	if len(toks) != 1 {
+		t.Fatalf("%d API tokens before the --revoke-access link, want 1", len(toks))
+	}
+	out, err = runHearth(t, "", "member", "reset-link", "alice", addr, "--site", testSite, "--revoke-access")
+	if err != nil || !strings.Contains(out, "revokes the member's API tokens and OAuth grants") {
+		t.Fatalf("--revoke-access: %q %v", out, err)
+	}
+	adminJSONOK(t, http.MethodGet, "/hearth/members/alice/api_tokens", "", http.StatusOK, &toks)
+	if len(toks) != 1 {
+		t.Fatal("making a --revoke-access link revoked the API tokens")
+	}
+	revoking := strings.SplitN(out, "\n", 2)[0]
+	p = b.get(revoking)
+	p = b.submit(p, strings.TrimPrefix(revoking, testSite), url.Values{"password": {"a password after the theft"}, "password_confirmation": {"a password after the theft"}})
+	if p.StatusCode != http.StatusOK || !strings.Contains(p.body, "Your new password is set") {
+		t.Fatalf("reset with --revoke-access: HTTP %d\n%s", p.StatusCode, p.body)
+	}
+	adminJSONOK(t, http.MethodGet, "/hearth/members/alice/api_tokens", "", http.StatusOK, &toks)
+	if len(toks) != 0 {
+		t.Fatalf("%d API tokens left after the --revoke-access link was used", len(toks))
+	}
+	b.signIn("alice", "a password after the theft")
+
 	log := accessLogAfter(t, logFile, "/after-the-reset")
 	if strings.Contains(string(log), token) || strings.Contains(string(log), token[len("hrt_"):]) {
 		t.Fatalf("the reset token is in the access log:\n%s", log)

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -28,19 +29,30 @@ type ResetLink struct {
 	// sign-in off (an operator resetting a member who lost their phone);
 	// without it the link page asks for a code or recovery code.
 	DisableTwoFactor bool `json:"disable_two_factor,omitempty"`
+	// RevokeAccess: using the link also revokes the member's API tokens
+	// and OAuth grants (RevokeMemberAccess), for an account the operator
+	// believes compromised: a new password alone leaves them working.
+	RevokeAccess bool `json:"revoke_access,omitempty"`
+}
+
+// ResetLinkOptions are what using a reset link does besides setting the
+// password and ending the member's sessions.
+type ResetLinkOptions struct {
+	DisableTwoFactor bool // see ResetLink.DisableTwoFactor
+	RevokeAccess     bool // see ResetLink.RevokeAccess
 }
 
 func resetKey(digest string) []byte { return key("reset", digest) }
 
 // CreateResetLink makes a reset link token for username, valid for ttl
 // (at most MaxResetLinkLifetime).
-func (s *Store) CreateResetLink(username string, ttl time.Duration, disableTwoFactor bool) (string, *Member, *ResetLink, error) {
+func (s *Store) CreateResetLink(username string, ttl time.Duration, opts ResetLinkOptions) (string, *Member, *ResetLink, error) {
 	if ttl <= 0 || ttl > MaxResetLinkLifetime {
 		return "", nil, nil, Invalid("a reset link lasts more than 0 and at most %s", MaxResetLinkLifetime)
 	}
 	token := NewSecret(ResetTokenPrefix, 32)
 	now := time.Now().UTC()
-	link := &ResetLink{CreatedAt: now, ExpiresAt: now.Add(ttl), DisableTwoFactor: disableTwoFactor}
+	link := &ResetLink{CreatedAt: now, ExpiresAt: now.Add(ttl), DisableTwoFactor: opts.DisableTwoFactor, RevokeAccess: opts.RevokeAccess}
 	var m *Member
 	err := s.Update(func(tx *Tx) error {
 		var err error
@@ -86,12 +98,31 @@ func (s *Store) ResetLinkMember(token string) (*Member, *ResetLink, error) {
 // sessions, turns two-factor sign-in off when the link says so, and uses
 // the link up, in one transaction. The caller has checked the second factor
 // when the member has one and the link does not turn it off.
+//
+// A link made with RevokeAccess also revokes the member's API tokens and
+// OAuth grants (RevokeMemberAccess, which is many transactions): once
+// before, so that a failure leaves the link unused for another try, and
+// once after, for what a session made in between (the sessions end with the
+// password). An error of the second pass is returned with the member: the
+// password is set and the link used up by then.
 func (s *Store) UseResetLink(token, password string) (*Member, error) {
 	if err := ValidatePassword(password); err != nil {
 		return nil, err
 	}
 	hash := HashPassword(password)
 	d := Digest(token)
+	var link ResetLink
+	if err := s.View(func(tx *Tx) error { return tx.getJSON(resetKey(d), &link) }); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	if link.RevokeAccess && time.Now().Before(link.ExpiresAt) {
+		if _, _, err := s.RevokeMemberAccess(link.MemberID); err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+	}
 	var m *Member
 	err := s.Update(func(tx *Tx) error {
 		var link ResetLink
@@ -124,7 +155,15 @@ func (s *Store) UseResetLink(token, password string) (*Member, error) {
 	if errors.Is(err, ErrNotFound) {
 		return nil, ErrNotFound
 	}
-	return m, err
+	if err != nil {
+		return nil, err
+	}
+	if link.RevokeAccess {
+		if _, _, err := s.RevokeMemberAccess(m.ID); err != nil {
+			return m, fmt.Errorf("the password is set, but revoking the member's API tokens and OAuth grants failed: %w", err)
+		}
+	}
+	return m, nil
 }
 
 func init() {

@@ -143,13 +143,13 @@ func TestDeleteMemberDeletesResetLinksAndChallenges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := st.CreateResetLink(m.Username, time.Hour, false); err != nil {
+	if _, _, _, err := st.CreateResetLink(m.Username, time.Hour, ResetLinkOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.CreateSignInChallenge(m.ID); err != nil {
 		t.Fatal(err)
 	}
-	keep, _, _, err := st.CreateResetLink(other.Username, time.Hour, false)
+	keep, _, _, err := st.CreateResetLink(other.Username, time.Hour, ResetLinkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

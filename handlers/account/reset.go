@@ -94,17 +94,24 @@ func (p *Pages) serveReset(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	m, err = p.store.UseResetLink(token, next)
+	used, err := p.store.UseResetLink(token, next)
 	switch {
+	case used != nil && err != nil:
+		// The password is set and the link used up; only the revocation
+		// of a --revoke-access link failed: the operator must see it.
+		m = used
+		p.opts.Logger.Error("a reset link set a new password but did not revoke the member's access", zap.String("username", m.Username), zap.Error(err))
 	case errors.Is(err, storage.ErrNotFound):
 		p.Render(w, r, http.StatusNotFound, "Reset link not valid", messageTmpl, message{Text: errResetLinkDead, LinkHref: SignInPath, LinkText: "Go to sign-in"})
 		return
 	case err != nil:
 		p.renderStoreFailure(w, r, err, "The password could not be set. Try again in a moment.")
 		return
+	default:
+		m = used
 	}
 	p.resetFailures(m.Username)
-	p.opts.Logger.Info("member set a new password with a reset link", zap.String("username", m.Username), zap.Bool("two_factor_turned_off", link.DisableTwoFactor))
+	p.opts.Logger.Info("member set a new password with a reset link", zap.String("username", m.Username), zap.Bool("two_factor_turned_off", link.DisableTwoFactor), zap.Bool("access_revoked", link.RevokeAccess))
 	// Every session ended, this browser's too.
 	http.SetCookie(w, p.cookie(r, "", -1))
 	r = withMember(r, nil)

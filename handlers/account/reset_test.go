@@ -20,7 +20,7 @@ func TestResetLink(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	f.member("alice")
 	old := f.signedIn("alice")
-	token, _, _, err := f.store.CreateResetLink("alice", time.Hour, false)
+	token, _, _, err := f.store.CreateResetLink("alice", time.Hour, storage.ResetLinkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestResetLinkWithTwoFactor(t *testing.T) {
 	f.member("alice")
 	_, codes := f.enableTwoFactor(f.signedIn("alice"))
 
-	token, _, _, _ := f.store.CreateResetLink("alice", time.Hour, false)
+	token, _, _, _ := f.store.CreateResetLink("alice", time.Hour, storage.ResetLinkOptions{})
 	c := f.browser()
 	wantBody(t, f.get(c, "/auth/reset/"+token), `name="code"`)
 	form := url.Values{"password": {"a new password"}, "password_confirmation": {"a new password"}, "code": {"zzzzz-zzzzz"}}
@@ -83,7 +83,7 @@ func TestResetLinkWithTwoFactor(t *testing.T) {
 		t.Fatal("a plain reset link turned two-factor sign-in off")
 	}
 	// The operator's --disable-2fa link asks no code and turns it off.
-	token, _, _, _ = f.store.CreateResetLink("alice", time.Hour, true)
+	token, _, _, _ = f.store.CreateResetLink("alice", time.Hour, storage.ResetLinkOptions{DisableTwoFactor: true})
 	page := f.get(c, "/auth/reset/"+token)
 	if strings.Contains(page.body, `name="code"`) {
 		t.Fatal("a --disable-2fa link asks for a code")
@@ -105,10 +105,10 @@ func TestResetLinkWithTwoFactor(t *testing.T) {
 func TestResetLinkExpires(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	f.member("alice")
-	if _, _, _, err := f.store.CreateResetLink("alice", 8*24*time.Hour, false); !storage.IsInvalid(err) {
+	if _, _, _, err := f.store.CreateResetLink("alice", 8*24*time.Hour, storage.ResetLinkOptions{}); !storage.IsInvalid(err) {
 		t.Fatalf("8 days: %v", err)
 	}
-	token, _, _, _ := f.store.CreateResetLink("alice", time.Second, false)
+	token, _, _, _ := f.store.CreateResetLink("alice", time.Second, storage.ResetLinkOptions{})
 	deadline := time.Now().Add(10 * time.Second)
 	for f.get(f.browser(), "/auth/reset/"+token).StatusCode != http.StatusNotFound {
 		if time.Now().After(deadline) {
@@ -117,4 +117,68 @@ func TestResetLinkExpires(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	wantStatus(t, f.post(f.browser(), "/auth/reset/"+token, url.Values{"password": {"a new password"}, "password_confirmation": {"a new password"}}), http.StatusNotFound)
+}
+
+// A link made with --revoke-access (a compromised account) also revokes
+// the member's API tokens and OAuth grants when it is used; a plain link
+// leaves them working, and making the link changes nothing.
+func TestResetLinkRevokingAccess(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	m := f.member("alice")
+	_, apiToken, err := f.store.CreateAPIToken(m.ID, "Obsidian", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, _, err := f.store.CreateOAuthApp("Toot", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant := func() string {
+		t.Helper()
+		code, err := f.store.CreateOAuthCode(app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, secret, err := f.store.ExchangeOAuthCode(code, func(*storage.OAuthCode) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return secret
+	}
+	oauthToken := grant()
+	reset := func(opts storage.ResetLinkOptions, pw string) {
+		t.Helper()
+		token, _, _, err := f.store.CreateResetLink("alice", time.Hour, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := f.store.APITokenMember(apiToken); err != nil {
+			t.Fatalf("making a link revoked the API token: %v", err)
+		}
+		r := f.post(f.browser(), "/auth/reset/"+token, url.Values{"password": {pw}, "password_confirmation": {pw}})
+		wantStatus(t, r, http.StatusOK)
+		wantBody(t, r, "Your new password is set")
+	}
+
+	reset(storage.ResetLinkOptions{}, "a new password")
+	if _, _, err := f.store.APITokenMember(apiToken); err != nil {
+		t.Fatalf("a plain link revoked the API token: %v", err)
+	}
+	if _, _, err := f.store.OAuthToken(oauthToken); err != nil {
+		t.Fatalf("a plain link revoked the OAuth grant: %v", err)
+	}
+
+	reset(storage.ResetLinkOptions{RevokeAccess: true}, "a third password")
+	if _, _, err := f.store.APITokenMember(apiToken); err == nil {
+		t.Fatal("the API token still works after a --revoke-access link")
+	}
+	if _, _, err := f.store.OAuthToken(oauthToken); err == nil {
+		t.Fatal("the OAuth access token still works after a --revoke-access link")
+	}
+	if apps, err := f.store.AuthorizedOAuthApps(m.ID); err != nil || len(apps) != 0 {
+		t.Fatalf("authorized apps after a --revoke-access link: %+v %v", apps, err)
+	}
+	if _, err := f.store.Authenticate("alice", "a third password"); err != nil {
+		t.Fatalf("the new password: %v", err)
+	}
 }

@@ -78,7 +78,7 @@ func TestTwoFactorAndResetLinkLogNoSecrets(t *testing.T) {
 	wantStatus(t, b.submit(codePage, account.TwoFactorPath, url.Values{"code": {"zzzzz-zzzzz"}}), http.StatusUnauthorized)
 	wantStatus(t, b.submit(codePage, account.TwoFactorPath, url.Values{"code": {codes[0]}}), http.StatusSeeOther)
 
-	token, _, _, err := f.store.CreateResetLink("alice", time.Hour, false)
+	token, _, _, err := f.store.CreateResetLink("alice", time.Hour, storage.ResetLinkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
