@@ -203,37 +203,49 @@ func (s *Store) ConfirmTwoFactor(memberID, code string) ([]string, error) {
 // is then used up). It returns whether a recovery code was used, or
 // ErrWrongCode, ErrCodeReused or ErrTwoFactorOff.
 func (s *Store) CheckSecondFactor(memberID, code string) (recovery bool, err error) {
+	err = s.Update(func(tx *Tx) error {
+		var err error
+		recovery, err = tx.checkSecondFactor(memberID, code)
+		return err
+	})
+	return recovery, err
+}
+
+// checkSecondFactor is CheckSecondFactor in tx. Its refusals
+// (isSecondFactorRefusal) write nothing.
+func (tx *Tx) checkSecondFactor(memberID, code string) (recovery bool, err error) {
 	code = strings.TrimSpace(code)
 	if code == "" || len(code) > 64 {
 		return false, ErrWrongCode
 	}
-	err = s.Update(func(tx *Tx) error {
-		recovery = false
-		var tf TwoFactor
-		if err := tx.getJSON(twoFactorKey(memberID), &tf); errors.Is(err, ErrNotFound) {
-			return ErrTwoFactorOff
-		} else if err != nil {
-			return err
+	var tf TwoFactor
+	if err := tx.getJSON(twoFactorKey(memberID), &tf); errors.Is(err, ErrNotFound) {
+		return false, ErrTwoFactorOff
+	} else if err != nil {
+		return false, err
+	}
+	if len(code) == TOTPDigits {
+		step, err := matchTOTP(tf.Secret, code, tf.LastStep, time.Now())
+		if err != nil {
+			return false, err
 		}
-		if len(code) == TOTPDigits {
-			step, err := matchTOTP(tf.Secret, code, tf.LastStep, time.Now())
-			if err != nil {
-				return err
-			}
-			tf.LastStep = step
-			return tx.putJSON(twoFactorKey(memberID), tf, 0)
+		tf.LastStep = step
+		return false, tx.putJSON(twoFactorKey(memberID), tf, 0)
+	}
+	d := Digest(normalizeRecoveryCode(code))
+	for i, have := range tf.RecoveryDigests {
+		if subtle.ConstantTimeCompare([]byte(have), []byte(d)) == 1 {
+			tf.RecoveryDigests = append(tf.RecoveryDigests[:i:i], tf.RecoveryDigests[i+1:]...)
+			return true, tx.putJSON(twoFactorKey(memberID), tf, 0)
 		}
-		d := Digest(normalizeRecoveryCode(code))
-		for i, have := range tf.RecoveryDigests {
-			if subtle.ConstantTimeCompare([]byte(have), []byte(d)) == 1 {
-				tf.RecoveryDigests = append(tf.RecoveryDigests[:i:i], tf.RecoveryDigests[i+1:]...)
-				recovery = true
-				return tx.putJSON(twoFactorKey(memberID), tf, 0)
-			}
-		}
-		return ErrWrongCode
-	})
-	return recovery, err
+	}
+	return false, ErrWrongCode
+}
+
+// isSecondFactorRefusal reports whether err is checkSecondFactor's answer
+// to the code rather than a failure of the store.
+func isSecondFactorRefusal(err error) bool {
+	return errors.Is(err, ErrWrongCode) || errors.Is(err, ErrCodeReused) || errors.Is(err, ErrTwoFactorOff)
 }
 
 // NewRecoveryCodes replaces memberID's recovery codes with RecoveryCodeCount
@@ -374,31 +386,48 @@ func (s *Store) SignInChallengeMember(secret string) (*Member, error) {
 // AnswerSignInChallenge checks code (a TOTP or recovery code) for the
 // challenge. On success the challenge is used up and the member returned;
 // a wrong code counts against the challenge, which ends after
-// MaxChallengeAttempts of them (ErrNotFound from then on).
+// MaxChallengeAttempts of them (ErrNotFound from then on). The check and
+// the count are one transaction, so concurrent answers to one challenge
+// are checked MaxChallengeAttempts times at most.
 func (s *Store) AnswerSignInChallenge(secret, code string) (*Member, bool, error) {
-	m, err := s.SignInChallengeMember(secret)
-	if err != nil {
-		return nil, false, err
+	if !strings.HasPrefix(secret, SignInChallengePrefix) || len(secret) > 128 {
+		return nil, false, ErrNotFound
 	}
-	recovery, cerr := s.CheckSecondFactor(m.ID, code)
 	d := Digest(secret)
-	err = s.Update(func(tx *Tx) error {
+	var m *Member
+	var recovery bool
+	var cerr error
+	err := s.Update(func(tx *Tx) error {
+		m, recovery, cerr = nil, false, nil
 		var c signInChallenge
 		if err := tx.getJSON(challengeKey(d), &c); err != nil {
 			return err
 		}
+		if !time.Now().Before(c.ExpiresAt) || c.Failures >= MaxChallengeAttempts {
+			return ErrNotFound
+		}
+		member, err := tx.MemberByID(c.MemberID)
+		if err != nil {
+			return err
+		}
+		recovery, cerr = tx.checkSecondFactor(member.ID, code)
+		if cerr != nil && !isSecondFactorRefusal(cerr) {
+			return cerr
+		}
 		if cerr == nil || c.Failures+1 >= MaxChallengeAttempts {
+			if cerr == nil {
+				m = member
+			}
 			return tx.delete(challengeKey(d))
 		}
 		c.Failures++
 		return tx.putJSON(challengeKey(d), c, time.Until(c.ExpiresAt))
 	})
+	if err != nil {
+		return nil, false, err
+	}
 	if cerr != nil {
 		return nil, false, cerr
-	}
-	if err != nil {
-		// The challenge ended meanwhile (used by a concurrent answer).
-		return nil, false, err
 	}
 	return m, recovery, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -169,5 +170,58 @@ func TestDeleteMemberDeletesResetLinksAndChallenges(t *testing.T) {
 	}
 	if got, _, err := st.ResetLinkMember(keep); err != nil || got.ID != other.ID {
 		t.Fatalf("another member's reset link: %v %v", got, err)
+	}
+}
+
+// Concurrent wrong answers to one challenge: at most MaxChallengeAttempts
+// of them are checked against the member's second factor, the rest find
+// the challenge ended, and a right code after them is refused too (the
+// count and the check are one transaction).
+func TestSignInChallengeLimitUnderConcurrentAnswers(t *testing.T) {
+	st := openTestStore(t)
+	m, _ := st.CreateMember("alice", "", "correct horse")
+	if err := st.StartTwoFactorSetup(m.ID, testSecret); err != nil {
+		t.Fatal(err)
+	}
+	now, _ := TOTPCode(testSecret, time.Now())
+	codes, err := st.ConfirmTwoFactor(m.ID, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.CreateSignInChallenge(m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const answers = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, answers)
+	start := make(chan struct{})
+	for range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, _, err := st.AnswerSignInChallenge(c, "zzzzz-zzzzz")
+			errs <- err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	checked := 0
+	for err := range errs {
+		switch {
+		case errors.Is(err, ErrWrongCode):
+			checked++
+		case errors.Is(err, ErrNotFound):
+		default:
+			t.Fatalf("answer: %v", err)
+		}
+	}
+	if checked > MaxChallengeAttempts || checked == 0 {
+		t.Fatalf("%d of %d concurrent wrong answers were checked, want 1 to %d", checked, answers, MaxChallengeAttempts)
+	}
+	if _, _, err := st.AnswerSignInChallenge(c, codes[0]); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a right code after %d wrong ones: %v", checked, err)
 	}
 }
