@@ -160,9 +160,17 @@ func (s *Store) TwoFactorSetupSecret(memberID string) (string, error) {
 
 // ConfirmTwoFactor turns two-factor sign-in on for memberID when code is a
 // current code of the secret waiting for confirmation, and returns the new
-// recovery codes (shown once; only their digests are kept).
-func (s *Store) ConfirmTwoFactor(memberID, code string) ([]string, error) {
+// recovery codes (shown once; only their digests are kept). As a password
+// change does, it ends every web session of the member except the one
+// whose cookie secret is keepSession (the browser that turned it on; ""
+// ends them all): a session started by someone who knew only the password
+// must not outlive the second factor.
+func (s *Store) ConfirmTwoFactor(memberID, code, keepSession string) ([]string, error) {
 	codes, digests := recoveryCodesAndDigests()
+	keep := ""
+	if keepSession != "" {
+		keep = Digest(keepSession)
+	}
 	err := s.Update(func(tx *Tx) error {
 		m, err := tx.MemberByID(memberID)
 		if err != nil {
@@ -190,7 +198,11 @@ func (s *Store) ConfirmTwoFactor(memberID, code string) ([]string, error) {
 			return err
 		}
 		m.TwoFactor = true
-		return tx.putJSON(memberIDKey(m.ID), m, 0)
+		if err := tx.putJSON(memberIDKey(m.ID), m, 0); err != nil {
+			return err
+		}
+		_, err = tx.deleteMemberSessionsExcept(m.ID, keep)
+		return err
 	})
 	if err != nil {
 		return nil, err

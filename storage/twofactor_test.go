@@ -14,7 +14,7 @@ const testSecret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
 func TestTwoFactorSetupAndCodes(t *testing.T) {
 	st := openTestStore(t)
 	m, _ := st.CreateMember("alice", "", "correct horse")
-	if _, err := st.ConfirmTwoFactor(m.ID, "123456"); !errors.Is(err, ErrNoSetup) {
+	if _, err := st.ConfirmTwoFactor(m.ID, "123456", ""); !errors.Is(err, ErrNoSetup) {
 		t.Fatalf("confirm without setup: %v", err)
 	}
 	if err := st.StartTwoFactorSetup(m.ID, "not base32!"); !IsInvalid(err) {
@@ -32,13 +32,13 @@ func TestTwoFactorSetupAndCodes(t *testing.T) {
 	if wrong == now {
 		wrong = "111111"
 	}
-	if _, err := st.ConfirmTwoFactor(m.ID, wrong); !errors.Is(err, ErrWrongCode) {
+	if _, err := st.ConfirmTwoFactor(m.ID, wrong, ""); !errors.Is(err, ErrWrongCode) {
 		t.Fatalf("wrong confirm code: %v", err)
 	}
 	if on, _, _ := st.TwoFactorStatus(m.ID); on {
 		t.Fatal("on after a wrong code")
 	}
-	codes, err := st.ConfirmTwoFactor(m.ID, now)
+	codes, err := st.ConfirmTwoFactor(m.ID, now, "")
 	if err != nil || len(codes) != RecoveryCodeCount {
 		t.Fatalf("confirm: %v %v", codes, err)
 	}
@@ -100,7 +100,7 @@ func TestSignInChallenge(t *testing.T) {
 	m, _ := st.CreateMember("alice", "", "correct horse")
 	_ = st.StartTwoFactorSetup(m.ID, testSecret)
 	now, _ := TOTPCode(testSecret, time.Now().Add(-TOTPPeriod*time.Second))
-	codes, err := st.ConfirmTwoFactor(m.ID, now)
+	codes, err := st.ConfirmTwoFactor(m.ID, now, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestSignInChallengeLimitUnderConcurrentAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	now, _ := TOTPCode(testSecret, time.Now())
-	codes, err := st.ConfirmTwoFactor(m.ID, now)
+	codes, err := st.ConfirmTwoFactor(m.ID, now, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -300,10 +300,14 @@ func (p *Pages) postTwoFactorStart(w http.ResponseWriter, r *http.Request, m *st
 
 func (p *Pages) postTwoFactorConfirm(w http.ResponseWriter, r *http.Request, m *storage.Member) {
 	code := strings.TrimSpace(r.PostForm.Get("code"))
+	keep := ""
+	if c, err := r.Cookie(CookieName); err == nil {
+		keep = c.Value
+	}
 	var codes []string
 	err := p.underFailureLimits(r, m.Username, func() error {
 		var err error
-		codes, err = p.store.ConfirmTwoFactor(m.ID, code)
+		codes, err = p.store.ConfirmTwoFactor(m.ID, code, keep)
 		return err
 	}, isCodeFailure)
 	switch {
@@ -320,7 +324,7 @@ func (p *Pages) postTwoFactorConfirm(w http.ResponseWriter, r *http.Request, m *
 	p.opts.Logger.Info("member turned two-factor sign-in on", zap.String("username", m.Username))
 	m.TwoFactor = true
 	p.renderAccount(w, r, m, http.StatusOK, accountData{
-		Notice:        "Two-factor sign-in is on. Save your recovery codes now.",
+		Notice:        "Two-factor sign-in is on. Save your recovery codes now. You were signed out everywhere else.",
 		RecoveryCodes: codes,
 	})
 }

@@ -240,3 +240,21 @@ func TestNewRecoveryCodes(t *testing.T) {
 	wantStatus(t, f.post(b, "/auth/two_factor", url.Values{"code": {codes[1]}}), http.StatusUnauthorized)
 	wantStatus(t, f.post(b, "/auth/two_factor", url.Values{"code": {fresh[0]}}), http.StatusSeeOther)
 }
+
+// Turning two-factor sign-in on ends the member's other sessions, as a
+// password change does: a session someone started with the password alone
+// must not outlive the second factor. The browser that turned it on stays
+// signed in.
+func TestTurningTwoFactorOnEndsOtherSessions(t *testing.T) {
+	f := newFixture(t, account.Options{})
+	f.member("alice")
+	other := f.signedIn("alice")
+	wantStatus(t, f.get(other, "/settings/account"), http.StatusOK)
+	c := f.signedIn("alice")
+	f.enableTwoFactor(c)
+	wantStatus(t, f.get(c, "/settings/account"), http.StatusOK)
+	wantStatus(t, f.get(other, "/settings/account"), http.StatusSeeOther)
+	if list, err := f.store.Sessions(f.mustMember("alice").ID); err != nil || len(list) != 1 {
+		t.Fatalf("%d sessions after turning two-factor sign-in on, want 1 (%v)", len(list), err)
+	}
+}

@@ -19,7 +19,7 @@ func TestSignInRefusesTwoFactorMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _ := storage.TOTPCode(secret, time.Now())
-	if _, err := e.store.ConfirmTwoFactor(e.member.ID, code); err != nil {
+	if _, err := e.store.ConfirmTwoFactor(e.member.ID, code, ""); err != nil {
 		t.Fatal(err)
 	}
 	const signIn = `mutation signIn($data: SignInInput!) { signIn(data: $data) { success } }`
@@ -45,7 +45,7 @@ func TestAccountOperationsRefuseTwoFactorMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _ := storage.TOTPCode(secret, time.Now())
-	if _, err := e.store.ConfirmTwoFactor(e.member.ID, code); err != nil {
+	if _, err := e.store.ConfirmTwoFactor(e.member.ID, code, ""); err != nil {
 		t.Fatal(err)
 	}
 	session := e.signIn(e.member)

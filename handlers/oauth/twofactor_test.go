@@ -23,7 +23,7 @@ func TestAuthorizeWithTwoFactorNeedsTheCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	first, _ := storage.TOTPCode(secret, time.Now().Add(-30*time.Second))
-	if _, err := f.store.ConfirmTwoFactor(m.ID, first); err != nil {
+	if _, err := f.store.ConfirmTwoFactor(m.ID, first, ""); err != nil {
 		t.Fatal(err)
 	}
 	app := f.register("Tooter", "https://app.example/cb", "read")
@@ -67,7 +67,7 @@ func TestTwoFactorAndResetLinkLogNoSecrets(t *testing.T) {
 	const secret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
 	_ = f.store.StartTwoFactorSetup(m.ID, secret)
 	first, _ := storage.TOTPCode(secret, time.Now().Add(-30*time.Second))
-	codes, err := f.store.ConfirmTwoFactor(m.ID, first)
+	codes, err := f.store.ConfirmTwoFactor(m.ID, first, "")
 	if err != nil {
 		t.Fatal(err)
 	}
