@@ -111,6 +111,41 @@ func (s *Store) PendingFetchesWhere(limit int, keep func(PendingFetch) bool) ([]
 	return out, err
 }
 
+// PendingFetchesFrom is PendingFetchesWhere for a scan in steps: it reads
+// the entries after the key after (nil: from the first), at most maxRead of
+// them, and stops at limit kept ones. It returns the position to resume
+// from (nil once the scan reached the last entry) and how many entries it
+// read, so a caller that skips many entries (an import waiting on one
+// host) pays for at most maxRead entries a call.
+func (s *Store) PendingFetchesFrom(after []byte, limit, maxRead int, keep func(PendingFetch) bool) (out []PendingFetch, next []byte, read int, err error) {
+	prefix := key("fetch", "")
+	var start []byte
+	if after != nil {
+		start = append(append([]byte{}, after...), 0) // the next key after it
+	}
+	reachedEnd := true
+	err = s.View(func(tx *Tx) error {
+		return tx.scan(prefix, start, false, false, func(k, v []byte) (bool, error) {
+			read++
+			member, item, ok := strings.Cut(string(k[len(prefix):]), "/")
+			u, priv, job := parseFetchValue(string(v))
+			if p := (PendingFetch{MemberID: member, ItemID: item, URL: u, Private: priv, Import: job != ""}); ok && keep(p) {
+				out = append(out, p)
+			}
+			if len(out) >= limit || read >= maxRead {
+				next = append([]byte{}, k...)
+				reachedEnd = false
+				return false, nil
+			}
+			return true, nil
+		})
+	})
+	if reachedEnd {
+		next = nil
+	}
+	return out, next, read, err
+}
+
 // QueueFetch saves an article to be fetched in the background: a new item
 // from in (a placeholder title and description), or, when the member
 // already has an item with in.URL, that item moved back to the inbox with

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -108,5 +109,56 @@ func TestInboundMemberByIDFindsOlderAddressesAfterIndexing(t *testing.T) {
 	}
 	if _, err := st.InboundMemberByID(cur.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("after member deletion: %v", err)
+	}
+}
+
+// PendingFetchesFrom reads at most maxRead entries a call and resumes where
+// the last call stopped: 10,000 imported links waiting on one host cost a
+// caller that skips them maxRead reads a call, and a link of another host
+// after them is found within one round.
+func TestPendingFetchesFromReadsABoundedStep(t *testing.T) {
+	st, m := openSavedTest(t)
+	const waiting, budget = 10000, 1000
+	err := st.Update(func(tx *Tx) error {
+		for i := range waiting {
+			if err := tx.put(fetchKey(m.ID, fmt.Sprintf("a%06d", i)), fetchValue(fmt.Sprintf("https://slow.example/%d", i), false, "job1"), 0); err != nil {
+				return err
+			}
+		}
+		return tx.put(fetchKey(m.ID, "b000000"), fetchValue("https://other.example/", false, "job1"), 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := func(p PendingFetch) bool { return SourceDomain(p.URL) != "slow.example" }
+	var cursor []byte
+	var found []PendingFetch
+	calls := 0
+	for {
+		out, next, read, err := st.PendingFetchesFrom(cursor, 66, budget, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls++
+		if read > budget {
+			t.Fatalf("call %d read %d entries, budget %d", calls, read, budget)
+		}
+		found = append(found, out...)
+		if cursor = next; cursor == nil {
+			break
+		}
+		if calls > waiting/budget+1 {
+			t.Fatalf("no end after %d calls", calls)
+		}
+	}
+	if len(found) != 1 || found[0].ItemID != "b000000" || !found[0].Import {
+		t.Fatalf("found %+v", found)
+	}
+	if calls != waiting/budget+1 {
+		t.Fatalf("%d calls for %d entries at %d a call", calls, waiting+1, budget)
+	}
+	// The next round starts from the first entry again.
+	if _, next, read, _ := st.PendingFetchesFrom(nil, 66, budget, keep); read != budget || next == nil {
+		t.Fatalf("a new round read %d, next %q", read, next)
 	}
 }

@@ -29,7 +29,7 @@ func (s *Server) queueArticleFromURL(memberID, rawURL string, labelIDs []string)
 	if err := s.opts.Fetcher.Check(norm); err != nil {
 		return fetchError(err)
 	}
-	_, err = s.store.QueueFetch(memberID, storage.NewItem{
+	it, err := s.store.QueueFetch(memberID, storage.NewItem{
 		URL:         norm,
 		Title:       clip(processingTitlePrefix+norm+"...", storage.MaxTitleLen),
 		Description: clip(processingDescription(storage.SourceDomain(norm)), storage.MaxDescriptionLen),
@@ -38,7 +38,7 @@ func (s *Server) queueArticleFromURL(memberID, rawURL string, labelIDs []string)
 	if err != nil {
 		return err
 	}
-	s.kickFetches()
+	s.queuedFetch(storage.PendingFetch{MemberID: memberID, ItemID: it.ID, URL: norm, Private: s.opts.Fetcher.Options().AllowPrivate})
 	return nil
 }
 

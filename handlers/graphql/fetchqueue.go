@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -37,6 +38,11 @@ const (
 	// host, one at a time: an import of thousands of links to one site
 	// must not hammer it (nor take both workers from other members).
 	importHostInterval = time.Second
+	// fetchScanBudget bounds the pending entries one pass of the feeder
+	// reads: a pass goes on where the last one stopped, so an import of
+	// 100,000 links waiting on one host costs a pass this many reads, not
+	// all of them (25 ms per 100,000 every second before).
+	fetchScanBudget = 4096
 )
 
 // fetchQueue feeds the store's pending fetches to a few workers.
@@ -46,6 +52,16 @@ type fetchQueue struct {
 	kick   chan struct{} // cap 1: something new is pending
 	jobs   chan storage.PendingFetch
 	wg     sync.WaitGroup
+
+	// cursor is where the feeder's next pass reads from (nil: the first
+	// entry); the feeder's own.
+	cursor []byte
+	// lastRead is how many entries the feeder's last pass read (tests).
+	lastRead atomic.Int64
+	// fresh are fetches addArticleFromUrl just queued: the feeder sends
+	// them before it scans, so a member's save is not behind an import's
+	// waiting entries (at most freshMax; beyond, the scan finds them).
+	fresh []storage.PendingFetch
 
 	mu       sync.Mutex
 	inFlight map[[2]string]bool // queued or being fetched
@@ -109,13 +125,35 @@ func (s *Server) startFetches() {
 	q.kick <- struct{}{} // what an earlier process left
 }
 
+// freshMax bounds fetchQueue.fresh.
+const freshMax = 256
+
 // kickFetches tells the feeder that a fetch is pending.
 func (s *Server) kickFetches() {
 	if s.fetches == nil {
 		return // not started: Start reads everything pending
 	}
+	s.fetches.kickNow()
+}
+
+// queuedFetch hands the feeder the fetch addArticleFromUrl just queued in
+// the store, and kicks it.
+func (s *Server) queuedFetch(p storage.PendingFetch) {
+	q := s.fetches
+	if q == nil {
+		return // not started: Start reads everything pending
+	}
+	q.mu.Lock()
+	if len(q.fresh) < freshMax {
+		q.fresh = append(q.fresh, p)
+	}
+	q.mu.Unlock()
+	q.kickNow()
+}
+
+func (q *fetchQueue) kickNow() {
 	select {
-	case s.fetches.kick <- struct{}{}:
+	case q.kick <- struct{}{}:
 	default:
 	}
 }
@@ -144,13 +182,18 @@ func (s *Server) feedFetches() {
 			return
 		case <-q.kick:
 		}
+		wrapped := q.cursor == nil // a pass from the first entry reads them all
 		for {
 			// Only those queued under this server's fetch policy: a
 			// site that may not fetch private addresses never fetches
 			// what another site queued, nor the other way round.
 			private := s.opts.Fetcher.Options().AllowPrivate
 			waiting := false // an imported item waits for its host's turn
-			pending, err := s.store.PendingFetchesWhere(fetchBatch+fetchWorkers, func(p storage.PendingFetch) bool {
+			q.mu.Lock()
+			pending := q.fresh
+			q.fresh = nil
+			q.mu.Unlock()
+			scanned, next, read, err := s.store.PendingFetchesFrom(q.cursor, fetchBatch+fetchWorkers, fetchScanBudget, func(p storage.PendingFetch) bool {
 				if p.Private != private {
 					return false
 				}
@@ -160,12 +203,15 @@ func (s *Server) feedFetches() {
 				}
 				return true
 			})
+			q.lastRead.Store(int64(read))
 			if err != nil {
 				if q.ctx.Err() == nil {
 					s.log.Error("read pending article fetches", zap.Error(err))
 				}
 				break
 			}
+			q.cursor = next
+			pending = append(pending, scanned...)
 			if waiting {
 				time.AfterFunc(importHostInterval, s.kickFetches)
 			}
@@ -196,8 +242,19 @@ func (s *Server) feedFetches() {
 					return
 				}
 			}
-			// More than one batch pending: read again once these moved.
-			if sent == 0 || len(pending) < fetchBatch+fetchWorkers {
+			// A pass that met only entries waiting for their host's turn
+			// stops: the timer's kick goes on where it stopped. Otherwise
+			// the feeder reads on until it has read every entry once
+			// since the kick: from where the last pass stopped to the
+			// last entry, then from the first.
+			if next == nil {
+				if wrapped {
+					break
+				}
+				wrapped = true
+				continue
+			}
+			if waiting && sent == 0 {
 				break
 			}
 		}
