@@ -38,12 +38,14 @@ const (
 	// host, one at a time: an import of thousands of links to one site
 	// must not hammer it (nor take both workers from other members).
 	importHostInterval = time.Second
-	// fetchScanBudget bounds the pending entries one pass of the feeder
-	// reads: a pass goes on where the last one stopped, so an import of
-	// 100,000 links waiting on one host costs a pass this many reads, not
-	// all of them (25 ms per 100,000 every second before).
-	fetchScanBudget = 4096
 )
+
+// fetchScanBudget bounds the pending entries one pass of the feeder reads:
+// a pass goes on where the last one stopped, so an import of 100,000 links
+// waiting on one host costs a pass this many reads, not all of them (25 ms
+// per 100,000 every second before). A variable for tests, read when the
+// fetches start.
+var fetchScanBudget = 4096
 
 // fetchQueue feeds the store's pending fetches to a few workers.
 type fetchQueue struct {
@@ -56,8 +58,11 @@ type fetchQueue struct {
 	// cursor is where the feeder's next pass reads from (nil: the first
 	// entry); the feeder's own.
 	cursor []byte
-	// lastRead is how many entries the feeder's last pass read (tests).
-	lastRead atomic.Int64
+	// scanBudget is fetchScanBudget (tests lower it).
+	scanBudget int
+	// maxRead is the most entries one pass of the feeder read, passes how
+	// many passes it made (tests).
+	maxRead, passes atomic.Int64
 	// fresh are fetches addArticleFromUrl just queued: the feeder sends
 	// them before it scans, so a member's save is not behind an import's
 	// waiting entries (at most freshMax; beyond, the scan finds them).
@@ -114,7 +119,7 @@ func (q *fetchQueue) releaseHost(host string) {
 }
 
 func (s *Server) startFetches() {
-	q := &fetchQueue{kick: make(chan struct{}, 1), jobs: make(chan storage.PendingFetch), inFlight: map[[2]string]bool{}, hosts: map[string]*hostTurn{}}
+	q := &fetchQueue{kick: make(chan struct{}, 1), jobs: make(chan storage.PendingFetch), inFlight: map[[2]string]bool{}, hosts: map[string]*hostTurn{}, scanBudget: fetchScanBudget}
 	q.ctx, q.cancel = context.WithCancel(context.Background())
 	s.fetches = q
 	q.wg.Add(1 + fetchWorkers)
@@ -193,7 +198,7 @@ func (s *Server) feedFetches() {
 			pending := q.fresh
 			q.fresh = nil
 			q.mu.Unlock()
-			scanned, next, read, err := s.store.PendingFetchesFrom(q.cursor, fetchBatch+fetchWorkers, fetchScanBudget, func(p storage.PendingFetch) bool {
+			scanned, next, read, err := s.store.PendingFetchesFrom(q.cursor, fetchBatch+fetchWorkers, q.scanBudget, func(p storage.PendingFetch) bool {
 				if p.Private != private {
 					return false
 				}
@@ -203,7 +208,10 @@ func (s *Server) feedFetches() {
 				}
 				return true
 			})
-			q.lastRead.Store(int64(read))
+			if int64(read) > q.maxRead.Load() {
+				q.maxRead.Store(int64(read))
+			}
+			q.passes.Add(1)
 			if err != nil {
 				if q.ctx.Err() == nil {
 					s.log.Error("read pending article fetches", zap.Error(err))

@@ -1,0 +1,89 @@
+package graphql
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// While an import's links wait on one host (its first fetch hangs), each
+// pass of the feeder reads at most its budget of pending entries, resuming
+// where the last stopped, and an article a member saves meanwhile is
+// fetched before the passes could have reached its entry.
+func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
+	const budget, links = 20, 200
+	defer func(b int) { fetchScanBudget = b }(fetchScanBudget)
+	fetchScanBudget = budget
+
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	defer close(release)
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<html><head><title>Saved meanwhile</title></head><body><p>Some text of the article.</p></body></html>")
+	}))
+	defer fast.Close()
+
+	noSync := false
+	store, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	m, err := store.CreateMember("alice", "", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(store, Options{AllowPrivateAddresses: true})
+	defer s.Close()
+	s.Start()
+
+	job, err := store.CreateImportJob(&storage.ImportJob{MemberID: m.ID, Format: "HEARTH", Staged: "staged-file", FetchPrivate: true, Total: links})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := make([]storage.ImportEntry, links)
+	for i := range entries {
+		entries[i] = storage.ImportEntry{Pos: i + 1, Ref: fmt.Sprint(i), Item: &storage.ImportItem{URL: fmt.Sprintf("%s/%d", slow.URL, i), Title: fmt.Sprint("link ", i), Fetch: true}}
+	}
+	if _, err := store.ImportItems(m.ID, job.ID, entries, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	s.kickFetches()
+	q := s.fetches
+	for q.passes.Load() < 3 {
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// A save of another host, queued after every waiting link.
+	if err := s.queueArticleFromURL(m.ID, fast.URL+"/article", nil); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		pending, err := store.PendingFetchesWhere(links+10, func(p storage.PendingFetch) bool { return !p.Import })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	passes := q.passes.Load()
+	if passes >= links/budget {
+		t.Fatalf("the saved article was fetched after %d passes, as the scan reached it, not at once", passes)
+	}
+	if got := q.maxRead.Load(); got > budget || got == 0 {
+		t.Fatalf("a pass read %d pending entries, budget %d (%d waiting)", got, budget, links)
+	}
+}
