@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -43,13 +44,41 @@ func BenchmarkImportOmnivoreZip4k(b *testing.B) {
 	benchmarkImport(b, omnivoreZip(b, 4000), 4000)
 }
 
+// Sixteen times: whether the live heap levels off (run with -benchtime 1x).
+func BenchmarkImportPocketCSV160k(b *testing.B) {
+	benchmarkImport(b, pocketCSV(b, 160000), 160000)
+}
+
+func BenchmarkImportOmnivoreZip16k(b *testing.B) {
+	benchmarkImport(b, omnivoreZip(b, 16000), 16000)
+}
+
+// HEARTH_IMPORT_HEAPPROFILE=file makes the benchmark write a heap profile
+// (go tool pprof -sample_index=inuse_space) each time the live heap after a
+// forced collection reaches a new peak: the last one written is the peak's.
+var importHeapProfile = os.Getenv("HEARTH_IMPORT_HEAPPROFILE")
+
+func writeHeapProfile(b *testing.B, name string) {
+	f, err := os.Create(name)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Error(err)
+	}
+}
+
 func benchmarkImport(b *testing.B, file string, n int) {
 	st, err := storage.Open(b.TempDir(), storage.Options{GCInterval: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	api := graphql.New(st, graphql.Options{NoImportFetch: true, ImportDir: filepath.Join(b.TempDir(), "staged")})
+	// Past the default entry limit (100,000) for the 160,000-item file.
+	api := graphql.New(st, graphql.Options{NoImportFetch: true, ImportDir: filepath.Join(b.TempDir(), "staged"),
+		ImportLimits: importer.Limits{MaxEntries: 200_000}})
 	defer api.Close()
 	var peak, peakLive atomic.Uint64
 	stop := make(chan struct{})
@@ -70,6 +99,9 @@ func benchmarkImport(b *testing.B, file string, n int) {
 				runtime.ReadMemStats(&ms)
 				if ms.HeapAlloc > peakLive.Load() {
 					peakLive.Store(ms.HeapAlloc)
+					if importHeapProfile != "" {
+						writeHeapProfile(b, importHeapProfile)
+					}
 				}
 				continue
 			}
