@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/pb"
+	"google.golang.org/protobuf/proto"
 )
 
 // A backup (format 2) is Hearth's header backupMagic, Badger's backup
@@ -61,8 +63,17 @@ func (s *Store) Backup(w io.Writer) error {
 		return err
 	}
 	cw := &countingWriter{w: hw}
-	if _, err := s.db.Backup(cw, 0); err != nil {
+	lw := &liveRecords{w: cw}
+	// db.Backup's stream, with frames of about 16 MiB instead of 100
+	// (liveRecords holds one whole).
+	stream := s.db.NewStream()
+	stream.LogPrefix = "DB.Backup"
+	stream.MaxSize = backupFrameTarget
+	if _, err := stream.Backup(lw, 0); err != nil {
 		return err
+	}
+	if len(lw.buf) != 0 {
+		return errors.New("backup: badger's stream ended inside a frame")
 	}
 	end := make([]byte, 0, 8+len(backupEndMagic)+8)
 	end = binary.LittleEndian.AppendUint64(end, backupEndMarker)
@@ -72,6 +83,76 @@ func (s *Store) Backup(w io.Writer) error {
 		return err
 	}
 	_, err := w.Write(h.Sum(nil))
+	return err
+}
+
+// liveRecords passes on Badger's backup frames without the delete markers
+// and expired records in them. Badger's full backup carries a marker, with
+// its key, for each record deleted since the last compaction, and keys
+// name what a member saved (a title in an index key, a label's name): a
+// backup taken after a member deleted their account kept them. A full
+// backup restores into an empty store, where the markers change nothing.
+// Each frame (Badger writes its length, then the frame) is held whole.
+type liveRecords struct {
+	w   io.Writer
+	buf []byte
+}
+
+// backupFrameTarget is the size at which Backup's stream starts a new
+// frame (a soft limit, as Badger's default of 100 MiB).
+const backupFrameTarget = 16 << 20
+
+// badgerBitDelete is Badger's meta bit of a delete marker (bitDelete in
+// badger/v4 structs.go).
+const badgerBitDelete = 1 << 0
+
+func (l *liveRecords) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	for len(l.buf) >= 8 {
+		n := binary.LittleEndian.Uint64(l.buf)
+		if n > maxBackupFrame {
+			return 0, fmt.Errorf("backup: a frame of %d bytes", n)
+		}
+		if uint64(len(l.buf)-8) < n {
+			break
+		}
+		if err := l.frame(l.buf[8 : 8+n]); err != nil {
+			return 0, err
+		}
+		l.buf = append(l.buf[:0], l.buf[8+n:]...)
+	}
+	return len(p), nil
+}
+
+func (l *liveRecords) frame(b []byte) error {
+	var list pb.KVList
+	if err := proto.Unmarshal(b, &list); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	now := uint64(time.Now().Unix())
+	kept := list.Kv[:0]
+	for _, kv := range list.Kv {
+		if len(kv.Meta) > 0 && kv.Meta[0]&badgerBitDelete != 0 || kv.ExpiresAt != 0 && kv.ExpiresAt <= now {
+			continue
+		}
+		kept = append(kept, kv)
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	if len(kept) < len(list.Kv) {
+		list.Kv = kept
+		var err error
+		if b, err = proto.Marshal(&list); err != nil {
+			return err
+		}
+	}
+	var hdr [8]byte
+	binary.LittleEndian.PutUint64(hdr[:], uint64(len(b)))
+	if _, err := l.w.Write(hdr[:]); err != nil {
+		return err
+	}
+	_, err := l.w.Write(b)
 	return err
 }
 

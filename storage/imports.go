@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -145,6 +146,28 @@ func (s *Store) CreateImportJob(j *ImportJob) (*ImportJob, error) {
 		return nil, err
 	}
 	return &out, nil
+}
+
+// importStagedFiles returns the staged files of memberID's unfinished jobs.
+func (tx *Tx) importStagedFiles(memberID string) ([]string, error) {
+	jobs, err := tx.importJobs(memberID)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, j := range jobs {
+		if !j.Finished() && j.Staged != "" {
+			out = append(out, j.Staged)
+		}
+	}
+	return out, nil
+}
+
+// removeStagedFiles removes the staged files of jobs that are gone.
+func removeStagedFiles(paths []string) {
+	for _, p := range paths {
+		_ = os.Remove(p)
+	}
 }
 
 // importJobs lists a member's jobs, newest first.
@@ -329,6 +352,13 @@ func (s *Store) ImportItems(memberID, jobID string, entries []ImportEntry, color
 				return err
 			}
 			return apply(part[half:])
+		}
+		if errors.Is(err, badger.ErrTxnTooBig) && len(part) == 1 && part[0].Failure == "" {
+			// One item (its highlights) is more than a transaction takes:
+			// it fails alone, and the job goes on past it.
+			e := part[0]
+			e.Item, e.Failure = nil, "the item and its highlights are more than the store takes at once"
+			return apply([]ImportEntry{e})
 		}
 		return err
 	}
@@ -583,6 +613,10 @@ func (tx *Tx) importLabel(memberID, name string, cache, colors map[string]string
 	if id, ok := cache[fold]; ok {
 		return id, nil
 	}
+	if _, full := cache[labelsFull]; full {
+		// Every label of the member is in cache: name is a new one.
+		return "", Invalid("at most %d labels", MaxLabels)
+	}
 	id, err := tx.get(labelNameKey(memberID, name))
 	if err == nil {
 		if ok, err := tx.has(labelKey(memberID, string(id))); err != nil {
@@ -606,9 +640,22 @@ func (tx *Tx) importLabel(memberID, name string, cache, colors map[string]string
 		}
 	}
 	l, err := tx.createLabel(memberID, name, color)
+	if IsInvalid(err) {
+		// The member has MaxLabels labels: they go in cache, and the
+		// transaction's further new names are refused without reading
+		// them all again.
+		for _, l := range all {
+			cache[labelNameFold(l.Name)] = l.ID
+		}
+		cache[labelsFull] = ""
+	}
 	if err != nil {
 		return "", err
 	}
 	cache[fold] = l.ID
 	return l.ID, nil
 }
+
+// labelsFull, in importLabel's cache, says the member's labels are all
+// there and no more can be made (no folded name has a NUL).
+const labelsFull = "\x00full"

@@ -1,7 +1,12 @@
 package storage
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -131,5 +136,140 @@ func TestImportJobsListAndLimit(t *testing.T) {
 	}
 	if un, _ := st.UnfinishedImportJobs(); len(un) != 0 {
 		t.Fatalf("a deleted member's jobs remain: %+v", un)
+	}
+}
+
+// Deleting a member removes the staged files of its unfinished imports (an
+// export holds everything the member saved elsewhere): nothing else would
+// until the runner's hourly sweep of files over an hour old.
+func TestDeleteMemberRemovesStagedImportFiles(t *testing.T) {
+	st, m := openSavedTest(t)
+	staged := filepath.Join(t.TempDir(), "upload-1")
+	if err := os.WriteFile(staged, []byte("url,title\nhttps://example.com/secret,Secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateImportJob(&ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.csv", Staged: staged, Total: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteMember(m.Username); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(staged); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the staged file of the deleted member's import is still there (stat: %v)", err)
+	}
+	if jobs, err := st.UnfinishedImportJobs(); err != nil || len(jobs) != 0 {
+		t.Fatalf("unfinished jobs after delete: %v %v", jobs, err)
+	}
+}
+
+// An item with more highlights than one transaction takes is counted as a
+// failed entry and the job goes on: it was an error that stopped the batch,
+// and the runner tried the same entry again forever.
+func TestImportItemTooBigForOneTransactionFailsAlone(t *testing.T) {
+	st, m := openSavedTest(t)
+	j := importJob(t, st, m.ID)
+	big := &ImportItem{URL: "https://example.com/big", Title: "Big"}
+	for i := range 60_000 {
+		big.Highlights = append(big.Highlights, ImportHighlight{Segments: []HighlightSegment{{XPath: "/", Text: fmt.Sprintf("quote %d", i)}}})
+	}
+	got, err := st.ImportItems(m.ID, j.ID, []ImportEntry{
+		{Pos: 1, Ref: "item 1", Item: big},
+		{Pos: 2, Ref: "item 2", Item: &ImportItem{URL: "https://example.com/small", Title: "Small"}},
+	}, nil, 0)
+	if err != nil {
+		t.Fatalf("ImportItems: %v", err)
+	}
+	if got.Position != 2 || got.Created != 1 || got.Failed != 1 || len(got.Failures) != 1 || got.Failures[0].Ref != "item 1" ||
+		!strings.Contains(got.Failures[0].Reason, "more than the store takes at once") {
+		t.Fatalf("job: %+v", got)
+	}
+	page, err := st.SavedItemsPage(m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 10})
+	if err != nil || len(page.Items) != 1 || page.Items[0].Title != "Small" {
+		t.Fatalf("items: %+v %v", page, err)
+	}
+}
+
+// A backup taken after a member deleted their account holds nothing of it:
+// Badger's backup stream carries a delete marker, with the key, for every
+// record deleted since the last compaction, and item keys name the title.
+func TestBackupAfterDeleteMemberHoldsNoTraceOfIt(t *testing.T) {
+	st, m := openSavedTest(t)
+	if _, err := st.CreateMember("keeper", "", "keeper password"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateLabel(m.ID, "Privatelabelname", "#ff0000"); err != nil {
+		t.Fatal(err)
+	}
+	j := importJob(t, st, m.ID)
+	if _, err := st.ImportItems(m.ID, j.ID, []ImportEntry{{Pos: 1, Ref: "row 1",
+		Item: &ImportItem{URL: "https://example.com/privateurlpath", Title: "Privatetitleword", HTML: "<p>body</p>", Text: "body"}}}, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	var before bytes.Buffer
+	if err := st.Backup(&before); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{m.ID, "privatetitleword", "Privatelabelname"} {
+		if !bytes.Contains(bytes.ToLower(before.Bytes()), bytes.ToLower([]byte(s))) {
+			t.Fatalf("the backup before the delete has no %q: the test looks for the wrong thing", s)
+		}
+	}
+	if err := st.DeleteMember(m.Username); err != nil {
+		t.Fatal(err)
+	}
+	var after bytes.Buffer
+	if err := st.Backup(&after); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{m.ID, "privatetitleword", "privatelabelname", "privateurlpath"} {
+		if bytes.Contains(bytes.ToLower(after.Bytes()), []byte(s)) {
+			t.Errorf("the backup after the delete still holds %q", s)
+		}
+	}
+	// It restores, with the other members.
+	if _, err := st.Replace(bytes.NewReader(after.Bytes())); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	if _, err := st.Authenticate("keeper", "keeper password"); err != nil {
+		t.Fatalf("the other member after the restore: %v", err)
+	}
+}
+
+// A member with MaxLabels labels importing items with new label names:
+// each new name read every label twice (the legacy name check, then
+// createLabel's count) before it was refused, 500 names an item. Once the
+// limit is met in a batch, further names cost one lookup. Allocations are
+// counted, not time.
+func TestImportLabelsPastTheLimitCostOneLookup(t *testing.T) {
+	st, m := openSavedTest(t)
+	for i := range MaxLabels {
+		if _, err := st.CreateLabel(m.ID, fmt.Sprintf("have %d", i), "#ff0000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := importJob(t, st, m.ID)
+	var names []string
+	for i := range MaxLabels {
+		names = append(names, fmt.Sprintf("new %d", i))
+	}
+	names = append(names, "HAVE 7")
+	entries := []ImportEntry{{Pos: 1, Ref: "row 1", Item: &ImportItem{URL: "https://example.com/a", Title: "A", Labels: names}}}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	got, err := st.ImportItems(m.ID, j.ID, entries, nil, 0)
+	runtime.ReadMemStats(&after)
+	if err != nil || got.Created != 1 {
+		t.Fatalf("ImportItems: %+v %v", got, err)
+	}
+	if a := after.TotalAlloc - before.TotalAlloc; a > 32<<20 {
+		t.Fatalf("ImportItems allocated %d bytes for %d names past the limit", a, MaxLabels)
+	}
+	page, err := st.SavedItemsPage(m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 1})
+	if err != nil || len(page.Items) != 1 || len(page.Items[0].LabelIDs) != 1 {
+		t.Fatalf("the item's labels: %+v %v", page.Items, err)
+	}
+	if ls, err := st.LabelsByID(m.ID, page.Items[0].LabelIDs); err != nil || len(ls) != 1 || ls[0].Name != "have 7" {
+		t.Fatalf("the item's label: %+v %v", ls, err)
 	}
 }

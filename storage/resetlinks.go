@@ -126,3 +126,35 @@ func (s *Store) UseResetLink(token, password string) (*Member, error) {
 	}
 	return m, err
 }
+
+func init() {
+	// A deleted member's reset links go with it (they are few: an
+	// operator makes them one at a time).
+	memberCleanups = append(memberCleanups, func(tx *Tx, memberID string) error {
+		return tx.deleteRecordsOf(key("reset", ""), memberID)
+	})
+}
+
+// deleteRecordsOf deletes the records under prefix whose JSON names
+// memberID as member_id.
+func (tx *Tx) deleteRecordsOf(prefix []byte, memberID string) error {
+	var keys [][]byte
+	err := tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+		var rec struct {
+			MemberID string `json:"member_id"`
+		}
+		if unmarshal(v, &rec) == nil && rec.MemberID == memberID {
+			keys = append(keys, append([]byte{}, k...))
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := tx.delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

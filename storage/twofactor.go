@@ -329,6 +329,14 @@ type signInChallenge struct {
 
 func challengeKey(digest string) []byte { return key("2fa", "challenge", digest) }
 
+func init() {
+	// A deleted member's sign-in challenges go with it (they live
+	// SignInChallengeLifetime).
+	memberCleanups = append(memberCleanups, func(tx *Tx, memberID string) error {
+		return tx.deleteRecordsOf(key("2fa", "challenge", ""), memberID)
+	})
+}
+
 // CreateSignInChallenge records that memberID gave the right password and
 // returns the challenge's secret.
 func (s *Store) CreateSignInChallenge(memberID string) (string, error) {

@@ -133,3 +133,41 @@ func TestSignInChallenge(t *testing.T) {
 		t.Fatalf("unknown challenge: %v", err)
 	}
 }
+
+// Deleting a member deletes its reset links and sign-in challenges (global
+// keys, found by the member id in their records): nothing in the store
+// names the member afterwards.
+func TestDeleteMemberDeletesResetLinksAndChallenges(t *testing.T) {
+	st, m := openSavedTest(t)
+	other, err := st.CreateMember("other", "", "other password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := st.CreateResetLink(m.Username, time.Hour, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateSignInChallenge(m.ID); err != nil {
+		t.Fatal(err)
+	}
+	keep, _, _, err := st.CreateResetLink(other.Username, time.Hour, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteMember(m.Username); err != nil {
+		t.Fatal(err)
+	}
+	err = st.View(func(tx *Tx) error {
+		return tx.scan(nil, nil, false, false, func(k, v []byte) (bool, error) {
+			if strings.Contains(string(k), m.ID) || strings.Contains(string(v), m.ID) {
+				t.Errorf("after the delete, %q names the member: %q", k, v)
+			}
+			return true, nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := st.ResetLinkMember(keep); err != nil || got.ID != other.ID {
+		t.Fatalf("another member's reset link: %v %v", got, err)
+	}
+}

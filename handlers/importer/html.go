@@ -35,12 +35,13 @@ type anchorReader struct {
 	h1       strings.Builder
 	text     strings.Builder
 	eof      bool
+	max      int // MaxEntryBytes: bounds text and h1 too, not only a token
 }
 
 func newAnchorReader(body io.Reader, format Format, lim Limits) (*anchorReader, error) {
 	z := html.NewTokenizer(body)
 	z.SetMaxBuf(int(lim.MaxEntryBytes))
-	return &anchorReader{z: z, format: format}, nil
+	return &anchorReader{z: z, format: format, max: int(lim.MaxEntryBytes)}, nil
 }
 
 func (a *anchorReader) Next() (*Item, error) {
@@ -107,12 +108,20 @@ func (a *anchorReader) Next() (*Item, error) {
 				a.archived = strings.Contains(strings.ToLower(a.h1.String()), "archive")
 			}
 		case html.TextToken:
+			var b *strings.Builder
 			switch {
 			case a.inA || a.inDD:
-				a.text.Write(a.z.Text())
+				b = &a.text
 			case a.inH1:
-				a.h1.Write(a.z.Text())
+				b = &a.h1
+			default:
+				continue
 			}
+			t := a.z.Text()
+			if b.Len()+len(t) > a.max {
+				return nil, refuse("an entry of the file is longer than the import limit")
+			}
+			b.Write(t)
 		}
 	}
 }

@@ -467,13 +467,12 @@ func parseDate(s string) (time.Time, bool) {
 }
 
 // splitLabels splits a label list on any of seps, trimmed, without empty
-// names or repeats.
+// names or repeats, at most storage.MaxLabels of them (see addLabel).
 func splitLabels(s, seps string) []string {
 	var out []string
 	for _, p := range strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(seps, r) }) {
-		p = strings.TrimSpace(p)
-		if p != "" && !containsFold(out, p) {
-			out = append(out, p)
+		if out = addLabel(out, p); len(out) >= storage.MaxLabels {
+			break
 		}
 	}
 	return out
@@ -488,10 +487,12 @@ func containsFold(list []string, s string) bool {
 	return false
 }
 
-// addLabel appends name unless it is there already.
+// addLabel appends name unless it is there already or list has
+// storage.MaxLabels names (a member has no more labels; and each name is
+// compared with every one kept, so the list must stay short).
 func addLabel(list []string, name string) []string {
 	name = strings.TrimSpace(name)
-	if name == "" || containsFold(list, name) {
+	if name == "" || len(list) >= storage.MaxLabels || containsFold(list, name) {
 		return list
 	}
 	return append(list, name)

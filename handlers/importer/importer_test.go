@@ -3,12 +3,15 @@ package importer_test
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -309,5 +312,82 @@ func TestParseFormat(t *testing.T) {
 	}
 	if _, err := importer.ParseFormat("delicious"); err == nil || !strings.Contains(err.Error(), "POCKET") {
 		t.Errorf("unknown format: %v", err)
+	}
+}
+
+// A link's title or description made of many short pieces between tags is
+// one entry too: it is bounded by MaxEntryBytes like a single long token,
+// not by the upload's size (memory stays bounded per entry).
+func TestBookmarkTitleOfManyPiecesIsBounded(t *testing.T) {
+	head := "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n"
+	pieces := strings.Repeat("xxxxxxxxxx<b>", 300)
+	title := head + `<DT><A HREF="https://example.com/">` + pieces + "</A>\n</DL>\n"
+	refusal(t, writeFile(t, []byte(title)), importer.Auto, importer.Limits{MaxEntryBytes: 1000}, "longer than the import limit")
+	desc := head + `<DT><A HREF="https://example.com/">t</A>` + "\n<DD>" + pieces + "\n</DL>\n"
+	refusal(t, writeFile(t, []byte(desc)), importer.Auto, importer.Limits{MaxEntryBytes: 1000}, "longer than the import limit")
+	pocket := "<!DOCTYPE html><html><body><h1>" + pieces + "</h1><ul><li><a href=\"https://example.com/\" time_added=\"1\">t</a></li></ul></body></html>"
+	refusal(t, writeFile(t, []byte(pocket)), importer.PocketHTML, importer.Limits{MaxEntryBytes: 1000}, "longer than the import limit")
+}
+
+// A zip's entry count is checked from its end record before archive/zip
+// reads the directory: a directory of many tiny entries (a 256 MiB upload
+// holds millions) costs a few hundred bytes of memory per entry once read,
+// so it is refused without being read. The allocations are counted, not
+// timed.
+func TestZipWithTooManyEntriesIsRefusedBeforeItsDirectoryIsRead(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "many.zip")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	const n = 70_000 // past 65535: the count is in the zip64 end record
+	for i := range n {
+		if _, err := zw.CreateHeader(&zip.FileHeader{Name: strconv.FormatInt(int64(i), 36), Method: zip.Store}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	lim := importer.Limits{MaxEntries: 10}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, _, err = importer.Scan(p, importer.Auto, lim)
+	runtime.ReadMemStats(&after)
+	if !importer.IsFileError(err) || !strings.Contains(err.Error(), "70000 files, more than an import takes (140)") {
+		t.Fatalf("Scan = %v", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4<<20 {
+		t.Fatalf("Scan allocated %d bytes refusing the archive: it read the directory", got)
+	}
+	// Under 65535 entries the count is in the plain end record.
+	small := map[string][]byte{}
+	for i := range 200 {
+		small[strconv.Itoa(i)+".html"] = nil
+	}
+	refusal(t, writeZip(t, small), importer.Auto, lim, "200 files, more than an import takes (140)")
+}
+
+// An item's labels stop at storage.MaxLabels (a member has no more): the
+// de-duplication of an entry's tags compared each tag with every one kept,
+// so the 2 million tags a 16 MiB entry holds took hours of the upload
+// request's CPU.
+func TestLabelsOfAnItemAreBounded(t *testing.T) {
+	var tags []string
+	for i := range 3 * storage.MaxLabels {
+		tags = append(tags, "tag"+strconv.Itoa(i))
+	}
+	doc := "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n<DT><A HREF=\"https://example.com/\" TAGS=\"" + strings.Join(tags, ",") + "\">x</A>\n</DL>\n"
+	_, items, _ := readAll(t, writeFile(t, []byte(doc)), importer.Auto)
+	if len(items) != 1 || len(items[0].Labels) != storage.MaxLabels || items[0].Labels[0] != "tag0" {
+		t.Fatalf("bookmark labels: %d", len(items[0].Labels))
+	}
+	wb, _ := json.Marshal([]map[string]any{{"url": "https://example.com/", "title": "x", "tags": tags}})
+	_, items, _ = readAll(t, writeFile(t, wb), importer.Wallabag)
+	if len(items) != 1 || len(items[0].Labels) != storage.MaxLabels {
+		t.Fatalf("wallabag labels: %d", len(items[0].Labels))
 	}
 }

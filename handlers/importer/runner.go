@@ -342,27 +342,34 @@ func (r *Runner) item(it *Item) *storage.ImportItem {
 	}
 	in.Fetch = !r.opts.NoFetch && in.HTML == "" && in.Text == ""
 	var body *html.Node // the content, parsed once for the quotes to place
+	budget := placeBudget
 	for _, h := range it.Highlights {
 		segs := h.Segments
 		if len(segs) == 0 {
 			if body == nil {
 				body = contentBody(in.HTML)
 			}
-			segs = []storage.HighlightSegment{placeQuote(body, h.Quote)}
+			segs = []storage.HighlightSegment{placeQuote(body, h.Quote, &budget)}
 		}
 		in.Highlights = append(in.Highlights, storage.ImportHighlight{Segments: segs, Note: h.Note, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt})
 	}
 	return in
 }
 
+// placeBudget bounds the text placeQuote looks at for one item's quotes
+// (each walk reads the content's text again): past it the item's remaining
+// quotes stay at the root, so an entry of many quotes over a long content
+// costs bounded CPU.
+const placeBudget = 64 << 20
+
 // placeQuote locates quote in content as a highlight segment: the deepest
 // element whose text holds it, by an XPath from the content's root
 // ("/div[1]/p[2]") and rune offsets in that element's text, as the
 // highlights clients make. A quote not found (the export's content differs
 // or is missing) is kept at the root ("/", offsets 0), with its text.
-func placeQuote(body *html.Node, quote string) storage.HighlightSegment {
+func placeQuote(body *html.Node, quote string, budget *int) storage.HighlightSegment {
 	seg := storage.HighlightSegment{XPath: "/", Text: clipString(quote, storage.MaxSegmentText-1)}
-	if body == nil || quote == "" {
+	if body == nil || quote == "" || *budget <= 0 {
 		return seg
 	}
 	var best string
@@ -376,7 +383,11 @@ func placeQuote(body *html.Node, quote string) storage.HighlightSegment {
 			}
 			counts[c.Data]++
 			p := fmt.Sprintf("%s/%s[%d]", path, c.Data, counts[c.Data])
+			if *budget <= 0 {
+				return // the element found so far holds the quote too
+			}
 			text := textOf(c)
+			*budget -= len(text)
 			if i := strings.Index(text, quote); i >= 0 {
 				best, bestStart = p, len([]rune(text[:i]))
 				walk(c, p)

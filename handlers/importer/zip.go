@@ -3,6 +3,7 @@ package importer
 import (
 	"archive/zip"
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -34,12 +35,19 @@ type zipArchive struct {
 }
 
 func checkZip(f *os.File, size int64, lim Limits) (*zipArchive, error) {
+	// An entry is at most a few members (content, highlights, metadata).
+	// The count is checked before archive/zip reads the directory, which
+	// costs a few hundred bytes of memory per member: a 256 MiB upload
+	// can declare millions of them.
+	max := 4*lim.MaxEntries + 100
+	if n, ok := zipEntryCount(f, size); ok && n > uint64(max) {
+		return nil, refuse("the zip archive has %d files, more than an import takes (%d)", n, max)
+	}
 	zr, err := zip.NewReader(f, size)
 	if err != nil {
 		return nil, refuse("the zip archive is damaged or incomplete (%v)", err)
 	}
-	// An entry is at most a few members (content, highlights, metadata).
-	if max := 4*lim.MaxEntries + 100; len(zr.File) > max {
+	if len(zr.File) > max {
 		return nil, refuse("the zip archive has %d files, more than an import takes (%d)", len(zr.File), max)
 	}
 	z := &zipArchive{zr: zr, files: make(map[string]*zip.File, len(zr.File)), lim: lim}
@@ -60,6 +68,54 @@ func checkZip(f *os.File, size int64, lim Limits) (*zipArchive, error) {
 		z.files[name] = zf
 	}
 	return z, nil
+}
+
+// zipEntryCount reads the number of members a zip's end of central
+// directory record declares (its zip64 record's when it has one), as
+// archive/zip finds them (APPNOTE.TXT 4.3.14-4.3.16), without reading the
+// directory. ok is false when no end record is found: archive/zip then
+// refuses the file.
+func zipEntryCount(r io.ReaderAt, size int64) (n uint64, ok bool) {
+	const endLen, locLen, end64Len = 22, 20, 56
+	tail := min(size, endLen+0xffff)
+	buf := make([]byte, tail)
+	if _, err := r.ReadAt(buf, size-tail); err != nil && err != io.EOF {
+		return 0, false
+	}
+	at := -1
+	for i := len(buf) - endLen; i >= 0; i-- {
+		// The last signature whose comment ends the file, as archive/zip.
+		if string(buf[i:i+4]) == "PK\x05\x06" && i+endLen+int(binary.LittleEndian.Uint16(buf[i+20:])) <= len(buf) {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		return 0, false
+	}
+	n = uint64(binary.LittleEndian.Uint16(buf[at+10:]))
+	if n != 0xffff && binary.LittleEndian.Uint32(buf[at+16:]) != 0xffffffff {
+		return n, true
+	}
+	// zip64: the locator just before the end record gives the zip64 end
+	// record's offset, which holds the count as 8 bytes at offset 32.
+	loc := size - tail + int64(at) - locLen
+	lb := make([]byte, locLen)
+	if loc < 0 {
+		return n, true
+	}
+	if _, err := r.ReadAt(lb, loc); err != nil || string(lb[:4]) != "PK\x06\x07" {
+		return n, true
+	}
+	off := int64(binary.LittleEndian.Uint64(lb[8:]))
+	rb := make([]byte, end64Len)
+	if off < 0 || off > size-end64Len {
+		return 0, false
+	}
+	if _, err := r.ReadAt(rb, off); err != nil || string(rb[:4]) != "PK\x06\x06" {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(rb[32:]), true
 }
 
 func safeName(name string) bool {
@@ -323,8 +379,11 @@ func (h *hearthReader) Next() (*Item, error) {
 	}
 	it := &Item{Ref: ref, Type: e.Type, URL: e.URL, Title: e.Title, Description: e.Description, Author: e.Author,
 		LeadImage: e.LeadImage, WordCount: e.WordCount, ReadingProgress: e.ReadingProgress, ReadAt: e.ReadAt,
-		SavedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Status: e.Status, Labels: e.Labels,
+		SavedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Status: e.Status,
 		HTML: e.ContentHTML, Text: e.ContentText}
+	for _, l := range e.Labels {
+		it.Labels = addLabel(it.Labels, l)
+	}
 	for _, hl := range e.Highlights {
 		it.Highlights = append(it.Highlights, Highlight{Quote: hl.Text, Note: hl.Note, Segments: hl.Segments, CreatedAt: hl.CreatedAt, UpdatedAt: hl.UpdatedAt})
 	}
@@ -633,6 +692,7 @@ var omnivoreTagsRE = regexp.MustCompile(`^(#\S+\s*)+$`)
 // and is not kept.
 func omnivoreHighlights(md string) []Highlight {
 	var out []Highlight
+	var notes [][]string // each highlight's note paragraphs, joined once
 	for _, block := range strings.Split(strings.ReplaceAll(md, "\r\n", "\n"), "\n\n") {
 		b := strings.TrimSpace(block)
 		switch {
@@ -643,15 +703,15 @@ func omnivoreHighlights(md string) []Highlight {
 				lines[i] = strings.TrimPrefix(strings.TrimPrefix(l, ">"), " ")
 			}
 			out = append(out, Highlight{Quote: strings.TrimSpace(strings.Join(lines, "\n"))})
+			notes = append(notes, nil)
 		case omnivoreTagsRE.MatchString(b):
 			// the highlight's labels: Hearth's highlights have none
 		case len(out) > 0:
-			h := &out[len(out)-1]
-			if h.Note != "" {
-				h.Note += "\n\n"
-			}
-			h.Note += b
+			notes[len(out)-1] = append(notes[len(out)-1], b)
 		}
+	}
+	for i := range out {
+		out[i].Note = strings.Join(notes[i], "\n\n")
 	}
 	return out
 }

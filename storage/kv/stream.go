@@ -11,6 +11,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"time"
 
 	"github.com/dgraph-io/badger/v4/pb"
 	"google.golang.org/protobuf/proto"
@@ -37,6 +38,10 @@ const (
 	// frameBytes is the size from which WriteStream starts a new frame.
 	frameBytes = 4 << 20
 )
+
+// badgerBitDelete is Badger's meta bit of a delete marker (bitDelete in
+// badger/v4 structs.go).
+const badgerBitDelete = 1 << 0
 
 // ErrNotStream is returned by ReadStream for input that is not a complete,
 // intact format-2 backup.
@@ -133,27 +138,34 @@ func ReadStream(r io.Reader, spoolDir string) (next func() (Record, error), clos
 	br := bufio.NewReaderSize(f, 1<<20)
 	var pending []*pb.KV
 	next = func() (Record, error) {
-		for len(pending) == 0 {
-			var hdr [8]byte
-			if _, err := io.ReadFull(br, hdr[:]); err != nil {
-				if errors.Is(err, io.EOF) {
-					return Record{}, io.EOF
+		for {
+			for len(pending) == 0 {
+				var hdr [8]byte
+				if _, err := io.ReadFull(br, hdr[:]); err != nil {
+					if errors.Is(err, io.EOF) {
+						return Record{}, io.EOF
+					}
+					return Record{}, err
 				}
-				return Record{}, err
+				b := make([]byte, binary.LittleEndian.Uint64(hdr[:]))
+				if _, err := io.ReadFull(br, b); err != nil {
+					return Record{}, err
+				}
+				var list pb.KVList
+				if err := proto.Unmarshal(b, &list); err != nil {
+					return Record{}, fmt.Errorf("%w: a frame is not a record list: %v", ErrNotStream, err)
+				}
+				pending = list.Kv
 			}
-			b := make([]byte, binary.LittleEndian.Uint64(hdr[:]))
-			if _, err := io.ReadFull(br, b); err != nil {
-				return Record{}, err
+			kv := pending[0]
+			pending = pending[1:]
+			if len(kv.Meta) > 0 && kv.Meta[0]&badgerBitDelete != 0 || kv.ExpiresAt != 0 && kv.ExpiresAt <= uint64(time.Now().Unix()) {
+				// A delete marker of Badger's DB.Backup (older storage
+				// backups carry them), or a record expired: not a record.
+				continue
 			}
-			var list pb.KVList
-			if err := proto.Unmarshal(b, &list); err != nil {
-				return Record{}, fmt.Errorf("%w: a frame is not a record list: %v", ErrNotStream, err)
-			}
-			pending = list.Kv
+			return Record{Key: kv.Key, Value: kv.Value, ExpiresAt: kv.ExpiresAt}, nil
 		}
-		kv := pending[0]
-		pending = pending[1:]
-		return Record{Key: kv.Key, Value: kv.Value, ExpiresAt: kv.ExpiresAt}, nil
 	}
 	return next, closeFn, nil
 }
