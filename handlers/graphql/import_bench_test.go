@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -53,6 +54,25 @@ func BenchmarkImportOmnivoreZip16k(b *testing.B) {
 	benchmarkImport(b, omnivoreZip(b, 16000), 16000)
 }
 
+// HEARTH_IMPORT_ITEMS=n: files of any size (skipped without it).
+func BenchmarkImportPocketCSVSized(b *testing.B) {
+	n := importItems(b)
+	benchmarkImport(b, pocketCSV(b, n), n)
+}
+
+func BenchmarkImportOmnivoreZipSized(b *testing.B) {
+	n := importItems(b)
+	benchmarkImport(b, omnivoreZip(b, n), n)
+}
+
+func importItems(b *testing.B) int {
+	n, err := strconv.Atoi(os.Getenv("HEARTH_IMPORT_ITEMS"))
+	if err != nil || n <= 0 {
+		b.Skip("HEARTH_IMPORT_ITEMS is not a count of items")
+	}
+	return n
+}
+
 // HEARTH_IMPORT_HEAPPROFILE=file makes the benchmark write a heap profile
 // (go tool pprof -sample_index=inuse_space) each time the live heap after a
 // forced collection reaches a new peak: the last one written is the peak's.
@@ -76,9 +96,9 @@ func benchmarkImport(b *testing.B, file string, n int) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	// Past the default entry limit (100,000) for the 160,000-item file.
+	// Past the default limits (100,000 entries, 256 MiB) for the largest files.
 	api := graphql.New(st, graphql.Options{NoImportFetch: true, ImportDir: filepath.Join(b.TempDir(), "staged"),
-		ImportLimits: importer.Limits{MaxEntries: 200_000}})
+		ImportLimits: importer.Limits{MaxEntries: 1_000_000, MaxUploadBytes: 4 << 30}})
 	defer api.Close()
 	var peak, peakLive atomic.Uint64
 	stop := make(chan struct{})
