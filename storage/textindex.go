@@ -1171,26 +1171,50 @@ func (tx *Tx) textCandidates(memberID string, needle []byte, limit int) (ids []s
 var candidateFloor = 100
 
 // maxSourceItems bounds the ids one filter's keys give a search: filters
-// that select more are intersected by the item scan instead.
-const maxSourceItems = 10000
+// that select more are checked per item, by key (idSource.has) or by the
+// match of the scan along the sort order (a var: tests lower it).
+var maxSourceItems = 10000
 
-// keyCandidates adds the item ids (8-byte suffixes) under prefix to into,
-// or returns false past maxSourceItems.
-func (tx *Tx) keyCandidates(prefix []byte, into map[string]bool, limit int) (ok bool, err error) {
-	err = tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+// narrowSample is how many ids of an intersection a search checks against
+// the keys of larger filters to estimate how many it keeps (a var: tests
+// lower it).
+var narrowSample = 32
+
+// idSource is a filter with keys of its own: read appends the ids of the
+// items it selects (in any order, perhaps repeated) to into, or returns
+// false once they are more than limit; has, when not nil, tells by point
+// lookups whether the filter selects one item.
+type idSource struct {
+	read func(into []uint64, limit int) ([]uint64, bool, error)
+	has  func(id uint64) (bool, error)
+}
+
+// keyCandidates appends the item ids (8-byte suffixes) under prefix to
+// into, or returns false past limit.
+func (tx *Tx) keyCandidates(prefix []byte, into []uint64, limit int) ([]uint64, bool, error) {
+	n := len(into)
+	err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
 		if len(k) < len(prefix)+8 {
 			return true, nil
 		}
-		into[strconv.FormatUint(binary.BigEndian.Uint64(k[len(k)-8:]), 10)] = true
-		return len(into) <= limit, nil
+		into = append(into, binary.BigEndian.Uint64(k[len(k)-8:]))
+		return len(into)-n <= limit, nil
 	})
-	return err == nil && len(into) <= limit, err
+	return into, err == nil && len(into)-n <= limit, err
 }
 
-// siteCandidates adds the items of the domains that contain site, or
-// returns false past maxSourceItems. Distinct domains are found by
-// seeking past each one's items.
-func (tx *Tx) siteCandidates(memberID, site string, into map[string]bool, limit int) (ok bool, err error) {
+// keyHas reports whether the key exists.
+func (tx *Tx) keyHas(k []byte) (bool, error) {
+	_, err := tx.txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// siteCandidates appends the items of the domains that contain site, or
+// returns false past limit (or past maxSiteDomains domains).
+func (tx *Tx) siteCandidates(memberID, site string, into []uint64, limit int) ([]uint64, bool, error) {
 	prefix := key("u", memberID, "gql", "sn", "")
 	var domains []string
 	if err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
@@ -1199,26 +1223,29 @@ func (tx *Tx) siteCandidates(memberID, site string, into map[string]bool, limit 
 		}
 		return true, nil
 	}); err != nil {
-		return false, err
+		return into, false, err
 	}
 	if len(domains) > maxSiteDomains {
-		return false, nil // a broad site: (".com"): the scan finds its items soon
+		return into, false, nil // a broad site: (".com"): the scan finds its items soon
 	}
+	n := len(into)
 	for _, d := range domains {
-		if ok, err := tx.keyCandidates(encString(siteItemsPrefix(memberID), d), into, limit); err != nil || !ok {
-			return false, err
+		var ok bool
+		var err error
+		if into, ok, err = tx.keyCandidates(encString(siteItemsPrefix(memberID), d), into, limit-(len(into)-n)); err != nil || !ok {
+			return into, false, err
 		}
 	}
-	return true, nil
+	return into, true, nil
 }
 
 // maxSiteDomains is the most domains a site: search reads the items of;
 // more, and it is left to the scan along the sort order.
 const maxSiteDomains = 64
 
-// rangeCandidates adds the items of statuses whose createdAt (or
-// updatedAt) lies in [from, to), or returns false past maxSourceItems.
-func (tx *Tx) rangeCandidates(memberID string, statuses []string, field SortField, from, to *time.Time, into map[string]bool, limit int) (bool, error) {
+// rangeCandidates appends the items of statuses whose createdAt (or
+// updatedAt) lies in [from, to), or returns false past limit.
+func (tx *Tx) rangeCandidates(memberID string, statuses []string, field SortField, from, to *time.Time, into []uint64, limit int) ([]uint64, bool, error) {
 	var lower, upper []byte
 	if from != nil {
 		lower = encUint64(encTime(nil, *from), 0)
@@ -1226,23 +1253,54 @@ func (tx *Tx) rangeCandidates(memberID string, statuses []string, field SortFiel
 	if to != nil {
 		upper = encUint64(encTime(nil, *to), 0)
 	}
+	n := len(into)
 	for _, st := range statuses {
 		prefix := itemIndexPrefix(memberID, st, field)
 		err := tx.keysetScan(prefix, false, nil, lower, upper, false, func(suf, _ []byte) (bool, error) {
-			into[strconv.FormatUint(binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)] = true
-			return len(into) <= limit, nil
+			into = append(into, binary.BigEndian.Uint64(suf[len(suf)-8:]))
+			return len(into)-n <= limit, nil
 		})
-		if err != nil || len(into) > limit {
-			return false, err
+		if err != nil || len(into)-n > limit {
+			return into, false, err
 		}
 	}
-	return true, nil
+	return into, true, nil
+}
+
+// sortedIDs sorts ids and drops repeats.
+func sortedIDs(ids []uint64) []uint64 {
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// intersectIDs keeps in a (sorted) the ids also in b (sorted).
+func intersectIDs(a, b []uint64) []uint64 {
+	out := a[:0]
+	j := 0
+	for _, id := range a {
+		for j < len(b) && b[j] < id {
+			j++
+		}
+		if j < len(b) && b[j] == id {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // searchCandidates returns the ids of a small set of items that holds
 // every match of f: the intersection of what the filters' keys and the
 // trigram index give, or ok false when that is more than maxCandidates or
 // none of them can tell.
+//
+// Sources are read up to the candidate limit first; when every one is
+// larger, those of at most maxSourceItems ids are intersected, and the
+// intersection is narrowed by point lookups in the keys of the larger
+// ones (label, type, highlights) while it is no larger than
+// maxSourceItems: whatever the selectivity of two filters, a search reads
+// at most about maxSourceItems keys of each before it either reads the
+// exact intersection item by item or walks the sort order skipping by key
+// every item outside it.
 func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, statuses []string, first int) (ids []string, ok bool, err error) {
 	ready, err := tx.searchReady(memberID)
 	if err != nil {
@@ -1253,106 +1311,182 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 	// about an eighth of a point read (measured on the search corpus):
 	// candidates win while c² < first × items / 8.
 	limit := maxCandidates
+	items := 0.0 // about the number of the member's items
 	if ready {
 		meta, err := tx.textMeta(memberID)
 		if err != nil {
 			return nil, false, err
 		}
-		limit = min(maxCandidates, max(candidateFloor, int(math.Sqrt(float64(max(first, 1))*float64(meta.nextDoc)/8))))
+		items = float64(meta.nextDoc)
+		limit = min(maxCandidates, max(candidateFloor, int(math.Sqrt(float64(max(first, 1))*items/8))))
 	}
 	// Each filter that has keys is a source of ids.
-	type source func(into map[string]bool, limit int) (bool, error)
-	var srcs []source
+	var srcs []idSource
 	for _, group := range m.labelsAll {
-		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
-			for _, l := range group {
-				p := labelItemKey(memberID, l, "")
-				err := tx.scan(p, nil, false, true, func(k, _ []byte) (bool, error) {
-					set[string(k[len(p):])] = true
-					return len(set) <= limit, nil
-				})
-				if err != nil || len(set) > limit {
-					return false, err
+		srcs = append(srcs, idSource{
+			read: func(into []uint64, limit int) ([]uint64, bool, error) {
+				n := len(into)
+				for _, l := range group {
+					p := labelItemKey(memberID, l, "")
+					bad := false
+					err := tx.scan(p, nil, false, true, func(k, _ []byte) (bool, error) {
+						id, perr := strconv.ParseUint(string(k[len(p):]), 10, 64)
+						if perr != nil {
+							bad = true // not an item id: leave this filter to the scan
+							return false, nil
+						}
+						into = append(into, id)
+						return len(into)-n <= limit, nil
+					})
+					if err != nil || bad || len(into)-n > limit {
+						return into, false, err
+					}
 				}
-			}
-			return true, nil
+				return into, true, nil
+			},
+			has: func(id uint64) (bool, error) {
+				s := strconv.FormatUint(id, 10)
+				for _, l := range group {
+					if ok, err := tx.keyHas(labelItemKey(memberID, l, s)); err != nil || ok {
+						return ok, err
+					}
+				}
+				return false, nil
+			},
 		})
 	}
 	if f.SavedFrom != nil || f.SavedTo != nil {
-		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
-			return tx.rangeCandidates(memberID, statuses, SortCreatedAt, f.SavedFrom, f.SavedTo, set, limit)
-		})
+		srcs = append(srcs, idSource{read: func(into []uint64, limit int) ([]uint64, bool, error) {
+			return tx.rangeCandidates(memberID, statuses, SortCreatedAt, f.SavedFrom, f.SavedTo, into, limit)
+		}})
 	}
 	if f.UpdatedFrom != nil || f.UpdatedTo != nil {
-		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
-			return tx.rangeCandidates(memberID, statuses, SortUpdatedAt, f.UpdatedFrom, f.UpdatedTo, set, limit)
-		})
+		srcs = append(srcs, idSource{read: func(into []uint64, limit int) ([]uint64, bool, error) {
+			return tx.rangeCandidates(memberID, statuses, SortUpdatedAt, f.UpdatedFrom, f.UpdatedTo, into, limit)
+		}})
 	}
 	if ready && f.Site != "" {
-		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
-			return tx.siteCandidates(memberID, strings.ToLower(f.Site), set, limit)
-		})
+		srcs = append(srcs, idSource{read: func(into []uint64, limit int) ([]uint64, bool, error) {
+			return tx.siteCandidates(memberID, strings.ToLower(f.Site), into, limit)
+		}})
 	}
 	if ready && f.Type != "" {
-		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
-			return tx.keyCandidates(typeItemsPrefix(memberID, f.Type), set, limit)
+		prefix := typeItemsPrefix(memberID, f.Type)
+		srcs = append(srcs, idSource{
+			read: func(into []uint64, limit int) ([]uint64, bool, error) {
+				return tx.keyCandidates(prefix, into, limit)
+			},
+			has: func(id uint64) (bool, error) { return tx.keyHas(encUint64(prefix, id)) },
 		})
 	}
 	if ready && f.HasHighlights != nil && *f.HasHighlights {
-		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
-			return tx.keyCandidates(highlightedItemsPrefix(memberID), set, limit)
+		prefix := highlightedItemsPrefix(memberID)
+		srcs = append(srcs, idSource{
+			read: func(into []uint64, limit int) ([]uint64, bool, error) {
+				return tx.keyCandidates(prefix, into, limit)
+			},
+			has: func(id uint64) (bool, error) { return tx.keyHas(encUint64(prefix, id)) },
 		})
 	}
-	// The smallest source of at most maxCandidates ids (match checks the
-	// other filters on each); when every source is larger, the
-	// intersection of those of at most maxSourceItems.
-	var cand map[string]bool
-	var large []source
+	// The smallest source of at most limit ids (match checks the other
+	// filters on each).
+	var cand []uint64
+	var large []idSource
+	var buf []uint64
 	for _, src := range srcs {
-		set := map[string]bool{}
-		small, err := src(set, limit)
+		var small bool
+		buf, small, err = src.read(buf[:0], limit)
 		if err != nil {
 			return nil, false, err
 		}
 		if !small {
 			large = append(large, src)
-		} else if cand == nil || len(set) < len(cand) {
-			cand = set
+		} else if cand == nil || len(buf) < len(cand) {
+			cand, buf = sortedIDs(buf), cand
 			if len(cand) <= 50 {
 				break
 			}
 		}
 	}
 	if cand == nil && len(large) > 0 {
-		var inter map[string]bool
+		// Every source is larger: intersect those of at most
+		// maxSourceItems, then check the intersection against the keys
+		// of the others.
+		var inter []uint64
+		var unread []idSource
 		for _, src := range large {
-			set := map[string]bool{}
-			small, err := src(set, maxSourceItems)
+			var small bool
+			buf, small, err = src.read(buf[:0], maxSourceItems)
 			if err != nil {
 				return nil, false, err
 			}
 			if !small {
+				unread = append(unread, src)
 				continue
 			}
 			if inter == nil {
-				inter = set
+				inter, buf = sortedIDs(buf), nil
 				continue
 			}
-			for id := range inter {
-				if !set[id] {
-					delete(inter, id)
+			inter = intersectIDs(inter, sortedIDs(buf))
+		}
+		if inter != nil {
+			var checks []idSource
+			for _, src := range unread {
+				if src.has != nil {
+					checks = append(checks, src)
 				}
 			}
-		}
-		if inter != nil && len(inter) <= limit {
-			cand = inter
-		} else if inter != nil {
-			// Too many to read one by one, few enough to skip the
-			// others along the sort order without reading them.
-			m.prefilter = make(map[uint64]struct{}, len(inter))
-			for id := range inter {
-				n, _ := strconv.ParseUint(id, 10, 64)
-				m.prefilter[n] = struct{}{}
+			has := func(id uint64) (bool, error) {
+				for _, src := range checks {
+					if ok, err := src.has(id); err != nil || !ok {
+						return false, err
+					}
+				}
+				return true, nil
+			}
+			// Narrow the intersection by point lookups (one per id) when
+			// that costs less than the scan along the sort order would
+			// (first × items / matches entries at an eighth of a point
+			// read, plus first items), the matches estimated from a
+			// sample of the intersection.
+			narrow := len(checks) > 0 && len(inter) > 0
+			if narrow && len(inter) > narrowSample {
+				hits := 0
+				for i := range narrowSample {
+					ok, err := has(inter[i*len(inter)/narrowSample])
+					if err != nil {
+						return nil, false, err
+					}
+					if ok {
+						hits++
+					}
+				}
+				est := max(float64(len(inter))*float64(hits)/float64(narrowSample), 1)
+				narrow = float64(len(inter)) < float64(max(first, 1))*(items/est/8+1)
+			}
+			if narrow {
+				kept := inter[:0]
+				for _, id := range inter {
+					ok, err := has(id)
+					if err != nil {
+						return nil, false, err
+					}
+					if ok {
+						kept = append(kept, id)
+					}
+				}
+				inter = kept
+			}
+			if len(inter) <= limit {
+				cand = inter
+			} else {
+				// Too many to read one by one, few enough to skip the
+				// others along the sort order without reading them.
+				m.prefilter = make(map[uint64]struct{}, len(inter))
+				for _, id := range inter {
+					m.prefilter[id] = struct{}{}
+				}
 			}
 		}
 	}
@@ -1367,7 +1501,7 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 			}
 			var both []string
 			for _, id := range t {
-				if cand[id] {
+				if _, found := slices.BinarySearch(cand, idBytes(id)); found {
 					both = append(both, id)
 				}
 			}
@@ -1377,9 +1511,9 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 	if cand == nil || len(cand) > limit {
 		return nil, false, nil
 	}
-	ids = make([]string, 0, len(cand))
-	for id := range cand {
-		ids = append(ids, id)
+	ids = make([]string, len(cand))
+	for i, id := range cand {
+		ids[i] = strconv.FormatUint(id, 10)
 	}
 	return ids, true, nil
 }

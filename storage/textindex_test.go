@@ -175,6 +175,13 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 				defer func(n int) { candidateFloor = n }(candidateFloor)
 				candidateFloor = 1
 			}
+			if seed%3 == 0 {
+				// Filters over the id cap: the intersection of the others
+				// narrowed by point lookups in their keys, or (with a
+				// sample too small to tell) left to the scan.
+				defer func(n, s int) { maxSourceItems, narrowSample = n, s }(maxSourceItems, narrowSample)
+				maxSourceItems, narrowSample = 8, 1+int(seed%2)
+			}
 			r := rand.New(rand.NewSource(seed))
 			st := openTestStore(t)
 			m, err := st.CreateMember("alice", "", "correct horse")
@@ -229,7 +236,30 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 						some = append(some, p.it)
 					}
 					sort.Slice(some, func(a, b int) bool { return some[a].ID < some[b].ID })
-					switch r.Intn(8) {
+					switch r.Intn(9) {
+					case 7, 8:
+						// Two filters with keys of their own (issue 15: any
+						// pair, whatever their selectivity).
+						yes := true
+						pairs := []func(){
+							func() { f.Type = []string{TypeArticle, TypeNewsletter}[r.Intn(2)] },
+							func() { f.LabelsAll = append(f.LabelsAll, []string{labels[r.Intn(len(labels))].Name}) },
+							func() { f.Site = []string{"bread", "rye", "école", "org", ".example"}[r.Intn(5)] },
+							func() { f.HasHighlights = &yes },
+							func() {
+								a, b := some[r.Intn(len(some))].CreatedAt, some[r.Intn(len(some))].CreatedAt
+								if b.Before(a) {
+									a, b = b, a
+								}
+								f.SavedFrom, f.SavedTo = &a, &b
+							},
+						}
+						for _, i := range r.Perm(len(pairs))[:2] {
+							pairs[i]()
+						}
+						if r.Intn(3) > 0 {
+							f.Text = ""
+						}
 					case 5:
 						a, b := some[r.Intn(len(some))].CreatedAt, some[r.Intn(len(some))].CreatedAt
 						f.SavedFrom, f.SavedTo = &a, &b
