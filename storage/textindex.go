@@ -1180,27 +1180,81 @@ var maxSourceItems = 10000
 // lower it).
 var narrowSample = 32
 
-// idSource is a filter with keys of its own: read appends the ids of the
-// items it selects (in any order, perhaps repeated) to into, or returns
-// false once they are more than limit; has, when not nil, tells by point
-// lookups whether the filter selects one item.
+// idSource is a filter with keys of its own, read as a cursor over the
+// ids of the items it selects (in any order, perhaps repeated): parts are
+// read one after the other, a few at a time, so that a search can read
+// several sources side by side and stop when the smallest ends. has, when
+// not nil, tells by point lookups whether the filter selects one item.
 type idSource struct {
-	read func(into []uint64, limit int) ([]uint64, bool, error)
-	has  func(id uint64) (bool, error)
+	parts []idPart
+	has   func(id uint64) (bool, error)
+
+	part int
+	it   *badger.Iterator
+	ids  []uint64
+	done bool // every id read
+	bad  bool // a key without an item id: the source is left to the scan
 }
 
-// keyCandidates appends the item ids (8-byte suffixes) under prefix to
-// into, or returns false past limit.
-func (tx *Tx) keyCandidates(prefix []byte, into []uint64, limit int) ([]uint64, bool, error) {
-	n := len(into)
-	err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
-		if len(k) < len(prefix)+8 {
-			return true, nil
+// idPart is one key range of a source: the keys under prefix from start
+// (prefix when nil) up to a suffix of upper (nil: the end of the prefix).
+type idPart struct {
+	prefix, start, upper []byte
+	decimal              bool // the suffix is the id in decimal (label keys), else its last 8 bytes
+}
+
+// readIDs reads src's ids until it holds more than upto or has them all.
+func (tx *Tx) readIDs(src *idSource, upto int) {
+	for !src.done && !src.bad && len(src.ids) <= upto {
+		if src.it == nil {
+			if src.part == len(src.parts) {
+				src.done = true
+				break
+			}
+			p := src.parts[src.part]
+			o := badger.DefaultIteratorOptions
+			o.Prefix, o.PrefetchValues = p.prefix, false
+			src.it = tx.txn.NewIterator(o)
+			if p.start != nil {
+				src.it.Seek(p.start)
+			} else {
+				src.it.Seek(p.prefix)
+			}
 		}
-		into = append(into, binary.BigEndian.Uint64(k[len(k)-8:]))
-		return len(into)-n <= limit, nil
-	})
-	return into, err == nil && len(into)-n <= limit, err
+		p := src.parts[src.part]
+		if !src.it.ValidForPrefix(p.prefix) {
+			src.close()
+			src.part++
+			continue
+		}
+		suf := src.it.Item().Key()[len(p.prefix):]
+		if p.upper != nil && bytes.Compare(suf, p.upper) >= 0 {
+			src.close()
+			src.part++
+			continue
+		}
+		if p.decimal {
+			id, err := strconv.ParseUint(string(suf), 10, 64)
+			if err != nil {
+				src.bad = true
+				break
+			}
+			src.ids = append(src.ids, id)
+		} else if len(suf) >= 8 {
+			src.ids = append(src.ids, binary.BigEndian.Uint64(suf[len(suf)-8:]))
+		}
+		src.it.Next()
+	}
+	if src.done || src.bad {
+		src.close()
+	}
+}
+
+func (src *idSource) close() {
+	if src.it != nil {
+		src.it.Close()
+		src.it = nil
+	}
 }
 
 // keyHas reports whether the key exists.
@@ -1212,40 +1266,46 @@ func (tx *Tx) keyHas(k []byte) (bool, error) {
 	return err == nil, err
 }
 
-// siteCandidates appends the items of the domains that contain site, or
-// returns false past limit (or past maxSiteDomains domains).
-func (tx *Tx) siteCandidates(memberID, site string, into []uint64, limit int) ([]uint64, bool, error) {
+// siteSource is the source of the items of the domains that contain
+// site, or nil for more than maxSiteDomains domains.
+func (tx *Tx) siteSource(memberID, site string) (*idSource, error) {
 	prefix := key("u", memberID, "gql", "sn", "")
 	var domains []string
 	if err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
 		if d := string(k[len(prefix):]); strings.Contains(strings.ToLower(d), site) {
 			domains = append(domains, d)
 		}
-		return true, nil
+		return len(domains) <= maxSiteDomains, nil
 	}); err != nil {
-		return into, false, err
+		return nil, err
 	}
 	if len(domains) > maxSiteDomains {
-		return into, false, nil // a broad site: (".com"): the scan finds its items soon
+		return nil, nil // a broad site: (".com"): the scan finds its items soon
 	}
-	n := len(into)
+	src := &idSource{}
 	for _, d := range domains {
-		var ok bool
-		var err error
-		if into, ok, err = tx.keyCandidates(encString(siteItemsPrefix(memberID), d), into, limit-(len(into)-n)); err != nil || !ok {
-			return into, false, err
+		src.parts = append(src.parts, idPart{prefix: encString(siteItemsPrefix(memberID), d)})
+	}
+	if len(domains) <= 4 {
+		src.has = func(id uint64) (bool, error) {
+			for _, p := range src.parts {
+				if ok, err := tx.keyHas(encUint64(p.prefix, id)); err != nil || ok {
+					return ok, err
+				}
+			}
+			return false, nil
 		}
 	}
-	return into, true, nil
+	return src, nil
 }
 
 // maxSiteDomains is the most domains a site: search reads the items of;
 // more, and it is left to the scan along the sort order.
 const maxSiteDomains = 64
 
-// rangeCandidates appends the items of statuses whose createdAt (or
-// updatedAt) lies in [from, to), or returns false past limit.
-func (tx *Tx) rangeCandidates(memberID string, statuses []string, field SortField, from, to *time.Time, into []uint64, limit int) ([]uint64, bool, error) {
+// rangeSource is the source of the items of statuses whose createdAt (or
+// updatedAt) lies in [from, to).
+func rangeSource(memberID string, statuses []string, field SortField, from, to *time.Time) *idSource {
 	var lower, upper []byte
 	if from != nil {
 		lower = encUint64(encTime(nil, *from), 0)
@@ -1253,18 +1313,16 @@ func (tx *Tx) rangeCandidates(memberID string, statuses []string, field SortFiel
 	if to != nil {
 		upper = encUint64(encTime(nil, *to), 0)
 	}
-	n := len(into)
+	src := &idSource{}
 	for _, st := range statuses {
 		prefix := itemIndexPrefix(memberID, st, field)
-		err := tx.keysetScan(prefix, false, nil, lower, upper, false, func(suf, _ []byte) (bool, error) {
-			into = append(into, binary.BigEndian.Uint64(suf[len(suf)-8:]))
-			return len(into)-n <= limit, nil
-		})
-		if err != nil || len(into)-n > limit {
-			return into, false, err
+		var start []byte
+		if lower != nil {
+			start = append(append([]byte{}, prefix...), lower...)
 		}
+		src.parts = append(src.parts, idPart{prefix: prefix, start: start, upper: upper})
 	}
-	return into, true, nil
+	return src
 }
 
 // sortedIDs sorts ids and drops repeats.
@@ -1321,121 +1379,94 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		limit = min(maxCandidates, max(candidateFloor, int(math.Sqrt(float64(max(first, 1))*items/8))))
 	}
 	// Each filter that has keys is a source of ids.
-	var srcs []idSource
+	var srcs []*idSource
+	defer func() {
+		for _, src := range srcs {
+			src.close()
+		}
+	}()
 	for _, group := range m.labelsAll {
-		srcs = append(srcs, idSource{
-			read: func(into []uint64, limit int) ([]uint64, bool, error) {
-				n := len(into)
-				for _, l := range group {
-					p := labelItemKey(memberID, l, "")
-					bad := false
-					err := tx.scan(p, nil, false, true, func(k, _ []byte) (bool, error) {
-						id, perr := strconv.ParseUint(string(k[len(p):]), 10, 64)
-						if perr != nil {
-							bad = true // not an item id: leave this filter to the scan
-							return false, nil
-						}
-						into = append(into, id)
-						return len(into)-n <= limit, nil
-					})
-					if err != nil || bad || len(into)-n > limit {
-						return into, false, err
-					}
+		src := &idSource{has: func(id uint64) (bool, error) {
+			s := strconv.FormatUint(id, 10)
+			for _, l := range group {
+				if ok, err := tx.keyHas(labelItemKey(memberID, l, s)); err != nil || ok {
+					return ok, err
 				}
-				return into, true, nil
-			},
-			has: func(id uint64) (bool, error) {
-				s := strconv.FormatUint(id, 10)
-				for _, l := range group {
-					if ok, err := tx.keyHas(labelItemKey(memberID, l, s)); err != nil || ok {
-						return ok, err
-					}
-				}
-				return false, nil
-			},
-		})
+			}
+			return false, nil
+		}}
+		for _, l := range group {
+			src.parts = append(src.parts, idPart{prefix: labelItemKey(memberID, l, ""), decimal: true})
+		}
+		srcs = append(srcs, src)
 	}
 	if f.SavedFrom != nil || f.SavedTo != nil {
-		srcs = append(srcs, idSource{read: func(into []uint64, limit int) ([]uint64, bool, error) {
-			return tx.rangeCandidates(memberID, statuses, SortCreatedAt, f.SavedFrom, f.SavedTo, into, limit)
-		}})
+		srcs = append(srcs, rangeSource(memberID, statuses, SortCreatedAt, f.SavedFrom, f.SavedTo))
 	}
 	if f.UpdatedFrom != nil || f.UpdatedTo != nil {
-		srcs = append(srcs, idSource{read: func(into []uint64, limit int) ([]uint64, bool, error) {
-			return tx.rangeCandidates(memberID, statuses, SortUpdatedAt, f.UpdatedFrom, f.UpdatedTo, into, limit)
-		}})
+		srcs = append(srcs, rangeSource(memberID, statuses, SortUpdatedAt, f.UpdatedFrom, f.UpdatedTo))
 	}
 	if ready && f.Site != "" {
-		srcs = append(srcs, idSource{read: func(into []uint64, limit int) ([]uint64, bool, error) {
-			return tx.siteCandidates(memberID, strings.ToLower(f.Site), into, limit)
-		}})
+		src, err := tx.siteSource(memberID, strings.ToLower(f.Site))
+		if err != nil {
+			return nil, false, err
+		}
+		if src != nil {
+			srcs = append(srcs, src)
+		}
 	}
 	if ready && f.Type != "" {
 		prefix := typeItemsPrefix(memberID, f.Type)
-		srcs = append(srcs, idSource{
-			read: func(into []uint64, limit int) ([]uint64, bool, error) {
-				return tx.keyCandidates(prefix, into, limit)
-			},
-			has: func(id uint64) (bool, error) { return tx.keyHas(encUint64(prefix, id)) },
-		})
+		srcs = append(srcs, &idSource{parts: []idPart{{prefix: prefix}},
+			has: func(id uint64) (bool, error) { return tx.keyHas(encUint64(prefix, id)) }})
 	}
 	if ready && f.HasHighlights != nil && *f.HasHighlights {
 		prefix := highlightedItemsPrefix(memberID)
-		srcs = append(srcs, idSource{
-			read: func(into []uint64, limit int) ([]uint64, bool, error) {
-				return tx.keyCandidates(prefix, into, limit)
-			},
-			has: func(id uint64) (bool, error) { return tx.keyHas(encUint64(prefix, id)) },
-		})
+		srcs = append(srcs, &idSource{parts: []idPart{{prefix: prefix}},
+			has: func(id uint64) (bool, error) { return tx.keyHas(encUint64(prefix, id)) }})
 	}
 	// The smallest source of at most limit ids (match checks the other
 	// filters on each).
 	var cand []uint64
-	var large []idSource
-	var buf []uint64
 	for _, src := range srcs {
-		var small bool
-		buf, small, err = src.read(buf[:0], limit)
-		if err != nil {
-			return nil, false, err
-		}
-		if !small {
-			large = append(large, src)
-		} else if cand == nil || len(buf) < len(cand) {
-			cand, buf = sortedIDs(buf), cand
+		tx.readIDs(src, limit)
+		if src.done && len(src.ids) <= limit && (cand == nil || len(src.ids) < len(cand)) {
+			cand = sortedIDs(src.ids)
 			if len(cand) <= 50 {
 				break
 			}
 		}
 	}
-	if cand == nil && len(large) > 0 {
-		// Every source is larger: intersect those of at most
-		// maxSourceItems, then check the intersection against the keys
-		// of the others.
+	if cand == nil && len(srcs) > 0 {
+		// Every source is larger: read them side by side until the
+		// smallest ends (at most maxSourceItems ids), read the others
+		// to their end within maxSourceItems and intersect, then check
+		// the intersection against the keys of those larger still.
 		var inter []uint64
-		var unread []idSource
-		for _, src := range large {
-			var small bool
-			buf, small, err = src.read(buf[:0], maxSourceItems)
-			if err != nil {
-				return nil, false, err
+		var winner *idSource
+		for upto := limit; winner == nil && upto < maxSourceItems; {
+			upto = min(upto+1024, maxSourceItems)
+			for _, src := range srcs {
+				tx.readIDs(src, upto)
+				if src.done && winner == nil {
+					winner, inter = src, sortedIDs(src.ids)
+				}
 			}
-			if !small {
-				unread = append(unread, src)
-				continue
-			}
-			if inter == nil {
-				inter, buf = sortedIDs(buf), nil
-				continue
-			}
-			inter = intersectIDs(inter, sortedIDs(buf))
 		}
-		if inter != nil {
-			var checks []idSource
-			for _, src := range unread {
-				if src.has != nil {
+		var checks []*idSource
+		if winner != nil {
+			for _, src := range srcs {
+				if src == winner {
+					continue
+				}
+				tx.readIDs(src, maxSourceItems)
+				switch {
+				case src.done:
+					inter = intersectIDs(inter, sortedIDs(src.ids))
+				case !src.bad && src.has != nil:
 					checks = append(checks, src)
 				}
+				src.close()
 			}
 			has := func(id uint64) (bool, error) {
 				for _, src := range checks {
@@ -1447,9 +1478,9 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 			}
 			// Narrow the intersection by point lookups (one per id) when
 			// that costs less than the scan along the sort order would
-			// (first × items / matches entries at an eighth of a point
-			// read, plus first items), the matches estimated from a
-			// sample of the intersection.
+			// (per status, first × items / matches entries at an eighth
+			// of a point read, plus first items), the matches estimated
+			// from a sample of the intersection.
 			narrow := len(checks) > 0 && len(inter) > 0
 			if narrow && len(inter) > narrowSample {
 				hits := 0
@@ -1463,7 +1494,8 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 					}
 				}
 				est := max(float64(len(inter))*float64(hits)/float64(narrowSample), 1)
-				narrow = float64(len(inter)) < float64(max(first, 1))*(items/est/8+1)
+				walk := min(items, float64(len(statuses)*max(first, 1))*items/est)
+				narrow = float64(len(inter)) < walk/8+float64(len(statuses)*max(first, 1))
 			}
 			if narrow {
 				kept := inter[:0]
