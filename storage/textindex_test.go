@@ -846,3 +846,66 @@ func TestSearchIndexBuildOfLongTexts(t *testing.T) {
 		t.Fatalf("marker33: %v, want %v", got, ids[33])
 	}
 }
+
+// TestTextRecordVersions: a text record of an older store (v1, the text
+// uncompressed) and one written now (v2 from minCompressedText bytes, the
+// text compressed) give the same fields and matches; a damaged compressed
+// text matches nothing rather than failing or panicking.
+func TestTextRecordVersions(t *testing.T) {
+	title, desc := "Über Straße", "ΣΊΣΥΦΟΣ"
+	text := strings.Repeat("The Kelvin sign K and ÉCOLE, again and again. ", 40)
+	v2 := appendTextRecord(nil, title, desc, text)
+	if v2[0] != textRecordV2 {
+		t.Fatalf("a %d-byte text: record version %d, want %d", len(text), v2[0], textRecordV2)
+	}
+	if len(v2) >= len(text) {
+		t.Fatalf("compressed record of %d bytes for %d bytes of text", len(v2), len(text))
+	}
+	v1 := []byte{textRecordV1}
+	for _, s := range []string{title, desc, text} {
+		f := appendFold(nil, s)
+		v1 = binary.AppendUvarint(v1, uint64(len(f)))
+		v1 = append(v1, f...)
+	}
+	f1, _, ok1 := textRecordFields(v1, nil)
+	f2, _, ok2 := textRecordFields(v2, nil)
+	if !ok1 || !ok2 {
+		t.Fatalf("fields: v1 ok %v, v2 ok %v", ok1, ok2)
+	}
+	for i := range f1 {
+		if !bytes.Equal(f1[i], f2[i]) {
+			t.Fatalf("field %d: v1 %q, v2 %q", i, f1[i], f2[i])
+		}
+	}
+	for _, q := range []string{"über", "σίσυφος", "kelvin sign k", "école, again", "again and again. the", "absent"} {
+		want := q != "absent"
+		for _, rec := range [][]byte{v1, v2} {
+			if got := textRecordContains(rec, appendFold(nil, q)); got != want {
+				t.Errorf("record v%d contains %q: %v, want %v", rec[0], q, got, want)
+			}
+		}
+	}
+	short := appendTextRecord(nil, "a", "b", "short text")
+	if short[0] != textRecordV1 || !textRecordContains(short, []byte("rt te")) {
+		t.Errorf("a short text: version %d", short[0])
+	}
+	// Cut short, and with a compressed text that claims more than
+	// maxTextRecordBytes.
+	claim := binary.AppendUvarint(nil, uint64(maxTextRecordBytes+1))
+	claim = append(claim, 0, 0, 0)
+	huge := []byte{textRecordV2}
+	for _, f := range f2[:2] {
+		huge = binary.AppendUvarint(huge, uint64(len(f)))
+		huge = append(huge, f...)
+	}
+	huge = binary.AppendUvarint(huge, uint64(len(claim)))
+	huge = append(huge, claim...)
+	for _, bad := range [][]byte{v2[:len(v2)-5], huge} {
+		if textRecordContains(bad, []byte("again")) {
+			t.Error("a damaged record matches")
+		}
+		if _, _, ok := textRecordFields(bad, nil); ok {
+			t.Error("a damaged record has fields")
+		}
+	}
+}
