@@ -25,7 +25,8 @@ import (
 // does (a case-insensitive substring of the title, description or content
 // text); filters select by their own keys. All under u/<member>/gql/:
 //
-//	tt/<item id>                   the item's searchable text, case-folded (textRecord)
+//	tt/<item id>                   the item's searchable text, case-folded, the content text
+//	                               compressed from minCompressedText bytes (appendTextRecord)
 //	tp/<sequence>                  an item id whose text changed and is not indexed yet
 //	tq                             the next sequence number of tp (8 bytes)
 //	td/<item id>                   the item's document number (4 bytes) in the trigram index
@@ -172,19 +173,11 @@ const (
 )
 
 // appendTextRecord is the version byte and the folded title, description
-// and text, each as uvarint length and bytes; the text is compressed
-// (textCodec) from minCompressedText bytes.
+// and text, each as uvarint length and bytes (v1: the indexer compresses
+// the text later, off the writer's path: compressTextRecord).
 func appendTextRecord(b []byte, title, desc, text string) []byte {
-	v := len(b)
 	b = append(b, textRecordV1)
-	var folded []byte
-	for i, s := range [...]string{title, desc, text} {
-		if i == 2 && len(s) >= minCompressedText {
-			folded = appendFold(make([]byte, 0, len(s)), s)
-			b[v] = textRecordV2
-			b = appendCompressedText(b, folded)
-			break
-		}
+	for _, s := range [...]string{title, desc, text} {
 		n := len(b)
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		start := len(b)
@@ -196,6 +189,25 @@ func appendTextRecord(b []byte, title, desc, text string) []byte {
 		}
 	}
 	return b
+}
+
+// compressTextRecord returns rec as a v2 record, its text compressed
+// (textCodec), or nil when rec is not a v1 record of a text of at least
+// minCompressedText bytes.
+func compressTextRecord(rec []byte) []byte {
+	if len(rec) == 0 || rec[0] != textRecordV1 {
+		return nil
+	}
+	fields, _, ok := textRecordFields(rec, nil)
+	if !ok || len(fields[2]) < minCompressedText {
+		return nil
+	}
+	b := []byte{textRecordV2}
+	for _, f := range fields[:2] {
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
+	}
+	return appendCompressedText(b, fields[2])
 }
 
 // minCompressedText is the least text a record compresses.
@@ -788,6 +800,13 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 			}
 			if err := tx.indexItem(memberID, e.id, rec != nil, wide, nextDoc); err != nil {
 				return 0, err
+			}
+			if c := compressTextRecord(rec); c != nil {
+				// Written compressed once indexed: the save that wrote it
+				// does not wait for the compression.
+				if err := tx.put(textKey(memberID, e.id), c, 0); err != nil {
+					return 0, err
+				}
 			}
 			if rec != nil && !wide {
 				for _, t := range distinct {

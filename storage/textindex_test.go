@@ -314,6 +314,21 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			st.text.notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			check(4)
+			// The indexer has compressed the long texts it took.
+			compressed := 0
+			if err := st.View(func(tx *Tx) error {
+				return tx.scan(key("u", m.ID, "gql", "tt", ""), nil, false, false, func(_, v []byte) (bool, error) {
+					if v[0] == textRecordV2 {
+						compressed++
+					}
+					return true, nil
+				})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if compressed == 0 {
+				t.Error("no text record compressed by the indexer")
+			}
 			// Changes: new texts, new titles, statuses, highlights, deletions.
 			var ids []string
 			for id := range all {
@@ -854,18 +869,19 @@ func TestSearchIndexBuildOfLongTexts(t *testing.T) {
 func TestTextRecordVersions(t *testing.T) {
 	title, desc := "Über Straße", "ΣΊΣΥΦΟΣ"
 	text := strings.Repeat("The Kelvin sign K and ÉCOLE, again and again. ", 40)
-	v2 := appendTextRecord(nil, title, desc, text)
-	if v2[0] != textRecordV2 {
-		t.Fatalf("a %d-byte text: record version %d, want %d", len(text), v2[0], textRecordV2)
+	v1 := appendTextRecord(nil, title, desc, text)
+	if v1[0] != textRecordV1 {
+		t.Fatalf("as saved: record version %d, want %d", v1[0], textRecordV1)
+	}
+	v2 := compressTextRecord(v1)
+	if v2 == nil || v2[0] != textRecordV2 {
+		t.Fatalf("a %d-byte text, compressed: %v", len(text), v2)
 	}
 	if len(v2) >= len(text) {
 		t.Fatalf("compressed record of %d bytes for %d bytes of text", len(v2), len(text))
 	}
-	v1 := []byte{textRecordV1}
-	for _, s := range []string{title, desc, text} {
-		f := appendFold(nil, s)
-		v1 = binary.AppendUvarint(v1, uint64(len(f)))
-		v1 = append(v1, f...)
+	if compressTextRecord(v2) != nil {
+		t.Fatal("a v2 record compressed again")
 	}
 	f1, _, ok1 := textRecordFields(v1, nil)
 	f2, _, ok2 := textRecordFields(v2, nil)
@@ -886,8 +902,8 @@ func TestTextRecordVersions(t *testing.T) {
 		}
 	}
 	short := appendTextRecord(nil, "a", "b", "short text")
-	if short[0] != textRecordV1 || !textRecordContains(short, []byte("rt te")) {
-		t.Errorf("a short text: version %d", short[0])
+	if compressTextRecord(short) != nil || !textRecordContains(short, []byte("rt te")) {
+		t.Error("a short text: compressed, or not found")
 	}
 	// Cut short, and with a compressed text that claims more than
 	// maxTextRecordBytes.
