@@ -427,7 +427,10 @@ func (tx *Tx) deleteItemSearch(it *SavedItem) error {
 	} else if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	for _, k := range [][]byte{textDocKey(mid, it.ID), textKey(mid, it.ID), textWideKey(mid, it.ID),
+	if err := tx.deleteIfPresent(textWideKey(mid, it.ID)); err != nil { // see indexItem
+		return err
+	}
+	for _, k := range [][]byte{textDocKey(mid, it.ID), textKey(mid, it.ID),
 		siteItemKey(mid, it.SourceDomain, it.ID), encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)),
 		encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))} {
 		if err := tx.delete(k); err != nil {
@@ -855,6 +858,15 @@ const (
 
 func textWideKey(memberID, id string) []byte { return key("u", memberID, "gql", "tw", id) }
 
+// deleteIfPresent deletes k when it exists, writing no deletion marker
+// otherwise.
+func (tx *Tx) deleteIfPresent(k []byte) error {
+	if ok, err := tx.has(k); err != nil || !ok {
+		return err
+	}
+	return tx.delete(k)
+}
+
 // indexItem gives an item its new place in the index: its old document
 // number is dropped; when it has a text, it gets doc (or, when wide, a tw/
 // entry instead).
@@ -866,7 +878,10 @@ func (tx *Tx) indexItem(memberID, id string, hasText, wide bool, doc uint32) err
 	} else if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	if err := tx.delete(textWideKey(memberID, id)); err != nil {
+	// tw/ is deleted only when present: a deletion marker per indexed
+	// item would lie in the range every search scans (textCandidates)
+	// until Badger's compaction drops it.
+	if err := tx.deleteIfPresent(textWideKey(memberID, id)); err != nil {
 		return err
 	}
 	switch {
@@ -1367,15 +1382,6 @@ func (src *idSource) close() {
 	}
 }
 
-// keyHas reports whether the key exists.
-func (tx *Tx) keyHas(k []byte) (bool, error) {
-	_, err := tx.txn.Get(k)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
 // siteSource is the source of the items of the domains that contain
 // site, or nil for more than maxSiteDomains domains.
 func (tx *Tx) siteSource(memberID, site string) (*idSource, error) {
@@ -1399,7 +1405,7 @@ func (tx *Tx) siteSource(memberID, site string) (*idSource, error) {
 	if len(domains) <= 4 {
 		src.has = func(id uint64) (bool, error) {
 			for _, p := range src.parts {
-				if ok, err := tx.keyHas(encUint64(p.prefix, id)); err != nil || ok {
+				if ok, err := tx.has(encUint64(p.prefix, id)); err != nil || ok {
 					return ok, err
 				}
 			}
@@ -1499,7 +1505,7 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		src := &idSource{has: func(id uint64) (bool, error) {
 			s := strconv.FormatUint(id, 10)
 			for _, l := range group {
-				if ok, err := tx.keyHas(labelItemKey(memberID, l, s)); err != nil || ok {
+				if ok, err := tx.has(labelItemKey(memberID, l, s)); err != nil || ok {
 					return ok, err
 				}
 			}
@@ -1528,12 +1534,12 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 	if ready && f.Type != "" {
 		prefix := typeItemsPrefix(memberID, f.Type)
 		srcs = append(srcs, &idSource{parts: []idPart{{prefix: prefix}},
-			has: func(id uint64) (bool, error) { return tx.keyHas(encUint64(prefix, id)) }})
+			has: func(id uint64) (bool, error) { return tx.has(encUint64(prefix, id)) }})
 	}
 	if ready && f.HasHighlights != nil && *f.HasHighlights {
 		prefix := highlightedItemsPrefix(memberID)
 		srcs = append(srcs, &idSource{parts: []idPart{{prefix: prefix}},
-			has: func(id uint64) (bool, error) { return tx.keyHas(encUint64(prefix, id)) }})
+			has: func(id uint64) (bool, error) { return tx.has(encUint64(prefix, id)) }})
 	}
 	// The smallest source of at most limit ids (match checks the other
 	// filters on each).
