@@ -273,3 +273,33 @@ func TestImportLabelsPastTheLimitCostOneLookup(t *testing.T) {
 		t.Fatalf("the item's label: %+v %v", ls, err)
 	}
 }
+
+// A file of nothing but bad entries does not grow the job's record (read
+// and rewritten with every batch) with it: MaxImportFailures are listed,
+// every failure is counted, across batches.
+func TestImportFailuresListedUpToTheCapAndAllCounted(t *testing.T) {
+	st, m := openSavedTest(t)
+	j := importJob(t, st, m.ID)
+	const bad = 3*MaxImportFailures + 17
+	pos := 0
+	for pos < bad {
+		var batch []ImportEntry
+		for len(batch) < 200 && pos < bad {
+			pos++
+			batch = append(batch, ImportEntry{Pos: pos, Ref: fmt.Sprintf("row %d", pos), Failure: "the row has no URL"})
+		}
+		if _, err := st.ImportItems(m.ID, j.ID, batch, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := st.ImportJob(m.ID, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Failed != bad || got.Position != bad || len(got.Failures) != MaxImportFailures {
+		t.Fatalf("failed %d, position %d, %d listed; want %d, %d, %d", got.Failed, got.Position, len(got.Failures), bad, bad, MaxImportFailures)
+	}
+	if f := got.Failures[MaxImportFailures-1]; f.Ref != fmt.Sprintf("row %d", MaxImportFailures) {
+		t.Fatalf("last listed %+v: the first failures are the ones kept", f)
+	}
+}

@@ -1289,6 +1289,12 @@ func parseCursor(c string, kind byte, f SortField, desc bool) ([]byte, error) {
 // calling fn with each key suffix (and with its value when values is set)
 // until fn returns false.
 func (tx *Tx) keysetScan(prefix []byte, desc bool, after, lower, upper []byte, values bool, fn func(suffix, val []byte) (bool, error)) error {
+	return tx.keysetScanSkipping(prefix, desc, after, lower, upper, values, nil, fn)
+}
+
+// keysetScanSkipping is keysetScan that passes over the suffixes skip
+// (when not nil) reports, without reading their values.
+func (tx *Tx) keysetScanSkipping(prefix []byte, desc bool, after, lower, upper []byte, values bool, skip func(suffix []byte) bool, fn func(suffix, val []byte) (bool, error)) error {
 	var start []byte
 	switch {
 	case after != nil:
@@ -1298,7 +1304,11 @@ func (tx *Tx) keysetScan(prefix []byte, desc bool, after, lower, upper []byte, v
 	case desc && upper != nil:
 		start = append(append([]byte{}, prefix...), upper...)
 	}
-	return tx.scan(prefix, start, desc, !values, func(k, v []byte) (bool, error) {
+	var skipKey func(k []byte) bool
+	if skip != nil {
+		skipKey = func(k []byte) bool { return skip(k[len(prefix):]) }
+	}
+	return tx.scanSkipping(prefix, start, desc, !values, skipKey, func(k, v []byte) (bool, error) {
 		suf := k[len(prefix):]
 		if after != nil && bytes.Equal(suf, after) {
 			return true, nil
@@ -1404,10 +1414,23 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 			// needs no more to know whether another follows.
 			n := 0
 			prefix := itemIndexPrefix(memberID, status, p.Field)
-			err := tx.keysetScan(prefix, p.Desc, after, lower, upper, true, func(suf, rec []byte) (bool, error) {
+			// Items outside the prefilter are passed over by key, their
+			// records not read; the budget counts them.
+			var skip func(suf []byte) bool
+			if m.prefilter != nil {
+				skip = func(suf []byte) bool {
+					if _, ok := m.prefilter[binary.BigEndian.Uint64(suf[len(suf)-8:])]; ok {
+						return false
+					}
+					m.examined++
+					over, err := m.overBudget()
+					return err == nil && !over
+				}
+			}
+			err := tx.keysetScanSkipping(prefix, p.Desc, after, lower, upper, true, skip, func(suf, rec []byte) (bool, error) {
 				if m.prefilter != nil {
 					if _, ok := m.prefilter[binary.BigEndian.Uint64(suf[len(suf)-8:])]; !ok {
-						m.examined++
+						// Over the budget (skip let it through).
 						if over, err := m.overBudget(); err != nil || over {
 							if err == nil {
 								err = ErrSearchTooBroad

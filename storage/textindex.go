@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/klauspost/compress/zstd"
 	"go.uber.org/zap"
 )
 
@@ -24,7 +25,8 @@ import (
 // does (a case-insensitive substring of the title, description or content
 // text); filters select by their own keys. All under u/<member>/gql/:
 //
-//	tt/<item id>                   the item's searchable text, case-folded (textRecord)
+//	tt/<item id>                   the item's searchable text, case-folded, the content text
+//	                               compressed from minCompressedText bytes (appendTextRecord)
 //	tp/<sequence>                  an item id whose text changed and is not indexed yet
 //	tq                             the next sequence number of tp (8 bytes)
 //	td/<item id>                   the item's document number (4 bytes) in the trigram index
@@ -165,10 +167,14 @@ func FoldText(s string) string { return string(appendFold(nil, s)) }
 
 // --- the text record ---
 
-const textRecordV1 = 0x01
+const (
+	textRecordV1 = 0x01 // three folded fields
+	textRecordV2 = 0x02 // the same, the third (the content text) compressed
+)
 
 // appendTextRecord is the version byte and the folded title, description
-// and text, each as uvarint length and bytes.
+// and text, each as uvarint length and bytes (v1: the indexer compresses
+// the text later, off the writer's path: compressTextRecord).
 func appendTextRecord(b []byte, title, desc, text string) []byte {
 	b = append(b, textRecordV1)
 	for _, s := range [...]string{title, desc, text} {
@@ -185,28 +191,83 @@ func appendTextRecord(b []byte, title, desc, text string) []byte {
 	return b
 }
 
-// textRecordFields returns the three folded fields of a text record.
-func textRecordFields(rec []byte) (fields [3][]byte, ok bool) {
+// compressTextRecord returns rec as a v2 record, its text compressed
+// (textCodec), or nil when rec is not a v1 record of a text of at least
+// minCompressedText bytes.
+func compressTextRecord(rec []byte) []byte {
 	if len(rec) == 0 || rec[0] != textRecordV1 {
-		return fields, false
+		return nil
+	}
+	fields, _, ok := textRecordFields(rec, nil)
+	if !ok || len(fields[2]) < minCompressedText {
+		return nil
+	}
+	b := []byte{textRecordV2}
+	for _, f := range fields[:2] {
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
+	}
+	return appendCompressedText(b, fields[2])
+}
+
+// minCompressedText is the least text a record compresses.
+const minCompressedText = 256
+
+// textRecordFields returns the three folded fields of a text record, the
+// third decompressed into buf (which it returns, grown, for reuse) when
+// the record compresses it.
+func textRecordFields(rec, buf []byte) (fields [3][]byte, _ []byte, ok bool) {
+	if len(rec) == 0 || (rec[0] != textRecordV1 && rec[0] != textRecordV2) {
+		return fields, buf, false
 	}
 	off := 1
 	for i := range fields {
 		n, k := binary.Uvarint(rec[off:])
 		if k <= 0 || n > uint64(len(rec)-off-k) {
-			return fields, false
+			return fields, buf, false
 		}
 		off += k
 		fields[i] = rec[off : off+int(n)]
 		off += int(n)
 	}
-	return fields, off == len(rec)
+	if off != len(rec) {
+		return fields, buf, false
+	}
+	if rec[0] == textRecordV2 {
+		var err error
+		if buf, err = decompressText(buf, fields[2]); err != nil {
+			return fields, buf, false
+		}
+		fields[2] = buf
+	}
+	return fields, buf, true
 }
 
+// textBufs holds buffers for decompressed texts (a search verifies many).
+var textBufs = sync.Pool{New: func() any { return new([]byte) }}
+
 // textRecordContains reports whether a field of rec contains the folded
-// needle.
+// needle (the compressed text decompressed only when the title and
+// description do not).
 func textRecordContains(rec, needle []byte) bool {
-	fields, ok := textRecordFields(rec)
+	if len(rec) > 0 && rec[0] == textRecordV2 {
+		// Title and description first, read as in a v1 record.
+		off := 1
+		for range 2 {
+			n, k := binary.Uvarint(rec[off:])
+			if k <= 0 || n > uint64(len(rec)-off-k) {
+				return false
+			}
+			if bytes.Contains(rec[off+k:off+k+int(n)], needle) {
+				return true
+			}
+			off += k + int(n)
+		}
+	}
+	bp := textBufs.Get().(*[]byte)
+	defer textBufs.Put(bp)
+	fields, buf, ok := textRecordFields(rec, *bp)
+	*bp = buf[:0]
 	if !ok {
 		return false
 	}
@@ -218,15 +279,56 @@ func textRecordContains(rec, needle []byte) bool {
 	return false
 }
 
-// trigrams calls fn with every 3-byte sequence of the record's fields.
-func recordTrigrams(rec []byte, fn func(t uint32)) {
-	fields, _ := textRecordFields(rec)
+// trigrams calls fn with every 3-byte sequence of the record's fields;
+// buf is as textRecordFields's.
+func recordTrigrams(rec, buf []byte, fn func(t uint32)) []byte {
+	fields, buf, _ := textRecordFields(rec, buf)
 	for _, f := range fields {
 		for i := 0; i+3 <= len(f); i++ {
 			fn(uint32(f[i])<<16 | uint32(f[i+1])<<8 | uint32(f[i+2]))
 		}
 	}
+	return buf
 }
+
+// appendCompressedText appends the folded text compressed, as a record
+// field (uvarint length and bytes): zstd at its fastest level, which
+// halves this corpus's text where s2 keeps 72–80 % of it, and decodes a
+// 7.7 KB text in about 12 µs (bench/README.md, "Search": the choice).
+func appendCompressedText(b, folded []byte) []byte {
+	c := textCodec().enc.EncodeAll(folded, nil)
+	b = binary.AppendUvarint(b, uint64(len(c)))
+	return append(b, c...)
+}
+
+// decompressText decompresses a text of appendCompressedText into buf.
+func decompressText(buf, c []byte) ([]byte, error) {
+	return textCodec().dec.DecodeAll(c, buf[:0])
+}
+
+// textCodec is the zstd encoder and decoder of text records, made at the
+// first use (both are safe for concurrent use).
+var textCodec = sync.OnceValue(func() (c struct {
+	enc *zstd.Encoder
+	dec *zstd.Decoder
+}) {
+	var err error
+	c.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true),
+		zstd.WithEncoderConcurrency(2))
+	if err != nil {
+		panic(err) // only for invalid options
+	}
+	c.dec, err = zstd.NewReader(nil, zstd.WithDecoderLowmem(true), zstd.WithDecoderConcurrency(2),
+		zstd.WithDecoderMaxMemory(maxTextRecordBytes))
+	if err != nil {
+		panic(err)
+	}
+	return c
+})
+
+// maxTextRecordBytes bounds the text a record decompresses to (a content
+// text is at most MaxContentLen, folding at most triples a character).
+const maxTextRecordBytes = 3 * MaxContentLen
 
 // --- writes, in the item's transaction ---
 
@@ -240,7 +342,7 @@ func (tx *Tx) setItemText(memberID, id, title, desc string, text *string) error 
 		old, err := tx.get(textKey(memberID, id))
 		switch {
 		case err == nil:
-			fields, ok := textRecordFields(old)
+			fields, _, ok := textRecordFields(old, nil)
 			if ok {
 				t = string(fields[2]) // folded already; folding again changes nothing
 			}
@@ -325,7 +427,10 @@ func (tx *Tx) deleteItemSearch(it *SavedItem) error {
 	} else if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	for _, k := range [][]byte{textDocKey(mid, it.ID), textKey(mid, it.ID), textWideKey(mid, it.ID),
+	if err := tx.deleteIfPresent(textWideKey(mid, it.ID)); err != nil { // see indexItem
+		return err
+	}
+	for _, k := range [][]byte{textDocKey(mid, it.ID), textKey(mid, it.ID),
 		siteItemKey(mid, it.SourceDomain, it.ID), encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)),
 		encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))} {
 		if err := tx.delete(k); err != nil {
@@ -666,6 +771,7 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 	postings := map[uint32][]uint32{}
 	var triSeen bitset
 	var distinct []uint32
+	var textBuf []byte
 	done := map[string]bool{}
 	taken := 0
 	for _, e := range entries {
@@ -681,7 +787,7 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 				if triSeen == nil {
 					triSeen = make(bitset, 1<<24/64)
 				}
-				recordTrigrams(rec, func(t uint32) {
+				textBuf = recordTrigrams(rec, textBuf, func(t uint32) {
 					if !triSeen.has(t) {
 						triSeen.set(t)
 						distinct = append(distinct, t)
@@ -697,6 +803,13 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 			}
 			if err := tx.indexItem(memberID, e.id, rec != nil, wide, nextDoc); err != nil {
 				return 0, err
+			}
+			if c := compressTextRecord(rec); c != nil {
+				// Written compressed once indexed: the save that wrote it
+				// does not wait for the compression.
+				if err := tx.put(textKey(memberID, e.id), c, 0); err != nil {
+					return 0, err
+				}
 			}
 			if rec != nil && !wide {
 				for _, t := range distinct {
@@ -745,6 +858,15 @@ const (
 
 func textWideKey(memberID, id string) []byte { return key("u", memberID, "gql", "tw", id) }
 
+// deleteIfPresent deletes k when it exists, writing no deletion marker
+// otherwise.
+func (tx *Tx) deleteIfPresent(k []byte) error {
+	if ok, err := tx.has(k); err != nil || !ok {
+		return err
+	}
+	return tx.delete(k)
+}
+
 // indexItem gives an item its new place in the index: its old document
 // number is dropped; when it has a text, it gets doc (or, when wide, a tw/
 // entry instead).
@@ -756,7 +878,10 @@ func (tx *Tx) indexItem(memberID, id string, hasText, wide bool, doc uint32) err
 	} else if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	if err := tx.delete(textWideKey(memberID, id)); err != nil {
+	// tw/ is deleted only when present: a deletion marker per indexed
+	// item would lie in the range every search scans (textCandidates)
+	// until Badger's compaction drops it.
+	if err := tx.deleteIfPresent(textWideKey(memberID, id)); err != nil {
 		return err
 	}
 	switch {
@@ -1171,54 +1296,132 @@ func (tx *Tx) textCandidates(memberID string, needle []byte, limit int) (ids []s
 var candidateFloor = 100
 
 // maxSourceItems bounds the ids one filter's keys give a search: filters
-// that select more are intersected by the item scan instead.
-const maxSourceItems = 10000
+// that select more are checked per item, by key (idSource.has) or by the
+// match of the scan along the sort order (a var: tests lower it).
+var maxSourceItems = 10000
 
-// keyCandidates adds the item ids (8-byte suffixes) under prefix to into,
-// or returns false past maxSourceItems.
-func (tx *Tx) keyCandidates(prefix []byte, into map[string]bool, limit int) (ok bool, err error) {
-	err = tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
-		if len(k) < len(prefix)+8 {
-			return true, nil
-		}
-		into[strconv.FormatUint(binary.BigEndian.Uint64(k[len(k)-8:]), 10)] = true
-		return len(into) <= limit, nil
-	})
-	return err == nil && len(into) <= limit, err
+// narrowSample is how many ids of an intersection a search checks against
+// the keys of larger filters to estimate how many it keeps (a var: tests
+// lower it).
+var narrowSample = 32
+
+// idSource is a filter with keys of its own, read as a cursor over the
+// ids of the items it selects (in any order, perhaps repeated): parts are
+// read one after the other, a few at a time, so that a search can read
+// several sources side by side and stop when the smallest ends. has, when
+// not nil, tells by point lookups whether the filter selects one item.
+type idSource struct {
+	parts []idPart
+	has   func(id uint64) (bool, error)
+
+	part int
+	it   *badger.Iterator
+	ids  []uint64
+	done bool // every id read
+	bad  bool // a key without an item id: the source is left to the scan
 }
 
-// siteCandidates adds the items of the domains that contain site, or
-// returns false past maxSourceItems. Distinct domains are found by
-// seeking past each one's items.
-func (tx *Tx) siteCandidates(memberID, site string, into map[string]bool, limit int) (ok bool, err error) {
+// idPart is one key range of a source: the keys under prefix from start
+// (prefix when nil) up to a suffix of upper (nil: the end of the prefix).
+type idPart struct {
+	prefix, start, upper []byte
+	decimal              bool // the suffix is the id in decimal (label keys), else its last 8 bytes
+}
+
+// readIDs reads src's ids until it holds more than upto or has them all.
+func (tx *Tx) readIDs(src *idSource, upto int) {
+	for !src.done && !src.bad && len(src.ids) <= upto {
+		if src.it == nil {
+			if src.part == len(src.parts) {
+				src.done = true
+				break
+			}
+			p := src.parts[src.part]
+			o := badger.DefaultIteratorOptions
+			o.Prefix, o.PrefetchValues = p.prefix, false
+			src.it = tx.txn.NewIterator(o)
+			if p.start != nil {
+				src.it.Seek(p.start)
+			} else {
+				src.it.Seek(p.prefix)
+			}
+		}
+		p := src.parts[src.part]
+		if !src.it.ValidForPrefix(p.prefix) {
+			src.close()
+			src.part++
+			continue
+		}
+		suf := src.it.Item().Key()[len(p.prefix):]
+		if p.upper != nil && bytes.Compare(suf, p.upper) >= 0 {
+			src.close()
+			src.part++
+			continue
+		}
+		if p.decimal {
+			id, err := strconv.ParseUint(string(suf), 10, 64)
+			if err != nil {
+				src.bad = true
+				break
+			}
+			src.ids = append(src.ids, id)
+		} else if len(suf) >= 8 {
+			src.ids = append(src.ids, binary.BigEndian.Uint64(suf[len(suf)-8:]))
+		}
+		src.it.Next()
+	}
+	if src.done || src.bad {
+		src.close()
+	}
+}
+
+func (src *idSource) close() {
+	if src.it != nil {
+		src.it.Close()
+		src.it = nil
+	}
+}
+
+// siteSource is the source of the items of the domains that contain
+// site, or nil for more than maxSiteDomains domains.
+func (tx *Tx) siteSource(memberID, site string) (*idSource, error) {
 	prefix := key("u", memberID, "gql", "sn", "")
 	var domains []string
 	if err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
 		if d := string(k[len(prefix):]); strings.Contains(strings.ToLower(d), site) {
 			domains = append(domains, d)
 		}
-		return true, nil
+		return len(domains) <= maxSiteDomains, nil
 	}); err != nil {
-		return false, err
+		return nil, err
 	}
 	if len(domains) > maxSiteDomains {
-		return false, nil // a broad site: (".com"): the scan finds its items soon
+		return nil, nil // a broad site: (".com"): the scan finds its items soon
 	}
+	src := &idSource{}
 	for _, d := range domains {
-		if ok, err := tx.keyCandidates(encString(siteItemsPrefix(memberID), d), into, limit); err != nil || !ok {
-			return false, err
+		src.parts = append(src.parts, idPart{prefix: encString(siteItemsPrefix(memberID), d)})
+	}
+	if len(domains) <= 4 {
+		src.has = func(id uint64) (bool, error) {
+			for _, p := range src.parts {
+				if ok, err := tx.has(encUint64(p.prefix, id)); err != nil || ok {
+					return ok, err
+				}
+			}
+			return false, nil
 		}
 	}
-	return true, nil
+	return src, nil
 }
 
 // maxSiteDomains is the most domains a site: search reads the items of;
 // more, and it is left to the scan along the sort order.
 const maxSiteDomains = 64
 
-// rangeCandidates adds the items of statuses whose createdAt (or
-// updatedAt) lies in [from, to), or returns false past maxSourceItems.
-func (tx *Tx) rangeCandidates(memberID string, statuses []string, field SortField, from, to *time.Time, into map[string]bool, limit int) (bool, error) {
+// rangeSource is the source of the items of statuses whose createdAt (or
+// updatedAt) lies in [from, to).
+func rangeSource(memberID string, statuses []string, field SortField, from, to *time.Time) *idSource {
 	var lower, upper []byte
 	if from != nil {
 		lower = encUint64(encTime(nil, *from), 0)
@@ -1226,23 +1429,52 @@ func (tx *Tx) rangeCandidates(memberID string, statuses []string, field SortFiel
 	if to != nil {
 		upper = encUint64(encTime(nil, *to), 0)
 	}
+	src := &idSource{}
 	for _, st := range statuses {
 		prefix := itemIndexPrefix(memberID, st, field)
-		err := tx.keysetScan(prefix, false, nil, lower, upper, false, func(suf, _ []byte) (bool, error) {
-			into[strconv.FormatUint(binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)] = true
-			return len(into) <= limit, nil
-		})
-		if err != nil || len(into) > limit {
-			return false, err
+		var start []byte
+		if lower != nil {
+			start = append(append([]byte{}, prefix...), lower...)
+		}
+		src.parts = append(src.parts, idPart{prefix: prefix, start: start, upper: upper})
+	}
+	return src
+}
+
+// sortedIDs sorts ids and drops repeats.
+func sortedIDs(ids []uint64) []uint64 {
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// intersectIDs keeps in a (sorted) the ids also in b (sorted).
+func intersectIDs(a, b []uint64) []uint64 {
+	out := a[:0]
+	j := 0
+	for _, id := range a {
+		for j < len(b) && b[j] < id {
+			j++
+		}
+		if j < len(b) && b[j] == id {
+			out = append(out, id)
 		}
 	}
-	return true, nil
+	return out
 }
 
 // searchCandidates returns the ids of a small set of items that holds
 // every match of f: the intersection of what the filters' keys and the
 // trigram index give, or ok false when that is more than maxCandidates or
 // none of them can tell.
+//
+// Sources are read up to the candidate limit first; when every one is
+// larger, those of at most maxSourceItems ids are intersected, and the
+// intersection is narrowed by point lookups in the keys of the larger
+// ones (label, type, highlights) while it is no larger than
+// maxSourceItems: whatever the selectivity of two filters, a search reads
+// at most about maxSourceItems keys of each before it either reads the
+// exact intersection item by item or walks the sort order skipping by key
+// every item outside it.
 func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, statuses []string, first int) (ids []string, ok bool, err error) {
 	ready, err := tx.searchReady(memberID)
 	if err != nil {
@@ -1253,106 +1485,156 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 	// about an eighth of a point read (measured on the search corpus):
 	// candidates win while c² < first × items / 8.
 	limit := maxCandidates
+	items := 0.0 // about the number of the member's items
 	if ready {
 		meta, err := tx.textMeta(memberID)
 		if err != nil {
 			return nil, false, err
 		}
-		limit = min(maxCandidates, max(candidateFloor, int(math.Sqrt(float64(max(first, 1))*float64(meta.nextDoc)/8))))
+		items = float64(meta.nextDoc)
+		limit = min(maxCandidates, max(candidateFloor, int(math.Sqrt(float64(max(first, 1))*items/8))))
 	}
 	// Each filter that has keys is a source of ids.
-	type source func(into map[string]bool, limit int) (bool, error)
-	var srcs []source
+	var srcs []*idSource
+	defer func() {
+		for _, src := range srcs {
+			src.close()
+		}
+	}()
 	for _, group := range m.labelsAll {
-		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
+		src := &idSource{has: func(id uint64) (bool, error) {
+			s := strconv.FormatUint(id, 10)
 			for _, l := range group {
-				p := labelItemKey(memberID, l, "")
-				err := tx.scan(p, nil, false, true, func(k, _ []byte) (bool, error) {
-					set[string(k[len(p):])] = true
-					return len(set) <= limit, nil
-				})
-				if err != nil || len(set) > limit {
-					return false, err
+				if ok, err := tx.has(labelItemKey(memberID, l, s)); err != nil || ok {
+					return ok, err
 				}
 			}
-			return true, nil
-		})
+			return false, nil
+		}}
+		for _, l := range group {
+			src.parts = append(src.parts, idPart{prefix: labelItemKey(memberID, l, ""), decimal: true})
+		}
+		srcs = append(srcs, src)
 	}
 	if f.SavedFrom != nil || f.SavedTo != nil {
-		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
-			return tx.rangeCandidates(memberID, statuses, SortCreatedAt, f.SavedFrom, f.SavedTo, set, limit)
-		})
+		srcs = append(srcs, rangeSource(memberID, statuses, SortCreatedAt, f.SavedFrom, f.SavedTo))
 	}
 	if f.UpdatedFrom != nil || f.UpdatedTo != nil {
-		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
-			return tx.rangeCandidates(memberID, statuses, SortUpdatedAt, f.UpdatedFrom, f.UpdatedTo, set, limit)
-		})
+		srcs = append(srcs, rangeSource(memberID, statuses, SortUpdatedAt, f.UpdatedFrom, f.UpdatedTo))
 	}
 	if ready && f.Site != "" {
-		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
-			return tx.siteCandidates(memberID, strings.ToLower(f.Site), set, limit)
-		})
-	}
-	if ready && f.Type != "" {
-		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
-			return tx.keyCandidates(typeItemsPrefix(memberID, f.Type), set, limit)
-		})
-	}
-	if ready && f.HasHighlights != nil && *f.HasHighlights {
-		srcs = append(srcs, func(set map[string]bool, limit int) (bool, error) {
-			return tx.keyCandidates(highlightedItemsPrefix(memberID), set, limit)
-		})
-	}
-	// The smallest source of at most maxCandidates ids (match checks the
-	// other filters on each); when every source is larger, the
-	// intersection of those of at most maxSourceItems.
-	var cand map[string]bool
-	var large []source
-	for _, src := range srcs {
-		set := map[string]bool{}
-		small, err := src(set, limit)
+		src, err := tx.siteSource(memberID, strings.ToLower(f.Site))
 		if err != nil {
 			return nil, false, err
 		}
-		if !small {
-			large = append(large, src)
-		} else if cand == nil || len(set) < len(cand) {
-			cand = set
+		if src != nil {
+			srcs = append(srcs, src)
+		}
+	}
+	if ready && f.Type != "" {
+		prefix := typeItemsPrefix(memberID, f.Type)
+		srcs = append(srcs, &idSource{parts: []idPart{{prefix: prefix}},
+			has: func(id uint64) (bool, error) { return tx.has(encUint64(prefix, id)) }})
+	}
+	if ready && f.HasHighlights != nil && *f.HasHighlights {
+		prefix := highlightedItemsPrefix(memberID)
+		srcs = append(srcs, &idSource{parts: []idPart{{prefix: prefix}},
+			has: func(id uint64) (bool, error) { return tx.has(encUint64(prefix, id)) }})
+	}
+	// The smallest source of at most limit ids (match checks the other
+	// filters on each).
+	var cand []uint64
+	for _, src := range srcs {
+		tx.readIDs(src, limit)
+		if src.done && len(src.ids) <= limit && (cand == nil || len(src.ids) < len(cand)) {
+			cand = sortedIDs(src.ids)
 			if len(cand) <= 50 {
 				break
 			}
 		}
 	}
-	if cand == nil && len(large) > 0 {
-		var inter map[string]bool
-		for _, src := range large {
-			set := map[string]bool{}
-			small, err := src(set, maxSourceItems)
-			if err != nil {
-				return nil, false, err
-			}
-			if !small {
-				continue
-			}
-			if inter == nil {
-				inter = set
-				continue
-			}
-			for id := range inter {
-				if !set[id] {
-					delete(inter, id)
+	if cand == nil && len(srcs) > 0 {
+		// Every source is larger: read them side by side until the
+		// smallest ends (at most maxSourceItems ids), read the others
+		// to their end within maxSourceItems and intersect, then check
+		// the intersection against the keys of those larger still.
+		var inter []uint64
+		var winner *idSource
+		for upto := limit; winner == nil && upto < maxSourceItems; {
+			upto = min(upto+1024, maxSourceItems)
+			for _, src := range srcs {
+				tx.readIDs(src, upto)
+				if src.done && winner == nil {
+					winner, inter = src, sortedIDs(src.ids)
 				}
 			}
 		}
-		if inter != nil && len(inter) <= limit {
-			cand = inter
-		} else if inter != nil {
-			// Too many to read one by one, few enough to skip the
-			// others along the sort order without reading them.
-			m.prefilter = make(map[uint64]struct{}, len(inter))
-			for id := range inter {
-				n, _ := strconv.ParseUint(id, 10, 64)
-				m.prefilter[n] = struct{}{}
+		var checks []*idSource
+		if winner != nil {
+			for _, src := range srcs {
+				if src == winner {
+					continue
+				}
+				tx.readIDs(src, maxSourceItems)
+				switch {
+				case src.done:
+					inter = intersectIDs(inter, sortedIDs(src.ids))
+				case !src.bad && src.has != nil:
+					checks = append(checks, src)
+				}
+				src.close()
+			}
+			has := func(id uint64) (bool, error) {
+				for _, src := range checks {
+					if ok, err := src.has(id); err != nil || !ok {
+						return false, err
+					}
+				}
+				return true, nil
+			}
+			// Narrow the intersection by point lookups (one per id) when
+			// that costs less than the scan along the sort order would
+			// (per status, first × items / matches entries at an eighth
+			// of a point read, plus first items), the matches estimated
+			// from a sample of the intersection.
+			narrow := len(checks) > 0 && len(inter) > 0
+			if narrow && len(inter) > narrowSample {
+				hits := 0
+				for i := range narrowSample {
+					ok, err := has(inter[i*len(inter)/narrowSample])
+					if err != nil {
+						return nil, false, err
+					}
+					if ok {
+						hits++
+					}
+				}
+				est := max(float64(len(inter))*float64(hits)/float64(narrowSample), 1)
+				walk := min(items, float64(len(statuses)*max(first, 1))*items/est)
+				narrow = float64(len(inter)) < walk/8+float64(len(statuses)*max(first, 1))
+			}
+			if narrow {
+				kept := inter[:0]
+				for _, id := range inter {
+					ok, err := has(id)
+					if err != nil {
+						return nil, false, err
+					}
+					if ok {
+						kept = append(kept, id)
+					}
+				}
+				inter = kept
+			}
+			if len(inter) <= limit {
+				cand = inter
+			} else {
+				// Too many to read one by one, few enough to skip the
+				// others along the sort order without reading them.
+				m.prefilter = make(map[uint64]struct{}, len(inter))
+				for _, id := range inter {
+					m.prefilter[id] = struct{}{}
+				}
 			}
 		}
 	}
@@ -1367,7 +1649,7 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 			}
 			var both []string
 			for _, id := range t {
-				if cand[id] {
+				if _, found := slices.BinarySearch(cand, idBytes(id)); found {
 					both = append(both, id)
 				}
 			}
@@ -1377,9 +1659,9 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 	if cand == nil || len(cand) > limit {
 		return nil, false, nil
 	}
-	ids = make([]string, 0, len(cand))
-	for id := range cand {
-		ids = append(ids, id)
+	ids = make([]string, len(cand))
+	for i, id := range cand {
+		ids[i] = strconv.FormatUint(id, 10)
 	}
 	return ids, true, nil
 }

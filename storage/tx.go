@@ -254,6 +254,12 @@ func (tx *Tx) delete(key []byte) error {
 // the prefix), until fn returns false or an error. The value is valid only
 // during the call.
 func (tx *Tx) scan(prefix, start []byte, reverse, keysOnly bool, fn func(key, val []byte) (bool, error)) error {
+	return tx.scanSkipping(prefix, start, reverse, keysOnly, nil, fn)
+}
+
+// scanSkipping is scan that passes over the keys skip (when not nil)
+// reports, without reading their values.
+func (tx *Tx) scanSkipping(prefix, start []byte, reverse, keysOnly bool, skip func(key []byte) bool, fn func(key, val []byte) (bool, error)) error {
 	o := badger.DefaultIteratorOptions
 	o.Prefix = prefix
 	o.Reverse = reverse
@@ -273,6 +279,9 @@ func (tx *Tx) scan(prefix, start []byte, reverse, keysOnly bool, fn func(key, va
 		item := it.Item()
 		var more bool
 		var err error
+		if skip != nil && skip(item.Key()) {
+			continue
+		}
 		if keysOnly {
 			more, err = fn(item.Key(), nil)
 		} else if verr := item.Value(func(v []byte) error {
