@@ -355,7 +355,15 @@ func (s *Store) Restore(r io.Reader) error {
 	defer s.leave(true)
 	stream := checkedBackup(s.path, r)
 	defer stream.Close()
+	s.text.hold.Lock()
 	err := s.db.Load(stream, 256)
+	if err != nil {
+		// Badger's transactions wait for the commit timestamps a failed
+		// load skipped: none may start on this store again (the caller
+		// throws it away), the indexer's included.
+		s.text.broken = true
+	}
+	s.text.hold.Unlock()
 	s.caches.drop(nil) // also after a failed load: some records may have changed
 	if err != nil {
 		return err

@@ -452,6 +452,14 @@ type textIndexer struct {
 	wake  chan struct{}
 	stop  chan struct{}
 	done  sync.WaitGroup
+	// hold is read-held by each pass of the indexer and held by Restore
+	// while Badger's Load runs: Load sets the next commit timestamp without
+	// the lock its transactions read it under, so no transaction may run
+	// beside it (badger v4.9.6 backup.go:268, found by the race detector).
+	hold sync.RWMutex
+	// broken (under hold) is set by a failed Restore: the store is thrown
+	// away and its transactions would wait forever, so the indexer stops.
+	broken bool
 }
 
 func (ti *textIndexer) init() {
@@ -500,29 +508,43 @@ func (s *Store) runTextIndexer() {
 			case <-time.After(textIndexDelay):
 			}
 		}
-		s.text.mu.Lock()
-		all, dirty := s.text.all, s.text.dirty
-		s.text.all, s.text.dirty = false, map[string]bool{}
-		s.text.mu.Unlock()
-		if all {
-			members, err := s.Members()
-			if err != nil {
-				s.log.Warn("search index: cannot list members", zap.Error(err))
-				continue
-			}
-			for _, m := range members {
-				dirty[m.ID] = true
-			}
-		}
-		for mid := range dirty {
-			if err := s.indexMember(mid); err != nil {
-				if errors.Is(err, errTextIndexStopped) {
-					return
-				}
-				s.log.Warn("search index: indexing failed; retried at the next change or start", zap.Error(err))
-			}
+		if s.textIndexPass() {
+			return
 		}
 	}
+}
+
+// textIndexPass indexes what the members marked since the last pass have
+// pending; true when the indexer is stopping.
+func (s *Store) textIndexPass() (stopped bool) {
+	s.text.hold.RLock()
+	defer s.text.hold.RUnlock()
+	if s.text.broken {
+		return true
+	}
+	s.text.mu.Lock()
+	all, dirty := s.text.all, s.text.dirty
+	s.text.all, s.text.dirty = false, map[string]bool{}
+	s.text.mu.Unlock()
+	if all {
+		members, err := s.Members()
+		if err != nil {
+			s.log.Warn("search index: cannot list members", zap.Error(err))
+			return false
+		}
+		for _, m := range members {
+			dirty[m.ID] = true
+		}
+	}
+	for mid := range dirty {
+		if err := s.indexMember(mid); err != nil {
+			if errors.Is(err, errTextIndexStopped) {
+				return true
+			}
+			s.log.Warn("search index: indexing failed; retried at the next change or start", zap.Error(err))
+		}
+	}
+	return false
 }
 
 var errTextIndexStopped = errors.New("search index: stopped")
