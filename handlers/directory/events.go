@@ -99,11 +99,7 @@ func (d *Directory) serveEvents(w http.ResponseWriter, r *http.Request) {
 		evts[i] = evt
 	}
 	if err := d.ingestPosts(evts, results, true); err != nil {
-		if _, _, refusing := storage.Unavailable(err); !refusing {
-			// A store refusing for now (reload, restore, full disk) is
-			// answered 503/507 below and is no handler error.
-			d.opts.Logger.Error("record agent posts: " + err.Error())
-		}
+		d.logStoreFailure("record agent posts", err)
 		writeStoreFailure(w, err, "error: could not record the events; try again")
 		return
 	}

@@ -51,7 +51,7 @@ func (d *Directory) serveProfile(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ErrInvalidPubkey), errors.Is(err, storage.ErrNotFound):
 		status = http.StatusNotFound
 	default:
-		d.opts.Logger.Error("agent profile: " + err.Error())
+		d.logStoreFailure("agent profile", err)
 		writeStoreFailure(w, err, "error: could not load the agent; try again")
 		return
 	}

@@ -20,3 +20,12 @@ func writeStoreFailure(w http.ResponseWriter, err error, msg string) {
 	}
 	writeError(w, http.StatusInternalServerError, msg)
 }
+
+// logStoreFailure logs a store error as the handler's error, unless the
+// store only refused for now (answered 503/507 by writeStoreFailure: a
+// reload or a restore is no fault).
+func (d *Directory) logStoreFailure(what string, err error) {
+	if _, _, refusing := storage.Unavailable(err); !refusing {
+		d.opts.Logger.Error(what + ": " + err.Error())
+	}
+}
