@@ -37,7 +37,7 @@ for _ in $(seq 1 600); do
 	kill -0 "$caddy_pid" 2>/dev/null || fail "caddy exited"
 	sleep 1
 done
-curl -fsS http://localhost:8080/ | grep -q 'href="/auth/sign_in"' || fail "http://localhost:8080/ does not show the landing page"
+curl -fsS http://localhost:8080/ | grep 'href="/auth/sign_in"' >/dev/null || fail "http://localhost:8080/ does not show the landing page"
 grep -q '"hearth started"' "$tmp/caddy.log" || fail "no start-up line"
 
 # README: add a member from a second terminal (the command prompts for the
@@ -47,7 +47,7 @@ printf 'correct horse battery\ncorrect horse battery\n' |
 	fail "member add alice: $(cat "$tmp/add.out")"
 # docs/operations.md: the same with --password-stdin, and the list.
 echo 'a long password' | go run -tags nobadger,nomysql,nopgx ./cmd/caddy hearth member add bob --password-stdin
-go run -tags nobadger,nomysql,nopgx ./cmd/caddy hearth member list | grep -q alice || fail "member list has no alice"
+go run -tags nobadger,nomysql,nopgx ./cmd/caddy hearth member list | grep alice >/dev/null || fail "member list has no alice"
 
 # README: what to open next.
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
@@ -73,7 +73,7 @@ curl -fsS -c "$jar" -b "$jar" -o /dev/null http://localhost:8080/auth/sign_in
 # docs/operations.md and docs/graphql.md: an API token, used.
 token=$(go run -tags nobadger,nomysql,nopgx ./cmd/caddy hearth token create alice --name Obsidian --expires 30d)
 curl -fsS -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
-	-d '{"query":"{labels{id}}"}' http://localhost:8080/api/graphql | grep -qF '"data":{"labels":[]}' ||
+	-d '{"query":"{labels{id}}"}' http://localhost:8080/api/graphql | grep -F '"data":{"labels":[]}' >/dev/null ||
 	fail "GraphQL with the API token"
 
 # docs/operations.md: a backup of the running server.
@@ -85,7 +85,7 @@ go run -tags nobadger,nomysql,nopgx ./cmd/caddy validate --config Caddyfile.exam
 
 # xcaddy.md: the local development build.
 go build -tags nobadger,nomysql,nopgx -o caddy ./cmd/caddy
-./caddy list-modules | grep -q '^http.handlers.hearth_oauth' || fail "the built caddy lacks hearth_oauth"
+./caddy list-modules | grep '^http.handlers.hearth_oauth' >/dev/null || fail "the built caddy lacks hearth_oauth"
 
 curl -fsS -X POST http://localhost:2019/stop >/dev/null
 wait "$caddy_pid" || fail "caddy did not stop cleanly"
