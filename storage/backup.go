@@ -66,7 +66,7 @@ func (s *Store) Backup(w io.Writer) error {
 	lw := &liveRecords{w: cw}
 	// db.Backup's stream, with frames of about 16 MiB instead of 100
 	// (liveRecords holds one whole).
-	stream := s.db.NewStream()
+	stream := s.bdb.DB().NewStream()
 	stream.LogPrefix = "DB.Backup"
 	stream.MaxSize = backupFrameTarget
 	if _, err := stream.Backup(lw, 0); err != nil {
@@ -370,7 +370,6 @@ func (s *Store) Replace(r io.Reader) (previous string, err error) {
 	// dropped and what was written reaches the disk, big values included.
 	defer func() {
 		s.caches.drop(nil)
-		s.vlogWritten.Store(true)
 		if serr := s.Sync(); err == nil && serr != nil {
 			err = serr
 		}
@@ -436,12 +435,12 @@ var copyRecordsHook func(n int) error
 // through write batches, around the gate (a restore refuses writes).
 func (s *Store) copyRecords(src *Store) error {
 	// Drop what src lacks, then write what it has.
-	del := s.db.NewWriteBatch()
+	del := s.bdb.DB().NewWriteBatch()
 	defer del.Cancel()
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.bdb.DB().View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{})
 		defer it.Close()
-		return src.db.View(func(ftxn *badger.Txn) error {
+		return src.bdb.DB().View(func(ftxn *badger.Txn) error {
 			for it.Rewind(); it.Valid(); it.Next() {
 				k := it.Item().KeyCopy(nil)
 				if _, err := ftxn.Get(k); errors.Is(err, badger.ErrKeyNotFound) {
@@ -461,10 +460,10 @@ func (s *Store) copyRecords(src *Store) error {
 	if err != nil {
 		return fmt.Errorf("remove records the backup lacks: %w", err)
 	}
-	put := s.db.NewWriteBatch()
+	put := s.bdb.DB().NewWriteBatch()
 	defer put.Cancel()
 	n := 0
-	err = src.db.View(func(ftxn *badger.Txn) error {
+	err = src.bdb.DB().View(func(ftxn *badger.Txn) error {
 		it := ftxn.NewIterator(badger.DefaultIteratorOptions)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -525,4 +524,17 @@ func (s *Store) backupToNewFile() (path string, err error) {
 		return "", err
 	}
 	return f.Name(), fsyncPath(filepath.Dir(s.path))
+}
+
+// fsyncPath flushes a file or directory, data and metadata, to disk.
+func fsyncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

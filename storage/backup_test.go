@@ -155,7 +155,7 @@ func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
 	if m, err := st.SessionMember(sid); err != nil || m.ID != alice.ID {
 		t.Fatalf("alice's session after Replace: %v, %v", m, err)
 	}
-	err = st.db.View(func(txn *badger.Txn) error {
+	err = st.bdb.DB().View(func(txn *badger.Txn) error {
 		item, err := txn.Get(sessionKey(Digest(sid)))
 		if err == nil && item.ExpiresAt() == 0 {
 			err = errors.New("the restored session lost its expiry")
@@ -184,7 +184,7 @@ func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
 func dumpRecords(t *testing.T, st *Store) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	err := st.db.View(func(txn *badger.Txn) error {
+	err := st.bdb.DB().View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.DefaultIteratorOptions)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {

@@ -12,10 +12,11 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/hearthkit/caddy-hearth/storage/kv"
+	"github.com/hearthkit/caddy-hearth/storage/kv/badgerkv"
 	"go.uber.org/zap"
 )
 
@@ -110,20 +111,18 @@ func DefaultMinFreeBytes(memTableSize, valueLogFileSize int64) int64 {
 }
 
 // ErrLocked is returned by Open when another process holds the database.
-var ErrLocked = errors.New("the store is in use by another process (is Caddy running? stop it first, or use the admin API)")
+var ErrLocked = badgerkv.ErrLocked
 
-// Store is a Hearth database. It is safe for concurrent use once open.
+// Store is a Hearth database on a storage engine (storage/kv). It is safe
+// for concurrent use once open.
 type Store struct {
-	db   *badger.DB
+	eng  kv.Engine
+	bdb  *badgerkv.Engine // eng when it is Badger: what stays Badger's (GC, size, Load)
 	path string
 	log  *zap.Logger
 	opts Options
 
-	durable     *groupSync // nil when SyncWrites is off
-	logs        *logSyncer // durable's sync; nil when SyncWrites is off
-	async       asyncFlush // syncs asynchronous commits when SyncWrites is on
-	vlogWritten atomic.Bool
-	caches      caches
+	caches caches
 
 	replacing sync.Mutex // held by Replace
 	gate      gate
@@ -154,7 +153,6 @@ func Prepare(dir string, opts Options) *Store {
 	s := &Store{path: dir, log: opts.Logger, opts: opts, caches: newCaches(), stopGC: make(chan struct{})}
 	s.gate.init()
 	s.text.init()
-	s.async.delay = asyncFlushDelay
 	return s
 }
 
@@ -162,7 +160,7 @@ func Prepare(dir string, opts Options) *Store {
 func (s *Store) IsOpen() bool {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
-	return s.db != nil && !s.done
+	return s.eng != nil && !s.done
 }
 
 // Open opens (creating if needed) the prepared database. Calling it again
@@ -171,58 +169,32 @@ func (s *Store) Open() error {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
 	if s.done {
-		return fmt.Errorf("open store %s: %w", s.path, badger.ErrDBClosed)
+		return fmt.Errorf("open store %s: %w", s.path, ErrClosed)
 	}
-	if s.db != nil {
+	if s.eng != nil {
 		return nil
 	}
 	dir, opts := s.path, s.opts
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create store directory: %w", err)
-	}
-	bo := badger.DefaultOptions(dir).
-		WithLogger(zapBadgerLogger{opts.Logger.Sugar()}).
-		WithMemTableSize(opts.MemTableSize).
-		WithNumMemtables(2).
-		WithNumLevelZeroTables(2).
-		WithNumLevelZeroTablesStall(8).
-		WithBlockCacheSize(opts.BlockCacheSize).
-		WithIndexCacheSize(opts.IndexCacheSize).
-		WithValueLogFileSize(opts.ValueLogFileSize).
-		WithNumCompactors(2).
-		// Commits are synced by s.durable, once for many (group commit).
-		WithSyncWrites(false).
-		WithValueThreshold(vlogThreshold).
-		WithMetricsEnabled(false)
-	db, err := badger.Open(bo)
+	// The group commit (Options.SyncWrites) is the engine's:
+	// storage/kv/badgerkv/durable.go.
+	bdb, err := badgerkv.Open(dir, badgerkv.Options{
+		MemTableSize:     opts.MemTableSize,
+		BlockCacheSize:   opts.BlockCacheSize,
+		IndexCacheSize:   opts.IndexCacheSize,
+		ValueLogFileSize: opts.ValueLogFileSize,
+		NoSync:           !*opts.SyncWrites,
+		Logger:           zapBadgerLogger{opts.Logger.Sugar()},
+		OnSync:           opts.OnSync,
+	})
 	if err != nil {
-		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
-			return fmt.Errorf("open store %s: %w", dir, ErrLocked)
-		}
-		return fmt.Errorf("open store %s: %w", dir, err)
+		return err
 	}
-	s.db = db
+	s.eng, s.bdb = bdb, bdb
 	s.gate.opened()
-	if *opts.SyncWrites {
-		s.logs = &logSyncer{dir: dir, vlogWritten: &s.vlogWritten}
-		sync := s.logs.sync
-		if opts.OnSync != nil {
-			sync = func() error {
-				start := time.Now()
-				err := s.logs.sync()
-				opts.OnSync(time.Since(start), err)
-				return err
-			}
-		}
-		s.durable = newGroupSync(sync)
-	}
 	if err := s.migrate(); err != nil {
 		// Not Close: it waits for openMu, which Open holds.
-		db.Close()
-		if s.logs != nil {
-			s.logs.close()
-		}
-		s.db, s.logs, s.durable = nil, nil, nil
+		bdb.Close()
+		s.eng, s.bdb = nil, nil
 		return fmt.Errorf("open store %s: %w", dir, err)
 	}
 	if opts.GCInterval > 0 {
@@ -261,7 +233,7 @@ func (s *Store) Close() error {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
 	s.done = true
-	if s.db == nil {
+	if s.eng == nil {
 		return nil // never opened
 	}
 	var err error
@@ -271,13 +243,7 @@ func (s *Store) Close() error {
 		close(s.text.stop)
 		s.text.done.Wait()
 		s.closeGate()
-		s.async.stop()
-		err = s.db.Close()
-		if s.logs != nil {
-			if cerr := s.logs.close(); err == nil {
-				err = cerr
-			}
-		}
+		err = s.eng.Close()
 	})
 	return err
 }
@@ -299,20 +265,20 @@ func (s *Store) runGC(every time.Duration) {
 // CollectGarbage rewrites value-log files that are at least half garbage,
 // until none is left. It runs on the schedule set by Options.GCInterval.
 func (s *Store) CollectGarbage() {
-	if s.enter(false) != nil {
+	if s.bdb == nil || s.enter(false) != nil {
 		return
 	}
 	defer s.leave(false)
-	if s.durable != nil {
+	db := s.bdb.DB()
+	if *s.opts.SyncWrites {
 		// Badger deletes a rewritten value-log file at once unless an
 		// iterator is open, and it does not sync the rewritten values
 		// itself with SyncWrites off: hold an iterator until they are on
 		// disk.
-		txn := s.db.NewTransaction(false)
+		txn := db.NewTransaction(false)
 		it := txn.NewIterator(badger.IteratorOptions{})
 		defer func() {
-			s.vlogWritten.Store(true)
-			if err := s.durable.wait(); err != nil {
+			if err := s.bdb.Sync(); err != nil {
 				// The rewritten values may not be on disk: keep the
 				// iterator (and so the old files) until the process ends.
 				// Badger panics on discarding a transaction with an open
@@ -331,7 +297,7 @@ func (s *Store) CollectGarbage() {
 			return
 		default:
 		}
-		if err := s.db.RunValueLogGC(0.5); err != nil {
+		if err := db.RunValueLogGC(0.5); err != nil {
 			if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
 				s.log.Warn("value-log garbage collection", zap.Error(err))
 			}
@@ -355,8 +321,11 @@ func (s *Store) Restore(r io.Reader) error {
 	defer s.leave(true)
 	stream := checkedBackup(s.path, r)
 	defer stream.Close()
+	if s.bdb == nil {
+		return errors.New("restore: not a Badger store") // see restoreEngine
+	}
 	s.text.hold.Lock()
-	err := s.db.Load(stream, 256)
+	err := s.bdb.DB().Load(stream, 256)
 	if err != nil {
 		// Badger's transactions wait for the commit timestamps a failed
 		// load skipped: none may start on this store again (the caller
@@ -368,8 +337,7 @@ func (s *Store) Restore(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	s.vlogWritten.Store(true)
-	if err := s.synced(); err != nil {
+	if err := s.bdb.Sync(); err != nil {
 		return err
 	}
 	// A backup of an earlier version holds records written the old way.
@@ -441,50 +409,24 @@ func (s *Store) hasRecords() (bool, error) {
 // Sync flushes every write committed so far to disk, also with SyncWrites
 // off.
 func (s *Store) Sync() error {
-	if s.durable != nil {
-		return s.durable.wait()
-	}
 	if err := s.enter(false); err != nil {
 		return err
 	}
 	defer s.leave(false)
-	return s.db.Sync()
-}
-
-// synced returns once the commits that returned so far are on disk, when
-// the store was opened with SyncWrites.
-func (s *Store) synced() error {
-	if s.durable == nil {
-		return nil
+	if s.bdb == nil {
+		return nil // a server engine's commits are its own business
 	}
-	return s.durable.wait()
-}
-
-// flushSoon makes sure a sync starts within the store's async delay after
-// the asynchronous commit that just returned, when the store was opened
-// with SyncWrites (without it, no commit is synced). A failed sync is not
-// tried again: after a write-back error the kernel may have dropped the
-// pages, and a later fdatasync can succeed without them (the next
-// synchronous commit still reports its own failure to its caller).
-func (s *Store) flushSoon() {
-	if s.durable == nil {
-		return
-	}
-	s.async.schedule(func() {
-		if err := s.durable.wait(); err != nil {
-			s.log.Error("sync after asynchronous commits failed: the application tokens issued just before may not survive a power loss", zap.Error(err))
-		}
-	})
+	return s.bdb.Sync()
 }
 
 // Size returns the bytes on disk of the store's tables and of its value
 // logs (Badger's figures, updated about once a minute).
 func (s *Store) Size() (tables, valueLogs int64) {
-	if s.enter(false) != nil {
+	if s.bdb == nil || s.enter(false) != nil {
 		return 0, 0
 	}
 	defer s.leave(false)
-	return s.db.Size()
+	return s.bdb.DB().Size()
 }
 
 // Ping reports whether the store answers reads.
@@ -493,7 +435,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		return err
 	}
 	defer s.leave(false)
-	return s.db.View(func(*badger.Txn) error { return ctx.Err() })
+	return s.eng.Ping(ctx)
 }
 
 // zapBadgerLogger adapts zap to Badger's Logger interface. Badger is chatty

@@ -956,10 +956,10 @@ func TestSearchWritesNoWideMarkers(t *testing.T) {
 	waitIndexed(t, st, m.ID)
 	prefix := key("u", m.ID, "gql", "tw", "")
 	n := 0
-	if err := st.View(func(tx *Tx) error {
+	if err := st.bdb.DB().View(func(txn *badger.Txn) error {
 		o := badger.DefaultIteratorOptions
 		o.AllVersions, o.Prefix, o.PrefetchValues = true, prefix, false
-		it := tx.txn.NewIterator(o)
+		it := txn.NewIterator(o)
 		defer it.Close()
 		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
 			n++
