@@ -12,11 +12,13 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
 	"github.com/hearthkit/caddy-hearth/storage/kv/badgerkv"
+	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv"
 	"go.uber.org/zap"
 )
 
@@ -52,6 +54,21 @@ type Options struct {
 	// SyncWrites took (metrics). It runs in the flushing goroutine, while
 	// commits wait: it must be quick.
 	OnSync func(d time.Duration, err error)
+	// Postgres, when set, keeps the records in PostgreSQL
+	// (storage/kv/pgkv) instead of Badger in the directory; the Badger
+	// options above then do nothing, and the directory holds only files
+	// (staged imports).
+	Postgres *PostgresOptions
+}
+
+// PostgresOptions choose the PostgreSQL database of a store.
+type PostgresOptions struct {
+	// DSN is a libpq connection string or URL.
+	DSN string
+	// Prefix names the tables (<prefix>_kv, …); default "hearth".
+	Prefix string
+	// MaxConns bounds the connection pool; default 10.
+	MaxConns int32
 }
 
 // Defaults of the small-server memory profile. Badger's own defaults
@@ -87,7 +104,9 @@ func (o Options) withDefaults() Options {
 	if o.GCInterval == 0 {
 		o.GCInterval = DefaultGCInterval
 	}
-	if o.MinFreeBytes == 0 {
+	if o.Postgres != nil {
+		o.MinFreeBytes = -1 // the database server minds its disk
+	} else if o.MinFreeBytes == 0 {
 		o.MinFreeBytes = DefaultMinFreeBytes(o.MemTableSize, o.ValueLogFileSize)
 	}
 	if o.Logger == nil {
@@ -124,6 +143,8 @@ type Store struct {
 
 	caches caches
 
+	unavailableLogged atomic.Int64 // when engineErr last logged (Unix ns)
+
 	replacing sync.Mutex // held by Replace
 	gate      gate
 
@@ -149,12 +170,20 @@ func Open(dir string, opts Options) (*Store, error) {
 // created, locked or read until Open. Caddy's Provision prepares; Start (or
 // the first request) opens.
 func Prepare(dir string, opts Options) *Store {
+	if testEngineHook != nil {
+		opts = testEngineHook(dir, opts)
+	}
 	opts = opts.withDefaults()
 	s := &Store{path: dir, log: opts.Logger, opts: opts, caches: newCaches(), stopGC: make(chan struct{})}
 	s.gate.init()
 	s.text.init()
 	return s
 }
+
+// testEngineHook, set by this package's TestMain with
+// HEARTH_TEST_ENGINE=postgres, puts every store the tests open into
+// PostgreSQL: the same tests run on both engines (engine_test.go).
+var testEngineHook func(dir string, opts Options) Options
 
 // IsOpen reports whether Open has succeeded (and Close not been called).
 func (s *Store) IsOpen() bool {
@@ -175,6 +204,9 @@ func (s *Store) Open() error {
 		return nil
 	}
 	dir, opts := s.path, s.opts
+	if opts.Postgres != nil {
+		return s.openPostgres()
+	}
 	// The group commit (Options.SyncWrites) is the engine's:
 	// storage/kv/badgerkv/durable.go.
 	bdb, err := badgerkv.Open(dir, badgerkv.Options{
@@ -204,6 +236,62 @@ func (s *Store) Open() error {
 	s.text.done.Add(1)
 	go s.runTextIndexer()
 	return nil
+}
+
+func (s *Store) openPostgres() error {
+	p := s.opts.Postgres
+	e, err := pgkv.Open(pgkv.Options{DSN: p.DSN, Prefix: p.Prefix, MaxConns: p.MaxConns})
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	s.eng = e
+	s.gate.opened()
+	err = s.migrate()
+	if errors.Is(err, ErrEngineUnavailable) {
+		// The database is away: serve (503 until it answers) and migrate
+		// once it does.
+		s.gcDone.Add(1)
+		go s.migrateWhenAvailable()
+	} else if err != nil {
+		e.Close()
+		s.eng = nil
+		return fmt.Errorf("open store: %w", err)
+	}
+	s.text.done.Add(1)
+	go s.runTextIndexer()
+	return nil
+}
+
+// migrateWhenAvailable runs migrate every few seconds until it has run or
+// the store closes.
+func (s *Store) migrateWhenAvailable() {
+	defer s.gcDone.Done()
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopGC:
+			return
+		case <-t.C:
+		}
+		err := s.migrate()
+		if err == nil {
+			s.log.Info("the storage engine answers again: the store is ready")
+			return
+		}
+		if !errors.Is(err, ErrEngineUnavailable) {
+			s.log.Error("migrate the store", zap.Error(err))
+			return
+		}
+	}
+}
+
+// Engine names the store's storage engine: "badger" or "postgres".
+func (s *Store) Engine() string {
+	if s.opts.Postgres != nil {
+		return "postgres"
+	}
+	return "badger"
 }
 
 // migrate brings records written by earlier versions up to date. It runs at
@@ -435,7 +523,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		return err
 	}
 	defer s.leave(false)
-	return s.eng.Ping(ctx)
+	return s.engineErr(s.eng.Ping(ctx))
 }
 
 // zapBadgerLogger adapts zap to Badger's Logger interface. Badger is chatty

@@ -933,6 +933,7 @@ func TestTextRecordVersions(t *testing.T) {
 // scans (a store seeded with 100 k items had 100 k of them until Badger's
 // compaction dropped them: 4 ms on every text search).
 func TestSearchWritesNoWideMarkers(t *testing.T) {
+	badgerOnly(t)
 	st := openTestStore(t)
 	m, err := st.CreateMember("alice", "", "correct horse")
 	if err != nil {

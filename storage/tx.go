@@ -59,7 +59,7 @@ func (s *Store) View(fn func(tx *Tx) error) error {
 		return err
 	}
 	defer s.leave(false)
-	return s.eng.View(context.Background(), func(r kv.Reader) error { return fn(&Tx{r: r}) })
+	return s.engineErr(s.eng.View(context.Background(), func(r kv.Reader) error { return fn(&Tx{r: r}) }))
 }
 
 // Update runs fn in a read-write transaction and commits it when fn returns
@@ -156,10 +156,10 @@ func (s *Store) update(opts kv.TxOptions, fn func(tx *Tx) error) error {
 	}
 	defer s.leave(true)
 	tx := &Tx{}
-	err := s.eng.Update(context.Background(), opts, func(w kv.Writer) error {
+	err := s.engineErr(s.eng.Update(context.Background(), opts, func(w kv.Writer) error {
 		*tx = Tx{r: w, w: w, cachedWritten: tx.cachedWritten}
 		return fn(tx)
-	})
+	}))
 	if err == nil {
 		for _, m := range tx.textMembers {
 			s.text.notify(m)
