@@ -534,3 +534,45 @@ func (l zapBadgerLogger) Errorf(f string, a ...any)   { l.s.Errorf(strings.TrimS
 func (l zapBadgerLogger) Warningf(f string, a ...any) { l.s.Warnf(strings.TrimSpace(f), a...) }
 func (l zapBadgerLogger) Infof(f string, a ...any)    { l.s.Debugf(strings.TrimSpace(f), a...) }
 func (l zapBadgerLogger) Debugf(f string, a ...any)   { l.s.Debugf(strings.TrimSpace(f), a...) }
+
+// Lead calls fn while this node holds the lease name among every node of
+// the store (kv.Leases: in-process with Badger, a lease row renewed in
+// PostgreSQL), and takes it again after fn returned or the lease was lost,
+// until ctx ends. fn's context ends when the lease is lost: singleton work
+// (the directory document, relay subscriptions, sweeps, queues) runs under
+// it and must be idempotent. It returns once ctx has ended and fn returned.
+func (s *Store) Lead(ctx context.Context, name string, fn func(ctx context.Context)) {
+	if l, ok := s.eng.(kv.Leases); ok {
+		l.Lead(ctx, name, fn)
+		return
+	}
+	fn(ctx)
+}
+
+// Counters is the engine's shared rate-limit counting (kv.Counters), so a
+// limit holds across every node of the store; nil when the store is not open.
+func (s *Store) Counters() kv.Counters {
+	c, _ := s.eng.(kv.Counters)
+	return c
+}
+
+// Subscribe calls fn with every payload published on channel by any node
+// of the store (Publish) after it returned, and with kv.Missed when some may
+// have been lost (the engine's listener reconnected): then drop whatever was
+// cached. stop ends it.
+func (s *Store) Subscribe(channel string, fn func(payload string)) (stop func(), err error) {
+	return s.eng.Subscribe(channel, fn)
+}
+
+// Publish sends payload on channel to the subscribers of every node
+// (kv.Writer.Notify in a transaction of its own). Within a transaction that
+// changes records, use Tx.notify so the message goes if and only if the
+// change commits.
+func (s *Store) Publish(channel, payload string) error {
+	return s.Update(func(tx *Tx) error { return tx.notify(channel, payload) })
+}
+
+// Live reports whether every notification published since it last
+// returned true reached this node's subscribers (kv.Engine.Live): caches
+// filled from the store may be trusted only while it is true.
+func (s *Store) Live() bool { return s.eng != nil && s.eng.Live() }

@@ -308,3 +308,12 @@ func key(parts ...string) []byte {
 	}
 	return b
 }
+
+// notify queues payload for the subscribers of channel on every node; it
+// is sent if and when the transaction commits.
+func (tx *Tx) notify(channel, payload string) error {
+	if tx.w == nil {
+		return errReadOnly
+	}
+	return tx.w.Notify(channel, payload)
+}
