@@ -22,15 +22,17 @@ var testPostgres *pgtest.Server
 
 func TestMain(m *testing.M) {
 	if os.Getenv("HEARTH_TEST_ENGINE") != "postgres" {
-		os.Exit(m.Run())
+		code := m.Run()
+		stopClusterServer() // cluster_test.go's, when a test started it
+		os.Exit(code)
 	}
 	var (
 		mu       sync.Mutex
 		prefixes = map[string]string{}
 	)
 	testEngineHook = func(dir string, opts Options) Options {
-		if testPostgres == nil {
-			return opts // pgtest.Main failed: it exits
+		if testPostgres == nil || opts.Postgres != nil {
+			return opts // pgtest.Main failed (it exits), or a test chose its database (cluster_test.go)
 		}
 		mu.Lock()
 		defer mu.Unlock()

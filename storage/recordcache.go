@@ -2,7 +2,10 @@ package storage
 
 import (
 	"bytes"
+	"strings"
 	"sync"
+
+	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
 // recordCacheSize bounds each record cache. Past the bound an arbitrary
@@ -22,16 +25,29 @@ const recordCacheSize = 4096
 // starts after the change returned. A read that started before such a drop
 // must not put the old record back: add takes the generation read before
 // the read transaction began and does nothing if a drop happened since.
+//
+// Several nodes (a store on a shared engine, PostgreSQL): the writing node
+// drops as above, and its transaction also notifies every node on
+// cacheChannel, in the same commit (Store.update, cacheNotes); each node
+// drops those keys when the notification arrives (Store.onCacheNote), so
+// another node sees the change within the notification's delay. While the
+// engine may be missing notifications (its listener is down) the caches
+// are bypassed, and they are emptied before they are trusted again (live).
 type recordCache[T any] struct {
 	prefix []byte
+	// live, when set (a shared engine), says whether the cache may be
+	// trusted now and in which listener epoch (kv.LiveEpochs): entries of
+	// an earlier epoch are dropped before any is served.
+	live func() (epoch uint64, ok bool)
 
 	mu      sync.RWMutex
 	gen     uint64
+	epoch   uint64
 	records map[string]*T // by key suffix
 }
 
-func newRecordCache[T any](prefix []byte) *recordCache[T] {
-	return &recordCache[T]{prefix: prefix, records: make(map[string]*T)}
+func newRecordCache[T any](prefix []byte, live func() (uint64, bool)) *recordCache[T] {
+	return &recordCache[T]{prefix: prefix, live: live, records: make(map[string]*T)}
 }
 
 // generation is to be read before a read transaction whose records go to
@@ -45,21 +61,42 @@ func (c *recordCache[T]) generation() uint64 {
 // get returns a shallow copy of the cached record (callers may change its
 // fields but only read its slices), or nil.
 func (c *recordCache[T]) get(id string) *T {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if r, ok := c.records[id]; ok {
-		cp := *r
-		return &cp
+	var epoch uint64
+	if c.live != nil {
+		var ok bool
+		if epoch, ok = c.live(); !ok {
+			return nil // notifications may be missed: read the store
+		}
 	}
-	return nil
+	c.mu.RLock()
+	if epoch != c.epoch {
+		c.mu.RUnlock()
+		c.newEpoch(epoch)
+		return nil
+	}
+	r, ok := c.records[id]
+	if !ok {
+		c.mu.RUnlock()
+		return nil
+	}
+	cp := *r
+	c.mu.RUnlock()
+	return &cp
 }
 
 // add caches a copy of rec, the record of id read in a transaction that
 // began after generation returned gen.
 func (c *recordCache[T]) add(gen uint64, id string, rec *T) {
+	var epoch uint64
+	if c.live != nil {
+		var ok bool
+		if epoch, ok = c.live(); !ok {
+			return
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen != c.gen {
+	if gen != c.gen || epoch != c.epoch {
 		return
 	}
 	if len(c.records) >= recordCacheSize {
@@ -89,6 +126,17 @@ func (c *recordCache[T]) drop(keys []string) {
 	}
 }
 
+// newEpoch empties the cache for the listener's epoch (once).
+func (c *recordCache[T]) newEpoch(epoch uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.epoch != epoch {
+		c.epoch = epoch
+		c.gen++
+		clear(c.records)
+	}
+}
+
 // caches are the Store's record caches.
 type caches struct {
 	apps        *recordCache[OAuthApp]         // by client_id
@@ -104,11 +152,13 @@ var (
 	cachedPrefixes    = [][]byte{appsPrefix, oauthTokensPrefix, membersPrefix}
 )
 
-func newCaches() caches {
+// newCaches returns empty caches; live is nil for a store only one process
+// uses (Badger), else the engine's kv.LiveEpochs (recordCache.live).
+func newCaches(live func() (uint64, bool)) caches {
 	return caches{
-		apps:        newRecordCache[OAuthApp](appsPrefix),
-		oauthTokens: newRecordCache[OAuthAccessToken](oauthTokensPrefix),
-		members:     newRecordCache[Member](membersPrefix),
+		apps:        newRecordCache[OAuthApp](appsPrefix, live),
+		oauthTokens: newRecordCache[OAuthAccessToken](oauthTokensPrefix, live),
+		members:     newRecordCache[Member](membersPrefix, live),
 	}
 }
 
@@ -138,4 +188,74 @@ func (s *Store) cachedMember(tx *Tx, id string) (m *Member, read bool, err error
 	}
 	m, err = tx.MemberByID(id)
 	return m, err == nil, err
+}
+
+// cacheChannel carries, from every node's commits, the keys of the cached
+// records they wrote (cacheNotes) or cacheDropAll.
+const cacheChannel = "hearth_cache"
+
+// cacheDropAll is the payload that drops every cached record: keys that do
+// not fit in a few notifications, or that are not plain ASCII.
+const cacheDropAll = "*"
+
+// maxCacheNotes bounds the notifications one commit sends for its keys;
+// beyond, it sends cacheDropAll.
+const maxCacheNotes = 4
+
+// cacheNotes returns the payloads telling every node to drop keys: the
+// keys, newline-separated, each payload at most kv.MaxPayload bytes, or
+// cacheDropAll alone.
+func cacheNotes(keys []string) []string {
+	var notes []string
+	var b strings.Builder
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		for i := 0; i < len(k); i++ {
+			if k[i] <= ' ' || k[i] > '~' {
+				return []string{cacheDropAll} // no NUL, newline or invalid text in a notification
+			}
+		}
+		if len(k) > kv.MaxPayload {
+			return []string{cacheDropAll}
+		}
+		if b.Len() > 0 && b.Len()+1+len(k) > kv.MaxPayload {
+			notes = append(notes, b.String())
+			b.Reset()
+			if len(notes) == maxCacheNotes {
+				return []string{cacheDropAll}
+			}
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(k)
+	}
+	if b.Len() > 0 {
+		notes = append(notes, b.String())
+	}
+	return notes
+}
+
+// onCacheNote drops what a notification on cacheChannel names: keys,
+// cacheDropAll, or kv.Missed (notifications were lost).
+func (s *Store) onCacheNote(payload string) {
+	if payload == kv.Missed || payload == cacheDropAll {
+		s.caches.drop(nil)
+		return
+	}
+	s.caches.drop(strings.Split(payload, "\n"))
+}
+
+// cacheLive is recordCache.live for a store on a shared engine: not
+// trusted before the engine is open.
+func (s *Store) cacheLive() (uint64, bool) {
+	le := s.liveEpochs.Load()
+	if le == nil {
+		return 0, false
+	}
+	return (*le).LiveEpoch()
 }

@@ -76,7 +76,7 @@ func TestOAuthAppCacheFollowsWrites(t *testing.T) {
 // A lookup that read the record before a write committed must not cache
 // what it read once the write has dropped the entry.
 func TestRecordCacheIgnoresReadsOlderThanADrop(t *testing.T) {
-	c := newRecordCache[OAuthApp](oauthAppKey(""))
+	c := newRecordCache[OAuthApp](oauthAppKey(""), nil)
 	app := &OAuthApp{ClientID: "c1", Name: "old"}
 	gen := c.generation()
 	c.drop([]string{string(oauthAppKey("c1"))}) // a write committed meanwhile
@@ -95,7 +95,7 @@ func TestRecordCacheIgnoresReadsOlderThanADrop(t *testing.T) {
 }
 
 func TestRecordCacheIsBounded(t *testing.T) {
-	c := newRecordCache[OAuthApp](oauthAppKey(""))
+	c := newRecordCache[OAuthApp](oauthAppKey(""), nil)
 	for i := range recordCacheSize + 10 {
 		id := fmt.Sprint(i)
 		c.add(c.generation(), id, &OAuthApp{ClientID: id})

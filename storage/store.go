@@ -142,6 +142,11 @@ type Store struct {
 	opts Options
 
 	caches caches
+	// shared: the engine serves several processes (not Badger), so the
+	// caches follow other nodes' writes (recordcache.go).
+	shared     bool
+	liveEpochs atomic.Pointer[kv.LiveEpochs] // the shared engine's, once open
+	stopNotes  func()                        // ends the cache subscription
 
 	unavailableLogged atomic.Int64 // when engineErr last logged (Unix ns)
 
@@ -174,7 +179,12 @@ func Prepare(dir string, opts Options) *Store {
 		opts = testEngineHook(dir, opts)
 	}
 	opts = opts.withDefaults()
-	s := &Store{path: dir, log: opts.Logger, opts: opts, caches: newCaches(), stopGC: make(chan struct{})}
+	s := &Store{path: dir, log: opts.Logger, opts: opts, shared: opts.Postgres != nil, stopGC: make(chan struct{})}
+	if s.shared {
+		s.caches = newCaches(s.cacheLive)
+	} else {
+		s.caches = newCaches(nil)
+	}
 	s.gate.init()
 	s.text.init()
 	return s
@@ -244,7 +254,15 @@ func (s *Store) openPostgres() error {
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
-	s.eng = e
+	// Other nodes' writes drop cached records here (recordcache.go).
+	var le kv.LiveEpochs = e
+	stop, err := e.Subscribe(cacheChannel, s.onCacheNote)
+	if err != nil {
+		e.Close()
+		return fmt.Errorf("open store: %w", err)
+	}
+	s.liveEpochs.Store(&le)
+	s.eng, s.stopNotes = e, stop
 	s.gate.opened()
 	err = s.migrate()
 	if errors.Is(err, ErrEngineUnavailable) {
@@ -253,6 +271,7 @@ func (s *Store) openPostgres() error {
 		s.gcDone.Add(1)
 		go s.migrateWhenAvailable()
 	} else if err != nil {
+		stop()
 		e.Close()
 		s.eng = nil
 		return fmt.Errorf("open store: %w", err)
@@ -331,6 +350,9 @@ func (s *Store) Close() error {
 		close(s.text.stop)
 		s.text.done.Wait()
 		s.closeGate()
+		if s.stopNotes != nil {
+			s.stopNotes()
+		}
 		err = s.eng.Close()
 	})
 	return err

@@ -158,7 +158,18 @@ func (s *Store) update(opts kv.TxOptions, fn func(tx *Tx) error) error {
 	tx := &Tx{}
 	err := s.engineErr(s.eng.Update(context.Background(), opts, func(w kv.Writer) error {
 		*tx = Tx{r: w, w: w, cachedWritten: tx.cachedWritten}
-		return fn(tx)
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if s.shared && len(tx.cachedWritten) > 0 {
+			// Every node drops these records when this commits.
+			for _, p := range cacheNotes(tx.cachedWritten) {
+				if err := w.Notify(cacheChannel, p); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	}))
 	if err == nil {
 		for _, m := range tx.textMembers {

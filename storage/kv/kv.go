@@ -293,7 +293,57 @@ type IDSlots interface {
 	// the slot cannot be proven held (a server engine's connection is
 	// down): ids must not be made then.
 	IDSlot(ctx context.Context) (uint16, error)
+	// HeldIDSlot returns the slot IDSlot claimed while it is proven held,
+	// without any I/O (so it may be called inside a transaction); ok is
+	// false when no slot is held now, and IDSlot (outside a transaction)
+	// claims one again.
+	HeldIDSlot() (slot uint16, ok bool)
 }
+
+// LiveEpochs is offered by engines whose notifications can be missed (a
+// server engine's listening connection): LiveEpoch is Live together with a
+// number that changes every time Live turns true again (each
+// (re)connection), read at once. A cache emptied during an epoch may be
+// trusted while that same epoch is live; Live alone cannot tell a
+// subscriber that has not yet handled its kv.Missed from one that has.
+type LiveEpochs interface {
+	LiveEpoch() (epoch uint64, live bool)
+}
+
+// Replacer is offered by engines shared by several processes: a restore
+// that keeps every acknowledged write. ReplaceAll runs one transaction,
+// exclusive among every process of the store (ErrReplaceRunning
+// otherwise): it passes every current record of its snapshot to r.Save (as
+// Export), calls r.Saved, then leaves exactly the records r.Next yields
+// (as Import with ImportReplace) and queues r.Notes. A commit of another
+// process that the saved records miss and the import would overwrite
+// makes it fail with ErrConflict, changing nothing: every write
+// acknowledged anywhere is either in what Save got or still in the store
+// afterwards.
+type Replacer interface {
+	ReplaceAll(ctx context.Context, r Replacement) error
+}
+
+// Replacement is the work of Replacer.ReplaceAll.
+type Replacement struct {
+	// Save gets every current record, in key order; its slices are valid
+	// only during the call.
+	Save func(Record) error
+	// Saved runs after the last Save and before anything changes (sync
+	// what Save wrote).
+	Saved func() error
+	// Next yields the records to import, io.EOF after the last.
+	Next func() (Record, error)
+	// Notes are sent if and when the replacement commits.
+	Notes []Note
+}
+
+// Note is a notification (Writer.Notify's arguments).
+type Note struct{ Channel, Payload string }
+
+// ErrReplaceRunning is returned by ReplaceAll while another ReplaceAll runs
+// on the store (in any process).
+var ErrReplaceRunning = errors.New("kv: another replace of the store is running")
 
 // MaxIDSlot is the largest node slot (64 nodes).
 const MaxIDSlot = 63

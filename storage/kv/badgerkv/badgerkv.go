@@ -653,3 +653,6 @@ func (e *Engine) IDSlot(ctx context.Context) (uint16, error) {
 	e.mu.RUnlock()
 	return 0, nil
 }
+
+// HeldIDSlot implements kv.IDSlots: slot 0, always.
+func (e *Engine) HeldIDSlot() (uint16, bool) { return 0, true }

@@ -83,7 +83,9 @@ type Engine struct {
 	schemaMu sync.Mutex
 	schemaOK atomic.Bool
 
-	live      atomic.Bool
+	// listening is the listener's epoch (times it has connected) << 1,
+	// plus 1 while it is connected (Live).
+	listening atomic.Uint64
 	ctx       context.Context
 	cancel    context.CancelFunc
 	bg        sync.WaitGroup
@@ -95,10 +97,12 @@ type Engine struct {
 }
 
 var (
-	_ kv.Engine   = (*Engine)(nil)
-	_ kv.Counters = (*Engine)(nil)
-	_ kv.Leases   = (*Engine)(nil)
-	_ kv.IDSlots  = (*Engine)(nil)
+	_ kv.Engine     = (*Engine)(nil)
+	_ kv.Counters   = (*Engine)(nil)
+	_ kv.Leases     = (*Engine)(nil)
+	_ kv.IDSlots    = (*Engine)(nil)
+	_ kv.LiveEpochs = (*Engine)(nil)
+	_ kv.Replacer   = (*Engine)(nil)
 )
 
 // Open prepares the engine. It does not need the database to be up: the
@@ -733,6 +737,15 @@ func (e *Engine) Import(ctx context.Context, next func() (kv.Record, error), mod
 		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := e.importIn(ctx, tx, next, mode == kv.ImportReplace); err != nil {
+		return err
+	}
+	return mapErr(ctx, tx.Commit(ctx))
+}
+
+// importIn copies what next yields into a temporary table, deletes every
+// row when replace is set, and upserts the copied rows, in tx.
+func (e *Engine) importIn(ctx context.Context, tx pgx.Tx, next func() (kv.Record, error), replace bool) error {
 	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE hearth_kv_import (k bytea NOT NULL, v bytea NOT NULL, expires_at timestamptz) ON COMMIT DROP`); err != nil {
 		return mapErr(ctx, err)
 	}
@@ -768,7 +781,7 @@ func (e *Engine) Import(ctx context.Context, next func() (kv.Record, error), mod
 		}
 		return mapErr(ctx, err)
 	}
-	if mode == kv.ImportReplace {
+	if replace {
 		if _, err := tx.Exec(ctx, `DELETE FROM `+e.p+`_kv`); err != nil {
 			return mapErr(ctx, err)
 		}
@@ -777,6 +790,62 @@ func (e *Engine) Import(ctx context.Context, next func() (kv.Record, error), mod
 		SELECT DISTINCT ON (k) k, v, expires_at FROM hearth_kv_import WHERE expires_at IS NULL OR expires_at > now() ORDER BY k
 		ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v, expires_at = EXCLUDED.expires_at`); err != nil {
 		return mapErr(ctx, err)
+	}
+	return nil
+}
+
+// ReplaceAll implements kv.Replacer in one SERIALIZABLE transaction that
+// first takes a transaction-scoped advisory lock (pg_try_advisory_xact_lock:
+// released at its end, also when the node dies; works through poolers in
+// transaction mode), so a second replace on any node gets
+// kv.ErrReplaceRunning. The records saved and the rows deleted are the
+// same snapshot: a row another node changed since is a serialization
+// failure (kv.ErrConflict, nothing changed); a row it inserted meanwhile
+// is not deleted (that write comes after the replace in the serial order),
+// or, if the import has the same key, a conflict.
+func (e *Engine) ReplaceAll(ctx context.Context, r kv.Replacement) error {
+	for _, n := range r.Notes {
+		if err := kv.CheckNotify(n.Channel, n.Payload); err != nil {
+			return err
+		}
+	}
+	tx, err := e.beginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var locked bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtext($1))`, e.p+"_replace").Scan(&locked); err != nil {
+		return mapErr(ctx, err)
+	}
+	if !locked {
+		return kv.ErrReplaceRunning
+	}
+	rows, err := tx.Query(ctx, `SELECT k, v, coalesce(ceil(extract(epoch from expires_at))::bigint, 0) FROM `+e.p+`_kv
+		WHERE expires_at IS NULL OR expires_at > now() ORDER BY k`)
+	if err != nil {
+		return mapErr(ctx, err)
+	}
+	var k, v []byte
+	var exp int64
+	_, err = pgx.ForEachRow(rows, []any{&k, &v, &exp}, func() error {
+		return r.Save(kv.Record{Key: k, Value: v, ExpiresAt: uint64(exp)})
+	})
+	if err != nil {
+		return mapErr(ctx, err)
+	}
+	if r.Saved != nil {
+		if err := r.Saved(); err != nil {
+			return err
+		}
+	}
+	if err := e.importIn(ctx, tx, r.Next, true); err != nil {
+		return err
+	}
+	for _, n := range r.Notes {
+		if _, err := tx.Exec(ctx, e.q.notify, e.q.channel, n.Channel+"\n"+n.Payload); err != nil {
+			return mapErr(ctx, err)
+		}
 	}
 	return mapErr(ctx, tx.Commit(ctx))
 }
@@ -822,7 +891,7 @@ func (e *Engine) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		e.pool.Exec(ctx, `DELETE FROM `+e.p+`_lease WHERE holder = $1`, e.holder)
 		cancel()
-		e.live.Store(false)
+		e.listening.Store(e.listening.Load() &^ 1)
 		e.pool.Close()
 	})
 	return nil
@@ -842,7 +911,14 @@ func (e *Engine) Subscribe(channel string, fn func(string)) (func(), error) {
 }
 
 // Live implements kv.Engine.
-func (e *Engine) Live() bool { return e.live.Load() }
+func (e *Engine) Live() bool { return e.listening.Load()&1 == 1 }
+
+// LiveEpoch implements kv.LiveEpochs: the epoch counts the listener's
+// connections.
+func (e *Engine) LiveEpoch() (uint64, bool) {
+	l := e.listening.Load()
+	return l >> 1, l&1 == 1
+}
 
 // listen keeps one connection LISTENing on the prefix's channel and
 // dispatches to the hub; after every (re)connection it tells every
@@ -853,7 +929,7 @@ func (e *Engine) listen() {
 	backoff := 50 * time.Millisecond
 	for e.ctx.Err() == nil {
 		err := e.listenOnce()
-		e.live.Store(false)
+		e.listening.Store(e.listening.Load() &^ 1) // only this goroutine changes it while open
 		if e.ctx.Err() != nil {
 			return
 		}
@@ -878,7 +954,9 @@ func (e *Engine) listenOnce() error {
 	if _, err := conn.Exec(e.ctx, `LISTEN `+pgx.Identifier{e.q.channel}.Sanitize()); err != nil {
 		return err
 	}
-	e.live.Store(true)
+	// A new epoch: caches filled before it are not trusted (LiveEpoch),
+	// whether or not their subscriber has had kv.Missed yet.
+	e.listening.Store((e.listening.Load()>>1+1)<<1 | 1)
 	for _, c := range e.hub.Channels() {
 		e.hub.Publish(c, kv.Missed)
 	}
@@ -1006,6 +1084,17 @@ func (e *Engine) IDSlot(ctx context.Context) (uint16, error) {
 		}
 	}
 	return 0, fmt.Errorf("all %d id slots are held by other nodes", kv.MaxIDSlot+1)
+}
+
+// HeldIDSlot implements kv.IDSlots: the slot while its lease was renewed
+// less than 2/3 of LeaseTTL ago.
+func (e *Engine) HeldIDSlot() (uint16, bool) {
+	e.slotMu.Lock()
+	defer e.slotMu.Unlock()
+	if e.slot >= 0 && time.Since(time.Unix(0, e.slotSince.Load())) < 2*e.opts.LeaseTTL/3 {
+		return uint16(e.slot), true
+	}
+	return 0, false
 }
 
 func (e *Engine) keepSlot(i int) {

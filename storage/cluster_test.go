@@ -1,0 +1,239 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/hearthkit/caddy-hearth/storage/kv/kvtest"
+	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
+	"github.com/jackc/pgx/v5"
+)
+
+// Several nodes are one site (issue 18 point 4, the storage layer): two
+// Stores opened on one PostgreSQL database with the same table prefix are
+// two nodes. These tests run with either HEARTH_TEST_ENGINE: on Badger
+// they start their own PostgreSQL server (pgtest, port
+// clusterPostgresPort), on PostgreSQL they use the package's. They wait for
+// the event (a refusal, a notification) and never assert a duration.
+
+// clusterPostgresPort is this task's own server port on the shared machine.
+const clusterPostgresPort = 15436
+
+var cluster struct {
+	once sync.Once
+	srv  *pgtest.Server
+	err  error
+}
+
+// clusterServer returns a running PostgreSQL server: the package's under
+// HEARTH_TEST_ENGINE=postgres, else one started for these tests (stopped by
+// TestMain).
+func clusterServer(t testing.TB) *pgtest.Server {
+	t.Helper()
+	if testEngineHook != nil {
+		pgtest.Need(t, testPostgres)
+		return testPostgres
+	}
+	cluster.once.Do(func() { cluster.srv, cluster.err = pgtest.Start(clusterPostgresPort) })
+	if cluster.err != nil {
+		if errors.Is(cluster.err, pgtest.ErrMissing) && pgtest.Skip() {
+			t.Skip("PostgreSQL not installed and HEARTH_TEST_POSTGRES=skip")
+		}
+		t.Fatal(cluster.err)
+	}
+	return cluster.srv
+}
+
+func stopClusterServer() {
+	if cluster.srv != nil {
+		cluster.srv.Stop()
+	}
+}
+
+// siteOptions are the options of every node of a site in database dsn.
+func siteOptions(dsn string) Options {
+	return Options{Postgres: &PostgresOptions{DSN: dsn, Prefix: "site"}}
+}
+
+// twoNodes opens two nodes of one site on a fresh database and waits until
+// both listen for notifications.
+func twoNodes(t *testing.T) (a, b *Store, dsn string) {
+	t.Helper()
+	dsn = clusterServer(t).NewDatabase(t)
+	a, b = openNode(t, siteOptions(dsn)), openNode(t, siteOptions(dsn))
+	kvtest.Eventually(t, "both nodes listen", func() bool { return a.Live() && b.Live() })
+	return a, b, dsn
+}
+
+func openNode(t *testing.T, opts Options) *Store {
+	t.Helper()
+	st, err := Open(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// memberToken makes a member with an OAuth app and an access token on st.
+func memberToken(t *testing.T, st *Store, username string) (m *Member, token string) {
+	t.Helper()
+	m, err := st.CreateMember(username, "", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, _, err := st.CreateOAuthApp("Tooter", "", []string{"https://app.example/cb"}, []string{"read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := st.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, token, err = st.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, token
+}
+
+// cachedOn checks that token is accepted on st and that st now holds it in
+// its record cache (so a later acceptance comes from the cache).
+func cachedOn(t *testing.T, st *Store, token string) {
+	t.Helper()
+	if _, _, err := st.OAuthToken(token); err != nil {
+		t.Fatalf("token refused: %v", err)
+	}
+	kvtest.Eventually(t, "the token is cached", func() bool {
+		st.OAuthToken(token)
+		return st.caches.oauthTokens.get(Digest(token)) != nil
+	})
+}
+
+// stillRefused checks a few more times that st refuses token with want.
+func stillRefused(t *testing.T, st *Store, token string, want error) {
+	t.Helper()
+	for range 50 {
+		if _, _, err := st.OAuthToken(token); !errors.Is(err, want) {
+			t.Fatalf("accepted again or another error: %v, want %v", err, want)
+		}
+	}
+}
+
+// A token used on B (cached there), revoked on A: B refuses it once A's
+// notification has arrived. Without the notification B's cache would serve
+// it forever (the cache has no expiry).
+func TestClusterRevokedTokenRefusedOnEveryNode(t *testing.T) {
+	a, b, _ := twoNodes(t)
+	m, token := memberToken(t, a, "alice")
+	cachedOn(t, b, token)
+	tok, _, err := b.OAuthToken(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.RevokeOAuthToken(tok.ClientID, token); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.OAuthToken(token); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the revoking node accepts the token: %v", err)
+	}
+	kvtest.Eventually(t, "B refuses the revoked token", func() bool {
+		_, _, err := b.OAuthToken(token)
+		return errors.Is(err, ErrNotFound)
+	})
+	stillRefused(t, b, token, ErrNotFound)
+
+	// A suspension on A: B refuses the member's (cached) token.
+	_, token2 := memberToken(t, a, "bob")
+	cachedOn(t, b, token2)
+	if _, err := a.SetSuspended("bob", true); err != nil {
+		t.Fatal(err)
+	}
+	kvtest.Eventually(t, "B refuses the suspended member's token", func() bool {
+		_, _, err := b.OAuthToken(token2)
+		return errors.Is(err, ErrSuspended)
+	})
+	stillRefused(t, b, token2, ErrSuspended)
+	_ = m
+}
+
+// With B's listening connection broken (its backend terminated, as a
+// database failover or a network cut does), a revocation on A meanwhile is
+// missed by B's listener: B bypasses its caches while it is not listening
+// and empties them when it listens again, so the revocation holds.
+func TestClusterRevocationHoldsWhileListenerBroken(t *testing.T) {
+	// The nodes log in as role node, which the test can stop from logging
+	// in: the listeners cannot reconnect (the pools' open connections
+	// still serve).
+	dsn := clusterServer(t).NewDatabase(t)
+	admin := adminConn(t, dsn)
+	sqlExec(t, admin, `CREATE ROLE node LOGIN SUPERUSER`)
+	t.Cleanup(func() { sqlExec(t, admin, `DROP OWNED BY node; DROP ROLE node`) })
+	nodeDSN := dsn + " user=node"
+	a, b := openNode(t, siteOptions(nodeDSN)), openNode(t, siteOptions(nodeDSN))
+	kvtest.Eventually(t, "both nodes listen", func() bool { return a.Live() && b.Live() })
+	_, token := memberToken(t, a, "alice")
+	cachedOn(t, b, token)
+	tok, _, _ := b.OAuthToken(token)
+	epoch, _ := (*b.liveEpochs.Load()).LiveEpoch()
+
+	sqlExec(t, admin, `ALTER ROLE node NOLOGIN`)
+	terminateListeners(t, admin)
+	if err := a.RevokeOAuthToken(tok.ClientID, token); err != nil {
+		t.Fatal(err)
+	}
+	// B has missed the notification; once it knows its listener is down
+	// it reads the store.
+	kvtest.Eventually(t, "B refuses the revoked token", func() bool {
+		_, _, err := b.OAuthToken(token)
+		return errors.Is(err, ErrNotFound)
+	})
+	if b.Live() {
+		t.Fatal("B says it listens")
+	}
+	stillRefused(t, b, token, ErrNotFound)
+	sqlExec(t, admin, `ALTER ROLE node LOGIN`)
+	kvtest.Eventually(t, "B listens again", b.Live)
+	if e, _ := (*b.liveEpochs.Load()).LiveEpoch(); e == epoch {
+		t.Fatalf("B's listener did not reconnect (epoch %d)", e)
+	}
+	stillRefused(t, b, token, ErrNotFound)
+	// And the caches work again: a new token is cached on B.
+	_, token2 := memberToken(t, a, "bob")
+	cachedOn(t, b, token2)
+}
+
+func adminConn(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func sqlExec(t *testing.T, conn *pgx.Conn, sql string) {
+	t.Helper()
+	if _, err := conn.Exec(context.Background(), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// terminateListeners ends every backend LISTENing on the site's channel
+// (pg_terminate_backend, waiting until each has ended).
+func terminateListeners(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	var n int
+	err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity
+		WHERE datname = current_database() AND query LIKE 'LISTEN %site_kv_notify%' AND pid <> pg_backend_pid()`).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("no listening backend found")
+	}
+}
