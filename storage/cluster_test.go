@@ -237,3 +237,81 @@ func terminateListeners(t *testing.T, conn *pgx.Conn) {
 		t.Fatal("no listening backend found")
 	}
 }
+
+// exchangeAtOnce exchanges codes[i] on nodes[i], all at the same instant.
+func exchangeAtOnce(nodes []*Store, codes []string) (tokens []string, errs []error) {
+	tokens, errs = make([]string, len(nodes)), make([]error, len(nodes))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Go(func() {
+			<-start
+			_, tokens[i], errs[i] = nodes[i].ExchangeOAuthCode(codes[i], func(*OAuthCode) error { return nil })
+		})
+	}
+	close(start)
+	wg.Wait()
+	return tokens, errs
+}
+
+// One code exchanged on A and B at the same instant, many rounds: exactly
+// one token per code, the other exchange is a replay (ErrCodeUsed), and
+// the replay revokes the token (RFC 6749 section 4.1.2), on both nodes.
+// Two different codes of the same member and app exchanged at once on A
+// and B both succeed: a conflict between them is not a replay.
+func TestClusterCodeExchangedOnce(t *testing.T) {
+	a, b, _ := twoNodes(t)
+	m, err := a.CreateMember("alice", "", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, _, err := a.CreateOAuthApp("Tooter", "", []string{"https://app.example/cb"}, []string{"read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCode := func() string {
+		code, err := a.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return code
+	}
+	nodes := []*Store{a, b}
+	for round := range 30 {
+		code := newCode()
+		tokens, errs := exchangeAtOnce(nodes, []string{code, code})
+		won := -1
+		for i, err := range errs {
+			if err == nil {
+				if won >= 0 {
+					t.Fatalf("round %d: both exchanges of one code issued a token", round)
+				}
+				won = i
+			} else if !errors.Is(err, ErrCodeUsed) {
+				t.Fatalf("round %d: exchange on node %d: %v, want a token or ErrCodeUsed", round, i, err)
+			}
+		}
+		if won < 0 {
+			t.Fatalf("round %d: no exchange issued a token: %v", round, errs)
+		}
+		for _, st := range nodes {
+			kvtest.Eventually(t, "the replayed code's token is refused", func() bool {
+				_, _, err := st.OAuthToken(tokens[won])
+				return errors.Is(err, ErrNotFound)
+			})
+		}
+	}
+	for round := range 30 {
+		tokens, errs := exchangeAtOnce(nodes, []string{newCode(), newCode()})
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: exchange of a fresh code on node %d: %v", round, i, err)
+			}
+			for _, st := range nodes {
+				if _, _, err := st.OAuthToken(tokens[i]); err != nil {
+					t.Fatalf("round %d: token from node %d refused: %v", round, i, err)
+				}
+			}
+		}
+	}
+}

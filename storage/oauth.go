@@ -2,10 +2,14 @@ package storage
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
 // OAuth records of the hearth_oauth authorization server: registered
@@ -313,8 +317,12 @@ type CodeCheck func(c *OAuthCode) error
 // ErrSuspended or ErrNotFound when the member can no longer be served, and
 // check's error; ErrCodeUsed and check's error come as a *CodeRefusal
 // naming the code's member. Concurrent exchanges of one code issue at most one token:
-// the transaction that consumes it fails on a conflict instead of retrying,
-// and the loser is treated as a second use.
+// the transaction that consumes it fails on a conflict instead of retrying;
+// the code is then read again, and if it is now used the loser is treated
+// as a second use. Otherwise the conflict was with another transaction (on
+// PostgreSQL, SSI's page-granular predicate locks can fail the exchanges of
+// two different codes of one member and app, ../shared/design/scale-out.md
+// §6.4) and the exchange runs again, up to maxCodeExchangeAttempts times.
 func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessToken, string, error) {
 	if code == "" || len(code) > 256 {
 		return nil, "", ErrNotFound
@@ -324,7 +332,7 @@ func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessTok
 	var secret string
 	var checkErr error
 	var memberID string
-	err := s.UpdateOnce(func(tx *Tx) error {
+	exchange := func(tx *Tx) error {
 		tok, secret, checkErr = nil, "", nil
 		var c OAuthCode
 		if err := tx.getJSON(ck, &c); err != nil {
@@ -368,7 +376,27 @@ func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessTok
 		}
 		c.TokenDigest = Digest(secret)
 		return tx.putJSON(ck, c, ttl)
-	})
+	}
+	var err error
+	backoff := retryBackoffMin
+	for attempt := 1; ; attempt++ {
+		err = s.UpdateOnce(exchange)
+		if !errors.Is(err, ErrConflict) {
+			break
+		}
+		used, rerr := s.codeUsed(ck)
+		if rerr != nil {
+			return nil, "", rerr
+		}
+		if used {
+			break // a concurrent use of this code won
+		}
+		if attempt == maxCodeExchangeAttempts {
+			return nil, "", fmt.Errorf("exchange an authorization code: %d attempts conflicted with other transactions: %w", attempt, kv.ErrConflict)
+		}
+		time.Sleep(backoff/2 + rand.N(backoff/2+1))
+		backoff = min(2*backoff, retryBackoffMax)
+	}
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrCodeUsed) {
 		// A second (or concurrent) use: the code is compromised, so the
 		// token issued from it goes too (RFC 6749 section 4.1.2).
@@ -385,6 +413,21 @@ func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessTok
 		return nil, "", &CodeRefusal{MemberID: memberID, Err: checkErr, First: true}
 	}
 	return tok, secret, nil
+}
+
+// maxCodeExchangeAttempts bounds the runs of one exchange that conflict
+// with other transactions without the code being used.
+const maxCodeExchangeAttempts = 10
+
+// codeUsed reports whether the code stored at ck is marked used (false
+// when it is absent or expired).
+func (s *Store) codeUsed(ck []byte) (bool, error) {
+	var c OAuthCode
+	err := s.View(func(tx *Tx) error { return tx.getJSON(ck, &c) })
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return c.Used, err
 }
 
 // revokeTokenOfCode revokes the token issued from the code stored at ck,
