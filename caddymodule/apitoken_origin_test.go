@@ -26,7 +26,8 @@ func writeOldAPIToken(t *testing.T, dir, memberID, name string, createdAt time.T
 	}
 	defer db.Close()
 	secret := storage.NewSecret(storage.APITokenPrefix, 52)
-	d, id := storage.Digest(secret), storage.NewID()
+	// An id of the time in the form of that version (milliseconds << 16).
+	d, id := storage.Digest(secret), fmt.Sprint(createdAt.UnixMilli()<<16)
 	err = db.Update(func(txn *badger.Txn) error {
 		if err := txn.Set([]byte("gql/tok/"+d), fmt.Appendf(nil, `{"member_id":%q,"token_id":%q}`, memberID, id)); err != nil {
 			return err

@@ -124,7 +124,7 @@ func (s *Store) createAPIToken(memberID, name string, lifetime time.Duration, or
 	}
 	secret := NewSecret(APITokenPrefix, apiTokenRandomBytes)
 	t := now()
-	tok := &APIToken{ID: NewID(), MemberID: memberID, Name: name, Digest: Digest(secret), CreatedAt: t, Origin: origin}
+	tok := &APIToken{MemberID: memberID, Name: name, Digest: Digest(secret), CreatedAt: t, Origin: origin}
 	if lifetime > 0 {
 		exp := t.Add(lifetime)
 		tok.ExpiresAt = &exp
@@ -149,6 +149,9 @@ func (s *Store) createAPIToken(memberID, name string, lifetime time.Duration, or
 		}
 		if n >= MaxAPITokensPerMember {
 			return Invalid("at most %d API tokens; delete unused ones first", MaxAPITokensPerMember)
+		}
+		if tok.ID, err = tx.freshID(func(id string) []byte { return apiTokenKey(memberID, id) }); err != nil {
+			return err
 		}
 		var ttl time.Duration
 		if lifetime > 0 {
@@ -443,9 +446,13 @@ func (s *Store) RotateInboundSecret(memberID, site string) (string, error) {
 		return "", Invalid("site must be at most %d characters", MaxURLLen)
 	}
 	secret := NewSecret(InboundPrefix, 32)
-	in := Inbound{ID: NewID(), Digest: Digest(secret), CreatedAt: now(), Site: site}
+	in := Inbound{Digest: Digest(secret), CreatedAt: now(), Site: site}
 	err := s.Update(func(tx *Tx) error {
 		if _, err := tx.MemberByID(memberID); err != nil {
+			return err
+		}
+		var err error
+		if in.ID, err = tx.freshID(inboundIDKey); err != nil {
 			return err
 		}
 		var old Inbound
@@ -484,7 +491,8 @@ func (s *Store) InboundInfo(memberID string) (*Inbound, error) {
 }
 
 // id is the address's id. Records made before addresses had ids get one
-// in NewID's form, from the creation time, stable across reads.
+// in the form of new ids (secret.go), from the creation time, stable
+// across reads.
 func (in *Inbound) id() string {
 	if in.ID != "" {
 		return in.ID

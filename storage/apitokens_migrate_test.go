@@ -14,7 +14,7 @@ func putLegacyAPIToken(t *testing.T, s *Store, memberID, name string, createdAt 
 	t.Helper()
 	secret := NewSecret(APITokenPrefix, apiTokenRandomBytes)
 	d := Digest(secret)
-	id := NewID()
+	id := testID()
 	err := s.Update(func(tx *Tx) error {
 		if err := tx.put(apiTokenRefKey(d), []byte(`{"member_id":"`+memberID+`","token_id":"`+id+`"}`), 0); err != nil {
 			return err

@@ -3,8 +3,11 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage/kv/kvtest"
 	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
@@ -313,5 +316,118 @@ func TestClusterCodeExchangedOnce(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Two nodes × 4 writers each create labels at once: every id is distinct
+// and carries its node's slot, and no label overwrote another.
+func TestClusterIDsDistinct(t *testing.T) {
+	a, b, _ := twoNodes(t)
+	const writers, each = 4, 60
+	type made struct {
+		node   int
+		member string
+		id     string
+	}
+	var (
+		mu  sync.Mutex
+		all []made
+		wg  sync.WaitGroup
+	)
+	for n, st := range []*Store{a, b} {
+		for w := range writers {
+			m, err := st.CreateMember(fmt.Sprintf("n%dw%d", n, w), "", "correct horse battery")
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				for i := range each {
+					l, err := st.CreateLabel(m.ID, fmt.Sprintf("l%d", i), "#000000")
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					all = append(all, made{n, m.ID, l.ID})
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	slots := map[int]uint64{}
+	seen := map[string]bool{}
+	for _, x := range all {
+		if seen[x.id] {
+			t.Fatalf("id %s made twice", x.id)
+		}
+		seen[x.id] = true
+		v, err := strconv.ParseUint(x.id, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slot := v >> idSeqBits & (1<<idSlotBits - 1)
+		if s, ok := slots[x.node]; ok && s != slot {
+			t.Fatalf("node %d made ids in slots %d and %d", x.node, s, slot)
+		}
+		slots[x.node] = slot
+	}
+	if slots[0] == slots[1] {
+		t.Fatalf("both nodes use slot %d", slots[0])
+	}
+	per := map[string]int{}
+	for _, x := range all {
+		per[x.member]++
+	}
+	for member, n := range per {
+		labels, err := b.Labels(member)
+		if err != nil || len(labels) != n {
+			t.Fatalf("member %s has %d labels (%v), %d were made", member, len(labels), err, n)
+		}
+	}
+}
+
+// A node that cannot prove it holds an id slot (every slot's lease taken
+// by others: its renewal failed) refuses creations with
+// ErrEngineUnavailable and changes nothing; once a slot is free it
+// creates again.
+func TestClusterNoIDsWithoutSlot(t *testing.T) {
+	dsn := clusterServer(t).NewDatabase(t)
+	opts := siteOptions(dsn)
+	opts.Postgres.LeaseTTL = 1500 * time.Millisecond
+	st := openNode(t, opts)
+	m, err := st.CreateMember("alice", "", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := adminConn(t, dsn)
+	sqlExec(t, admin, `INSERT INTO site_lease (name, holder, expires_at)
+		SELECT 'kv:idslot:' || i, 'another node', now() + interval '1 hour' FROM generate_series(0, 63) i
+		ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at`)
+	n := 0
+	kvtest.Eventually(t, "creations are refused", func() bool {
+		_, err := st.CreateLabel(m.ID, fmt.Sprintf("l%d", n), "#000000")
+		if err == nil {
+			n++
+			return false
+		}
+		if !errors.Is(err, ErrEngineUnavailable) {
+			t.Fatalf("creation without a slot: %v, want ErrEngineUnavailable", err)
+		}
+		return true
+	})
+	if labels, _ := st.Labels(m.ID); len(labels) != n {
+		t.Fatalf("%d labels after %d creations succeeded", len(labels), n)
+	}
+	sqlExec(t, admin, `DELETE FROM site_lease WHERE holder = 'another node' AND name <> 'kv:idslot:5'`)
+	l, err := st.CreateLabel(m.ID, "after", "#000000")
+	if err != nil {
+		t.Fatalf("creation once slots are free: %v", err)
+	}
+	if v, _ := strconv.ParseUint(l.ID, 10, 64); v>>idSeqBits&(1<<idSlotBits-1) == 5 {
+		t.Fatal("an id in a slot another node holds")
 	}
 }

@@ -126,10 +126,16 @@ func (s *Store) CreateHighlight(memberID, itemID string, segs []HighlightSegment
 // note) with its keys; the caller counts it in it.HighlightCount.
 func (tx *Tx) putNewHighlight(it *SavedItem, segs []HighlightSegment, note string, created, updated time.Time) (*Highlight, error) {
 	memberID := it.MemberID
-	h := &Highlight{ID: NewID(), SavedItemID: it.ID, ItemTitle: it.Title, ItemURL: it.OriginalURL,
+	id, err := tx.freshID(func(id string) []byte { return highlightKey(memberID, id) })
+	if err != nil {
+		return nil, err
+	}
+	h := &Highlight{ID: id, SavedItemID: it.ID, ItemTitle: it.Title, ItemURL: it.OriginalURL,
 		ItemDomain: it.SourceDomain, Note: note, CreatedAt: created, UpdatedAt: updated}
 	for _, sg := range segs {
-		sg.ID = NewID()
+		if sg.ID, err = tx.newID(); err != nil {
+			return nil, err
+		}
 		h.Segments = append(h.Segments, sg)
 	}
 	if err := tx.putJSON(highlightKey(memberID, h.ID), h, 0); err != nil {

@@ -139,7 +139,11 @@ func (s *Store) CreateImportJob(j *ImportJob) (*ImportJob, error) {
 			}
 		}
 		t := now()
-		out.ID, out.State, out.CreatedAt, out.UpdatedAt = NewID(), ImportQueued, t, t
+		id, err := tx.freshID(func(id string) []byte { return importJobKey(j.MemberID, id) })
+		if err != nil {
+			return err
+		}
+		out.ID, out.State, out.CreatedAt, out.UpdatedAt = id, ImportQueued, t, t
 		return tx.putJSON(importJobKey(j.MemberID, out.ID), &out, 0)
 	})
 	if err != nil {
@@ -517,8 +521,12 @@ func (tx *Tx) importItem(memberID string, j *ImportJob, in *ImportItem, labels, 
 		return 0, err
 	}
 
+	id, err := tx.freshID(func(id string) []byte { return itemKey(memberID, id) })
+	if err != nil {
+		return 0, err
+	}
 	it := &SavedItem{
-		ID: NewID(), MemberID: memberID, Type: in.Type, Status: in.Status, Title: in.Title, OriginalURL: norm,
+		ID: id, MemberID: memberID, Type: in.Type, Status: in.Status, Title: in.Title, OriginalURL: norm,
 		Description: in.Description, Author: in.Author, LeadImage: in.LeadImage, WordCount: in.WordCount,
 		ReadingProgress: in.ReadingProgress, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, LabelIDs: labelIDs,
 		HighlightCount: len(hls),

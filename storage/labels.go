@@ -234,7 +234,11 @@ func (tx *Tx) createLabel(memberID, name, color string) (*Label, error) {
 	if len(all) > 0 {
 		order = all[len(all)-1].Order + 1
 	}
-	l := &Label{ID: NewID(), Name: name, Color: color, Order: order, CreatedAt: now()}
+	id, err := tx.freshID(func(id string) []byte { return labelKey(memberID, id) })
+	if err != nil {
+		return nil, err
+	}
+	l := &Label{ID: id, Name: name, Color: color, Order: order, CreatedAt: now()}
 	if err := tx.put(labelNameKey(memberID, name), []byte(l.ID), 0); err != nil {
 		return nil, err
 	}
@@ -501,7 +505,11 @@ func (s *Store) CreateSavedQuery(memberID, name, query string) (*SavedQuery, err
 		if len(all) > 0 {
 			order = all[len(all)-1].Order + 1
 		}
-		out = &SavedQuery{ID: NewID(), Name: name, Query: query, Order: order, CreatedAt: now()}
+		id, err := tx.freshID(func(id string) []byte { return savedQueryKey(memberID, id) })
+		if err != nil {
+			return err
+		}
+		out = &SavedQuery{ID: id, Name: name, Query: query, Order: order, CreatedAt: now()}
 		return tx.putJSON(savedQueryKey(memberID, out.ID), out, 0)
 	})
 	return out, err

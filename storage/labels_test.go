@@ -226,7 +226,7 @@ func TestLabelNamesUniqueAcrossCaseAndNormalisation(t *testing.T) {
 // Labels written before names were folded keep their names unique.
 func TestLabelNamesWrittenByEarlierVersionsStayUnique(t *testing.T) {
 	st, m := openSavedTest(t)
-	old := &Label{ID: NewID(), Name: "Straße", Color: "#000000"}
+	old := &Label{ID: testID(), Name: "Straße", Color: "#000000"}
 	err := st.Update(func(tx *Tx) error {
 		if err := tx.put(legacyLabelNameKey(m.ID, old.Name), []byte(old.ID), 0); err != nil {
 			return err
@@ -314,8 +314,8 @@ func TestConcurrentCreationsKeepTheLimits(t *testing.T) {
 // the other's name taken.
 func TestLabelPairsFromEarlierVersionsStayEditable(t *testing.T) {
 	st, m := openSavedTest(t)
-	a := &Label{ID: NewID(), Name: "Σ", Color: "#000000"}
-	b := &Label{ID: NewID(), Name: "ς", Color: "#000000", Order: 1}
+	a := &Label{ID: testID(), Name: "Σ", Color: "#000000"}
+	b := &Label{ID: testID(), Name: "ς", Color: "#000000", Order: 1}
 	err := st.Update(func(tx *Tx) error {
 		for _, l := range []*Label{a, b} {
 			if err := tx.put(legacyLabelNameKey(m.ID, l.Name), []byte(l.ID), 0); err != nil {

@@ -87,7 +87,6 @@ func (s *Store) CreateMember(username, displayName, password string) (*Member, e
 		return nil, err
 	}
 	m := &Member{
-		ID:           NewID(),
 		Username:     username,
 		DisplayName:  displayName,
 		CreatedAt:    time.Now().UTC().Truncate(time.Second),
@@ -100,6 +99,9 @@ func (s *Store) CreateMember(username, displayName, password string) (*Member, e
 		}
 		if taken {
 			return ErrConflict
+		}
+		if m.ID, err = tx.freshID(memberIDKey); err != nil {
+			return err
 		}
 		if err := tx.put(memberNameKey(username), []byte(m.ID), 0); err != nil {
 			return err

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -294,7 +295,7 @@ func TestDeleteMemberRemovesItsRecords(t *testing.T) {
 	// Owned records, more than one delete batch.
 	err := st.Update(func(tx *Tx) error {
 		for i := 0; i < 2500; i++ {
-			if err := tx.put(key("u", m.ID, "x", NewID()), []byte("v"), 0); err != nil {
+			if err := tx.put(key("u", m.ID, "x", testID()), []byte("v"), 0); err != nil {
 				return err
 			}
 		}
@@ -332,16 +333,37 @@ func TestDeleteMemberRemovesItsRecords(t *testing.T) {
 	}
 }
 
+// Ids of one slot increase, also past 1024 in one millisecond (the
+// clock stands still here); two slots' ids never meet; an id keeps the
+// milliseconds of its creation in the bits above 16, as before.
 func TestNewIDIncreases(t *testing.T) {
-	prev := uint64(0)
-	for i := 0; i < 1000; i++ {
-		id := newIDAt(time.Unix(1700000000, 0))
-		if id <= prev {
-			t.Fatalf("id %d after %d", id, prev)
+	at := time.Unix(1700000000, 0)
+	seen := map[uint64]bool{}
+	for slot := range uint16(3) {
+		g, prev := newIDGen(), uint64(0)
+		for i := 0; i < 3000; i++ {
+			id := g.next(at, slot)
+			if id <= prev {
+				t.Fatalf("slot %d: id %d after %d", slot, id, prev)
+			}
+			if seen[id] {
+				t.Fatalf("slot %d: id %d made twice", slot, id)
+			}
+			seen[id], prev = true, id
+			if got := int64(id >> 16); got < at.UnixMilli() || got > at.UnixMilli()+3 {
+				t.Fatalf("id %d: milliseconds %d", id, got)
+			}
+			if got := uint16(id>>idSeqBits) & (1<<idSlotBits - 1); got != slot {
+				t.Fatalf("id %d has slot %d, want %d", id, got, slot)
+			}
 		}
-		prev = id
 	}
 }
+
+var testIDs = newIDGen()
+
+// testID is an id for records tests write themselves.
+func testID() string { return strconv.FormatUint(testIDs.next(time.Now(), 0), 10) }
 
 // One-line names shown on pages refuse control characters: a member's
 // display name and an API token's name.
@@ -365,5 +387,29 @@ func TestNamesRefuseControlCharacters(t *testing.T) {
 	toks, err := st.APITokens(m.ID)
 	if err != nil || len(toks) != 1 {
 		t.Fatalf("tokens: %d, %v; refused names must create nothing", len(toks), err)
+	}
+}
+
+// A clock that steps back (or a node that took over a slot) may make an id
+// that exists: a creation takes the next id instead of overwriting the
+// record.
+func TestCreationNeverOverwritesAnID(t *testing.T) {
+	st := openTestStore(t)
+	at := time.Unix(1800000000, 0)
+	st.idNow = func() time.Time { return at }
+	first, err := st.CreateMember("alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.ids = newIDGen() // a restart at the same instant
+	second, err := st.CreateMember("bob", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.ID == first.ID {
+		t.Fatalf("both members got id %s", first.ID)
+	}
+	if m, err := st.MemberByID(first.ID); err != nil || m.Username != "alice" {
+		t.Fatalf("the first member's record: %+v, %v", m, err)
 	}
 }

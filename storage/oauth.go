@@ -215,7 +215,6 @@ func init() {
 func (s *Store) CreateOAuthApp(name, website string, redirectURIs, scopes []string) (*OAuthApp, string, error) {
 	secret := NewSecret(OAuthClientSecretPrefix, 32)
 	app := &OAuthApp{
-		ID:           NewID(),
 		ClientID:     NewSecret("", 32),
 		SecretDigest: Digest(secret),
 		Name:         name,
@@ -225,6 +224,10 @@ func (s *Store) CreateOAuthApp(name, website string, redirectURIs, scopes []stri
 		CreatedAt:    time.Now().UTC(),
 	}
 	err := s.Update(func(tx *Tx) error {
+		var err error
+		if app.ID, err = tx.newID(); err != nil {
+			return err
+		}
 		taken, err := tx.has(oauthAppKey(app.ClientID))
 		if err != nil {
 			return err
@@ -473,8 +476,12 @@ func (s *Store) CreateOAuthAppToken(clientID string, scopes []string) (tok *OAut
 func (tx *Tx) createOAuthToken(clientID, memberID string, scopes []string) (*OAuthAccessToken, string, error) {
 	secret := NewSecret(OAuthTokenPrefix, 32)
 	d := Digest(secret)
+	id, err := tx.newID()
+	if err != nil {
+		return nil, "", err
+	}
 	t := &OAuthAccessToken{
-		ID:        NewID(),
+		ID:        id,
 		ClientID:  clientID,
 		MemberID:  memberID,
 		Scopes:    scopes,

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage/kv/kvtest"
 )
 
 func openOAuthTestStore(t *testing.T) *Store {
@@ -16,6 +18,9 @@ func openOAuthTestStore(t *testing.T) *Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	// On PostgreSQL the record caches serve once the store listens for
+	// other nodes' writes (recordcache.go).
+	kvtest.Eventually(t, "the store listens for other nodes' writes", s.Live)
 	return s
 }
 

@@ -53,6 +53,11 @@ func newRecordCache[T any](prefix []byte, live func() (uint64, bool)) *recordCac
 // generation is to be read before a read transaction whose records go to
 // add.
 func (c *recordCache[T]) generation() uint64 {
+	if c.live != nil {
+		if epoch, ok := c.live(); ok {
+			c.newEpoch(epoch) // so that the add after this read is not refused
+		}
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.gen
@@ -128,6 +133,12 @@ func (c *recordCache[T]) drop(keys []string) {
 
 // newEpoch empties the cache for the listener's epoch (once).
 func (c *recordCache[T]) newEpoch(epoch uint64) {
+	c.mu.RLock()
+	same := c.epoch == epoch
+	c.mu.RUnlock()
+	if same {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.epoch != epoch {

@@ -676,7 +676,11 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 			}
 		} else {
 			created = true
-			it.ID = NewID()
+			id, err := tx.freshID(func(id string) []byte { return itemKey(memberID, id) })
+			if err != nil {
+				return err
+			}
+			it.ID = id
 			it.MemberID = memberID
 			it.Type = in.Type
 			it.Status = StatusActive

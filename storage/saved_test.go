@@ -259,7 +259,7 @@ func BenchmarkSavedItemsPage(b *testing.B) {
 			err := st.Update(func(tx *Tx) error {
 				for j := i; j < i+1000 && j < n; j++ {
 					t := now().Add(time.Duration(j) * time.Millisecond)
-					it := &SavedItem{ID: NewID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive,
+					it := &SavedItem{ID: testID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive,
 						Title: fmt.Sprintf("t%d", j), CreatedAt: t, UpdatedAt: t, WordCount: j}
 					if err := tx.putItem(nil, it); err != nil {
 						return err

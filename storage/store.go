@@ -69,6 +69,9 @@ type PostgresOptions struct {
 	Prefix string
 	// MaxConns bounds the connection pool; default 10.
 	MaxConns int32
+	// LeaseTTL is how long a node's leases (singleton work, its id slot)
+	// last unrenewed; default 10 s (pgkv.Options.LeaseTTL).
+	LeaseTTL time.Duration
 }
 
 // Defaults of the small-server memory profile. Badger's own defaults
@@ -142,6 +145,9 @@ type Store struct {
 	opts Options
 
 	caches caches
+	ids    *idGen
+	slots  kv.IDSlots       // the engine's node slots; nil with Badger (always slot 0)
+	idNow  func() time.Time // the clock of new ids; nil: time.Now (tests)
 	// shared: the engine serves several processes (not Badger), so the
 	// caches follow other nodes' writes (recordcache.go).
 	shared     bool
@@ -179,7 +185,7 @@ func Prepare(dir string, opts Options) *Store {
 		opts = testEngineHook(dir, opts)
 	}
 	opts = opts.withDefaults()
-	s := &Store{path: dir, log: opts.Logger, opts: opts, shared: opts.Postgres != nil, stopGC: make(chan struct{})}
+	s := &Store{path: dir, log: opts.Logger, opts: opts, shared: opts.Postgres != nil, ids: newIDGen(), stopGC: make(chan struct{})}
 	if s.shared {
 		s.caches = newCaches(s.cacheLive)
 	} else {
@@ -250,7 +256,7 @@ func (s *Store) Open() error {
 
 func (s *Store) openPostgres() error {
 	p := s.opts.Postgres
-	e, err := pgkv.Open(pgkv.Options{DSN: p.DSN, Prefix: p.Prefix, MaxConns: p.MaxConns})
+	e, err := pgkv.Open(pgkv.Options{DSN: p.DSN, Prefix: p.Prefix, MaxConns: p.MaxConns, LeaseTTL: p.LeaseTTL})
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
@@ -262,6 +268,7 @@ func (s *Store) openPostgres() error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	s.liveEpochs.Store(&le)
+	s.slots = e
 	s.eng, s.stopNotes = e, stop
 	s.gate.opened()
 	err = s.migrate()

@@ -501,7 +501,7 @@ func TestSearchBudget(t *testing.T) {
 	for i := 0; i < maxVerified+10; i += 500 {
 		err := st.Update(func(tx *Tx) error {
 			for j := i; j < i+500; j++ {
-				it := &SavedItem{ID: NewID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive, Title: "t", CreatedAt: now(), UpdatedAt: now()}
+				it := &SavedItem{ID: testID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive, Title: "t", CreatedAt: now(), UpdatedAt: now()}
 				if err := tx.putItem(nil, it); err != nil {
 					return err
 				}

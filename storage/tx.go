@@ -36,8 +36,9 @@ func IsInvalid(err error) bool {
 // Tx is a read or read-write transaction. Repositories take a *Tx so that one
 // request's changes to several records commit together or not at all.
 type Tx struct {
-	r kv.Reader
-	w kv.Writer // nil in a View
+	r  kv.Reader
+	w  kv.Writer // nil in a View
+	st *Store    // in an Update: for new ids
 	// indexCopyBytes counts the item copies putItem wrote to indexes.
 	indexCopyBytes int
 	// highlightCopyBytes counts the highlights syncHighlightCopies wrote,
@@ -156,21 +157,34 @@ func (s *Store) update(opts kv.TxOptions, fn func(tx *Tx) error) error {
 	}
 	defer s.leave(true)
 	tx := &Tx{}
-	err := s.engineErr(s.eng.Update(context.Background(), opts, func(w kv.Writer) error {
-		*tx = Tx{r: w, w: w, cachedWritten: tx.cachedWritten}
-		if err := fn(tx); err != nil {
-			return err
-		}
-		if s.shared && len(tx.cachedWritten) > 0 {
-			// Every node drops these records when this commits.
-			for _, p := range cacheNotes(tx.cachedWritten) {
-				if err := w.Notify(cacheChannel, p); err != nil {
-					return err
+	run := func() error {
+		return s.eng.Update(context.Background(), opts, func(w kv.Writer) error {
+			*tx = Tx{r: w, w: w, st: s, cachedWritten: tx.cachedWritten}
+			if err := fn(tx); err != nil {
+				return err
+			}
+			if s.shared && len(tx.cachedWritten) > 0 {
+				// Every node drops these records when this commits.
+				for _, p := range cacheNotes(tx.cachedWritten) {
+					if err := w.Notify(cacheChannel, p); err != nil {
+						return err
+					}
 				}
 			}
+			return nil
+		})
+	}
+	err := run()
+	if errors.Is(err, errNoIDSlot) {
+		// New ids need a node slot: claim one outside any transaction
+		// (it may take a query per slot), then run fn again.
+		if _, serr := s.slots.IDSlot(context.Background()); serr != nil {
+			err = fmt.Errorf("%w: %v", errNoIDSlot, serr)
+		} else {
+			err = run()
 		}
-		return nil
-	}))
+	}
+	err = s.engineErr(err)
 	if err == nil {
 		for _, m := range tx.textMembers {
 			s.text.notify(m)

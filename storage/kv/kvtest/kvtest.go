@@ -987,6 +987,9 @@ func testIDSlots(t *testing.T, a, b kv.Engine) {
 	if again, err := sa.IDSlot(bg); err != nil || again != x {
 		t.Fatalf("slot changed: %d then %d (%v)", x, again, err)
 	}
+	if held, ok := sa.HeldIDSlot(); !ok || held != x {
+		t.Fatalf("HeldIDSlot = %d, %v after IDSlot gave %d", held, ok, x)
+	}
 }
 
 func testContext(t *testing.T, e kv.Engine) {
