@@ -393,19 +393,24 @@ func (s *Store) Replace(r io.Reader) (previous string, err error) {
 }
 
 // replaceFromStream is Replace for an engine other than Badger: the backup
-// is checked whole (kv.ReadStream) before anything changes, the current
-// records are written to a backup file as with Badger, and the engine
-// replaces its records with the backup's in one transaction (kv.Engine's
-// ImportReplace: PostgreSQL's is atomic, so a failure changes nothing).
+// is checked whole (kv.SpoolStream) before anything changes. An engine
+// shared by several nodes (kv.Replacer: PostgreSQL) replaces the records in
+// one transaction that first saves the current ones to the previous file
+// (replaceAll); another engine saves them, then imports
+// (importReplacing).
 func (s *Store) replaceFromStream(r io.Reader) (previous string, err error) {
-	next, closeStream, err := kv.ReadStream(r, "")
+	sp, err := kv.SpoolStream(r, "")
 	if errors.Is(err, kv.ErrNotStream) {
 		return "", fmt.Errorf("load backup: %w: %v", ErrNotBackup, err)
 	}
 	if err != nil {
 		return "", fmt.Errorf("load backup: %w", err)
 	}
-	defer closeStream()
+	defer sp.Close()
+	next, err := sp.Records()
+	if err != nil {
+		return "", fmt.Errorf("load backup: %w", err)
+	}
 	first, err := next()
 	if errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("load backup: %w: it holds no records", ErrNotBackup)
@@ -413,12 +418,116 @@ func (s *Store) replaceFromStream(r io.Reader) (previous string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("load backup: %w", err)
 	}
-	if previous, err = s.importReplacing(first, next); err != nil {
+	if rp, ok := s.eng.(kv.Replacer); ok {
+		previous, err = s.replaceAll(rp, sp)
+	} else {
+		previous, err = s.importReplacing(first, next)
+	}
+	if err != nil {
 		return previous, err
 	}
 	// A backup of an earlier version holds records written the old way
 	// (writes are admitted again).
 	return previous, s.migrate()
+}
+
+// replaceAllAttempts bounds the runs of a restore that writes on other
+// nodes made conflict.
+const replaceAllAttempts = 3
+
+// replaceAll restores the records of sp on an engine several nodes share
+// (kv.Replacer): writes on this node are refused meanwhile (ErrRestoring),
+// the engine's transaction is exclusive among the nodes (ErrRestoreRunning),
+// and the records it saves to the previous file and those it replaces are
+// one snapshot, so a write acknowledged on any node is in the previous
+// file or still in the store afterwards; a conflicting one makes the
+// transaction fail and run again, changing nothing. Its commit tells every
+// node to drop its cached records.
+func (s *Store) replaceAll(rp kv.Replacer, sp *kv.Spool) (previous string, err error) {
+	s.startRestoring()
+	defer s.stopRestoring()
+	defer s.caches.drop(nil) // after the commit or not: dropping is safe
+	for attempt := 1; ; attempt++ {
+		previous, err = s.replaceAllOnce(rp, sp)
+		switch {
+		case err == nil:
+			return previous, nil
+		case errors.Is(err, kv.ErrReplaceRunning):
+			return "", ErrRestoreRunning
+		case errors.Is(err, kv.ErrConflict) && attempt < replaceAllAttempts:
+			continue
+		case errors.Is(err, kv.ErrConflict):
+			return "", fmt.Errorf("restore failed: writes on other nodes conflicted with it %d times; the store holds its earlier records again: %w", attempt, err)
+		case errors.Is(err, kv.ErrUnavailable):
+			// The commit's outcome may be unknown: keep the saved records.
+			return previous, fmt.Errorf("restore failed: the database went away; the store holds either its earlier records (saved in %q) or the backup's: %w", previous, s.engineErr(err))
+		}
+		return "", fmt.Errorf("restore failed; the store holds its earlier records again (the import is one transaction): %w", err)
+	}
+}
+
+// replaceAllOnce runs rp.ReplaceAll once, saving the current records to a
+// new file next to the store (previous; "" when there were none). The file
+// is removed when the replace failed, except for kv.ErrUnavailable.
+func (s *Store) replaceAllOnce(rp kv.Replacer, sp *kv.Spool) (previous string, err error) {
+	next, err := sp.Records()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(filepath.Dir(s.path),
+		filepath.Base(s.path)+".before-restore-"+time.Now().UTC().Format("20060102T150405Z")+"-*.backup")
+	if err != nil {
+		return "", err
+	}
+	saved := 0
+	defer func() {
+		f.Close()
+		if saved == 0 || err != nil && !errors.Is(err, kv.ErrUnavailable) {
+			os.Remove(f.Name())
+			previous = ""
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	sw, err := kv.NewStreamWriter(bw)
+	if err != nil {
+		return "", err
+	}
+	n := 0
+	err = rp.ReplaceAll(context.Background(), kv.Replacement{
+		Save: func(r kv.Record) error {
+			saved++
+			return sw.Add(r)
+		},
+		Saved: func() error {
+			if err := sw.Close(); err != nil {
+				return err
+			}
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+			if err := f.Sync(); err != nil {
+				return err
+			}
+			return fsyncPath(filepath.Dir(s.path))
+		},
+		Next: func() (kv.Record, error) {
+			rec, err := next()
+			if err != nil {
+				return rec, err
+			}
+			if n++; copyRecordsHook != nil {
+				if err := copyRecordsHook(n); err != nil {
+					return kv.Record{}, err
+				}
+			}
+			return rec, nil
+		},
+		Notes: []kv.Note{{Channel: cacheChannel, Payload: s.node + "\n" + cacheDropAll}},
+	})
+	return f.Name(), err
 }
 
 // importReplacing refuses writes, backs the current records up to a file,

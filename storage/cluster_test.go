@@ -1,11 +1,14 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -429,5 +432,143 @@ func TestClusterNoIDsWithoutSlot(t *testing.T) {
 	}
 	if v, _ := strconv.ParseUint(l.ID, 10, 64); v>>idSeqBits&(1<<idSlotBits-1) == 5 {
 		t.Fatal("an id in a slot another node holds")
+	}
+}
+
+// pauseRestore makes the next restore stop once it has saved the current
+// records and started the import (copyRecordsHook), run during() there
+// once, and go on when release is called (at the latest when the test
+// ends). paused is closed when it stops.
+func pauseRestore(t *testing.T, during func()) (paused chan struct{}, release func()) {
+	paused, resume := make(chan struct{}), make(chan struct{})
+	release = sync.OnceFunc(func() { close(resume) })
+	var first atomic.Bool
+	copyRecordsHook = func(n int) error {
+		if n == 1 && first.CompareAndSwap(false, true) { // the first restore only
+			if during != nil {
+				during()
+			}
+			close(paused)
+			<-resume
+		}
+		return nil
+	}
+	t.Cleanup(func() {
+		release()
+		copyRecordsHook = nil
+	})
+	return paused, release
+}
+
+// A restore on A is exclusive on every node: B's gets ErrRestoreRunning
+// while A's runs, and B's cached records are dropped when A's commits.
+func TestClusterRestoreExclusiveAndDropsCaches(t *testing.T) {
+	a, b, _ := twoNodes(t)
+	if _, err := a.CreateMember("before", "", "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	var backup bytes.Buffer
+	if err := a.Backup(&backup); err != nil {
+		t.Fatal(err)
+	}
+	_, token := memberToken(t, a, "alice") // not in the backup
+	cachedOn(t, b, token)
+
+	paused, release := pauseRestore(t, nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Replace(bytes.NewReader(backup.Bytes()))
+		done <- err
+	}()
+	<-paused
+	if _, err := b.Replace(bytes.NewReader(backup.Bytes())); !errors.Is(err, ErrRestoreRunning) {
+		t.Fatalf("a restore on B while A's runs: %v, want ErrRestoreRunning", err)
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("restore on A: %v", err)
+	}
+	kvtest.Eventually(t, "B refuses the token the restore removed", func() bool {
+		_, _, err := b.OAuthToken(token)
+		return errors.Is(err, ErrNotFound)
+	})
+	stillRefused(t, b, token, ErrNotFound)
+	if _, err := b.Member("alice"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("B still has the member the restore removed: %v", err)
+	}
+	// After it, a restore on B runs.
+	if _, err := b.Replace(bytes.NewReader(backup.Bytes())); err != nil {
+		t.Fatalf("restore on B after A's: %v", err)
+	}
+}
+
+// Writes acknowledged on B while A's restore runs (after A saved the
+// previous records, before its import committed) are not lost: each is in
+// the previous records A saved or in the store afterwards. One changes a
+// record the restore replaces (the restore runs again), one creates a
+// record (it stays).
+func TestClusterRestoreLosesNoWriteOfAnotherNode(t *testing.T) {
+	a, b, _ := twoNodes(t)
+	for i := range 20 {
+		if _, err := a.CreateMember(fmt.Sprint("restored", i), "", "correct horse battery"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var backup bytes.Buffer
+	if err := a.Backup(&backup); err != nil {
+		t.Fatal(err)
+	}
+	bob, err := a.CreateMember("bob", "", "correct horse battery") // not in the backup
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changeErr, createErr error
+	paused, release := pauseRestore(t, func() {
+		_, changeErr = b.SetDisplayName(bob.ID, "Bob changed on B")
+		_, createErr = b.CreateMember("carol", "", "correct horse battery")
+	})
+	done := make(chan error, 1)
+	var previous string
+	go func() {
+		var err error
+		previous, err = a.Replace(bytes.NewReader(backup.Bytes()))
+		done <- err
+	}()
+	<-paused
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("restore on A: %v", err)
+	}
+	if changeErr != nil || createErr != nil {
+		t.Fatalf("writes on B during the restore: %v, %v", changeErr, createErr)
+	}
+	if previous == "" {
+		t.Fatal("no previous records saved")
+	}
+	f, err := os.Open(previous)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	saved := openTestStore(t)
+	if _, err := saved.Replace(f); err != nil {
+		t.Fatal(err)
+	}
+	found := func(username string) (*Member, bool) {
+		for _, st := range []*Store{saved, a, b} {
+			if m, err := st.Member(username); err == nil {
+				return m, true
+			}
+		}
+		return nil, false
+	}
+	if m, ok := found("bob"); !ok || m.DisplayName != "Bob changed on B" {
+		t.Fatalf("the change acknowledged on B is lost: %+v", m)
+	}
+	if _, ok := found("carol"); !ok {
+		t.Fatal("the member created on B is lost")
+	}
+	if _, err := b.Member("restored7"); err != nil {
+		t.Fatalf("B does not see the restored records: %v", err)
 	}
 }

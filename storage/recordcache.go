@@ -202,23 +202,27 @@ func (s *Store) cachedMember(tx *Tx, id string) (m *Member, read bool, err error
 }
 
 // cacheChannel carries, from every node's commits, the keys of the cached
-// records they wrote (cacheNotes) or cacheDropAll.
+// records they wrote: each payload is the sending node's id (Store.node), a
+// newline, and the keys, newline-separated, or cacheDropAll. A node skips
+// its own (it dropped them when the commit returned).
 const cacheChannel = "hearth_cache"
 
-// cacheDropAll is the payload that drops every cached record: keys that do
-// not fit in a few notifications, or that are not plain ASCII.
+// cacheDropAll is the body that drops every cached record: keys that do
+// not fit in a few notifications, or that are not plain ASCII; a restore.
 const cacheDropAll = "*"
 
 // maxCacheNotes bounds the notifications one commit sends for its keys;
 // beyond, it sends cacheDropAll.
 const maxCacheNotes = 4
 
-// cacheNotes returns the payloads telling every node to drop keys: the
-// keys, newline-separated, each payload at most kv.MaxPayload bytes, or
+// cacheNotes returns the payloads from node telling every other node to
+// drop keys: the keys, each payload at most kv.MaxPayload bytes, or
 // cacheDropAll alone.
-func cacheNotes(keys []string) []string {
+func cacheNotes(node string, keys []string) []string {
+	all := []string{node + "\n" + cacheDropAll}
 	var notes []string
 	var b strings.Builder
+	b.WriteString(node)
 	seen := make(map[string]bool, len(keys))
 	for _, k := range keys {
 		if seen[k] {
@@ -227,38 +231,44 @@ func cacheNotes(keys []string) []string {
 		seen[k] = true
 		for i := 0; i < len(k); i++ {
 			if k[i] <= ' ' || k[i] > '~' {
-				return []string{cacheDropAll} // no NUL, newline or invalid text in a notification
+				return all // no NUL, newline or invalid text in a notification
 			}
 		}
-		if len(k) > kv.MaxPayload {
-			return []string{cacheDropAll}
+		if len(node)+1+len(k) > kv.MaxPayload {
+			return all
 		}
-		if b.Len() > 0 && b.Len()+1+len(k) > kv.MaxPayload {
-			notes = append(notes, b.String())
+		if b.Len()+1+len(k) > kv.MaxPayload {
+			if notes = append(notes, b.String()); len(notes) == maxCacheNotes {
+				return all
+			}
 			b.Reset()
-			if len(notes) == maxCacheNotes {
-				return []string{cacheDropAll}
-			}
+			b.WriteString(node)
 		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
+		b.WriteByte('\n')
 		b.WriteString(k)
 	}
-	if b.Len() > 0 {
+	if b.Len() > len(node) {
 		notes = append(notes, b.String())
 	}
 	return notes
 }
 
-// onCacheNote drops what a notification on cacheChannel names: keys,
-// cacheDropAll, or kv.Missed (notifications were lost).
+// onCacheNote drops what a notification on cacheChannel names (keys,
+// cacheDropAll), unless this node sent it, or everything on kv.Missed
+// (notifications were lost).
 func (s *Store) onCacheNote(payload string) {
-	if payload == kv.Missed || payload == cacheDropAll {
+	if payload == kv.Missed {
 		s.caches.drop(nil)
 		return
 	}
-	s.caches.drop(strings.Split(payload, "\n"))
+	node, body, _ := strings.Cut(payload, "\n")
+	switch {
+	case node == s.node:
+	case body == cacheDropAll:
+		s.caches.drop(nil)
+	default:
+		s.caches.drop(strings.Split(body, "\n"))
+	}
 }
 
 // cacheLive is recordCache.live for a store on a shared engine: not

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
 // A cached application record gives way to every committed write to its
@@ -185,4 +189,43 @@ func TestOAuthAppCacheUnderConcurrentLookups(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// The notifications of a commit's cached keys: deduplicated, split to fit
+// kv.MaxPayload, or one "drop everything" when they are many or not plain
+// ASCII; each starts with the sending node.
+func TestCacheNotes(t *testing.T) {
+	if got := cacheNotes("n1", []string{"member/id/1", "oauth/token/ab", "member/id/1"}); len(got) != 1 || got[0] != "n1\nmember/id/1\noauth/token/ab" {
+		t.Fatalf("notes %q", got)
+	}
+	if got := cacheNotes("n1", nil); len(got) != 0 {
+		t.Fatalf("notes without keys: %q", got)
+	}
+	var keys []string
+	for i := range 300 { // 300 × 76 bytes: three notifications
+		keys = append(keys, fmt.Sprintf("oauth/token/%064d", i))
+	}
+	got := cacheNotes("n1", keys)
+	if len(got) != 3 {
+		t.Fatalf("%d notes for 300 tokens", len(got))
+	}
+	var back []string
+	for _, p := range got {
+		if len(p) > kv.MaxPayload || !strings.HasPrefix(p, "n1\n") {
+			t.Fatalf("note of %d bytes: %.20q…", len(p), p)
+		}
+		back = append(back, strings.Split(p, "\n")[1:]...)
+	}
+	if !slices.Equal(back, keys) {
+		t.Fatal("the notes do not carry the keys")
+	}
+	for range 300 {
+		keys = append(keys, keys[len(keys)-300]+"x")
+	}
+	if got := cacheNotes("n1", append(keys, keys...)); len(got) != 1 || got[0] != "n1\n*" {
+		t.Fatalf("many keys: %d notes", len(got))
+	}
+	if got := cacheNotes("n1", []string{"oauth/app/é"}); len(got) != 1 || got[0] != "n1\n*" {
+		t.Fatalf("a key that is not ASCII: %q", got)
+	}
 }

@@ -152,6 +152,7 @@ type Store struct {
 	// caches follow other nodes' writes (recordcache.go).
 	shared     bool
 	liveEpochs atomic.Pointer[kv.LiveEpochs] // the shared engine's, once open
+	node       string                        // this store's id in notifications (random)
 	stopNotes  func()                        // ends the cache subscription
 
 	unavailableLogged atomic.Int64 // when engineErr last logged (Unix ns)
@@ -185,7 +186,7 @@ func Prepare(dir string, opts Options) *Store {
 		opts = testEngineHook(dir, opts)
 	}
 	opts = opts.withDefaults()
-	s := &Store{path: dir, log: opts.Logger, opts: opts, shared: opts.Postgres != nil, ids: newIDGen(), stopGC: make(chan struct{})}
+	s := &Store{path: dir, log: opts.Logger, opts: opts, shared: opts.Postgres != nil, ids: newIDGen(), node: NewSecret("", 9), stopGC: make(chan struct{})}
 	if s.shared {
 		s.caches = newCaches(s.cacheLive)
 	} else {

@@ -165,7 +165,7 @@ func (s *Store) update(opts kv.TxOptions, fn func(tx *Tx) error) error {
 			}
 			if s.shared && len(tx.cachedWritten) > 0 {
 				// Every node drops these records when this commits.
-				for _, p := range cacheNotes(tx.cachedWritten) {
+				for _, p := range cacheNotes(s.node, tx.cachedWritten) {
 					if err := w.Notify(cacheChannel, p); err != nil {
 						return err
 					}

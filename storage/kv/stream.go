@@ -49,65 +49,91 @@ var ErrNotStream = errors.New("not a complete Hearth backup")
 
 // WriteStream writes a backup of e (e.Export: one snapshot) to w.
 func WriteStream(ctx context.Context, w io.Writer, e Engine) error {
-	h := sha256.New()
-	bw := bufio.NewWriterSize(io.MultiWriter(w, h), 1<<20)
-	if _, err := bw.WriteString(StreamMagic); err != nil {
+	sw, err := NewStreamWriter(w)
+	if err != nil {
 		return err
 	}
-	var n uint64
-	list := &pb.KVList{}
-	size := 0
-	flush := func() error {
-		if len(list.Kv) == 0 {
-			return nil
-		}
-		b, err := proto.Marshal(list)
-		if err != nil {
-			return err
-		}
-		var hdr [8]byte
-		binary.LittleEndian.PutUint64(hdr[:], uint64(len(b)))
-		if _, err := bw.Write(hdr[:]); err != nil {
-			return err
-		}
-		if _, err := bw.Write(b); err != nil {
-			return err
-		}
-		n += 8 + uint64(len(b))
-		list.Kv, size = list.Kv[:0], 0
-		return nil
+	if err := e.Export(ctx, sw.Add); err != nil {
+		return err
 	}
-	err := e.Export(ctx, func(r Record) error {
-		list.Kv = append(list.Kv, &pb.KV{
-			Key:       bytes.Clone(r.Key),
-			Value:     bytes.Clone(r.Value),
-			UserMeta:  []byte{0},
-			Version:   1,
-			ExpiresAt: r.ExpiresAt,
-			Meta:      []byte{0},
-		})
-		size += len(r.Key) + len(r.Value) + 32
-		if size >= frameBytes {
-			return flush()
-		}
-		return nil
+	return sw.Close()
+}
+
+// StreamWriter writes a backup stream of the records given to Add, in the
+// order given (key order for a backup).
+type StreamWriter struct {
+	w    io.Writer
+	h    hash.Hash
+	bw   *bufio.Writer
+	n    uint64
+	list *pb.KVList
+	size int
+}
+
+// NewStreamWriter starts a backup stream on w (the header is written).
+func NewStreamWriter(w io.Writer) (*StreamWriter, error) {
+	h := sha256.New()
+	sw := &StreamWriter{w: w, h: h, bw: bufio.NewWriterSize(io.MultiWriter(w, h), 1<<20), list: &pb.KVList{}}
+	if _, err := sw.bw.WriteString(StreamMagic); err != nil {
+		return nil, err
+	}
+	return sw, nil
+}
+
+// Add writes r (its slices are copied).
+func (sw *StreamWriter) Add(r Record) error {
+	sw.list.Kv = append(sw.list.Kv, &pb.KV{
+		Key:       bytes.Clone(r.Key),
+		Value:     bytes.Clone(r.Value),
+		UserMeta:  []byte{0},
+		Version:   1,
+		ExpiresAt: r.ExpiresAt,
+		Meta:      []byte{0},
 	})
-	if err == nil {
-		err = flush()
+	sw.size += len(r.Key) + len(r.Value) + 32
+	if sw.size >= frameBytes {
+		return sw.flush()
 	}
+	return nil
+}
+
+func (sw *StreamWriter) flush() error {
+	if len(sw.list.Kv) == 0 {
+		return nil
+	}
+	b, err := proto.Marshal(sw.list)
 	if err != nil {
+		return err
+	}
+	var hdr [8]byte
+	binary.LittleEndian.PutUint64(hdr[:], uint64(len(b)))
+	if _, err := sw.bw.Write(hdr[:]); err != nil {
+		return err
+	}
+	if _, err := sw.bw.Write(b); err != nil {
+		return err
+	}
+	sw.n += 8 + uint64(len(b))
+	sw.list.Kv, sw.size = sw.list.Kv[:0], 0
+	return nil
+}
+
+// Close writes the last frame, the end record and the checksum (it does
+// not close the underlying writer).
+func (sw *StreamWriter) Close() error {
+	if err := sw.flush(); err != nil {
 		return err
 	}
 	end := binary.LittleEndian.AppendUint64(nil, streamEnd)
 	end = append(end, StreamEndMagic...)
-	end = binary.LittleEndian.AppendUint64(end, n)
-	if _, err := bw.Write(end); err != nil {
+	end = binary.LittleEndian.AppendUint64(end, sw.n)
+	if _, err := sw.bw.Write(end); err != nil {
 		return err
 	}
-	if err := bw.Flush(); err != nil {
+	if err := sw.bw.Flush(); err != nil {
 		return err
 	}
-	_, err = w.Write(h.Sum(nil))
+	_, err := sw.w.Write(sw.h.Sum(nil))
 	return err
 }
 
@@ -119,23 +145,49 @@ func WriteStream(ctx context.Context, w io.Writer, e Engine) error {
 // ErrNotStream before any record is returned, so an Import of it changes
 // nothing.
 func ReadStream(r io.Reader, spoolDir string) (next func() (Record, error), closeFn func() error, err error) {
-	f, err := os.CreateTemp(spoolDir, "hearth-restore-*.spool")
+	sp, err := SpoolStream(r, spoolDir)
 	if err != nil {
 		return nil, nil, err
 	}
-	closeFn = func() error {
-		f.Close()
-		return os.Remove(f.Name())
+	if next, err = sp.Records(); err != nil {
+		sp.Close()
+		return nil, nil, err
 	}
+	return next, sp.Close, nil
+}
+
+// Spool is a checked backup stream kept in a temporary file, whose records
+// can be read more than once (a restore that runs again).
+type Spool struct{ f *os.File }
+
+// SpoolStream checks r as ReadStream does and keeps its frames.
+func SpoolStream(r io.Reader, spoolDir string) (*Spool, error) {
+	f, err := os.CreateTemp(spoolDir, "hearth-restore-*.spool")
+	if err != nil {
+		return nil, err
+	}
+	sp := &Spool{f: f}
 	if err := spoolFrames(f, bufio.NewReaderSize(r, 64<<10)); err != nil {
-		closeFn()
-		return nil, nil, err
+		sp.Close()
+		return nil, err
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		closeFn()
-		return nil, nil, err
+	return sp, nil
+}
+
+// Close removes the spool.
+func (sp *Spool) Close() error {
+	sp.f.Close()
+	return os.Remove(sp.f.Name())
+}
+
+// Records returns a next function yielding the spool's records from the
+// first (io.EOF after the last); a second call starts over, and the
+// earlier function must not be used any more.
+func (sp *Spool) Records() (next func() (Record, error), err error) {
+	if _, err := sp.f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
 	}
-	br := bufio.NewReaderSize(f, 1<<20)
+	br := bufio.NewReaderSize(sp.f, 1<<20)
 	var pending []*pb.KV
 	next = func() (Record, error) {
 		for {
@@ -167,7 +219,7 @@ func ReadStream(r io.Reader, spoolDir string) (next func() (Record, error), clos
 			return Record{Key: kv.Key, Value: kv.Value, ExpiresAt: kv.ExpiresAt}, nil
 		}
 	}
-	return next, closeFn, nil
+	return next, nil
 }
 
 // spoolFrames copies the frames of r to w and fails with ErrNotStream unless
