@@ -572,3 +572,23 @@ func TestClusterRestoreLosesNoWriteOfAnotherNode(t *testing.T) {
 		t.Fatalf("B does not see the restored records: %v", err)
 	}
 }
+
+// Bans and suspensions are records read from the store by every node (the
+// agents' ban is never cached; a member's suspension goes through the
+// member cache, TestClusterRevokedTokenRefusedOnEveryNode): an agent
+// banned on A is banned on B at once, and B refuses its registration.
+func TestClusterAgentBanHoldsOnEveryNode(t *testing.T) {
+	a, b, _ := twoNodes(t)
+	if _, err := b.RegisterAgent(&Agent{Pubkey: agentPK1, Name: "one"}, func(*Agent) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.BanAgent(agentPK1, "spam", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if banned, err := b.AgentBanned(agentPK1); err != nil || !banned {
+		t.Fatalf("B: banned %v, %v", banned, err)
+	}
+	if _, err := b.RegisterAgent(&Agent{Pubkey: agentPK1, Name: "again"}, func(*Agent) error { return nil }); !errors.Is(err, ErrAgentBanned) {
+		t.Fatalf("registration on B after the ban on A: %v, want ErrAgentBanned", err)
+	}
+}
