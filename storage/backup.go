@@ -458,6 +458,8 @@ func (s *Store) replaceAll(rp kv.Replacer, sp *kv.Spool) (previous string, err e
 			continue
 		case errors.Is(err, kv.ErrConflict):
 			return "", fmt.Errorf("restore failed: writes on other nodes conflicted with it %d times; the store holds its earlier records again: %w", attempt, err)
+		case errors.Is(err, kv.ErrUnavailable) && previous == "":
+			return "", fmt.Errorf("restore failed: %w", s.engineErr(err))
 		case errors.Is(err, kv.ErrUnavailable):
 			// The commit's outcome may be unknown: keep the saved records.
 			return previous, fmt.Errorf("restore failed: the database went away; the store holds either its earlier records (saved in %q) or the backup's: %w", previous, s.engineErr(err))
