@@ -418,3 +418,88 @@ func BenchmarkCountAllow(b *testing.B) {
 		}
 	}
 }
+
+// ReplaceAll (kv.Replacer) on two engines of one store: Save gets the
+// records of the snapshot, a second ReplaceAll meanwhile is
+// kv.ErrReplaceRunning, a write of the other engine to a replaced key after
+// the save makes it fail with kv.ErrConflict and change nothing, and a
+// committed one leaves exactly the imported records and notifies the other
+// engine.
+func TestReplaceAll(t *testing.T) {
+	p := newPrefix()
+	a, b := open(t, p), open(t, p)
+	kvtest.Put(t, a, []byte("old/1"), []byte("1"), []byte("old/2"), []byte("2"))
+	kvtest.Eventually(t, "b listens", b.Live)
+	got := make(chan string, 4)
+	stop, err := b.Subscribe("c", func(s string) {
+		if s != kv.Missed {
+			got <- s
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	records := func(keys ...string) func() (kv.Record, error) {
+		return func() (kv.Record, error) {
+			if len(keys) == 0 {
+				return kv.Record{}, io.EOF
+			}
+			k := keys[0]
+			keys = keys[1:]
+			return kv.Record{Key: []byte(k), Value: []byte("new")}, nil
+		}
+	}
+	replace := func(e *pgkv.Engine, saved *[]string, during func(), keys ...string) error {
+		next := records(keys...)
+		return e.ReplaceAll(bg, kv.Replacement{
+			Save: func(r kv.Record) error {
+				*saved = append(*saved, string(r.Key))
+				return nil
+			},
+			Saved: func() error {
+				if during != nil {
+					during()
+				}
+				return nil
+			},
+			Next:  next,
+			Notes: []kv.Note{{Channel: "c", Payload: "replaced"}},
+		})
+	}
+
+	// Another replace meanwhile; then a write of b to a saved key.
+	var saved []string
+	var second, write error
+	err = replace(a, &saved, func() {
+		var s2 []string
+		second = replace(b, &s2, nil, "x")
+		write = b.Update(bg, kv.TxOptions{}, func(w kv.Writer) error { return w.Put([]byte("old/1"), []byte("changed"), 0) })
+	}, "new/1")
+	if !errors.Is(second, kv.ErrReplaceRunning) {
+		t.Fatalf("a second replace meanwhile: %v, want ErrReplaceRunning", second)
+	}
+	if write != nil {
+		t.Fatalf("the write on b: %v", write)
+	}
+	if !errors.Is(err, kv.ErrConflict) {
+		t.Fatalf("replace after a write to a saved key: %v, want ErrConflict", err)
+	}
+	if keys := kvtest.ScanKeys(t, a, kv.Range{}); strings.Join(keys, " ") != "old/1 old/2" {
+		t.Fatalf("after the failed replace: %q", keys)
+	}
+	if fmt.Sprint(saved) != "[old/1 old/2]" {
+		t.Fatalf("saved %v", saved)
+	}
+
+	saved = nil
+	if err := replace(a, &saved, nil, "new/1", "new/2"); err != nil {
+		t.Fatal(err)
+	}
+	if keys := kvtest.ScanKeys(t, b, kv.Range{}); strings.Join(keys, " ") != "new/1 new/2" {
+		t.Fatalf("after the replace: %q", keys)
+	}
+	if s := <-got; s != "replaced" {
+		t.Fatalf("b got %q", s)
+	}
+}
