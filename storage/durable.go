@@ -128,9 +128,12 @@ func (a *asyncFlush) stop() {
 }
 
 // vlogThreshold is the value size from which Badger keeps a value in the
-// value log instead of the memtable's log (Badger's default, set explicitly
-// because logSyncer relies on it).
-const vlogThreshold = 1 << 20
+// value log instead of the memtable's log (logSyncer relies on it). At
+// 4 KiB, article content goes to the value log, which compactions do not
+// rewrite: the tables hold keys and small records, and their builders'
+// memory stays bounded (docs/import.md "Speed and memory"). A commit that
+// wrote such a value takes logSyncer's full sync (bench/README.md).
+const vlogThreshold = 4 << 10
 
 // logSyncer fsyncs the files a commit may have written: Badger's memtable
 // write-ahead logs (*.mem) and, when a value of vlogThreshold bytes or more

@@ -372,8 +372,8 @@ func TestSyncedStoreUnderConcurrentWritesWithRotation(t *testing.T) {
 		}
 		return nil
 	}
-	const writers, each = 16, 200
-	big := strings.Repeat("v", 6<<10)
+	const writers, each = 16, 300
+	big := strings.Repeat("v", vlogThreshold-1) // in the memtable logs, filling them
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
 	for w := range writers {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"go.uber.org/zap"
 )
 
@@ -190,10 +191,18 @@ func (s *Store) Open() error {
 		WithIndexCacheSize(opts.IndexCacheSize).
 		WithValueLogFileSize(opts.ValueLogFileSize).
 		WithNumCompactors(2).
+		// Table builders' memory set by these options, not by the store's
+		// size (docs/import.md "Speed and memory"): uncompressed tables
+		// of 1 MiB at every level (TableSizeMultiplier below), in blocks of
+		// 16 KiB that values under the 4 KiB threshold fill.
+		WithCompression(options.None).
+		WithBaseTableSize(1 << 20).
+		WithBlockSize(16 << 10).
 		// Commits are synced by s.durable, once for many (group commit).
 		WithSyncWrites(false).
 		WithValueThreshold(vlogThreshold).
 		WithMetricsEnabled(false)
+	bo.TableSizeMultiplier = 1
 	db, err := badger.Open(bo)
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
