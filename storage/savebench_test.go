@@ -45,7 +45,7 @@ func BenchmarkSaveArticle(b *testing.B) { benchmarkSaveArticle(b, false) }
 
 // BenchmarkSaveArticleSynced is the same with sync_writes on (the
 // default): each save waits for the group commit's fsync of Badger's logs,
-// and of the value log when the article went there (vlogThreshold).
+// and of the value log when the article went there (badgerkv.ValueThreshold).
 func BenchmarkSaveArticleSynced(b *testing.B) { benchmarkSaveArticle(b, true) }
 
 func benchmarkSaveArticle(b *testing.B, sync bool) {
