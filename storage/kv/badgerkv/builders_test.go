@@ -1,10 +1,16 @@
 package badgerkv
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
 // The memory Badger's table builders take while the store is written (an
@@ -79,4 +85,78 @@ func builderBound(t *testing.T, o badger.Options) int64 {
 	const pooled, index = 8, 3 << 20
 	running := int64(o.NumCompactors*(8+5) + 1)
 	return pooled*flush + running*(first+index)
+}
+
+// A storage_dir written with the earlier options (Snappy-compressed tables,
+// ×2 table sizes, 4 KiB blocks, values under 1 MiB in the tables) opens with
+// today's and reads back whole, before and after its tables are rewritten:
+// each table's compression is in Badger's manifest (levels.go reads
+// tf.Compression), block size in the table's index, and the value
+// threshold decides only where new writes go.
+func TestOpensDirWrittenWithEarlierOptions(t *testing.T) {
+	dir := t.TempDir()
+	old := badger.DefaultOptions(dir).WithLogger(nil).WithMemTableSize(8 << 20).WithNumMemtables(2).
+		WithNumLevelZeroTables(2).WithNumLevelZeroTablesStall(8).WithNumCompactors(2).
+		WithValueThreshold(1 << 20).WithCompression(options.Snappy).WithMetricsEnabled(false)
+	db, err := badger.Open(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func(i int) []byte {
+		return []byte(strings.Repeat(fmt.Sprintf("<p>article %d, some compressible text. </p>", i), 150)) // ~6 KB
+	}
+	const n = 4000 // ~24 MB: several tables
+	for i := range n {
+		if err := db.Update(func(tx *badger.Txn) error { return tx.Set([]byte(fmt.Sprintf("item/%05d", i)), value(i)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(tables) == 0 {
+		t.Fatal("the earlier options left no table to read")
+	}
+
+	e, err := Open(dir, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	check := func(when string) {
+		t.Helper()
+		err := e.View(context.Background(), func(r kv.Reader) error {
+			for i := range n {
+				v, err := r.Get([]byte(fmt.Sprintf("item/%05d", i)))
+				if err != nil || !bytes.Equal(v, value(i)) {
+					return fmt.Errorf("item/%05d: %d bytes, %v", i, len(v), err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+	}
+	compressed := func() (n int) {
+		for _, ti := range e.DB().Tables() {
+			if uint64(ti.OnDiskSize) < uint64(ti.UncompressedSize)/2 {
+				n++
+			}
+		}
+		return n
+	}
+	if compressed() == 0 {
+		t.Fatalf("no compressed table to read: %+v", e.DB().Tables())
+	}
+	check("opened")
+	// Rewritten with today's options: compacted into uncompressed tables.
+	if err := e.DB().Flatten(2); err != nil {
+		t.Fatal(err)
+	}
+	if n := compressed(); n != 0 {
+		t.Errorf("%d tables still compressed after the compaction", n)
+	}
+	check("after compaction")
 }
