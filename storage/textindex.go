@@ -108,16 +108,27 @@ func highlightedItemsPrefix(memberID string) []byte { return key("u", memberID, 
 
 // searchIndexVersion is tv's value once a member's items have every key
 // this version of the index reads; another value (or none) makes the
-// indexer build them again (its writes are idempotent).
-const searchIndexVersion = 2
+// indexer build them again (its writes are idempotent). Version 2 lacked
+// only the filter counts (fc/), which the indexer then counts.
+const searchIndexVersion = 3
 
 // searchReady reports whether the member's search keys are complete.
 func (tx *Tx) searchReady(memberID string) (bool, error) {
+	v, err := tx.searchVersion(memberID)
+	return v == searchIndexVersion, err
+}
+
+// searchVersion is the version of the member's complete search keys, 0
+// for none.
+func (tx *Tx) searchVersion(memberID string) (byte, error) {
 	v, err := tx.get(textReadyKey(memberID))
-	if errors.Is(err, ErrNotFound) {
-		return false, nil
+	if errors.Is(err, ErrNotFound) || (err == nil && len(v) != 1) {
+		return 0, nil
 	}
-	return err == nil && len(v) == 1 && v[0] == searchIndexVersion, err
+	if err != nil {
+		return 0, err
+	}
+	return v[0], nil
 }
 
 // --- case folding ---
@@ -378,8 +389,17 @@ func (tx *Tx) setItemText(memberID, id, title, desc string, text *string) error 
 }
 
 // putFilterKeys writes the filter keys of it, removing old's that no longer
-// apply (old is nil for a new item).
+// apply (old is nil for a new item), and counts the change (fc/).
 func (tx *Tx) putFilterKeys(old, it *SavedItem) error {
+	if old != nil {
+		tx.countItemFilters(old, -1)
+	}
+	tx.countItemFilters(it, 1)
+	return tx.writeFilterKeys(old, it)
+}
+
+// writeFilterKeys is putFilterKeys without the counts.
+func (tx *Tx) writeFilterKeys(old, it *SavedItem) error {
 	mid := it.MemberID
 	if old == nil || old.SourceDomain != it.SourceDomain {
 		if old != nil {
@@ -420,6 +440,7 @@ func (tx *Tx) putFilterKeys(old, it *SavedItem) error {
 // deleteItemSearch removes an item's text, index entries and filter keys.
 func (tx *Tx) deleteItemSearch(it *SavedItem) error {
 	mid := it.MemberID
+	tx.countItemFilters(it, -1)
 	if doc, err := tx.get(textDocKey(mid, it.ID)); err == nil && len(doc) == 4 {
 		if err := tx.delete(textDocItemKey(mid, binary.BigEndian.Uint32(doc))); err != nil {
 			return err
@@ -435,6 +456,241 @@ func (tx *Tx) deleteItemSearch(it *SavedItem) error {
 		encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))} {
 		if err := tx.delete(k); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// --- filter counts ---
+
+// Filter counts (fc/): how many of the member's items each filter key
+// selects, so that a search combining filters starts from the smallest and
+// knows what the others would cost without reading them:
+//
+//	fc/l/<label id>     items with the label (li/)
+//	fc/t/<A|N>          articles, newsletters (ty/)
+//	fc/h                items with highlights (hh/)
+//	fc/s/<status code>  items per status (the ix/ indexes)
+//	fc/d/<domain>       items per source domain (sd/)
+//
+// Each is a count of 8 bytes (big-endian), absent for none. The item's
+// transaction counts its changes (countItemFilters) and adds them at the
+// commit (flushFilterCounts): the counts are exact, like the keys. Two
+// writers of one member's counts conflict and one retries (Update), as
+// they already do on tq.
+func filterCountKey(memberID, kind, value string) []byte {
+	return key("u", memberID, "gql", "fc", kind, value)
+}
+
+// countItemFilters adds sign to the counts of it's filter keys.
+func (tx *Tx) countItemFilters(it *SavedItem, sign int64) {
+	if tx.filterDeltas == nil {
+		tx.filterDeltas = map[string]int64{}
+	}
+	add := func(kind, value string) { tx.filterDeltas[string(filterCountKey(it.MemberID, kind, value))] += sign }
+	for i, l := range it.LabelIDs {
+		if !slices.Contains(it.LabelIDs[:i], l) {
+			add("l", l)
+		}
+	}
+	add("t", typeCode(it.Type))
+	if it.HighlightCount > 0 {
+		add("h", "")
+	}
+	add("s", statusCode[it.Status])
+	add("d", it.SourceDomain)
+}
+
+func typeCode(typ string) string {
+	if typ == TypeNewsletter {
+		return "N"
+	}
+	return "A"
+}
+
+// flushFilterCounts adds the transaction's filter count changes to the
+// counts (called by update before the commit).
+func (tx *Tx) flushFilterCounts() error {
+	if len(tx.filterDeltas) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(tx.filterDeltas))
+	for k, d := range tx.filterDeltas {
+		if d != 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		n, err := tx.countAt([]byte(k))
+		if err != nil {
+			return err
+		}
+		if err := tx.putCount([]byte(k), n+tx.filterDeltas[k]); err != nil {
+			return err
+		}
+	}
+	tx.filterDeltas = nil
+	return nil
+}
+
+// countAt reads the count at k (0 when absent).
+func (tx *Tx) countAt(k []byte) (int64, error) {
+	v, err := tx.get(k)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	case len(v) != 8:
+		return 0, errBadTextMeta
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+// putCount writes the count n at k (none for 0).
+func (tx *Tx) putCount(k []byte, n int64) error {
+	if n <= 0 {
+		return tx.deleteIfPresent(k)
+	}
+	return tx.put(k, binary.BigEndian.AppendUint64(nil, uint64(n)), 0)
+}
+
+// filterCount is the number of the member's items a filter key selects.
+func (tx *Tx) filterCount(memberID, kind, value string) (int, error) {
+	n, err := tx.countAt(filterCountKey(memberID, kind, value))
+	return int(n), err
+}
+
+// recountChunkSize is how many labels or domains one recount transaction
+// counts (a var: tests lower it).
+var recountChunkSize = 1000
+
+// recountFilters sets the member's filter counts from the keys they count,
+// each in a transaction that reads what it counts (a concurrent change
+// conflicts with it, and one of the two retries), for a store whose counts
+// are missing (written before them, or built without them).
+func (s *Store) recountFilters(memberID string) error {
+	err := s.Update(func(tx *Tx) error {
+		count := func(prefix []byte, kind, value string) error {
+			n := int64(0)
+			if err := tx.scan(prefix, nil, false, true, func(_, _ []byte) (bool, error) {
+				n++
+				return true, nil
+			}); err != nil {
+				return err
+			}
+			return tx.putCount(filterCountKey(memberID, kind, value), n)
+		}
+		for _, typ := range []string{TypeArticle, TypeNewsletter} {
+			if err := count(typeItemsPrefix(memberID, typ), "t", typeCode(typ)); err != nil {
+				return err
+			}
+		}
+		if err := count(highlightedItemsPrefix(memberID), "h", ""); err != nil {
+			return err
+		}
+		for st, c := range statusCode {
+			if err := count(itemIndexPrefix(memberID, st, SortCreatedAt), "s", c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Labels and domains, recountChunk values a transaction: the values
+	// in [lo, next) of the keys, and the counts of that range (those of
+	// values no key has any more are deleted).
+	labelValue := func(suf []byte) (string, bool) {
+		i := bytes.IndexByte(suf, '/')
+		return string(suf[:max(i, 0)]), i > 0
+	}
+	domainValue := func(suf []byte) (string, bool) {
+		if len(suf) < 10 || !bytes.HasSuffix(suf[:len(suf)-8], []byte{0, 1}) {
+			return "", false
+		}
+		enc := suf[:len(suf)-10]
+		return string(bytes.ReplaceAll(enc, []byte{0, 0xff}, []byte{0})), true
+	}
+	for _, k := range []struct {
+		kind   string
+		prefix []byte
+		seek   func(v string) []byte // the first key of value v
+		value  func(suf []byte) (string, bool)
+	}{
+		{"l", key("u", memberID, "gql", "li", ""), func(v string) []byte { return key("u", memberID, "gql", "li", v, "") }, labelValue},
+		{"d", siteItemsPrefix(memberID), func(v string) []byte { return encString(siteItemsPrefix(memberID), v) }, domainValue},
+	} {
+		lo, first := "", true
+		for {
+			if s.textIndexStopping() {
+				return errTextIndexStopped
+			}
+			next, more := "", false
+			err := s.Update(func(tx *Tx) error {
+				next, more = "", false
+				counts := map[string]int64{}
+				var order []string
+				start := k.prefix
+				if !first {
+					start = k.seek(lo)
+				}
+				if err := tx.scan(k.prefix, start, false, true, func(key, _ []byte) (bool, error) {
+					v, ok := k.value(key[len(k.prefix):])
+					if !ok {
+						return true, nil
+					}
+					if _, seen := counts[v]; !seen {
+						if len(order) == recountChunkSize {
+							next, more = v, true
+							return false, nil
+						}
+						order = append(order, v)
+					}
+					counts[v]++
+					return true, nil
+				}); err != nil {
+					return err
+				}
+				fp := filterCountKey(memberID, k.kind, "")
+				fstart := fp
+				if !first {
+					fstart = filterCountKey(memberID, k.kind, lo)
+				}
+				var stale [][]byte
+				if err := tx.scan(fp, fstart, false, true, func(key, _ []byte) (bool, error) {
+					v := string(key[len(fp):])
+					if more && v >= next {
+						return false, nil
+					}
+					if counts[v] == 0 {
+						stale = append(stale, append([]byte(nil), key...))
+					}
+					return true, nil
+				}); err != nil {
+					return err
+				}
+				for _, key := range stale {
+					if err := tx.delete(key); err != nil {
+						return err
+					}
+				}
+				for _, v := range order {
+					if err := tx.putCount(filterCountKey(memberID, k.kind, v), counts[v]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+			lo, first = next, false
 		}
 	}
 	return nil
@@ -564,17 +820,31 @@ func (s *Store) textIndexStopping() bool {
 // indexMember builds what a member's items lack, then indexes their
 // pending texts.
 func (s *Store) indexMember(memberID string) error {
-	ready := false
+	var version byte
 	if err := s.View(func(tx *Tx) error {
 		var err error
-		ready, err = tx.searchReady(memberID)
+		version, err = tx.searchVersion(memberID)
 		return err
 	}); err != nil {
 		return err
 	}
-	if !ready {
-		if err := s.buildSearchKeys(memberID); err != nil {
-			return err
+	if version != searchIndexVersion {
+		items := true
+		if version != 2 { // version 2 lacks only the counts
+			var err error
+			if items, err = s.buildSearchKeys(memberID); err != nil {
+				return err
+			}
+		}
+		if items { // a member without items needs nothing (see firstItemReady)
+			if err := s.recountFilters(memberID); err != nil {
+				return err
+			}
+			if err := s.Update(func(tx *Tx) error {
+				return tx.put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
+			}); err != nil {
+				return err
+			}
 		}
 	}
 	limit := textBatch
@@ -605,15 +875,15 @@ func (s *Store) indexMember(memberID string) error {
 }
 
 // buildSearchKeys writes the text records and filter keys of the member's
-// items that have none (items saved before the index existed), in batches,
-// and then the ready marker.
-func (s *Store) buildSearchKeys(memberID string) error {
+// items that have none (items saved before the index existed), in batches;
+// false when the member has no item.
+func (s *Store) buildSearchKeys(memberID string) (items bool, _ error) {
 	prefix := itemKey(memberID, "")
 	var after []byte
 	batch := 200 // halved while Badger finds the transaction too big
 	for {
 		if s.textIndexStopping() {
-			return errTextIndexStopped
+			return false, errTextIndexStopped
 		}
 		var last []byte
 		err := s.Update(func(tx *Tx) error {
@@ -641,7 +911,8 @@ func (s *Store) buildSearchKeys(memberID string) error {
 					}
 					return err
 				}
-				if err := tx.putFilterKeys(nil, &it); err != nil {
+				// Not counted: recountFilters counts every item after.
+				if err := tx.writeFilterKeys(nil, &it); err != nil {
 					return err
 				}
 				if has, err := tx.has(textKey(memberID, id)); err != nil {
@@ -652,20 +923,17 @@ func (s *Store) buildSearchKeys(memberID string) error {
 					}
 				}
 			}
-			if last == nil && after != nil {
-				return tx.put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
-			}
-			return nil // a member without items needs nothing (see firstItemReady)
+			return nil
 		})
 		if errors.Is(err, badger.ErrTxnTooBig) && batch > 1 {
 			batch /= 2
 			continue
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		if last == nil {
-			return nil
+			return after != nil, nil
 		}
 		after = last
 	}

@@ -385,6 +385,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			st.text.notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			check(3)
+			checkFilterCounts(t, st, m.ID)
 		})
 	}
 }
@@ -450,6 +451,7 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 	}
 	defer st.Close()
 	waitIndexed(t, st, m.ID)
+	checkFilterCounts(t, st, m.ID)
 	var candidates []string
 	err = st.View(func(tx *Tx) error {
 		var ok bool

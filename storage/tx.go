@@ -54,6 +54,9 @@ type Tx struct {
 	// textMembers lists the members whose items' text this transaction
 	// changed (setItemText), for the search indexer.
 	textMembers []string
+	// filterDeltas holds the changes to the search filter counts, written
+	// at the commit (flushFilterCounts).
+	filterDeltas map[string]int64
 }
 
 // View runs fn in a read-only transaction.
@@ -170,8 +173,11 @@ func (s *Store) update(fn func(tx *Tx) error) error {
 	tx := &Tx{}
 	err := s.db.Update(func(txn *badger.Txn) error {
 		tx.txn, tx.bigValue, tx.indexCopyBytes = txn, false, 0
-		tx.highlightCopyBytes, tx.highlightsLeft, tx.textMembers = 0, nil, nil
-		return fn(tx)
+		tx.highlightCopyBytes, tx.highlightsLeft, tx.textMembers, tx.filterDeltas = 0, nil, nil, nil
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.flushFilterCounts()
 	})
 	if err == nil {
 		for _, m := range tx.textMembers {
