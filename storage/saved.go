@@ -1409,6 +1409,17 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 		k := make([]byte, len(itemPrefix), len(itemPrefix)+20)
 		copy(k, itemPrefix)
 		contributed := 0
+		// bound, once the statuses walked have given first+1 matches, is
+		// the last of the first+1 in the order: a later status's entries
+		// past it cannot be on the page, so its walk stops there.
+		var bound []byte
+		beyond := func(suf []byte) bool {
+			if bound == nil {
+				return false
+			}
+			c := bytes.Compare(suf, bound)
+			return (p.Desc && c < 0) || (!p.Desc && c > 0)
+		}
 		for _, status := range statuses {
 			// Each status gives at most first+1 matches: the merged page
 			// needs no more to know whether another follows.
@@ -1419,7 +1430,7 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 			var skip func(suf []byte) bool
 			if m.prefilter != nil {
 				skip = func(suf []byte) bool {
-					if _, ok := m.prefilter[binary.BigEndian.Uint64(suf[len(suf)-8:])]; ok {
+					if _, ok := m.prefilter[binary.BigEndian.Uint64(suf[len(suf)-8:])]; ok || beyond(suf) {
 						return false
 					}
 					m.examined++
@@ -1428,6 +1439,9 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 				}
 			}
 			err := tx.keysetScanSkipping(prefix, p.Desc, after, lower, upper, true, skip, func(suf, rec []byte) (bool, error) {
+				if beyond(suf) {
+					return false, nil
+				}
 				if m.prefilter != nil {
 					if _, ok := m.prefilter[binary.BigEndian.Uint64(suf[len(suf)-8:])]; !ok {
 						// Over the budget (skip let it through).
@@ -1481,6 +1495,21 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 			}
 			if n > 0 {
 				contributed++
+			}
+			if len(statuses) > 1 && len(found) > first {
+				// The last of the first+1 matches so far in the order.
+				c := make([][]byte, len(ends))
+				start := 0
+				for i, end := range ends {
+					c[i], start = arena[start:end], end
+				}
+				sort.Slice(c, func(a, b int) bool {
+					if p.Desc {
+						return bytes.Compare(c[a], c[b]) > 0
+					}
+					return bytes.Compare(c[a], c[b]) < 0
+				})
+				bound = append(bound[:0], c[first]...)
 			}
 		}
 		sufs := make([][]byte, len(found))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/bits"
 	"slices"
@@ -1590,11 +1591,6 @@ var candidateFloor = 100
 // match of the scan along the sort order (a var: tests lower it).
 var maxSourceItems = 10000
 
-// narrowSample is how many ids of an intersection a search checks against
-// the keys of larger filters to estimate how many it keeps (a var: tests
-// lower it).
-var narrowSample = 32
-
 // idSource is a filter with keys of its own, read as a cursor over the
 // ids of the items it selects (in any order, perhaps repeated): parts are
 // read one after the other, a few at a time, so that a search can read
@@ -1603,6 +1599,9 @@ var narrowSample = 32
 type idSource struct {
 	parts []idPart
 	has   func(id uint64) (bool, error)
+	// count is the number of ids the source has (from the filter
+	// counts, or read), -1 unknown.
+	count int
 
 	part int
 	it   *badger.Iterator
@@ -1673,22 +1672,24 @@ func (src *idSource) close() {
 }
 
 // siteSource is the source of the items of the domains that contain
-// site, or nil for more than maxSiteDomains domains.
+// site (from the domains' counts, fc/d/), counted; for more than
+// maxSiteDomains domains it has no parts (it is only counted).
 func (tx *Tx) siteSource(memberID, site string) (*idSource, error) {
-	prefix := key("u", memberID, "gql", "sn", "")
+	prefix := filterCountKey(memberID, "d", "")
 	var domains []string
-	if err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
-		if d := string(k[len(prefix):]); strings.Contains(strings.ToLower(d), site) {
+	src := &idSource{}
+	if err := tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+		if d := string(k[len(prefix):]); strings.Contains(strings.ToLower(d), site) && len(v) == 8 {
 			domains = append(domains, d)
+			src.count += int(binary.BigEndian.Uint64(v))
 		}
-		return len(domains) <= maxSiteDomains, nil
+		return true, nil
 	}); err != nil {
 		return nil, err
 	}
 	if len(domains) > maxSiteDomains {
-		return nil, nil // a broad site: (".com"): the scan finds its items soon
+		return src, nil // a broad site: (".com"): the scan finds its items soon
 	}
-	src := &idSource{}
 	for _, d := range domains {
 		src.parts = append(src.parts, idPart{prefix: encString(siteItemsPrefix(memberID), d)})
 	}
@@ -1719,7 +1720,7 @@ func rangeSource(memberID string, statuses []string, field SortField, from, to *
 	if to != nil {
 		upper = encUint64(encTime(nil, *to), 0)
 	}
-	src := &idSource{}
+	src := &idSource{count: -1}
 	for _, st := range statuses {
 		prefix := itemIndexPrefix(memberID, st, field)
 		var start []byte
@@ -1784,7 +1785,9 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		items = float64(meta.nextDoc)
 		limit = min(maxCandidates, max(candidateFloor, int(math.Sqrt(float64(max(first, 1))*items/8))))
 	}
-	// Each filter that has keys is a source of ids.
+	// Each filter that has keys is a source of ids, with the number of
+	// items it selects: from the counts (fc/) once the index is built, or
+	// by reading its ids up to a bound (then unknown when more).
 	var srcs []*idSource
 	defer func() {
 		for _, src := range srcs {
@@ -1792,7 +1795,7 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		}
 	}()
 	for _, group := range m.labelsAll {
-		src := &idSource{has: func(id uint64) (bool, error) {
+		src := &idSource{count: -1, has: func(id uint64) (bool, error) {
 			s := strconv.FormatUint(id, 10)
 			for _, l := range group {
 				if ok, err := tx.has(labelItemKey(memberID, l, s)); err != nil || ok {
@@ -1801,8 +1804,18 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 			}
 			return false, nil
 		}}
+		if ready {
+			src.count = 0
+		}
 		for _, l := range group {
 			src.parts = append(src.parts, idPart{prefix: labelItemKey(memberID, l, ""), decimal: true})
+			if ready {
+				n, err := tx.filterCount(memberID, "l", l)
+				if err != nil {
+					return nil, false, err
+				}
+				src.count += n
+			}
 		}
 		srcs = append(srcs, src)
 	}
@@ -1817,96 +1830,86 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		if err != nil {
 			return nil, false, err
 		}
-		if src != nil {
-			srcs = append(srcs, src)
-		}
+		srcs = append(srcs, src)
 	}
 	if ready && f.Type != "" {
 		prefix := typeItemsPrefix(memberID, f.Type)
-		srcs = append(srcs, &idSource{parts: []idPart{{prefix: prefix}},
+		n, err := tx.filterCount(memberID, "t", typeCode(f.Type))
+		if err != nil {
+			return nil, false, err
+		}
+		srcs = append(srcs, &idSource{parts: []idPart{{prefix: prefix}}, count: n,
 			has: func(id uint64) (bool, error) { return tx.has(encUint64(prefix, id)) }})
 	}
 	if ready && f.HasHighlights != nil && *f.HasHighlights {
 		prefix := highlightedItemsPrefix(memberID)
-		srcs = append(srcs, &idSource{parts: []idPart{{prefix: prefix}},
+		n, err := tx.filterCount(memberID, "h", "")
+		if err != nil {
+			return nil, false, err
+		}
+		srcs = append(srcs, &idSource{parts: []idPart{{prefix: prefix}}, count: n,
 			has: func(id uint64) (bool, error) { return tx.has(encUint64(prefix, id)) }})
 	}
-	// The smallest source of at most limit ids (match checks the other
-	// filters on each).
-	var cand []uint64
+	// Sources without a count are read up to limit: a small one is as
+	// good as counted, a larger one is left to the match of each item.
 	for _, src := range srcs {
-		tx.readIDs(src, limit)
-		if src.done && len(src.ids) <= limit && (cand == nil || len(src.ids) < len(cand)) {
-			cand = sortedIDs(src.ids)
-			if len(cand) <= 50 {
-				break
+		if src.count < 0 {
+			if tx.readIDs(src, limit); src.done {
+				src.ids = sortedIDs(src.ids)
+				src.count = len(src.ids)
 			}
 		}
 	}
-	if cand == nil && len(srcs) > 0 {
-		// Every source is larger: read them side by side until the
-		// smallest ends (at most maxSourceItems ids), read the others
-		// to their end within maxSourceItems and intersect, then check
-		// the intersection against the keys of those larger still.
-		var inter []uint64
-		var winner *idSource
-		for upto := limit; winner == nil && upto < maxSourceItems; {
-			upto = min(upto+1024, maxSourceItems)
-			for _, src := range srcs {
-				tx.readIDs(src, upto)
-				if src.done && winner == nil {
-					winner, inter = src, sortedIDs(src.ids)
-				}
-			}
+	// The counted sources, ascending, the first that has keys to read
+	// first (one without, a broad site:, only counts).
+	var counted []*idSource
+	for _, src := range srcs {
+		if src.count >= 0 {
+			counted = append(counted, src)
 		}
-		var checks []*idSource
-		if winner != nil {
-			for _, src := range srcs {
-				if src == winner {
-					continue
-				}
-				tx.readIDs(src, maxSourceItems)
-				switch {
-				case src.done:
-					inter = intersectIDs(inter, sortedIDs(src.ids))
-				case !src.bad && src.has != nil:
-					checks = append(checks, src)
-				}
-				src.close()
+	}
+	slices.SortStableFunc(counted, func(a, b *idSource) int { return a.count - b.count })
+	if i := slices.IndexFunc(counted, func(src *idSource) bool { return src.parts != nil }); i > 0 {
+		base := counted[i]
+		counted = slices.Insert(slices.Delete(counted, i, i+1), 0, base)
+	} else if i < 0 {
+		counted = nil
+	}
+	// Free text the trigram index narrows to a few candidates first:
+	// filters need not be read then (the candidates' items are matched).
+	var text []string
+	textSmall := false
+	if m.needle != nil && (len(counted) == 0 || counted[0].count > 50) {
+		if text, textSmall, err = tx.textCandidates(memberID, m.needle, limit); err != nil {
+			return nil, false, err
+		}
+		if textSmall && (len(counted) == 0 || counted[0].count > limit) {
+			return text, true, nil
+		}
+	}
+	var cand []uint64
+	haveCand := false
+	switch plan := tx.planSearch(memberID, ready, counted, m, statuses, first, limit); plan.kind {
+	case planCandidates, planPrefilter:
+		base := counted[0]
+		if !base.done {
+			if tx.readIDs(base, maxSourceItems); !base.done || base.bad {
+				break // more than counted (a count behind): the walk
 			}
-			has := func(id uint64) (bool, error) {
-				for _, src := range checks {
-					if ok, err := src.has(id); err != nil || !ok {
-						return false, err
-					}
+			base.ids = sortedIDs(base.ids)
+		}
+		inter := slices.Clone(base.ids)
+		for i, src := range counted[1:] {
+			switch plan.narrow[i] {
+			case narrowRead:
+				if tx.readIDs(src, maxSourceItems); src.done && !src.bad {
+					src.ids = sortedIDs(src.ids)
+					inter = intersectIDs(inter, src.ids)
 				}
-				return true, nil
-			}
-			// Narrow the intersection by point lookups (one per id) when
-			// that costs less than the scan along the sort order would
-			// (per status, first × items / matches entries at an eighth
-			// of a point read, plus first items), the matches estimated
-			// from a sample of the intersection.
-			narrow := len(checks) > 0 && len(inter) > 0
-			if narrow && len(inter) > narrowSample {
-				hits := 0
-				for i := range narrowSample {
-					ok, err := has(inter[i*len(inter)/narrowSample])
-					if err != nil {
-						return nil, false, err
-					}
-					if ok {
-						hits++
-					}
-				}
-				est := max(float64(len(inter))*float64(hits)/float64(narrowSample), 1)
-				walk := min(items, float64(len(statuses)*max(first, 1))*items/est)
-				narrow = float64(len(inter)) < walk/8+float64(len(statuses)*max(first, 1))
-			}
-			if narrow {
+			case narrowProbe:
 				kept := inter[:0]
 				for _, id := range inter {
-					ok, err := has(id)
+					ok, err := src.has(id)
 					if err != nil {
 						return nil, false, err
 					}
@@ -1916,37 +1919,32 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 				}
 				inter = kept
 			}
-			if len(inter) <= limit {
-				cand = inter
-			} else {
-				// Too many to read one by one, few enough to skip the
-				// others along the sort order without reading them.
-				m.prefilter = make(map[uint64]struct{}, len(inter))
-				for _, id := range inter {
-					m.prefilter[id] = struct{}{}
-				}
-			}
+			src.close()
+		}
+		if len(inter) <= maxCandidates && (plan.kind == planCandidates || (len(inter) <= limit && forcePlan != planPrefilter)) {
+			cand, haveCand = inter, true
+			break
+		}
+		// Too many to read one by one, few enough to skip the others
+		// along the sort order without reading them.
+		m.prefilter = make(map[uint64]struct{}, len(inter))
+		for _, id := range inter {
+			m.prefilter[id] = struct{}{}
 		}
 	}
-	if m.needle != nil && (cand == nil || len(cand) > 50) {
-		t, small, err := tx.textCandidates(memberID, m.needle, limit)
-		if err != nil {
-			return nil, false, err
-		}
-		if small {
-			if cand == nil {
-				return t, true, nil
+	if textSmall && haveCand {
+		var both []string
+		for _, id := range text {
+			if _, found := slices.BinarySearch(cand, idBytes(id)); found {
+				both = append(both, id)
 			}
-			var both []string
-			for _, id := range t {
-				if _, found := slices.BinarySearch(cand, idBytes(id)); found {
-					both = append(both, id)
-				}
-			}
-			return both, true, nil
 		}
+		return both, true, nil
 	}
-	if cand == nil || len(cand) > limit {
+	if textSmall {
+		return text, true, nil
+	}
+	if !haveCand {
 		return nil, false, nil
 	}
 	ids = make([]string, len(cand))
@@ -1954,6 +1952,166 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		ids[i] = strconv.FormatUint(id, 10)
 	}
 	return ids, true, nil
+}
+
+// The cost model of a search combining filters (microseconds, measured by
+// TestSearchCostsOnSeededStore on the 100,000-item search corpus; their
+// ratios matter, not their values): reading one id of a filter's keys,
+// one point lookup in a filter's keys, reading an item by id (candidates),
+// one entry of the walk along the sort order read and decoded, and one
+// passed over by its key (a prefilter).
+const (
+	costKey   = 0.3
+	costProbe = 1.3
+	costRead  = 8.0
+	costWalk  = 1.8
+	costSkip  = 1.2
+)
+
+type planKind int
+
+const (
+	planWalk       planKind = iota // the walk along the sort order, matching each item
+	planCandidates                 // read the ids of the smallest, narrow, read those items and sort
+	planPrefilter                  // read the ids of the smallest, narrow; the walk passes over the others by key
+)
+
+type narrowKind int
+
+const (
+	narrowNone  narrowKind = iota // checked by the match of each item read
+	narrowRead                    // its ids read and intersected
+	narrowProbe                   // each id looked up in its keys
+)
+
+// searchPlan is how a search combines its filters: counted (ascending)
+// narrowed one after the other, narrow[i] saying how for counted[i+1].
+type searchPlan struct {
+	kind   planKind
+	narrow []narrowKind
+}
+
+// tracePlan, when set, is told each plan's figures (the seeded store's
+// benchmark prints them).
+var tracePlan func(string)
+
+// forcePlan, when not planWalk, makes every search with counted filters
+// take that plan where it can (tests: each plan must give the same
+// answers).
+var forcePlan planKind
+
+// planSearch chooses the cheapest way to combine the counted filters
+// (ascending by count), by the cost model above: the items expected to
+// match are the statuses' items times each filter's share of all items
+// (as if independent), and the walk along the sort order reads each
+// status's entries until first+1 of them match.
+func (tx *Tx) planSearch(memberID string, ready bool, counted []*idSource, m *itemMatcher, statuses []string, first, limit int) searchPlan {
+	if len(counted) == 0 {
+		return searchPlan{kind: planWalk}
+	}
+	base := counted[0]
+	narrow := make([]narrowKind, len(counted)-1)
+	var perStatus []float64
+	all := 0.0
+	if ready {
+		for st, c := range statusCode {
+			n, err := tx.filterCount(memberID, "s", c)
+			if err != nil {
+				n = 0
+			}
+			all += float64(n)
+			if contains(statuses, st) {
+				perStatus = append(perStatus, float64(n))
+			}
+		}
+	}
+	if !ready || all == 0 || forcePlan != planWalk {
+		// Without counts: the smallest read one by one when small, else
+		// a prefilter when it can be one.
+		kind := forcePlan
+		if kind == planWalk {
+			kind = planCandidates
+			if base.count > limit {
+				kind = planPrefilter
+			}
+		}
+		if base.count > maxSourceItems {
+			return searchPlan{kind: planWalk}
+		}
+		for i, src := range counted[1:] {
+			if src.parts != nil {
+				narrow[i] = narrowRead
+			}
+			if src.has != nil && (src.count > maxSourceItems || src.parts == nil || (forcePlan != planWalk && i%2 == 1)) {
+				narrow[i] = narrowProbe
+			}
+		}
+		return searchPlan{kind: kind, narrow: narrow}
+	}
+	inStatuses := 0.0
+	for _, n := range perStatus {
+		inStatuses += n
+	}
+	share := 1.0
+	for _, src := range counted {
+		share *= min(float64(src.count)/all, 1)
+	}
+	expect := max(inStatuses*share, 0.5)
+	// The entries the walk reads, over the statuses: until first+1 match
+	// (a later status stops where the first+1 of those before end).
+	walked := min(inStatuses, float64(first+1)*inStatuses/expect)
+	costWalkPlan := walked * costWalk
+	if base.count > maxSourceItems {
+		return searchPlan{kind: planWalk}
+	}
+	// A prefilter of the smallest's ids (narrowing it saves little of
+	// the walk).
+	costPrefilter := float64(base.count)*costKey + walked*(costSkip+costWalk*float64(base.count)/all)
+	// Candidates: the smallest's ids, each other filter read or probed
+	// (the cheaper) while it narrows, then the items read.
+	c := float64(base.count)
+	costCand := c * costKey
+	for i, src := range counted[1:] {
+		read, probe := math.Inf(1), math.Inf(1)
+		if src.count <= maxSourceItems && src.parts != nil {
+			read = float64(src.count) * costKey
+		}
+		if src.has != nil {
+			probe = c * costProbe
+		}
+		if math.IsInf(min(read, probe), 1) {
+			continue
+		}
+		// Worth it when it saves more item reads than it costs.
+		after := c * min(float64(src.count)/all, 1)
+		if (c-after)*costRead < min(read, probe) {
+			continue
+		}
+		if read <= probe {
+			narrow[i] = narrowRead
+			costCand += read
+		} else {
+			narrow[i] = narrowProbe
+			costCand += probe
+		}
+		c = after
+	}
+	costCand += c * costRead
+	if tracePlan != nil {
+		counts := make([]int, len(counted))
+		for i, src := range counted {
+			counts[i] = src.count
+		}
+		tracePlan(fmt.Sprintf("counts %v expect %.0f walked %.0f: walk %.0f µs, prefilter %.0f µs, candidates %.0f µs (%v, %.0f)",
+			counts, expect, walked, costWalkPlan, costPrefilter, costCand, narrow, c))
+	}
+	switch {
+	case costCand <= costPrefilter && costCand <= costWalkPlan && c <= maxCandidates:
+		return searchPlan{kind: planCandidates, narrow: narrow}
+	case costPrefilter < costWalkPlan:
+		return searchPlan{kind: planPrefilter, narrow: make([]narrowKind, len(narrow))}
+	}
+	return searchPlan{kind: planWalk}
 }
 
 // SearchIndexSize sums the bytes (keys and values, before Badger's

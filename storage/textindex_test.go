@@ -178,11 +178,19 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 				candidateFloor = 1
 			}
 			if seed%3 == 0 {
-				// Filters over the id cap: the intersection of the others
-				// narrowed by point lookups in their keys, or (with a
-				// sample too small to tell) left to the scan.
-				defer func(n, s int) { maxSourceItems, narrowSample = n, s }(maxSourceItems, narrowSample)
-				maxSourceItems, narrowSample = 6+int(seed), 1+int(seed%2)
+				// Filters over the id cap: narrowed by point lookups in
+				// their keys, or left to the match of each item.
+				defer func(n int) { maxSourceItems = n }(maxSourceItems)
+				maxSourceItems = 6 + int(seed)
+			}
+			switch seed % 4 {
+			case 1, 3:
+				// Every combination of filters by candidates (read one
+				// by one), or by a prefilter of the walk, whatever the
+				// cost model would choose; narrowed by reading and by
+				// point lookups in turn.
+				defer func(p planKind) { forcePlan = p }(forcePlan)
+				forcePlan = []planKind{planCandidates, planPrefilter}[seed%4/2]
 			}
 			r := rand.New(rand.NewSource(seed))
 			st := openTestStore(t)
