@@ -9,7 +9,8 @@
 #   ITEMS="10000 100000" RUNS=21 bash bench/search.sh
 #   ITEMS=1000000 KEEP=/var/tmp/corpus bash bench/search.sh  # by hand, not in CI
 #
-# Env: ITEMS (default "10000 100000"), RUNS (21), SQLITE (1: also SQLite),
+# Env: ITEMS (default "10000 100000"), RUNS (21), SQLITE (1: also SQLite), PAIRS (1: also
+# every pair of two filters),
 # KEEP (a directory where the seeded stores are kept and reused).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,7 +61,7 @@ CADDY
 		sleep 0.2
 	done
 	echo "bench/search.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $n items ($(du -sh "$dir" | cut -f1) store), medians of $RUNS"
-	bench/results/gqlbench search -url "$SITE/api/graphql" -token "$token" -info "$dir.json" -n "$RUNS"
+	bench/results/gqlbench search -url "$SITE/api/graphql" -token "$token" -info "$dir.json" -n "$RUNS" -pairs="${PAIRS:-0}"
 	echo "caddy RSS after the queries: $(ps -o rss= -p $caddy_pid | awk '{printf "%.0f MB", $1/1024}')"
 	kill $caddy_pid; wait $caddy_pid 2>/dev/null || true; caddy_pid=
 	if [ "$SQLITE" = 1 ] && command -v sqlite3 >/dev/null; then

@@ -1796,32 +1796,15 @@ func (m *itemMatcher) indexable() bool {
 }
 
 // itemTextContains reports whether the title, description or content text
-// of it contains the folded needle, from its text record (or, for an item
-// saved before the search index and not yet built, its content).
+// of it contains the folded needle (folded as it is read: the index keeps
+// no copy of the text).
 func (tx *Tx) itemTextContains(it *SavedItem, needle []byte) (bool, error) {
-	item, err := tx.txn.Get(textKey(it.MemberID, it.ID))
-	if err == nil {
-		found := false
-		err = item.Value(func(rec []byte) error {
-			found = textRecordContains(rec, needle)
-			return nil
-		})
-		return found, err
-	}
-	if !errors.Is(err, badger.ErrKeyNotFound) {
+	t := textBufs.Get().(*itemText)
+	defer textBufs.Put(t)
+	if err := tx.readItemText(t, it, needle); err != nil {
 		return false, err
 	}
-	if bytes.Contains(appendFold(nil, it.Title), needle) || bytes.Contains(appendFold(nil, it.Description), needle) {
-		return true, nil
-	}
-	var c ItemContent
-	if err := tx.getJSON(contentKey(it.MemberID, it.ID), &c); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return false, nil
-		}
-		return false, err
-	}
-	return bytes.Contains(appendFold(nil, c.Text), needle), nil
+	return t.contains(needle), nil
 }
 
 // containsFold reports whether s contains the lower-case needle, ignoring case.

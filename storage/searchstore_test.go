@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -242,6 +243,65 @@ func TestSearchCostsOnSeededStore(t *testing.T) {
 			}
 			skip := time.Since(s) / time.Duration(n)
 			fmt.Printf("key %v (%d ids)  probe %v (%d hits)  read %v  walk %v  skip %v\n", key, len(ids), probe, hits, read, walk, skip)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSearchVerifyCostOnSeededStore measures the cost of verifying a
+// candidate (itemTextContains: its content record read, the text folded),
+// and of decoding the content record with encoding/json instead, as
+// TestSearchPairsOnSeededStore (by hand).
+func TestSearchVerifyCostOnSeededStore(t *testing.T) {
+	dir := os.Getenv("HEARTH_SEARCH_STORE")
+	if dir == "" {
+		t.Skip("HEARTH_SEARCH_STORE names no seeded store")
+	}
+	st, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m, err := st.Member("bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	needle := []byte("zanzibarite")
+	for round := 0; round < 3; round++ {
+		if err := st.View(func(tx *Tx) error {
+			var items []*SavedItem
+			prefix := itemKey(m.ID, "")
+			if err := tx.scan(prefix, nil, true, false, func(_, v []byte) (bool, error) {
+				it := new(SavedItem)
+				items = append(items, it)
+				return len(items) < 2000, parseItemRecord(v, it)
+			}); err != nil {
+				return err
+			}
+			s := time.Now()
+			n := 0
+			for _, it := range items {
+				ok, err := tx.itemTextContains(it, needle)
+				if err != nil {
+					return err
+				}
+				if ok {
+					n++
+				}
+			}
+			verify := time.Since(s) / time.Duration(len(items))
+			s = time.Now()
+			for _, it := range items {
+				var c ItemContent
+				if err := tx.getJSON(contentKey(m.ID, it.ID), &c); err != nil {
+					return err
+				}
+				bytes.Contains(appendFold(nil, c.Text), needle)
+			}
+			dec := time.Since(s) / time.Duration(len(items))
+			fmt.Printf("verify %v (%d found)  by encoding/json %v\n", verify, n, dec)
 			return nil
 		}); err != nil {
 			t.Fatal(err)

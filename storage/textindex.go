@@ -18,7 +18,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/klauspost/compress/zstd"
 	"go.uber.org/zap"
 )
 
@@ -26,8 +25,8 @@ import (
 // does (a case-insensitive substring of the title, description or content
 // text); filters select by their own keys. All under u/<member>/gql/:
 //
-//	tt/<item id>                   the item's searchable text, case-folded, the content text
-//	                               compressed from minCompressedText bytes (appendTextRecord)
+//	tt/<item id>                   (before version 4) a folded copy of the item's text,
+//	                               deleted by the indexer
 //	tp/<sequence>                  an item id whose text changed and is not indexed yet
 //	tq                             the next sequence number of tp (8 bytes)
 //	td/<item id>                   the item's document number (4 bytes) in the trigram index
@@ -39,15 +38,17 @@ import (
 //	                               (maxItemTrigrams): every search verifies it
 //	tm                             textMeta: next document number and segment, the live
 //	                               segments, a merge or deletion under way
-//	tv                             present once every item has tt and the filter keys
+//	tv                             searchIndexVersion once every item has its filter keys,
+//	                               counts and a place in the index or the queue
+//	fc/...                         the filter counts (see filterCountKey)
 //	sd/<domain>\x00\x01<id>        empty: the items of a source domain (encString, 8-byte id)
 //	sn/<domain>                    empty: a domain that items have had (never deleted: a
 //	                               site: search reads this short list, then sd/ of those that match)
 //	ty/<A|N>/<id>                  empty: articles, newsletters
 //	hh/<id>                        empty: the items with highlights
 //
-// tt and tp are written in the same transaction as the text they stand
-// for, and the indexer (a goroutine of the store) turns pending items into
+// tp is written in the same transaction as the text it stands for, and
+// the indexer (a goroutine of the store) turns pending items into
 // a new segment in one transaction that also deletes their tp: the index
 // is always consistent with the items, whatever crashes when. Segments are
 // merged as in a log-structured merge tree: eight of one size (a power of
@@ -55,7 +56,11 @@ import (
 // searches ignore until tm lists it in place of its sources (see
 // mergeSegments), so at most eight segments of each size are live. A search
 // reads the candidates of the trigram index plus the pending items, and
-// verifies each on tt: the answer is exact, the index only narrows it.
+// verifies each on its title, description and content text, folded as it
+// reads them: the answer is exact, the index only narrows it. The index
+// keeps no copy of the text: verifying on the content record (its HTML
+// passed over, the text unescaped and folded, appendContentTextFolded)
+// costs about what decompressing a folded copy did (bench/README.md).
 //
 // tp is a queue rather than a set: the indexer consumes it from the low
 // water mark in tm, so that neither it nor a search walks over the deletion
@@ -110,8 +115,9 @@ func highlightedItemsPrefix(memberID string) []byte { return key("u", memberID, 
 // searchIndexVersion is tv's value once a member's items have every key
 // this version of the index reads; another value (or none) makes the
 // indexer build them again (its writes are idempotent). Version 2 lacked
-// only the filter counts (fc/), which the indexer then counts.
-const searchIndexVersion = 3
+// the filter counts (fc/), which the indexer then counts; versions 2 and
+// 3 kept a folded copy of each item's text (tt/), which it deletes.
+const searchIndexVersion = 4
 
 // searchReady reports whether the member's search keys are complete.
 func (tx *Tx) searchReady(memberID string) (bool, error) {
@@ -151,7 +157,7 @@ func foldRune(r rune) rune {
 }
 
 // appendFold appends s case-folded to b. Invalid UTF-8 is kept as it is.
-func appendFold(b []byte, s string) []byte {
+func appendFold[T string | []byte](b []byte, s T) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
@@ -162,7 +168,7 @@ func appendFold(b []byte, s string) []byte {
 			i++
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
+		r, n := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		if r == utf8.RuneError && n == 1 {
 			b = append(b, c)
 			i++
@@ -177,113 +183,25 @@ func appendFold(b []byte, s string) []byte {
 // FoldText returns s case-folded as search compares it.
 func FoldText(s string) string { return string(appendFold(nil, s)) }
 
-// --- the text record ---
+// --- the text a search reads ---
 
-const (
-	textRecordV1 = 0x01 // three folded fields
-	textRecordV2 = 0x02 // the same, the third (the content text) compressed
-)
+// textBufs holds buffers for folded texts (a search verifies many).
+var textBufs = sync.Pool{New: func() any { return new(itemText) }}
 
-// appendTextRecord is the version byte and the folded title, description
-// and text, each as uvarint length and bytes (v1: the indexer compresses
-// the text later, off the writer's path: compressTextRecord).
-func appendTextRecord(b []byte, title, desc, text string) []byte {
-	b = append(b, textRecordV1)
-	for _, s := range [...]string{title, desc, text} {
-		n := len(b)
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		start := len(b)
-		b = appendFold(b, s)
-		if len(b)-start != len(s) { // folding changed the length: write it again
-			f := append([]byte(nil), b[start:]...)
-			b = binary.AppendUvarint(b[:n], uint64(len(f)))
-			b = append(b, f...)
-		}
-	}
-	return b
+// itemText is the folded title, description and content text of an item,
+// one after the other in b, the fields ending at ends.
+type itemText struct {
+	b    []byte
+	ends [3]int
 }
 
-// compressTextRecord returns rec as a v2 record, its text compressed
-// (textCodec), or nil when rec is not a v1 record of a text of at least
-// minCompressedText bytes.
-func compressTextRecord(rec []byte) []byte {
-	if len(rec) == 0 || rec[0] != textRecordV1 {
-		return nil
-	}
-	fields, _, ok := textRecordFields(rec, nil)
-	if !ok || len(fields[2]) < minCompressedText {
-		return nil
-	}
-	b := []byte{textRecordV2}
-	for _, f := range fields[:2] {
-		b = binary.AppendUvarint(b, uint64(len(f)))
-		b = append(b, f...)
-	}
-	return appendCompressedText(b, fields[2])
+func (t *itemText) fields() [3][]byte {
+	return [3][]byte{t.b[:t.ends[0]], t.b[t.ends[0]:t.ends[1]], t.b[t.ends[1]:t.ends[2]]}
 }
 
-// minCompressedText is the least text a record compresses.
-const minCompressedText = 256
-
-// textRecordFields returns the three folded fields of a text record, the
-// third decompressed into buf (which it returns, grown, for reuse) when
-// the record compresses it.
-func textRecordFields(rec, buf []byte) (fields [3][]byte, _ []byte, ok bool) {
-	if len(rec) == 0 || (rec[0] != textRecordV1 && rec[0] != textRecordV2) {
-		return fields, buf, false
-	}
-	off := 1
-	for i := range fields {
-		n, k := binary.Uvarint(rec[off:])
-		if k <= 0 || n > uint64(len(rec)-off-k) {
-			return fields, buf, false
-		}
-		off += k
-		fields[i] = rec[off : off+int(n)]
-		off += int(n)
-	}
-	if off != len(rec) {
-		return fields, buf, false
-	}
-	if rec[0] == textRecordV2 {
-		var err error
-		if buf, err = decompressText(buf, fields[2]); err != nil {
-			return fields, buf, false
-		}
-		fields[2] = buf
-	}
-	return fields, buf, true
-}
-
-// textBufs holds buffers for decompressed texts (a search verifies many).
-var textBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-// textRecordContains reports whether a field of rec contains the folded
-// needle (the compressed text decompressed only when the title and
-// description do not).
-func textRecordContains(rec, needle []byte) bool {
-	if len(rec) > 0 && rec[0] == textRecordV2 {
-		// Title and description first, read as in a v1 record.
-		off := 1
-		for range 2 {
-			n, k := binary.Uvarint(rec[off:])
-			if k <= 0 || n > uint64(len(rec)-off-k) {
-				return false
-			}
-			if bytes.Contains(rec[off+k:off+k+int(n)], needle) {
-				return true
-			}
-			off += k + int(n)
-		}
-	}
-	bp := textBufs.Get().(*[]byte)
-	defer textBufs.Put(bp)
-	fields, buf, ok := textRecordFields(rec, *bp)
-	*bp = buf[:0]
-	if !ok {
-		return false
-	}
-	for _, f := range fields {
+// contains reports whether a field holds the folded needle.
+func (t *itemText) contains(needle []byte) bool {
+	for _, f := range t.fields() {
 		if bytes.Contains(f, needle) {
 			return true
 		}
@@ -291,86 +209,50 @@ func textRecordContains(rec, needle []byte) bool {
 	return false
 }
 
-// trigrams calls fn with every 3-byte sequence of the record's fields;
-// buf is as textRecordFields's.
-func recordTrigrams(rec, buf []byte, fn func(t uint32)) []byte {
-	fields, buf, _ := textRecordFields(rec, buf)
-	for _, f := range fields {
-		for i := 0; i+3 <= len(f); i++ {
-			fn(uint32(f[i])<<16 | uint32(f[i+1])<<8 | uint32(f[i+2]))
-		}
+// readItemText sets t to the folded text of it (t.b reused), reading its
+// content record (none: no content text). The content is folded only
+// when the title and description do not hold needle (nil: always).
+func (tx *Tx) readItemText(t *itemText, it *SavedItem, needle []byte) error {
+	t.b = appendFold(t.b[:0], it.Title)
+	t.ends[0] = len(t.b)
+	t.b = appendFold(t.b, it.Description)
+	t.ends[1] = len(t.b)
+	t.ends[2] = len(t.b)
+	if needle != nil && (bytes.Contains(t.b[:t.ends[0]], needle) || bytes.Contains(t.b[t.ends[0]:], needle)) {
+		return nil
 	}
-	return buf
+	err := tx.withValue(contentKey(it.MemberID, it.ID), func(v []byte) error {
+		var err error
+		t.b, err = appendContentTextFolded(t.b, v)
+		return err
+	})
+	t.ends[2] = len(t.b)
+	if errors.Is(err, ErrNotFound) {
+		err = nil
+	}
+	return err
 }
 
-// appendCompressedText appends the folded text compressed, as a record
-// field (uvarint length and bytes): zstd at its fastest level, which
-// halves this corpus's text where s2 keeps 72–80 % of it, and decodes a
-// 7.7 KB text in about 12 µs (bench/README.md, "Search": the choice).
-func appendCompressedText(b, folded []byte) []byte {
-	c := textCodec().enc.EncodeAll(folded, nil)
-	b = binary.AppendUvarint(b, uint64(len(c)))
-	return append(b, c...)
-}
-
-// decompressText decompresses a text of appendCompressedText into buf.
-func decompressText(buf, c []byte) ([]byte, error) {
-	return textCodec().dec.DecodeAll(c, buf[:0])
-}
-
-// textCodec is the zstd encoder and decoder of text records, made at the
-// first use (both are safe for concurrent use).
-var textCodec = sync.OnceValue(func() (c struct {
-	enc *zstd.Encoder
-	dec *zstd.Decoder
-}) {
-	var err error
-	c.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true),
-		zstd.WithEncoderConcurrency(2))
+// withValue calls fn with the value at k, valid only during the call (no
+// copy: a content record is large), or returns ErrNotFound.
+func (tx *Tx) withValue(k []byte, fn func(v []byte) error) error {
+	item, err := tx.txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return ErrNotFound
+	}
 	if err != nil {
-		panic(err) // only for invalid options
+		return err
 	}
-	c.dec, err = zstd.NewReader(nil, zstd.WithDecoderLowmem(true), zstd.WithDecoderConcurrency(2),
-		zstd.WithDecoderMaxMemory(maxTextRecordBytes))
-	if err != nil {
-		panic(err)
-	}
-	return c
-})
-
-// maxTextRecordBytes bounds the text a record decompresses to (a content
-// text is at most MaxContentLen, folding at most triples a character).
-const maxTextRecordBytes = 3 * MaxContentLen
+	return item.Value(fn)
+}
 
 // --- writes, in the item's transaction ---
 
-// setItemText records the searchable text of an item and marks it for the
-// indexer. text nil keeps the text the item has.
+// setItemText marks an item whose searchable text (title, description or
+// content text) this transaction changes, for the indexer, which reads the
+// text it then has (title, desc and text are the new text, which the
+// queue does not need).
 func (tx *Tx) setItemText(memberID, id, title, desc string, text *string) error {
-	var t string
-	if text != nil {
-		t = *text
-	} else {
-		old, err := tx.get(textKey(memberID, id))
-		switch {
-		case err == nil:
-			fields, _, ok := textRecordFields(old, nil)
-			if ok {
-				t = string(fields[2]) // folded already; folding again changes nothing
-			}
-		case errors.Is(err, ErrNotFound):
-			var c ItemContent
-			if err := tx.getJSON(contentKey(memberID, id), &c); err != nil && !errors.Is(err, ErrNotFound) {
-				return err
-			}
-			t = c.Text
-		default:
-			return err
-		}
-	}
-	if err := tx.put(textKey(memberID, id), appendTextRecord(nil, title, desc, t), 0); err != nil {
-		return err
-	}
 	var seq uint64
 	if b, err := tx.get(textQueueKey(memberID)); err == nil && len(b) == 8 {
 		seq = binary.BigEndian.Uint64(b)
@@ -452,7 +334,7 @@ func (tx *Tx) deleteItemSearch(it *SavedItem) error {
 	if err := tx.deleteIfPresent(textWideKey(mid, it.ID)); err != nil { // see indexItem
 		return err
 	}
-	for _, k := range [][]byte{textDocKey(mid, it.ID), textKey(mid, it.ID),
+	for _, k := range [][]byte{textDocKey(mid, it.ID),
 		siteItemKey(mid, it.SourceDomain, it.ID), encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)),
 		encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))} {
 		if err := tx.delete(k); err != nil {
@@ -831,14 +713,22 @@ func (s *Store) indexMember(memberID string) error {
 	}
 	if version != searchIndexVersion {
 		items := true
-		if version != 2 { // version 2 lacks only the counts
+		if version < 2 {
 			var err error
 			if items, err = s.buildSearchKeys(memberID); err != nil {
 				return err
 			}
 		}
 		if items { // a member without items needs nothing (see firstItemReady)
-			if err := s.recountFilters(memberID); err != nil {
+			if version < 3 {
+				if err := s.recountFilters(memberID); err != nil {
+					return err
+				}
+			}
+			// The folded copies of texts that versions before 4 kept
+			// (searches read the content instead, whether or not a copy
+			// is left).
+			if err := s.deletePrefixInBatches(textKey(memberID, "")); err != nil {
 				return err
 			}
 			if err := s.Update(func(tx *Tx) error {
@@ -875,9 +765,9 @@ func (s *Store) indexMember(memberID string) error {
 	}
 }
 
-// buildSearchKeys writes the text records and filter keys of the member's
-// items that have none (items saved before the index existed), in batches;
-// false when the member has no item.
+// buildSearchKeys writes the filter keys of the member's items and queues
+// them for the indexer (items saved before the index existed), in
+// batches; false when the member has no item.
 func (s *Store) buildSearchKeys(memberID string) (items bool, _ error) {
 	prefix := itemKey(memberID, "")
 	var after []byte
@@ -916,12 +806,8 @@ func (s *Store) buildSearchKeys(memberID string) (items bool, _ error) {
 				if err := tx.writeFilterKeys(nil, &it); err != nil {
 					return err
 				}
-				if has, err := tx.has(textKey(memberID, id)); err != nil {
+				if err := tx.setItemText(memberID, id, it.Title, it.Description, nil); err != nil {
 					return err
-				} else if !has {
-					if err := tx.setItemText(memberID, id, it.Title, it.Description, nil); err != nil {
-						return err
-					}
 				}
 			}
 			return nil
@@ -1062,28 +948,36 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 	postings := map[uint32][]uint32{}
 	var triSeen bitset
 	var distinct []uint32
-	var textBuf []byte
+	var text itemText
 	done := map[string]bool{}
 	taken := 0
 	for _, e := range entries {
 		if !done[e.id] {
-			rec, err := tx.get(textKey(memberID, e.id))
-			if err != nil && !errors.Is(err, ErrNotFound) {
+			var it SavedItem
+			exists := true
+			if err := tx.getItem(itemKey(memberID, e.id), &it); errors.Is(err, ErrNotFound) {
+				exists = false // deleted since
+			} else if err != nil {
 				return 0, err
 			}
 			// Each distinct trigram once: a bit per possible trigram (2
 			// MiB, reused), cleared after the item.
 			distinct = distinct[:0]
-			if rec != nil {
+			if exists {
+				if err := tx.readItemText(&text, &it, nil); err != nil {
+					return 0, err
+				}
 				if triSeen == nil {
 					triSeen = make(bitset, 1<<24/64)
 				}
-				textBuf = recordTrigrams(rec, textBuf, func(t uint32) {
-					if !triSeen.has(t) {
-						triSeen.set(t)
-						distinct = append(distinct, t)
+				for _, f := range text.fields() {
+					for i := 0; i+3 <= len(f); i++ {
+						if t := uint32(f[i])<<16 | uint32(f[i+1])<<8 | uint32(f[i+2]); !triSeen.has(t) {
+							triSeen.set(t)
+							distinct = append(distinct, t)
+						}
 					}
-				})
+				}
 				for _, t := range distinct {
 					triSeen[t>>6] = 0
 				}
@@ -1092,17 +986,10 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 			if !wide && taken > 0 && len(postings)+len(distinct) > maxSegmentKeys {
 				break // the next transaction takes it
 			}
-			if err := tx.indexItem(memberID, e.id, rec != nil, wide, nextDoc); err != nil {
+			if err := tx.indexItem(memberID, e.id, exists, wide, nextDoc); err != nil {
 				return 0, err
 			}
-			if c := compressTextRecord(rec); c != nil {
-				// Written compressed once indexed: the save that wrote it
-				// does not wait for the compression.
-				if err := tx.put(textKey(memberID, e.id), c, 0); err != nil {
-					return 0, err
-				}
-			}
-			if rec != nil && !wide {
+			if exists && !wide {
 				for _, t := range distinct {
 					postings[t] = append(postings[t], nextDoc)
 				}
