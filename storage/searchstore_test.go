@@ -100,6 +100,11 @@ func TestSearchPairsOnSeededStore(t *testing.T) {
 	time.Sleep(time.Second)
 	waitIndexed(t, st, m.ID)
 	t.Logf("index ready after %v", time.Since(start).Round(time.Millisecond))
+	texts, trigrams, filterKeys, err := st.SearchIndexSize(m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("search keys: text copies %d, trigram index %d, filter keys %d bytes\n", texts, trigrams, filterKeys)
 	runs := 21
 	median := func(f ItemFilter) (time.Duration, int, error) {
 		var ds []time.Duration

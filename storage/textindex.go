@@ -2002,9 +2002,9 @@ func (tx *Tx) planSearch(memberID string, ready bool, counted []*idSource, m *it
 }
 
 // SearchIndexSize sums the bytes (keys and values, before Badger's
-// compression) of a member's search keys: the folded texts (tt), the
-// trigram index (tg, td, tn, tm, tp, tq) and the filter keys (sd, sn, ty,
-// hh).
+// compression) of a member's search keys: the folded texts of older
+// stores (tt), the trigram index (tg, td, tn, tm, tp, tq) and the filter
+// keys and counts (sd, sn, ty, hh, fc).
 func (s *Store) SearchIndexSize(memberID string) (texts, trigrams, filters int64, err error) {
 	err = s.View(func(tx *Tx) error {
 		texts, trigrams, filters = 0, 0, 0
@@ -2012,7 +2012,7 @@ func (s *Store) SearchIndexSize(memberID string) (texts, trigrams, filters int64
 			name string
 			n    *int64
 		}{{"tt", &texts}, {"tg", &trigrams}, {"td", &trigrams}, {"tn", &trigrams}, {"tm", &trigrams}, {"tp", &trigrams},
-			{"tq", &trigrams}, {"tw", &trigrams}, {"sd", &filters}, {"sn", &filters}, {"ty", &filters}, {"hh", &filters}} {
+			{"tq", &trigrams}, {"tw", &trigrams}, {"sd", &filters}, {"sn", &filters}, {"ty", &filters}, {"hh", &filters}, {"fc", &filters}} {
 			prefix := key("u", memberID, "gql", p.name)
 			o := badger.DefaultIteratorOptions
 			o.PrefetchValues = false
