@@ -49,9 +49,15 @@ type App struct {
 	GCInterval caddy.Duration `json:"gc_interval,omitempty" caddyfile:"gc_interval <duration>" default:"10m"`
 	// How long a member stays signed in.
 	SessionLifetime caddy.Duration `json:"session_lifetime,omitempty" caddyfile:"session_lifetime <duration>" default:"336h"`
+	// Keep the records in PostgreSQL (≥ 15) instead of Badger in storage_dir, so several Caddy nodes
+	// serve one site: `storage postgres { dsn {env.HEARTH_DATABASE_URL} }`, with optional `prefix <name>`
+	// (table names, default hearth) and `max_conns <n>` (default 10). The Badger options then do
+	// nothing; storage_dir still holds staged imports. See docs/storage-engines.md.
+	Storage *StorageConfig `json:"storage,omitempty" caddyfile:"storage postgres { dsn <dsn> }" default:"badger (embedded, in storage_dir)"`
 
 	store  *storage.Store
 	path   string
+	key    string // the store's identity in the pool: path, or the database
 	logger *zap.Logger
 	pages  *account.Pages
 	dirs   *directories
@@ -59,6 +65,17 @@ type App struct {
 	ctx    caddy.Context
 	// importer runs imports for the admin API (set by hearth_graphql).
 	importer *importer.Runner
+}
+
+// StorageConfig chooses the storage engine.
+type StorageConfig struct {
+	// Engine is "postgres" ("badger", the default, needs no block).
+	Engine string `json:"engine"`
+	// DSN is the libpq connection string or URL; placeholders such as
+	// {env.HEARTH_DATABASE_URL} are replaced at provisioning.
+	DSN      string `json:"dsn,omitempty"`
+	Prefix   string `json:"prefix,omitempty"`
+	MaxConns int    `json:"max_conns,omitempty"`
 }
 
 // appRun is whether the app has started: the store open, the directories
@@ -99,7 +116,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.SessionLifetime == 0 {
 		a.SessionLifetime = caddy.Duration(DefaultSessionLifetime)
 	}
-	st, err := prepareStore(abs, storage.Options{
+	opts := storage.Options{
 		MemTableSize:   a.MemTableSize,
 		BlockCacheSize: a.BlockCacheSize,
 		IndexCacheSize: a.IndexCacheSize,
@@ -108,7 +125,18 @@ func (a *App) Provision(ctx caddy.Context) error {
 		GCInterval:     time.Duration(a.GCInterval),
 		Logger:         a.logger.Named("badger"),
 		OnSync:         metrics.StoreSynced,
-	})
+	}
+	a.key = abs
+	if c := a.Storage; c != nil && c.Engine == "postgres" {
+		dsn := caddy.NewReplacer().ReplaceKnown(c.DSN, "")
+		if dsn == "" {
+			return fmt.Errorf("storage postgres: dsn is empty (is the environment variable set?)")
+		}
+		opts.Postgres = &storage.PostgresOptions{DSN: dsn, Prefix: c.Prefix, MaxConns: int32(c.MaxConns)}
+		// One store per database and table prefix, whatever storage_dir.
+		a.key = "postgres\x00" + c.Prefix + "\x00" + dsn
+	}
+	st, err := prepareStore(a.key, abs, opts)
 	if err != nil {
 		return err
 	}
@@ -219,7 +247,7 @@ func (a *App) Cleanup() error {
 			a.logger.Error("stop background work", zap.Error(err))
 		}
 	}
-	return releaseStore(a.path, a.logger)
+	return releaseStore(a.key, a.path, a.logger)
 }
 
 // Store is the shared store.

@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"regexp"
 	"strconv"
 
 	"github.com/caddyserver/caddy/v2"
@@ -83,6 +84,8 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.GCInterval, err = argDuration(d, name)
 		case "session_lifetime":
 			a.SessionLifetime, err = argDuration(d, name)
+		case "storage":
+			a.Storage, err = parseStorage(d)
 		default:
 			return d.Errf("unrecognized hearth option '%s'", name)
 		}
@@ -92,6 +95,51 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	}
 	return nil
 }
+
+// parseStorage reads `storage badger` or `storage postgres { dsn <dsn>
+// [prefix <name>] [max_conns <n>] }`.
+func parseStorage(d *caddyfile.Dispenser) (*StorageConfig, error) {
+	engine, err := argString(d)
+	if err != nil {
+		return nil, err
+	}
+	switch engine {
+	case "badger":
+		if d.NextBlock(1) {
+			return nil, d.Errf("storage badger takes no block: its options are hearth's (memtable_size, …)")
+		}
+		return nil, nil
+	case "postgres":
+	default:
+		return nil, d.Errf("storage: want badger or postgres, got %q", engine)
+	}
+	c := &StorageConfig{Engine: engine}
+	for d.NextBlock(1) {
+		var err error
+		switch name := d.Val(); name {
+		case "dsn":
+			c.DSN, err = argString(d)
+		case "prefix":
+			if c.Prefix, err = argString(d); err == nil && !tablePrefix.MatchString(c.Prefix) {
+				return nil, d.Errf("storage postgres prefix: want lowercase letters, digits and _ (at most 31, not starting with a digit), got %q", c.Prefix)
+			}
+		case "max_conns":
+			c.MaxConns, err = argInt(d, name, 1)
+		default:
+			return nil, d.Errf("unrecognized storage postgres option '%s'", name)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if c.DSN == "" {
+		return nil, d.Errf("storage postgres needs a block with dsn <connection string or URL>, e.g. dsn {env.HEARTH_DATABASE_URL}")
+	}
+	return c, nil
+}
+
+// tablePrefix is what storage/kv/pgkv accepts as a table prefix.
+var tablePrefix = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,30}$`)
 
 // argNone checks that a flag subdirective has no arguments.
 func argNone(d *caddyfile.Dispenser) error {

@@ -244,6 +244,13 @@ var optionCases = []optionCase{
 	{"hearth", "gc_interval -5m", "", "gc_interval: want a positive duration"},
 	{"hearth", "session_lifetime 72h", `{"session_lifetime":259200000000000}`, ""},
 	{"hearth", "session_lifetime soon", "", "session_lifetime: want a positive duration"},
+	{"hearth", "storage postgres {\n\t\tdsn {env.HEARTH_DATABASE_URL}\n\t}", `{"storage":{"engine":"postgres","dsn":"{env.HEARTH_DATABASE_URL}"}}`, ""},
+	{"hearth", "storage postgres {\n\t\tdsn postgres://h@db/hearth\n\t\tprefix site_b\n\t\tmax_conns 20\n\t}", `{"storage":{"engine":"postgres","dsn":"postgres://h@db/hearth","prefix":"site_b","max_conns":20}}`, ""},
+	{"hearth", "storage badger", `{}`, ""},
+	{"hearth", "storage postgres", "", "storage postgres needs a block with dsn"},
+	{"hearth", "storage postgres {\n\t\tdsn x\n\t\tprefix Site-B\n\t}", "", "prefix: want lowercase letters"},
+	{"hearth", "storage postgres {\n\t\tdsn x\n\t\tpool 3\n\t}", "", "unrecognized storage postgres option 'pool'"},
+	{"hearth", "storage mysql", "", "storage: want badger or postgres"},
 	{"hearth", "storage_dirs /x", "", "unrecognized hearth option 'storage_dirs'"},
 
 	{"hearth_oauth", "base_url https://social.example.com", `{"base_url":"https://social.example.com"}`, ""},

@@ -11,7 +11,8 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
-// stores holds one open store per absolute directory. Each provisioned App
+// stores holds one open store per absolute directory (per database and
+// table prefix for PostgreSQL). Each provisioned App
 // takes a reference; during `caddy reload` the new config takes its
 // reference before the old one releases, so the database stays open and
 // Badger's directory lock is never contended.
@@ -25,11 +26,11 @@ type pooledStore struct{ *storage.Store }
 
 func (p pooledStore) Destruct() error { return p.Store.Close() }
 
-// prepareStore takes a reference to the store of path, prepared but not
-// opened: Provision does no I/O (caddy validate runs it beside a live
-// server). openStore opens it.
-func prepareStore(path string, opts storage.Options) (*storage.Store, error) {
-	v, _, err := stores.LoadOrNew(path, func() (caddy.Destructor, error) {
+// prepareStore takes a reference to the store known as key (its directory,
+// or its database), prepared but not opened: Provision does no I/O (caddy
+// validate runs it beside a live server). openStore opens it.
+func prepareStore(key, path string, opts storage.Options) (*storage.Store, error) {
+	v, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
 		return pooledStore{storage.Prepare(path, opts)}, nil
 	})
 	if err != nil {
@@ -54,8 +55,8 @@ func openStore(st *storage.Store) error {
 	return nil
 }
 
-func releaseStore(path string, log *zap.Logger) error {
-	deleted, err := stores.Delete(path)
+func releaseStore(key, path string, log *zap.Logger) error {
+	deleted, err := stores.Delete(key)
 	if deleted {
 		log.Info("closed store", zap.String("storage_dir", path))
 	}

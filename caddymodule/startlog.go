@@ -34,7 +34,7 @@ func (a *App) logStarted(ctx caddy.Context) {
 		}
 	}
 	a.logger.Info("hearth started",
-		zap.String("storage_engine", "badger"),
+		zap.String("storage_engine", a.store.Engine()),
 		zap.String("storage_dir", a.path),
 		zap.Bool("open_registration", a.OpenRegistration),
 		zap.Any("sites", sites))

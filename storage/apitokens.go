@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // API tokens of the GraphQL service and the member's newsletter inbound
@@ -376,16 +374,17 @@ func (s *Store) migrateAPITokenOrigins() (kept, expired int, err error) {
 				safe := firstApp.IsZero() || !tok.CreatedAt.Add(time.Second).After(firstApp)
 				if tok.Origin != OriginLegacy || safe {
 					// Still live: the ref keeps its TTL, only its value changes.
-					item, err := tx.txn.Get(apiTokenRefKey(p.digest))
-					if errors.Is(err, badger.ErrKeyNotFound) {
+					if ok, err := tx.has(apiTokenRefKey(p.digest)); err != nil || !ok {
+						if err != nil {
+							return err
+						}
 						continue // deleted meanwhile
 					}
-					if err != nil {
-						return err
-					}
+					// The ref expires an hour after the token, as
+					// IssueAPIToken wrote it.
 					var ttl time.Duration
-					if exp := item.ExpiresAt(); exp > 0 {
-						if ttl = time.Until(time.Unix(int64(exp), 0)); ttl <= 0 {
+					if tok.ExpiresAt != nil {
+						if ttl = time.Until(tok.ExpiresAt.Add(time.Hour)); ttl <= 0 {
 							ttl = time.Second
 						}
 					}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bufio"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/pb"
+	"github.com/hearthkit/caddy-hearth/storage/kv"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -57,6 +59,10 @@ func (s *Store) Backup(w io.Writer) error {
 		return err
 	}
 	defer s.leave(false)
+	if s.bdb == nil {
+		// The same format from the engine's records (storage/kv/stream.go).
+		return kv.WriteStream(context.Background(), w, s.eng)
+	}
 	h := sha256.New()
 	hw := io.MultiWriter(w, h)
 	if _, err := io.WriteString(hw, backupMagic); err != nil {
@@ -66,7 +72,7 @@ func (s *Store) Backup(w io.Writer) error {
 	lw := &liveRecords{w: cw}
 	// db.Backup's stream, with frames of about 16 MiB instead of 100
 	// (liveRecords holds one whole).
-	stream := s.db.NewStream()
+	stream := s.bdb.DB().NewStream()
 	stream.LogPrefix = "DB.Backup"
 	stream.MaxSize = backupFrameTarget
 	if _, err := stream.Backup(lw, 0); err != nil {
@@ -345,6 +351,9 @@ func (s *Store) Replace(r io.Reader) (previous string, err error) {
 		return "", err
 	}
 	defer s.leave(false)
+	if s.bdb == nil {
+		return s.replaceFromStream(r)
+	}
 	fresh, err := loadBackup(s.path, r, Options{GCInterval: -1, MinFreeBytes: -1})
 	if err != nil {
 		return "", err
@@ -370,7 +379,6 @@ func (s *Store) Replace(r io.Reader) (previous string, err error) {
 	// dropped and what was written reaches the disk, big values included.
 	defer func() {
 		s.caches.drop(nil)
-		s.vlogWritten.Store(true)
 		if serr := s.Sync(); err == nil && serr != nil {
 			err = serr
 		}
@@ -382,6 +390,71 @@ func (s *Store) Replace(r io.Reader) (previous string, err error) {
 		return previous, fmt.Errorf("restore failed (%v) and so did putting the earlier records back: the store may hold a mix; the earlier records are in %q: %w", err, previous, rerr)
 	}
 	return previous, fmt.Errorf("restore failed; the store holds its earlier records again: %w", err)
+}
+
+// replaceFromStream is Replace for an engine other than Badger: the backup
+// is checked whole (kv.ReadStream) before anything changes, the current
+// records are written to a backup file as with Badger, and the engine
+// replaces its records with the backup's in one transaction (kv.Engine's
+// ImportReplace: PostgreSQL's is atomic, so a failure changes nothing).
+func (s *Store) replaceFromStream(r io.Reader) (previous string, err error) {
+	next, closeStream, err := kv.ReadStream(r, "")
+	if errors.Is(err, kv.ErrNotStream) {
+		return "", fmt.Errorf("load backup: %w: %v", ErrNotBackup, err)
+	}
+	if err != nil {
+		return "", fmt.Errorf("load backup: %w", err)
+	}
+	defer closeStream()
+	first, err := next()
+	if errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("load backup: %w: it holds no records", ErrNotBackup)
+	}
+	if err != nil {
+		return "", fmt.Errorf("load backup: %w", err)
+	}
+	if previous, err = s.importReplacing(first, next); err != nil {
+		return previous, err
+	}
+	// A backup of an earlier version holds records written the old way
+	// (writes are admitted again).
+	return previous, s.migrate()
+}
+
+// importReplacing refuses writes, backs the current records up to a file,
+// and imports first and what next yields in place of every record.
+func (s *Store) importReplacing(first kv.Record, next func() (kv.Record, error)) (previous string, err error) {
+	s.startRestoring()
+	defer s.stopRestoring()
+	had, err := s.hasRecords()
+	if err != nil {
+		return "", err
+	}
+	if had {
+		if previous, err = s.backupToNewFile(); err != nil {
+			return "", fmt.Errorf("back up the current records first: %w", err)
+		}
+	}
+	pending, n := &first, 0
+	err = s.eng.Import(context.Background(), func() (kv.Record, error) {
+		rec, err := first, error(nil)
+		if pending != nil {
+			pending = nil
+		} else if rec, err = next(); err != nil {
+			return rec, err
+		}
+		if n++; copyRecordsHook != nil {
+			if err := copyRecordsHook(n); err != nil {
+				return kv.Record{}, err
+			}
+		}
+		return rec, nil
+	}, kv.ImportReplace)
+	s.caches.drop(nil)
+	if err != nil {
+		return previous, fmt.Errorf("restore failed; the store holds its earlier records again (the import is one transaction): %w", err)
+	}
+	return previous, nil
 }
 
 // rollBack brings the store back to the records of the backup file
@@ -427,8 +500,8 @@ func openEmptySibling(dir string) (*Store, error) {
 }
 
 // copyRecordsHook, when set (tests), is called with the number of records
-// copyRecords has written so far, after each; an error it returns fails
-// the copy there.
+// copyRecords (or importReplacing) has written so far, after each; an error
+// it returns fails the copy there.
 var copyRecordsHook func(n int) error
 
 // copyRecords makes s hold exactly the records of src: keys src lacks are
@@ -436,12 +509,12 @@ var copyRecordsHook func(n int) error
 // through write batches, around the gate (a restore refuses writes).
 func (s *Store) copyRecords(src *Store) error {
 	// Drop what src lacks, then write what it has.
-	del := s.db.NewWriteBatch()
+	del := s.bdb.DB().NewWriteBatch()
 	defer del.Cancel()
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.bdb.DB().View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{})
 		defer it.Close()
-		return src.db.View(func(ftxn *badger.Txn) error {
+		return src.bdb.DB().View(func(ftxn *badger.Txn) error {
 			for it.Rewind(); it.Valid(); it.Next() {
 				k := it.Item().KeyCopy(nil)
 				if _, err := ftxn.Get(k); errors.Is(err, badger.ErrKeyNotFound) {
@@ -461,10 +534,10 @@ func (s *Store) copyRecords(src *Store) error {
 	if err != nil {
 		return fmt.Errorf("remove records the backup lacks: %w", err)
 	}
-	put := s.db.NewWriteBatch()
+	put := s.bdb.DB().NewWriteBatch()
 	defer put.Cancel()
 	n := 0
-	err = src.db.View(func(ftxn *badger.Txn) error {
+	err = src.bdb.DB().View(func(ftxn *badger.Txn) error {
 		it := ftxn.NewIterator(badger.DefaultIteratorOptions)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -500,6 +573,9 @@ func (s *Store) copyRecords(src *Store) error {
 // <store>.before-restore-<time>-<random>.backup next to it, synced, and
 // returns its path.
 func (s *Store) backupToNewFile() (path string, err error) {
+	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+		return "", err
+	}
 	f, err := os.CreateTemp(filepath.Dir(s.path),
 		filepath.Base(s.path)+".before-restore-"+time.Now().UTC().Format("20060102T150405Z")+"-*.backup")
 	if err != nil {
@@ -525,4 +601,17 @@ func (s *Store) backupToNewFile() (path string, err error) {
 		return "", err
 	}
 	return f.Name(), fsyncPath(filepath.Dir(s.path))
+}
+
+// fsyncPath flushes a file or directory, data and metadata, to disk.
+func fsyncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -38,6 +38,7 @@ func smallFilesystem(t *testing.T, size int64) string {
 // readable, the store closes and opens again on the full disk, and writes
 // resume once space is freed.
 func TestDiskFullRefusesWritesKeepsReadsAndRecovers(t *testing.T) {
+	badgerOnly(t)
 	const memTable, vlogFile = 8 << 20, 4 << 20
 	fs := smallFilesystem(t, 128<<20)
 	dir := filepath.Join(fs, "store")

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage/kv"
+	"go.uber.org/zap"
 )
 
 // Errors of a store that cannot take an operation now. Handlers answer them
@@ -20,6 +23,10 @@ var (
 	// Options.MinFreeBytes; writes are refused, reads continue, and writes
 	// resume once space is freed.
 	ErrDiskFull = errors.New("the disk of the store is (nearly) full; writes are refused until space is freed")
+	// ErrEngineUnavailable: the storage engine's server (PostgreSQL)
+	// cannot be reached now; it is retried by itself, and the store serves
+	// again once it answers. The cause goes to the log, not to clients.
+	ErrEngineUnavailable = errors.New("the store's database cannot be reached; try again shortly")
 )
 
 // Retry-After values of Unavailable.
@@ -29,7 +36,8 @@ const (
 )
 
 // Unavailable reports whether err (or what it wraps) is one of ErrClosed,
-// ErrRestoring or ErrDiskFull, with the HTTP status to answer (503, or 507
+// ErrRestoring or ErrDiskFull, or the storage engine's kv.ErrUnavailable
+// (PostgreSQL away) or kv.ErrClosed, with the HTTP status to answer (503, or 507
 // Insufficient Storage for a full disk) and how long the client should wait
 // before retrying. Every other error gives ok false.
 func Unavailable(err error) (status int, retryAfter time.Duration, ok bool) {
@@ -38,7 +46,8 @@ func Unavailable(err error) (status int, retryAfter time.Duration, ok bool) {
 		return 0, 0, false
 	case errors.Is(err, ErrDiskFull):
 		return 507, retryAfterDiskFull, true
-	case errors.Is(err, ErrRestoring), errors.Is(err, ErrClosed):
+	case errors.Is(err, ErrRestoring), errors.Is(err, ErrClosed), errors.Is(err, ErrEngineUnavailable),
+		errors.Is(err, kv.ErrUnavailable), errors.Is(err, kv.ErrClosed):
 		return 503, retryAfterUnavailable, true
 	}
 	return 0, 0, false
@@ -142,3 +151,19 @@ func (s *Store) lowOnSpace() bool {
 	free, ok := freeBytes(s.path)
 	return ok && free < s.opts.MinFreeBytes
 }
+
+// engineErr turns the engine's kv.ErrUnavailable into ErrEngineUnavailable
+// (its message names no host), logging the cause at most every
+// unavailableLogEvery.
+func (s *Store) engineErr(err error) error {
+	if err == nil || !errors.Is(err, kv.ErrUnavailable) {
+		return err
+	}
+	now := time.Now().UnixNano()
+	if last := s.unavailableLogged.Load(); now-last >= int64(unavailableLogEvery) && s.unavailableLogged.CompareAndSwap(last, now) {
+		s.log.Warn("the storage engine is unavailable; requests get 503 until it answers", zap.Error(err))
+	}
+	return ErrEngineUnavailable
+}
+
+const unavailableLogEvery = 10 * time.Second

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
 // Imports of other services' exports (handlers/importer). A job records
@@ -346,14 +346,14 @@ func (s *Store) ImportItems(memberID, jobID string, entries []ImportEntry, color
 			out = &j
 			return tx.putJSON(importJobKey(memberID, jobID), &j, 0)
 		})
-		if errors.Is(err, badger.ErrTxnTooBig) && len(part) > 1 {
+		if errors.Is(err, kv.ErrTooBig) && len(part) > 1 {
 			half := len(part) / 2
 			if err := apply(part[:half]); err != nil {
 				return err
 			}
 			return apply(part[half:])
 		}
-		if errors.Is(err, badger.ErrTxnTooBig) && len(part) == 1 && part[0].Failure == "" {
+		if errors.Is(err, kv.ErrTooBig) && len(part) == 1 && part[0].Failure == "" {
 			// One item (its highlights) is more than a transaction takes:
 			// it fails alone, and the job goes on past it.
 			e := part[0]

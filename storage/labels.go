@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/hearthkit/caddy-hearth/storage/kv"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
@@ -326,7 +326,7 @@ func (s *Store) changeLabel(change func(tx *Tx) ([]string, error), each func(tx 
 		})
 	}
 	err := commit(true)
-	if errors.Is(err, badger.ErrTxnTooBig) {
+	if errors.Is(err, kv.ErrTooBig) {
 		err = commit(false)
 	}
 	if err != nil {

@@ -65,7 +65,7 @@ func TestOAuthAppCacheFollowsWrites(t *testing.T) {
 	if _, err := s.AuthenticateOAuthClient(app.ClientID, secret); err != nil {
 		t.Fatalf("after writing the record again: %v", err)
 	}
-	if err := s.Restore(&backup); err != nil {
+	if _, err := s.Replace(&backup); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.OAuthApp(app.ClientID); err != nil || got.Name != "Tooter from backup 19" {

@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // Saved content (the GraphQL service, key prefix "gql" under the member's
@@ -491,14 +489,11 @@ func parseItemRecord(b []byte, it *SavedItem) error {
 // getItem reads the record at key (an itemKey) into it, or returns
 // ErrNotFound.
 func (tx *Tx) getItem(key []byte, it *SavedItem) error {
-	item, err := tx.txn.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return ErrNotFound
-	}
+	b, err := tx.get(key)
 	if err != nil {
 		return err
 	}
-	return item.Value(func(b []byte) error { return parseItemRecord(b, it) })
+	return parseItemRecord(b, it)
 }
 
 // NormalizeURL returns the form of an article URL used to recognise the same

@@ -1,7 +1,9 @@
-// Package storage is Hearth's embedded Badger store: opening and closing the
-// database, value-log garbage collection, backups, and the typed repositories
-// (members, sessions, and the records of each service) that handlers use.
-// Handlers never build keys themselves; every key layout lives in this package.
+// Package storage is Hearth's store on a storage engine (storage/kv: Badger
+// embedded by default, PostgreSQL for several nodes): opening and closing it,
+// Badger's value-log garbage collection, backups and restores, and the typed
+// repositories (members, sessions, and the records of each service) that
+// handlers use. Handlers never build keys themselves; every key layout lives
+// in this package.
 package storage
 
 import (
@@ -16,6 +18,9 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/hearthkit/caddy-hearth/storage/kv"
+	"github.com/hearthkit/caddy-hearth/storage/kv/badgerkv"
+	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv"
 	"go.uber.org/zap"
 )
 
@@ -51,6 +56,21 @@ type Options struct {
 	// SyncWrites took (metrics). It runs in the flushing goroutine, while
 	// commits wait: it must be quick.
 	OnSync func(d time.Duration, err error)
+	// Postgres, when set, keeps the records in PostgreSQL
+	// (storage/kv/pgkv) instead of Badger in the directory; the Badger
+	// options above then do nothing, and the directory holds only files
+	// (staged imports).
+	Postgres *PostgresOptions
+}
+
+// PostgresOptions choose the PostgreSQL database of a store.
+type PostgresOptions struct {
+	// DSN is a libpq connection string or URL.
+	DSN string
+	// Prefix names the tables (<prefix>_kv, …); default "hearth".
+	Prefix string
+	// MaxConns bounds the connection pool; default 10.
+	MaxConns int32
 }
 
 // Defaults of the small-server memory profile. Badger's own defaults
@@ -86,7 +106,9 @@ func (o Options) withDefaults() Options {
 	if o.GCInterval == 0 {
 		o.GCInterval = DefaultGCInterval
 	}
-	if o.MinFreeBytes == 0 {
+	if o.Postgres != nil {
+		o.MinFreeBytes = -1 // the database server minds its disk
+	} else if o.MinFreeBytes == 0 {
 		o.MinFreeBytes = DefaultMinFreeBytes(o.MemTableSize, o.ValueLogFileSize)
 	}
 	if o.Logger == nil {
@@ -110,20 +132,20 @@ func DefaultMinFreeBytes(memTableSize, valueLogFileSize int64) int64 {
 }
 
 // ErrLocked is returned by Open when another process holds the database.
-var ErrLocked = errors.New("the store is in use by another process (is Caddy running? stop it first, or use the admin API)")
+var ErrLocked = badgerkv.ErrLocked
 
-// Store is a Hearth database. It is safe for concurrent use once open.
+// Store is a Hearth database on a storage engine (storage/kv). It is safe
+// for concurrent use once open.
 type Store struct {
-	db   *badger.DB
+	eng  kv.Engine
+	bdb  *badgerkv.Engine // eng when it is Badger: what stays Badger's (GC, size, Load)
 	path string
 	log  *zap.Logger
 	opts Options
 
-	durable     *groupSync // nil when SyncWrites is off
-	logs        *logSyncer // durable's sync; nil when SyncWrites is off
-	async       asyncFlush // syncs asynchronous commits when SyncWrites is on
-	vlogWritten atomic.Bool
-	caches      caches
+	caches caches
+
+	unavailableLogged atomic.Int64 // when engineErr last logged (Unix ns)
 
 	replacing sync.Mutex // held by Replace
 	gate      gate
@@ -150,19 +172,26 @@ func Open(dir string, opts Options) (*Store, error) {
 // created, locked or read until Open. Caddy's Provision prepares; Start (or
 // the first request) opens.
 func Prepare(dir string, opts Options) *Store {
+	if testEngineHook != nil {
+		opts = testEngineHook(dir, opts)
+	}
 	opts = opts.withDefaults()
 	s := &Store{path: dir, log: opts.Logger, opts: opts, caches: newCaches(), stopGC: make(chan struct{})}
 	s.gate.init()
 	s.text.init()
-	s.async.delay = asyncFlushDelay
 	return s
 }
+
+// testEngineHook, set by this package's TestMain with
+// HEARTH_TEST_ENGINE=postgres, puts every store the tests open into
+// PostgreSQL: the same tests run on both engines (engine_test.go).
+var testEngineHook func(dir string, opts Options) Options
 
 // IsOpen reports whether Open has succeeded (and Close not been called).
 func (s *Store) IsOpen() bool {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
-	return s.db != nil && !s.done
+	return s.eng != nil && !s.done
 }
 
 // Open opens (creating if needed) the prepared database. Calling it again
@@ -171,58 +200,35 @@ func (s *Store) Open() error {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
 	if s.done {
-		return fmt.Errorf("open store %s: %w", s.path, badger.ErrDBClosed)
+		return fmt.Errorf("open store %s: %w", s.path, ErrClosed)
 	}
-	if s.db != nil {
+	if s.eng != nil {
 		return nil
 	}
 	dir, opts := s.path, s.opts
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create store directory: %w", err)
+	if opts.Postgres != nil {
+		return s.openPostgres()
 	}
-	bo := badger.DefaultOptions(dir).
-		WithLogger(zapBadgerLogger{opts.Logger.Sugar()}).
-		WithMemTableSize(opts.MemTableSize).
-		WithNumMemtables(2).
-		WithNumLevelZeroTables(2).
-		WithNumLevelZeroTablesStall(8).
-		WithBlockCacheSize(opts.BlockCacheSize).
-		WithIndexCacheSize(opts.IndexCacheSize).
-		WithValueLogFileSize(opts.ValueLogFileSize).
-		WithNumCompactors(2).
-		// Commits are synced by s.durable, once for many (group commit).
-		WithSyncWrites(false).
-		WithValueThreshold(vlogThreshold).
-		WithMetricsEnabled(false)
-	db, err := badger.Open(bo)
+	// The group commit (Options.SyncWrites) is the engine's:
+	// storage/kv/badgerkv/durable.go.
+	bdb, err := badgerkv.Open(dir, badgerkv.Options{
+		MemTableSize:     opts.MemTableSize,
+		BlockCacheSize:   opts.BlockCacheSize,
+		IndexCacheSize:   opts.IndexCacheSize,
+		ValueLogFileSize: opts.ValueLogFileSize,
+		NoSync:           !*opts.SyncWrites,
+		Logger:           zapBadgerLogger{opts.Logger.Sugar()},
+		OnSync:           opts.OnSync,
+	})
 	if err != nil {
-		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
-			return fmt.Errorf("open store %s: %w", dir, ErrLocked)
-		}
-		return fmt.Errorf("open store %s: %w", dir, err)
+		return err
 	}
-	s.db = db
+	s.eng, s.bdb = bdb, bdb
 	s.gate.opened()
-	if *opts.SyncWrites {
-		s.logs = &logSyncer{dir: dir, vlogWritten: &s.vlogWritten}
-		sync := s.logs.sync
-		if opts.OnSync != nil {
-			sync = func() error {
-				start := time.Now()
-				err := s.logs.sync()
-				opts.OnSync(time.Since(start), err)
-				return err
-			}
-		}
-		s.durable = newGroupSync(sync)
-	}
 	if err := s.migrate(); err != nil {
 		// Not Close: it waits for openMu, which Open holds.
-		db.Close()
-		if s.logs != nil {
-			s.logs.close()
-		}
-		s.db, s.logs, s.durable = nil, nil, nil
+		bdb.Close()
+		s.eng, s.bdb = nil, nil
 		return fmt.Errorf("open store %s: %w", dir, err)
 	}
 	if opts.GCInterval > 0 {
@@ -232,6 +238,62 @@ func (s *Store) Open() error {
 	s.text.done.Add(1)
 	go s.runTextIndexer()
 	return nil
+}
+
+func (s *Store) openPostgres() error {
+	p := s.opts.Postgres
+	e, err := pgkv.Open(pgkv.Options{DSN: p.DSN, Prefix: p.Prefix, MaxConns: p.MaxConns})
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	s.eng = e
+	s.gate.opened()
+	err = s.migrate()
+	if errors.Is(err, ErrEngineUnavailable) {
+		// The database is away: serve (503 until it answers) and migrate
+		// once it does.
+		s.gcDone.Add(1)
+		go s.migrateWhenAvailable()
+	} else if err != nil {
+		e.Close()
+		s.eng = nil
+		return fmt.Errorf("open store: %w", err)
+	}
+	s.text.done.Add(1)
+	go s.runTextIndexer()
+	return nil
+}
+
+// migrateWhenAvailable runs migrate every few seconds until it has run or
+// the store closes.
+func (s *Store) migrateWhenAvailable() {
+	defer s.gcDone.Done()
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopGC:
+			return
+		case <-t.C:
+		}
+		err := s.migrate()
+		if err == nil {
+			s.log.Info("the storage engine answers again: the store is ready")
+			return
+		}
+		if !errors.Is(err, ErrEngineUnavailable) {
+			s.log.Error("migrate the store", zap.Error(err))
+			return
+		}
+	}
+}
+
+// Engine names the store's storage engine: "badger" or "postgres".
+func (s *Store) Engine() string {
+	if s.opts.Postgres != nil {
+		return "postgres"
+	}
+	return "badger"
 }
 
 // migrate brings records written by earlier versions up to date. It runs at
@@ -261,7 +323,7 @@ func (s *Store) Close() error {
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
 	s.done = true
-	if s.db == nil {
+	if s.eng == nil {
 		return nil // never opened
 	}
 	var err error
@@ -271,13 +333,7 @@ func (s *Store) Close() error {
 		close(s.text.stop)
 		s.text.done.Wait()
 		s.closeGate()
-		s.async.stop()
-		err = s.db.Close()
-		if s.logs != nil {
-			if cerr := s.logs.close(); err == nil {
-				err = cerr
-			}
-		}
+		err = s.eng.Close()
 	})
 	return err
 }
@@ -299,20 +355,20 @@ func (s *Store) runGC(every time.Duration) {
 // CollectGarbage rewrites value-log files that are at least half garbage,
 // until none is left. It runs on the schedule set by Options.GCInterval.
 func (s *Store) CollectGarbage() {
-	if s.enter(false) != nil {
+	if s.bdb == nil || s.enter(false) != nil {
 		return
 	}
 	defer s.leave(false)
-	if s.durable != nil {
+	db := s.bdb.DB()
+	if *s.opts.SyncWrites {
 		// Badger deletes a rewritten value-log file at once unless an
 		// iterator is open, and it does not sync the rewritten values
 		// itself with SyncWrites off: hold an iterator until they are on
 		// disk.
-		txn := s.db.NewTransaction(false)
+		txn := db.NewTransaction(false)
 		it := txn.NewIterator(badger.IteratorOptions{})
 		defer func() {
-			s.vlogWritten.Store(true)
-			if err := s.durable.wait(); err != nil {
+			if err := s.bdb.Sync(); err != nil {
 				// The rewritten values may not be on disk: keep the
 				// iterator (and so the old files) until the process ends.
 				// Badger panics on discarding a transaction with an open
@@ -331,7 +387,7 @@ func (s *Store) CollectGarbage() {
 			return
 		default:
 		}
-		if err := s.db.RunValueLogGC(0.5); err != nil {
+		if err := db.RunValueLogGC(0.5); err != nil {
 			if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
 				s.log.Warn("value-log garbage collection", zap.Error(err))
 			}
@@ -355,8 +411,11 @@ func (s *Store) Restore(r io.Reader) error {
 	defer s.leave(true)
 	stream := checkedBackup(s.path, r)
 	defer stream.Close()
+	if s.bdb == nil {
+		return errors.New("restore: not a Badger store") // see restoreEngine
+	}
 	s.text.hold.Lock()
-	err := s.db.Load(stream, 256)
+	err := s.bdb.DB().Load(stream, 256)
 	if err != nil {
 		// Badger's transactions wait for the commit timestamps a failed
 		// load skipped: none may start on this store again (the caller
@@ -368,8 +427,7 @@ func (s *Store) Restore(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	s.vlogWritten.Store(true)
-	if err := s.synced(); err != nil {
+	if err := s.bdb.Sync(); err != nil {
 		return err
 	}
 	// A backup of an earlier version holds records written the old way.
@@ -441,50 +499,24 @@ func (s *Store) hasRecords() (bool, error) {
 // Sync flushes every write committed so far to disk, also with SyncWrites
 // off.
 func (s *Store) Sync() error {
-	if s.durable != nil {
-		return s.durable.wait()
-	}
 	if err := s.enter(false); err != nil {
 		return err
 	}
 	defer s.leave(false)
-	return s.db.Sync()
-}
-
-// synced returns once the commits that returned so far are on disk, when
-// the store was opened with SyncWrites.
-func (s *Store) synced() error {
-	if s.durable == nil {
-		return nil
+	if s.bdb == nil {
+		return nil // a server engine's commits are its own business
 	}
-	return s.durable.wait()
-}
-
-// flushSoon makes sure a sync starts within the store's async delay after
-// the asynchronous commit that just returned, when the store was opened
-// with SyncWrites (without it, no commit is synced). A failed sync is not
-// tried again: after a write-back error the kernel may have dropped the
-// pages, and a later fdatasync can succeed without them (the next
-// synchronous commit still reports its own failure to its caller).
-func (s *Store) flushSoon() {
-	if s.durable == nil {
-		return
-	}
-	s.async.schedule(func() {
-		if err := s.durable.wait(); err != nil {
-			s.log.Error("sync after asynchronous commits failed: the application tokens issued just before may not survive a power loss", zap.Error(err))
-		}
-	})
+	return s.bdb.Sync()
 }
 
 // Size returns the bytes on disk of the store's tables and of its value
 // logs (Badger's figures, updated about once a minute).
 func (s *Store) Size() (tables, valueLogs int64) {
-	if s.enter(false) != nil {
+	if s.bdb == nil || s.enter(false) != nil {
 		return 0, 0
 	}
 	defer s.leave(false)
-	return s.db.Size()
+	return s.bdb.DB().Size()
 }
 
 // Ping reports whether the store answers reads.
@@ -493,7 +525,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		return err
 	}
 	defer s.leave(false)
-	return s.db.View(func(*badger.Txn) error { return ctx.Err() })
+	return s.engineErr(s.eng.Ping(ctx))
 }
 
 // zapBadgerLogger adapts zap to Badger's Logger interface. Badger is chatty
@@ -504,3 +536,45 @@ func (l zapBadgerLogger) Errorf(f string, a ...any)   { l.s.Errorf(strings.TrimS
 func (l zapBadgerLogger) Warningf(f string, a ...any) { l.s.Warnf(strings.TrimSpace(f), a...) }
 func (l zapBadgerLogger) Infof(f string, a ...any)    { l.s.Debugf(strings.TrimSpace(f), a...) }
 func (l zapBadgerLogger) Debugf(f string, a ...any)   { l.s.Debugf(strings.TrimSpace(f), a...) }
+
+// Lead calls fn while this node holds the lease name among every node of
+// the store (kv.Leases: in-process with Badger, a lease row renewed in
+// PostgreSQL), and takes it again after fn returned or the lease was lost,
+// until ctx ends. fn's context ends when the lease is lost: singleton work
+// (the directory document, relay subscriptions, sweeps, queues) runs under
+// it and must be idempotent. It returns once ctx has ended and fn returned.
+func (s *Store) Lead(ctx context.Context, name string, fn func(ctx context.Context)) {
+	if l, ok := s.eng.(kv.Leases); ok {
+		l.Lead(ctx, name, fn)
+		return
+	}
+	fn(ctx)
+}
+
+// Counters is the engine's shared rate-limit counting (kv.Counters), so a
+// limit holds across every node of the store; nil when the store is not open.
+func (s *Store) Counters() kv.Counters {
+	c, _ := s.eng.(kv.Counters)
+	return c
+}
+
+// Subscribe calls fn with every payload published on channel by any node
+// of the store (Publish) after it returned, and with kv.Missed when some may
+// have been lost (the engine's listener reconnected): then drop whatever was
+// cached. stop ends it.
+func (s *Store) Subscribe(channel string, fn func(payload string)) (stop func(), err error) {
+	return s.eng.Subscribe(channel, fn)
+}
+
+// Publish sends payload on channel to the subscribers of every node
+// (kv.Writer.Notify in a transaction of its own). Within a transaction that
+// changes records, use Tx.notify so the message goes if and only if the
+// change commits.
+func (s *Store) Publish(channel, payload string) error {
+	return s.Update(func(tx *Tx) error { return tx.notify(channel, payload) })
+}
+
+// Live reports whether every notification published since it last
+// returned true reached this node's subscribers (kv.Engine.Live): caches
+// filled from the store may be trusted only while it is true.
+func (s *Store) Live() bool { return s.eng != nil && s.eng.Live() }

@@ -16,6 +16,7 @@ import (
 )
 
 func TestOpenTwiceIsRefusedUntilClosed(t *testing.T) {
+	badgerOnly(t)
 	dir := t.TempDir()
 	st, err := Open(dir, Options{})
 	if err != nil {
@@ -38,6 +39,7 @@ func TestOpenTwiceIsRefusedUntilClosed(t *testing.T) {
 }
 
 func TestBackupRestoreRoundTrip(t *testing.T) {
+	badgerOnly(t) // RestoreDir: a Badger directory
 	src := openTestStore(t)
 	alice, err := src.CreateMember("alice", "Alice", "correct horse")
 	if err != nil {
@@ -124,6 +126,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 }
 
 func TestRestoreIntoMissingDirectory(t *testing.T) {
+	badgerOnly(t)
 	src := openTestStore(t)
 	src.CreateMember("alice", "", "correct horse")
 	var buf bytes.Buffer
@@ -190,6 +193,7 @@ func durabilityChild(dir string) {
 const durabilitySyncEnv = "HEARTH_DURABILITY_SYNC"
 
 func TestAcknowledgedWritesSurviveSIGKILL(t *testing.T) {
+	badgerOnly(t)
 	if dir := os.Getenv(durabilityChildEnv); dir != "" {
 		durabilityChild(dir)
 		return

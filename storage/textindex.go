@@ -17,7 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/hearthkit/caddy-hearth/storage/kv"
 	"go.uber.org/zap"
 )
 
@@ -221,29 +221,16 @@ func (tx *Tx) readItemText(t *itemText, it *SavedItem, needle []byte) error {
 	if needle != nil && (bytes.Contains(t.b[:t.ends[0]], needle) || bytes.Contains(t.b[t.ends[0]:], needle)) {
 		return nil
 	}
-	err := tx.withValue(contentKey(it.MemberID, it.ID), func(v []byte) error {
-		var err error
-		t.b, err = appendContentTextFolded(t.b, v)
-		return err
-	})
-	t.ends[2] = len(t.b)
+	v, err := tx.get(contentKey(it.MemberID, it.ID))
 	if errors.Is(err, ErrNotFound) {
-		err = nil
-	}
-	return err
-}
-
-// withValue calls fn with the value at k, valid only during the call (no
-// copy: a content record is large), or returns ErrNotFound.
-func (tx *Tx) withValue(k []byte, fn func(v []byte) error) error {
-	item, err := tx.txn.Get(k)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return ErrNotFound
+		return nil
 	}
 	if err != nil {
 		return err
 	}
-	return item.Value(fn)
+	t.b, err = appendContentTextFolded(t.b, v)
+	t.ends[2] = len(t.b)
+	return err
 }
 
 // --- writes, in the item's transaction ---
@@ -747,12 +734,13 @@ func (s *Store) indexMember(memberID string) error {
 			return nil // tests: texts stay pending
 		}
 		n := 0
-		err := s.updateRetrying(func(tx *Tx) error {
+		// Asynchronous: the index is rebuilt from the items if lost.
+		err := s.updateRetrying(kv.TxOptions{Async: true}, func(tx *Tx) error {
 			var err error
 			n, err = tx.indexPending(memberID, limit)
 			return err
 		})
-		if errors.Is(err, badger.ErrTxnTooBig) && limit > 1 {
+		if errors.Is(err, kv.ErrTooBig) && limit > 1 {
 			limit /= 2
 			continue
 		}
@@ -812,7 +800,7 @@ func (s *Store) buildSearchKeys(memberID string) (items bool, _ error) {
 			}
 			return nil
 		})
-		if errors.Is(err, badger.ErrTxnTooBig) && batch > 1 {
+		if errors.Is(err, kv.ErrTooBig) && batch > 1 {
 			batch /= 2
 			continue
 		}
@@ -1190,19 +1178,15 @@ func (s *Store) writeMergedSegment(memberID string, meta *textMeta) error {
 		}); err != nil {
 			return err
 		}
-		o := badger.DefaultIteratorOptions
-		o.PrefetchValues = false
 		type src struct {
-			it     *badger.Iterator
+			it     kv.Cursor
 			prefix []byte
 		}
 		var srcs []src
 		for _, seg := range meta.mergeFrom {
 			p := segmentPrefix(memberID, seg)
-			o.Prefix = p
-			it := tx.txn.NewIterator(o)
+			it := kv.OpenCursor(tx.r, kv.Range{Prefix: p})
 			defer it.Close()
-			it.Seek(p)
 			srcs = append(srcs, src{it, p})
 		}
 		target := segmentPrefix(memberID, meta.merging)
@@ -1228,8 +1212,8 @@ func (s *Store) writeMergedSegment(memberID string, meta *textMeta) error {
 			// The smallest trigram among the sources.
 			var tri []byte
 			for _, sr := range srcs {
-				if sr.it.ValidForPrefix(sr.prefix) {
-					t := sr.it.Item().Key()[len(sr.prefix):]
+				if sr.it.Valid() {
+					t := sr.it.Key()[len(sr.prefix):]
 					if tri == nil || bytes.Compare(t, tri) < 0 {
 						tri = append(tri[:0:0], t...)
 					}
@@ -1240,10 +1224,10 @@ func (s *Store) writeMergedSegment(memberID string, meta *textMeta) error {
 			}
 			docs = docs[:0]
 			for _, sr := range srcs {
-				if !sr.it.ValidForPrefix(sr.prefix) || !bytes.Equal(sr.it.Item().Key()[len(sr.prefix):], tri) {
+				if !sr.it.Valid() || !bytes.Equal(sr.it.Key()[len(sr.prefix):], tri) {
 					continue
 				}
-				err := sr.it.Item().Value(func(v []byte) error {
+				err := cursorValue(sr.it, func(v []byte) error {
 					doc := uint32(0)
 					for len(v) > 0 {
 						d, k := binary.Uvarint(v)
@@ -1283,8 +1267,22 @@ func (s *Store) writeMergedSegment(memberID string, meta *textMeta) error {
 				}
 			}
 		}
+		for _, sr := range srcs {
+			if err := kv.CursorErr(sr.it); err != nil {
+				return err // not the end of the postings: merge nothing
+			}
+		}
 		return flush()
 	})
+}
+
+// cursorValue calls fn with the value c is on.
+func cursorValue(c kv.Cursor, fn func(v []byte) error) error {
+	v, err := c.Value()
+	if err != nil {
+		return err
+	}
+	return fn(v)
 }
 
 // SearchIndexBacklog reports the work the search indexer has left for a
@@ -1378,8 +1376,8 @@ func (tx *Tx) textCandidates(memberID string, needle []byte, limit int) (ids []s
 	// The needle's distinct trigrams, the rarest first (by the size of
 	// their postings in the live segments).
 	type tri struct {
-		items []*badger.Item
-		size  int64
+		postings [][]byte
+		size     int64
 	}
 	seen := map[string]bool{}
 	var tris []tri
@@ -1393,15 +1391,15 @@ func (tx *Tx) textCandidates(memberID string, needle []byte, limit int) (ids []s
 		var t tri
 		for _, sg := range meta.segs {
 			k = append(binary.BigEndian.AppendUint32(k[:n], sg.id), needle[i:i+3]...)
-			item, err := tx.txn.Get(k)
-			if errors.Is(err, badger.ErrKeyNotFound) {
+			v, err := tx.get(k)
+			if errors.Is(err, ErrNotFound) {
 				continue
 			}
 			if err != nil {
 				return nil, false, err
 			}
-			t.items = append(t.items, item)
-			t.size += item.ValueSize()
+			t.postings = append(t.postings, v)
+			t.size += int64(len(v))
 		}
 		if t.size == 0 { // no item has it: only pending items can match
 			return ids, true, nil
@@ -1421,8 +1419,8 @@ func (tx *Tx) textCandidates(memberID string, needle []byte, limit int) (ids []s
 	var set bitset
 	for n, t := range tris {
 		cur := make(bitset, (int(nextDoc)+63)/64)
-		for _, item := range t.items {
-			err := item.Value(func(v []byte) error {
+		for _, v := range t.postings {
+			err := func() error {
 				doc := uint32(0)
 				for len(v) > 0 {
 					d, k := binary.Uvarint(v)
@@ -1436,7 +1434,7 @@ func (tx *Tx) textCandidates(memberID string, needle []byte, limit int) (ids []s
 					}
 				}
 				return nil
-			})
+			}()
 			if err != nil {
 				return nil, false, err
 			}
@@ -1491,7 +1489,7 @@ type idSource struct {
 	count int
 
 	part int
-	it   *badger.Iterator
+	it   kv.Cursor
 	ids  []uint64
 	done bool // every id read
 	bad  bool // a key without an item id: the source is left to the scan
@@ -1513,22 +1511,19 @@ func (tx *Tx) readIDs(src *idSource, upto int) {
 				break
 			}
 			p := src.parts[src.part]
-			o := badger.DefaultIteratorOptions
-			o.Prefix, o.PrefetchValues = p.prefix, false
-			src.it = tx.txn.NewIterator(o)
-			if p.start != nil {
-				src.it.Seek(p.start)
-			} else {
-				src.it.Seek(p.prefix)
-			}
+			src.it = kv.OpenCursor(tx.r, kv.Range{Prefix: p.prefix, Start: p.start, KeysOnly: true})
 		}
 		p := src.parts[src.part]
-		if !src.it.ValidForPrefix(p.prefix) {
+		if !src.it.Valid() {
+			if kv.CursorErr(src.it) != nil {
+				src.bad = true // left to the scan
+				break
+			}
 			src.close()
 			src.part++
 			continue
 		}
-		suf := src.it.Item().Key()[len(p.prefix):]
+		suf := src.it.Key()[len(p.prefix):]
 		if p.upper != nil && bytes.Compare(suf, p.upper) >= 0 {
 			src.close()
 			src.part++
@@ -2014,18 +2009,14 @@ func (s *Store) SearchIndexSize(memberID string) (texts, trigrams, filters int64
 		}{{"tt", &texts}, {"tg", &trigrams}, {"td", &trigrams}, {"tn", &trigrams}, {"tm", &trigrams}, {"tp", &trigrams},
 			{"tq", &trigrams}, {"tw", &trigrams}, {"sd", &filters}, {"sn", &filters}, {"ty", &filters}, {"hh", &filters}, {"fc", &filters}} {
 			prefix := key("u", memberID, "gql", p.name)
-			o := badger.DefaultIteratorOptions
-			o.PrefetchValues = false
-			o.Prefix = prefix
-			it := tx.txn.NewIterator(o)
-			for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
-				k := it.Item().Key()
-				if len(k) > len(prefix) && k[len(prefix)] != '/' {
-					continue // another name with this prefix
+			if err := tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+				if len(k) == len(prefix) || k[len(prefix)] == '/' { // not another name with this prefix
+					*p.n += int64(len(k) + len(v))
 				}
-				*p.n += int64(len(k)) + it.Item().ValueSize()
+				return true, nil
+			}); err != nil {
+				return err
 			}
-			it.Close()
 		}
 		return nil
 	})

@@ -64,6 +64,7 @@ func mustItemByURL(st *Store, memberID string, i int) string {
 // has caught up after the restart and after, with the same answers as a
 // brute-force scan.
 func TestSearchConsistentAfterKill(t *testing.T) {
+	badgerOnly(t)
 	dir := t.TempDir()
 	st, err := Open(dir, Options{})
 	if err != nil {

@@ -927,6 +927,7 @@ func TestContentTextFolded(t *testing.T) {
 // scans (a store seeded with 100 k items had 100 k of them until Badger's
 // compaction dropped them: 4 ms on every text search).
 func TestSearchWritesNoWideMarkers(t *testing.T) {
+	badgerOnly(t)
 	st := openTestStore(t)
 	m, err := st.CreateMember("alice", "", "correct horse")
 	if err != nil {
@@ -950,10 +951,10 @@ func TestSearchWritesNoWideMarkers(t *testing.T) {
 	waitIndexed(t, st, m.ID)
 	prefix := key("u", m.ID, "gql", "tw", "")
 	n := 0
-	if err := st.View(func(tx *Tx) error {
+	if err := st.bdb.DB().View(func(txn *badger.Txn) error {
 		o := badger.DefaultIteratorOptions
 		o.AllVersions, o.Prefix, o.PrefetchValues = true, prefix, false
-		it := tx.txn.NewIterator(o)
+		it := txn.NewIterator(o)
 		defer it.Close()
 		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
 			n++

@@ -1,13 +1,14 @@
 package storage
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
 // Errors shared by every repository. Handlers map them to their protocol's
@@ -35,12 +36,8 @@ func IsInvalid(err error) bool {
 // Tx is a read or read-write transaction. Repositories take a *Tx so that one
 // request's changes to several records commit together or not at all.
 type Tx struct {
-	txn *badger.Txn
-	// bigValue is set by put for a value that goes to Badger's value log;
-	// update raises the store's vlogWritten once the commit is done (not
-	// before: a sync that ran in between would clear it with the value not
-	// yet written).
-	bigValue bool
+	r kv.Reader
+	w kv.Writer // nil in a View
 	// indexCopyBytes counts the item copies putItem wrote to indexes.
 	indexCopyBytes int
 	// highlightCopyBytes counts the highlights syncHighlightCopies wrote,
@@ -65,33 +62,26 @@ func (s *Store) View(fn func(tx *Tx) error) error {
 		return err
 	}
 	defer s.leave(false)
-	return s.db.View(func(txn *badger.Txn) error { return fn(&Tx{txn: txn}) })
+	return s.engineErr(s.eng.View(context.Background(), func(r kv.Reader) error { return fn(&Tx{r: r}) }))
 }
 
 // Update runs fn in a read-write transaction and commits it when fn returns
 // nil. On a conflict with a concurrent transaction it retries (see
 // retryBudget), so fn must not have side effects outside the transaction.
 func (s *Store) Update(fn func(tx *Tx) error) error {
-	if err := s.updateRetrying(fn); err != nil {
-		return err
-	}
-	return s.synced()
+	return s.updateRetrying(kv.TxOptions{}, fn)
 }
 
-// UpdateAsync is Update with an asynchronous commit (PostgreSQL's term), for
-// records a client can get again by asking, with no person involved: it
-// returns once the commit is in Badger's memory-mapped logs, which survive a
-// crash of the process, and the commit reaches the disk with the next
-// synchronous commit's sync or with a sync that starts at the latest
-// asyncFlushDelay later. A power loss or an operating-system crash before
-// then can lose it. Nothing durable may depend on such a record, and
-// removals (revocations) never go through here.
+// UpdateAsync is Update with an asynchronous commit (PostgreSQL's term,
+// kv.TxOptions.Async), for records a client can get again by asking, with no
+// person involved: it returns once the commit survives a crash of the
+// process (Badger: in its memory-mapped logs) and the commit reaches the
+// disk soon after (Badger: with the next synchronous commit's sync or a sync
+// starting at the latest 200 ms later). A power loss or an operating-system
+// crash before then can lose it. Nothing durable may depend on such a
+// record, and removals (revocations) never go through here.
 func (s *Store) UpdateAsync(fn func(tx *Tx) error) error {
-	if err := s.updateRetrying(fn); err != nil {
-		return err
-	}
-	s.flushSoon()
-	return nil
+	return s.updateRetrying(kv.TxOptions{Async: true}, fn)
 }
 
 // updateInParts commits fn(tx, ids) in one transaction when Badger can hold
@@ -105,7 +95,7 @@ func (s *Store) updateInParts(ids []string, check, fn func(tx *Tx, ids []string)
 	var apply func(ids []string) error
 	apply = func(ids []string) error {
 		err := s.Update(func(tx *Tx) error { return fn(tx, ids) })
-		if !errors.Is(err, badger.ErrTxnTooBig) || len(ids) < 2 {
+		if !errors.Is(err, kv.ErrTooBig) || len(ids) < 2 {
 			return err
 		}
 		if !checked {
@@ -136,12 +126,12 @@ const (
 
 // updateRetrying commits fn, again after a conflict, with a randomized
 // backoff (see retryBudget).
-func (s *Store) updateRetrying(fn func(tx *Tx) error) error {
+func (s *Store) updateRetrying(opts kv.TxOptions, fn func(tx *Tx) error) error {
 	backoff := retryBackoffMin
 	var waited time.Duration
 	for {
-		err := s.update(fn)
-		if !errors.Is(err, badger.ErrConflict) || waited >= retryBudget {
+		err := s.update(opts, fn)
+		if !errors.Is(err, kv.ErrConflict) || waited >= retryBudget {
 			return err
 		}
 		d := backoff/2 + rand.N(backoff/2+1)
@@ -154,39 +144,32 @@ func (s *Store) updateRetrying(fn func(tx *Tx) error) error {
 // UpdateOnce is Update without retries: a conflicting concurrent commit makes
 // it fail with ErrConflict. Use it for records that must be consumed once.
 func (s *Store) UpdateOnce(fn func(tx *Tx) error) error {
-	err := s.update(fn)
-	if errors.Is(err, badger.ErrConflict) {
+	err := s.update(kv.TxOptions{}, fn)
+	if errors.Is(err, kv.ErrConflict) {
 		return ErrConflict
 	}
-	if err != nil {
-		return err
-	}
-	return s.synced()
+	return err
 }
 
-// update runs fn in one read-write transaction and commits it.
-func (s *Store) update(fn func(tx *Tx) error) error {
+// update runs fn in one read-write transaction and commits it (one
+// attempt); it returns once the commit is durable as opts says.
+func (s *Store) update(opts kv.TxOptions, fn func(tx *Tx) error) error {
 	if err := s.enter(true); err != nil {
 		return err
 	}
 	defer s.leave(true)
 	tx := &Tx{}
-	err := s.db.Update(func(txn *badger.Txn) error {
-		tx.txn, tx.bigValue, tx.indexCopyBytes = txn, false, 0
-		tx.highlightCopyBytes, tx.highlightsLeft, tx.textMembers, tx.filterDeltas = 0, nil, nil, nil
+	err := s.engineErr(s.eng.Update(context.Background(), opts, func(w kv.Writer) error {
+		*tx = Tx{r: w, w: w, cachedWritten: tx.cachedWritten}
 		if err := fn(tx); err != nil {
 			return err
 		}
 		return tx.flushFilterCounts()
-	})
+	}))
 	if err == nil {
 		for _, m := range tx.textMembers {
 			s.text.notify(m)
 		}
-	}
-	if tx.bigValue {
-		// Before the caller's wait, so the sync it waits for sees it.
-		s.vlogWritten.Store(true)
 	}
 	if len(tx.cachedWritten) > 0 {
 		// Also after a failed commit: dropping a cached record is safe.
@@ -200,17 +183,15 @@ func (s *Store) update(fn func(tx *Tx) error) error {
 
 // getJSON decodes the record at key into v, or returns ErrNotFound.
 func (tx *Tx) getJSON(key []byte, v any) error {
-	item, err := tx.txn.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return ErrNotFound
-	}
+	b, err := tx.get(key)
 	if err != nil {
 		return err
 	}
-	return item.Value(func(b []byte) error { return json.Unmarshal(b, v) })
+	return json.Unmarshal(b, v)
 }
 
-// putJSON stores v at key; a positive ttl makes Badger drop it after that long.
+// putJSON stores v at key; a positive ttl makes the engine drop it after
+// that long.
 func (tx *Tx) putJSON(key []byte, v any, ttl time.Duration) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -219,40 +200,40 @@ func (tx *Tx) putJSON(key []byte, v any, ttl time.Duration) error {
 	return tx.put(key, b, ttl)
 }
 
+// errReadOnly is a write in a View: a bug of the caller.
+var errReadOnly = errors.New("storage: write in a read-only transaction")
+
 func (tx *Tx) put(key, val []byte, ttl time.Duration) error {
+	if tx.w == nil {
+		return errReadOnly
+	}
 	tx.noteWrite(key)
-	if len(val) >= vlogThreshold {
-		tx.bigValue = true
-	}
-	e := badger.NewEntry(key, val)
-	if ttl > 0 {
-		e = e.WithTTL(ttl)
-	}
-	return tx.txn.SetEntry(e)
+	return tx.w.Put(key, val, ttl)
 }
 
+// get returns the value at key (the caller's to keep), or ErrNotFound.
 func (tx *Tx) get(key []byte) ([]byte, error) {
-	item, err := tx.txn.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	v, err := tx.r.Get(key)
+	if errors.Is(err, kv.ErrNotFound) {
 		return nil, ErrNotFound
 	}
-	if err != nil {
-		return nil, err
-	}
-	return item.ValueCopy(nil)
+	return v, err
 }
 
 func (tx *Tx) has(key []byte) (bool, error) {
-	_, err := tx.txn.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	_, err := tx.r.Get(key)
+	if errors.Is(err, kv.ErrNotFound) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
 func (tx *Tx) delete(key []byte) error {
+	if tx.w == nil {
+		return errReadOnly
+	}
 	tx.noteWrite(key)
-	return tx.txn.Delete(key)
+	return tx.w.Delete(key)
 }
 
 // scan calls fn for every key with prefix, in key order (reverse when
@@ -266,41 +247,27 @@ func (tx *Tx) scan(prefix, start []byte, reverse, keysOnly bool, fn func(key, va
 // scanSkipping is scan that passes over the keys skip (when not nil)
 // reports, without reading their values.
 func (tx *Tx) scanSkipping(prefix, start []byte, reverse, keysOnly bool, skip func(key []byte) bool, fn func(key, val []byte) (bool, error)) error {
-	o := badger.DefaultIteratorOptions
-	o.Prefix = prefix
-	o.Reverse = reverse
-	// Values are read one by one as fn asks for the next: a prefetch reads
-	// up to 100 of them ahead, more than a page uses.
-	o.PrefetchValues = false
-	it := tx.txn.NewIterator(o)
-	defer it.Close()
-	seek := start
-	if seek == nil {
-		seek = prefix
-		if reverse {
-			seek = append(append([]byte{}, prefix...), 0xff)
-		}
+	r := kv.Range{Prefix: prefix, Start: start, Reverse: reverse, KeysOnly: keysOnly}
+	if skip == nil {
+		return tx.r.Scan(r, fn)
 	}
-	for it.Seek(seek); it.ValidForPrefix(prefix); it.Next() {
-		item := it.Item()
-		var more bool
-		var err error
-		if skip != nil && skip(item.Key()) {
+	// A cursor reads a value only when asked: the skipped keys' never.
+	c := kv.OpenCursor(tx.r, r)
+	defer c.Close()
+	for ; c.Valid(); c.Next() {
+		k := c.Key()
+		if skip(k) {
 			continue
 		}
-		if keysOnly {
-			more, err = fn(item.Key(), nil)
-		} else if verr := item.Value(func(v []byte) error {
-			more, err = fn(item.Key(), v)
-			return nil
-		}); verr != nil {
-			return verr
+		v, err := c.Value()
+		if err != nil {
+			return err
 		}
-		if err != nil || !more {
+		if more, err := fn(k, v); err != nil || !more {
 			return err
 		}
 	}
-	return nil
+	return kv.CursorErr(c)
 }
 
 // suffixes lists what follows prefix in every key that has it (ids or
@@ -346,4 +313,13 @@ func key(parts ...string) []byte {
 		b = append(b, p...)
 	}
 	return b
+}
+
+// notify queues payload for the subscribers of channel on every node; it
+// is sent if and when the transaction commits.
+func (tx *Tx) notify(channel, payload string) error {
+	if tx.w == nil {
+		return errReadOnly
+	}
+	return tx.w.Notify(channel, payload)
 }

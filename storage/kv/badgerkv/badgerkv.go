@@ -45,6 +45,10 @@ type Options struct {
 	NoSync bool
 	// Logger receives Badger's log lines; nil discards them.
 	Logger badger.Logger
+	// OnSync, when set, is told how long each sync of the logs took
+	// (metrics). It runs in the syncing goroutine while commits wait: it
+	// must be quick.
+	OnSync func(d time.Duration, err error)
 }
 
 // Defaults, as storage's (storage/store.go).
@@ -92,6 +96,7 @@ var (
 	_ kv.Counters = (*Engine)(nil)
 	_ kv.Leases   = (*Engine)(nil)
 	_ kv.IDSlots  = (*Engine)(nil)
+	_ kv.Cursors  = (*tx)(nil)
 )
 
 // Open opens (creating if needed) the Badger database in dir.
@@ -139,7 +144,16 @@ func Open(dir string, o Options) (*Engine, error) {
 	e.async.delay = asyncFlushDelay
 	if !o.NoSync {
 		e.logs = &logSyncer{dir: dir, vlogWritten: &e.vlogWritten}
-		e.durable = newGroupSync(e.logs.sync)
+		sync := e.logs.sync
+		if o.OnSync != nil {
+			sync = func() error {
+				start := time.Now()
+				err := e.logs.sync()
+				o.OnSync(time.Since(start), err)
+				return err
+			}
+		}
+		e.durable = newGroupSync(sync)
 	}
 	return e, nil
 }
@@ -300,36 +314,9 @@ func (t *tx) GetMany(keys [][]byte) ([][]byte, error) {
 }
 
 func (t *tx) Scan(r kv.Range, fn func(key, val []byte) (bool, error)) error {
-	o := badger.DefaultIteratorOptions
-	o.Reverse = r.Reverse
-	// Values are read as fn asks for them: a prefetch reads up to 100
-	// ahead, more than a page uses.
-	o.PrefetchValues = false
-	if !r.Reverse {
-		o.Prefix = r.Prefix
-	}
-	it := t.txn.NewIterator(o)
-	defer it.Close()
-	end := kv.PrefixEnd(r.Prefix)
-	switch {
-	case !r.Reverse:
-		seek := r.Prefix
-		if r.Start != nil && bytes.Compare(r.Start, seek) > 0 {
-			seek = r.Start
-		}
-		it.Seek(seek)
-	case r.Start != nil && (end == nil || bytes.Compare(r.Start, end) < 0):
-		it.Seek(r.Start)
-	case end != nil:
-		// The last key below end: a reverse Seek lands on the largest key
-		// ≤ end, which is end itself when it exists.
-		it.Seek(end)
-		if it.Valid() && bytes.Equal(it.Item().Key(), end) {
-			it.Next()
-		}
-	default:
-		it.Rewind()
-	}
+	c := t.Cursor(r).(*cursor)
+	defer c.Close()
+	it := c.it
 	n := 0
 	for ; it.Valid(); it.Next() {
 		item := it.Item()
@@ -359,6 +346,68 @@ func (t *tx) Scan(r kv.Range, fn func(key, val []byte) (bool, error)) error {
 	}
 	return nil
 }
+
+// Cursor implements kv.Cursors with one Badger iterator.
+func (t *tx) Cursor(r kv.Range) kv.Cursor {
+	o := badger.DefaultIteratorOptions
+	o.Reverse = r.Reverse
+	o.PrefetchValues = false
+	if !r.Reverse {
+		o.Prefix = r.Prefix
+	}
+	c := &cursor{it: t.txn.NewIterator(o), r: r, end: kv.PrefixEnd(r.Prefix)}
+	c.Seek(r.Start)
+	return c
+}
+
+type cursor struct {
+	it  *badger.Iterator
+	r   kv.Range
+	end []byte
+	val []byte // Value's buffer, reused: a value is valid until the cursor moves
+}
+
+// Seek positions the iterator as Scan does for a start of key (nil: the
+// first key of the prefix in the cursor's direction).
+func (c *cursor) Seek(key []byte) {
+	it, r, end := c.it, c.r, c.end
+	switch {
+	case !r.Reverse:
+		seek := r.Prefix
+		if key != nil && bytes.Compare(key, seek) > 0 {
+			seek = key
+		}
+		it.Seek(seek)
+	case key != nil && (end == nil || bytes.Compare(key, end) < 0):
+		it.Seek(key)
+	case end != nil:
+		it.Seek(end)
+		if it.Valid() && bytes.Equal(it.Item().Key(), end) {
+			it.Next()
+		}
+	default:
+		it.Rewind()
+	}
+}
+
+func (c *cursor) Valid() bool { return c.it.Valid() && bytes.HasPrefix(c.it.Item().Key(), c.r.Prefix) }
+
+func (c *cursor) Key() []byte { return c.it.Item().Key() }
+
+func (c *cursor) Value() ([]byte, error) {
+	if c.r.KeysOnly {
+		return nil, nil
+	}
+	v, err := c.it.Item().ValueCopy(c.val[:0])
+	if err == nil {
+		c.val = v
+	}
+	return v, mapErr(err)
+}
+
+func (c *cursor) Next() { c.it.Next() }
+
+func (c *cursor) Close() { c.it.Close() }
 
 func (t *tx) Put(key, val []byte, ttl time.Duration) error {
 	if err := kv.CheckKey(key); err != nil {

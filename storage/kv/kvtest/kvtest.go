@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -218,6 +219,55 @@ func testScanRanges(t *testing.T, e kv.Engine) {
 		if got := ScanKeys(t, e, c.r); !slices.Equal(got, c.want) {
 			t.Errorf("%s: got %d keys %q…, want %d %q…", c.name, len(got), head(got), len(c.want), head(c.want))
 		}
+		if c.r.Limit != 0 {
+			continue // cursors have no limit
+		}
+		for _, fallback := range []bool{false, true} {
+			if got := cursorKeys(t, e, c.r, fallback); !slices.Equal(got, c.want) {
+				t.Errorf("%s: cursor (fallback %v) got %d keys %q…, want %d %q…", c.name, fallback, len(got), head(got), len(c.want), head(c.want))
+			}
+		}
+	}
+	// Seeks in both directions, to keys, between keys and outside the
+	// prefix, after walking part of a batch.
+	for _, fallback := range []bool{false, true} {
+		for _, reverse := range []bool{false, true} {
+			err := e.View(bg, func(r kv.Reader) error {
+				if fallback {
+					r = onlyReader{r}
+				}
+				c := kv.OpenCursor(r, kv.Range{Prefix: []byte("s/"), Reverse: reverse, KeysOnly: reverse})
+				defer c.Close()
+				for range 40 {
+					c.Next()
+				}
+				for _, sk := range []struct{ seek, want string }{
+					{"s/0150", "s/0150"}, {"s/0007", "s/0007"}, {"s/0250\x00", map[bool]string{false: "s/0251", true: "s/0250"}[reverse]},
+					{"a", map[bool]string{false: "s/0000", true: ""}[reverse]}, {"z", map[bool]string{false: "", true: "s/0299"}[reverse]},
+				} {
+					c.Seek([]byte(sk.seek))
+					got := ""
+					if c.Valid() {
+						got = string(c.Key())
+						v, err := c.Value()
+						if err != nil {
+							return err
+						}
+						n, _ := strconv.Atoi(got[2:])
+						if want := fmt.Sprintf("v%d", n); reverse && v != nil || !reverse && string(v) != want {
+							return fmt.Errorf("value at %s: %q, want %q (none for keys only)", got, v, want)
+						}
+					}
+					if got != sk.want {
+						return fmt.Errorf("seek %q (reverse %v): at %q, want %q", sk.seek, reverse, got, sk.want)
+					}
+				}
+				return kv.CursorErr(c)
+			})
+			if err != nil {
+				t.Errorf("cursor (fallback %v): %v", fallback, err)
+			}
+		}
 	}
 	// Early stop, and Get inside the callback.
 	n := 0
@@ -240,6 +290,35 @@ func testScanRanges(t *testing.T, e kv.Engine) {
 	}); !errors.Is(err, boom) {
 		t.Fatalf("fn's error: got %v", err)
 	}
+}
+
+// onlyReader hides an engine's own cursors: kv.OpenCursor falls back to Scans.
+type onlyReader struct{ r kv.Reader }
+
+func (o onlyReader) Get(key []byte) ([]byte, error)          { return o.r.Get(key) }
+func (o onlyReader) GetMany(keys [][]byte) ([][]byte, error) { return o.r.GetMany(keys) }
+func (o onlyReader) Scan(r kv.Range, fn func(k, v []byte) (bool, error)) error {
+	return o.r.Scan(r, fn)
+}
+
+// cursorKeys walks a cursor over r from its start to its end.
+func cursorKeys(t testing.TB, e kv.Engine, r kv.Range, fallback bool) []string {
+	t.Helper()
+	var out []string
+	if err := e.View(bg, func(rd kv.Reader) error {
+		if fallback {
+			rd = onlyReader{rd}
+		}
+		c := kv.OpenCursor(rd, r)
+		defer c.Close()
+		for ; c.Valid(); c.Next() {
+			out = append(out, string(c.Key()))
+		}
+		return kv.CursorErr(c)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func head(s []string) []string { return s[:min(3, len(s))] }

@@ -19,7 +19,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -66,8 +68,13 @@ func Start(port int) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	stopLeftover(bin, port)
 	dir, err := os.MkdirTemp("", "hearth-pg-*")
 	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "owner"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	s := &Server{Dir: dir, Port: port, bin: bin, asPG: os.Geteuid() == 0}
@@ -96,6 +103,32 @@ func Start(port int) (*Server, error) {
 		return nil, fmt.Errorf("%w\nserver log:\n%s", err, log)
 	}
 	return s, nil
+}
+
+// stopLeftover stops and removes a server on port that a test process which
+// has since died left behind (a panicking test ends the process before
+// TestMain can stop its server): one whose directory's owner file names a
+// process that no longer runs. A live owner's server is left alone.
+func stopLeftover(bin string, port int) {
+	pids, _ := filepath.Glob(filepath.Join(os.TempDir(), "hearth-pg-*", "data", "postmaster.pid"))
+	for _, pidFile := range pids {
+		b, err := os.ReadFile(pidFile)
+		lines := strings.Split(string(b), "\n")
+		if err != nil || len(lines) < 4 || strings.TrimSpace(lines[3]) != strconv.Itoa(port) {
+			continue
+		}
+		dir := filepath.Dir(filepath.Dir(pidFile))
+		owner, err := os.ReadFile(filepath.Join(dir, "owner"))
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(string(owner)); err != nil || syscall.Kill(pid, 0) == nil {
+			continue // not ours to judge, or its owner still runs
+		}
+		s := &Server{Dir: dir, Port: port, bin: bin, asPG: os.Geteuid() == 0}
+		s.run("pg_ctl", "-D", filepath.Join(dir, "data"), "-m", "immediate", "-w", "stop")
+		os.RemoveAll(dir)
+	}
 }
 
 func (s *Server) run(tool string, args ...string) error {

@@ -1,9 +1,0 @@
-package storage
-
-import (
-	"os"
-
-	"golang.org/x/sys/unix"
-)
-
-func fdatasync(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }

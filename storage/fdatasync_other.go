@@ -1,8 +1,0 @@
-//go:build !linux
-
-package storage
-
-import "os"
-
-// fdatasync falls back to fsync where the platform has no fdatasync.
-func fdatasync(f *os.File) error { return f.Sync() }
