@@ -1,7 +1,9 @@
-// Package storage is Hearth's embedded Badger store: opening and closing the
-// database, value-log garbage collection, backups, and the typed repositories
-// (members, sessions, and the records of each service) that handlers use.
-// Handlers never build keys themselves; every key layout lives in this package.
+// Package storage is Hearth's store on a storage engine (storage/kv: Badger
+// embedded by default, PostgreSQL for several nodes): opening and closing it,
+// Badger's value-log garbage collection, backups and restores, and the typed
+// repositories (members, sessions, and the records of each service) that
+// handlers use. Handlers never build keys themselves; every key layout lives
+// in this package.
 package storage
 
 import (
