@@ -891,6 +891,14 @@ func TestTwoNodes(t *testing.T) {
 		}()
 		for _, n := range []*node{a, b} {
 			got := probe(n)
+			// A wrong password is not checked at all (the failure limits
+			// fail closed), not even against a member a node has cached.
+			body, h := form(url.Values{"username": {"gina"}, "password": {"a wrong guess"}}, nil)
+			if r, err := tryDo(http.MethodPost, n.base()+"/auth/sign_in", body, h); err != nil {
+				got["wrong password"] = -1
+			} else {
+				got["wrong password"] = r.status
+			}
 			for what, st := range got {
 				if st != http.StatusServiceUnavailable {
 					t.Errorf("node %s, database stopped: %s answered %d; want 503 (all: %v)", n.name, what, st, got)
