@@ -1,7 +1,6 @@
 package account
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -222,11 +221,14 @@ func (p *Pages) underFailureLimits(r *http.Request, username string, check func(
 			p.byUsername.Undo(ctx, user)
 		}
 	}
-	// Counted in a shared store that did not answer: refused (the limits
-	// fail closed), answered 503 as a store failure, and no guess checked.
-	if err := cmp.Or(byIP.Err, byUser.Err); err != nil {
-		notAFailure()
-		return err
+	// Not counted (a shared store that did not answer) and refused: the
+	// limits fail closed (ratelimit.FailClosed), so the attempt is answered
+	// 503 as a store failure, and no guess is checked.
+	for _, res := range []ratelimit.Result{byIP, byUser} {
+		if !res.Allowed && res.Err != nil {
+			notAFailure()
+			return res.Err
+		}
 	}
 	if wait, limited := limitedFor(byIP, byUser); limited {
 		notAFailure()

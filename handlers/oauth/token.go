@@ -325,7 +325,7 @@ func (s *Server) exchangeCode(ctx context.Context, app *storage.OAuthApp, p map[
 		// transaction retried after a conflict).
 		if s.failedCodes != nil && reserved == "" {
 			res := s.failedCodes.Allow(ctx, c.MemberID)
-			if res.Err != nil {
+			if !res.Allowed && res.Err != nil { // the limit fails closed
 				uncounted = res.Err
 				return res.Err
 			}
