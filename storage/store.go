@@ -582,11 +582,11 @@ func (s *Store) Lead(ctx context.Context, name string, fn func(ctx context.Conte
 }
 
 // Counters is the engine's shared rate-limit counting (kv.Counters), so a
-// limit holds across every node of the store; nil when the store is not open.
-func (s *Store) Counters() kv.Counters {
-	c, _ := s.eng.(kv.Counters)
-	return c
-}
+// limit holds across every node of the store (handlers/ratelimit's
+// NewSharedRegistry). Its calls answer ErrClosed while the store is not
+// open and ErrEngineUnavailable while the database is away
+// (storage/counters.go).
+func (s *Store) Counters() kv.Counters { return storeCounters{s} }
 
 // Subscribe calls fn with every payload published on channel by any node
 // of the store (Publish) after it returned, and with kv.Missed when some may

@@ -52,6 +52,9 @@ type Tx struct {
 	// textMembers lists the members whose items' text this transaction
 	// changed (setItemText), for the search indexer.
 	textMembers []string
+	// filterDeltas holds the changes to the search filter counts, written
+	// at the commit (flushFilterCounts).
+	filterDeltas map[string]int64
 }
 
 // View runs fn in a read-only transaction.
@@ -161,6 +164,9 @@ func (s *Store) update(opts kv.TxOptions, fn func(tx *Tx) error) error {
 		return s.eng.Update(context.Background(), opts, func(w kv.Writer) error {
 			*tx = Tx{r: w, w: w, st: s, cachedWritten: tx.cachedWritten}
 			if err := fn(tx); err != nil {
+				return err
+			}
+			if err := tx.flushFilterCounts(); err != nil {
 				return err
 			}
 			if s.shared && len(tx.cachedWritten) > 0 {
