@@ -27,6 +27,9 @@ var benchDirs []string
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if pgSrv != nil {
+		pgSrv.Stop()
+	}
 	for _, d := range benchDirs {
 		os.RemoveAll(d)
 	}

@@ -275,8 +275,9 @@ type Directory struct {
 	pendingAuthors atomic.Bool
 	// docKick wakes the follower: a document was published.
 	docKick chan struct{}
-	// leads counts the times this Directory took the lease (tests).
-	leads atomic.Int64
+	// leads counts the times this Directory took the lease, nip05Passes
+	// its passes over the identifiers due for a recheck (tests).
+	leads, nip05Passes atomic.Int64
 	// relayFetcher dials relay connections: public addresses only unless
 	// AllowPrivate, checked when connecting.
 	relayFetcher *safefetch.Fetcher

@@ -134,6 +134,7 @@ func (d *Directory) nip05Loop(ctx context.Context) {
 		if _, err := d.CheckNIP05Now(ctx); err != nil && ctx.Err() == nil {
 			d.logStoreFailure("NIP-05 rechecks", err)
 		}
+		d.nip05Passes.Add(1)
 		select {
 		case <-ctx.Done():
 			return
