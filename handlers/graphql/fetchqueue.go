@@ -352,7 +352,11 @@ func (s *Server) feedFetches(ctx context.Context, jobs chan<- storage.PendingFet
 func (s *Server) fetchWorker(ctx context.Context, jobs <-chan storage.PendingFetch) {
 	q := s.fetches
 	for p := range jobs {
-		s.fetchPending(ctx, p)
+		// An entry handed over (fresh) or read a while ago may have been
+		// fetched since, by this node or the former holder of the lease.
+		if ok, err := s.store.HasPendingFetch(p.MemberID, p.ItemID); err == nil && ok {
+			s.fetchPending(ctx, p)
+		}
 		if p.Import {
 			q.releaseHost(importHost(p.URL))
 		}
