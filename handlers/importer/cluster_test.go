@@ -18,7 +18,7 @@ import (
 
 // pgPort is this package's test PostgreSQL server (each package its own
 // port, so packages may run at once).
-const pgPort = 15438
+const pgPort = 15440
 
 var (
 	pgOnce sync.Once
