@@ -199,13 +199,15 @@ func TestReloadKeepsOneStoreAndServesEveryRequest(t *testing.T) {
 	t.Logf("%d requests, 0 failed, during 20 reloads (%d fresh connections reset and retried)", requests.Load(), resets.Load())
 }
 
-// getRetryingReset GETs url and, like a browser, retries once when a fresh
+// getRetryingReset GETs url and, like a browser, retries when a fresh
 // connection is closed before any byte of the answer. On Linux, Caddy binds
 // each config's listener with SO_REUSEPORT; connections still in the old
 // socket's accept queue when a reload closes it are reset by the kernel.
 // That is Caddy's (and the kernel's) behaviour, not the store's: such a
-// fresh connection is tried up to three more times; a request that was
-// answered, or that failed on a reused connection or otherwise, counts as it is.
+// fresh connection is tried up to eight more times, pausing 20 ms more each
+// time (a loaded CI machine under -race once reset four attempts in a row
+// while one reload finished); a request that was answered, or that failed
+// on a reused connection or otherwise, counts as it is.
 func getRetryingReset(client *http.Client, url string, resets *atomic.Int64) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		var reused bool
@@ -215,13 +217,13 @@ func getRetryingReset(client *http.Client, url string, resets *atomic.Int64) (*h
 			return nil, err
 		}
 		resp, err := client.Do(req)
-		if err == nil || reused || attempt == 3 || !(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+		if err == nil || reused || attempt == 8 || !(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
 			return resp, err
 		}
 		// A retry made at once can land in the same closing socket's
-		// queue (seen in CI); a short pause lets the reload finish.
+		// queue (seen in CI); a pause lets the reload finish.
 		resets.Add(1)
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
 	}
 }
 

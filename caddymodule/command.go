@@ -477,7 +477,11 @@ While Caddy is stopped, the backup is loaded into the store named by the
 config's hearth storage_dir (the default location when the config has
 none): into a new directory first, then the current data is moved aside to
 <storage_dir>.before-restore-<time>. Delete what was moved aside once you
-have checked the restore.`,
+have checked the restore. With 'storage postgres' in the config, the backup
+goes into the database directly (other nodes may be running): checked whole,
+the earlier records written to <storage_dir>.before-restore-<time>.backup,
+then replaced in one transaction. A backup restores into either engine:
+that is how a site moves from Badger to PostgreSQL and back.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			input, _ := cmd.Flags().GetString("input")
@@ -495,9 +499,15 @@ have checked the restore.`,
 			if adminJSON(cmd, http.MethodGet, "/hearth/status", nil, &status) == nil && status.StorageDir != "" {
 				return restoreRunning(cmd, input, f)
 			}
-			dir, err := storageDirOfConfig(cmd)
+			dir, pg, err := storeOfConfig(cmd)
 			if err != nil {
 				return err
+			}
+			w := cmd.OutOrStdout()
+			if pg != nil {
+				// The database is shared (other nodes may run): the
+				// same live restore as the admin API's.
+				return restoreDatabase(w, input, dir, pg, f)
 			}
 			prev, err := storage.RestoreDir(dir, bufio.NewReader(f), storage.Options{})
 			if errors.Is(err, storage.ErrLocked) {
@@ -506,7 +516,6 @@ have checked the restore.`,
 			if err != nil {
 				return fmt.Errorf("restore into %s: %w", dir, err)
 			}
-			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "restored %s into %s\n", input, dir)
 			if prev != "" {
 				fmt.Fprintf(w, "the previous data is in %s; delete it once you have checked the restore\n", prev)
@@ -540,17 +549,17 @@ func restoreRunning(cmd *cobra.Command, input string, f *os.File) error {
 	return nil
 }
 
-// storageDirOfConfig adapts the --config file (or the Caddyfile in the
-// current directory) and returns the hearth app's storage directory, or
-// the default one.
-func storageDirOfConfig(cmd *cobra.Command) (string, error) {
+// storeOfConfig adapts the --config file (or the Caddyfile in the current
+// directory) and returns the hearth app's storage directory (absolute; the
+// default one when unset) and, with `storage postgres`, the database.
+func storeOfConfig(cmd *cobra.Command) (dir string, pg *storage.PostgresOptions, err error) {
 	config, _ := cmd.Flags().GetString("config")
 	adapter, _ := cmd.Flags().GetString("adapter")
 	cfgJSON, _, _, err := caddycmd.LoadConfig(config, adapter)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	dir := ""
+	repl := caddy.NewReplacer()
 	if len(cfgJSON) > 0 {
 		var cfg struct {
 			Apps struct {
@@ -558,15 +567,41 @@ func storageDirOfConfig(cmd *cobra.Command) (string, error) {
 			} `json:"apps"`
 		}
 		if err := json.Unmarshal(cfgJSON, &cfg); err != nil {
-			return "", fmt.Errorf("read config: %w", err)
+			return "", nil, fmt.Errorf("read config: %w", err)
 		}
-		if cfg.Apps.Hearth != nil {
-			dir = cfg.Apps.Hearth.StorageDir
+		if a := cfg.Apps.Hearth; a != nil {
+			dir = a.StorageDir
+			if c := a.Storage; c != nil && c.Engine == "postgres" {
+				pg = &storage.PostgresOptions{DSN: repl.ReplaceKnown(c.DSN, ""), Prefix: c.Prefix, MaxConns: int32(c.MaxConns)}
+				if pg.DSN == "" {
+					return "", nil, errors.New("storage postgres: dsn is empty (is the environment variable set?)")
+				}
+			}
 		}
 	}
 	if dir == "" {
 		dir = defaultStorageDir()
 	}
-	dir = caddy.NewReplacer().ReplaceKnown(dir, "")
-	return filepath.Abs(dir)
+	dir, err = filepath.Abs(repl.ReplaceKnown(dir, ""))
+	return dir, pg, err
+}
+
+// restoreDatabase brings the PostgreSQL store of the config to the backup
+// in f (storage.Store.Replace: checked whole first, the earlier records
+// saved to a file next to storage_dir, then replaced in one transaction).
+func restoreDatabase(w io.Writer, input, dir string, pg *storage.PostgresOptions, f io.Reader) error {
+	st, err := storage.Open(dir, storage.Options{Postgres: pg, GCInterval: -1})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	prev, err := st.Replace(bufio.NewReader(f))
+	if err != nil {
+		return fmt.Errorf("restore into the database: %w", err)
+	}
+	fmt.Fprintf(w, "restored %s into the database\n", input)
+	if prev != "" {
+		fmt.Fprintf(w, "the previous records are in %s; delete it once you have checked the restore\n", prev)
+	}
+	return nil
 }

@@ -364,6 +364,7 @@ type cursor struct {
 	it  *badger.Iterator
 	r   kv.Range
 	end []byte
+	val []byte // Value's buffer, reused: a value is valid until the cursor moves
 }
 
 // Seek positions the iterator as Scan does for a start of key (nil: the
@@ -397,7 +398,10 @@ func (c *cursor) Value() ([]byte, error) {
 	if c.r.KeysOnly {
 		return nil, nil
 	}
-	v, err := c.it.Item().ValueCopy(nil)
+	v, err := c.it.Item().ValueCopy(c.val[:0])
+	if err == nil {
+		c.val = v
+	}
 	return v, mapErr(err)
 }
 
