@@ -273,3 +273,54 @@ func TestNIP05RecheckedOnceAcrossNodes(t *testing.T) {
 		t.Errorf("%d requests after the second recheck period, want 3", n)
 	}
 }
+
+// A restore changes the records under the directories and may bring back a
+// published document of another time: StoreChanged, as the admin restore
+// calls it on one node, makes the leader rebuild and publish again, and
+// every node serves the leader's document (scenario 13).
+func TestStoreChangedReachesEveryNode(t *testing.T) {
+	c := newClock()
+	a, b := twoNodes(t, Options{Now: c.Now})
+	leader, follower := leaderOf(t, a, b)
+	agent := newAgent(t)
+	leader.mustRegister(regEvent(t, agent, c.Now(), "restored-away"))
+	eventually(t, "both nodes list the agent", func() bool {
+		dL, etagL, _ := leader.servedDocument()
+		dF, etagF, _ := follower.servedDocument()
+		return listsAgent(dL, agent.pk) && listsAgent(dF, agent.pk) && etagL == etagF
+	})
+
+	// A restore of the same agents that brings back the published
+	// document of another time: the leader's content is unchanged, and
+	// it publishes again all the same.
+	old := []byte(`{"version":2,"generated_at":1,"agents":[]}` + "\n")
+	if _, err := follower.store.PublishDirectoryDocument(follower.dir.id, &storage.PublishedDirectory{ETag: `"old"`, GeneratedAt: 1, Body: old}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the other node serves the old document", func() bool {
+		_, etag, _ := follower.servedDocument()
+		return etag == `"old"`
+	})
+	if err := StoreChanged(follower.store); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "both nodes serve the leader's document again", func() bool {
+		dL, etagL, _ := leader.servedDocument()
+		dF, etagF, _ := follower.servedDocument()
+		return listsAgent(dF, agent.pk) && etagL == etagF && dF.GeneratedAt == dL.GeneratedAt
+	})
+
+	// A restore that changes the agents (here: one banned in the records
+	// behind the directories' backs).
+	if err := follower.store.BanAgent(agent.pk, "restored", c.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := StoreChanged(follower.store); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "both nodes serve the leader's new document", func() bool {
+		dL, etagL, _ := leader.servedDocument()
+		dF, etagF, _ := follower.servedDocument()
+		return !listsAgent(dL, agent.pk) && !listsAgent(dF, agent.pk) && etagL == etagF
+	})
+}
