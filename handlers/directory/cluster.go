@@ -2,6 +2,7 @@ package directory
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -91,6 +92,46 @@ func StoreChanged(store *storage.Store) error {
 	return store.Publish(changesChannel, "authors")
 }
 
+// localDocs holds, on an engine only one process opens (Badger), the
+// document each directory's leader published, by store and directory id:
+// the handlers of that process (an old and a new config during a reload,
+// two sites of one configuration) share it in memory, not through the store,
+// which would cost a compression and megabytes of writes per change for no
+// other reader (bench/README.md, BenchmarkPublishDocument100k).
+var localDocs sync.Map // localKey -> *localDoc
+
+type localKey struct {
+	store *storage.Store
+	id    string
+}
+
+type localDoc struct {
+	version string
+	doc     *document
+}
+
+// inProcess reports whether the store's engine is this process's alone.
+func (d *Directory) inProcess() bool { return d.store.Engine() == "badger" }
+
+func (d *Directory) localKey() localKey { return localKey{d.store, d.id} }
+
+// publishedVersion is the version of the document published last.
+func (d *Directory) publishedVersion() (string, error) {
+	if d.inProcess() {
+		if cur, ok := localDocs.Load(d.localKey()); ok {
+			return cur.(*localDoc).version, nil
+		}
+		return "", nil
+	}
+	return d.store.PublishedDirectoryVersion(d.id)
+}
+
+func newVersion() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
 func kick(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
@@ -106,7 +147,7 @@ func kick(ch chan struct{}) {
 func (d *Directory) firstBuild() error {
 	d.buildMu.Lock()
 	defer d.buildMu.Unlock()
-	v, err := d.store.PublishedDirectoryVersion(d.id)
+	v, err := d.publishedVersion()
 	if err != nil {
 		return err
 	}
@@ -163,7 +204,7 @@ func (d *Directory) follow(ctx context.Context) {
 
 // loadPublished serves the published document if it is not the one served.
 func (d *Directory) loadPublished() error {
-	v, err := d.store.PublishedDirectoryVersion(d.id)
+	v, err := d.publishedVersion()
 	if err != nil || v == "" {
 		return err
 	}
@@ -171,6 +212,19 @@ func (d *Directory) loadPublished() error {
 	same := v == d.published
 	d.buildMu.Unlock()
 	if same {
+		return nil
+	}
+	if d.inProcess() {
+		cur, ok := localDocs.Load(d.localKey())
+		if !ok {
+			return nil
+		}
+		d.buildMu.Lock()
+		defer d.buildMu.Unlock()
+		if !d.leading.Load() {
+			d.doc.Store(cur.(*localDoc).doc)
+			d.published = cur.(*localDoc).version
+		}
 		return nil
 	}
 	pub, err := d.store.PublishedDirectoryDocument(d.id)
@@ -239,6 +293,19 @@ func (d *Directory) publishLocked(doc *document, changed bool, now time.Time) er
 	if !d.leading.Load() {
 		return nil
 	}
+	if d.inProcess() {
+		if cur, ok := localDocs.Load(d.localKey()); !changed && ok && cur.(*localDoc).version == d.published {
+			return nil
+		}
+		v := newVersion()
+		localDocs.Store(d.localKey(), &localDoc{version: v, doc: doc})
+		d.published, d.publishedAt, d.publishedHere = v, now, v
+		// Wake the other handlers of this process (only a notification).
+		if err := d.store.Publish(storage.DirectoryChannel, d.id+" "+v); err != nil {
+			d.opts.Logger.Debug("notify the published agent directory", zap.Error(err))
+		}
+		return nil
+	}
 	if !changed && now.Sub(d.publishedAt) < stampEvery {
 		v, err := d.store.PublishedDirectoryVersion(d.id)
 		if err != nil {
@@ -260,6 +327,20 @@ func (d *Directory) publishLocked(doc *document, changed bool, now time.Time) er
 	}
 	d.published, d.publishedAt = v, now
 	return nil
+}
+
+// forgetLocal drops this Directory's in-memory publication, if it is still
+// the last one, when it closes (another handler of the process that serves
+// it keeps its own reference; the next leader publishes anew).
+func (d *Directory) forgetLocal() {
+	if !d.inProcess() {
+		return
+	}
+	d.buildMu.Lock()
+	defer d.buildMu.Unlock()
+	if cur, ok := localDocs.Load(d.localKey()); ok && cur.(*localDoc).version == d.publishedHere {
+		localDocs.CompareAndDelete(d.localKey(), cur)
+	}
 }
 
 // etagOf is the document's ETag: a digest of the bytes served.

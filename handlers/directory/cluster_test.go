@@ -324,3 +324,34 @@ func TestStoreChangedReachesEveryNode(t *testing.T) {
 		return !listsAgent(dL, agent.pk) && !listsAgent(dF, agent.pk) && etagL == etagF
 	})
 }
+
+// On Badger, two handlers of one configuration in one process (a reload's
+// old and new config, two sites) share the leader's document in memory: an
+// agent registered through the one that does not lead is served by both
+// with one ETag.
+func TestOneProcessSharesTheDocument(t *testing.T) {
+	c := newClock()
+	store := openStore(t)
+	a := newEnvOn(t, store, Options{Now: c.Now})
+	b := newEnvOn(t, store, Options{Now: c.Now})
+	leader, follower := leaderOf(t, a, b)
+	agent := newAgent(t)
+	follower.mustRegister(regEvent(t, agent, c.Now(), "in-process"))
+	eventually(t, "both handlers serve the document with the agent", func() bool {
+		dL, etagL, bodyL := leader.servedDocument()
+		dF, etagF, bodyF := follower.servedDocument()
+		return listsAgent(dL, agent.pk) && listsAgent(dF, agent.pk) && etagL == etagF && bytes.Equal(bodyL, bodyF)
+	})
+	if v, err := store.PublishedDirectoryVersion(leader.dir.id); err != nil || v != "" {
+		t.Errorf("the document was written to the Badger store: version %q, %v", v, err)
+	}
+	// The leader closes (the old config of a reload): the other takes over.
+	leader.dir.Close()
+	eventually(t, "the other handler leads", func() bool { return follower.dir.leading.Load() })
+	other := newAgent(t)
+	follower.mustRegister(regEvent(t, other, c.Now(), "after-reload"))
+	eventually(t, "the new leader's document lists the agent", func() bool {
+		doc, _, _ := follower.servedDocument()
+		return listsAgent(doc, other.pk)
+	})
+}

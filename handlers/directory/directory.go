@@ -269,6 +269,9 @@ type Directory struct {
 	// it published it.
 	published   string
 	publishedAt time.Time
+	// publishedHere is the version this Directory published in memory
+	// (localDocs, Badger), under buildMu.
+	publishedHere string
 	// pubKick wakes the goroutine that publishes changes (Changed) to
 	// every node; pendingAuthors says one of them was AuthorsChanged.
 	pubKick        chan struct{}
@@ -417,6 +420,7 @@ func (d *Directory) Close() error {
 		}
 		d.cancel()
 		d.wg.Wait()
+		d.forgetLocal()
 	})
 	return nil
 }
