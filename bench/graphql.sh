@@ -5,10 +5,13 @@
 # against 100 k saved items.
 #
 #   bash bench/graphql.sh          # from the repository root; needs wrk and curl
+#   ENGINE=postgres LARGE=20000 bash bench/graphql.sh   # the store in PostgreSQL
 #
 # Env: DURATION (default 10s), CONNS (default 16), THREADS (default 2),
 # SMALL (default 1000) and LARGE (default 100000) items, HIGHLIGHTS (20000),
-# ROUNDS (default 2) alternating runs of each figure.
+# ROUNDS (default 2) alternating runs of each figure; ENGINE badger (default)
+# or postgres: bench/pgserver starts PostgreSQL (durable defaults) on PG_PORT
+# (default 15445) and each store is a table prefix in its database.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
@@ -21,16 +24,36 @@ ROUNDS=${ROUNDS:-2}
 PORT=${PORT:-8092}
 ADMIN=${ADMIN:-localhost:2092}
 SITE=http://localhost:$PORT
+ENGINE=${ENGINE:-badger}
+PG_PORT=${PG_PORT:-15445}
+case $ENGINE in badger | postgres) ;; *) echo "bench: ENGINE=badger|postgres" >&2; exit 1 ;; esac
 
 command -v wrk >/dev/null || { echo "bench: install wrk (apt-get install wrk)" >&2; exit 1; }
 work=$(mktemp -d)
-caddy_pid=
-trap '[ -n "$caddy_pid" ] && kill $caddy_pid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+caddy_pid= pg_pid=
+trap '[ -n "$caddy_pid" ] && kill $caddy_pid 2>/dev/null; [ -n "$pg_pid" ] && kill $pg_pid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 mkdir -p bench/results
 go build -tags nobadger,nomysql,nopgx -o bench/results/caddy ./cmd/caddy
 go build -o bench/results/gqlbench ./bench/gqlbench
+if [ "$ENGINE" = postgres ]; then
+	go build -o bench/results/pgserver ./bench/pgserver
+	bench/results/pgserver -port "$PG_PORT" >"$work/dsn" 2>"$work/pg.log" &
+	pg_pid=$!
+	for _ in $(seq 300); do [ -s "$work/dsn" ] && break; kill -0 "$pg_pid" 2>/dev/null || break; sleep 0.1; done
+	[ -s "$work/dsn" ] || { echo "bench: PostgreSQL did not start:" >&2; cat "$work/pg.log" >&2; exit 1; }
+	export HEARTH_DATABASE_URL
+	HEARTH_DATABASE_URL=$(cat "$work/dsn")
+fi
 
 caddyfile() { # $1: store dir, $2: body of the respond route
+	local store="storage_dir $1"
+	if [ "$ENGINE" = postgres ]; then
+		store="storage_dir $1
+		storage postgres {
+			dsn {env.HEARTH_DATABASE_URL}
+			prefix $(basename "$1" | tr -c 'a-z0-9\n' _)
+		}"
+	fi
 	cat <<CADDY
 {
 	admin $ADMIN
@@ -39,7 +62,7 @@ caddyfile() { # $1: store dir, $2: body of the respond route
 		level ERROR
 	}
 	hearth {
-		storage_dir $1
+		$store
 	}
 }
 http://localhost:$PORT {
@@ -61,7 +84,9 @@ rps() { awk '/Requests\/sec/ {print $2}'; }
 
 run() { # $1: items; prints "first_rps first_us deep_rps deep_us respond_rps body_size"
 	local items=$1 dir=$work/store-$1
-	bench/results/gqlbench seed -dir "$dir" -items "$items" -highlights "$HIGHLIGHTS"
+	local pg=()
+	if [ "$ENGINE" = postgres ]; then pg=(-postgres "$HEARTH_DATABASE_URL" -prefix "$(basename "$dir" | tr -c 'a-z0-9\n' _)"); fi
+	bench/results/gqlbench seed -dir "$dir" -items "$items" -highlights "$HIGHLIGHTS" "${pg[@]}"
 	caddyfile "$dir" x > "$work/Caddyfile"
 	bench/results/caddy run --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
 	caddy_pid=$!
@@ -100,7 +125,7 @@ read -r l_rps l_us l_deep_rps l_deep_us l_resp l_size < <(run "$LARGE")
 pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f %%", 100 * a / b}'; }
 x() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2fx", a / b}'; }
 cat <<REPORT
-bench/graphql.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION x $ROUNDS rounds, $HIGHLIGHTS highlights
+bench/graphql.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION x $ROUNDS rounds, $HIGHLIGHTS highlights, ENGINE=$ENGINE, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end
 $LARGE items: respond ($l_size bytes)        $l_resp req/s
 $LARGE items: first page of 50          $l_rps req/s, mean $l_us us   $(pct "$l_rps" "$l_resp") of respond (target >= 25 %)
 $LARGE items: page at 90 %              $l_deep_rps req/s, mean $l_deep_us us   $(x "$l_deep_us" "$l_us") of the first page (target <= 1.2x)

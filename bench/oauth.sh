@@ -3,10 +3,20 @@
 # figure as a ratio against Caddy's own `respond` directive, served by the
 # same binary with a body of the same size.
 #
-#   bash bench/oauth.sh            # from the repository root; needs wrk and curl
+#   bash bench/oauth.sh                      # from the repository root; needs wrk and curl
+#   ENGINE=postgres bash bench/oauth.sh      # the store in PostgreSQL (Debian's postgresql)
+#   ENGINE=postgres NODES=2 bash bench/oauth.sh   # two Caddy nodes on one database
 #
 # Env: DURATION (default 10s), CONNS (default 32), THREADS (default 2),
-# RSS_SMALL (default 100000) and RSS_LARGE (default 1000000) requests.
+# RSS_SMALL (default 100000) and RSS_LARGE (default 1000000) requests;
+# ENGINE badger (default) or postgres: bench/pgserver starts a PostgreSQL
+# server (durable defaults: fsync and synchronous_commit on) on PG_PORT
+# (default 15445); NODES 1 (default) or 2 (postgres only): a second Caddy
+# from the same Caddyfile on PORT2, each node loaded by its own wrk with half
+# the threads and connections, figures summed (no RSS figures then);
+# LIMITS off (default: token_limit off, as before) or on (a token limit too
+# high to refuse anything, so each token request pays the limit's count:
+# in memory on Badger, a round trip on PostgreSQL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
@@ -16,43 +26,89 @@ RSS_SMALL=${RSS_SMALL:-100000}
 RSS_LARGE=${RSS_LARGE:-1000000}
 PORT=${PORT:-8091}
 ADMIN=${ADMIN:-localhost:2091}
+PORT2=${PORT2:-8093}
+ADMIN2=${ADMIN2:-localhost:2093}
+ENGINE=${ENGINE:-badger}
+NODES=${NODES:-1}
+LIMITS=${LIMITS:-off}
+PG_PORT=${PG_PORT:-15445}
 SITE=http://localhost:$PORT
+case $ENGINE/$NODES in
+badger/1 | postgres/1 | postgres/2) ;;
+*) echo "bench: ENGINE=badger|postgres, NODES=1|2 (2 with postgres only)" >&2; exit 1 ;;
+esac
 
 command -v wrk >/dev/null || { echo "bench: install wrk (apt-get install wrk)" >&2; exit 1; }
 work=$(mktemp -d)
-trap 'kill $caddy_pid 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+caddy_pid= caddy2_pid= pg_pid=
+cleanup() {
+	for p in $caddy_pid $caddy2_pid; do kill "$p" 2>/dev/null || true; done
+	wait $caddy_pid $caddy2_pid 2>/dev/null || true
+	if [ -n "$pg_pid" ]; then kill "$pg_pid" 2>/dev/null || true; wait "$pg_pid" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
 
 mkdir -p bench/results
 go build -tags nobadger,nomysql,nopgx -o bench/results/caddy ./cmd/caddy
+if [ "$ENGINE" = postgres ]; then
+	go build -o bench/results/pgserver ./bench/pgserver
+	bench/results/pgserver -port "$PG_PORT" >"$work/dsn" 2>"$work/pg.log" &
+	pg_pid=$!
+	for _ in $(seq 300); do [ -s "$work/dsn" ] && break; kill -0 "$pg_pid" 2>/dev/null || break; sleep 0.1; done
+	[ -s "$work/dsn" ] || { echo "bench: PostgreSQL did not start:" >&2; cat "$work/pg.log" >&2; exit 1; }
+	export HEARTH_DATABASE_URL
+	HEARTH_DATABASE_URL=$(cat "$work/dsn")
+fi
 
-caddyfile() { # $1: body of the respond route
+caddyfile() { # $1: body of the respond route, $2: port, $3: admin address, $4: node name
+	local store="storage_dir $work/data-$4
+		sync_writes ${SYNC_WRITES:-on}" limit="token_limit off"
+	if [ "$ENGINE" = postgres ]; then
+		store="storage_dir $work/data-$4
+		storage postgres {
+			dsn {env.HEARTH_DATABASE_URL}
+		}"
+	fi
+	[ "$LIMITS" = on ] && limit="token_limit 1000000000 5m"
 	cat <<CADDY
 {
-	admin $ADMIN
-	http_port $PORT
+	admin $3
+	http_port $2
 	log {
 		level ERROR
 	}
 	hearth {
-		storage_dir $work/data
-		sync_writes ${SYNC_WRITES:-on}
+		$store
 	}
 }
-http://localhost:$PORT {
+http://localhost:$2 {
 	handle /respond {
 		respond "$1"
 	}
 	hearth_oauth {
-		token_limit off
+		$limit
 		registration_limit 1000 1m
 	}
 }
 CADDY
 }
-caddyfile x > "$work/Caddyfile"
-bench/results/caddy run --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
+start_node() { # $1: port, $2: admin, $3: name; $! is its pid
+	caddyfile x "$1" "$2" "$3" > "$work/Caddyfile-$3"
+	bench/results/caddy run --config "$work/Caddyfile-$3" >"$work/caddy-$3.log" 2>&1 &
+}
+wait_node() { # $1: port
+	for _ in $(seq 300); do curl -fs "http://localhost:$1/api/v1/instance" >/dev/null && return; sleep 0.1; done
+	echo "bench: Caddy on port $1 does not answer:" >&2; cat "$work"/caddy-*.log >&2; exit 1
+}
+start_node "$PORT" "$ADMIN" a
 caddy_pid=$!
-for _ in $(seq 100); do curl -fs "$SITE/api/v1/instance" >/dev/null && break; sleep 0.1; done
+wait_node "$PORT"
+if [ "$NODES" = 2 ]; then
+	start_node "$PORT2" "$ADMIN2" b
+	caddy2_pid=$!
+	wait_node "$PORT2"
+fi
 
 # A member, an app and a member token through the real pages.
 echo 'bench password 1' | bench/results/caddy hearth member add bench --password-stdin --address "$ADMIN" >/dev/null
@@ -71,25 +127,45 @@ token=$(curl -fs "$SITE/oauth/token" -d grant_type=authorization_code -d client_
 
 # The respond route gets a body as long as verify_credentials' answer.
 vc_size=$(curl -fs -H "Authorization: Bearer $token" "$SITE/api/v1/accounts/verify_credentials" | wc -c)
-caddyfile "$(head -c "$vc_size" /dev/zero | tr '\0' x)" > "$work/Caddyfile"
-curl -fs "http://$ADMIN/load" -H 'Content-Type: text/caddyfile' --data-binary @"$work/Caddyfile"
-[ "$(curl -fs "$SITE/respond" | wc -c)" = "$vc_size" ] || { echo "bench: respond body size mismatch" >&2; exit 1; }
+nodes=("$PORT $ADMIN a")
+[ "$NODES" = 2 ] && nodes+=("$PORT2 $ADMIN2 b")
+for n in "${nodes[@]}"; do
+	read -r port admin name <<<"$n"
+	caddyfile "$(head -c "$vc_size" /dev/zero | tr '\0' x)" "$port" "$admin" "$name" > "$work/Caddyfile-$name"
+	curl -fs "http://$admin/load" -H 'Content-Type: text/caddyfile' --data-binary @"$work/Caddyfile-$name"
+	[ "$(curl -fs "http://localhost:$port/respond" | wc -c)" = "$vc_size" ] || { echo "bench: respond body size mismatch" >&2; exit 1; }
+done
 
-# rps prints wrk's requests per second, and fails when any answer was not a
-# 2xx/3xx (a 429 or 503 is fast and would pass for throughput).
+# rps prints wrk's requests per second (summed over the nodes, each loaded
+# by its own wrk with its share of the threads and connections), and fails
+# when any answer was not a 2xx/3xx (a 429 or 503 is fast and would pass
+# for throughput). $1 is the path; the rest are wrk's options.
 rps() {
-	local out
-	out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "$@")
-	if grep -q 'Non-2xx or 3xx responses' <<<"$out"; then
-		echo "bench: wrk $*: $(grep 'Non-2xx or 3xx responses' <<<"$out")" >&2
-		exit 1
-	fi
-	awk '/Requests\/sec/ {print $2}' <<<"$out"
+	local path=$1 i=0 t=$THREADS c=$CONNS
+	shift
+	if [ "$NODES" = 2 ]; then t=$(( (THREADS + 1) / 2 )) c=$(( CONNS / 2 )); fi
+	for n in "${nodes[@]}"; do
+		read -r port _ _ <<<"$n"
+		wrk -t"$t" -c"$c" -d"$DURATION" "$@" "http://localhost:$port$path" >"$work/wrk-$i" &
+		i=$((i + 1))
+	done
+	wait # the wrk processes: rps runs in a command substitution's subshell
+	local sum=0
+	for f in "$work"/wrk-*; do
+		if grep -q 'Non-2xx or 3xx responses' "$f"; then
+			echo "bench: wrk $path: $(grep 'Non-2xx or 3xx responses' "$f")" >&2
+			exit 1
+		fi
+		grep -q 'Requests/sec' "$f" || { echo "bench: wrk $path failed: $(cat "$f")" >&2; exit 1; }
+		sum=$(awk -v s="$sum" '/Requests\/sec/ {printf "%.2f", s + $2}' "$f")
+	done
+	rm -f "$work"/wrk-*
+	echo "$sum"
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f %%", 100 * a / b}'; }
 
-respond=$(rps "$SITE/respond")
-verify=$(rps -H "Authorization: Bearer $token" "$SITE/api/v1/accounts/verify_credentials")
+respond=$(rps /respond)
+verify=$(rps /api/v1/accounts/verify_credentials -H "Authorization: Bearer $token")
 
 # RSS is read after at least n requests in total, counted from what wrk
 # reports (runs of one second until the count is reached).
@@ -101,19 +177,23 @@ count_rss() {
 	done
 	echo "$done $(awk '/VmRSS/ {print $2}' "/proc/$caddy_pid/status")"
 }
-read -r n_small rss_small < <(count_rss "$RSS_SMALL")
-read -r n_large rss_large < <(count_rss "$(( RSS_LARGE - n_small ))")
-n_large=$(( n_small + n_large ))
+rss_report=
+if [ "$NODES" = 1 ]; then
+	read -r n_small rss_small < <(count_rss "$RSS_SMALL")
+	read -r n_large rss_large < <(count_rss "$(( RSS_LARGE - n_small ))")
+	n_large=$(( n_small + n_large ))
+	rss_report="RSS after $n_small verify_credentials   $rss_small KiB
+RSS after $n_large verify_credentials  $rss_large KiB   $(awk -v a="$rss_large" -v b="$rss_small" 'BEGIN {printf "%.2f", a / b}')x   (target <= 1.20x)"
+fi
 
 # Issuance last: the tokens it writes grow the store and the process, which
 # would blur the RSS figures of verify_credentials above.
-issue=$(BENCH_CLIENT_ID=$client_id BENCH_CLIENT_SECRET=$client_secret rps -s bench/client_credentials.lua "$SITE/oauth/token")
+issue=$(BENCH_CLIENT_ID=$client_id BENCH_CLIENT_SECRET=$client_secret rps /oauth/token -s bench/client_credentials.lua)
 
 cat <<REPORT
-bench/oauth.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION, body $vc_size bytes
+bench/oauth.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION, body $vc_size bytes, ENGINE=$ENGINE NODES=$NODES LIMITS=$LIMITS, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end
 respond (Caddy)                      $respond req/s
 verify_credentials (valid token)     $verify req/s   $(ratio "$verify" "$respond") of respond   (target >= 70 %)
 client_credentials token issuance    $issue req/s   $(ratio "$issue" "$respond") of respond   (target >= 30 %)
-RSS after $n_small verify_credentials   $rss_small KiB
-RSS after $n_large verify_credentials  $rss_large KiB   $(awk -v a="$rss_large" -v b="$rss_small" 'BEGIN {printf "%.2f", a / b}')x   (target <= 1.20x)
+${rss_report}
 REPORT

@@ -9,7 +9,9 @@
 #   ITEMS="10000 100000" RUNS=21 bash bench/search.sh
 #   ITEMS=1000000 KEEP=/var/tmp/corpus bash bench/search.sh  # by hand, not in CI
 #
-# Env: ITEMS (default "10000 100000"), RUNS (21), SQLITE (1: also SQLite),
+# Env: ITEMS (default "10000 100000"), RUNS (21), SQLITE (1: also SQLite), PAIRS (1: also
+# every pair of two filters), CADDY (a caddy binary to run instead of building this tree's: another
+# version's, for a before/after),
 # KEEP (a directory where the seeded stores are kept and reused).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +27,8 @@ mkdir -p "$keep"
 caddy_pid=
 trap '[ -n "$caddy_pid" ] && kill $caddy_pid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 mkdir -p bench/results
-go build -tags nobadger,nomysql,nopgx -o bench/results/caddy ./cmd/caddy
+caddy=${CADDY:-bench/results/caddy}
+[ -n "${CADDY:-}" ] || go build -tags nobadger,nomysql,nopgx -o bench/results/caddy ./cmd/caddy
 go build -o bench/results/gqlbench ./bench/gqlbench
 
 for n in $ITEMS; do
@@ -52,15 +55,15 @@ http://localhost:$PORT {
 	}
 }
 CADDY
-	bench/results/caddy run --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
+	"$caddy" run --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
 	caddy_pid=$!
 	token=
 	for _ in $(seq 300); do
-		token=$(bench/results/caddy hearth token create bench --name "bench-$RANDOM" --expires never --address "$ADMIN" 2>/dev/null) && break
+		token=$("$caddy" hearth token create bench --name "bench-$RANDOM" --expires never --address "$ADMIN" 2>/dev/null) && break
 		sleep 0.2
 	done
 	echo "bench/search.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $n items ($(du -sh "$dir" | cut -f1) store), medians of $RUNS"
-	bench/results/gqlbench search -url "$SITE/api/graphql" -token "$token" -info "$dir.json" -n "$RUNS"
+	bench/results/gqlbench search -url "$SITE/api/graphql" -token "$token" -info "$dir.json" -n "$RUNS" -pairs="${PAIRS:-0}"
 	echo "caddy RSS after the queries: $(ps -o rss= -p $caddy_pid | awk '{printf "%.0f MB", $1/1024}')"
 	kill $caddy_pid; wait $caddy_pid 2>/dev/null || true; caddy_pid=
 	if [ "$SQLITE" = 1 ] && command -v sqlite3 >/dev/null; then

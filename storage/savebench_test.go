@@ -41,9 +41,15 @@ func benchVocab(r *rand.Rand) []string {
 // reports besides the process's CPU time per save including the search
 // indexer's work until it has caught up (issue 15: within 2× of the save
 // before the index).
-func BenchmarkSaveArticle(b *testing.B) {
-	off := false
-	st, err := Open(b.TempDir(), Options{SyncWrites: &off, GCInterval: -1})
+func BenchmarkSaveArticle(b *testing.B) { benchmarkSaveArticle(b, false) }
+
+// BenchmarkSaveArticleSynced is the same with sync_writes on (the
+// default): each save waits for the group commit's fsync of Badger's logs,
+// and of the value log when the article went there (badgerkv.ValueThreshold).
+func BenchmarkSaveArticleSynced(b *testing.B) { benchmarkSaveArticle(b, true) }
+
+func benchmarkSaveArticle(b *testing.B, sync bool) {
+	st, err := Open(b.TempDir(), Options{SyncWrites: &sync, GCInterval: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1404,6 +1404,17 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 		k := make([]byte, len(itemPrefix), len(itemPrefix)+20)
 		copy(k, itemPrefix)
 		contributed := 0
+		// bound, once the statuses walked have given first+1 matches, is
+		// the last of the first+1 in the order: a later status's entries
+		// past it cannot be on the page, so its walk stops there.
+		var bound []byte
+		beyond := func(suf []byte) bool {
+			if bound == nil {
+				return false
+			}
+			c := bytes.Compare(suf, bound)
+			return (p.Desc && c < 0) || (!p.Desc && c > 0)
+		}
 		for _, status := range statuses {
 			// Each status gives at most first+1 matches: the merged page
 			// needs no more to know whether another follows.
@@ -1414,7 +1425,7 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 			var skip func(suf []byte) bool
 			if m.prefilter != nil {
 				skip = func(suf []byte) bool {
-					if _, ok := m.prefilter[binary.BigEndian.Uint64(suf[len(suf)-8:])]; ok {
+					if _, ok := m.prefilter[binary.BigEndian.Uint64(suf[len(suf)-8:])]; ok || beyond(suf) {
 						return false
 					}
 					m.examined++
@@ -1423,6 +1434,9 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 				}
 			}
 			err := tx.keysetScanSkipping(prefix, p.Desc, after, lower, upper, true, skip, func(suf, rec []byte) (bool, error) {
+				if beyond(suf) {
+					return false, nil
+				}
 				if m.prefilter != nil {
 					if _, ok := m.prefilter[binary.BigEndian.Uint64(suf[len(suf)-8:])]; !ok {
 						// Over the budget (skip let it through).
@@ -1476,6 +1490,21 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 			}
 			if n > 0 {
 				contributed++
+			}
+			if len(statuses) > 1 && len(found) > first {
+				// The last of the first+1 matches so far in the order.
+				c := make([][]byte, len(ends))
+				start := 0
+				for i, end := range ends {
+					c[i], start = arena[start:end], end
+				}
+				sort.Slice(c, func(a, b int) bool {
+					if p.Desc {
+						return bytes.Compare(c[a], c[b]) > 0
+					}
+					return bytes.Compare(c[a], c[b]) < 0
+				})
+				bound = append(bound[:0], c[first]...)
 			}
 		}
 		sufs := make([][]byte, len(found))
@@ -1762,27 +1791,15 @@ func (m *itemMatcher) indexable() bool {
 }
 
 // itemTextContains reports whether the title, description or content text
-// of it contains the folded needle, from its text record (or, for an item
-// saved before the search index and not yet built, its content).
+// of it contains the folded needle (folded as it is read: the index keeps
+// no copy of the text).
 func (tx *Tx) itemTextContains(it *SavedItem, needle []byte) (bool, error) {
-	rec, err := tx.get(textKey(it.MemberID, it.ID))
-	if err == nil {
-		return textRecordContains(rec, needle), nil
-	}
-	if !errors.Is(err, ErrNotFound) {
+	t := textBufs.Get().(*itemText)
+	defer textBufs.Put(t)
+	if err := tx.readItemText(t, it, needle); err != nil {
 		return false, err
 	}
-	if bytes.Contains(appendFold(nil, it.Title), needle) || bytes.Contains(appendFold(nil, it.Description), needle) {
-		return true, nil
-	}
-	var c ItemContent
-	if err := tx.getJSON(contentKey(it.MemberID, it.ID), &c); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return false, nil
-		}
-		return false, err
-	}
-	return bytes.Contains(appendFold(nil, c.Text), needle), nil
+	return t.contains(needle), nil
 }
 
 // containsFold reports whether s contains the lower-case needle, ignoring case.

@@ -1,7 +1,9 @@
-// Package storage is Hearth's embedded Badger store: opening and closing the
-// database, value-log garbage collection, backups, and the typed repositories
-// (members, sessions, and the records of each service) that handlers use.
-// Handlers never build keys themselves; every key layout lives in this package.
+// Package storage is Hearth's store on a storage engine (storage/kv: Badger
+// embedded by default, PostgreSQL for several nodes): opening and closing it,
+// Badger's value-log garbage collection, backups and restores, and the typed
+// repositories (members, sessions, and the records of each service) that
+// handlers use. Handlers never build keys themselves; every key layout lives
+// in this package.
 package storage
 
 import (
@@ -550,11 +552,11 @@ func (s *Store) Lead(ctx context.Context, name string, fn func(ctx context.Conte
 }
 
 // Counters is the engine's shared rate-limit counting (kv.Counters), so a
-// limit holds across every node of the store; nil when the store is not open.
-func (s *Store) Counters() kv.Counters {
-	c, _ := s.eng.(kv.Counters)
-	return c
-}
+// limit holds across every node of the store (handlers/ratelimit's
+// NewSharedRegistry). Its calls answer ErrClosed while the store is not
+// open and ErrEngineUnavailable while the database is away
+// (storage/counters.go).
+func (s *Store) Counters() kv.Counters { return storeCounters{s} }
 
 // Subscribe calls fn with every payload published on channel by any node
 // of the store (Publish) after it returned, and with kv.Missed when some may

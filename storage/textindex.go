@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/bits"
 	"slices"
@@ -17,7 +18,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/hearthkit/caddy-hearth/storage/kv"
-	"github.com/klauspost/compress/zstd"
 	"go.uber.org/zap"
 )
 
@@ -25,8 +25,8 @@ import (
 // does (a case-insensitive substring of the title, description or content
 // text); filters select by their own keys. All under u/<member>/gql/:
 //
-//	tt/<item id>                   the item's searchable text, case-folded, the content text
-//	                               compressed from minCompressedText bytes (appendTextRecord)
+//	tt/<item id>                   (before version 4) a folded copy of the item's text,
+//	                               deleted by the indexer
 //	tp/<sequence>                  an item id whose text changed and is not indexed yet
 //	tq                             the next sequence number of tp (8 bytes)
 //	td/<item id>                   the item's document number (4 bytes) in the trigram index
@@ -38,15 +38,17 @@ import (
 //	                               (maxItemTrigrams): every search verifies it
 //	tm                             textMeta: next document number and segment, the live
 //	                               segments, a merge or deletion under way
-//	tv                             present once every item has tt and the filter keys
+//	tv                             searchIndexVersion once every item has its filter keys,
+//	                               counts and a place in the index or the queue
+//	fc/...                         the filter counts (see filterCountKey)
 //	sd/<domain>\x00\x01<id>        empty: the items of a source domain (encString, 8-byte id)
 //	sn/<domain>                    empty: a domain that items have had (never deleted: a
 //	                               site: search reads this short list, then sd/ of those that match)
 //	ty/<A|N>/<id>                  empty: articles, newsletters
 //	hh/<id>                        empty: the items with highlights
 //
-// tt and tp are written in the same transaction as the text they stand
-// for, and the indexer (a goroutine of the store) turns pending items into
+// tp is written in the same transaction as the text it stands for, and
+// the indexer (a goroutine of the store) turns pending items into
 // a new segment in one transaction that also deletes their tp: the index
 // is always consistent with the items, whatever crashes when. Segments are
 // merged as in a log-structured merge tree: eight of one size (a power of
@@ -54,7 +56,11 @@ import (
 // searches ignore until tm lists it in place of its sources (see
 // mergeSegments), so at most eight segments of each size are live. A search
 // reads the candidates of the trigram index plus the pending items, and
-// verifies each on tt: the answer is exact, the index only narrows it.
+// verifies each on its title, description and content text, folded as it
+// reads them: the answer is exact, the index only narrows it. The index
+// keeps no copy of the text: verifying on the content record (its HTML
+// passed over, the text unescaped and folded, appendContentTextFolded)
+// costs about what decompressing a folded copy did (bench/README.md).
 //
 // tp is a queue rather than a set: the indexer consumes it from the low
 // water mark in tm, so that neither it nor a search walks over the deletion
@@ -108,16 +114,28 @@ func highlightedItemsPrefix(memberID string) []byte { return key("u", memberID, 
 
 // searchIndexVersion is tv's value once a member's items have every key
 // this version of the index reads; another value (or none) makes the
-// indexer build them again (its writes are idempotent).
-const searchIndexVersion = 2
+// indexer build them again (its writes are idempotent). Version 2 lacked
+// the filter counts (fc/), which the indexer then counts; versions 2 and
+// 3 kept a folded copy of each item's text (tt/), which it deletes.
+const searchIndexVersion = 4
 
 // searchReady reports whether the member's search keys are complete.
 func (tx *Tx) searchReady(memberID string) (bool, error) {
+	v, err := tx.searchVersion(memberID)
+	return v == searchIndexVersion, err
+}
+
+// searchVersion is the version of the member's complete search keys, 0
+// for none.
+func (tx *Tx) searchVersion(memberID string) (byte, error) {
 	v, err := tx.get(textReadyKey(memberID))
-	if errors.Is(err, ErrNotFound) {
-		return false, nil
+	if errors.Is(err, ErrNotFound) || (err == nil && len(v) != 1) {
+		return 0, nil
 	}
-	return err == nil && len(v) == 1 && v[0] == searchIndexVersion, err
+	if err != nil {
+		return 0, err
+	}
+	return v[0], nil
 }
 
 // --- case folding ---
@@ -139,7 +157,7 @@ func foldRune(r rune) rune {
 }
 
 // appendFold appends s case-folded to b. Invalid UTF-8 is kept as it is.
-func appendFold(b []byte, s string) []byte {
+func appendFold[T string | []byte](b []byte, s T) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
@@ -150,7 +168,7 @@ func appendFold(b []byte, s string) []byte {
 			i++
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
+		r, n := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		if r == utf8.RuneError && n == 1 {
 			b = append(b, c)
 			i++
@@ -165,113 +183,25 @@ func appendFold(b []byte, s string) []byte {
 // FoldText returns s case-folded as search compares it.
 func FoldText(s string) string { return string(appendFold(nil, s)) }
 
-// --- the text record ---
+// --- the text a search reads ---
 
-const (
-	textRecordV1 = 0x01 // three folded fields
-	textRecordV2 = 0x02 // the same, the third (the content text) compressed
-)
+// textBufs holds buffers for folded texts (a search verifies many).
+var textBufs = sync.Pool{New: func() any { return new(itemText) }}
 
-// appendTextRecord is the version byte and the folded title, description
-// and text, each as uvarint length and bytes (v1: the indexer compresses
-// the text later, off the writer's path: compressTextRecord).
-func appendTextRecord(b []byte, title, desc, text string) []byte {
-	b = append(b, textRecordV1)
-	for _, s := range [...]string{title, desc, text} {
-		n := len(b)
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		start := len(b)
-		b = appendFold(b, s)
-		if len(b)-start != len(s) { // folding changed the length: write it again
-			f := append([]byte(nil), b[start:]...)
-			b = binary.AppendUvarint(b[:n], uint64(len(f)))
-			b = append(b, f...)
-		}
-	}
-	return b
+// itemText is the folded title, description and content text of an item,
+// one after the other in b, the fields ending at ends.
+type itemText struct {
+	b    []byte
+	ends [3]int
 }
 
-// compressTextRecord returns rec as a v2 record, its text compressed
-// (textCodec), or nil when rec is not a v1 record of a text of at least
-// minCompressedText bytes.
-func compressTextRecord(rec []byte) []byte {
-	if len(rec) == 0 || rec[0] != textRecordV1 {
-		return nil
-	}
-	fields, _, ok := textRecordFields(rec, nil)
-	if !ok || len(fields[2]) < minCompressedText {
-		return nil
-	}
-	b := []byte{textRecordV2}
-	for _, f := range fields[:2] {
-		b = binary.AppendUvarint(b, uint64(len(f)))
-		b = append(b, f...)
-	}
-	return appendCompressedText(b, fields[2])
+func (t *itemText) fields() [3][]byte {
+	return [3][]byte{t.b[:t.ends[0]], t.b[t.ends[0]:t.ends[1]], t.b[t.ends[1]:t.ends[2]]}
 }
 
-// minCompressedText is the least text a record compresses.
-const minCompressedText = 256
-
-// textRecordFields returns the three folded fields of a text record, the
-// third decompressed into buf (which it returns, grown, for reuse) when
-// the record compresses it.
-func textRecordFields(rec, buf []byte) (fields [3][]byte, _ []byte, ok bool) {
-	if len(rec) == 0 || (rec[0] != textRecordV1 && rec[0] != textRecordV2) {
-		return fields, buf, false
-	}
-	off := 1
-	for i := range fields {
-		n, k := binary.Uvarint(rec[off:])
-		if k <= 0 || n > uint64(len(rec)-off-k) {
-			return fields, buf, false
-		}
-		off += k
-		fields[i] = rec[off : off+int(n)]
-		off += int(n)
-	}
-	if off != len(rec) {
-		return fields, buf, false
-	}
-	if rec[0] == textRecordV2 {
-		var err error
-		if buf, err = decompressText(buf, fields[2]); err != nil {
-			return fields, buf, false
-		}
-		fields[2] = buf
-	}
-	return fields, buf, true
-}
-
-// textBufs holds buffers for decompressed texts (a search verifies many).
-var textBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-// textRecordContains reports whether a field of rec contains the folded
-// needle (the compressed text decompressed only when the title and
-// description do not).
-func textRecordContains(rec, needle []byte) bool {
-	if len(rec) > 0 && rec[0] == textRecordV2 {
-		// Title and description first, read as in a v1 record.
-		off := 1
-		for range 2 {
-			n, k := binary.Uvarint(rec[off:])
-			if k <= 0 || n > uint64(len(rec)-off-k) {
-				return false
-			}
-			if bytes.Contains(rec[off+k:off+k+int(n)], needle) {
-				return true
-			}
-			off += k + int(n)
-		}
-	}
-	bp := textBufs.Get().(*[]byte)
-	defer textBufs.Put(bp)
-	fields, buf, ok := textRecordFields(rec, *bp)
-	*bp = buf[:0]
-	if !ok {
-		return false
-	}
-	for _, f := range fields {
+// contains reports whether a field holds the folded needle.
+func (t *itemText) contains(needle []byte) bool {
+	for _, f := range t.fields() {
 		if bytes.Contains(f, needle) {
 			return true
 		}
@@ -279,86 +209,37 @@ func textRecordContains(rec, needle []byte) bool {
 	return false
 }
 
-// trigrams calls fn with every 3-byte sequence of the record's fields;
-// buf is as textRecordFields's.
-func recordTrigrams(rec, buf []byte, fn func(t uint32)) []byte {
-	fields, buf, _ := textRecordFields(rec, buf)
-	for _, f := range fields {
-		for i := 0; i+3 <= len(f); i++ {
-			fn(uint32(f[i])<<16 | uint32(f[i+1])<<8 | uint32(f[i+2]))
-		}
+// readItemText sets t to the folded text of it (t.b reused), reading its
+// content record (none: no content text). The content is folded only
+// when the title and description do not hold needle (nil: always).
+func (tx *Tx) readItemText(t *itemText, it *SavedItem, needle []byte) error {
+	t.b = appendFold(t.b[:0], it.Title)
+	t.ends[0] = len(t.b)
+	t.b = appendFold(t.b, it.Description)
+	t.ends[1] = len(t.b)
+	t.ends[2] = len(t.b)
+	if needle != nil && (bytes.Contains(t.b[:t.ends[0]], needle) || bytes.Contains(t.b[t.ends[0]:], needle)) {
+		return nil
 	}
-	return buf
-}
-
-// appendCompressedText appends the folded text compressed, as a record
-// field (uvarint length and bytes): zstd at its fastest level, which
-// halves this corpus's text where s2 keeps 72–80 % of it, and decodes a
-// 7.7 KB text in about 12 µs (bench/README.md, "Search": the choice).
-func appendCompressedText(b, folded []byte) []byte {
-	c := textCodec().enc.EncodeAll(folded, nil)
-	b = binary.AppendUvarint(b, uint64(len(c)))
-	return append(b, c...)
-}
-
-// decompressText decompresses a text of appendCompressedText into buf.
-func decompressText(buf, c []byte) ([]byte, error) {
-	return textCodec().dec.DecodeAll(c, buf[:0])
-}
-
-// textCodec is the zstd encoder and decoder of text records, made at the
-// first use (both are safe for concurrent use).
-var textCodec = sync.OnceValue(func() (c struct {
-	enc *zstd.Encoder
-	dec *zstd.Decoder
-}) {
-	var err error
-	c.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithLowerEncoderMem(true),
-		zstd.WithEncoderConcurrency(2))
+	v, err := tx.get(contentKey(it.MemberID, it.ID))
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
 	if err != nil {
-		panic(err) // only for invalid options
+		return err
 	}
-	c.dec, err = zstd.NewReader(nil, zstd.WithDecoderLowmem(true), zstd.WithDecoderConcurrency(2),
-		zstd.WithDecoderMaxMemory(maxTextRecordBytes))
-	if err != nil {
-		panic(err)
-	}
-	return c
-})
-
-// maxTextRecordBytes bounds the text a record decompresses to (a content
-// text is at most MaxContentLen, folding at most triples a character).
-const maxTextRecordBytes = 3 * MaxContentLen
+	t.b, err = appendContentTextFolded(t.b, v)
+	t.ends[2] = len(t.b)
+	return err
+}
 
 // --- writes, in the item's transaction ---
 
-// setItemText records the searchable text of an item and marks it for the
-// indexer. text nil keeps the text the item has.
+// setItemText marks an item whose searchable text (title, description or
+// content text) this transaction changes, for the indexer, which reads the
+// text it then has (title, desc and text are the new text, which the
+// queue does not need).
 func (tx *Tx) setItemText(memberID, id, title, desc string, text *string) error {
-	var t string
-	if text != nil {
-		t = *text
-	} else {
-		old, err := tx.get(textKey(memberID, id))
-		switch {
-		case err == nil:
-			fields, _, ok := textRecordFields(old, nil)
-			if ok {
-				t = string(fields[2]) // folded already; folding again changes nothing
-			}
-		case errors.Is(err, ErrNotFound):
-			var c ItemContent
-			if err := tx.getJSON(contentKey(memberID, id), &c); err != nil && !errors.Is(err, ErrNotFound) {
-				return err
-			}
-			t = c.Text
-		default:
-			return err
-		}
-	}
-	if err := tx.put(textKey(memberID, id), appendTextRecord(nil, title, desc, t), 0); err != nil {
-		return err
-	}
 	var seq uint64
 	if b, err := tx.get(textQueueKey(memberID)); err == nil && len(b) == 8 {
 		seq = binary.BigEndian.Uint64(b)
@@ -378,8 +259,17 @@ func (tx *Tx) setItemText(memberID, id, title, desc string, text *string) error 
 }
 
 // putFilterKeys writes the filter keys of it, removing old's that no longer
-// apply (old is nil for a new item).
+// apply (old is nil for a new item), and counts the change (fc/).
 func (tx *Tx) putFilterKeys(old, it *SavedItem) error {
+	if old != nil {
+		tx.countItemFilters(old, -1)
+	}
+	tx.countItemFilters(it, 1)
+	return tx.writeFilterKeys(old, it)
+}
+
+// writeFilterKeys is putFilterKeys without the counts.
+func (tx *Tx) writeFilterKeys(old, it *SavedItem) error {
 	mid := it.MemberID
 	if old == nil || old.SourceDomain != it.SourceDomain {
 		if old != nil {
@@ -420,6 +310,7 @@ func (tx *Tx) putFilterKeys(old, it *SavedItem) error {
 // deleteItemSearch removes an item's text, index entries and filter keys.
 func (tx *Tx) deleteItemSearch(it *SavedItem) error {
 	mid := it.MemberID
+	tx.countItemFilters(it, -1)
 	if doc, err := tx.get(textDocKey(mid, it.ID)); err == nil && len(doc) == 4 {
 		if err := tx.delete(textDocItemKey(mid, binary.BigEndian.Uint32(doc))); err != nil {
 			return err
@@ -430,11 +321,246 @@ func (tx *Tx) deleteItemSearch(it *SavedItem) error {
 	if err := tx.deleteIfPresent(textWideKey(mid, it.ID)); err != nil { // see indexItem
 		return err
 	}
-	for _, k := range [][]byte{textDocKey(mid, it.ID), textKey(mid, it.ID),
+	for _, k := range [][]byte{textDocKey(mid, it.ID),
 		siteItemKey(mid, it.SourceDomain, it.ID), encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)),
 		encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))} {
 		if err := tx.delete(k); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// --- filter counts ---
+
+// Filter counts (fc/): how many of the member's items each filter key
+// selects, so that a search combining filters starts from the smallest and
+// knows what the others would cost without reading them:
+//
+//	fc/l/<label id>     items with the label (li/)
+//	fc/t/<A|N>          articles, newsletters (ty/)
+//	fc/h                items with highlights (hh/)
+//	fc/s/<status code>  items per status (the ix/ indexes)
+//	fc/d/<domain>       items per source domain (sd/)
+//
+// Each is a count of 8 bytes (big-endian), absent for none. The item's
+// transaction counts its changes (countItemFilters) and adds them at the
+// commit (flushFilterCounts): the counts are exact, like the keys. Two
+// writers of one member's counts conflict and one retries (Update), as
+// they already do on tq.
+func filterCountKey(memberID, kind, value string) []byte {
+	return key("u", memberID, "gql", "fc", kind, value)
+}
+
+// countItemFilters adds sign to the counts of it's filter keys.
+func (tx *Tx) countItemFilters(it *SavedItem, sign int64) {
+	if tx.filterDeltas == nil {
+		tx.filterDeltas = map[string]int64{}
+	}
+	add := func(kind, value string) { tx.filterDeltas[string(filterCountKey(it.MemberID, kind, value))] += sign }
+	for i, l := range it.LabelIDs {
+		if !slices.Contains(it.LabelIDs[:i], l) {
+			add("l", l)
+		}
+	}
+	add("t", typeCode(it.Type))
+	if it.HighlightCount > 0 {
+		add("h", "")
+	}
+	add("s", statusCode[it.Status])
+	add("d", it.SourceDomain)
+}
+
+func typeCode(typ string) string {
+	if typ == TypeNewsletter {
+		return "N"
+	}
+	return "A"
+}
+
+// flushFilterCounts adds the transaction's filter count changes to the
+// counts (called by update before the commit).
+func (tx *Tx) flushFilterCounts() error {
+	if len(tx.filterDeltas) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(tx.filterDeltas))
+	for k, d := range tx.filterDeltas {
+		if d != 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		n, err := tx.countAt([]byte(k))
+		if err != nil {
+			return err
+		}
+		if err := tx.putCount([]byte(k), n+tx.filterDeltas[k]); err != nil {
+			return err
+		}
+	}
+	tx.filterDeltas = nil
+	return nil
+}
+
+// countAt reads the count at k (0 when absent).
+func (tx *Tx) countAt(k []byte) (int64, error) {
+	v, err := tx.get(k)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	case len(v) != 8:
+		return 0, errBadTextMeta
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+// putCount writes the count n at k (none for 0).
+func (tx *Tx) putCount(k []byte, n int64) error {
+	if n <= 0 {
+		return tx.deleteIfPresent(k)
+	}
+	return tx.put(k, binary.BigEndian.AppendUint64(nil, uint64(n)), 0)
+}
+
+// filterCount is the number of the member's items a filter key selects.
+func (tx *Tx) filterCount(memberID, kind, value string) (int, error) {
+	n, err := tx.countAt(filterCountKey(memberID, kind, value))
+	return int(n), err
+}
+
+// recountChunkSize is how many labels or domains one recount transaction
+// counts (a var: tests lower it).
+var recountChunkSize = 1000
+
+// recountFilters sets the member's filter counts from the keys they count,
+// each in a transaction that reads what it counts (a concurrent change
+// conflicts with it, and one of the two retries), for a store whose counts
+// are missing (written before them, or built without them).
+func (s *Store) recountFilters(memberID string) error {
+	err := s.Update(func(tx *Tx) error {
+		count := func(prefix []byte, kind, value string) error {
+			n := int64(0)
+			if err := tx.scan(prefix, nil, false, true, func(_, _ []byte) (bool, error) {
+				n++
+				return true, nil
+			}); err != nil {
+				return err
+			}
+			return tx.putCount(filterCountKey(memberID, kind, value), n)
+		}
+		for _, typ := range []string{TypeArticle, TypeNewsletter} {
+			if err := count(typeItemsPrefix(memberID, typ), "t", typeCode(typ)); err != nil {
+				return err
+			}
+		}
+		if err := count(highlightedItemsPrefix(memberID), "h", ""); err != nil {
+			return err
+		}
+		for st, c := range statusCode {
+			if err := count(itemIndexPrefix(memberID, st, SortCreatedAt), "s", c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Labels and domains, recountChunk values a transaction: the values
+	// in [lo, next) of the keys, and the counts of that range (those of
+	// values no key has any more are deleted).
+	labelValue := func(suf []byte) (string, bool) {
+		i := bytes.IndexByte(suf, '/')
+		return string(suf[:max(i, 0)]), i > 0
+	}
+	domainValue := func(suf []byte) (string, bool) {
+		if len(suf) < 10 || !bytes.HasSuffix(suf[:len(suf)-8], []byte{0, 1}) {
+			return "", false
+		}
+		enc := suf[:len(suf)-10]
+		return string(bytes.ReplaceAll(enc, []byte{0, 0xff}, []byte{0})), true
+	}
+	for _, k := range []struct {
+		kind   string
+		prefix []byte
+		seek   func(v string) []byte // the first key of value v
+		value  func(suf []byte) (string, bool)
+	}{
+		{"l", key("u", memberID, "gql", "li", ""), func(v string) []byte { return key("u", memberID, "gql", "li", v, "") }, labelValue},
+		{"d", siteItemsPrefix(memberID), func(v string) []byte { return encString(siteItemsPrefix(memberID), v) }, domainValue},
+	} {
+		lo, first := "", true
+		for {
+			if s.textIndexStopping() {
+				return errTextIndexStopped
+			}
+			next, more := "", false
+			err := s.Update(func(tx *Tx) error {
+				next, more = "", false
+				counts := map[string]int64{}
+				var order []string
+				start := k.prefix
+				if !first {
+					start = k.seek(lo)
+				}
+				if err := tx.scan(k.prefix, start, false, true, func(key, _ []byte) (bool, error) {
+					v, ok := k.value(key[len(k.prefix):])
+					if !ok {
+						return true, nil
+					}
+					if _, seen := counts[v]; !seen {
+						if len(order) == recountChunkSize {
+							next, more = v, true
+							return false, nil
+						}
+						order = append(order, v)
+					}
+					counts[v]++
+					return true, nil
+				}); err != nil {
+					return err
+				}
+				fp := filterCountKey(memberID, k.kind, "")
+				fstart := fp
+				if !first {
+					fstart = filterCountKey(memberID, k.kind, lo)
+				}
+				var stale [][]byte
+				if err := tx.scan(fp, fstart, false, true, func(key, _ []byte) (bool, error) {
+					v := string(key[len(fp):])
+					if more && v >= next {
+						return false, nil
+					}
+					if counts[v] == 0 {
+						stale = append(stale, append([]byte(nil), key...))
+					}
+					return true, nil
+				}); err != nil {
+					return err
+				}
+				for _, key := range stale {
+					if err := tx.delete(key); err != nil {
+						return err
+					}
+				}
+				for _, v := range order {
+					if err := tx.putCount(filterCountKey(memberID, k.kind, v), counts[v]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+			lo, first = next, false
 		}
 	}
 	return nil
@@ -564,17 +690,39 @@ func (s *Store) textIndexStopping() bool {
 // indexMember builds what a member's items lack, then indexes their
 // pending texts.
 func (s *Store) indexMember(memberID string) error {
-	ready := false
+	var version byte
 	if err := s.View(func(tx *Tx) error {
 		var err error
-		ready, err = tx.searchReady(memberID)
+		version, err = tx.searchVersion(memberID)
 		return err
 	}); err != nil {
 		return err
 	}
-	if !ready {
-		if err := s.buildSearchKeys(memberID); err != nil {
-			return err
+	if version != searchIndexVersion {
+		items := true
+		if version < 2 {
+			var err error
+			if items, err = s.buildSearchKeys(memberID); err != nil {
+				return err
+			}
+		}
+		if items { // a member without items needs nothing (see firstItemReady)
+			if version < 3 {
+				if err := s.recountFilters(memberID); err != nil {
+					return err
+				}
+			}
+			// The folded copies of texts that versions before 4 kept
+			// (searches read the content instead, whether or not a copy
+			// is left).
+			if err := s.deletePrefixInBatches(textKey(memberID, "")); err != nil {
+				return err
+			}
+			if err := s.Update(func(tx *Tx) error {
+				return tx.put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
+			}); err != nil {
+				return err
+			}
 		}
 	}
 	limit := textBatch
@@ -605,16 +753,16 @@ func (s *Store) indexMember(memberID string) error {
 	}
 }
 
-// buildSearchKeys writes the text records and filter keys of the member's
-// items that have none (items saved before the index existed), in batches,
-// and then the ready marker.
-func (s *Store) buildSearchKeys(memberID string) error {
+// buildSearchKeys writes the filter keys of the member's items and queues
+// them for the indexer (items saved before the index existed), in
+// batches; false when the member has no item.
+func (s *Store) buildSearchKeys(memberID string) (items bool, _ error) {
 	prefix := itemKey(memberID, "")
 	var after []byte
 	batch := 200 // halved while Badger finds the transaction too big
 	for {
 		if s.textIndexStopping() {
-			return errTextIndexStopped
+			return false, errTextIndexStopped
 		}
 		var last []byte
 		err := s.Update(func(tx *Tx) error {
@@ -642,31 +790,25 @@ func (s *Store) buildSearchKeys(memberID string) error {
 					}
 					return err
 				}
-				if err := tx.putFilterKeys(nil, &it); err != nil {
+				// Not counted: recountFilters counts every item after.
+				if err := tx.writeFilterKeys(nil, &it); err != nil {
 					return err
 				}
-				if has, err := tx.has(textKey(memberID, id)); err != nil {
+				if err := tx.setItemText(memberID, id, it.Title, it.Description, nil); err != nil {
 					return err
-				} else if !has {
-					if err := tx.setItemText(memberID, id, it.Title, it.Description, nil); err != nil {
-						return err
-					}
 				}
 			}
-			if last == nil && after != nil {
-				return tx.put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
-			}
-			return nil // a member without items needs nothing (see firstItemReady)
+			return nil
 		})
 		if errors.Is(err, kv.ErrTooBig) && batch > 1 {
 			batch /= 2
 			continue
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		if last == nil {
-			return nil
+			return after != nil, nil
 		}
 		after = last
 	}
@@ -794,28 +936,36 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 	postings := map[uint32][]uint32{}
 	var triSeen bitset
 	var distinct []uint32
-	var textBuf []byte
+	var text itemText
 	done := map[string]bool{}
 	taken := 0
 	for _, e := range entries {
 		if !done[e.id] {
-			rec, err := tx.get(textKey(memberID, e.id))
-			if err != nil && !errors.Is(err, ErrNotFound) {
+			var it SavedItem
+			exists := true
+			if err := tx.getItem(itemKey(memberID, e.id), &it); errors.Is(err, ErrNotFound) {
+				exists = false // deleted since
+			} else if err != nil {
 				return 0, err
 			}
 			// Each distinct trigram once: a bit per possible trigram (2
 			// MiB, reused), cleared after the item.
 			distinct = distinct[:0]
-			if rec != nil {
+			if exists {
+				if err := tx.readItemText(&text, &it, nil); err != nil {
+					return 0, err
+				}
 				if triSeen == nil {
 					triSeen = make(bitset, 1<<24/64)
 				}
-				textBuf = recordTrigrams(rec, textBuf, func(t uint32) {
-					if !triSeen.has(t) {
-						triSeen.set(t)
-						distinct = append(distinct, t)
+				for _, f := range text.fields() {
+					for i := 0; i+3 <= len(f); i++ {
+						if t := uint32(f[i])<<16 | uint32(f[i+1])<<8 | uint32(f[i+2]); !triSeen.has(t) {
+							triSeen.set(t)
+							distinct = append(distinct, t)
+						}
 					}
-				})
+				}
 				for _, t := range distinct {
 					triSeen[t>>6] = 0
 				}
@@ -824,17 +974,10 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 			if !wide && taken > 0 && len(postings)+len(distinct) > maxSegmentKeys {
 				break // the next transaction takes it
 			}
-			if err := tx.indexItem(memberID, e.id, rec != nil, wide, nextDoc); err != nil {
+			if err := tx.indexItem(memberID, e.id, exists, wide, nextDoc); err != nil {
 				return 0, err
 			}
-			if c := compressTextRecord(rec); c != nil {
-				// Written compressed once indexed: the save that wrote it
-				// does not wait for the compression.
-				if err := tx.put(textKey(memberID, e.id), c, 0); err != nil {
-					return 0, err
-				}
-			}
-			if rec != nil && !wide {
+			if exists && !wide {
 				for _, t := range distinct {
 					postings[t] = append(postings[t], nextDoc)
 				}
@@ -1333,11 +1476,6 @@ var candidateFloor = 100
 // match of the scan along the sort order (a var: tests lower it).
 var maxSourceItems = 10000
 
-// narrowSample is how many ids of an intersection a search checks against
-// the keys of larger filters to estimate how many it keeps (a var: tests
-// lower it).
-var narrowSample = 32
-
 // idSource is a filter with keys of its own, read as a cursor over the
 // ids of the items it selects (in any order, perhaps repeated): parts are
 // read one after the other, a few at a time, so that a search can read
@@ -1346,6 +1484,9 @@ var narrowSample = 32
 type idSource struct {
 	parts []idPart
 	has   func(id uint64) (bool, error)
+	// count is the number of ids the source has (from the filter
+	// counts, or read), -1 unknown.
+	count int
 
 	part int
 	it   kv.Cursor
@@ -1413,22 +1554,24 @@ func (src *idSource) close() {
 }
 
 // siteSource is the source of the items of the domains that contain
-// site, or nil for more than maxSiteDomains domains.
+// site (from the domains' counts, fc/d/), counted; for more than
+// maxSiteDomains domains it has no parts (it is only counted).
 func (tx *Tx) siteSource(memberID, site string) (*idSource, error) {
-	prefix := key("u", memberID, "gql", "sn", "")
+	prefix := filterCountKey(memberID, "d", "")
 	var domains []string
-	if err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
-		if d := string(k[len(prefix):]); strings.Contains(strings.ToLower(d), site) {
+	src := &idSource{}
+	if err := tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+		if d := string(k[len(prefix):]); strings.Contains(strings.ToLower(d), site) && len(v) == 8 {
 			domains = append(domains, d)
+			src.count += int(binary.BigEndian.Uint64(v))
 		}
-		return len(domains) <= maxSiteDomains, nil
+		return true, nil
 	}); err != nil {
 		return nil, err
 	}
 	if len(domains) > maxSiteDomains {
-		return nil, nil // a broad site: (".com"): the scan finds its items soon
+		return src, nil // a broad site: (".com"): the scan finds its items soon
 	}
-	src := &idSource{}
 	for _, d := range domains {
 		src.parts = append(src.parts, idPart{prefix: encString(siteItemsPrefix(memberID), d)})
 	}
@@ -1459,7 +1602,7 @@ func rangeSource(memberID string, statuses []string, field SortField, from, to *
 	if to != nil {
 		upper = encUint64(encTime(nil, *to), 0)
 	}
-	src := &idSource{}
+	src := &idSource{count: -1}
 	for _, st := range statuses {
 		prefix := itemIndexPrefix(memberID, st, field)
 		var start []byte
@@ -1524,7 +1667,9 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		items = float64(meta.nextDoc)
 		limit = min(maxCandidates, max(candidateFloor, int(math.Sqrt(float64(max(first, 1))*items/8))))
 	}
-	// Each filter that has keys is a source of ids.
+	// Each filter that has keys is a source of ids, with the number of
+	// items it selects: from the counts (fc/) once the index is built, or
+	// by reading its ids up to a bound (then unknown when more).
 	var srcs []*idSource
 	defer func() {
 		for _, src := range srcs {
@@ -1532,7 +1677,7 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		}
 	}()
 	for _, group := range m.labelsAll {
-		src := &idSource{has: func(id uint64) (bool, error) {
+		src := &idSource{count: -1, has: func(id uint64) (bool, error) {
 			s := strconv.FormatUint(id, 10)
 			for _, l := range group {
 				if ok, err := tx.has(labelItemKey(memberID, l, s)); err != nil || ok {
@@ -1541,8 +1686,18 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 			}
 			return false, nil
 		}}
+		if ready {
+			src.count = 0
+		}
 		for _, l := range group {
 			src.parts = append(src.parts, idPart{prefix: labelItemKey(memberID, l, ""), decimal: true})
+			if ready {
+				n, err := tx.filterCount(memberID, "l", l)
+				if err != nil {
+					return nil, false, err
+				}
+				src.count += n
+			}
 		}
 		srcs = append(srcs, src)
 	}
@@ -1557,96 +1712,86 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		if err != nil {
 			return nil, false, err
 		}
-		if src != nil {
-			srcs = append(srcs, src)
-		}
+		srcs = append(srcs, src)
 	}
 	if ready && f.Type != "" {
 		prefix := typeItemsPrefix(memberID, f.Type)
-		srcs = append(srcs, &idSource{parts: []idPart{{prefix: prefix}},
+		n, err := tx.filterCount(memberID, "t", typeCode(f.Type))
+		if err != nil {
+			return nil, false, err
+		}
+		srcs = append(srcs, &idSource{parts: []idPart{{prefix: prefix}}, count: n,
 			has: func(id uint64) (bool, error) { return tx.has(encUint64(prefix, id)) }})
 	}
 	if ready && f.HasHighlights != nil && *f.HasHighlights {
 		prefix := highlightedItemsPrefix(memberID)
-		srcs = append(srcs, &idSource{parts: []idPart{{prefix: prefix}},
+		n, err := tx.filterCount(memberID, "h", "")
+		if err != nil {
+			return nil, false, err
+		}
+		srcs = append(srcs, &idSource{parts: []idPart{{prefix: prefix}}, count: n,
 			has: func(id uint64) (bool, error) { return tx.has(encUint64(prefix, id)) }})
 	}
-	// The smallest source of at most limit ids (match checks the other
-	// filters on each).
-	var cand []uint64
+	// Sources without a count are read up to limit: a small one is as
+	// good as counted, a larger one is left to the match of each item.
 	for _, src := range srcs {
-		tx.readIDs(src, limit)
-		if src.done && len(src.ids) <= limit && (cand == nil || len(src.ids) < len(cand)) {
-			cand = sortedIDs(src.ids)
-			if len(cand) <= 50 {
-				break
+		if src.count < 0 {
+			if tx.readIDs(src, limit); src.done {
+				src.ids = sortedIDs(src.ids)
+				src.count = len(src.ids)
 			}
 		}
 	}
-	if cand == nil && len(srcs) > 0 {
-		// Every source is larger: read them side by side until the
-		// smallest ends (at most maxSourceItems ids), read the others
-		// to their end within maxSourceItems and intersect, then check
-		// the intersection against the keys of those larger still.
-		var inter []uint64
-		var winner *idSource
-		for upto := limit; winner == nil && upto < maxSourceItems; {
-			upto = min(upto+1024, maxSourceItems)
-			for _, src := range srcs {
-				tx.readIDs(src, upto)
-				if src.done && winner == nil {
-					winner, inter = src, sortedIDs(src.ids)
-				}
-			}
+	// The counted sources, ascending, the first that has keys to read
+	// first (one without, a broad site:, only counts).
+	var counted []*idSource
+	for _, src := range srcs {
+		if src.count >= 0 {
+			counted = append(counted, src)
 		}
-		var checks []*idSource
-		if winner != nil {
-			for _, src := range srcs {
-				if src == winner {
-					continue
-				}
-				tx.readIDs(src, maxSourceItems)
-				switch {
-				case src.done:
-					inter = intersectIDs(inter, sortedIDs(src.ids))
-				case !src.bad && src.has != nil:
-					checks = append(checks, src)
-				}
-				src.close()
+	}
+	slices.SortStableFunc(counted, func(a, b *idSource) int { return a.count - b.count })
+	if i := slices.IndexFunc(counted, func(src *idSource) bool { return src.parts != nil }); i > 0 {
+		base := counted[i]
+		counted = slices.Insert(slices.Delete(counted, i, i+1), 0, base)
+	} else if i < 0 {
+		counted = nil
+	}
+	// Free text the trigram index narrows to a few candidates first:
+	// filters need not be read then (the candidates' items are matched).
+	var text []string
+	textSmall := false
+	if m.needle != nil && (len(counted) == 0 || counted[0].count > 50) {
+		if text, textSmall, err = tx.textCandidates(memberID, m.needle, limit); err != nil {
+			return nil, false, err
+		}
+		if textSmall && (len(counted) == 0 || counted[0].count > limit) {
+			return text, true, nil
+		}
+	}
+	var cand []uint64
+	haveCand := false
+	switch plan := tx.planSearch(memberID, ready, counted, m, statuses, first, limit); plan.kind {
+	case planCandidates, planPrefilter:
+		base := counted[0]
+		if !base.done {
+			if tx.readIDs(base, maxSourceItems); !base.done || base.bad {
+				break // more than counted (a count behind): the walk
 			}
-			has := func(id uint64) (bool, error) {
-				for _, src := range checks {
-					if ok, err := src.has(id); err != nil || !ok {
-						return false, err
-					}
+			base.ids = sortedIDs(base.ids)
+		}
+		inter := slices.Clone(base.ids)
+		for i, src := range counted[1:] {
+			switch plan.narrow[i] {
+			case narrowRead:
+				if tx.readIDs(src, maxSourceItems); src.done && !src.bad {
+					src.ids = sortedIDs(src.ids)
+					inter = intersectIDs(inter, src.ids)
 				}
-				return true, nil
-			}
-			// Narrow the intersection by point lookups (one per id) when
-			// that costs less than the scan along the sort order would
-			// (per status, first × items / matches entries at an eighth
-			// of a point read, plus first items), the matches estimated
-			// from a sample of the intersection.
-			narrow := len(checks) > 0 && len(inter) > 0
-			if narrow && len(inter) > narrowSample {
-				hits := 0
-				for i := range narrowSample {
-					ok, err := has(inter[i*len(inter)/narrowSample])
-					if err != nil {
-						return nil, false, err
-					}
-					if ok {
-						hits++
-					}
-				}
-				est := max(float64(len(inter))*float64(hits)/float64(narrowSample), 1)
-				walk := min(items, float64(len(statuses)*max(first, 1))*items/est)
-				narrow = float64(len(inter)) < walk/8+float64(len(statuses)*max(first, 1))
-			}
-			if narrow {
+			case narrowProbe:
 				kept := inter[:0]
 				for _, id := range inter {
-					ok, err := has(id)
+					ok, err := src.has(id)
 					if err != nil {
 						return nil, false, err
 					}
@@ -1656,37 +1801,32 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 				}
 				inter = kept
 			}
-			if len(inter) <= limit {
-				cand = inter
-			} else {
-				// Too many to read one by one, few enough to skip the
-				// others along the sort order without reading them.
-				m.prefilter = make(map[uint64]struct{}, len(inter))
-				for _, id := range inter {
-					m.prefilter[id] = struct{}{}
-				}
-			}
+			src.close()
+		}
+		if len(inter) <= maxCandidates && (plan.kind == planCandidates || (len(inter) <= limit && forcePlan != planPrefilter)) {
+			cand, haveCand = inter, true
+			break
+		}
+		// Too many to read one by one, few enough to skip the others
+		// along the sort order without reading them.
+		m.prefilter = make(map[uint64]struct{}, len(inter))
+		for _, id := range inter {
+			m.prefilter[id] = struct{}{}
 		}
 	}
-	if m.needle != nil && (cand == nil || len(cand) > 50) {
-		t, small, err := tx.textCandidates(memberID, m.needle, limit)
-		if err != nil {
-			return nil, false, err
-		}
-		if small {
-			if cand == nil {
-				return t, true, nil
+	if textSmall && haveCand {
+		var both []string
+		for _, id := range text {
+			if _, found := slices.BinarySearch(cand, idBytes(id)); found {
+				both = append(both, id)
 			}
-			var both []string
-			for _, id := range t {
-				if _, found := slices.BinarySearch(cand, idBytes(id)); found {
-					both = append(both, id)
-				}
-			}
-			return both, true, nil
 		}
+		return both, true, nil
 	}
-	if cand == nil || len(cand) > limit {
+	if textSmall {
+		return text, true, nil
+	}
+	if !haveCand {
 		return nil, false, nil
 	}
 	ids = make([]string, len(cand))
@@ -1696,10 +1836,170 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 	return ids, true, nil
 }
 
+// The cost model of a search combining filters (microseconds, measured by
+// TestSearchCostsOnSeededStore on the 100,000-item search corpus; their
+// ratios matter, not their values): reading one id of a filter's keys,
+// one point lookup in a filter's keys, reading an item by id (candidates),
+// one entry of the walk along the sort order read and decoded, and one
+// passed over by its key (a prefilter).
+const (
+	costKey   = 0.3
+	costProbe = 1.3
+	costRead  = 8.0
+	costWalk  = 1.8
+	costSkip  = 1.2
+)
+
+type planKind int
+
+const (
+	planWalk       planKind = iota // the walk along the sort order, matching each item
+	planCandidates                 // read the ids of the smallest, narrow, read those items and sort
+	planPrefilter                  // read the ids of the smallest, narrow; the walk passes over the others by key
+)
+
+type narrowKind int
+
+const (
+	narrowNone  narrowKind = iota // checked by the match of each item read
+	narrowRead                    // its ids read and intersected
+	narrowProbe                   // each id looked up in its keys
+)
+
+// searchPlan is how a search combines its filters: counted (ascending)
+// narrowed one after the other, narrow[i] saying how for counted[i+1].
+type searchPlan struct {
+	kind   planKind
+	narrow []narrowKind
+}
+
+// tracePlan, when set, is told each plan's figures (the seeded store's
+// benchmark prints them).
+var tracePlan func(string)
+
+// forcePlan, when not planWalk, makes every search with counted filters
+// take that plan where it can (tests: each plan must give the same
+// answers).
+var forcePlan planKind
+
+// planSearch chooses the cheapest way to combine the counted filters
+// (ascending by count), by the cost model above: the items expected to
+// match are the statuses' items times each filter's share of all items
+// (as if independent), and the walk along the sort order reads each
+// status's entries until first+1 of them match.
+func (tx *Tx) planSearch(memberID string, ready bool, counted []*idSource, m *itemMatcher, statuses []string, first, limit int) searchPlan {
+	if len(counted) == 0 {
+		return searchPlan{kind: planWalk}
+	}
+	base := counted[0]
+	narrow := make([]narrowKind, len(counted)-1)
+	var perStatus []float64
+	all := 0.0
+	if ready {
+		for st, c := range statusCode {
+			n, err := tx.filterCount(memberID, "s", c)
+			if err != nil {
+				n = 0
+			}
+			all += float64(n)
+			if contains(statuses, st) {
+				perStatus = append(perStatus, float64(n))
+			}
+		}
+	}
+	if !ready || all == 0 || forcePlan != planWalk {
+		// Without counts: the smallest read one by one when small, else
+		// a prefilter when it can be one.
+		kind := forcePlan
+		if kind == planWalk {
+			kind = planCandidates
+			if base.count > limit {
+				kind = planPrefilter
+			}
+		}
+		if base.count > maxSourceItems {
+			return searchPlan{kind: planWalk}
+		}
+		for i, src := range counted[1:] {
+			if src.parts != nil {
+				narrow[i] = narrowRead
+			}
+			if src.has != nil && (src.count > maxSourceItems || src.parts == nil || (forcePlan != planWalk && i%2 == 1)) {
+				narrow[i] = narrowProbe
+			}
+		}
+		return searchPlan{kind: kind, narrow: narrow}
+	}
+	inStatuses := 0.0
+	for _, n := range perStatus {
+		inStatuses += n
+	}
+	share := 1.0
+	for _, src := range counted {
+		share *= min(float64(src.count)/all, 1)
+	}
+	expect := max(inStatuses*share, 0.5)
+	// The entries the walk reads, over the statuses: until first+1 match
+	// (a later status stops where the first+1 of those before end).
+	walked := min(inStatuses, float64(first+1)*inStatuses/expect)
+	costWalkPlan := walked * costWalk
+	if base.count > maxSourceItems {
+		return searchPlan{kind: planWalk}
+	}
+	// A prefilter of the smallest's ids (narrowing it saves little of
+	// the walk).
+	costPrefilter := float64(base.count)*costKey + walked*(costSkip+costWalk*float64(base.count)/all)
+	// Candidates: the smallest's ids, each other filter read or probed
+	// (the cheaper) while it narrows, then the items read.
+	c := float64(base.count)
+	costCand := c * costKey
+	for i, src := range counted[1:] {
+		read, probe := math.Inf(1), math.Inf(1)
+		if src.count <= maxSourceItems && src.parts != nil {
+			read = float64(src.count) * costKey
+		}
+		if src.has != nil {
+			probe = c * costProbe
+		}
+		if math.IsInf(min(read, probe), 1) {
+			continue
+		}
+		// Worth it when it saves more item reads than it costs.
+		after := c * min(float64(src.count)/all, 1)
+		if (c-after)*costRead < min(read, probe) {
+			continue
+		}
+		if read <= probe {
+			narrow[i] = narrowRead
+			costCand += read
+		} else {
+			narrow[i] = narrowProbe
+			costCand += probe
+		}
+		c = after
+	}
+	costCand += c * costRead
+	if tracePlan != nil {
+		counts := make([]int, len(counted))
+		for i, src := range counted {
+			counts[i] = src.count
+		}
+		tracePlan(fmt.Sprintf("counts %v expect %.0f walked %.0f: walk %.0f µs, prefilter %.0f µs, candidates %.0f µs (%v, %.0f)",
+			counts, expect, walked, costWalkPlan, costPrefilter, costCand, narrow, c))
+	}
+	switch {
+	case costCand <= costPrefilter && costCand <= costWalkPlan && c <= maxCandidates:
+		return searchPlan{kind: planCandidates, narrow: narrow}
+	case costPrefilter < costWalkPlan:
+		return searchPlan{kind: planPrefilter, narrow: make([]narrowKind, len(narrow))}
+	}
+	return searchPlan{kind: planWalk}
+}
+
 // SearchIndexSize sums the bytes (keys and values, before Badger's
-// compression) of a member's search keys: the folded texts (tt), the
-// trigram index (tg, td, tn, tm, tp, tq) and the filter keys (sd, sn, ty,
-// hh).
+// compression) of a member's search keys: the folded texts of older
+// stores (tt), the trigram index (tg, td, tn, tm, tp, tq) and the filter
+// keys and counts (sd, sn, ty, hh, fc).
 func (s *Store) SearchIndexSize(memberID string) (texts, trigrams, filters int64, err error) {
 	err = s.View(func(tx *Tx) error {
 		texts, trigrams, filters = 0, 0, 0
@@ -1707,7 +2007,7 @@ func (s *Store) SearchIndexSize(memberID string) (texts, trigrams, filters int64
 			name string
 			n    *int64
 		}{{"tt", &texts}, {"tg", &trigrams}, {"td", &trigrams}, {"tn", &trigrams}, {"tm", &trigrams}, {"tp", &trigrams},
-			{"tq", &trigrams}, {"tw", &trigrams}, {"sd", &filters}, {"sn", &filters}, {"ty", &filters}, {"hh", &filters}} {
+			{"tq", &trigrams}, {"tw", &trigrams}, {"sd", &filters}, {"sn", &filters}, {"ty", &filters}, {"hh", &filters}, {"fc", &filters}} {
 			prefix := key("u", memberID, "gql", p.name)
 			if err := tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 				if len(k) == len(prefix) || k[len(prefix)] == '/' { // not another name with this prefix

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -178,11 +179,19 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 				candidateFloor = 1
 			}
 			if seed%3 == 0 {
-				// Filters over the id cap: the intersection of the others
-				// narrowed by point lookups in their keys, or (with a
-				// sample too small to tell) left to the scan.
-				defer func(n, s int) { maxSourceItems, narrowSample = n, s }(maxSourceItems, narrowSample)
-				maxSourceItems, narrowSample = 6+int(seed), 1+int(seed%2)
+				// Filters over the id cap: narrowed by point lookups in
+				// their keys, or left to the match of each item.
+				defer func(n int) { maxSourceItems = n }(maxSourceItems)
+				maxSourceItems = 6 + int(seed)
+			}
+			switch seed % 4 {
+			case 1, 3:
+				// Every combination of filters by candidates (read one
+				// by one), or by a prefilter of the walk, whatever the
+				// cost model would choose; narrowed by reading and by
+				// point lookups in turn.
+				defer func(p planKind) { forcePlan = p }(forcePlan)
+				forcePlan = []planKind{planCandidates, planPrefilter}[seed%4/2]
 			}
 			r := rand.New(rand.NewSource(seed))
 			st := openTestStore(t)
@@ -316,20 +325,13 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			st.text.notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			check(4)
-			// The indexer has compressed the long texts it took.
-			compressed := 0
+			// The index keeps no copy of the texts.
 			if err := st.View(func(tx *Tx) error {
-				return tx.scan(key("u", m.ID, "gql", "tt", ""), nil, false, false, func(_, v []byte) (bool, error) {
-					if v[0] == textRecordV2 {
-						compressed++
-					}
-					return true, nil
+				return tx.scan(textKey(m.ID, ""), nil, false, true, func(k, _ []byte) (bool, error) {
+					return false, fmt.Errorf("a text record %q", k)
 				})
 			}); err != nil {
 				t.Fatal(err)
-			}
-			if compressed == 0 {
-				t.Error("no text record compressed by the indexer")
 			}
 			// Changes: new texts, new titles, statuses, highlights, deletions.
 			var ids []string
@@ -385,6 +387,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			st.text.notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			check(3)
+			checkFilterCounts(t, st, m.ID)
 		})
 	}
 }
@@ -428,6 +431,10 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 		if err := tx.delete(textMetaKey(m.ID)); err != nil {
 			return err
 		}
+		// A folded copy of a text, as versions before 4 kept.
+		if err := tx.put(textKey(m.ID, ids[5]), []byte("\x01\x02t5\x00\x04item"), 0); err != nil {
+			return err
+		}
 		return tx.delete(textReadyKey(m.ID))
 	})
 	if err != nil {
@@ -450,6 +457,15 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 	}
 	defer st.Close()
 	waitIndexed(t, st, m.ID)
+	checkFilterCounts(t, st, m.ID)
+	if err := st.View(func(tx *Tx) error {
+		if ok, err := tx.has(textKey(m.ID, ids[5])); err != nil || ok {
+			return fmt.Errorf("the old text record is still there (%v)", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	var candidates []string
 	err = st.View(func(tx *Tx) error {
 		var ok bool
@@ -506,6 +522,9 @@ func TestSearchBudget(t *testing.T) {
 					return err
 				}
 				txt := "plain words"
+				if err := tx.putJSON(contentKey(m.ID, it.ID), ItemContent{Text: txt}, 0); err != nil {
+					return err
+				}
 				if err := tx.setItemText(m.ID, it.ID, it.Title, "", &txt); err != nil {
 					return err
 				}
@@ -864,67 +883,42 @@ func TestSearchIndexBuildOfLongTexts(t *testing.T) {
 	}
 }
 
-// TestTextRecordVersions: a text record of an older store (v1, the text
-// uncompressed) and one written now (v2 from minCompressedText bytes, the
-// text compressed) give the same fields and matches; a damaged compressed
-// text matches nothing rather than failing or panicking.
-func TestTextRecordVersions(t *testing.T) {
-	title, desc := "Über Straße", "ΣΊΣΥΦΟΣ"
-	text := strings.Repeat("The Kelvin sign K and ÉCOLE, again and again. ", 40)
-	v1 := appendTextRecord(nil, title, desc, text)
-	if v1[0] != textRecordV1 {
-		t.Fatalf("as saved: record version %d, want %d", v1[0], textRecordV1)
-	}
-	v2 := compressTextRecord(v1)
-	if v2 == nil || v2[0] != textRecordV2 {
-		t.Fatalf("a %d-byte text, compressed: %v", len(text), v2)
-	}
-	if len(v2) >= len(text) {
-		t.Fatalf("compressed record of %d bytes for %d bytes of text", len(v2), len(text))
-	}
-	if compressTextRecord(v2) != nil {
-		t.Fatal("a v2 record compressed again")
-	}
-	f1, _, ok1 := textRecordFields(v1, nil)
-	f2, _, ok2 := textRecordFields(v2, nil)
-	if !ok1 || !ok2 {
-		t.Fatalf("fields: v1 ok %v, v2 ok %v", ok1, ok2)
-	}
-	for i := range f1 {
-		if !bytes.Equal(f1[i], f2[i]) {
-			t.Fatalf("field %d: v1 %q, v2 %q", i, f1[i], f2[i])
+// TestContentTextFolded: the text of a content record read by
+// appendContentTextFolded is the folded text encoding/json decodes, for
+// texts with every kind of escape (quotes, backslashes, control
+// characters, HTML's <>&, U+2028, characters outside the BMP as surrogate
+// pairs, invalid UTF-8), and for records of another form.
+func TestContentTextFolded(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	parts := []string{"a", "Bread", "\"", "\\", "\n", "\t", "\x00", "\x1f", "<p class=\"x\">", "&amp;", "\u2028", "😀", "ΣΟΦΙΑ",
+		"\u212Aelvin", "\xff", "\xc3", "/", "\\u0041", "ſ", " "}
+	for n := 0; n < 2000; n++ {
+		var text, html strings.Builder
+		for range r.Intn(30) {
+			text.WriteString(parts[r.Intn(len(parts))])
+			html.WriteString(parts[r.Intn(len(parts))])
+		}
+		rec, err := json.Marshal(ItemContent{HTML: html.String(), Text: text.String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c ItemContent
+		if err := json.Unmarshal(rec, &c); err != nil {
+			t.Fatal(err)
+		}
+		want := appendFold(nil, c.Text)
+		got, err := appendContentTextFolded([]byte("x"), rec)
+		if err != nil || !bytes.Equal(got, append([]byte("x"), want...)) {
+			t.Fatalf("%s:\n got %q (%v)\nwant %q", rec, got, err, want)
 		}
 	}
-	for _, q := range []string{"über", "σίσυφος", "kelvin sign k", "école, again", "again and again. the", "absent"} {
-		want := q != "absent"
-		for _, rec := range [][]byte{v1, v2} {
-			if got := textRecordContains(rec, appendFold(nil, q)); got != want {
-				t.Errorf("record v%d contains %q: %v, want %v", rec[0], q, got, want)
-			}
+	for _, rec := range []string{`{"text":"Abc","html":"<p>"}`, `{"html":"x", "text":"Abc"}`, `{"text":"Abc"}`} {
+		if got, err := appendContentTextFolded(nil, []byte(rec)); err != nil || string(got) != "abc" {
+			t.Errorf("%s: %q (%v), want \"abc\"", rec, got, err)
 		}
 	}
-	short := appendTextRecord(nil, "a", "b", "short text")
-	if compressTextRecord(short) != nil || !textRecordContains(short, []byte("rt te")) {
-		t.Error("a short text: compressed, or not found")
-	}
-	// Cut short, and with a compressed text that claims more than
-	// maxTextRecordBytes.
-	claim := binary.AppendUvarint(nil, uint64(maxTextRecordBytes+1))
-	claim = append(claim, 0, 0, 0)
-	huge := []byte{textRecordV2}
-	for _, f := range f2[:2] {
-		huge = binary.AppendUvarint(huge, uint64(len(f)))
-		huge = append(huge, f...)
-	}
-	huge = binary.AppendUvarint(huge, uint64(len(claim)))
-	huge = append(huge, claim...)
-	for _, bad := range [][]byte{v2[:len(v2)-5], huge} {
-		if textRecordContains(bad, []byte("again")) {
-			t.Error("a damaged record matches")
-		}
-		if _, _, ok := textRecordFields(bad, nil); ok {
-			t.Error("a damaged record has fields")
-		}
+	if _, err := appendContentTextFolded(nil, []byte(`{"html":"x","text":"unterminated`)); err == nil {
+		t.Error("a damaged record read without error")
 	}
 }
 

@@ -51,6 +51,9 @@ type Tx struct {
 	// textMembers lists the members whose items' text this transaction
 	// changed (setItemText), for the search indexer.
 	textMembers []string
+	// filterDeltas holds the changes to the search filter counts, written
+	// at the commit (flushFilterCounts).
+	filterDeltas map[string]int64
 }
 
 // View runs fn in a read-only transaction.
@@ -158,7 +161,10 @@ func (s *Store) update(opts kv.TxOptions, fn func(tx *Tx) error) error {
 	tx := &Tx{}
 	err := s.engineErr(s.eng.Update(context.Background(), opts, func(w kv.Writer) error {
 		*tx = Tx{r: w, w: w, cachedWritten: tx.cachedWritten}
-		return fn(tx)
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.flushFilterCounts()
 	}))
 	if err == nil {
 		for _, m := range tx.textMembers {

@@ -58,9 +58,15 @@ func seed(args []string) error {
 	realistic := fs.Bool("corpus", false, "seed the search corpus (corpus.go)")
 	seedN := fs.Int64("seed", 1, "corpus seed")
 	export := fs.String("csv", "", "with -corpus: write the items as CSV to this file")
+	dsn := fs.String("postgres", "", "seed the store in this PostgreSQL database instead of Badger in -dir")
+	prefix := fs.String("prefix", "", "with -postgres: the table prefix (storage postgres { prefix })")
 	fs.Parse(args)
 	off := false
-	st, err := storage.Open(*dir, storage.Options{SyncWrites: &off, GCInterval: -1})
+	opts := storage.Options{SyncWrites: &off, GCInterval: -1}
+	if *dsn != "" {
+		opts.Postgres = &storage.PostgresOptions{DSN: *dsn, Prefix: *prefix}
+	}
+	st, err := storage.Open(*dir, opts)
 	if err != nil {
 		return err
 	}

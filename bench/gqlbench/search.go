@@ -39,6 +39,41 @@ func searchQueries(info corpusInfo) [][2]string {
 	}
 }
 
+// pairQueries is every pair of filters of two kinds among label:, site:,
+// in:, type:, has:highlights and saved:, each at its extreme
+// selectivities on the corpus (issue 15: "combinations of two of them ≤ 10
+// ms whatever their selectivity").
+func pairQueries(info corpusInfo) [][2]string {
+	kinds := [][]string{
+		{"label:topic-00", "label:topic-01", "label:rare-label"},
+		{"site:.com", "site:rare-domain.org"},
+		{"in:inbox", "in:archive", "in:trash"},
+		{"type:newsletter", "type:article"},
+		{"has:highlights"},
+		{"saved:2000-01-01..2100-01-01", "saved:" + info.SavedRange},
+	}
+	name := func(q string) string {
+		if q == "saved:"+info.SavedRange {
+			return "saved:(10 items)"
+		}
+		if q == "saved:2000-01-01..2100-01-01" {
+			return "saved:(all)"
+		}
+		return q
+	}
+	var out [][2]string
+	for i, a := range kinds {
+		for _, b := range kinds[i+1:] {
+			for _, x := range a {
+				for _, y := range b {
+					out = append(out, [2]string{name(x) + " " + name(y), x + " " + y})
+				}
+			}
+		}
+	}
+	return out
+}
+
 const searchOp = `query Entries($query: GetEntriesInput!) { entries(query: $query) { edges { cursor node { __typename id createdAt ... on SavedItem { title originalUrl wordCount status readingProgress updatedAt labels { id name } } } } pageInfo { hasNextPage endCursor } } }`
 
 func searchBench(args []string) error {
@@ -47,6 +82,7 @@ func searchBench(args []string) error {
 	token := fs.String("token", "", "API token")
 	infoPath := fs.String("info", "", "the corpus info file written by seed -corpus")
 	n := fs.Int("n", 21, "runs of each query")
+	pairs := fs.Bool("pairs", false, "also every pair of two filters (pairQueries)")
 	fs.Parse(args)
 	var info corpusInfo
 	b, err := os.ReadFile(*infoPath)
@@ -95,8 +131,14 @@ func searchBench(args []string) error {
 		}
 		return d, len(r.Data.Entries.Edges), r.Data.Entries.PageInfo.HasNextPage, msg, nil
 	}
-	fmt.Printf("%-34s %10s %6s %s\n", "query", "median ms", "edges", "more")
-	for _, q := range searchQueries(info) {
+	fmt.Printf("%-44s %10s %6s %s\n", "query", "median ms", "edges", "more")
+	queries := searchQueries(info)
+	if *pairs {
+		queries = append(queries, pairQueries(info)...)
+	}
+	var worst time.Duration
+	defer func() { fmt.Printf("worst median %.2f ms\n", float64(worst.Microseconds())/1000) }()
+	for _, q := range queries {
 		var ds []time.Duration
 		var edges int
 		var more bool
@@ -117,11 +159,12 @@ func searchBench(args []string) error {
 		}
 		sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
 		med := ds[len(ds)/2]
+		worst = max(worst, med)
 		extra := ""
 		if msg != "" {
 			extra = " error: " + msg
 		}
-		fmt.Printf("%-34s %10.2f %6d %v%s\n", q[0], float64(med.Microseconds())/1000, edges, more, extra)
+		fmt.Printf("%-44s %10.2f %6d %v%s\n", q[0], float64(med.Microseconds())/1000, edges, more, extra)
 	}
 	return nil
 }

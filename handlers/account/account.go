@@ -137,10 +137,10 @@ type Pages struct {
 	store *storage.Store
 	opts  Options
 
-	byUsername *ratelimit.Limiter
-	byIP       *ratelimit.Limiter
-	signUps    *ratelimit.Limiter
-	changes    *ratelimit.Limiter
+	byUsername ratelimit.Counter // fails closed: guesses
+	byIP       ratelimit.Counter // fails closed: guesses
+	signUps    ratelimit.Counter
+	changes    ratelimit.Counter
 	cop        *http.CrossOriginProtection
 
 	mu       sync.RWMutex
@@ -154,10 +154,10 @@ func New(store *storage.Store, opts Options) *Pages {
 	p := &Pages{
 		store:      store,
 		opts:       opts,
-		byUsername: opts.RateLimits.Limiter("account.failures.username", opts.FailuresPerUsername, opts.FailureWindow),
-		byIP:       opts.RateLimits.Limiter("account.failures.ip", opts.FailuresPerIP, opts.FailureWindow),
-		signUps:    opts.RateLimits.Limiter("account.signups", opts.SignUpsPerIP, opts.SignUpWindow),
-		changes:    opts.RateLimits.Limiter("account.changes", AccountChangesPerMember, AccountChangesWindow),
+		byUsername: opts.RateLimits.Counter(ratelimit.Limit{Name: "account.failures.username", N: opts.FailuresPerUsername, Window: opts.FailureWindow, Policy: ratelimit.FailClosed}),
+		byIP:       opts.RateLimits.Counter(ratelimit.Limit{Name: "account.failures.ip", N: opts.FailuresPerIP, Window: opts.FailureWindow, Policy: ratelimit.FailClosed}),
+		signUps:    opts.RateLimits.Counter(ratelimit.Limit{Name: "account.signups", N: opts.SignUpsPerIP, Window: opts.SignUpWindow}),
+		changes:    opts.RateLimits.Counter(ratelimit.Limit{Name: "account.changes", N: AccountChangesPerMember, Window: AccountChangesWindow}),
 		cop:        http.NewCrossOriginProtection(),
 	}
 	for _, o := range opts.TrustedOrigins {

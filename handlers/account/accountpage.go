@@ -106,7 +106,7 @@ func (p *Pages) serveAccount(w http.ResponseWriter, r *http.Request, m *storage.
 	if !p.allowed(w, r, http.MethodPost) || !p.ParseForm(w, r) {
 		return
 	}
-	if res := p.changes.Allow("member:" + m.ID); !res.Allowed {
+	if res := p.changes.Allow(r.Context(), "member:"+m.ID); !res.Allowed {
 		metrics.RateLimited(metrics.LimitAccountChanges)
 		secs := ratelimit.RetryAfterSeconds(res.RetryAfter)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))

@@ -1,6 +1,7 @@
 package account
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -171,7 +172,7 @@ func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, username, passwor
 		p.opts.Logger.Info("sign-in password accepted; code needed", zap.String("username", m.Username))
 		return m, ErrSecondFactorRequired
 	}
-	p.resetFailures(username)
+	p.resetFailures(r.Context(), username)
 	if err := p.startSession(w, r, m); err != nil {
 		p.opts.Logger.Error("start session", zap.Error(err))
 		return nil, err
@@ -208,15 +209,25 @@ func (p *Pages) checkPassword(r *http.Request, username, password string) (*stor
 func (p *Pages) underFailureLimits(r *http.Request, username string, check func() error, isFailure func(error) bool) error {
 	// The attempt is counted as a failure before the check (concurrent
 	// attempts must not all pass it) and given back when it was not one.
+	ctx := r.Context()
 	ip := "ip:" + p.opts.ClientIP(r)
 	user := "user:" + strings.ToLower(username)
-	byIP, byUser := p.byIP.Allow(ip), p.byUsername.Allow(user)
+	byIP, byUser := p.byIP.Allow(ctx, ip), p.byUsername.Allow(ctx, user)
 	notAFailure := func() {
 		if byIP.Allowed {
-			p.byIP.Undo(ip)
+			p.byIP.Undo(ctx, ip)
 		}
 		if byUser.Allowed {
-			p.byUsername.Undo(user)
+			p.byUsername.Undo(ctx, user)
+		}
+	}
+	// Not counted (a shared store that did not answer) and refused: the
+	// limits fail closed (ratelimit.FailClosed), so the attempt is answered
+	// 503 as a store failure, and no guess is checked.
+	for _, res := range []ratelimit.Result{byIP, byUser} {
+		if !res.Allowed && res.Err != nil {
+			notAFailure()
+			return res.Err
 		}
 	}
 	if wait, limited := limitedFor(byIP, byUser); limited {
@@ -232,8 +243,8 @@ func (p *Pages) underFailureLimits(r *http.Request, username string, check func(
 }
 
 // resetFailures forgets username's failed attempts after a complete sign-in.
-func (p *Pages) resetFailures(username string) {
-	p.byUsername.Reset("user:" + strings.ToLower(username))
+func (p *Pages) resetFailures(ctx context.Context, username string) {
+	p.byUsername.Reset(ctx, "user:"+strings.ToLower(username))
 }
 
 func (p *Pages) renderSignIn(w http.ResponseWriter, r *http.Request, status int, d signInData) {
@@ -370,13 +381,13 @@ func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request, username, display
 	}
 	// Reserved before the account is created, given back if it is not.
 	ip := "ip:" + p.opts.ClientIP(r)
-	if wait, limited := limitedFor(p.signUps.Allow(ip)); limited {
+	if wait, limited := limitedFor(p.signUps.Allow(r.Context(), ip)); limited {
 		metrics.RateLimited(metrics.LimitSignUp)
 		return nil, &SignInLimitedError{Wait: wait}
 	}
 	m, err := p.store.CreateMember(username, displayName, password)
 	if err != nil {
-		p.signUps.Undo(ip)
+		p.signUps.Undo(r.Context(), ip)
 		if !errors.Is(err, storage.ErrConflict) && !storage.IsInvalid(err) {
 			p.opts.Logger.Error("sign-up", zap.Error(err))
 		}

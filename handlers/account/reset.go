@@ -110,7 +110,7 @@ func (p *Pages) serveReset(w http.ResponseWriter, r *http.Request) {
 	default:
 		m = used
 	}
-	p.resetFailures(m.Username)
+	p.resetFailures(r.Context(), m.Username)
 	p.opts.Logger.Info("member set a new password with a reset link", zap.String("username", m.Username), zap.Bool("two_factor_turned_off", link.DisableTwoFactor), zap.Bool("access_revoked", link.RevokeAccess))
 	// Every session ended, this browser's too.
 	http.SetCookie(w, p.cookie(r, "", -1))

@@ -120,7 +120,7 @@ func (p *Pages) serveTwoFactor(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, p.challengeCookie(r, "", -1))
-	p.resetFailures(m.Username)
+	p.resetFailures(r.Context(), m.Username)
 	if err := p.startSession(w, r, m); err != nil {
 		p.opts.Logger.Error("start session", zap.Error(err))
 		p.renderStoreFailure(w, r, err, "Signing in failed. Try again in a moment.")

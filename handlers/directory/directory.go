@@ -248,7 +248,7 @@ type Directory struct {
 	maintainers map[string]bool
 	fetcher     *safefetch.Fetcher
 
-	regLimitIP, regLimitPK, evLimitIP, evLimitPK *ratelimit.Limiter
+	regLimitIP, regLimitPK, evLimitIP, evLimitPK ratelimit.Counter
 
 	doc       atomic.Pointer[document]
 	buildMu   sync.Mutex
@@ -333,10 +333,10 @@ func Prepare(store *storage.Store, opts Options) (*Directory, error) {
 		rules:       newActivityRules(opts),
 		maintainers: map[string]bool{},
 		fetcher:     opts.Fetcher,
-		regLimitIP:  opts.RateLimits.Limiter("directory.register.ip", opts.RegisterLimitIP.N, opts.RegisterLimitIP.Window).WithClock(opts.Now),
-		regLimitPK:  opts.RateLimits.Limiter("directory.register.pubkey", opts.RegisterLimitPubkey.N, opts.RegisterLimitPubkey.Window).WithClock(opts.Now),
-		evLimitIP:   opts.RateLimits.Limiter("directory.events.ip", opts.EventsLimitIP.N, opts.EventsLimitIP.Window).WithClock(opts.Now),
-		evLimitPK:   opts.RateLimits.Limiter("directory.events.pubkey", opts.EventsLimitPubkey.N, opts.EventsLimitPubkey.Window).WithClock(opts.Now),
+		regLimitIP:  opts.RateLimits.Counter(ratelimit.Limit{Name: "directory.register.ip", N: opts.RegisterLimitIP.N, Window: opts.RegisterLimitIP.Window, Now: opts.Now}),
+		regLimitPK:  opts.RateLimits.Counter(ratelimit.Limit{Name: "directory.register.pubkey", N: opts.RegisterLimitPubkey.N, Window: opts.RegisterLimitPubkey.Window, Now: opts.Now}),
+		evLimitIP:   opts.RateLimits.Counter(ratelimit.Limit{Name: "directory.events.ip", N: opts.EventsLimitIP.N, Window: opts.EventsLimitIP.Window, Now: opts.Now}),
+		evLimitPK:   opts.RateLimits.Counter(ratelimit.Limit{Name: "directory.events.pubkey", N: opts.EventsLimitPubkey.N, Window: opts.EventsLimitPubkey.Window, Now: opts.Now}),
 		dirty:       make(chan struct{}, 1),
 		authorsCh:   make(chan struct{}, 1),
 		pubKick:     make(chan struct{}, 1),

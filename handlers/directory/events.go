@@ -2,6 +2,7 @@ package directory
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,7 +71,7 @@ func (d *Directory) serveEvents(w http.ResponseWriter, r *http.Request) {
 		methodNotAllowed(w, "POST, OPTIONS")
 		return
 	}
-	if res := d.evLimitIP.Allow(d.opts.ClientIP(r)); !res.Allowed {
+	if res := d.evLimitIP.Allow(r.Context(), d.opts.ClientIP(r)); !res.Allowed {
 		rateLimited(w, res, metrics.LimitAgentEvents, "requests from this address")
 		return
 	}
@@ -144,7 +145,9 @@ func (d *Directory) ingestPosts(evts []*nostr.Event, res []OKResult, limit bool)
 			res[i].Message = errPostInFuture.Error()
 			continue
 		}
-		if limit && !d.evLimitPK.Allow(evt.PubKey).Allowed {
+		// The store's calls here take no context either; the per-pubkey
+		// limit fails open, like every limit on posts.
+		if limit && !d.evLimitPK.Allow(context.Background(), evt.PubKey).Allowed {
 			res[i].Message = msgPostLimited
 			continue
 		}

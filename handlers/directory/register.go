@@ -263,7 +263,7 @@ func (d *Directory) serveRegister(w http.ResponseWriter, r *http.Request) {
 		methodNotAllowed(w, "POST, OPTIONS")
 		return
 	}
-	if res := d.regLimitIP.Allow(d.opts.ClientIP(r)); !res.Allowed {
+	if res := d.regLimitIP.Allow(r.Context(), d.opts.ClientIP(r)); !res.Allowed {
 		rateLimited(w, res, metrics.LimitAgentRegistration, "registrations from this address")
 		return
 	}
@@ -313,7 +313,7 @@ func (d *Directory) Register(ctx context.Context, raw []byte) (Entry, bool, erro
 	} else if banned {
 		return Entry{}, false, refuse("blocked: this agent is banned from the directory")
 	}
-	if res := d.regLimitPK.Allow(pk); !res.Allowed {
+	if res := d.regLimitPK.Allow(ctx, pk); !res.Allowed {
 		secs := ratelimit.RetryAfterSeconds(res.RetryAfter)
 		return Entry{}, false, &refusal{status: http.StatusTooManyRequests, retryAfter: secs,
 			msg: fmt.Sprintf("rate-limited: too many registrations for this pubkey; retry in %d s", secs)}

@@ -190,10 +190,10 @@ type Server struct {
 	opts    Options
 	log     *zap.Logger
 	gql     *handler.Server
-	tokens  *ratelimit.Limiter // per token
-	members *ratelimit.Limiter // per member
-	inbound *ratelimit.Limiter // per client IP
-	docs    *documentChecker   // limits.go
+	tokens  ratelimit.Counter // per token
+	members ratelimit.Counter // per member
+	inbound ratelimit.Counter // per client IP
+	docs    *documentChecker  // limits.go
 
 	fetches      *fetchQueue // addArticleFromUrl's background fetches; set by Start
 	imports      *importer.Runner
@@ -220,13 +220,13 @@ func Prepare(store *storage.Store, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{store: store, opts: opts, log: opts.Logger, docs: newDocumentChecker(defaultDocumentLimits())}
 	if opts.TokenRateLimit > 0 {
-		s.tokens = opts.RateLimits.Limiter("graphql.token", opts.TokenRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
+		s.tokens = opts.RateLimits.Counter(ratelimit.Limit{Name: "graphql.token", N: opts.TokenRateLimit, Window: opts.RateLimitWindow, Now: opts.Now})
 	}
 	if opts.MemberRateLimit > 0 {
-		s.members = opts.RateLimits.Limiter("graphql.member", opts.MemberRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
+		s.members = opts.RateLimits.Counter(ratelimit.Limit{Name: "graphql.member", N: opts.MemberRateLimit, Window: opts.RateLimitWindow, Now: opts.Now})
 	}
 	if opts.InboundRateLimit > 0 {
-		s.inbound = opts.RateLimits.Limiter("graphql.inbound", opts.InboundRateLimit, opts.RateLimitWindow).WithClock(opts.Now)
+		s.inbound = opts.RateLimits.Counter(ratelimit.Limit{Name: "graphql.inbound", N: opts.InboundRateLimit, Window: opts.RateLimitWindow, Now: opts.Now})
 	}
 	s.gql = s.newGraphQLServer()
 	s.imports = newImportRunner(store, opts, s.kickFetches)
@@ -383,10 +383,10 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request, c *caller) bool {
 		if c != nil {
 			key = c.tokenKey
 		}
-		results = append(results, s.tokens.Allow(key))
+		results = append(results, s.tokens.Allow(r.Context(), key))
 	}
 	if s.members != nil && c != nil {
-		results = append(results, s.members.Allow(c.member.ID))
+		results = append(results, s.members.Allow(r.Context(), c.member.ID))
 	}
 	if len(results) == 0 {
 		return true

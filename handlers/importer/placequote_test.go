@@ -1,9 +1,12 @@
 package importer
 
 import (
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // Placing an export's quotes walks the item's content once per quote: an
@@ -64,5 +67,43 @@ func TestOmnivoreNoteOfManyParagraphsIsLinear(t *testing.T) {
 	small, large := allocated(20_000), allocated(80_000)
 	if large > 8*small {
 		t.Fatalf("omnivoreHighlights allocated %d bytes for 20,000 paragraphs and %d for 80,000: it grows faster than the file", small, large)
+	}
+}
+
+// A quote over several paragraphs (Omnivore's "first\n\nsecond") is no
+// element's text: it is placed as one segment per element it covers, with
+// offsets in that element's text and the piece as the segment's text, as
+// Inboxt's web app records a selection across elements; also where the
+// paragraphs have no white space between them.
+func TestQuoteOverSeveralParagraphsGetsASegmentEach(t *testing.T) {
+	r := &Runner{opts: RunnerOptions{Sanitize: func(s string) string { return s }, HTMLText: func(string) string { return "text" }}}
+	for _, tc := range []struct {
+		content, quote string
+		want           []storage.HighlightSegment
+	}{{
+		content: "<div><p>Bread needs <em>time</em>. Knead it well.</p>\n<p>Then let it rest overnight.</p></div>",
+		quote:   "Knead it well.\n\nThen let it rest",
+		want: []storage.HighlightSegment{{XPath: "/div[1]/p[1]", StartOffset: 18, EndOffset: 32, Text: "Knead it well."},
+			{XPath: "/div[1]/p[2]", StartOffset: 0, EndOffset: 16, Text: "Then let it rest"}},
+	}, {
+		content: "<p>one two</p><p>three <b>four</b> five</p><ul><li>six</li></ul>",
+		quote:   "two\n\nthree four five\n\nsix",
+		want: []storage.HighlightSegment{{XPath: "/p[1]", StartOffset: 4, EndOffset: 7, Text: "two"},
+			{XPath: "/p[2]", StartOffset: 0, EndOffset: 6, Text: "three "}, {XPath: "/p[2]/b[1]", StartOffset: 0, EndOffset: 4, Text: "four"},
+			{XPath: "/p[2]", StartOffset: 10, EndOffset: 15, Text: " five"}, {XPath: "/ul[1]/li[1]", StartOffset: 0, EndOffset: 3, Text: "six"}},
+	}} {
+		in := r.item(&Item{URL: "https://example.com/", HTML: tc.content, Highlights: []Highlight{{Quote: tc.quote, Note: "n"}}})
+		if got := in.Highlights[0].Segments; !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q in %s:\n got %+v\nwant %+v", tc.quote, tc.content, got, tc.want)
+		}
+	}
+	// Not there, or over more elements than a highlight may have segments:
+	// kept at the root with its text, as before.
+	many := strings.Repeat("<p>word</p>", storage.MaxSegments+1)
+	for content, quote := range map[string]string{"<p>one</p><p>two</p>": "one\n\nthree", many: strings.TrimSpace(strings.Repeat("word\n\n", storage.MaxSegments+1))} {
+		in := r.item(&Item{URL: "https://example.com/", HTML: content, Highlights: []Highlight{{Quote: quote}}})
+		if s := in.Highlights[0].Segments; len(s) != 1 || s[0].XPath != "/" || s[0].Text != quote {
+			t.Errorf("%q: %+v, want it at the root", quote, s)
+		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 	"golang.org/x/net/html"
@@ -420,7 +422,7 @@ func (r *Runner) item(it *Item) *storage.ImportItem {
 			if body == nil {
 				body = contentBody(in.HTML)
 			}
-			segs = []storage.HighlightSegment{placeQuote(body, h.Quote, &budget)}
+			segs = placeQuote(body, h.Quote, &budget)
 		}
 		in.Highlights = append(in.Highlights, storage.ImportHighlight{Segments: segs, Note: h.Note, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt})
 	}
@@ -433,15 +435,17 @@ func (r *Runner) item(it *Item) *storage.ImportItem {
 // costs bounded CPU.
 const placeBudget = 64 << 20
 
-// placeQuote locates quote in content as a highlight segment: the deepest
+// placeQuote locates quote in content as highlight segments: the deepest
 // element whose text holds it, by an XPath from the content's root
 // ("/div[1]/p[2]") and rune offsets in that element's text, as the
-// highlights clients make. A quote not found (the export's content differs
-// or is missing) is kept at the root ("/", offsets 0), with its text.
-func placeQuote(body *html.Node, quote string, budget *int) storage.HighlightSegment {
+// highlights clients make; a quote that runs over several elements, one
+// segment per element (placeAcross). A quote not found (the export's
+// content differs or is missing) is kept at the root ("/", offsets 0),
+// with its text.
+func placeQuote(body *html.Node, quote string, budget *int) []storage.HighlightSegment {
 	seg := storage.HighlightSegment{XPath: "/", Text: clipString(quote, storage.MaxSegmentText-1)}
 	if body == nil || quote == "" || *budget <= 0 {
-		return seg
+		return []storage.HighlightSegment{seg}
 	}
 	var best string
 	var bestStart int
@@ -468,10 +472,159 @@ func placeQuote(body *html.Node, quote string, budget *int) storage.HighlightSeg
 	}
 	walk(body, "")
 	if best == "" {
-		return seg
+		if segs := placeAcross(body, quote, budget); segs != nil {
+			return segs
+		}
+		return []storage.HighlightSegment{seg}
 	}
 	seg.XPath, seg.StartOffset, seg.EndOffset = best, bestStart, bestStart+len([]rune(quote))
-	return seg
+	return []storage.HighlightSegment{seg}
+}
+
+// textRun is a text node of the content: its element's path (as
+// placeQuote's; "/" for the body's own text), where the node's text starts
+// in its element's text (runes), and the text; or, with brk, the boundary of
+// a block element (between paragraphs, list items...), which reads as
+// white space.
+type textRun struct {
+	path string
+	at   int
+	text string
+	brk  bool
+}
+
+// blockElements are the elements whose boundaries separate words.
+var blockElements = map[string]bool{
+	"address": true, "article": true, "aside": true, "blockquote": true, "br": true, "dd": true, "div": true,
+	"dl": true, "dt": true, "figcaption": true, "figure": true, "footer": true, "h1": true, "h2": true, "h3": true,
+	"h4": true, "h5": true, "h6": true, "header": true, "hr": true, "li": true, "main": true, "ol": true, "p": true,
+	"pre": true, "section": true, "table": true, "td": true, "th": true, "tr": true, "ul": true,
+}
+
+// placeAcross locates a quote no single element holds, one that runs over
+// several paragraphs: Omnivore writes a highlight of two paragraphs as
+// "first\n\nsecond" while the content has <p>first</p><p>second</p>. The
+// content's text is compared with each run of white space (block
+// boundaries included) taken as one space, and the quote becomes one
+// segment per text node it covers, at that node's element with offsets in
+// the element's text, as Inboxt's web app records a selection across
+// elements (one segment per text node: getSafeTextRanges and
+// wrapSafeRangeWithSpan in apps/web/src/utils/highlightsDOM.ts,
+// Inboxt/inboxt@45f4314). Nil when the quote is not there, or would take
+// more than storage.MaxSegments segments.
+func placeAcross(body *html.Node, quote string, budget *int) []storage.HighlightSegment {
+	var runs []textRun
+	var collect func(n *html.Node, path string) int
+	collect = func(n *html.Node, path string) int {
+		counts := map[string]int{}
+		at := 0
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			switch c.Type {
+			case html.TextNode:
+				runs = append(runs, textRun{path: path, at: at, text: c.Data})
+				at += utf8.RuneCountInString(c.Data)
+				*budget -= len(c.Data)
+			case html.ElementNode:
+				counts[c.Data]++
+				p := fmt.Sprintf("%s/%s[%d]", path, c.Data, counts[c.Data])
+				if blockElements[c.Data] {
+					runs = append(runs, textRun{brk: true})
+				}
+				at += collect(c, p)
+				if blockElements[c.Data] {
+					runs = append(runs, textRun{brk: true})
+				}
+			}
+		}
+		return at
+	}
+	collect(body, "")
+	q := collapseSpace([]textRun{{text: quote}}, nil)
+	if q == "" {
+		return nil
+	}
+	i := strings.Index(collapseSpace(runs, nil), q)
+	if i < 0 {
+		return nil
+	}
+	// Back from the collapsed text to the runs: the runes that wrote its
+	// bytes i and i+len(q)-1 (neither is a space: q is trimmed).
+	first, last := [2]int{-1, -1}, [2]int{-1, -1}
+	collapseSpace(runs, func(run, r, b int) {
+		if b == i {
+			first = [2]int{run, r}
+		}
+		if b == i+len(q)-1 {
+			last = [2]int{run, r + 1}
+		}
+	})
+	var segs []storage.HighlightSegment
+	for k := first[0]; k <= last[0] && k >= 0; k++ {
+		run := runs[k]
+		if run.brk {
+			continue
+		}
+		text := []rune(run.text)
+		from, to := 0, len(text)
+		if k == first[0] {
+			from = first[1]
+		}
+		if k == last[0] {
+			to = last[1]
+		}
+		piece := string(text[from:to])
+		if strings.TrimSpace(piece) == "" {
+			continue
+		}
+		path := run.path
+		if path == "" {
+			path = "/"
+		}
+		if n := len(segs); n > 0 && segs[n-1].XPath == path && segs[n-1].EndOffset == run.at+from {
+			segs[n-1].EndOffset = run.at + to
+			segs[n-1].Text = clipString(segs[n-1].Text+piece, storage.MaxSegmentText-1)
+			continue
+		}
+		if len(segs) == storage.MaxSegments {
+			return nil
+		}
+		segs = append(segs, storage.HighlightSegment{XPath: path, StartOffset: run.at + from, EndOffset: run.at + to,
+			Text: clipString(piece, storage.MaxSegmentText-1)})
+	}
+	return segs
+}
+
+// collapseSpace returns the text of runs with each stretch of white space
+// and block boundaries as one space, none at either end; at, when not nil,
+// is called for each rune written, with its run, its index in the run's
+// text and the first byte it wrote.
+func collapseSpace(runs []textRun, at func(run, r, b int)) string {
+	var b strings.Builder
+	pending := false // a space to write before the next rune (none at the start)
+	for k, run := range runs {
+		if run.brk {
+			pending = b.Len() > 0
+			continue
+		}
+		r := 0
+		for _, ch := range run.text {
+			if unicode.IsSpace(ch) {
+				pending = b.Len() > 0
+				r++
+				continue
+			}
+			if pending {
+				b.WriteByte(' ')
+				pending = false
+			}
+			if at != nil {
+				at(k, r, b.Len())
+			}
+			b.WriteRune(ch)
+			r++
+		}
+	}
+	return b.String()
 }
 
 // contentBody parses content and returns its body (nil for none).

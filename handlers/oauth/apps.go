@@ -258,7 +258,7 @@ func applicationOf(app *storage.OAuthApp) application {
 }
 
 func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
-	if res := s.registrations.Allow(s.opts.ClientIP(r)); !res.Allowed {
+	if res := s.registrations.Allow(r.Context(), s.opts.ClientIP(r)); !res.Allowed {
 		metrics.RateLimited(metrics.LimitOAuthRegistration)
 		tooMany(w, res)
 		return

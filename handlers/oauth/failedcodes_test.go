@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // wantCodeLimited checks the answer to a code whose member is over the
@@ -163,4 +165,37 @@ func TestReplaysOfOneCodeCountOnce(t *testing.T) {
 	// A third failure reaches the limit.
 	wantOAuthError(t, f.token(codeForm(app, code(), cb+"/other", "")), "invalid_grant")
 	wantCodeLimited(t, f.token(codeForm(app, code(), cb, "")))
+}
+
+// TestFailedCodeLimitFailsClosed: when the failed-exchange limit cannot be
+// counted (counted in a shared store that does not answer; here a second
+// store, closed, while the records' store works), a code is not exchanged:
+// the answer is 503 with Retry-After and no token — never a token issued
+// past a limit that could not be checked. The code is burnt, as after any
+// refused exchange, and the refusal is not counted as the member's failure.
+func TestFailedCodeLimitFailsClosed(t *testing.T) {
+	counts, err := storage.Open(t.TempDir(), storage.Options{GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := ratelimit.NewSharedRegistry(counts.Counters(), nil)
+	f := newFixture(t, func(o *oauth.Options) {
+		o.FailedCodeLimit, o.FailedCodeWindow, o.RateLimits = 4, time.Hour, reg
+	})
+	f.member("alice")
+	alice := f.browser()
+	alice.signIn("alice")
+	const cb = "https://app.example/cb"
+	app := f.register("Tooter", cb, "read")
+	c := &codeFixture{fixture: f, b: alice, app: app, cb: cb}
+	c.exchange(app, c.code("read", ""), cb, "") // counts work: a token
+
+	counts.Close()
+	code := c.code("read", "")
+	r := c.token(codeForm(app, code, cb, ""))
+	wantStatus(t, r, http.StatusServiceUnavailable)
+	if _, ok := r.json(t)["access_token"]; ok || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("exchange without the failure count: Retry-After %q, body %s", r.Header.Get("Retry-After"), r.body)
+	}
+	wantOAuthError(t, c.token(codeForm(app, code, cb, "")), "invalid_grant")
 }

@@ -156,9 +156,9 @@ func (o Options) withDefaults() Options {
 type Server struct {
 	store         *storage.Store
 	opts          Options
-	registrations *ratelimit.Limiter
-	tokens        *ratelimit.Limiter
-	failedCodes   *ratelimit.Limiter // keyed by member ID
+	registrations ratelimit.Counter
+	tokens        ratelimit.Counter
+	failedCodes   ratelimit.Counter // keyed by member ID; fails closed (code guesses)
 	log           *zap.Logger
 }
 
@@ -168,14 +168,15 @@ func New(store *storage.Store, opts Options) *Server {
 	s := &Server{
 		store:         store,
 		opts:          opts,
-		registrations: opts.RateLimits.Limiter("oauth.registrations", opts.RegistrationLimit, opts.RegistrationWindow),
+		registrations: opts.RateLimits.Counter(ratelimit.Limit{Name: "oauth.registrations", N: opts.RegistrationLimit, Window: opts.RegistrationWindow}),
 		log:           opts.Logger,
 	}
 	if opts.TokenLimit > 0 {
-		s.tokens = opts.RateLimits.Limiter("oauth.token", opts.TokenLimit, opts.TokenWindow)
+		s.tokens = opts.RateLimits.Counter(ratelimit.Limit{Name: "oauth.token", N: opts.TokenLimit, Window: opts.TokenWindow})
 	}
 	if opts.FailedCodeLimit > 0 {
-		s.failedCodes = opts.RateLimits.Limiter("oauth.failed_codes.member", opts.FailedCodeLimit, opts.FailedCodeWindow)
+		s.failedCodes = opts.RateLimits.Counter(ratelimit.Limit{Name: "oauth.failed_codes.member", N: opts.FailedCodeLimit, Window: opts.FailedCodeWindow,
+			Policy: ratelimit.FailClosed})
 	}
 	return s
 }

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -243,7 +244,7 @@ func (s *Server) limitTokens(w http.ResponseWriter, r *http.Request) bool {
 	if s.tokens == nil {
 		return true
 	}
-	if res := s.tokens.Allow(s.opts.ClientIP(r)); !res.Allowed {
+	if res := s.tokens.Allow(r.Context(), s.opts.ClientIP(r)); !res.Allowed {
 		metrics.RateLimited(metrics.LimitOAuthToken)
 		tooMany(w, res)
 		return false
@@ -278,7 +279,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	var secret string
 	var oerr *oauthErr
 	if grant == "authorization_code" {
-		tok, secret, oerr = s.exchangeCode(app, p)
+		tok, secret, oerr = s.exchangeCode(r.Context(), app, p)
 	} else {
 		tok, secret, oerr = s.clientCredentials(app, p)
 	}
@@ -304,7 +305,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 // against the member who granted it: past FailedCodeLimit in
 // FailedCodeWindow, that member's codes are refused with 429 (and burnt
 // too) until the window has moved on; see docs/security.md.
-func (s *Server) exchangeCode(app *storage.OAuthApp, p map[string]string) (*storage.OAuthAccessToken, string, *oauthErr) {
+func (s *Server) exchangeCode(ctx context.Context, app *storage.OAuthApp, p map[string]string) (*storage.OAuthAccessToken, string, *oauthErr) {
 	code, redirectURI, verifier := p["code"], p["redirect_uri"], p["code_verifier"]
 	if code == "" {
 		return nil, "", invalidRequest("Missing required parameter: code.")
@@ -316,9 +317,18 @@ func (s *Server) exchangeCode(app *storage.OAuthApp, p map[string]string) (*stor
 	// checks (so concurrent attempts stay within the limit); it is given
 	// back unless the exchange fails them.
 	reserved := ""
+	// uncounted: the shared count could not be made; the limit fails
+	// closed (503 as a store failure, the code burnt as after any refusal).
+	var uncounted error
 	tok, secret, err := s.store.ExchangeOAuthCode(code, func(c *storage.OAuthCode) error {
-		if s.failedCodes != nil {
-			res := s.failedCodes.Allow(c.MemberID)
+		// Counted once, also when the store runs the check again (a
+		// transaction retried after a conflict).
+		if s.failedCodes != nil && reserved == "" {
+			res := s.failedCodes.Allow(ctx, c.MemberID)
+			if !res.Allowed && res.Err != nil { // the limit fails closed
+				uncounted = res.Err
+				return res.Err
+			}
 			if !res.Allowed {
 				return errTooManyFailedCodes(res)
 			}
@@ -348,14 +358,14 @@ func (s *Server) exchangeCode(app *storage.OAuthApp, p map[string]string) (*stor
 	var refused *storage.CodeRefusal
 	failed := errors.As(err, &refused) && refused.First
 	var oe *oauthErr
-	if failed && errors.As(err, &oe) && oe.limited != nil {
+	if failed && (errors.As(err, &oe) && oe.limited != nil || uncounted != nil) {
 		failed = false // refused by the limit: not a failure of its own
 	}
 	switch {
 	case reserved != "" && !failed:
-		s.failedCodes.Undo(reserved)
+		s.failedCodes.Undo(ctx, reserved)
 	case reserved == "" && failed && s.failedCodes != nil:
-		s.failedCodes.Allow(refused.MemberID) // a code used before: check never ran
+		s.failedCodes.Allow(ctx, refused.MemberID) // a code used before: check never ran
 	}
 	switch {
 	case err == nil:
@@ -468,7 +478,7 @@ func (s *Server) bearer(w http.ResponseWriter, r *http.Request) (*storage.OAuthA
 		// of all of it): it counts against the client address's token
 		// limit, and past it the answer is 429.
 		if s.tokens != nil {
-			if res := s.tokens.Allow(s.opts.ClientIP(r)); !res.Allowed {
+			if res := s.tokens.Allow(r.Context(), s.opts.ClientIP(r)); !res.Allowed {
 				metrics.RateLimited(metrics.LimitOAuthToken)
 				tooMany(w, res)
 				return nil, nil, false

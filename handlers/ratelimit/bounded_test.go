@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"testing"
@@ -68,22 +69,24 @@ func TestIPv6CountedPerSlash64(t *testing.T) {
 // TestRegistryKeepsCountsAcrossRebuilds: a handler built again (Caddy
 // reload) with the same registry gets the same counts.
 func TestRegistryKeepsCountsAcrossRebuilds(t *testing.T) {
+	ctx := context.Background()
 	reg := ratelimit.NewRegistry()
-	first := reg.Limiter("oauth.token", 2, time.Minute)
-	first.Allow("203.0.113.9")
-	first.Allow("203.0.113.9")
-	second := reg.Limiter("oauth.token", 2, time.Minute)
-	if r := second.Allow("203.0.113.9"); r.Allowed {
+	token := ratelimit.Limit{Name: "oauth.token", N: 2, Window: time.Minute}
+	first := reg.Counter(token)
+	first.Allow(ctx, "203.0.113.9")
+	first.Allow(ctx, "203.0.113.9")
+	second := reg.Counter(token)
+	if r := second.Allow(ctx, "203.0.113.9"); r.Allowed || r.Err != nil {
 		t.Fatalf("counts lost when the limiter was asked for again: %+v", r)
 	}
-	if r := reg.Limiter("oauth.register", 2, time.Minute).Allow("203.0.113.9"); !r.Allowed {
+	if r := reg.Counter(ratelimit.Limit{Name: "oauth.register", N: 2, Window: time.Minute}).Allow(ctx, "203.0.113.9"); !r.Allowed {
 		t.Fatalf("another name shares counts: %+v", r)
 	}
-	if r := reg.Limiter("oauth.token", 5, time.Minute).Allow("203.0.113.9"); !r.Allowed {
+	if r := reg.Counter(ratelimit.Limit{Name: "oauth.token", N: 5, Window: time.Minute}).Allow(ctx, "203.0.113.9"); !r.Allowed {
 		t.Fatalf("a changed limit kept the old counts: %+v", r)
 	}
 	var none *ratelimit.Registry
-	if r := none.Limiter("x", 1, time.Minute).Allow("k"); !r.Allowed {
+	if r := none.Counter(ratelimit.Limit{Name: "x", N: 1, Window: time.Minute}).Allow(ctx, "k"); !r.Allowed {
 		t.Fatalf("nil registry: %+v", r)
 	}
 }

@@ -1,10 +1,13 @@
 // Package ratelimit is Hearth's one rate limiter: a fixed number of events
-// per key in a sliding window, kept in memory in a bounded structure. Every service uses it for its
-// own keys (client IP, username, token) and answers 429 with Retry-After in
-// its own error format.
+// per key in a sliding window, kept in memory in a bounded structure
+// (Limiter) or, when several nodes share one store, in the store (Shared:
+// the same arithmetic in one database round trip). Every service uses it
+// for its own keys (client IP, username, token) and answers 429 with
+// Retry-After in its own error format.
 package ratelimit
 
 import (
+	"context"
 	"hash/maphash"
 	"net/netip"
 	"strings"
@@ -22,18 +25,23 @@ const DefaultMaxKeys = 1 << 20
 // the same lock.
 const numShards = 64
 
-// Counter is what a service needs from a limiter. *Limiter keeps the counts
-// in this process; a store shared by several nodes can implement Counter
-// with the same sliding-window arithmetic (two counts and a window start per
-// key) so that limits hold across nodes.
+// Counter is what a service needs from a limit: Registry.Counter gives one,
+// counting in this process (*Limiter) or in the store shared by every node
+// (Shared). ctx bounds the round trip to a shared store.
 type Counter interface {
-	Allow(key string) Result
-	Peek(key string) Result
-	Undo(key string)
-	Reset(key string)
+	// Allow records one event for key if it is within the limit. When
+	// the count could not be made (the shared store did not answer),
+	// Result.Err is set and Allowed is the limit's Policy: allowed for
+	// FailOpen, refused for FailClosed (the service answers 503 then,
+	// not 429).
+	Allow(ctx context.Context, key string) Result
+	// Peek is Allow without recording.
+	Peek(ctx context.Context, key string) Result
+	// Undo gives back one event Allow recorded (see Limiter.Undo).
+	Undo(ctx context.Context, key string)
+	// Reset forgets key.
+	Reset(ctx context.Context, key string)
 }
-
-var _ Counter = (*Limiter)(nil)
 
 // Limiter allows at most Limit events per key in any Window. It is safe for
 // concurrent use. Every call costs O(1): the key's shard is locked and its
@@ -140,6 +148,9 @@ type Result struct {
 	Remaining  int
 	RetryAfter time.Duration // when not allowed: how long until an event would be allowed
 	Reset      time.Time     // when the current fixed window ends
+	// Err is why the event could not be counted (a Counter on a shared
+	// store that did not answer); Allowed is then the limit's Policy.
+	Err error
 }
 
 // Allow records one event for key if it is within the limit.

@@ -137,6 +137,7 @@ func ReadStream(r io.Reader, spoolDir string) (next func() (Record, error), clos
 	}
 	br := bufio.NewReaderSize(f, 1<<20)
 	var pending []*pb.KV
+	var last []byte // the key of the record read last
 	next = func() (Record, error) {
 		for {
 			for len(pending) == 0 {
@@ -159,6 +160,14 @@ func ReadStream(r io.Reader, spoolDir string) (next func() (Record, error), clos
 			}
 			kv := pending[0]
 			pending = pending[1:]
+			if last != nil && bytes.Equal(kv.Key, last) {
+				// An older version of the key before: Badger's backup
+				// stream lists every version of a key, newest first
+				// (badger/v4 backup.go KeyToList); the newest is the
+				// record.
+				continue
+			}
+			last = append(last[:0], kv.Key...)
 			if len(kv.Meta) > 0 && kv.Meta[0]&badgerBitDelete != 0 || kv.ExpiresAt != 0 && kv.ExpiresAt <= uint64(time.Now().Unix()) {
 				// A delete marker of Badger's DB.Backup (older storage
 				// backups carry them), or a record expired: not a record.

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
@@ -58,8 +59,12 @@ const (
 	DefaultIndexCacheSize   = 16 << 20
 	DefaultValueLogFileSize = 128 << 20
 	// ValueThreshold is the value size from which Badger keeps values in
-	// the value log (storage/durable.go's vlogThreshold).
-	ValueThreshold = 1 << 20
+	// the value log; the group commit (durable.go) relies on it. At 4 KiB,
+	// article content goes there, out of the compactions' way: the tables
+	// hold keys and small records and their builders' memory stays bounded
+	// (builders_test.go). A commit that wrote such a value takes the full
+	// sync (bench/README.md, "Import memory bounded by the store's options").
+	ValueThreshold = 4 << 10
 )
 
 // ErrLocked is returned by Open when another process holds the directory.
@@ -130,9 +135,17 @@ func Open(dir string, o Options) (*Engine, error) {
 		WithIndexCacheSize(o.IndexCacheSize).
 		WithValueLogFileSize(o.ValueLogFileSize).
 		WithNumCompactors(2).
+		// Table builders' memory set by these options, not by the store's
+		// size (docs/import.md "Speed and memory"): uncompressed tables
+		// of 1 MiB at every level (TableSizeMultiplier below), in blocks of
+		// 16 KiB that values under the 4 KiB threshold fill.
+		WithCompression(options.None).
+		WithBaseTableSize(1 << 20).
+		WithBlockSize(16 << 10).
 		WithSyncWrites(false).
 		WithValueThreshold(ValueThreshold).
 		WithMetricsEnabled(false)
+	bo.TableSizeMultiplier = 1
 	db, err := badger.Open(bo)
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") {

@@ -149,9 +149,9 @@ func TestBadgerFileLayout(t *testing.T) {
 		t.Fatalf("a value of ValueThreshold bytes is in %v, want one value log", got)
 	}
 
-	// Fill the memtable until the next log appears.
+	// Fill the memtable until the next log appears (values that stay in it).
 	last := mems[0]
-	val := make([]byte, 6<<10)
+	val := make([]byte, ValueThreshold-1)
 	for i := 0; ; i++ {
 		if i > 10_000 {
 			t.Fatalf("no memtable rotation after %d commits of %d bytes (logs %v)", i, len(val), memLogs(t, dir))
@@ -234,8 +234,8 @@ func TestSyncedCommitsUnderConcurrentWritesWithRotation(t *testing.T) {
 		}
 		return nil
 	}
-	const writers, each = 16, 200
-	big := bytes.Repeat([]byte("v"), 6<<10)
+	const writers, each = 16, 300
+	big := bytes.Repeat([]byte("v"), ValueThreshold-1) // in the memtable logs, filling them
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
 	for w := range writers {

@@ -1,0 +1,84 @@
+package graphql_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// Staged uploads live beside the store (<storage_dir>-imports), not in
+// it, so a backup holds an unfinished import's job but not its file. A
+// store restored elsewhere must not leave that import queued for ever:
+// the runner ends it as failed with the reason, which the member sees in
+// importJobs (and on the Import page), and the rest of the backup is
+// there.
+func TestImportRestoredWithoutItsStagedFileFailsWithAReason(t *testing.T) {
+	noSync := false
+	src, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	m, err := src.CreateMember("alice", "alice", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := src.SaveItem(m.ID, storage.NewItem{URL: "https://example.com/kept", Title: "kept", HTML: "<p>kept</p>", Text: "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	// An upload accepted (staged and checked) but not yet run when the
+	// backup was taken, as Runner.Start leaves it.
+	staged := filepath.Join(t.TempDir(), "staged-upload")
+	csv, err := os.ReadFile("../importer/testdata/inboxt.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(staged, csv, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	job, err := src.CreateImportJob(&storage.ImportJob{MemberID: m.ID, Format: "INBOXT_CSV", FileName: "saved-items.csv", Staged: staged, Total: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var backup bytes.Buffer
+	if err := src.Backup(&backup); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another machine: the backup restored into an empty store, whose
+	// import directory does not hold the file.
+	if err := os.Remove(staged); err != nil {
+		t.Fatal(err)
+	}
+	dst, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	if err := dst.Restore(&backup); err != nil {
+		t.Fatal(err)
+	}
+	if j, err := dst.ImportJob(m.ID, job.ID); err != nil || j.Finished() {
+		t.Fatalf("the restored job: %+v, %v (want it unfinished, as backed up)", j, err)
+	}
+	api := graphql.New(dst, graphql.Options{NoImportFetch: true, ImportDir: filepath.Join(t.TempDir(), "imports")})
+	defer api.Close()
+	api.Start()
+	j := waitImport(t, dst, m.ID, job.ID)
+	if j.State != storage.ImportFailed || !strings.Contains(j.Error, "upload it again") {
+		t.Fatalf("the import whose file is gone: %+v", j)
+	}
+	var urls []string
+	err = dst.ForEachSavedItem(m.ID, func(it *storage.SavedItem, _ *storage.ItemContent) error {
+		urls = append(urls, it.OriginalURL)
+		return nil
+	})
+	if err != nil || len(urls) != 1 || urls[0] != "https://example.com/kept" {
+		t.Fatalf("after the failed import the member has %v (%v), want only the backed-up item", urls, err)
+	}
+}
