@@ -31,8 +31,9 @@ import (
 // Changed and AuthorsChanged are published on changesChannel, so a change
 // made through any node reaches the holder.
 
-// changesChannel carries Changed ("changed") and AuthorsChanged
-// ("authors") of every directory on the store.
+// changesChannel carries Changed ("changed <origin>") and AuthorsChanged
+// ("authors <origin>") of every directory on the store; StoreChanged sends
+// "authors" with no origin.
 const changesChannel = "hearth_directory_changes"
 
 // configID names a configuration's document and background work: the
@@ -70,7 +71,11 @@ func (d *Directory) subscribe() ([]func(), error) {
 		return nil, err
 	}
 	stopChanges, err := d.store.Subscribe(changesChannel, func(p string) {
-		switch p {
+		kind, origin, _ := strings.Cut(p, " ")
+		if origin == d.origin {
+			return // acted on when it was signalled (Changed)
+		}
+		switch kind {
 		case "changed":
 			d.changedHere()
 		case "authors", storage.NotificationsMissed:
@@ -155,8 +160,8 @@ func (d *Directory) firstBuild() error {
 	return d.rebuildLocked()
 }
 
-// publishChanges publishes Changed and AuthorsChanged to every node; when
-// the store refuses, the change is at least seen here.
+// publishChanges publishes Changed and AuthorsChanged to every node (this
+// Directory acted on them already if it leads).
 func (d *Directory) publishChanges(ctx context.Context) {
 	defer d.wg.Done()
 	for {
@@ -165,16 +170,12 @@ func (d *Directory) publishChanges(ctx context.Context) {
 			return
 		case <-d.pubKick:
 		}
-		payload := "changed"
+		kind := "changed"
 		if d.pendingAuthors.Swap(false) {
-			payload = "authors"
+			kind = "authors"
 		}
-		if err := d.store.Publish(changesChannel, payload); err != nil {
+		if err := d.store.Publish(changesChannel, kind+" "+d.origin); err != nil {
 			d.opts.Logger.Debug("publish a directory change", zap.Error(err))
-			d.changedHere()
-			if payload == "authors" {
-				d.authorsChangedHere()
-			}
 		}
 	}
 }

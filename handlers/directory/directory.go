@@ -278,6 +278,9 @@ type Directory struct {
 	pendingAuthors atomic.Bool
 	// docKick wakes the follower: a document was published.
 	docKick chan struct{}
+	// origin tells this Directory's published changes from others': it
+	// has acted on its own already (when it leads).
+	origin string
 	// leads counts the times this Directory took the lease, nip05Passes
 	// its passes over the identifiers due for a recheck (tests).
 	leads, nip05Passes atomic.Int64
@@ -363,6 +366,7 @@ func Prepare(store *storage.Store, opts Options) (*Directory, error) {
 	}
 	d.relayFetcher = safefetch.New(safefetch.Options{AllowPrivate: opts.AllowPrivate, Timeout: 30 * time.Second})
 	d.id = configID(opts, d.maintainers)
+	d.origin = newVersion()
 	return d, nil
 }
 
@@ -434,17 +438,21 @@ func (d *Directory) now() time.Time { return d.opts.Now() }
 // leads the directory, whichever node it is; call it after changing agent
 // records outside this Directory (admin bans).
 func (d *Directory) Changed() {
-	select {
-	case d.pubKick <- struct{}{}:
-	default:
+	if d.leading.Load() {
+		d.changedHere() // at once here; the others by publishChanges
 	}
+	kick(d.pubKick)
 }
 
 // AuthorsChanged is Changed for changes that add or remove authors (new
 // registrations, bans): the relay subscriptions restart too.
 func (d *Directory) AuthorsChanged() {
+	if d.leading.Load() {
+		d.changedHere()
+		d.authorsChangedHere()
+	}
 	d.pendingAuthors.Store(true)
-	d.Changed()
+	kick(d.pubKick)
 }
 
 // changedHere schedules a rebuild on this node (its leader loop).
