@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/directory"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -258,9 +259,14 @@ func adminRestore(w http.ResponseWriter, r *http.Request, app *App) error {
 	if status, _, ok := storage.Unavailable(err); ok {
 		return apiError(status, "%v", err) // the store closed (a reload) or the disk is full
 	}
-	// The store may have changed, also when the restore failed part-way.
-	for _, d := range app.directories() {
-		d.AuthorsChanged() // the document, and the relay subscriptions for the restored agents
+	// The store may have changed, also when the restore failed part-way:
+	// every directory on every node of the store rebuilds its document and
+	// restarts its relay subscriptions for the restored agents.
+	if perr := directory.StoreChanged(app.Store()); perr != nil {
+		app.logger.Warn("tell the directories of a restore", zap.Error(perr))
+		for _, d := range app.directories() {
+			d.AuthorsChanged()
+		}
 	}
 	if err != nil {
 		app.logger.Error("restore", zap.Error(err))

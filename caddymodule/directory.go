@@ -258,9 +258,6 @@ func adminBanAgent(ban bool) adminFunc {
 		case err != nil:
 			return apiError(http.StatusBadRequest, "%v", err)
 		}
-		for _, d := range dirs[1:] {
-			d.AuthorsChanged()
-		}
 		return writeJSON(w, http.StatusOK, map[string]any{"pubkey": pk, "npub": directory.Npub(pk), "banned": ban})
 	}
 }

@@ -226,6 +226,18 @@ func (s *Store) FailFetch(memberID, itemID, reason string) error {
 	})
 }
 
+// HasPendingFetch reports whether the item's fetch is still pending (not
+// finished, failed or dropped since it was read).
+func (s *Store) HasPendingFetch(memberID, itemID string) (bool, error) {
+	var ok bool
+	err := s.View(func(tx *Tx) error {
+		var err error
+		ok, err = tx.has(fetchKey(memberID, itemID))
+		return err
+	})
+	return ok, err
+}
+
 // DropFetch removes a pending-fetch entry (its item is gone).
 func (s *Store) DropFetch(memberID, itemID string) error {
 	return s.Update(func(tx *Tx) error { return tx.delete(fetchKey(memberID, itemID)) })

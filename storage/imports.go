@@ -58,11 +58,15 @@ const (
 
 // ImportJob is one import of a file into a member's saved items.
 type ImportJob struct {
-	ID       string   `json:"id"`
-	MemberID string   `json:"member_id"`
-	Format   string   `json:"format"`
-	FileName string   `json:"file_name"`
-	Staged   string   `json:"staged"` // the staged file, removed when the job ends
+	ID       string `json:"id"`
+	MemberID string `json:"member_id"`
+	Format   string `json:"format"`
+	FileName string `json:"file_name"`
+	Staged   string `json:"staged"` // the staged file, removed when the job ends
+	// Node names the node whose disk holds Staged ("" before several
+	// nodes): another node runs the job only if it sees the file too (a
+	// shared import directory).
+	Node     string   `json:"node,omitempty"`
 	LabelIDs []string `json:"label_ids,omitempty"`
 	// FetchPrivate: content-less items may be fetched from private
 	// addresses (the site allows it).
@@ -667,3 +671,45 @@ func (tx *Tx) importLabel(memberID, name string, cache, colors map[string]string
 // labelsFull, in importLabel's cache, says the member's labels are all
 // there and no more can be made (no folded name has a NUL).
 const labelsFull = "\x00full"
+
+// Claims of import jobs, so that one node of several carries out each job
+// and another takes it over when that node stops:
+//
+//	impclaim/<job id>   the holder's name, with a TTL renewed while it runs
+
+func importClaimKey(jobID string) []byte { return key("impclaim", jobID) }
+
+// ClaimImportJob takes (or renews) the claim of holder on job jobID for ttl
+// and reports whether holder has it: false while another holder's claim
+// lasts.
+func (s *Store) ClaimImportJob(jobID, holder string, ttl time.Duration) (bool, error) {
+	ok := false
+	err := s.Update(func(tx *Tx) error {
+		ok = false
+		b, err := tx.get(importClaimKey(jobID))
+		switch {
+		case err == nil && string(b) != holder:
+			return nil
+		case err != nil && !errors.Is(err, ErrNotFound):
+			return err
+		}
+		ok = true
+		return tx.put(importClaimKey(jobID), []byte(holder), ttl)
+	})
+	return ok, err
+}
+
+// ReleaseImportJob drops holder's claim on job jobID (another holder's
+// stays).
+func (s *Store) ReleaseImportJob(jobID, holder string) error {
+	return s.Update(func(tx *Tx) error {
+		b, err := tx.get(importClaimKey(jobID))
+		if errors.Is(err, ErrNotFound) || (err == nil && string(b) != holder) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return tx.delete(importClaimKey(jobID))
+	})
+}

@@ -599,9 +599,10 @@ func (s *Store) Subscribe(channel string, fn func(payload string)) (stop func(),
 // Publish sends payload on channel to the subscribers of every node
 // (kv.Writer.Notify in a transaction of its own). Within a transaction that
 // changes records, use Tx.notify so the message goes if and only if the
-// change commits.
+// change commits. The transaction writes nothing, so its commit is
+// asynchronous: it does not wait for a disk flush (Badger's group commit).
 func (s *Store) Publish(channel, payload string) error {
-	return s.Update(func(tx *Tx) error { return tx.notify(channel, payload) })
+	return s.UpdateAsync(func(tx *Tx) error { return tx.notify(channel, payload) })
 }
 
 // Live reports whether every notification published since it last

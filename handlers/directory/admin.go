@@ -121,10 +121,11 @@ func (d *Directory) Unban(pubkeyOrNpub string) (string, error) {
 	return pk, d.afterModeration()
 }
 
-// afterModeration publishes a ban or unban at once and restarts the relay
-// subscriptions with the new set of authors.
+// afterModeration publishes a ban or unban at once in this directory's
+// document, and tells every directory on the store, on every node, to
+// rebuild and restart its relay subscriptions with the new set of authors.
 func (d *Directory) afterModeration() error {
-	d.authorsChanged()
+	d.AuthorsChanged()
 	if err := d.Rebuild(); err != nil {
 		return fmt.Errorf("rebuild directory document: %w", err)
 	}

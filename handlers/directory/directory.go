@@ -255,6 +255,35 @@ type Directory struct {
 	stampedAt time.Time     // last StampDirectoryDocument, under buildMu
 	dirty     chan struct{} // a change happened; rebuild after RegenerateDelay
 	authorsCh chan struct{} // the set of registered authors changed
+
+	// id names this configuration's document among the nodes and sites
+	// of the store (configID): the lease "directory:<id>" and the
+	// published document are under it.
+	id string
+	// leading is set while this Directory holds the lease: it builds and
+	// publishes the document, follows the relays and re-checks NIP-05
+	// identifiers. The others load what it published (cluster.go).
+	leading atomic.Bool
+	// published is the version of the published document this Directory
+	// serves or published last ("" none), under buildMu; publishedAt when
+	// it published it.
+	published   string
+	publishedAt time.Time
+	// publishedHere is the version this Directory published in memory
+	// (localDocs, Badger), under buildMu.
+	publishedHere string
+	// pubKick wakes the goroutine that publishes changes (Changed) to
+	// every node; pendingAuthors says one of them was AuthorsChanged.
+	pubKick        chan struct{}
+	pendingAuthors atomic.Bool
+	// docKick wakes the follower: a document was published.
+	docKick chan struct{}
+	// origin tells this Directory's published changes from others': it
+	// has acted on its own already (when it leads).
+	origin string
+	// leads counts the times this Directory took the lease, nip05Passes
+	// its passes over the identifiers due for a recheck (tests).
+	leads, nip05Passes atomic.Int64
 	// relayFetcher dials relay connections: public addresses only unless
 	// AllowPrivate, checked when connecting.
 	relayFetcher *safefetch.Fetcher
@@ -313,6 +342,8 @@ func Prepare(store *storage.Store, opts Options) (*Directory, error) {
 		evLimitPK:   opts.RateLimits.Counter(ratelimit.Limit{Name: "directory.events.pubkey", N: opts.EventsLimitPubkey.N, Window: opts.EventsLimitPubkey.Window, Now: opts.Now}),
 		dirty:       make(chan struct{}, 1),
 		authorsCh:   make(chan struct{}, 1),
+		pubKick:     make(chan struct{}, 1),
+		docKick:     make(chan struct{}, 1),
 	}
 	for _, m := range opts.Maintainers {
 		pk, err := ParsePubkey(m)
@@ -334,28 +365,50 @@ func Prepare(store *storage.Store, opts Options) (*Directory, error) {
 		})
 	}
 	d.relayFetcher = safefetch.New(safefetch.Options{AllowPrivate: opts.AllowPrivate, Timeout: 30 * time.Second})
+	d.id = configID(opts, d.maintainers)
+	d.origin = newVersion()
 	return d, nil
 }
 
 // Start builds the first document from the (open) store and starts the
-// background work: the regeneration schedule, NIP-05 rechecks and relay
-// subscriptions. Calling it again does nothing.
+// background work: on the node that holds the directory's lease (every
+// node of a store shared by several), the regeneration schedule, NIP-05
+// rechecks and relay subscriptions; on the others, loading the document the
+// leader publishes (cluster.go). Calling it again does nothing.
 func (d *Directory) Start() error {
 	d.startMu.Lock()
 	defer d.startMu.Unlock()
 	if d.cancel != nil {
 		return nil
 	}
-	if err := d.Rebuild(); err != nil {
+	ctx, cancel := context.WithCancel(context.Background())
+	stops, err := d.subscribe()
+	if err != nil {
+		cancel()
+		return fmt.Errorf("subscribe to directory changes: %w", err)
+	}
+	if err := d.firstBuild(); err != nil {
+		cancel()
+		for _, stop := range stops {
+			stop()
+		}
 		return fmt.Errorf("build directory document: %w", err)
 	}
-	d.ctx, d.cancel = context.WithCancel(context.Background())
-	d.wg.Add(2)
-	go d.regenerateLoop()
-	go d.nip05Loop()
-	if len(d.opts.Relays) > 0 {
-		d.startRelays()
-	}
+	d.ctx, d.cancel = ctx, cancel
+	d.wg.Add(4)
+	go func() {
+		defer d.wg.Done()
+		<-ctx.Done()
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	go d.publishChanges(ctx)
+	go d.follow(ctx)
+	go func() {
+		defer d.wg.Done()
+		d.store.Lead(ctx, "directory:"+d.id, d.lead)
+	}()
 	return nil
 }
 
@@ -371,6 +424,7 @@ func (d *Directory) Close() error {
 		}
 		d.cancel()
 		d.wg.Wait()
+		d.forgetLocal()
 	})
 	return nil
 }
@@ -380,52 +434,66 @@ func (d *Directory) Options() Options { return d.opts }
 
 func (d *Directory) now() time.Time { return d.opts.Now() }
 
-// Changed schedules a debounced rebuild of the document; call it after
-// changing agent records outside this Directory (admin bans).
+// Changed schedules a debounced rebuild of the document by the node that
+// leads the directory, whichever node it is; call it after changing agent
+// records outside this Directory (admin bans).
 func (d *Directory) Changed() {
+	if d.leading.Load() {
+		d.changedHere() // at once here; the others by publishChanges
+	}
+	kick(d.pubKick)
+}
+
+// AuthorsChanged is Changed for changes that add or remove authors (new
+// registrations, bans): the relay subscriptions restart too.
+func (d *Directory) AuthorsChanged() {
+	if d.leading.Load() {
+		d.changedHere()
+		d.authorsChangedHere()
+	}
+	d.pendingAuthors.Store(true)
+	kick(d.pubKick)
+}
+
+// changedHere schedules a rebuild on this node (its leader loop).
+func (d *Directory) changedHere() {
 	select {
 	case d.dirty <- struct{}{}:
 	default:
 	}
 }
 
-// authorsChanged tells the relay subscriptions to restart with the new set
-// of registered authors.
-func (d *Directory) authorsChanged() {
+// authorsChangedHere tells this node's relay subscriptions to restart with
+// the new set of registered authors.
+func (d *Directory) authorsChangedHere() {
 	select {
 	case d.authorsCh <- struct{}{}:
 	default:
 	}
 }
 
-// AuthorsChanged is Changed for changes that add or remove authors (new
-// registrations, bans): the relay subscriptions restart too.
-func (d *Directory) AuthorsChanged() {
-	d.Changed()
-	d.authorsChanged()
-}
-
-func (d *Directory) regenerateLoop() {
-	defer d.wg.Done()
+// regenerateLoop rebuilds the document on the schedule and after changes,
+// while ctx (the lease) lasts.
+func (d *Directory) regenerateLoop(ctx context.Context) {
 	tick := time.NewTicker(d.opts.RegenerateEvery)
 	defer tick.Stop()
 	for {
 		select {
-		case <-d.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-tick.C:
 		case <-d.dirty:
 			// Debounce: let a burst of changes settle into one rebuild.
 			t := time.NewTimer(d.opts.RegenerateDelay)
 			select {
-			case <-d.ctx.Done():
+			case <-ctx.Done():
 				t.Stop()
 				return
 			case <-t.C:
 			}
 		}
 		if err := d.Rebuild(); err != nil {
-			d.opts.Logger.Error("rebuild agent directory", zap.Error(err))
+			d.logStoreFailure("rebuild agent directory", err)
 		}
 	}
 }

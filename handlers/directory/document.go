@@ -3,7 +3,6 @@ package directory
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
@@ -179,9 +178,17 @@ func sortEntries(es []Entry) {
 // when the list of agents changes: the store remembers when each content
 // was first published, so a restart, a reload or another site on the same
 // store serves the same content with the same generated_at.
+//
+// On the node leading the directory (cluster.go) the new document is also
+// published for the other nodes, which serve it instead of building their
+// own.
 func (d *Directory) Rebuild() error {
 	d.buildMu.Lock()
 	defer d.buildMu.Unlock()
+	return d.rebuildLocked()
+}
+
+func (d *Directory) rebuildLocked() error {
 	now := d.now()
 	entries, err := d.buildEntries(now)
 	if err != nil {
@@ -218,7 +225,7 @@ func (d *Directory) Rebuild() error {
 			}
 			d.stampedAt = now
 		}
-		return nil
+		return d.publishLocked(old, false, now)
 	}
 	var prev string
 	if old != nil {
@@ -233,15 +240,15 @@ func (d *Directory) Rebuild() error {
 	head := `{"version":2,"generated_at":` + strconv.FormatInt(generatedAt, 10) + `,"agents":`
 	body := buf.Bytes()[start-len(head):]
 	copy(body, head)
-	sum := sha256.Sum256(body)
-	d.doc.Store(&document{
+	doc := &document{
 		body:        body,
 		agentsSum:   agentsSum,
-		etag:        `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`,
+		etag:        etagOf(body),
 		generatedAt: time.Unix(generatedAt, 0),
 		count:       len(entries),
-	})
-	return nil
+	}
+	d.doc.Store(doc)
+	return d.publishLocked(doc, true, now)
 }
 
 func (d *Directory) buildEntries(now time.Time) ([]Entry, error) {

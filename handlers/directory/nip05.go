@@ -123,18 +123,20 @@ func (d *Directory) CheckNIP05Now(ctx context.Context) (int, error) {
 	return len(todo), nil
 }
 
-func (d *Directory) nip05Loop() {
-	defer d.wg.Done()
+// nip05Loop re-checks due identifiers on the schedule while ctx (the
+// directory's lease) lasts.
+func (d *Directory) nip05Loop(ctx context.Context) {
 	t := time.NewTicker(d.opts.NIP05CheckEvery)
 	defer t.Stop()
-	// Check once at start: identifiers that fell due while the server was
-	// down are not left standing until the first tick.
+	// Check once at start: identifiers that fell due while no node led
+	// are not left standing until the first tick.
 	for {
-		if _, err := d.CheckNIP05Now(d.ctx); err != nil && d.ctx.Err() == nil {
-			d.opts.Logger.Error("NIP-05 rechecks", zap.Error(err))
+		if _, err := d.CheckNIP05Now(ctx); err != nil && ctx.Err() == nil {
+			d.logStoreFailure("NIP-05 rechecks", err)
 		}
+		d.nip05Passes.Add(1)
 		select {
-		case <-d.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -59,20 +60,23 @@ func checkRelayURL(s string) error {
 // ends (connection lost, CLOSED by the relay) it starts again after a
 // growing delay, and when the set of authors changes it starts again at
 // once with the new set.
-func (d *Directory) startRelays() {
+func (d *Directory) startRelays(ctx context.Context, wg *sync.WaitGroup) {
 	restarts := make([]chan struct{}, len(d.opts.Relays))
 	for i, u := range d.opts.Relays {
 		restarts[i] = make(chan struct{}, 1)
-		d.wg.Add(1)
-		go d.followRelay(nostr.NormalizeURL(u), restarts[i])
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.followRelay(ctx, nostr.NormalizeURL(u), restarts[i])
+		}()
 	}
 	// Fan the "authors changed" signal out to every relay goroutine.
-	d.wg.Add(1)
+	wg.Add(1)
 	go func() {
-		defer d.wg.Done()
+		defer wg.Done()
 		for {
 			select {
-			case <-d.ctx.Done():
+			case <-ctx.Done():
 				return
 			case <-d.authorsCh:
 				for _, ch := range restarts {
@@ -86,13 +90,12 @@ func (d *Directory) startRelays() {
 	}()
 }
 
-func (d *Directory) followRelay(relayURL string, restart chan struct{}) {
-	defer d.wg.Done()
+func (d *Directory) followRelay(ctx context.Context, relayURL string, restart chan struct{}) {
 	log := d.opts.Logger.With(zap.String("relay", relayURL))
 	wait := d.opts.RelayRetryMin
-	for d.ctx.Err() == nil {
-		progressed, err := d.subscribeRelay(relayURL, restart)
-		if d.ctx.Err() != nil {
+	for ctx.Err() == nil {
+		progressed, err := d.subscribeRelay(ctx, relayURL, restart)
+		if ctx.Err() != nil {
 			return
 		}
 		if progressed {
@@ -100,25 +103,25 @@ func (d *Directory) followRelay(relayURL string, restart chan struct{}) {
 		}
 		if errors.Is(err, errRestart) {
 			// Let a burst of registrations settle into one resubscription.
-			if !d.sleep(d.opts.RegenerateDelay) {
+			if !sleep(ctx, d.opts.RegenerateDelay) {
 				return
 			}
 			continue
 		}
 		log.Warn("relay subscription ended; reconnecting", zap.Error(err), zap.Duration("retry_in", wait))
-		if !d.sleep(wait) {
+		if !sleep(ctx, wait) {
 			return
 		}
 		wait = min(2*wait, d.opts.RelayRetryMax)
 	}
 }
 
-// sleep waits for t or until the directory closes (then it returns false).
-func (d *Directory) sleep(t time.Duration) bool {
+// sleep waits for t or until ctx ends (then it returns false).
+func sleep(ctx context.Context, t time.Duration) bool {
 	timer := time.NewTimer(t)
 	defer timer.Stop()
 	select {
-	case <-d.ctx.Done():
+	case <-ctx.Done():
 		return false
 	case <-timer.C:
 		return true
@@ -128,8 +131,8 @@ func (d *Directory) sleep(t time.Duration) bool {
 // subscribeRelay runs one connection to a relay until it ends: catch-up,
 // then live. progressed reports whether the relay answered (end of stored
 // events or an event), which resets the reconnection delay.
-func (d *Directory) subscribeRelay(relayURL string, restart chan struct{}) (progressed bool, err error) {
-	ctx, cancel := context.WithCancel(d.ctx)
+func (d *Directory) subscribeRelay(ctx context.Context, relayURL string, restart chan struct{}) (progressed bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	authors, err := d.store.AgentPubkeys()
 	if err != nil {

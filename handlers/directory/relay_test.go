@@ -336,7 +336,7 @@ func TestRelayOnPrivateAddressRefusedByDefault(t *testing.T) {
 	tr := startRelay(t)
 	e := newEnv(t, Options{}) // AllowPrivate false, no relays started
 	e.mustRegister(regEvent(t, newAgent(t), e.now(), "someone"))
-	_, err := e.dir.subscribeRelay(nostr.NormalizeURL(tr.url()), make(chan struct{}))
+	_, err := e.dir.subscribeRelay(context.Background(), nostr.NormalizeURL(tr.url()), make(chan struct{}))
 	if !errors.Is(err, safefetch.ErrBlockedAddress) {
 		t.Errorf("err = %v, want a blocked address", err)
 	}

@@ -2,6 +2,7 @@ package graphql
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -52,8 +53,11 @@ type fetchQueue struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	kick   chan struct{} // cap 1: something new is pending
-	jobs   chan storage.PendingFetch
 	wg     sync.WaitGroup
+	// leading is set while this server holds its fetch policy's lease
+	// and works the queue; leads counts the times it took it (tests).
+	leading atomic.Bool
+	leads   atomic.Int64
 
 	// cursor is where the feeder's next pass reads from (nil: the first
 	// entry); the feeder's own.
@@ -118,27 +122,95 @@ func (q *fetchQueue) releaseHost(host string) {
 	}
 }
 
+// fetchChannel tells the node leading a fetch policy's queue, on any node
+// of the store, that a fetch is pending: "kick", or the JSON of a
+// storage.PendingFetch addArticleFromUrl just queued.
+const fetchChannel = "hearth_fetches"
+
+// startFetches takes part in the lease of the server's fetch policy
+// ("fetches:private" or "fetches:public"): with several nodes on one store
+// one of them works the queue, and another takes over when it stops.
+// Entries are claimed by the lease: a fetch cut short by a lost lease stays
+// pending and the next holder fetches it.
 func (s *Server) startFetches() {
-	q := &fetchQueue{kick: make(chan struct{}, 1), jobs: make(chan storage.PendingFetch), inFlight: map[[2]string]bool{}, hosts: map[string]*hostTurn{}, scanBudget: fetchScanBudget}
+	q := &fetchQueue{kick: make(chan struct{}, 1), inFlight: map[[2]string]bool{}, hosts: map[string]*hostTurn{}, scanBudget: fetchScanBudget}
 	q.ctx, q.cancel = context.WithCancel(context.Background())
 	s.fetches = q
-	q.wg.Add(1 + fetchWorkers)
-	go s.feedFetches()
-	for i := 0; i < fetchWorkers; i++ {
-		go s.fetchWorker()
+	stop, err := s.store.Subscribe(fetchChannel, s.fetchNotified)
+	if err != nil {
+		s.log.Error("subscribe to pending article fetches", zap.Error(err))
 	}
-	q.kick <- struct{}{} // what an earlier process left
+	lease := "fetches:public"
+	if s.opts.Fetcher.Options().AllowPrivate {
+		lease = "fetches:private"
+	}
+	q.wg.Add(1)
+	go func() {
+		defer q.wg.Done()
+		if stop != nil {
+			defer stop()
+		}
+		s.store.Lead(q.ctx, lease, s.runFetches)
+	}()
+}
+
+// runFetches works the queue while ctx (the lease) lasts.
+func (s *Server) runFetches(ctx context.Context) {
+	q := s.fetches
+	q.leading.Store(true)
+	defer q.leading.Store(false)
+	q.leads.Add(1)
+	q.cursor = nil
+	jobs := make(chan storage.PendingFetch)
+	var wg sync.WaitGroup
+	wg.Add(1 + fetchWorkers)
+	go func() {
+		defer wg.Done()
+		defer close(jobs)
+		s.feedFetches(ctx, jobs)
+	}()
+	for i := 0; i < fetchWorkers; i++ {
+		go func() {
+			defer wg.Done()
+			s.fetchWorker(ctx, jobs)
+		}()
+	}
+	q.kickNow() // what an earlier process, or the former holder, left
+	wg.Wait()
+}
+
+// fetchNotified is a message of fetchChannel from any node.
+func (s *Server) fetchNotified(payload string) {
+	q := s.fetches
+	if payload != "kick" && payload != storage.NotificationsMissed {
+		var p storage.PendingFetch
+		if json.Unmarshal([]byte(payload), &p) == nil && p.Private == s.opts.Fetcher.Options().AllowPrivate && q.leading.Load() {
+			q.mu.Lock()
+			if len(q.fresh) < freshMax {
+				q.fresh = append(q.fresh, p)
+			}
+			q.mu.Unlock()
+		}
+	}
+	q.kickNow()
 }
 
 // freshMax bounds fetchQueue.fresh.
 const freshMax = 256
 
-// kickFetches tells the feeder that a fetch is pending.
+// kickFetches tells the feeder that a fetch is pending: this node's, or,
+// when another node works the queue, that one's.
 func (s *Server) kickFetches() {
-	if s.fetches == nil {
+	q := s.fetches
+	if q == nil {
 		return // not started: Start reads everything pending
 	}
-	s.fetches.kickNow()
+	q.kickNow()
+	if !q.leading.Load() && q.ctx.Err() == nil {
+		if err := s.store.Publish(fetchChannel, "kick"); err != nil {
+			s.log.Debug("publish a pending article fetch", zap.Error(err))
+		}
+	}
 }
 
 // queuedFetch hands the feeder the fetch addArticleFromUrl just queued in
@@ -147,6 +219,13 @@ func (s *Server) queuedFetch(p storage.PendingFetch) {
 	q := s.fetches
 	if q == nil {
 		return // not started: Start reads everything pending
+	}
+	if !q.leading.Load() {
+		b, _ := json.Marshal(p)
+		if err := s.store.Publish(fetchChannel, string(b)); err != nil {
+			s.log.Debug("publish a pending article fetch", zap.Error(err))
+		}
+		return
 	}
 	q.mu.Lock()
 	if len(q.fresh) < freshMax {
@@ -177,13 +256,11 @@ func (s *Server) Close() error {
 	return nil
 }
 
-func (s *Server) feedFetches() {
+func (s *Server) feedFetches(ctx context.Context, jobs chan<- storage.PendingFetch) {
 	q := s.fetches
-	defer q.wg.Done()
-	defer close(q.jobs)
 	for {
 		select {
-		case <-q.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-q.kick:
 		}
@@ -213,7 +290,7 @@ func (s *Server) feedFetches() {
 			}
 			q.passes.Add(1)
 			if err != nil {
-				if q.ctx.Err() == nil {
+				if ctx.Err() == nil {
 					s.log.Error("read pending article fetches", zap.Error(err))
 				}
 				break
@@ -244,9 +321,12 @@ func (s *Server) feedFetches() {
 					continue
 				}
 				select {
-				case q.jobs <- p:
+				case jobs <- p:
 					sent++
-				case <-q.ctx.Done():
+				case <-ctx.Done():
+					q.mu.Lock()
+					delete(q.inFlight, k)
+					q.mu.Unlock()
 					return
 				}
 			}
@@ -269,11 +349,14 @@ func (s *Server) feedFetches() {
 	}
 }
 
-func (s *Server) fetchWorker() {
+func (s *Server) fetchWorker(ctx context.Context, jobs <-chan storage.PendingFetch) {
 	q := s.fetches
-	defer q.wg.Done()
-	for p := range q.jobs {
-		s.fetchPending(q.ctx, p)
+	for p := range jobs {
+		// An entry handed over (fresh) or read a while ago may have been
+		// fetched since, by this node or the former holder of the lease.
+		if ok, err := s.store.HasPendingFetch(p.MemberID, p.ItemID); err == nil && ok {
+			s.fetchPending(ctx, p)
+		}
 		if p.Import {
 			q.releaseHost(importHost(p.URL))
 		}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -37,7 +38,11 @@ type RunnerOptions struct {
 	FetchPrivate bool
 	// FetchQueued is called after a batch queued fetches.
 	FetchQueued func()
-	Logger      *zap.Logger
+	// Node names this node among several on one store (default: the
+	// host name): a job whose staged file is missing here is another
+	// node's when it names another node, and is left to it.
+	Node   string
+	Logger *zap.Logger
 }
 
 // Batches: a transaction takes this many entries, or fewer once their
@@ -46,6 +51,10 @@ const (
 	batchEntries = 200
 	batchBytes   = 1 << 20
 	pollEvery    = 5 * time.Second // unfinished jobs are looked for again
+	// claimTTL is how long a job's claim lasts unrenewed: a node that
+	// stops (or loses the database) leaves its job to another after it.
+	// The claim is renewed every claimTTL/3.
+	claimTTL = 30 * time.Second
 )
 
 // Runner carries out import jobs in the background, one at a time, and
@@ -60,6 +69,12 @@ type Runner struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
+
+	// holder names this runner in the jobs' claims.
+	holder string
+	// ran counts the jobs this runner carried out, passes its looks for
+	// unfinished jobs (tests).
+	ran, passes atomic.Int64
 }
 
 // NewRunner returns a runner for store; Run starts it.
@@ -68,7 +83,12 @@ func NewRunner(store *storage.Store, opts RunnerOptions) *Runner {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	r := &Runner{store: store, opts: opts, log: opts.Logger, kick: make(chan struct{}, 1)}
+	if opts.Node == "" {
+		opts.Node, _ = os.Hostname()
+	}
+	var b [9]byte
+	_, _ = rand.Read(b[:])
+	r := &Runner{store: store, opts: opts, log: opts.Logger, kick: make(chan struct{}, 1), holder: opts.Node + "/" + hex.EncodeToString(b[:])}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
 }
@@ -118,7 +138,7 @@ func (r *Runner) Start(memberID, staged, fileName string, format Format, labelID
 	}
 	j, err := r.store.CreateImportJob(&storage.ImportJob{
 		MemberID: memberID, Format: string(got), FileName: clipString(filepath.Base(fileName), 200), Staged: staged,
-		LabelIDs: labelIDs, FetchPrivate: r.opts.FetchPrivate, Total: total,
+		LabelIDs: labelIDs, FetchPrivate: r.opts.FetchPrivate, Total: total, Node: r.opts.Node,
 	})
 	if err != nil {
 		os.Remove(staged)
@@ -178,15 +198,66 @@ func (r *Runner) loop() {
 			if _, taken := claims.LoadOrStore(j.ID, struct{}{}); taken {
 				continue
 			}
-			r.runJob(j)
+			r.claimAndRun(j)
 			claims.Delete(j.ID)
 		}
+		r.passes.Add(1)
 		select {
 		case <-r.ctx.Done():
 			return
 		case <-r.kick:
 		case <-t.C:
 		}
+	}
+}
+
+// claimAndRun carries out j if this runner can claim it among the nodes
+// of the store: its file is here (or it names no other node, so a missing
+// file fails it as before), and no other node's claim lasts. The claim is
+// renewed while the job runs; when a renewal fails the job stops where it
+// is, to be resumed by whoever claims it next (its batches are written
+// with the job's position, so none is taken twice).
+func (r *Runner) claimAndRun(j *storage.ImportJob) {
+	if j.Node != "" && j.Node != r.opts.Node {
+		if _, err := os.Stat(j.Staged); err != nil {
+			return // another node's file: that node runs it
+		}
+	}
+	ok, err := r.store.ClaimImportJob(j.ID, r.holder, claimTTL)
+	if err != nil {
+		if r.ctx.Err() == nil {
+			r.log.Warn("claim an import", zap.String("job", j.ID), zap.Error(err))
+		}
+		return
+	}
+	if !ok {
+		return // another node runs it
+	}
+	ctx, cancel := context.WithCancel(r.ctx)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		t := time.NewTicker(claimTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if ok, err := r.store.ClaimImportJob(j.ID, r.holder, claimTTL); err != nil || !ok {
+				r.log.Warn("an import's claim was lost; leaving it to another node", zap.String("job", j.ID), zap.Error(err))
+				cancel()
+				return
+			}
+		}
+	}()
+	r.ran.Add(1)
+	r.runJob(ctx, j)
+	cancel()
+	<-renewed
+	if err := r.store.ReleaseImportJob(j.ID, r.holder); err != nil && r.ctx.Err() == nil {
+		r.log.Debug("release an import's claim", zap.String("job", j.ID), zap.Error(err))
 	}
 }
 
@@ -226,7 +297,7 @@ func (r *Runner) finish(j *storage.ImportJob, state, msg string) {
 
 // runJob reads j's file from the entry after j.Position and writes its
 // items in batches; stopped by Close, it leaves the job to be resumed.
-func (r *Runner) runJob(j *storage.ImportJob) {
+func (r *Runner) runJob(ctx context.Context, j *storage.ImportJob) {
 	rd, err := Open(j.Staged, Format(j.Format), r.opts.Limits)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -286,7 +357,7 @@ func (r *Runner) runJob(j *storage.ImportJob) {
 	}
 	pos := 0
 	for {
-		if r.ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return
 		}
 		it, err := rd.Next()

@@ -1,0 +1,136 @@
+package graphql
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
+)
+
+// The article fetch queue with several nodes on one PostgreSQL database:
+// two stores on one database stand for two Caddy processes, each with its
+// Server.
+
+// pgPort is this package's test PostgreSQL server (each package its own
+// port, so packages may run at once).
+const pgPort = 15439
+
+var (
+	pgOnce sync.Once
+	pgSrv  *pgtest.Server
+	pgErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if pgSrv != nil {
+		pgSrv.Stop()
+	}
+	os.Exit(code)
+}
+
+func twoNodeStores(t *testing.T) (a, b *storage.Store) {
+	t.Helper()
+	pgOnce.Do(func() { pgSrv, pgErr = pgtest.Start(pgPort) })
+	if pgErr != nil {
+		if errors.Is(pgErr, pgtest.ErrMissing) && pgtest.Skip() {
+			t.Skip(pgErr)
+		}
+		t.Fatal(pgErr)
+	}
+	dsn := pgSrv.NewDatabase(t)
+	open := func() *storage.Store {
+		s, err := storage.Open(t.TempDir(), storage.Options{Postgres: &storage.PostgresOptions{DSN: dsn, MaxConns: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	return open(), open()
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Articles saved through the node that does not work the queue are fetched
+// once each, by the node that does; when it stops, the other takes the
+// queue over.
+func TestFetchQueueWorkedByOneNode(t *testing.T) {
+	var mu sync.Mutex
+	hits := map[string]int{}
+	pages := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<html><head><title>Page %s</title></head><body><p>Some text of the article at %s.</p></body></html>", r.URL.Path, r.URL.Path)
+	}))
+	defer pages.Close()
+	sa, sb := twoNodeStores(t)
+	m, err := sa.CreateMember("alice", "", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(sa, Options{AllowPrivateAddresses: true})
+	defer a.Close()
+	b := New(sb, Options{AllowPrivateAddresses: true})
+	defer b.Close()
+	waitFor(t, "one node works the queue", func() bool { return a.fetches.leading.Load() != b.fetches.leading.Load() })
+	leader, other := a, b
+	if b.fetches.leading.Load() {
+		leader, other = b, a
+	}
+	pending := func() int {
+		p, err := sa.PendingFetches(100, true, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(p)
+	}
+
+	const n = 8
+	for i := range n {
+		if err := other.queueArticleFromURL(m.ID, fmt.Sprintf("%s/%d", pages.URL, i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every article is fetched", func() bool { return pending() == 0 })
+	mu.Lock()
+	for i := range n {
+		if h := hits[fmt.Sprintf("/%d", i)]; h != 1 {
+			t.Errorf("page %d fetched %d times, want 1", i, h)
+		}
+	}
+	mu.Unlock()
+	if l := other.fetches.leads.Load(); l != 0 {
+		t.Errorf("the other node worked the queue %d times", l)
+	}
+
+	leader.Close()
+	waitFor(t, "the other node works the queue", func() bool { return other.fetches.leading.Load() })
+	if err := other.queueArticleFromURL(m.ID, pages.URL+"/after", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the article saved after the fail-over is fetched", func() bool { return pending() == 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	if h := hits["/after"]; h != 1 {
+		t.Errorf("the page saved after the fail-over was fetched %d times, want 1", h)
+	}
+}

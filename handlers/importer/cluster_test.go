@@ -1,0 +1,134 @@
+package importer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
+)
+
+// Import jobs with several nodes on one PostgreSQL database: two stores on
+// one database stand for two Caddy processes, each with its runner.
+
+// pgPort is this package's test PostgreSQL server (each package its own
+// port, so packages may run at once).
+const pgPort = 15440
+
+var (
+	pgOnce sync.Once
+	pgSrv  *pgtest.Server
+	pgErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if pgSrv != nil {
+		pgSrv.Stop()
+	}
+	os.Exit(code)
+}
+
+func twoNodeStores(t *testing.T) (a, b *storage.Store) {
+	t.Helper()
+	pgOnce.Do(func() { pgSrv, pgErr = pgtest.Start(pgPort) })
+	if pgErr != nil {
+		if errors.Is(pgErr, pgtest.ErrMissing) && pgtest.Skip() {
+			t.Skip(pgErr)
+		}
+		t.Fatal(pgErr)
+	}
+	dsn := pgSrv.NewDatabase(t)
+	open := func() *storage.Store {
+		s, err := storage.Open(t.TempDir(), storage.Options{Postgres: &storage.PostgresOptions{DSN: dsn, MaxConns: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	return open(), open()
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// An import job is carried out by one node: not while another node's claim
+// lasts, and by exactly one of the others once that claim has expired (its
+// node stopped without releasing it).
+func TestImportJobRunsOnOneNode(t *testing.T) {
+	sa, sb := twoNodeStores(t)
+	dir := t.TempDir() // an import directory both nodes see
+	keep := func(s string) string { return s }
+	runner := func(s *storage.Store) *Runner {
+		r := NewRunner(s, RunnerOptions{Dir: dir, Sanitize: keep, HTMLText: keep, NoFetch: true, Node: "shared"})
+		t.Cleanup(r.Close)
+		return r
+	}
+	ra, rb := runner(sa), runner(sb)
+	m, err := sa.CreateMember("alice", "", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	var csv strings.Builder
+	csv.WriteString("name,url,description,date,labels\n")
+	for i := range n {
+		fmt.Fprintf(&csv, "Link %d,https://example.org/%d,,2025-03-01T10:00:00.000Z,\n", i, i)
+	}
+	staged, err := ra.Stage(strings.NewReader(csv.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := ra.Start(m.ID, staged, "links.csv", InboxtCSV, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A node that has stopped holds the claim.
+	if ok, err := sa.ClaimImportJob(job.ID, "stopped-node", time.Hour); err != nil || !ok {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	ra.Run()
+	rb.Run()
+	eventually(t, "both runners look for jobs", func() bool { return ra.passes.Load() >= 1 && rb.passes.Load() >= 1 })
+	ra.Kick()
+	rb.Kick()
+	eventually(t, "both runners look for jobs again", func() bool { return ra.passes.Load() >= 2 && rb.passes.Load() >= 2 })
+	j, err := sb.ImportJob(m.ID, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != storage.ImportQueued || j.Position != 0 || ra.ran.Load()+rb.ran.Load() != 0 {
+		t.Fatalf("claimed elsewhere, the job ran here: %s at %d (runs %d+%d)", j.State, j.Position, ra.ran.Load(), rb.ran.Load())
+	}
+
+	// Its claim runs out (renewed one last time, briefly).
+	if ok, err := sa.ClaimImportJob(job.ID, "stopped-node", 200*time.Millisecond); err != nil || !ok {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	eventually(t, "the job is done", func() bool {
+		ra.Kick() // look again (rather than at the next poll)
+		rb.Kick()
+		j, err = sb.ImportJob(m.ID, job.ID)
+		return err == nil && j.State == storage.ImportDone
+	})
+	if runs := ra.ran.Load() + rb.ran.Load(); runs != 1 {
+		t.Errorf("the job ran %d times across the nodes, want 1", runs)
+	}
+	if j.Created != n || j.Position != n || j.Failed != 0 {
+		t.Errorf("job: created %d, position %d, failed %d; want %d, %d, 0", j.Created, j.Position, j.Failed, n, n)
+	}
+}
