@@ -139,24 +139,36 @@ func TestOpensDirWrittenWithEarlierOptions(t *testing.T) {
 			t.Fatalf("%s: %v", when, err)
 		}
 	}
-	compressed := func() (n int) {
+	compressed := func(skip map[uint64]bool) (n, tables int) {
 		for _, ti := range e.DB().Tables() {
+			if skip[ti.ID] {
+				continue
+			}
+			tables++
 			if uint64(ti.OnDiskSize) < uint64(ti.UncompressedSize)/2 {
 				n++
 			}
 		}
-		return n
+		return n, tables
 	}
-	if compressed() == 0 {
+	if n, _ := compressed(nil); n == 0 {
 		t.Fatalf("no compressed table to read: %+v", e.DB().Tables())
 	}
+	before := map[uint64]bool{}
+	for _, ti := range e.DB().Tables() {
+		before[ti.ID] = true
+	}
 	check("opened")
-	// Rewritten with today's options: compacted into uncompressed tables.
+	// Tables a compaction writes follow today's options: uncompressed.
+	// (Flatten moves what is not on one level yet; when the earlier store
+	// ended with every table on one level, it rewrites nothing.)
 	if err := e.DB().Flatten(2); err != nil {
 		t.Fatal(err)
 	}
-	if n := compressed(); n != 0 {
-		t.Errorf("%d tables still compressed after the compaction", n)
+	if n, rewritten := compressed(before); n != 0 {
+		t.Errorf("%d of the %d tables the compaction wrote are compressed", n, rewritten)
+	} else {
+		t.Logf("the compaction wrote %d tables, none compressed", rewritten)
 	}
 	check("after compaction")
 }
