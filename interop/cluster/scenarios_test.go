@@ -264,7 +264,7 @@ func listIDs(t *testing.T, n *node, token, field string) []string {
 	var ids []string
 	after := ""
 	for page := 0; ; page++ {
-		vars := map[string]any{"q": "in:inbox", "sort": map[string]any{"field": field, "direction": "DESC"}}
+		vars := map[string]any{"q": "in:inbox", "sort": map[string]any{"field": field, "direction": "desc"}}
 		if after != "" {
 			vars["after"] = after
 		}
@@ -415,7 +415,12 @@ func scenario12(t *testing.T, c *cluster, password string) {
 		t.Fatalf("caddy hearth restore into a fresh database: %v\n%s", err, out)
 	}
 	nc.start(t)
-	defer nc.stop()
+	defer func() {
+		nc.stop()
+		if t.Failed() {
+			t.Log(nc.logTail())
+		}
+	}()
 
 	present := map[string]bool{}
 	check := func(s saved) bool {
@@ -556,10 +561,10 @@ func scenario13(t *testing.T, c *cluster, oauthApp app, password string) {
 		case !locked:
 			t.Logf("round %d: A's restore ended before the test saw its lock", round)
 		case errB == nil:
-			t.Logf("round %d: B's restore ran after A's: %s", round, strings.TrimSpace(outB))
+			t.Logf("round %d: B's restore ran after A's: %s", round, lastLine(outB))
 		case strings.Contains(outB, "another restore is running") && strings.Contains(outB, "409"):
 			refused = true
-			t.Logf("round %d: B's restore during A's: %s", round, strings.TrimSpace(outB))
+			t.Logf("round %d: B's restore during A's: %s", round, lastLine(outB))
 		default:
 			t.Fatalf("caddy hearth restore through B during A's: %v\n%s", errB, outB)
 		}
@@ -588,6 +593,13 @@ func scenario13(t *testing.T, c *cluster, oauthApp app, password string) {
 	if st := verifyCredentials(t, a, tok); st != http.StatusOK {
 		t.Fatalf("the restored token on A: %d", st)
 	}
+}
+
+// lastLine is the last line of a command's output (its message, after
+// Caddy's log lines).
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	return s[strings.LastIndex(s, "\n")+1:]
 }
 
 func isDone(ch chan struct{}) bool {
