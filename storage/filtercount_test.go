@@ -76,7 +76,7 @@ func checkFilterCounts(t testing.TB, st *Store, memberID string) {
 	checkOrderedKeys(t, st, memberID)
 }
 
-// checkOrderedKeys fails when the member's ordered filter keys (oy/, oh/)
+// checkOrderedKeys fails when the member's ordered filter keys (oy/, oh/, ol/)
 // are not exactly those of its items, with their statuses.
 func checkOrderedKeys(t testing.TB, st *Store, memberID string) {
 	t.Helper()
@@ -95,7 +95,7 @@ func checkOrderedKeys(t testing.TB, st *Store, memberID string) {
 		}); err != nil {
 			return err
 		}
-		for _, p := range [][]byte{key("u", memberID, "gql", "oy", ""), orderedHighlightedPrefix(memberID)} {
+		for _, p := range [][]byte{key("u", memberID, "gql", "oy", ""), orderedHighlightedPrefix(memberID), key("u", memberID, "gql", "ol", "")} {
 			if err := tx.scan(p, nil, false, false, func(k, v []byte) (bool, error) {
 				got[string(k)] = string(v)
 				return true, nil

@@ -50,6 +50,7 @@ import (
 //	                               order of createdAt (see orderedTypePrefix)
 //	oh/<createdAt><id>             the item's status code: the items with highlights, so
 //	                               ordered
+//	ol/<label id>/<createdAt><id>  the item's status code: the items of a label, so ordered
 //
 // tp is written in the same transaction as the text it stands for, and
 // the indexer (a goroutine of the store) turns pending items into
@@ -116,18 +117,22 @@ func typeItemsPrefix(memberID, typ string) []byte {
 }
 func highlightedItemsPrefix(memberID string) []byte { return key("u", memberID, "gql", "hh", "") }
 
-// Filter keys ordered like a page sorted by createdAt (oy/, oh/): a search
-// whose smallest filter is a type or has:highlights walks that filter's
+// Filter keys ordered like a page sorted by createdAt (oy/, oh/, ol/): a
+// search whose smallest filter is a type, has:highlights or a label walks
+// that filter's
 // items in the page's order and checks the others on each, instead of
 // walking every item of the statuses (planOrdered). createdAt is the
 // default order (Inboxt's savedAt) and never changes with an item's
-// writes, so the keys move only when the type, the highlights or the
-// status do. The value is the item's status code (one byte): a walk
+// writes, so the keys move only when the type, the highlights, the labels
+// or the status do (every change of those goes through putItem). The value is the item's status code (one byte): a walk
 // passes over the items of other statuses without reading them.
 func orderedTypePrefix(memberID, typ string) []byte {
 	return key("u", memberID, "gql", "oy", typeCode(typ), "")
 }
 func orderedHighlightedPrefix(memberID string) []byte { return key("u", memberID, "gql", "oh", "") }
+func orderedLabelPrefix(memberID, labelID string) []byte {
+	return key("u", memberID, "gql", "ol", labelID, "")
+}
 
 // orderedFilterKeys are it's ordered filter keys (see orderedTypePrefix),
 // each ending in the item's createdAt sort value, and their value.
@@ -136,6 +141,11 @@ func orderedFilterKeys(it *SavedItem) (keys [][]byte, value []byte) {
 	keys = append(keys, append(orderedTypePrefix(it.MemberID, it.Type), suf...))
 	if it.HighlightCount > 0 {
 		keys = append(keys, append(orderedHighlightedPrefix(it.MemberID), suf...))
+	}
+	for i, l := range it.LabelIDs {
+		if !slices.Contains(it.LabelIDs[:i], l) {
+			keys = append(keys, append(orderedLabelPrefix(it.MemberID, l), suf...))
+		}
 	}
 	return keys, []byte(statusCode[it.Status])
 }
@@ -173,7 +183,7 @@ func (tx *Tx) writeOrderedKeys(old, it *SavedItem) error {
 // indexer build them again (its writes are idempotent). Version 2 lacked
 // the filter counts (fc/), which the indexer then counts; versions 2 and
 // 3 kept a folded copy of each item's text (tt/), which it deletes;
-// versions before 5 lacked the ordered filter keys (oy/, oh/), which it
+// versions before 5 lacked the ordered filter keys (oy/, oh/, ol/), which it
 // writes.
 const searchIndexVersion = 5
 
@@ -1576,7 +1586,7 @@ type idSource struct {
 	// counts, or read), -1 unknown.
 	count int
 	// ordered, when not nil, is the prefix of the source's ordered
-	// filter keys (oy/, oh/): its items in the order of createdAt.
+	// filter keys (oy/, oh/, ol/): its items in the order of createdAt.
 	ordered []byte
 
 	part int
@@ -1782,6 +1792,9 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		}}
 		if ready {
 			src.count = 0
+		}
+		if ordered && len(group) == 1 {
+			src.ordered = orderedLabelPrefix(memberID, group[0])
 		}
 		for _, l := range group {
 			src.parts = append(src.parts, idPart{prefix: labelItemKey(memberID, l, ""), decimal: true})
@@ -2239,7 +2252,7 @@ func (tx *Tx) planSearch(memberID string, ready bool, counted []*idSource, m *it
 // SearchIndexSize sums the bytes (keys and values, before Badger's
 // compression) of a member's search keys: the folded texts of older
 // stores (tt), the trigram index (tg, td, tn, tm, tp, tq) and the filter
-// keys and counts (sd, sn, ty, hh, fc, oy, oh).
+// keys and counts (sd, sn, ty, hh, fc, oy, oh, ol).
 func (s *Store) SearchIndexSize(memberID string) (texts, trigrams, filters int64, err error) {
 	err = s.View(func(tx *Tx) error {
 		texts, trigrams, filters = 0, 0, 0
@@ -2248,7 +2261,7 @@ func (s *Store) SearchIndexSize(memberID string) (texts, trigrams, filters int64
 			n    *int64
 		}{{"tt", &texts}, {"tg", &trigrams}, {"td", &trigrams}, {"tn", &trigrams}, {"tm", &trigrams}, {"tp", &trigrams},
 			{"tq", &trigrams}, {"tw", &trigrams}, {"sd", &filters}, {"sn", &filters}, {"ty", &filters}, {"hh", &filters}, {"fc", &filters},
-			{"oy", &filters}, {"oh", &filters}} {
+			{"oy", &filters}, {"oh", &filters}, {"ol", &filters}} {
 			prefix := key("u", memberID, "gql", p.name)
 			if err := tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 				if len(k) == len(prefix) || k[len(prefix)] == '/' { // not another name with this prefix

@@ -981,7 +981,7 @@ func TestSearchWritesNoWideMarkers(t *testing.T) {
 }
 
 // A store of index version 4 (written before the ordered filter keys,
-// oy/ and oh/) answers as before while it lacks them, and the indexer
+// oy/, oh/ and ol/) answers as before while it lacks them, and the indexer
 // writes them when the store opens (version 5); then pages in the order
 // of createdAt walk them, with the same answers.
 func TestSearchOrderedKeysCatchUp(t *testing.T) {
@@ -994,6 +994,10 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rye, err := st.CreateLabel(m.ID, "rye", "#000000")
+	if err != nil {
+		t.Fatal(err)
+	}
 	all := map[string]*propItem{}
 	var ids []string
 	for i := 0; i < 120; i++ {
@@ -1001,12 +1005,17 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 		if i%4 == 1 {
 			in.Type, in.URL = TypeNewsletter, ""
 		}
+		p := &propItem{title: in.Title, text: in.Text}
+		if i%3 == 0 {
+			in.LabelIDs, p.label = []string{rye.ID}, rye.Name
+		}
 		it, _, err := st.SaveItem(m.ID, in)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, it.ID)
-		all[it.ID] = &propItem{it: it, title: in.Title, text: in.Text}
+		p.it = it
+		all[it.ID] = p
 	}
 	for i, id := range ids {
 		if i%5 == 0 {
@@ -1033,6 +1042,8 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 		{Status: StatusArchived, Type: TypeArticle},
 		{Status: StatusActive, HasHighlights: &yes, Site: "s1"},
 		{Status: StatusAll, HasHighlights: &yes, Text: "RYE"},
+		{Status: StatusAll, LabelsAll: [][]string{{"rye"}}, Type: TypeNewsletter},
+		{Status: StatusArchived, LabelsAll: [][]string{{"rye"}}},
 	}
 	defer func(p planKind) { forcePlan = p }(forcePlan)
 	forcePlan = planOrdered
@@ -1053,7 +1064,7 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 	check("version 5")
 	// As a store of version 4 holds it.
 	if err := st.Update(func(tx *Tx) error {
-		for _, p := range [][]byte{key("u", m.ID, "gql", "oy", ""), orderedHighlightedPrefix(m.ID)} {
+		for _, p := range [][]byte{key("u", m.ID, "gql", "oy", ""), orderedHighlightedPrefix(m.ID), key("u", m.ID, "gql", "ol", "")} {
 			if err := tx.deletePrefix(p); err != nil {
 				return err
 			}
