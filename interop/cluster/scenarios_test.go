@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -520,54 +521,71 @@ func scenario13(t *testing.T, c *cluster, oauthApp app, password string) {
 		return d.lists(ag.pk)
 	})
 
-	// The restore through A; a restore sent to B while A's holds the
-	// database's restore lock is refused. The lock is held only while A
-	// replaces the records (after the upload), so the test waits for it
-	// in pg_locks; should A finish first, B restores the same backup
-	// (no harm) and the round is run again.
-	pc := pgAdmin(t)
+	// The restore through A; a restore sent to B meanwhile is refused. A
+	// replaces the records in one transaction under the database's restore
+	// lock (pgkv ReplaceAll); it is kept running here by a transaction of
+	// the test that holds one record's row lock (as a slow write of
+	// another node would), so B's restore comes while A's runs whatever
+	// the size of the database: A's waits for the row when it deletes the
+	// old records.
+	ctx := context.Background()
 	db := dbName(c.dsn)
-	refused := false
-	for round := 0; !refused; round++ {
-		if round == 5 {
-			t.Fatal("in 5 rounds, no restore on B ran while A's held the lock")
-		}
-		var outA string
-		var errA error
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			outA, errA = a.caddy("hearth", "restore", "--config", a.caddyfile(), "--input", file)
-		}()
-		locked := false
-		for !locked && !isDone(done) {
-			if err := pc.QueryRow(context.Background(), `SELECT count(*) > 0 FROM pg_locks l JOIN pg_database d ON d.oid = l.database
-				WHERE l.locktype = 'advisory' AND l.granted AND d.datname = $1`, db).Scan(&locked); err != nil {
-				t.Fatal(err)
-			}
-			if !locked {
-				time.Sleep(2 * time.Millisecond)
+	pc := pgAdmin(t)
+	blocker, err := pgx.Connect(ctx, c.dsn+" application_name=cluster-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Close(ctx)
+	btx, err := blocker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			if err := btx.Rollback(ctx); err != nil {
+				t.Error(err)
 			}
 		}
-		outB, errB := "", error(nil)
-		if locked {
-			outB, errB = b.caddy("hearth", "restore", "--config", b.caddyfile(), "--input", file)
+	}
+	defer release()
+	var key []byte
+	if err := btx.QueryRow(ctx, `SELECT k FROM hearth_kv ORDER BY k LIMIT 1 FOR UPDATE`).Scan(&key); err != nil {
+		t.Fatal(err)
+	}
+	var outA string
+	var errA error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		outA, errA = a.caddy("hearth", "restore", "--config", a.caddyfile(), "--input", file)
+	}()
+	waitEvery(t, "A's restore runs (holds the restore lock, waits for the row)", 5*time.Millisecond, func() bool {
+		if isDone(done) {
+			t.Fatalf("A's restore ended while a row it replaces was locked: %v\n%s", errA, outA)
 		}
-		<-done
-		if errA != nil {
-			t.Fatalf("caddy hearth restore through A: %v\n%s", errA, outA)
+		// pgkv's lock: pg_try_advisory_xact_lock(hashtext('<prefix>_replace')),
+		// a bigint key whose low 32 bits are objid (objsubid 1).
+		var running bool
+		if err := pc.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+				WHERE l.locktype = 'advisory' AND l.granted AND d.datname = $1 AND l.objsubid = 1
+				AND l.objid::bigint = (hashtext('hearth_replace')::bigint & 4294967295))
+			AND EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = 'hearth-A' AND wait_event_type = 'Lock')`,
+			db).Scan(&running); err != nil {
+			t.Fatal(err)
 		}
-		switch {
-		case !locked:
-			t.Logf("round %d: A's restore ended before the test saw its lock", round)
-		case errB == nil:
-			t.Logf("round %d: B's restore ran after A's: %s", round, lastLine(outB))
-		case strings.Contains(outB, "another restore is running") && strings.Contains(outB, "409"):
-			refused = true
-			t.Logf("round %d: B's restore during A's: %s", round, lastLine(outB))
-		default:
-			t.Fatalf("caddy hearth restore through B during A's: %v\n%s", errB, outB)
-		}
+		return running
+	})
+	outB, errB := b.caddy("hearth", "restore", "--config", b.caddyfile(), "--input", file)
+	if errB == nil || !strings.Contains(outB, "another restore is running") || !strings.Contains(outB, "409") {
+		t.Fatalf("caddy hearth restore through B during A's: %v\n%s\nwant HTTP 409, another restore is running", errB, outB)
+	}
+	t.Logf("B's restore during A's: %s", lastLine(outB))
+	release()
+	<-done
+	if errA != nil {
+		t.Fatalf("caddy hearth restore through A: %v\n%s", errA, outA)
 	}
 
 	// B serves the restored state: the token valid in the backup works
