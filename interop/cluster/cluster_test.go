@@ -276,6 +276,14 @@ func startCluster(t *testing.T) *cluster {
 	c.nip05 = startNIP05(t, root)
 	c.a = c.newNode(t, "A", "18581", "127.0.0.1:18591", dsn)
 	c.b = c.newNode(t, "B", "18582", "127.0.0.1:18592", dsn)
+	c.nip05.mu.Lock()
+	c.nip05.owner = func(remote string) string {
+		if n := ownerOf(remote, c.a, c.b); n != nil {
+			return n.name
+		}
+		return "?"
+	}
+	c.nip05.mu.Unlock()
 	t.Cleanup(func() {
 		c.a.stop()
 		c.b.stop()

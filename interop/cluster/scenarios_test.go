@@ -166,8 +166,8 @@ func scenario10and11(t *testing.T, c *cluster) {
 	reqs := tr.reqCount()
 	tr.resetMax()
 	register(t, b, ag, "relayed", nostr.Tag{"nip05", "bot@" + nip05Addr})
-	if f := ns.fetchesOf("bot"); len(f) != 1 {
-		t.Fatalf("%d NIP-05 fetches for the registration; want 1", len(f))
+	if f := ns.fetchesOf("bot"); len(f) != 1 || f[0].node != "B" {
+		t.Fatalf("NIP-05 fetches for the registration on B: %v; want one, by B", f)
 	}
 	var leaderAddr string
 	lag := waitEvery(t, "a node subscribes to the relay for the new agent", 5*time.Millisecond, func() bool {
@@ -209,7 +209,10 @@ func scenario10and11(t *testing.T, c *cluster) {
 		return len(ns.fetchesOf("bot")) > before
 	})
 	takeover := ns.fetchesOf("bot")[before]
-	t.Logf("NIP-05 re-check by the new leader %v after the kill", takeover.Sub(killed))
+	if takeover.node != follower.name {
+		t.Fatalf("the NIP-05 re-check after the kill came from node %s; want %s, the new leader", takeover.node, follower.name)
+	}
+	t.Logf("NIP-05 re-check by the new leader %v after the kill", takeover.at.Sub(killed))
 
 	// The killed node comes back as a follower: it neither subscribes nor
 	// re-checks (a node that did would fetch at once: the identifier is
@@ -226,8 +229,9 @@ func scenario10and11(t *testing.T, c *cluster) {
 		})
 	}
 
-	// One pass period of the new leader: its next pass fetches once more;
-	// had the restarted node re-checked too, there would be more.
+	// One pass period of the new leader: its next pass fetches once more,
+	// and every fetch since the kill is the new leader's (the NIP-05
+	// server tells the nodes apart by their connections).
 	start := time.Now()
 	deadline := eventDeadline + 2*time.Minute
 	for len(ns.fetchesOf("bot")) < before+2 {
@@ -237,10 +241,15 @@ func scenario10and11(t *testing.T, c *cluster) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	f := ns.fetchesOf("bot")
+	for _, x := range f[before:] {
+		if x.node != follower.name {
+			t.Fatalf("NIP-05 fetches after the kill: %v; want only node %s's, the new leader", f[before:], follower.name)
+		}
+	}
 	if len(f) != before+2 {
 		t.Fatalf("%d NIP-05 fetches (%v); want %d: the registration, one per pass of one leader", len(f), f, before+2)
 	}
-	t.Logf("NIP-05 fetches of the identifier: %d, the last two %v apart (one pass period)", len(f), f[len(f)-1].Sub(f[len(f)-2]))
+	t.Logf("NIP-05 fetches of the identifier: %d, the last two %v apart (one pass period of node %s)", len(f), f[len(f)-1].at.Sub(f[len(f)-2].at), follower.name)
 	for _, n := range []*node{a, b} {
 		if p := postsCounted(t, n, ag.pk); p != 2 {
 			t.Errorf("node %s counts %d posts after the pass period; want 2", n.name, p)

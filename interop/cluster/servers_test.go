@@ -202,12 +202,20 @@ type nip05Server struct {
 
 	mu      sync.Mutex
 	names   map[string]string // name -> hex pubkey
-	fetches map[string][]time.Time
+	fetches map[string][]fetch
+	// owner names the node a request came from (by its connection).
+	owner func(remote string) string
+}
+
+// fetch is one request for a name: when, and from which node.
+type fetch struct {
+	at   time.Time
+	node string
 }
 
 func startNIP05(t *testing.T, dir string) *nip05Server {
 	t.Helper()
-	s := &nip05Server{names: map[string]string{}, fetches: map[string][]time.Time{}}
+	s := &nip05Server{names: map[string]string{}, fetches: map[string][]fetch{}}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/.well-known/nostr.json" {
 			http.NotFound(w, r)
@@ -215,7 +223,11 @@ func startNIP05(t *testing.T, dir string) *nip05Server {
 		}
 		name := r.URL.Query().Get("name")
 		s.mu.Lock()
-		s.fetches[name] = append(s.fetches[name], time.Now())
+		from := "?"
+		if s.owner != nil {
+			from = s.owner(r.RemoteAddr) // while the connection is open
+		}
+		s.fetches[name] = append(s.fetches[name], fetch{time.Now(), from})
 		names := map[string]string{}
 		if pk, ok := s.names[name]; ok {
 			names[name] = pk
@@ -250,7 +262,7 @@ func (s *nip05Server) set(name, pk string) {
 	s.mu.Unlock()
 }
 
-func (s *nip05Server) fetchesOf(name string) []time.Time {
+func (s *nip05Server) fetchesOf(name string) []fetch {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.fetches[name])
