@@ -53,7 +53,7 @@ func TestAPITokensCannotOutliveTheirGrantThroughCaddy(t *testing.T) {
 	const password = "correct horse battery"
 	adminJSONOK(t, http.MethodPost, "/hearth/members",
 		fmt.Sprintf(`{"username":"alice","password":%q}`, password), http.StatusCreated, nil)
-	alice, err := hearthStore(t).Member("alice")
+	alice, err := hearthStore(t).Member(t.Context(), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestAPITokensCannotOutliveTheirGrantThroughCaddy(t *testing.T) {
 		strings.Contains(string(r.Data), storage.APITokenPrefix) {
 		t.Fatalf("createApiToken with an OAuth token: HTTP %d %+v %s", r.status, r.Errors, r.Data)
 	}
-	if toks, err := hearthStore(t).APITokens(alice.ID); err != nil || len(toks) != 0 {
+	if toks, err := hearthStore(t).APITokens(t.Context(), alice.ID); err != nil || len(toks) != 0 {
 		t.Fatalf("%d API tokens after the refusal (%v)", len(toks), err)
 	}
 

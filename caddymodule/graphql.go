@@ -308,14 +308,14 @@ func adminCreateAPIToken(w http.ResponseWriter, r *http.Request, app *App) error
 	if err != nil {
 		return apiError(http.StatusBadRequest, "%v", err)
 	}
-	m, err := app.Store().Member(name)
+	m, err := app.Store().Member(r.Context(), name)
 	if errors.Is(err, storage.ErrNotFound) {
 		return memberNotFound(name)
 	}
 	if err != nil {
 		return storeError(err, "member")
 	}
-	tok, secret, err := app.Store().CreateOperatorAPIToken(m.ID, req.Name, lifetime)
+	tok, secret, err := app.Store().CreateOperatorAPIToken(r.Context(), m.ID, req.Name, lifetime)
 	if err != nil {
 		return storeError(err, "API token")
 	}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"sort"
 	"strconv"
@@ -98,17 +99,17 @@ func inboundIDKey(id string) []byte          { return key("gql", "inboundid", id
 // (OriginSession): only the session may make API tokens, never an OAuth
 // access token or another API token. It returns the record and the token,
 // which is never stored and cannot be shown again.
-func (s *Store) CreateAPIToken(memberID, name string, lifetime time.Duration) (*APIToken, string, error) {
-	return s.createAPIToken(memberID, name, lifetime, OriginSession)
+func (s *Store) CreateAPIToken(ctx context.Context, memberID, name string, lifetime time.Duration) (*APIToken, string, error) {
+	return s.createAPIToken(ctx, memberID, name, lifetime, OriginSession)
 }
 
 // CreateOperatorAPIToken is CreateAPIToken for the site's operator (admin
 // API and CLI): the token is recorded as OriginOperator.
-func (s *Store) CreateOperatorAPIToken(memberID, name string, lifetime time.Duration) (*APIToken, string, error) {
-	return s.createAPIToken(memberID, name, lifetime, OriginOperator)
+func (s *Store) CreateOperatorAPIToken(ctx context.Context, memberID, name string, lifetime time.Duration) (*APIToken, string, error) {
+	return s.createAPIToken(ctx, memberID, name, lifetime, OriginOperator)
 }
 
-func (s *Store) createAPIToken(memberID, name string, lifetime time.Duration, origin APITokenOrigin) (*APIToken, string, error) {
+func (s *Store) createAPIToken(ctx context.Context, memberID, name string, lifetime time.Duration, origin APITokenOrigin) (*APIToken, string, error) {
 	name, err := cleanLine(name, MaxAPITokenNameLen, "name")
 	if err != nil {
 		return nil, "", err
@@ -129,7 +130,7 @@ func (s *Store) createAPIToken(memberID, name string, lifetime time.Duration, or
 		exp := t.Add(lifetime)
 		tok.ExpiresAt = &exp
 	}
-	err = s.Update(func(tx *Tx) error {
+	err = s.Update(ctx, func(tx *Tx) error {
 		m, err := tx.MemberByID(memberID)
 		if err != nil {
 			return err
@@ -169,9 +170,9 @@ func (s *Store) createAPIToken(memberID, name string, lifetime time.Duration, or
 }
 
 // APITokens lists the member's tokens, newest first.
-func (s *Store) APITokens(memberID string) ([]*APIToken, error) {
+func (s *Store) APITokens(ctx context.Context, memberID string) ([]*APIToken, error) {
 	var out []*APIToken
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		return tx.scan(key("u", memberID, "gql", "tok", ""), nil, false, false, func(_, v []byte) (bool, error) {
 			var t APIToken
 			if err := unmarshal(v, &t); err != nil {
@@ -186,8 +187,8 @@ func (s *Store) APITokens(memberID string) ([]*APIToken, error) {
 }
 
 // DeleteAPIToken removes one of the member's tokens; it stops working at once.
-func (s *Store) DeleteAPIToken(memberID, id string) error {
-	return s.Update(func(tx *Tx) error {
+func (s *Store) DeleteAPIToken(ctx context.Context, memberID, id string) error {
+	return s.Update(ctx, func(tx *Tx) error {
 		var t APIToken
 		if err := tx.getJSON(apiTokenKey(memberID, id), &t); err != nil {
 			return err
@@ -203,9 +204,9 @@ func (s *Store) DeleteAPIToken(memberID, id string) error {
 // never); a time in the past makes it stop working at once. Members choose
 // a lifetime when they create a token; this is for operators' tools and
 // tests.
-func (s *Store) SetAPITokenExpiry(memberID, id string, expiresAt *time.Time) (*APIToken, error) {
+func (s *Store) SetAPITokenExpiry(ctx context.Context, memberID, id string, expiresAt *time.Time) (*APIToken, error) {
 	var tok APIToken
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		if err := tx.getJSON(apiTokenKey(memberID, id), &tok); err != nil {
 			return err
 		}
@@ -243,7 +244,7 @@ func LooksLikeAPIToken(s string) bool {
 // returns ErrNotFound for unknown, deleted or expired tokens and for gone
 // members, and ErrSuspended for suspended members. lastUsedAt is written at
 // most once per LastUsedResolution.
-func (s *Store) APITokenMember(secret string) (*Member, *APIToken, error) {
+func (s *Store) APITokenMember(ctx context.Context, secret string) (*Member, *APIToken, error) {
 	if !LooksLikeAPIToken(secret) {
 		return nil, nil, ErrNotFound
 	}
@@ -252,7 +253,7 @@ func (s *Store) APITokenMember(secret string) (*Member, *APIToken, error) {
 	var tok APIToken
 	mgen := s.caches.members.generation()
 	readMember := false
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		var ref apiTokenRef
 		if err := tx.getJSON(apiTokenRefKey(d), &ref); err != nil {
 			return err
@@ -282,7 +283,7 @@ func (s *Store) APITokenMember(secret string) (*Member, *APIToken, error) {
 	}
 	if tok.LastUsedAt == nil || t.Sub(*tok.LastUsedAt) >= LastUsedResolution {
 		used := t.Truncate(time.Second)
-		_ = s.Update(func(tx *Tx) error {
+		_ = s.Update(ctx, func(tx *Tx) error {
 			var cur APIToken
 			if err := tx.getJSON(apiTokenKey(m.ID, tok.ID), &cur); err != nil {
 				return err
@@ -315,14 +316,14 @@ func (s *Store) APITokenMember(secret string) (*Member, *APIToken, error) {
 //     there), as OriginLegacy.
 //
 // It returns how many tokens were kept and expired.
-func (s *Store) migrateAPITokenOrigins() (kept, expired int, err error) {
+func (s *Store) migrateAPITokenOrigins(ctx context.Context) (kept, expired int, err error) {
 	type pending struct {
 		digest string
 		ref    apiTokenRef
 	}
 	var todo []pending
 	var firstApp time.Time
-	err = s.View(func(tx *Tx) error {
+	err = s.View(ctx, func(tx *Tx) error {
 		prefix := apiTokenRefKey("")
 		err := tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 			var ref apiTokenRef
@@ -357,7 +358,7 @@ func (s *Store) migrateAPITokenOrigins() (kept, expired int, err error) {
 		batch := todo[:min(len(todo), 200)]
 		todo = todo[len(batch):]
 		k, e := 0, 0
-		err := s.Update(func(tx *Tx) error {
+		err := s.Update(ctx, func(tx *Tx) error {
 			k, e = 0, 0
 			for _, p := range batch {
 				var tok APIToken
@@ -441,13 +442,13 @@ const InboundPrefix = "nl_"
 // replacing the old one (which stops working at once), and returns it.
 // site is the scheme and host the address is made on, kept to show the
 // address (without its secret) later.
-func (s *Store) RotateInboundSecret(memberID, site string) (string, error) {
+func (s *Store) RotateInboundSecret(ctx context.Context, memberID, site string) (string, error) {
 	if len(site) > MaxURLLen {
 		return "", Invalid("site must be at most %d characters", MaxURLLen)
 	}
 	secret := NewSecret(InboundPrefix, 32)
 	in := Inbound{Digest: Digest(secret), CreatedAt: now(), Site: site}
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		if _, err := tx.MemberByID(memberID); err != nil {
 			return err
 		}
@@ -481,9 +482,9 @@ func (s *Store) RotateInboundSecret(memberID, site string) (string, error) {
 }
 
 // InboundInfo returns the member's inbound secret record, or ErrNotFound.
-func (s *Store) InboundInfo(memberID string) (*Inbound, error) {
+func (s *Store) InboundInfo(ctx context.Context, memberID string) (*Inbound, error) {
 	var in Inbound
-	if err := s.View(func(tx *Tx) error { return tx.getJSON(inboundKey(memberID), &in) }); err != nil {
+	if err := s.View(ctx, func(tx *Tx) error { return tx.getJSON(inboundKey(memberID), &in) }); err != nil {
 		return nil, err
 	}
 	in.ID = in.id()
@@ -503,8 +504,8 @@ func (in *Inbound) id() string {
 // DeleteInbound removes the member's inbound secret record with id (the id
 // InboundInfo shows): the URL stops working at once. ErrNotFound when the
 // member has none with that id.
-func (s *Store) DeleteInbound(memberID, id string) error {
-	return s.Update(func(tx *Tx) error {
+func (s *Store) DeleteInbound(ctx context.Context, memberID, id string) error {
+	return s.Update(ctx, func(tx *Tx) error {
 		var in Inbound
 		if err := tx.getJSON(inboundKey(memberID), &in); err != nil {
 			return err
@@ -524,12 +525,12 @@ func (s *Store) DeleteInbound(memberID, id string) error {
 
 // InboundMember returns the member whose inbound secret is secret
 // (ErrNotFound, or ErrSuspended for a suspended member).
-func (s *Store) InboundMember(secret string) (*Member, error) {
+func (s *Store) InboundMember(ctx context.Context, secret string) (*Member, error) {
 	if !strings.HasPrefix(secret, InboundPrefix) || len(secret) > 128 || len(secret) < 20 {
 		return nil, ErrNotFound
 	}
 	var m *Member
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		id, err := tx.get(inboundRefKey(Digest(secret)))
 		if err != nil {
 			return err
@@ -551,12 +552,12 @@ func (s *Store) InboundMember(secret string) (*Member, error) {
 // or ErrSuspended for a suspended member. Addresses made before the id was
 // indexed (records without an id, whose id InboundInfo derives) are found
 // after IndexInboundIDs.
-func (s *Store) InboundMemberByID(id string) (*Member, error) {
+func (s *Store) InboundMemberByID(ctx context.Context, id string) (*Member, error) {
 	if !isItemID(id) {
 		return nil, ErrNotFound
 	}
 	var m *Member
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		mid, err := tx.get(inboundIDKey(id))
 		if err != nil {
 			return err
@@ -576,10 +577,10 @@ func (s *Store) InboundMemberByID(id string) (*Member, error) {
 // IndexInboundIDs indexes by id the inbound addresses that are not (made
 // before the index, or with no id of their own): one pass over the
 // addresses, each in a transaction of its own.
-func (s *Store) IndexInboundIDs() error {
+func (s *Store) IndexInboundIDs(ctx context.Context) error {
 	var members []string
 	prefix := key("gql", "inbound", "")
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		return tx.scan(prefix, nil, false, false, func(_, v []byte) (bool, error) {
 			members = append(members, string(v))
 			return true, nil
@@ -589,14 +590,14 @@ func (s *Store) IndexInboundIDs() error {
 		return err
 	}
 	for _, mid := range members {
-		in, err := s.InboundInfo(mid)
+		in, err := s.InboundInfo(ctx, mid)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		err = s.Update(func(tx *Tx) error {
+		err = s.Update(ctx, func(tx *Tx) error {
 			if _, err := tx.get(inboundIDKey(in.ID)); err == nil || !errors.Is(err, ErrNotFound) {
 				return err
 			}

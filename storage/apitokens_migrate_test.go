@@ -15,7 +15,7 @@ func putLegacyAPIToken(t *testing.T, s *Store, memberID, name string, createdAt 
 	secret := NewSecret(APITokenPrefix, apiTokenRandomBytes)
 	d := Digest(secret)
 	id := testID()
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(t.Context(), func(tx *Tx) error {
 		if err := tx.put(apiTokenRefKey(d), []byte(`{"member_id":"`+memberID+`","token_id":"`+id+`"}`), 0); err != nil {
 			return err
 		}
@@ -51,37 +51,37 @@ func reopen(t *testing.T, s *Store) *Store {
 // the app is revoked.
 func TestMigrationExpiresLegacyAPITokensThatAnOAuthGrantCouldHaveMade(t *testing.T) {
 	s := openTestStore(t)
-	m, err := s.CreateMember("alice", "", "correct horse")
+	m, err := s.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := putLegacyAPIToken(t, s, m.ID, "laptop script", time.Now().Add(-time.Hour))
-	app, _, err := s.CreateOAuthApp("Sync app", "", []string{"https://app.example/cb"}, []string{"read", "write"})
+	app, _, err := s.CreateOAuthApp(t.Context(), "Sync app", "", []string{"https://app.example/cb"}, []string{"read", "write"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read", "write"}, "")
+	code, err := s.CreateOAuthCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read", "write"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil }); err != nil {
+	if _, _, err := s.ExchangeOAuthCode(t.Context(), code, func(*OAuthCode) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(1100 * time.Millisecond) // the migration leaves a second's margin around the app's creation
 	minted := putLegacyAPIToken(t, s, m.ID, "sync", time.Now())
-	if err := s.RevokeOAuthAppForMember(m.ID, app.ClientID); err != nil {
+	if err := s.RevokeOAuthAppForMember(t.Context(), m.ID, app.ClientID); err != nil {
 		t.Fatal(err)
 	}
 
 	s = reopen(t, s)
-	if _, _, err := s.APITokenMember(minted); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.APITokenMember(t.Context(), minted); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the token an OAuth grant could have made still works after the migration: %v", err)
 	}
-	got, tok, err := s.APITokenMember(before)
+	got, tok, err := s.APITokenMember(t.Context(), before)
 	if err != nil || got.ID != m.ID || tok.Origin != OriginLegacy {
 		t.Fatalf("the token older than every OAuth app: %v %+v", err, tok)
 	}
-	toks, err := s.APITokens(m.ID)
+	toks, err := s.APITokens(t.Context(), m.ID)
 	if err != nil || len(toks) != 2 {
 		t.Fatalf("%d tokens (%v), want both records kept", len(toks), err)
 	}
@@ -96,25 +96,25 @@ func TestMigrationExpiresLegacyAPITokensThatAnOAuthGrantCouldHaveMade(t *testing
 
 	// Idempotent: a second Open changes nothing, and new tokens carry
 	// their origin and are left alone.
-	fresh, freshSecret, err := s.CreateAPIToken(m.ID, "new", 0)
+	fresh, freshSecret, err := s.CreateAPIToken(t.Context(), m.ID, "new", 0)
 	if err != nil || fresh.Origin != OriginSession {
 		t.Fatalf("%v %+v", err, fresh)
 	}
-	op, opSecret, err := s.CreateOperatorAPIToken(m.ID, "ops", 0)
+	op, opSecret, err := s.CreateOperatorAPIToken(t.Context(), m.ID, "ops", 0)
 	if err != nil || op.Origin != OriginOperator {
 		t.Fatalf("%v %+v", err, op)
 	}
-	kept, expired, err := s.migrateAPITokenOrigins()
+	kept, expired, err := s.migrateAPITokenOrigins(t.Context())
 	if err != nil || kept != 0 || expired != 0 {
 		t.Fatalf("second migration: kept %d expired %d %v", kept, expired, err)
 	}
 	s = reopen(t, s)
 	for _, sec := range []string{before, freshSecret, opSecret} {
-		if _, _, err := s.APITokenMember(sec); err != nil {
+		if _, _, err := s.APITokenMember(t.Context(), sec); err != nil {
 			t.Fatalf("after a second Open: %v", err)
 		}
 	}
-	if _, _, err := s.APITokenMember(minted); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.APITokenMember(t.Context(), minted); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("after a second Open: %v", err)
 	}
 }
@@ -122,11 +122,11 @@ func TestMigrationExpiresLegacyAPITokensThatAnOAuthGrantCouldHaveMade(t *testing
 // A backup of an earlier version is migrated when it is restored.
 func TestRestoreMigratesLegacyAPITokens(t *testing.T) {
 	s := openTestStore(t)
-	m, err := s.CreateMember("alice", "", "correct horse")
+	m, err := s.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.CreateOAuthApp("Sync app", "", []string{"https://app.example/cb"}, []string{"read", "write"}); err != nil {
+	if _, _, err := s.CreateOAuthApp(t.Context(), "Sync app", "", []string{"https://app.example/cb"}, []string{"read", "write"}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(1100 * time.Millisecond)
@@ -135,13 +135,13 @@ func TestRestoreMigratesLegacyAPITokens(t *testing.T) {
 	if err := s.Backup(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.APITokenMember(minted); err != nil {
+	if _, _, err := s.APITokenMember(t.Context(), minted); err != nil {
 		t.Fatalf("before the restore the legacy token works (the old way): %v", err)
 	}
 	if _, err := s.Replace(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.APITokenMember(minted); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.APITokenMember(t.Context(), minted); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a restored legacy token an OAuth grant could have made works: %v", err)
 	}
 }
@@ -149,19 +149,19 @@ func TestRestoreMigratesLegacyAPITokens(t *testing.T) {
 // Suspending the member stops a legacy token that was kept.
 func TestSuspensionStopsLegacyAPITokens(t *testing.T) {
 	s := openTestStore(t)
-	m, err := s.CreateMember("alice", "", "correct horse")
+	m, err := s.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
 	old := putLegacyAPIToken(t, s, m.ID, "laptop script", time.Now().Add(-time.Hour))
 	s = reopen(t, s)
-	if _, _, err := s.APITokenMember(old); err != nil {
+	if _, _, err := s.APITokenMember(t.Context(), old); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SetSuspended("alice", true); err != nil {
+	if _, err := s.SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.APITokenMember(old); !errors.Is(err, ErrSuspended) {
+	if _, _, err := s.APITokenMember(t.Context(), old); !errors.Is(err, ErrSuspended) {
 		t.Fatalf("a suspended member's legacy token: %v", err)
 	}
 }
@@ -172,7 +172,7 @@ func TestSuspensionStopsLegacyAPITokens(t *testing.T) {
 func TestMigrationFailureReleasesTheStore(t *testing.T) {
 	s := openTestStore(t)
 	dir := s.Path()
-	if err := s.Update(func(tx *Tx) error { return tx.put(apiTokenRefKey("x"), []byte("not json"), 0) }); err != nil {
+	if err := s.Update(t.Context(), func(tx *Tx) error { return tx.put(apiTokenRefKey("x"), []byte("not json"), 0) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

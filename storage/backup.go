@@ -2,7 +2,6 @@ package storage
 
 import (
 	"bufio"
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
@@ -61,7 +60,7 @@ func (s *Store) Backup(w io.Writer) error {
 	defer s.leave(false)
 	if s.bdb == nil {
 		// The same format from the engine's records (storage/kv/stream.go).
-		return kv.WriteStream(context.Background(), w, s.eng)
+		return kv.WriteStream(s.bg, w, s.eng)
 	}
 	h := sha256.New()
 	hw := io.MultiWriter(w, h)
@@ -317,7 +316,7 @@ func loadBackup(dir string, r io.Reader, opts Options) (*Store, error) {
 	err = fresh.Restore(r)
 	if err == nil {
 		var had bool
-		if had, err = fresh.hasRecords(); err == nil && !had {
+		if had, err = fresh.hasRecords(fresh.bg); err == nil && !had {
 			err = fmt.Errorf("%w: it holds no records", ErrNotBackup)
 		}
 	}
@@ -365,7 +364,7 @@ func (s *Store) Replace(r io.Reader) (previous string, err error) {
 
 	s.startRestoring()
 	defer s.stopRestoring()
-	had, err := s.hasRecords()
+	had, err := s.hasRecords(s.bg)
 	if err != nil {
 		return "", err
 	}
@@ -498,7 +497,7 @@ func (s *Store) replaceAllOnce(rp kv.Replacer, sp *kv.Spool) (previous string, e
 		return "", err
 	}
 	n := 0
-	err = rp.ReplaceAll(context.Background(), kv.Replacement{
+	err = rp.ReplaceAll(s.bg, kv.Replacement{
 		Save: func(r kv.Record) error {
 			saved++
 			return sw.Add(r)
@@ -537,7 +536,7 @@ func (s *Store) replaceAllOnce(rp kv.Replacer, sp *kv.Spool) (previous string, e
 func (s *Store) importReplacing(first kv.Record, next func() (kv.Record, error)) (previous string, err error) {
 	s.startRestoring()
 	defer s.stopRestoring()
-	had, err := s.hasRecords()
+	had, err := s.hasRecords(s.bg)
 	if err != nil {
 		return "", err
 	}
@@ -547,7 +546,7 @@ func (s *Store) importReplacing(first kv.Record, next func() (kv.Record, error))
 		}
 	}
 	pending, n := &first, 0
-	err = s.eng.Import(context.Background(), func() (kv.Record, error) {
+	err = s.eng.Import(s.bg, func() (kv.Record, error) {
 		rec, err := first, error(nil)
 		if pending != nil {
 			pending = nil

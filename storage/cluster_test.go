@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/storage/internal/enginesuite"
 	"github.com/hearthkit/caddy-hearth/storage/kv/kvtest"
 	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
 	"github.com/jackc/pgx/v5"
@@ -38,7 +39,7 @@ var cluster struct {
 // TestMain).
 func clusterServer(t testing.TB) *pgtest.Server {
 	t.Helper()
-	if testEngineHook != nil {
+	if enginesuite.OnPostgres() {
 		pgtest.Need(t, testPostgres)
 		return testPostgres
 	}
@@ -86,19 +87,19 @@ func openNode(t *testing.T, opts Options) *Store {
 // memberToken makes a member with an OAuth app and an access token on st.
 func memberToken(t *testing.T, st *Store, username string) (m *Member, token string) {
 	t.Helper()
-	m, err := st.CreateMember(username, "", "correct horse battery")
+	m, err := st.CreateMember(t.Context(), username, "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, _, err := st.CreateOAuthApp("Tooter", "", []string{"https://app.example/cb"}, []string{"read"})
+	app, _, err := st.CreateOAuthApp(t.Context(), "Tooter", "", []string{"https://app.example/cb"}, []string{"read"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := st.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	code, err := st.CreateOAuthCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, token, err = st.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil })
+	_, token, err = st.ExchangeOAuthCode(t.Context(), code, func(*OAuthCode) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,11 +110,11 @@ func memberToken(t *testing.T, st *Store, username string) (m *Member, token str
 // its record cache (so a later acceptance comes from the cache).
 func cachedOn(t *testing.T, st *Store, token string) {
 	t.Helper()
-	if _, _, err := st.OAuthToken(token); err != nil {
+	if _, _, err := st.OAuthToken(t.Context(), token); err != nil {
 		t.Fatalf("token refused: %v", err)
 	}
 	kvtest.Eventually(t, "the token is cached", func() bool {
-		st.OAuthToken(token)
+		st.OAuthToken(t.Context(), token)
 		return st.caches.oauthTokens.get(Digest(token)) != nil
 	})
 }
@@ -122,7 +123,7 @@ func cachedOn(t *testing.T, st *Store, token string) {
 func stillRefused(t *testing.T, st *Store, token string, want error) {
 	t.Helper()
 	for range 50 {
-		if _, _, err := st.OAuthToken(token); !errors.Is(err, want) {
+		if _, _, err := st.OAuthToken(t.Context(), token); !errors.Is(err, want) {
 			t.Fatalf("accepted again or another error: %v, want %v", err, want)
 		}
 	}
@@ -135,18 +136,18 @@ func TestClusterRevokedTokenRefusedOnEveryNode(t *testing.T) {
 	a, b, _ := twoNodes(t)
 	m, token := memberToken(t, a, "alice")
 	cachedOn(t, b, token)
-	tok, _, err := b.OAuthToken(token)
+	tok, _, err := b.OAuthToken(t.Context(), token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.RevokeOAuthToken(tok.ClientID, token); err != nil {
+	if err := a.RevokeOAuthToken(t.Context(), tok.ClientID, token); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.OAuthToken(token); !errors.Is(err, ErrNotFound) {
+	if _, _, err := a.OAuthToken(t.Context(), token); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the revoking node accepts the token: %v", err)
 	}
 	kvtest.Eventually(t, "B refuses the revoked token", func() bool {
-		_, _, err := b.OAuthToken(token)
+		_, _, err := b.OAuthToken(t.Context(), token)
 		return errors.Is(err, ErrNotFound)
 	})
 	stillRefused(t, b, token, ErrNotFound)
@@ -154,11 +155,11 @@ func TestClusterRevokedTokenRefusedOnEveryNode(t *testing.T) {
 	// A suspension on A: B refuses the member's (cached) token.
 	_, token2 := memberToken(t, a, "bob")
 	cachedOn(t, b, token2)
-	if _, err := a.SetSuspended("bob", true); err != nil {
+	if _, err := a.SetSuspended(t.Context(), "bob", true); err != nil {
 		t.Fatal(err)
 	}
 	kvtest.Eventually(t, "B refuses the suspended member's token", func() bool {
-		_, _, err := b.OAuthToken(token2)
+		_, _, err := b.OAuthToken(t.Context(), token2)
 		return errors.Is(err, ErrSuspended)
 	})
 	stillRefused(t, b, token2, ErrSuspended)
@@ -182,18 +183,18 @@ func TestClusterRevocationHoldsWhileListenerBroken(t *testing.T) {
 	kvtest.Eventually(t, "both nodes listen", func() bool { return a.Live() && b.Live() })
 	_, token := memberToken(t, a, "alice")
 	cachedOn(t, b, token)
-	tok, _, _ := b.OAuthToken(token)
+	tok, _, _ := b.OAuthToken(t.Context(), token)
 	epoch, _ := (*b.liveEpochs.Load()).LiveEpoch()
 
 	sqlExec(t, admin, `ALTER ROLE node NOLOGIN`)
 	terminateListeners(t, admin)
-	if err := a.RevokeOAuthToken(tok.ClientID, token); err != nil {
+	if err := a.RevokeOAuthToken(t.Context(), tok.ClientID, token); err != nil {
 		t.Fatal(err)
 	}
 	// B has missed the notification; once it knows its listener is down
 	// it reads the store.
 	kvtest.Eventually(t, "B refuses the revoked token", func() bool {
-		_, _, err := b.OAuthToken(token)
+		_, _, err := b.OAuthToken(t.Context(), token)
 		return errors.Is(err, ErrNotFound)
 	})
 	if b.Live() {
@@ -252,7 +253,7 @@ func exchangeAtOnce(nodes []*Store, codes []string) (tokens []string, errs []err
 	for i := range nodes {
 		wg.Go(func() {
 			<-start
-			_, tokens[i], errs[i] = nodes[i].ExchangeOAuthCode(codes[i], func(*OAuthCode) error { return nil })
+			_, tokens[i], errs[i] = nodes[i].ExchangeOAuthCode(context.Background(), codes[i], func(*OAuthCode) error { return nil })
 		})
 	}
 	close(start)
@@ -267,16 +268,16 @@ func exchangeAtOnce(nodes []*Store, codes []string) (tokens []string, errs []err
 // and B both succeed: a conflict between them is not a replay.
 func TestClusterCodeExchangedOnce(t *testing.T) {
 	a, b, _ := twoNodes(t)
-	m, err := a.CreateMember("alice", "", "correct horse battery")
+	m, err := a.CreateMember(t.Context(), "alice", "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, _, err := a.CreateOAuthApp("Tooter", "", []string{"https://app.example/cb"}, []string{"read"})
+	app, _, err := a.CreateOAuthApp(t.Context(), "Tooter", "", []string{"https://app.example/cb"}, []string{"read"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	newCode := func() string {
-		code, err := a.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+		code, err := a.CreateOAuthCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,7 +303,7 @@ func TestClusterCodeExchangedOnce(t *testing.T) {
 		}
 		for _, st := range nodes {
 			kvtest.Eventually(t, "the replayed code's token is refused", func() bool {
-				_, _, err := st.OAuthToken(tokens[won])
+				_, _, err := st.OAuthToken(t.Context(), tokens[won])
 				return errors.Is(err, ErrNotFound)
 			})
 		}
@@ -314,7 +315,7 @@ func TestClusterCodeExchangedOnce(t *testing.T) {
 				t.Fatalf("round %d: exchange of a fresh code on node %d: %v", round, i, err)
 			}
 			for _, st := range nodes {
-				if _, _, err := st.OAuthToken(tokens[i]); err != nil {
+				if _, _, err := st.OAuthToken(t.Context(), tokens[i]); err != nil {
 					t.Fatalf("round %d: token from node %d refused: %v", round, i, err)
 				}
 			}
@@ -339,13 +340,13 @@ func TestClusterIDsDistinct(t *testing.T) {
 	)
 	for n, st := range []*Store{a, b} {
 		for w := range writers {
-			m, err := st.CreateMember(fmt.Sprintf("n%dw%d", n, w), "", "correct horse battery")
+			m, err := st.CreateMember(t.Context(), fmt.Sprintf("n%dw%d", n, w), "", "correct horse battery")
 			if err != nil {
 				t.Fatal(err)
 			}
 			wg.Go(func() {
 				for i := range each {
-					l, err := st.CreateLabel(m.ID, fmt.Sprintf("l%d", i), "#000000")
+					l, err := st.CreateLabel(t.Context(), m.ID, fmt.Sprintf("l%d", i), "#000000")
 					if err != nil {
 						t.Error(err)
 						return
@@ -386,7 +387,7 @@ func TestClusterIDsDistinct(t *testing.T) {
 		per[x.member]++
 	}
 	for member, n := range per {
-		labels, err := b.Labels(member)
+		labels, err := b.Labels(t.Context(), member)
 		if err != nil || len(labels) != n {
 			t.Fatalf("member %s has %d labels (%v), %d were made", member, len(labels), err, n)
 		}
@@ -402,7 +403,7 @@ func TestClusterNoIDsWithoutSlot(t *testing.T) {
 	opts := siteOptions(dsn)
 	opts.Postgres.LeaseTTL = 1500 * time.Millisecond
 	st := openNode(t, opts)
-	m, err := st.CreateMember("alice", "", "correct horse battery")
+	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +413,7 @@ func TestClusterNoIDsWithoutSlot(t *testing.T) {
 		ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at`)
 	n := 0
 	kvtest.Eventually(t, "creations are refused", func() bool {
-		_, err := st.CreateLabel(m.ID, fmt.Sprintf("l%d", n), "#000000")
+		_, err := st.CreateLabel(t.Context(), m.ID, fmt.Sprintf("l%d", n), "#000000")
 		if err == nil {
 			n++
 			return false
@@ -422,11 +423,11 @@ func TestClusterNoIDsWithoutSlot(t *testing.T) {
 		}
 		return true
 	})
-	if labels, _ := st.Labels(m.ID); len(labels) != n {
+	if labels, _ := st.Labels(t.Context(), m.ID); len(labels) != n {
 		t.Fatalf("%d labels after %d creations succeeded", len(labels), n)
 	}
 	sqlExec(t, admin, `DELETE FROM site_lease WHERE holder = 'another node' AND name <> 'kv:idslot:5'`)
-	l, err := st.CreateLabel(m.ID, "after", "#000000")
+	l, err := st.CreateLabel(t.Context(), m.ID, "after", "#000000")
 	if err != nil {
 		t.Fatalf("creation once slots are free: %v", err)
 	}
@@ -464,7 +465,7 @@ func pauseRestore(t *testing.T, during func()) (paused chan struct{}, release fu
 // while A's runs, and B's cached records are dropped when A's commits.
 func TestClusterRestoreExclusiveAndDropsCaches(t *testing.T) {
 	a, b, _ := twoNodes(t)
-	if _, err := a.CreateMember("before", "", "correct horse battery"); err != nil {
+	if _, err := a.CreateMember(t.Context(), "before", "", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}
 	var backup bytes.Buffer
@@ -489,11 +490,11 @@ func TestClusterRestoreExclusiveAndDropsCaches(t *testing.T) {
 		t.Fatalf("restore on A: %v", err)
 	}
 	kvtest.Eventually(t, "B refuses the token the restore removed", func() bool {
-		_, _, err := b.OAuthToken(token)
+		_, _, err := b.OAuthToken(t.Context(), token)
 		return errors.Is(err, ErrNotFound)
 	})
 	stillRefused(t, b, token, ErrNotFound)
-	if _, err := b.Member("alice"); !errors.Is(err, ErrNotFound) {
+	if _, err := b.Member(t.Context(), "alice"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("B still has the member the restore removed: %v", err)
 	}
 	// After it, a restore on B runs.
@@ -510,7 +511,7 @@ func TestClusterRestoreExclusiveAndDropsCaches(t *testing.T) {
 func TestClusterRestoreLosesNoWriteOfAnotherNode(t *testing.T) {
 	a, b, _ := twoNodes(t)
 	for i := range 20 {
-		if _, err := a.CreateMember(fmt.Sprint("restored", i), "", "correct horse battery"); err != nil {
+		if _, err := a.CreateMember(t.Context(), fmt.Sprint("restored", i), "", "correct horse battery"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -518,14 +519,14 @@ func TestClusterRestoreLosesNoWriteOfAnotherNode(t *testing.T) {
 	if err := a.Backup(&backup); err != nil {
 		t.Fatal(err)
 	}
-	bob, err := a.CreateMember("bob", "", "correct horse battery") // not in the backup
+	bob, err := a.CreateMember(t.Context(), "bob", "", "correct horse battery") // not in the backup
 	if err != nil {
 		t.Fatal(err)
 	}
 	var changeErr, createErr error
 	paused, release := pauseRestore(t, func() {
-		_, changeErr = b.SetDisplayName(bob.ID, "Bob changed on B")
-		_, createErr = b.CreateMember("carol", "", "correct horse battery")
+		_, changeErr = b.SetDisplayName(t.Context(), bob.ID, "Bob changed on B")
+		_, createErr = b.CreateMember(t.Context(), "carol", "", "correct horse battery")
 	})
 	done := make(chan error, 1)
 	var previous string
@@ -556,7 +557,7 @@ func TestClusterRestoreLosesNoWriteOfAnotherNode(t *testing.T) {
 	}
 	found := func(username string) (*Member, bool) {
 		for _, st := range []*Store{saved, a, b} {
-			if m, err := st.Member(username); err == nil {
+			if m, err := st.Member(t.Context(), username); err == nil {
 				return m, true
 			}
 		}
@@ -568,27 +569,7 @@ func TestClusterRestoreLosesNoWriteOfAnotherNode(t *testing.T) {
 	if _, ok := found("carol"); !ok {
 		t.Fatal("the member created on B is lost")
 	}
-	if _, err := b.Member("restored7"); err != nil {
+	if _, err := b.Member(t.Context(), "restored7"); err != nil {
 		t.Fatalf("B does not see the restored records: %v", err)
-	}
-}
-
-// Bans and suspensions are records read from the store by every node (the
-// agents' ban is never cached; a member's suspension goes through the
-// member cache, TestClusterRevokedTokenRefusedOnEveryNode): an agent
-// banned on A is banned on B at once, and B refuses its registration.
-func TestClusterAgentBanHoldsOnEveryNode(t *testing.T) {
-	a, b, _ := twoNodes(t)
-	if _, err := b.RegisterAgent(&Agent{Pubkey: agentPK1, Name: "one"}, func(*Agent) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.BanAgent(agentPK1, "spam", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if banned, err := b.AgentBanned(agentPK1); err != nil || !banned {
-		t.Fatalf("B: banned %v, %v", banned, err)
-	}
-	if _, err := b.RegisterAgent(&Agent{Pubkey: agentPK1, Name: "again"}, func(*Agent) error { return nil }); !errors.Is(err, ErrAgentBanned) {
-		t.Fatalf("registration on B after the ban on A: %v, want ErrAgentBanned", err)
 	}
 }

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -212,7 +213,7 @@ func init() {
 // CreateOAuthApp registers an application and returns it with its client
 // secret, which is not stored and cannot be shown again. The caller has
 // validated the fields.
-func (s *Store) CreateOAuthApp(name, website string, redirectURIs, scopes []string) (*OAuthApp, string, error) {
+func (s *Store) CreateOAuthApp(ctx context.Context, name, website string, redirectURIs, scopes []string) (*OAuthApp, string, error) {
 	secret := NewSecret(OAuthClientSecretPrefix, 32)
 	app := &OAuthApp{
 		ClientID:     NewSecret("", 32),
@@ -223,7 +224,7 @@ func (s *Store) CreateOAuthApp(name, website string, redirectURIs, scopes []stri
 		Scopes:       scopes,
 		CreatedAt:    time.Now().UTC(),
 	}
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		var err error
 		if app.ID, err = tx.newID(); err != nil {
 			return err
@@ -244,7 +245,7 @@ func (s *Store) CreateOAuthApp(name, website string, redirectURIs, scopes []stri
 }
 
 // OAuthApp returns the application with clientID.
-func (s *Store) OAuthApp(clientID string) (app *OAuthApp, err error) {
+func (s *Store) OAuthApp(ctx context.Context, clientID string) (app *OAuthApp, err error) {
 	if clientID == "" || len(clientID) > 128 {
 		return nil, ErrNotFound
 	}
@@ -252,7 +253,7 @@ func (s *Store) OAuthApp(clientID string) (app *OAuthApp, err error) {
 	if app := s.caches.apps.get(clientID); app != nil {
 		return app, nil
 	}
-	err = s.View(func(tx *Tx) error {
+	err = s.View(ctx, func(tx *Tx) error {
 		app = new(OAuthApp)
 		return tx.getJSON(oauthAppKey(clientID), app)
 	})
@@ -266,8 +267,8 @@ func (s *Store) OAuthApp(clientID string) (app *OAuthApp, err error) {
 // AuthenticateOAuthClient returns the application whose client_id and
 // client_secret match; the secret is compared in constant time. Any
 // mismatch is ErrNotFound.
-func (s *Store) AuthenticateOAuthClient(clientID, secret string) (*OAuthApp, error) {
-	app, err := s.OAuthApp(clientID)
+func (s *Store) AuthenticateOAuthClient(ctx context.Context, clientID, secret string) (*OAuthApp, error) {
+	app, err := s.OAuthApp(ctx, clientID)
 	if errors.Is(err, ErrNotFound) {
 		SecretMatches(secret, Digest("")) // same work as a wrong secret
 		return nil, ErrNotFound
@@ -284,7 +285,7 @@ func (s *Store) AuthenticateOAuthClient(clientID, secret string) (*OAuthApp, err
 // CreateOAuthCode records an authorization code that memberID granted to
 // the app for redirectURI and scopes, and returns the code. It lives for
 // OAuthCodeLifetime.
-func (s *Store) CreateOAuthCode(clientID, memberID, redirectURI string, scopes []string, codeChallenge string) (string, error) {
+func (s *Store) CreateOAuthCode(ctx context.Context, clientID, memberID, redirectURI string, scopes []string, codeChallenge string) (string, error) {
 	code := NewSecret(OAuthCodePrefix, 32)
 	rec := OAuthCode{
 		ClientID:      clientID,
@@ -294,7 +295,7 @@ func (s *Store) CreateOAuthCode(clientID, memberID, redirectURI string, scopes [
 		CodeChallenge: codeChallenge,
 		CreatedAt:     time.Now().UTC(),
 	}
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		if _, err := tx.MemberByID(memberID); err != nil {
 			return err
 		}
@@ -326,7 +327,7 @@ type CodeCheck func(c *OAuthCode) error
 // PostgreSQL, SSI's page-granular predicate locks can fail the exchanges of
 // two different codes of one member and app, ../shared/design/scale-out.md
 // §6.4) and the exchange runs again, up to maxCodeExchangeAttempts times.
-func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessToken, string, error) {
+func (s *Store) ExchangeOAuthCode(ctx context.Context, code string, check CodeCheck) (*OAuthAccessToken, string, error) {
 	if code == "" || len(code) > 256 {
 		return nil, "", ErrNotFound
 	}
@@ -383,11 +384,11 @@ func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessTok
 	var err error
 	backoff := retryBackoffMin
 	for attempt := 1; ; attempt++ {
-		err = s.UpdateOnce(exchange)
+		err = s.UpdateOnce(ctx, exchange)
 		if !errors.Is(err, ErrConflict) {
 			break
 		}
-		used, rerr := s.codeUsed(ck)
+		used, rerr := s.codeUsed(ctx, ck)
 		if rerr != nil {
 			return nil, "", rerr
 		}
@@ -403,7 +404,7 @@ func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessTok
 	if errors.Is(err, ErrConflict) || errors.Is(err, ErrCodeUsed) {
 		// A second (or concurrent) use: the code is compromised, so the
 		// token issued from it goes too (RFC 6749 section 4.1.2).
-		revoked, rerr := s.revokeTokenOfCode(ck)
+		revoked, rerr := s.revokeTokenOfCode(ctx, ck)
 		if rerr != nil {
 			return nil, "", rerr
 		}
@@ -424,9 +425,9 @@ const maxCodeExchangeAttempts = 10
 
 // codeUsed reports whether the code stored at ck is marked used (false
 // when it is absent or expired).
-func (s *Store) codeUsed(ck []byte) (bool, error) {
+func (s *Store) codeUsed(ctx context.Context, ck []byte) (bool, error) {
 	var c OAuthCode
-	err := s.View(func(tx *Tx) error { return tx.getJSON(ck, &c) })
+	err := s.View(ctx, func(tx *Tx) error { return tx.getJSON(ck, &c) })
 	if errors.Is(err, ErrNotFound) {
 		return false, nil
 	}
@@ -435,8 +436,8 @@ func (s *Store) codeUsed(ck []byte) (bool, error) {
 
 // revokeTokenOfCode revokes the token issued from the code stored at ck,
 // if it has one, and forgets it: revoked says whether there was one.
-func (s *Store) revokeTokenOfCode(ck []byte) (revoked bool, err error) {
-	err = s.Update(func(tx *Tx) error {
+func (s *Store) revokeTokenOfCode(ctx context.Context, ck []byte) (revoked bool, err error) {
+	err = s.Update(ctx, func(tx *Tx) error {
 		revoked = false
 		var c OAuthCode
 		err := tx.getJSON(ck, &c)
@@ -465,8 +466,8 @@ func (s *Store) revokeTokenOfCode(ck []byte) (revoked bool, err error) {
 // new one by asking again, as OAuth clients do when a token stops working,
 // and nothing else refers to it (it acts for no member). Revocations and
 // member tokens wait for the disk.
-func (s *Store) CreateOAuthAppToken(clientID string, scopes []string) (tok *OAuthAccessToken, secret string, err error) {
-	err = s.UpdateAsync(func(tx *Tx) error {
+func (s *Store) CreateOAuthAppToken(ctx context.Context, clientID string, scopes []string) (tok *OAuthAccessToken, secret string, err error) {
+	err = s.UpdateAsync(ctx, func(tx *Tx) error {
 		tok, secret, err = tx.createOAuthToken(clientID, "", scopes)
 		return err
 	})
@@ -522,7 +523,7 @@ func (tx *Tx) deleteOAuthToken(digest string) error {
 // member for an application token (client_credentials). Unknown or revoked
 // tokens and tokens of deleted members are ErrNotFound; a suspended member's
 // tokens are ErrSuspended. Other services use it to accept OAuth tokens.
-func (s *Store) OAuthToken(token string) (*OAuthAccessToken, *Member, error) {
+func (s *Store) OAuthToken(ctx context.Context, token string) (*OAuthAccessToken, *Member, error) {
 	if token == "" || len(token) > 256 {
 		return nil, nil, ErrNotFound
 	}
@@ -537,7 +538,7 @@ func (s *Store) OAuthToken(token string) (*OAuthAccessToken, *Member, error) {
 	}
 	readToken, readMember := t == nil, false
 	if readToken || t.MemberID != "" && m == nil {
-		err := s.View(func(tx *Tx) error {
+		err := s.View(ctx, func(tx *Tx) error {
 			if readToken {
 				t = new(OAuthAccessToken)
 				if err := tx.getJSON(oauthTokenKey(d), t); err != nil {
@@ -569,12 +570,12 @@ func (s *Store) OAuthToken(token string) (*OAuthAccessToken, *Member, error) {
 
 // RevokeOAuthToken revokes token if it was issued to clientID. Unknown,
 // already revoked and other clients' tokens are left alone without error.
-func (s *Store) RevokeOAuthToken(clientID, token string) error {
+func (s *Store) RevokeOAuthToken(ctx context.Context, clientID, token string) error {
 	if token == "" || len(token) > 256 {
 		return nil
 	}
 	d := Digest(token)
-	return s.Update(func(tx *Tx) error {
+	return s.Update(ctx, func(tx *Tx) error {
 		var t OAuthAccessToken
 		err := tx.getJSON(oauthTokenKey(d), &t)
 		if errors.Is(err, ErrNotFound) {
@@ -601,9 +602,9 @@ type AuthorizedOAuthApp struct {
 
 // AuthorizedOAuthApps lists the applications memberID has live tokens for,
 // most recently authorized first.
-func (s *Store) AuthorizedOAuthApps(memberID string) ([]AuthorizedOAuthApp, error) {
+func (s *Store) AuthorizedOAuthApps(ctx context.Context, memberID string) ([]AuthorizedOAuthApp, error) {
 	var out []AuthorizedOAuthApp
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		prefix := memberOAuthPrefix(memberID)
 		byClient := map[string]int{}
 		err := tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
@@ -665,12 +666,12 @@ const maxGrantScan = 1000
 // clientID whose scopes cover every one of scopes: Doorkeeper's matching
 // token (lib/doorkeeper/models/access_token_mixin.rb matching_token_for,
 // not revoked), with which the authorize endpoint skips the consent page.
-func (s *Store) OAuthGrantCovers(memberID, clientID string, scopes []string) (bool, error) {
+func (s *Store) OAuthGrantCovers(ctx context.Context, memberID, clientID string, scopes []string) (bool, error) {
 	if memberID == "" || clientID == "" || strings.Contains(clientID, "/") {
 		return false, nil
 	}
 	found := false
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		n := 0
 		return tx.scan(memberOAuthAppPrefix(memberID, clientID), nil, false, false, func(_, v []byte) (bool, error) {
 			var ref memberTokenRef
@@ -696,11 +697,11 @@ func (s *Store) OAuthGrantCovers(memberID, clientID string, scopes []string) (bo
 
 // RevokeOAuthAppForMember revokes every token memberID has given clientID,
 // and the authorization codes not yet exchanged.
-func (s *Store) RevokeOAuthAppForMember(memberID, clientID string) error {
+func (s *Store) RevokeOAuthAppForMember(ctx context.Context, memberID, clientID string) error {
 	if clientID == "" || strings.Contains(clientID, "/") {
 		return nil
 	}
-	return s.Update(func(tx *Tx) error {
+	return s.Update(ctx, func(tx *Tx) error {
 		// Codes are found by their digest only; the revocation time voids
 		// every code of the pair issued before it, for as long as one lives.
 		if err := tx.putJSON(memberOAuthRevokedKey(memberID, clientID), time.Now().UTC(), OAuthCodeLifetime+time.Second); err != nil {

@@ -27,11 +27,11 @@ func openOAuthTestStore(t *testing.T) *Store {
 func oauthFixture(t *testing.T) (*Store, *Member, *OAuthApp, string) {
 	t.Helper()
 	s := openOAuthTestStore(t)
-	m, err := s.CreateMember("alice", "Alice", "correct horse battery")
+	m, err := s.CreateMember(t.Context(), "alice", "Alice", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, secret, err := s.CreateOAuthApp("Tooter", "", []string{"https://app.example/cb"}, []string{"read", "write"})
+	app, secret, err := s.CreateOAuthApp(t.Context(), "Tooter", "", []string{"https://app.example/cb"}, []string{"read", "write"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,16 +40,16 @@ func oauthFixture(t *testing.T) (*Store, *Member, *OAuthApp, string) {
 
 func TestOAuthSecretsStoredOnlyAsDigests(t *testing.T) {
 	s, m, app, secret := oauthFixture(t)
-	code, err := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	code, err := s.CreateOAuthCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tok, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil })
+	_, tok, err := s.ExchangeOAuthCode(t.Context(), code, func(*OAuthCode) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	var all strings.Builder
-	err = s.View(func(tx *Tx) error {
+	err = s.View(t.Context(), func(tx *Tx) error {
 		return tx.scan([]byte{}, nil, false, false, func(k, v []byte) (bool, error) {
 			all.Write(k)
 			all.Write(v)
@@ -68,13 +68,13 @@ func TestOAuthSecretsStoredOnlyAsDigests(t *testing.T) {
 
 func TestAuthenticateOAuthClient(t *testing.T) {
 	s, _, app, secret := oauthFixture(t)
-	if _, err := s.AuthenticateOAuthClient(app.ClientID, secret); err != nil {
+	if _, err := s.AuthenticateOAuthClient(t.Context(), app.ClientID, secret); err != nil {
 		t.Fatalf("right secret: %v", err)
 	}
 	for _, c := range []struct{ id, secret string }{
 		{app.ClientID, secret + "x"}, {app.ClientID, ""}, {"nope", secret}, {"", ""},
 	} {
-		if _, err := s.AuthenticateOAuthClient(c.id, c.secret); !errors.Is(err, ErrNotFound) {
+		if _, err := s.AuthenticateOAuthClient(t.Context(), c.id, c.secret); !errors.Is(err, ErrNotFound) {
 			t.Errorf("AuthenticateOAuthClient(%q, …) = %v, want ErrNotFound", c.id, err)
 		}
 	}
@@ -82,47 +82,47 @@ func TestAuthenticateOAuthClient(t *testing.T) {
 
 func TestOAuthCodeSingleUseRevokesOnReplay(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
-	code, _ := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
-	_, tok, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil })
+	code, _ := s.CreateOAuthCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	_, tok, err := s.ExchangeOAuthCode(t.Context(), code, func(*OAuthCode) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.OAuthToken(tok); err != nil {
+	if _, _, err := s.OAuthToken(t.Context(), tok); err != nil {
 		t.Fatalf("fresh token: %v", err)
 	}
-	if _, _, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil }); !errors.Is(err, ErrCodeUsed) {
+	if _, _, err := s.ExchangeOAuthCode(t.Context(), code, func(*OAuthCode) error { return nil }); !errors.Is(err, ErrCodeUsed) {
 		t.Fatalf("second use = %v, want ErrCodeUsed", err)
 	}
-	if _, _, err := s.OAuthToken(tok); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.OAuthToken(t.Context(), tok); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("token after replay = %v, want ErrNotFound (revoked)", err)
 	}
 }
 
 func TestOAuthCodeFailedExchangeConsumesIt(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
-	code, _ := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	code, _ := s.CreateOAuthCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
 	bad := errors.New("wrong verifier")
-	if _, _, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return bad }); !errors.Is(err, bad) {
+	if _, _, err := s.ExchangeOAuthCode(t.Context(), code, func(*OAuthCode) error { return bad }); !errors.Is(err, bad) {
 		t.Fatalf("got %v, want the check's error", err)
 	}
-	if _, _, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil }); !errors.Is(err, ErrCodeUsed) {
+	if _, _, err := s.ExchangeOAuthCode(t.Context(), code, func(*OAuthCode) error { return nil }); !errors.Is(err, ErrCodeUsed) {
 		t.Fatalf("after a failed exchange = %v, want ErrCodeUsed", err)
 	}
 }
 
 func TestOAuthCodeExpiresAfterTenMinutes(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
-	code, _ := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	code, _ := s.CreateOAuthCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
 	oauthNow = func() time.Time { return time.Now().Add(OAuthCodeLifetime + time.Second) }
 	defer func() { oauthNow = time.Now }()
-	if _, _, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil }); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.ExchangeOAuthCode(t.Context(), code, func(*OAuthCode) error { return nil }); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("old code = %v, want ErrNotFound", err)
 	}
 }
 
 func TestOAuthCodeConcurrentExchangesIssueOneToken(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
-	code, _ := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	code, _ := s.CreateOAuthCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var tokens []string
@@ -130,7 +130,7 @@ func TestOAuthCodeConcurrentExchangesIssueOneToken(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, tok, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil })
+			_, tok, err := s.ExchangeOAuthCode(t.Context(), code, func(*OAuthCode) error { return nil })
 			if err == nil {
 				mu.Lock()
 				tokens = append(tokens, tok)
@@ -148,52 +148,52 @@ func TestOAuthCodeConcurrentExchangesIssueOneToken(t *testing.T) {
 
 func TestOAuthTokenRefusesSuspendedAndDeletedMembers(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
-	code, _ := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
-	tk, tok, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil })
+	code, _ := s.CreateOAuthCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	tk, tok, err := s.ExchangeOAuthCode(t.Context(), code, func(*OAuthCode) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, gm, err := s.OAuthToken(tok)
+	got, gm, err := s.OAuthToken(t.Context(), tok)
 	if err != nil || gm.ID != m.ID || got.ID != tk.ID || !got.Allows("read:statuses") || got.Allows("write") {
 		t.Fatalf("OAuthToken = %+v, %+v, %v", got, gm, err)
 	}
-	if _, err := s.SetSuspended("alice", true); err != nil {
+	if _, err := s.SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.OAuthToken(tok); !errors.Is(err, ErrSuspended) {
+	if _, _, err := s.OAuthToken(t.Context(), tok); !errors.Is(err, ErrSuspended) {
 		t.Fatalf("suspended: %v, want ErrSuspended", err)
 	}
-	if _, err := s.SetSuspended("alice", false); err != nil {
+	if _, err := s.SetSuspended(t.Context(), "alice", false); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteMember("alice"); err != nil {
+	if err := s.DeleteMember(t.Context(), "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.OAuthToken(tok); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.OAuthToken(t.Context(), tok); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("deleted member: %v, want ErrNotFound", err)
 	}
 }
 
 func TestRevokeOAuthTokenOnlyOwnClient(t *testing.T) {
 	s, _, app, _ := oauthFixture(t)
-	other, _, _ := s.CreateOAuthApp("Other", "", []string{"https://o.example/cb"}, []string{"read"})
-	_, tok, err := s.CreateOAuthAppToken(app.ClientID, []string{"read"})
+	other, _, _ := s.CreateOAuthApp(t.Context(), "Other", "", []string{"https://o.example/cb"}, []string{"read"})
+	_, tok, err := s.CreateOAuthAppToken(t.Context(), app.ClientID, []string{"read"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RevokeOAuthToken(other.ClientID, tok); err != nil {
+	if err := s.RevokeOAuthToken(t.Context(), other.ClientID, tok); err != nil {
 		t.Fatal(err)
 	}
-	if _, m, err := s.OAuthToken(tok); err != nil || m != nil {
+	if _, m, err := s.OAuthToken(t.Context(), tok); err != nil || m != nil {
 		t.Fatalf("after another client's revoke: %v, member %v", err, m)
 	}
-	if err := s.RevokeOAuthToken(app.ClientID, tok); err != nil {
+	if err := s.RevokeOAuthToken(t.Context(), app.ClientID, tok); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.OAuthToken(tok); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.OAuthToken(t.Context(), tok); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("after revoke: %v", err)
 	}
-	if err := s.RevokeOAuthToken(app.ClientID, tok); err != nil {
+	if err := s.RevokeOAuthToken(t.Context(), app.ClientID, tok); err != nil {
 		t.Fatalf("revoking twice: %v", err)
 	}
 }
@@ -202,54 +202,54 @@ func TestAuthorizedOAuthAppsAndMemberRevoke(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
 	var toks []string
 	for _, sc := range [][]string{{"read"}, {"write"}} {
-		code, _ := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", sc, "")
-		_, tok, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil })
+		code, _ := s.CreateOAuthCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", sc, "")
+		_, tok, err := s.ExchangeOAuthCode(t.Context(), code, func(*OAuthCode) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
 		toks = append(toks, tok)
 	}
-	apps, err := s.AuthorizedOAuthApps(m.ID)
+	apps, err := s.AuthorizedOAuthApps(t.Context(), m.ID)
 	if err != nil || len(apps) != 1 || apps[0].App.Name != "Tooter" || strings.Join(apps[0].Scopes, " ") != "read write" {
 		t.Fatalf("AuthorizedOAuthApps = %+v, %v", apps, err)
 	}
-	if err := s.RevokeOAuthAppForMember(m.ID, app.ClientID); err != nil {
+	if err := s.RevokeOAuthAppForMember(t.Context(), m.ID, app.ClientID); err != nil {
 		t.Fatal(err)
 	}
 	for _, tok := range toks {
-		if _, _, err := s.OAuthToken(tok); !errors.Is(err, ErrNotFound) {
+		if _, _, err := s.OAuthToken(t.Context(), tok); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("token after member revoke: %v", err)
 		}
 	}
-	if apps, _ := s.AuthorizedOAuthApps(m.ID); len(apps) != 0 {
+	if apps, _ := s.AuthorizedOAuthApps(t.Context(), m.ID); len(apps) != 0 {
 		t.Fatalf("still listed: %+v", apps)
 	}
 }
 
 func TestMemberRevokeVoidsOutstandingCodes(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
-	other, err := s.CreateMember("bob", "Bob", "correct horse battery")
+	other, err := s.CreateMember(t.Context(), "bob", "Bob", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pending, _ := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
-	bobs, _ := s.CreateOAuthCode(app.ClientID, other.ID, "https://app.example/cb", []string{"read"}, "")
-	if err := s.RevokeOAuthAppForMember(m.ID, app.ClientID); err != nil {
+	pending, _ := s.CreateOAuthCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	bobs, _ := s.CreateOAuthCode(t.Context(), app.ClientID, other.ID, "https://app.example/cb", []string{"read"}, "")
+	if err := s.RevokeOAuthAppForMember(t.Context(), m.ID, app.ClientID); err != nil {
 		t.Fatal(err)
 	}
 	ok := func(*OAuthCode) error { return nil }
-	if _, _, err := s.ExchangeOAuthCode(pending, ok); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.ExchangeOAuthCode(t.Context(), pending, ok); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a code granted before the revocation: %v, want ErrNotFound", err)
 	}
-	if _, _, err := s.ExchangeOAuthCode(bobs, ok); err != nil {
+	if _, _, err := s.ExchangeOAuthCode(t.Context(), bobs, ok); err != nil {
 		t.Fatalf("another member's code: %v", err)
 	}
 	// Approving the app again afterwards works.
-	again, _ := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
-	if _, _, err := s.ExchangeOAuthCode(again, ok); err != nil {
+	again, _ := s.CreateOAuthCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	if _, _, err := s.ExchangeOAuthCode(t.Context(), again, ok); err != nil {
 		t.Fatalf("a code granted after the revocation: %v", err)
 	}
-	if apps, _ := s.AuthorizedOAuthApps(m.ID); len(apps) != 1 {
+	if apps, _ := s.AuthorizedOAuthApps(t.Context(), m.ID); len(apps) != 1 {
 		t.Fatalf("authorized apps after approving again: %+v", apps)
 	}
 }
@@ -287,14 +287,14 @@ func BenchmarkCreateOAuthAppToken(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	app, _, err := st.CreateOAuthApp("bench", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
+	app, _, err := st.CreateOAuthApp(b.Context(), "bench", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, _, err := st.CreateOAuthAppToken(app.ClientID, []string{"read"}); err != nil {
+		if _, _, err := st.CreateOAuthAppToken(b.Context(), app.ClientID, []string{"read"}); err != nil {
 			b.Fatal(err)
 		}
 	}

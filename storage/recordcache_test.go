@@ -16,35 +16,35 @@ import (
 // key: a change, a deletion, a restore.
 func TestOAuthAppCacheFollowsWrites(t *testing.T) {
 	s, _, app, secret := oauthFixture(t)
-	if _, err := s.AuthenticateOAuthClient(app.ClientID, secret); err != nil {
+	if _, err := s.AuthenticateOAuthClient(t.Context(), app.ClientID, secret); err != nil {
 		t.Fatal(err)
 	}
 	if _, cached := s.caches.apps.records[app.ClientID]; !cached {
 		t.Fatal("the application was not cached after a lookup")
 	}
-	got, err := s.OAuthApp(app.ClientID)
+	got, err := s.OAuthApp(t.Context(), app.ClientID)
 	if err != nil || got.Name != "Tooter" {
 		t.Fatalf("cached lookup: %+v, %v", got, err)
 	}
 	got.Scopes = []string{"write"} // a caller's copy, not the cache's
 	got.Name = "Changed by a caller"
-	if again, _ := s.OAuthApp(app.ClientID); again.Name != "Tooter" {
+	if again, _ := s.OAuthApp(t.Context(), app.ClientID); again.Name != "Tooter" {
 		t.Fatalf("a caller changed the cached record: %q", again.Name)
 	}
 
 	renamed := *app
 	renamed.Name = "Tooter 2"
-	if err := s.Update(func(tx *Tx) error { return tx.putJSON(oauthAppKey(app.ClientID), &renamed, 0) }); err != nil {
+	if err := s.Update(t.Context(), func(tx *Tx) error { return tx.putJSON(oauthAppKey(app.ClientID), &renamed, 0) }); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.OAuthApp(app.ClientID); err != nil || got.Name != "Tooter 2" {
+	if got, err := s.OAuthApp(t.Context(), app.ClientID); err != nil || got.Name != "Tooter 2" {
 		t.Fatalf("after a write: %+v, %v", got, err)
 	}
 
-	if err := s.Update(func(tx *Tx) error { return tx.delete(oauthAppKey(app.ClientID)) }); err != nil {
+	if err := s.Update(t.Context(), func(tx *Tx) error { return tx.delete(oauthAppKey(app.ClientID)) }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AuthenticateOAuthClient(app.ClientID, secret); !errors.Is(err, ErrNotFound) {
+	if _, err := s.AuthenticateOAuthClient(t.Context(), app.ClientID, secret); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("after a delete: %v, want ErrNotFound", err)
 	}
 
@@ -55,7 +55,7 @@ func TestOAuthAppCacheFollowsWrites(t *testing.T) {
 	for i := range 20 {
 		busier := *app
 		busier.Name = fmt.Sprint("Tooter from backup ", i)
-		if err := other.Update(func(tx *Tx) error { return tx.putJSON(oauthAppKey(app.ClientID), &busier, 0) }); err != nil {
+		if err := other.Update(t.Context(), func(tx *Tx) error { return tx.putJSON(oauthAppKey(app.ClientID), &busier, 0) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,16 +63,16 @@ func TestOAuthAppCacheFollowsWrites(t *testing.T) {
 	if err := other.Backup(&backup); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Update(func(tx *Tx) error { return tx.putJSON(oauthAppKey(app.ClientID), app, 0) }); err != nil {
+	if err := s.Update(t.Context(), func(tx *Tx) error { return tx.putJSON(oauthAppKey(app.ClientID), app, 0) }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AuthenticateOAuthClient(app.ClientID, secret); err != nil {
+	if _, err := s.AuthenticateOAuthClient(t.Context(), app.ClientID, secret); err != nil {
 		t.Fatalf("after writing the record again: %v", err)
 	}
 	if _, err := s.Replace(&backup); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.OAuthApp(app.ClientID); err != nil || got.Name != "Tooter from backup 19" {
+	if got, err := s.OAuthApp(t.Context(), app.ClientID); err != nil || got.Name != "Tooter from backup 19" {
 		t.Fatalf("after a restore: %+v, %v", got, err)
 	}
 }
@@ -113,39 +113,39 @@ func TestRecordCacheIsBounded(t *testing.T) {
 // revocation, a suspension and a deletion of the member.
 func TestCachedTokensAndMembersFollowWrites(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
-	code, err := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	code, err := s.CreateOAuthCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, secret, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil })
+	tok, secret, err := s.ExchangeOAuthCode(t.Context(), code, func(*OAuthCode) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, got, err := s.OAuthToken(secret); err != nil || got.ID != m.ID {
+	if _, got, err := s.OAuthToken(t.Context(), secret); err != nil || got.ID != m.ID {
 		t.Fatalf("OAuthToken = %v, %v", got, err)
 	}
 	if s.caches.oauthTokens.get(Digest(secret)) == nil || s.caches.members.get(m.ID) == nil {
 		t.Fatal("the token and its member were not cached after a lookup")
 	}
-	if _, _, err := s.OAuthToken(secret); err != nil {
+	if _, _, err := s.OAuthToken(t.Context(), secret); err != nil {
 		t.Fatalf("cached lookup: %v", err)
 	}
-	if _, err := s.SetSuspended(m.Username, true); err != nil {
+	if _, err := s.SetSuspended(t.Context(), m.Username, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.OAuthToken(secret); !errors.Is(err, ErrSuspended) {
+	if _, _, err := s.OAuthToken(t.Context(), secret); !errors.Is(err, ErrSuspended) {
 		t.Fatalf("after suspending the member: %v, want ErrSuspended", err)
 	}
-	if _, err := s.SetSuspended(m.Username, false); err != nil {
+	if _, err := s.SetSuspended(t.Context(), m.Username, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.OAuthToken(secret); err != nil {
+	if _, _, err := s.OAuthToken(t.Context(), secret); err != nil {
 		t.Fatalf("after lifting the suspension: %v", err)
 	}
-	if err := s.RevokeOAuthToken(tok.ClientID, secret); err != nil {
+	if err := s.RevokeOAuthToken(t.Context(), tok.ClientID, secret); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.OAuthToken(secret); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.OAuthToken(t.Context(), secret); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("after revoking: %v, want ErrNotFound", err)
 	}
 }
@@ -166,7 +166,7 @@ func TestOAuthAppCacheUnderConcurrentLookups(t *testing.T) {
 					return
 				default:
 				}
-				if _, err := s.OAuthApp(app.ClientID); err != nil {
+				if _, err := s.OAuthApp(t.Context(), app.ClientID); err != nil {
 					t.Error(err)
 					return
 				}
@@ -176,10 +176,10 @@ func TestOAuthAppCacheUnderConcurrentLookups(t *testing.T) {
 	for i := range 200 {
 		renamed := *app
 		renamed.Name = fmt.Sprint("name ", i)
-		if err := s.Update(func(tx *Tx) error { return tx.putJSON(oauthAppKey(app.ClientID), &renamed, 0) }); err != nil {
+		if err := s.Update(t.Context(), func(tx *Tx) error { return tx.putJSON(oauthAppKey(app.ClientID), &renamed, 0) }); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.OAuthApp(app.ClientID)
+		got, err := s.OAuthApp(t.Context(), app.ClientID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,21 +22,21 @@ const createLabelMutation = `mutation CreateLabel($data: CreateLabelInput!) {
 
 func TestRequestsWithoutAValidTokenAreUnauthorized(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
-	expiring, expiringTok, err := e.store.CreateAPIToken(e.member.ID, "short", time.Millisecond)
+	expiring, expiringTok, err := e.store.CreateAPIToken(t.Context(), e.member.ID, "short", time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = expiring
-	deleted, deletedTok, err := e.store.CreateAPIToken(e.member.ID, "gone", 0)
+	deleted, deletedTok, err := e.store.CreateAPIToken(t.Context(), e.member.ID, "gone", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.DeleteAPIToken(e.member.ID, deleted.ID); err != nil {
+	if err := e.store.DeleteAPIToken(t.Context(), e.member.ID, deleted.ID); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(5 * time.Millisecond) // let the short token expire
 	suspended, suspendedTok := e.newMember("mallory")
-	if _, err := e.store.SetSuspended(suspended.Username, true); err != nil {
+	if _, err := e.store.SetSuspended(t.Context(), suspended.Username, true); err != nil {
 		t.Fatal(err)
 	}
 	cases := map[string]string{
@@ -94,15 +94,15 @@ func TestAPITokenWorksAndRecordsLastUse(t *testing.T) {
 // oauthToken issues an access token of hearth_oauth to the member.
 func oauthToken(t *testing.T, e *env, scopes ...string) string {
 	t.Helper()
-	app, _, err := e.store.CreateOAuthApp("Reader", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, scopes)
+	app, _, err := e.store.CreateOAuthApp(t.Context(), "Reader", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, scopes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := e.store.CreateOAuthCode(app.ClientID, e.member.ID, "urn:ietf:wg:oauth:2.0:oob", scopes, "")
+	code, err := e.store.CreateOAuthCode(t.Context(), app.ClientID, e.member.ID, "urn:ietf:wg:oauth:2.0:oob", scopes, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tok, err := e.store.ExchangeOAuthCode(code, func(*storage.OAuthCode) error { return nil })
+	_, tok, err := e.store.ExchangeOAuthCode(t.Context(), code, func(*storage.OAuthCode) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,11 +133,11 @@ func TestOAuthTokensNeedReadForQueriesAndWriteForMutations(t *testing.T) {
 
 func TestApplicationTokenWithoutMemberIsUnauthenticated(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
-	app, _, err := e.store.CreateOAuthApp("Bot", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
+	app, _, err := e.store.CreateOAuthApp(t.Context(), "Bot", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tok, err := e.store.CreateOAuthAppToken(app.ClientID, []string{"read"})
+	_, tok, err := e.store.CreateOAuthAppToken(t.Context(), app.ClientID, []string{"read"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestCreateApiTokenNeedsTheMembersSession(t *testing.T) {
 			t.Fatalf("%+v %s", r.Errors, r.Data)
 		}
 	}
-	if toks, err := e.store.APITokens(e.member.ID); err != nil || len(toks) != 1 {
+	if toks, err := e.store.APITokens(t.Context(), e.member.ID); err != nil || len(toks) != 1 {
 		t.Fatalf("%d API tokens (%v), want 1: a refused createApiToken made one", len(toks), err)
 	}
 
@@ -183,7 +183,7 @@ func TestCreateApiTokenNeedsTheMembersSession(t *testing.T) {
 
 func TestDeletedTokenStopsWorkingAtOnce(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
-	tok, secret, err := e.store.CreateAPIToken(e.member.ID, "temp", 0)
+	tok, secret, err := e.store.CreateAPIToken(t.Context(), e.member.ID, "temp", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +503,7 @@ func TestAccountOperationsOverTheSession(t *testing.T) {
 	if r.Errors[0].Message != "Signup is disabled on this instance" {
 		t.Fatalf("%+v", r.Errors)
 	}
-	if _, err := closed.store.Member("bob"); err == nil {
+	if _, err := closed.store.Member(t.Context(), "bob"); err == nil {
 		t.Fatal("createAccount made a member with registration closed")
 	}
 
@@ -513,7 +513,7 @@ func TestAccountOperationsOverTheSession(t *testing.T) {
 	if len(r.Errors) > 0 || !strings.Contains(r.Header.Get("Set-Cookie"), "hearth_session=") {
 		t.Fatalf("createAccount: %+v %v", r.Errors, r.Header)
 	}
-	if _, err := e.store.Member("bob"); err != nil {
+	if _, err := e.store.Member(t.Context(), "bob"); err != nil {
 		t.Fatalf("bob: %v", err)
 	}
 	e.wantError("", create, vars, 200, "CONFLICT")
@@ -527,7 +527,7 @@ func TestAccountOperationsOverTheSession(t *testing.T) {
 	if up.UpdateAccount.Username != "alice" || up.UpdateAccount.EmailAddress != "alice@127.0.0.1" {
 		t.Fatalf("updateAccount = %+v", up)
 	}
-	if _, err := e.store.Authenticate("alice", "another long password"); err != nil {
+	if _, err := e.store.Authenticate(t.Context(), "alice", "another long password"); err != nil {
 		t.Fatalf("the new password does not work: %v", err)
 	}
 	session := e.signIn(e.member) // the change ended the sessions
@@ -547,7 +547,7 @@ func TestAccountOperationsOverTheSession(t *testing.T) {
 	// deleteAccount: confirmed by the address.
 	e.wantError(session, `mutation { deleteAccount(data: {emailAddress: "bob"}) { success } }`, nil, 200, "BAD_USER_INPUT")
 	e.doAs(session, `mutation { deleteAccount(data: {emailAddress: "alice@127.0.0.1"}) { success } }`, nil, nil)
-	if _, err := e.store.Member("alice"); err == nil {
+	if _, err := e.store.Member(t.Context(), "alice"); err == nil {
 		t.Fatal("alice still exists")
 	}
 	e.wantError(e.token, labelsQuery, nil, 200, "UNAUTHORIZED")

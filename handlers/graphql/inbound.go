@@ -77,7 +77,7 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	secret := strings.TrimPrefix(r.URL.Path, InboundPath)
-	m, err := s.store.InboundMember(secret)
+	m, err := s.store.InboundMember(r.Context(), secret)
 	if err != nil {
 		if status, code, ok := refusal(w, err); ok {
 			writeError(w, status, code, err.Error())
@@ -101,7 +101,7 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
 		return
 	}
-	it, created, err := s.store.SaveItem(m.ID, nl.item())
+	it, created, err := s.store.SaveItem(r.Context(), m.ID, nl.item())
 	if err != nil {
 		if storage.IsInvalid(err) {
 			writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())

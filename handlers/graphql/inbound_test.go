@@ -43,7 +43,7 @@ func postInbound(t *testing.T, e *env, url, body string) (int, string) {
 }
 
 func inboundURL(t *testing.T, e *env) string {
-	secret, err := e.store.RotateInboundSecret(e.member.ID, e.srv.URL)
+	secret, err := e.store.RotateInboundSecret(t.Context(), e.member.ID, e.srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,11 +93,11 @@ func shapeServer(tb testing.TB) (*Server, string) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	m, err := st.CreateMember("alice", "alice", "correct horse battery")
+	m, err := st.CreateMember(tb.Context(), "alice", "alice", "correct horse battery")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	_, tok, err := st.CreateAPIToken(m.ID, "test", 0)
+	_, tok, err := st.CreateAPIToken(tb.Context(), m.ID, "test", 0)
 	if err != nil {
 		tb.Fatal(err)
 	}

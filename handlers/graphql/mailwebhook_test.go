@@ -24,10 +24,10 @@ func webhookEnv(t *testing.T, logs **observer.ObservedLogs) (*env, string) {
 		opts.Logger = zap.New(core)
 	}
 	e := newEnv(t, opts)
-	if _, err := e.store.RotateInboundSecret(e.member.ID, e.srv.URL); err != nil {
+	if _, err := e.store.RotateInboundSecret(t.Context(), e.member.ID, e.srv.URL); err != nil {
 		t.Fatal(err)
 	}
-	in, err := e.store.InboundInfo(e.member.ID)
+	in, err := e.store.InboundInfo(t.Context(), e.member.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestMailWebhookRefusesUnknownRecipientsStoringNothing(t *testing.T) {
 		t.Fatalf("stored %d items", len(got))
 	}
 	// A rotated address stops receiving at once.
-	if _, err := e.store.RotateInboundSecret(e.member.ID, e.srv.URL); err != nil {
+	if _, err := e.store.RotateInboundSecret(t.Context(), e.member.ID, e.srv.URL); err != nil {
 		t.Fatal(err)
 	}
 	if status, body := postWebhook(t, e, good, withHeader); status != http.StatusNotFound {
@@ -191,10 +191,10 @@ func TestMailWebhookRefusesUnknownRecipientsStoringNothing(t *testing.T) {
 
 func TestMailWebhookIsOffWithoutASecret(t *testing.T) {
 	e := newEnv(t, graphql.Options{MailDomain: "in.example.org"})
-	if _, err := e.store.RotateInboundSecret(e.member.ID, e.srv.URL); err != nil {
+	if _, err := e.store.RotateInboundSecret(t.Context(), e.member.ID, e.srv.URL); err != nil {
 		t.Fatal(err)
 	}
-	in, _ := e.store.InboundInfo(e.member.ID)
+	in, _ := e.store.InboundInfo(t.Context(), e.member.ID)
 	status, body := postWebhook(t, e, webhookPayloads(in.ID + "@in.example.org")["plain"], withHeader)
 	if status != http.StatusNotFound || !strings.Contains(body, "not enabled") {
 		t.Fatalf("%d %s", status, body)

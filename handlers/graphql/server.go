@@ -299,6 +299,13 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	// without one runs, each field needing a member answering UNAUTHORIZED
 	// (me is null).
 	c, err := s.authenticate(r)
+	if err != nil && r.Context().Err() != nil {
+		// The client went away during the lookup (the store stops with
+		// the request's context): answer as gqlgen's transport does for
+		// a client gone before its operation ran.
+		writeResponse(w, nil)
+		return
+	}
 	if writeUnavailable(w, err) {
 		return
 	}
@@ -438,12 +445,12 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 	}
 	bad := errors.New("the token is unknown, expired or revoked")
 	if storage.LooksLikeAPIToken(token) {
-		m, t, err := s.store.APITokenMember(token)
+		m, t, err := s.store.APITokenMember(r.Context(), token)
 		if _, _, ok := storage.Unavailable(err); ok {
 			return nil, err
 		}
 		if err != nil {
-			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) {
+			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) && r.Context().Err() == nil {
 				s.log.Error("look up API token", zap.Error(err))
 			}
 			return nil, bad
@@ -451,12 +458,12 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 		return &caller{member: m, apiToken: t, tokenKey: "api:" + t.ID}, nil
 	}
 	if strings.HasPrefix(token, storage.OAuthTokenPrefix) {
-		t, m, err := s.store.OAuthToken(token)
+		t, m, err := s.store.OAuthToken(r.Context(), token)
 		if _, _, ok := storage.Unavailable(err); ok {
 			return nil, err
 		}
 		if err != nil {
-			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) {
+			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) && r.Context().Err() == nil {
 				s.log.Error("look up OAuth token", zap.Error(err))
 			}
 			return nil, bad

@@ -96,7 +96,7 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 				status, v.Error = http.StatusBadRequest, "Give the token a name, such as the app that will use it."
 				break
 			}
-			t, secret, err := s.store.CreateAPIToken(m.ID, v.Name, lifetime)
+			t, secret, err := s.store.CreateAPIToken(r.Context(), m.ID, v.Name, lifetime)
 			if err != nil {
 				status, v.Error = s.pageError(w, err, "create API token")
 				break
@@ -104,14 +104,14 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 			s.log.Info("API token created", zap.String("member", m.Username), zap.String("token_id", t.ID))
 			v.NewToken, v.NewSecret, v.Name = t, secret, ""
 		case "delete":
-			if err := s.store.DeleteAPIToken(m.ID, r.PostFormValue("id")); err != nil {
+			if err := s.store.DeleteAPIToken(r.Context(), m.ID, r.PostFormValue("id")); err != nil {
 				status, v.Error = s.pageError(w, err, "delete API token")
 				break
 			}
 			s.log.Info("API token deleted", zap.String("member", m.Username))
 			v.Notice = "The token was deleted; it no longer works."
 		case "rotate_inbound":
-			secret, err := s.store.RotateInboundSecret(m.ID, siteURL(r))
+			secret, err := s.store.RotateInboundSecret(r.Context(), m.ID, siteURL(r))
 			if err != nil {
 				status, v.Error = s.pageError(w, err, "create inbound address")
 				break
@@ -128,7 +128,7 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 	for _, e := range expiryChoices {
 		v.Expiries = append(v.Expiries, expiryOption{e.Value, e.Label, e.Value == expires})
 	}
-	tokens, err := s.store.APITokens(m.ID)
+	tokens, err := s.store.APITokens(r.Context(), m.ID)
 	if err != nil {
 		status, v.Error = s.pageError(w, err, "list API tokens")
 	}
@@ -136,7 +136,7 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 	for _, t := range tokens {
 		v.Tokens = append(v.Tokens, tokenRow{t, t.Expired(now)})
 	}
-	if in, err := s.store.InboundInfo(m.ID); err == nil {
+	if in, err := s.store.InboundInfo(r.Context(), m.ID); err == nil {
 		v.Inbound = in
 	}
 	pages.Render(w, r, status, APITokensTitle, apiTokensTmpl, v)

@@ -278,7 +278,7 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": validationPrefix + strings.Join(problems, ", ")})
 		return
 	}
-	app, secret, err := s.store.CreateOAuthApp(strings.TrimSpace(reg.ClientName), strings.TrimSpace(reg.Website), uris, scopes)
+	app, secret, err := s.store.CreateOAuthApp(r.Context(), strings.TrimSpace(reg.ClientName), strings.TrimSpace(reg.Website), uris, scopes)
 	if err != nil {
 		s.log.Error("register app", zap.Error(err))
 		writeStoreFailure(w, err, "The application could not be registered; try again later")
@@ -301,7 +301,7 @@ func (s *Server) serveAppVerify(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	app, err := s.store.OAuthApp(tok.ClientID)
+	app, err := s.store.OAuthApp(r.Context(), tok.ClientID)
 	if err != nil {
 		unauthorized(w)
 		return

@@ -107,7 +107,7 @@ func FuzzToken(f *testing.F) {
 		if bytes.Contains(body, []byte("{code}")) {
 			// A live code, as the consent page issues it (the browser flow
 			// itself is tested elsewhere; here it would only slow the fuzzer).
-			code, err := fx.store.CreateOAuthCode(app.ClientID, alice.ID, "https://app.example/cb", []string{"read"}, "")
+			code, err := fx.store.CreateOAuthCode(t.Context(), app.ClientID, alice.ID, "https://app.example/cb", []string{"read"}, "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -37,12 +37,12 @@ func (s *Server) serveAuthorizedApps(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		clientID := r.PostForm.Get("client_id")
-		app, err := s.store.OAuthApp(clientID)
+		app, err := s.store.OAuthApp(r.Context(), clientID)
 		if err != nil || clientID == "" {
 			s.renderAuthorizedApps(w, r, m, http.StatusBadRequest, "That application is not authorized (any more).")
 			return
 		}
-		if err := s.store.RevokeOAuthAppForMember(m.ID, clientID); err != nil {
+		if err := s.store.RevokeOAuthAppForMember(r.Context(), m.ID, clientID); err != nil {
 			if _, _, ok := storage.Unavailable(err); ok {
 				s.storeFailurePage(w, r, err, "revoke application", "")
 				return
@@ -62,7 +62,7 @@ func (s *Server) serveAuthorizedApps(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) renderAuthorizedApps(w http.ResponseWriter, r *http.Request, m *storage.Member, status int, notice string) {
-	apps, err := s.store.AuthorizedOAuthApps(m.ID)
+	apps, err := s.store.AuthorizedOAuthApps(r.Context(), m.ID)
 	if err != nil {
 		s.storeFailurePage(w, r, err, "list authorized applications", "Your applications could not be listed; try again.")
 		return

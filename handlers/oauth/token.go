@@ -229,7 +229,7 @@ func (s *Server) clientAuth(r *http.Request, p map[string]string) (*storage.OAut
 	if id == "" || secret == "" {
 		return nil, errInvalidClient
 	}
-	app, err := s.store.AuthenticateOAuthClient(id, secret)
+	app, err := s.store.AuthenticateOAuthClient(r.Context(), id, secret)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, errInvalidClient
 	}
@@ -281,7 +281,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	if grant == "authorization_code" {
 		tok, secret, oerr = s.exchangeCode(r.Context(), app, p)
 	} else {
-		tok, secret, oerr = s.clientCredentials(app, p)
+		tok, secret, oerr = s.clientCredentials(r.Context(), app, p)
 	}
 	if oerr != nil {
 		fail(oerr)
@@ -320,7 +320,7 @@ func (s *Server) exchangeCode(ctx context.Context, app *storage.OAuthApp, p map[
 	// uncounted: the shared count could not be made; the limit fails
 	// closed (503 as a store failure, the code burnt as after any refusal).
 	var uncounted error
-	tok, secret, err := s.store.ExchangeOAuthCode(code, func(c *storage.OAuthCode) error {
+	tok, secret, err := s.store.ExchangeOAuthCode(ctx, code, func(c *storage.OAuthCode) error {
 		// Counted once, also when the store runs the check again (a
 		// transaction retried after a conflict).
 		if s.failedCodes != nil && reserved == "" {
@@ -416,7 +416,7 @@ func verifierMatches(verifier, challenge string) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(challenge)) == 1
 }
 
-func (s *Server) clientCredentials(app *storage.OAuthApp, p map[string]string) (*storage.OAuthAccessToken, string, *oauthErr) {
+func (s *Server) clientCredentials(ctx context.Context, app *storage.OAuthApp, p map[string]string) (*storage.OAuthAccessToken, string, *oauthErr) {
 	scopes := app.Scopes
 	if sc, ok := p["scope"]; ok && strings.TrimSpace(sc) != "" {
 		req, ok := parseScopes(sc)
@@ -425,7 +425,7 @@ func (s *Server) clientCredentials(app *storage.OAuthApp, p map[string]string) (
 		}
 		scopes = req
 	}
-	tok, secret, err := s.store.CreateOAuthAppToken(app.ClientID, scopes)
+	tok, secret, err := s.store.CreateOAuthAppToken(ctx, app.ClientID, scopes)
 	if err != nil {
 		s.log.Error("issue app token", zap.Error(err))
 		return nil, "", serverError(err)
@@ -449,7 +449,7 @@ func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 		writeOAuthError(w, cerr)
 		return
 	}
-	if err := s.store.RevokeOAuthToken(app.ClientID, p["token"]); err != nil {
+	if err := s.store.RevokeOAuthToken(r.Context(), app.ClientID, p["token"]); err != nil {
 		s.log.Error("revoke token", zap.Error(err))
 		writeOAuthError(w, serverError(err))
 		return
@@ -467,7 +467,7 @@ func (s *Server) bearer(w http.ResponseWriter, r *http.Request) (*storage.OAuthA
 		unauthorized(w)
 		return nil, nil, false
 	}
-	tok, m, err := s.store.OAuthToken(strings.TrimSpace(h[len(prefix):]))
+	tok, m, err := s.store.OAuthToken(r.Context(), strings.TrimSpace(h[len(prefix):]))
 	switch {
 	case err == nil:
 		return tok, m, true
