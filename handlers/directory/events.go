@@ -148,7 +148,7 @@ func (d *Directory) ingestPosts(ctx context.Context, evts []*nostr.Event, res []
 		}
 		// The store's calls here take no context either; the per-pubkey
 		// limit fails open, like every limit on posts.
-		if limit && !d.evLimitPK.Allow(context.Background(), evt.PubKey).Allowed {
+		if limit && !d.evLimitPK.Allow(ctx, evt.PubKey).Allowed {
 			res[i].Message = msgPostLimited
 			continue
 		}

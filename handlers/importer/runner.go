@@ -256,7 +256,7 @@ func (r *Runner) claimAndRun(j *storage.ImportJob) {
 	r.runJob(ctx, j)
 	cancel()
 	<-renewed
-	if err := r.store.ReleaseImportJob(ctx, j.ID, r.holder); err != nil && r.ctx.Err() == nil {
+	if err := r.store.ReleaseImportJob(r.ctx, j.ID, r.holder); err != nil && r.ctx.Err() == nil {
 		r.log.Debug("release an import's claim", zap.String("job", j.ID), zap.Error(err))
 	}
 }
