@@ -251,7 +251,7 @@ func (s *Store) APITokenMember(ctx context.Context, secret string) (*Member, *AP
 	d := Digest(secret)
 	var m *Member
 	var tok APIToken
-	mgen := s.caches.members.generation()
+	mgen := memberCache.Of(s).Generation()
 	readMember := false
 	err := s.View(ctx, func(tx *Tx) error {
 		var ref apiTokenRef
@@ -269,7 +269,7 @@ func (s *Store) APITokenMember(ctx context.Context, secret string) (*Member, *AP
 		return nil, nil, err
 	}
 	if readMember {
-		s.caches.members.add(mgen, m.ID, m)
+		memberCache.Of(s).Add(mgen, m.ID, m)
 	}
 	if !SecretMatches(secret, tok.Digest) {
 		return nil, nil, ErrNotFound

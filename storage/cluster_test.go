@@ -115,7 +115,7 @@ func cachedOn(t *testing.T, st *Store, token string) {
 	}
 	kvtest.Eventually(t, "the token is cached", func() bool {
 		st.OAuthToken(t.Context(), token)
-		return st.caches.oauthTokens.get(Digest(token)) != nil
+		return oauthTokenCache.Of(st).Get(Digest(token)) != nil
 	})
 }
 

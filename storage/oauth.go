@@ -167,6 +167,13 @@ func OAuthScopesCover(granted []string, want string) bool {
 	return false
 }
 
+// The record caches of OAuth: the client on every token request, the
+// access token on every API call.
+var (
+	appCache        = NewCacheKind[OAuthApp](oauthAppKey(""))           // by client_id
+	oauthTokenCache = NewCacheKind[OAuthAccessToken](oauthTokenKey("")) // by token digest
+)
+
 func oauthAppKey(clientID string) []byte       { return key("oauth", "app", clientID) }
 func oauthCodeKey(digest string) []byte        { return key("oauth", "code", digest) }
 func oauthTokenKey(digest string) []byte       { return key("oauth", "token", digest) }
@@ -249,8 +256,8 @@ func (s *Store) OAuthApp(ctx context.Context, clientID string) (app *OAuthApp, e
 	if clientID == "" || len(clientID) > 128 {
 		return nil, ErrNotFound
 	}
-	gen := s.caches.apps.generation()
-	if app := s.caches.apps.get(clientID); app != nil {
+	gen := appCache.Of(s).Generation()
+	if app := appCache.Of(s).Get(clientID); app != nil {
 		return app, nil
 	}
 	err = s.View(ctx, func(tx *Tx) error {
@@ -260,7 +267,7 @@ func (s *Store) OAuthApp(ctx context.Context, clientID string) (app *OAuthApp, e
 	if err != nil {
 		return nil, err
 	}
-	s.caches.apps.add(gen, clientID, app)
+	appCache.Of(s).Add(gen, clientID, app)
 	return app, nil
 }
 
@@ -530,11 +537,11 @@ func (s *Store) OAuthToken(ctx context.Context, token string) (*OAuthAccessToken
 	// The token and its member come from the record caches when they are
 	// there: every API request reads them.
 	d := Digest(token)
-	tgen, mgen := s.caches.oauthTokens.generation(), s.caches.members.generation()
-	t := s.caches.oauthTokens.get(d)
+	tgen, mgen := oauthTokenCache.Of(s).Generation(), memberCache.Of(s).Generation()
+	t := oauthTokenCache.Of(s).Get(d)
 	var m *Member
 	if t != nil && t.MemberID != "" {
-		m = s.caches.members.get(t.MemberID)
+		m = memberCache.Of(s).Get(t.MemberID)
 	}
 	readToken, readMember := t == nil, false
 	if readToken || t.MemberID != "" && m == nil {
@@ -557,10 +564,10 @@ func (s *Store) OAuthToken(ctx context.Context, token string) (*OAuthAccessToken
 		}
 	}
 	if readToken {
-		s.caches.oauthTokens.add(tgen, d, t)
+		oauthTokenCache.Of(s).Add(tgen, d, t)
 	}
 	if readMember {
-		s.caches.members.add(mgen, m.ID, m)
+		memberCache.Of(s).Add(mgen, m.ID, m)
 	}
 	if m != nil && m.Suspended {
 		return nil, nil, ErrSuspended

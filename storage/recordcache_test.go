@@ -19,7 +19,7 @@ func TestOAuthAppCacheFollowsWrites(t *testing.T) {
 	if _, err := s.AuthenticateOAuthClient(t.Context(), app.ClientID, secret); err != nil {
 		t.Fatal(err)
 	}
-	if _, cached := s.caches.apps.records[app.ClientID]; !cached {
+	if _, cached := appCache.Of(s).records[app.ClientID]; !cached {
 		t.Fatal("the application was not cached after a lookup")
 	}
 	got, err := s.OAuthApp(t.Context(), app.ClientID)
@@ -82,18 +82,18 @@ func TestOAuthAppCacheFollowsWrites(t *testing.T) {
 func TestRecordCacheIgnoresReadsOlderThanADrop(t *testing.T) {
 	c := newRecordCache[OAuthApp](oauthAppKey(""), nil)
 	app := &OAuthApp{ClientID: "c1", Name: "old"}
-	gen := c.generation()
+	gen := c.Generation()
 	c.drop([]string{string(oauthAppKey("c1"))}) // a write committed meanwhile
-	c.add(gen, "c1", app)
-	if got := c.get("c1"); got != nil {
+	c.Add(gen, "c1", app)
+	if got := c.Get("c1"); got != nil {
 		t.Fatalf("a read older than the write was cached: %+v", got)
 	}
-	c.add(c.generation(), "c1", app)
-	if got := c.get("c1"); got == nil || got.Name != "old" {
+	c.Add(c.Generation(), "c1", app)
+	if got := c.Get("c1"); got == nil || got.Name != "old" {
 		t.Fatalf("a current read was not cached: %+v", got)
 	}
 	c.drop([]string{string(memberIDKey("c1"))}) // another kind's key
-	if got := c.get("c1"); got == nil {
+	if got := c.Get("c1"); got == nil {
 		t.Fatal("a write to another kind of record dropped the entry")
 	}
 }
@@ -102,7 +102,7 @@ func TestRecordCacheIsBounded(t *testing.T) {
 	c := newRecordCache[OAuthApp](oauthAppKey(""), nil)
 	for i := range recordCacheSize + 10 {
 		id := fmt.Sprint(i)
-		c.add(c.generation(), id, &OAuthApp{ClientID: id})
+		c.Add(c.Generation(), id, &OAuthApp{ClientID: id})
 	}
 	if n := len(c.records); n != recordCacheSize {
 		t.Fatalf("%d cached applications, want %d", n, recordCacheSize)
@@ -124,7 +124,7 @@ func TestCachedTokensAndMembersFollowWrites(t *testing.T) {
 	if _, got, err := s.OAuthToken(t.Context(), secret); err != nil || got.ID != m.ID {
 		t.Fatalf("OAuthToken = %v, %v", got, err)
 	}
-	if s.caches.oauthTokens.get(Digest(secret)) == nil || s.caches.members.get(m.ID) == nil {
+	if oauthTokenCache.Of(s).Get(Digest(secret)) == nil || memberCache.Of(s).Get(m.ID) == nil {
 		t.Fatal("the token and its member were not cached after a lookup")
 	}
 	if _, _, err := s.OAuthToken(t.Context(), secret); err != nil {
