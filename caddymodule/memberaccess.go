@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 // A member's API tokens and OAuth grants, for the operator: listed and
@@ -104,7 +105,7 @@ func adminListGrants(w http.ResponseWriter, r *http.Request, app *App) error {
 	if err != nil {
 		return err
 	}
-	apps, err := app.Store().AuthorizedOAuthApps(r.Context(), m.ID)
+	apps, err := grants.Of(app.Store()).AuthorizedApps(r.Context(), m.ID)
 	if err != nil {
 		return storeError(err, "grant")
 	}
@@ -124,11 +125,11 @@ func adminRevokeGrant(w http.ResponseWriter, r *http.Request, app *App) error {
 		return err
 	}
 	which := r.PathValue("app")
-	apps, err := app.Store().AuthorizedOAuthApps(r.Context(), m.ID)
+	apps, err := grants.Of(app.Store()).AuthorizedApps(r.Context(), m.ID)
 	if err != nil {
 		return storeError(err, "grant")
 	}
-	var found *storage.OAuthApp
+	var found *grants.App
 	for _, a := range apps {
 		if a.App.ID == which || a.App.ClientID == which {
 			found = a.App
@@ -138,7 +139,7 @@ func adminRevokeGrant(w http.ResponseWriter, r *http.Request, app *App) error {
 	if found == nil {
 		return apiError(http.StatusNotFound, "%s has not authorized an application %q", m.Username, clipID(which))
 	}
-	if err := app.Store().RevokeOAuthAppForMember(r.Context(), m.ID, found.ClientID); err != nil {
+	if err := grants.Of(app.Store()).RevokeAppForMember(r.Context(), m.ID, found.ClientID); err != nil {
 		return storeError(err, "grant")
 	}
 	app.logger.Info("operator revoked an application's access", zap.String("member", m.Username), zap.String("app_id", found.ID))

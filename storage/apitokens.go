@@ -251,7 +251,7 @@ func (s *Store) APITokenMember(ctx context.Context, secret string) (*Member, *AP
 	d := Digest(secret)
 	var m *Member
 	var tok APIToken
-	mgen := memberCache.Of(s).Generation()
+	mgen := MemberCache.Of(s).Generation()
 	readMember := false
 	err := s.View(ctx, func(tx *Tx) error {
 		var ref apiTokenRef
@@ -269,7 +269,7 @@ func (s *Store) APITokenMember(ctx context.Context, secret string) (*Member, *AP
 		return nil, nil, err
 	}
 	if readMember {
-		memberCache.Of(s).Add(mgen, m.ID, m)
+		MemberCache.Of(s).Add(mgen, m.ID, m)
 	}
 	if !SecretMatches(secret, tok.Digest) {
 		return nil, nil, ErrNotFound
@@ -338,8 +338,12 @@ func (s *Store) migrateAPITokenOrigins(ctx context.Context) (kept, expired int, 
 		if err != nil || len(todo) == 0 {
 			return err
 		}
-		return tx.scan(oauthAppKey(""), nil, false, false, func(_, v []byte) (bool, error) {
-			var app OAuthApp
+		// The OAuth applications' records (storage/grants), of which
+		// only the creation time is read here.
+		return tx.scan(key("oauth", "app", ""), nil, false, false, func(_, v []byte) (bool, error) {
+			var app struct {
+				CreatedAt time.Time `json:"created_at"`
+			}
 			if err := unmarshal(v, &app); err != nil {
 				return false, err
 			}

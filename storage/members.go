@@ -74,6 +74,26 @@ func memberDataPrefix(memberID string) []byte { return key("u", memberID, "") }
 // that keep records outside the member's prefix (global lookup keys).
 var memberCleanups []func(tx *Tx, memberID string) error
 
+// OnMemberDelete registers fn to run inside DeleteMember's transaction:
+// a domain package removes there the records of the member it keeps
+// outside the member's prefix (global lookup keys). Call it from an init
+// function.
+func OnMemberDelete(fn func(tx *Tx, memberID string) error) {
+	memberCleanups = append(memberCleanups, fn)
+}
+
+// accessRevokers end one kind of a member's access for
+// RevokeMemberAccess (OnRevokeMemberAccess).
+var accessRevokers []func(ctx context.Context, s *Store, memberID string) (revoked int, err error)
+
+// OnRevokeMemberAccess registers fn, which ends the member's access of a
+// kind a domain package holds (storage/grants: its OAuth grants) and
+// returns how many it ended, for RevokeMemberAccess. Call it from an init
+// function.
+func OnRevokeMemberAccess(fn func(ctx context.Context, s *Store, memberID string) (revoked int, err error)) {
+	accessRevokers = append(accessRevokers, fn)
+}
+
 // CreateMember adds a member. It returns an *InvalidError for a bad
 // username, display name or password and ErrConflict when the username is
 // taken (case-insensitively).
@@ -356,7 +376,8 @@ func (s *Store) ChangePassword(ctx context.Context, memberID, password, keepSess
 }
 
 // RevokeMemberAccess ends every API token and OAuth grant of memberID (its
-// web sessions stay), and returns how many tokens and apps it revoked.
+// web sessions stay), and returns how many tokens and apps it revoked (the
+// grants through OnRevokeMemberAccess: storage/grants).
 func (s *Store) RevokeMemberAccess(ctx context.Context, memberID string) (tokens, apps int, err error) {
 	toks, err := s.APITokens(ctx, memberID)
 	if err != nil {
@@ -368,15 +389,12 @@ func (s *Store) RevokeMemberAccess(ctx context.Context, memberID string) (tokens
 		}
 		tokens++
 	}
-	granted, err := s.AuthorizedOAuthApps(ctx, memberID)
-	if err != nil {
-		return tokens, 0, err
-	}
-	for _, a := range granted {
-		if err := s.RevokeOAuthAppForMember(ctx, memberID, a.App.ClientID); err != nil {
+	for _, revoke := range accessRevokers {
+		n, err := revoke(ctx, s, memberID)
+		apps += n
+		if err != nil {
 			return tokens, apps, err
 		}
-		apps++
 	}
 	return tokens, apps, nil
 }

@@ -1,17 +1,18 @@
 // Package storage is Hearth's store on a storage engine (storage/kv: Badger
 // embedded by default, PostgreSQL for several nodes). Its core is
 // engine-agnostic and serves the domain packages under storage/ (today
-// storage/agents): the Store's lifecycle (Open, Close, Badger's value-log
-// garbage collection), transactions (View, Update, UpdateAsync, UpdateOnce,
-// each with the caller's context.Context) and the Tx primitives domain code
-// uses (Get, Put, Scan, Notify, NewID… on keys made with Key), ids unique
-// across nodes, the record caches and their invalidation across nodes,
-// backups and restores, the gate, shared counters, leases (Lead),
-// notifications (Subscribe, Publish), the shared errors and the
-// member-deletion hooks. The domains not moved yet (members, sessions,
-// two-factor, reset links, OAuth, API tokens, the library of saved items)
-// are still methods of Store here; docs/storage-engines.md ("Packages")
-// maps which package holds what. Handlers never build keys themselves.
+// storage/agents, storage/grants): the Store's lifecycle (Open, Close,
+// Badger's value-log garbage collection), transactions (View, Update,
+// UpdateAsync, UpdateOnce, each with the caller's context.Context) and the
+// Tx primitives domain code uses (Get, Put, Scan, Notify, NewID… on keys
+// made with Key), ids unique across nodes, the record caches (NewCacheKind)
+// and their invalidation across nodes, backups and restores, the gate,
+// shared counters, leases (Lead), notifications (Subscribe, Publish), the
+// shared errors and the member hooks (OnMemberDelete,
+// OnRevokeMemberAccess). The domains not moved yet (members, sessions,
+// two-factor, reset links, API tokens, the library of saved items) are
+// still methods of Store here; docs/storage-engines.md ("Packages") maps
+// which package holds what. Handlers never build keys themselves.
 package storage
 
 import (

@@ -125,6 +125,13 @@ const (
 	retryBudget     = 10 * time.Second
 )
 
+// RetryBackoffMin and RetryBackoffMax bound the random wait after a
+// conflict, for a domain's own retries around UpdateOnce (as Update's).
+const (
+	RetryBackoffMin = retryBackoffMin
+	RetryBackoffMax = retryBackoffMax
+)
+
 // updateRetrying commits fn, again after a conflict, with a randomized
 // backoff (see retryBudget).
 func (s *Store) updateRetrying(ctx context.Context, opts kv.TxOptions, fn func(tx *Tx) error) error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 // signedIn signs username in on a fresh browser.
@@ -121,19 +122,19 @@ func TestAccountChangePassword(t *testing.T) {
 		t.Fatalf("token %s ended without the checkbox: %v", tok.ID, err)
 	}
 	// With the checkbox, tokens and grants end too.
-	app, _, err := f.store.CreateOAuthApp(t.Context(), "App", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
+	app, _, err := grants.Of(f.store).CreateApp(t.Context(), "App", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := f.store.CreateOAuthCode(t.Context(), app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
+	code, err := grants.Of(f.store).CreateCode(t.Context(), app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, oauthSecret, err := f.store.ExchangeOAuthCode(t.Context(), code, func(*storage.OAuthCode) error { return nil })
+	_, oauthSecret, err := grants.Of(f.store).ExchangeCode(t.Context(), code, func(*grants.Code) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.store.OAuthToken(t.Context(), oauthSecret); err != nil {
+	if _, _, err := grants.Of(f.store).Token(t.Context(), oauthSecret); err != nil {
 		t.Fatal(err)
 	}
 	f2 := form("a new password", "a third password", "a third password")
@@ -144,7 +145,7 @@ func TestAccountChangePassword(t *testing.T) {
 	if _, _, err := f.store.APITokenMember(t.Context(), tokSecret); err == nil {
 		t.Fatal("API token works after revoke_access")
 	}
-	if _, _, err := f.store.OAuthToken(t.Context(), oauthSecret); err == nil {
+	if _, _, err := grants.Of(f.store).Token(t.Context(), oauthSecret); err == nil {
 		t.Fatal("OAuth token works after revoke_access")
 	}
 }
@@ -242,9 +243,9 @@ func TestAccountDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, tokSecret, _ := f.store.CreateAPIToken(t.Context(), m.ID, "cli", 0)
-	app, _, _ := f.store.CreateOAuthApp(t.Context(), "App", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
-	code, _ := f.store.CreateOAuthCode(t.Context(), app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
-	_, oauthSecret, err := f.store.ExchangeOAuthCode(t.Context(), code, func(*storage.OAuthCode) error { return nil })
+	app, _, _ := grants.Of(f.store).CreateApp(t.Context(), "App", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
+	code, _ := grants.Of(f.store).CreateCode(t.Context(), app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
+	_, oauthSecret, err := grants.Of(f.store).ExchangeCode(t.Context(), code, func(*grants.Code) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,10 +277,10 @@ func TestAccountDelete(t *testing.T) {
 	if _, _, err := f.store.APITokenMember(t.Context(), tokSecret); err == nil {
 		t.Fatal("API token works after delete")
 	}
-	if _, _, err := f.store.OAuthToken(t.Context(), oauthSecret); err == nil {
+	if _, _, err := grants.Of(f.store).Token(t.Context(), oauthSecret); err == nil {
 		t.Fatal("OAuth token works after delete")
 	}
-	if apps, _ := f.store.AuthorizedOAuthApps(t.Context(), m.ID); len(apps) != 0 {
+	if apps, _ := grants.Of(f.store).AuthorizedApps(t.Context(), m.ID); len(apps) != 0 {
 		t.Fatalf("grants left: %d", len(apps))
 	}
 	if list, _ := f.store.Sessions(t.Context(), m.ID); len(list) != 0 {

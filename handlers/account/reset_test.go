@@ -9,6 +9,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 func TestSignInPageHintsAtResetLinks(t *testing.T) {
@@ -129,17 +130,17 @@ func TestResetLinkRevokingAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, _, err := f.store.CreateOAuthApp(t.Context(), "Toot", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
+	app, _, err := grants.Of(f.store).CreateApp(t.Context(), "Toot", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	grant := func() string {
 		t.Helper()
-		code, err := f.store.CreateOAuthCode(t.Context(), app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
+		code, err := grants.Of(f.store).CreateCode(t.Context(), app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, secret, err := f.store.ExchangeOAuthCode(t.Context(), code, func(*storage.OAuthCode) error { return nil })
+		_, secret, err := grants.Of(f.store).ExchangeCode(t.Context(), code, func(*grants.Code) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +165,7 @@ func TestResetLinkRevokingAccess(t *testing.T) {
 	if _, _, err := f.store.APITokenMember(t.Context(), apiToken); err != nil {
 		t.Fatalf("a plain link revoked the API token: %v", err)
 	}
-	if _, _, err := f.store.OAuthToken(t.Context(), oauthToken); err != nil {
+	if _, _, err := grants.Of(f.store).Token(t.Context(), oauthToken); err != nil {
 		t.Fatalf("a plain link revoked the OAuth grant: %v", err)
 	}
 
@@ -172,10 +173,10 @@ func TestResetLinkRevokingAccess(t *testing.T) {
 	if _, _, err := f.store.APITokenMember(t.Context(), apiToken); err == nil {
 		t.Fatal("the API token still works after a --revoke-access link")
 	}
-	if _, _, err := f.store.OAuthToken(t.Context(), oauthToken); err == nil {
+	if _, _, err := grants.Of(f.store).Token(t.Context(), oauthToken); err == nil {
 		t.Fatal("the OAuth access token still works after a --revoke-access link")
 	}
-	if apps, err := f.store.AuthorizedOAuthApps(t.Context(), m.ID); err != nil || len(apps) != 0 {
+	if apps, err := grants.Of(f.store).AuthorizedApps(t.Context(), m.ID); err != nil || len(apps) != 0 {
 		t.Fatalf("authorized apps after a --revoke-access link: %+v %v", apps, err)
 	}
 	if _, err := f.store.Authenticate(t.Context(), "alice", "a third password"); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 const labelsQuery = `query Labels { labels { id createdAt name color order } }`
@@ -94,15 +95,15 @@ func TestAPITokenWorksAndRecordsLastUse(t *testing.T) {
 // oauthToken issues an access token of hearth_oauth to the member.
 func oauthToken(t *testing.T, e *env, scopes ...string) string {
 	t.Helper()
-	app, _, err := e.store.CreateOAuthApp(t.Context(), "Reader", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, scopes)
+	app, _, err := grants.Of(e.store).CreateApp(t.Context(), "Reader", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, scopes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := e.store.CreateOAuthCode(t.Context(), app.ClientID, e.member.ID, "urn:ietf:wg:oauth:2.0:oob", scopes, "")
+	code, err := grants.Of(e.store).CreateCode(t.Context(), app.ClientID, e.member.ID, "urn:ietf:wg:oauth:2.0:oob", scopes, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tok, err := e.store.ExchangeOAuthCode(t.Context(), code, func(*storage.OAuthCode) error { return nil })
+	_, tok, err := grants.Of(e.store).ExchangeCode(t.Context(), code, func(*grants.Code) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,11 +134,11 @@ func TestOAuthTokensNeedReadForQueriesAndWriteForMutations(t *testing.T) {
 
 func TestApplicationTokenWithoutMemberIsUnauthenticated(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
-	app, _, err := e.store.CreateOAuthApp(t.Context(), "Bot", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
+	app, _, err := grants.Of(e.store).CreateApp(t.Context(), "Bot", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tok, err := e.store.CreateOAuthAppToken(t.Context(), app.ClientID, []string{"read"})
+	_, tok, err := grants.Of(e.store).CreateAppToken(t.Context(), app.ClientID, []string{"read"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 // Paths served by the Server.
@@ -423,10 +424,10 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request, c *caller) bool {
 // caller is who a request acts for.
 type caller struct {
 	member   *storage.Member
-	apiToken *storage.APIToken         // set for API tokens
-	oauth    *storage.OAuthAccessToken // set for OAuth access tokens
-	tokenKey string                    // rate-limit key, never the token itself
-	session  bool                      // signed in with the session cookie
+	apiToken *storage.APIToken   // set for API tokens
+	oauth    *grants.AccessToken // set for OAuth access tokens
+	tokenKey string              // rate-limit key, never the token itself
+	session  bool                // signed in with the session cookie
 }
 
 type callerKey struct{}
@@ -457,8 +458,8 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 		}
 		return &caller{member: m, apiToken: t, tokenKey: "api:" + t.ID}, nil
 	}
-	if strings.HasPrefix(token, storage.OAuthTokenPrefix) {
-		t, m, err := s.store.OAuthToken(r.Context(), token)
+	if strings.HasPrefix(token, grants.TokenPrefix) {
+		t, m, err := grants.Of(s.store).Token(r.Context(), token)
 		if _, _, ok := storage.Unavailable(err); ok {
 			return nil, err
 		}

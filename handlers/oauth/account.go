@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 // Version is what the instance endpoints report. Mastodon clients read the
@@ -130,7 +131,7 @@ func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
 		"revocation_endpoint":                   base + RevokePath,
 		"userinfo_endpoint":                     base + UserinfoPath,
 		"app_registration_endpoint":             base + AppsPath,
-		"scopes_supported":                      storage.OAuthScopes,
+		"scopes_supported":                      grants.Scopes,
 		"response_types_supported":              []string{"code"},
 		"response_modes_supported":              []string{"query"},
 		"grant_types_supported":                 []string{"authorization_code", "client_credentials"},

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 //go:embed templates/*.html
@@ -39,7 +40,7 @@ type authRequest struct {
 	CodeChallenge       string
 	CodeChallengeMethod string
 
-	app    *storage.OAuthApp
+	app    *grants.App
 	scopes []string
 }
 
@@ -64,7 +65,7 @@ func (s *Server) parseAuthRequest(ctx context.Context, v url.Values) (*authReque
 		CodeChallenge:       v.Get("code_challenge"),
 		CodeChallengeMethod: v.Get("code_challenge_method"),
 	}
-	app, err := s.store.OAuthApp(ctx, req.ClientID)
+	app, err := grants.Of(s.store).App(ctx, req.ClientID)
 	if err != nil {
 		if !errors.Is(err, storage.ErrNotFound) {
 			s.log.Error("look up app", zap.Error(err))
@@ -242,7 +243,7 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := struct {
-		App            *storage.OAuthApp
+		App            *grants.App
 		Member         *storage.Member
 		SiteName       string
 		Website        *url.URL
@@ -270,7 +271,7 @@ func (s *Server) skipConsent(ctx context.Context, q url.Values, m *storage.Membe
 	if q.Get("prompt") == "consent" {
 		return false
 	}
-	ok, err := s.store.OAuthGrantCovers(ctx, m.ID, req.app.ClientID, req.scopes)
+	ok, err := grants.Of(s.store).Covers(ctx, m.ID, req.app.ClientID, req.scopes)
 	if err != nil {
 		// The consent page still works: ask instead.
 		s.log.Error("look up the member's grant", zap.Error(err))
@@ -280,7 +281,7 @@ func (s *Server) skipConsent(ctx context.Context, q url.Values, m *storage.Membe
 }
 
 // websiteOf is the app's website when it is an http(s) URL with a host.
-func websiteOf(app *storage.OAuthApp) *url.URL {
+func websiteOf(app *grants.App) *url.URL {
 	u, err := url.Parse(app.Website)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil
@@ -358,7 +359,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 // redirect with state.
 func (s *Server) grant(w http.ResponseWriter, r *http.Request, req *authRequest, m *storage.Member) {
 	p := s.opts.Pages
-	code, err := s.store.CreateOAuthCode(r.Context(), req.app.ClientID, m.ID, req.RedirectURI, req.scopes, req.CodeChallenge)
+	code, err := grants.Of(s.store).CreateCode(r.Context(), req.app.ClientID, m.ID, req.RedirectURI, req.scopes, req.CodeChallenge)
 	if err != nil {
 		s.storeFailurePage(w, r, err, "create authorization code", "The authorization could not be saved. Try again later.")
 		return

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 // TestAuthorizeAsksToSignIn: a browser without a session is sent to the
@@ -118,7 +119,7 @@ func TestAuthorizeDeclineRedirectsAccessDenied(t *testing.T) {
 	if q.Get("error_description") == "" {
 		t.Errorf("no error_description in %s", loc)
 	}
-	apps, _ := f.store.AuthorizedOAuthApps(t.Context(), mustMember(t, f, "alice").ID)
+	apps, _ := grants.Of(f.store).AuthorizedApps(t.Context(), mustMember(t, f, "alice").ID)
 	if len(apps) != 0 {
 		t.Fatalf("declining authorized %d apps", len(apps))
 	}
@@ -526,7 +527,7 @@ func TestAuthorizeSkipsConsentForAMatchingGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err = f.store.RevokeOAuthAppForMember(t.Context(), m.ID, app.ClientID); err != nil {
+	if err = grants.Of(f.store).RevokeAppForMember(t.Context(), m.ID, app.ClientID); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, f.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusUnauthorized)
