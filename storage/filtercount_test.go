@@ -73,6 +73,43 @@ func checkFilterCounts(t testing.TB, st *Store, memberID string) {
 	if !maps.Equal(got, want) {
 		t.Fatalf("filter counts\n got %v\nwant %v", got, want)
 	}
+	checkOrderedKeys(t, st, memberID)
+}
+
+// checkOrderedKeys fails when the member's ordered filter keys (oy/, oh/, ol/)
+// are not exactly those of its items, with their statuses.
+func checkOrderedKeys(t testing.TB, st *Store, memberID string) {
+	t.Helper()
+	want, got := map[string]string{}, map[string]string{}
+	if err := st.View(t.Context(), func(tx *Tx) error {
+		if err := tx.scan(itemKey(memberID, ""), nil, false, false, func(_, v []byte) (bool, error) {
+			var it SavedItem
+			if err := parseItemRecord(v, &it); err != nil {
+				return false, err
+			}
+			keys, value := orderedFilterKeys(&it)
+			for _, k := range keys {
+				want[string(k)] = string(value)
+			}
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		for _, p := range [][]byte{key("u", memberID, "gql", "oy", ""), orderedHighlightedPrefix(memberID), key("u", memberID, "gql", "ol", "")} {
+			if err := tx.scan(p, nil, false, false, func(k, v []byte) (bool, error) {
+				got[string(k)] = string(v)
+				return true, nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("ordered filter keys: %d, want %d\n got %q\nwant %q", len(got), len(want), got, want)
+	}
 }
 
 // The counts follow every change of an item's labels, type, highlights,

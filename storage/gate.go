@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage/kv"
@@ -65,6 +66,12 @@ type gate struct {
 	restoring bool
 	active    int // operations in the database, writes included
 	writes    int // writes in the database
+
+	// The last reading of the free space (lowOnSpace), without the lock:
+	// spaceAt is when it was taken (Unix ns), spaceLeft the bytes writes
+	// may still add before it is taken again.
+	spaceAt   atomic.Int64
+	spaceLeft atomic.Int64
 }
 
 func (g *gate) init() { g.idle.L = &g.mu }
@@ -144,12 +151,40 @@ func (s *Store) stopRestoring() {
 // than the reserve (Options.MinFreeBytes). Badger writes its logs and
 // tables through memory maps: on a full disk it dies of SIGBUS inside its
 // own flushes, so writes must stop while it still has room for them.
+//
+// Reading the free space is a system call, a few percent of the CPU of a
+// small write (token issuance), so a reading is trusted for the next
+// quarter of the room it showed above the reserve (writesDone counts what
+// the commits add) and for spaceCheckEvery at most (other processes fill
+// the disk too). Near the reserve every write reads it again.
 func (s *Store) lowOnSpace() bool {
 	if s.opts.MinFreeBytes <= 0 {
 		return false
 	}
+	g := &s.gate
+	now := time.Now().UnixNano()
+	if g.spaceLeft.Load() > 0 && now-g.spaceAt.Load() < int64(spaceCheckEvery) {
+		return false
+	}
 	free, ok := freeBytes(s.path)
-	return ok && free < s.opts.MinFreeBytes
+	if !ok {
+		return false
+	}
+	room := free - s.opts.MinFreeBytes
+	g.spaceLeft.Store(max(room/4, 0))
+	g.spaceAt.Store(now)
+	return room < 0
+}
+
+// spaceCheckEvery is how long a reading of the free space is trusted.
+const spaceCheckEvery = 100 * time.Millisecond
+
+// writesDone counts bytes a transaction wrote (keys and values) against the
+// room of the last free-space reading.
+func (s *Store) writesDone(n int64) {
+	if n > 0 && s.opts.MinFreeBytes > 0 {
+		s.gate.spaceLeft.Add(-n)
+	}
 }
 
 // engineErr turns the engine's kv.ErrUnavailable into ErrEngineUnavailable

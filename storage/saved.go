@@ -1389,12 +1389,15 @@ func (s *Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilte
 			return err
 		}
 		if !m.impossible && m.indexable() {
-			ids, ok, err := tx.searchCandidates(memberID, f, m, statuses, first)
+			ids, ok, err := tx.searchCandidates(memberID, f, m, statuses, p.Field, first)
 			if err != nil {
 				return err
 			}
 			if ok {
 				return tx.candidatePage(m, ids, statuses, p, after, lower, upper, page)
+			}
+			if m.ordered != nil {
+				return tx.orderedPage(m, statuses, p, after, lower, upper, page)
 			}
 		}
 		// One allocation for the page's items, and one item key buffer.
@@ -1661,6 +1664,9 @@ type itemMatcher struct {
 	// filters' keys): the scan along the sort order skips the others by
 	// their key, without decoding their record.
 	prefilter map[uint64]struct{}
+	// ordered, when set, is a plan that walks one filter's ordered keys
+	// (orderedPage) instead of the statuses' indexes.
+	ordered *searchPlan
 	// readyKnown and ready: whether the member's index is built, read
 	// when a scan first passes the budget.
 	readyKnown, ready bool

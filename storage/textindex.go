@@ -47,6 +47,11 @@ import (
 //	                               site: search reads this short list, then sd/ of those that match)
 //	ty/<A|N>/<id>                  empty: articles, newsletters
 //	hh/<id>                        empty: the items with highlights
+//	oy/<A|N>/<createdAt><id>       the item's status code: articles, newsletters, in the
+//	                               order of createdAt (see orderedTypePrefix)
+//	oh/<createdAt><id>             the item's status code: the items with highlights, so
+//	                               ordered
+//	ol/<label id>/<createdAt><id>  the item's status code: the items of a label, so ordered
 //
 // tp is written in the same transaction as the text it stands for, and
 // the indexer (a goroutine of the store) turns pending items into
@@ -113,17 +118,86 @@ func typeItemsPrefix(memberID, typ string) []byte {
 }
 func highlightedItemsPrefix(memberID string) []byte { return key("u", memberID, "gql", "hh", "") }
 
+// Filter keys ordered like a page sorted by createdAt (oy/, oh/, ol/): a
+// search whose smallest filter is a type, has:highlights or a label walks
+// that filter's
+// items in the page's order and checks the others on each, instead of
+// walking every item of the statuses (planOrdered). createdAt is the
+// default order (Inboxt's savedAt) and never changes with an item's
+// writes, so the keys move only when the type, the highlights, the labels
+// or the status do (every change of those goes through putItem). The value is the item's status code (one byte): a walk
+// passes over the items of other statuses without reading them.
+func orderedTypePrefix(memberID, typ string) []byte {
+	return key("u", memberID, "gql", "oy", typeCode(typ), "")
+}
+func orderedHighlightedPrefix(memberID string) []byte { return key("u", memberID, "gql", "oh", "") }
+func orderedLabelPrefix(memberID, labelID string) []byte {
+	return key("u", memberID, "gql", "ol", labelID, "")
+}
+
+// orderedFilterKeys are it's ordered filter keys (see orderedTypePrefix),
+// each ending in the item's createdAt sort value, and their value.
+func orderedFilterKeys(it *SavedItem) (keys [][]byte, value []byte) {
+	suf := itemSortValue(it, SortCreatedAt)
+	keys = append(keys, append(orderedTypePrefix(it.MemberID, it.Type), suf...))
+	if it.HighlightCount > 0 {
+		keys = append(keys, append(orderedHighlightedPrefix(it.MemberID), suf...))
+	}
+	for i, l := range it.LabelIDs {
+		if !slices.Contains(it.LabelIDs[:i], l) {
+			keys = append(keys, append(orderedLabelPrefix(it.MemberID, l), suf...))
+		}
+	}
+	return keys, []byte(statusCode[it.Status])
+}
+
+// writeOrderedKeys writes it's ordered filter keys, removing old's that no
+// longer apply (old is nil for a new item), and rewrites none that are
+// unchanged.
+func (tx *Tx) writeOrderedKeys(old, it *SavedItem) error {
+	keys, value := orderedFilterKeys(it)
+	var oldKeys [][]byte
+	var oldValue []byte
+	if old != nil {
+		oldKeys, oldValue = orderedFilterKeys(old)
+	}
+	for _, k := range oldKeys {
+		if !slices.ContainsFunc(keys, func(n []byte) bool { return bytes.Equal(n, k) }) {
+			if err := tx.delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	for _, k := range keys {
+		if bytes.Equal(value, oldValue) && slices.ContainsFunc(oldKeys, func(o []byte) bool { return bytes.Equal(o, k) }) {
+			continue
+		}
+		if err := tx.put(k, value, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // searchIndexVersion is tv's value once a member's items have every key
 // this version of the index reads; another value (or none) makes the
 // indexer build them again (its writes are idempotent). Version 2 lacked
 // the filter counts (fc/), which the indexer then counts; versions 2 and
-// 3 kept a folded copy of each item's text (tt/), which it deletes.
-const searchIndexVersion = 4
+// 3 kept a folded copy of each item's text (tt/), which it deletes;
+// versions before 5 lacked the ordered filter keys (oy/, oh/, ol/), which it
+// writes.
+const searchIndexVersion = 5
 
-// searchReady reports whether the member's search keys are complete.
+// orderedKeysVersion is the first version with the ordered filter keys;
+// every key that searches read but those is complete from version 4.
+const orderedKeysVersion = 5
+
+// searchReady reports whether the member's search keys are complete but
+// perhaps the ordered filter keys (see orderedReady): a store of version 4
+// searches with its counts and trigrams while the indexer adds those.
 func (tx *Tx) searchReady(memberID string) (bool, error) {
 	v, err := tx.searchVersion(memberID)
-	return v == searchIndexVersion, err
+	return v >= 4 && v <= searchIndexVersion, err
 }
 
 // searchVersion is the version of the member's complete search keys, 0
@@ -272,6 +346,9 @@ func (tx *Tx) putFilterKeys(old, it *SavedItem) error {
 // writeFilterKeys is putFilterKeys without the counts.
 func (tx *Tx) writeFilterKeys(old, it *SavedItem) error {
 	mid := it.MemberID
+	if err := tx.writeOrderedKeys(old, it); err != nil {
+		return err
+	}
 	if old == nil || old.SourceDomain != it.SourceDomain {
 		if old != nil {
 			if err := tx.delete(siteItemKey(mid, old.SourceDomain, it.ID)); err != nil {
@@ -322,9 +399,10 @@ func (tx *Tx) deleteItemSearch(it *SavedItem) error {
 	if err := tx.deleteIfPresent(textWideKey(mid, it.ID)); err != nil { // see indexItem
 		return err
 	}
-	for _, k := range [][]byte{textDocKey(mid, it.ID),
+	ordered, _ := orderedFilterKeys(it)
+	for _, k := range append(ordered, textDocKey(mid, it.ID),
 		siteItemKey(mid, it.SourceDomain, it.ID), encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)),
-		encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))} {
+		encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))) {
 		if err := tx.delete(k); err != nil {
 			return err
 		}
@@ -701,9 +779,19 @@ func (s *Store) indexMember(memberID string) error {
 	}
 	if version != searchIndexVersion {
 		items := true
+		var err error
 		if version < 2 {
-			var err error
 			if items, err = s.buildSearchKeys(memberID); err != nil {
+				return err
+			}
+		}
+		if items && version >= 2 && version < orderedKeysVersion {
+			// The ordered filter keys (buildSearchKeys wrote them for
+			// older stores). A member of such a store is marked built
+			// even without items: its keys are all there.
+			if _, err = s.eachItemBatch(memberID, func(tx *Tx, it *SavedItem) error {
+				return tx.writeOrderedKeys(nil, it)
+			}); err != nil {
 				return err
 			}
 		}
@@ -758,6 +846,20 @@ func (s *Store) indexMember(memberID string) error {
 // them for the indexer (items saved before the index existed), in
 // batches; false when the member has no item.
 func (s *Store) buildSearchKeys(memberID string) (items bool, _ error) {
+	return s.eachItemBatch(memberID, func(tx *Tx, it *SavedItem) error {
+		// Not counted: recountFilters counts every item after.
+		if err := tx.writeFilterKeys(nil, it); err != nil {
+			return err
+		}
+		return tx.setItemText(memberID, it.ID, it.Title, it.Description, nil)
+	})
+}
+
+// eachItemBatch calls fn with each of the member's items, in transactions
+// of a batch of items each (each reads the items it writes for, so a
+// concurrent change of one conflicts and one of the two retries); false
+// when the member has no item.
+func (s *Store) eachItemBatch(memberID string, fn func(tx *Tx, it *SavedItem) error) (items bool, _ error) {
 	prefix := itemKey(memberID, "")
 	var after []byte
 	batch := 200 // halved while Badger finds the transaction too big
@@ -791,11 +893,7 @@ func (s *Store) buildSearchKeys(memberID string) (items bool, _ error) {
 					}
 					return err
 				}
-				// Not counted: recountFilters counts every item after.
-				if err := tx.writeFilterKeys(nil, &it); err != nil {
-					return err
-				}
-				if err := tx.setItemText(memberID, id, it.Title, it.Description, nil); err != nil {
+				if err := fn(tx, &it); err != nil {
 					return err
 				}
 			}
@@ -818,7 +916,7 @@ func (s *Store) buildSearchKeys(memberID string) (items bool, _ error) {
 // firstItemReady marks a member's index built when id is its first item
 // (the indexer writes nothing for members without items).
 func (tx *Tx) firstItemReady(memberID, id string) error {
-	if ready, err := tx.searchReady(memberID); err != nil || ready {
+	if v, err := tx.searchVersion(memberID); err != nil || v == searchIndexVersion {
 		return err
 	}
 	prefix := itemKey(memberID, "")
@@ -934,9 +1032,20 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 		return 0, nil
 	}
 	nextDoc, seg := meta.nextDoc, meta.nextSeg
-	postings := map[uint32][]uint32{}
-	var triSeen bitset
-	var distinct []uint32
+	// The postings as (trigram, document) pairs in the order of the
+	// documents, sorted by trigram at the end (a stable radix sort keeps
+	// each trigram's documents ascending), in reused buffers: less CPU
+	// than a map of lists appended to (bench/README.md, "Save cost").
+	bufs := postingBufs.Get().(*postingBuf)
+	defer postingBufs.Put(bufs)
+	pairs, triSeen, batchSeen := bufs.pairs[:0], bufs.triSeen, bufs.batchSeen
+	keys, distinct := bufs.keys[:0], bufs.distinct[:0] // the batch's distinct trigrams, the item's
+	defer func() {
+		for _, t := range keys {
+			batchSeen[t>>6] = 0
+		}
+		bufs.pairs, bufs.keys, bufs.distinct = pairs[:0], keys[:0], distinct[:0]
+	}()
 	var text itemText
 	done := map[string]bool{}
 	taken := 0
@@ -956,9 +1065,6 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 				if err := tx.readItemText(&text, &it, nil); err != nil {
 					return 0, err
 				}
-				if triSeen == nil {
-					triSeen = make(bitset, 1<<24/64)
-				}
 				for _, f := range text.fields() {
 					for i := 0; i+3 <= len(f); i++ {
 						if t := uint32(f[i])<<16 | uint32(f[i+1])<<8 | uint32(f[i+2]); !triSeen.has(t) {
@@ -972,7 +1078,7 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 				}
 			}
 			wide := len(distinct) > maxItemTrigrams
-			if !wide && taken > 0 && len(postings)+len(distinct) > maxSegmentKeys {
+			if !wide && taken > 0 && len(keys)+len(distinct) > maxSegmentKeys {
 				break // the next transaction takes it
 			}
 			if err := tx.indexItem(memberID, e.id, exists, wide, nextDoc); err != nil {
@@ -980,7 +1086,11 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 			}
 			if exists && !wide {
 				for _, t := range distinct {
-					postings[t] = append(postings[t], nextDoc)
+					if !batchSeen.has(t) {
+						batchSeen.set(t)
+						keys = append(keys, t)
+					}
+					pairs = append(pairs, uint64(t)<<32|uint64(nextDoc))
 				}
 				nextDoc++
 			}
@@ -992,25 +1102,75 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 		meta.pendingFrom = e.seq + 1
 		taken++
 	}
+	sorted := sortPairsByTrigram(pairs, &bufs.tmp)
 	sp := segmentPrefix(memberID, seg)
-	for t, docs := range postings {
-		k := append(append([]byte{}, sp...), byte(t>>16), byte(t>>8), byte(t))
-		v := make([]byte, 0, len(docs)+4)
+	for i := 0; i < len(sorted); {
+		t := uint32(sorted[i] >> 32)
+		j := i
+		for j < len(sorted) && uint32(sorted[j]>>32) == t {
+			j++
+		}
+		k := append(append(make([]byte, 0, len(sp)+3), sp...), byte(t>>16), byte(t>>8), byte(t))
+		v := make([]byte, 0, j-i+4)
 		prev := uint32(0)
-		for _, d := range docs {
+		for _, pr := range sorted[i:j] {
+			d := uint32(pr)
 			v = binary.AppendUvarint(v, uint64(d-prev))
 			prev = d
 		}
 		if err := tx.put(k, v, 0); err != nil {
 			return 0, err
 		}
+		i = j
 	}
-	if len(postings) > 0 {
+	if len(pairs) > 0 {
 		meta.segs = append(meta.segs, textSeg{seg, nextDoc - meta.nextDoc})
 		meta.nextSeg++
 	}
 	meta.nextDoc = nextDoc
 	return taken, tx.put(textMetaKey(memberID), meta.encode(), 0)
+}
+
+// postingBuf is the indexer's scratch space, reused (sync.Pool): the
+// (trigram, document) pairs of a batch and the radix sort's other buffer,
+// a bit per possible trigram for the item's and the batch's distinct ones
+// (2 MiB each, left cleared), and their lists.
+type postingBuf struct {
+	pairs, tmp         []uint64
+	triSeen, batchSeen bitset
+	keys, distinct     []uint32
+}
+
+var postingBufs = sync.Pool{New: func() any {
+	return &postingBuf{triSeen: make(bitset, 1<<24/64), batchSeen: make(bitset, 1<<24/64)}
+}}
+
+// sortPairsByTrigram sorts (trigram << 32 | document) pairs by trigram,
+// keeping the order of the documents of each (an LSD radix sort on the
+// trigram's three bytes, *tmp its other buffer); the result is a or *tmp.
+func sortPairsByTrigram(a []uint64, tmp *[]uint64) []uint64 {
+	if cap(*tmp) < len(a) {
+		*tmp = make([]uint64, len(a))
+	}
+	t := (*tmp)[:len(a)]
+	for shift := 32; shift < 56; shift += 8 {
+		var count [256]int
+		for _, v := range a {
+			count[byte(v>>shift)]++
+		}
+		pos := 0
+		for i, c := range count {
+			count[i] = pos
+			pos += c
+		}
+		for _, v := range a {
+			b := byte(v >> shift)
+			t[count[b]] = v
+			count[b]++
+		}
+		a, t = t, a
+	}
+	return a
 }
 
 // Bounds of one indexing transaction: the distinct trigrams of one segment
@@ -1293,9 +1453,9 @@ func (s *Store) SearchIndexBacklog(ctx context.Context, memberID string) (int, e
 	n := 0
 	err := s.View(ctx, func(tx *Tx) error {
 		n = 0
-		if ready, err := tx.searchReady(memberID); err != nil {
+		if v, err := tx.searchVersion(memberID); err != nil {
 			return err
-		} else if !ready {
+		} else if v != searchIndexVersion {
 			n++
 		}
 		meta, err := tx.textMeta(memberID)
@@ -1488,6 +1648,9 @@ type idSource struct {
 	// count is the number of ids the source has (from the filter
 	// counts, or read), -1 unknown.
 	count int
+	// ordered, when not nil, is the prefix of the source's ordered
+	// filter keys (oy/, oh/, ol/): its items in the order of createdAt.
+	ordered []byte
 
 	part int
 	it   kv.Cursor
@@ -1649,11 +1812,14 @@ func intersectIDs(a, b []uint64) []uint64 {
 // at most about maxSourceItems keys of each before it either reads the
 // exact intersection item by item or walks the sort order skipping by key
 // every item outside it.
-func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, statuses []string, first int) (ids []string, ok bool, err error) {
-	ready, err := tx.searchReady(memberID)
+func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, statuses []string, field SortField, first int) (ids []string, ok bool, err error) {
+	version, err := tx.searchVersion(memberID)
 	if err != nil {
 		return nil, false, err
 	}
+	ready := version >= 4 && version <= searchIndexVersion
+	// A page in the order of createdAt can walk a filter's ordered keys.
+	ordered := ready && version >= orderedKeysVersion && field == SortCreatedAt
 	// Reading c candidates one by one costs about c point reads; the scan
 	// along the sort order reads about first × items / c entries, each
 	// about an eighth of a point read (measured on the search corpus):
@@ -1690,6 +1856,9 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		if ready {
 			src.count = 0
 		}
+		if ordered && len(group) == 1 {
+			src.ordered = orderedLabelPrefix(memberID, group[0])
+		}
 		for _, l := range group {
 			src.parts = append(src.parts, idPart{prefix: labelItemKey(memberID, l, ""), decimal: true})
 			if ready {
@@ -1721,8 +1890,12 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		if err != nil {
 			return nil, false, err
 		}
-		srcs = append(srcs, &idSource{parts: []idPart{{prefix: prefix}}, count: n,
-			has: func(id uint64) (bool, error) { return tx.has(encUint64(prefix, id)) }})
+		src := &idSource{parts: []idPart{{prefix: prefix}}, count: n,
+			has: func(id uint64) (bool, error) { return tx.has(encUint64(prefix, id)) }}
+		if ordered {
+			src.ordered = orderedTypePrefix(memberID, f.Type)
+		}
+		srcs = append(srcs, src)
 	}
 	if ready && f.HasHighlights != nil && *f.HasHighlights {
 		prefix := highlightedItemsPrefix(memberID)
@@ -1730,8 +1903,12 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		if err != nil {
 			return nil, false, err
 		}
-		srcs = append(srcs, &idSource{parts: []idPart{{prefix: prefix}}, count: n,
-			has: func(id uint64) (bool, error) { return tx.has(encUint64(prefix, id)) }})
+		src := &idSource{parts: []idPart{{prefix: prefix}}, count: n,
+			has: func(id uint64) (bool, error) { return tx.has(encUint64(prefix, id)) }}
+		if ordered {
+			src.ordered = orderedHighlightedPrefix(memberID)
+		}
+		srcs = append(srcs, src)
 	}
 	// Sources without a count are read up to limit: a small one is as
 	// good as counted, a larger one is left to the match of each item.
@@ -1773,6 +1950,9 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 	var cand []uint64
 	haveCand := false
 	switch plan := tx.planSearch(memberID, ready, counted, m, statuses, first, limit); plan.kind {
+	case planOrdered:
+		m.ordered = &plan
+		return nil, false, nil
 	case planCandidates, planPrefilter:
 		base := counted[0]
 		if !base.done {
@@ -1837,6 +2017,89 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 	return ids, true, nil
 }
 
+// orderedPage fills page by m.ordered's plan: the entries of one filter's
+// ordered keys (the page's order: createdAt), from after, within lower and
+// upper; an entry of another status is passed over by its value, one
+// another filter's keys lack by a probe, the others read and matched,
+// until first+1 match. The walk counts in the search budget like the walk
+// along the sort order.
+func (tx *Tx) orderedPage(m *itemMatcher, statuses []string, p PageRequest, after, lower, upper []byte, page *ItemPage) error {
+	plan := m.ordered
+	var codes []byte
+	for _, st := range statuses {
+		codes = append(codes, statusCode[st][0])
+	}
+	first := max(p.First, 0)
+	found := make([]*SavedItem, 0, min(first, 1000)+1)
+	var sufs [][]byte
+	k := itemKey(m.memberID, "")
+	n := len(k)
+	passed := func() error { // an entry passed over without reading its item
+		m.examined++
+		over, err := m.overBudget()
+		if err == nil && over {
+			err = ErrSearchTooBroad
+		}
+		return err
+	}
+	err := tx.keysetScan(plan.ordered.ordered, p.Desc, after, lower, upper, true, func(suf, v []byte) (bool, error) {
+		if len(suf) < 8 {
+			return true, nil
+		}
+		if len(v) == 1 && bytes.IndexByte(codes, v[0]) < 0 {
+			return true, passed()
+		}
+		id := binary.BigEndian.Uint64(suf[len(suf)-8:])
+		for _, src := range plan.probes {
+			ok, err := src.has(id)
+			if err != nil {
+				return false, err
+			}
+			if !ok {
+				return true, passed()
+			}
+		}
+		it := new(SavedItem)
+		k = strconv.AppendUint(k[:n], id, 10)
+		if err := tx.getItem(k, it); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return true, nil
+			}
+			return false, err
+		}
+		if !contains(statuses, it.Status) {
+			return true, passed()
+		}
+		ok, err := m.match(it)
+		if err == nil {
+			if over, oerr := m.overBudget(); oerr != nil {
+				err = oerr
+			} else if over {
+				err = ErrSearchTooBroad
+			}
+		}
+		if err != nil || !ok {
+			return err == nil, err
+		}
+		found = append(found, it)
+		sufs = append(sufs, append([]byte(nil), suf...))
+		return len(found) <= first, nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(found) > first {
+		page.HasNext = true
+		found, sufs = found[:first], sufs[:first]
+	}
+	page.Items = found
+	page.Cursors = make([]string, len(sufs))
+	for i, suf := range sufs {
+		page.Cursors[i] = makeCursor(1, p.Field, p.Desc, suf)
+	}
+	return nil
+}
+
 // The cost model of a search combining filters (microseconds, measured by
 // TestSearchCostsOnSeededStore on the 100,000-item search corpus; their
 // ratios matter, not their values): reading one id of a filter's keys,
@@ -1857,6 +2120,7 @@ const (
 	planWalk       planKind = iota // the walk along the sort order, matching each item
 	planCandidates                 // read the ids of the smallest, narrow, read those items and sort
 	planPrefilter                  // read the ids of the smallest, narrow; the walk passes over the others by key
+	planOrdered                    // walk the ordered keys of one filter, probe others by key, read and match the rest (orderedPage)
 )
 
 type narrowKind int
@@ -1872,6 +2136,10 @@ const (
 type searchPlan struct {
 	kind   planKind
 	narrow []narrowKind
+	// planOrdered: the filter whose ordered keys are walked, and the
+	// others looked up by key on each of its items before it is read.
+	ordered *idSource
+	probes  []*idSource
 }
 
 // tracePlan, when set, is told each plan's figures (the seeded store's
@@ -1908,10 +2176,30 @@ func (tx *Tx) planSearch(memberID string, ready bool, counted []*idSource, m *it
 			}
 		}
 	}
-	if !ready || all == 0 || forcePlan != planWalk {
+	// The smallest filter with ordered keys (a page in their order).
+	var ordered *idSource
+	for _, src := range counted {
+		if src.ordered != nil {
+			ordered = src
+			break
+		}
+	}
+	if forcePlan == planOrdered && ordered != nil {
+		plan := searchPlan{kind: planOrdered, ordered: ordered}
+		for i, src := range counted {
+			if src != ordered && src.has != nil && i%2 == 0 { // the others left to the match
+				plan.probes = append(plan.probes, src)
+			}
+		}
+		return plan
+	}
+	if !ready || all == 0 || (forcePlan != planWalk && forcePlan != planOrdered) {
 		// Without counts: the smallest read one by one when small, else
 		// a prefilter when it can be one.
 		kind := forcePlan
+		if kind == planOrdered {
+			kind = planWalk
+		}
 		if kind == planWalk {
 			kind = planCandidates
 			if base.count > limit {
@@ -1944,7 +2232,32 @@ func (tx *Tx) planSearch(memberID string, ready bool, counted []*idSource, m *it
 	// (a later status stops where the first+1 of those before end).
 	walked := min(inStatuses, float64(first+1)*inStatuses/expect)
 	costWalkPlan := walked * costWalk
+	// The ordered keys of a filter: its entries until first+1 match, each
+	// passed over by its status or a probe of another filter, or read.
+	costOrdered, orderedPlan := math.Inf(1), searchPlan{kind: planOrdered, ordered: ordered}
+	if ordered != nil {
+		co := float64(ordered.count)
+		walkedO := min(co, float64(first+1)*co/expect)
+		surv := walkedO * inStatuses / all
+		costOrdered = walkedO * costSkip
+		for _, src := range counted {
+			if src == ordered || src.has == nil {
+				continue
+			}
+			after := surv * min(float64(src.count)/all, 1)
+			if (surv-after)*costRead < surv*costProbe {
+				continue
+			}
+			costOrdered += surv * costProbe
+			orderedPlan.probes = append(orderedPlan.probes, src)
+			surv = after
+		}
+		costOrdered += surv * costRead
+	}
 	if base.count > maxSourceItems {
+		if costOrdered < costWalkPlan {
+			return orderedPlan
+		}
 		return searchPlan{kind: planWalk}
 	}
 	// A prefilter of the smallest's ids (narrowing it saves little of
@@ -1985,10 +2298,12 @@ func (tx *Tx) planSearch(memberID string, ready bool, counted []*idSource, m *it
 		for i, src := range counted {
 			counts[i] = src.count
 		}
-		tracePlan(fmt.Sprintf("counts %v expect %.0f walked %.0f: walk %.0f µs, prefilter %.0f µs, candidates %.0f µs (%v, %.0f)",
-			counts, expect, walked, costWalkPlan, costPrefilter, costCand, narrow, c))
+		tracePlan(fmt.Sprintf("counts %v expect %.0f walked %.0f: walk %.0f µs, prefilter %.0f µs, candidates %.0f µs (%v, %.0f), ordered %.0f µs",
+			counts, expect, walked, costWalkPlan, costPrefilter, costCand, narrow, c, costOrdered))
 	}
 	switch {
+	case costOrdered < costCand && costOrdered < costPrefilter && costOrdered < costWalkPlan:
+		return orderedPlan
 	case costCand <= costPrefilter && costCand <= costWalkPlan && c <= maxCandidates:
 		return searchPlan{kind: planCandidates, narrow: narrow}
 	case costPrefilter < costWalkPlan:
@@ -2000,7 +2315,7 @@ func (tx *Tx) planSearch(memberID string, ready bool, counted []*idSource, m *it
 // SearchIndexSize sums the bytes (keys and values, before Badger's
 // compression) of a member's search keys: the folded texts of older
 // stores (tt), the trigram index (tg, td, tn, tm, tp, tq) and the filter
-// keys and counts (sd, sn, ty, hh, fc).
+// keys and counts (sd, sn, ty, hh, fc, oy, oh, ol).
 func (s *Store) SearchIndexSize(ctx context.Context, memberID string) (texts, trigrams, filters int64, err error) {
 	err = s.View(ctx, func(tx *Tx) error {
 		texts, trigrams, filters = 0, 0, 0
@@ -2008,7 +2323,8 @@ func (s *Store) SearchIndexSize(ctx context.Context, memberID string) (texts, tr
 			name string
 			n    *int64
 		}{{"tt", &texts}, {"tg", &trigrams}, {"td", &trigrams}, {"tn", &trigrams}, {"tm", &trigrams}, {"tp", &trigrams},
-			{"tq", &trigrams}, {"tw", &trigrams}, {"sd", &filters}, {"sn", &filters}, {"ty", &filters}, {"hh", &filters}, {"fc", &filters}} {
+			{"tq", &trigrams}, {"tw", &trigrams}, {"sd", &filters}, {"sn", &filters}, {"ty", &filters}, {"hh", &filters}, {"fc", &filters},
+			{"oy", &filters}, {"oh", &filters}, {"ol", &filters}} {
 			prefix := key("u", memberID, "gql", p.name)
 			if err := tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 				if len(k) == len(prefix) || k[len(prefix)] == '/' { // not another name with this prefix

@@ -192,6 +192,12 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 				// point lookups in turn.
 				defer func(p planKind) { forcePlan = p }(forcePlan)
 				forcePlan = []planKind{planCandidates, planPrefilter}[seed%4/2]
+			case 2:
+				// Pages in the order of createdAt with a type or
+				// has:highlights: the walk of that filter's ordered
+				// keys, the others probed by key or matched in turn.
+				defer func(p planKind) { forcePlan = p }(forcePlan)
+				forcePlan = planOrdered
 			}
 			r := rand.New(rand.NewSource(seed))
 			st := openTestStore(t)
@@ -268,6 +274,9 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 						for _, i := range r.Perm(len(pairs))[:2] {
 							pairs[i]()
 						}
+						if r.Intn(3) == 0 { // in: besides
+							f.Status = []string{StatusActive, StatusArchived, StatusDeleted}[r.Intn(3)]
+						}
 						if r.Intn(3) > 0 {
 							f.Text = ""
 						}
@@ -287,6 +296,9 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 						f.Status = []string{StatusActive, StatusArchived, StatusDeleted}[r.Intn(3)]
 					case 1:
 						f.Type = []string{TypeArticle, TypeNewsletter}[r.Intn(2)]
+						if r.Intn(2) == 0 {
+							f.Status = []string{StatusActive, StatusArchived, StatusDeleted}[r.Intn(3)]
+						}
 					case 2:
 						f.Site = []string{"bread", "rye", "école", "org", "nothing"}[r.Intn(5)]
 					case 3:
@@ -966,4 +978,122 @@ func TestSearchWritesNoWideMarkers(t *testing.T) {
 	if n != 0 {
 		t.Errorf("%d entries (deletion markers included) under tw/, want 0", n)
 	}
+}
+
+// A store of index version 4 (written before the ordered filter keys,
+// oy/, oh/ and ol/) answers as before while it lacks them, and the indexer
+// writes them when the store opens (version 5); then pages in the order
+// of createdAt walk them, with the same answers.
+func TestSearchOrderedKeysCatchUp(t *testing.T) {
+	dir := t.TempDir()
+	st, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rye, err := st.CreateLabel(t.Context(), m.ID, "rye", "#000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]*propItem{}
+	var ids []string
+	for i := 0; i < 120; i++ {
+		in := NewItem{URL: fmt.Sprintf("https://s%d.example/%d", i%3, i), Title: fmt.Sprint("T", i), Text: "rye bread"}
+		if i%4 == 1 {
+			in.Type, in.URL = TypeNewsletter, ""
+		}
+		p := &propItem{title: in.Title, text: in.Text}
+		if i%3 == 0 {
+			in.LabelIDs, p.label = []string{rye.ID}, rye.Name
+		}
+		it, _, err := st.SaveItem(t.Context(), m.ID, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, it.ID)
+		p.it = it
+		all[it.ID] = p
+	}
+	for i, id := range ids {
+		if i%5 == 0 {
+			if _, err := st.CreateHighlight(t.Context(), m.ID, id, []HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 1, Text: "r"}}, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%7 == 0 {
+			if _, err := st.SetItemsStatus(t.Context(), m.ID, []string{id}, StatusArchived); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitIndexed(t, st, m.ID)
+	for id := range all {
+		if all[id].it, err = st.SavedItem(t.Context(), m.ID, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	yes := true
+	queries := []ItemFilter{
+		{Status: StatusAll, Type: TypeNewsletter},
+		{Status: StatusAll, Type: TypeNewsletter, HasHighlights: &yes},
+		{Status: StatusArchived, Type: TypeArticle},
+		{Status: StatusActive, HasHighlights: &yes, Site: "s1"},
+		{Status: StatusAll, HasHighlights: &yes, Text: "RYE"},
+		{Status: StatusAll, LabelsAll: [][]string{{"rye"}}, Type: TypeNewsletter},
+		{Status: StatusArchived, LabelsAll: [][]string{{"rye"}}},
+	}
+	defer func(p planKind) { forcePlan = p }(forcePlan)
+	forcePlan = planOrdered
+	check := func(when string) {
+		t.Helper()
+		for _, f := range queries {
+			for _, desc := range []bool{true, false} {
+				want := bruteForce(all, f, SortCreatedAt, desc)
+				if len(want) == 0 {
+					t.Fatalf("%+v selects nothing", f)
+				}
+				if got := allPages(t, st, m.ID, f, SortCreatedAt, desc, 7); !slices.Equal(got, want) {
+					t.Fatalf("%s: %+v desc %v:\n got %v\nwant %v", when, f, desc, got, want)
+				}
+			}
+		}
+	}
+	check("version 5")
+	// As a store of version 4 holds it.
+	if err := st.Update(t.Context(), func(tx *Tx) error {
+		for _, p := range [][]byte{key("u", m.ID, "gql", "oy", ""), orderedHighlightedPrefix(m.ID), key("u", m.ID, "gql", "ol", "")} {
+			if err := tx.deletePrefix(p); err != nil {
+				return err
+			}
+		}
+		return tx.put(textReadyKey(m.ID), []byte{4}, 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.SearchIndexBacklog(t.Context(), m.ID); err != nil || n == 0 {
+		t.Fatalf("version 4: backlog %d (%v), want the build to come", n, err)
+	}
+	check("version 4")
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	waitIndexed(t, st, m.ID)
+	if err := st.View(t.Context(), func(tx *Tx) error {
+		v, err := tx.searchVersion(m.ID)
+		if err == nil && v != searchIndexVersion {
+			err = fmt.Errorf("version %d after the build", v)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	checkFilterCounts(t, st, m.ID) // and the ordered keys
+	check("after the build")
 }

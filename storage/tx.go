@@ -55,6 +55,9 @@ type Tx struct {
 	// filterDeltas holds the changes to the search filter counts, written
 	// at the commit (flushFilterCounts).
 	filterDeltas map[string]int64
+	// written counts the bytes of the keys and values put or deleted
+	// (Store.writesDone).
+	written int64
 }
 
 // View runs fn in a read-only transaction.
@@ -212,6 +215,7 @@ func (s *Store) update(ctx context.Context, opts kv.TxOptions, fn func(tx *Tx) e
 			err = run()
 		}
 	}
+	s.writesDone(tx.written)
 	err = s.engineErr(err)
 	if err == nil {
 		for _, m := range tx.textMembers {
@@ -255,6 +259,7 @@ func (tx *Tx) put(key, val []byte, ttl time.Duration) error {
 		return errReadOnly
 	}
 	tx.noteWrite(key)
+	tx.written += int64(len(key) + len(val))
 	return tx.w.Put(key, val, ttl)
 }
 
@@ -280,6 +285,7 @@ func (tx *Tx) delete(key []byte) error {
 		return errReadOnly
 	}
 	tx.noteWrite(key)
+	tx.written += int64(len(key))
 	return tx.w.Delete(key)
 }
 
