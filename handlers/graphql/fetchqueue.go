@@ -384,7 +384,9 @@ func (s *Server) fetchPending(ctx context.Context, p storage.PendingFetch) {
 		}
 		var ue *userError
 		if !errors.As(err, &ue) && !storage.IsInvalid(err) {
-			s.log.Error("save fetched article", zap.String("item", p.ItemID), zap.Error(err))
+			if ctx.Err() == nil { // else stopped: nothing failed
+				s.log.Error("save fetched article", zap.String("item", p.ItemID), zap.Error(err))
+			}
 			return // stays pending: fetched again on the next start
 		}
 	}
@@ -395,7 +397,7 @@ func (s *Server) fetchPending(ctx context.Context, p storage.PendingFetch) {
 	} else if storage.IsInvalid(err) {
 		reason = fetchFailedMessage + " (" + err.Error() + ")"
 	}
-	if err := s.store.FailFetch(ctx, p.MemberID, p.ItemID, reason); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err := s.store.FailFetch(ctx, p.MemberID, p.ItemID, reason); err != nil && !errors.Is(err, storage.ErrNotFound) && ctx.Err() == nil {
 		s.log.Error("mark article fetch failed", zap.String("item", p.ItemID), zap.Error(err))
 	}
 }

@@ -288,7 +288,9 @@ func (r *Runner) removeOrphans() {
 func (r *Runner) finish(j *storage.ImportJob, state, msg string) {
 	_, err := r.store.UpdateImportJob(r.ctx, j.MemberID, j.ID, func(x *storage.ImportJob) { x.State, x.Error, x.ItemsPerSecond = state, msg, 0 })
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		r.log.Error("finish import", zap.String("job", j.ID), zap.Error(err))
+		if r.ctx.Err() == nil { // else stopped (Close): nothing failed
+			r.log.Error("finish import", zap.String("job", j.ID), zap.Error(err))
+		}
 		return // stays unfinished: tried again
 	}
 	os.Remove(j.Staged)
@@ -325,7 +327,7 @@ func (r *Runner) runJob(ctx context.Context, j *storage.ImportJob) {
 		// The export's labels first, in its order, also those no item
 		// carries (again after a restart: it creates only what is missing).
 		if err := r.store.ImportLabels(ctx, j.MemberID, names, colors); err != nil {
-			if !errors.Is(err, storage.ErrNotFound) {
+			if !errors.Is(err, storage.ErrNotFound) && ctx.Err() == nil {
 				r.log.Error("import labels", zap.String("job", j.ID), zap.Error(err))
 			}
 			return
@@ -344,7 +346,7 @@ func (r *Runner) runJob(ctx context.Context, j *storage.ImportJob) {
 		}
 		got, err := r.store.ImportItems(ctx, j.MemberID, j.ID, batch, colors, rate)
 		if err != nil {
-			if !errors.Is(err, storage.ErrNotFound) && !storage.IsInvalid(err) {
+			if !errors.Is(err, storage.ErrNotFound) && !storage.IsInvalid(err) && ctx.Err() == nil {
 				r.log.Error("import batch", zap.String("job", j.ID), zap.Error(err))
 			}
 			return false // tried again from the job's position
