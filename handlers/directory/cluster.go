@@ -24,7 +24,7 @@ import (
 // processes on one PostgreSQL database; with Badger, the handlers of one
 // process, e.g. the old and the new config during a reload) takes part in
 // the lease "directory:<id>" (storage.Store.Lead). The holder builds the
-// document, stores it (storage.PublishDirectoryDocument) and so notifies
+// document, stores it (agents.Store.PublishDocument) and so notifies
 // the others, which load it: every node serves the same bytes, ETag and
 // generated_at. Only the holder follows the relays and re-checks NIP-05
 // identifiers; when it loses the lease (or stops) that work stops and the

@@ -254,7 +254,7 @@ type Directory struct {
 
 	doc       atomic.Pointer[document]
 	buildMu   sync.Mutex
-	stampedAt time.Time     // last StampDirectoryDocument, under buildMu
+	stampedAt time.Time     // last agents.Store.StampDocument, under buildMu
 	dirty     chan struct{} // a change happened; rebuild after RegenerateDelay
 	authorsCh chan struct{} // the set of registered authors changed
 

@@ -135,12 +135,12 @@ func agentRelayKey(u string) []byte { return storage.Key("agent", "relay", u) }
 func agentDocKey(sum string) []byte { return storage.Key("agent", "doc", sum) }
 
 // DirectoryStampTTL is how long the generated_at of a directory document is
-// remembered after the last StampDirectoryDocument for it. Directories
+// remembered after the last StampDocument for it. Directories
 // stamp their document again well within it (so a restart keeps
 // generated_at); a stamp left by a configuration no longer served expires.
 const DirectoryStampTTL = 30 * 24 * time.Hour
 
-// StampDirectoryDocument returns the generated_at (Unix seconds) of the
+// StampDocument returns the generated_at (Unix seconds) of the
 // directory document whose agents array hashes to sum: the stored one when
 // a directory already published that content (before a restart or a
 // reload, or another site on this store), else at, which is stored. prev
@@ -167,7 +167,7 @@ func (s Store) StampDocument(ctx context.Context, sum, prev string, at int64) (i
 	return at, err
 }
 
-// Agent returns the registration of pubkey, or storage.ErrNotFound.
+// Get returns the registration of pubkey, or storage.ErrNotFound.
 func (s Store) Get(ctx context.Context, pubkey string) (*Agent, error) {
 	var a Agent
 	err := s.st.View(ctx, func(tx *storage.Tx) error { return tx.GetJSON(agentKey(pubkey), &a) })
@@ -177,7 +177,7 @@ func (s Store) Get(ctx context.Context, pubkey string) (*Agent, error) {
 	return &a, nil
 }
 
-// AgentBanned reports whether pubkey is banned.
+// Banned reports whether pubkey is banned.
 func (s Store) Banned(ctx context.Context, pubkey string) (bool, error) {
 	var banned bool
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
@@ -188,7 +188,7 @@ func (s Store) Banned(ctx context.Context, pubkey string) (bool, error) {
 	return banned, err
 }
 
-// RegisterAgent stores a registration. check is called in the transaction
+// Register stores a registration. check is called in the transaction
 // with the current registration (nil for a new agent) and may refuse it by
 // returning an error, or adjust a (e.g. keep FirstRegisteredAt). A banned
 // pubkey gets ErrAgentBanned; a NIP-05 identifier (name@domain) claimed by
@@ -243,7 +243,7 @@ func (s Store) Register(ctx context.Context, a *Agent, check func(old *Agent) er
 	return created, err
 }
 
-// UpdateAgentNIP05 records the outcome of a NIP-05 check, unless the agent
+// UpdateNIP05 records the outcome of a NIP-05 check, unless the agent
 // has since registered with another identifier (then it returns storage.ErrConflict).
 func (s Store) UpdateNIP05(ctx context.Context, pubkey, identifier string, fn func(a *Agent)) error {
 	return s.st.Update(ctx, func(tx *storage.Tx) error {
@@ -335,7 +335,7 @@ func (s Store) NIP05Claimant(ctx context.Context, id string) (string, error) {
 	return pk, err
 }
 
-// BanAgent bans pubkey (registered or not). Banning twice keeps the first ban.
+// Ban bans pubkey (registered or not). Banning twice keeps the first ban.
 func (s Store) Ban(ctx context.Context, pubkey, reason string, now time.Time) error {
 	return s.st.Update(ctx, func(tx *storage.Tx) error {
 		if ok, err := tx.Has(agentBanKey(pubkey)); err != nil || ok {
@@ -345,7 +345,7 @@ func (s Store) Ban(ctx context.Context, pubkey, reason string, now time.Time) er
 	})
 }
 
-// UnbanAgent lifts a ban; it returns storage.ErrNotFound when pubkey is not banned.
+// Unban lifts a ban; it returns storage.ErrNotFound when pubkey is not banned.
 func (s Store) Unban(ctx context.Context, pubkey string) error {
 	return s.st.Update(ctx, func(tx *storage.Tx) error {
 		if ok, err := tx.Has(agentBanKey(pubkey)); err != nil {
@@ -357,7 +357,7 @@ func (s Store) Unban(ctx context.Context, pubkey string) error {
 	})
 }
 
-// AgentBans returns every ban by pubkey.
+// Bans returns every ban by pubkey.
 func (s Store) Bans(ctx context.Context) (map[string]Ban, error) {
 	bans := map[string]Ban{}
 	err := s.st.View(ctx, func(tx *storage.Tx) error { return scanBans(tx, bans) })
@@ -376,7 +376,7 @@ func scanBans(tx *storage.Tx, bans map[string]Ban) error {
 	})
 }
 
-// EachAgent calls fn for every registered agent in pubkey order, with its
+// Each calls fn for every registered agent in pubkey order, with its
 // activity (never nil) and whether it is banned, from one consistent
 // snapshot. The values are only valid during the call.
 func (s Store) Each(ctx context.Context, fn func(a *Agent, act *Activity, banned bool) error) error {
@@ -414,7 +414,7 @@ func (s Store) Each(ctx context.Context, fn func(a *Agent, act *Activity, banned
 	})
 }
 
-// AgentActivityOf returns pubkey's activity (empty when it never posted).
+// Activity returns pubkey's activity (empty when it never posted).
 func (s Store) Activity(ctx context.Context, pubkey string) (*Activity, error) {
 	var act Activity
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
@@ -427,7 +427,7 @@ func (s Store) Activity(ctx context.Context, pubkey string) (*Activity, error) {
 	return &act, err
 }
 
-// RecordAgentPosts records a batch of posts in one transaction. For each
+// RecordPosts records a batch of posts in one transaction. For each
 // post whose id was not seen before and whose author is a registered,
 // unbanned agent, apply updates the author's activity; it may refuse the
 // post with an error (then nothing is recorded for it). The result has one
@@ -512,7 +512,7 @@ func (s Store) RecordPosts(ctx context.Context, posts []Post, apply func(a *Agen
 	return res, nil
 }
 
-// AgentPubkeys returns the pubkeys of registered, unbanned agents, sorted.
+// Pubkeys returns the pubkeys of registered, unbanned agents, sorted.
 func (s Store) Pubkeys(ctx context.Context) ([]string, error) {
 	var pks []string
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
@@ -532,7 +532,7 @@ func (s Store) Pubkeys(ctx context.Context) ([]string, error) {
 	return pks, err
 }
 
-// AgentRelayCursor returns the newest created_at seen from relay url (0 if none).
+// RelayCursor returns the newest created_at seen from relay url (0 if none).
 func (s Store) RelayCursor(ctx context.Context, url string) (int64, error) {
 	var t int64
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
@@ -549,7 +549,7 @@ func (s Store) RelayCursor(ctx context.Context, url string) (int64, error) {
 	return t, err
 }
 
-// SetAgentRelayCursor raises the cursor of relay url to t (never lowers it).
+// SetRelayCursor raises the cursor of relay url to t (never lowers it).
 func (s Store) SetRelayCursor(ctx context.Context, url string, t int64) error {
 	return s.st.Update(ctx, func(tx *storage.Tx) error {
 		b, err := tx.Get(agentRelayKey(url))

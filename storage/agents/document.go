@@ -72,7 +72,7 @@ var dirDocCodec = sync.OnceValue(func() (c struct {
 	return c
 })
 
-// PublishDirectoryDocument stores doc (Body, ETag, GeneratedAt, AgentsSum,
+// PublishDocument stores doc (Body, ETag, GeneratedAt, AgentsSum,
 // Count) as directory id's document with a new Version, which it returns,
 // and notifies DirectoryChannel in the same transaction. The record lives
 // DirectoryStampTTL unless published again.
@@ -119,7 +119,7 @@ func (s Store) PublishDocument(ctx context.Context, id string, doc *PublishedDir
 	return rec.Version, nil
 }
 
-// PublishedDirectoryVersion returns the Version of directory id's published
+// PublishedVersion returns the Version of directory id's published
 // document ("" when there is none).
 func (s Store) PublishedVersion(ctx context.Context, id string) (string, error) {
 	var rec PublishedDirectory
@@ -130,7 +130,7 @@ func (s Store) PublishedVersion(ctx context.Context, id string) (string, error) 
 	return rec.Version, err
 }
 
-// PublishedDirectoryDocument returns directory id's published document,
+// PublishedDocument returns directory id's published document,
 // read in one snapshot; storage.ErrNotFound when there is none.
 func (s Store) PublishedDocument(ctx context.Context, id string) (*PublishedDirectory, error) {
 	var rec PublishedDirectory
