@@ -323,6 +323,9 @@ func (s *Store) migrateWhenAvailable() {
 			s.log.Info("the storage engine answers again: the store is ready")
 			return
 		}
+		if s.bg.Err() != nil {
+			return // Close: nothing failed
+		}
 		if !errors.Is(err, ErrEngineUnavailable) {
 			s.log.Error("migrate the store", zap.Error(err))
 			return
