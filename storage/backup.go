@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bufio"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
@@ -16,8 +17,9 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/pb"
-	"github.com/hearthkit/caddy-hearth/storage/kv"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
 // A backup (format 2) is Hearth's header backupMagic, Badger's backup
@@ -50,6 +52,12 @@ const (
 // intact backup written by Backup.
 var ErrNotBackup = errors.New("not a complete Hearth backup")
 
+// restoreCtx is the context of a backup's and a restore's engine calls.
+// It is never cancelled: Close waits for them (the gate) rather than cut
+// a restore short halfway, as it did before the store had a context of
+// its own (Store.bg, which Close cancels first).
+var restoreCtx = context.Background()
+
 // Backup writes a full backup of the database to w: the header, Badger's
 // backup stream of a consistent snapshot (the store keeps serving), then
 // the end record with the checksum.
@@ -60,7 +68,7 @@ func (s *Store) Backup(w io.Writer) error {
 	defer s.leave(false)
 	if s.bdb == nil {
 		// The same format from the engine's records (storage/kv/stream.go).
-		return kv.WriteStream(s.bg, w, s.eng)
+		return kv.WriteStream(restoreCtx, w, s.eng)
 	}
 	h := sha256.New()
 	hw := io.MultiWriter(w, h)
@@ -316,7 +324,7 @@ func loadBackup(dir string, r io.Reader, opts Options) (*Store, error) {
 	err = fresh.Restore(r)
 	if err == nil {
 		var had bool
-		if had, err = fresh.hasRecords(fresh.bg); err == nil && !had {
+		if had, err = fresh.hasRecords(restoreCtx); err == nil && !had {
 			err = fmt.Errorf("%w: it holds no records", ErrNotBackup)
 		}
 	}
@@ -364,7 +372,7 @@ func (s *Store) Replace(r io.Reader) (previous string, err error) {
 
 	s.startRestoring()
 	defer s.stopRestoring()
-	had, err := s.hasRecords(s.bg)
+	had, err := s.hasRecords(restoreCtx)
 	if err != nil {
 		return "", err
 	}
@@ -497,7 +505,7 @@ func (s *Store) replaceAllOnce(rp kv.Replacer, sp *kv.Spool) (previous string, e
 		return "", err
 	}
 	n := 0
-	err = rp.ReplaceAll(s.bg, kv.Replacement{
+	err = rp.ReplaceAll(restoreCtx, kv.Replacement{
 		Save: func(r kv.Record) error {
 			saved++
 			return sw.Add(r)
@@ -536,7 +544,7 @@ func (s *Store) replaceAllOnce(rp kv.Replacer, sp *kv.Spool) (previous string, e
 func (s *Store) importReplacing(first kv.Record, next func() (kv.Record, error)) (previous string, err error) {
 	s.startRestoring()
 	defer s.stopRestoring()
-	had, err := s.hasRecords(s.bg)
+	had, err := s.hasRecords(restoreCtx)
 	if err != nil {
 		return "", err
 	}
@@ -546,7 +554,7 @@ func (s *Store) importReplacing(first kv.Record, next func() (kv.Record, error))
 		}
 	}
 	pending, n := &first, 0
-	err = s.eng.Import(s.bg, func() (kv.Record, error) {
+	err = s.eng.Import(restoreCtx, func() (kv.Record, error) {
 		rec, err := first, error(nil)
 		if pending != nil {
 			pending = nil
