@@ -77,7 +77,7 @@ func checkFilterCounts(t testing.TB, st *Store, memberID string) {
 }
 
 // checkOrderedKeys fails when the member's ordered filter keys (oy/, oh/, ol/)
-// are not exactly those of its items, with their statuses.
+// are not exactly those of its items, with their statuses and domains.
 func checkOrderedKeys(t testing.TB, st *Store, memberID string) {
 	t.Helper()
 	want, got := map[string]string{}, map[string]string{}

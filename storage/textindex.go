@@ -47,11 +47,11 @@ import (
 //	                               site: search reads this short list, then sd/ of those that match)
 //	ty/<A|N>/<id>                  empty: articles, newsletters
 //	hh/<id>                        empty: the items with highlights
-//	oy/<A|N>/<createdAt><id>       the item's status code: articles, newsletters, in the
+//	oy/<A|N>/<createdAt><id>       status code, domain: articles, newsletters, in the
 //	                               order of createdAt (see orderedTypePrefix)
-//	oh/<createdAt><id>             the item's status code: the items with highlights, so
+//	oh/<createdAt><id>             status code, domain: the items with highlights, so
 //	                               ordered
-//	ol/<label id>/<createdAt><id>  the item's status code: the items of a label, so ordered
+//	ol/<label id>/<createdAt><id>  status code, domain: the items of a label, so ordered
 //
 // tp is written in the same transaction as the text it stands for, and
 // the indexer (a goroutine of the store) turns pending items into
@@ -120,13 +120,14 @@ func highlightedItemsPrefix(memberID string) []byte { return key("u", memberID, 
 
 // Filter keys ordered like a page sorted by createdAt (oy/, oh/, ol/): a
 // search whose smallest filter is a type, has:highlights or a label walks
-// that filter's
-// items in the page's order and checks the others on each, instead of
-// walking every item of the statuses (planOrdered). createdAt is the
-// default order (Inboxt's savedAt) and never changes with an item's
-// writes, so the keys move only when the type, the highlights, the labels
-// or the status do (every change of those goes through putItem). The value is the item's status code (one byte): a walk
-// passes over the items of other statuses without reading them.
+// that filter's items in the page's order and checks the others on each,
+// instead of walking every item of the statuses (planOrdered). createdAt
+// is the default order (Inboxt's savedAt) and never changes with an item's
+// writes, so the keys move only when the type, the highlights, the labels,
+// the status or the domain do (every change of those goes through
+// putItem). The value is the item's status code (one byte) and its source
+// domain in lower case: a walk passes over the items of other statuses,
+// and those a site: filter does not select, without reading them.
 func orderedTypePrefix(memberID, typ string) []byte {
 	return key("u", memberID, "gql", "oy", typeCode(typ), "")
 }
@@ -148,7 +149,7 @@ func orderedFilterKeys(it *SavedItem) (keys [][]byte, value []byte) {
 			keys = append(keys, append(orderedLabelPrefix(it.MemberID, l), suf...))
 		}
 	}
-	return keys, []byte(statusCode[it.Status])
+	return keys, append([]byte(statusCode[it.Status]), strings.ToLower(it.SourceDomain)...)
 }
 
 // writeOrderedKeys writes it's ordered filter keys, removing old's that no
@@ -184,17 +185,19 @@ func (tx *Tx) writeOrderedKeys(old, it *SavedItem) error {
 // indexer build them again (its writes are idempotent). Version 2 lacked
 // the filter counts (fc/), which the indexer then counts; versions 2 and
 // 3 kept a folded copy of each item's text (tt/), which it deletes;
-// versions before 5 lacked the ordered filter keys (oy/, oh/, ol/), which it
-// writes.
-const searchIndexVersion = 5
+// versions before 6 lacked the ordered filter keys (oy/, oh/, ol/) or (5)
+// the domain in their values, which it writes.
+const searchIndexVersion = 6
 
-// orderedKeysVersion is the first version with the ordered filter keys;
-// every key that searches read but those is complete from version 4.
-const orderedKeysVersion = 5
+// orderedKeysVersion is the first version with the ordered filter keys as
+// they are; every key that searches read but those is complete from
+// version 4.
+const orderedKeysVersion = 6
 
 // searchReady reports whether the member's search keys are complete but
-// perhaps the ordered filter keys (see orderedReady): a store of version 4
-// searches with its counts and trigrams while the indexer adds those.
+// perhaps the ordered filter keys (see orderedKeysVersion): a store of
+// version 4 or 5 searches with its counts and trigrams while the indexer
+// writes those.
 func (tx *Tx) searchReady(memberID string) (bool, error) {
 	v, err := tx.searchVersion(memberID)
 	return v >= 4 && v <= searchIndexVersion, err
@@ -1651,6 +1654,9 @@ type idSource struct {
 	// ordered, when not nil, is the prefix of the source's ordered
 	// filter keys (oy/, oh/, ol/): its items in the order of createdAt.
 	ordered []byte
+	// inValue: the values of the ordered keys tell whether the source
+	// selects an item (site:, by the domain).
+	inValue bool
 
 	part int
 	it   kv.Cursor
@@ -1733,6 +1739,7 @@ func (tx *Tx) siteSource(memberID, site string) (*idSource, error) {
 	}); err != nil {
 		return nil, err
 	}
+	src.inValue = true
 	if len(domains) > maxSiteDomains {
 		return src, nil // a broad site: (".com"): the scan finds its items soon
 	}
@@ -2029,6 +2036,10 @@ func (tx *Tx) orderedPage(m *itemMatcher, statuses []string, p PageRequest, afte
 	for _, st := range statuses {
 		codes = append(codes, statusCode[st][0])
 	}
+	var site []byte // a site: filter, checked on the domain in the value
+	if m.f.Site != "" {
+		site = []byte(strings.ToLower(m.f.Site))
+	}
 	first := max(p.First, 0)
 	found := make([]*SavedItem, 0, min(first, 1000)+1)
 	var sufs [][]byte
@@ -2046,7 +2057,10 @@ func (tx *Tx) orderedPage(m *itemMatcher, statuses []string, p PageRequest, afte
 		if len(suf) < 8 {
 			return true, nil
 		}
-		if len(v) == 1 && bytes.IndexByte(codes, v[0]) < 0 {
+		if len(v) >= 1 && bytes.IndexByte(codes, v[0]) < 0 {
+			return true, passed()
+		}
+		if site != nil && len(v) >= 1 && !bytes.Contains(v[1:], site) {
 			return true, passed()
 		}
 		id := binary.BigEndian.Uint64(suf[len(suf)-8:])
@@ -2187,7 +2201,7 @@ func (tx *Tx) planSearch(memberID string, ready bool, counted []*idSource, m *it
 	if forcePlan == planOrdered && ordered != nil {
 		plan := searchPlan{kind: planOrdered, ordered: ordered}
 		for i, src := range counted {
-			if src != ordered && src.has != nil && i%2 == 0 { // the others left to the match
+			if src != ordered && src.has != nil && !src.inValue && i%2 == 0 { // the others left to the match
 				plan.probes = append(plan.probes, src)
 			}
 		}
@@ -2241,7 +2255,12 @@ func (tx *Tx) planSearch(memberID string, ready bool, counted []*idSource, m *it
 		surv := walkedO * inStatuses / all
 		costOrdered = walkedO * costSkip
 		for _, src := range counted {
-			if src == ordered || src.has == nil {
+			if src != ordered && src.inValue { // checked on the values walked
+				surv *= min(float64(src.count)/all, 1)
+			}
+		}
+		for _, src := range counted {
+			if src == ordered || src.has == nil || src.inValue {
 				continue
 			}
 			after := surv * min(float64(src.count)/all, 1)

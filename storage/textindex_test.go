@@ -981,9 +981,10 @@ func TestSearchWritesNoWideMarkers(t *testing.T) {
 }
 
 // A store of index version 4 (written before the ordered filter keys,
-// oy/, oh/ and ol/) answers as before while it lacks them, and the indexer
-// writes them when the store opens (version 5); then pages in the order
-// of createdAt walk them, with the same answers.
+// oy/, oh/ and ol/) or 5 (their values without the domain) answers as
+// before while it lacks them, and the indexer writes them when the store
+// opens (version 6); then pages in the order of createdAt walk them, with
+// the same answers.
 func TestSearchOrderedKeysCatchUp(t *testing.T) {
 	dir := t.TempDir()
 	st, err := Open(dir, Options{})
@@ -1062,38 +1063,58 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 		}
 	}
 	check("version 5")
-	// As a store of version 4 holds it.
-	if err := st.Update(t.Context(), func(tx *Tx) error {
-		for _, p := range [][]byte{key("u", m.ID, "gql", "oy", ""), orderedHighlightedPrefix(m.ID), key("u", m.ID, "gql", "ol", "")} {
-			if err := tx.deletePrefix(p); err != nil {
-				return err
+	// As a store of version 4 holds it (no ordered keys), then as one of
+	// version 5 (ordered keys whose value is the status alone).
+	for _, old := range []byte{4, 5} {
+		if err := st.Update(t.Context(), func(tx *Tx) error {
+			for _, p := range [][]byte{key("u", m.ID, "gql", "oy", ""), orderedHighlightedPrefix(m.ID), key("u", m.ID, "gql", "ol", "")} {
+				var keys, values [][]byte
+				if err := tx.scan(p, nil, false, false, func(k, v []byte) (bool, error) {
+					keys, values = append(keys, slices.Clone(k)), append(values, slices.Clone(v[:1]))
+					return true, nil
+				}); err != nil {
+					return err
+				}
+				for i, k := range keys {
+					var err error
+					if old == 4 {
+						err = tx.delete(k)
+					} else {
+						err = tx.put(k, values[i], 0)
+					}
+					if err != nil {
+						return err
+					}
+				}
 			}
+			return tx.put(textReadyKey(m.ID), []byte{old}, 0)
+		}); err != nil {
+			t.Fatal(err)
 		}
-		return tx.put(textReadyKey(m.ID), []byte{4}, 0)
-	}); err != nil {
-		t.Fatal(err)
+		if n, err := st.SearchIndexBacklog(t.Context(), m.ID); err != nil || n == 0 {
+			t.Fatalf("version %d: backlog %d (%v), want the build to come", old, n, err)
+		}
+		check(fmt.Sprint("version ", old))
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if st, err = Open(dir, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		waitIndexed(t, st, m.ID)
+		if err := st.View(t.Context(), func(tx *Tx) error {
+			v, err := tx.searchVersion(m.ID)
+			if err == nil && v != searchIndexVersion {
+				err = fmt.Errorf("version %d after the build", v)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		checkFilterCounts(t, st, m.ID) // and the ordered keys
+		check(fmt.Sprint("after the build from version ", old))
 	}
-	if n, err := st.SearchIndexBacklog(t.Context(), m.ID); err != nil || n == 0 {
-		t.Fatalf("version 4: backlog %d (%v), want the build to come", n, err)
-	}
-	check("version 4")
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if st, err = Open(dir, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	waitIndexed(t, st, m.ID)
-	if err := st.View(t.Context(), func(tx *Tx) error {
-		v, err := tx.searchVersion(m.ID)
-		if err == nil && v != searchIndexVersion {
-			err = fmt.Errorf("version %d after the build", v)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	checkFilterCounts(t, st, m.ID) // and the ordered keys
-	check("after the build")
 }

@@ -269,6 +269,10 @@ func TestBadRequestsGetGraphQLErrorsNever500(t *testing.T) {
 		{"syntax error", "application/json", `{"query":"{ labels { id "}`, 400, "GRAPHQL_PARSE_FAILED"},
 		{"unknown field", "application/json", `{"query":"{ nope }"}`, 400, "GRAPHQL_VALIDATION_FAILED"},
 		{"wrong variable type", "application/json", `{"query":"query($q: GetEntriesInput!){entries(query:$q){edges{cursor}}}","variables":{"q":{"first":"many"}}}`, 200, "BAD_USER_INPUT"},
+		// gqlparser's variable check compares enum values case-insensitively
+		// (validator/vars.go, strings.EqualFold); the generated UnmarshalGQL
+		// then refuses "DESC", inside the field's argument coercion.
+		{"enum value of another case in a variable", "application/json", `{"query":"query($q: GetEntriesInput!){entries(query:$q){edges{cursor}}}","variables":{"q":{"sort":{"field":"createdAt","direction":"DESC"}}}}`, 200, "BAD_USER_INPUT"},
 		{"too deep", "application/json", `{"query":"{ entries(query:{first:1}) { edges { node { ... on Highlight { savedItem { highlights { savedItem { id } } } } } } } }"}`, 400, "QUERY_TOO_DEEP"},
 		{"too complex", "application/json", `{"query":"{ entries(query:{first:100}) { edges { cursor node { id createdAt } } } }"}`, 400, "COMPLEXITY_LIMIT_EXCEEDED"},
 	}

@@ -163,6 +163,14 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 			// Argument coercion errors carry gqlgen's own code.
 			return withStatus(gqlErr)
 		}
+		if gqlErr != nil && argumentsRefused(ctx) {
+			// A value the variable check let through that the argument's
+			// own unmarshalling refuses: gqlparser matches enum values
+			// case-insensitively (validator/vars.go), gqlgen's UnmarshalGQL
+			// does not ("DESC is not a valid SortDirection").
+			gqlErr.Extensions = map[string]any{"code": codeBadUserInput}
+			return withStatus(gqlErr)
+		}
 		s.log.Error("graphql resolver", zap.Error(err), zap.String("path", graphql.GetPath(ctx).String()))
 		code, out.Message = codeInternal, "internal error; it was logged"
 	}
@@ -190,6 +198,15 @@ func argumentPath(ctx context.Context) string {
 		return ""
 	}
 	return fc.Field.Arguments[0].Name
+}
+
+// argumentsRefused reports an error of the current field's argument
+// coercion: the generated fieldContext functions report it before they set
+// the field's Args, which are set (if empty) for every field with arguments
+// once its resolver runs.
+func argumentsRefused(ctx context.Context) bool {
+	fc := graphql.GetFieldContext(ctx)
+	return fc != nil && fc.Args == nil && fc.Field.Field != nil && len(fc.Field.Arguments) > 0
 }
 
 // withStatus gives gqlgen's own errors Inboxt's code and

@@ -99,6 +99,14 @@ http://127.0.0.1:{$NODE_PORT} {
 		token_rate_limit off
 		member_rate_limit off
 	}
+	# The relay and the NIP-05 server run in the test process on loopback;
+	# nip05_recheck is as short as it goes (the schedule looks for due
+	# identifiers every max(nip05_recheck/24, 1m)).
+	hearth_directory {
+		relays ws://127.0.0.1:18583
+		allow_private_addresses
+		nip05_recheck 1s
+	}
 }
 # The same site under another name with a tight GraphQL token limit: the
 # shared-limit scenario counts it across the nodes.
@@ -127,8 +135,41 @@ func (n *node) adminURL() string { return "http://" + n.admin }
 
 // cluster is the two nodes and what they share.
 type cluster struct {
-	a, b *node
-	dsn  string
+	a, b  *node
+	dsn   string
+	root  string // the Caddyfile and the nodes' directories
+	relay *testRelay
+	nip05 *nip05Server
+}
+
+// newNode prepares (does not start) a node of the Caddyfile on dsn. Its
+// connections carry application_name hearth-<name>, so the test can tell
+// them apart in pg_stat_activity.
+func (c *cluster) newNode(t *testing.T, name, port, admin, dsn string) *node {
+	t.Helper()
+	dir := filepath.Join(c.root, "node-"+name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(),
+		"HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
+		"NODE_ADMIN="+admin, "NODE_PORT="+port, "NODE_DIR="+filepath.Join(dir, "hearth"),
+		"CADDY_SHARED_STORAGE="+filepath.Join(c.root, "caddy-shared"),
+		"HEARTH_DATABASE_URL="+dsn+" application_name=hearth-"+name,
+		// The NIP-05 server's certificate is the only root the node trusts.
+		"SSL_CERT_FILE="+c.nip05.certFile)
+	return &node{name: name, port: port, admin: admin, dir: dir, env: env, logPath: filepath.Join(dir, "caddy.log")}
+}
+
+func (n *node) caddyfile() string { return filepath.Join(n.dir, "..", "Caddyfile") }
+
+// caddy runs a caddy command (reload, hearth backup …) with n's
+// environment, so the Caddyfile it reads is n's.
+func (n *node) caddy(args ...string) (string, error) {
+	cmd := exec.Command(caddyBin, args...)
+	cmd.Env = n.env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 func (n *node) start(t *testing.T) {
@@ -137,7 +178,7 @@ func (n *node) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(caddyBin, "run", "--config", filepath.Join(n.dir, "..", "Caddyfile"), "--adapter", "caddyfile")
+	cmd := exec.Command(caddyBin, "run", "--config", n.caddyfile(), "--adapter", "caddyfile")
 	cmd.Env = n.env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// A test binary that dies must not leave a node holding the ports.
@@ -228,19 +269,21 @@ func startCluster(t *testing.T) *cluster {
 	if err := os.WriteFile(filepath.Join(root, "Caddyfile"), []byte(caddyfile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	shared := filepath.Join(root, "caddy-shared")
-	mk := func(name, port, admin string) *node {
-		dir := filepath.Join(root, "node-"+name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
+	c := &cluster{dsn: dsn, root: root}
+	// The relay and the NIP-05 server first: the nodes reach them from
+	// their start.
+	c.relay = startRelay(t)
+	c.nip05 = startNIP05(t, root)
+	c.a = c.newNode(t, "A", "18581", "127.0.0.1:18591", dsn)
+	c.b = c.newNode(t, "B", "18582", "127.0.0.1:18592", dsn)
+	c.nip05.mu.Lock()
+	c.nip05.owner = func(remote string) string {
+		if n := ownerOf(remote, c.a, c.b); n != nil {
+			return n.name
 		}
-		env := append(os.Environ(),
-			"HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
-			"NODE_ADMIN="+admin, "NODE_PORT="+port, "NODE_DIR="+filepath.Join(dir, "hearth"),
-			"CADDY_SHARED_STORAGE="+shared, "HEARTH_DATABASE_URL="+dsn)
-		return &node{name: name, port: port, admin: admin, dir: dir, env: env, logPath: filepath.Join(dir, "caddy.log")}
+		return "?"
 	}
-	c := &cluster{a: mk("A", "18581", "127.0.0.1:18591"), b: mk("B", "18582", "127.0.0.1:18592"), dsn: dsn}
+	c.nip05.mu.Unlock()
 	t.Cleanup(func() {
 		c.a.stop()
 		c.b.stop()
@@ -618,6 +661,13 @@ func TestTwoNodes(t *testing.T) {
 		t.Logf("suspension on A refused on B after %v", lag)
 	})
 
+	t.Run("5 B's listener killed, then a revocation on A: B never serves the token from its cache", func(t *testing.T) {
+		if oauthApp.id == "" {
+			t.Skip("needs scenario 2's app")
+		}
+		scenario5(t, c, oauthApp, password)
+	})
+
 	t.Run("6 limits hold across the nodes", func(t *testing.T) {
 		createMember(t, a, "bob", password)
 		// 10 failures for one username (the default per-username limit)
@@ -752,6 +802,28 @@ func TestTwoNodes(t *testing.T) {
 			}
 		}
 		t.Logf("%d items saved on two nodes, %d distinct ids", len(all), len(ids))
+	})
+
+	t.Run("9 agent registered on A listed by B, one document", func(t *testing.T) { scenario9(t, c) })
+
+	t.Run("10 and 11 one relay subscriber, kill -9 of the leader; NIP-05 re-checked once per pass", func(t *testing.T) {
+		scenario10and11(t, c)
+	})
+
+	t.Run("12 backup from A while B writes, restored into a fresh database", func(t *testing.T) { scenario12(t, c, password) })
+
+	t.Run("13 restore through A: B serves the restored state, a restore on B meanwhile refused", func(t *testing.T) {
+		if oauthApp.id == "" {
+			t.Skip("needs scenario 2's app")
+		}
+		scenario13(t, c, oauthApp, password)
+	})
+
+	t.Run("14 caddy reload of A under load from A's and B's clients", func(t *testing.T) {
+		if oauthApp.id == "" {
+			t.Skip("needs scenario 2's app")
+		}
+		scenario14(t, c, oauthApp, password)
 	})
 
 	t.Run("15 kill -9 of node A under write load: every acknowledged write present", func(t *testing.T) {

@@ -12,5 +12,7 @@
 //
 // (.ci/run stage cluster). Ports: PostgreSQL 127.0.0.1:15438, node A
 // 127.0.0.1:18581 (admin 127.0.0.1:18591), node B 127.0.0.1:18582 (admin
-// 127.0.0.1:18592).
+// 127.0.0.1:18592); in the test process a khatru relay on 18583 and a
+// NIP-05 HTTPS server on 18584; node C (a restore into a fresh database)
+// 127.0.0.1:18585 (admin 127.0.0.1:18586).
 package cluster

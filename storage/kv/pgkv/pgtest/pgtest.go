@@ -64,6 +64,7 @@ func version(dir string) int {
 // Start initialises and starts a server listening on 127.0.0.1:port with
 // user hearth (trust authentication); see Durable.
 func Start(port int) (*Server, error) {
+	closeInheritedOnExec()
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -103,6 +104,23 @@ func Start(port int) (*Server, error) {
 		return nil, fmt.Errorf("%w\nserver log:\n%s", err, log)
 	}
 	return s, nil
+}
+
+// closeInheritedOnExec marks the descriptors this process inherited (past
+// stdin, stdout and stderr) close-on-exec, so the server pg_ctl starts does
+// not hold them: tests run under `flock <lock file> go test …`, and a
+// server a killed test left behind would otherwise hold the lock, so the
+// next run (whose Start would stop that server) waits for it forever.
+func closeInheritedOnExec() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // stopLeftover stops and removes a server on port that a test process which
