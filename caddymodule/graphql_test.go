@@ -17,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // The second site serves the same API with the default fetcher, which
@@ -414,7 +415,7 @@ func TestGraphQLThroughCaddy(t *testing.T) {
 			t.Fatal(err)
 		}
 		over := time.Now().Add(-time.Second)
-		if _, err := st.SetAPITokenExpiry(t.Context(), alice.ID, dm[1], &over); err != nil {
+		if _, err := apitokens.Of(st).SetExpiry(t.Context(), alice.ID, dm[1], &over); err != nil {
 			t.Fatal(err)
 		}
 		r := gql(t, testSite, pageToken, `query { me { username } }`, nil)

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
@@ -69,7 +70,7 @@ func adminListAPITokens(w http.ResponseWriter, r *http.Request, app *App) error 
 	if err != nil {
 		return err
 	}
-	toks, err := app.Store().APITokens(r.Context(), m.ID)
+	toks, err := apitokens.Of(app.Store()).List(r.Context(), m.ID)
 	if err != nil {
 		return storeError(err, "API token")
 	}
@@ -88,7 +89,7 @@ func adminDeleteAPIToken(w http.ResponseWriter, r *http.Request, app *App) error
 		return err
 	}
 	id := r.PathValue("id")
-	err = app.Store().DeleteAPIToken(r.Context(), m.ID, id)
+	err = apitokens.Of(app.Store()).Delete(r.Context(), m.ID, id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return apiError(http.StatusNotFound, "%s has no API token %q", m.Username, clipID(id))
 	}

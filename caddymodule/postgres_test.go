@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
 )
 
@@ -54,7 +55,7 @@ func TestPostgresStorageServesTheSiteAndOutlivesTheDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, token, err := seed.CreateAPIToken(t.Context(), m.ID, "pg", 0)
+	_, token, err := apitokens.Of(seed).Create(t.Context(), m.ID, "pg", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // reloadSeed is what both storage_dirs of the reload test hold: the same
@@ -42,7 +43,7 @@ func seedReloadStores(t *testing.T, dirA, dirB string) reloadSeed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, token, err := st.CreateAPIToken(t.Context(), m.ID, "reload", 0)
+	_, token, err := apitokens.Of(st).Create(t.Context(), m.ID, "reload", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,10 +51,10 @@ func seedReloadStores(t *testing.T, dirA, dirB string) reloadSeed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.RotateInboundSecret(t.Context(), m.ID, testSite); err != nil {
+	if _, err := apitokens.Of(st).RotateInboundSecret(t.Context(), m.ID, testSite); err != nil {
 		t.Fatal(err)
 	}
-	in, err := st.InboundInfo(t.Context(), m.ID)
+	in, err := apitokens.Of(st).InboundInfo(t.Context(), m.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

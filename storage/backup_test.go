@@ -212,7 +212,7 @@ func TestReplaceRefusesDamagedBackupsAndChangesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := src.CreateAPIToken(t.Context(), m.ID, "token", 0); err != nil {
+		if _, err := src.CreateSession(t.Context(), m.ID, 24*time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -321,7 +321,7 @@ func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, _, err := live.CreateAPIToken(t.Context(), m.ID, "token", 0); err != nil {
+				if _, err := live.CreateSession(t.Context(), m.ID, 24*time.Hour); err != nil {
 					t.Fatal(err)
 				}
 			}

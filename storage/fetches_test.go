@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 )
 
 func TestPendingFetchesEndWithTheirItemOrMember(t *testing.T) {
@@ -64,51 +63,6 @@ func TestPendingFetchesEndWithTheirItemOrMember(t *testing.T) {
 	}
 	if p, err := st.PendingFetches(t.Context(), 10, false, true); err != nil || len(p) != 0 {
 		t.Fatalf("pending after member deletion = %+v, %v", p, err)
-	}
-}
-
-// A newsletter address made before addresses had ids (and before the id
-// index) is found once IndexInboundIDs ran, and stops working when rotated.
-func TestInboundMemberByIDFindsOlderAddressesAfterIndexing(t *testing.T) {
-	st, m := openSavedTest(t)
-	legacy := Inbound{Digest: Digest("nl_legacysecretlegacysecret"), CreatedAt: now().Add(-time.Hour)}
-	err := st.Update(t.Context(), func(tx *Tx) error {
-		if err := tx.put(inboundRefKey(legacy.Digest), []byte(m.ID), 0); err != nil {
-			return err
-		}
-		return tx.putJSON(inboundKey(m.ID), legacy, 0)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.InboundInfo(t.Context(), m.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.InboundMemberByID(t.Context(), info.ID); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("before indexing: %v", err)
-	}
-	if err := st.IndexInboundIDs(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := st.InboundMemberByID(t.Context(), info.ID); err != nil || got.ID != m.ID {
-		t.Fatalf("after indexing: %v %v", got, err)
-	}
-	if _, err := st.RotateInboundSecret(t.Context(), m.ID, "https://example.org"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.InboundMemberByID(t.Context(), info.ID); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("old address after rotation: %v", err)
-	}
-	cur, _ := st.InboundInfo(t.Context(), m.ID)
-	if got, err := st.InboundMemberByID(t.Context(), cur.ID); err != nil || got.ID != m.ID {
-		t.Fatalf("new address: %v %v", got, err)
-	}
-	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.InboundMemberByID(t.Context(), cur.ID); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("after member deletion: %v", err)
 	}
 }
 

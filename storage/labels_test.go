@@ -282,18 +282,6 @@ func TestConcurrentCreationsKeepTheLimits(t *testing.T) {
 			return len(all)
 		})
 	})
-	t.Run("API tokens", func(t *testing.T) {
-		race(t, MaxAPITokensPerMember, 0, func(i int) error {
-			_, _, err := st.CreateAPIToken(t.Context(), m.ID, fmt.Sprintf("token %d", i), 0)
-			return err
-		}, func() int {
-			all, err := st.APITokens(t.Context(), m.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return len(all)
-		})
-	})
 	t.Run("saved queries", func(t *testing.T) {
 		race(t, MaxSavedQueries, 0, func(i int) error {
 			_, err := st.CreateSavedQuery(t.Context(), m.ID, fmt.Sprintf("q %d", i), "label:x")

@@ -84,13 +84,14 @@ func OnMemberDelete(fn func(tx *Tx, memberID string) error) {
 
 // accessRevokers end one kind of a member's access for
 // RevokeMemberAccess (OnRevokeMemberAccess).
-var accessRevokers []func(ctx context.Context, s *Store, memberID string) (revoked int, err error)
+var accessRevokers []func(ctx context.Context, s *Store, memberID string) (tokens, apps int, err error)
 
 // OnRevokeMemberAccess registers fn, which ends the member's access of a
-// kind a domain package holds (storage/grants: its OAuth grants) and
-// returns how many it ended, for RevokeMemberAccess. Call it from an init
+// kind a domain package holds (storage/apitokens: API tokens;
+// storage/grants: OAuth grants) and returns how many API tokens and
+// applications it revoked, for RevokeMemberAccess. Call it from an init
 // function.
-func OnRevokeMemberAccess(fn func(ctx context.Context, s *Store, memberID string) (revoked int, err error)) {
+func OnRevokeMemberAccess(fn func(ctx context.Context, s *Store, memberID string) (tokens, apps int, err error)) {
 	accessRevokers = append(accessRevokers, fn)
 }
 
@@ -376,22 +377,13 @@ func (s *Store) ChangePassword(ctx context.Context, memberID, password, keepSess
 }
 
 // RevokeMemberAccess ends every API token and OAuth grant of memberID (its
-// web sessions stay), and returns how many tokens and apps it revoked (the
-// grants through OnRevokeMemberAccess: storage/grants).
+// web sessions stay), and returns how many tokens and apps it revoked,
+// through the packages that hold them (OnRevokeMemberAccess:
+// storage/apitokens, storage/grants).
 func (s *Store) RevokeMemberAccess(ctx context.Context, memberID string) (tokens, apps int, err error) {
-	toks, err := s.APITokens(ctx, memberID)
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, t := range toks {
-		if err := s.DeleteAPIToken(ctx, memberID, t.ID); err != nil && !errors.Is(err, ErrNotFound) {
-			return tokens, 0, err
-		}
-		tokens++
-	}
 	for _, revoke := range accessRevokers {
-		n, err := revoke(ctx, s, memberID)
-		apps += n
+		t, a, err := revoke(ctx, s, memberID)
+		tokens, apps = tokens+t, apps+a
 		if err != nil {
 			return tokens, apps, err
 		}

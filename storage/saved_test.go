@@ -203,54 +203,6 @@ func TestUpdatedAtMovesOnLabelsHighlightsStatus(t *testing.T) {
 	}
 }
 
-func TestAPITokenLifecycle(t *testing.T) {
-	st, m := openSavedTest(t)
-	tok, secret, err := st.CreateAPIToken(t.Context(), m.ID, "sync", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(secret) < 70 || len(secret) > 80 || secret[:4] != "app_" {
-		t.Fatalf("token %d chars", len(secret))
-	}
-	got, rec, err := st.APITokenMember(t.Context(), secret)
-	if err != nil || got.ID != m.ID || rec.LastUsedAt == nil {
-		t.Fatal(err)
-	}
-	if _, _, err := st.APITokenMember(t.Context(), secret+"x"); !errors.Is(err, ErrNotFound) {
-		t.Fatal("wrong token accepted")
-	}
-	if _, err := st.SetSuspended(t.Context(), "reader", true); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := st.APITokenMember(t.Context(), secret); !errors.Is(err, ErrSuspended) {
-		t.Fatal("suspended member's token accepted")
-	}
-	if _, err := st.SetSuspended(t.Context(), "reader", false); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.DeleteAPIToken(t.Context(), m.ID, tok.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := st.APITokenMember(t.Context(), secret); !errors.Is(err, ErrNotFound) {
-		t.Fatal("deleted token accepted")
-	}
-	_, short, err := st.CreateAPIToken(t.Context(), m.ID, "short", time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(5 * time.Millisecond)
-	if _, _, err := st.APITokenMember(t.Context(), short); !errors.Is(err, ErrNotFound) {
-		t.Fatal("expired token accepted")
-	}
-	_, kept, _ := st.CreateAPIToken(t.Context(), m.ID, "kept", 0)
-	if err := st.DeleteMember(t.Context(), "reader"); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := st.APITokenMember(t.Context(), kept); !errors.Is(err, ErrNotFound) {
-		t.Fatal("token of deleted member accepted")
-	}
-}
-
 func BenchmarkSavedItemsPage(b *testing.B) {
 	for _, n := range []int{1000, 100000} {
 		st, m := openSavedTest(b)
@@ -549,80 +501,6 @@ func TestDeletingANewsletterDropsItsMessageID(t *testing.T) {
 	}
 	if n := messageIDEntries(t, st, m.ID); n != 0 {
 		t.Fatalf("%d index records after removing the member, want 0", n)
-	}
-}
-
-func TestInboundAddressKeepsItsSiteAndID(t *testing.T) {
-	st, m := openSavedTest(t)
-	secret, err := st.RotateInboundSecret(t.Context(), m.ID, "https://example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := st.InboundInfo(t.Context(), m.ID)
-	if err != nil || in.Site != "https://example.com" || in.ID == "" || in.Digest != Digest(secret) {
-		t.Fatalf("inbound %+v, %v", in, err)
-	}
-	if _, err := st.RotateInboundSecret(t.Context(), m.ID, "https://"+string(make([]byte, MaxURLLen))); !IsInvalid(err) {
-		t.Fatalf("over-long site: %v", err)
-	}
-
-	// A record written before addresses had ids and sites.
-	created := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	err = st.Update(t.Context(), func(tx *Tx) error {
-		return tx.putJSON(inboundKey(m.ID), map[string]any{"digest": Digest(secret), "created_at": created}, 0)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, _ := st.InboundInfo(t.Context(), m.ID)
-	b, _ := st.InboundInfo(t.Context(), m.ID)
-	if a.ID == "" || a.ID != b.ID || a.Site != "" || !a.CreatedAt.Equal(created) {
-		t.Fatalf("old record read as %+v and %+v", a, b)
-	}
-}
-
-func TestSetAPITokenExpiry(t *testing.T) {
-	st, m := openSavedTest(t)
-	tok, secret, err := st.CreateAPIToken(t.Context(), m.ID, "sync", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	works := func(want bool) {
-		t.Helper()
-		_, _, err := st.APITokenMember(t.Context(), secret)
-		if want && err != nil || !want && !errors.Is(err, ErrNotFound) {
-			t.Fatalf("token works = %v, want %v", err == nil, want)
-		}
-	}
-	at := func(d time.Duration) *time.Time { x := time.Now().Add(d); return &x }
-	works(true)
-	if _, err := st.SetAPITokenExpiry(t.Context(), m.ID, tok.ID, at(-time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	works(false)
-	if rec, err := st.SetAPITokenExpiry(t.Context(), m.ID, tok.ID, nil); err != nil || rec.ExpiresAt != nil {
-		t.Fatalf("never: %+v %v", rec, err)
-	}
-	works(true)
-	future := at(24 * time.Hour)
-	if rec, err := st.SetAPITokenExpiry(t.Context(), m.ID, tok.ID, future); err != nil || !rec.ExpiresAt.Equal(*future) {
-		t.Fatalf("future: %+v %v", rec, err)
-	}
-	works(true)
-	// Long past: the lookup record goes, the token stays listed as expired.
-	if _, err := st.SetAPITokenExpiry(t.Context(), m.ID, tok.ID, at(-48*time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	works(false)
-	if list, _ := st.APITokens(t.Context(), m.ID); len(list) != 1 || !list[0].Expired(time.Now()) {
-		t.Fatalf("tokens listed: %+v", list)
-	}
-	other, _ := st.CreateMember(t.Context(), "other", "", "password123")
-	if _, err := st.SetAPITokenExpiry(t.Context(), other.ID, tok.ID, nil); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("another member's token: %v", err)
-	}
-	if _, err := st.SetAPITokenExpiry(t.Context(), m.ID, "404", nil); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("unknown token: %v", err)
 	}
 }
 

@@ -1,16 +1,16 @@
 // Package storage is Hearth's store on a storage engine (storage/kv: Badger
 // embedded by default, PostgreSQL for several nodes). Its core is
 // engine-agnostic and serves the domain packages under storage/ (today
-// storage/agents, storage/grants): the Store's lifecycle (Open, Close,
+// storage/agents, storage/grants, storage/apitokens): the Store's lifecycle (Open, Close,
 // Badger's value-log garbage collection), transactions (View, Update,
 // UpdateAsync, UpdateOnce, each with the caller's context.Context) and the
 // Tx primitives domain code uses (Get, Put, Scan, Notify, NewID… on keys
 // made with Key), ids unique across nodes, the record caches (NewCacheKind)
 // and their invalidation across nodes, backups and restores, the gate,
 // shared counters, leases (Lead), notifications (Subscribe, Publish), the
-// shared errors and the member hooks (OnMemberDelete,
-// OnRevokeMemberAccess). The domains not moved yet (members, sessions,
-// two-factor, reset links, API tokens, the library of saved items) are
+// shared errors and the domains' hooks (OnMemberDelete,
+// OnRevokeMemberAccess, OnMigrate). The domains not moved yet (members,
+// sessions, two-factor, reset links, the library of saved items) are
 // still methods of Store here; docs/storage-engines.md ("Packages") maps
 // which package holds what. Handlers never build keys themselves.
 package storage
@@ -347,16 +347,28 @@ func (s *Store) migrate() error {
 	// The search indexer looks at every member: it builds what stores
 	// written before the index lack, and indexes texts left pending.
 	s.text.notify("")
-	kept, expired, err := s.migrateAPITokenOrigins(s.bg)
-	if err != nil {
-		return fmt.Errorf("migrate API tokens: %w", err)
-	}
-	if kept+expired > 0 {
-		s.log.Info("API tokens made before their origin was recorded: kept those older than the first OAuth app, expired the others",
-			zap.Int("kept", kept), zap.Int("expired", expired))
+	for _, m := range migrations {
+		if err := m(s.bg, s); err != nil {
+			return err
+		}
 	}
 	return nil
 }
+
+// migrations are the domain packages' (OnMigrate).
+var migrations []func(ctx context.Context, s *Store) error
+
+// OnMigrate registers fn to run when a store opens and after a restore:
+// it brings a domain's records written by earlier versions up to date, and
+// must change nothing the second time. An error fails Open (or Restore).
+// Call it from an init function.
+func OnMigrate(fn func(ctx context.Context, s *Store) error) {
+	migrations = append(migrations, fn)
+}
+
+// Logger is the store's logger (Options.Logger), for domain packages'
+// background work and migrations.
+func (s *Store) Logger() *zap.Logger { return s.log }
 
 // Path is the directory the store lives in.
 func (s *Store) Path() string { return s.path }

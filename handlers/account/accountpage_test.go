@@ -10,6 +10,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
@@ -82,7 +83,7 @@ func TestAccountChangePassword(t *testing.T) {
 	m := f.member("alice")
 	other := f.signedIn("alice")
 	c := f.signedIn("alice")
-	tok, tokSecret, err := f.store.CreateAPIToken(t.Context(), m.ID, "cli", 0)
+	tok, tokSecret, err := apitokens.Of(f.store).Create(t.Context(), m.ID, "cli", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestAccountChangePassword(t *testing.T) {
 	// token (not asked to be revoked) still works.
 	wantStatus(t, f.get(c, "/settings/account"), http.StatusOK)
 	wantStatus(t, f.get(other, "/settings/account"), http.StatusSeeOther)
-	if _, _, err := f.store.APITokenMember(t.Context(), tokSecret); err != nil {
+	if _, _, err := apitokens.Of(f.store).Member(t.Context(), tokSecret); err != nil {
 		t.Fatalf("token %s ended without the checkbox: %v", tok.ID, err)
 	}
 	// With the checkbox, tokens and grants end too.
@@ -142,7 +143,7 @@ func TestAccountChangePassword(t *testing.T) {
 	r = f.post(c, "/settings/account/password", f2)
 	wantStatus(t, r, http.StatusSeeOther)
 	wantBody(t, f.get(c, r.Header.Get("Location")), "your API tokens and authorized apps were revoked")
-	if _, _, err := f.store.APITokenMember(t.Context(), tokSecret); err == nil {
+	if _, _, err := apitokens.Of(f.store).Member(t.Context(), tokSecret); err == nil {
 		t.Fatal("API token works after revoke_access")
 	}
 	if _, _, err := grants.Of(f.store).Token(t.Context(), oauthSecret); err == nil {
@@ -242,7 +243,7 @@ func TestAccountDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tokSecret, _ := f.store.CreateAPIToken(t.Context(), m.ID, "cli", 0)
+	_, tokSecret, _ := apitokens.Of(f.store).Create(t.Context(), m.ID, "cli", 0)
 	app, _, _ := grants.Of(f.store).CreateApp(t.Context(), "App", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
 	code, _ := grants.Of(f.store).CreateCode(t.Context(), app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
 	_, oauthSecret, err := grants.Of(f.store).ExchangeCode(t.Context(), code, func(*grants.Code) error { return nil })
@@ -274,7 +275,7 @@ func TestAccountDelete(t *testing.T) {
 	if _, err := f.store.SavedItem(t.Context(), m.ID, item.ID); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("saved item after delete: %v", err)
 	}
-	if _, _, err := f.store.APITokenMember(t.Context(), tokSecret); err == nil {
+	if _, _, err := apitokens.Of(f.store).Member(t.Context(), tokSecret); err == nil {
 		t.Fatal("API token works after delete")
 	}
 	if _, _, err := grants.Of(f.store).Token(t.Context(), oauthSecret); err == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
@@ -126,7 +127,7 @@ func TestResetLinkExpires(t *testing.T) {
 func TestResetLinkRevokingAccess(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	m := f.member("alice")
-	_, apiToken, err := f.store.CreateAPIToken(t.Context(), m.ID, "Obsidian", time.Hour)
+	_, apiToken, err := apitokens.Of(f.store).Create(t.Context(), m.ID, "Obsidian", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestResetLinkRevokingAccess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := f.store.APITokenMember(t.Context(), apiToken); err != nil {
+		if _, _, err := apitokens.Of(f.store).Member(t.Context(), apiToken); err != nil {
 			t.Fatalf("making a link revoked the API token: %v", err)
 		}
 		r := f.post(f.browser(), "/auth/reset/"+token, url.Values{"password": {pw}, "password_confirmation": {pw}})
@@ -162,7 +163,7 @@ func TestResetLinkRevokingAccess(t *testing.T) {
 	}
 
 	reset(storage.ResetLinkOptions{}, "a new password")
-	if _, _, err := f.store.APITokenMember(t.Context(), apiToken); err != nil {
+	if _, _, err := apitokens.Of(f.store).Member(t.Context(), apiToken); err != nil {
 		t.Fatalf("a plain link revoked the API token: %v", err)
 	}
 	if _, _, err := grants.Of(f.store).Token(t.Context(), oauthToken); err != nil {
@@ -170,7 +171,7 @@ func TestResetLinkRevokingAccess(t *testing.T) {
 	}
 
 	reset(storage.ResetLinkOptions{RevokeAccess: true}, "a third password")
-	if _, _, err := f.store.APITokenMember(t.Context(), apiToken); err == nil {
+	if _, _, err := apitokens.Of(f.store).Member(t.Context(), apiToken); err == nil {
 		t.Fatal("the API token still works after a --revoke-access link")
 	}
 	if _, _, err := grants.Of(f.store).Token(t.Context(), oauthToken); err == nil {

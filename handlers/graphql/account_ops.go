@@ -14,6 +14,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // Inboxt's account operations (the web app's; operations/web in
@@ -219,11 +220,11 @@ func (r *mutationResolver) CreateInboundEmailAddress(ctx context.Context) (*gene
 		return nil, err
 	}
 	site := siteURL(stateOf(ctx).r)
-	secret, err := r.s.store.RotateInboundSecret(ctx, c.member.ID, site)
+	secret, err := apitokens.Of(r.s.store).RotateInboundSecret(ctx, c.member.ID, site)
 	if err != nil {
 		return nil, err
 	}
-	in, err := r.s.store.InboundInfo(ctx, c.member.ID)
+	in, err := apitokens.Of(r.s.store).InboundInfo(ctx, c.member.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +238,7 @@ func (r *mutationResolver) DeleteInboundEmailAddress(ctx context.Context, in gen
 	if err != nil {
 		return nil, err
 	}
-	if err := r.s.store.DeleteInbound(ctx, c.member.ID, in.ID); err != nil {
+	if err := apitokens.Of(r.s.store).DeleteInbound(ctx, c.member.ID, in.ID); err != nil {
 		return nil, err
 	}
 	return success, nil

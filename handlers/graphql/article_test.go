@@ -13,6 +13,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 const addArticleMutation = `mutation AddArticleFromUrl($data: AddArticleFromUrlInput!) {
@@ -227,7 +228,7 @@ func TestAddArticleFromUrlSurvivesARestartMidFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, token, err := store.CreateAPIToken(t.Context(), m.ID, "test", 0)
+	_, token, err := apitokens.Of(store).Create(t.Context(), m.ID, "test", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
@@ -23,16 +23,16 @@ const createLabelMutation = `mutation CreateLabel($data: CreateLabelInput!) {
 
 func TestRequestsWithoutAValidTokenAreUnauthorized(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
-	expiring, expiringTok, err := e.store.CreateAPIToken(t.Context(), e.member.ID, "short", time.Millisecond)
+	expiring, expiringTok, err := apitokens.Of(e.store).Create(t.Context(), e.member.ID, "short", time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = expiring
-	deleted, deletedTok, err := e.store.CreateAPIToken(t.Context(), e.member.ID, "gone", 0)
+	deleted, deletedTok, err := apitokens.Of(e.store).Create(t.Context(), e.member.ID, "gone", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.DeleteAPIToken(t.Context(), e.member.ID, deleted.ID); err != nil {
+	if err := apitokens.Of(e.store).Delete(t.Context(), e.member.ID, deleted.ID); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(5 * time.Millisecond) // let the short token expire
@@ -160,7 +160,7 @@ func TestCreateApiTokenNeedsTheMembersSession(t *testing.T) {
 			t.Fatalf("%+v %s", r.Errors, r.Data)
 		}
 	}
-	if toks, err := e.store.APITokens(t.Context(), e.member.ID); err != nil || len(toks) != 1 {
+	if toks, err := apitokens.Of(e.store).List(t.Context(), e.member.ID); err != nil || len(toks) != 1 {
 		t.Fatalf("%d API tokens (%v), want 1: a refused createApiToken made one", len(toks), err)
 	}
 
@@ -184,7 +184,7 @@ func TestCreateApiTokenNeedsTheMembersSession(t *testing.T) {
 
 func TestDeletedTokenStopsWorkingAtOnce(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
-	tok, secret, err := e.store.CreateAPIToken(t.Context(), e.member.ID, "temp", 0)
+	tok, secret, err := apitokens.Of(e.store).Create(t.Context(), e.member.ID, "temp", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestBadTokensCountPerClientAddress(t *testing.T) {
 	var addr atomic.Value
 	addr.Store("2001:db8:1:2::1")
 	e := newEnv(t, graphql.Options{TokenRateLimit: 3, ClientIP: func(*http.Request) string { return addr.Load().(string) }})
-	guess := storage.APITokenPrefix + strings.Repeat("A", 70)
+	guess := apitokens.Prefix + strings.Repeat("A", 70)
 	for i := 0; i < 3; i++ {
 		addr.Store(fmt.Sprintf("2001:db8:1:2::%x", i+1)) // rotating addresses within one /64
 		e.wantError(guess, labelsQuery, nil, http.StatusOK, "UNAUTHORIZED")

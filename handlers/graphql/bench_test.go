@@ -9,6 +9,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // benchEntriesBody is bench/entries.lua's request: the first page of 50.
@@ -34,7 +35,7 @@ func benchmarkEntriesFirstPage(b *testing.B, gqlgenOnly bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, token, err := store.CreateAPIToken(b.Context(), m.ID, "bench", 0)
+	_, token, err := apitokens.Of(store).Create(b.Context(), m.ID, "bench", 0)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/scalar"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // The entries fast path must answer exactly what gqlgen's executor answers:
@@ -127,7 +128,7 @@ func fastPathFixture(t *testing.T) (*storage.Store, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, token, err := store.CreateAPIToken(t.Context(), m.ID, "test", 0)
+	_, token, err := apitokens.Of(store).Create(t.Context(), m.ID, "test", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // env is one test's world: a store in a temp dir, the API on a local
@@ -76,7 +77,7 @@ func (e *env) newMember(username string) (*storage.Member, string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	_, tok, err := e.store.CreateAPIToken(context.Background(), m.ID, "test", 0)
+	_, tok, err := apitokens.Of(e.store).Create(context.Background(), m.ID, "test", 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // attackShapes are the documents of issue 14 that exhausted the server
@@ -97,7 +98,7 @@ func shapeServer(tb testing.TB) (*Server, string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	_, tok, err := st.CreateAPIToken(tb.Context(), m.ID, "test", 0)
+	_, tok, err := apitokens.Of(st).Create(tb.Context(), m.ID, "test", 0)
 	if err != nil {
 		tb.Fatal(err)
 	}

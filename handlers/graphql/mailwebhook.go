@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // MailWebhookPath is Inboxt's newsletter webhook: a mail provider's inbound
@@ -169,15 +170,15 @@ func (s *Server) mailMember(ctx context.Context, addr string) (*storage.Member, 
 		return nil, storage.ErrNotFound
 	}
 	local, _, _ = strings.Cut(local, "+") // id+tag@domain: sub-addressing (RFC 5233)
-	m, err := s.store.InboundMemberByID(ctx, local)
+	m, err := apitokens.Of(s.store).InboundMemberByID(ctx, local)
 	if errors.Is(err, storage.ErrNotFound) {
 		// An address made before ids were indexed: index them once.
 		s.indexInbound.Do(func() {
-			if err := s.store.IndexInboundIDs(ctx); err != nil {
+			if err := apitokens.Of(s.store).IndexInboundIDs(ctx); err != nil {
 				s.log.Error("index newsletter addresses", zap.Error(err))
 			}
 		})
-		m, err = s.store.InboundMemberByID(ctx, local)
+		m, err = apitokens.Of(s.store).InboundMemberByID(ctx, local)
 	}
 	return m, err
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 var success = &generated.Void{Success: true}
@@ -340,11 +341,11 @@ func (r *mutationResolver) CreateAPIToken(ctx context.Context, in generated.Crea
 	if err != nil {
 		return nil, err
 	}
-	lifetime, err := storage.ParseAPITokenExpiry(apiTokenExpiries[in.Expiry])
+	lifetime, err := apitokens.ParseExpiry(apiTokenExpiries[in.Expiry])
 	if err != nil {
 		return nil, badInput("unknown expiry")
 	}
-	t, secret, err := r.s.store.CreateAPIToken(ctx, c.member.ID, in.Name, lifetime)
+	t, secret, err := apitokens.Of(r.s.store).Create(ctx, c.member.ID, in.Name, lifetime)
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +358,7 @@ func (r *mutationResolver) DeleteAPIToken(ctx context.Context, in generated.Dele
 		return nil, err
 	}
 	id := c.member.ID
-	if err := r.s.store.DeleteAPIToken(ctx, id, in.ID); err != nil {
+	if err := apitokens.Of(r.s.store).Delete(ctx, id, in.ID); err != nil {
 		return nil, err
 	}
 	return success, nil

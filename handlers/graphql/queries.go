@@ -7,6 +7,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 func (r *queryResolver) Labels(ctx context.Context) ([]*generated.Label, error) {
@@ -162,7 +163,7 @@ func (r *queryResolver) APITokens(ctx context.Context) ([]*generated.APIToken, e
 	if err != nil {
 		return nil, err
 	}
-	ts, err := r.s.store.APITokens(ctx, id)
+	ts, err := apitokens.Of(r.s.store).List(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -181,14 +182,14 @@ func (r *queryResolver) InboundEmailAddresses(ctx context.Context) ([]*generated
 	if err != nil {
 		return nil, err
 	}
-	in, err := r.s.store.InboundInfo(ctx, id)
+	in, err := apitokens.Of(r.s.store).InboundInfo(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return []*generated.InboundEmailAddress{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	full := in.Site + InboundPath + storage.InboundPrefix + "…"
+	full := in.Site + InboundPath + apitokens.InboundPrefix + "…"
 	if r.s.opts.MailDomain != "" && r.s.opts.MailWebhookSecret != "" {
 		full = in.ID + "@" + r.s.opts.MailDomain // the mail webhook's recipient
 	}

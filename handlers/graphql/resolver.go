@@ -9,6 +9,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // resolver is the root of gqlgen's resolvers. Resolvers stay thin: they
@@ -233,7 +234,7 @@ func toSavedQueries(qs []*storage.SavedQuery) []*generated.SavedQuery {
 	return out
 }
 
-func toAPIToken(t *storage.APIToken) *generated.APIToken {
+func toAPIToken(t *apitokens.Token) *generated.APIToken {
 	return &generated.APIToken{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, LastUsedAt: t.LastUsedAt}
 }
 
@@ -316,7 +317,7 @@ func (r *userResolver) LabelsCount(ctx context.Context, obj *generated.User) (fl
 }
 
 func (r *userResolver) InboundEmailAddressesCount(ctx context.Context, obj *generated.User) (float64, error) {
-	_, err := r.s.store.InboundInfo(ctx, obj.ID)
+	_, err := apitokens.Of(r.s.store).InboundInfo(ctx, obj.ID)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return 0, nil

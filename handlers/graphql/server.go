@@ -29,6 +29,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
@@ -424,7 +425,7 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request, c *caller) bool {
 // caller is who a request acts for.
 type caller struct {
 	member   *storage.Member
-	apiToken *storage.APIToken   // set for API tokens
+	apiToken *apitokens.Token    // set for API tokens
 	oauth    *grants.AccessToken // set for OAuth access tokens
 	tokenKey string              // rate-limit key, never the token itself
 	session  bool                // signed in with the session cookie
@@ -445,8 +446,8 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 		return nil, errors.New("the Authorization header must be Bearer <token>")
 	}
 	bad := errors.New("the token is unknown, expired or revoked")
-	if storage.LooksLikeAPIToken(token) {
-		m, t, err := s.store.APITokenMember(r.Context(), token)
+	if apitokens.LooksLike(token) {
+		m, t, err := apitokens.Of(s.store).Member(r.Context(), token)
 		if _, _, ok := storage.Unavailable(err); ok {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // When the store refuses writes for now (its disk is below the free-space
@@ -27,7 +28,7 @@ func TestStoreRefusalsAreInboxtErrorsWithRetryAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, token, err := st.CreateAPIToken(t.Context(), m.ID, "test", 0)
+	_, token, err := apitokens.Of(st).Create(t.Context(), m.ID, "test", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -189,20 +189,19 @@ func Of(st *storage.Store) Store { return Store{st} }
 
 func init() {
 	// A member's access ends with their grants (RevokeMemberAccess).
-	storage.OnRevokeMemberAccess(func(ctx context.Context, st *storage.Store, memberID string) (int, error) {
+	storage.OnRevokeMemberAccess(func(ctx context.Context, st *storage.Store, memberID string) (tokens, apps int, err error) {
 		s := Of(st)
 		granted, err := s.AuthorizedApps(ctx, memberID)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		n := 0
 		for _, a := range granted {
 			if err := s.RevokeAppForMember(ctx, memberID, a.App.ClientID); err != nil {
-				return n, err
+				return 0, apps, err
 			}
-			n++
+			apps++
 		}
-		return n, nil
+		return 0, apps, nil
 	})
 }
 

@@ -1,4 +1,4 @@
-package storage_test
+package apitokens
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func TestMigrationExpiresLegacyAPITokensThatAnOAuthGrantCouldHaveMade(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := storage.PutLegacyAPIToken(t, s, m.ID, "laptop script", time.Now().Add(-time.Hour))
+	before := putLegacyAPIToken(t, s, m.ID, "laptop script", time.Now().Add(-time.Hour))
 	app, _, err := grants.Of(s).CreateApp(t.Context(), "Sync app", "", []string{"https://app.example/cb"}, []string{"read", "write"})
 	if err != nil {
 		t.Fatal(err)
@@ -39,25 +39,25 @@ func TestMigrationExpiresLegacyAPITokensThatAnOAuthGrantCouldHaveMade(t *testing
 		t.Fatal(err)
 	}
 	time.Sleep(1100 * time.Millisecond) // the migration leaves a second's margin around the app's creation
-	minted := storage.PutLegacyAPIToken(t, s, m.ID, "sync", time.Now())
+	minted := putLegacyAPIToken(t, s, m.ID, "sync", time.Now())
 	if err := grants.Of(s).RevokeAppForMember(t.Context(), m.ID, app.ClientID); err != nil {
 		t.Fatal(err)
 	}
 
-	s = storage.Reopen(t, s)
-	if _, _, err := s.APITokenMember(t.Context(), minted); !errors.Is(err, storage.ErrNotFound) {
+	s = reopen(t, s)
+	if _, _, err := Of(s).Member(t.Context(), minted); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("the token an OAuth grant could have made still works after the migration: %v", err)
 	}
-	got, tok, err := s.APITokenMember(t.Context(), before)
-	if err != nil || got.ID != m.ID || tok.Origin != storage.OriginLegacy {
+	got, tok, err := Of(s).Member(t.Context(), before)
+	if err != nil || got.ID != m.ID || tok.Origin != OriginLegacy {
 		t.Fatalf("the token older than every OAuth app: %v %+v", err, tok)
 	}
-	toks, err := s.APITokens(t.Context(), m.ID)
+	toks, err := Of(s).List(t.Context(), m.ID)
 	if err != nil || len(toks) != 2 {
 		t.Fatalf("%d tokens (%v), want both records kept", len(toks), err)
 	}
 	for _, tk := range toks {
-		if tk.Origin != storage.OriginLegacy {
+		if tk.Origin != OriginLegacy {
 			t.Fatalf("%s: origin %q", tk.Name, tk.Origin)
 		}
 		if expired := tk.Expired(time.Now()); expired != (tk.Name == "sync") {
@@ -67,25 +67,25 @@ func TestMigrationExpiresLegacyAPITokensThatAnOAuthGrantCouldHaveMade(t *testing
 
 	// Idempotent: a second Open changes nothing, and new tokens carry
 	// their origin and are left alone.
-	fresh, freshSecret, err := s.CreateAPIToken(t.Context(), m.ID, "new", 0)
-	if err != nil || fresh.Origin != storage.OriginSession {
+	fresh, freshSecret, err := Of(s).Create(t.Context(), m.ID, "new", 0)
+	if err != nil || fresh.Origin != OriginSession {
 		t.Fatalf("%v %+v", err, fresh)
 	}
-	op, opSecret, err := s.CreateOperatorAPIToken(t.Context(), m.ID, "ops", 0)
-	if err != nil || op.Origin != storage.OriginOperator {
+	op, opSecret, err := Of(s).CreateOperator(t.Context(), m.ID, "ops", 0)
+	if err != nil || op.Origin != OriginOperator {
 		t.Fatalf("%v %+v", err, op)
 	}
-	kept, expired, err := s.MigrateAPITokenOrigins(t.Context())
+	kept, expired, err := Of(s).migrateAPITokenOrigins(t.Context())
 	if err != nil || kept != 0 || expired != 0 {
 		t.Fatalf("second migration: kept %d expired %d %v", kept, expired, err)
 	}
-	s = storage.Reopen(t, s)
+	s = reopen(t, s)
 	for _, sec := range []string{before, freshSecret, opSecret} {
-		if _, _, err := s.APITokenMember(t.Context(), sec); err != nil {
+		if _, _, err := Of(s).Member(t.Context(), sec); err != nil {
 			t.Fatalf("after a second Open: %v", err)
 		}
 	}
-	if _, _, err := s.APITokenMember(t.Context(), minted); !errors.Is(err, storage.ErrNotFound) {
+	if _, _, err := Of(s).Member(t.Context(), minted); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("after a second Open: %v", err)
 	}
 }
@@ -101,18 +101,18 @@ func TestRestoreMigratesLegacyAPITokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(1100 * time.Millisecond)
-	minted := storage.PutLegacyAPIToken(t, s, m.ID, "sync", time.Now())
+	minted := putLegacyAPIToken(t, s, m.ID, "sync", time.Now())
 	var buf bytes.Buffer
 	if err := s.Backup(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.APITokenMember(t.Context(), minted); err != nil {
+	if _, _, err := Of(s).Member(t.Context(), minted); err != nil {
 		t.Fatalf("before the restore the legacy token works (the old way): %v", err)
 	}
 	if _, err := s.Replace(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.APITokenMember(t.Context(), minted); !errors.Is(err, storage.ErrNotFound) {
+	if _, _, err := Of(s).Member(t.Context(), minted); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("a restored legacy token an OAuth grant could have made works: %v", err)
 	}
 }
