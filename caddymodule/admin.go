@@ -262,7 +262,7 @@ func adminRestore(w http.ResponseWriter, r *http.Request, app *App) error {
 	// The store may have changed, also when the restore failed part-way:
 	// every directory on every node of the store rebuilds its document and
 	// restarts its relay subscriptions for the restored agents.
-	if perr := directory.StoreChanged(app.Store()); perr != nil {
+	if perr := directory.StoreChanged(r.Context(), app.Store()); perr != nil {
 		app.logger.Warn("tell the directories of a restore", zap.Error(perr))
 		for _, d := range app.directories() {
 			d.AuthorsChanged()
@@ -276,8 +276,8 @@ func adminRestore(w http.ResponseWriter, r *http.Request, app *App) error {
 	return writeJSON(w, http.StatusOK, map[string]string{"previous": prev})
 }
 
-func adminListMembers(w http.ResponseWriter, _ *http.Request, app *App) error {
-	ms, err := app.Store().Members()
+func adminListMembers(w http.ResponseWriter, r *http.Request, app *App) error {
+	ms, err := app.Store().Members(r.Context())
 	if err != nil {
 		return storeError(err, "member")
 	}
@@ -305,7 +305,7 @@ func adminCreateMember(w http.ResponseWriter, r *http.Request, app *App) error {
 	if req.Password == "" {
 		return apiError(http.StatusBadRequest, "password is required")
 	}
-	m, err := app.Store().CreateMember(req.Username, req.DisplayName, req.Password)
+	m, err := app.Store().CreateMember(r.Context(), req.Username, req.DisplayName, req.Password)
 	if errors.Is(err, storage.ErrConflict) {
 		return apiError(http.StatusConflict, "username %q is taken", req.Username)
 	}
@@ -325,7 +325,7 @@ func memberNotFound(username string) error {
 
 func adminGetMember(w http.ResponseWriter, r *http.Request, app *App) error {
 	name := r.PathValue("username")
-	m, err := app.Store().Member(name)
+	m, err := app.Store().Member(r.Context(), name)
 	if errors.Is(err, storage.ErrNotFound) {
 		return memberNotFound(name)
 	}
@@ -338,7 +338,7 @@ func adminGetMember(w http.ResponseWriter, r *http.Request, app *App) error {
 func adminSuspend(suspended bool) adminFunc {
 	return func(w http.ResponseWriter, r *http.Request, app *App) error {
 		name := r.PathValue("username")
-		m, err := app.Store().SetSuspended(name, suspended)
+		m, err := app.Store().SetSuspended(r.Context(), name, suspended)
 		if errors.Is(err, storage.ErrNotFound) {
 			return memberNotFound(name)
 		}
@@ -362,7 +362,7 @@ func adminSetPassword(w http.ResponseWriter, r *http.Request, app *App) error {
 	if req.Password == "" {
 		return apiError(http.StatusBadRequest, "password is required")
 	}
-	err := app.Store().SetPassword(name, req.Password)
+	err := app.Store().SetPassword(r.Context(), name, req.Password)
 	if errors.Is(err, storage.ErrNotFound) {
 		return memberNotFound(name)
 	}
@@ -375,7 +375,7 @@ func adminSetPassword(w http.ResponseWriter, r *http.Request, app *App) error {
 
 func adminDeleteMember(w http.ResponseWriter, r *http.Request, app *App) error {
 	name := r.PathValue("username")
-	err := app.Store().DeleteMember(name)
+	err := app.Store().DeleteMember(r.Context(), name)
 	if errors.Is(err, storage.ErrNotFound) {
 		return memberNotFound(name)
 	}

@@ -71,7 +71,7 @@ func adminResetLink(w http.ResponseWriter, r *http.Request, app *App) error {
 		}
 		ttl = d
 	}
-	token, m, link, err := app.Store().CreateResetLink(name, ttl, storage.ResetLinkOptions{DisableTwoFactor: req.DisableTwoFactor, RevokeAccess: req.RevokeAccess})
+	token, m, link, err := app.Store().CreateResetLink(r.Context(), name, ttl, storage.ResetLinkOptions{DisableTwoFactor: req.DisableTwoFactor, RevokeAccess: req.RevokeAccess})
 	if errors.Is(err, storage.ErrNotFound) {
 		return memberNotFound(name)
 	}
@@ -101,7 +101,7 @@ func adminListSessions(w http.ResponseWriter, r *http.Request, app *App) error {
 	if err != nil {
 		return err
 	}
-	list, err := app.Store().Sessions(m.ID)
+	list, err := app.Store().Sessions(r.Context(), m.ID)
 	if err != nil {
 		return storeError(err, "session")
 	}
@@ -118,7 +118,7 @@ func adminEndSession(w http.ResponseWriter, r *http.Request, app *App) error {
 		return err
 	}
 	id := r.PathValue("id")
-	err = app.Store().EndSession(m.ID, id)
+	err = app.Store().EndSession(r.Context(), m.ID, id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return apiError(http.StatusNotFound, "%s has no session %q", m.Username, id)
 	}
@@ -134,7 +134,7 @@ func adminEndAllSessions(w http.ResponseWriter, r *http.Request, app *App) error
 	if err != nil {
 		return err
 	}
-	n, err := app.Store().EndOtherSessions(m.ID, "")
+	n, err := app.Store().EndOtherSessions(r.Context(), m.ID, "")
 	if err != nil {
 		return storeError(err, "session")
 	}

@@ -21,7 +21,7 @@ func runningStoreAuthenticates(t *testing.T, username, password string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = v.(*App).Store().Authenticate(username, password)
+	_, err = v.(*App).Store().Authenticate(t.Context(), username, password)
 	return err == nil
 }
 

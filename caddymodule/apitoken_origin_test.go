@@ -13,6 +13,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // writeOldAPIToken writes an API token into the store in dir (Caddy
@@ -25,7 +26,7 @@ func writeOldAPIToken(t *testing.T, dir, memberID, name string, createdAt time.T
 		t.Fatal(err)
 	}
 	defer db.Close()
-	secret := storage.NewSecret(storage.APITokenPrefix, 52)
+	secret := storage.NewSecret(apitokens.Prefix, 52)
 	// An id of the time in the form of that version (milliseconds << 16).
 	d, id := storage.Digest(secret), fmt.Sprint(createdAt.UnixMilli()<<16)
 	err = db.Update(func(txn *badger.Txn) error {
@@ -53,7 +54,7 @@ func TestAPITokensCannotOutliveTheirGrantThroughCaddy(t *testing.T) {
 	const password = "correct horse battery"
 	adminJSONOK(t, http.MethodPost, "/hearth/members",
 		fmt.Sprintf(`{"username":"alice","password":%q}`, password), http.StatusCreated, nil)
-	alice, err := hearthStore(t).Member("alice")
+	alice, err := hearthStore(t).Member(t.Context(), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,10 +76,10 @@ func TestAPITokensCannotOutliveTheirGrantThroughCaddy(t *testing.T) {
 	const create = `mutation { createApiToken(data: {name: "forever", expiry: NEVER}) { secret } }`
 	r := gql(t, testSite, tok.AccessToken, create, nil)
 	if r.status != http.StatusOK || r.code() != "FORBIDDEN" || r.Errors[0].Message != "API tokens are not allowed for this operation" ||
-		strings.Contains(string(r.Data), storage.APITokenPrefix) {
+		strings.Contains(string(r.Data), apitokens.Prefix) {
 		t.Fatalf("createApiToken with an OAuth token: HTTP %d %+v %s", r.status, r.Errors, r.Data)
 	}
-	if toks, err := hearthStore(t).APITokens(alice.ID); err != nil || len(toks) != 0 {
+	if toks, err := apitokens.Of(hearthStore(t)).List(t.Context(), alice.ID); err != nil || len(toks) != 0 {
 		t.Fatalf("%d API tokens after the refusal (%v)", len(toks), err)
 	}
 

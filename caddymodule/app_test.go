@@ -252,7 +252,7 @@ func TestReloadToNewStorageDirClosesOldStore(t *testing.T) {
 		t.Fatalf("the old store is still locked after the reload: %v", err)
 	}
 	defer old.Close()
-	if _, err := old.Member("alice"); err != nil {
+	if _, err := old.Member(t.Context(), "alice"); err != nil {
 		t.Fatalf("old store lost its member: %v", err)
 	}
 }

@@ -143,7 +143,7 @@ func TestCLIBackupAndRestore(t *testing.T) {
 	}
 	defer st.Close()
 	for _, name := range []string{"alice", "bob"} {
-		if _, err := st.Member(name); err != nil {
+		if _, err := st.Member(t.Context(), name); err != nil {
 			t.Fatalf("%s after restoring the earlier records: %v", name, err)
 		}
 	}

@@ -211,12 +211,12 @@ func errNoDirectory() error {
 	return apiError(http.StatusNotFound, "no hearth_directory is configured in the running config")
 }
 
-func adminListAgents(w http.ResponseWriter, _ *http.Request, app *App) error {
+func adminListAgents(w http.ResponseWriter, r *http.Request, app *App) error {
 	dirs := app.directories()
 	if len(dirs) == 0 {
 		return errNoDirectory()
 	}
-	agents, err := dirs[0].Agents()
+	agents, err := dirs[0].Agents(r.Context())
 	if err != nil {
 		return storeError(err, "agents")
 	}
@@ -246,9 +246,9 @@ func adminBanAgent(ban bool) adminFunc {
 		var pk string
 		var err error
 		if ban {
-			pk, err = dirs[0].Ban(key, req.Reason)
+			pk, err = dirs[0].Ban(r.Context(), key, req.Reason)
 		} else {
-			pk, err = dirs[0].Unban(key)
+			pk, err = dirs[0].Unban(r.Context(), key)
 		}
 		switch {
 		case errors.Is(err, directory.ErrInvalidPubkey):

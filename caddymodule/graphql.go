@@ -19,6 +19,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 func init() {
@@ -304,18 +305,18 @@ func adminCreateAPIToken(w http.ResponseWriter, r *http.Request, app *App) error
 	if req.Expires == "" {
 		return apiError(http.StatusBadRequest, "expires is required: one of 1d, 7d, 30d, 90d or never")
 	}
-	lifetime, err := storage.ParseAPITokenExpiry(req.Expires)
+	lifetime, err := apitokens.ParseExpiry(req.Expires)
 	if err != nil {
 		return apiError(http.StatusBadRequest, "%v", err)
 	}
-	m, err := app.Store().Member(name)
+	m, err := app.Store().Member(r.Context(), name)
 	if errors.Is(err, storage.ErrNotFound) {
 		return memberNotFound(name)
 	}
 	if err != nil {
 		return storeError(err, "member")
 	}
-	tok, secret, err := app.Store().CreateOperatorAPIToken(m.ID, req.Name, lifetime)
+	tok, secret, err := apitokens.Of(app.Store()).CreateOperator(r.Context(), m.ID, req.Name, lifetime)
 	if err != nil {
 		return storeError(err, "API token")
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // The second site serves the same API with the default fetcher, which
@@ -181,9 +182,9 @@ func TestGraphQLPaginationThroughCaddy(t *testing.T) {
 	adminJSONOK(t, http.MethodPost, "/hearth/members", `{"username":"alice","password":"correct horse"}`, http.StatusCreated, nil)
 	token := createAPIToken(t, "alice")
 	st := hearthStore(t)
-	m, _ := st.Member("alice")
+	m, _ := st.Member(t.Context(), "alice")
 	save := func(n int) string {
-		it, _, err := st.SaveItem(m.ID, storage.NewItem{
+		it, _, err := st.SaveItem(t.Context(), m.ID, storage.NewItem{
 			URL: fmt.Sprintf("https://example.com/%d", n), Title: fmt.Sprintf("Title %02d", n%37),
 			WordCount: n % 50, HTML: "<p>x</p>", Text: "x",
 		})
@@ -409,12 +410,12 @@ func TestGraphQLThroughCaddy(t *testing.T) {
 		// Its 7 days are over: the running server refuses it from the next
 		// request on, and the page says so.
 		st := hearthStore(t)
-		alice, err := st.Member("alice")
+		alice, err := st.Member(t.Context(), "alice")
 		if err != nil {
 			t.Fatal(err)
 		}
 		over := time.Now().Add(-time.Second)
-		if _, err := st.SetAPITokenExpiry(alice.ID, dm[1], &over); err != nil {
+		if _, err := apitokens.Of(st).SetExpiry(t.Context(), alice.ID, dm[1], &over); err != nil {
 			t.Fatal(err)
 		}
 		r := gql(t, testSite, pageToken, `query { me { username } }`, nil)

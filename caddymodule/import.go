@@ -57,7 +57,7 @@ func adminStartImport(w http.ResponseWriter, r *http.Request, app *App) error {
 	}
 	var labelIDs []string
 	if names := q["label"]; len(names) > 0 {
-		labels, err := app.Store().Labels(m.ID)
+		labels, err := app.Store().Labels(r.Context(), m.ID)
 		if err != nil {
 			return storeError(err, "label")
 		}
@@ -87,7 +87,7 @@ func adminStartImport(w http.ResponseWriter, r *http.Request, app *App) error {
 	if name == "" {
 		name = "import"
 	}
-	job, err := app.importer.Start(m.ID, staged, name, format, labelIDs)
+	job, err := app.importer.Start(r.Context(), m.ID, staged, name, format, labelIDs)
 	if err != nil {
 		if importer.IsFileError(err) || storage.IsInvalid(err) {
 			return apiError(http.StatusBadRequest, "%v", err)
@@ -103,7 +103,7 @@ func adminListImports(w http.ResponseWriter, r *http.Request, app *App) error {
 	if err != nil {
 		return err
 	}
-	jobs, err := app.Store().ImportJobs(m.ID)
+	jobs, err := app.Store().ImportJobs(r.Context(), m.ID)
 	if err != nil {
 		return storeError(err, "import")
 	}
@@ -118,7 +118,7 @@ func adminGetImport(w http.ResponseWriter, r *http.Request, app *App) error {
 	if err != nil {
 		return err
 	}
-	j, err := app.Store().ImportJob(m.ID, r.PathValue("id"))
+	j, err := app.Store().ImportJob(r.Context(), m.ID, r.PathValue("id"))
 	if errors.Is(err, storage.ErrNotFound) {
 		return apiError(http.StatusNotFound, "%s has no import %s", m.Username, r.PathValue("id"))
 	}

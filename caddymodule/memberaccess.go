@@ -14,6 +14,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 // A member's API tokens and OAuth grants, for the operator: listed and
@@ -53,7 +55,7 @@ type grantView struct {
 // answer.
 func adminMember(r *http.Request, app *App) (*storage.Member, error) {
 	name := r.PathValue("username")
-	m, err := app.Store().Member(name)
+	m, err := app.Store().Member(r.Context(), name)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, memberNotFound(name)
 	}
@@ -68,7 +70,7 @@ func adminListAPITokens(w http.ResponseWriter, r *http.Request, app *App) error 
 	if err != nil {
 		return err
 	}
-	toks, err := app.Store().APITokens(m.ID)
+	toks, err := apitokens.Of(app.Store()).List(r.Context(), m.ID)
 	if err != nil {
 		return storeError(err, "API token")
 	}
@@ -87,7 +89,7 @@ func adminDeleteAPIToken(w http.ResponseWriter, r *http.Request, app *App) error
 		return err
 	}
 	id := r.PathValue("id")
-	err = app.Store().DeleteAPIToken(m.ID, id)
+	err = apitokens.Of(app.Store()).Delete(r.Context(), m.ID, id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return apiError(http.StatusNotFound, "%s has no API token %q", m.Username, clipID(id))
 	}
@@ -104,7 +106,7 @@ func adminListGrants(w http.ResponseWriter, r *http.Request, app *App) error {
 	if err != nil {
 		return err
 	}
-	apps, err := app.Store().AuthorizedOAuthApps(m.ID)
+	apps, err := grants.Of(app.Store()).AuthorizedApps(r.Context(), m.ID)
 	if err != nil {
 		return storeError(err, "grant")
 	}
@@ -124,11 +126,11 @@ func adminRevokeGrant(w http.ResponseWriter, r *http.Request, app *App) error {
 		return err
 	}
 	which := r.PathValue("app")
-	apps, err := app.Store().AuthorizedOAuthApps(m.ID)
+	apps, err := grants.Of(app.Store()).AuthorizedApps(r.Context(), m.ID)
 	if err != nil {
 		return storeError(err, "grant")
 	}
-	var found *storage.OAuthApp
+	var found *grants.App
 	for _, a := range apps {
 		if a.App.ID == which || a.App.ClientID == which {
 			found = a.App
@@ -138,7 +140,7 @@ func adminRevokeGrant(w http.ResponseWriter, r *http.Request, app *App) error {
 	if found == nil {
 		return apiError(http.StatusNotFound, "%s has not authorized an application %q", m.Username, clipID(which))
 	}
-	if err := app.Store().RevokeOAuthAppForMember(m.ID, found.ClientID); err != nil {
+	if err := grants.Of(app.Store()).RevokeAppForMember(r.Context(), m.ID, found.ClientID); err != nil {
 		return storeError(err, "grant")
 	}
 	app.logger.Info("operator revoked an application's access", zap.String("member", m.Username), zap.String("app_id", found.ID))

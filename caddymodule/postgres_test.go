@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
 )
 
@@ -50,11 +51,11 @@ func TestPostgresStorageServesTheSiteAndOutlivesTheDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := seed.CreateMember("alice", "Alice", "correct horse")
+	m, err := seed.CreateMember(t.Context(), "alice", "Alice", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, token, err := seed.CreateAPIToken(m.ID, "pg", 0)
+	_, token, err := apitokens.Of(seed).Create(t.Context(), m.ID, "pg", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestPostgresStorageServesTheSiteAndOutlivesTheDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	labels, err := other.Labels(m.ID)
+	labels, err := other.Labels(t.Context(), m.ID)
 	other.Close()
 	if err != nil || len(labels) != 1 || labels[0].Name != "Postgres" {
 		t.Fatalf("labels read by a second store: %+v, %v", labels, err)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // reloadSeed is what both storage_dirs of the reload test hold: the same
@@ -38,22 +39,22 @@ func seedReloadStores(t *testing.T, dirA, dirB string) reloadSeed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.CreateMember("alice", "Alice", "correct horse")
+	m, err := st.CreateMember(t.Context(), "alice", "Alice", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, token, err := st.CreateAPIToken(m.ID, "reload", 0)
+	_, token, err := apitokens.Of(st).Create(t.Context(), m.ID, "reload", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	session, err := st.CreateSession(m.ID, time.Hour)
+	session, err := st.CreateSession(t.Context(), m.ID, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.RotateInboundSecret(m.ID, testSite); err != nil {
+	if _, err := apitokens.Of(st).RotateInboundSecret(t.Context(), m.ID, testSite); err != nil {
 		t.Fatal(err)
 	}
-	in, err := st.InboundInfo(m.ID)
+	in, err := apitokens.Of(st).InboundInfo(t.Context(), m.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +397,7 @@ func TestReloadChangingStorageDirDrivesEveryService(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open %s after the reloads: %v", dir, err)
 		}
-		ls, err := st.Labels(seed.memberID)
+		ls, err := st.Labels(t.Context(), seed.memberID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,8 +17,9 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/pb"
-	"github.com/hearthkit/caddy-hearth/storage/kv"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
 // A backup (format 2) is Hearth's header backupMagic, Badger's backup
@@ -51,6 +52,12 @@ const (
 // intact backup written by Backup.
 var ErrNotBackup = errors.New("not a complete Hearth backup")
 
+// restoreCtx is the context of a backup's and a restore's engine calls.
+// It is never cancelled: Close waits for them (the gate) rather than cut
+// a restore short halfway, as it did before the store had a context of
+// its own (Store.bg, which Close cancels first).
+var restoreCtx = context.Background()
+
 // Backup writes a full backup of the database to w: the header, Badger's
 // backup stream of a consistent snapshot (the store keeps serving), then
 // the end record with the checksum.
@@ -61,7 +68,7 @@ func (s *Store) Backup(w io.Writer) error {
 	defer s.leave(false)
 	if s.bdb == nil {
 		// The same format from the engine's records (storage/kv/stream.go).
-		return kv.WriteStream(context.Background(), w, s.eng)
+		return kv.WriteStream(restoreCtx, w, s.eng)
 	}
 	h := sha256.New()
 	hw := io.MultiWriter(w, h)
@@ -317,7 +324,7 @@ func loadBackup(dir string, r io.Reader, opts Options) (*Store, error) {
 	err = fresh.Restore(r)
 	if err == nil {
 		var had bool
-		if had, err = fresh.hasRecords(); err == nil && !had {
+		if had, err = fresh.hasRecords(restoreCtx); err == nil && !had {
 			err = fmt.Errorf("%w: it holds no records", ErrNotBackup)
 		}
 	}
@@ -365,7 +372,7 @@ func (s *Store) Replace(r io.Reader) (previous string, err error) {
 
 	s.startRestoring()
 	defer s.stopRestoring()
-	had, err := s.hasRecords()
+	had, err := s.hasRecords(restoreCtx)
 	if err != nil {
 		return "", err
 	}
@@ -498,7 +505,7 @@ func (s *Store) replaceAllOnce(rp kv.Replacer, sp *kv.Spool) (previous string, e
 		return "", err
 	}
 	n := 0
-	err = rp.ReplaceAll(context.Background(), kv.Replacement{
+	err = rp.ReplaceAll(restoreCtx, kv.Replacement{
 		Save: func(r kv.Record) error {
 			saved++
 			return sw.Add(r)
@@ -537,7 +544,7 @@ func (s *Store) replaceAllOnce(rp kv.Replacer, sp *kv.Spool) (previous string, e
 func (s *Store) importReplacing(first kv.Record, next func() (kv.Record, error)) (previous string, err error) {
 	s.startRestoring()
 	defer s.stopRestoring()
-	had, err := s.hasRecords()
+	had, err := s.hasRecords(restoreCtx)
 	if err != nil {
 		return "", err
 	}
@@ -547,7 +554,7 @@ func (s *Store) importReplacing(first kv.Record, next func() (kv.Record, error))
 		}
 	}
 	pending, n := &first, 0
-	err = s.eng.Import(context.Background(), func() (kv.Record, error) {
+	err = s.eng.Import(restoreCtx, func() (kv.Record, error) {
 		rec, err := first, error(nil)
 		if pending != nil {
 			pending = nil

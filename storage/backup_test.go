@@ -26,7 +26,7 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 	badgerOnly(t)
 	src := openTestStore(t)
 	for i := range 20 {
-		if _, err := src.CreateMember(fmt.Sprint("member", i), strings.Repeat("d", 20), "correct horse"); err != nil {
+		if _, err := src.CreateMember(t.Context(), fmt.Sprint("member", i), strings.Repeat("d", 20), "correct horse"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,7 +54,7 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := live.CreateMember("keeper", "", "correct horse"); err != nil {
+	if _, err := live.CreateMember(t.Context(), "keeper", "", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
 	live.Close()
@@ -86,10 +86,10 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := st.Member("keeper"); err != nil {
+	if _, err := st.Member(t.Context(), "keeper"); err != nil {
 		t.Fatalf("the store lost its data to a refused restore: %v", err)
 	}
-	if _, err := st.Member("member0"); err == nil {
+	if _, err := st.Member(t.Context(), "member0"); err == nil {
 		t.Fatal("a refused restore loaded records")
 	}
 }
@@ -100,11 +100,11 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 // input that is not a complete backup changes nothing.
 func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
 	st := openTestStore(t)
-	alice, err := st.CreateMember("alice", "", "correct horse")
+	alice, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sid, err := st.CreateSession(alice.ID, time.Hour)
+	sid, err := st.CreateSession(t.Context(), alice.ID, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,13 +112,13 @@ func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
 	if err := st.Backup(&b); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateMember("bob", "", "battery staple"); err != nil {
+	if _, err := st.CreateMember(t.Context(), "bob", "", "battery staple"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SetSuspended("alice", true); err != nil {
+	if _, err := st.SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SessionMember(sid); err == nil {
+	if _, err := st.SessionMember(t.Context(), sid); err == nil {
 		t.Fatal("a suspended member's session still works")
 	}
 
@@ -140,7 +140,7 @@ func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
 	if err := <-first; err == nil {
 		t.Fatal("a Replace whose input broke off succeeded")
 	}
-	if _, err := st.Member("bob"); err != nil {
+	if _, err := st.Member(t.Context(), "bob"); err != nil {
 		t.Fatalf("a refused Replace changed the store: %v", err)
 	}
 
@@ -148,13 +148,13 @@ func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
 	if err != nil || previous == "" {
 		t.Fatalf("Replace = %q, %v", previous, err)
 	}
-	if _, err := st.Member("bob"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.Member(t.Context(), "bob"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("bob, created after the backup: %v", err)
 	}
-	if m, err := st.Member("alice"); err != nil || m.Suspended {
+	if m, err := st.Member(t.Context(), "alice"); err != nil || m.Suspended {
 		t.Fatalf("alice after Replace: %+v, %v", m, err)
 	}
-	if m, err := st.SessionMember(sid); err != nil || m.ID != alice.ID {
+	if m, err := st.SessionMember(t.Context(), sid); err != nil || m.ID != alice.ID {
 		t.Fatalf("alice's session after Replace: %v, %v", m, err)
 	}
 	if exp, ok := recordExpiry(t, st, sessionKey(Digest(sid))); !ok || exp == 0 {
@@ -169,7 +169,7 @@ func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
 	if _, err := st.Replace(f); err != nil {
 		t.Fatalf("Replace with the earlier records: %v", err)
 	}
-	if _, err := st.Member("bob"); err != nil {
+	if _, err := st.Member(t.Context(), "bob"); err != nil {
 		t.Fatalf("the earlier records did not bring bob back: %v", err)
 	}
 }
@@ -208,11 +208,11 @@ func sameRecords(a, b map[string]string) bool {
 func TestReplaceRefusesDamagedBackupsAndChangesNothing(t *testing.T) {
 	src := openTestStore(t)
 	for i := range 30 {
-		m, err := src.CreateMember(fmt.Sprint("member", i), strings.Repeat("d", 20), "correct horse")
+		m, err := src.CreateMember(t.Context(), fmt.Sprint("member", i), strings.Repeat("d", 20), "correct horse")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := src.CreateAPIToken(m.ID, "token", 0); err != nil {
+		if _, err := src.CreateSession(t.Context(), m.ID, 24*time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -223,7 +223,7 @@ func TestReplaceRefusesDamagedBackupsAndChangesNothing(t *testing.T) {
 	b := full.Bytes()
 
 	live := openTestStore(t)
-	if _, err := live.CreateMember("keeper", "", "correct horse"); err != nil {
+	if _, err := live.CreateMember(t.Context(), "keeper", "", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
 	before := dumpRecords(t, live)
@@ -266,7 +266,7 @@ func TestReplaceRefusesDamagedBackupsAndChangesNothing(t *testing.T) {
 	if after := dumpRecords(t, live); !sameRecords(before, after) {
 		t.Fatal("a refused restore changed the store")
 	}
-	if _, err := live.Member("keeper"); err != nil {
+	if _, err := live.Member(t.Context(), "keeper"); err != nil {
 		t.Fatal(err)
 	}
 	// The intact file restores.
@@ -283,7 +283,7 @@ func TestReplaceRefusesDamagedBackupsAndChangesNothing(t *testing.T) {
 func TestReplaceRestoresFormat1Backups(t *testing.T) {
 	badgerOnly(t)
 	src := openTestStore(t)
-	if _, err := src.CreateMember("alice", "", "correct horse"); err != nil {
+	if _, err := src.CreateMember(t.Context(), "alice", "", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
 	var full bytes.Buffer
@@ -295,7 +295,7 @@ func TestReplaceRestoresFormat1Backups(t *testing.T) {
 	if _, err := live.Replace(bytes.NewReader(v1)); err != nil {
 		t.Fatalf("format 1: %v", err)
 	}
-	if _, err := live.Member("alice"); err != nil {
+	if _, err := live.Member(t.Context(), "alice"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -305,7 +305,7 @@ func TestReplaceRestoresFormat1Backups(t *testing.T) {
 func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
 	src := openTestStore(t)
 	for i := range 50 {
-		if _, err := src.CreateMember(fmt.Sprint("new", i), "", "correct horse"); err != nil {
+		if _, err := src.CreateMember(t.Context(), fmt.Sprint("new", i), "", "correct horse"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -317,11 +317,11 @@ func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
 		live := openTestStore(t)
 		if withRecords {
 			for i := range 20 {
-				m, err := live.CreateMember(fmt.Sprint("old", i), "", "correct horse")
+				m, err := live.CreateMember(t.Context(), fmt.Sprint("old", i), "", "correct horse")
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, _, err := live.CreateAPIToken(m.ID, "token", 0); err != nil {
+				if _, err := live.CreateSession(t.Context(), m.ID, 24*time.Hour); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -345,7 +345,7 @@ func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
 			t.Fatalf("with records %v: the store changed (%d records before, %d after)", withRecords, len(before), len(after))
 		}
 		// Writes work again.
-		if _, err := live.CreateMember("later", "", "correct horse"); err != nil {
+		if _, err := live.CreateMember(t.Context(), "later", "", "correct horse"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -358,7 +358,7 @@ func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
 func TestWritesDuringARestoreAreRefusedNotLost(t *testing.T) {
 	src := openTestStore(t)
 	for i := range 300 {
-		if _, err := src.CreateMember(fmt.Sprint("restored", i), strings.Repeat("d", 25), "correct horse"); err != nil {
+		if _, err := src.CreateMember(t.Context(), fmt.Sprint("restored", i), strings.Repeat("d", 25), "correct horse"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -367,14 +367,14 @@ func TestWritesDuringARestoreAreRefusedNotLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := openTestStore(t)
-	if _, err := live.CreateMember("reader", "", "correct horse"); err != nil {
+	if _, err := live.CreateMember(t.Context(), "reader", "", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
 	var refusedInside, readInside error
 	copyRecordsHook = func(n int) error {
 		if n == 1 {
-			_, refusedInside = live.CreateMember("inside", "", "correct horse")
-			_, readInside = live.Member("reader")
+			_, refusedInside = live.CreateMember(t.Context(), "inside", "", "correct horse")
+			_, readInside = live.Member(t.Context(), "reader")
 		}
 		return nil
 	}
@@ -397,7 +397,7 @@ func TestWritesDuringARestoreAreRefusedNotLost(t *testing.T) {
 			default:
 			}
 			name := fmt.Sprint("writer", i)
-			_, err := live.CreateMember(name, "", "correct horse")
+			_, err := live.CreateMember(t.Context(), name, "", "correct horse")
 			switch {
 			case err == nil:
 				r.acked = append(r.acked, name)
@@ -412,7 +412,7 @@ func TestWritesDuringARestoreAreRefusedNotLost(t *testing.T) {
 	}()
 	// The writer is running before the restore starts.
 	for {
-		if _, err := live.Member("writer0"); err == nil {
+		if _, err := live.Member(t.Context(), "writer0"); err == nil {
 			break
 		}
 		time.Sleep(time.Millisecond)
@@ -439,8 +439,8 @@ func TestWritesDuringARestoreAreRefusedNotLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range r.acked {
-		_, inPrev := prevStore.Member(name)
-		_, inLive := live.Member(name)
+		_, inPrev := prevStore.Member(t.Context(), name)
+		_, inLive := live.Member(t.Context(), name)
 		if inPrev != nil && inLive != nil {
 			t.Fatalf("%s was acknowledged during the restore and is lost (%d acknowledged, %d refused)", name, len(r.acked), r.refused)
 		}

@@ -1,4 +1,4 @@
-package storage
+package storage_test
 
 import (
 	"bytes"
@@ -12,9 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/storage/kv/kvtest"
-	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
+	"github.com/hearthkit/caddy-hearth/storage/kv/kvtest"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // Several nodes are one site (issue 18 point 4, the storage layer): two
@@ -24,58 +27,24 @@ import (
 // clusterPostgresPort), on PostgreSQL they use the package's. They wait for
 // the event (a refusal, a notification) and never assert a duration.
 
-// clusterPostgresPort is this task's own server port on the shared machine.
-const clusterPostgresPort = 15436
-
-var cluster struct {
-	once sync.Once
-	srv  *pgtest.Server
-	err  error
-}
-
-// clusterServer returns a running PostgreSQL server: the package's under
-// HEARTH_TEST_ENGINE=postgres, else one started for these tests (stopped by
-// TestMain).
-func clusterServer(t testing.TB) *pgtest.Server {
-	t.Helper()
-	if testEngineHook != nil {
-		pgtest.Need(t, testPostgres)
-		return testPostgres
-	}
-	cluster.once.Do(func() { cluster.srv, cluster.err = pgtest.Start(clusterPostgresPort) })
-	if cluster.err != nil {
-		if errors.Is(cluster.err, pgtest.ErrMissing) && pgtest.Skip() {
-			t.Skip("PostgreSQL not installed and HEARTH_TEST_POSTGRES=skip")
-		}
-		t.Fatal(cluster.err)
-	}
-	return cluster.srv
-}
-
-func stopClusterServer() {
-	if cluster.srv != nil {
-		cluster.srv.Stop()
-	}
-}
-
 // siteOptions are the options of every node of a site in database dsn.
-func siteOptions(dsn string) Options {
-	return Options{Postgres: &PostgresOptions{DSN: dsn, Prefix: "site"}}
+func siteOptions(dsn string) storage.Options {
+	return storage.Options{Postgres: &storage.PostgresOptions{DSN: dsn, Prefix: "site"}}
 }
 
 // twoNodes opens two nodes of one site on a fresh database and waits until
 // both listen for notifications.
-func twoNodes(t *testing.T) (a, b *Store, dsn string) {
+func twoNodes(t *testing.T) (a, b *storage.Store, dsn string) {
 	t.Helper()
-	dsn = clusterServer(t).NewDatabase(t)
+	dsn = storage.ClusterServer(t).NewDatabase(t)
 	a, b = openNode(t, siteOptions(dsn)), openNode(t, siteOptions(dsn))
 	kvtest.Eventually(t, "both nodes listen", func() bool { return a.Live() && b.Live() })
 	return a, b, dsn
 }
 
-func openNode(t *testing.T, opts Options) *Store {
+func openNode(t *testing.T, opts storage.Options) *storage.Store {
 	t.Helper()
-	st, err := Open(t.TempDir(), opts)
+	st, err := storage.Open(t.TempDir(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,21 +53,21 @@ func openNode(t *testing.T, opts Options) *Store {
 }
 
 // memberToken makes a member with an OAuth app and an access token on st.
-func memberToken(t *testing.T, st *Store, username string) (m *Member, token string) {
+func memberToken(t *testing.T, st *storage.Store, username string) (m *storage.Member, token string) {
 	t.Helper()
-	m, err := st.CreateMember(username, "", "correct horse battery")
+	m, err := st.CreateMember(t.Context(), username, "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, _, err := st.CreateOAuthApp("Tooter", "", []string{"https://app.example/cb"}, []string{"read"})
+	app, _, err := grants.Of(st).CreateApp(t.Context(), "Tooter", "", []string{"https://app.example/cb"}, []string{"read"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := st.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	code, err := grants.Of(st).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, token, err = st.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil })
+	_, token, err = grants.Of(st).ExchangeCode(t.Context(), code, func(*grants.Code) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,22 +76,22 @@ func memberToken(t *testing.T, st *Store, username string) (m *Member, token str
 
 // cachedOn checks that token is accepted on st and that st now holds it in
 // its record cache (so a later acceptance comes from the cache).
-func cachedOn(t *testing.T, st *Store, token string) {
+func cachedOn(t *testing.T, st *storage.Store, token string) {
 	t.Helper()
-	if _, _, err := st.OAuthToken(token); err != nil {
+	if _, _, err := grants.Of(st).Token(t.Context(), token); err != nil {
 		t.Fatalf("token refused: %v", err)
 	}
 	kvtest.Eventually(t, "the token is cached", func() bool {
-		st.OAuthToken(token)
-		return st.caches.oauthTokens.get(Digest(token)) != nil
+		grants.Of(st).Token(t.Context(), token)
+		return grants.Of(st).Cached(token)
 	})
 }
 
 // stillRefused checks a few more times that st refuses token with want.
-func stillRefused(t *testing.T, st *Store, token string, want error) {
+func stillRefused(t *testing.T, st *storage.Store, token string, want error) {
 	t.Helper()
 	for range 50 {
-		if _, _, err := st.OAuthToken(token); !errors.Is(err, want) {
+		if _, _, err := grants.Of(st).Token(t.Context(), token); !errors.Is(err, want) {
 			t.Fatalf("accepted again or another error: %v, want %v", err, want)
 		}
 	}
@@ -135,33 +104,33 @@ func TestClusterRevokedTokenRefusedOnEveryNode(t *testing.T) {
 	a, b, _ := twoNodes(t)
 	m, token := memberToken(t, a, "alice")
 	cachedOn(t, b, token)
-	tok, _, err := b.OAuthToken(token)
+	tok, _, err := grants.Of(b).Token(t.Context(), token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.RevokeOAuthToken(tok.ClientID, token); err != nil {
+	if err := grants.Of(a).RevokeToken(t.Context(), tok.ClientID, token); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.OAuthToken(token); !errors.Is(err, ErrNotFound) {
+	if _, _, err := grants.Of(a).Token(t.Context(), token); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("the revoking node accepts the token: %v", err)
 	}
 	kvtest.Eventually(t, "B refuses the revoked token", func() bool {
-		_, _, err := b.OAuthToken(token)
-		return errors.Is(err, ErrNotFound)
+		_, _, err := grants.Of(b).Token(t.Context(), token)
+		return errors.Is(err, storage.ErrNotFound)
 	})
-	stillRefused(t, b, token, ErrNotFound)
+	stillRefused(t, b, token, storage.ErrNotFound)
 
 	// A suspension on A: B refuses the member's (cached) token.
 	_, token2 := memberToken(t, a, "bob")
 	cachedOn(t, b, token2)
-	if _, err := a.SetSuspended("bob", true); err != nil {
+	if _, err := a.SetSuspended(t.Context(), "bob", true); err != nil {
 		t.Fatal(err)
 	}
 	kvtest.Eventually(t, "B refuses the suspended member's token", func() bool {
-		_, _, err := b.OAuthToken(token2)
-		return errors.Is(err, ErrSuspended)
+		_, _, err := grants.Of(b).Token(t.Context(), token2)
+		return errors.Is(err, storage.ErrSuspended)
 	})
-	stillRefused(t, b, token2, ErrSuspended)
+	stillRefused(t, b, token2, storage.ErrSuspended)
 	_ = m
 }
 
@@ -173,7 +142,7 @@ func TestClusterRevocationHoldsWhileListenerBroken(t *testing.T) {
 	// The nodes log in as role node, which the test can stop from logging
 	// in: the listeners cannot reconnect (the pools' open connections
 	// still serve).
-	dsn := clusterServer(t).NewDatabase(t)
+	dsn := storage.ClusterServer(t).NewDatabase(t)
 	admin := adminConn(t, dsn)
 	sqlExec(t, admin, `CREATE ROLE node LOGIN SUPERUSER`)
 	t.Cleanup(func() { sqlExec(t, admin, `DROP OWNED BY node; DROP ROLE node`) })
@@ -182,30 +151,30 @@ func TestClusterRevocationHoldsWhileListenerBroken(t *testing.T) {
 	kvtest.Eventually(t, "both nodes listen", func() bool { return a.Live() && b.Live() })
 	_, token := memberToken(t, a, "alice")
 	cachedOn(t, b, token)
-	tok, _, _ := b.OAuthToken(token)
-	epoch, _ := (*b.liveEpochs.Load()).LiveEpoch()
+	tok, _, _ := grants.Of(b).Token(t.Context(), token)
+	epoch := b.LiveEpoch()
 
 	sqlExec(t, admin, `ALTER ROLE node NOLOGIN`)
 	terminateListeners(t, admin)
-	if err := a.RevokeOAuthToken(tok.ClientID, token); err != nil {
+	if err := grants.Of(a).RevokeToken(t.Context(), tok.ClientID, token); err != nil {
 		t.Fatal(err)
 	}
 	// B has missed the notification; once it knows its listener is down
 	// it reads the store.
 	kvtest.Eventually(t, "B refuses the revoked token", func() bool {
-		_, _, err := b.OAuthToken(token)
-		return errors.Is(err, ErrNotFound)
+		_, _, err := grants.Of(b).Token(t.Context(), token)
+		return errors.Is(err, storage.ErrNotFound)
 	})
 	if b.Live() {
 		t.Fatal("B says it listens")
 	}
-	stillRefused(t, b, token, ErrNotFound)
+	stillRefused(t, b, token, storage.ErrNotFound)
 	sqlExec(t, admin, `ALTER ROLE node LOGIN`)
 	kvtest.Eventually(t, "B listens again", b.Live)
-	if e, _ := (*b.liveEpochs.Load()).LiveEpoch(); e == epoch {
+	if e := b.LiveEpoch(); e == epoch {
 		t.Fatalf("B's listener did not reconnect (epoch %d)", e)
 	}
-	stillRefused(t, b, token, ErrNotFound)
+	stillRefused(t, b, token, storage.ErrNotFound)
 	// And the caches work again: a new token is cached on B.
 	_, token2 := memberToken(t, a, "bob")
 	cachedOn(t, b, token2)
@@ -245,14 +214,14 @@ func terminateListeners(t *testing.T, conn *pgx.Conn) {
 }
 
 // exchangeAtOnce exchanges codes[i] on nodes[i], all at the same instant.
-func exchangeAtOnce(nodes []*Store, codes []string) (tokens []string, errs []error) {
+func exchangeAtOnce(nodes []*storage.Store, codes []string) (tokens []string, errs []error) {
 	tokens, errs = make([]string, len(nodes)), make([]error, len(nodes))
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range nodes {
 		wg.Go(func() {
 			<-start
-			_, tokens[i], errs[i] = nodes[i].ExchangeOAuthCode(codes[i], func(*OAuthCode) error { return nil })
+			_, tokens[i], errs[i] = grants.Of(nodes[i]).ExchangeCode(context.Background(), codes[i], func(*grants.Code) error { return nil })
 		})
 	}
 	close(start)
@@ -261,28 +230,28 @@ func exchangeAtOnce(nodes []*Store, codes []string) (tokens []string, errs []err
 }
 
 // One code exchanged on A and B at the same instant, many rounds: exactly
-// one token per code, the other exchange is a replay (ErrCodeUsed), and
+// one token per code, the other exchange is a replay (grants.ErrCodeUsed), and
 // the replay revokes the token (RFC 6749 section 4.1.2), on both nodes.
 // Two different codes of the same member and app exchanged at once on A
 // and B both succeed: a conflict between them is not a replay.
 func TestClusterCodeExchangedOnce(t *testing.T) {
 	a, b, _ := twoNodes(t)
-	m, err := a.CreateMember("alice", "", "correct horse battery")
+	m, err := a.CreateMember(t.Context(), "alice", "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, _, err := a.CreateOAuthApp("Tooter", "", []string{"https://app.example/cb"}, []string{"read"})
+	app, _, err := grants.Of(a).CreateApp(t.Context(), "Tooter", "", []string{"https://app.example/cb"}, []string{"read"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	newCode := func() string {
-		code, err := a.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+		code, err := grants.Of(a).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return code
 	}
-	nodes := []*Store{a, b}
+	nodes := []*storage.Store{a, b}
 	for round := range 30 {
 		code := newCode()
 		tokens, errs := exchangeAtOnce(nodes, []string{code, code})
@@ -293,8 +262,8 @@ func TestClusterCodeExchangedOnce(t *testing.T) {
 					t.Fatalf("round %d: both exchanges of one code issued a token", round)
 				}
 				won = i
-			} else if !errors.Is(err, ErrCodeUsed) {
-				t.Fatalf("round %d: exchange on node %d: %v, want a token or ErrCodeUsed", round, i, err)
+			} else if !errors.Is(err, grants.ErrCodeUsed) {
+				t.Fatalf("round %d: exchange on node %d: %v, want a token or grants.ErrCodeUsed", round, i, err)
 			}
 		}
 		if won < 0 {
@@ -302,8 +271,8 @@ func TestClusterCodeExchangedOnce(t *testing.T) {
 		}
 		for _, st := range nodes {
 			kvtest.Eventually(t, "the replayed code's token is refused", func() bool {
-				_, _, err := st.OAuthToken(tokens[won])
-				return errors.Is(err, ErrNotFound)
+				_, _, err := grants.Of(st).Token(t.Context(), tokens[won])
+				return errors.Is(err, storage.ErrNotFound)
 			})
 		}
 	}
@@ -314,7 +283,7 @@ func TestClusterCodeExchangedOnce(t *testing.T) {
 				t.Fatalf("round %d: exchange of a fresh code on node %d: %v", round, i, err)
 			}
 			for _, st := range nodes {
-				if _, _, err := st.OAuthToken(tokens[i]); err != nil {
+				if _, _, err := grants.Of(st).Token(t.Context(), tokens[i]); err != nil {
 					t.Fatalf("round %d: token from node %d refused: %v", round, i, err)
 				}
 			}
@@ -337,15 +306,15 @@ func TestClusterIDsDistinct(t *testing.T) {
 		all []made
 		wg  sync.WaitGroup
 	)
-	for n, st := range []*Store{a, b} {
+	for n, st := range []*storage.Store{a, b} {
 		for w := range writers {
-			m, err := st.CreateMember(fmt.Sprintf("n%dw%d", n, w), "", "correct horse battery")
+			m, err := st.CreateMember(t.Context(), fmt.Sprintf("n%dw%d", n, w), "", "correct horse battery")
 			if err != nil {
 				t.Fatal(err)
 			}
 			wg.Go(func() {
 				for i := range each {
-					l, err := st.CreateLabel(m.ID, fmt.Sprintf("l%d", i), "#000000")
+					l, err := st.CreateLabel(t.Context(), m.ID, fmt.Sprintf("l%d", i), "#000000")
 					if err != nil {
 						t.Error(err)
 						return
@@ -372,7 +341,7 @@ func TestClusterIDsDistinct(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		slot := v >> idSeqBits & (1<<idSlotBits - 1)
+		slot := v >> storage.IDSeqBits & (1<<storage.IDSlotBits - 1)
 		if s, ok := slots[x.node]; ok && s != slot {
 			t.Fatalf("node %d made ids in slots %d and %d", x.node, s, slot)
 		}
@@ -386,7 +355,7 @@ func TestClusterIDsDistinct(t *testing.T) {
 		per[x.member]++
 	}
 	for member, n := range per {
-		labels, err := b.Labels(member)
+		labels, err := b.Labels(t.Context(), member)
 		if err != nil || len(labels) != n {
 			t.Fatalf("member %s has %d labels (%v), %d were made", member, len(labels), err, n)
 		}
@@ -395,14 +364,14 @@ func TestClusterIDsDistinct(t *testing.T) {
 
 // A node that cannot prove it holds an id slot (every slot's lease taken
 // by others: its renewal failed) refuses creations with
-// ErrEngineUnavailable and changes nothing; once a slot is free it
+// storage.ErrEngineUnavailable and changes nothing; once a slot is free it
 // creates again.
 func TestClusterNoIDsWithoutSlot(t *testing.T) {
-	dsn := clusterServer(t).NewDatabase(t)
+	dsn := storage.ClusterServer(t).NewDatabase(t)
 	opts := siteOptions(dsn)
 	opts.Postgres.LeaseTTL = 1500 * time.Millisecond
 	st := openNode(t, opts)
-	m, err := st.CreateMember("alice", "", "correct horse battery")
+	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,25 +381,25 @@ func TestClusterNoIDsWithoutSlot(t *testing.T) {
 		ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at`)
 	n := 0
 	kvtest.Eventually(t, "creations are refused", func() bool {
-		_, err := st.CreateLabel(m.ID, fmt.Sprintf("l%d", n), "#000000")
+		_, err := st.CreateLabel(t.Context(), m.ID, fmt.Sprintf("l%d", n), "#000000")
 		if err == nil {
 			n++
 			return false
 		}
-		if !errors.Is(err, ErrEngineUnavailable) {
-			t.Fatalf("creation without a slot: %v, want ErrEngineUnavailable", err)
+		if !errors.Is(err, storage.ErrEngineUnavailable) {
+			t.Fatalf("creation without a slot: %v, want storage.ErrEngineUnavailable", err)
 		}
 		return true
 	})
-	if labels, _ := st.Labels(m.ID); len(labels) != n {
+	if labels, _ := st.Labels(t.Context(), m.ID); len(labels) != n {
 		t.Fatalf("%d labels after %d creations succeeded", len(labels), n)
 	}
 	sqlExec(t, admin, `DELETE FROM site_lease WHERE holder = 'another node' AND name <> 'kv:idslot:5'`)
-	l, err := st.CreateLabel(m.ID, "after", "#000000")
+	l, err := st.CreateLabel(t.Context(), m.ID, "after", "#000000")
 	if err != nil {
 		t.Fatalf("creation once slots are free: %v", err)
 	}
-	if v, _ := strconv.ParseUint(l.ID, 10, 64); v>>idSeqBits&(1<<idSlotBits-1) == 5 {
+	if v, _ := strconv.ParseUint(l.ID, 10, 64); v>>storage.IDSeqBits&(1<<storage.IDSlotBits-1) == 5 {
 		t.Fatal("an id in a slot another node holds")
 	}
 }
@@ -443,7 +412,7 @@ func pauseRestore(t *testing.T, during func()) (paused chan struct{}, release fu
 	paused, resume := make(chan struct{}), make(chan struct{})
 	release = sync.OnceFunc(func() { close(resume) })
 	var first atomic.Bool
-	copyRecordsHook = func(n int) error {
+	storage.SetCopyRecordsHook(func(n int) error {
 		if n == 1 && first.CompareAndSwap(false, true) { // the first restore only
 			if during != nil {
 				during()
@@ -452,19 +421,19 @@ func pauseRestore(t *testing.T, during func()) (paused chan struct{}, release fu
 			<-resume
 		}
 		return nil
-	}
+	})
 	t.Cleanup(func() {
 		release()
-		copyRecordsHook = nil
+		storage.SetCopyRecordsHook(nil)
 	})
 	return paused, release
 }
 
-// A restore on A is exclusive on every node: B's gets ErrRestoreRunning
+// A restore on A is exclusive on every node: B's gets storage.ErrRestoreRunning
 // while A's runs, and B's cached records are dropped when A's commits.
 func TestClusterRestoreExclusiveAndDropsCaches(t *testing.T) {
 	a, b, _ := twoNodes(t)
-	if _, err := a.CreateMember("before", "", "correct horse battery"); err != nil {
+	if _, err := a.CreateMember(t.Context(), "before", "", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}
 	var backup bytes.Buffer
@@ -481,19 +450,19 @@ func TestClusterRestoreExclusiveAndDropsCaches(t *testing.T) {
 		done <- err
 	}()
 	<-paused
-	if _, err := b.Replace(bytes.NewReader(backup.Bytes())); !errors.Is(err, ErrRestoreRunning) {
-		t.Fatalf("a restore on B while A's runs: %v, want ErrRestoreRunning", err)
+	if _, err := b.Replace(bytes.NewReader(backup.Bytes())); !errors.Is(err, storage.ErrRestoreRunning) {
+		t.Fatalf("a restore on B while A's runs: %v, want storage.ErrRestoreRunning", err)
 	}
 	release()
 	if err := <-done; err != nil {
 		t.Fatalf("restore on A: %v", err)
 	}
 	kvtest.Eventually(t, "B refuses the token the restore removed", func() bool {
-		_, _, err := b.OAuthToken(token)
-		return errors.Is(err, ErrNotFound)
+		_, _, err := grants.Of(b).Token(t.Context(), token)
+		return errors.Is(err, storage.ErrNotFound)
 	})
-	stillRefused(t, b, token, ErrNotFound)
-	if _, err := b.Member("alice"); !errors.Is(err, ErrNotFound) {
+	stillRefused(t, b, token, storage.ErrNotFound)
+	if _, err := b.Member(t.Context(), "alice"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("B still has the member the restore removed: %v", err)
 	}
 	// After it, a restore on B runs.
@@ -510,7 +479,7 @@ func TestClusterRestoreExclusiveAndDropsCaches(t *testing.T) {
 func TestClusterRestoreLosesNoWriteOfAnotherNode(t *testing.T) {
 	a, b, _ := twoNodes(t)
 	for i := range 20 {
-		if _, err := a.CreateMember(fmt.Sprint("restored", i), "", "correct horse battery"); err != nil {
+		if _, err := a.CreateMember(t.Context(), fmt.Sprint("restored", i), "", "correct horse battery"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -518,14 +487,14 @@ func TestClusterRestoreLosesNoWriteOfAnotherNode(t *testing.T) {
 	if err := a.Backup(&backup); err != nil {
 		t.Fatal(err)
 	}
-	bob, err := a.CreateMember("bob", "", "correct horse battery") // not in the backup
+	bob, err := a.CreateMember(t.Context(), "bob", "", "correct horse battery") // not in the backup
 	if err != nil {
 		t.Fatal(err)
 	}
 	var changeErr, createErr error
 	paused, release := pauseRestore(t, func() {
-		_, changeErr = b.SetDisplayName(bob.ID, "Bob changed on B")
-		_, createErr = b.CreateMember("carol", "", "correct horse battery")
+		_, changeErr = b.SetDisplayName(t.Context(), bob.ID, "Bob changed on B")
+		_, createErr = b.CreateMember(t.Context(), "carol", "", "correct horse battery")
 	})
 	done := make(chan error, 1)
 	var previous string
@@ -550,13 +519,13 @@ func TestClusterRestoreLosesNoWriteOfAnotherNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	saved := openTestStore(t)
+	saved := storagetest.Open(t)
 	if _, err := saved.Replace(f); err != nil {
 		t.Fatal(err)
 	}
-	found := func(username string) (*Member, bool) {
-		for _, st := range []*Store{saved, a, b} {
-			if m, err := st.Member(username); err == nil {
+	found := func(username string) (*storage.Member, bool) {
+		for _, st := range []*storage.Store{saved, a, b} {
+			if m, err := st.Member(t.Context(), username); err == nil {
 				return m, true
 			}
 		}
@@ -568,27 +537,7 @@ func TestClusterRestoreLosesNoWriteOfAnotherNode(t *testing.T) {
 	if _, ok := found("carol"); !ok {
 		t.Fatal("the member created on B is lost")
 	}
-	if _, err := b.Member("restored7"); err != nil {
+	if _, err := b.Member(t.Context(), "restored7"); err != nil {
 		t.Fatalf("B does not see the restored records: %v", err)
-	}
-}
-
-// Bans and suspensions are records read from the store by every node (the
-// agents' ban is never cached; a member's suspension goes through the
-// member cache, TestClusterRevokedTokenRefusedOnEveryNode): an agent
-// banned on A is banned on B at once, and B refuses its registration.
-func TestClusterAgentBanHoldsOnEveryNode(t *testing.T) {
-	a, b, _ := twoNodes(t)
-	if _, err := b.RegisterAgent(&Agent{Pubkey: agentPK1, Name: "one"}, func(*Agent) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.BanAgent(agentPK1, "spam", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if banned, err := b.AgentBanned(agentPK1); err != nil || !banned {
-		t.Fatalf("B: banned %v, %v", banned, err)
-	}
-	if _, err := b.RegisterAgent(&Agent{Pubkey: agentPK1, Name: "again"}, func(*Agent) error { return nil }); !errors.Is(err, ErrAgentBanned) {
-		t.Fatalf("registration on B after the ban on A: %v, want ErrAgentBanned", err)
 	}
 }

@@ -62,7 +62,7 @@ func TestDiskFullRefusesWritesKeepsReadsAndRecovers(t *testing.T) {
 	var fullErr error
 	for i := range 10000 {
 		k := fmt.Sprintf("test/%05d", i)
-		err := st.Update(func(tx *Tx) error { return tx.put([]byte(k), value, 0) })
+		err := st.Update(t.Context(), func(tx *Tx) error { return tx.put([]byte(k), value, 0) })
 		if err != nil {
 			fullErr = err
 			break
@@ -80,7 +80,7 @@ func TestDiskFullRefusesWritesKeepsReadsAndRecovers(t *testing.T) {
 	}
 	checkAll := func(st *Store) {
 		t.Helper()
-		err := st.View(func(tx *Tx) error {
+		err := st.View(t.Context(), func(tx *Tx) error {
 			for _, k := range acked {
 				v, err := tx.get([]byte(k))
 				if err != nil {
@@ -106,7 +106,7 @@ func TestDiskFullRefusesWritesKeepsReadsAndRecovers(t *testing.T) {
 		}
 	}
 	// Still refused, and nothing changes: the process keeps running.
-	if err := st.Update(func(tx *Tx) error { return tx.put([]byte("test/more"), value, 0) }); !errors.Is(err, ErrDiskFull) {
+	if err := st.Update(t.Context(), func(tx *Tx) error { return tx.put([]byte("test/more"), value, 0) }); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("a second write: %v", err)
 	}
 
@@ -118,7 +118,7 @@ func TestDiskFullRefusesWritesKeepsReadsAndRecovers(t *testing.T) {
 		t.Fatalf("open on a full disk: %v", err)
 	}
 	checkAll(st)
-	if err := st.Update(func(tx *Tx) error { return tx.put([]byte("test/more"), value, 0) }); !errors.Is(err, ErrDiskFull) {
+	if err := st.Update(t.Context(), func(tx *Tx) error { return tx.put([]byte("test/more"), value, 0) }); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("a write after the restart: %v", err)
 	}
 
@@ -128,7 +128,7 @@ func TestDiskFullRefusesWritesKeepsReadsAndRecovers(t *testing.T) {
 	if err := os.Remove(filepath.Join(fs, "filler2")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		t.Fatal(err)
 	}
-	if err := st.Update(func(tx *Tx) error { return tx.put([]byte("test/more"), value, 0) }); err != nil {
+	if err := st.Update(t.Context(), func(tx *Tx) error { return tx.put([]byte("test/more"), value, 0) }); err != nil {
 		t.Fatalf("a write once space was freed: %v", err)
 	}
 	acked = append(acked, "test/more")
@@ -143,14 +143,14 @@ func TestClosedStoreAnswersErrClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateMember("alice", "", "correct horse"); err != nil {
+	if _, err := st.CreateMember(t.Context(), "alice", "", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
 	inView := make(chan struct{})
 	release := make(chan struct{})
 	viewDone := make(chan error)
 	go func() {
-		viewDone <- st.View(func(tx *Tx) error {
+		viewDone <- st.View(t.Context(), func(tx *Tx) error {
 			close(inView)
 			<-release
 			_, err := tx.get([]byte("anything"))
@@ -175,10 +175,10 @@ func TestClosedStoreAnswersErrClosed(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Member("alice"); !errors.Is(err, ErrClosed) {
+	if _, err := st.Member(t.Context(), "alice"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("read after Close: %v", err)
 	}
-	if _, err := st.CreateMember("bob", "", "correct horse"); !errors.Is(err, ErrClosed) {
+	if _, err := st.CreateMember(t.Context(), "bob", "", "correct horse"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("write after Close: %v", err)
 	}
 	if status, _, ok := Unavailable(fmt.Errorf("wrapped: %w", ErrClosed)); !ok || status != 503 {

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"strings"
 )
@@ -89,16 +90,16 @@ func (tx *Tx) fetchDone(memberID, jobID, url, reason string) error {
 
 // PendingFetches returns up to limit pending fetches, in key order: those
 // with Private as given, or all when all is set.
-func (s *Store) PendingFetches(limit int, private, all bool) ([]PendingFetch, error) {
-	return s.PendingFetchesWhere(limit, func(p PendingFetch) bool { return all || p.Private == private })
+func (s *Store) PendingFetches(ctx context.Context, limit int, private, all bool) ([]PendingFetch, error) {
+	return s.PendingFetchesWhere(ctx, limit, func(p PendingFetch) bool { return all || p.Private == private })
 }
 
 // PendingFetchesWhere returns up to limit pending fetches that keep
 // accepts, in key order.
-func (s *Store) PendingFetchesWhere(limit int, keep func(PendingFetch) bool) ([]PendingFetch, error) {
+func (s *Store) PendingFetchesWhere(ctx context.Context, limit int, keep func(PendingFetch) bool) ([]PendingFetch, error) {
 	var out []PendingFetch
 	prefix := key("fetch", "")
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		return tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 			member, item, ok := strings.Cut(string(k[len(prefix):]), "/")
 			u, priv, job := parseFetchValue(string(v))
@@ -117,14 +118,14 @@ func (s *Store) PendingFetchesWhere(limit int, keep func(PendingFetch) bool) ([]
 // from (nil once the scan reached the last entry) and how many entries it
 // read, so a caller that skips many entries (an import waiting on one
 // host) pays for at most maxRead entries a call.
-func (s *Store) PendingFetchesFrom(after []byte, limit, maxRead int, keep func(PendingFetch) bool) (out []PendingFetch, next []byte, read int, err error) {
+func (s *Store) PendingFetchesFrom(ctx context.Context, after []byte, limit, maxRead int, keep func(PendingFetch) bool) (out []PendingFetch, next []byte, read int, err error) {
 	prefix := key("fetch", "")
 	var start []byte
 	if after != nil {
 		start = append(append([]byte{}, after...), 0) // the next key after it
 	}
 	reachedEnd := true
-	err = s.View(func(tx *Tx) error {
+	err = s.View(ctx, func(tx *Tx) error {
 		return tx.scan(prefix, start, false, false, func(k, v []byte) (bool, error) {
 			read++
 			member, item, ok := strings.Cut(string(k[len(prefix):]), "/")
@@ -152,11 +153,11 @@ func (s *Store) PendingFetchesFrom(after []byte, limit, maxRead int, keep func(P
 // in.LabelIDs added and its content kept. Either way the item gets a
 // pending-fetch entry in the same transaction; private marks it for
 // servers that may fetch private addresses.
-func (s *Store) QueueFetch(memberID string, in NewItem, private bool) (*SavedItem, error) {
+func (s *Store) QueueFetch(ctx context.Context, memberID string, in NewItem, private bool) (*SavedItem, error) {
 	in.Type = TypeArticle
 	in.queueFetch = true
 	in.fetchPrivate = private
-	it, _, err := s.SaveItem(memberID, in)
+	it, _, err := s.SaveItem(ctx, memberID, in)
 	return it, err
 }
 
@@ -165,10 +166,10 @@ func (s *Store) QueueFetch(memberID string, in NewItem, private bool) (*SavedIte
 // the item is gone (the item was deleted, or another process finished it)
 // nothing is saved and ErrNotFound is returned; DropFetch then removes an
 // entry whose item is gone.
-func (s *Store) FinishFetch(memberID, itemID string, in NewItem) (*SavedItem, error) {
+func (s *Store) FinishFetch(ctx context.Context, memberID, itemID string, in NewItem) (*SavedItem, error) {
 	in.Type = TypeArticle
 	in.finishesFetch = itemID
-	it, _, err := s.SaveItem(memberID, in)
+	it, _, err := s.SaveItem(ctx, memberID, in)
 	return it, err
 }
 
@@ -177,9 +178,9 @@ func (s *Store) FinishFetch(memberID, itemID string, in NewItem) (*SavedItem, er
 // (saved-item-manager.service.ts createFailedItem, Inboxt/inboxt@45f4314):
 // title "Failed to process: <url>", the reason as description and content.
 // An item saved before keeps what it had. ErrNotFound if the entry is gone.
-func (s *Store) FailFetch(memberID, itemID, reason string) error {
+func (s *Store) FailFetch(ctx context.Context, memberID, itemID, reason string) error {
 	reason = clipRunes(strings.Join(strings.Fields(reason), " "), MaxDescriptionLen)
-	return s.Update(func(tx *Tx) error {
+	return s.Update(ctx, func(tx *Tx) error {
 		v, err := tx.get(fetchKey(memberID, itemID))
 		if err != nil {
 			return err
@@ -228,9 +229,9 @@ func (s *Store) FailFetch(memberID, itemID, reason string) error {
 
 // HasPendingFetch reports whether the item's fetch is still pending (not
 // finished, failed or dropped since it was read).
-func (s *Store) HasPendingFetch(memberID, itemID string) (bool, error) {
+func (s *Store) HasPendingFetch(ctx context.Context, memberID, itemID string) (bool, error) {
 	var ok bool
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		var err error
 		ok, err = tx.has(fetchKey(memberID, itemID))
 		return err
@@ -239,8 +240,8 @@ func (s *Store) HasPendingFetch(memberID, itemID string) (bool, error) {
 }
 
 // DropFetch removes a pending-fetch entry (its item is gone).
-func (s *Store) DropFetch(memberID, itemID string) error {
-	return s.Update(func(tx *Tx) error { return tx.delete(fetchKey(memberID, itemID)) })
+func (s *Store) DropFetch(ctx context.Context, memberID, itemID string) error {
+	return s.Update(ctx, func(tx *Tx) error { return tx.delete(fetchKey(memberID, itemID)) })
 }
 
 var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")

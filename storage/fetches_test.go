@@ -4,111 +4,65 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 )
 
 func TestPendingFetchesEndWithTheirItemOrMember(t *testing.T) {
 	st, m := openSavedTest(t)
-	a, err := st.QueueFetch(m.ID, NewItem{URL: "https://example.com/a", Title: "Processing"}, false)
+	a, err := st.QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/a", Title: "Processing"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := st.QueueFetch(m.ID, NewItem{URL: "https://example.com/b", Title: "Processing"}, true)
+	b, err := st.QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/b", Title: "Processing"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := st.PendingFetches(10, false, true)
+	p, err := st.PendingFetches(t.Context(), 10, false, true)
 	if err != nil || len(p) != 2 || p[0].URL != "https://example.com/a" || p[0].ItemID != a.ID || p[1].ItemID != b.ID ||
 		p[0].Private || !p[1].Private || p[1].URL != "https://example.com/b" {
 		t.Fatalf("pending = %+v, %v", p, err)
 	}
 	// A server fetches only what was queued under its own policy.
-	if p, err := st.PendingFetches(10, false, false); err != nil || len(p) != 1 || p[0].ItemID != a.ID {
+	if p, err := st.PendingFetches(t.Context(), 10, false, false); err != nil || len(p) != 1 || p[0].ItemID != a.ID {
 		t.Fatalf("public pending = %+v, %v", p, err)
 	}
-	if p, err := st.PendingFetches(10, true, false); err != nil || len(p) != 1 || p[0].ItemID != b.ID {
+	if p, err := st.PendingFetches(t.Context(), 10, true, false); err != nil || len(p) != 1 || p[0].ItemID != b.ID {
 		t.Fatalf("private pending = %+v, %v", p, err)
 	}
 	// Deleted for good mid-fetch: the fetch saves nothing.
-	if _, err := st.SetItemsStatus(m.ID, []string{a.ID}, StatusDeleted); err != nil {
+	if _, err := st.SetItemsStatus(t.Context(), m.ID, []string{a.ID}, StatusDeleted); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PermanentlyDeleteItems(m.ID, []string{a.ID}); err != nil {
+	if err := st.PermanentlyDeleteItems(t.Context(), m.ID, []string{a.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.FinishFetch(m.ID, a.ID, NewItem{URL: "https://example.com/a", Title: "Fetched", Text: "x"}); !errors.Is(err, ErrNotFound) {
+	if _, err := st.FinishFetch(t.Context(), m.ID, a.ID, NewItem{URL: "https://example.com/a", Title: "Fetched", Text: "x"}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("finish after delete: %v", err)
 	}
-	if _, err := st.SavedItem(m.ID, a.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SavedItem(t.Context(), m.ID, a.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("deleted item came back: %v", err)
 	}
 	// Finished once: a second finish (another process) saves nothing.
-	if _, err := st.FinishFetch(m.ID, b.ID, NewItem{URL: "https://example.com/b", Title: "Fetched", Text: "x"}); err != nil {
+	if _, err := st.FinishFetch(t.Context(), m.ID, b.ID, NewItem{URL: "https://example.com/b", Title: "Fetched", Text: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.FinishFetch(m.ID, b.ID, NewItem{URL: "https://example.com/b", Title: "Again", Text: "y"}); !errors.Is(err, ErrNotFound) {
+	if _, err := st.FinishFetch(t.Context(), m.ID, b.ID, NewItem{URL: "https://example.com/b", Title: "Again", Text: "y"}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second finish: %v", err)
 	}
-	if it, _ := st.SavedItem(m.ID, b.ID); it.Title != "Fetched" {
+	if it, _ := st.SavedItem(t.Context(), m.ID, b.ID); it.Title != "Fetched" {
 		t.Fatalf("title = %q", it.Title)
 	}
-	if err := st.FailFetch(m.ID, b.ID, "late"); !errors.Is(err, ErrNotFound) {
+	if err := st.FailFetch(t.Context(), m.ID, b.ID, "late"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("fail after finish: %v", err)
 	}
 	// A member deleted with fetches pending takes them along.
-	if _, err := st.QueueFetch(m.ID, NewItem{URL: "https://example.com/c"}, false); err != nil {
+	if _, err := st.QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/c"}, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.DeleteMember(m.Username); err != nil {
+	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := st.PendingFetches(10, false, true); err != nil || len(p) != 0 {
+	if p, err := st.PendingFetches(t.Context(), 10, false, true); err != nil || len(p) != 0 {
 		t.Fatalf("pending after member deletion = %+v, %v", p, err)
-	}
-}
-
-// A newsletter address made before addresses had ids (and before the id
-// index) is found once IndexInboundIDs ran, and stops working when rotated.
-func TestInboundMemberByIDFindsOlderAddressesAfterIndexing(t *testing.T) {
-	st, m := openSavedTest(t)
-	legacy := Inbound{Digest: Digest("nl_legacysecretlegacysecret"), CreatedAt: now().Add(-time.Hour)}
-	err := st.Update(func(tx *Tx) error {
-		if err := tx.put(inboundRefKey(legacy.Digest), []byte(m.ID), 0); err != nil {
-			return err
-		}
-		return tx.putJSON(inboundKey(m.ID), legacy, 0)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.InboundInfo(m.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.InboundMemberByID(info.ID); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("before indexing: %v", err)
-	}
-	if err := st.IndexInboundIDs(); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := st.InboundMemberByID(info.ID); err != nil || got.ID != m.ID {
-		t.Fatalf("after indexing: %v %v", got, err)
-	}
-	if _, err := st.RotateInboundSecret(m.ID, "https://example.org"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.InboundMemberByID(info.ID); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("old address after rotation: %v", err)
-	}
-	cur, _ := st.InboundInfo(m.ID)
-	if got, err := st.InboundMemberByID(cur.ID); err != nil || got.ID != m.ID {
-		t.Fatalf("new address: %v %v", got, err)
-	}
-	if err := st.DeleteMember(m.Username); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.InboundMemberByID(cur.ID); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("after member deletion: %v", err)
 	}
 }
 
@@ -119,7 +73,7 @@ func TestInboundMemberByIDFindsOlderAddressesAfterIndexing(t *testing.T) {
 func TestPendingFetchesFromReadsABoundedStep(t *testing.T) {
 	st, m := openSavedTest(t)
 	const waiting, budget = 10000, 1000
-	err := st.Update(func(tx *Tx) error {
+	err := st.Update(t.Context(), func(tx *Tx) error {
 		for i := range waiting {
 			if err := tx.put(fetchKey(m.ID, fmt.Sprintf("a%06d", i)), fetchValue(fmt.Sprintf("https://slow.example/%d", i), false, "job1"), 0); err != nil {
 				return err
@@ -135,7 +89,7 @@ func TestPendingFetchesFromReadsABoundedStep(t *testing.T) {
 	var found []PendingFetch
 	calls := 0
 	for {
-		out, next, read, err := st.PendingFetchesFrom(cursor, 66, budget, keep)
+		out, next, read, err := st.PendingFetchesFrom(t.Context(), cursor, 66, budget, keep)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +112,7 @@ func TestPendingFetchesFromReadsABoundedStep(t *testing.T) {
 		t.Fatalf("%d calls for %d entries at %d a call", calls, waiting+1, budget)
 	}
 	// The next round starts from the first entry again.
-	if _, next, read, _ := st.PendingFetchesFrom(nil, 66, budget, keep); read != budget || next == nil {
+	if _, next, read, _ := st.PendingFetchesFrom(t.Context(), nil, 66, budget, keep); read != budget || next == nil {
 		t.Fatalf("a new round read %d, next %q", read, next)
 	}
 }

@@ -13,7 +13,7 @@ func filterCounts(t testing.TB, st *Store, memberID string) map[string]int64 {
 	got := map[string]int64{}
 	p := filterCountKey(memberID, "", "")
 	p = p[:len(p)-1] // .../fc/
-	if err := st.View(func(tx *Tx) error {
+	if err := st.View(t.Context(), func(tx *Tx) error {
 		return tx.scan(p, nil, false, false, func(k, v []byte) (bool, error) {
 			if len(v) != 8 {
 				return false, fmt.Errorf("count %q of %d bytes", k, len(v))
@@ -37,7 +37,7 @@ func wantFilterCounts(t testing.TB, st *Store, memberID string) map[string]int64
 		p := filterCountKey(memberID, "", "")
 		want[string(k[len(p)-1:])]++
 	}
-	if err := st.View(func(tx *Tx) error {
+	if err := st.View(t.Context(), func(tx *Tx) error {
 		prefix := itemKey(memberID, "")
 		return tx.scan(prefix, nil, false, false, func(_, v []byte) (bool, error) {
 			var it SavedItem
@@ -81,7 +81,7 @@ func checkFilterCounts(t testing.TB, st *Store, memberID string) {
 func checkOrderedKeys(t testing.TB, st *Store, memberID string) {
 	t.Helper()
 	want, got := map[string]string{}, map[string]string{}
-	if err := st.View(func(tx *Tx) error {
+	if err := st.View(t.Context(), func(tx *Tx) error {
 		if err := tx.scan(itemKey(memberID, ""), nil, false, false, func(_, v []byte) (bool, error) {
 			var it SavedItem
 			if err := parseItemRecord(v, &it); err != nil {
@@ -121,13 +121,13 @@ func TestFilterCountsFollowChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.CreateMember("alice", "", "correct horse")
+	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var labels []string
 	for _, name := range []string{"one", "two", "three"} {
-		l, err := st.CreateLabel(m.ID, name, "#000000")
+		l, err := st.CreateLabel(t.Context(), m.ID, name, "#000000")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +143,7 @@ func TestFilterCountsFollowChanges(t *testing.T) {
 		if i%2 == 0 {
 			in.LabelIDs = []string{labels[i%3]}
 		}
-		it, _, err := st.SaveItem(m.ID, in)
+		it, _, err := st.SaveItem(t.Context(), m.ID, in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,29 +158,29 @@ func TestFilterCountsFollowChanges(t *testing.T) {
 		do   func() error
 	}{
 		{"labels added", func() error {
-			_, err := st.SetItemLabels(m.ID, ids[:10], LabelChange{Add: labels[1:]})
+			_, err := st.SetItemLabels(t.Context(), m.ID, ids[:10], LabelChange{Add: labels[1:]})
 			return err
 		}},
 		{"labels removed", func() error {
-			_, err := st.SetItemLabels(m.ID, ids[5:15], LabelChange{Remove: labels[:2]})
+			_, err := st.SetItemLabels(t.Context(), m.ID, ids[5:15], LabelChange{Remove: labels[:2]})
 			return err
 		}},
-		{"archived", func() error { _, err := st.SetItemsStatus(m.ID, ids[:12], StatusArchived); return err }},
-		{"trashed", func() error { _, err := st.SetItemsStatus(m.ID, ids[10:20], StatusDeleted); return err }},
+		{"archived", func() error { _, err := st.SetItemsStatus(t.Context(), m.ID, ids[:12], StatusArchived); return err }},
+		{"trashed", func() error { _, err := st.SetItemsStatus(t.Context(), m.ID, ids[10:20], StatusDeleted); return err }},
 		{"highlighted", func() error {
 			for _, id := range ids[3:6] {
-				if _, err := st.CreateHighlight(m.ID, id, []HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 1, Text: "x"}}, ""); err != nil {
+				if _, err := st.CreateHighlight(t.Context(), m.ID, id, []HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 1, Text: "x"}}, ""); err != nil {
 					return err
 				}
 			}
 			return nil
 		}},
 		{"saved again elsewhere", func() error {
-			_, _, err := st.SaveItem(m.ID, NewItem{URL: "https://d1.example/1", Title: "again", Text: "t", SourceDomain: "other.example"})
+			_, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: "https://d1.example/1", Title: "again", Text: "t", SourceDomain: "other.example"})
 			return err
 		}},
-		{"deleted for good", func() error { return st.PermanentlyDeleteItems(m.ID, ids[10:20]) }},
-		{"label deleted", func() error { return st.DeleteLabel(m.ID, labels[2]) }},
+		{"deleted for good", func() error { return st.PermanentlyDeleteItems(t.Context(), m.ID, ids[10:20]) }},
+		{"label deleted", func() error { return st.DeleteLabel(t.Context(), m.ID, labels[2]) }},
 	}
 	for _, s := range steps {
 		if err := s.do(); err != nil {
@@ -193,7 +193,7 @@ func TestFilterCountsFollowChanges(t *testing.T) {
 	}
 	// Counts lost or wrong (a store of version 2, or a bug): the indexer
 	// counts again at the next start.
-	if err := st.Update(func(tx *Tx) error {
+	if err := st.Update(t.Context(), func(tx *Tx) error {
 		if err := tx.deletePrefix(filterCountKey(m.ID, "l", "")); err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"sort"
@@ -97,7 +98,7 @@ func validateSegments(segs []HighlightSegment) error {
 
 // CreateHighlight adds a highlight to one of the member's items and moves
 // the item's updatedAt.
-func (s *Store) CreateHighlight(memberID, itemID string, segs []HighlightSegment, note string) (*Highlight, error) {
+func (s *Store) CreateHighlight(ctx context.Context, memberID, itemID string, segs []HighlightSegment, note string) (*Highlight, error) {
 	if err := validateSegments(segs); err != nil {
 		return nil, err
 	}
@@ -106,7 +107,7 @@ func (s *Store) CreateHighlight(memberID, itemID string, segs []HighlightSegment
 		return nil, err
 	}
 	var out *Highlight
-	err = s.Update(func(tx *Tx) error {
+	err = s.Update(ctx, func(tx *Tx) error {
 		var it SavedItem
 		if err := tx.getItem(itemKey(memberID, itemID), &it); err != nil {
 			return err
@@ -211,10 +212,10 @@ func (tx *Tx) syncHighlightCopies(it *SavedItem) (left bool, err error) {
 // id) that a transaction left out (see syncHighlightCopies) in step, each
 // part in a transaction of its own. If the process stops before, those
 // highlights show the item's previous title until its next change.
-func (s *Store) finishHighlightCopies(items [][2]string) error {
+func (s *Store) finishHighlightCopies(ctx context.Context, items [][2]string) error {
 	for _, ref := range items {
 		for left := true; left; {
-			err := s.Update(func(tx *Tx) error {
+			err := s.Update(ctx, func(tx *Tx) error {
 				left = false
 				var it SavedItem
 				err := tx.getItem(itemKey(ref[0], ref[1]), &it)
@@ -259,7 +260,7 @@ func (tx *Tx) deleteHighlight(memberID string, h *Highlight) error {
 
 // DeleteHighlights removes highlights of the member; unknown ids are
 // ErrNotFound and nothing is deleted. A repeated id counts once.
-func (s *Store) DeleteHighlights(memberID string, ids []string) error {
+func (s *Store) DeleteHighlights(ctx context.Context, memberID string, ids []string) error {
 	if len(ids) == 0 || len(ids) > MaxBatchIDs {
 		return Invalid("items must hold 1 to %d highlights", MaxBatchIDs)
 	}
@@ -271,7 +272,7 @@ func (s *Store) DeleteHighlights(memberID string, ids []string) error {
 			unique = append(unique, id)
 		}
 	}
-	return s.Update(func(tx *Tx) error {
+	return s.Update(ctx, func(tx *Tx) error {
 		for _, id := range unique {
 			var h Highlight
 			if err := tx.getJSON(highlightKey(memberID, id), &h); err != nil {
@@ -316,9 +317,9 @@ func (tx *Tx) deleteItemHighlights(memberID, itemID string) error {
 }
 
 // ItemHighlights lists the highlights of an item, oldest first.
-func (s *Store) ItemHighlights(memberID, itemID string) ([]*Highlight, error) {
+func (s *Store) ItemHighlights(ctx context.Context, memberID, itemID string) ([]*Highlight, error) {
 	var out []*Highlight
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		prefix := key("u", memberID, "gql", "ih", itemID, "")
 		return tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
 			var h Highlight
@@ -351,7 +352,7 @@ type HighlightPage struct {
 // item's domain, f.SavedFrom/SavedTo bound the item's saved time, and
 // f.UpdatedFrom/UpdatedTo the highlight's updatedAt. p.After is a cursor of
 // a previous page or a highlight id (Inboxt's cursor).
-func (s *Store) HighlightsPage(memberID string, f ItemFilter, p PageRequest) (*HighlightPage, error) {
+func (s *Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter, p PageRequest) (*HighlightPage, error) {
 	if !ValidHighlightSortField(p.Field) && p.Field != SortTitle {
 		return nil, Invalid("highlights can be sorted by createdAt, updatedAt or title only")
 	}
@@ -359,7 +360,7 @@ func (s *Store) HighlightsPage(memberID string, f ItemFilter, p PageRequest) (*H
 	text := strings.ToLower(strings.TrimSpace(f.Text))
 	site := strings.ToLower(f.Site)
 	page := &HighlightPage{}
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		var after []byte
 		if p.After != "" {
 			a, err := parseCursor(p.After, 2, p.Field, p.Desc)
@@ -594,8 +595,8 @@ func (tx *Tx) highlightsByItemTitle(memberID string, desc bool, after []byte, li
 }
 
 // ForEachHighlight calls fn for every highlight of the member, oldest first.
-func (s *Store) ForEachHighlight(memberID string, fn func(h *Highlight) error) error {
-	return s.View(func(tx *Tx) error {
+func (s *Store) ForEachHighlight(ctx context.Context, memberID string, fn func(h *Highlight) error) error {
+	return s.View(ctx, func(tx *Tx) error {
 		return tx.scan(key("u", memberID, "gql", "hl", ""), nil, false, false, func(_, v []byte) (bool, error) {
 			var h Highlight
 			if err := unmarshal(v, &h); err != nil {

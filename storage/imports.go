@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -113,12 +114,12 @@ func (j *ImportJob) Left() time.Duration {
 // CreateImportJob records a new queued job for a file already staged and
 // checked. A member may have MaxUnfinishedImports at once; older finished
 // jobs past MaxImportJobs are dropped (their files are gone already).
-func (s *Store) CreateImportJob(j *ImportJob) (*ImportJob, error) {
+func (s *Store) CreateImportJob(ctx context.Context, j *ImportJob) (*ImportJob, error) {
 	if j.MemberID == "" || j.Staged == "" {
 		return nil, Invalid("an import job needs a member and a staged file")
 	}
 	out := *j
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		if err := tx.guardCount(j.MemberID, "import"); err != nil {
 			return err
 		}
@@ -194,15 +195,15 @@ func (tx *Tx) importJobs(memberID string) ([]*ImportJob, error) {
 }
 
 // ImportJobs lists the member's import jobs, newest first.
-func (s *Store) ImportJobs(memberID string) (out []*ImportJob, err error) {
-	err = s.View(func(tx *Tx) error { out, err = tx.importJobs(memberID); return err })
+func (s *Store) ImportJobs(ctx context.Context, memberID string) (out []*ImportJob, err error) {
+	err = s.View(ctx, func(tx *Tx) error { out, err = tx.importJobs(memberID); return err })
 	return out, err
 }
 
 // ImportJob returns one of the member's import jobs.
-func (s *Store) ImportJob(memberID, id string) (*ImportJob, error) {
+func (s *Store) ImportJob(ctx context.Context, memberID, id string) (*ImportJob, error) {
 	var j ImportJob
-	err := s.View(func(tx *Tx) error { return tx.getJSON(importJobKey(memberID, id), &j) })
+	err := s.View(ctx, func(tx *Tx) error { return tx.getJSON(importJobKey(memberID, id), &j) })
 	if err != nil {
 		return nil, err
 	}
@@ -211,9 +212,9 @@ func (s *Store) ImportJob(memberID, id string) (*ImportJob, error) {
 
 // UnfinishedImportJobs lists every member's queued and running jobs,
 // oldest first.
-func (s *Store) UnfinishedImportJobs() ([]*ImportJob, error) {
+func (s *Store) UnfinishedImportJobs(ctx context.Context) ([]*ImportJob, error) {
 	var out []*ImportJob
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		return tx.scan(key("import", ""), nil, false, false, func(_, v []byte) (bool, error) {
 			var j ImportJob
 			if err := unmarshal(v, &j); err != nil {
@@ -232,9 +233,9 @@ func (s *Store) UnfinishedImportJobs() ([]*ImportJob, error) {
 // UpdateImportJob writes the job's state, error and rate (not its
 // progress, which ImportItems writes). ErrNotFound if the job is gone (its
 // member was deleted).
-func (s *Store) UpdateImportJob(memberID, id string, fn func(j *ImportJob)) (*ImportJob, error) {
+func (s *Store) UpdateImportJob(ctx context.Context, memberID, id string, fn func(j *ImportJob)) (*ImportJob, error) {
 	var out ImportJob
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		if err := tx.getJSON(importJobKey(memberID, id), &out); err != nil {
 			return err
 		}
@@ -298,11 +299,11 @@ const DefaultImportLabelColor = "#7c8594"
 // reason. colors names the export's label colors; rate (entries a second)
 // is kept for the estimate of the time left. It returns the job as
 // written last.
-func (s *Store) ImportItems(memberID, jobID string, entries []ImportEntry, colors map[string]string, rate float64) (*ImportJob, error) {
+func (s *Store) ImportItems(ctx context.Context, memberID, jobID string, entries []ImportEntry, colors map[string]string, rate float64) (*ImportJob, error) {
 	var out *ImportJob
 	var apply func(part []ImportEntry) error
 	apply = func(part []ImportEntry) error {
-		err := s.Update(func(tx *Tx) error {
+		err := s.Update(ctx, func(tx *Tx) error {
 			var j ImportJob
 			if err := tx.getJSON(importJobKey(memberID, jobID), &j); err != nil {
 				return err
@@ -594,8 +595,8 @@ func (tx *Tx) importItem(memberID string, j *ImportJob, in *ImportItem, labels, 
 // ImportLabels creates those of names (an export's list of labels, in its
 // order) the member lacks, with the export's colors; names the store
 // refuses are left out. Labels past MaxLabels are not created.
-func (s *Store) ImportLabels(memberID string, names []string, colors map[string]string) error {
-	return s.Update(func(tx *Tx) error {
+func (s *Store) ImportLabels(ctx context.Context, memberID string, names []string, colors map[string]string) error {
+	return s.Update(ctx, func(tx *Tx) error {
 		if _, err := tx.MemberByID(memberID); err != nil {
 			return err
 		}
@@ -682,9 +683,9 @@ func importClaimKey(jobID string) []byte { return key("impclaim", jobID) }
 // ClaimImportJob takes (or renews) the claim of holder on job jobID for ttl
 // and reports whether holder has it: false while another holder's claim
 // lasts.
-func (s *Store) ClaimImportJob(jobID, holder string, ttl time.Duration) (bool, error) {
+func (s *Store) ClaimImportJob(ctx context.Context, jobID, holder string, ttl time.Duration) (bool, error) {
 	ok := false
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		ok = false
 		b, err := tx.get(importClaimKey(jobID))
 		switch {
@@ -701,8 +702,8 @@ func (s *Store) ClaimImportJob(jobID, holder string, ttl time.Duration) (bool, e
 
 // ReleaseImportJob drops holder's claim on job jobID (another holder's
 // stays).
-func (s *Store) ReleaseImportJob(jobID, holder string) error {
-	return s.Update(func(tx *Tx) error {
+func (s *Store) ReleaseImportJob(ctx context.Context, jobID, holder string) error {
+	return s.Update(ctx, func(tx *Tx) error {
 		b, err := tx.get(importClaimKey(jobID))
 		if errors.Is(err, ErrNotFound) || (err == nil && string(b) != holder) {
 			return nil

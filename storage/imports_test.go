@@ -14,7 +14,7 @@ import (
 
 func importJob(t *testing.T, st *Store, mid string, labelIDs ...string) *ImportJob {
 	t.Helper()
-	j, err := st.CreateImportJob(&ImportJob{MemberID: mid, Format: "POCKET", FileName: "x.zip", Staged: "/tmp/x", Total: 3, LabelIDs: labelIDs})
+	j, err := st.CreateImportJob(t.Context(), &ImportJob{MemberID: mid, Format: "POCKET", FileName: "x.zip", Staged: "/tmp/x", Total: 3, LabelIDs: labelIDs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func importJob(t *testing.T, st *Store, mid string, labelIDs ...string) *ImportJ
 
 func TestImportItemsKeepDatesStatusLabelsAndRepeatChangesNothing(t *testing.T) {
 	st, m := openSavedTest(t)
-	kitchen, err := st.CreateLabel(m.ID, "Kitchen", "#ff0000")
+	kitchen, err := st.CreateLabel(t.Context(), m.ID, "Kitchen", "#ff0000")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestImportItemsKeepDatesStatusLabelsAndRepeatChangesNothing(t *testing.T) {
 		}
 	}
 	j := importJob(t, st, m.ID)
-	got, err := st.ImportItems(m.ID, j.ID, entries(), nil, 0)
+	got, err := st.ImportItems(t.Context(), m.ID, j.ID, entries(), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +47,11 @@ func TestImportItemsKeepDatesStatusLabelsAndRepeatChangesNothing(t *testing.T) {
 		len(got.Failures) != 2 || got.Failures[1].Ref != "row 4" || !strings.Contains(got.Failures[1].Reason, "http") {
 		t.Fatalf("job: %+v", got)
 	}
-	labels, _ := st.Labels(m.ID)
+	labels, _ := st.Labels(t.Context(), m.ID)
 	if len(labels) != 2 || labels[1].Name != "New One" {
 		t.Fatalf("labels: %+v", labels)
 	}
-	page, err := st.SavedItemsPage(m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 10})
+	page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,29 +67,29 @@ func TestImportItemsKeepDatesStatusLabelsAndRepeatChangesNothing(t *testing.T) {
 	if a == nil || !a.CreatedAt.Equal(saved) || a.Status != StatusArchived || len(a.LabelIDs) != 2 || a.LabelIDs[0] != kitchen.ID || a.HighlightCount != 1 {
 		t.Fatalf("item A: %+v", a)
 	}
-	pend, _ := st.PendingFetches(10, false, true)
+	pend, _ := st.PendingFetches(t.Context(), 10, false, true)
 	if len(pend) != 1 || !pend[0].Import || pend[0].URL != "https://example.com/b" {
 		t.Fatalf("pending fetches: %+v", pend)
 	}
 
 	// The same entries again, in a new job with a label for everything:
 	// nothing new, A keeps its date and content and gains only the label.
-	extra, _ := st.CreateLabel(m.ID, "Imported", "#00ff00")
+	extra, _ := st.CreateLabel(t.Context(), m.ID, "Imported", "#00ff00")
 	j2 := importJob(t, st, m.ID, extra.ID)
-	got, err = st.ImportItems(m.ID, j2.ID, entries(), nil, 0)
+	got, err = st.ImportItems(t.Context(), m.ID, j2.ID, entries(), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Created != 0 || got.Existing != 2 || got.Failed != 2 {
 		t.Fatalf("repeat: %+v", got)
 	}
-	again, _ := st.SavedItem(m.ID, a.ID)
+	again, _ := st.SavedItem(t.Context(), m.ID, a.ID)
 	if !again.CreatedAt.Equal(saved) || len(again.LabelIDs) != 3 || again.HighlightCount != 1 || again.Status != StatusArchived {
 		t.Fatalf("repeat changed A: %+v", again)
 	}
 	// Entries at or before the job's position are not taken twice (a
 	// batch written before a crash, read again after it).
-	got, err = st.ImportItems(m.ID, j2.ID, entries()[:2], nil, 0)
+	got, err = st.ImportItems(t.Context(), m.ID, j2.ID, entries()[:2], nil, 0)
 	if err != nil || got.Existing != 2 || got.Position != 4 {
 		t.Fatalf("replay: %+v %v", got, err)
 	}
@@ -103,7 +103,7 @@ func TestImportItemsSplitsWhatBadgerCannotTakeAtOnce(t *testing.T) {
 	for i := 1; i <= 300; i++ {
 		entries = append(entries, ImportEntry{Pos: i, Item: &ImportItem{URL: fmt.Sprintf("https://example.com/%d", i), Text: body}})
 	}
-	got, err := st.ImportItems(m.ID, j.ID, entries, nil, 0)
+	got, err := st.ImportItems(t.Context(), m.ID, j.ID, entries, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,24 +117,24 @@ func TestImportJobsListAndLimit(t *testing.T) {
 	for i := 0; i < MaxUnfinishedImports; i++ {
 		importJob(t, st, m.ID)
 	}
-	if _, err := st.CreateImportJob(&ImportJob{MemberID: m.ID, Staged: "/tmp/y"}); !IsInvalid(err) {
+	if _, err := st.CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Staged: "/tmp/y"}); !IsInvalid(err) {
 		t.Fatalf("past the unfinished limit: %v", err)
 	}
-	un, _ := st.UnfinishedImportJobs()
+	un, _ := st.UnfinishedImportJobs(t.Context())
 	if len(un) != MaxUnfinishedImports {
 		t.Fatalf("unfinished: %d", len(un))
 	}
-	if _, err := st.UpdateImportJob(m.ID, un[0].ID, func(j *ImportJob) { j.State = ImportDone }); err != nil {
+	if _, err := st.UpdateImportJob(t.Context(), m.ID, un[0].ID, func(j *ImportJob) { j.State = ImportDone }); err != nil {
 		t.Fatal(err)
 	}
-	jobs, _ := st.ImportJobs(m.ID)
+	jobs, _ := st.ImportJobs(t.Context(), m.ID)
 	if len(jobs) != MaxUnfinishedImports || jobs[len(jobs)-1].FinishedAt == nil {
 		t.Fatalf("jobs: %+v", jobs)
 	}
-	if err := st.DeleteMember(m.Username); err != nil {
+	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
 		t.Fatal(err)
 	}
-	if un, _ := st.UnfinishedImportJobs(); len(un) != 0 {
+	if un, _ := st.UnfinishedImportJobs(t.Context()); len(un) != 0 {
 		t.Fatalf("a deleted member's jobs remain: %+v", un)
 	}
 }
@@ -148,16 +148,16 @@ func TestDeleteMemberRemovesStagedImportFiles(t *testing.T) {
 	if err := os.WriteFile(staged, []byte("url,title\nhttps://example.com/secret,Secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateImportJob(&ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.csv", Staged: staged, Total: 1}); err != nil {
+	if _, err := st.CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.csv", Staged: staged, Total: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.DeleteMember(m.Username); err != nil {
+	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(staged); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the staged file of the deleted member's import is still there (stat: %v)", err)
 	}
-	if jobs, err := st.UnfinishedImportJobs(); err != nil || len(jobs) != 0 {
+	if jobs, err := st.UnfinishedImportJobs(t.Context()); err != nil || len(jobs) != 0 {
 		t.Fatalf("unfinished jobs after delete: %v %v", jobs, err)
 	}
 }
@@ -173,7 +173,7 @@ func TestImportItemTooBigForOneTransactionFailsAlone(t *testing.T) {
 	for i := range 60_000 {
 		big.Highlights = append(big.Highlights, ImportHighlight{Segments: []HighlightSegment{{XPath: "/", Text: fmt.Sprintf("quote %d", i)}}})
 	}
-	got, err := st.ImportItems(m.ID, j.ID, []ImportEntry{
+	got, err := st.ImportItems(t.Context(), m.ID, j.ID, []ImportEntry{
 		{Pos: 1, Ref: "item 1", Item: big},
 		{Pos: 2, Ref: "item 2", Item: &ImportItem{URL: "https://example.com/small", Title: "Small"}},
 	}, nil, 0)
@@ -184,7 +184,7 @@ func TestImportItemTooBigForOneTransactionFailsAlone(t *testing.T) {
 		!strings.Contains(got.Failures[0].Reason, "more than the store takes at once") {
 		t.Fatalf("job: %+v", got)
 	}
-	page, err := st.SavedItemsPage(m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 10})
+	page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 10})
 	if err != nil || len(page.Items) != 1 || page.Items[0].Title != "Small" {
 		t.Fatalf("items: %+v %v", page, err)
 	}
@@ -195,14 +195,14 @@ func TestImportItemTooBigForOneTransactionFailsAlone(t *testing.T) {
 // record deleted since the last compaction, and item keys name the title.
 func TestBackupAfterDeleteMemberHoldsNoTraceOfIt(t *testing.T) {
 	st, m := openSavedTest(t)
-	if _, err := st.CreateMember("keeper", "", "keeper password"); err != nil {
+	if _, err := st.CreateMember(t.Context(), "keeper", "", "keeper password"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateLabel(m.ID, "Privatelabelname", "#ff0000"); err != nil {
+	if _, err := st.CreateLabel(t.Context(), m.ID, "Privatelabelname", "#ff0000"); err != nil {
 		t.Fatal(err)
 	}
 	j := importJob(t, st, m.ID)
-	if _, err := st.ImportItems(m.ID, j.ID, []ImportEntry{{Pos: 1, Ref: "row 1",
+	if _, err := st.ImportItems(t.Context(), m.ID, j.ID, []ImportEntry{{Pos: 1, Ref: "row 1",
 		Item: &ImportItem{URL: "https://example.com/privateurlpath", Title: "Privatetitleword", HTML: "<p>body</p>", Text: "body"}}}, nil, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestBackupAfterDeleteMemberHoldsNoTraceOfIt(t *testing.T) {
 			t.Fatalf("the backup before the delete has no %q: the test looks for the wrong thing", s)
 		}
 	}
-	if err := st.DeleteMember(m.Username); err != nil {
+	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
 		t.Fatal(err)
 	}
 	var after bytes.Buffer
@@ -231,7 +231,7 @@ func TestBackupAfterDeleteMemberHoldsNoTraceOfIt(t *testing.T) {
 	if _, err := st.Replace(bytes.NewReader(after.Bytes())); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
-	if _, err := st.Authenticate("keeper", "keeper password"); err != nil {
+	if _, err := st.Authenticate(t.Context(), "keeper", "keeper password"); err != nil {
 		t.Fatalf("the other member after the restore: %v", err)
 	}
 }
@@ -244,7 +244,7 @@ func TestBackupAfterDeleteMemberHoldsNoTraceOfIt(t *testing.T) {
 func TestImportLabelsPastTheLimitCostOneLookup(t *testing.T) {
 	st, m := openSavedTest(t)
 	for i := range MaxLabels {
-		if _, err := st.CreateLabel(m.ID, fmt.Sprintf("have %d", i), "#ff0000"); err != nil {
+		if _, err := st.CreateLabel(t.Context(), m.ID, fmt.Sprintf("have %d", i), "#ff0000"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -258,7 +258,7 @@ func TestImportLabelsPastTheLimitCostOneLookup(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	got, err := st.ImportItems(m.ID, j.ID, entries, nil, 0)
+	got, err := st.ImportItems(t.Context(), m.ID, j.ID, entries, nil, 0)
 	runtime.ReadMemStats(&after)
 	if err != nil || got.Created != 1 {
 		t.Fatalf("ImportItems: %+v %v", got, err)
@@ -266,11 +266,11 @@ func TestImportLabelsPastTheLimitCostOneLookup(t *testing.T) {
 	if a := after.TotalAlloc - before.TotalAlloc; a > 32<<20 {
 		t.Fatalf("ImportItems allocated %d bytes for %d names past the limit", a, MaxLabels)
 	}
-	page, err := st.SavedItemsPage(m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 1})
+	page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 1})
 	if err != nil || len(page.Items) != 1 || len(page.Items[0].LabelIDs) != 1 {
 		t.Fatalf("the item's labels: %+v %v", page.Items, err)
 	}
-	if ls, err := st.LabelsByID(m.ID, page.Items[0].LabelIDs); err != nil || len(ls) != 1 || ls[0].Name != "have 7" {
+	if ls, err := st.LabelsByID(t.Context(), m.ID, page.Items[0].LabelIDs); err != nil || len(ls) != 1 || ls[0].Name != "have 7" {
 		t.Fatalf("the item's label: %+v %v", ls, err)
 	}
 }
@@ -289,11 +289,11 @@ func TestImportFailuresListedUpToTheCapAndAllCounted(t *testing.T) {
 			pos++
 			batch = append(batch, ImportEntry{Pos: pos, Ref: fmt.Sprintf("row %d", pos), Failure: "the row has no URL"})
 		}
-		if _, err := st.ImportItems(m.ID, j.ID, batch, nil, 0); err != nil {
+		if _, err := st.ImportItems(t.Context(), m.ID, j.ID, batch, nil, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := st.ImportJob(m.ID, j.ID)
+	got, err := st.ImportJob(t.Context(), m.ID, j.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,5 +302,45 @@ func TestImportFailuresListedUpToTheCapAndAllCounted(t *testing.T) {
 	}
 	if f := got.Failures[MaxImportFailures-1]; f.Ref != fmt.Sprintf("row %d", MaxImportFailures) {
 		t.Fatalf("last listed %+v: the first failures are the ones kept", f)
+	}
+}
+
+// An import job's claim is one holder's until it releases it or the claim
+// expires; another holder's release leaves it.
+func TestImportJobClaims(t *testing.T) {
+	st := openTestStore(t)
+	claim := func(holder string, ttl time.Duration) bool {
+		t.Helper()
+		ok, err := st.ClaimImportJob(t.Context(), "job1", holder, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !claim("a", time.Hour) || claim("b", time.Hour) || !claim("a", time.Hour) {
+		t.Fatal("a claims, b is refused, a renews")
+	}
+	if err := st.ReleaseImportJob(t.Context(), "job1", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if claim("b", time.Hour) {
+		t.Fatal("b's release dropped a's claim")
+	}
+	if err := st.ReleaseImportJob(t.Context(), "job1", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if !claim("b", 3*time.Second) {
+		t.Fatal("b is refused after a released")
+	}
+	if claim("c", time.Hour) {
+		t.Fatal("c claimed while b's claim lasts")
+	}
+	// b's claim of three seconds expires.
+	deadline := time.Now().Add(20 * time.Second)
+	for !claim("c", time.Hour) {
+		if time.Now().After(deadline) {
+			t.Fatal("c is refused after b's claim expired")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

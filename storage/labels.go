@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"regexp"
 	"sort"
@@ -170,15 +171,15 @@ func (tx *Tx) deleteLabelNameKeys(memberID, name, id string) error {
 }
 
 // Labels lists the member's labels in their order.
-func (s *Store) Labels(memberID string) (out []*Label, err error) {
-	err = s.View(func(tx *Tx) error { out, err = tx.labels(memberID); return err })
+func (s *Store) Labels(ctx context.Context, memberID string) (out []*Label, err error) {
+	err = s.View(ctx, func(tx *Tx) error { out, err = tx.labels(memberID); return err })
 	return out, err
 }
 
 // LabelsByID returns the member's labels with ids, in that order.
-func (s *Store) LabelsByID(memberID string, ids []string) ([]*Label, error) {
+func (s *Store) LabelsByID(ctx context.Context, memberID string, ids []string) ([]*Label, error) {
 	var out []*Label
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		for _, id := range ids {
 			var l Label
 			err := tx.getJSON(labelKey(memberID, id), &l)
@@ -197,13 +198,13 @@ func (s *Store) LabelsByID(memberID string, ids []string) ([]*Label, error) {
 
 // CreateLabel adds a label; names are unique per member, ignoring case and
 // Unicode normalisation (see labelNameFold), and stored in NFC.
-func (s *Store) CreateLabel(memberID, name, color string) (*Label, error) {
+func (s *Store) CreateLabel(ctx context.Context, memberID, name, color string) (*Label, error) {
 	name, color, err := validateLabel(name, color)
 	if err != nil {
 		return nil, err
 	}
 	var out *Label
-	err = s.Update(func(tx *Tx) error {
+	err = s.Update(ctx, func(tx *Tx) error {
 		l, err := tx.createLabel(memberID, name, color)
 		out = l
 		return err
@@ -251,14 +252,14 @@ func (tx *Tx) labelItems(memberID, labelID string) ([]string, error) {
 
 // UpdateLabel renames or recolors a label. Items carrying it get a new
 // updatedAt, so incremental sync sees the new name.
-func (s *Store) UpdateLabel(memberID, id, name, color string) (*Label, error) {
+func (s *Store) UpdateLabel(ctx context.Context, memberID, id, name, color string) (*Label, error) {
 	name, color, err := validateLabel(name, color)
 	if err != nil {
 		return nil, err
 	}
 	var out *Label
 	touch := func(tx *Tx, ids []string) error { return tx.touchItems(memberID, ids, nil) }
-	err = s.changeLabel(func(tx *Tx) ([]string, error) {
+	err = s.changeLabel(ctx, func(tx *Tx) ([]string, error) {
 		var l Label
 		if err := tx.getJSON(labelKey(memberID, id), &l); err != nil {
 			return nil, err
@@ -313,10 +314,10 @@ const labelBatch = 500
 // the items that need each, and each for those items: in the same
 // transaction when they are at most labelBatch and fit in it, else after
 // it, in batches.
-func (s *Store) changeLabel(change func(tx *Tx) ([]string, error), each func(tx *Tx, ids []string) error) error {
+func (s *Store) changeLabel(ctx context.Context, change func(tx *Tx) ([]string, error), each func(tx *Tx, ids []string) error) error {
 	var later []string
 	commit := func(together bool) error {
-		return s.Update(func(tx *Tx) error {
+		return s.Update(ctx, func(tx *Tx) error {
 			later = nil
 			items, err := change(tx)
 			if err != nil {
@@ -336,15 +337,15 @@ func (s *Store) changeLabel(change func(tx *Tx) ([]string, error), each func(tx 
 	if err != nil {
 		return err
 	}
-	return s.inBatches(later, each)
+	return s.inBatches(ctx, later, each)
 }
 
 // inBatches calls fn with ids, labelBatch at a time, one transaction each
 // (or more, see updateInParts).
-func (s *Store) inBatches(ids []string, fn func(tx *Tx, ids []string) error) error {
+func (s *Store) inBatches(ctx context.Context, ids []string, fn func(tx *Tx, ids []string) error) error {
 	for len(ids) > 0 {
 		n := min(len(ids), labelBatch)
-		if err := s.updateInParts(ids[:n], nil, fn); err != nil {
+		if err := s.updateInParts(ctx, ids[:n], nil, fn); err != nil {
 			return err
 		}
 		ids = ids[n:]
@@ -354,7 +355,7 @@ func (s *Store) inBatches(ids []string, fn func(tx *Tx, ids []string) error) err
 
 // DeleteLabel removes a label from the member and from its items (see
 // labelBatch for a label on many items).
-func (s *Store) DeleteLabel(memberID, id string) error {
+func (s *Store) DeleteLabel(ctx context.Context, memberID, id string) error {
 	unlabel := func(tx *Tx, items []string) error {
 		err := tx.touchItems(memberID, items, func(it *SavedItem) {
 			var keep []string
@@ -375,7 +376,7 @@ func (s *Store) DeleteLabel(memberID, id string) error {
 		}
 		return nil
 	}
-	return s.changeLabel(func(tx *Tx) ([]string, error) {
+	return s.changeLabel(ctx, func(tx *Tx) ([]string, error) {
 		var l Label
 		if err := tx.getJSON(labelKey(memberID, id), &l); err != nil {
 			return nil, err
@@ -392,9 +393,9 @@ func (s *Store) DeleteLabel(memberID, id string) error {
 
 // ReorderLabels puts the labels with ids first, in that order; the others
 // follow in their previous order.
-func (s *Store) ReorderLabels(memberID string, ids []string) ([]*Label, error) {
+func (s *Store) ReorderLabels(ctx context.Context, memberID string, ids []string) ([]*Label, error) {
 	var out []*Label
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		all, err := tx.labels(memberID)
 		if err != nil {
 			return err
@@ -478,19 +479,19 @@ func (tx *Tx) savedQueries(memberID string) ([]*SavedQuery, error) {
 }
 
 // SavedQueries lists the member's saved queries in their order.
-func (s *Store) SavedQueries(memberID string) (out []*SavedQuery, err error) {
-	err = s.View(func(tx *Tx) error { out, err = tx.savedQueries(memberID); return err })
+func (s *Store) SavedQueries(ctx context.Context, memberID string) (out []*SavedQuery, err error) {
+	err = s.View(ctx, func(tx *Tx) error { out, err = tx.savedQueries(memberID); return err })
 	return out, err
 }
 
 // CreateSavedQuery adds a saved query at the end.
-func (s *Store) CreateSavedQuery(memberID, name, query string) (*SavedQuery, error) {
+func (s *Store) CreateSavedQuery(ctx context.Context, memberID, name, query string) (*SavedQuery, error) {
 	name, query, err := validateSavedQuery(name, query)
 	if err != nil {
 		return nil, err
 	}
 	var out *SavedQuery
-	err = s.Update(func(tx *Tx) error {
+	err = s.Update(ctx, func(tx *Tx) error {
 		if err := tx.guardCount(memberID, "sq"); err != nil {
 			return err
 		}
@@ -516,13 +517,13 @@ func (s *Store) CreateSavedQuery(memberID, name, query string) (*SavedQuery, err
 }
 
 // UpdateSavedQuery renames a saved query or changes its query.
-func (s *Store) UpdateSavedQuery(memberID, id, name, query string) (*SavedQuery, error) {
+func (s *Store) UpdateSavedQuery(ctx context.Context, memberID, id, name, query string) (*SavedQuery, error) {
 	name, query, err := validateSavedQuery(name, query)
 	if err != nil {
 		return nil, err
 	}
 	var out SavedQuery
-	err = s.Update(func(tx *Tx) error {
+	err = s.Update(ctx, func(tx *Tx) error {
 		if err := tx.getJSON(savedQueryKey(memberID, id), &out); err != nil {
 			return err
 		}
@@ -536,8 +537,8 @@ func (s *Store) UpdateSavedQuery(memberID, id, name, query string) (*SavedQuery,
 }
 
 // DeleteSavedQuery removes a saved query.
-func (s *Store) DeleteSavedQuery(memberID, id string) error {
-	return s.Update(func(tx *Tx) error {
+func (s *Store) DeleteSavedQuery(ctx context.Context, memberID, id string) error {
+	return s.Update(ctx, func(tx *Tx) error {
 		if ok, err := tx.has(savedQueryKey(memberID, id)); err != nil || !ok {
 			if err == nil {
 				err = ErrNotFound
@@ -549,9 +550,9 @@ func (s *Store) DeleteSavedQuery(memberID, id string) error {
 }
 
 // ReorderSavedQueries puts the saved queries with ids first, in that order.
-func (s *Store) ReorderSavedQueries(memberID string, ids []string) ([]*SavedQuery, error) {
+func (s *Store) ReorderSavedQueries(ctx context.Context, memberID string, ids []string) ([]*SavedQuery, error) {
 	var out []*SavedQuery
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		all, err := tx.savedQueries(memberID)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -73,10 +74,31 @@ func memberDataPrefix(memberID string) []byte { return key("u", memberID, "") }
 // that keep records outside the member's prefix (global lookup keys).
 var memberCleanups []func(tx *Tx, memberID string) error
 
+// OnMemberDelete registers fn to run inside DeleteMember's transaction:
+// a domain package removes there the records of the member it keeps
+// outside the member's prefix (global lookup keys). Call it from an init
+// function.
+func OnMemberDelete(fn func(tx *Tx, memberID string) error) {
+	memberCleanups = append(memberCleanups, fn)
+}
+
+// accessRevokers end one kind of a member's access for
+// RevokeMemberAccess (OnRevokeMemberAccess).
+var accessRevokers []func(ctx context.Context, s *Store, memberID string) (tokens, apps int, err error)
+
+// OnRevokeMemberAccess registers fn, which ends the member's access of a
+// kind a domain package holds (storage/apitokens: API tokens;
+// storage/grants: OAuth grants) and returns how many API tokens and
+// applications it revoked, for RevokeMemberAccess. Call it from an init
+// function.
+func OnRevokeMemberAccess(fn func(ctx context.Context, s *Store, memberID string) (tokens, apps int, err error)) {
+	accessRevokers = append(accessRevokers, fn)
+}
+
 // CreateMember adds a member. It returns an *InvalidError for a bad
 // username, display name or password and ErrConflict when the username is
 // taken (case-insensitively).
-func (s *Store) CreateMember(username, displayName, password string) (*Member, error) {
+func (s *Store) CreateMember(ctx context.Context, username, displayName, password string) (*Member, error) {
 	if err := ValidateUsername(username); err != nil {
 		return nil, err
 	}
@@ -92,7 +114,7 @@ func (s *Store) CreateMember(username, displayName, password string) (*Member, e
 		CreatedAt:    time.Now().UTC().Truncate(time.Second),
 		PasswordHash: HashPassword(password),
 	}
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		taken, err := tx.has(memberNameKey(username))
 		if err != nil {
 			return err
@@ -136,21 +158,21 @@ func (tx *Tx) MemberByID(id string) (*Member, error) {
 }
 
 // Member returns the member with username (any case).
-func (s *Store) Member(username string) (m *Member, err error) {
-	err = s.View(func(tx *Tx) error { m, err = tx.Member(username); return err })
+func (s *Store) Member(ctx context.Context, username string) (m *Member, err error) {
+	err = s.View(ctx, func(tx *Tx) error { m, err = tx.Member(username); return err })
 	return m, err
 }
 
 // MemberByID returns the member with id.
-func (s *Store) MemberByID(id string) (m *Member, err error) {
-	err = s.View(func(tx *Tx) error { m, err = tx.MemberByID(id); return err })
+func (s *Store) MemberByID(ctx context.Context, id string) (m *Member, err error) {
+	err = s.View(ctx, func(tx *Tx) error { m, err = tx.MemberByID(id); return err })
 	return m, err
 }
 
 // Members lists every member, ordered by username.
-func (s *Store) Members() ([]*Member, error) {
+func (s *Store) Members(ctx context.Context) ([]*Member, error) {
 	var out []*Member
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		return tx.scan(key("member", "id", ""), nil, false, false, func(_, v []byte) (bool, error) {
 			var m Member
 			if err := unmarshal(v, &m); err != nil {
@@ -167,8 +189,8 @@ func (s *Store) Members() ([]*Member, error) {
 // Authenticate returns the member whose username and password match. Unknown
 // usernames cost the same hashing work as wrong passwords. A suspended
 // member gets ErrSuspended, and only when the password is right.
-func (s *Store) Authenticate(username, password string) (*Member, error) {
-	m, err := s.Member(username)
+func (s *Store) Authenticate(ctx context.Context, username, password string) (*Member, error) {
+	m, err := s.Member(ctx, username)
 	if errors.Is(err, ErrNotFound) {
 		CheckPassword(dummyHash, password)
 		return nil, ErrBadCredentials
@@ -194,9 +216,9 @@ var (
 // SetSuspended suspends or reinstates a member. Suspending ends every web
 // session of the member at once; tokens of the other services check the flag
 // on every use.
-func (s *Store) SetSuspended(username string, suspended bool) (*Member, error) {
+func (s *Store) SetSuspended(ctx context.Context, username string, suspended bool) (*Member, error) {
 	var out *Member
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		m, err := tx.Member(username)
 		if err != nil {
 			return err
@@ -217,12 +239,12 @@ func (s *Store) SetSuspended(username string, suspended bool) (*Member, error) {
 }
 
 // SetPassword replaces a member's password and ends its web sessions.
-func (s *Store) SetPassword(username, password string) error {
+func (s *Store) SetPassword(ctx context.Context, username, password string) error {
 	if err := ValidatePassword(password); err != nil {
 		return err
 	}
 	hash := HashPassword(password)
-	return s.Update(func(tx *Tx) error {
+	return s.Update(ctx, func(tx *Tx) error {
 		m, err := tx.Member(username)
 		if err != nil {
 			return err
@@ -236,10 +258,10 @@ func (s *Store) SetPassword(username, password string) error {
 }
 
 // DeleteMember removes a member and everything it owns.
-func (s *Store) DeleteMember(username string) error {
+func (s *Store) DeleteMember(ctx context.Context, username string) error {
 	var id string
 	var staged []string
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		m, err := tx.Member(username)
 		if err != nil {
 			return err
@@ -274,16 +296,16 @@ func (s *Store) DeleteMember(username string) error {
 	// hold, so they go in batches after the member record. Nothing can reach
 	// them in between: every lookup starts from the member. (Badger's
 	// DropPrefix is not used: it blocks every other write while it runs.)
-	return s.deletePrefixInBatches(memberDataPrefix(id))
+	return s.deletePrefixInBatches(ctx, memberDataPrefix(id))
 }
 
 // deletePrefixInBatches deletes every key with prefix, a bounded number of
 // keys per transaction.
-func (s *Store) deletePrefixInBatches(prefix []byte) error {
+func (s *Store) deletePrefixInBatches(ctx context.Context, prefix []byte) error {
 	const batch = 1000
 	for {
 		n := 0
-		err := s.Update(func(tx *Tx) error {
+		err := s.Update(ctx, func(tx *Tx) error {
 			n = 0
 			var keys [][]byte
 			err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
@@ -311,12 +333,12 @@ func (s *Store) deletePrefixInBatches(prefix []byte) error {
 }
 
 // SetDisplayName changes a member's display name.
-func (s *Store) SetDisplayName(memberID, name string) (*Member, error) {
+func (s *Store) SetDisplayName(ctx context.Context, memberID, name string) (*Member, error) {
 	if err := validateDisplayName(name); err != nil {
 		return nil, err
 	}
 	var out *Member
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		m, err := tx.MemberByID(memberID)
 		if err != nil {
 			return err
@@ -331,7 +353,7 @@ func (s *Store) SetDisplayName(memberID, name string) (*Member, error) {
 // ChangePassword replaces memberID's password and ends its web sessions
 // except the one whose cookie secret is keepSession (the browser that made
 // the change). The caller has checked the current password.
-func (s *Store) ChangePassword(memberID, password, keepSession string) error {
+func (s *Store) ChangePassword(ctx context.Context, memberID, password, keepSession string) error {
 	if err := ValidatePassword(password); err != nil {
 		return err
 	}
@@ -340,7 +362,7 @@ func (s *Store) ChangePassword(memberID, password, keepSession string) error {
 	if keepSession != "" {
 		keep = Digest(keepSession)
 	}
-	return s.Update(func(tx *Tx) error {
+	return s.Update(ctx, func(tx *Tx) error {
 		m, err := tx.MemberByID(memberID)
 		if err != nil {
 			return err
@@ -355,27 +377,16 @@ func (s *Store) ChangePassword(memberID, password, keepSession string) error {
 }
 
 // RevokeMemberAccess ends every API token and OAuth grant of memberID (its
-// web sessions stay), and returns how many tokens and apps it revoked.
-func (s *Store) RevokeMemberAccess(memberID string) (tokens, apps int, err error) {
-	toks, err := s.APITokens(memberID)
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, t := range toks {
-		if err := s.DeleteAPIToken(memberID, t.ID); err != nil && !errors.Is(err, ErrNotFound) {
-			return tokens, 0, err
-		}
-		tokens++
-	}
-	granted, err := s.AuthorizedOAuthApps(memberID)
-	if err != nil {
-		return tokens, 0, err
-	}
-	for _, a := range granted {
-		if err := s.RevokeOAuthAppForMember(memberID, a.App.ClientID); err != nil {
+// web sessions stay), and returns how many tokens and apps it revoked,
+// through the packages that hold them (OnRevokeMemberAccess:
+// storage/apitokens, storage/grants).
+func (s *Store) RevokeMemberAccess(ctx context.Context, memberID string) (tokens, apps int, err error) {
+	for _, revoke := range accessRevokers {
+		t, a, err := revoke(ctx, s, memberID)
+		tokens, apps = tokens+t, apps+a
+		if err != nil {
 			return tokens, apps, err
 		}
-		apps++
 	}
 	return tokens, apps, nil
 }

@@ -39,18 +39,18 @@ func TestCreateMemberValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := st.CreateMember(c.username, c.display, c.password)
+			_, err := st.CreateMember(t.Context(), c.username, c.display, c.password)
 			if !IsInvalid(err) {
 				t.Fatalf("CreateMember: got %v, want an InvalidError", err)
 			}
 		})
 	}
-	ms, err := st.Members()
+	ms, err := st.Members(t.Context())
 	if err != nil || len(ms) != 0 {
 		t.Fatalf("members after invalid creates: %v, %v", ms, err)
 	}
 	for _, ok := range []string{"a", "A_1", strings.Repeat("z", 30)} {
-		if _, err := st.CreateMember(ok, "", "correct horse"); err != nil {
+		if _, err := st.CreateMember(t.Context(), ok, "", "correct horse"); err != nil {
 			t.Errorf("CreateMember(%q): %v", ok, err)
 		}
 	}
@@ -58,7 +58,7 @@ func TestCreateMemberValidation(t *testing.T) {
 
 func TestMemberUsernameUniqueCaseInsensitive(t *testing.T) {
 	st := openTestStore(t)
-	m, err := st.CreateMember("Alice", "Alice A.", "correct horse")
+	m, err := st.CreateMember(t.Context(), "Alice", "Alice A.", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,18 +66,18 @@ func TestMemberUsernameUniqueCaseInsensitive(t *testing.T) {
 		t.Fatalf("password not hashed: %q", m.PasswordHash)
 	}
 	for _, name := range []string{"Alice", "alice", "ALICE"} {
-		if _, err := st.CreateMember(name, "", "other password"); !errors.Is(err, ErrConflict) {
+		if _, err := st.CreateMember(t.Context(), name, "", "other password"); !errors.Is(err, ErrConflict) {
 			t.Errorf("CreateMember(%q): got %v, want ErrConflict", name, err)
 		}
 	}
-	got, err := st.Member("aLiCe")
+	got, err := st.Member(t.Context(), "aLiCe")
 	if err != nil || got.ID != m.ID || got.Username != "Alice" || got.DisplayName != "Alice A." {
 		t.Fatalf("Member(aLiCe) = %+v, %v", got, err)
 	}
-	if _, err := st.Member("bob"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.Member(t.Context(), "bob"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Member(bob): %v", err)
 	}
-	if _, err := st.Member("../etc"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.Member(t.Context(), "../etc"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Member(bad name): %v", err)
 	}
 }
@@ -92,7 +92,7 @@ func TestConcurrentCreateSameUsernameOnlyOneWins(t *testing.T) {
 		name := []string{"carol", "Carol", "CAROL", "cArOl"}[i%4]
 		go func() {
 			defer wg.Done()
-			if _, err := st.CreateMember(name, "", "correct horse"); err == nil {
+			if _, err := st.CreateMember(t.Context(), name, "", "correct horse"); err == nil {
 				mu.Lock()
 				wins++
 				mu.Unlock()
@@ -102,7 +102,7 @@ func TestConcurrentCreateSameUsernameOnlyOneWins(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	ms, _ := st.Members()
+	ms, _ := st.Members(t.Context())
 	if wins != 1 || len(ms) != 1 {
 		t.Fatalf("wins=%d members=%d, want 1 and 1", wins, len(ms))
 	}
@@ -111,11 +111,11 @@ func TestConcurrentCreateSameUsernameOnlyOneWins(t *testing.T) {
 func TestMembersListedByUsername(t *testing.T) {
 	st := openTestStore(t)
 	for _, n := range []string{"zed", "Bob", "alice"} {
-		if _, err := st.CreateMember(n, "", "correct horse"); err != nil {
+		if _, err := st.CreateMember(t.Context(), n, "", "correct horse"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ms, err := st.Members()
+	ms, err := st.Members(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,31 +130,31 @@ func TestMembersListedByUsername(t *testing.T) {
 
 func TestAuthenticate(t *testing.T) {
 	st := openTestStore(t)
-	if _, err := st.CreateMember("alice", "", "correct horse"); err != nil {
+	if _, err := st.CreateMember(t.Context(), "alice", "", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := st.Authenticate("ALICE", "correct horse"); err != nil || m.Username != "alice" {
+	if m, err := st.Authenticate(t.Context(), "ALICE", "correct horse"); err != nil || m.Username != "alice" {
 		t.Fatalf("right password: %v, %v", m, err)
 	}
-	if _, err := st.Authenticate("alice", "wrong horse"); !errors.Is(err, ErrBadCredentials) {
+	if _, err := st.Authenticate(t.Context(), "alice", "wrong horse"); !errors.Is(err, ErrBadCredentials) {
 		t.Fatalf("wrong password: %v", err)
 	}
-	if _, err := st.Authenticate("nobody", "correct horse"); !errors.Is(err, ErrBadCredentials) {
+	if _, err := st.Authenticate(t.Context(), "nobody", "correct horse"); !errors.Is(err, ErrBadCredentials) {
 		t.Fatalf("unknown member: %v", err)
 	}
-	if err := st.SetPassword("alice", "new password!"); err != nil {
+	if err := st.SetPassword(t.Context(), "alice", "new password!"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Authenticate("alice", "correct horse"); !errors.Is(err, ErrBadCredentials) {
+	if _, err := st.Authenticate(t.Context(), "alice", "correct horse"); !errors.Is(err, ErrBadCredentials) {
 		t.Fatalf("old password after change: %v", err)
 	}
-	if _, err := st.Authenticate("alice", "new password!"); err != nil {
+	if _, err := st.Authenticate(t.Context(), "alice", "new password!"); err != nil {
 		t.Fatalf("new password: %v", err)
 	}
-	if err := st.SetPassword("alice", "short"); !IsInvalid(err) {
+	if err := st.SetPassword(t.Context(), "alice", "short"); !IsInvalid(err) {
 		t.Fatalf("short password: %v", err)
 	}
-	if err := st.SetPassword("nobody", "long enough"); !errors.Is(err, ErrNotFound) {
+	if err := st.SetPassword(t.Context(), "nobody", "long enough"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown member: %v", err)
 	}
 }
@@ -180,44 +180,44 @@ func TestArgon2idHash(t *testing.T) {
 
 func TestSuspensionEndsSessionsAndBlocksSignIn(t *testing.T) {
 	st := openTestStore(t)
-	m, err := st.CreateMember("alice", "", "correct horse")
+	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sid, err := st.CreateSession(m.ID, time.Hour)
+	sid, err := st.CreateSession(t.Context(), m.ID, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := st.SessionMember(sid); err != nil || got.ID != m.ID {
+	if got, err := st.SessionMember(t.Context(), sid); err != nil || got.ID != m.ID {
 		t.Fatalf("session before suspension: %v, %v", got, err)
 	}
-	if _, err := st.SetSuspended("alice", true); err != nil {
+	if _, err := st.SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SessionMember(sid); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SessionMember(t.Context(), sid); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("session after suspension: %v, want ErrNotFound", err)
 	}
-	if _, err := st.Authenticate("alice", "correct horse"); !errors.Is(err, ErrSuspended) {
+	if _, err := st.Authenticate(t.Context(), "alice", "correct horse"); !errors.Is(err, ErrSuspended) {
 		t.Fatalf("sign-in while suspended: %v", err)
 	}
-	if _, err := st.Authenticate("alice", "wrong horse"); !errors.Is(err, ErrBadCredentials) {
+	if _, err := st.Authenticate(t.Context(), "alice", "wrong horse"); !errors.Is(err, ErrBadCredentials) {
 		t.Fatalf("wrong password while suspended must not reveal suspension: %v", err)
 	}
-	if _, err := st.SetSuspended("alice", false); err != nil {
+	if _, err := st.SetSuspended(t.Context(), "alice", false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Authenticate("alice", "correct horse"); err != nil {
+	if _, err := st.Authenticate(t.Context(), "alice", "correct horse"); err != nil {
 		t.Fatalf("sign-in after unsuspend: %v", err)
 	}
-	if _, err := st.SetSuspended("nobody", true); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SetSuspended(t.Context(), "nobody", true); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("suspend unknown: %v", err)
 	}
 }
 
 func TestSessions(t *testing.T) {
 	st := openTestStore(t)
-	m, _ := st.CreateMember("alice", "", "correct horse")
-	sid, err := st.CreateSession(m.ID, time.Hour)
+	m, _ := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	sid, err := st.CreateSession(t.Context(), m.ID, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,35 +233,35 @@ func TestSessions(t *testing.T) {
 		t.Fatal("raw session id stored")
 	}
 	for _, bad := range []string{"", "hs_", sid + "x", sid[:len(sid)-1], strings.Repeat("a", 200)} {
-		if _, err := st.SessionMember(bad); !errors.Is(err, ErrNotFound) {
+		if _, err := st.SessionMember(t.Context(), bad); !errors.Is(err, ErrNotFound) {
 			t.Errorf("SessionMember(%q): %v", bad, err)
 		}
 	}
-	if err := st.DeleteSession(sid); err != nil {
+	if err := st.DeleteSession(t.Context(), sid); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SessionMember(sid); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SessionMember(t.Context(), sid); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("after sign-out: %v", err)
 	}
-	if err := st.DeleteSession("hs_unknown"); err != nil {
+	if err := st.DeleteSession(t.Context(), "hs_unknown"); err != nil {
 		t.Fatalf("deleting an unknown session: %v", err)
 	}
-	if _, err := st.CreateSession("12345", time.Hour); !errors.Is(err, ErrNotFound) {
+	if _, err := st.CreateSession(t.Context(), "12345", time.Hour); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("session for unknown member: %v", err)
 	}
 }
 
 func TestSessionExpires(t *testing.T) {
 	st := openTestStore(t)
-	m, _ := st.CreateMember("alice", "", "correct horse")
-	short, err := st.CreateSession(m.ID, time.Second)
+	m, _ := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	short, err := st.CreateSession(t.Context(), m.ID, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	long, _ := st.CreateSession(m.ID, time.Hour)
+	long, _ := st.CreateSession(t.Context(), m.ID, time.Hour)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, err := st.SessionMember(short)
+		_, err := st.SessionMember(t.Context(), short)
 		if errors.Is(err, ErrNotFound) {
 			break
 		}
@@ -270,30 +270,30 @@ func TestSessionExpires(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if _, err := st.SessionMember(long); err != nil {
+	if _, err := st.SessionMember(t.Context(), long); err != nil {
 		t.Fatalf("the one-hour session ended too: %v", err)
 	}
 }
 
 func TestPasswordChangeEndsSessions(t *testing.T) {
 	st := openTestStore(t)
-	m, _ := st.CreateMember("alice", "", "correct horse")
-	sid, _ := st.CreateSession(m.ID, time.Hour)
-	if err := st.SetPassword("alice", "another password"); err != nil {
+	m, _ := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	sid, _ := st.CreateSession(t.Context(), m.ID, time.Hour)
+	if err := st.SetPassword(t.Context(), "alice", "another password"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SessionMember(sid); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SessionMember(t.Context(), sid); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("session after password change: %v", err)
 	}
 }
 
 func TestDeleteMemberRemovesItsRecords(t *testing.T) {
 	st := openTestStore(t)
-	m, _ := st.CreateMember("alice", "", "correct horse")
-	other, _ := st.CreateMember("bob", "", "correct horse")
-	sid, _ := st.CreateSession(m.ID, time.Hour)
+	m, _ := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	other, _ := st.CreateMember(t.Context(), "bob", "", "correct horse")
+	sid, _ := st.CreateSession(t.Context(), m.ID, time.Hour)
 	// Owned records, more than one delete batch.
-	err := st.Update(func(tx *Tx) error {
+	err := st.Update(t.Context(), func(tx *Tx) error {
 		for i := 0; i < 2500; i++ {
 			if err := tx.put(key("u", m.ID, "x", testID()), []byte("v"), 0); err != nil {
 				return err
@@ -304,17 +304,17 @@ func TestDeleteMemberRemovesItsRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.DeleteMember("ALICE"); err != nil {
+	if err := st.DeleteMember(t.Context(), "ALICE"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Member("alice"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.Member(t.Context(), "alice"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("member after delete: %v", err)
 	}
-	if _, err := st.SessionMember(sid); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SessionMember(t.Context(), sid); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("session after delete: %v", err)
 	}
 	countPrefix := func(p []byte) (n int) {
-		st.View(func(tx *Tx) error {
+		st.View(t.Context(), func(tx *Tx) error {
 			return tx.scan(p, nil, false, true, func(_, _ []byte) (bool, error) { n++; return true, nil })
 		})
 		return n
@@ -325,10 +325,10 @@ func TestDeleteMemberRemovesItsRecords(t *testing.T) {
 	if n := countPrefix(memberDataPrefix(other.ID)); n != 1 {
 		t.Fatalf("other member's records: %d, want 1", n)
 	}
-	if _, err := st.CreateMember("Alice", "", "correct horse"); err != nil {
+	if _, err := st.CreateMember(t.Context(), "Alice", "", "correct horse"); err != nil {
 		t.Fatalf("username reusable after delete: %v", err)
 	}
-	if err := st.DeleteMember("nobody"); !errors.Is(err, ErrNotFound) {
+	if err := st.DeleteMember(t.Context(), "nobody"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("delete unknown: %v", err)
 	}
 }
@@ -366,27 +366,19 @@ var testIDs = newIDGen()
 func testID() string { return strconv.FormatUint(testIDs.next(time.Now(), 0), 10) }
 
 // One-line names shown on pages refuse control characters: a member's
-// display name and an API token's name.
+// display name (an API token's name: storage/apitokens).
 func TestNamesRefuseControlCharacters(t *testing.T) {
 	st := openTestStore(t)
-	m, err := st.CreateMember("alice", "", "correct horse")
-	if err != nil {
+	if _, err := st.CreateMember(t.Context(), "alice", "", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"a\x00b", "tab\there", "esc\x1b[31m", "line\nbreak"} {
-		if _, err := st.CreateMember("bob", name, "correct horse"); !IsInvalid(err) {
+		if _, err := st.CreateMember(t.Context(), "bob", name, "correct horse"); !IsInvalid(err) {
 			t.Errorf("display name %q: %v, want invalid", name, err)
 		}
-		if _, _, err := st.CreateAPIToken(m.ID, name, 0); !IsInvalid(err) {
-			t.Errorf("token name %q: %v, want invalid", name, err)
-		}
 	}
-	if _, _, err := st.CreateAPIToken(m.ID, "Obsidian on the laptop", 0); err != nil {
-		t.Fatal(err)
-	}
-	toks, err := st.APITokens(m.ID)
-	if err != nil || len(toks) != 1 {
-		t.Fatalf("tokens: %d, %v; refused names must create nothing", len(toks), err)
+	if ms, err := st.Members(t.Context()); err != nil || len(ms) != 1 {
+		t.Fatalf("members: %d, %v; refused names must create nothing", len(ms), err)
 	}
 }
 
@@ -397,19 +389,19 @@ func TestCreationNeverOverwritesAnID(t *testing.T) {
 	st := openTestStore(t)
 	at := time.Unix(1800000000, 0)
 	st.idNow = func() time.Time { return at }
-	first, err := st.CreateMember("alice", "", "correct horse")
+	first, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
 	st.ids = newIDGen() // a restart at the same instant
-	second, err := st.CreateMember("bob", "", "correct horse")
+	second, err := st.CreateMember(t.Context(), "bob", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if second.ID == first.ID {
 		t.Fatalf("both members got id %s", first.ID)
 	}
-	if m, err := st.MemberByID(first.ID); err != nil || m.Username != "alice" {
+	if m, err := st.MemberByID(t.Context(), first.ID); err != nil || m.Username != "alice" {
 		t.Fatalf("the first member's record: %+v, %v", m, err)
 	}
 }

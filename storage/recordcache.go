@@ -12,7 +12,7 @@ import (
 // entry makes room.
 const recordCacheSize = 4096
 
-// recordCache keeps recently read records of one kind (the keys under one
+// RecordCache keeps recently read records of one kind (the keys under one
 // prefix), decoded, so that the reads every request makes — the OAuth
 // client on every token request, the access token and its member on every
 // API call — are a map lookup instead of a read transaction and a JSON
@@ -33,7 +33,7 @@ const recordCacheSize = 4096
 // another node sees the change within the notification's delay. While the
 // engine may be missing notifications (its listener is down) the caches
 // are bypassed, and they are emptied before they are trusted again (live).
-type recordCache[T any] struct {
+type RecordCache[T any] struct {
 	prefix []byte
 	// live, when set (a shared engine), says whether the cache may be
 	// trusted now and in which listener epoch (kv.LiveEpochs): entries of
@@ -46,13 +46,13 @@ type recordCache[T any] struct {
 	records map[string]*T // by key suffix
 }
 
-func newRecordCache[T any](prefix []byte, live func() (uint64, bool)) *recordCache[T] {
-	return &recordCache[T]{prefix: prefix, live: live, records: make(map[string]*T)}
+func newRecordCache[T any](prefix []byte, live func() (uint64, bool)) *RecordCache[T] {
+	return &RecordCache[T]{prefix: prefix, live: live, records: make(map[string]*T)}
 }
 
-// generation is to be read before a read transaction whose records go to
-// add.
-func (c *recordCache[T]) generation() uint64 {
+// Generation is to be read before a read transaction whose records go to
+// Add.
+func (c *RecordCache[T]) Generation() uint64 {
 	if c.live != nil {
 		if epoch, ok := c.live(); ok {
 			c.newEpoch(epoch) // so that the add after this read is not refused
@@ -63,9 +63,9 @@ func (c *recordCache[T]) generation() uint64 {
 	return c.gen
 }
 
-// get returns a shallow copy of the cached record (callers may change its
+// Get returns a shallow copy of the cached record (callers may change its
 // fields but only read its slices), or nil.
-func (c *recordCache[T]) get(id string) *T {
+func (c *RecordCache[T]) Get(id string) *T {
 	var epoch uint64
 	if c.live != nil {
 		var ok bool
@@ -89,9 +89,10 @@ func (c *recordCache[T]) get(id string) *T {
 	return &cp
 }
 
-// add caches a copy of rec, the record of id read in a transaction that
-// began after generation returned gen.
-func (c *recordCache[T]) add(gen uint64, id string, rec *T) {
+// Add caches a copy of rec, the record of id (its key is the cache's
+// prefix followed by id) read in a transaction that began after Generation
+// returned gen.
+func (c *RecordCache[T]) Add(gen uint64, id string, rec *T) {
 	var epoch uint64
 	if c.live != nil {
 		var ok bool
@@ -116,7 +117,7 @@ func (c *recordCache[T]) add(gen uint64, id string, rec *T) {
 
 // drop forgets the records at the given keys that are under the cache's
 // prefix (all of them for nil).
-func (c *recordCache[T]) drop(keys []string) {
+func (c *RecordCache[T]) drop(keys []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
@@ -132,7 +133,7 @@ func (c *recordCache[T]) drop(keys []string) {
 }
 
 // newEpoch empties the cache for the listener's epoch (once).
-func (c *recordCache[T]) newEpoch(epoch uint64) {
+func (c *RecordCache[T]) newEpoch(epoch uint64) {
 	c.mu.RLock()
 	same := c.epoch == epoch
 	c.mu.RUnlock()
@@ -148,53 +149,93 @@ func (c *recordCache[T]) newEpoch(epoch uint64) {
 	}
 }
 
-// caches are the Store's record caches.
-type caches struct {
-	apps        *recordCache[OAuthApp]         // by client_id
-	oauthTokens *recordCache[OAuthAccessToken] // by token digest
-	members     *recordCache[Member]           // by member id
+// keyPrefix is the prefix of the keys of the cached records.
+func (c *RecordCache[T]) keyPrefix() []byte { return c.prefix }
+
+// recordCaches are what caches hold of a RecordCache of any record type.
+type recordCaches interface {
+	drop(keys []string)
+	keyPrefix() []byte
 }
 
-// The key prefixes of cached records.
-var (
-	appsPrefix        = oauthAppKey("")
-	oauthTokensPrefix = oauthTokenKey("")
-	membersPrefix     = memberIDKey("")
-	cachedPrefixes    = [][]byte{appsPrefix, oauthTokensPrefix, membersPrefix}
-)
+// CacheKind is one kind of cached record: the records under one key
+// prefix, of type T. A package declares its kinds in package-level
+// variables (NewCacheKind), so every kind exists before any store is
+// prepared; each Store then holds one cache of each kind (CacheKind.Of),
+// whichever handle asks for it, and every write under the prefix drops
+// the written record from it on every node (noteWrite, cacheNotes).
+type CacheKind[T any] struct {
+	i      int
+	prefix []byte
+}
+
+// cacheKinds are the kinds declared, in order; written only by
+// NewCacheKind during package initialization.
+var cacheKinds []func(live func() (uint64, bool)) recordCaches
+
+// NewCacheKind declares the kind of the records of type T under prefix.
+// Call it only to initialize a package-level variable.
+func NewCacheKind[T any](prefix []byte) *CacheKind[T] {
+	k := &CacheKind[T]{i: len(cacheKinds), prefix: prefix}
+	cacheKinds = append(cacheKinds, func(live func() (uint64, bool)) recordCaches {
+		return newRecordCache[T](prefix, live)
+	})
+	return k
+}
+
+// Of returns s's cache of this kind.
+func (k *CacheKind[T]) Of(s *Store) *RecordCache[T] {
+	return s.caches.all[k.i].(*RecordCache[T])
+}
+
+// caches are a Store's record caches, one of each kind.
+type caches struct {
+	all []recordCaches // by CacheKind.i
+}
+
+// MemberCache is the cache of members (by member id), which the core reads
+// and domain packages read with their records (an OAuth token's member).
+var MemberCache = NewCacheKind[Member](memberIDKey(""))
 
 // newCaches returns empty caches; live is nil for a store only one process
-// uses (Badger), else the engine's kv.LiveEpochs (recordCache.live).
+// uses (Badger), else the engine's kv.LiveEpochs (RecordCache.live).
 func newCaches(live func() (uint64, bool)) caches {
-	return caches{
-		apps:        newRecordCache[OAuthApp](appsPrefix, live),
-		oauthTokens: newRecordCache[OAuthAccessToken](oauthTokensPrefix, live),
-		members:     newRecordCache[Member](membersPrefix, live),
+	c := caches{all: make([]recordCaches, len(cacheKinds))}
+	for i, mk := range cacheKinds {
+		c.all[i] = mk(live)
 	}
+	return c
 }
 
 // drop forgets the cached records at keys (all of them for nil).
 func (c caches) drop(keys []string) {
-	c.apps.drop(keys)
-	c.oauthTokens.drop(keys)
-	c.members.drop(keys)
+	for _, rc := range c.all {
+		rc.drop(keys)
+	}
 }
 
 // noteWrite records in tx a write to key that cached records depend on.
 func (tx *Tx) noteWrite(key []byte) {
-	for _, p := range cachedPrefixes {
-		if bytes.HasPrefix(key, p) {
+	if tx.st == nil {
+		return
+	}
+	for _, rc := range tx.st.caches.all {
+		if bytes.HasPrefix(key, rc.keyPrefix()) {
 			tx.cachedWritten = append(tx.cachedWritten, string(key))
 			return
 		}
 	}
 }
 
-// cachedMember returns the member with id from the cache, or reads it in
-// tx; read says it was read, to be added with a generation taken before tx
-// began.
+// CachedMember returns the member with id from s's MemberCache, or reads
+// it in tx; read says it was read, to be added with a generation taken
+// before tx began.
+func CachedMember(s *Store, tx *Tx, id string) (m *Member, read bool, err error) {
+	return s.cachedMember(tx, id)
+}
+
 func (s *Store) cachedMember(tx *Tx, id string) (m *Member, read bool, err error) {
-	if m = s.caches.members.get(id); m != nil {
+	if m = MemberCache.Of(s).Get(id); m != nil {
 		return m, false, nil
 	}
 	m, err = tx.MemberByID(id)

@@ -1,194 +1,49 @@
 package storage
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
-// A cached application record gives way to every committed write to its
-// key: a change, a deletion, a restore.
-func TestOAuthAppCacheFollowsWrites(t *testing.T) {
-	s, _, app, secret := oauthFixture(t)
-	if _, err := s.AuthenticateOAuthClient(app.ClientID, secret); err != nil {
-		t.Fatal(err)
-	}
-	if _, cached := s.caches.apps.records[app.ClientID]; !cached {
-		t.Fatal("the application was not cached after a lookup")
-	}
-	got, err := s.OAuthApp(app.ClientID)
-	if err != nil || got.Name != "Tooter" {
-		t.Fatalf("cached lookup: %+v, %v", got, err)
-	}
-	got.Scopes = []string{"write"} // a caller's copy, not the cache's
-	got.Name = "Changed by a caller"
-	if again, _ := s.OAuthApp(app.ClientID); again.Name != "Tooter" {
-		t.Fatalf("a caller changed the cached record: %q", again.Name)
-	}
+// testRecord is a record cached by the tests of the cache itself.
+type testRecord struct{ ClientID, Name string }
 
-	renamed := *app
-	renamed.Name = "Tooter 2"
-	if err := s.Update(func(tx *Tx) error { return tx.putJSON(oauthAppKey(app.ClientID), &renamed, 0) }); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := s.OAuthApp(app.ClientID); err != nil || got.Name != "Tooter 2" {
-		t.Fatalf("after a write: %+v, %v", got, err)
-	}
-
-	if err := s.Update(func(tx *Tx) error { return tx.delete(oauthAppKey(app.ClientID)) }); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.AuthenticateOAuthClient(app.ClientID, secret); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("after a delete: %v, want ErrNotFound", err)
-	}
-
-	// A backup from a busier store carries a newer version of the record
-	// (Badger keeps the versions of a backup), so restoring it replaces
-	// the cached one.
-	other := openOAuthTestStore(t)
-	for i := range 20 {
-		busier := *app
-		busier.Name = fmt.Sprint("Tooter from backup ", i)
-		if err := other.Update(func(tx *Tx) error { return tx.putJSON(oauthAppKey(app.ClientID), &busier, 0) }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var backup bytes.Buffer
-	if err := other.Backup(&backup); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Update(func(tx *Tx) error { return tx.putJSON(oauthAppKey(app.ClientID), app, 0) }); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.AuthenticateOAuthClient(app.ClientID, secret); err != nil {
-		t.Fatalf("after writing the record again: %v", err)
-	}
-	if _, err := s.Replace(&backup); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := s.OAuthApp(app.ClientID); err != nil || got.Name != "Tooter from backup 19" {
-		t.Fatalf("after a restore: %+v, %v", got, err)
-	}
-}
+func testRecordKey(id string) []byte { return key("test", "rec", id) }
 
 // A lookup that read the record before a write committed must not cache
 // what it read once the write has dropped the entry.
 func TestRecordCacheIgnoresReadsOlderThanADrop(t *testing.T) {
-	c := newRecordCache[OAuthApp](oauthAppKey(""), nil)
-	app := &OAuthApp{ClientID: "c1", Name: "old"}
-	gen := c.generation()
-	c.drop([]string{string(oauthAppKey("c1"))}) // a write committed meanwhile
-	c.add(gen, "c1", app)
-	if got := c.get("c1"); got != nil {
+	c := newRecordCache[testRecord](testRecordKey(""), nil)
+	app := &testRecord{ClientID: "c1", Name: "old"}
+	gen := c.Generation()
+	c.drop([]string{string(testRecordKey("c1"))}) // a write committed meanwhile
+	c.Add(gen, "c1", app)
+	if got := c.Get("c1"); got != nil {
 		t.Fatalf("a read older than the write was cached: %+v", got)
 	}
-	c.add(c.generation(), "c1", app)
-	if got := c.get("c1"); got == nil || got.Name != "old" {
+	c.Add(c.Generation(), "c1", app)
+	if got := c.Get("c1"); got == nil || got.Name != "old" {
 		t.Fatalf("a current read was not cached: %+v", got)
 	}
 	c.drop([]string{string(memberIDKey("c1"))}) // another kind's key
-	if got := c.get("c1"); got == nil {
+	if got := c.Get("c1"); got == nil {
 		t.Fatal("a write to another kind of record dropped the entry")
 	}
 }
 
 func TestRecordCacheIsBounded(t *testing.T) {
-	c := newRecordCache[OAuthApp](oauthAppKey(""), nil)
+	c := newRecordCache[testRecord](testRecordKey(""), nil)
 	for i := range recordCacheSize + 10 {
 		id := fmt.Sprint(i)
-		c.add(c.generation(), id, &OAuthApp{ClientID: id})
+		c.Add(c.Generation(), id, &testRecord{ClientID: id})
 	}
 	if n := len(c.records); n != recordCacheSize {
-		t.Fatalf("%d cached applications, want %d", n, recordCacheSize)
+		t.Fatalf("%d cached records, want %d", n, recordCacheSize)
 	}
-}
-
-// A cached access token and its cached member give way at once to a
-// revocation, a suspension and a deletion of the member.
-func TestCachedTokensAndMembersFollowWrites(t *testing.T) {
-	s, m, app, _ := oauthFixture(t)
-	code, err := s.CreateOAuthCode(app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, secret, err := s.ExchangeOAuthCode(code, func(*OAuthCode) error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, got, err := s.OAuthToken(secret); err != nil || got.ID != m.ID {
-		t.Fatalf("OAuthToken = %v, %v", got, err)
-	}
-	if s.caches.oauthTokens.get(Digest(secret)) == nil || s.caches.members.get(m.ID) == nil {
-		t.Fatal("the token and its member were not cached after a lookup")
-	}
-	if _, _, err := s.OAuthToken(secret); err != nil {
-		t.Fatalf("cached lookup: %v", err)
-	}
-	if _, err := s.SetSuspended(m.Username, true); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := s.OAuthToken(secret); !errors.Is(err, ErrSuspended) {
-		t.Fatalf("after suspending the member: %v, want ErrSuspended", err)
-	}
-	if _, err := s.SetSuspended(m.Username, false); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := s.OAuthToken(secret); err != nil {
-		t.Fatalf("after lifting the suspension: %v", err)
-	}
-	if err := s.RevokeOAuthToken(tok.ClientID, secret); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := s.OAuthToken(secret); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("after revoking: %v, want ErrNotFound", err)
-	}
-}
-
-// Under concurrent lookups, a lookup that starts after a write to the
-// application returned sees that write.
-func TestOAuthAppCacheUnderConcurrentLookups(t *testing.T) {
-	s, _, app, _ := oauthFixture(t)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := s.OAuthApp(app.ClientID); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	for i := range 200 {
-		renamed := *app
-		renamed.Name = fmt.Sprint("name ", i)
-		if err := s.Update(func(tx *Tx) error { return tx.putJSON(oauthAppKey(app.ClientID), &renamed, 0) }); err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.OAuthApp(app.ClientID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Name != renamed.Name {
-			t.Fatalf("after writing %q a lookup saw %q", renamed.Name, got.Name)
-		}
-	}
-	close(stop)
-	wg.Wait()
 }
 
 // The notifications of a commit's cached keys: deduplicated, split to fit

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -46,7 +47,7 @@ func resetKey(digest string) []byte { return key("reset", digest) }
 
 // CreateResetLink makes a reset link token for username, valid for ttl
 // (at most MaxResetLinkLifetime).
-func (s *Store) CreateResetLink(username string, ttl time.Duration, opts ResetLinkOptions) (string, *Member, *ResetLink, error) {
+func (s *Store) CreateResetLink(ctx context.Context, username string, ttl time.Duration, opts ResetLinkOptions) (string, *Member, *ResetLink, error) {
 	if ttl <= 0 || ttl > MaxResetLinkLifetime {
 		return "", nil, nil, Invalid("a reset link lasts more than 0 and at most %s", MaxResetLinkLifetime)
 	}
@@ -54,7 +55,7 @@ func (s *Store) CreateResetLink(username string, ttl time.Duration, opts ResetLi
 	now := time.Now().UTC()
 	link := &ResetLink{CreatedAt: now, ExpiresAt: now.Add(ttl), DisableTwoFactor: opts.DisableTwoFactor, RevokeAccess: opts.RevokeAccess}
 	var m *Member
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		var err error
 		m, err = tx.Member(username)
 		if err != nil {
@@ -71,13 +72,13 @@ func (s *Store) CreateResetLink(username string, ttl time.Duration, opts ResetLi
 
 // ResetLinkMember returns the member and record of a live reset link, or
 // ErrNotFound (unknown, used or expired, or the member is gone).
-func (s *Store) ResetLinkMember(token string) (*Member, *ResetLink, error) {
+func (s *Store) ResetLinkMember(ctx context.Context, token string) (*Member, *ResetLink, error) {
 	if !strings.HasPrefix(token, ResetTokenPrefix) || len(token) > 128 {
 		return nil, nil, ErrNotFound
 	}
 	var m *Member
 	var link ResetLink
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		if err := tx.getJSON(resetKey(Digest(token)), &link); err != nil {
 			return err
 		}
@@ -105,26 +106,26 @@ func (s *Store) ResetLinkMember(token string) (*Member, *ResetLink, error) {
 // once after, for what a session made in between (the sessions end with the
 // password). An error of the second pass is returned with the member: the
 // password is set and the link used up by then.
-func (s *Store) UseResetLink(token, password string) (*Member, error) {
+func (s *Store) UseResetLink(ctx context.Context, token, password string) (*Member, error) {
 	if err := ValidatePassword(password); err != nil {
 		return nil, err
 	}
 	hash := HashPassword(password)
 	d := Digest(token)
 	var link ResetLink
-	if err := s.View(func(tx *Tx) error { return tx.getJSON(resetKey(d), &link) }); err != nil {
+	if err := s.View(ctx, func(tx *Tx) error { return tx.getJSON(resetKey(d), &link) }); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return nil, ErrNotFound
 		}
 		return nil, err
 	}
 	if link.RevokeAccess && time.Now().Before(link.ExpiresAt) {
-		if _, _, err := s.RevokeMemberAccess(link.MemberID); err != nil && !errors.Is(err, ErrNotFound) {
+		if _, _, err := s.RevokeMemberAccess(ctx, link.MemberID); err != nil && !errors.Is(err, ErrNotFound) {
 			return nil, err
 		}
 	}
 	var m *Member
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		var link ResetLink
 		if err := tx.getJSON(resetKey(d), &link); err != nil {
 			return err
@@ -159,7 +160,7 @@ func (s *Store) UseResetLink(token, password string) (*Member, error) {
 		return nil, err
 	}
 	if link.RevokeAccess {
-		if _, _, err := s.RevokeMemberAccess(m.ID); err != nil {
+		if _, _, err := s.RevokeMemberAccess(ctx, m.ID); err != nil {
 			return m, fmt.Errorf("the password is set, but revoking the member's API tokens and OAuth grants failed: %w", err)
 		}
 	}

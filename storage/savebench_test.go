@@ -54,7 +54,7 @@ func benchmarkSaveArticle(b *testing.B, sync bool) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	m, err := st.CreateMember("alice", "", "correct horse")
+	m, err := st.CreateMember(b.Context(), "alice", "", "correct horse")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func benchmarkSaveArticle(b *testing.B, sync bool) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		a := arts[i%len(arts)]
-		_, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: a.title,
+		_, _, err := st.SaveItem(b.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: a.title,
 			Description: "about " + a.title, HTML: "<p>" + a.text + "</p>", Text: a.text})
 		if err != nil {
 			b.Fatal(err)

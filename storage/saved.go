@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -558,7 +559,7 @@ func cleanLine(s string, max int, what string) (string, error) {
 // same URL (moving it back to the inbox), or, for a newsletter whose
 // MessageID the member already has, returns that item unchanged. It reports
 // whether it was created.
-func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) {
+func (s *Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*SavedItem, bool, error) {
 	if in.Type == "" {
 		in.Type = TypeArticle
 	}
@@ -614,7 +615,7 @@ func (s *Store) SaveItem(memberID string, in NewItem) (*SavedItem, bool, error) 
 	}
 	var out *SavedItem
 	created := false
-	err = s.Update(func(tx *Tx) error {
+	err = s.Update(ctx, func(tx *Tx) error {
 		created = false
 		if msgDigest != "" {
 			// The read makes a concurrent save of the same message conflict,
@@ -758,9 +759,9 @@ func contains(list []string, s string) bool {
 }
 
 // SavedItem returns one of the member's items.
-func (s *Store) SavedItem(memberID, id string) (*SavedItem, error) {
+func (s *Store) SavedItem(ctx context.Context, memberID, id string) (*SavedItem, error) {
 	var it SavedItem
-	err := s.View(func(tx *Tx) error { return tx.getItem(itemKey(memberID, id), &it) })
+	err := s.View(ctx, func(tx *Tx) error { return tx.getItem(itemKey(memberID, id), &it) })
 	if err != nil {
 		return nil, err
 	}
@@ -769,9 +770,9 @@ func (s *Store) SavedItem(memberID, id string) (*SavedItem, error) {
 
 // SavedItems returns the member's items with ids, in that order, skipping
 // unknown ids.
-func (s *Store) SavedItems(memberID string, ids []string) ([]*SavedItem, error) {
+func (s *Store) SavedItems(ctx context.Context, memberID string, ids []string) ([]*SavedItem, error) {
 	var out []*SavedItem
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		for _, id := range ids {
 			var it SavedItem
 			err := tx.getItem(itemKey(memberID, id), &it)
@@ -789,9 +790,9 @@ func (s *Store) SavedItems(memberID string, ids []string) ([]*SavedItem, error) 
 }
 
 // ItemContent returns the content of a saved item.
-func (s *Store) ItemContent(memberID, id string) (*ItemContent, error) {
+func (s *Store) ItemContent(ctx context.Context, memberID, id string) (*ItemContent, error) {
 	var c ItemContent
-	err := s.View(func(tx *Tx) error { return tx.getJSON(contentKey(memberID, id), &c) })
+	err := s.View(ctx, func(tx *Tx) error { return tx.getJSON(contentKey(memberID, id), &c) })
 	if err != nil {
 		return nil, err
 	}
@@ -801,7 +802,7 @@ func (s *Store) ItemContent(memberID, id string) (*ItemContent, error) {
 // updateItems applies fn to each of the member's items with ids (all must
 // exist), moving updatedAt, and returns them. It is one transaction unless
 // the items are too big for one (see updateInParts).
-func (s *Store) updateItems(memberID string, ids []string, fn func(tx *Tx, it *SavedItem) error) ([]*SavedItem, error) {
+func (s *Store) updateItems(ctx context.Context, memberID string, ids []string, fn func(tx *Tx, it *SavedItem) error) ([]*SavedItem, error) {
 	if len(ids) == 0 {
 		return nil, Invalid("ids must not be empty")
 	}
@@ -826,7 +827,7 @@ func (s *Store) updateItems(memberID string, ids []string, fn func(tx *Tx, it *S
 		}
 		return nil
 	}
-	err := s.updateInParts(unique, exist, func(tx *Tx, ids []string) error {
+	err := s.updateInParts(ctx, unique, exist, func(tx *Tx, ids []string) error {
 		for _, id := range ids {
 			var old SavedItem
 			if err := tx.getItem(itemKey(memberID, id), &old); err != nil {
@@ -856,11 +857,11 @@ func (s *Store) updateItems(memberID string, ids []string, fn func(tx *Tx, it *S
 }
 
 // SetItemsStatus moves items to the inbox (ACTIVE), archive or trash.
-func (s *Store) SetItemsStatus(memberID string, ids []string, status string) ([]*SavedItem, error) {
+func (s *Store) SetItemsStatus(ctx context.Context, memberID string, ids []string, status string) ([]*SavedItem, error) {
 	if _, ok := statusCode[status]; !ok {
 		return nil, Invalid("unknown status")
 	}
-	return s.updateItems(memberID, ids, func(_ *Tx, it *SavedItem) error {
+	return s.updateItems(ctx, memberID, ids, func(_ *Tx, it *SavedItem) error {
 		it.Status = status
 		if status == StatusDeleted {
 			t := now()
@@ -878,7 +879,7 @@ type ItemMetadata struct {
 }
 
 // UpdateItemMetadata changes an item's title, description or author.
-func (s *Store) UpdateItemMetadata(memberID, id string, m ItemMetadata) (*SavedItem, error) {
+func (s *Store) UpdateItemMetadata(ctx context.Context, memberID, id string, m ItemMetadata) (*SavedItem, error) {
 	var err error
 	if m.Title != nil {
 		v := *m.Title
@@ -904,7 +905,7 @@ func (s *Store) UpdateItemMetadata(memberID, id string, m ItemMetadata) (*SavedI
 		}
 		m.Author = &v
 	}
-	items, err := s.updateItems(memberID, []string{id}, func(_ *Tx, it *SavedItem) error {
+	items, err := s.updateItems(ctx, memberID, []string{id}, func(_ *Tx, it *SavedItem) error {
 		if m.Title != nil {
 			it.Title = *m.Title
 		}
@@ -923,8 +924,8 @@ func (s *Store) UpdateItemMetadata(memberID, id string, m ItemMetadata) (*SavedI
 }
 
 // SetItemsRead marks items read (now) or unread, as the member's choice.
-func (s *Store) SetItemsRead(memberID string, ids []string, read bool) ([]*SavedItem, error) {
-	return s.updateItems(memberID, ids, func(_ *Tx, it *SavedItem) error {
+func (s *Store) SetItemsRead(ctx context.Context, memberID string, ids []string, read bool) ([]*SavedItem, error) {
+	return s.updateItems(ctx, memberID, ids, func(_ *Tx, it *SavedItem) error {
 		it.IsReadManual = true
 		if read {
 			t := now()
@@ -938,11 +939,11 @@ func (s *Store) SetItemsRead(memberID string, ids []string, read bool) ([]*Saved
 
 // UpdateReadingProgress records how far (0 to 100 percent) the member has
 // read; reaching 100 marks the item read unless it was marked by hand.
-func (s *Store) UpdateReadingProgress(memberID, id string, progress float64) (*SavedItem, error) {
+func (s *Store) UpdateReadingProgress(ctx context.Context, memberID, id string, progress float64) (*SavedItem, error) {
 	if math.IsNaN(progress) || progress < 0 || progress > 100 {
 		return nil, Invalid("progress must be between 0 and 100")
 	}
-	items, err := s.updateItems(memberID, []string{id}, func(_ *Tx, it *SavedItem) error {
+	items, err := s.updateItems(ctx, memberID, []string{id}, func(_ *Tx, it *SavedItem) error {
 		it.ReadingProgress = progress
 		if progress >= 100 && it.ReadAt == nil && !it.IsReadManual {
 			t := now()
@@ -970,13 +971,13 @@ type LabelChange struct {
 // sets that the member does not have is ErrNotFound; ids of labels that no
 // longer exist, left on an item by a label deletion that stopped half-way
 // (see labelBatch), are dropped from it.
-func (s *Store) SetItemLabels(memberID string, ids []string, c LabelChange) ([]*SavedItem, error) {
+func (s *Store) SetItemLabels(ctx context.Context, memberID string, ids []string, c LabelChange) ([]*SavedItem, error) {
 	var requested []string
 	if c.Set != nil {
 		requested = append(requested, (*c.Set)...)
 	}
 	requested = append(requested, c.Add...)
-	return s.updateItems(memberID, ids, func(tx *Tx, it *SavedItem) error {
+	return s.updateItems(ctx, memberID, ids, func(tx *Tx, it *SavedItem) error {
 		want := append([]string(nil), it.LabelIDs...)
 		if c.Set != nil {
 			want = append([]string(nil), (*c.Set)...)
@@ -1084,7 +1085,7 @@ func (tx *Tx) deleteItemMessageID(memberID, itemID string) error {
 
 // PermanentlyDeleteItems removes items that are in the trash. An id that is
 // unknown or not in the trash is ErrNotFound and nothing is deleted.
-func (s *Store) PermanentlyDeleteItems(memberID string, ids []string) error {
+func (s *Store) PermanentlyDeleteItems(ctx context.Context, memberID string, ids []string) error {
 	if len(ids) == 0 || len(ids) > MaxBatchIDs {
 		return Invalid("ids must hold 1 to %d ids", MaxBatchIDs)
 	}
@@ -1112,16 +1113,16 @@ func (s *Store) PermanentlyDeleteItems(memberID string, ids []string) error {
 			return nil
 		}
 	}
-	return s.updateInParts(ids, each(false), each(true))
+	return s.updateInParts(ctx, ids, each(false), each(true))
 }
 
 // EmptyTrash permanently deletes every item in the member's trash and
 // returns how many there were.
-func (s *Store) EmptyTrash(memberID string) (int, error) {
+func (s *Store) EmptyTrash(ctx context.Context, memberID string) (int, error) {
 	total := 0
 	for {
 		n := 0
-		err := s.Update(func(tx *Tx) error {
+		err := s.Update(ctx, func(tx *Tx) error {
 			n = 0
 			var ids []string
 			prefix := itemIndexPrefix(memberID, StatusDeleted, SortCreatedAt)
@@ -1185,8 +1186,8 @@ func (tx *Tx) touchItems(memberID string, ids []string, fn func(it *SavedItem)) 
 
 // ForEachSavedItem calls fn for every item of the member with its content,
 // newest first, from one consistent snapshot (for exports).
-func (s *Store) ForEachSavedItem(memberID string, fn func(it *SavedItem, c *ItemContent) error) error {
-	return s.View(func(tx *Tx) error {
+func (s *Store) ForEachSavedItem(ctx context.Context, memberID string, fn func(it *SavedItem, c *ItemContent) error) error {
+	return s.View(ctx, func(tx *Tx) error {
 		for _, st := range []string{StatusActive, StatusArchived, StatusDeleted} {
 			prefix := itemIndexPrefix(memberID, st, SortCreatedAt)
 			err := tx.scan(prefix, nil, true, true, func(k, _ []byte) (bool, error) {
@@ -1333,7 +1334,7 @@ const StatusAll = "ALL"
 // by p.Field then id, starting after p.After: a cursor of a previous page,
 // or the id of an item (Inboxt's cursors are item ids), which pages on from
 // that item's place in the order whatever its status.
-func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*ItemPage, error) {
+func (s *Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter, p PageRequest) (*ItemPage, error) {
 	statuses := []string{f.Status}
 	switch f.Status {
 	case "":
@@ -1364,7 +1365,7 @@ func (s *Store) SavedItemsPage(memberID string, f ItemFilter, p PageRequest) (*I
 	}
 	first := max(p.First, 0)
 	page := &ItemPage{}
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		var after []byte
 		if p.After != "" {
 			a, err := parseCursor(p.After, 1, p.Field, p.Desc)

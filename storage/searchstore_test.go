@@ -91,7 +91,7 @@ func TestSearchPairsOnSeededStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	m, err := st.Member(info.Member)
+	m, err := st.Member(t.Context(), info.Member)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestSearchPairsOnSeededStore(t *testing.T) {
 	time.Sleep(time.Second)
 	waitIndexed(t, st, m.ID)
 	t.Logf("index ready after %v", time.Since(start).Round(time.Millisecond))
-	texts, trigrams, filterKeys, err := st.SearchIndexSize(m.ID)
+	texts, trigrams, filterKeys, err := st.SearchIndexSize(t.Context(), m.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestSearchPairsOnSeededStore(t *testing.T) {
 		n := 0
 		for i := 0; i <= runs; i++ {
 			s := time.Now()
-			page, err := st.SavedItemsPage(m.ID, f, PageRequest{Field: SortCreatedAt, Desc: true, First: 50})
+			page, err := st.SavedItemsPage(t.Context(), m.ID, f, PageRequest{Field: SortCreatedAt, Desc: true, First: 50})
 			if err != nil {
 				return 0, 0, err
 			}
@@ -176,11 +176,11 @@ func TestSearchCostsOnSeededStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	m, err := st.Member("bench")
+	m, err := st.Member(t.Context(), "bench")
 	if err != nil {
 		t.Fatal(err)
 	}
-	labels, err := st.Labels(m.ID)
+	labels, err := st.Labels(t.Context(), m.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestSearchCostsOnSeededStore(t *testing.T) {
 		}
 	}
 	for round := 0; round < 3; round++ {
-		if err := st.View(func(tx *Tx) error {
+		if err := st.View(t.Context(), func(tx *Tx) error {
 			// Reading ids of a source.
 			src := &idSource{parts: []idPart{{prefix: labelItemKey(m.ID, topic, ""), decimal: true}}}
 			s := time.Now()
@@ -269,13 +269,13 @@ func TestSearchVerifyCostOnSeededStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	m, err := st.Member("bench")
+	m, err := st.Member(t.Context(), "bench")
 	if err != nil {
 		t.Fatal(err)
 	}
 	needle := []byte("zanzibarite")
 	for round := 0; round < 3; round++ {
-		if err := st.View(func(tx *Tx) error {
+		if err := st.View(t.Context(), func(tx *Tx) error {
 			var items []*SavedItem
 			prefix := itemKey(m.ID, "")
 			if err := tx.scan(prefix, nil, true, false, func(_, v []byte) (bool, error) {

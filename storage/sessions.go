@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"sort"
 	"strings"
@@ -85,13 +86,13 @@ func clip(s string, n int) string {
 func startsRune(b byte) bool { return b&0xC0 != 0x80 }
 
 // CreateSession starts a session for memberID lasting ttl and returns its id.
-func (s *Store) CreateSession(memberID string, ttl time.Duration) (string, error) {
-	return s.CreateSessionWith(memberID, ttl, SessionInfo{})
+func (s *Store) CreateSession(ctx context.Context, memberID string, ttl time.Duration) (string, error) {
+	return s.CreateSessionWith(ctx, memberID, ttl, SessionInfo{})
 }
 
 // CreateSessionWith is CreateSession recording the browser's device summary
 // and client address (clipped to their bounds).
-func (s *Store) CreateSessionWith(memberID string, ttl time.Duration, info SessionInfo) (string, error) {
+func (s *Store) CreateSessionWith(ctx context.Context, memberID string, ttl time.Duration, info SessionInfo) (string, error) {
 	id := NewSecret(SessionPrefix, 32)
 	d := Digest(id)
 	now := time.Now().UTC()
@@ -99,7 +100,7 @@ func (s *Store) CreateSessionWith(memberID string, ttl time.Duration, info Sessi
 		MemberID: memberID, CreatedAt: now, ExpiresAt: now.Add(ttl), LastSeenAt: now,
 		Device: clip(info.Device, MaxSessionDeviceLen), Address: clip(info.Address, MaxSessionAddressLen),
 	}
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		if _, err := tx.MemberByID(memberID); err != nil {
 			return err
 		}
@@ -120,20 +121,20 @@ func (s *Store) CreateSessionWith(memberID string, ttl time.Duration, info Sessi
 // SessionMember returns the member signed in with session id. It returns
 // ErrNotFound for unknown or expired sessions and ErrSuspended for a
 // suspended member.
-func (s *Store) SessionMember(id string) (*Member, error) {
-	m, _, err := s.SessionAndMember(id)
+func (s *Store) SessionMember(ctx context.Context, id string) (*Member, error) {
+	m, _, err := s.SessionAndMember(ctx, id)
 	return m, err
 }
 
 // SessionAndMember is SessionMember that also returns the session record.
-func (s *Store) SessionAndMember(id string) (*Member, *Session, error) {
+func (s *Store) SessionAndMember(ctx context.Context, id string) (*Member, *Session, error) {
 	if len(id) < len(SessionPrefix)+16 || len(id) > 128 {
 		return nil, nil, ErrNotFound
 	}
 	var m *Member
 	var sess Session
 	d := Digest(id)
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		if err := tx.getJSON(sessionKey(d), &sess); err != nil {
 			return err
 		}
@@ -159,9 +160,9 @@ func (s *Store) SessionAndMember(id string) (*Member, *Session, error) {
 // minutes is enough). A session ended or expired meanwhile stays ended; the
 // session keeps its expiry. The write is asynchronous: a last-seen time is
 // not worth a disk sync.
-func (s *Store) TouchSession(id, address string) error {
+func (s *Store) TouchSession(ctx context.Context, id, address string) error {
 	d := Digest(id)
-	return s.UpdateAsync(func(tx *Tx) error {
+	return s.UpdateAsync(ctx, func(tx *Tx) error {
 		var sess Session
 		err := tx.getJSON(sessionKey(d), &sess)
 		if errors.Is(err, ErrNotFound) {
@@ -187,9 +188,9 @@ func (s *Store) TouchSession(id, address string) error {
 }
 
 // Sessions lists memberID's live sessions, most recently seen first.
-func (s *Store) Sessions(memberID string) ([]*Session, error) {
+func (s *Store) Sessions(ctx context.Context, memberID string) ([]*Session, error) {
 	var out []*Session
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		digests, err := tx.suffixes(memberSessionsPrefix(memberID))
 		if err != nil {
 			return err
@@ -218,11 +219,11 @@ func (s *Store) Sessions(memberID string) ([]*Session, error) {
 
 // EndSession ends memberID's session whose public id is publicID. It
 // returns ErrNotFound when the member has no such session.
-func (s *Store) EndSession(memberID, publicID string) error {
+func (s *Store) EndSession(ctx context.Context, memberID, publicID string) error {
 	if len(publicID) != SessionPublicIDLen || strings.Trim(publicID, "0123456789abcdef") != "" {
 		return ErrNotFound
 	}
-	return s.Update(func(tx *Tx) error {
+	return s.Update(ctx, func(tx *Tx) error {
 		digests, err := tx.suffixes(key("member", "sess", memberID, publicID))
 		if err != nil {
 			return err
@@ -246,13 +247,13 @@ func (s *Store) EndSession(memberID, publicID string) error {
 // EndOtherSessions ends every session of memberID except the one whose
 // cookie secret is keep (none kept when keep is ""), and returns how many
 // it ended.
-func (s *Store) EndOtherSessions(memberID, keep string) (int, error) {
+func (s *Store) EndOtherSessions(ctx context.Context, memberID, keep string) (int, error) {
 	keepDigest := ""
 	if keep != "" {
 		keepDigest = Digest(keep)
 	}
 	n := 0
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		var err error
 		n, err = tx.deleteMemberSessionsExcept(memberID, keepDigest)
 		return err
@@ -261,9 +262,9 @@ func (s *Store) EndOtherSessions(memberID, keep string) (int, error) {
 }
 
 // DeleteSession ends a session; unknown ids are ignored.
-func (s *Store) DeleteSession(id string) error {
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	d := Digest(id)
-	return s.Update(func(tx *Tx) error {
+	return s.Update(ctx, func(tx *Tx) error {
 		var sess Session
 		err := tx.getJSON(sessionKey(d), &sess)
 		if errors.Is(err, ErrNotFound) {

@@ -9,21 +9,21 @@ import (
 
 func TestSessionMetadataListAndEnd(t *testing.T) {
 	st := openTestStore(t)
-	alice, _ := st.CreateMember("alice", "", "correct horse")
-	bob, _ := st.CreateMember("bob", "", "correct horse")
+	alice, _ := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	bob, _ := st.CreateMember(t.Context(), "bob", "", "correct horse")
 	long := strings.Repeat("é", 100) + "\x00\n"
-	phone, err := st.CreateSessionWith(alice.ID, time.Hour, SessionInfo{Device: "Firefox on Android", Address: "198.51.100.7"})
+	phone, err := st.CreateSessionWith(t.Context(), alice.ID, time.Hour, SessionInfo{Device: "Firefox on Android", Address: "198.51.100.7"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	laptop, err := st.CreateSessionWith(alice.ID, time.Hour, SessionInfo{Device: long, Address: long})
+	laptop, err := st.CreateSessionWith(t.Context(), alice.ID, time.Hour, SessionInfo{Device: long, Address: long})
 	if err != nil {
 		t.Fatal(err)
 	}
-	third, _ := st.CreateSession(alice.ID, time.Hour)
-	bobs, _ := st.CreateSession(bob.ID, time.Hour)
+	third, _ := st.CreateSession(t.Context(), alice.ID, time.Hour)
+	bobs, _ := st.CreateSession(t.Context(), bob.ID, time.Hour)
 
-	list, err := st.Sessions(alice.ID)
+	list, err := st.Sessions(t.Context(), alice.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,54 +52,54 @@ func TestSessionMetadataListAndEnd(t *testing.T) {
 	// Touching updates last seen and the address, keeps the expiry.
 	before := p.LastSeen()
 	time.Sleep(10 * time.Millisecond)
-	if err := st.TouchSession(phone, "203.0.113.9"); err != nil {
+	if err := st.TouchSession(t.Context(), phone, "203.0.113.9"); err != nil {
 		t.Fatal(err)
 	}
-	_, got, err := st.SessionAndMember(phone)
+	_, got, err := st.SessionAndMember(t.Context(), phone)
 	if err != nil || !got.LastSeen().After(before) || got.Address != "203.0.113.9" || !got.ExpiresAt.Equal(p.ExpiresAt) {
 		t.Fatalf("after touch: %+v, %v (before %v)", got, err, before)
 	}
 
 	// Ending by public id: another member's id and malformed ids are refused.
-	if err := st.EndSession(bob.ID, SessionPublicID(phone)); !errors.Is(err, ErrNotFound) {
+	if err := st.EndSession(t.Context(), bob.ID, SessionPublicID(phone)); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("bob ends alice's session: %v", err)
 	}
 	for _, bad := range []string{"", "zz", phone, Digest(phone), SessionPublicID(phone)[:8]} {
-		if err := st.EndSession(alice.ID, bad); !errors.Is(err, ErrNotFound) {
+		if err := st.EndSession(t.Context(), alice.ID, bad); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("EndSession(%q): %v", bad, err)
 		}
 	}
-	if _, err := st.SessionMember(phone); err != nil {
+	if _, err := st.SessionMember(t.Context(), phone); err != nil {
 		t.Fatalf("refused ends ended the session: %v", err)
 	}
-	if err := st.EndSession(alice.ID, SessionPublicID(phone)); err != nil {
+	if err := st.EndSession(t.Context(), alice.ID, SessionPublicID(phone)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SessionMember(phone); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SessionMember(t.Context(), phone); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("ended session still works: %v", err)
 	}
 	// A touch after the end does not bring it back.
-	if err := st.TouchSession(phone, "203.0.113.9"); err != nil {
+	if err := st.TouchSession(t.Context(), phone, "203.0.113.9"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SessionMember(phone); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SessionMember(t.Context(), phone); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("touch revived an ended session: %v", err)
 	}
 
-	n, err := st.EndOtherSessions(alice.ID, third)
+	n, err := st.EndOtherSessions(t.Context(), alice.ID, third)
 	if err != nil || n != 1 {
 		t.Fatalf("EndOtherSessions: %d, %v", n, err)
 	}
-	if _, err := st.SessionMember(laptop); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SessionMember(t.Context(), laptop); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("other session survived: %v", err)
 	}
-	if _, err := st.SessionMember(third); err != nil {
+	if _, err := st.SessionMember(t.Context(), third); err != nil {
 		t.Fatalf("kept session ended: %v", err)
 	}
-	if _, err := st.SessionMember(bobs); err != nil {
+	if _, err := st.SessionMember(t.Context(), bobs); err != nil {
 		t.Fatalf("bob's session ended: %v", err)
 	}
-	if list, _ := st.Sessions(alice.ID); len(list) != 1 || list[0].ID != SessionPublicID(third) {
+	if list, _ := st.Sessions(t.Context(), alice.ID); len(list) != 1 || list[0].ID != SessionPublicID(third) {
 		t.Fatalf("sessions left: %+v", list)
 	}
 }
@@ -108,12 +108,12 @@ func TestSessionMetadataListAndEnd(t *testing.T) {
 // listed with its creation time as last seen.
 func TestSessionWithoutMetadataKeepsWorking(t *testing.T) {
 	st := openTestStore(t)
-	m, _ := st.CreateMember("alice", "", "correct horse")
+	m, _ := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	id := NewSecret(SessionPrefix, 32)
 	d := Digest(id)
 	created := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
 	old := map[string]any{"member_id": m.ID, "created_at": created, "expires_at": created.Add(3 * time.Hour)}
-	err := st.Update(func(tx *Tx) error {
+	err := st.Update(t.Context(), func(tx *Tx) error {
 		if err := tx.putJSON(sessionKey(d), old, 2*time.Hour); err != nil {
 			return err
 		}
@@ -122,17 +122,17 @@ func TestSessionWithoutMetadataKeepsWorking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, sess, err := st.SessionAndMember(id)
+	got, sess, err := st.SessionAndMember(t.Context(), id)
 	if err != nil || got.ID != m.ID || !sess.LastSeen().Equal(created) || sess.Device != "" {
 		t.Fatalf("old session: %v %+v %v", got, sess, err)
 	}
-	if list, _ := st.Sessions(m.ID); len(list) != 1 || list[0].ID != SessionPublicID(id) {
+	if list, _ := st.Sessions(t.Context(), m.ID); len(list) != 1 || list[0].ID != SessionPublicID(id) {
 		t.Fatalf("old session not listed: %+v", list)
 	}
-	if err := st.TouchSession(id, "192.0.2.1"); err != nil {
+	if err := st.TouchSession(t.Context(), id, "192.0.2.1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, sess, _ := st.SessionAndMember(id); sess == nil || !sess.LastSeen().After(created) || sess.Address != "192.0.2.1" {
+	if _, sess, _ := st.SessionAndMember(t.Context(), id); sess == nil || !sess.LastSeen().After(created) || sess.Address != "192.0.2.1" {
 		t.Fatalf("old session after touch: %+v", sess)
 	}
 }
@@ -141,11 +141,11 @@ func TestSessionWithoutMetadataKeepsWorking(t *testing.T) {
 // session, so a member's list stays bounded.
 func TestSessionsPerMemberAreBounded(t *testing.T) {
 	st := openTestStore(t)
-	m, _ := st.CreateMember("alice", "", "correct horse")
-	first, _ := st.CreateSession(m.ID, time.Hour)
+	m, _ := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	first, _ := st.CreateSession(t.Context(), m.ID, time.Hour)
 	ids := []string{first}
 	for range MaxSessionsPerMember - 1 {
-		id, err := st.CreateSession(m.ID, time.Hour)
+		id, err := st.CreateSession(t.Context(), m.ID, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,19 +153,19 @@ func TestSessionsPerMemberAreBounded(t *testing.T) {
 	}
 	// The first one is used again: the second is now the least recent.
 	time.Sleep(5 * time.Millisecond)
-	if err := st.TouchSession(first, ""); err != nil {
+	if err := st.TouchSession(t.Context(), first, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateSession(m.ID, time.Hour); err != nil {
+	if _, err := st.CreateSession(t.Context(), m.ID, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if list, _ := st.Sessions(m.ID); len(list) != MaxSessionsPerMember {
+	if list, _ := st.Sessions(t.Context(), m.ID); len(list) != MaxSessionsPerMember {
 		t.Fatalf("%d sessions, want %d", len(list), MaxSessionsPerMember)
 	}
-	if _, err := st.SessionMember(first); err != nil {
+	if _, err := st.SessionMember(t.Context(), first); err != nil {
 		t.Fatalf("the recently used session ended: %v", err)
 	}
-	if _, err := st.SessionMember(ids[1]); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SessionMember(t.Context(), ids[1]); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the least recently used session survived: %v", err)
 	}
 }

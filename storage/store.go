@@ -1,9 +1,18 @@
 // Package storage is Hearth's store on a storage engine (storage/kv: Badger
-// embedded by default, PostgreSQL for several nodes): opening and closing it,
-// Badger's value-log garbage collection, backups and restores, and the typed
-// repositories (members, sessions, and the records of each service) that
-// handlers use. Handlers never build keys themselves; every key layout lives
-// in this package.
+// embedded by default, PostgreSQL for several nodes). Its core is
+// engine-agnostic and serves the domain packages under storage/ (today
+// storage/agents, storage/grants, storage/apitokens): the Store's lifecycle (Open, Close,
+// Badger's value-log garbage collection), transactions (View, Update,
+// UpdateAsync, UpdateOnce, each with the caller's context.Context) and the
+// Tx primitives domain code uses (Get, Put, Scan, Notify, NewID… on keys
+// made with Key), ids unique across nodes, the record caches (NewCacheKind)
+// and their invalidation across nodes, backups and restores, the gate,
+// shared counters, leases (Lead), notifications (Subscribe, Publish), the
+// shared errors and the domains' hooks (OnMemberDelete,
+// OnRevokeMemberAccess, OnMigrate). The domains not moved yet (members,
+// sessions, two-factor, reset links, the library of saved items) are
+// still methods of Store here; docs/storage-engines.md ("Packages") maps
+// which package holds what. Handlers never build keys themselves.
 package storage
 
 import (
@@ -18,6 +27,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/hearthkit/caddy-hearth/storage/internal/testengine"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
 	"github.com/hearthkit/caddy-hearth/storage/kv/badgerkv"
 	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv"
@@ -169,6 +179,11 @@ type Store struct {
 	done   bool // closed; guarded by openMu
 
 	text textIndexer // the search index's background work (textindex.go)
+
+	// bg is the context of the store's own work (migrations, the search
+	// indexer): Close cancels it before waiting for that work to end.
+	bg     context.Context
+	stopBg context.CancelFunc
 }
 
 // Open opens (creating if needed) the database in dir.
@@ -184,8 +199,12 @@ func Open(dir string, opts Options) (*Store, error) {
 // created, locked or read until Open. Caddy's Provision prepares; Start (or
 // the first request) opens.
 func Prepare(dir string, opts Options) *Store {
-	if testEngineHook != nil {
-		opts = testEngineHook(dir, opts)
+	if opts.Postgres == nil && testengine.Postgres != nil {
+		// The engine suite (HEARTH_TEST_ENGINE=postgres): a test that
+		// chose its database keeps it.
+		if dsn, prefix, ok := testengine.Postgres(dir); ok {
+			opts.Postgres = &PostgresOptions{DSN: dsn, Prefix: prefix}
+		}
 	}
 	opts = opts.withDefaults()
 	s := &Store{path: dir, log: opts.Logger, opts: opts, shared: opts.Postgres != nil, ids: newIDGen(), node: NewSecret("", 9), stopGC: make(chan struct{})}
@@ -194,15 +213,11 @@ func Prepare(dir string, opts Options) *Store {
 	} else {
 		s.caches = newCaches(nil)
 	}
+	s.bg, s.stopBg = context.WithCancel(context.Background())
 	s.gate.init()
 	s.text.init()
 	return s
 }
-
-// testEngineHook, set by this package's TestMain with
-// HEARTH_TEST_ENGINE=postgres, puts every store the tests open into
-// PostgreSQL: the same tests run on both engines (engine_test.go).
-var testEngineHook func(dir string, opts Options) Options
 
 // IsOpen reports whether Open has succeeded (and Close not been called).
 func (s *Store) IsOpen() bool {
@@ -308,6 +323,9 @@ func (s *Store) migrateWhenAvailable() {
 			s.log.Info("the storage engine answers again: the store is ready")
 			return
 		}
+		if s.bg.Err() != nil {
+			return // Close: nothing failed
+		}
 		if !errors.Is(err, ErrEngineUnavailable) {
 			s.log.Error("migrate the store", zap.Error(err))
 			return
@@ -329,16 +347,28 @@ func (s *Store) migrate() error {
 	// The search indexer looks at every member: it builds what stores
 	// written before the index lack, and indexes texts left pending.
 	s.text.notify("")
-	kept, expired, err := s.migrateAPITokenOrigins()
-	if err != nil {
-		return fmt.Errorf("migrate API tokens: %w", err)
-	}
-	if kept+expired > 0 {
-		s.log.Info("API tokens made before their origin was recorded: kept those older than the first OAuth app, expired the others",
-			zap.Int("kept", kept), zap.Int("expired", expired))
+	for _, m := range migrations {
+		if err := m(s.bg, s); err != nil {
+			return err
+		}
 	}
 	return nil
 }
+
+// migrations are the domain packages' (OnMigrate).
+var migrations []func(ctx context.Context, s *Store) error
+
+// OnMigrate registers fn to run when a store opens and after a restore:
+// it brings a domain's records written by earlier versions up to date, and
+// must change nothing the second time. An error fails Open (or Restore).
+// Call it from an init function.
+func OnMigrate(fn func(ctx context.Context, s *Store) error) {
+	migrations = append(migrations, fn)
+}
+
+// Logger is the store's logger (Options.Logger), for domain packages'
+// background work and migrations.
+func (s *Store) Logger() *zap.Logger { return s.log }
 
 // Path is the directory the store lives in.
 func (s *Store) Path() string { return s.path }
@@ -356,6 +386,7 @@ func (s *Store) Close() error {
 	var err error
 	s.closed.Do(func() {
 		close(s.stopGC)
+		s.stopBg()
 		s.gcDone.Wait()
 		close(s.text.stop)
 		s.text.done.Wait()
@@ -479,7 +510,7 @@ func RestoreDir(dir string, r io.Reader, opts Options) (previous string, err err
 		if err != nil {
 			return "", err
 		}
-		hadRecords, err = cur.hasRecords()
+		hadRecords, err = cur.hasRecords(context.Background())
 		if cerr := cur.Close(); err == nil {
 			err = cerr
 		}
@@ -515,9 +546,9 @@ func RestoreDir(dir string, r io.Reader, opts Options) (previous string, err err
 	return previous, nil
 }
 
-func (s *Store) hasRecords() (bool, error) {
+func (s *Store) hasRecords(ctx context.Context) (bool, error) {
 	found := false
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		return tx.scan(nil, nil, false, true, func(_, _ []byte) (bool, error) {
 			found = true
 			return false, nil
@@ -596,13 +627,18 @@ func (s *Store) Subscribe(channel string, fn func(payload string)) (stop func(),
 	return s.eng.Subscribe(channel, fn)
 }
 
+// NotificationsMissed is the payload a Subscribe callback receives when
+// notifications may have been lost (the engine's listener reconnected):
+// whatever was derived from them must be read again.
+const NotificationsMissed = kv.Missed
+
 // Publish sends payload on channel to the subscribers of every node
 // (kv.Writer.Notify in a transaction of its own). Within a transaction that
 // changes records, use Tx.notify so the message goes if and only if the
 // change commits. The transaction writes nothing, so its commit is
 // asynchronous: it does not wait for a disk flush (Badger's group commit).
-func (s *Store) Publish(channel, payload string) error {
-	return s.UpdateAsync(func(tx *Tx) error { return tx.notify(channel, payload) })
+func (s *Store) Publish(ctx context.Context, channel, payload string) error {
+	return s.UpdateAsync(ctx, func(tx *Tx) error { return tx.notify(channel, payload) })
 }
 
 // Live reports whether every notification published since it last

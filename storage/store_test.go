@@ -3,6 +3,7 @@ package storage
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -41,23 +42,23 @@ func TestOpenTwiceIsRefusedUntilClosed(t *testing.T) {
 func TestBackupRestoreRoundTrip(t *testing.T) {
 	badgerOnly(t) // RestoreDir: a Badger directory
 	src := openTestStore(t)
-	alice, err := src.CreateMember("alice", "Alice", "correct horse")
+	alice, err := src.CreateMember(t.Context(), "alice", "Alice", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.CreateMember("bob", "", "battery staple"); err != nil {
+	if _, err := src.CreateMember(t.Context(), "bob", "", "battery staple"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.SetSuspended("bob", true); err != nil {
+	if _, err := src.SetSuspended(t.Context(), "bob", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.CreateMember("gone", "", "battery staple"); err != nil {
+	if _, err := src.CreateMember(t.Context(), "gone", "", "battery staple"); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.DeleteMember("gone"); err != nil {
+	if err := src.DeleteMember(t.Context(), "gone"); err != nil {
 		t.Fatal(err)
 	}
-	sid, _ := src.CreateSession(alice.ID, time.Hour)
+	sid, _ := src.CreateSession(t.Context(), alice.ID, time.Hour)
 	var buf bytes.Buffer
 	if err := src.Backup(&buf); err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := other.CreateMember("mallory", "", "correct horse"); err != nil {
+	if _, err := other.CreateMember(t.Context(), "mallory", "", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
 	// While the directory is open, restore refuses.
@@ -94,7 +95,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dst.Close()
-	ms, err := dst.Members()
+	ms, err := dst.Members(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,13 +106,13 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 	if strings.Join(names, ",") != "alice/false,bob/true" {
 		t.Fatalf("restored members: %v", names)
 	}
-	if m, err := dst.Authenticate("alice", "correct horse"); err != nil || m.ID != alice.ID || m.DisplayName != "Alice" {
+	if m, err := dst.Authenticate(t.Context(), "alice", "correct horse"); err != nil || m.ID != alice.ID || m.DisplayName != "Alice" {
 		t.Fatalf("restored alice: %+v, %v", m, err)
 	}
-	if m, err := dst.SessionMember(sid); err != nil || m.ID != alice.ID {
+	if m, err := dst.SessionMember(t.Context(), sid); err != nil || m.ID != alice.ID {
 		t.Fatalf("restored session: %v, %v", m, err)
 	}
-	if _, err := dst.CreateMember("ALICE", "", "correct horse"); !errors.Is(err, ErrConflict) {
+	if _, err := dst.CreateMember(t.Context(), "ALICE", "", "correct horse"); !errors.Is(err, ErrConflict) {
 		t.Fatalf("unique index not restored: %v", err)
 	}
 
@@ -120,7 +121,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer old.Close()
-	if _, err := old.Member("mallory"); err != nil {
+	if _, err := old.Member(t.Context(), "mallory"); err != nil {
 		t.Fatalf("previous data lost: %v", err)
 	}
 }
@@ -128,7 +129,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 func TestRestoreIntoMissingDirectory(t *testing.T) {
 	badgerOnly(t)
 	src := openTestStore(t)
-	src.CreateMember("alice", "", "correct horse")
+	src.CreateMember(t.Context(), "alice", "", "correct horse")
 	var buf bytes.Buffer
 	if err := src.Backup(&buf); err != nil {
 		t.Fatal(err)
@@ -143,7 +144,7 @@ func TestRestoreIntoMissingDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := st.Member("alice"); err != nil {
+	if _, err := st.Member(t.Context(), "alice"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -174,7 +175,7 @@ func durabilityChild(dir string) {
 	}
 	w := bufio.NewWriter(os.Stdout)
 	for i := 0; ; i++ {
-		err := update(func(tx *Tx) error { return tx.put(durabilityKey(i), []byte(strconv.Itoa(i)), 0) })
+		err := update(context.Background(), func(tx *Tx) error { return tx.put(durabilityKey(i), []byte(strconv.Itoa(i)), 0) })
 		if err != nil {
 			fmt.Fprintln(w, "error", err)
 			w.Flush()
@@ -246,7 +247,7 @@ func testSurvivesSIGKILL(t *testing.T, sync string) {
 		t.Fatalf("reopen after SIGKILL: %v", err)
 	}
 	defer st.Close()
-	err = st.View(func(tx *Tx) error {
+	err = st.View(t.Context(), func(tx *Tx) error {
 		for i := 0; i <= acked; i++ {
 			v, err := tx.get(durabilityKey(i))
 			if err != nil || string(v) != strconv.Itoa(i) {

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -522,7 +523,7 @@ var recountChunkSize = 1000
 // conflicts with it, and one of the two retries), for a store whose counts
 // are missing (written before them, or built without them).
 func (s *Store) recountFilters(memberID string) error {
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(s.bg, func(tx *Tx) error {
 		count := func(prefix []byte, kind, value string) error {
 			n := int64(0)
 			if err := tx.scan(prefix, nil, false, true, func(_, _ []byte) (bool, error) {
@@ -580,7 +581,7 @@ func (s *Store) recountFilters(memberID string) error {
 				return errTextIndexStopped
 			}
 			next, more := "", false
-			err := s.Update(func(tx *Tx) error {
+			err := s.Update(s.bg, func(tx *Tx) error {
 				next, more = "", false
 				counts := map[string]int64{}
 				var order []string
@@ -734,7 +735,7 @@ func (s *Store) textIndexPass() (stopped bool) {
 	s.text.all, s.text.dirty = false, map[string]bool{}
 	s.text.mu.Unlock()
 	if all {
-		members, err := s.Members()
+		members, err := s.Members(s.bg)
 		if err != nil {
 			s.log.Warn("search index: cannot list members", zap.Error(err))
 			return false
@@ -745,7 +746,7 @@ func (s *Store) textIndexPass() (stopped bool) {
 	}
 	for mid := range dirty {
 		if err := s.indexMember(mid); err != nil {
-			if errors.Is(err, errTextIndexStopped) {
+			if errors.Is(err, errTextIndexStopped) || s.bg.Err() != nil {
 				return true
 			}
 			s.log.Warn("search index: indexing failed; retried at the next change or start", zap.Error(err))
@@ -772,7 +773,7 @@ func (s *Store) textIndexStopping() bool {
 // pending texts.
 func (s *Store) indexMember(memberID string) error {
 	var version byte
-	if err := s.View(func(tx *Tx) error {
+	if err := s.View(s.bg, func(tx *Tx) error {
 		var err error
 		version, err = tx.searchVersion(memberID)
 		return err
@@ -806,10 +807,10 @@ func (s *Store) indexMember(memberID string) error {
 			// The folded copies of texts that versions before 4 kept
 			// (searches read the content instead, whether or not a copy
 			// is left).
-			if err := s.deletePrefixInBatches(textKey(memberID, "")); err != nil {
+			if err := s.deletePrefixInBatches(s.bg, textKey(memberID, "")); err != nil {
 				return err
 			}
-			if err := s.Update(func(tx *Tx) error {
+			if err := s.Update(s.bg, func(tx *Tx) error {
 				return tx.put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
 			}); err != nil {
 				return err
@@ -826,7 +827,7 @@ func (s *Store) indexMember(memberID string) error {
 		}
 		n := 0
 		// Asynchronous: the index is rebuilt from the items if lost.
-		err := s.updateRetrying(kv.TxOptions{Async: true}, func(tx *Tx) error {
+		err := s.updateRetrying(s.bg, kv.TxOptions{Async: true}, func(tx *Tx) error {
 			var err error
 			n, err = tx.indexPending(memberID, limit)
 			return err
@@ -870,7 +871,7 @@ func (s *Store) eachItemBatch(memberID string, fn func(tx *Tx, it *SavedItem) er
 			return false, errTextIndexStopped
 		}
 		var last []byte
-		err := s.Update(func(tx *Tx) error {
+		err := s.Update(s.bg, func(tx *Tx) error {
 			last = nil
 			n := 0
 			start := prefix
@@ -1255,13 +1256,13 @@ func (s *Store) mergeSegments(memberID string) error {
 			return errTextIndexStopped
 		}
 		var meta *textMeta
-		if err := s.View(func(tx *Tx) (err error) { meta, err = tx.textMeta(memberID); return err }); err != nil {
+		if err := s.View(s.bg, func(tx *Tx) (err error) { meta, err = tx.textMeta(memberID); return err }); err != nil {
 			return err
 		}
 		switch {
 		case len(meta.deleting) > 0:
 			for _, seg := range meta.deleting {
-				if err := s.deletePrefixInBatches(segmentPrefix(memberID, seg)); err != nil {
+				if err := s.deletePrefixInBatches(s.bg, segmentPrefix(memberID, seg)); err != nil {
 					return err
 				}
 			}
@@ -1314,7 +1315,7 @@ func (s *Store) mergeSegments(memberID string) error {
 }
 
 func (s *Store) updateTextMeta(memberID string, fn func(m *textMeta)) error {
-	return s.Update(func(tx *Tx) error {
+	return s.Update(s.bg, func(tx *Tx) error {
 		m, err := tx.textMeta(memberID)
 		if err != nil {
 			return err
@@ -1328,7 +1329,7 @@ func (s *Store) updateTextMeta(memberID string, fn func(m *textMeta)) error {
 // live document numbers of meta.mergeFrom, from one snapshot, in
 // transactions of about mergeChunk bytes.
 func (s *Store) writeMergedSegment(memberID string, meta *textMeta) error {
-	return s.View(func(tx *Tx) error {
+	return s.View(s.bg, func(tx *Tx) error {
 		live := make(bitset, (int(meta.nextDoc)+63)/64)
 		np := key("u", memberID, "gql", "tn", "")
 		if err := tx.scan(np, nil, false, true, func(k, _ []byte) (bool, error) {
@@ -1359,7 +1360,7 @@ func (s *Store) writeMergedSegment(memberID string, meta *textMeta) error {
 			if len(keys) == 0 {
 				return nil
 			}
-			err := s.Update(func(w *Tx) error {
+			err := s.Update(s.bg, func(w *Tx) error {
 				for i := range keys {
 					if err := w.put(keys[i], vals[i], 0); err != nil {
 						return err
@@ -1451,9 +1452,9 @@ func cursorValue(c kv.Cursor, fn func(v []byte) error) error {
 // SearchIndexBacklog reports the work the search indexer has left for a
 // member: texts pending, plus one for a build or merge not finished. 0
 // means searches read only finished segments.
-func (s *Store) SearchIndexBacklog(memberID string) (int, error) {
+func (s *Store) SearchIndexBacklog(ctx context.Context, memberID string) (int, error) {
 	n := 0
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		n = 0
 		if v, err := tx.searchVersion(memberID); err != nil {
 			return err
@@ -2334,8 +2335,8 @@ func (tx *Tx) planSearch(memberID string, ready bool, counted []*idSource, m *it
 // compression) of a member's search keys: the folded texts of older
 // stores (tt), the trigram index (tg, td, tn, tm, tp, tq) and the filter
 // keys and counts (sd, sn, ty, hh, fc, oy, oh, ol).
-func (s *Store) SearchIndexSize(memberID string) (texts, trigrams, filters int64, err error) {
-	err = s.View(func(tx *Tx) error {
+func (s *Store) SearchIndexSize(ctx context.Context, memberID string) (texts, trigrams, filters int64, err error) {
+	err = s.View(ctx, func(tx *Tx) error {
 		texts, trigrams, filters = 0, 0, 0
 		for _, p := range []struct {
 			name string

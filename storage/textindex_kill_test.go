@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,7 +26,7 @@ func TestSearchKillHelper(t *testing.T) {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
-	m, err := st.Member("alice")
+	m, err := st.Member(t.Context(), "alice")
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
@@ -33,13 +34,13 @@ func TestSearchKillHelper(t *testing.T) {
 	for i := 0; ; i++ {
 		word := fmt.Sprintf("kw%05dq", i)
 		text := strings.Repeat("rye bread and caraway seeds. ", 40) + word
-		if _, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "Loaf " + word, Text: text}); err != nil {
+		if _, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "Loaf " + word, Text: text}); err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)
 		}
 		if i%7 == 3 { // changes of title too: re-indexing after a crash
 			title := "Renamed " + word + "z"
-			if _, err := st.UpdateItemMetadata(m.ID, mustItemByURL(st, m.ID, i), ItemMetadata{Title: &title}); err != nil {
+			if _, err := st.UpdateItemMetadata(t.Context(), m.ID, mustItemByURL(st, m.ID, i), ItemMetadata{Title: &title}); err != nil {
 				fmt.Println("error:", err)
 				os.Exit(1)
 			}
@@ -50,7 +51,7 @@ func TestSearchKillHelper(t *testing.T) {
 
 func mustItemByURL(st *Store, memberID string, i int) string {
 	var id string
-	_ = st.View(func(tx *Tx) error {
+	_ = st.View(context.Background(), func(tx *Tx) error {
 		u, _ := NormalizeURL(fmt.Sprintf("https://example.com/%d", i))
 		b, err := tx.get(urlKey(memberID, u))
 		id = string(b)
@@ -70,7 +71,7 @@ func TestSearchConsistentAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.CreateMember("alice", "", "correct horse")
+	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestSearchConsistentAfterKill(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n, err := st.SearchIndexBacklog(m.ID); err == nil {
+		if n, err := st.SearchIndexBacklog(t.Context(), m.ID); err == nil {
 			t.Logf("round %d: %d acknowledged, backlog at restart %d", round, acked, n)
 		}
 		// Every item the brute force finds, for words of acknowledged
@@ -119,7 +120,7 @@ func TestSearchConsistentAfterKill(t *testing.T) {
 		for pass := 0; pass < 2; pass++ {
 			var all []*SavedItem
 			texts := map[string]string{}
-			if err := st.ForEachSavedItem(m.ID, func(it *SavedItem, c *ItemContent) error {
+			if err := st.ForEachSavedItem(t.Context(), m.ID, func(it *SavedItem, c *ItemContent) error {
 				all = append(all, it)
 				texts[it.ID] = FoldText(it.Title) + "\x00" + FoldText(it.Description) + "\x00" + FoldText(c.Text)
 				return nil
@@ -139,7 +140,7 @@ func TestSearchConsistentAfterKill(t *testing.T) {
 				var got []string
 				after := ""
 				for {
-					page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, First: 100, After: after})
+					page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, First: 100, After: after})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -27,7 +27,7 @@ func init() {
 func waitIndexed(t testing.TB, st *Store, memberID string) {
 	t.Helper()
 	for i := 0; ; i++ {
-		n, err := st.SearchIndexBacklog(memberID)
+		n, err := st.SearchIndexBacklog(t.Context(), memberID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +149,7 @@ func allPages(t *testing.T, st *Store, memberID string, f ItemFilter, field Sort
 	var out []string
 	after := ""
 	for n := 0; n < 1000; n++ {
-		page, err := st.SavedItemsPage(memberID, f, PageRequest{Field: field, Desc: desc, First: size, After: after})
+		page, err := st.SavedItemsPage(t.Context(), memberID, f, PageRequest{Field: field, Desc: desc, First: size, After: after})
 		if err != nil {
 			t.Fatalf("%+v: %v", f, err)
 		}
@@ -201,13 +201,13 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			}
 			r := rand.New(rand.NewSource(seed))
 			st := openTestStore(t)
-			m, err := st.CreateMember("alice", "", "correct horse")
+			m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 			if err != nil {
 				t.Fatal(err)
 			}
 			var labels []*Label
 			for _, name := range []string{"one", "two", "three"} {
-				l, err := st.CreateLabel(m.ID, name, "#000000")
+				l, err := st.CreateLabel(t.Context(), m.ID, name, "#000000")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -227,7 +227,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 					l := labels[r.Intn(len(labels))]
 					in.LabelIDs, p.label = []string{l.ID}, l.Name
 				}
-				it, _, err := st.SaveItem(m.ID, in)
+				it, _, err := st.SaveItem(t.Context(), m.ID, in)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -238,7 +238,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			}
 			refresh := func() {
 				for id, p := range all {
-					it, err := st.SavedItem(m.ID, id)
+					it, err := st.SavedItem(t.Context(), m.ID, id)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -338,7 +338,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			waitIndexed(t, st, m.ID)
 			check(4)
 			// The index keeps no copy of the texts.
-			if err := st.View(func(tx *Tx) error {
+			if err := st.View(t.Context(), func(tx *Tx) error {
 				return tx.scan(textKey(m.ID, ""), nil, false, true, func(k, _ []byte) (bool, error) {
 					return false, fmt.Errorf("a text record %q", k)
 				})
@@ -356,7 +356,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 				switch i % 6 {
 				case 0:
 					title, desc := propText(r, 2), propText(r, 3)
-					if _, err := st.UpdateItemMetadata(m.ID, id, ItemMetadata{Title: &title, Description: &desc}); err != nil {
+					if _, err := st.UpdateItemMetadata(t.Context(), m.ID, id, ItemMetadata{Title: &title, Description: &desc}); err != nil {
 						t.Fatal(err)
 					}
 					p.title, p.desc = strings.TrimSpace(title), strings.TrimSpace(desc)
@@ -364,7 +364,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 				case 1:
 					if p.it.OriginalURL != "" {
 						text := propText(r, 30)
-						if _, _, err := st.SaveItem(m.ID, NewItem{URL: p.it.OriginalURL, Title: p.title, Description: p.desc, Text: text,
+						if _, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: p.it.OriginalURL, Title: p.title, Description: p.desc, Text: text,
 							SourceDomain: p.it.SourceDomain}); err != nil {
 							t.Fatal(err)
 						}
@@ -372,18 +372,18 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 						texts = append(texts, text)
 					}
 				case 2:
-					if _, err := st.SetItemsStatus(m.ID, []string{id}, []string{StatusArchived, StatusDeleted}[r.Intn(2)]); err != nil {
+					if _, err := st.SetItemsStatus(t.Context(), m.ID, []string{id}, []string{StatusArchived, StatusDeleted}[r.Intn(2)]); err != nil {
 						t.Fatal(err)
 					}
 				case 3:
-					if _, err := st.CreateHighlight(m.ID, id, []HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 1, Text: "x"}}, ""); err != nil {
+					if _, err := st.CreateHighlight(t.Context(), m.ID, id, []HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 1, Text: "x"}}, ""); err != nil {
 						t.Fatal(err)
 					}
 				case 4:
-					if _, err := st.SetItemsStatus(m.ID, []string{id}, StatusDeleted); err != nil {
+					if _, err := st.SetItemsStatus(t.Context(), m.ID, []string{id}, StatusDeleted); err != nil {
 						t.Fatal(err)
 					}
-					if err := st.PermanentlyDeleteItems(m.ID, []string{id}); err != nil {
+					if err := st.PermanentlyDeleteItems(t.Context(), m.ID, []string{id}); err != nil {
 						t.Fatal(err)
 					}
 					delete(all, id)
@@ -413,7 +413,7 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.CreateMember("alice", "", "correct horse")
+	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +423,7 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 		if i%100 == 7 {
 			text += " Zanzibarite"
 		}
-		it, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://s%d.example/%d", i%3, i), Title: fmt.Sprint("T", i), Text: text})
+		it, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://s%d.example/%d", i%3, i), Title: fmt.Sprint("T", i), Text: text})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -432,7 +432,7 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 	waitIndexed(t, st, m.ID)
 	// Remove everything the search index added, as a store of the
 	// version before it holds.
-	err = st.Update(func(tx *Tx) error {
+	err = st.Update(t.Context(), func(tx *Tx) error {
 		for _, p := range [][]byte{key("u", m.ID, "gql", "tt", ""), key("u", m.ID, "gql", "tp", ""), key("u", m.ID, "gql", "td", ""),
 			key("u", m.ID, "gql", "tn", ""), trigramPrefix(m.ID), siteItemsPrefix(m.ID), key("u", m.ID, "gql", "sn", ""), key("u", m.ID, "gql", "ty", ""),
 			highlightedItemsPrefix(m.ID)} {
@@ -453,7 +453,7 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{ids[207], ids[107], ids[7]}
-	page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: "zanzibarite"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "zanzibarite"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +470,7 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 	defer st.Close()
 	waitIndexed(t, st, m.ID)
 	checkFilterCounts(t, st, m.ID)
-	if err := st.View(func(tx *Tx) error {
+	if err := st.View(t.Context(), func(tx *Tx) error {
 		if ok, err := tx.has(textKey(m.ID, ids[5])); err != nil || ok {
 			return fmt.Errorf("the old text record is still there (%v)", err)
 		}
@@ -479,7 +479,7 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	var candidates []string
-	err = st.View(func(tx *Tx) error {
+	err = st.View(t.Context(), func(tx *Tx) error {
 		var ok bool
 		candidates, ok, err = tx.textCandidates(m.ID, []byte("zanzibarite"), maxCandidates)
 		if !ok {
@@ -494,7 +494,7 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 		t.Fatalf("after the build the index gives %d candidates, want 3", len(candidates))
 	}
 	for _, q := range []ItemFilter{{Text: "zanzibarite"}, {Text: "ZANZIBARITE", Site: "s1.example"}} {
-		page, err = st.SavedItemsPage(m.ID, q, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+		page, err = st.SavedItemsPage(t.Context(), m.ID, q, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -520,14 +520,14 @@ func pageIDs(p *ItemPage) []string {
 // ErrSearchTooBroad and does not scan on.
 func TestSearchBudget(t *testing.T) {
 	st := openTestStore(t)
-	m, err := st.CreateMember("alice", "", "correct horse")
+	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Short needles cannot use trigrams: a two-byte string in no item
 	// scans, and past maxVerified the scan stops.
 	for i := 0; i < maxVerified+10; i += 500 {
-		err := st.Update(func(tx *Tx) error {
+		err := st.Update(t.Context(), func(tx *Tx) error {
 			for j := i; j < i+500; j++ {
 				it := &SavedItem{ID: testID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive, Title: "t", CreatedAt: now(), UpdatedAt: now()}
 				if err := tx.putItem(nil, it); err != nil {
@@ -547,21 +547,21 @@ func TestSearchBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := st.Update(func(tx *Tx) error { return tx.put(textReadyKey(m.ID), []byte{searchIndexVersion}, 0) }); err != nil {
+	if err := st.Update(t.Context(), func(tx *Tx) error { return tx.put(textReadyKey(m.ID), []byte{searchIndexVersion}, 0) }); err != nil {
 		t.Fatal(err)
 	}
-	_, err = st.SavedItemsPage(m.ID, ItemFilter{Text: "qz"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	_, err = st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "qz"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 	if !errors.Is(err, ErrSearchTooBroad) {
 		t.Fatalf("a two-letter search over %d items: %v, want ErrSearchTooBroad", maxVerified+10, err)
 	}
 	// A frequent short needle fills its page long before the budget.
-	page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: "wo"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "wo"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 	if err != nil || len(page.Items) != 10 {
 		t.Fatalf("frequent two-letter search: %v, %v", page, err)
 	}
 	// A rare three-letter needle uses the index once indexed.
 	waitIndexed(t, st, m.ID)
-	page, err = st.SavedItemsPage(m.ID, ItemFilter{Text: "xyz"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	page, err = st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "xyz"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 	if err != nil || len(page.Items) != 0 {
 		t.Fatalf("rare word: %v, %v", page, err)
 	}
@@ -571,14 +571,14 @@ func TestSearchBudget(t *testing.T) {
 // one; no multi-character folds, no removal of diacritics.
 func TestSearchCaseFolding(t *testing.T) {
 	st := openTestStore(t)
-	m, err := st.CreateMember("alice", "", "correct horse")
+	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
 	texts := map[string]string{"sigma": "ΣΟΦΙΑΣ ΚΑΙ", "kelvin": "300 \u212Aelvin", "strasse": "Straße", "naive": "naïve", "ascii": "Sourdough Bread"}
 	ids := map[string]string{}
 	for name, text := range texts {
-		it, _, err := st.SaveItem(m.ID, NewItem{URL: "https://example.com/" + name, Title: "t", Text: text})
+		it, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/" + name, Title: "t", Text: text})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -588,7 +588,7 @@ func TestSearchCaseFolding(t *testing.T) {
 		"STRASSE": "", "strasse": "", "STRAßE": "strasse", "naive": "", "NAÏVE": "naive", "dOUGH br": "ascii"}
 	for round := 0; round < 2; round++ { // pending, then indexed
 		for q, want := range cases {
-			page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+			page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -609,7 +609,7 @@ func segmentKeys(t *testing.T, st *Store, memberID string) map[uint32]int {
 	t.Helper()
 	out := map[uint32]int{}
 	p := trigramPrefix(memberID)
-	err := st.View(func(tx *Tx) error {
+	err := st.View(t.Context(), func(tx *Tx) error {
 		return tx.scan(p, nil, false, true, func(k, _ []byte) (bool, error) {
 			out[binary.BigEndian.Uint32(k[len(p):])]++
 			return true, nil
@@ -626,7 +626,7 @@ func segmentKeys(t *testing.T, st *Store, memberID string) map[uint32]int {
 // searches stay exact throughout.
 func TestSearchSegmentsMerge(t *testing.T) {
 	st := openTestStore(t)
-	m, err := st.CreateMember("alice", "", "correct horse")
+	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -636,7 +636,7 @@ func TestSearchSegmentsMerge(t *testing.T) {
 		if i%9 == 0 {
 			text += " with caraway"
 		}
-		it, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: text})
+		it, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: text})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -646,7 +646,7 @@ func TestSearchSegmentsMerge(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		var meta *textMeta
-		if err := st.View(func(tx *Tx) (err error) { meta, err = tx.textMeta(m.ID); return err }); err != nil {
+		if err := st.View(t.Context(), func(tx *Tx) (err error) { meta, err = tx.textMeta(m.ID); return err }); err != nil {
 			t.Fatal(err)
 		}
 		levels := map[int]int{}
@@ -670,7 +670,7 @@ func TestSearchSegmentsMerge(t *testing.T) {
 				t.Fatalf("%s: keys of segment %d, not live (%+v)", when, seg, meta.segs)
 			}
 		}
-		page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: "CARAWAY"}, PageRequest{Field: SortCreatedAt, First: 100})
+		page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "CARAWAY"}, PageRequest{Field: SortCreatedAt, First: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -691,15 +691,15 @@ func TestSearchSegmentsMerge(t *testing.T) {
 	textIndexPaused.Store(true)
 	defer textIndexPaused.Store(false)
 	for i := 80; i < 88; i++ { // eight more one-item segments, by hand
-		if _, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: "plain"}); err != nil {
+		if _, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: "plain"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.Update(func(tx *Tx) error { _, err := tx.indexPending(m.ID, 1); return err }); err != nil {
+		if err := st.Update(t.Context(), func(tx *Tx) error { _, err := tx.indexPending(m.ID, 1); return err }); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var meta *textMeta
-	if err := st.View(func(tx *Tx) (err error) { meta, err = tx.textMeta(m.ID); return err }); err != nil {
+	if err := st.View(t.Context(), func(tx *Tx) (err error) { meta, err = tx.textMeta(m.ID); return err }); err != nil {
 		t.Fatal(err)
 	}
 	var from []uint32
@@ -714,7 +714,7 @@ func TestSearchSegmentsMerge(t *testing.T) {
 	if err := st.updateTextMeta(m.ID, func(mm *textMeta) { mm.merging, mm.mergeFrom = mm.nextSeg, from; mm.nextSeg++ }); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Update(func(tx *Tx) error {
+	if err := st.Update(t.Context(), func(tx *Tx) error {
 		return tx.put(append(segmentPrefix(m.ID, meta.nextSeg), "pla"...), []byte{1}, 0)
 	}); err != nil {
 		t.Fatal(err)
@@ -722,7 +722,7 @@ func TestSearchSegmentsMerge(t *testing.T) {
 	textIndexPaused.Store(false)
 	st.text.notify(m.ID)
 	for i := 0; ; i++ {
-		if err := st.View(func(tx *Tx) (err error) { meta, err = tx.textMeta(m.ID); return err }); err != nil {
+		if err := st.View(t.Context(), func(tx *Tx) (err error) { meta, err = tx.textMeta(m.ID); return err }); err != nil {
 			t.Fatal(err)
 		}
 		if meta.merging == 0 && len(meta.deleting) == 0 {
@@ -740,7 +740,7 @@ func TestSearchSegmentsMerge(t *testing.T) {
 	if docs != 88 {
 		t.Fatalf("%d documents after the merge, want 88", docs)
 	}
-	page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: "plain"}, PageRequest{Field: SortCreatedAt, First: 100})
+	page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "plain"}, PageRequest{Field: SortCreatedAt, First: 100})
 	if err != nil || len(page.Items) != 8 {
 		t.Fatalf("plain: %v %v", page, err)
 	}
@@ -752,7 +752,7 @@ func waitSearchIndexForBench(b *testing.B, st *Store, memberID string) { waitInd
 // text records and queues them in its own transactions).
 func TestSearchFindsImportedItems(t *testing.T) {
 	st, m := openSavedTest(t)
-	if _, _, err := st.SaveItem(m.ID, NewItem{URL: "https://example.com/first", Title: "First", Text: "plain"}); err != nil {
+	if _, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/first", Title: "First", Text: "plain"}); err != nil {
 		t.Fatal(err)
 	}
 	waitIndexed(t, st, m.ID)
@@ -763,16 +763,16 @@ func TestSearchFindsImportedItems(t *testing.T) {
 			CreatedAt: time.Date(2020, 1, 1, 0, i, 0, 0, time.UTC), Status: StatusActive,
 			HTML: "<p>x</p>", Text: fmt.Sprintf("an imported article with the word Quokka%02d in it", i)}})
 	}
-	j, err := st.CreateImportJob(&ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.zip", Staged: "/tmp/x", Total: 30})
+	j, err := st.CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.zip", Staged: "/tmp/x", Total: 30})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.ImportItems(m.ID, j.ID, entries, nil, 0); err != nil {
+	if _, err := st.ImportItems(t.Context(), m.ID, j.ID, entries, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	for pass := 0; pass < 2; pass++ { // queued, then indexed
 		for _, q := range []string{"quokka07", "QUOKKA2", "imported article with"} {
-			page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 50})
+			page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 50})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -790,7 +790,7 @@ func TestSearchFindsImportedItems(t *testing.T) {
 // stop the items queued after it, and is found like any other.
 func TestSearchWideItems(t *testing.T) {
 	st := openTestStore(t)
-	m, err := st.CreateMember("alice", "", "correct horse")
+	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -802,23 +802,23 @@ func TestSearchWideItems(t *testing.T) {
 		b.WriteRune(letters[r.Intn(len(letters))])
 	}
 	book := b.String() + " the needle Bookmarkwide here"
-	if _, _, err := st.SaveItem(m.ID, NewItem{URL: "https://example.com/first", Title: "first", Text: "plain"}); err != nil {
+	if _, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/first", Title: "first", Text: "plain"}); err != nil {
 		t.Fatal(err)
 	}
-	wideItem, _, err := st.SaveItem(m.ID, NewItem{URL: "https://example.com/book", Title: "A book", Text: book})
+	wideItem, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/book", Title: "A book", Text: book})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var after []string
 	for i := 0; i < 20; i++ {
-		it, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "after", Text: fmt.Sprintf("later item Afterward%02d", i)})
+		it, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "after", Text: fmt.Sprintf("later item Afterward%02d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		after = append(after, it.ID)
 	}
 	waitIndexed(t, st, m.ID)
-	if err := st.View(func(tx *Tx) error {
+	if err := st.View(t.Context(), func(tx *Tx) error {
 		if ok, err := tx.has(textWideKey(m.ID, wideItem.ID)); err != nil || !ok {
 			return fmt.Errorf("the book is not listed as wide (%v)", err)
 		}
@@ -830,7 +830,7 @@ func TestSearchWideItems(t *testing.T) {
 		t.Fatal(err)
 	}
 	for q, want := range map[string][]string{"bookmarkwide": {wideItem.ID}, "AFTERWARD07": {after[7]}, book[1000:1030]: {wideItem.ID}} {
-		page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+		page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -848,21 +848,21 @@ func TestSearchIndexBuildOfLongTexts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.CreateMember("alice", "", "correct horse")
+	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("a long text of many words, ", 4000) // 108 KB
 	var ids []string
 	for i := 0; i < 40; i++ {
-		it, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: long + fmt.Sprintf(" Marker%02d", i)})
+		it, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: long + fmt.Sprintf(" Marker%02d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, it.ID)
 	}
 	waitIndexed(t, st, m.ID)
-	err = st.Update(func(tx *Tx) error {
+	err = st.Update(t.Context(), func(tx *Tx) error {
 		for _, p := range [][]byte{key("u", m.ID, "gql", "tt", ""), key("u", m.ID, "gql", "td", ""), key("u", m.ID, "gql", "tn", ""),
 			trigramPrefix(m.ID), key("u", m.ID, "gql", "tw", "")} {
 			if err := tx.deletePrefix(p); err != nil {
@@ -886,7 +886,7 @@ func TestSearchIndexBuildOfLongTexts(t *testing.T) {
 	}
 	defer st.Close()
 	waitIndexed(t, st, m.ID)
-	page, err := st.SavedItemsPage(m.ID, ItemFilter{Text: "marker33"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "marker33"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -941,23 +941,23 @@ func TestContentTextFolded(t *testing.T) {
 func TestSearchWritesNoWideMarkers(t *testing.T) {
 	badgerOnly(t)
 	st := openTestStore(t)
-	m, err := st.CreateMember("alice", "", "correct horse")
+	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
 	for i := range 20 {
-		it, _, err := st.SaveItem(m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: "some text"})
+		it, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: "some text"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, it.ID)
 	}
 	waitIndexed(t, st, m.ID)
-	if _, err := st.SetItemsStatus(m.ID, ids[:5], StatusDeleted); err != nil {
+	if _, err := st.SetItemsStatus(t.Context(), m.ID, ids[:5], StatusDeleted); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PermanentlyDeleteItems(m.ID, ids[:5]); err != nil {
+	if err := st.PermanentlyDeleteItems(t.Context(), m.ID, ids[:5]); err != nil {
 		t.Fatal(err)
 	}
 	waitIndexed(t, st, m.ID)
@@ -991,11 +991,11 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.CreateMember("alice", "", "correct horse")
+	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rye, err := st.CreateLabel(m.ID, "rye", "#000000")
+	rye, err := st.CreateLabel(t.Context(), m.ID, "rye", "#000000")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1010,7 +1010,7 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 		if i%3 == 0 {
 			in.LabelIDs, p.label = []string{rye.ID}, rye.Name
 		}
-		it, _, err := st.SaveItem(m.ID, in)
+		it, _, err := st.SaveItem(t.Context(), m.ID, in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1020,19 +1020,19 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 	}
 	for i, id := range ids {
 		if i%5 == 0 {
-			if _, err := st.CreateHighlight(m.ID, id, []HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 1, Text: "r"}}, ""); err != nil {
+			if _, err := st.CreateHighlight(t.Context(), m.ID, id, []HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 1, Text: "r"}}, ""); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if i%7 == 0 {
-			if _, err := st.SetItemsStatus(m.ID, []string{id}, StatusArchived); err != nil {
+			if _, err := st.SetItemsStatus(t.Context(), m.ID, []string{id}, StatusArchived); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	waitIndexed(t, st, m.ID)
 	for id := range all {
-		if all[id].it, err = st.SavedItem(m.ID, id); err != nil {
+		if all[id].it, err = st.SavedItem(t.Context(), m.ID, id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1066,7 +1066,7 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 	// As a store of version 4 holds it (no ordered keys), then as one of
 	// version 5 (ordered keys whose value is the status alone).
 	for _, old := range []byte{4, 5} {
-		if err := st.Update(func(tx *Tx) error {
+		if err := st.Update(t.Context(), func(tx *Tx) error {
 			for _, p := range [][]byte{key("u", m.ID, "gql", "oy", ""), orderedHighlightedPrefix(m.ID), key("u", m.ID, "gql", "ol", "")} {
 				var keys, values [][]byte
 				if err := tx.scan(p, nil, false, false, func(k, v []byte) (bool, error) {
@@ -1091,7 +1091,7 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := st.SearchIndexBacklog(m.ID); err != nil || n == 0 {
+		if n, err := st.SearchIndexBacklog(t.Context(), m.ID); err != nil || n == 0 {
 			t.Fatalf("version %d: backlog %d (%v), want the build to come", old, n, err)
 		}
 		check(fmt.Sprint("version ", old))
@@ -1102,7 +1102,7 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitIndexed(t, st, m.ID)
-		if err := st.View(func(tx *Tx) error {
+		if err := st.View(t.Context(), func(tx *Tx) error {
 			v, err := tx.searchVersion(m.ID)
 			if err == nil && v != searchIndexVersion {
 				err = fmt.Errorf("version %d after the build", v)

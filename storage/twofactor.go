@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"errors"
@@ -127,11 +128,11 @@ func newRecoveryCodes(n int) []string {
 // StartTwoFactorSetup keeps secret (base32, as otpauth:// URIs carry it)
 // for memberID until a code made from it confirms it, for at most
 // TwoFactorSetupLifetime. Starting again replaces the secret.
-func (s *Store) StartTwoFactorSetup(memberID, secret string) error {
+func (s *Store) StartTwoFactorSetup(ctx context.Context, memberID, secret string) error {
 	if _, err := totpCode(secret, 0); err != nil || secret == "" || len(secret) > 128 {
 		return Invalid("the two-factor secret must be base32")
 	}
-	return s.Update(func(tx *Tx) error {
+	return s.Update(ctx, func(tx *Tx) error {
 		m, err := tx.MemberByID(memberID)
 		if err != nil {
 			return err
@@ -145,9 +146,9 @@ func (s *Store) StartTwoFactorSetup(memberID, secret string) error {
 
 // TwoFactorSetupSecret returns the secret waiting for confirmation, or
 // ErrNoSetup.
-func (s *Store) TwoFactorSetupSecret(memberID string) (string, error) {
+func (s *Store) TwoFactorSetupSecret(ctx context.Context, memberID string) (string, error) {
 	var secret []byte
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		var err error
 		secret, err = tx.get(twoFactorSetupKey(memberID))
 		return err
@@ -165,13 +166,13 @@ func (s *Store) TwoFactorSetupSecret(memberID string) (string, error) {
 // whose cookie secret is keepSession (the browser that turned it on; ""
 // ends them all): a session started by someone who knew only the password
 // must not outlive the second factor.
-func (s *Store) ConfirmTwoFactor(memberID, code, keepSession string) ([]string, error) {
+func (s *Store) ConfirmTwoFactor(ctx context.Context, memberID, code, keepSession string) ([]string, error) {
 	codes, digests := recoveryCodesAndDigests()
 	keep := ""
 	if keepSession != "" {
 		keep = Digest(keepSession)
 	}
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		m, err := tx.MemberByID(memberID)
 		if err != nil {
 			return err
@@ -214,8 +215,8 @@ func (s *Store) ConfirmTwoFactor(memberID, code, keepSession string) ([]string, 
 // a step already used is ErrCodeReused) or one of its recovery codes (which
 // is then used up). It returns whether a recovery code was used, or
 // ErrWrongCode, ErrCodeReused or ErrTwoFactorOff.
-func (s *Store) CheckSecondFactor(memberID, code string) (recovery bool, err error) {
-	err = s.Update(func(tx *Tx) error {
+func (s *Store) CheckSecondFactor(ctx context.Context, memberID, code string) (recovery bool, err error) {
+	err = s.Update(ctx, func(tx *Tx) error {
 		var err error
 		recovery, err = tx.checkSecondFactor(memberID, code)
 		return err
@@ -262,9 +263,9 @@ func isSecondFactorRefusal(err error) bool {
 
 // NewRecoveryCodes replaces memberID's recovery codes with RecoveryCodeCount
 // new ones and returns them (shown once; the old ones stop working).
-func (s *Store) NewRecoveryCodes(memberID string) ([]string, error) {
+func (s *Store) NewRecoveryCodes(ctx context.Context, memberID string) ([]string, error) {
 	codes, digests := recoveryCodesAndDigests()
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		var tf TwoFactor
 		if err := tx.getJSON(twoFactorKey(memberID), &tf); errors.Is(err, ErrNotFound) {
 			return ErrTwoFactorOff
@@ -291,8 +292,8 @@ func recoveryCodesAndDigests() ([]string, []string) {
 
 // TwoFactorStatus reports whether memberID has two-factor sign-in on, and
 // how many recovery codes are left.
-func (s *Store) TwoFactorStatus(memberID string) (on bool, recoveryLeft int, err error) {
-	err = s.View(func(tx *Tx) error {
+func (s *Store) TwoFactorStatus(ctx context.Context, memberID string) (on bool, recoveryLeft int, err error) {
+	err = s.View(ctx, func(tx *Tx) error {
 		var tf TwoFactor
 		err := tx.getJSON(twoFactorKey(memberID), &tf)
 		if errors.Is(err, ErrNotFound) {
@@ -309,8 +310,8 @@ func (s *Store) TwoFactorStatus(memberID string) (on bool, recoveryLeft int, err
 
 // DisableTwoFactor turns two-factor sign-in off for memberID (the caller
 // has checked what it must). Turning it off when it is off is no error.
-func (s *Store) DisableTwoFactor(memberID string) error {
-	return s.Update(func(tx *Tx) error { return tx.disableTwoFactor(memberID) })
+func (s *Store) DisableTwoFactor(ctx context.Context, memberID string) error {
+	return s.Update(ctx, func(tx *Tx) error { return tx.disableTwoFactor(memberID) })
 }
 
 func (tx *Tx) disableTwoFactor(memberID string) error {
@@ -363,10 +364,10 @@ func init() {
 
 // CreateSignInChallenge records that memberID gave the right password and
 // returns the challenge's secret.
-func (s *Store) CreateSignInChallenge(memberID string) (string, error) {
+func (s *Store) CreateSignInChallenge(ctx context.Context, memberID string) (string, error) {
 	secret := NewSecret(SignInChallengePrefix, 32)
 	c := signInChallenge{MemberID: memberID, ExpiresAt: time.Now().UTC().Add(SignInChallengeLifetime)}
-	err := s.Update(func(tx *Tx) error { return tx.putJSON(challengeKey(Digest(secret)), c, SignInChallengeLifetime) })
+	err := s.Update(ctx, func(tx *Tx) error { return tx.putJSON(challengeKey(Digest(secret)), c, SignInChallengeLifetime) })
 	if err != nil {
 		return "", err
 	}
@@ -375,12 +376,12 @@ func (s *Store) CreateSignInChallenge(memberID string) (string, error) {
 
 // SignInChallengeMember returns the member of a live challenge, or
 // ErrNotFound.
-func (s *Store) SignInChallengeMember(secret string) (*Member, error) {
+func (s *Store) SignInChallengeMember(ctx context.Context, secret string) (*Member, error) {
 	if !strings.HasPrefix(secret, SignInChallengePrefix) || len(secret) > 128 {
 		return nil, ErrNotFound
 	}
 	var m *Member
-	err := s.View(func(tx *Tx) error {
+	err := s.View(ctx, func(tx *Tx) error {
 		var c signInChallenge
 		if err := tx.getJSON(challengeKey(Digest(secret)), &c); err != nil {
 			return err
@@ -401,7 +402,7 @@ func (s *Store) SignInChallengeMember(secret string) (*Member, error) {
 // MaxChallengeAttempts of them (ErrNotFound from then on). The check and
 // the count are one transaction, so concurrent answers to one challenge
 // are checked MaxChallengeAttempts times at most.
-func (s *Store) AnswerSignInChallenge(secret, code string) (*Member, bool, error) {
+func (s *Store) AnswerSignInChallenge(ctx context.Context, secret, code string) (*Member, bool, error) {
 	if !strings.HasPrefix(secret, SignInChallengePrefix) || len(secret) > 128 {
 		return nil, false, ErrNotFound
 	}
@@ -409,7 +410,7 @@ func (s *Store) AnswerSignInChallenge(secret, code string) (*Member, bool, error
 	var m *Member
 	var recovery bool
 	var cerr error
-	err := s.Update(func(tx *Tx) error {
+	err := s.Update(ctx, func(tx *Tx) error {
 		m, recovery, cerr = nil, false, nil
 		var c signInChallenge
 		if err := tx.getJSON(challengeKey(d), &c); err != nil {
@@ -445,6 +446,6 @@ func (s *Store) AnswerSignInChallenge(secret, code string) (*Member, bool, error
 }
 
 // DeleteSignInChallenge ends a challenge; unknown ones are ignored.
-func (s *Store) DeleteSignInChallenge(secret string) error {
-	return s.Update(func(tx *Tx) error { return tx.delete(challengeKey(Digest(secret))) })
+func (s *Store) DeleteSignInChallenge(ctx context.Context, secret string) error {
+	return s.Update(ctx, func(tx *Tx) error { return tx.delete(challengeKey(Digest(secret))) })
 }

@@ -61,19 +61,19 @@ type Tx struct {
 }
 
 // View runs fn in a read-only transaction.
-func (s *Store) View(fn func(tx *Tx) error) error {
+func (s *Store) View(ctx context.Context, fn func(tx *Tx) error) error {
 	if err := s.enter(false); err != nil {
 		return err
 	}
 	defer s.leave(false)
-	return s.engineErr(s.eng.View(context.Background(), func(r kv.Reader) error { return fn(&Tx{r: r}) }))
+	return s.engineErr(s.eng.View(ctx, func(r kv.Reader) error { return fn(&Tx{r: r}) }))
 }
 
 // Update runs fn in a read-write transaction and commits it when fn returns
 // nil. On a conflict with a concurrent transaction it retries (see
 // retryBudget), so fn must not have side effects outside the transaction.
-func (s *Store) Update(fn func(tx *Tx) error) error {
-	return s.updateRetrying(kv.TxOptions{}, fn)
+func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
+	return s.updateRetrying(ctx, kv.TxOptions{}, fn)
 }
 
 // UpdateAsync is Update with an asynchronous commit (PostgreSQL's term,
@@ -84,8 +84,8 @@ func (s *Store) Update(fn func(tx *Tx) error) error {
 // starting at the latest 200 ms later). A power loss or an operating-system
 // crash before then can lose it. Nothing durable may depend on such a
 // record, and removals (revocations) never go through here.
-func (s *Store) UpdateAsync(fn func(tx *Tx) error) error {
-	return s.updateRetrying(kv.TxOptions{Async: true}, fn)
+func (s *Store) UpdateAsync(ctx context.Context, fn func(tx *Tx) error) error {
+	return s.updateRetrying(ctx, kv.TxOptions{Async: true}, fn)
 }
 
 // updateInParts commits fn(tx, ids) in one transaction when Badger can hold
@@ -94,17 +94,17 @@ func (s *Store) UpdateAsync(fn func(tx *Tx) error) error {
 // transaction limit (15 % of a memtable). Before the first part, check runs
 // over every id in a read transaction, so input it refuses changes nothing;
 // fn must then accept what check accepted, or the parts before it stay.
-func (s *Store) updateInParts(ids []string, check, fn func(tx *Tx, ids []string) error) error {
+func (s *Store) updateInParts(ctx context.Context, ids []string, check, fn func(tx *Tx, ids []string) error) error {
 	checked := check == nil
 	var apply func(ids []string) error
 	apply = func(ids []string) error {
-		err := s.Update(func(tx *Tx) error { return fn(tx, ids) })
+		err := s.Update(ctx, func(tx *Tx) error { return fn(tx, ids) })
 		if !errors.Is(err, kv.ErrTooBig) || len(ids) < 2 {
 			return err
 		}
 		if !checked {
 			checked = true
-			if err := s.View(func(tx *Tx) error { return check(tx, ids) }); err != nil {
+			if err := s.View(ctx, func(tx *Tx) error { return check(tx, ids) }); err != nil {
 				return err
 			}
 		}
@@ -128,27 +128,49 @@ const (
 	retryBudget     = 10 * time.Second
 )
 
+// RetryBackoffMin and RetryBackoffMax bound the random wait after a
+// conflict, for a domain's own retries around UpdateOnce (as Update's).
+const (
+	RetryBackoffMin = retryBackoffMin
+	RetryBackoffMax = retryBackoffMax
+)
+
 // updateRetrying commits fn, again after a conflict, with a randomized
 // backoff (see retryBudget).
-func (s *Store) updateRetrying(opts kv.TxOptions, fn func(tx *Tx) error) error {
+func (s *Store) updateRetrying(ctx context.Context, opts kv.TxOptions, fn func(tx *Tx) error) error {
 	backoff := retryBackoffMin
 	var waited time.Duration
 	for {
-		err := s.update(opts, fn)
+		err := s.update(ctx, opts, fn)
 		if !errors.Is(err, kv.ErrConflict) || waited >= retryBudget {
 			return err
 		}
 		d := backoff/2 + rand.N(backoff/2+1)
-		time.Sleep(d)
+		if !sleepCtx(ctx, d) {
+			return err
+		}
 		waited += d
 		backoff = min(2*backoff, retryBackoffMax)
 	}
 }
 
+// sleepCtx waits d, or less when ctx ends first; it reports whether the
+// whole of d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // UpdateOnce is Update without retries: a conflicting concurrent commit makes
 // it fail with ErrConflict. Use it for records that must be consumed once.
-func (s *Store) UpdateOnce(fn func(tx *Tx) error) error {
-	err := s.update(kv.TxOptions{}, fn)
+func (s *Store) UpdateOnce(ctx context.Context, fn func(tx *Tx) error) error {
+	err := s.update(ctx, kv.TxOptions{}, fn)
 	if errors.Is(err, kv.ErrConflict) {
 		return ErrConflict
 	}
@@ -157,14 +179,14 @@ func (s *Store) UpdateOnce(fn func(tx *Tx) error) error {
 
 // update runs fn in one read-write transaction and commits it (one
 // attempt); it returns once the commit is durable as opts says.
-func (s *Store) update(opts kv.TxOptions, fn func(tx *Tx) error) error {
+func (s *Store) update(ctx context.Context, opts kv.TxOptions, fn func(tx *Tx) error) error {
 	if err := s.enter(true); err != nil {
 		return err
 	}
 	defer s.leave(true)
 	tx := &Tx{}
 	run := func() error {
-		return s.eng.Update(context.Background(), opts, func(w kv.Writer) error {
+		return s.eng.Update(ctx, opts, func(w kv.Writer) error {
 			*tx = Tx{r: w, w: w, st: s, cachedWritten: tx.cachedWritten}
 			if err := fn(tx); err != nil {
 				return err
@@ -187,7 +209,7 @@ func (s *Store) update(opts kv.TxOptions, fn func(tx *Tx) error) error {
 	if errors.Is(err, errNoIDSlot) {
 		// New ids need a node slot: claim one outside any transaction
 		// (it may take a query per slot), then run fn again.
-		if _, serr := s.slots.IDSlot(context.Background()); serr != nil {
+		if _, serr := s.slots.IDSlot(ctx); serr != nil {
 			err = fmt.Errorf("%w: %v", errNoIDSlot, serr)
 		} else {
 			err = run()
@@ -205,7 +227,7 @@ func (s *Store) update(opts kv.TxOptions, fn func(tx *Tx) error) error {
 		s.caches.drop(tx.cachedWritten)
 	}
 	if err == nil && len(tx.highlightsLeft) > 0 {
-		return s.finishHighlightCopies(tx.highlightsLeft)
+		return s.finishHighlightCopies(ctx, tx.highlightsLeft)
 	}
 	return err
 }
@@ -354,3 +376,58 @@ func (tx *Tx) notify(channel, payload string) error {
 	}
 	return tx.w.Notify(channel, payload)
 }
+
+// The primitives of a transaction, for the domain packages under storage/
+// (storage/agents, …): every key they read or write goes through these, so
+// the record caches see every write (noteWrite) and a write in a View is
+// refused. The methods in lower case are the same primitives for the
+// domains still in this package.
+
+// Get returns the value at key (the caller's to keep), or ErrNotFound.
+func (tx *Tx) Get(key []byte) ([]byte, error) { return tx.get(key) }
+
+// Has reports whether key holds a value.
+func (tx *Tx) Has(key []byte) (bool, error) { return tx.has(key) }
+
+// GetJSON decodes the record at key into v, or returns ErrNotFound.
+func (tx *Tx) GetJSON(key []byte, v any) error { return tx.getJSON(key, v) }
+
+// Put stores val at key; a positive ttl makes the engine drop it after that
+// long.
+func (tx *Tx) Put(key, val []byte, ttl time.Duration) error { return tx.put(key, val, ttl) }
+
+// PutJSON stores v, encoded as JSON, at key (ttl as Put).
+func (tx *Tx) PutJSON(key []byte, v any, ttl time.Duration) error { return tx.putJSON(key, v, ttl) }
+
+// Delete removes key (nothing when it is absent).
+func (tx *Tx) Delete(key []byte) error { return tx.delete(key) }
+
+// Scan calls fn for every key with prefix, in key order (reverse when
+// reverse is set), starting at start (inclusive; nil means the first key of
+// the prefix), until fn returns false or an error. With keysOnly the
+// values are not read; a value is valid only during the call.
+func (tx *Tx) Scan(prefix, start []byte, reverse, keysOnly bool, fn func(key, val []byte) (bool, error)) error {
+	return tx.scan(prefix, start, reverse, keysOnly, fn)
+}
+
+// Suffixes lists what follows prefix in every key that has it, in key
+// order.
+func (tx *Tx) Suffixes(prefix []byte) ([]string, error) { return tx.suffixes(prefix) }
+
+// DeletePrefix deletes every key with prefix.
+func (tx *Tx) DeletePrefix(prefix []byte) error { return tx.deletePrefix(prefix) }
+
+// Notify queues payload for the subscribers of channel on every node
+// (Store.Subscribe); it is sent if and when the transaction commits.
+func (tx *Tx) Notify(channel, payload string) error { return tx.notify(channel, payload) }
+
+// NewID returns a new record id, unique across the nodes of the store and
+// increasing with time (see idGen); only in a read-write transaction.
+func (tx *Tx) NewID() (string, error) { return tx.newID() }
+
+// FreshID is NewID whose record key keyOf(id) is absent: a creation never
+// overwrites a record.
+func (tx *Tx) FreshID(keyOf func(id string) []byte) (string, error) { return tx.freshID(keyOf) }
+
+// Key joins parts with '/' into a key: every record key is made so.
+func Key(parts ...string) []byte { return key(parts...) }

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
 
 func main() {
@@ -36,7 +38,7 @@ func main() {
 func seed(args []string) error {
 	fs := flag.NewFlagSet("seed", flag.ExitOnError)
 	dir := fs.String("dir", "", "store directory")
-	agents := fs.Int("agents", 10000, "agents to register")
+	nAgents := fs.Int("agents", 10000, "agents to register")
 	fs.Parse(args)
 	if *dir == "" {
 		return fmt.Errorf("seed needs -dir")
@@ -50,9 +52,9 @@ func seed(args []string) error {
 
 	now := time.Now()
 	reg := now.Add(-10 * 24 * time.Hour).Unix()
-	var posts []storage.AgentPost
+	var posts []agents.Post
 	flush := func() error {
-		_, err := st.RecordAgentPosts(posts, func(_ *storage.Agent, act *storage.AgentActivity, p storage.AgentPost) error {
+		_, err := agents.Of(st).RecordPosts(context.Background(), posts, func(_ *agents.Agent, act *agents.Activity, p agents.Post) error {
 			d := int32(p.CreatedAt / 86400)
 			if i, found := slices.BinarySearch(act.Days, d); !found {
 				act.Days = slices.Insert(act.Days, i, d)
@@ -64,9 +66,9 @@ func seed(args []string) error {
 		posts = posts[:0]
 		return err
 	}
-	for i := 0; i < *agents; i++ {
+	for i := 0; i < *nAgents; i++ {
 		pk := randomHex(32)
-		a := &storage.Agent{
+		a := &agents.Agent{
 			Pubkey:            pk,
 			Name:              fmt.Sprintf("agent %d", i),
 			Purpose:           "Summarizes the day's papers on distributed systems and answers questions about them.",
@@ -80,11 +82,11 @@ func seed(args []string) error {
 			Event: json.RawMessage(`{"id":"` + randomHex(32) + `","pubkey":"` + pk + `","created_at":` +
 				strconv.FormatInt(reg, 10) + `,"kind":31339,"tags":[["d","agent"],["name","agent"]],"content":"","sig":"` + randomHex(64) + `"}`),
 		}
-		if _, err := st.RegisterAgent(a, func(*storage.Agent) error { return nil }); err != nil {
+		if _, err := agents.Of(st).Register(context.Background(), a, func(*agents.Agent) error { return nil }); err != nil {
 			return fmt.Errorf("register agent %d: %w", i, err)
 		}
 		for d := 1; d <= 3; d++ {
-			posts = append(posts, storage.AgentPost{ID: randomHex(32), Pubkey: pk, CreatedAt: now.Add(-time.Duration(d) * 24 * time.Hour).Unix(), Skeleton: uint64(d)})
+			posts = append(posts, agents.Post{ID: randomHex(32), Pubkey: pk, CreatedAt: now.Add(-time.Duration(d) * 24 * time.Hour).Unix(), Skeleton: uint64(d)})
 		}
 		if len(posts) >= 900 {
 			if err := flush(); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -174,7 +175,7 @@ type corpusInfo struct {
 // seedCorpus fills a stopped store with n corpus items; with export set it
 // also writes them as CSV (id,domain,title,description,text) for SQLite.
 func seedCorpus(st *storage.Store, member string, n int, seed int64, infoPath, export string) error {
-	m, err := st.CreateMember(member, "Bench", "bench password 1")
+	m, err := st.CreateMember(context.Background(), member, "Bench", "bench password 1")
 	if err != nil {
 		return err
 	}
@@ -192,7 +193,7 @@ func seedCorpus(st *storage.Store, member string, n int, seed int64, infoPath, e
 		if i == len(labelIDs)-1 {
 			name = "rare-label"
 		}
-		l, err := st.CreateLabel(m.ID, name, "#336699")
+		l, err := st.CreateLabel(context.Background(), m.ID, name, "#336699")
 		if err != nil {
 			return err
 		}
@@ -241,7 +242,7 @@ func seedCorpus(st *storage.Store, member string, n int, seed int64, infoPath, e
 		if r.Float64() < 0.05 {
 			typ = storage.TypeNewsletter
 		}
-		it, _, err := st.SaveItem(m.ID, storage.NewItem{Type: typ, URL: url, Title: title, Description: desc,
+		it, _, err := st.SaveItem(context.Background(), m.ID, storage.NewItem{Type: typ, URL: url, Title: title, Description: desc,
 			SourceDomain: domain, WordCount: len(strings.Fields(text)), HTML: html, Text: text, LabelIDs: labels})
 		if err != nil {
 			return fmt.Errorf("item %d: %w", i, err)
@@ -274,21 +275,21 @@ func seedCorpus(st *storage.Store, member string, n int, seed int64, infoPath, e
 	for status, batch := range map[string][]string{storage.StatusArchived: archived, storage.StatusDeleted: trashed} {
 		for len(batch) > 0 {
 			k := min(len(batch), storage.MaxBatchIDs)
-			if _, err := st.SetItemsStatus(m.ID, batch[:k], status); err != nil {
+			if _, err := st.SetItemsStatus(context.Background(), m.ID, batch[:k], status); err != nil {
 				return err
 			}
 			batch = batch[k:]
 		}
 	}
 	for _, id := range highlighted {
-		if _, err := st.CreateHighlight(m.ID, id, []storage.HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 5, Text: "words"}}, ""); err != nil {
+		if _, err := st.CreateHighlight(context.Background(), m.ID, id, []storage.HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 5, Text: "words"}}, ""); err != nil {
 			return err
 		}
 	}
 	if err := waitSearchIndex(st, m.ID); err != nil {
 		return err
 	}
-	if info.FoldedTextBytes, info.TrigramIndexBytes, info.FilterKeyBytes, err = st.SearchIndexSize(m.ID); err != nil {
+	if info.FoldedTextBytes, info.TrigramIndexBytes, info.FilterKeyBytes, err = st.SearchIndexSize(context.Background(), m.ID); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "gqlbench: text %d bytes; search keys: folded text %d, trigram index %d (%.0f %% of the text), filters %d\n",
@@ -302,7 +303,7 @@ func seedCorpus(st *storage.Store, member string, n int, seed int64, infoPath, e
 // it finished.
 func waitSearchIndex(st *storage.Store, memberID string) error {
 	for {
-		n, err := st.SearchIndexBacklog(memberID)
+		n, err := st.SearchIndexBacklog(context.Background(), memberID)
 		if err != nil || n == 0 {
 			return err
 		}

@@ -17,6 +17,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -77,13 +78,13 @@ func seed(args []string) error {
 		}
 		return st.Sync()
 	}
-	m, err := st.CreateMember(*member, "Bench", "bench password 1")
+	m, err := st.CreateMember(context.Background(), *member, "Bench", "bench password 1")
 	if err != nil {
 		return err
 	}
 	ids := make([]string, 0, *items)
 	for n := 0; n < *items; n++ {
-		it, _, err := st.SaveItem(m.ID, storage.NewItem{
+		it, _, err := st.SaveItem(context.Background(), m.ID, storage.NewItem{
 			URL:         fmt.Sprintf("https://example.com/articles/%d", n),
 			Title:       fmt.Sprintf("Article number %d about bread", n),
 			Description: "A saved article for the benchmark.",
@@ -102,7 +103,7 @@ func seed(args []string) error {
 	// many highlighted items.
 	step := max(1, len(ids)/max(1, *highlights))
 	for n := 0; n < *highlights && len(ids) > 0; n++ {
-		_, err := st.CreateHighlight(m.ID, ids[(n*step)%len(ids)], []storage.HighlightSegment{{
+		_, err := st.CreateHighlight(context.Background(), m.ID, ids[(n*step)%len(ids)], []storage.HighlightSegment{{
 			XPath: "/p[1]", StartOffset: 0, EndOffset: 5, Text: "Flour",
 		}}, "")
 		if err != nil {

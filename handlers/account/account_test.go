@@ -1,6 +1,7 @@
 package account_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
@@ -62,7 +63,7 @@ func newFixture(t *testing.T, opts account.Options) *fixture {
 
 func (f *fixture) member(username string) *storage.Member {
 	f.t.Helper()
-	m, err := f.store.CreateMember(username, "Display "+username, password)
+	m, err := f.store.CreateMember(context.Background(), username, "Display "+username, password)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func TestSuspendedMemberCannotSignIn(t *testing.T) {
 	wantStatus(t, f.signIn(c, "alice", password, ""), http.StatusSeeOther)
 	wantStatus(t, f.get(c, "/settings"), http.StatusOK)
 
-	if _, err := f.store.SetSuspended("alice", true); err != nil {
+	if _, err := f.store.SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
 	r := f.get(c, "/settings")
@@ -271,7 +272,7 @@ func TestSuspendedMemberCannotSignIn(t *testing.T) {
 	r = f.signIn(c, "alice", "not the password", "")
 	wantStatus(t, r, http.StatusUnauthorized)
 
-	if _, err := f.store.SetSuspended("alice", false); err != nil {
+	if _, err := f.store.SetSuspended(t.Context(), "alice", false); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, f.signIn(c, "alice", password, ""), http.StatusSeeOther)
@@ -280,7 +281,7 @@ func TestSuspendedMemberCannotSignIn(t *testing.T) {
 func TestCurrentMemberRefusesSuspendedMember(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	m := f.member("alice")
-	id, err := f.store.CreateSession(m.ID, 3600e9)
+	id, err := f.store.CreateSession(t.Context(), m.ID, 3600e9)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestCurrentMemberRefusesSuspendedMember(t *testing.T) {
 	if got := f.pages.CurrentMember(req); got == nil || got.Username != "alice" {
 		t.Fatalf("CurrentMember = %v", got)
 	}
-	if _, err := f.store.SetSuspended("alice", true); err != nil {
+	if _, err := f.store.SetSuspended(req.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.pages.CurrentMember(req); got != nil {
@@ -406,7 +407,7 @@ func TestCrossOriginPostsAreRefused(t *testing.T) {
 			}
 			r = f.post(c, "/auth/sign_up", url.Values{"username": {"mallory"}, "password": {password}, "password_confirmation": {password}}, h...)
 			wantStatus(t, r, http.StatusForbidden)
-			if _, err := f.store.Member("mallory"); err == nil {
+			if _, err := f.store.Member(t.Context(), "mallory"); err == nil {
 				t.Fatal("cross-origin sign-up created a member")
 			}
 
@@ -456,7 +457,7 @@ func TestSignOut(t *testing.T) {
 func TestSignInReplacesPlantedSession(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	m := f.member("alice")
-	planted, err := f.store.CreateSession(m.ID, 3600e9)
+	planted, err := f.store.CreateSession(t.Context(), m.ID, 3600e9)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +469,7 @@ func TestSignInReplacesPlantedSession(t *testing.T) {
 	if ck := sessionCookie(r); ck == nil || ck.Value == planted {
 		t.Fatal("sign-in kept the session id the browser brought")
 	}
-	if _, err := f.store.SessionMember(planted); err == nil {
+	if _, err := f.store.SessionMember(req.Context(), planted); err == nil {
 		t.Fatal("the earlier session still works")
 	}
 }
@@ -504,7 +505,7 @@ func TestSignUp(t *testing.T) {
 			if sessionCookie(r) != nil {
 				t.Fatal("failed sign-up set a cookie")
 			}
-			if _, err := f.store.Member("carol"); err == nil {
+			if _, err := f.store.Member(t.Context(), "carol"); err == nil {
 				t.Fatal("failed sign-up created a member")
 			}
 		})
@@ -515,7 +516,7 @@ func TestSignUp(t *testing.T) {
 	if got := r.Header.Get("Location"); got != "/oauth/authorize?x=1" {
 		t.Fatalf("after sign-up redirect to %q", got)
 	}
-	m, err := f.store.Member("carol")
+	m, err := f.store.Member(t.Context(), "carol")
 	if err != nil || m.DisplayName != "Carol C" {
 		t.Fatalf("member after sign-up: %v, %v", m, err)
 	}
@@ -536,7 +537,7 @@ func TestSignUpRateLimit(t *testing.T) {
 	if r.Header.Get("Retry-After") == "" {
 		t.Fatal("no Retry-After")
 	}
-	if _, err := f.store.Member("user9"); err == nil {
+	if _, err := f.store.Member(t.Context(), "user9"); err == nil {
 		t.Fatal("rate-limited sign-up created a member")
 	}
 }
@@ -548,7 +549,7 @@ func TestSignUpClosedByDefault(t *testing.T) {
 	r := f.post(c, "/auth/sign_up", url.Values{"username": {"carol"}, "password": {password}, "password_confirmation": {password}})
 	wantStatus(t, r, http.StatusNotFound)
 	wantBody(t, r, "Sign-up is closed")
-	if _, err := f.store.Member("carol"); err == nil {
+	if _, err := f.store.Member(t.Context(), "carol"); err == nil {
 		t.Fatal("closed sign-up created a member")
 	}
 	if strings.Contains(f.get(c, "/auth/sign_in").body, "/auth/sign_up") {
@@ -763,7 +764,7 @@ func TestSignUpRateLimitHoldsUnderConcurrency(t *testing.T) {
 	if got[http.StatusSeeOther] != 3 || got[http.StatusTooManyRequests] != 17 {
 		t.Fatalf("20 concurrent sign-ups with a limit of 3: %v", got)
 	}
-	ms, err := f.store.Members()
+	ms, err := f.store.Members(t.Context())
 	if err != nil || len(ms) != 4 {
 		t.Fatalf("%d members (%v), want the taken one and 3 new", len(ms), err)
 	}

@@ -129,9 +129,9 @@ func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, m *storage
 	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
 		current = storage.SessionPublicID(c.Value)
 	}
-	sessions, err := p.store.Sessions(m.ID)
+	sessions, err := p.store.Sessions(r.Context(), m.ID)
 	if err == nil {
-		d.TwoFactorOn, d.RecoveryLeft, err = p.store.TwoFactorStatus(m.ID)
+		d.TwoFactorOn, d.RecoveryLeft, err = p.store.TwoFactorStatus(r.Context(), m.ID)
 	}
 	if err != nil {
 		p.renderStoreFailure(w, r, err, "Your account page could not be shown. Try again in a moment.")
@@ -141,7 +141,7 @@ func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, m *storage
 		d.Sessions = append(d.Sessions, sessionRow{Session: s, Current: s.ID == current})
 	}
 	if !d.TwoFactorOn {
-		if secret, err := p.store.TwoFactorSetupSecret(m.ID); err == nil {
+		if secret, err := p.store.TwoFactorSetupSecret(r.Context(), m.ID); err == nil {
 			d.Setup = p.twoFactorSetup(r, m, secret)
 		}
 	}
@@ -183,7 +183,7 @@ func done(w http.ResponseWriter, r *http.Request, notice string) {
 
 func (p *Pages) postDisplayName(w http.ResponseWriter, r *http.Request, m *storage.Member) {
 	name := strings.TrimSpace(r.PostForm.Get("display_name"))
-	if _, err := p.store.SetDisplayName(m.ID, name); err != nil {
+	if _, err := p.store.SetDisplayName(r.Context(), m.ID, name); err != nil {
 		if storage.IsInvalid(err) {
 			p.renderAccount(w, r, m, http.StatusBadRequest, accountData{DisplayName: name, Err: map[string]string{"name": upperFirst(err.Error()) + "."}})
 			return
@@ -213,13 +213,13 @@ func (p *Pages) postPassword(w http.ResponseWriter, r *http.Request, m *storage.
 	if c, err := r.Cookie(CookieName); err == nil {
 		keep = c.Value
 	}
-	if err := p.store.ChangePassword(m.ID, next, keep); err != nil {
+	if err := p.store.ChangePassword(r.Context(), m.ID, next, keep); err != nil {
 		p.renderStoreFailure(w, r, err, "Your password could not be changed. Try again in a moment.")
 		return
 	}
 	p.opts.Logger.Info("member changed password", zap.String("username", m.Username))
 	if r.PostForm.Get("revoke_access") != "" {
-		tokens, apps, err := p.store.RevokeMemberAccess(m.ID)
+		tokens, apps, err := p.store.RevokeMemberAccess(r.Context(), m.ID)
 		if err != nil {
 			p.renderStoreFailure(w, r, err, "Your password was changed, but your API tokens and apps could not all be revoked. Try again from their pages.")
 			return
@@ -232,7 +232,7 @@ func (p *Pages) postPassword(w http.ResponseWriter, r *http.Request, m *storage.
 }
 
 func (p *Pages) postEndSession(w http.ResponseWriter, r *http.Request, m *storage.Member) {
-	err := p.store.EndSession(m.ID, r.PostForm.Get("id"))
+	err := p.store.EndSession(r.Context(), m.ID, r.PostForm.Get("id"))
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		p.accountError(w, r, m, http.StatusNotFound, "sessions", "That session has already ended.")
@@ -249,7 +249,7 @@ func (p *Pages) postEndOtherSessions(w http.ResponseWriter, r *http.Request, m *
 	if c, err := r.Cookie(CookieName); err == nil {
 		keep = c.Value
 	}
-	if _, err := p.store.EndOtherSessions(m.ID, keep); err != nil {
+	if _, err := p.store.EndOtherSessions(r.Context(), m.ID, keep); err != nil {
 		p.renderStoreFailure(w, r, err, "Your other sessions could not be ended. Try again in a moment.")
 		return
 	}
@@ -265,7 +265,7 @@ func (p *Pages) postDeleteAccount(w http.ResponseWriter, r *http.Request, m *sto
 		p.passwordError(w, r, m, "delete", err)
 		return
 	}
-	if err := p.store.DeleteMember(m.Username); err != nil {
+	if err := p.store.DeleteMember(r.Context(), m.Username); err != nil {
 		p.renderStoreFailure(w, r, err, "Your account could not be deleted. Try again in a moment.")
 		return
 	}
@@ -285,7 +285,7 @@ func (p *Pages) postTwoFactorStart(w http.ResponseWriter, r *http.Request, m *st
 	}
 	key, err := totp.Generate(totp.GenerateOpts{Issuer: p.opts.SiteName, AccountName: m.Username + "@" + hostOnly(r.Host)})
 	if err == nil {
-		err = p.store.StartTwoFactorSetup(m.ID, key.Secret())
+		err = p.store.StartTwoFactorSetup(r.Context(), m.ID, key.Secret())
 	}
 	switch {
 	case errors.Is(err, storage.ErrTwoFactorOn):
@@ -307,7 +307,7 @@ func (p *Pages) postTwoFactorConfirm(w http.ResponseWriter, r *http.Request, m *
 	var codes []string
 	err := p.underFailureLimits(r, m.Username, func() error {
 		var err error
-		codes, err = p.store.ConfirmTwoFactor(m.ID, code, keep)
+		codes, err = p.store.ConfirmTwoFactor(r.Context(), m.ID, code, keep)
 		return err
 	}, isCodeFailure)
 	switch {
@@ -343,7 +343,7 @@ func (p *Pages) postTwoFactorDisable(w http.ResponseWriter, r *http.Request, m *
 		p.passwordError(w, r, m, "twofactor", err)
 		return
 	}
-	if err := p.store.DisableTwoFactor(m.ID); err != nil {
+	if err := p.store.DisableTwoFactor(r.Context(), m.ID); err != nil {
 		p.renderStoreFailure(w, r, err, "Two-factor sign-in could not be turned off. Try again in a moment.")
 		return
 	}
@@ -367,7 +367,7 @@ func (p *Pages) postRecoveryCodes(w http.ResponseWriter, r *http.Request, m *sto
 		p.passwordError(w, r, m, "twofactor", err)
 		return
 	}
-	codes, err := p.store.NewRecoveryCodes(m.ID)
+	codes, err := p.store.NewRecoveryCodes(r.Context(), m.ID)
 	if err != nil {
 		p.renderStoreFailure(w, r, err, "New recovery codes could not be made. Try again in a moment.")
 		return
@@ -385,7 +385,7 @@ func (p *Pages) postRecoveryCodes(w http.ResponseWriter, r *http.Request, m *sto
 func (p *Pages) checkSecondFactor(r *http.Request, m *storage.Member) error {
 	code := r.PostForm.Get("code")
 	return p.underFailureLimits(r, m.Username, func() error {
-		_, err := p.store.CheckSecondFactor(m.ID, code)
+		_, err := p.store.CheckSecondFactor(r.Context(), m.ID, code)
 		return err
 	}, isCodeFailure)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 // signedIn signs username in on a fresh browser.
@@ -31,7 +33,7 @@ func TestAccountPageNeedsSignIn(t *testing.T) {
 	}
 	r = f.post(c, "/settings/account/delete", url.Values{"confirm_username": {"alice"}, "current_password": {password}})
 	wantStatus(t, r, http.StatusSeeOther)
-	if _, err := f.store.Member("alice"); err != nil {
+	if _, err := f.store.Member(t.Context(), "alice"); err != nil {
 		t.Fatalf("a signed-out post deleted the account: %v", err)
 	}
 	c = f.signedIn("alice")
@@ -54,7 +56,7 @@ func TestAccountFormsRefuseCrossOriginAndBigBodies(t *testing.T) {
 	wantStatus(t, r, http.StatusForbidden)
 	r = f.post(c, "/settings/account/display_name", url.Values{"display_name": {strings.Repeat("a", 2000)}})
 	wantStatus(t, r, http.StatusRequestEntityTooLarge)
-	if m, _ := f.store.Member("alice"); m.DisplayName != "Display alice" {
+	if m, _ := f.store.Member(t.Context(), "alice"); m.DisplayName != "Display alice" {
 		t.Fatalf("display name changed to %q", m.DisplayName)
 	}
 }
@@ -71,7 +73,7 @@ func TestAccountDisplayName(t *testing.T) {
 	r = f.get(c, r.Header.Get("Location"))
 	wantBody(t, r, "Your display name was saved.")
 	wantBody(t, r, `value="Alice Liddell"`)
-	if m, _ := f.store.Member("alice"); m.DisplayName != "Alice Liddell" {
+	if m, _ := f.store.Member(t.Context(), "alice"); m.DisplayName != "Alice Liddell" {
 		t.Fatalf("display name %q", m.DisplayName)
 	}
 }
@@ -81,7 +83,7 @@ func TestAccountChangePassword(t *testing.T) {
 	m := f.member("alice")
 	other := f.signedIn("alice")
 	c := f.signedIn("alice")
-	tok, tokSecret, err := f.store.CreateAPIToken(m.ID, "cli", 0)
+	tok, tokSecret, err := apitokens.Of(f.store).Create(t.Context(), m.ID, "cli", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,36 +106,36 @@ func TestAccountChangePassword(t *testing.T) {
 			t.Fatal("protocol wording on a page")
 		}
 	}
-	if _, err := f.store.Authenticate("alice", password); err != nil {
+	if _, err := f.store.Authenticate(t.Context(), "alice", password); err != nil {
 		t.Fatalf("refused changes changed the password: %v", err)
 	}
 	r := f.post(c, "/settings/account/password", form(password, "a new password", "a new password"))
 	wantStatus(t, r, http.StatusSeeOther)
 	wantBody(t, f.get(c, r.Header.Get("Location")), "Your password was changed.")
-	if _, err := f.store.Authenticate("alice", "a new password"); err != nil {
+	if _, err := f.store.Authenticate(t.Context(), "alice", "a new password"); err != nil {
 		t.Fatalf("new password: %v", err)
 	}
 	// This browser stays signed in, the other one is signed out; the API
 	// token (not asked to be revoked) still works.
 	wantStatus(t, f.get(c, "/settings/account"), http.StatusOK)
 	wantStatus(t, f.get(other, "/settings/account"), http.StatusSeeOther)
-	if _, _, err := f.store.APITokenMember(tokSecret); err != nil {
+	if _, _, err := apitokens.Of(f.store).Member(t.Context(), tokSecret); err != nil {
 		t.Fatalf("token %s ended without the checkbox: %v", tok.ID, err)
 	}
 	// With the checkbox, tokens and grants end too.
-	app, _, err := f.store.CreateOAuthApp("App", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
+	app, _, err := grants.Of(f.store).CreateApp(t.Context(), "App", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := f.store.CreateOAuthCode(app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
+	code, err := grants.Of(f.store).CreateCode(t.Context(), app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, oauthSecret, err := f.store.ExchangeOAuthCode(code, func(*storage.OAuthCode) error { return nil })
+	_, oauthSecret, err := grants.Of(f.store).ExchangeCode(t.Context(), code, func(*grants.Code) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.store.OAuthToken(oauthSecret); err != nil {
+	if _, _, err := grants.Of(f.store).Token(t.Context(), oauthSecret); err != nil {
 		t.Fatal(err)
 	}
 	f2 := form("a new password", "a third password", "a third password")
@@ -141,10 +143,10 @@ func TestAccountChangePassword(t *testing.T) {
 	r = f.post(c, "/settings/account/password", f2)
 	wantStatus(t, r, http.StatusSeeOther)
 	wantBody(t, f.get(c, r.Header.Get("Location")), "your API tokens and authorized apps were revoked")
-	if _, _, err := f.store.APITokenMember(tokSecret); err == nil {
+	if _, _, err := apitokens.Of(f.store).Member(t.Context(), tokSecret); err == nil {
 		t.Fatal("API token works after revoke_access")
 	}
-	if _, _, err := f.store.OAuthToken(oauthSecret); err == nil {
+	if _, _, err := grants.Of(f.store).Token(t.Context(), oauthSecret); err == nil {
 		t.Fatal("OAuth token works after revoke_access")
 	}
 }
@@ -166,7 +168,7 @@ func TestAccountCurrentPasswordIsRateLimited(t *testing.T) {
 	wantBody(t, r, "Too many wrong passwords or codes.")
 	// The same limit holds on the sign-in page.
 	wantStatus(t, f.signIn(f.browser(), "alice", password, ""), http.StatusTooManyRequests)
-	if _, err := f.store.Authenticate("alice", password); err != nil {
+	if _, err := f.store.Authenticate(t.Context(), "alice", password); err != nil {
 		t.Fatal("password changed while limited")
 	}
 }
@@ -179,7 +181,7 @@ func TestAccountSessions(t *testing.T) {
 	c := f.signedIn("alice")
 	bob := f.member("bob")
 	bobs := f.signedIn("bob")
-	list, _ := f.store.Sessions(m.ID)
+	list, _ := f.store.Sessions(t.Context(), m.ID)
 	if len(list) != 3 {
 		t.Fatalf("%d sessions", len(list))
 	}
@@ -213,7 +215,7 @@ func TestAccountSessions(t *testing.T) {
 	wantStatus(t, f.get(laptop, "/settings/account"), http.StatusSeeOther)
 	wantStatus(t, f.get(c, "/settings/account"), http.StatusOK)
 	wantStatus(t, f.get(bobs, "/settings/account"), http.StatusOK)
-	if list, _ := f.store.Sessions(bob.ID); len(list) != 1 {
+	if list, _ := f.store.Sessions(t.Context(), bob.ID); len(list) != 1 {
 		t.Fatalf("bob's sessions: %d", len(list))
 	}
 }
@@ -237,14 +239,14 @@ func TestAccountDelete(t *testing.T) {
 	f.member("bob")
 	other := f.signedIn("alice")
 	c := f.signedIn("alice")
-	item, _, err := f.store.SaveItem(m.ID, storage.NewItem{URL: "https://example.org/a", Title: "A"})
+	item, _, err := f.store.SaveItem(t.Context(), m.ID, storage.NewItem{URL: "https://example.org/a", Title: "A"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tokSecret, _ := f.store.CreateAPIToken(m.ID, "cli", 0)
-	app, _, _ := f.store.CreateOAuthApp("App", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
-	code, _ := f.store.CreateOAuthCode(app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
-	_, oauthSecret, err := f.store.ExchangeOAuthCode(code, func(*storage.OAuthCode) error { return nil })
+	_, tokSecret, _ := apitokens.Of(f.store).Create(t.Context(), m.ID, "cli", 0)
+	app, _, _ := grants.Of(f.store).CreateApp(t.Context(), "App", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
+	code, _ := grants.Of(f.store).CreateCode(t.Context(), app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
+	_, oauthSecret, err := grants.Of(f.store).ExchangeCode(t.Context(), code, func(*grants.Code) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +256,7 @@ func TestAccountDelete(t *testing.T) {
 	wantBody(t, r, "Type your username, alice, exactly to confirm.")
 	r = f.post(c, "/settings/account/delete", url.Values{"confirm_username": {"alice"}, "current_password": {"wrong password"}})
 	wantStatus(t, r, http.StatusUnauthorized)
-	if _, err := f.store.Member("alice"); err != nil {
+	if _, err := f.store.Member(t.Context(), "alice"); err != nil {
 		t.Fatalf("refused deletes deleted: %v", err)
 	}
 
@@ -267,27 +269,27 @@ func TestAccountDelete(t *testing.T) {
 	if ck := sessionCookie(r); ck == nil || ck.MaxAge >= 0 {
 		t.Fatalf("cookie not cleared: %v", ck)
 	}
-	if _, err := f.store.Member("alice"); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := f.store.Member(t.Context(), "alice"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("member after delete: %v", err)
 	}
-	if _, err := f.store.SavedItem(m.ID, item.ID); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := f.store.SavedItem(t.Context(), m.ID, item.ID); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("saved item after delete: %v", err)
 	}
-	if _, _, err := f.store.APITokenMember(tokSecret); err == nil {
+	if _, _, err := apitokens.Of(f.store).Member(t.Context(), tokSecret); err == nil {
 		t.Fatal("API token works after delete")
 	}
-	if _, _, err := f.store.OAuthToken(oauthSecret); err == nil {
+	if _, _, err := grants.Of(f.store).Token(t.Context(), oauthSecret); err == nil {
 		t.Fatal("OAuth token works after delete")
 	}
-	if apps, _ := f.store.AuthorizedOAuthApps(m.ID); len(apps) != 0 {
+	if apps, _ := grants.Of(f.store).AuthorizedApps(t.Context(), m.ID); len(apps) != 0 {
 		t.Fatalf("grants left: %d", len(apps))
 	}
-	if list, _ := f.store.Sessions(m.ID); len(list) != 0 {
+	if list, _ := f.store.Sessions(t.Context(), m.ID); len(list) != 0 {
 		t.Fatalf("%d sessions left", len(list))
 	}
 	wantStatus(t, f.get(other, "/settings/account"), http.StatusSeeOther)
 	wantStatus(t, f.signIn(f.browser(), "alice", password, ""), http.StatusUnauthorized)
-	if _, err := f.store.Member("bob"); err != nil {
+	if _, err := f.store.Member(t.Context(), "bob"); err != nil {
 		t.Fatalf("bob deleted too: %v", err)
 	}
 }
@@ -306,7 +308,7 @@ func TestAccountFormsAreRateLimited(t *testing.T) {
 		t.Fatal("no Retry-After")
 	}
 	wantBody(t, r, "You made many changes in a short time.")
-	if m, _ := f.store.Member("alice"); m.DisplayName == "One too many" {
+	if m, _ := f.store.Member(t.Context(), "alice"); m.DisplayName == "One too many" {
 		t.Fatal("a limited form changed the name")
 	}
 	// Another member is not limited by alice's changes.

@@ -19,11 +19,11 @@ func BenchmarkSettingsPage(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	m, err := st.CreateMember("alice", "Alice", "correct horse battery")
+	m, err := st.CreateMember(b.Context(), "alice", "Alice", "correct horse battery")
 	if err != nil {
 		b.Fatal(err)
 	}
-	id, err := st.CreateSessionWith(m.ID, 3600e9, storage.SessionInfo{Device: "Firefox on Linux", Address: "198.51.100.7"})
+	id, err := st.CreateSessionWith(b.Context(), m.ID, 3600e9, storage.SessionInfo{Device: "Firefox on Linux", Address: "198.51.100.7"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -194,7 +194,7 @@ func (p *Pages) checkPassword(r *http.Request, username, password string) (*stor
 	var m *storage.Member
 	err := p.underFailureLimits(r, username, func() error {
 		var err error
-		m, err = p.store.Authenticate(username, password)
+		m, err = p.store.Authenticate(r.Context(), username, password)
 		return err
 	}, func(err error) bool { return errors.Is(err, storage.ErrBadCredentials) })
 	return m, err
@@ -385,7 +385,7 @@ func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request, username, display
 		metrics.RateLimited(metrics.LimitSignUp)
 		return nil, &SignInLimitedError{Wait: wait}
 	}
-	m, err := p.store.CreateMember(username, displayName, password)
+	m, err := p.store.CreateMember(r.Context(), username, displayName, password)
 	if err != nil {
 		p.signUps.Undo(r.Context(), ip)
 		if !errors.Is(err, storage.ErrConflict) && !storage.IsInvalid(err) {

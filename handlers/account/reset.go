@@ -39,7 +39,7 @@ func (p *Pages) serveReset(w http.ResponseWriter, r *http.Request) {
 	// that address on as a Referer (which access logs record).
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	token := strings.TrimPrefix(r.URL.Path, ResetPathPrefix)
-	m, link, err := p.store.ResetLinkMember(token)
+	m, link, err := p.store.ResetLinkMember(r.Context(), token)
 	if _, _, busy := storage.Unavailable(err); busy {
 		p.renderStoreFailure(w, r, err, "")
 		return
@@ -73,7 +73,7 @@ func (p *Pages) serveReset(w http.ResponseWriter, r *http.Request) {
 	if d.NeedsCode {
 		code := strings.TrimSpace(r.PostForm.Get("code"))
 		err := p.underFailureLimits(r, m.Username, func() error {
-			_, err := p.store.CheckSecondFactor(m.ID, code)
+			_, err := p.store.CheckSecondFactor(r.Context(), m.ID, code)
 			return err
 		}, isCodeFailure)
 		var limited *SignInLimitedError
@@ -94,7 +94,7 @@ func (p *Pages) serveReset(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	used, err := p.store.UseResetLink(token, next)
+	used, err := p.store.UseResetLink(r.Context(), token, next)
 	switch {
 	case used != nil && err != nil:
 		// The password is set and the link used up; only the revocation

@@ -9,6 +9,8 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 func TestSignInPageHintsAtResetLinks(t *testing.T) {
@@ -20,7 +22,7 @@ func TestResetLink(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	f.member("alice")
 	old := f.signedIn("alice")
-	token, _, _, err := f.store.CreateResetLink("alice", time.Hour, storage.ResetLinkOptions{})
+	token, _, _, err := f.store.CreateResetLink(t.Context(), "alice", time.Hour, storage.ResetLinkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,20 +49,20 @@ func TestResetLink(t *testing.T) {
 	// Cross-origin posts are refused like every form's.
 	wantStatus(t, f.post(c, "/auth/reset/"+token, url.Values{"password": {"a new password"}, "password_confirmation": {"a new password"}},
 		"Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"), http.StatusForbidden)
-	if _, err := f.store.Authenticate("alice", password); err != nil {
+	if _, err := f.store.Authenticate(t.Context(), "alice", password); err != nil {
 		t.Fatal("refused posts changed the password")
 	}
 	r = f.post(c, "/auth/reset/"+token, url.Values{"password": {"a new password"}, "password_confirmation": {"a new password"}})
 	wantStatus(t, r, http.StatusOK)
 	wantBody(t, r, "Your new password is set")
-	if _, err := f.store.Authenticate("alice", "a new password"); err != nil {
+	if _, err := f.store.Authenticate(t.Context(), "alice", "a new password"); err != nil {
 		t.Fatalf("new password: %v", err)
 	}
 	// Every session ended; the link works once.
 	wantStatus(t, f.get(old, "/settings"), http.StatusSeeOther)
 	r = f.post(c, "/auth/reset/"+token, url.Values{"password": {"a third password"}, "password_confirmation": {"a third password"}})
 	wantStatus(t, r, http.StatusNotFound)
-	if _, err := f.store.Authenticate("alice", "a new password"); err != nil {
+	if _, err := f.store.Authenticate(t.Context(), "alice", "a new password"); err != nil {
 		t.Fatal("a used link changed the password again")
 	}
 }
@@ -70,7 +72,7 @@ func TestResetLinkWithTwoFactor(t *testing.T) {
 	f.member("alice")
 	_, codes := f.enableTwoFactor(f.signedIn("alice"))
 
-	token, _, _, _ := f.store.CreateResetLink("alice", time.Hour, storage.ResetLinkOptions{})
+	token, _, _, _ := f.store.CreateResetLink(t.Context(), "alice", time.Hour, storage.ResetLinkOptions{})
 	c := f.browser()
 	wantBody(t, f.get(c, "/auth/reset/"+token), `name="code"`)
 	form := url.Values{"password": {"a new password"}, "password_confirmation": {"a new password"}, "code": {"zzzzz-zzzzz"}}
@@ -79,21 +81,21 @@ func TestResetLinkWithTwoFactor(t *testing.T) {
 	wantBody(t, r, "That code is not right.")
 	form.Set("code", codes[0])
 	wantStatus(t, f.post(c, "/auth/reset/"+token, form), http.StatusOK)
-	if on, _, _ := f.store.TwoFactorStatus(f.mustMember("alice").ID); !on {
+	if on, _, _ := f.store.TwoFactorStatus(t.Context(), f.mustMember("alice").ID); !on {
 		t.Fatal("a plain reset link turned two-factor sign-in off")
 	}
 	// The operator's --disable-2fa link asks no code and turns it off.
-	token, _, _, _ = f.store.CreateResetLink("alice", time.Hour, storage.ResetLinkOptions{DisableTwoFactor: true})
+	token, _, _, _ = f.store.CreateResetLink(t.Context(), "alice", time.Hour, storage.ResetLinkOptions{DisableTwoFactor: true})
 	page := f.get(c, "/auth/reset/"+token)
 	if strings.Contains(page.body, `name="code"`) {
 		t.Fatal("a --disable-2fa link asks for a code")
 	}
-	if on, _, _ := f.store.TwoFactorStatus(f.mustMember("alice").ID); !on {
+	if on, _, _ := f.store.TwoFactorStatus(t.Context(), f.mustMember("alice").ID); !on {
 		t.Fatal("issuing or opening the link turned two-factor sign-in off before it was used")
 	}
 	wantStatus(t, f.post(c, "/auth/reset/"+token, url.Values{"password": {"a third password"}, "password_confirmation": {"a third password"}}), http.StatusOK)
 	m := f.mustMember("alice")
-	if on, _, _ := f.store.TwoFactorStatus(m.ID); on || m.TwoFactor {
+	if on, _, _ := f.store.TwoFactorStatus(t.Context(), m.ID); on || m.TwoFactor {
 		t.Fatal("two-factor sign-in still on")
 	}
 	r = f.signIn(f.browser(), "alice", "a third password", "")
@@ -105,10 +107,10 @@ func TestResetLinkWithTwoFactor(t *testing.T) {
 func TestResetLinkExpires(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	f.member("alice")
-	if _, _, _, err := f.store.CreateResetLink("alice", 8*24*time.Hour, storage.ResetLinkOptions{}); !storage.IsInvalid(err) {
+	if _, _, _, err := f.store.CreateResetLink(t.Context(), "alice", 8*24*time.Hour, storage.ResetLinkOptions{}); !storage.IsInvalid(err) {
 		t.Fatalf("8 days: %v", err)
 	}
-	token, _, _, _ := f.store.CreateResetLink("alice", time.Second, storage.ResetLinkOptions{})
+	token, _, _, _ := f.store.CreateResetLink(t.Context(), "alice", time.Second, storage.ResetLinkOptions{})
 	deadline := time.Now().Add(10 * time.Second)
 	for f.get(f.browser(), "/auth/reset/"+token).StatusCode != http.StatusNotFound {
 		if time.Now().After(deadline) {
@@ -125,21 +127,21 @@ func TestResetLinkExpires(t *testing.T) {
 func TestResetLinkRevokingAccess(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	m := f.member("alice")
-	_, apiToken, err := f.store.CreateAPIToken(m.ID, "Obsidian", time.Hour)
+	_, apiToken, err := apitokens.Of(f.store).Create(t.Context(), m.ID, "Obsidian", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, _, err := f.store.CreateOAuthApp("Toot", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
+	app, _, err := grants.Of(f.store).CreateApp(t.Context(), "Toot", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	grant := func() string {
 		t.Helper()
-		code, err := f.store.CreateOAuthCode(app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
+		code, err := grants.Of(f.store).CreateCode(t.Context(), app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, secret, err := f.store.ExchangeOAuthCode(code, func(*storage.OAuthCode) error { return nil })
+		_, secret, err := grants.Of(f.store).ExchangeCode(t.Context(), code, func(*grants.Code) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,11 +150,11 @@ func TestResetLinkRevokingAccess(t *testing.T) {
 	oauthToken := grant()
 	reset := func(opts storage.ResetLinkOptions, pw string) {
 		t.Helper()
-		token, _, _, err := f.store.CreateResetLink("alice", time.Hour, opts)
+		token, _, _, err := f.store.CreateResetLink(t.Context(), "alice", time.Hour, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := f.store.APITokenMember(apiToken); err != nil {
+		if _, _, err := apitokens.Of(f.store).Member(t.Context(), apiToken); err != nil {
 			t.Fatalf("making a link revoked the API token: %v", err)
 		}
 		r := f.post(f.browser(), "/auth/reset/"+token, url.Values{"password": {pw}, "password_confirmation": {pw}})
@@ -161,24 +163,24 @@ func TestResetLinkRevokingAccess(t *testing.T) {
 	}
 
 	reset(storage.ResetLinkOptions{}, "a new password")
-	if _, _, err := f.store.APITokenMember(apiToken); err != nil {
+	if _, _, err := apitokens.Of(f.store).Member(t.Context(), apiToken); err != nil {
 		t.Fatalf("a plain link revoked the API token: %v", err)
 	}
-	if _, _, err := f.store.OAuthToken(oauthToken); err != nil {
+	if _, _, err := grants.Of(f.store).Token(t.Context(), oauthToken); err != nil {
 		t.Fatalf("a plain link revoked the OAuth grant: %v", err)
 	}
 
 	reset(storage.ResetLinkOptions{RevokeAccess: true}, "a third password")
-	if _, _, err := f.store.APITokenMember(apiToken); err == nil {
+	if _, _, err := apitokens.Of(f.store).Member(t.Context(), apiToken); err == nil {
 		t.Fatal("the API token still works after a --revoke-access link")
 	}
-	if _, _, err := f.store.OAuthToken(oauthToken); err == nil {
+	if _, _, err := grants.Of(f.store).Token(t.Context(), oauthToken); err == nil {
 		t.Fatal("the OAuth access token still works after a --revoke-access link")
 	}
-	if apps, err := f.store.AuthorizedOAuthApps(m.ID); err != nil || len(apps) != 0 {
+	if apps, err := grants.Of(f.store).AuthorizedApps(t.Context(), m.ID); err != nil || len(apps) != 0 {
 		t.Fatalf("authorized apps after a --revoke-access link: %+v %v", apps, err)
 	}
-	if _, err := f.store.Authenticate("alice", "a third password"); err != nil {
+	if _, err := f.store.Authenticate(t.Context(), "alice", "a third password"); err != nil {
 		t.Fatalf("the new password: %v", err)
 	}
 }

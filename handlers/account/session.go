@@ -39,7 +39,7 @@ func (p *Pages) sessionMember(r *http.Request) (*storage.Member, error) {
 	if err != nil || c.Value == "" {
 		return nil, nil
 	}
-	m, sess, err := p.store.SessionAndMember(c.Value)
+	m, sess, err := p.store.SessionAndMember(r.Context(), c.Value)
 	if _, _, busy := storage.Unavailable(err); busy {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (p *Pages) sessionMember(r *http.Request) (*storage.Member, error) {
 	// Last seen is kept to the nearest few minutes: a page view does not
 	// write, one every SessionTouchInterval does (asynchronously).
 	if time.Since(sess.LastSeen()) >= time.Duration(sessionTouchInterval.Load()) {
-		if err := p.store.TouchSession(c.Value, p.opts.ClientIP(r)); err != nil {
+		if err := p.store.TouchSession(r.Context(), c.Value, p.opts.ClientIP(r)); err != nil {
 			p.opts.Logger.Warn("record session last seen", zap.Error(err))
 		}
 	}
@@ -104,7 +104,7 @@ func (p *Pages) CheckCrossOrigin(r *http.Request) error {
 // SignOut ends the session of r, if any, and clears the cookie.
 func (p *Pages) SignOut(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
-		if err := p.store.DeleteSession(c.Value); err != nil {
+		if err := p.store.DeleteSession(r.Context(), c.Value); err != nil {
 			p.opts.Logger.Error("end session: " + err.Error())
 		}
 	}
@@ -115,9 +115,9 @@ func (p *Pages) SignOut(w http.ResponseWriter, r *http.Request) {
 // session id planted before sign-in is never promoted).
 func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, m *storage.Member) error {
 	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
-		_ = p.store.DeleteSession(c.Value)
+		_ = p.store.DeleteSession(r.Context(), c.Value)
 	}
-	id, err := p.store.CreateSessionWith(m.ID, p.opts.SessionLifetime, storage.SessionInfo{
+	id, err := p.store.CreateSessionWith(r.Context(), m.ID, p.opts.SessionLifetime, storage.SessionInfo{
 		Device:  DeviceSummary(r.UserAgent()),
 		Address: p.opts.ClientIP(r),
 	})

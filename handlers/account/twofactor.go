@@ -35,7 +35,7 @@ type twoFactorData struct {
 // startSecondFactor makes m's sign-in challenge, keeps it in the browser
 // and sends it to the code page.
 func (p *Pages) startSecondFactor(w http.ResponseWriter, r *http.Request, m *storage.Member, returnTo string) {
-	secret, err := p.store.CreateSignInChallenge(m.ID)
+	secret, err := p.store.CreateSignInChallenge(r.Context(), m.ID)
 	if err != nil {
 		p.renderStoreFailure(w, r, err, "Signing in failed. Try again in a moment.")
 		return
@@ -68,7 +68,7 @@ func (p *Pages) serveTwoFactor(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		secret = c.Value
 	}
-	m, err := p.store.SignInChallengeMember(secret)
+	m, err := p.store.SignInChallengeMember(r.Context(), secret)
 	if _, _, busy := storage.Unavailable(err); busy {
 		p.renderStoreFailure(w, r, err, "")
 		return
@@ -92,7 +92,7 @@ func (p *Pages) serveTwoFactor(w http.ResponseWriter, r *http.Request) {
 	var recovery bool
 	err = p.underFailureLimits(r, m.Username, func() error {
 		var err error
-		m, recovery, err = p.store.AnswerSignInChallenge(secret, code)
+		m, recovery, err = p.store.AnswerSignInChallenge(r.Context(), secret, code)
 		return err
 	}, isCodeFailure)
 	var limited *SignInLimitedError

@@ -1,6 +1,7 @@
 package account_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -132,13 +133,13 @@ func TestTwoFactorSignIn(t *testing.T) {
 	u, _ := url.Parse(f.srv.URL + "/auth/two_factor")
 	c4.Jar.SetCookies(u, []*http.Cookie{{Name: "hearth_2fa", Value: "h2f_" + strings.Repeat("A", 43), Path: "/auth/two_factor"}})
 	wantStatus(t, f.post(c4, "/auth/two_factor", url.Values{"code": {codes[1]}}), http.StatusUnauthorized)
-	if on, left, _ := f.store.TwoFactorStatus(f.mustMember("alice").ID); !on || left != storage.RecoveryCodeCount-1 {
+	if on, left, _ := f.store.TwoFactorStatus(t.Context(), f.mustMember("alice").ID); !on || left != storage.RecoveryCodeCount-1 {
 		t.Fatalf("a code was used up without a challenge: %v %d", on, left)
 	}
 }
 
 func (f *fixture) mustMember(name string) *storage.Member {
-	m, err := f.store.Member(name)
+	m, err := f.store.Member(context.Background(), name)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestTwoFactorCodeIsRateLimited(t *testing.T) {
 	if r.Header.Get("Retry-After") == "" {
 		t.Fatal("no Retry-After")
 	}
-	if _, left, _ := f.store.TwoFactorStatus(f.mustMember("alice").ID); left != storage.RecoveryCodeCount {
+	if _, left, _ := f.store.TwoFactorStatus(t.Context(), f.mustMember("alice").ID); left != storage.RecoveryCodeCount {
 		t.Fatalf("a recovery code was used while limited: %d left", left)
 	}
 }
@@ -188,7 +189,7 @@ func TestTwoFactorDisable(t *testing.T) {
 	wantBody(t, r, "That code is not right.")
 	r = f.post(c, "/settings/account/two_factor/disable", url.Values{"current_password": {"wrong password"}, "code": {codes[2]}})
 	wantStatus(t, r, http.StatusUnauthorized)
-	if on, _, _ := f.store.TwoFactorStatus(f.mustMember("alice").ID); !on {
+	if on, _, _ := f.store.TwoFactorStatus(t.Context(), f.mustMember("alice").ID); !on {
 		t.Fatal("turned off by a refused form")
 	}
 	r = f.post(c, "/settings/account/two_factor/disable", url.Values{"current_password": {password}, "code": {codes[2]}})
@@ -254,7 +255,7 @@ func TestTurningTwoFactorOnEndsOtherSessions(t *testing.T) {
 	f.enableTwoFactor(c)
 	wantStatus(t, f.get(c, "/settings/account"), http.StatusOK)
 	wantStatus(t, f.get(other, "/settings/account"), http.StatusSeeOther)
-	if list, err := f.store.Sessions(f.mustMember("alice").ID); err != nil || len(list) != 1 {
+	if list, err := f.store.Sessions(t.Context(), f.mustMember("alice").ID); err != nil || len(list) != 1 {
 		t.Fatalf("%d sessions after turning two-factor sign-in on, want 1 (%v)", len(list), err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
 
 // Flag names, in the order the document lists them.
@@ -86,7 +87,7 @@ var (
 // grows by at most one entry per day; Times keeps only posts young enough to
 // matter for bursts (at most timesCap); Skels keeps the newest
 // templateSample posts of the last 7 days.
-func (r activityRules) apply(a *storage.Agent, act *storage.AgentActivity, p storage.AgentPost, now time.Time) error {
+func (r activityRules) apply(a *agents.Agent, act *agents.Activity, p agents.Post, now time.Time) error {
 	if p.CreatedAt < a.FirstRegisteredAt {
 		return errPostBeforeRegistration
 	}
@@ -129,9 +130,9 @@ func (r activityRules) apply(a *storage.Agent, act *storage.AgentActivity, p sto
 	since := now.Add(-templateSpan).Unix()
 	if p.CreatedAt >= since {
 		i := sort.Search(len(act.Skels), func(i int) bool { return act.Skels[i].At > p.CreatedAt })
-		act.Skels = append(act.Skels, storage.AgentSkeleton{})
+		act.Skels = append(act.Skels, agents.Skeleton{})
 		copy(act.Skels[i+1:], act.Skels[i:])
-		act.Skels[i] = storage.AgentSkeleton{At: p.CreatedAt, Hash: p.Skeleton}
+		act.Skels[i] = agents.Skeleton{At: p.CreatedAt, Hash: p.Skeleton}
 	}
 	cut = sort.Search(len(act.Skels), func(i int) bool { return act.Skels[i].At >= since })
 	if len(act.Skels)-cut > r.templateSample {
@@ -142,7 +143,7 @@ func (r activityRules) apply(a *storage.Agent, act *storage.AgentActivity, p sto
 }
 
 // flags returns the anomaly flags that hold at now, in document order.
-func (r activityRules) flags(act *storage.AgentActivity, now time.Time) []string {
+func (r activityRules) flags(act *agents.Activity, now time.Time) []string {
 	flags := []string{}
 	if r.templateFlag(act, now) {
 		flags = append(flags, FlagTemplate)
@@ -154,14 +155,14 @@ func (r activityRules) flags(act *storage.AgentActivity, now time.Time) []string
 }
 
 // burstFlag: a window of more than burstMax posts ended less than 24 h ago.
-func (r activityRules) burstFlag(act *storage.AgentActivity, now time.Time) bool {
+func (r activityRules) burstFlag(act *agents.Activity, now time.Time) bool {
 	return act.BurstAt > 0 && act.BurstAt > now.Add(-burstHorizon).Unix()
 }
 
 // templateFlag: among the agent's last templateSample posts of the last 7
 // days, at least templateMin and at least templateRatio of them share one
 // skeleton.
-func (r activityRules) templateFlag(act *storage.AgentActivity, now time.Time) bool {
+func (r activityRules) templateFlag(act *agents.Activity, now time.Time) bool {
 	since := now.Add(-templateSpan).Unix()
 	sample := act.Skels
 	cut := sort.Search(len(sample), func(i int) bool { return sample[i].At >= since })

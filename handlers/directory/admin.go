@@ -1,11 +1,13 @@
 package directory
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
 
 // ErrNotBanned: Unban was asked for an agent that is not banned.
@@ -31,14 +33,14 @@ type AgentStatus struct {
 
 // Agents lists every registered agent, banned ones included, in the
 // document's order, followed by banned pubkeys that never registered.
-func (d *Directory) Agents() ([]AgentStatus, error) {
-	bans, err := d.store.AgentBans()
+func (d *Directory) Agents(ctx context.Context) ([]AgentStatus, error) {
+	bans, err := d.agents.Bans(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list bans: %w", err)
 	}
 	now := d.now()
 	var list []AgentStatus
-	err = d.store.EachAgent(func(a *storage.Agent, act *storage.AgentActivity, banned bool) error {
+	err = d.agents.Each(ctx, func(a *agents.Agent, act *agents.Activity, banned bool) error {
 		s := AgentStatus{Entry: d.entry(a, act, now), Registered: true, NIP05Claimed: a.NIP05, Posts: act.Posts}
 		if act.LastPostAt > 0 {
 			t := act.LastPostAt
@@ -90,7 +92,7 @@ func (d *Directory) Agents() ([]AgentStatus, error) {
 //
 // Bans live in the store: other Directory values on the same store see them
 // at their next scheduled rebuild (or call their Changed).
-func (d *Directory) Ban(pubkeyOrNpub, reason string) (string, error) {
+func (d *Directory) Ban(ctx context.Context, pubkeyOrNpub, reason string) (string, error) {
 	pk, err := ParsePubkey(pubkeyOrNpub)
 	if err != nil {
 		return "", err
@@ -98,35 +100,35 @@ func (d *Directory) Ban(pubkeyOrNpub, reason string) (string, error) {
 	if len(reason) > MaxBanReasonLen {
 		return "", fmt.Errorf("ban reason is longer than %d bytes", MaxBanReasonLen)
 	}
-	if err := d.store.BanAgent(pk, reason, d.now()); err != nil {
+	if err := d.agents.Ban(ctx, pk, reason, d.now()); err != nil {
 		return "", fmt.Errorf("ban agent: %w", err)
 	}
-	return pk, d.afterModeration()
+	return pk, d.afterModeration(ctx)
 }
 
 // Unban lifts the ban of the agent named by an npub or hex key and returns
 // its hex key; ErrNotBanned when it was not banned. A registered agent
 // comes back with its registration and activity as they were.
-func (d *Directory) Unban(pubkeyOrNpub string) (string, error) {
+func (d *Directory) Unban(ctx context.Context, pubkeyOrNpub string) (string, error) {
 	pk, err := ParsePubkey(pubkeyOrNpub)
 	if err != nil {
 		return "", err
 	}
-	switch err := d.store.UnbanAgent(pk); {
+	switch err := d.agents.Unban(ctx, pk); {
 	case errors.Is(err, storage.ErrNotFound):
 		return pk, ErrNotBanned
 	case err != nil:
 		return "", fmt.Errorf("unban agent: %w", err)
 	}
-	return pk, d.afterModeration()
+	return pk, d.afterModeration(ctx)
 }
 
 // afterModeration publishes a ban or unban at once in this directory's
 // document, and tells every directory on the store, on every node, to
 // rebuild and restart its relay subscriptions with the new set of authors.
-func (d *Directory) afterModeration() error {
+func (d *Directory) afterModeration(ctx context.Context) error {
 	d.AuthorsChanged()
-	if err := d.Rebuild(); err != nil {
+	if err := d.Rebuild(ctx); err != nil {
 		return fmt.Errorf("rebuild directory document: %w", err)
 	}
 	return nil

@@ -13,8 +13,8 @@ func TestBanRemovesTheAgentFromTheDocumentAtOnce(t *testing.T) {
 	a, b := newAgent(t), newAgent(t)
 	e.mustRegister(regEvent(t, a, e.now(), "bad"))
 	e.mustRegister(regEvent(t, b, e.now(), "good"))
-	e.dir.Rebuild()
-	pk, err := e.dir.Ban(a.npub(), "spam")
+	e.dir.Rebuild(t.Context())
+	pk, err := e.dir.Ban(t.Context(), a.npub(), "spam")
 	if err != nil || pk != a.pk {
 		t.Fatalf("Ban = %q, %v", pk, err)
 	}
@@ -29,7 +29,7 @@ func TestBannedAgentRegistrationIsBlocked(t *testing.T) {
 	e := newEnv(t, Options{})
 	a := newAgent(t)
 	// Banned before it ever registered.
-	if _, err := e.dir.Ban(a.pk, ""); err != nil {
+	if _, err := e.dir.Ban(t.Context(), a.pk, ""); err != nil {
 		t.Fatal(err)
 	}
 	r := e.register(regEvent(t, a, e.now(), "again"))
@@ -42,7 +42,7 @@ func TestBannedAgentPostsAreBlocked(t *testing.T) {
 	e := newEnv(t, Options{})
 	a := newAgent(t)
 	e.mustRegister(regEvent(t, a, e.now(), "muted"))
-	e.dir.Ban(a.pk, "")
+	e.dir.Ban(t.Context(), a.pk, "")
 	res := e.post(note(t, a, e.now(), "let me in"))
 	if res[0].OK || !hasPrefix(res[0].Message, "blocked:") {
 		t.Errorf("banned post: %+v", res[0])
@@ -53,7 +53,7 @@ func TestBannedAgentLocalNIP05IsNotServed(t *testing.T) {
 	e := newEnv(t, Options{NIP05Domain: "agents.test"})
 	a := newAgent(t)
 	e.mustRegister(regEvent(t, a, e.now(), "gone", nostrTag("nip05", "gone@agents.test")))
-	e.dir.Ban(a.pk, "")
+	e.dir.Ban(t.Context(), a.pk, "")
 	r := e.do(http.MethodGet, WellKnownNIP05+"?name=gone", nil)
 	if strings.TrimSpace(string(r.body)) != `{"names":{}}` {
 		t.Errorf("banned agent's name still served: %s", r.body)
@@ -70,8 +70,8 @@ func TestUnbanRestoresTheAgent(t *testing.T) {
 	a := newAgent(t)
 	reg := regEvent(t, a, e.now(), "forgiven")
 	e.mustRegister(reg)
-	e.dir.Ban(a.pk, "")
-	pk, err := e.dir.Unban(a.npub())
+	e.dir.Ban(t.Context(), a.pk, "")
+	pk, err := e.dir.Unban(t.Context(), a.npub())
 	if err != nil || pk != a.pk {
 		t.Fatalf("Unban = %q, %v", pk, err)
 	}
@@ -84,7 +84,7 @@ func TestUnbanRestoresTheAgent(t *testing.T) {
 
 func TestUnbanOfAnAgentNotBanned(t *testing.T) {
 	e := newEnv(t, Options{})
-	if _, err := e.dir.Unban(newAgent(t).pk); !errors.Is(err, ErrNotBanned) {
+	if _, err := e.dir.Unban(t.Context(), newAgent(t).pk); !errors.Is(err, ErrNotBanned) {
 		t.Errorf("err = %v, want ErrNotBanned", err)
 	}
 }
@@ -92,14 +92,14 @@ func TestUnbanOfAnAgentNotBanned(t *testing.T) {
 func TestBanAndUnbanRefuseInvalidKeys(t *testing.T) {
 	e := newEnv(t, Options{})
 	for _, s := range []string{"", "npub1xyz", "zz", strings.Repeat("g", 64)} {
-		if _, err := e.dir.Ban(s, ""); !errors.Is(err, ErrInvalidPubkey) {
+		if _, err := e.dir.Ban(t.Context(), s, ""); !errors.Is(err, ErrInvalidPubkey) {
 			t.Errorf("Ban(%q) = %v", s, err)
 		}
-		if _, err := e.dir.Unban(s); !errors.Is(err, ErrInvalidPubkey) {
+		if _, err := e.dir.Unban(t.Context(), s); !errors.Is(err, ErrInvalidPubkey) {
 			t.Errorf("Unban(%q) = %v", s, err)
 		}
 	}
-	if _, err := e.dir.Ban(newAgent(t).pk, strings.Repeat("r", MaxBanReasonLen+1)); err == nil {
+	if _, err := e.dir.Ban(t.Context(), newAgent(t).pk, strings.Repeat("r", MaxBanReasonLen+1)); err == nil {
 		t.Error("overlong reason accepted")
 	}
 }
@@ -107,10 +107,10 @@ func TestBanAndUnbanRefuseInvalidKeys(t *testing.T) {
 func TestBanTwiceKeepsTheFirstBan(t *testing.T) {
 	e := newEnv(t, Options{})
 	a := newAgent(t)
-	e.dir.Ban(a.pk, "first")
+	e.dir.Ban(t.Context(), a.pk, "first")
 	e.clock.Advance(time.Hour)
-	e.dir.Ban(a.pk, "second")
-	list, _ := e.dir.Agents()
+	e.dir.Ban(t.Context(), a.pk, "second")
+	list, _ := e.dir.Agents(t.Context())
 	if len(list) != 1 || list[0].BanReason != "first" || *list[0].BannedAt != t0.Unix() {
 		t.Errorf("list = %+v", list)
 	}
@@ -123,10 +123,10 @@ func TestAgentsListsRegisteredBannedAndBannedOnlyKeys(t *testing.T) {
 	e.mustRegister(regEvent(t, banned, e.now(), "banned"))
 	e.clock.Advance(time.Minute)
 	e.mustPost(note(t, active, e.now(), "hi"))
-	e.dir.Ban(banned.pk, "abuse")
-	e.dir.Ban(neverRegistered.npub(), "preemptive")
+	e.dir.Ban(t.Context(), banned.pk, "abuse")
+	e.dir.Ban(t.Context(), neverRegistered.npub(), "preemptive")
 
-	list, err := e.dir.Agents()
+	list, err := e.dir.Agents(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package directory
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
 
 // Benchmarks of issue 5's performance targets; figures and commands are in
@@ -27,9 +29,7 @@ var benchDirs []string
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if pgSrv != nil {
-		pgSrv.Stop()
-	}
+	pgNodes.Stop()
 	for _, d := range benchDirs {
 		os.RemoveAll(d)
 	}
@@ -69,12 +69,12 @@ func seededStore(b *testing.B, n int) *storage.Store {
 // storage (no signatures: the document does not check them).
 func seedAgents(s *storage.Store, n int, now time.Time) error {
 	rules := newActivityRules(Options{}.withDefaults())
-	posts := make([]storage.AgentPost, 0, 1000)
+	posts := make([]agents.Post, 0, 1000)
 	flush := func() error {
 		if len(posts) == 0 {
 			return nil
 		}
-		_, err := s.RecordAgentPosts(posts, func(a *storage.Agent, act *storage.AgentActivity, p storage.AgentPost) error {
+		_, err := agents.Of(s).RecordPosts(context.Background(), posts, func(a *agents.Agent, act *agents.Activity, p agents.Post) error {
 			return rules.apply(a, act, p, now)
 		})
 		posts = posts[:0]
@@ -83,7 +83,7 @@ func seedAgents(s *storage.Store, n int, now time.Time) error {
 	reg := now.Add(-10 * day).Unix()
 	for i := 0; i < n; i++ {
 		pk := randomHex(32)
-		a := &storage.Agent{
+		a := &agents.Agent{
 			Pubkey:            pk,
 			Name:              fmt.Sprintf("agent %d", i),
 			Purpose:           "Summarizes the day's papers on distributed systems and answers questions about them.",
@@ -99,11 +99,11 @@ func seedAgents(s *storage.Store, n int, now time.Time) error {
 		if i%4 == 0 {
 			a.NIP05, a.NIP05Verified, a.NIP05OKAt = fmt.Sprintf("agent%d@example.org", i), true, now.Unix()
 		}
-		if _, err := s.RegisterAgent(a, func(*storage.Agent) error { return nil }); err != nil {
+		if _, err := agents.Of(s).Register(context.Background(), a, func(*agents.Agent) error { return nil }); err != nil {
 			return err
 		}
 		for dd := 1; dd <= 3; dd++ {
-			posts = append(posts, storage.AgentPost{ID: randomHex(32), Pubkey: pk, CreatedAt: now.Add(-time.Duration(dd) * day).Unix(), Skeleton: uint64(dd)})
+			posts = append(posts, agents.Post{ID: randomHex(32), Pubkey: pk, CreatedAt: now.Add(-time.Duration(dd) * day).Unix(), Skeleton: uint64(dd)})
 		}
 		if len(posts) >= 900 {
 			if err := flush(); err != nil {
@@ -136,7 +136,7 @@ func BenchmarkBuildDocument100k(b *testing.B) {
 	for d.leads.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	if err := d.Rebuild(); err != nil {
+	if err := d.Rebuild(b.Context()); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -147,12 +147,12 @@ func BenchmarkBuildDocument100k(b *testing.B) {
 		doc := *d.doc.Load()
 		doc.agentsSum = [32]byte{}
 		d.doc.Store(&doc)
-		if err := d.Rebuild(); err != nil {
+		if err := d.Rebuild(b.Context()); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.StopTimer()
-	if v, err := d.publishedVersion(); err != nil || v == "" || v != d.published {
+	if v, err := d.publishedVersion(b.Context()); err != nil || v == "" || v != d.published {
 		b.Fatalf("the last rebuild was not published: %q (%v), published %q", v, err, d.published)
 	}
 	doc := d.doc.Load()
@@ -178,7 +178,7 @@ func BenchmarkPublishDocument100k(b *testing.B) {
 	for d.leads.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	if err := d.Rebuild(); err != nil { // after the leader's first one
+	if err := d.Rebuild(b.Context()); err != nil { // after the leader's first one
 		b.Fatal(err)
 	}
 	doc := d.doc.Load()
@@ -186,7 +186,7 @@ func BenchmarkPublishDocument100k(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			d.buildMu.Lock()
-			err := d.publishLocked(doc, true, t0)
+			err := d.publishLocked(b.Context(), doc, true, t0)
 			d.buildMu.Unlock()
 			if err != nil {
 				b.Fatal(err)
@@ -197,7 +197,7 @@ func BenchmarkPublishDocument100k(b *testing.B) {
 	b.Run("through-store", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			_, err := s.PublishDirectoryDocument(d.id, &storage.PublishedDirectory{
+			_, err := agents.Of(s).PublishDocument(b.Context(), d.id, &agents.PublishedDirectory{
 				ETag: doc.etag, GeneratedAt: doc.generatedAt.Unix(), Count: doc.count, Body: doc.body,
 			})
 			if err != nil {
@@ -218,8 +218,8 @@ func BenchmarkIngest(b *testing.B) {
 }
 
 func benchIngest(b *testing.B, batch int) {
-	const agents = 1000
-	keys := benchKeys(b, agents)
+	const nAgents = 1000
+	keys := benchKeys(b, nAgents)
 	s, err := storage.Open(b.TempDir(), storage.Options{GCInterval: -1}) // sync_writes on, as in production
 	if err != nil {
 		b.Fatal(err)
@@ -227,8 +227,8 @@ func benchIngest(b *testing.B, batch int) {
 	defer s.Close()
 	now := t0
 	for _, k := range keys {
-		a := &storage.Agent{Pubkey: k.pk, Name: "agent", FirstRegisteredAt: now.Add(-30 * day).Unix(), RegistrationEvent: randomHex(32)}
-		if _, err := s.RegisterAgent(a, func(*storage.Agent) error { return nil }); err != nil {
+		a := &agents.Agent{Pubkey: k.pk, Name: "agent", FirstRegisteredAt: now.Add(-30 * day).Unix(), RegistrationEvent: randomHex(32)}
+		if _, err := agents.Of(s).Register(b.Context(), a, func(*agents.Agent) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -240,7 +240,7 @@ func benchIngest(b *testing.B, batch int) {
 	// Signing is slow and not what is measured: sign every event first.
 	evts := make([]*nostr.Event, b.N)
 	for i := range evts {
-		k := keys[i%agents]
+		k := keys[i%nAgents]
 		at := now.Add(-time.Duration(i%(7*24*60)) * time.Minute)
 		evts[i] = sign(b, k, &nostr.Event{Kind: nostr.KindTextNote, CreatedAt: nostr.Timestamp(at.Unix()),
 			Content: fmt.Sprintf("Today's summary #%d: three papers on consensus, see https://example.org/p/%d and nostr:npub1xyz for details.", i, i)})
@@ -249,7 +249,7 @@ func benchIngest(b *testing.B, batch int) {
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < len(evts); i += batch {
-		res, err := d.Ingest(evts[i:min(i+batch, len(evts))])
+		res, err := d.Ingest(b.Context(), evts[i:min(i+batch, len(evts))])
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
 
 // Several nodes, one directory (../shared/design/scale-out.md §6.4). Every
@@ -23,7 +24,7 @@ import (
 // processes on one PostgreSQL database; with Badger, the handlers of one
 // process, e.g. the old and the new config during a reload) takes part in
 // the lease "directory:<id>" (storage.Store.Lead). The holder builds the
-// document, stores it (storage.PublishDirectoryDocument) and so notifies
+// document, stores it (agents.Store.PublishDocument) and so notifies
 // the others, which load it: every node serves the same bytes, ETag and
 // generated_at. Only the holder follows the relays and re-checks NIP-05
 // identifiers; when it loses the lease (or stops) that work stops and the
@@ -62,7 +63,7 @@ func configID(o Options, maintainers map[string]bool) string {
 
 // subscribe listens for published documents and changes from every node.
 func (d *Directory) subscribe() ([]func(), error) {
-	stopDocs, err := d.store.Subscribe(storage.DirectoryChannel, func(p string) {
+	stopDocs, err := d.store.Subscribe(agents.DirectoryChannel, func(p string) {
 		if p == storage.NotificationsMissed || strings.HasPrefix(p, d.id+" ") {
 			kick(d.docKick)
 		}
@@ -93,8 +94,8 @@ func (d *Directory) subscribe() ([]func(), error) {
 // StoreChanged tells every directory on store, on every node, that agent
 // records changed outside them (a restore): the leaders rebuild and restart
 // their relay subscriptions, and the other nodes load what they publish.
-func StoreChanged(store *storage.Store) error {
-	return store.Publish(changesChannel, "authors")
+func StoreChanged(ctx context.Context, store *storage.Store) error {
+	return store.Publish(ctx, changesChannel, "authors")
 }
 
 // localDocs holds, on an engine only one process opens (Badger), the
@@ -121,14 +122,14 @@ func (d *Directory) inProcess() bool { return d.store.Engine() == "badger" }
 func (d *Directory) localKey() localKey { return localKey{d.store, d.id} }
 
 // publishedVersion is the version of the document published last.
-func (d *Directory) publishedVersion() (string, error) {
+func (d *Directory) publishedVersion(ctx context.Context) (string, error) {
 	if d.inProcess() {
 		if cur, ok := localDocs.Load(d.localKey()); ok {
 			return cur.(*localDoc).version, nil
 		}
 		return "", nil
 	}
-	return d.store.PublishedDirectoryVersion(d.id)
+	return d.agents.PublishedVersion(ctx, d.id)
 }
 
 func newVersion() string {
@@ -149,15 +150,15 @@ func kick(ch chan struct{}) {
 // (A document built here and one the leader built at another instant
 // differ only if the agents changed in between; then the leader publishes
 // again, at the latest after RegenerateEvery.)
-func (d *Directory) firstBuild() error {
+func (d *Directory) firstBuild(ctx context.Context) error {
 	d.buildMu.Lock()
 	defer d.buildMu.Unlock()
-	v, err := d.publishedVersion()
+	v, err := d.publishedVersion(ctx)
 	if err != nil {
 		return err
 	}
 	d.published = v
-	return d.rebuildLocked()
+	return d.rebuildLocked(ctx)
 }
 
 // publishChanges publishes Changed and AuthorsChanged to every node (this
@@ -174,7 +175,7 @@ func (d *Directory) publishChanges(ctx context.Context) {
 		if d.pendingAuthors.Swap(false) {
 			kind = "authors"
 		}
-		if err := d.store.Publish(changesChannel, kind+" "+d.origin); err != nil {
+		if err := d.store.Publish(ctx, changesChannel, kind+" "+d.origin); err != nil {
 			d.opts.Logger.Debug("publish a directory change", zap.Error(err))
 		}
 	}
@@ -197,15 +198,15 @@ func (d *Directory) follow(ctx context.Context) {
 		if d.leading.Load() {
 			continue
 		}
-		if err := d.loadPublished(); err != nil && ctx.Err() == nil {
+		if err := d.loadPublished(ctx); err != nil && ctx.Err() == nil {
 			d.logStoreFailure("load the published agent directory", err)
 		}
 	}
 }
 
 // loadPublished serves the published document if it is not the one served.
-func (d *Directory) loadPublished() error {
-	v, err := d.publishedVersion()
+func (d *Directory) loadPublished(ctx context.Context) error {
+	v, err := d.publishedVersion(ctx)
 	if err != nil || v == "" {
 		return err
 	}
@@ -228,7 +229,7 @@ func (d *Directory) loadPublished() error {
 		}
 		return nil
 	}
-	pub, err := d.store.PublishedDirectoryDocument(d.id)
+	pub, err := d.agents.PublishedDocument(ctx, d.id)
 	if err != nil {
 		return err
 	}
@@ -266,7 +267,7 @@ func (d *Directory) lead(ctx context.Context) {
 	case <-d.authorsCh:
 	default:
 	}
-	if err := d.Rebuild(); err != nil {
+	if err := d.Rebuild(ctx); err != nil {
 		d.logStoreFailure("rebuild agent directory", err)
 	}
 	var wg sync.WaitGroup
@@ -290,7 +291,7 @@ func (d *Directory) lead(ctx context.Context) {
 // store does not hold it yet: a new document, a version published by
 // someone else meanwhile (a former leader, a restore), or the record's TTL
 // to renew. Called with buildMu held.
-func (d *Directory) publishLocked(doc *document, changed bool, now time.Time) error {
+func (d *Directory) publishLocked(ctx context.Context, doc *document, changed bool, now time.Time) error {
 	if !d.leading.Load() {
 		return nil
 	}
@@ -302,13 +303,13 @@ func (d *Directory) publishLocked(doc *document, changed bool, now time.Time) er
 		localDocs.Store(d.localKey(), &localDoc{version: v, doc: doc})
 		d.published, d.publishedAt, d.publishedHere = v, now, v
 		// Wake the other handlers of this process (only a notification).
-		if err := d.store.Publish(storage.DirectoryChannel, d.id+" "+v); err != nil {
+		if err := d.store.Publish(ctx, agents.DirectoryChannel, d.id+" "+v); err != nil {
 			d.opts.Logger.Debug("notify the published agent directory", zap.Error(err))
 		}
 		return nil
 	}
 	if !changed && now.Sub(d.publishedAt) < stampEvery {
-		v, err := d.store.PublishedDirectoryVersion(d.id)
+		v, err := d.agents.PublishedVersion(ctx, d.id)
 		if err != nil {
 			return err
 		}
@@ -316,7 +317,7 @@ func (d *Directory) publishLocked(doc *document, changed bool, now time.Time) er
 			return nil
 		}
 	}
-	v, err := d.store.PublishDirectoryDocument(d.id, &storage.PublishedDirectory{
+	v, err := d.agents.PublishDocument(ctx, d.id, &agents.PublishedDirectory{
 		ETag:        doc.etag,
 		GeneratedAt: doc.generatedAt.Unix(),
 		AgentsSum:   hex.EncodeToString(doc.agentsSum[:]),

@@ -3,7 +3,6 @@ package directory
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -14,50 +13,22 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
-	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
+	"github.com/hearthkit/caddy-hearth/storage/agents"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // Several nodes on one PostgreSQL database (../shared/design/scale-out.md
 // §7.3, scenarios 9–11): two stores on one database stand for two Caddy
 // processes, each with its own Directory of the same configuration.
 
-// pgPort is this package's test PostgreSQL server (the storage tests use
-// 15433/15434; each package its own port, so packages may run at once).
-const pgPort = 15437
-
-var (
-	pgOnce sync.Once
-	pgSrv  *pgtest.Server
-	pgErr  error
-)
-
-// twoNodeStores opens two stores on one fresh PostgreSQL database.
-func twoNodeStores(t *testing.T) (a, b *storage.Store) {
-	t.Helper()
-	pgOnce.Do(func() { pgSrv, pgErr = pgtest.Start(pgPort) })
-	if pgErr != nil {
-		if errors.Is(pgErr, pgtest.ErrMissing) && pgtest.Skip() {
-			t.Skip(pgErr)
-		}
-		t.Fatal(pgErr)
-	}
-	dsn := pgSrv.NewDatabase(t)
-	open := func() *storage.Store {
-		s, err := storage.Open(t.TempDir(), storage.Options{Postgres: &storage.PostgresOptions{DSN: dsn, MaxConns: 4}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	return open(), open()
-}
+// pgNodes is this package's PostgreSQL server for two nodes of one site
+// (each package its own port, so packages may run at once).
+var pgNodes = storagetest.NewPostgres(15437)
 
 // twoNodes runs a Directory of one configuration on each store.
 func twoNodes(t *testing.T, opts Options) (a, b *env) {
 	t.Helper()
-	sa, sb := twoNodeStores(t)
+	sa, sb := pgNodes.TwoNodes(t)
 	return newEnvOn(t, sa, opts), newEnvOn(t, sb, opts)
 }
 
@@ -126,7 +97,7 @@ func TestTwoNodesServeOneDocument(t *testing.T) {
 	}
 
 	// A ban through the other node leaves both documents without it.
-	if _, err := follower.dir.Ban(agent.npub(), "test"); err != nil {
+	if _, err := follower.dir.Ban(t.Context(), agent.npub(), "test"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the ban reaches both documents alike", func() bool {
@@ -294,14 +265,14 @@ func TestStoreChangedReachesEveryNode(t *testing.T) {
 	// document of another time: the leader's content is unchanged, and
 	// it publishes again all the same.
 	old := []byte(`{"version":2,"generated_at":1,"agents":[]}` + "\n")
-	if _, err := follower.store.PublishDirectoryDocument(follower.dir.id, &storage.PublishedDirectory{ETag: `"old"`, GeneratedAt: 1, Body: old}); err != nil {
+	if _, err := agents.Of(follower.store).PublishDocument(t.Context(), follower.dir.id, &agents.PublishedDirectory{ETag: `"old"`, GeneratedAt: 1, Body: old}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the other node serves the old document", func() bool {
 		_, etag, _ := follower.servedDocument()
 		return etag == `"old"`
 	})
-	if err := StoreChanged(follower.store); err != nil {
+	if err := StoreChanged(t.Context(), follower.store); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "both nodes serve the leader's document again", func() bool {
@@ -312,10 +283,10 @@ func TestStoreChangedReachesEveryNode(t *testing.T) {
 
 	// A restore that changes the agents (here: one banned in the records
 	// behind the directories' backs).
-	if err := follower.store.BanAgent(agent.pk, "restored", c.Now()); err != nil {
+	if err := agents.Of(follower.store).Ban(t.Context(), agent.pk, "restored", c.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := StoreChanged(follower.store); err != nil {
+	if err := StoreChanged(t.Context(), follower.store); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "both nodes serve the leader's new document", func() bool {
@@ -342,7 +313,7 @@ func TestOneProcessSharesTheDocument(t *testing.T) {
 		dF, etagF, bodyF := follower.servedDocument()
 		return listsAgent(dL, agent.pk) && listsAgent(dF, agent.pk) && etagL == etagF && bytes.Equal(bodyL, bodyF)
 	})
-	if v, err := store.PublishedDirectoryVersion(leader.dir.id); err != nil || v != "" {
+	if v, err := agents.Of(store).PublishedVersion(t.Context(), leader.dir.id); err != nil || v != "" {
 		t.Errorf("the document was written to the Badger store: version %q, %v", v, err)
 	}
 	// The leader closes (the old config of a reload): the other takes over.

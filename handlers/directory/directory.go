@@ -28,6 +28,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
 
 // Fixed paths of the directory's endpoints.
@@ -243,6 +244,7 @@ func (o Options) withDefaults() Options {
 // subscriptions) until Close.
 type Directory struct {
 	store       *storage.Store
+	agents      agents.Store // the agent records in store
 	opts        Options
 	rules       activityRules
 	maintainers map[string]bool
@@ -252,7 +254,7 @@ type Directory struct {
 
 	doc       atomic.Pointer[document]
 	buildMu   sync.Mutex
-	stampedAt time.Time     // last StampDirectoryDocument, under buildMu
+	stampedAt time.Time     // last agents.Store.StampDocument, under buildMu
 	dirty     chan struct{} // a change happened; rebuild after RegenerateDelay
 	authorsCh chan struct{} // the set of registered authors changed
 
@@ -332,6 +334,7 @@ func Prepare(store *storage.Store, opts Options) (*Directory, error) {
 	}
 	d := &Directory{
 		store:       store,
+		agents:      agents.Of(store),
 		opts:        opts,
 		rules:       newActivityRules(opts),
 		maintainers: map[string]bool{},
@@ -387,7 +390,7 @@ func (d *Directory) Start() error {
 		cancel()
 		return fmt.Errorf("subscribe to directory changes: %w", err)
 	}
-	if err := d.firstBuild(); err != nil {
+	if err := d.firstBuild(ctx); err != nil {
 		cancel()
 		for _, stop := range stops {
 			stop()
@@ -492,7 +495,7 @@ func (d *Directory) regenerateLoop(ctx context.Context) {
 			case <-t.C:
 			}
 		}
-		if err := d.Rebuild(); err != nil {
+		if err := d.Rebuild(ctx); err != nil {
 			d.logStoreFailure("rebuild agent directory", err)
 		}
 	}

@@ -2,6 +2,7 @@ package directory
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
 
 // DocumentVersion is the document's version field.
@@ -60,7 +61,7 @@ type document struct {
 }
 
 // stampEvery is how often an unchanged document's stamp is written again,
-// well within storage.DirectoryStampTTL.
+// well within agents.DirectoryStampTTL.
 const stampEvery = 24 * time.Hour
 
 // headerRoom is reserved at the start of the buffer for the document's
@@ -70,7 +71,7 @@ const headerRoom = 64
 // nip05Verified reports whether a's identifier counts as verified at now: the
 // stored verdict, and a successful check recent enough (so a stalled
 // recheck schedule cannot keep an identifier verified forever).
-func (d *Directory) nip05Verified(a *storage.Agent, now time.Time) bool {
+func (d *Directory) nip05Verified(a *agents.Agent, now time.Time) bool {
 	if a.NIP05 == "" {
 		return false
 	}
@@ -89,7 +90,7 @@ func (d *Directory) nip05Verified(a *storage.Agent, now time.Time) bool {
 }
 
 // entry computes an agent's document entry at now.
-func (d *Directory) entry(a *storage.Agent, act *storage.AgentActivity, now time.Time) Entry {
+func (d *Directory) entry(a *agents.Agent, act *agents.Activity, now time.Time) Entry {
 	e := Entry{
 		Pubkey:            a.Pubkey,
 		Npub:              Npub(a.Pubkey),
@@ -182,15 +183,15 @@ func sortEntries(es []Entry) {
 // On the node leading the directory (cluster.go) the new document is also
 // published for the other nodes, which serve it instead of building their
 // own.
-func (d *Directory) Rebuild() error {
+func (d *Directory) Rebuild(ctx context.Context) error {
 	d.buildMu.Lock()
 	defer d.buildMu.Unlock()
-	return d.rebuildLocked()
+	return d.rebuildLocked(ctx)
 }
 
-func (d *Directory) rebuildLocked() error {
+func (d *Directory) rebuildLocked(ctx context.Context) error {
 	now := d.now()
-	entries, err := d.buildEntries(now)
+	entries, err := d.buildEntries(ctx, now)
 	if err != nil {
 		return err
 	}
@@ -220,18 +221,18 @@ func (d *Directory) rebuildLocked() error {
 	if old != nil && old.agentsSum == agentsSum {
 		if now.Sub(d.stampedAt) >= stampEvery {
 			// Keep the stamp from expiring while nothing changes.
-			if _, err := d.store.StampDirectoryDocument(hex.EncodeToString(agentsSum[:]), "", old.generatedAt.Unix()); err != nil {
+			if _, err := d.agents.StampDocument(ctx, hex.EncodeToString(agentsSum[:]), "", old.generatedAt.Unix()); err != nil {
 				return err
 			}
 			d.stampedAt = now
 		}
-		return d.publishLocked(old, false, now)
+		return d.publishLocked(ctx, old, false, now)
 	}
 	var prev string
 	if old != nil {
 		prev = hex.EncodeToString(old.agentsSum[:])
 	}
-	generatedAt, err := d.store.StampDirectoryDocument(hex.EncodeToString(agentsSum[:]), prev, now.Unix())
+	generatedAt, err := d.agents.StampDocument(ctx, hex.EncodeToString(agentsSum[:]), prev, now.Unix())
 	if err != nil {
 		return err
 	}
@@ -248,12 +249,12 @@ func (d *Directory) rebuildLocked() error {
 		count:       len(entries),
 	}
 	d.doc.Store(doc)
-	return d.publishLocked(doc, true, now)
+	return d.publishLocked(ctx, doc, true, now)
 }
 
-func (d *Directory) buildEntries(now time.Time) ([]Entry, error) {
+func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]Entry, error) {
 	entries := []Entry{}
-	err := d.store.EachAgent(func(a *storage.Agent, act *storage.AgentActivity, banned bool) error {
+	err := d.agents.Each(ctx, func(a *agents.Agent, act *agents.Activity, banned bool) error {
 		if banned {
 			return nil
 		}

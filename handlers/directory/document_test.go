@@ -17,7 +17,7 @@ func TestDocumentHasEveryFieldOfTheSpecWithItsType(t *testing.T) {
 	reg := regEvent(t, a, e.now(), "Scout", nostr.Tag{"purpose", "finds things"},
 		nostr.Tag{"capability", "search"}, nostr.Tag{"capability", "summarize"})
 	e.mustRegister(reg)
-	if err := e.dir.Rebuild(); err != nil {
+	if err := e.dir.Rebuild(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	r := e.do(http.MethodGet, DefaultPath, nil)
@@ -146,7 +146,7 @@ func TestDocumentETagAndNotModified(t *testing.T) {
 
 	// A change gives a new ETag; the old one no longer matches.
 	e.mustRegister(regEvent(t, newAgent(t), e.now(), "New"))
-	e.dir.Rebuild()
+	e.dir.Rebuild(t.Context())
 	r2 := e.do(http.MethodGet, DefaultPath, nil, "If-None-Match", etag)
 	if r2.status != http.StatusOK || r2.header.Get("ETag") == etag {
 		t.Errorf("after a change: %d ETag %s", r2.status, r2.header.Get("ETag"))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
 
 // MaxEventsBodyBytes bounds one POST to the events endpoint.
@@ -99,7 +100,7 @@ func (d *Directory) serveEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		evts[i] = evt
 	}
-	if err := d.ingestPosts(evts, results, true); err != nil {
+	if err := d.ingestPosts(r.Context(), evts, results, true); err != nil {
 		d.logStoreFailure("record agent posts", err)
 		writeStoreFailure(w, err, "error: could not record the events; try again")
 		return
@@ -123,9 +124,9 @@ func rawEventID(raw json.RawMessage) string {
 // are skipped), writing each event's OK result into res. Posts from clients
 // (limit true) count against the per-pubkey limit; posts read from relays
 // do not. The error is a storage failure: then nothing was recorded.
-func (d *Directory) ingestPosts(evts []*nostr.Event, res []OKResult, limit bool) error {
+func (d *Directory) ingestPosts(ctx context.Context, evts []*nostr.Event, res []OKResult, limit bool) error {
 	now := d.now()
-	posts := make([]storage.AgentPost, 0, len(evts))
+	posts := make([]agents.Post, 0, len(evts))
 	at := make([]int, 0, len(evts))
 	verified := verifyEvents(evts, func(e *nostr.Event) bool { return e.Kind == nostr.KindTextNote })
 	for i, evt := range evts {
@@ -147,11 +148,11 @@ func (d *Directory) ingestPosts(evts []*nostr.Event, res []OKResult, limit bool)
 		}
 		// The store's calls here take no context either; the per-pubkey
 		// limit fails open, like every limit on posts.
-		if limit && !d.evLimitPK.Allow(context.Background(), evt.PubKey).Allowed {
+		if limit && !d.evLimitPK.Allow(ctx, evt.PubKey).Allowed {
 			res[i].Message = msgPostLimited
 			continue
 		}
-		posts = append(posts, storage.AgentPost{
+		posts = append(posts, agents.Post{
 			ID:        evt.ID,
 			Pubkey:    evt.PubKey,
 			CreatedAt: int64(evt.CreatedAt),
@@ -162,7 +163,7 @@ func (d *Directory) ingestPosts(evts []*nostr.Event, res []OKResult, limit bool)
 	if len(posts) == 0 {
 		return nil
 	}
-	out, err := d.store.RecordAgentPosts(posts, func(a *storage.Agent, act *storage.AgentActivity, p storage.AgentPost) error {
+	out, err := d.agents.RecordPosts(ctx, posts, func(a *agents.Agent, act *agents.Activity, p agents.Post) error {
 		return d.rules.apply(a, act, p, now)
 	})
 	if err != nil {
@@ -174,11 +175,11 @@ func (d *Directory) ingestPosts(evts []*nostr.Event, res []OKResult, limit bool)
 		switch {
 		case e == nil:
 			r.OK, changed = true, true
-		case errors.Is(e, storage.ErrDuplicate):
+		case errors.Is(e, agents.ErrDuplicate):
 			r.OK, r.Message = true, msgDuplicate
 		case errors.Is(e, storage.ErrNotFound):
 			r.Message = msgUnregistered
-		case errors.Is(e, storage.ErrAgentBanned):
+		case errors.Is(e, agents.ErrAgentBanned):
 			r.Message = msgBanned
 		case storage.IsInvalid(e):
 			r.Message = e.Error()
@@ -195,14 +196,14 @@ func (d *Directory) ingestPosts(evts []*nostr.Event, res []OKResult, limit bool)
 // Ingest records kind-1 posts received by other means (tools, tests) as the
 // relay source does: no per-pubkey rate limit. It returns one OK result per
 // event, in order.
-func (d *Directory) Ingest(evts []*nostr.Event) ([]OKResult, error) {
+func (d *Directory) Ingest(ctx context.Context, evts []*nostr.Event) ([]OKResult, error) {
 	res := make([]OKResult, len(evts))
 	for i, e := range evts {
 		if e == nil {
 			res[i].Message = "invalid: missing event"
 		}
 	}
-	if err := d.ingestPosts(evts, res, false); err != nil {
+	if err := d.ingestPosts(ctx, evts, res, false); err != nil {
 		return nil, err
 	}
 	return res, nil

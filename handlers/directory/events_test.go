@@ -72,7 +72,7 @@ func TestEventsCountEachPostOnce(t *testing.T) {
 	if res := e.post(p); !res[0].OK || !hasPrefix(res[0].Message, "duplicate:") {
 		t.Errorf("second time: %+v", res[0])
 	}
-	list, err := e.dir.Agents()
+	list, err := e.dir.Agents(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestIngestCountsPostsWithoutRateLimit(t *testing.T) {
 	e := newEnv(t, Options{EventsLimitPubkey: Limit{1, time.Hour}})
 	a := newAgent(t)
 	e.mustRegister(regEvent(t, a, e.now(), "tool"))
-	res, err := e.dir.Ingest([]*nostr.Event{note(t, a, e.now(), "one"), note(t, a, e.now(), "two"), nil})
+	res, err := e.dir.Ingest(t.Context(), []*nostr.Event{note(t, a, e.now(), "one"), note(t, a, e.now(), "two"), nil})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -313,7 +313,7 @@ func (e *env) mustPost(evts ...*nostr.Event) {
 // document rebuilds now and fetches the document.
 func (e *env) document() Document {
 	e.t.Helper()
-	if err := e.dir.Rebuild(); err != nil {
+	if err := e.dir.Rebuild(context.Background()); err != nil {
 		e.t.Fatal(err)
 	}
 	return e.fetchDocument()

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
 
 // verdict is the outcome of one NIP-05 check.
@@ -35,7 +36,7 @@ const (
 func (d *Directory) checkNIP05(ctx context.Context, pubkey, identifier string) verdict {
 	local, domain, _ := strings.Cut(identifier, "@")
 	if d.opts.NIP05Domain != "" && domain == d.opts.NIP05Domain {
-		owner, err := d.store.NIP05Claimant(identifier)
+		owner, err := d.agents.NIP05Claimant(ctx, identifier)
 		if err == nil && owner == pubkey {
 			return verdictMatch
 		}
@@ -70,7 +71,7 @@ func (d *Directory) checkNIP05(ctx context.Context, pubkey, identifier string) v
 // applyVerdict updates a's NIP-05 state: a match verifies, a mismatch
 // clears at once, a failure keeps a verified identifier only while its last
 // match is within the grace period.
-func (d *Directory) applyVerdict(a *storage.Agent, v verdict, now time.Time) {
+func (d *Directory) applyVerdict(a *agents.Agent, v verdict, now time.Time) {
 	a.NIP05CheckedAt = now.Unix()
 	switch v {
 	case verdictMatch:
@@ -91,7 +92,7 @@ func (d *Directory) CheckNIP05Now(ctx context.Context) (int, error) {
 	now := d.now()
 	type due struct{ pk, id string }
 	var todo []due
-	err := d.store.EachAgent(func(a *storage.Agent, _ *storage.AgentActivity, banned bool) error {
+	err := d.agents.Each(ctx, func(a *agents.Agent, _ *agents.Activity, banned bool) error {
 		if !banned && a.NIP05 != "" && now.Sub(time.Unix(a.NIP05CheckedAt, 0)) >= d.opts.NIP05Recheck {
 			todo = append(todo, due{a.Pubkey, a.NIP05})
 		}
@@ -108,7 +109,7 @@ func (d *Directory) CheckNIP05Now(ctx context.Context) (int, error) {
 			defer func() { <-sem; done <- struct{}{} }()
 			v := d.checkNIP05(ctx, t.pk, t.id)
 			at := d.now()
-			err := d.store.UpdateAgentNIP05(t.pk, t.id, func(a *storage.Agent) { d.applyVerdict(a, v, at) })
+			err := d.agents.UpdateNIP05(ctx, t.pk, t.id, func(a *agents.Agent) { d.applyVerdict(a, v, at) })
 			if err != nil && !errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrNotFound) {
 				d.opts.Logger.Warn("record NIP-05 check", zap.Error(err))
 			}
@@ -158,7 +159,7 @@ func (d *Directory) serveWellKnown(w http.ResponseWriter, r *http.Request) {
 	names := map[string]string{}
 	name := strings.ToLower(r.URL.Query().Get("name"))
 	if nip05LocalRE.MatchString(name) {
-		if pk, err := d.store.NIP05Claimant(name + "@" + d.opts.NIP05Domain); err == nil {
+		if pk, err := d.agents.NIP05Claimant(r.Context(), name+"@"+d.opts.NIP05Domain); err == nil {
 			names[name] = pk
 		}
 	}

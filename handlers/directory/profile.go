@@ -1,6 +1,7 @@
 package directory
 
 import (
+	"context"
 	"embed"
 	"errors"
 	"html/template"
@@ -44,7 +45,7 @@ func (d *Directory) serveProfile(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	pk, err := ParsePubkey(strings.TrimPrefix(r.URL.Path, ProfilePrefix))
 	if err == nil {
-		err = d.fillProfile(&view, pk)
+		err = d.fillProfile(r.Context(), &view, pk)
 	}
 	switch {
 	case err == nil:
@@ -66,17 +67,17 @@ func (d *Directory) serveProfile(w http.ResponseWriter, r *http.Request) {
 
 // fillProfile loads pk into view; banned and unknown agents are
 // storage.ErrNotFound.
-func (d *Directory) fillProfile(view *profileView, pk string) error {
-	if banned, err := d.store.AgentBanned(pk); err != nil {
+func (d *Directory) fillProfile(ctx context.Context, view *profileView, pk string) error {
+	if banned, err := d.agents.Banned(ctx, pk); err != nil {
 		return err
 	} else if banned {
 		return storage.ErrNotFound
 	}
-	a, err := d.store.Agent(pk)
+	a, err := d.agents.Get(ctx, pk)
 	if err != nil {
 		return err
 	}
-	act, err := d.store.AgentActivityOf(pk)
+	act, err := d.agents.Activity(ctx, pk)
 	if err != nil {
 		return err
 	}

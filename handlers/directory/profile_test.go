@@ -114,7 +114,7 @@ func TestProfilePageNotFound(t *testing.T) {
 	e := newEnv(t, Options{})
 	banned := newAgent(t)
 	e.mustRegister(regEvent(t, banned, e.now(), "Banned"))
-	if _, err := e.dir.Ban(banned.pk, ""); err != nil {
+	if _, err := e.dir.Ban(t.Context(), banned.pk, ""); err != nil {
 		t.Fatal(err)
 	}
 	for name, path := range map[string]string{

@@ -21,6 +21,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
 
 // Registration field limits (in characters).
@@ -308,7 +309,7 @@ func (d *Directory) Register(ctx context.Context, raw []byte) (Entry, bool, erro
 		return Entry{}, false, err
 	}
 	pk := reg.evt.PubKey
-	if banned, err := d.store.AgentBanned(pk); err != nil {
+	if banned, err := d.agents.Banned(ctx, pk); err != nil {
 		return Entry{}, false, err
 	} else if banned {
 		return Entry{}, false, refuse("blocked: this agent is banned from the directory")
@@ -318,7 +319,7 @@ func (d *Directory) Register(ctx context.Context, raw []byte) (Entry, bool, erro
 		return Entry{}, false, &refusal{status: http.StatusTooManyRequests, retryAfter: secs,
 			msg: fmt.Sprintf("rate-limited: too many registrations for this pubkey; retry in %d s", secs)}
 	}
-	old, err := d.store.Agent(pk)
+	old, err := d.agents.Get(ctx, pk)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return Entry{}, false, err
 	}
@@ -326,7 +327,7 @@ func (d *Directory) Register(ctx context.Context, raw []byte) (Entry, bool, erro
 		return Entry{}, false, err
 	}
 
-	a := &storage.Agent{
+	a := &agents.Agent{
 		Pubkey:            pk,
 		Name:              reg.name,
 		Purpose:           reg.purpose,
@@ -354,7 +355,7 @@ func (d *Directory) Register(ctx context.Context, raw []byte) (Entry, bool, erro
 		if reg.nip05Local != "" {
 			// Claims are by the full identifier: bob@<old domain> does
 			// not hold bob@<this domain>.
-			owner, err := d.store.NIP05Claimant(a.NIP05)
+			owner, err := d.agents.NIP05Claimant(ctx, a.NIP05)
 			if err == nil && owner != pk {
 				return Entry{}, false, refuse("invalid: %s is already claimed by another agent", a.NIP05)
 			}
@@ -363,7 +364,7 @@ func (d *Directory) Register(ctx context.Context, raw []byte) (Entry, bool, erro
 			d.applyVerdict(a, d.checkNIP05(ctx, pk, a.NIP05), now)
 		}
 	}
-	created, err := d.store.RegisterAgent(a, func(cur *storage.Agent) error {
+	created, err := d.agents.Register(ctx, a, func(cur *agents.Agent) error {
 		if err := checkReplacement(cur, reg.evt); err != nil {
 			return err
 		}
@@ -373,9 +374,9 @@ func (d *Directory) Register(ctx context.Context, raw []byte) (Entry, bool, erro
 		return nil
 	})
 	switch {
-	case errors.Is(err, storage.ErrAgentBanned):
+	case errors.Is(err, agents.ErrAgentBanned):
 		return Entry{}, false, refuse("blocked: this agent is banned from the directory")
-	case errors.Is(err, storage.ErrNameTaken):
+	case errors.Is(err, agents.ErrNameTaken):
 		return Entry{}, false, refuse("invalid: %s is already claimed by another agent", a.NIP05)
 	case err != nil:
 		return Entry{}, false, err
@@ -385,7 +386,7 @@ func (d *Directory) Register(ctx context.Context, raw []byte) (Entry, bool, erro
 	} else {
 		d.Changed()
 	}
-	act, err := d.store.AgentActivityOf(pk)
+	act, err := d.agents.Activity(ctx, pk)
 	if err != nil {
 		return Entry{}, false, err
 	}
@@ -394,7 +395,7 @@ func (d *Directory) Register(ctx context.Context, raw []byte) (Entry, bool, erro
 
 // checkReplacement applies NIP-01's rule for addressable events: the newer
 // created_at wins; on a tie the lower id wins; the same event is a replay.
-func checkReplacement(cur *storage.Agent, evt *nostr.Event) error {
+func checkReplacement(cur *agents.Agent, evt *nostr.Event) error {
 	if cur == nil {
 		return nil
 	}

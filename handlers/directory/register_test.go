@@ -12,6 +12,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
 
 func TestRegisterNewAgentAnswers201WithItsEntry(t *testing.T) {
@@ -171,7 +172,7 @@ func TestRegisterRefusals(t *testing.T) {
 		})
 	}
 	// Nothing is stored for a refused event.
-	if _, err := e.store.Agent(a.pk); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := agents.Of(e.store).Get(t.Context(), a.pk); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("a refused registration was stored: %v", err)
 	}
 	if n := len(e.document().Agents); n != 0 {
@@ -248,7 +249,7 @@ func TestRegisterRateLimitedPerAddress(t *testing.T) {
 	if r.status != http.StatusTooManyRequests || !hasPrefix(r.errorMessage(t), "rate-limited:") || r.header.Get("Retry-After") == "" {
 		t.Errorf("third registration from one address: %d %s", r.status, r.body)
 	}
-	if _, err := e.store.Agent(a.pk); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := agents.Of(e.store).Get(t.Context(), a.pk); !errors.Is(err, storage.ErrNotFound) {
 		t.Error("a rate-limited registration was stored")
 	}
 	// The window passes.

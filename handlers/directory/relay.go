@@ -11,7 +11,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"go.uber.org/zap"
 
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
 
 const (
@@ -134,7 +134,7 @@ func sleep(ctx context.Context, t time.Duration) bool {
 func (d *Directory) subscribeRelay(ctx context.Context, relayURL string, restart chan struct{}) (progressed bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	authors, err := d.store.AgentPubkeys()
+	authors, err := d.agents.Pubkeys(ctx)
 	if err != nil {
 		return false, fmt.Errorf("list registered agents: %w", err)
 	}
@@ -146,7 +146,7 @@ func (d *Directory) subscribeRelay(ctx context.Context, relayURL string, restart
 			return true, errRestart
 		}
 	}
-	since, err := d.relaySince(relayURL)
+	since, err := d.relaySince(ctx, relayURL)
 	if err != nil {
 		return false, err
 	}
@@ -177,7 +177,7 @@ func (d *Directory) subscribeRelay(ctx context.Context, relayURL string, restart
 		newest = max(newest, n)
 	}
 	if newest > 0 {
-		if err := d.store.SetAgentRelayCursor(relayURL, min(newest, d.now().Unix())); err != nil {
+		if err := d.agents.SetRelayCursor(ctx, relayURL, min(newest, d.now().Unix())); err != nil {
 			return progressed, fmt.Errorf("save relay cursor: %w", err)
 		}
 	}
@@ -230,7 +230,7 @@ func (d *Directory) subscribeRelay(ctx context.Context, relayURL string, restart
 						break drain
 					}
 				}
-				if err := d.ingestRelayBatch(relayURL, batch); err != nil {
+				if err := d.ingestRelayBatch(ctx, relayURL, batch); err != nil {
 					return progressed, err
 				}
 			}
@@ -268,7 +268,7 @@ func (d *Directory) catchUp(ctx context.Context, conn *relayConn, id string, f n
 			return nil
 		}
 		res := make([]OKResult, len(batch))
-		if err := d.ingestPosts(batch, res, false); err != nil {
+		if err := d.ingestPosts(ctx, batch, res, false); err != nil {
 			return fmt.Errorf("record posts: %w", err)
 		}
 		batch = batch[:0]
@@ -346,8 +346,8 @@ func (d *Directory) catchUp(ctx context.Context, conn *relayConn, id string, f n
 // relaySince is where a subscription to relayURL resumes: a little before
 // the newest post seen from it, or, for a relay never read, the earliest
 // registration (posts dated before it never count).
-func (d *Directory) relaySince(relayURL string) (int64, error) {
-	cursor, err := d.store.AgentRelayCursor(relayURL)
+func (d *Directory) relaySince(ctx context.Context, relayURL string) (int64, error) {
+	cursor, err := d.agents.RelayCursor(ctx, relayURL)
 	if err != nil {
 		return 0, fmt.Errorf("read relay cursor: %w", err)
 	}
@@ -355,7 +355,7 @@ func (d *Directory) relaySince(relayURL string) (int64, error) {
 		return max(cursor-int64(relayResumeOverlap/time.Second), 0), nil
 	}
 	var earliest int64
-	err = d.store.EachAgent(func(a *storage.Agent, _ *storage.AgentActivity, banned bool) error {
+	err = d.agents.Each(ctx, func(a *agents.Agent, _ *agents.Activity, banned bool) error {
 		if !banned && (earliest == 0 || a.FirstRegisteredAt < earliest) {
 			earliest = a.FirstRegisteredAt
 		}
@@ -368,9 +368,9 @@ func (d *Directory) relaySince(relayURL string) (int64, error) {
 // forward to the newest created_at among them: never back, and never past
 // the present, so a post dated in the future cannot make the subscription
 // skip what comes next.
-func (d *Directory) ingestRelayBatch(relayURL string, evts []*nostr.Event) error {
+func (d *Directory) ingestRelayBatch(ctx context.Context, relayURL string, evts []*nostr.Event) error {
 	res := make([]OKResult, len(evts))
-	if err := d.ingestPosts(evts, res, false); err != nil {
+	if err := d.ingestPosts(ctx, evts, res, false); err != nil {
 		return fmt.Errorf("record posts: %w", err)
 	}
 	var newest int64
@@ -380,14 +380,14 @@ func (d *Directory) ingestRelayBatch(relayURL string, evts []*nostr.Event) error
 	newest = min(newest, d.now().Unix())
 	// Relays send stored events newest first: a later batch can be older
 	// than the cursor already saved, which must not move back.
-	cur, err := d.store.AgentRelayCursor(relayURL)
+	cur, err := d.agents.RelayCursor(ctx, relayURL)
 	if err != nil {
 		return fmt.Errorf("read relay cursor: %w", err)
 	}
 	if newest <= cur {
 		return nil
 	}
-	if err := d.store.SetAgentRelayCursor(relayURL, newest); err != nil {
+	if err := d.agents.SetRelayCursor(ctx, relayURL, newest); err != nil {
 		return fmt.Errorf("save relay cursor: %w", err)
 	}
 	return nil

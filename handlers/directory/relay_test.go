@@ -21,6 +21,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
 
 // testRelay is a khatru relay on loopback that can go down and come back
@@ -223,7 +224,7 @@ func waitLive(t *testing.T, e *env, after int64) {
 }
 
 func postsOf(t *testing.T, d *Directory, pk string) int64 {
-	list, err := d.Agents()
+	list, err := d.Agents(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,7 @@ func TestRelayResumesFromItsCursorAfterARestart(t *testing.T) {
 	p1 := note(t, a, time.Now(), "before the restart")
 	tr.publish(p1)
 	eventually(t, "the first post is counted", func() bool { return postsOf(t, first.dir, a.pk) == 1 })
-	cursor, err := store.AgentRelayCursor(nostr.NormalizeURL(tr.url()))
+	cursor, err := agents.Of(store).RelayCursor(t.Context(), nostr.NormalizeURL(tr.url()))
 	if err != nil || cursor < int64(p1.CreatedAt) {
 		t.Fatalf("cursor = %d, %v; want at least %d", cursor, err, p1.CreatedAt)
 	}
@@ -290,11 +291,11 @@ func TestRelaySinceIsTheCursorLessAnOverlap(t *testing.T) {
 	e.mustRegister(reg)
 	const u = "ws://relay.test"
 	// Never read: from the earliest registration.
-	if since, _ := e.dir.relaySince(u); since != int64(reg.CreatedAt) {
+	if since, _ := e.dir.relaySince(t.Context(), u); since != int64(reg.CreatedAt) {
 		t.Errorf("since = %d, want the registration time %d", since, reg.CreatedAt)
 	}
-	e.store.SetAgentRelayCursor(u, 1_800_000_000)
-	if since, _ := e.dir.relaySince(u); since != 1_800_000_000-3600 {
+	agents.Of(e.store).SetRelayCursor(t.Context(), u, 1_800_000_000)
+	if since, _ := e.dir.relaySince(t.Context(), u); since != 1_800_000_000-3600 {
 		t.Errorf("since = %d, want cursor - 1 h", since)
 	}
 }
@@ -304,10 +305,10 @@ func TestRelayCursorNeverMovesPastNow(t *testing.T) {
 	a := newAgent(t)
 	e.mustRegister(regEvent(t, a, e.now(), "ahead"))
 	const u = "ws://relay.test"
-	if err := e.dir.ingestRelayBatch(u, []*nostr.Event{note(t, a, e.now().Add(10*time.Minute), "early bird")}); err != nil {
+	if err := e.dir.ingestRelayBatch(t.Context(), u, []*nostr.Event{note(t, a, e.now().Add(10*time.Minute), "early bird")}); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := e.store.AgentRelayCursor(u); c != e.now().Unix() {
+	if c, _ := agents.Of(e.store).RelayCursor(t.Context(), u); c != e.now().Unix() {
 		t.Errorf("cursor = %d, want now %d", c, e.now().Unix())
 	}
 }
@@ -412,7 +413,7 @@ func TestRelayCatchUpPagesBackPastTheRelayCap(t *testing.T) {
 	})
 	newest := int64(down[len(down)-1].CreatedAt)
 	eventually(t, "the cursor reaches the newest post", func() bool {
-		c, err := store.AgentRelayCursor(nostr.NormalizeURL(tr.url()))
+		c, err := agents.Of(store).RelayCursor(t.Context(), nostr.NormalizeURL(tr.url()))
 		return err == nil && c == newest
 	})
 	// Live posts still arrive after the catch-up.

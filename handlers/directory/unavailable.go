@@ -1,6 +1,8 @@
 package directory
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -25,6 +27,9 @@ func writeStoreFailure(w http.ResponseWriter, err error, msg string) {
 // store only refused for now (answered 503/507 by writeStoreFailure: a
 // reload or a restore is no fault).
 func (d *Directory) logStoreFailure(what string, err error) {
+	if errors.Is(err, context.Canceled) {
+		return // the work was stopped (shutdown, a lease lost, a client gone): nothing failed
+	}
 	if _, _, refusing := storage.Unavailable(err); !refusing {
 		d.opts.Logger.Error(what + ": " + err.Error())
 	}

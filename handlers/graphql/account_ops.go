@@ -14,6 +14,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // Inboxt's account operations (the web app's; operations/web in
@@ -179,7 +180,7 @@ func (r *mutationResolver) UpdateAccount(ctx context.Context, in generated.Updat
 		return nil, badInput("members have no e-mail address here: it is always %s@%s", m.Username, r.s.accountDomain(st.r))
 	}
 	if in.Password != nil {
-		if err := r.s.store.SetPassword(m.Username, *in.Password); err != nil {
+		if err := r.s.store.SetPassword(ctx, m.Username, *in.Password); err != nil {
 			return nil, err
 		}
 	}
@@ -202,7 +203,7 @@ func (r *mutationResolver) DeleteAccount(ctx context.Context, in generated.Delet
 	if !r.s.isOwnAddress(st.r, c.member.Username, in.EmailAddress) {
 		return nil, badInput("to confirm, emailAddress must be %s@%s", c.member.Username, r.s.accountDomain(st.r))
 	}
-	if err := r.s.store.DeleteMember(c.member.Username); err != nil {
+	if err := r.s.store.DeleteMember(ctx, c.member.Username); err != nil {
 		return nil, err
 	}
 	r.s.log.Info("member deleted their account", zap.String("username", c.member.Username))
@@ -219,11 +220,11 @@ func (r *mutationResolver) CreateInboundEmailAddress(ctx context.Context) (*gene
 		return nil, err
 	}
 	site := siteURL(stateOf(ctx).r)
-	secret, err := r.s.store.RotateInboundSecret(c.member.ID, site)
+	secret, err := apitokens.Of(r.s.store).RotateInboundSecret(ctx, c.member.ID, site)
 	if err != nil {
 		return nil, err
 	}
-	in, err := r.s.store.InboundInfo(c.member.ID)
+	in, err := apitokens.Of(r.s.store).InboundInfo(ctx, c.member.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +238,7 @@ func (r *mutationResolver) DeleteInboundEmailAddress(ctx context.Context, in gen
 	if err != nil {
 		return nil, err
 	}
-	if err := r.s.store.DeleteInbound(c.member.ID, in.ID); err != nil {
+	if err := apitokens.Of(r.s.store).DeleteInbound(ctx, c.member.ID, in.ID); err != nil {
 		return nil, err
 	}
 	return success, nil

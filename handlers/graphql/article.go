@@ -21,7 +21,7 @@ import (
 // member's item with that URL to be fetched again) and hands it to the
 // background fetches: the client's answer does not wait for the site.
 // What can be refused without fetching is refused here, storing nothing.
-func (s *Server) queueArticleFromURL(memberID, rawURL string, labelIDs []string) error {
+func (s *Server) queueArticleFromURL(ctx context.Context, memberID, rawURL string, labelIDs []string) error {
 	norm, err := storage.NormalizeURL(rawURL)
 	if err != nil {
 		return err
@@ -29,7 +29,7 @@ func (s *Server) queueArticleFromURL(memberID, rawURL string, labelIDs []string)
 	if err := s.opts.Fetcher.Check(norm); err != nil {
 		return fetchError(err)
 	}
-	it, err := s.store.QueueFetch(memberID, storage.NewItem{
+	it, err := s.store.QueueFetch(ctx, memberID, storage.NewItem{
 		URL:         norm,
 		Title:       clip(processingTitlePrefix+norm+"...", storage.MaxTitleLen),
 		Description: clip(processingDescription(storage.SourceDomain(norm)), storage.MaxDescriptionLen),
@@ -38,7 +38,7 @@ func (s *Server) queueArticleFromURL(memberID, rawURL string, labelIDs []string)
 	if err != nil {
 		return err
 	}
-	s.queuedFetch(storage.PendingFetch{MemberID: memberID, ItemID: it.ID, URL: norm, Private: s.opts.Fetcher.Options().AllowPrivate})
+	s.queuedFetch(ctx, storage.PendingFetch{MemberID: memberID, ItemID: it.ID, URL: norm, Private: s.opts.Fetcher.Options().AllowPrivate})
 	return nil
 }
 
@@ -67,7 +67,7 @@ func (s *Server) fetchArticle(ctx context.Context, norm string) (*storage.NewIte
 }
 
 // saveArticleFromHTML saves an article from HTML the client already has.
-func (s *Server) saveArticleFromHTML(memberID, rawURL string, page []byte, contentType string, labelIDs []string) (*storage.SavedItem, error) {
+func (s *Server) saveArticleFromHTML(ctx context.Context, memberID, rawURL string, page []byte, contentType string, labelIDs []string) (*storage.SavedItem, error) {
 	norm, err := storage.NormalizeURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ func (s *Server) saveArticleFromHTML(memberID, rawURL string, page []byte, conte
 		return nil, err
 	}
 	in.LabelIDs = labelIDs
-	it, _, err := s.store.SaveItem(memberID, *in)
+	it, _, err := s.store.SaveItem(ctx, memberID, *in)
 	return it, err
 }
 

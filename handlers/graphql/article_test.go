@@ -1,6 +1,7 @@
 package graphql_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 const addArticleMutation = `mutation AddArticleFromUrl($data: AddArticleFromUrlInput!) {
@@ -222,11 +224,11 @@ func TestAddArticleFromUrlSurvivesARestartMidFetch(t *testing.T) {
 		return store, api, httptest.NewServer(api)
 	}
 	store, api, srv := open()
-	m, err := store.CreateMember("alice", "alice", "correct horse battery")
+	m, err := store.CreateMember(t.Context(), "alice", "alice", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, token, err := store.CreateAPIToken(m.ID, "test", 0)
+	_, token, err := apitokens.Of(store).Create(t.Context(), m.ID, "test", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +265,7 @@ func TestAddArticleFromUrlSurvivesARestartMidFetch(t *testing.T) {
 func (e *env) waitFetched() []entry {
 	e.t.Helper()
 	for i := 0; ; i++ {
-		pending, err := e.store.PendingFetches(1, false, true)
+		pending, err := e.store.PendingFetches(context.Background(), 1, false, true)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -289,7 +291,7 @@ func (e *env) waitFetched() []entry {
 func TestAStricterSiteLeavesOthersFetchesAlone(t *testing.T) {
 	e := newEnv(t, graphql.Options{}) // the strict default fetcher
 	site := articleSite(t, "Baking Bread")
-	if _, err := e.store.QueueFetch(e.member.ID, storage.NewItem{URL: site.URL + "/bread", Title: "Processing item from " + site.URL + "/bread..."}, true); err != nil {
+	if _, err := e.store.QueueFetch(t.Context(), e.member.ID, storage.NewItem{URL: site.URL + "/bread", Title: "Processing item from " + site.URL + "/bread..."}, true); err != nil {
 		t.Fatal(err)
 	}
 	strict := graphql.New(e.store, graphql.Options{})
@@ -313,11 +315,11 @@ func TestPendingFetchesBeginWhenStarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.CreateMember("alice", "alice", "correct horse battery")
+	m, err := st.CreateMember(t.Context(), "alice", "alice", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
-	it, err := st.QueueFetch(m.ID, storage.NewItem{URL: site.URL + "/bread", Title: "Processing item from " + site.URL + "/bread..."}, true)
+	it, err := st.QueueFetch(t.Context(), m.ID, storage.NewItem{URL: site.URL + "/bread", Title: "Processing item from " + site.URL + "/bread..."}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +336,7 @@ func TestPendingFetchesBeginWhenStarted(t *testing.T) {
 	}
 	api.Start()
 	for i := 0; ; i++ {
-		got, err := st.SavedItem(m.ID, it.ID)
+		got, err := st.SavedItem(t.Context(), m.ID, it.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

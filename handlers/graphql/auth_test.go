@@ -11,7 +11,8 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 const labelsQuery = `query Labels { labels { id createdAt name color order } }`
@@ -22,21 +23,21 @@ const createLabelMutation = `mutation CreateLabel($data: CreateLabelInput!) {
 
 func TestRequestsWithoutAValidTokenAreUnauthorized(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
-	expiring, expiringTok, err := e.store.CreateAPIToken(e.member.ID, "short", time.Millisecond)
+	expiring, expiringTok, err := apitokens.Of(e.store).Create(t.Context(), e.member.ID, "short", time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = expiring
-	deleted, deletedTok, err := e.store.CreateAPIToken(e.member.ID, "gone", 0)
+	deleted, deletedTok, err := apitokens.Of(e.store).Create(t.Context(), e.member.ID, "gone", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.DeleteAPIToken(e.member.ID, deleted.ID); err != nil {
+	if err := apitokens.Of(e.store).Delete(t.Context(), e.member.ID, deleted.ID); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(5 * time.Millisecond) // let the short token expire
 	suspended, suspendedTok := e.newMember("mallory")
-	if _, err := e.store.SetSuspended(suspended.Username, true); err != nil {
+	if _, err := e.store.SetSuspended(t.Context(), suspended.Username, true); err != nil {
 		t.Fatal(err)
 	}
 	cases := map[string]string{
@@ -94,15 +95,15 @@ func TestAPITokenWorksAndRecordsLastUse(t *testing.T) {
 // oauthToken issues an access token of hearth_oauth to the member.
 func oauthToken(t *testing.T, e *env, scopes ...string) string {
 	t.Helper()
-	app, _, err := e.store.CreateOAuthApp("Reader", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, scopes)
+	app, _, err := grants.Of(e.store).CreateApp(t.Context(), "Reader", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, scopes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := e.store.CreateOAuthCode(app.ClientID, e.member.ID, "urn:ietf:wg:oauth:2.0:oob", scopes, "")
+	code, err := grants.Of(e.store).CreateCode(t.Context(), app.ClientID, e.member.ID, "urn:ietf:wg:oauth:2.0:oob", scopes, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tok, err := e.store.ExchangeOAuthCode(code, func(*storage.OAuthCode) error { return nil })
+	_, tok, err := grants.Of(e.store).ExchangeCode(t.Context(), code, func(*grants.Code) error { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,11 +134,11 @@ func TestOAuthTokensNeedReadForQueriesAndWriteForMutations(t *testing.T) {
 
 func TestApplicationTokenWithoutMemberIsUnauthenticated(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
-	app, _, err := e.store.CreateOAuthApp("Bot", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
+	app, _, err := grants.Of(e.store).CreateApp(t.Context(), "Bot", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tok, err := e.store.CreateOAuthAppToken(app.ClientID, []string{"read"})
+	_, tok, err := grants.Of(e.store).CreateAppToken(t.Context(), app.ClientID, []string{"read"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestCreateApiTokenNeedsTheMembersSession(t *testing.T) {
 			t.Fatalf("%+v %s", r.Errors, r.Data)
 		}
 	}
-	if toks, err := e.store.APITokens(e.member.ID); err != nil || len(toks) != 1 {
+	if toks, err := apitokens.Of(e.store).List(t.Context(), e.member.ID); err != nil || len(toks) != 1 {
 		t.Fatalf("%d API tokens (%v), want 1: a refused createApiToken made one", len(toks), err)
 	}
 
@@ -183,7 +184,7 @@ func TestCreateApiTokenNeedsTheMembersSession(t *testing.T) {
 
 func TestDeletedTokenStopsWorkingAtOnce(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
-	tok, secret, err := e.store.CreateAPIToken(e.member.ID, "temp", 0)
+	tok, secret, err := apitokens.Of(e.store).Create(t.Context(), e.member.ID, "temp", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestBadTokensCountPerClientAddress(t *testing.T) {
 	var addr atomic.Value
 	addr.Store("2001:db8:1:2::1")
 	e := newEnv(t, graphql.Options{TokenRateLimit: 3, ClientIP: func(*http.Request) string { return addr.Load().(string) }})
-	guess := storage.APITokenPrefix + strings.Repeat("A", 70)
+	guess := apitokens.Prefix + strings.Repeat("A", 70)
 	for i := 0; i < 3; i++ {
 		addr.Store(fmt.Sprintf("2001:db8:1:2::%x", i+1)) // rotating addresses within one /64
 		e.wantError(guess, labelsQuery, nil, http.StatusOK, "UNAUTHORIZED")
@@ -507,7 +508,7 @@ func TestAccountOperationsOverTheSession(t *testing.T) {
 	if r.Errors[0].Message != "Signup is disabled on this instance" {
 		t.Fatalf("%+v", r.Errors)
 	}
-	if _, err := closed.store.Member("bob"); err == nil {
+	if _, err := closed.store.Member(t.Context(), "bob"); err == nil {
 		t.Fatal("createAccount made a member with registration closed")
 	}
 
@@ -517,7 +518,7 @@ func TestAccountOperationsOverTheSession(t *testing.T) {
 	if len(r.Errors) > 0 || !strings.Contains(r.Header.Get("Set-Cookie"), "hearth_session=") {
 		t.Fatalf("createAccount: %+v %v", r.Errors, r.Header)
 	}
-	if _, err := e.store.Member("bob"); err != nil {
+	if _, err := e.store.Member(t.Context(), "bob"); err != nil {
 		t.Fatalf("bob: %v", err)
 	}
 	e.wantError("", create, vars, 200, "CONFLICT")
@@ -531,7 +532,7 @@ func TestAccountOperationsOverTheSession(t *testing.T) {
 	if up.UpdateAccount.Username != "alice" || up.UpdateAccount.EmailAddress != "alice@127.0.0.1" {
 		t.Fatalf("updateAccount = %+v", up)
 	}
-	if _, err := e.store.Authenticate("alice", "another long password"); err != nil {
+	if _, err := e.store.Authenticate(t.Context(), "alice", "another long password"); err != nil {
 		t.Fatalf("the new password does not work: %v", err)
 	}
 	session := e.signIn(e.member) // the change ended the sessions
@@ -551,7 +552,7 @@ func TestAccountOperationsOverTheSession(t *testing.T) {
 	// deleteAccount: confirmed by the address.
 	e.wantError(session, `mutation { deleteAccount(data: {emailAddress: "bob"}) { success } }`, nil, 200, "BAD_USER_INPUT")
 	e.doAs(session, `mutation { deleteAccount(data: {emailAddress: "alice@127.0.0.1"}) { success } }`, nil, nil)
-	if _, err := e.store.Member("alice"); err == nil {
+	if _, err := e.store.Member(t.Context(), "alice"); err == nil {
 		t.Fatal("alice still exists")
 	}
 	e.wantError(e.token, labelsQuery, nil, 200, "UNAUTHORIZED")

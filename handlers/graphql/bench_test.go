@@ -9,6 +9,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // benchEntriesBody is bench/entries.lua's request: the first page of 50.
@@ -30,15 +31,15 @@ func benchmarkEntriesFirstPage(b *testing.B, gqlgenOnly bool) {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	m, err := store.CreateMember("bench", "Bench", "correct horse battery")
+	m, err := store.CreateMember(b.Context(), "bench", "Bench", "correct horse battery")
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, token, err := store.CreateAPIToken(m.ID, "bench", 0)
+	_, token, err := apitokens.Of(store).Create(b.Context(), m.ID, "bench", 0)
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := store.CreateLabel(m.ID, "bread", "#ff8800")
+	l, err := store.CreateLabel(b.Context(), m.ID, "bread", "#ff8800")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func benchmarkEntriesFirstPage(b *testing.B, gqlgenOnly bool) {
 		if n%3 == 0 {
 			in.LabelIDs = []string{l.ID}
 		}
-		if _, _, err := store.SaveItem(m.ID, in); err != nil {
+		if _, _, err := store.SaveItem(b.Context(), m.ID, in); err != nil {
 			b.Fatal(err)
 		}
 	}

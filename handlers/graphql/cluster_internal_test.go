@@ -1,7 +1,6 @@
 package graphql
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,51 +9,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // The article fetch queue with several nodes on one PostgreSQL database:
 // two stores on one database stand for two Caddy processes, each with its
 // Server.
 
-// pgPort is this package's test PostgreSQL server (each package its own
-// port, so packages may run at once).
-const pgPort = 15439
-
-var (
-	pgOnce sync.Once
-	pgSrv  *pgtest.Server
-	pgErr  error
-)
+// pgNodes is this package's PostgreSQL server for two nodes of one site
+// (each package its own port, so packages may run at once).
+var pgNodes = storagetest.NewPostgres(15439)
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if pgSrv != nil {
-		pgSrv.Stop()
-	}
+	pgNodes.Stop()
 	os.Exit(code)
-}
-
-func twoNodeStores(t *testing.T) (a, b *storage.Store) {
-	t.Helper()
-	pgOnce.Do(func() { pgSrv, pgErr = pgtest.Start(pgPort) })
-	if pgErr != nil {
-		if errors.Is(pgErr, pgtest.ErrMissing) && pgtest.Skip() {
-			t.Skip(pgErr)
-		}
-		t.Fatal(pgErr)
-	}
-	dsn := pgSrv.NewDatabase(t)
-	open := func() *storage.Store {
-		s, err := storage.Open(t.TempDir(), storage.Options{Postgres: &storage.PostgresOptions{DSN: dsn, MaxConns: 4}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	return open(), open()
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -82,8 +51,8 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 		fmt.Fprintf(w, "<html><head><title>Page %s</title></head><body><p>Some text of the article at %s.</p></body></html>", r.URL.Path, r.URL.Path)
 	}))
 	defer pages.Close()
-	sa, sb := twoNodeStores(t)
-	m, err := sa.CreateMember("alice", "", "correct horse battery")
+	sa, sb := pgNodes.TwoNodes(t)
+	m, err := sa.CreateMember(t.Context(), "alice", "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +66,7 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 		leader, other = b, a
 	}
 	pending := func() int {
-		p, err := sa.PendingFetches(100, true, true)
+		p, err := sa.PendingFetches(t.Context(), 100, true, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +75,7 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 
 	const n = 8
 	for i := range n {
-		if err := other.queueArticleFromURL(m.ID, fmt.Sprintf("%s/%d", pages.URL, i), nil); err != nil {
+		if err := other.queueArticleFromURL(t.Context(), m.ID, fmt.Sprintf("%s/%d", pages.URL, i), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -124,7 +93,7 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 
 	leader.Close()
 	waitFor(t, "the other node works the queue", func() bool { return other.fetches.leading.Load() })
-	if err := other.queueArticleFromURL(m.ID, pages.URL+"/after", nil); err != nil {
+	if err := other.queueArticleFromURL(t.Context(), m.ID, pages.URL+"/after", nil); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the article saved after the fail-over is fetched", func() bool { return pending() == 0 })

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // A query's cost, computed before it runs and refused above MaxComplexity
@@ -80,7 +81,7 @@ func setComplexity(c *generated.ComplexityRoot) {
 	}
 	c.Query.Labels = func(child int) int { return listCost(storage.MaxLabels, child) }
 	c.Query.SavedQueries = func(child int) int { return listCost(storage.MaxSavedQueries, child) }
-	c.Query.APITokens = func(child int) int { return listCost(storage.MaxAPITokensPerMember, child) }
+	c.Query.APITokens = func(child int) int { return listCost(apitokens.MaxPerMember, child) }
 	c.Query.ImportJobs = func(child int) int { return listCost(storage.MaxImportJobs, child) }
 	c.ImportJob.Failures = func(child int) int { return listCost(importFailuresShown, child) }
 	c.SavedItem.Highlights = func(child int) int { return listCost(itemHighlights, child) }

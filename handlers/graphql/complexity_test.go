@@ -25,7 +25,7 @@ func TestComplexityRefusesNestedHighlights(t *testing.T) {
 	body := "<p>" + strings.Repeat("lorem ipsum ", 8000) + "</p>"
 	art := e.saveArticle(e.member.ID, 1, func(in *storage.NewItem) { in.HTML, in.Text = body, body })
 	for i := range 10 {
-		if _, err := e.store.CreateHighlight(e.member.ID, art.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 5, Text: fmt.Sprint("h", i)}}, ""); err != nil {
+		if _, err := e.store.CreateHighlight(t.Context(), e.member.ID, art.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 5, Text: fmt.Sprint("h", i)}}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -123,7 +123,7 @@ func TestComplexityPricesContentAndIntrospection(t *testing.T) {
 	body := "<p>" + strings.Repeat("lorem ipsum ", 20000) + "</p>"
 	art := e.saveArticle(e.member.ID, 1, func(in *storage.NewItem) { in.HTML, in.Text = body, body })
 	for i := range 100 {
-		if _, err := e.store.CreateHighlight(e.member.ID, art.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 5, Text: fmt.Sprint("h", i)}}, ""); err != nil {
+		if _, err := e.store.CreateHighlight(t.Context(), e.member.ID, art.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 5, Text: fmt.Sprint("h", i)}}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -270,7 +270,7 @@ func TestContentBudgetCountsHighlightTexts(t *testing.T) {
 		for i := range segs {
 			segs[i] = storage.HighlightSegment{XPath: "/p", EndOffset: 5, Text: seg, BeforeText: "b", AfterText: "a"}
 		}
-		if _, err := e.store.CreateHighlight(e.member.ID, art.ID, segs, strings.Repeat("n", 9000)); err != nil {
+		if _, err := e.store.CreateHighlight(t.Context(), e.member.ID, art.ID, segs, strings.Repeat("n", 9000)); err != nil {
 			t.Fatal(err)
 		}
 	}

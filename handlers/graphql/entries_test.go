@@ -1,6 +1,7 @@
 package graphql_test
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -23,7 +24,7 @@ func seed(e *env, n int) map[string]bool {
 			in.WordCount = (i % 11) * 100
 		})
 		if i%3 == 0 {
-			if _, err := e.store.UpdateReadingProgress(e.member.ID, it.ID, float64(i%5*20)); err != nil {
+			if _, err := e.store.UpdateReadingProgress(context.Background(), e.member.ID, it.ID, float64(i%5*20)); err != nil {
 				e.t.Fatal(err)
 			}
 		}
@@ -139,12 +140,12 @@ func TestEntriesPaginationNeitherSkipsNorRepeatsWhileItemsChange(t *testing.T) {
 				}
 				if len(unseen) > 2 {
 					victim := unseen[len(unseen)/2]
-					if _, err := e.store.SetItemsStatus(e.member.ID, []string{victim}, storage.StatusDeleted); err != nil {
+					if _, err := e.store.SetItemsStatus(t.Context(), e.member.ID, []string{victim}, storage.StatusDeleted); err != nil {
 						t.Fatal(err)
 					}
 					removed[victim] = true
 				}
-				if _, err := e.store.SetItemsStatus(e.member.ID, []string{p.Entries.Edges[0].Node.ID}, storage.StatusArchived); err != nil {
+				if _, err := e.store.SetItemsStatus(t.Context(), e.member.ID, []string{p.Entries.Edges[0].Node.ID}, storage.StatusArchived); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -201,14 +202,14 @@ func TestEntriesAfterAcceptsAnItemID(t *testing.T) {
 				}
 			}
 			// An item now in the trash still marks the place in the inbox.
-			if _, err := e.store.SetItemsStatus(e.member.ID, []string{all[10]}, storage.StatusDeleted); err != nil {
+			if _, err := e.store.SetItemsStatus(t.Context(), e.member.ID, []string{all[10]}, storage.StatusDeleted); err != nil {
 				t.Fatal(err)
 			}
 			p := e.entries(map[string]any{"first": 1, "q": "in:inbox", "sort": sortArg, "after": all[10]})
 			if len(p.Entries.Edges) != 1 || p.Entries.Edges[0].Node.ID != all[11] {
 				t.Fatalf("%s %s after a trashed item: %+v", field, dir, p.Entries.Edges)
 			}
-			if _, err := e.store.SetItemsStatus(e.member.ID, []string{all[10]}, storage.StatusActive); err != nil {
+			if _, err := e.store.SetItemsStatus(t.Context(), e.member.ID, []string{all[10]}, storage.StatusActive); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -225,11 +226,11 @@ func TestEntriesAfterAcceptsAnItemID(t *testing.T) {
 func TestEntriesTypenameResolvesSavedItemAndHighlight(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	art := e.saveArticle(e.member.ID, 1, nil)
-	nl, _, err := e.store.SaveItem(e.member.ID, storage.NewItem{Type: storage.TypeNewsletter, Title: "Weekly", HTML: "<p>hi</p>", Text: "hi"})
+	nl, _, err := e.store.SaveItem(t.Context(), e.member.ID, storage.NewItem{Type: storage.TypeNewsletter, Title: "Weekly", HTML: "<p>hi</p>", Text: "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.CreateHighlight(e.member.ID, art.ID, []storage.HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 4, Text: "Body"}}, "a note"); err != nil {
+	if _, err := e.store.CreateHighlight(t.Context(), e.member.ID, art.ID, []storage.HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 4, Text: "Body"}}, "a note"); err != nil {
 		t.Fatal(err)
 	}
 	items := e.allEntries(map[string]any{"first": 10})
@@ -252,11 +253,11 @@ func TestEntriesTypenameResolvesSavedItemAndHighlight(t *testing.T) {
 
 func TestEntriesQOperators(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
-	blue, err := e.store.CreateLabel(e.member.ID, "Blue", "#0000ff")
+	blue, err := e.store.CreateLabel(t.Context(), e.member.ID, "Blue", "#0000ff")
 	if err != nil {
 		t.Fatal(err)
 	}
-	red, err := e.store.CreateLabel(e.member.ID, "Red Team", "#ff0000")
+	red, err := e.store.CreateLabel(t.Context(), e.member.ID, "Red Team", "#ff0000")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,20 +273,20 @@ func TestEntriesQOperators(t *testing.T) {
 	})
 	archived := e.saveArticle(e.member.ID, 4, nil)
 	trashed := e.saveArticle(e.member.ID, 5, nil)
-	letter, _, err := e.store.SaveItem(e.member.ID, storage.NewItem{Type: storage.TypeNewsletter, Title: "Weekly news", SourceDomain: "news.example", Text: "x"})
+	letter, _, err := e.store.SaveItem(t.Context(), e.member.ID, storage.NewItem{Type: storage.TypeNewsletter, Title: "Weekly news", SourceDomain: "news.example", Text: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.SetItemsStatus(e.member.ID, []string{archived.ID}, storage.StatusArchived); err != nil {
+	if _, err := e.store.SetItemsStatus(t.Context(), e.member.ID, []string{archived.ID}, storage.StatusArchived); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.SetItemsStatus(e.member.ID, []string{trashed.ID}, storage.StatusDeleted); err != nil {
+	if _, err := e.store.SetItemsStatus(t.Context(), e.member.ID, []string{trashed.ID}, storage.StatusDeleted); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.CreateHighlight(e.member.ID, labelled.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 2, Text: "Go"}}, ""); err != nil {
+	if _, err := e.store.CreateHighlight(t.Context(), e.member.ID, labelled.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 2, Text: "Go"}}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.UpdateReadingProgress(e.member.ID, both.ID, 50); err != nil {
+	if _, err := e.store.UpdateReadingProgress(t.Context(), e.member.ID, both.ID, 50); err != nil {
 		t.Fatal(err)
 	}
 	today := plain.CreatedAt.UTC().Format("2006-01-02")
@@ -426,11 +427,11 @@ func TestEntriesQErrorsAreBadUserInput(t *testing.T) {
 func TestEntriesTypeHighlightIgnoresItemOnlyFilters(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	trashed := e.saveArticle(e.member.ID, 1, nil)
-	h, err := e.store.CreateHighlight(e.member.ID, trashed.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 4, Text: "Body"}}, "")
+	h, err := e.store.CreateHighlight(t.Context(), e.member.ID, trashed.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 4, Text: "Body"}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.SetItemsStatus(e.member.ID, []string{trashed.ID}, storage.StatusDeleted); err != nil {
+	if _, err := e.store.SetItemsStatus(t.Context(), e.member.ID, []string{trashed.ID}, storage.StatusDeleted); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"type:highlight in:archive", "in:inbox type:highlight", "type:highlights IN:trash", "type:highlight label:x no:label", "type:highlight -has:highlights progress:90..100"} {
@@ -454,14 +455,14 @@ func TestEntriesTypeHighlightFiltersAndSortsByItsItem(t *testing.T) {
 		in.Title, in.URL = "apples", "https://orchard.example/a"
 	})
 	mk := func(it *storage.SavedItem, text, note string) string {
-		h, err := e.store.CreateHighlight(e.member.ID, it.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 4, Text: text}}, note)
+		h, err := e.store.CreateHighlight(t.Context(), e.member.ID, it.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 4, Text: text}}, note)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return h.ID
 	}
 	z1, a1, z2, a2 := mk(zebra, "one", ""), mk(apple, "two", "crunchy"), mk(zebra, "three", ""), mk(apple, "four", "")
-	if _, err := e.store.SetItemsStatus(e.member.ID, []string{apple.ID}, storage.StatusArchived); err != nil {
+	if _, err := e.store.SetItemsStatus(t.Context(), e.member.ID, []string{apple.ID}, storage.StatusArchived); err != nil {
 		t.Fatal(err)
 	}
 	tomorrow := zebra.CreatedAt.UTC().AddDate(0, 0, 1).Format("2006-01-02")
@@ -539,7 +540,7 @@ func TestHighlightPaginationVisitsEveryHighlightOnce(t *testing.T) {
 	for i := 0; i < 9; i++ {
 		it := e.saveArticle(e.member.ID, i, nil)
 		for k := 0; k < 3; k++ {
-			h, err := e.store.CreateHighlight(e.member.ID, it.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 4, Text: fmt.Sprintf("h%d-%d", i, k)}}, "")
+			h, err := e.store.CreateHighlight(t.Context(), e.member.ID, it.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 4, Text: fmt.Sprintf("h%d-%d", i, k)}}, "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -154,6 +154,10 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 		code, out.Message = codeNotFound, "not found"
 	case errors.Is(err, storage.ErrConflict):
 		code, out.Message = codeConflict, "already exists"
+	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		// The client went away and the store stopped with its request:
+		// nobody reads this answer, and nothing failed to log.
+		code, out.Message = codeInternal, "the request was cancelled"
 	default:
 		if gqlErr != nil && gqlErr.Extensions != nil {
 			// Argument coercion errors carry gqlgen's own code.

@@ -3,6 +3,7 @@ package graphql
 import (
 	"archive/zip"
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -91,7 +92,7 @@ type exportHighlight struct {
 }
 
 func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *storage.Member) {
-	labels, err := s.store.Labels(m.ID)
+	labels, err := s.store.Labels(r.Context(), m.ID)
 	if err != nil {
 		if status, _, ok := refusal(w, err); ok {
 			http.Error(w, "The export cannot run now ("+err.Error()+"); try again later.", status)
@@ -115,7 +116,7 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *storage.
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	zw := zip.NewWriter(bw)
-	err = s.writeExport(zw, m, labels, names)
+	err = s.writeExport(r.Context(), zw, m, labels, names)
 	if err == nil {
 		err = zw.Close()
 	}
@@ -129,7 +130,7 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *storage.
 	}
 }
 
-func (s *Server) writeExport(zw *zip.Writer, m *storage.Member, labels []*storage.Label, names map[string]string) error {
+func (s *Server) writeExport(ctx context.Context, zw *zip.Writer, m *storage.Member, labels []*storage.Label, names map[string]string) error {
 	f, err := zw.Create("labels.json")
 	if err != nil {
 		return err
@@ -152,8 +153,8 @@ func (s *Server) writeExport(zw *zip.Writer, m *storage.Member, labels []*storag
 		return err
 	}
 	first := true
-	err = s.store.ForEachSavedItem(m.ID, func(it *storage.SavedItem, c *storage.ItemContent) error {
-		e, err := s.exportItem(m.ID, it, c, names)
+	err = s.store.ForEachSavedItem(ctx, m.ID, func(it *storage.SavedItem, c *storage.ItemContent) error {
+		e, err := s.exportItem(ctx, m.ID, it, c, names)
 		if err != nil {
 			return err
 		}
@@ -180,8 +181,8 @@ func (s *Server) writeExport(zw *zip.Writer, m *storage.Member, labels []*storag
 
 	// One Markdown file per item.
 	n := 0
-	return s.store.ForEachSavedItem(m.ID, func(it *storage.SavedItem, c *storage.ItemContent) error {
-		e, err := s.exportItem(m.ID, it, c, names)
+	return s.store.ForEachSavedItem(ctx, m.ID, func(it *storage.SavedItem, c *storage.ItemContent) error {
+		e, err := s.exportItem(ctx, m.ID, it, c, names)
 		if err != nil {
 			return err
 		}
@@ -194,7 +195,7 @@ func (s *Server) writeExport(zw *zip.Writer, m *storage.Member, labels []*storag
 	})
 }
 
-func (s *Server) exportItem(memberID string, it *storage.SavedItem, c *storage.ItemContent, names map[string]string) (*exportItem, error) {
+func (s *Server) exportItem(ctx context.Context, memberID string, it *storage.SavedItem, c *storage.ItemContent, names map[string]string) (*exportItem, error) {
 	e := &exportItem{
 		ID: it.ID, Type: it.Type, Status: it.Status, Title: it.Title, URL: it.OriginalURL,
 		SourceDomain: it.SourceDomain, Description: it.Description, Author: it.Author, LeadImage: it.LeadImage,
@@ -208,7 +209,7 @@ func (s *Server) exportItem(memberID string, it *storage.SavedItem, c *storage.I
 		}
 	}
 	if it.HighlightCount > 0 {
-		hs, err := s.store.ItemHighlights(memberID, it.ID)
+		hs, err := s.store.ItemHighlights(ctx, memberID, it.ID)
 		if err != nil {
 			return nil, err
 		}

@@ -15,7 +15,7 @@ import (
 
 func TestExportZipHasItemsHighlightsLabelsAndMarkdown(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
-	lbl, err := e.store.CreateLabel(e.member.ID, "Kitchen", "#ff0000")
+	lbl, err := e.store.CreateLabel(t.Context(), e.member.ID, "Kitchen", "#ff0000")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestExportZipHasItemsHighlightsLabelsAndMarkdown(t *testing.T) {
 		in.LabelIDs = []string{lbl.ID}
 	})
 	e.saveArticle(e.member.ID, 2, nil)
-	if _, err := e.store.CreateHighlight(e.member.ID, bread.ID, []storage.HighlightSegment{{
+	if _, err := e.store.CreateHighlight(t.Context(), e.member.ID, bread.ID, []storage.HighlightSegment{{
 		XPath: "/p[1]", StartOffset: 0, EndOffset: 5, Text: "Knead"}}, "the key step"); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/scalar"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // The entries fast path must answer exactly what gqlgen's executor answers:
@@ -123,19 +124,19 @@ func fastPathFixture(t *testing.T) (*storage.Store, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	m, err := store.CreateMember("fast", "Fast", "correct horse battery")
+	m, err := store.CreateMember(t.Context(), "fast", "Fast", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, token, err := store.CreateAPIToken(m.ID, "test", 0)
+	_, token, err := apitokens.Of(store).Create(t.Context(), m.ID, "test", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bread, err := store.CreateLabel(m.ID, "bread & <butter>", "#ff8800")
+	bread, err := store.CreateLabel(t.Context(), m.ID, "bread & <butter>", "#ff8800")
 	if err != nil {
 		t.Fatal(err)
 	}
-	quote, err := store.CreateLabel(m.ID, `say "cheese" \ now`, "#00aa00")
+	quote, err := store.CreateLabel(t.Context(), m.ID, `say "cheese" \ now`, "#00aa00")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,22 +172,22 @@ func fastPathFixture(t *testing.T) (*storage.Store, string) {
 			in.FromName = "The Letter"
 			in.FromAddress = "letter@news.example.org"
 		}
-		it, _, err := store.SaveItem(m.ID, in)
+		it, _, err := store.SaveItem(t.Context(), m.ID, in)
 		if err != nil {
 			t.Fatalf("save %d: %v", n, err)
 		}
 		ids = append(ids, it.ID)
 	}
-	if _, err := store.UpdateReadingProgress(m.ID, ids[1], 0.375); err != nil {
+	if _, err := store.UpdateReadingProgress(t.Context(), m.ID, ids[1], 0.375); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.UpdateReadingProgress(m.ID, ids[2], 1); err != nil {
+	if _, err := store.UpdateReadingProgress(t.Context(), m.ID, ids[2], 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.SetItemsRead(m.ID, ids[3:5], true); err != nil {
+	if _, err := store.SetItemsRead(t.Context(), m.ID, ids[3:5], true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.SetItemsStatus(m.ID, ids[5:8], storage.StatusArchived); err != nil {
+	if _, err := store.SetItemsStatus(t.Context(), m.ID, ids[5:8], storage.StatusArchived); err != nil {
 		t.Fatal(err)
 	}
 	for i, itemID := range []string{ids[0], ids[0], ids[2], ids[9]} {
@@ -201,7 +202,7 @@ func fastPathFixture(t *testing.T) (*storage.Store, string) {
 		if i%2 == 0 {
 			note = "a note\twith a tab"
 		}
-		if _, err := store.CreateHighlight(m.ID, itemID, segs, note); err != nil {
+		if _, err := store.CreateHighlight(t.Context(), m.ID, itemID, segs, note); err != nil {
 			t.Fatalf("highlight %d: %v", i, err)
 		}
 	}

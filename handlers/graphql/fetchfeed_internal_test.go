@@ -40,7 +40,7 @@ func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	m, err := store.CreateMember("alice", "", "correct horse battery")
+	m, err := store.CreateMember(t.Context(), "alice", "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 	// The job's file is on another node's disk: this server's import
 	// runner leaves the job alone (otherwise it may fail it, the file
 	// being missing, before ImportItems below).
-	job, err := store.CreateImportJob(&storage.ImportJob{MemberID: m.ID, Format: "HEARTH", Staged: "staged-file", Node: "another-node", FetchPrivate: true, Total: links})
+	job, err := store.CreateImportJob(t.Context(), &storage.ImportJob{MemberID: m.ID, Format: "HEARTH", Staged: "staged-file", Node: "another-node", FetchPrivate: true, Total: links})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 	for i := range entries {
 		entries[i] = storage.ImportEntry{Pos: i + 1, Ref: fmt.Sprint(i), Item: &storage.ImportItem{URL: fmt.Sprintf("%s/%d", slow.URL, i), Title: fmt.Sprint("link ", i), Fetch: true}}
 	}
-	if _, err := store.ImportItems(m.ID, job.ID, entries, nil, 0); err != nil {
+	if _, err := store.ImportItems(t.Context(), m.ID, job.ID, entries, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	s.kickFetches()
@@ -69,11 +69,11 @@ func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 	}
 
 	// A save of another host, queued after every waiting link.
-	if err := s.queueArticleFromURL(m.ID, fast.URL+"/article", nil); err != nil {
+	if err := s.queueArticleFromURL(t.Context(), m.ID, fast.URL+"/article", nil); err != nil {
 		t.Fatal(err)
 	}
 	for {
-		pending, err := store.PendingFetchesWhere(links+10, func(p storage.PendingFetch) bool { return !p.Import })
+		pending, err := store.PendingFetchesWhere(t.Context(), links+10, func(p storage.PendingFetch) bool { return !p.Import })
 		if err != nil {
 			t.Fatal(err)
 		}

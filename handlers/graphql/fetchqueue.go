@@ -207,7 +207,7 @@ func (s *Server) kickFetches() {
 	}
 	q.kickNow()
 	if !q.leading.Load() && q.ctx.Err() == nil {
-		if err := s.store.Publish(fetchChannel, "kick"); err != nil {
+		if err := s.store.Publish(q.ctx, fetchChannel, "kick"); err != nil {
 			s.log.Debug("publish a pending article fetch", zap.Error(err))
 		}
 	}
@@ -215,14 +215,14 @@ func (s *Server) kickFetches() {
 
 // queuedFetch hands the feeder the fetch addArticleFromUrl just queued in
 // the store, and kicks it.
-func (s *Server) queuedFetch(p storage.PendingFetch) {
+func (s *Server) queuedFetch(ctx context.Context, p storage.PendingFetch) {
 	q := s.fetches
 	if q == nil {
 		return // not started: Start reads everything pending
 	}
 	if !q.leading.Load() {
 		b, _ := json.Marshal(p)
-		if err := s.store.Publish(fetchChannel, string(b)); err != nil {
+		if err := s.store.Publish(q.ctx, fetchChannel, string(b)); err != nil {
 			s.log.Debug("publish a pending article fetch", zap.Error(err))
 		}
 		return
@@ -275,7 +275,7 @@ func (s *Server) feedFetches(ctx context.Context, jobs chan<- storage.PendingFet
 			pending := q.fresh
 			q.fresh = nil
 			q.mu.Unlock()
-			scanned, next, read, err := s.store.PendingFetchesFrom(q.cursor, fetchBatch+fetchWorkers, q.scanBudget, func(p storage.PendingFetch) bool {
+			scanned, next, read, err := s.store.PendingFetchesFrom(ctx, q.cursor, fetchBatch+fetchWorkers, q.scanBudget, func(p storage.PendingFetch) bool {
 				if p.Private != private {
 					return false
 				}
@@ -354,7 +354,7 @@ func (s *Server) fetchWorker(ctx context.Context, jobs <-chan storage.PendingFet
 	for p := range jobs {
 		// An entry handed over (fresh) or read a while ago may have been
 		// fetched since, by this node or the former holder of the lease.
-		if ok, err := s.store.HasPendingFetch(p.MemberID, p.ItemID); err == nil && ok {
+		if ok, err := s.store.HasPendingFetch(ctx, p.MemberID, p.ItemID); err == nil && ok {
 			s.fetchPending(ctx, p)
 		}
 		if p.Import {
@@ -375,16 +375,18 @@ func (s *Server) fetchPending(ctx context.Context, p storage.PendingFetch) {
 		return
 	}
 	if err == nil {
-		_, err = s.store.FinishFetch(p.MemberID, p.ItemID, *in)
+		_, err = s.store.FinishFetch(ctx, p.MemberID, p.ItemID, *in)
 		if errors.Is(err, storage.ErrNotFound) {
-			err = s.store.DropFetch(p.MemberID, p.ItemID)
+			err = s.store.DropFetch(ctx, p.MemberID, p.ItemID)
 		}
 		if err == nil {
 			return
 		}
 		var ue *userError
 		if !errors.As(err, &ue) && !storage.IsInvalid(err) {
-			s.log.Error("save fetched article", zap.String("item", p.ItemID), zap.Error(err))
+			if ctx.Err() == nil { // else stopped: nothing failed
+				s.log.Error("save fetched article", zap.String("item", p.ItemID), zap.Error(err))
+			}
 			return // stays pending: fetched again on the next start
 		}
 	}
@@ -395,7 +397,7 @@ func (s *Server) fetchPending(ctx context.Context, p storage.PendingFetch) {
 	} else if storage.IsInvalid(err) {
 		reason = fetchFailedMessage + " (" + err.Error() + ")"
 	}
-	if err := s.store.FailFetch(p.MemberID, p.ItemID, reason); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	if err := s.store.FailFetch(ctx, p.MemberID, p.ItemID, reason); err != nil && !errors.Is(err, storage.ErrNotFound) && ctx.Err() == nil {
 		s.log.Error("mark article fetch failed", zap.String("item", p.ItemID), zap.Error(err))
 	}
 }

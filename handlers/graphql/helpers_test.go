@@ -2,6 +2,7 @@ package graphql_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // env is one test's world: a store in a temp dir, the API on a local
@@ -60,7 +62,7 @@ func newEnv(t *testing.T, opts graphql.Options, pages ...account.Options) *env {
 // signIn starts a session for m as the sign-in page does.
 func (e *env) signIn(m *storage.Member) string {
 	e.t.Helper()
-	id, err := e.store.CreateSession(m.ID, time.Hour)
+	id, err := e.store.CreateSession(context.Background(), m.ID, time.Hour)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -71,11 +73,11 @@ const sessionPrefix = "session:"
 
 func (e *env) newMember(username string) (*storage.Member, string) {
 	e.t.Helper()
-	m, err := e.store.CreateMember(username, username, "correct horse battery")
+	m, err := e.store.CreateMember(context.Background(), username, username, "correct horse battery")
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	_, tok, err := e.store.CreateAPIToken(m.ID, "test", 0)
+	_, tok, err := apitokens.Of(e.store).Create(context.Background(), m.ID, "test", 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -191,7 +193,7 @@ func (e *env) saveArticle(memberID string, n int, mod func(*storage.NewItem)) *s
 	if mod != nil {
 		mod(&in)
 	}
-	it, _, err := e.store.SaveItem(memberID, in)
+	it, _, err := e.store.SaveItem(context.Background(), memberID, in)
 	if err != nil {
 		e.t.Fatal(err)
 	}

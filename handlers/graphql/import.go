@@ -128,7 +128,7 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.uploading.Delete(c.member.ID)
-	if jobs, err := s.store.ImportJobs(c.member.ID); err == nil {
+	if jobs, err := s.store.ImportJobs(r.Context(), c.member.ID); err == nil {
 		unfinished := 0
 		for _, j := range jobs {
 			if !j.Finished() {
@@ -148,7 +148,7 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 		refuse(status, msg)
 		return
 	}
-	job, err := s.imports.Start(c.member.ID, up.staged, up.fileName, up.format, up.labelIDs)
+	job, err := s.imports.Start(r.Context(), c.member.ID, up.staged, up.fileName, up.format, up.labelIDs)
 	if err != nil {
 		status, msg := http.StatusBadRequest, err.Error()
 		if !importer.IsFileError(err) && !storage.IsInvalid(err) {
@@ -284,7 +284,7 @@ func (s *Server) readImportUpload(w http.ResponseWriter, r *http.Request, m *sto
 		return fail(http.StatusBadRequest, "too many labels")
 	}
 	if len(up.labelIDs) > 0 {
-		ls, err := s.store.LabelsByID(m.ID, up.labelIDs)
+		ls, err := s.store.LabelsByID(r.Context(), m.ID, up.labelIDs)
 		if err != nil || len(ls) != len(up.labelIDs) {
 			return fail(http.StatusBadRequest, "labelIds must be ids of your labels")
 		}
@@ -359,8 +359,8 @@ func (s *Server) renderImportPage(w http.ResponseWriter, r *http.Request, m *sto
 	v := &importView{Action: ImportPath, Error: errMsg, Formats: importer.Formats, Limits: s.imports.Limits()}
 	v.MaxUpload = v.Limits.MaxUploadBytes >> 20
 	var err error
-	if v.Labels, err = s.store.Labels(m.ID); err == nil {
-		v.Jobs, err = s.store.ImportJobs(m.ID)
+	if v.Labels, err = s.store.Labels(r.Context(), m.ID); err == nil {
+		v.Jobs, err = s.store.ImportJobs(r.Context(), m.ID)
 	}
 	if err != nil {
 		if st, _, ok := refusal(w, err); ok {
@@ -394,7 +394,7 @@ func (r *queryResolver) ImportJobs(ctx context.Context) ([]*generated.ImportJob,
 	if err != nil {
 		return nil, err
 	}
-	jobs, err := r.s.store.ImportJobs(id)
+	jobs, err := r.s.store.ImportJobs(ctx, id)
 	if err != nil {
 		return nil, err
 	}

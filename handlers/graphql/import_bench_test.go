@@ -145,7 +145,7 @@ func benchmarkImport(b *testing.B, file string, n int) {
 	}()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		m, err := st.CreateMember(fmt.Sprintf("member%d", i), "", "correct horse battery")
+		m, err := st.CreateMember(b.Context(), fmt.Sprintf("member%d", i), "", "correct horse battery")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -158,12 +158,12 @@ func benchmarkImport(b *testing.B, file string, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		job, err := api.Importer().Start(m.ID, staged, filepath.Base(file), importer.Auto, nil)
+		job, err := api.Importer().Start(b.Context(), m.ID, staged, filepath.Base(file), importer.Auto, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
 		for {
-			j, err := st.ImportJob(m.ID, job.ID)
+			j, err := st.ImportJob(b.Context(), m.ID, job.ID)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -247,7 +247,7 @@ func TestGeneratedOmnivoreZipImportsWithPlacedHighlights(t *testing.T) {
 		t.Fatalf("job %+v", job)
 	}
 	var hs []*storage.Highlight
-	e.store.ForEachHighlight(e.member.ID, func(h *storage.Highlight) error { hs = append(hs, h); return nil })
+	e.store.ForEachHighlight(t.Context(), e.member.ID, func(h *storage.Highlight) error { hs = append(hs, h); return nil })
 	if len(hs) != 60 {
 		t.Fatalf("%d highlights", len(hs))
 	}

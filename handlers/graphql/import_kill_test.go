@@ -2,6 +2,7 @@ package graphql_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,7 +33,7 @@ func importChild(dir, file string) {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	m, err := st.Member("alice")
+	m, err := st.Member(context.Background(), "alice")
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -48,14 +49,14 @@ func importChild(dir, file string) {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	job, err := api.Importer().Start(m.ID, staged, "part_000000.csv", importer.Auto, nil)
+	job, err := api.Importer().Start(context.Background(), m.ID, staged, "part_000000.csv", importer.Auto, nil)
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
 	w := bufio.NewWriter(os.Stdout)
 	for {
-		j, err := st.ImportJob(m.ID, job.ID)
+		j, err := st.ImportJob(context.Background(), m.ID, job.ID)
 		if err != nil {
 			fmt.Fprintln(w, "error", err)
 			w.Flush()
@@ -97,7 +98,7 @@ func TestImportSurvivesSIGKILLAndResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alice, err := st.CreateMember("alice", "", "correct horse battery")
+	alice, err := st.CreateMember(t.Context(), "alice", "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestImportSurvivesSIGKILLAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	jobs, err := st.UnfinishedImportJobs()
+	jobs, err := st.UnfinishedImportJobs(t.Context())
 	if err != nil || len(jobs) != 1 || jobs[0].Position < killedAt || jobs[0].Position >= n {
 		t.Fatalf("after the kill (at %d): %+v %v", killedAt, jobs, err)
 	}
@@ -156,7 +157,7 @@ func TestImportSurvivesSIGKILLAndResumes(t *testing.T) {
 		t.Fatalf("resumed job (stopped at %d): %+v", stoppedAt, job)
 	}
 	seen := map[string]int{}
-	err = st.ForEachSavedItem(alice.ID, func(it *storage.SavedItem, _ *storage.ItemContent) error {
+	err = st.ForEachSavedItem(t.Context(), alice.ID, func(it *storage.SavedItem, _ *storage.ItemContent) error {
 		seen[it.OriginalURL]++
 		return nil
 	})

@@ -24,11 +24,11 @@ func TestImportRestoredWithoutItsStagedFileFailsWithAReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	m, err := src.CreateMember("alice", "alice", "correct horse battery")
+	m, err := src.CreateMember(t.Context(), "alice", "alice", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := src.SaveItem(m.ID, storage.NewItem{URL: "https://example.com/kept", Title: "kept", HTML: "<p>kept</p>", Text: "kept"}); err != nil {
+	if _, _, err := src.SaveItem(t.Context(), m.ID, storage.NewItem{URL: "https://example.com/kept", Title: "kept", HTML: "<p>kept</p>", Text: "kept"}); err != nil {
 		t.Fatal(err)
 	}
 	// An upload accepted (staged and checked) but not yet run when the
@@ -41,7 +41,7 @@ func TestImportRestoredWithoutItsStagedFileFailsWithAReason(t *testing.T) {
 	if err := os.WriteFile(staged, csv, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	job, err := src.CreateImportJob(&storage.ImportJob{MemberID: m.ID, Format: "INBOXT_CSV", FileName: "saved-items.csv", Staged: staged, Total: 3})
+	job, err := src.CreateImportJob(t.Context(), &storage.ImportJob{MemberID: m.ID, Format: "INBOXT_CSV", FileName: "saved-items.csv", Staged: staged, Total: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestImportRestoredWithoutItsStagedFileFailsWithAReason(t *testing.T) {
 	if err := dst.Restore(&backup); err != nil {
 		t.Fatal(err)
 	}
-	if j, err := dst.ImportJob(m.ID, job.ID); err != nil || j.Finished() {
+	if j, err := dst.ImportJob(t.Context(), m.ID, job.ID); err != nil || j.Finished() {
 		t.Fatalf("the restored job: %+v, %v (want it unfinished, as backed up)", j, err)
 	}
 	api := graphql.New(dst, graphql.Options{NoImportFetch: true, ImportDir: filepath.Join(t.TempDir(), "imports")})
@@ -74,7 +74,7 @@ func TestImportRestoredWithoutItsStagedFileFailsWithAReason(t *testing.T) {
 		t.Fatalf("the import whose file is gone: %+v", j)
 	}
 	var urls []string
-	err = dst.ForEachSavedItem(m.ID, func(it *storage.SavedItem, _ *storage.ItemContent) error {
+	err = dst.ForEachSavedItem(t.Context(), m.ID, func(it *storage.SavedItem, _ *storage.ItemContent) error {
 		urls = append(urls, it.OriginalURL)
 		return nil
 	})

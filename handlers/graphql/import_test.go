@@ -65,7 +65,7 @@ func upload(t *testing.T, base, token, name string, file []byte, typ string, lab
 func waitImport(t *testing.T, st *storage.Store, memberID, id string) *storage.ImportJob {
 	t.Helper()
 	for i := 0; ; i++ {
-		j, err := st.ImportJob(memberID, id)
+		j, err := st.ImportJob(t.Context(), memberID, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,13 +93,13 @@ type snapItem struct {
 
 func snapshot(t *testing.T, st *storage.Store, memberID string) map[string]snapItem {
 	t.Helper()
-	labels, _ := st.Labels(memberID)
+	labels, _ := st.Labels(t.Context(), memberID)
 	names := map[string]string{}
 	for _, l := range labels {
 		names[l.ID] = l.Name + " " + l.Color
 	}
 	out := map[string]snapItem{}
-	err := st.ForEachSavedItem(memberID, func(it *storage.SavedItem, c *storage.ItemContent) error {
+	err := st.ForEachSavedItem(t.Context(), memberID, func(it *storage.SavedItem, c *storage.ItemContent) error {
 		s := snapItem{Type: it.Type, Status: it.Status, Title: it.Title, URL: it.OriginalURL, Description: it.Description,
 			Author: it.Author, Progress: it.ReadingProgress, Created: it.CreatedAt.UTC().Format(time.RFC3339Nano),
 			Updated: it.UpdatedAt.UTC().Format(time.RFC3339Nano), HTML: c.HTML, Text: c.Text}
@@ -110,7 +110,7 @@ func snapshot(t *testing.T, st *storage.Store, memberID string) map[string]snapI
 			s.Labels = append(s.Labels, names[id])
 		}
 		sort.Strings(s.Labels)
-		hs, err := st.ItemHighlights(memberID, it.ID)
+		hs, err := st.ItemHighlights(t.Context(), memberID, it.ID)
 		if err != nil {
 			return err
 		}
@@ -146,25 +146,25 @@ func stripIDs(segs []storage.HighlightSegment) []storage.HighlightSegment {
 
 func TestHearthExportImportedIntoAnEmptyMemberGivesTheSameLibrary(t *testing.T) {
 	e := newEnv(t, graphql.Options{NoImportFetch: true})
-	kitchen, _ := e.store.CreateLabel(e.member.ID, "Kitchen", "#ff0000")
-	e.store.CreateLabel(e.member.ID, "Unused", "#0000ff")
-	later, _ := e.store.CreateLabel(e.member.ID, "Read later", "#00aa00")
+	kitchen, _ := e.store.CreateLabel(t.Context(), e.member.ID, "Kitchen", "#ff0000")
+	e.store.CreateLabel(t.Context(), e.member.ID, "Unused", "#0000ff")
+	later, _ := e.store.CreateLabel(t.Context(), e.member.ID, "Read later", "#00aa00")
 	bread := e.saveArticle(e.member.ID, 1, func(in *storage.NewItem) {
 		in.Title, in.Text, in.HTML, in.Author = "Baking Bread", "Knead the dough.", "<p>Knead the dough.</p>", "A. Baker"
 		in.LabelIDs = []string{kitchen.ID, later.ID}
 	})
-	if _, err := e.store.CreateHighlight(e.member.ID, bread.ID, []storage.HighlightSegment{{XPath: "/p[1]", EndOffset: 5, Text: "Knead"}}, "the key step"); err != nil {
+	if _, err := e.store.CreateHighlight(t.Context(), e.member.ID, bread.ID, []storage.HighlightSegment{{XPath: "/p[1]", EndOffset: 5, Text: "Knead"}}, "the key step"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.UpdateReadingProgress(e.member.ID, bread.ID, 60); err != nil {
+	if _, err := e.store.UpdateReadingProgress(t.Context(), e.member.ID, bread.ID, 60); err != nil {
 		t.Fatal(err)
 	}
 	archived := e.saveArticle(e.member.ID, 2, nil)
-	e.store.SetItemsRead(e.member.ID, []string{archived.ID}, true)
-	e.store.SetItemsStatus(e.member.ID, []string{archived.ID}, storage.StatusArchived)
+	e.store.SetItemsRead(t.Context(), e.member.ID, []string{archived.ID}, true)
+	e.store.SetItemsStatus(t.Context(), e.member.ID, []string{archived.ID}, storage.StatusArchived)
 	trashed := e.saveArticle(e.member.ID, 3, nil)
-	e.store.SetItemsStatus(e.member.ID, []string{trashed.ID}, storage.StatusDeleted)
-	if _, _, err := e.store.SaveItem(e.member.ID, storage.NewItem{Type: storage.TypeNewsletter, Title: "Weekly digest",
+	e.store.SetItemsStatus(t.Context(), e.member.ID, []string{trashed.ID}, storage.StatusDeleted)
+	if _, _, err := e.store.SaveItem(t.Context(), e.member.ID, storage.NewItem{Type: storage.TypeNewsletter, Title: "Weekly digest",
 		HTML: "<p>News</p>", Text: "News", FromName: "Digest", MessageID: "<1@digest.example>"}); err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestHearthExportImportedIntoAnEmptyMemberGivesTheSameLibrary(t *testing.T) 
 	}
 	// Every label, in its order with its color, also one no item carries.
 	labelList := func(id string) string {
-		ls, _ := e.store.Labels(id)
+		ls, _ := e.store.Labels(t.Context(), id)
 		var out []string
 		for _, l := range ls {
 			out = append(out, l.Name+" "+l.Color)
@@ -233,7 +233,7 @@ func TestImportKeepsExistingItemsAndAddsOnlyMissingLabels(t *testing.T) {
 	mine := e.saveArticle(e.member.ID, 1, func(in *storage.NewItem) {
 		in.URL, in.Title, in.HTML, in.Text = "https://example.org/bread", "My own title", "<p>mine</p>", "mine"
 	})
-	imported, _ := e.store.CreateLabel(e.member.ID, "Imported", "#123456")
+	imported, _ := e.store.CreateLabel(t.Context(), e.member.ID, "Imported", "#123456")
 	csv := "name,url,description,date,labels\nBaking Bread,https://EXAMPLE.org/bread#top,How to bake bread,2025-03-01T10:00:00.000Z,\"Kitchen,weekend\"\n"
 	status, out := upload(t, e.srv.URL, e.token, "saved-items.csv", []byte(csv), "CSV", imported.ID)
 	if status != http.StatusCreated {
@@ -243,8 +243,8 @@ func TestImportKeepsExistingItemsAndAddsOnlyMissingLabels(t *testing.T) {
 	if job.Existing != 1 || job.Created != 0 {
 		t.Fatalf("job: %+v", job)
 	}
-	it, _ := e.store.SavedItem(e.member.ID, mine.ID)
-	c, _ := e.store.ItemContent(e.member.ID, mine.ID)
+	it, _ := e.store.SavedItem(t.Context(), e.member.ID, mine.ID)
+	c, _ := e.store.ItemContent(t.Context(), e.member.ID, mine.ID)
 	if it.Title != "My own title" || !it.CreatedAt.Equal(mine.CreatedAt) || c.HTML != "<p>mine</p>" || len(it.LabelIDs) != 3 {
 		t.Fatalf("existing item changed beyond its labels: %+v %+v", it, c)
 	}
@@ -274,7 +274,7 @@ func TestImportRefusesNonExportsOversizeAndStrangersBeforeAnyWrite(t *testing.T)
 			t.Errorf("%s: HTTP %d %v", c.name, status, out)
 		}
 	}
-	if jobs, _ := e.store.ImportJobs(e.member.ID); len(jobs) != 0 {
+	if jobs, _ := e.store.ImportJobs(t.Context(), e.member.ID); len(jobs) != 0 {
 		t.Fatalf("jobs recorded: %+v", jobs)
 	}
 	if items := e.allEntries(map[string]any{"first": 10}); len(items) != 0 {
@@ -323,7 +323,7 @@ func TestImportPageUploadsWithoutScriptAndShowsProgress(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), graphql.ImportPagePath+"#job-") {
 		t.Fatalf("form upload: HTTP %d %v", resp.StatusCode, resp.Header)
 	}
-	jobs, _ := e.store.ImportJobs(e.member.ID)
+	jobs, _ := e.store.ImportJobs(t.Context(), e.member.ID)
 	if len(jobs) != 1 {
 		t.Fatalf("jobs: %+v", jobs)
 	}
@@ -423,7 +423,7 @@ func TestImportedItemsAreFetchedPolitelyAndFailuresKeepTheirTitle(t *testing.T) 
 		t.Fatalf("failed item: %+v", it)
 	}
 	// The import counts its fetches, and lists the one that failed.
-	job, _ = e.store.ImportJob(e.member.ID, job.ID)
+	job, _ = e.store.ImportJob(t.Context(), e.member.ID, job.ID)
 	if job.Fetched != 3 || job.FetchFailed != 1 || len(job.Failures) != 1 || job.Failures[0].Ref != site.URL+"/gone" ||
 		!strings.Contains(job.Failures[0].Reason, "HTTP 404") {
 		t.Fatalf("job after the fetches: %+v", job)
@@ -505,9 +505,9 @@ func TestEveryFixtureImportsThroughTheAPI(t *testing.T) {
 			if job.State != storage.ImportDone || job.Created != c.created || job.Failed != c.failed || len(job.Failures) != c.failed {
 				t.Fatalf("job: %+v", job)
 			}
-			labels, _ := e.store.Labels(e.member.ID)
+			labels, _ := e.store.Labels(t.Context(), e.member.ID)
 			var found bool
-			e.store.ForEachSavedItem(e.member.ID, func(it *storage.SavedItem, _ *storage.ItemContent) error {
+			e.store.ForEachSavedItem(t.Context(), e.member.ID, func(it *storage.SavedItem, _ *storage.ItemContent) error {
 				if it.OriginalURL != c.url {
 					return nil
 				}
@@ -526,7 +526,7 @@ func TestEveryFixtureImportsThroughTheAPI(t *testing.T) {
 						t.Errorf("no label %q on %+v (labels %+v)", want, it, labels)
 					}
 				case "note":
-					hs, _ := e.store.ItemHighlights(e.member.ID, it.ID)
+					hs, _ := e.store.ItemHighlights(t.Context(), e.member.ID, it.ID)
 					ok := false
 					for _, h := range hs {
 						ok = ok || h.Note == want

@@ -26,6 +26,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // acceptNewsletterPost answers a request to a newsletter endpoint (the
@@ -77,7 +78,7 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	secret := strings.TrimPrefix(r.URL.Path, InboundPath)
-	m, err := s.store.InboundMember(secret)
+	m, err := apitokens.Of(s.store).InboundMember(r.Context(), secret)
 	if err != nil {
 		if status, code, ok := refusal(w, err); ok {
 			writeError(w, status, code, err.Error())
@@ -101,7 +102,7 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
 		return
 	}
-	it, created, err := s.store.SaveItem(m.ID, nl.item())
+	it, created, err := s.store.SaveItem(r.Context(), m.ID, nl.item())
 	if err != nil {
 		if storage.IsInvalid(err) {
 			writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())

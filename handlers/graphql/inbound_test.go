@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 const newsletterMessage = "From: \"Tech Weekly\" <editor@mail.techweekly.example>\r\n" +
@@ -43,7 +44,7 @@ func postInbound(t *testing.T, e *env, url, body string) (int, string) {
 }
 
 func inboundURL(t *testing.T, e *env) string {
-	secret, err := e.store.RotateInboundSecret(e.member.ID, e.srv.URL)
+	secret, err := apitokens.Of(e.store).RotateInboundSecret(t.Context(), e.member.ID, e.srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // attackShapes are the documents of issue 14 that exhausted the server
@@ -93,11 +94,11 @@ func shapeServer(tb testing.TB) (*Server, string) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	m, err := st.CreateMember("alice", "alice", "correct horse battery")
+	m, err := st.CreateMember(tb.Context(), "alice", "alice", "correct horse battery")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	_, tok, err := st.CreateAPIToken(m.ID, "test", 0)
+	_, tok, err := apitokens.Of(st).Create(tb.Context(), m.ID, "test", 0)
 	if err != nil {
 		tb.Fatal(err)
 	}

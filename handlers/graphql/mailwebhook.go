@@ -2,6 +2,7 @@ package graphql
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // MailWebhookPath is Inboxt's newsletter webhook: a mail provider's inbound
@@ -96,7 +98,7 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, codeBadRequest, fmt.Sprintf("message %d has no recipient", i+1))
 			return
 		}
-		m, err := s.mailMember(rcpt)
+		m, err := s.mailMember(r.Context(), rcpt)
 		if err != nil {
 			if status, code, ok := refusal(w, err); ok {
 				writeError(w, status, code, err.Error()) // retried by the provider; nothing was saved
@@ -119,7 +121,7 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	ids := make([]string, 0, len(ds))
 	for _, d := range ds {
-		it, created, err := s.store.SaveItem(d.member.ID, d.item)
+		it, created, err := s.store.SaveItem(r.Context(), d.member.ID, d.item)
 		if err != nil {
 			if storage.IsInvalid(err) && len(ids) == 0 {
 				writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
@@ -162,21 +164,21 @@ func (s *Server) webhookAuthorized(r *http.Request) bool {
 
 // mailMember is the member whose newsletter address is addr: their
 // inbound address id (optionally +tag) at the site's mail domain, any case.
-func (s *Server) mailMember(addr string) (*storage.Member, error) {
+func (s *Server) mailMember(ctx context.Context, addr string) (*storage.Member, error) {
 	local, domain, ok := strings.Cut(strings.ToLower(addr), "@")
 	if !ok || s.opts.MailDomain == "" || domain != strings.ToLower(s.opts.MailDomain) {
 		return nil, storage.ErrNotFound
 	}
 	local, _, _ = strings.Cut(local, "+") // id+tag@domain: sub-addressing (RFC 5233)
-	m, err := s.store.InboundMemberByID(local)
+	m, err := apitokens.Of(s.store).InboundMemberByID(ctx, local)
 	if errors.Is(err, storage.ErrNotFound) {
 		// An address made before ids were indexed: index them once.
 		s.indexInbound.Do(func() {
-			if err := s.store.IndexInboundIDs(); err != nil {
+			if err := apitokens.Of(s.store).IndexInboundIDs(ctx); err != nil {
 				s.log.Error("index newsletter addresses", zap.Error(err))
 			}
 		})
-		m, err = s.store.InboundMemberByID(local)
+		m, err = apitokens.Of(s.store).InboundMemberByID(ctx, local)
 	}
 	return m, err
 }

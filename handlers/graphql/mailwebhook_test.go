@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 const webhookSecret = "whsec-4f1d9a7c2b8e"
@@ -24,10 +25,10 @@ func webhookEnv(t *testing.T, logs **observer.ObservedLogs) (*env, string) {
 		opts.Logger = zap.New(core)
 	}
 	e := newEnv(t, opts)
-	if _, err := e.store.RotateInboundSecret(e.member.ID, e.srv.URL); err != nil {
+	if _, err := apitokens.Of(e.store).RotateInboundSecret(t.Context(), e.member.ID, e.srv.URL); err != nil {
 		t.Fatal(err)
 	}
-	in, err := e.store.InboundInfo(e.member.ID)
+	in, err := apitokens.Of(e.store).InboundInfo(t.Context(), e.member.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestMailWebhookRefusesUnknownRecipientsStoringNothing(t *testing.T) {
 		t.Fatalf("stored %d items", len(got))
 	}
 	// A rotated address stops receiving at once.
-	if _, err := e.store.RotateInboundSecret(e.member.ID, e.srv.URL); err != nil {
+	if _, err := apitokens.Of(e.store).RotateInboundSecret(t.Context(), e.member.ID, e.srv.URL); err != nil {
 		t.Fatal(err)
 	}
 	if status, body := postWebhook(t, e, good, withHeader); status != http.StatusNotFound {
@@ -191,10 +192,10 @@ func TestMailWebhookRefusesUnknownRecipientsStoringNothing(t *testing.T) {
 
 func TestMailWebhookIsOffWithoutASecret(t *testing.T) {
 	e := newEnv(t, graphql.Options{MailDomain: "in.example.org"})
-	if _, err := e.store.RotateInboundSecret(e.member.ID, e.srv.URL); err != nil {
+	if _, err := apitokens.Of(e.store).RotateInboundSecret(t.Context(), e.member.ID, e.srv.URL); err != nil {
 		t.Fatal(err)
 	}
-	in, _ := e.store.InboundInfo(e.member.ID)
+	in, _ := apitokens.Of(e.store).InboundInfo(t.Context(), e.member.ID)
 	status, body := postWebhook(t, e, webhookPayloads(in.ID + "@in.example.org")["plain"], withHeader)
 	if status != http.StatusNotFound || !strings.Contains(body, "not enabled") {
 		t.Fatalf("%d %s", status, body)

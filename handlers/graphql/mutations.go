@@ -5,6 +5,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 var success = &generated.Void{Success: true}
@@ -14,7 +15,7 @@ func (r *mutationResolver) AddArticleFromURL(ctx context.Context, in generated.A
 	if err != nil {
 		return nil, err
 	}
-	if err := r.s.queueArticleFromURL(id, in.URL, in.LabelIds); err != nil {
+	if err := r.s.queueArticleFromURL(ctx, id, in.URL, in.LabelIds); err != nil {
 		return nil, err
 	}
 	return success, nil
@@ -25,7 +26,7 @@ func (r *mutationResolver) AddArticleFromHTMLSnapshot(ctx context.Context, in ge
 	if err != nil {
 		return "", err
 	}
-	it, err := r.s.saveArticleFromHTML(id, in.URL, []byte(in.HTML), "text/html; charset=utf-8", nil)
+	it, err := r.s.saveArticleFromHTML(ctx, id, in.URL, []byte(in.HTML), "text/html; charset=utf-8", nil)
 	if err != nil {
 		return "", err
 	}
@@ -37,7 +38,7 @@ func (r *mutationResolver) UpdateSavedItemsStatus(ctx context.Context, in genera
 	if err != nil {
 		return nil, err
 	}
-	items, err := r.s.store.SetItemsStatus(id, in.Ids, string(in.Status))
+	items, err := r.s.store.SetItemsStatus(ctx, id, in.Ids, string(in.Status))
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +50,7 @@ func (r *mutationResolver) UpdateSavedItemMetadata(ctx context.Context, in gener
 	if err != nil {
 		return nil, err
 	}
-	it, err := r.s.store.UpdateItemMetadata(id, in.ID, storage.ItemMetadata{Title: in.Title, Description: in.Description, Author: in.Author})
+	it, err := r.s.store.UpdateItemMetadata(ctx, id, in.ID, storage.ItemMetadata{Title: in.Title, Description: in.Description, Author: in.Author})
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +62,7 @@ func (r *mutationResolver) UpdateSavedItemsReadStatus(ctx context.Context, in ge
 	if err != nil {
 		return nil, err
 	}
-	items, err := r.s.store.SetItemsRead(id, in.Ids, in.IsRead)
+	items, err := r.s.store.SetItemsRead(ctx, id, in.Ids, in.IsRead)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +74,7 @@ func (r *mutationResolver) UpdateReadingProgress(ctx context.Context, in generat
 	if err != nil {
 		return nil, err
 	}
-	it, err := r.s.store.UpdateReadingProgress(id, in.ID, in.Progress)
+	it, err := r.s.store.UpdateReadingProgress(ctx, id, in.ID, in.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +112,7 @@ func (r *mutationResolver) SetSavedItemLabels(ctx context.Context, in generated.
 			return success, nil
 		}
 	}
-	items, err := r.s.store.SavedItems(id, ids)
+	items, err := r.s.store.SavedItems(ctx, id, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +123,7 @@ func (r *mutationResolver) SetSavedItemLabels(ctx context.Context, in generated.
 	for i, it := range items {
 		known[i] = it.ID
 	}
-	if _, err := r.s.store.SetItemLabels(id, known, c); err != nil {
+	if _, err := r.s.store.SetItemLabels(ctx, id, known, c); err != nil {
 		return nil, err
 	}
 	return success, nil
@@ -138,7 +139,7 @@ func (r *mutationResolver) UpdateSavedItemStatus(ctx context.Context, in generat
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.s.store.SetItemsStatus(id, in.Ids, string(in.Status)); err != nil {
+	if _, err := r.s.store.SetItemsStatus(ctx, id, in.Ids, string(in.Status)); err != nil {
 		return nil, err
 	}
 	return success, nil
@@ -153,7 +154,7 @@ func (r *mutationResolver) PermanentlyDeleteSavedItems(ctx context.Context, in g
 		return nil, err
 	}
 	id := c.member.ID
-	if err := r.s.store.PermanentlyDeleteItems(id, in.Ids); err != nil {
+	if err := r.s.store.PermanentlyDeleteItems(ctx, id, in.Ids); err != nil {
 		return nil, err
 	}
 	return success, nil
@@ -165,7 +166,7 @@ func (r *mutationResolver) EmptyTrash(ctx context.Context) (*generated.EmptyTras
 		return nil, err
 	}
 	id := c.member.ID
-	n, err := r.s.store.EmptyTrash(id)
+	n, err := r.s.store.EmptyTrash(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +178,7 @@ func (r *mutationResolver) CreateLabel(ctx context.Context, in generated.CreateL
 	if err != nil {
 		return nil, err
 	}
-	l, err := r.s.store.CreateLabel(id, in.Name, in.Color)
+	l, err := r.s.store.CreateLabel(ctx, id, in.Name, in.Color)
 	labelsChanged(ctx)
 	if err != nil {
 		return nil, err
@@ -190,7 +191,7 @@ func (r *mutationResolver) UpdateLabel(ctx context.Context, in generated.UpdateL
 	if err != nil {
 		return nil, err
 	}
-	l, err := r.s.store.UpdateLabel(id, in.ID, in.Name, in.Color)
+	l, err := r.s.store.UpdateLabel(ctx, id, in.ID, in.Name, in.Color)
 	labelsChanged(ctx)
 	if err != nil {
 		return nil, err
@@ -204,7 +205,7 @@ func (r *mutationResolver) DeleteLabel(ctx context.Context, in generated.DeleteL
 		return nil, err
 	}
 	id := c.member.ID
-	err = r.s.store.DeleteLabel(id, in.ID)
+	err = r.s.store.DeleteLabel(ctx, id, in.ID)
 	labelsChanged(ctx)
 	if err != nil {
 		return nil, err
@@ -217,7 +218,7 @@ func (r *mutationResolver) ReorderLabels(ctx context.Context, in generated.Reord
 	if err != nil {
 		return nil, err
 	}
-	ls, err := r.s.store.ReorderLabels(id, in.Ids)
+	ls, err := r.s.store.ReorderLabels(ctx, id, in.Ids)
 	labelsChanged(ctx)
 	if err != nil {
 		return nil, err
@@ -244,7 +245,7 @@ func (r *mutationResolver) CreateHighlight(ctx context.Context, in generated.Cre
 	if in.Note != nil {
 		note = *in.Note
 	}
-	h, err := r.s.store.CreateHighlight(id, in.SavedItemID, segs, note)
+	h, err := r.s.store.CreateHighlight(ctx, id, in.SavedItemID, segs, note)
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +265,7 @@ func (r *mutationResolver) DeleteHighlights(ctx context.Context, in generated.De
 	for i, it := range in.Items {
 		ids[i] = it.ID
 	}
-	if err := r.s.store.DeleteHighlights(id, ids); err != nil {
+	if err := r.s.store.DeleteHighlights(ctx, id, ids); err != nil {
 		return nil, err
 	}
 	return success, nil
@@ -278,7 +279,7 @@ func (r *mutationResolver) CreateSavedQuery(ctx context.Context, in generated.Cr
 	if _, err := parseSearch(in.Query); err != nil {
 		return nil, err
 	}
-	q, err := r.s.store.CreateSavedQuery(id, in.Name, in.Query)
+	q, err := r.s.store.CreateSavedQuery(ctx, id, in.Name, in.Query)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +294,7 @@ func (r *mutationResolver) UpdateSavedQuery(ctx context.Context, in generated.Up
 	if _, err := parseSearch(in.Query); err != nil {
 		return nil, err
 	}
-	q, err := r.s.store.UpdateSavedQuery(id, in.ID, in.Name, in.Query)
+	q, err := r.s.store.UpdateSavedQuery(ctx, id, in.ID, in.Name, in.Query)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +307,7 @@ func (r *mutationResolver) DeleteSavedQuery(ctx context.Context, in generated.De
 		return nil, err
 	}
 	id := c.member.ID
-	if err := r.s.store.DeleteSavedQuery(id, in.ID); err != nil {
+	if err := r.s.store.DeleteSavedQuery(ctx, id, in.ID); err != nil {
 		return nil, err
 	}
 	return success, nil
@@ -317,7 +318,7 @@ func (r *mutationResolver) ReorderSavedQueries(ctx context.Context, in generated
 	if err != nil {
 		return nil, err
 	}
-	qs, err := r.s.store.ReorderSavedQueries(id, in.Ids)
+	qs, err := r.s.store.ReorderSavedQueries(ctx, id, in.Ids)
 	if err != nil {
 		return nil, err
 	}
@@ -340,11 +341,11 @@ func (r *mutationResolver) CreateAPIToken(ctx context.Context, in generated.Crea
 	if err != nil {
 		return nil, err
 	}
-	lifetime, err := storage.ParseAPITokenExpiry(apiTokenExpiries[in.Expiry])
+	lifetime, err := apitokens.ParseExpiry(apiTokenExpiries[in.Expiry])
 	if err != nil {
 		return nil, badInput("unknown expiry")
 	}
-	t, secret, err := r.s.store.CreateAPIToken(c.member.ID, in.Name, lifetime)
+	t, secret, err := apitokens.Of(r.s.store).Create(ctx, c.member.ID, in.Name, lifetime)
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +358,7 @@ func (r *mutationResolver) DeleteAPIToken(ctx context.Context, in generated.Dele
 		return nil, err
 	}
 	id := c.member.ID
-	if err := r.s.store.DeleteAPIToken(id, in.ID); err != nil {
+	if err := apitokens.Of(r.s.store).Delete(ctx, id, in.ID); err != nil {
 		return nil, err
 	}
 	return success, nil

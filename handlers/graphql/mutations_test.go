@@ -289,7 +289,7 @@ func TestSavedItemOfUnknownIdIsNull(t *testing.T) {
 func TestLabelChangeIsSeenLaterInTheSameRequest(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	it := e.saveArticle(e.member.ID, 1, nil)
-	l, err := e.store.CreateLabel(e.member.ID, "old", "#112233")
+	l, err := e.store.CreateLabel(t.Context(), e.member.ID, "old", "#112233")
 	if err != nil {
 		t.Fatal(err)
 	}

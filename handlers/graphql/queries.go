@@ -7,6 +7,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 func (r *queryResolver) Labels(ctx context.Context) ([]*generated.Label, error) {
@@ -14,7 +15,7 @@ func (r *queryResolver) Labels(ctx context.Context) ([]*generated.Label, error) 
 	if err != nil {
 		return nil, err
 	}
-	ls, err := r.s.store.Labels(id)
+	ls, err := r.s.store.Labels(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -97,14 +98,14 @@ func (r *resolver) entriesPage(ctx context.Context, in generated.GetEntriesInput
 	}
 	out := &entriesPage{hasPrevious: p.After != ""}
 	if srch.highlights {
-		page, err := r.s.store.HighlightsPage(id, srch.filter, p)
+		page, err := r.s.store.HighlightsPage(ctx, id, srch.filter, p)
 		if err != nil {
 			return nil, err
 		}
 		out.highlights, out.cursors, out.hasNext = page.Highlights, page.Cursors, page.HasNext
 		return out, nil
 	}
-	page, err := r.s.store.SavedItemsPage(id, srch.filter, p)
+	page, err := r.s.store.SavedItemsPage(ctx, id, srch.filter, p)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +118,7 @@ func (r *queryResolver) SavedItem(ctx context.Context, in generated.GetSavedItem
 	if err != nil {
 		return nil, err
 	}
-	it, err := r.s.store.SavedItem(id, in.ID)
+	it, err := r.s.store.SavedItem(ctx, id, in.ID)
 	if errors.Is(err, storage.ErrNotFound) {
 		// Inboxt's savedItem is nullable: an unknown id is null, not an error.
 		return nil, nil
@@ -150,7 +151,7 @@ func (r *queryResolver) SavedQueries(ctx context.Context) ([]*generated.SavedQue
 	if err != nil {
 		return nil, err
 	}
-	qs, err := r.s.store.SavedQueries(id)
+	qs, err := r.s.store.SavedQueries(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +163,7 @@ func (r *queryResolver) APITokens(ctx context.Context) ([]*generated.APIToken, e
 	if err != nil {
 		return nil, err
 	}
-	ts, err := r.s.store.APITokens(id)
+	ts, err := apitokens.Of(r.s.store).List(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -181,14 +182,14 @@ func (r *queryResolver) InboundEmailAddresses(ctx context.Context) ([]*generated
 	if err != nil {
 		return nil, err
 	}
-	in, err := r.s.store.InboundInfo(id)
+	in, err := apitokens.Of(r.s.store).InboundInfo(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return []*generated.InboundEmailAddress{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	full := in.Site + InboundPath + storage.InboundPrefix + "…"
+	full := in.Site + InboundPath + apitokens.InboundPrefix + "…"
 	if r.s.opts.MailDomain != "" && r.s.opts.MailWebhookSecret != "" {
 		full = in.ID + "@" + r.s.opts.MailDomain // the mail webhook's recipient
 	}
@@ -202,14 +203,14 @@ func (r *queryResolver) InboundEmailAddresses(ctx context.Context) ([]*generated
 // readingStats computes the member's reading statistics from the items in
 // the inbox and the archive (read means readAt is set), at 200 words a
 // minute.
-func readingStats(store *storage.Store, memberID string, now time.Time) (*generated.UserStats, error) {
+func readingStats(ctx context.Context, store *storage.Store, memberID string, now time.Time) (*generated.UserStats, error) {
 	var st generated.UserStats
 	var items, words float64
 	week, month := now.AddDate(0, 0, -7), now.AddDate(0, -1, 0)
 	for _, status := range []string{storage.StatusActive, storage.StatusArchived} {
 		p := storage.PageRequest{Field: storage.SortCreatedAt, First: 500}
 		for {
-			page, err := store.SavedItemsPage(memberID, storage.ItemFilter{Status: status}, p)
+			page, err := store.SavedItemsPage(ctx, memberID, storage.ItemFilter{Status: status}, p)
 			if err != nil {
 				return nil, err
 			}

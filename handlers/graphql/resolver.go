@@ -9,6 +9,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // resolver is the root of gqlgen's resolvers. Resolvers stay thin: they
@@ -95,7 +96,7 @@ func (r *resolver) labelByID(ctx context.Context, id string) (*storage.Label, er
 	st.labelsMu.Lock()
 	defer st.labelsMu.Unlock()
 	if !st.labelsLoaded {
-		labels, err := r.s.store.Labels(st.caller.member.ID)
+		labels, err := r.s.store.Labels(ctx, st.caller.member.ID)
 		st.labels, st.labelsErr, st.labelsLoaded = map[string]*storage.Label{}, err, true
 		for _, l := range labels {
 			st.labels[l.ID] = l
@@ -233,7 +234,7 @@ func toSavedQueries(qs []*storage.SavedQuery) []*generated.SavedQuery {
 	return out
 }
 
-func toAPIToken(t *storage.APIToken) *generated.APIToken {
+func toAPIToken(t *apitokens.Token) *generated.APIToken {
 	return &generated.APIToken{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt, LastUsedAt: t.LastUsedAt}
 }
 
@@ -244,7 +245,7 @@ func (r *savedItemResolver) content(ctx context.Context, obj *generated.SavedIte
 	if err != nil {
 		return nil, err
 	}
-	c, err := r.s.store.ItemContent(id, obj.ID)
+	c, err := r.s.store.ItemContent(ctx, id, obj.ID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return &storage.ItemContent{}, nil
 	}
@@ -278,7 +279,7 @@ func (r *savedItemResolver) Highlights(ctx context.Context, obj *generated.Saved
 	if err != nil {
 		return nil, err
 	}
-	hs, err := r.s.store.ItemHighlights(id, obj.ID)
+	hs, err := r.s.store.ItemHighlights(ctx, id, obj.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +304,7 @@ func (r *resolver) itemOf(ctx context.Context, h *generated.Highlight) (*storage
 	if err != nil {
 		return nil, err
 	}
-	it, err := r.s.store.SavedItem(id, h.SavedItemID)
+	it, err := r.s.store.SavedItem(ctx, id, h.SavedItemID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
 	}
@@ -311,12 +312,12 @@ func (r *resolver) itemOf(ctx context.Context, h *generated.Highlight) (*storage
 }
 
 func (r *userResolver) LabelsCount(ctx context.Context, obj *generated.User) (float64, error) {
-	ls, err := r.s.store.Labels(obj.ID)
+	ls, err := r.s.store.Labels(ctx, obj.ID)
 	return float64(len(ls)), err
 }
 
 func (r *userResolver) InboundEmailAddressesCount(ctx context.Context, obj *generated.User) (float64, error) {
-	_, err := r.s.store.InboundInfo(obj.ID)
+	_, err := apitokens.Of(r.s.store).InboundInfo(ctx, obj.ID)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return 0, nil
@@ -327,5 +328,5 @@ func (r *userResolver) InboundEmailAddressesCount(ctx context.Context, obj *gene
 }
 
 func (r *userResolver) Stats(ctx context.Context, obj *generated.User) (*generated.UserStats, error) {
-	return readingStats(r.s.store, obj.ID, r.s.opts.Now())
+	return readingStats(ctx, r.s.store, obj.ID, r.s.opts.Now())
 }

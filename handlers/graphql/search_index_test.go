@@ -24,12 +24,12 @@ func TestSearchOverBudgetIsBadUserInput(t *testing.T) {
 		if i == 4321 {
 			text += " with a zanzibarite"
 		}
-		if _, _, err := e.store.SaveItem(e.member.ID, storage.NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: text}); err != nil {
+		if _, _, err := e.store.SaveItem(t.Context(), e.member.ID, storage.NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: text}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := 0; ; i++ {
-		n, err := e.store.SearchIndexBacklog(e.member.ID)
+		n, err := e.store.SearchIndexBacklog(t.Context(), e.member.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,6 +29,8 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 // Paths served by the Server.
@@ -299,6 +301,13 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	// without one runs, each field needing a member answering UNAUTHORIZED
 	// (me is null).
 	c, err := s.authenticate(r)
+	if err != nil && r.Context().Err() != nil {
+		// The client went away during the lookup (the store stops with
+		// the request's context): answer as gqlgen's transport does for
+		// a client gone before its operation ran.
+		writeResponse(w, nil)
+		return
+	}
 	if writeUnavailable(w, err) {
 		return
 	}
@@ -416,10 +425,10 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request, c *caller) bool {
 // caller is who a request acts for.
 type caller struct {
 	member   *storage.Member
-	apiToken *storage.APIToken         // set for API tokens
-	oauth    *storage.OAuthAccessToken // set for OAuth access tokens
-	tokenKey string                    // rate-limit key, never the token itself
-	session  bool                      // signed in with the session cookie
+	apiToken *apitokens.Token    // set for API tokens
+	oauth    *grants.AccessToken // set for OAuth access tokens
+	tokenKey string              // rate-limit key, never the token itself
+	session  bool                // signed in with the session cookie
 }
 
 type callerKey struct{}
@@ -437,26 +446,26 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 		return nil, errors.New("the Authorization header must be Bearer <token>")
 	}
 	bad := errors.New("the token is unknown, expired or revoked")
-	if storage.LooksLikeAPIToken(token) {
-		m, t, err := s.store.APITokenMember(token)
+	if apitokens.LooksLike(token) {
+		m, t, err := apitokens.Of(s.store).Member(r.Context(), token)
 		if _, _, ok := storage.Unavailable(err); ok {
 			return nil, err
 		}
 		if err != nil {
-			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) {
+			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) && r.Context().Err() == nil {
 				s.log.Error("look up API token", zap.Error(err))
 			}
 			return nil, bad
 		}
 		return &caller{member: m, apiToken: t, tokenKey: "api:" + t.ID}, nil
 	}
-	if strings.HasPrefix(token, storage.OAuthTokenPrefix) {
-		t, m, err := s.store.OAuthToken(token)
+	if strings.HasPrefix(token, grants.TokenPrefix) {
+		t, m, err := grants.Of(s.store).Token(r.Context(), token)
 		if _, _, ok := storage.Unavailable(err); ok {
 			return nil, err
 		}
 		if err != nil {
-			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) {
+			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) && r.Context().Err() == nil {
 				s.log.Error("look up OAuth token", zap.Error(err))
 			}
 			return nil, bad

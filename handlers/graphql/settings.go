@@ -11,6 +11,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // APITokensTitle is the settings menu entry of the API tokens page.
@@ -48,9 +49,9 @@ type tokensView struct {
 	MaxName          int
 	Expiries         []expiryOption
 	Tokens           []tokenRow
-	NewToken         *storage.APIToken
+	NewToken         *apitokens.Token
 	NewSecret        string
-	Inbound          *storage.Inbound
+	Inbound          *apitokens.Inbound
 	NewInboundURL    string
 }
 
@@ -60,7 +61,7 @@ type expiryOption struct {
 }
 
 type tokenRow struct {
-	*storage.APIToken
+	*apitokens.Token
 	Expired bool
 }
 
@@ -74,7 +75,7 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 		http.NotFound(w, r)
 		return
 	}
-	v := &tokensView{Path: APITokensPath, GraphQLURL: siteURL(r) + Path, MaxName: storage.MaxAPITokenNameLen}
+	v := &tokensView{Path: APITokensPath, GraphQLURL: siteURL(r) + Path, MaxName: apitokens.MaxNameLen}
 	status := http.StatusOK
 	expires := "30d"
 	switch r.Method {
@@ -87,7 +88,7 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 		case "create":
 			v.Name = strings.TrimSpace(r.PostFormValue("name"))
 			expires = r.PostFormValue("expires")
-			lifetime, err := storage.ParseAPITokenExpiry(expires)
+			lifetime, err := apitokens.ParseExpiry(expires)
 			if err != nil {
 				status, v.Error = http.StatusBadRequest, "Choose an expiration from the list."
 				break
@@ -96,7 +97,7 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 				status, v.Error = http.StatusBadRequest, "Give the token a name, such as the app that will use it."
 				break
 			}
-			t, secret, err := s.store.CreateAPIToken(m.ID, v.Name, lifetime)
+			t, secret, err := apitokens.Of(s.store).Create(r.Context(), m.ID, v.Name, lifetime)
 			if err != nil {
 				status, v.Error = s.pageError(w, err, "create API token")
 				break
@@ -104,14 +105,14 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 			s.log.Info("API token created", zap.String("member", m.Username), zap.String("token_id", t.ID))
 			v.NewToken, v.NewSecret, v.Name = t, secret, ""
 		case "delete":
-			if err := s.store.DeleteAPIToken(m.ID, r.PostFormValue("id")); err != nil {
+			if err := apitokens.Of(s.store).Delete(r.Context(), m.ID, r.PostFormValue("id")); err != nil {
 				status, v.Error = s.pageError(w, err, "delete API token")
 				break
 			}
 			s.log.Info("API token deleted", zap.String("member", m.Username))
 			v.Notice = "The token was deleted; it no longer works."
 		case "rotate_inbound":
-			secret, err := s.store.RotateInboundSecret(m.ID, siteURL(r))
+			secret, err := apitokens.Of(s.store).RotateInboundSecret(r.Context(), m.ID, siteURL(r))
 			if err != nil {
 				status, v.Error = s.pageError(w, err, "create inbound address")
 				break
@@ -128,7 +129,7 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 	for _, e := range expiryChoices {
 		v.Expiries = append(v.Expiries, expiryOption{e.Value, e.Label, e.Value == expires})
 	}
-	tokens, err := s.store.APITokens(m.ID)
+	tokens, err := apitokens.Of(s.store).List(r.Context(), m.ID)
 	if err != nil {
 		status, v.Error = s.pageError(w, err, "list API tokens")
 	}
@@ -136,7 +137,7 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 	for _, t := range tokens {
 		v.Tokens = append(v.Tokens, tokenRow{t, t.Expired(now)})
 	}
-	if in, err := s.store.InboundInfo(m.ID); err == nil {
+	if in, err := apitokens.Of(s.store).InboundInfo(r.Context(), m.ID); err == nil {
 		v.Inbound = in
 	}
 	pages.Render(w, r, status, APITokensTitle, apiTokensTmpl, v)

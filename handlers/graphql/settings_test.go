@@ -13,6 +13,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // site serves the member pages with the API Tokens page and the API, as
@@ -31,7 +32,7 @@ func site(t *testing.T, e *env) (*httptest.Server, *http.Client) {
 		pages.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	session, err := e.store.CreateSession(e.member.ID, time.Hour)
+	session, err := e.store.CreateSession(t.Context(), e.member.ID, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestAPITokensPageCreatesShowsOnceListsAndDeletesTokens(t *testing.T) {
 	if len(ids) != 2 { // the test token and the new one
 		t.Fatalf("%d tokens listed", len(ids))
 	}
-	tokens, _ := e.store.APITokens(e.member.ID)
+	tokens, _ := apitokens.Of(e.store).List(t.Context(), e.member.ID)
 	newest := tokens[0]
 	if newest.Name != "Obsidian sync" || newest.ExpiresAt == nil || newest.LastUsedAt == nil {
 		t.Fatalf("stored token = %+v", newest)
@@ -135,7 +136,7 @@ func TestAPITokensPageRejectsBadForms(t *testing.T) {
 	if status, _ := page(t, browser, http.MethodPost, pageURL, big); status != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a form over the pages' limit: status %d, want 413", status)
 	}
-	tokens, _ := e.store.APITokens(e.member.ID)
+	tokens, _ := apitokens.Of(e.store).List(t.Context(), e.member.ID)
 	if len(tokens) != 1 {
 		t.Fatalf("%d tokens stored", len(tokens))
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
 // When the store refuses writes for now (its disk is below the free-space
@@ -23,15 +24,15 @@ func TestStoreRefusalsAreInboxtErrorsWithRetryAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.CreateMember("alice", "alice", "correct horse battery")
+	m, err := st.CreateMember(t.Context(), "alice", "alice", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, token, err := st.CreateAPIToken(m.ID, "test", 0)
+	_, token, err := apitokens.Of(st).Create(t.Context(), m.ID, "test", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateLabel(m.ID, "kept", "#ff0000"); err != nil {
+	if _, err := st.CreateLabel(t.Context(), m.ID, "kept", "#ff0000"); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -63,7 +64,7 @@ func TestStoreRefusalsAreInboxtErrorsWithRetryAfter(t *testing.T) {
 		}
 	}
 	check(e.post(token, createLabelMutation, map[string]any{"data": map[string]any{"name": "new", "color": "#00ff00"}}), 507, "INSUFFICIENT_STORAGE")
-	ls, err := st.Labels(m.ID)
+	ls, err := st.Labels(t.Context(), m.ID)
 	if err != nil || len(ls) != 1 {
 		t.Fatalf("labels after a refused mutation: %d, %v", len(ls), err)
 	}

@@ -1,58 +1,27 @@
 package importer
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // Import jobs with several nodes on one PostgreSQL database: two stores on
 // one database stand for two Caddy processes, each with its runner.
 
-// pgPort is this package's test PostgreSQL server (each package its own
-// port, so packages may run at once).
-const pgPort = 15440
-
-var (
-	pgOnce sync.Once
-	pgSrv  *pgtest.Server
-	pgErr  error
-)
+// pgNodes is this package's PostgreSQL server for two nodes of one site
+// (each package its own port, so packages may run at once).
+var pgNodes = storagetest.NewPostgres(15440)
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if pgSrv != nil {
-		pgSrv.Stop()
-	}
+	pgNodes.Stop()
 	os.Exit(code)
-}
-
-func twoNodeStores(t *testing.T) (a, b *storage.Store) {
-	t.Helper()
-	pgOnce.Do(func() { pgSrv, pgErr = pgtest.Start(pgPort) })
-	if pgErr != nil {
-		if errors.Is(pgErr, pgtest.ErrMissing) && pgtest.Skip() {
-			t.Skip(pgErr)
-		}
-		t.Fatal(pgErr)
-	}
-	dsn := pgSrv.NewDatabase(t)
-	open := func() *storage.Store {
-		s, err := storage.Open(t.TempDir(), storage.Options{Postgres: &storage.PostgresOptions{DSN: dsn, MaxConns: 4}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	return open(), open()
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -70,7 +39,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // lasts, and by exactly one of the others once that claim has expired (its
 // node stopped without releasing it).
 func TestImportJobRunsOnOneNode(t *testing.T) {
-	sa, sb := twoNodeStores(t)
+	sa, sb := pgNodes.TwoNodes(t)
 	dir := t.TempDir() // an import directory both nodes see
 	keep := func(s string) string { return s }
 	runner := func(s *storage.Store) *Runner {
@@ -79,7 +48,7 @@ func TestImportJobRunsOnOneNode(t *testing.T) {
 		return r
 	}
 	ra, rb := runner(sa), runner(sb)
-	m, err := sa.CreateMember("alice", "", "correct horse battery")
+	m, err := sa.CreateMember(t.Context(), "alice", "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,12 +62,12 @@ func TestImportJobRunsOnOneNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := ra.Start(m.ID, staged, "links.csv", InboxtCSV, nil)
+	job, err := ra.Start(t.Context(), m.ID, staged, "links.csv", InboxtCSV, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A node that has stopped holds the claim.
-	if ok, err := sa.ClaimImportJob(job.ID, "stopped-node", time.Hour); err != nil || !ok {
+	if ok, err := sa.ClaimImportJob(t.Context(), job.ID, "stopped-node", time.Hour); err != nil || !ok {
 		t.Fatalf("claim: %v %v", ok, err)
 	}
 	ra.Run()
@@ -107,7 +76,7 @@ func TestImportJobRunsOnOneNode(t *testing.T) {
 	ra.Kick()
 	rb.Kick()
 	eventually(t, "both runners look for jobs again", func() bool { return ra.passes.Load() >= 2 && rb.passes.Load() >= 2 })
-	j, err := sb.ImportJob(m.ID, job.ID)
+	j, err := sb.ImportJob(t.Context(), m.ID, job.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,13 +85,13 @@ func TestImportJobRunsOnOneNode(t *testing.T) {
 	}
 
 	// Its claim runs out (renewed one last time, briefly).
-	if ok, err := sa.ClaimImportJob(job.ID, "stopped-node", 200*time.Millisecond); err != nil || !ok {
+	if ok, err := sa.ClaimImportJob(t.Context(), job.ID, "stopped-node", 200*time.Millisecond); err != nil || !ok {
 		t.Fatalf("claim: %v %v", ok, err)
 	}
 	eventually(t, "the job is done", func() bool {
 		ra.Kick() // look again (rather than at the next poll)
 		rb.Kick()
-		j, err = sb.ImportJob(m.ID, job.ID)
+		j, err = sb.ImportJob(t.Context(), m.ID, job.ID)
 		return err == nil && j.State == storage.ImportDone
 	})
 	if runs := ra.ran.Load() + rb.ran.Load(); runs != 1 {

@@ -130,13 +130,13 @@ func (r *Runner) Stage(body io.Reader) (string, error) {
 // Start checks a staged file (see Scan) and records the import job; the
 // runner then carries it out. On any error the staged file is removed and
 // nothing is written.
-func (r *Runner) Start(memberID, staged, fileName string, format Format, labelIDs []string) (*storage.ImportJob, error) {
+func (r *Runner) Start(ctx context.Context, memberID, staged, fileName string, format Format, labelIDs []string) (*storage.ImportJob, error) {
 	got, total, err := Scan(staged, format, r.opts.Limits)
 	if err != nil {
 		os.Remove(staged)
 		return nil, err
 	}
-	j, err := r.store.CreateImportJob(&storage.ImportJob{
+	j, err := r.store.CreateImportJob(ctx, &storage.ImportJob{
 		MemberID: memberID, Format: string(got), FileName: clipString(filepath.Base(fileName), 200), Staged: staged,
 		LabelIDs: labelIDs, FetchPrivate: r.opts.FetchPrivate, Total: total, Node: r.opts.Node,
 	})
@@ -187,7 +187,7 @@ func (r *Runner) loop() {
 			r.removeOrphans() // files of jobs gone with their member
 			swept = time.Now()
 		}
-		jobs, err := r.store.UnfinishedImportJobs()
+		jobs, err := r.store.UnfinishedImportJobs(r.ctx)
 		if err != nil && r.ctx.Err() == nil {
 			r.log.Error("list unfinished imports", zap.Error(err))
 		}
@@ -223,7 +223,7 @@ func (r *Runner) claimAndRun(j *storage.ImportJob) {
 			return // another node's file: that node runs it
 		}
 	}
-	ok, err := r.store.ClaimImportJob(j.ID, r.holder, claimTTL)
+	ok, err := r.store.ClaimImportJob(r.ctx, j.ID, r.holder, claimTTL)
 	if err != nil {
 		if r.ctx.Err() == nil {
 			r.log.Warn("claim an import", zap.String("job", j.ID), zap.Error(err))
@@ -245,7 +245,7 @@ func (r *Runner) claimAndRun(j *storage.ImportJob) {
 				return
 			case <-t.C:
 			}
-			if ok, err := r.store.ClaimImportJob(j.ID, r.holder, claimTTL); err != nil || !ok {
+			if ok, err := r.store.ClaimImportJob(ctx, j.ID, r.holder, claimTTL); err != nil || !ok {
 				r.log.Warn("an import's claim was lost; leaving it to another node", zap.String("job", j.ID), zap.Error(err))
 				cancel()
 				return
@@ -256,7 +256,7 @@ func (r *Runner) claimAndRun(j *storage.ImportJob) {
 	r.runJob(ctx, j)
 	cancel()
 	<-renewed
-	if err := r.store.ReleaseImportJob(j.ID, r.holder); err != nil && r.ctx.Err() == nil {
+	if err := r.store.ReleaseImportJob(r.ctx, j.ID, r.holder); err != nil && r.ctx.Err() == nil {
 		r.log.Debug("release an import's claim", zap.String("job", j.ID), zap.Error(err))
 	}
 }
@@ -269,7 +269,7 @@ func (r *Runner) removeOrphans() {
 	if err != nil {
 		return
 	}
-	jobs, err := r.store.UnfinishedImportJobs()
+	jobs, err := r.store.UnfinishedImportJobs(r.ctx)
 	if err != nil {
 		return
 	}
@@ -286,9 +286,11 @@ func (r *Runner) removeOrphans() {
 }
 
 func (r *Runner) finish(j *storage.ImportJob, state, msg string) {
-	_, err := r.store.UpdateImportJob(j.MemberID, j.ID, func(x *storage.ImportJob) { x.State, x.Error, x.ItemsPerSecond = state, msg, 0 })
+	_, err := r.store.UpdateImportJob(r.ctx, j.MemberID, j.ID, func(x *storage.ImportJob) { x.State, x.Error, x.ItemsPerSecond = state, msg, 0 })
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		r.log.Error("finish import", zap.String("job", j.ID), zap.Error(err))
+		if r.ctx.Err() == nil { // else stopped (Close): nothing failed
+			r.log.Error("finish import", zap.String("job", j.ID), zap.Error(err))
+		}
 		return // stays unfinished: tried again
 	}
 	os.Remove(j.Staged)
@@ -324,8 +326,8 @@ func (r *Runner) runJob(ctx context.Context, j *storage.ImportJob) {
 		}
 		// The export's labels first, in its order, also those no item
 		// carries (again after a restart: it creates only what is missing).
-		if err := r.store.ImportLabels(j.MemberID, names, colors); err != nil {
-			if !errors.Is(err, storage.ErrNotFound) {
+		if err := r.store.ImportLabels(ctx, j.MemberID, names, colors); err != nil {
+			if !errors.Is(err, storage.ErrNotFound) && ctx.Err() == nil {
 				r.log.Error("import labels", zap.String("job", j.ID), zap.Error(err))
 			}
 			return
@@ -342,9 +344,9 @@ func (r *Runner) runJob(ctx context.Context, j *storage.ImportJob) {
 		if el := time.Since(start).Seconds(); el > 0 {
 			rate = float64(pos-startPos) / el
 		}
-		got, err := r.store.ImportItems(j.MemberID, j.ID, batch, colors, rate)
+		got, err := r.store.ImportItems(ctx, j.MemberID, j.ID, batch, colors, rate)
 		if err != nil {
-			if !errors.Is(err, storage.ErrNotFound) && !storage.IsInvalid(err) {
+			if !errors.Is(err, storage.ErrNotFound) && !storage.IsInvalid(err) && ctx.Err() == nil {
 				r.log.Error("import batch", zap.String("job", j.ID), zap.Error(err))
 			}
 			return false // tried again from the job's position

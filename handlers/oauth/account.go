@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"bytes"
+	"context"
 	"image"
 	"image/png"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 // Version is what the instance endpoints report. Mastodon clients read the
@@ -129,7 +131,7 @@ func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
 		"revocation_endpoint":                   base + RevokePath,
 		"userinfo_endpoint":                     base + UserinfoPath,
 		"app_registration_endpoint":             base + AppsPath,
-		"scopes_supported":                      storage.OAuthScopes,
+		"scopes_supported":                      grants.Scopes,
 		"response_types_supported":              []string{"code"},
 		"response_modes_supported":              []string{"query"},
 		"grant_types_supported":                 []string{"authorization_code", "client_credentials"},
@@ -139,8 +141,8 @@ func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
 }
 
 // memberCount is the number of members, for the instance endpoints.
-func (s *Server) memberCount() int {
-	ms, err := s.store.Members()
+func (s *Server) memberCount(ctx context.Context) int {
+	ms, err := s.store.Members(ctx)
 	if err != nil {
 		s.log.Warn("count members", zap.Error(err))
 		return 0
@@ -209,7 +211,7 @@ func instanceConfigurationV2(base string) map[string]any {
 // space); toot 0.34 prints title and version.
 func (s *Server) serveInstanceV1(w http.ResponseWriter, r *http.Request) {
 	base := s.baseURL(r)
-	members := s.memberCount()
+	members := s.memberCount(r.Context())
 	writeJSON(w, http.StatusOK, map[string]any{
 		"uri":               s.accountDomain(r),
 		"title":             s.opts.InstanceTitle,
@@ -244,7 +246,7 @@ func (s *Server) serveInstanceV2(w http.ResponseWriter, r *http.Request) {
 		"version":       Version,
 		"source_url":    "https://github.com/hearthkit/caddy-hearth",
 		"description":   s.opts.InstanceDescription,
-		"usage":         map[string]any{"users": map[string]any{"active_month": s.memberCount()}},
+		"usage":         map[string]any{"users": map[string]any{"active_month": s.memberCount(r.Context())}},
 		"thumbnail":     map[string]any{"url": base + MissingHeaderPath},
 		"icon":          []struct{}{},
 		"languages":     []string{"en"},

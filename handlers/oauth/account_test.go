@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 // TestVerifyCredentialsReturnsCredentialAccount: a member token with
@@ -54,7 +54,7 @@ func TestVerifyCredentialsReturnsCredentialAccount(t *testing.T) {
 func TestVerifyCredentialsInvalidTokens(t *testing.T) {
 	c := newCodeFixture(t, "read")
 	revoked := c.exchange(c.app, c.code("read", ""), c.cb, "")
-	if err := c.store.RevokeOAuthToken(c.app.ClientID, revoked); err != nil {
+	if err := grants.Of(c.store).RevokeToken(t.Context(), c.app.ClientID, revoked); err != nil {
 		t.Fatal(err)
 	}
 	cases := map[string]string{
@@ -100,7 +100,7 @@ func TestVerifyCredentialsOutsideScopes(t *testing.T) {
 func TestVerifyCredentialsSuspendedMember(t *testing.T) {
 	c := newCodeFixture(t, "read")
 	tok := c.exchange(c.app, c.code("read", ""), c.cb, "")
-	if _, err := c.store.SetSuspended("alice", true); err != nil {
+	if _, err := c.store.SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
 	r := c.getWithToken(oauth.VerifyCredentialsPath, tok)
@@ -109,7 +109,7 @@ func TestVerifyCredentialsSuspendedMember(t *testing.T) {
 		t.Fatalf("403 without an error field: %s", r.body)
 	}
 	wantStatus(t, c.getWithToken(oauth.AppsVerifyPath, tok), http.StatusForbidden)
-	if _, err := c.store.SetSuspended("alice", false); err != nil {
+	if _, err := c.store.SetSuspended(t.Context(), "alice", false); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, c.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusOK)
@@ -119,7 +119,7 @@ func TestVerifyCredentialsSuspendedMember(t *testing.T) {
 func TestVerifyCredentialsDeletedMember(t *testing.T) {
 	c := newCodeFixture(t, "read")
 	tok := c.exchange(c.app, c.code("read", ""), c.cb, "")
-	if err := c.store.DeleteMember("alice"); err != nil {
+	if err := c.store.DeleteMember(t.Context(), "alice"); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, c.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusUnauthorized)
@@ -213,7 +213,7 @@ func TestMetadataDocument(t *testing.T) {
 			"code_challenge_methods_supported":      {"S256"},
 			"grant_types_supported":                 {"authorization_code", "client_credentials"},
 			"response_types_supported":              {"code"},
-			"scopes_supported":                      storage.OAuthScopes,
+			"scopes_supported":                      grants.Scopes,
 		} {
 			if got := strs(k); !slices.Equal(got, v) {
 				t.Errorf("%s = %v, want %v", k, got, v)

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 // Limits of a registration, as Mastodon's Application model has them.
@@ -242,7 +242,7 @@ type application struct {
 	RedirectURIs []string `json:"redirect_uris"`
 }
 
-func applicationOf(app *storage.OAuthApp) application {
+func applicationOf(app *grants.App) application {
 	a := application{
 		ID:           app.ID,
 		Name:         app.Name,
@@ -278,7 +278,7 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": validationPrefix + strings.Join(problems, ", ")})
 		return
 	}
-	app, secret, err := s.store.CreateOAuthApp(strings.TrimSpace(reg.ClientName), strings.TrimSpace(reg.Website), uris, scopes)
+	app, secret, err := grants.Of(s.store).CreateApp(r.Context(), strings.TrimSpace(reg.ClientName), strings.TrimSpace(reg.Website), uris, scopes)
 	if err != nil {
 		s.log.Error("register app", zap.Error(err))
 		writeStoreFailure(w, err, "The application could not be registered; try again later")
@@ -301,7 +301,7 @@ func (s *Server) serveAppVerify(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	app, err := s.store.OAuthApp(tok.ClientID)
+	app, err := grants.Of(s.store).App(r.Context(), tok.ClientID)
 	if err != nil {
 		unauthorized(w)
 		return

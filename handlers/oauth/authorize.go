@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"embed"
 	"errors"
 	"html/template"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 //go:embed templates/*.html
@@ -38,7 +40,7 @@ type authRequest struct {
 	CodeChallenge       string
 	CodeChallengeMethod string
 
-	app    *storage.OAuthApp
+	app    *grants.App
 	scopes []string
 }
 
@@ -49,7 +51,7 @@ type pageError struct{ text string }
 // parseAuthRequest validates the parameters of GET (query) or POST (form)
 // /oauth/authorize. A *pageError must be shown to the member; an *oauthErr
 // goes back to the client on its redirect URI with state.
-func (s *Server) parseAuthRequest(v url.Values) (*authRequest, *pageError, *oauthErr) {
+func (s *Server) parseAuthRequest(ctx context.Context, v url.Values) (*authRequest, *pageError, *oauthErr) {
 	for _, k := range []string{"client_id", "redirect_uri"} {
 		if len(v[k]) > 1 || len(v.Get(k)) > maxParamLen {
 			return nil, &pageError{"The authorization request is malformed: " + k + " must be sent once."}, nil
@@ -63,7 +65,7 @@ func (s *Server) parseAuthRequest(v url.Values) (*authRequest, *pageError, *oaut
 		CodeChallenge:       v.Get("code_challenge"),
 		CodeChallengeMethod: v.Get("code_challenge_method"),
 	}
-	app, err := s.store.OAuthApp(req.ClientID)
+	app, err := grants.Of(s.store).App(ctx, req.ClientID)
 	if err != nil {
 		if !errors.Is(err, storage.ErrNotFound) {
 			s.log.Error("look up app", zap.Error(err))
@@ -209,7 +211,7 @@ func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, t
 
 func (s *Server) showConsent(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	req, perr, oerr := s.parseAuthRequest(q)
+	req, perr, oerr := s.parseAuthRequest(r.Context(), q)
 	if perr != nil {
 		s.errorPage(w, r, http.StatusBadRequest, perr.text)
 		return
@@ -236,12 +238,12 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if r.Method == http.MethodGet && s.skipConsent(q, m, req) {
+	if r.Method == http.MethodGet && s.skipConsent(r.Context(), q, m, req) {
 		s.grant(w, r, req, m)
 		return
 	}
 	data := struct {
-		App            *storage.OAuthApp
+		App            *grants.App
 		Member         *storage.Member
 		SiteName       string
 		Website        *url.URL
@@ -265,11 +267,11 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request) {
 // matches a token with the same scopes; a grant that covers them is
 // enough here (read covers read:statuses). prompt=consent (OpenID Connect,
 // and what force_login comes back with) always asks.
-func (s *Server) skipConsent(q url.Values, m *storage.Member, req *authRequest) bool {
+func (s *Server) skipConsent(ctx context.Context, q url.Values, m *storage.Member, req *authRequest) bool {
 	if q.Get("prompt") == "consent" {
 		return false
 	}
-	ok, err := s.store.OAuthGrantCovers(m.ID, req.app.ClientID, req.scopes)
+	ok, err := grants.Of(s.store).Covers(ctx, m.ID, req.app.ClientID, req.scopes)
 	if err != nil {
 		// The consent page still works: ask instead.
 		s.log.Error("look up the member's grant", zap.Error(err))
@@ -279,7 +281,7 @@ func (s *Server) skipConsent(q url.Values, m *storage.Member, req *authRequest) 
 }
 
 // websiteOf is the app's website when it is an http(s) URL with a host.
-func websiteOf(app *storage.OAuthApp) *url.URL {
+func websiteOf(app *grants.App) *url.URL {
 	u, err := url.Parse(app.Website)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil
@@ -320,7 +322,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusBadRequest, "The form could not be read. Go back and try again.")
 		return
 	}
-	req, perr, oerr := s.parseAuthRequest(r.PostForm)
+	req, perr, oerr := s.parseAuthRequest(r.Context(), r.PostForm)
 	if perr != nil {
 		s.errorPage(w, r, http.StatusBadRequest, perr.text)
 		return
@@ -357,7 +359,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 // redirect with state.
 func (s *Server) grant(w http.ResponseWriter, r *http.Request, req *authRequest, m *storage.Member) {
 	p := s.opts.Pages
-	code, err := s.store.CreateOAuthCode(req.app.ClientID, m.ID, req.RedirectURI, req.scopes, req.CodeChallenge)
+	code, err := grants.Of(s.store).CreateCode(r.Context(), req.app.ClientID, m.ID, req.RedirectURI, req.scopes, req.CodeChallenge)
 	if err != nil {
 		s.storeFailurePage(w, r, err, "create authorization code", "The authorization could not be saved. Try again later.")
 		return

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 // TestAuthorizeAsksToSignIn: a browser without a session is sent to the
@@ -118,7 +119,7 @@ func TestAuthorizeDeclineRedirectsAccessDenied(t *testing.T) {
 	if q.Get("error_description") == "" {
 		t.Errorf("no error_description in %s", loc)
 	}
-	apps, _ := f.store.AuthorizedOAuthApps(mustMember(t, f, "alice").ID)
+	apps, _ := grants.Of(f.store).AuthorizedApps(t.Context(), mustMember(t, f, "alice").ID)
 	if len(apps) != 0 {
 		t.Fatalf("declining authorized %d apps", len(apps))
 	}
@@ -410,7 +411,7 @@ func TestAuthorizeSuspendedMemberCannotApprove(t *testing.T) {
 	b := f.browser()
 	b.signIn("alice")
 	consent := b.consent(authQuery(app, "https://app.example/cb", "read", "s"), "")
-	if _, err := f.store.SetSuspended("alice", true); err != nil {
+	if _, err := f.store.SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
 	r := b.decide(consent, "approve")
@@ -522,11 +523,11 @@ func TestAuthorizeSkipsConsentForAMatchingGrant(t *testing.T) {
 	}
 
 	// Revoked: asked again, and the old token is dead.
-	m, err := f.store.Member("alice")
+	m, err := f.store.Member(t.Context(), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err = f.store.RevokeOAuthAppForMember(m.ID, app.ClientID); err != nil {
+	if err = grants.Of(f.store).RevokeAppForMember(t.Context(), m.ID, app.ClientID); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, f.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusUnauthorized)

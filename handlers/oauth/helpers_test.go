@@ -2,6 +2,7 @@ package oauth_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -113,7 +114,7 @@ func newFixture(t testing.TB, configure ...func(*oauth.Options)) *fixture {
 // member creates a member with the test password.
 func (f *fixture) member(username string) *storage.Member {
 	f.t.Helper()
-	m, err := f.store.CreateMember(username, "Display "+username, password)
+	m, err := f.store.CreateMember(context.Background(), username, "Display "+username, password)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -272,7 +273,7 @@ func codeForm(app credentialApplication, code, redirectURI, verifier string) url
 // needed) and returns an access token with scope.
 func (f *fixture) memberToken(app credentialApplication, username, scope string) string {
 	f.t.Helper()
-	if _, err := f.store.Member(username); err != nil {
+	if _, err := f.store.Member(context.Background(), username); err != nil {
 		f.member(username)
 	}
 	b := f.browser()

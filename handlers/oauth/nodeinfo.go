@@ -62,7 +62,7 @@ func (s *Server) serveNodeInfo(w http.ResponseWriter, r *http.Request, path stri
 		}})
 		return
 	}
-	members := s.memberCount()
+	members := s.memberCount(r.Context())
 	software := map[string]any{"name": "hearth", "version": SoftwareVersion}
 	version := "2.0"
 	if path == NodeInfo21Path {

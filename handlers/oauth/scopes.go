@@ -3,7 +3,7 @@ package oauth
 import (
 	"strings"
 
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 // maxScopeLen bounds a scope string; every known scope together is shorter.
@@ -18,7 +18,7 @@ func parseScopes(s string) ([]string, bool) {
 	}
 	var out []string
 	for _, sc := range strings.Fields(s) {
-		if !storage.IsOAuthScope(sc) {
+		if !grants.IsScope(sc) {
 			return nil, false
 		}
 		if !contains(out, sc) {
@@ -31,7 +31,7 @@ func parseScopes(s string) ([]string, bool) {
 // covered reports whether every requested scope is covered by registered.
 func covered(requested, registered []string) bool {
 	for _, sc := range requested {
-		if !storage.OAuthScopesCover(registered, sc) {
+		if !grants.ScopesCover(registered, sc) {
 			return false
 		}
 	}

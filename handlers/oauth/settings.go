@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 // AuthorizedAppsTitle is the settings menu entry of the authorized
@@ -37,12 +38,12 @@ func (s *Server) serveAuthorizedApps(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		clientID := r.PostForm.Get("client_id")
-		app, err := s.store.OAuthApp(clientID)
+		app, err := grants.Of(s.store).App(r.Context(), clientID)
 		if err != nil || clientID == "" {
 			s.renderAuthorizedApps(w, r, m, http.StatusBadRequest, "That application is not authorized (any more).")
 			return
 		}
-		if err := s.store.RevokeOAuthAppForMember(m.ID, clientID); err != nil {
+		if err := grants.Of(s.store).RevokeAppForMember(r.Context(), m.ID, clientID); err != nil {
 			if _, _, ok := storage.Unavailable(err); ok {
 				s.storeFailurePage(w, r, err, "revoke application", "")
 				return
@@ -62,13 +63,13 @@ func (s *Server) serveAuthorizedApps(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) renderAuthorizedApps(w http.ResponseWriter, r *http.Request, m *storage.Member, status int, notice string) {
-	apps, err := s.store.AuthorizedOAuthApps(m.ID)
+	apps, err := grants.Of(s.store).AuthorizedApps(r.Context(), m.ID)
 	if err != nil {
 		s.storeFailurePage(w, r, err, "list authorized applications", "Your applications could not be listed; try again.")
 		return
 	}
 	type row struct {
-		storage.AuthorizedOAuthApp
+		grants.AuthorizedApp
 		Scopes []scopeItem
 	}
 	rows := make([]row, 0, len(apps))

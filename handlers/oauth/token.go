@@ -20,6 +20,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
 // maxParamLen bounds every token-endpoint parameter.
@@ -221,7 +222,7 @@ func safeName(k string) string {
 // mastodon.ts revokeToken send the app's token along) is not client
 // authentication at all and is ignored, as Doorkeeper 5.8's
 // ClientAuthentication only reads Basic credentials from the header.
-func (s *Server) clientAuth(r *http.Request, p map[string]string) (*storage.OAuthApp, *oauthErr) {
+func (s *Server) clientAuth(r *http.Request, p map[string]string) (*grants.App, *oauthErr) {
 	if h := r.Header.Get("Authorization"); len(h) >= 6 && strings.EqualFold(h[:6], "basic ") {
 		return nil, errInvalidClient
 	}
@@ -229,7 +230,7 @@ func (s *Server) clientAuth(r *http.Request, p map[string]string) (*storage.OAut
 	if id == "" || secret == "" {
 		return nil, errInvalidClient
 	}
-	app, err := s.store.AuthenticateOAuthClient(id, secret)
+	app, err := grants.Of(s.store).AuthenticateClient(r.Context(), id, secret)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, errInvalidClient
 	}
@@ -275,13 +276,13 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		fail(cerr)
 		return
 	}
-	var tok *storage.OAuthAccessToken
+	var tok *grants.AccessToken
 	var secret string
 	var oerr *oauthErr
 	if grant == "authorization_code" {
 		tok, secret, oerr = s.exchangeCode(r.Context(), app, p)
 	} else {
-		tok, secret, oerr = s.clientCredentials(app, p)
+		tok, secret, oerr = s.clientCredentials(r.Context(), app, p)
 	}
 	if oerr != nil {
 		fail(oerr)
@@ -305,7 +306,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 // against the member who granted it: past FailedCodeLimit in
 // FailedCodeWindow, that member's codes are refused with 429 (and burnt
 // too) until the window has moved on; see docs/security.md.
-func (s *Server) exchangeCode(ctx context.Context, app *storage.OAuthApp, p map[string]string) (*storage.OAuthAccessToken, string, *oauthErr) {
+func (s *Server) exchangeCode(ctx context.Context, app *grants.App, p map[string]string) (*grants.AccessToken, string, *oauthErr) {
 	code, redirectURI, verifier := p["code"], p["redirect_uri"], p["code_verifier"]
 	if code == "" {
 		return nil, "", invalidRequest("Missing required parameter: code.")
@@ -320,7 +321,7 @@ func (s *Server) exchangeCode(ctx context.Context, app *storage.OAuthApp, p map[
 	// uncounted: the shared count could not be made; the limit fails
 	// closed (503 as a store failure, the code burnt as after any refusal).
 	var uncounted error
-	tok, secret, err := s.store.ExchangeOAuthCode(code, func(c *storage.OAuthCode) error {
+	tok, secret, err := grants.Of(s.store).ExchangeCode(ctx, code, func(c *grants.Code) error {
 		// Counted once, also when the store runs the check again (a
 		// transaction retried after a conflict).
 		if s.failedCodes != nil && reserved == "" {
@@ -355,7 +356,7 @@ func (s *Server) exchangeCode(ctx context.Context, app *storage.OAuthApp, p map[
 	// its first reuse revokes the token issued from it (refused.First);
 	// further uses of a burnt code change nothing and count nothing, so one
 	// leaked code cannot use up its member's limit.
-	var refused *storage.CodeRefusal
+	var refused *grants.CodeRefusal
 	failed := errors.As(err, &refused) && refused.First
 	var oe *oauthErr
 	if failed && (errors.As(err, &oe) && oe.limited != nil || uncounted != nil) {
@@ -377,7 +378,7 @@ func (s *Server) exchangeCode(ctx context.Context, app *storage.OAuthApp, p map[
 				zap.String("app_id", app.ID), zap.String("member_id", refused.MemberID))
 		}
 		return nil, "", oe
-	case errors.Is(err, storage.ErrCodeUsed):
+	case errors.Is(err, grants.ErrCodeUsed):
 		s.log.Warn("authorization code used twice; revoked the token issued from it", zap.String("app_id", app.ID))
 		return nil, "", errInvalidGrant
 	case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrSuspended):
@@ -416,7 +417,7 @@ func verifierMatches(verifier, challenge string) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(challenge)) == 1
 }
 
-func (s *Server) clientCredentials(app *storage.OAuthApp, p map[string]string) (*storage.OAuthAccessToken, string, *oauthErr) {
+func (s *Server) clientCredentials(ctx context.Context, app *grants.App, p map[string]string) (*grants.AccessToken, string, *oauthErr) {
 	scopes := app.Scopes
 	if sc, ok := p["scope"]; ok && strings.TrimSpace(sc) != "" {
 		req, ok := parseScopes(sc)
@@ -425,7 +426,7 @@ func (s *Server) clientCredentials(app *storage.OAuthApp, p map[string]string) (
 		}
 		scopes = req
 	}
-	tok, secret, err := s.store.CreateOAuthAppToken(app.ClientID, scopes)
+	tok, secret, err := grants.Of(s.store).CreateAppToken(ctx, app.ClientID, scopes)
 	if err != nil {
 		s.log.Error("issue app token", zap.Error(err))
 		return nil, "", serverError(err)
@@ -449,7 +450,7 @@ func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 		writeOAuthError(w, cerr)
 		return
 	}
-	if err := s.store.RevokeOAuthToken(app.ClientID, p["token"]); err != nil {
+	if err := grants.Of(s.store).RevokeToken(r.Context(), app.ClientID, p["token"]); err != nil {
 		s.log.Error("revoke token", zap.Error(err))
 		writeOAuthError(w, serverError(err))
 		return
@@ -460,14 +461,14 @@ func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 
 // bearer authenticates the request's bearer token (Authorization header
 // only: tokens are kept out of URLs). On failure it has answered.
-func (s *Server) bearer(w http.ResponseWriter, r *http.Request) (*storage.OAuthAccessToken, *storage.Member, bool) {
+func (s *Server) bearer(w http.ResponseWriter, r *http.Request) (*grants.AccessToken, *storage.Member, bool) {
 	h := r.Header.Get("Authorization")
 	const prefix = "bearer "
 	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
 		unauthorized(w)
 		return nil, nil, false
 	}
-	tok, m, err := s.store.OAuthToken(strings.TrimSpace(h[len(prefix):]))
+	tok, m, err := grants.Of(s.store).Token(r.Context(), strings.TrimSpace(h[len(prefix):]))
 	switch {
 	case err == nil:
 		return tok, m, true

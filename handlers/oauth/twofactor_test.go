@@ -19,11 +19,11 @@ func TestAuthorizeWithTwoFactorNeedsTheCode(t *testing.T) {
 	f := newFixture(t)
 	m := f.member("alice")
 	const secret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
-	if err := f.store.StartTwoFactorSetup(m.ID, secret); err != nil {
+	if err := f.store.StartTwoFactorSetup(t.Context(), m.ID, secret); err != nil {
 		t.Fatal(err)
 	}
 	first, _ := storage.TOTPCode(secret, time.Now().Add(-30*time.Second))
-	if _, err := f.store.ConfirmTwoFactor(m.ID, first, ""); err != nil {
+	if _, err := f.store.ConfirmTwoFactor(t.Context(), m.ID, first, ""); err != nil {
 		t.Fatal(err)
 	}
 	app := f.register("Tooter", "https://app.example/cb", "read")
@@ -65,9 +65,9 @@ func TestTwoFactorAndResetLinkLogNoSecrets(t *testing.T) {
 	f := newFixture(t)
 	m := f.member("alice")
 	const secret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
-	_ = f.store.StartTwoFactorSetup(m.ID, secret)
+	_ = f.store.StartTwoFactorSetup(t.Context(), m.ID, secret)
 	first, _ := storage.TOTPCode(secret, time.Now().Add(-30*time.Second))
-	codes, err := f.store.ConfirmTwoFactor(m.ID, first, "")
+	codes, err := f.store.ConfirmTwoFactor(t.Context(), m.ID, first, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestTwoFactorAndResetLinkLogNoSecrets(t *testing.T) {
 	wantStatus(t, b.submit(codePage, account.TwoFactorPath, url.Values{"code": {"zzzzz-zzzzz"}}), http.StatusUnauthorized)
 	wantStatus(t, b.submit(codePage, account.TwoFactorPath, url.Values{"code": {codes[0]}}), http.StatusSeeOther)
 
-	token, _, _, err := f.store.CreateResetLink("alice", time.Hour, storage.ResetLinkOptions{})
+	token, _, _, err := f.store.CreateResetLink(t.Context(), "alice", time.Hour, storage.ResetLinkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

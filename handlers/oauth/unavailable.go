@@ -37,6 +37,8 @@ func (s *Server) storeFailurePage(w http.ResponseWriter, r *http.Request, err er
 		s.errorPage(w, r, status, msg)
 		return
 	}
-	s.log.Error(what, zap.Error(err))
+	if r.Context().Err() == nil { // else the client went away: the store stopped with its request
+		s.log.Error(what, zap.Error(err))
+	}
 	s.errorPage(w, r, http.StatusInternalServerError, text)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/agents"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
 	"github.com/hearthkit/caddy-hearth/storage/kv/badgerkv"
 	"github.com/hearthkit/caddy-hearth/storage/kv/kvtest"
@@ -63,7 +64,7 @@ func TestOpensStorageDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := s.CreateMember("alice", "Alice", "correct horse battery staple")
+	m, err := s.CreateMember(t.Context(), "alice", "Alice", "correct horse battery staple")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestOpensStorageDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Member("alice")
+	got, err := s.Member(ctx, "alice")
 	if err != nil || got.DisplayName != "Alice via kv" {
 		t.Fatalf("storage reads %+v, %v", got, err)
 	}
@@ -144,7 +145,7 @@ func TestOpensStorageDir(t *testing.T) {
 	if _, err := other.Replace(bytes.NewReader(ours.Bytes())); err != nil {
 		t.Fatalf("storage refuses the engine's backup stream: %v", err)
 	}
-	if got, err := other.Member("alice"); err != nil || got.DisplayName != "Alice via kv" || got.ID != m.ID {
+	if got, err := other.Member(ctx, "alice"); err != nil || got.DisplayName != "Alice via kv" || got.ID != m.ID {
 		t.Fatalf("after restoring the engine's stream: %+v, %v", got, err)
 	}
 }
@@ -171,7 +172,7 @@ func BenchmarkSyncedCommitsParallel(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			url := fmt.Sprintf("wss://relay%d.example", ids.Add(1))
 			for t := int64(1); pb.Next(); t++ {
-				if err := s.SetAgentRelayCursor(url, t); err != nil {
+				if err := agents.Of(s).SetRelayCursor(b.Context(), url, t); err != nil {
 					b.Error(err)
 					return
 				}

@@ -1,8 +1,9 @@
-package storage
+package agents
 
 import (
 	"bytes"
 	"errors"
+	"github.com/hearthkit/caddy-hearth/storage"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -15,14 +16,14 @@ import (
 // every publication is notified with the directory id and its version.
 func TestPublishedDirectoryDocumentRoundTrip(t *testing.T) {
 	st := openTestStore(t)
-	if v, err := st.PublishedDirectoryVersion("site"); err != nil || v != "" {
+	if v, err := st.PublishedVersion(t.Context(), "site"); err != nil || v != "" {
 		t.Fatalf("version before any publication: %q, %v", v, err)
 	}
-	if _, err := st.PublishedDirectoryDocument("site"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.PublishedDocument(t.Context(), "site"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("document before any publication: %v", err)
 	}
 	got := make(chan string, 4)
-	stop, err := st.Subscribe(DirectoryChannel, func(p string) { got <- p })
+	stop, err := st.st.Subscribe(DirectoryChannel, func(p string) { got <- p })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,12 +35,12 @@ func TestPublishedDirectoryDocumentRoundTrip(t *testing.T) {
 	for i := range big {
 		big[i] = byte(r.Uint32())
 	}
-	v1, err := st.PublishDirectoryDocument("site", &PublishedDirectory{ETag: `"a"`, GeneratedAt: 100, AgentsSum: "aa", Count: 3, Body: big})
+	v1, err := st.PublishDocument(t.Context(), "site", &PublishedDirectory{ETag: `"a"`, GeneratedAt: 100, AgentsSum: "aa", Count: 3, Body: big})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitPayload(t, got, "site "+v1)
-	doc, err := st.PublishedDirectoryDocument("site")
+	doc, err := st.PublishedDocument(t.Context(), "site")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestPublishedDirectoryDocumentRoundTrip(t *testing.T) {
 	}
 
 	small := []byte(`{"version":2,"generated_at":200,"agents":[` + strings.Repeat(`{"name":"x"},`, 1000) + `{}]}`)
-	v2, err := st.PublishDirectoryDocument("site", &PublishedDirectory{ETag: `"b"`, GeneratedAt: 200, Body: small})
+	v2, err := st.PublishDocument(t.Context(), "site", &PublishedDirectory{ETag: `"b"`, GeneratedAt: 200, Body: small})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,17 +58,17 @@ func TestPublishedDirectoryDocumentRoundTrip(t *testing.T) {
 		t.Fatal("a second publication kept the version")
 	}
 	waitPayload(t, got, "site "+v2)
-	doc, err = st.PublishedDirectoryDocument("site")
+	doc, err = st.PublishedDocument(t.Context(), "site")
 	if err != nil || !bytes.Equal(doc.Body, small) || doc.Parts != 1 || doc.ETag != `"b"` {
 		t.Fatalf("second read back: %v parts %d etag %s", err, doc.Parts, doc.ETag)
 	}
 	for n := 1; n < 3; n++ {
-		err := st.View(func(tx *Tx) error { _, err := tx.get(dirPubChunkKey("site", n)); return err })
-		if !errors.Is(err, ErrNotFound) {
+		err := st.st.View(t.Context(), func(tx *storage.Tx) error { _, err := tx.Get(dirPubChunkKey("site", n)); return err })
+		if !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("part %d of the bigger document is left: %v", n, err)
 		}
 	}
-	if v, err := st.PublishedDirectoryVersion("other"); err != nil || v != "" {
+	if v, err := st.PublishedVersion(t.Context(), "other"); err != nil || v != "" {
 		t.Errorf("another directory's version: %q, %v", v, err)
 	}
 }
@@ -81,45 +82,5 @@ func waitPayload(t *testing.T, got <-chan string, want string) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatalf("no notification %q", want)
-	}
-}
-
-// An import job's claim is one holder's until it releases it or the claim
-// expires; another holder's release leaves it.
-func TestImportJobClaims(t *testing.T) {
-	st := openTestStore(t)
-	claim := func(holder string, ttl time.Duration) bool {
-		t.Helper()
-		ok, err := st.ClaimImportJob("job1", holder, ttl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ok
-	}
-	if !claim("a", time.Hour) || claim("b", time.Hour) || !claim("a", time.Hour) {
-		t.Fatal("a claims, b is refused, a renews")
-	}
-	if err := st.ReleaseImportJob("job1", "b"); err != nil {
-		t.Fatal(err)
-	}
-	if claim("b", time.Hour) {
-		t.Fatal("b's release dropped a's claim")
-	}
-	if err := st.ReleaseImportJob("job1", "a"); err != nil {
-		t.Fatal(err)
-	}
-	if !claim("b", 3*time.Second) {
-		t.Fatal("b is refused after a released")
-	}
-	if claim("c", time.Hour) {
-		t.Fatal("c claimed while b's claim lasts")
-	}
-	// b's claim of three seconds expires.
-	deadline := time.Now().Add(20 * time.Second)
-	for !claim("c", time.Hour) {
-		if time.Now().After(deadline) {
-			t.Fatal("c is refused after b's claim expired")
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

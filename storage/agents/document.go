@@ -1,16 +1,16 @@
-package storage
+package agents
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/hearthkit/caddy-hearth/storage"
 	"strconv"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
-
-	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
 // The agent directory's published document (handlers/directory): the node
@@ -25,19 +25,14 @@ import (
 // derives it from its options), so two sites on one store with different
 // documents keep two.
 
-func dirPubKey(id string) []byte { return key("agent", "pub", id) }
+func dirPubKey(id string) []byte { return storage.Key("agent", "pub", id) }
 func dirPubChunkKey(id string, n int) []byte {
-	return key("agent", "pubc", id, strconv.Itoa(n))
+	return storage.Key("agent", "pubc", id, strconv.Itoa(n))
 }
 
 // DirectoryChannel is the notification channel of published documents:
 // the payload is "<directory id> <version>".
 const DirectoryChannel = "hearth_directory"
-
-// NotificationsMissed is the payload a Subscribe callback receives when
-// notifications may have been lost (the engine's listener reconnected):
-// whatever was derived from them must be read again.
-const NotificationsMissed = kv.Missed
 
 // dirPubChunk is the size of one stored part of a compressed document.
 const dirPubChunk = 4 << 20
@@ -77,13 +72,13 @@ var dirDocCodec = sync.OnceValue(func() (c struct {
 	return c
 })
 
-// PublishDirectoryDocument stores doc (Body, ETag, GeneratedAt, AgentsSum,
+// PublishDocument stores doc (Body, ETag, GeneratedAt, AgentsSum,
 // Count) as directory id's document with a new Version, which it returns,
 // and notifies DirectoryChannel in the same transaction. The record lives
 // DirectoryStampTTL unless published again.
-func (s *Store) PublishDirectoryDocument(id string, doc *PublishedDirectory) (string, error) {
+func (s Store) PublishDocument(ctx context.Context, id string, doc *PublishedDirectory) (string, error) {
 	if id == "" || len(doc.Body) > MaxDirectoryDocument {
-		return "", Invalid("a published directory document needs an id and at most %d bytes", MaxDirectoryDocument)
+		return "", storage.Invalid("a published directory document needs an id and at most %d bytes", MaxDirectoryDocument)
 	}
 	var v [8]byte
 	_, _ = rand.Read(v[:])
@@ -93,30 +88,30 @@ func (s *Store) PublishDirectoryDocument(id string, doc *PublishedDirectory) (st
 	rec.Size = len(doc.Body)
 	packed := dirDocCodec().enc.EncodeAll(doc.Body, nil)
 	rec.Parts = (len(packed) + dirPubChunk - 1) / dirPubChunk
-	err := s.Update(func(tx *Tx) error {
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
 		var old PublishedDirectory
 		oldParts := 0
-		switch err := tx.getJSON(dirPubKey(id), &old); {
+		switch err := tx.GetJSON(dirPubKey(id), &old); {
 		case err == nil:
 			oldParts = old.Parts
-		case !errors.Is(err, ErrNotFound):
+		case !errors.Is(err, storage.ErrNotFound):
 			return err
 		}
 		for n := 0; n < rec.Parts; n++ {
 			part := packed[n*dirPubChunk : min((n+1)*dirPubChunk, len(packed))]
-			if err := tx.put(dirPubChunkKey(id, n), part, DirectoryStampTTL); err != nil {
+			if err := tx.Put(dirPubChunkKey(id, n), part, DirectoryStampTTL); err != nil {
 				return err
 			}
 		}
 		for n := rec.Parts; n < oldParts; n++ {
-			if err := tx.delete(dirPubChunkKey(id, n)); err != nil {
+			if err := tx.Delete(dirPubChunkKey(id, n)); err != nil {
 				return err
 			}
 		}
-		if err := tx.putJSON(dirPubKey(id), &rec, DirectoryStampTTL); err != nil {
+		if err := tx.PutJSON(dirPubKey(id), &rec, DirectoryStampTTL); err != nil {
 			return err
 		}
-		return tx.notify(DirectoryChannel, id+" "+rec.Version)
+		return tx.Notify(DirectoryChannel, id+" "+rec.Version)
 	})
 	if err != nil {
 		return "", err
@@ -124,31 +119,31 @@ func (s *Store) PublishDirectoryDocument(id string, doc *PublishedDirectory) (st
 	return rec.Version, nil
 }
 
-// PublishedDirectoryVersion returns the Version of directory id's published
+// PublishedVersion returns the Version of directory id's published
 // document ("" when there is none).
-func (s *Store) PublishedDirectoryVersion(id string) (string, error) {
+func (s Store) PublishedVersion(ctx context.Context, id string) (string, error) {
 	var rec PublishedDirectory
-	err := s.View(func(tx *Tx) error { return tx.getJSON(dirPubKey(id), &rec) })
-	if errors.Is(err, ErrNotFound) {
+	err := s.st.View(ctx, func(tx *storage.Tx) error { return tx.GetJSON(dirPubKey(id), &rec) })
+	if errors.Is(err, storage.ErrNotFound) {
 		return "", nil
 	}
 	return rec.Version, err
 }
 
-// PublishedDirectoryDocument returns directory id's published document,
-// read in one snapshot; ErrNotFound when there is none.
-func (s *Store) PublishedDirectoryDocument(id string) (*PublishedDirectory, error) {
+// PublishedDocument returns directory id's published document,
+// read in one snapshot; storage.ErrNotFound when there is none.
+func (s Store) PublishedDocument(ctx context.Context, id string) (*PublishedDirectory, error) {
 	var rec PublishedDirectory
 	var packed []byte
-	err := s.View(func(tx *Tx) error {
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		packed = packed[:0]
-		if err := tx.getJSON(dirPubKey(id), &rec); err != nil {
+		if err := tx.GetJSON(dirPubKey(id), &rec); err != nil {
 			return err
 		}
 		for n := 0; n < rec.Parts; n++ {
-			b, err := tx.get(dirPubChunkKey(id, n))
+			b, err := tx.Get(dirPubChunkKey(id, n))
 			if err != nil {
-				if errors.Is(err, ErrNotFound) {
+				if errors.Is(err, storage.ErrNotFound) {
 					return fmt.Errorf("published directory document %s: part %d is missing", id, n)
 				}
 				return err

@@ -1,6 +1,19 @@
-package storage
+// Package grants holds the records of hearth_oauth's authorization server
+// (handlers/oauth): the applications clients register, the authorization
+// codes, the access tokens, and each member's grants to applications, over
+// the engine-agnostic core in storage (keys under "oauth/" and
+// "u/<member>/oauth/"). Its name is the domain's, not handlers/oauth's: a
+// grant is what a member gives an application.
+//
+// A Store is a value holding only the *storage.Store. The caches of
+// applications and tokens are kinds declared here (storage.NewCacheKind),
+// so each storage.Store holds one of each, whatever value reads it: Of
+// may be called anywhere, as often as wanted, without allocating.
+package grants
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -9,37 +22,39 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/storage"
+
 	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
 // OAuth records of the hearth_oauth authorization server: registered
 // applications, authorization codes and access tokens. Client secrets, codes
-// and tokens are random values kept here only as their Digest.
+// and tokens are random values kept here only as their storage.Digest.
 //
 // Keys:
 //
-//	oauth/app/<client_id>                     OAuthApp
-//	oauth/code/<digest>                       OAuthCode (TTL: OAuthCodeLifetime)
-//	oauth/token/<digest>                      OAuthAccessToken
+//	oauth/app/<client_id>                     App
+//	oauth/code/<digest>                       Code (TTL: CodeLifetime)
+//	oauth/token/<digest>                      AccessToken
 //	u/<member>/oauth/tok/<client_id>/<digest> memberTokenRef (the member's grants, for settings)
 //	u/<member>/oauth/rev/<client_id>          time of the member's last revocation of the app
-//	                                          (TTL: OAuthCodeLifetime; codes issued before it are void)
+//	                                          (TTL: CodeLifetime; codes issued before it are void)
 
 // Prefixes of the secrets handed out, so a leaked value is recognisable.
 const (
-	OAuthClientSecretPrefix = "hcs_"
-	OAuthCodePrefix         = "hac_"
-	OAuthTokenPrefix        = "hat_"
+	ClientSecretPrefix = "hcs_"
+	CodePrefix         = "hac_"
+	TokenPrefix        = "hat_"
 )
 
-// OAuthCodeLifetime is how long an authorization code can be exchanged.
-const OAuthCodeLifetime = 10 * time.Minute
+// CodeLifetime is how long an authorization code can be exchanged.
+const CodeLifetime = 10 * time.Minute
 
-// ErrCodeUsed is returned by ExchangeOAuthCode for a code that was already
+// ErrCodeUsed is returned by ExchangeCode for a code that was already
 // exchanged (or consumed by a failed exchange).
 var ErrCodeUsed = errors.New("authorization code already used")
 
-// CodeRefusal is ExchangeOAuthCode's error for a code that exists but was
+// CodeRefusal is ExchangeCode's error for a code that exists but was
 // not exchanged: check refused it, or it had been used before (Err is
 // check's error or ErrCodeUsed). MemberID is the member who granted the
 // code, against whom failed exchanges count (the code names its member; a
@@ -57,11 +72,11 @@ type CodeRefusal struct {
 func (e *CodeRefusal) Error() string { return e.Err.Error() }
 func (e *CodeRefusal) Unwrap() error { return e.Err }
 
-// oauthNow is the clock of code expiry (tests move it).
-var oauthNow = time.Now
+// now is the clock of code expiry (tests move it).
+var now = time.Now
 
-// OAuthApp is a registered client application.
-type OAuthApp struct {
+// App is a registered client application.
+type App struct {
 	ID           string    `json:"id"`
 	ClientID     string    `json:"client_id"`
 	SecretDigest string    `json:"secret_digest"`
@@ -72,8 +87,8 @@ type OAuthApp struct {
 	CreatedAt    time.Time `json:"created_at"`
 }
 
-// OAuthCode is an authorization code granted by a member to an app.
-type OAuthCode struct {
+// Code is an authorization code granted by a member to an app.
+type Code struct {
 	ClientID      string    `json:"client_id"`
 	MemberID      string    `json:"member_id"`
 	RedirectURI   string    `json:"redirect_uri"`
@@ -87,9 +102,9 @@ type OAuthCode struct {
 	TokenDigest string `json:"token_digest,omitempty"`
 }
 
-// OAuthAccessToken is an issued bearer token. MemberID is empty for an
+// AccessToken is an issued bearer token. MemberID is empty for an
 // application token (client_credentials grant).
-type OAuthAccessToken struct {
+type AccessToken struct {
 	ID        string    `json:"id"`
 	ClientID  string    `json:"client_id"`
 	MemberID  string    `json:"member_id,omitempty"`
@@ -97,11 +112,11 @@ type OAuthAccessToken struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// Allows reports whether the token's scopes cover scope (see OAuthScopesCover).
-func (t *OAuthAccessToken) Allows(scope string) bool { return OAuthScopesCover(t.Scopes, scope) }
+// Allows reports whether the token's scopes cover scope (see ScopesCover).
+func (t *AccessToken) Allows(scope string) bool { return ScopesCover(t.Scopes, scope) }
 
 // AllowsAny reports whether the token's scopes cover at least one of scopes.
-func (t *OAuthAccessToken) AllowsAny(scopes ...string) bool {
+func (t *AccessToken) AllowsAny(scopes ...string) bool {
 	for _, s := range scopes {
 		if t.Allows(s) {
 			return true
@@ -110,9 +125,9 @@ func (t *OAuthAccessToken) AllowsAny(scopes ...string) bool {
 	return false
 }
 
-// OAuthScopes is every scope hearth_oauth recognises: the spec's scopes and
+// Scopes is every scope hearth_oauth recognises: the spec's scopes and
 // the rest of Mastodon 4.4's list for ordinary (non-admin) apps.
-var OAuthScopes = []string{
+var Scopes = []string{
 	"profile",
 	"read",
 	"read:accounts", "read:blocks", "read:bookmarks", "read:favourites", "read:filters",
@@ -126,15 +141,15 @@ var OAuthScopes = []string{
 }
 
 var knownScopes = func() map[string]bool {
-	m := make(map[string]bool, len(OAuthScopes))
-	for _, s := range OAuthScopes {
+	m := make(map[string]bool, len(Scopes))
+	for _, s := range Scopes {
 		m[s] = true
 	}
 	return m
 }()
 
-// IsOAuthScope reports whether s is a recognised scope.
-func IsOAuthScope(s string) bool { return knownScopes[s] }
+// IsScope reports whether s is a recognised scope.
+func IsScope(s string) bool { return knownScopes[s] }
 
 // followCovers is what Mastodon's deprecated follow scope grants.
 var followCovers = map[string]bool{
@@ -143,11 +158,11 @@ var followCovers = map[string]bool{
 	"read:mutes": true, "write:mutes": true,
 }
 
-// OAuthScopesCover reports whether granted covers want: a scope covers
+// ScopesCover reports whether granted covers want: a scope covers
 // itself, the broad read and write scopes cover their granular read:… and
 // write:… scopes, follow covers the relationship scopes (as in Mastodon),
 // and a granular scope covers only itself.
-func OAuthScopesCover(granted []string, want string) bool {
+func ScopesCover(granted []string, want string) bool {
 	for _, g := range granted {
 		if g == want {
 			return true
@@ -166,18 +181,49 @@ func OAuthScopesCover(granted []string, want string) bool {
 	return false
 }
 
-func oauthAppKey(clientID string) []byte       { return key("oauth", "app", clientID) }
-func oauthCodeKey(digest string) []byte        { return key("oauth", "code", digest) }
-func oauthTokenKey(digest string) []byte       { return key("oauth", "token", digest) }
-func memberOAuthPrefix(memberID string) []byte { return key("u", memberID, "oauth", "tok", "") }
+// Store is the OAuth records of one storage.Store.
+type Store struct{ st *storage.Store }
+
+// Of returns the OAuth records of st.
+func Of(st *storage.Store) Store { return Store{st} }
+
+func init() {
+	// A member's access ends with their grants (RevokeMemberAccess).
+	storage.OnRevokeMemberAccess(func(ctx context.Context, st *storage.Store, memberID string) (tokens, apps int, err error) {
+		s := Of(st)
+		granted, err := s.AuthorizedApps(ctx, memberID)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, a := range granted {
+			if err := s.RevokeAppForMember(ctx, memberID, a.App.ClientID); err != nil {
+				return 0, apps, err
+			}
+			apps++
+		}
+		return 0, apps, nil
+	})
+}
+
+// The record caches of OAuth: the client on every token request, the
+// access token on every API call.
+var (
+	appCache   = storage.NewCacheKind[App](appKey(""))           // by client_id
+	tokenCache = storage.NewCacheKind[AccessToken](tokenKey("")) // by token digest
+)
+
+func appKey(clientID string) []byte            { return storage.Key("oauth", "app", clientID) }
+func codeKey(digest string) []byte             { return storage.Key("oauth", "code", digest) }
+func tokenKey(digest string) []byte            { return storage.Key("oauth", "token", digest) }
+func memberOAuthPrefix(memberID string) []byte { return storage.Key("u", memberID, "oauth", "tok", "") }
 func memberOAuthAppPrefix(memberID, clientID string) []byte {
-	return key("u", memberID, "oauth", "tok", clientID, "")
+	return storage.Key("u", memberID, "oauth", "tok", clientID, "")
 }
 func memberOAuthTokenKey(memberID, clientID, digest string) []byte {
-	return key("u", memberID, "oauth", "tok", clientID, digest)
+	return storage.Key("u", memberID, "oauth", "tok", clientID, digest)
 }
 func memberOAuthRevokedKey(memberID, clientID string) []byte {
-	return key("u", memberID, "oauth", "rev", clientID)
+	return storage.Key("u", memberID, "oauth", "rev", clientID)
 }
 
 // memberTokenRef is what the member's index keeps of each of its tokens.
@@ -187,10 +233,10 @@ type memberTokenRef struct {
 }
 
 func init() {
-	memberCleanups = append(memberCleanups, func(tx *Tx, memberID string) error {
+	storage.OnMemberDelete(func(tx *storage.Tx, memberID string) error {
 		prefix := memberOAuthPrefix(memberID)
 		var digests []string
-		err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		err := tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
 			rest := string(k[len(prefix):])
 			if i := strings.LastIndexByte(rest, '/'); i >= 0 {
 				digests = append(digests, rest[i+1:])
@@ -201,7 +247,7 @@ func init() {
 			return err
 		}
 		for _, d := range digests {
-			if err := tx.delete(oauthTokenKey(d)); err != nil {
+			if err := tx.Delete(tokenKey(d)); err != nil {
 				return err
 			}
 		}
@@ -209,33 +255,33 @@ func init() {
 	})
 }
 
-// CreateOAuthApp registers an application and returns it with its client
+// CreateApp registers an application and returns it with its client
 // secret, which is not stored and cannot be shown again. The caller has
 // validated the fields.
-func (s *Store) CreateOAuthApp(name, website string, redirectURIs, scopes []string) (*OAuthApp, string, error) {
-	secret := NewSecret(OAuthClientSecretPrefix, 32)
-	app := &OAuthApp{
-		ClientID:     NewSecret("", 32),
-		SecretDigest: Digest(secret),
+func (s Store) CreateApp(ctx context.Context, name, website string, redirectURIs, scopes []string) (*App, string, error) {
+	secret := storage.NewSecret(ClientSecretPrefix, 32)
+	app := &App{
+		ClientID:     storage.NewSecret("", 32),
+		SecretDigest: storage.Digest(secret),
 		Name:         name,
 		Website:      website,
 		RedirectURIs: redirectURIs,
 		Scopes:       scopes,
 		CreatedAt:    time.Now().UTC(),
 	}
-	err := s.Update(func(tx *Tx) error {
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
 		var err error
-		if app.ID, err = tx.newID(); err != nil {
+		if app.ID, err = tx.NewID(); err != nil {
 			return err
 		}
-		taken, err := tx.has(oauthAppKey(app.ClientID))
+		taken, err := tx.Has(appKey(app.ClientID))
 		if err != nil {
 			return err
 		}
 		if taken {
-			return ErrConflict
+			return storage.ErrConflict
 		}
-		return tx.putJSON(oauthAppKey(app.ClientID), app, 0)
+		return tx.PutJSON(appKey(app.ClientID), app, 0)
 	})
 	if err != nil {
 		return nil, "", err
@@ -243,50 +289,50 @@ func (s *Store) CreateOAuthApp(name, website string, redirectURIs, scopes []stri
 	return app, secret, nil
 }
 
-// OAuthApp returns the application with clientID.
-func (s *Store) OAuthApp(clientID string) (app *OAuthApp, err error) {
+// App returns the application with clientID.
+func (s Store) App(ctx context.Context, clientID string) (app *App, err error) {
 	if clientID == "" || len(clientID) > 128 {
-		return nil, ErrNotFound
+		return nil, storage.ErrNotFound
 	}
-	gen := s.caches.apps.generation()
-	if app := s.caches.apps.get(clientID); app != nil {
+	gen := appCache.Of(s.st).Generation()
+	if app := appCache.Of(s.st).Get(clientID); app != nil {
 		return app, nil
 	}
-	err = s.View(func(tx *Tx) error {
-		app = new(OAuthApp)
-		return tx.getJSON(oauthAppKey(clientID), app)
+	err = s.st.View(ctx, func(tx *storage.Tx) error {
+		app = new(App)
+		return tx.GetJSON(appKey(clientID), app)
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.caches.apps.add(gen, clientID, app)
+	appCache.Of(s.st).Add(gen, clientID, app)
 	return app, nil
 }
 
-// AuthenticateOAuthClient returns the application whose client_id and
+// AuthenticateClient returns the application whose client_id and
 // client_secret match; the secret is compared in constant time. Any
-// mismatch is ErrNotFound.
-func (s *Store) AuthenticateOAuthClient(clientID, secret string) (*OAuthApp, error) {
-	app, err := s.OAuthApp(clientID)
-	if errors.Is(err, ErrNotFound) {
-		SecretMatches(secret, Digest("")) // same work as a wrong secret
-		return nil, ErrNotFound
+// mismatch is storage.ErrNotFound.
+func (s Store) AuthenticateClient(ctx context.Context, clientID, secret string) (*App, error) {
+	app, err := s.App(ctx, clientID)
+	if errors.Is(err, storage.ErrNotFound) {
+		storage.SecretMatches(secret, storage.Digest("")) // same work as a wrong secret
+		return nil, storage.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	if secret == "" || !SecretMatches(secret, app.SecretDigest) {
-		return nil, ErrNotFound
+	if secret == "" || !storage.SecretMatches(secret, app.SecretDigest) {
+		return nil, storage.ErrNotFound
 	}
 	return app, nil
 }
 
-// CreateOAuthCode records an authorization code that memberID granted to
+// CreateCode records an authorization code that memberID granted to
 // the app for redirectURI and scopes, and returns the code. It lives for
-// OAuthCodeLifetime.
-func (s *Store) CreateOAuthCode(clientID, memberID, redirectURI string, scopes []string, codeChallenge string) (string, error) {
-	code := NewSecret(OAuthCodePrefix, 32)
-	rec := OAuthCode{
+// CodeLifetime.
+func (s Store) CreateCode(ctx context.Context, clientID, memberID, redirectURI string, scopes []string, codeChallenge string) (string, error) {
+	code := storage.NewSecret(CodePrefix, 32)
+	rec := Code{
 		ClientID:      clientID,
 		MemberID:      memberID,
 		RedirectURI:   redirectURI,
@@ -294,11 +340,11 @@ func (s *Store) CreateOAuthCode(clientID, memberID, redirectURI string, scopes [
 		CodeChallenge: codeChallenge,
 		CreatedAt:     time.Now().UTC(),
 	}
-	err := s.Update(func(tx *Tx) error {
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
 		if _, err := tx.MemberByID(memberID); err != nil {
 			return err
 		}
-		return tx.putJSON(oauthCodeKey(Digest(code)), rec, OAuthCodeLifetime)
+		return tx.PutJSON(codeKey(storage.Digest(code)), rec, CodeLifetime)
 	})
 	if err != nil {
 		return "", err
@@ -306,18 +352,18 @@ func (s *Store) CreateOAuthCode(clientID, memberID, redirectURI string, scopes [
 	return code, nil
 }
 
-// CodeCheck decides, inside ExchangeOAuthCode's transaction, whether the
+// CodeCheck decides, inside ExchangeCode's transaction, whether the
 // presented code may be exchanged. A non-nil error refuses the exchange;
 // the code is consumed either way.
-type CodeCheck func(c *OAuthCode) error
+type CodeCheck func(c *Code) error
 
-// ExchangeOAuthCode exchanges an authorization code for an access token of
+// ExchangeCode exchanges an authorization code for an access token of
 // its member, once. The code is looked up by its digest; check validates
 // client, redirect URI and PKCE verifier against the record.
 //
-// It returns ErrNotFound for an unknown or expired code, ErrCodeUsed for a
+// It returns storage.ErrNotFound for an unknown or expired code, ErrCodeUsed for a
 // code that was used before (and then revokes the token issued from it),
-// ErrSuspended or ErrNotFound when the member can no longer be served, and
+// storage.ErrSuspended or storage.ErrNotFound when the member can no longer be served, and
 // check's error; ErrCodeUsed and check's error come as a *CodeRefusal
 // naming the code's member. Concurrent exchanges of one code issue at most one token:
 // the transaction that consumes it fails on a conflict instead of retrying;
@@ -326,68 +372,68 @@ type CodeCheck func(c *OAuthCode) error
 // PostgreSQL, SSI's page-granular predicate locks can fail the exchanges of
 // two different codes of one member and app, ../shared/design/scale-out.md
 // §6.4) and the exchange runs again, up to maxCodeExchangeAttempts times.
-func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessToken, string, error) {
+func (s Store) ExchangeCode(ctx context.Context, code string, check CodeCheck) (*AccessToken, string, error) {
 	if code == "" || len(code) > 256 {
-		return nil, "", ErrNotFound
+		return nil, "", storage.ErrNotFound
 	}
-	ck := oauthCodeKey(Digest(code))
-	var tok *OAuthAccessToken
+	ck := codeKey(storage.Digest(code))
+	var tok *AccessToken
 	var secret string
 	var checkErr error
 	var memberID string
-	exchange := func(tx *Tx) error {
+	exchange := func(tx *storage.Tx) error {
 		tok, secret, checkErr = nil, "", nil
-		var c OAuthCode
-		if err := tx.getJSON(ck, &c); err != nil {
+		var c Code
+		if err := tx.GetJSON(ck, &c); err != nil {
 			return err
 		}
 		memberID = c.MemberID
 		if c.Used {
 			return ErrCodeUsed
 		}
-		age := oauthNow().Sub(c.CreatedAt)
-		if age > OAuthCodeLifetime {
-			return ErrNotFound
+		age := now().Sub(c.CreatedAt)
+		if age > CodeLifetime {
+			return storage.ErrNotFound
 		}
-		ttl := max(OAuthCodeLifetime-age, 0) + time.Second
+		ttl := max(CodeLifetime-age, 0) + time.Second
 		// A code the member granted before revoking the app in settings
 		// must not bring the app back.
 		var revokedAt time.Time
-		err := tx.getJSON(memberOAuthRevokedKey(c.MemberID, c.ClientID), &revokedAt)
+		err := tx.GetJSON(memberOAuthRevokedKey(c.MemberID, c.ClientID), &revokedAt)
 		if err == nil && !c.CreatedAt.After(revokedAt) {
-			return ErrNotFound
+			return storage.ErrNotFound
 		}
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
 		c.Used = true
 		if err := check(&c); err != nil {
 			// A failed exchange consumes the code.
 			checkErr = err
-			return tx.putJSON(ck, c, ttl)
+			return tx.PutJSON(ck, c, ttl)
 		}
 		m, err := tx.MemberByID(c.MemberID)
 		if err != nil {
 			return err
 		}
 		if m.Suspended {
-			return ErrSuspended
+			return storage.ErrSuspended
 		}
-		tok, secret, err = tx.createOAuthToken(c.ClientID, c.MemberID, c.Scopes)
+		tok, secret, err = createToken(tx, c.ClientID, c.MemberID, c.Scopes)
 		if err != nil {
 			return err
 		}
-		c.TokenDigest = Digest(secret)
-		return tx.putJSON(ck, c, ttl)
+		c.TokenDigest = storage.Digest(secret)
+		return tx.PutJSON(ck, c, ttl)
 	}
 	var err error
-	backoff := retryBackoffMin
+	backoff := storage.RetryBackoffMin
 	for attempt := 1; ; attempt++ {
-		err = s.UpdateOnce(exchange)
-		if !errors.Is(err, ErrConflict) {
+		err = s.st.UpdateOnce(ctx, exchange)
+		if !errors.Is(err, storage.ErrConflict) {
 			break
 		}
-		used, rerr := s.codeUsed(ck)
+		used, rerr := s.codeUsed(ctx, ck)
 		if rerr != nil {
 			return nil, "", rerr
 		}
@@ -398,12 +444,12 @@ func (s *Store) ExchangeOAuthCode(code string, check CodeCheck) (*OAuthAccessTok
 			return nil, "", fmt.Errorf("exchange an authorization code: %d attempts conflicted with other transactions: %w", attempt, kv.ErrConflict)
 		}
 		time.Sleep(backoff/2 + rand.N(backoff/2+1))
-		backoff = min(2*backoff, retryBackoffMax)
+		backoff = min(2*backoff, storage.RetryBackoffMax)
 	}
-	if errors.Is(err, ErrConflict) || errors.Is(err, ErrCodeUsed) {
+	if errors.Is(err, storage.ErrConflict) || errors.Is(err, ErrCodeUsed) {
 		// A second (or concurrent) use: the code is compromised, so the
 		// token issued from it goes too (RFC 6749 section 4.1.2).
-		revoked, rerr := s.revokeTokenOfCode(ck)
+		revoked, rerr := s.revokeTokenOfCode(ctx, ck)
 		if rerr != nil {
 			return nil, "", rerr
 		}
@@ -424,10 +470,10 @@ const maxCodeExchangeAttempts = 10
 
 // codeUsed reports whether the code stored at ck is marked used (false
 // when it is absent or expired).
-func (s *Store) codeUsed(ck []byte) (bool, error) {
-	var c OAuthCode
-	err := s.View(func(tx *Tx) error { return tx.getJSON(ck, &c) })
-	if errors.Is(err, ErrNotFound) {
+func (s Store) codeUsed(ctx context.Context, ck []byte) (bool, error) {
+	var c Code
+	err := s.st.View(ctx, func(tx *storage.Tx) error { return tx.GetJSON(ck, &c) })
+	if errors.Is(err, storage.ErrNotFound) {
 		return false, nil
 	}
 	return c.Used, err
@@ -435,12 +481,12 @@ func (s *Store) codeUsed(ck []byte) (bool, error) {
 
 // revokeTokenOfCode revokes the token issued from the code stored at ck,
 // if it has one, and forgets it: revoked says whether there was one.
-func (s *Store) revokeTokenOfCode(ck []byte) (revoked bool, err error) {
-	err = s.Update(func(tx *Tx) error {
+func (s Store) revokeTokenOfCode(ctx context.Context, ck []byte) (revoked bool, err error) {
+	err = s.st.Update(ctx, func(tx *storage.Tx) error {
 		revoked = false
-		var c OAuthCode
-		err := tx.getJSON(ck, &c)
-		if errors.Is(err, ErrNotFound) {
+		var c Code
+		err := tx.GetJSON(ck, &c)
+		if errors.Is(err, storage.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
@@ -449,98 +495,98 @@ func (s *Store) revokeTokenOfCode(ck []byte) (revoked bool, err error) {
 		if c.TokenDigest == "" {
 			return nil
 		}
-		if err := tx.deleteOAuthToken(c.TokenDigest); err != nil {
+		if err := deleteToken(tx, c.TokenDigest); err != nil {
 			return err
 		}
 		revoked, c.TokenDigest = true, ""
-		ttl := max(OAuthCodeLifetime-oauthNow().Sub(c.CreatedAt), 0) + time.Second
-		return tx.putJSON(ck, c, ttl)
+		ttl := max(CodeLifetime-now().Sub(c.CreatedAt), 0) + time.Second
+		return tx.PutJSON(ck, c, ttl)
 	})
 	return revoked, err
 }
 
-// CreateOAuthAppToken issues an application token (client_credentials
+// CreateAppToken issues an application token (client_credentials
 // grant): no member, the given scopes. It commits asynchronously
 // (UpdateAsync): should a power loss take the token, the application gets a
 // new one by asking again, as OAuth clients do when a token stops working,
 // and nothing else refers to it (it acts for no member). Revocations and
 // member tokens wait for the disk.
-func (s *Store) CreateOAuthAppToken(clientID string, scopes []string) (tok *OAuthAccessToken, secret string, err error) {
-	err = s.UpdateAsync(func(tx *Tx) error {
-		tok, secret, err = tx.createOAuthToken(clientID, "", scopes)
+func (s Store) CreateAppToken(ctx context.Context, clientID string, scopes []string) (tok *AccessToken, secret string, err error) {
+	err = s.st.UpdateAsync(ctx, func(tx *storage.Tx) error {
+		tok, secret, err = createToken(tx, clientID, "", scopes)
 		return err
 	})
 	return tok, secret, err
 }
 
-func (tx *Tx) createOAuthToken(clientID, memberID string, scopes []string) (*OAuthAccessToken, string, error) {
-	secret := NewSecret(OAuthTokenPrefix, 32)
-	d := Digest(secret)
-	id, err := tx.newID()
+func createToken(tx *storage.Tx, clientID, memberID string, scopes []string) (*AccessToken, string, error) {
+	secret := storage.NewSecret(TokenPrefix, 32)
+	d := storage.Digest(secret)
+	id, err := tx.NewID()
 	if err != nil {
 		return nil, "", err
 	}
-	t := &OAuthAccessToken{
+	t := &AccessToken{
 		ID:        id,
 		ClientID:  clientID,
 		MemberID:  memberID,
 		Scopes:    scopes,
 		CreatedAt: time.Now().UTC().Truncate(time.Second),
 	}
-	if err := tx.putJSON(oauthTokenKey(d), t, 0); err != nil {
+	if err := tx.PutJSON(tokenKey(d), t, 0); err != nil {
 		return nil, "", err
 	}
 	if memberID != "" {
 		ref := memberTokenRef{Scopes: scopes, CreatedAt: t.CreatedAt}
-		if err := tx.putJSON(memberOAuthTokenKey(memberID, clientID, d), ref, 0); err != nil {
+		if err := tx.PutJSON(memberOAuthTokenKey(memberID, clientID, d), ref, 0); err != nil {
 			return nil, "", err
 		}
 	}
 	return t, secret, nil
 }
 
-func (tx *Tx) deleteOAuthToken(digest string) error {
-	var t OAuthAccessToken
-	err := tx.getJSON(oauthTokenKey(digest), &t)
-	if errors.Is(err, ErrNotFound) {
+func deleteToken(tx *storage.Tx, digest string) error {
+	var t AccessToken
+	err := tx.GetJSON(tokenKey(digest), &t)
+	if errors.Is(err, storage.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if err := tx.delete(oauthTokenKey(digest)); err != nil {
+	if err := tx.Delete(tokenKey(digest)); err != nil {
 		return err
 	}
 	if t.MemberID != "" {
-		return tx.delete(memberOAuthTokenKey(t.MemberID, t.ClientID, digest))
+		return tx.Delete(memberOAuthTokenKey(t.MemberID, t.ClientID, digest))
 	}
 	return nil
 }
 
-// OAuthToken authenticates a bearer token issued by hearth_oauth. It
+// Token authenticates a bearer token issued by hearth_oauth. It
 // returns the token (with its scopes, see Allows) and its member, or a nil
 // member for an application token (client_credentials). Unknown or revoked
-// tokens and tokens of deleted members are ErrNotFound; a suspended member's
-// tokens are ErrSuspended. Other services use it to accept OAuth tokens.
-func (s *Store) OAuthToken(token string) (*OAuthAccessToken, *Member, error) {
+// tokens and tokens of deleted members are storage.ErrNotFound; a suspended member's
+// tokens are storage.ErrSuspended. Other services use it to accept OAuth tokens.
+func (s Store) Token(ctx context.Context, token string) (*AccessToken, *storage.Member, error) {
 	if token == "" || len(token) > 256 {
-		return nil, nil, ErrNotFound
+		return nil, nil, storage.ErrNotFound
 	}
 	// The token and its member come from the record caches when they are
 	// there: every API request reads them.
-	d := Digest(token)
-	tgen, mgen := s.caches.oauthTokens.generation(), s.caches.members.generation()
-	t := s.caches.oauthTokens.get(d)
-	var m *Member
+	d := storage.Digest(token)
+	tgen, mgen := tokenCache.Of(s.st).Generation(), storage.MemberCache.Of(s.st).Generation()
+	t := tokenCache.Of(s.st).Get(d)
+	var m *storage.Member
 	if t != nil && t.MemberID != "" {
-		m = s.caches.members.get(t.MemberID)
+		m = storage.MemberCache.Of(s.st).Get(t.MemberID)
 	}
 	readToken, readMember := t == nil, false
 	if readToken || t.MemberID != "" && m == nil {
-		err := s.View(func(tx *Tx) error {
+		err := s.st.View(ctx, func(tx *storage.Tx) error {
 			if readToken {
-				t = new(OAuthAccessToken)
-				if err := tx.getJSON(oauthTokenKey(d), t); err != nil {
+				t = new(AccessToken)
+				if err := tx.GetJSON(tokenKey(d), t); err != nil {
 					return err
 				}
 			}
@@ -548,7 +594,7 @@ func (s *Store) OAuthToken(token string) (*OAuthAccessToken, *Member, error) {
 				return nil
 			}
 			var err error
-			m, readMember, err = s.cachedMember(tx, t.MemberID)
+			m, readMember, err = storage.CachedMember(s.st, tx, t.MemberID)
 			return err
 		})
 		if err != nil {
@@ -556,28 +602,34 @@ func (s *Store) OAuthToken(token string) (*OAuthAccessToken, *Member, error) {
 		}
 	}
 	if readToken {
-		s.caches.oauthTokens.add(tgen, d, t)
+		tokenCache.Of(s.st).Add(tgen, d, t)
 	}
 	if readMember {
-		s.caches.members.add(mgen, m.ID, m)
+		storage.MemberCache.Of(s.st).Add(mgen, m.ID, m)
 	}
 	if m != nil && m.Suspended {
-		return nil, nil, ErrSuspended
+		return nil, nil, storage.ErrSuspended
 	}
 	return t, m, nil
 }
 
-// RevokeOAuthToken revokes token if it was issued to clientID. Unknown,
+// Cached reports whether token's record is in this node's cache (a later
+// Token comes from it): for the tests of the caches across nodes.
+func (s Store) Cached(token string) bool {
+	return tokenCache.Of(s.st).Get(storage.Digest(token)) != nil
+}
+
+// RevokeToken revokes token if it was issued to clientID. Unknown,
 // already revoked and other clients' tokens are left alone without error.
-func (s *Store) RevokeOAuthToken(clientID, token string) error {
+func (s Store) RevokeToken(ctx context.Context, clientID, token string) error {
 	if token == "" || len(token) > 256 {
 		return nil
 	}
-	d := Digest(token)
-	return s.Update(func(tx *Tx) error {
-		var t OAuthAccessToken
-		err := tx.getJSON(oauthTokenKey(d), &t)
-		if errors.Is(err, ErrNotFound) {
+	d := storage.Digest(token)
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
+		var t AccessToken
+		err := tx.GetJSON(tokenKey(d), &t)
+		if errors.Is(err, storage.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
@@ -586,27 +638,27 @@ func (s *Store) RevokeOAuthToken(clientID, token string) error {
 		if t.ClientID != clientID {
 			return nil
 		}
-		return tx.deleteOAuthToken(d)
+		return deleteToken(tx, d)
 	})
 }
 
-// AuthorizedOAuthApp is an application a member has live tokens for.
-type AuthorizedOAuthApp struct {
-	App *OAuthApp
+// AuthorizedApp is an application a member has live tokens for.
+type AuthorizedApp struct {
+	App *App
 	// Scopes is the union of the scopes of the member's tokens for App.
 	Scopes []string
 	// AuthorizedAt is when the first live token was issued.
 	AuthorizedAt time.Time
 }
 
-// AuthorizedOAuthApps lists the applications memberID has live tokens for,
+// AuthorizedApps lists the applications memberID has live tokens for,
 // most recently authorized first.
-func (s *Store) AuthorizedOAuthApps(memberID string) ([]AuthorizedOAuthApp, error) {
-	var out []AuthorizedOAuthApp
-	err := s.View(func(tx *Tx) error {
+func (s Store) AuthorizedApps(ctx context.Context, memberID string) ([]AuthorizedApp, error) {
+	var out []AuthorizedApp
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		prefix := memberOAuthPrefix(memberID)
 		byClient := map[string]int{}
-		err := tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+		err := tx.Scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 			rest := string(k[len(prefix):])
 			i := strings.LastIndexByte(rest, '/')
 			if i < 0 {
@@ -614,19 +666,19 @@ func (s *Store) AuthorizedOAuthApps(memberID string) ([]AuthorizedOAuthApp, erro
 			}
 			clientID := rest[:i]
 			var ref memberTokenRef
-			if err := unmarshal(v, &ref); err != nil {
+			if err := json.Unmarshal(v, &ref); err != nil {
 				return false, err
 			}
 			idx, ok := byClient[clientID]
 			if !ok {
-				app := new(OAuthApp)
-				if err := tx.getJSON(oauthAppKey(clientID), app); err != nil {
-					if errors.Is(err, ErrNotFound) {
+				app := new(App)
+				if err := tx.GetJSON(appKey(clientID), app); err != nil {
+					if errors.Is(err, storage.ErrNotFound) {
 						return true, nil
 					}
 					return false, err
 				}
-				out = append(out, AuthorizedOAuthApp{App: app, AuthorizedAt: ref.CreatedAt})
+				out = append(out, AuthorizedApp{App: app, AuthorizedAt: ref.CreatedAt})
 				idx = len(out) - 1
 				byClient[clientID] = idx
 			}
@@ -650,36 +702,36 @@ func (s *Store) AuthorizedOAuthApps(memberID string) ([]AuthorizedOAuthApp, erro
 		// Token keys are ordered by digest, which is random: list the
 		// scopes in the canonical order instead.
 		slices.SortFunc(out[i].Scopes, func(a, b string) int {
-			return slices.Index(OAuthScopes, a) - slices.Index(OAuthScopes, b)
+			return slices.Index(Scopes, a) - slices.Index(Scopes, b)
 		})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].AuthorizedAt.After(out[j].AuthorizedAt) })
 	return out, nil
 }
 
-// maxGrantScan bounds OAuthGrantCovers: a member with more live tokens for
+// maxGrantScan bounds Covers: a member with more live tokens for
 // one app than this is asked to consent again rather than scanned further.
 const maxGrantScan = 1000
 
-// OAuthGrantCovers reports whether memberID holds a live access token for
+// Covers reports whether memberID holds a live access token for
 // clientID whose scopes cover every one of scopes: Doorkeeper's matching
 // token (lib/doorkeeper/models/access_token_mixin.rb matching_token_for,
 // not revoked), with which the authorize endpoint skips the consent page.
-func (s *Store) OAuthGrantCovers(memberID, clientID string, scopes []string) (bool, error) {
+func (s Store) Covers(ctx context.Context, memberID, clientID string, scopes []string) (bool, error) {
 	if memberID == "" || clientID == "" || strings.Contains(clientID, "/") {
 		return false, nil
 	}
 	found := false
-	err := s.View(func(tx *Tx) error {
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		n := 0
-		return tx.scan(memberOAuthAppPrefix(memberID, clientID), nil, false, false, func(_, v []byte) (bool, error) {
+		return tx.Scan(memberOAuthAppPrefix(memberID, clientID), nil, false, false, func(_, v []byte) (bool, error) {
 			var ref memberTokenRef
-			if err := unmarshal(v, &ref); err != nil {
+			if err := json.Unmarshal(v, &ref); err != nil {
 				return false, err
 			}
 			found = true
 			for _, sc := range scopes {
-				if !OAuthScopesCover(ref.Scopes, sc) {
+				if !ScopesCover(ref.Scopes, sc) {
 					found = false
 					break
 				}
@@ -694,27 +746,27 @@ func (s *Store) OAuthGrantCovers(memberID, clientID string, scopes []string) (bo
 	return found, nil
 }
 
-// RevokeOAuthAppForMember revokes every token memberID has given clientID,
+// RevokeAppForMember revokes every token memberID has given clientID,
 // and the authorization codes not yet exchanged.
-func (s *Store) RevokeOAuthAppForMember(memberID, clientID string) error {
+func (s Store) RevokeAppForMember(ctx context.Context, memberID, clientID string) error {
 	if clientID == "" || strings.Contains(clientID, "/") {
 		return nil
 	}
-	return s.Update(func(tx *Tx) error {
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
 		// Codes are found by their digest only; the revocation time voids
 		// every code of the pair issued before it, for as long as one lives.
-		if err := tx.putJSON(memberOAuthRevokedKey(memberID, clientID), time.Now().UTC(), OAuthCodeLifetime+time.Second); err != nil {
+		if err := tx.PutJSON(memberOAuthRevokedKey(memberID, clientID), time.Now().UTC(), CodeLifetime+time.Second); err != nil {
 			return err
 		}
-		digests, err := tx.suffixes(memberOAuthAppPrefix(memberID, clientID))
+		digests, err := tx.Suffixes(memberOAuthAppPrefix(memberID, clientID))
 		if err != nil {
 			return err
 		}
 		for _, d := range digests {
-			if err := tx.delete(oauthTokenKey(d)); err != nil {
+			if err := tx.Delete(tokenKey(d)); err != nil {
 				return err
 			}
-			if err := tx.delete(memberOAuthTokenKey(memberID, clientID, d)); err != nil {
+			if err := tx.Delete(memberOAuthTokenKey(memberID, clientID, d)); err != nil {
 				return err
 			}
 		}

@@ -1,8 +1,10 @@
-package storage
+package agents
 
 import (
 	"errors"
 	"fmt"
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 	"strings"
 	"testing"
 	"time"
@@ -13,9 +15,9 @@ var (
 	agentPK2 = strings.Repeat("2", 64)
 )
 
-func registerTestAgent(t *testing.T, st *Store, a *Agent) bool {
+func registerTestAgent(t *testing.T, st Store, a *Agent) bool {
 	t.Helper()
-	created, err := st.RegisterAgent(a, func(*Agent) error { return nil })
+	created, err := st.Register(t.Context(), a, func(*Agent) error { return nil })
 	if err != nil {
 		t.Fatalf("RegisterAgent: %v", err)
 	}
@@ -28,14 +30,14 @@ func TestRegisterAgentCreatesThenUpdates(t *testing.T) {
 		t.Error("first registration not reported as created")
 	}
 	var seen *Agent
-	created, err := st.RegisterAgent(&Agent{Pubkey: agentPK1, Name: "two"}, func(old *Agent) error { seen = old; return nil })
+	created, err := st.Register(t.Context(), &Agent{Pubkey: agentPK1, Name: "two"}, func(old *Agent) error { seen = old; return nil })
 	if err != nil || created {
 		t.Fatalf("update: created %v, %v", created, err)
 	}
 	if seen == nil || seen.Name != "one" {
 		t.Errorf("check saw %+v", seen)
 	}
-	a, err := st.Agent(agentPK1)
+	a, err := st.Get(t.Context(), agentPK1)
 	if err != nil || a.Name != "two" {
 		t.Errorf("Agent = %+v, %v", a, err)
 	}
@@ -44,13 +46,13 @@ func TestRegisterAgentCreatesThenUpdates(t *testing.T) {
 func TestRegisterAgentCheckRefusalStoresNothing(t *testing.T) {
 	st := openTestStore(t)
 	refused := errors.New("no")
-	if _, err := st.RegisterAgent(&Agent{Pubkey: agentPK1, NIP05: "x@agents.test", NIP05Local: "x"}, func(*Agent) error { return refused }); !errors.Is(err, refused) {
+	if _, err := st.Register(t.Context(), &Agent{Pubkey: agentPK1, NIP05: "x@agents.test", NIP05Local: "x"}, func(*Agent) error { return refused }); !errors.Is(err, refused) {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := st.Agent(agentPK1); !errors.Is(err, ErrNotFound) {
+	if _, err := st.Get(t.Context(), agentPK1); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("stored after refusal: %v", err)
 	}
-	if _, err := st.NIP05Claimant("x@agents.test"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.NIP05Claimant(t.Context(), "x@agents.test"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("name claimed after refusal: %v", err)
 	}
 }
@@ -58,15 +60,15 @@ func TestRegisterAgentCheckRefusalStoresNothing(t *testing.T) {
 func TestLocalNIP05NamesAreFirstComeAndReleased(t *testing.T) {
 	st := openTestStore(t)
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK1, NIP05: "bot@agents.test", NIP05Local: "bot"})
-	if _, err := st.RegisterAgent(&Agent{Pubkey: agentPK2, NIP05: "bot@agents.test", NIP05Local: "bot"}, func(*Agent) error { return nil }); !errors.Is(err, ErrNameTaken) {
+	if _, err := st.Register(t.Context(), &Agent{Pubkey: agentPK2, NIP05: "bot@agents.test", NIP05Local: "bot"}, func(*Agent) error { return nil }); !errors.Is(err, ErrNameTaken) {
 		t.Errorf("second claim: %v", err)
 	}
-	if pk, err := st.NIP05Claimant("bot@agents.test"); err != nil || pk != agentPK1 {
+	if pk, err := st.NIP05Claimant(t.Context(), "bot@agents.test"); err != nil || pk != agentPK1 {
 		t.Errorf("NIP05Claimant = %q, %v", pk, err)
 	}
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK1}) // gives the name up
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK2, NIP05: "bot@agents.test", NIP05Local: "bot"})
-	if pk, _ := st.NIP05Claimant("bot@agents.test"); pk != agentPK2 {
+	if pk, _ := st.NIP05Claimant(t.Context(), "bot@agents.test"); pk != agentPK2 {
 		t.Errorf("released name went to %q", pk)
 	}
 }
@@ -77,14 +79,14 @@ func TestNIP05ClaimsAreByFullIdentifier(t *testing.T) {
 	// The same name under another domain is another claim.
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK2, NIP05: "bob@new.test", NIP05Local: "bob"})
 	for id, want := range map[string]string{"bob@old.test": agentPK1, "bob@new.test": agentPK2} {
-		if pk, err := st.NIP05Claimant(id); err != nil || pk != want {
+		if pk, err := st.NIP05Claimant(t.Context(), id); err != nil || pk != want {
 			t.Errorf("NIP05Claimant(%s) = %q, %v; want %q", id, pk, err, want)
 		}
 	}
-	if _, err := st.NIP05Claimant("bob@other.test"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.NIP05Claimant(t.Context(), "bob@other.test"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("unclaimed domain: %v", err)
 	}
-	if _, err := st.RegisterAgent(&Agent{Pubkey: agentPK2, NIP05: "bob@old.test", NIP05Local: "bob"}, func(*Agent) error { return nil }); !errors.Is(err, ErrNameTaken) {
+	if _, err := st.Register(t.Context(), &Agent{Pubkey: agentPK2, NIP05: "bob@old.test", NIP05Local: "bob"}, func(*Agent) error { return nil }); !errors.Is(err, ErrNameTaken) {
 		t.Errorf("claim of a taken identifier: %v", err)
 	}
 }
@@ -95,39 +97,39 @@ func TestNIP05ClaimsAreByFullIdentifier(t *testing.T) {
 func TestNIP05ClaimOlderRecordKeyedByName(t *testing.T) {
 	st := openTestStore(t)
 	old := &Agent{Pubkey: agentPK1, NIP05: "bob@old.test", NIP05Local: "bob"}
-	if err := st.Update(func(tx *Tx) error {
-		if err := tx.putJSON(agentKey(agentPK1), old, 0); err != nil {
+	if err := st.st.Update(t.Context(), func(tx *storage.Tx) error {
+		if err := tx.PutJSON(agentKey(agentPK1), old, 0); err != nil {
 			return err
 		}
-		return tx.put(key("agent", "nip05", "bob"), []byte(agentPK1), 0)
+		return tx.Put(storage.Key("agent", "nip05", "bob"), []byte(agentPK1), 0)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if pk, err := st.NIP05Claimant("bob@old.test"); err != nil || pk != agentPK1 {
+	if pk, err := st.NIP05Claimant(t.Context(), "bob@old.test"); err != nil || pk != agentPK1 {
 		t.Errorf("older claim not read: %q, %v", pk, err)
 	}
-	if pk, err := st.NIP05Claimant("bob@new.test"); !errors.Is(err, ErrNotFound) {
+	if pk, err := st.NIP05Claimant(t.Context(), "bob@new.test"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("older claim answers for another domain: %q, %v", pk, err)
 	}
-	if _, err := st.RegisterAgent(&Agent{Pubkey: agentPK2, NIP05: "bob@old.test", NIP05Local: "bob"}, func(*Agent) error { return nil }); !errors.Is(err, ErrNameTaken) {
+	if _, err := st.Register(t.Context(), &Agent{Pubkey: agentPK2, NIP05: "bob@old.test", NIP05Local: "bob"}, func(*Agent) error { return nil }); !errors.Is(err, ErrNameTaken) {
 		t.Errorf("older claim given away: %v", err)
 	}
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK2, NIP05: "bob@new.test", NIP05Local: "bob"})
 	// The owner registers again: its claim moves to the full identifier.
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK1, NIP05: "bob@old.test", NIP05Local: "bob"})
-	if pk, err := st.NIP05Claimant("bob@old.test"); err != nil || pk != agentPK1 {
+	if pk, err := st.NIP05Claimant(t.Context(), "bob@old.test"); err != nil || pk != agentPK1 {
 		t.Errorf("after re-registration: %q, %v", pk, err)
 	}
-	if pk, err := st.NIP05Claimant("bob@new.test"); err != nil || pk != agentPK2 {
+	if pk, err := st.NIP05Claimant(t.Context(), "bob@new.test"); err != nil || pk != agentPK2 {
 		t.Errorf("other domain's claim after re-registration: %q, %v", pk, err)
 	}
 	// Giving the identifier up releases it, older record included.
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK1})
-	if _, err := st.NIP05Claimant("bob@old.test"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.NIP05Claimant(t.Context(), "bob@old.test"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("released claim still answers: %v", err)
 	}
-	if err := st.View(func(tx *Tx) error {
-		if ok, err := tx.has(key("agent", "nip05", "bob")); err != nil || ok {
+	if err := st.st.View(t.Context(), func(tx *storage.Tx) error {
+		if ok, err := tx.Has(storage.Key("agent", "nip05", "bob")); err != nil || ok {
 			return fmt.Errorf("older record left behind: %v, %v", ok, err)
 		}
 		return nil
@@ -139,33 +141,33 @@ func TestNIP05ClaimOlderRecordKeyedByName(t *testing.T) {
 func TestBanAgentHidesAndBlocks(t *testing.T) {
 	st := openTestStore(t)
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK1, NIP05: "bot@agents.test", NIP05Local: "bot"})
-	if err := st.BanAgent(agentPK1, "spam", time.Unix(100, 0)); err != nil {
+	if err := st.Ban(t.Context(), agentPK1, "spam", time.Unix(100, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if banned, _ := st.AgentBanned(agentPK1); !banned {
+	if banned, _ := st.Banned(t.Context(), agentPK1); !banned {
 		t.Error("not banned")
 	}
-	if _, err := st.RegisterAgent(&Agent{Pubkey: agentPK1}, func(*Agent) error { return nil }); !errors.Is(err, ErrAgentBanned) {
+	if _, err := st.Register(t.Context(), &Agent{Pubkey: agentPK1}, func(*Agent) error { return nil }); !errors.Is(err, ErrAgentBanned) {
 		t.Errorf("banned registration: %v", err)
 	}
-	if _, err := st.NIP05Claimant("bot@agents.test"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.NIP05Claimant(t.Context(), "bot@agents.test"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("banned agent's name served: %v", err)
 	}
-	if pks, _ := st.AgentPubkeys(); len(pks) != 0 {
+	if pks, _ := st.Pubkeys(t.Context()); len(pks) != 0 {
 		t.Errorf("AgentPubkeys = %v", pks)
 	}
-	res, err := st.RecordAgentPosts([]AgentPost{{ID: "p", Pubkey: agentPK1}}, func(*Agent, *AgentActivity, AgentPost) error { return nil })
+	res, err := st.RecordPosts(t.Context(), []Post{{ID: "p", Pubkey: agentPK1}}, func(*Agent, *Activity, Post) error { return nil })
 	if err != nil || !errors.Is(res[0], ErrAgentBanned) {
 		t.Errorf("banned post: %v, %v", res, err)
 	}
-	st.BanAgent(agentPK1, "again", time.Unix(200, 0))
-	if bans, _ := st.AgentBans(); bans[agentPK1].Reason != "spam" || bans[agentPK1].At != 100 {
+	st.Ban(t.Context(), agentPK1, "again", time.Unix(200, 0))
+	if bans, _ := st.Bans(t.Context()); bans[agentPK1].Reason != "spam" || bans[agentPK1].At != 100 {
 		t.Errorf("bans = %+v", bans)
 	}
-	if err := st.UnbanAgent(agentPK1); err != nil {
+	if err := st.Unban(t.Context(), agentPK1); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.UnbanAgent(agentPK1); !errors.Is(err, ErrNotFound) {
+	if err := st.Unban(t.Context(), agentPK1); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("second unban: %v", err)
 	}
 }
@@ -173,28 +175,28 @@ func TestBanAgentHidesAndBlocks(t *testing.T) {
 func TestRecordAgentPostsCountsEachIDOnce(t *testing.T) {
 	st := openTestStore(t)
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK1})
-	count := func(_ *Agent, act *AgentActivity, _ AgentPost) error { act.Posts++; return nil }
-	posts := []AgentPost{{ID: "a", Pubkey: agentPK1}, {ID: "a", Pubkey: agentPK1}, {ID: "b", Pubkey: agentPK2}}
-	res, err := st.RecordAgentPosts(posts, count)
+	count := func(_ *Agent, act *Activity, _ Post) error { act.Posts++; return nil }
+	posts := []Post{{ID: "a", Pubkey: agentPK1}, {ID: "a", Pubkey: agentPK1}, {ID: "b", Pubkey: agentPK2}}
+	res, err := st.RecordPosts(t.Context(), posts, count)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res[0] != nil || !errors.Is(res[1], ErrDuplicate) || !errors.Is(res[2], ErrNotFound) {
+	if res[0] != nil || !errors.Is(res[1], ErrDuplicate) || !errors.Is(res[2], storage.ErrNotFound) {
 		t.Errorf("results = %v", res)
 	}
-	res, _ = st.RecordAgentPosts(posts[:1], count)
+	res, _ = st.RecordPosts(t.Context(), posts[:1], count)
 	if !errors.Is(res[0], ErrDuplicate) {
 		t.Errorf("second batch: %v", res)
 	}
-	if act, _ := st.AgentActivityOf(agentPK1); act.Posts != 1 {
+	if act, _ := st.Activity(t.Context(), agentPK1); act.Posts != 1 {
 		t.Errorf("posts = %d", act.Posts)
 	}
 	// A refused post is not remembered as seen.
-	refuse := func(*Agent, *AgentActivity, AgentPost) error { return Invalid("invalid: no") }
-	if res, _ := st.RecordAgentPosts([]AgentPost{{ID: "c", Pubkey: agentPK1}}, refuse); !IsInvalid(res[0]) {
+	refuse := func(*Agent, *Activity, Post) error { return storage.Invalid("invalid: no") }
+	if res, _ := st.RecordPosts(t.Context(), []Post{{ID: "c", Pubkey: agentPK1}}, refuse); !storage.IsInvalid(res[0]) {
 		t.Errorf("refusal: %v", res)
 	}
-	if res, _ := st.RecordAgentPosts([]AgentPost{{ID: "c", Pubkey: agentPK1}}, count); res[0] != nil {
+	if res, _ := st.RecordPosts(t.Context(), []Post{{ID: "c", Pubkey: agentPK1}}, count); res[0] != nil {
 		t.Errorf("after refusal: %v", res)
 	}
 }
@@ -202,16 +204,16 @@ func TestRecordAgentPostsCountsEachIDOnce(t *testing.T) {
 func TestAgentRelayCursorNeverMovesBack(t *testing.T) {
 	st := openTestStore(t)
 	const u = "wss://relay.example"
-	if c, err := st.AgentRelayCursor(u); err != nil || c != 0 {
+	if c, err := st.RelayCursor(t.Context(), u); err != nil || c != 0 {
 		t.Errorf("unset cursor = %d, %v", c, err)
 	}
-	st.SetAgentRelayCursor(u, 50)
-	st.SetAgentRelayCursor(u, 40)
-	if c, _ := st.AgentRelayCursor(u); c != 50 {
+	st.SetRelayCursor(t.Context(), u, 50)
+	st.SetRelayCursor(t.Context(), u, 40)
+	if c, _ := st.RelayCursor(t.Context(), u); c != 50 {
 		t.Errorf("cursor = %d, want 50", c)
 	}
-	st.SetAgentRelayCursor(u, 60)
-	if c, _ := st.AgentRelayCursor(u); c != 60 {
+	st.SetRelayCursor(t.Context(), u, 60)
+	if c, _ := st.RelayCursor(t.Context(), u); c != 60 {
 		t.Errorf("cursor = %d, want 60", c)
 	}
 }
@@ -220,13 +222,13 @@ func TestEachAgentWalksAgentsWithActivityAndBans(t *testing.T) {
 	st := openTestStore(t)
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK2, Name: "b"})
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK1, Name: "a"})
-	st.RecordAgentPosts([]AgentPost{{ID: "x", Pubkey: agentPK1}}, func(_ *Agent, act *AgentActivity, _ AgentPost) error {
+	st.RecordPosts(t.Context(), []Post{{ID: "x", Pubkey: agentPK1}}, func(_ *Agent, act *Activity, _ Post) error {
 		act.Days = append(act.Days, 1)
 		return nil
 	})
-	st.BanAgent(agentPK2, "", time.Unix(1, 0))
+	st.Ban(t.Context(), agentPK2, "", time.Unix(1, 0))
 	var got []string
-	err := st.EachAgent(func(a *Agent, act *AgentActivity, banned bool) error {
+	err := st.Each(t.Context(), func(a *Agent, act *Activity, banned bool) error {
 		got = append(got, a.Name+":"+strings.Repeat("d", len(act.Days))+":"+map[bool]string{true: "banned", false: "ok"}[banned])
 		return nil
 	})
@@ -239,7 +241,7 @@ func TestStampDirectoryDocumentKeepsTheFirstTime(t *testing.T) {
 	st := openTestStore(t)
 	stamp := func(sum, prev string, at int64) int64 {
 		t.Helper()
-		got, err := st.StampDirectoryDocument(sum, prev, at)
+		got, err := st.StampDocument(t.Context(), sum, prev, at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,3 +261,11 @@ func TestStampDirectoryDocumentKeepsTheFirstTime(t *testing.T) {
 		t.Errorf("content back after a change: %d, want 400", got)
 	}
 }
+
+// The engine suite's server for this package (storagetest.Main).
+const testPostgresPort = 15441
+
+func TestMain(m *testing.M) { storagetest.Main(m, testPostgresPort) }
+
+// openTestStore opens the agent records of a store of their own.
+func openTestStore(t testing.TB) Store { return Of(storagetest.Open(t)) }

@@ -1,20 +1,37 @@
-package storage
+// Package agents holds the records of hearth_directory (handlers/directory):
+// the registered agents, their activity and bans, NIP-05 claims, relay
+// cursors, and the published directory document, over the engine-agnostic
+// core in storage (storage.Tx; keys under "agent/").
+//
+// A Store is a value holding only the *storage.Store: it keeps no state of
+// its own (no cache), so Of may be called anywhere, as often as wanted,
+// without allocating, and two values of one storage.Store are the same
+// records.
+package agents
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"github.com/hearthkit/caddy-hearth/storage"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 )
 
+// Store is the agent directory's records in one storage.Store.
+type Store struct{ st *storage.Store }
+
+// Of returns the agent directory's records in st.
+func Of(st *storage.Store) Store { return Store{st} }
+
 // Agent directory records, under the "agent/" prefix:
 //
 //	agent/a/<pubkey>      Agent: the current registration and NIP-05 state
-//	agent/act/<pubkey>    AgentActivity: bounded activity summary
-//	agent/ban/<pubkey>    AgentBan: the agent is banned (may exist without a registration)
+//	agent/act/<pubkey>    Activity: bounded activity summary
+//	agent/ban/<pubkey>    Ban: the agent is banned (may exist without a registration)
 //	agent/seen/<eventid>  empty, with a TTL: the post was already counted
 //	agent/nip05/<id>      pubkey that claimed the identifier id (name@domain,
 //	                      a domain that was the site's nip05_domain) first
@@ -71,16 +88,16 @@ type Agent struct {
 	Event json.RawMessage `json:"event,omitempty"`
 }
 
-// AgentActivity is what the directory keeps about an agent's posts: enough
+// Activity is what the directory keeps about an agent's posts: enough
 // to count active days and compute anomaly flags, with bounded size.
-type AgentActivity struct {
+type Activity struct {
 	// Days is the sorted set of UTC days (Unix days) with at least one post.
 	Days []int32 `json:"d,omitempty"`
 	// Times holds the created_at of recent posts, sorted, bounded by the
 	// directory (only the last day or so matters for burst detection).
 	Times []int64 `json:"t,omitempty"`
 	// Skels holds the newest posts' skeleton hashes, sorted by time.
-	Skels []AgentSkeleton `json:"s,omitempty"`
+	Skels []Skeleton `json:"s,omitempty"`
 	// BurstAt is the created_at of the last post that completed a burst.
 	BurstAt int64 `json:"b,omitempty"`
 	// LastPostAt is the newest counted post's created_at.
@@ -89,107 +106,107 @@ type AgentActivity struct {
 	Posts int64 `json:"n,omitempty"`
 }
 
-// AgentSkeleton is one post's time and text-skeleton hash.
-type AgentSkeleton struct {
+// Skeleton is one post's time and text-skeleton hash.
+type Skeleton struct {
 	At   int64  `json:"t"`
 	Hash uint64 `json:"h"`
 }
 
-// AgentBan records a ban.
-type AgentBan struct {
+// Ban records a ban.
+type Ban struct {
 	At     int64  `json:"at"`
 	Reason string `json:"reason,omitempty"`
 }
 
-// AgentPost is a post to record for an agent.
-type AgentPost struct {
+// Post is a post to record for an agent.
+type Post struct {
 	ID        string
 	Pubkey    string
 	CreatedAt int64
 	Skeleton  uint64
 }
 
-func agentKey(pk string) []byte     { return key("agent", "a", pk) }
-func agentActKey(pk string) []byte  { return key("agent", "act", pk) }
-func agentBanKey(pk string) []byte  { return key("agent", "ban", pk) }
-func agentSeenKey(id string) []byte { return key("agent", "seen", id) }
-func agentNameKey(id string) []byte { return key("agent", "nip05", id) }
-func agentRelayKey(u string) []byte { return key("agent", "relay", u) }
-func agentDocKey(sum string) []byte { return key("agent", "doc", sum) }
+func agentKey(pk string) []byte     { return storage.Key("agent", "a", pk) }
+func agentActKey(pk string) []byte  { return storage.Key("agent", "act", pk) }
+func agentBanKey(pk string) []byte  { return storage.Key("agent", "ban", pk) }
+func agentSeenKey(id string) []byte { return storage.Key("agent", "seen", id) }
+func agentNameKey(id string) []byte { return storage.Key("agent", "nip05", id) }
+func agentRelayKey(u string) []byte { return storage.Key("agent", "relay", u) }
+func agentDocKey(sum string) []byte { return storage.Key("agent", "doc", sum) }
 
 // DirectoryStampTTL is how long the generated_at of a directory document is
-// remembered after the last StampDirectoryDocument for it. Directories
+// remembered after the last StampDocument for it. Directories
 // stamp their document again well within it (so a restart keeps
 // generated_at); a stamp left by a configuration no longer served expires.
 const DirectoryStampTTL = 30 * 24 * time.Hour
 
-// StampDirectoryDocument returns the generated_at (Unix seconds) of the
+// StampDocument returns the generated_at (Unix seconds) of the
 // directory document whose agents array hashes to sum: the stored one when
 // a directory already published that content (before a restart or a
 // reload, or another site on this store), else at, which is stored. prev
 // is the caller's previous sum ("" for none): its stamp is forgotten, so
 // content that comes back after a change gets a new generated_at.
-func (s *Store) StampDirectoryDocument(sum, prev string, at int64) (int64, error) {
-	err := s.Update(func(tx *Tx) error {
-		b, err := tx.get(agentDocKey(sum))
+func (s Store) StampDocument(ctx context.Context, sum, prev string, at int64) (int64, error) {
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		b, err := tx.Get(agentDocKey(sum))
 		switch {
 		case err == nil:
 			if t, perr := strconv.ParseInt(string(b), 10, 64); perr == nil {
 				at = t
 			}
-		case !errors.Is(err, ErrNotFound):
+		case !errors.Is(err, storage.ErrNotFound):
 			return err
 		}
 		if prev != "" && prev != sum {
-			if err := tx.delete(agentDocKey(prev)); err != nil {
+			if err := tx.Delete(agentDocKey(prev)); err != nil {
 				return err
 			}
 		}
-		return tx.put(agentDocKey(sum), []byte(strconv.FormatInt(at, 10)), DirectoryStampTTL)
+		return tx.Put(agentDocKey(sum), []byte(strconv.FormatInt(at, 10)), DirectoryStampTTL)
 	})
 	return at, err
 }
 
-// Agent returns the registration of pubkey, or ErrNotFound.
-func (s *Store) Agent(pubkey string) (*Agent, error) {
+// Get returns the registration of pubkey, or storage.ErrNotFound.
+func (s Store) Get(ctx context.Context, pubkey string) (*Agent, error) {
 	var a Agent
-	err := s.View(func(tx *Tx) error { return tx.getJSON(agentKey(pubkey), &a) })
+	err := s.st.View(ctx, func(tx *storage.Tx) error { return tx.GetJSON(agentKey(pubkey), &a) })
 	if err != nil {
 		return nil, err
 	}
 	return &a, nil
 }
 
-// AgentBanned reports whether pubkey is banned.
-func (s *Store) AgentBanned(pubkey string) (bool, error) {
+// Banned reports whether pubkey is banned.
+func (s Store) Banned(ctx context.Context, pubkey string) (bool, error) {
 	var banned bool
-	err := s.View(func(tx *Tx) error {
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		var err error
-		banned, err = tx.has(agentBanKey(pubkey))
+		banned, err = tx.Has(agentBanKey(pubkey))
 		return err
 	})
 	return banned, err
 }
 
-// RegisterAgent stores a registration. check is called in the transaction
+// Register stores a registration. check is called in the transaction
 // with the current registration (nil for a new agent) and may refuse it by
 // returning an error, or adjust a (e.g. keep FirstRegisteredAt). A banned
 // pubkey gets ErrAgentBanned; a NIP-05 identifier (name@domain) claimed by
 // another agent gets ErrNameTaken. created is true for a first registration.
-func (s *Store) RegisterAgent(a *Agent, check func(old *Agent) error) (created bool, err error) {
-	err = s.Update(func(tx *Tx) error {
+func (s Store) Register(ctx context.Context, a *Agent, check func(old *Agent) error) (created bool, err error) {
+	err = s.st.Update(ctx, func(tx *storage.Tx) error {
 		created = false
-		if banned, err := tx.has(agentBanKey(a.Pubkey)); err != nil {
+		if banned, err := tx.Has(agentBanKey(a.Pubkey)); err != nil {
 			return err
 		} else if banned {
 			return ErrAgentBanned
 		}
 		var old *Agent
 		var cur Agent
-		switch err := tx.getJSON(agentKey(a.Pubkey), &cur); {
+		switch err := tx.GetJSON(agentKey(a.Pubkey), &cur); {
 		case err == nil:
 			old = &cur
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, storage.ErrNotFound):
 			created = true
 		default:
 			return err
@@ -199,13 +216,13 @@ func (s *Store) RegisterAgent(a *Agent, check func(old *Agent) error) (created b
 		}
 		claim := a.nip05Claim()
 		if claim != "" {
-			owner, err := tx.nip05Claimant(claim)
+			owner, err := nip05Claimant(tx, claim)
 			if err == nil && owner != a.Pubkey {
 				return ErrNameTaken
-			} else if err != nil && !errors.Is(err, ErrNotFound) {
+			} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
 				return err
 			}
-			if err := tx.put(agentNameKey(claim), []byte(a.Pubkey), 0); err != nil {
+			if err := tx.Put(agentNameKey(claim), []byte(a.Pubkey), 0); err != nil {
 				return err
 			}
 		}
@@ -213,32 +230,32 @@ func (s *Store) RegisterAgent(a *Agent, check func(old *Agent) error) (created b
 			// Release the claim the agent gives up, and move an older
 			// record keyed by the name alone to its full identifier.
 			if oc := old.nip05Claim(); oc != "" && oc != claim {
-				if err := tx.deleteIfOwner(agentNameKey(oc), a.Pubkey); err != nil {
+				if err := deleteIfOwner(tx, agentNameKey(oc), a.Pubkey); err != nil {
 					return err
 				}
 			}
-			if err := tx.deleteIfOwner(agentNameKey(old.NIP05Local), a.Pubkey); err != nil {
+			if err := deleteIfOwner(tx, agentNameKey(old.NIP05Local), a.Pubkey); err != nil {
 				return err
 			}
 		}
-		return tx.putJSON(agentKey(a.Pubkey), a, 0)
+		return tx.PutJSON(agentKey(a.Pubkey), a, 0)
 	})
 	return created, err
 }
 
-// UpdateAgentNIP05 records the outcome of a NIP-05 check, unless the agent
-// has since registered with another identifier (then it returns ErrConflict).
-func (s *Store) UpdateAgentNIP05(pubkey, identifier string, fn func(a *Agent)) error {
-	return s.Update(func(tx *Tx) error {
+// UpdateNIP05 records the outcome of a NIP-05 check, unless the agent
+// has since registered with another identifier (then it returns storage.ErrConflict).
+func (s Store) UpdateNIP05(ctx context.Context, pubkey, identifier string, fn func(a *Agent)) error {
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
 		var a Agent
-		if err := tx.getJSON(agentKey(pubkey), &a); err != nil {
+		if err := tx.GetJSON(agentKey(pubkey), &a); err != nil {
 			return err
 		}
 		if a.NIP05 != identifier {
-			return ErrConflict
+			return storage.ErrConflict
 		}
 		fn(&a)
-		return tx.putJSON(agentKey(pubkey), &a, 0)
+		return tx.PutJSON(agentKey(pubkey), &a, 0)
 	})
 }
 
@@ -251,106 +268,106 @@ func (a *Agent) nip05Claim() string {
 }
 
 // nip05Claimant returns the pubkey holding the claim on id (name@domain), or
-// ErrNotFound. An older record keyed by the name alone counts only when its
+// storage.ErrNotFound. An older record keyed by the name alone counts only when its
 // owner's registration still names id, so a claim made under another
 // nip05_domain never answers for this one.
-func (tx *Tx) nip05Claimant(id string) (string, error) {
-	b, err := tx.get(agentNameKey(id))
+func nip05Claimant(tx *storage.Tx, id string) (string, error) {
+	b, err := tx.Get(agentNameKey(id))
 	if err == nil {
 		return string(b), nil
-	} else if !errors.Is(err, ErrNotFound) {
+	} else if !errors.Is(err, storage.ErrNotFound) {
 		return "", err
 	}
 	name, _, ok := strings.Cut(id, "@")
 	if !ok {
-		return "", ErrNotFound
+		return "", storage.ErrNotFound
 	}
-	b, err = tx.get(agentNameKey(name))
+	b, err = tx.Get(agentNameKey(name))
 	if err != nil {
 		return "", err
 	}
 	var owner Agent
-	if err := tx.getJSON(agentKey(string(b)), &owner); err != nil {
+	if err := tx.GetJSON(agentKey(string(b)), &owner); err != nil {
 		return "", err
 	}
 	if owner.nip05Claim() != id {
-		return "", ErrNotFound
+		return "", storage.ErrNotFound
 	}
 	return string(b), nil
 }
 
 // deleteIfOwner deletes the claim k when pubkey holds it.
-func (tx *Tx) deleteIfOwner(k []byte, pubkey string) error {
-	b, err := tx.get(k)
+func deleteIfOwner(tx *storage.Tx, k []byte, pubkey string) error {
+	b, err := tx.Get(k)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, storage.ErrNotFound):
 		return nil
 	case err != nil:
 		return err
 	case string(b) != pubkey:
 		return nil
 	}
-	return tx.delete(k)
+	return tx.Delete(k)
 }
 
 // NIP05Claimant returns the pubkey that claimed the identifier id
 // (name@domain, lowercased) under the site's own NIP-05 domain; banned or
-// unregistered agents give ErrNotFound.
-func (s *Store) NIP05Claimant(id string) (string, error) {
+// unregistered agents give storage.ErrNotFound.
+func (s Store) NIP05Claimant(ctx context.Context, id string) (string, error) {
 	var pk string
-	err := s.View(func(tx *Tx) error {
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		var err error
-		if pk, err = tx.nip05Claimant(id); err != nil {
+		if pk, err = nip05Claimant(tx, id); err != nil {
 			return err
 		}
-		if banned, err := tx.has(agentBanKey(pk)); err != nil || banned {
+		if banned, err := tx.Has(agentBanKey(pk)); err != nil || banned {
 			if err == nil {
-				err = ErrNotFound
+				err = storage.ErrNotFound
 			}
 			return err
 		}
-		ok, err := tx.has(agentKey(pk))
+		ok, err := tx.Has(agentKey(pk))
 		if err == nil && !ok {
-			err = ErrNotFound
+			err = storage.ErrNotFound
 		}
 		return err
 	})
 	return pk, err
 }
 
-// BanAgent bans pubkey (registered or not). Banning twice keeps the first ban.
-func (s *Store) BanAgent(pubkey, reason string, now time.Time) error {
-	return s.Update(func(tx *Tx) error {
-		if ok, err := tx.has(agentBanKey(pubkey)); err != nil || ok {
+// Ban bans pubkey (registered or not). Banning twice keeps the first ban.
+func (s Store) Ban(ctx context.Context, pubkey, reason string, now time.Time) error {
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
+		if ok, err := tx.Has(agentBanKey(pubkey)); err != nil || ok {
 			return err
 		}
-		return tx.putJSON(agentBanKey(pubkey), AgentBan{At: now.Unix(), Reason: reason}, 0)
+		return tx.PutJSON(agentBanKey(pubkey), Ban{At: now.Unix(), Reason: reason}, 0)
 	})
 }
 
-// UnbanAgent lifts a ban; it returns ErrNotFound when pubkey is not banned.
-func (s *Store) UnbanAgent(pubkey string) error {
-	return s.Update(func(tx *Tx) error {
-		if ok, err := tx.has(agentBanKey(pubkey)); err != nil {
+// Unban lifts a ban; it returns storage.ErrNotFound when pubkey is not banned.
+func (s Store) Unban(ctx context.Context, pubkey string) error {
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
+		if ok, err := tx.Has(agentBanKey(pubkey)); err != nil {
 			return err
 		} else if !ok {
-			return ErrNotFound
+			return storage.ErrNotFound
 		}
-		return tx.delete(agentBanKey(pubkey))
+		return tx.Delete(agentBanKey(pubkey))
 	})
 }
 
-// AgentBans returns every ban by pubkey.
-func (s *Store) AgentBans() (map[string]AgentBan, error) {
-	bans := map[string]AgentBan{}
-	err := s.View(func(tx *Tx) error { return tx.scanBans(bans) })
+// Bans returns every ban by pubkey.
+func (s Store) Bans(ctx context.Context) (map[string]Ban, error) {
+	bans := map[string]Ban{}
+	err := s.st.View(ctx, func(tx *storage.Tx) error { return scanBans(tx, bans) })
 	return bans, err
 }
 
-func (tx *Tx) scanBans(bans map[string]AgentBan) error {
-	prefix := key("agent", "ban", "")
-	return tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
-		var b AgentBan
+func scanBans(tx *storage.Tx, bans map[string]Ban) error {
+	prefix := storage.Key("agent", "ban", "")
+	return tx.Scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+		var b Ban
 		if err := json.Unmarshal(v, &b); err != nil {
 			return false, err
 		}
@@ -359,33 +376,33 @@ func (tx *Tx) scanBans(bans map[string]AgentBan) error {
 	})
 }
 
-// EachAgent calls fn for every registered agent in pubkey order, with its
+// Each calls fn for every registered agent in pubkey order, with its
 // activity (never nil) and whether it is banned, from one consistent
 // snapshot. The values are only valid during the call.
-func (s *Store) EachAgent(fn func(a *Agent, act *AgentActivity, banned bool) error) error {
-	return s.View(func(tx *Tx) error {
-		bans := map[string]AgentBan{}
-		if err := tx.scanBans(bans); err != nil {
+func (s Store) Each(ctx context.Context, fn func(a *Agent, act *Activity, banned bool) error) error {
+	return s.st.View(ctx, func(tx *storage.Tx) error {
+		bans := map[string]Ban{}
+		if err := scanBans(tx, bans); err != nil {
 			return err
 		}
 		// Walk agents and activities side by side: both are keyed by pubkey.
 		acts := map[string][]byte{}
-		actPrefix := key("agent", "act", "")
-		if err := tx.scan(actPrefix, nil, false, false, func(k, v []byte) (bool, error) {
+		actPrefix := storage.Key("agent", "act", "")
+		if err := tx.Scan(actPrefix, nil, false, false, func(k, v []byte) (bool, error) {
 			acts[string(k[len(actPrefix):])] = bytes.Clone(v) // v is only lent to fn
 			return true, nil
 		}); err != nil {
 			return err
 		}
-		prefix := key("agent", "a", "")
+		prefix := storage.Key("agent", "a", "")
 		var a Agent
-		var act AgentActivity
-		return tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+		var act Activity
+		return tx.Scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 			a = Agent{}
 			if err := json.Unmarshal(v, &a); err != nil {
 				return false, err
 			}
-			act = AgentActivity{}
+			act = Activity{}
 			if b, ok := acts[a.Pubkey]; ok {
 				if err := json.Unmarshal(b, &act); err != nil {
 					return false, err
@@ -397,12 +414,12 @@ func (s *Store) EachAgent(fn func(a *Agent, act *AgentActivity, banned bool) err
 	})
 }
 
-// AgentActivityOf returns pubkey's activity (empty when it never posted).
-func (s *Store) AgentActivityOf(pubkey string) (*AgentActivity, error) {
-	var act AgentActivity
-	err := s.View(func(tx *Tx) error {
-		err := tx.getJSON(agentActKey(pubkey), &act)
-		if errors.Is(err, ErrNotFound) {
+// Activity returns pubkey's activity (empty when it never posted).
+func (s Store) Activity(ctx context.Context, pubkey string) (*Activity, error) {
+	var act Activity
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		err := tx.GetJSON(agentActKey(pubkey), &act)
+		if errors.Is(err, storage.ErrNotFound) {
 			return nil
 		}
 		return err
@@ -410,17 +427,17 @@ func (s *Store) AgentActivityOf(pubkey string) (*AgentActivity, error) {
 	return &act, err
 }
 
-// RecordAgentPosts records a batch of posts in one transaction. For each
+// RecordPosts records a batch of posts in one transaction. For each
 // post whose id was not seen before and whose author is a registered,
 // unbanned agent, apply updates the author's activity; it may refuse the
 // post with an error (then nothing is recorded for it). The result has one
-// entry per post: nil when recorded, ErrDuplicate, ErrNotFound (author not
+// entry per post: nil when recorded, ErrDuplicate, storage.ErrNotFound (author not
 // registered), ErrAgentBanned, or apply's error.
-func (s *Store) RecordAgentPosts(posts []AgentPost, apply func(a *Agent, act *AgentActivity, p AgentPost) error) ([]error, error) {
+func (s Store) RecordPosts(ctx context.Context, posts []Post, apply func(a *Agent, act *Activity, p Post) error) ([]error, error) {
 	res := make([]error, len(posts))
-	err := s.Update(func(tx *Tx) error {
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
 		agents := map[string]*Agent{}
-		acts := map[string]*AgentActivity{}
+		acts := map[string]*Activity{}
 		banned := map[string]bool{}
 		seenHere := map[string]bool{}
 		for i, p := range posts {
@@ -429,7 +446,7 @@ func (s *Store) RecordAgentPosts(posts []AgentPost, apply func(a *Agent, act *Ag
 				res[i] = ErrDuplicate
 				continue
 			}
-			if ok, err := tx.has(agentSeenKey(p.ID)); err != nil {
+			if ok, err := tx.Has(agentSeenKey(p.ID)); err != nil {
 				return err
 			} else if ok {
 				res[i] = ErrDuplicate
@@ -438,15 +455,15 @@ func (s *Store) RecordAgentPosts(posts []AgentPost, apply func(a *Agent, act *Ag
 			a, ok := agents[p.Pubkey]
 			if !ok {
 				var cur Agent
-				switch err := tx.getJSON(agentKey(p.Pubkey), &cur); {
+				switch err := tx.GetJSON(agentKey(p.Pubkey), &cur); {
 				case err == nil:
 					a = &cur
-				case errors.Is(err, ErrNotFound):
+				case errors.Is(err, storage.ErrNotFound):
 				default:
 					return err
 				}
 				agents[p.Pubkey] = a
-				b, err := tx.has(agentBanKey(p.Pubkey))
+				b, err := tx.Has(agentBanKey(p.Pubkey))
 				if err != nil {
 					return err
 				}
@@ -457,13 +474,13 @@ func (s *Store) RecordAgentPosts(posts []AgentPost, apply func(a *Agent, act *Ag
 				continue
 			}
 			if a == nil {
-				res[i] = ErrNotFound
+				res[i] = storage.ErrNotFound
 				continue
 			}
 			act := acts[p.Pubkey]
 			if act == nil {
-				act = &AgentActivity{}
-				if err := tx.getJSON(agentActKey(p.Pubkey), act); err != nil && !errors.Is(err, ErrNotFound) {
+				act = &Activity{}
+				if err := tx.GetJSON(agentActKey(p.Pubkey), act); err != nil && !errors.Is(err, storage.ErrNotFound) {
 					return err
 				}
 				acts[p.Pubkey] = act
@@ -473,7 +490,7 @@ func (s *Store) RecordAgentPosts(posts []AgentPost, apply func(a *Agent, act *Ag
 				continue
 			}
 			seenHere[p.ID] = true
-			if err := tx.put(agentSeenKey(p.ID), nil, SeenPostTTL); err != nil {
+			if err := tx.Put(agentSeenKey(p.ID), nil, SeenPostTTL); err != nil {
 				return err
 			}
 		}
@@ -483,7 +500,7 @@ func (s *Store) RecordAgentPosts(posts []AgentPost, apply func(a *Agent, act *Ag
 		}
 		sort.Strings(pks)
 		for _, pk := range pks {
-			if err := tx.putJSON(agentActKey(pk), acts[pk], 0); err != nil {
+			if err := tx.PutJSON(agentActKey(pk), acts[pk], 0); err != nil {
 				return err
 			}
 		}
@@ -495,16 +512,16 @@ func (s *Store) RecordAgentPosts(posts []AgentPost, apply func(a *Agent, act *Ag
 	return res, nil
 }
 
-// AgentPubkeys returns the pubkeys of registered, unbanned agents, sorted.
-func (s *Store) AgentPubkeys() ([]string, error) {
+// Pubkeys returns the pubkeys of registered, unbanned agents, sorted.
+func (s Store) Pubkeys(ctx context.Context) ([]string, error) {
 	var pks []string
-	err := s.View(func(tx *Tx) error {
-		bans := map[string]AgentBan{}
-		if err := tx.scanBans(bans); err != nil {
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		bans := map[string]Ban{}
+		if err := scanBans(tx, bans); err != nil {
 			return err
 		}
-		prefix := key("agent", "a", "")
-		return tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		prefix := storage.Key("agent", "a", "")
+		return tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
 			pk := string(k[len(prefix):])
 			if _, b := bans[pk]; !b {
 				pks = append(pks, pk)
@@ -515,12 +532,12 @@ func (s *Store) AgentPubkeys() ([]string, error) {
 	return pks, err
 }
 
-// AgentRelayCursor returns the newest created_at seen from relay url (0 if none).
-func (s *Store) AgentRelayCursor(url string) (int64, error) {
+// RelayCursor returns the newest created_at seen from relay url (0 if none).
+func (s Store) RelayCursor(ctx context.Context, url string) (int64, error) {
 	var t int64
-	err := s.View(func(tx *Tx) error {
-		b, err := tx.get(agentRelayKey(url))
-		if errors.Is(err, ErrNotFound) {
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		b, err := tx.Get(agentRelayKey(url))
+		if errors.Is(err, storage.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
@@ -532,17 +549,17 @@ func (s *Store) AgentRelayCursor(url string) (int64, error) {
 	return t, err
 }
 
-// SetAgentRelayCursor raises the cursor of relay url to t (never lowers it).
-func (s *Store) SetAgentRelayCursor(url string, t int64) error {
-	return s.Update(func(tx *Tx) error {
-		b, err := tx.get(agentRelayKey(url))
+// SetRelayCursor raises the cursor of relay url to t (never lowers it).
+func (s Store) SetRelayCursor(ctx context.Context, url string, t int64) error {
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
+		b, err := tx.Get(agentRelayKey(url))
 		if err == nil {
 			if cur, perr := strconv.ParseInt(string(b), 10, 64); perr == nil && cur >= t {
 				return nil
 			}
-		} else if !errors.Is(err, ErrNotFound) {
+		} else if !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
-		return tx.put(agentRelayKey(url), []byte(strconv.FormatInt(t, 10)), 0)
+		return tx.Put(agentRelayKey(url), []byte(strconv.FormatInt(t, 10)), 0)
 	})
 }

@@ -1,0 +1,31 @@
+package storage
+
+import (
+	"testing"
+
+	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
+)
+
+// Internals for the external tests (package storage_test), which use the
+// domain packages that import storage.
+
+// ClusterServer is clusterServer.
+func ClusterServer(t testing.TB) *pgtest.Server {
+	t.Helper()
+	return clusterServer(t)
+}
+
+// LiveEpoch is the epoch of the shared engine's listener (kv.LiveEpochs).
+func (s *Store) LiveEpoch() uint64 {
+	e, _ := (*s.liveEpochs.Load()).LiveEpoch()
+	return e
+}
+
+// SetCopyRecordsHook sets copyRecordsHook (nil removes it).
+func SetCopyRecordsHook(fn func(n int) error) { copyRecordsHook = fn }
+
+// The layout of ids (idGen).
+const (
+	IDSeqBits  = idSeqBits
+	IDSlotBits = idSlotBits
+)

@@ -1,0 +1,309 @@
+package grants
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+
+	"github.com/hearthkit/caddy-hearth/storage/kv/kvtest"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
+)
+
+func openOAuthTestStore(t *testing.T) *storage.Store {
+	t.Helper()
+	f := false
+	s, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &f, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	// On PostgreSQL the record caches serve once the store listens for
+	// other nodes' writes (recordcache.go).
+	kvtest.Eventually(t, "the store listens for other nodes' writes", s.Live)
+	return s
+}
+
+func oauthFixture(t *testing.T) (*storage.Store, *storage.Member, *App, string) {
+	t.Helper()
+	s := openOAuthTestStore(t)
+	m, err := s.CreateMember(t.Context(), "alice", "Alice", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, secret, err := Of(s).CreateApp(t.Context(), "Tooter", "", []string{"https://app.example/cb"}, []string{"read", "write"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, m, app, secret
+}
+
+func TestOAuthSecretsStoredOnlyAsDigests(t *testing.T) {
+	s, m, app, secret := oauthFixture(t)
+	code, err := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tok, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	err = s.View(t.Context(), func(tx *storage.Tx) error {
+		return tx.Scan([]byte{}, nil, false, false, func(k, v []byte) (bool, error) {
+			all.Write(k)
+			all.Write(v)
+			return true, nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]string{"client secret": secret, "code": code, "token": tok} {
+		if strings.Contains(all.String(), v) {
+			t.Errorf("%s stored in the clear", name)
+		}
+	}
+}
+
+func TestAuthenticateOAuthClient(t *testing.T) {
+	s, _, app, secret := oauthFixture(t)
+	if _, err := Of(s).AuthenticateClient(t.Context(), app.ClientID, secret); err != nil {
+		t.Fatalf("right secret: %v", err)
+	}
+	for _, c := range []struct{ id, secret string }{
+		{app.ClientID, secret + "x"}, {app.ClientID, ""}, {"nope", secret}, {"", ""},
+	} {
+		if _, err := Of(s).AuthenticateClient(t.Context(), c.id, c.secret); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("AuthenticateOAuthClient(%q, …) = %v, want storage.ErrNotFound", c.id, err)
+		}
+	}
+}
+
+func TestOAuthCodeSingleUseRevokesOnReplay(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	_, tok, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Of(s).Token(t.Context(), tok); err != nil {
+		t.Fatalf("fresh token: %v", err)
+	}
+	if _, _, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil }); !errors.Is(err, ErrCodeUsed) {
+		t.Fatalf("second use = %v, want ErrCodeUsed", err)
+	}
+	if _, _, err := Of(s).Token(t.Context(), tok); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("token after replay = %v, want storage.ErrNotFound (revoked)", err)
+	}
+}
+
+func TestOAuthCodeFailedExchangeConsumesIt(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	bad := errors.New("wrong verifier")
+	if _, _, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return bad }); !errors.Is(err, bad) {
+		t.Fatalf("got %v, want the check's error", err)
+	}
+	if _, _, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil }); !errors.Is(err, ErrCodeUsed) {
+		t.Fatalf("after a failed exchange = %v, want ErrCodeUsed", err)
+	}
+}
+
+func TestOAuthCodeExpiresAfterTenMinutes(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	now = func() time.Time { return time.Now().Add(CodeLifetime + time.Second) }
+	defer func() { now = time.Now }()
+	if _, _, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil }); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("old code = %v, want storage.ErrNotFound", err)
+	}
+}
+
+func TestOAuthCodeConcurrentExchangesIssueOneToken(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var tokens []string
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, tok, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil })
+			if err == nil {
+				mu.Lock()
+				tokens = append(tokens, tok)
+				mu.Unlock()
+			} else if !errors.Is(err, ErrCodeUsed) {
+				t.Errorf("exchange: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(tokens) != 1 {
+		t.Fatalf("%d tokens issued, want exactly 1", len(tokens))
+	}
+}
+
+func TestOAuthTokenRefusesSuspendedAndDeletedMembers(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	tk, tok, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, gm, err := Of(s).Token(t.Context(), tok)
+	if err != nil || gm.ID != m.ID || got.ID != tk.ID || !got.Allows("read:statuses") || got.Allows("write") {
+		t.Fatalf("OAuthToken = %+v, %+v, %v", got, gm, err)
+	}
+	if _, err := s.SetSuspended(t.Context(), "alice", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Of(s).Token(t.Context(), tok); !errors.Is(err, storage.ErrSuspended) {
+		t.Fatalf("suspended: %v, want storage.ErrSuspended", err)
+	}
+	if _, err := s.SetSuspended(t.Context(), "alice", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteMember(t.Context(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Of(s).Token(t.Context(), tok); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("deleted member: %v, want storage.ErrNotFound", err)
+	}
+}
+
+func TestRevokeOAuthTokenOnlyOwnClient(t *testing.T) {
+	s, _, app, _ := oauthFixture(t)
+	other, _, _ := Of(s).CreateApp(t.Context(), "Other", "", []string{"https://o.example/cb"}, []string{"read"})
+	_, tok, err := Of(s).CreateAppToken(t.Context(), app.ClientID, []string{"read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Of(s).RevokeToken(t.Context(), other.ClientID, tok); err != nil {
+		t.Fatal(err)
+	}
+	if _, m, err := Of(s).Token(t.Context(), tok); err != nil || m != nil {
+		t.Fatalf("after another client's revoke: %v, member %v", err, m)
+	}
+	if err := Of(s).RevokeToken(t.Context(), app.ClientID, tok); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Of(s).Token(t.Context(), tok); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("after revoke: %v", err)
+	}
+	if err := Of(s).RevokeToken(t.Context(), app.ClientID, tok); err != nil {
+		t.Fatalf("revoking twice: %v", err)
+	}
+}
+
+func TestAuthorizedOAuthAppsAndMemberRevoke(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	var toks []string
+	for _, sc := range [][]string{{"read"}, {"write"}} {
+		code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", sc, "")
+		_, tok, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks = append(toks, tok)
+	}
+	apps, err := Of(s).AuthorizedApps(t.Context(), m.ID)
+	if err != nil || len(apps) != 1 || apps[0].App.Name != "Tooter" || strings.Join(apps[0].Scopes, " ") != "read write" {
+		t.Fatalf("AuthorizedOAuthApps = %+v, %v", apps, err)
+	}
+	if err := Of(s).RevokeAppForMember(t.Context(), m.ID, app.ClientID); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range toks {
+		if _, _, err := Of(s).Token(t.Context(), tok); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("token after member revoke: %v", err)
+		}
+	}
+	if apps, _ := Of(s).AuthorizedApps(t.Context(), m.ID); len(apps) != 0 {
+		t.Fatalf("still listed: %+v", apps)
+	}
+}
+
+func TestMemberRevokeVoidsOutstandingCodes(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	other, err := s.CreateMember(t.Context(), "bob", "Bob", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending, _ := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	bobs, _ := Of(s).CreateCode(t.Context(), app.ClientID, other.ID, "https://app.example/cb", []string{"read"}, "")
+	if err := Of(s).RevokeAppForMember(t.Context(), m.ID, app.ClientID); err != nil {
+		t.Fatal(err)
+	}
+	ok := func(*Code) error { return nil }
+	if _, _, err := Of(s).ExchangeCode(t.Context(), pending, ok); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("a code granted before the revocation: %v, want storage.ErrNotFound", err)
+	}
+	if _, _, err := Of(s).ExchangeCode(t.Context(), bobs, ok); err != nil {
+		t.Fatalf("another member's code: %v", err)
+	}
+	// Approving the app again afterwards works.
+	again, _ := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	if _, _, err := Of(s).ExchangeCode(t.Context(), again, ok); err != nil {
+		t.Fatalf("a code granted after the revocation: %v", err)
+	}
+	if apps, _ := Of(s).AuthorizedApps(t.Context(), m.ID); len(apps) != 1 {
+		t.Fatalf("authorized apps after approving again: %+v", apps)
+	}
+}
+
+func TestOAuthScopesCover(t *testing.T) {
+	cases := []struct {
+		granted string
+		want    string
+		ok      bool
+	}{
+		{"read", "read:statuses", true},
+		{"write", "write:media", true},
+		{"read", "write:statuses", false},
+		{"read:statuses", "read", false},
+		{"read:statuses", "read:accounts", false},
+		{"write:statuses", "write:media", false},
+		{"profile", "profile", true},
+		{"read", "profile", false},
+		{"follow", "read:follows", true},
+		{"read", "read:nonsense", false},
+	}
+	for _, c := range cases {
+		if got := ScopesCover(strings.Fields(c.granted), c.want); got != c.ok {
+			t.Errorf("ScopesCover(%q, %q) = %v, want %v", c.granted, c.want, got, c.ok)
+		}
+	}
+}
+
+// BenchmarkCreateOAuthAppToken is the store's part of a client_credentials
+// issuance (bench/oauth.sh loads the whole request), without syncing.
+func BenchmarkCreateOAuthAppToken(b *testing.B) {
+	f := false
+	st, err := storage.Open(b.TempDir(), storage.Options{GCInterval: -1, SyncWrites: &f})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	app, _, err := Of(st).CreateApp(b.Context(), "bench", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := Of(st).CreateAppToken(b.Context(), app.ClientID, []string{"read"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// The engine suite's server for this package (storagetest.Main).
+const testPostgresPort = 15443
+
+func TestMain(m *testing.M) { storagetest.Main(m, testPostgresPort) }
