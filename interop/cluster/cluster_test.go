@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -300,6 +301,11 @@ func startCluster(t *testing.T) *cluster {
 
 // ---- HTTP helpers ----
 
+// retriedResets, while set (scenario 14's reloads), makes tryDo retry a
+// request whose connection was reset before any answer, and counts the
+// retries.
+var retriedResets atomic.Pointer[atomic.Int64]
+
 var httpClient = &http.Client{
 	Timeout: 60 * time.Second,
 	// The test looks at redirects itself (sign-in, authorization codes).
@@ -322,20 +328,51 @@ func do(t *testing.T, method, u string, body io.Reader, header map[string]string
 }
 
 func tryDo(method, u string, body io.Reader, header map[string]string) (response, error) {
-	req, err := http.NewRequest(method, u, body)
-	if err != nil {
-		return response{}, err
+	var payload []byte
+	if body != nil {
+		var err error
+		if payload, err = io.ReadAll(body); err != nil {
+			return response{}, err
+		}
 	}
-	for k, v := range header {
-		if k == "Host" {
-			req.Host = v
+	var resp *http.Response
+	for attempt := 0; ; attempt++ {
+		req, err := http.NewRequest(method, u, bytes.NewReader(payload))
+		if err != nil {
+			return response{}, err
+		}
+		for k, v := range header {
+			if k == "Host" {
+				req.Host = v
+				continue
+			}
+			req.Header.Set(k, v)
+		}
+		resp, err = httpClient.Do(req)
+		counter := retriedResets.Load()
+		if err != nil && counter != nil && attempt < 8 && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
+			// net/http's errServerClosedIdle (unexported): the close was seen
+			// before the request was sent.
+			strings.Contains(err.Error(), "server closed idle connection")) {
+			// A connection closed before any byte of the answer, by a
+			// reload: no server read the request. A fresh one: Caddy binds
+			// each config's listener with SO_REUSEPORT and the kernel resets
+			// the connections left in the old one's accept queue (as
+			// caddymodule's getRetryingReset). A reused one: the old
+			// server's Shutdown closes idle keep-alive connections, and one
+			// the client has just written its next request to is reset
+			// (unread data). Browsers send again on a reused connection
+			// that fails so, whatever the method (Chromium's
+			// HttpNetworkTransaction::ShouldResendRequest); Go's Transport
+			// only for idempotent methods.
+			counter.Add(1)
+			time.Sleep(time.Duration(attempt+1) * 20 * time.Millisecond)
 			continue
 		}
-		req.Header.Set(k, v)
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return response{}, err
+		if err != nil {
+			return response{}, err
+		}
+		break
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

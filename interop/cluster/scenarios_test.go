@@ -666,7 +666,9 @@ func scenario14(t *testing.T, c *cluster, oauthApp app, password string) {
 	}
 
 	var stop atomic.Bool
-	var requests atomic.Int64
+	var requests, resets atomic.Int64
+	retriedResets.Store(&resets)
+	defer retriedResets.Store(nil)
 	var mu sync.Mutex
 	var failures []string
 	fail := func(s string) {
@@ -746,5 +748,5 @@ func scenario14(t *testing.T, c *cluster, oauthApp app, password string) {
 	if m := most.Load(); m > 11 {
 		t.Errorf("A had %d connections to the database at once; want at most max_conns 10 and the listener", m)
 	}
-	t.Logf("3 reloads of A under %d requests from clients of A and B, no error; at most %d connections of A (max_conns 10 + listener)", requests.Load(), most.Load())
+	t.Logf("3 reloads of A under %d requests from clients of A and B, no error (%d requests sent again after their connection was reset before an answer); at most %d connections of A (max_conns 10 + listener)", requests.Load(), resets.Load(), most.Load())
 }
