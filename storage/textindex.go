@@ -330,9 +330,7 @@ func (tx *Tx) setItemText(memberID, id, title, desc string, text *string) error 
 	if err := tx.put(textQueueKey(memberID), encUint64(nil, seq+1), 0); err != nil {
 		return err
 	}
-	if !contains(tx.textMembers, memberID) {
-		tx.textMembers = append(tx.textMembers, memberID)
-	}
+	libraryState.Of(tx).addTextMember(memberID)
 	return nil
 }
 
@@ -436,10 +434,11 @@ func filterCountKey(memberID, kind, value string) []byte {
 
 // countItemFilters adds sign to the counts of it's filter keys.
 func (tx *Tx) countItemFilters(it *SavedItem, sign int64) {
-	if tx.filterDeltas == nil {
-		tx.filterDeltas = map[string]int64{}
+	lt := libraryState.Of(tx)
+	if lt.filterDeltas == nil {
+		lt.filterDeltas = map[string]int64{}
 	}
-	add := func(kind, value string) { tx.filterDeltas[string(filterCountKey(it.MemberID, kind, value))] += sign }
+	add := func(kind, value string) { lt.filterDeltas[string(filterCountKey(it.MemberID, kind, value))] += sign }
 	for i, l := range it.LabelIDs {
 		if !slices.Contains(it.LabelIDs[:i], l) {
 			add("l", l)
@@ -461,13 +460,13 @@ func typeCode(typ string) string {
 }
 
 // flushFilterCounts adds the transaction's filter count changes to the
-// counts (called by update before the commit).
-func (tx *Tx) flushFilterCounts() error {
-	if len(tx.filterDeltas) == 0 {
+// counts (libraryBeforeCommit: before the commit).
+func (tx *Tx) flushFilterCounts(lt *libraryTx) error {
+	if len(lt.filterDeltas) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(tx.filterDeltas))
-	for k, d := range tx.filterDeltas {
+	keys := make([]string, 0, len(lt.filterDeltas))
+	for k, d := range lt.filterDeltas {
 		if d != 0 {
 			keys = append(keys, k)
 		}
@@ -478,11 +477,11 @@ func (tx *Tx) flushFilterCounts() error {
 		if err != nil {
 			return err
 		}
-		if err := tx.putCount([]byte(k), n+tx.filterDeltas[k]); err != nil {
+		if err := tx.putCount([]byte(k), n+lt.filterDeltas[k]); err != nil {
 			return err
 		}
 	}
-	tx.filterDeltas = nil
+	lt.filterDeltas = nil
 	return nil
 }
 
