@@ -45,7 +45,7 @@ func libraryAfterCommit(ctx context.Context, s *Store, tx *Tx) error {
 		return nil
 	}
 	for _, m := range lt.textMembers {
-		s.text.notify(m)
+		s.textIndex().notify(m)
 	}
 	if len(lt.highlightsLeft) > 0 {
 		return s.finishHighlightCopies(ctx, lt.highlightsLeft)

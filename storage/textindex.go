@@ -651,8 +651,9 @@ func (s *Store) recountFilters(memberID string) error {
 
 // textIndexer turns pending items into trigram segments in the background,
 // and builds the text records and filter keys of stores written before the
-// index existed.
+// index existed: a Worker of each Store (textIndexerKind).
 type textIndexer struct {
+	s     *Store
 	mu    sync.Mutex
 	dirty map[string]bool // members with work, or all when allDirty
 	all   bool
@@ -669,10 +670,40 @@ type textIndexer struct {
 	broken bool
 }
 
-func (ti *textIndexer) init() {
-	ti.dirty = map[string]bool{}
-	ti.wake = make(chan struct{}, 1)
-	ti.stop = make(chan struct{})
+// textIndexerKind is the search indexer of each Store.
+var textIndexerKind = NewWorkerKind(func(s *Store) *textIndexer {
+	return &textIndexer{s: s, dirty: map[string]bool{}, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+})
+
+// textIndex is s's search indexer.
+func (s *Store) textIndex() *textIndexer { return textIndexerKind.Of(s) }
+
+// Start starts the indexer (Worker).
+func (ti *textIndexer) Start() {
+	ti.done.Add(1)
+	go ti.run()
+}
+
+// Look marks every member as having work (Worker): at Open and after a
+// restore.
+func (ti *textIndexer) Look() { ti.notify("") }
+
+// Hold waits for the pass running and keeps the next from starting
+// (Worker).
+func (ti *textIndexer) Hold() { ti.hold.Lock() }
+
+// Release lets passes run again, or none ever again when broken (Worker).
+func (ti *textIndexer) Release(broken bool) {
+	if broken {
+		ti.broken = true
+	}
+	ti.hold.Unlock()
+}
+
+// Stop ends the indexer and waits for it (Worker).
+func (ti *textIndexer) Stop() {
+	close(ti.stop)
+	ti.done.Wait()
 }
 
 // notify marks a member (or all, with "") as having work.
@@ -700,39 +731,40 @@ const textBatch = 512
 // Searches meanwhile read those texts directly.
 var textIndexDelay = 500 * time.Millisecond
 
-func (s *Store) runTextIndexer() {
-	defer s.text.done.Done()
+func (ti *textIndexer) run() {
+	defer ti.done.Done()
 	for {
 		select {
-		case <-s.text.stop:
+		case <-ti.stop:
 			return
-		case <-s.text.wake:
+		case <-ti.wake:
 		}
 		if textIndexDelay > 0 {
 			select {
-			case <-s.text.stop:
+			case <-ti.stop:
 				return
 			case <-time.After(textIndexDelay):
 			}
 		}
-		if s.textIndexPass() {
+		if ti.pass() {
 			return
 		}
 	}
 }
 
-// textIndexPass indexes what the members marked since the last pass have
+// pass indexes what the members marked since the last pass have
 // pending; true when the indexer is stopping.
-func (s *Store) textIndexPass() (stopped bool) {
-	s.text.hold.RLock()
-	defer s.text.hold.RUnlock()
-	if s.text.broken {
+func (ti *textIndexer) pass() (stopped bool) {
+	ti.hold.RLock()
+	defer ti.hold.RUnlock()
+	if ti.broken {
 		return true
 	}
-	s.text.mu.Lock()
-	all, dirty := s.text.all, s.text.dirty
-	s.text.all, s.text.dirty = false, map[string]bool{}
-	s.text.mu.Unlock()
+	ti.mu.Lock()
+	all, dirty := ti.all, ti.dirty
+	ti.all, ti.dirty = false, map[string]bool{}
+	ti.mu.Unlock()
+	s := ti.s
 	if all {
 		members, err := s.Members(s.bg)
 		if err != nil {
@@ -761,7 +793,7 @@ var textIndexPaused atomic.Bool
 
 func (s *Store) textIndexStopping() bool {
 	select {
-	case <-s.text.stop:
+	case <-s.textIndex().stop:
 		return true
 	default:
 		return false
