@@ -10,10 +10,11 @@
 // shared counters, leases (Lead), notifications (Subscribe, Publish), the
 // shared errors and the domains' hooks (OnMemberDelete,
 // OnRevokeMemberAccess, OnMigrate, OnCommit), their per-transaction state
-// (NewTxState) and their background work (NewWorkerKind). The domains not moved yet (members,
-// sessions, two-factor, reset links, the library of saved items) are
-// still methods of Store here; docs/storage-engines.md ("Packages") maps
-// which package holds what. Handlers never build keys themselves.
+// (NewTxState) and their background work (NewWorkerKind). The domains not
+// moved yet (members, sessions, two-factor, reset links, the library of
+// saved items) are still methods of Store here; docs/storage-engines.md
+// ("Packages") maps which package holds what. Handlers never build keys
+// themselves.
 package storage
 
 import (
