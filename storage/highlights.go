@@ -186,10 +186,11 @@ func (tx *Tx) syncHighlightCopies(it *SavedItem) (left bool, err error) {
 		if h.ItemTitle == it.Title && h.ItemURL == it.OriginalURL && h.ItemDomain == it.SourceDomain {
 			continue
 		}
-		if tx.highlightCopyBytes > 0 && tx.highlightCopyBytes+len(b) > maxHighlightCopyBytes {
+		lt := libraryState.Of(tx)
+		if lt.highlightCopyBytes > 0 && lt.highlightCopyBytes+len(b) > maxHighlightCopyBytes {
 			return true, nil
 		}
-		tx.highlightCopyBytes += len(b)
+		lt.highlightCopyBytes += len(b)
 		old := highlightIndexKeys(it.MemberID, &h)[1]
 		h.ItemTitle, h.ItemURL, h.ItemDomain = it.Title, it.OriginalURL, it.SourceDomain
 		if t.After(h.UpdatedAt) {

@@ -273,8 +273,9 @@ func (tx *Tx) putItem(old, it *SavedItem) error {
 	}
 	rec := appendItemRecord(nil, it)
 	copies := rec
-	if n := len(rec) * len(keys); tx.indexCopyBytes+n <= maxIndexCopyBytes {
-		tx.indexCopyBytes += n
+	lt := libraryState.Of(tx)
+	if n := len(rec) * len(keys); lt.indexCopyBytes+n <= maxIndexCopyBytes {
+		lt.indexCopyBytes += n
 	} else {
 		// A transaction that touches many items (a label on thousands of
 		// them) would outgrow Badger's limit with five copies of each:
@@ -302,7 +303,7 @@ func (tx *Tx) putItem(old, it *SavedItem) error {
 			return err
 		}
 		if left {
-			tx.highlightsLeft = append(tx.highlightsLeft, [2]string{it.MemberID, it.ID})
+			lt.highlightsLeft = append(lt.highlightsLeft, [2]string{it.MemberID, it.ID})
 		}
 	}
 	return tx.put(itemKey(it.MemberID, it.ID), rec, 0)

@@ -96,7 +96,7 @@ func TestSearchPairsOnSeededStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	st.text.notify(m.ID)
+	st.textIndex().notify(m.ID)
 	time.Sleep(time.Second)
 	waitIndexed(t, st, m.ID)
 	t.Logf("index ready after %v", time.Since(start).Round(time.Millisecond))

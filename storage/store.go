@@ -9,10 +9,12 @@
 // and their invalidation across nodes, backups and restores, the gate,
 // shared counters, leases (Lead), notifications (Subscribe, Publish), the
 // shared errors and the domains' hooks (OnMemberDelete,
-// OnRevokeMemberAccess, OnMigrate). The domains not moved yet (members,
-// sessions, two-factor, reset links, the library of saved items) are
-// still methods of Store here; docs/storage-engines.md ("Packages") maps
-// which package holds what. Handlers never build keys themselves.
+// OnRevokeMemberAccess, OnMigrate, OnCommit), their per-transaction state
+// (NewTxState) and their background work (NewWorkerKind). The domains not
+// moved yet (members, sessions, two-factor, reset links, the library of
+// saved items) are still methods of Store here; docs/storage-engines.md
+// ("Packages") maps which package holds what. Handlers never build keys
+// themselves.
 package storage
 
 import (
@@ -178,7 +180,7 @@ type Store struct {
 	closed sync.Once
 	done   bool // closed; guarded by openMu
 
-	text textIndexer // the search index's background work (textindex.go)
+	workers []Worker // the domains' background work, by kind (NewWorkerKind)
 
 	// bg is the context of the store's own work (migrations, the search
 	// indexer): Close cancels it before waiting for that work to end.
@@ -215,7 +217,7 @@ func Prepare(dir string, opts Options) *Store {
 	}
 	s.bg, s.stopBg = context.WithCancel(context.Background())
 	s.gate.init()
-	s.text.init()
+	s.makeWorkers()
 	return s
 }
 
@@ -267,8 +269,7 @@ func (s *Store) Open() error {
 		s.gcDone.Add(1)
 		go s.runGC(opts.GCInterval)
 	}
-	s.text.done.Add(1)
-	go s.runTextIndexer()
+	s.startWorkers()
 	return nil
 }
 
@@ -301,8 +302,7 @@ func (s *Store) openPostgres() error {
 		s.eng = nil
 		return fmt.Errorf("open store: %w", err)
 	}
-	s.text.done.Add(1)
-	go s.runTextIndexer()
+	s.startWorkers()
 	return nil
 }
 
@@ -344,9 +344,10 @@ func (s *Store) Engine() string {
 // migrate brings records written by earlier versions up to date. It runs at
 // Open and after Restore, and changes nothing the second time.
 func (s *Store) migrate() error {
-	// The search indexer looks at every member: it builds what stores
-	// written before the index lack, and indexes texts left pending.
-	s.text.notify("")
+	// The workers look at everything (the search indexer: every member,
+	// building what stores written before the index lack and indexing
+	// texts left pending).
+	s.workersLook()
 	for _, m := range migrations {
 		if err := m(s.bg, s); err != nil {
 			return err
@@ -388,8 +389,7 @@ func (s *Store) Close() error {
 		close(s.stopGC)
 		s.stopBg()
 		s.gcDone.Wait()
-		close(s.text.stop)
-		s.text.done.Wait()
+		s.stopWorkers()
 		s.closeGate()
 		if s.stopNotes != nil {
 			s.stopNotes()
@@ -475,15 +475,12 @@ func (s *Store) Restore(r io.Reader) error {
 	if s.bdb == nil {
 		return errors.New("restore: not a Badger store") // see restoreEngine
 	}
-	s.text.hold.Lock()
+	s.holdWorkers()
 	err := s.bdb.DB().Load(stream, 256)
-	if err != nil {
-		// Badger's transactions wait for the commit timestamps a failed
-		// load skipped: none may start on this store again (the caller
-		// throws it away), the indexer's included.
-		s.text.broken = true
-	}
-	s.text.hold.Unlock()
+	// After a failed load, Badger's transactions wait for the commit
+	// timestamps it skipped: none may start on this store again (the
+	// caller throws it away), the workers' included.
+	s.releaseWorkers(err != nil)
 	s.caches.drop(nil) // also after a failed load: some records may have changed
 	if err != nil {
 		return err

@@ -330,9 +330,7 @@ func (tx *Tx) setItemText(memberID, id, title, desc string, text *string) error 
 	if err := tx.put(textQueueKey(memberID), encUint64(nil, seq+1), 0); err != nil {
 		return err
 	}
-	if !contains(tx.textMembers, memberID) {
-		tx.textMembers = append(tx.textMembers, memberID)
-	}
+	libraryState.Of(tx).addTextMember(memberID)
 	return nil
 }
 
@@ -436,10 +434,11 @@ func filterCountKey(memberID, kind, value string) []byte {
 
 // countItemFilters adds sign to the counts of it's filter keys.
 func (tx *Tx) countItemFilters(it *SavedItem, sign int64) {
-	if tx.filterDeltas == nil {
-		tx.filterDeltas = map[string]int64{}
+	lt := libraryState.Of(tx)
+	if lt.filterDeltas == nil {
+		lt.filterDeltas = map[string]int64{}
 	}
-	add := func(kind, value string) { tx.filterDeltas[string(filterCountKey(it.MemberID, kind, value))] += sign }
+	add := func(kind, value string) { lt.filterDeltas[string(filterCountKey(it.MemberID, kind, value))] += sign }
 	for i, l := range it.LabelIDs {
 		if !slices.Contains(it.LabelIDs[:i], l) {
 			add("l", l)
@@ -461,13 +460,13 @@ func typeCode(typ string) string {
 }
 
 // flushFilterCounts adds the transaction's filter count changes to the
-// counts (called by update before the commit).
-func (tx *Tx) flushFilterCounts() error {
-	if len(tx.filterDeltas) == 0 {
+// counts (libraryBeforeCommit: before the commit).
+func (tx *Tx) flushFilterCounts(lt *libraryTx) error {
+	if len(lt.filterDeltas) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(tx.filterDeltas))
-	for k, d := range tx.filterDeltas {
+	keys := make([]string, 0, len(lt.filterDeltas))
+	for k, d := range lt.filterDeltas {
 		if d != 0 {
 			keys = append(keys, k)
 		}
@@ -478,11 +477,11 @@ func (tx *Tx) flushFilterCounts() error {
 		if err != nil {
 			return err
 		}
-		if err := tx.putCount([]byte(k), n+tx.filterDeltas[k]); err != nil {
+		if err := tx.putCount([]byte(k), n+lt.filterDeltas[k]); err != nil {
 			return err
 		}
 	}
-	tx.filterDeltas = nil
+	lt.filterDeltas = nil
 	return nil
 }
 
@@ -652,8 +651,9 @@ func (s *Store) recountFilters(memberID string) error {
 
 // textIndexer turns pending items into trigram segments in the background,
 // and builds the text records and filter keys of stores written before the
-// index existed.
+// index existed: a Worker of each Store (textIndexerKind).
 type textIndexer struct {
+	s     *Store
 	mu    sync.Mutex
 	dirty map[string]bool // members with work, or all when allDirty
 	all   bool
@@ -670,10 +670,40 @@ type textIndexer struct {
 	broken bool
 }
 
-func (ti *textIndexer) init() {
-	ti.dirty = map[string]bool{}
-	ti.wake = make(chan struct{}, 1)
-	ti.stop = make(chan struct{})
+// textIndexerKind is the search indexer of each Store.
+var textIndexerKind = NewWorkerKind(func(s *Store) *textIndexer {
+	return &textIndexer{s: s, dirty: map[string]bool{}, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+})
+
+// textIndex is s's search indexer.
+func (s *Store) textIndex() *textIndexer { return textIndexerKind.Of(s) }
+
+// Start starts the indexer (Worker).
+func (ti *textIndexer) Start() {
+	ti.done.Add(1)
+	go ti.run()
+}
+
+// Look marks every member as having work (Worker): at Open and after a
+// restore.
+func (ti *textIndexer) Look() { ti.notify("") }
+
+// Hold waits for the pass running and keeps the next from starting
+// (Worker).
+func (ti *textIndexer) Hold() { ti.hold.Lock() }
+
+// Release lets passes run again, or none ever again when broken (Worker).
+func (ti *textIndexer) Release(broken bool) {
+	if broken {
+		ti.broken = true
+	}
+	ti.hold.Unlock()
+}
+
+// Stop ends the indexer and waits for it (Worker).
+func (ti *textIndexer) Stop() {
+	close(ti.stop)
+	ti.done.Wait()
 }
 
 // notify marks a member (or all, with "") as having work.
@@ -701,39 +731,40 @@ const textBatch = 512
 // Searches meanwhile read those texts directly.
 var textIndexDelay = 500 * time.Millisecond
 
-func (s *Store) runTextIndexer() {
-	defer s.text.done.Done()
+func (ti *textIndexer) run() {
+	defer ti.done.Done()
 	for {
 		select {
-		case <-s.text.stop:
+		case <-ti.stop:
 			return
-		case <-s.text.wake:
+		case <-ti.wake:
 		}
 		if textIndexDelay > 0 {
 			select {
-			case <-s.text.stop:
+			case <-ti.stop:
 				return
 			case <-time.After(textIndexDelay):
 			}
 		}
-		if s.textIndexPass() {
+		if ti.pass() {
 			return
 		}
 	}
 }
 
-// textIndexPass indexes what the members marked since the last pass have
+// pass indexes what the members marked since the last pass have
 // pending; true when the indexer is stopping.
-func (s *Store) textIndexPass() (stopped bool) {
-	s.text.hold.RLock()
-	defer s.text.hold.RUnlock()
-	if s.text.broken {
+func (ti *textIndexer) pass() (stopped bool) {
+	ti.hold.RLock()
+	defer ti.hold.RUnlock()
+	if ti.broken {
 		return true
 	}
-	s.text.mu.Lock()
-	all, dirty := s.text.all, s.text.dirty
-	s.text.all, s.text.dirty = false, map[string]bool{}
-	s.text.mu.Unlock()
+	ti.mu.Lock()
+	all, dirty := ti.all, ti.dirty
+	ti.all, ti.dirty = false, map[string]bool{}
+	ti.mu.Unlock()
+	s := ti.s
 	if all {
 		members, err := s.Members(s.bg)
 		if err != nil {
@@ -762,7 +793,7 @@ var textIndexPaused atomic.Bool
 
 func (s *Store) textIndexStopping() bool {
 	select {
-	case <-s.text.stop:
+	case <-s.textIndex().stop:
 		return true
 	default:
 		return false

@@ -326,7 +326,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			}
 			check(0) // every text pending
 			textIndexPaused.Store(false)
-			st.text.notify(m.ID)
+			st.textIndex().notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			textIndexPaused.Store(true)
 			for n := 30; n < 60; n++ {
@@ -334,7 +334,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			}
 			check(1) // half pending
 			textIndexPaused.Store(false)
-			st.text.notify(m.ID)
+			st.textIndex().notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			check(4)
 			// The index keeps no copy of the texts.
@@ -396,7 +396,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			refresh()
 			check(2) // the changes pending
 			textIndexPaused.Store(false)
-			st.text.notify(m.ID)
+			st.textIndex().notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			check(3)
 			checkFilterCounts(t, st, m.ID)
@@ -720,7 +720,7 @@ func TestSearchSegmentsMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	textIndexPaused.Store(false)
-	st.text.notify(m.ID)
+	st.textIndex().notify(m.ID)
 	for i := 0; ; i++ {
 		if err := st.View(t.Context(), func(tx *Tx) (err error) { meta, err = tx.textMeta(m.ID); return err }); err != nil {
 			t.Fatal(err)

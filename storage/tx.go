@@ -39,22 +39,12 @@ type Tx struct {
 	r  kv.Reader
 	w  kv.Writer // nil in a View
 	st *Store    // in an Update: for new ids
-	// indexCopyBytes counts the item copies putItem wrote to indexes.
-	indexCopyBytes int
-	// highlightCopyBytes counts the highlights syncHighlightCopies wrote,
-	// and highlightsLeft lists the items (member id, item id) whose
-	// highlights it left for after the commit.
-	highlightCopyBytes int
-	highlightsLeft     [][2]string
+	// state holds the domains' state of this transaction (TxState), by
+	// kind.
+	state [maxTxStates]any
 	// cachedWritten lists the keys of cached records (see recordCache)
 	// this transaction wrote or deleted.
 	cachedWritten []string
-	// textMembers lists the members whose items' text this transaction
-	// changed (setItemText), for the search indexer.
-	textMembers []string
-	// filterDeltas holds the changes to the search filter counts, written
-	// at the commit (flushFilterCounts).
-	filterDeltas map[string]int64
 	// written counts the bytes of the keys and values put or deleted
 	// (Store.writesDone).
 	written int64
@@ -191,7 +181,7 @@ func (s *Store) update(ctx context.Context, opts kv.TxOptions, fn func(tx *Tx) e
 			if err := fn(tx); err != nil {
 				return err
 			}
-			if err := tx.flushFilterCounts(); err != nil {
+			if err := tx.beforeCommit(); err != nil {
 				return err
 			}
 			if s.shared && len(tx.cachedWritten) > 0 {
@@ -217,19 +207,14 @@ func (s *Store) update(ctx context.Context, opts kv.TxOptions, fn func(tx *Tx) e
 	}
 	s.writesDone(tx.written)
 	err = s.engineErr(err)
-	if err == nil {
-		for _, m := range tx.textMembers {
-			s.text.notify(m)
-		}
-	}
 	if len(tx.cachedWritten) > 0 {
 		// Also after a failed commit: dropping a cached record is safe.
 		s.caches.drop(tx.cachedWritten)
 	}
-	if err == nil && len(tx.highlightsLeft) > 0 {
-		return s.finishHighlightCopies(ctx, tx.highlightsLeft)
+	if err != nil {
+		return err
 	}
-	return err
+	return s.afterCommit(ctx, tx)
 }
 
 // getJSON decodes the record at key into v, or returns ErrNotFound.

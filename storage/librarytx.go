@@ -1,0 +1,64 @@
+package storage
+
+import "context"
+
+// libraryTx is the library's state of a read-write transaction, made the
+// first time the transaction writes what needs it (libraryState): a
+// transaction of another domain holds none.
+type libraryTx struct {
+	// indexCopyBytes counts the item copies putItem wrote to indexes.
+	indexCopyBytes int
+	// highlightCopyBytes counts the highlights syncHighlightCopies wrote,
+	// and highlightsLeft lists the items (member id, item id) whose
+	// highlights it left for after the commit (finishHighlightCopies).
+	highlightCopyBytes int
+	highlightsLeft     [][2]string
+	// textMembers lists the members whose items' text this transaction
+	// changed (setItemText), for the search indexer; its first is kept in
+	// textMember, so the common case (one member) allocates nothing more.
+	textMembers []string
+	textMember  [1]string
+	// filterDeltas holds the changes to the search filter counts, written
+	// at the commit (flushFilterCounts).
+	filterDeltas map[string]int64
+}
+
+var libraryState = NewTxState[libraryTx]()
+
+func init() { OnCommit(libraryBeforeCommit, libraryAfterCommit) }
+
+// libraryBeforeCommit writes the filter counts' changes inside the
+// transaction.
+func libraryBeforeCommit(tx *Tx) error {
+	lt := libraryState.Peek(tx)
+	if lt == nil {
+		return nil
+	}
+	return tx.flushFilterCounts(lt)
+}
+
+// libraryAfterCommit tells the search indexer which members' texts
+// changed, then brings the highlights left out in step.
+func libraryAfterCommit(ctx context.Context, s *Store, tx *Tx) error {
+	lt := libraryState.Peek(tx)
+	if lt == nil {
+		return nil
+	}
+	for _, m := range lt.textMembers {
+		s.textIndex().notify(m)
+	}
+	if len(lt.highlightsLeft) > 0 {
+		return s.finishHighlightCopies(ctx, lt.highlightsLeft)
+	}
+	return nil
+}
+
+// addTextMember notes that memberID's items' text changed.
+func (lt *libraryTx) addTextMember(memberID string) {
+	if lt.textMembers == nil {
+		lt.textMembers = lt.textMember[:0]
+	}
+	if !contains(lt.textMembers, memberID) {
+		lt.textMembers = append(lt.textMembers, memberID)
+	}
+}
