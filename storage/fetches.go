@@ -23,7 +23,7 @@ func fetchKey(memberID, itemID string) []byte { return key("fetch", memberID, it
 
 func init() {
 	// A member's pending fetches go with the member (a member has few).
-	memberCleanups = append(memberCleanups, func(tx *Tx, memberID string) error {
+	OnMemberDelete(func(tx *Tx, memberID string) error {
 		return tx.deletePrefix(key("fetch", memberID, ""))
 	})
 }

@@ -32,7 +32,7 @@ func importKeyKey(memberID, digest string) []byte {
 }
 
 func init() {
-	memberCleanups = append(memberCleanups, func(tx *Tx, memberID string) error {
+	OnMemberDelete(func(tx *Tx, memberID string) error {
 		return tx.deletePrefix(key("import", memberID, ""))
 	})
 }

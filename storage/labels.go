@@ -63,20 +63,6 @@ func labelNameFold(name string) string {
 }
 func savedQueryKey(memberID, id string) []byte { return key("u", memberID, "gql", "sq", id) }
 
-// guardCount makes the transaction conflict with every other that counts
-// the member's records of one kind (labels, saved queries) to keep a limit:
-// each reads and writes the same guard key. Badger sees a conflict on a key
-// read, not on an insert into a range scanned, so two concurrent creations
-// would each count without the other and both pass the limit; with the
-// guard the later one is retried and counts again.
-func (tx *Tx) guardCount(memberID, kind string) error {
-	k := key("u", memberID, "gql", "guard", kind)
-	if _, err := tx.get(k); err != nil && !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	return tx.put(k, nil, 0)
-}
-
 func validateLabel(name, color string) (string, string, error) {
 	name = strings.TrimSpace(name)
 	if utf8.ValidString(name) {

@@ -543,19 +543,6 @@ func SourceDomain(u string) string {
 	return strings.TrimPrefix(strings.ToLower(p.Hostname()), "www.")
 }
 
-func now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
-
-func cleanLine(s string, max int, what string) (string, error) {
-	s = strings.TrimSpace(s)
-	if !utf8.ValidString(s) {
-		return "", Invalid("%s must be valid UTF-8", what)
-	}
-	if utf8.RuneCountInString(s) > max {
-		return "", Invalid("%s must be at most %d characters", what, max)
-	}
-	return s, nil
-}
-
 // SaveItem stores a new saved item, or updates the member's item with the
 // same URL (moving it back to the inbox), or, for a newsletter whose
 // MessageID the member already has, returns that item unchanged. It reports
@@ -1635,19 +1622,6 @@ func (tx *Tx) candidatePage(m *itemMatcher, ids []string, statuses []string, p P
 		page.Cursors[i] = makeCursor(1, p.Field, p.Desc, h.suf)
 	}
 	return nil
-}
-
-// isItemID reports whether s has the form of an item or highlight id.
-func isItemID(s string) bool {
-	if s == "" || len(s) > 20 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 type itemMatcher struct {
