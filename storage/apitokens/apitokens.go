@@ -555,9 +555,15 @@ func (s Store) InboundMember(ctx context.Context, secret string) (*storage.Membe
 	if !strings.HasPrefix(secret, InboundPrefix) || len(secret) > 128 || len(secret) < 20 {
 		return nil, storage.ErrNotFound
 	}
+	return s.memberAt(ctx, inboundRefKey(storage.Digest(secret)))
+}
+
+// memberAt returns the member whose id is the value at key:
+// storage.ErrNotFound, or storage.ErrSuspended for a suspended member.
+func (s Store) memberAt(ctx context.Context, key []byte) (*storage.Member, error) {
 	var m *storage.Member
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
-		id, err := tx.Get(inboundRefKey(storage.Digest(secret)))
+		id, err := tx.Get(key)
 		if err != nil {
 			return err
 		}
@@ -582,22 +588,7 @@ func (s Store) InboundMemberByID(ctx context.Context, id string) (*storage.Membe
 	if !storage.IsID(id) {
 		return nil, storage.ErrNotFound
 	}
-	var m *storage.Member
-	err := s.st.View(ctx, func(tx *storage.Tx) error {
-		mid, err := tx.Get(inboundIDKey(id))
-		if err != nil {
-			return err
-		}
-		m, err = tx.MemberByID(string(mid))
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if m.Suspended {
-		return nil, storage.ErrSuspended
-	}
-	return m, nil
+	return s.memberAt(ctx, inboundIDKey(id))
 }
 
 // IndexInboundIDs indexes by id the inbound addresses that are not (made
