@@ -1464,14 +1464,7 @@ func (s *Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilte
 						return false, err
 					}
 				}
-				ok, err := m.match(it)
-				if err == nil {
-					if over, oerr := m.overBudget(); oerr != nil {
-						err = oerr
-					} else if over {
-						err = ErrSearchTooBroad
-					}
-				}
+				ok, err := m.matchWithinBudget(it)
 				if err != nil || !ok {
 					return err == nil, err
 				}
@@ -1662,6 +1655,21 @@ func (m *itemMatcher) overBudget() (bool, error) {
 		m.readyKnown, m.ready = true, r
 	}
 	return m.ready, nil
+}
+
+// matchWithinBudget is match, failing with ErrSearchTooBroad once the
+// search has gone over its budget (overBudget).
+func (m *itemMatcher) matchWithinBudget(it *SavedItem) (bool, error) {
+	ok, err := m.match(it)
+	if err != nil {
+		return false, err
+	}
+	if over, err := m.overBudget(); err != nil {
+		return false, err
+	} else if over {
+		return false, ErrSearchTooBroad
+	}
+	return ok, nil
 }
 
 func newItemMatcher(tx *Tx, memberID string, f ItemFilter) (*itemMatcher, error) {

@@ -2115,14 +2115,7 @@ func (tx *Tx) orderedPage(m *itemMatcher, statuses []string, p PageRequest, afte
 		if !contains(statuses, it.Status) {
 			return true, passed()
 		}
-		ok, err := m.match(it)
-		if err == nil {
-			if over, oerr := m.overBudget(); oerr != nil {
-				err = oerr
-			} else if over {
-				err = ErrSearchTooBroad
-			}
-		}
+		ok, err := m.matchWithinBudget(it)
 		if err != nil || !ok {
 			return err == nil, err
 		}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
@@ -24,17 +23,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	pgNodes.Stop()
 	os.Exit(code)
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // Articles saved through the node that does not work the queue are fetched
@@ -60,7 +48,7 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 	defer a.Close()
 	b := New(sb, Options{AllowPrivateAddresses: true})
 	defer b.Close()
-	waitFor(t, "one node works the queue", func() bool { return a.fetches.leading.Load() != b.fetches.leading.Load() })
+	storagetest.Eventually(t, "one node works the queue", func() bool { return a.fetches.leading.Load() != b.fetches.leading.Load() })
 	leader, other := a, b
 	if b.fetches.leading.Load() {
 		leader, other = b, a
@@ -79,7 +67,7 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "every article is fetched", func() bool { return pending() == 0 })
+	storagetest.Eventually(t, "every article is fetched", func() bool { return pending() == 0 })
 	mu.Lock()
 	for i := range n {
 		if h := hits[fmt.Sprintf("/%d", i)]; h != 1 {
@@ -92,11 +80,11 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 	}
 
 	leader.Close()
-	waitFor(t, "the other node works the queue", func() bool { return other.fetches.leading.Load() })
+	storagetest.Eventually(t, "the other node works the queue", func() bool { return other.fetches.leading.Load() })
 	if err := other.queueArticleFromURL(t.Context(), m.ID, pages.URL+"/after", nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the article saved after the fail-over is fetched", func() bool { return pending() == 0 })
+	storagetest.Eventually(t, "the article saved after the fail-over is fetched", func() bool { return pending() == 0 })
 	mu.Lock()
 	defer mu.Unlock()
 	if h := hits["/after"]; h != 1 {

@@ -24,17 +24,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // An import job is carried out by one node: not while another node's claim
 // lasts, and by exactly one of the others once that claim has expired (its
 // node stopped without releasing it).
@@ -72,10 +61,10 @@ func TestImportJobRunsOnOneNode(t *testing.T) {
 	}
 	ra.Run()
 	rb.Run()
-	eventually(t, "both runners look for jobs", func() bool { return ra.passes.Load() >= 1 && rb.passes.Load() >= 1 })
+	storagetest.Eventually(t, "both runners look for jobs", func() bool { return ra.passes.Load() >= 1 && rb.passes.Load() >= 1 })
 	ra.Kick()
 	rb.Kick()
-	eventually(t, "both runners look for jobs again", func() bool { return ra.passes.Load() >= 2 && rb.passes.Load() >= 2 })
+	storagetest.Eventually(t, "both runners look for jobs again", func() bool { return ra.passes.Load() >= 2 && rb.passes.Load() >= 2 })
 	j, err := sb.ImportJob(t.Context(), m.ID, job.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +77,7 @@ func TestImportJobRunsOnOneNode(t *testing.T) {
 	if ok, err := sa.ClaimImportJob(t.Context(), job.ID, "stopped-node", 200*time.Millisecond); err != nil || !ok {
 		t.Fatalf("claim: %v %v", ok, err)
 	}
-	eventually(t, "the job is done", func() bool {
+	storagetest.Eventually(t, "the job is done", func() bool {
 		ra.Kick() // look again (rather than at the next poll)
 		rb.Kick()
 		j, err = sb.ImportJob(t.Context(), m.ID, job.ID)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/internal/enginesuite"
@@ -99,4 +100,18 @@ func (p *Postgres) TwoNodes(t *testing.T) (a, b *storage.Store) {
 		return s
 	}
 	return open(), open()
+}
+
+// Eventually polls cond until it holds (another node's work, a lease
+// taken over), failing the test after a generous minute. It never asserts
+// how long something took.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
