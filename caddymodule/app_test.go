@@ -210,14 +210,22 @@ func TestReloadKeepsOneStoreAndServesEveryRequest(t *testing.T) {
 // on a reused connection or otherwise, counts as it is.
 func getRetryingReset(client *http.Client, url string, resets *atomic.Int64) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
-		var reused bool
-		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
+		// The connection the request last went out on. The Transport itself
+		// sends a GET again on a new connection when a reused one fails
+		// before any answer; a reset of that new one was seen (under -race,
+		// loaded) as "dial tcp: connect: connection reset by peer" and is a
+		// fresh connection's. Hooks run on the Transport's goroutines.
+		var reused atomic.Bool
+		trace := &httptrace.ClientTrace{
+			GotConn:      func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
+			ConnectStart: func(string, string) { reused.Store(false) },
+		}
 		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, url, nil)
 		if err != nil {
 			return nil, err
 		}
 		resp, err := client.Do(req)
-		if err == nil || reused || attempt == 8 || !(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+		if err == nil || reused.Load() || attempt == 8 || !(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
 			return resp, err
 		}
 		// A retry made at once can land in the same closing socket's

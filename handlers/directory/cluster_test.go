@@ -137,7 +137,7 @@ func startSubscriberRelay(t *testing.T) *subscriberRelay {
 	sr.relay.OnConnect = append(sr.relay.OnConnect, func(ctx context.Context) {
 		ws := khatru.GetConnection(ctx)
 		if ws.Request == nil || ws.Request.Header.Get("User-Agent") != safefetch.DefaultUserAgent {
-			return // a publishing client
+			return // not a directory
 		}
 		sr.dials.Add(1)
 		sr.subs.Store(ws, true)
