@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"sort"
 	"strconv"
@@ -180,7 +181,7 @@ func (tx *Tx) syncHighlightCopies(it *SavedItem) (left bool, err error) {
 			return false, err
 		}
 		var h Highlight
-		if err := unmarshal(b, &h); err != nil {
+		if err := json.Unmarshal(b, &h); err != nil {
 			return false, err
 		}
 		if h.ItemTitle == it.Title && h.ItemURL == it.OriginalURL && h.ItemDomain == it.SourceDomain {
@@ -600,7 +601,7 @@ func (s *Store) ForEachHighlight(ctx context.Context, memberID string, fn func(h
 	return s.View(ctx, func(tx *Tx) error {
 		return tx.scan(key("u", memberID, "gql", "hl", ""), nil, false, false, func(_, v []byte) (bool, error) {
 			var h Highlight
-			if err := unmarshal(v, &h); err != nil {
+			if err := json.Unmarshal(v, &h); err != nil {
 				return false, err
 			}
 			return true, fn(&h)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
 	"sort"
@@ -184,7 +185,7 @@ func (tx *Tx) importJobs(memberID string) ([]*ImportJob, error) {
 	var out []*ImportJob
 	err := tx.scan(key("import", memberID, ""), nil, false, false, func(_, v []byte) (bool, error) {
 		var j ImportJob
-		if err := unmarshal(v, &j); err != nil {
+		if err := json.Unmarshal(v, &j); err != nil {
 			return false, err
 		}
 		out = append(out, &j)
@@ -217,7 +218,7 @@ func (s *Store) UnfinishedImportJobs(ctx context.Context) ([]*ImportJob, error) 
 	err := s.View(ctx, func(tx *Tx) error {
 		return tx.scan(key("import", ""), nil, false, false, func(_, v []byte) (bool, error) {
 			var j ImportJob
-			if err := unmarshal(v, &j); err != nil {
+			if err := json.Unmarshal(v, &j); err != nil {
 				return false, err
 			}
 			if !j.Finished() {

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"regexp"
 	"sort"
@@ -81,7 +82,7 @@ func (tx *Tx) labels(memberID string) ([]*Label, error) {
 	var out []*Label
 	err := tx.scan(key("u", memberID, "gql", "label", ""), nil, false, false, func(_, v []byte) (bool, error) {
 		var l Label
-		if err := unmarshal(v, &l); err != nil {
+		if err := json.Unmarshal(v, &l); err != nil {
 			return false, err
 		}
 		out = append(out, &l)
@@ -327,11 +328,11 @@ func (s *Store) changeLabel(ctx context.Context, change func(tx *Tx) ([]string, 
 }
 
 // inBatches calls fn with ids, labelBatch at a time, one transaction each
-// (or more, see updateInParts).
+// (or more, see UpdateInParts).
 func (s *Store) inBatches(ctx context.Context, ids []string, fn func(tx *Tx, ids []string) error) error {
 	for len(ids) > 0 {
 		n := min(len(ids), labelBatch)
-		if err := s.updateInParts(ctx, ids[:n], nil, fn); err != nil {
+		if err := s.UpdateInParts(ctx, ids[:n], nil, fn); err != nil {
 			return err
 		}
 		ids = ids[n:]
@@ -449,7 +450,7 @@ func (tx *Tx) savedQueries(memberID string) ([]*SavedQuery, error) {
 	var out []*SavedQuery
 	err := tx.scan(key("u", memberID, "gql", "sq", ""), nil, false, false, func(_, v []byte) (bool, error) {
 		var q SavedQuery
-		if err := unmarshal(v, &q); err != nil {
+		if err := json.Unmarshal(v, &q); err != nil {
 			return false, err
 		}
 		out = append(out, &q)

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -175,7 +176,7 @@ func (s *Store) Members(ctx context.Context) ([]*Member, error) {
 	err := s.View(ctx, func(tx *Tx) error {
 		return tx.scan(key("member", "id", ""), nil, false, false, func(_, v []byte) (bool, error) {
 			var m Member
-			if err := unmarshal(v, &m); err != nil {
+			if err := json.Unmarshal(v, &m); err != nil {
 				return false, err
 			}
 			out = append(out, &m)
@@ -296,12 +297,14 @@ func (s *Store) DeleteMember(ctx context.Context, username string) error {
 	// hold, so they go in batches after the member record. Nothing can reach
 	// them in between: every lookup starts from the member. (Badger's
 	// DropPrefix is not used: it blocks every other write while it runs.)
-	return s.deletePrefixInBatches(ctx, memberDataPrefix(id))
+	return s.DeletePrefixInBatches(ctx, memberDataPrefix(id))
 }
 
-// deletePrefixInBatches deletes every key with prefix, a bounded number of
-// keys per transaction.
-func (s *Store) deletePrefixInBatches(ctx context.Context, prefix []byte) error {
+// DeletePrefixInBatches deletes every key with prefix, a bounded number of
+// keys (1000) per transaction, for more keys than one transaction may hold.
+// It is not atomic: an error leaves the batches before it deleted, and
+// keys written under prefix meanwhile may or may not be deleted.
+func (s *Store) DeletePrefixInBatches(ctx context.Context, prefix []byte) error {
 	const batch = 1000
 	for {
 		n := 0

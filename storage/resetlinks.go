@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -183,7 +184,7 @@ func (tx *Tx) deleteRecordsOf(prefix []byte, memberID string) error {
 		var rec struct {
 			MemberID string `json:"member_id"`
 		}
-		if unmarshal(v, &rec) == nil && rec.MemberID == memberID {
+		if json.Unmarshal(v, &rec) == nil && rec.MemberID == memberID {
 			keys = append(keys, append([]byte{}, k...))
 		}
 		return true, nil

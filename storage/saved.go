@@ -789,7 +789,7 @@ func (s *Store) ItemContent(ctx context.Context, memberID, id string) (*ItemCont
 
 // updateItems applies fn to each of the member's items with ids (all must
 // exist), moving updatedAt, and returns them. It is one transaction unless
-// the items are too big for one (see updateInParts).
+// the items are too big for one (see UpdateInParts).
 func (s *Store) updateItems(ctx context.Context, memberID string, ids []string, fn func(tx *Tx, it *SavedItem) error) ([]*SavedItem, error) {
 	if len(ids) == 0 {
 		return nil, Invalid("ids must not be empty")
@@ -815,7 +815,7 @@ func (s *Store) updateItems(ctx context.Context, memberID string, ids []string, 
 		}
 		return nil
 	}
-	err := s.updateInParts(ctx, unique, exist, func(tx *Tx, ids []string) error {
+	err := s.UpdateInParts(ctx, unique, exist, func(tx *Tx, ids []string) error {
 		for _, id := range ids {
 			var old SavedItem
 			if err := tx.getItem(itemKey(memberID, id), &old); err != nil {
@@ -1101,7 +1101,7 @@ func (s *Store) PermanentlyDeleteItems(ctx context.Context, memberID string, ids
 			return nil
 		}
 	}
-	return s.updateInParts(ctx, ids, each(false), each(true))
+	return s.UpdateInParts(ctx, ids, each(false), each(true))
 }
 
 // EmptyTrash permanently deletes every item in the member's trash and
@@ -1296,7 +1296,7 @@ func (tx *Tx) keysetScanSkipping(prefix []byte, desc bool, after, lower, upper [
 	if skip != nil {
 		skipKey = func(k []byte) bool { return skip(k[len(prefix):]) }
 	}
-	return tx.scanSkipping(prefix, start, desc, !values, skipKey, func(k, v []byte) (bool, error) {
+	return tx.ScanSkipping(prefix, start, desc, !values, skipKey, func(k, v []byte) (bool, error) {
 		suf := k[len(prefix):]
 		if after != nil && bytes.Equal(suf, after) {
 			return true, nil

@@ -371,6 +371,10 @@ func OnMigrate(fn func(ctx context.Context, s *Store) error) {
 // background work and migrations.
 func (s *Store) Logger() *zap.Logger { return s.log }
 
+// Background is the context of the store's own work (a domain's Worker,
+// its background writes): Close cancels it first, then waits for that work.
+func (s *Store) Background() context.Context { return s.bg }
+
 // Path is the directory the store lives in.
 func (s *Store) Path() string { return s.path }
 

@@ -838,7 +838,7 @@ func (s *Store) indexMember(memberID string) error {
 			// The folded copies of texts that versions before 4 kept
 			// (searches read the content instead, whether or not a copy
 			// is left).
-			if err := s.deletePrefixInBatches(s.bg, textKey(memberID, "")); err != nil {
+			if err := s.DeletePrefixInBatches(s.bg, textKey(memberID, "")); err != nil {
 				return err
 			}
 			if err := s.Update(s.bg, func(tx *Tx) error {
@@ -858,7 +858,7 @@ func (s *Store) indexMember(memberID string) error {
 		}
 		n := 0
 		// Asynchronous: the index is rebuilt from the items if lost.
-		err := s.updateRetrying(s.bg, kv.TxOptions{Async: true}, func(tx *Tx) error {
+		err := s.UpdateAsync(s.bg, func(tx *Tx) error {
 			var err error
 			n, err = tx.indexPending(memberID, limit)
 			return err
@@ -1293,7 +1293,7 @@ func (s *Store) mergeSegments(memberID string) error {
 		switch {
 		case len(meta.deleting) > 0:
 			for _, seg := range meta.deleting {
-				if err := s.deletePrefixInBatches(s.bg, segmentPrefix(memberID, seg)); err != nil {
+				if err := s.DeletePrefixInBatches(s.bg, segmentPrefix(memberID, seg)); err != nil {
 					return err
 				}
 			}
@@ -1380,7 +1380,7 @@ func (s *Store) writeMergedSegment(memberID string, meta *textMeta) error {
 		var srcs []src
 		for _, seg := range meta.mergeFrom {
 			p := segmentPrefix(memberID, seg)
-			it := kv.OpenCursor(tx.r, kv.Range{Prefix: p})
+			it := tx.Cursor(kv.Range{Prefix: p})
 			defer it.Close()
 			srcs = append(srcs, src{it, p})
 		}
@@ -1712,7 +1712,7 @@ func (tx *Tx) readIDs(src *idSource, upto int) {
 				break
 			}
 			p := src.parts[src.part]
-			src.it = kv.OpenCursor(tx.r, kv.Range{Prefix: p.prefix, Start: p.start, KeysOnly: true})
+			src.it = tx.Cursor(kv.Range{Prefix: p.prefix, Start: p.start, KeysOnly: true})
 		}
 		p := src.parts[src.part]
 		if !src.it.Valid() {

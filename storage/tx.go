@@ -78,13 +78,13 @@ func (s *Store) UpdateAsync(ctx context.Context, fn func(tx *Tx) error) error {
 	return s.updateRetrying(ctx, kv.TxOptions{Async: true}, fn)
 }
 
-// updateInParts commits fn(tx, ids) in one transaction when Badger can hold
+// UpdateInParts commits fn(tx, ids) in one transaction when Badger can hold
 // it, and otherwise in parts (halves, halved again as needed), each its own
 // transaction: a batch of a few hundred large records outgrows Badger's
 // transaction limit (15 % of a memtable). Before the first part, check runs
 // over every id in a read transaction, so input it refuses changes nothing;
 // fn must then accept what check accepted, or the parts before it stay.
-func (s *Store) updateInParts(ctx context.Context, ids []string, check, fn func(tx *Tx, ids []string) error) error {
+func (s *Store) UpdateInParts(ctx context.Context, ids []string, check, fn func(tx *Tx, ids []string) error) error {
 	checked := check == nil
 	var apply func(ids []string) error
 	apply = func(ids []string) error {
@@ -279,18 +279,18 @@ func (tx *Tx) delete(key []byte) error {
 // the prefix), until fn returns false or an error. The value is valid only
 // during the call.
 func (tx *Tx) scan(prefix, start []byte, reverse, keysOnly bool, fn func(key, val []byte) (bool, error)) error {
-	return tx.scanSkipping(prefix, start, reverse, keysOnly, nil, fn)
+	return tx.ScanSkipping(prefix, start, reverse, keysOnly, nil, fn)
 }
 
-// scanSkipping is scan that passes over the keys skip (when not nil)
+// ScanSkipping is Scan that passes over the keys skip (when not nil)
 // reports, without reading their values.
-func (tx *Tx) scanSkipping(prefix, start []byte, reverse, keysOnly bool, skip func(key []byte) bool, fn func(key, val []byte) (bool, error)) error {
+func (tx *Tx) ScanSkipping(prefix, start []byte, reverse, keysOnly bool, skip func(key []byte) bool, fn func(key, val []byte) (bool, error)) error {
 	r := kv.Range{Prefix: prefix, Start: start, Reverse: reverse, KeysOnly: keysOnly}
 	if skip == nil {
 		return tx.r.Scan(r, fn)
 	}
 	// A cursor reads a value only when asked: the skipped keys' never.
-	c := kv.OpenCursor(tx.r, r)
+	c := tx.Cursor(r)
 	defer c.Close()
 	for ; c.Valid(); c.Next() {
 		k := c.Key()
@@ -307,6 +307,12 @@ func (tx *Tx) scanSkipping(prefix, start []byte, reverse, keysOnly bool, skip fu
 	}
 	return kv.CursorErr(c)
 }
+
+// Cursor opens a cursor over r in the transaction (kv.OpenCursor): it
+// reads a value only when asked, and moves with Seek as well as Next. The
+// caller closes it before the transaction ends; kv.CursorErr reports a
+// failed read once it is no longer Valid.
+func (tx *Tx) Cursor(r kv.Range) kv.Cursor { return kv.OpenCursor(tx.r, r) }
 
 // suffixes lists what follows prefix in every key that has it (ids or
 // digests of an index), in key order.
