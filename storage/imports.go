@@ -32,9 +32,32 @@ func importKeyKey(memberID, digest string) []byte {
 	return key("u", memberID, "gql", "impkey", digest)
 }
 
+// importsTx is the imports' state of a transaction: the staged files of
+// the jobs it deleted (DeleteMember), removed once it commits.
+type importsTx struct{ staged []string }
+
+var importsState = NewTxState[importsTx]()
+
 func init() {
+	// A deleted member's jobs go, and the staged files of the unfinished
+	// ones after the commit (a runner reading one finds its job gone and
+	// stops); a failed delete keeps them.
 	OnMemberDelete(func(tx *Tx, memberID string) error {
+		staged, err := tx.importStagedFiles(memberID)
+		if err != nil {
+			return err
+		}
+		if len(staged) > 0 {
+			it := importsState.Of(tx)
+			it.staged = append(it.staged, staged...)
+		}
 		return tx.deletePrefix(key("import", memberID, ""))
+	})
+	OnCommit(nil, func(_ context.Context, _ *Store, tx *Tx) error {
+		if it := importsState.Peek(tx); it != nil {
+			removeStagedFiles(it.staged)
+		}
+		return nil
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -159,6 +160,58 @@ func TestDeleteMemberRemovesStagedImportFiles(t *testing.T) {
 	}
 	if jobs, err := st.UnfinishedImportJobs(t.Context()); err != nil || len(jobs) != 0 {
 		t.Fatalf("unfinished jobs after delete: %v %v", jobs, err)
+	}
+}
+
+// errDeleteRefused is what the hook below makes DeleteMember fail with.
+var errDeleteRefused = errors.New("test: delete refused")
+
+// refuseDeleteOf names a member whose DeleteMember fails inside its
+// transaction, after the other domains' cleanups of the member ran.
+var refuseDeleteOf atomic.Pointer[string]
+
+func init() {
+	OnMemberDelete(func(_ *Tx, memberID string) error {
+		if p := refuseDeleteOf.Load(); p != nil && *p == memberID {
+			return errDeleteRefused
+		}
+		return nil
+	})
+}
+
+// A DeleteMember that fails commits nothing: the member, its import job
+// and the job's staged file all stay (the files go only once the delete
+// commits), and a later delete that succeeds removes the file.
+func TestFailedDeleteMemberKeepsStagedImportFiles(t *testing.T) {
+	st, m := openSavedTest(t)
+	staged := filepath.Join(t.TempDir(), "upload-1")
+	if err := os.WriteFile(staged, []byte("url,title\nhttps://example.com/kept,Kept\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j, err := st.CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.csv", Staged: staged, Total: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refuseDeleteOf.Store(&m.ID)
+	err = st.DeleteMember(t.Context(), m.Username)
+	refuseDeleteOf.Store(nil)
+	if !errors.Is(err, errDeleteRefused) {
+		t.Fatalf("DeleteMember = %v, want the refusal", err)
+	}
+	if _, err := os.Stat(staged); err != nil {
+		t.Fatalf("a failed delete removed the staged file of the member's import: %v", err)
+	}
+	if _, err := st.MemberByID(t.Context(), m.ID); err != nil {
+		t.Fatalf("the member after a failed delete: %v", err)
+	}
+	if jobs, err := st.UnfinishedImportJobs(t.Context()); err != nil || len(jobs) != 1 || jobs[0].ID != j.ID {
+		t.Fatalf("unfinished jobs after a failed delete: %+v %v, want job %s", jobs, err, j.ID)
+	}
+	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(staged); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the staged file after the delete: stat %v, want it gone", err)
 	}
 }
 

@@ -261,16 +261,12 @@ func (s *Store) SetPassword(ctx context.Context, username, password string) erro
 // DeleteMember removes a member and everything it owns.
 func (s *Store) DeleteMember(ctx context.Context, username string) error {
 	var id string
-	var staged []string
 	err := s.Update(ctx, func(tx *Tx) error {
 		m, err := tx.Member(username)
 		if err != nil {
 			return err
 		}
 		id = m.ID
-		if staged, err = tx.importStagedFiles(m.ID); err != nil {
-			return err
-		}
 		if err := tx.delete(memberNameKey(m.Username)); err != nil {
 			return err
 		}
@@ -290,9 +286,6 @@ func (s *Store) DeleteMember(ctx context.Context, username string) error {
 	if err != nil {
 		return err
 	}
-	// The files of its unfinished imports go with it (a runner reading one
-	// finds its job gone and stops).
-	removeStagedFiles(staged)
 	// The member's own records can be many, more than one transaction may
 	// hold, so they go in batches after the member record. Nothing can reach
 	// them in between: every lookup starts from the member. (Badger's
