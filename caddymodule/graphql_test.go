@@ -18,6 +18,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // The second site serves the same API with the default fetcher, which
@@ -184,7 +185,7 @@ func TestGraphQLPaginationThroughCaddy(t *testing.T) {
 	st := hearthStore(t)
 	m, _ := st.Member(t.Context(), "alice")
 	save := func(n int) string {
-		it, _, err := st.SaveItem(t.Context(), m.ID, storage.NewItem{
+		it, _, err := library.Of(st).SaveItem(t.Context(), m.ID, library.NewItem{
 			URL: fmt.Sprintf("https://example.com/%d", n), Title: fmt.Sprintf("Title %02d", n%37),
 			WordCount: n % 50, HTML: "<p>x</p>", Text: "x",
 		})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // Imports through the admin API, for `caddy hearth import`: the file is
@@ -57,7 +58,7 @@ func adminStartImport(w http.ResponseWriter, r *http.Request, app *App) error {
 	}
 	var labelIDs []string
 	if names := q["label"]; len(names) > 0 {
-		labels, err := app.Store().Labels(r.Context(), m.ID)
+		labels, err := library.Of(app.Store()).Labels(r.Context(), m.ID)
 		if err != nil {
 			return storeError(err, "label")
 		}
@@ -103,12 +104,12 @@ func adminListImports(w http.ResponseWriter, r *http.Request, app *App) error {
 	if err != nil {
 		return err
 	}
-	jobs, err := app.Store().ImportJobs(r.Context(), m.ID)
+	jobs, err := library.Of(app.Store()).ImportJobs(r.Context(), m.ID)
 	if err != nil {
 		return storeError(err, "import")
 	}
 	if jobs == nil {
-		jobs = []*storage.ImportJob{}
+		jobs = []*library.ImportJob{}
 	}
 	return writeJSON(w, http.StatusOK, jobs)
 }
@@ -118,7 +119,7 @@ func adminGetImport(w http.ResponseWriter, r *http.Request, app *App) error {
 	if err != nil {
 		return err
 	}
-	j, err := app.Store().ImportJob(r.Context(), m.ID, r.PathValue("id"))
+	j, err := library.Of(app.Store()).ImportJob(r.Context(), m.ID, r.PathValue("id"))
 	if errors.Is(err, storage.ErrNotFound) {
 		return apiError(http.StatusNotFound, "%s has no import %s", m.Username, r.PathValue("id"))
 	}
@@ -167,7 +168,7 @@ WALLABAG, INSTAPAPER, BOOKMARKS, HEARTH; see docs/import.md.`,
 			if err != nil {
 				return fmt.Errorf("import: %w", err)
 			}
-			var job storage.ImportJob
+			var job library.ImportJob
 			err = json.NewDecoder(resp.Body).Decode(&job)
 			resp.Body.Close()
 			if err != nil || job.ID == "" {
@@ -213,7 +214,7 @@ WALLABAG, INSTAPAPER, BOOKMARKS, HEARTH; see docs/import.md.`,
 			if job.Failed > len(job.Failures) {
 				fmt.Fprintf(w, "  (and %d more)\n", job.Failed-len(job.Failures))
 			}
-			if job.State == storage.ImportFailed {
+			if job.State == library.ImportFailed {
 				return fmt.Errorf("the import stopped: %s", job.Error)
 			}
 			return nil
@@ -227,7 +228,7 @@ WALLABAG, INSTAPAPER, BOOKMARKS, HEARTH; see docs/import.md.`,
 }
 
 // progressLine is one line of the terminal progress bar.
-func progressLine(j *storage.ImportJob) string {
+func progressLine(j *library.ImportJob) string {
 	const width = 30
 	done := 0
 	if j.Total > 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // caddymodulePostgresPort is this package's PostgreSQL test port.
@@ -102,7 +103,7 @@ func TestPostgresStorageServesTheSiteAndOutlivesTheDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	labels, err := other.Labels(t.Context(), m.ID)
+	labels, err := library.Of(other).Labels(t.Context(), m.ID)
 	other.Close()
 	if err != nil || len(labels) != 1 || labels[0].Name != "Postgres" {
 		t.Fatalf("labels read by a second store: %+v, %v", labels, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // reloadSeed is what both storage_dirs of the reload test hold: the same
@@ -397,7 +398,7 @@ func TestReloadChangingStorageDirDrivesEveryService(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open %s after the reloads: %v", dir, err)
 		}
-		ls, err := st.Labels(t.Context(), seed.memberID)
+		ls, err := library.Of(st).Labels(t.Context(), seed.memberID)
 		if err != nil {
 			t.Fatal(err)
 		}

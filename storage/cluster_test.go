@@ -17,6 +17,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
 	"github.com/hearthkit/caddy-hearth/storage/kv/kvtest"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -314,7 +315,7 @@ func TestClusterIDsDistinct(t *testing.T) {
 			}
 			wg.Go(func() {
 				for i := range each {
-					l, err := st.CreateLabel(t.Context(), m.ID, fmt.Sprintf("l%d", i), "#000000")
+					l, err := library.Of(st).CreateLabel(t.Context(), m.ID, fmt.Sprintf("l%d", i), "#000000")
 					if err != nil {
 						t.Error(err)
 						return
@@ -355,7 +356,7 @@ func TestClusterIDsDistinct(t *testing.T) {
 		per[x.member]++
 	}
 	for member, n := range per {
-		labels, err := b.Labels(t.Context(), member)
+		labels, err := library.Of(b).Labels(t.Context(), member)
 		if err != nil || len(labels) != n {
 			t.Fatalf("member %s has %d labels (%v), %d were made", member, len(labels), err, n)
 		}
@@ -381,7 +382,7 @@ func TestClusterNoIDsWithoutSlot(t *testing.T) {
 		ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at`)
 	n := 0
 	kvtest.Eventually(t, "creations are refused", func() bool {
-		_, err := st.CreateLabel(t.Context(), m.ID, fmt.Sprintf("l%d", n), "#000000")
+		_, err := library.Of(st).CreateLabel(t.Context(), m.ID, fmt.Sprintf("l%d", n), "#000000")
 		if err == nil {
 			n++
 			return false
@@ -391,11 +392,11 @@ func TestClusterNoIDsWithoutSlot(t *testing.T) {
 		}
 		return true
 	})
-	if labels, _ := st.Labels(t.Context(), m.ID); len(labels) != n {
+	if labels, _ := library.Of(st).Labels(t.Context(), m.ID); len(labels) != n {
 		t.Fatalf("%d labels after %d creations succeeded", len(labels), n)
 	}
 	sqlExec(t, admin, `DELETE FROM site_lease WHERE holder = 'another node' AND name <> 'kv:idslot:5'`)
-	l, err := st.CreateLabel(t.Context(), m.ID, "after", "#000000")
+	l, err := library.Of(st).CreateLabel(t.Context(), m.ID, "after", "#000000")
 	if err != nil {
 		t.Fatalf("creation once slots are free: %v", err)
 	}

@@ -3,6 +3,8 @@ package storage
 import (
 	"testing"
 
+	"github.com/dgraph-io/badger/v4"
+
 	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
 )
 
@@ -19,6 +21,15 @@ func ClusterServer(t testing.TB) *pgtest.Server {
 func (s *Store) LiveEpoch() uint64 {
 	e, _ := (*s.liveEpochs.Load()).LiveEpoch()
 	return e
+}
+
+// BadgerDB is the Badger database under the store (nil on PostgreSQL), for
+// tests of what only Badger's own reads show.
+func (s *Store) BadgerDB() *badger.DB {
+	if s.bdb == nil {
+		return nil
+	}
+	return s.bdb.DB()
 }
 
 // SetCopyRecordsHook sets copyRecordsHook (nil removes it).

@@ -1,18 +1,18 @@
 // Package storage is Hearth's store on a storage engine (storage/kv: Badger
-// embedded by default, PostgreSQL for several nodes). Its core is
-// engine-agnostic and serves the domain packages under storage/ (today
-// storage/agents, storage/grants, storage/apitokens): the Store's lifecycle (Open, Close,
-// Badger's value-log garbage collection), transactions (View, Update,
-// UpdateAsync, UpdateOnce, each with the caller's context.Context) and the
-// Tx primitives domain code uses (Get, Put, Scan, Notify, NewID… on keys
-// made with Key), ids unique across nodes, the record caches (NewCacheKind)
-// and their invalidation across nodes, backups and restores, the gate,
-// shared counters, leases (Lead), notifications (Subscribe, Publish), the
-// shared errors and the domains' hooks (OnMemberDelete,
-// OnRevokeMemberAccess, OnMigrate, OnCommit), their per-transaction state
-// (NewTxState) and their background work (NewWorkerKind). The domains not
-// moved yet (members, sessions, two-factor, reset links, the library of
-// saved items) are still methods of Store here; docs/storage-engines.md
+// embedded by default, PostgreSQL for several nodes). Its core is engine-
+// agnostic and serves the domain packages under storage/ (today
+// storage/agents, storage/grants, storage/apitokens, storage/library): the
+// Store's lifecycle (Open, Close, Badger's value-log garbage collection),
+// transactions (View, Update, UpdateAsync, UpdateOnce, each with the
+// caller's context.Context) and the Tx primitives domain code uses (Get,
+// Put, Scan, Notify, NewID… on keys made with Key), ids unique across nodes,
+// the record caches (NewCacheKind) and their invalidation across nodes,
+// backups and restores, the gate, shared counters, leases (Lead),
+// notifications (Subscribe, Publish), the shared errors and the domains'
+// hooks (OnMemberDelete, OnRevokeMemberAccess, OnMigrate, OnCommit), their
+// per-transaction state (NewTxState) and their background work
+// (NewWorkerKind). The domains not moved yet (members, sessions, two-factor,
+// reset links) are still methods of Store here; docs/storage-engines.md
 // ("Packages") maps which package holds what. Handlers never build keys
 // themselves.
 package storage

@@ -139,7 +139,11 @@ func TestSignInChallenge(t *testing.T) {
 // keys, found by the member id in their records): nothing in the store
 // names the member afterwards.
 func TestDeleteMemberDeletesResetLinksAndChallenges(t *testing.T) {
-	st, m := openSavedTest(t)
+	st := openTestStore(t)
+	m, err := st.CreateMember(t.Context(), "reader", "", "password123")
+	if err != nil {
+		t.Fatal(err)
+	}
 	other, err := st.CreateMember(t.Context(), "other", "", "other password")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // The search corpus (issue 15): realistic articles of 5–10 KB of varied
@@ -193,7 +194,7 @@ func seedCorpus(st *storage.Store, member string, n int, seed int64, infoPath, e
 		if i == len(labelIDs)-1 {
 			name = "rare-label"
 		}
-		l, err := st.CreateLabel(context.Background(), m.ID, name, "#336699")
+		l, err := library.Of(st).CreateLabel(context.Background(), m.ID, name, "#336699")
 		if err != nil {
 			return err
 		}
@@ -238,11 +239,11 @@ func seedCorpus(st *storage.Store, member string, n int, seed int64, infoPath, e
 		if rareLabel[i] {
 			labels = append(labels, labelIDs[len(labelIDs)-1])
 		}
-		typ, url := storage.TypeArticle, fmt.Sprintf("https://%s/%d/%s", domain, i, c.vocab[r.Intn(len(c.vocab))])
+		typ, url := library.TypeArticle, fmt.Sprintf("https://%s/%d/%s", domain, i, c.vocab[r.Intn(len(c.vocab))])
 		if r.Float64() < 0.05 {
-			typ = storage.TypeNewsletter
+			typ = library.TypeNewsletter
 		}
-		it, _, err := st.SaveItem(context.Background(), m.ID, storage.NewItem{Type: typ, URL: url, Title: title, Description: desc,
+		it, _, err := library.Of(st).SaveItem(context.Background(), m.ID, library.NewItem{Type: typ, URL: url, Title: title, Description: desc,
 			SourceDomain: domain, WordCount: len(strings.Fields(text)), HTML: html, Text: text, LabelIDs: labels})
 		if err != nil {
 			return fmt.Errorf("item %d: %w", i, err)
@@ -272,24 +273,24 @@ func seedCorpus(st *storage.Store, member string, n int, seed int64, infoPath, e
 			fmt.Fprintf(os.Stderr, "gqlbench: %d items\n", i+1)
 		}
 	}
-	for status, batch := range map[string][]string{storage.StatusArchived: archived, storage.StatusDeleted: trashed} {
+	for status, batch := range map[string][]string{library.StatusArchived: archived, library.StatusDeleted: trashed} {
 		for len(batch) > 0 {
-			k := min(len(batch), storage.MaxBatchIDs)
-			if _, err := st.SetItemsStatus(context.Background(), m.ID, batch[:k], status); err != nil {
+			k := min(len(batch), library.MaxBatchIDs)
+			if _, err := library.Of(st).SetItemsStatus(context.Background(), m.ID, batch[:k], status); err != nil {
 				return err
 			}
 			batch = batch[k:]
 		}
 	}
 	for _, id := range highlighted {
-		if _, err := st.CreateHighlight(context.Background(), m.ID, id, []storage.HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 5, Text: "words"}}, ""); err != nil {
+		if _, err := library.Of(st).CreateHighlight(context.Background(), m.ID, id, []library.HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 5, Text: "words"}}, ""); err != nil {
 			return err
 		}
 	}
 	if err := waitSearchIndex(st, m.ID); err != nil {
 		return err
 	}
-	if info.FoldedTextBytes, info.TrigramIndexBytes, info.FilterKeyBytes, err = st.SearchIndexSize(context.Background(), m.ID); err != nil {
+	if info.FoldedTextBytes, info.TrigramIndexBytes, info.FilterKeyBytes, err = library.Of(st).SearchIndexSize(context.Background(), m.ID); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "gqlbench: text %d bytes; search keys: folded text %d, trigram index %d (%.0f %% of the text), filters %d\n",
@@ -303,7 +304,7 @@ func seedCorpus(st *storage.Store, member string, n int, seed int64, infoPath, e
 // it finished.
 func waitSearchIndex(st *storage.Store, memberID string) error {
 	for {
-		n, err := st.SearchIndexBacklog(context.Background(), memberID)
+		n, err := library.Of(st).SearchIndexBacklog(context.Background(), memberID)
 		if err != nil || n == 0 {
 			return err
 		}

@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 func main() {
@@ -84,7 +85,7 @@ func seed(args []string) error {
 	}
 	ids := make([]string, 0, *items)
 	for n := 0; n < *items; n++ {
-		it, _, err := st.SaveItem(context.Background(), m.ID, storage.NewItem{
+		it, _, err := library.Of(st).SaveItem(context.Background(), m.ID, library.NewItem{
 			URL:         fmt.Sprintf("https://example.com/articles/%d", n),
 			Title:       fmt.Sprintf("Article number %d about bread", n),
 			Description: "A saved article for the benchmark.",
@@ -103,7 +104,7 @@ func seed(args []string) error {
 	// many highlighted items.
 	step := max(1, len(ids)/max(1, *highlights))
 	for n := 0; n < *highlights && len(ids) > 0; n++ {
-		_, err := st.CreateHighlight(context.Background(), m.ID, ids[(n*step)%len(ids)], []storage.HighlightSegment{{
+		_, err := library.Of(st).CreateHighlight(context.Background(), m.ID, ids[(n*step)%len(ids)], []library.HighlightSegment{{
 			XPath: "/p[1]", StartOffset: 0, EndOffset: 5, Text: "Flour",
 		}}, "")
 		if err != nil {

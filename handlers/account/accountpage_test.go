@@ -12,6 +12,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // signedIn signs username in on a fresh browser.
@@ -239,7 +240,7 @@ func TestAccountDelete(t *testing.T) {
 	f.member("bob")
 	other := f.signedIn("alice")
 	c := f.signedIn("alice")
-	item, _, err := f.store.SaveItem(t.Context(), m.ID, storage.NewItem{URL: "https://example.org/a", Title: "A"})
+	item, _, err := library.Of(f.store).SaveItem(t.Context(), m.ID, library.NewItem{URL: "https://example.org/a", Title: "A"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +273,7 @@ func TestAccountDelete(t *testing.T) {
 	if _, err := f.store.Member(t.Context(), "alice"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("member after delete: %v", err)
 	}
-	if _, err := f.store.SavedItem(t.Context(), m.ID, item.ID); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := library.Of(f.store).SavedItem(t.Context(), m.ID, item.ID); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("saved item after delete: %v", err)
 	}
 	if _, _, err := apitokens.Of(f.store).Member(t.Context(), tokSecret); err == nil {

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/net/html/charset"
 
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // queueArticleFromURL saves a pending item for rawURL (or marks the
@@ -22,29 +22,29 @@ import (
 // background fetches: the client's answer does not wait for the site.
 // What can be refused without fetching is refused here, storing nothing.
 func (s *Server) queueArticleFromURL(ctx context.Context, memberID, rawURL string, labelIDs []string) error {
-	norm, err := storage.NormalizeURL(rawURL)
+	norm, err := library.NormalizeURL(rawURL)
 	if err != nil {
 		return err
 	}
 	if err := s.opts.Fetcher.Check(norm); err != nil {
 		return fetchError(err)
 	}
-	it, err := s.store.QueueFetch(ctx, memberID, storage.NewItem{
+	it, err := library.Of(s.store).QueueFetch(ctx, memberID, library.NewItem{
 		URL:         norm,
-		Title:       clip(processingTitlePrefix+norm+"...", storage.MaxTitleLen),
-		Description: clip(processingDescription(storage.SourceDomain(norm)), storage.MaxDescriptionLen),
+		Title:       clip(processingTitlePrefix+norm+"...", library.MaxTitleLen),
+		Description: clip(processingDescription(library.SourceDomain(norm)), library.MaxDescriptionLen),
 		LabelIDs:    labelIDs,
 	}, s.opts.Fetcher.Options().AllowPrivate)
 	if err != nil {
 		return err
 	}
-	s.queuedFetch(ctx, storage.PendingFetch{MemberID: memberID, ItemID: it.ID, URL: norm, Private: s.opts.Fetcher.Options().AllowPrivate})
+	s.queuedFetch(ctx, library.PendingFetch{MemberID: memberID, ItemID: it.ID, URL: norm, Private: s.opts.Fetcher.Options().AllowPrivate})
 	return nil
 }
 
 // fetchArticle fetches norm (a normalised URL) with the safe fetcher and
 // extracts the readable article. Its errors are for the member.
-func (s *Server) fetchArticle(ctx context.Context, norm string) (*storage.NewItem, error) {
+func (s *Server) fetchArticle(ctx context.Context, norm string) (*library.NewItem, error) {
 	resp, err := s.opts.Fetcher.GetWithHeader(ctx, norm, http.Header{"Accept": {"text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"}})
 	if err != nil {
 		return nil, fetchError(err)
@@ -67,8 +67,8 @@ func (s *Server) fetchArticle(ctx context.Context, norm string) (*storage.NewIte
 }
 
 // saveArticleFromHTML saves an article from HTML the client already has.
-func (s *Server) saveArticleFromHTML(ctx context.Context, memberID, rawURL string, page []byte, contentType string, labelIDs []string) (*storage.SavedItem, error) {
-	norm, err := storage.NormalizeURL(rawURL)
+func (s *Server) saveArticleFromHTML(ctx context.Context, memberID, rawURL string, page []byte, contentType string, labelIDs []string) (*library.SavedItem, error) {
+	norm, err := library.NormalizeURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
@@ -80,18 +80,18 @@ func (s *Server) saveArticleFromHTML(ctx context.Context, memberID, rawURL strin
 		return nil, err
 	}
 	in.LabelIDs = labelIDs
-	it, _, err := s.store.SaveItem(ctx, memberID, *in)
+	it, _, err := library.Of(s.store).SaveItem(ctx, memberID, *in)
 	return it, err
 }
 
 // articleItem extracts the article of page, saved under pageURL.
-func articleItem(pageURL, baseURL string, page []byte, contentType string) (*storage.NewItem, error) {
+func articleItem(pageURL, baseURL string, page []byte, contentType string) (*library.NewItem, error) {
 	a, err := extractArticle(baseURL, page, contentType)
 	if err != nil {
 		return nil, err
 	}
-	return &storage.NewItem{
-		Type:        storage.TypeArticle,
+	return &library.NewItem{
+		Type:        library.TypeArticle,
 		URL:         pageURL,
 		Title:       a.title,
 		Description: a.description,
@@ -134,9 +134,9 @@ func extractArticle(pageURL string, page []byte, contentType string) (*article, 
 		return nil, badInput("no readable content could be extracted from the page")
 	}
 	a := &article{
-		title:       clip(oneLine(ra.Title()), storage.MaxTitleLen),
-		description: clip(oneLine(ra.Excerpt()), storage.MaxDescriptionLen),
-		author:      clip(oneLine(ra.Byline()), storage.MaxAuthorLen),
+		title:       clip(oneLine(ra.Title()), library.MaxTitleLen),
+		description: clip(oneLine(ra.Excerpt()), library.MaxDescriptionLen),
+		author:      clip(oneLine(ra.Byline()), library.MaxAuthorLen),
 		html:        sanitizeHTML(content.String()),
 		text:        strings.TrimSpace(text.String()),
 	}
@@ -144,8 +144,8 @@ func extractArticle(pageURL string, page []byte, contentType string) (*article, 
 	if img, err := u.Parse(ra.ImageURL()); err == nil && ra.ImageURL() != "" && (img.Scheme == "http" || img.Scheme == "https") {
 		a.leadImage = img.String()
 	}
-	if len(a.html)+len(a.text) > storage.MaxContentLen {
-		return nil, badInput("the article is larger than %d bytes", storage.MaxContentLen)
+	if len(a.html)+len(a.text) > library.MaxContentLen {
+		return nil, badInput("the article is larger than %d bytes", library.MaxContentLen)
 	}
 	return a, nil
 }

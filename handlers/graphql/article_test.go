@@ -14,6 +14,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 const addArticleMutation = `mutation AddArticleFromUrl($data: AddArticleFromUrlInput!) {
@@ -265,7 +266,7 @@ func TestAddArticleFromUrlSurvivesARestartMidFetch(t *testing.T) {
 func (e *env) waitFetched() []entry {
 	e.t.Helper()
 	for i := 0; ; i++ {
-		pending, err := e.store.PendingFetches(context.Background(), 1, false, true)
+		pending, err := library.Of(e.store).PendingFetches(context.Background(), 1, false, true)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -291,7 +292,7 @@ func (e *env) waitFetched() []entry {
 func TestAStricterSiteLeavesOthersFetchesAlone(t *testing.T) {
 	e := newEnv(t, graphql.Options{}) // the strict default fetcher
 	site := articleSite(t, "Baking Bread")
-	if _, err := e.store.QueueFetch(t.Context(), e.member.ID, storage.NewItem{URL: site.URL + "/bread", Title: "Processing item from " + site.URL + "/bread..."}, true); err != nil {
+	if _, err := library.Of(e.store).QueueFetch(t.Context(), e.member.ID, library.NewItem{URL: site.URL + "/bread", Title: "Processing item from " + site.URL + "/bread..."}, true); err != nil {
 		t.Fatal(err)
 	}
 	strict := graphql.New(e.store, graphql.Options{})
@@ -319,7 +320,7 @@ func TestPendingFetchesBeginWhenStarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	it, err := st.QueueFetch(t.Context(), m.ID, storage.NewItem{URL: site.URL + "/bread", Title: "Processing item from " + site.URL + "/bread..."}, true)
+	it, err := library.Of(st).QueueFetch(t.Context(), m.ID, library.NewItem{URL: site.URL + "/bread", Title: "Processing item from " + site.URL + "/bread..."}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +337,7 @@ func TestPendingFetchesBeginWhenStarted(t *testing.T) {
 	}
 	api.Start()
 	for i := 0; ; i++ {
-		got, err := st.SavedItem(t.Context(), m.ID, it.ID)
+		got, err := library.Of(st).SavedItem(t.Context(), m.ID, it.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // benchEntriesBody is bench/entries.lua's request: the first page of 50.
@@ -39,12 +40,12 @@ func benchmarkEntriesFirstPage(b *testing.B, gqlgenOnly bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := store.CreateLabel(b.Context(), m.ID, "bread", "#ff8800")
+	l, err := library.Of(store).CreateLabel(b.Context(), m.ID, "bread", "#ff8800")
 	if err != nil {
 		b.Fatal(err)
 	}
 	for n := 0; n < 2000; n++ {
-		in := storage.NewItem{
+		in := library.NewItem{
 			URL:         fmt.Sprintf("https://example.com/articles/%d", n),
 			Title:       fmt.Sprintf("Article number %d about bread", n),
 			Description: "A saved article for the benchmark.",
@@ -55,7 +56,7 @@ func benchmarkEntriesFirstPage(b *testing.B, gqlgenOnly bool) {
 		if n%3 == 0 {
 			in.LabelIDs = []string{l.ID}
 		}
-		if _, _, err := store.SaveItem(b.Context(), m.ID, in); err != nil {
+		if _, _, err := library.Of(store).SaveItem(b.Context(), m.ID, in); err != nil {
 			b.Fatal(err)
 		}
 	}

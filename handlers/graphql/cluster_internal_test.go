@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -54,7 +55,7 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 		leader, other = b, a
 	}
 	pending := func() int {
-		p, err := sa.PendingFetches(t.Context(), 100, true, true)
+		p, err := library.Of(sa).PendingFetches(t.Context(), 100, true, true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,8 +10,8 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
-	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // A query's cost, computed before it runs and refused above MaxComplexity
@@ -24,7 +24,7 @@ import (
 //     importFailuresShown it lists.
 //   - the item lists that updateSavedItemsStatus and updateSavedItemsReadStatus
 //     return: half the ids given (rounded up). The
-//     items are the ones the client named, at most storage.MaxBatchIDs, and
+//     items are the ones the client named, at most library.MaxBatchIDs, and
 //     their scalars are short: Inboxt's bulk selection (14 scalars) on 500
 //     ids costs 3501. Their content, the one large part, is priced below
 //     and bounded at run time.
@@ -36,7 +36,7 @@ import (
 //     only, so they cannot nest further.
 //
 // The large scalars, an article's or a newsletter's contentHtml and
-// contentText (up to storage.MaxContentLen each), cost contentCost each,
+// contentText (up to library.MaxContentLen each), cost contentCost each,
 // so that aliasing them multiplies their price. An item is an article or
 // a newsletter, never both: its article and newsletter cost the larger of
 // the two, not their sum. The price alone cannot bound a response (one
@@ -79,10 +79,10 @@ func setComplexity(c *generated.ComplexityRoot) {
 	c.Query.Entries = func(child int, q generated.GetEntriesInput) int {
 		return listCost(pageSize(q.First), child)
 	}
-	c.Query.Labels = func(child int) int { return listCost(storage.MaxLabels, child) }
-	c.Query.SavedQueries = func(child int) int { return listCost(storage.MaxSavedQueries, child) }
+	c.Query.Labels = func(child int) int { return listCost(library.MaxLabels, child) }
+	c.Query.SavedQueries = func(child int) int { return listCost(library.MaxSavedQueries, child) }
 	c.Query.APITokens = func(child int) int { return listCost(apitokens.MaxPerMember, child) }
-	c.Query.ImportJobs = func(child int) int { return listCost(storage.MaxImportJobs, child) }
+	c.Query.ImportJobs = func(child int) int { return listCost(library.MaxImportJobs, child) }
 	c.ImportJob.Failures = func(child int) int { return listCost(importFailuresShown, child) }
 	c.SavedItem.Highlights = func(child int) int { return listCost(itemHighlights, child) }
 	c.Mutation.UpdateSavedItemsStatus = func(child int, in generated.UpdateSavedItemsStatusInput) int {

@@ -10,7 +10,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/introspection"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // A highlight's savedItem is its item again, with its highlights: nesting
@@ -23,9 +23,9 @@ import (
 func TestComplexityRefusesNestedHighlights(t *testing.T) {
 	e := newEnv(t, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
 	body := "<p>" + strings.Repeat("lorem ipsum ", 8000) + "</p>"
-	art := e.saveArticle(e.member.ID, 1, func(in *storage.NewItem) { in.HTML, in.Text = body, body })
+	art := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) { in.HTML, in.Text = body, body })
 	for i := range 10 {
-		if _, err := e.store.CreateHighlight(t.Context(), e.member.ID, art.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 5, Text: fmt.Sprint("h", i)}}, ""); err != nil {
+		if _, err := library.Of(e.store).CreateHighlight(t.Context(), e.member.ID, art.ID, []library.HighlightSegment{{XPath: "/p", EndOffset: 5, Text: fmt.Sprint("h", i)}}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -94,12 +94,12 @@ func TestComplexityCountsMutationListsByIDs(t *testing.T) {
 }
 
 // Inboxt's web app archives and marks read in bulk with its 14-field item
-// selection; up to storage.MaxBatchIDs (500) ids pass at the default limit
+// selection; up to library.MaxBatchIDs (500) ids pass at the default limit
 // (7001 > 5000 when every id counted one selection).
 func TestComplexityAllowsInboxtBulkMutations(t *testing.T) {
 	e := newEnv(t, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
 	var ids []string
-	for i := range storage.MaxBatchIDs {
+	for i := range library.MaxBatchIDs {
 		ids = append(ids, e.saveArticle(e.member.ID, i, nil).ID)
 	}
 	var out struct{ UpdateSavedItemsStatus []struct{ ID, Status string } }
@@ -121,9 +121,9 @@ func TestComplexityAllowsInboxtBulkMutations(t *testing.T) {
 func TestComplexityPricesContentAndIntrospection(t *testing.T) {
 	e := newEnv(t, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
 	body := "<p>" + strings.Repeat("lorem ipsum ", 20000) + "</p>"
-	art := e.saveArticle(e.member.ID, 1, func(in *storage.NewItem) { in.HTML, in.Text = body, body })
+	art := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) { in.HTML, in.Text = body, body })
 	for i := range 100 {
-		if _, err := e.store.CreateHighlight(t.Context(), e.member.ID, art.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 5, Text: fmt.Sprint("h", i)}}, ""); err != nil {
+		if _, err := library.Of(e.store).CreateHighlight(t.Context(), e.member.ID, art.ID, []library.HighlightSegment{{XPath: "/p", EndOffset: 5, Text: fmt.Sprint("h", i)}}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -159,7 +159,7 @@ func TestComplexityPricesContentAndIntrospection(t *testing.T) {
 	e.do(`{entries(query:{first:100,q:"type:highlight"}){edges{node{...on Highlight{savedItem{title article{contentHtml}}}}}}}`, nil, nil)
 	e.do(`query($i:String!){savedItem(query:{id:$i}){ title article { contentHtml contentText } newsletter { contentHtml contentText } }}`, map[string]any{"i": art.ID}, nil)
 	for i := 2; i <= 60; i++ {
-		e.saveArticle(e.member.ID, i, func(in *storage.NewItem) { in.HTML, in.Text = body, body })
+		e.saveArticle(e.member.ID, i, func(in *library.NewItem) { in.HTML, in.Text = body, body })
 	}
 	const sync = `query($query: GetEntriesInput!) { entries(query: $query) { edges { cursor node { __typename id createdAt ... on SavedItem {
 		updatedAt title originalUrl sourceDomain description author leadImage wordCount type status readingProgress readAt isReadManual
@@ -187,9 +187,9 @@ func TestContentBudgetBoundsResponses(t *testing.T) {
 	const budget = 1 << 20
 	e := newEnv(t, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1, MaxContentBytes: budget})
 	body := strings.Repeat("x", 300_000)
-	var first *storage.SavedItem
+	var first *library.SavedItem
 	for i := range 5 {
-		it := e.saveArticle(e.member.ID, i, func(in *storage.NewItem) { in.HTML, in.Text = "<p>"+body+"</p>", body })
+		it := e.saveArticle(e.member.ID, i, func(in *library.NewItem) { in.HTML, in.Text = "<p>"+body+"</p>", body })
 		if first == nil {
 			first = it
 		}
@@ -263,14 +263,14 @@ func TestContentBudgetBoundsResponses(t *testing.T) {
 func TestContentBudgetCountsHighlightTexts(t *testing.T) {
 	const budget = 1 << 20
 	e := newEnv(t, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1, MaxContentBytes: budget})
-	art := e.saveArticle(e.member.ID, 0, func(*storage.NewItem) {})
+	art := e.saveArticle(e.member.ID, 0, func(*library.NewItem) {})
 	seg := strings.Repeat("s", 9000)
 	for range 10 {
-		segs := make([]storage.HighlightSegment, 20)
+		segs := make([]library.HighlightSegment, 20)
 		for i := range segs {
-			segs[i] = storage.HighlightSegment{XPath: "/p", EndOffset: 5, Text: seg, BeforeText: "b", AfterText: "a"}
+			segs[i] = library.HighlightSegment{XPath: "/p", EndOffset: 5, Text: seg, BeforeText: "b", AfterText: "a"}
 		}
-		if _, err := e.store.CreateHighlight(t.Context(), e.member.ID, art.ID, segs, strings.Repeat("n", 9000)); err != nil {
+		if _, err := library.Of(e.store).CreateHighlight(t.Context(), e.member.ID, art.ID, segs, strings.Repeat("n", 9000)); err != nil {
 			t.Fatal(err)
 		}
 	}

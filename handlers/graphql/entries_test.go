@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // seed saves n articles with repeated titles, word counts and progress
@@ -16,7 +16,7 @@ import (
 func seed(e *env, n int) map[string]bool {
 	all := map[string]bool{}
 	for i := 0; i < n; i++ {
-		it := e.saveArticle(e.member.ID, i, func(in *storage.NewItem) {
+		it := e.saveArticle(e.member.ID, i, func(in *library.NewItem) {
 			in.Title = fmt.Sprintf("%c title", 'a'+i%7)
 			if i%2 == 0 {
 				in.Title = strings.ToUpper(in.Title)
@@ -24,7 +24,7 @@ func seed(e *env, n int) map[string]bool {
 			in.WordCount = (i % 11) * 100
 		})
 		if i%3 == 0 {
-			if _, err := e.store.UpdateReadingProgress(context.Background(), e.member.ID, it.ID, float64(i%5*20)); err != nil {
+			if _, err := library.Of(e.store).UpdateReadingProgress(context.Background(), e.member.ID, it.ID, float64(i%5*20)); err != nil {
 				e.t.Fatal(err)
 			}
 		}
@@ -140,12 +140,12 @@ func TestEntriesPaginationNeitherSkipsNorRepeatsWhileItemsChange(t *testing.T) {
 				}
 				if len(unseen) > 2 {
 					victim := unseen[len(unseen)/2]
-					if _, err := e.store.SetItemsStatus(t.Context(), e.member.ID, []string{victim}, storage.StatusDeleted); err != nil {
+					if _, err := library.Of(e.store).SetItemsStatus(t.Context(), e.member.ID, []string{victim}, library.StatusDeleted); err != nil {
 						t.Fatal(err)
 					}
 					removed[victim] = true
 				}
-				if _, err := e.store.SetItemsStatus(t.Context(), e.member.ID, []string{p.Entries.Edges[0].Node.ID}, storage.StatusArchived); err != nil {
+				if _, err := library.Of(e.store).SetItemsStatus(t.Context(), e.member.ID, []string{p.Entries.Edges[0].Node.ID}, library.StatusArchived); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -202,14 +202,14 @@ func TestEntriesAfterAcceptsAnItemID(t *testing.T) {
 				}
 			}
 			// An item now in the trash still marks the place in the inbox.
-			if _, err := e.store.SetItemsStatus(t.Context(), e.member.ID, []string{all[10]}, storage.StatusDeleted); err != nil {
+			if _, err := library.Of(e.store).SetItemsStatus(t.Context(), e.member.ID, []string{all[10]}, library.StatusDeleted); err != nil {
 				t.Fatal(err)
 			}
 			p := e.entries(map[string]any{"first": 1, "q": "in:inbox", "sort": sortArg, "after": all[10]})
 			if len(p.Entries.Edges) != 1 || p.Entries.Edges[0].Node.ID != all[11] {
 				t.Fatalf("%s %s after a trashed item: %+v", field, dir, p.Entries.Edges)
 			}
-			if _, err := e.store.SetItemsStatus(t.Context(), e.member.ID, []string{all[10]}, storage.StatusActive); err != nil {
+			if _, err := library.Of(e.store).SetItemsStatus(t.Context(), e.member.ID, []string{all[10]}, library.StatusActive); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -226,11 +226,11 @@ func TestEntriesAfterAcceptsAnItemID(t *testing.T) {
 func TestEntriesTypenameResolvesSavedItemAndHighlight(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	art := e.saveArticle(e.member.ID, 1, nil)
-	nl, _, err := e.store.SaveItem(t.Context(), e.member.ID, storage.NewItem{Type: storage.TypeNewsletter, Title: "Weekly", HTML: "<p>hi</p>", Text: "hi"})
+	nl, _, err := library.Of(e.store).SaveItem(t.Context(), e.member.ID, library.NewItem{Type: library.TypeNewsletter, Title: "Weekly", HTML: "<p>hi</p>", Text: "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.CreateHighlight(t.Context(), e.member.ID, art.ID, []storage.HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 4, Text: "Body"}}, "a note"); err != nil {
+	if _, err := library.Of(e.store).CreateHighlight(t.Context(), e.member.ID, art.ID, []library.HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 4, Text: "Body"}}, "a note"); err != nil {
 		t.Fatal(err)
 	}
 	items := e.allEntries(map[string]any{"first": 10})
@@ -253,40 +253,40 @@ func TestEntriesTypenameResolvesSavedItemAndHighlight(t *testing.T) {
 
 func TestEntriesQOperators(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
-	blue, err := e.store.CreateLabel(t.Context(), e.member.ID, "Blue", "#0000ff")
+	blue, err := library.Of(e.store).CreateLabel(t.Context(), e.member.ID, "Blue", "#0000ff")
 	if err != nil {
 		t.Fatal(err)
 	}
-	red, err := e.store.CreateLabel(t.Context(), e.member.ID, "Red Team", "#ff0000")
+	red, err := library.Of(e.store).CreateLabel(t.Context(), e.member.ID, "Red Team", "#ff0000")
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain := e.saveArticle(e.member.ID, 1, func(in *storage.NewItem) {
+	plain := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) {
 		in.Title, in.URL, in.WordCount = "Gardening basics", "https://www.garden.example/x", 150
 		in.Text = "Tomatoes need sun"
 	})
-	labelled := e.saveArticle(e.member.ID, 2, func(in *storage.NewItem) {
+	labelled := e.saveArticle(e.member.ID, 2, func(in *library.NewItem) {
 		in.Title, in.LabelIDs, in.WordCount = "Go generics", []string{blue.ID}, 1000
 	})
-	both := e.saveArticle(e.member.ID, 3, func(in *storage.NewItem) {
+	both := e.saveArticle(e.member.ID, 3, func(in *library.NewItem) {
 		in.Title, in.LabelIDs, in.Description = "Rust traits", []string{blue.ID, red.ID}, "ownership explained"
 	})
 	archived := e.saveArticle(e.member.ID, 4, nil)
 	trashed := e.saveArticle(e.member.ID, 5, nil)
-	letter, _, err := e.store.SaveItem(t.Context(), e.member.ID, storage.NewItem{Type: storage.TypeNewsletter, Title: "Weekly news", SourceDomain: "news.example", Text: "x"})
+	letter, _, err := library.Of(e.store).SaveItem(t.Context(), e.member.ID, library.NewItem{Type: library.TypeNewsletter, Title: "Weekly news", SourceDomain: "news.example", Text: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.SetItemsStatus(t.Context(), e.member.ID, []string{archived.ID}, storage.StatusArchived); err != nil {
+	if _, err := library.Of(e.store).SetItemsStatus(t.Context(), e.member.ID, []string{archived.ID}, library.StatusArchived); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.SetItemsStatus(t.Context(), e.member.ID, []string{trashed.ID}, storage.StatusDeleted); err != nil {
+	if _, err := library.Of(e.store).SetItemsStatus(t.Context(), e.member.ID, []string{trashed.ID}, library.StatusDeleted); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.CreateHighlight(t.Context(), e.member.ID, labelled.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 2, Text: "Go"}}, ""); err != nil {
+	if _, err := library.Of(e.store).CreateHighlight(t.Context(), e.member.ID, labelled.ID, []library.HighlightSegment{{XPath: "/p", EndOffset: 2, Text: "Go"}}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.UpdateReadingProgress(t.Context(), e.member.ID, both.ID, 50); err != nil {
+	if _, err := library.Of(e.store).UpdateReadingProgress(t.Context(), e.member.ID, both.ID, 50); err != nil {
 		t.Fatal(err)
 	}
 	today := plain.CreatedAt.UTC().Format("2006-01-02")
@@ -427,11 +427,11 @@ func TestEntriesQErrorsAreBadUserInput(t *testing.T) {
 func TestEntriesTypeHighlightIgnoresItemOnlyFilters(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	trashed := e.saveArticle(e.member.ID, 1, nil)
-	h, err := e.store.CreateHighlight(t.Context(), e.member.ID, trashed.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 4, Text: "Body"}}, "")
+	h, err := library.Of(e.store).CreateHighlight(t.Context(), e.member.ID, trashed.ID, []library.HighlightSegment{{XPath: "/p", EndOffset: 4, Text: "Body"}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.SetItemsStatus(t.Context(), e.member.ID, []string{trashed.ID}, storage.StatusDeleted); err != nil {
+	if _, err := library.Of(e.store).SetItemsStatus(t.Context(), e.member.ID, []string{trashed.ID}, library.StatusDeleted); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"type:highlight in:archive", "in:inbox type:highlight", "type:highlights IN:trash", "type:highlight label:x no:label", "type:highlight -has:highlights progress:90..100"} {
@@ -448,21 +448,21 @@ func TestEntriesTypeHighlightIgnoresItemOnlyFilters(t *testing.T) {
 // (highlight.service.ts getPaginated, Inboxt/inboxt@45f4314).
 func TestEntriesTypeHighlightFiltersAndSortsByItsItem(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
-	zebra := e.saveArticle(e.member.ID, 1, func(in *storage.NewItem) {
+	zebra := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) {
 		in.Title, in.URL, in.Description, in.Text = "Zebras", "https://savanna.example/z", "stripes explained", "Grass is eaten"
 	})
-	apple := e.saveArticle(e.member.ID, 2, func(in *storage.NewItem) {
+	apple := e.saveArticle(e.member.ID, 2, func(in *library.NewItem) {
 		in.Title, in.URL = "apples", "https://orchard.example/a"
 	})
-	mk := func(it *storage.SavedItem, text, note string) string {
-		h, err := e.store.CreateHighlight(t.Context(), e.member.ID, it.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 4, Text: text}}, note)
+	mk := func(it *library.SavedItem, text, note string) string {
+		h, err := library.Of(e.store).CreateHighlight(t.Context(), e.member.ID, it.ID, []library.HighlightSegment{{XPath: "/p", EndOffset: 4, Text: text}}, note)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return h.ID
 	}
 	z1, a1, z2, a2 := mk(zebra, "one", ""), mk(apple, "two", "crunchy"), mk(zebra, "three", ""), mk(apple, "four", "")
-	if _, err := e.store.SetItemsStatus(t.Context(), e.member.ID, []string{apple.ID}, storage.StatusArchived); err != nil {
+	if _, err := library.Of(e.store).SetItemsStatus(t.Context(), e.member.ID, []string{apple.ID}, library.StatusArchived); err != nil {
 		t.Fatal(err)
 	}
 	tomorrow := zebra.CreatedAt.UTC().AddDate(0, 0, 1).Format("2006-01-02")
@@ -540,7 +540,7 @@ func TestHighlightPaginationVisitsEveryHighlightOnce(t *testing.T) {
 	for i := 0; i < 9; i++ {
 		it := e.saveArticle(e.member.ID, i, nil)
 		for k := 0; k < 3; k++ {
-			h, err := e.store.CreateHighlight(t.Context(), e.member.ID, it.ID, []storage.HighlightSegment{{XPath: "/p", EndOffset: 4, Text: fmt.Sprintf("h%d-%d", i, k)}}, "")
+			h, err := library.Of(e.store).CreateHighlight(t.Context(), e.member.ID, it.ID, []library.HighlightSegment{{XPath: "/p", EndOffset: 4, Text: fmt.Sprintf("h%d-%d", i, k)}}, "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // Paths and title of the export settings page.
@@ -86,13 +87,13 @@ type exportHighlight struct {
 	ID        string                     `json:"id"`
 	Text      string                     `json:"text"`
 	Note      string                     `json:"note,omitempty"`
-	Segments  []storage.HighlightSegment `json:"segments"`
+	Segments  []library.HighlightSegment `json:"segments"`
 	CreatedAt time.Time                  `json:"created_at"`
 	UpdatedAt time.Time                  `json:"updated_at"`
 }
 
 func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *storage.Member) {
-	labels, err := s.store.Labels(r.Context(), m.ID)
+	labels, err := library.Of(s.store).Labels(r.Context(), m.ID)
 	if err != nil {
 		if status, _, ok := refusal(w, err); ok {
 			http.Error(w, "The export cannot run now ("+err.Error()+"); try again later.", status)
@@ -130,13 +131,13 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *storage.
 	}
 }
 
-func (s *Server) writeExport(ctx context.Context, zw *zip.Writer, m *storage.Member, labels []*storage.Label, names map[string]string) error {
+func (s *Server) writeExport(ctx context.Context, zw *zip.Writer, m *storage.Member, labels []*library.Label, names map[string]string) error {
 	f, err := zw.Create("labels.json")
 	if err != nil {
 		return err
 	}
 	if labels == nil {
-		labels = []*storage.Label{}
+		labels = []*library.Label{}
 	}
 	enc := json.NewEncoder(f)
 	enc.SetIndent("", "  ")
@@ -153,7 +154,7 @@ func (s *Server) writeExport(ctx context.Context, zw *zip.Writer, m *storage.Mem
 		return err
 	}
 	first := true
-	err = s.store.ForEachSavedItem(ctx, m.ID, func(it *storage.SavedItem, c *storage.ItemContent) error {
+	err = library.Of(s.store).ForEachSavedItem(ctx, m.ID, func(it *library.SavedItem, c *library.ItemContent) error {
 		e, err := s.exportItem(ctx, m.ID, it, c, names)
 		if err != nil {
 			return err
@@ -181,7 +182,7 @@ func (s *Server) writeExport(ctx context.Context, zw *zip.Writer, m *storage.Mem
 
 	// One Markdown file per item.
 	n := 0
-	return s.store.ForEachSavedItem(ctx, m.ID, func(it *storage.SavedItem, c *storage.ItemContent) error {
+	return library.Of(s.store).ForEachSavedItem(ctx, m.ID, func(it *library.SavedItem, c *library.ItemContent) error {
 		e, err := s.exportItem(ctx, m.ID, it, c, names)
 		if err != nil {
 			return err
@@ -195,7 +196,7 @@ func (s *Server) writeExport(ctx context.Context, zw *zip.Writer, m *storage.Mem
 	})
 }
 
-func (s *Server) exportItem(ctx context.Context, memberID string, it *storage.SavedItem, c *storage.ItemContent, names map[string]string) (*exportItem, error) {
+func (s *Server) exportItem(ctx context.Context, memberID string, it *library.SavedItem, c *library.ItemContent, names map[string]string) (*exportItem, error) {
 	e := &exportItem{
 		ID: it.ID, Type: it.Type, Status: it.Status, Title: it.Title, URL: it.OriginalURL,
 		SourceDomain: it.SourceDomain, Description: it.Description, Author: it.Author, LeadImage: it.LeadImage,
@@ -209,7 +210,7 @@ func (s *Server) exportItem(ctx context.Context, memberID string, it *storage.Sa
 		}
 	}
 	if it.HighlightCount > 0 {
-		hs, err := s.store.ItemHighlights(ctx, memberID, it.ID)
+		hs, err := library.Of(s.store).ItemHighlights(ctx, memberID, it.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +224,7 @@ func (s *Server) exportItem(ctx context.Context, memberID string, it *storage.Sa
 }
 
 // highlightText is the highlighted text of all segments.
-func highlightText(h *storage.Highlight) string {
+func highlightText(h *library.Highlight) string {
 	parts := make([]string, 0, len(h.Segments))
 	for _, s := range h.Segments {
 		if s.Text != "" {

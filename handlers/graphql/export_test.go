@@ -10,26 +10,26 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 func TestExportZipHasItemsHighlightsLabelsAndMarkdown(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
-	lbl, err := e.store.CreateLabel(t.Context(), e.member.ID, "Kitchen", "#ff0000")
+	lbl, err := library.Of(e.store).CreateLabel(t.Context(), e.member.ID, "Kitchen", "#ff0000")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bread := e.saveArticle(e.member.ID, 1, func(in *storage.NewItem) {
+	bread := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) {
 		in.Title, in.Text, in.HTML = "Baking Bread", "Knead the dough.", "<p>Knead the dough.</p>"
 		in.LabelIDs = []string{lbl.ID}
 	})
 	e.saveArticle(e.member.ID, 2, nil)
-	if _, err := e.store.CreateHighlight(t.Context(), e.member.ID, bread.ID, []storage.HighlightSegment{{
+	if _, err := library.Of(e.store).CreateHighlight(t.Context(), e.member.ID, bread.ID, []library.HighlightSegment{{
 		XPath: "/p[1]", StartOffset: 0, EndOffset: 5, Text: "Knead"}}, "the key step"); err != nil {
 		t.Fatal(err)
 	}
 	other, _ := e.newMember("bob")
-	e.saveArticle(other.ID, 3, func(in *storage.NewItem) { in.Title = "Bob's secret" })
+	e.saveArticle(other.ID, 3, func(in *library.NewItem) { in.Title = "Bob's secret" })
 
 	srv, browser := site(t, e)
 	status, body := page(t, browser, http.MethodGet, srv.URL+graphql.ExportPath, nil)

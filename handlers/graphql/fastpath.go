@@ -17,7 +17,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/scalar"
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // The entries query is what sync integrations run over and over, a page of
@@ -296,7 +296,7 @@ func (w *jsonWriter) pageInfo(sel ast.SelectionSet, p *entriesPage) bool {
 // paths use: null for empty optional strings, labels that no longer exist
 // left out), and article, newsletter and highlights from the same field
 // resolvers gqlgen calls.
-func (w *jsonWriter) savedItem(sel ast.SelectionSet, stored *storage.SavedItem) bool {
+func (w *jsonWriter) savedItem(sel ast.SelectionSet, stored *library.SavedItem) bool {
 	it, err := w.res.savedItem(w.ctx, stored)
 	if err != nil {
 		return false

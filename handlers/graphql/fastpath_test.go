@@ -13,6 +13,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/scalar"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // The entries fast path must answer exactly what gqlgen's executor answers:
@@ -132,11 +133,11 @@ func fastPathFixture(t *testing.T) (*storage.Store, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bread, err := store.CreateLabel(t.Context(), m.ID, "bread & <butter>", "#ff8800")
+	bread, err := library.Of(store).CreateLabel(t.Context(), m.ID, "bread & <butter>", "#ff8800")
 	if err != nil {
 		t.Fatal(err)
 	}
-	quote, err := store.CreateLabel(t.Context(), m.ID, `say "cheese" \ now`, "#00aa00")
+	quote, err := library.Of(store).CreateLabel(t.Context(), m.ID, `say "cheese" \ now`, "#00aa00")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func fastPathFixture(t *testing.T) (*storage.Store, string) {
 	}
 	var ids []string
 	for n := 0; n < 24; n++ {
-		in := storage.NewItem{
+		in := library.NewItem{
 			URL:       fmt.Sprintf("https://example.com/a/%d?x=%d&y=<%d>", n, n, n),
 			Title:     titles[n%len(titles)] + fmt.Sprintf(" %d", n),
 			WordCount: []int{0, 7, 1234567, 100000000, 999999}[n%5],
@@ -166,43 +167,43 @@ func fastPathFixture(t *testing.T) (*storage.Store, string) {
 			in.LabelIDs = []string{quote.ID}
 		}
 		if n%7 == 0 {
-			in.Type = storage.TypeNewsletter
+			in.Type = library.TypeNewsletter
 			in.URL = ""
 			in.SourceDomain = "news.example.org"
 			in.FromName = "The Letter"
 			in.FromAddress = "letter@news.example.org"
 		}
-		it, _, err := store.SaveItem(t.Context(), m.ID, in)
+		it, _, err := library.Of(store).SaveItem(t.Context(), m.ID, in)
 		if err != nil {
 			t.Fatalf("save %d: %v", n, err)
 		}
 		ids = append(ids, it.ID)
 	}
-	if _, err := store.UpdateReadingProgress(t.Context(), m.ID, ids[1], 0.375); err != nil {
+	if _, err := library.Of(store).UpdateReadingProgress(t.Context(), m.ID, ids[1], 0.375); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.UpdateReadingProgress(t.Context(), m.ID, ids[2], 1); err != nil {
+	if _, err := library.Of(store).UpdateReadingProgress(t.Context(), m.ID, ids[2], 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.SetItemsRead(t.Context(), m.ID, ids[3:5], true); err != nil {
+	if _, err := library.Of(store).SetItemsRead(t.Context(), m.ID, ids[3:5], true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.SetItemsStatus(t.Context(), m.ID, ids[5:8], storage.StatusArchived); err != nil {
+	if _, err := library.Of(store).SetItemsStatus(t.Context(), m.ID, ids[5:8], library.StatusArchived); err != nil {
 		t.Fatal(err)
 	}
 	for i, itemID := range []string{ids[0], ids[0], ids[2], ids[9]} {
-		segs := []storage.HighlightSegment{{
+		segs := []library.HighlightSegment{{
 			XPath: "/html/body/p[1]", BeforeText: `before "` + fmt.Sprint(i), AfterText: "after\n",
 			StartOffset: i, EndOffset: i + 12, Text: "highlighted & <quoted>",
 		}}
 		if i == 1 {
-			segs = append(segs, storage.HighlightSegment{XPath: "/html/body/p[2]", StartOffset: 0, EndOffset: 3})
+			segs = append(segs, library.HighlightSegment{XPath: "/html/body/p[2]", StartOffset: 0, EndOffset: 3})
 		}
 		note := ""
 		if i%2 == 0 {
 			note = "a note\twith a tab"
 		}
-		if _, err := store.CreateHighlight(t.Context(), m.ID, itemID, segs, note); err != nil {
+		if _, err := library.Of(store).CreateHighlight(t.Context(), m.ID, itemID, segs, note); err != nil {
 			t.Fatalf("highlight %d: %v", i, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // While an import's links wait on one host (its first fetch hangs), each
@@ -51,15 +52,15 @@ func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 	// The job's file is on another node's disk: this server's import
 	// runner leaves the job alone (otherwise it may fail it, the file
 	// being missing, before ImportItems below).
-	job, err := store.CreateImportJob(t.Context(), &storage.ImportJob{MemberID: m.ID, Format: "HEARTH", Staged: "staged-file", Node: "another-node", FetchPrivate: true, Total: links})
+	job, err := library.Of(store).CreateImportJob(t.Context(), &library.ImportJob{MemberID: m.ID, Format: "HEARTH", Staged: "staged-file", Node: "another-node", FetchPrivate: true, Total: links})
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries := make([]storage.ImportEntry, links)
+	entries := make([]library.ImportEntry, links)
 	for i := range entries {
-		entries[i] = storage.ImportEntry{Pos: i + 1, Ref: fmt.Sprint(i), Item: &storage.ImportItem{URL: fmt.Sprintf("%s/%d", slow.URL, i), Title: fmt.Sprint("link ", i), Fetch: true}}
+		entries[i] = library.ImportEntry{Pos: i + 1, Ref: fmt.Sprint(i), Item: &library.ImportItem{URL: fmt.Sprintf("%s/%d", slow.URL, i), Title: fmt.Sprint("link ", i), Fetch: true}}
 	}
-	if _, err := store.ImportItems(t.Context(), m.ID, job.ID, entries, nil, 0); err != nil {
+	if _, err := library.Of(store).ImportItems(t.Context(), m.ID, job.ID, entries, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	s.kickFetches()
@@ -73,7 +74,7 @@ func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	for {
-		pending, err := store.PendingFetchesWhere(t.Context(), links+10, func(p storage.PendingFetch) bool { return !p.Import })
+		pending, err := library.Of(store).PendingFetchesWhere(t.Context(), links+10, func(p library.PendingFetch) bool { return !p.Import })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // addArticleFromUrl answers at once, as Inboxt's does (it queues a job:
@@ -70,7 +71,7 @@ type fetchQueue struct {
 	// fresh are fetches addArticleFromUrl just queued: the feeder sends
 	// them before it scans, so a member's save is not behind an import's
 	// waiting entries (at most freshMax; beyond, the scan finds them).
-	fresh []storage.PendingFetch
+	fresh []library.PendingFetch
 
 	mu       sync.Mutex
 	inFlight map[[2]string]bool // queued or being fetched
@@ -84,7 +85,7 @@ type hostTurn struct {
 }
 
 // importHost is the host an imported item's fetch is polite to.
-func importHost(u string) string { return storage.SourceDomain(u) }
+func importHost(u string) string { return library.SourceDomain(u) }
 
 // hostReady reports whether an imported item of host may be fetched now;
 // take reserves the host until release.
@@ -124,7 +125,7 @@ func (q *fetchQueue) releaseHost(host string) {
 
 // fetchChannel tells the node leading a fetch policy's queue, on any node
 // of the store, that a fetch is pending: "kick", or the JSON of a
-// storage.PendingFetch addArticleFromUrl just queued.
+// library.PendingFetch addArticleFromUrl just queued.
 const fetchChannel = "hearth_fetches"
 
 // startFetches takes part in the lease of the server's fetch policy
@@ -161,7 +162,7 @@ func (s *Server) runFetches(ctx context.Context) {
 	defer q.leading.Store(false)
 	q.leads.Add(1)
 	q.cursor = nil
-	jobs := make(chan storage.PendingFetch)
+	jobs := make(chan library.PendingFetch)
 	var wg sync.WaitGroup
 	wg.Add(1 + fetchWorkers)
 	go func() {
@@ -183,7 +184,7 @@ func (s *Server) runFetches(ctx context.Context) {
 func (s *Server) fetchNotified(payload string) {
 	q := s.fetches
 	if payload != "kick" && payload != storage.NotificationsMissed {
-		var p storage.PendingFetch
+		var p library.PendingFetch
 		if json.Unmarshal([]byte(payload), &p) == nil && p.Private == s.opts.Fetcher.Options().AllowPrivate && q.leading.Load() {
 			q.mu.Lock()
 			if len(q.fresh) < freshMax {
@@ -215,7 +216,7 @@ func (s *Server) kickFetches() {
 
 // queuedFetch hands the feeder the fetch addArticleFromUrl just queued in
 // the store, and kicks it.
-func (s *Server) queuedFetch(ctx context.Context, p storage.PendingFetch) {
+func (s *Server) queuedFetch(ctx context.Context, p library.PendingFetch) {
 	q := s.fetches
 	if q == nil {
 		return // not started: Start reads everything pending
@@ -256,7 +257,7 @@ func (s *Server) Close() error {
 	return nil
 }
 
-func (s *Server) feedFetches(ctx context.Context, jobs chan<- storage.PendingFetch) {
+func (s *Server) feedFetches(ctx context.Context, jobs chan<- library.PendingFetch) {
 	q := s.fetches
 	for {
 		select {
@@ -275,7 +276,7 @@ func (s *Server) feedFetches(ctx context.Context, jobs chan<- storage.PendingFet
 			pending := q.fresh
 			q.fresh = nil
 			q.mu.Unlock()
-			scanned, next, read, err := s.store.PendingFetchesFrom(ctx, q.cursor, fetchBatch+fetchWorkers, q.scanBudget, func(p storage.PendingFetch) bool {
+			scanned, next, read, err := library.Of(s.store).PendingFetchesFrom(ctx, q.cursor, fetchBatch+fetchWorkers, q.scanBudget, func(p library.PendingFetch) bool {
 				if p.Private != private {
 					return false
 				}
@@ -349,12 +350,12 @@ func (s *Server) feedFetches(ctx context.Context, jobs chan<- storage.PendingFet
 	}
 }
 
-func (s *Server) fetchWorker(ctx context.Context, jobs <-chan storage.PendingFetch) {
+func (s *Server) fetchWorker(ctx context.Context, jobs <-chan library.PendingFetch) {
 	q := s.fetches
 	for p := range jobs {
 		// An entry handed over (fresh) or read a while ago may have been
 		// fetched since, by this node or the former holder of the lease.
-		if ok, err := s.store.HasPendingFetch(ctx, p.MemberID, p.ItemID); err == nil && ok {
+		if ok, err := library.Of(s.store).HasPendingFetch(ctx, p.MemberID, p.ItemID); err == nil && ok {
 			s.fetchPending(ctx, p)
 		}
 		if p.Import {
@@ -369,15 +370,15 @@ func (s *Server) fetchWorker(ctx context.Context, jobs <-chan storage.PendingFet
 // fetchPending fetches one pending item's page and saves the article, or
 // marks the item failed with a reason the member can read. Stopped by ctx,
 // it leaves the entry pending.
-func (s *Server) fetchPending(ctx context.Context, p storage.PendingFetch) {
+func (s *Server) fetchPending(ctx context.Context, p library.PendingFetch) {
 	in, err := s.fetchArticle(ctx, p.URL)
 	if ctx.Err() != nil {
 		return
 	}
 	if err == nil {
-		_, err = s.store.FinishFetch(ctx, p.MemberID, p.ItemID, *in)
+		_, err = library.Of(s.store).FinishFetch(ctx, p.MemberID, p.ItemID, *in)
 		if errors.Is(err, storage.ErrNotFound) {
-			err = s.store.DropFetch(ctx, p.MemberID, p.ItemID)
+			err = library.Of(s.store).DropFetch(ctx, p.MemberID, p.ItemID)
 		}
 		if err == nil {
 			return
@@ -397,7 +398,7 @@ func (s *Server) fetchPending(ctx context.Context, p storage.PendingFetch) {
 	} else if storage.IsInvalid(err) {
 		reason = fetchFailedMessage + " (" + err.Error() + ")"
 	}
-	if err := s.store.FailFetch(ctx, p.MemberID, p.ItemID, reason); err != nil && !errors.Is(err, storage.ErrNotFound) && ctx.Err() == nil {
+	if err := library.Of(s.store).FailFetch(ctx, p.MemberID, p.ItemID, reason); err != nil && !errors.Is(err, storage.ErrNotFound) && ctx.Err() == nil {
 		s.log.Error("mark article fetch failed", zap.String("item", p.ItemID), zap.Error(err))
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // env is one test's world: a store in a temp dir, the API on a local
@@ -180,9 +181,9 @@ func (e *env) wantError(token, query string, vars map[string]any, status int, co
 }
 
 // saveArticle stores an article directly.
-func (e *env) saveArticle(memberID string, n int, mod func(*storage.NewItem)) *storage.SavedItem {
+func (e *env) saveArticle(memberID string, n int, mod func(*library.NewItem)) *library.SavedItem {
 	e.t.Helper()
-	in := storage.NewItem{
+	in := library.NewItem{
 		URL:         fmt.Sprintf("https://example.com/a/%d", n),
 		Title:       fmt.Sprintf("Article %d", n),
 		Description: fmt.Sprintf("Description %d", n),
@@ -193,7 +194,7 @@ func (e *env) saveArticle(memberID string, n int, mod func(*storage.NewItem)) *s
 	if mod != nil {
 		mod(&in)
 	}
-	it, _, err := e.store.SaveItem(context.Background(), memberID, in)
+	it, _, err := library.Of(e.store).SaveItem(context.Background(), memberID, in)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // Imports: POST ImportPath takes a file as Inboxt's web app sends it
@@ -128,14 +129,14 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.uploading.Delete(c.member.ID)
-	if jobs, err := s.store.ImportJobs(r.Context(), c.member.ID); err == nil {
+	if jobs, err := library.Of(s.store).ImportJobs(r.Context(), c.member.ID); err == nil {
 		unfinished := 0
 		for _, j := range jobs {
 			if !j.Finished() {
 				unfinished++
 			}
 		}
-		if unfinished >= storage.MaxUnfinishedImports {
+		if unfinished >= library.MaxUnfinishedImports {
 			refuse(http.StatusConflict, fmt.Sprintf("%d imports are still running; wait for one to finish", unfinished))
 			return
 		}
@@ -280,11 +281,11 @@ func (s *Server) readImportUpload(w http.ResponseWriter, r *http.Request, m *sto
 	if up.format, err = importer.ParseFormat(typ); err != nil {
 		return fail(http.StatusBadRequest, err.Error())
 	}
-	if len(up.labelIDs) > storage.MaxBatchIDs {
+	if len(up.labelIDs) > library.MaxBatchIDs {
 		return fail(http.StatusBadRequest, "too many labels")
 	}
 	if len(up.labelIDs) > 0 {
-		ls, err := s.store.LabelsByID(r.Context(), m.ID, up.labelIDs)
+		ls, err := library.Of(s.store).LabelsByID(r.Context(), m.ID, up.labelIDs)
 		if err != nil || len(ls) != len(up.labelIDs) {
 			return fail(http.StatusBadRequest, "labelIds must be ids of your labels")
 		}
@@ -295,14 +296,14 @@ func (s *Server) readImportUpload(w http.ResponseWriter, r *http.Request, m *sto
 var importTmpl = template.Must(template.New("import.html").Funcs(template.FuncMap{
 	"describe": func(f any) string { return importer.Describe(importer.Format(fmt.Sprint(f))) },
 	"add":      func(a, b int) int { return a + b },
-	"waiting":  func(j *storage.ImportJob) int { return max(0, j.Fetching-j.Fetched-j.FetchFailed) },
-	"percent": func(j *storage.ImportJob) int {
+	"waiting":  func(j *library.ImportJob) int { return max(0, j.Fetching-j.Fetched-j.FetchFailed) },
+	"percent": func(j *library.ImportJob) int {
 		if j.Total == 0 {
 			return 0
 		}
 		return j.Position * 100 / j.Total
 	},
-	"left": func(j *storage.ImportJob) string {
+	"left": func(j *library.ImportJob) string {
 		d := j.Left()
 		switch {
 		case d <= 0:
@@ -348,8 +349,8 @@ type importView struct {
 	Action    string
 	Error     string
 	Formats   []importer.Format
-	Labels    []*storage.Label
-	Jobs      []*storage.ImportJob
+	Labels    []*library.Label
+	Jobs      []*library.ImportJob
 	Running   bool
 	MaxUpload int64
 	Limits    importer.Limits
@@ -359,8 +360,8 @@ func (s *Server) renderImportPage(w http.ResponseWriter, r *http.Request, m *sto
 	v := &importView{Action: ImportPath, Error: errMsg, Formats: importer.Formats, Limits: s.imports.Limits()}
 	v.MaxUpload = v.Limits.MaxUploadBytes >> 20
 	var err error
-	if v.Labels, err = s.store.Labels(r.Context(), m.ID); err == nil {
-		v.Jobs, err = s.store.ImportJobs(r.Context(), m.ID)
+	if v.Labels, err = library.Of(s.store).Labels(r.Context(), m.ID); err == nil {
+		v.Jobs, err = library.Of(s.store).ImportJobs(r.Context(), m.ID)
 	}
 	if err != nil {
 		if st, _, ok := refusal(w, err); ok {
@@ -394,7 +395,7 @@ func (r *queryResolver) ImportJobs(ctx context.Context) ([]*generated.ImportJob,
 	if err != nil {
 		return nil, err
 	}
-	jobs, err := r.s.store.ImportJobs(ctx, id)
+	jobs, err := library.Of(r.s.store).ImportJobs(ctx, id)
 	if err != nil {
 		return nil, err
 	}

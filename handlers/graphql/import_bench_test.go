@@ -18,6 +18,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // Import speed (issue 16): a 10,000-item Pocket CSV without fetching, and
@@ -163,12 +164,12 @@ func benchmarkImport(b *testing.B, file string, n int) {
 			b.Fatal(err)
 		}
 		for {
-			j, err := st.ImportJob(b.Context(), m.ID, job.ID)
+			j, err := library.Of(st).ImportJob(b.Context(), m.ID, job.ID)
 			if err != nil {
 				b.Fatal(err)
 			}
 			if j.Finished() {
-				if j.Created != n || j.State != storage.ImportDone {
+				if j.Created != n || j.State != library.ImportDone {
 					b.Fatalf("job: %+v", j)
 				}
 				break
@@ -246,8 +247,8 @@ func TestGeneratedOmnivoreZipImportsWithPlacedHighlights(t *testing.T) {
 	if job.Created != 30 {
 		t.Fatalf("job %+v", job)
 	}
-	var hs []*storage.Highlight
-	e.store.ForEachHighlight(t.Context(), e.member.ID, func(h *storage.Highlight) error { hs = append(hs, h); return nil })
+	var hs []*library.Highlight
+	library.Of(e.store).ForEachHighlight(t.Context(), e.member.ID, func(h *library.Highlight) error { hs = append(hs, h); return nil })
 	if len(hs) != 60 {
 		t.Fatalf("%d highlights", len(hs))
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // importChildEnv makes the test binary the server process of
@@ -56,7 +57,7 @@ func importChild(dir, file string) {
 	}
 	w := bufio.NewWriter(os.Stdout)
 	for {
-		j, err := st.ImportJob(context.Background(), m.ID, job.ID)
+		j, err := library.Of(st).ImportJob(context.Background(), m.ID, job.ID)
 		if err != nil {
 			fmt.Fprintln(w, "error", err)
 			w.Flush()
@@ -145,7 +146,7 @@ func TestImportSurvivesSIGKILLAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	jobs, err := st.UnfinishedImportJobs(t.Context())
+	jobs, err := library.Of(st).UnfinishedImportJobs(t.Context())
 	if err != nil || len(jobs) != 1 || jobs[0].Position < killedAt || jobs[0].Position >= n {
 		t.Fatalf("after the kill (at %d): %+v %v", killedAt, jobs, err)
 	}
@@ -153,11 +154,11 @@ func TestImportSurvivesSIGKILLAndResumes(t *testing.T) {
 	api := graphql.New(st, graphql.Options{NoImportFetch: true, ImportDir: dir + "-imports"})
 	defer api.Close()
 	job := waitImport(t, st, alice.ID, jobs[0].ID)
-	if job.State != storage.ImportDone || job.Position != n || job.Created != n || job.Existing != 0 || job.Failed != 0 {
+	if job.State != library.ImportDone || job.Position != n || job.Created != n || job.Existing != 0 || job.Failed != 0 {
 		t.Fatalf("resumed job (stopped at %d): %+v", stoppedAt, job)
 	}
 	seen := map[string]int{}
-	err = st.ForEachSavedItem(t.Context(), alice.ID, func(it *storage.SavedItem, _ *storage.ItemContent) error {
+	err = library.Of(st).ForEachSavedItem(t.Context(), alice.ID, func(it *library.SavedItem, _ *library.ItemContent) error {
 		seen[it.OriginalURL]++
 		return nil
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // Staged uploads live beside the store (<storage_dir>-imports), not in
@@ -28,7 +29,7 @@ func TestImportRestoredWithoutItsStagedFileFailsWithAReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := src.SaveItem(t.Context(), m.ID, storage.NewItem{URL: "https://example.com/kept", Title: "kept", HTML: "<p>kept</p>", Text: "kept"}); err != nil {
+	if _, _, err := library.Of(src).SaveItem(t.Context(), m.ID, library.NewItem{URL: "https://example.com/kept", Title: "kept", HTML: "<p>kept</p>", Text: "kept"}); err != nil {
 		t.Fatal(err)
 	}
 	// An upload accepted (staged and checked) but not yet run when the
@@ -41,7 +42,7 @@ func TestImportRestoredWithoutItsStagedFileFailsWithAReason(t *testing.T) {
 	if err := os.WriteFile(staged, csv, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	job, err := src.CreateImportJob(t.Context(), &storage.ImportJob{MemberID: m.ID, Format: "INBOXT_CSV", FileName: "saved-items.csv", Staged: staged, Total: 3})
+	job, err := library.Of(src).CreateImportJob(t.Context(), &library.ImportJob{MemberID: m.ID, Format: "INBOXT_CSV", FileName: "saved-items.csv", Staged: staged, Total: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,18 +64,18 @@ func TestImportRestoredWithoutItsStagedFileFailsWithAReason(t *testing.T) {
 	if err := dst.Restore(&backup); err != nil {
 		t.Fatal(err)
 	}
-	if j, err := dst.ImportJob(t.Context(), m.ID, job.ID); err != nil || j.Finished() {
+	if j, err := library.Of(dst).ImportJob(t.Context(), m.ID, job.ID); err != nil || j.Finished() {
 		t.Fatalf("the restored job: %+v, %v (want it unfinished, as backed up)", j, err)
 	}
 	api := graphql.New(dst, graphql.Options{NoImportFetch: true, ImportDir: filepath.Join(t.TempDir(), "imports")})
 	defer api.Close()
 	api.Start()
 	j := waitImport(t, dst, m.ID, job.ID)
-	if j.State != storage.ImportFailed || !strings.Contains(j.Error, "upload it again") {
+	if j.State != library.ImportFailed || !strings.Contains(j.Error, "upload it again") {
 		t.Fatalf("the import whose file is gone: %+v", j)
 	}
 	var urls []string
-	err = dst.ForEachSavedItem(t.Context(), m.ID, func(it *storage.SavedItem, _ *storage.ItemContent) error {
+	err = library.Of(dst).ForEachSavedItem(t.Context(), m.ID, func(it *library.SavedItem, _ *library.ItemContent) error {
 		urls = append(urls, it.OriginalURL)
 		return nil
 	})

@@ -23,6 +23,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // upload posts a file to /api/import as Inboxt's web app does (multipart:
@@ -62,10 +63,10 @@ func upload(t *testing.T, base, token, name string, file []byte, typ string, lab
 }
 
 // waitImport polls until the member's job id has ended.
-func waitImport(t *testing.T, st *storage.Store, memberID, id string) *storage.ImportJob {
+func waitImport(t *testing.T, st *storage.Store, memberID, id string) *library.ImportJob {
 	t.Helper()
 	for i := 0; ; i++ {
-		j, err := st.ImportJob(t.Context(), memberID, id)
+		j, err := library.Of(st).ImportJob(t.Context(), memberID, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,13 +94,13 @@ type snapItem struct {
 
 func snapshot(t *testing.T, st *storage.Store, memberID string) map[string]snapItem {
 	t.Helper()
-	labels, _ := st.Labels(t.Context(), memberID)
+	labels, _ := library.Of(st).Labels(t.Context(), memberID)
 	names := map[string]string{}
 	for _, l := range labels {
 		names[l.ID] = l.Name + " " + l.Color
 	}
 	out := map[string]snapItem{}
-	err := st.ForEachSavedItem(t.Context(), memberID, func(it *storage.SavedItem, c *storage.ItemContent) error {
+	err := library.Of(st).ForEachSavedItem(t.Context(), memberID, func(it *library.SavedItem, c *library.ItemContent) error {
 		s := snapItem{Type: it.Type, Status: it.Status, Title: it.Title, URL: it.OriginalURL, Description: it.Description,
 			Author: it.Author, Progress: it.ReadingProgress, Created: it.CreatedAt.UTC().Format(time.RFC3339Nano),
 			Updated: it.UpdatedAt.UTC().Format(time.RFC3339Nano), HTML: c.HTML, Text: c.Text}
@@ -110,14 +111,14 @@ func snapshot(t *testing.T, st *storage.Store, memberID string) map[string]snapI
 			s.Labels = append(s.Labels, names[id])
 		}
 		sort.Strings(s.Labels)
-		hs, err := st.ItemHighlights(t.Context(), memberID, it.ID)
+		hs, err := library.Of(st).ItemHighlights(t.Context(), memberID, it.ID)
 		if err != nil {
 			return err
 		}
 		for _, h := range hs {
 			b, _ := json.Marshal(struct {
 				Note     string
-				Segments []storage.HighlightSegment
+				Segments []library.HighlightSegment
 				C, U     time.Time
 			}{h.Note, stripIDs(h.Segments), h.CreatedAt.UTC(), h.UpdatedAt.UTC()})
 			s.Highlights = append(s.Highlights, string(b))
@@ -136,8 +137,8 @@ func snapshot(t *testing.T, st *storage.Store, memberID string) map[string]snapI
 	return out
 }
 
-func stripIDs(segs []storage.HighlightSegment) []storage.HighlightSegment {
-	out := append([]storage.HighlightSegment(nil), segs...)
+func stripIDs(segs []library.HighlightSegment) []library.HighlightSegment {
+	out := append([]library.HighlightSegment(nil), segs...)
 	for i := range out {
 		out[i].ID = ""
 	}
@@ -146,25 +147,25 @@ func stripIDs(segs []storage.HighlightSegment) []storage.HighlightSegment {
 
 func TestHearthExportImportedIntoAnEmptyMemberGivesTheSameLibrary(t *testing.T) {
 	e := newEnv(t, graphql.Options{NoImportFetch: true})
-	kitchen, _ := e.store.CreateLabel(t.Context(), e.member.ID, "Kitchen", "#ff0000")
-	e.store.CreateLabel(t.Context(), e.member.ID, "Unused", "#0000ff")
-	later, _ := e.store.CreateLabel(t.Context(), e.member.ID, "Read later", "#00aa00")
-	bread := e.saveArticle(e.member.ID, 1, func(in *storage.NewItem) {
+	kitchen, _ := library.Of(e.store).CreateLabel(t.Context(), e.member.ID, "Kitchen", "#ff0000")
+	library.Of(e.store).CreateLabel(t.Context(), e.member.ID, "Unused", "#0000ff")
+	later, _ := library.Of(e.store).CreateLabel(t.Context(), e.member.ID, "Read later", "#00aa00")
+	bread := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) {
 		in.Title, in.Text, in.HTML, in.Author = "Baking Bread", "Knead the dough.", "<p>Knead the dough.</p>", "A. Baker"
 		in.LabelIDs = []string{kitchen.ID, later.ID}
 	})
-	if _, err := e.store.CreateHighlight(t.Context(), e.member.ID, bread.ID, []storage.HighlightSegment{{XPath: "/p[1]", EndOffset: 5, Text: "Knead"}}, "the key step"); err != nil {
+	if _, err := library.Of(e.store).CreateHighlight(t.Context(), e.member.ID, bread.ID, []library.HighlightSegment{{XPath: "/p[1]", EndOffset: 5, Text: "Knead"}}, "the key step"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.UpdateReadingProgress(t.Context(), e.member.ID, bread.ID, 60); err != nil {
+	if _, err := library.Of(e.store).UpdateReadingProgress(t.Context(), e.member.ID, bread.ID, 60); err != nil {
 		t.Fatal(err)
 	}
 	archived := e.saveArticle(e.member.ID, 2, nil)
-	e.store.SetItemsRead(t.Context(), e.member.ID, []string{archived.ID}, true)
-	e.store.SetItemsStatus(t.Context(), e.member.ID, []string{archived.ID}, storage.StatusArchived)
+	library.Of(e.store).SetItemsRead(t.Context(), e.member.ID, []string{archived.ID}, true)
+	library.Of(e.store).SetItemsStatus(t.Context(), e.member.ID, []string{archived.ID}, library.StatusArchived)
 	trashed := e.saveArticle(e.member.ID, 3, nil)
-	e.store.SetItemsStatus(t.Context(), e.member.ID, []string{trashed.ID}, storage.StatusDeleted)
-	if _, _, err := e.store.SaveItem(t.Context(), e.member.ID, storage.NewItem{Type: storage.TypeNewsletter, Title: "Weekly digest",
+	library.Of(e.store).SetItemsStatus(t.Context(), e.member.ID, []string{trashed.ID}, library.StatusDeleted)
+	if _, _, err := library.Of(e.store).SaveItem(t.Context(), e.member.ID, library.NewItem{Type: library.TypeNewsletter, Title: "Weekly digest",
 		HTML: "<p>News</p>", Text: "News", FromName: "Digest", MessageID: "<1@digest.example>"}); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestHearthExportImportedIntoAnEmptyMemberGivesTheSameLibrary(t *testing.T) 
 		t.Fatalf("upload: HTTP %d %v", status, out)
 	}
 	job := waitImport(t, e.store, bob.ID, out["jobId"].(string))
-	if job.State != storage.ImportDone || job.Created != 4 || job.Failed != 0 {
+	if job.State != library.ImportDone || job.Created != 4 || job.Failed != 0 {
 		t.Fatalf("job: %+v", job)
 	}
 	want, got := snapshot(t, e.store, e.member.ID), snapshot(t, e.store, bob.ID)
@@ -197,7 +198,7 @@ func TestHearthExportImportedIntoAnEmptyMemberGivesTheSameLibrary(t *testing.T) 
 	}
 	// Every label, in its order with its color, also one no item carries.
 	labelList := func(id string) string {
-		ls, _ := e.store.Labels(t.Context(), id)
+		ls, _ := library.Of(e.store).Labels(t.Context(), id)
 		var out []string
 		for _, l := range ls {
 			out = append(out, l.Name+" "+l.Color)
@@ -230,10 +231,10 @@ func equalJSON(a, b any) bool {
 
 func TestImportKeepsExistingItemsAndAddsOnlyMissingLabels(t *testing.T) {
 	e := newEnv(t, graphql.Options{NoImportFetch: true})
-	mine := e.saveArticle(e.member.ID, 1, func(in *storage.NewItem) {
+	mine := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) {
 		in.URL, in.Title, in.HTML, in.Text = "https://example.org/bread", "My own title", "<p>mine</p>", "mine"
 	})
-	imported, _ := e.store.CreateLabel(t.Context(), e.member.ID, "Imported", "#123456")
+	imported, _ := library.Of(e.store).CreateLabel(t.Context(), e.member.ID, "Imported", "#123456")
 	csv := "name,url,description,date,labels\nBaking Bread,https://EXAMPLE.org/bread#top,How to bake bread,2025-03-01T10:00:00.000Z,\"Kitchen,weekend\"\n"
 	status, out := upload(t, e.srv.URL, e.token, "saved-items.csv", []byte(csv), "CSV", imported.ID)
 	if status != http.StatusCreated {
@@ -243,8 +244,8 @@ func TestImportKeepsExistingItemsAndAddsOnlyMissingLabels(t *testing.T) {
 	if job.Existing != 1 || job.Created != 0 {
 		t.Fatalf("job: %+v", job)
 	}
-	it, _ := e.store.SavedItem(t.Context(), e.member.ID, mine.ID)
-	c, _ := e.store.ItemContent(t.Context(), e.member.ID, mine.ID)
+	it, _ := library.Of(e.store).SavedItem(t.Context(), e.member.ID, mine.ID)
+	c, _ := library.Of(e.store).ItemContent(t.Context(), e.member.ID, mine.ID)
 	if it.Title != "My own title" || !it.CreatedAt.Equal(mine.CreatedAt) || c.HTML != "<p>mine</p>" || len(it.LabelIDs) != 3 {
 		t.Fatalf("existing item changed beyond its labels: %+v %+v", it, c)
 	}
@@ -274,7 +275,7 @@ func TestImportRefusesNonExportsOversizeAndStrangersBeforeAnyWrite(t *testing.T)
 			t.Errorf("%s: HTTP %d %v", c.name, status, out)
 		}
 	}
-	if jobs, _ := e.store.ImportJobs(t.Context(), e.member.ID); len(jobs) != 0 {
+	if jobs, _ := library.Of(e.store).ImportJobs(t.Context(), e.member.ID); len(jobs) != 0 {
 		t.Fatalf("jobs recorded: %+v", jobs)
 	}
 	if items := e.allEntries(map[string]any{"first": 10}); len(items) != 0 {
@@ -323,7 +324,7 @@ func TestImportPageUploadsWithoutScriptAndShowsProgress(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), graphql.ImportPagePath+"#job-") {
 		t.Fatalf("form upload: HTTP %d %v", resp.StatusCode, resp.Header)
 	}
-	jobs, _ := e.store.ImportJobs(t.Context(), e.member.ID)
+	jobs, _ := library.Of(e.store).ImportJobs(t.Context(), e.member.ID)
 	if len(jobs) != 1 {
 		t.Fatalf("jobs: %+v", jobs)
 	}
@@ -423,7 +424,7 @@ func TestImportedItemsAreFetchedPolitelyAndFailuresKeepTheirTitle(t *testing.T) 
 		t.Fatalf("failed item: %+v", it)
 	}
 	// The import counts its fetches, and lists the one that failed.
-	job, _ = e.store.ImportJob(t.Context(), e.member.ID, job.ID)
+	job, _ = library.Of(e.store).ImportJob(t.Context(), e.member.ID, job.ID)
 	if job.Fetched != 3 || job.FetchFailed != 1 || len(job.Failures) != 1 || job.Failures[0].Ref != site.URL+"/gone" ||
 		!strings.Contains(job.Failures[0].Reason, "HTTP 404") {
 		t.Fatalf("job after the fetches: %+v", job)
@@ -502,12 +503,12 @@ func TestEveryFixtureImportsThroughTheAPI(t *testing.T) {
 				t.Fatalf("HTTP %d %v", status, out)
 			}
 			job := waitImport(t, e.store, e.member.ID, out["jobId"].(string))
-			if job.State != storage.ImportDone || job.Created != c.created || job.Failed != c.failed || len(job.Failures) != c.failed {
+			if job.State != library.ImportDone || job.Created != c.created || job.Failed != c.failed || len(job.Failures) != c.failed {
 				t.Fatalf("job: %+v", job)
 			}
-			labels, _ := e.store.Labels(t.Context(), e.member.ID)
+			labels, _ := library.Of(e.store).Labels(t.Context(), e.member.ID)
 			var found bool
-			e.store.ForEachSavedItem(t.Context(), e.member.ID, func(it *storage.SavedItem, _ *storage.ItemContent) error {
+			library.Of(e.store).ForEachSavedItem(t.Context(), e.member.ID, func(it *library.SavedItem, _ *library.ItemContent) error {
 				if it.OriginalURL != c.url {
 					return nil
 				}
@@ -526,7 +527,7 @@ func TestEveryFixtureImportsThroughTheAPI(t *testing.T) {
 						t.Errorf("no label %q on %+v (labels %+v)", want, it, labels)
 					}
 				case "note":
-					hs, _ := e.store.ItemHighlights(t.Context(), e.member.ID, it.ID)
+					hs, _ := library.Of(e.store).ItemHighlights(t.Context(), e.member.ID, it.ID)
 					ok := false
 					for _, h := range hs {
 						ok = ok || h.Note == want

@@ -27,6 +27,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // acceptNewsletterPost answers a request to a newsletter endpoint (the
@@ -102,7 +103,7 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
 		return
 	}
-	it, created, err := s.store.SaveItem(r.Context(), m.ID, nl.item())
+	it, created, err := library.Of(s.store).SaveItem(r.Context(), m.ID, nl.item())
 	if err != nil {
 		if storage.IsInvalid(err) {
 			writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
@@ -139,9 +140,9 @@ type newsletter struct {
 const maxMIMEDepth = 10
 
 // item is the newsletter as the saved item both newsletter endpoints store.
-func (nl *newsletter) item() storage.NewItem {
-	return storage.NewItem{
-		Type:         storage.TypeNewsletter,
+func (nl *newsletter) item() library.NewItem {
+	return library.NewItem{
+		Type:         library.TypeNewsletter,
 		Title:        nl.subject,
 		Description:  nl.description,
 		Author:       nl.fromName,
@@ -178,11 +179,11 @@ func parseNewsletter(raw []byte) (*newsletter, error) {
 	if err != nil {
 		subject = msg.Header.Get("Subject")
 	}
-	nl.subject = clip(oneLine(subject), storage.MaxTitleLen)
+	nl.subject = clip(oneLine(subject), library.MaxTitleLen)
 	if nl.fromName == "" {
 		nl.fromName = nl.fromAddress
 	}
-	nl.fromName = clip(nl.fromName, storage.MaxAuthorLen)
+	nl.fromName = clip(nl.fromName, library.MaxAuthorLen)
 	if nl.messageID, err = messageID(msg.Header); err != nil {
 		return nil, err
 	}
@@ -221,7 +222,7 @@ func messageID(h mail.Header) (string, error) {
 	v := strings.TrimSpace(h.Get("Message-Id"))
 	v = strings.TrimSuffix(strings.TrimPrefix(v, "<"), ">")
 	v = strings.Join(strings.Fields(v), "")
-	if len(v) > storage.MaxMessageIDLen {
+	if len(v) > library.MaxMessageIDLen {
 		return "", errors.New("the Message-ID header is too long")
 	}
 	if at := strings.LastIndexByte(v, '@'); at >= 0 {

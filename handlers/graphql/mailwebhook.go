@@ -16,6 +16,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // MailWebhookPath is Inboxt's newsletter webhook: a mail provider's inbound
@@ -84,7 +85,7 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	type delivery struct {
 		member *storage.Member
-		item   storage.NewItem
+		item   library.NewItem
 	}
 	var ds []delivery
 	for i, raw := range msgs {
@@ -121,7 +122,7 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	ids := make([]string, 0, len(ds))
 	for _, d := range ds {
-		it, created, err := s.store.SaveItem(r.Context(), d.member.ID, d.item)
+		it, created, err := library.Of(s.store).SaveItem(r.Context(), d.member.ID, d.item)
 		if err != nil {
 			if storage.IsInvalid(err) && len(ids) == 0 {
 				writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
@@ -286,8 +287,8 @@ func webhookNewsletter(msg map[string]any) (*newsletter, error) {
 	if nl.fromName == "" {
 		nl.fromName = "Unknown sender" // Inboxt's
 	}
-	nl.fromName = clip(nl.fromName, storage.MaxAuthorLen)
-	nl.subject = clip(oneLine(subject), storage.MaxTitleLen)
+	nl.fromName = clip(nl.fromName, library.MaxAuthorLen)
+	nl.subject = clip(oneLine(subject), library.MaxTitleLen)
 	hdr := mail.Header{"Message-Id": {id}}
 	var err error
 	if nl.messageID, err = messageID(hdr); err != nil {

@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
-	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 var success = &generated.Void{Success: true}
@@ -38,7 +38,7 @@ func (r *mutationResolver) UpdateSavedItemsStatus(ctx context.Context, in genera
 	if err != nil {
 		return nil, err
 	}
-	items, err := r.s.store.SetItemsStatus(ctx, id, in.Ids, string(in.Status))
+	items, err := library.Of(r.s.store).SetItemsStatus(ctx, id, in.Ids, string(in.Status))
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func (r *mutationResolver) UpdateSavedItemMetadata(ctx context.Context, in gener
 	if err != nil {
 		return nil, err
 	}
-	it, err := r.s.store.UpdateItemMetadata(ctx, id, in.ID, storage.ItemMetadata{Title: in.Title, Description: in.Description, Author: in.Author})
+	it, err := library.Of(r.s.store).UpdateItemMetadata(ctx, id, in.ID, library.ItemMetadata{Title: in.Title, Description: in.Description, Author: in.Author})
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func (r *mutationResolver) UpdateSavedItemsReadStatus(ctx context.Context, in ge
 	if err != nil {
 		return nil, err
 	}
-	items, err := r.s.store.SetItemsRead(ctx, id, in.Ids, in.IsRead)
+	items, err := library.Of(r.s.store).SetItemsRead(ctx, id, in.Ids, in.IsRead)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func (r *mutationResolver) UpdateReadingProgress(ctx context.Context, in generat
 	if err != nil {
 		return nil, err
 	}
-	it, err := r.s.store.UpdateReadingProgress(ctx, id, in.ID, in.Progress)
+	it, err := library.Of(r.s.store).UpdateReadingProgress(ctx, id, in.ID, in.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -99,10 +99,10 @@ func (r *mutationResolver) SetSavedItemLabels(ctx context.Context, in generated.
 	if len(ids) == 0 {
 		return success, nil
 	}
-	if len(ids) > storage.MaxBatchIDs {
-		return nil, badInput("at most %d ids at once", storage.MaxBatchIDs)
+	if len(ids) > library.MaxBatchIDs {
+		return nil, badInput("at most %d ids at once", library.MaxBatchIDs)
 	}
-	c := storage.LabelChange{SkipUnknown: true}
+	c := library.LabelChange{SkipUnknown: true}
 	if in.LabelIds != nil {
 		set := in.LabelIds
 		c.Set = &set
@@ -112,7 +112,7 @@ func (r *mutationResolver) SetSavedItemLabels(ctx context.Context, in generated.
 			return success, nil
 		}
 	}
-	items, err := r.s.store.SavedItems(ctx, id, ids)
+	items, err := library.Of(r.s.store).SavedItems(ctx, id, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func (r *mutationResolver) SetSavedItemLabels(ctx context.Context, in generated.
 	for i, it := range items {
 		known[i] = it.ID
 	}
-	if _, err := r.s.store.SetItemLabels(ctx, id, known, c); err != nil {
+	if _, err := library.Of(r.s.store).SetItemLabels(ctx, id, known, c); err != nil {
 		return nil, err
 	}
 	return success, nil
@@ -139,7 +139,7 @@ func (r *mutationResolver) UpdateSavedItemStatus(ctx context.Context, in generat
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.s.store.SetItemsStatus(ctx, id, in.Ids, string(in.Status)); err != nil {
+	if _, err := library.Of(r.s.store).SetItemsStatus(ctx, id, in.Ids, string(in.Status)); err != nil {
 		return nil, err
 	}
 	return success, nil
@@ -154,7 +154,7 @@ func (r *mutationResolver) PermanentlyDeleteSavedItems(ctx context.Context, in g
 		return nil, err
 	}
 	id := c.member.ID
-	if err := r.s.store.PermanentlyDeleteItems(ctx, id, in.Ids); err != nil {
+	if err := library.Of(r.s.store).PermanentlyDeleteItems(ctx, id, in.Ids); err != nil {
 		return nil, err
 	}
 	return success, nil
@@ -166,7 +166,7 @@ func (r *mutationResolver) EmptyTrash(ctx context.Context) (*generated.EmptyTras
 		return nil, err
 	}
 	id := c.member.ID
-	n, err := r.s.store.EmptyTrash(ctx, id)
+	n, err := library.Of(r.s.store).EmptyTrash(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func (r *mutationResolver) CreateLabel(ctx context.Context, in generated.CreateL
 	if err != nil {
 		return nil, err
 	}
-	l, err := r.s.store.CreateLabel(ctx, id, in.Name, in.Color)
+	l, err := library.Of(r.s.store).CreateLabel(ctx, id, in.Name, in.Color)
 	labelsChanged(ctx)
 	if err != nil {
 		return nil, err
@@ -191,7 +191,7 @@ func (r *mutationResolver) UpdateLabel(ctx context.Context, in generated.UpdateL
 	if err != nil {
 		return nil, err
 	}
-	l, err := r.s.store.UpdateLabel(ctx, id, in.ID, in.Name, in.Color)
+	l, err := library.Of(r.s.store).UpdateLabel(ctx, id, in.ID, in.Name, in.Color)
 	labelsChanged(ctx)
 	if err != nil {
 		return nil, err
@@ -205,7 +205,7 @@ func (r *mutationResolver) DeleteLabel(ctx context.Context, in generated.DeleteL
 		return nil, err
 	}
 	id := c.member.ID
-	err = r.s.store.DeleteLabel(ctx, id, in.ID)
+	err = library.Of(r.s.store).DeleteLabel(ctx, id, in.ID)
 	labelsChanged(ctx)
 	if err != nil {
 		return nil, err
@@ -218,7 +218,7 @@ func (r *mutationResolver) ReorderLabels(ctx context.Context, in generated.Reord
 	if err != nil {
 		return nil, err
 	}
-	ls, err := r.s.store.ReorderLabels(ctx, id, in.Ids)
+	ls, err := library.Of(r.s.store).ReorderLabels(ctx, id, in.Ids)
 	labelsChanged(ctx)
 	if err != nil {
 		return nil, err
@@ -231,9 +231,9 @@ func (r *mutationResolver) CreateHighlight(ctx context.Context, in generated.Cre
 	if err != nil {
 		return nil, err
 	}
-	segs := make([]storage.HighlightSegment, len(in.Segments))
+	segs := make([]library.HighlightSegment, len(in.Segments))
 	for i, sg := range in.Segments {
-		segs[i] = storage.HighlightSegment{
+		segs[i] = library.HighlightSegment{
 			XPath: sg.Xpath, BeforeText: sg.BeforeText, AfterText: sg.AfterText,
 			StartOffset: sg.StartOffset, EndOffset: sg.EndOffset,
 		}
@@ -245,7 +245,7 @@ func (r *mutationResolver) CreateHighlight(ctx context.Context, in generated.Cre
 	if in.Note != nil {
 		note = *in.Note
 	}
-	h, err := r.s.store.CreateHighlight(ctx, id, in.SavedItemID, segs, note)
+	h, err := library.Of(r.s.store).CreateHighlight(ctx, id, in.SavedItemID, segs, note)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +265,7 @@ func (r *mutationResolver) DeleteHighlights(ctx context.Context, in generated.De
 	for i, it := range in.Items {
 		ids[i] = it.ID
 	}
-	if err := r.s.store.DeleteHighlights(ctx, id, ids); err != nil {
+	if err := library.Of(r.s.store).DeleteHighlights(ctx, id, ids); err != nil {
 		return nil, err
 	}
 	return success, nil
@@ -279,7 +279,7 @@ func (r *mutationResolver) CreateSavedQuery(ctx context.Context, in generated.Cr
 	if _, err := parseSearch(in.Query); err != nil {
 		return nil, err
 	}
-	q, err := r.s.store.CreateSavedQuery(ctx, id, in.Name, in.Query)
+	q, err := library.Of(r.s.store).CreateSavedQuery(ctx, id, in.Name, in.Query)
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +294,7 @@ func (r *mutationResolver) UpdateSavedQuery(ctx context.Context, in generated.Up
 	if _, err := parseSearch(in.Query); err != nil {
 		return nil, err
 	}
-	q, err := r.s.store.UpdateSavedQuery(ctx, id, in.ID, in.Name, in.Query)
+	q, err := library.Of(r.s.store).UpdateSavedQuery(ctx, id, in.ID, in.Name, in.Query)
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +307,7 @@ func (r *mutationResolver) DeleteSavedQuery(ctx context.Context, in generated.De
 		return nil, err
 	}
 	id := c.member.ID
-	if err := r.s.store.DeleteSavedQuery(ctx, id, in.ID); err != nil {
+	if err := library.Of(r.s.store).DeleteSavedQuery(ctx, id, in.ID); err != nil {
 		return nil, err
 	}
 	return success, nil
@@ -318,7 +318,7 @@ func (r *mutationResolver) ReorderSavedQueries(ctx context.Context, in generated
 	if err != nil {
 		return nil, err
 	}
-	qs, err := r.s.store.ReorderSavedQueries(ctx, id, in.Ids)
+	qs, err := library.Of(r.s.store).ReorderSavedQueries(ctx, id, in.Ids)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // Mutations as Inboxt's web app writes them.
@@ -289,7 +290,7 @@ func TestSavedItemOfUnknownIdIsNull(t *testing.T) {
 func TestLabelChangeIsSeenLaterInTheSameRequest(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	it := e.saveArticle(e.member.ID, 1, nil)
-	l, err := e.store.CreateLabel(t.Context(), e.member.ID, "old", "#112233")
+	l, err := library.Of(e.store).CreateLabel(t.Context(), e.member.ID, "old", "#112233")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 func (r *queryResolver) Labels(ctx context.Context) ([]*generated.Label, error) {
@@ -15,7 +16,7 @@ func (r *queryResolver) Labels(ctx context.Context) ([]*generated.Label, error) 
 	if err != nil {
 		return nil, err
 	}
-	ls, err := r.s.store.Labels(ctx, id)
+	ls, err := library.Of(r.s.store).Labels(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -51,8 +52,8 @@ func (r *queryResolver) Entries(ctx context.Context, in generated.GetEntriesInpu
 // entriesPage is one page of an entries query, as the store returns it:
 // saved items or (with type:highlight) highlights, and their cursors.
 type entriesPage struct {
-	items       []*storage.SavedItem
-	highlights  []*storage.Highlight
+	items       []*library.SavedItem
+	highlights  []*library.Highlight
 	cursors     []string
 	hasNext     bool
 	hasPrevious bool
@@ -85,27 +86,27 @@ func (r *resolver) entriesPage(ctx context.Context, in generated.GetEntriesInput
 	if err != nil {
 		return nil, err
 	}
-	order := sortOrder{field: storage.SortCreatedAt, desc: true}
+	order := sortOrder{field: library.SortCreatedAt, desc: true}
 	if in.Sort != nil {
-		order = sortOrder{field: storage.SortField(in.Sort.Field), desc: in.Sort.Direction == generated.SortDirectionDesc}
+		order = sortOrder{field: library.SortField(in.Sort.Field), desc: in.Sort.Direction == generated.SortDirectionDesc}
 	}
 	if srch.sort != nil {
 		order = *srch.sort
 	}
-	p := storage.PageRequest{Field: order.field, Desc: order.desc, First: pageSize(in.First)}
+	p := library.PageRequest{Field: order.field, Desc: order.desc, First: pageSize(in.First)}
 	if in.After != nil {
 		p.After = *in.After
 	}
 	out := &entriesPage{hasPrevious: p.After != ""}
 	if srch.highlights {
-		page, err := r.s.store.HighlightsPage(ctx, id, srch.filter, p)
+		page, err := library.Of(r.s.store).HighlightsPage(ctx, id, srch.filter, p)
 		if err != nil {
 			return nil, err
 		}
 		out.highlights, out.cursors, out.hasNext = page.Highlights, page.Cursors, page.HasNext
 		return out, nil
 	}
-	page, err := r.s.store.SavedItemsPage(ctx, id, srch.filter, p)
+	page, err := library.Of(r.s.store).SavedItemsPage(ctx, id, srch.filter, p)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +119,7 @@ func (r *queryResolver) SavedItem(ctx context.Context, in generated.GetSavedItem
 	if err != nil {
 		return nil, err
 	}
-	it, err := r.s.store.SavedItem(ctx, id, in.ID)
+	it, err := library.Of(r.s.store).SavedItem(ctx, id, in.ID)
 	if errors.Is(err, storage.ErrNotFound) {
 		// Inboxt's savedItem is nullable: an unknown id is null, not an error.
 		return nil, nil
@@ -151,7 +152,7 @@ func (r *queryResolver) SavedQueries(ctx context.Context) ([]*generated.SavedQue
 	if err != nil {
 		return nil, err
 	}
-	qs, err := r.s.store.SavedQueries(ctx, id)
+	qs, err := library.Of(r.s.store).SavedQueries(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -207,10 +208,10 @@ func readingStats(ctx context.Context, store *storage.Store, memberID string, no
 	var st generated.UserStats
 	var items, words float64
 	week, month := now.AddDate(0, 0, -7), now.AddDate(0, -1, 0)
-	for _, status := range []string{storage.StatusActive, storage.StatusArchived} {
-		p := storage.PageRequest{Field: storage.SortCreatedAt, First: 500}
+	for _, status := range []string{library.StatusActive, library.StatusArchived} {
+		p := library.PageRequest{Field: library.SortCreatedAt, First: 500}
 		for {
-			page, err := store.SavedItemsPage(ctx, memberID, storage.ItemFilter{Status: status}, p)
+			page, err := library.Of(store).SavedItemsPage(ctx, memberID, library.ItemFilter{Status: status}, p)
 			if err != nil {
 				return nil, err
 			}

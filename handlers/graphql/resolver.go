@@ -10,6 +10,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // resolver is the root of gqlgen's resolvers. Resolvers stay thin: they
@@ -46,7 +47,7 @@ type requestState struct {
 
 	labelsMu     sync.Mutex
 	labelsLoaded bool
-	labels       map[string]*storage.Label
+	labels       map[string]*library.Label
 	labelsErr    error
 }
 
@@ -88,7 +89,7 @@ func memberID(ctx context.Context) (string, error) {
 }
 
 // labelByID returns the member's label id from the request's label cache.
-func (r *resolver) labelByID(ctx context.Context, id string) (*storage.Label, error) {
+func (r *resolver) labelByID(ctx context.Context, id string) (*library.Label, error) {
 	st := stateOf(ctx)
 	if st == nil {
 		return nil, errNoCaller
@@ -96,8 +97,8 @@ func (r *resolver) labelByID(ctx context.Context, id string) (*storage.Label, er
 	st.labelsMu.Lock()
 	defer st.labelsMu.Unlock()
 	if !st.labelsLoaded {
-		labels, err := r.s.store.Labels(ctx, st.caller.member.ID)
-		st.labels, st.labelsErr, st.labelsLoaded = map[string]*storage.Label{}, err, true
+		labels, err := library.Of(r.s.store).Labels(ctx, st.caller.member.ID)
+		st.labels, st.labelsErr, st.labelsLoaded = map[string]*library.Label{}, err, true
 		for _, l := range labels {
 			st.labels[l.ID] = l
 		}
@@ -118,7 +119,7 @@ func optString(s string) *string {
 // the request's label cache. Both gqlgen's path and the entries fast path
 // use it; it makes two allocations an item (the model with its optional
 // strings, and its labels), not one per optional field.
-func (r *resolver) savedItem(ctx context.Context, it *storage.SavedItem) (*generated.SavedItem, error) {
+func (r *resolver) savedItem(ctx context.Context, it *library.SavedItem) (*generated.SavedItem, error) {
 	var labels []*generated.Label
 	if len(it.LabelIDs) > 0 {
 		one := make([]generated.Label, 0, len(it.LabelIDs))
@@ -173,7 +174,7 @@ func (r *resolver) savedItem(ctx context.Context, it *storage.SavedItem) (*gener
 	return &v.m, nil
 }
 
-func (r *resolver) savedItems(ctx context.Context, items []*storage.SavedItem) ([]*generated.SavedItem, error) {
+func (r *resolver) savedItems(ctx context.Context, items []*library.SavedItem) ([]*generated.SavedItem, error) {
 	out := make([]*generated.SavedItem, len(items))
 	for i, it := range items {
 		var err error
@@ -184,7 +185,7 @@ func (r *resolver) savedItems(ctx context.Context, items []*storage.SavedItem) (
 	return out, nil
 }
 
-func toHighlight(h *storage.Highlight) *generated.Highlight {
+func toHighlight(h *library.Highlight) *generated.Highlight {
 	segs := make([]*generated.HighlightSegment, len(h.Segments))
 	for i, sg := range h.Segments {
 		segs[i] = &generated.HighlightSegment{
@@ -210,11 +211,11 @@ func toHighlight(h *storage.Highlight) *generated.Highlight {
 	}
 }
 
-func toLabel(l *storage.Label) *generated.Label {
+func toLabel(l *library.Label) *generated.Label {
 	return &generated.Label{ID: l.ID, CreatedAt: l.CreatedAt, Name: l.Name, Color: l.Color, Order: l.Order}
 }
 
-func toLabels(ls []*storage.Label) []*generated.Label {
+func toLabels(ls []*library.Label) []*generated.Label {
 	out := make([]*generated.Label, len(ls))
 	for i, l := range ls {
 		out[i] = toLabel(l)
@@ -222,11 +223,11 @@ func toLabels(ls []*storage.Label) []*generated.Label {
 	return out
 }
 
-func toSavedQuery(q *storage.SavedQuery) *generated.SavedQuery {
+func toSavedQuery(q *library.SavedQuery) *generated.SavedQuery {
 	return &generated.SavedQuery{ID: q.ID, CreatedAt: q.CreatedAt, Name: q.Name, Query: q.Query, Order: q.Order}
 }
 
-func toSavedQueries(qs []*storage.SavedQuery) []*generated.SavedQuery {
+func toSavedQueries(qs []*library.SavedQuery) []*generated.SavedQuery {
 	out := make([]*generated.SavedQuery, len(qs))
 	for i, q := range qs {
 		out[i] = toSavedQuery(q)
@@ -240,14 +241,14 @@ func toAPIToken(t *apitokens.Token) *generated.APIToken {
 
 // --- field resolvers ---
 
-func (r *savedItemResolver) content(ctx context.Context, obj *generated.SavedItem) (*storage.ItemContent, error) {
+func (r *savedItemResolver) content(ctx context.Context, obj *generated.SavedItem) (*library.ItemContent, error) {
 	id, err := memberID(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c, err := r.s.store.ItemContent(ctx, id, obj.ID)
+	c, err := library.Of(r.s.store).ItemContent(ctx, id, obj.ID)
 	if errors.Is(err, storage.ErrNotFound) {
-		return &storage.ItemContent{}, nil
+		return &library.ItemContent{}, nil
 	}
 	return c, err
 }
@@ -279,7 +280,7 @@ func (r *savedItemResolver) Highlights(ctx context.Context, obj *generated.Saved
 	if err != nil {
 		return nil, err
 	}
-	hs, err := r.s.store.ItemHighlights(ctx, id, obj.ID)
+	hs, err := library.Of(r.s.store).ItemHighlights(ctx, id, obj.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -299,12 +300,12 @@ func (r *highlightResolver) SavedItem(ctx context.Context, obj *generated.Highli
 }
 
 // itemOf returns the saved item of a highlight, or nil if it is gone.
-func (r *resolver) itemOf(ctx context.Context, h *generated.Highlight) (*storage.SavedItem, error) {
+func (r *resolver) itemOf(ctx context.Context, h *generated.Highlight) (*library.SavedItem, error) {
 	id, err := memberID(ctx)
 	if err != nil {
 		return nil, err
 	}
-	it, err := r.s.store.SavedItem(ctx, id, h.SavedItemID)
+	it, err := library.Of(r.s.store).SavedItem(ctx, id, h.SavedItemID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
 	}
@@ -312,7 +313,7 @@ func (r *resolver) itemOf(ctx context.Context, h *generated.Highlight) (*storage
 }
 
 func (r *userResolver) LabelsCount(ctx context.Context, obj *generated.User) (float64, error) {
-	ls, err := r.s.store.Labels(ctx, obj.ID)
+	ls, err := library.Of(r.s.store).Labels(ctx, obj.ID)
 	return float64(len(ls)), err
 }
 

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // MaxQueryLen bounds the free text of q (in characters), as Inboxt does.
@@ -40,22 +40,22 @@ func pageSize(first float64) int {
 // in q (which wins over the sort argument).
 type search struct {
 	highlights bool
-	filter     storage.ItemFilter
+	filter     library.ItemFilter
 	sort       *sortOrder
 }
 
 type sortOrder struct {
-	field storage.SortField
+	field library.SortField
 	desc  bool
 }
 
 // sortNames maps the names q's sort: accepts to sort fields.
-var sortNames = map[string]storage.SortField{
-	"date": storage.SortCreatedAt, "saved": storage.SortCreatedAt, "createdat": storage.SortCreatedAt, "created": storage.SortCreatedAt,
-	"updated": storage.SortUpdatedAt, "updatedat": storage.SortUpdatedAt,
-	"title":     storage.SortTitle,
-	"wordcount": storage.SortWordCount, "words": storage.SortWordCount, "length": storage.SortWordCount,
-	"readingprogress": storage.SortReadingProgress, "progress": storage.SortReadingProgress,
+var sortNames = map[string]library.SortField{
+	"date": library.SortCreatedAt, "saved": library.SortCreatedAt, "createdat": library.SortCreatedAt, "created": library.SortCreatedAt,
+	"updated": library.SortUpdatedAt, "updatedat": library.SortUpdatedAt,
+	"title":     library.SortTitle,
+	"wordcount": library.SortWordCount, "words": library.SortWordCount, "length": library.SortWordCount,
+	"readingprogress": library.SortReadingProgress, "progress": library.SortReadingProgress,
 }
 
 // parseSearch reads q as Inboxt's entries resolver does
@@ -86,11 +86,11 @@ func parseSearch(q string) (*search, error) {
 	}
 	s := &search{}
 	f := &s.filter
-	f.Status = storage.StatusAll
+	f.Status = library.StatusAll
 	var text []string
 	yes, no := true, false
-	var item storage.ItemFilter // item-only filters, dropped for type:highlight
-	item.Status = storage.StatusAll
+	var item library.ItemFilter // item-only filters, dropped for type:highlight
+	item.Status = library.StatusAll
 	for _, tok := range splitQuery(q) {
 		key, val, ok := strings.Cut(tok, ":")
 		lkey := strings.ToLower(key)
@@ -106,21 +106,21 @@ func parseSearch(q string) (*search, error) {
 		case "in":
 			switch lval {
 			case "inbox":
-				item.Status = storage.StatusActive
+				item.Status = library.StatusActive
 			case "archive":
-				item.Status = storage.StatusArchived
+				item.Status = library.StatusArchived
 			case "trash":
-				item.Status = storage.StatusDeleted
+				item.Status = library.StatusDeleted
 			default: // Inboxt: any other value is no status filter
-				item.Status = storage.StatusAll
+				item.Status = library.StatusAll
 			}
 		case "type":
 			s.highlights = false
 			switch lval {
 			case "article":
-				f.Type = storage.TypeArticle
+				f.Type = library.TypeArticle
 			case "newsletter":
-				f.Type = storage.TypeNewsletter
+				f.Type = library.TypeNewsletter
 			case "highlight", "highlights":
 				f.Type = ""
 				s.highlights = true
@@ -224,7 +224,7 @@ func parseSortValue(v string) (*sortOrder, error) {
 	if !ok {
 		return nil, badInput("sort: takes date, saved, updated, title, wordCount or readingProgress, not %q", name)
 	}
-	o := &sortOrder{field: field, desc: field != storage.SortTitle}
+	o := &sortOrder{field: field, desc: field != library.SortTitle}
 	switch dir {
 	case "":
 	case "asc":

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // A search the index cannot narrow and that would read more texts than the
@@ -24,12 +24,12 @@ func TestSearchOverBudgetIsBadUserInput(t *testing.T) {
 		if i == 4321 {
 			text += " with a zanzibarite"
 		}
-		if _, _, err := e.store.SaveItem(t.Context(), e.member.ID, storage.NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: text}); err != nil {
+		if _, _, err := library.Of(e.store).SaveItem(t.Context(), e.member.ID, library.NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: text}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := 0; ; i++ {
-		n, err := e.store.SearchIndexBacklog(t.Context(), e.member.ID)
+		n, err := library.Of(e.store).SearchIndexBacklog(t.Context(), e.member.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

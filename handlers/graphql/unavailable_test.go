@@ -10,6 +10,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // When the store refuses writes for now (its disk is below the free-space
@@ -32,7 +33,7 @@ func TestStoreRefusalsAreInboxtErrorsWithRetryAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateLabel(t.Context(), m.ID, "kept", "#ff0000"); err != nil {
+	if _, err := library.Of(st).CreateLabel(t.Context(), m.ID, "kept", "#ff0000"); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -64,7 +65,7 @@ func TestStoreRefusalsAreInboxtErrorsWithRetryAfter(t *testing.T) {
 		}
 	}
 	check(e.post(token, createLabelMutation, map[string]any{"data": map[string]any{"name": "new", "color": "#00ff00"}}), 507, "INSUFFICIENT_STORAGE")
-	ls, err := st.Labels(t.Context(), m.ID)
+	ls, err := library.Of(st).Labels(t.Context(), m.ID)
 	if err != nil || len(ls) != 1 {
 		t.Fatalf("labels after a refused mutation: %d, %v", len(ls), err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -56,7 +57,7 @@ func TestImportJobRunsOnOneNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A node that has stopped holds the claim.
-	if ok, err := sa.ClaimImportJob(t.Context(), job.ID, "stopped-node", time.Hour); err != nil || !ok {
+	if ok, err := library.Of(sa).ClaimImportJob(t.Context(), job.ID, "stopped-node", time.Hour); err != nil || !ok {
 		t.Fatalf("claim: %v %v", ok, err)
 	}
 	ra.Run()
@@ -65,23 +66,23 @@ func TestImportJobRunsOnOneNode(t *testing.T) {
 	ra.Kick()
 	rb.Kick()
 	storagetest.Eventually(t, "both runners look for jobs again", func() bool { return ra.passes.Load() >= 2 && rb.passes.Load() >= 2 })
-	j, err := sb.ImportJob(t.Context(), m.ID, job.ID)
+	j, err := library.Of(sb).ImportJob(t.Context(), m.ID, job.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.State != storage.ImportQueued || j.Position != 0 || ra.ran.Load()+rb.ran.Load() != 0 {
+	if j.State != library.ImportQueued || j.Position != 0 || ra.ran.Load()+rb.ran.Load() != 0 {
 		t.Fatalf("claimed elsewhere, the job ran here: %s at %d (runs %d+%d)", j.State, j.Position, ra.ran.Load(), rb.ran.Load())
 	}
 
 	// Its claim runs out (renewed one last time, briefly).
-	if ok, err := sa.ClaimImportJob(t.Context(), job.ID, "stopped-node", 200*time.Millisecond); err != nil || !ok {
+	if ok, err := library.Of(sa).ClaimImportJob(t.Context(), job.ID, "stopped-node", 200*time.Millisecond); err != nil || !ok {
 		t.Fatalf("claim: %v %v", ok, err)
 	}
 	storagetest.Eventually(t, "the job is done", func() bool {
 		ra.Kick() // look again (rather than at the next poll)
 		rb.Kick()
-		j, err = sb.ImportJob(t.Context(), m.ID, job.ID)
-		return err == nil && j.State == storage.ImportDone
+		j, err = library.Of(sb).ImportJob(t.Context(), m.ID, job.ID)
+		return err == nil && j.State == library.ImportDone
 	})
 	if runs := ra.ran.Load() + rb.ran.Load(); runs != 1 {
 		t.Errorf("the job ran %d times across the nodes, want 1", runs)

@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // CSV exports, read by their header (columns in any order):
@@ -126,7 +126,7 @@ func (c *csvReader) Next() (*Item, error) {
 }
 
 func (c *csvReader) item(rec []string) (*Item, error) {
-	it := &Item{Status: storage.StatusActive}
+	it := &Item{Status: library.StatusActive}
 	switch c.format {
 	case PocketCSV:
 		it.URL = c.get(rec, "url")
@@ -135,7 +135,7 @@ func (c *csvReader) item(rec []string) (*Item, error) {
 		it.Labels = splitLabels(c.get(rec, "tags"), "|")
 		switch strings.ToLower(c.get(rec, "status")) {
 		case "archive", "archived", "read":
-			it.Status = storage.StatusArchived
+			it.Status = library.StatusArchived
 		}
 	case Instapaper:
 		it.URL = c.get(rec, "URL")
@@ -145,7 +145,7 @@ func (c *csvReader) item(rec []string) (*Item, error) {
 		switch folder := c.get(rec, "Folder"); folder {
 		case "Unread", "":
 		case "Archive":
-			it.Status = storage.StatusArchived
+			it.Status = library.StatusArchived
 		case "Starred":
 			it.Labels = addLabel(it.Labels, "Starred")
 		default:

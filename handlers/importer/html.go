@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // Exports that are lists of links in HTML, read token by token:
@@ -155,12 +155,12 @@ func (a *anchorReader) check(it *Item) (*Item, error) {
 }
 
 func (a *anchorReader) anchorItem(attrs map[string]string) *Item {
-	it := &Item{Ref: fmt.Sprintf("link %d", a.n), URL: strings.TrimSpace(attrs["href"]), Status: storage.StatusActive}
+	it := &Item{Ref: fmt.Sprintf("link %d", a.n), URL: strings.TrimSpace(attrs["href"]), Status: library.StatusActive}
 	if a.format == PocketHTML {
 		it.SavedAt = unixTime(attrs["time_added"])
 		it.Labels = splitLabels(attrs["tags"], ",")
 		if a.archived {
-			it.Status = storage.StatusArchived
+			it.Status = library.StatusArchived
 		}
 		return it
 	}

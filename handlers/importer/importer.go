@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // Format names an export format, as the import form and API take it.
@@ -142,7 +142,7 @@ type Item struct {
 	// Ref says where in the file the item is (a row, a file name), for
 	// failure reports.
 	Ref             string
-	Type            string // storage.TypeArticle (default) or TypeNewsletter
+	Type            string // library.TypeArticle (default) or TypeNewsletter
 	URL             string
 	Title           string
 	Description     string
@@ -151,7 +151,7 @@ type Item struct {
 	SavedAt         time.Time // zero: unknown (the import time is used)
 	UpdatedAt       time.Time // zero: SavedAt
 	ReadAt          *time.Time
-	Status          string // storage.StatusActive (default), StatusArchived, StatusDeleted
+	Status          string // library.StatusActive (default), StatusArchived, StatusDeleted
 	ReadingProgress float64
 	WordCount       int
 	Labels          []string
@@ -162,11 +162,11 @@ type Item struct {
 // Highlight is a highlighted passage with its note. Exports that keep no
 // position (Omnivore's Markdown, Inboxt's highlights.json) give only
 // Quote; Segments then stay empty and the store places it (see
-// storage.ImportItem).
+// library.ImportItem).
 type Highlight struct {
 	Quote     string
 	Note      string
-	Segments  []storage.HighlightSegment
+	Segments  []library.HighlightSegment
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -467,11 +467,11 @@ func parseDate(s string) (time.Time, bool) {
 }
 
 // splitLabels splits a label list on any of seps, trimmed, without empty
-// names or repeats, at most storage.MaxLabels of them (see addLabel).
+// names or repeats, at most library.MaxLabels of them (see addLabel).
 func splitLabels(s, seps string) []string {
 	var out []string
 	for _, p := range strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(seps, r) }) {
-		if out = addLabel(out, p); len(out) >= storage.MaxLabels {
+		if out = addLabel(out, p); len(out) >= library.MaxLabels {
 			break
 		}
 	}
@@ -488,11 +488,11 @@ func containsFold(list []string, s string) bool {
 }
 
 // addLabel appends name unless it is there already or list has
-// storage.MaxLabels names (a member has no more labels; and each name is
+// library.MaxLabels names (a member has no more labels; and each name is
 // compared with every one kept, so the list must stay short).
 func addLabel(list []string, name string) []string {
 	name = strings.TrimSpace(name)
-	if name == "" || len(list) >= storage.MaxLabels || containsFold(list, name) {
+	if name == "" || len(list) >= library.MaxLabels || containsFold(list, name) {
 		return list
 	}
 	return append(list, name)

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // zipDir zips testdata/dir (its files at the archive's root) into a temp file.
@@ -113,19 +113,19 @@ func TestPocketZipIsDetectedAndKeepsDatesTagsAndStatus(t *testing.T) {
 		t.Fatalf("format %s, %d items, skipped %v", f, len(items), skipped)
 	}
 	m := byURL(items, "https://www.monde-diplomatique.fr/2020/09/HALIMI/62165")
-	if m == nil || m.Status != storage.StatusArchived || !m.SavedAt.Equal(at(1599806347)) ||
+	if m == nil || m.Status != library.StatusArchived || !m.SavedAt.Equal(at(1599806347)) ||
 		strings.Join(m.Labels, ";") != "history;long reads" || !strings.HasPrefix(m.Title, "Avec les accusés") {
 		t.Fatalf("archived row: %+v", m)
 	}
 	g := byURL(items, "https://go.dev/doc/go1.26")
-	if g == nil || g.Status != storage.StatusActive || strings.Join(g.Labels, ";") != "go;Release Notes" {
+	if g == nil || g.Status != library.StatusActive || strings.Join(g.Labels, ";") != "go;Release Notes" {
 		t.Fatalf("second part: %+v", g)
 	}
 }
 
 func TestPocketCSVWithoutCursorAndAsCSVType(t *testing.T) {
 	f, items, _ := readAll(t, "testdata/pocket_2020.csv", importer.CSV)
-	if f != importer.PocketCSV || len(items) != 3 || items[1].Labels[0] != "agile" || items[2].Status != storage.StatusArchived {
+	if f != importer.PocketCSV || len(items) != 3 || items[1].Labels[0] != "agile" || items[2].Status != library.StatusArchived {
 		t.Fatalf("%s %+v", f, items)
 	}
 }
@@ -135,11 +135,11 @@ func TestPocketHTML(t *testing.T) {
 	if f != importer.PocketHTML || len(items) != 3 {
 		t.Fatalf("%s: %d items", f, len(items))
 	}
-	if it := items[0]; it.Status != storage.StatusActive || !it.SavedAt.Equal(at(1688628695)) ||
+	if it := items[0]; it.Status != library.StatusActive || !it.SavedAt.Equal(at(1688628695)) ||
 		strings.Join(it.Labels, ",") != "ifttt,new_entry_simple" || !strings.HasPrefix(it.Title, "Tarn : Des lapins") {
 		t.Fatalf("first: %+v", it)
 	}
-	if it := items[2]; it.Status != storage.StatusArchived || it.Labels[0] != "tech" {
+	if it := items[2]; it.Status != library.StatusArchived || it.Labels[0] != "tech" {
 		t.Fatalf("archive: %+v", it)
 	}
 }
@@ -150,7 +150,7 @@ func TestOmnivoreZipKeepsContentHighlightsProgressAndState(t *testing.T) {
 		t.Fatalf("%s: %d items", f, len(items))
 	}
 	b := items[0]
-	if b.Status != storage.StatusArchived || b.ReadingProgress != 100 || b.Author != "Juliette Garnier" ||
+	if b.Status != library.StatusArchived || b.ReadingProgress != 100 || b.Author != "Juliette Garnier" ||
 		!b.SavedAt.Equal(time.Date(2024, 10, 29, 16, 30, 11, 0, time.UTC)) || b.Labels[0] != "RSS" ||
 		!strings.Contains(b.HTML, "Champs-Elysées") {
 		t.Fatalf("first item: %+v", b)
@@ -160,7 +160,7 @@ func TestOmnivoreZipKeepsContentHighlightsProgressAndState(t *testing.T) {
 		b.Highlights[1].Quote != "En France, après s’être installée sur les Champs-Elysées,\nelle ouvre boutique à Lille et à Monaco." {
 		t.Fatalf("highlights: %+v", b.Highlights)
 	}
-	if e := items[1]; e.ReadingProgress != 42.5 || len(e.Labels) != 2 || e.Status != storage.StatusActive {
+	if e := items[1]; e.ReadingProgress != 42.5 || len(e.Labels) != 2 || e.Status != library.StatusActive {
 		t.Fatalf("second: %+v", e)
 	}
 	if n := items[2]; n.HTML != "" || n.URL != "https://example.com/omnivore/no-content" {
@@ -179,7 +179,7 @@ func TestWallabagJSON(t *testing.T) {
 		m.Highlights[0].Segments[0].EndOffset != 46 {
 		t.Fatalf("first: %+v", m)
 	}
-	if items[1].Status != storage.StatusArchived {
+	if items[1].Status != library.StatusArchived {
 		t.Fatalf("is_archived 1: %+v", items[1])
 	}
 }
@@ -189,11 +189,11 @@ func TestInstapaperCSV(t *testing.T) {
 	if f != importer.Instapaper || len(items) != 4 {
 		t.Fatalf("%s: %d items", f, len(items))
 	}
-	if a := items[1]; a.Status != storage.StatusArchived || a.Description != "A selection from the page" ||
+	if a := items[1]; a.Status != library.StatusArchived || a.Description != "A selection from the page" ||
 		strings.Join(a.Labels, ",") != "web,javascript" || !a.SavedAt.Equal(at(1474329600)) {
 		t.Fatalf("archived: %+v", a)
 	}
-	if items[2].Labels[0] != "Starred" || items[3].Labels[0] != "test_tag" || items[3].Status != storage.StatusActive {
+	if items[2].Labels[0] != "Starred" || items[3].Labels[0] != "test_tag" || items[3].Status != library.StatusActive {
 		t.Fatalf("folders: %+v %+v", items[2], items[3])
 	}
 }
@@ -234,11 +234,11 @@ func TestInboxtZip(t *testing.T) {
 		t.Fatalf("%s: %d items, skipped %v", f, len(items), skipped)
 	}
 	s := items[0]
-	if s.Status != storage.StatusArchived || s.Labels[0] != "Cooking" || s.HTML != "<p>Feed it flour and water daily.</p>\n" ||
+	if s.Status != library.StatusArchived || s.Labels[0] != "Cooking" || s.HTML != "<p>Feed it flour and water daily.</p>\n" ||
 		len(s.Highlights) != 1 || s.Highlights[0].Quote != "flour and water" {
 		t.Fatalf("article: %+v", s)
 	}
-	if n := items[1]; n.Type != storage.TypeNewsletter || n.URL != "" || n.Author != "The Bread Letter" {
+	if n := items[1]; n.Type != library.TypeNewsletter || n.URL != "" || n.Author != "The Bread Letter" {
 		t.Fatalf("newsletter: %+v", n)
 	}
 	if h := items[2]; h.URL != "https://example.net/saved-page" || h.Title != "Saved page" {
@@ -358,23 +358,23 @@ func TestZipWithTooManyEntriesIsRefusedBeforeItsDirectoryIsRead(t *testing.T) {
 	refusal(t, writeZip(t, small), importer.Auto, lim, "200 files, more than an import takes (140)")
 }
 
-// An item's labels stop at storage.MaxLabels (a member has no more): the
+// An item's labels stop at library.MaxLabels (a member has no more): the
 // de-duplication of an entry's tags compared each tag with every one kept,
 // so the 2 million tags a 16 MiB entry holds took hours of the upload
 // request's CPU.
 func TestLabelsOfAnItemAreBounded(t *testing.T) {
 	var tags []string
-	for i := range 3 * storage.MaxLabels {
+	for i := range 3 * library.MaxLabels {
 		tags = append(tags, "tag"+strconv.Itoa(i))
 	}
 	doc := "<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<DL><p>\n<DT><A HREF=\"https://example.com/\" TAGS=\"" + strings.Join(tags, ",") + "\">x</A>\n</DL>\n"
 	_, items, _ := readAll(t, writeFile(t, []byte(doc)), importer.Auto)
-	if len(items) != 1 || len(items[0].Labels) != storage.MaxLabels || items[0].Labels[0] != "tag0" {
+	if len(items) != 1 || len(items[0].Labels) != library.MaxLabels || items[0].Labels[0] != "tag0" {
 		t.Fatalf("bookmark labels: %d", len(items[0].Labels))
 	}
 	wb, _ := json.Marshal([]map[string]any{{"url": "https://example.com/", "title": "x", "tags": tags}})
 	_, items, _ = readAll(t, writeFile(t, wb), importer.Wallabag)
-	if len(items) != 1 || len(items[0].Labels) != storage.MaxLabels {
+	if len(items) != 1 || len(items[0].Labels) != library.MaxLabels {
 		t.Fatalf("wallabag labels: %d", len(items[0].Labels))
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // jsonArray reads the elements of a top-level JSON array one at a time,
@@ -174,10 +174,10 @@ func (w *wallabagReader) Next() (*Item, error) {
 	if e.URL == "" {
 		return nil, &EntryError{Ref: ref, Reason: "the entry has no url (is this a wallabag export?)"}
 	}
-	it := &Item{Ref: ref, URL: e.URL, Title: e.Title, LeadImage: e.PreviewPicture, Status: storage.StatusActive,
+	it := &Item{Ref: ref, URL: e.URL, Title: e.Title, LeadImage: e.PreviewPicture, Status: library.StatusActive,
 		SavedAt: dateOf(e.CreatedAt), UpdatedAt: dateOf(e.UpdatedAt)}
 	if e.IsArchived {
-		it.Status = storage.StatusArchived
+		it.Status = library.StatusArchived
 		if t, ok := parseDate(e.ArchivedAt); ok {
 			it.ReadAt = &t
 		}
@@ -197,7 +197,7 @@ func (w *wallabagReader) Next() (*Item, error) {
 			if r.Start == "" {
 				continue
 			}
-			h.Segments = append(h.Segments, storage.HighlightSegment{XPath: r.Start, StartOffset: int(r.StartOffset), EndOffset: int(r.EndOffset), Text: a.Quote})
+			h.Segments = append(h.Segments, library.HighlightSegment{XPath: r.Start, StartOffset: int(r.StartOffset), EndOffset: int(r.EndOffset), Text: a.Quote})
 		}
 		if len(h.Segments) > 1 || len(h.Segments) == 1 && a.Ranges[0].End != a.Ranges[0].Start {
 			// A range across elements: its end is elsewhere; keep the quote unplaced.

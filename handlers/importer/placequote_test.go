@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // Placing an export's quotes walks the item's content once per quote: an
@@ -79,16 +79,16 @@ func TestQuoteOverSeveralParagraphsGetsASegmentEach(t *testing.T) {
 	r := &Runner{opts: RunnerOptions{Sanitize: func(s string) string { return s }, HTMLText: func(string) string { return "text" }}}
 	for _, tc := range []struct {
 		content, quote string
-		want           []storage.HighlightSegment
+		want           []library.HighlightSegment
 	}{{
 		content: "<div><p>Bread needs <em>time</em>. Knead it well.</p>\n<p>Then let it rest overnight.</p></div>",
 		quote:   "Knead it well.\n\nThen let it rest",
-		want: []storage.HighlightSegment{{XPath: "/div[1]/p[1]", StartOffset: 18, EndOffset: 32, Text: "Knead it well."},
+		want: []library.HighlightSegment{{XPath: "/div[1]/p[1]", StartOffset: 18, EndOffset: 32, Text: "Knead it well."},
 			{XPath: "/div[1]/p[2]", StartOffset: 0, EndOffset: 16, Text: "Then let it rest"}},
 	}, {
 		content: "<p>one two</p><p>three <b>four</b> five</p><ul><li>six</li></ul>",
 		quote:   "two\n\nthree four five\n\nsix",
-		want: []storage.HighlightSegment{{XPath: "/p[1]", StartOffset: 4, EndOffset: 7, Text: "two"},
+		want: []library.HighlightSegment{{XPath: "/p[1]", StartOffset: 4, EndOffset: 7, Text: "two"},
 			{XPath: "/p[2]", StartOffset: 0, EndOffset: 6, Text: "three "}, {XPath: "/p[2]/b[1]", StartOffset: 0, EndOffset: 4, Text: "four"},
 			{XPath: "/p[2]", StartOffset: 10, EndOffset: 15, Text: " five"}, {XPath: "/ul[1]/li[1]", StartOffset: 0, EndOffset: 3, Text: "six"}},
 	}} {
@@ -99,8 +99,8 @@ func TestQuoteOverSeveralParagraphsGetsASegmentEach(t *testing.T) {
 	}
 	// Not there, or over more elements than a highlight may have segments:
 	// kept at the root with its text, as before.
-	many := strings.Repeat("<p>word</p>", storage.MaxSegments+1)
-	for content, quote := range map[string]string{"<p>one</p><p>two</p>": "one\n\nthree", many: strings.TrimSpace(strings.Repeat("word\n\n", storage.MaxSegments+1))} {
+	many := strings.Repeat("<p>word</p>", library.MaxSegments+1)
+	for content, quote := range map[string]string{"<p>one</p><p>two</p>": "one\n\nthree", many: strings.TrimSpace(strings.Repeat("word\n\n", library.MaxSegments+1))} {
 		in := r.item(&Item{URL: "https://example.com/", HTML: content, Highlights: []Highlight{{Quote: quote}}})
 		if s := in.Highlights[0].Segments; len(s) != 1 || s[0].XPath != "/" || s[0].Text != quote {
 			t.Errorf("%q: %+v, want it at the root", quote, s)

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // RunnerOptions configure a Runner.
@@ -130,13 +131,13 @@ func (r *Runner) Stage(body io.Reader) (string, error) {
 // Start checks a staged file (see Scan) and records the import job; the
 // runner then carries it out. On any error the staged file is removed and
 // nothing is written.
-func (r *Runner) Start(ctx context.Context, memberID, staged, fileName string, format Format, labelIDs []string) (*storage.ImportJob, error) {
+func (r *Runner) Start(ctx context.Context, memberID, staged, fileName string, format Format, labelIDs []string) (*library.ImportJob, error) {
 	got, total, err := Scan(staged, format, r.opts.Limits)
 	if err != nil {
 		os.Remove(staged)
 		return nil, err
 	}
-	j, err := r.store.CreateImportJob(ctx, &storage.ImportJob{
+	j, err := library.Of(r.store).CreateImportJob(ctx, &library.ImportJob{
 		MemberID: memberID, Format: string(got), FileName: clipString(filepath.Base(fileName), 200), Staged: staged,
 		LabelIDs: labelIDs, FetchPrivate: r.opts.FetchPrivate, Total: total, Node: r.opts.Node,
 	})
@@ -187,7 +188,7 @@ func (r *Runner) loop() {
 			r.removeOrphans() // files of jobs gone with their member
 			swept = time.Now()
 		}
-		jobs, err := r.store.UnfinishedImportJobs(r.ctx)
+		jobs, err := library.Of(r.store).UnfinishedImportJobs(r.ctx)
 		if err != nil && r.ctx.Err() == nil {
 			r.log.Error("list unfinished imports", zap.Error(err))
 		}
@@ -217,13 +218,13 @@ func (r *Runner) loop() {
 // renewed while the job runs; when a renewal fails the job stops where it
 // is, to be resumed by whoever claims it next (its batches are written
 // with the job's position, so none is taken twice).
-func (r *Runner) claimAndRun(j *storage.ImportJob) {
+func (r *Runner) claimAndRun(j *library.ImportJob) {
 	if j.Node != "" && j.Node != r.opts.Node {
 		if _, err := os.Stat(j.Staged); err != nil {
 			return // another node's file: that node runs it
 		}
 	}
-	ok, err := r.store.ClaimImportJob(r.ctx, j.ID, r.holder, claimTTL)
+	ok, err := library.Of(r.store).ClaimImportJob(r.ctx, j.ID, r.holder, claimTTL)
 	if err != nil {
 		if r.ctx.Err() == nil {
 			r.log.Warn("claim an import", zap.String("job", j.ID), zap.Error(err))
@@ -245,7 +246,7 @@ func (r *Runner) claimAndRun(j *storage.ImportJob) {
 				return
 			case <-t.C:
 			}
-			if ok, err := r.store.ClaimImportJob(ctx, j.ID, r.holder, claimTTL); err != nil || !ok {
+			if ok, err := library.Of(r.store).ClaimImportJob(ctx, j.ID, r.holder, claimTTL); err != nil || !ok {
 				r.log.Warn("an import's claim was lost; leaving it to another node", zap.String("job", j.ID), zap.Error(err))
 				cancel()
 				return
@@ -256,7 +257,7 @@ func (r *Runner) claimAndRun(j *storage.ImportJob) {
 	r.runJob(ctx, j)
 	cancel()
 	<-renewed
-	if err := r.store.ReleaseImportJob(r.ctx, j.ID, r.holder); err != nil && r.ctx.Err() == nil {
+	if err := library.Of(r.store).ReleaseImportJob(r.ctx, j.ID, r.holder); err != nil && r.ctx.Err() == nil {
 		r.log.Debug("release an import's claim", zap.String("job", j.ID), zap.Error(err))
 	}
 }
@@ -269,7 +270,7 @@ func (r *Runner) removeOrphans() {
 	if err != nil {
 		return
 	}
-	jobs, err := r.store.UnfinishedImportJobs(r.ctx)
+	jobs, err := library.Of(r.store).UnfinishedImportJobs(r.ctx)
 	if err != nil {
 		return
 	}
@@ -285,8 +286,8 @@ func (r *Runner) removeOrphans() {
 	}
 }
 
-func (r *Runner) finish(j *storage.ImportJob, state, msg string) {
-	_, err := r.store.UpdateImportJob(r.ctx, j.MemberID, j.ID, func(x *storage.ImportJob) { x.State, x.Error, x.ItemsPerSecond = state, msg, 0 })
+func (r *Runner) finish(j *library.ImportJob, state, msg string) {
+	_, err := library.Of(r.store).UpdateImportJob(r.ctx, j.MemberID, j.ID, func(x *library.ImportJob) { x.State, x.Error, x.ItemsPerSecond = state, msg, 0 })
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		if r.ctx.Err() == nil { // else stopped (Close): nothing failed
 			r.log.Error("finish import", zap.String("job", j.ID), zap.Error(err))
@@ -299,15 +300,15 @@ func (r *Runner) finish(j *storage.ImportJob, state, msg string) {
 
 // runJob reads j's file from the entry after j.Position and writes its
 // items in batches; stopped by Close, it leaves the job to be resumed.
-func (r *Runner) runJob(ctx context.Context, j *storage.ImportJob) {
+func (r *Runner) runJob(ctx context.Context, j *library.ImportJob) {
 	rd, err := Open(j.Staged, Format(j.Format), r.opts.Limits)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			r.finish(j, storage.ImportFailed, "the uploaded file is gone (the server's import directory was emptied); upload it again")
+			r.finish(j, library.ImportFailed, "the uploaded file is gone (the server's import directory was emptied); upload it again")
 			return
 		}
 		if IsFileError(err) {
-			r.finish(j, storage.ImportFailed, err.Error())
+			r.finish(j, library.ImportFailed, err.Error())
 			return
 		}
 		r.log.Error("open import", zap.String("job", j.ID), zap.Error(err))
@@ -326,7 +327,7 @@ func (r *Runner) runJob(ctx context.Context, j *storage.ImportJob) {
 		}
 		// The export's labels first, in its order, also those no item
 		// carries (again after a restart: it creates only what is missing).
-		if err := r.store.ImportLabels(ctx, j.MemberID, names, colors); err != nil {
+		if err := library.Of(r.store).ImportLabels(ctx, j.MemberID, names, colors); err != nil {
 			if !errors.Is(err, storage.ErrNotFound) && ctx.Err() == nil {
 				r.log.Error("import labels", zap.String("job", j.ID), zap.Error(err))
 			}
@@ -334,7 +335,7 @@ func (r *Runner) runJob(ctx context.Context, j *storage.ImportJob) {
 		}
 	}
 	start, startPos := time.Now(), j.Position
-	var batch []storage.ImportEntry
+	var batch []library.ImportEntry
 	size := 0
 	flush := func(pos int) bool {
 		if len(batch) == 0 {
@@ -344,7 +345,7 @@ func (r *Runner) runJob(ctx context.Context, j *storage.ImportJob) {
 		if el := time.Since(start).Seconds(); el > 0 {
 			rate = float64(pos-startPos) / el
 		}
-		got, err := r.store.ImportItems(ctx, j.MemberID, j.ID, batch, colors, rate)
+		got, err := library.Of(r.store).ImportItems(ctx, j.MemberID, j.ID, batch, colors, rate)
 		if err != nil {
 			if !errors.Is(err, storage.ErrNotFound) && !storage.IsInvalid(err) && ctx.Err() == nil {
 				r.log.Error("import batch", zap.String("job", j.ID), zap.Error(err))
@@ -371,22 +372,22 @@ func (r *Runner) runJob(ctx context.Context, j *storage.ImportJob) {
 		switch {
 		case errors.As(err, &ee):
 			if pos > j.Position {
-				batch = append(batch, storage.ImportEntry{Pos: pos, Ref: ee.Ref, Failure: ee.Reason})
+				batch = append(batch, library.ImportEntry{Pos: pos, Ref: ee.Ref, Failure: ee.Reason})
 			}
 		case err != nil:
 			if !flush(pos - 1) {
 				return
 			}
 			if IsFileError(err) {
-				r.finish(j, storage.ImportFailed, err.Error())
+				r.finish(j, library.ImportFailed, err.Error())
 			} else {
 				r.log.Error("read import", zap.String("job", j.ID), zap.Error(err))
-				r.finish(j, storage.ImportFailed, "the file could not be read to its end")
+				r.finish(j, library.ImportFailed, "the file could not be read to its end")
 			}
 			return
 		case pos > j.Position:
 			in := r.item(it)
-			batch = append(batch, storage.ImportEntry{Pos: pos, Ref: it.Ref, Item: in})
+			batch = append(batch, library.ImportEntry{Pos: pos, Ref: it.Ref, Item: in})
 			size += len(in.HTML) + len(in.Text) + 512
 		}
 		if len(batch) >= batchEntries || size >= batchBytes {
@@ -398,13 +399,13 @@ func (r *Runner) runJob(ctx context.Context, j *storage.ImportJob) {
 	if !flush(pos) {
 		return
 	}
-	r.finish(j, storage.ImportDone, "")
+	r.finish(j, library.ImportDone, "")
 }
 
 // item turns an export's item into what the store takes: HTML sanitised,
 // text derived where missing, quotes placed in the content.
-func (r *Runner) item(it *Item) *storage.ImportItem {
-	in := &storage.ImportItem{
+func (r *Runner) item(it *Item) *library.ImportItem {
+	in := &library.ImportItem{
 		Type: it.Type, URL: it.URL, Title: it.Title, Description: it.Description, Author: it.Author, LeadImage: it.LeadImage,
 		CreatedAt: it.SavedAt, UpdatedAt: it.UpdatedAt, ReadAt: it.ReadAt, Status: it.Status, ReadingProgress: it.ReadingProgress,
 		WordCount: it.WordCount, Labels: it.Labels, Text: strings.TrimSpace(it.Text),
@@ -426,7 +427,7 @@ func (r *Runner) item(it *Item) *storage.ImportItem {
 			}
 			segs = placeQuote(body, h.Quote, &budget)
 		}
-		in.Highlights = append(in.Highlights, storage.ImportHighlight{Segments: segs, Note: h.Note, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt})
+		in.Highlights = append(in.Highlights, library.ImportHighlight{Segments: segs, Note: h.Note, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt})
 	}
 	return in
 }
@@ -444,10 +445,10 @@ const placeBudget = 64 << 20
 // segment per element (placeAcross). A quote not found (the export's
 // content differs or is missing) is kept at the root ("/", offsets 0),
 // with its text.
-func placeQuote(body *html.Node, quote string, budget *int) []storage.HighlightSegment {
-	seg := storage.HighlightSegment{XPath: "/", Text: clipString(quote, storage.MaxSegmentText-1)}
+func placeQuote(body *html.Node, quote string, budget *int) []library.HighlightSegment {
+	seg := library.HighlightSegment{XPath: "/", Text: clipString(quote, library.MaxSegmentText-1)}
 	if body == nil || quote == "" || *budget <= 0 {
-		return []storage.HighlightSegment{seg}
+		return []library.HighlightSegment{seg}
 	}
 	var best string
 	var bestStart int
@@ -477,10 +478,10 @@ func placeQuote(body *html.Node, quote string, budget *int) []storage.HighlightS
 		if segs := placeAcross(body, quote, budget); segs != nil {
 			return segs
 		}
-		return []storage.HighlightSegment{seg}
+		return []library.HighlightSegment{seg}
 	}
 	seg.XPath, seg.StartOffset, seg.EndOffset = best, bestStart, bestStart+len([]rune(quote))
-	return []storage.HighlightSegment{seg}
+	return []library.HighlightSegment{seg}
 }
 
 // textRun is a text node of the content: its element's path (as
@@ -513,8 +514,8 @@ var blockElements = map[string]bool{
 // elements (one segment per text node: getSafeTextRanges and
 // wrapSafeRangeWithSpan in apps/web/src/utils/highlightsDOM.ts,
 // Inboxt/inboxt@45f4314). Nil when the quote is not there, or would take
-// more than storage.MaxSegments segments.
-func placeAcross(body *html.Node, quote string, budget *int) []storage.HighlightSegment {
+// more than library.MaxSegments segments.
+func placeAcross(body *html.Node, quote string, budget *int) []library.HighlightSegment {
 	var runs []textRun
 	var collect func(n *html.Node, path string) int
 	collect = func(n *html.Node, path string) int {
@@ -560,7 +561,7 @@ func placeAcross(body *html.Node, quote string, budget *int) []storage.Highlight
 			last = [2]int{run, r + 1}
 		}
 	})
-	var segs []storage.HighlightSegment
+	var segs []library.HighlightSegment
 	for k := first[0]; k <= last[0] && k >= 0; k++ {
 		run := runs[k]
 		if run.brk {
@@ -584,14 +585,14 @@ func placeAcross(body *html.Node, quote string, budget *int) []storage.Highlight
 		}
 		if n := len(segs); n > 0 && segs[n-1].XPath == path && segs[n-1].EndOffset == run.at+from {
 			segs[n-1].EndOffset = run.at + to
-			segs[n-1].Text = clipString(segs[n-1].Text+piece, storage.MaxSegmentText-1)
+			segs[n-1].Text = clipString(segs[n-1].Text+piece, library.MaxSegmentText-1)
 			continue
 		}
-		if len(segs) == storage.MaxSegments {
+		if len(segs) == library.MaxSegments {
 			return nil
 		}
-		segs = append(segs, storage.HighlightSegment{XPath: path, StartOffset: run.at + from, EndOffset: run.at + to,
-			Text: clipString(piece, storage.MaxSegmentText-1)})
+		segs = append(segs, library.HighlightSegment{XPath: path, StartOffset: run.at + from, EndOffset: run.at + to,
+			Text: clipString(piece, library.MaxSegmentText-1)})
 	}
 	return segs
 }

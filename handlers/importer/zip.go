@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // Zip exports. The archive's directory is checked whole before any member
@@ -337,7 +337,7 @@ type hearthItem struct {
 	Highlights      []struct {
 		Text      string                     `json:"text"`
 		Note      string                     `json:"note"`
-		Segments  []storage.HighlightSegment `json:"segments"`
+		Segments  []library.HighlightSegment `json:"segments"`
 		CreatedAt time.Time                  `json:"created_at"`
 		UpdatedAt time.Time                  `json:"updated_at"`
 	} `json:"highlights"`
@@ -479,9 +479,9 @@ func (r *inboxtZipReader) Next() (*Item, error) {
 	name := r.html[0]
 	r.html = r.html[1:]
 	base := strings.TrimSuffix(strings.TrimSuffix(path.Base(name), ".html"), ".htm")
-	it := &Item{Ref: name, Title: base, Status: storage.StatusActive}
+	it := &Item{Ref: name, Title: base, Status: library.StatusActive}
 	if regexp.MustCompile(`(?i)newsletter|email`).MatchString(base) {
-		it.Type = storage.TypeNewsletter
+		it.Type = library.TypeNewsletter
 	}
 	if r.scan {
 		return it, nil
@@ -492,14 +492,14 @@ func (r *inboxtZipReader) Next() (*Item, error) {
 	}
 	it.HTML = html
 	it.URL = canonicalURL(html)
-	if it.URL == "" && it.Type != storage.TypeNewsletter {
+	if it.URL == "" && it.Type != library.TypeNewsletter {
 		return nil, &EntryError{Ref: name, Reason: "the HTML file names no address (no canonical link or og:url); Hearth keeps articles by their URL"}
 	}
 	return it, nil
 }
 
 func (r *inboxtZipReader) item(ref string, e *inboxtItem) (*Item, error) {
-	if e.Type != storage.TypeArticle && e.Type != storage.TypeNewsletter {
+	if e.Type != library.TypeArticle && e.Type != library.TypeNewsletter {
 		return nil, &EntryError{Ref: ref, Reason: fmt.Sprintf("unknown item type %q", e.Type)}
 	}
 	it := &Item{Ref: ref, Type: e.Type, URL: str(e.OriginalURL), Title: str(e.Title), Description: str(e.Description),
@@ -647,9 +647,9 @@ func (o *omnivoreReader) item(ref string, e *omnivoreItem) (*Item, error) {
 	}
 	it := &Item{Ref: ref, URL: e.URL, Title: e.Title, Description: e.Description, Author: e.Author,
 		LeadImage: e.Thumbnail, SavedAt: dateOf(e.SavedAt), UpdatedAt: dateOf(e.UpdatedAt),
-		ReadingProgress: float64(e.ReadingProgress), Status: storage.StatusActive}
+		ReadingProgress: float64(e.ReadingProgress), Status: library.StatusActive}
 	if strings.EqualFold(e.State, "Archived") {
-		it.Status = storage.StatusArchived
+		it.Status = library.StatusArchived
 	}
 	for _, l := range e.Labels {
 		it.Labels = addLabel(it.Labels, l)

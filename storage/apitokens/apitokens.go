@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // Store is the API tokens and inbound addresses of one storage.Store.
@@ -469,8 +470,8 @@ const InboundPrefix = "nl_"
 // site is the scheme and host the address is made on, kept to show the
 // address (without its secret) later.
 func (s Store) RotateInboundSecret(ctx context.Context, memberID, site string) (string, error) {
-	if len(site) > storage.MaxURLLen {
-		return "", storage.Invalid("site must be at most %d characters", storage.MaxURLLen)
+	if len(site) > library.MaxURLLen {
+		return "", storage.Invalid("site must be at most %d characters", library.MaxURLLen)
 	}
 	secret := storage.NewSecret(InboundPrefix, 32)
 	in := Inbound{Digest: storage.Digest(secret), CreatedAt: storage.Now(), Site: site}

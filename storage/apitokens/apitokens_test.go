@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -127,7 +128,7 @@ func TestInboundAddressKeepsItsSiteAndID(t *testing.T) {
 	if err != nil || in.Site != "https://example.com" || in.ID == "" || in.Digest != storage.Digest(secret) {
 		t.Fatalf("inbound %+v, %v", in, err)
 	}
-	if _, err := Of(st).RotateInboundSecret(t.Context(), m.ID, "https://"+string(make([]byte, storage.MaxURLLen))); !storage.IsInvalid(err) {
+	if _, err := Of(st).RotateInboundSecret(t.Context(), m.ID, "https://"+string(make([]byte, library.MaxURLLen))); !storage.IsInvalid(err) {
 		t.Fatalf("over-long site: %v", err)
 	}
 

@@ -1,4 +1,4 @@
-package storage
+package library
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package storage
+package library
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // Saved content (the GraphQL service, key prefix "gql" under the member's
@@ -136,29 +138,29 @@ func ValidSortField(f SortField) bool { _, ok := sortFieldCode[f]; return ok }
 
 var statusCode = map[string]string{StatusActive: "A", StatusArchived: "R", StatusDeleted: "D"}
 
-func itemKey(memberID, id string) []byte { return key("u", memberID, "gql", "item", id) }
+func itemKey(memberID, id string) []byte { return storage.Key("u", memberID, "gql", "item", id) }
 func contentKey(memberID, id string) []byte {
-	return key("u", memberID, "gql", "content", id)
+	return storage.Key("u", memberID, "gql", "content", id)
 }
 func urlKey(memberID, u string) []byte {
 	sum := sha256.Sum256([]byte(u))
-	return key("u", memberID, "gql", "url", hex.EncodeToString(sum[:]))
+	return storage.Key("u", memberID, "gql", "url", hex.EncodeToString(sum[:]))
 }
 func messageIDDigest(messageID string) string {
 	sum := sha256.Sum256([]byte(messageID))
 	return hex.EncodeToString(sum[:])
 }
 func messageIDKey(memberID, digest string) []byte {
-	return key("u", memberID, "gql", "msgid", digest)
+	return storage.Key("u", memberID, "gql", "msgid", digest)
 }
 func itemMessageIDKey(memberID, itemID string) []byte {
-	return key("u", memberID, "gql", "msgof", itemID)
+	return storage.Key("u", memberID, "gql", "msgof", itemID)
 }
 func itemIndexPrefix(memberID, status string, f SortField) []byte {
-	return key("u", memberID, "gql", "ix", statusCode[status], sortFieldCode[f], "")
+	return storage.Key("u", memberID, "gql", "ix", statusCode[status], sortFieldCode[f], "")
 }
 func labelItemKey(memberID, labelID, itemID string) []byte {
-	return key("u", memberID, "gql", "li", labelID, itemID)
+	return storage.Key("u", memberID, "gql", "li", labelID, itemID)
 }
 
 // --- order-preserving encodings ---
@@ -256,7 +258,7 @@ func itemIndexKeys(it *SavedItem) [][]byte {
 
 // putItem writes it, and its index entries (each with a copy of the
 // record), removing old's that no longer apply (old is nil for a new item).
-func (tx *Tx) putItem(old, it *SavedItem) error {
+func putItem(tx *storage.Tx, old, it *SavedItem) error {
 	keys := itemIndexKeys(it)
 	if old != nil {
 		keep := make(map[string]bool, len(keys))
@@ -265,7 +267,7 @@ func (tx *Tx) putItem(old, it *SavedItem) error {
 		}
 		for _, k := range itemIndexKeys(old) {
 			if !keep[string(k)] {
-				if err := tx.delete(k); err != nil {
+				if err := tx.Delete(k); err != nil {
 					return err
 				}
 			}
@@ -284,21 +286,21 @@ func (tx *Tx) putItem(old, it *SavedItem) error {
 		copies = nil
 	}
 	for _, k := range keys {
-		if err := tx.put(k, copies, 0); err != nil {
+		if err := tx.Put(k, copies, 0); err != nil {
 			return err
 		}
 	}
-	if err := tx.putFilterKeys(old, it); err != nil {
+	if err := putFilterKeys(tx, old, it); err != nil {
 		return err
 	}
 	if old != nil && (old.Title != it.Title || old.Description != it.Description) {
-		if err := tx.setItemText(it.MemberID, it.ID, it.Title, it.Description, nil); err != nil {
+		if err := setItemText(tx, it.MemberID, it.ID, it.Title, it.Description, nil); err != nil {
 			return err
 		}
 	}
 	if old != nil && (old.Title != it.Title || old.OriginalURL != it.OriginalURL || old.SourceDomain != it.SourceDomain) {
 		// Highlights copy these (their pages and search read no item).
-		left, err := tx.syncHighlightCopies(it)
+		left, err := syncHighlightCopies(tx, it)
 		if err != nil {
 			return err
 		}
@@ -306,7 +308,7 @@ func (tx *Tx) putItem(old, it *SavedItem) error {
 			lt.highlightsLeft = append(lt.highlightsLeft, [2]string{it.MemberID, it.ID})
 		}
 	}
-	return tx.put(itemKey(it.MemberID, it.ID), rec, 0)
+	return tx.Put(itemKey(it.MemberID, it.ID), rec, 0)
 }
 
 // maxIndexCopyBytes bounds the index copies one transaction writes, well
@@ -489,9 +491,9 @@ func parseItemRecord(b []byte, it *SavedItem) error {
 }
 
 // getItem reads the record at key (an itemKey) into it, or returns
-// ErrNotFound.
-func (tx *Tx) getItem(key []byte, it *SavedItem) error {
-	b, err := tx.get(key)
+// storage.ErrNotFound.
+func getItem(tx *storage.Tx, key []byte, it *SavedItem) error {
+	b, err := tx.Get(key)
 	if err != nil {
 		return err
 	}
@@ -504,11 +506,11 @@ func (tx *Tx) getItem(key []byte, it *SavedItem) error {
 func NormalizeURL(raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" || len(raw) > MaxURLLen {
-		return "", Invalid("url must be an absolute http or https URL of at most %d characters", MaxURLLen)
+		return "", storage.Invalid("url must be an absolute http or https URL of at most %d characters", MaxURLLen)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "HTTP" && u.Scheme != "HTTPS") || u.Host == "" || u.User != nil {
-		return "", Invalid("url must be an absolute http or https URL without credentials")
+		return "", storage.Invalid("url must be an absolute http or https URL without credentials")
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	host := strings.ToLower(u.Hostname())
@@ -547,18 +549,18 @@ func SourceDomain(u string) string {
 // same URL (moving it back to the inbox), or, for a newsletter whose
 // MessageID the member already has, returns that item unchanged. It reports
 // whether it was created.
-func (s *Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*SavedItem, bool, error) {
+func (s Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*SavedItem, bool, error) {
 	if in.Type == "" {
 		in.Type = TypeArticle
 	}
 	if in.Type != TypeArticle && in.Type != TypeNewsletter {
-		return nil, false, Invalid("unknown item type")
+		return nil, false, storage.Invalid("unknown item type")
 	}
 	if in.MessageID != "" && in.Type != TypeNewsletter {
-		return nil, false, Invalid("only newsletters have a message id")
+		return nil, false, storage.Invalid("only newsletters have a message id")
 	}
 	if len(in.MessageID) > MaxMessageIDLen {
-		return nil, false, Invalid("the message id must be at most %d bytes", MaxMessageIDLen)
+		return nil, false, storage.Invalid("the message id must be at most %d bytes", MaxMessageIDLen)
 	}
 	var msgDigest string
 	if in.MessageID != "" {
@@ -573,23 +575,23 @@ func (s *Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*Sav
 		norm = n
 	}
 	var err error
-	if in.Title, err = cleanLine(in.Title, MaxTitleLen, "title"); err != nil {
+	if in.Title, err = storage.CleanLine(in.Title, MaxTitleLen, "title"); err != nil {
 		return nil, false, err
 	}
-	if in.Description, err = cleanLine(in.Description, MaxDescriptionLen, "description"); err != nil {
+	if in.Description, err = storage.CleanLine(in.Description, MaxDescriptionLen, "description"); err != nil {
 		return nil, false, err
 	}
-	if in.Author, err = cleanLine(in.Author, MaxAuthorLen, "author"); err != nil {
+	if in.Author, err = storage.CleanLine(in.Author, MaxAuthorLen, "author"); err != nil {
 		return nil, false, err
 	}
 	if len(in.LeadImage) > MaxURLLen {
 		in.LeadImage = ""
 	}
 	if len(in.HTML)+len(in.Text) > MaxContentLen {
-		return nil, false, Invalid("content must be at most %d bytes", MaxContentLen)
+		return nil, false, storage.Invalid("content must be at most %d bytes", MaxContentLen)
 	}
 	if len(in.LabelIDs) > MaxBatchIDs {
-		return nil, false, Invalid("too many labels")
+		return nil, false, storage.Invalid("too many labels")
 	}
 	if in.Title == "" {
 		if norm != "" {
@@ -603,54 +605,54 @@ func (s *Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*Sav
 	}
 	var out *SavedItem
 	created := false
-	err = s.Update(ctx, func(tx *Tx) error {
+	err = s.st.Update(ctx, func(tx *storage.Tx) error {
 		created = false
 		if msgDigest != "" {
 			// The read makes a concurrent save of the same message conflict,
 			// so Update retries it and it finds this one's item.
-			if id, err := tx.get(messageIDKey(memberID, msgDigest)); err == nil {
+			if id, err := tx.Get(messageIDKey(memberID, msgDigest)); err == nil {
 				var cur SavedItem
-				err := tx.getItem(itemKey(memberID, string(id)), &cur)
+				err := getItem(tx, itemKey(memberID, string(id)), &cur)
 				if err == nil {
 					out = &cur
 					return nil
 				}
-				if !errors.Is(err, ErrNotFound) {
+				if !errors.Is(err, storage.ErrNotFound) {
 					return err
 				}
-			} else if !errors.Is(err, ErrNotFound) {
+			} else if !errors.Is(err, storage.ErrNotFound) {
 				return err
 			}
 		}
 		if in.finishesFetch != "" {
-			v, err := tx.get(fetchKey(memberID, in.finishesFetch))
+			v, err := tx.Get(fetchKey(memberID, in.finishesFetch))
 			if err != nil {
 				return err
 			}
-			if err := tx.delete(fetchKey(memberID, in.finishesFetch)); err != nil {
+			if err := tx.Delete(fetchKey(memberID, in.finishesFetch)); err != nil {
 				return err
 			}
 			var pending SavedItem
-			if err := tx.getItem(itemKey(memberID, in.finishesFetch), &pending); err != nil {
-				return err // ErrNotFound: gone meanwhile, nothing saved
+			if err := getItem(tx, itemKey(memberID, in.finishesFetch), &pending); err != nil {
+				return err // storage.ErrNotFound: gone meanwhile, nothing saved
 			}
 			if u, _, job := parseFetchValue(string(v)); job != "" {
-				if err := tx.fetchDone(memberID, job, u, ""); err != nil {
+				if err := fetchDone(tx, memberID, job, u, ""); err != nil {
 					return err
 				}
 			}
 		}
-		t := now()
+		t := storage.Now()
 		var old *SavedItem
 		if norm != "" && in.Type == TypeArticle {
-			if id, err := tx.get(urlKey(memberID, norm)); err == nil {
+			if id, err := tx.Get(urlKey(memberID, norm)); err == nil {
 				var cur SavedItem
-				if err := tx.getItem(itemKey(memberID, string(id)), &cur); err == nil {
+				if err := getItem(tx, itemKey(memberID, string(id)), &cur); err == nil {
 					old = &cur
-				} else if !errors.Is(err, ErrNotFound) {
+				} else if !errors.Is(err, storage.ErrNotFound) {
 					return err
 				}
-			} else if !errors.Is(err, ErrNotFound) {
+			} else if !errors.Is(err, storage.ErrNotFound) {
 				return err
 			}
 		}
@@ -665,7 +667,7 @@ func (s *Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*Sav
 			}
 		} else {
 			created = true
-			id, err := tx.freshID(func(id string) []byte { return itemKey(memberID, id) })
+			id, err := tx.FreshID(func(id string) []byte { return itemKey(memberID, id) })
 			if err != nil {
 				return err
 			}
@@ -683,53 +685,53 @@ func (s *Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*Sav
 			it.FromName, it.FromAddress = in.FromName, in.FromAddress
 		}
 		if len(in.LabelIDs) > 0 {
-			labels, err := tx.memberLabelIDs(memberID, in.LabelIDs)
+			labels, err := memberLabelIDs(tx, memberID, in.LabelIDs)
 			if err != nil {
 				return err
 			}
 			for _, l := range labels {
 				if !contains(it.LabelIDs, l) {
 					it.LabelIDs = append(it.LabelIDs, l)
-					if err := tx.put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
+					if err := tx.Put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
 						return err
 					}
 				}
 			}
 		}
-		if err := tx.putItem(old, it); err != nil {
+		if err := putItem(tx, old, it); err != nil {
 			return err
 		}
 		if norm != "" && in.Type == TypeArticle {
-			if err := tx.put(urlKey(memberID, norm), []byte(it.ID), 0); err != nil {
+			if err := tx.Put(urlKey(memberID, norm), []byte(it.ID), 0); err != nil {
 				return err
 			}
 		}
 		if msgDigest != "" {
-			if err := tx.put(messageIDKey(memberID, msgDigest), []byte(it.ID), 0); err != nil {
+			if err := tx.Put(messageIDKey(memberID, msgDigest), []byte(it.ID), 0); err != nil {
 				return err
 			}
-			if err := tx.put(itemMessageIDKey(memberID, it.ID), []byte(msgDigest), 0); err != nil {
+			if err := tx.Put(itemMessageIDKey(memberID, it.ID), []byte(msgDigest), 0); err != nil {
 				return err
 			}
 		}
 		out = it
 		if in.queueFetch {
-			if err := tx.put(fetchKey(memberID, it.ID), fetchValue(norm, in.fetchPrivate, ""), 0); err != nil {
+			if err := tx.Put(fetchKey(memberID, it.ID), fetchValue(norm, in.fetchPrivate, ""), 0); err != nil {
 				return err
 			}
 			if keep {
 				return nil
 			}
 		}
-		if err := tx.putJSON(contentKey(memberID, it.ID), ItemContent{HTML: in.HTML, Text: in.Text}, 0); err != nil {
+		if err := tx.PutJSON(contentKey(memberID, it.ID), ItemContent{HTML: in.HTML, Text: in.Text}, 0); err != nil {
 			return err
 		}
 		if created {
-			if err := tx.firstItemReady(memberID, it.ID); err != nil {
+			if err := firstItemReady(tx, memberID, it.ID); err != nil {
 				return err
 			}
 		}
-		return tx.setItemText(memberID, it.ID, it.Title, it.Description, &in.Text)
+		return setItemText(tx, memberID, it.ID, it.Title, it.Description, &in.Text)
 	})
 	if err != nil {
 		return nil, false, err
@@ -747,9 +749,9 @@ func contains(list []string, s string) bool {
 }
 
 // SavedItem returns one of the member's items.
-func (s *Store) SavedItem(ctx context.Context, memberID, id string) (*SavedItem, error) {
+func (s Store) SavedItem(ctx context.Context, memberID, id string) (*SavedItem, error) {
 	var it SavedItem
-	err := s.View(ctx, func(tx *Tx) error { return tx.getItem(itemKey(memberID, id), &it) })
+	err := s.st.View(ctx, func(tx *storage.Tx) error { return getItem(tx, itemKey(memberID, id), &it) })
 	if err != nil {
 		return nil, err
 	}
@@ -758,13 +760,13 @@ func (s *Store) SavedItem(ctx context.Context, memberID, id string) (*SavedItem,
 
 // SavedItems returns the member's items with ids, in that order, skipping
 // unknown ids.
-func (s *Store) SavedItems(ctx context.Context, memberID string, ids []string) ([]*SavedItem, error) {
+func (s Store) SavedItems(ctx context.Context, memberID string, ids []string) ([]*SavedItem, error) {
 	var out []*SavedItem
-	err := s.View(ctx, func(tx *Tx) error {
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		for _, id := range ids {
 			var it SavedItem
-			err := tx.getItem(itemKey(memberID, id), &it)
-			if errors.Is(err, ErrNotFound) {
+			err := getItem(tx, itemKey(memberID, id), &it)
+			if errors.Is(err, storage.ErrNotFound) {
 				continue
 			}
 			if err != nil {
@@ -778,9 +780,9 @@ func (s *Store) SavedItems(ctx context.Context, memberID string, ids []string) (
 }
 
 // ItemContent returns the content of a saved item.
-func (s *Store) ItemContent(ctx context.Context, memberID, id string) (*ItemContent, error) {
+func (s Store) ItemContent(ctx context.Context, memberID, id string) (*ItemContent, error) {
 	var c ItemContent
-	err := s.View(ctx, func(tx *Tx) error { return tx.getJSON(contentKey(memberID, id), &c) })
+	err := s.st.View(ctx, func(tx *storage.Tx) error { return tx.GetJSON(contentKey(memberID, id), &c) })
 	if err != nil {
 		return nil, err
 	}
@@ -790,12 +792,12 @@ func (s *Store) ItemContent(ctx context.Context, memberID, id string) (*ItemCont
 // updateItems applies fn to each of the member's items with ids (all must
 // exist), moving updatedAt, and returns them. It is one transaction unless
 // the items are too big for one (see UpdateInParts).
-func (s *Store) updateItems(ctx context.Context, memberID string, ids []string, fn func(tx *Tx, it *SavedItem) error) ([]*SavedItem, error) {
+func (s Store) updateItems(ctx context.Context, memberID string, ids []string, fn func(tx *storage.Tx, it *SavedItem) error) ([]*SavedItem, error) {
 	if len(ids) == 0 {
-		return nil, Invalid("ids must not be empty")
+		return nil, storage.Invalid("ids must not be empty")
 	}
 	if len(ids) > MaxBatchIDs {
-		return nil, Invalid("at most %d ids at once", MaxBatchIDs)
+		return nil, storage.Invalid("at most %d ids at once", MaxBatchIDs)
 	}
 	seen := map[string]bool{}
 	var unique []string
@@ -805,20 +807,20 @@ func (s *Store) updateItems(ctx context.Context, memberID string, ids []string, 
 			unique = append(unique, id)
 		}
 	}
-	t := now()
+	t := storage.Now()
 	changed := make(map[string]*SavedItem, len(unique)) // by the last attempt
-	exist := func(tx *Tx, ids []string) error {
+	exist := func(tx *storage.Tx, ids []string) error {
 		for _, id := range ids {
-			if _, err := tx.get(itemKey(memberID, id)); err != nil {
+			if _, err := tx.Get(itemKey(memberID, id)); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	err := s.UpdateInParts(ctx, unique, exist, func(tx *Tx, ids []string) error {
+	err := s.st.UpdateInParts(ctx, unique, exist, func(tx *storage.Tx, ids []string) error {
 		for _, id := range ids {
 			var old SavedItem
-			if err := tx.getItem(itemKey(memberID, id), &old); err != nil {
+			if err := getItem(tx, itemKey(memberID, id), &old); err != nil {
 				return err
 			}
 			it := old
@@ -827,7 +829,7 @@ func (s *Store) updateItems(ctx context.Context, memberID string, ids []string, 
 				return err
 			}
 			it.UpdatedAt = t
-			if err := tx.putItem(&old, &it); err != nil {
+			if err := putItem(tx, &old, &it); err != nil {
 				return err
 			}
 			changed[id] = &it
@@ -845,14 +847,14 @@ func (s *Store) updateItems(ctx context.Context, memberID string, ids []string, 
 }
 
 // SetItemsStatus moves items to the inbox (ACTIVE), archive or trash.
-func (s *Store) SetItemsStatus(ctx context.Context, memberID string, ids []string, status string) ([]*SavedItem, error) {
+func (s Store) SetItemsStatus(ctx context.Context, memberID string, ids []string, status string) ([]*SavedItem, error) {
 	if _, ok := statusCode[status]; !ok {
-		return nil, Invalid("unknown status")
+		return nil, storage.Invalid("unknown status")
 	}
-	return s.updateItems(ctx, memberID, ids, func(_ *Tx, it *SavedItem) error {
+	return s.updateItems(ctx, memberID, ids, func(_ *storage.Tx, it *SavedItem) error {
 		it.Status = status
 		if status == StatusDeleted {
-			t := now()
+			t := storage.Now()
 			it.DeletedAt = &t
 		} else {
 			it.DeletedAt = nil
@@ -867,33 +869,33 @@ type ItemMetadata struct {
 }
 
 // UpdateItemMetadata changes an item's title, description or author.
-func (s *Store) UpdateItemMetadata(ctx context.Context, memberID, id string, m ItemMetadata) (*SavedItem, error) {
+func (s Store) UpdateItemMetadata(ctx context.Context, memberID, id string, m ItemMetadata) (*SavedItem, error) {
 	var err error
 	if m.Title != nil {
 		v := *m.Title
-		if v, err = cleanLine(v, MaxTitleLen, "title"); err != nil {
+		if v, err = storage.CleanLine(v, MaxTitleLen, "title"); err != nil {
 			return nil, err
 		}
 		if v == "" {
-			return nil, Invalid("title must not be empty")
+			return nil, storage.Invalid("title must not be empty")
 		}
 		m.Title = &v
 	}
 	if m.Description != nil {
 		v := *m.Description
-		if v, err = cleanLine(v, MaxDescriptionLen, "description"); err != nil {
+		if v, err = storage.CleanLine(v, MaxDescriptionLen, "description"); err != nil {
 			return nil, err
 		}
 		m.Description = &v
 	}
 	if m.Author != nil {
 		v := *m.Author
-		if v, err = cleanLine(v, MaxAuthorLen, "author"); err != nil {
+		if v, err = storage.CleanLine(v, MaxAuthorLen, "author"); err != nil {
 			return nil, err
 		}
 		m.Author = &v
 	}
-	items, err := s.updateItems(ctx, memberID, []string{id}, func(_ *Tx, it *SavedItem) error {
+	items, err := s.updateItems(ctx, memberID, []string{id}, func(_ *storage.Tx, it *SavedItem) error {
 		if m.Title != nil {
 			it.Title = *m.Title
 		}
@@ -912,11 +914,11 @@ func (s *Store) UpdateItemMetadata(ctx context.Context, memberID, id string, m I
 }
 
 // SetItemsRead marks items read (now) or unread, as the member's choice.
-func (s *Store) SetItemsRead(ctx context.Context, memberID string, ids []string, read bool) ([]*SavedItem, error) {
-	return s.updateItems(ctx, memberID, ids, func(_ *Tx, it *SavedItem) error {
+func (s Store) SetItemsRead(ctx context.Context, memberID string, ids []string, read bool) ([]*SavedItem, error) {
+	return s.updateItems(ctx, memberID, ids, func(_ *storage.Tx, it *SavedItem) error {
 		it.IsReadManual = true
 		if read {
-			t := now()
+			t := storage.Now()
 			it.ReadAt = &t
 		} else {
 			it.ReadAt = nil
@@ -927,14 +929,14 @@ func (s *Store) SetItemsRead(ctx context.Context, memberID string, ids []string,
 
 // UpdateReadingProgress records how far (0 to 100 percent) the member has
 // read; reaching 100 marks the item read unless it was marked by hand.
-func (s *Store) UpdateReadingProgress(ctx context.Context, memberID, id string, progress float64) (*SavedItem, error) {
+func (s Store) UpdateReadingProgress(ctx context.Context, memberID, id string, progress float64) (*SavedItem, error) {
 	if math.IsNaN(progress) || progress < 0 || progress > 100 {
-		return nil, Invalid("progress must be between 0 and 100")
+		return nil, storage.Invalid("progress must be between 0 and 100")
 	}
-	items, err := s.updateItems(ctx, memberID, []string{id}, func(_ *Tx, it *SavedItem) error {
+	items, err := s.updateItems(ctx, memberID, []string{id}, func(_ *storage.Tx, it *SavedItem) error {
 		it.ReadingProgress = progress
 		if progress >= 100 && it.ReadAt == nil && !it.IsReadManual {
-			t := now()
+			t := storage.Now()
 			it.ReadAt = &t
 		}
 		return nil
@@ -956,16 +958,16 @@ type LabelChange struct {
 }
 
 // SetItemLabels changes the labels of items. A label id the change adds or
-// sets that the member does not have is ErrNotFound; ids of labels that no
+// sets that the member does not have is storage.ErrNotFound; ids of labels that no
 // longer exist, left on an item by a label deletion that stopped half-way
 // (see labelBatch), are dropped from it.
-func (s *Store) SetItemLabels(ctx context.Context, memberID string, ids []string, c LabelChange) ([]*SavedItem, error) {
+func (s Store) SetItemLabels(ctx context.Context, memberID string, ids []string, c LabelChange) ([]*SavedItem, error) {
 	var requested []string
 	if c.Set != nil {
 		requested = append(requested, (*c.Set)...)
 	}
 	requested = append(requested, c.Add...)
-	return s.updateItems(ctx, memberID, ids, func(tx *Tx, it *SavedItem) error {
+	return s.updateItems(ctx, memberID, ids, func(tx *storage.Tx, it *SavedItem) error {
 		want := append([]string(nil), it.LabelIDs...)
 		if c.Set != nil {
 			want = append([]string(nil), (*c.Set)...)
@@ -978,28 +980,28 @@ func (s *Store) SetItemLabels(ctx context.Context, memberID string, ids []string
 			}
 		}
 		if len(next) > MaxBatchIDs {
-			return Invalid("too many labels")
+			return storage.Invalid("too many labels")
 		}
-		valid, err := tx.memberLabelIDs(memberID, next)
+		valid, err := memberLabelIDs(tx, memberID, next)
 		if err != nil {
 			return err
 		}
 		for _, l := range requested {
 			if !c.SkipUnknown && !contains(valid, l) && !contains(c.Remove, l) {
-				return ErrNotFound
+				return storage.ErrNotFound
 			}
 		}
 		next = valid
 		for _, l := range it.LabelIDs {
 			if !contains(next, l) {
-				if err := tx.delete(labelItemKey(memberID, l, it.ID)); err != nil {
+				if err := tx.Delete(labelItemKey(memberID, l, it.ID)); err != nil {
 					return err
 				}
 			}
 		}
 		for _, l := range next {
 			if !contains(it.LabelIDs, l) {
-				if err := tx.put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
+				if err := tx.Put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
 					return err
 				}
 			}
@@ -1011,89 +1013,89 @@ func (s *Store) SetItemLabels(ctx context.Context, memberID string, ids []string
 
 // deleteItem removes an item, its content, indexes (URL and Message-ID
 // included) and highlights.
-func (tx *Tx) deleteItem(it *SavedItem) error {
+func deleteItem(tx *storage.Tx, it *SavedItem) error {
 	mid := it.MemberID
-	if err := tx.deleteItemSearch(it); err != nil {
+	if err := deleteItemSearch(tx, it); err != nil {
 		return err
 	}
 	for _, k := range itemIndexKeys(it) {
-		if err := tx.delete(k); err != nil {
+		if err := tx.Delete(k); err != nil {
 			return err
 		}
 	}
 	for _, l := range it.LabelIDs {
-		if err := tx.delete(labelItemKey(mid, l, it.ID)); err != nil {
+		if err := tx.Delete(labelItemKey(mid, l, it.ID)); err != nil {
 			return err
 		}
 	}
 	if it.OriginalURL != "" {
-		if id, err := tx.get(urlKey(mid, it.OriginalURL)); err == nil && string(id) == it.ID {
-			if err := tx.delete(urlKey(mid, it.OriginalURL)); err != nil {
+		if id, err := tx.Get(urlKey(mid, it.OriginalURL)); err == nil && string(id) == it.ID {
+			if err := tx.Delete(urlKey(mid, it.OriginalURL)); err != nil {
 				return err
 			}
 		}
 	}
 	if it.Type == TypeNewsletter {
-		if err := tx.deleteItemMessageID(mid, it.ID); err != nil {
+		if err := deleteItemMessageID(tx, mid, it.ID); err != nil {
 			return err
 		}
 	}
-	if err := tx.deleteItemHighlights(mid, it.ID); err != nil {
+	if err := deleteItemHighlights(tx, mid, it.ID); err != nil {
 		return err
 	}
-	if err := tx.delete(contentKey(mid, it.ID)); err != nil {
+	if err := tx.Delete(contentKey(mid, it.ID)); err != nil {
 		return err
 	}
-	if err := tx.delete(fetchKey(mid, it.ID)); err != nil {
+	if err := tx.Delete(fetchKey(mid, it.ID)); err != nil {
 		return err
 	}
-	return tx.delete(itemKey(mid, it.ID))
+	return tx.Delete(itemKey(mid, it.ID))
 }
 
 // deleteItemMessageID drops the Message-ID entry of a newsletter, so that
 // the message, delivered again, is saved again.
-func (tx *Tx) deleteItemMessageID(memberID, itemID string) error {
-	digest, err := tx.get(itemMessageIDKey(memberID, itemID))
-	if errors.Is(err, ErrNotFound) {
+func deleteItemMessageID(tx *storage.Tx, memberID, itemID string) error {
+	digest, err := tx.Get(itemMessageIDKey(memberID, itemID))
+	if errors.Is(err, storage.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	k := messageIDKey(memberID, string(digest))
-	if id, err := tx.get(k); err == nil && string(id) == itemID {
-		if err := tx.delete(k); err != nil {
+	if id, err := tx.Get(k); err == nil && string(id) == itemID {
+		if err := tx.Delete(k); err != nil {
 			return err
 		}
-	} else if err != nil && !errors.Is(err, ErrNotFound) {
+	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
-	return tx.delete(itemMessageIDKey(memberID, itemID))
+	return tx.Delete(itemMessageIDKey(memberID, itemID))
 }
 
 // PermanentlyDeleteItems removes items that are in the trash. An id that is
-// unknown or not in the trash is ErrNotFound and nothing is deleted.
-func (s *Store) PermanentlyDeleteItems(ctx context.Context, memberID string, ids []string) error {
+// unknown or not in the trash is storage.ErrNotFound and nothing is deleted.
+func (s Store) PermanentlyDeleteItems(ctx context.Context, memberID string, ids []string) error {
 	if len(ids) == 0 || len(ids) > MaxBatchIDs {
-		return Invalid("ids must hold 1 to %d ids", MaxBatchIDs)
+		return storage.Invalid("ids must hold 1 to %d ids", MaxBatchIDs)
 	}
 	// Each item in turn: checked, and deleted unless only checking.
-	each := func(del bool) func(tx *Tx, ids []string) error {
-		return func(tx *Tx, ids []string) error {
+	each := func(del bool) func(tx *storage.Tx, ids []string) error {
+		return func(tx *storage.Tx, ids []string) error {
 			for _, id := range ids {
 				var it SavedItem
-				err := tx.getItem(itemKey(memberID, id), &it)
-				if errors.Is(err, ErrNotFound) {
+				err := getItem(tx, itemKey(memberID, id), &it)
+				if errors.Is(err, storage.ErrNotFound) {
 					continue // already gone: deleting is idempotent
 				}
 				if err != nil {
 					return err
 				}
 				if it.Status != StatusDeleted {
-					return Invalid("item %s is not in the trash; move it to the trash first", id)
+					return storage.Invalid("item %s is not in the trash; move it to the trash first", id)
 				}
 				if del {
-					if err := tx.deleteItem(&it); err != nil {
+					if err := deleteItem(tx, &it); err != nil {
 						return err
 					}
 				}
@@ -1101,20 +1103,20 @@ func (s *Store) PermanentlyDeleteItems(ctx context.Context, memberID string, ids
 			return nil
 		}
 	}
-	return s.UpdateInParts(ctx, ids, each(false), each(true))
+	return s.st.UpdateInParts(ctx, ids, each(false), each(true))
 }
 
 // EmptyTrash permanently deletes every item in the member's trash and
 // returns how many there were.
-func (s *Store) EmptyTrash(ctx context.Context, memberID string) (int, error) {
+func (s Store) EmptyTrash(ctx context.Context, memberID string) (int, error) {
 	total := 0
 	for {
 		n := 0
-		err := s.Update(ctx, func(tx *Tx) error {
+		err := s.st.Update(ctx, func(tx *storage.Tx) error {
 			n = 0
 			var ids []string
 			prefix := itemIndexPrefix(memberID, StatusDeleted, SortCreatedAt)
-			err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+			err := tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
 				ids = append(ids, strconv.FormatUint(binary.BigEndian.Uint64(k[len(k)-8:]), 10))
 				return len(ids) < 200, nil
 			})
@@ -1123,13 +1125,13 @@ func (s *Store) EmptyTrash(ctx context.Context, memberID string) (int, error) {
 			}
 			for _, id := range ids {
 				var it SavedItem
-				if err := tx.getItem(itemKey(memberID, id), &it); err != nil {
-					if errors.Is(err, ErrNotFound) {
+				if err := getItem(tx, itemKey(memberID, id), &it); err != nil {
+					if errors.Is(err, storage.ErrNotFound) {
 						continue
 					}
 					return err
 				}
-				if err := tx.deleteItem(&it); err != nil {
+				if err := deleteItem(tx, &it); err != nil {
 					return err
 				}
 				n++
@@ -1148,12 +1150,12 @@ func (s *Store) EmptyTrash(ctx context.Context, memberID string) (int, error) {
 
 // touchItems moves updatedAt of the member's items with ids (used when a
 // label they carry changes).
-func (tx *Tx) touchItems(memberID string, ids []string, fn func(it *SavedItem)) error {
-	t := now()
+func touchItems(tx *storage.Tx, memberID string, ids []string, fn func(it *SavedItem)) error {
+	t := storage.Now()
 	for _, id := range ids {
 		var old SavedItem
-		err := tx.getItem(itemKey(memberID, id), &old)
-		if errors.Is(err, ErrNotFound) {
+		err := getItem(tx, itemKey(memberID, id), &old)
+		if errors.Is(err, storage.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -1165,7 +1167,7 @@ func (tx *Tx) touchItems(memberID string, ids []string, fn func(it *SavedItem)) 
 			fn(&it)
 		}
 		it.UpdatedAt = t
-		if err := tx.putItem(&old, &it); err != nil {
+		if err := putItem(tx, &old, &it); err != nil {
 			return err
 		}
 	}
@@ -1174,21 +1176,21 @@ func (tx *Tx) touchItems(memberID string, ids []string, fn func(it *SavedItem)) 
 
 // ForEachSavedItem calls fn for every item of the member with its content,
 // newest first, from one consistent snapshot (for exports).
-func (s *Store) ForEachSavedItem(ctx context.Context, memberID string, fn func(it *SavedItem, c *ItemContent) error) error {
-	return s.View(ctx, func(tx *Tx) error {
+func (s Store) ForEachSavedItem(ctx context.Context, memberID string, fn func(it *SavedItem, c *ItemContent) error) error {
+	return s.st.View(ctx, func(tx *storage.Tx) error {
 		for _, st := range []string{StatusActive, StatusArchived, StatusDeleted} {
 			prefix := itemIndexPrefix(memberID, st, SortCreatedAt)
-			err := tx.scan(prefix, nil, true, true, func(k, _ []byte) (bool, error) {
+			err := tx.Scan(prefix, nil, true, true, func(k, _ []byte) (bool, error) {
 				id := strconv.FormatUint(binary.BigEndian.Uint64(k[len(k)-8:]), 10)
 				var it SavedItem
-				if err := tx.getItem(itemKey(memberID, id), &it); err != nil {
-					if errors.Is(err, ErrNotFound) {
+				if err := getItem(tx, itemKey(memberID, id), &it); err != nil {
+					if errors.Is(err, storage.ErrNotFound) {
 						return true, nil
 					}
 					return false, err
 				}
 				var c ItemContent
-				if err := tx.getJSON(contentKey(memberID, id), &c); err != nil && !errors.Is(err, ErrNotFound) {
+				if err := tx.GetJSON(contentKey(memberID, id), &c); err != nil && !errors.Is(err, storage.ErrNotFound) {
 					return false, err
 				}
 				return true, fn(&it, &c)
@@ -1240,7 +1242,7 @@ type ItemPage struct {
 
 // ErrBadCursor is returned for a cursor that is malformed or belongs to
 // another sort order.
-var ErrBadCursor = Invalid("the cursor is malformed or belongs to another sort order")
+var ErrBadCursor = storage.Invalid("the cursor is malformed or belongs to another sort order")
 
 const cursorVersion = 1
 
@@ -1276,13 +1278,13 @@ func parseCursor(c string, kind byte, f SortField, desc bool) ([]byte, error) {
 // keysetScan walks an index from after (exclusive) in the requested order,
 // calling fn with each key suffix (and with its value when values is set)
 // until fn returns false.
-func (tx *Tx) keysetScan(prefix []byte, desc bool, after, lower, upper []byte, values bool, fn func(suffix, val []byte) (bool, error)) error {
-	return tx.keysetScanSkipping(prefix, desc, after, lower, upper, values, nil, fn)
+func keysetScan(tx *storage.Tx, prefix []byte, desc bool, after, lower, upper []byte, values bool, fn func(suffix, val []byte) (bool, error)) error {
+	return keysetScanSkipping(tx, prefix, desc, after, lower, upper, values, nil, fn)
 }
 
 // keysetScanSkipping is keysetScan that passes over the suffixes skip
 // (when not nil) reports, without reading their values.
-func (tx *Tx) keysetScanSkipping(prefix []byte, desc bool, after, lower, upper []byte, values bool, skip func(suffix []byte) bool, fn func(suffix, val []byte) (bool, error)) error {
+func keysetScanSkipping(tx *storage.Tx, prefix []byte, desc bool, after, lower, upper []byte, values bool, skip func(suffix []byte) bool, fn func(suffix, val []byte) (bool, error)) error {
 	var start []byte
 	switch {
 	case after != nil:
@@ -1322,7 +1324,7 @@ const StatusAll = "ALL"
 // by p.Field then id, starting after p.After: a cursor of a previous page,
 // or the id of an item (Inboxt's cursors are item ids), which pages on from
 // that item's place in the order whatever its status.
-func (s *Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter, p PageRequest) (*ItemPage, error) {
+func (s Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter, p PageRequest) (*ItemPage, error) {
 	statuses := []string{f.Status}
 	switch f.Status {
 	case "":
@@ -1331,11 +1333,11 @@ func (s *Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilte
 		statuses = []string{StatusActive, StatusArchived, StatusDeleted}
 	default:
 		if _, ok := statusCode[f.Status]; !ok {
-			return nil, Invalid("unknown status")
+			return nil, storage.Invalid("unknown status")
 		}
 	}
 	if !ValidSortField(p.Field) {
-		return nil, Invalid("unknown sort field")
+		return nil, storage.Invalid("unknown sort field")
 	}
 	// A time range on the sort field bounds the scan itself.
 	var lower, upper []byte
@@ -1353,16 +1355,16 @@ func (s *Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilte
 	}
 	first := max(p.First, 0)
 	page := &ItemPage{}
-	err := s.View(ctx, func(tx *Tx) error {
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		var after []byte
 		if p.After != "" {
 			a, err := parseCursor(p.After, 1, p.Field, p.Desc)
-			if err != nil && isItemID(p.After) {
+			if err != nil && storage.IsID(p.After) {
 				var it SavedItem
-				if gerr := tx.getItem(itemKey(memberID, p.After), &it); gerr == nil {
+				if gerr := getItem(tx, itemKey(memberID, p.After), &it); gerr == nil {
 					a, err = itemSortValue(&it, p.Field), nil
-				} else if errors.Is(gerr, ErrNotFound) {
-					err = Invalid("after: no saved item has the id %s", p.After)
+				} else if errors.Is(gerr, storage.ErrNotFound) {
+					err = storage.Invalid("after: no saved item has the id %s", p.After)
 				} else {
 					err = gerr
 				}
@@ -1377,15 +1379,15 @@ func (s *Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilte
 			return err
 		}
 		if !m.impossible && m.indexable() {
-			ids, ok, err := tx.searchCandidates(memberID, f, m, statuses, p.Field, first)
+			ids, ok, err := searchCandidates(tx, memberID, f, m, statuses, p.Field, first)
 			if err != nil {
 				return err
 			}
 			if ok {
-				return tx.candidatePage(m, ids, statuses, p, after, lower, upper, page)
+				return candidatePage(tx, m, ids, statuses, p, after, lower, upper, page)
 			}
 			if m.ordered != nil {
-				return tx.orderedPage(m, statuses, p, after, lower, upper, page)
+				return orderedPage(tx, m, statuses, p, after, lower, upper, page)
 			}
 		}
 		// One allocation for the page's items, and one item key buffer.
@@ -1429,7 +1431,7 @@ func (s *Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilte
 					return err == nil && !over
 				}
 			}
-			err := tx.keysetScanSkipping(prefix, p.Desc, after, lower, upper, true, skip, func(suf, rec []byte) (bool, error) {
+			err := keysetScanSkipping(tx, prefix, p.Desc, after, lower, upper, true, skip, func(suf, rec []byte) (bool, error) {
 				if beyond(suf) {
 					return false, nil
 				}
@@ -1457,8 +1459,8 @@ func (s *Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilte
 					}
 				} else {
 					k = strconv.AppendUint(k[:len(itemPrefix)], binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)
-					if err := tx.getItem(k, it); err != nil {
-						if errors.Is(err, ErrNotFound) {
+					if err := getItem(tx, k, it); err != nil {
+						if errors.Is(err, storage.ErrNotFound) {
 							return true, nil
 						}
 						return false, err
@@ -1549,11 +1551,11 @@ const (
 )
 
 // ErrSearchTooBroad is the answer of a search over its budget.
-var ErrSearchTooBroad = Invalid("this search would read more than %d saved items or the text of more than %d; add a longer word or a filter (label:, site:, type:, has:, saved:) that fewer items match", maxExamined, maxVerified)
+var ErrSearchTooBroad = storage.Invalid("this search would read more than %d saved items or the text of more than %d; add a longer word or a filter (label:, site:, type:, has:, saved:) that fewer items match", maxExamined, maxVerified)
 
 // candidatePage fills page from the candidate items ids (a superset of the
 // matches, possibly with repeats), sorted as the index would give them.
-func (tx *Tx) candidatePage(m *itemMatcher, ids []string, statuses []string, p PageRequest, after, lower, upper []byte, page *ItemPage) error {
+func candidatePage(tx *storage.Tx, m *itemMatcher, ids []string, statuses []string, p PageRequest, after, lower, upper []byte, page *ItemPage) error {
 	type hit struct {
 		it  *SavedItem
 		suf []byte
@@ -1569,8 +1571,8 @@ func (tx *Tx) candidatePage(m *itemMatcher, ids []string, statuses []string, p P
 		seen[id] = true
 		it := new(SavedItem)
 		k = append(k[:n], id...)
-		if err := tx.getItem(k, it); err != nil {
-			if errors.Is(err, ErrNotFound) {
+		if err := getItem(tx, k, it); err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
 				continue
 			}
 			return err
@@ -1618,7 +1620,7 @@ func (tx *Tx) candidatePage(m *itemMatcher, ids []string, statuses []string, p P
 }
 
 type itemMatcher struct {
-	tx         *Tx
+	tx         *storage.Tx
 	memberID   string
 	f          ItemFilter
 	labelsAll  [][]string // label ids
@@ -1648,7 +1650,7 @@ func (m *itemMatcher) overBudget() (bool, error) {
 		return false, nil
 	}
 	if !m.readyKnown {
-		r, err := m.tx.searchReady(m.memberID)
+		r, err := searchReady(m.tx, m.memberID)
 		if err != nil {
 			return false, err
 		}
@@ -1672,13 +1674,13 @@ func (m *itemMatcher) matchWithinBudget(it *SavedItem) (bool, error) {
 	return ok, nil
 }
 
-func newItemMatcher(tx *Tx, memberID string, f ItemFilter) (*itemMatcher, error) {
+func newItemMatcher(tx *storage.Tx, memberID string, f ItemFilter) (*itemMatcher, error) {
 	m := &itemMatcher{tx: tx, memberID: memberID, f: f}
 	if t := strings.TrimSpace(f.Text); t != "" {
 		m.needle = appendFold(nil, t)
 	}
 	if len(f.LabelsAll) > 0 || len(f.LabelsNot) > 0 {
-		labels, err := tx.labels(memberID)
+		labels, err := labels(tx, memberID)
 		if err != nil {
 			return nil, err
 		}
@@ -1770,7 +1772,7 @@ func (m *itemMatcher) match(it *SavedItem) (bool, error) {
 	}
 	if m.needle != nil {
 		m.verified++
-		return m.tx.itemTextContains(it, m.needle)
+		return itemTextContains(m.tx, it, m.needle)
 	}
 	return true, nil
 }
@@ -1787,10 +1789,10 @@ func (m *itemMatcher) indexable() bool {
 // itemTextContains reports whether the title, description or content text
 // of it contains the folded needle (folded as it is read: the index keeps
 // no copy of the text).
-func (tx *Tx) itemTextContains(it *SavedItem, needle []byte) (bool, error) {
+func itemTextContains(tx *storage.Tx, it *SavedItem, needle []byte) (bool, error) {
 	t := textBufs.Get().(*itemText)
 	defer textBufs.Put(t)
-	if err := tx.readItemText(t, it, needle); err != nil {
+	if err := readItemText(tx, t, it, needle); err != nil {
 		return false, err
 	}
 	return t.contains(needle), nil

@@ -1,4 +1,4 @@
-package storage
+package library
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // pairFilters are single filters of the search corpus (bench/gqlbench
@@ -86,7 +88,7 @@ func TestSearchPairsOnSeededStore(t *testing.T) {
 		}
 	}
 	textIndexDelay = 500 * time.Millisecond
-	st, err := Open(dir, Options{})
+	st, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +98,11 @@ func TestSearchPairsOnSeededStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	st.textIndex().notify(m.ID)
+	Of(st).textIndex().notify(m.ID)
 	time.Sleep(time.Second)
 	waitIndexed(t, st, m.ID)
 	t.Logf("index ready after %v", time.Since(start).Round(time.Millisecond))
-	texts, trigrams, filterKeys, err := st.SearchIndexSize(t.Context(), m.ID)
+	texts, trigrams, filterKeys, err := Of(st).SearchIndexSize(t.Context(), m.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +113,7 @@ func TestSearchPairsOnSeededStore(t *testing.T) {
 		n := 0
 		for i := 0; i <= runs; i++ {
 			s := time.Now()
-			page, err := st.SavedItemsPage(t.Context(), m.ID, f, PageRequest{Field: SortCreatedAt, Desc: true, First: 50})
+			page, err := Of(st).SavedItemsPage(t.Context(), m.ID, f, PageRequest{Field: SortCreatedAt, Desc: true, First: 50})
 			if err != nil {
 				return 0, 0, err
 			}
@@ -171,7 +173,7 @@ func TestSearchCostsOnSeededStore(t *testing.T) {
 	if dir == "" {
 		t.Skip("HEARTH_SEARCH_STORE names no seeded store")
 	}
-	st, err := Open(dir, Options{})
+	st, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +182,7 @@ func TestSearchCostsOnSeededStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	labels, err := st.Labels(t.Context(), m.ID)
+	labels, err := Of(st).Labels(t.Context(), m.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,11 +193,11 @@ func TestSearchCostsOnSeededStore(t *testing.T) {
 		}
 	}
 	for round := 0; round < 3; round++ {
-		if err := st.View(t.Context(), func(tx *Tx) error {
+		if err := st.View(t.Context(), func(tx *storage.Tx) error {
 			// Reading ids of a source.
 			src := &idSource{parts: []idPart{{prefix: labelItemKey(m.ID, topic, ""), decimal: true}}}
 			s := time.Now()
-			tx.readIDs(src, 1<<30)
+			readIDs(tx, src, 1<<30)
 			key := time.Since(s) / time.Duration(len(src.ids))
 			ids := src.ids
 			// Point lookups in another filter's keys.
@@ -203,7 +205,7 @@ func TestSearchCostsOnSeededStore(t *testing.T) {
 			s = time.Now()
 			hits := 0
 			for _, id := range ids[:5000] {
-				if ok, err := tx.has(encUint64(prefix, id)); err != nil {
+				if ok, err := tx.Has(encUint64(prefix, id)); err != nil {
 					return err
 				} else if ok {
 					hits++
@@ -214,7 +216,7 @@ func TestSearchCostsOnSeededStore(t *testing.T) {
 			s = time.Now()
 			for _, id := range ids[:2000] {
 				var it SavedItem
-				if err := tx.getItem(itemKey(m.ID, fmt.Sprint(id)), &it); err != nil {
+				if err := getItem(tx, itemKey(m.ID, fmt.Sprint(id)), &it); err != nil {
 					return err
 				}
 			}
@@ -223,13 +225,13 @@ func TestSearchCostsOnSeededStore(t *testing.T) {
 			n := 0
 			s = time.Now()
 			for _, status := range []string{StatusActive, StatusArchived} {
-				if err := tx.keysetScan(itemIndexPrefix(m.ID, status, SortCreatedAt), true, nil, nil, nil, true, func(suf, rec []byte) (bool, error) {
+				if err := keysetScan(tx, itemIndexPrefix(m.ID, status, SortCreatedAt), true, nil, nil, nil, true, func(suf, rec []byte) (bool, error) {
 					var it SavedItem
 					if len(rec) > 0 {
 						if err := parseItemRecord(rec, &it); err != nil {
 							return false, err
 						}
-					} else if err := tx.getItem(itemKey(m.ID, fmt.Sprint(idBytes(string(suf)))), &it); err != nil {
+					} else if err := getItem(tx, itemKey(m.ID, fmt.Sprint(idBytes(string(suf)))), &it); err != nil {
 						_ = err
 					}
 					n++
@@ -242,7 +244,7 @@ func TestSearchCostsOnSeededStore(t *testing.T) {
 			// The walk passing over keys.
 			n = 0
 			s = time.Now()
-			if err := tx.keysetScanSkipping(itemIndexPrefix(m.ID, StatusActive, SortCreatedAt), true, nil, nil, nil, true,
+			if err := keysetScanSkipping(tx, itemIndexPrefix(m.ID, StatusActive, SortCreatedAt), true, nil, nil, nil, true,
 				func([]byte) bool { n++; return n < 30000 }, func(_, _ []byte) (bool, error) { return false, nil }); err != nil {
 				return err
 			}
@@ -264,7 +266,7 @@ func TestSearchVerifyCostOnSeededStore(t *testing.T) {
 	if dir == "" {
 		t.Skip("HEARTH_SEARCH_STORE names no seeded store")
 	}
-	st, err := Open(dir, Options{})
+	st, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,10 +277,10 @@ func TestSearchVerifyCostOnSeededStore(t *testing.T) {
 	}
 	needle := []byte("zanzibarite")
 	for round := 0; round < 3; round++ {
-		if err := st.View(t.Context(), func(tx *Tx) error {
+		if err := st.View(t.Context(), func(tx *storage.Tx) error {
 			var items []*SavedItem
 			prefix := itemKey(m.ID, "")
-			if err := tx.scan(prefix, nil, true, false, func(_, v []byte) (bool, error) {
+			if err := tx.Scan(prefix, nil, true, false, func(_, v []byte) (bool, error) {
 				it := new(SavedItem)
 				items = append(items, it)
 				return len(items) < 2000, parseItemRecord(v, it)
@@ -288,7 +290,7 @@ func TestSearchVerifyCostOnSeededStore(t *testing.T) {
 			s := time.Now()
 			n := 0
 			for _, it := range items {
-				ok, err := tx.itemTextContains(it, needle)
+				ok, err := itemTextContains(tx, it, needle)
 				if err != nil {
 					return err
 				}
@@ -300,7 +302,7 @@ func TestSearchVerifyCostOnSeededStore(t *testing.T) {
 			s = time.Now()
 			for _, it := range items {
 				var c ItemContent
-				if err := tx.getJSON(contentKey(m.ID, it.ID), &c); err != nil {
+				if err := tx.GetJSON(contentKey(m.ID, it.ID), &c); err != nil {
 					return err
 				}
 				bytes.Contains(appendFold(nil, c.Text), needle)

@@ -1,4 +1,4 @@
-package storage
+package library
 
 import (
 	"bytes"
@@ -11,11 +11,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
-func importJob(t *testing.T, st *Store, mid string, labelIDs ...string) *ImportJob {
+func importJob(t *testing.T, st *storage.Store, mid string, labelIDs ...string) *ImportJob {
 	t.Helper()
-	j, err := st.CreateImportJob(t.Context(), &ImportJob{MemberID: mid, Format: "POCKET", FileName: "x.zip", Staged: "/tmp/x", Total: 3, LabelIDs: labelIDs})
+	j, err := Of(st).CreateImportJob(t.Context(), &ImportJob{MemberID: mid, Format: "POCKET", FileName: "x.zip", Staged: "/tmp/x", Total: 3, LabelIDs: labelIDs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +27,7 @@ func importJob(t *testing.T, st *Store, mid string, labelIDs ...string) *ImportJ
 
 func TestImportItemsKeepDatesStatusLabelsAndRepeatChangesNothing(t *testing.T) {
 	st, m := openSavedTest(t)
-	kitchen, err := st.CreateLabel(t.Context(), m.ID, "Kitchen", "#ff0000")
+	kitchen, err := Of(st).CreateLabel(t.Context(), m.ID, "Kitchen", "#ff0000")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +43,7 @@ func TestImportItemsKeepDatesStatusLabelsAndRepeatChangesNothing(t *testing.T) {
 		}
 	}
 	j := importJob(t, st, m.ID)
-	got, err := st.ImportItems(t.Context(), m.ID, j.ID, entries(), nil, 0)
+	got, err := Of(st).ImportItems(t.Context(), m.ID, j.ID, entries(), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,11 +51,11 @@ func TestImportItemsKeepDatesStatusLabelsAndRepeatChangesNothing(t *testing.T) {
 		len(got.Failures) != 2 || got.Failures[1].Ref != "row 4" || !strings.Contains(got.Failures[1].Reason, "http") {
 		t.Fatalf("job: %+v", got)
 	}
-	labels, _ := st.Labels(t.Context(), m.ID)
+	labels, _ := Of(st).Labels(t.Context(), m.ID)
 	if len(labels) != 2 || labels[1].Name != "New One" {
 		t.Fatalf("labels: %+v", labels)
 	}
-	page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 10})
+	page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,29 +71,29 @@ func TestImportItemsKeepDatesStatusLabelsAndRepeatChangesNothing(t *testing.T) {
 	if a == nil || !a.CreatedAt.Equal(saved) || a.Status != StatusArchived || len(a.LabelIDs) != 2 || a.LabelIDs[0] != kitchen.ID || a.HighlightCount != 1 {
 		t.Fatalf("item A: %+v", a)
 	}
-	pend, _ := st.PendingFetches(t.Context(), 10, false, true)
+	pend, _ := Of(st).PendingFetches(t.Context(), 10, false, true)
 	if len(pend) != 1 || !pend[0].Import || pend[0].URL != "https://example.com/b" {
 		t.Fatalf("pending fetches: %+v", pend)
 	}
 
 	// The same entries again, in a new job with a label for everything:
 	// nothing new, A keeps its date and content and gains only the label.
-	extra, _ := st.CreateLabel(t.Context(), m.ID, "Imported", "#00ff00")
+	extra, _ := Of(st).CreateLabel(t.Context(), m.ID, "Imported", "#00ff00")
 	j2 := importJob(t, st, m.ID, extra.ID)
-	got, err = st.ImportItems(t.Context(), m.ID, j2.ID, entries(), nil, 0)
+	got, err = Of(st).ImportItems(t.Context(), m.ID, j2.ID, entries(), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Created != 0 || got.Existing != 2 || got.Failed != 2 {
 		t.Fatalf("repeat: %+v", got)
 	}
-	again, _ := st.SavedItem(t.Context(), m.ID, a.ID)
+	again, _ := Of(st).SavedItem(t.Context(), m.ID, a.ID)
 	if !again.CreatedAt.Equal(saved) || len(again.LabelIDs) != 3 || again.HighlightCount != 1 || again.Status != StatusArchived {
 		t.Fatalf("repeat changed A: %+v", again)
 	}
 	// Entries at or before the job's position are not taken twice (a
 	// batch written before a crash, read again after it).
-	got, err = st.ImportItems(t.Context(), m.ID, j2.ID, entries()[:2], nil, 0)
+	got, err = Of(st).ImportItems(t.Context(), m.ID, j2.ID, entries()[:2], nil, 0)
 	if err != nil || got.Existing != 2 || got.Position != 4 {
 		t.Fatalf("replay: %+v %v", got, err)
 	}
@@ -104,7 +107,7 @@ func TestImportItemsSplitsWhatBadgerCannotTakeAtOnce(t *testing.T) {
 	for i := 1; i <= 300; i++ {
 		entries = append(entries, ImportEntry{Pos: i, Item: &ImportItem{URL: fmt.Sprintf("https://example.com/%d", i), Text: body}})
 	}
-	got, err := st.ImportItems(t.Context(), m.ID, j.ID, entries, nil, 0)
+	got, err := Of(st).ImportItems(t.Context(), m.ID, j.ID, entries, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,24 +121,24 @@ func TestImportJobsListAndLimit(t *testing.T) {
 	for i := 0; i < MaxUnfinishedImports; i++ {
 		importJob(t, st, m.ID)
 	}
-	if _, err := st.CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Staged: "/tmp/y"}); !IsInvalid(err) {
+	if _, err := Of(st).CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Staged: "/tmp/y"}); !storage.IsInvalid(err) {
 		t.Fatalf("past the unfinished limit: %v", err)
 	}
-	un, _ := st.UnfinishedImportJobs(t.Context())
+	un, _ := Of(st).UnfinishedImportJobs(t.Context())
 	if len(un) != MaxUnfinishedImports {
 		t.Fatalf("unfinished: %d", len(un))
 	}
-	if _, err := st.UpdateImportJob(t.Context(), m.ID, un[0].ID, func(j *ImportJob) { j.State = ImportDone }); err != nil {
+	if _, err := Of(st).UpdateImportJob(t.Context(), m.ID, un[0].ID, func(j *ImportJob) { j.State = ImportDone }); err != nil {
 		t.Fatal(err)
 	}
-	jobs, _ := st.ImportJobs(t.Context(), m.ID)
+	jobs, _ := Of(st).ImportJobs(t.Context(), m.ID)
 	if len(jobs) != MaxUnfinishedImports || jobs[len(jobs)-1].FinishedAt == nil {
 		t.Fatalf("jobs: %+v", jobs)
 	}
 	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
 		t.Fatal(err)
 	}
-	if un, _ := st.UnfinishedImportJobs(t.Context()); len(un) != 0 {
+	if un, _ := Of(st).UnfinishedImportJobs(t.Context()); len(un) != 0 {
 		t.Fatalf("a deleted member's jobs remain: %+v", un)
 	}
 }
@@ -149,7 +152,7 @@ func TestDeleteMemberRemovesStagedImportFiles(t *testing.T) {
 	if err := os.WriteFile(staged, []byte("url,title\nhttps://example.com/secret,Secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.csv", Staged: staged, Total: 1}); err != nil {
+	if _, err := Of(st).CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.csv", Staged: staged, Total: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
@@ -158,7 +161,7 @@ func TestDeleteMemberRemovesStagedImportFiles(t *testing.T) {
 	if _, err := os.Stat(staged); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the staged file of the deleted member's import is still there (stat: %v)", err)
 	}
-	if jobs, err := st.UnfinishedImportJobs(t.Context()); err != nil || len(jobs) != 0 {
+	if jobs, err := Of(st).UnfinishedImportJobs(t.Context()); err != nil || len(jobs) != 0 {
 		t.Fatalf("unfinished jobs after delete: %v %v", jobs, err)
 	}
 }
@@ -171,7 +174,7 @@ var errDeleteRefused = errors.New("test: delete refused")
 var refuseDeleteOf atomic.Pointer[string]
 
 func init() {
-	OnMemberDelete(func(_ *Tx, memberID string) error {
+	storage.OnMemberDelete(func(_ *storage.Tx, memberID string) error {
 		if p := refuseDeleteOf.Load(); p != nil && *p == memberID {
 			return errDeleteRefused
 		}
@@ -188,7 +191,7 @@ func TestFailedDeleteMemberKeepsStagedImportFiles(t *testing.T) {
 	if err := os.WriteFile(staged, []byte("url,title\nhttps://example.com/kept,Kept\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	j, err := st.CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.csv", Staged: staged, Total: 1})
+	j, err := Of(st).CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.csv", Staged: staged, Total: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +207,7 @@ func TestFailedDeleteMemberKeepsStagedImportFiles(t *testing.T) {
 	if _, err := st.MemberByID(t.Context(), m.ID); err != nil {
 		t.Fatalf("the member after a failed delete: %v", err)
 	}
-	if jobs, err := st.UnfinishedImportJobs(t.Context()); err != nil || len(jobs) != 1 || jobs[0].ID != j.ID {
+	if jobs, err := Of(st).UnfinishedImportJobs(t.Context()); err != nil || len(jobs) != 1 || jobs[0].ID != j.ID {
 		t.Fatalf("unfinished jobs after a failed delete: %+v %v, want job %s", jobs, err, j.ID)
 	}
 	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
@@ -226,7 +229,7 @@ func TestImportItemTooBigForOneTransactionFailsAlone(t *testing.T) {
 	for i := range 60_000 {
 		big.Highlights = append(big.Highlights, ImportHighlight{Segments: []HighlightSegment{{XPath: "/", Text: fmt.Sprintf("quote %d", i)}}})
 	}
-	got, err := st.ImportItems(t.Context(), m.ID, j.ID, []ImportEntry{
+	got, err := Of(st).ImportItems(t.Context(), m.ID, j.ID, []ImportEntry{
 		{Pos: 1, Ref: "item 1", Item: big},
 		{Pos: 2, Ref: "item 2", Item: &ImportItem{URL: "https://example.com/small", Title: "Small"}},
 	}, nil, 0)
@@ -237,7 +240,7 @@ func TestImportItemTooBigForOneTransactionFailsAlone(t *testing.T) {
 		!strings.Contains(got.Failures[0].Reason, "more than the store takes at once") {
 		t.Fatalf("job: %+v", got)
 	}
-	page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 10})
+	page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 10})
 	if err != nil || len(page.Items) != 1 || page.Items[0].Title != "Small" {
 		t.Fatalf("items: %+v %v", page, err)
 	}
@@ -251,11 +254,11 @@ func TestBackupAfterDeleteMemberHoldsNoTraceOfIt(t *testing.T) {
 	if _, err := st.CreateMember(t.Context(), "keeper", "", "keeper password"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateLabel(t.Context(), m.ID, "Privatelabelname", "#ff0000"); err != nil {
+	if _, err := Of(st).CreateLabel(t.Context(), m.ID, "Privatelabelname", "#ff0000"); err != nil {
 		t.Fatal(err)
 	}
 	j := importJob(t, st, m.ID)
-	if _, err := st.ImportItems(t.Context(), m.ID, j.ID, []ImportEntry{{Pos: 1, Ref: "row 1",
+	if _, err := Of(st).ImportItems(t.Context(), m.ID, j.ID, []ImportEntry{{Pos: 1, Ref: "row 1",
 		Item: &ImportItem{URL: "https://example.com/privateurlpath", Title: "Privatetitleword", HTML: "<p>body</p>", Text: "body"}}}, nil, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +300,7 @@ func TestBackupAfterDeleteMemberHoldsNoTraceOfIt(t *testing.T) {
 func TestImportLabelsPastTheLimitCostOneLookup(t *testing.T) {
 	st, m := openSavedTest(t)
 	for i := range MaxLabels {
-		if _, err := st.CreateLabel(t.Context(), m.ID, fmt.Sprintf("have %d", i), "#ff0000"); err != nil {
+		if _, err := Of(st).CreateLabel(t.Context(), m.ID, fmt.Sprintf("have %d", i), "#ff0000"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -311,7 +314,7 @@ func TestImportLabelsPastTheLimitCostOneLookup(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	got, err := st.ImportItems(t.Context(), m.ID, j.ID, entries, nil, 0)
+	got, err := Of(st).ImportItems(t.Context(), m.ID, j.ID, entries, nil, 0)
 	runtime.ReadMemStats(&after)
 	if err != nil || got.Created != 1 {
 		t.Fatalf("ImportItems: %+v %v", got, err)
@@ -319,11 +322,11 @@ func TestImportLabelsPastTheLimitCostOneLookup(t *testing.T) {
 	if a := after.TotalAlloc - before.TotalAlloc; a > 32<<20 {
 		t.Fatalf("ImportItems allocated %d bytes for %d names past the limit", a, MaxLabels)
 	}
-	page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 1})
+	page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 1})
 	if err != nil || len(page.Items) != 1 || len(page.Items[0].LabelIDs) != 1 {
 		t.Fatalf("the item's labels: %+v %v", page.Items, err)
 	}
-	if ls, err := st.LabelsByID(t.Context(), m.ID, page.Items[0].LabelIDs); err != nil || len(ls) != 1 || ls[0].Name != "have 7" {
+	if ls, err := Of(st).LabelsByID(t.Context(), m.ID, page.Items[0].LabelIDs); err != nil || len(ls) != 1 || ls[0].Name != "have 7" {
 		t.Fatalf("the item's label: %+v %v", ls, err)
 	}
 }
@@ -342,11 +345,11 @@ func TestImportFailuresListedUpToTheCapAndAllCounted(t *testing.T) {
 			pos++
 			batch = append(batch, ImportEntry{Pos: pos, Ref: fmt.Sprintf("row %d", pos), Failure: "the row has no URL"})
 		}
-		if _, err := st.ImportItems(t.Context(), m.ID, j.ID, batch, nil, 0); err != nil {
+		if _, err := Of(st).ImportItems(t.Context(), m.ID, j.ID, batch, nil, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := st.ImportJob(t.Context(), m.ID, j.ID)
+	got, err := Of(st).ImportJob(t.Context(), m.ID, j.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,10 +364,10 @@ func TestImportFailuresListedUpToTheCapAndAllCounted(t *testing.T) {
 // An import job's claim is one holder's until it releases it or the claim
 // expires; another holder's release leaves it.
 func TestImportJobClaims(t *testing.T) {
-	st := openTestStore(t)
+	st := storagetest.Open(t)
 	claim := func(holder string, ttl time.Duration) bool {
 		t.Helper()
-		ok, err := st.ClaimImportJob(t.Context(), "job1", holder, ttl)
+		ok, err := Of(st).ClaimImportJob(t.Context(), "job1", holder, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -373,13 +376,13 @@ func TestImportJobClaims(t *testing.T) {
 	if !claim("a", time.Hour) || claim("b", time.Hour) || !claim("a", time.Hour) {
 		t.Fatal("a claims, b is refused, a renews")
 	}
-	if err := st.ReleaseImportJob(t.Context(), "job1", "b"); err != nil {
+	if err := Of(st).ReleaseImportJob(t.Context(), "job1", "b"); err != nil {
 		t.Fatal(err)
 	}
 	if claim("b", time.Hour) {
 		t.Fatal("b's release dropped a's claim")
 	}
-	if err := st.ReleaseImportJob(t.Context(), "job1", "a"); err != nil {
+	if err := Of(st).ReleaseImportJob(t.Context(), "job1", "a"); err != nil {
 		t.Fatal(err)
 	}
 	if !claim("b", 3*time.Second) {

@@ -1,9 +1,11 @@
-package storage
+package library
 
 import (
 	"context"
 	"errors"
 	"strings"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // Background fetches of addArticleFromUrl. The item is saved at once (a
@@ -19,12 +21,12 @@ import (
 //	                              (outside u/<member>/, so that one scan
 //	                              finds every member's)
 
-func fetchKey(memberID, itemID string) []byte { return key("fetch", memberID, itemID) }
+func fetchKey(memberID, itemID string) []byte { return storage.Key("fetch", memberID, itemID) }
 
 func init() {
 	// A member's pending fetches go with the member (a member has few).
-	OnMemberDelete(func(tx *Tx, memberID string) error {
-		return tx.deletePrefix(key("fetch", memberID, ""))
+	storage.OnMemberDelete(func(tx *storage.Tx, memberID string) error {
+		return tx.DeletePrefix(storage.Key("fetch", memberID, ""))
 	})
 }
 
@@ -69,10 +71,10 @@ func fetchValue(url string, private bool, importJob string) []byte {
 // fetchDone counts a finished fetch of an import's item in its job: fetched,
 // or failed with the reason (listed among the job's failures). A job gone
 // meanwhile is fine.
-func (tx *Tx) fetchDone(memberID, jobID, url, reason string) error {
+func fetchDone(tx *storage.Tx, memberID, jobID, url, reason string) error {
 	var j ImportJob
-	if err := tx.getJSON(importJobKey(memberID, jobID), &j); err != nil {
-		if errors.Is(err, ErrNotFound) {
+	if err := tx.GetJSON(importJobKey(memberID, jobID), &j); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
 			return nil
 		}
 		return err
@@ -85,22 +87,22 @@ func (tx *Tx) fetchDone(memberID, jobID, url, reason string) error {
 			j.Failures = append(j.Failures, ImportFailure{Ref: url, Reason: clipRunes(reason, 500)})
 		}
 	}
-	return tx.putJSON(importJobKey(memberID, jobID), &j, 0)
+	return tx.PutJSON(importJobKey(memberID, jobID), &j, 0)
 }
 
 // PendingFetches returns up to limit pending fetches, in key order: those
 // with Private as given, or all when all is set.
-func (s *Store) PendingFetches(ctx context.Context, limit int, private, all bool) ([]PendingFetch, error) {
+func (s Store) PendingFetches(ctx context.Context, limit int, private, all bool) ([]PendingFetch, error) {
 	return s.PendingFetchesWhere(ctx, limit, func(p PendingFetch) bool { return all || p.Private == private })
 }
 
 // PendingFetchesWhere returns up to limit pending fetches that keep
 // accepts, in key order.
-func (s *Store) PendingFetchesWhere(ctx context.Context, limit int, keep func(PendingFetch) bool) ([]PendingFetch, error) {
+func (s Store) PendingFetchesWhere(ctx context.Context, limit int, keep func(PendingFetch) bool) ([]PendingFetch, error) {
 	var out []PendingFetch
-	prefix := key("fetch", "")
-	err := s.View(ctx, func(tx *Tx) error {
-		return tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+	prefix := storage.Key("fetch", "")
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		return tx.Scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 			member, item, ok := strings.Cut(string(k[len(prefix):]), "/")
 			u, priv, job := parseFetchValue(string(v))
 			if p := (PendingFetch{MemberID: member, ItemID: item, URL: u, Private: priv, Import: job != ""}); ok && keep(p) {
@@ -118,15 +120,15 @@ func (s *Store) PendingFetchesWhere(ctx context.Context, limit int, keep func(Pe
 // from (nil once the scan reached the last entry) and how many entries it
 // read, so a caller that skips many entries (an import waiting on one
 // host) pays for at most maxRead entries a call.
-func (s *Store) PendingFetchesFrom(ctx context.Context, after []byte, limit, maxRead int, keep func(PendingFetch) bool) (out []PendingFetch, next []byte, read int, err error) {
-	prefix := key("fetch", "")
+func (s Store) PendingFetchesFrom(ctx context.Context, after []byte, limit, maxRead int, keep func(PendingFetch) bool) (out []PendingFetch, next []byte, read int, err error) {
+	prefix := storage.Key("fetch", "")
 	var start []byte
 	if after != nil {
 		start = append(append([]byte{}, after...), 0) // the next key after it
 	}
 	reachedEnd := true
-	err = s.View(ctx, func(tx *Tx) error {
-		return tx.scan(prefix, start, false, false, func(k, v []byte) (bool, error) {
+	err = s.st.View(ctx, func(tx *storage.Tx) error {
+		return tx.Scan(prefix, start, false, false, func(k, v []byte) (bool, error) {
 			read++
 			member, item, ok := strings.Cut(string(k[len(prefix):]), "/")
 			u, priv, job := parseFetchValue(string(v))
@@ -153,7 +155,7 @@ func (s *Store) PendingFetchesFrom(ctx context.Context, after []byte, limit, max
 // in.LabelIDs added and its content kept. Either way the item gets a
 // pending-fetch entry in the same transaction; private marks it for
 // servers that may fetch private addresses.
-func (s *Store) QueueFetch(ctx context.Context, memberID string, in NewItem, private bool) (*SavedItem, error) {
+func (s Store) QueueFetch(ctx context.Context, memberID string, in NewItem, private bool) (*SavedItem, error) {
 	in.Type = TypeArticle
 	in.queueFetch = true
 	in.fetchPrivate = private
@@ -164,9 +166,9 @@ func (s *Store) QueueFetch(ctx context.Context, memberID string, in NewItem, pri
 // FinishFetch saves the fetched article in (its URL the pending item's) and
 // drops the item's pending-fetch entry, in one transaction. If the entry or
 // the item is gone (the item was deleted, or another process finished it)
-// nothing is saved and ErrNotFound is returned; DropFetch then removes an
+// nothing is saved and storage.ErrNotFound is returned; DropFetch then removes an
 // entry whose item is gone.
-func (s *Store) FinishFetch(ctx context.Context, memberID, itemID string, in NewItem) (*SavedItem, error) {
+func (s Store) FinishFetch(ctx context.Context, memberID, itemID string, in NewItem) (*SavedItem, error) {
 	in.Type = TypeArticle
 	in.finishesFetch = itemID
 	it, _, err := s.SaveItem(ctx, memberID, in)
@@ -177,33 +179,33 @@ func (s *Store) FinishFetch(ctx context.Context, memberID, itemID string, in New
 // content yet (a placeholder), marks it failed as Inboxt does
 // (saved-item-manager.service.ts createFailedItem, Inboxt/inboxt@45f4314):
 // title "Failed to process: <url>", the reason as description and content.
-// An item saved before keeps what it had. ErrNotFound if the entry is gone.
-func (s *Store) FailFetch(ctx context.Context, memberID, itemID, reason string) error {
+// An item saved before keeps what it had. storage.ErrNotFound if the entry is gone.
+func (s Store) FailFetch(ctx context.Context, memberID, itemID, reason string) error {
 	reason = clipRunes(strings.Join(strings.Fields(reason), " "), MaxDescriptionLen)
-	return s.Update(ctx, func(tx *Tx) error {
-		v, err := tx.get(fetchKey(memberID, itemID))
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
+		v, err := tx.Get(fetchKey(memberID, itemID))
 		if err != nil {
 			return err
 		}
 		url, _, job := parseFetchValue(string(v))
 		imported := job != ""
-		if err := tx.delete(fetchKey(memberID, itemID)); err != nil {
+		if err := tx.Delete(fetchKey(memberID, itemID)); err != nil {
 			return err
 		}
 		if imported {
-			if err := tx.fetchDone(memberID, job, url, reason); err != nil {
+			if err := fetchDone(tx, memberID, job, url, reason); err != nil {
 				return err
 			}
 		}
 		var old SavedItem
-		if err := tx.getItem(itemKey(memberID, itemID), &old); err != nil {
-			if errors.Is(err, ErrNotFound) {
+		if err := getItem(tx, itemKey(memberID, itemID), &old); err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
 				return nil
 			}
 			return err
 		}
 		var c ItemContent
-		if err := tx.getJSON(contentKey(memberID, itemID), &c); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := tx.GetJSON(contentKey(memberID, itemID), &c); err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
 		if c.HTML != "" || c.Text != "" {
@@ -216,32 +218,32 @@ func (s *Store) FailFetch(ctx context.Context, memberID, itemID, reason string) 
 			it.Title = clipRunes("Failed to process: "+url, MaxTitleLen)
 		}
 		it.Description = reason
-		it.UpdatedAt = now()
-		if err := tx.putItem(&old, &it); err != nil {
+		it.UpdatedAt = storage.Now()
+		if err := putItem(tx, &old, &it); err != nil {
 			return err
 		}
-		if err := tx.putJSON(contentKey(memberID, itemID), ItemContent{HTML: htmlEscaper.Replace(reason), Text: reason}, 0); err != nil {
+		if err := tx.PutJSON(contentKey(memberID, itemID), ItemContent{HTML: htmlEscaper.Replace(reason), Text: reason}, 0); err != nil {
 			return err
 		}
-		return tx.setItemText(memberID, itemID, it.Title, it.Description, &reason)
+		return setItemText(tx, memberID, itemID, it.Title, it.Description, &reason)
 	})
 }
 
 // HasPendingFetch reports whether the item's fetch is still pending (not
 // finished, failed or dropped since it was read).
-func (s *Store) HasPendingFetch(ctx context.Context, memberID, itemID string) (bool, error) {
+func (s Store) HasPendingFetch(ctx context.Context, memberID, itemID string) (bool, error) {
 	var ok bool
-	err := s.View(ctx, func(tx *Tx) error {
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		var err error
-		ok, err = tx.has(fetchKey(memberID, itemID))
+		ok, err = tx.Has(fetchKey(memberID, itemID))
 		return err
 	})
 	return ok, err
 }
 
 // DropFetch removes a pending-fetch entry (its item is gone).
-func (s *Store) DropFetch(ctx context.Context, memberID, itemID string) error {
-	return s.Update(ctx, func(tx *Tx) error { return tx.delete(fetchKey(memberID, itemID)) })
+func (s Store) DropFetch(ctx context.Context, memberID, itemID string) error {
+	return s.st.Update(ctx, func(tx *storage.Tx) error { return tx.Delete(fetchKey(memberID, itemID)) })
 }
 
 var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")

@@ -1,4 +1,4 @@
-package storage
+package library
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
@@ -44,15 +45,15 @@ const (
 
 var colorRE = regexp.MustCompile(`^#[0-9A-Fa-f]{6}$`)
 
-func labelKey(memberID, id string) []byte { return key("u", memberID, "gql", "label", id) }
+func labelKey(memberID, id string) []byte { return storage.Key("u", memberID, "gql", "label", id) }
 func labelNameKey(memberID, name string) []byte {
-	return key("u", memberID, "gql", "labelname", labelNameFold(name))
+	return storage.Key("u", memberID, "gql", "labelname", labelNameFold(name))
 }
 
 // legacyLabelNameKey is the name key of a label written before names were
 // folded (by strings.ToLower); a rename or deletion drops it.
 func legacyLabelNameKey(memberID, name string) []byte {
-	return key("u", memberID, "gql", "labelname", strings.ToLower(name))
+	return storage.Key("u", memberID, "gql", "labelname", strings.ToLower(name))
 }
 
 // labelNameFold is the form in which two label names are the same name:
@@ -62,7 +63,7 @@ func legacyLabelNameKey(memberID, name string) []byte {
 func labelNameFold(name string) string {
 	return norm.NFC.String(cases.Fold().String(norm.NFD.String(name)))
 }
-func savedQueryKey(memberID, id string) []byte { return key("u", memberID, "gql", "sq", id) }
+func savedQueryKey(memberID, id string) []byte { return storage.Key("u", memberID, "gql", "sq", id) }
 
 func validateLabel(name, color string) (string, string, error) {
 	name = strings.TrimSpace(name)
@@ -70,17 +71,17 @@ func validateLabel(name, color string) (string, string, error) {
 		name = norm.NFC.String(name)
 	}
 	if name == "" || !utf8.ValidString(name) || utf8.RuneCountInString(name) > MaxLabelNameLen || strings.ContainsAny(name, "\x00\r\n") {
-		return "", "", Invalid("label name must be 1 to %d characters on one line", MaxLabelNameLen)
+		return "", "", storage.Invalid("label name must be 1 to %d characters on one line", MaxLabelNameLen)
 	}
 	if !colorRE.MatchString(color) {
-		return "", "", Invalid("label color must be a hex color such as #ff8800")
+		return "", "", storage.Invalid("label color must be a hex color such as #ff8800")
 	}
 	return name, strings.ToLower(color), nil
 }
 
-func (tx *Tx) labels(memberID string) ([]*Label, error) {
+func labels(tx *storage.Tx, memberID string) ([]*Label, error) {
 	var out []*Label
-	err := tx.scan(key("u", memberID, "gql", "label", ""), nil, false, false, func(_, v []byte) (bool, error) {
+	err := tx.Scan(storage.Key("u", memberID, "gql", "label", ""), nil, false, false, func(_, v []byte) (bool, error) {
 		var l Label
 		if err := json.Unmarshal(v, &l); err != nil {
 			return false, err
@@ -98,10 +99,10 @@ func (tx *Tx) labels(memberID string) ([]*Label, error) {
 }
 
 // memberLabelIDs returns those of ids that are labels of the member.
-func (tx *Tx) memberLabelIDs(memberID string, ids []string) ([]string, error) {
+func memberLabelIDs(tx *storage.Tx, memberID string, ids []string) ([]string, error) {
 	var out []string
 	for _, id := range ids {
-		ok, err := tx.has(labelKey(memberID, id))
+		ok, err := tx.Has(labelKey(memberID, id))
 		if err != nil {
 			return nil, err
 		}
@@ -115,15 +116,15 @@ func (tx *Tx) memberLabelIDs(memberID string, ids []string) ([]string, error) {
 // labelNameTaken reports whether another label of the member than self has
 // name, by its name key. Labels written before names were folded have their
 // key in the legacy form, which may differ: those are compared by name.
-func (tx *Tx) labelNameTaken(memberID, name, self string) (bool, error) {
-	id, err := tx.get(labelNameKey(memberID, name))
+func labelNameTaken(tx *storage.Tx, memberID, name, self string) (bool, error) {
+	id, err := tx.Get(labelNameKey(memberID, name))
 	if err == nil && string(id) != self {
 		return true, nil
 	}
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return false, err
 	}
-	all, err := tx.labels(memberID)
+	all, err := labels(tx, memberID)
 	if err != nil {
 		return false, err
 	}
@@ -139,17 +140,17 @@ func (tx *Tx) labelNameTaken(memberID, name, self string) (bool, error) {
 // deleteLabelNameKeys drops the name keys of label id's name, in both forms,
 // that point to it (two labels written before names were folded can share
 // the folded key; the other one keeps it).
-func (tx *Tx) deleteLabelNameKeys(memberID, name, id string) error {
+func deleteLabelNameKeys(tx *storage.Tx, memberID, name, id string) error {
 	for _, k := range [][]byte{labelNameKey(memberID, name), legacyLabelNameKey(memberID, name)} {
-		owner, err := tx.get(k)
-		if errors.Is(err, ErrNotFound) {
+		owner, err := tx.Get(k)
+		if errors.Is(err, storage.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
 		if string(owner) == id {
-			if err := tx.delete(k); err != nil {
+			if err := tx.Delete(k); err != nil {
 				return err
 			}
 		}
@@ -158,19 +159,19 @@ func (tx *Tx) deleteLabelNameKeys(memberID, name, id string) error {
 }
 
 // Labels lists the member's labels in their order.
-func (s *Store) Labels(ctx context.Context, memberID string) (out []*Label, err error) {
-	err = s.View(ctx, func(tx *Tx) error { out, err = tx.labels(memberID); return err })
+func (s Store) Labels(ctx context.Context, memberID string) (out []*Label, err error) {
+	err = s.st.View(ctx, func(tx *storage.Tx) error { out, err = labels(tx, memberID); return err })
 	return out, err
 }
 
 // LabelsByID returns the member's labels with ids, in that order.
-func (s *Store) LabelsByID(ctx context.Context, memberID string, ids []string) ([]*Label, error) {
+func (s Store) LabelsByID(ctx context.Context, memberID string, ids []string) ([]*Label, error) {
 	var out []*Label
-	err := s.View(ctx, func(tx *Tx) error {
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		for _, id := range ids {
 			var l Label
-			err := tx.getJSON(labelKey(memberID, id), &l)
-			if errors.Is(err, ErrNotFound) {
+			err := tx.GetJSON(labelKey(memberID, id), &l)
+			if errors.Is(err, storage.ErrNotFound) {
 				continue
 			}
 			if err != nil {
@@ -185,14 +186,14 @@ func (s *Store) LabelsByID(ctx context.Context, memberID string, ids []string) (
 
 // CreateLabel adds a label; names are unique per member, ignoring case and
 // Unicode normalisation (see labelNameFold), and stored in NFC.
-func (s *Store) CreateLabel(ctx context.Context, memberID, name, color string) (*Label, error) {
+func (s Store) CreateLabel(ctx context.Context, memberID, name, color string) (*Label, error) {
 	name, color, err := validateLabel(name, color)
 	if err != nil {
 		return nil, err
 	}
 	var out *Label
-	err = s.Update(ctx, func(tx *Tx) error {
-		l, err := tx.createLabel(memberID, name, color)
+	err = s.st.Update(ctx, func(tx *storage.Tx) error {
+		l, err := createLabel(tx, memberID, name, color)
 		out = l
 		return err
 	})
@@ -200,75 +201,75 @@ func (s *Store) CreateLabel(ctx context.Context, memberID, name, color string) (
 }
 
 // createLabel adds a label whose name and color validateLabel accepted.
-func (tx *Tx) createLabel(memberID, name, color string) (*Label, error) {
-	if err := tx.guardCount(memberID, "label"); err != nil {
+func createLabel(tx *storage.Tx, memberID, name, color string) (*Label, error) {
+	if err := tx.GuardCount(memberID, "label"); err != nil {
 		return nil, err
 	}
-	taken, err := tx.labelNameTaken(memberID, name, "")
+	taken, err := labelNameTaken(tx, memberID, name, "")
 	if err != nil {
 		return nil, err
 	}
 	if taken {
-		return nil, ErrConflict
+		return nil, storage.ErrConflict
 	}
-	all, err := tx.labels(memberID)
+	all, err := labels(tx, memberID)
 	if err != nil {
 		return nil, err
 	}
 	if len(all) >= MaxLabels {
-		return nil, Invalid("at most %d labels", MaxLabels)
+		return nil, storage.Invalid("at most %d labels", MaxLabels)
 	}
 	order := 0.0
 	if len(all) > 0 {
 		order = all[len(all)-1].Order + 1
 	}
-	id, err := tx.freshID(func(id string) []byte { return labelKey(memberID, id) })
+	id, err := tx.FreshID(func(id string) []byte { return labelKey(memberID, id) })
 	if err != nil {
 		return nil, err
 	}
-	l := &Label{ID: id, Name: name, Color: color, Order: order, CreatedAt: now()}
-	if err := tx.put(labelNameKey(memberID, name), []byte(l.ID), 0); err != nil {
+	l := &Label{ID: id, Name: name, Color: color, Order: order, CreatedAt: storage.Now()}
+	if err := tx.Put(labelNameKey(memberID, name), []byte(l.ID), 0); err != nil {
 		return nil, err
 	}
-	return l, tx.putJSON(labelKey(memberID, l.ID), l, 0)
+	return l, tx.PutJSON(labelKey(memberID, l.ID), l, 0)
 }
 
-func (tx *Tx) labelItems(memberID, labelID string) ([]string, error) {
-	return tx.suffixes(key("u", memberID, "gql", "li", labelID, ""))
+func labelItems(tx *storage.Tx, memberID, labelID string) ([]string, error) {
+	return tx.Suffixes(storage.Key("u", memberID, "gql", "li", labelID, ""))
 }
 
 // UpdateLabel renames or recolors a label. Items carrying it get a new
 // updatedAt, so incremental sync sees the new name.
-func (s *Store) UpdateLabel(ctx context.Context, memberID, id, name, color string) (*Label, error) {
+func (s Store) UpdateLabel(ctx context.Context, memberID, id, name, color string) (*Label, error) {
 	name, color, err := validateLabel(name, color)
 	if err != nil {
 		return nil, err
 	}
 	var out *Label
-	touch := func(tx *Tx, ids []string) error { return tx.touchItems(memberID, ids, nil) }
-	err = s.changeLabel(ctx, func(tx *Tx) ([]string, error) {
+	touch := func(tx *storage.Tx, ids []string) error { return touchItems(tx, memberID, ids, nil) }
+	err = s.changeLabel(ctx, func(tx *storage.Tx) ([]string, error) {
 		var l Label
-		if err := tx.getJSON(labelKey(memberID, id), &l); err != nil {
+		if err := tx.GetJSON(labelKey(memberID, id), &l); err != nil {
 			return nil, err
 		}
 		// Keeping its own name (as Inboxt's updateLabel sends it) is never a
 		// conflict, also for a pair of labels an earlier version let share
 		// a folded name.
 		if labelNameFold(l.Name) != labelNameFold(name) {
-			taken, err := tx.labelNameTaken(memberID, name, id)
+			taken, err := labelNameTaken(tx, memberID, name, id)
 			if err != nil {
 				return nil, err
 			}
 			if taken {
-				return nil, ErrConflict
+				return nil, storage.ErrConflict
 			}
 		}
-		if err := tx.deleteLabelNameKeys(memberID, l.Name, l.ID); err != nil {
+		if err := deleteLabelNameKeys(tx, memberID, l.Name, l.ID); err != nil {
 			return nil, err
 		}
-		switch owner, err := tx.get(labelNameKey(memberID, name)); {
-		case errors.Is(err, ErrNotFound) || err == nil && string(owner) == l.ID:
-			if err := tx.put(labelNameKey(memberID, name), []byte(l.ID), 0); err != nil {
+		switch owner, err := tx.Get(labelNameKey(memberID, name)); {
+		case errors.Is(err, storage.ErrNotFound) || err == nil && string(owner) == l.ID:
+			if err := tx.Put(labelNameKey(memberID, name), []byte(l.ID), 0); err != nil {
 				return nil, err
 			}
 		case err != nil:
@@ -277,10 +278,10 @@ func (s *Store) UpdateLabel(ctx context.Context, memberID, id, name, color strin
 		changed := l.Name != name || l.Color != color
 		l.Name, l.Color = name, color
 		out = &l
-		if err := tx.putJSON(labelKey(memberID, id), &l, 0); err != nil || !changed {
+		if err := tx.PutJSON(labelKey(memberID, id), &l, 0); err != nil || !changed {
 			return nil, err
 		}
-		return tx.labelItems(memberID, id)
+		return labelItems(tx, memberID, id)
 	}, touch)
 	if err != nil {
 		return nil, err
@@ -301,10 +302,10 @@ const labelBatch = 500
 // the items that need each, and each for those items: in the same
 // transaction when they are at most labelBatch and fit in it, else after
 // it, in batches.
-func (s *Store) changeLabel(ctx context.Context, change func(tx *Tx) ([]string, error), each func(tx *Tx, ids []string) error) error {
+func (s Store) changeLabel(ctx context.Context, change func(tx *storage.Tx) ([]string, error), each func(tx *storage.Tx, ids []string) error) error {
 	var later []string
 	commit := func(together bool) error {
-		return s.Update(ctx, func(tx *Tx) error {
+		return s.st.Update(ctx, func(tx *storage.Tx) error {
 			later = nil
 			items, err := change(tx)
 			if err != nil {
@@ -329,10 +330,10 @@ func (s *Store) changeLabel(ctx context.Context, change func(tx *Tx) ([]string, 
 
 // inBatches calls fn with ids, labelBatch at a time, one transaction each
 // (or more, see UpdateInParts).
-func (s *Store) inBatches(ctx context.Context, ids []string, fn func(tx *Tx, ids []string) error) error {
+func (s Store) inBatches(ctx context.Context, ids []string, fn func(tx *storage.Tx, ids []string) error) error {
 	for len(ids) > 0 {
 		n := min(len(ids), labelBatch)
-		if err := s.UpdateInParts(ctx, ids[:n], nil, fn); err != nil {
+		if err := s.st.UpdateInParts(ctx, ids[:n], nil, fn); err != nil {
 			return err
 		}
 		ids = ids[n:]
@@ -342,9 +343,9 @@ func (s *Store) inBatches(ctx context.Context, ids []string, fn func(tx *Tx, ids
 
 // DeleteLabel removes a label from the member and from its items (see
 // labelBatch for a label on many items).
-func (s *Store) DeleteLabel(ctx context.Context, memberID, id string) error {
-	unlabel := func(tx *Tx, items []string) error {
-		err := tx.touchItems(memberID, items, func(it *SavedItem) {
+func (s Store) DeleteLabel(ctx context.Context, memberID, id string) error {
+	unlabel := func(tx *storage.Tx, items []string) error {
+		err := touchItems(tx, memberID, items, func(it *SavedItem) {
 			var keep []string
 			for _, x := range it.LabelIDs {
 				if x != id {
@@ -357,33 +358,33 @@ func (s *Store) DeleteLabel(ctx context.Context, memberID, id string) error {
 			return err
 		}
 		for _, itemID := range items {
-			if err := tx.delete(labelItemKey(memberID, id, itemID)); err != nil {
+			if err := tx.Delete(labelItemKey(memberID, id, itemID)); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return s.changeLabel(ctx, func(tx *Tx) ([]string, error) {
+	return s.changeLabel(ctx, func(tx *storage.Tx) ([]string, error) {
 		var l Label
-		if err := tx.getJSON(labelKey(memberID, id), &l); err != nil {
+		if err := tx.GetJSON(labelKey(memberID, id), &l); err != nil {
 			return nil, err
 		}
-		if err := tx.deleteLabelNameKeys(memberID, l.Name, l.ID); err != nil {
+		if err := deleteLabelNameKeys(tx, memberID, l.Name, l.ID); err != nil {
 			return nil, err
 		}
-		if err := tx.delete(labelKey(memberID, id)); err != nil {
+		if err := tx.Delete(labelKey(memberID, id)); err != nil {
 			return nil, err
 		}
-		return tx.labelItems(memberID, id)
+		return labelItems(tx, memberID, id)
 	}, unlabel)
 }
 
 // ReorderLabels puts the labels with ids first, in that order; the others
 // follow in their previous order.
-func (s *Store) ReorderLabels(ctx context.Context, memberID string, ids []string) ([]*Label, error) {
+func (s Store) ReorderLabels(ctx context.Context, memberID string, ids []string) ([]*Label, error) {
 	var out []*Label
-	err := s.Update(ctx, func(tx *Tx) error {
-		all, err := tx.labels(memberID)
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		all, err := labels(tx, memberID)
 		if err != nil {
 			return err
 		}
@@ -392,7 +393,7 @@ func (s *Store) ReorderLabels(ctx context.Context, memberID string, ids []string
 		}
 		for i, l := range out {
 			l.Order = float64(i)
-			if err := tx.putJSON(labelKey(memberID, l.ID), l, 0); err != nil {
+			if err := tx.PutJSON(labelKey(memberID, l.ID), l, 0); err != nil {
 				return err
 			}
 		}
@@ -402,7 +403,7 @@ func (s *Store) ReorderLabels(ctx context.Context, memberID string, ids []string
 }
 
 // reorder returns all with the elements named by ids first, in that order,
-// then the others in their previous order. An unknown id is ErrNotFound;
+// then the others in their previous order. An unknown id is storage.ErrNotFound;
 // repeated ids count once.
 func reorder[T any](all []T, ids []string, id func(T) string) ([]T, error) {
 	byID := make(map[string]T, len(all))
@@ -414,7 +415,7 @@ func reorder[T any](all []T, ids []string, id func(T) string) ([]T, error) {
 	for _, i := range ids {
 		x, ok := byID[i]
 		if !ok {
-			return nil, ErrNotFound
+			return nil, storage.ErrNotFound
 		}
 		if !seen[i] {
 			seen[i] = true
@@ -432,23 +433,23 @@ func reorder[T any](all []T, ids []string, id func(T) string) ([]T, error) {
 // --- saved queries ---
 
 func validateSavedQuery(name, query string) (string, string, error) {
-	name, err := cleanLine(name, MaxQueryNameLen, "name")
+	name, err := storage.CleanLine(name, MaxQueryNameLen, "name")
 	if err != nil {
 		return "", "", err
 	}
 	if name == "" {
-		return "", "", Invalid("name must not be empty")
+		return "", "", storage.Invalid("name must not be empty")
 	}
-	query, err = cleanLine(query, MaxSavedQueryLen, "query")
+	query, err = storage.CleanLine(query, MaxSavedQueryLen, "query")
 	if err != nil {
 		return "", "", err
 	}
 	return name, query, nil
 }
 
-func (tx *Tx) savedQueries(memberID string) ([]*SavedQuery, error) {
+func savedQueries(tx *storage.Tx, memberID string) ([]*SavedQuery, error) {
 	var out []*SavedQuery
-	err := tx.scan(key("u", memberID, "gql", "sq", ""), nil, false, false, func(_, v []byte) (bool, error) {
+	err := tx.Scan(storage.Key("u", memberID, "gql", "sq", ""), nil, false, false, func(_, v []byte) (bool, error) {
 		var q SavedQuery
 		if err := json.Unmarshal(v, &q); err != nil {
 			return false, err
@@ -466,56 +467,56 @@ func (tx *Tx) savedQueries(memberID string) ([]*SavedQuery, error) {
 }
 
 // SavedQueries lists the member's saved queries in their order.
-func (s *Store) SavedQueries(ctx context.Context, memberID string) (out []*SavedQuery, err error) {
-	err = s.View(ctx, func(tx *Tx) error { out, err = tx.savedQueries(memberID); return err })
+func (s Store) SavedQueries(ctx context.Context, memberID string) (out []*SavedQuery, err error) {
+	err = s.st.View(ctx, func(tx *storage.Tx) error { out, err = savedQueries(tx, memberID); return err })
 	return out, err
 }
 
 // CreateSavedQuery adds a saved query at the end.
-func (s *Store) CreateSavedQuery(ctx context.Context, memberID, name, query string) (*SavedQuery, error) {
+func (s Store) CreateSavedQuery(ctx context.Context, memberID, name, query string) (*SavedQuery, error) {
 	name, query, err := validateSavedQuery(name, query)
 	if err != nil {
 		return nil, err
 	}
 	var out *SavedQuery
-	err = s.Update(ctx, func(tx *Tx) error {
-		if err := tx.guardCount(memberID, "sq"); err != nil {
+	err = s.st.Update(ctx, func(tx *storage.Tx) error {
+		if err := tx.GuardCount(memberID, "sq"); err != nil {
 			return err
 		}
-		all, err := tx.savedQueries(memberID)
+		all, err := savedQueries(tx, memberID)
 		if err != nil {
 			return err
 		}
 		if len(all) >= MaxSavedQueries {
-			return Invalid("at most %d saved queries", MaxSavedQueries)
+			return storage.Invalid("at most %d saved queries", MaxSavedQueries)
 		}
 		order := 0.0
 		if len(all) > 0 {
 			order = all[len(all)-1].Order + 1
 		}
-		id, err := tx.freshID(func(id string) []byte { return savedQueryKey(memberID, id) })
+		id, err := tx.FreshID(func(id string) []byte { return savedQueryKey(memberID, id) })
 		if err != nil {
 			return err
 		}
-		out = &SavedQuery{ID: id, Name: name, Query: query, Order: order, CreatedAt: now()}
-		return tx.putJSON(savedQueryKey(memberID, out.ID), out, 0)
+		out = &SavedQuery{ID: id, Name: name, Query: query, Order: order, CreatedAt: storage.Now()}
+		return tx.PutJSON(savedQueryKey(memberID, out.ID), out, 0)
 	})
 	return out, err
 }
 
 // UpdateSavedQuery renames a saved query or changes its query.
-func (s *Store) UpdateSavedQuery(ctx context.Context, memberID, id, name, query string) (*SavedQuery, error) {
+func (s Store) UpdateSavedQuery(ctx context.Context, memberID, id, name, query string) (*SavedQuery, error) {
 	name, query, err := validateSavedQuery(name, query)
 	if err != nil {
 		return nil, err
 	}
 	var out SavedQuery
-	err = s.Update(ctx, func(tx *Tx) error {
-		if err := tx.getJSON(savedQueryKey(memberID, id), &out); err != nil {
+	err = s.st.Update(ctx, func(tx *storage.Tx) error {
+		if err := tx.GetJSON(savedQueryKey(memberID, id), &out); err != nil {
 			return err
 		}
 		out.Name, out.Query = name, query
-		return tx.putJSON(savedQueryKey(memberID, id), &out, 0)
+		return tx.PutJSON(savedQueryKey(memberID, id), &out, 0)
 	})
 	if err != nil {
 		return nil, err
@@ -524,23 +525,23 @@ func (s *Store) UpdateSavedQuery(ctx context.Context, memberID, id, name, query 
 }
 
 // DeleteSavedQuery removes a saved query.
-func (s *Store) DeleteSavedQuery(ctx context.Context, memberID, id string) error {
-	return s.Update(ctx, func(tx *Tx) error {
-		if ok, err := tx.has(savedQueryKey(memberID, id)); err != nil || !ok {
+func (s Store) DeleteSavedQuery(ctx context.Context, memberID, id string) error {
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
+		if ok, err := tx.Has(savedQueryKey(memberID, id)); err != nil || !ok {
 			if err == nil {
-				err = ErrNotFound
+				err = storage.ErrNotFound
 			}
 			return err
 		}
-		return tx.delete(savedQueryKey(memberID, id))
+		return tx.Delete(savedQueryKey(memberID, id))
 	})
 }
 
 // ReorderSavedQueries puts the saved queries with ids first, in that order.
-func (s *Store) ReorderSavedQueries(ctx context.Context, memberID string, ids []string) ([]*SavedQuery, error) {
+func (s Store) ReorderSavedQueries(ctx context.Context, memberID string, ids []string) ([]*SavedQuery, error) {
 	var out []*SavedQuery
-	err := s.Update(ctx, func(tx *Tx) error {
-		all, err := tx.savedQueries(memberID)
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		all, err := savedQueries(tx, memberID)
 		if err != nil {
 			return err
 		}
@@ -549,7 +550,7 @@ func (s *Store) ReorderSavedQueries(ctx context.Context, memberID string, ids []
 		}
 		for i, q := range out {
 			q.Order = float64(i)
-			if err := tx.putJSON(savedQueryKey(memberID, q.ID), q, 0); err != nil {
+			if err := tx.PutJSON(savedQueryKey(memberID, q.ID), q, 0); err != nil {
 				return err
 			}
 		}

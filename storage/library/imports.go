@@ -1,4 +1,4 @@
-package storage
+package library
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
@@ -27,23 +28,23 @@ import (
 //	                                (a newsletter), recognised when the same
 //	                                file is imported again
 
-func importJobKey(memberID, id string) []byte { return key("import", memberID, id) }
+func importJobKey(memberID, id string) []byte { return storage.Key("import", memberID, id) }
 func importKeyKey(memberID, digest string) []byte {
-	return key("u", memberID, "gql", "impkey", digest)
+	return storage.Key("u", memberID, "gql", "impkey", digest)
 }
 
 // importsTx is the imports' state of a transaction: the staged files of
 // the jobs it deleted (DeleteMember), removed once it commits.
 type importsTx struct{ staged []string }
 
-var importsState = NewTxState[importsTx]()
+var importsState = storage.NewTxState[importsTx]()
 
 func init() {
 	// A deleted member's jobs go, and the staged files of the unfinished
 	// ones after the commit (a runner reading one finds its job gone and
 	// stops); a failed delete keeps them.
-	OnMemberDelete(func(tx *Tx, memberID string) error {
-		staged, err := tx.importStagedFiles(memberID)
+	storage.OnMemberDelete(func(tx *storage.Tx, memberID string) error {
+		staged, err := importStagedFiles(tx, memberID)
 		if err != nil {
 			return err
 		}
@@ -51,9 +52,9 @@ func init() {
 			it := importsState.Of(tx)
 			it.staged = append(it.staged, staged...)
 		}
-		return tx.deletePrefix(key("import", memberID, ""))
+		return tx.DeletePrefix(storage.Key("import", memberID, ""))
 	})
-	OnCommit(nil, func(_ context.Context, _ *Store, tx *Tx) error {
+	storage.OnCommit(nil, func(_ context.Context, _ *storage.Store, tx *storage.Tx) error {
 		if it := importsState.Peek(tx); it != nil {
 			removeStagedFiles(it.staged)
 		}
@@ -138,16 +139,16 @@ func (j *ImportJob) Left() time.Duration {
 // CreateImportJob records a new queued job for a file already staged and
 // checked. A member may have MaxUnfinishedImports at once; older finished
 // jobs past MaxImportJobs are dropped (their files are gone already).
-func (s *Store) CreateImportJob(ctx context.Context, j *ImportJob) (*ImportJob, error) {
+func (s Store) CreateImportJob(ctx context.Context, j *ImportJob) (*ImportJob, error) {
 	if j.MemberID == "" || j.Staged == "" {
-		return nil, Invalid("an import job needs a member and a staged file")
+		return nil, storage.Invalid("an import job needs a member and a staged file")
 	}
 	out := *j
-	err := s.Update(ctx, func(tx *Tx) error {
-		if err := tx.guardCount(j.MemberID, "import"); err != nil {
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		if err := tx.GuardCount(j.MemberID, "import"); err != nil {
 			return err
 		}
-		jobs, err := tx.importJobs(j.MemberID)
+		jobs, err := importJobs(tx, j.MemberID)
 		if err != nil {
 			return err
 		}
@@ -158,22 +159,22 @@ func (s *Store) CreateImportJob(ctx context.Context, j *ImportJob) (*ImportJob, 
 			}
 		}
 		if unfinished >= MaxUnfinishedImports {
-			return Invalid("%d imports are still running; wait for one to finish", unfinished)
+			return storage.Invalid("%d imports are still running; wait for one to finish", unfinished)
 		}
 		for i := MaxImportJobs - 1; i < len(jobs); i++ {
 			if jobs[i].Finished() {
-				if err := tx.delete(importJobKey(j.MemberID, jobs[i].ID)); err != nil {
+				if err := tx.Delete(importJobKey(j.MemberID, jobs[i].ID)); err != nil {
 					return err
 				}
 			}
 		}
-		t := now()
-		id, err := tx.freshID(func(id string) []byte { return importJobKey(j.MemberID, id) })
+		t := storage.Now()
+		id, err := tx.FreshID(func(id string) []byte { return importJobKey(j.MemberID, id) })
 		if err != nil {
 			return err
 		}
 		out.ID, out.State, out.CreatedAt, out.UpdatedAt = id, ImportQueued, t, t
-		return tx.putJSON(importJobKey(j.MemberID, out.ID), &out, 0)
+		return tx.PutJSON(importJobKey(j.MemberID, out.ID), &out, 0)
 	})
 	if err != nil {
 		return nil, err
@@ -182,8 +183,8 @@ func (s *Store) CreateImportJob(ctx context.Context, j *ImportJob) (*ImportJob, 
 }
 
 // importStagedFiles returns the staged files of memberID's unfinished jobs.
-func (tx *Tx) importStagedFiles(memberID string) ([]string, error) {
-	jobs, err := tx.importJobs(memberID)
+func importStagedFiles(tx *storage.Tx, memberID string) ([]string, error) {
+	jobs, err := importJobs(tx, memberID)
 	if err != nil {
 		return nil, err
 	}
@@ -204,9 +205,9 @@ func removeStagedFiles(paths []string) {
 }
 
 // importJobs lists a member's jobs, newest first.
-func (tx *Tx) importJobs(memberID string) ([]*ImportJob, error) {
+func importJobs(tx *storage.Tx, memberID string) ([]*ImportJob, error) {
 	var out []*ImportJob
-	err := tx.scan(key("import", memberID, ""), nil, false, false, func(_, v []byte) (bool, error) {
+	err := tx.Scan(storage.Key("import", memberID, ""), nil, false, false, func(_, v []byte) (bool, error) {
 		var j ImportJob
 		if err := json.Unmarshal(v, &j); err != nil {
 			return false, err
@@ -219,15 +220,15 @@ func (tx *Tx) importJobs(memberID string) ([]*ImportJob, error) {
 }
 
 // ImportJobs lists the member's import jobs, newest first.
-func (s *Store) ImportJobs(ctx context.Context, memberID string) (out []*ImportJob, err error) {
-	err = s.View(ctx, func(tx *Tx) error { out, err = tx.importJobs(memberID); return err })
+func (s Store) ImportJobs(ctx context.Context, memberID string) (out []*ImportJob, err error) {
+	err = s.st.View(ctx, func(tx *storage.Tx) error { out, err = importJobs(tx, memberID); return err })
 	return out, err
 }
 
 // ImportJob returns one of the member's import jobs.
-func (s *Store) ImportJob(ctx context.Context, memberID, id string) (*ImportJob, error) {
+func (s Store) ImportJob(ctx context.Context, memberID, id string) (*ImportJob, error) {
 	var j ImportJob
-	err := s.View(ctx, func(tx *Tx) error { return tx.getJSON(importJobKey(memberID, id), &j) })
+	err := s.st.View(ctx, func(tx *storage.Tx) error { return tx.GetJSON(importJobKey(memberID, id), &j) })
 	if err != nil {
 		return nil, err
 	}
@@ -236,10 +237,10 @@ func (s *Store) ImportJob(ctx context.Context, memberID, id string) (*ImportJob,
 
 // UnfinishedImportJobs lists every member's queued and running jobs,
 // oldest first.
-func (s *Store) UnfinishedImportJobs(ctx context.Context) ([]*ImportJob, error) {
+func (s Store) UnfinishedImportJobs(ctx context.Context) ([]*ImportJob, error) {
 	var out []*ImportJob
-	err := s.View(ctx, func(tx *Tx) error {
-		return tx.scan(key("import", ""), nil, false, false, func(_, v []byte) (bool, error) {
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		return tx.Scan(storage.Key("import", ""), nil, false, false, func(_, v []byte) (bool, error) {
 			var j ImportJob
 			if err := json.Unmarshal(v, &j); err != nil {
 				return false, err
@@ -255,21 +256,21 @@ func (s *Store) UnfinishedImportJobs(ctx context.Context) ([]*ImportJob, error) 
 }
 
 // UpdateImportJob writes the job's state, error and rate (not its
-// progress, which ImportItems writes). ErrNotFound if the job is gone (its
+// progress, which ImportItems writes). storage.ErrNotFound if the job is gone (its
 // member was deleted).
-func (s *Store) UpdateImportJob(ctx context.Context, memberID, id string, fn func(j *ImportJob)) (*ImportJob, error) {
+func (s Store) UpdateImportJob(ctx context.Context, memberID, id string, fn func(j *ImportJob)) (*ImportJob, error) {
 	var out ImportJob
-	err := s.Update(ctx, func(tx *Tx) error {
-		if err := tx.getJSON(importJobKey(memberID, id), &out); err != nil {
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		if err := tx.GetJSON(importJobKey(memberID, id), &out); err != nil {
 			return err
 		}
 		fn(&out)
-		out.UpdatedAt = now()
+		out.UpdatedAt = storage.Now()
 		if out.Finished() && out.FinishedAt == nil {
 			t := out.UpdatedAt
 			out.FinishedAt = &t
 		}
-		return tx.putJSON(importJobKey(memberID, id), &out, 0)
+		return tx.PutJSON(importJobKey(memberID, id), &out, 0)
 	})
 	if err != nil {
 		return nil, err
@@ -323,17 +324,17 @@ const DefaultImportLabelColor = "#7c8594"
 // reason. colors names the export's label colors; rate (entries a second)
 // is kept for the estimate of the time left. It returns the job as
 // written last.
-func (s *Store) ImportItems(ctx context.Context, memberID, jobID string, entries []ImportEntry, colors map[string]string, rate float64) (*ImportJob, error) {
+func (s Store) ImportItems(ctx context.Context, memberID, jobID string, entries []ImportEntry, colors map[string]string, rate float64) (*ImportJob, error) {
 	var out *ImportJob
 	var apply func(part []ImportEntry) error
 	apply = func(part []ImportEntry) error {
-		err := s.Update(ctx, func(tx *Tx) error {
+		err := s.st.Update(ctx, func(tx *storage.Tx) error {
 			var j ImportJob
-			if err := tx.getJSON(importJobKey(memberID, jobID), &j); err != nil {
+			if err := tx.GetJSON(importJobKey(memberID, jobID), &j); err != nil {
 				return err
 			}
 			if j.Finished() {
-				return Invalid("the import has ended")
+				return storage.Invalid("the import has ended")
 			}
 			labels := map[string]string{} // folded name -> id
 			for _, e := range part {
@@ -343,9 +344,9 @@ func (s *Store) ImportItems(ctx context.Context, memberID, jobID string, entries
 				j.Position = e.Pos
 				reason := e.Failure
 				if reason == "" && e.Item != nil {
-					outcome, err := tx.importItem(memberID, &j, e.Item, labels, colors)
+					outcome, err := importItem(tx, memberID, &j, e.Item, labels, colors)
 					if err != nil {
-						var ie *InvalidError
+						var ie *storage.InvalidError
 						if !errors.As(err, &ie) {
 							return err
 						}
@@ -375,9 +376,9 @@ func (s *Store) ImportItems(ctx context.Context, memberID, jobID string, entries
 			if rate > 0 {
 				j.ItemsPerSecond = rate
 			}
-			j.UpdatedAt = now()
+			j.UpdatedAt = storage.Now()
 			out = &j
-			return tx.putJSON(importJobKey(memberID, jobID), &j, 0)
+			return tx.PutJSON(importJobKey(memberID, jobID), &j, 0)
 		})
 		if errors.Is(err, kv.ErrTooBig) && len(part) > 1 {
 			half := len(part) / 2
@@ -415,34 +416,34 @@ func cleanImportItem(in *ImportItem) (norm string, err error) {
 		in.Type = TypeArticle
 	}
 	if in.Type != TypeArticle && in.Type != TypeNewsletter {
-		return "", Invalid("unknown item type %q", in.Type)
+		return "", storage.Invalid("unknown item type %q", in.Type)
 	}
 	if in.URL != "" || in.Type == TypeArticle {
 		if norm, err = NormalizeURL(in.URL); err != nil {
 			return "", err
 		}
 	}
-	if in.Title, err = cleanLine(clipRunes(in.Title, MaxTitleLen), MaxTitleLen, "title"); err != nil {
+	if in.Title, err = storage.CleanLine(clipRunes(in.Title, MaxTitleLen), MaxTitleLen, "title"); err != nil {
 		return "", err
 	}
-	if in.Description, err = cleanLine(clipRunes(in.Description, MaxDescriptionLen), MaxDescriptionLen, "description"); err != nil {
+	if in.Description, err = storage.CleanLine(clipRunes(in.Description, MaxDescriptionLen), MaxDescriptionLen, "description"); err != nil {
 		return "", err
 	}
-	if in.Author, err = cleanLine(clipRunes(in.Author, MaxAuthorLen), MaxAuthorLen, "author"); err != nil {
+	if in.Author, err = storage.CleanLine(clipRunes(in.Author, MaxAuthorLen), MaxAuthorLen, "author"); err != nil {
 		return "", err
 	}
 	if len(in.LeadImage) > MaxURLLen || !strings.HasPrefix(in.LeadImage, "http") {
 		in.LeadImage = ""
 	}
 	if len(in.HTML)+len(in.Text) > MaxContentLen {
-		return "", Invalid("content must be at most %d bytes", MaxContentLen)
+		return "", storage.Invalid("content must be at most %d bytes", MaxContentLen)
 	}
 	switch in.Status {
 	case "":
 		in.Status = StatusActive
 	case StatusActive, StatusArchived, StatusDeleted:
 	default:
-		return "", Invalid("unknown status %q", in.Status)
+		return "", storage.Invalid("unknown status %q", in.Status)
 	}
 	if in.ReadingProgress < 0 || in.ReadingProgress > 100 || in.ReadingProgress != in.ReadingProgress {
 		in.ReadingProgress = 0
@@ -466,7 +467,7 @@ func importDigest(in *ImportItem) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func (tx *Tx) importItem(memberID string, j *ImportJob, in *ImportItem, labels, colors map[string]string) (importOutcome, error) {
+func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, labels, colors map[string]string) (importOutcome, error) {
 	norm, err := cleanImportItem(in)
 	if err != nil {
 		return 0, err
@@ -480,7 +481,7 @@ func (tx *Tx) importItem(memberID string, j *ImportJob, in *ImportItem, labels, 
 		h.Note = note
 		hls = append(hls, h)
 	}
-	t := now()
+	t := storage.Now()
 	if in.CreatedAt.IsZero() || in.CreatedAt.After(t) {
 		in.CreatedAt = t
 	}
@@ -492,15 +493,15 @@ func (tx *Tx) importItem(memberID string, j *ImportJob, in *ImportItem, labels, 
 
 	// Label ids: the job's, then the item's names.
 	var labelIDs []string
-	ids, err := tx.memberLabelIDs(memberID, j.LabelIDs)
+	ids, err := memberLabelIDs(tx, memberID, j.LabelIDs)
 	if err != nil {
 		return 0, err
 	}
 	labelIDs = append(labelIDs, ids...)
 	for _, name := range in.Labels {
-		id, err := tx.importLabel(memberID, name, labels, colors)
+		id, err := importLabel(tx, memberID, name, labels, colors)
 		if err != nil {
-			var ie *InvalidError
+			var ie *storage.InvalidError
 			if errors.As(err, &ie) {
 				continue // a name the store refuses: the item goes without it
 			}
@@ -520,9 +521,9 @@ func (tx *Tx) importItem(memberID string, j *ImportJob, in *ImportItem, labels, 
 		digest = importDigest(in)
 		existingKey = importKeyKey(memberID, digest)
 	}
-	if id, err := tx.get(existingKey); err == nil {
+	if id, err := tx.Get(existingKey); err == nil {
 		var cur SavedItem
-		err := tx.getItem(itemKey(memberID, string(id)), &cur)
+		err := getItem(tx, itemKey(memberID, string(id)), &cur)
 		if err == nil {
 			it := cur
 			it.LabelIDs = append([]string(nil), cur.LabelIDs...)
@@ -531,26 +532,26 @@ func (tx *Tx) importItem(memberID string, j *ImportJob, in *ImportItem, labels, 
 				if !contains(it.LabelIDs, l) {
 					it.LabelIDs = append(it.LabelIDs, l)
 					added = true
-					if err := tx.put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
+					if err := tx.Put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
 						return 0, err
 					}
 				}
 			}
 			if added {
-				if err := tx.putItem(&cur, &it); err != nil {
+				if err := putItem(tx, &cur, &it); err != nil {
 					return 0, err
 				}
 			}
 			return importExisting, nil
 		}
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, storage.ErrNotFound) {
 			return 0, err
 		}
-	} else if !errors.Is(err, ErrNotFound) {
+	} else if !errors.Is(err, storage.ErrNotFound) {
 		return 0, err
 	}
 
-	id, err := tx.freshID(func(id string) []byte { return itemKey(memberID, id) })
+	id, err := tx.FreshID(func(id string) []byte { return itemKey(memberID, id) })
 	if err != nil {
 		return 0, err
 	}
@@ -575,24 +576,24 @@ func (tx *Tx) importItem(memberID string, j *ImportJob, in *ImportItem, labels, 
 		it.WordCount = len(strings.Fields(in.Text))
 	}
 	for _, l := range labelIDs {
-		if err := tx.put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
+		if err := tx.Put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
 			return 0, err
 		}
 	}
-	if err := tx.putItem(nil, it); err != nil {
+	if err := putItem(tx, nil, it); err != nil {
 		return 0, err
 	}
-	if err := tx.put(existingKey, []byte(it.ID), 0); err != nil {
+	if err := tx.Put(existingKey, []byte(it.ID), 0); err != nil {
 		return 0, err
 	}
-	if err := tx.putJSON(contentKey(memberID, it.ID), ItemContent{HTML: in.HTML, Text: in.Text}, 0); err != nil {
+	if err := tx.PutJSON(contentKey(memberID, it.ID), ItemContent{HTML: in.HTML, Text: in.Text}, 0); err != nil {
 		return 0, err
 	}
 	// The search index (textindex.go), as SaveItem does.
-	if err := tx.firstItemReady(memberID, it.ID); err != nil {
+	if err := firstItemReady(tx, memberID, it.ID); err != nil {
 		return 0, err
 	}
-	if err := tx.setItemText(memberID, it.ID, it.Title, it.Description, &in.Text); err != nil {
+	if err := setItemText(tx, memberID, it.ID, it.Title, it.Description, &in.Text); err != nil {
 		return 0, err
 	}
 	for _, h := range hls {
@@ -603,12 +604,12 @@ func (tx *Tx) importItem(memberID string, j *ImportJob, in *ImportItem, labels, 
 		if u.Before(c) {
 			u = c
 		}
-		if _, err := tx.putNewHighlight(it, h.Segments, h.Note, c.UTC().Truncate(time.Millisecond), u.UTC().Truncate(time.Millisecond)); err != nil {
+		if _, err := putNewHighlight(tx, it, h.Segments, h.Note, c.UTC().Truncate(time.Millisecond), u.UTC().Truncate(time.Millisecond)); err != nil {
 			return 0, err
 		}
 	}
 	if in.Fetch && norm != "" && in.HTML == "" && in.Text == "" {
-		if err := tx.put(fetchKey(memberID, it.ID), fetchValue(norm, j.FetchPrivate, j.ID), 0); err != nil {
+		if err := tx.Put(fetchKey(memberID, it.ID), fetchValue(norm, j.FetchPrivate, j.ID), 0); err != nil {
 			return 0, err
 		}
 		return importFetching, nil
@@ -619,14 +620,14 @@ func (tx *Tx) importItem(memberID string, j *ImportJob, in *ImportItem, labels, 
 // ImportLabels creates those of names (an export's list of labels, in its
 // order) the member lacks, with the export's colors; names the store
 // refuses are left out. Labels past MaxLabels are not created.
-func (s *Store) ImportLabels(ctx context.Context, memberID string, names []string, colors map[string]string) error {
-	return s.Update(ctx, func(tx *Tx) error {
+func (s Store) ImportLabels(ctx context.Context, memberID string, names []string, colors map[string]string) error {
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
 		if _, err := tx.MemberByID(memberID); err != nil {
 			return err
 		}
 		cache := map[string]string{}
 		for _, n := range names {
-			if _, err := tx.importLabel(memberID, n, cache, colors); err != nil && !IsInvalid(err) {
+			if _, err := importLabel(tx, memberID, n, cache, colors); err != nil && !storage.IsInvalid(err) {
 				return err
 			}
 		}
@@ -637,7 +638,7 @@ func (s *Store) ImportLabels(ctx context.Context, memberID string, names []strin
 // importLabel returns the id of the member's label named name (compared as
 // label names are, see labelNameFold), created with the export's color if
 // it has none. cache holds the names found in this transaction.
-func (tx *Tx) importLabel(memberID, name string, cache, colors map[string]string) (string, error) {
+func importLabel(tx *storage.Tx, memberID, name string, cache, colors map[string]string) (string, error) {
 	color := DefaultImportLabelColor
 	if c, ok := colors[strings.TrimSpace(name)]; ok && colorRE.MatchString(c) {
 		color = c
@@ -652,21 +653,21 @@ func (tx *Tx) importLabel(memberID, name string, cache, colors map[string]string
 	}
 	if _, full := cache[labelsFull]; full {
 		// Every label of the member is in cache: name is a new one.
-		return "", Invalid("at most %d labels", MaxLabels)
+		return "", storage.Invalid("at most %d labels", MaxLabels)
 	}
-	id, err := tx.get(labelNameKey(memberID, name))
+	id, err := tx.Get(labelNameKey(memberID, name))
 	if err == nil {
-		if ok, err := tx.has(labelKey(memberID, string(id))); err != nil {
+		if ok, err := tx.Has(labelKey(memberID, string(id))); err != nil {
 			return "", err
 		} else if ok {
 			cache[fold] = string(id)
 			return string(id), nil
 		}
-	} else if !errors.Is(err, ErrNotFound) {
+	} else if !errors.Is(err, storage.ErrNotFound) {
 		return "", err
 	}
 	// Labels written before names were folded have a legacy name key.
-	all, err := tx.labels(memberID)
+	all, err := labels(tx, memberID)
 	if err != nil {
 		return "", err
 	}
@@ -676,8 +677,8 @@ func (tx *Tx) importLabel(memberID, name string, cache, colors map[string]string
 			return l.ID, nil
 		}
 	}
-	l, err := tx.createLabel(memberID, name, color)
-	if IsInvalid(err) {
+	l, err := createLabel(tx, memberID, name, color)
+	if storage.IsInvalid(err) {
 		// The member has MaxLabels labels: they go in cache, and the
 		// transaction's further new names are refused without reading
 		// them all again.
@@ -702,39 +703,39 @@ const labelsFull = "\x00full"
 //
 //	impclaim/<job id>   the holder's name, with a TTL renewed while it runs
 
-func importClaimKey(jobID string) []byte { return key("impclaim", jobID) }
+func importClaimKey(jobID string) []byte { return storage.Key("impclaim", jobID) }
 
 // ClaimImportJob takes (or renews) the claim of holder on job jobID for ttl
 // and reports whether holder has it: false while another holder's claim
 // lasts.
-func (s *Store) ClaimImportJob(ctx context.Context, jobID, holder string, ttl time.Duration) (bool, error) {
+func (s Store) ClaimImportJob(ctx context.Context, jobID, holder string, ttl time.Duration) (bool, error) {
 	ok := false
-	err := s.Update(ctx, func(tx *Tx) error {
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
 		ok = false
-		b, err := tx.get(importClaimKey(jobID))
+		b, err := tx.Get(importClaimKey(jobID))
 		switch {
 		case err == nil && string(b) != holder:
 			return nil
-		case err != nil && !errors.Is(err, ErrNotFound):
+		case err != nil && !errors.Is(err, storage.ErrNotFound):
 			return err
 		}
 		ok = true
-		return tx.put(importClaimKey(jobID), []byte(holder), ttl)
+		return tx.Put(importClaimKey(jobID), []byte(holder), ttl)
 	})
 	return ok, err
 }
 
 // ReleaseImportJob drops holder's claim on job jobID (another holder's
 // stays).
-func (s *Store) ReleaseImportJob(ctx context.Context, jobID, holder string) error {
-	return s.Update(ctx, func(tx *Tx) error {
-		b, err := tx.get(importClaimKey(jobID))
-		if errors.Is(err, ErrNotFound) || (err == nil && string(b) != holder) {
+func (s Store) ReleaseImportJob(ctx context.Context, jobID, holder string) error {
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
+		b, err := tx.Get(importClaimKey(jobID))
+		if errors.Is(err, storage.ErrNotFound) || (err == nil && string(b) != holder) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		return tx.delete(importClaimKey(jobID))
+		return tx.Delete(importClaimKey(jobID))
 	})
 }

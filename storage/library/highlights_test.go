@@ -1,10 +1,12 @@
-package storage
+package library
 
 import (
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // The limits on a highlight's segments count characters, as their messages
@@ -27,11 +29,11 @@ func TestHighlightLimitsCountCharacters(t *testing.T) {
 		{"2001-character xpath", HighlightSegment{XPath: "/" + strings.Repeat("段", MaxXPathLen)}, false},
 	}
 	for _, c := range cases {
-		_, err := st.CreateHighlight(t.Context(), m.ID, item.ID, []HighlightSegment{c.seg}, "")
+		_, err := Of(st).CreateHighlight(t.Context(), m.ID, item.ID, []HighlightSegment{c.seg}, "")
 		if c.ok && err != nil {
 			t.Errorf("%s: refused: %v", c.name, err)
 		}
-		if !c.ok && !IsInvalid(err) {
+		if !c.ok && !storage.IsInvalid(err) {
 			t.Errorf("%s: %v, want an invalid-input error", c.name, err)
 		}
 	}
@@ -44,23 +46,23 @@ func TestDeleteHighlightsWithARepeatedID(t *testing.T) {
 	item := saveN(t, st, m.ID, 1)[0]
 	var ids []string
 	for i := 0; i < 3; i++ {
-		h, err := st.CreateHighlight(t.Context(), m.ID, item.ID, []HighlightSegment{{XPath: "/p", Text: "x"}}, "")
+		h, err := Of(st).CreateHighlight(t.Context(), m.ID, item.ID, []HighlightSegment{{XPath: "/p", Text: "x"}}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, h.ID)
 	}
-	if err := st.DeleteHighlights(t.Context(), m.ID, []string{ids[0], ids[1], ids[0]}); err != nil {
+	if err := Of(st).DeleteHighlights(t.Context(), m.ID, []string{ids[0], ids[1], ids[0]}); err != nil {
 		t.Fatalf("delete with a repeated id: %v", err)
 	}
-	left, err := st.ItemHighlights(t.Context(), m.ID, item.ID)
+	left, err := Of(st).ItemHighlights(t.Context(), m.ID, item.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(left) != 1 || left[0].ID != ids[2] {
 		t.Fatalf("%d highlights left, want only %s", len(left), ids[2])
 	}
-	got, err := st.SavedItem(t.Context(), m.ID, item.ID)
+	got, err := Of(st).SavedItem(t.Context(), m.ID, item.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,10 +70,10 @@ func TestDeleteHighlightsWithARepeatedID(t *testing.T) {
 		t.Fatalf("highlight count %d, want 1", got.HighlightCount)
 	}
 	// An unknown id among them still deletes nothing.
-	if err := st.DeleteHighlights(t.Context(), m.ID, []string{ids[2], ids[0]}); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("delete with an unknown id: %v, want ErrNotFound", err)
+	if err := Of(st).DeleteHighlights(t.Context(), m.ID, []string{ids[2], ids[0]}); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("delete with an unknown id: %v, want storage.ErrNotFound", err)
 	}
-	if left, _ := st.ItemHighlights(t.Context(), m.ID, item.ID); len(left) != 1 {
+	if left, _ := Of(st).ItemHighlights(t.Context(), m.ID, item.ID); len(left) != 1 {
 		t.Fatalf("%d highlights left after a refused delete, want 1", len(left))
 	}
 }
@@ -93,21 +95,21 @@ func TestHighlightsFollowTheirItemsTitle(t *testing.T) {
 			st, m := openSavedTest(t)
 			item := saveN(t, st, m.ID, 1)[0]
 			for i := 0; i < tc.highlights; i++ {
-				if _, err := st.CreateHighlight(t.Context(), m.ID, item.ID, []HighlightSegment{{XPath: "/p", Text: tc.text}}, ""); err != nil {
+				if _, err := Of(st).CreateHighlight(t.Context(), m.ID, item.ID, []HighlightSegment{{XPath: "/p", Text: tc.text}}, ""); err != nil {
 					t.Fatal(err)
 				}
 			}
-			before, err := st.ItemHighlights(t.Context(), m.ID, item.ID)
+			before, err := Of(st).ItemHighlights(t.Context(), m.ID, item.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(2 * time.Millisecond)
 			title := "Renamed by the reader"
-			renamed, err := st.UpdateItemMetadata(t.Context(), m.ID, item.ID, ItemMetadata{Title: &title})
+			renamed, err := Of(st).UpdateItemMetadata(t.Context(), m.ID, item.ID, ItemMetadata{Title: &title})
 			if err != nil {
 				t.Fatal(err)
 			}
-			after, err := st.ItemHighlights(t.Context(), m.ID, item.ID)
+			after, err := Of(st).ItemHighlights(t.Context(), m.ID, item.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +122,7 @@ func TestHighlightsFollowTheirItemsTitle(t *testing.T) {
 				}
 			}
 			search := func(text string, from *time.Time) int {
-				p, err := st.HighlightsPage(t.Context(), m.ID, ItemFilter{Text: text, UpdatedFrom: from}, PageRequest{Field: SortUpdatedAt, Desc: true, First: 100})
+				p, err := Of(st).HighlightsPage(t.Context(), m.ID, ItemFilter{Text: text, UpdatedFrom: from}, PageRequest{Field: SortUpdatedAt, Desc: true, First: 100})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -136,7 +138,7 @@ func TestHighlightsFollowTheirItemsTitle(t *testing.T) {
 				t.Errorf("updated since the rename: %d highlights, want %d", n, tc.highlights)
 			}
 			// Saving the URL again with another title does the same.
-			if _, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: item.OriginalURL, Title: "Saved again", Text: "body"}); err != nil {
+			if _, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: item.OriginalURL, Title: "Saved again", Text: "body"}); err != nil {
 				t.Fatal(err)
 			}
 			if n := search("saved again", nil); n != tc.highlights {

@@ -1,6 +1,10 @@
-package storage
+package library
 
-import "context"
+import (
+	"context"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
 
 // libraryTx is the library's state of a read-write transaction, made the
 // first time the transaction writes what needs it (libraryState): a
@@ -23,27 +27,28 @@ type libraryTx struct {
 	filterDeltas map[string]int64
 }
 
-var libraryState = NewTxState[libraryTx]()
+var libraryState = storage.NewTxState[libraryTx]()
 
-func init() { OnCommit(libraryBeforeCommit, libraryAfterCommit) }
+func init() { storage.OnCommit(libraryBeforeCommit, libraryAfterCommit) }
 
 // libraryBeforeCommit writes the filter counts' changes inside the
 // transaction.
-func libraryBeforeCommit(tx *Tx) error {
+func libraryBeforeCommit(tx *storage.Tx) error {
 	lt := libraryState.Peek(tx)
 	if lt == nil {
 		return nil
 	}
-	return tx.flushFilterCounts(lt)
+	return flushFilterCounts(tx, lt)
 }
 
 // libraryAfterCommit tells the search indexer which members' texts
 // changed, then brings the highlights left out in step.
-func libraryAfterCommit(ctx context.Context, s *Store, tx *Tx) error {
+func libraryAfterCommit(ctx context.Context, st *storage.Store, tx *storage.Tx) error {
 	lt := libraryState.Peek(tx)
 	if lt == nil {
 		return nil
 	}
+	s := Of(st)
 	for _, m := range lt.textMembers {
 		s.textIndex().notify(m)
 	}

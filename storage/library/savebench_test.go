@@ -1,4 +1,4 @@
-package storage
+package library
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // benchArticle is a 5–10 KB article of Zipf-distributed words (as the
@@ -49,7 +51,7 @@ func BenchmarkSaveArticle(b *testing.B) { benchmarkSaveArticle(b, false) }
 func BenchmarkSaveArticleSynced(b *testing.B) { benchmarkSaveArticle(b, true) }
 
 func benchmarkSaveArticle(b *testing.B, sync bool) {
-	st, err := Open(b.TempDir(), Options{SyncWrites: &sync, GCInterval: -1})
+	st, err := storage.Open(b.TempDir(), storage.Options{SyncWrites: &sync, GCInterval: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func benchmarkSaveArticle(b *testing.B, sync bool) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		a := arts[i%len(arts)]
-		_, _, err := st.SaveItem(b.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: a.title,
+		_, _, err := Of(st).SaveItem(b.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: a.title,
 			Description: "about " + a.title, HTML: "<p>" + a.text + "</p>", Text: a.text})
 		if err != nil {
 			b.Fatal(err)

@@ -1,4 +1,4 @@
-package storage
+package library
 
 import (
 	"bytes"
@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 func init() {
@@ -24,10 +25,10 @@ func init() {
 
 // waitIndexed waits until the indexer has no pending text for the member
 // and the member's index is built.
-func waitIndexed(t testing.TB, st *Store, memberID string) {
+func waitIndexed(t testing.TB, st *storage.Store, memberID string) {
 	t.Helper()
 	for i := 0; ; i++ {
-		n, err := st.SearchIndexBacklog(t.Context(), memberID)
+		n, err := Of(st).SearchIndexBacklog(t.Context(), memberID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,12 +145,12 @@ func bruteForce(all map[string]*propItem, f ItemFilter, field SortField, desc bo
 }
 
 // allPages pages through SavedItemsPage and returns the ids in order.
-func allPages(t *testing.T, st *Store, memberID string, f ItemFilter, field SortField, desc bool, size int) []string {
+func allPages(t *testing.T, st *storage.Store, memberID string, f ItemFilter, field SortField, desc bool, size int) []string {
 	t.Helper()
 	var out []string
 	after := ""
 	for n := 0; n < 1000; n++ {
-		page, err := st.SavedItemsPage(t.Context(), memberID, f, PageRequest{Field: field, Desc: desc, First: size, After: after})
+		page, err := Of(st).SavedItemsPage(t.Context(), memberID, f, PageRequest{Field: field, Desc: desc, First: size, After: after})
 		if err != nil {
 			t.Fatalf("%+v: %v", f, err)
 		}
@@ -200,14 +201,14 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 				forcePlan = planOrdered
 			}
 			r := rand.New(rand.NewSource(seed))
-			st := openTestStore(t)
+			st := storagetest.Open(t)
 			m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 			if err != nil {
 				t.Fatal(err)
 			}
 			var labels []*Label
 			for _, name := range []string{"one", "two", "three"} {
-				l, err := st.CreateLabel(t.Context(), m.ID, name, "#000000")
+				l, err := Of(st).CreateLabel(t.Context(), m.ID, name, "#000000")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -227,7 +228,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 					l := labels[r.Intn(len(labels))]
 					in.LabelIDs, p.label = []string{l.ID}, l.Name
 				}
-				it, _, err := st.SaveItem(t.Context(), m.ID, in)
+				it, _, err := Of(st).SaveItem(t.Context(), m.ID, in)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -238,7 +239,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			}
 			refresh := func() {
 				for id, p := range all {
-					it, err := st.SavedItem(t.Context(), m.ID, id)
+					it, err := Of(st).SavedItem(t.Context(), m.ID, id)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -326,7 +327,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			}
 			check(0) // every text pending
 			textIndexPaused.Store(false)
-			st.textIndex().notify(m.ID)
+			Of(st).textIndex().notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			textIndexPaused.Store(true)
 			for n := 30; n < 60; n++ {
@@ -334,12 +335,12 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			}
 			check(1) // half pending
 			textIndexPaused.Store(false)
-			st.textIndex().notify(m.ID)
+			Of(st).textIndex().notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			check(4)
 			// The index keeps no copy of the texts.
-			if err := st.View(t.Context(), func(tx *Tx) error {
-				return tx.scan(textKey(m.ID, ""), nil, false, true, func(k, _ []byte) (bool, error) {
+			if err := st.View(t.Context(), func(tx *storage.Tx) error {
+				return tx.Scan(textKey(m.ID, ""), nil, false, true, func(k, _ []byte) (bool, error) {
 					return false, fmt.Errorf("a text record %q", k)
 				})
 			}); err != nil {
@@ -356,7 +357,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 				switch i % 6 {
 				case 0:
 					title, desc := propText(r, 2), propText(r, 3)
-					if _, err := st.UpdateItemMetadata(t.Context(), m.ID, id, ItemMetadata{Title: &title, Description: &desc}); err != nil {
+					if _, err := Of(st).UpdateItemMetadata(t.Context(), m.ID, id, ItemMetadata{Title: &title, Description: &desc}); err != nil {
 						t.Fatal(err)
 					}
 					p.title, p.desc = strings.TrimSpace(title), strings.TrimSpace(desc)
@@ -364,7 +365,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 				case 1:
 					if p.it.OriginalURL != "" {
 						text := propText(r, 30)
-						if _, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: p.it.OriginalURL, Title: p.title, Description: p.desc, Text: text,
+						if _, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: p.it.OriginalURL, Title: p.title, Description: p.desc, Text: text,
 							SourceDomain: p.it.SourceDomain}); err != nil {
 							t.Fatal(err)
 						}
@@ -372,18 +373,18 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 						texts = append(texts, text)
 					}
 				case 2:
-					if _, err := st.SetItemsStatus(t.Context(), m.ID, []string{id}, []string{StatusArchived, StatusDeleted}[r.Intn(2)]); err != nil {
+					if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{id}, []string{StatusArchived, StatusDeleted}[r.Intn(2)]); err != nil {
 						t.Fatal(err)
 					}
 				case 3:
-					if _, err := st.CreateHighlight(t.Context(), m.ID, id, []HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 1, Text: "x"}}, ""); err != nil {
+					if _, err := Of(st).CreateHighlight(t.Context(), m.ID, id, []HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 1, Text: "x"}}, ""); err != nil {
 						t.Fatal(err)
 					}
 				case 4:
-					if _, err := st.SetItemsStatus(t.Context(), m.ID, []string{id}, StatusDeleted); err != nil {
+					if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{id}, StatusDeleted); err != nil {
 						t.Fatal(err)
 					}
-					if err := st.PermanentlyDeleteItems(t.Context(), m.ID, []string{id}); err != nil {
+					if err := Of(st).PermanentlyDeleteItems(t.Context(), m.ID, []string{id}); err != nil {
 						t.Fatal(err)
 					}
 					delete(all, id)
@@ -396,7 +397,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			refresh()
 			check(2) // the changes pending
 			textIndexPaused.Store(false)
-			st.textIndex().notify(m.ID)
+			Of(st).textIndex().notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			check(3)
 			checkFilterCounts(t, st, m.ID)
@@ -409,7 +410,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 // builds its index in the background.
 func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 	dir := t.TempDir()
-	st, err := Open(dir, Options{})
+	st, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +424,7 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 		if i%100 == 7 {
 			text += " Zanzibarite"
 		}
-		it, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://s%d.example/%d", i%3, i), Title: fmt.Sprint("T", i), Text: text})
+		it, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://s%d.example/%d", i%3, i), Title: fmt.Sprint("T", i), Text: text})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -432,28 +433,28 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 	waitIndexed(t, st, m.ID)
 	// Remove everything the search index added, as a store of the
 	// version before it holds.
-	err = st.Update(t.Context(), func(tx *Tx) error {
-		for _, p := range [][]byte{key("u", m.ID, "gql", "tt", ""), key("u", m.ID, "gql", "tp", ""), key("u", m.ID, "gql", "td", ""),
-			key("u", m.ID, "gql", "tn", ""), trigramPrefix(m.ID), siteItemsPrefix(m.ID), key("u", m.ID, "gql", "sn", ""), key("u", m.ID, "gql", "ty", ""),
+	err = st.Update(t.Context(), func(tx *storage.Tx) error {
+		for _, p := range [][]byte{storage.Key("u", m.ID, "gql", "tt", ""), storage.Key("u", m.ID, "gql", "tp", ""), storage.Key("u", m.ID, "gql", "td", ""),
+			storage.Key("u", m.ID, "gql", "tn", ""), trigramPrefix(m.ID), siteItemsPrefix(m.ID), storage.Key("u", m.ID, "gql", "sn", ""), storage.Key("u", m.ID, "gql", "ty", ""),
 			highlightedItemsPrefix(m.ID)} {
-			if err := tx.deletePrefix(p); err != nil {
+			if err := tx.DeletePrefix(p); err != nil {
 				return err
 			}
 		}
-		if err := tx.delete(textMetaKey(m.ID)); err != nil {
+		if err := tx.Delete(textMetaKey(m.ID)); err != nil {
 			return err
 		}
 		// A folded copy of a text, as versions before 4 kept.
-		if err := tx.put(textKey(m.ID, ids[5]), []byte("\x01\x02t5\x00\x04item"), 0); err != nil {
+		if err := tx.Put(textKey(m.ID, ids[5]), []byte("\x01\x02t5\x00\x04item"), 0); err != nil {
 			return err
 		}
-		return tx.delete(textReadyKey(m.ID))
+		return tx.Delete(textReadyKey(m.ID))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{ids[207], ids[107], ids[7]}
-	page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "zanzibarite"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "zanzibarite"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,15 +464,15 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st, err = Open(dir, Options{})
+	st, err = storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	waitIndexed(t, st, m.ID)
 	checkFilterCounts(t, st, m.ID)
-	if err := st.View(t.Context(), func(tx *Tx) error {
-		if ok, err := tx.has(textKey(m.ID, ids[5])); err != nil || ok {
+	if err := st.View(t.Context(), func(tx *storage.Tx) error {
+		if ok, err := tx.Has(textKey(m.ID, ids[5])); err != nil || ok {
 			return fmt.Errorf("the old text record is still there (%v)", err)
 		}
 		return nil
@@ -479,9 +480,9 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	var candidates []string
-	err = st.View(t.Context(), func(tx *Tx) error {
+	err = st.View(t.Context(), func(tx *storage.Tx) error {
 		var ok bool
-		candidates, ok, err = tx.textCandidates(m.ID, []byte("zanzibarite"), maxCandidates)
+		candidates, ok, err = textCandidates(tx, m.ID, []byte("zanzibarite"), maxCandidates)
 		if !ok {
 			return errors.New("the index does not answer")
 		}
@@ -494,7 +495,7 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 		t.Fatalf("after the build the index gives %d candidates, want 3", len(candidates))
 	}
 	for _, q := range []ItemFilter{{Text: "zanzibarite"}, {Text: "ZANZIBARITE", Site: "s1.example"}} {
-		page, err = st.SavedItemsPage(t.Context(), m.ID, q, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+		page, err = Of(st).SavedItemsPage(t.Context(), m.ID, q, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -519,7 +520,7 @@ func pageIDs(p *ItemPage) []string {
 // A search that would read more than the budget answers
 // ErrSearchTooBroad and does not scan on.
 func TestSearchBudget(t *testing.T) {
-	st := openTestStore(t)
+	st := storagetest.Open(t)
 	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
@@ -527,17 +528,17 @@ func TestSearchBudget(t *testing.T) {
 	// Short needles cannot use trigrams: a two-byte string in no item
 	// scans, and past maxVerified the scan stops.
 	for i := 0; i < maxVerified+10; i += 500 {
-		err := st.Update(t.Context(), func(tx *Tx) error {
+		err := st.Update(t.Context(), func(tx *storage.Tx) error {
 			for j := i; j < i+500; j++ {
-				it := &SavedItem{ID: testID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive, Title: "t", CreatedAt: now(), UpdatedAt: now()}
-				if err := tx.putItem(nil, it); err != nil {
+				it := &SavedItem{ID: testID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive, Title: "t", CreatedAt: storage.Now(), UpdatedAt: storage.Now()}
+				if err := putItem(tx, nil, it); err != nil {
 					return err
 				}
 				txt := "plain words"
-				if err := tx.putJSON(contentKey(m.ID, it.ID), ItemContent{Text: txt}, 0); err != nil {
+				if err := tx.PutJSON(contentKey(m.ID, it.ID), ItemContent{Text: txt}, 0); err != nil {
 					return err
 				}
-				if err := tx.setItemText(m.ID, it.ID, it.Title, "", &txt); err != nil {
+				if err := setItemText(tx, m.ID, it.ID, it.Title, "", &txt); err != nil {
 					return err
 				}
 			}
@@ -547,21 +548,21 @@ func TestSearchBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := st.Update(t.Context(), func(tx *Tx) error { return tx.put(textReadyKey(m.ID), []byte{searchIndexVersion}, 0) }); err != nil {
+	if err := st.Update(t.Context(), func(tx *storage.Tx) error { return tx.Put(textReadyKey(m.ID), []byte{searchIndexVersion}, 0) }); err != nil {
 		t.Fatal(err)
 	}
-	_, err = st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "qz"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	_, err = Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "qz"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 	if !errors.Is(err, ErrSearchTooBroad) {
 		t.Fatalf("a two-letter search over %d items: %v, want ErrSearchTooBroad", maxVerified+10, err)
 	}
 	// A frequent short needle fills its page long before the budget.
-	page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "wo"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "wo"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 	if err != nil || len(page.Items) != 10 {
 		t.Fatalf("frequent two-letter search: %v, %v", page, err)
 	}
 	// A rare three-letter needle uses the index once indexed.
 	waitIndexed(t, st, m.ID)
-	page, err = st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "xyz"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	page, err = Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "xyz"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 	if err != nil || len(page.Items) != 0 {
 		t.Fatalf("rare word: %v, %v", page, err)
 	}
@@ -570,7 +571,7 @@ func TestSearchBudget(t *testing.T) {
 // Case folding as documented: simple Unicode folding, one character for
 // one; no multi-character folds, no removal of diacritics.
 func TestSearchCaseFolding(t *testing.T) {
-	st := openTestStore(t)
+	st := storagetest.Open(t)
 	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
@@ -578,7 +579,7 @@ func TestSearchCaseFolding(t *testing.T) {
 	texts := map[string]string{"sigma": "ΣΟΦΙΑΣ ΚΑΙ", "kelvin": "300 \u212Aelvin", "strasse": "Straße", "naive": "naïve", "ascii": "Sourdough Bread"}
 	ids := map[string]string{}
 	for name, text := range texts {
-		it, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/" + name, Title: "t", Text: text})
+		it, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/" + name, Title: "t", Text: text})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -588,7 +589,7 @@ func TestSearchCaseFolding(t *testing.T) {
 		"STRASSE": "", "strasse": "", "STRAßE": "strasse", "naive": "", "NAÏVE": "naive", "dOUGH br": "ascii"}
 	for round := 0; round < 2; round++ { // pending, then indexed
 		for q, want := range cases {
-			page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+			page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -605,12 +606,12 @@ func TestSearchCaseFolding(t *testing.T) {
 }
 
 // segmentKeys counts the tg/ keys of each segment number.
-func segmentKeys(t *testing.T, st *Store, memberID string) map[uint32]int {
+func segmentKeys(t *testing.T, st *storage.Store, memberID string) map[uint32]int {
 	t.Helper()
 	out := map[uint32]int{}
 	p := trigramPrefix(memberID)
-	err := st.View(t.Context(), func(tx *Tx) error {
-		return tx.scan(p, nil, false, true, func(k, _ []byte) (bool, error) {
+	err := st.View(t.Context(), func(tx *storage.Tx) error {
+		return tx.Scan(p, nil, false, true, func(k, _ []byte) (bool, error) {
 			out[binary.BigEndian.Uint32(k[len(p):])]++
 			return true, nil
 		})
@@ -625,7 +626,7 @@ func segmentKeys(t *testing.T, st *Store, memberID string) map[uint32]int {
 // recorded but unfinished is finished; no keys of merged segments remain;
 // searches stay exact throughout.
 func TestSearchSegmentsMerge(t *testing.T) {
-	st := openTestStore(t)
+	st := storagetest.Open(t)
 	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
@@ -636,7 +637,7 @@ func TestSearchSegmentsMerge(t *testing.T) {
 		if i%9 == 0 {
 			text += " with caraway"
 		}
-		it, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: text})
+		it, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: text})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -646,7 +647,7 @@ func TestSearchSegmentsMerge(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		var meta *textMeta
-		if err := st.View(t.Context(), func(tx *Tx) (err error) { meta, err = tx.textMeta(m.ID); return err }); err != nil {
+		if err := st.View(t.Context(), func(tx *storage.Tx) (err error) { meta, err = readTextMeta(tx, m.ID); return err }); err != nil {
 			t.Fatal(err)
 		}
 		levels := map[int]int{}
@@ -670,7 +671,7 @@ func TestSearchSegmentsMerge(t *testing.T) {
 				t.Fatalf("%s: keys of segment %d, not live (%+v)", when, seg, meta.segs)
 			}
 		}
-		page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "CARAWAY"}, PageRequest{Field: SortCreatedAt, First: 100})
+		page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "CARAWAY"}, PageRequest{Field: SortCreatedAt, First: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -691,15 +692,15 @@ func TestSearchSegmentsMerge(t *testing.T) {
 	textIndexPaused.Store(true)
 	defer textIndexPaused.Store(false)
 	for i := 80; i < 88; i++ { // eight more one-item segments, by hand
-		if _, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: "plain"}); err != nil {
+		if _, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: "plain"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.Update(t.Context(), func(tx *Tx) error { _, err := tx.indexPending(m.ID, 1); return err }); err != nil {
+		if err := st.Update(t.Context(), func(tx *storage.Tx) error { _, err := indexPending(tx, m.ID, 1); return err }); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var meta *textMeta
-	if err := st.View(t.Context(), func(tx *Tx) (err error) { meta, err = tx.textMeta(m.ID); return err }); err != nil {
+	if err := st.View(t.Context(), func(tx *storage.Tx) (err error) { meta, err = readTextMeta(tx, m.ID); return err }); err != nil {
 		t.Fatal(err)
 	}
 	var from []uint32
@@ -711,18 +712,18 @@ func TestSearchSegmentsMerge(t *testing.T) {
 	if len(from) < 8 {
 		t.Fatalf("%d one-item segments, want 8 or more", len(from))
 	}
-	if err := st.updateTextMeta(m.ID, func(mm *textMeta) { mm.merging, mm.mergeFrom = mm.nextSeg, from; mm.nextSeg++ }); err != nil {
+	if err := Of(st).updateTextMeta(m.ID, func(mm *textMeta) { mm.merging, mm.mergeFrom = mm.nextSeg, from; mm.nextSeg++ }); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Update(t.Context(), func(tx *Tx) error {
-		return tx.put(append(segmentPrefix(m.ID, meta.nextSeg), "pla"...), []byte{1}, 0)
+	if err := st.Update(t.Context(), func(tx *storage.Tx) error {
+		return tx.Put(append(segmentPrefix(m.ID, meta.nextSeg), "pla"...), []byte{1}, 0)
 	}); err != nil {
 		t.Fatal(err)
 	}
 	textIndexPaused.Store(false)
-	st.textIndex().notify(m.ID)
+	Of(st).textIndex().notify(m.ID)
 	for i := 0; ; i++ {
-		if err := st.View(t.Context(), func(tx *Tx) (err error) { meta, err = tx.textMeta(m.ID); return err }); err != nil {
+		if err := st.View(t.Context(), func(tx *storage.Tx) (err error) { meta, err = readTextMeta(tx, m.ID); return err }); err != nil {
 			t.Fatal(err)
 		}
 		if meta.merging == 0 && len(meta.deleting) == 0 {
@@ -740,19 +741,21 @@ func TestSearchSegmentsMerge(t *testing.T) {
 	if docs != 88 {
 		t.Fatalf("%d documents after the merge, want 88", docs)
 	}
-	page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "plain"}, PageRequest{Field: SortCreatedAt, First: 100})
+	page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "plain"}, PageRequest{Field: SortCreatedAt, First: 100})
 	if err != nil || len(page.Items) != 8 {
 		t.Fatalf("plain: %v %v", page, err)
 	}
 }
 
-func waitSearchIndexForBench(b *testing.B, st *Store, memberID string) { waitIndexed(b, st, memberID) }
+func waitSearchIndexForBench(b *testing.B, st *storage.Store, memberID string) {
+	waitIndexed(b, st, memberID)
+}
 
 // Imported items are searchable like saved ones (the import writes their
 // text records and queues them in its own transactions).
 func TestSearchFindsImportedItems(t *testing.T) {
 	st, m := openSavedTest(t)
-	if _, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/first", Title: "First", Text: "plain"}); err != nil {
+	if _, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/first", Title: "First", Text: "plain"}); err != nil {
 		t.Fatal(err)
 	}
 	waitIndexed(t, st, m.ID)
@@ -763,16 +766,16 @@ func TestSearchFindsImportedItems(t *testing.T) {
 			CreatedAt: time.Date(2020, 1, 1, 0, i, 0, 0, time.UTC), Status: StatusActive,
 			HTML: "<p>x</p>", Text: fmt.Sprintf("an imported article with the word Quokka%02d in it", i)}})
 	}
-	j, err := st.CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.zip", Staged: "/tmp/x", Total: 30})
+	j, err := Of(st).CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.zip", Staged: "/tmp/x", Total: 30})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.ImportItems(t.Context(), m.ID, j.ID, entries, nil, 0); err != nil {
+	if _, err := Of(st).ImportItems(t.Context(), m.ID, j.ID, entries, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	for pass := 0; pass < 2; pass++ { // queued, then indexed
 		for _, q := range []string{"quokka07", "QUOKKA2", "imported article with"} {
-			page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 50})
+			page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 50})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -789,7 +792,7 @@ func TestSearchFindsImportedItems(t *testing.T) {
 // hold (a book) is listed as wide and verified by every search; it does not
 // stop the items queued after it, and is found like any other.
 func TestSearchWideItems(t *testing.T) {
-	st := openTestStore(t)
+	st := storagetest.Open(t)
 	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
@@ -802,27 +805,27 @@ func TestSearchWideItems(t *testing.T) {
 		b.WriteRune(letters[r.Intn(len(letters))])
 	}
 	book := b.String() + " the needle Bookmarkwide here"
-	if _, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/first", Title: "first", Text: "plain"}); err != nil {
+	if _, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/first", Title: "first", Text: "plain"}); err != nil {
 		t.Fatal(err)
 	}
-	wideItem, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/book", Title: "A book", Text: book})
+	wideItem, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/book", Title: "A book", Text: book})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var after []string
 	for i := 0; i < 20; i++ {
-		it, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "after", Text: fmt.Sprintf("later item Afterward%02d", i)})
+		it, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "after", Text: fmt.Sprintf("later item Afterward%02d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		after = append(after, it.ID)
 	}
 	waitIndexed(t, st, m.ID)
-	if err := st.View(t.Context(), func(tx *Tx) error {
-		if ok, err := tx.has(textWideKey(m.ID, wideItem.ID)); err != nil || !ok {
+	if err := st.View(t.Context(), func(tx *storage.Tx) error {
+		if ok, err := tx.Has(textWideKey(m.ID, wideItem.ID)); err != nil || !ok {
 			return fmt.Errorf("the book is not listed as wide (%v)", err)
 		}
-		if ok, _ := tx.has(textDocKey(m.ID, after[19])); !ok {
+		if ok, _ := tx.Has(textDocKey(m.ID, after[19])); !ok {
 			return errors.New("an item after the book is not indexed")
 		}
 		return nil
@@ -830,7 +833,7 @@ func TestSearchWideItems(t *testing.T) {
 		t.Fatal(err)
 	}
 	for q, want := range map[string][]string{"bookmarkwide": {wideItem.ID}, "AFTERWARD07": {after[7]}, book[1000:1030]: {wideItem.ID}} {
-		page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+		page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -844,7 +847,7 @@ func TestSearchWideItems(t *testing.T) {
 // finds a batch of long texts too big for one transaction.
 func TestSearchIndexBuildOfLongTexts(t *testing.T) {
 	dir := t.TempDir()
-	st, err := Open(dir, Options{})
+	st, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -855,24 +858,24 @@ func TestSearchIndexBuildOfLongTexts(t *testing.T) {
 	long := strings.Repeat("a long text of many words, ", 4000) // 108 KB
 	var ids []string
 	for i := 0; i < 40; i++ {
-		it, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: long + fmt.Sprintf(" Marker%02d", i)})
+		it, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: long + fmt.Sprintf(" Marker%02d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, it.ID)
 	}
 	waitIndexed(t, st, m.ID)
-	err = st.Update(t.Context(), func(tx *Tx) error {
-		for _, p := range [][]byte{key("u", m.ID, "gql", "tt", ""), key("u", m.ID, "gql", "td", ""), key("u", m.ID, "gql", "tn", ""),
-			trigramPrefix(m.ID), key("u", m.ID, "gql", "tw", "")} {
-			if err := tx.deletePrefix(p); err != nil {
+	err = st.Update(t.Context(), func(tx *storage.Tx) error {
+		for _, p := range [][]byte{storage.Key("u", m.ID, "gql", "tt", ""), storage.Key("u", m.ID, "gql", "td", ""), storage.Key("u", m.ID, "gql", "tn", ""),
+			trigramPrefix(m.ID), storage.Key("u", m.ID, "gql", "tw", "")} {
+			if err := tx.DeletePrefix(p); err != nil {
 				return err
 			}
 		}
-		if err := tx.delete(textMetaKey(m.ID)); err != nil {
+		if err := tx.Delete(textMetaKey(m.ID)); err != nil {
 			return err
 		}
-		return tx.delete(textReadyKey(m.ID))
+		return tx.Delete(textReadyKey(m.ID))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -880,13 +883,13 @@ func TestSearchIndexBuildOfLongTexts(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st, err = Open(dir, Options{})
+	st, err = storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	waitIndexed(t, st, m.ID)
-	page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "marker33"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "marker33"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -934,52 +937,6 @@ func TestContentTextFolded(t *testing.T) {
 	}
 }
 
-// TestSearchWritesNoWideMarkers: indexing and deleting items that are not
-// wide leaves no deletion marker under tw/, the range every text search
-// scans (a store seeded with 100 k items had 100 k of them until Badger's
-// compaction dropped them: 4 ms on every text search).
-func TestSearchWritesNoWideMarkers(t *testing.T) {
-	badgerOnly(t)
-	st := openTestStore(t)
-	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for i := range 20 {
-		it, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: "some text"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, it.ID)
-	}
-	waitIndexed(t, st, m.ID)
-	if _, err := st.SetItemsStatus(t.Context(), m.ID, ids[:5], StatusDeleted); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.PermanentlyDeleteItems(t.Context(), m.ID, ids[:5]); err != nil {
-		t.Fatal(err)
-	}
-	waitIndexed(t, st, m.ID)
-	prefix := key("u", m.ID, "gql", "tw", "")
-	n := 0
-	if err := st.bdb.DB().View(func(txn *badger.Txn) error {
-		o := badger.DefaultIteratorOptions
-		o.AllVersions, o.Prefix, o.PrefetchValues = true, prefix, false
-		it := txn.NewIterator(o)
-		defer it.Close()
-		for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
-			n++
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if n != 0 {
-		t.Errorf("%d entries (deletion markers included) under tw/, want 0", n)
-	}
-}
-
 // A store of index version 4 (written before the ordered filter keys,
 // oy/, oh/ and ol/) or 5 (their values without the domain) answers as
 // before while it lacks them, and the indexer writes them when the store
@@ -987,7 +944,7 @@ func TestSearchWritesNoWideMarkers(t *testing.T) {
 // the same answers.
 func TestSearchOrderedKeysCatchUp(t *testing.T) {
 	dir := t.TempDir()
-	st, err := Open(dir, Options{})
+	st, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -995,7 +952,7 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rye, err := st.CreateLabel(t.Context(), m.ID, "rye", "#000000")
+	rye, err := Of(st).CreateLabel(t.Context(), m.ID, "rye", "#000000")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1010,7 +967,7 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 		if i%3 == 0 {
 			in.LabelIDs, p.label = []string{rye.ID}, rye.Name
 		}
-		it, _, err := st.SaveItem(t.Context(), m.ID, in)
+		it, _, err := Of(st).SaveItem(t.Context(), m.ID, in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1020,19 +977,19 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 	}
 	for i, id := range ids {
 		if i%5 == 0 {
-			if _, err := st.CreateHighlight(t.Context(), m.ID, id, []HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 1, Text: "r"}}, ""); err != nil {
+			if _, err := Of(st).CreateHighlight(t.Context(), m.ID, id, []HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 1, Text: "r"}}, ""); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if i%7 == 0 {
-			if _, err := st.SetItemsStatus(t.Context(), m.ID, []string{id}, StatusArchived); err != nil {
+			if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{id}, StatusArchived); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	waitIndexed(t, st, m.ID)
 	for id := range all {
-		if all[id].it, err = st.SavedItem(t.Context(), m.ID, id); err != nil {
+		if all[id].it, err = Of(st).SavedItem(t.Context(), m.ID, id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1066,10 +1023,10 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 	// As a store of version 4 holds it (no ordered keys), then as one of
 	// version 5 (ordered keys whose value is the status alone).
 	for _, old := range []byte{4, 5} {
-		if err := st.Update(t.Context(), func(tx *Tx) error {
-			for _, p := range [][]byte{key("u", m.ID, "gql", "oy", ""), orderedHighlightedPrefix(m.ID), key("u", m.ID, "gql", "ol", "")} {
+		if err := st.Update(t.Context(), func(tx *storage.Tx) error {
+			for _, p := range [][]byte{storage.Key("u", m.ID, "gql", "oy", ""), orderedHighlightedPrefix(m.ID), storage.Key("u", m.ID, "gql", "ol", "")} {
 				var keys, values [][]byte
-				if err := tx.scan(p, nil, false, false, func(k, v []byte) (bool, error) {
+				if err := tx.Scan(p, nil, false, false, func(k, v []byte) (bool, error) {
 					keys, values = append(keys, slices.Clone(k)), append(values, slices.Clone(v[:1]))
 					return true, nil
 				}); err != nil {
@@ -1078,32 +1035,32 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 				for i, k := range keys {
 					var err error
 					if old == 4 {
-						err = tx.delete(k)
+						err = tx.Delete(k)
 					} else {
-						err = tx.put(k, values[i], 0)
+						err = tx.Put(k, values[i], 0)
 					}
 					if err != nil {
 						return err
 					}
 				}
 			}
-			return tx.put(textReadyKey(m.ID), []byte{old}, 0)
+			return tx.Put(textReadyKey(m.ID), []byte{old}, 0)
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := st.SearchIndexBacklog(t.Context(), m.ID); err != nil || n == 0 {
+		if n, err := Of(st).SearchIndexBacklog(t.Context(), m.ID); err != nil || n == 0 {
 			t.Fatalf("version %d: backlog %d (%v), want the build to come", old, n, err)
 		}
 		check(fmt.Sprint("version ", old))
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if st, err = Open(dir, Options{}); err != nil {
+		if st, err = storage.Open(dir, storage.Options{}); err != nil {
 			t.Fatal(err)
 		}
 		waitIndexed(t, st, m.ID)
-		if err := st.View(t.Context(), func(tx *Tx) error {
-			v, err := tx.searchVersion(m.ID)
+		if err := st.View(t.Context(), func(tx *storage.Tx) error {
+			v, err := searchVersion(tx, m.ID)
 			if err == nil && v != searchIndexVersion {
 				err = fmt.Errorf("version %d after the build", v)
 			}

@@ -1,4 +1,4 @@
-package storage
+package library
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // Highlights, under u/<member>/gql/:
@@ -53,12 +55,12 @@ const (
 	MaxNoteLen        = 10000
 )
 
-func highlightKey(memberID, id string) []byte { return key("u", memberID, "gql", "hl", id) }
+func highlightKey(memberID, id string) []byte { return storage.Key("u", memberID, "gql", "hl", id) }
 func itemHighlightKey(memberID, itemID, id string) []byte {
-	return key("u", memberID, "gql", "ih", itemID, id)
+	return storage.Key("u", memberID, "gql", "ih", itemID, id)
 }
 func highlightIndexPrefix(memberID string, f SortField) []byte {
-	return key("u", memberID, "gql", "hx", sortFieldCode[f], "")
+	return storage.Key("u", memberID, "gql", "hx", sortFieldCode[f], "")
 }
 
 // ValidHighlightSortField reports whether highlights can be sorted by f.
@@ -74,24 +76,24 @@ func highlightIndexKeys(memberID string, h *Highlight) [][]byte {
 
 func validateSegments(segs []HighlightSegment) error {
 	if len(segs) == 0 || len(segs) > MaxSegments {
-		return Invalid("a highlight has 1 to %d segments", MaxSegments)
+		return storage.Invalid("a highlight has 1 to %d segments", MaxSegments)
 	}
 	for _, s := range segs {
 		if !utf8.ValidString(s.XPath + s.BeforeText + s.AfterText + s.Text) {
-			return Invalid("segments must be valid UTF-8")
+			return storage.Invalid("segments must be valid UTF-8")
 		}
 		// Limits count characters (code points), as their messages say.
 		if utf8.RuneCountInString(s.XPath) > MaxXPathLen || s.XPath == "" {
-			return Invalid("xpath must be 1 to %d characters", MaxXPathLen)
+			return storage.Invalid("xpath must be 1 to %d characters", MaxXPathLen)
 		}
 		if utf8.RuneCountInString(s.BeforeText) > MaxSegmentContext || utf8.RuneCountInString(s.AfterText) > MaxSegmentContext {
-			return Invalid("beforeText and afterText must be at most %d characters", MaxSegmentContext)
+			return storage.Invalid("beforeText and afterText must be at most %d characters", MaxSegmentContext)
 		}
 		if utf8.RuneCountInString(s.Text) > MaxSegmentText {
-			return Invalid("segment text must be at most %d characters", MaxSegmentText)
+			return storage.Invalid("segment text must be at most %d characters", MaxSegmentText)
 		}
 		if s.StartOffset < 0 || s.EndOffset < s.StartOffset {
-			return Invalid("offsets must satisfy 0 <= startOffset <= endOffset")
+			return storage.Invalid("offsets must satisfy 0 <= startOffset <= endOffset")
 		}
 	}
 	return nil
@@ -99,7 +101,7 @@ func validateSegments(segs []HighlightSegment) error {
 
 // CreateHighlight adds a highlight to one of the member's items and moves
 // the item's updatedAt.
-func (s *Store) CreateHighlight(ctx context.Context, memberID, itemID string, segs []HighlightSegment, note string) (*Highlight, error) {
+func (s Store) CreateHighlight(ctx context.Context, memberID, itemID string, segs []HighlightSegment, note string) (*Highlight, error) {
 	if err := validateSegments(segs); err != nil {
 		return nil, err
 	}
@@ -108,46 +110,46 @@ func (s *Store) CreateHighlight(ctx context.Context, memberID, itemID string, se
 		return nil, err
 	}
 	var out *Highlight
-	err = s.Update(ctx, func(tx *Tx) error {
+	err = s.st.Update(ctx, func(tx *storage.Tx) error {
 		var it SavedItem
-		if err := tx.getItem(itemKey(memberID, itemID), &it); err != nil {
+		if err := getItem(tx, itemKey(memberID, itemID), &it); err != nil {
 			return err
 		}
-		t := now()
-		h, err := tx.putNewHighlight(&it, segs, note, t, t)
+		t := storage.Now()
+		h, err := putNewHighlight(tx, &it, segs, note, t, t)
 		if err != nil {
 			return err
 		}
 		out = h
-		return tx.touchItems(memberID, []string{itemID}, func(it *SavedItem) { it.HighlightCount++ })
+		return touchItems(tx, memberID, []string{itemID}, func(it *SavedItem) { it.HighlightCount++ })
 	})
 	return out, err
 }
 
 // putNewHighlight writes a new highlight of it (validated segments and
 // note) with its keys; the caller counts it in it.HighlightCount.
-func (tx *Tx) putNewHighlight(it *SavedItem, segs []HighlightSegment, note string, created, updated time.Time) (*Highlight, error) {
+func putNewHighlight(tx *storage.Tx, it *SavedItem, segs []HighlightSegment, note string, created, updated time.Time) (*Highlight, error) {
 	memberID := it.MemberID
-	id, err := tx.freshID(func(id string) []byte { return highlightKey(memberID, id) })
+	id, err := tx.FreshID(func(id string) []byte { return highlightKey(memberID, id) })
 	if err != nil {
 		return nil, err
 	}
 	h := &Highlight{ID: id, SavedItemID: it.ID, ItemTitle: it.Title, ItemURL: it.OriginalURL,
 		ItemDomain: it.SourceDomain, Note: note, CreatedAt: created, UpdatedAt: updated}
 	for _, sg := range segs {
-		if sg.ID, err = tx.newID(); err != nil {
+		if sg.ID, err = tx.NewID(); err != nil {
 			return nil, err
 		}
 		h.Segments = append(h.Segments, sg)
 	}
-	if err := tx.putJSON(highlightKey(memberID, h.ID), h, 0); err != nil {
+	if err := tx.PutJSON(highlightKey(memberID, h.ID), h, 0); err != nil {
 		return nil, err
 	}
-	if err := tx.put(itemHighlightKey(memberID, it.ID, h.ID), nil, 0); err != nil {
+	if err := tx.Put(itemHighlightKey(memberID, it.ID, h.ID), nil, 0); err != nil {
 		return nil, err
 	}
 	for _, k := range highlightIndexKeys(memberID, h) {
-		if err := tx.put(k, nil, 0); err != nil {
+		if err := tx.Put(k, nil, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -165,16 +167,16 @@ const maxHighlightCopyBytes = 512 << 10
 // the transaction (an item with very many or very long highlights) it stops
 // and reports that some are left; update then finishes them after the
 // commit, in transactions of their own.
-func (tx *Tx) syncHighlightCopies(it *SavedItem) (left bool, err error) {
-	prefix := key("u", it.MemberID, "gql", "ih", it.ID, "")
-	ids, err := tx.suffixes(prefix)
+func syncHighlightCopies(tx *storage.Tx, it *SavedItem) (left bool, err error) {
+	prefix := storage.Key("u", it.MemberID, "gql", "ih", it.ID, "")
+	ids, err := tx.Suffixes(prefix)
 	if err != nil || len(ids) == 0 {
 		return false, err
 	}
-	t := now()
+	t := storage.Now()
 	for _, id := range ids {
-		b, err := tx.get(highlightKey(it.MemberID, id))
-		if errors.Is(err, ErrNotFound) {
+		b, err := tx.Get(highlightKey(it.MemberID, id))
+		if errors.Is(err, storage.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -197,13 +199,13 @@ func (tx *Tx) syncHighlightCopies(it *SavedItem) (left bool, err error) {
 		if t.After(h.UpdatedAt) {
 			h.UpdatedAt = t
 		}
-		if err := tx.delete(old); err != nil {
+		if err := tx.Delete(old); err != nil {
 			return false, err
 		}
-		if err := tx.put(highlightIndexKeys(it.MemberID, &h)[1], nil, 0); err != nil {
+		if err := tx.Put(highlightIndexKeys(it.MemberID, &h)[1], nil, 0); err != nil {
 			return false, err
 		}
-		if err := tx.putJSON(highlightKey(it.MemberID, h.ID), &h, 0); err != nil {
+		if err := tx.PutJSON(highlightKey(it.MemberID, h.ID), &h, 0); err != nil {
 			return false, err
 		}
 	}
@@ -214,20 +216,20 @@ func (tx *Tx) syncHighlightCopies(it *SavedItem) (left bool, err error) {
 // id) that a transaction left out (see syncHighlightCopies) in step, each
 // part in a transaction of its own. If the process stops before, those
 // highlights show the item's previous title until its next change.
-func (s *Store) finishHighlightCopies(ctx context.Context, items [][2]string) error {
+func (s Store) finishHighlightCopies(ctx context.Context, items [][2]string) error {
 	for _, ref := range items {
 		for left := true; left; {
-			err := s.Update(ctx, func(tx *Tx) error {
+			err := s.st.Update(ctx, func(tx *storage.Tx) error {
 				left = false
 				var it SavedItem
-				err := tx.getItem(itemKey(ref[0], ref[1]), &it)
-				if errors.Is(err, ErrNotFound) {
+				err := getItem(tx, itemKey(ref[0], ref[1]), &it)
+				if errors.Is(err, storage.ErrNotFound) {
 					return nil
 				}
 				if err != nil {
 					return err
 				}
-				left, err = tx.syncHighlightCopies(&it)
+				left, err = syncHighlightCopies(tx, &it)
 				return err
 			})
 			if err != nil {
@@ -240,31 +242,31 @@ func (s *Store) finishHighlightCopies(ctx context.Context, items [][2]string) er
 
 func cleanText(s string, max int, what string) (string, error) {
 	if !utf8.ValidString(s) {
-		return "", Invalid("%s must be valid UTF-8", what)
+		return "", storage.Invalid("%s must be valid UTF-8", what)
 	}
 	if utf8.RuneCountInString(s) > max {
-		return "", Invalid("%s must be at most %d characters", what, max)
+		return "", storage.Invalid("%s must be at most %d characters", what, max)
 	}
 	return strings.TrimSpace(s), nil
 }
 
-func (tx *Tx) deleteHighlight(memberID string, h *Highlight) error {
+func deleteHighlight(tx *storage.Tx, memberID string, h *Highlight) error {
 	for _, k := range highlightIndexKeys(memberID, h) {
-		if err := tx.delete(k); err != nil {
+		if err := tx.Delete(k); err != nil {
 			return err
 		}
 	}
-	if err := tx.delete(itemHighlightKey(memberID, h.SavedItemID, h.ID)); err != nil {
+	if err := tx.Delete(itemHighlightKey(memberID, h.SavedItemID, h.ID)); err != nil {
 		return err
 	}
-	return tx.delete(highlightKey(memberID, h.ID))
+	return tx.Delete(highlightKey(memberID, h.ID))
 }
 
 // DeleteHighlights removes highlights of the member; unknown ids are
-// ErrNotFound and nothing is deleted. A repeated id counts once.
-func (s *Store) DeleteHighlights(ctx context.Context, memberID string, ids []string) error {
+// storage.ErrNotFound and nothing is deleted. A repeated id counts once.
+func (s Store) DeleteHighlights(ctx context.Context, memberID string, ids []string) error {
 	if len(ids) == 0 || len(ids) > MaxBatchIDs {
-		return Invalid("items must hold 1 to %d highlights", MaxBatchIDs)
+		return storage.Invalid("items must hold 1 to %d highlights", MaxBatchIDs)
 	}
 	seen := make(map[string]bool, len(ids))
 	unique := make([]string, 0, len(ids))
@@ -274,16 +276,16 @@ func (s *Store) DeleteHighlights(ctx context.Context, memberID string, ids []str
 			unique = append(unique, id)
 		}
 	}
-	return s.Update(ctx, func(tx *Tx) error {
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
 		for _, id := range unique {
 			var h Highlight
-			if err := tx.getJSON(highlightKey(memberID, id), &h); err != nil {
+			if err := tx.GetJSON(highlightKey(memberID, id), &h); err != nil {
 				return err
 			}
-			if err := tx.deleteHighlight(memberID, &h); err != nil {
+			if err := deleteHighlight(tx, memberID, &h); err != nil {
 				return err
 			}
-			err := tx.touchItems(memberID, []string{h.SavedItemID}, func(it *SavedItem) {
+			err := touchItems(tx, memberID, []string{h.SavedItemID}, func(it *SavedItem) {
 				if it.HighlightCount > 0 {
 					it.HighlightCount--
 				}
@@ -296,22 +298,22 @@ func (s *Store) DeleteHighlights(ctx context.Context, memberID string, ids []str
 	})
 }
 
-func (tx *Tx) deleteItemHighlights(memberID, itemID string) error {
-	prefix := key("u", memberID, "gql", "ih", itemID, "")
-	ids, err := tx.suffixes(prefix)
+func deleteItemHighlights(tx *storage.Tx, memberID, itemID string) error {
+	prefix := storage.Key("u", memberID, "gql", "ih", itemID, "")
+	ids, err := tx.Suffixes(prefix)
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
 		var h Highlight
-		err := tx.getJSON(highlightKey(memberID, id), &h)
-		if errors.Is(err, ErrNotFound) {
+		err := tx.GetJSON(highlightKey(memberID, id), &h)
+		if errors.Is(err, storage.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		if err := tx.deleteHighlight(memberID, &h); err != nil {
+		if err := deleteHighlight(tx, memberID, &h); err != nil {
 			return err
 		}
 	}
@@ -319,14 +321,14 @@ func (tx *Tx) deleteItemHighlights(memberID, itemID string) error {
 }
 
 // ItemHighlights lists the highlights of an item, oldest first.
-func (s *Store) ItemHighlights(ctx context.Context, memberID, itemID string) ([]*Highlight, error) {
+func (s Store) ItemHighlights(ctx context.Context, memberID, itemID string) ([]*Highlight, error) {
 	var out []*Highlight
-	err := s.View(ctx, func(tx *Tx) error {
-		prefix := key("u", memberID, "gql", "ih", itemID, "")
-		return tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		prefix := storage.Key("u", memberID, "gql", "ih", itemID, "")
+		return tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
 			var h Highlight
-			err := tx.getJSON(highlightKey(memberID, string(k[len(prefix):])), &h)
-			if errors.Is(err, ErrNotFound) {
+			err := tx.GetJSON(highlightKey(memberID, string(k[len(prefix):])), &h)
+			if errors.Is(err, storage.ErrNotFound) {
 				return true, nil
 			}
 			if err != nil {
@@ -354,33 +356,33 @@ type HighlightPage struct {
 // item's domain, f.SavedFrom/SavedTo bound the item's saved time, and
 // f.UpdatedFrom/UpdatedTo the highlight's updatedAt. p.After is a cursor of
 // a previous page or a highlight id (Inboxt's cursor).
-func (s *Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter, p PageRequest) (*HighlightPage, error) {
+func (s Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter, p PageRequest) (*HighlightPage, error) {
 	if !ValidHighlightSortField(p.Field) && p.Field != SortTitle {
-		return nil, Invalid("highlights can be sorted by createdAt, updatedAt or title only")
+		return nil, storage.Invalid("highlights can be sorted by createdAt, updatedAt or title only")
 	}
 	first := max(p.First, 0)
 	text := strings.ToLower(strings.TrimSpace(f.Text))
 	site := strings.ToLower(f.Site)
 	page := &HighlightPage{}
-	err := s.View(ctx, func(tx *Tx) error {
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		var after []byte
 		if p.After != "" {
 			a, err := parseCursor(p.After, 2, p.Field, p.Desc)
-			if err != nil && isItemID(p.After) {
+			if err != nil && storage.IsID(p.After) {
 				var h Highlight
-				if gerr := tx.getJSON(highlightKey(memberID, p.After), &h); gerr == nil {
+				if gerr := tx.GetJSON(highlightKey(memberID, p.After), &h); gerr == nil {
 					a, err = nil, nil
 					if p.Field == SortTitle {
 						var it SavedItem
-						if gerr := tx.getItem(itemKey(memberID, h.SavedItemID), &it); gerr != nil {
+						if gerr := getItem(tx, itemKey(memberID, h.SavedItemID), &it); gerr != nil {
 							return gerr
 						}
 						a = encUint64(itemSortValue(&it, SortTitle), idBytes(h.ID))
 					} else {
 						a = highlightSortValue(&h, p.Field)
 					}
-				} else if errors.Is(gerr, ErrNotFound) {
-					err = Invalid("after: no highlight has the id %s", p.After)
+				} else if errors.Is(gerr, storage.ErrNotFound) {
+					err = storage.Invalid("after: no highlight has the id %s", p.After)
 				} else {
 					err = gerr
 				}
@@ -399,7 +401,7 @@ func (s *Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilte
 				return &cur, nil
 			}
 			cur, curContent = SavedItem{}, nil
-			if err := tx.getItem(itemKey(memberID, id), &cur); err != nil {
+			if err := getItem(tx, itemKey(memberID, id), &cur); err != nil {
 				return nil, err
 			}
 			return &cur, nil
@@ -416,7 +418,7 @@ func (s *Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilte
 				return true, nil
 			}
 			it, err := itemOf(h.SavedItemID)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, storage.ErrNotFound) {
 				return false, nil
 			}
 			if err != nil {
@@ -439,7 +441,7 @@ func (s *Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilte
 			}
 			if curContent == nil {
 				curContent = &ItemContent{}
-				if err := tx.getJSON(contentKey(memberID, it.ID), curContent); err != nil && !errors.Is(err, ErrNotFound) {
+				if err := tx.GetJSON(contentKey(memberID, it.ID), curContent); err != nil && !errors.Is(err, storage.ErrNotFound) {
 					return false, err
 				}
 			}
@@ -453,11 +455,11 @@ func (s *Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilte
 		}
 		if p.Field != SortTitle {
 			prefix := highlightIndexPrefix(memberID, p.Field)
-			err := tx.keysetScan(prefix, p.Desc, after, nil, nil, false, func(suf, _ []byte) (bool, error) {
+			err := keysetScan(tx, prefix, p.Desc, after, nil, nil, false, func(suf, _ []byte) (bool, error) {
 				id := strconv.FormatUint(binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)
 				var h Highlight
-				if err := tx.getJSON(highlightKey(memberID, id), &h); err != nil {
-					if errors.Is(err, ErrNotFound) {
+				if err := tx.GetJSON(highlightKey(memberID, id), &h); err != nil {
+					if errors.Is(err, storage.ErrNotFound) {
 						return true, nil
 					}
 					return false, err
@@ -472,7 +474,7 @@ func (s *Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilte
 			if err != nil {
 				return err
 			}
-		} else if err := tx.highlightsByItemTitle(memberID, p.Desc, after, first, keep, add); err != nil {
+		} else if err := highlightsByItemTitle(tx, memberID, p.Desc, after, first, keep, add); err != nil {
 			return err
 		}
 		if len(found) > first {
@@ -504,7 +506,7 @@ func highlightSortValue(h *Highlight, f SortField) []byte {
 // title (the items' title index, every status merged), then of their id:
 // each one's place is the item's index suffix and its own id. It adds at
 // most limit+1 highlights that keep accepts, after the place after.
-func (tx *Tx) highlightsByItemTitle(memberID string, desc bool, after []byte, limit int, keep func(*Highlight) (bool, error), add func(*Highlight, []byte)) error {
+func highlightsByItemTitle(tx *storage.Tx, memberID string, desc bool, after []byte, limit int, keep func(*Highlight) (bool, error), add func(*Highlight, []byte)) error {
 	type hit struct {
 		h   *Highlight
 		suf []byte
@@ -526,7 +528,7 @@ func (tx *Tx) highlightsByItemTitle(memberID string, desc bool, after []byte, li
 	for _, status := range []string{StatusActive, StatusArchived, StatusDeleted} {
 		n := 0
 		prefix := itemIndexPrefix(memberID, status, SortTitle)
-		err := tx.keysetScan(prefix, desc, nil, lower, upper, true, func(suf, rec []byte) (bool, error) {
+		err := keysetScan(tx, prefix, desc, nil, lower, upper, true, func(suf, rec []byte) (bool, error) {
 			var it SavedItem
 			if len(rec) > 0 {
 				if err := parseItemRecord(rec, &it); err != nil {
@@ -534,8 +536,8 @@ func (tx *Tx) highlightsByItemTitle(memberID string, desc bool, after []byte, li
 				}
 			} else {
 				id := strconv.FormatUint(binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)
-				if err := tx.getItem(itemKey(memberID, id), &it); err != nil {
-					if errors.Is(err, ErrNotFound) {
+				if err := getItem(tx, itemKey(memberID, id), &it); err != nil {
+					if errors.Is(err, storage.ErrNotFound) {
 						return true, nil
 					}
 					return false, err
@@ -544,7 +546,7 @@ func (tx *Tx) highlightsByItemTitle(memberID string, desc bool, after []byte, li
 			if it.HighlightCount == 0 {
 				return true, nil
 			}
-			ids, err := tx.suffixes(key("u", memberID, "gql", "ih", it.ID, ""))
+			ids, err := tx.Suffixes(storage.Key("u", memberID, "gql", "ih", it.ID, ""))
 			if err != nil {
 				return false, err
 			}
@@ -562,8 +564,8 @@ func (tx *Tx) highlightsByItemTitle(memberID string, desc bool, after []byte, li
 					}
 				}
 				var h Highlight
-				if err := tx.getJSON(highlightKey(memberID, strconv.FormatUint(num, 10)), &h); err != nil {
-					if errors.Is(err, ErrNotFound) {
+				if err := tx.GetJSON(highlightKey(memberID, strconv.FormatUint(num, 10)), &h); err != nil {
+					if errors.Is(err, storage.ErrNotFound) {
 						continue
 					}
 					return false, err
@@ -597,9 +599,9 @@ func (tx *Tx) highlightsByItemTitle(memberID string, desc bool, after []byte, li
 }
 
 // ForEachHighlight calls fn for every highlight of the member, oldest first.
-func (s *Store) ForEachHighlight(ctx context.Context, memberID string, fn func(h *Highlight) error) error {
-	return s.View(ctx, func(tx *Tx) error {
-		return tx.scan(key("u", memberID, "gql", "hl", ""), nil, false, false, func(_, v []byte) (bool, error) {
+func (s Store) ForEachHighlight(ctx context.Context, memberID string, fn func(h *Highlight) error) error {
+	return s.st.View(ctx, func(tx *storage.Tx) error {
+		return tx.Scan(storage.Key("u", memberID, "gql", "hl", ""), nil, false, false, func(_, v []byte) (bool, error) {
 			var h Highlight
 			if err := json.Unmarshal(v, &h); err != nil {
 				return false, err

@@ -1,4 +1,4 @@
-package storage
+package library
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
 	"go.uber.org/zap"
 )
@@ -89,23 +90,25 @@ import (
 // "K", "k" and the Kelvin sign, are the same; no multi-character folds
 // ("ß" is not "ss") and no removal of diacritics ("é" is not "e").
 
-func textKey(memberID, id string) []byte       { return key("u", memberID, "gql", "tt", id) }
-func textPendingPrefix(memberID string) []byte { return key("u", memberID, "gql", "tp", "") }
+func textKey(memberID, id string) []byte       { return storage.Key("u", memberID, "gql", "tt", id) }
+func textPendingPrefix(memberID string) []byte { return storage.Key("u", memberID, "gql", "tp", "") }
 func textPendingKey(memberID string, seq uint64) []byte {
 	return encUint64(textPendingPrefix(memberID), seq)
 }
-func textQueueKey(memberID string) []byte   { return key("u", memberID, "gql", "tq") }
-func textDocKey(memberID, id string) []byte { return key("u", memberID, "gql", "td", id) }
+func textQueueKey(memberID string) []byte   { return storage.Key("u", memberID, "gql", "tq") }
+func textDocKey(memberID, id string) []byte { return storage.Key("u", memberID, "gql", "td", id) }
 func textDocItemKey(memberID string, doc uint32) []byte {
-	return binary.BigEndian.AppendUint32(key("u", memberID, "gql", "tn", ""), doc)
+	return binary.BigEndian.AppendUint32(storage.Key("u", memberID, "gql", "tn", ""), doc)
 }
-func trigramPrefix(memberID string) []byte { return key("u", memberID, "gql", "tg", "") }
-func textMetaKey(memberID string) []byte   { return key("u", memberID, "gql", "tm") }
-func textReadyKey(memberID string) []byte  { return key("u", memberID, "gql", "tv") }
+func trigramPrefix(memberID string) []byte { return storage.Key("u", memberID, "gql", "tg", "") }
+func textMetaKey(memberID string) []byte   { return storage.Key("u", memberID, "gql", "tm") }
+func textReadyKey(memberID string) []byte  { return storage.Key("u", memberID, "gql", "tv") }
 func siteItemsPrefix(memberID string) []byte {
-	return key("u", memberID, "gql", "sd", "")
+	return storage.Key("u", memberID, "gql", "sd", "")
 }
-func siteNameKey(memberID, domain string) []byte { return key("u", memberID, "gql", "sn", domain) }
+func siteNameKey(memberID, domain string) []byte {
+	return storage.Key("u", memberID, "gql", "sn", domain)
+}
 func siteItemKey(memberID, domain, id string) []byte {
 	return encUint64(encString(siteItemsPrefix(memberID), domain), idBytes(id))
 }
@@ -114,9 +117,11 @@ func typeItemsPrefix(memberID, typ string) []byte {
 	if typ == TypeNewsletter {
 		c = "N"
 	}
-	return key("u", memberID, "gql", "ty", c, "")
+	return storage.Key("u", memberID, "gql", "ty", c, "")
 }
-func highlightedItemsPrefix(memberID string) []byte { return key("u", memberID, "gql", "hh", "") }
+func highlightedItemsPrefix(memberID string) []byte {
+	return storage.Key("u", memberID, "gql", "hh", "")
+}
 
 // Filter keys ordered like a page sorted by createdAt (oy/, oh/, ol/): a
 // search whose smallest filter is a type, has:highlights or a label walks
@@ -129,11 +134,13 @@ func highlightedItemsPrefix(memberID string) []byte { return key("u", memberID, 
 // domain in lower case: a walk passes over the items of other statuses,
 // and those a site: filter does not select, without reading them.
 func orderedTypePrefix(memberID, typ string) []byte {
-	return key("u", memberID, "gql", "oy", typeCode(typ), "")
+	return storage.Key("u", memberID, "gql", "oy", typeCode(typ), "")
 }
-func orderedHighlightedPrefix(memberID string) []byte { return key("u", memberID, "gql", "oh", "") }
+func orderedHighlightedPrefix(memberID string) []byte {
+	return storage.Key("u", memberID, "gql", "oh", "")
+}
 func orderedLabelPrefix(memberID, labelID string) []byte {
-	return key("u", memberID, "gql", "ol", labelID, "")
+	return storage.Key("u", memberID, "gql", "ol", labelID, "")
 }
 
 // orderedFilterKeys are it's ordered filter keys (see orderedTypePrefix),
@@ -155,7 +162,7 @@ func orderedFilterKeys(it *SavedItem) (keys [][]byte, value []byte) {
 // writeOrderedKeys writes it's ordered filter keys, removing old's that no
 // longer apply (old is nil for a new item), and rewrites none that are
 // unchanged.
-func (tx *Tx) writeOrderedKeys(old, it *SavedItem) error {
+func writeOrderedKeys(tx *storage.Tx, old, it *SavedItem) error {
 	keys, value := orderedFilterKeys(it)
 	var oldKeys [][]byte
 	var oldValue []byte
@@ -164,7 +171,7 @@ func (tx *Tx) writeOrderedKeys(old, it *SavedItem) error {
 	}
 	for _, k := range oldKeys {
 		if !slices.ContainsFunc(keys, func(n []byte) bool { return bytes.Equal(n, k) }) {
-			if err := tx.delete(k); err != nil {
+			if err := tx.Delete(k); err != nil {
 				return err
 			}
 		}
@@ -173,7 +180,7 @@ func (tx *Tx) writeOrderedKeys(old, it *SavedItem) error {
 		if bytes.Equal(value, oldValue) && slices.ContainsFunc(oldKeys, func(o []byte) bool { return bytes.Equal(o, k) }) {
 			continue
 		}
-		if err := tx.put(k, value, 0); err != nil {
+		if err := tx.Put(k, value, 0); err != nil {
 			return err
 		}
 	}
@@ -198,16 +205,16 @@ const orderedKeysVersion = 6
 // perhaps the ordered filter keys (see orderedKeysVersion): a store of
 // version 4 or 5 searches with its counts and trigrams while the indexer
 // writes those.
-func (tx *Tx) searchReady(memberID string) (bool, error) {
-	v, err := tx.searchVersion(memberID)
+func searchReady(tx *storage.Tx, memberID string) (bool, error) {
+	v, err := searchVersion(tx, memberID)
 	return v >= 4 && v <= searchIndexVersion, err
 }
 
 // searchVersion is the version of the member's complete search keys, 0
 // for none.
-func (tx *Tx) searchVersion(memberID string) (byte, error) {
-	v, err := tx.get(textReadyKey(memberID))
-	if errors.Is(err, ErrNotFound) || (err == nil && len(v) != 1) {
+func searchVersion(tx *storage.Tx, memberID string) (byte, error) {
+	v, err := tx.Get(textReadyKey(memberID))
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && len(v) != 1) {
 		return 0, nil
 	}
 	if err != nil {
@@ -234,7 +241,7 @@ func foldRune(r rune) rune {
 	return unicode.ToLower(least)
 }
 
-// appendFold appends s case-folded to b. Invalid UTF-8 is kept as it is.
+// appendFold appends s case-folded to b. storage.Invalid UTF-8 is kept as it is.
 func appendFold[T string | []byte](b []byte, s T) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -290,7 +297,7 @@ func (t *itemText) contains(needle []byte) bool {
 // readItemText sets t to the folded text of it (t.b reused), reading its
 // content record (none: no content text). The content is folded only
 // when the title and description do not hold needle (nil: always).
-func (tx *Tx) readItemText(t *itemText, it *SavedItem, needle []byte) error {
+func readItemText(tx *storage.Tx, t *itemText, it *SavedItem, needle []byte) error {
 	t.b = appendFold(t.b[:0], it.Title)
 	t.ends[0] = len(t.b)
 	t.b = appendFold(t.b, it.Description)
@@ -299,8 +306,8 @@ func (tx *Tx) readItemText(t *itemText, it *SavedItem, needle []byte) error {
 	if needle != nil && (bytes.Contains(t.b[:t.ends[0]], needle) || bytes.Contains(t.b[t.ends[0]:], needle)) {
 		return nil
 	}
-	v, err := tx.get(contentKey(it.MemberID, it.ID))
-	if errors.Is(err, ErrNotFound) {
+	v, err := tx.Get(contentKey(it.MemberID, it.ID))
+	if errors.Is(err, storage.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -317,17 +324,17 @@ func (tx *Tx) readItemText(t *itemText, it *SavedItem, needle []byte) error {
 // content text) this transaction changes, for the indexer, which reads the
 // text it then has (title, desc and text are the new text, which the
 // queue does not need).
-func (tx *Tx) setItemText(memberID, id, title, desc string, text *string) error {
+func setItemText(tx *storage.Tx, memberID, id, title, desc string, text *string) error {
 	var seq uint64
-	if b, err := tx.get(textQueueKey(memberID)); err == nil && len(b) == 8 {
+	if b, err := tx.Get(textQueueKey(memberID)); err == nil && len(b) == 8 {
 		seq = binary.BigEndian.Uint64(b)
-	} else if err != nil && !errors.Is(err, ErrNotFound) {
+	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
-	if err := tx.put(textPendingKey(memberID, seq), []byte(id), 0); err != nil {
+	if err := tx.Put(textPendingKey(memberID, seq), []byte(id), 0); err != nil {
 		return err
 	}
-	if err := tx.put(textQueueKey(memberID), encUint64(nil, seq+1), 0); err != nil {
+	if err := tx.Put(textQueueKey(memberID), encUint64(nil, seq+1), 0); err != nil {
 		return err
 	}
 	libraryState.Of(tx).addTextMember(memberID)
@@ -336,40 +343,40 @@ func (tx *Tx) setItemText(memberID, id, title, desc string, text *string) error 
 
 // putFilterKeys writes the filter keys of it, removing old's that no longer
 // apply (old is nil for a new item), and counts the change (fc/).
-func (tx *Tx) putFilterKeys(old, it *SavedItem) error {
+func putFilterKeys(tx *storage.Tx, old, it *SavedItem) error {
 	if old != nil {
-		tx.countItemFilters(old, -1)
+		countItemFilters(tx, old, -1)
 	}
-	tx.countItemFilters(it, 1)
-	return tx.writeFilterKeys(old, it)
+	countItemFilters(tx, it, 1)
+	return writeFilterKeys(tx, old, it)
 }
 
 // writeFilterKeys is putFilterKeys without the counts.
-func (tx *Tx) writeFilterKeys(old, it *SavedItem) error {
+func writeFilterKeys(tx *storage.Tx, old, it *SavedItem) error {
 	mid := it.MemberID
-	if err := tx.writeOrderedKeys(old, it); err != nil {
+	if err := writeOrderedKeys(tx, old, it); err != nil {
 		return err
 	}
 	if old == nil || old.SourceDomain != it.SourceDomain {
 		if old != nil {
-			if err := tx.delete(siteItemKey(mid, old.SourceDomain, it.ID)); err != nil {
+			if err := tx.Delete(siteItemKey(mid, old.SourceDomain, it.ID)); err != nil {
 				return err
 			}
 		}
-		if err := tx.put(siteItemKey(mid, it.SourceDomain, it.ID), nil, 0); err != nil {
+		if err := tx.Put(siteItemKey(mid, it.SourceDomain, it.ID), nil, 0); err != nil {
 			return err
 		}
-		if err := tx.put(siteNameKey(mid, it.SourceDomain), nil, 0); err != nil {
+		if err := tx.Put(siteNameKey(mid, it.SourceDomain), nil, 0); err != nil {
 			return err
 		}
 	}
 	if old == nil || old.Type != it.Type {
 		if old != nil {
-			if err := tx.delete(encUint64(typeItemsPrefix(mid, old.Type), idBytes(it.ID))); err != nil {
+			if err := tx.Delete(encUint64(typeItemsPrefix(mid, old.Type), idBytes(it.ID))); err != nil {
 				return err
 			}
 		}
-		if err := tx.put(encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)), nil, 0); err != nil {
+		if err := tx.Put(encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)), nil, 0); err != nil {
 			return err
 		}
 	}
@@ -377,34 +384,34 @@ func (tx *Tx) writeFilterKeys(old, it *SavedItem) error {
 	if old == nil || had != has {
 		k := encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))
 		if has {
-			return tx.put(k, nil, 0)
+			return tx.Put(k, nil, 0)
 		}
 		if old != nil {
-			return tx.delete(k)
+			return tx.Delete(k)
 		}
 	}
 	return nil
 }
 
 // deleteItemSearch removes an item's text, index entries and filter keys.
-func (tx *Tx) deleteItemSearch(it *SavedItem) error {
+func deleteItemSearch(tx *storage.Tx, it *SavedItem) error {
 	mid := it.MemberID
-	tx.countItemFilters(it, -1)
-	if doc, err := tx.get(textDocKey(mid, it.ID)); err == nil && len(doc) == 4 {
-		if err := tx.delete(textDocItemKey(mid, binary.BigEndian.Uint32(doc))); err != nil {
+	countItemFilters(tx, it, -1)
+	if doc, err := tx.Get(textDocKey(mid, it.ID)); err == nil && len(doc) == 4 {
+		if err := tx.Delete(textDocItemKey(mid, binary.BigEndian.Uint32(doc))); err != nil {
 			return err
 		}
-	} else if err != nil && !errors.Is(err, ErrNotFound) {
+	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
-	if err := tx.deleteIfPresent(textWideKey(mid, it.ID)); err != nil { // see indexItem
+	if err := deleteIfPresent(tx, textWideKey(mid, it.ID)); err != nil { // see indexItem
 		return err
 	}
 	ordered, _ := orderedFilterKeys(it)
 	for _, k := range append(ordered, textDocKey(mid, it.ID),
 		siteItemKey(mid, it.SourceDomain, it.ID), encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)),
 		encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))) {
-		if err := tx.delete(k); err != nil {
+		if err := tx.Delete(k); err != nil {
 			return err
 		}
 	}
@@ -429,11 +436,11 @@ func (tx *Tx) deleteItemSearch(it *SavedItem) error {
 // writers of one member's counts conflict and one retries (Update), as
 // they already do on tq.
 func filterCountKey(memberID, kind, value string) []byte {
-	return key("u", memberID, "gql", "fc", kind, value)
+	return storage.Key("u", memberID, "gql", "fc", kind, value)
 }
 
 // countItemFilters adds sign to the counts of it's filter keys.
-func (tx *Tx) countItemFilters(it *SavedItem, sign int64) {
+func countItemFilters(tx *storage.Tx, it *SavedItem, sign int64) {
 	lt := libraryState.Of(tx)
 	if lt.filterDeltas == nil {
 		lt.filterDeltas = map[string]int64{}
@@ -461,7 +468,7 @@ func typeCode(typ string) string {
 
 // flushFilterCounts adds the transaction's filter count changes to the
 // counts (libraryBeforeCommit: before the commit).
-func (tx *Tx) flushFilterCounts(lt *libraryTx) error {
+func flushFilterCounts(tx *storage.Tx, lt *libraryTx) error {
 	if len(lt.filterDeltas) == 0 {
 		return nil
 	}
@@ -473,11 +480,11 @@ func (tx *Tx) flushFilterCounts(lt *libraryTx) error {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		n, err := tx.countAt([]byte(k))
+		n, err := countAt(tx, []byte(k))
 		if err != nil {
 			return err
 		}
-		if err := tx.putCount([]byte(k), n+lt.filterDeltas[k]); err != nil {
+		if err := putCount(tx, []byte(k), n+lt.filterDeltas[k]); err != nil {
 			return err
 		}
 	}
@@ -486,10 +493,10 @@ func (tx *Tx) flushFilterCounts(lt *libraryTx) error {
 }
 
 // countAt reads the count at k (0 when absent).
-func (tx *Tx) countAt(k []byte) (int64, error) {
-	v, err := tx.get(k)
+func countAt(tx *storage.Tx, k []byte) (int64, error) {
+	v, err := tx.Get(k)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, storage.ErrNotFound):
 		return 0, nil
 	case err != nil:
 		return 0, err
@@ -500,16 +507,16 @@ func (tx *Tx) countAt(k []byte) (int64, error) {
 }
 
 // putCount writes the count n at k (none for 0).
-func (tx *Tx) putCount(k []byte, n int64) error {
+func putCount(tx *storage.Tx, k []byte, n int64) error {
 	if n <= 0 {
-		return tx.deleteIfPresent(k)
+		return deleteIfPresent(tx, k)
 	}
-	return tx.put(k, binary.BigEndian.AppendUint64(nil, uint64(n)), 0)
+	return tx.Put(k, binary.BigEndian.AppendUint64(nil, uint64(n)), 0)
 }
 
 // filterCount is the number of the member's items a filter key selects.
-func (tx *Tx) filterCount(memberID, kind, value string) (int, error) {
-	n, err := tx.countAt(filterCountKey(memberID, kind, value))
+func filterCount(tx *storage.Tx, memberID, kind, value string) (int, error) {
+	n, err := countAt(tx, filterCountKey(memberID, kind, value))
 	return int(n), err
 }
 
@@ -521,17 +528,17 @@ var recountChunkSize = 1000
 // each in a transaction that reads what it counts (a concurrent change
 // conflicts with it, and one of the two retries), for a store whose counts
 // are missing (written before them, or built without them).
-func (s *Store) recountFilters(memberID string) error {
-	err := s.Update(s.bg, func(tx *Tx) error {
+func (s Store) recountFilters(memberID string) error {
+	err := s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
 		count := func(prefix []byte, kind, value string) error {
 			n := int64(0)
-			if err := tx.scan(prefix, nil, false, true, func(_, _ []byte) (bool, error) {
+			if err := tx.Scan(prefix, nil, false, true, func(_, _ []byte) (bool, error) {
 				n++
 				return true, nil
 			}); err != nil {
 				return err
 			}
-			return tx.putCount(filterCountKey(memberID, kind, value), n)
+			return putCount(tx, filterCountKey(memberID, kind, value), n)
 		}
 		for _, typ := range []string{TypeArticle, TypeNewsletter} {
 			if err := count(typeItemsPrefix(memberID, typ), "t", typeCode(typ)); err != nil {
@@ -571,7 +578,7 @@ func (s *Store) recountFilters(memberID string) error {
 		seek   func(v string) []byte // the first key of value v
 		value  func(suf []byte) (string, bool)
 	}{
-		{"l", key("u", memberID, "gql", "li", ""), func(v string) []byte { return key("u", memberID, "gql", "li", v, "") }, labelValue},
+		{"l", storage.Key("u", memberID, "gql", "li", ""), func(v string) []byte { return storage.Key("u", memberID, "gql", "li", v, "") }, labelValue},
 		{"d", siteItemsPrefix(memberID), func(v string) []byte { return encString(siteItemsPrefix(memberID), v) }, domainValue},
 	} {
 		lo, first := "", true
@@ -580,7 +587,7 @@ func (s *Store) recountFilters(memberID string) error {
 				return errTextIndexStopped
 			}
 			next, more := "", false
-			err := s.Update(s.bg, func(tx *Tx) error {
+			err := s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
 				next, more = "", false
 				counts := map[string]int64{}
 				var order []string
@@ -588,7 +595,7 @@ func (s *Store) recountFilters(memberID string) error {
 				if !first {
 					start = k.seek(lo)
 				}
-				if err := tx.scan(k.prefix, start, false, true, func(key, _ []byte) (bool, error) {
+				if err := tx.Scan(k.prefix, start, false, true, func(key, _ []byte) (bool, error) {
 					v, ok := k.value(key[len(k.prefix):])
 					if !ok {
 						return true, nil
@@ -611,7 +618,7 @@ func (s *Store) recountFilters(memberID string) error {
 					fstart = filterCountKey(memberID, k.kind, lo)
 				}
 				var stale [][]byte
-				if err := tx.scan(fp, fstart, false, true, func(key, _ []byte) (bool, error) {
+				if err := tx.Scan(fp, fstart, false, true, func(key, _ []byte) (bool, error) {
 					v := string(key[len(fp):])
 					if more && v >= next {
 						return false, nil
@@ -624,12 +631,12 @@ func (s *Store) recountFilters(memberID string) error {
 					return err
 				}
 				for _, key := range stale {
-					if err := tx.delete(key); err != nil {
+					if err := tx.Delete(key); err != nil {
 						return err
 					}
 				}
 				for _, v := range order {
-					if err := tx.putCount(filterCountKey(memberID, k.kind, v), counts[v]); err != nil {
+					if err := putCount(tx, filterCountKey(memberID, k.kind, v), counts[v]); err != nil {
 						return err
 					}
 				}
@@ -653,7 +660,7 @@ func (s *Store) recountFilters(memberID string) error {
 // and builds the text records and filter keys of stores written before the
 // index existed: a Worker of each Store (textIndexerKind).
 type textIndexer struct {
-	s     *Store
+	s     Store
 	mu    sync.Mutex
 	dirty map[string]bool // members with work, or all when allDirty
 	all   bool
@@ -671,12 +678,12 @@ type textIndexer struct {
 }
 
 // textIndexerKind is the search indexer of each Store.
-var textIndexerKind = NewWorkerKind(func(s *Store) *textIndexer {
-	return &textIndexer{s: s, dirty: map[string]bool{}, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+var textIndexerKind = storage.NewWorkerKind(func(st *storage.Store) *textIndexer {
+	return &textIndexer{s: Of(st), dirty: map[string]bool{}, wake: make(chan struct{}, 1), stop: make(chan struct{})}
 })
 
 // textIndex is s's search indexer.
-func (s *Store) textIndex() *textIndexer { return textIndexerKind.Of(s) }
+func (s Store) textIndex() *textIndexer { return textIndexerKind.Of(s.st) }
 
 // Start starts the indexer (Worker).
 func (ti *textIndexer) Start() {
@@ -766,9 +773,9 @@ func (ti *textIndexer) pass() (stopped bool) {
 	ti.mu.Unlock()
 	s := ti.s
 	if all {
-		members, err := s.Members(s.bg)
+		members, err := s.st.Members(s.st.Background())
 		if err != nil {
-			s.log.Warn("search index: cannot list members", zap.Error(err))
+			s.st.Logger().Warn("search index: cannot list members", zap.Error(err))
 			return false
 		}
 		for _, m := range members {
@@ -777,10 +784,10 @@ func (ti *textIndexer) pass() (stopped bool) {
 	}
 	for mid := range dirty {
 		if err := s.indexMember(mid); err != nil {
-			if errors.Is(err, errTextIndexStopped) || s.bg.Err() != nil {
+			if errors.Is(err, errTextIndexStopped) || s.st.Background().Err() != nil {
 				return true
 			}
-			s.log.Warn("search index: indexing failed; retried at the next change or start", zap.Error(err))
+			s.st.Logger().Warn("search index: indexing failed; retried at the next change or start", zap.Error(err))
 		}
 	}
 	return false
@@ -791,7 +798,7 @@ var errTextIndexStopped = errors.New("search index: stopped")
 // textIndexPaused keeps texts pending (tests of searches meanwhile).
 var textIndexPaused atomic.Bool
 
-func (s *Store) textIndexStopping() bool {
+func (s Store) textIndexStopping() bool {
 	select {
 	case <-s.textIndex().stop:
 		return true
@@ -802,11 +809,11 @@ func (s *Store) textIndexStopping() bool {
 
 // indexMember builds what a member's items lack, then indexes their
 // pending texts.
-func (s *Store) indexMember(memberID string) error {
+func (s Store) indexMember(memberID string) error {
 	var version byte
-	if err := s.View(s.bg, func(tx *Tx) error {
+	if err := s.st.View(s.st.Background(), func(tx *storage.Tx) error {
 		var err error
-		version, err = tx.searchVersion(memberID)
+		version, err = searchVersion(tx, memberID)
 		return err
 	}); err != nil {
 		return err
@@ -823,8 +830,8 @@ func (s *Store) indexMember(memberID string) error {
 			// The ordered filter keys (buildSearchKeys wrote them for
 			// older stores). A member of such a store is marked built
 			// even without items: its keys are all there.
-			if _, err = s.eachItemBatch(memberID, func(tx *Tx, it *SavedItem) error {
-				return tx.writeOrderedKeys(nil, it)
+			if _, err = s.eachItemBatch(memberID, func(tx *storage.Tx, it *SavedItem) error {
+				return writeOrderedKeys(tx, nil, it)
 			}); err != nil {
 				return err
 			}
@@ -838,11 +845,11 @@ func (s *Store) indexMember(memberID string) error {
 			// The folded copies of texts that versions before 4 kept
 			// (searches read the content instead, whether or not a copy
 			// is left).
-			if err := s.DeletePrefixInBatches(s.bg, textKey(memberID, "")); err != nil {
+			if err := s.st.DeletePrefixInBatches(s.st.Background(), textKey(memberID, "")); err != nil {
 				return err
 			}
-			if err := s.Update(s.bg, func(tx *Tx) error {
-				return tx.put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
+			if err := s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
+				return tx.Put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
 			}); err != nil {
 				return err
 			}
@@ -858,9 +865,9 @@ func (s *Store) indexMember(memberID string) error {
 		}
 		n := 0
 		// Asynchronous: the index is rebuilt from the items if lost.
-		err := s.UpdateAsync(s.bg, func(tx *Tx) error {
+		err := s.st.UpdateAsync(s.st.Background(), func(tx *storage.Tx) error {
 			var err error
-			n, err = tx.indexPending(memberID, limit)
+			n, err = indexPending(tx, memberID, limit)
 			return err
 		})
 		if errors.Is(err, kv.ErrTooBig) && limit > 1 {
@@ -879,13 +886,13 @@ func (s *Store) indexMember(memberID string) error {
 // buildSearchKeys writes the filter keys of the member's items and queues
 // them for the indexer (items saved before the index existed), in
 // batches; false when the member has no item.
-func (s *Store) buildSearchKeys(memberID string) (items bool, _ error) {
-	return s.eachItemBatch(memberID, func(tx *Tx, it *SavedItem) error {
+func (s Store) buildSearchKeys(memberID string) (items bool, _ error) {
+	return s.eachItemBatch(memberID, func(tx *storage.Tx, it *SavedItem) error {
 		// Not counted: recountFilters counts every item after.
-		if err := tx.writeFilterKeys(nil, it); err != nil {
+		if err := writeFilterKeys(tx, nil, it); err != nil {
 			return err
 		}
-		return tx.setItemText(memberID, it.ID, it.Title, it.Description, nil)
+		return setItemText(tx, memberID, it.ID, it.Title, it.Description, nil)
 	})
 }
 
@@ -893,7 +900,7 @@ func (s *Store) buildSearchKeys(memberID string) (items bool, _ error) {
 // of a batch of items each (each reads the items it writes for, so a
 // concurrent change of one conflicts and one of the two retries); false
 // when the member has no item.
-func (s *Store) eachItemBatch(memberID string, fn func(tx *Tx, it *SavedItem) error) (items bool, _ error) {
+func (s Store) eachItemBatch(memberID string, fn func(tx *storage.Tx, it *SavedItem) error) (items bool, _ error) {
 	prefix := itemKey(memberID, "")
 	var after []byte
 	batch := 200 // halved while Badger finds the transaction too big
@@ -902,7 +909,7 @@ func (s *Store) eachItemBatch(memberID string, fn func(tx *Tx, it *SavedItem) er
 			return false, errTextIndexStopped
 		}
 		var last []byte
-		err := s.Update(s.bg, func(tx *Tx) error {
+		err := s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
 			last = nil
 			n := 0
 			start := prefix
@@ -910,7 +917,7 @@ func (s *Store) eachItemBatch(memberID string, fn func(tx *Tx, it *SavedItem) er
 				start = append(append([]byte{}, after...), 0)
 			}
 			var ids []string
-			err := tx.scan(prefix, start, false, true, func(k, _ []byte) (bool, error) {
+			err := tx.Scan(prefix, start, false, true, func(k, _ []byte) (bool, error) {
 				ids = append(ids, string(k[len(prefix):]))
 				last = append(last[:0], k...)
 				n++
@@ -921,8 +928,8 @@ func (s *Store) eachItemBatch(memberID string, fn func(tx *Tx, it *SavedItem) er
 			}
 			for _, id := range ids {
 				var it SavedItem
-				if err := tx.getItem(itemKey(memberID, id), &it); err != nil {
-					if errors.Is(err, ErrNotFound) {
+				if err := getItem(tx, itemKey(memberID, id), &it); err != nil {
+					if errors.Is(err, storage.ErrNotFound) {
 						continue
 					}
 					return err
@@ -949,13 +956,13 @@ func (s *Store) eachItemBatch(memberID string, fn func(tx *Tx, it *SavedItem) er
 
 // firstItemReady marks a member's index built when id is its first item
 // (the indexer writes nothing for members without items).
-func (tx *Tx) firstItemReady(memberID, id string) error {
-	if v, err := tx.searchVersion(memberID); err != nil || v == searchIndexVersion {
+func firstItemReady(tx *storage.Tx, memberID, id string) error {
+	if v, err := searchVersion(tx, memberID); err != nil || v == searchIndexVersion {
 		return err
 	}
 	prefix := itemKey(memberID, "")
 	other := false
-	if err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+	if err := tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
 		other = string(k[len(prefix):]) != id
 		return !other, nil
 	}); err != nil {
@@ -964,7 +971,7 @@ func (tx *Tx) firstItemReady(memberID, id string) error {
 	if other {
 		return nil // the indexer builds it
 	}
-	return tx.put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
+	return tx.Put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
 }
 
 // textMeta is the state of a member's trigram index (tm).
@@ -1001,10 +1008,10 @@ func (m *textMeta) encode() []byte {
 
 var errBadTextMeta = errors.New("storage: malformed search index state")
 
-func (tx *Tx) textMeta(memberID string) (*textMeta, error) {
+func readTextMeta(tx *storage.Tx, memberID string) (*textMeta, error) {
 	m := &textMeta{nextSeg: 1}
-	b, err := tx.get(textMetaKey(memberID))
-	if errors.Is(err, ErrNotFound) {
+	b, err := tx.Get(textMetaKey(memberID))
+	if errors.Is(err, storage.ErrNotFound) {
 		return m, nil
 	}
 	if err != nil {
@@ -1045,8 +1052,8 @@ func segmentPrefix(memberID string, seg uint32) []byte {
 
 // indexPending makes one segment of up to limit pending items and returns
 // how many it took.
-func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
-	meta, err := tx.textMeta(memberID)
+func indexPending(tx *storage.Tx, memberID string, limit int) (int, error) {
+	meta, err := readTextMeta(tx, memberID)
 	if err != nil {
 		return 0, err
 	}
@@ -1056,7 +1063,7 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 		id  string
 	}
 	var entries []entry
-	if err := tx.scan(prefix, textPendingKey(memberID, meta.pendingFrom), false, false, func(k, v []byte) (bool, error) {
+	if err := tx.Scan(prefix, textPendingKey(memberID, meta.pendingFrom), false, false, func(k, v []byte) (bool, error) {
 		entries = append(entries, entry{binary.BigEndian.Uint64(k[len(prefix):]), string(v)})
 		return len(entries) < limit, nil
 	}); err != nil {
@@ -1087,7 +1094,7 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 		if !done[e.id] {
 			var it SavedItem
 			exists := true
-			if err := tx.getItem(itemKey(memberID, e.id), &it); errors.Is(err, ErrNotFound) {
+			if err := getItem(tx, itemKey(memberID, e.id), &it); errors.Is(err, storage.ErrNotFound) {
 				exists = false // deleted since
 			} else if err != nil {
 				return 0, err
@@ -1096,7 +1103,7 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 			// MiB, reused), cleared after the item.
 			distinct = distinct[:0]
 			if exists {
-				if err := tx.readItemText(&text, &it, nil); err != nil {
+				if err := readItemText(tx, &text, &it, nil); err != nil {
 					return 0, err
 				}
 				for _, f := range text.fields() {
@@ -1115,7 +1122,7 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 			if !wide && taken > 0 && len(keys)+len(distinct) > maxSegmentKeys {
 				break // the next transaction takes it
 			}
-			if err := tx.indexItem(memberID, e.id, exists, wide, nextDoc); err != nil {
+			if err := indexItem(tx, memberID, e.id, exists, wide, nextDoc); err != nil {
 				return 0, err
 			}
 			if exists && !wide {
@@ -1130,7 +1137,7 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 			}
 			done[e.id] = true
 		}
-		if err := tx.delete(textPendingKey(memberID, e.seq)); err != nil {
+		if err := tx.Delete(textPendingKey(memberID, e.seq)); err != nil {
 			return 0, err
 		}
 		meta.pendingFrom = e.seq + 1
@@ -1152,7 +1159,7 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 			v = binary.AppendUvarint(v, uint64(d-prev))
 			prev = d
 		}
-		if err := tx.put(k, v, 0); err != nil {
+		if err := tx.Put(k, v, 0); err != nil {
 			return 0, err
 		}
 		i = j
@@ -1162,7 +1169,7 @@ func (tx *Tx) indexPending(memberID string, limit int) (int, error) {
 		meta.nextSeg++
 	}
 	meta.nextDoc = nextDoc
-	return taken, tx.put(textMetaKey(memberID), meta.encode(), 0)
+	return taken, tx.Put(textMetaKey(memberID), meta.encode(), 0)
 }
 
 // postingBuf is the indexer's scratch space, reused (sync.Pool): the
@@ -1217,49 +1224,49 @@ const (
 	maxItemTrigrams = 12000
 )
 
-func textWideKey(memberID, id string) []byte { return key("u", memberID, "gql", "tw", id) }
+func textWideKey(memberID, id string) []byte { return storage.Key("u", memberID, "gql", "tw", id) }
 
 // deleteIfPresent deletes k when it exists, writing no deletion marker
 // otherwise.
-func (tx *Tx) deleteIfPresent(k []byte) error {
-	if ok, err := tx.has(k); err != nil || !ok {
+func deleteIfPresent(tx *storage.Tx, k []byte) error {
+	if ok, err := tx.Has(k); err != nil || !ok {
 		return err
 	}
-	return tx.delete(k)
+	return tx.Delete(k)
 }
 
 // indexItem gives an item its new place in the index: its old document
 // number is dropped; when it has a text, it gets doc (or, when wide, a tw/
 // entry instead).
-func (tx *Tx) indexItem(memberID, id string, hasText, wide bool, doc uint32) error {
-	if old, err := tx.get(textDocKey(memberID, id)); err == nil && len(old) == 4 {
-		if err := tx.delete(textDocItemKey(memberID, binary.BigEndian.Uint32(old))); err != nil {
+func indexItem(tx *storage.Tx, memberID, id string, hasText, wide bool, doc uint32) error {
+	if old, err := tx.Get(textDocKey(memberID, id)); err == nil && len(old) == 4 {
+		if err := tx.Delete(textDocItemKey(memberID, binary.BigEndian.Uint32(old))); err != nil {
 			return err
 		}
-	} else if err != nil && !errors.Is(err, ErrNotFound) {
+	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return err
 	}
 	// tw/ is deleted only when present: a deletion marker per indexed
 	// item would lie in the range every search scans (textCandidates)
 	// until Badger's compaction drops it.
-	if err := tx.deleteIfPresent(textWideKey(memberID, id)); err != nil {
+	if err := deleteIfPresent(tx, textWideKey(memberID, id)); err != nil {
 		return err
 	}
 	switch {
 	case !hasText:
-		return tx.delete(textDocKey(memberID, id))
+		return tx.Delete(textDocKey(memberID, id))
 	case wide:
-		if err := tx.delete(textDocKey(memberID, id)); err != nil {
+		if err := tx.Delete(textDocKey(memberID, id)); err != nil {
 			return err
 		}
-		return tx.put(textWideKey(memberID, id), nil, 0)
+		return tx.Put(textWideKey(memberID, id), nil, 0)
 	}
 	var d [4]byte
 	binary.BigEndian.PutUint32(d[:], doc)
-	if err := tx.put(textDocKey(memberID, id), d[:], 0); err != nil {
+	if err := tx.Put(textDocKey(memberID, id), d[:], 0); err != nil {
 		return err
 	}
-	return tx.put(textDocItemKey(memberID, doc), []byte(id), 0)
+	return tx.Put(textDocItemKey(memberID, doc), []byte(id), 0)
 }
 
 // segmentLevel is a segment's size class: its documents' power of eight.
@@ -1281,19 +1288,19 @@ const mergeChunk = 1 << 20
 // segment's keys are written under its new number (searches do not read
 // it yet); tm lists it instead of its sources and marks them for
 // deletion; their keys are deleted; tm forgets them.
-func (s *Store) mergeSegments(memberID string) error {
+func (s Store) mergeSegments(memberID string) error {
 	for {
 		if s.textIndexStopping() {
 			return errTextIndexStopped
 		}
 		var meta *textMeta
-		if err := s.View(s.bg, func(tx *Tx) (err error) { meta, err = tx.textMeta(memberID); return err }); err != nil {
+		if err := s.st.View(s.st.Background(), func(tx *storage.Tx) (err error) { meta, err = readTextMeta(tx, memberID); return err }); err != nil {
 			return err
 		}
 		switch {
 		case len(meta.deleting) > 0:
 			for _, seg := range meta.deleting {
-				if err := s.DeletePrefixInBatches(s.bg, segmentPrefix(memberID, seg)); err != nil {
+				if err := s.st.DeletePrefixInBatches(s.st.Background(), segmentPrefix(memberID, seg)); err != nil {
 					return err
 				}
 			}
@@ -1345,25 +1352,25 @@ func (s *Store) mergeSegments(memberID string) error {
 	}
 }
 
-func (s *Store) updateTextMeta(memberID string, fn func(m *textMeta)) error {
-	return s.Update(s.bg, func(tx *Tx) error {
-		m, err := tx.textMeta(memberID)
+func (s Store) updateTextMeta(memberID string, fn func(m *textMeta)) error {
+	return s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
+		m, err := readTextMeta(tx, memberID)
 		if err != nil {
 			return err
 		}
 		fn(m)
-		return tx.put(textMetaKey(memberID), m.encode(), 0)
+		return tx.Put(textMetaKey(memberID), m.encode(), 0)
 	})
 }
 
 // writeMergedSegment writes segment meta.merging: for every trigram, the
 // live document numbers of meta.mergeFrom, from one snapshot, in
 // transactions of about mergeChunk bytes.
-func (s *Store) writeMergedSegment(memberID string, meta *textMeta) error {
-	return s.View(s.bg, func(tx *Tx) error {
+func (s Store) writeMergedSegment(memberID string, meta *textMeta) error {
+	return s.st.View(s.st.Background(), func(tx *storage.Tx) error {
 		live := make(bitset, (int(meta.nextDoc)+63)/64)
-		np := key("u", memberID, "gql", "tn", "")
-		if err := tx.scan(np, nil, false, true, func(k, _ []byte) (bool, error) {
+		np := storage.Key("u", memberID, "gql", "tn", "")
+		if err := tx.Scan(np, nil, false, true, func(k, _ []byte) (bool, error) {
 			if len(k) == len(np)+4 {
 				if d := binary.BigEndian.Uint32(k[len(np):]); d < meta.nextDoc {
 					live.set(d)
@@ -1391,9 +1398,9 @@ func (s *Store) writeMergedSegment(memberID string, meta *textMeta) error {
 			if len(keys) == 0 {
 				return nil
 			}
-			err := s.Update(s.bg, func(w *Tx) error {
+			err := s.st.Update(s.st.Background(), func(w *storage.Tx) error {
 				for i := range keys {
-					if err := w.put(keys[i], vals[i], 0); err != nil {
+					if err := w.Put(keys[i], vals[i], 0); err != nil {
 						return err
 					}
 				}
@@ -1483,16 +1490,16 @@ func cursorValue(c kv.Cursor, fn func(v []byte) error) error {
 // SearchIndexBacklog reports the work the search indexer has left for a
 // member: texts pending, plus one for a build or merge not finished. 0
 // means searches read only finished segments.
-func (s *Store) SearchIndexBacklog(ctx context.Context, memberID string) (int, error) {
+func (s Store) SearchIndexBacklog(ctx context.Context, memberID string) (int, error) {
 	n := 0
-	err := s.View(ctx, func(tx *Tx) error {
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		n = 0
-		if v, err := tx.searchVersion(memberID); err != nil {
+		if v, err := searchVersion(tx, memberID); err != nil {
 			return err
 		} else if v != searchIndexVersion {
 			n++
 		}
-		meta, err := tx.textMeta(memberID)
+		meta, err := readTextMeta(tx, memberID)
 		if err != nil {
 			return err
 		}
@@ -1505,7 +1512,7 @@ func (s *Store) SearchIndexBacklog(ctx context.Context, memberID string) (int, e
 		if meta.merging != 0 || len(meta.deleting) > 0 {
 			n++
 		}
-		return tx.scan(textPendingPrefix(memberID), textPendingKey(memberID, meta.pendingFrom), false, true, func(_, _ []byte) (bool, error) {
+		return tx.Scan(textPendingPrefix(memberID), textPendingKey(memberID, meta.pendingFrom), false, true, func(_, _ []byte) (bool, error) {
 			n++
 			return true, nil
 		})
@@ -1540,26 +1547,26 @@ func (b bitset) count() int {
 // the folded needle (pending items included), or ok false when the index
 // cannot tell (not built, needle shorter than 3 bytes, more candidates than
 // maxCandidates).
-func (tx *Tx) textCandidates(memberID string, needle []byte, limit int) (ids []string, ok bool, err error) {
+func textCandidates(tx *storage.Tx, memberID string, needle []byte, limit int) (ids []string, ok bool, err error) {
 	if len(needle) < 3 {
 		return nil, false, nil
 	}
-	if ready, err := tx.searchReady(memberID); err != nil || !ready {
+	if ready, err := searchReady(tx, memberID); err != nil || !ready {
 		return nil, false, err
 	}
-	meta, err := tx.textMeta(memberID)
+	meta, err := readTextMeta(tx, memberID)
 	if err != nil {
 		return nil, false, err
 	}
 	nextDoc := meta.nextDoc
-	if err := tx.scan(textPendingPrefix(memberID), textPendingKey(memberID, meta.pendingFrom), false, false, func(_, v []byte) (bool, error) {
+	if err := tx.Scan(textPendingPrefix(memberID), textPendingKey(memberID, meta.pendingFrom), false, false, func(_, v []byte) (bool, error) {
 		ids = append(ids, string(v))
 		return len(ids) <= limit, nil
 	}); err != nil {
 		return nil, false, err
 	}
-	wp := key("u", memberID, "gql", "tw", "")
-	if err := tx.scan(wp, nil, false, true, func(k, _ []byte) (bool, error) {
+	wp := storage.Key("u", memberID, "gql", "tw", "")
+	if err := tx.Scan(wp, nil, false, true, func(k, _ []byte) (bool, error) {
 		ids = append(ids, string(k[len(wp):]))
 		return len(ids) <= limit, nil
 	}); err != nil {
@@ -1586,8 +1593,8 @@ func (tx *Tx) textCandidates(memberID string, needle []byte, limit int) (ids []s
 		var t tri
 		for _, sg := range meta.segs {
 			k = append(binary.BigEndian.AppendUint32(k[:n], sg.id), needle[i:i+3]...)
-			v, err := tx.get(k)
-			if errors.Is(err, ErrNotFound) {
+			v, err := tx.Get(k)
+			if errors.Is(err, storage.ErrNotFound) {
 				continue
 			}
 			if err != nil {
@@ -1649,8 +1656,8 @@ func (tx *Tx) textCandidates(memberID string, needle []byte, limit int) (ids []s
 		for w != 0 {
 			doc := uint32(i*64 + bits.TrailingZeros64(w))
 			w &= w - 1
-			id, err := tx.get(textDocItemKey(memberID, doc))
-			if errors.Is(err, ErrNotFound) {
+			id, err := tx.Get(textDocItemKey(memberID, doc))
+			if errors.Is(err, storage.ErrNotFound) {
 				continue // re-indexed or deleted
 			}
 			if err != nil {
@@ -1704,7 +1711,7 @@ type idPart struct {
 }
 
 // readIDs reads src's ids until it holds more than upto or has them all.
-func (tx *Tx) readIDs(src *idSource, upto int) {
+func readIDs(tx *storage.Tx, src *idSource, upto int) {
 	for !src.done && !src.bad && len(src.ids) <= upto {
 		if src.it == nil {
 			if src.part == len(src.parts) {
@@ -1757,11 +1764,11 @@ func (src *idSource) close() {
 // siteSource is the source of the items of the domains that contain
 // site (from the domains' counts, fc/d/), counted; for more than
 // maxSiteDomains domains it has no parts (it is only counted).
-func (tx *Tx) siteSource(memberID, site string) (*idSource, error) {
+func siteSource(tx *storage.Tx, memberID, site string) (*idSource, error) {
 	prefix := filterCountKey(memberID, "d", "")
 	var domains []string
 	src := &idSource{}
-	if err := tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+	if err := tx.Scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 		if d := string(k[len(prefix):]); strings.Contains(strings.ToLower(d), site) && len(v) == 8 {
 			domains = append(domains, d)
 			src.count += int(binary.BigEndian.Uint64(v))
@@ -1780,7 +1787,7 @@ func (tx *Tx) siteSource(memberID, site string) (*idSource, error) {
 	if len(domains) <= 4 {
 		src.has = func(id uint64) (bool, error) {
 			for _, p := range src.parts {
-				if ok, err := tx.has(encUint64(p.prefix, id)); err != nil || ok {
+				if ok, err := tx.Has(encUint64(p.prefix, id)); err != nil || ok {
 					return ok, err
 				}
 			}
@@ -1850,8 +1857,8 @@ func intersectIDs(a, b []uint64) []uint64 {
 // at most about maxSourceItems keys of each before it either reads the
 // exact intersection item by item or walks the sort order skipping by key
 // every item outside it.
-func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, statuses []string, field SortField, first int) (ids []string, ok bool, err error) {
-	version, err := tx.searchVersion(memberID)
+func searchCandidates(tx *storage.Tx, memberID string, f ItemFilter, m *itemMatcher, statuses []string, field SortField, first int) (ids []string, ok bool, err error) {
+	version, err := searchVersion(tx, memberID)
 	if err != nil {
 		return nil, false, err
 	}
@@ -1865,7 +1872,7 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 	limit := maxCandidates
 	items := 0.0 // about the number of the member's items
 	if ready {
-		meta, err := tx.textMeta(memberID)
+		meta, err := readTextMeta(tx, memberID)
 		if err != nil {
 			return nil, false, err
 		}
@@ -1885,7 +1892,7 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		src := &idSource{count: -1, has: func(id uint64) (bool, error) {
 			s := strconv.FormatUint(id, 10)
 			for _, l := range group {
-				if ok, err := tx.has(labelItemKey(memberID, l, s)); err != nil || ok {
+				if ok, err := tx.Has(labelItemKey(memberID, l, s)); err != nil || ok {
 					return ok, err
 				}
 			}
@@ -1900,7 +1907,7 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		for _, l := range group {
 			src.parts = append(src.parts, idPart{prefix: labelItemKey(memberID, l, ""), decimal: true})
 			if ready {
-				n, err := tx.filterCount(memberID, "l", l)
+				n, err := filterCount(tx, memberID, "l", l)
 				if err != nil {
 					return nil, false, err
 				}
@@ -1916,7 +1923,7 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		srcs = append(srcs, rangeSource(memberID, statuses, SortUpdatedAt, f.UpdatedFrom, f.UpdatedTo))
 	}
 	if ready && f.Site != "" {
-		src, err := tx.siteSource(memberID, strings.ToLower(f.Site))
+		src, err := siteSource(tx, memberID, strings.ToLower(f.Site))
 		if err != nil {
 			return nil, false, err
 		}
@@ -1924,12 +1931,12 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 	}
 	if ready && f.Type != "" {
 		prefix := typeItemsPrefix(memberID, f.Type)
-		n, err := tx.filterCount(memberID, "t", typeCode(f.Type))
+		n, err := filterCount(tx, memberID, "t", typeCode(f.Type))
 		if err != nil {
 			return nil, false, err
 		}
 		src := &idSource{parts: []idPart{{prefix: prefix}}, count: n,
-			has: func(id uint64) (bool, error) { return tx.has(encUint64(prefix, id)) }}
+			has: func(id uint64) (bool, error) { return tx.Has(encUint64(prefix, id)) }}
 		if ordered {
 			src.ordered = orderedTypePrefix(memberID, f.Type)
 		}
@@ -1937,12 +1944,12 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 	}
 	if ready && f.HasHighlights != nil && *f.HasHighlights {
 		prefix := highlightedItemsPrefix(memberID)
-		n, err := tx.filterCount(memberID, "h", "")
+		n, err := filterCount(tx, memberID, "h", "")
 		if err != nil {
 			return nil, false, err
 		}
 		src := &idSource{parts: []idPart{{prefix: prefix}}, count: n,
-			has: func(id uint64) (bool, error) { return tx.has(encUint64(prefix, id)) }}
+			has: func(id uint64) (bool, error) { return tx.Has(encUint64(prefix, id)) }}
 		if ordered {
 			src.ordered = orderedHighlightedPrefix(memberID)
 		}
@@ -1952,7 +1959,7 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 	// good as counted, a larger one is left to the match of each item.
 	for _, src := range srcs {
 		if src.count < 0 {
-			if tx.readIDs(src, limit); src.done {
+			if readIDs(tx, src, limit); src.done {
 				src.ids = sortedIDs(src.ids)
 				src.count = len(src.ids)
 			}
@@ -1978,7 +1985,7 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 	var text []string
 	textSmall := false
 	if m.needle != nil && (len(counted) == 0 || counted[0].count > 50) {
-		if text, textSmall, err = tx.textCandidates(memberID, m.needle, limit); err != nil {
+		if text, textSmall, err = textCandidates(tx, memberID, m.needle, limit); err != nil {
 			return nil, false, err
 		}
 		if textSmall && (len(counted) == 0 || counted[0].count > limit) {
@@ -1987,14 +1994,14 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 	}
 	var cand []uint64
 	haveCand := false
-	switch plan := tx.planSearch(memberID, ready, counted, m, statuses, first, limit); plan.kind {
+	switch plan := planSearch(tx, memberID, ready, counted, m, statuses, first, limit); plan.kind {
 	case planOrdered:
 		m.ordered = &plan
 		return nil, false, nil
 	case planCandidates, planPrefilter:
 		base := counted[0]
 		if !base.done {
-			if tx.readIDs(base, maxSourceItems); !base.done || base.bad {
+			if readIDs(tx, base, maxSourceItems); !base.done || base.bad {
 				break // more than counted (a count behind): the walk
 			}
 			base.ids = sortedIDs(base.ids)
@@ -2003,7 +2010,7 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 		for i, src := range counted[1:] {
 			switch plan.narrow[i] {
 			case narrowRead:
-				if tx.readIDs(src, maxSourceItems); src.done && !src.bad {
+				if readIDs(tx, src, maxSourceItems); src.done && !src.bad {
 					src.ids = sortedIDs(src.ids)
 					inter = intersectIDs(inter, src.ids)
 				}
@@ -2061,7 +2068,7 @@ func (tx *Tx) searchCandidates(memberID string, f ItemFilter, m *itemMatcher, st
 // another filter's keys lack by a probe, the others read and matched,
 // until first+1 match. The walk counts in the search budget like the walk
 // along the sort order.
-func (tx *Tx) orderedPage(m *itemMatcher, statuses []string, p PageRequest, after, lower, upper []byte, page *ItemPage) error {
+func orderedPage(tx *storage.Tx, m *itemMatcher, statuses []string, p PageRequest, after, lower, upper []byte, page *ItemPage) error {
 	plan := m.ordered
 	var codes []byte
 	for _, st := range statuses {
@@ -2084,7 +2091,7 @@ func (tx *Tx) orderedPage(m *itemMatcher, statuses []string, p PageRequest, afte
 		}
 		return err
 	}
-	err := tx.keysetScan(plan.ordered.ordered, p.Desc, after, lower, upper, true, func(suf, v []byte) (bool, error) {
+	err := keysetScan(tx, plan.ordered.ordered, p.Desc, after, lower, upper, true, func(suf, v []byte) (bool, error) {
 		if len(suf) < 8 {
 			return true, nil
 		}
@@ -2106,8 +2113,8 @@ func (tx *Tx) orderedPage(m *itemMatcher, statuses []string, p PageRequest, afte
 		}
 		it := new(SavedItem)
 		k = strconv.AppendUint(k[:n], id, 10)
-		if err := tx.getItem(k, it); err != nil {
-			if errors.Is(err, ErrNotFound) {
+		if err := getItem(tx, k, it); err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
 				return true, nil
 			}
 			return false, err
@@ -2194,7 +2201,7 @@ var forcePlan planKind
 // match are the statuses' items times each filter's share of all items
 // (as if independent), and the walk along the sort order reads each
 // status's entries until first+1 of them match.
-func (tx *Tx) planSearch(memberID string, ready bool, counted []*idSource, m *itemMatcher, statuses []string, first, limit int) searchPlan {
+func planSearch(tx *storage.Tx, memberID string, ready bool, counted []*idSource, m *itemMatcher, statuses []string, first, limit int) searchPlan {
 	if len(counted) == 0 {
 		return searchPlan{kind: planWalk}
 	}
@@ -2204,7 +2211,7 @@ func (tx *Tx) planSearch(memberID string, ready bool, counted []*idSource, m *it
 	all := 0.0
 	if ready {
 		for st, c := range statusCode {
-			n, err := tx.filterCount(memberID, "s", c)
+			n, err := filterCount(tx, memberID, "s", c)
 			if err != nil {
 				n = 0
 			}
@@ -2359,8 +2366,8 @@ func (tx *Tx) planSearch(memberID string, ready bool, counted []*idSource, m *it
 // compression) of a member's search keys: the folded texts of older
 // stores (tt), the trigram index (tg, td, tn, tm, tp, tq) and the filter
 // keys and counts (sd, sn, ty, hh, fc, oy, oh, ol).
-func (s *Store) SearchIndexSize(ctx context.Context, memberID string) (texts, trigrams, filters int64, err error) {
-	err = s.View(ctx, func(tx *Tx) error {
+func (s Store) SearchIndexSize(ctx context.Context, memberID string) (texts, trigrams, filters int64, err error) {
+	err = s.st.View(ctx, func(tx *storage.Tx) error {
 		texts, trigrams, filters = 0, 0, 0
 		for _, p := range []struct {
 			name string
@@ -2368,8 +2375,8 @@ func (s *Store) SearchIndexSize(ctx context.Context, memberID string) (texts, tr
 		}{{"tt", &texts}, {"tg", &trigrams}, {"td", &trigrams}, {"tn", &trigrams}, {"tm", &trigrams}, {"tp", &trigrams},
 			{"tq", &trigrams}, {"tw", &trigrams}, {"sd", &filters}, {"sn", &filters}, {"ty", &filters}, {"hh", &filters}, {"fc", &filters},
 			{"oy", &filters}, {"oh", &filters}, {"ol", &filters}} {
-			prefix := key("u", memberID, "gql", p.name)
-			if err := tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+			prefix := storage.Key("u", memberID, "gql", p.name)
+			if err := tx.Scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 				if len(k) == len(prefix) || k[len(prefix)] == '/' { // not another name with this prefix
 					*p.n += int64(len(k) + len(v))
 				}

@@ -1,20 +1,22 @@
-package storage
+package library
 
 import (
 	"encoding/binary"
 	"fmt"
 	"maps"
 	"testing"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // filterCounts reads the member's fc/ keys.
-func filterCounts(t testing.TB, st *Store, memberID string) map[string]int64 {
+func filterCounts(t testing.TB, st *storage.Store, memberID string) map[string]int64 {
 	t.Helper()
 	got := map[string]int64{}
 	p := filterCountKey(memberID, "", "")
 	p = p[:len(p)-1] // .../fc/
-	if err := st.View(t.Context(), func(tx *Tx) error {
-		return tx.scan(p, nil, false, false, func(k, v []byte) (bool, error) {
+	if err := st.View(t.Context(), func(tx *storage.Tx) error {
+		return tx.Scan(p, nil, false, false, func(k, v []byte) (bool, error) {
 			if len(v) != 8 {
 				return false, fmt.Errorf("count %q of %d bytes", k, len(v))
 			}
@@ -29,7 +31,7 @@ func filterCounts(t testing.TB, st *Store, memberID string) map[string]int64 {
 
 // wantFilterCounts counts the member's items per filter from the items
 // themselves (what the counts must say).
-func wantFilterCounts(t testing.TB, st *Store, memberID string) map[string]int64 {
+func wantFilterCounts(t testing.TB, st *storage.Store, memberID string) map[string]int64 {
 	t.Helper()
 	want := map[string]int64{}
 	add := func(kind, value string) {
@@ -37,9 +39,9 @@ func wantFilterCounts(t testing.TB, st *Store, memberID string) map[string]int64
 		p := filterCountKey(memberID, "", "")
 		want[string(k[len(p)-1:])]++
 	}
-	if err := st.View(t.Context(), func(tx *Tx) error {
+	if err := st.View(t.Context(), func(tx *storage.Tx) error {
 		prefix := itemKey(memberID, "")
-		return tx.scan(prefix, nil, false, false, func(_, v []byte) (bool, error) {
+		return tx.Scan(prefix, nil, false, false, func(_, v []byte) (bool, error) {
 			var it SavedItem
 			if err := parseItemRecord(v, &it); err != nil {
 				return false, err
@@ -67,7 +69,7 @@ func wantFilterCounts(t testing.TB, st *Store, memberID string) map[string]int64
 
 // checkFilterCounts fails when the member's filter counts are not those of
 // its items.
-func checkFilterCounts(t testing.TB, st *Store, memberID string) {
+func checkFilterCounts(t testing.TB, st *storage.Store, memberID string) {
 	t.Helper()
 	got, want := filterCounts(t, st, memberID), wantFilterCounts(t, st, memberID)
 	if !maps.Equal(got, want) {
@@ -78,11 +80,11 @@ func checkFilterCounts(t testing.TB, st *Store, memberID string) {
 
 // checkOrderedKeys fails when the member's ordered filter keys (oy/, oh/, ol/)
 // are not exactly those of its items, with their statuses and domains.
-func checkOrderedKeys(t testing.TB, st *Store, memberID string) {
+func checkOrderedKeys(t testing.TB, st *storage.Store, memberID string) {
 	t.Helper()
 	want, got := map[string]string{}, map[string]string{}
-	if err := st.View(t.Context(), func(tx *Tx) error {
-		if err := tx.scan(itemKey(memberID, ""), nil, false, false, func(_, v []byte) (bool, error) {
+	if err := st.View(t.Context(), func(tx *storage.Tx) error {
+		if err := tx.Scan(itemKey(memberID, ""), nil, false, false, func(_, v []byte) (bool, error) {
 			var it SavedItem
 			if err := parseItemRecord(v, &it); err != nil {
 				return false, err
@@ -95,8 +97,8 @@ func checkOrderedKeys(t testing.TB, st *Store, memberID string) {
 		}); err != nil {
 			return err
 		}
-		for _, p := range [][]byte{key("u", memberID, "gql", "oy", ""), orderedHighlightedPrefix(memberID), key("u", memberID, "gql", "ol", "")} {
-			if err := tx.scan(p, nil, false, false, func(k, v []byte) (bool, error) {
+		for _, p := range [][]byte{storage.Key("u", memberID, "gql", "oy", ""), orderedHighlightedPrefix(memberID), storage.Key("u", memberID, "gql", "ol", "")} {
+			if err := tx.Scan(p, nil, false, false, func(k, v []byte) (bool, error) {
 				got[string(k)] = string(v)
 				return true, nil
 			}); err != nil {
@@ -117,7 +119,7 @@ func checkOrderedKeys(t testing.TB, st *Store, memberID string) {
 // with wrong ones) gets them from its keys when the indexer starts.
 func TestFilterCountsFollowChanges(t *testing.T) {
 	dir := t.TempDir()
-	st, err := Open(dir, Options{})
+	st, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +129,7 @@ func TestFilterCountsFollowChanges(t *testing.T) {
 	}
 	var labels []string
 	for _, name := range []string{"one", "two", "three"} {
-		l, err := st.CreateLabel(t.Context(), m.ID, name, "#000000")
+		l, err := Of(st).CreateLabel(t.Context(), m.ID, name, "#000000")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +145,7 @@ func TestFilterCountsFollowChanges(t *testing.T) {
 		if i%2 == 0 {
 			in.LabelIDs = []string{labels[i%3]}
 		}
-		it, _, err := st.SaveItem(t.Context(), m.ID, in)
+		it, _, err := Of(st).SaveItem(t.Context(), m.ID, in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,29 +160,32 @@ func TestFilterCountsFollowChanges(t *testing.T) {
 		do   func() error
 	}{
 		{"labels added", func() error {
-			_, err := st.SetItemLabels(t.Context(), m.ID, ids[:10], LabelChange{Add: labels[1:]})
+			_, err := Of(st).SetItemLabels(t.Context(), m.ID, ids[:10], LabelChange{Add: labels[1:]})
 			return err
 		}},
 		{"labels removed", func() error {
-			_, err := st.SetItemLabels(t.Context(), m.ID, ids[5:15], LabelChange{Remove: labels[:2]})
+			_, err := Of(st).SetItemLabels(t.Context(), m.ID, ids[5:15], LabelChange{Remove: labels[:2]})
 			return err
 		}},
-		{"archived", func() error { _, err := st.SetItemsStatus(t.Context(), m.ID, ids[:12], StatusArchived); return err }},
-		{"trashed", func() error { _, err := st.SetItemsStatus(t.Context(), m.ID, ids[10:20], StatusDeleted); return err }},
+		{"archived", func() error { _, err := Of(st).SetItemsStatus(t.Context(), m.ID, ids[:12], StatusArchived); return err }},
+		{"trashed", func() error {
+			_, err := Of(st).SetItemsStatus(t.Context(), m.ID, ids[10:20], StatusDeleted)
+			return err
+		}},
 		{"highlighted", func() error {
 			for _, id := range ids[3:6] {
-				if _, err := st.CreateHighlight(t.Context(), m.ID, id, []HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 1, Text: "x"}}, ""); err != nil {
+				if _, err := Of(st).CreateHighlight(t.Context(), m.ID, id, []HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 1, Text: "x"}}, ""); err != nil {
 					return err
 				}
 			}
 			return nil
 		}},
 		{"saved again elsewhere", func() error {
-			_, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: "https://d1.example/1", Title: "again", Text: "t", SourceDomain: "other.example"})
+			_, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: "https://d1.example/1", Title: "again", Text: "t", SourceDomain: "other.example"})
 			return err
 		}},
-		{"deleted for good", func() error { return st.PermanentlyDeleteItems(t.Context(), m.ID, ids[10:20]) }},
-		{"label deleted", func() error { return st.DeleteLabel(t.Context(), m.ID, labels[2]) }},
+		{"deleted for good", func() error { return Of(st).PermanentlyDeleteItems(t.Context(), m.ID, ids[10:20]) }},
+		{"label deleted", func() error { return Of(st).DeleteLabel(t.Context(), m.ID, labels[2]) }},
 	}
 	for _, s := range steps {
 		if err := s.do(); err != nil {
@@ -193,17 +198,17 @@ func TestFilterCountsFollowChanges(t *testing.T) {
 	}
 	// Counts lost or wrong (a store of version 2, or a bug): the indexer
 	// counts again at the next start.
-	if err := st.Update(t.Context(), func(tx *Tx) error {
-		if err := tx.deletePrefix(filterCountKey(m.ID, "l", "")); err != nil {
+	if err := st.Update(t.Context(), func(tx *storage.Tx) error {
+		if err := tx.DeletePrefix(filterCountKey(m.ID, "l", "")); err != nil {
 			return err
 		}
-		if err := tx.putCount(filterCountKey(m.ID, "d", "gone.example"), 5); err != nil {
+		if err := putCount(tx, filterCountKey(m.ID, "d", "gone.example"), 5); err != nil {
 			return err
 		}
-		if err := tx.putCount(filterCountKey(m.ID, "s", "A"), 99); err != nil {
+		if err := putCount(tx, filterCountKey(m.ID, "s", "A"), 99); err != nil {
 			return err
 		}
-		return tx.put(textReadyKey(m.ID), []byte{2}, 0)
+		return tx.Put(textReadyKey(m.ID), []byte{2}, 0)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +217,7 @@ func TestFilterCountsFollowChanges(t *testing.T) {
 	}
 	defer func(n int) { recountChunkSize = n }(recountChunkSize)
 	recountChunkSize = 2 // several transactions for the labels and domains
-	st, err = Open(dir, Options{})
+	st, err = storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

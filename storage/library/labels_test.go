@@ -1,4 +1,4 @@
-package storage
+package library
 
 import (
 	"errors"
@@ -6,13 +6,15 @@ import (
 	"sort"
 	"sync"
 	"testing"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
-func makeLabels(t testing.TB, st *Store, memberID, prefix string, n int) []string {
+func makeLabels(t testing.TB, st *storage.Store, memberID, prefix string, n int) []string {
 	t.Helper()
 	var ids []string
 	for i := 0; i < n; i++ {
-		l, err := st.CreateLabel(t.Context(), memberID, fmt.Sprintf("%s %d", prefix, i), "#336699")
+		l, err := Of(st).CreateLabel(t.Context(), memberID, fmt.Sprintf("%s %d", prefix, i), "#336699")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +45,7 @@ func TestConcurrentLabelChangesAllSucceed(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := st.SetItemLabels(t.Context(), m.ID, []string{item.ID}, LabelChange{Add: []string{l}}); err != nil {
+				if _, err := Of(st).SetItemLabels(t.Context(), m.ID, []string{item.ID}, LabelChange{Add: []string{l}}); err != nil {
 					errs <- err
 				}
 			}()
@@ -58,7 +60,7 @@ func TestConcurrentLabelChangesAllSucceed(t *testing.T) {
 		if failed > 0 {
 			t.Fatalf("%d of %d label adds failed", failed, len(labels))
 		}
-		got, err := st.SavedItem(t.Context(), m.ID, item.ID)
+		got, err := Of(st).SavedItem(t.Context(), m.ID, item.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +82,7 @@ func TestConcurrentLabelChangesAllSucceed(t *testing.T) {
 				defer wg.Done()
 				set := []string{labels[i]}
 				// Each request's items overlap its neighbours'.
-				if _, err := st.SetItemLabels(t.Context(), m.ID, items[i*2:i*2+30], LabelChange{Set: &set}); err != nil {
+				if _, err := Of(st).SetItemLabels(t.Context(), m.ID, items[i*2:i*2+30], LabelChange{Set: &set}); err != nil {
 					errs <- err
 				}
 			}()
@@ -101,25 +103,25 @@ func TestItemsLeftWithADeletedLabelCanBeLabelled(t *testing.T) {
 	items := itemIDs(saveN(t, st, m.ID, 2))
 	labels := makeLabels(t, st, m.ID, "l", 3)
 	dead, keep, added := labels[0], labels[1], labels[2]
-	if _, err := st.SetItemLabels(t.Context(), m.ID, items, LabelChange{Add: []string{dead, keep}}); err != nil {
+	if _, err := Of(st).SetItemLabels(t.Context(), m.ID, items, LabelChange{Add: []string{dead, keep}}); err != nil {
 		t.Fatal(err)
 	}
 	// What DeleteLabel's first transaction commits, without the batches.
-	err := st.Update(t.Context(), func(tx *Tx) error {
+	err := st.Update(t.Context(), func(tx *storage.Tx) error {
 		var l Label
-		if err := tx.getJSON(labelKey(m.ID, dead), &l); err != nil {
+		if err := tx.GetJSON(labelKey(m.ID, dead), &l); err != nil {
 			return err
 		}
-		if err := tx.delete(labelNameKey(m.ID, l.Name)); err != nil {
+		if err := tx.Delete(labelNameKey(m.ID, l.Name)); err != nil {
 			return err
 		}
-		return tx.delete(labelKey(m.ID, dead))
+		return tx.Delete(labelKey(m.ID, dead))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	got, err := st.SetItemLabels(t.Context(), m.ID, items[:1], LabelChange{Add: []string{added}})
+	got, err := Of(st).SetItemLabels(t.Context(), m.ID, items[:1], LabelChange{Add: []string{added}})
 	if err != nil {
 		t.Fatalf("adding a label to an item with a dead label id: %v", err)
 	}
@@ -127,7 +129,7 @@ func TestItemsLeftWithADeletedLabelCanBeLabelled(t *testing.T) {
 		t.Fatalf("labels after add = %v, want %v", got[0].LabelIDs, want)
 	}
 	set := []string{added}
-	got, err = st.SetItemLabels(t.Context(), m.ID, items[1:], LabelChange{Set: &set})
+	got, err = Of(st).SetItemLabels(t.Context(), m.ID, items[1:], LabelChange{Set: &set})
 	if err != nil {
 		t.Fatalf("setting the labels of an item with a dead label id: %v", err)
 	}
@@ -135,8 +137,8 @@ func TestItemsLeftWithADeletedLabelCanBeLabelled(t *testing.T) {
 		t.Fatalf("labels after set = %v, want %v", got[0].LabelIDs, set)
 	}
 	// The dead label lists no items any more.
-	err = st.View(t.Context(), func(tx *Tx) error {
-		ids, err := tx.labelItems(m.ID, dead)
+	err = st.View(t.Context(), func(tx *storage.Tx) error {
+		ids, err := labelItems(tx, m.ID, dead)
 		if err == nil && len(ids) != 0 {
 			t.Errorf("dead label still indexes items %v", ids)
 		}
@@ -146,12 +148,12 @@ func TestItemsLeftWithADeletedLabelCanBeLabelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Adding or setting an id that does not exist is still an error.
-	if _, err := st.SetItemLabels(t.Context(), m.ID, items, LabelChange{Add: []string{dead}}); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("adding a deleted label: %v, want ErrNotFound", err)
+	if _, err := Of(st).SetItemLabels(t.Context(), m.ID, items, LabelChange{Add: []string{dead}}); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("adding a deleted label: %v, want storage.ErrNotFound", err)
 	}
 	set = []string{keep, "999"}
-	if _, err := st.SetItemLabels(t.Context(), m.ID, items, LabelChange{Set: &set}); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("setting an unknown label: %v, want ErrNotFound", err)
+	if _, err := Of(st).SetItemLabels(t.Context(), m.ID, items, LabelChange{Set: &set}); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("setting an unknown label: %v, want storage.ErrNotFound", err)
 	}
 }
 
@@ -162,15 +164,15 @@ func TestItemsLeftWithADeletedLabelCanBeLabelled(t *testing.T) {
 func TestLabelNamesUniqueAcrossCaseAndNormalisation(t *testing.T) {
 	st, m := openSavedTest(t)
 	const cafeNFC, cafeNFD = "caf\u00e9", "cafe\u0301"
-	sigma, err := st.CreateLabel(t.Context(), m.ID, "σ", "#000000")
+	sigma, err := Of(st).CreateLabel(t.Context(), m.ID, "σ", "#000000")
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := st.CreateLabel(t.Context(), m.ID, "other", "#000000")
+	other, err := Of(st).CreateLabel(t.Context(), m.ID, "other", "#000000")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cafe, err := st.CreateLabel(t.Context(), m.ID, cafeNFD, "#000000")
+	cafe, err := Of(st).CreateLabel(t.Context(), m.ID, cafeNFD, "#000000")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,18 +180,18 @@ func TestLabelNamesUniqueAcrossCaseAndNormalisation(t *testing.T) {
 		t.Errorf("name stored as %q, want NFC %q", cafe.Name, cafeNFC)
 	}
 	for _, name := range []string{"ς", "Σ", cafeNFC, cafeNFD, "CAFE\u0301"} {
-		if _, err := st.CreateLabel(t.Context(), m.ID, name, "#000000"); !errors.Is(err, ErrConflict) {
-			t.Errorf("create %q: %v, want ErrConflict", name, err)
+		if _, err := Of(st).CreateLabel(t.Context(), m.ID, name, "#000000"); !errors.Is(err, storage.ErrConflict) {
+			t.Errorf("create %q: %v, want storage.ErrConflict", name, err)
 		}
-		if _, err := st.UpdateLabel(t.Context(), m.ID, other.ID, name, "#000000"); !errors.Is(err, ErrConflict) {
-			t.Errorf("rename to %q: %v, want ErrConflict", name, err)
+		if _, err := Of(st).UpdateLabel(t.Context(), m.ID, other.ID, name, "#000000"); !errors.Is(err, storage.ErrConflict) {
+			t.Errorf("rename to %q: %v, want storage.ErrConflict", name, err)
 		}
 	}
 	// A label may take another form of its own name.
-	if l, err := st.UpdateLabel(t.Context(), m.ID, sigma.ID, "Σ", "#000000"); err != nil || l.Name != "Σ" {
+	if l, err := Of(st).UpdateLabel(t.Context(), m.ID, sigma.ID, "Σ", "#000000"); err != nil || l.Name != "Σ" {
 		t.Fatalf("rename σ to Σ: %v %v", l, err)
 	}
-	labels, err := st.Labels(t.Context(), m.ID)
+	labels, err := Of(st).Labels(t.Context(), m.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,11 +199,11 @@ func TestLabelNamesUniqueAcrossCaseAndNormalisation(t *testing.T) {
 		t.Fatalf("%d labels, want 3", len(labels))
 	}
 	item := saveN(t, st, m.ID, 1)[0]
-	if _, err := st.SetItemLabels(t.Context(), m.ID, []string{item.ID}, LabelChange{Add: []string{cafe.ID, sigma.ID}}); err != nil {
+	if _, err := Of(st).SetItemLabels(t.Context(), m.ID, []string{item.ID}, LabelChange{Add: []string{cafe.ID, sigma.ID}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{cafeNFC, cafeNFD, "ς", "σ"} {
-		p, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{LabelsAll: [][]string{{name}}}, PageRequest{Field: SortCreatedAt, First: 5})
+		p, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{LabelsAll: [][]string{{name}}}, PageRequest{Field: SortCreatedAt, First: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,14 +212,14 @@ func TestLabelNamesUniqueAcrossCaseAndNormalisation(t *testing.T) {
 		}
 	}
 	// The freed name can be taken again after a rename and a deletion.
-	if _, err := st.UpdateLabel(t.Context(), m.ID, sigma.ID, "sigma", "#000000"); err != nil {
+	if _, err := Of(st).UpdateLabel(t.Context(), m.ID, sigma.ID, "sigma", "#000000"); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.DeleteLabel(t.Context(), m.ID, cafe.ID); err != nil {
+	if err := Of(st).DeleteLabel(t.Context(), m.ID, cafe.ID); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"ς", cafeNFC} {
-		if _, err := st.CreateLabel(t.Context(), m.ID, name, "#000000"); err != nil {
+		if _, err := Of(st).CreateLabel(t.Context(), m.ID, name, "#000000"); err != nil {
 			t.Errorf("create %q once free: %v", name, err)
 		}
 	}
@@ -227,22 +229,22 @@ func TestLabelNamesUniqueAcrossCaseAndNormalisation(t *testing.T) {
 func TestLabelNamesWrittenByEarlierVersionsStayUnique(t *testing.T) {
 	st, m := openSavedTest(t)
 	old := &Label{ID: testID(), Name: "Straße", Color: "#000000"}
-	err := st.Update(t.Context(), func(tx *Tx) error {
-		if err := tx.put(legacyLabelNameKey(m.ID, old.Name), []byte(old.ID), 0); err != nil {
+	err := st.Update(t.Context(), func(tx *storage.Tx) error {
+		if err := tx.Put(legacyLabelNameKey(m.ID, old.Name), []byte(old.ID), 0); err != nil {
 			return err
 		}
-		return tx.putJSON(labelKey(m.ID, old.ID), old, 0)
+		return tx.PutJSON(labelKey(m.ID, old.ID), old, 0)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateLabel(t.Context(), m.ID, "STRASSE", "#000000"); !errors.Is(err, ErrConflict) {
-		t.Fatalf("create STRASSE next to Straße: %v, want ErrConflict", err)
+	if _, err := Of(st).CreateLabel(t.Context(), m.ID, "STRASSE", "#000000"); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("create STRASSE next to Straße: %v, want storage.ErrConflict", err)
 	}
-	if _, err := st.UpdateLabel(t.Context(), m.ID, old.ID, "Gasse", "#000000"); err != nil {
+	if _, err := Of(st).UpdateLabel(t.Context(), m.ID, old.ID, "Gasse", "#000000"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateLabel(t.Context(), m.ID, "straße", "#000000"); err != nil {
+	if _, err := Of(st).CreateLabel(t.Context(), m.ID, "straße", "#000000"); err != nil {
 		t.Fatalf("create straße once renamed: %v", err)
 	}
 }
@@ -258,7 +260,7 @@ func TestConcurrentCreationsKeepTheLimits(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := create(i); err != nil && !IsInvalid(err) {
+				if err := create(i); err != nil && !storage.IsInvalid(err) {
 					t.Errorf("create: %v", err)
 				}
 			}()
@@ -272,10 +274,10 @@ func TestConcurrentCreationsKeepTheLimits(t *testing.T) {
 		have := MaxLabels - 20
 		makeLabels(t, st, m.ID, "before", have)
 		race(t, MaxLabels, have, func(i int) error {
-			_, err := st.CreateLabel(t.Context(), m.ID, fmt.Sprintf("race %d", i), "#000000")
+			_, err := Of(st).CreateLabel(t.Context(), m.ID, fmt.Sprintf("race %d", i), "#000000")
 			return err
 		}, func() int {
-			all, err := st.Labels(t.Context(), m.ID)
+			all, err := Of(st).Labels(t.Context(), m.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -284,10 +286,10 @@ func TestConcurrentCreationsKeepTheLimits(t *testing.T) {
 	})
 	t.Run("saved queries", func(t *testing.T) {
 		race(t, MaxSavedQueries, 0, func(i int) error {
-			_, err := st.CreateSavedQuery(t.Context(), m.ID, fmt.Sprintf("q %d", i), "label:x")
+			_, err := Of(st).CreateSavedQuery(t.Context(), m.ID, fmt.Sprintf("q %d", i), "label:x")
 			return err
 		}, func() int {
-			all, err := st.SavedQueries(t.Context(), m.ID)
+			all, err := Of(st).SavedQueries(t.Context(), m.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -304,12 +306,12 @@ func TestLabelPairsFromEarlierVersionsStayEditable(t *testing.T) {
 	st, m := openSavedTest(t)
 	a := &Label{ID: testID(), Name: "Σ", Color: "#000000"}
 	b := &Label{ID: testID(), Name: "ς", Color: "#000000", Order: 1}
-	err := st.Update(t.Context(), func(tx *Tx) error {
+	err := st.Update(t.Context(), func(tx *storage.Tx) error {
 		for _, l := range []*Label{a, b} {
-			if err := tx.put(legacyLabelNameKey(m.ID, l.Name), []byte(l.ID), 0); err != nil {
+			if err := tx.Put(legacyLabelNameKey(m.ID, l.Name), []byte(l.ID), 0); err != nil {
 				return err
 			}
-			if err := tx.putJSON(labelKey(m.ID, l.ID), l, 0); err != nil {
+			if err := tx.PutJSON(labelKey(m.ID, l.ID), l, 0); err != nil {
 				return err
 			}
 		}
@@ -319,14 +321,14 @@ func TestLabelPairsFromEarlierVersionsStayEditable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range []*Label{a, b, a} {
-		if _, err := st.UpdateLabel(t.Context(), m.ID, l.ID, l.Name, "#ff0000"); err != nil {
+		if _, err := Of(st).UpdateLabel(t.Context(), m.ID, l.ID, l.Name, "#ff0000"); err != nil {
 			t.Fatalf("recolor %q keeping its name: %v", l.Name, err)
 		}
 	}
-	if err := st.DeleteLabel(t.Context(), m.ID, a.ID); err != nil {
+	if err := Of(st).DeleteLabel(t.Context(), m.ID, a.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateLabel(t.Context(), m.ID, "σ", "#00ff00"); !errors.Is(err, ErrConflict) {
-		t.Fatalf("a third label named like the remaining ς: %v, want ErrConflict", err)
+	if _, err := Of(st).CreateLabel(t.Context(), m.ID, "σ", "#00ff00"); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("a third label named like the remaining ς: %v, want storage.ErrConflict", err)
 	}
 }

@@ -1,67 +1,69 @@
-package storage
+package library
 
 import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 func TestPendingFetchesEndWithTheirItemOrMember(t *testing.T) {
 	st, m := openSavedTest(t)
-	a, err := st.QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/a", Title: "Processing"}, false)
+	a, err := Of(st).QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/a", Title: "Processing"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := st.QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/b", Title: "Processing"}, true)
+	b, err := Of(st).QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/b", Title: "Processing"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := st.PendingFetches(t.Context(), 10, false, true)
+	p, err := Of(st).PendingFetches(t.Context(), 10, false, true)
 	if err != nil || len(p) != 2 || p[0].URL != "https://example.com/a" || p[0].ItemID != a.ID || p[1].ItemID != b.ID ||
 		p[0].Private || !p[1].Private || p[1].URL != "https://example.com/b" {
 		t.Fatalf("pending = %+v, %v", p, err)
 	}
 	// A server fetches only what was queued under its own policy.
-	if p, err := st.PendingFetches(t.Context(), 10, false, false); err != nil || len(p) != 1 || p[0].ItemID != a.ID {
+	if p, err := Of(st).PendingFetches(t.Context(), 10, false, false); err != nil || len(p) != 1 || p[0].ItemID != a.ID {
 		t.Fatalf("public pending = %+v, %v", p, err)
 	}
-	if p, err := st.PendingFetches(t.Context(), 10, true, false); err != nil || len(p) != 1 || p[0].ItemID != b.ID {
+	if p, err := Of(st).PendingFetches(t.Context(), 10, true, false); err != nil || len(p) != 1 || p[0].ItemID != b.ID {
 		t.Fatalf("private pending = %+v, %v", p, err)
 	}
 	// Deleted for good mid-fetch: the fetch saves nothing.
-	if _, err := st.SetItemsStatus(t.Context(), m.ID, []string{a.ID}, StatusDeleted); err != nil {
+	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{a.ID}, StatusDeleted); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PermanentlyDeleteItems(t.Context(), m.ID, []string{a.ID}); err != nil {
+	if err := Of(st).PermanentlyDeleteItems(t.Context(), m.ID, []string{a.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.FinishFetch(t.Context(), m.ID, a.ID, NewItem{URL: "https://example.com/a", Title: "Fetched", Text: "x"}); !errors.Is(err, ErrNotFound) {
+	if _, err := Of(st).FinishFetch(t.Context(), m.ID, a.ID, NewItem{URL: "https://example.com/a", Title: "Fetched", Text: "x"}); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("finish after delete: %v", err)
 	}
-	if _, err := st.SavedItem(t.Context(), m.ID, a.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := Of(st).SavedItem(t.Context(), m.ID, a.ID); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("deleted item came back: %v", err)
 	}
 	// Finished once: a second finish (another process) saves nothing.
-	if _, err := st.FinishFetch(t.Context(), m.ID, b.ID, NewItem{URL: "https://example.com/b", Title: "Fetched", Text: "x"}); err != nil {
+	if _, err := Of(st).FinishFetch(t.Context(), m.ID, b.ID, NewItem{URL: "https://example.com/b", Title: "Fetched", Text: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.FinishFetch(t.Context(), m.ID, b.ID, NewItem{URL: "https://example.com/b", Title: "Again", Text: "y"}); !errors.Is(err, ErrNotFound) {
+	if _, err := Of(st).FinishFetch(t.Context(), m.ID, b.ID, NewItem{URL: "https://example.com/b", Title: "Again", Text: "y"}); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("second finish: %v", err)
 	}
-	if it, _ := st.SavedItem(t.Context(), m.ID, b.ID); it.Title != "Fetched" {
+	if it, _ := Of(st).SavedItem(t.Context(), m.ID, b.ID); it.Title != "Fetched" {
 		t.Fatalf("title = %q", it.Title)
 	}
-	if err := st.FailFetch(t.Context(), m.ID, b.ID, "late"); !errors.Is(err, ErrNotFound) {
+	if err := Of(st).FailFetch(t.Context(), m.ID, b.ID, "late"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("fail after finish: %v", err)
 	}
 	// A member deleted with fetches pending takes them along.
-	if _, err := st.QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/c"}, false); err != nil {
+	if _, err := Of(st).QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/c"}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := st.PendingFetches(t.Context(), 10, false, true); err != nil || len(p) != 0 {
+	if p, err := Of(st).PendingFetches(t.Context(), 10, false, true); err != nil || len(p) != 0 {
 		t.Fatalf("pending after member deletion = %+v, %v", p, err)
 	}
 }
@@ -73,13 +75,13 @@ func TestPendingFetchesEndWithTheirItemOrMember(t *testing.T) {
 func TestPendingFetchesFromReadsABoundedStep(t *testing.T) {
 	st, m := openSavedTest(t)
 	const waiting, budget = 10000, 1000
-	err := st.Update(t.Context(), func(tx *Tx) error {
+	err := st.Update(t.Context(), func(tx *storage.Tx) error {
 		for i := range waiting {
-			if err := tx.put(fetchKey(m.ID, fmt.Sprintf("a%06d", i)), fetchValue(fmt.Sprintf("https://slow.example/%d", i), false, "job1"), 0); err != nil {
+			if err := tx.Put(fetchKey(m.ID, fmt.Sprintf("a%06d", i)), fetchValue(fmt.Sprintf("https://slow.example/%d", i), false, "job1"), 0); err != nil {
 				return err
 			}
 		}
-		return tx.put(fetchKey(m.ID, "b000000"), fetchValue("https://other.example/", false, "job1"), 0)
+		return tx.Put(fetchKey(m.ID, "b000000"), fetchValue("https://other.example/", false, "job1"), 0)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +91,7 @@ func TestPendingFetchesFromReadsABoundedStep(t *testing.T) {
 	var found []PendingFetch
 	calls := 0
 	for {
-		out, next, read, err := st.PendingFetchesFrom(t.Context(), cursor, 66, budget, keep)
+		out, next, read, err := Of(st).PendingFetchesFrom(t.Context(), cursor, 66, budget, keep)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +114,7 @@ func TestPendingFetchesFromReadsABoundedStep(t *testing.T) {
 		t.Fatalf("%d calls for %d entries at %d a call", calls, waiting+1, budget)
 	}
 	// The next round starts from the first entry again.
-	if _, next, read, _ := st.PendingFetchesFrom(t.Context(), nil, 66, budget, keep); read != budget || next == nil {
+	if _, next, read, _ := Of(st).PendingFetchesFrom(t.Context(), nil, 66, budget, keep); read != budget || next == nil {
 		t.Fatalf("a new round read %d, next %q", read, next)
 	}
 }

@@ -1,4 +1,4 @@
-package storage
+package library
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // TestSearchKillHelper is the child of TestSearchConsistentAfterKill: it
@@ -21,7 +23,7 @@ func TestSearchKillHelper(t *testing.T) {
 	if dir == "" {
 		t.Skip("child of TestSearchConsistentAfterKill")
 	}
-	st, err := Open(dir, Options{})
+	st, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
@@ -34,13 +36,13 @@ func TestSearchKillHelper(t *testing.T) {
 	for i := 0; ; i++ {
 		word := fmt.Sprintf("kw%05dq", i)
 		text := strings.Repeat("rye bread and caraway seeds. ", 40) + word
-		if _, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "Loaf " + word, Text: text}); err != nil {
+		if _, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "Loaf " + word, Text: text}); err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)
 		}
 		if i%7 == 3 { // changes of title too: re-indexing after a crash
 			title := "Renamed " + word + "z"
-			if _, err := st.UpdateItemMetadata(t.Context(), m.ID, mustItemByURL(st, m.ID, i), ItemMetadata{Title: &title}); err != nil {
+			if _, err := Of(st).UpdateItemMetadata(t.Context(), m.ID, mustItemByURL(st, m.ID, i), ItemMetadata{Title: &title}); err != nil {
 				fmt.Println("error:", err)
 				os.Exit(1)
 			}
@@ -49,11 +51,11 @@ func TestSearchKillHelper(t *testing.T) {
 	}
 }
 
-func mustItemByURL(st *Store, memberID string, i int) string {
+func mustItemByURL(st *storage.Store, memberID string, i int) string {
 	var id string
-	_ = st.View(context.Background(), func(tx *Tx) error {
+	_ = st.View(context.Background(), func(tx *storage.Tx) error {
 		u, _ := NormalizeURL(fmt.Sprintf("https://example.com/%d", i))
-		b, err := tx.get(urlKey(memberID, u))
+		b, err := tx.Get(urlKey(memberID, u))
 		id = string(b)
 		return err
 	})
@@ -67,7 +69,7 @@ func mustItemByURL(st *Store, memberID string, i int) string {
 func TestSearchConsistentAfterKill(t *testing.T) {
 	badgerOnly(t)
 	dir := t.TempDir()
-	st, err := Open(dir, Options{})
+	st, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,11 +109,11 @@ func TestSearchConsistentAfterKill(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = cmd.Wait()
-		st, err := Open(dir, Options{})
+		st, err := storage.Open(dir, storage.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n, err := st.SearchIndexBacklog(t.Context(), m.ID); err == nil {
+		if n, err := Of(st).SearchIndexBacklog(t.Context(), m.ID); err == nil {
 			t.Logf("round %d: %d acknowledged, backlog at restart %d", round, acked, n)
 		}
 		// Every item the brute force finds, for words of acknowledged
@@ -120,7 +122,7 @@ func TestSearchConsistentAfterKill(t *testing.T) {
 		for pass := 0; pass < 2; pass++ {
 			var all []*SavedItem
 			texts := map[string]string{}
-			if err := st.ForEachSavedItem(t.Context(), m.ID, func(it *SavedItem, c *ItemContent) error {
+			if err := Of(st).ForEachSavedItem(t.Context(), m.ID, func(it *SavedItem, c *ItemContent) error {
 				all = append(all, it)
 				texts[it.ID] = FoldText(it.Title) + "\x00" + FoldText(it.Description) + "\x00" + FoldText(c.Text)
 				return nil
@@ -140,7 +142,7 @@ func TestSearchConsistentAfterKill(t *testing.T) {
 				var got []string
 				after := ""
 				for {
-					page, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, First: 100, After: after})
+					page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, First: 100, After: after})
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -1,4 +1,4 @@
-package storage
+package library
 
 import (
 	"errors"
@@ -8,12 +8,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
-func openSavedTest(t testing.TB) (*Store, *Member) {
+func openSavedTest(t testing.TB) (*storage.Store, *storage.Member) {
 	t.Helper()
 	f := false
-	st, err := Open(t.TempDir(), Options{SyncWrites: &f, GCInterval: -1})
+	st, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &f, GCInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,11 +27,11 @@ func openSavedTest(t testing.TB) (*Store, *Member) {
 	return st, m
 }
 
-func saveN(t testing.TB, st *Store, mid string, n int) []*SavedItem {
+func saveN(t testing.TB, st *storage.Store, mid string, n int) []*SavedItem {
 	t.Helper()
 	var out []*SavedItem
 	for i := 0; i < n; i++ {
-		it, _, err := st.SaveItem(t.Context(), mid, NewItem{
+		it, _, err := Of(st).SaveItem(t.Context(), mid, NewItem{
 			URL:       fmt.Sprintf("https://example.com/a/%d", i),
 			Title:     fmt.Sprintf("Title %03d", i%37), // many equal titles: ties broken by id
 			WordCount: i % 11,
@@ -53,7 +55,7 @@ func TestSavedItemsKeysetEverySort(t *testing.T) {
 			pages := 0
 			var prev *SavedItem
 			for {
-				p, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{}, PageRequest{Field: f, Desc: desc, First: 17, After: after})
+				p, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{}, PageRequest{Field: f, Desc: desc, First: 17, After: after})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -86,7 +88,7 @@ func TestSavedItemsKeysetEverySort(t *testing.T) {
 func TestSavedItemsStableUnderInsertAndDelete(t *testing.T) {
 	st, m := openSavedTest(t)
 	items := saveN(t, st, m.ID, 50)
-	p, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	p, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +98,11 @@ func TestSavedItemsStableUnderInsertAndDelete(t *testing.T) {
 	}
 	// The last item of the page goes to the trash and new items arrive.
 	last := p.Items[len(p.Items)-1]
-	if _, err := st.SetItemsStatus(t.Context(), m.ID, []string{last.ID}, StatusDeleted); err != nil {
+	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{last.ID}, StatusDeleted); err != nil {
 		t.Fatal(err)
 	}
 	saveN2 := func(i int) {
-		if _, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://new.example/%d", i)}); err != nil {
+		if _, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://new.example/%d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -108,7 +110,7 @@ func TestSavedItemsStableUnderInsertAndDelete(t *testing.T) {
 	saveN2(2)
 	after := p.Cursors[len(p.Cursors)-1]
 	for {
-		p, err = st.SavedItemsPage(t.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10, After: after})
+		p, err = Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10, After: after})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,14 +132,14 @@ func TestSavedItemsStableUnderInsertAndDelete(t *testing.T) {
 
 func TestSaveSameURLUpdates(t *testing.T) {
 	st, m := openSavedTest(t)
-	a, created, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: "https://Example.com/x#frag", Title: "One"})
+	a, created, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: "https://Example.com/x#frag", Title: "One"})
 	if err != nil || !created {
 		t.Fatal(err, created)
 	}
-	if _, err := st.SetItemsStatus(t.Context(), m.ID, []string{a.ID}, StatusArchived); err != nil {
+	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{a.ID}, StatusArchived); err != nil {
 		t.Fatal(err)
 	}
-	b, created, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com:443/x", Title: "Two"})
+	b, created, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com:443/x", Title: "Two"})
 	if err != nil || created {
 		t.Fatal(err, created)
 	}
@@ -152,7 +154,7 @@ func TestUpdatedAtMovesOnLabelsHighlightsStatus(t *testing.T) {
 	last := it.UpdatedAt
 	step := func(what string) {
 		t.Helper()
-		cur, err := st.SavedItem(t.Context(), m.ID, it.ID)
+		cur, err := Of(st).SavedItem(t.Context(), m.ID, it.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,43 +163,43 @@ func TestUpdatedAtMovesOnLabelsHighlightsStatus(t *testing.T) {
 		}
 		last = cur.UpdatedAt
 		// Index must follow: the item is found by an updated: range from last.
-		p, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: cur.Status, UpdatedFrom: &last}, PageRequest{Field: SortUpdatedAt, First: 5})
+		p, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: cur.Status, UpdatedFrom: &last}, PageRequest{Field: SortUpdatedAt, First: 5})
 		if err != nil || len(p.Items) != 1 {
 			t.Fatalf("%s: updated range found %v (%v)", what, len(p.Items), err)
 		}
 	}
 	wait := func() { time.Sleep(2 * time.Millisecond) }
 	wait()
-	l, err := st.CreateLabel(t.Context(), m.ID, "Go", "#00aaff")
+	l, err := Of(st).CreateLabel(t.Context(), m.ID, "Go", "#00aaff")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SetItemLabels(t.Context(), m.ID, []string{it.ID}, LabelChange{Add: []string{l.ID}}); err != nil {
+	if _, err := Of(st).SetItemLabels(t.Context(), m.ID, []string{it.ID}, LabelChange{Add: []string{l.ID}}); err != nil {
 		t.Fatal(err)
 	}
 	step("label")
 	wait()
-	h, err := st.CreateHighlight(t.Context(), m.ID, it.ID, []HighlightSegment{{XPath: "/p[1]", Text: "hi", EndOffset: 2}}, "")
+	h, err := Of(st).CreateHighlight(t.Context(), m.ID, it.ID, []HighlightSegment{{XPath: "/p[1]", Text: "hi", EndOffset: 2}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	step("highlight")
 	wait()
-	if err := st.DeleteHighlights(t.Context(), m.ID, []string{h.ID}); err != nil {
+	if err := Of(st).DeleteHighlights(t.Context(), m.ID, []string{h.ID}); err != nil {
 		t.Fatal(err)
 	}
 	step("highlight delete")
 	wait()
-	if _, err := st.SetItemsStatus(t.Context(), m.ID, []string{it.ID}, StatusArchived); err != nil {
+	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{it.ID}, StatusArchived); err != nil {
 		t.Fatal(err)
 	}
 	step("status")
 	wait()
-	if err := st.DeleteLabel(t.Context(), m.ID, l.ID); err != nil {
+	if err := Of(st).DeleteLabel(t.Context(), m.ID, l.ID); err != nil {
 		t.Fatal(err)
 	}
 	step("label deleted")
-	cur, _ := st.SavedItem(t.Context(), m.ID, it.ID)
+	cur, _ := Of(st).SavedItem(t.Context(), m.ID, it.ID)
 	if len(cur.LabelIDs) != 0 {
 		t.Fatal("label still on item")
 	}
@@ -208,12 +210,12 @@ func BenchmarkSavedItemsPage(b *testing.B) {
 		st, m := openSavedTest(b)
 		var last string
 		for i := 0; i < n; i += 1000 {
-			err := st.Update(b.Context(), func(tx *Tx) error {
+			err := st.Update(b.Context(), func(tx *storage.Tx) error {
 				for j := i; j < i+1000 && j < n; j++ {
-					t := now().Add(time.Duration(j) * time.Millisecond)
+					t := storage.Now().Add(time.Duration(j) * time.Millisecond)
 					it := &SavedItem{ID: testID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive,
 						Title: fmt.Sprintf("t%d", j), CreatedAt: t, UpdatedAt: t, WordCount: j}
-					if err := tx.putItem(nil, it); err != nil {
+					if err := putItem(tx, nil, it); err != nil {
 						return err
 					}
 				}
@@ -226,7 +228,7 @@ func BenchmarkSavedItemsPage(b *testing.B) {
 		// Cursor at 90 % of the list.
 		after := ""
 		for seen := 0; seen < n*9/10; {
-			p, err := st.SavedItemsPage(b.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 100, After: after})
+			p, err := Of(st).SavedItemsPage(b.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 100, After: after})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -236,14 +238,14 @@ func BenchmarkSavedItemsPage(b *testing.B) {
 		last = after
 		b.Run(fmt.Sprintf("first/n=%d", n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if _, err := st.SavedItemsPage(b.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 50}); err != nil {
+				if _, err := Of(st).SavedItemsPage(b.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 50}); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 		b.Run(fmt.Sprintf("deep90/n=%d", n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if _, err := st.SavedItemsPage(b.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 50, After: last}); err != nil {
+				if _, err := Of(st).SavedItemsPage(b.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 50, After: last}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -288,9 +290,9 @@ func TestSavedItemRecordRoundTrip(t *testing.T) {
 func TestSavedItemJSONRecordsStillRead(t *testing.T) {
 	st, m := openSavedTest(t)
 	items := saveN(t, st, m.ID, 3)
-	err := st.Update(t.Context(), func(tx *Tx) error {
+	err := st.Update(t.Context(), func(tx *storage.Tx) error {
 		for _, it := range items {
-			if err := tx.putJSON(itemKey(m.ID, it.ID), it, 0); err != nil {
+			if err := tx.PutJSON(itemKey(m.ID, it.ID), it, 0); err != nil {
 				return err
 			}
 		}
@@ -299,11 +301,11 @@ func TestSavedItemJSONRecordsStillRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := st.SavedItem(t.Context(), m.ID, items[1].ID)
+	got, err := Of(st).SavedItem(t.Context(), m.ID, items[1].ID)
 	if err != nil || !reflect.DeepEqual(got, items[1]) {
 		t.Fatalf("SavedItem = %+v, %v; want %+v", got, err, items[1])
 	}
-	p, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, First: 10})
+	p, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, First: 10})
 	if err != nil || len(p.Items) != 3 {
 		t.Fatalf("page = %+v, %v", p, err)
 	}
@@ -313,11 +315,11 @@ func TestSavedItemJSONRecordsStillRead(t *testing.T) {
 			t.Fatalf("page item %+v, want %+v", it, want)
 		}
 	}
-	if _, err := st.SetItemsRead(t.Context(), m.ID, []string{items[1].ID}, true); err != nil {
+	if _, err := Of(st).SetItemsRead(t.Context(), m.ID, []string{items[1].ID}, true); err != nil {
 		t.Fatal(err)
 	}
-	err = st.View(t.Context(), func(tx *Tx) error {
-		b, err := tx.get(itemKey(m.ID, items[1].ID))
+	err = st.View(t.Context(), func(tx *storage.Tx) error {
+		b, err := tx.Get(itemKey(m.ID, items[1].ID))
 		if err == nil && b[0] != itemRecordV1 {
 			t.Errorf("after a change the record starts with %q", b[0])
 		}
@@ -326,7 +328,7 @@ func TestSavedItemJSONRecordsStillRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err = st.SavedItem(t.Context(), m.ID, items[1].ID)
+	got, err = Of(st).SavedItem(t.Context(), m.ID, items[1].ID)
 	if err != nil || got.ReadAt == nil || got.Title != items[1].Title || !got.CreatedAt.Equal(items[1].CreatedAt) {
 		t.Fatalf("after SetItemsRead: %+v, %v", got, err)
 	}
@@ -334,12 +336,12 @@ func TestSavedItemJSONRecordsStillRead(t *testing.T) {
 
 // messageIDEntries counts the member's Message-ID index records (both
 // directions), to check that deleting items leaves none behind.
-func messageIDEntries(t *testing.T, st *Store, memberID string) int {
+func messageIDEntries(t *testing.T, st *storage.Store, memberID string) int {
 	t.Helper()
 	n := 0
-	err := st.View(t.Context(), func(tx *Tx) error {
-		for _, p := range [][]byte{key("u", memberID, "gql", "msgid", ""), key("u", memberID, "gql", "msgof", "")} {
-			if err := tx.scan(p, nil, false, true, func(_, _ []byte) (bool, error) { n++; return true, nil }); err != nil {
+	err := st.View(t.Context(), func(tx *storage.Tx) error {
+		for _, p := range [][]byte{storage.Key("u", memberID, "gql", "msgid", ""), storage.Key("u", memberID, "gql", "msgof", "")} {
+			if err := tx.Scan(p, nil, false, true, func(_, _ []byte) (bool, error) { n++; return true, nil }); err != nil {
 				return err
 			}
 		}
@@ -351,11 +353,11 @@ func messageIDEntries(t *testing.T, st *Store, memberID string) int {
 	return n
 }
 
-func countItems(t *testing.T, st *Store, memberID string) int {
+func countItems(t *testing.T, st *storage.Store, memberID string) int {
 	t.Helper()
 	n := 0
 	for _, status := range []string{StatusActive, StatusArchived, StatusDeleted} {
-		p, err := st.SavedItemsPage(t.Context(), memberID, ItemFilter{Status: status}, PageRequest{Field: SortCreatedAt, First: 1000})
+		p, err := Of(st).SavedItemsPage(t.Context(), memberID, ItemFilter{Status: status}, PageRequest{Field: SortCreatedAt, First: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,11 +371,11 @@ func TestNewsletterSavedOncePerMessageID(t *testing.T) {
 	nl := func(title, msgID string) NewItem {
 		return NewItem{Type: TypeNewsletter, Title: title, HTML: "<p>x</p>", Text: "x", MessageID: msgID}
 	}
-	first, created, err := st.SaveItem(t.Context(), m.ID, nl("Issue 1", "issue-1@news.example"))
+	first, created, err := Of(st).SaveItem(t.Context(), m.ID, nl("Issue 1", "issue-1@news.example"))
 	if err != nil || !created {
 		t.Fatal(err, created)
 	}
-	again, created, err := st.SaveItem(t.Context(), m.ID, nl("Issue 1 (retried)", "issue-1@news.example"))
+	again, created, err := Of(st).SaveItem(t.Context(), m.ID, nl("Issue 1 (retried)", "issue-1@news.example"))
 	if err != nil || created {
 		t.Fatal(err, created)
 	}
@@ -386,7 +388,7 @@ func TestNewsletterSavedOncePerMessageID(t *testing.T) {
 
 	// Without a Message-ID every delivery is saved.
 	for i := 0; i < 2; i++ {
-		if _, created, err := st.SaveItem(t.Context(), m.ID, nl("No id", "")); err != nil || !created {
+		if _, created, err := Of(st).SaveItem(t.Context(), m.ID, nl("No id", "")); err != nil || !created {
 			t.Fatal(err, created)
 		}
 	}
@@ -396,14 +398,14 @@ func TestNewsletterSavedOncePerMessageID(t *testing.T) {
 
 	// The index is per member.
 	other, _ := st.CreateMember(t.Context(), "other", "", "password123")
-	if _, created, err := st.SaveItem(t.Context(), other.ID, nl("Issue 1", "issue-1@news.example")); err != nil || !created {
+	if _, created, err := Of(st).SaveItem(t.Context(), other.ID, nl("Issue 1", "issue-1@news.example")); err != nil || !created {
 		t.Fatalf("another member's copy: %v, created %v", err, created)
 	}
 
-	if _, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/a", MessageID: "x@y"}); !IsInvalid(err) {
+	if _, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/a", MessageID: "x@y"}); !storage.IsInvalid(err) {
 		t.Fatalf("article with a message id: %v", err)
 	}
-	if _, _, err := st.SaveItem(t.Context(), m.ID, nl("long", string(make([]byte, MaxMessageIDLen+1)))); !IsInvalid(err) {
+	if _, _, err := Of(st).SaveItem(t.Context(), m.ID, nl("long", string(make([]byte, MaxMessageIDLen+1)))); !storage.IsInvalid(err) {
 		t.Fatalf("message id too long: %v", err)
 	}
 }
@@ -418,7 +420,7 @@ func TestConcurrentDeliveriesOfOneMessageSaveOneItem(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			it, _, err := st.SaveItem(t.Context(), m.ID, NewItem{Type: TypeNewsletter, Title: "Same", Text: "x", MessageID: "same@news.example"})
+			it, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{Type: TypeNewsletter, Title: "Same", Text: "x", MessageID: "same@news.example"})
 			if err != nil {
 				errs <- err
 				return
@@ -445,7 +447,7 @@ func TestDeletingANewsletterDropsItsMessageID(t *testing.T) {
 	st, m := openSavedTest(t)
 	save := func(msgID string) *SavedItem {
 		t.Helper()
-		it, created, err := st.SaveItem(t.Context(), m.ID, NewItem{Type: TypeNewsletter, Title: msgID, Text: "x", MessageID: msgID})
+		it, created, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{Type: TypeNewsletter, Title: msgID, Text: "x", MessageID: msgID})
 		if err != nil || !created {
 			t.Fatalf("save %s: %v, created %v", msgID, err, created)
 		}
@@ -453,7 +455,7 @@ func TestDeletingANewsletterDropsItsMessageID(t *testing.T) {
 	}
 	trash := func(ids ...string) {
 		t.Helper()
-		if _, err := st.SetItemsStatus(t.Context(), m.ID, ids, StatusDeleted); err != nil {
+		if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, ids, StatusDeleted); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -464,12 +466,12 @@ func TestDeletingANewsletterDropsItsMessageID(t *testing.T) {
 	}
 	// In the trash the message is still known: a retry is not saved again.
 	trash(a.ID)
-	if it, created, _ := st.SaveItem(t.Context(), m.ID, NewItem{Type: TypeNewsletter, Title: "retry", Text: "x", MessageID: "a@news.example"}); created || it.ID != a.ID || it.Status != StatusDeleted {
+	if it, created, _ := Of(st).SaveItem(t.Context(), m.ID, NewItem{Type: TypeNewsletter, Title: "retry", Text: "x", MessageID: "a@news.example"}); created || it.ID != a.ID || it.Status != StatusDeleted {
 		t.Fatalf("retry of a trashed newsletter: created %v, %+v", created, it)
 	}
 
 	// permanentlyDeleteSavedItems
-	if err := st.PermanentlyDeleteItems(t.Context(), m.ID, []string{a.ID}); err != nil {
+	if err := Of(st).PermanentlyDeleteItems(t.Context(), m.ID, []string{a.ID}); err != nil {
 		t.Fatal(err)
 	}
 	if n := messageIDEntries(t, st, m.ID); n != 2 {
@@ -480,13 +482,13 @@ func TestDeletingANewsletterDropsItsMessageID(t *testing.T) {
 	}
 
 	// emptyTrash
-	all, _ := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, First: 10})
+	all, _ := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, First: 10})
 	var ids []string
 	for _, it := range all.Items {
 		ids = append(ids, it.ID)
 	}
 	trash(ids...)
-	if n, err := st.EmptyTrash(t.Context(), m.ID); err != nil || n != 2 {
+	if n, err := Of(st).EmptyTrash(t.Context(), m.ID); err != nil || n != 2 {
 		t.Fatalf("empty trash: %d, %v", n, err)
 	}
 	if n := messageIDEntries(t, st, m.ID); n != 0 {
@@ -510,7 +512,7 @@ func TestIndexCopiesFollowEveryWrite(t *testing.T) {
 	st, m := openSavedTest(t)
 	items := saveN(t, st, m.ID, 6)
 	id := func(i int) string { return items[i].ID }
-	l, err := st.CreateLabel(t.Context(), m.ID, "later", "#123456")
+	l, err := Of(st).CreateLabel(t.Context(), m.ID, "later", "#123456")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,12 +521,12 @@ func TestIndexCopiesFollowEveryWrite(t *testing.T) {
 		for _, status := range []string{StatusActive, StatusArchived, StatusDeleted} {
 			for f := range sortFieldCode {
 				for _, desc := range []bool{false, true} {
-					p, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: status}, PageRequest{Field: f, Desc: desc, First: 100})
+					p, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: status}, PageRequest{Field: f, Desc: desc, First: 100})
 					if err != nil {
 						t.Fatalf("%s: page %s %s: %v", step, status, f, err)
 					}
 					for _, it := range p.Items {
-						want, err := st.SavedItem(t.Context(), m.ID, it.ID)
+						want, err := Of(st).SavedItem(t.Context(), m.ID, it.ID)
 						if err != nil || !reflect.DeepEqual(it, want) {
 							t.Fatalf("%s: %s/%s page has %+v, the item is %+v (%v)", step, status, f, it, want, err)
 						}
@@ -543,33 +545,33 @@ func TestIndexCopiesFollowEveryWrite(t *testing.T) {
 		do   func() error
 	}{
 		{"metadata", func() error {
-			_, err := st.UpdateItemMetadata(t.Context(), m.ID, id(0), ItemMetadata{Title: &title})
+			_, err := Of(st).UpdateItemMetadata(t.Context(), m.ID, id(0), ItemMetadata{Title: &title})
 			return err
 		}},
-		{"progress", func() error { _, err := st.UpdateReadingProgress(t.Context(), m.ID, id(1), 0.5); return err }},
-		{"read", func() error { _, err := st.SetItemsRead(t.Context(), m.ID, []string{id(2)}, true); return err }},
+		{"progress", func() error { _, err := Of(st).UpdateReadingProgress(t.Context(), m.ID, id(1), 0.5); return err }},
+		{"read", func() error { _, err := Of(st).SetItemsRead(t.Context(), m.ID, []string{id(2)}, true); return err }},
 		{"labels", func() error {
-			_, err := st.SetItemLabels(t.Context(), m.ID, []string{id(3), id(4)}, LabelChange{Add: []string{l.ID}})
+			_, err := Of(st).SetItemLabels(t.Context(), m.ID, []string{id(3), id(4)}, LabelChange{Add: []string{l.ID}})
 			return err
 		}},
 		{"highlight", func() error {
-			_, err := st.CreateHighlight(t.Context(), m.ID, id(4), []HighlightSegment{{XPath: "/p", EndOffset: 3, Text: "abc"}}, "")
+			_, err := Of(st).CreateHighlight(t.Context(), m.ID, id(4), []HighlightSegment{{XPath: "/p", EndOffset: 3, Text: "abc"}}, "")
 			return err
 		}},
 		{"archive", func() error {
-			_, err := st.SetItemsStatus(t.Context(), m.ID, []string{id(5)}, StatusArchived)
+			_, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{id(5)}, StatusArchived)
 			return err
 		}},
 		{"trash", func() error {
-			_, err := st.SetItemsStatus(t.Context(), m.ID, []string{id(4)}, StatusDeleted)
+			_, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{id(4)}, StatusDeleted)
 			return err
 		}},
-		{"label deleted", func() error { return st.DeleteLabel(t.Context(), m.ID, l.ID) }},
+		{"label deleted", func() error { return Of(st).DeleteLabel(t.Context(), m.ID, l.ID) }},
 		{"saved again", func() error {
-			_, _, err := st.SaveItem(t.Context(), m.ID, NewItem{URL: items[1].OriginalURL, Title: "Saved again", WordCount: 99})
+			_, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: items[1].OriginalURL, Title: "Saved again", WordCount: 99})
 			return err
 		}},
-		{"deleted", func() error { return st.PermanentlyDeleteItems(t.Context(), m.ID, []string{id(4)}) }},
+		{"deleted", func() error { return Of(st).PermanentlyDeleteItems(t.Context(), m.ID, []string{id(4)}) }},
 	}
 	for _, s := range steps {
 		if err := s.do(); err != nil {
@@ -584,10 +586,10 @@ func TestIndexCopiesFollowEveryWrite(t *testing.T) {
 func TestIndexEntriesWithoutCopiesStillList(t *testing.T) {
 	st, m := openSavedTest(t)
 	items := saveN(t, st, m.ID, 3)
-	err := st.Update(t.Context(), func(tx *Tx) error {
+	err := st.Update(t.Context(), func(tx *storage.Tx) error {
 		for _, it := range items {
 			for _, k := range itemIndexKeys(it) {
-				if err := tx.put(k, nil, 0); err != nil {
+				if err := tx.Put(k, nil, 0); err != nil {
 					return err
 				}
 			}
@@ -597,12 +599,12 @@ func TestIndexEntriesWithoutCopiesStillList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortTitle, First: 10})
+	p, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortTitle, First: 10})
 	if err != nil || len(p.Items) != 3 {
 		t.Fatalf("page = %+v, %v", p, err)
 	}
 	for _, it := range p.Items {
-		want, err := st.SavedItem(t.Context(), m.ID, it.ID)
+		want, err := Of(st).SavedItem(t.Context(), m.ID, it.ID)
 		if err != nil || !reflect.DeepEqual(it, want) {
 			t.Fatalf("page item %+v, want %+v (%v)", it, want, err)
 		}
@@ -615,13 +617,13 @@ func TestIndexEntriesWithoutCopiesStillList(t *testing.T) {
 // current records.
 func TestLabelChangesOnThousandsOfItems(t *testing.T) {
 	st, m := openSavedTest(t)
-	l, err := st.CreateLabel(t.Context(), m.ID, "news", "#ff0000")
+	l, err := Of(st).CreateLabel(t.Context(), m.ID, "news", "#ff0000")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const n = 4000
 	for i := range n {
-		_, _, err := st.SaveItem(t.Context(), m.ID, NewItem{
+		_, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{
 			URL:         fmt.Sprintf("https://news.example.com/2026/11/22/some-fairly-long-article-slug-about-something-%d?utm_source=feed", i),
 			Title:       fmt.Sprintf("An article title of a usual length, number %d", i),
 			Description: strings.Repeat("d", 300),
@@ -635,18 +637,18 @@ func TestLabelChangesOnThousandsOfItems(t *testing.T) {
 		}
 	}
 	before := time.Now().UTC()
-	if _, err := st.UpdateLabel(t.Context(), m.ID, l.ID, "renamed", "#00ff00"); err != nil {
+	if _, err := Of(st).UpdateLabel(t.Context(), m.ID, l.ID, "renamed", "#00ff00"); err != nil {
 		t.Fatalf("rename a label on %d items: %v", n, err)
 	}
-	moved, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{UpdatedFrom: &before}, PageRequest{Field: SortUpdatedAt, First: n})
+	moved, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{UpdatedFrom: &before}, PageRequest{Field: SortUpdatedAt, First: n})
 	if err != nil || len(moved.Items) != n {
 		t.Fatalf("items whose updatedAt moved with the rename: %d of %d (%v)", len(moved.Items), n, err)
 	}
-	if err := st.DeleteLabel(t.Context(), m.ID, l.ID); err != nil {
+	if err := Of(st).DeleteLabel(t.Context(), m.ID, l.ID); err != nil {
 		t.Fatalf("delete a label on %d items: %v", n, err)
 	}
 	var left []string
-	err = st.View(t.Context(), func(tx *Tx) error { left, err = tx.labelItems(m.ID, l.ID); return err })
+	err = st.View(t.Context(), func(tx *storage.Tx) error { left, err = labelItems(tx, m.ID, l.ID); return err })
 	if err != nil || len(left) != 0 {
 		t.Fatalf("label index entries left: %d (%v)", len(left), err)
 	}
@@ -654,7 +656,7 @@ func TestLabelChangesOnThousandsOfItems(t *testing.T) {
 	for f := range sortFieldCode {
 		after := ""
 		for {
-			p, err := st.SavedItemsPage(t.Context(), m.ID, ItemFilter{}, PageRequest{Field: f, First: 100, After: after})
+			p, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{}, PageRequest{Field: f, First: 100, After: after})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -683,7 +685,7 @@ func TestBatchActionsOnTheLargestItems(t *testing.T) {
 	st, m := openSavedTest(t)
 	var ids []string
 	for i := range MaxBatchIDs {
-		it, _, err := st.SaveItem(t.Context(), m.ID, NewItem{
+		it, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{
 			URL:         fmt.Sprintf("https://example.com/%d/%s", i, strings.Repeat("p", MaxURLLen-40)),
 			Title:       strings.Repeat("é", MaxTitleLen),
 			Description: strings.Repeat("é", MaxDescriptionLen),
@@ -696,7 +698,7 @@ func TestBatchActionsOnTheLargestItems(t *testing.T) {
 	}
 	expect := func(what string, check func(it *SavedItem) bool) {
 		t.Helper()
-		items, err := st.SavedItems(t.Context(), m.ID, ids)
+		items, err := Of(st).SavedItems(t.Context(), m.ID, ids)
 		if err != nil || len(items) != len(ids) {
 			t.Fatalf("%s: %d items (%v)", what, len(items), err)
 		}
@@ -708,47 +710,47 @@ func TestBatchActionsOnTheLargestItems(t *testing.T) {
 	}
 	unknown := append(append([]string(nil), ids[:len(ids)-1]...), "123456789") // the last one
 
-	if _, err := st.SetItemsStatus(t.Context(), m.ID, unknown, StatusArchived); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("status with an unknown id: %v, want ErrNotFound", err)
+	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, unknown, StatusArchived); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("status with an unknown id: %v, want storage.ErrNotFound", err)
 	}
 	expect("after the refused status change", func(it *SavedItem) bool { return it.Status == StatusActive })
-	got, err := st.SetItemsStatus(t.Context(), m.ID, ids, StatusArchived)
+	got, err := Of(st).SetItemsStatus(t.Context(), m.ID, ids, StatusArchived)
 	if err != nil || len(got) != len(ids) || got[0].ID != ids[0] || got[len(got)-1].ID != ids[len(ids)-1] {
 		t.Fatalf("archive %d items: %d back (%v)", len(ids), len(got), err)
 	}
 	expect("archived", func(it *SavedItem) bool { return it.Status == StatusArchived })
 
-	l, err := st.CreateLabel(t.Context(), m.ID, "long reads", "#ff0000")
+	l, err := Of(st).CreateLabel(t.Context(), m.ID, "long reads", "#ff0000")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SetItemLabels(t.Context(), m.ID, ids, LabelChange{Add: []string{l.ID}}); err != nil {
+	if _, err := Of(st).SetItemLabels(t.Context(), m.ID, ids, LabelChange{Add: []string{l.ID}}); err != nil {
 		t.Fatalf("label %d items: %v", len(ids), err)
 	}
 	expect("labelled", func(it *SavedItem) bool { return reflect.DeepEqual(it.LabelIDs, []string{l.ID}) })
 	before := time.Now().UTC()
-	if _, err := st.UpdateLabel(t.Context(), m.ID, l.ID, "renamed", "#00ff00"); err != nil {
+	if _, err := Of(st).UpdateLabel(t.Context(), m.ID, l.ID, "renamed", "#00ff00"); err != nil {
 		t.Fatalf("rename the label: %v", err)
 	}
 	expect("after the rename", func(it *SavedItem) bool { return !it.UpdatedAt.Before(before.Truncate(time.Second)) })
-	if err := st.DeleteLabel(t.Context(), m.ID, l.ID); err != nil {
+	if err := Of(st).DeleteLabel(t.Context(), m.ID, l.ID); err != nil {
 		t.Fatalf("delete the label: %v", err)
 	}
 	expect("after deleting the label", func(it *SavedItem) bool { return len(it.LabelIDs) == 0 })
 
-	if _, err := st.SetItemsStatus(t.Context(), m.ID, ids[1:], StatusDeleted); err != nil {
+	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, ids[1:], StatusDeleted); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.PermanentlyDeleteItems(t.Context(), m.ID, ids); !IsInvalid(err) {
+	if err := Of(st).PermanentlyDeleteItems(t.Context(), m.ID, ids); !storage.IsInvalid(err) {
 		t.Fatalf("delete with one item not in the trash: %v, want invalid", err)
 	}
-	if items, _ := st.SavedItems(t.Context(), m.ID, ids); len(items) != len(ids) {
+	if items, _ := Of(st).SavedItems(t.Context(), m.ID, ids); len(items) != len(ids) {
 		t.Fatalf("refused delete removed %d items", len(ids)-len(items))
 	}
-	if err := st.PermanentlyDeleteItems(t.Context(), m.ID, ids[1:]); err != nil {
+	if err := Of(st).PermanentlyDeleteItems(t.Context(), m.ID, ids[1:]); err != nil {
 		t.Fatalf("delete %d items: %v", len(ids)-1, err)
 	}
-	if items, _ := st.SavedItems(t.Context(), m.ID, ids); len(items) != 1 || items[0].ID != ids[0] {
+	if items, _ := Of(st).SavedItems(t.Context(), m.ID, ids); len(items) != 1 || items[0].ID != ids[0] {
 		t.Fatalf("after deleting all but one: %d items left", len(items))
 	}
 }
@@ -782,7 +784,7 @@ func TestDateRangesBeyondNanosecondTimes(t *testing.T) {
 				if field == SortUpdatedAt {
 					f = ItemFilter{UpdatedFrom: c.from, UpdatedTo: c.to}
 				}
-				p, err := st.SavedItemsPage(t.Context(), m.ID, f, PageRequest{Field: field, Desc: desc, First: 10})
+				p, err := Of(st).SavedItemsPage(t.Context(), m.ID, f, PageRequest{Field: field, Desc: desc, First: 10})
 				if err != nil {
 					t.Fatal(err)
 				}
