@@ -3,11 +3,13 @@ package agents
 import (
 	"bytes"
 	"errors"
-	"github.com/hearthkit/caddy-hearth/storage"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // A published directory document comes back byte for byte, in several
@@ -22,6 +24,11 @@ func TestPublishedDirectoryDocumentRoundTrip(t *testing.T) {
 	if _, err := st.PublishedDocument(t.Context(), "site"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("document before any publication: %v", err)
 	}
+	// On PostgreSQL, a subscriber of a store whose listener is not yet
+	// connected is told kv.Missed when it connects (pgkv listenOnce), and a
+	// notification sent before that is lost: the test subscribes once the
+	// store listens, as the directory's document cache trusts only then.
+	storagetest.Eventually(t, "the store listens", st.st.Live)
 	got := make(chan string, 4)
 	stop, err := st.st.Subscribe(DirectoryChannel, func(p string) { got <- p })
 	if err != nil {
