@@ -18,6 +18,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/directory"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 func init() {
@@ -157,7 +158,7 @@ func storeError(err error, what string) error {
 		return apiError(http.StatusNotFound, "%s not found", what)
 	case errors.Is(err, storage.ErrConflict):
 		return apiError(http.StatusConflict, "%s already exists", what)
-	case errors.Is(err, storage.ErrSuspended):
+	case errors.Is(err, members.ErrSuspended):
 		return apiError(http.StatusForbidden, "the member is suspended; unsuspend them first")
 	}
 	if status, _, ok := storage.Unavailable(err); ok {
@@ -211,7 +212,7 @@ type memberView struct {
 	Suspended   bool      `json:"suspended"`
 }
 
-func viewMember(m *storage.Member) memberView {
+func viewMember(m *members.Member) memberView {
 	return memberView{ID: m.ID, Username: m.Username, DisplayName: m.DisplayName, CreatedAt: m.CreatedAt, Suspended: m.Suspended}
 }
 
@@ -277,7 +278,7 @@ func adminRestore(w http.ResponseWriter, r *http.Request, app *App) error {
 }
 
 func adminListMembers(w http.ResponseWriter, r *http.Request, app *App) error {
-	ms, err := app.Store().Members(r.Context())
+	ms, err := members.Of(app.Store()).Members(r.Context())
 	if err != nil {
 		return storeError(err, "member")
 	}
@@ -305,7 +306,7 @@ func adminCreateMember(w http.ResponseWriter, r *http.Request, app *App) error {
 	if req.Password == "" {
 		return apiError(http.StatusBadRequest, "password is required")
 	}
-	m, err := app.Store().CreateMember(r.Context(), req.Username, req.DisplayName, req.Password)
+	m, err := members.Of(app.Store()).CreateMember(r.Context(), req.Username, req.DisplayName, req.Password)
 	if errors.Is(err, storage.ErrConflict) {
 		return apiError(http.StatusConflict, "username %q is taken", req.Username)
 	}
@@ -317,7 +318,7 @@ func adminCreateMember(w http.ResponseWriter, r *http.Request, app *App) error {
 }
 
 func memberNotFound(username string) error {
-	if storage.ValidateUsername(username) != nil {
+	if members.ValidateUsername(username) != nil {
 		return apiError(http.StatusNotFound, "no member with that username")
 	}
 	return apiError(http.StatusNotFound, "no member %q", username)
@@ -325,7 +326,7 @@ func memberNotFound(username string) error {
 
 func adminGetMember(w http.ResponseWriter, r *http.Request, app *App) error {
 	name := r.PathValue("username")
-	m, err := app.Store().Member(r.Context(), name)
+	m, err := members.Of(app.Store()).Member(r.Context(), name)
 	if errors.Is(err, storage.ErrNotFound) {
 		return memberNotFound(name)
 	}
@@ -338,7 +339,7 @@ func adminGetMember(w http.ResponseWriter, r *http.Request, app *App) error {
 func adminSuspend(suspended bool) adminFunc {
 	return func(w http.ResponseWriter, r *http.Request, app *App) error {
 		name := r.PathValue("username")
-		m, err := app.Store().SetSuspended(r.Context(), name, suspended)
+		m, err := members.Of(app.Store()).SetSuspended(r.Context(), name, suspended)
 		if errors.Is(err, storage.ErrNotFound) {
 			return memberNotFound(name)
 		}
@@ -362,7 +363,7 @@ func adminSetPassword(w http.ResponseWriter, r *http.Request, app *App) error {
 	if req.Password == "" {
 		return apiError(http.StatusBadRequest, "password is required")
 	}
-	err := app.Store().SetPassword(r.Context(), name, req.Password)
+	err := members.Of(app.Store()).SetPassword(r.Context(), name, req.Password)
 	if errors.Is(err, storage.ErrNotFound) {
 		return memberNotFound(name)
 	}
@@ -375,7 +376,7 @@ func adminSetPassword(w http.ResponseWriter, r *http.Request, app *App) error {
 
 func adminDeleteMember(w http.ResponseWriter, r *http.Request, app *App) error {
 	name := r.PathValue("username")
-	err := app.Store().DeleteMember(r.Context(), name)
+	err := members.Of(app.Store()).DeleteMember(r.Context(), name)
 	if errors.Is(err, storage.ErrNotFound) {
 		return memberNotFound(name)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // The admin API's side of member self-service: reset links for members who
@@ -63,15 +64,15 @@ func adminResetLink(w http.ResponseWriter, r *http.Request, app *App) error {
 	if err := decodeJSONBody(w, r, &req); err != nil {
 		return err
 	}
-	ttl := storage.DefaultResetLinkLifetime
+	ttl := members.DefaultResetLinkLifetime
 	if req.Expires != "" {
 		d, err := parseLifetime(req.Expires)
-		if err != nil || d <= 0 || d > storage.MaxResetLinkLifetime {
+		if err != nil || d <= 0 || d > members.MaxResetLinkLifetime {
 			return apiError(http.StatusBadRequest, "expires must be a duration such as 24h or 3d, at most 7d")
 		}
 		ttl = d
 	}
-	token, m, link, err := app.Store().CreateResetLink(r.Context(), name, ttl, storage.ResetLinkOptions{DisableTwoFactor: req.DisableTwoFactor, RevokeAccess: req.RevokeAccess})
+	token, m, link, err := members.Of(app.Store()).CreateResetLink(r.Context(), name, ttl, members.ResetLinkOptions{DisableTwoFactor: req.DisableTwoFactor, RevokeAccess: req.RevokeAccess})
 	if errors.Is(err, storage.ErrNotFound) {
 		return memberNotFound(name)
 	}
@@ -101,7 +102,7 @@ func adminListSessions(w http.ResponseWriter, r *http.Request, app *App) error {
 	if err != nil {
 		return err
 	}
-	list, err := app.Store().Sessions(r.Context(), m.ID)
+	list, err := members.Of(app.Store()).Sessions(r.Context(), m.ID)
 	if err != nil {
 		return storeError(err, "session")
 	}
@@ -118,7 +119,7 @@ func adminEndSession(w http.ResponseWriter, r *http.Request, app *App) error {
 		return err
 	}
 	id := r.PathValue("id")
-	err = app.Store().EndSession(r.Context(), m.ID, id)
+	err = members.Of(app.Store()).EndSession(r.Context(), m.ID, id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return apiError(http.StatusNotFound, "%s has no session %q", m.Username, id)
 	}
@@ -134,7 +135,7 @@ func adminEndAllSessions(w http.ResponseWriter, r *http.Request, app *App) error
 	if err != nil {
 		return err
 	}
-	n, err := app.Store().EndOtherSessions(r.Context(), m.ID, "")
+	n, err := members.Of(app.Store()).EndOtherSessions(r.Context(), m.ID, "")
 	if err != nil {
 		return storeError(err, "session")
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 const adminTestSite = testSite + " {\n\trespond \"ok\"\n}\n"
@@ -21,7 +23,7 @@ func runningStoreAuthenticates(t *testing.T, username, password string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = v.(*App).Store().Authenticate(t.Context(), username, password)
+	_, err = members.Of(v.(*App).Store()).Authenticate(t.Context(), username, password)
 	return err == nil
 }
 

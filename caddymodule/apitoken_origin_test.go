@@ -14,6 +14,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // writeOldAPIToken writes an API token into the store in dir (Caddy
@@ -54,7 +55,7 @@ func TestAPITokensCannotOutliveTheirGrantThroughCaddy(t *testing.T) {
 	const password = "correct horse battery"
 	adminJSONOK(t, http.MethodPost, "/hearth/members",
 		fmt.Sprintf(`{"username":"alice","password":%q}`, password), http.StatusCreated, nil)
-	alice, err := hearthStore(t).Member(t.Context(), "alice")
+	alice, err := members.Of(hearthStore(t)).Member(t.Context(), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}

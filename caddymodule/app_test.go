@@ -20,6 +20,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddytest"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // The in-process Caddy that caddytest starts listens on these.
@@ -260,7 +261,7 @@ func TestReloadToNewStorageDirClosesOldStore(t *testing.T) {
 		t.Fatalf("the old store is still locked after the reload: %v", err)
 	}
 	defer old.Close()
-	if _, err := old.Member(t.Context(), "alice"); err != nil {
+	if _, err := members.Of(old).Member(t.Context(), "alice"); err != nil {
 		t.Fatalf("old store lost its member: %v", err)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 func init() {
@@ -211,7 +212,7 @@ func memberCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			display, _ := cmd.Flags().GetString("display-name")
 			// What can be checked is checked before the password is asked for.
-			if err := storage.ValidateUsername(args[0]); err != nil {
+			if err := members.ValidateUsername(args[0]); err != nil {
 				return fmt.Errorf("username %q: %w", args[0], err)
 			}
 			var existing memberView
@@ -387,7 +388,7 @@ func readNewPassword(cmd *cobra.Command) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := storage.ValidatePassword(pw); err != nil {
+	if err := members.ValidatePassword(pw); err != nil {
 		return "", err
 	}
 	again, err := prompt("Repeat password: ")

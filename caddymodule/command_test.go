@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // runHearth runs `caddy hearth <args>` in-process, as the caddy binary
@@ -143,7 +144,7 @@ func TestCLIBackupAndRestore(t *testing.T) {
 	}
 	defer st.Close()
 	for _, name := range []string{"alice", "bob"} {
-		if _, err := st.Member(t.Context(), name); err != nil {
+		if _, err := members.Of(st).Member(t.Context(), name); err != nil {
 			t.Fatalf("%s after restoring the earlier records: %v", name, err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 func init() {
@@ -309,7 +310,7 @@ func adminCreateAPIToken(w http.ResponseWriter, r *http.Request, app *App) error
 	if err != nil {
 		return apiError(http.StatusBadRequest, "%v", err)
 	}
-	m, err := app.Store().Member(r.Context(), name)
+	m, err := members.Of(app.Store()).Member(r.Context(), name)
 	if errors.Is(err, storage.ErrNotFound) {
 		return memberNotFound(name)
 	}

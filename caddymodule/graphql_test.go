@@ -19,6 +19,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // The second site serves the same API with the default fetcher, which
@@ -183,7 +184,7 @@ func TestGraphQLPaginationThroughCaddy(t *testing.T) {
 	adminJSONOK(t, http.MethodPost, "/hearth/members", `{"username":"alice","password":"correct horse"}`, http.StatusCreated, nil)
 	token := createAPIToken(t, "alice")
 	st := hearthStore(t)
-	m, _ := st.Member(t.Context(), "alice")
+	m, _ := members.Of(st).Member(t.Context(), "alice")
 	save := func(n int) string {
 		it, _, err := library.Of(st).SaveItem(t.Context(), m.ID, library.NewItem{
 			URL: fmt.Sprintf("https://example.com/%d", n), Title: fmt.Sprintf("Title %02d", n%37),
@@ -411,7 +412,7 @@ func TestGraphQLThroughCaddy(t *testing.T) {
 		// Its 7 days are over: the running server refuses it from the next
 		// request on, and the page says so.
 		st := hearthStore(t)
-		alice, err := st.Member(t.Context(), "alice")
+		alice, err := members.Of(st).Member(t.Context(), "alice")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // A member's API tokens and OAuth grants, for the operator: listed and
@@ -53,9 +54,9 @@ type grantView struct {
 
 // adminMember is the member named in the request's path, or the error to
 // answer.
-func adminMember(r *http.Request, app *App) (*storage.Member, error) {
+func adminMember(r *http.Request, app *App) (*members.Member, error) {
 	name := r.PathValue("username")
-	m, err := app.Store().Member(r.Context(), name)
+	m, err := members.Of(app.Store()).Member(r.Context(), name)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, memberNotFound(name)
 	}

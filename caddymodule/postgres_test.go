@@ -12,6 +12,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // caddymodulePostgresPort is this package's PostgreSQL test port.
@@ -52,7 +53,7 @@ func TestPostgresStorageServesTheSiteAndOutlivesTheDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := seed.CreateMember(t.Context(), "alice", "Alice", "correct horse")
+	m, err := members.Of(seed).CreateMember(t.Context(), "alice", "Alice", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // reloadSeed is what both storage_dirs of the reload test hold: the same
@@ -40,7 +41,7 @@ func seedReloadStores(t *testing.T, dirA, dirB string) reloadSeed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.CreateMember(t.Context(), "alice", "Alice", "correct horse")
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "Alice", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func seedReloadStores(t *testing.T, dirA, dirB string) reloadSeed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	session, err := st.CreateSession(t.Context(), m.ID, time.Hour)
+	session, err := members.Of(st).CreateSession(t.Context(), m.ID, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

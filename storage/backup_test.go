@@ -1,4 +1,4 @@
-package storage
+package storage_test
 
 import (
 	"bytes"
@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
+	"github.com/hearthkit/caddy-hearth/storage/members"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // Input that is not a complete backup is refused with ErrNotBackup, without
@@ -23,10 +26,10 @@ import (
 // records, inside the end record), with bytes after the end, or the backup
 // of an empty store.
 func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
-	badgerOnly(t)
-	src := openTestStore(t)
+	storage.BadgerOnly(t)
+	src := storagetest.Open(t)
 	for i := range 20 {
-		if _, err := src.CreateMember(t.Context(), fmt.Sprint("member", i), strings.Repeat("d", 20), "correct horse"); err != nil {
+		if _, err := members.Of(src).CreateMember(t.Context(), fmt.Sprint("member", i), strings.Repeat("d", 20), "correct horse"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -35,26 +38,26 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := full.Bytes()
-	endLen := 8 + len(backupEndMagic) + 8 + backupChecksumLen
-	firstFrame := len(backupMagic) + 8 + int(binary.LittleEndian.Uint64(b[len(backupMagic):]))
+	endLen := 8 + len(storage.BackupEndMagic) + 8 + storage.BackupChecksumLen
+	firstFrame := len(storage.BackupMagic) + 8 + int(binary.LittleEndian.Uint64(b[len(storage.BackupMagic):]))
 	miscounted := append([]byte(nil), b...)
-	countAt := len(b) - backupChecksumLen - 8
+	countAt := len(b) - storage.BackupChecksumLen - 8
 	binary.LittleEndian.PutUint64(miscounted[countAt:], binary.LittleEndian.Uint64(b[countAt:])+1)
 	oneEmptyFrame := binary.LittleEndian.AppendUint64(nil, 0)
-	oneEmptyFrame = binary.LittleEndian.AppendUint64(oneEmptyFrame, backupEndMarker)
-	oneEmptyFrame = append(oneEmptyFrame, backupEndMagic...)
+	oneEmptyFrame = binary.LittleEndian.AppendUint64(oneEmptyFrame, storage.BackupEndMarker)
+	oneEmptyFrame = append(oneEmptyFrame, storage.BackupEndMagic...)
 	oneEmptyFrame = binary.LittleEndian.AppendUint64(oneEmptyFrame, 8)
 	var emptyBackup bytes.Buffer
-	if err := openTestStore(t).Backup(&emptyBackup); err != nil {
+	if err := storagetest.Open(t).Backup(&emptyBackup); err != nil {
 		t.Fatal(err)
 	}
 
 	dir := filepath.Join(t.TempDir(), "store")
-	live, err := Open(dir, Options{})
+	live, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := live.CreateMember(t.Context(), "keeper", "", "correct horse"); err != nil {
+	if _, err := members.Of(live).CreateMember(t.Context(), "keeper", "", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
 	live.Close()
@@ -66,30 +69,30 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 		"cut inside a record":      b[:firstFrame/2],
 		"cut after the first one":  b[:firstFrame],
 		"cut before the end":       b[:len(b)-endLen],
-		"cut inside the end":       b[:len(b)-backupChecksumLen-5],
+		"cut inside the end":       b[:len(b)-storage.BackupChecksumLen-5],
 		"cut inside the checksum":  b[:len(b)-5],
-		"no checksum":              b[:len(b)-backupChecksumLen],
-		"header only":              b[:len(backupMagic)],
-		"format 1, cut short":      b[len(backupMagic) : len(b)-backupChecksumLen-3],
+		"no checksum":              b[:len(b)-storage.BackupChecksumLen],
+		"header only":              b[:len(storage.BackupMagic)],
+		"format 1, cut short":      b[len(storage.BackupMagic) : len(b)-storage.BackupChecksumLen-3],
 		"bytes after the end":      append(append([]byte(nil), b...), 0),
 		"miscounted end":           miscounted,
 		"backup of an empty store": emptyBackup.Bytes(),
 		"one empty frame":          oneEmptyFrame,
 	} {
-		prev, err := RestoreDir(dir, bytes.NewReader(input), Options{})
-		if !errors.Is(err, ErrNotBackup) || prev != "" {
+		prev, err := storage.RestoreDir(dir, bytes.NewReader(input), storage.Options{})
+		if !errors.Is(err, storage.ErrNotBackup) || prev != "" {
 			t.Errorf("%s: RestoreDir = %q, %v; want ErrNotBackup", name, prev, err)
 		}
 	}
-	st, err := Open(dir, Options{})
+	st, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := st.Member(t.Context(), "keeper"); err != nil {
+	if _, err := members.Of(st).Member(t.Context(), "keeper"); err != nil {
 		t.Fatalf("the store lost its data to a refused restore: %v", err)
 	}
-	if _, err := st.Member(t.Context(), "member0"); err == nil {
+	if _, err := members.Of(st).Member(t.Context(), "member0"); err == nil {
 		t.Fatal("a refused restore loaded records")
 	}
 }
@@ -99,12 +102,12 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 // kept), the earlier records are in a backup file that restores them, and
 // input that is not a complete backup changes nothing.
 func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
-	st := openTestStore(t)
-	alice, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	st := storagetest.Open(t)
+	alice, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sid, err := st.CreateSession(t.Context(), alice.ID, time.Hour)
+	sid, err := members.Of(st).CreateSession(t.Context(), alice.ID, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,17 +115,17 @@ func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
 	if err := st.Backup(&b); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateMember(t.Context(), "bob", "", "battery staple"); err != nil {
+	if _, err := members.Of(st).CreateMember(t.Context(), "bob", "", "battery staple"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SetSuspended(t.Context(), "alice", true); err != nil {
+	if _, err := members.Of(st).SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SessionMember(t.Context(), sid); err == nil {
+	if _, err := members.Of(st).SessionMember(t.Context(), sid); err == nil {
 		t.Fatal("a suspended member's session still works")
 	}
 
-	if _, err := st.Replace(strings.NewReader("not a backup")); !errors.Is(err, ErrNotBackup) {
+	if _, err := st.Replace(strings.NewReader("not a backup")); !errors.Is(err, storage.ErrNotBackup) {
 		t.Fatalf("Replace with a text: %v", err)
 	}
 	// One restore at a time: a second while the first reads its input is
@@ -133,14 +136,14 @@ func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
 	if _, err := pw.Write(b.Bytes()[:8]); err != nil { // returns once the first is reading
 		t.Fatal(err)
 	}
-	if _, err := st.Replace(bytes.NewReader(b.Bytes())); !errors.Is(err, ErrRestoreRunning) {
+	if _, err := st.Replace(bytes.NewReader(b.Bytes())); !errors.Is(err, storage.ErrRestoreRunning) {
 		t.Fatalf("a second Replace during the first: %v, want ErrRestoreRunning", err)
 	}
 	pw.CloseWithError(errors.New("client gone"))
 	if err := <-first; err == nil {
 		t.Fatal("a Replace whose input broke off succeeded")
 	}
-	if _, err := st.Member(t.Context(), "bob"); err != nil {
+	if _, err := members.Of(st).Member(t.Context(), "bob"); err != nil {
 		t.Fatalf("a refused Replace changed the store: %v", err)
 	}
 
@@ -148,16 +151,16 @@ func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
 	if err != nil || previous == "" {
 		t.Fatalf("Replace = %q, %v", previous, err)
 	}
-	if _, err := st.Member(t.Context(), "bob"); !errors.Is(err, ErrNotFound) {
+	if _, err := members.Of(st).Member(t.Context(), "bob"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("bob, created after the backup: %v", err)
 	}
-	if m, err := st.Member(t.Context(), "alice"); err != nil || m.Suspended {
+	if m, err := members.Of(st).Member(t.Context(), "alice"); err != nil || m.Suspended {
 		t.Fatalf("alice after Replace: %+v, %v", m, err)
 	}
-	if m, err := st.SessionMember(t.Context(), sid); err != nil || m.ID != alice.ID {
+	if m, err := members.Of(st).SessionMember(t.Context(), sid); err != nil || m.ID != alice.ID {
 		t.Fatalf("alice's session after Replace: %v, %v", m, err)
 	}
-	if exp, ok := recordExpiry(t, st, sessionKey(Digest(sid))); !ok || exp == 0 {
+	if exp, ok := recordExpiry(t, st, storage.Key("session", storage.Digest(sid))); !ok || exp == 0 {
 		t.Fatalf("the restored session: present %v, expires at %d; want an expiry", ok, exp)
 	}
 
@@ -169,17 +172,17 @@ func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
 	if _, err := st.Replace(f); err != nil {
 		t.Fatalf("Replace with the earlier records: %v", err)
 	}
-	if _, err := st.Member(t.Context(), "bob"); err != nil {
+	if _, err := members.Of(st).Member(t.Context(), "bob"); err != nil {
 		t.Fatalf("the earlier records did not bring bob back: %v", err)
 	}
 }
 
 // dumpRecords returns every record of st (key → value and expiry), to
 // compare a store with itself before and after.
-func dumpRecords(t *testing.T, st *Store) map[string]string {
+func dumpRecords(t *testing.T, st *storage.Store) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	err := st.eng.Export(context.Background(), func(r kv.Record) error {
+	err := st.ExportRecords(context.Background(), func(r kv.Record) error {
 		out[string(r.Key)] = fmt.Sprintf("%x/%d", r.Value, r.ExpiresAt)
 		return nil
 	})
@@ -206,13 +209,13 @@ func sameRecords(a, b map[string]string) bool {
 // with ErrNotBackup and the running store keeps exactly its records. Before
 // the checksum, most such files were loaded without complaint.
 func TestReplaceRefusesDamagedBackupsAndChangesNothing(t *testing.T) {
-	src := openTestStore(t)
+	src := storagetest.Open(t)
 	for i := range 30 {
-		m, err := src.CreateMember(t.Context(), fmt.Sprint("member", i), strings.Repeat("d", 20), "correct horse")
+		m, err := members.Of(src).CreateMember(t.Context(), fmt.Sprint("member", i), strings.Repeat("d", 20), "correct horse")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := src.CreateSession(t.Context(), m.ID, 24*time.Hour); err != nil {
+		if _, err := members.Of(src).CreateSession(t.Context(), m.ID, 24*time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -222,13 +225,13 @@ func TestReplaceRefusesDamagedBackupsAndChangesNothing(t *testing.T) {
 	}
 	b := full.Bytes()
 
-	live := openTestStore(t)
-	if _, err := live.CreateMember(t.Context(), "keeper", "", "correct horse"); err != nil {
+	live := storagetest.Open(t)
+	if _, err := members.Of(live).CreateMember(t.Context(), "keeper", "", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
 	before := dumpRecords(t, live)
-	offsets := []int{0, 5, len(backupMagic) - 1, len(backupMagic), len(backupMagic) + 7, len(b) - 1, len(b) - backupChecksumLen, len(b) - backupChecksumLen - 1, len(b) - backupChecksumLen - 9}
-	for off := len(backupMagic) + 8; off < len(b)-backupChecksumLen; off += max(1, len(b)/150) {
+	offsets := []int{0, 5, len(storage.BackupMagic) - 1, len(storage.BackupMagic), len(storage.BackupMagic) + 7, len(b) - 1, len(b) - storage.BackupChecksumLen, len(b) - storage.BackupChecksumLen - 1, len(b) - storage.BackupChecksumLen - 9}
+	for off := len(storage.BackupMagic) + 8; off < len(b)-storage.BackupChecksumLen; off += max(1, len(b)/150) {
 		offsets = append(offsets, off)
 	}
 	for _, off := range offsets {
@@ -236,18 +239,18 @@ func TestReplaceRefusesDamagedBackupsAndChangesNothing(t *testing.T) {
 			damaged := append([]byte(nil), b...)
 			damaged[off] ^= flip
 			prev, err := live.Replace(bytes.NewReader(damaged))
-			if !errors.Is(err, ErrNotBackup) || prev != "" {
+			if !errors.Is(err, storage.ErrNotBackup) || prev != "" {
 				t.Fatalf("byte %d of %d ^%#x: Replace = %q, %v; want ErrNotBackup", off, len(b), flip, prev, err)
 			}
 		}
 	}
 	// Sixteen bytes at once, as an unlucky disk does.
-	for off := len(backupMagic); off+16 < len(b); off += len(b) / 12 {
+	for off := len(storage.BackupMagic); off+16 < len(b); off += len(b) / 12 {
 		damaged := append([]byte(nil), b...)
 		for i := range 16 {
 			damaged[off+i] ^= 0x5a
 		}
-		if _, err := live.Replace(bytes.NewReader(damaged)); !errors.Is(err, ErrNotBackup) {
+		if _, err := live.Replace(bytes.NewReader(damaged)); !errors.Is(err, storage.ErrNotBackup) {
 			t.Fatalf("16 bytes at %d: %v; want ErrNotBackup", off, err)
 		}
 	}
@@ -259,14 +262,14 @@ func TestReplaceRefusesDamagedBackupsAndChangesNothing(t *testing.T) {
 		"json":    []byte(strings.Repeat(`{"key":"value"}`, len(b)/15)),
 		"reverse": func() []byte { r := append([]byte(nil), b...); slices.Reverse(r); return r }(),
 	} {
-		if _, err := live.Replace(bytes.NewReader(foreign)); !errors.Is(err, ErrNotBackup) {
+		if _, err := live.Replace(bytes.NewReader(foreign)); !errors.Is(err, storage.ErrNotBackup) {
 			t.Fatalf("%s: %v; want ErrNotBackup", name, err)
 		}
 	}
 	if after := dumpRecords(t, live); !sameRecords(before, after) {
 		t.Fatal("a refused restore changed the store")
 	}
-	if _, err := live.Member(t.Context(), "keeper"); err != nil {
+	if _, err := members.Of(live).Member(t.Context(), "keeper"); err != nil {
 		t.Fatal(err)
 	}
 	// The intact file restores.
@@ -281,21 +284,21 @@ func TestReplaceRefusesDamagedBackupsAndChangesNothing(t *testing.T) {
 // A backup of format 1 (no header, no checksum: written before this
 // version) still restores.
 func TestReplaceRestoresFormat1Backups(t *testing.T) {
-	badgerOnly(t)
-	src := openTestStore(t)
-	if _, err := src.CreateMember(t.Context(), "alice", "", "correct horse"); err != nil {
+	storage.BadgerOnly(t)
+	src := storagetest.Open(t)
+	if _, err := members.Of(src).CreateMember(t.Context(), "alice", "", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
 	var full bytes.Buffer
 	if err := src.Backup(&full); err != nil {
 		t.Fatal(err)
 	}
-	v1 := full.Bytes()[len(backupMagic) : full.Len()-backupChecksumLen]
-	live := openTestStore(t)
+	v1 := full.Bytes()[len(storage.BackupMagic) : full.Len()-storage.BackupChecksumLen]
+	live := storagetest.Open(t)
 	if _, err := live.Replace(bytes.NewReader(v1)); err != nil {
 		t.Fatalf("format 1: %v", err)
 	}
-	if _, err := live.Member(t.Context(), "alice"); err != nil {
+	if _, err := members.Of(live).Member(t.Context(), "alice"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -303,9 +306,9 @@ func TestReplaceRestoresFormat1Backups(t *testing.T) {
 // A restore that fails while writing the records leaves the store exactly
 // as it was (the failure is injected after some records were written).
 func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
-	src := openTestStore(t)
+	src := storagetest.Open(t)
 	for i := range 50 {
-		if _, err := src.CreateMember(t.Context(), fmt.Sprint("new", i), "", "correct horse"); err != nil {
+		if _, err := members.Of(src).CreateMember(t.Context(), fmt.Sprint("new", i), "", "correct horse"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -314,14 +317,14 @@ func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, withRecords := range []bool{true, false} {
-		live := openTestStore(t)
+		live := storagetest.Open(t)
 		if withRecords {
 			for i := range 20 {
-				m, err := live.CreateMember(t.Context(), fmt.Sprint("old", i), "", "correct horse")
+				m, err := members.Of(live).CreateMember(t.Context(), fmt.Sprint("old", i), "", "correct horse")
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := live.CreateSession(t.Context(), m.ID, 24*time.Hour); err != nil {
+				if _, err := members.Of(live).CreateSession(t.Context(), m.ID, 24*time.Hour); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -329,15 +332,15 @@ func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
 		before := dumpRecords(t, live)
 		injected := errors.New("injected: disk error")
 		failed := false
-		copyRecordsHook = func(n int) error {
+		storage.SetCopyRecordsHook(func(n int) error {
 			if n == 30 && !failed { // the restore fails; the roll-back does not
 				failed = true
 				return injected
 			}
 			return nil
-		}
+		})
 		_, err := live.Replace(bytes.NewReader(full.Bytes()))
-		copyRecordsHook = nil
+		storage.SetCopyRecordsHook(nil)
 		if !errors.Is(err, injected) || !strings.Contains(err.Error(), "holds its earlier records again") {
 			t.Fatalf("Replace with a failure part-way: %v", err)
 		}
@@ -345,7 +348,7 @@ func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
 			t.Fatalf("with records %v: the store changed (%d records before, %d after)", withRecords, len(before), len(after))
 		}
 		// Writes work again.
-		if _, err := live.CreateMember(t.Context(), "later", "", "correct horse"); err != nil {
+		if _, err := members.Of(live).CreateMember(t.Context(), "later", "", "correct horse"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -356,9 +359,9 @@ func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
 // Replace ran is in the records it saved as previous (the store's state
 // the restore replaced), or in the store afterwards. Reads go on.
 func TestWritesDuringARestoreAreRefusedNotLost(t *testing.T) {
-	src := openTestStore(t)
+	src := storagetest.Open(t)
 	for i := range 300 {
-		if _, err := src.CreateMember(t.Context(), fmt.Sprint("restored", i), strings.Repeat("d", 25), "correct horse"); err != nil {
+		if _, err := members.Of(src).CreateMember(t.Context(), fmt.Sprint("restored", i), strings.Repeat("d", 25), "correct horse"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -366,19 +369,19 @@ func TestWritesDuringARestoreAreRefusedNotLost(t *testing.T) {
 	if err := src.Backup(&full); err != nil {
 		t.Fatal(err)
 	}
-	live := openTestStore(t)
-	if _, err := live.CreateMember(t.Context(), "reader", "", "correct horse"); err != nil {
+	live := storagetest.Open(t)
+	if _, err := members.Of(live).CreateMember(t.Context(), "reader", "", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
 	var refusedInside, readInside error
-	copyRecordsHook = func(n int) error {
+	storage.SetCopyRecordsHook(func(n int) error {
 		if n == 1 {
-			_, refusedInside = live.CreateMember(t.Context(), "inside", "", "correct horse")
-			_, readInside = live.Member(t.Context(), "reader")
+			_, refusedInside = members.Of(live).CreateMember(t.Context(), "inside", "", "correct horse")
+			_, readInside = members.Of(live).Member(t.Context(), "reader")
 		}
 		return nil
-	}
-	defer func() { copyRecordsHook = nil }()
+	})
+	defer storage.SetCopyRecordsHook(nil)
 
 	stop := make(chan struct{})
 	type result struct {
@@ -397,11 +400,11 @@ func TestWritesDuringARestoreAreRefusedNotLost(t *testing.T) {
 			default:
 			}
 			name := fmt.Sprint("writer", i)
-			_, err := live.CreateMember(t.Context(), name, "", "correct horse")
+			_, err := members.Of(live).CreateMember(t.Context(), name, "", "correct horse")
 			switch {
 			case err == nil:
 				r.acked = append(r.acked, name)
-			case errors.Is(err, ErrRestoring):
+			case errors.Is(err, storage.ErrRestoring):
 				r.refused++
 			default:
 				r.err = err
@@ -412,7 +415,7 @@ func TestWritesDuringARestoreAreRefusedNotLost(t *testing.T) {
 	}()
 	// The writer is running before the restore starts.
 	for {
-		if _, err := live.Member(t.Context(), "writer0"); err == nil {
+		if _, err := members.Of(live).Member(t.Context(), "writer0"); err == nil {
 			break
 		}
 		time.Sleep(time.Millisecond)
@@ -423,10 +426,10 @@ func TestWritesDuringARestoreAreRefusedNotLost(t *testing.T) {
 	if err != nil || r.err != nil {
 		t.Fatalf("Replace: %v; writer: %v", err, r.err)
 	}
-	if !errors.Is(refusedInside, ErrRestoring) {
+	if !errors.Is(refusedInside, storage.ErrRestoring) {
 		t.Fatalf("a write during the restore: %v, want ErrRestoring", refusedInside)
 	}
-	if readInside != nil && !errors.Is(readInside, ErrNotFound) { // the record may be gone already
+	if readInside != nil && !errors.Is(readInside, storage.ErrNotFound) { // the record may be gone already
 		t.Fatalf("a read during the restore: %v", readInside)
 	}
 	f, err := os.Open(previous)
@@ -434,13 +437,13 @@ func TestWritesDuringARestoreAreRefusedNotLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	prevStore := openTestStore(t)
+	prevStore := storagetest.Open(t)
 	if _, err := prevStore.Replace(f); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range r.acked {
-		_, inPrev := prevStore.Member(t.Context(), name)
-		_, inLive := live.Member(t.Context(), name)
+		_, inPrev := members.Of(prevStore).Member(t.Context(), name)
+		_, inLive := members.Of(live).Member(t.Context(), name)
 		if inPrev != nil && inLive != nil {
 			t.Fatalf("%s was acknowledged during the restore and is lost (%d acknowledged, %d refused)", name, len(r.acked), r.refused)
 		}
@@ -450,11 +453,11 @@ func TestWritesDuringARestoreAreRefusedNotLost(t *testing.T) {
 
 // recordExpiry returns the expiry (Unix seconds, 0 for none) of the record
 // at key, and whether it is there.
-func recordExpiry(t *testing.T, st *Store, key []byte) (uint64, bool) {
+func recordExpiry(t *testing.T, st *storage.Store, key []byte) (uint64, bool) {
 	t.Helper()
 	var exp uint64
 	found := false
-	if err := st.eng.Export(context.Background(), func(r kv.Record) error {
+	if err := st.ExportRecords(context.Background(), func(r kv.Record) error {
 		if bytes.Equal(r.Key, key) {
 			exp, found = r.ExpiresAt, true
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/grants"
 	"github.com/hearthkit/caddy-hearth/storage/kv/kvtest"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -54,9 +55,9 @@ func openNode(t *testing.T, opts storage.Options) *storage.Store {
 }
 
 // memberToken makes a member with an OAuth app and an access token on st.
-func memberToken(t *testing.T, st *storage.Store, username string) (m *storage.Member, token string) {
+func memberToken(t *testing.T, st *storage.Store, username string) (m *members.Member, token string) {
 	t.Helper()
-	m, err := st.CreateMember(t.Context(), username, "", "correct horse battery")
+	m, err := members.Of(st).CreateMember(t.Context(), username, "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,14 +125,14 @@ func TestClusterRevokedTokenRefusedOnEveryNode(t *testing.T) {
 	// A suspension on A: B refuses the member's (cached) token.
 	_, token2 := memberToken(t, a, "bob")
 	cachedOn(t, b, token2)
-	if _, err := a.SetSuspended(t.Context(), "bob", true); err != nil {
+	if _, err := members.Of(a).SetSuspended(t.Context(), "bob", true); err != nil {
 		t.Fatal(err)
 	}
 	kvtest.Eventually(t, "B refuses the suspended member's token", func() bool {
 		_, _, err := grants.Of(b).Token(t.Context(), token2)
-		return errors.Is(err, storage.ErrSuspended)
+		return errors.Is(err, members.ErrSuspended)
 	})
-	stillRefused(t, b, token2, storage.ErrSuspended)
+	stillRefused(t, b, token2, members.ErrSuspended)
 	_ = m
 }
 
@@ -237,7 +238,7 @@ func exchangeAtOnce(nodes []*storage.Store, codes []string) (tokens []string, er
 // and B both succeed: a conflict between them is not a replay.
 func TestClusterCodeExchangedOnce(t *testing.T) {
 	a, b, _ := twoNodes(t)
-	m, err := a.CreateMember(t.Context(), "alice", "", "correct horse battery")
+	m, err := members.Of(a).CreateMember(t.Context(), "alice", "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +310,7 @@ func TestClusterIDsDistinct(t *testing.T) {
 	)
 	for n, st := range []*storage.Store{a, b} {
 		for w := range writers {
-			m, err := st.CreateMember(t.Context(), fmt.Sprintf("n%dw%d", n, w), "", "correct horse battery")
+			m, err := members.Of(st).CreateMember(t.Context(), fmt.Sprintf("n%dw%d", n, w), "", "correct horse battery")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -372,7 +373,7 @@ func TestClusterNoIDsWithoutSlot(t *testing.T) {
 	opts := siteOptions(dsn)
 	opts.Postgres.LeaseTTL = 1500 * time.Millisecond
 	st := openNode(t, opts)
-	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse battery")
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +435,7 @@ func pauseRestore(t *testing.T, during func()) (paused chan struct{}, release fu
 // while A's runs, and B's cached records are dropped when A's commits.
 func TestClusterRestoreExclusiveAndDropsCaches(t *testing.T) {
 	a, b, _ := twoNodes(t)
-	if _, err := a.CreateMember(t.Context(), "before", "", "correct horse battery"); err != nil {
+	if _, err := members.Of(a).CreateMember(t.Context(), "before", "", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}
 	var backup bytes.Buffer
@@ -463,7 +464,7 @@ func TestClusterRestoreExclusiveAndDropsCaches(t *testing.T) {
 		return errors.Is(err, storage.ErrNotFound)
 	})
 	stillRefused(t, b, token, storage.ErrNotFound)
-	if _, err := b.Member(t.Context(), "alice"); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := members.Of(b).Member(t.Context(), "alice"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("B still has the member the restore removed: %v", err)
 	}
 	// After it, a restore on B runs.
@@ -480,7 +481,7 @@ func TestClusterRestoreExclusiveAndDropsCaches(t *testing.T) {
 func TestClusterRestoreLosesNoWriteOfAnotherNode(t *testing.T) {
 	a, b, _ := twoNodes(t)
 	for i := range 20 {
-		if _, err := a.CreateMember(t.Context(), fmt.Sprint("restored", i), "", "correct horse battery"); err != nil {
+		if _, err := members.Of(a).CreateMember(t.Context(), fmt.Sprint("restored", i), "", "correct horse battery"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -488,14 +489,14 @@ func TestClusterRestoreLosesNoWriteOfAnotherNode(t *testing.T) {
 	if err := a.Backup(&backup); err != nil {
 		t.Fatal(err)
 	}
-	bob, err := a.CreateMember(t.Context(), "bob", "", "correct horse battery") // not in the backup
+	bob, err := members.Of(a).CreateMember(t.Context(), "bob", "", "correct horse battery") // not in the backup
 	if err != nil {
 		t.Fatal(err)
 	}
 	var changeErr, createErr error
 	paused, release := pauseRestore(t, func() {
-		_, changeErr = b.SetDisplayName(t.Context(), bob.ID, "Bob changed on B")
-		_, createErr = b.CreateMember(t.Context(), "carol", "", "correct horse battery")
+		_, changeErr = members.Of(b).SetDisplayName(t.Context(), bob.ID, "Bob changed on B")
+		_, createErr = members.Of(b).CreateMember(t.Context(), "carol", "", "correct horse battery")
 	})
 	done := make(chan error, 1)
 	var previous string
@@ -524,9 +525,9 @@ func TestClusterRestoreLosesNoWriteOfAnotherNode(t *testing.T) {
 	if _, err := saved.Replace(f); err != nil {
 		t.Fatal(err)
 	}
-	found := func(username string) (*storage.Member, bool) {
+	found := func(username string) (*members.Member, bool) {
 		for _, st := range []*storage.Store{saved, a, b} {
-			if m, err := st.Member(t.Context(), username); err == nil {
+			if m, err := members.Of(st).Member(t.Context(), username); err == nil {
 				return m, true
 			}
 		}
@@ -538,7 +539,7 @@ func TestClusterRestoreLosesNoWriteOfAnotherNode(t *testing.T) {
 	if _, ok := found("carol"); !ok {
 		t.Fatal("the member created on B is lost")
 	}
-	if _, err := b.Member(t.Context(), "restored7"); err != nil {
+	if _, err := members.Of(b).Member(t.Context(), "restored7"); err != nil {
 		t.Fatalf("B does not see the restored records: %v", err)
 	}
 }

@@ -143,7 +143,8 @@ func TestClosedStoreAnswersErrClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateMember(t.Context(), "alice", "", "correct horse"); err != nil {
+	k := key("test", "closed")
+	if err := st.Update(t.Context(), func(tx *Tx) error { return tx.Put(k, []byte("v"), 0) }); err != nil {
 		t.Fatal(err)
 	}
 	inView := make(chan struct{})
@@ -175,10 +176,10 @@ func TestClosedStoreAnswersErrClosed(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Member(t.Context(), "alice"); !errors.Is(err, ErrClosed) {
+	if err := st.View(t.Context(), func(tx *Tx) error { _, err := tx.Get(k); return err }); !errors.Is(err, ErrClosed) {
 		t.Fatalf("read after Close: %v", err)
 	}
-	if _, err := st.CreateMember(t.Context(), "bob", "", "correct horse"); !errors.Is(err, ErrClosed) {
+	if err := st.Update(t.Context(), func(tx *Tx) error { return tx.Put(key("test", "other"), nil, 0) }); !errors.Is(err, ErrClosed) {
 		t.Fatalf("write after Close: %v", err)
 	}
 	if status, _, ok := Unavailable(fmt.Errorf("wrapped: %w", ErrClosed)); !ok || status != 503 {

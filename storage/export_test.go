@@ -1,10 +1,12 @@
 package storage
 
 import (
+	"context"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/hearthkit/caddy-hearth/storage/kv"
 	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
 )
 
@@ -34,6 +36,26 @@ func (s *Store) BadgerDB() *badger.DB {
 
 // SetCopyRecordsHook sets copyRecordsHook (nil removes it).
 func SetCopyRecordsHook(fn func(n int) error) { copyRecordsHook = fn }
+
+// The layout of a backup (backup.go).
+const (
+	BackupMagic       = backupMagic
+	BackupEndMarker   = backupEndMarker
+	BackupEndMagic    = backupEndMagic
+	BackupChecksumLen = backupChecksumLen
+)
+
+// ExportRecords streams every record of the engine under s (kv.Engine's
+// Export), to compare a store's records before and after.
+func (s *Store) ExportRecords(ctx context.Context, fn func(kv.Record) error) error {
+	return s.eng.Export(ctx, fn)
+}
+
+// BadgerOnly is badgerOnly.
+func BadgerOnly(t testing.TB) {
+	t.Helper()
+	badgerOnly(t)
+}
 
 // The layout of ids (idGen).
 const (

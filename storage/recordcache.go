@@ -193,10 +193,6 @@ type caches struct {
 	all []recordCaches // by CacheKind.i
 }
 
-// MemberCache is the cache of members (by member id), which the core reads
-// and domain packages read with their records (an OAuth token's member).
-var MemberCache = NewCacheKind[Member](memberIDKey(""))
-
 // newCaches returns empty caches; live is nil for a store only one process
 // uses (Badger), else the engine's kv.LiveEpochs (RecordCache.live).
 func newCaches(live func() (uint64, bool)) caches {
@@ -225,21 +221,6 @@ func (tx *Tx) noteWrite(key []byte) {
 			return
 		}
 	}
-}
-
-// CachedMember returns the member with id from s's MemberCache, or reads
-// it in tx; read says it was read, to be added with a generation taken
-// before tx began.
-func CachedMember(s *Store, tx *Tx, id string) (m *Member, read bool, err error) {
-	return s.cachedMember(tx, id)
-}
-
-func (s *Store) cachedMember(tx *Tx, id string) (m *Member, read bool, err error) {
-	if m = MemberCache.Of(s).Get(id); m != nil {
-		return m, false, nil
-	}
-	m, err = tx.MemberByID(id)
-	return m, err == nil, err
 }
 
 // cacheChannel carries, from every node's commits, the keys of the cached

@@ -29,7 +29,7 @@ func TestRecordCacheIgnoresReadsOlderThanADrop(t *testing.T) {
 	if got := c.Get("c1"); got == nil || got.Name != "old" {
 		t.Fatalf("a current read was not cached: %+v", got)
 	}
-	c.drop([]string{string(memberIDKey("c1"))}) // another kind's key
+	c.drop([]string{string(key("member", "id", "c1"))}) // another kind's key
 	if got := c.Get("c1"); got == nil {
 		t.Fatal("a write to another kind of record dropped the entry")
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -24,7 +25,7 @@ func TestSearchWritesNoWideMarkers(t *testing.T) {
 	}
 	st := storagetest.Open(t)
 	lib := library.Of(st)
-	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,12 @@ import (
 	"errors"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
-// Helpers the domain packages under storage/ share with the domains still
-// in this package: one rule each, in one place.
+// Helpers the domain packages under storage/ share: one rule each, in one
+// place.
 
 // Now is the time records are stamped with: UTC, to the millisecond.
 func Now() time.Time { return now() }
@@ -19,7 +20,7 @@ func CleanLine(s string, max int, what string) (string, error) { return cleanLin
 
 // HasControl reports whether s holds a control character (refused in
 // one-line names shown on pages).
-func HasControl(s string) bool { return hasControl(s) }
+func HasControl(s string) bool { return strings.IndexFunc(s, unicode.IsControl) >= 0 }
 
 // IsID reports whether s has the form of a record id (NewID: decimal
 // digits).

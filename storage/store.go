@@ -1,6 +1,6 @@
 // Package storage is Hearth's store on a storage engine (storage/kv: Badger
 // embedded by default, PostgreSQL for several nodes). Its core is engine-
-// agnostic and serves the domain packages under storage/ (today
+// agnostic and serves the domain packages under storage/ (storage/members,
 // storage/agents, storage/grants, storage/apitokens, storage/library): the
 // Store's lifecycle (Open, Close, Badger's value-log garbage collection),
 // transactions (View, Update, UpdateAsync, UpdateOnce, each with the
@@ -9,10 +9,8 @@
 // the record caches (NewCacheKind) and their invalidation across nodes,
 // backups and restores, the gate, shared counters, leases (Lead),
 // notifications (Subscribe, Publish), the shared errors and the domains'
-// hooks (OnMemberDelete, OnRevokeMemberAccess, OnMigrate, OnCommit), their
-// per-transaction state (NewTxState) and their background work
-// (NewWorkerKind). The domains not moved yet (members, sessions, two-factor,
-// reset links) are still methods of Store here; docs/storage-engines.md
+// hooks (OnMigrate, OnCommit), their per-transaction state (NewTxState) and
+// their background work (NewWorkerKind); docs/storage-engines.md
 // ("Packages") maps which package holds what. Handlers never build keys
 // themselves.
 package storage
@@ -646,3 +644,38 @@ func (s *Store) Publish(ctx context.Context, channel, payload string) error {
 // returned true reached this node's subscribers (kv.Engine.Live): caches
 // filled from the store may be trusted only while it is true.
 func (s *Store) Live() bool { return s.eng != nil && s.eng.Live() }
+
+// DeletePrefixInBatches deletes every key with prefix, a bounded number of
+// keys (1000) per transaction, for more keys than one transaction may hold.
+// It is not atomic: an error leaves the batches before it deleted, and
+// keys written under prefix meanwhile may or may not be deleted.
+func (s *Store) DeletePrefixInBatches(ctx context.Context, prefix []byte) error {
+	const batch = 1000
+	for {
+		n := 0
+		err := s.Update(ctx, func(tx *Tx) error {
+			n = 0
+			var keys [][]byte
+			err := tx.scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+				keys = append(keys, append([]byte{}, k...))
+				return len(keys) < batch, nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if err := tx.delete(k); err != nil {
+					return err
+				}
+			}
+			n = len(keys)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("delete records in batches: %w", err)
+		}
+		if n < batch {
+			return nil
+		}
+	}
+}

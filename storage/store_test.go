@@ -1,4 +1,4 @@
-package storage
+package storage_test
 
 import (
 	"bufio"
@@ -14,16 +14,20 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 func TestOpenTwiceIsRefusedUntilClosed(t *testing.T) {
-	badgerOnly(t)
+	storage.BadgerOnly(t)
 	dir := t.TempDir()
-	st, err := Open(dir, Options{})
+	st, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(dir, Options{}); !errors.Is(err, ErrLocked) {
+	if _, err := storage.Open(dir, storage.Options{}); !errors.Is(err, storage.ErrLocked) {
 		t.Fatalf("second Open: got %v, want ErrLocked", err)
 	}
 	if err := st.Close(); err != nil {
@@ -32,7 +36,7 @@ func TestOpenTwiceIsRefusedUntilClosed(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	st2, err := Open(dir, Options{})
+	st2, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatalf("Open after Close: %v", err)
 	}
@@ -40,25 +44,25 @@ func TestOpenTwiceIsRefusedUntilClosed(t *testing.T) {
 }
 
 func TestBackupRestoreRoundTrip(t *testing.T) {
-	badgerOnly(t) // RestoreDir: a Badger directory
-	src := openTestStore(t)
-	alice, err := src.CreateMember(t.Context(), "alice", "Alice", "correct horse")
+	storage.BadgerOnly(t) // RestoreDir: a Badger directory
+	src := storagetest.Open(t)
+	alice, err := members.Of(src).CreateMember(t.Context(), "alice", "Alice", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.CreateMember(t.Context(), "bob", "", "battery staple"); err != nil {
+	if _, err := members.Of(src).CreateMember(t.Context(), "bob", "", "battery staple"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.SetSuspended(t.Context(), "bob", true); err != nil {
+	if _, err := members.Of(src).SetSuspended(t.Context(), "bob", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.CreateMember(t.Context(), "gone", "", "battery staple"); err != nil {
+	if _, err := members.Of(src).CreateMember(t.Context(), "gone", "", "battery staple"); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.DeleteMember(t.Context(), "gone"); err != nil {
+	if err := members.Of(src).DeleteMember(t.Context(), "gone"); err != nil {
 		t.Fatal(err)
 	}
-	sid, _ := src.CreateSession(t.Context(), alice.ID, time.Hour)
+	sid, _ := members.Of(src).CreateSession(t.Context(), alice.ID, time.Hour)
 	var buf bytes.Buffer
 	if err := src.Backup(&buf); err != nil {
 		t.Fatal(err)
@@ -66,23 +70,23 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 
 	// Restore into a directory that holds other data: it moves aside.
 	dir := filepath.Join(t.TempDir(), "store")
-	other, err := Open(dir, Options{})
+	other, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := other.CreateMember(t.Context(), "mallory", "", "correct horse"); err != nil {
+	if _, err := members.Of(other).CreateMember(t.Context(), "mallory", "", "correct horse"); err != nil {
 		t.Fatal(err)
 	}
 	// While the directory is open, restore refuses.
-	if _, err := RestoreDir(dir, bytes.NewReader(buf.Bytes()), Options{}); !errors.Is(err, ErrLocked) {
+	if _, err := storage.RestoreDir(dir, bytes.NewReader(buf.Bytes()), storage.Options{}); !errors.Is(err, storage.ErrLocked) {
 		t.Fatalf("restore into an open store: got %v, want ErrLocked", err)
 	}
 	other.Close()
 	// A damaged backup leaves the directory as it was.
-	if _, err := RestoreDir(dir, bytes.NewReader(buf.Bytes()[:buf.Len()/2]), Options{}); err == nil {
+	if _, err := storage.RestoreDir(dir, bytes.NewReader(buf.Bytes()[:buf.Len()/2]), storage.Options{}); err == nil {
 		t.Fatal("restore of a truncated backup succeeded")
 	}
-	prev, err := RestoreDir(dir, bytes.NewReader(buf.Bytes()), Options{})
+	prev, err := storage.RestoreDir(dir, bytes.NewReader(buf.Bytes()), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,12 +94,12 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 		t.Fatal("previous data not kept")
 	}
 
-	dst, err := Open(dir, Options{})
+	dst, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dst.Close()
-	ms, err := dst.Members(t.Context())
+	ms, err := members.Of(dst).Members(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,45 +110,45 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 	if strings.Join(names, ",") != "alice/false,bob/true" {
 		t.Fatalf("restored members: %v", names)
 	}
-	if m, err := dst.Authenticate(t.Context(), "alice", "correct horse"); err != nil || m.ID != alice.ID || m.DisplayName != "Alice" {
+	if m, err := members.Of(dst).Authenticate(t.Context(), "alice", "correct horse"); err != nil || m.ID != alice.ID || m.DisplayName != "Alice" {
 		t.Fatalf("restored alice: %+v, %v", m, err)
 	}
-	if m, err := dst.SessionMember(t.Context(), sid); err != nil || m.ID != alice.ID {
+	if m, err := members.Of(dst).SessionMember(t.Context(), sid); err != nil || m.ID != alice.ID {
 		t.Fatalf("restored session: %v, %v", m, err)
 	}
-	if _, err := dst.CreateMember(t.Context(), "ALICE", "", "correct horse"); !errors.Is(err, ErrConflict) {
+	if _, err := members.Of(dst).CreateMember(t.Context(), "ALICE", "", "correct horse"); !errors.Is(err, storage.ErrConflict) {
 		t.Fatalf("unique index not restored: %v", err)
 	}
 
-	old, err := Open(prev, Options{})
+	old, err := storage.Open(prev, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer old.Close()
-	if _, err := old.Member(t.Context(), "mallory"); err != nil {
+	if _, err := members.Of(old).Member(t.Context(), "mallory"); err != nil {
 		t.Fatalf("previous data lost: %v", err)
 	}
 }
 
 func TestRestoreIntoMissingDirectory(t *testing.T) {
-	badgerOnly(t)
-	src := openTestStore(t)
-	src.CreateMember(t.Context(), "alice", "", "correct horse")
+	storage.BadgerOnly(t)
+	src := storagetest.Open(t)
+	members.Of(src).CreateMember(t.Context(), "alice", "", "correct horse")
 	var buf bytes.Buffer
 	if err := src.Backup(&buf); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "new")
-	prev, err := RestoreDir(dir, &buf, Options{})
+	prev, err := storage.RestoreDir(dir, &buf, storage.Options{})
 	if err != nil || prev != "" {
 		t.Fatalf("RestoreDir = %q, %v", prev, err)
 	}
-	st, err := Open(dir, Options{})
+	st, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := st.Member(t.Context(), "alice"); err != nil {
+	if _, err := members.Of(st).Member(t.Context(), "alice"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -153,18 +157,18 @@ func TestRestoreIntoMissingDirectory(t *testing.T) {
 // TestAcknowledgedWritesSurviveSIGKILL.
 const durabilityChildEnv = "HEARTH_DURABILITY_CHILD_DIR"
 
-func durabilityKey(i int) []byte { return key("test", "durability", strconv.Itoa(i)) }
+func durabilityKey(i int) []byte { return storage.Key("test", "durability", strconv.Itoa(i)) }
 
 // durabilityChild writes records one by one and prints "ack <n>" after each
 // commit returned, as a server answers its client, until it is killed.
 func durabilityChild(dir string) {
-	opts := Options{}
+	opts := storage.Options{}
 	mode := os.Getenv(durabilitySyncEnv)
 	if mode == "off" {
 		off := false
 		opts.SyncWrites = &off
 	}
-	st, err := Open(dir, opts)
+	st, err := storage.Open(dir, opts)
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -175,7 +179,7 @@ func durabilityChild(dir string) {
 	}
 	w := bufio.NewWriter(os.Stdout)
 	for i := 0; ; i++ {
-		err := update(context.Background(), func(tx *Tx) error { return tx.put(durabilityKey(i), []byte(strconv.Itoa(i)), 0) })
+		err := update(context.Background(), func(tx *storage.Tx) error { return tx.Put(durabilityKey(i), []byte(strconv.Itoa(i)), 0) })
 		if err != nil {
 			fmt.Fprintln(w, "error", err)
 			w.Flush()
@@ -194,7 +198,7 @@ func durabilityChild(dir string) {
 const durabilitySyncEnv = "HEARTH_DURABILITY_SYNC"
 
 func TestAcknowledgedWritesSurviveSIGKILL(t *testing.T) {
-	badgerOnly(t)
+	storage.BadgerOnly(t)
 	if dir := os.Getenv(durabilityChildEnv); dir != "" {
 		durabilityChild(dir)
 		return
@@ -242,14 +246,14 @@ func testSurvivesSIGKILL(t *testing.T, sync string) {
 		t.Fatalf("child acknowledged only %d records", acked+1)
 	}
 
-	st, err := Open(dir, Options{})
+	st, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatalf("reopen after SIGKILL: %v", err)
 	}
 	defer st.Close()
-	err = st.View(t.Context(), func(tx *Tx) error {
+	err = st.View(t.Context(), func(tx *storage.Tx) error {
 		for i := 0; i <= acked; i++ {
-			v, err := tx.get(durabilityKey(i))
+			v, err := tx.Get(durabilityKey(i))
 			if err != nil || string(v) != strconv.Itoa(i) {
 				return fmt.Errorf("acknowledged record %d (of %d) lost: %q, %v", i, acked+1, v, err)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // The search corpus (issue 15): realistic articles of 5–10 KB of varied
@@ -176,7 +177,7 @@ type corpusInfo struct {
 // seedCorpus fills a stopped store with n corpus items; with export set it
 // also writes them as CSV (id,domain,title,description,text) for SQLite.
 func seedCorpus(st *storage.Store, member string, n int, seed int64, infoPath, export string) error {
-	m, err := st.CreateMember(context.Background(), member, "Bench", "bench password 1")
+	m, err := members.Of(st).CreateMember(context.Background(), member, "Bench", "bench password 1")
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 func main() {
@@ -79,7 +80,7 @@ func seed(args []string) error {
 		}
 		return st.Sync()
 	}
-	m, err := st.CreateMember(context.Background(), *member, "Bench", "bench password 1")
+	m, err := members.Of(st).CreateMember(context.Background(), *member, "Bench", "bench password 1")
 	if err != nil {
 		return err
 	}

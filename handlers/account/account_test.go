@@ -20,6 +20,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 const password = "correct horse battery"
@@ -61,9 +62,9 @@ func newFixture(t *testing.T, opts account.Options) *fixture {
 	return &fixture{t: t, store: st, pages: p, srv: srv}
 }
 
-func (f *fixture) member(username string) *storage.Member {
+func (f *fixture) member(username string) *members.Member {
 	f.t.Helper()
-	m, err := f.store.CreateMember(context.Background(), username, "Display "+username, password)
+	m, err := members.Of(f.store).CreateMember(context.Background(), username, "Display "+username, password)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestSignInStartsSessionAndReturns(t *testing.T) {
 		t.Fatalf("after sign-in redirect to %q", got)
 	}
 	ck := sessionCookie(r)
-	if ck == nil || !strings.HasPrefix(ck.Value, storage.SessionPrefix) {
+	if ck == nil || !strings.HasPrefix(ck.Value, members.SessionPrefix) {
 		t.Fatalf("no session cookie in %v", r.Header["Set-Cookie"])
 	}
 	if !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || ck.Path != "/" || ck.MaxAge <= 0 {
@@ -256,7 +257,7 @@ func TestSuspendedMemberCannotSignIn(t *testing.T) {
 	wantStatus(t, f.signIn(c, "alice", password, ""), http.StatusSeeOther)
 	wantStatus(t, f.get(c, "/settings"), http.StatusOK)
 
-	if _, err := f.store.SetSuspended(t.Context(), "alice", true); err != nil {
+	if _, err := members.Of(f.store).SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
 	r := f.get(c, "/settings")
@@ -272,7 +273,7 @@ func TestSuspendedMemberCannotSignIn(t *testing.T) {
 	r = f.signIn(c, "alice", "not the password", "")
 	wantStatus(t, r, http.StatusUnauthorized)
 
-	if _, err := f.store.SetSuspended(t.Context(), "alice", false); err != nil {
+	if _, err := members.Of(f.store).SetSuspended(t.Context(), "alice", false); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, f.signIn(c, "alice", password, ""), http.StatusSeeOther)
@@ -281,7 +282,7 @@ func TestSuspendedMemberCannotSignIn(t *testing.T) {
 func TestCurrentMemberRefusesSuspendedMember(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	m := f.member("alice")
-	id, err := f.store.CreateSession(t.Context(), m.ID, 3600e9)
+	id, err := members.Of(f.store).CreateSession(t.Context(), m.ID, 3600e9)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +291,7 @@ func TestCurrentMemberRefusesSuspendedMember(t *testing.T) {
 	if got := f.pages.CurrentMember(req); got == nil || got.Username != "alice" {
 		t.Fatalf("CurrentMember = %v", got)
 	}
-	if _, err := f.store.SetSuspended(req.Context(), "alice", true); err != nil {
+	if _, err := members.Of(f.store).SetSuspended(req.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.pages.CurrentMember(req); got != nil {
@@ -407,7 +408,7 @@ func TestCrossOriginPostsAreRefused(t *testing.T) {
 			}
 			r = f.post(c, "/auth/sign_up", url.Values{"username": {"mallory"}, "password": {password}, "password_confirmation": {password}}, h...)
 			wantStatus(t, r, http.StatusForbidden)
-			if _, err := f.store.Member(t.Context(), "mallory"); err == nil {
+			if _, err := members.Of(f.store).Member(t.Context(), "mallory"); err == nil {
 				t.Fatal("cross-origin sign-up created a member")
 			}
 
@@ -457,7 +458,7 @@ func TestSignOut(t *testing.T) {
 func TestSignInReplacesPlantedSession(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	m := f.member("alice")
-	planted, err := f.store.CreateSession(t.Context(), m.ID, 3600e9)
+	planted, err := members.Of(f.store).CreateSession(t.Context(), m.ID, 3600e9)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +470,7 @@ func TestSignInReplacesPlantedSession(t *testing.T) {
 	if ck := sessionCookie(r); ck == nil || ck.Value == planted {
 		t.Fatal("sign-in kept the session id the browser brought")
 	}
-	if _, err := f.store.SessionMember(req.Context(), planted); err == nil {
+	if _, err := members.Of(f.store).SessionMember(req.Context(), planted); err == nil {
 		t.Fatal("the earlier session still works")
 	}
 }
@@ -505,7 +506,7 @@ func TestSignUp(t *testing.T) {
 			if sessionCookie(r) != nil {
 				t.Fatal("failed sign-up set a cookie")
 			}
-			if _, err := f.store.Member(t.Context(), "carol"); err == nil {
+			if _, err := members.Of(f.store).Member(t.Context(), "carol"); err == nil {
 				t.Fatal("failed sign-up created a member")
 			}
 		})
@@ -516,7 +517,7 @@ func TestSignUp(t *testing.T) {
 	if got := r.Header.Get("Location"); got != "/oauth/authorize?x=1" {
 		t.Fatalf("after sign-up redirect to %q", got)
 	}
-	m, err := f.store.Member(t.Context(), "carol")
+	m, err := members.Of(f.store).Member(t.Context(), "carol")
 	if err != nil || m.DisplayName != "Carol C" {
 		t.Fatalf("member after sign-up: %v, %v", m, err)
 	}
@@ -537,7 +538,7 @@ func TestSignUpRateLimit(t *testing.T) {
 	if r.Header.Get("Retry-After") == "" {
 		t.Fatal("no Retry-After")
 	}
-	if _, err := f.store.Member(t.Context(), "user9"); err == nil {
+	if _, err := members.Of(f.store).Member(t.Context(), "user9"); err == nil {
 		t.Fatal("rate-limited sign-up created a member")
 	}
 }
@@ -549,7 +550,7 @@ func TestSignUpClosedByDefault(t *testing.T) {
 	r := f.post(c, "/auth/sign_up", url.Values{"username": {"carol"}, "password": {password}, "password_confirmation": {password}})
 	wantStatus(t, r, http.StatusNotFound)
 	wantBody(t, r, "Sign-up is closed")
-	if _, err := f.store.Member(t.Context(), "carol"); err == nil {
+	if _, err := members.Of(f.store).Member(t.Context(), "carol"); err == nil {
 		t.Fatal("closed sign-up created a member")
 	}
 	if strings.Contains(f.get(c, "/auth/sign_in").body, "/auth/sign_up") {
@@ -764,7 +765,7 @@ func TestSignUpRateLimitHoldsUnderConcurrency(t *testing.T) {
 	if got[http.StatusSeeOther] != 3 || got[http.StatusTooManyRequests] != 17 {
 		t.Fatalf("20 concurrent sign-ups with a limit of 3: %v", got)
 	}
-	ms, err := f.store.Members(t.Context())
+	ms, err := members.Of(f.store).Members(t.Context())
 	if err != nil || len(ms) != 4 {
 		t.Fatalf("%d members (%v), want the taken one and 3 new", len(ms), err)
 	}

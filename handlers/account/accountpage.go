@@ -19,6 +19,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // AccountPath is the member's account page: display name, password,
@@ -27,7 +28,7 @@ import (
 const AccountPath = SettingsPath + "/account"
 
 type sessionRow struct {
-	*storage.Session
+	*members.Session
 	Current bool
 }
 
@@ -38,7 +39,7 @@ type twoFactorSetup struct {
 }
 
 type accountData struct {
-	Member         *storage.Member
+	Member         *members.Member
 	Notice         string
 	Err            map[string]string
 	DisplayName    string
@@ -78,7 +79,7 @@ func (p *Pages) serveAccountPages(w http.ResponseWriter, r *http.Request) {
 	p.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.serveAccount(w, r, m) })).ServeHTTP(w, withMember(r, m))
 }
 
-func (p *Pages) serveAccount(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+func (p *Pages) serveAccount(w http.ResponseWriter, r *http.Request, m *members.Member) {
 	sub := strings.TrimPrefix(r.URL.Path, AccountPath)
 	if sub == "" || sub == "/" {
 		if !p.allowed(w, r, http.MethodGet) {
@@ -87,7 +88,7 @@ func (p *Pages) serveAccount(w http.ResponseWriter, r *http.Request, m *storage.
 		p.renderAccount(w, r, m, http.StatusOK, accountData{Notice: accountNotices[r.URL.Query().Get("done")]})
 		return
 	}
-	handlers := map[string]func(http.ResponseWriter, *http.Request, *storage.Member){
+	handlers := map[string]func(http.ResponseWriter, *http.Request, *members.Member){
 		"/display_name":              p.postDisplayName,
 		"/password":                  p.postPassword,
 		"/sessions/end":              p.postEndSession,
@@ -119,19 +120,19 @@ func (p *Pages) serveAccount(w http.ResponseWriter, r *http.Request, m *storage.
 
 // renderAccount shows the account page with d's notice, errors and one-time
 // values, filling in the rest from the store.
-func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, m *storage.Member, status int, d accountData) {
+func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, m *members.Member, status int, d accountData) {
 	d.Member = m
 	if d.DisplayName == "" && d.Err["name"] == "" {
 		d.DisplayName = m.DisplayName
 	}
-	d.MinPassword, d.MaxPassword, d.MaxDisplayName = storage.MinPasswordLen, storage.MaxPasswordLen, storage.MaxDisplayNameLen
+	d.MinPassword, d.MaxPassword, d.MaxDisplayName = members.MinPasswordLen, members.MaxPasswordLen, members.MaxDisplayNameLen
 	current := ""
 	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
-		current = storage.SessionPublicID(c.Value)
+		current = members.SessionPublicID(c.Value)
 	}
-	sessions, err := p.store.Sessions(r.Context(), m.ID)
+	sessions, err := members.Of(p.store).Sessions(r.Context(), m.ID)
 	if err == nil {
-		d.TwoFactorOn, d.RecoveryLeft, err = p.store.TwoFactorStatus(r.Context(), m.ID)
+		d.TwoFactorOn, d.RecoveryLeft, err = members.Of(p.store).TwoFactorStatus(r.Context(), m.ID)
 	}
 	if err != nil {
 		p.renderStoreFailure(w, r, err, "Your account page could not be shown. Try again in a moment.")
@@ -141,7 +142,7 @@ func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, m *storage
 		d.Sessions = append(d.Sessions, sessionRow{Session: s, Current: s.ID == current})
 	}
 	if !d.TwoFactorOn {
-		if secret, err := p.store.TwoFactorSetupSecret(r.Context(), m.ID); err == nil {
+		if secret, err := members.Of(p.store).TwoFactorSetupSecret(r.Context(), m.ID); err == nil {
 			d.Setup = p.twoFactorSetup(r, m, secret)
 		}
 	}
@@ -149,13 +150,13 @@ func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, m *storage
 }
 
 // accountError shows the account page with msg in section's place.
-func (p *Pages) accountError(w http.ResponseWriter, r *http.Request, m *storage.Member, status int, section, msg string) {
+func (p *Pages) accountError(w http.ResponseWriter, r *http.Request, m *members.Member, status int, section, msg string) {
 	p.renderAccount(w, r, m, status, accountData{Err: map[string]string{section: msg}})
 }
 
 // passwordError answers a failed current-password check (or a failed
 // code check) in section.
-func (p *Pages) passwordError(w http.ResponseWriter, r *http.Request, m *storage.Member, section string, err error) {
+func (p *Pages) passwordError(w http.ResponseWriter, r *http.Request, m *members.Member, section string, err error) {
 	var limited *SignInLimitedError
 	switch {
 	case errors.As(err, &limited):
@@ -163,13 +164,13 @@ func (p *Pages) passwordError(w http.ResponseWriter, r *http.Request, m *storage
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		p.accountError(w, r, m, http.StatusTooManyRequests, section,
 			"Too many wrong passwords or codes. You can try again in "+humanWait(secs)+".")
-	case errors.Is(err, storage.ErrBadCredentials):
+	case errors.Is(err, members.ErrBadCredentials):
 		p.accountError(w, r, m, http.StatusUnauthorized, section, "Your current password is not right.")
-	case errors.Is(err, storage.ErrWrongCode):
+	case errors.Is(err, members.ErrWrongCode):
 		p.accountError(w, r, m, http.StatusUnauthorized, section, "That code is not right. Check your app and try again.")
-	case errors.Is(err, storage.ErrCodeReused):
+	case errors.Is(err, members.ErrCodeReused):
 		p.accountError(w, r, m, http.StatusUnauthorized, section, "That code was already used. Wait for your app to show the next one.")
-	case errors.Is(err, storage.ErrSuspended):
+	case errors.Is(err, members.ErrSuspended):
 		p.renderError(w, r, http.StatusForbidden, "Account suspended", "This account is suspended. Contact the site's administrator.")
 	default:
 		p.opts.Logger.Error("account page", zap.Error(err))
@@ -181,9 +182,9 @@ func done(w http.ResponseWriter, r *http.Request, notice string) {
 	http.Redirect(w, r, AccountPath+"?done="+notice, http.StatusSeeOther)
 }
 
-func (p *Pages) postDisplayName(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+func (p *Pages) postDisplayName(w http.ResponseWriter, r *http.Request, m *members.Member) {
 	name := strings.TrimSpace(r.PostForm.Get("display_name"))
-	if _, err := p.store.SetDisplayName(r.Context(), m.ID, name); err != nil {
+	if _, err := members.Of(p.store).SetDisplayName(r.Context(), m.ID, name); err != nil {
 		if storage.IsInvalid(err) {
 			p.renderAccount(w, r, m, http.StatusBadRequest, accountData{DisplayName: name, Err: map[string]string{"name": upperFirst(err.Error()) + "."}})
 			return
@@ -194,11 +195,11 @@ func (p *Pages) postDisplayName(w http.ResponseWriter, r *http.Request, m *stora
 	done(w, r, "name")
 }
 
-func (p *Pages) postPassword(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+func (p *Pages) postPassword(w http.ResponseWriter, r *http.Request, m *members.Member) {
 	current, next := r.PostForm.Get("current_password"), r.PostForm.Get("password")
-	if err := storage.ValidatePassword(next); err != nil {
+	if err := members.ValidatePassword(next); err != nil {
 		p.accountError(w, r, m, http.StatusBadRequest, "password", "The new password must be "+
-			strconv.Itoa(storage.MinPasswordLen)+" to "+strconv.Itoa(storage.MaxPasswordLen)+" characters long.")
+			strconv.Itoa(members.MinPasswordLen)+" to "+strconv.Itoa(members.MaxPasswordLen)+" characters long.")
 		return
 	}
 	if next != r.PostForm.Get("password_confirmation") {
@@ -213,13 +214,13 @@ func (p *Pages) postPassword(w http.ResponseWriter, r *http.Request, m *storage.
 	if c, err := r.Cookie(CookieName); err == nil {
 		keep = c.Value
 	}
-	if err := p.store.ChangePassword(r.Context(), m.ID, next, keep); err != nil {
+	if err := members.Of(p.store).ChangePassword(r.Context(), m.ID, next, keep); err != nil {
 		p.renderStoreFailure(w, r, err, "Your password could not be changed. Try again in a moment.")
 		return
 	}
 	p.opts.Logger.Info("member changed password", zap.String("username", m.Username))
 	if r.PostForm.Get("revoke_access") != "" {
-		tokens, apps, err := p.store.RevokeMemberAccess(r.Context(), m.ID)
+		tokens, apps, err := members.Of(p.store).RevokeMemberAccess(r.Context(), m.ID)
 		if err != nil {
 			p.renderStoreFailure(w, r, err, "Your password was changed, but your API tokens and apps could not all be revoked. Try again from their pages.")
 			return
@@ -231,8 +232,8 @@ func (p *Pages) postPassword(w http.ResponseWriter, r *http.Request, m *storage.
 	done(w, r, "password")
 }
 
-func (p *Pages) postEndSession(w http.ResponseWriter, r *http.Request, m *storage.Member) {
-	err := p.store.EndSession(r.Context(), m.ID, r.PostForm.Get("id"))
+func (p *Pages) postEndSession(w http.ResponseWriter, r *http.Request, m *members.Member) {
+	err := members.Of(p.store).EndSession(r.Context(), m.ID, r.PostForm.Get("id"))
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		p.accountError(w, r, m, http.StatusNotFound, "sessions", "That session has already ended.")
@@ -244,19 +245,19 @@ func (p *Pages) postEndSession(w http.ResponseWriter, r *http.Request, m *storag
 	done(w, r, "session")
 }
 
-func (p *Pages) postEndOtherSessions(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+func (p *Pages) postEndOtherSessions(w http.ResponseWriter, r *http.Request, m *members.Member) {
 	keep := ""
 	if c, err := r.Cookie(CookieName); err == nil {
 		keep = c.Value
 	}
-	if _, err := p.store.EndOtherSessions(r.Context(), m.ID, keep); err != nil {
+	if _, err := members.Of(p.store).EndOtherSessions(r.Context(), m.ID, keep); err != nil {
 		p.renderStoreFailure(w, r, err, "Your other sessions could not be ended. Try again in a moment.")
 		return
 	}
 	done(w, r, "others")
 }
 
-func (p *Pages) postDeleteAccount(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+func (p *Pages) postDeleteAccount(w http.ResponseWriter, r *http.Request, m *members.Member) {
 	if !strings.EqualFold(strings.TrimSpace(r.PostForm.Get("confirm_username")), m.Username) {
 		p.accountError(w, r, m, http.StatusBadRequest, "delete", "Type your username, "+m.Username+", exactly to confirm.")
 		return
@@ -265,7 +266,7 @@ func (p *Pages) postDeleteAccount(w http.ResponseWriter, r *http.Request, m *sto
 		p.passwordError(w, r, m, "delete", err)
 		return
 	}
-	if err := p.store.DeleteMember(r.Context(), m.Username); err != nil {
+	if err := members.Of(p.store).DeleteMember(r.Context(), m.Username); err != nil {
 		p.renderStoreFailure(w, r, err, "Your account could not be deleted. Try again in a moment.")
 		return
 	}
@@ -278,17 +279,17 @@ func (p *Pages) postDeleteAccount(w http.ResponseWriter, r *http.Request, m *sto
 		Text: "Your account and everything in it were deleted.", LinkHref: "/", LinkText: "Go to the home page"})
 }
 
-func (p *Pages) postTwoFactorStart(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+func (p *Pages) postTwoFactorStart(w http.ResponseWriter, r *http.Request, m *members.Member) {
 	if _, err := p.checkPassword(r, m.Username, r.PostForm.Get("current_password")); err != nil {
 		p.passwordError(w, r, m, "twofactor", err)
 		return
 	}
 	key, err := totp.Generate(totp.GenerateOpts{Issuer: p.opts.SiteName, AccountName: m.Username + "@" + hostOnly(r.Host)})
 	if err == nil {
-		err = p.store.StartTwoFactorSetup(r.Context(), m.ID, key.Secret())
+		err = members.Of(p.store).StartTwoFactorSetup(r.Context(), m.ID, key.Secret())
 	}
 	switch {
-	case errors.Is(err, storage.ErrTwoFactorOn):
+	case errors.Is(err, members.ErrTwoFactorOn):
 		p.accountError(w, r, m, http.StatusConflict, "twofactor", "Two-factor sign-in is already on.")
 		return
 	case err != nil:
@@ -298,7 +299,7 @@ func (p *Pages) postTwoFactorStart(w http.ResponseWriter, r *http.Request, m *st
 	http.Redirect(w, r, AccountPath+"#two-factor-heading", http.StatusSeeOther)
 }
 
-func (p *Pages) postTwoFactorConfirm(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+func (p *Pages) postTwoFactorConfirm(w http.ResponseWriter, r *http.Request, m *members.Member) {
 	code := strings.TrimSpace(r.PostForm.Get("code"))
 	keep := ""
 	if c, err := r.Cookie(CookieName); err == nil {
@@ -307,14 +308,14 @@ func (p *Pages) postTwoFactorConfirm(w http.ResponseWriter, r *http.Request, m *
 	var codes []string
 	err := p.underFailureLimits(r, m.Username, func() error {
 		var err error
-		codes, err = p.store.ConfirmTwoFactor(r.Context(), m.ID, code, keep)
+		codes, err = members.Of(p.store).ConfirmTwoFactor(r.Context(), m.ID, code, keep)
 		return err
 	}, isCodeFailure)
 	switch {
-	case errors.Is(err, storage.ErrNoSetup):
+	case errors.Is(err, members.ErrNoSetup):
 		p.accountError(w, r, m, http.StatusConflict, "twofactor", "The key expired before it was confirmed. Start again.")
 		return
-	case errors.Is(err, storage.ErrTwoFactorOn):
+	case errors.Is(err, members.ErrTwoFactorOn):
 		p.accountError(w, r, m, http.StatusConflict, "twofactor", "Two-factor sign-in is already on.")
 		return
 	case err != nil:
@@ -329,13 +330,13 @@ func (p *Pages) postTwoFactorConfirm(w http.ResponseWriter, r *http.Request, m *
 	})
 }
 
-func (p *Pages) postTwoFactorDisable(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+func (p *Pages) postTwoFactorDisable(w http.ResponseWriter, r *http.Request, m *members.Member) {
 	if _, err := p.checkPassword(r, m.Username, r.PostForm.Get("current_password")); err != nil {
 		p.passwordError(w, r, m, "twofactor", err)
 		return
 	}
 	err := p.checkSecondFactor(r, m)
-	if errors.Is(err, storage.ErrTwoFactorOff) {
+	if errors.Is(err, members.ErrTwoFactorOff) {
 		done(w, r, "twofactor_off")
 		return
 	}
@@ -343,7 +344,7 @@ func (p *Pages) postTwoFactorDisable(w http.ResponseWriter, r *http.Request, m *
 		p.passwordError(w, r, m, "twofactor", err)
 		return
 	}
-	if err := p.store.DisableTwoFactor(r.Context(), m.ID); err != nil {
+	if err := members.Of(p.store).DisableTwoFactor(r.Context(), m.ID); err != nil {
 		p.renderStoreFailure(w, r, err, "Two-factor sign-in could not be turned off. Try again in a moment.")
 		return
 	}
@@ -353,13 +354,13 @@ func (p *Pages) postTwoFactorDisable(w http.ResponseWriter, r *http.Request, m *
 
 // postRecoveryCodes replaces the recovery codes, with the password and a
 // code (or a recovery code) as for turning two-factor sign-in off.
-func (p *Pages) postRecoveryCodes(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+func (p *Pages) postRecoveryCodes(w http.ResponseWriter, r *http.Request, m *members.Member) {
 	if _, err := p.checkPassword(r, m.Username, r.PostForm.Get("current_password")); err != nil {
 		p.passwordError(w, r, m, "twofactor", err)
 		return
 	}
 	err := p.checkSecondFactor(r, m)
-	if errors.Is(err, storage.ErrTwoFactorOff) {
+	if errors.Is(err, members.ErrTwoFactorOff) {
 		p.accountError(w, r, m, http.StatusConflict, "twofactor", "Two-factor sign-in is off, so there are no recovery codes.")
 		return
 	}
@@ -367,7 +368,7 @@ func (p *Pages) postRecoveryCodes(w http.ResponseWriter, r *http.Request, m *sto
 		p.passwordError(w, r, m, "twofactor", err)
 		return
 	}
-	codes, err := p.store.NewRecoveryCodes(r.Context(), m.ID)
+	codes, err := members.Of(p.store).NewRecoveryCodes(r.Context(), m.ID)
 	if err != nil {
 		p.renderStoreFailure(w, r, err, "New recovery codes could not be made. Try again in a moment.")
 		return
@@ -382,10 +383,10 @@ func (p *Pages) postRecoveryCodes(w http.ResponseWriter, r *http.Request, m *sto
 // checkSecondFactor checks the form's code (or recovery code) of a member
 // who turns two-factor sign-in off or replaces the recovery codes, under the
 // sign-in failure limits.
-func (p *Pages) checkSecondFactor(r *http.Request, m *storage.Member) error {
+func (p *Pages) checkSecondFactor(r *http.Request, m *members.Member) error {
 	code := r.PostForm.Get("code")
 	return p.underFailureLimits(r, m.Username, func() error {
-		_, err := p.store.CheckSecondFactor(r.Context(), m.ID, code)
+		_, err := members.Of(p.store).CheckSecondFactor(r.Context(), m.ID, code)
 		return err
 	}, isCodeFailure)
 }
@@ -393,20 +394,20 @@ func (p *Pages) checkSecondFactor(r *http.Request, m *storage.Member) error {
 // isCodeFailure: a wrong or reused second-factor code counts as a failed
 // attempt.
 func isCodeFailure(err error) bool {
-	return errors.Is(err, storage.ErrWrongCode) || errors.Is(err, storage.ErrCodeReused)
+	return errors.Is(err, members.ErrWrongCode) || errors.Is(err, members.ErrCodeReused)
 }
 
 // twoFactorSetup is what the page shows to add secret to an app: the key,
 // its otpauth:// URI and a QR code of it as a PNG data: URI (the pages'
 // policy allows data: images; no outside service sees the key).
-func (p *Pages) twoFactorSetup(r *http.Request, m *storage.Member, secret string) *twoFactorSetup {
+func (p *Pages) twoFactorSetup(r *http.Request, m *members.Member, secret string) *twoFactorSetup {
 	label := url.PathEscape(p.opts.SiteName) + ":" + url.PathEscape(m.Username+"@"+hostOnly(r.Host))
 	q := url.Values{}
 	q.Set("secret", secret)
 	q.Set("issuer", p.opts.SiteName)
 	q.Set("algorithm", "SHA1")
-	q.Set("digits", strconv.Itoa(storage.TOTPDigits))
-	q.Set("period", strconv.Itoa(storage.TOTPPeriod))
+	q.Set("digits", strconv.Itoa(members.TOTPDigits))
+	q.Set("period", strconv.Itoa(members.TOTPPeriod))
 	uri := "otpauth://totp/" + label + "?" + q.Encode()
 	s := &twoFactorSetup{Secret: secret, URI: template.URL(uri)}
 	if key, err := otp.NewKeyFromURL(uri); err == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // signedIn signs username in on a fresh browser.
@@ -34,7 +35,7 @@ func TestAccountPageNeedsSignIn(t *testing.T) {
 	}
 	r = f.post(c, "/settings/account/delete", url.Values{"confirm_username": {"alice"}, "current_password": {password}})
 	wantStatus(t, r, http.StatusSeeOther)
-	if _, err := f.store.Member(t.Context(), "alice"); err != nil {
+	if _, err := members.Of(f.store).Member(t.Context(), "alice"); err != nil {
 		t.Fatalf("a signed-out post deleted the account: %v", err)
 	}
 	c = f.signedIn("alice")
@@ -57,7 +58,7 @@ func TestAccountFormsRefuseCrossOriginAndBigBodies(t *testing.T) {
 	wantStatus(t, r, http.StatusForbidden)
 	r = f.post(c, "/settings/account/display_name", url.Values{"display_name": {strings.Repeat("a", 2000)}})
 	wantStatus(t, r, http.StatusRequestEntityTooLarge)
-	if m, _ := f.store.Member(t.Context(), "alice"); m.DisplayName != "Display alice" {
+	if m, _ := members.Of(f.store).Member(t.Context(), "alice"); m.DisplayName != "Display alice" {
 		t.Fatalf("display name changed to %q", m.DisplayName)
 	}
 }
@@ -74,7 +75,7 @@ func TestAccountDisplayName(t *testing.T) {
 	r = f.get(c, r.Header.Get("Location"))
 	wantBody(t, r, "Your display name was saved.")
 	wantBody(t, r, `value="Alice Liddell"`)
-	if m, _ := f.store.Member(t.Context(), "alice"); m.DisplayName != "Alice Liddell" {
+	if m, _ := members.Of(f.store).Member(t.Context(), "alice"); m.DisplayName != "Alice Liddell" {
 		t.Fatalf("display name %q", m.DisplayName)
 	}
 }
@@ -107,13 +108,13 @@ func TestAccountChangePassword(t *testing.T) {
 			t.Fatal("protocol wording on a page")
 		}
 	}
-	if _, err := f.store.Authenticate(t.Context(), "alice", password); err != nil {
+	if _, err := members.Of(f.store).Authenticate(t.Context(), "alice", password); err != nil {
 		t.Fatalf("refused changes changed the password: %v", err)
 	}
 	r := f.post(c, "/settings/account/password", form(password, "a new password", "a new password"))
 	wantStatus(t, r, http.StatusSeeOther)
 	wantBody(t, f.get(c, r.Header.Get("Location")), "Your password was changed.")
-	if _, err := f.store.Authenticate(t.Context(), "alice", "a new password"); err != nil {
+	if _, err := members.Of(f.store).Authenticate(t.Context(), "alice", "a new password"); err != nil {
 		t.Fatalf("new password: %v", err)
 	}
 	// This browser stays signed in, the other one is signed out; the API
@@ -169,7 +170,7 @@ func TestAccountCurrentPasswordIsRateLimited(t *testing.T) {
 	wantBody(t, r, "Too many wrong passwords or codes.")
 	// The same limit holds on the sign-in page.
 	wantStatus(t, f.signIn(f.browser(), "alice", password, ""), http.StatusTooManyRequests)
-	if _, err := f.store.Authenticate(t.Context(), "alice", password); err != nil {
+	if _, err := members.Of(f.store).Authenticate(t.Context(), "alice", password); err != nil {
 		t.Fatal("password changed while limited")
 	}
 }
@@ -182,7 +183,7 @@ func TestAccountSessions(t *testing.T) {
 	c := f.signedIn("alice")
 	bob := f.member("bob")
 	bobs := f.signedIn("bob")
-	list, _ := f.store.Sessions(t.Context(), m.ID)
+	list, _ := members.Of(f.store).Sessions(t.Context(), m.ID)
 	if len(list) != 3 {
 		t.Fatalf("%d sessions", len(list))
 	}
@@ -196,7 +197,7 @@ func TestAccountSessions(t *testing.T) {
 			t.Fatal("a session's cookie is on the page")
 		}
 	}
-	phoneID := storage.SessionPublicID(cookieOf(t, phone, f.srv.URL))
+	phoneID := members.SessionPublicID(cookieOf(t, phone, f.srv.URL))
 	wantBody(t, r, `value="`+phoneID+`"`)
 	// Bob can't end Alice's session by its id.
 	wantStatus(t, f.post(bobs, "/settings/account/sessions/end", url.Values{"id": {phoneID}}), http.StatusNotFound)
@@ -216,7 +217,7 @@ func TestAccountSessions(t *testing.T) {
 	wantStatus(t, f.get(laptop, "/settings/account"), http.StatusSeeOther)
 	wantStatus(t, f.get(c, "/settings/account"), http.StatusOK)
 	wantStatus(t, f.get(bobs, "/settings/account"), http.StatusOK)
-	if list, _ := f.store.Sessions(t.Context(), bob.ID); len(list) != 1 {
+	if list, _ := members.Of(f.store).Sessions(t.Context(), bob.ID); len(list) != 1 {
 		t.Fatalf("bob's sessions: %d", len(list))
 	}
 }
@@ -257,7 +258,7 @@ func TestAccountDelete(t *testing.T) {
 	wantBody(t, r, "Type your username, alice, exactly to confirm.")
 	r = f.post(c, "/settings/account/delete", url.Values{"confirm_username": {"alice"}, "current_password": {"wrong password"}})
 	wantStatus(t, r, http.StatusUnauthorized)
-	if _, err := f.store.Member(t.Context(), "alice"); err != nil {
+	if _, err := members.Of(f.store).Member(t.Context(), "alice"); err != nil {
 		t.Fatalf("refused deletes deleted: %v", err)
 	}
 
@@ -270,7 +271,7 @@ func TestAccountDelete(t *testing.T) {
 	if ck := sessionCookie(r); ck == nil || ck.MaxAge >= 0 {
 		t.Fatalf("cookie not cleared: %v", ck)
 	}
-	if _, err := f.store.Member(t.Context(), "alice"); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := members.Of(f.store).Member(t.Context(), "alice"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("member after delete: %v", err)
 	}
 	if _, err := library.Of(f.store).SavedItem(t.Context(), m.ID, item.ID); !errors.Is(err, storage.ErrNotFound) {
@@ -285,12 +286,12 @@ func TestAccountDelete(t *testing.T) {
 	if apps, _ := grants.Of(f.store).AuthorizedApps(t.Context(), m.ID); len(apps) != 0 {
 		t.Fatalf("grants left: %d", len(apps))
 	}
-	if list, _ := f.store.Sessions(t.Context(), m.ID); len(list) != 0 {
+	if list, _ := members.Of(f.store).Sessions(t.Context(), m.ID); len(list) != 0 {
 		t.Fatalf("%d sessions left", len(list))
 	}
 	wantStatus(t, f.get(other, "/settings/account"), http.StatusSeeOther)
 	wantStatus(t, f.signIn(f.browser(), "alice", password, ""), http.StatusUnauthorized)
-	if _, err := f.store.Member(t.Context(), "bob"); err != nil {
+	if _, err := members.Of(f.store).Member(t.Context(), "bob"); err != nil {
 		t.Fatalf("bob deleted too: %v", err)
 	}
 }
@@ -309,7 +310,7 @@ func TestAccountFormsAreRateLimited(t *testing.T) {
 		t.Fatal("no Retry-After")
 	}
 	wantBody(t, r, "You made many changes in a short time.")
-	if m, _ := f.store.Member(t.Context(), "alice"); m.DisplayName == "One too many" {
+	if m, _ := members.Of(f.store).Member(t.Context(), "alice"); m.DisplayName == "One too many" {
 		t.Fatal("a limited form changed the name")
 	}
 	// Another member is not limited by alice's changes.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // BenchmarkSettingsPage measures a signed-in page view: session lookup in
@@ -19,11 +20,11 @@ func BenchmarkSettingsPage(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	m, err := st.CreateMember(b.Context(), "alice", "Alice", "correct horse battery")
+	m, err := members.Of(st).CreateMember(b.Context(), "alice", "Alice", "correct horse battery")
 	if err != nil {
 		b.Fatal(err)
 	}
-	id, err := st.CreateSessionWith(b.Context(), m.ID, 3600e9, storage.SessionInfo{Device: "Firefox on Linux", Address: "198.51.100.7"})
+	id, err := members.Of(st).CreateSessionWith(b.Context(), m.ID, 3600e9, members.SessionInfo{Device: "Firefox on Linux", Address: "198.51.100.7"})
 	if err != nil {
 		b.Fatal(err)
 	}

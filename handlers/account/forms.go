@@ -14,6 +14,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 type signInData struct {
@@ -33,10 +34,10 @@ type signUpData struct {
 	MaxDisplayName int
 }
 
-type signOutData struct{ Member *storage.Member }
+type signOutData struct{ Member *members.Member }
 
 type settingsData struct {
-	Member *storage.Member
+	Member *members.Member
 	Pages  []SettingsPage
 }
 
@@ -98,12 +99,12 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 		d.Error = "Enter your username and your password."
 		p.renderSignIn(w, r, http.StatusBadRequest, d)
 		return
-	case storage.ValidateUsername(d.Username) != nil:
+	case members.ValidateUsername(d.Username) != nil:
 		d.Error = "A username is 1 to 30 letters, digits or underscores."
 		d.Username = ""
 		p.renderSignIn(w, r, http.StatusBadRequest, d)
 		return
-	case utf8.RuneCountInString(password) > storage.MaxPasswordLen:
+	case utf8.RuneCountInString(password) > members.MaxPasswordLen:
 		d.Error = "Wrong username or password."
 		p.renderSignIn(w, r, http.StatusBadRequest, d)
 		return
@@ -118,11 +119,11 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &limited):
 		p.renderTooMany(w, r, limited.Wait, "Too many failed sign-ins. Wait a few minutes before trying again.")
 		return
-	case errors.Is(err, storage.ErrBadCredentials):
+	case errors.Is(err, members.ErrBadCredentials):
 		d.Error = "Wrong username or password."
 		p.renderSignIn(w, r, http.StatusUnauthorized, d)
 		return
-	case errors.Is(err, storage.ErrSuspended):
+	case errors.Is(err, members.ErrSuspended):
 		d.Error = "This account is suspended, so it can't sign in. Contact the site's administrator."
 		p.renderSignIn(w, r, http.StatusForbidden, d)
 		return
@@ -143,11 +144,11 @@ func (e *SignInLimitedError) Error() string { return "too many failed sign-ins" 
 // SignIn checks username and password under the sign-in rate limits (per
 // client address and per username) and, when they are right, starts the
 // member's session on w. Its errors: *SignInLimitedError,
-// storage.ErrBadCredentials, storage.ErrSuspended, ErrSecondFactorRequired
+// members.ErrBadCredentials, members.ErrSuspended, ErrSecondFactorRequired
 // (the password was right, with the member, but no session was started:
 // the member signs in with a code too), or an internal error (logged).
 // The sign-in page and other sign-in forms (the GraphQL signIn) share it.
-func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, username, password string) (*storage.Member, error) {
+func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, username, password string) (*members.Member, error) {
 	m, err := p.checkPassword(r, username, password)
 	var limited *SignInLimitedError
 	switch {
@@ -155,11 +156,11 @@ func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, username, passwor
 		metrics.SignIn(metrics.SignInRateLimited)
 		p.opts.Logger.Info("sign-in rate limited", zap.String("username", username), zap.String("client_ip", p.opts.ClientIP(r)))
 		return nil, err
-	case errors.Is(err, storage.ErrBadCredentials):
+	case errors.Is(err, members.ErrBadCredentials):
 		metrics.SignIn(metrics.SignInFailure)
 		p.opts.Logger.Info("sign-in failed", zap.String("username", username), zap.String("client_ip", p.opts.ClientIP(r)))
 		return nil, err
-	case errors.Is(err, storage.ErrSuspended):
+	case errors.Is(err, members.ErrSuspended):
 		metrics.SignIn(metrics.SignInSuspended)
 		p.opts.Logger.Info("sign-in refused: suspended", zap.String("username", username))
 		return nil, err
@@ -185,18 +186,18 @@ func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, username, passwor
 // checkPassword checks username's password under the sign-in failure limits
 // (per client address and per username): the sign-in form and every form
 // that asks for the current password again share them. Its errors:
-// *SignInLimitedError, storage.ErrBadCredentials, storage.ErrSuspended, or
+// *SignInLimitedError, members.ErrBadCredentials, members.ErrSuspended, or
 // the store's.
-func (p *Pages) checkPassword(r *http.Request, username, password string) (*storage.Member, error) {
-	if storage.ValidateUsername(username) != nil || password == "" || utf8.RuneCountInString(password) > storage.MaxPasswordLen {
-		return nil, storage.ErrBadCredentials
+func (p *Pages) checkPassword(r *http.Request, username, password string) (*members.Member, error) {
+	if members.ValidateUsername(username) != nil || password == "" || utf8.RuneCountInString(password) > members.MaxPasswordLen {
+		return nil, members.ErrBadCredentials
 	}
-	var m *storage.Member
+	var m *members.Member
 	err := p.underFailureLimits(r, username, func() error {
 		var err error
-		m, err = p.store.Authenticate(r.Context(), username, password)
+		m, err = members.Of(p.store).Authenticate(r.Context(), username, password)
 		return err
-	}, func(err error) bool { return errors.Is(err, storage.ErrBadCredentials) })
+	}, func(err error) bool { return errors.Is(err, members.ErrBadCredentials) })
 	return m, err
 }
 
@@ -308,7 +309,7 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 	if !p.allowed(w, r, http.MethodGet, http.MethodPost) {
 		return
 	}
-	d := signUpData{MinPassword: storage.MinPasswordLen, MaxPassword: storage.MaxPasswordLen, MaxDisplayName: storage.MaxDisplayNameLen}
+	d := signUpData{MinPassword: members.MinPasswordLen, MaxPassword: members.MaxPasswordLen, MaxDisplayName: members.MaxDisplayNameLen}
 	if r.Method != http.MethodPost {
 		d.ReturnTo = returnTo(r)
 		if p.CurrentMember(r) != nil {
@@ -329,11 +330,11 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 		d.Error = msg
 		p.Render(w, r, status, "Create an account", signUpTmpl, d)
 	}
-	if err := storage.ValidateUsername(d.Username); err != nil {
+	if err := members.ValidateUsername(d.Username); err != nil {
 		bad(http.StatusBadRequest, upperFirst(err.Error())+".")
 		return
 	}
-	if err := storage.ValidatePassword(password); err != nil {
+	if err := members.ValidatePassword(password); err != nil {
 		bad(http.StatusBadRequest, upperFirst(err.Error())+".")
 		return
 	}
@@ -375,7 +376,7 @@ var errSessionNotStarted = errors.New("the account was created but could not be 
 // ErrRegistrationClosed, *SignInLimitedError, storage.ErrConflict (the
 // username is taken), a storage invalid-input error, or an internal one
 // (logged). The sign-up page and the GraphQL createAccount share it.
-func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request, username, displayName, password string) (*storage.Member, error) {
+func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request, username, displayName, password string) (*members.Member, error) {
 	if !p.opts.OpenRegistration {
 		return nil, ErrRegistrationClosed
 	}
@@ -385,7 +386,7 @@ func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request, username, display
 		metrics.RateLimited(metrics.LimitSignUp)
 		return nil, &SignInLimitedError{Wait: wait}
 	}
-	m, err := p.store.CreateMember(r.Context(), username, displayName, password)
+	m, err := members.Of(p.store).CreateMember(r.Context(), username, displayName, password)
 	if err != nil {
 		p.signUps.Undo(r.Context(), ip)
 		if !errors.Is(err, storage.ErrConflict) && !storage.IsInvalid(err) {

@@ -14,7 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 //go:embed templates/*.html templates/style.css templates/copy.js
@@ -121,7 +121,7 @@ type layoutData struct {
 	Title         string
 	FullTitle     string // Title · SiteName, or SiteName alone when they are the same
 	CSS           template.CSS
-	Member        *storage.Member
+	Member        *members.Member
 	SettingsPages []SettingsPage
 	CurrentPath   string
 	// OnSettings and OnAccount mark the current page in the menu (computed
@@ -258,7 +258,7 @@ func (p *Pages) RenderLanding(w http.ResponseWriter, r *http.Request, services [
 	err := landingTmpl.Execute(&body, struct {
 		SiteName         string
 		Services         []Service
-		Member           *storage.Member
+		Member           *members.Member
 		OpenRegistration bool
 	}{p.SiteName(), services, m, p.opts.OpenRegistration})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // ResetPathPrefix starts the reset links an operator issues (`caddy hearth
@@ -21,7 +22,7 @@ const ResetPathPrefix = "/auth/reset/"
 func IsResetPath(path string) bool { return strings.HasPrefix(path, ResetPathPrefix) }
 
 type resetData struct {
-	Member      *storage.Member
+	Member      *members.Member
 	Action      string
 	NeedsCode   bool
 	Error       string
@@ -39,7 +40,7 @@ func (p *Pages) serveReset(w http.ResponseWriter, r *http.Request) {
 	// that address on as a Referer (which access logs record).
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	token := strings.TrimPrefix(r.URL.Path, ResetPathPrefix)
-	m, link, err := p.store.ResetLinkMember(r.Context(), token)
+	m, link, err := members.Of(p.store).ResetLinkMember(r.Context(), token)
 	if _, _, busy := storage.Unavailable(err); busy {
 		p.renderStoreFailure(w, r, err, "")
 		return
@@ -49,7 +50,7 @@ func (p *Pages) serveReset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := resetData{Member: m, Action: r.URL.Path, NeedsCode: m.TwoFactor && !link.DisableTwoFactor,
-		MinPassword: storage.MinPasswordLen, MaxPassword: storage.MaxPasswordLen}
+		MinPassword: members.MinPasswordLen, MaxPassword: members.MaxPasswordLen}
 	if r.Method != http.MethodPost {
 		p.Render(w, r, http.StatusOK, "Set a new password", resetTmpl, d)
 		return
@@ -62,8 +63,8 @@ func (p *Pages) serveReset(w http.ResponseWriter, r *http.Request) {
 		p.Render(w, r, status, "Set a new password", resetTmpl, d)
 	}
 	next := r.PostForm.Get("password")
-	if storage.ValidatePassword(next) != nil {
-		bad(http.StatusBadRequest, "The new password must be "+strconv.Itoa(storage.MinPasswordLen)+" to "+strconv.Itoa(storage.MaxPasswordLen)+" characters long.")
+	if members.ValidatePassword(next) != nil {
+		bad(http.StatusBadRequest, "The new password must be "+strconv.Itoa(members.MinPasswordLen)+" to "+strconv.Itoa(members.MaxPasswordLen)+" characters long.")
 		return
 	}
 	if next != r.PostForm.Get("password_confirmation") {
@@ -73,7 +74,7 @@ func (p *Pages) serveReset(w http.ResponseWriter, r *http.Request) {
 	if d.NeedsCode {
 		code := strings.TrimSpace(r.PostForm.Get("code"))
 		err := p.underFailureLimits(r, m.Username, func() error {
-			_, err := p.store.CheckSecondFactor(r.Context(), m.ID, code)
+			_, err := members.Of(p.store).CheckSecondFactor(r.Context(), m.ID, code)
 			return err
 		}, isCodeFailure)
 		var limited *SignInLimitedError
@@ -81,20 +82,20 @@ func (p *Pages) serveReset(w http.ResponseWriter, r *http.Request) {
 		case errors.As(err, &limited):
 			p.renderTooMany(w, r, limited.Wait, "Too many wrong codes.")
 			return
-		case errors.Is(err, storage.ErrWrongCode):
+		case errors.Is(err, members.ErrWrongCode):
 			bad(http.StatusUnauthorized, "That code is not right. Enter the code your authenticator app shows, or a recovery code.")
 			return
-		case errors.Is(err, storage.ErrCodeReused):
+		case errors.Is(err, members.ErrCodeReused):
 			bad(http.StatusUnauthorized, "That code was already used. Wait for your app to show the next one.")
 			return
-		case errors.Is(err, storage.ErrTwoFactorOff):
+		case errors.Is(err, members.ErrTwoFactorOff):
 			// Turned off meanwhile: nothing to check.
 		case err != nil:
 			p.renderStoreFailure(w, r, err, "The password could not be set. Try again in a moment.")
 			return
 		}
 	}
-	used, err := p.store.UseResetLink(r.Context(), token, next)
+	used, err := members.Of(p.store).UseResetLink(r.Context(), token, next)
 	switch {
 	case used != nil && err != nil:
 		// The password is set and the link used up; only the revocation

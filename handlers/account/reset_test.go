@@ -11,6 +11,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 func TestSignInPageHintsAtResetLinks(t *testing.T) {
@@ -22,7 +23,7 @@ func TestResetLink(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	f.member("alice")
 	old := f.signedIn("alice")
-	token, _, _, err := f.store.CreateResetLink(t.Context(), "alice", time.Hour, storage.ResetLinkOptions{})
+	token, _, _, err := members.Of(f.store).CreateResetLink(t.Context(), "alice", time.Hour, members.ResetLinkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,20 +50,20 @@ func TestResetLink(t *testing.T) {
 	// Cross-origin posts are refused like every form's.
 	wantStatus(t, f.post(c, "/auth/reset/"+token, url.Values{"password": {"a new password"}, "password_confirmation": {"a new password"}},
 		"Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"), http.StatusForbidden)
-	if _, err := f.store.Authenticate(t.Context(), "alice", password); err != nil {
+	if _, err := members.Of(f.store).Authenticate(t.Context(), "alice", password); err != nil {
 		t.Fatal("refused posts changed the password")
 	}
 	r = f.post(c, "/auth/reset/"+token, url.Values{"password": {"a new password"}, "password_confirmation": {"a new password"}})
 	wantStatus(t, r, http.StatusOK)
 	wantBody(t, r, "Your new password is set")
-	if _, err := f.store.Authenticate(t.Context(), "alice", "a new password"); err != nil {
+	if _, err := members.Of(f.store).Authenticate(t.Context(), "alice", "a new password"); err != nil {
 		t.Fatalf("new password: %v", err)
 	}
 	// Every session ended; the link works once.
 	wantStatus(t, f.get(old, "/settings"), http.StatusSeeOther)
 	r = f.post(c, "/auth/reset/"+token, url.Values{"password": {"a third password"}, "password_confirmation": {"a third password"}})
 	wantStatus(t, r, http.StatusNotFound)
-	if _, err := f.store.Authenticate(t.Context(), "alice", "a new password"); err != nil {
+	if _, err := members.Of(f.store).Authenticate(t.Context(), "alice", "a new password"); err != nil {
 		t.Fatal("a used link changed the password again")
 	}
 }
@@ -72,7 +73,7 @@ func TestResetLinkWithTwoFactor(t *testing.T) {
 	f.member("alice")
 	_, codes := f.enableTwoFactor(f.signedIn("alice"))
 
-	token, _, _, _ := f.store.CreateResetLink(t.Context(), "alice", time.Hour, storage.ResetLinkOptions{})
+	token, _, _, _ := members.Of(f.store).CreateResetLink(t.Context(), "alice", time.Hour, members.ResetLinkOptions{})
 	c := f.browser()
 	wantBody(t, f.get(c, "/auth/reset/"+token), `name="code"`)
 	form := url.Values{"password": {"a new password"}, "password_confirmation": {"a new password"}, "code": {"zzzzz-zzzzz"}}
@@ -81,21 +82,21 @@ func TestResetLinkWithTwoFactor(t *testing.T) {
 	wantBody(t, r, "That code is not right.")
 	form.Set("code", codes[0])
 	wantStatus(t, f.post(c, "/auth/reset/"+token, form), http.StatusOK)
-	if on, _, _ := f.store.TwoFactorStatus(t.Context(), f.mustMember("alice").ID); !on {
+	if on, _, _ := members.Of(f.store).TwoFactorStatus(t.Context(), f.mustMember("alice").ID); !on {
 		t.Fatal("a plain reset link turned two-factor sign-in off")
 	}
 	// The operator's --disable-2fa link asks no code and turns it off.
-	token, _, _, _ = f.store.CreateResetLink(t.Context(), "alice", time.Hour, storage.ResetLinkOptions{DisableTwoFactor: true})
+	token, _, _, _ = members.Of(f.store).CreateResetLink(t.Context(), "alice", time.Hour, members.ResetLinkOptions{DisableTwoFactor: true})
 	page := f.get(c, "/auth/reset/"+token)
 	if strings.Contains(page.body, `name="code"`) {
 		t.Fatal("a --disable-2fa link asks for a code")
 	}
-	if on, _, _ := f.store.TwoFactorStatus(t.Context(), f.mustMember("alice").ID); !on {
+	if on, _, _ := members.Of(f.store).TwoFactorStatus(t.Context(), f.mustMember("alice").ID); !on {
 		t.Fatal("issuing or opening the link turned two-factor sign-in off before it was used")
 	}
 	wantStatus(t, f.post(c, "/auth/reset/"+token, url.Values{"password": {"a third password"}, "password_confirmation": {"a third password"}}), http.StatusOK)
 	m := f.mustMember("alice")
-	if on, _, _ := f.store.TwoFactorStatus(t.Context(), m.ID); on || m.TwoFactor {
+	if on, _, _ := members.Of(f.store).TwoFactorStatus(t.Context(), m.ID); on || m.TwoFactor {
 		t.Fatal("two-factor sign-in still on")
 	}
 	r = f.signIn(f.browser(), "alice", "a third password", "")
@@ -107,10 +108,10 @@ func TestResetLinkWithTwoFactor(t *testing.T) {
 func TestResetLinkExpires(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	f.member("alice")
-	if _, _, _, err := f.store.CreateResetLink(t.Context(), "alice", 8*24*time.Hour, storage.ResetLinkOptions{}); !storage.IsInvalid(err) {
+	if _, _, _, err := members.Of(f.store).CreateResetLink(t.Context(), "alice", 8*24*time.Hour, members.ResetLinkOptions{}); !storage.IsInvalid(err) {
 		t.Fatalf("8 days: %v", err)
 	}
-	token, _, _, _ := f.store.CreateResetLink(t.Context(), "alice", time.Second, storage.ResetLinkOptions{})
+	token, _, _, _ := members.Of(f.store).CreateResetLink(t.Context(), "alice", time.Second, members.ResetLinkOptions{})
 	deadline := time.Now().Add(10 * time.Second)
 	for f.get(f.browser(), "/auth/reset/"+token).StatusCode != http.StatusNotFound {
 		if time.Now().After(deadline) {
@@ -148,9 +149,9 @@ func TestResetLinkRevokingAccess(t *testing.T) {
 		return secret
 	}
 	oauthToken := grant()
-	reset := func(opts storage.ResetLinkOptions, pw string) {
+	reset := func(opts members.ResetLinkOptions, pw string) {
 		t.Helper()
-		token, _, _, err := f.store.CreateResetLink(t.Context(), "alice", time.Hour, opts)
+		token, _, _, err := members.Of(f.store).CreateResetLink(t.Context(), "alice", time.Hour, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +163,7 @@ func TestResetLinkRevokingAccess(t *testing.T) {
 		wantBody(t, r, "Your new password is set")
 	}
 
-	reset(storage.ResetLinkOptions{}, "a new password")
+	reset(members.ResetLinkOptions{}, "a new password")
 	if _, _, err := apitokens.Of(f.store).Member(t.Context(), apiToken); err != nil {
 		t.Fatalf("a plain link revoked the API token: %v", err)
 	}
@@ -170,7 +171,7 @@ func TestResetLinkRevokingAccess(t *testing.T) {
 		t.Fatalf("a plain link revoked the OAuth grant: %v", err)
 	}
 
-	reset(storage.ResetLinkOptions{RevokeAccess: true}, "a third password")
+	reset(members.ResetLinkOptions{RevokeAccess: true}, "a third password")
 	if _, _, err := apitokens.Of(f.store).Member(t.Context(), apiToken); err == nil {
 		t.Fatal("the API token still works after a --revoke-access link")
 	}
@@ -180,7 +181,7 @@ func TestResetLinkRevokingAccess(t *testing.T) {
 	if apps, err := grants.Of(f.store).AuthorizedApps(t.Context(), m.ID); err != nil || len(apps) != 0 {
 		t.Fatalf("authorized apps after a --revoke-access link: %+v %v", apps, err)
 	}
-	if _, err := f.store.Authenticate(t.Context(), "alice", "a third password"); err != nil {
+	if _, err := members.Of(f.store).Authenticate(t.Context(), "alice", "a third password"); err != nil {
 		t.Fatalf("the new password: %v", err)
 	}
 }

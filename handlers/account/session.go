@@ -12,34 +12,35 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 type memberKey struct{}
 
 // withMember remembers the signed-in member on r, so that a settings page
 // calling CurrentMember doesn't look the session up again.
-func withMember(r *http.Request, m *storage.Member) *http.Request {
+func withMember(r *http.Request, m *members.Member) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), memberKey{}, m))
 }
 
 // CurrentMember returns the member signed in on r, or nil when r has no
 // valid session (none, expired, ended, or the member is suspended or gone).
-func (p *Pages) CurrentMember(r *http.Request) *storage.Member {
+func (p *Pages) CurrentMember(r *http.Request) *members.Member {
 	m, _ := p.sessionMember(r)
 	return m
 }
 
 // sessionMember is CurrentMember with the store's refusal (a restore, a
 // reload, a full disk: storage.Unavailable), which is not "signed out".
-func (p *Pages) sessionMember(r *http.Request) (*storage.Member, error) {
-	if m, ok := r.Context().Value(memberKey{}).(*storage.Member); ok && m != nil {
+func (p *Pages) sessionMember(r *http.Request) (*members.Member, error) {
+	if m, ok := r.Context().Value(memberKey{}).(*members.Member); ok && m != nil {
 		return m, nil
 	}
 	c, err := r.Cookie(CookieName)
 	if err != nil || c.Value == "" {
 		return nil, nil
 	}
-	m, sess, err := p.store.SessionAndMember(r.Context(), c.Value)
+	m, sess, err := members.Of(p.store).SessionAndMember(r.Context(), c.Value)
 	if _, _, busy := storage.Unavailable(err); busy {
 		return nil, err
 	}
@@ -49,7 +50,7 @@ func (p *Pages) sessionMember(r *http.Request) (*storage.Member, error) {
 	// Last seen is kept to the nearest few minutes: a page view does not
 	// write, one every SessionTouchInterval does (asynchronously).
 	if time.Since(sess.LastSeen()) >= time.Duration(sessionTouchInterval.Load()) {
-		if err := p.store.TouchSession(r.Context(), c.Value, p.opts.ClientIP(r)); err != nil {
+		if err := members.Of(p.store).TouchSession(r.Context(), c.Value, p.opts.ClientIP(r)); err != nil {
 			p.opts.Logger.Warn("record session last seen", zap.Error(err))
 		}
 	}
@@ -71,7 +72,7 @@ var sessionTouchInterval = func() *atomic.Int64 {
 // with a 303 redirect to the sign-in page, which comes back to r's path and
 // query after signing in, and returns false. When the store refuses for now,
 // it answers 503/507 with Retry-After instead: the member is not signed out.
-func (p *Pages) RequireMember(w http.ResponseWriter, r *http.Request) (*storage.Member, bool) {
+func (p *Pages) RequireMember(w http.ResponseWriter, r *http.Request) (*members.Member, bool) {
 	m, err := p.sessionMember(r)
 	if err != nil {
 		p.renderStoreFailure(w, r, err, "")
@@ -104,7 +105,7 @@ func (p *Pages) CheckCrossOrigin(r *http.Request) error {
 // SignOut ends the session of r, if any, and clears the cookie.
 func (p *Pages) SignOut(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
-		if err := p.store.DeleteSession(r.Context(), c.Value); err != nil {
+		if err := members.Of(p.store).DeleteSession(r.Context(), c.Value); err != nil {
 			p.opts.Logger.Error("end session: " + err.Error())
 		}
 	}
@@ -113,11 +114,11 @@ func (p *Pages) SignOut(w http.ResponseWriter, r *http.Request) {
 
 // startSession signs m in on w, ending any session r already had (so a
 // session id planted before sign-in is never promoted).
-func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, m *storage.Member) error {
+func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, m *members.Member) error {
 	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
-		_ = p.store.DeleteSession(r.Context(), c.Value)
+		_ = members.Of(p.store).DeleteSession(r.Context(), c.Value)
 	}
-	id, err := p.store.CreateSessionWith(r.Context(), m.ID, p.opts.SessionLifetime, storage.SessionInfo{
+	id, err := members.Of(p.store).CreateSessionWith(r.Context(), m.ID, p.opts.SessionLifetime, members.SessionInfo{
 		Device:  DeviceSummary(r.UserAgent()),
 		Address: p.opts.ClientIP(r),
 	})

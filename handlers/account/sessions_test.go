@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 func TestDeviceSummary(t *testing.T) {
@@ -42,7 +43,7 @@ func TestSessionRecordsDeviceAddressAndLastSeen(t *testing.T) {
 	req.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0")
 	wantStatus(t, do(t, c, req), http.StatusSeeOther)
 
-	list, err := f.store.Sessions(req.Context(), m.ID)
+	list, err := members.Of(f.store).Sessions(req.Context(), m.ID)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("sessions: %v %v", list, err)
 	}
@@ -58,12 +59,12 @@ func TestSessionRecordsDeviceAddressAndLastSeen(t *testing.T) {
 	for range 3 {
 		wantStatus(t, f.get(c, "/settings"), http.StatusOK)
 	}
-	if list, _ := f.store.Sessions(req.Context(), m.ID); !list[0].LastSeen().Equal(first) {
+	if list, _ := members.Of(f.store).Sessions(req.Context(), m.ID); !list[0].LastSeen().Equal(first) {
 		t.Fatalf("page views within the interval wrote last seen: %v then %v", first, list[0].LastSeen())
 	}
 	defer account.SetSessionTouchInterval(time.Millisecond)()
 	wantStatus(t, f.get(c, "/settings"), http.StatusOK)
-	if list, _ := f.store.Sessions(req.Context(), m.ID); !list[0].LastSeen().After(first) {
+	if list, _ := members.Of(f.store).Sessions(req.Context(), m.ID); !list[0].LastSeen().After(first) {
 		t.Fatalf("a page view after the interval did not record last seen: %v", list[0].LastSeen())
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // TwoFactorPath is the second step of signing in for members with
@@ -34,13 +35,13 @@ type twoFactorData struct {
 
 // startSecondFactor makes m's sign-in challenge, keeps it in the browser
 // and sends it to the code page.
-func (p *Pages) startSecondFactor(w http.ResponseWriter, r *http.Request, m *storage.Member, returnTo string) {
-	secret, err := p.store.CreateSignInChallenge(r.Context(), m.ID)
+func (p *Pages) startSecondFactor(w http.ResponseWriter, r *http.Request, m *members.Member, returnTo string) {
+	secret, err := members.Of(p.store).CreateSignInChallenge(r.Context(), m.ID)
 	if err != nil {
 		p.renderStoreFailure(w, r, err, "Signing in failed. Try again in a moment.")
 		return
 	}
-	http.SetCookie(w, p.challengeCookie(r, secret, int(storage.SignInChallengeLifetime.Seconds())))
+	http.SetCookie(w, p.challengeCookie(r, secret, int(members.SignInChallengeLifetime.Seconds())))
 	to := TwoFactorPath
 	if returnTo != "" {
 		to += "?return_to=" + url.QueryEscape(returnTo)
@@ -68,7 +69,7 @@ func (p *Pages) serveTwoFactor(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		secret = c.Value
 	}
-	m, err := p.store.SignInChallengeMember(r.Context(), secret)
+	m, err := members.Of(p.store).SignInChallengeMember(r.Context(), secret)
 	if _, _, busy := storage.Unavailable(err); busy {
 		p.renderStoreFailure(w, r, err, "")
 		return
@@ -92,7 +93,7 @@ func (p *Pages) serveTwoFactor(w http.ResponseWriter, r *http.Request) {
 	var recovery bool
 	err = p.underFailureLimits(r, m.Username, func() error {
 		var err error
-		m, recovery, err = p.store.AnswerSignInChallenge(r.Context(), secret, code)
+		m, recovery, err = members.Of(p.store).AnswerSignInChallenge(r.Context(), secret, code)
 		return err
 	}, isCodeFailure)
 	var limited *SignInLimitedError
@@ -101,16 +102,16 @@ func (p *Pages) serveTwoFactor(w http.ResponseWriter, r *http.Request) {
 		metrics.SignIn(metrics.SignInRateLimited)
 		p.renderTooMany(w, r, limited.Wait, "Too many wrong codes.")
 		return
-	case errors.Is(err, storage.ErrWrongCode), errors.Is(err, storage.ErrCodeReused):
+	case errors.Is(err, members.ErrWrongCode), errors.Is(err, members.ErrCodeReused):
 		metrics.SignIn(metrics.SignInFailure)
 		p.opts.Logger.Info("sign-in code refused", zap.String("client_ip", p.opts.ClientIP(r)))
 		d.Error = "That code is not right. Check your app and try again."
-		if errors.Is(err, storage.ErrCodeReused) {
+		if errors.Is(err, members.ErrCodeReused) {
 			d.Error = "That code was already used. Wait for your app to show the next one."
 		}
 		p.Render(w, r, http.StatusUnauthorized, "Two-factor sign-in", twoFactorTmpl, d)
 		return
-	case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrTwoFactorOff):
+	case errors.Is(err, storage.ErrNotFound), errors.Is(err, members.ErrTwoFactorOff):
 		http.SetCookie(w, p.challengeCookie(r, "", -1))
 		p.renderSignIn(w, r, http.StatusUnauthorized, signInData{ReturnTo: d.ReturnTo,
 			Error: "Your sign-in took too long or had too many wrong codes. Sign in again."})

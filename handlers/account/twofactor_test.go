@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 var (
@@ -20,7 +20,7 @@ var (
 
 func totpAt(t *testing.T, secret string, at time.Time) string {
 	t.Helper()
-	code, err := storage.TOTPCode(secret, at)
+	code, err := members.TOTPCode(secret, at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func (f *fixture) enableTwoFactor(c *http.Client) (string, []string) {
 	for _, m := range recoveryRE.FindAllStringSubmatch(r.body, -1) {
 		codes = append(codes, m[1])
 	}
-	if len(codes) != storage.RecoveryCodeCount {
+	if len(codes) != members.RecoveryCodeCount {
 		t.Fatalf("%d recovery codes shown:\n%s", len(codes), r.body)
 	}
 	r = f.get(c, "/settings/account")
@@ -133,13 +133,13 @@ func TestTwoFactorSignIn(t *testing.T) {
 	u, _ := url.Parse(f.srv.URL + "/auth/two_factor")
 	c4.Jar.SetCookies(u, []*http.Cookie{{Name: "hearth_2fa", Value: "h2f_" + strings.Repeat("A", 43), Path: "/auth/two_factor"}})
 	wantStatus(t, f.post(c4, "/auth/two_factor", url.Values{"code": {codes[1]}}), http.StatusUnauthorized)
-	if on, left, _ := f.store.TwoFactorStatus(t.Context(), f.mustMember("alice").ID); !on || left != storage.RecoveryCodeCount-1 {
+	if on, left, _ := members.Of(f.store).TwoFactorStatus(t.Context(), f.mustMember("alice").ID); !on || left != members.RecoveryCodeCount-1 {
 		t.Fatalf("a code was used up without a challenge: %v %d", on, left)
 	}
 }
 
-func (f *fixture) mustMember(name string) *storage.Member {
-	m, err := f.store.Member(context.Background(), name)
+func (f *fixture) mustMember(name string) *members.Member {
+	m, err := members.Of(f.store).Member(context.Background(), name)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestTwoFactorCodeIsRateLimited(t *testing.T) {
 	_, codes := f.enableTwoFactor(f.signedIn("alice"))
 	c := f.browser()
 	wantStatus(t, f.signIn(c, "alice", password, ""), http.StatusSeeOther)
-	for range storage.MaxChallengeAttempts - 1 {
+	for range members.MaxChallengeAttempts - 1 {
 		wantStatus(t, f.post(c, "/auth/two_factor", url.Values{"code": {"zzzzz-zzzzz"}}), http.StatusUnauthorized)
 	}
 	wantStatus(t, f.post(c, "/auth/two_factor", url.Values{"code": {"zzzzz-zzzzz"}}), http.StatusUnauthorized)
@@ -174,7 +174,7 @@ func TestTwoFactorCodeIsRateLimited(t *testing.T) {
 	if r.Header.Get("Retry-After") == "" {
 		t.Fatal("no Retry-After")
 	}
-	if _, left, _ := f.store.TwoFactorStatus(t.Context(), f.mustMember("alice").ID); left != storage.RecoveryCodeCount {
+	if _, left, _ := members.Of(f.store).TwoFactorStatus(t.Context(), f.mustMember("alice").ID); left != members.RecoveryCodeCount {
 		t.Fatalf("a recovery code was used while limited: %d left", left)
 	}
 }
@@ -189,7 +189,7 @@ func TestTwoFactorDisable(t *testing.T) {
 	wantBody(t, r, "That code is not right.")
 	r = f.post(c, "/settings/account/two_factor/disable", url.Values{"current_password": {"wrong password"}, "code": {codes[2]}})
 	wantStatus(t, r, http.StatusUnauthorized)
-	if on, _, _ := f.store.TwoFactorStatus(t.Context(), f.mustMember("alice").ID); !on {
+	if on, _, _ := members.Of(f.store).TwoFactorStatus(t.Context(), f.mustMember("alice").ID); !on {
 		t.Fatal("turned off by a refused form")
 	}
 	r = f.post(c, "/settings/account/two_factor/disable", url.Values{"current_password": {password}, "code": {codes[2]}})
@@ -231,7 +231,7 @@ func TestNewRecoveryCodes(t *testing.T) {
 	for _, m := range recoveryRE.FindAllStringSubmatch(r.body, -1) {
 		fresh = append(fresh, m[1])
 	}
-	if len(fresh) != storage.RecoveryCodeCount {
+	if len(fresh) != members.RecoveryCodeCount {
 		t.Fatalf("%d new codes", len(fresh))
 	}
 	wantBody(t, f.get(c, "/settings/account"), "You have 10 recovery codes left.")
@@ -255,7 +255,7 @@ func TestTurningTwoFactorOnEndsOtherSessions(t *testing.T) {
 	f.enableTwoFactor(c)
 	wantStatus(t, f.get(c, "/settings/account"), http.StatusOK)
 	wantStatus(t, f.get(other, "/settings/account"), http.StatusSeeOther)
-	if list, err := f.store.Sessions(t.Context(), f.mustMember("alice").ID); err != nil || len(list) != 1 {
+	if list, err := members.Of(f.store).Sessions(t.Context(), f.mustMember("alice").ID); err != nil || len(list) != 1 {
 		t.Fatalf("%d sessions after turning two-factor sign-in on, want 1 (%v)", len(list), err)
 	}
 }

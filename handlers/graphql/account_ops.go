@@ -15,6 +15,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // Inboxt's account operations (the web app's; operations/web in
@@ -84,9 +85,9 @@ func (r *mutationResolver) SignIn(ctx context.Context, in generated.SignInInput)
 		secs := ratelimit.RetryAfterSeconds(limited.Wait)
 		st.w.Header().Set("Retry-After", strconv.Itoa(secs))
 		return nil, &userError{codeTooManyRequests, "too many failed sign-ins; retry after " + strconv.Itoa(secs) + " s"}
-	case errors.Is(err, storage.ErrBadCredentials):
+	case errors.Is(err, members.ErrBadCredentials):
 		return nil, &userError{codeBadRequest, "Invalid email address or password"}
-	case errors.Is(err, storage.ErrSuspended):
+	case errors.Is(err, members.ErrSuspended):
 		return nil, &userError{codeForbidden, "this account is suspended, so it can't sign in; contact the site's administrator"}
 	case errors.Is(err, account.ErrSecondFactorRequired):
 		// Inboxt's SignInInput has no field for a code (emailAddress and
@@ -180,7 +181,7 @@ func (r *mutationResolver) UpdateAccount(ctx context.Context, in generated.Updat
 		return nil, badInput("members have no e-mail address here: it is always %s@%s", m.Username, r.s.accountDomain(st.r))
 	}
 	if in.Password != nil {
-		if err := r.s.store.SetPassword(ctx, m.Username, *in.Password); err != nil {
+		if err := members.Of(r.s.store).SetPassword(ctx, m.Username, *in.Password); err != nil {
 			return nil, err
 		}
 	}
@@ -203,7 +204,7 @@ func (r *mutationResolver) DeleteAccount(ctx context.Context, in generated.Delet
 	if !r.s.isOwnAddress(st.r, c.member.Username, in.EmailAddress) {
 		return nil, badInput("to confirm, emailAddress must be %s@%s", c.member.Username, r.s.accountDomain(st.r))
 	}
-	if err := r.s.store.DeleteMember(ctx, c.member.Username); err != nil {
+	if err := members.Of(r.s.store).DeleteMember(ctx, c.member.Username); err != nil {
 		return nil, err
 	}
 	r.s.log.Info("member deleted their account", zap.String("username", c.member.Username))

@@ -15,6 +15,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 const addArticleMutation = `mutation AddArticleFromUrl($data: AddArticleFromUrlInput!) {
@@ -225,7 +226,7 @@ func TestAddArticleFromUrlSurvivesARestartMidFetch(t *testing.T) {
 		return store, api, httptest.NewServer(api)
 	}
 	store, api, srv := open()
-	m, err := store.CreateMember(t.Context(), "alice", "alice", "correct horse battery")
+	m, err := members.Of(store).CreateMember(t.Context(), "alice", "alice", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestPendingFetchesBeginWhenStarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.CreateMember(t.Context(), "alice", "alice", "correct horse battery")
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "alice", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 const labelsQuery = `query Labels { labels { id createdAt name color order } }`
@@ -37,7 +38,7 @@ func TestRequestsWithoutAValidTokenAreUnauthorized(t *testing.T) {
 	}
 	time.Sleep(5 * time.Millisecond) // let the short token expire
 	suspended, suspendedTok := e.newMember("mallory")
-	if _, err := e.store.SetSuspended(t.Context(), suspended.Username, true); err != nil {
+	if _, err := members.Of(e.store).SetSuspended(t.Context(), suspended.Username, true); err != nil {
 		t.Fatal(err)
 	}
 	cases := map[string]string{
@@ -508,7 +509,7 @@ func TestAccountOperationsOverTheSession(t *testing.T) {
 	if r.Errors[0].Message != "Signup is disabled on this instance" {
 		t.Fatalf("%+v", r.Errors)
 	}
-	if _, err := closed.store.Member(t.Context(), "bob"); err == nil {
+	if _, err := members.Of(closed.store).Member(t.Context(), "bob"); err == nil {
 		t.Fatal("createAccount made a member with registration closed")
 	}
 
@@ -518,7 +519,7 @@ func TestAccountOperationsOverTheSession(t *testing.T) {
 	if len(r.Errors) > 0 || !strings.Contains(r.Header.Get("Set-Cookie"), "hearth_session=") {
 		t.Fatalf("createAccount: %+v %v", r.Errors, r.Header)
 	}
-	if _, err := e.store.Member(t.Context(), "bob"); err != nil {
+	if _, err := members.Of(e.store).Member(t.Context(), "bob"); err != nil {
 		t.Fatalf("bob: %v", err)
 	}
 	e.wantError("", create, vars, 200, "CONFLICT")
@@ -532,7 +533,7 @@ func TestAccountOperationsOverTheSession(t *testing.T) {
 	if up.UpdateAccount.Username != "alice" || up.UpdateAccount.EmailAddress != "alice@127.0.0.1" {
 		t.Fatalf("updateAccount = %+v", up)
 	}
-	if _, err := e.store.Authenticate(t.Context(), "alice", "another long password"); err != nil {
+	if _, err := members.Of(e.store).Authenticate(t.Context(), "alice", "another long password"); err != nil {
 		t.Fatalf("the new password does not work: %v", err)
 	}
 	session := e.signIn(e.member) // the change ended the sessions
@@ -552,7 +553,7 @@ func TestAccountOperationsOverTheSession(t *testing.T) {
 	// deleteAccount: confirmed by the address.
 	e.wantError(session, `mutation { deleteAccount(data: {emailAddress: "bob"}) { success } }`, nil, 200, "BAD_USER_INPUT")
 	e.doAs(session, `mutation { deleteAccount(data: {emailAddress: "alice@127.0.0.1"}) { success } }`, nil, nil)
-	if _, err := e.store.Member(t.Context(), "alice"); err == nil {
+	if _, err := members.Of(e.store).Member(t.Context(), "alice"); err == nil {
 		t.Fatal("alice still exists")
 	}
 	e.wantError(e.token, labelsQuery, nil, 200, "UNAUTHORIZED")

@@ -11,6 +11,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // benchEntriesBody is bench/entries.lua's request: the first page of 50.
@@ -32,7 +33,7 @@ func benchmarkEntriesFirstPage(b *testing.B, gqlgenOnly bool) {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	m, err := store.CreateMember(b.Context(), "bench", "Bench", "correct horse battery")
+	m, err := members.Of(store).CreateMember(b.Context(), "bench", "Bench", "correct horse battery")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -41,7 +42,7 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 	}))
 	defer pages.Close()
 	sa, sb := pgNodes.TwoNodes(t)
-	m, err := sa.CreateMember(t.Context(), "alice", "", "correct horse battery")
+	m, err := members.Of(sa).CreateMember(t.Context(), "alice", "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}

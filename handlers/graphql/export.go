@@ -16,8 +16,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
-	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // Paths and title of the export settings page.
@@ -92,7 +92,7 @@ type exportHighlight struct {
 	UpdatedAt time.Time                  `json:"updated_at"`
 }
 
-func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *storage.Member) {
+func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *members.Member) {
 	labels, err := library.Of(s.store).Labels(r.Context(), m.ID)
 	if err != nil {
 		if status, _, ok := refusal(w, err); ok {
@@ -131,7 +131,7 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *storage.
 	}
 }
 
-func (s *Server) writeExport(ctx context.Context, zw *zip.Writer, m *storage.Member, labels []*library.Label, names map[string]string) error {
+func (s *Server) writeExport(ctx context.Context, zw *zip.Writer, m *members.Member, labels []*library.Label, names map[string]string) error {
 	f, err := zw.Create("labels.json")
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // The entries fast path must answer exactly what gqlgen's executor answers:
@@ -125,7 +126,7 @@ func fastPathFixture(t *testing.T) (*storage.Store, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	m, err := store.CreateMember(t.Context(), "fast", "Fast", "correct horse battery")
+	m, err := members.Of(store).CreateMember(t.Context(), "fast", "Fast", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}

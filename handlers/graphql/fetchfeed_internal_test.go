@@ -9,6 +9,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // While an import's links wait on one host (its first fetch hangs), each
@@ -41,7 +42,7 @@ func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	m, err := store.CreateMember(t.Context(), "alice", "", "correct horse battery")
+	m, err := members.Of(store).CreateMember(t.Context(), "alice", "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // env is one test's world: a store in a temp dir, the API on a local
@@ -26,7 +27,7 @@ type env struct {
 	store  *storage.Store
 	api    *graphql.Server
 	srv    *httptest.Server
-	member *storage.Member
+	member *members.Member
 	token  string
 	// session is the member signed in with the session cookie: post and
 	// doAs send "session:<id>" as the cookie instead of a token.
@@ -61,9 +62,9 @@ func newEnv(t *testing.T, opts graphql.Options, pages ...account.Options) *env {
 }
 
 // signIn starts a session for m as the sign-in page does.
-func (e *env) signIn(m *storage.Member) string {
+func (e *env) signIn(m *members.Member) string {
 	e.t.Helper()
-	id, err := e.store.CreateSession(context.Background(), m.ID, time.Hour)
+	id, err := members.Of(e.store).CreateSession(context.Background(), m.ID, time.Hour)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -72,9 +73,9 @@ func (e *env) signIn(m *storage.Member) string {
 
 const sessionPrefix = "session:"
 
-func (e *env) newMember(username string) (*storage.Member, string) {
+func (e *env) newMember(username string) (*members.Member, string) {
 	e.t.Helper()
-	m, err := e.store.CreateMember(context.Background(), username, username, "correct horse battery")
+	m, err := members.Of(e.store).CreateMember(context.Background(), username, username, "correct horse battery")
 	if err != nil {
 		e.t.Fatal(err)
 	}

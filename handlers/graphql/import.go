@@ -20,6 +20,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // Imports: POST ImportPath takes a file as Inboxt's web app sends it
@@ -206,7 +207,7 @@ func (s *statusRecorder) WriteHeader(int)             {}
 // readImportUpload streams the multipart body: the file to the staging
 // directory (refused past the upload limit, before anything else is
 // written), the type and the label ids. A message means refused.
-func (s *Server) readImportUpload(w http.ResponseWriter, r *http.Request, m *storage.Member) (*importUpload, int, string) {
+func (s *Server) readImportUpload(w http.ResponseWriter, r *http.Request, m *members.Member) (*importUpload, int, string) {
 	lim := s.imports.Limits()
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "multipart/form-data" {
 		return nil, http.StatusUnsupportedMediaType, "send the file as multipart/form-data (fields file, type, labelIds)"
@@ -356,7 +357,7 @@ type importView struct {
 	Limits    importer.Limits
 }
 
-func (s *Server) renderImportPage(w http.ResponseWriter, r *http.Request, m *storage.Member, status int, errMsg string) {
+func (s *Server) renderImportPage(w http.ResponseWriter, r *http.Request, m *members.Member, status int, errMsg string) {
 	v := &importView{Action: ImportPath, Error: errMsg, Formats: importer.Formats, Limits: s.imports.Limits()}
 	v.MaxUpload = v.Limits.MaxUploadBytes >> 20
 	var err error

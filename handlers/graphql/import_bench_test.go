@@ -19,6 +19,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // Import speed (issue 16): a 10,000-item Pocket CSV without fetching, and
@@ -146,7 +147,7 @@ func benchmarkImport(b *testing.B, file string, n int) {
 	}()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		m, err := st.CreateMember(b.Context(), fmt.Sprintf("member%d", i), "", "correct horse battery")
+		m, err := members.Of(st).CreateMember(b.Context(), fmt.Sprintf("member%d", i), "", "correct horse battery")
 		if err != nil {
 			b.Fatal(err)
 		}

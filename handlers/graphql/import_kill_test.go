@@ -17,6 +17,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // importChildEnv makes the test binary the server process of
@@ -34,7 +35,7 @@ func importChild(dir, file string) {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	m, err := st.Member(context.Background(), "alice")
+	m, err := members.Of(st).Member(context.Background(), "alice")
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -99,7 +100,7 @@ func TestImportSurvivesSIGKILLAndResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alice, err := st.CreateMember(t.Context(), "alice", "", "correct horse battery")
+	alice, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}

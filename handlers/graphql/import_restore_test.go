@@ -10,6 +10,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // Staged uploads live beside the store (<storage_dir>-imports), not in
@@ -25,7 +26,7 @@ func TestImportRestoredWithoutItsStagedFileFailsWithAReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	m, err := src.CreateMember(t.Context(), "alice", "alice", "correct horse battery")
+	m, err := members.Of(src).CreateMember(t.Context(), "alice", "alice", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}

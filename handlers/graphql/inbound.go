@@ -28,6 +28,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // acceptNewsletterPost answers a request to a newsletter endpoint (the
@@ -85,7 +86,7 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 			writeError(w, status, code, err.Error())
 			return
 		}
-		if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) {
+		if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, members.ErrSuspended) {
 			s.log.Error("look up inbound secret", zap.Error(err))
 			writeError(w, http.StatusInternalServerError, codeInternal, "internal error; it was logged")
 			return

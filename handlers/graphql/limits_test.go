@@ -12,6 +12,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // attackShapes are the documents of issue 14 that exhausted the server
@@ -94,7 +95,7 @@ func shapeServer(tb testing.TB) (*Server, string) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	m, err := st.CreateMember(tb.Context(), "alice", "alice", "correct horse battery")
+	m, err := members.Of(st).CreateMember(tb.Context(), "alice", "alice", "correct horse battery")
 	if err != nil {
 		tb.Fatal(err)
 	}

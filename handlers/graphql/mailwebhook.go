@@ -17,6 +17,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // MailWebhookPath is Inboxt's newsletter webhook: a mail provider's inbound
@@ -84,7 +85,7 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	type delivery struct {
-		member *storage.Member
+		member *members.Member
 		item   library.NewItem
 	}
 	var ds []delivery
@@ -105,7 +106,7 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 				writeError(w, status, code, err.Error()) // retried by the provider; nothing was saved
 				return
 			}
-			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) {
+			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, members.ErrSuspended) {
 				s.log.Error("look up newsletter address", zap.Error(err))
 				writeError(w, http.StatusInternalServerError, codeInternal, "internal error; it was logged")
 				return
@@ -165,7 +166,7 @@ func (s *Server) webhookAuthorized(r *http.Request) bool {
 
 // mailMember is the member whose newsletter address is addr: their
 // inbound address id (optionally +tag) at the site's mail domain, any case.
-func (s *Server) mailMember(ctx context.Context, addr string) (*storage.Member, error) {
+func (s *Server) mailMember(ctx context.Context, addr string) (*members.Member, error) {
 	local, domain, ok := strings.Cut(strings.ToLower(addr), "@")
 	if !ok || s.opts.MailDomain == "" || domain != strings.ToLower(s.opts.MailDomain) {
 		return nil, storage.ErrNotFound

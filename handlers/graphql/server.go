@@ -31,6 +31,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // Paths served by the Server.
@@ -424,7 +425,7 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request, c *caller) bool {
 
 // caller is who a request acts for.
 type caller struct {
-	member   *storage.Member
+	member   *members.Member
 	apiToken *apitokens.Token    // set for API tokens
 	oauth    *grants.AccessToken // set for OAuth access tokens
 	tokenKey string              // rate-limit key, never the token itself
@@ -452,7 +453,7 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 			return nil, err
 		}
 		if err != nil {
-			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) && r.Context().Err() == nil {
+			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, members.ErrSuspended) && r.Context().Err() == nil {
 				s.log.Error("look up API token", zap.Error(err))
 			}
 			return nil, bad
@@ -465,7 +466,7 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 			return nil, err
 		}
 		if err != nil {
-			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrSuspended) && r.Context().Err() == nil {
+			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, members.ErrSuspended) && r.Context().Err() == nil {
 				s.log.Error("look up OAuth token", zap.Error(err))
 			}
 			return nil, bad

@@ -14,6 +14,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // site serves the member pages with the API Tokens page and the API, as
@@ -32,7 +33,7 @@ func site(t *testing.T, e *env) (*httptest.Server, *http.Client) {
 		pages.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	session, err := e.store.CreateSession(t.Context(), e.member.ID, time.Hour)
+	session, err := members.Of(e.store).CreateSession(t.Context(), e.member.ID, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // signIn has no field for a second factor (Inboxt's SignInInput), so a
@@ -15,11 +15,11 @@ import (
 func TestSignInRefusesTwoFactorMembers(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	const secret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
-	if err := e.store.StartTwoFactorSetup(t.Context(), e.member.ID, secret); err != nil {
+	if err := members.Of(e.store).StartTwoFactorSetup(t.Context(), e.member.ID, secret); err != nil {
 		t.Fatal(err)
 	}
-	code, _ := storage.TOTPCode(secret, time.Now())
-	if _, err := e.store.ConfirmTwoFactor(t.Context(), e.member.ID, code, ""); err != nil {
+	code, _ := members.TOTPCode(secret, time.Now())
+	if _, err := members.Of(e.store).ConfirmTwoFactor(t.Context(), e.member.ID, code, ""); err != nil {
 		t.Fatal(err)
 	}
 	const signIn = `mutation signIn($data: SignInInput!) { signIn(data: $data) { success } }`
@@ -41,11 +41,11 @@ func TestSignInRefusesTwoFactorMembers(t *testing.T) {
 func TestAccountOperationsRefuseTwoFactorMembers(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	const secret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
-	if err := e.store.StartTwoFactorSetup(t.Context(), e.member.ID, secret); err != nil {
+	if err := members.Of(e.store).StartTwoFactorSetup(t.Context(), e.member.ID, secret); err != nil {
 		t.Fatal(err)
 	}
-	code, _ := storage.TOTPCode(secret, time.Now())
-	if _, err := e.store.ConfirmTwoFactor(t.Context(), e.member.ID, code, ""); err != nil {
+	code, _ := members.TOTPCode(secret, time.Now())
+	if _, err := members.Of(e.store).ConfirmTwoFactor(t.Context(), e.member.ID, code, ""); err != nil {
 		t.Fatal(err)
 	}
 	session := e.signIn(e.member)
@@ -54,10 +54,10 @@ func TestAccountOperationsRefuseTwoFactorMembers(t *testing.T) {
 	if !strings.Contains(r.Errors[0].Message, "two-factor sign-in") || !strings.Contains(r.Errors[0].Message, "/settings/account") {
 		t.Fatalf("%+v", r.Errors)
 	}
-	if _, err := e.store.Authenticate(t.Context(), "alice", "a password of the thief"); err == nil {
+	if _, err := members.Of(e.store).Authenticate(t.Context(), "alice", "a password of the thief"); err == nil {
 		t.Fatal("updateAccount changed the password of a member with two-factor sign-in")
 	}
-	if _, err := e.store.Authenticate(t.Context(), "alice", "correct horse battery"); err != nil {
+	if _, err := members.Of(e.store).Authenticate(t.Context(), "alice", "correct horse battery"); err != nil {
 		t.Fatalf("the password changed: %v", err)
 	}
 
@@ -65,7 +65,7 @@ func TestAccountOperationsRefuseTwoFactorMembers(t *testing.T) {
 	if !strings.Contains(r.Errors[0].Message, "/settings/account") {
 		t.Fatalf("%+v", r.Errors)
 	}
-	if _, err := e.store.Member(t.Context(), "alice"); err != nil {
+	if _, err := members.Of(e.store).Member(t.Context(), "alice"); err != nil {
 		t.Fatalf("deleteAccount deleted a member with two-factor sign-in: %v", err)
 	}
 	// The session still works for the rest.

@@ -11,6 +11,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // When the store refuses writes for now (its disk is below the free-space
@@ -25,7 +26,7 @@ func TestStoreRefusalsAreInboxtErrorsWithRetryAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.CreateMember(t.Context(), "alice", "alice", "correct horse battery")
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "alice", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}

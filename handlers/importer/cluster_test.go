@@ -9,6 +9,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -38,7 +39,7 @@ func TestImportJobRunsOnOneNode(t *testing.T) {
 		return r
 	}
 	ra, rb := runner(sa), runner(sb)
-	m, err := sa.CreateMember(t.Context(), "alice", "", "correct horse battery")
+	m, err := members.Of(sa).CreateMember(t.Context(), "alice", "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}

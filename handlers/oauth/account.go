@@ -11,8 +11,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // Version is what the instance endpoints report. Mastodon clients read the
@@ -71,7 +71,7 @@ type accountSource struct {
 }
 
 // accountOf is the member as Mastodon's CredentialAccount.
-func (s *Server) accountOf(r *http.Request, m *storage.Member) credentialAccount {
+func (s *Server) accountOf(r *http.Request, m *members.Member) credentialAccount {
 	base := s.baseURL(r)
 	display := m.DisplayName
 	if display == "" {
@@ -142,7 +142,7 @@ func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
 
 // memberCount is the number of members, for the instance endpoints.
 func (s *Server) memberCount(ctx context.Context) int {
-	ms, err := s.store.Members(ctx)
+	ms, err := members.Of(s.store).Members(ctx)
 	if err != nil {
 		s.log.Warn("count members", zap.Error(err))
 		return 0

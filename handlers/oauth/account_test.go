@@ -10,6 +10,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // TestVerifyCredentialsReturnsCredentialAccount: a member token with
@@ -100,7 +101,7 @@ func TestVerifyCredentialsOutsideScopes(t *testing.T) {
 func TestVerifyCredentialsSuspendedMember(t *testing.T) {
 	c := newCodeFixture(t, "read")
 	tok := c.exchange(c.app, c.code("read", ""), c.cb, "")
-	if _, err := c.store.SetSuspended(t.Context(), "alice", true); err != nil {
+	if _, err := members.Of(c.store).SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
 	r := c.getWithToken(oauth.VerifyCredentialsPath, tok)
@@ -109,7 +110,7 @@ func TestVerifyCredentialsSuspendedMember(t *testing.T) {
 		t.Fatalf("403 without an error field: %s", r.body)
 	}
 	wantStatus(t, c.getWithToken(oauth.AppsVerifyPath, tok), http.StatusForbidden)
-	if _, err := c.store.SetSuspended(t.Context(), "alice", false); err != nil {
+	if _, err := members.Of(c.store).SetSuspended(t.Context(), "alice", false); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, c.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusOK)
@@ -119,7 +120,7 @@ func TestVerifyCredentialsSuspendedMember(t *testing.T) {
 func TestVerifyCredentialsDeletedMember(t *testing.T) {
 	c := newCodeFixture(t, "read")
 	tok := c.exchange(c.app, c.code("read", ""), c.cb, "")
-	if err := c.store.DeleteMember(t.Context(), "alice"); err != nil {
+	if err := members.Of(c.store).DeleteMember(t.Context(), "alice"); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, c.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusUnauthorized)

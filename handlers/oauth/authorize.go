@@ -13,6 +13,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 //go:embed templates/*.html
@@ -244,7 +245,7 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request) {
 	}
 	data := struct {
 		App            *grants.App
-		Member         *storage.Member
+		Member         *members.Member
 		SiteName       string
 		Website        *url.URL
 		Scopes         []scopeItem
@@ -267,7 +268,7 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request) {
 // matches a token with the same scopes; a grant that covers them is
 // enough here (read covers read:statuses). prompt=consent (OpenID Connect,
 // and what force_login comes back with) always asks.
-func (s *Server) skipConsent(ctx context.Context, q url.Values, m *storage.Member, req *authRequest) bool {
+func (s *Server) skipConsent(ctx context.Context, q url.Values, m *members.Member, req *authRequest) bool {
 	if q.Get("prompt") == "consent" {
 		return false
 	}
@@ -357,7 +358,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 // grant issues an authorization code to the app for the member and sends
 // it: shown on a page for the out-of-band redirect URI, else on the
 // redirect with state.
-func (s *Server) grant(w http.ResponseWriter, r *http.Request, req *authRequest, m *storage.Member) {
+func (s *Server) grant(w http.ResponseWriter, r *http.Request, req *authRequest, m *members.Member) {
 	p := s.opts.Pages
 	code, err := grants.Of(s.store).CreateCode(r.Context(), req.app.ClientID, m.ID, req.RedirectURI, req.scopes, req.CodeChallenge)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // TestAuthorizeAsksToSignIn: a browser without a session is sent to the
@@ -411,7 +412,7 @@ func TestAuthorizeSuspendedMemberCannotApprove(t *testing.T) {
 	b := f.browser()
 	b.signIn("alice")
 	consent := b.consent(authQuery(app, "https://app.example/cb", "read", "s"), "")
-	if _, err := f.store.SetSuspended(t.Context(), "alice", true); err != nil {
+	if _, err := members.Of(f.store).SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
 	r := b.decide(consent, "approve")
@@ -523,7 +524,7 @@ func TestAuthorizeSkipsConsentForAMatchingGrant(t *testing.T) {
 	}
 
 	// Revoked: asked again, and the old token is dead.
-	m, err := f.store.Member(t.Context(), "alice")
+	m, err := members.Of(f.store).Member(t.Context(), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // password is every test member's password.
@@ -112,9 +113,9 @@ func newFixture(t testing.TB, configure ...func(*oauth.Options)) *fixture {
 }
 
 // member creates a member with the test password.
-func (f *fixture) member(username string) *storage.Member {
+func (f *fixture) member(username string) *members.Member {
 	f.t.Helper()
-	m, err := f.store.CreateMember(context.Background(), username, "Display "+username, password)
+	m, err := members.Of(f.store).CreateMember(context.Background(), username, "Display "+username, password)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func codeForm(app credentialApplication, code, redirectURI, verifier string) url
 // needed) and returns an access token with scope.
 func (f *fixture) memberToken(app credentialApplication, username, scope string) string {
 	f.t.Helper()
-	if _, err := f.store.Member(context.Background(), username); err != nil {
+	if _, err := members.Of(f.store).Member(context.Background(), username); err != nil {
 		f.member(username)
 	}
 	b := f.browser()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // These tests pin the behaviour real Mastodon clients depend on (issue 11),
@@ -213,7 +214,7 @@ func TestProtectedResourceChallenges(t *testing.T) {
 	wantChallenge(t, f.getWithToken(oauth.VerifyCredentialsPath, writeOnly), http.StatusForbidden, "insufficient_scope")
 	// userinfo needs profile; read does not cover it (Mastodon 4.4).
 	wantChallenge(t, f.getWithToken(oauth.UserinfoPath, readTok), http.StatusForbidden, "insufficient_scope")
-	if _, err := f.store.SetSuspended(t.Context(), "alice", true); err != nil {
+	if _, err := members.Of(f.store).SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
 	wantChallenge(t, f.getWithToken(oauth.VerifyCredentialsPath, writeOnly), http.StatusForbidden, "invalid_token")

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // Paths served by Server.
@@ -50,8 +51,8 @@ const (
 // (*account.Pages): who is signed in, the sign-in redirect, sign-out for
 // force_login, the page layout and cross-origin form protection.
 type Pages interface {
-	CurrentMember(r *http.Request) *storage.Member
-	RequireMember(w http.ResponseWriter, r *http.Request) (*storage.Member, bool)
+	CurrentMember(r *http.Request) *members.Member
+	RequireMember(w http.ResponseWriter, r *http.Request) (*members.Member, bool)
 	SignOut(w http.ResponseWriter, r *http.Request)
 	Render(w http.ResponseWriter, r *http.Request, status int, title string, content *template.Template, data any)
 	Protect(h http.Handler) http.Handler

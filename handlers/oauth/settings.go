@@ -7,6 +7,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // AuthorizedAppsTitle is the settings menu entry of the authorized
@@ -62,7 +63,7 @@ func (s *Server) serveAuthorizedApps(w http.ResponseWriter, r *http.Request) {
 	s.renderAuthorizedApps(w, r, m, http.StatusOK, notice)
 }
 
-func (s *Server) renderAuthorizedApps(w http.ResponseWriter, r *http.Request, m *storage.Member, status int, notice string) {
+func (s *Server) renderAuthorizedApps(w http.ResponseWriter, r *http.Request, m *members.Member, status int, notice string) {
 	apps, err := grants.Of(s.store).AuthorizedApps(r.Context(), m.ID)
 	if err != nil {
 		s.storeFailurePage(w, r, err, "list authorized applications", "Your applications could not be listed; try again.")

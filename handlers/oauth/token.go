@@ -21,6 +21,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // maxParamLen bounds every token-endpoint parameter.
@@ -381,7 +382,7 @@ func (s *Server) exchangeCode(ctx context.Context, app *grants.App, p map[string
 	case errors.Is(err, grants.ErrCodeUsed):
 		s.log.Warn("authorization code used twice; revoked the token issued from it", zap.String("app_id", app.ID))
 		return nil, "", errInvalidGrant
-	case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrSuspended):
+	case errors.Is(err, storage.ErrNotFound), errors.Is(err, members.ErrSuspended):
 		return nil, "", errInvalidGrant
 	default:
 		s.log.Error("exchange code", zap.Error(err))
@@ -461,7 +462,7 @@ func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 
 // bearer authenticates the request's bearer token (Authorization header
 // only: tokens are kept out of URLs). On failure it has answered.
-func (s *Server) bearer(w http.ResponseWriter, r *http.Request) (*grants.AccessToken, *storage.Member, bool) {
+func (s *Server) bearer(w http.ResponseWriter, r *http.Request) (*grants.AccessToken, *members.Member, bool) {
 	h := r.Header.Get("Authorization")
 	const prefix = "bearer "
 	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
@@ -472,7 +473,7 @@ func (s *Server) bearer(w http.ResponseWriter, r *http.Request) (*grants.AccessT
 	switch {
 	case err == nil:
 		return tok, m, true
-	case errors.Is(err, storage.ErrSuspended):
+	case errors.Is(err, members.ErrSuspended):
 		forbidden(w, "invalid_token", "Your login is currently disabled")
 	case errors.Is(err, storage.ErrNotFound):
 		// An unknown token names no member (it is looked up by the digest

@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
-func mustMember(t testing.TB, f *fixture, username string) *storage.Member {
+func mustMember(t testing.TB, f *fixture, username string) *members.Member {
 	t.Helper()
-	m, err := f.store.Member(t.Context(), username)
+	m, err := members.Of(f.store).Member(t.Context(), username)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestTokenUnknownCodes(t *testing.T) {
 func TestTokenSuspendedMemberCode(t *testing.T) {
 	c := newCodeFixture(t, "read")
 	code := c.code("read", "")
-	if _, err := c.store.SetSuspended(t.Context(), "alice", true); err != nil {
+	if _, err := members.Of(c.store).SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
 	wantOAuthError(t, c.token(codeForm(c.app, code, c.cb, "")), "invalid_grant")

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // An authorize flow of a member with two-factor sign-in reaches the consent
@@ -19,11 +19,11 @@ func TestAuthorizeWithTwoFactorNeedsTheCode(t *testing.T) {
 	f := newFixture(t)
 	m := f.member("alice")
 	const secret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
-	if err := f.store.StartTwoFactorSetup(t.Context(), m.ID, secret); err != nil {
+	if err := members.Of(f.store).StartTwoFactorSetup(t.Context(), m.ID, secret); err != nil {
 		t.Fatal(err)
 	}
-	first, _ := storage.TOTPCode(secret, time.Now().Add(-30*time.Second))
-	if _, err := f.store.ConfirmTwoFactor(t.Context(), m.ID, first, ""); err != nil {
+	first, _ := members.TOTPCode(secret, time.Now().Add(-30*time.Second))
+	if _, err := members.Of(f.store).ConfirmTwoFactor(t.Context(), m.ID, first, ""); err != nil {
 		t.Fatal(err)
 	}
 	app := f.register("Tooter", "https://app.example/cb", "read")
@@ -50,7 +50,7 @@ func TestAuthorizeWithTwoFactorNeedsTheCode(t *testing.T) {
 	}
 	back := b.submit(codePage, account.TwoFactorPath, url.Values{"code": {"000000"}})
 	wantStatus(t, back, http.StatusUnauthorized)
-	code, _ := storage.TOTPCode(secret, time.Now())
+	code, _ := members.TOTPCode(secret, time.Now())
 	back = b.submit(codePage, account.TwoFactorPath, url.Values{"code": {code}})
 	wantStatus(t, back, http.StatusSeeOther)
 	consent := b.follow(back)
@@ -65,9 +65,9 @@ func TestTwoFactorAndResetLinkLogNoSecrets(t *testing.T) {
 	f := newFixture(t)
 	m := f.member("alice")
 	const secret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
-	_ = f.store.StartTwoFactorSetup(t.Context(), m.ID, secret)
-	first, _ := storage.TOTPCode(secret, time.Now().Add(-30*time.Second))
-	codes, err := f.store.ConfirmTwoFactor(t.Context(), m.ID, first, "")
+	_ = members.Of(f.store).StartTwoFactorSetup(t.Context(), m.ID, secret)
+	first, _ := members.TOTPCode(secret, time.Now().Add(-30*time.Second))
+	codes, err := members.Of(f.store).ConfirmTwoFactor(t.Context(), m.ID, first, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestTwoFactorAndResetLinkLogNoSecrets(t *testing.T) {
 	wantStatus(t, b.submit(codePage, account.TwoFactorPath, url.Values{"code": {"zzzzz-zzzzz"}}), http.StatusUnauthorized)
 	wantStatus(t, b.submit(codePage, account.TwoFactorPath, url.Values{"code": {codes[0]}}), http.StatusSeeOther)
 
-	token, _, _, err := f.store.CreateResetLink(t.Context(), "alice", time.Hour, storage.ResetLinkOptions{})
+	token, _, _, err := members.Of(f.store).CreateResetLink(t.Context(), "alice", time.Hour, members.ResetLinkOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 // only as their storage.Digest.
 //
 // A Store is a value holding only the *storage.Store: it keeps no state of
-// its own (a token's member comes from storage.MemberCache), so Of may be
+// its own (a token's member comes from members.Cache), so Of may be
 // called anywhere, as often as wanted, without allocating.
 package apitokens
 
@@ -24,6 +24,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // Store is the API tokens and inbound addresses of one storage.Store.
@@ -154,12 +155,12 @@ func (s Store) createAPIToken(ctx context.Context, memberID, name string, lifeti
 		tok.ExpiresAt = &exp
 	}
 	err = s.st.Update(ctx, func(tx *storage.Tx) error {
-		m, err := tx.MemberByID(memberID)
+		m, err := members.ByID(tx, memberID)
 		if err != nil {
 			return err
 		}
 		if m.Suspended {
-			return storage.ErrSuspended
+			return members.ErrSuspended
 		}
 		if err := tx.GuardCount(memberID, "tok"); err != nil {
 			return err
@@ -265,16 +266,16 @@ func LooksLike(s string) bool {
 
 // Member returns the member and token record for an API token. It
 // returns storage.ErrNotFound for unknown, deleted or expired tokens and for gone
-// members, and storage.ErrSuspended for suspended members. lastUsedAt is written at
+// members, and members.ErrSuspended for suspended members. lastUsedAt is written at
 // most once per LastUsedResolution.
-func (s Store) Member(ctx context.Context, secret string) (*storage.Member, *Token, error) {
+func (s Store) Member(ctx context.Context, secret string) (*members.Member, *Token, error) {
 	if !LooksLike(secret) {
 		return nil, nil, storage.ErrNotFound
 	}
 	d := storage.Digest(secret)
-	var m *storage.Member
+	var m *members.Member
 	var tok Token
-	mgen := storage.MemberCache.Of(s.st).Generation()
+	mgen := members.Cache.Of(s.st).Generation()
 	readMember := false
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		var ref apiTokenRef
@@ -285,14 +286,14 @@ func (s Store) Member(ctx context.Context, secret string) (*storage.Member, *Tok
 			return err
 		}
 		var err error
-		m, readMember, err = storage.CachedMember(s.st, tx, ref.MemberID)
+		m, readMember, err = members.Cached(s.st, tx, ref.MemberID)
 		return err
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	if readMember {
-		storage.MemberCache.Of(s.st).Add(mgen, m.ID, m)
+		members.Cache.Of(s.st).Add(mgen, m.ID, m)
 	}
 	if !storage.SecretMatches(secret, tok.Digest) {
 		return nil, nil, storage.ErrNotFound
@@ -302,7 +303,7 @@ func (s Store) Member(ctx context.Context, secret string) (*storage.Member, *Tok
 		return nil, nil, storage.ErrNotFound
 	}
 	if m.Suspended {
-		return nil, nil, storage.ErrSuspended
+		return nil, nil, members.ErrSuspended
 	}
 	if tok.LastUsedAt == nil || t.Sub(*tok.LastUsedAt) >= LastUsedResolution {
 		used := t.Truncate(time.Second)
@@ -476,7 +477,7 @@ func (s Store) RotateInboundSecret(ctx context.Context, memberID, site string) (
 	secret := storage.NewSecret(InboundPrefix, 32)
 	in := Inbound{Digest: storage.Digest(secret), CreatedAt: storage.Now(), Site: site}
 	err := s.st.Update(ctx, func(tx *storage.Tx) error {
-		if _, err := tx.MemberByID(memberID); err != nil {
+		if _, err := members.ByID(tx, memberID); err != nil {
 			return err
 		}
 		var err error
@@ -551,8 +552,8 @@ func (s Store) DeleteInbound(ctx context.Context, memberID, id string) error {
 }
 
 // InboundMember returns the member whose inbound secret is secret
-// (storage.ErrNotFound, or storage.ErrSuspended for a suspended member).
-func (s Store) InboundMember(ctx context.Context, secret string) (*storage.Member, error) {
+// (storage.ErrNotFound, or members.ErrSuspended for a suspended member).
+func (s Store) InboundMember(ctx context.Context, secret string) (*members.Member, error) {
 	if !strings.HasPrefix(secret, InboundPrefix) || len(secret) > 128 || len(secret) < 20 {
 		return nil, storage.ErrNotFound
 	}
@@ -560,32 +561,32 @@ func (s Store) InboundMember(ctx context.Context, secret string) (*storage.Membe
 }
 
 // memberAt returns the member whose id is the value at key:
-// storage.ErrNotFound, or storage.ErrSuspended for a suspended member.
-func (s Store) memberAt(ctx context.Context, key []byte) (*storage.Member, error) {
-	var m *storage.Member
+// storage.ErrNotFound, or members.ErrSuspended for a suspended member.
+func (s Store) memberAt(ctx context.Context, key []byte) (*members.Member, error) {
+	var m *members.Member
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		id, err := tx.Get(key)
 		if err != nil {
 			return err
 		}
-		m, err = tx.MemberByID(string(id))
+		m, err = members.ByID(tx, string(id))
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	if m.Suspended {
-		return nil, storage.ErrSuspended
+		return nil, members.ErrSuspended
 	}
 	return m, nil
 }
 
 // InboundMemberByID returns the member whose current inbound address has
 // the id (the local part of their newsletter e-mail address): storage.ErrNotFound,
-// or storage.ErrSuspended for a suspended member. Addresses made before the id was
+// or members.ErrSuspended for a suspended member. Addresses made before the id was
 // indexed (records without an id, whose id InboundInfo derives) are found
 // after IndexInboundIDs.
-func (s Store) InboundMemberByID(ctx context.Context, id string) (*storage.Member, error) {
+func (s Store) InboundMemberByID(ctx context.Context, id string) (*members.Member, error) {
 	if !storage.IsID(id) {
 		return nil, storage.ErrNotFound
 	}
@@ -642,7 +643,7 @@ func init() {
 		return nil
 	})
 	// A member's access ends with their tokens (RevokeMemberAccess).
-	storage.OnRevokeMemberAccess(func(ctx context.Context, st *storage.Store, memberID string) (tokens, apps int, err error) {
+	members.OnRevokeAccess(func(ctx context.Context, st *storage.Store, memberID string) (tokens, apps int, err error) {
 		s := Of(st)
 		toks, err := s.List(ctx, memberID)
 		if err != nil {
@@ -656,7 +657,7 @@ func init() {
 		}
 		return tokens, 0, nil
 	})
-	storage.OnMemberDelete(func(tx *storage.Tx, memberID string) error {
+	members.OnDelete(func(tx *storage.Tx, memberID string) error {
 		var refs [][]byte
 		err := tx.Scan(storage.Key("u", memberID, "gql", "tok", ""), nil, false, false, func(_, v []byte) (bool, error) {
 			var t Token

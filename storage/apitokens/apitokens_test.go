@@ -9,6 +9,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -18,10 +19,10 @@ const testPostgresPort = 15444
 func TestMain(m *testing.M) { storagetest.Main(m, testPostgresPort) }
 
 // openSavedTest opens a store with one member, "reader".
-func openSavedTest(t testing.TB) (*storage.Store, *storage.Member) {
+func openSavedTest(t testing.TB) (*storage.Store, *members.Member) {
 	t.Helper()
 	st := storagetest.Open(t)
-	m, err := st.CreateMember(t.Context(), "reader", "", "password123")
+	m, err := members.Of(st).CreateMember(t.Context(), "reader", "", "password123")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,13 +87,13 @@ func TestAPITokenLifecycle(t *testing.T) {
 	if _, _, err := Of(st).Member(t.Context(), secret+"x"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatal("wrong token accepted")
 	}
-	if _, err := st.SetSuspended(t.Context(), "reader", true); err != nil {
+	if _, err := members.Of(st).SetSuspended(t.Context(), "reader", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Of(st).Member(t.Context(), secret); !errors.Is(err, storage.ErrSuspended) {
+	if _, _, err := Of(st).Member(t.Context(), secret); !errors.Is(err, members.ErrSuspended) {
 		t.Fatal("suspended member's token accepted")
 	}
-	if _, err := st.SetSuspended(t.Context(), "reader", false); err != nil {
+	if _, err := members.Of(st).SetSuspended(t.Context(), "reader", false); err != nil {
 		t.Fatal(err)
 	}
 	if err := Of(st).Delete(t.Context(), m.ID, tok.ID); err != nil {
@@ -110,7 +111,7 @@ func TestAPITokenLifecycle(t *testing.T) {
 		t.Fatal("expired token accepted")
 	}
 	_, kept, _ := Of(st).Create(t.Context(), m.ID, "kept", 0)
-	if err := st.DeleteMember(t.Context(), "reader"); err != nil {
+	if err := members.Of(st).DeleteMember(t.Context(), "reader"); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := Of(st).Member(t.Context(), kept); !errors.Is(err, storage.ErrNotFound) {
@@ -183,7 +184,7 @@ func TestSetAPITokenExpiry(t *testing.T) {
 	if list, _ := Of(st).List(t.Context(), m.ID); len(list) != 1 || !list[0].Expired(time.Now()) {
 		t.Fatalf("tokens listed: %+v", list)
 	}
-	other, _ := st.CreateMember(t.Context(), "other", "", "password123")
+	other, _ := members.Of(st).CreateMember(t.Context(), "other", "", "password123")
 	if _, err := Of(st).SetExpiry(t.Context(), other.ID, tok.ID, nil); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("another member's token: %v", err)
 	}
@@ -229,7 +230,7 @@ func TestInboundMemberByIDFindsOlderAddressesAfterIndexing(t *testing.T) {
 	if got, err := Of(st).InboundMemberByID(t.Context(), cur.ID); err != nil || got.ID != m.ID {
 		t.Fatalf("new address: %v %v", got, err)
 	}
-	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
+	if err := members.Of(st).DeleteMember(t.Context(), m.Username); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Of(st).InboundMemberByID(t.Context(), cur.ID); !errors.Is(err, storage.ErrNotFound) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -50,7 +51,7 @@ func reopen(t *testing.T, s *storage.Store) *storage.Store {
 // Suspending the member stops a legacy token that was kept.
 func TestSuspensionStopsLegacyAPITokens(t *testing.T) {
 	s := storagetest.Open(t)
-	m, err := s.CreateMember(t.Context(), "alice", "", "correct horse")
+	m, err := members.Of(s).CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,10 +60,10 @@ func TestSuspensionStopsLegacyAPITokens(t *testing.T) {
 	if _, _, err := Of(s).Member(t.Context(), old); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SetSuspended(t.Context(), "alice", true); err != nil {
+	if _, err := members.Of(s).SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Of(s).Member(t.Context(), old); !errors.Is(err, storage.ErrSuspended) {
+	if _, _, err := Of(s).Member(t.Context(), old); !errors.Is(err, members.ErrSuspended) {
 		t.Fatalf("a suspended member's legacy token: %v", err)
 	}
 }

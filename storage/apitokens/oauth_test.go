@@ -8,6 +8,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -22,7 +23,7 @@ import (
 // the app is revoked.
 func TestMigrationExpiresLegacyAPITokensThatAnOAuthGrantCouldHaveMade(t *testing.T) {
 	s := storagetest.Open(t)
-	m, err := s.CreateMember(t.Context(), "alice", "", "correct horse")
+	m, err := members.Of(s).CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestMigrationExpiresLegacyAPITokensThatAnOAuthGrantCouldHaveMade(t *testing
 // A backup of an earlier version is migrated when it is restored.
 func TestRestoreMigratesLegacyAPITokens(t *testing.T) {
 	s := storagetest.Open(t)
-	m, err := s.CreateMember(t.Context(), "alice", "", "correct horse")
+	m, err := members.Of(s).CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // A cached application record gives way to every committed write to its
@@ -93,19 +94,19 @@ func TestCachedTokensAndMembersFollowWrites(t *testing.T) {
 	if _, got, err := Of(s).Token(t.Context(), secret); err != nil || got.ID != m.ID {
 		t.Fatalf("OAuthToken = %v, %v", got, err)
 	}
-	if tokenCache.Of(s).Get(storage.Digest(secret)) == nil || storage.MemberCache.Of(s).Get(m.ID) == nil {
+	if tokenCache.Of(s).Get(storage.Digest(secret)) == nil || members.Cache.Of(s).Get(m.ID) == nil {
 		t.Fatal("the token and its member were not cached after a lookup")
 	}
 	if _, _, err := Of(s).Token(t.Context(), secret); err != nil {
 		t.Fatalf("cached lookup: %v", err)
 	}
-	if _, err := s.SetSuspended(t.Context(), m.Username, true); err != nil {
+	if _, err := members.Of(s).SetSuspended(t.Context(), m.Username, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Of(s).Token(t.Context(), secret); !errors.Is(err, storage.ErrSuspended) {
-		t.Fatalf("after suspending the member: %v, want storage.ErrSuspended", err)
+	if _, _, err := Of(s).Token(t.Context(), secret); !errors.Is(err, members.ErrSuspended) {
+		t.Fatalf("after suspending the member: %v, want members.ErrSuspended", err)
 	}
-	if _, err := s.SetSuspended(t.Context(), m.Username, false); err != nil {
+	if _, err := members.Of(s).SetSuspended(t.Context(), m.Username, false); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := Of(s).Token(t.Context(), secret); err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 
 	"github.com/hearthkit/caddy-hearth/storage/kv"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // OAuth records of the hearth_oauth authorization server: registered
@@ -189,7 +190,7 @@ func Of(st *storage.Store) Store { return Store{st} }
 
 func init() {
 	// A member's access ends with their grants (RevokeMemberAccess).
-	storage.OnRevokeMemberAccess(func(ctx context.Context, st *storage.Store, memberID string) (tokens, apps int, err error) {
+	members.OnRevokeAccess(func(ctx context.Context, st *storage.Store, memberID string) (tokens, apps int, err error) {
 		s := Of(st)
 		granted, err := s.AuthorizedApps(ctx, memberID)
 		if err != nil {
@@ -233,7 +234,7 @@ type memberTokenRef struct {
 }
 
 func init() {
-	storage.OnMemberDelete(func(tx *storage.Tx, memberID string) error {
+	members.OnDelete(func(tx *storage.Tx, memberID string) error {
 		prefix := memberOAuthPrefix(memberID)
 		var digests []string
 		err := tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
@@ -341,7 +342,7 @@ func (s Store) CreateCode(ctx context.Context, clientID, memberID, redirectURI s
 		CreatedAt:     time.Now().UTC(),
 	}
 	err := s.st.Update(ctx, func(tx *storage.Tx) error {
-		if _, err := tx.MemberByID(memberID); err != nil {
+		if _, err := members.ByID(tx, memberID); err != nil {
 			return err
 		}
 		return tx.PutJSON(codeKey(storage.Digest(code)), rec, CodeLifetime)
@@ -363,7 +364,7 @@ type CodeCheck func(c *Code) error
 //
 // It returns storage.ErrNotFound for an unknown or expired code, ErrCodeUsed for a
 // code that was used before (and then revokes the token issued from it),
-// storage.ErrSuspended or storage.ErrNotFound when the member can no longer be served, and
+// members.ErrSuspended or storage.ErrNotFound when the member can no longer be served, and
 // check's error; ErrCodeUsed and check's error come as a *CodeRefusal
 // naming the code's member. Concurrent exchanges of one code issue at most one token:
 // the transaction that consumes it fails on a conflict instead of retrying;
@@ -412,12 +413,12 @@ func (s Store) ExchangeCode(ctx context.Context, code string, check CodeCheck) (
 			checkErr = err
 			return tx.PutJSON(ck, c, ttl)
 		}
-		m, err := tx.MemberByID(c.MemberID)
+		m, err := members.ByID(tx, c.MemberID)
 		if err != nil {
 			return err
 		}
 		if m.Suspended {
-			return storage.ErrSuspended
+			return members.ErrSuspended
 		}
 		tok, secret, err = createToken(tx, c.ClientID, c.MemberID, c.Scopes)
 		if err != nil {
@@ -567,19 +568,19 @@ func deleteToken(tx *storage.Tx, digest string) error {
 // returns the token (with its scopes, see Allows) and its member, or a nil
 // member for an application token (client_credentials). Unknown or revoked
 // tokens and tokens of deleted members are storage.ErrNotFound; a suspended member's
-// tokens are storage.ErrSuspended. Other services use it to accept OAuth tokens.
-func (s Store) Token(ctx context.Context, token string) (*AccessToken, *storage.Member, error) {
+// tokens are members.ErrSuspended. Other services use it to accept OAuth tokens.
+func (s Store) Token(ctx context.Context, token string) (*AccessToken, *members.Member, error) {
 	if token == "" || len(token) > 256 {
 		return nil, nil, storage.ErrNotFound
 	}
 	// The token and its member come from the record caches when they are
 	// there: every API request reads them.
 	d := storage.Digest(token)
-	tgen, mgen := tokenCache.Of(s.st).Generation(), storage.MemberCache.Of(s.st).Generation()
+	tgen, mgen := tokenCache.Of(s.st).Generation(), members.Cache.Of(s.st).Generation()
 	t := tokenCache.Of(s.st).Get(d)
-	var m *storage.Member
+	var m *members.Member
 	if t != nil && t.MemberID != "" {
-		m = storage.MemberCache.Of(s.st).Get(t.MemberID)
+		m = members.Cache.Of(s.st).Get(t.MemberID)
 	}
 	readToken, readMember := t == nil, false
 	if readToken || t.MemberID != "" && m == nil {
@@ -594,7 +595,7 @@ func (s Store) Token(ctx context.Context, token string) (*AccessToken, *storage.
 				return nil
 			}
 			var err error
-			m, readMember, err = storage.CachedMember(s.st, tx, t.MemberID)
+			m, readMember, err = members.Cached(s.st, tx, t.MemberID)
 			return err
 		})
 		if err != nil {
@@ -605,10 +606,10 @@ func (s Store) Token(ctx context.Context, token string) (*AccessToken, *storage.
 		tokenCache.Of(s.st).Add(tgen, d, t)
 	}
 	if readMember {
-		storage.MemberCache.Of(s.st).Add(mgen, m.ID, m)
+		members.Cache.Of(s.st).Add(mgen, m.ID, m)
 	}
 	if m != nil && m.Suspended {
-		return nil, nil, storage.ErrSuspended
+		return nil, nil, members.ErrSuspended
 	}
 	return t, m, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 
 	"github.com/hearthkit/caddy-hearth/storage/kv/kvtest"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -27,10 +28,10 @@ func openOAuthTestStore(t *testing.T) *storage.Store {
 	return s
 }
 
-func oauthFixture(t *testing.T) (*storage.Store, *storage.Member, *App, string) {
+func oauthFixture(t *testing.T) (*storage.Store, *members.Member, *App, string) {
 	t.Helper()
 	s := openOAuthTestStore(t)
-	m, err := s.CreateMember(t.Context(), "alice", "Alice", "correct horse battery")
+	m, err := members.Of(s).CreateMember(t.Context(), "alice", "Alice", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,16 +161,16 @@ func TestOAuthTokenRefusesSuspendedAndDeletedMembers(t *testing.T) {
 	if err != nil || gm.ID != m.ID || got.ID != tk.ID || !got.Allows("read:statuses") || got.Allows("write") {
 		t.Fatalf("OAuthToken = %+v, %+v, %v", got, gm, err)
 	}
-	if _, err := s.SetSuspended(t.Context(), "alice", true); err != nil {
+	if _, err := members.Of(s).SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Of(s).Token(t.Context(), tok); !errors.Is(err, storage.ErrSuspended) {
-		t.Fatalf("suspended: %v, want storage.ErrSuspended", err)
+	if _, _, err := Of(s).Token(t.Context(), tok); !errors.Is(err, members.ErrSuspended) {
+		t.Fatalf("suspended: %v, want members.ErrSuspended", err)
 	}
-	if _, err := s.SetSuspended(t.Context(), "alice", false); err != nil {
+	if _, err := members.Of(s).SetSuspended(t.Context(), "alice", false); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteMember(t.Context(), "alice"); err != nil {
+	if err := members.Of(s).DeleteMember(t.Context(), "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := Of(s).Token(t.Context(), tok); !errors.Is(err, storage.ErrNotFound) {
@@ -231,7 +232,7 @@ func TestAuthorizedOAuthAppsAndMemberRevoke(t *testing.T) {
 
 func TestMemberRevokeVoidsOutstandingCodes(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
-	other, err := s.CreateMember(t.Context(), "bob", "Bob", "correct horse battery")
+	other, err := members.Of(s).CreateMember(t.Context(), "bob", "Bob", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
 	}

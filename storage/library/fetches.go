@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // Background fetches of addArticleFromUrl. The item is saved at once (a
@@ -25,7 +26,7 @@ func fetchKey(memberID, itemID string) []byte { return storage.Key("fetch", memb
 
 func init() {
 	// A member's pending fetches go with the member (a member has few).
-	storage.OnMemberDelete(func(tx *storage.Tx, memberID string) error {
+	members.OnDelete(func(tx *storage.Tx, memberID string) error {
 		return tx.DeletePrefix(storage.Key("fetch", memberID, ""))
 	})
 }

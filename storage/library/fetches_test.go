@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 func TestPendingFetchesEndWithTheirItemOrMember(t *testing.T) {
@@ -60,7 +61,7 @@ func TestPendingFetchesEndWithTheirItemOrMember(t *testing.T) {
 	if _, err := Of(st).QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/c"}, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
+	if err := members.Of(st).DeleteMember(t.Context(), m.Username); err != nil {
 		t.Fatal(err)
 	}
 	if p, err := Of(st).PendingFetches(t.Context(), 10, false, true); err != nil || len(p) != 0 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // filterCounts reads the member's fc/ keys.
@@ -123,7 +124,7 @@ func TestFilterCountsFollowChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // Imports of other services' exports (handlers/importer). A job records
@@ -43,7 +44,7 @@ func init() {
 	// A deleted member's jobs go, and the staged files of the unfinished
 	// ones after the commit (a runner reading one finds its job gone and
 	// stops); a failed delete keeps them.
-	storage.OnMemberDelete(func(tx *storage.Tx, memberID string) error {
+	members.OnDelete(func(tx *storage.Tx, memberID string) error {
 		staged, err := importStagedFiles(tx, memberID)
 		if err != nil {
 			return err
@@ -622,7 +623,7 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 // refuses are left out. Labels past MaxLabels are not created.
 func (s Store) ImportLabels(ctx context.Context, memberID string, names []string, colors map[string]string) error {
 	return s.st.Update(ctx, func(tx *storage.Tx) error {
-		if _, err := tx.MemberByID(memberID); err != nil {
+		if _, err := members.ByID(tx, memberID); err != nil {
 			return err
 		}
 		cache := map[string]string{}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -135,7 +136,7 @@ func TestImportJobsListAndLimit(t *testing.T) {
 	if len(jobs) != MaxUnfinishedImports || jobs[len(jobs)-1].FinishedAt == nil {
 		t.Fatalf("jobs: %+v", jobs)
 	}
-	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
+	if err := members.Of(st).DeleteMember(t.Context(), m.Username); err != nil {
 		t.Fatal(err)
 	}
 	if un, _ := Of(st).UnfinishedImportJobs(t.Context()); len(un) != 0 {
@@ -155,7 +156,7 @@ func TestDeleteMemberRemovesStagedImportFiles(t *testing.T) {
 	if _, err := Of(st).CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.csv", Staged: staged, Total: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
+	if err := members.Of(st).DeleteMember(t.Context(), m.Username); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(staged); !errors.Is(err, os.ErrNotExist) {
@@ -174,7 +175,7 @@ var errDeleteRefused = errors.New("test: delete refused")
 var refuseDeleteOf atomic.Pointer[string]
 
 func init() {
-	storage.OnMemberDelete(func(_ *storage.Tx, memberID string) error {
+	members.OnDelete(func(_ *storage.Tx, memberID string) error {
 		if p := refuseDeleteOf.Load(); p != nil && *p == memberID {
 			return errDeleteRefused
 		}
@@ -196,7 +197,7 @@ func TestFailedDeleteMemberKeepsStagedImportFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	refuseDeleteOf.Store(&m.ID)
-	err = st.DeleteMember(t.Context(), m.Username)
+	err = members.Of(st).DeleteMember(t.Context(), m.Username)
 	refuseDeleteOf.Store(nil)
 	if !errors.Is(err, errDeleteRefused) {
 		t.Fatalf("DeleteMember = %v, want the refusal", err)
@@ -204,13 +205,13 @@ func TestFailedDeleteMemberKeepsStagedImportFiles(t *testing.T) {
 	if _, err := os.Stat(staged); err != nil {
 		t.Fatalf("a failed delete removed the staged file of the member's import: %v", err)
 	}
-	if _, err := st.MemberByID(t.Context(), m.ID); err != nil {
+	if _, err := members.Of(st).MemberByID(t.Context(), m.ID); err != nil {
 		t.Fatalf("the member after a failed delete: %v", err)
 	}
 	if jobs, err := Of(st).UnfinishedImportJobs(t.Context()); err != nil || len(jobs) != 1 || jobs[0].ID != j.ID {
 		t.Fatalf("unfinished jobs after a failed delete: %+v %v, want job %s", jobs, err, j.ID)
 	}
-	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
+	if err := members.Of(st).DeleteMember(t.Context(), m.Username); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(staged); !errors.Is(err, os.ErrNotExist) {
@@ -251,7 +252,7 @@ func TestImportItemTooBigForOneTransactionFailsAlone(t *testing.T) {
 // record deleted since the last compaction, and item keys name the title.
 func TestBackupAfterDeleteMemberHoldsNoTraceOfIt(t *testing.T) {
 	st, m := openSavedTest(t)
-	if _, err := st.CreateMember(t.Context(), "keeper", "", "keeper password"); err != nil {
+	if _, err := members.Of(st).CreateMember(t.Context(), "keeper", "", "keeper password"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Of(st).CreateLabel(t.Context(), m.ID, "Privatelabelname", "#ff0000"); err != nil {
@@ -271,7 +272,7 @@ func TestBackupAfterDeleteMemberHoldsNoTraceOfIt(t *testing.T) {
 			t.Fatalf("the backup before the delete has no %q: the test looks for the wrong thing", s)
 		}
 	}
-	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
+	if err := members.Of(st).DeleteMember(t.Context(), m.Username); err != nil {
 		t.Fatal(err)
 	}
 	var after bytes.Buffer
@@ -287,7 +288,7 @@ func TestBackupAfterDeleteMemberHoldsNoTraceOfIt(t *testing.T) {
 	if _, err := st.Replace(bytes.NewReader(after.Bytes())); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
-	if _, err := st.Authenticate(t.Context(), "keeper", "keeper password"); err != nil {
+	if _, err := members.Of(st).Authenticate(t.Context(), "keeper", "keeper password"); err != nil {
 		t.Fatalf("the other member after the restore: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // benchArticle is a 5–10 KB article of Zipf-distributed words (as the
@@ -56,7 +57,7 @@ func benchmarkSaveArticle(b *testing.B, sync bool) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	m, err := st.CreateMember(b.Context(), "alice", "", "correct horse")
+	m, err := members.Of(st).CreateMember(b.Context(), "alice", "", "correct horse")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
-func openSavedTest(t testing.TB) (*storage.Store, *storage.Member) {
+func openSavedTest(t testing.TB) (*storage.Store, *members.Member) {
 	t.Helper()
 	f := false
 	st, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &f, GCInterval: -1})
@@ -20,7 +21,7 @@ func openSavedTest(t testing.TB) (*storage.Store, *storage.Member) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	m, err := st.CreateMember(t.Context(), "reader", "", "password123")
+	m, err := members.Of(st).CreateMember(t.Context(), "reader", "", "password123")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +398,7 @@ func TestNewsletterSavedOncePerMessageID(t *testing.T) {
 	}
 
 	// The index is per member.
-	other, _ := st.CreateMember(t.Context(), "other", "", "password123")
+	other, _ := members.Of(st).CreateMember(t.Context(), "other", "", "password123")
 	if _, created, err := Of(st).SaveItem(t.Context(), other.ID, nl("Issue 1", "issue-1@news.example")); err != nil || !created {
 		t.Fatalf("another member's copy: %v, created %v", err, created)
 	}
@@ -498,7 +499,7 @@ func TestDeletingANewsletterDropsItsMessageID(t *testing.T) {
 	_ = b
 
 	// member removal
-	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
+	if err := members.Of(st).DeleteMember(t.Context(), m.Username); err != nil {
 		t.Fatal(err)
 	}
 	if n := messageIDEntries(t, st, m.ID); n != 0 {

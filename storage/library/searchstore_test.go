@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // pairFilters are single filters of the search corpus (bench/gqlbench
@@ -93,7 +94,7 @@ func TestSearchPairsOnSeededStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	m, err := st.Member(t.Context(), info.Member)
+	m, err := members.Of(st).Member(t.Context(), info.Member)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestSearchCostsOnSeededStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	m, err := st.Member(t.Context(), "bench")
+	m, err := members.Of(st).Member(t.Context(), "bench")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +272,7 @@ func TestSearchVerifyCostOnSeededStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	m, err := st.Member(t.Context(), "bench")
+	m, err := members.Of(st).Member(t.Context(), "bench")
 	if err != nil {
 		t.Fatal(err)
 	}

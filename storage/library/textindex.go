@@ -20,6 +20,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 	"go.uber.org/zap"
 )
 
@@ -773,12 +774,12 @@ func (ti *textIndexer) pass() (stopped bool) {
 	ti.mu.Unlock()
 	s := ti.s
 	if all {
-		members, err := s.st.Members(s.st.Background())
+		ms, err := members.Of(s.st).Members(s.st.Background())
 		if err != nil {
 			s.st.Logger().Warn("search index: cannot list members", zap.Error(err))
 			return false
 		}
-		for _, m := range members {
+		for _, m := range ms {
 			dirty[m.ID] = true
 		}
 	}

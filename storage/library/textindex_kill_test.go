@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // TestSearchKillHelper is the child of TestSearchConsistentAfterKill: it
@@ -28,7 +29,7 @@ func TestSearchKillHelper(t *testing.T) {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
-	m, err := st.Member(t.Context(), "alice")
+	m, err := members.Of(st).Member(t.Context(), "alice")
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
@@ -73,7 +74,7 @@ func TestSearchConsistentAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -202,7 +203,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			}
 			r := rand.New(rand.NewSource(seed))
 			st := storagetest.Open(t)
-			m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
+			m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -414,7 +415,7 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +522,7 @@ func pageIDs(p *ItemPage) []string {
 // ErrSearchTooBroad and does not scan on.
 func TestSearchBudget(t *testing.T) {
 	st := storagetest.Open(t)
-	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,7 +573,7 @@ func TestSearchBudget(t *testing.T) {
 // one; no multi-character folds, no removal of diacritics.
 func TestSearchCaseFolding(t *testing.T) {
 	st := storagetest.Open(t)
-	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -627,7 +628,7 @@ func segmentKeys(t *testing.T, st *storage.Store, memberID string) map[uint32]in
 // searches stay exact throughout.
 func TestSearchSegmentsMerge(t *testing.T) {
 	st := storagetest.Open(t)
-	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -793,7 +794,7 @@ func TestSearchFindsImportedItems(t *testing.T) {
 // stop the items queued after it, and is found like any other.
 func TestSearchWideItems(t *testing.T) {
 	st := storagetest.Open(t)
-	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -851,7 +852,7 @@ func TestSearchIndexBuildOfLongTexts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -948,7 +949,7 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/kv"
 	"github.com/hearthkit/caddy-hearth/storage/kv/badgerkv"
 	"github.com/hearthkit/caddy-hearth/storage/kv/kvtest"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 func open(t testing.TB) *badgerkv.Engine {
@@ -64,7 +65,7 @@ func TestOpensStorageDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := s.CreateMember(t.Context(), "alice", "Alice", "correct horse battery staple")
+	m, err := members.Of(s).CreateMember(t.Context(), "alice", "Alice", "correct horse battery staple")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestOpensStorageDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Member(ctx, "alice")
+	got, err := members.Of(s).Member(ctx, "alice")
 	if err != nil || got.DisplayName != "Alice via kv" {
 		t.Fatalf("storage reads %+v, %v", got, err)
 	}
@@ -145,7 +146,7 @@ func TestOpensStorageDir(t *testing.T) {
 	if _, err := other.Replace(bytes.NewReader(ours.Bytes())); err != nil {
 		t.Fatalf("storage refuses the engine's backup stream: %v", err)
 	}
-	if got, err := other.Member(ctx, "alice"); err != nil || got.DisplayName != "Alice via kv" || got.ID != m.ID {
+	if got, err := members.Of(other).Member(ctx, "alice"); err != nil || got.DisplayName != "Alice via kv" || got.ID != m.ID {
 		t.Fatalf("after restoring the engine's stream: %+v, %v", got, err)
 	}
 }

@@ -1,4 +1,4 @@
-package storage
+package members
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/hotp"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // Two-factor sign-in: TOTP (RFC 6238: SHA-1, 6 digits, 30-second steps, as
@@ -52,8 +54,8 @@ var (
 	ErrTwoFactorOn  = errors.New("two-factor sign-in is already on for this account")
 )
 
-func twoFactorKey(memberID string) []byte      { return key("u", memberID, "2fa", "on") }
-func twoFactorSetupKey(memberID string) []byte { return key("u", memberID, "2fa", "setup") }
+func twoFactorKey(memberID string) []byte      { return storage.Key("u", memberID, "2fa", "on") }
+func twoFactorSetupKey(memberID string) []byte { return storage.Key("u", memberID, "2fa", "setup") }
 
 // totpStep is the RFC 6238 time step of t.
 func totpStep(t time.Time) uint64 { return uint64(t.Unix()) / TOTPPeriod }
@@ -128,32 +130,32 @@ func newRecoveryCodes(n int) []string {
 // StartTwoFactorSetup keeps secret (base32, as otpauth:// URIs carry it)
 // for memberID until a code made from it confirms it, for at most
 // TwoFactorSetupLifetime. Starting again replaces the secret.
-func (s *Store) StartTwoFactorSetup(ctx context.Context, memberID, secret string) error {
+func (s Store) StartTwoFactorSetup(ctx context.Context, memberID, secret string) error {
 	if _, err := totpCode(secret, 0); err != nil || secret == "" || len(secret) > 128 {
-		return Invalid("the two-factor secret must be base32")
+		return storage.Invalid("the two-factor secret must be base32")
 	}
-	return s.Update(ctx, func(tx *Tx) error {
-		m, err := tx.MemberByID(memberID)
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
+		m, err := ByID(tx, memberID)
 		if err != nil {
 			return err
 		}
 		if m.TwoFactor {
 			return ErrTwoFactorOn
 		}
-		return tx.put(twoFactorSetupKey(memberID), []byte(secret), TwoFactorSetupLifetime)
+		return tx.Put(twoFactorSetupKey(memberID), []byte(secret), TwoFactorSetupLifetime)
 	})
 }
 
 // TwoFactorSetupSecret returns the secret waiting for confirmation, or
 // ErrNoSetup.
-func (s *Store) TwoFactorSetupSecret(ctx context.Context, memberID string) (string, error) {
+func (s Store) TwoFactorSetupSecret(ctx context.Context, memberID string) (string, error) {
 	var secret []byte
-	err := s.View(ctx, func(tx *Tx) error {
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		var err error
-		secret, err = tx.get(twoFactorSetupKey(memberID))
+		secret, err = tx.Get(twoFactorSetupKey(memberID))
 		return err
 	})
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, storage.ErrNotFound) {
 		return "", ErrNoSetup
 	}
 	return string(secret), err
@@ -166,22 +168,22 @@ func (s *Store) TwoFactorSetupSecret(ctx context.Context, memberID string) (stri
 // whose cookie secret is keepSession (the browser that turned it on; ""
 // ends them all): a session started by someone who knew only the password
 // must not outlive the second factor.
-func (s *Store) ConfirmTwoFactor(ctx context.Context, memberID, code, keepSession string) ([]string, error) {
+func (s Store) ConfirmTwoFactor(ctx context.Context, memberID, code, keepSession string) ([]string, error) {
 	codes, digests := recoveryCodesAndDigests()
 	keep := ""
 	if keepSession != "" {
-		keep = Digest(keepSession)
+		keep = storage.Digest(keepSession)
 	}
-	err := s.Update(ctx, func(tx *Tx) error {
-		m, err := tx.MemberByID(memberID)
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		m, err := ByID(tx, memberID)
 		if err != nil {
 			return err
 		}
 		if m.TwoFactor {
 			return ErrTwoFactorOn
 		}
-		secret, err := tx.get(twoFactorSetupKey(memberID))
-		if errors.Is(err, ErrNotFound) {
+		secret, err := tx.Get(twoFactorSetupKey(memberID))
+		if errors.Is(err, storage.ErrNotFound) {
 			return ErrNoSetup
 		}
 		if err != nil {
@@ -192,17 +194,17 @@ func (s *Store) ConfirmTwoFactor(ctx context.Context, memberID, code, keepSessio
 			return err
 		}
 		tf := TwoFactor{Secret: string(secret), EnabledAt: time.Now().UTC(), RecoveryDigests: digests, LastStep: step}
-		if err := tx.putJSON(twoFactorKey(memberID), tf, 0); err != nil {
+		if err := tx.PutJSON(twoFactorKey(memberID), tf, 0); err != nil {
 			return err
 		}
-		if err := tx.delete(twoFactorSetupKey(memberID)); err != nil {
+		if err := tx.Delete(twoFactorSetupKey(memberID)); err != nil {
 			return err
 		}
 		m.TwoFactor = true
-		if err := tx.putJSON(memberIDKey(m.ID), m, 0); err != nil {
+		if err := tx.PutJSON(memberIDKey(m.ID), m, 0); err != nil {
 			return err
 		}
-		_, err = tx.deleteMemberSessionsExcept(m.ID, keep)
+		_, err = deleteMemberSessionsExcept(tx, m.ID, keep)
 		return err
 	})
 	if err != nil {
@@ -215,10 +217,10 @@ func (s *Store) ConfirmTwoFactor(ctx context.Context, memberID, code, keepSessio
 // a step already used is ErrCodeReused) or one of its recovery codes (which
 // is then used up). It returns whether a recovery code was used, or
 // ErrWrongCode, ErrCodeReused or ErrTwoFactorOff.
-func (s *Store) CheckSecondFactor(ctx context.Context, memberID, code string) (recovery bool, err error) {
-	err = s.Update(ctx, func(tx *Tx) error {
+func (s Store) CheckSecondFactor(ctx context.Context, memberID, code string) (recovery bool, err error) {
+	err = s.st.Update(ctx, func(tx *storage.Tx) error {
 		var err error
-		recovery, err = tx.checkSecondFactor(memberID, code)
+		recovery, err = checkSecondFactor(tx, memberID, code)
 		return err
 	})
 	return recovery, err
@@ -226,13 +228,13 @@ func (s *Store) CheckSecondFactor(ctx context.Context, memberID, code string) (r
 
 // checkSecondFactor is CheckSecondFactor in tx. Its refusals
 // (isSecondFactorRefusal) write nothing.
-func (tx *Tx) checkSecondFactor(memberID, code string) (recovery bool, err error) {
+func checkSecondFactor(tx *storage.Tx, memberID, code string) (recovery bool, err error) {
 	code = strings.TrimSpace(code)
 	if code == "" || len(code) > 64 {
 		return false, ErrWrongCode
 	}
 	var tf TwoFactor
-	if err := tx.getJSON(twoFactorKey(memberID), &tf); errors.Is(err, ErrNotFound) {
+	if err := tx.GetJSON(twoFactorKey(memberID), &tf); errors.Is(err, storage.ErrNotFound) {
 		return false, ErrTwoFactorOff
 	} else if err != nil {
 		return false, err
@@ -243,13 +245,13 @@ func (tx *Tx) checkSecondFactor(memberID, code string) (recovery bool, err error
 			return false, err
 		}
 		tf.LastStep = step
-		return false, tx.putJSON(twoFactorKey(memberID), tf, 0)
+		return false, tx.PutJSON(twoFactorKey(memberID), tf, 0)
 	}
-	d := Digest(normalizeRecoveryCode(code))
+	d := storage.Digest(normalizeRecoveryCode(code))
 	for i, have := range tf.RecoveryDigests {
 		if subtle.ConstantTimeCompare([]byte(have), []byte(d)) == 1 {
 			tf.RecoveryDigests = append(tf.RecoveryDigests[:i:i], tf.RecoveryDigests[i+1:]...)
-			return true, tx.putJSON(twoFactorKey(memberID), tf, 0)
+			return true, tx.PutJSON(twoFactorKey(memberID), tf, 0)
 		}
 	}
 	return false, ErrWrongCode
@@ -263,17 +265,17 @@ func isSecondFactorRefusal(err error) bool {
 
 // NewRecoveryCodes replaces memberID's recovery codes with RecoveryCodeCount
 // new ones and returns them (shown once; the old ones stop working).
-func (s *Store) NewRecoveryCodes(ctx context.Context, memberID string) ([]string, error) {
+func (s Store) NewRecoveryCodes(ctx context.Context, memberID string) ([]string, error) {
 	codes, digests := recoveryCodesAndDigests()
-	err := s.Update(ctx, func(tx *Tx) error {
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
 		var tf TwoFactor
-		if err := tx.getJSON(twoFactorKey(memberID), &tf); errors.Is(err, ErrNotFound) {
+		if err := tx.GetJSON(twoFactorKey(memberID), &tf); errors.Is(err, storage.ErrNotFound) {
 			return ErrTwoFactorOff
 		} else if err != nil {
 			return err
 		}
 		tf.RecoveryDigests = digests
-		return tx.putJSON(twoFactorKey(memberID), tf, 0)
+		return tx.PutJSON(twoFactorKey(memberID), tf, 0)
 	})
 	if err != nil {
 		return nil, err
@@ -285,18 +287,18 @@ func recoveryCodesAndDigests() ([]string, []string) {
 	codes := newRecoveryCodes(RecoveryCodeCount)
 	digests := make([]string, len(codes))
 	for i, c := range codes {
-		digests[i] = Digest(normalizeRecoveryCode(c))
+		digests[i] = storage.Digest(normalizeRecoveryCode(c))
 	}
 	return codes, digests
 }
 
 // TwoFactorStatus reports whether memberID has two-factor sign-in on, and
 // how many recovery codes are left.
-func (s *Store) TwoFactorStatus(ctx context.Context, memberID string) (on bool, recoveryLeft int, err error) {
-	err = s.View(ctx, func(tx *Tx) error {
+func (s Store) TwoFactorStatus(ctx context.Context, memberID string) (on bool, recoveryLeft int, err error) {
+	err = s.st.View(ctx, func(tx *storage.Tx) error {
 		var tf TwoFactor
-		err := tx.getJSON(twoFactorKey(memberID), &tf)
-		if errors.Is(err, ErrNotFound) {
+		err := tx.GetJSON(twoFactorKey(memberID), &tf)
+		if errors.Is(err, storage.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
@@ -310,26 +312,26 @@ func (s *Store) TwoFactorStatus(ctx context.Context, memberID string) (on bool, 
 
 // DisableTwoFactor turns two-factor sign-in off for memberID (the caller
 // has checked what it must). Turning it off when it is off is no error.
-func (s *Store) DisableTwoFactor(ctx context.Context, memberID string) error {
-	return s.Update(ctx, func(tx *Tx) error { return tx.disableTwoFactor(memberID) })
+func (s Store) DisableTwoFactor(ctx context.Context, memberID string) error {
+	return s.st.Update(ctx, func(tx *storage.Tx) error { return disableTwoFactor(tx, memberID) })
 }
 
-func (tx *Tx) disableTwoFactor(memberID string) error {
-	m, err := tx.MemberByID(memberID)
+func disableTwoFactor(tx *storage.Tx, memberID string) error {
+	m, err := ByID(tx, memberID)
 	if err != nil {
 		return err
 	}
-	if err := tx.delete(twoFactorKey(memberID)); err != nil {
+	if err := tx.Delete(twoFactorKey(memberID)); err != nil {
 		return err
 	}
-	if err := tx.delete(twoFactorSetupKey(memberID)); err != nil {
+	if err := tx.Delete(twoFactorSetupKey(memberID)); err != nil {
 		return err
 	}
 	if !m.TwoFactor {
 		return nil
 	}
 	m.TwoFactor = false
-	return tx.putJSON(memberIDKey(m.ID), m, 0)
+	return tx.PutJSON(memberIDKey(m.ID), m, 0)
 }
 
 // Sign-in challenges: the state between a right password and the second
@@ -352,22 +354,24 @@ type signInChallenge struct {
 	Failures  int       `json:"failures"`
 }
 
-func challengeKey(digest string) []byte { return key("2fa", "challenge", digest) }
+func challengeKey(digest string) []byte { return storage.Key("2fa", "challenge", digest) }
 
 func init() {
 	// A deleted member's sign-in challenges go with it (they live
 	// SignInChallengeLifetime).
-	memberCleanups = append(memberCleanups, func(tx *Tx, memberID string) error {
-		return tx.deleteRecordsOf(key("2fa", "challenge", ""), memberID)
+	memberCleanups = append(memberCleanups, func(tx *storage.Tx, memberID string) error {
+		return deleteRecordsOf(tx, storage.Key("2fa", "challenge", ""), memberID)
 	})
 }
 
 // CreateSignInChallenge records that memberID gave the right password and
 // returns the challenge's secret.
-func (s *Store) CreateSignInChallenge(ctx context.Context, memberID string) (string, error) {
-	secret := NewSecret(SignInChallengePrefix, 32)
+func (s Store) CreateSignInChallenge(ctx context.Context, memberID string) (string, error) {
+	secret := storage.NewSecret(SignInChallengePrefix, 32)
 	c := signInChallenge{MemberID: memberID, ExpiresAt: time.Now().UTC().Add(SignInChallengeLifetime)}
-	err := s.Update(ctx, func(tx *Tx) error { return tx.putJSON(challengeKey(Digest(secret)), c, SignInChallengeLifetime) })
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		return tx.PutJSON(challengeKey(storage.Digest(secret)), c, SignInChallengeLifetime)
+	})
 	if err != nil {
 		return "", err
 	}
@@ -375,22 +379,22 @@ func (s *Store) CreateSignInChallenge(ctx context.Context, memberID string) (str
 }
 
 // SignInChallengeMember returns the member of a live challenge, or
-// ErrNotFound.
-func (s *Store) SignInChallengeMember(ctx context.Context, secret string) (*Member, error) {
+// storage.ErrNotFound.
+func (s Store) SignInChallengeMember(ctx context.Context, secret string) (*Member, error) {
 	if !strings.HasPrefix(secret, SignInChallengePrefix) || len(secret) > 128 {
-		return nil, ErrNotFound
+		return nil, storage.ErrNotFound
 	}
 	var m *Member
-	err := s.View(ctx, func(tx *Tx) error {
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		var c signInChallenge
-		if err := tx.getJSON(challengeKey(Digest(secret)), &c); err != nil {
+		if err := tx.GetJSON(challengeKey(storage.Digest(secret)), &c); err != nil {
 			return err
 		}
 		if !time.Now().Before(c.ExpiresAt) {
-			return ErrNotFound
+			return storage.ErrNotFound
 		}
 		var err error
-		m, err = tx.MemberByID(c.MemberID)
+		m, err = ByID(tx, c.MemberID)
 		return err
 	})
 	return m, err
@@ -399,31 +403,31 @@ func (s *Store) SignInChallengeMember(ctx context.Context, secret string) (*Memb
 // AnswerSignInChallenge checks code (a TOTP or recovery code) for the
 // challenge. On success the challenge is used up and the member returned;
 // a wrong code counts against the challenge, which ends after
-// MaxChallengeAttempts of them (ErrNotFound from then on). The check and
+// MaxChallengeAttempts of them (storage.ErrNotFound from then on). The check and
 // the count are one transaction, so concurrent answers to one challenge
 // are checked MaxChallengeAttempts times at most.
-func (s *Store) AnswerSignInChallenge(ctx context.Context, secret, code string) (*Member, bool, error) {
+func (s Store) AnswerSignInChallenge(ctx context.Context, secret, code string) (*Member, bool, error) {
 	if !strings.HasPrefix(secret, SignInChallengePrefix) || len(secret) > 128 {
-		return nil, false, ErrNotFound
+		return nil, false, storage.ErrNotFound
 	}
-	d := Digest(secret)
+	d := storage.Digest(secret)
 	var m *Member
 	var recovery bool
 	var cerr error
-	err := s.Update(ctx, func(tx *Tx) error {
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
 		m, recovery, cerr = nil, false, nil
 		var c signInChallenge
-		if err := tx.getJSON(challengeKey(d), &c); err != nil {
+		if err := tx.GetJSON(challengeKey(d), &c); err != nil {
 			return err
 		}
 		if !time.Now().Before(c.ExpiresAt) || c.Failures >= MaxChallengeAttempts {
-			return ErrNotFound
+			return storage.ErrNotFound
 		}
-		member, err := tx.MemberByID(c.MemberID)
+		member, err := ByID(tx, c.MemberID)
 		if err != nil {
 			return err
 		}
-		recovery, cerr = tx.checkSecondFactor(member.ID, code)
+		recovery, cerr = checkSecondFactor(tx, member.ID, code)
 		if cerr != nil && !isSecondFactorRefusal(cerr) {
 			return cerr
 		}
@@ -431,10 +435,10 @@ func (s *Store) AnswerSignInChallenge(ctx context.Context, secret, code string) 
 			if cerr == nil {
 				m = member
 			}
-			return tx.delete(challengeKey(d))
+			return tx.Delete(challengeKey(d))
 		}
 		c.Failures++
-		return tx.putJSON(challengeKey(d), c, time.Until(c.ExpiresAt))
+		return tx.PutJSON(challengeKey(d), c, time.Until(c.ExpiresAt))
 	})
 	if err != nil {
 		return nil, false, err
@@ -446,6 +450,6 @@ func (s *Store) AnswerSignInChallenge(ctx context.Context, secret, code string) 
 }
 
 // DeleteSignInChallenge ends a challenge; unknown ones are ignored.
-func (s *Store) DeleteSignInChallenge(ctx context.Context, secret string) error {
-	return s.Update(ctx, func(tx *Tx) error { return tx.delete(challengeKey(Digest(secret))) })
+func (s Store) DeleteSignInChallenge(ctx context.Context, secret string) error {
+	return s.st.Update(ctx, func(tx *storage.Tx) error { return tx.Delete(challengeKey(storage.Digest(secret))) })
 }

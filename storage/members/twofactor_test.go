@@ -1,4 +1,4 @@
-package storage
+package members
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 const testSecret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
@@ -17,7 +19,7 @@ func TestTwoFactorSetupAndCodes(t *testing.T) {
 	if _, err := st.ConfirmTwoFactor(t.Context(), m.ID, "123456", ""); !errors.Is(err, ErrNoSetup) {
 		t.Fatalf("confirm without setup: %v", err)
 	}
-	if err := st.StartTwoFactorSetup(t.Context(), m.ID, "not base32!"); !IsInvalid(err) {
+	if err := st.StartTwoFactorSetup(t.Context(), m.ID, "not base32!"); !storage.IsInvalid(err) {
 		t.Fatalf("bad secret: %v", err)
 	}
 	if err := st.StartTwoFactorSetup(t.Context(), m.ID, testSecret); err != nil {
@@ -64,7 +66,7 @@ func TestTwoFactorSetupAndCodes(t *testing.T) {
 	}
 	// Recovery codes: any case and dashes, each once; stored only hashed.
 	var dump bytes.Buffer
-	if err := st.Backup(&dump); err != nil {
+	if err := st.st.Backup(&dump); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range codes {
@@ -119,7 +121,7 @@ func TestSignInChallenge(t *testing.T) {
 	if got, rec, err := st.AnswerSignInChallenge(t.Context(), c, codes[0]); err != nil || !rec || got.ID != m.ID {
 		t.Fatalf("right answer after 4 wrong: %v %v %v", got, rec, err)
 	}
-	if _, _, err := st.AnswerSignInChallenge(t.Context(), c, codes[1]); !errors.Is(err, ErrNotFound) {
+	if _, _, err := st.AnswerSignInChallenge(t.Context(), c, codes[1]); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("challenge used twice: %v", err)
 	}
 	// Too many wrong answers end the challenge.
@@ -127,10 +129,10 @@ func TestSignInChallenge(t *testing.T) {
 	for range MaxChallengeAttempts {
 		_, _, _ = st.AnswerSignInChallenge(t.Context(), c2, "zzzzz-zzzzz")
 	}
-	if _, _, err := st.AnswerSignInChallenge(t.Context(), c2, codes[1]); !errors.Is(err, ErrNotFound) {
+	if _, _, err := st.AnswerSignInChallenge(t.Context(), c2, codes[1]); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("challenge after too many failures: %v", err)
 	}
-	if _, err := st.SignInChallengeMember(t.Context(), "h2f_unknown"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SignInChallengeMember(t.Context(), "h2f_unknown"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("unknown challenge: %v", err)
 	}
 }
@@ -161,8 +163,8 @@ func TestDeleteMemberDeletesResetLinksAndChallenges(t *testing.T) {
 	if err := st.DeleteMember(t.Context(), m.Username); err != nil {
 		t.Fatal(err)
 	}
-	err = st.View(t.Context(), func(tx *Tx) error {
-		return tx.scan(nil, nil, false, false, func(k, v []byte) (bool, error) {
+	err = st.st.View(t.Context(), func(tx *storage.Tx) error {
+		return tx.Scan(nil, nil, false, false, func(k, v []byte) (bool, error) {
 			if strings.Contains(string(k), m.ID) || strings.Contains(string(v), m.ID) {
 				t.Errorf("after the delete, %q names the member: %q", k, v)
 			}
@@ -217,7 +219,7 @@ func TestSignInChallengeLimitUnderConcurrentAnswers(t *testing.T) {
 		switch {
 		case errors.Is(err, ErrWrongCode):
 			checked++
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, storage.ErrNotFound):
 		default:
 			t.Fatalf("answer: %v", err)
 		}
@@ -225,7 +227,7 @@ func TestSignInChallengeLimitUnderConcurrentAnswers(t *testing.T) {
 	if checked > MaxChallengeAttempts || checked == 0 {
 		t.Fatalf("%d of %d concurrent wrong answers were checked, want 1 to %d", checked, answers, MaxChallengeAttempts)
 	}
-	if _, _, err := st.AnswerSignInChallenge(t.Context(), c, codes[0]); !errors.Is(err, ErrNotFound) {
+	if _, _, err := st.AnswerSignInChallenge(t.Context(), c, codes[0]); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("a right code after %d wrong ones: %v", checked, err)
 	}
 }

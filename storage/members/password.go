@@ -1,4 +1,4 @@
-package storage
+package members
 
 import (
 	"crypto/rand"

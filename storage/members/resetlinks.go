@@ -1,4 +1,4 @@
-package storage
+package members
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // Reset links: the operator's way to let a member who forgot their password
@@ -44,26 +46,26 @@ type ResetLinkOptions struct {
 	RevokeAccess     bool // see ResetLink.RevokeAccess
 }
 
-func resetKey(digest string) []byte { return key("reset", digest) }
+func resetKey(digest string) []byte { return storage.Key("reset", digest) }
 
 // CreateResetLink makes a reset link token for username, valid for ttl
 // (at most MaxResetLinkLifetime).
-func (s *Store) CreateResetLink(ctx context.Context, username string, ttl time.Duration, opts ResetLinkOptions) (string, *Member, *ResetLink, error) {
+func (s Store) CreateResetLink(ctx context.Context, username string, ttl time.Duration, opts ResetLinkOptions) (string, *Member, *ResetLink, error) {
 	if ttl <= 0 || ttl > MaxResetLinkLifetime {
-		return "", nil, nil, Invalid("a reset link lasts more than 0 and at most %s", MaxResetLinkLifetime)
+		return "", nil, nil, storage.Invalid("a reset link lasts more than 0 and at most %s", MaxResetLinkLifetime)
 	}
-	token := NewSecret(ResetTokenPrefix, 32)
+	token := storage.NewSecret(ResetTokenPrefix, 32)
 	now := time.Now().UTC()
 	link := &ResetLink{CreatedAt: now, ExpiresAt: now.Add(ttl), DisableTwoFactor: opts.DisableTwoFactor, RevokeAccess: opts.RevokeAccess}
 	var m *Member
-	err := s.Update(ctx, func(tx *Tx) error {
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
 		var err error
-		m, err = tx.Member(username)
+		m, err = ByUsername(tx, username)
 		if err != nil {
 			return err
 		}
 		link.MemberID = m.ID
-		return tx.putJSON(resetKey(Digest(token)), link, ttl)
+		return tx.PutJSON(resetKey(storage.Digest(token)), link, ttl)
 	})
 	if err != nil {
 		return "", nil, nil, err
@@ -72,22 +74,22 @@ func (s *Store) CreateResetLink(ctx context.Context, username string, ttl time.D
 }
 
 // ResetLinkMember returns the member and record of a live reset link, or
-// ErrNotFound (unknown, used or expired, or the member is gone).
-func (s *Store) ResetLinkMember(ctx context.Context, token string) (*Member, *ResetLink, error) {
+// storage.ErrNotFound (unknown, used or expired, or the member is gone).
+func (s Store) ResetLinkMember(ctx context.Context, token string) (*Member, *ResetLink, error) {
 	if !strings.HasPrefix(token, ResetTokenPrefix) || len(token) > 128 {
-		return nil, nil, ErrNotFound
+		return nil, nil, storage.ErrNotFound
 	}
 	var m *Member
 	var link ResetLink
-	err := s.View(ctx, func(tx *Tx) error {
-		if err := tx.getJSON(resetKey(Digest(token)), &link); err != nil {
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		if err := tx.GetJSON(resetKey(storage.Digest(token)), &link); err != nil {
 			return err
 		}
 		if !time.Now().Before(link.ExpiresAt) {
-			return ErrNotFound
+			return storage.ErrNotFound
 		}
 		var err error
-		m, err = tx.MemberByID(link.MemberID)
+		m, err = ByID(tx, link.MemberID)
 		return err
 	})
 	if err != nil {
@@ -107,55 +109,55 @@ func (s *Store) ResetLinkMember(ctx context.Context, token string) (*Member, *Re
 // once after, for what a session made in between (the sessions end with the
 // password). An error of the second pass is returned with the member: the
 // password is set and the link used up by then.
-func (s *Store) UseResetLink(ctx context.Context, token, password string) (*Member, error) {
+func (s Store) UseResetLink(ctx context.Context, token, password string) (*Member, error) {
 	if err := ValidatePassword(password); err != nil {
 		return nil, err
 	}
 	hash := HashPassword(password)
-	d := Digest(token)
+	d := storage.Digest(token)
 	var link ResetLink
-	if err := s.View(ctx, func(tx *Tx) error { return tx.getJSON(resetKey(d), &link) }); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return nil, ErrNotFound
+	if err := s.st.View(ctx, func(tx *storage.Tx) error { return tx.GetJSON(resetKey(d), &link) }); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, storage.ErrNotFound
 		}
 		return nil, err
 	}
 	if link.RevokeAccess && time.Now().Before(link.ExpiresAt) {
-		if _, _, err := s.RevokeMemberAccess(ctx, link.MemberID); err != nil && !errors.Is(err, ErrNotFound) {
+		if _, _, err := s.RevokeMemberAccess(ctx, link.MemberID); err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return nil, err
 		}
 	}
 	var m *Member
-	err := s.Update(ctx, func(tx *Tx) error {
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
 		var link ResetLink
-		if err := tx.getJSON(resetKey(d), &link); err != nil {
+		if err := tx.GetJSON(resetKey(d), &link); err != nil {
 			return err
 		}
 		if !time.Now().Before(link.ExpiresAt) {
-			return ErrNotFound
+			return storage.ErrNotFound
 		}
 		var err error
-		m, err = tx.MemberByID(link.MemberID)
+		m, err = ByID(tx, link.MemberID)
 		if err != nil {
 			return err
 		}
 		if link.DisableTwoFactor {
-			if err := tx.disableTwoFactor(m.ID); err != nil {
+			if err := disableTwoFactor(tx, m.ID); err != nil {
 				return err
 			}
 			m.TwoFactor = false
 		}
 		m.PasswordHash = hash
-		if err := tx.putJSON(memberIDKey(m.ID), m, 0); err != nil {
+		if err := tx.PutJSON(memberIDKey(m.ID), m, 0); err != nil {
 			return err
 		}
-		if err := tx.deleteMemberSessions(m.ID); err != nil {
+		if err := deleteMemberSessions(tx, m.ID); err != nil {
 			return err
 		}
-		return tx.delete(resetKey(d))
+		return tx.Delete(resetKey(d))
 	})
-	if errors.Is(err, ErrNotFound) {
-		return nil, ErrNotFound
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, storage.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -171,16 +173,16 @@ func (s *Store) UseResetLink(ctx context.Context, token, password string) (*Memb
 func init() {
 	// A deleted member's reset links go with it (they are few: an
 	// operator makes them one at a time).
-	memberCleanups = append(memberCleanups, func(tx *Tx, memberID string) error {
-		return tx.deleteRecordsOf(key("reset", ""), memberID)
+	memberCleanups = append(memberCleanups, func(tx *storage.Tx, memberID string) error {
+		return deleteRecordsOf(tx, storage.Key("reset", ""), memberID)
 	})
 }
 
 // deleteRecordsOf deletes the records under prefix whose JSON names
 // memberID as member_id.
-func (tx *Tx) deleteRecordsOf(prefix []byte, memberID string) error {
+func deleteRecordsOf(tx *storage.Tx, prefix []byte, memberID string) error {
 	var keys [][]byte
-	err := tx.scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+	err := tx.Scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 		var rec struct {
 			MemberID string `json:"member_id"`
 		}
@@ -193,7 +195,7 @@ func (tx *Tx) deleteRecordsOf(prefix []byte, memberID string) error {
 		return err
 	}
 	for _, k := range keys {
-		if err := tx.delete(k); err != nil {
+		if err := tx.Delete(k); err != nil {
 			return err
 		}
 	}

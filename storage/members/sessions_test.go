@@ -1,10 +1,12 @@
-package storage
+package members
 
 import (
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 func TestSessionMetadataListAndEnd(t *testing.T) {
@@ -61,11 +63,11 @@ func TestSessionMetadataListAndEnd(t *testing.T) {
 	}
 
 	// Ending by public id: another member's id and malformed ids are refused.
-	if err := st.EndSession(t.Context(), bob.ID, SessionPublicID(phone)); !errors.Is(err, ErrNotFound) {
+	if err := st.EndSession(t.Context(), bob.ID, SessionPublicID(phone)); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("bob ends alice's session: %v", err)
 	}
-	for _, bad := range []string{"", "zz", phone, Digest(phone), SessionPublicID(phone)[:8]} {
-		if err := st.EndSession(t.Context(), alice.ID, bad); !errors.Is(err, ErrNotFound) {
+	for _, bad := range []string{"", "zz", phone, storage.Digest(phone), SessionPublicID(phone)[:8]} {
+		if err := st.EndSession(t.Context(), alice.ID, bad); !errors.Is(err, storage.ErrNotFound) {
 			t.Fatalf("EndSession(%q): %v", bad, err)
 		}
 	}
@@ -75,14 +77,14 @@ func TestSessionMetadataListAndEnd(t *testing.T) {
 	if err := st.EndSession(t.Context(), alice.ID, SessionPublicID(phone)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SessionMember(t.Context(), phone); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SessionMember(t.Context(), phone); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("ended session still works: %v", err)
 	}
 	// A touch after the end does not bring it back.
 	if err := st.TouchSession(t.Context(), phone, "203.0.113.9"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SessionMember(t.Context(), phone); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SessionMember(t.Context(), phone); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("touch revived an ended session: %v", err)
 	}
 
@@ -90,7 +92,7 @@ func TestSessionMetadataListAndEnd(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("EndOtherSessions: %d, %v", n, err)
 	}
-	if _, err := st.SessionMember(t.Context(), laptop); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SessionMember(t.Context(), laptop); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("other session survived: %v", err)
 	}
 	if _, err := st.SessionMember(t.Context(), third); err != nil {
@@ -109,15 +111,15 @@ func TestSessionMetadataListAndEnd(t *testing.T) {
 func TestSessionWithoutMetadataKeepsWorking(t *testing.T) {
 	st := openTestStore(t)
 	m, _ := st.CreateMember(t.Context(), "alice", "", "correct horse")
-	id := NewSecret(SessionPrefix, 32)
-	d := Digest(id)
+	id := storage.NewSecret(SessionPrefix, 32)
+	d := storage.Digest(id)
 	created := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
 	old := map[string]any{"member_id": m.ID, "created_at": created, "expires_at": created.Add(3 * time.Hour)}
-	err := st.Update(t.Context(), func(tx *Tx) error {
-		if err := tx.putJSON(sessionKey(d), old, 2*time.Hour); err != nil {
+	err := st.st.Update(t.Context(), func(tx *storage.Tx) error {
+		if err := tx.PutJSON(sessionKey(d), old, 2*time.Hour); err != nil {
 			return err
 		}
-		return tx.put(memberSessionKey(m.ID, d), nil, 2*time.Hour)
+		return tx.Put(memberSessionKey(m.ID, d), nil, 2*time.Hour)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +167,7 @@ func TestSessionsPerMemberAreBounded(t *testing.T) {
 	if _, err := st.SessionMember(t.Context(), first); err != nil {
 		t.Fatalf("the recently used session ended: %v", err)
 	}
-	if _, err := st.SessionMember(t.Context(), ids[1]); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SessionMember(t.Context(), ids[1]); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("the least recently used session survived: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package storage
+package members
 
 import (
 	"bytes"
@@ -8,16 +8,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
-func openTestStore(t testing.TB) *Store {
+func openTestStore(t testing.TB) Store {
 	t.Helper()
-	st, err := Open(t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	return Of(storagetest.Open(t))
 }
 
 func TestCreateMemberValidation(t *testing.T) {
@@ -40,7 +38,7 @@ func TestCreateMemberValidation(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := st.CreateMember(t.Context(), c.username, c.display, c.password)
-			if !IsInvalid(err) {
+			if !storage.IsInvalid(err) {
 				t.Fatalf("CreateMember: got %v, want an InvalidError", err)
 			}
 		})
@@ -66,18 +64,18 @@ func TestMemberUsernameUniqueCaseInsensitive(t *testing.T) {
 		t.Fatalf("password not hashed: %q", m.PasswordHash)
 	}
 	for _, name := range []string{"Alice", "alice", "ALICE"} {
-		if _, err := st.CreateMember(t.Context(), name, "", "other password"); !errors.Is(err, ErrConflict) {
-			t.Errorf("CreateMember(%q): got %v, want ErrConflict", name, err)
+		if _, err := st.CreateMember(t.Context(), name, "", "other password"); !errors.Is(err, storage.ErrConflict) {
+			t.Errorf("CreateMember(%q): got %v, want storage.ErrConflict", name, err)
 		}
 	}
 	got, err := st.Member(t.Context(), "aLiCe")
 	if err != nil || got.ID != m.ID || got.Username != "Alice" || got.DisplayName != "Alice A." {
 		t.Fatalf("Member(aLiCe) = %+v, %v", got, err)
 	}
-	if _, err := st.Member(t.Context(), "bob"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.Member(t.Context(), "bob"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("Member(bob): %v", err)
 	}
-	if _, err := st.Member(t.Context(), "../etc"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.Member(t.Context(), "../etc"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("Member(bad name): %v", err)
 	}
 }
@@ -96,7 +94,7 @@ func TestConcurrentCreateSameUsernameOnlyOneWins(t *testing.T) {
 				mu.Lock()
 				wins++
 				mu.Unlock()
-			} else if !errors.Is(err, ErrConflict) {
+			} else if !errors.Is(err, storage.ErrConflict) {
 				t.Error(err)
 			}
 		}()
@@ -151,10 +149,10 @@ func TestAuthenticate(t *testing.T) {
 	if _, err := st.Authenticate(t.Context(), "alice", "new password!"); err != nil {
 		t.Fatalf("new password: %v", err)
 	}
-	if err := st.SetPassword(t.Context(), "alice", "short"); !IsInvalid(err) {
+	if err := st.SetPassword(t.Context(), "alice", "short"); !storage.IsInvalid(err) {
 		t.Fatalf("short password: %v", err)
 	}
-	if err := st.SetPassword(t.Context(), "nobody", "long enough"); !errors.Is(err, ErrNotFound) {
+	if err := st.SetPassword(t.Context(), "nobody", "long enough"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("unknown member: %v", err)
 	}
 }
@@ -194,8 +192,8 @@ func TestSuspensionEndsSessionsAndBlocksSignIn(t *testing.T) {
 	if _, err := st.SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SessionMember(t.Context(), sid); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("session after suspension: %v, want ErrNotFound", err)
+	if _, err := st.SessionMember(t.Context(), sid); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("session after suspension: %v, want storage.ErrNotFound", err)
 	}
 	if _, err := st.Authenticate(t.Context(), "alice", "correct horse"); !errors.Is(err, ErrSuspended) {
 		t.Fatalf("sign-in while suspended: %v", err)
@@ -209,7 +207,7 @@ func TestSuspensionEndsSessionsAndBlocksSignIn(t *testing.T) {
 	if _, err := st.Authenticate(t.Context(), "alice", "correct horse"); err != nil {
 		t.Fatalf("sign-in after unsuspend: %v", err)
 	}
-	if _, err := st.SetSuspended(t.Context(), "nobody", true); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SetSuspended(t.Context(), "nobody", true); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("suspend unknown: %v", err)
 	}
 }
@@ -226,27 +224,27 @@ func TestSessions(t *testing.T) {
 	}
 	// The store keeps only the digest: the raw id is nowhere in the database.
 	var dump bytes.Buffer
-	if err := st.Backup(&dump); err != nil {
+	if err := st.st.Backup(&dump); err != nil {
 		t.Fatal(err)
 	}
 	if bytes.Contains(dump.Bytes(), []byte(sid)) || bytes.Contains(dump.Bytes(), []byte(sid[len(SessionPrefix):])) {
 		t.Fatal("raw session id stored")
 	}
 	for _, bad := range []string{"", "hs_", sid + "x", sid[:len(sid)-1], strings.Repeat("a", 200)} {
-		if _, err := st.SessionMember(t.Context(), bad); !errors.Is(err, ErrNotFound) {
+		if _, err := st.SessionMember(t.Context(), bad); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("SessionMember(%q): %v", bad, err)
 		}
 	}
 	if err := st.DeleteSession(t.Context(), sid); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SessionMember(t.Context(), sid); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SessionMember(t.Context(), sid); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("after sign-out: %v", err)
 	}
 	if err := st.DeleteSession(t.Context(), "hs_unknown"); err != nil {
 		t.Fatalf("deleting an unknown session: %v", err)
 	}
-	if _, err := st.CreateSession(t.Context(), "12345", time.Hour); !errors.Is(err, ErrNotFound) {
+	if _, err := st.CreateSession(t.Context(), "12345", time.Hour); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("session for unknown member: %v", err)
 	}
 }
@@ -262,7 +260,7 @@ func TestSessionExpires(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, err := st.SessionMember(t.Context(), short)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, storage.ErrNotFound) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -282,7 +280,7 @@ func TestPasswordChangeEndsSessions(t *testing.T) {
 	if err := st.SetPassword(t.Context(), "alice", "another password"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SessionMember(t.Context(), sid); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SessionMember(t.Context(), sid); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("session after password change: %v", err)
 	}
 }
@@ -293,13 +291,13 @@ func TestDeleteMemberRemovesItsRecords(t *testing.T) {
 	other, _ := st.CreateMember(t.Context(), "bob", "", "correct horse")
 	sid, _ := st.CreateSession(t.Context(), m.ID, time.Hour)
 	// Owned records, more than one delete batch.
-	err := st.Update(t.Context(), func(tx *Tx) error {
+	err := st.st.Update(t.Context(), func(tx *storage.Tx) error {
 		for i := 0; i < 2500; i++ {
-			if err := tx.put(key("u", m.ID, "x", testID()), []byte("v"), 0); err != nil {
+			if err := tx.Put(storage.Key("u", m.ID, "x", strconv.Itoa(i)), []byte("v"), 0); err != nil {
 				return err
 			}
 		}
-		return tx.put(key("u", other.ID, "x", "1"), []byte("v"), 0)
+		return tx.Put(storage.Key("u", other.ID, "x", "1"), []byte("v"), 0)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -307,15 +305,15 @@ func TestDeleteMemberRemovesItsRecords(t *testing.T) {
 	if err := st.DeleteMember(t.Context(), "ALICE"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Member(t.Context(), "alice"); !errors.Is(err, ErrNotFound) {
+	if _, err := st.Member(t.Context(), "alice"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("member after delete: %v", err)
 	}
-	if _, err := st.SessionMember(t.Context(), sid); !errors.Is(err, ErrNotFound) {
+	if _, err := st.SessionMember(t.Context(), sid); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("session after delete: %v", err)
 	}
 	countPrefix := func(p []byte) (n int) {
-		st.View(t.Context(), func(tx *Tx) error {
-			return tx.scan(p, nil, false, true, func(_, _ []byte) (bool, error) { n++; return true, nil })
+		st.st.View(t.Context(), func(tx *storage.Tx) error {
+			return tx.Scan(p, nil, false, true, func(_, _ []byte) (bool, error) { n++; return true, nil })
 		})
 		return n
 	}
@@ -328,42 +326,10 @@ func TestDeleteMemberRemovesItsRecords(t *testing.T) {
 	if _, err := st.CreateMember(t.Context(), "Alice", "", "correct horse"); err != nil {
 		t.Fatalf("username reusable after delete: %v", err)
 	}
-	if err := st.DeleteMember(t.Context(), "nobody"); !errors.Is(err, ErrNotFound) {
+	if err := st.DeleteMember(t.Context(), "nobody"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("delete unknown: %v", err)
 	}
 }
-
-// Ids of one slot increase, also past 1024 in one millisecond (the
-// clock stands still here); two slots' ids never meet; an id keeps the
-// milliseconds of its creation in the bits above 16, as before.
-func TestNewIDIncreases(t *testing.T) {
-	at := time.Unix(1700000000, 0)
-	seen := map[uint64]bool{}
-	for slot := range uint16(3) {
-		g, prev := newIDGen(), uint64(0)
-		for i := 0; i < 3000; i++ {
-			id := g.next(at, slot)
-			if id <= prev {
-				t.Fatalf("slot %d: id %d after %d", slot, id, prev)
-			}
-			if seen[id] {
-				t.Fatalf("slot %d: id %d made twice", slot, id)
-			}
-			seen[id], prev = true, id
-			if got := int64(id >> 16); got < at.UnixMilli() || got > at.UnixMilli()+3 {
-				t.Fatalf("id %d: milliseconds %d", id, got)
-			}
-			if got := uint16(id>>idSeqBits) & (1<<idSlotBits - 1); got != slot {
-				t.Fatalf("id %d has slot %d, want %d", id, got, slot)
-			}
-		}
-	}
-}
-
-var testIDs = newIDGen()
-
-// testID is an id for records tests write themselves.
-func testID() string { return strconv.FormatUint(testIDs.next(time.Now(), 0), 10) }
 
 // One-line names shown on pages refuse control characters: a member's
 // display name (an API token's name: storage/apitokens).
@@ -373,7 +339,7 @@ func TestNamesRefuseControlCharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"a\x00b", "tab\there", "esc\x1b[31m", "line\nbreak"} {
-		if _, err := st.CreateMember(t.Context(), "bob", name, "correct horse"); !IsInvalid(err) {
+		if _, err := st.CreateMember(t.Context(), "bob", name, "correct horse"); !storage.IsInvalid(err) {
 			t.Errorf("display name %q: %v, want invalid", name, err)
 		}
 	}
@@ -382,26 +348,8 @@ func TestNamesRefuseControlCharacters(t *testing.T) {
 	}
 }
 
-// A clock that steps back (or a node that took over a slot) may make an id
-// that exists: a creation takes the next id instead of overwriting the
-// record.
-func TestCreationNeverOverwritesAnID(t *testing.T) {
-	st := openTestStore(t)
-	at := time.Unix(1800000000, 0)
-	st.idNow = func() time.Time { return at }
-	first, err := st.CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.ids = newIDGen() // a restart at the same instant
-	second, err := st.CreateMember(t.Context(), "bob", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if second.ID == first.ID {
-		t.Fatalf("both members got id %s", first.ID)
-	}
-	if m, err := st.MemberByID(t.Context(), first.ID); err != nil || m.Username != "alice" {
-		t.Fatalf("the first member's record: %+v, %v", m, err)
-	}
-}
+// The members' tests run on Badger, and with HEARTH_TEST_ENGINE=postgres
+// on PostgreSQL (storagetest.Main: a server on 127.0.0.1:testPostgresPort).
+const testPostgresPort = 15447
+
+func TestMain(m *testing.M) { storagetest.Main(m, testPostgresPort) }

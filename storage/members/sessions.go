@@ -1,4 +1,4 @@
-package storage
+package members
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // Session is a signed-in browser. Its id is a secret kept by the browser in
@@ -56,15 +58,15 @@ const (
 // SessionPrefix starts every session id, so a leaked value is recognisable.
 const SessionPrefix = "hs_"
 
-func sessionKey(digest string) []byte { return key("session", digest) }
+func sessionKey(digest string) []byte { return storage.Key("session", digest) }
 func memberSessionKey(memberID, digest string) []byte {
-	return key("member", "sess", memberID, digest)
+	return storage.Key("member", "sess", memberID, digest)
 }
-func memberSessionsPrefix(memberID string) []byte { return key("member", "sess", memberID, "") }
+func memberSessionsPrefix(memberID string) []byte { return storage.Key("member", "sess", memberID, "") }
 
 // SessionPublicID is the public id of the session whose cookie secret is
 // id: the first SessionPublicIDLen hex digits of its digest.
-func SessionPublicID(id string) string { return Digest(id)[:SessionPublicIDLen] }
+func SessionPublicID(id string) string { return storage.Digest(id)[:SessionPublicIDLen] }
 
 // clip keeps s within n bytes on a rune boundary, without control characters.
 func clip(s string, n int) string {
@@ -86,31 +88,31 @@ func clip(s string, n int) string {
 func startsRune(b byte) bool { return b&0xC0 != 0x80 }
 
 // CreateSession starts a session for memberID lasting ttl and returns its id.
-func (s *Store) CreateSession(ctx context.Context, memberID string, ttl time.Duration) (string, error) {
+func (s Store) CreateSession(ctx context.Context, memberID string, ttl time.Duration) (string, error) {
 	return s.CreateSessionWith(ctx, memberID, ttl, SessionInfo{})
 }
 
 // CreateSessionWith is CreateSession recording the browser's device summary
 // and client address (clipped to their bounds).
-func (s *Store) CreateSessionWith(ctx context.Context, memberID string, ttl time.Duration, info SessionInfo) (string, error) {
-	id := NewSecret(SessionPrefix, 32)
-	d := Digest(id)
+func (s Store) CreateSessionWith(ctx context.Context, memberID string, ttl time.Duration, info SessionInfo) (string, error) {
+	id := storage.NewSecret(SessionPrefix, 32)
+	d := storage.Digest(id)
 	now := time.Now().UTC()
 	sess := Session{
 		MemberID: memberID, CreatedAt: now, ExpiresAt: now.Add(ttl), LastSeenAt: now,
 		Device: clip(info.Device, MaxSessionDeviceLen), Address: clip(info.Address, MaxSessionAddressLen),
 	}
-	err := s.Update(ctx, func(tx *Tx) error {
-		if _, err := tx.MemberByID(memberID); err != nil {
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		if _, err := ByID(tx, memberID); err != nil {
 			return err
 		}
-		if err := tx.trimMemberSessions(memberID, MaxSessionsPerMember-1); err != nil {
+		if err := trimMemberSessions(tx, memberID, MaxSessionsPerMember-1); err != nil {
 			return err
 		}
-		if err := tx.putJSON(sessionKey(d), sess, ttl); err != nil {
+		if err := tx.PutJSON(sessionKey(d), sess, ttl); err != nil {
 			return err
 		}
-		return tx.put(memberSessionKey(memberID, d), nil, ttl)
+		return tx.Put(memberSessionKey(memberID, d), nil, ttl)
 	})
 	if err != nil {
 		return "", err
@@ -119,29 +121,29 @@ func (s *Store) CreateSessionWith(ctx context.Context, memberID string, ttl time
 }
 
 // SessionMember returns the member signed in with session id. It returns
-// ErrNotFound for unknown or expired sessions and ErrSuspended for a
+// storage.ErrNotFound for unknown or expired sessions and ErrSuspended for a
 // suspended member.
-func (s *Store) SessionMember(ctx context.Context, id string) (*Member, error) {
+func (s Store) SessionMember(ctx context.Context, id string) (*Member, error) {
 	m, _, err := s.SessionAndMember(ctx, id)
 	return m, err
 }
 
 // SessionAndMember is SessionMember that also returns the session record.
-func (s *Store) SessionAndMember(ctx context.Context, id string) (*Member, *Session, error) {
+func (s Store) SessionAndMember(ctx context.Context, id string) (*Member, *Session, error) {
 	if len(id) < len(SessionPrefix)+16 || len(id) > 128 {
-		return nil, nil, ErrNotFound
+		return nil, nil, storage.ErrNotFound
 	}
 	var m *Member
 	var sess Session
-	d := Digest(id)
-	err := s.View(ctx, func(tx *Tx) error {
-		if err := tx.getJSON(sessionKey(d), &sess); err != nil {
+	d := storage.Digest(id)
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		if err := tx.GetJSON(sessionKey(d), &sess); err != nil {
 			return err
 		}
 		var err error
-		m, err = tx.MemberByID(sess.MemberID)
-		if errors.Is(err, ErrNotFound) {
-			return ErrNotFound
+		m, err = ByID(tx, sess.MemberID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return storage.ErrNotFound
 		}
 		return err
 	})
@@ -160,12 +162,12 @@ func (s *Store) SessionAndMember(ctx context.Context, id string) (*Member, *Sess
 // minutes is enough). A session ended or expired meanwhile stays ended; the
 // session keeps its expiry. The write is asynchronous: a last-seen time is
 // not worth a disk sync.
-func (s *Store) TouchSession(ctx context.Context, id, address string) error {
-	d := Digest(id)
-	return s.UpdateAsync(ctx, func(tx *Tx) error {
+func (s Store) TouchSession(ctx context.Context, id, address string) error {
+	d := storage.Digest(id)
+	return s.st.UpdateAsync(ctx, func(tx *storage.Tx) error {
 		var sess Session
-		err := tx.getJSON(sessionKey(d), &sess)
-		if errors.Is(err, ErrNotFound) {
+		err := tx.GetJSON(sessionKey(d), &sess)
+		if errors.Is(err, storage.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
@@ -180,26 +182,26 @@ func (s *Store) TouchSession(ctx context.Context, id, address string) error {
 		if address != "" {
 			sess.Address = clip(address, MaxSessionAddressLen)
 		}
-		if err := tx.putJSON(sessionKey(d), sess, ttl); err != nil {
+		if err := tx.PutJSON(sessionKey(d), sess, ttl); err != nil {
 			return err
 		}
-		return tx.put(memberSessionKey(sess.MemberID, d), nil, ttl)
+		return tx.Put(memberSessionKey(sess.MemberID, d), nil, ttl)
 	})
 }
 
 // Sessions lists memberID's live sessions, most recently seen first.
-func (s *Store) Sessions(ctx context.Context, memberID string) ([]*Session, error) {
+func (s Store) Sessions(ctx context.Context, memberID string) ([]*Session, error) {
 	var out []*Session
-	err := s.View(ctx, func(tx *Tx) error {
-		digests, err := tx.suffixes(memberSessionsPrefix(memberID))
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		digests, err := tx.Suffixes(memberSessionsPrefix(memberID))
 		if err != nil {
 			return err
 		}
 		now := time.Now()
 		for _, d := range digests {
 			var sess Session
-			err := tx.getJSON(sessionKey(d), &sess)
-			if errors.Is(err, ErrNotFound) {
+			err := tx.GetJSON(sessionKey(d), &sess)
+			if errors.Is(err, storage.ErrNotFound) {
 				continue
 			}
 			if err != nil {
@@ -218,25 +220,25 @@ func (s *Store) Sessions(ctx context.Context, memberID string) ([]*Session, erro
 }
 
 // EndSession ends memberID's session whose public id is publicID. It
-// returns ErrNotFound when the member has no such session.
-func (s *Store) EndSession(ctx context.Context, memberID, publicID string) error {
+// returns storage.ErrNotFound when the member has no such session.
+func (s Store) EndSession(ctx context.Context, memberID, publicID string) error {
 	if len(publicID) != SessionPublicIDLen || strings.Trim(publicID, "0123456789abcdef") != "" {
-		return ErrNotFound
+		return storage.ErrNotFound
 	}
-	return s.Update(ctx, func(tx *Tx) error {
-		digests, err := tx.suffixes(key("member", "sess", memberID, publicID))
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
+		digests, err := tx.Suffixes(storage.Key("member", "sess", memberID, publicID))
 		if err != nil {
 			return err
 		}
 		if len(digests) == 0 {
-			return ErrNotFound
+			return storage.ErrNotFound
 		}
 		for _, rest := range digests {
 			d := publicID + rest
-			if err := tx.delete(sessionKey(d)); err != nil {
+			if err := tx.Delete(sessionKey(d)); err != nil {
 				return err
 			}
-			if err := tx.delete(memberSessionKey(memberID, d)); err != nil {
+			if err := tx.Delete(memberSessionKey(memberID, d)); err != nil {
 				return err
 			}
 		}
@@ -247,43 +249,43 @@ func (s *Store) EndSession(ctx context.Context, memberID, publicID string) error
 // EndOtherSessions ends every session of memberID except the one whose
 // cookie secret is keep (none kept when keep is ""), and returns how many
 // it ended.
-func (s *Store) EndOtherSessions(ctx context.Context, memberID, keep string) (int, error) {
+func (s Store) EndOtherSessions(ctx context.Context, memberID, keep string) (int, error) {
 	keepDigest := ""
 	if keep != "" {
-		keepDigest = Digest(keep)
+		keepDigest = storage.Digest(keep)
 	}
 	n := 0
-	err := s.Update(ctx, func(tx *Tx) error {
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
 		var err error
-		n, err = tx.deleteMemberSessionsExcept(memberID, keepDigest)
+		n, err = deleteMemberSessionsExcept(tx, memberID, keepDigest)
 		return err
 	})
 	return n, err
 }
 
 // DeleteSession ends a session; unknown ids are ignored.
-func (s *Store) DeleteSession(ctx context.Context, id string) error {
-	d := Digest(id)
-	return s.Update(ctx, func(tx *Tx) error {
+func (s Store) DeleteSession(ctx context.Context, id string) error {
+	d := storage.Digest(id)
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
 		var sess Session
-		err := tx.getJSON(sessionKey(d), &sess)
-		if errors.Is(err, ErrNotFound) {
+		err := tx.GetJSON(sessionKey(d), &sess)
+		if errors.Is(err, storage.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if err := tx.delete(sessionKey(d)); err != nil {
+		if err := tx.Delete(sessionKey(d)); err != nil {
 			return err
 		}
-		return tx.delete(memberSessionKey(sess.MemberID, d))
+		return tx.Delete(memberSessionKey(sess.MemberID, d))
 	})
 }
 
 // trimMemberSessions ends memberID's least recently used sessions (and
 // index entries of ended ones) until at most keep are left.
-func (tx *Tx) trimMemberSessions(memberID string, keep int) error {
-	digests, err := tx.suffixes(memberSessionsPrefix(memberID))
+func trimMemberSessions(tx *storage.Tx, memberID string, keep int) error {
+	digests, err := tx.Suffixes(memberSessionsPrefix(memberID))
 	if err != nil || len(digests) <= keep {
 		return err
 	}
@@ -294,25 +296,25 @@ func (tx *Tx) trimMemberSessions(memberID string, keep int) error {
 	var sessions []live
 	for _, d := range digests {
 		var sess Session
-		err := tx.getJSON(sessionKey(d), &sess)
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		err := tx.GetJSON(sessionKey(d), &sess)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
 		if err == nil && time.Now().Before(sess.ExpiresAt) {
 			sessions = append(sessions, live{d, sess.LastSeen()})
 			continue
 		}
-		if err := tx.delete(memberSessionKey(memberID, d)); err != nil {
+		if err := tx.Delete(memberSessionKey(memberID, d)); err != nil {
 			return err
 		}
 	}
 	sort.Slice(sessions, func(i, j int) bool { return sessions[i].seen.Before(sessions[j].seen) })
 	for len(sessions) > keep {
 		d := sessions[0].digest
-		if err := tx.delete(sessionKey(d)); err != nil {
+		if err := tx.Delete(sessionKey(d)); err != nil {
 			return err
 		}
-		if err := tx.delete(memberSessionKey(memberID, d)); err != nil {
+		if err := tx.Delete(memberSessionKey(memberID, d)); err != nil {
 			return err
 		}
 		sessions = sessions[1:]
@@ -320,15 +322,15 @@ func (tx *Tx) trimMemberSessions(memberID string, keep int) error {
 	return nil
 }
 
-func (tx *Tx) deleteMemberSessions(memberID string) error {
-	_, err := tx.deleteMemberSessionsExcept(memberID, "")
+func deleteMemberSessions(tx *storage.Tx, memberID string) error {
+	_, err := deleteMemberSessionsExcept(tx, memberID, "")
 	return err
 }
 
 // deleteMemberSessionsExcept deletes memberID's sessions but the one with
 // digest keep, and returns how many live ones it deleted.
-func (tx *Tx) deleteMemberSessionsExcept(memberID, keep string) (int, error) {
-	digests, err := tx.suffixes(memberSessionsPrefix(memberID))
+func deleteMemberSessionsExcept(tx *storage.Tx, memberID, keep string) (int, error) {
+	digests, err := tx.Suffixes(memberSessionsPrefix(memberID))
 	if err != nil {
 		return 0, err
 	}
@@ -337,15 +339,15 @@ func (tx *Tx) deleteMemberSessionsExcept(memberID, keep string) (int, error) {
 		if d == keep {
 			continue
 		}
-		if ok, err := tx.has(sessionKey(d)); err != nil {
+		if ok, err := tx.Has(sessionKey(d)); err != nil {
 			return n, err
 		} else if ok {
 			n++
 		}
-		if err := tx.delete(sessionKey(d)); err != nil {
+		if err := tx.Delete(sessionKey(d)); err != nil {
 			return n, err
 		}
-		if err := tx.delete(memberSessionKey(memberID, d)); err != nil {
+		if err := tx.Delete(memberSessionKey(memberID, d)); err != nil {
 			return n, err
 		}
 	}

@@ -1,0 +1,387 @@
+// Package members holds the site's members, shared by every service: the
+// member records (username, display name, password hash, suspension), web
+// sessions, two-factor sign-in (TOTP secrets, recovery codes, sign-in
+// challenges), password reset links and the password hashing, over the
+// engine-agnostic core in storage (keys under "member/", "session/",
+// "2fa/", "reset/" and "u/<member>/2fa/"). Deleting a member removes
+// everything under its prefix "u/<member>/" and runs the hooks other
+// domains register with OnDelete for what they keep elsewhere.
+//
+// A Store is a value holding only the *storage.Store. The cache of members
+// is a kind declared here (Cache), so each storage.Store holds one, whatever
+// value reads it: Of may be called anywhere, as often as wanted, without
+// allocating.
+package members
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// Store is the members of one storage.Store.
+type Store struct{ st *storage.Store }
+
+// Of returns the members of st.
+func Of(st *storage.Store) Store { return Store{st} }
+
+// Member is a human account of the site, shared by every service.
+type Member struct {
+	ID           string    `json:"id"`
+	Username     string    `json:"username"`
+	DisplayName  string    `json:"display_name"`
+	CreatedAt    time.Time `json:"created_at"`
+	Suspended    bool      `json:"suspended"`
+	PasswordHash string    `json:"password_hash"`
+	// TwoFactor is on when the member signs in with a second factor (its
+	// secret is a record of its own, see TwoFactor).
+	TwoFactor bool `json:"two_factor,omitempty"`
+}
+
+// Limits on member fields, as Mastodon has them (passwords: at least 8
+// characters; the upper bound keeps argon2 work per request bounded).
+const (
+	MaxDisplayNameLen = 30
+	MinPasswordLen    = 8
+	MaxPasswordLen    = 128
+)
+
+var usernameRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,30}$`)
+
+// ValidateUsername checks Mastodon's username rule.
+func ValidateUsername(username string) error {
+	if !usernameRE.MatchString(username) {
+		return storage.Invalid("username must be 1 to 30 letters, digits or underscores")
+	}
+	return nil
+}
+
+// ValidatePassword checks the password length rule.
+func ValidatePassword(password string) error {
+	n := utf8.RuneCountInString(password)
+	if n < MinPasswordLen || n > MaxPasswordLen {
+		return storage.Invalid("password must be %d to %d characters long", MinPasswordLen, MaxPasswordLen)
+	}
+	return nil
+}
+
+func validateDisplayName(name string) error {
+	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > MaxDisplayNameLen || storage.HasControl(name) {
+		return storage.Invalid("display name must be at most %d characters on one line, without control characters", MaxDisplayNameLen)
+	}
+	return nil
+}
+
+func memberNameKey(username string) []byte {
+	return storage.Key("member", "name", strings.ToLower(username))
+}
+func memberIDKey(id string) []byte { return storage.Key("member", "id", id) }
+
+// memberDataPrefix is the key prefix under which domains keep records
+// owned by one member; DeleteMember removes all of it.
+func memberDataPrefix(memberID string) []byte { return storage.Key("u", memberID, "") }
+
+// memberCleanups are run inside DeleteMember's transaction by domains
+// that keep records outside the member's prefix (global lookup keys).
+var memberCleanups []func(tx *storage.Tx, memberID string) error
+
+// OnDelete registers fn to run inside DeleteMember's transaction:
+// a domain package removes there the records of the member it keeps
+// outside the member's prefix (global lookup keys). Call it from an init
+// function.
+func OnDelete(fn func(tx *storage.Tx, memberID string) error) {
+	memberCleanups = append(memberCleanups, fn)
+}
+
+// accessRevokers end one kind of a member's access for
+// RevokeMemberAccess (OnRevokeAccess).
+var accessRevokers []func(ctx context.Context, st *storage.Store, memberID string) (tokens, apps int, err error)
+
+// OnRevokeAccess registers fn, which ends the member's access of a
+// kind a domain package holds (storage/apitokens: API tokens;
+// storage/grants: OAuth grants) and returns how many API tokens and
+// applications it revoked, for RevokeMemberAccess. Call it from an init
+// function.
+func OnRevokeAccess(fn func(ctx context.Context, st *storage.Store, memberID string) (tokens, apps int, err error)) {
+	accessRevokers = append(accessRevokers, fn)
+}
+
+// CreateMember adds a member. It returns an *InvalidError for a bad
+// username, display name or password and storage.ErrConflict when the username is
+// taken (case-insensitively).
+func (s Store) CreateMember(ctx context.Context, username, displayName, password string) (*Member, error) {
+	if err := ValidateUsername(username); err != nil {
+		return nil, err
+	}
+	if err := validateDisplayName(displayName); err != nil {
+		return nil, err
+	}
+	if err := ValidatePassword(password); err != nil {
+		return nil, err
+	}
+	m := &Member{
+		Username:     username,
+		DisplayName:  displayName,
+		CreatedAt:    time.Now().UTC().Truncate(time.Second),
+		PasswordHash: HashPassword(password),
+	}
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		taken, err := tx.Has(memberNameKey(username))
+		if err != nil {
+			return err
+		}
+		if taken {
+			return storage.ErrConflict
+		}
+		if m.ID, err = tx.FreshID(memberIDKey); err != nil {
+			return err
+		}
+		if err := tx.Put(memberNameKey(username), []byte(m.ID), 0); err != nil {
+			return err
+		}
+		return tx.PutJSON(memberIDKey(m.ID), m, 0)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// ByUsername returns the member with username (any case) in tx.
+func ByUsername(tx *storage.Tx, username string) (*Member, error) {
+	if ValidateUsername(username) != nil {
+		return nil, storage.ErrNotFound
+	}
+	id, err := tx.Get(memberNameKey(username))
+	if err != nil {
+		return nil, err
+	}
+	return ByID(tx, string(id))
+}
+
+// ByID returns the member with id in tx.
+func ByID(tx *storage.Tx, id string) (*Member, error) {
+	var m Member
+	if err := tx.GetJSON(memberIDKey(id), &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// Member returns the member with username (any case).
+func (s Store) Member(ctx context.Context, username string) (m *Member, err error) {
+	err = s.st.View(ctx, func(tx *storage.Tx) error { m, err = ByUsername(tx, username); return err })
+	return m, err
+}
+
+// MemberByID returns the member with id.
+func (s Store) MemberByID(ctx context.Context, id string) (m *Member, err error) {
+	err = s.st.View(ctx, func(tx *storage.Tx) error { m, err = ByID(tx, id); return err })
+	return m, err
+}
+
+// Members lists every member, ordered by username.
+func (s Store) Members(ctx context.Context) ([]*Member, error) {
+	var out []*Member
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		return tx.Scan(storage.Key("member", "id", ""), nil, false, false, func(_, v []byte) (bool, error) {
+			var m Member
+			if err := json.Unmarshal(v, &m); err != nil {
+				return false, err
+			}
+			out = append(out, &m)
+			return true, nil
+		})
+	})
+	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i].Username) < strings.ToLower(out[j].Username) })
+	return out, err
+}
+
+// Authenticate returns the member whose username and password match. Unknown
+// usernames cost the same hashing work as wrong passwords. A suspended
+// member gets ErrSuspended, and only when the password is right.
+func (s Store) Authenticate(ctx context.Context, username, password string) (*Member, error) {
+	m, err := s.Member(ctx, username)
+	if errors.Is(err, storage.ErrNotFound) {
+		CheckPassword(dummyHash, password)
+		return nil, ErrBadCredentials
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !CheckPassword(m.PasswordHash, password) {
+		return nil, ErrBadCredentials
+	}
+	if m.Suspended {
+		return nil, ErrSuspended
+	}
+	return m, nil
+}
+
+// Errors of Authenticate and session lookups.
+var (
+	ErrBadCredentials = errors.New("wrong username or password")
+	ErrSuspended      = errors.New("this account is suspended")
+)
+
+// SetSuspended suspends or reinstates a member. Suspending ends every web
+// session of the member at once; tokens of the other services check the flag
+// on every use.
+func (s Store) SetSuspended(ctx context.Context, username string, suspended bool) (*Member, error) {
+	var out *Member
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		m, err := ByUsername(tx, username)
+		if err != nil {
+			return err
+		}
+		m.Suspended = suspended
+		if err := tx.PutJSON(memberIDKey(m.ID), m, 0); err != nil {
+			return err
+		}
+		if suspended {
+			if err := deleteMemberSessions(tx, m.ID); err != nil {
+				return err
+			}
+		}
+		out = m
+		return nil
+	})
+	return out, err
+}
+
+// SetPassword replaces a member's password and ends its web sessions.
+func (s Store) SetPassword(ctx context.Context, username, password string) error {
+	if err := ValidatePassword(password); err != nil {
+		return err
+	}
+	hash := HashPassword(password)
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
+		m, err := ByUsername(tx, username)
+		if err != nil {
+			return err
+		}
+		m.PasswordHash = hash
+		if err := tx.PutJSON(memberIDKey(m.ID), m, 0); err != nil {
+			return err
+		}
+		return deleteMemberSessions(tx, m.ID)
+	})
+}
+
+// DeleteMember removes a member and everything it owns.
+func (s Store) DeleteMember(ctx context.Context, username string) error {
+	var id string
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		m, err := ByUsername(tx, username)
+		if err != nil {
+			return err
+		}
+		id = m.ID
+		if err := tx.Delete(memberNameKey(m.Username)); err != nil {
+			return err
+		}
+		if err := tx.Delete(memberIDKey(m.ID)); err != nil {
+			return err
+		}
+		if err := deleteMemberSessions(tx, m.ID); err != nil {
+			return err
+		}
+		for _, clean := range memberCleanups {
+			if err := clean(tx, m.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// The member's own records can be many, more than one transaction may
+	// hold, so they go in batches after the member record. Nothing can reach
+	// them in between: every lookup starts from the member. (Badger's
+	// DropPrefix is not used: it blocks every other write while it runs.)
+	return s.st.DeletePrefixInBatches(ctx, memberDataPrefix(id))
+}
+
+// SetDisplayName changes a member's display name.
+func (s Store) SetDisplayName(ctx context.Context, memberID, name string) (*Member, error) {
+	if err := validateDisplayName(name); err != nil {
+		return nil, err
+	}
+	var out *Member
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		m, err := ByID(tx, memberID)
+		if err != nil {
+			return err
+		}
+		m.DisplayName = name
+		out = m
+		return tx.PutJSON(memberIDKey(m.ID), m, 0)
+	})
+	return out, err
+}
+
+// ChangePassword replaces memberID's password and ends its web sessions
+// except the one whose cookie secret is keepSession (the browser that made
+// the change). The caller has checked the current password.
+func (s Store) ChangePassword(ctx context.Context, memberID, password, keepSession string) error {
+	if err := ValidatePassword(password); err != nil {
+		return err
+	}
+	hash := HashPassword(password)
+	keep := ""
+	if keepSession != "" {
+		keep = storage.Digest(keepSession)
+	}
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
+		m, err := ByID(tx, memberID)
+		if err != nil {
+			return err
+		}
+		m.PasswordHash = hash
+		if err := tx.PutJSON(memberIDKey(m.ID), m, 0); err != nil {
+			return err
+		}
+		_, err = deleteMemberSessionsExcept(tx, m.ID, keep)
+		return err
+	})
+}
+
+// RevokeMemberAccess ends every API token and OAuth grant of memberID (its
+// web sessions stay), and returns how many tokens and apps it revoked,
+// through the packages that hold them (OnRevokeAccess:
+// storage/apitokens, storage/grants).
+func (s Store) RevokeMemberAccess(ctx context.Context, memberID string) (tokens, apps int, err error) {
+	for _, revoke := range accessRevokers {
+		t, a, err := revoke(ctx, s.st, memberID)
+		tokens, apps = tokens+t, apps+a
+		if err != nil {
+			return tokens, apps, err
+		}
+	}
+	return tokens, apps, nil
+}
+
+// Cache is the cache of members (by member id), which domain packages read
+// with their records on hot paths (an OAuth or API token's member): a kind
+// of the store's record caches (storage.NewCacheKind), dropped on every
+// node by any write of a member record.
+var Cache = storage.NewCacheKind[Member](memberIDKey(""))
+
+// Cached returns the member with id from st's Cache, or reads it in tx;
+// read says it was read, to be added with a generation taken before tx
+// began.
+func Cached(st *storage.Store, tx *storage.Tx, id string) (m *Member, read bool, err error) {
+	if m = Cache.Of(st).Get(id); m != nil {
+		return m, false, nil
+	}
+	m, err = ByID(tx, id)
+	return m, err == nil, err
+}
