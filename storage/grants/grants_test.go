@@ -304,6 +304,42 @@ func BenchmarkCreateOAuthAppToken(b *testing.B) {
 	}
 }
 
+// BenchmarkTokenOfMember is the store's part of authenticating a member's
+// bearer token (verify_credentials and every Mastodon API request): the
+// token and its member, both from the record caches once the first run read
+// them.
+func BenchmarkTokenOfMember(b *testing.B) {
+	f := false
+	st, err := storage.Open(b.TempDir(), storage.Options{GCInterval: -1, SyncWrites: &f})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	m, err := members.Of(st).CreateMember(b.Context(), "alice", "Alice", "correct horse battery")
+	if err != nil {
+		b.Fatal(err)
+	}
+	app, _, err := Of(st).CreateApp(b.Context(), "bench", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	code, err := Of(st).CreateCode(b.Context(), app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, token, err := Of(st).ExchangeCode(b.Context(), code, func(*Code) error { return nil })
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, got, err := Of(st).Token(b.Context(), token); err != nil || got.ID != m.ID {
+			b.Fatalf("Token: %v, %v", got, err)
+		}
+	}
+}
+
 // The engine suite's server for this package (storagetest.Main).
 const testPostgresPort = 15443
 
