@@ -1,7 +1,7 @@
 // Package kv is Hearth's storage engine waist: an ordered, transactional
 // key-value store (the Engine interface) and the optional cluster services an
 // engine may offer, discovered by interface assertion (Counters, Leases,
-// IDSlots, TextIndex). Two engines implement it: storage/kv/badgerkv
+// IDSlots, LiveEpochs, Replacer, Cursors). Two engines implement it: storage/kv/badgerkv
 // (embedded, the default) and storage/kv/pgkv (PostgreSQL ≥ 15 through pgx,
 // several nodes on one database). storage/kv/kvtest is the conformance suite
 // both pass. Design: ../shared/design/scale-out.md §6; how the domain layer
@@ -347,15 +347,3 @@ var ErrReplaceRunning = errors.New("kv: another replace of the store is running"
 
 // MaxIDSlot is the largest node slot (64 nodes).
 const MaxIDSlot = 63
-
-// TextIndex is a full-text index kept by the engine (PostgreSQL's tsvector,
-// for example), for the search of issue 15. Neither engine offers it yet:
-// search keeps its own index in ordinary keys. Declared so search can ask.
-type TextIndex interface {
-	// IndexText sets (text non-empty) or removes the indexed text of doc
-	// in index, inside the transaction w belongs to.
-	IndexText(w Writer, index string, doc []byte, text string) error
-	// SearchText returns up to limit docs of index matching query, best
-	// first.
-	SearchText(r Reader, index string, query string, limit int) ([][]byte, error)
-}
