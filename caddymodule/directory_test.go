@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,8 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip13"
 	"github.com/nbd-wtf/go-nostr/nip19"
+
+	"github.com/hearthkit/caddy-hearth/internal/testrelay"
 )
 
 // memoryRelay is a khatru relay on loopback keeping events in memory.
@@ -30,32 +31,11 @@ func memoryRelay(t *testing.T) *httptest.Server {
 // it without broadcasting it (subscribers read it when they next query).
 func memoryRelayStore(t *testing.T) (*httptest.Server, func(*nostr.Event)) {
 	relay := khatru.NewRelay()
-	var mu sync.Mutex
-	var events []*nostr.Event
-	store := func(evt *nostr.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		events = append(events, evt)
-	}
-	relay.StoreEvent = append(relay.StoreEvent, func(_ context.Context, evt *nostr.Event) error {
-		store(evt)
-		return nil
-	})
-	relay.QueryEvents = append(relay.QueryEvents, func(_ context.Context, f nostr.Filter) (chan *nostr.Event, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		ch := make(chan *nostr.Event, len(events))
-		for _, evt := range events {
-			if f.Matches(evt) {
-				ch <- evt
-			}
-		}
-		close(ch)
-		return ch, nil
-	})
+	var events testrelay.Events
+	events.Attach(relay)
 	srv := httptest.NewServer(relay)
 	t.Cleanup(srv.Close)
-	return srv, store
+	return srv, events.Add
 }
 
 type dirAgent struct {

@@ -1,25 +1,22 @@
 package directory
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http/httptest"
-	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
+	"github.com/hearthkit/caddy-hearth/internal/testrelay"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
@@ -36,13 +33,11 @@ type testRelay struct {
 	// twice for one session).
 	sessions atomic.Int32
 	open     sync.Map
-	// capAt, when positive, caps what one filter returns (newest first).
-	capAt int
+	store    testrelay.Events // what the relay stores
 
-	mu     sync.Mutex
-	srv    *httptest.Server
-	conns  []net.Conn
-	events []*nostr.Event // what the relay stores
+	mu    sync.Mutex
+	srv   *httptest.Server
+	conns []net.Conn
 }
 
 func startRelay(t *testing.T) *testRelay {
@@ -52,39 +47,9 @@ func startRelay(t *testing.T) *testRelay {
 }
 
 func (tr *testRelay) serve() {
-	t := tr.t
-	tr.relay.StoreEvent = append(tr.relay.StoreEvent, func(_ context.Context, evt *nostr.Event) error {
-		tr.mu.Lock()
-		defer tr.mu.Unlock()
-		tr.events = append(tr.events, evt)
-		return nil
-	})
-	tr.relay.QueryEvents = append(tr.relay.QueryEvents, func(_ context.Context, f nostr.Filter) (chan *nostr.Event, error) {
-		tr.mu.Lock()
-		var match []*nostr.Event
-		for _, evt := range tr.events {
-			if f.Matches(evt) {
-				match = append(match, evt)
-			}
-		}
-		tr.mu.Unlock()
-		if tr.capAt > 0 {
-			slices.SortStableFunc(match, func(a, b *nostr.Event) int { return cmp.Compare(b.CreatedAt, a.CreatedAt) })
-			limit := tr.capAt
-			if f.Limit > 0 && f.Limit < limit {
-				limit = f.Limit
-			}
-			match = match[:min(len(match), limit)]
-		}
-		ch := make(chan *nostr.Event, len(match))
-		for _, evt := range match {
-			ch <- evt
-		}
-		close(ch)
-		return ch, nil
-	})
+	tr.store.Attach(tr.relay)
 	tr.listen("127.0.0.1:0")
-	t.Cleanup(tr.stop)
+	tr.t.Cleanup(tr.stop)
 }
 
 func newTestRelay(t *testing.T) *testRelay {
@@ -98,14 +63,11 @@ func newTestRelay(t *testing.T) *testRelay {
 }
 
 // startCappedRelay is a khatru relay whose store answers a filter with at
-// most its 500 newest events (newest first), as relay stores commonly do:
-// fiatjaf/eventstore's slicestore, lmdb and badger backends all default to
-// MaxLimit 500 (eventstore v0.16.2 slicestore/lib.go). slicestore itself is
-// not safe for concurrent use, so the same query runs here under the test
-// relay's lock.
+// most its 500 newest events (newest first), as relay stores commonly do
+// (testrelay.Events.Cap).
 func startCappedRelay(t *testing.T) *testRelay {
 	tr := newTestRelay(t)
-	tr.capAt = 500
+	tr.store.Cap = 500
 	tr.serve()
 	return tr
 }
@@ -168,38 +130,11 @@ func (tr *testRelay) stop() {
 
 func (tr *testRelay) restart() { tr.listen(tr.addr) }
 
-// publish hands events to the relay as khatru does with a client's EVENT
-// (handlers.go: AddEvent's pipeline of reject hooks, deletion check and
-// store, then a broadcast to the live subscriptions), the broadcast under
-// khatru's own listener lock.
-//
-// khatru v0.19.1 broadcasts by reading its listener list without that lock
-// (listener.go notifyListeners), while a REQ, a CLOSE or a session's end
-// changes the list under it (addListener, removeListenerId,
-// removeClientAndListeners, each in its own goroutine per message);
-// unchanged at fiatjaf/khatru 9f99b98. A test that publishes while the
-// directory changes its subscriptions (a catch-up page closed, a restart, a
-// lease handed over) met that race under -race (CI,
-// TestRelayCatchUpPagesBackPastTheRelayCap), however long it waited first.
-// The lock is unexported, hence reflect; a khatru without it fails here.
+// publish hands events to the relay as a client's EVENT reaches it
+// (testrelay.Publish: khatru's own pipeline, the broadcast race-free).
 func (tr *testRelay) publish(evts ...*nostr.Event) {
 	tr.t.Helper()
-	v := reflect.ValueOf(tr.relay).Elem().FieldByName("clientsMutex")
-	if !v.IsValid() || v.Type() != reflect.TypeFor[sync.Mutex]() {
-		tr.t.Fatal("khatru.Relay has no clientsMutex: publish needs updating for this khatru")
-	}
-	listeners := (*sync.Mutex)(unsafe.Pointer(v.UnsafeAddr()))
-	for _, evt := range evts {
-		if ok, err := evt.CheckSignature(); !ok {
-			tr.t.Fatalf("publish %s: bad signature (%v)", evt.ID, err)
-		}
-		if skip, err := tr.relay.AddEvent(context.Background(), evt); err != nil || skip {
-			tr.t.Fatalf("relay refused %s: %v", evt.ID, err)
-		}
-		listeners.Lock()
-		tr.relay.BroadcastEvent(evt)
-		listeners.Unlock()
-	}
+	testrelay.Publish(tr.t, tr.relay, evts...)
 }
 
 // relayEnv is a Directory reading tr, on the real clock (relay events carry

@@ -27,6 +27,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
+	"github.com/hearthkit/caddy-hearth/internal/testrelay"
 )
 
 // What runs in the test process beside the two nodes (as the directory's
@@ -50,8 +51,9 @@ type testRelay struct {
 	relay *khatru.Relay
 	srv   *http.Server
 
+	events testrelay.Events
+
 	mu      sync.Mutex
-	events  []*nostr.Event
 	open    map[*khatru.WebSocket]string // directory connections open: remote address
 	maxOpen int                          // most directory connections open at once
 	reqs    []relayReq                   // the directories' REQs, in order
@@ -99,28 +101,7 @@ func startRelay(t *testing.T) *testRelay {
 		}
 		return false, ""
 	})
-	tr.relay.StoreEvent = append(tr.relay.StoreEvent, func(_ context.Context, evt *nostr.Event) error {
-		tr.mu.Lock()
-		defer tr.mu.Unlock()
-		tr.events = append(tr.events, evt)
-		return nil
-	})
-	tr.relay.QueryEvents = append(tr.relay.QueryEvents, func(_ context.Context, f nostr.Filter) (chan *nostr.Event, error) {
-		tr.mu.Lock()
-		var match []*nostr.Event
-		for _, evt := range tr.events {
-			if f.Matches(evt) {
-				match = append(match, evt)
-			}
-		}
-		tr.mu.Unlock()
-		ch := make(chan *nostr.Event, len(match))
-		for _, evt := range match {
-			ch <- evt
-		}
-		close(ch)
-		return ch, nil
-	})
+	tr.events.Attach(tr.relay)
 	ln, err := net.Listen("tcp", relayAddr)
 	if err != nil {
 		t.Fatalf("relay: %v", err)
