@@ -12,6 +12,8 @@ package apitokens
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -481,7 +483,7 @@ func (s Store) RotateInboundSecret(ctx context.Context, memberID, site string) (
 			return err
 		}
 		var err error
-		if in.ID, err = tx.FreshID(inboundIDKey); err != nil {
+		if in.ID, err = freshInboundID(tx); err != nil {
 			return err
 		}
 		var old Inbound
@@ -507,6 +509,48 @@ func (s Store) RotateInboundSecret(ctx context.Context, memberID, site string) (
 		return "", err
 	}
 	return secret, nil
+}
+
+// inboundIDBytes is how many random bytes an address id carries: 80 bits,
+// so that nobody who can send mail to the domain can guess a member's
+// address (the ids of addresses made before were creation times).
+const inboundIDBytes = 10
+
+// inboundIDEncoding writes ids in lower case letters and digits: the id is
+// the local part of an e-mail address, which mail systems may change the
+// case of (the webhook reads recipients in lower case).
+var inboundIDEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// freshInboundID returns a random address id that no address has.
+func freshInboundID(tx *storage.Tx) (string, error) {
+	for {
+		b := make([]byte, inboundIDBytes)
+		_, _ = rand.Read(b) // never fails (crypto/rand)
+		id := strings.ToLower(inboundIDEncoding.EncodeToString(b))
+		if _, err := tx.Get(inboundIDKey(id)); errors.Is(err, storage.ErrNotFound) {
+			return id, nil
+		} else if err != nil {
+			return "", err
+		}
+	}
+}
+
+// isInboundID reports whether s has the form of an address id: a random
+// id, or the time-based id of an address made before ids were random
+// (those keep working).
+func isInboundID(s string) bool {
+	if storage.IsID(s) {
+		return true
+	}
+	if len(s) != inboundIDEncoding.EncodedLen(inboundIDBytes) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '2' || c > '7') {
+			return false
+		}
+	}
+	return true
 }
 
 // InboundInfo returns the member's inbound secret record, or storage.ErrNotFound.
@@ -587,7 +631,7 @@ func (s Store) memberAt(ctx context.Context, key []byte) (*members.Member, error
 // indexed (records without an id, whose id InboundInfo derives) are found
 // after IndexInboundIDs.
 func (s Store) InboundMemberByID(ctx context.Context, id string) (*members.Member, error) {
-	if !storage.IsID(id) {
+	if !isInboundID(id) {
 		return nil, storage.ErrNotFound
 	}
 	return s.memberAt(ctx, inboundIDKey(id))

@@ -3,6 +3,7 @@ package apitokens
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -235,5 +236,67 @@ func TestInboundMemberByIDFindsOlderAddressesAfterIndexing(t *testing.T) {
 	}
 	if _, err := Of(st).InboundMemberByID(t.Context(), cur.ID); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("after member deletion: %v", err)
+	}
+}
+
+// A newsletter address's id is the local part of an e-mail address anyone
+// can send mail to, so it must not be guessable: 80 random bits in lower
+// case base32, different for every address. Addresses made the old way
+// (time-based ids) keep working.
+func TestInboundAddressIDsAreRandom(t *testing.T) {
+	st, m := openSavedTest(t)
+	seen := map[string]bool{}
+	for range 20 {
+		if _, err := Of(st).RotateInboundSecret(t.Context(), m.ID, "https://example.com"); err != nil {
+			t.Fatal(err)
+		}
+		in, err := Of(st).InboundInfo(t.Context(), m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(in.ID) != 16 || strings.Trim(in.ID, "abcdefghijklmnopqrstuvwxyz234567") != "" || seen[in.ID] {
+			t.Fatalf("address id %q: want 16 fresh characters of lower case base32 (80 random bits)", in.ID)
+		}
+		seen[in.ID] = true
+		if got, err := Of(st).InboundMemberByID(t.Context(), in.ID); err != nil || got.ID != m.ID {
+			t.Fatalf("address %q: %v %v", in.ID, got, err)
+		}
+	}
+	for _, bad := range []string{"", "ABCDEFGHIJKLMNOP", "abcdefghijklmno1", "abcdefghijklmnopq", "../gql/inbound"} {
+		if _, err := Of(st).InboundMemberByID(t.Context(), bad); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("%q: %v", bad, err)
+		}
+	}
+
+	// An address made the old way: its id a fresh time-based id.
+	other, err := members.Of(st).CreateMember(t.Context(), "older", "", "password123")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := Inbound{Digest: storage.Digest("nl_oldsecretoldsecretoldsecret"), CreatedAt: storage.Now(), Site: "https://example.com"}
+	err = st.Update(t.Context(), func(tx *storage.Tx) error {
+		var err error
+		if old.ID, err = tx.FreshID(inboundIDKey); err != nil {
+			return err
+		}
+		if err := tx.Put(inboundRefKey(old.Digest), []byte(other.ID), 0); err != nil {
+			return err
+		}
+		if err := tx.Put(inboundIDKey(old.ID), []byte(other.ID), 0); err != nil {
+			return err
+		}
+		return tx.PutJSON(inboundKey(other.ID), old, 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Of(st).InboundMemberByID(t.Context(), old.ID); err != nil || got.ID != other.ID {
+		t.Fatalf("old address %q: %v %v", old.ID, got, err)
+	}
+	if err := Of(st).DeleteInbound(t.Context(), other.ID, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Of(st).InboundMemberByID(t.Context(), old.ID); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("old address after deletion: %v", err)
 	}
 }
