@@ -3,7 +3,6 @@ package graphql
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -204,14 +203,16 @@ func (r *queryResolver) InboundEmailAddresses(ctx context.Context) ([]*generated
 // readingStats computes the member's reading statistics from the items in
 // the inbox and the archive (read means readAt is set), at 200 words a
 // minute.
-func readingStats(ctx context.Context, store *storage.Store, memberID string, now time.Time) (*generated.UserStats, error) {
+func (s *Server) readingStats(ctx context.Context, memberID string) (*generated.UserStats, error) {
 	var st generated.UserStats
 	var items, words float64
+	now := s.opts.Now()
 	week, month := now.AddDate(0, 0, -7), now.AddDate(0, -1, 0)
 	for _, status := range []string{library.StatusActive, library.StatusArchived} {
 		p := library.PageRequest{Field: library.SortCreatedAt, First: 500}
 		for {
-			page, err := library.Of(store).SavedItemsPage(ctx, memberID, library.ItemFilter{Status: status}, p)
+			s.statsPages.Add(1)
+			page, err := library.Of(s.store).SavedItemsPage(ctx, memberID, library.ItemFilter{Status: status}, p)
 			if err != nil {
 				return nil, err
 			}

@@ -49,6 +49,18 @@ type requestState struct {
 	labelsLoaded bool
 	labels       map[string]*library.Label
 	labelsErr    error
+
+	// stats are the reading statistics computed in this request, by
+	// member: they read the whole library, so aliases of stats share one
+	// computation.
+	statsMu sync.Mutex
+	stats   map[string]*statsResult
+}
+
+type statsResult struct {
+	once  sync.Once
+	stats *generated.UserStats
+	err   error
 }
 
 // labelsChanged drops the request's label cache: the mutations that
@@ -328,6 +340,23 @@ func (r *userResolver) InboundEmailAddressesCount(ctx context.Context, obj *gene
 	return 1, nil
 }
 
+// Stats are computed once per request and member, however many aliases
+// ask for them (see requestState.stats).
 func (r *userResolver) Stats(ctx context.Context, obj *generated.User) (*generated.UserStats, error) {
-	return readingStats(ctx, r.s.store, obj.ID, r.s.opts.Now())
+	st := stateOf(ctx)
+	if st == nil {
+		return nil, errNoCaller
+	}
+	st.statsMu.Lock()
+	res := st.stats[obj.ID]
+	if res == nil {
+		res = &statsResult{}
+		if st.stats == nil {
+			st.stats = map[string]*statsResult{}
+		}
+		st.stats[obj.ID] = res
+	}
+	st.statsMu.Unlock()
+	res.once.Do(func() { res.stats, res.err = r.s.readingStats(ctx, obj.ID) })
+	return res.stats, res.err
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -206,6 +207,8 @@ type Server struct {
 	indexInbound sync.Once // IndexInboundIDs, on the webhook's first miss
 
 	fastPathStats
+	// statsPages counts the pages of items read for reading statistics.
+	statsPages atomic.Int64
 }
 
 // New returns the API backed by an open store, and starts fetching the

@@ -1,0 +1,90 @@
+package graphql
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
+)
+
+// me.stats reads the member's whole library: however many aliases ask for
+// it, one request reads it once (counted in pages of items read from the
+// store, not in time).
+func TestStatsReadTheLibraryOncePerRequest(t *testing.T) {
+	noSync := false
+	store, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	m, err := members.Of(store).CreateMember(t.Context(), "alice", "", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, token, err := apitokens.Of(store).Create(t.Context(), m.ID, "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const items = 1100 // three pages of the inbox
+	for i := range items {
+		in := library.NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", WordCount: 100, Text: "x", HTML: "<p>x</p>"}
+		if _, _, err := library.Of(store).SaveItem(t.Context(), m.ID, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := New(store, Options{})
+	defer s.Close()
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+
+	pagesFor := func(aliases int) int64 {
+		var q strings.Builder
+		q.WriteString("{ me {")
+		for i := range aliases {
+			fmt.Fprintf(&q, " s%d: stats { unreadCount }", i)
+		}
+		q.WriteString(" } }")
+		body, _ := json.Marshal(map[string]string{"query": q.String()})
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+Path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		before := s.statsPages.Load()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var out struct {
+			Data struct {
+				Me map[string]struct{ UnreadCount float64 }
+			}
+			Errors []any
+		}
+		if err := json.Unmarshal(b, &out); err != nil || len(out.Errors) > 0 || len(out.Data.Me) != aliases {
+			t.Fatalf("%d aliases: %v %.300s", aliases, err, b)
+		}
+		for name, st := range out.Data.Me {
+			if st.UnreadCount != items {
+				t.Fatalf("%s = %+v", name, st)
+			}
+		}
+		return s.statsPages.Load() - before
+	}
+	one, many := pagesFor(1), pagesFor(200)
+	if one < 3 {
+		t.Fatalf("one alias read %d pages; the library has at least 3", one)
+	}
+	if many != one {
+		t.Fatalf("200 aliases read %d pages of items, one alias %d: want the same", many, one)
+	}
+}
