@@ -50,7 +50,7 @@ func sessionOnly(ctx context.Context) (*caller, error) {
 	if c == nil {
 		return nil, errNoCaller
 	}
-	if !c.session {
+	if !c.Session {
 		return nil, &userError{codeForbidden, msgTokensNotAllowed}
 	}
 	return c, nil
@@ -58,7 +58,7 @@ func sessionOnly(ctx context.Context) (*caller, error) {
 
 // refuseTokens is sessionOnly for operations that also run signed out.
 func refuseTokens(ctx context.Context) error {
-	if c := callerOf(ctx); c != nil && (c.apiToken != nil || c.oauth != nil) {
+	if c := callerOf(ctx); c != nil && (c.APIToken != nil || c.OAuth != nil) {
 		return &userError{codeForbidden, msgTokensNotAllowed}
 	}
 	return nil
@@ -169,11 +169,11 @@ func (r *mutationResolver) UpdateAccount(ctx context.Context, in generated.Updat
 	if err != nil {
 		return nil, err
 	}
-	if c.member.TwoFactor {
+	if c.Member.TwoFactor {
 		return nil, errTwoFactorAccountPage
 	}
 	st := stateOf(ctx)
-	m := c.member
+	m := c.Member
 	if in.Username != nil && *in.Username != m.Username {
 		return nil, badInput("usernames cannot be changed on this site")
 	}
@@ -197,17 +197,17 @@ func (r *mutationResolver) DeleteAccount(ctx context.Context, in generated.Delet
 	if err != nil {
 		return nil, err
 	}
-	if c.member.TwoFactor {
+	if c.Member.TwoFactor {
 		return nil, errTwoFactorAccountPage
 	}
 	st := stateOf(ctx)
-	if !r.s.isOwnAddress(st.r, c.member.Username, in.EmailAddress) {
-		return nil, badInput("to confirm, emailAddress must be %s@%s", c.member.Username, r.s.accountDomain(st.r))
+	if !r.s.isOwnAddress(st.r, c.Member.Username, in.EmailAddress) {
+		return nil, badInput("to confirm, emailAddress must be %s@%s", c.Member.Username, r.s.accountDomain(st.r))
 	}
-	if err := members.Of(r.s.store).DeleteMember(ctx, c.member.Username); err != nil {
+	if err := members.Of(r.s.store).DeleteMember(ctx, c.Member.Username); err != nil {
 		return nil, err
 	}
-	r.s.log.Info("member deleted their account", zap.String("username", c.member.Username))
+	r.s.log.Info("member deleted their account", zap.String("username", c.Member.Username))
 	r.s.opts.Pages.SignOut(st.w, st.r)
 	return success, nil
 }
@@ -221,11 +221,11 @@ func (r *mutationResolver) CreateInboundEmailAddress(ctx context.Context) (*gene
 		return nil, err
 	}
 	site := siteURL(stateOf(ctx).r)
-	secret, err := apitokens.Of(r.s.store).RotateInboundSecret(ctx, c.member.ID, site)
+	secret, err := apitokens.Of(r.s.store).RotateInboundSecret(ctx, c.Member.ID, site)
 	if err != nil {
 		return nil, err
 	}
-	in, err := apitokens.Of(r.s.store).InboundInfo(ctx, c.member.ID)
+	in, err := apitokens.Of(r.s.store).InboundInfo(ctx, c.Member.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +239,7 @@ func (r *mutationResolver) DeleteInboundEmailAddress(ctx context.Context, in gen
 	if err != nil {
 		return nil, err
 	}
-	if err := apitokens.Of(r.s.store).DeleteInbound(ctx, c.member.ID, in.ID); err != nil {
+	if err := apitokens.Of(r.s.store).DeleteInbound(ctx, c.Member.ID, in.ID); err != nil {
 		return nil, err
 	}
 	return success, nil

@@ -244,25 +244,69 @@ func (s *Server) recoverPanic(ctx context.Context, p any) error {
 	return errors.New("panic in resolver")
 }
 
-// checkScope lets OAuth access tokens run queries with the read scope and
-// mutations with the write scope. API tokens may do both.
+// checkScope holds the scopes of OAuth access tokens (routes.go): a query
+// needs read, a mutation write, and a mutation whose result selects more
+// than ids, __typename and success needs read too. It refuses the whole
+// operation before anything runs, so a refused mutation changes nothing.
 func (s *Server) checkScope(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
 	c := callerOf(ctx)
 	op := graphql.GetOperationContext(ctx).Operation
-	if c == nil || c.oauth == nil || op == nil {
+	if c == nil || op == nil {
 		return next(ctx)
 	}
-	want := "read"
+	var err error
 	if op.Operation == ast.Mutation {
-		want = "write"
+		err = c.May(routeMutation)
+		if err == nil {
+			if f := contentSelected(op.SelectionSet, 0); f != "" {
+				if err = c.May(routeMutationResult); err != nil {
+					err = fmt.Errorf("%w: without it a mutation's result may select only id, __typename and success (this one selects %s)", err, f)
+				}
+			}
+		}
+	} else {
+		err = c.May(routeQuery)
 	}
-	if c.oauth.Allows(want) {
+	if err == nil {
 		return next(ctx)
 	}
 	return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{{
-		Message:    fmt.Sprintf("this token lacks the %s scope", want),
+		Message:    err.Error(),
 		Extensions: map[string]any{"code": codeForbidden, "status": statusOf(codeForbidden)},
 	}}})
+}
+
+// receiptTypes are the result types of mutations that tell only that they
+// happened (and how many items they touched).
+var receiptTypes = map[string]bool{"Void": true, "EmptyTrash": true}
+
+// contentSelected returns the first field below the root fields of set
+// that shows something of the library: any but id, __typename and the
+// fields of receiptTypes. Fragments count where they are spread.
+func contentSelected(set ast.SelectionSet, depth int) string {
+	for _, sel := range set {
+		switch sel := sel.(type) {
+		case *ast.Field:
+			if depth > 0 && sel.Name != "__typename" && sel.Name != "id" &&
+				(sel.ObjectDefinition == nil || !receiptTypes[sel.ObjectDefinition.Name]) {
+				return sel.Name
+			}
+			if f := contentSelected(sel.SelectionSet, depth+1); f != "" {
+				return f
+			}
+		case *ast.InlineFragment:
+			if f := contentSelected(sel.SelectionSet, depth); f != "" {
+				return f
+			}
+		case *ast.FragmentSpread:
+			if sel.Definition != nil {
+				if f := contentSelected(sel.Definition.SelectionSet, depth); f != "" {
+					return f
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // depthLimit refuses operations whose selections nest deeper than max,

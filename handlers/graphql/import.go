@@ -10,11 +10,13 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/access"
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
@@ -86,25 +88,19 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 		writeImportError(w, r, http.StatusMethodNotAllowed, "use POST with a multipart/form-data body (file, type, labelIds)")
 		return
 	}
-	c, err := s.authenticate(r)
+	c, err := s.auth.Authenticate(r, routeImport)
 	if status, _, ok := refusal(w, err); ok {
 		writeImportError(w, r, status, "the store cannot take an import now ("+err.Error()+"); try again later")
 		return
 	}
-	if err != nil {
-		writeImportError(w, r, http.StatusUnauthorized, err.Error())
+	switch {
+	case errors.Is(err, access.ErrCrossOrigin), access.IsScopeError(err):
+		writeImportError(w, r, http.StatusForbidden, err.Error())
 		return
-	}
-	if c == nil && s.opts.Pages != nil {
-		if err := s.opts.Pages.CheckCrossOrigin(r); err != nil {
-			writeImportError(w, r, http.StatusForbidden, "cross-origin request refused: a session may only be used from this site's own pages")
-			return
-		}
-		if m := s.opts.Pages.CurrentMember(r); m != nil {
-			c = &caller{member: m, session: true, tokenKey: "session:" + m.ID}
-		}
-	}
-	if c == nil {
+	case err != nil:
+		writeImportError(w, r, http.StatusUnauthorized, tokenMessage(err))
+		return
+	case c == nil:
 		writeImportError(w, r, http.StatusUnauthorized, "sign in, or send an API token as Authorization: Bearer <token>")
 		return
 	}
@@ -117,20 +113,20 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 	// uploads that would be refused.
 	// A form of the Import page (a signed-in browser asking for HTML)
 	// gets the page again with the error, before its body is read too.
-	pageForm := c.session && strings.Contains(r.Header.Get("Accept"), "text/html")
+	pageForm := c.Session && strings.Contains(r.Header.Get("Accept"), "text/html")
 	refuse := func(status int, msg string) {
 		if pageForm {
-			s.renderImportPage(w, r, c.member, status, msg)
+			s.renderImportPage(w, r, c.Member, status, msg)
 			return
 		}
 		writeImportError(w, r, status, msg)
 	}
-	if _, busy := s.uploading.LoadOrStore(c.member.ID, struct{}{}); busy {
+	if _, busy := s.uploading.LoadOrStore(c.Member.ID, struct{}{}); busy {
 		refuse(http.StatusConflict, "another upload of yours is being received; wait for it to finish")
 		return
 	}
-	defer s.uploading.Delete(c.member.ID)
-	if jobs, err := library.Of(s.store).ImportJobs(r.Context(), c.member.ID); err == nil {
+	defer s.uploading.Delete(c.Member.ID)
+	if jobs, err := library.Of(s.store).ImportJobs(r.Context(), c.Member.ID); err == nil {
 		unfinished := 0
 		for _, j := range jobs {
 			if !j.Finished() {
@@ -142,7 +138,7 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	up, status, msg := s.readImportUpload(w, r, c.member)
+	up, status, msg := s.readImportUpload(w, r, c.Member)
 	if up != nil && up.fromPage {
 		pageForm = true
 	}
@@ -150,7 +146,7 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 		refuse(status, msg)
 		return
 	}
-	job, err := s.imports.Start(r.Context(), c.member.ID, up.staged, up.fileName, up.format, up.labelIDs)
+	job, err := s.imports.Start(r.Context(), c.Member.ID, up.staged, up.fileName, up.format, up.labelIDs)
 	if err != nil {
 		status, msg := http.StatusBadRequest, err.Error()
 		if !importer.IsFileError(err) && !storage.IsInvalid(err) {
@@ -164,7 +160,7 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 		refuse(status, msg)
 		return
 	}
-	s.log.Info("import started", zap.String("member", c.member.Username), zap.String("job", job.ID),
+	s.log.Info("import started", zap.String("member", c.Member.Username), zap.String("job", job.ID),
 		zap.String("format", job.Format), zap.Int("entries", job.Total))
 	if up.fromPage {
 		http.Redirect(w, r, ImportPagePath+"#job-"+job.ID, http.StatusSeeOther)
@@ -178,31 +174,15 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"success": true, "jobId": job.ID, "format": job.Format, "total": job.Total})
 }
 
-// allowREST applies the API's rate limits to a request outside GraphQL,
-// answering 429 in Inboxt's REST error shape.
+// allowREST applies the API's rate limits (limit) to a request outside
+// GraphQL, answering 429 in Inboxt's REST error shape.
 func (s *Server) allowREST(w http.ResponseWriter, r *http.Request, c *caller) bool {
-	rec := &statusRecorder{header: http.Header{}}
-	if s.allow(rec, r, c) {
-		for k, v := range rec.header {
-			w.Header()[k] = v
-		}
-		return true
+	retry, ok := s.limit(w.Header(), r, c)
+	if !ok {
+		writeImportError(w, r, http.StatusTooManyRequests, "too many requests; retry after "+strconv.Itoa(retry)+" s")
 	}
-	for k, v := range rec.header {
-		if k != "Content-Type" {
-			w.Header()[k] = v
-		}
-	}
-	writeImportError(w, r, http.StatusTooManyRequests, "too many requests; retry after "+w.Header().Get("Retry-After")+" s")
-	return false
+	return ok
 }
-
-// statusRecorder keeps the headers allow sets and drops its GraphQL body.
-type statusRecorder struct{ header http.Header }
-
-func (s *statusRecorder) Header() http.Header         { return s.header }
-func (s *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
-func (s *statusRecorder) WriteHeader(int)             {}
 
 // readImportUpload streams the multipart body: the file to the staging
 // directory (refused past the upload limit, before anything else is

@@ -153,7 +153,7 @@ func (r *mutationResolver) PermanentlyDeleteSavedItems(ctx context.Context, in g
 	if err != nil {
 		return nil, err
 	}
-	id := c.member.ID
+	id := c.Member.ID
 	if err := library.Of(r.s.store).PermanentlyDeleteItems(ctx, id, in.Ids); err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func (r *mutationResolver) EmptyTrash(ctx context.Context) (*generated.EmptyTras
 	if err != nil {
 		return nil, err
 	}
-	id := c.member.ID
+	id := c.Member.ID
 	n, err := library.Of(r.s.store).EmptyTrash(ctx, id)
 	if err != nil {
 		return nil, err
@@ -204,7 +204,7 @@ func (r *mutationResolver) DeleteLabel(ctx context.Context, in generated.DeleteL
 	if err != nil {
 		return nil, err
 	}
-	id := c.member.ID
+	id := c.Member.ID
 	err = library.Of(r.s.store).DeleteLabel(ctx, id, in.ID)
 	labelsChanged(ctx)
 	if err != nil {
@@ -257,7 +257,7 @@ func (r *mutationResolver) DeleteHighlights(ctx context.Context, in generated.De
 	if err != nil {
 		return nil, err
 	}
-	id := c.member.ID
+	id := c.Member.ID
 	if len(in.Items) == 0 {
 		return nil, badInput("items must not be empty")
 	}
@@ -306,7 +306,7 @@ func (r *mutationResolver) DeleteSavedQuery(ctx context.Context, in generated.De
 	if err != nil {
 		return nil, err
 	}
-	id := c.member.ID
+	id := c.Member.ID
 	if err := library.Of(r.s.store).DeleteSavedQuery(ctx, id, in.ID); err != nil {
 		return nil, err
 	}
@@ -345,7 +345,7 @@ func (r *mutationResolver) CreateAPIToken(ctx context.Context, in generated.Crea
 	if err != nil {
 		return nil, badInput("unknown expiry")
 	}
-	t, secret, err := apitokens.Of(r.s.store).Create(ctx, c.member.ID, in.Name, lifetime)
+	t, secret, err := apitokens.Of(r.s.store).Create(ctx, c.Member.ID, in.Name, lifetime)
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +357,7 @@ func (r *mutationResolver) DeleteAPIToken(ctx context.Context, in generated.Dele
 	if err != nil {
 		return nil, err
 	}
-	id := c.member.ID
+	id := c.Member.ID
 	if err := apitokens.Of(r.s.store).Delete(ctx, id, in.ID); err != nil {
 		return nil, err
 	}

@@ -136,7 +136,7 @@ func (r *queryResolver) Me(ctx context.Context) (*generated.User, error) {
 	if c == nil {
 		return nil, nil
 	}
-	m := c.member
+	m := c.Member
 	return &generated.User{
 		ID:           m.ID,
 		CreatedAt:    m.CreatedAt,

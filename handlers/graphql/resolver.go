@@ -97,7 +97,7 @@ func memberID(ctx context.Context) (string, error) {
 	if c == nil {
 		return "", errNoCaller
 	}
-	return c.member.ID, nil
+	return c.Member.ID, nil
 }
 
 // labelByID returns the member's label id from the request's label cache.
@@ -109,7 +109,7 @@ func (r *resolver) labelByID(ctx context.Context, id string) (*library.Label, er
 	st.labelsMu.Lock()
 	defer st.labelsMu.Unlock()
 	if !st.labelsLoaded {
-		labels, err := library.Of(r.s.store).Labels(ctx, st.caller.member.ID)
+		labels, err := library.Of(r.s.store).Labels(ctx, st.caller.Member.ID)
 		st.labels, st.labelsErr, st.labelsLoaded = map[string]*library.Label{}, err, true
 		for _, l := range labels {
 			st.labels[l.ID] = l

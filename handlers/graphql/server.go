@@ -23,6 +23,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/access"
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
@@ -30,9 +31,6 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/apitokens"
-	"github.com/hearthkit/caddy-hearth/storage/grants"
-	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // Paths served by the Server.
@@ -198,6 +196,7 @@ type Server struct {
 	members ratelimit.Counter // per member
 	inbound ratelimit.Counter // per client IP
 	docs    *documentChecker  // limits.go
+	auth    *access.Authenticator
 
 	fetches      *fetchQueue // addArticleFromUrl's background fetches; set by Start
 	imports      *importer.Runner
@@ -233,6 +232,10 @@ func Prepare(store *storage.Store, opts Options) *Server {
 	}
 	if opts.InboundRateLimit > 0 {
 		s.inbound = opts.RateLimits.Counter(ratelimit.Limit{Name: "graphql.inbound", N: opts.InboundRateLimit, Window: opts.RateLimitWindow, Now: opts.Now})
+	}
+	s.auth = &access.Authenticator{Store: store, Logger: opts.Logger}
+	if opts.Pages != nil {
+		s.auth.Sessions = opts.Pages
 	}
 	s.gql = s.newGraphQLServer()
 	s.imports = newImportRunner(store, opts, s.kickFetches)
@@ -303,8 +306,8 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	// As Inboxt's (Apollo Server 4): a bad token is a GraphQL error with
 	// HTTP 200 (code UNAUTHORIZED, extensions.status 401), and a request
 	// without one runs, each field needing a member answering UNAUTHORIZED
-	// (me is null).
-	c, err := s.authenticate(r)
+	// (me is null). Scopes are checked per operation (checkScope).
+	c, err := s.auth.Authenticate(r, routeGraphQL)
 	if err != nil && r.Context().Err() != nil {
 		// The client went away during the lookup (the store stops with
 		// the request's context): answer as gqlgen's transport does for
@@ -315,26 +318,19 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	if writeUnavailable(w, err) {
 		return
 	}
+	if errors.Is(err, access.ErrCrossOrigin) {
+		writeError(w, http.StatusForbidden, codeForbidden, err.Error())
+		return
+	}
 	if err != nil {
 		// A bad token names no member (a token is looked up by the digest
 		// of all of it), so it counts against the client address's
 		// tokenless budget: guessing costs a store read each, and past the
 		// limit the guesser gets TOO_MANY_REQUESTS instead.
 		if s.allow(w, r, nil) {
-			writeError(w, http.StatusOK, codeUnauthorized, err.Error())
+			writeError(w, http.StatusOK, codeUnauthorized, tokenMessage(err))
 		}
 		return
-	}
-	if c == nil && s.opts.Pages != nil {
-		// Without a token the request may carry the session cookie, or
-		// sign in (signIn): a browser may send neither from another site.
-		if err := s.opts.Pages.CheckCrossOrigin(r); err != nil {
-			writeError(w, http.StatusForbidden, codeForbidden, "cross-origin request refused: a session may only be used from this site's own pages")
-			return
-		}
-		if m := s.opts.Pages.CurrentMember(r); m != nil {
-			c = &caller{member: m, session: true, tokenKey: "session:" + m.ID}
-		}
 	}
 	if !s.allow(w, r, c) {
 		return
@@ -382,27 +378,38 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	s.gql.ServeHTTP(w, r)
 }
 
-// allow applies the per-token and per-member rate limits (per client
-// address for requests without a token, as Inboxt's guest limit) and sets
-// the X-RateLimit headers of the tighter one. When either is exhausted it
-// answers as Inboxt's GqlRateLimitGuard (modules/rate-limit/
-// rate-limit.guard.ts @ 45f4314): HTTP 200, code TOO_MANY_REQUESTS,
-// extensions.status 429, with Retry-After and the X-RateLimit headers; it
-// then returns false.
+// allow applies the API's rate limits (limit) to a GraphQL request. When
+// either is exhausted it answers as Inboxt's GqlRateLimitGuard
+// (modules/rate-limit/rate-limit.guard.ts @ 45f4314): HTTP 200, code
+// TOO_MANY_REQUESTS, extensions.status 429, with Retry-After and the
+// X-RateLimit headers; it then returns false.
 func (s *Server) allow(w http.ResponseWriter, r *http.Request, c *caller) bool {
+	retry, ok := s.limit(w.Header(), r, c)
+	if !ok {
+		writeError(w, http.StatusOK, codeTooManyRequests, "too many requests; retry after "+strconv.Itoa(retry)+" s")
+	}
+	return ok
+}
+
+// limit applies the per-token and per-member rate limits (per client
+// address for requests without a token, as Inboxt's guest limit) and sets
+// the X-RateLimit headers of the tighter one in h. When either is exhausted
+// it also sets Retry-After and returns its seconds and false; each route
+// then answers in its own format.
+func (s *Server) limit(h http.Header, r *http.Request, c *caller) (retryAfter int, ok bool) {
 	var results []ratelimit.Result
 	if s.tokens != nil {
 		key := "ip:" + ratelimit.Key(s.opts.ClientIP(r)) // an IPv6 client per /64
 		if c != nil {
-			key = c.tokenKey
+			key = c.Key
 		}
 		results = append(results, s.tokens.Allow(r.Context(), key))
 	}
 	if s.members != nil && c != nil {
-		results = append(results, s.members.Allow(r.Context(), c.member.ID))
+		results = append(results, s.members.Allow(r.Context(), c.Member.ID))
 	}
 	if len(results) == 0 {
-		return true
+		return 0, true
 	}
 	shown := results[0]
 	for _, res := range results[1:] {
@@ -410,7 +417,6 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request, c *caller) bool {
 			shown = res
 		}
 	}
-	h := w.Header()
 	h.Set("X-RateLimit-Limit", strconv.Itoa(shown.Limit))
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(shown.Remaining))
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(shown.Reset.Unix(), 10))
@@ -419,65 +425,23 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request, c *caller) bool {
 			secs := ratelimit.RetryAfterSeconds(res.RetryAfter)
 			h.Set("Retry-After", strconv.Itoa(secs))
 			metrics.RateLimited(metrics.LimitGraphQL)
-			writeError(w, http.StatusOK, codeTooManyRequests, "too many requests; retry after "+strconv.Itoa(secs)+" s")
-			return false
+			return secs, false
 		}
 	}
-	return true
+	return 0, true
 }
 
 // caller is who a request acts for.
-type caller struct {
-	member   *members.Member
-	apiToken *apitokens.Token    // set for API tokens
-	oauth    *grants.AccessToken // set for OAuth access tokens
-	tokenKey string              // rate-limit key, never the token itself
-	session  bool                // signed in with the session cookie
-}
+type caller = access.Caller
 
 type callerKey struct{}
 
-// authenticate reads the bearer token: no Authorization header is no
-// caller (nil, nil). Its errors are safe to show.
-func (s *Server) authenticate(r *http.Request) (*caller, error) {
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		return nil, nil
+// tokenMessage is what a refused token is told: the authenticator's own
+// errors say why; a store failure (logged by it) names nothing more than
+// an unknown token would.
+func tokenMessage(err error) string {
+	if errors.Is(err, access.ErrMalformed) || errors.Is(err, access.ErrNoMember) || access.IsScopeError(err) {
+		return err.Error()
 	}
-	scheme, token, ok := strings.Cut(h, " ")
-	token = strings.TrimSpace(token)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return nil, errors.New("the Authorization header must be Bearer <token>")
-	}
-	bad := errors.New("the token is unknown, expired or revoked")
-	if apitokens.LooksLike(token) {
-		m, t, err := apitokens.Of(s.store).Member(r.Context(), token)
-		if _, _, ok := storage.Unavailable(err); ok {
-			return nil, err
-		}
-		if err != nil {
-			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, members.ErrSuspended) && r.Context().Err() == nil {
-				s.log.Error("look up API token", zap.Error(err))
-			}
-			return nil, bad
-		}
-		return &caller{member: m, apiToken: t, tokenKey: "api:" + t.ID}, nil
-	}
-	if strings.HasPrefix(token, grants.TokenPrefix) {
-		t, m, err := grants.Of(s.store).Token(r.Context(), token)
-		if _, _, ok := storage.Unavailable(err); ok {
-			return nil, err
-		}
-		if err != nil {
-			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, members.ErrSuspended) && r.Context().Err() == nil {
-				s.log.Error("look up OAuth token", zap.Error(err))
-			}
-			return nil, bad
-		}
-		if m == nil {
-			return nil, errors.New("an application token cannot read saved content: use a member's token")
-		}
-		return &caller{member: m, oauth: t, tokenKey: "oauth:" + t.ID}, nil
-	}
-	return nil, bad
+	return access.ErrInvalidToken.Error()
 }

@@ -103,12 +103,8 @@ func (s *Server) accountOf(r *http.Request, m *members.Member) credentialAccount
 // token's member, for tokens with profile or read (Mastodon:
 // doorkeeper_for :profile, :read, :'read:accounts').
 func (s *Server) serveVerifyCredentials(w http.ResponseWriter, r *http.Request) {
-	tok, m, ok := s.bearer(w, r)
+	_, m, ok := s.bearer(w, r, routeVerifyCredentials)
 	if !ok {
-		return
-	}
-	if !tok.AllowsAny("profile", "read:accounts") {
-		forbidden(w, "insufficient_scope", "This action is outside the authorized scopes")
 		return
 	}
 	if m == nil {

@@ -297,7 +297,7 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 // serveAppVerify is GET /api/v1/apps/verify_credentials: the application of
 // any valid token.
 func (s *Server) serveAppVerify(w http.ResponseWriter, r *http.Request) {
-	tok, _, ok := s.bearer(w, r)
+	tok, _, ok := s.bearer(w, r, routeAppVerify)
 	if !ok {
 		return
 	}

@@ -92,12 +92,8 @@ func (s *Server) serveNodeInfo(w http.ResponseWriter, r *http.Request, path stri
 // app/controllers/oauth/userinfo_controller.rb: doorkeeper_authorize!
 // :profile, require_user!; OAuthUserinfoSerializer).
 func (s *Server) serveUserinfo(w http.ResponseWriter, r *http.Request) {
-	tok, m, ok := s.bearer(w, r)
+	_, m, ok := s.bearer(w, r, routeUserinfo)
 	if !ok {
-		return
-	}
-	if !tok.AllowsAny("profile") {
-		forbidden(w, "insufficient_scope", "This action is outside the authorized scopes")
 		return
 	}
 	if m == nil {

@@ -19,6 +19,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/access"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -160,6 +161,7 @@ type Server struct {
 	registrations ratelimit.Counter
 	tokens        ratelimit.Counter
 	failedCodes   ratelimit.Counter // keyed by member ID; fails closed (code guesses)
+	auth          *access.Authenticator
 	log           *zap.Logger
 }
 
@@ -170,6 +172,7 @@ func New(store *storage.Store, opts Options) *Server {
 		store:         store,
 		opts:          opts,
 		registrations: opts.RateLimits.Counter(ratelimit.Limit{Name: "oauth.registrations", N: opts.RegistrationLimit, Window: opts.RegistrationWindow}),
+		auth:          &access.Authenticator{Store: store, Logger: opts.Logger},
 		log:           opts.Logger,
 	}
 	if opts.TokenLimit > 0 {

@@ -82,16 +82,17 @@ var scopeWords = map[string]string{
 }
 
 // hereWords says what a scope gives an app on a Hearth site, whose
-// services check only these: verify_credentials and /oauth/userinfo
-// (profile, read:accounts or read), the GraphQL API (read for queries,
-// write for mutations; handlers/graphql checkScope). Every other Mastodon
-// scope names content Hearth does not hold.
+// routes check only these (each declares its scopes as an access.Route):
+// verify_credentials (profile, read:accounts or read), /oauth/userinfo
+// (profile), the GraphQL API (read for queries and for what a mutation's
+// result shows beyond ids, write for mutations) and imports (write).
+// Every other Mastodon scope names content Hearth does not hold.
 func hereWords(scope string) string {
 	switch scope {
 	case "read":
 		return "On this site: read your saved articles, newsletters, highlights and labels, and your profile."
 	case "write":
-		return "On this site: save, change and delete your saved articles, highlights and labels."
+		return "On this site: save, change and delete your saved articles, highlights and labels, and import files (seeing what it changed needs read too)."
 	case "profile", "read:accounts":
 		return "On this site: see your username, display name and when you joined."
 	}

@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/access"
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -460,22 +461,19 @@ func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, struct{}{})
 }
 
-// bearer authenticates the request's bearer token (Authorization header
-// only: tokens are kept out of URLs). On failure it has answered.
-func (s *Server) bearer(w http.ResponseWriter, r *http.Request) (*grants.AccessToken, *members.Member, bool) {
-	h := r.Header.Get("Authorization")
-	const prefix = "bearer "
-	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
-		unauthorized(w)
-		return nil, nil, false
-	}
-	tok, m, err := grants.Of(s.store).Token(r.Context(), strings.TrimSpace(h[len(prefix):]))
+// bearer authenticates the request's bearer token (access.Bearer: the
+// Authorization header only, tokens are kept out of URLs) and checks the
+// scopes route needs. On failure it has answered as Mastodon does.
+func (s *Server) bearer(w http.ResponseWriter, r *http.Request, route access.Route) (*grants.AccessToken, *members.Member, bool) {
+	c, err := s.auth.Authenticate(r, route)
 	switch {
-	case err == nil:
-		return tok, m, true
+	case err == nil && c != nil:
+		return c.OAuth, c.Member, true
+	case err == nil, errors.Is(err, access.ErrMalformed):
+		unauthorized(w)
 	case errors.Is(err, members.ErrSuspended):
 		forbidden(w, "invalid_token", "Your login is currently disabled")
-	case errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, access.ErrInvalidToken):
 		// An unknown token names no member (it is looked up by the digest
 		// of all of it): it counts against the client address's token
 		// limit, and past it the answer is 429.
@@ -487,8 +485,9 @@ func (s *Server) bearer(w http.ResponseWriter, r *http.Request) (*grants.AccessT
 			}
 		}
 		unauthorized(w)
+	case access.IsScopeError(err):
+		forbidden(w, "insufficient_scope", "This action is outside the authorized scopes")
 	default:
-		s.log.Error("look up token", zap.Error(err))
 		writeStoreFailure(w, err, "Something went wrong; try again later")
 	}
 	return nil, nil, false

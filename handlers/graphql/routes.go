@@ -1,0 +1,23 @@
+package graphql
+
+import "github.com/hearthkit/caddy-hearth/handlers/access"
+
+// What the routes of this package take (access.Route): every route and
+// operation that acts for a member is declared here once, and
+// TestEveryRouteHoldsItsScopes asks each with every kind of credential.
+var (
+	// routeGraphQL authenticates a GraphQL request; the scope is checked
+	// per operation (checkScope).
+	routeGraphQL = access.Route{Name: "POST " + Path, APITokens: true, Sessions: true}
+	// A query reads; a mutation writes, and what its result selects
+	// beyond the ids and success of what it changed is read too: a token
+	// without read gets no content through any answer.
+	routeQuery          = access.Route{Name: "POST " + Path + " query", AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
+	routeMutation       = access.Route{Name: "POST " + Path + " mutation", AnyScope: []string{access.Write}, APITokens: true, Sessions: true}
+	routeMutationResult = access.Route{Name: "POST " + Path + " mutation result", AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
+	// An import writes items and has them fetched.
+	routeImport = access.Route{Name: "POST " + ImportPath, AnyScope: []string{access.Write}, APITokens: true, Sessions: true}
+)
+
+// Routes lists the declarations above.
+var Routes = []access.Route{routeGraphQL, routeQuery, routeMutation, routeMutationResult, routeImport}
