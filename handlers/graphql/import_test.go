@@ -615,3 +615,40 @@ func TestImportPageShowsRefusalsBeforeTheBodyIsRead(t *testing.T) {
 		t.Fatalf("HTTP %d %v\n%s", resp.StatusCode, resp.Header, body)
 	}
 }
+
+// Imports share the API's rate limits and answer 429 in Inboxt's REST
+// shape, with Retry-After and the X-RateLimit headers GraphQL sends.
+func TestImportIsRateLimitedInRESTShape(t *testing.T) {
+	e := newEnv(t, graphql.Options{TokenRateLimit: 1, MemberRateLimit: -1})
+	post := func() (*http.Response, map[string]any) {
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		_ = mw.WriteField("type", "POCKET")
+		mw.Close()
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+graphql.ImportPath, &body)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		req.Header.Set("Authorization", "Bearer "+e.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
+		return resp, out
+	}
+	if resp, out := post(); resp.StatusCode != http.StatusBadRequest || resp.Header.Get("X-RateLimit-Remaining") != "0" {
+		t.Fatalf("first: %d %v %v", resp.StatusCode, resp.Header, out)
+	}
+	resp, out := post()
+	if resp.StatusCode != http.StatusTooManyRequests || out["code"] != "TOO_MANY_REQUESTS" || out["status"] != float64(429) ||
+		resp.Header.Get("Retry-After") == "" || resp.Header.Get("X-RateLimit-Limit") != "1" ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("second: %d %v %v", resp.StatusCode, resp.Header, out)
+	}
+	if msg, _ := out["message"].(string); msg != "too many requests; retry after "+resp.Header.Get("Retry-After")+" s" {
+		t.Fatalf("message %q", msg)
+	}
+}
