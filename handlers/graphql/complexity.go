@@ -19,7 +19,11 @@ import (
 // 1 plus its selection, and a list field 1 plus its selection times the
 // number of elements counted for it:
 //
-//   - entries: its page size; labels, savedQueries, apiTokens and
+//   - entries: its page size, plus searchCost when q filters by more
+//     than a status and a type (filtersBeyondListing): such a page may look
+//     at many items, up to the library's search budget, to find a few, so
+//     aliases of a search are priced rather than each reading that much;
+//     labels, savedQueries, apiTokens and
 //     importJobs: their storage limits; an import's failures: the
 //     importFailuresShown it lists.
 //   - the item lists that updateSavedItemsStatus and updateSavedItemsReadStatus
@@ -72,12 +76,20 @@ const (
 	contentCost          = 5
 	mutationItemsPerUnit = 2
 	introspectionUnit    = 10
+	// searchCost lets the heaviest page sync clients ask for (100 items
+	// with content, labels and highlights: 4501) run as a search, and
+	// about a dozen searches of one item per request at the default limit.
+	searchCost = 400
 )
 
 // setComplexity gives the list fields their counts (see above).
 func setComplexity(c *generated.ComplexityRoot) {
 	c.Query.Entries = func(child int, q generated.GetEntriesInput) int {
-		return listCost(pageSize(q.First), child)
+		cost := listCost(pageSize(q.First), child)
+		if q.Q != nil && filtersBeyondListing(*q.Q) {
+			cost = addCost(cost, searchCost)
+		}
+		return cost
 	}
 	c.Query.Labels = func(child int) int { return listCost(library.MaxLabels, child) }
 	c.Query.SavedQueries = func(child int) int { return listCost(library.MaxSavedQueries, child) }

@@ -297,3 +297,36 @@ func TestContentBudgetCountsHighlightTexts(t *testing.T) {
 		t.Fatalf("highlight entries: %d bytes of data with a budget of %d", len(r.Data), budget)
 	}
 }
+
+// A search (q filtering by more than a status and a type) may look at up
+// to the library's search budget of items to fill one page, so it is
+// priced: one passes with the heaviest page sync clients ask for, a dozen
+// aliases of it do not, while aliases of plain listings stay cheap.
+func TestComplexityPricesSearches(t *testing.T) {
+	e := newEnv(t, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	aliases := func(n int, q string) string {
+		var b strings.Builder
+		b.WriteString("{")
+		for i := range n {
+			fmt.Fprintf(&b, " a%d: entries(query: {first: 1, q: %q}) { edges { node { __typename } } }", i, q)
+		}
+		return b.String() + " }"
+	}
+	for _, q := range []string{"fern", "label:x", "site:example.com", "progress:0..10", "updated:2020-01-01..*", "type:highlight fern"} {
+		if r := e.post(e.token, aliases(1, q), nil); r.Status != http.StatusOK || len(r.Errors) > 0 {
+			t.Fatalf("one search %q: %d %+v", q, r.Status, r.Errors)
+		}
+		e.wantError(e.token, aliases(13, q), nil, http.StatusBadRequest, "COMPLEXITY_LIMIT_EXCEEDED")
+	}
+	for _, q := range []string{"", "in:inbox", "in:archive type:article sort:title_asc", "type:highlight"} {
+		if r := e.post(e.token, aliases(13, q), nil); r.Status != http.StatusOK || len(r.Errors) > 0 {
+			t.Fatalf("13 listings %q: %d %+v", q, r.Status, r.Errors)
+		}
+	}
+	heavy := `query($query: GetEntriesInput!) { entries(query: $query) { edges { node { id ... on SavedItem { title labels { name }
+		article { contentHtml contentText } newsletter { contentHtml contentText }
+		highlights { id note segments { text startOffset } savedItem { id labels { name } } } } } } } }`
+	if r := e.post(e.token, heavy, map[string]any{"query": map[string]any{"first": 100, "q": "updated:2020-01-01..* sort:updated-asc"}}); r.Status != http.StatusOK || len(r.Errors) > 0 {
+		t.Fatalf("a sync client's page: %d %+v", r.Status, r.Errors)
+	}
+}

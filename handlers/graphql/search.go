@@ -3,6 +3,7 @@ package graphql
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -80,6 +81,19 @@ var sortNames = map[string]library.SortField{
 // progress:, reading-time:) are ignored as in Inboxt's highlight query;
 // text, site: and saved: apply to the highlight's item, and a title sort is
 // by the item's title.
+// filtersBeyondListing reports whether q filters by more than a status
+// and a type (what a page lists by walking its own keys). A q that is
+// refused costs nothing more: it reads nothing.
+func filtersBeyondListing(q string) bool {
+	s, err := parseSearch(q)
+	if err != nil {
+		return false
+	}
+	f := s.filter
+	f.Status, f.Type = "", ""
+	return !reflect.ValueOf(f).IsZero()
+}
+
 func parseSearch(q string) (*search, error) {
 	if n := len(q); n > MaxQueryBytes {
 		return nil, badInput("q must be at most %d bytes (it has %d)", MaxQueryBytes, n)
