@@ -196,6 +196,10 @@ func (a *Authenticator) caller(r *http.Request, route Route) (*Caller, error) {
 		}
 		return &Caller{Member: m, APIToken: t, Key: "api:" + t.ID}, nil
 	}
+	if !strings.HasPrefix(token, grants.TokenPrefix) {
+		// Neither kind: nothing to look up.
+		return nil, ErrInvalidToken
+	}
 	t, m, err := grants.Of(a.Store).Token(r.Context(), token)
 	if err != nil {
 		return nil, a.lookupFailed(r, "OAuth", err)
