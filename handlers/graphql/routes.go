@@ -20,4 +20,6 @@ var (
 )
 
 // Routes lists the declarations above.
-var Routes = []access.Route{routeGraphQL, routeQuery, routeMutation, routeMutationResult, routeImport}
+func Routes() []access.Route {
+	return []access.Route{routeGraphQL, routeQuery, routeMutation, routeMutationResult, routeImport}
+}

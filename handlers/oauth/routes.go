@@ -18,4 +18,6 @@ var (
 )
 
 // Routes lists the declarations above.
-var Routes = []access.Route{routeVerifyCredentials, routeUserinfo, routeAppVerify}
+func Routes() []access.Route {
+	return []access.Route{routeVerifyCredentials, routeUserinfo, routeAppVerify}
+}
