@@ -2,7 +2,13 @@ package access_test
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"net/http"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/access"
@@ -58,5 +64,69 @@ func TestMay(t *testing.T) {
 	}
 	if err := (&access.Caller{OAuth: &grants.AccessToken{}}).May(access.Route{}); err != nil {
 		t.Errorf("a route without scopes: %v", err)
+	}
+}
+
+// Tokens are looked up in one place: outside this package no code calls
+// grants' Token or apitokens' Member (a route that did would skip the
+// declared scopes and the shared parser), nor parses a bearer token itself.
+func TestTokensAreLookedUpOnlyHere(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookups := map[string]string{"grants": "Token", "apitokens": "Member"}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); name == "node_modules" || strings.HasPrefix(name, ".") && path != root {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || filepath.Dir(rel) == filepath.Join("handlers", "access") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.SelectorExpr:
+				of, ok := n.X.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				if fn, ok := of.Fun.(*ast.SelectorExpr); ok && fn.Sel.Name == "Of" {
+					if pkg, ok := fn.X.(*ast.Ident); ok && lookups[pkg.Name] == n.Sel.Name {
+						t.Errorf("%s: %s.Of(…).%s looks up a token outside handlers/access", rel, pkg.Name, n.Sel.Name)
+					}
+				}
+			case *ast.CallExpr:
+				// strings.EqualFold(scheme, "Bearer"), strings.HasPrefix(h, "Bearer ")…
+				fn, ok := n.Fun.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if pkg, ok := fn.X.(*ast.Ident); !ok || pkg.Name != "strings" {
+					return true
+				}
+				for _, a := range n.Args {
+					if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING &&
+						strings.EqualFold(strings.TrimSpace(strings.Trim(lit.Value, "\"`")), "bearer") {
+						t.Errorf("%s: parses a bearer token outside handlers/access", rel)
+					}
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
