@@ -65,7 +65,7 @@ func memberToken(t *testing.T, st *storage.Store, username string) (m *members.M
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := grants.Of(st).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	code, err := grants.Of(st).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestClusterCodeExchangedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	newCode := func() string {
-		code, err := grants.Of(a).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+		code, err := grants.Of(a).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -255,7 +255,7 @@ func (s *Store) Open() error {
 	if err != nil {
 		return err
 	}
-	s.eng, s.bdb = bdb, bdb
+	s.eng, s.bdb = testengine.Wrapped(dir, bdb), bdb
 	s.gate.opened()
 	if err := s.migrate(); err != nil {
 		// Not Close: it waits for openMu, which Open holds.
@@ -286,7 +286,7 @@ func (s *Store) openPostgres() error {
 	}
 	s.liveEpochs.Store(&le)
 	s.slots = e
-	s.eng, s.stopNotes = e, stop
+	s.eng, s.stopNotes = testengine.Wrapped(s.path, e), stop
 	s.gate.opened()
 	err = s.migrate()
 	if errors.Is(err, ErrEngineUnavailable) {

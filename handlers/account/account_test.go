@@ -41,6 +41,12 @@ func newFixture(t *testing.T, opts account.Options) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return newFixtureOn(t, st, opts)
+}
+
+// newFixtureOn is newFixture on the store st.
+func newFixtureOn(t *testing.T, st *storage.Store, opts account.Options) *fixture {
+	t.Helper()
 	p := account.New(st, opts)
 	tokens := template.Must(template.New("tokens").Parse(`<p>Tokens of {{.}}</p><form method="post"><button>Create</button></form>`))
 	p.AddSettingsPage(account.SettingsPage{Path: "/settings/api_tokens", Title: "API Tokens", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

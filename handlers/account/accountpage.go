@@ -60,7 +60,7 @@ var accountNotices = map[string]string{
 	"password_access": "Your password was changed. You were signed out everywhere except on this device, and your API tokens and authorized apps were revoked.",
 	"session":         "The session was ended.",
 	"others":          "You were signed out everywhere else.",
-	"twofactor_off":   "Two-factor sign-in is off.",
+	"twofactor_off":   "Two-factor sign-in is off. You were signed out everywhere except on this device.",
 }
 
 // serveAccountPages serves AccountPath and its forms to the signed-in
@@ -344,7 +344,11 @@ func (p *Pages) postTwoFactorDisable(w http.ResponseWriter, r *http.Request, m *
 		p.passwordError(w, r, m, "twofactor", err)
 		return
 	}
-	if err := members.Of(p.store).DisableTwoFactor(r.Context(), m.ID); err != nil {
+	keep := ""
+	if c, err := r.Cookie(CookieName); err == nil {
+		keep = c.Value
+	}
+	if err := members.Of(p.store).DisableTwoFactor(r.Context(), m.ID, keep); err != nil {
 		p.renderStoreFailure(w, r, err, "Two-factor sign-in could not be turned off. Try again in a moment.")
 		return
 	}

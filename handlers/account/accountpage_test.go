@@ -129,7 +129,11 @@ func TestAccountChangePassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := grants.Of(f.store).CreateCode(t.Context(), app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
+	m, err = members.Of(f.store).MemberByID(t.Context(), m.ID) // as its session reads it now
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := grants.Of(f.store).CreateCode(t.Context(), app.ClientID, m, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +251,7 @@ func TestAccountDelete(t *testing.T) {
 	}
 	_, tokSecret, _ := apitokens.Of(f.store).Create(t.Context(), m.ID, "cli", 0)
 	app, _, _ := grants.Of(f.store).CreateApp(t.Context(), "App", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
-	code, _ := grants.Of(f.store).CreateCode(t.Context(), app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
+	code, _ := grants.Of(f.store).CreateCode(t.Context(), app.ClientID, m, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
 	_, oauthSecret, err := grants.Of(f.store).ExchangeCode(t.Context(), code, func(*grants.Code) error { return nil })
 	if err != nil {
 		t.Fatal(err)

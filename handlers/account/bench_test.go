@@ -24,7 +24,7 @@ func BenchmarkSettingsPage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	id, err := members.Of(st).CreateSessionWith(b.Context(), m.ID, 3600e9, members.SessionInfo{Device: "Firefox on Linux", Address: "198.51.100.7"})
+	id, err := members.Of(st).CreateSessionWith(b.Context(), m, 3600e9, members.SessionInfo{Device: "Firefox on Linux", Address: "198.51.100.7"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -127,11 +127,29 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 		d.Error = "This account is suspended, so it can't sign in. Contact the site's administrator."
 		p.renderSignIn(w, r, http.StatusForbidden, d)
 		return
+	case errors.Is(err, members.ErrCredentialsChanged):
+		d.Error = signInAgain
+		p.renderSignIn(w, r, http.StatusUnauthorized, d)
+		return
 	case err != nil:
 		p.renderStoreFailure(w, r, err, "Signing in failed. Try again in a moment.")
 		return
 	}
 	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
+}
+
+// signInAgain is the sign-in page's message for a sign-in whose member
+// changed its password or second factor (or was suspended) while it ran.
+const signInAgain = "Your password or sign-in settings changed while you were signing in. Sign in again."
+
+// logSessionRefused logs why startSession made no session for m: a change
+// of its credentials meanwhile is an event, anything else an error.
+func (p *Pages) logSessionRefused(m *members.Member, err error) {
+	if errors.Is(err, members.ErrCredentialsChanged) || errors.Is(err, members.ErrSuspended) {
+		p.opts.Logger.Info("sign-in refused: the credentials changed while it ran", zap.String("username", m.Username))
+		return
+	}
+	p.opts.Logger.Error("start session", zap.Error(err))
 }
 
 // SignInLimitedError is SignIn's answer when the client address or the
@@ -144,7 +162,10 @@ func (e *SignInLimitedError) Error() string { return "too many failed sign-ins" 
 // SignIn checks username and password under the sign-in rate limits (per
 // client address and per username) and, when they are right, starts the
 // member's session on w. Its errors: *SignInLimitedError,
-// members.ErrBadCredentials, members.ErrSuspended, ErrSecondFactorRequired
+// members.ErrBadCredentials, members.ErrSuspended,
+// members.ErrCredentialsChanged (the password was right when checked, but
+// the member's credentials changed before the session was made),
+// ErrSecondFactorRequired
 // (the password was right, with the member, but no session was started:
 // the member signs in with a code too), or an internal error (logged).
 // The sign-in page and other sign-in forms (the GraphQL signIn) share it.
@@ -175,7 +196,7 @@ func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, username, passwor
 	}
 	p.resetFailures(r.Context(), username)
 	if err := p.startSession(w, r, m); err != nil {
-		p.opts.Logger.Error("start session", zap.Error(err))
+		p.logSessionRefused(m, err)
 		return nil, err
 	}
 	metrics.SignIn(metrics.SignInSuccess)

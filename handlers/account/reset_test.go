@@ -138,7 +138,7 @@ func TestResetLinkRevokingAccess(t *testing.T) {
 	}
 	grant := func() string {
 		t.Helper()
-		code, err := grants.Of(f.store).CreateCode(t.Context(), app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
+		code, err := grants.Of(f.store).CreateCode(t.Context(), app.ClientID, m, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
 		if err != nil {
 			t.Fatal(err)
 		}

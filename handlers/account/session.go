@@ -86,8 +86,7 @@ func (p *Pages) RequireMember(w http.ResponseWriter, r *http.Request) (*members.
 }
 
 // SignInURL is the sign-in page that comes back to returnTo afterwards (a
-// path and query on this site; anything else is dropped). OAuth's
-// force_login uses it after SignOut.
+// path and query on this site; anything else is dropped).
 func SignInURL(returnTo string) string {
 	if rt, ok := localPath(returnTo); ok {
 		return SignInPath + "?return_to=" + url.QueryEscape(rt)
@@ -102,7 +101,20 @@ func (p *Pages) CheckCrossOrigin(r *http.Request) error {
 	return p.cop.Check(r)
 }
 
-// SignOut ends the session of r, if any, and clears the cookie.
+// SignInForm answers r with the sign-in form, whoever is signed in,
+// coming back to returnTo (a local path) once signed in: OAuth's
+// force_login, with which Mastodon apps add or switch accounts. Showing it
+// changes nothing (a link from another site to it signs nobody out); a
+// session r has is replaced only when the sign-in completes
+// (startSession), and stays if the member goes back.
+func (p *Pages) SignInForm(w http.ResponseWriter, r *http.Request, returnTo string) {
+	rt, _ := localPath(returnTo)
+	p.renderSignIn(w, r, http.StatusOK, signInData{ReturnTo: rt})
+}
+
+// SignOut ends the session of r, if any, and clears the cookie. Callers
+// answer only a POST from this site (Protect, CheckCrossOrigin): signing
+// out is a change a link from another site must not make.
 func (p *Pages) SignOut(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
 		if err := members.Of(p.store).DeleteSession(r.Context(), c.Value); err != nil {
@@ -113,12 +125,14 @@ func (p *Pages) SignOut(w http.ResponseWriter, r *http.Request) {
 }
 
 // startSession signs m in on w, ending any session r already had (so a
-// session id planted before sign-in is never promoted).
+// session id planted before sign-in is never promoted). m is the member as
+// read when its password (and code) were checked: when its credentials
+// changed since, no session is made (members.ErrCredentialsChanged).
 func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, m *members.Member) error {
 	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
 		_ = members.Of(p.store).DeleteSession(r.Context(), c.Value)
 	}
-	id, err := members.Of(p.store).CreateSessionWith(r.Context(), m.ID, p.opts.SessionLifetime, members.SessionInfo{
+	id, err := members.Of(p.store).CreateSessionWith(r.Context(), m, p.opts.SessionLifetime, members.SessionInfo{
 		Device:  DeviceSummary(r.UserAgent()),
 		Address: p.opts.ClientIP(r),
 	})

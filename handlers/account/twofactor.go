@@ -36,7 +36,11 @@ type twoFactorData struct {
 // startSecondFactor makes m's sign-in challenge, keeps it in the browser
 // and sends it to the code page.
 func (p *Pages) startSecondFactor(w http.ResponseWriter, r *http.Request, m *members.Member, returnTo string) {
-	secret, err := members.Of(p.store).CreateSignInChallenge(r.Context(), m.ID)
+	secret, err := members.Of(p.store).CreateSignInChallenge(r.Context(), m)
+	if errors.Is(err, members.ErrCredentialsChanged) || errors.Is(err, members.ErrSuspended) {
+		p.renderSignIn(w, r, http.StatusUnauthorized, signInData{ReturnTo: returnTo, Error: signInAgain})
+		return
+	}
 	if err != nil {
 		p.renderStoreFailure(w, r, err, "Signing in failed. Try again in a moment.")
 		return
@@ -123,7 +127,11 @@ func (p *Pages) serveTwoFactor(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, p.challengeCookie(r, "", -1))
 	p.resetFailures(r.Context(), m.Username)
 	if err := p.startSession(w, r, m); err != nil {
-		p.opts.Logger.Error("start session", zap.Error(err))
+		p.logSessionRefused(m, err)
+		if errors.Is(err, members.ErrCredentialsChanged) || errors.Is(err, members.ErrSuspended) {
+			p.renderSignIn(w, r, http.StatusUnauthorized, signInData{ReturnTo: d.ReturnTo, Error: signInAgain})
+			return
+		}
 		p.renderStoreFailure(w, r, err, "Signing in failed. Try again in a moment.")
 		return
 	}

@@ -100,7 +100,7 @@ func oauthToken(t *testing.T, e *env, scopes ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := grants.Of(e.store).CreateCode(t.Context(), app.ClientID, e.member.ID, "urn:ietf:wg:oauth:2.0:oob", scopes, "")
+	code, err := grants.Of(e.store).CreateCode(t.Context(), app.ClientID, e.member, "urn:ietf:wg:oauth:2.0:oob", scopes, "")
 	if err != nil {
 		t.Fatal(err)
 	}

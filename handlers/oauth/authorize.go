@@ -223,16 +223,15 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request) {
 	}
 	p := s.opts.Pages
 	if truthy(q.Get("force_login")) {
-		// Sign out, then sign in again and come back without force_login
-		// but with prompt=consent: Mastodon shows the consent page after
-		// force_login even when a grant matches (see skipConsent).
-		p.SignOut(w, r)
+		// The sign-in form, for any member (apps add or switch accounts
+		// with force_login), coming back without force_login but with
+		// prompt=consent: Mastodon shows the consent page after
+		// force_login even when a grant matches (see skipConsent). The
+		// form signs nobody out: a session is replaced only once the
+		// sign-in completes, so a link from another site changes nothing.
 		q.Del("force_login")
 		q.Set("prompt", "consent")
-		back := r.Clone(r.Context())
-		back.Header.Del("Cookie")
-		back.URL.RawQuery = q.Encode()
-		p.RequireMember(w, back)
+		p.SignInForm(w, r, AuthorizePath+"?"+q.Encode())
 		return
 	}
 	m, ok := p.RequireMember(w, r)
@@ -360,7 +359,19 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 // redirect with state.
 func (s *Server) grant(w http.ResponseWriter, r *http.Request, req *authRequest, m *members.Member) {
 	p := s.opts.Pages
-	code, err := grants.Of(s.store).CreateCode(r.Context(), req.app.ClientID, m.ID, req.RedirectURI, req.scopes, req.CodeChallenge)
+	code, err := grants.Of(s.store).CreateCode(r.Context(), req.app.ClientID, m, req.RedirectURI, req.scopes, req.CodeChallenge)
+	if errors.Is(err, members.ErrCredentialsChanged) || errors.Is(err, members.ErrSuspended) {
+		// The member's credentials changed since its session was read:
+		// that session is over. Sign in again and come back.
+		back := r.Clone(r.Context())
+		if r.Method == http.MethodPost {
+			back.Method = http.MethodGet
+			back.URL.RawQuery = r.PostForm.Encode()
+		}
+		back.Header.Del("Cookie")
+		p.RequireMember(w, back)
+		return
+	}
 	if err != nil {
 		s.storeFailurePage(w, r, err, "create authorization code", "The authorization could not be saved. Try again later.")
 		return

@@ -141,9 +141,12 @@ func TestAuthorizeStateIsOptional(t *testing.T) {
 	}
 }
 
-// TestAuthorizeForceLogin: force_login=true ends the session and asks to
-// sign in again, then comes back to the request without force_login (and
-// with prompt=consent, see TestAuthorizeSkipsConsentForAMatchingGrant).
+// TestAuthorizeForceLogin: force_login=true shows the sign-in form to
+// whoever is signed in (Mastodon apps add or switch accounts with it:
+// masto.js and megalodon put it in their authorization URLs) and by itself
+// changes nothing: the old session stays until another sign-in completes,
+// which replaces it and comes back to the request without force_login
+// (and with prompt=consent, see TestAuthorizeSkipsConsentForAMatchingGrant).
 func TestAuthorizeForceLogin(t *testing.T) {
 	f := newFixture(t)
 	f.member("alice")
@@ -154,22 +157,33 @@ func TestAuthorizeForceLogin(t *testing.T) {
 	q := authQuery(app, "https://app.example/cb", "read", "st")
 	q.Set("force_login", "true")
 	r := b.get(oauth.AuthorizePath + "?" + q.Encode())
-	wantStatus(t, r, http.StatusSeeOther)
-	loc, _ := r.Location()
-	if loc.Path != account.SignInPath {
-		t.Fatalf("force_login sent to %s, want the sign-in page", loc)
-	}
-	back, _ := url.Parse(loc.Query().Get("return_to"))
-	if back.Path != oauth.AuthorizePath || back.Query().Has("force_login") || back.Query().Get("client_id") != app.ClientID {
+	wantStatus(t, r, http.StatusOK)
+	signIn := form(t, r, account.SignInPath)
+	back, _ := url.Parse(signIn.hidden.Get("return_to"))
+	if back.Path != oauth.AuthorizePath || back.Query().Has("force_login") || back.Query().Get("client_id") != app.ClientID || back.Query().Get("prompt") != "consent" {
 		t.Fatalf("return_to %s", back)
 	}
-	// The old session is over: the settings page asks to sign in.
-	wantStatus(t, b.get("/settings"), http.StatusSeeOther)
+	// Alice is still signed in: showing the form ended nothing.
+	wantStatus(t, b.get("/settings"), http.StatusOK)
 
-	// Bob signs in on the same browser and approves as himself.
-	signIn := b.follow(r)
-	back2 := b.submit(signIn, account.SignInPath, url.Values{"username": {"bob"}, "password": {password}})
+	// Bob signs in on the same browser and approves as himself; Alice's
+	// session on this browser is over.
+	aliceSessions := func() int {
+		m, _ := members.Of(f.store).Member(t.Context(), "alice")
+		list, err := members.Of(f.store).Sessions(t.Context(), m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list)
+	}
+	if n := aliceSessions(); n != 1 {
+		t.Fatalf("alice has %d sessions before bob signs in, want 1", n)
+	}
+	back2 := b.submit(r, account.SignInPath, url.Values{"username": {"bob"}, "password": {password}})
 	wantStatus(t, back2, http.StatusSeeOther)
+	if n := aliceSessions(); n != 0 {
+		t.Fatalf("alice has %d sessions after bob signed in on her browser, want 0", n)
+	}
 	consent := b.follow(back2)
 	wantStatus(t, consent, http.StatusOK)
 	wantBody(t, consent, "@bob")
@@ -180,6 +194,42 @@ func TestAuthorizeForceLogin(t *testing.T) {
 	if got := f.getWithToken(oauth.VerifyCredentialsPath, tok).json(t)["username"]; got != "bob" {
 		t.Fatalf("token of %v, want bob", got)
 	}
+}
+
+// TestAuthorizeForceLoginFromAnotherSiteSignsNobodyOut: a link or an image
+// on another site opening /oauth/authorize?force_login=true (a cross-site
+// top-level GET) leaves the member signed in, and so does a cross-site
+// POST to the sign-out page; only the site's own sign-out form signs out.
+func TestAuthorizeForceLoginFromAnotherSiteSignsNobodyOut(t *testing.T) {
+	f := newFixture(t)
+	f.member("alice")
+	app := f.register("Tooter", "https://app.example/cb", "read")
+	b := f.browser()
+	b.signIn("alice")
+	q := authQuery(app, "https://app.example/cb", "read", "st")
+	q.Set("force_login", "true")
+	req, err := http.NewRequest(http.MethodGet, f.url(oauth.AuthorizePath+"?"+q.Encode()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	req.Header.Set("Sec-Fetch-Mode", "navigate")
+	wantStatus(t, do(t, b.c, req), http.StatusOK)
+	wantStatus(t, b.get("/settings"), http.StatusOK)
+
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		req, err := http.NewRequest(method, f.url(account.SignOutPath), strings.NewReader(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "https://evil.example")
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		do(t, b.c, req)
+		wantStatus(t, b.get("/settings"), http.StatusOK)
+	}
+	wantStatus(t, b.post(account.SignOutPath, url.Values{}), http.StatusSeeOther)
+	wantStatus(t, b.get("/settings"), http.StatusSeeOther)
 }
 
 // TestAuthorizeOmittedScopeMeansRead: without scope the request is for
@@ -514,10 +564,10 @@ func TestAuthorizeSkipsConsentForAMatchingGrant(t *testing.T) {
 	bob.signIn("bob")
 	wantConsent(bob, ask("read"), "another member")
 
-	// force_login still signs out; signing in again shows the consent page.
+	// force_login asks to sign in again; signing in shows the consent page.
 	r := alice.get(oauth.AuthorizePath + "?" + ask("read", "force_login", "true").Encode())
-	wantStatus(t, r, http.StatusSeeOther)
-	back := alice.submit(alice.follow(r), account.SignInPath, url.Values{"username": {"alice"}, "password": {password}})
+	wantStatus(t, r, http.StatusOK)
+	back := alice.submit(r, account.SignInPath, url.Values{"username": {"alice"}, "password": {password}})
 	wantStatus(t, back, http.StatusSeeOther)
 	if c := alice.follow(back); c.StatusCode != http.StatusOK || !strings.Contains(c.body, `value="approve"`) {
 		t.Fatalf("after force_login and signing in: HTTP %d, want the consent page", c.StatusCode)

@@ -108,7 +108,7 @@ func FuzzToken(f *testing.F) {
 		if bytes.Contains(body, []byte("{code}")) {
 			// A live code, as the consent page issues it (the browser flow
 			// itself is tested elsewhere; here it would only slow the fuzzer).
-			code, err := grants.Of(fx.store).CreateCode(t.Context(), app.ClientID, alice.ID, "https://app.example/cb", []string{"read"}, "")
+			code, err := grants.Of(fx.store).CreateCode(t.Context(), app.ClientID, alice, "https://app.example/cb", []string{"read"}, "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -49,12 +49,12 @@ const (
 )
 
 // Pages is what the server needs from the shared member pages
-// (*account.Pages): who is signed in, the sign-in redirect, sign-out for
-// force_login, the page layout and cross-origin form protection.
+// (*account.Pages): who is signed in, the sign-in redirect, the sign-in
+// form for force_login, the page layout and cross-origin form protection.
 type Pages interface {
 	CurrentMember(r *http.Request) *members.Member
 	RequireMember(w http.ResponseWriter, r *http.Request) (*members.Member, bool)
-	SignOut(w http.ResponseWriter, r *http.Request)
+	SignInForm(w http.ResponseWriter, r *http.Request, returnTo string)
 	Render(w http.ResponseWriter, r *http.Request, status int, title string, content *template.Template, data any)
 	Protect(h http.Handler) http.Handler
 	ContentSecurityPolicy(formActions ...string) string

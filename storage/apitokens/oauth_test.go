@@ -32,7 +32,7 @@ func TestMigrationExpiresLegacyAPITokensThatAnOAuthGrantCouldHaveMade(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, err := grants.Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read", "write"}, "")
+	code, err := grants.Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read", "write"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func TestOAuthAppCacheFollowsWrites(t *testing.T) {
 // revocation, a suspension and a deletion of the member.
 func TestCachedTokensAndMembersFollowWrites(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
-	code, err := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	code, err := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,6 +101,10 @@ type Code struct {
 	// replay can revoke it.
 	Used        bool   `json:"used,omitempty"`
 	TokenDigest string `json:"token_digest,omitempty"`
+	// Stamp is the member's security stamp when the code was granted: a
+	// code granted before a change of the member's credentials (password,
+	// second factor, suspension) is not exchanged.
+	Stamp string `json:"stamp,omitempty"`
 }
 
 // AccessToken is an issued bearer token. MemberID is empty for an
@@ -328,21 +332,23 @@ func (s Store) AuthenticateClient(ctx context.Context, clientID, secret string) 
 	return app, nil
 }
 
-// CreateCode records an authorization code that memberID granted to
-// the app for redirectURI and scopes, and returns the code. It lives for
-// CodeLifetime.
-func (s Store) CreateCode(ctx context.Context, clientID, memberID, redirectURI string, scopes []string, codeChallenge string) (string, error) {
+// CreateCode records an authorization code that m (as its session read
+// it) granted to the app for redirectURI and scopes, and returns the code.
+// It lives for CodeLifetime. It returns members.ErrCredentialsChanged when
+// m's credentials changed since it was read (members.CheckStamp).
+func (s Store) CreateCode(ctx context.Context, clientID string, m *members.Member, redirectURI string, scopes []string, codeChallenge string) (string, error) {
 	code := storage.NewSecret(CodePrefix, 32)
 	rec := Code{
 		ClientID:      clientID,
-		MemberID:      memberID,
+		MemberID:      m.ID,
 		RedirectURI:   redirectURI,
 		Scopes:        scopes,
 		CodeChallenge: codeChallenge,
 		CreatedAt:     time.Now().UTC(),
+		Stamp:         m.SecurityStamp,
 	}
 	err := s.st.Update(ctx, func(tx *storage.Tx) error {
-		if _, err := members.ByID(tx, memberID); err != nil {
+		if _, err := members.CheckStamp(tx, m); err != nil {
 			return err
 		}
 		return tx.PutJSON(codeKey(storage.Digest(code)), rec, CodeLifetime)
@@ -364,7 +370,9 @@ type CodeCheck func(c *Code) error
 //
 // It returns storage.ErrNotFound for an unknown or expired code, ErrCodeUsed for a
 // code that was used before (and then revokes the token issued from it),
-// members.ErrSuspended or storage.ErrNotFound when the member can no longer be served, and
+// members.ErrSuspended or storage.ErrNotFound when the member can no longer be served
+// (storage.ErrNotFound too for a code granted before a change of the
+// member's credentials: Code.Stamp), and
 // check's error; ErrCodeUsed and check's error come as a *CodeRefusal
 // naming the code's member. Concurrent exchanges of one code issue at most one token:
 // the transaction that consumes it fails on a conflict instead of retrying;
@@ -419,6 +427,11 @@ func (s Store) ExchangeCode(ctx context.Context, code string, check CodeCheck) (
 		}
 		if m.Suspended {
 			return members.ErrSuspended
+		}
+		if m.SecurityStamp != c.Stamp {
+			// Granted before the member's credentials changed: the
+			// change ended the session that granted it.
+			return storage.ErrNotFound
 		}
 		tok, secret, err = createToken(tx, c.ClientID, c.MemberID, c.Scopes)
 		if err != nil {

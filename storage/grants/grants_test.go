@@ -44,7 +44,7 @@ func oauthFixture(t *testing.T) (*storage.Store, *members.Member, *App, string) 
 
 func TestOAuthSecretsStoredOnlyAsDigests(t *testing.T) {
 	s, m, app, secret := oauthFixture(t)
-	code, err := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	code, err := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestAuthenticateOAuthClient(t *testing.T) {
 
 func TestOAuthCodeSingleUseRevokesOnReplay(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
-	code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
 	_, tok, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil })
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestOAuthCodeSingleUseRevokesOnReplay(t *testing.T) {
 
 func TestOAuthCodeFailedExchangeConsumesIt(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
-	code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
 	bad := errors.New("wrong verifier")
 	if _, _, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return bad }); !errors.Is(err, bad) {
 		t.Fatalf("got %v, want the check's error", err)
@@ -116,7 +116,7 @@ func TestOAuthCodeFailedExchangeConsumesIt(t *testing.T) {
 
 func TestOAuthCodeExpiresAfterTenMinutes(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
-	code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
 	now = func() time.Time { return time.Now().Add(CodeLifetime + time.Second) }
 	defer func() { now = time.Now }()
 	if _, _, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil }); !errors.Is(err, storage.ErrNotFound) {
@@ -126,7 +126,7 @@ func TestOAuthCodeExpiresAfterTenMinutes(t *testing.T) {
 
 func TestOAuthCodeConcurrentExchangesIssueOneToken(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
-	code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var tokens []string
@@ -152,7 +152,7 @@ func TestOAuthCodeConcurrentExchangesIssueOneToken(t *testing.T) {
 
 func TestOAuthTokenRefusesSuspendedAndDeletedMembers(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
-	code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
 	tk, tok, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil })
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +206,7 @@ func TestAuthorizedOAuthAppsAndMemberRevoke(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
 	var toks []string
 	for _, sc := range [][]string{{"read"}, {"write"}} {
-		code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", sc, "")
+		code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", sc, "")
 		_, tok, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil })
 		if err != nil {
 			t.Fatal(err)
@@ -236,8 +236,8 @@ func TestMemberRevokeVoidsOutstandingCodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pending, _ := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
-	bobs, _ := Of(s).CreateCode(t.Context(), app.ClientID, other.ID, "https://app.example/cb", []string{"read"}, "")
+	pending, _ := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
+	bobs, _ := Of(s).CreateCode(t.Context(), app.ClientID, other, "https://app.example/cb", []string{"read"}, "")
 	if err := Of(s).RevokeAppForMember(t.Context(), m.ID, app.ClientID); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestMemberRevokeVoidsOutstandingCodes(t *testing.T) {
 		t.Fatalf("another member's code: %v", err)
 	}
 	// Approving the app again afterwards works.
-	again, _ := Of(s).CreateCode(t.Context(), app.ClientID, m.ID, "https://app.example/cb", []string{"read"}, "")
+	again, _ := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
 	if _, _, err := Of(s).ExchangeCode(t.Context(), again, ok); err != nil {
 		t.Fatalf("a code granted after the revocation: %v", err)
 	}
@@ -307,7 +307,7 @@ func BenchmarkTokenOfMember(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	code, err := Of(st).CreateCode(b.Context(), app.ClientID, m.ID, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
+	code, err := Of(st).CreateCode(b.Context(), app.ClientID, m, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -347,3 +347,63 @@ func benchStoreAndApp(b *testing.B) (*storage.Store, *App) {
 const testPostgresPort = 15443
 
 func TestMain(m *testing.M) { storagetest.Main(m, testPostgresPort) }
+
+// TestCodeGrantedBeforeCredentialChange: an authorization code granted
+// before its member's password, second factor or suspension changed is not
+// exchanged (the change ended the session that granted it), and a member
+// read by a session before the change grants no new code.
+func TestCodeGrantedBeforeCredentialChange(t *testing.T) {
+	changes := map[string]func(s *storage.Store, m *members.Member) error{
+		"password": func(s *storage.Store, m *members.Member) error {
+			return members.Of(s).ChangePassword(t.Context(), m.ID, "another password", "")
+		},
+		"two-factor off": func(s *storage.Store, m *members.Member) error {
+			return members.Of(s).DisableTwoFactor(t.Context(), m.ID, "")
+		},
+		"suspension and reinstatement": func(s *storage.Store, m *members.Member) error {
+			if _, err := members.Of(s).SetSuspended(t.Context(), m.Username, true); err != nil {
+				return err
+			}
+			_, err := members.Of(s).SetSuspended(t.Context(), m.Username, false)
+			return err
+		},
+	}
+	for name, change := range changes {
+		t.Run(name, func(t *testing.T) {
+			s, m, app, _ := oauthFixture(t)
+			if name == "two-factor off" {
+				const secret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
+				if err := members.Of(s).StartTwoFactorSetup(t.Context(), m.ID, secret); err != nil {
+					t.Fatal(err)
+				}
+				code, _ := members.TOTPCode(secret, time.Now())
+				if _, err := members.Of(s).ConfirmTwoFactor(t.Context(), m.ID, code, ""); err != nil {
+					t.Fatal(err)
+				}
+				m, _ = members.Of(s).MemberByID(t.Context(), m.ID)
+			}
+			code, err := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := change(s, m); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil }); !errors.Is(err, storage.ErrNotFound) {
+				t.Fatalf("exchange of a code granted before the change: %v, want ErrNotFound (invalid_grant)", err)
+			}
+			if _, err := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, ""); !errors.Is(err, members.ErrCredentialsChanged) {
+				t.Fatalf("a code granted by the member as read before the change: %v, want ErrCredentialsChanged", err)
+			}
+			// Signed in again, the member grants codes that work.
+			m, _ = members.Of(s).MemberByID(t.Context(), m.ID)
+			code, err = Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil }); err != nil {
+				t.Fatalf("a code granted after the change: %v", err)
+			}
+		})
+	}
+}

@@ -43,6 +43,56 @@ type Member struct {
 	// TwoFactor is on when the member signs in with a second factor (its
 	// secret is a record of its own, see TwoFactor).
 	TwoFactor bool `json:"two_factor,omitempty"`
+	// SecurityStamp changes with every change of the member's credentials
+	// (password, second factor, suspension: renewStamp). Sessions, sign-in
+	// challenges and authorization codes carry the stamp of the member they
+	// were made for, and are refused once it differs; they are created in
+	// a transaction that reads the member record the change writes, so a
+	// sign-in that checked the old password either commits before the
+	// change (and its session is ended by it) or fails. Records written
+	// before the stamp existed have it empty and match until the first
+	// change.
+	SecurityStamp string `json:"security_stamp,omitempty"`
+}
+
+// ErrCredentialsChanged refuses a sign-in, a session or an authorization
+// code made for the member as it was before its password, second factor or
+// suspension changed: the member signs in again.
+var ErrCredentialsChanged = errors.New("the account's password or sign-in settings changed meanwhile: sign in again")
+
+// renewStamp gives m a new security stamp, writes it, and ends the
+// member's web sessions except the one with digest keep (none when keep is
+// ""), which is given the new stamp: the browser that made the change stays
+// signed in. It returns how many live sessions it ended.
+func renewStamp(tx *storage.Tx, m *Member, keep string) (int, error) {
+	m.SecurityStamp = storage.NewSecret("", 12)
+	if err := tx.PutJSON(memberIDKey(m.ID), m, 0); err != nil {
+		return 0, err
+	}
+	n, err := deleteMemberSessionsExcept(tx, m.ID, keep)
+	if err != nil || keep == "" {
+		return n, err
+	}
+	return n, restampSession(tx, m, keep)
+}
+
+// CheckStamp checks, in tx, that m's record still has the security stamp
+// m was read with and that it is not suspended, and returns the record.
+// A domain that creates a credential from a member read earlier (a session
+// from a checked password, a code from a session) calls it in the
+// transaction that creates it, so the two conflict with a change.
+func CheckStamp(tx *storage.Tx, m *Member) (*Member, error) {
+	cur, err := ByID(tx, m.ID)
+	if err != nil {
+		return nil, err
+	}
+	if cur.SecurityStamp != m.SecurityStamp {
+		return nil, ErrCredentialsChanged
+	}
+	if cur.Suspended {
+		return nil, ErrSuspended
+	}
+	return cur, nil
 }
 
 // Limits on member fields, as Mastodon has them (passwords: at least 8
@@ -242,21 +292,18 @@ func (s Store) SetSuspended(ctx context.Context, username string, suspended bool
 			return err
 		}
 		m.Suspended = suspended
-		if err := tx.PutJSON(memberIDKey(m.ID), m, 0); err != nil {
+		out = m
+		if suspended {
+			_, err := renewStamp(tx, m, "")
 			return err
 		}
-		if suspended {
-			if err := deleteMemberSessions(tx, m.ID); err != nil {
-				return err
-			}
-		}
-		out = m
-		return nil
+		return tx.PutJSON(memberIDKey(m.ID), m, 0)
 	})
 	return out, err
 }
 
-// SetPassword replaces a member's password and ends its web sessions.
+// SetPassword replaces a member's password and ends its web sessions and
+// the sign-ins in flight (renewStamp).
 func (s Store) SetPassword(ctx context.Context, username, password string) error {
 	if err := ValidatePassword(password); err != nil {
 		return err
@@ -268,10 +315,8 @@ func (s Store) SetPassword(ctx context.Context, username, password string) error
 			return err
 		}
 		m.PasswordHash = hash
-		if err := tx.PutJSON(memberIDKey(m.ID), m, 0); err != nil {
-			return err
-		}
-		return deleteMemberSessions(tx, m.ID)
+		_, err = renewStamp(tx, m, "")
+		return err
 	})
 }
 
@@ -328,9 +373,10 @@ func (s Store) SetDisplayName(ctx context.Context, memberID, name string) (*Memb
 	return out, err
 }
 
-// ChangePassword replaces memberID's password and ends its web sessions
-// except the one whose cookie secret is keepSession (the browser that made
-// the change). The caller has checked the current password.
+// ChangePassword replaces memberID's password and ends its web sessions and
+// sign-ins in flight except the session whose cookie secret is keepSession
+// (the browser that made the change). The caller has checked the current
+// password.
 func (s Store) ChangePassword(ctx context.Context, memberID, password, keepSession string) error {
 	if err := ValidatePassword(password); err != nil {
 		return err
@@ -346,10 +392,7 @@ func (s Store) ChangePassword(ctx context.Context, memberID, password, keepSessi
 			return err
 		}
 		m.PasswordHash = hash
-		if err := tx.PutJSON(memberIDKey(m.ID), m, 0); err != nil {
-			return err
-		}
-		_, err = deleteMemberSessionsExcept(tx, m.ID, keep)
+		_, err = renewStamp(tx, m, keep)
 		return err
 	})
 }

@@ -142,16 +142,13 @@ func (s Store) UseResetLink(ctx context.Context, token, password string) (*Membe
 			return err
 		}
 		if link.DisableTwoFactor {
-			if err := disableTwoFactor(tx, m.ID); err != nil {
+			if _, err := disableTwoFactor(tx, m.ID); err != nil {
 				return err
 			}
 			m.TwoFactor = false
 		}
 		m.PasswordHash = hash
-		if err := tx.PutJSON(memberIDKey(m.ID), m, 0); err != nil {
-			return err
-		}
-		if err := deleteMemberSessions(tx, m.ID); err != nil {
+		if _, err := renewStamp(tx, m, ""); err != nil {
 			return err
 		}
 		return tx.Delete(resetKey(d))

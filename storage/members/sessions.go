@@ -21,6 +21,11 @@ type Session struct {
 	Device     string    `json:"device,omitempty"`
 	Address    string    `json:"address,omitempty"`
 	LastSeenAt time.Time `json:"last_seen_at,omitzero"`
+	// Stamp is the member's security stamp when the session was made: a
+	// session whose stamp is no longer the member's is ended (a change of
+	// credentials renews the stamp and deletes the sessions; the stamp also
+	// ends one whose creation committed while the change was running).
+	Stamp string `json:"stamp,omitempty"`
 
 	// ID is the session's public id (see SessionPublicID), filled in by
 	// the lookups; it is not stored.
@@ -87,23 +92,36 @@ func clip(s string, n int) string {
 
 func startsRune(b byte) bool { return b&0xC0 != 0x80 }
 
-// CreateSession starts a session for memberID lasting ttl and returns its id.
+// CreateSession starts a session lasting ttl for memberID as it is now
+// (the operator's tools and tests; a sign-in uses CreateSessionWith with the
+// member it checked) and returns its id.
 func (s Store) CreateSession(ctx context.Context, memberID string, ttl time.Duration) (string, error) {
-	return s.CreateSessionWith(ctx, memberID, ttl, SessionInfo{})
+	m, err := s.MemberByID(ctx, memberID)
+	if err != nil {
+		return "", err
+	}
+	return s.CreateSessionWith(ctx, m, ttl, SessionInfo{})
 }
 
-// CreateSessionWith is CreateSession recording the browser's device summary
-// and client address (clipped to their bounds).
-func (s Store) CreateSessionWith(ctx context.Context, memberID string, ttl time.Duration, info SessionInfo) (string, error) {
+// CreateSessionWith starts a session lasting ttl for m, as read when its
+// password (and second factor) were checked, recording the browser's device
+// summary and client address (clipped to their bounds), and returns its id.
+// It returns ErrCredentialsChanged when m's credentials changed since it was
+// read, and ErrSuspended when m was suspended: the check reads the member
+// record in the transaction that writes the session, so it conflicts with
+// a change committed meanwhile (CheckStamp).
+func (s Store) CreateSessionWith(ctx context.Context, m *Member, ttl time.Duration, info SessionInfo) (string, error) {
 	id := storage.NewSecret(SessionPrefix, 32)
 	d := storage.Digest(id)
 	now := time.Now().UTC()
+	memberID := m.ID
 	sess := Session{
 		MemberID: memberID, CreatedAt: now, ExpiresAt: now.Add(ttl), LastSeenAt: now,
 		Device: clip(info.Device, MaxSessionDeviceLen), Address: clip(info.Address, MaxSessionAddressLen),
+		Stamp: m.SecurityStamp,
 	}
 	err := s.st.Update(ctx, func(tx *storage.Tx) error {
-		if _, err := ByID(tx, memberID); err != nil {
+		if _, err := CheckStamp(tx, m); err != nil {
 			return err
 		}
 		if err := trimMemberSessions(tx, memberID, MaxSessionsPerMember-1); err != nil {
@@ -151,6 +169,9 @@ func (s Store) SessionAndMember(ctx context.Context, id string) (*Member, *Sessi
 		return nil, nil, err
 	}
 	sess.ID = d[:SessionPublicIDLen]
+	if sess.Stamp != m.SecurityStamp {
+		return nil, nil, storage.ErrNotFound
+	}
 	if m.Suspended {
 		return nil, nil, ErrSuspended
 	}
@@ -197,6 +218,13 @@ func (s Store) Sessions(ctx context.Context, memberID string) ([]*Session, error
 		if err != nil {
 			return err
 		}
+		m, err := ByID(tx, memberID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 		now := time.Now()
 		for _, d := range digests {
 			var sess Session
@@ -207,7 +235,7 @@ func (s Store) Sessions(ctx context.Context, memberID string) ([]*Session, error
 			if err != nil {
 				return err
 			}
-			if sess.MemberID != memberID || !now.Before(sess.ExpiresAt) {
+			if sess.MemberID != memberID || !now.Before(sess.ExpiresAt) || sess.Stamp != m.SecurityStamp {
 				continue
 			}
 			sess.ID = d[:min(len(d), SessionPublicIDLen)]
@@ -320,6 +348,26 @@ func trimMemberSessions(tx *storage.Tx, memberID string, keep int) error {
 		sessions = sessions[1:]
 	}
 	return nil
+}
+
+// restampSession gives m's session with digest d m's security stamp (a
+// change of credentials keeps the browser that made it signed in). An
+// ended or expired session stays ended.
+func restampSession(tx *storage.Tx, m *Member, d string) error {
+	var sess Session
+	err := tx.GetJSON(sessionKey(d), &sess)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ttl := time.Until(sess.ExpiresAt)
+	if sess.MemberID != m.ID || ttl <= time.Second {
+		return nil
+	}
+	sess.Stamp = m.SecurityStamp
+	return tx.PutJSON(sessionKey(d), sess, ttl)
 }
 
 func deleteMemberSessions(tx *storage.Tx, memberID string) error {

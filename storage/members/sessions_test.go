@@ -14,11 +14,11 @@ func TestSessionMetadataListAndEnd(t *testing.T) {
 	alice, _ := st.CreateMember(t.Context(), "alice", "", "correct horse")
 	bob, _ := st.CreateMember(t.Context(), "bob", "", "correct horse")
 	long := strings.Repeat("é", 100) + "\x00\n"
-	phone, err := st.CreateSessionWith(t.Context(), alice.ID, time.Hour, SessionInfo{Device: "Firefox on Android", Address: "198.51.100.7"})
+	phone, err := st.CreateSessionWith(t.Context(), alice, time.Hour, SessionInfo{Device: "Firefox on Android", Address: "198.51.100.7"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	laptop, err := st.CreateSessionWith(t.Context(), alice.ID, time.Hour, SessionInfo{Device: long, Address: long})
+	laptop, err := st.CreateSessionWith(t.Context(), alice, time.Hour, SessionInfo{Device: long, Address: long})
 	if err != nil {
 		t.Fatal(err)
 	}

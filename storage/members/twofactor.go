@@ -201,10 +201,7 @@ func (s Store) ConfirmTwoFactor(ctx context.Context, memberID, code, keepSession
 			return err
 		}
 		m.TwoFactor = true
-		if err := tx.PutJSON(memberIDKey(m.ID), m, 0); err != nil {
-			return err
-		}
-		_, err = deleteMemberSessionsExcept(tx, m.ID, keep)
+		_, err = renewStamp(tx, m, keep)
 		return err
 	})
 	if err != nil {
@@ -311,27 +308,44 @@ func (s Store) TwoFactorStatus(ctx context.Context, memberID string) (on bool, r
 }
 
 // DisableTwoFactor turns two-factor sign-in off for memberID (the caller
-// has checked what it must). Turning it off when it is off is no error.
-func (s Store) DisableTwoFactor(ctx context.Context, memberID string) error {
-	return s.st.Update(ctx, func(tx *storage.Tx) error { return disableTwoFactor(tx, memberID) })
+// has checked what it must) and, as every change of credentials does, ends
+// its web sessions and sign-ins in flight except the session whose cookie
+// secret is keepSession (the browser that turned it off; "" ends them
+// all). Turning it off when it is off is no error and changes nothing.
+func (s Store) DisableTwoFactor(ctx context.Context, memberID, keepSession string) error {
+	keep := ""
+	if keepSession != "" {
+		keep = storage.Digest(keepSession)
+	}
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
+		m, err := disableTwoFactor(tx, memberID)
+		if err != nil || m == nil {
+			return err
+		}
+		_, err = renewStamp(tx, m, keep)
+		return err
+	})
 }
 
-func disableTwoFactor(tx *storage.Tx, memberID string) error {
+// disableTwoFactor removes memberID's second factor in tx and returns the
+// member with TwoFactor turned off, not written yet, or nil when it was
+// off (the caller writes it with renewStamp).
+func disableTwoFactor(tx *storage.Tx, memberID string) (*Member, error) {
 	m, err := ByID(tx, memberID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := tx.Delete(twoFactorKey(memberID)); err != nil {
-		return err
+		return nil, err
 	}
 	if err := tx.Delete(twoFactorSetupKey(memberID)); err != nil {
-		return err
+		return nil, err
 	}
 	if !m.TwoFactor {
-		return nil
+		return nil, nil
 	}
 	m.TwoFactor = false
-	return tx.PutJSON(memberIDKey(m.ID), m, 0)
+	return m, nil
 }
 
 // Sign-in challenges: the state between a right password and the second
@@ -352,6 +366,9 @@ type signInChallenge struct {
 	MemberID  string    `json:"member_id"`
 	ExpiresAt time.Time `json:"expires_at"`
 	Failures  int       `json:"failures"`
+	// Stamp is the member's security stamp when the password was checked:
+	// a change of credentials since ends the challenge.
+	Stamp string `json:"stamp,omitempty"`
 }
 
 func challengeKey(digest string) []byte { return storage.Key("2fa", "challenge", digest) }
@@ -364,12 +381,16 @@ func init() {
 	})
 }
 
-// CreateSignInChallenge records that memberID gave the right password and
-// returns the challenge's secret.
-func (s Store) CreateSignInChallenge(ctx context.Context, memberID string) (string, error) {
+// CreateSignInChallenge records that m (as read when its password was
+// checked) gave the right password and returns the challenge's secret. It
+// returns ErrCredentialsChanged when m's credentials changed since.
+func (s Store) CreateSignInChallenge(ctx context.Context, m *Member) (string, error) {
 	secret := storage.NewSecret(SignInChallengePrefix, 32)
-	c := signInChallenge{MemberID: memberID, ExpiresAt: time.Now().UTC().Add(SignInChallengeLifetime)}
+	c := signInChallenge{MemberID: m.ID, ExpiresAt: time.Now().UTC().Add(SignInChallengeLifetime), Stamp: m.SecurityStamp}
 	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		if _, err := CheckStamp(tx, m); err != nil {
+			return err
+		}
 		return tx.PutJSON(challengeKey(storage.Digest(secret)), c, SignInChallengeLifetime)
 	})
 	if err != nil {
@@ -395,6 +416,9 @@ func (s Store) SignInChallengeMember(ctx context.Context, secret string) (*Membe
 		}
 		var err error
 		m, err = ByID(tx, c.MemberID)
+		if err == nil && m.SecurityStamp != c.Stamp {
+			return storage.ErrNotFound
+		}
 		return err
 	})
 	return m, err
@@ -426,6 +450,11 @@ func (s Store) AnswerSignInChallenge(ctx context.Context, secret, code string) (
 		member, err := ByID(tx, c.MemberID)
 		if err != nil {
 			return err
+		}
+		if member.SecurityStamp != c.Stamp {
+			// The password or second factor changed since the password
+			// was checked: this sign-in is over.
+			return storage.ErrNotFound
 		}
 		recovery, cerr = checkSecondFactor(tx, member.ID, code)
 		if cerr != nil && !isSecondFactorRefusal(cerr) {

@@ -83,7 +83,7 @@ func TestTwoFactorSetupAndCodes(t *testing.T) {
 	if _, left, _ := st.TwoFactorStatus(t.Context(), m.ID); left != RecoveryCodeCount-1 {
 		t.Fatalf("recovery codes left %d", left)
 	}
-	if err := st.DisableTwoFactor(t.Context(), m.ID); err != nil {
+	if err := st.DisableTwoFactor(t.Context(), m.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if on, _, _ := st.TwoFactorStatus(t.Context(), m.ID); on {
@@ -106,7 +106,8 @@ func TestSignInChallenge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := st.CreateSignInChallenge(t.Context(), m.ID)
+	m, _ = st.MemberByID(t.Context(), m.ID) // as the sign-in reads it, two-factor on
+	c, err := st.CreateSignInChallenge(t.Context(), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestSignInChallenge(t *testing.T) {
 		t.Fatalf("challenge used twice: %v", err)
 	}
 	// Too many wrong answers end the challenge.
-	c2, _ := st.CreateSignInChallenge(t.Context(), m.ID)
+	c2, _ := st.CreateSignInChallenge(t.Context(), m)
 	for range MaxChallengeAttempts {
 		_, _, _ = st.AnswerSignInChallenge(t.Context(), c2, "zzzzz-zzzzz")
 	}
@@ -153,7 +154,7 @@ func TestDeleteMemberDeletesResetLinksAndChallenges(t *testing.T) {
 	if _, _, _, err := st.CreateResetLink(t.Context(), m.Username, time.Hour, ResetLinkOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateSignInChallenge(t.Context(), m.ID); err != nil {
+	if _, err := st.CreateSignInChallenge(t.Context(), m); err != nil {
 		t.Fatal(err)
 	}
 	keep, _, _, err := st.CreateResetLink(t.Context(), other.Username, time.Hour, ResetLinkOptions{})
@@ -194,7 +195,8 @@ func TestSignInChallengeLimitUnderConcurrentAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := st.CreateSignInChallenge(t.Context(), m.ID)
+	m, _ = st.MemberByID(t.Context(), m.ID) // as the sign-in reads it, two-factor on
+	c, err := st.CreateSignInChallenge(t.Context(), m)
 	if err != nil {
 		t.Fatal(err)
 	}
