@@ -232,7 +232,7 @@ func (p *Pages) underFailureLimits(r *http.Request, username string, check func(
 	// The attempt is counted as a failure before the check (concurrent
 	// attempts must not all pass it) and given back when it was not one.
 	ctx := r.Context()
-	ip := "ip:" + p.opts.ClientIP(r)
+	ip := ratelimit.AddressKey(p.opts.ClientIP(r))
 	user := "user:" + strings.ToLower(username)
 	byIP, byUser := p.byIP.Allow(ctx, ip), p.byUsername.Allow(ctx, user)
 	notAFailure := func() {
@@ -402,7 +402,7 @@ func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request, username, display
 		return nil, ErrRegistrationClosed
 	}
 	// Reserved before the account is created, given back if it is not.
-	ip := "ip:" + p.opts.ClientIP(r)
+	ip := ratelimit.AddressKey(p.opts.ClientIP(r))
 	if wait, limited := limitedFor(p.signUps.Allow(r.Context(), ip)); limited {
 		metrics.RateLimited(metrics.LimitSignUp)
 		return nil, &SignInLimitedError{Wait: wait}

@@ -11,6 +11,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
@@ -72,7 +73,7 @@ func (d *Directory) serveEvents(w http.ResponseWriter, r *http.Request) {
 		methodNotAllowed(w, "POST, OPTIONS")
 		return
 	}
-	if res := d.evLimitIP.Allow(r.Context(), d.opts.ClientIP(r)); !res.Allowed {
+	if res := d.evLimitIP.Allow(r.Context(), ratelimit.AddressKey(d.opts.ClientIP(r))); !res.Allowed {
 		rateLimited(w, res, metrics.LimitAgentEvents, "requests from this address")
 		return
 	}

@@ -264,7 +264,7 @@ func (d *Directory) serveRegister(w http.ResponseWriter, r *http.Request) {
 		methodNotAllowed(w, "POST, OPTIONS")
 		return
 	}
-	if res := d.regLimitIP.Allow(r.Context(), d.opts.ClientIP(r)); !res.Allowed {
+	if res := d.regLimitIP.Allow(r.Context(), ratelimit.AddressKey(d.opts.ClientIP(r))); !res.Allowed {
 		rateLimited(w, res, metrics.LimitAgentRegistration, "registrations from this address")
 		return
 	}

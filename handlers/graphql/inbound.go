@@ -42,7 +42,7 @@ func (s *Server) acceptNewsletterPost(w http.ResponseWriter, r *http.Request, ho
 		return false
 	}
 	if s.inbound != nil {
-		if res := s.inbound.Allow(r.Context(), s.opts.ClientIP(r)); !res.Allowed {
+		if res := s.inbound.Allow(r.Context(), ratelimit.AddressKey(s.opts.ClientIP(r))); !res.Allowed {
 			w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(res.RetryAfter)))
 			metrics.RateLimited(metrics.LimitNewsletter)
 			writeError(w, http.StatusTooManyRequests, codeRateLimited, "too many messages; retry later")

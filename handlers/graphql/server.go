@@ -399,7 +399,7 @@ func (s *Server) allow(w http.ResponseWriter, r *http.Request, c *caller) bool {
 func (s *Server) limit(h http.Header, r *http.Request, c *caller) (retryAfter int, ok bool) {
 	var results []ratelimit.Result
 	if s.tokens != nil {
-		key := "ip:" + ratelimit.Key(s.opts.ClientIP(r)) // an IPv6 client per /64
+		key := ratelimit.AddressKey(s.opts.ClientIP(r))
 		if c != nil {
 			key = c.Key
 		}

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
 
@@ -258,7 +259,7 @@ func applicationOf(app *grants.App) application {
 }
 
 func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
-	if res := s.registrations.Allow(r.Context(), s.opts.ClientIP(r)); !res.Allowed {
+	if res := s.registrations.Allow(r.Context(), ratelimit.AddressKey(s.opts.ClientIP(r))); !res.Allowed {
 		metrics.RateLimited(metrics.LimitOAuthRegistration)
 		tooMany(w, res)
 		return

@@ -247,7 +247,7 @@ func (s *Server) limitTokens(w http.ResponseWriter, r *http.Request) bool {
 	if s.tokens == nil {
 		return true
 	}
-	if res := s.tokens.Allow(r.Context(), s.opts.ClientIP(r)); !res.Allowed {
+	if res := s.tokens.Allow(r.Context(), ratelimit.AddressKey(s.opts.ClientIP(r))); !res.Allowed {
 		metrics.RateLimited(metrics.LimitOAuthToken)
 		tooMany(w, res)
 		return false
@@ -478,7 +478,7 @@ func (s *Server) bearer(w http.ResponseWriter, r *http.Request, route access.Rou
 		// of all of it): it counts against the client address's token
 		// limit, and past it the answer is 429.
 		if s.tokens != nil {
-			if res := s.tokens.Allow(r.Context(), s.opts.ClientIP(r)); !res.Allowed {
+			if res := s.tokens.Allow(r.Context(), ratelimit.AddressKey(s.opts.ClientIP(r))); !res.Allowed {
 				metrics.RateLimited(metrics.LimitOAuthToken)
 				tooMany(w, res)
 				return nil, nil, false

@@ -32,36 +32,48 @@ func TestMemoryIsBounded(t *testing.T) {
 	}
 }
 
-// TestIPv6CountedPerSlash64: rotating addresses inside one /64 does not
-// escape the limit; another /64, and IPv4 addresses, are counted apart.
-func TestIPv6CountedPerSlash64(t *testing.T) {
+// TestAddressKeyPerSlash64: AddressKey puts every address of one IPv6 /64
+// under one key, so rotating addresses inside it does not escape a limit;
+// another /64, and IPv4 addresses (mapped or not), are counted apart.
+func TestAddressKeyPerSlash64(t *testing.T) {
 	l, _ := newLimiter(3, time.Minute)
 	for i := 1; i <= 3; i++ {
-		if r := l.Allow(fmt.Sprintf("2001:db8:1:2::%x", i)); !r.Allowed {
+		if r := l.Allow(ratelimit.AddressKey(fmt.Sprintf("2001:db8:1:2::%x", i))); !r.Allowed {
 			t.Fatalf("address %d refused: %+v", i, r)
 		}
 	}
-	for _, a := range []string{"2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::99", "2001:db8:1:2:a:b:c:d"} {
-		if r := l.Allow(a); r.Allowed {
+	for _, a := range []string{"2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::99", "2001:db8:1:2:a:b:c:d", "[2001:db8:1:2::7]", "fe80::1%eth0"} {
+		if a == "fe80::1%eth0" {
+			if ratelimit.AddressKey(a) != ratelimit.AddressKey("fe80::ffff") {
+				t.Errorf("a zone splits the /64: %s", ratelimit.AddressKey(a))
+			}
+			continue
+		}
+		if r := l.Allow(ratelimit.AddressKey(a)); r.Allowed {
 			t.Errorf("%s in the same /64 allowed past the limit", a)
 		}
 	}
-	if r := l.Allow("2001:db8:1:3::1"); !r.Allowed {
+	if r := l.Allow(ratelimit.AddressKey("2001:db8:1:3::1")); !r.Allowed {
 		t.Errorf("another /64 limited: %+v", r)
 	}
 	for _, a := range []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4", "::ffff:192.0.2.5"} {
-		if r := l.Allow(a); !r.Allowed {
+		if r := l.Allow(ratelimit.AddressKey(a)); !r.Allowed {
 			t.Errorf("IPv4 %s limited with its neighbours", a)
 		}
 	}
+	if ratelimit.AddressKey("::ffff:192.0.2.9") != ratelimit.AddressKey("192.0.2.9") {
+		t.Errorf("an IPv4-mapped address counts apart from its IPv4 address")
+	}
 	// Undo, Reset and Peek see the same /64.
-	l.Reset("2001:db8:1:2::1234")
-	if r := l.Peek("2001:db8:1:2::1"); !r.Allowed || r.Remaining != 3 {
+	l.Reset(ratelimit.AddressKey("2001:db8:1:2::1234"))
+	if r := l.Peek(ratelimit.AddressKey("2001:db8:1:2::1")); !r.Allowed || r.Remaining != 3 {
 		t.Errorf("after Reset of another address in the /64: %+v", r)
 	}
-	for _, k := range []string{"user@example.com", "abc", "app_x:y"} {
-		if ratelimit.Key(k) != k {
-			t.Errorf("Key(%q) = %q", k, ratelimit.Key(k))
+	// Other keys are counted as given.
+	for _, k := range []string{"user:alice", "2001:db8::1", "member:abc"} {
+		l.Allow(k)
+		if r := l.Peek(k); r.Remaining != 2 {
+			t.Errorf("%q not counted as itself: %+v", k, r)
 		}
 	}
 }

@@ -50,9 +50,8 @@ type Counter interface {
 // forgotten (so an attacker rotating keys can at worst reset the counts of
 // keys idle longer than the newest 1 M, not grow memory).
 //
-// A key that is an IPv6 address is counted per /64 (one subscriber's
-// allocation), so rotating addresses within it does not escape the limit;
-// IPv4 and IPv4-mapped addresses count per address.
+// Keys are counted as they are given: a limit per client address counts
+// AddressKey(address), which puts an IPv6 client's whole /64 under one key.
 type Limiter struct {
 	limit  int
 	window time.Duration
@@ -106,27 +105,32 @@ func (l *Limiter) WithClock(now func() time.Time) *Limiter {
 
 func (l *Limiter) clock() time.Time { return (*l.now.Load())() }
 
-// shardFor returns key's shard, locked, and the key as counted (an IPv6
-// address reduced to its /64).
+// shardFor returns key's shard, locked, and the key.
 func (l *Limiter) shardFor(key string) (*shard, string) {
-	key = Key(key)
 	sh := &l.shards[maphash.String(l.seed, key)%numShards]
 	sh.mu.Lock()
 	return sh, key
 }
 
-// Key is the key a limiter counts for key: an IPv6 address (not an
-// IPv4-mapped one) becomes its /64 prefix, anything else is kept as is.
-func Key(key string) string {
-	if !strings.Contains(key, ":") {
-		return key
+// AddressKey is the key under which every per-address limit counts a
+// client (sign-in failures, sign-ups, token guesses, app registrations,
+// GraphQL, newsletters, the directory): "ip:" and the address, an IPv6
+// address (not an IPv4-mapped one) reduced to its /64, the smallest
+// allocation one subscriber gets (RFC 6177), so that rotating addresses
+// within it does not escape the limit. IPv4 (and IPv4-mapped) addresses
+// count one by one; a value that is no address is kept as it is. Every
+// limit keyed by a client address builds its key here, and nowhere else.
+func AddressKey(addr string) string {
+	a, err := netip.ParseAddr(strings.Trim(addr, "[]"))
+	if err != nil {
+		return "ip:" + addr
 	}
-	a, err := netip.ParseAddr(key)
-	if err != nil || !a.Is6() || a.Is4In6() {
-		return key
+	a = a.WithZone("").Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return "ip:" + p.String()
 	}
-	p, _ := a.WithZone("").Prefix(64)
-	return p.String()
+	return "ip:" + a.String()
 }
 
 // Len is the number of keys remembered (tests, metrics).

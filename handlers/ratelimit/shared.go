@@ -42,10 +42,8 @@ func newShared(r *Registry, l Limit) *shared {
 	}
 }
 
-// key is the store's key for key: an IPv6 address counted per /64 (Key),
-// a long key by its digest.
+// key is the store's key for key: a long key by its digest.
 func (s *shared) key(key string) string {
-	key = Key(key)
 	if len(key) > maxSharedKey {
 		sum := sha256.Sum256([]byte(key))
 		key = "sha256:" + hex.EncodeToString(sum[:])

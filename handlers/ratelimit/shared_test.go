@@ -71,9 +71,9 @@ func TestSharedRegistryCountsInTheStore(t *testing.T) {
 
 	// IPv6 per /64; a long key by its digest, apart from another long key.
 	ip := a.Counter(ratelimit.Limit{Name: "oauth.token", N: 2, Window: time.Minute})
-	ip.Allow(ctx, "2001:db8:1:2::1")
-	ip.Allow(ctx, "2001:db8:1:2::2")
-	if r := b.Counter(ratelimit.Limit{Name: "oauth.token", N: 2, Window: time.Minute}).Allow(ctx, "2001:db8:1:2:ffff::3"); r.Allowed {
+	ip.Allow(ctx, ratelimit.AddressKey("2001:db8:1:2::1"))
+	ip.Allow(ctx, ratelimit.AddressKey("2001:db8:1:2::2"))
+	if r := b.Counter(ratelimit.Limit{Name: "oauth.token", N: 2, Window: time.Minute}).Allow(ctx, ratelimit.AddressKey("2001:db8:1:2:ffff::3")); r.Allowed {
 		t.Fatalf("a third address of the /64 allowed: %+v", r)
 	}
 	long1, long2 := "user:"+strings.Repeat("x", 5000), "user:"+strings.Repeat("x", 4999)+"y"
