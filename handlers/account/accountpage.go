@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
@@ -26,6 +27,12 @@ import (
 // two-factor sign-in, sessions, deleting the account. Its forms post to
 // paths below it.
 const AccountPath = SettingsPath + "/account"
+
+// ConfirmPath is where a signed-in member gives its password again, so that
+// the operations needing a recent sign-in (RecentSignIn: GraphQL's
+// updateAccount and deleteAccount, whose inputs carry no password) work
+// for members.RecentSignIn from then on. It comes back to its return_to.
+const ConfirmPath = AccountPath + "/confirm"
 
 type sessionRow struct {
 	*members.Session
@@ -61,6 +68,7 @@ var accountNotices = map[string]string{
 	"session":         "The session was ended.",
 	"others":          "You were signed out everywhere else.",
 	"twofactor_off":   "Two-factor sign-in is off. You were signed out everywhere except on this device.",
+	"confirmed":       "Confirmed. For the next few minutes this browser may change your password or delete your account from the site's apps.",
 }
 
 // serveAccountPages serves AccountPath and its forms to the signed-in
@@ -88,7 +96,12 @@ func (p *Pages) serveAccount(w http.ResponseWriter, r *http.Request, m *members.
 		p.renderAccount(w, r, m, http.StatusOK, accountData{Notice: accountNotices[r.URL.Query().Get("done")]})
 		return
 	}
+	if sub == "/confirm" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		p.renderConfirm(w, r, m, http.StatusOK, "")
+		return
+	}
 	handlers := map[string]func(http.ResponseWriter, *http.Request, *members.Member){
+		"/confirm":                   p.postConfirm,
 		"/display_name":              p.postDisplayName,
 		"/password":                  p.postPassword,
 		"/sessions/end":              p.postEndSession,
@@ -382,6 +395,76 @@ func (p *Pages) postRecoveryCodes(w http.ResponseWriter, r *http.Request, m *mem
 		Notice:        "Your new recovery codes are below; the old ones no longer work. Save them now.",
 		RecoveryCodes: codes,
 	})
+}
+
+type confirmData struct {
+	Member   *members.Member
+	Error    string
+	Action   string
+	ReturnTo string
+	Back     string
+	Minutes  int
+}
+
+func (p *Pages) renderConfirm(w http.ResponseWriter, r *http.Request, m *members.Member, status int, msg string) {
+	d := confirmData{Member: m, Error: msg, Action: ConfirmPath, ReturnTo: returnTo(r), Back: AccountPath,
+		Minutes: int(members.RecentSignIn / time.Minute)}
+	p.Render(w, r, status, "Confirm it is you", confirmTmpl, d)
+}
+
+// postConfirm checks the password again (under the sign-in failure
+// limits) and records it in the session (members.ConfirmSession), then
+// goes back to return_to, or to the account page.
+func (p *Pages) postConfirm(w http.ResponseWriter, r *http.Request, m *members.Member) {
+	var limited *SignInLimitedError
+	_, err := p.checkPassword(r, m.Username, r.PostForm.Get("current_password"))
+	switch {
+	case errors.As(err, &limited):
+		secs := ratelimit.RetryAfterSeconds(limited.Wait)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		p.renderConfirm(w, r, m, http.StatusTooManyRequests, "Too many wrong passwords. You can try again in "+humanWait(secs)+".")
+		return
+	case errors.Is(err, members.ErrBadCredentials):
+		p.renderConfirm(w, r, m, http.StatusUnauthorized, "That password is not right.")
+		return
+	case err != nil:
+		p.passwordError(w, r, m, "confirm", err)
+		return
+	}
+	c, _ := r.Cookie(CookieName)
+	if err := members.Of(p.store).ConfirmSession(r.Context(), c.Value); errors.Is(err, storage.ErrNotFound) {
+		http.Redirect(w, r, SignInURL(ConfirmPath), http.StatusSeeOther)
+		return
+	} else if err != nil {
+		p.renderStoreFailure(w, r, err, "That could not be confirmed. Try again in a moment.")
+		return
+	}
+	p.opts.Logger.Info("member confirmed their password", zap.String("username", m.Username))
+	if rt := returnTo(r); rt != "" {
+		http.Redirect(w, r, rt, http.StatusSeeOther)
+		return
+	}
+	done(w, r, "confirmed")
+}
+
+// RecentSignIn reports whether the member signed in on r gave its password
+// in this session within members.RecentSignIn (at sign-in or on
+// ConfirmPath): what GraphQL's updateAccount and deleteAccount need, as
+// GitHub's "sudo mode" does, since their inputs carry no password. An
+// error is the store's.
+func (p *Pages) RecentSignIn(r *http.Request) (bool, error) {
+	c, err := r.Cookie(CookieName)
+	if err != nil || c.Value == "" {
+		return false, nil
+	}
+	_, sess, err := members.Of(p.store).SessionAndMember(r.Context(), c.Value)
+	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, members.ErrSuspended) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return sess.RecentlyAuthenticated(time.Now()), nil
 }
 
 // checkSecondFactor checks the form's code (or recovery code) of a member

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -319,4 +320,50 @@ func TestAccountFormsAreRateLimited(t *testing.T) {
 	}
 	// Another member is not limited by alice's changes.
 	wantStatus(t, f.post(f.signedIn("bob"), "/settings/account/display_name", url.Values{"display_name": {"Bob"}}), http.StatusSeeOther)
+}
+
+// TestConfirmPage: the confirmation page asks a signed-in member for the
+// password again; the right one records it in the session
+// (members.Session.AuthAt, what GraphQL's account changes need) and goes
+// back to a local return_to only; a wrong one counts as a failed sign-in.
+func TestConfirmPage(t *testing.T) {
+	f := newFixture(t, account.Options{FailuresPerUsername: 2})
+	m := f.member("alice")
+	wantStatus(t, f.get(f.browser(), account.ConfirmPath), http.StatusSeeOther) // signed out: sign in first
+	id, err := members.Of(f.store).CreateSession(t.Context(), m.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.browser()
+	c.Jar.SetCookies(mustURL(f.srv.URL), []*http.Cookie{{Name: account.CookieName, Value: id}})
+	recent := func() bool {
+		_, sess, err := members.Of(f.store).SessionAndMember(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sess.RecentlyAuthenticated(time.Now())
+	}
+	if recent() {
+		t.Fatal("a session made without a password counts as a recent sign-in")
+	}
+	r := f.get(c, account.ConfirmPath+"?return_to=/library")
+	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, `name="current_password"`)
+	wantBody(t, r, `value="/library"`)
+	wantStatus(t, f.post(c, account.ConfirmPath, url.Values{"current_password": {"wrong password"}}), http.StatusUnauthorized)
+	if recent() {
+		t.Fatal("a wrong password confirmed the session")
+	}
+	r = f.post(c, account.ConfirmPath, url.Values{"current_password": {password}, "return_to": {"https://evil.example/"}})
+	wantStatus(t, r, http.StatusSeeOther)
+	if loc := r.Header.Get("Location"); loc != account.AccountPath+"?done=confirmed" {
+		t.Fatalf("after confirming: to %q", loc)
+	}
+	if !recent() {
+		t.Fatal("the right password did not confirm the session")
+	}
+	r = f.post(c, account.ConfirmPath, url.Values{"current_password": {password}, "return_to": {"/library"}})
+	if loc := r.Header.Get("Location"); loc != "/library" {
+		t.Fatalf("after confirming: to %q, want /library", loc)
+	}
 }

@@ -31,6 +31,7 @@ var (
 	accountTmpl   = parse("account.html")
 	twoFactorTmpl = parse("two_factor.html")
 	resetTmpl     = parse("reset.html")
+	confirmTmpl   = parse("confirm.html")
 
 	// The stylesheet is inlined in every page and allowed by its hash, so
 	// the policy needs neither 'unsafe-inline' nor a stylesheet route.

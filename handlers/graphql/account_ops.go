@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -89,6 +90,8 @@ func (r *mutationResolver) SignIn(ctx context.Context, in generated.SignInInput)
 		return nil, &userError{codeBadRequest, "Invalid email address or password"}
 	case errors.Is(err, members.ErrSuspended):
 		return nil, &userError{codeForbidden, "this account is suspended, so it can't sign in; contact the site's administrator"}
+	case errors.Is(err, members.ErrCredentialsChanged):
+		return nil, &userError{codeUnauthorized, "the account's password or sign-in settings changed while signing in: sign in again"}
 	case errors.Is(err, account.ErrSecondFactorRequired):
 		// Inboxt's SignInInput has no field for a code (emailAddress and
 		// password only, inboxt-schema.graphql @ 45f4314), so a member with
@@ -159,10 +162,37 @@ func (s *Server) isOwnAddress(r *http.Request, username, address string) bool {
 // session alone must not do it here.
 var errTwoFactorAccountPage = &userError{codeForbidden, "this account uses two-factor sign-in: change the password or delete the account on the site's account page (" + account.AccountPath + ")"}
 
+// codeRecentSignInRequired is the extensions.code of an operation that
+// needs a recent sign-in (requireRecentSignIn).
+const codeRecentSignInRequired = "RECENT_SIGN_IN_REQUIRED"
+
+// requireRecentSignIn refuses, with RECENT_SIGN_IN_REQUIRED, a caller whose
+// session did not give its password within members.RecentSignIn: changing
+// the password and deleting the account take the password again, as
+// GitHub's "sudo mode" does (the account page asks for it in the form;
+// Inboxt's inputs have no field for it, so the member confirms on the
+// page named in the message and tries again). Only session callers get
+// here: API and OAuth tokens are refused these operations outright
+// (sessionOnly), since a token is a standing credential a member hands to
+// a program, not a person who can prove they are at the keyboard.
+func (s *Server) requireRecentSignIn(ctx context.Context) error {
+	st := stateOf(ctx)
+	recent, err := s.opts.Pages.RecentSignIn(st.r)
+	if err != nil {
+		return err
+	}
+	if !recent {
+		return &userError{codeRecentSignInRequired, "this needs a recent sign-in: confirm your password at " + siteURL(st.r) + account.ConfirmPath +
+			" (it counts for " + strconv.Itoa(int(members.RecentSignIn/time.Minute)) + " minutes), then try again"}
+	}
+	return nil
+}
+
 // UpdateAccount changes the member's password (which, as `hearth member
-// passwd` does, ends every session, this one included). Usernames cannot
-// change, and the address is always username@<account domain>: other
-// values are refused. A member with two-factor sign-in is refused
+// passwd` does, ends every session, this one included) when the session
+// signed in recently (requireRecentSignIn). Usernames cannot change, and
+// the address is always username@<account domain>: other values are
+// refused. A member with two-factor sign-in is refused
 // (errTwoFactorAccountPage).
 func (r *mutationResolver) UpdateAccount(ctx context.Context, in generated.UpdateAccountInput) (*generated.User, error) {
 	c, err := sessionOnly(ctx)
@@ -181,6 +211,9 @@ func (r *mutationResolver) UpdateAccount(ctx context.Context, in generated.Updat
 		return nil, badInput("members have no e-mail address here: it is always %s@%s", m.Username, r.s.accountDomain(st.r))
 	}
 	if in.Password != nil {
+		if err := r.s.requireRecentSignIn(ctx); err != nil {
+			return nil, err
+		}
 		if err := members.Of(r.s.store).SetPassword(ctx, m.Username, *in.Password); err != nil {
 			return nil, err
 		}
@@ -189,9 +222,10 @@ func (r *mutationResolver) UpdateAccount(ctx context.Context, in generated.Updat
 }
 
 // DeleteAccount deletes the member and everything it saved, as `hearth
-// member delete` does, and clears the session cookie. emailAddress
-// confirms it: the username or username@<account domain>. A member with
-// two-factor sign-in is refused (errTwoFactorAccountPage).
+// member delete` does, and clears the session cookie, when the session
+// signed in recently (requireRecentSignIn). emailAddress confirms it: the
+// username or username@<account domain>. A member with two-factor sign-in
+// is refused (errTwoFactorAccountPage).
 func (r *mutationResolver) DeleteAccount(ctx context.Context, in generated.DeleteAccountInput) (*generated.Void, error) {
 	c, err := sessionOnly(ctx)
 	if err != nil {
@@ -203,6 +237,9 @@ func (r *mutationResolver) DeleteAccount(ctx context.Context, in generated.Delet
 	st := stateOf(ctx)
 	if !r.s.isOwnAddress(st.r, c.Member.Username, in.EmailAddress) {
 		return nil, badInput("to confirm, emailAddress must be %s@%s", c.Member.Username, r.s.accountDomain(st.r))
+	}
+	if err := r.s.requireRecentSignIn(ctx); err != nil {
+		return nil, err
 	}
 	if err := members.Of(r.s.store).DeleteMember(ctx, c.Member.Username); err != nil {
 		return nil, err

@@ -61,10 +61,15 @@ func newEnv(t *testing.T, opts graphql.Options, pages ...account.Options) *env {
 	return e
 }
 
-// signIn starts a session for m as the sign-in page does.
+// signIn starts a session for m as the sign-in page does (a recent
+// sign-in: the password was just given).
 func (e *env) signIn(m *members.Member) string {
 	e.t.Helper()
-	id, err := members.Of(e.store).CreateSession(context.Background(), m.ID, time.Hour)
+	m, err := members.Of(e.store).MemberByID(context.Background(), m.ID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	id, err := members.Of(e.store).CreateSessionWith(context.Background(), m, time.Hour, members.SessionInfo{})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -26,6 +26,12 @@ type Session struct {
 	// credentials renews the stamp and deletes the sessions; the stamp also
 	// ends one whose creation committed while the change was running).
 	Stamp string `json:"stamp,omitempty"`
+	// AuthAt is when the member last gave its password (or second factor)
+	// in this session: at sign-in, and again on the confirmation page
+	// (ConfirmSession). The operations that change or delete the account
+	// without asking for the password themselves need it recent
+	// (RecentlyAuthenticated). Zero for records written before it existed.
+	AuthAt time.Time `json:"auth_at,omitzero"`
 
 	// ID is the session's public id (see SessionPublicID), filled in by
 	// the lookups; it is not stored.
@@ -92,25 +98,32 @@ func clip(s string, n int) string {
 
 func startsRune(b byte) bool { return b&0xC0 != 0x80 }
 
-// CreateSession starts a session lasting ttl for memberID as it is now
-// (the operator's tools and tests; a sign-in uses CreateSessionWith with the
-// member it checked) and returns its id.
+// CreateSession starts a session lasting ttl for memberID as it is now,
+// with no password given in it (the operator's tools and tests; a sign-in
+// uses CreateSessionWith with the member it checked), and returns its id.
 func (s Store) CreateSession(ctx context.Context, memberID string, ttl time.Duration) (string, error) {
 	m, err := s.MemberByID(ctx, memberID)
 	if err != nil {
 		return "", err
 	}
-	return s.CreateSessionWith(ctx, m, ttl, SessionInfo{})
+	return s.createSession(ctx, m, ttl, SessionInfo{}, false)
 }
 
 // CreateSessionWith starts a session lasting ttl for m, as read when its
-// password (and second factor) were checked, recording the browser's device
+// password (and second factor) were checked (so the session counts as a
+// recent sign-in: Session.AuthAt), recording the browser's device
 // summary and client address (clipped to their bounds), and returns its id.
 // It returns ErrCredentialsChanged when m's credentials changed since it was
 // read, and ErrSuspended when m was suspended: the check reads the member
 // record in the transaction that writes the session, so it conflicts with
 // a change committed meanwhile (CheckStamp).
 func (s Store) CreateSessionWith(ctx context.Context, m *Member, ttl time.Duration, info SessionInfo) (string, error) {
+	return s.createSession(ctx, m, ttl, info, true)
+}
+
+// createSession is CreateSessionWith; signedIn says the password was just
+// given (Session.AuthAt).
+func (s Store) createSession(ctx context.Context, m *Member, ttl time.Duration, info SessionInfo, signedIn bool) (string, error) {
 	id := storage.NewSecret(SessionPrefix, 32)
 	d := storage.Digest(id)
 	now := time.Now().UTC()
@@ -119,6 +132,9 @@ func (s Store) CreateSessionWith(ctx context.Context, m *Member, ttl time.Durati
 		MemberID: memberID, CreatedAt: now, ExpiresAt: now.Add(ttl), LastSeenAt: now,
 		Device: clip(info.Device, MaxSessionDeviceLen), Address: clip(info.Address, MaxSessionAddressLen),
 		Stamp: m.SecurityStamp,
+	}
+	if signedIn {
+		sess.AuthAt = now
 	}
 	err := s.st.Update(ctx, func(tx *storage.Tx) error {
 		if _, err := CheckStamp(tx, m); err != nil {
@@ -207,6 +223,42 @@ func (s Store) TouchSession(ctx context.Context, id, address string) error {
 			return err
 		}
 		return tx.Put(memberSessionKey(sess.MemberID, d), nil, ttl)
+	})
+}
+
+// RecentSignIn is how long after the member gave its password in a session
+// the operations that need a recent sign-in accept it (RecentlyAuthenticated),
+// as GitHub's "sudo mode" does.
+const RecentSignIn = 10 * time.Minute
+
+// RecentlyAuthenticated reports whether the member gave its password in this
+// session within RecentSignIn of now.
+func (s *Session) RecentlyAuthenticated(now time.Time) bool {
+	return !s.AuthAt.IsZero() && now.Sub(s.AuthAt) < RecentSignIn && !s.AuthAt.After(now.Add(time.Minute))
+}
+
+// ConfirmSession records that the member of session id gave its password
+// again now (the caller checked it), for the operations that need a recent
+// sign-in. It returns storage.ErrNotFound when the session has ended,
+// expired, or belongs to credentials that changed since.
+func (s Store) ConfirmSession(ctx context.Context, id string) error {
+	d := storage.Digest(id)
+	return s.st.Update(ctx, func(tx *storage.Tx) error {
+		var sess Session
+		if err := tx.GetJSON(sessionKey(d), &sess); err != nil {
+			return err
+		}
+		m, err := ByID(tx, sess.MemberID)
+		if err != nil {
+			return err
+		}
+		now := time.Now().UTC()
+		ttl := sess.ExpiresAt.Sub(now)
+		if sess.Stamp != m.SecurityStamp || m.Suspended || ttl <= time.Second {
+			return storage.ErrNotFound
+		}
+		sess.AuthAt, sess.LastSeenAt = now, now
+		return tx.PutJSON(sessionKey(d), sess, ttl)
 	})
 }
 
