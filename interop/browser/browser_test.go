@@ -669,6 +669,17 @@ func (s *suite) accountFlows() {
 	s.open("/settings/account")
 	s.check("account")
 
+	// Confirming the password again (what GraphQL's updateAccount and
+	// deleteAccount need when the sign-in is not recent): the page, then
+	// back to the account page with its notice.
+	s.open("/settings/account/confirm")
+	s.check("account-confirm")
+	s.run("type the password", chromedp.SendKeys("#current_password", password, chromedp.ByID))
+	s.submit(`form[action="/settings/account/confirm"] button[type=submit]`)
+	if loc := s.location(); loc != site+"/settings/account?done=confirmed" {
+		t.Fatalf("after confirming the password: %s", loc)
+	}
+
 	// A session elsewhere (a program signing in), ended from the page
 	// after its confirm step: that session is signed out.
 	other := signInHTTP(t, bob, password)
