@@ -142,8 +142,8 @@ func TestAuthorizeStateIsOptional(t *testing.T) {
 }
 
 // TestAuthorizeForceLogin: force_login=true shows the sign-in form to
-// whoever is signed in (Mastodon apps add or switch accounts with it:
-// masto.js and megalodon put it in their authorization URLs) and by itself
+// whoever is signed in (Mastodon apps add or switch accounts with it;
+// Mastodon.py's auth_request_url has it, interop/mastodon) and by itself
 // changes nothing: the old session stays until another sign-in completes,
 // which replaces it and comes back to the request without force_login
 // (and with prompt=consent, see TestAuthorizeSkipsConsentForAMatchingGrant).

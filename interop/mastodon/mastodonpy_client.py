@@ -49,6 +49,22 @@ def main():
     if not str(inst["version"]).startswith("4.4.0") or not m.verify_minimum_version("4.0.0", cached=True):
         fail(f"instance: {inst}")
     print("Mastodon.py: instance ok")
+    # force_login=True (auth_request_url, mastodon/authentication.py in
+    # Debian's python3-mastodon 1.8: "always log in even when already
+    # logged in"): the authorization page shows the sign-in form, then the
+    # consent page; the code it gives works.
+    url = m.auth_request_url(redirect_uris=OOB, scopes=SCOPES, force_login=True)
+    if "force_login=True" not in url:
+        fail(f"auth_request_url(force_login=True) built {url}")
+    b = subprocess.run([sys.executable, os.path.join(HERE, "member_browser.py"), url], capture_output=True, text=True, timeout=60)
+    if b.returncode != 0 or not b.stdout.startswith("code "):
+        fail("approving with force_login in the browser:\n" + b.stdout + b.stderr)
+    again = Mastodon(client_id=client_id, client_secret=client_secret, api_base_url=base)
+    again.log_in(code=b.stdout.split(" ", 1)[1].strip(), redirect_uri=OOB, scopes=SCOPES)
+    if again.account_verify_credentials()["username"] != user:
+        fail("the token after force_login is not the member's")
+    again.revoke_access_token()
+    print("Mastodon.py: force_login ok")
     m.revoke_access_token()
     print("Mastodon.py: revoke_access_token ok")
     old = Mastodon(client_id=client_id, client_secret=client_secret, access_token=token, api_base_url=base)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A member's browser for the interop suite: opens an authorization URL a
 client built, signs in with Hearth's real sign-in form, presses Authorize on
-the real consent form, and prints the result: the authorization code shown
+the real consent form (after the sign-in form the page shows itself for
+force_login), and prints the result: the authorization code shown
 on the page (out-of-band clients such as toot) or the redirect to the
 client's callback.
 
@@ -90,12 +91,17 @@ def main():
     url = sys.argv[1]
     b = Browser()
     status, headers, body = b.request(url)
+    sign_in = None
     if status == 303:
         # Not signed in: the authorization page sends us to sign in.
         sign_in = urllib.parse.urljoin(url, headers["Location"])
         status, headers, body = b.request(sign_in)
         if status != 200:
             die(f"sign-in page: HTTP {status}")
+    elif status == 200 and 'action="/auth/sign_in"' in body:
+        # force_login: the authorization page itself shows the sign-in form.
+        sign_in = url
+    if sign_in is not None:
         status, headers, body = b.submit(sign_in, body, "/auth/sign_in", [("username", user), ("password", password)])
         if status != 303:
             die(f"sign-in failed: HTTP {status}:\n{body[:2000]}")
