@@ -65,6 +65,18 @@ func refuseTokens(ctx context.Context) error {
 	return nil
 }
 
+// createSessionToken makes an API token for m as the caller's session read
+// it (apitokens.CreateFromSession): when the member's credentials changed
+// while the request ran, the change ended the session, and the answer is
+// UNAUTHORIZED.
+func (s *Server) createSessionToken(ctx context.Context, m *members.Member, name string, lifetime time.Duration) (*apitokens.Token, string, error) {
+	t, secret, err := apitokens.Of(s.store).CreateFromSession(ctx, m, name, lifetime)
+	if errors.Is(err, members.ErrCredentialsChanged) || errors.Is(err, members.ErrSuspended) {
+		return nil, "", &userError{codeUnauthorized, "this session ended: the account's password or sign-in settings changed; sign in again"}
+	}
+	return t, secret, err
+}
+
 // SignIn is the member sign-in of the site's sign-in page
 // (account.Pages.SignIn: same rate limits, same session cookie).
 // emailAddress is the username or username@<account domain>. Wrong

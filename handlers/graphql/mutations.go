@@ -345,7 +345,7 @@ func (r *mutationResolver) CreateAPIToken(ctx context.Context, in generated.Crea
 	if err != nil {
 		return nil, badInput("unknown expiry")
 	}
-	t, secret, err := apitokens.Of(r.s.store).Create(ctx, c.Member.ID, in.Name, lifetime)
+	t, secret, err := r.s.createSessionToken(ctx, c.Member, in.Name, lifetime)
 	if err != nil {
 		return nil, err
 	}

@@ -143,7 +143,7 @@ func newScopeWorld(t *testing.T) *scopeWorld {
 			continue
 		}
 		scopes := strings.Fields(c)
-		code, err := grants.Of(store).CreateCode(ctx, app.ClientID, w.member.ID, "urn:ietf:wg:oauth:2.0:oob", scopes, "")
+		code, err := grants.Of(store).CreateCode(ctx, app.ClientID, w.member, "urn:ietf:wg:oauth:2.0:oob", scopes, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // APITokensTitle is the settings menu entry of the API tokens page.
@@ -97,7 +98,12 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 				status, v.Error = http.StatusBadRequest, "Give the token a name, such as the app that will use it."
 				break
 			}
-			t, secret, err := apitokens.Of(s.store).Create(r.Context(), m.ID, v.Name, lifetime)
+			t, secret, err := apitokens.Of(s.store).CreateFromSession(r.Context(), m, v.Name, lifetime)
+			if errors.Is(err, members.ErrCredentialsChanged) || errors.Is(err, members.ErrSuspended) {
+				// The session ended while this ran: sign in again.
+				http.Redirect(w, r, account.SignInURL(APITokensPath), http.StatusSeeOther)
+				return
+			}
 			if err != nil {
 				status, v.Error = s.pageError(w, err, "create API token")
 				break

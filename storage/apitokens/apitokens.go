@@ -126,16 +126,27 @@ func inboundIDKey(id string) []byte          { return storage.Key("gql", "inboun
 // access token or another API token. It returns the record and the token,
 // which is never stored and cannot be shown again.
 func (s Store) Create(ctx context.Context, memberID, name string, lifetime time.Duration) (*Token, string, error) {
-	return s.createAPIToken(ctx, memberID, name, lifetime, OriginSession)
+	return s.createAPIToken(ctx, memberID, nil, name, lifetime, OriginSession)
+}
+
+// CreateFromSession is Create for m as its session read it: it returns
+// members.ErrCredentialsChanged when m's credentials changed since (the
+// change ended that session), checked in the transaction that stores the
+// token (members.CheckStamp), so a request of a session that a password
+// change or two-factor sign-in ended while it ran makes no token.
+func (s Store) CreateFromSession(ctx context.Context, m *members.Member, name string, lifetime time.Duration) (*Token, string, error) {
+	return s.createAPIToken(ctx, m.ID, m, name, lifetime, OriginSession)
 }
 
 // CreateOperator is Create for the site's operator (admin
 // API and CLI): the token is recorded as OriginOperator.
 func (s Store) CreateOperator(ctx context.Context, memberID, name string, lifetime time.Duration) (*Token, string, error) {
-	return s.createAPIToken(ctx, memberID, name, lifetime, OriginOperator)
+	return s.createAPIToken(ctx, memberID, nil, name, lifetime, OriginOperator)
 }
 
-func (s Store) createAPIToken(ctx context.Context, memberID, name string, lifetime time.Duration, origin Origin) (*Token, string, error) {
+// createAPIToken makes the token; read, when set, is the member as its
+// session read it (CreateFromSession).
+func (s Store) createAPIToken(ctx context.Context, memberID string, read *members.Member, name string, lifetime time.Duration, origin Origin) (*Token, string, error) {
 	name, err := storage.CleanLine(name, MaxNameLen, "name")
 	if err != nil {
 		return nil, "", err
@@ -157,11 +168,13 @@ func (s Store) createAPIToken(ctx context.Context, memberID, name string, lifeti
 		tok.ExpiresAt = &exp
 	}
 	err = s.st.Update(ctx, func(tx *storage.Tx) error {
-		m, err := members.ByID(tx, memberID)
-		if err != nil {
+		if read != nil {
+			if _, err := members.CheckStamp(tx, read); err != nil {
+				return err
+			}
+		} else if m, err := members.ByID(tx, memberID); err != nil {
 			return err
-		}
-		if m.Suspended {
+		} else if m.Suspended {
 			return members.ErrSuspended
 		}
 		if err := tx.GuardCount(memberID, "tok"); err != nil {
