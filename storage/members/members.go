@@ -1,6 +1,7 @@
 // Package members holds the site's members, shared by every service: the
-// member records (username, display name, password hash, suspension), web
-// sessions, two-factor sign-in (TOTP secrets, recovery codes, sign-in
+// member records (username, display name, password hash, suspension, the
+// security stamp that a change of credentials renews), web sessions,
+// two-factor sign-in (TOTP secrets, recovery codes, sign-in
 // challenges), password reset links and the password hashing, over the
 // engine-agnostic core in storage (keys under "member/", "session/",
 // "2fa/", "reset/" and "u/<member>/2fa/"). Deleting a member removes
