@@ -22,6 +22,9 @@ type signInData struct {
 	Username         string
 	ReturnTo         string
 	OpenRegistration bool
+	// SignedInAs names the member already signed in when the form is shown
+	// anyway (SignInForm: an app switching accounts).
+	SignedInAs string
 }
 
 type signUpData struct {

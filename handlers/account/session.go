@@ -109,7 +109,11 @@ func (p *Pages) CheckCrossOrigin(r *http.Request) error {
 // (startSession), and stays if the member goes back.
 func (p *Pages) SignInForm(w http.ResponseWriter, r *http.Request, returnTo string) {
 	rt, _ := localPath(returnTo)
-	p.renderSignIn(w, r, http.StatusOK, signInData{ReturnTo: rt})
+	d := signInData{ReturnTo: rt}
+	if m := p.CurrentMember(r); m != nil {
+		d.SignedInAs = m.Username
+	}
+	p.renderSignIn(w, r, http.StatusOK, d)
 }
 
 // SignOut ends the session of r, if any, and clears the cookie. Callers

@@ -158,6 +158,7 @@ func TestAuthorizeForceLogin(t *testing.T) {
 	q.Set("force_login", "true")
 	r := b.get(oauth.AuthorizePath + "?" + q.Encode())
 	wantStatus(t, r, http.StatusOK)
+	wantBody(t, r, "You are signed in as <strong>@alice</strong>")
 	signIn := form(t, r, account.SignInPath)
 	back, _ := url.Parse(signIn.hidden.Get("return_to"))
 	if back.Path != oauth.AuthorizePath || back.Query().Has("force_login") || back.Query().Get("client_id") != app.ClientID || back.Query().Get("prompt") != "consent" {
