@@ -75,7 +75,8 @@ var sortNames = map[string]library.SortField{
 // Hearth adds, and keeps: in:all, has:labels, no:highlights,
 // updated:FROM..TO (for sync), progress:MIN..MAX, reading-time:MIN..MAX
 // (minutes), sort:field[-asc|-desc] with the names in sortNames, RFC 3339
-// times in ranges, and a TO date that includes its whole day.
+// times in ranges (one RFC 3339 time alone is from then on), and a TO date
+// that includes its whole day.
 //
 // With type:highlight, the item-only filters (in:, label:, has:, no:,
 // progress:, reading-time:) are ignored as in Inboxt's highlight query;
@@ -94,7 +95,27 @@ func filtersBeyondListing(q string) bool {
 	return !reflect.ValueOf(f).IsZero()
 }
 
-func parseSearch(q string) (*search, error) {
+func parseSearch(q string) (*search, error) { return parseSearchIn(q, inboxtSyntax) }
+
+// syntax names whose meaning q's operators take where Inboxt's and
+// Omnivore's differ: one grammar, and these differences only.
+type syntax int
+
+const (
+	inboxtSyntax syntax = iota
+	// omnivoreSyntax is Omnivore's search query as its search and
+	// updatesSince read it (packages/api/src/services/library_item.ts,
+	// buildQueryString, omnivore-app/omnivore@322ce62), where it differs:
+	//   - no in: is every item but the trash's (Inboxt: every status);
+	//   - in:all is the inbox and the archive (Inboxt: every status);
+	//   - in: with another value than all, archive or trash is the inbox
+	//     (Inboxt: every status);
+	//   - saved:X and updated:X with one value are from X on, whatever X
+	//     (Hearth's updated:DATE is that one day).
+	omnivoreSyntax
+)
+
+func parseSearchIn(q string, dialect syntax) (*search, error) {
 	if n := len(q); n > MaxQueryBytes {
 		return nil, badInput("q must be at most %d bytes (it has %d)", MaxQueryBytes, n)
 	}
@@ -105,6 +126,9 @@ func parseSearch(q string) (*search, error) {
 	yes, no := true, false
 	var item library.ItemFilter // item-only filters, dropped for type:highlight
 	item.Status = library.StatusAll
+	if dialect == omnivoreSyntax {
+		item.Status = library.StatusNotDeleted
+	}
 	for _, tok := range splitQuery(q) {
 		key, val, ok := strings.Cut(tok, ":")
 		lkey := strings.ToLower(key)
@@ -118,6 +142,10 @@ func parseSearch(q string) (*search, error) {
 		lval := strings.ToLower(val)
 		switch base {
 		case "in":
+			if dialect == omnivoreSyntax {
+				item.Status = omnivoreFolder(lval)
+				continue
+			}
 			switch lval {
 			case "inbox":
 				item.Status = library.StatusActive
@@ -164,7 +192,7 @@ func parseSearch(q string) (*search, error) {
 				text = append(text, unquote(tok))
 			}
 		case "saved", "updated":
-			from, to, err := parseTimeRange(val, base == "saved")
+			from, to, err := parseTimeRange(val, base == "saved" || dialect == omnivoreSyntax)
 			if err != nil {
 				return nil, badInput("%s: %v", base, err)
 			}
@@ -217,6 +245,20 @@ func parseSearch(q string) (*search, error) {
 		f.Type = ""
 	}
 	return s, nil
+}
+
+// omnivoreFolder is the status an in: value selects in Omnivore's syntax.
+func omnivoreFolder(v string) string {
+	switch v {
+	case "all":
+		return library.StatusNotDeleted
+	case "archive":
+		return library.StatusArchived
+	case "trash":
+		return library.StatusDeleted
+	default: // inbox, and Omnivore's other folders (following, library)
+		return library.StatusActive
+	}
 }
 
 func knownOperator(key string) bool {
@@ -291,13 +333,20 @@ func splitList(v string) []string {
 // parseTimeRange reads FROM..TO, where each end is *, a date (YYYY-MM-DD,
 // UTC; as TO it includes that whole day) or an RFC 3339 time. A single
 // value is from then on when fromOnly is set (Inboxt's saved:DATE: its
-// parseQuery takes the part before .. as from), else that one day.
+// parseQuery takes the part before .. as from) or when it is an RFC 3339
+// time, else that one day.
 func parseTimeRange(v string, fromOnly bool) (from, to *time.Time, err error) {
 	a, b, isRange := strings.Cut(v, "..")
 	if !isRange && fromOnly {
 		isRange, b = true, "*"
 	}
 	if !isRange {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			// One time (not a day) is from then on: what a sync sends
+			// (updated:2024-05-01T10:00:00.000+02:00, Omnivore's plugins).
+			t = t.UTC()
+			return &t, nil, nil
+		}
 		d, err := time.Parse(time.DateOnly, v)
 		if err != nil {
 			return nil, nil, fmt.Errorf("use FROM..TO with dates (2024-01-31), RFC 3339 times or *, not %q", v)

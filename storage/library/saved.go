@@ -1320,6 +1320,10 @@ func keysetScanSkipping(tx *storage.Tx, prefix []byte, desc bool, after, lower, 
 // without in:), merged in one order.
 const StatusAll = "ALL"
 
+// StatusNotDeleted in ItemFilter.Status lists the inbox and the archive,
+// merged in one order (Omnivore's search without in:trash).
+const StatusNotDeleted = "NOT_DELETED"
+
 // SavedItemsPage returns one page of the member's items matching f, sorted
 // by p.Field then id, starting after p.After: a cursor of a previous page,
 // or the id of an item (Inboxt's cursors are item ids), which pages on from
@@ -1331,6 +1335,8 @@ func (s Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter
 		statuses[0] = StatusActive
 	case StatusAll:
 		statuses = []string{StatusActive, StatusArchived, StatusDeleted}
+	case StatusNotDeleted:
+		statuses = []string{StatusActive, StatusArchived}
 	default:
 		if _, ok := statusCode[f.Status]; !ok {
 			return nil, storage.Invalid("unknown status")
