@@ -1049,6 +1049,9 @@ func deleteItem(tx *storage.Tx, it *SavedItem) error {
 	if err := tx.Delete(fetchKey(mid, it.ID)); err != nil {
 		return err
 	}
+	if err := putTombstone(tx, it); err != nil {
+		return err
+	}
 	return tx.Delete(itemKey(mid, it.ID))
 }
 
