@@ -48,6 +48,9 @@ type Route struct {
 	// session cookie (from this site's own pages only), and an
 	// application's token without a member (client_credentials).
 	APITokens, Sessions, AppTokens bool
+	// BareAPIKey also takes an API token sent alone, without "Bearer "
+	// (barekey.go).
+	BareAPIKey bool
 }
 
 // Caller is who a request acts for.
@@ -169,6 +172,9 @@ func (a *Authenticator) Authenticate(r *http.Request, route Route) (*Caller, err
 
 func (a *Authenticator) caller(r *http.Request, route Route) (*Caller, error) {
 	token, present, err := Bearer(r)
+	if err != nil && route.BareAPIKey {
+		token, err = bareAPIKey(r, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -273,7 +273,7 @@ func (r *savedItemResolver) Article(ctx context.Context, obj *generated.SavedIte
 	if err != nil {
 		return nil, err
 	}
-	return &generated.Article{ContentHTML: c.HTML, ContentText: c.Text}, nil
+	return &generated.Article{ID: &obj.ID, ContentHTML: c.HTML, ContentText: c.Text}, nil
 }
 
 func (r *savedItemResolver) Newsletter(ctx context.Context, obj *generated.SavedItem) (*generated.Newsletter, error) {

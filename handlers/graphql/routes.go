@@ -8,7 +8,8 @@ import "github.com/hearthkit/caddy-hearth/handlers/access"
 var (
 	// routeGraphQL authenticates a GraphQL request; the scope is checked
 	// per operation (checkScope).
-	routeGraphQL = access.Route{Name: "POST " + Path, APITokens: true, Sessions: true}
+	// Omnivore's clients send the API key alone (BareAPIKey).
+	routeGraphQL = access.Route{Name: "POST " + Path, APITokens: true, Sessions: true, BareAPIKey: true}
 	// A query reads; a mutation writes, and what its result selects
 	// beyond the ids and success of what it changed is read too: a token
 	// without read gets no content through any answer.
@@ -17,9 +18,13 @@ var (
 	routeMutationResult = access.Route{Name: "POST " + Path + " mutation result", AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
 	// An import writes items and has them fetched.
 	routeImport = access.Route{Name: "POST " + ImportPath, AnyScope: []string{access.Write}, APITokens: true, Sessions: true}
+	// Omnivore's content endpoint reads items' content; its clients send
+	// the API key alone. The download URLs it answers are capabilities of
+	// their own (no credentials).
+	routeContent = access.Route{Name: "POST " + ContentPath, AnyScope: []string{access.Read}, APITokens: true, BareAPIKey: true}
 )
 
 // Routes lists the declarations above.
 func Routes() []access.Route {
-	return []access.Route{routeGraphQL, routeQuery, routeMutation, routeMutationResult, routeImport}
+	return []access.Route{routeGraphQL, routeQuery, routeMutation, routeMutationResult, routeImport, routeContent}
 }

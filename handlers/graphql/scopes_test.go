@@ -298,6 +298,22 @@ func scopeProbes() []scopeProbe {
 		want: outcomes(forbidden, map[string]string{"none": unauthorized, "client_credentials": unauthorized,
 			"session": allowed, "API token": allowed, "write": allowed, "read write": allowed}),
 	}, {
+		// Omnivore's content endpoint: API tokens (sent alone, as
+		// Omnivore's clients do, or as Bearer) and OAuth tokens with read;
+		// not the session.
+		name:   "POST " + graphql.ContentPath,
+		routes: []string{"POST " + graphql.ContentPath},
+		ask: func(w *scopeWorld, cred string) (string, []byte) {
+			body, _ := json.Marshal(map[string]any{"libraryItemIds": []string{w.item.ID}, "format": "html"})
+			status, _, b := w.send(cred, http.MethodPost, graphql.ContentPath, "application/json", body)
+			if status == http.StatusOK && bytes.Contains(b, []byte(`"downloadUrl"`)) {
+				return allowed, b
+			}
+			return rest(status), b
+		},
+		want: outcomes(forbidden, map[string]string{"none": unauthorized, "client_credentials": unauthorized,
+			"session": unauthorized, "API token": allowed, "read": allowed, "read write": allowed}),
+	}, {
 		// A member page: only the session, every token is sent to sign in.
 		name: "GET " + graphql.ExportFilePath,
 		ask: func(w *scopeWorld, cred string) (string, []byte) {

@@ -203,7 +203,8 @@ type Server struct {
 	uploading    sync.Map // member id -> an upload to /api/import is being received
 	startOnce    sync.Once
 	closeOnce    sync.Once
-	indexInbound sync.Once // IndexInboundIDs, on the webhook's first miss
+	indexInbound sync.Once    // IndexInboundIDs, on the webhook's first miss
+	offsets      *offsetPager // Omnivore's offset paging (omnivore_offsets.go)
 
 	fastPathStats
 	// statsPages counts the pages of items read for reading statistics.
@@ -223,7 +224,7 @@ func New(store *storage.Store, opts Options) *Server {
 // background fetches.
 func Prepare(store *storage.Store, opts Options) *Server {
 	opts = opts.withDefaults()
-	s := &Server{store: store, opts: opts, log: opts.Logger, docs: newDocumentChecker(defaultDocumentLimits())}
+	s := &Server{store: store, opts: opts, log: opts.Logger, docs: newDocumentChecker(defaultDocumentLimits()), offsets: newOffsetPager()}
 	if opts.TokenRateLimit > 0 {
 		s.tokens = opts.RateLimits.Counter(ratelimit.Limit{Name: "graphql.token", N: opts.TokenRateLimit, Window: opts.RateLimitWindow, Now: opts.Now})
 	}
@@ -276,7 +277,8 @@ func (s *Server) newGraphQLServer() *handler.Server {
 // Handles reports whether r is for this server: the GraphQL endpoint or the
 // newsletter inbound URL.
 func (s *Server) Handles(r *http.Request) bool {
-	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath) || r.URL.Path == MailWebhookPath || r.URL.Path == ImportPath
+	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath) || r.URL.Path == MailWebhookPath || r.URL.Path == ImportPath ||
+		r.URL.Path == ContentPath || strings.HasPrefix(r.URL.Path, ContentDownloadPath)
 }
 
 // ServeHTTP serves the GraphQL endpoint and the newsletter inbound URL;
@@ -291,6 +293,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveMailWebhook(w, r)
 	case r.URL.Path == ImportPath:
 		s.serveImport(w, r)
+	case r.URL.Path == ContentPath:
+		s.serveContent(w, r)
+	case strings.HasPrefix(r.URL.Path, ContentDownloadPath):
+		s.serveContentDownload(w, r)
 	default:
 		http.NotFound(w, r)
 	}

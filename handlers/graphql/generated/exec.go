@@ -33,6 +33,7 @@ type ResolverRoot interface {
 	Mutation() MutationResolver
 	Query() QueryResolver
 	SavedItem() SavedItemResolver
+	SearchItem() SearchItemResolver
 	User() UserResolver
 }
 
@@ -51,6 +52,7 @@ type ComplexityRoot struct {
 	Article struct {
 		ContentHTML func(childComplexity int) int
 		ContentText func(childComplexity int) int
+		ID          func(childComplexity int) int
 	}
 
 	CreatedApiToken struct {
@@ -74,14 +76,25 @@ type ComplexityRoot struct {
 	}
 
 	Highlight struct {
-		CreatedAt            func(childComplexity int) int
-		ID                   func(childComplexity int) int
-		Note                 func(childComplexity int) int
-		SavedItem            func(childComplexity int) int
-		SavedItemOriginalURL func(childComplexity int) int
-		SavedItemTitle       func(childComplexity int) int
-		Segments             func(childComplexity int) int
-		UpdatedAt            func(childComplexity int) int
+		Annotation                   func(childComplexity int) int
+		Color                        func(childComplexity int) int
+		CreatedAt                    func(childComplexity int) int
+		HighlightPositionAnchorIndex func(childComplexity int) int
+		HighlightPositionPercent     func(childComplexity int) int
+		ID                           func(childComplexity int) int
+		Labels                       func(childComplexity int) int
+		Note                         func(childComplexity int) int
+		Patch                        func(childComplexity int) int
+		Prefix                       func(childComplexity int) int
+		Quote                        func(childComplexity int) int
+		SavedItem                    func(childComplexity int) int
+		SavedItemOriginalURL         func(childComplexity int) int
+		SavedItemTitle               func(childComplexity int) int
+		Segments                     func(childComplexity int) int
+		ShortID                      func(childComplexity int) int
+		Suffix                       func(childComplexity int) int
+		Type                         func(childComplexity int) int
+		UpdatedAt                    func(childComplexity int) int
 	}
 
 	HighlightSegment struct {
@@ -127,11 +140,15 @@ type ComplexityRoot struct {
 	}
 
 	Label struct {
-		Color     func(childComplexity int) int
-		CreatedAt func(childComplexity int) int
-		ID        func(childComplexity int) int
-		Name      func(childComplexity int) int
-		Order     func(childComplexity int) int
+		Color       func(childComplexity int) int
+		CreatedAt   func(childComplexity int) int
+		Description func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Internal    func(childComplexity int) int
+		Name        func(childComplexity int) int
+		Order       func(childComplexity int) int
+		Position    func(childComplexity int) int
+		Source      func(childComplexity int) int
 	}
 
 	Mutation struct {
@@ -157,6 +174,8 @@ type ComplexityRoot struct {
 		RequestPasswordRecovery            func(childComplexity int, data RequestPasswordRecoveryInput) int
 		ResendVerificationEmail            func(childComplexity int) int
 		ResetPassword                      func(childComplexity int, data ResetPasswordInput) int
+		SaveURL                            func(childComplexity int, input SaveURLInput) int
+		SetBookmarkArticle                 func(childComplexity int, input SetBookmarkArticleInput) int
 		SetSavedItemLabels                 func(childComplexity int, data SetSavedItemLabelsInput) int
 		SignIn                             func(childComplexity int, data SignInInput) int
 		SignOut                            func(childComplexity int) int
@@ -193,6 +212,7 @@ type ComplexityRoot struct {
 		HasNextPage     func(childComplexity int) int
 		HasPreviousPage func(childComplexity int) int
 		StartCursor     func(childComplexity int) int
+		TotalCount      func(childComplexity int) int
 	}
 
 	Query struct {
@@ -204,6 +224,18 @@ type ComplexityRoot struct {
 		Me                    func(childComplexity int) int
 		SavedItem             func(childComplexity int, query GetSavedItemInput) int
 		SavedQueries          func(childComplexity int) int
+		Search                func(childComplexity int, after *string, first *int, query *string, includeContent *bool, format *string) int
+		UpdatesSince          func(childComplexity int, after *string, first *int, since time.Time, folder *string) int
+	}
+
+	SaveError struct {
+		ErrorCodes func(childComplexity int) int
+		Message    func(childComplexity int) int
+	}
+
+	SaveSuccess struct {
+		ClientRequestID func(childComplexity int) int
+		URL             func(childComplexity int) int
 	}
 
 	SavedItem struct {
@@ -234,6 +266,76 @@ type ComplexityRoot struct {
 		Name      func(childComplexity int) int
 		Order     func(childComplexity int) int
 		Query     func(childComplexity int) int
+	}
+
+	SearchError struct {
+		ErrorCodes func(childComplexity int) int
+	}
+
+	SearchItem struct {
+		ArchivedAt                 func(childComplexity int) int
+		Author                     func(childComplexity int) int
+		Content                    func(childComplexity int) int
+		ContentReader              func(childComplexity int) int
+		CreatedAt                  func(childComplexity int) int
+		Description                func(childComplexity int) int
+		Folder                     func(childComplexity int) int
+		Highlights                 func(childComplexity int) int
+		HighlightsCount            func(childComplexity int) int
+		ID                         func(childComplexity int) int
+		Image                      func(childComplexity int) int
+		IsArchived                 func(childComplexity int) int
+		Labels                     func(childComplexity int) int
+		OriginalArticleURL         func(childComplexity int) int
+		PageType                   func(childComplexity int) int
+		PublishedAt                func(childComplexity int) int
+		ReadAt                     func(childComplexity int) int
+		ReadingProgressAnchorIndex func(childComplexity int) int
+		ReadingProgressPercent     func(childComplexity int) int
+		ReadingProgressTopPercent  func(childComplexity int) int
+		SavedAt                    func(childComplexity int) int
+		SiteName                   func(childComplexity int) int
+		Slug                       func(childComplexity int) int
+		State                      func(childComplexity int) int
+		Subscription               func(childComplexity int) int
+		Title                      func(childComplexity int) int
+		URL                        func(childComplexity int) int
+		UpdatedAt                  func(childComplexity int) int
+		WordsCount                 func(childComplexity int) int
+	}
+
+	SearchItemEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	SearchSuccess struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	SetBookmarkArticleError struct {
+		ErrorCodes func(childComplexity int) int
+	}
+
+	SetBookmarkArticleSuccess struct {
+		BookmarkedArticle func(childComplexity int) int
+	}
+
+	SyncUpdatedItemEdge struct {
+		Cursor       func(childComplexity int) int
+		ItemID       func(childComplexity int) int
+		Node         func(childComplexity int) int
+		UpdateReason func(childComplexity int) int
+	}
+
+	UpdatesSinceError struct {
+		ErrorCodes func(childComplexity int) int
+	}
+
+	UpdatesSinceSuccess struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
 	}
 
 	User struct {
@@ -272,6 +374,17 @@ type ComplexityRoot struct {
 
 type HighlightResolver interface {
 	SavedItem(ctx context.Context, obj *Highlight) (*SavedItem, error)
+
+	Quote(ctx context.Context, obj *Highlight) (*string, error)
+	Prefix(ctx context.Context, obj *Highlight) (*string, error)
+	Suffix(ctx context.Context, obj *Highlight) (*string, error)
+
+	Annotation(ctx context.Context, obj *Highlight) (*string, error)
+
+	Labels(ctx context.Context, obj *Highlight) ([]*Label, error)
+	Type(ctx context.Context, obj *Highlight) (HighlightType, error)
+
+	ShortID(ctx context.Context, obj *Highlight) (*string, error)
 }
 type MutationResolver interface {
 	AddArticleFromURL(ctx context.Context, data AddArticleFromURLInput) (*Void, error)
@@ -309,6 +422,8 @@ type MutationResolver interface {
 	ResendVerificationEmail(ctx context.Context) (*Void, error)
 	RequestPasswordRecovery(ctx context.Context, data RequestPasswordRecoveryInput) (*Void, error)
 	ResetPassword(ctx context.Context, data ResetPasswordInput) (*Void, error)
+	SetBookmarkArticle(ctx context.Context, input SetBookmarkArticleInput) (SetBookmarkArticleResult, error)
+	SaveURL(ctx context.Context, input SaveURLInput) (SaveResult, error)
 }
 type QueryResolver interface {
 	Labels(ctx context.Context) ([]*Label, error)
@@ -319,11 +434,18 @@ type QueryResolver interface {
 	APITokens(ctx context.Context) ([]*APIToken, error)
 	InboundEmailAddresses(ctx context.Context) ([]*InboundEmailAddress, error)
 	ImportJobs(ctx context.Context) ([]*ImportJob, error)
+	Search(ctx context.Context, after *string, first *int, query *string, includeContent *bool, format *string) (SearchResult, error)
+	UpdatesSince(ctx context.Context, after *string, first *int, since time.Time, folder *string) (UpdatesSinceResult, error)
 }
 type SavedItemResolver interface {
 	Article(ctx context.Context, obj *SavedItem) (*Article, error)
 	Newsletter(ctx context.Context, obj *SavedItem) (*Newsletter, error)
 	Highlights(ctx context.Context, obj *SavedItem) ([]*Highlight, error)
+}
+type SearchItemResolver interface {
+	Highlights(ctx context.Context, obj *SearchItem) ([]*Highlight, error)
+
+	Content(ctx context.Context, obj *SearchItem) (*string, error)
 }
 type UserResolver interface {
 	LabelsCount(ctx context.Context, obj *User) (float64, error)
@@ -392,6 +514,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Article.ContentText(childComplexity), true
+	case "Article.id":
+		if e.ComplexityRoot.Article.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Article.ID(childComplexity), true
 
 	case "CreatedApiToken.secret":
 		if e.ComplexityRoot.CreatedApiToken.Secret == nil {
@@ -445,24 +573,72 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.EntryEdge.Node(childComplexity), true
 
+	case "Highlight.annotation":
+		if e.ComplexityRoot.Highlight.Annotation == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Highlight.Annotation(childComplexity), true
+	case "Highlight.color":
+		if e.ComplexityRoot.Highlight.Color == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Highlight.Color(childComplexity), true
 	case "Highlight.createdAt":
 		if e.ComplexityRoot.Highlight.CreatedAt == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Highlight.CreatedAt(childComplexity), true
+	case "Highlight.highlightPositionAnchorIndex":
+		if e.ComplexityRoot.Highlight.HighlightPositionAnchorIndex == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Highlight.HighlightPositionAnchorIndex(childComplexity), true
+	case "Highlight.highlightPositionPercent":
+		if e.ComplexityRoot.Highlight.HighlightPositionPercent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Highlight.HighlightPositionPercent(childComplexity), true
 	case "Highlight.id":
 		if e.ComplexityRoot.Highlight.ID == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Highlight.ID(childComplexity), true
+	case "Highlight.labels":
+		if e.ComplexityRoot.Highlight.Labels == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Highlight.Labels(childComplexity), true
 	case "Highlight.note":
 		if e.ComplexityRoot.Highlight.Note == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Highlight.Note(childComplexity), true
+	case "Highlight.patch":
+		if e.ComplexityRoot.Highlight.Patch == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Highlight.Patch(childComplexity), true
+	case "Highlight.prefix":
+		if e.ComplexityRoot.Highlight.Prefix == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Highlight.Prefix(childComplexity), true
+	case "Highlight.quote":
+		if e.ComplexityRoot.Highlight.Quote == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Highlight.Quote(childComplexity), true
 	case "Highlight.savedItem":
 		if e.ComplexityRoot.Highlight.SavedItem == nil {
 			break
@@ -487,6 +663,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Highlight.Segments(childComplexity), true
+	case "Highlight.shortId":
+		if e.ComplexityRoot.Highlight.ShortID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Highlight.ShortID(childComplexity), true
+	case "Highlight.suffix":
+		if e.ComplexityRoot.Highlight.Suffix == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Highlight.Suffix(childComplexity), true
+	case "Highlight.type":
+		if e.ComplexityRoot.Highlight.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Highlight.Type(childComplexity), true
 	case "Highlight.updatedAt":
 		if e.ComplexityRoot.Highlight.UpdatedAt == nil {
 			break
@@ -690,12 +884,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Label.CreatedAt(childComplexity), true
+	case "Label.description":
+		if e.ComplexityRoot.Label.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Label.Description(childComplexity), true
 	case "Label.id":
 		if e.ComplexityRoot.Label.ID == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Label.ID(childComplexity), true
+	case "Label.internal":
+		if e.ComplexityRoot.Label.Internal == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Label.Internal(childComplexity), true
 	case "Label.name":
 		if e.ComplexityRoot.Label.Name == nil {
 			break
@@ -708,6 +914,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Label.Order(childComplexity), true
+	case "Label.position":
+		if e.ComplexityRoot.Label.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Label.Position(childComplexity), true
+	case "Label.source":
+		if e.ComplexityRoot.Label.Source == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Label.Source(childComplexity), true
 
 	case "Mutation.addArticleFromHtmlSnapshot":
 		if e.ComplexityRoot.Mutation.AddArticleFromHTMLSnapshot == nil {
@@ -936,6 +1154,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResetPassword(childComplexity, args["data"].(ResetPasswordInput)), true
+	case "Mutation.saveUrl":
+		if e.ComplexityRoot.Mutation.SaveURL == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_saveUrl_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SaveURL(childComplexity, args["input"].(SaveURLInput)), true
+	case "Mutation.setBookmarkArticle":
+		if e.ComplexityRoot.Mutation.SetBookmarkArticle == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setBookmarkArticle_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetBookmarkArticle(childComplexity, args["input"].(SetBookmarkArticleInput)), true
 	case "Mutation.setSavedItemLabels":
 		if e.ComplexityRoot.Mutation.SetSavedItemLabels == nil {
 			break
@@ -1161,6 +1401,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
+	case "PageInfo.totalCount":
+		if e.ComplexityRoot.PageInfo.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PageInfo.TotalCount(childComplexity), true
 
 	case "Query.apiTokens":
 		if e.ComplexityRoot.Query.APITokens == nil {
@@ -1221,6 +1467,54 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.SavedQueries(childComplexity), true
+	case "Query.search":
+		if e.ComplexityRoot.Query.Search == nil {
+			break
+		}
+
+		args, err := ec.field_Query_search_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Search(childComplexity, args["after"].(*string), args["first"].(*int), args["query"].(*string), args["includeContent"].(*bool), args["format"].(*string)), true
+	case "Query.updatesSince":
+		if e.ComplexityRoot.Query.UpdatesSince == nil {
+			break
+		}
+
+		args, err := ec.field_Query_updatesSince_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.UpdatesSince(childComplexity, args["after"].(*string), args["first"].(*int), args["since"].(time.Time), args["folder"].(*string)), true
+
+	case "SaveError.errorCodes":
+		if e.ComplexityRoot.SaveError.ErrorCodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SaveError.ErrorCodes(childComplexity), true
+	case "SaveError.message":
+		if e.ComplexityRoot.SaveError.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SaveError.Message(childComplexity), true
+
+	case "SaveSuccess.clientRequestId":
+		if e.ComplexityRoot.SaveSuccess.ClientRequestID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SaveSuccess.ClientRequestID(childComplexity), true
+	case "SaveSuccess.url":
+		if e.ComplexityRoot.SaveSuccess.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SaveSuccess.URL(childComplexity), true
 
 	case "SavedItem.article":
 		if e.ComplexityRoot.SavedItem.Article == nil {
@@ -1367,6 +1661,273 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SavedQuery.Query(childComplexity), true
+
+	case "SearchError.errorCodes":
+		if e.ComplexityRoot.SearchError.ErrorCodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchError.ErrorCodes(childComplexity), true
+
+	case "SearchItem.archivedAt":
+		if e.ComplexityRoot.SearchItem.ArchivedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.ArchivedAt(childComplexity), true
+	case "SearchItem.author":
+		if e.ComplexityRoot.SearchItem.Author == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.Author(childComplexity), true
+	case "SearchItem.content":
+		if e.ComplexityRoot.SearchItem.Content == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.Content(childComplexity), true
+	case "SearchItem.contentReader":
+		if e.ComplexityRoot.SearchItem.ContentReader == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.ContentReader(childComplexity), true
+	case "SearchItem.createdAt":
+		if e.ComplexityRoot.SearchItem.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.CreatedAt(childComplexity), true
+	case "SearchItem.description":
+		if e.ComplexityRoot.SearchItem.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.Description(childComplexity), true
+	case "SearchItem.folder":
+		if e.ComplexityRoot.SearchItem.Folder == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.Folder(childComplexity), true
+	case "SearchItem.highlights":
+		if e.ComplexityRoot.SearchItem.Highlights == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.Highlights(childComplexity), true
+	case "SearchItem.highlightsCount":
+		if e.ComplexityRoot.SearchItem.HighlightsCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.HighlightsCount(childComplexity), true
+	case "SearchItem.id":
+		if e.ComplexityRoot.SearchItem.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.ID(childComplexity), true
+	case "SearchItem.image":
+		if e.ComplexityRoot.SearchItem.Image == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.Image(childComplexity), true
+	case "SearchItem.isArchived":
+		if e.ComplexityRoot.SearchItem.IsArchived == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.IsArchived(childComplexity), true
+	case "SearchItem.labels":
+		if e.ComplexityRoot.SearchItem.Labels == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.Labels(childComplexity), true
+	case "SearchItem.originalArticleUrl":
+		if e.ComplexityRoot.SearchItem.OriginalArticleURL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.OriginalArticleURL(childComplexity), true
+	case "SearchItem.pageType":
+		if e.ComplexityRoot.SearchItem.PageType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.PageType(childComplexity), true
+	case "SearchItem.publishedAt":
+		if e.ComplexityRoot.SearchItem.PublishedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.PublishedAt(childComplexity), true
+	case "SearchItem.readAt":
+		if e.ComplexityRoot.SearchItem.ReadAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.ReadAt(childComplexity), true
+	case "SearchItem.readingProgressAnchorIndex":
+		if e.ComplexityRoot.SearchItem.ReadingProgressAnchorIndex == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.ReadingProgressAnchorIndex(childComplexity), true
+	case "SearchItem.readingProgressPercent":
+		if e.ComplexityRoot.SearchItem.ReadingProgressPercent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.ReadingProgressPercent(childComplexity), true
+	case "SearchItem.readingProgressTopPercent":
+		if e.ComplexityRoot.SearchItem.ReadingProgressTopPercent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.ReadingProgressTopPercent(childComplexity), true
+	case "SearchItem.savedAt":
+		if e.ComplexityRoot.SearchItem.SavedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.SavedAt(childComplexity), true
+	case "SearchItem.siteName":
+		if e.ComplexityRoot.SearchItem.SiteName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.SiteName(childComplexity), true
+	case "SearchItem.slug":
+		if e.ComplexityRoot.SearchItem.Slug == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.Slug(childComplexity), true
+	case "SearchItem.state":
+		if e.ComplexityRoot.SearchItem.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.State(childComplexity), true
+	case "SearchItem.subscription":
+		if e.ComplexityRoot.SearchItem.Subscription == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.Subscription(childComplexity), true
+	case "SearchItem.title":
+		if e.ComplexityRoot.SearchItem.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.Title(childComplexity), true
+	case "SearchItem.url":
+		if e.ComplexityRoot.SearchItem.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.URL(childComplexity), true
+	case "SearchItem.updatedAt":
+		if e.ComplexityRoot.SearchItem.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.UpdatedAt(childComplexity), true
+	case "SearchItem.wordsCount":
+		if e.ComplexityRoot.SearchItem.WordsCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItem.WordsCount(childComplexity), true
+
+	case "SearchItemEdge.cursor":
+		if e.ComplexityRoot.SearchItemEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItemEdge.Cursor(childComplexity), true
+	case "SearchItemEdge.node":
+		if e.ComplexityRoot.SearchItemEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchItemEdge.Node(childComplexity), true
+
+	case "SearchSuccess.edges":
+		if e.ComplexityRoot.SearchSuccess.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchSuccess.Edges(childComplexity), true
+	case "SearchSuccess.pageInfo":
+		if e.ComplexityRoot.SearchSuccess.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SearchSuccess.PageInfo(childComplexity), true
+
+	case "SetBookmarkArticleError.errorCodes":
+		if e.ComplexityRoot.SetBookmarkArticleError.ErrorCodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetBookmarkArticleError.ErrorCodes(childComplexity), true
+
+	case "SetBookmarkArticleSuccess.bookmarkedArticle":
+		if e.ComplexityRoot.SetBookmarkArticleSuccess.BookmarkedArticle == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetBookmarkArticleSuccess.BookmarkedArticle(childComplexity), true
+
+	case "SyncUpdatedItemEdge.cursor":
+		if e.ComplexityRoot.SyncUpdatedItemEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncUpdatedItemEdge.Cursor(childComplexity), true
+	case "SyncUpdatedItemEdge.itemID":
+		if e.ComplexityRoot.SyncUpdatedItemEdge.ItemID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncUpdatedItemEdge.ItemID(childComplexity), true
+	case "SyncUpdatedItemEdge.node":
+		if e.ComplexityRoot.SyncUpdatedItemEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncUpdatedItemEdge.Node(childComplexity), true
+	case "SyncUpdatedItemEdge.updateReason":
+		if e.ComplexityRoot.SyncUpdatedItemEdge.UpdateReason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SyncUpdatedItemEdge.UpdateReason(childComplexity), true
+
+	case "UpdatesSinceError.errorCodes":
+		if e.ComplexityRoot.UpdatesSinceError.ErrorCodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdatesSinceError.ErrorCodes(childComplexity), true
+
+	case "UpdatesSinceSuccess.edges":
+		if e.ComplexityRoot.UpdatesSinceSuccess.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdatesSinceSuccess.Edges(childComplexity), true
+	case "UpdatesSinceSuccess.pageInfo":
+		if e.ComplexityRoot.UpdatesSinceSuccess.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdatesSinceSuccess.PageInfo(childComplexity), true
 
 	case "User.createdAt":
 		if e.ComplexityRoot.User.CreatedAt == nil {
@@ -1523,6 +2084,9 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputRequestExportInput,
 		ec.unmarshalInputRequestPasswordRecoveryInput,
 		ec.unmarshalInputResetPasswordInput,
+		ec.unmarshalInputSaveUrlInput,
+		ec.unmarshalInputSaveUrlLabelInput,
+		ec.unmarshalInputSetBookmarkArticleInput,
 		ec.unmarshalInputSetSavedItemLabelsInput,
 		ec.unmarshalInputSignInInput,
 		ec.unmarshalInputUpdateAccountInput,
@@ -2077,6 +2641,264 @@ input UpdateSavedItemStatusInput {
   status: savedItemStatus!
 }
 `, BuiltIn: false},
+	{Name: "../schema/omnivore.graphqls", Input: `# Omnivore's operations that its note-taking plugins and API client send
+# (@omnivore-app/api 1.0.4, src/graphql.ts @ ce99d23; the Obsidian plugin
+# @ 619013b and the Logseq plugin @ 0174149 call them through it), with the
+# shapes of Omnivore's schema (packages/api/src/schema.ts in
+# omnivore-app/omnivore @ 322ce62). Additions only: where Omnivore and Inboxt
+# share a type name (Label, Highlight, PageInfo, Article) Omnivore's fields
+# are added to Inboxt's type below; Inboxt's root field labels (a list here,
+# a union in Omnivore) stays Inboxt's, and the plugins do not call it. Only
+# the fields these clients read are served (see docs/omnivore.md).
+
+"Omnivore's date: an ISO 8601 time (written at UTC with milliseconds); a YYYY-MM-DD date is read as that day's start at UTC."
+scalar Date
+
+extend type Query {
+  "Omnivore's search: q in Omnivore's syntax (see docs/omnivore.md); after is an offset (\"0\", \"15\", …)."
+  search(after: String, first: Int, query: String, includeContent: Boolean, format: String): SearchResult!
+  "Omnivore's: items created, updated or deleted since (deletions are kept for 90 days)."
+  updatesSince(after: String, first: Int, since: Date!, folder: String): UpdatesSinceResult!
+}
+
+extend type Mutation {
+  "Omnivore's delete (bookmark false): the item moves to the trash."
+  setBookmarkArticle(input: SetBookmarkArticleInput!): SetBookmarkArticleResult!
+  "Omnivore's save: as addArticleFromUrl (the page is fetched in the background)."
+  saveUrl(input: SaveUrlInput!): SaveResult!
+}
+
+extend type Label {
+  "Omnivore's: Hearth's labels have no description (null)."
+  description: String
+  "Omnivore's: false (Hearth has no internal labels)."
+  internal: Boolean
+  "Omnivore's: null."
+  source: String
+  "Omnivore's: the label's order."
+  position: Int
+}
+
+"Omnivore's kinds of highlight: Hearth's are all HIGHLIGHT."
+enum HighlightType {
+  HIGHLIGHT
+  REDACTION
+  NOTE
+}
+
+extend type Highlight {
+  "Omnivore's: the highlighted text (the segments' texts)."
+  quote: String
+  "Omnivore's: the text before the quote."
+  prefix: String
+  "Omnivore's: the text after the quote."
+  suffix: String
+  "Omnivore's: a diff-match-patch patch locating the quote; null in Hearth."
+  patch: String
+  "Omnivore's: the member's note (note)."
+  annotation: String
+  "Omnivore's: null in Hearth."
+  highlightPositionPercent: Float
+  "Omnivore's: null in Hearth."
+  highlightPositionAnchorIndex: Int
+  "Omnivore's: Hearth's highlights have no labels (an empty list)."
+  labels: [Label!]
+  type: HighlightType!
+  "Omnivore's: null (the plugins then use yellow)."
+  color: String
+  "Omnivore's: the highlight's id."
+  shortId: String
+}
+
+extend type PageInfo {
+  "Omnivore's: the number of items the query matches (search only)."
+  totalCount: Int
+}
+
+extend type Article {
+  "Omnivore's: the saved item's id (setBookmarkArticle answers with it)."
+  id: ID
+}
+
+enum PageType {
+  ARTICLE
+  BOOK
+  FILE
+  PROFILE
+  WEBSITE
+  HIGHLIGHTS
+  UNKNOWN
+  TWEET
+  VIDEO
+  IMAGE
+}
+
+enum ContentReader {
+  WEB
+  PDF
+  EPUB
+}
+
+enum ArticleSavingRequestStatus {
+  PROCESSING
+  SUCCEEDED
+  FAILED
+  DELETED
+  ARCHIVED
+  CONTENT_NOT_FETCHED
+}
+
+"A saved item as Omnivore's search and updatesSince answer it."
+type SearchItem {
+  id: ID!
+  title: String!
+  "Hearth: the title made file-name-safe (as the export names its files), or the id."
+  slug: String!
+  "The original URL."
+  url: String!
+  "ARTICLE, or UNKNOWN for a newsletter."
+  pageType: PageType!
+  contentReader: ContentReader!
+  createdAt: Date!
+  updatedAt: Date
+  isArchived: Boolean!
+  readingProgressPercent: Float!
+  readingProgressTopPercent: Float
+  readingProgressAnchorIndex: Int!
+  author: String
+  image: String
+  description: String
+  "Hearth does not keep a publication date: null."
+  publishedAt: Date
+  originalArticleUrl: String
+  labels: [Label!]
+  "Newsletters: the sender's name."
+  subscription: String
+  state: ArticleSavingRequestStatus
+  siteName: String
+  readAt: Date
+  savedAt: Date!
+  highlights: [Highlight!]
+  wordsCount: Int
+  "With includeContent, the content in the search's format: html (default), markdown or highlightedMarkdown; else null."
+  content: String
+  archivedAt: Date
+  "inbox, or archive for an archived item."
+  folder: String!
+  highlightsCount: Int
+}
+
+type SearchItemEdge {
+  cursor: String!
+  node: SearchItem!
+}
+
+type SearchSuccess {
+  edges: [SearchItemEdge!]!
+  pageInfo: PageInfo!
+}
+
+enum SearchErrorCode {
+  UNAUTHORIZED
+  QUERY_TOO_LONG
+}
+
+type SearchError {
+  errorCodes: [SearchErrorCode!]!
+}
+
+union SearchResult = SearchSuccess | SearchError
+
+enum UpdateReason {
+  CREATED
+  UPDATED
+  DELETED
+}
+
+type SyncUpdatedItemEdge {
+  cursor: String!
+  updateReason: UpdateReason!
+  itemID: ID!
+  "The item; for a deletion, what Hearth kept of it (id, title, URL, dates)."
+  node: SearchItem
+}
+
+type UpdatesSinceSuccess {
+  edges: [SyncUpdatedItemEdge!]!
+  pageInfo: PageInfo!
+}
+
+enum UpdatesSinceErrorCode {
+  UNAUTHORIZED
+}
+
+type UpdatesSinceError {
+  errorCodes: [UpdatesSinceErrorCode!]!
+}
+
+union UpdatesSinceResult = UpdatesSinceSuccess | UpdatesSinceError
+
+input SetBookmarkArticleInput {
+  articleID: ID!
+  "Omnivore's clients send false (delete); true is BOOKMARK_EXISTS."
+  bookmark: Boolean!
+}
+
+type SetBookmarkArticleSuccess {
+  bookmarkedArticle: Article!
+}
+
+enum SetBookmarkArticleErrorCode {
+  NOT_FOUND
+  BOOKMARK_EXISTS
+}
+
+type SetBookmarkArticleError {
+  errorCodes: [SetBookmarkArticleErrorCode!]!
+}
+
+union SetBookmarkArticleResult = SetBookmarkArticleSuccess | SetBookmarkArticleError
+
+"Omnivore's CreateLabelInput inside SaveUrlInput (Inboxt's CreateLabelInput has another shape)."
+input SaveUrlLabelInput {
+  name: String!
+  color: String
+  description: String
+}
+
+input SaveUrlInput {
+  url: String!
+  source: String!
+  clientRequestId: ID!
+  "ARCHIVED saves into the archive; other values save into the inbox."
+  state: ArticleSavingRequestStatus
+  "Labels by name, created when the member has none of that name."
+  labels: [SaveUrlLabelInput!]
+  locale: String
+  timezone: String
+  savedAt: Date
+  publishedAt: Date
+  folder: String
+}
+
+type SaveSuccess {
+  url: String!
+  clientRequestId: ID!
+}
+
+enum SaveErrorCode {
+  UNKNOWN
+  UNAUTHORIZED
+  EMBEDDED_HIGHLIGHT_FAILED
+}
+
+type SaveError {
+  errorCodes: [SaveErrorCode!]!
+  message: String
+}
+
+union SaveResult = SaveSuccess | SaveError
+`, BuiltIn: false},
 	{Name: "../schema/schema.graphqls", Input: `# Hearth's saved-content API. Names, argument shapes and types follow
 # Inboxt's public schema so that an operation written for Inboxt validates
 # and runs unchanged; additions are marked "Hearth:".
@@ -2194,6 +3016,8 @@ func (ec *executionContext) childFields_Article(ctx context.Context, field graph
 		return ec.fieldContext_Article_contentHtml(ctx, field)
 	case "contentText":
 		return ec.fieldContext_Article_contentText(ctx, field)
+	case "id":
+		return ec.fieldContext_Article_id(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Article", field.Name)
 }
@@ -2256,6 +3080,28 @@ func (ec *executionContext) childFields_Highlight(ctx context.Context, field gra
 		return ec.fieldContext_Highlight_segments(ctx, field)
 	case "note":
 		return ec.fieldContext_Highlight_note(ctx, field)
+	case "quote":
+		return ec.fieldContext_Highlight_quote(ctx, field)
+	case "prefix":
+		return ec.fieldContext_Highlight_prefix(ctx, field)
+	case "suffix":
+		return ec.fieldContext_Highlight_suffix(ctx, field)
+	case "patch":
+		return ec.fieldContext_Highlight_patch(ctx, field)
+	case "annotation":
+		return ec.fieldContext_Highlight_annotation(ctx, field)
+	case "highlightPositionPercent":
+		return ec.fieldContext_Highlight_highlightPositionPercent(ctx, field)
+	case "highlightPositionAnchorIndex":
+		return ec.fieldContext_Highlight_highlightPositionAnchorIndex(ctx, field)
+	case "labels":
+		return ec.fieldContext_Highlight_labels(ctx, field)
+	case "type":
+		return ec.fieldContext_Highlight_type(ctx, field)
+	case "color":
+		return ec.fieldContext_Highlight_color(ctx, field)
+	case "shortId":
+		return ec.fieldContext_Highlight_shortId(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Highlight", field.Name)
 }
@@ -2356,6 +3202,14 @@ func (ec *executionContext) childFields_Label(ctx context.Context, field graphql
 		return ec.fieldContext_Label_color(ctx, field)
 	case "order":
 		return ec.fieldContext_Label_order(ctx, field)
+	case "description":
+		return ec.fieldContext_Label_description(ctx, field)
+	case "internal":
+		return ec.fieldContext_Label_internal(ctx, field)
+	case "source":
+		return ec.fieldContext_Label_source(ctx, field)
+	case "position":
+		return ec.fieldContext_Label_position(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Label", field.Name)
 }
@@ -2402,6 +3256,8 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 		return ec.fieldContext_PageInfo_hasNextPage(ctx, field)
 	case "hasPreviousPage":
 		return ec.fieldContext_PageInfo_hasPreviousPage(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_PageInfo_totalCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
 }
@@ -2464,6 +3320,94 @@ func (ec *executionContext) childFields_SavedQuery(ctx context.Context, field gr
 		return ec.fieldContext_SavedQuery_order(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SavedQuery", field.Name)
+}
+
+func (ec *executionContext) childFields_SearchItem(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_SearchItem_id(ctx, field)
+	case "title":
+		return ec.fieldContext_SearchItem_title(ctx, field)
+	case "slug":
+		return ec.fieldContext_SearchItem_slug(ctx, field)
+	case "url":
+		return ec.fieldContext_SearchItem_url(ctx, field)
+	case "pageType":
+		return ec.fieldContext_SearchItem_pageType(ctx, field)
+	case "contentReader":
+		return ec.fieldContext_SearchItem_contentReader(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_SearchItem_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_SearchItem_updatedAt(ctx, field)
+	case "isArchived":
+		return ec.fieldContext_SearchItem_isArchived(ctx, field)
+	case "readingProgressPercent":
+		return ec.fieldContext_SearchItem_readingProgressPercent(ctx, field)
+	case "readingProgressTopPercent":
+		return ec.fieldContext_SearchItem_readingProgressTopPercent(ctx, field)
+	case "readingProgressAnchorIndex":
+		return ec.fieldContext_SearchItem_readingProgressAnchorIndex(ctx, field)
+	case "author":
+		return ec.fieldContext_SearchItem_author(ctx, field)
+	case "image":
+		return ec.fieldContext_SearchItem_image(ctx, field)
+	case "description":
+		return ec.fieldContext_SearchItem_description(ctx, field)
+	case "publishedAt":
+		return ec.fieldContext_SearchItem_publishedAt(ctx, field)
+	case "originalArticleUrl":
+		return ec.fieldContext_SearchItem_originalArticleUrl(ctx, field)
+	case "labels":
+		return ec.fieldContext_SearchItem_labels(ctx, field)
+	case "subscription":
+		return ec.fieldContext_SearchItem_subscription(ctx, field)
+	case "state":
+		return ec.fieldContext_SearchItem_state(ctx, field)
+	case "siteName":
+		return ec.fieldContext_SearchItem_siteName(ctx, field)
+	case "readAt":
+		return ec.fieldContext_SearchItem_readAt(ctx, field)
+	case "savedAt":
+		return ec.fieldContext_SearchItem_savedAt(ctx, field)
+	case "highlights":
+		return ec.fieldContext_SearchItem_highlights(ctx, field)
+	case "wordsCount":
+		return ec.fieldContext_SearchItem_wordsCount(ctx, field)
+	case "content":
+		return ec.fieldContext_SearchItem_content(ctx, field)
+	case "archivedAt":
+		return ec.fieldContext_SearchItem_archivedAt(ctx, field)
+	case "folder":
+		return ec.fieldContext_SearchItem_folder(ctx, field)
+	case "highlightsCount":
+		return ec.fieldContext_SearchItem_highlightsCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SearchItem", field.Name)
+}
+
+func (ec *executionContext) childFields_SearchItemEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_SearchItemEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_SearchItemEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SearchItemEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_SyncUpdatedItemEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_SyncUpdatedItemEdge_cursor(ctx, field)
+	case "updateReason":
+		return ec.fieldContext_SyncUpdatedItemEdge_updateReason(ctx, field)
+	case "itemID":
+		return ec.fieldContext_SyncUpdatedItemEdge_itemID(ctx, field)
+	case "node":
+		return ec.fieldContext_SyncUpdatedItemEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SyncUpdatedItemEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_User(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2906,6 +3850,34 @@ func (ec *executionContext) field_Mutation_resetPassword_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_saveUrl_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (SaveURLInput, error) {
+			return ec.unmarshalNSaveUrlInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveURLInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setBookmarkArticle_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (SetBookmarkArticleInput, error) {
+			return ec.unmarshalNSetBookmarkArticleInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetBookmarkArticleInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_setSavedItemLabels_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3113,6 +4085,90 @@ func (ec *executionContext) field_Query_savedItem_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["query"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_search_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "query",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["query"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "includeContent",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["includeContent"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "format",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["format"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_updatesSince_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "since",
+		func(ctx context.Context, v any) (time.Time, error) {
+			return ec.unmarshalNDate2timeᚐTime(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["since"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "folder",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["folder"] = arg3
 	return args, nil
 }
 
@@ -3335,6 +4391,29 @@ func (ec *executionContext) _Article_contentText(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_Article_contentText(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Article", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Article_id(ctx context.Context, field graphql.CollectedField, obj *Article) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Article_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Article_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Article", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _CreatedApiToken_secret(ctx context.Context, field graphql.CollectedField, obj *CreatedAPIToken) (ret graphql.Marshaler) {
@@ -3757,6 +4836,268 @@ func (ec *executionContext) _Highlight_note(ctx context.Context, field graphql.C
 }
 func (ec *executionContext) fieldContext_Highlight_note(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Highlight", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Highlight_quote(ctx context.Context, field graphql.CollectedField, obj *Highlight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Highlight_quote(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Highlight().Quote(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Highlight_quote(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Highlight", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Highlight_prefix(ctx context.Context, field graphql.CollectedField, obj *Highlight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Highlight_prefix(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Highlight().Prefix(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Highlight_prefix(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Highlight", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Highlight_suffix(ctx context.Context, field graphql.CollectedField, obj *Highlight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Highlight_suffix(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Highlight().Suffix(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Highlight_suffix(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Highlight", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Highlight_patch(ctx context.Context, field graphql.CollectedField, obj *Highlight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Highlight_patch(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Patch, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Highlight_patch(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Highlight", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Highlight_annotation(ctx context.Context, field graphql.CollectedField, obj *Highlight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Highlight_annotation(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Highlight().Annotation(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Highlight_annotation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Highlight", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Highlight_highlightPositionPercent(ctx context.Context, field graphql.CollectedField, obj *Highlight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Highlight_highlightPositionPercent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HighlightPositionPercent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Highlight_highlightPositionPercent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Highlight", field, false, false, errors.New("field of type Float does not have child fields"))
+}
+
+func (ec *executionContext) _Highlight_highlightPositionAnchorIndex(ctx context.Context, field graphql.CollectedField, obj *Highlight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Highlight_highlightPositionAnchorIndex(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HighlightPositionAnchorIndex, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Highlight_highlightPositionAnchorIndex(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Highlight", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Highlight_labels(ctx context.Context, field graphql.CollectedField, obj *Highlight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Highlight_labels(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Highlight().Labels(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*Label) graphql.Marshaler {
+			return ec.marshalOLabel2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐLabelᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Highlight_labels(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Highlight",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Label(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Highlight_type(ctx context.Context, field graphql.CollectedField, obj *Highlight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Highlight_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Highlight().Type(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v HighlightType) graphql.Marshaler {
+			return ec.marshalNHighlightType2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐHighlightType(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Highlight_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Highlight", field, true, true, errors.New("field of type HighlightType does not have child fields"))
+}
+
+func (ec *executionContext) _Highlight_color(ctx context.Context, field graphql.CollectedField, obj *Highlight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Highlight_color(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Color, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Highlight_color(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Highlight", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Highlight_shortId(ctx context.Context, field graphql.CollectedField, obj *Highlight) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Highlight_shortId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Highlight().ShortID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Highlight_shortId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Highlight", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _HighlightSegment_id(ctx context.Context, field graphql.CollectedField, obj *HighlightSegment) (ret graphql.Marshaler) {
@@ -4580,6 +5921,98 @@ func (ec *executionContext) _Label_order(ctx context.Context, field graphql.Coll
 }
 func (ec *executionContext) fieldContext_Label_order(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Label", field, false, false, errors.New("field of type Float does not have child fields"))
+}
+
+func (ec *executionContext) _Label_description(ctx context.Context, field graphql.CollectedField, obj *Label) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Label_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Label_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Label", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Label_internal(ctx context.Context, field graphql.CollectedField, obj *Label) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Label_internal(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Internal, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *bool) graphql.Marshaler {
+			return ec.marshalOBoolean2ᚖbool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Label_internal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Label", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _Label_source(ctx context.Context, field graphql.CollectedField, obj *Label) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Label_source(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Source, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Label_source(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Label", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Label_position(ctx context.Context, field graphql.CollectedField, obj *Label) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Label_position(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Position, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Label_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Label", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _Mutation_addArticleFromUrl(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -6074,6 +7507,94 @@ func (ec *executionContext) fieldContext_Mutation_resetPassword(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_setBookmarkArticle(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setBookmarkArticle(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetBookmarkArticle(ctx, fc.Args["input"].(SetBookmarkArticleInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v SetBookmarkArticleResult) graphql.Marshaler {
+			return ec.marshalNSetBookmarkArticleResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetBookmarkArticleResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setBookmarkArticle(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type SetBookmarkArticleResult does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setBookmarkArticle_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_saveUrl(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_saveUrl(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SaveURL(ctx, fc.Args["input"].(SaveURLInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v SaveResult) graphql.Marshaler {
+			return ec.marshalNSaveResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_saveUrl(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type SaveResult does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_saveUrl_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Newsletter_contentHtml(ctx context.Context, field graphql.CollectedField, obj *Newsletter) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6405,6 +7926,29 @@ func (ec *executionContext) fieldContext_PageInfo_hasPreviousPage(_ context.Cont
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _PageInfo_totalCount(ctx context.Context, field graphql.CollectedField, obj *PageInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PageInfo_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PageInfo_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _Query_labels(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6685,6 +8229,94 @@ func (ec *executionContext) fieldContext_Query_importJobs(_ context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_search(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_search(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Search(ctx, fc.Args["after"].(*string), fc.Args["first"].(*int), fc.Args["query"].(*string), fc.Args["includeContent"].(*bool), fc.Args["format"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v SearchResult) graphql.Marshaler {
+			return ec.marshalNSearchResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSearchResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_search(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type SearchResult does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_search_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_updatesSince(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_updatesSince(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().UpdatesSince(ctx, fc.Args["after"].(*string), fc.Args["first"].(*int), fc.Args["since"].(time.Time), fc.Args["folder"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v UpdatesSinceResult) graphql.Marshaler {
+			return ec.marshalNUpdatesSinceResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatesSinceResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_updatesSince(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type UpdatesSinceResult does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_updatesSince_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6759,6 +8391,98 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _SaveError_errorCodes(ctx context.Context, field graphql.CollectedField, obj *SaveError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SaveError_errorCodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ErrorCodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []SaveErrorCode) graphql.Marshaler {
+			return ec.marshalNSaveErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveErrorCodeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SaveError_errorCodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SaveError", field, false, false, errors.New("field of type SaveErrorCode does not have child fields"))
+}
+
+func (ec *executionContext) _SaveError_message(ctx context.Context, field graphql.CollectedField, obj *SaveError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SaveError_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SaveError_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SaveError", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SaveSuccess_url(ctx context.Context, field graphql.CollectedField, obj *SaveSuccess) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SaveSuccess_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SaveSuccess_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SaveSuccess", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SaveSuccess_clientRequestId(ctx context.Context, field graphql.CollectedField, obj *SaveSuccess) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SaveSuccess_clientRequestId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ClientRequestID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SaveSuccess_clientRequestId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SaveSuccess", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _SavedItem_id(ctx context.Context, field graphql.CollectedField, obj *SavedItem) (ret graphql.Marshaler) {
@@ -7347,6 +9071,1076 @@ func (ec *executionContext) _SavedQuery_order(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_SavedQuery_order(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SavedQuery", field, false, false, errors.New("field of type Float does not have child fields"))
+}
+
+func (ec *executionContext) _SearchError_errorCodes(ctx context.Context, field graphql.CollectedField, obj *SearchError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchError_errorCodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ErrorCodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []SearchErrorCode) graphql.Marshaler {
+			return ec.marshalNSearchErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSearchErrorCodeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchError_errorCodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchError", field, false, false, errors.New("field of type SearchErrorCode does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_id(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_title(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_slug(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_slug(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Slug, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_slug(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_url(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_pageType(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_pageType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v PageType) graphql.Marshaler {
+			return ec.marshalNPageType2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐPageType(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_pageType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type PageType does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_contentReader(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_contentReader(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ContentReader, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v ContentReader) graphql.Marshaler {
+			return ec.marshalNContentReader2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐContentReader(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_contentReader(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type ContentReader does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_createdAt(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDate2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type Date does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_updatedAt(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODate2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type Date does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_isArchived(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_isArchived(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IsArchived, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_isArchived(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_readingProgressPercent(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_readingProgressPercent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReadingProgressPercent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_readingProgressPercent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type Float does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_readingProgressTopPercent(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_readingProgressTopPercent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReadingProgressTopPercent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_readingProgressTopPercent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type Float does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_readingProgressAnchorIndex(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_readingProgressAnchorIndex(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReadingProgressAnchorIndex, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_readingProgressAnchorIndex(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_author(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_author(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Author, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_author(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_image(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_image(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Image, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_image(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_description(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Description, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_publishedAt(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_publishedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PublishedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODate2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_publishedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type Date does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_originalArticleUrl(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_originalArticleUrl(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OriginalArticleURL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_originalArticleUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_labels(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_labels(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Labels, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*Label) graphql.Marshaler {
+			return ec.marshalOLabel2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐLabelᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_labels(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SearchItem",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Label(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SearchItem_subscription(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_subscription(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Subscription, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_subscription(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_state(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ArticleSavingRequestStatus) graphql.Marshaler {
+			return ec.marshalOArticleSavingRequestStatus2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticleSavingRequestStatus(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type ArticleSavingRequestStatus does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_siteName(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_siteName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SiteName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_siteName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_readAt(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_readAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReadAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODate2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_readAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type Date does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_savedAt(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_savedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SavedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNDate2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_savedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type Date does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_highlights(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_highlights(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SearchItem().Highlights(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*Highlight) graphql.Marshaler {
+			return ec.marshalOHighlight2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐHighlightᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_highlights(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SearchItem",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Highlight(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SearchItem_wordsCount(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_wordsCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WordsCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_wordsCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_content(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_content(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SearchItem().Content(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_content(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_archivedAt(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_archivedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArchivedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODate2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_archivedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type Date does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_folder(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_folder(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Folder, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_folder(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItem_highlightsCount(ctx context.Context, field graphql.CollectedField, obj *SearchItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItem_highlightsCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HighlightsCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItem_highlightsCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItem", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItemEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *SearchItemEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItemEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItemEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SearchItemEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SearchItemEdge_node(ctx context.Context, field graphql.CollectedField, obj *SearchItemEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchItemEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *SearchItem) graphql.Marshaler {
+			return ec.marshalNSearchItem2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSearchItem(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchItemEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SearchItemEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SearchItem(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SearchSuccess_edges(ctx context.Context, field graphql.CollectedField, obj *SearchSuccess) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchSuccess_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*SearchItemEdge) graphql.Marshaler {
+			return ec.marshalNSearchItemEdge2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSearchItemEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchSuccess_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SearchSuccess",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SearchItemEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SearchSuccess_pageInfo(ctx context.Context, field graphql.CollectedField, obj *SearchSuccess) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SearchSuccess_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SearchSuccess_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SearchSuccess",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SetBookmarkArticleError_errorCodes(ctx context.Context, field graphql.CollectedField, obj *SetBookmarkArticleError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetBookmarkArticleError_errorCodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ErrorCodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []SetBookmarkArticleErrorCode) graphql.Marshaler {
+			return ec.marshalNSetBookmarkArticleErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetBookmarkArticleErrorCodeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SetBookmarkArticleError_errorCodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SetBookmarkArticleError", field, false, false, errors.New("field of type SetBookmarkArticleErrorCode does not have child fields"))
+}
+
+func (ec *executionContext) _SetBookmarkArticleSuccess_bookmarkedArticle(ctx context.Context, field graphql.CollectedField, obj *SetBookmarkArticleSuccess) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetBookmarkArticleSuccess_bookmarkedArticle(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BookmarkedArticle, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Article) graphql.Marshaler {
+			return ec.marshalNArticle2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticle(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SetBookmarkArticleSuccess_bookmarkedArticle(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SetBookmarkArticleSuccess",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Article(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SyncUpdatedItemEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *SyncUpdatedItemEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncUpdatedItemEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncUpdatedItemEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncUpdatedItemEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SyncUpdatedItemEdge_updateReason(ctx context.Context, field graphql.CollectedField, obj *SyncUpdatedItemEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncUpdatedItemEdge_updateReason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdateReason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v UpdateReason) graphql.Marshaler {
+			return ec.marshalNUpdateReason2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateReason(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncUpdatedItemEdge_updateReason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncUpdatedItemEdge", field, false, false, errors.New("field of type UpdateReason does not have child fields"))
+}
+
+func (ec *executionContext) _SyncUpdatedItemEdge_itemID(ctx context.Context, field graphql.CollectedField, obj *SyncUpdatedItemEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncUpdatedItemEdge_itemID(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ItemID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SyncUpdatedItemEdge_itemID(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SyncUpdatedItemEdge", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _SyncUpdatedItemEdge_node(ctx context.Context, field graphql.CollectedField, obj *SyncUpdatedItemEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SyncUpdatedItemEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *SearchItem) graphql.Marshaler {
+			return ec.marshalOSearchItem2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSearchItem(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SyncUpdatedItemEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SyncUpdatedItemEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SearchItem(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UpdatesSinceError_errorCodes(ctx context.Context, field graphql.CollectedField, obj *UpdatesSinceError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdatesSinceError_errorCodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ErrorCodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []UpdatesSinceErrorCode) graphql.Marshaler {
+			return ec.marshalNUpdatesSinceErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatesSinceErrorCodeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UpdatesSinceError_errorCodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpdatesSinceError", field, false, false, errors.New("field of type UpdatesSinceErrorCode does not have child fields"))
+}
+
+func (ec *executionContext) _UpdatesSinceSuccess_edges(ctx context.Context, field graphql.CollectedField, obj *UpdatesSinceSuccess) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdatesSinceSuccess_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*SyncUpdatedItemEdge) graphql.Marshaler {
+			return ec.marshalNSyncUpdatedItemEdge2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSyncUpdatedItemEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UpdatesSinceSuccess_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpdatesSinceSuccess",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SyncUpdatedItemEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UpdatesSinceSuccess_pageInfo(ctx context.Context, field graphql.CollectedField, obj *UpdatesSinceSuccess) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdatesSinceSuccess_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UpdatesSinceSuccess_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpdatesSinceSuccess",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *User) (ret graphql.Marshaler) {
@@ -9755,6 +12549,180 @@ func (ec *executionContext) unmarshalInputResetPasswordInput(ctx context.Context
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputSaveUrlInput(ctx context.Context, obj any) (SaveURLInput, error) {
+	var it SaveURLInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"url", "source", "clientRequestId", "state", "labels", "locale", "timezone", "savedAt", "publishedAt", "folder"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "source":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("source"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Source = data
+		case "clientRequestId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("clientRequestId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ClientRequestID = data
+		case "state":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("state"))
+			data, err := ec.unmarshalOArticleSavingRequestStatus2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticleSavingRequestStatus(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.State = data
+		case "labels":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("labels"))
+			data, err := ec.unmarshalOSaveUrlLabelInput2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveURLLabelInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Labels = data
+		case "locale":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("locale"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Locale = data
+		case "timezone":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("timezone"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Timezone = data
+		case "savedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("savedAt"))
+			data, err := ec.unmarshalODate2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SavedAt = data
+		case "publishedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("publishedAt"))
+			data, err := ec.unmarshalODate2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PublishedAt = data
+		case "folder":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("folder"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Folder = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputSaveUrlLabelInput(ctx context.Context, obj any) (SaveURLLabelInput, error) {
+	var it SaveURLLabelInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"name", "color", "description"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "color":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("color"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Color = data
+		case "description":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("description"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Description = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputSetBookmarkArticleInput(ctx context.Context, obj any) (SetBookmarkArticleInput, error) {
+	var it SetBookmarkArticleInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"articleID", "bookmark"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "articleID":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("articleID"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArticleID = data
+		case "bookmark":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("bookmark"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Bookmark = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputSetSavedItemLabelsInput(ctx context.Context, obj any) (SetSavedItemLabelsInput, error) {
 	var it SetSavedItemLabelsInput
 	if obj == nil {
@@ -10279,6 +13247,114 @@ func (ec *executionContext) _Entry(ctx context.Context, sel ast.SelectionSet, ob
 	}
 }
 
+func (ec *executionContext) _SaveResult(ctx context.Context, sel ast.SelectionSet, obj SaveResult) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case SaveSuccess:
+		return ec._SaveSuccess(ctx, sel, &obj)
+	case *SaveSuccess:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._SaveSuccess(ctx, sel, obj)
+	case SaveError:
+		return ec._SaveError(ctx, sel, &obj)
+	case *SaveError:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._SaveError(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of SaveResult must implement graphql.Marshaler", obj))
+		}
+	}
+}
+
+func (ec *executionContext) _SearchResult(ctx context.Context, sel ast.SelectionSet, obj SearchResult) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case SearchSuccess:
+		return ec._SearchSuccess(ctx, sel, &obj)
+	case *SearchSuccess:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._SearchSuccess(ctx, sel, obj)
+	case SearchError:
+		return ec._SearchError(ctx, sel, &obj)
+	case *SearchError:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._SearchError(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of SearchResult must implement graphql.Marshaler", obj))
+		}
+	}
+}
+
+func (ec *executionContext) _SetBookmarkArticleResult(ctx context.Context, sel ast.SelectionSet, obj SetBookmarkArticleResult) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case SetBookmarkArticleSuccess:
+		return ec._SetBookmarkArticleSuccess(ctx, sel, &obj)
+	case *SetBookmarkArticleSuccess:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._SetBookmarkArticleSuccess(ctx, sel, obj)
+	case SetBookmarkArticleError:
+		return ec._SetBookmarkArticleError(ctx, sel, &obj)
+	case *SetBookmarkArticleError:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._SetBookmarkArticleError(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of SetBookmarkArticleResult must implement graphql.Marshaler", obj))
+		}
+	}
+}
+
+func (ec *executionContext) _UpdatesSinceResult(ctx context.Context, sel ast.SelectionSet, obj UpdatesSinceResult) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case UpdatesSinceSuccess:
+		return ec._UpdatesSinceSuccess(ctx, sel, &obj)
+	case *UpdatesSinceSuccess:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._UpdatesSinceSuccess(ctx, sel, obj)
+	case UpdatesSinceError:
+		return ec._UpdatesSinceError(ctx, sel, &obj)
+	case *UpdatesSinceError:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._UpdatesSinceError(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of UpdatesSinceResult must implement graphql.Marshaler", obj))
+		}
+	}
+}
+
 // endregion ************************** interface.gotpl ***************************
 
 // region    **************************** object.gotpl ****************************
@@ -10361,6 +13437,11 @@ func (ec *executionContext) _Article(ctx context.Context, sel ast.SelectionSet, 
 		case "contentText":
 			out.Values[i] = ec._Article_contentText(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "id":
+			out.Values[i] = ec._Article_id(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -10641,6 +13722,292 @@ func (ec *executionContext) _Highlight(ctx context.Context, sel ast.SelectionSet
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "quote":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Highlight_quote(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "prefix":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Highlight_prefix(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "suffix":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Highlight_suffix(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "patch":
+			out.Values[i] = ec._Highlight_patch(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "annotation":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Highlight_annotation(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "highlightPositionPercent":
+			out.Values[i] = ec._Highlight_highlightPositionPercent(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "highlightPositionAnchorIndex":
+			out.Values[i] = ec._Highlight_highlightPositionAnchorIndex(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "labels":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Highlight_labels(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "type":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Highlight_type(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "color":
+			out.Values[i] = ec._Highlight_color(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "shortId":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Highlight_shortId(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10981,6 +14348,26 @@ func (ec *executionContext) _Label(ctx context.Context, sel ast.SelectionSet, ob
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "description":
+			out.Values[i] = ec._Label_description(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "internal":
+			out.Values[i] = ec._Label_internal(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "source":
+			out.Values[i] = ec._Label_source(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "position":
+			out.Values[i] = ec._Label_position(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11267,6 +14654,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "setBookmarkArticle":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setBookmarkArticle(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "saveUrl":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_saveUrl(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -11434,6 +14835,11 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 		case "hasPreviousPage":
 			out.Values[i] = ec._PageInfo_hasPreviousPage(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._PageInfo_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -11653,6 +15059,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "search":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_search(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "updatesSince":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_updatesSince(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -11666,6 +15116,92 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var saveErrorImplementors = []string{"SaveError", "SaveResult"}
+
+func (ec *executionContext) _SaveError(ctx context.Context, sel ast.SelectionSet, obj *SaveError) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, saveErrorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SaveError")
+		case "errorCodes":
+			out.Values[i] = ec._SaveError_errorCodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._SaveError_message(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var saveSuccessImplementors = []string{"SaveSuccess", "SaveResult"}
+
+func (ec *executionContext) _SaveSuccess(ctx context.Context, sel ast.SelectionSet, obj *SaveSuccess) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, saveSuccessImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SaveSuccess")
+		case "url":
+			out.Values[i] = ec._SaveSuccess_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "clientRequestId":
+			out.Values[i] = ec._SaveSuccess_clientRequestId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -11949,6 +15485,584 @@ func (ec *executionContext) _SavedQuery(ctx context.Context, sel ast.SelectionSe
 			}
 		case "order":
 			out.Values[i] = ec._SavedQuery_order(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var searchErrorImplementors = []string{"SearchError", "SearchResult"}
+
+func (ec *executionContext) _SearchError(ctx context.Context, sel ast.SelectionSet, obj *SearchError) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, searchErrorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SearchError")
+		case "errorCodes":
+			out.Values[i] = ec._SearchError_errorCodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var searchItemImplementors = []string{"SearchItem"}
+
+func (ec *executionContext) _SearchItem(ctx context.Context, sel ast.SelectionSet, obj *SearchItem) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, searchItemImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SearchItem")
+		case "id":
+			out.Values[i] = ec._SearchItem_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "title":
+			out.Values[i] = ec._SearchItem_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "slug":
+			out.Values[i] = ec._SearchItem_slug(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "url":
+			out.Values[i] = ec._SearchItem_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "pageType":
+			out.Values[i] = ec._SearchItem_pageType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "contentReader":
+			out.Values[i] = ec._SearchItem_contentReader(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._SearchItem_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updatedAt":
+			out.Values[i] = ec._SearchItem_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "isArchived":
+			out.Values[i] = ec._SearchItem_isArchived(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "readingProgressPercent":
+			out.Values[i] = ec._SearchItem_readingProgressPercent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "readingProgressTopPercent":
+			out.Values[i] = ec._SearchItem_readingProgressTopPercent(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "readingProgressAnchorIndex":
+			out.Values[i] = ec._SearchItem_readingProgressAnchorIndex(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "author":
+			out.Values[i] = ec._SearchItem_author(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "image":
+			out.Values[i] = ec._SearchItem_image(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "description":
+			out.Values[i] = ec._SearchItem_description(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "publishedAt":
+			out.Values[i] = ec._SearchItem_publishedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "originalArticleUrl":
+			out.Values[i] = ec._SearchItem_originalArticleUrl(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "labels":
+			out.Values[i] = ec._SearchItem_labels(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "subscription":
+			out.Values[i] = ec._SearchItem_subscription(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "state":
+			out.Values[i] = ec._SearchItem_state(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "siteName":
+			out.Values[i] = ec._SearchItem_siteName(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "readAt":
+			out.Values[i] = ec._SearchItem_readAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "savedAt":
+			out.Values[i] = ec._SearchItem_savedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "highlights":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._SearchItem_highlights(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "wordsCount":
+			out.Values[i] = ec._SearchItem_wordsCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "content":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._SearchItem_content(ctx, field, obj)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "archivedAt":
+			out.Values[i] = ec._SearchItem_archivedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "folder":
+			out.Values[i] = ec._SearchItem_folder(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "highlightsCount":
+			out.Values[i] = ec._SearchItem_highlightsCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var searchItemEdgeImplementors = []string{"SearchItemEdge"}
+
+func (ec *executionContext) _SearchItemEdge(ctx context.Context, sel ast.SelectionSet, obj *SearchItemEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, searchItemEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SearchItemEdge")
+		case "cursor":
+			out.Values[i] = ec._SearchItemEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._SearchItemEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var searchSuccessImplementors = []string{"SearchSuccess", "SearchResult"}
+
+func (ec *executionContext) _SearchSuccess(ctx context.Context, sel ast.SelectionSet, obj *SearchSuccess) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, searchSuccessImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SearchSuccess")
+		case "edges":
+			out.Values[i] = ec._SearchSuccess_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._SearchSuccess_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var setBookmarkArticleErrorImplementors = []string{"SetBookmarkArticleError", "SetBookmarkArticleResult"}
+
+func (ec *executionContext) _SetBookmarkArticleError(ctx context.Context, sel ast.SelectionSet, obj *SetBookmarkArticleError) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, setBookmarkArticleErrorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SetBookmarkArticleError")
+		case "errorCodes":
+			out.Values[i] = ec._SetBookmarkArticleError_errorCodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var setBookmarkArticleSuccessImplementors = []string{"SetBookmarkArticleSuccess", "SetBookmarkArticleResult"}
+
+func (ec *executionContext) _SetBookmarkArticleSuccess(ctx context.Context, sel ast.SelectionSet, obj *SetBookmarkArticleSuccess) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, setBookmarkArticleSuccessImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SetBookmarkArticleSuccess")
+		case "bookmarkedArticle":
+			out.Values[i] = ec._SetBookmarkArticleSuccess_bookmarkedArticle(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var syncUpdatedItemEdgeImplementors = []string{"SyncUpdatedItemEdge"}
+
+func (ec *executionContext) _SyncUpdatedItemEdge(ctx context.Context, sel ast.SelectionSet, obj *SyncUpdatedItemEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, syncUpdatedItemEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SyncUpdatedItemEdge")
+		case "cursor":
+			out.Values[i] = ec._SyncUpdatedItemEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updateReason":
+			out.Values[i] = ec._SyncUpdatedItemEdge_updateReason(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "itemID":
+			out.Values[i] = ec._SyncUpdatedItemEdge_itemID(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._SyncUpdatedItemEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var updatesSinceErrorImplementors = []string{"UpdatesSinceError", "UpdatesSinceResult"}
+
+func (ec *executionContext) _UpdatesSinceError(ctx context.Context, sel ast.SelectionSet, obj *UpdatesSinceError) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, updatesSinceErrorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UpdatesSinceError")
+		case "errorCodes":
+			out.Values[i] = ec._UpdatesSinceError_errorCodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var updatesSinceSuccessImplementors = []string{"UpdatesSinceSuccess", "UpdatesSinceResult"}
+
+func (ec *executionContext) _UpdatesSinceSuccess(ctx context.Context, sel ast.SelectionSet, obj *UpdatesSinceSuccess) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, updatesSinceSuccessImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UpdatesSinceSuccess")
+		case "edges":
+			out.Values[i] = ec._UpdatesSinceSuccess_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._UpdatesSinceSuccess_pageInfo(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -12709,6 +16823,16 @@ func (ec *executionContext) marshalNApiTokenExpiry2githubᚗcomᚋhearthkitᚋca
 	return v
 }
 
+func (ec *executionContext) marshalNArticle2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticle(ctx context.Context, sel ast.SelectionSet, v *Article) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Article(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -12723,6 +16847,16 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNContentReader2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐContentReader(ctx context.Context, v any) (ContentReader, error) {
+	var res ContentReader
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNContentReader2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐContentReader(ctx context.Context, sel ast.SelectionSet, v ContentReader) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNCreateAccountInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐCreateAccountInput(ctx context.Context, v any) (CreateAccountInput, error) {
@@ -12777,6 +16911,22 @@ func (ec *executionContext) marshalNCreatedApiToken2ᚖgithubᚗcomᚋhearthkit�
 		return graphql.Null
 	}
 	return ec._CreatedApiToken(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNDate2timeᚐTime(ctx context.Context, v any) (time.Time, error) {
+	res, err := scalar.UnmarshalDate(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDate2timeᚐTime(ctx context.Context, sel ast.SelectionSet, v time.Time) graphql.Marshaler {
+	_ = sel
+	res := scalar.MarshalDate(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
 
 func (ec *executionContext) unmarshalNDateTime2timeᚐTime(ctx context.Context, v any) (time.Time, error) {
@@ -12976,6 +17126,16 @@ func (ec *executionContext) marshalNHighlightSegment2ᚖgithubᚗcomᚋhearthkit
 	return ec._HighlightSegment(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNHighlightType2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐHighlightType(ctx context.Context, v any) (HighlightType, error) {
+	var res HighlightType
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNHighlightType2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐHighlightType(ctx context.Context, sel ast.SelectionSet, v HighlightType) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalID(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -13126,6 +17286,16 @@ func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋhearthkitᚋcaddy
 	return ec._PageInfo(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNPageType2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐPageType(ctx context.Context, v any) (PageType, error) {
+	var res PageType
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNPageType2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐPageType(ctx context.Context, sel ast.SelectionSet, v PageType) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) unmarshalNPermanentlyDeleteSavedItemsInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐPermanentlyDeleteSavedItemsInput(ctx context.Context, v any) (PermanentlyDeleteSavedItemsInput, error) {
 	res, err := ec.unmarshalInputPermanentlyDeleteSavedItemsInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -13154,6 +17324,66 @@ func (ec *executionContext) unmarshalNRequestPasswordRecoveryInput2githubᚗcom�
 func (ec *executionContext) unmarshalNResetPasswordInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐResetPasswordInput(ctx context.Context, v any) (ResetPasswordInput, error) {
 	res, err := ec.unmarshalInputResetPasswordInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNSaveErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveErrorCode(ctx context.Context, v any) (SaveErrorCode, error) {
+	var res SaveErrorCode
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSaveErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveErrorCode(ctx context.Context, sel ast.SelectionSet, v SaveErrorCode) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNSaveErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveErrorCodeᚄ(ctx context.Context, v any) ([]SaveErrorCode, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]SaveErrorCode, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNSaveErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveErrorCode(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNSaveErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveErrorCodeᚄ(ctx context.Context, sel ast.SelectionSet, v []SaveErrorCode) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSaveErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveErrorCode(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSaveResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveResult(ctx context.Context, sel ast.SelectionSet, v SaveResult) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SaveResult(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNSaveUrlInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveURLInput(ctx context.Context, v any) (SaveURLInput, error) {
+	res, err := ec.unmarshalInputSaveUrlInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNSaveUrlLabelInput2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveURLLabelInput(ctx context.Context, v any) (*SaveURLLabelInput, error) {
+	res, err := ec.unmarshalInputSaveUrlLabelInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNSavedItem2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItemᚄ(ctx context.Context, sel ast.SelectionSet, v []*SavedItem) graphql.Marshaler {
@@ -13206,6 +17436,147 @@ func (ec *executionContext) marshalNSavedQuery2ᚖgithubᚗcomᚋhearthkitᚋcad
 		return graphql.Null
 	}
 	return ec._SavedQuery(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNSearchErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSearchErrorCode(ctx context.Context, v any) (SearchErrorCode, error) {
+	var res SearchErrorCode
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSearchErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSearchErrorCode(ctx context.Context, sel ast.SelectionSet, v SearchErrorCode) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNSearchErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSearchErrorCodeᚄ(ctx context.Context, v any) ([]SearchErrorCode, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]SearchErrorCode, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNSearchErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSearchErrorCode(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNSearchErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSearchErrorCodeᚄ(ctx context.Context, sel ast.SelectionSet, v []SearchErrorCode) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSearchErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSearchErrorCode(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSearchItem2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSearchItem(ctx context.Context, sel ast.SelectionSet, v *SearchItem) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SearchItem(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNSearchItemEdge2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSearchItemEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*SearchItemEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSearchItemEdge2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSearchItemEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSearchItemEdge2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSearchItemEdge(ctx context.Context, sel ast.SelectionSet, v *SearchItemEdge) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SearchItemEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNSearchResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSearchResult(ctx context.Context, sel ast.SelectionSet, v SearchResult) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SearchResult(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNSetBookmarkArticleErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetBookmarkArticleErrorCode(ctx context.Context, v any) (SetBookmarkArticleErrorCode, error) {
+	var res SetBookmarkArticleErrorCode
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSetBookmarkArticleErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetBookmarkArticleErrorCode(ctx context.Context, sel ast.SelectionSet, v SetBookmarkArticleErrorCode) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNSetBookmarkArticleErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetBookmarkArticleErrorCodeᚄ(ctx context.Context, v any) ([]SetBookmarkArticleErrorCode, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]SetBookmarkArticleErrorCode, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNSetBookmarkArticleErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetBookmarkArticleErrorCode(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNSetBookmarkArticleErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetBookmarkArticleErrorCodeᚄ(ctx context.Context, sel ast.SelectionSet, v []SetBookmarkArticleErrorCode) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSetBookmarkArticleErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetBookmarkArticleErrorCode(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNSetBookmarkArticleInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetBookmarkArticleInput(ctx context.Context, v any) (SetBookmarkArticleInput, error) {
+	res, err := ec.unmarshalInputSetBookmarkArticleInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSetBookmarkArticleResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetBookmarkArticleResult(ctx context.Context, sel ast.SelectionSet, v SetBookmarkArticleResult) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SetBookmarkArticleResult(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNSetSavedItemLabelsInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetSavedItemLabelsInput(ctx context.Context, v any) (SetSavedItemLabelsInput, error) {
@@ -13273,6 +17644,32 @@ func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel
 	return ret
 }
 
+func (ec *executionContext) marshalNSyncUpdatedItemEdge2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSyncUpdatedItemEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*SyncUpdatedItemEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSyncUpdatedItemEdge2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSyncUpdatedItemEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSyncUpdatedItemEdge2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSyncUpdatedItemEdge(ctx context.Context, sel ast.SelectionSet, v *SyncUpdatedItemEdge) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SyncUpdatedItemEdge(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNUpdateAccountInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateAccountInput(ctx context.Context, v any) (UpdateAccountInput, error) {
 	res, err := ec.unmarshalInputUpdateAccountInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -13291,6 +17688,16 @@ func (ec *executionContext) unmarshalNUpdateNewsletterSubscriptionStatusInput2gi
 func (ec *executionContext) unmarshalNUpdateReadingProgressInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateReadingProgressInput(ctx context.Context, v any) (UpdateReadingProgressInput, error) {
 	res, err := ec.unmarshalInputUpdateReadingProgressInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNUpdateReason2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateReason(ctx context.Context, v any) (UpdateReason, error) {
+	var res UpdateReason
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUpdateReason2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateReason(ctx context.Context, sel ast.SelectionSet, v UpdateReason) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNUpdateSavedItemMetadataInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateSavedItemMetadataInput(ctx context.Context, v any) (UpdateSavedItemMetadataInput, error) {
@@ -13316,6 +17723,56 @@ func (ec *executionContext) unmarshalNUpdateSavedItemsStatusInput2githubᚗcom�
 func (ec *executionContext) unmarshalNUpdateSavedQueryInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateSavedQueryInput(ctx context.Context, v any) (UpdateSavedQueryInput, error) {
 	res, err := ec.unmarshalInputUpdateSavedQueryInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNUpdatesSinceErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatesSinceErrorCode(ctx context.Context, v any) (UpdatesSinceErrorCode, error) {
+	var res UpdatesSinceErrorCode
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUpdatesSinceErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatesSinceErrorCode(ctx context.Context, sel ast.SelectionSet, v UpdatesSinceErrorCode) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNUpdatesSinceErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatesSinceErrorCodeᚄ(ctx context.Context, v any) ([]UpdatesSinceErrorCode, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]UpdatesSinceErrorCode, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNUpdatesSinceErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatesSinceErrorCode(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNUpdatesSinceErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatesSinceErrorCodeᚄ(ctx context.Context, sel ast.SelectionSet, v []UpdatesSinceErrorCode) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNUpdatesSinceErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatesSinceErrorCode(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNUpdatesSinceResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatesSinceResult(ctx context.Context, sel ast.SelectionSet, v UpdatesSinceResult) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._UpdatesSinceResult(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNUser2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUser(ctx context.Context, sel ast.SelectionSet, v *User) graphql.Marshaler {
@@ -13530,6 +17987,22 @@ func (ec *executionContext) marshalOArticle2ᚖgithubᚗcomᚋhearthkitᚋcaddy�
 	return ec._Article(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOArticleSavingRequestStatus2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticleSavingRequestStatus(ctx context.Context, v any) (*ArticleSavingRequestStatus, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(ArticleSavingRequestStatus)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOArticleSavingRequestStatus2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticleSavingRequestStatus(ctx context.Context, sel ast.SelectionSet, v *ArticleSavingRequestStatus) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
 func (ec *executionContext) unmarshalOBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -13557,6 +18030,24 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	_ = sel
 	_ = ctx
 	res := graphql.MarshalBoolean(*v)
+	return res
+}
+
+func (ec *executionContext) unmarshalODate2ᚖtimeᚐTime(ctx context.Context, v any) (*time.Time, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := scalar.UnmarshalDate(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalODate2ᚖtimeᚐTime(ctx context.Context, sel ast.SelectionSet, v *time.Time) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := scalar.MarshalDate(*v)
 	return res
 }
 
@@ -13639,6 +18130,24 @@ func (ec *executionContext) marshalOHighlightSegment2ᚕᚖgithubᚗcomᚋhearth
 	}
 
 	return ret
+}
+
+func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalID(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOID2ᚖstring(ctx context.Context, sel ast.SelectionSet, v *string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalID(*v)
+	return res
 }
 
 func (ec *executionContext) marshalOInboundEmailAddress2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐInboundEmailAddressᚄ(ctx context.Context, sel ast.SelectionSet, v []*InboundEmailAddress) graphql.Marshaler {
@@ -13730,6 +18239,23 @@ func (ec *executionContext) marshalONewsletterSubscription2ᚖgithubᚗcomᚋhea
 	return ec._NewsletterSubscription(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOSaveUrlLabelInput2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveURLLabelInputᚄ(ctx context.Context, v any) ([]*SaveURLLabelInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*SaveURLLabelInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNSaveUrlLabelInput2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveURLLabelInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
 func (ec *executionContext) marshalOSavedItem2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavedItem(ctx context.Context, sel ast.SelectionSet, v *SavedItem) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -13754,6 +18280,13 @@ func (ec *executionContext) marshalOSavedQuery2ᚕᚖgithubᚗcomᚋhearthkitᚋ
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalOSearchItem2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSearchItem(ctx context.Context, sel ast.SelectionSet, v *SearchItem) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._SearchItem(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {

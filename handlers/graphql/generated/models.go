@@ -16,6 +16,22 @@ type Entry interface {
 	GetCreatedAt() time.Time
 }
 
+type SaveResult interface {
+	IsSaveResult()
+}
+
+type SearchResult interface {
+	IsSearchResult()
+}
+
+type SetBookmarkArticleResult interface {
+	IsSetBookmarkArticleResult()
+}
+
+type UpdatesSinceResult interface {
+	IsUpdatesSinceResult()
+}
+
 type AddArticleFromHTMLSnapshotInput struct {
 	URL  string `json:"url"`
 	HTML string `json:"html"`
@@ -37,6 +53,8 @@ type APIToken struct {
 type Article struct {
 	ContentHTML string `json:"contentHtml"`
 	ContentText string `json:"contentText"`
+	// Omnivore's: the saved item's id (setBookmarkArticle answers with it).
+	ID *string `json:"id,omitempty"`
 }
 
 type CreateAccountInput struct {
@@ -155,7 +173,28 @@ type Highlight struct {
 	SavedItemOriginalURL *string             `json:"savedItemOriginalUrl,omitempty"`
 	Segments             []*HighlightSegment `json:"segments,omitempty"`
 	// Hearth: the member's note on the highlight.
-	Note        *string `json:"note,omitempty"`
+	Note *string `json:"note,omitempty"`
+	// Omnivore's: the highlighted text (the segments' texts).
+	Quote *string `json:"quote,omitempty"`
+	// Omnivore's: the text before the quote.
+	Prefix *string `json:"prefix,omitempty"`
+	// Omnivore's: the text after the quote.
+	Suffix *string `json:"suffix,omitempty"`
+	// Omnivore's: a diff-match-patch patch locating the quote; null in Hearth.
+	Patch *string `json:"patch,omitempty"`
+	// Omnivore's: the member's note (note).
+	Annotation *string `json:"annotation,omitempty"`
+	// Omnivore's: null in Hearth.
+	HighlightPositionPercent *float64 `json:"highlightPositionPercent,omitempty"`
+	// Omnivore's: null in Hearth.
+	HighlightPositionAnchorIndex *int `json:"highlightPositionAnchorIndex,omitempty"`
+	// Omnivore's: Hearth's highlights have no labels (an empty list).
+	Labels []*Label      `json:"labels,omitempty"`
+	Type   HighlightType `json:"type"`
+	// Omnivore's: null (the plugins then use yellow).
+	Color *string `json:"color,omitempty"`
+	// Omnivore's: the highlight's id.
+	ShortID     *string `json:"shortId,omitempty"`
 	SavedItemID string  `json:"-"`
 }
 
@@ -231,6 +270,14 @@ type Label struct {
 	Name      string    `json:"name"`
 	Color     string    `json:"color"`
 	Order     float64   `json:"order"`
+	// Omnivore's: Hearth's labels have no description (null).
+	Description *string `json:"description,omitempty"`
+	// Omnivore's: false (Hearth has no internal labels).
+	Internal *bool `json:"internal,omitempty"`
+	// Omnivore's: null.
+	Source *string `json:"source,omitempty"`
+	// Omnivore's: the label's order.
+	Position *int `json:"position,omitempty"`
 }
 
 type Mutation struct {
@@ -259,6 +306,8 @@ type PageInfo struct {
 	HasNextPage bool    `json:"hasNextPage"`
 	// True when the page was fetched with after (there are entries before it).
 	HasPreviousPage bool `json:"hasPreviousPage"`
+	// Omnivore's: the number of items the query matches (search only).
+	TotalCount *int `json:"totalCount,omitempty"`
 }
 
 type PermanentlyDeleteSavedItemsInput struct {
@@ -289,6 +338,42 @@ type ResetPasswordInput struct {
 	Code         string `json:"code"`
 	EmailAddress string `json:"emailAddress"`
 	Password     string `json:"password"`
+}
+
+type SaveError struct {
+	ErrorCodes []SaveErrorCode `json:"errorCodes"`
+	Message    *string         `json:"message,omitempty"`
+}
+
+func (SaveError) IsSaveResult() {}
+
+type SaveSuccess struct {
+	URL             string `json:"url"`
+	ClientRequestID string `json:"clientRequestId"`
+}
+
+func (SaveSuccess) IsSaveResult() {}
+
+type SaveURLInput struct {
+	URL             string `json:"url"`
+	Source          string `json:"source"`
+	ClientRequestID string `json:"clientRequestId"`
+	// ARCHIVED saves into the archive; other values save into the inbox.
+	State *ArticleSavingRequestStatus `json:"state,omitempty"`
+	// Labels by name, created when the member has none of that name.
+	Labels      []*SaveURLLabelInput `json:"labels,omitempty"`
+	Locale      *string              `json:"locale,omitempty"`
+	Timezone    *string              `json:"timezone,omitempty"`
+	SavedAt     *time.Time           `json:"savedAt,omitempty"`
+	PublishedAt *time.Time           `json:"publishedAt,omitempty"`
+	Folder      *string              `json:"folder,omitempty"`
+}
+
+// Omnivore's CreateLabelInput inside SaveUrlInput (Inboxt's CreateLabelInput has another shape).
+type SaveURLLabelInput struct {
+	Name        string  `json:"name"`
+	Color       *string `json:"color,omitempty"`
+	Description *string `json:"description,omitempty"`
 }
 
 type SavedItem struct {
@@ -327,6 +412,85 @@ type SavedQuery struct {
 	Order     float64   `json:"order"`
 }
 
+type SearchError struct {
+	ErrorCodes []SearchErrorCode `json:"errorCodes"`
+}
+
+func (SearchError) IsSearchResult() {}
+
+// A saved item as Omnivore's search and updatesSince answer it.
+type SearchItem struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	// Hearth: the title made file-name-safe (as the export names its files), or the id.
+	Slug string `json:"slug"`
+	// The original URL.
+	URL string `json:"url"`
+	// ARTICLE, or UNKNOWN for a newsletter.
+	PageType                   PageType      `json:"pageType"`
+	ContentReader              ContentReader `json:"contentReader"`
+	CreatedAt                  time.Time     `json:"createdAt"`
+	UpdatedAt                  *time.Time    `json:"updatedAt,omitempty"`
+	IsArchived                 bool          `json:"isArchived"`
+	ReadingProgressPercent     float64       `json:"readingProgressPercent"`
+	ReadingProgressTopPercent  *float64      `json:"readingProgressTopPercent,omitempty"`
+	ReadingProgressAnchorIndex int           `json:"readingProgressAnchorIndex"`
+	Author                     *string       `json:"author,omitempty"`
+	Image                      *string       `json:"image,omitempty"`
+	Description                *string       `json:"description,omitempty"`
+	// Hearth does not keep a publication date: null.
+	PublishedAt        *time.Time `json:"publishedAt,omitempty"`
+	OriginalArticleURL *string    `json:"originalArticleUrl,omitempty"`
+	Labels             []*Label   `json:"labels,omitempty"`
+	// Newsletters: the sender's name.
+	Subscription *string                     `json:"subscription,omitempty"`
+	State        *ArticleSavingRequestStatus `json:"state,omitempty"`
+	SiteName     *string                     `json:"siteName,omitempty"`
+	ReadAt       *time.Time                  `json:"readAt,omitempty"`
+	SavedAt      time.Time                   `json:"savedAt"`
+	Highlights   []*Highlight                `json:"highlights,omitempty"`
+	WordsCount   *int                        `json:"wordsCount,omitempty"`
+	// With includeContent, the content in the search's format: html (default), markdown or highlightedMarkdown; else null.
+	Content    *string    `json:"content,omitempty"`
+	ArchivedAt *time.Time `json:"archivedAt,omitempty"`
+	// inbox, or archive for an archived item.
+	Folder          string `json:"folder"`
+	HighlightsCount *int   `json:"highlightsCount,omitempty"`
+	Format          string `json:"-"`
+	Gone            bool   `json:"-"`
+	WithContent     bool   `json:"-"`
+}
+
+type SearchItemEdge struct {
+	Cursor string      `json:"cursor"`
+	Node   *SearchItem `json:"node"`
+}
+
+type SearchSuccess struct {
+	Edges    []*SearchItemEdge `json:"edges"`
+	PageInfo *PageInfo         `json:"pageInfo"`
+}
+
+func (SearchSuccess) IsSearchResult() {}
+
+type SetBookmarkArticleError struct {
+	ErrorCodes []SetBookmarkArticleErrorCode `json:"errorCodes"`
+}
+
+func (SetBookmarkArticleError) IsSetBookmarkArticleResult() {}
+
+type SetBookmarkArticleInput struct {
+	ArticleID string `json:"articleID"`
+	// Omnivore's clients send false (delete); true is BOOKMARK_EXISTS.
+	Bookmark bool `json:"bookmark"`
+}
+
+type SetBookmarkArticleSuccess struct {
+	BookmarkedArticle *Article `json:"bookmarkedArticle"`
+}
+
+func (SetBookmarkArticleSuccess) IsSetBookmarkArticleResult() {}
+
 type SetSavedItemLabelsInput struct {
 	ID  *string  `json:"id,omitempty"`
 	Ids []string `json:"ids,omitempty"`
@@ -339,6 +503,14 @@ type SetSavedItemLabelsInput struct {
 type SignInInput struct {
 	EmailAddress string `json:"emailAddress"`
 	Password     string `json:"password"`
+}
+
+type SyncUpdatedItemEdge struct {
+	Cursor       string       `json:"cursor"`
+	UpdateReason UpdateReason `json:"updateReason"`
+	ItemID       string       `json:"itemID"`
+	// The item; for a deletion, what Hearth kept of it (id, title, URL, dates).
+	Node *SearchItem `json:"node,omitempty"`
 }
 
 type UpdateAccountInput struct {
@@ -391,6 +563,19 @@ type UpdateSavedQueryInput struct {
 	Name  string `json:"name"`
 	Query string `json:"query"`
 }
+
+type UpdatesSinceError struct {
+	ErrorCodes []UpdatesSinceErrorCode `json:"errorCodes"`
+}
+
+func (UpdatesSinceError) IsUpdatesSinceResult() {}
+
+type UpdatesSinceSuccess struct {
+	Edges    []*SyncUpdatedItemEdge `json:"edges"`
+	PageInfo *PageInfo              `json:"pageInfo"`
+}
+
+func (UpdatesSinceSuccess) IsUpdatesSinceResult() {}
 
 type User struct {
 	ID        string    `json:"id"`
@@ -484,6 +669,126 @@ func (e *APITokenExpiry) UnmarshalJSON(b []byte) error {
 }
 
 func (e APITokenExpiry) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type ArticleSavingRequestStatus string
+
+const (
+	ArticleSavingRequestStatusProcessing        ArticleSavingRequestStatus = "PROCESSING"
+	ArticleSavingRequestStatusSucceeded         ArticleSavingRequestStatus = "SUCCEEDED"
+	ArticleSavingRequestStatusFailed            ArticleSavingRequestStatus = "FAILED"
+	ArticleSavingRequestStatusDeleted           ArticleSavingRequestStatus = "DELETED"
+	ArticleSavingRequestStatusArchived          ArticleSavingRequestStatus = "ARCHIVED"
+	ArticleSavingRequestStatusContentNotFetched ArticleSavingRequestStatus = "CONTENT_NOT_FETCHED"
+)
+
+var AllArticleSavingRequestStatus = []ArticleSavingRequestStatus{
+	ArticleSavingRequestStatusProcessing,
+	ArticleSavingRequestStatusSucceeded,
+	ArticleSavingRequestStatusFailed,
+	ArticleSavingRequestStatusDeleted,
+	ArticleSavingRequestStatusArchived,
+	ArticleSavingRequestStatusContentNotFetched,
+}
+
+func (e ArticleSavingRequestStatus) IsValid() bool {
+	switch e {
+	case ArticleSavingRequestStatusProcessing, ArticleSavingRequestStatusSucceeded, ArticleSavingRequestStatusFailed, ArticleSavingRequestStatusDeleted, ArticleSavingRequestStatusArchived, ArticleSavingRequestStatusContentNotFetched:
+		return true
+	}
+	return false
+}
+
+func (e ArticleSavingRequestStatus) String() string {
+	return string(e)
+}
+
+func (e *ArticleSavingRequestStatus) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ArticleSavingRequestStatus(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ArticleSavingRequestStatus", str)
+	}
+	return nil
+}
+
+func (e ArticleSavingRequestStatus) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ArticleSavingRequestStatus) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ArticleSavingRequestStatus) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type ContentReader string
+
+const (
+	ContentReaderWeb  ContentReader = "WEB"
+	ContentReaderPDF  ContentReader = "PDF"
+	ContentReaderEpub ContentReader = "EPUB"
+)
+
+var AllContentReader = []ContentReader{
+	ContentReaderWeb,
+	ContentReaderPDF,
+	ContentReaderEpub,
+}
+
+func (e ContentReader) IsValid() bool {
+	switch e {
+	case ContentReaderWeb, ContentReaderPDF, ContentReaderEpub:
+		return true
+	}
+	return false
+}
+
+func (e ContentReader) String() string {
+	return string(e)
+}
+
+func (e *ContentReader) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ContentReader(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ContentReader", str)
+	}
+	return nil
+}
+
+func (e ContentReader) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ContentReader) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ContentReader) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
@@ -666,6 +971,64 @@ func (e ExportType) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Omnivore's kinds of highlight: Hearth's are all HIGHLIGHT.
+type HighlightType string
+
+const (
+	HighlightTypeHighlight HighlightType = "HIGHLIGHT"
+	HighlightTypeRedaction HighlightType = "REDACTION"
+	HighlightTypeNote      HighlightType = "NOTE"
+)
+
+var AllHighlightType = []HighlightType{
+	HighlightTypeHighlight,
+	HighlightTypeRedaction,
+	HighlightTypeNote,
+}
+
+func (e HighlightType) IsValid() bool {
+	switch e {
+	case HighlightTypeHighlight, HighlightTypeRedaction, HighlightTypeNote:
+		return true
+	}
+	return false
+}
+
+func (e HighlightType) String() string {
+	return string(e)
+}
+
+func (e *HighlightType) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = HighlightType(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid HighlightType", str)
+	}
+	return nil
+}
+
+func (e HighlightType) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *HighlightType) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e HighlightType) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 // Hearth only: the state of an import.
 type ImportState string
 
@@ -726,6 +1089,244 @@ func (e ImportState) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+type PageType string
+
+const (
+	PageTypeArticle    PageType = "ARTICLE"
+	PageTypeBook       PageType = "BOOK"
+	PageTypeFile       PageType = "FILE"
+	PageTypeProfile    PageType = "PROFILE"
+	PageTypeWebsite    PageType = "WEBSITE"
+	PageTypeHighlights PageType = "HIGHLIGHTS"
+	PageTypeUnknown    PageType = "UNKNOWN"
+	PageTypeTweet      PageType = "TWEET"
+	PageTypeVideo      PageType = "VIDEO"
+	PageTypeImage      PageType = "IMAGE"
+)
+
+var AllPageType = []PageType{
+	PageTypeArticle,
+	PageTypeBook,
+	PageTypeFile,
+	PageTypeProfile,
+	PageTypeWebsite,
+	PageTypeHighlights,
+	PageTypeUnknown,
+	PageTypeTweet,
+	PageTypeVideo,
+	PageTypeImage,
+}
+
+func (e PageType) IsValid() bool {
+	switch e {
+	case PageTypeArticle, PageTypeBook, PageTypeFile, PageTypeProfile, PageTypeWebsite, PageTypeHighlights, PageTypeUnknown, PageTypeTweet, PageTypeVideo, PageTypeImage:
+		return true
+	}
+	return false
+}
+
+func (e PageType) String() string {
+	return string(e)
+}
+
+func (e *PageType) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = PageType(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid PageType", str)
+	}
+	return nil
+}
+
+func (e PageType) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *PageType) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e PageType) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type SaveErrorCode string
+
+const (
+	SaveErrorCodeUnknown                 SaveErrorCode = "UNKNOWN"
+	SaveErrorCodeUnauthorized            SaveErrorCode = "UNAUTHORIZED"
+	SaveErrorCodeEmbeddedHighlightFailed SaveErrorCode = "EMBEDDED_HIGHLIGHT_FAILED"
+)
+
+var AllSaveErrorCode = []SaveErrorCode{
+	SaveErrorCodeUnknown,
+	SaveErrorCodeUnauthorized,
+	SaveErrorCodeEmbeddedHighlightFailed,
+}
+
+func (e SaveErrorCode) IsValid() bool {
+	switch e {
+	case SaveErrorCodeUnknown, SaveErrorCodeUnauthorized, SaveErrorCodeEmbeddedHighlightFailed:
+		return true
+	}
+	return false
+}
+
+func (e SaveErrorCode) String() string {
+	return string(e)
+}
+
+func (e *SaveErrorCode) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = SaveErrorCode(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid SaveErrorCode", str)
+	}
+	return nil
+}
+
+func (e SaveErrorCode) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *SaveErrorCode) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e SaveErrorCode) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type SearchErrorCode string
+
+const (
+	SearchErrorCodeUnauthorized SearchErrorCode = "UNAUTHORIZED"
+	SearchErrorCodeQueryTooLong SearchErrorCode = "QUERY_TOO_LONG"
+)
+
+var AllSearchErrorCode = []SearchErrorCode{
+	SearchErrorCodeUnauthorized,
+	SearchErrorCodeQueryTooLong,
+}
+
+func (e SearchErrorCode) IsValid() bool {
+	switch e {
+	case SearchErrorCodeUnauthorized, SearchErrorCodeQueryTooLong:
+		return true
+	}
+	return false
+}
+
+func (e SearchErrorCode) String() string {
+	return string(e)
+}
+
+func (e *SearchErrorCode) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = SearchErrorCode(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid SearchErrorCode", str)
+	}
+	return nil
+}
+
+func (e SearchErrorCode) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *SearchErrorCode) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e SearchErrorCode) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type SetBookmarkArticleErrorCode string
+
+const (
+	SetBookmarkArticleErrorCodeNotFound       SetBookmarkArticleErrorCode = "NOT_FOUND"
+	SetBookmarkArticleErrorCodeBookmarkExists SetBookmarkArticleErrorCode = "BOOKMARK_EXISTS"
+)
+
+var AllSetBookmarkArticleErrorCode = []SetBookmarkArticleErrorCode{
+	SetBookmarkArticleErrorCodeNotFound,
+	SetBookmarkArticleErrorCodeBookmarkExists,
+}
+
+func (e SetBookmarkArticleErrorCode) IsValid() bool {
+	switch e {
+	case SetBookmarkArticleErrorCodeNotFound, SetBookmarkArticleErrorCodeBookmarkExists:
+		return true
+	}
+	return false
+}
+
+func (e SetBookmarkArticleErrorCode) String() string {
+	return string(e)
+}
+
+func (e *SetBookmarkArticleErrorCode) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = SetBookmarkArticleErrorCode(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid SetBookmarkArticleErrorCode", str)
+	}
+	return nil
+}
+
+func (e SetBookmarkArticleErrorCode) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *SetBookmarkArticleErrorCode) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e SetBookmarkArticleErrorCode) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 // Possible directions for sorting a list of items
 type SortDirection string
 
@@ -777,6 +1378,116 @@ func (e *SortDirection) UnmarshalJSON(b []byte) error {
 }
 
 func (e SortDirection) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type UpdateReason string
+
+const (
+	UpdateReasonCreated UpdateReason = "CREATED"
+	UpdateReasonUpdated UpdateReason = "UPDATED"
+	UpdateReasonDeleted UpdateReason = "DELETED"
+)
+
+var AllUpdateReason = []UpdateReason{
+	UpdateReasonCreated,
+	UpdateReasonUpdated,
+	UpdateReasonDeleted,
+}
+
+func (e UpdateReason) IsValid() bool {
+	switch e {
+	case UpdateReasonCreated, UpdateReasonUpdated, UpdateReasonDeleted:
+		return true
+	}
+	return false
+}
+
+func (e UpdateReason) String() string {
+	return string(e)
+}
+
+func (e *UpdateReason) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = UpdateReason(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid UpdateReason", str)
+	}
+	return nil
+}
+
+func (e UpdateReason) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *UpdateReason) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e UpdateReason) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type UpdatesSinceErrorCode string
+
+const (
+	UpdatesSinceErrorCodeUnauthorized UpdatesSinceErrorCode = "UNAUTHORIZED"
+)
+
+var AllUpdatesSinceErrorCode = []UpdatesSinceErrorCode{
+	UpdatesSinceErrorCodeUnauthorized,
+}
+
+func (e UpdatesSinceErrorCode) IsValid() bool {
+	switch e {
+	case UpdatesSinceErrorCodeUnauthorized:
+		return true
+	}
+	return false
+}
+
+func (e UpdatesSinceErrorCode) String() string {
+	return string(e)
+}
+
+func (e *UpdatesSinceErrorCode) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = UpdatesSinceErrorCode(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid UpdatesSinceErrorCode", str)
+	}
+	return nil
+}
+
+func (e UpdatesSinceErrorCode) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *UpdatesSinceErrorCode) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e UpdatesSinceErrorCode) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -1,0 +1,382 @@
+package graphql
+
+// Omnivore's operations (schema/omnivore.graphqls), as its Obsidian and
+// Logseq plugins call them through @omnivore-app/api 1.0.4: search and
+// updatesSince page by offset ("0", "15", …), setBookmarkArticle deletes,
+// saveUrl saves. The shapes follow Omnivore's resolvers
+// (packages/api/src/resolvers/article/index.ts, searchResolver,
+// updatesSinceResolver, setBookmarkArticleResolver, omnivore-app/omnivore
+// @322ce62); what differs is in docs/omnivore.md.
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
+)
+
+// Omnivore's page sizes (searchResolver: first defaults to 10, at most 100).
+const (
+	omnivoreDefaultPage = 10
+	omnivoreMaxPage     = 100
+	// omnivoreMaxQueryLen is searchResolver's limit on query (QUERY_TOO_LONG).
+	omnivoreMaxQueryLen = 255
+)
+
+func (r *resolver) SearchItem() generated.SearchItemResolver { return &searchItemResolver{r} }
+
+type searchItemResolver struct{ *resolver }
+
+// omnivorePage reads Omnivore's first and after: a page size (default 10,
+// at most 100) and an offset (anything but a non-negative integer is 0, as
+// Number("x") is NaN there).
+func omnivorePage(first *int, after *string) (size, offset int) {
+	size = omnivoreDefaultPage
+	if first != nil && *first > 0 {
+		size = min(*first, omnivoreMaxPage)
+	}
+	if after != nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(*after)); err == nil && n > 0 {
+			offset = n
+		}
+	}
+	return size, offset
+}
+
+func (r *queryResolver) Search(ctx context.Context, after *string, first *int, query *string, includeContent *bool, format *string) (generated.SearchResult, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return &generated.SearchError{ErrorCodes: []generated.SearchErrorCode{generated.SearchErrorCodeUnauthorized}}, nil
+	}
+	q := ""
+	if query != nil {
+		q = *query
+	}
+	if len(q) > omnivoreMaxQueryLen {
+		return &generated.SearchError{ErrorCodes: []generated.SearchErrorCode{generated.SearchErrorCodeQueryTooLong}}, nil
+	}
+	f := "html"
+	if format != nil && *format != "" {
+		f = *format
+	}
+	if !validContentFormat(f) {
+		return nil, badInput("format must be html, markdown or highlightedMarkdown, not %q", f)
+	}
+	srch, err := parseSearchIn(q, omnivoreSyntax)
+	if err != nil {
+		return nil, err
+	}
+	if srch.highlights {
+		// Omnivore's type:highlights lists pages of kind HIGHLIGHTS, which
+		// Hearth has none of.
+		return &generated.SearchSuccess{Edges: []*generated.SearchItemEdge{}, PageInfo: &generated.PageInfo{}}, nil
+	}
+	// Omnivore's default order is by saved time, newest first.
+	order := sortOrder{field: library.SortCreatedAt, desc: true}
+	if srch.sort != nil {
+		order = *srch.sort
+	}
+	size, offset := omnivorePage(first, after)
+	page, err := r.s.offsets.page(ctx, r.s.store, id, "s\x00"+q, srch.filter, order, offset, size, nil)
+	if err != nil {
+		return nil, err
+	}
+	end := strconv.Itoa(offset + len(page.items))
+	out := &generated.SearchSuccess{Edges: make([]*generated.SearchItemEdge, len(page.items))}
+	for i, it := range page.items {
+		node, err := r.searchItem(ctx, it, f)
+		if err != nil {
+			return nil, err
+		}
+		node.WithContent = includeContent != nil && *includeContent
+		out.Edges[i] = &generated.SearchItemEdge{Cursor: end, Node: node}
+	}
+	start := ""
+	if after != nil {
+		start = *after
+	}
+	total := page.total
+	out.PageInfo = &generated.PageInfo{StartCursor: &start, EndCursor: &end, HasNextPage: page.hasNext, TotalCount: &total}
+	return out, nil
+}
+
+func (r *queryResolver) UpdatesSince(ctx context.Context, after *string, first *int, since time.Time, folder *string) (generated.UpdatesSinceResult, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return &generated.UpdatesSinceError{ErrorCodes: []generated.UpdatesSinceErrorCode{generated.UpdatesSinceErrorCodeUnauthorized}}, nil
+	}
+	// As updatesSinceResolver: every status, updated since, most recent
+	// first; then the items deleted for good since (tombstones).
+	f := library.ItemFilter{Status: library.StatusAll, UpdatedFrom: &since}
+	if folder != nil && *folder != "" && *folder != "all" {
+		f.Status = omnivoreFolder(strings.ToLower(*folder))
+	}
+	size, offset := omnivorePage(first, after)
+	order := sortOrder{field: library.SortUpdatedAt, desc: true}
+	key := "u\x00" + since.Format(time.RFC3339Nano)
+	if folder != nil {
+		key += "\x00" + *folder
+	}
+	page, err := r.s.offsets.page(ctx, r.s.store, id, key, f, order, offset, size, &since)
+	if err != nil {
+		return nil, err
+	}
+	end := strconv.Itoa(offset + len(page.items) + len(page.gone))
+	out := &generated.UpdatesSinceSuccess{Edges: make([]*generated.SyncUpdatedItemEdge, 0, len(page.items)+len(page.gone))}
+	for _, it := range page.items {
+		node, err := r.searchItem(ctx, it, "html")
+		if err != nil {
+			return nil, err
+		}
+		reason := generated.UpdateReasonUpdated
+		switch {
+		case it.Status == library.StatusDeleted:
+			reason = generated.UpdateReasonDeleted
+		case !it.CreatedAt.Before(since):
+			reason = generated.UpdateReasonCreated
+		}
+		out.Edges = append(out.Edges, &generated.SyncUpdatedItemEdge{Cursor: end, UpdateReason: reason, ItemID: it.ID, Node: node})
+	}
+	for _, t := range page.gone {
+		out.Edges = append(out.Edges, &generated.SyncUpdatedItemEdge{Cursor: end, UpdateReason: generated.UpdateReasonDeleted, ItemID: t.ID, Node: tombstoneItem(t)})
+	}
+	start := ""
+	if after != nil {
+		start = *after
+	}
+	out.PageInfo = &generated.PageInfo{StartCursor: &start, EndCursor: &end, HasNextPage: page.hasNext}
+	return out, nil
+}
+
+func (r *mutationResolver) SetBookmarkArticle(ctx context.Context, in generated.SetBookmarkArticleInput) (generated.SetBookmarkArticleResult, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if in.Bookmark {
+		// Omnivore's clients only unbookmark (delete); saving is saveUrl.
+		return &generated.SetBookmarkArticleError{ErrorCodes: []generated.SetBookmarkArticleErrorCode{generated.SetBookmarkArticleErrorCodeBookmarkExists}}, nil
+	}
+	items, err := library.Of(r.s.store).SetItemsStatus(ctx, id, []string{in.ArticleID}, library.StatusDeleted)
+	if errors.Is(err, storage.ErrNotFound) || err == nil && len(items) == 0 {
+		return &generated.SetBookmarkArticleError{ErrorCodes: []generated.SetBookmarkArticleErrorCode{generated.SetBookmarkArticleErrorCodeNotFound}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &generated.SetBookmarkArticleSuccess{BookmarkedArticle: &generated.Article{ID: &items[0].ID}}, nil
+}
+
+// defaultSaveLabelColor colours the labels saveUrl creates without one.
+const defaultSaveLabelColor = "#7c7c7c"
+
+func (r *mutationResolver) SaveURL(ctx context.Context, in generated.SaveURLInput) (generated.SaveResult, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return &generated.SaveError{ErrorCodes: []generated.SaveErrorCode{generated.SaveErrorCodeUnauthorized}}, nil
+	}
+	var labelIDs []string
+	if len(in.Labels) > 0 {
+		if labelIDs, err = r.labelIDsByName(ctx, id, in.Labels); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.s.queueArticleFromURL(ctx, id, in.URL, labelIDs); err != nil {
+		return nil, err
+	}
+	return &generated.SaveSuccess{URL: in.URL, ClientRequestID: in.ClientRequestID}, nil
+}
+
+// labelIDsByName returns the ids of the member's labels with these names
+// (compared as label names are, without case), creating those missing.
+func (r *mutationResolver) labelIDsByName(ctx context.Context, memberID string, in []*generated.SaveURLLabelInput) ([]string, error) {
+	if len(in) > library.MaxBatchIDs {
+		return nil, badInput("at most %d labels", library.MaxBatchIDs)
+	}
+	lib := library.Of(r.s.store)
+	have, err := lib.Labels(ctx, memberID)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]string, len(have))
+	for _, l := range have {
+		byName[library.FoldText(l.Name)] = l.ID
+	}
+	ids := make([]string, 0, len(in))
+	for _, l := range in {
+		if id, ok := byName[library.FoldText(strings.TrimSpace(l.Name))]; ok {
+			ids = append(ids, id)
+			continue
+		}
+		color := defaultSaveLabelColor
+		if l.Color != nil && *l.Color != "" {
+			color = *l.Color
+		}
+		made, err := lib.CreateLabel(ctx, memberID, l.Name, color)
+		if err != nil {
+			return nil, err
+		}
+		labelsChanged(ctx)
+		byName[library.FoldText(made.Name)] = made.ID
+		ids = append(ids, made.ID)
+	}
+	return ids, nil
+}
+
+// searchItem converts a record to Omnivore's SearchItem; its highlights
+// and content are resolved only when asked for.
+func (r *resolver) searchItem(ctx context.Context, it *library.SavedItem, format string) (*generated.SearchItem, error) {
+	si, err := r.savedItem(ctx, it) // the labels, from the request's cache
+	if err != nil {
+		return nil, err
+	}
+	updated := it.UpdatedAt
+	words := it.WordCount
+	hl := it.HighlightCount
+	n := &generated.SearchItem{
+		ID:                     it.ID,
+		Title:                  it.Title,
+		Slug:                   slug(it.Title, it.ID),
+		URL:                    it.OriginalURL,
+		PageType:               generated.PageTypeArticle,
+		ContentReader:          generated.ContentReaderWeb,
+		CreatedAt:              it.CreatedAt,
+		SavedAt:                it.CreatedAt,
+		UpdatedAt:              &updated,
+		IsArchived:             it.Status == library.StatusArchived,
+		ReadingProgressPercent: it.ReadingProgress,
+		Author:                 si.Author,
+		Image:                  si.LeadImage,
+		Description:            si.Description,
+		OriginalArticleURL:     si.OriginalURL,
+		SiteName:               si.SourceDomain,
+		Labels:                 si.Labels,
+		ReadAt:                 it.ReadAt,
+		WordsCount:             &words,
+		HighlightsCount:        &hl,
+		Folder:                 "inbox",
+		Format:                 format,
+	}
+	state := generated.ArticleSavingRequestStatusSucceeded
+	switch it.Status {
+	case library.StatusArchived:
+		n.Folder, state = "archive", generated.ArticleSavingRequestStatusArchived
+	case library.StatusDeleted:
+		state = generated.ArticleSavingRequestStatusDeleted
+	}
+	n.State = &state
+	if it.Type == library.TypeNewsletter {
+		n.PageType = generated.PageTypeUnknown
+		n.Subscription = optString(it.FromName)
+	}
+	return n, nil
+}
+
+// tombstoneItem is what updatesSince shows of an item deleted for good.
+func tombstoneItem(t *library.Tombstone) *generated.SearchItem {
+	state := generated.ArticleSavingRequestStatusDeleted
+	updated := t.DeletedAt
+	pt := generated.PageTypeArticle
+	if t.Type == library.TypeNewsletter {
+		pt = generated.PageTypeUnknown
+	}
+	return &generated.SearchItem{
+		ID: t.ID, Title: t.Title, Slug: slug(t.Title, t.ID), URL: t.URL, OriginalArticleURL: optString(t.URL),
+		PageType: pt, ContentReader: generated.ContentReaderWeb, CreatedAt: t.CreatedAt, SavedAt: t.CreatedAt,
+		UpdatedAt: &updated, State: &state, Folder: "inbox", Labels: []*generated.Label{}, Gone: true,
+	}
+}
+
+func (r *searchItemResolver) Highlights(ctx context.Context, obj *generated.SearchItem) ([]*generated.Highlight, error) {
+	if obj.Gone || obj.HighlightsCount != nil && *obj.HighlightsCount == 0 {
+		return []*generated.Highlight{}, nil
+	}
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	hs, err := library.Of(r.s.store).ItemHighlights(ctx, id, obj.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*generated.Highlight, len(hs))
+	for i, h := range hs {
+		out[i] = toHighlight(h)
+	}
+	return out, nil
+}
+
+func (r *searchItemResolver) Content(ctx context.Context, obj *generated.SearchItem) (*string, error) {
+	// Omnivore's clients ask for content in every search (their fragment
+	// has it) but use it only with includeContent; without it, as for an
+	// item deleted for good, content is null and costs nothing.
+	if obj.Gone || !obj.WithContent {
+		return nil, nil
+	}
+	id, err := memberID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s, err := r.s.renderContent(ctx, id, obj.ID, obj.Format)
+	if errors.Is(err, errContentPending) {
+		return nil, nil // the page is being fetched: no content yet
+	}
+	return s, err
+}
+
+// --- Omnivore's fields of Highlight ---
+
+func (r *highlightResolver) Quote(_ context.Context, obj *generated.Highlight) (*string, error) {
+	return optString(highlightQuote(obj)), nil
+}
+
+// highlightQuote is the highlighted text: the segments' texts, one line
+// each (a highlight across paragraphs has a segment per paragraph).
+func highlightQuote(h *generated.Highlight) string {
+	var b strings.Builder
+	for _, sg := range h.Segments {
+		if sg.Text == nil || *sg.Text == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(*sg.Text)
+	}
+	return b.String()
+}
+
+func (r *highlightResolver) Prefix(_ context.Context, obj *generated.Highlight) (*string, error) {
+	if len(obj.Segments) == 0 {
+		return nil, nil
+	}
+	return optString(obj.Segments[0].BeforeText), nil
+}
+
+func (r *highlightResolver) Suffix(_ context.Context, obj *generated.Highlight) (*string, error) {
+	if len(obj.Segments) == 0 {
+		return nil, nil
+	}
+	return optString(obj.Segments[len(obj.Segments)-1].AfterText), nil
+}
+
+func (r *highlightResolver) Annotation(_ context.Context, obj *generated.Highlight) (*string, error) {
+	return obj.Note, nil
+}
+
+func (r *highlightResolver) Labels(context.Context, *generated.Highlight) ([]*generated.Label, error) {
+	return []*generated.Label{}, nil
+}
+
+func (r *highlightResolver) Type(context.Context, *generated.Highlight) (generated.HighlightType, error) {
+	return generated.HighlightTypeHighlight, nil
+}
+
+func (r *highlightResolver) ShortID(_ context.Context, obj *generated.Highlight) (*string, error) {
+	return &obj.ID, nil
+}

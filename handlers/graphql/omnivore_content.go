@@ -1,0 +1,173 @@
+package graphql
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/handlers/access"
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
+)
+
+// Omnivore's content router (packages/api/src/routers/content_router.ts,
+// omnivore-app/omnivore@322ce62), which the Obsidian and Logseq plugins
+// call to get items' content: POST {libraryItemIds, format} answers
+// {data: [{libraryItemId, downloadUrl}]}, and each downloadUrl serves the
+// content once it is ready (404 until then; the plugins poll every
+// second).
+const (
+	// ContentPath is Omnivore's content endpoint.
+	ContentPath = "/api/content"
+	// ContentDownloadPath is followed by a content link's secret: the URL
+	// is a capability, so it is kept out of Caddy's access log as the
+	// newsletter inbound URL is.
+	ContentDownloadPath = "/api/content/download/"
+	// MaxContentIDs is the most item ids of one request (Omnivore's 50).
+	MaxContentIDs = 50
+	// ContentLinkTTL is how long a download URL works (Omnivore's signed
+	// URLs: one hour).
+	ContentLinkTTL = time.Hour
+	// maxContentRequestBytes bounds the request: 50 ids and a format.
+	maxContentRequestBytes = 16 << 10
+)
+
+// writeContentError answers as Omnivore's content router: {errorCode}.
+func writeContentError(w http.ResponseWriter, status int, code string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"errorCode": code})
+}
+
+func (s *Server) serveContent(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		writeContentError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
+		return
+	}
+	c, err := s.auth.Authenticate(r, routeContent)
+	if writeUnavailable(w, err) {
+		return
+	}
+	if access.IsScopeError(err) {
+		writeContentError(w, http.StatusForbidden, "FORBIDDEN")
+		return
+	}
+	if err != nil || c == nil {
+		if s.allow(w, r, nil) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"error":"UNAUTHORIZED"}`+"\n")
+		}
+		return
+	}
+	if !s.allow(w, r, c) {
+		return
+	}
+	var in struct {
+		LibraryItemIDs []string `json:"libraryItemIds"`
+		Format         string   `json:"format"`
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxContentRequestBytes))
+	if err != nil || json.Unmarshal(body, &in) != nil || len(in.LibraryItemIDs) == 0 ||
+		len(in.LibraryItemIDs) > MaxContentIDs || !validContentFormat(in.Format) {
+		writeContentError(w, http.StatusBadRequest, "BAD_REQUEST")
+		return
+	}
+	items, err := library.Of(s.store).SavedItems(r.Context(), c.Member.ID, in.LibraryItemIDs)
+	if s.contentFailed(w, err) {
+		return
+	}
+	if len(items) == 0 {
+		writeContentError(w, http.StatusNotFound, "NOT_FOUND")
+		return
+	}
+	links := make([]apitokens.ContentLink, len(items))
+	for i, it := range items {
+		links[i] = apitokens.ContentLink{MemberID: c.Member.ID, ItemID: it.ID, Format: in.Format}
+	}
+	secrets, err := apitokens.Of(s.store).CreateContentLinks(r.Context(), links, ContentLinkTTL)
+	if s.contentFailed(w, err) {
+		return
+	}
+	type entry struct {
+		LibraryItemID string `json:"libraryItemId"`
+		DownloadURL   string `json:"downloadUrl"`
+	}
+	out := struct {
+		Data []entry `json:"data"`
+	}{make([]entry, len(items))}
+	site := siteURL(r)
+	for i, it := range items {
+		out.Data[i] = entry{it.ID, site + ContentDownloadPath + secrets[i]}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// contentFailed answers a store error of the content endpoints (503 when
+// the store refuses for now, else 500, logged) and reports whether there
+// was one.
+func (s *Server) contentFailed(w http.ResponseWriter, err error) bool {
+	if err == nil {
+		return false
+	}
+	if status, code, ok := refusal(w, err); ok {
+		writeContentError(w, status, code)
+		return true
+	}
+	s.log.Error("content endpoint", zap.Error(err))
+	writeContentError(w, http.StatusInternalServerError, "INTERNAL")
+	return true
+}
+
+// serveContentDownload serves a content link: the content in the link's
+// format, 404 while the item's page is being fetched (the plugins poll),
+// 404 for an unknown or expired link, 410 for an item deleted since.
+func (s *Server) serveContentDownload(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeContentError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
+		return
+	}
+	secret := strings.TrimPrefix(r.URL.Path, ContentDownloadPath)
+	l, _, err := apitokens.Of(s.store).ContentLinkOf(r.Context(), secret)
+	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, members.ErrSuspended) {
+		writeContentError(w, http.StatusNotFound, "NOT_FOUND")
+		return
+	}
+	if s.contentFailed(w, err) {
+		return
+	}
+	text, err := s.renderContent(r.Context(), l.MemberID, l.ItemID, l.Format)
+	if errors.Is(err, errContentPending) {
+		writeContentError(w, http.StatusNotFound, "NOT_READY")
+		return
+	}
+	if s.contentFailed(w, err) {
+		return
+	}
+	if text == nil {
+		writeContentError(w, http.StatusGone, "GONE")
+		return
+	}
+	ct := "text/markdown; charset=utf-8"
+	if l.Format == formatHTML {
+		ct = "text/html; charset=utf-8"
+		// The saved page is shown as a document of its own, never with
+		// the site's scripts or cookies.
+		w.Header().Set("Content-Security-Policy", "sandbox")
+	}
+	w.Header().Set("Content-Type", ct)
+	_, _ = io.WriteString(w, *text)
+}

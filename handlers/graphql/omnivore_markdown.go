@@ -1,0 +1,442 @@
+package graphql
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+
+	nethtml "golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
+)
+
+// Content formats of Omnivore's search and /api/content
+// (packages/api/src/jobs/upload_content.ts, omnivore-app/omnivore@322ce62).
+const (
+	formatHTML                = "html"
+	formatMarkdown            = "markdown"
+	formatHighlightedMarkdown = "highlightedMarkdown"
+)
+
+func validContentFormat(f string) bool {
+	return f == formatHTML || f == formatMarkdown || f == formatHighlightedMarkdown
+}
+
+// errContentPending is renderContent's answer for an item whose page is
+// still being fetched: the content is not there yet.
+var errContentPending = errors.New("the item's content is being fetched")
+
+// renderContent returns the member's item's content in format (one of
+// validContentFormat's): nil when the item has none, errContentPending
+// while its page is being fetched.
+func (s *Server) renderContent(ctx context.Context, memberID, itemID, format string) (*string, error) {
+	lib := library.Of(s.store)
+	pending, err := lib.HasPendingFetch(ctx, memberID, itemID)
+	if err != nil {
+		return nil, err
+	}
+	if pending {
+		return nil, errContentPending
+	}
+	c, err := lib.ItemContent(ctx, memberID, itemID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out string
+	switch format {
+	case formatMarkdown:
+		out = htmlToMarkdown(c.HTML, nil)
+	case formatHighlightedMarkdown:
+		hs, err := lib.ItemHighlights(ctx, memberID, itemID)
+		if err != nil {
+			return nil, err
+		}
+		out = htmlToMarkdown(c.HTML, hs)
+	default:
+		out = c.HTML
+	}
+	return &out, nil
+}
+
+// htmlToMarkdown writes HTML as Markdown, with the highlights' text
+// between == marks, as Omnivore's htmlToHighlightedMarkdown does
+// (packages/api/src/utils/parser.ts, omnivore-app/omnivore@322ce62: each
+// highlighted stretch of a text node becomes ==text==, spaces outside the
+// marks; a link holding a highlight becomes ==[text](href)==). Hearth
+// finds a highlight by its text (with the text around it when that is
+// unique) in the content's text, where Omnivore applies its stored patch.
+func htmlToMarkdown(src string, highlights []*library.Highlight) string {
+	doc, err := nethtml.Parse(strings.NewReader(src))
+	if err != nil {
+		return ""
+	}
+	m := &mdWriter{}
+	if len(highlights) > 0 {
+		m.marks = markHighlights(doc, highlights)
+	}
+	m.node(doc)
+	return strings.TrimSpace(m.b.String()) + "\n"
+}
+
+// textNodes lists doc's text nodes in order, skipping what is not shown.
+func textNodes(n *nethtml.Node, out []*nethtml.Node) []*nethtml.Node {
+	if n.Type == nethtml.ElementNode && hiddenElement(n.DataAtom) {
+		return out
+	}
+	if n.Type == nethtml.TextNode {
+		return append(out, n)
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		out = textNodes(c, out)
+	}
+	return out
+}
+
+func hiddenElement(a atom.Atom) bool {
+	return a == atom.Script || a == atom.Style || a == atom.Noscript || a == atom.Template || a == atom.Head
+}
+
+// span is a highlighted stretch [from, to) of one text node's Data.
+type span struct{ from, to int }
+
+// markHighlights finds each highlight's segments in doc's text and returns
+// the highlighted stretches of each text node.
+func markHighlights(doc *nethtml.Node, hs []*library.Highlight) map[*nethtml.Node][]span {
+	nodes := textNodes(doc, nil)
+	// The text with whitespace runs as one space, and for each of its
+	// bytes the node and offset it comes from.
+	var text []byte
+	type origin struct {
+		node *nethtml.Node
+		at   int
+	}
+	var at []origin
+	space := true
+	for _, n := range nodes {
+		for i := 0; i < len(n.Data); i++ {
+			c := n.Data[i]
+			if isSpace(c) {
+				if space {
+					continue
+				}
+				c, space = ' ', true
+			} else {
+				space = false
+			}
+			text = append(text, c)
+			at = append(at, origin{n, i})
+		}
+	}
+	marks := map[*nethtml.Node][]span{}
+	s := string(text)
+	for _, h := range hs {
+		from := 0
+		for _, sg := range h.Segments {
+			needle := collapseSpace(sg.Text)
+			if needle == "" {
+				continue
+			}
+			i := -1
+			// The text with its context first, when that is unique.
+			if ctx := collapseSpace(sg.BeforeText + sg.Text + sg.AfterText); ctx != needle {
+				if j := strings.Index(s, ctx); j >= 0 && !strings.Contains(s[j+1:], ctx) {
+					if k := strings.Index(ctx, needle); k >= 0 {
+						i = j + k
+					}
+				}
+			}
+			if i < 0 {
+				if j := strings.Index(s[from:], needle); j >= 0 {
+					i = from + j
+				}
+			}
+			if i < 0 {
+				continue
+			}
+			from = i + len(needle)
+			for k := i; k < from; k++ {
+				o := at[k]
+				sp := marks[o.node]
+				if n := len(sp); n > 0 && sp[n-1].to >= o.at {
+					sp[n-1].to = max(sp[n-1].to, o.at+1)
+				} else {
+					sp = append(sp, span{o.at, o.at + 1})
+				}
+				marks[o.node] = sp
+			}
+		}
+	}
+	for n, sp := range marks {
+		sort.Slice(sp, func(i, j int) bool { return sp[i].from < sp[j].from })
+		marks[n] = sp
+	}
+	return marks
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }
+
+func collapseSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// mdWriter writes Markdown; text is collapsed as a browser shows it.
+type mdWriter struct {
+	b      strings.Builder
+	marks  map[*nethtml.Node][]span
+	space  bool   // the last byte written is a space or a line break
+	prefix string // written after each line break (quotes, list items)
+	pre    int    // inside pre
+}
+
+func (m *mdWriter) write(s string) {
+	if s == "" {
+		return
+	}
+	m.b.WriteString(s)
+	last := s[len(s)-1]
+	m.space = last == ' ' || last == '\n'
+}
+
+// block ends the current paragraph with a blank line.
+func (m *mdWriter) block() {
+	out := m.b.String()
+	if out == "" {
+		return
+	}
+	trimmed := strings.TrimRight(out, " ")
+	if len(trimmed) != len(out) {
+		m.b.Reset()
+		m.b.WriteString(trimmed)
+	}
+	switch {
+	case strings.HasSuffix(trimmed, "\n\n"):
+	case strings.HasSuffix(trimmed, "\n"):
+		m.b.WriteString(strings.TrimRight(m.prefix, " ") + "\n")
+	default:
+		m.b.WriteString("\n" + strings.TrimRight(m.prefix, " ") + "\n")
+	}
+	m.b.WriteString(m.prefix)
+	m.space = true
+}
+
+// text writes a text node's words, its highlighted stretches between ==.
+func (m *mdWriter) text(n *nethtml.Node) {
+	if m.pre > 0 {
+		m.write(n.Data)
+		return
+	}
+	data := n.Data
+	pos := 0
+	for _, sp := range m.marks[n] {
+		m.plain(data[pos:sp.from])
+		inner := data[sp.from:sp.to]
+		if lead := strings.TrimLeft(inner, " \t\r\n\f"); len(lead) < len(inner) && !m.space {
+			m.write(" ")
+		}
+		if words := collapseSpace(inner); words != "" {
+			m.write("==" + words + "==")
+		}
+		if strings.TrimRight(inner, " \t\r\n\f") != inner {
+			m.write(" ")
+		}
+		pos = sp.to
+	}
+	m.plain(data[pos:])
+}
+
+func (m *mdWriter) plain(s string) {
+	if s == "" {
+		return
+	}
+	words := strings.Fields(s)
+	if isSpace(s[0]) && !m.space {
+		m.write(" ")
+	}
+	m.write(strings.Join(words, " "))
+	if len(words) > 0 && isSpace(s[len(s)-1]) {
+		m.write(" ")
+	}
+}
+
+func (m *mdWriter) children(n *nethtml.Node) {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		m.node(c)
+	}
+}
+
+func attr(n *nethtml.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+// hasMark reports whether a highlighted stretch lies inside n.
+func (m *mdWriter) hasMark(n *nethtml.Node) bool {
+	if len(m.marks[n]) > 0 {
+		return true
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if m.hasMark(c) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *mdWriter) node(n *nethtml.Node) {
+	switch n.Type {
+	case nethtml.TextNode:
+		m.text(n)
+		return
+	case nethtml.DocumentNode:
+		m.children(n)
+		return
+	case nethtml.ElementNode:
+	default:
+		return
+	}
+	if hiddenElement(n.DataAtom) {
+		return
+	}
+	switch n.DataAtom {
+	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+		m.block()
+		m.write(strings.Repeat("#", int(n.Data[1]-'0')) + " ")
+		m.children(n)
+		m.block()
+	case atom.P, atom.Div, atom.Section, atom.Article, atom.Header, atom.Footer, atom.Main, atom.Aside,
+		atom.Figure, atom.Figcaption, atom.Table, atom.Tr, atom.Dl, atom.Dt, atom.Dd, atom.Details, atom.Summary:
+		m.block()
+		m.children(n)
+		m.block()
+	case atom.Br:
+		m.write("  \n" + m.prefix)
+	case atom.Hr:
+		m.block()
+		m.write("---")
+		m.block()
+	case atom.Strong, atom.B:
+		m.wrap(n, "**")
+	case atom.Em, atom.I:
+		m.wrap(n, "_")
+	case atom.Del, atom.S, atom.Strike:
+		m.wrap(n, "~~")
+	case atom.Code:
+		if m.pre > 0 {
+			m.children(n)
+			return
+		}
+		m.wrap(n, "`")
+	case atom.Pre:
+		m.block()
+		m.write("```\n" + m.prefix)
+		m.pre++
+		m.children(n)
+		m.pre--
+		if !strings.HasSuffix(m.b.String(), "\n") {
+			m.write("\n" + m.prefix)
+		}
+		m.write("```")
+		m.block()
+	case atom.Blockquote:
+		m.block()
+		saved := m.prefix
+		m.prefix += "> "
+		m.write("> ")
+		m.children(n)
+		m.prefix = saved
+		m.block()
+	case atom.Ul, atom.Ol:
+		m.block()
+		saved := m.prefix
+		num := 0
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != nethtml.ElementNode || c.DataAtom != atom.Li {
+				continue
+			}
+			num++
+			bullet := "* "
+			if n.DataAtom == atom.Ol {
+				bullet = strconv.Itoa(num) + ". "
+			}
+			if num > 1 {
+				m.write("\n" + saved)
+			}
+			m.write(bullet)
+			m.prefix = saved + strings.Repeat(" ", len(bullet))
+			m.children(c)
+			m.prefix = saved
+		}
+		m.block()
+	case atom.A:
+		href := attr(n, "href")
+		if href == "" {
+			m.children(n)
+			return
+		}
+		mark := ""
+		if m.hasMark(n) {
+			mark = "=="
+		}
+		if collapseSpace(textOf(n)) == href {
+			m.write(mark + "<" + href + ">" + mark)
+			return
+		}
+		// Inside the link the highlight marks are the link's.
+		marks := m.marks
+		m.marks = nil
+		m.write(mark + "[")
+		m.children(n)
+		m.marks = marks
+		m.write("](" + escapeLinkURL(href) + ")" + mark)
+	case atom.Img:
+		if src := attr(n, "src"); src != "" {
+			m.write("![" + collapseSpace(attr(n, "alt")) + "](" + escapeLinkURL(src) + ")")
+		}
+	case atom.Td, atom.Th:
+		m.children(n)
+		m.write(" ")
+	default:
+		m.children(n)
+	}
+}
+
+// wrap writes n's content between delimiters, outside its spaces.
+func (m *mdWriter) wrap(n *nethtml.Node, d string) {
+	if strings.TrimSpace(textOf(n)) == "" {
+		m.children(n)
+		return
+	}
+	m.write(d)
+	m.children(n)
+	out := m.b.String()
+	if t := strings.TrimRight(out, " "); len(t) != len(out) {
+		m.b.Reset()
+		m.b.WriteString(t)
+		m.write(d + " ")
+		return
+	}
+	m.write(d)
+}
+
+func textOf(n *nethtml.Node) string {
+	var b strings.Builder
+	for _, t := range textNodes(n, nil) {
+		b.WriteString(t.Data)
+	}
+	return b.String()
+}
+
+// escapeLinkURL escapes what would end a Markdown link target, as
+// Omnivore's a translator does.
+func escapeLinkURL(u string) string {
+	return strings.NewReplacer("(", "%28", ")", "%29", " ", "%20").Replace(u)
+}

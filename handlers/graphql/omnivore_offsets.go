@@ -1,0 +1,170 @@
+package graphql
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
+)
+
+// Omnivore's clients page by offset (after "0", "15", "30", …) where the
+// store pages by keyset. offsetPager remembers, per member and query, the
+// keyset cursor where the last pages ended, so that a sync walking the
+// pages in order resumes each page where the previous one stopped instead
+// of walking from the start; an offset it has not seen (another node
+// served the previous page, or the entry was dropped) is reached by a walk
+// of whole pages, bounded by the library's size as an export is.
+type offsetPager struct {
+	mu    sync.Mutex
+	cache *simplelru.LRU[string, *offsetState]
+}
+
+const (
+	// offsetStates bounds the syncs remembered at once.
+	offsetStates = 1024
+	// offsetCursors bounds the cursors remembered per sync: the next page
+	// or two, and a client's retry of the one before.
+	offsetCursors = 4
+	// offsetStateTTL bounds how long a count is reused, so that totalCount
+	// follows the library within minutes.
+	offsetStateTTL = 10 * time.Minute
+	// walkPage is the page size of a walk to an unknown offset.
+	walkPage = 100
+)
+
+type offsetState struct {
+	mu      sync.Mutex
+	made    time.Time
+	cursors map[int]string // offset -> keyset cursor of the item before it
+	liveEnd int            // offset where the items end (tombstones follow); -1 unknown
+	total   int            // items matching; -1 not counted
+}
+
+// offsetPage is one page by offset: items, then (for updatesSince) items
+// deleted for good.
+type offsetPage struct {
+	items   []*library.SavedItem
+	gone    []*library.Tombstone
+	hasNext bool
+	total   int
+}
+
+func newOffsetPager() *offsetPager {
+	c, _ := simplelru.NewLRU[string, *offsetState](offsetStates, nil)
+	return &offsetPager{cache: c}
+}
+
+func (p *offsetPager) state(key string, now time.Time) *offsetState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.cache.Get(key)
+	if !ok || now.Sub(st.made) > offsetStateTTL {
+		st = &offsetState{made: now, cursors: map[int]string{}, liveEnd: -1, total: -1}
+		p.cache.Add(key, st)
+	}
+	return st
+}
+
+func (st *offsetState) remember(offset int, cursor string) {
+	if len(st.cursors) >= offsetCursors {
+		low := -1
+		for o := range st.cursors {
+			if low < 0 || o < low {
+				low = o
+			}
+		}
+		delete(st.cursors, low)
+	}
+	st.cursors[offset] = cursor
+}
+
+// page returns size items from offset of the member's items matching f in
+// order. key names the query (the same key, the same list). With since
+// set, the items deleted for good since then follow the items; without,
+// the page carries the number of items matching.
+func (p *offsetPager) page(ctx context.Context, store *storage.Store, memberID, key string, f library.ItemFilter, order sortOrder, offset, size int, since *time.Time) (*offsetPage, error) {
+	st := p.state(memberID+"\x00"+key, storage.Now())
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	lib := library.Of(store)
+	req := library.PageRequest{Field: order.field, Desc: order.desc}
+	out := &offsetPage{total: st.total}
+
+	// The cursor of the item before offset: remembered, or walked to.
+	cursor, live := "", true
+	if offset > 0 {
+		if c, ok := st.cursors[offset]; ok {
+			cursor = c
+		} else if st.liveEnd >= 0 && offset >= st.liveEnd {
+			live = false
+		} else {
+			pos, exhausted := 0, false
+			for pos < offset && !exhausted {
+				req.First, req.After = min(walkPage, offset-pos), cursor
+				pg, err := lib.SavedItemsPage(ctx, memberID, f, req)
+				if err != nil {
+					return nil, err
+				}
+				pos += len(pg.Items)
+				if len(pg.Cursors) > 0 {
+					cursor = pg.Cursors[len(pg.Cursors)-1]
+				}
+				if !pg.HasNext {
+					st.liveEnd, exhausted = pos, true
+				}
+			}
+			live = !exhausted
+		}
+	}
+	if live {
+		req.First, req.After = size, cursor
+		pg, err := lib.SavedItemsPage(ctx, memberID, f, req)
+		if err != nil {
+			return nil, err
+		}
+		out.items, out.hasNext = pg.Items, pg.HasNext
+		if len(pg.Cursors) > 0 {
+			st.remember(offset+len(pg.Items), pg.Cursors[len(pg.Cursors)-1])
+		}
+		if !pg.HasNext {
+			st.liveEnd = offset + len(pg.Items)
+		}
+	}
+	if since != nil && st.liveEnd >= 0 && len(out.items) < size {
+		skip := offset + len(out.items) - st.liveEnd
+		gone, more, err := lib.Tombstones(ctx, memberID, *since, skip, size-len(out.items))
+		if err != nil {
+			return nil, err
+		}
+		out.gone, out.hasNext = gone, more
+	}
+	if since == nil && st.total < 0 {
+		n, err := countItems(ctx, lib, memberID, f, req)
+		if err != nil {
+			return nil, err
+		}
+		st.total, out.total = n, n
+	}
+	return out, nil
+}
+
+// countItems counts the member's items matching f by walking them.
+func countItems(ctx context.Context, lib library.Store, memberID string, f library.ItemFilter, req library.PageRequest) (int, error) {
+	n := 0
+	req.First, req.After = walkPage, ""
+	for {
+		pg, err := lib.SavedItemsPage(ctx, memberID, f, req)
+		if err != nil {
+			return 0, err
+		}
+		n += len(pg.Items)
+		if !pg.HasNext || len(pg.Cursors) == 0 {
+			return n, nil
+		}
+		req.After = pg.Cursors[len(pg.Cursors)-1]
+	}
+}

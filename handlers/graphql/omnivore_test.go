@@ -1,0 +1,432 @@
+package graphql_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/storage/library"
+)
+
+// Omnivore's operations as @omnivore-app/api 1.0.4 sends them
+// (src/graphql.ts, omnivore-app/omnivore-api@ce99d23), with the client's
+// fragments trimmed to the fields these tests read.
+const (
+	omnivoreSearch = `query Search($after: String, $first: Int, $format: String, $includeContent: Boolean, $query: String) {
+  search(after: $after, first: $first, format: $format, includeContent: $includeContent, query: $query) {
+    __typename
+    ... on SearchSuccess {
+      edges { node { id title slug url pageType isArchived savedAt updatedAt wordsCount readingProgressPercent
+        labels { name color id description internal source createdAt }
+        highlights { id quote annotation patch prefix suffix type color labels { name } highlightPositionPercent highlightPositionAnchorIndex createdAt updatedAt }
+        content } }
+      pageInfo { hasNextPage hasPreviousPage startCursor endCursor totalCount }
+    }
+    ... on SearchError { errorCodes }
+  }
+}`
+	omnivoreUpdates = `query UpdatesSince($after: String, $first: Int, $since: Date!) {
+  updatesSince(after: $after, first: $first, since: $since) {
+    __typename
+    ... on UpdatesSinceSuccess {
+      edges { itemID updateReason node { id title slug savedAt } }
+      pageInfo { hasNextPage endCursor }
+    }
+    ... on UpdatesSinceError { errorCodes }
+  }
+}`
+	omnivoreDelete = `mutation Delete($input: SetBookmarkArticleInput!) {
+  setBookmarkArticle(input: $input) {
+    __typename
+    ... on SetBookmarkArticleSuccess { bookmarkedArticle { id } }
+    ... on SetBookmarkArticleError { errorCodes }
+  }
+}`
+)
+
+type omnivoreItem struct {
+	ID         string `json:"id"`
+	Title      string `json:"title"`
+	Slug       string `json:"slug"`
+	IsArchived bool   `json:"isArchived"`
+	Labels     []struct {
+		Name string `json:"name"`
+	} `json:"labels"`
+	Highlights []struct {
+		ID         string  `json:"id"`
+		Quote      *string `json:"quote"`
+		Annotation *string `json:"annotation"`
+		Type       string  `json:"type"`
+	} `json:"highlights"`
+	Content *string `json:"content"`
+}
+
+type omnivoreSearchResult struct {
+	Search struct {
+		Typename string `json:"__typename"`
+		Edges    []struct {
+			Node omnivoreItem `json:"node"`
+		} `json:"edges"`
+		PageInfo struct {
+			HasNextPage bool   `json:"hasNextPage"`
+			EndCursor   string `json:"endCursor"`
+			TotalCount  *int   `json:"totalCount"`
+		} `json:"pageInfo"`
+		ErrorCodes []string `json:"errorCodes"`
+	} `json:"search"`
+}
+
+// postBare sends a GraphQL request with Omnivore's Authorization header:
+// the key alone.
+func (e *env) postBare(path, auth string, body any) (*http.Response, []byte) {
+	e.t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+path, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp, out
+}
+
+func (e *env) omnivoreSearch(q string, after, first int, format string) omnivoreSearchResult {
+	e.t.Helper()
+	vars := map[string]any{"query": q, "first": first, "includeContent": format != "html", "format": format}
+	if after > 0 {
+		vars["after"] = strconv.Itoa(after)
+	}
+	resp, body := e.postBare("/api/graphql", e.token, map[string]any{"query": omnivoreSearch, "variables": vars})
+	var r struct {
+		Data   omnivoreSearchResult `json:"data"`
+		Errors []gqlError           `json:"errors"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil || resp.StatusCode != 200 || len(r.Errors) > 0 {
+		e.t.Fatalf("search %q: status %d, %s", q, resp.StatusCode, body)
+	}
+	return r.Data
+}
+
+// searchIDs pages through a search as the plugins do (first 15, after
+// "0", "15", …) and returns the ids in order.
+func (e *env) searchIDs(q string) []string {
+	e.t.Helper()
+	var ids []string
+	for after := 0; ; after += 3 {
+		r := e.omnivoreSearch(q, after, 3, "html")
+		if r.Search.Typename != "SearchSuccess" {
+			e.t.Fatalf("search %q: %+v", q, r.Search)
+		}
+		for _, ed := range r.Search.Edges {
+			ids = append(ids, ed.Node.ID)
+		}
+		if r.Search.PageInfo.TotalCount == nil {
+			e.t.Fatalf("search %q: no totalCount", q)
+		}
+		if !r.Search.PageInfo.HasNextPage {
+			if *r.Search.PageInfo.TotalCount != len(ids) {
+				e.t.Fatalf("search %q: totalCount %d, walked %d", q, *r.Search.PageInfo.TotalCount, len(ids))
+			}
+			return ids
+		}
+		if r.Search.PageInfo.EndCursor != strconv.Itoa(after+3) {
+			e.t.Fatalf("search %q: endCursor %q after %d", q, r.Search.PageInfo.EndCursor, after)
+		}
+	}
+}
+
+func TestOmnivoreSearchSyntaxAsThePluginsSendIt(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	lib := library.Of(e.store)
+	blue, err := lib.CreateLabel(t.Context(), e.member.ID, "Blue", "#0000ff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []*library.SavedItem
+	for i := 1; i <= 8; i++ {
+		all = append(all, e.saveArticle(e.member.ID, i, func(in *library.NewItem) {
+			if i == 2 {
+				in.LabelIDs = []string{blue.ID}
+				in.Title = "Sourdough starter"
+			}
+		}))
+	}
+	archived, trashed, highlighted := all[3], all[4], all[5]
+	if _, err := lib.SetItemsStatus(t.Context(), e.member.ID, []string{archived.ID}, library.StatusArchived); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lib.SetItemsStatus(t.Context(), e.member.ID, []string{trashed.ID}, library.StatusDeleted); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lib.CreateHighlight(t.Context(), e.member.ID, highlighted.ID, []library.HighlightSegment{{XPath: "/p[1]", EndOffset: 4, Text: "Body"}}, "a note"); err != nil {
+		t.Fatal(err)
+	}
+	var savedAsc []string
+	for _, it := range all {
+		if it != trashed {
+			savedAsc = append(savedAsc, it.ID)
+		}
+	}
+	newestFirst := slices.Clone(savedAsc)
+	slices.Reverse(newestFirst)
+	inbox := slices.DeleteFunc(slices.Clone(savedAsc), func(id string) bool { return id == archived.ID })
+	since := time.Now().Add(-time.Hour).Format("2006-01-02T15:04:05.000-07:00")
+	cases := []struct {
+		q    string
+		want []string
+	}{
+		// The Obsidian plugin's first sync with its default (empty) custom
+		// query: src/api.ts getItems @ 619013b.
+		{" sort:saved-asc ", savedAsc},
+		// The Logseq plugin's filters (src/settings/index.ts @ 0174149).
+		{" sort:saved-asc in:all", savedAsc},
+		{" sort:saved-asc has:highlights in:all", []string{highlighted.ID}},
+		// An incremental sync: updated:<luxon toISO> is "since".
+		{"updated:" + since + " sort:saved-asc in:all", savedAsc},
+		{"updated:" + time.Now().Add(time.Hour).Format(time.RFC3339) + " sort:saved-asc in:all", nil},
+		{"in:inbox sort:saved-asc", inbox},
+		{"in:archive", []string{archived.ID}},
+		{"in:trash", []string{trashed.ID}},
+		{"label:Blue", []string{all[1].ID}},
+		{"sourdough", []string{all[1].ID}},
+		{"", newestFirst},
+	}
+	for _, c := range cases {
+		if got := e.searchIDs(c.q); !slices.Equal(got, c.want) {
+			t.Errorf("search %q = %v, want %v", c.q, got, c.want)
+		}
+	}
+
+	// The fields the plugins' templates read.
+	r := e.omnivoreSearch("has:highlights in:all", 0, 15, "highlightedMarkdown")
+	n := r.Search.Edges[0].Node
+	if n.Slug == "" || len(n.Highlights) != 1 || n.Highlights[0].Quote == nil || *n.Highlights[0].Quote != "Body" ||
+		n.Highlights[0].Annotation == nil || *n.Highlights[0].Annotation != "a note" || n.Highlights[0].Type != "HIGHLIGHT" {
+		t.Errorf("item = %+v", n)
+	}
+	if n.Content == nil || *n.Content != "==Body== 6\n" {
+		t.Errorf("highlightedMarkdown content = %q", deref(n.Content))
+	}
+	if r := e.omnivoreSearch(strings.Repeat("x", 256), 0, 15, "html"); r.Search.Typename != "SearchError" || r.Search.ErrorCodes[0] != "QUERY_TOO_LONG" {
+		t.Errorf("long query: %+v", r.Search)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+func TestOmnivoreUpdatesSinceReportsCreatedUpdatedAndDeleted(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	lib := library.Of(e.store)
+	old := e.saveArticle(e.member.ID, 1, nil)
+	gone := e.saveArticle(e.member.ID, 2, nil)
+	trashed := e.saveArticle(e.member.ID, 3, nil)
+	time.Sleep(5 * time.Millisecond) // the times below must differ from the saves
+	since := time.Now().UTC()
+	time.Sleep(5 * time.Millisecond)
+	fresh := e.saveArticle(e.member.ID, 4, nil)
+	if _, err := lib.UpdateReadingProgress(t.Context(), e.member.ID, old.ID, 40); err != nil {
+		t.Fatal(err)
+	}
+	// Deleted as the Obsidian plugin deletes (src/api.ts deleteItem): to the trash.
+	var del struct {
+		SetBookmarkArticle struct {
+			Typename          string `json:"__typename"`
+			BookmarkedArticle struct {
+				ID string `json:"id"`
+			} `json:"bookmarkedArticle"`
+		} `json:"setBookmarkArticle"`
+	}
+	e.do(omnivoreDelete, map[string]any{"input": map[string]any{"articleID": trashed.ID, "bookmark": false}}, &del)
+	if del.SetBookmarkArticle.BookmarkedArticle.ID != trashed.ID {
+		t.Fatalf("setBookmarkArticle = %+v", del)
+	}
+	e.do(omnivoreDelete, map[string]any{"input": map[string]any{"articleID": "nope", "bookmark": false}}, &del)
+	if del.SetBookmarkArticle.Typename != "SetBookmarkArticleError" {
+		t.Errorf("unknown id: %+v", del)
+	}
+	// And one deleted for good.
+	if _, err := lib.SetItemsStatus(t.Context(), e.member.ID, []string{gone.ID}, library.StatusDeleted); err != nil {
+		t.Fatal(err)
+	}
+	if err := lib.PermanentlyDeleteItems(t.Context(), e.member.ID, []string{gone.ID}); err != nil {
+		t.Fatal(err)
+	}
+
+	type edge struct {
+		ItemID       string `json:"itemID"`
+		UpdateReason string `json:"updateReason"`
+		Node         *struct {
+			ID    string `json:"id"`
+			Title string `json:"title"`
+		} `json:"node"`
+	}
+	walk := func(since string) map[string]edge {
+		got := map[string]edge{}
+		for after := 0; ; after += 2 {
+			var r struct {
+				UpdatesSince struct {
+					Edges    []edge `json:"edges"`
+					PageInfo struct {
+						HasNextPage bool `json:"hasNextPage"`
+					} `json:"pageInfo"`
+				} `json:"updatesSince"`
+			}
+			vars := map[string]any{"first": 2, "since": since}
+			if after > 0 {
+				vars["after"] = strconv.Itoa(after)
+			}
+			e.do(omnivoreUpdates, vars, &r)
+			for _, ed := range r.UpdatesSince.Edges {
+				if _, dup := got[ed.ItemID]; dup {
+					t.Fatalf("item %s twice", ed.ItemID)
+				}
+				got[ed.ItemID] = ed
+			}
+			if !r.UpdatesSince.PageInfo.HasNextPage {
+				return got
+			}
+		}
+	}
+	got := walk(since.Format(time.RFC3339Nano))
+	want := map[string]string{fresh.ID: "CREATED", old.ID: "UPDATED", trashed.ID: "DELETED", gone.ID: "DELETED"}
+	if len(got) != len(want) {
+		t.Errorf("updatesSince = %+v, want %v", got, want)
+	}
+	for id, reason := range want {
+		// The Logseq plugin keeps only deletions with a node
+		// (src/api.ts getDeletedOmnivoreItems @ 0174149).
+		if got[id].UpdateReason != reason || got[id].Node == nil || got[id].Node.ID != id {
+			t.Errorf("%s: %+v, want %s with its node", id, got[id], reason)
+		}
+	}
+	if got[gone.ID].Node.Title != gone.Title {
+		t.Errorf("deleted item's title = %q", got[gone.ID].Node.Title)
+	}
+	// Logseq's first sync sends 2021-01-01: everything.
+	if all := walk("2021-01-01"); len(all) != 4 {
+		t.Errorf("since 2021-01-01: %d items, want 4", len(all))
+	}
+}
+
+func TestOmnivoreBareKeyOnlyWhereOmnivoreSendsIt(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	q := map[string]any{"query": `{ me { id } }`}
+	for _, auth := range []string{e.token, "Bearer " + e.token} {
+		resp, body := e.postBare("/api/graphql", auth, q)
+		if resp.StatusCode != 200 || !strings.Contains(string(body), e.member.ID) {
+			t.Errorf("Authorization %.8s…: %d %s", auth, resp.StatusCode, body)
+		}
+	}
+	// Not a token's shape: still the Bearer form's error.
+	resp, body := e.postBare("/api/graphql", "Basic abc", q)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "UNAUTHORIZED") {
+		t.Errorf("Basic: %d %s", resp.StatusCode, body)
+	}
+	// The import endpoint keeps RFC 6750's form.
+	resp, _ = e.postBare(graphql.ImportPath, e.token, nil)
+	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusAccepted {
+		t.Errorf("import with a bare key: %d", resp.StatusCode)
+	}
+}
+
+func TestOmnivoreContentEndpoint(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	lib := library.Of(e.store)
+	it := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) {
+		in.HTML = `<h1>Bread</h1><p>A starter, <a href="https://flour.example/">flour</a> and water.</p><p>Feed it nightly.</p>`
+	})
+	// A highlight made the Inboxt way (createHighlight with segments).
+	var made struct {
+		CreateHighlight struct {
+			ID string `json:"id"`
+		} `json:"createHighlight"`
+	}
+	e.do(`mutation($data: CreateHighlightInput!) { createHighlight(data: $data) { id } }`, map[string]any{"data": map[string]any{
+		"savedItemId": it.ID, "note": "daily",
+		"segments": []map[string]any{{"xpath": "/p[2]", "startOffset": 0, "endOffset": 8, "beforeText": "water. ", "afterText": " nightly.", "text": "Feed it"}},
+	}}, &made)
+
+	post := func(auth string, body any) (int, map[string]any) {
+		resp, b := e.postBare(graphql.ContentPath, auth, body)
+		var out map[string]any
+		_ = json.Unmarshal(b, &out)
+		return resp.StatusCode, out
+	}
+	// As the plugins send it (src/api.ts getContent, both plugins).
+	status, out := post(e.token, map[string]any{"libraryItemIds": []string{it.ID, "unknown"}, "format": "highlightedMarkdown"})
+	data, _ := out["data"].([]any)
+	if status != 200 || len(data) != 1 {
+		t.Fatalf("content: %d %v", status, out)
+	}
+	entry := data[0].(map[string]any)
+	url, _ := entry["downloadUrl"].(string)
+	if entry["libraryItemId"] != it.ID || !strings.HasPrefix(url, e.srv.URL+graphql.ContentDownloadPath) {
+		t.Fatalf("entry = %v", entry)
+	}
+	// Without the key, as the plugins download it.
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := "# Bread\n\nA starter, [flour](https://flour.example/) and water.\n\n==Feed it== nightly.\n"
+	if resp.StatusCode != 200 || string(b) != want || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/markdown") {
+		t.Errorf("download: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	// Deleted for good since: 410; a made-up link: 404.
+	if _, err := lib.SetItemsStatus(t.Context(), e.member.ID, []string{it.ID}, library.StatusDeleted); err != nil {
+		t.Fatal(err)
+	}
+	if err := lib.PermanentlyDeleteItems(t.Context(), e.member.ID, []string{it.ID}); err != nil {
+		t.Fatal(err)
+	}
+	for link, code := range map[string]int{url: http.StatusGone, e.srv.URL + graphql.ContentDownloadPath + "cl_madeupmadeupmadeupmadeup": http.StatusNotFound} {
+		resp, err := http.Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != code {
+			t.Errorf("GET %s: %d, want %d", link, resp.StatusCode, code)
+		}
+	}
+	// Bounded, and refused without a key.
+	many := make([]string, graphql.MaxContentIDs+1)
+	for i := range many {
+		many[i] = strconv.Itoa(i)
+	}
+	for _, c := range []struct {
+		auth string
+		body any
+		want int
+	}{
+		{e.token, map[string]any{"libraryItemIds": many, "format": "html"}, 400},
+		{e.token, map[string]any{"libraryItemIds": []string{"x"}, "format": "pdf"}, 400},
+		{e.token, map[string]any{"libraryItemIds": []string{}, "format": "html"}, 400},
+		{e.token, map[string]any{"libraryItemIds": []string{"x"}, "format": "html"}, 404},
+		{"", map[string]any{"libraryItemIds": []string{"x"}, "format": "html"}, 401},
+		{"nope", map[string]any{"libraryItemIds": []string{"x"}, "format": "html"}, 401},
+	} {
+		if status, out := post(c.auth, c.body); status != c.want {
+			t.Errorf("%v: %d %v, want %d", c.body, status, out, c.want)
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package apitokens
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
+)
+
+// Content links: the download URLs of Omnivore's POST /api/content, each a
+// read-only capability for one item's content in one format, valid for a
+// while without the API key (the plugins fetch them without it). Layout:
+//
+//	gql/cl/<digest>   ContentLink (expires with the link)
+
+// ContentLinkPrefix starts every content link secret.
+const ContentLinkPrefix = "cl_"
+
+// ContentLink is what a content link's secret stands for.
+type ContentLink struct {
+	MemberID string `json:"member_id"`
+	ItemID   string `json:"item_id"`
+	Format   string `json:"format"`
+}
+
+func contentLinkKey(digest string) []byte { return storage.Key("gql", "cl", digest) }
+
+// CreateContentLinks makes a secret for each link, valid for ttl, and
+// returns them in order; only their digests are kept.
+func (s Store) CreateContentLinks(ctx context.Context, links []ContentLink, ttl time.Duration) ([]string, error) {
+	secrets := make([]string, len(links))
+	for i := range links {
+		secrets[i] = storage.NewSecret(ContentLinkPrefix, 32)
+	}
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		for i, l := range links {
+			if err := tx.PutJSON(contentLinkKey(storage.Digest(secrets[i])), l, ttl); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return secrets, nil
+}
+
+// ContentLinkOf returns the link a secret stands for and its member:
+// storage.ErrNotFound for an unknown or expired secret, members.ErrSuspended
+// for a suspended member.
+func (s Store) ContentLinkOf(ctx context.Context, secret string) (*ContentLink, *members.Member, error) {
+	if !strings.HasPrefix(secret, ContentLinkPrefix) || len(secret) > 128 || len(secret) < 20 {
+		return nil, nil, storage.ErrNotFound
+	}
+	var l ContentLink
+	var m *members.Member
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		if err := tx.GetJSON(contentLinkKey(storage.Digest(secret)), &l); err != nil {
+			return err
+		}
+		var err error
+		m, err = members.ByID(tx, l.MemberID)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.Suspended {
+		return nil, nil, members.ErrSuspended
+	}
+	return &l, m, nil
+}
