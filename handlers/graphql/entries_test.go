@@ -3,9 +3,11 @@ package graphql_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -385,6 +387,13 @@ func TestEntriesQOperators(t *testing.T) {
 		}
 		if !found {
 			t.Fatalf("updated:%s.. did not list the item whose progress changed: %v", since, got)
+		}
+		// One RFC 3339 time alone means the same (what Omnivore's plugins
+		// send), with an offset.
+		offset := both.UpdatedAt.In(time.FixedZone("", 2*3600)).Format("2006-01-02T15:04:05.000-07:00")
+		alone := ids(e.allEntries(map[string]any{"first": 50, "q": "updated:" + offset, "sort": map[string]any{"field": "updatedAt", "direction": "asc"}}))
+		if !slices.Equal(alone, got) {
+			t.Fatalf("updated:%s = %v, want as updated:%s..* %v", offset, alone, since, got)
 		}
 	})
 }
