@@ -89,6 +89,10 @@ func (s *Server) limitContent(ctx context.Context, next graphql.Resolver) (any, 
 	}
 	switch fc.Object {
 	case "Article", "Newsletter", "Highlight", "HighlightSegment":
+	case "SearchItem": // Omnivore's search, with includeContent
+		if fc.Field.Name != "content" {
+			return res, nil
+		}
 	default:
 		return res, nil
 	}

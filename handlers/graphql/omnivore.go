@@ -331,8 +331,25 @@ func (r *searchItemResolver) Content(ctx context.Context, obj *generated.SearchI
 
 // --- Omnivore's fields of Highlight ---
 
-func (r *highlightResolver) Quote(_ context.Context, obj *generated.Highlight) (*string, error) {
-	return optString(highlightQuote(obj)), nil
+// omnivoreHighlightFields fills Omnivore's fields of a highlight from
+// Hearth's: plain fields rather than resolvers, as they cost no allocation
+// for a highlight of one segment (Inboxt's, and most) and a resolver
+// field costs a goroutine per highlight.
+func omnivoreHighlightFields(h *generated.Highlight) {
+	h.Type = generated.HighlightTypeHighlight
+	h.ShortID = &h.ID
+	h.Annotation = h.Note
+	h.Labels = []*generated.Label{}
+	if len(h.Segments) == 0 {
+		return
+	}
+	h.Prefix = optString(h.Segments[0].BeforeText)
+	h.Suffix = optString(h.Segments[len(h.Segments)-1].AfterText)
+	if len(h.Segments) == 1 {
+		h.Quote = h.Segments[0].Text
+		return
+	}
+	h.Quote = optString(highlightQuote(h))
 }
 
 // highlightQuote is the highlighted text: the segments' texts, one line
@@ -349,34 +366,4 @@ func highlightQuote(h *generated.Highlight) string {
 		b.WriteString(*sg.Text)
 	}
 	return b.String()
-}
-
-func (r *highlightResolver) Prefix(_ context.Context, obj *generated.Highlight) (*string, error) {
-	if len(obj.Segments) == 0 {
-		return nil, nil
-	}
-	return optString(obj.Segments[0].BeforeText), nil
-}
-
-func (r *highlightResolver) Suffix(_ context.Context, obj *generated.Highlight) (*string, error) {
-	if len(obj.Segments) == 0 {
-		return nil, nil
-	}
-	return optString(obj.Segments[len(obj.Segments)-1].AfterText), nil
-}
-
-func (r *highlightResolver) Annotation(_ context.Context, obj *generated.Highlight) (*string, error) {
-	return obj.Note, nil
-}
-
-func (r *highlightResolver) Labels(context.Context, *generated.Highlight) ([]*generated.Label, error) {
-	return []*generated.Label{}, nil
-}
-
-func (r *highlightResolver) Type(context.Context, *generated.Highlight) (generated.HighlightType, error) {
-	return generated.HighlightTypeHighlight, nil
-}
-
-func (r *highlightResolver) ShortID(_ context.Context, obj *generated.Highlight) (*string, error) {
-	return &obj.ID, nil
 }

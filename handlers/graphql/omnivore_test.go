@@ -430,3 +430,21 @@ func TestOmnivoreContentEndpoint(t *testing.T) {
 		}
 	}
 }
+
+func TestOmnivoreSearchContentCountsAgainstTheContentBudget(t *testing.T) {
+	e := newEnv(t, graphql.Options{MaxContentBytes: 30})
+	for i := 1; i <= 3; i++ {
+		e.saveArticle(e.member.ID, i, func(in *library.NewItem) { in.HTML = "<p>" + strings.Repeat("dough ", 4) + "</p>" })
+	}
+	vars := map[string]any{"first": 15, "includeContent": true, "format": "html"}
+	resp, body := e.postBare("/api/graphql", e.token, map[string]any{"query": omnivoreSearch, "variables": vars})
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "exceed 30 bytes") {
+		t.Errorf("three contents over a 30-byte budget: %d %s", resp.StatusCode, body)
+	}
+	// Without includeContent, content is null and costs nothing.
+	vars["includeContent"] = false
+	resp, body = e.postBare("/api/graphql", e.token, map[string]any{"query": omnivoreSearch, "variables": vars})
+	if resp.StatusCode != 200 || strings.Contains(string(body), "errors") || strings.Count(string(body), `"content":null`) != 3 {
+		t.Errorf("without includeContent: %d %s", resp.StatusCode, body)
+	}
+}

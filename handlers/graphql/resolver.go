@@ -211,7 +211,7 @@ func toHighlight(h *library.Highlight) *generated.Highlight {
 		}
 	}
 	title := h.ItemTitle
-	return &generated.Highlight{
+	out := &generated.Highlight{
 		ID:                   h.ID,
 		CreatedAt:            h.CreatedAt,
 		UpdatedAt:            h.UpdatedAt,
@@ -221,6 +221,8 @@ func toHighlight(h *library.Highlight) *generated.Highlight {
 		Note:                 optString(h.Note),
 		SavedItemID:          h.SavedItemID,
 	}
+	omnivoreHighlightFields(out) // omnivore.go
+	return out
 }
 
 func toLabel(l *library.Label) *generated.Label {

@@ -374,17 +374,6 @@ type ComplexityRoot struct {
 
 type HighlightResolver interface {
 	SavedItem(ctx context.Context, obj *Highlight) (*SavedItem, error)
-
-	Quote(ctx context.Context, obj *Highlight) (*string, error)
-	Prefix(ctx context.Context, obj *Highlight) (*string, error)
-	Suffix(ctx context.Context, obj *Highlight) (*string, error)
-
-	Annotation(ctx context.Context, obj *Highlight) (*string, error)
-
-	Labels(ctx context.Context, obj *Highlight) ([]*Label, error)
-	Type(ctx context.Context, obj *Highlight) (HighlightType, error)
-
-	ShortID(ctx context.Context, obj *Highlight) (*string, error)
 }
 type MutationResolver interface {
 	AddArticleFromURL(ctx context.Context, data AddArticleFromURLInput) (*Void, error)
@@ -4847,7 +4836,7 @@ func (ec *executionContext) _Highlight_quote(ctx context.Context, field graphql.
 			return ec.fieldContext_Highlight_quote(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Highlight().Quote(ctx, obj)
+			return obj.Quote, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -4858,7 +4847,7 @@ func (ec *executionContext) _Highlight_quote(ctx context.Context, field graphql.
 	)
 }
 func (ec *executionContext) fieldContext_Highlight_quote(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Highlight", field, true, true, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Highlight", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Highlight_prefix(ctx context.Context, field graphql.CollectedField, obj *Highlight) (ret graphql.Marshaler) {
@@ -4870,7 +4859,7 @@ func (ec *executionContext) _Highlight_prefix(ctx context.Context, field graphql
 			return ec.fieldContext_Highlight_prefix(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Highlight().Prefix(ctx, obj)
+			return obj.Prefix, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -4881,7 +4870,7 @@ func (ec *executionContext) _Highlight_prefix(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Highlight_prefix(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Highlight", field, true, true, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Highlight", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Highlight_suffix(ctx context.Context, field graphql.CollectedField, obj *Highlight) (ret graphql.Marshaler) {
@@ -4893,7 +4882,7 @@ func (ec *executionContext) _Highlight_suffix(ctx context.Context, field graphql
 			return ec.fieldContext_Highlight_suffix(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Highlight().Suffix(ctx, obj)
+			return obj.Suffix, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -4904,7 +4893,7 @@ func (ec *executionContext) _Highlight_suffix(ctx context.Context, field graphql
 	)
 }
 func (ec *executionContext) fieldContext_Highlight_suffix(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Highlight", field, true, true, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Highlight", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Highlight_patch(ctx context.Context, field graphql.CollectedField, obj *Highlight) (ret graphql.Marshaler) {
@@ -4939,7 +4928,7 @@ func (ec *executionContext) _Highlight_annotation(ctx context.Context, field gra
 			return ec.fieldContext_Highlight_annotation(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Highlight().Annotation(ctx, obj)
+			return obj.Annotation, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -4950,7 +4939,7 @@ func (ec *executionContext) _Highlight_annotation(ctx context.Context, field gra
 	)
 }
 func (ec *executionContext) fieldContext_Highlight_annotation(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Highlight", field, true, true, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Highlight", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Highlight_highlightPositionPercent(ctx context.Context, field graphql.CollectedField, obj *Highlight) (ret graphql.Marshaler) {
@@ -5008,7 +4997,7 @@ func (ec *executionContext) _Highlight_labels(ctx context.Context, field graphql
 			return ec.fieldContext_Highlight_labels(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Highlight().Labels(ctx, obj)
+			return obj.Labels, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*Label) graphql.Marshaler {
@@ -5022,8 +5011,8 @@ func (ec *executionContext) fieldContext_Highlight_labels(_ context.Context, fie
 	fc = &graphql.FieldContext{
 		Object:     "Highlight",
 		Field:      field,
-		IsMethod:   true,
-		IsResolver: true,
+		IsMethod:   false,
+		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Label(ctx, field)
 		},
@@ -5040,7 +5029,7 @@ func (ec *executionContext) _Highlight_type(ctx context.Context, field graphql.C
 			return ec.fieldContext_Highlight_type(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Highlight().Type(ctx, obj)
+			return obj.Type, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v HighlightType) graphql.Marshaler {
@@ -5051,7 +5040,7 @@ func (ec *executionContext) _Highlight_type(ctx context.Context, field graphql.C
 	)
 }
 func (ec *executionContext) fieldContext_Highlight_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Highlight", field, true, true, errors.New("field of type HighlightType does not have child fields"))
+	return graphql.NewScalarFieldContext("Highlight", field, false, false, errors.New("field of type HighlightType does not have child fields"))
 }
 
 func (ec *executionContext) _Highlight_color(ctx context.Context, field graphql.CollectedField, obj *Highlight) (ret graphql.Marshaler) {
@@ -5086,7 +5075,7 @@ func (ec *executionContext) _Highlight_shortId(ctx context.Context, field graphq
 			return ec.fieldContext_Highlight_shortId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Highlight().ShortID(ctx, obj)
+			return obj.ShortID, nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -5097,7 +5086,7 @@ func (ec *executionContext) _Highlight_shortId(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Highlight_shortId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Highlight", field, true, true, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Highlight", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _HighlightSegment_id(ctx context.Context, field graphql.CollectedField, obj *HighlightSegment) (ret graphql.Marshaler) {
@@ -13723,162 +13712,30 @@ func (ec *executionContext) _Highlight(ctx context.Context, sel ast.SelectionSet
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "quote":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Highlight_quote(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
+			out.Values[i] = ec._Highlight_quote(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
-				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "prefix":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Highlight_prefix(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
+			out.Values[i] = ec._Highlight_prefix(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
-				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "suffix":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Highlight_suffix(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
+			out.Values[i] = ec._Highlight_suffix(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
-				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "patch":
 			out.Values[i] = ec._Highlight_patch(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "annotation":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Highlight_annotation(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
+			out.Values[i] = ec._Highlight_annotation(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
-				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "highlightPositionPercent":
 			out.Values[i] = ec._Highlight_highlightPositionPercent(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -13890,124 +13747,25 @@ func (ec *executionContext) _Highlight(ctx context.Context, sel ast.SelectionSet
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "labels":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Highlight_labels(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
+			out.Values[i] = ec._Highlight_labels(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
-				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "type":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Highlight_type(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
+			out.Values[i] = ec._Highlight_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
-				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "color":
 			out.Values[i] = ec._Highlight_color(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "shortId":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Highlight_shortId(ctx, field, obj)
-				if res == graphql.RequiredNull {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
+			out.Values[i] = ec._Highlight_shortId(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
-				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
