@@ -152,8 +152,16 @@ func (p *offsetPager) page(ctx context.Context, store *storage.Store, memberID, 
 	return out, nil
 }
 
-// countItems counts the member's items matching f by walking them.
+// countItems counts the member's items matching f: from the store's
+// status counts when f filters by status only (the plugins' usual
+// queries), else by walking them.
 func countItems(ctx context.Context, lib library.Store, memberID string, f library.ItemFilter, req library.PageRequest) (int, error) {
+	if statusOnly(f) {
+		n, ok, err := lib.StatusCount(ctx, memberID, f.Status)
+		if err != nil || ok {
+			return n, err
+		}
+	}
 	n := 0
 	req.First, req.After = walkPage, ""
 	for {
@@ -167,4 +175,12 @@ func countItems(ctx context.Context, lib library.Store, memberID string, f libra
 		}
 		req.After = pg.Cursors[len(pg.Cursors)-1]
 	}
+}
+
+// statusOnly reports whether f selects by status alone.
+func statusOnly(f library.ItemFilter) bool {
+	f.Status = ""
+	return f.Type == "" && f.LabelsAll == nil && f.LabelsNot == nil && f.HasHighlights == nil && f.NoLabels == nil &&
+		f.SavedFrom == nil && f.SavedTo == nil && f.UpdatedFrom == nil && f.UpdatedTo == nil && f.Site == "" &&
+		f.Text == "" && f.ProgressFrom == nil && f.ProgressTo == nil && f.MinutesFrom == nil && f.MinutesTo == nil
 }
