@@ -3,6 +3,7 @@ package graphql
 import (
 	"context"
 	"math"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
@@ -19,6 +20,7 @@ import (
 // 1 plus its selection, and a list field 1 plus its selection times the
 // number of elements counted for it:
 //
+//   - Omnivore's search and updatesSince: their page size, plus searchCost;
 //   - entries: its page size, plus searchCost when q filters by more
 //     than a status and a type (filtersBeyondListing): such a page may look
 //     at many items, up to the library's search budget, to find a few, so
@@ -97,6 +99,18 @@ func setComplexity(c *generated.ComplexityRoot) {
 	c.Query.ImportJobs = func(child int) int { return listCost(library.MaxImportJobs, child) }
 	c.ImportJob.Failures = func(child int) int { return listCost(importFailuresShown, child) }
 	c.SavedItem.Highlights = func(child int) int { return listCost(itemHighlights, child) }
+	// Omnivore's: a page by offset (omnivore.go), priced as entries' page
+	// with a search (it may walk to its offset), its items' highlights as
+	// an item's.
+	c.Query.Search = func(child int, after *string, first *int, _ *string, _ *bool, _ *string) int {
+		size, _ := omnivorePage(first, after)
+		return addCost(listCost(size, child), searchCost)
+	}
+	c.Query.UpdatesSince = func(child int, after *string, first *int, _ time.Time, _ *string) int {
+		size, _ := omnivorePage(first, after)
+		return addCost(listCost(size, child), searchCost)
+	}
+	c.SearchItem.Highlights = func(child int) int { return listCost(itemHighlights, child) }
 	c.Mutation.UpdateSavedItemsStatus = func(child int, in generated.UpdateSavedItemsStatusInput) int {
 		return listCost(mutationItems(len(in.Ids)), child)
 	}
@@ -329,7 +343,7 @@ func (w *costWalker) field(f *ast.Field, typ *ast.Definition, cc costContext) in
 		return 1
 	}
 	switch typ.Name + "." + f.Name {
-	case "Article.contentHtml", "Article.contentText", "Newsletter.contentHtml", "Newsletter.contentText":
+	case "Article.contentHtml", "Article.contentText", "Newsletter.contentHtml", "Newsletter.contentText", "SearchItem.content":
 		return contentCost
 	}
 	child := 0

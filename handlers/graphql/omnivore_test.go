@@ -448,3 +448,51 @@ func TestOmnivoreSearchContentCountsAgainstTheContentBudget(t *testing.T) {
 		t.Errorf("without includeContent: %d %s", resp.StatusCode, body)
 	}
 }
+
+// The npm client's own documents (src/graphql.ts @ ce99d23), every
+// fragment field: the plugins' pages fit the default complexity limit, and
+// larger pages and aliases are priced.
+const omnivoreClientFragments = `
+fragment PageInfoFragment on PageInfo { hasNextPage hasPreviousPage startCursor endCursor totalCount }
+fragment LabelFragment on Label { name color createdAt id internal source description }
+fragment HighlightFragment on Highlight { id quote annotation patch updatedAt labels { ...LabelFragment } type
+  highlightPositionPercent color highlightPositionAnchorIndex prefix suffix createdAt }
+fragment SearchItemFragment on SearchItem { id title siteName originalArticleUrl author description slug
+  labels { ...LabelFragment } highlights { ...HighlightFragment } updatedAt savedAt pageType content publishedAt
+  url image readAt wordsCount readingProgressPercent isArchived archivedAt contentReader }`
+
+func TestOmnivoreClientDocumentsFitTheComplexityLimit(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	search := `query Search($after: String, $first: Int, $format: String, $includeContent: Boolean, $query: String) {
+  search(after: $after, first: $first, format: $format, includeContent: $includeContent, query: $query) {
+    __typename ... on SearchSuccess { edges { node { ...SearchItemFragment } } pageInfo { ...PageInfoFragment } }
+    ... on SearchError { errorCodes } } }` + omnivoreClientFragments
+	updates := `query UpdatesSince($after: String, $first: Int, $since: Date!) {
+  updatesSince(after: $after, first: $first, since: $since) {
+    __typename ... on UpdatesSinceSuccess { edges { itemID updateReason node { ...SearchItemFragment } } pageInfo { ...PageInfoFragment } }
+    ... on UpdatesSinceError { errorCodes } } }` + omnivoreClientFragments
+	for _, c := range []struct {
+		doc  string
+		vars map[string]any
+	}{
+		// The plugins' page (src/main.ts and src/index.ts: size 15).
+		{search, map[string]any{"first": 15, "query": "in:all", "includeContent": true, "format": "highlightedMarkdown"}},
+		{updates, map[string]any{"first": 15, "since": "2021-01-01"}},
+		// About 100 a page item with every field: 40 items fit.
+		{search, map[string]any{"first": 40, "query": "in:all", "includeContent": true, "format": "highlightedMarkdown"}},
+	} {
+		if r := e.post(e.token, c.doc, c.vars); r.Status != 200 || len(r.Errors) > 0 {
+			t.Errorf("%.40s: %d %+v", c.doc, r.Status, r.Errors)
+		}
+	}
+	// Omnivore's largest page, 100, with every field is refused with a
+	// clear error rather than run.
+	e.wantError(e.token, updates, map[string]any{"first": 100, "since": "2021-01-01"}, 400, "COMPLEXITY_LIMIT_EXCEEDED")
+	var aliased strings.Builder
+	aliased.WriteString("{")
+	for i := range 20 {
+		aliased.WriteString(" s" + strconv.Itoa(i) + `: search(first: 15, query: "x") { ... on SearchSuccess { edges { node { id } } } }`)
+	}
+	aliased.WriteString(" }")
+	e.wantError(e.token, aliased.String(), nil, 400, "COMPLEXITY_LIMIT_EXCEEDED")
+}

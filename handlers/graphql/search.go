@@ -59,6 +59,19 @@ var sortNames = map[string]library.SortField{
 	"readingprogress": library.SortReadingProgress, "progress": library.SortReadingProgress,
 }
 
+// filtersBeyondListing reports whether q filters by more than a status
+// and a type (what a page lists by walking its own keys). A q that is
+// refused costs nothing more: it reads nothing.
+func filtersBeyondListing(q string) bool {
+	s, err := parseSearch(q)
+	if err != nil {
+		return false
+	}
+	f := s.filter
+	f.Status, f.Type = "", ""
+	return !reflect.ValueOf(f).IsZero()
+}
+
 // parseSearch reads q as Inboxt's entries resolver does
 // (apps/api/src/managers/entry-manager/entry-manager.service.ts, parseQuery
 // and getMany, Inboxt/inboxt@45f4314): terms split at spaces outside double
@@ -82,19 +95,6 @@ var sortNames = map[string]library.SortField{
 // progress:, reading-time:) are ignored as in Inboxt's highlight query;
 // text, site: and saved: apply to the highlight's item, and a title sort is
 // by the item's title.
-// filtersBeyondListing reports whether q filters by more than a status
-// and a type (what a page lists by walking its own keys). A q that is
-// refused costs nothing more: it reads nothing.
-func filtersBeyondListing(q string) bool {
-	s, err := parseSearch(q)
-	if err != nil {
-		return false
-	}
-	f := s.filter
-	f.Status, f.Type = "", ""
-	return !reflect.ValueOf(f).IsZero()
-}
-
 func parseSearch(q string) (*search, error) { return parseSearchIn(q, inboxtSyntax) }
 
 // syntax names whose meaning q's operators take where Inboxt's and

@@ -210,9 +210,14 @@ try {
   check('updatesSince reports the trashed and the permanently deleted item as DELETED, with a node (logseq getDeletedOmnivoreItems)',
     JSON.stringify(deletedIds) === JSON.stringify([second, gone].sort()), JSON.stringify(deleted))
   check('a deleted item\'s node keeps its title (logseq renders its page name from it)', deleted.find((d) => d.id === gone)?.title === 'Loaf 5')
-  const full = await omnivore.items.updates({ first: 100, since: '2021-01-01' })
-  const reasons = Object.fromEntries(full.edges.map((e) => [e.itemID, e.updateReason]))
-  check('updatesSince from 2021-01-01 (logseq\'s first sync) lists every item, deletions included', full.edges.length === ids.length + 1 && reasons[trashed] === 'DELETED' && reasons[first] === 'CREATED', `${full.edges.length} edges`)
+  const edges = []
+  for (let after = 0; ; after += 15) {
+    const page = await omnivore.items.updates({ after, first: 15, since: '2021-01-01' })
+    edges.push(...page.edges)
+    if (!page.pageInfo.hasNextPage) break
+  }
+  const reasons = Object.fromEntries(edges.map((e) => [e.itemID, e.updateReason]))
+  check('updatesSince from 2021-01-01 (logseq\'s first sync) lists every item once, deletions included', edges.length === ids.length + 1 && Object.keys(reasons).length === edges.length && reasons[trashed] === 'DELETED' && reasons[first] === 'CREATED', `${edges.length} edges`)
   const after = await sync('', 'in:all', false)
   check('a deleted item leaves the search', !after.items.some((i) => i.id === second || i.id === gone))
 
