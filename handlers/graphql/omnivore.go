@@ -9,8 +9,10 @@ package graphql
 // @322ce62); what differs is in docs/omnivore.md.
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -304,11 +306,56 @@ func (r *searchItemResolver) Highlights(ctx context.Context, obj *generated.Sear
 	if err != nil {
 		return nil, err
 	}
+	// In the page's order: the plugins' "by location" order reads
+	// Omnivore's patch, which Hearth has not, and keeps this order then.
+	slices.SortStableFunc(hs, compareInDocument)
 	out := make([]*generated.Highlight, len(hs))
 	for i, h := range hs {
 		out[i] = toHighlight(h)
+		out[i].HighlightPositionAnchorIndex = &i
 	}
 	return out, nil
+}
+
+// compareInDocument orders highlights by where they start in the page:
+// their first segments' XPaths step by step (/article[1]/p[2] before
+// /article[1]/p[10]), then the offsets. Steps naming different elements
+// at one level cannot be ordered without the page; they compare as text.
+func compareInDocument(a, b *library.Highlight) int {
+	if len(a.Segments) == 0 || len(b.Segments) == 0 {
+		return cmp.Compare(len(b.Segments), len(a.Segments))
+	}
+	sa, sb := a.Segments[0], b.Segments[0]
+	pa, pb := strings.Split(sa.XPath, "/"), strings.Split(sb.XPath, "/")
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		if pa[i] == pb[i] {
+			continue
+		}
+		na, ia := xpathStep(pa[i])
+		nb, ib := xpathStep(pb[i])
+		if na == nb {
+			return cmp.Compare(ia, ib)
+		}
+		return strings.Compare(pa[i], pb[i])
+	}
+	if c := cmp.Compare(len(pa), len(pb)); c != 0 {
+		return c
+	}
+	return cmp.Compare(sa.StartOffset, sb.StartOffset)
+}
+
+// xpathStep splits an XPath step such as p[2] into its name and index
+// (1 when it has none).
+func xpathStep(s string) (string, int) {
+	name, rest, ok := strings.Cut(s, "[")
+	if !ok {
+		return s, 1
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(rest, "]"))
+	if err != nil {
+		return s, 1
+	}
+	return name, n
 }
 
 func (r *searchItemResolver) Content(ctx context.Context, obj *generated.SearchItem) (*string, error) {

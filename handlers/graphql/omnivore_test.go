@@ -391,6 +391,28 @@ func TestOmnivoreContentEndpoint(t *testing.T) {
 	if resp.StatusCode != 200 || string(b) != want || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/markdown") {
 		t.Errorf("download: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
+	// Highlights come in the page's order whatever the order they were
+	// made in (the plugins keep it when sorting "by location").
+	e.do(`mutation($data: CreateHighlightInput!) { createHighlight(data: $data) { id } }`, map[string]any{"data": map[string]any{
+		"savedItemId": it.ID,
+		"segments":    []map[string]any{{"xpath": "/p[1]", "startOffset": 2, "endOffset": 9, "beforeText": "A ", "afterText": ",", "text": "starter"}},
+	}}, nil)
+	var page struct {
+		Search struct {
+			Edges []struct {
+				Node struct {
+					Highlights []struct {
+						Quote  string `json:"quote"`
+						Anchor int    `json:"highlightPositionAnchorIndex"`
+					} `json:"highlights"`
+				} `json:"node"`
+			} `json:"edges"`
+		} `json:"search"`
+	}
+	e.do(`{ search(query: "has:highlights") { ... on SearchSuccess { edges { node { highlights { quote highlightPositionAnchorIndex } } } } } }`, nil, &page)
+	if hs := page.Search.Edges[0].Node.Highlights; len(hs) != 2 || hs[0].Quote != "starter" || hs[0].Anchor != 0 || hs[1].Quote != "Feed it" || hs[1].Anchor != 1 {
+		t.Errorf("highlights = %+v, want starter then Feed it", hs)
+	}
 	// Deleted for good since: 410; a made-up link: 404.
 	if _, err := lib.SetItemsStatus(t.Context(), e.member.ID, []string{it.ID}, library.StatusDeleted); err != nil {
 		t.Fatal(err)

@@ -2688,7 +2688,7 @@ extend type Highlight {
   annotation: String
   "Omnivore's: null in Hearth."
   highlightPositionPercent: Float
-  "Omnivore's: null in Hearth."
+  "Omnivore's: in search and updatesSince, the highlight's rank in the page's order (0 first); else null."
   highlightPositionAnchorIndex: Int
   "Omnivore's: Hearth's highlights have no labels (an empty list)."
   labels: [Label!]

@@ -186,7 +186,7 @@ type Highlight struct {
 	Annotation *string `json:"annotation,omitempty"`
 	// Omnivore's: null in Hearth.
 	HighlightPositionPercent *float64 `json:"highlightPositionPercent,omitempty"`
-	// Omnivore's: null in Hearth.
+	// Omnivore's: in search and updatesSince, the highlight's rank in the page's order (0 first); else null.
 	HighlightPositionAnchorIndex *int `json:"highlightPositionAnchorIndex,omitempty"`
 	// Omnivore's: Hearth's highlights have no labels (an empty list).
 	Labels []*Label      `json:"labels,omitempty"`
