@@ -77,11 +77,13 @@ func (d *Directory) nip05Verified(a *agents.Agent, now time.Time) bool {
 	}
 	if a.NIP05Local != "" {
 		// Served by this directory: verified for as long as the claim
-		// is held, unless nip05_domain changed since the registration.
-		// The stored verdict is not asked: a site with another
-		// nip05_domain on the same store checks this identifier as a
-		// remote one and may record a failure.
-		return d.opts.NIP05Domain != "" && a.NIP05 == a.NIP05Local+"@"+d.opts.NIP05Domain
+		// is held and vouched for (approved by the operator, a
+		// maintainer's, or claims are open), unless nip05_domain changed
+		// since the registration. The stored verdict is not asked: a
+		// site with another nip05_domain on the same store checks this
+		// identifier as a remote one and may record a failure.
+		return d.opts.NIP05Domain != "" && a.NIP05 == a.NIP05Local+"@"+d.opts.NIP05Domain &&
+			d.claimVouched(agents.Claim{ID: a.NIP05, Pubkey: a.Pubkey, Approved: a.NIP05Approved})
 	}
 	if !a.NIP05Verified {
 		return false
