@@ -643,24 +643,39 @@ func (s Store) RecordPosts(ctx context.Context, posts []Post, apply func(a *Agen
 	return res, nil
 }
 
-// Pubkeys returns the pubkeys of registered, unbanned agents, sorted.
-func (s Store) Pubkeys(ctx context.Context) ([]string, error) {
-	var pks []string
+// Author is a registered, unbanned agent as the relay subscriptions ask
+// for its notes.
+type Author struct {
+	Pubkey string
+	// FirstRegisteredAt: notes dated before it never count.
+	FirstRegisteredAt int64
+}
+
+// Authors returns the registered, unbanned agents, sorted by pubkey.
+func (s Store) Authors(ctx context.Context) ([]Author, error) {
+	var out []Author
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		bans := map[string]Ban{}
 		if err := scanBans(tx, bans); err != nil {
 			return err
 		}
 		prefix := storage.Key("agent", "a", "")
-		return tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		return tx.Scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 			pk := string(k[len(prefix):])
-			if _, b := bans[pk]; !b {
-				pks = append(pks, pk)
+			if _, b := bans[pk]; b {
+				return true, nil
 			}
+			var a struct {
+				FirstRegisteredAt int64 `json:"first_registered_at"`
+			}
+			if err := json.Unmarshal(v, &a); err != nil {
+				return false, err
+			}
+			out = append(out, Author{Pubkey: pk, FirstRegisteredAt: a.FirstRegisteredAt})
 			return true, nil
 		})
 	})
-	return pks, err
+	return out, err
 }
 
 // RelayCursor returns the newest created_at seen from relay url (0 if none).

@@ -153,8 +153,8 @@ func TestBanAgentHidesAndBlocks(t *testing.T) {
 	if _, err := claimantOf(t, st, "bot@agents.test"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("banned agent's name served: %v", err)
 	}
-	if pks, _ := st.Pubkeys(t.Context()); len(pks) != 0 {
-		t.Errorf("AgentPubkeys = %v", pks)
+	if pks, _ := st.Authors(t.Context()); len(pks) != 0 {
+		t.Errorf("Authors = %v", pks)
 	}
 	res, err := st.RecordPosts(t.Context(), []Post{{ID: "p", Pubkey: agentPK1}}, func(*Agent, *Activity, Post) error { return nil })
 	if err != nil || !errors.Is(res[0], ErrAgentBanned) {
