@@ -184,6 +184,7 @@ func (h *Directory) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 		if svc.Path = h.Path; svc.Path == "" {
 			svc.Path = directory.DefaultPath
 		}
+		svc.Page = h.dir.BrowsePath()
 		return serveLanding(w, r, next, h.app.Pages(), svc)
 	}
 	return serveOrNext(w, r, next, h.dir)

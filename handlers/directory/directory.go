@@ -268,6 +268,7 @@ type Directory struct {
 	regLimitIP, regLimitPK, evLimitIP, evLimitPK ratelimit.Counter
 
 	doc       atomic.Pointer[document]
+	browse    atomic.Pointer[browseList] // doc's agents for the browse page
 	buildMu   sync.Mutex
 	stampedAt time.Time     // last agents.Store.StampDocument, under buildMu
 	dirty     chan struct{} // a change happened; rebuild after RegenerateDelay
@@ -528,7 +529,7 @@ func (d *Directory) regenerateLoop(ctx context.Context) {
 func (d *Directory) Handles(r *http.Request) bool {
 	p := r.URL.Path
 	switch {
-	case p == d.opts.Path, p == RegisterPath, p == EventsPath:
+	case p == d.opts.Path, p == RegisterPath, p == EventsPath, p == BrowsePath:
 		return true
 	case strings.HasPrefix(p, ProfilePrefix) && len(p) > len(ProfilePrefix) && !strings.Contains(p[len(ProfilePrefix):], "/"):
 		return true
@@ -548,6 +549,8 @@ func (d *Directory) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.serveRegister(w, r)
 	case p == EventsPath:
 		d.serveEvents(w, r)
+	case p == BrowsePath:
+		d.serveBrowse(w, r)
 	case p == WellKnownNIP05 && d.opts.NIP05Domain != "":
 		d.serveWellKnown(w, r)
 	case strings.HasPrefix(p, ProfilePrefix):
