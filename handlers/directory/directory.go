@@ -266,6 +266,7 @@ type Directory struct {
 	fetcher     *safefetch.Fetcher
 
 	regLimitIP, regLimitPK, evLimitIP, evLimitPK ratelimit.Counter
+	commits                                      groupCommit // posts of concurrent requests, written together
 
 	doc       atomic.Pointer[document]
 	browse    atomic.Pointer[browseList] // doc's agents for the browse page
