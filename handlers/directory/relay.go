@@ -244,7 +244,8 @@ func (d *Directory) subscribeRelay(ctx context.Context, relayURL string, restart
 	// catch-up again rather than skipping what was not read yet.
 	for i, f := range live {
 		f.LimitZero = false
-		ts := nostr.Timestamp(since)
+		// Notes dated before the filter's earliest registration never count.
+		ts := max(nostr.Timestamp(since), *f.Since)
 		f.Since = &ts
 		if err := rd.catchUp(ctx, fmt.Sprintf("catchup-%d", i), f); err != nil || ctx.Err() != nil {
 			return rd.progressed, err
