@@ -48,6 +48,12 @@ func (d *Directory) browseEntries() (*browseList, error) {
 	if l := d.browse.Load(); l != nil && l.etag == doc.etag {
 		return l, nil
 	}
+	// One decode per document, however many requests ask at once.
+	d.browseMu.Lock()
+	defer d.browseMu.Unlock()
+	if l := d.browse.Load(); l != nil && l.etag == doc.etag {
+		return l, nil
+	}
 	var parsed Document
 	if err := json.Unmarshal(doc.body, &parsed); err != nil {
 		return nil, err

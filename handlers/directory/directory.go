@@ -270,6 +270,7 @@ type Directory struct {
 
 	doc       atomic.Pointer[document]
 	browse    atomic.Pointer[browseList] // doc's agents for the browse page
+	browseMu  sync.Mutex                 // held while decoding them
 	buildMu   sync.Mutex
 	stampedAt time.Time     // last agents.Store.StampDocument, under buildMu
 	dirty     chan struct{} // a change happened; rebuild after RegenerateDelay
