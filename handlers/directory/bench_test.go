@@ -164,6 +164,40 @@ func BenchmarkBuildDocument100k(b *testing.B) {
 	}
 }
 
+// BenchmarkRebuildAfterOneChange100k is the rebuild after one agent of
+// 100 k posted: every record read, levels and flags computed, but only the
+// changed entry encoded (the others copied from the document served). Each
+// op is one post recorded and one rebuild.
+func BenchmarkRebuildAfterOneChange100k(b *testing.B) {
+	s := seededStore(b, 100_000)
+	d, err := New(s, Options{Now: func() time.Time { return t0 }, RegenerateEvery: time.Hour, Fetcher: offlineFetcher()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	for d.leads.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := d.Rebuild(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	pks, err := agents.Of(s).Authors(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p := agents.Post{ID: randomHex(32), Pubkey: pks[i%len(pks)].Pubkey, CreatedAt: t0.Add(-time.Duration(i%600) * time.Minute).Unix()}
+		if _, err := d.recordPosts(b.Context(), []agents.Post{p}, t0); err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Rebuild(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkPublishDocument100k is the leader's publication alone of the
 // document of 100 k agents, what each rebuild that changed the document
 // adds since several nodes share it: in-process, as on Badger (a pointer

@@ -272,9 +272,14 @@ type Directory struct {
 	browse    atomic.Pointer[browseList] // doc's agents for the browse page
 	browseMu  sync.Mutex                 // held while decoding them
 	buildMu   sync.Mutex
-	stampedAt time.Time     // last agents.Store.StampDocument, under buildMu
-	dirty     chan struct{} // a change happened; rebuild after RegenerateDelay
-	authorsCh chan struct{} // the set of registered authors changed
+	stampedAt time.Time // last agents.Store.StampDocument, under buildMu
+	// encoded locates each entry in encodedFor, the document this
+	// Directory built last, under buildMu: while it is the one served,
+	// the next rebuild copies unchanged entries from it.
+	encoded    map[string]encodedEntry
+	encodedFor *document
+	dirty      chan struct{} // a change happened; rebuild after RegenerateDelay
+	authorsCh  chan struct{} // the set of registered authors changed
 
 	// id names this configuration's document among the nodes and sites
 	// of the store (configID): the lease "directory:<id>" and the
