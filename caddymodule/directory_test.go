@@ -74,8 +74,9 @@ func fetchDirectory(t *testing.T) (dirDocument, string) {
 	}
 	defer resp.Body.Close()
 	var doc dirDocument
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&doc) != nil {
-		t.Fatalf("directory: HTTP %d", resp.StatusCode)
+	body, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(body, &doc); resp.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("directory: HTTP %d: %v\n%s", resp.StatusCode, err, body)
 	}
 	if resp.Header.Get("Access-Control-Allow-Origin") != "*" || resp.Header.Get("Cache-Control") == "" {
 		t.Fatalf("directory headers: %v", resp.Header)
