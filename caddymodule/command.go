@@ -31,7 +31,7 @@ func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "hearth",
 		Usage: "<command> [args]",
-		Short: "Manages Hearth: members, backups and restores",
+		Short: "Manages Hearth: members, agent names, backups and restores",
 		Long: `Manages Hearth's members and data.
 
 The commands talk to the running Caddy through its admin API, found like

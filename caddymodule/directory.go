@@ -22,6 +22,9 @@ func init() {
 	registerAdminEndpoint("/hearth/agents", adminMethods{http.MethodGet: adminListAgents})
 	registerAdminEndpoint("/hearth/agents/{key}/ban", adminMethods{http.MethodPost: adminBanAgent(true)})
 	registerAdminEndpoint("/hearth/agents/{key}/unban", adminMethods{http.MethodPost: adminBanAgent(false)})
+	registerAdminEndpoint("/hearth/agents/names", adminMethods{http.MethodGet: adminListNames})
+	registerAdminEndpoint("/hearth/agents/names/{name}/approve", adminMethods{http.MethodPost: adminName(true)})
+	registerAdminEndpoint("/hearth/agents/names/{name}/release", adminMethods{http.MethodPost: adminName(false)})
 }
 
 // Limit is a rate limit: N events per Window.
@@ -56,6 +59,12 @@ type Directory struct {
 	Relays []string `json:"relays,omitempty" caddyfile:"relays <url>..." default:"none"`
 	// Serve /.well-known/nostr.json for name@<domain> claims.
 	NIP05Domain string `json:"nip05_domain,omitempty" caddyfile:"nip05_domain <domain>" default:"none"`
+	// Let a claim on a free, unreserved name under nip05_domain count as verified at once, without the operator's approval.
+	NIP05OpenClaims bool `json:"nip05_open_claims,omitempty" caddyfile:"nip05_open_claims" default:"off (caddy hearth agent approve)"`
+	// More names under nip05_domain that only maintainers may claim, beside the built-in reserved names and members' usernames; repeatable.
+	NIP05Reserved []string `json:"nip05_reserved,omitempty" caddyfile:"nip05_reserved <name>..." default:"none"`
+	// The port NIP-05 checks fetch on every domain; identifiers naming a port are refused.
+	NIP05Port int `json:"nip05_port,omitempty" caddyfile:"nip05_port <n>" default:"443"`
 	// How often a NIP-05 identifier is verified again.
 	NIP05Recheck caddy.Duration `json:"nip05_recheck,omitempty" caddyfile:"nip05_recheck <duration>" default:"24h"`
 	// How long a verdict is kept while checks fail for network reasons.
@@ -123,6 +132,9 @@ func (h *Directory) Provision(ctx caddy.Context) error {
 		Maintainers:         h.Maintainers,
 		Relays:              h.Relays,
 		NIP05Domain:         h.NIP05Domain,
+		NIP05OpenClaims:     h.NIP05OpenClaims,
+		NIP05Reserved:       h.NIP05Reserved,
+		NIP05Port:           h.NIP05Port,
 		NIP05Recheck:        time.Duration(h.NIP05Recheck),
 		NIP05Grace:          time.Duration(h.NIP05Grace),
 		NIP05Timeout:        time.Duration(h.NIP05Timeout),
@@ -172,6 +184,7 @@ func (h *Directory) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 		if svc.Path = h.Path; svc.Path == "" {
 			svc.Path = directory.DefaultPath
 		}
+		svc.Page = h.dir.BrowsePath()
 		return serveLanding(w, r, next, h.app.Pages(), svc)
 	}
 	return serveOrNext(w, r, next, h.dir)
@@ -262,6 +275,44 @@ func adminBanAgent(ban bool) adminFunc {
 	}
 }
 
+func adminListNames(w http.ResponseWriter, r *http.Request, app *App) error {
+	dirs := app.directories()
+	if len(dirs) == 0 {
+		return errNoDirectory()
+	}
+	names, err := dirs[0].Names(r.Context())
+	if err != nil {
+		return storeError(err, "NIP-05 names")
+	}
+	return writeJSON(w, http.StatusOK, names)
+}
+
+// adminName approves or releases a NIP-05 name under nip05_domain.
+func adminName(approve bool) adminFunc {
+	return func(w http.ResponseWriter, r *http.Request, app *App) error {
+		dirs := app.directories()
+		if len(dirs) == 0 {
+			return errNoDirectory()
+		}
+		var c directory.NameClaim
+		var err error
+		if approve {
+			c, err = dirs[0].ApproveName(r.Context(), r.PathValue("name"))
+		} else {
+			c, err = dirs[0].ReleaseName(r.Context(), r.PathValue("name"))
+		}
+		switch {
+		case errors.Is(err, directory.ErrNoClaim):
+			return apiError(http.StatusNotFound, "no agent claims %s", c.ID)
+		case errors.Is(err, directory.ErrInvalidName):
+			return apiError(http.StatusBadRequest, "%v", err)
+		case err != nil:
+			return storeError(err, "NIP-05 name")
+		}
+		return writeJSON(w, http.StatusOK, c)
+	}
+}
+
 // parseDirectory reads the hearth_directory directive; its subdirectives are
 // the fields of Directory (see docs/configuration.md).
 func parseDirectory(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
@@ -303,6 +354,13 @@ func (h *Directory) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.Relays = append(h.Relays, more...)
 		case "nip05_domain":
 			h.NIP05Domain, err = argString(d)
+		case "nip05_open_claims":
+			h.NIP05OpenClaims, err = true, argNone(d)
+		case "nip05_reserved":
+			more, err = argStrings(d)
+			h.NIP05Reserved = append(h.NIP05Reserved, more...)
+		case "nip05_port":
+			h.NIP05Port, err = argInt(d, name, 1)
 		case "nip05_recheck":
 			h.NIP05Recheck, err = argDuration(d, name)
 		case "nip05_grace":

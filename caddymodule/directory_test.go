@@ -74,8 +74,9 @@ func fetchDirectory(t *testing.T) (dirDocument, string) {
 	}
 	defer resp.Body.Close()
 	var doc dirDocument
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&doc) != nil {
-		t.Fatalf("directory: HTTP %d", resp.StatusCode)
+	body, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(body, &doc); resp.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("directory: HTTP %d: %v\n%s", resp.StatusCode, err, body)
 	}
 	if resp.Header.Get("Access-Control-Allow-Origin") != "*" || resp.Header.Get("Cache-Control") == "" {
 		t.Fatalf("directory headers: %v", resp.Header)
@@ -180,7 +181,26 @@ func TestDirectoryThroughCaddy(t *testing.T) {
 		t.Fatalf("maintainer register: HTTP %d: %s", status, body)
 	}
 
-	doc := waitDirectory(t, "registrations", func(d dirDocument) bool { return len(d.Agents) == 2 })
+	// The local name waits for the operator: not in nostr.json until
+	// `caddy hearth agent approve`.
+	var pending struct{ Names map[string]string }
+	getJSON(t, testSite+"/.well-known/nostr.json?name=baker", &pending)
+	if len(pending.Names) != 0 {
+		t.Fatalf("nostr.json vouches for an unapproved name: %+v", pending)
+	}
+	addr := "--address=" + testAdmin
+	if out, err := runHearth(t, "", "agent", "names", addr); err != nil || !strings.Contains(out, "baker@example.org") || !strings.Contains(out, "pending") {
+		t.Fatalf("agent names: %q, %v", out, err)
+	}
+	if out, err := runHearth(t, "", "agent", "approve", "baker", addr); err != nil || !strings.Contains(out, "approved baker@example.org") {
+		t.Fatalf("agent approve: %q, %v", out, err)
+	}
+	if _, err := runHearth(t, "", "agent", "approve", "nobody", addr); err == nil || !strings.Contains(err.Error(), "no agent claims") {
+		t.Fatalf("approving a free name: %v", err)
+	}
+	doc := waitDirectory(t, "registrations", func(d dirDocument) bool {
+		return len(d.Agents) == 2 && (d.Agents[0].Gates.NIP05 != nil || d.Agents[1].Gates.NIP05 != nil)
+	})
 	var baker, site2 dirAgent
 	for _, a := range doc.Agents {
 		if a.Pubkey == pk {
@@ -268,6 +288,21 @@ func TestDirectoryThroughCaddy(t *testing.T) {
 	pr.Body.Close()
 	if pr.StatusCode != http.StatusOK || !strings.Contains(string(pb), "Baker Bot") || pr.Header.Get("X-Frame-Options") != "DENY" {
 		t.Fatalf("profile: HTTP %d", pr.StatusCode)
+	}
+
+	// The operator takes the name back.
+	var names []map[string]any
+	if out, err := runHearth(t, "", "agent", "names", "--json", addr); err != nil || json.Unmarshal([]byte(out), &names) != nil ||
+		len(names) != 1 || names[0]["approved"] != true {
+		t.Fatalf("agent names --json: %q, %v", out, err)
+	}
+	if out, err := runHearth(t, "", "agent", "release", "baker@example.org", addr); err != nil || !strings.Contains(out, "released baker@example.org") {
+		t.Fatalf("agent release: %q, %v", out, err)
+	}
+	var released struct{ Names map[string]string }
+	getJSON(t, testSite+"/.well-known/nostr.json?name=baker", &released)
+	if len(released.Names) != 0 {
+		t.Fatalf("nostr.json after release: %+v", released)
 	}
 
 	// Moderation through the admin API.

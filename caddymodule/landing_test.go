@@ -43,7 +43,7 @@ func TestLandingPageOnlyWhenNothingElseAnswersRoot(t *testing.T) {
 		t.Fatalf("GET / with nothing else at /: HTTP %d %s", status, ct)
 	}
 	for _, want := range []string{"<title>Maple Street Commons</title>", "<h1>Maple Street Commons</h1>", `href="/auth/sign_in"`,
-		"Sign-in for apps", "Saved articles", "<code>/api/graphql</code>", "Agent directory", "<code>/directory.json</code>"} {
+		"Sign-in for apps", "Saved articles", "<code>/api/graphql</code>", `<a href="/directory"><strong>Agent directory</strong></a>`, "<code>/directory.json</code>"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("landing page lacks %q:\n%s", want, body)
 		}

@@ -177,6 +177,16 @@ func (p *Pages) Render(w http.ResponseWriter, r *http.Request, status int, title
 // renders with the default site name, for handlers built without member
 // pages.
 func (p *Pages) RenderPublic(w http.ResponseWriter, r *http.Request, status int, cacheControl, title string, content *template.Template, data any) {
+	p.renderPublic(w, r, status, cacheControl, title, content, data, "'none'")
+}
+
+// RenderPublicSearch is RenderPublic for a page whose forms search it: GET
+// forms back to the site (form-action 'self'), none that post.
+func (p *Pages) RenderPublicSearch(w http.ResponseWriter, r *http.Request, status int, cacheControl, title string, content *template.Template, data any) {
+	p.renderPublic(w, r, status, cacheControl, title, content, data, "'self'")
+}
+
+func (p *Pages) renderPublic(w http.ResponseWriter, r *http.Request, status int, cacheControl, title string, content *template.Template, data any, formAction string) {
 	var body bytes.Buffer
 	if err := content.Execute(&body, data); err != nil {
 		p.logger().Error("render page", zap.String("page", content.Name()), zap.Error(err))
@@ -192,9 +202,9 @@ func (p *Pages) RenderPublic(w http.ResponseWriter, r *http.Request, status int,
 	if p != nil {
 		ld.OpenRegistration = p.opts.OpenRegistration
 	}
-	// The page has no form (no member menu): it may post nowhere; it
-	// links out (an agent's NIP-05 site) without telling where from.
-	w.Header().Set("Content-Security-Policy", policy("'none'"))
+	// The page has no member menu and no form that posts; it links out
+	// (an agent's NIP-05 site) without telling where from.
+	w.Header().Set("Content-Security-Policy", policy(formAction))
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	ld.ReferrerPolicy = "no-referrer"
 	p.writePage(w, r, status, cacheControl, ld)
@@ -248,6 +258,8 @@ type Service struct {
 	Title, Text string
 	// Path is where a program finds it, if anywhere (e.g. /api/graphql).
 	Path string
+	// Page is where people browse it, if anywhere (e.g. /directory).
+	Page string
 }
 
 // RenderLanding writes the landing page at /: the site's name, what runs

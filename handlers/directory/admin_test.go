@@ -49,22 +49,6 @@ func TestBannedAgentPostsAreBlocked(t *testing.T) {
 	}
 }
 
-func TestBannedAgentLocalNIP05IsNotServed(t *testing.T) {
-	e := newEnv(t, Options{NIP05Domain: "agents.test"})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "gone", nostrTag("nip05", "gone@agents.test")))
-	e.dir.Ban(t.Context(), a.pk, "")
-	r := e.do(http.MethodGet, WellKnownNIP05+"?name=gone", nil)
-	if strings.TrimSpace(string(r.body)) != `{"names":{}}` {
-		t.Errorf("banned agent's name still served: %s", r.body)
-	}
-	// The name stays reserved for the banned key.
-	rr := e.register(regEvent(t, newAgent(t), e.now(), "squatter", nostrTag("nip05", "gone@agents.test")))
-	if rr.status != http.StatusBadRequest {
-		t.Errorf("a banned agent's name was given away: %d", rr.status)
-	}
-}
-
 func TestUnbanRestoresTheAgent(t *testing.T) {
 	e := newEnv(t, Options{})
 	a := newAgent(t)

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,6 +164,40 @@ func BenchmarkBuildDocument100k(b *testing.B) {
 	}
 }
 
+// BenchmarkRebuildAfterOneChange100k is the rebuild after one agent of
+// 100 k posted: every record read, levels and flags computed, but only the
+// changed entry encoded (the others copied from the document served). Each
+// op is one post recorded and one rebuild.
+func BenchmarkRebuildAfterOneChange100k(b *testing.B) {
+	s := seededStore(b, 100_000)
+	d, err := New(s, Options{Now: func() time.Time { return t0 }, RegenerateEvery: time.Hour, Fetcher: offlineFetcher()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	for d.leads.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := d.Rebuild(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	pks, err := agents.Of(s).Authors(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p := agents.Post{ID: randomHex(32), Pubkey: pks[i%len(pks)].Pubkey, CreatedAt: t0.Add(-time.Duration(i%600) * time.Minute).Unix()}
+		if _, err := d.recordPosts(b.Context(), []agents.Post{p}, t0); err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Rebuild(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkPublishDocument100k is the leader's publication alone of the
 // document of 100 k agents, what each rebuild that changed the document
 // adds since several nodes share it: in-process, as on Badger (a pointer
@@ -211,32 +247,58 @@ func BenchmarkPublishDocument100k(b *testing.B) {
 // BenchmarkIngest records signed kind-1 posts of 1 000 registered agents
 // through Ingest (id and signature checks, skeletons, one store transaction
 // per batch), with the store's default sync_writes on. Each op is one event.
+// clients=16 is single-event calls from 16 goroutines at once, as 16 HTTP
+// clients posting one note each would make them.
 func BenchmarkIngest(b *testing.B) {
 	for _, batch := range []int{1, 100, 256} {
-		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) { benchIngest(b, batch) })
+		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) { benchIngest(b, batch, 1) })
 	}
+	b.Run("batch=1,clients=16", func(b *testing.B) { benchIngest(b, 1, 16) })
 }
 
-func benchIngest(b *testing.B, batch int) {
-	const nAgents = 1000
-	keys := benchKeys(b, nAgents)
-	s, err := storage.Open(b.TempDir(), storage.Options{GCInterval: -1}) // sync_writes on, as in production
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	now := t0
-	for _, k := range keys {
-		a := &agents.Agent{Pubkey: k.pk, Name: "agent", FirstRegisteredAt: now.Add(-30 * day).Unix(), RegistrationEvent: randomHex(32)}
-		if _, err := agents.Of(s).Register(b.Context(), a, func(*agents.Agent) error { return nil }); err != nil {
-			b.Fatal(err)
+// BenchmarkVerifySignatures is the limit of BenchmarkIngest: the id and
+// signature checks of the same events alone, on every core, 256 at a time.
+// Each op is one event.
+func BenchmarkVerifySignatures(b *testing.B) {
+	_, evts := ingestSetup(b, false)
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < len(evts); i += 256 {
+		for _, err := range verifyEvents(evts[i:min(i+256, len(evts))], func(*nostr.Event) bool { return true }) {
+			if err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
-	d, err := New(s, Options{Now: func() time.Time { return now }, RegenerateEvery: time.Hour, Fetcher: offlineFetcher()})
-	if err != nil {
-		b.Fatal(err)
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+}
+
+// ingestSetup returns a Directory over a store with 1 000 registered agents
+// (unless store is false: then only the signed events) and b.N signed posts
+// of theirs.
+func ingestSetup(b *testing.B, store bool) (*Directory, []*nostr.Event) {
+	const nAgents = 1000
+	keys := benchKeys(b, nAgents)
+	now := t0
+	var d *Directory
+	if store {
+		s, err := storage.Open(b.TempDir(), storage.Options{GCInterval: -1}) // sync_writes on, as in production
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		for _, k := range keys {
+			a := &agents.Agent{Pubkey: k.pk, Name: "agent", FirstRegisteredAt: now.Add(-30 * day).Unix(), RegistrationEvent: randomHex(32)}
+			if _, err := agents.Of(s).Register(b.Context(), a, func(*agents.Agent) error { return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		d, err = New(s, Options{Now: func() time.Time { return now }, RegenerateEvery: time.Hour, Fetcher: offlineFetcher()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { d.Close() })
 	}
-	defer d.Close()
 	// Signing is slow and not what is measured: sign every event first.
 	evts := make([]*nostr.Event, b.N)
 	for i := range evts {
@@ -245,20 +307,38 @@ func benchIngest(b *testing.B, batch int) {
 		evts[i] = sign(b, k, &nostr.Event{Kind: nostr.KindTextNote, CreatedAt: nostr.Timestamp(at.Unix()),
 			Content: fmt.Sprintf("Today's summary #%d: three papers on consensus, see https://example.org/p/%d and nostr:npub1xyz for details.", i, i)})
 	}
+	return d, evts
+}
+
+func benchIngest(b *testing.B, batch, clients int) {
+	d, evts := ingestSetup(b, true)
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
-	for i := 0; i < len(evts); i += batch {
-		res, err := d.Ingest(b.Context(), evts[i:min(i+batch, len(evts))])
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, r := range res {
-			if !r.OK || r.Message != "" {
-				b.Fatalf("event refused: %q", r.Message)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(int64(batch)) - int64(batch))
+				if i >= len(evts) {
+					return
+				}
+				res, err := d.Ingest(b.Context(), evts[i:min(i+batch, len(evts))])
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				for _, r := range res {
+					if !r.OK || r.Message != "" {
+						b.Errorf("event refused: %q", r.Message)
+						return
+					}
+				}
 			}
-		}
+		})
 	}
+	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")

@@ -55,7 +55,7 @@ func configID(o Options, maintainers map[string]bool) string {
 	b, _ := json.Marshal([]any{
 		o.PowMinBits, mt, relays, o.NIP05Domain, o.NIP05Recheck, o.NIP05Grace, o.NIP05CheckEvery,
 		o.NIP05Timeout, o.AllowPrivate, o.BurstMaxPosts, o.BurstWindow, o.TemplateMinPosts,
-		o.TemplateRatio, o.TemplateSample, o.RegenerateEvery, o.BaseURL,
+		o.TemplateRatio, o.TemplateSample, o.RegenerateEvery, o.BaseURL, o.NIP05OpenClaims, o.NIP05Port,
 	})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])

@@ -47,6 +47,7 @@ const (
 	DefaultNIP05Recheck     = 24 * time.Hour
 	DefaultNIP05Grace       = 72 * time.Hour
 	DefaultNIP05Timeout     = 5 * time.Second
+	DefaultNIP05Port        = 443
 	DefaultBurstMaxPosts    = 30
 	DefaultBurstWindow      = 10 * time.Minute
 	DefaultTemplateMinPosts = 5
@@ -103,6 +104,17 @@ type Options struct {
 	// NIP05Domain makes the directory serve /.well-known/nostr.json for
 	// agents that claim name@NIP05Domain.
 	NIP05Domain string
+	// NIP05OpenClaims lets a claim on a free, unreserved name under
+	// NIP05Domain count as verified at once (first come). By default the
+	// operator approves each claim (Directory.ApproveName) first.
+	NIP05OpenClaims bool
+	// NIP05Reserved are local names under NIP05Domain that only maintainers
+	// may claim, beside ReservedNames and the site's members' usernames.
+	NIP05Reserved []string
+	// NIP05Port is the port NIP-05 checks fetch on every domain (443);
+	// identifiers naming another port are refused, so a registration
+	// cannot make the server connect to any host:port it chooses.
+	NIP05Port int
 	// NIP05Recheck is how often a verified identifier is checked again.
 	NIP05Recheck time.Duration
 	// NIP05Grace is how long a verified identifier stays verified while
@@ -174,6 +186,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.NIP05CheckEvery <= 0 {
 		o.NIP05CheckEvery = min(max(o.NIP05Recheck/24, time.Minute), time.Hour)
+	}
+	if o.NIP05Port <= 0 {
+		o.NIP05Port = DefaultNIP05Port
 	}
 	if o.NIP05Timeout <= 0 {
 		o.NIP05Timeout = DefaultNIP05Timeout
@@ -251,12 +266,20 @@ type Directory struct {
 	fetcher     *safefetch.Fetcher
 
 	regLimitIP, regLimitPK, evLimitIP, evLimitPK ratelimit.Counter
+	commits                                      groupCommit // posts of concurrent requests, written together
 
 	doc       atomic.Pointer[document]
+	browse    atomic.Pointer[browseList] // doc's agents for the browse page
+	browseMu  sync.Mutex                 // held while decoding them
 	buildMu   sync.Mutex
-	stampedAt time.Time     // last agents.Store.StampDocument, under buildMu
-	dirty     chan struct{} // a change happened; rebuild after RegenerateDelay
-	authorsCh chan struct{} // the set of registered authors changed
+	stampedAt time.Time // last agents.Store.StampDocument, under buildMu
+	// encoded locates each entry in encodedFor, the document this
+	// Directory built last, under buildMu: while it is the one served,
+	// the next rebuild copies unchanged entries from it.
+	encoded    map[string]encodedEntry
+	encodedFor *document
+	dirty      chan struct{} // a change happened; rebuild after RegenerateDelay
+	authorsCh  chan struct{} // the set of registered authors changed
 
 	// id names this configuration's document among the nodes and sites
 	// of the store (configID): the lease "directory:<id>" and the
@@ -328,6 +351,14 @@ func Prepare(store *storage.Store, opts Options) (*Directory, error) {
 	}
 	if opts.NIP05Domain != "" && !validDomain(opts.NIP05Domain) {
 		return nil, fmt.Errorf("nip05_domain %q is not a domain name", opts.NIP05Domain)
+	}
+	if opts.NIP05Port > 65535 {
+		return nil, fmt.Errorf("nip05_port %d is out of range", opts.NIP05Port)
+	}
+	for _, n := range opts.NIP05Reserved {
+		if !nip05LocalRE.MatchString(strings.ToLower(n)) {
+			return nil, fmt.Errorf("nip05_reserved %q is not a NIP-05 name (a-z 0-9 . _ -)", n)
+		}
 	}
 	if !strings.HasPrefix(opts.Path, "/") {
 		return nil, fmt.Errorf("path %q must start with /", opts.Path)
@@ -505,7 +536,7 @@ func (d *Directory) regenerateLoop(ctx context.Context) {
 func (d *Directory) Handles(r *http.Request) bool {
 	p := r.URL.Path
 	switch {
-	case p == d.opts.Path, p == RegisterPath, p == EventsPath:
+	case p == d.opts.Path, p == RegisterPath, p == EventsPath, p == BrowsePath:
 		return true
 	case strings.HasPrefix(p, ProfilePrefix) && len(p) > len(ProfilePrefix) && !strings.Contains(p[len(ProfilePrefix):], "/"):
 		return true
@@ -525,6 +556,8 @@ func (d *Directory) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.serveRegister(w, r)
 	case p == EventsPath:
 		d.serveEvents(w, r)
+	case p == BrowsePath:
+		d.serveBrowse(w, r)
 	case p == WellKnownNIP05 && d.opts.NIP05Domain != "":
 		d.serveWellKnown(w, r)
 	case strings.HasPrefix(p, ProfilePrefix):

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"hash/fnv"
 	"net/http"
 	"slices"
 	"strconv"
@@ -68,6 +69,57 @@ const stampEvery = 24 * time.Hour
 // head, written once generated_at is known (after the agents are encoded).
 const headerRoom = 64
 
+// encodedEntry is where an entry's JSON lies in the document served now,
+// and the hash of the entry it encodes (entryHash).
+type encodedEntry struct {
+	sum      uint64
+	off, len int
+}
+
+// entryHash hashes every field of e (FNV-1a, fields separated), so an
+// entry whose hash did not change need not be encoded again.
+func entryHash(e *Entry) uint64 {
+	h := fnv.New64a()
+	str := func(s string) { h.Write([]byte(s)); h.Write([]byte{0}) }
+	num := func(n int64) { str(strconv.FormatInt(n, 10)) }
+	str(e.Pubkey)
+	str(e.Npub)
+	str(e.Name)
+	str(e.Purpose)
+	num(int64(len(e.Capabilities)))
+	for _, c := range e.Capabilities {
+		str(c)
+	}
+	if e.Operator != nil {
+		str("op:" + *e.Operator)
+	} else {
+		str("")
+	}
+	num(int64(e.Level))
+	num(int64(e.Gates.PowBits))
+	str(strconv.FormatBool(e.Gates.PowOK))
+	if e.Gates.NIP05 != nil {
+		str("nip05:" + *e.Gates.NIP05)
+	} else {
+		str("")
+	}
+	num(int64(len(e.Flags)))
+	for _, f := range e.Flags {
+		str(f)
+	}
+	num(e.FirstRegisteredAt)
+	num(int64(e.ActiveDays))
+	str(strconv.FormatBool(e.Maintainer))
+	if e.CreditScore != nil {
+		num(int64(*e.CreditScore))
+	} else {
+		str("")
+	}
+	str(e.RegistrationEvent)
+	str(e.ProfileURL)
+	return h.Sum64()
+}
+
 // nip05Verified reports whether a's identifier counts as verified at now: the
 // stored verdict, and a successful check recent enough (so a stalled
 // recheck schedule cannot keep an identifier verified forever).
@@ -77,11 +129,13 @@ func (d *Directory) nip05Verified(a *agents.Agent, now time.Time) bool {
 	}
 	if a.NIP05Local != "" {
 		// Served by this directory: verified for as long as the claim
-		// is held, unless nip05_domain changed since the registration.
-		// The stored verdict is not asked: a site with another
-		// nip05_domain on the same store checks this identifier as a
-		// remote one and may record a failure.
-		return d.opts.NIP05Domain != "" && a.NIP05 == a.NIP05Local+"@"+d.opts.NIP05Domain
+		// is held and vouched for (approved by the operator, a
+		// maintainer's, or claims are open), unless nip05_domain changed
+		// since the registration. The stored verdict is not asked: a
+		// site with another nip05_domain on the same store checks this
+		// identifier as a remote one and may record a failure.
+		return d.opts.NIP05Domain != "" && a.NIP05 == a.NIP05Local+"@"+d.opts.NIP05Domain &&
+			d.claimVouched(agents.Claim{ID: a.NIP05, Pubkey: a.Pubkey, Approved: a.NIP05Approved})
 	}
 	if !a.NIP05Verified {
 		return false
@@ -207,18 +261,34 @@ func (d *Directory) rebuildLocked(ctx context.Context) error {
 	start := buf.Len()
 	buf.WriteByte('[')
 	enc := json.NewEncoder(&buf)
+	// Only changed entries are encoded: an unchanged one is copied from
+	// the document served now, where the last rebuild wrote it.
+	var prevBody []byte
+	if old != nil && old == d.encodedFor {
+		prevBody = old.body // not one loaded from another node
+	}
+	encoded := make(map[string]encodedEntry, len(entries))
 	for i := range entries {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		if err := enc.Encode(&entries[i]); err != nil {
-			return err
+		e := &entries[i]
+		sum := entryHash(e)
+		at := buf.Len()
+		if c, ok := d.encoded[e.Pubkey]; ok && prevBody != nil && c.sum == sum {
+			buf.Write(prevBody[c.off : c.off+c.len])
+		} else {
+			if err := enc.Encode(e); err != nil {
+				return err
+			}
+			buf.Truncate(buf.Len() - 1) // Encode's newline
 		}
-		buf.Truncate(buf.Len() - 1) // Encode's newline
+		encoded[e.Pubkey] = encodedEntry{sum: sum, off: at, len: buf.Len() - at}
 	}
 	buf.WriteByte(']')
 	agentsSum := sha256.Sum256(buf.Bytes()[start:])
 	if old != nil && old.agentsSum == agentsSum {
+		// The document stays: the offsets of its entries stay valid.
 		if now.Sub(d.stampedAt) >= stampEvery {
 			// Keep the stamp from expiring while nothing changes.
 			if _, err := d.agents.StampDocument(ctx, hex.EncodeToString(agentsSum[:]), "", old.generatedAt.Unix()); err != nil {
@@ -241,6 +311,13 @@ func (d *Directory) rebuildLocked(ctx context.Context) error {
 	head := `{"version":2,"generated_at":` + strconv.FormatInt(generatedAt, 10) + `,"agents":`
 	body := buf.Bytes()[start-len(head):]
 	copy(body, head)
+	// The offsets above count from the buffer's start; the body starts
+	// start-len(head) into it.
+	shift := start - len(head)
+	for pk, c := range encoded {
+		c.off -= shift
+		encoded[pk] = c
+	}
 	doc := &document{
 		body:        body,
 		agentsSum:   agentsSum,
@@ -248,6 +325,7 @@ func (d *Directory) rebuildLocked(ctx context.Context) error {
 		generatedAt: time.Unix(generatedAt, 0),
 		count:       len(entries),
 	}
+	d.encoded, d.encodedFor = encoded, doc
 	d.doc.Store(doc)
 	return d.publishLocked(ctx, doc, true, now)
 }

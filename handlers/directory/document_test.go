@@ -1,7 +1,10 @@
 package directory
 
 import (
+	"bytes"
+	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -414,4 +417,72 @@ func TestDocumentIfModifiedSince(t *testing.T) {
 	if r := e.do(http.MethodOptions, DefaultPath, nil); !strings.Contains(r.header.Get("Access-Control-Allow-Headers"), "If-Modified-Since") {
 		t.Errorf("preflight Access-Control-Allow-Headers = %q", r.header.Get("Access-Control-Allow-Headers"))
 	}
+}
+
+// A rebuild copies the entries that did not change from the document
+// served and encodes the others: the bytes are those a full build makes.
+func TestRebuildAfterAChangeMatchesAFullBuild(t *testing.T) {
+	store := openStore(t)
+	e := newEnvOn(t, store, Options{})
+	keys := []agentKey{newAgent(t), newAgent(t), newAgent(t)}
+	for i, k := range keys {
+		e.mustRegister(regEvent(t, k, e.now().Add(time.Duration(i)*time.Second), fmt.Sprintf("agent %d", i)))
+	}
+	e.document()
+	e.clock.Advance(time.Hour)
+	e.mustPost(note(t, keys[1], e.now(), "a change in the middle"))
+	e.clock.Advance(time.Minute)
+	e.mustRegister(regEvent(t, keys[2], e.now(), "renamed, now longer than before"))
+	e.document()
+	got := e.do(http.MethodGet, DefaultPath, nil).body
+
+	full := newEnvOn(t, store, Options{Now: e.clock.Now}) // builds from scratch
+	want := full.do(http.MethodGet, DefaultPath, nil).body
+	if !bytes.Equal(got, want) {
+		t.Errorf("incremental:\n%s\nfull:\n%s", got, want)
+	}
+}
+
+// entryHash covers every field of an entry: changing any one changes it.
+func TestEntryHashCoversEveryField(t *testing.T) {
+	op, id := "op", "x@y.example"
+	base := Entry{Pubkey: "p", Npub: "n", Name: "a", Purpose: "b", Capabilities: []string{"c"}, Operator: &op,
+		Level: 1, Gates: Gates{PowBits: 1, NIP05: &id}, Flags: []string{}, FirstRegisteredAt: 1, ActiveDays: 1,
+		RegistrationEvent: "r", ProfileURL: "u"}
+	mutated := base
+	var change func(v reflect.Value, path string)
+	change = func(v reflect.Value, path string) {
+		for i := range v.NumField() {
+			f, name := v.Field(i), path+v.Type().Field(i).Name
+			if f.Kind() == reflect.Struct {
+				change(f, name+".")
+				continue
+			}
+			old := reflect.New(f.Type()).Elem()
+			old.Set(f)
+			switch f.Kind() {
+			case reflect.String:
+				f.SetString(f.String() + "!")
+			case reflect.Int, reflect.Int64:
+				f.SetInt(f.Int() + 1)
+			case reflect.Bool:
+				f.SetBool(!f.Bool())
+			case reflect.Slice:
+				f.Set(reflect.Append(f, reflect.ValueOf("more")))
+			case reflect.Pointer:
+				if f.IsNil() {
+					f.Set(reflect.New(f.Type().Elem()))
+				} else {
+					f.Set(reflect.Zero(f.Type()))
+				}
+			default:
+				t.Fatalf("%s: kind %s not covered by this test", name, f.Kind())
+			}
+			if entryHash(&mutated) == entryHash(&base) {
+				t.Errorf("changing %s leaves entryHash as it was", name)
+			}
+			f.Set(old)
+		}
+	}
+	change(reflect.ValueOf(&mutated).Elem(), "")
 }

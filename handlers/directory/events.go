@@ -164,9 +164,7 @@ func (d *Directory) ingestPosts(ctx context.Context, evts []*nostr.Event, res []
 	if len(posts) == 0 {
 		return nil
 	}
-	out, err := d.agents.RecordPosts(ctx, posts, func(a *agents.Agent, act *agents.Activity, p agents.Post) error {
-		return d.rules.apply(a, act, p, now)
-	})
+	out, err := d.recordPosts(ctx, posts, now)
 	if err != nil {
 		return err
 	}

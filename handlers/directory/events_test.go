@@ -1,10 +1,12 @@
 package directory
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -303,5 +305,52 @@ func TestEventsCheckEverySignatureOfALargeBatch(t *testing.T) {
 		if forged := i%7 == 3; r.OK == forged || forged != hasPrefix(r.Message, "invalid: signature") {
 			t.Errorf("event %d (forged %v): %+v", i, forged, r)
 		}
+	}
+}
+
+// Concurrent requests are written together (group commit): each post is
+// counted once, whichever request carried it first, and each request gets
+// its own results in order.
+func TestConcurrentPostsAreCountedOnce(t *testing.T) {
+	e := newEnv(t, Options{})
+	a, b := newAgent(t), newAgent(t)
+	e.mustRegister(regEvent(t, a, e.now(), "a"))
+	e.mustRegister(regEvent(t, b, e.now(), "b"))
+	var notes []*nostr.Event
+	for i := range 20 {
+		notes = append(notes, note(t, a, e.now(), fmt.Sprintf("note %d", i)), note(t, b, e.now(), fmt.Sprintf("note %d", i)))
+	}
+	const clients = 16
+	results := make([][]OKResult, clients)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			res, err := e.dir.Ingest(t.Context(), notes)
+			if err != nil {
+				t.Error(err)
+			}
+			results[c] = res
+		})
+	}
+	wg.Wait()
+	for i, n := range notes {
+		firsts := 0
+		for c := range clients {
+			r := results[c][i]
+			switch {
+			case r.ID != n.ID || !r.OK:
+				t.Fatalf("client %d, note %d: %+v", c, i, r)
+			case r.Message == "":
+				firsts++
+			case r.Message != msgDuplicate:
+				t.Fatalf("client %d, note %d: %+v", c, i, r)
+			}
+		}
+		if firsts != 1 {
+			t.Errorf("note %d counted by %d requests", i, firsts)
+		}
+	}
+	if pa, pb := postsOf(t, e.dir, a.pk), postsOf(t, e.dir, b.pk); pa != 20 || pb != 20 {
+		t.Errorf("posts = %d, %d; want 20 each", pa, pb)
 	}
 }

@@ -28,7 +28,7 @@ func TestLevelOneByProofOfWork(t *testing.T) {
 }
 
 func TestLevelOneByNIP05(t *testing.T) {
-	e := newEnv(t, Options{NIP05Domain: "agents.test"})
+	e := newEnv(t, Options{NIP05Domain: "agents.test", NIP05OpenClaims: true})
 	a := newAgent(t)
 	e.mustRegister(regEvent(t, a, e.now(), "named", nostr.Tag{"nip05", "named@agents.test"}))
 	en := e.mustEntry(a.pk)
@@ -40,7 +40,7 @@ func TestLevelOneByNIP05(t *testing.T) {
 // Level 2 needs NIP-05, 7 days since registration and posts on 2 distinct
 // UTC days; each missing condition keeps the agent at level 1.
 func TestLevelTwoTransitions(t *testing.T) {
-	e := newEnv(t, Options{NIP05Domain: "agents.test"})
+	e := newEnv(t, Options{NIP05Domain: "agents.test", NIP05OpenClaims: true})
 	a := newAgent(t)
 	e.mustRegister(regEvent(t, a, e.now(), "steady", nostr.Tag{"nip05", "steady@agents.test"}))
 
@@ -69,7 +69,7 @@ func TestLevelTwoTransitions(t *testing.T) {
 }
 
 func TestLevelTwoNeedsSevenDays(t *testing.T) {
-	e := newEnv(t, Options{NIP05Domain: "agents.test"})
+	e := newEnv(t, Options{NIP05Domain: "agents.test", NIP05OpenClaims: true})
 	a := newAgent(t)
 	e.mustRegister(regEvent(t, a, e.now(), "young", nostr.Tag{"nip05", "young@agents.test"}))
 	e.clock.Advance(time.Hour)
@@ -83,7 +83,7 @@ func TestLevelTwoNeedsSevenDays(t *testing.T) {
 }
 
 func TestLevelTwoNeedsTwoDistinctUTCDays(t *testing.T) {
-	e := newEnv(t, Options{NIP05Domain: "agents.test"})
+	e := newEnv(t, Options{NIP05Domain: "agents.test", NIP05OpenClaims: true})
 	a := newAgent(t)
 	e.mustRegister(regEvent(t, a, e.now(), "oneday", nostr.Tag{"nip05", "oneday@agents.test"}))
 	// Two posts 11 hours apart, but on the same UTC day.
@@ -126,7 +126,7 @@ func TestLevelTwoNeedsNIP05(t *testing.T) {
 }
 
 func TestAnyFlagForcesLevelZero(t *testing.T) {
-	e := newEnv(t, Options{NIP05Domain: "agents.test", BurstMaxPosts: 3})
+	e := newEnv(t, Options{NIP05Domain: "agents.test", NIP05OpenClaims: true, BurstMaxPosts: 3})
 	a := newAgent(t)
 	e.mustRegister(minedRegistration(t, a, e.now(), "flagged", 8, nostr.Tag{"nip05", "flagged@agents.test"}))
 	e.clock.Advance(time.Hour)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,20 +33,29 @@ const (
 )
 
 // checkNIP05 fetches https://<domain>/.well-known/nostr.json?name=<local>
-// without following redirects and compares names[local] with pubkey (NIP-05:
+// (on Options.NIP05Port) without following redirects and compares names[local] with pubkey (NIP-05:
 // lowercase hex).
 func (d *Directory) checkNIP05(ctx context.Context, pubkey, identifier string) verdict {
 	local, domain, _ := strings.Cut(identifier, "@")
 	if d.opts.NIP05Domain != "" && domain == d.opts.NIP05Domain {
-		owner, err := d.agents.NIP05Claimant(ctx, identifier)
-		if err == nil && owner == pubkey {
+		c, err := d.agents.NIP05Claim(ctx, identifier)
+		if err == nil && c.Pubkey == pubkey && d.claimVouched(c) {
 			return verdictMatch
 		}
 		return verdictMismatch
 	}
+	if !validDomain(domain) {
+		// Stored before identifiers were checked for a port: never
+		// fetched, so nobody picks the port the server connects to.
+		return verdictMismatch
+	}
+	host := domain
+	if d.opts.NIP05Port != DefaultNIP05Port {
+		host = net.JoinHostPort(domain, strconv.Itoa(d.opts.NIP05Port))
+	}
 	ctx, cancel := context.WithTimeout(ctx, d.opts.NIP05Timeout)
 	defer cancel()
-	u := "https://" + domain + "/.well-known/nostr.json?name=" + url.QueryEscape(local)
+	u := "https://" + host + "/.well-known/nostr.json?name=" + url.QueryEscape(local)
 	resp, err := d.fetcher.GetWithHeader(ctx, u, http.Header{"Accept": {"application/json"}})
 	if err != nil {
 		d.opts.Logger.Debug("NIP-05 check failed", zap.String("identifier", identifier), zap.Error(err))
@@ -144,8 +155,9 @@ func (d *Directory) nip05Loop(ctx context.Context) {
 	}
 }
 
-// serveWellKnown answers NIP-05 lookups for the agents that claimed
-// name@<nip05_domain> (this domain, not a former one or another site's):
+// serveWellKnown answers NIP-05 lookups for the agents whose claim on
+// name@<nip05_domain> (this domain, not a former one or another site's) the
+// site vouches for (approved, a maintainer's, or claims are open):
 // {"names": {"<name>": "<hex>"}} for ?name=<name>, an empty names object
 // for unknown names (NIP-05 clients treat both alike).
 func (d *Directory) serveWellKnown(w http.ResponseWriter, r *http.Request) {
@@ -159,8 +171,8 @@ func (d *Directory) serveWellKnown(w http.ResponseWriter, r *http.Request) {
 	names := map[string]string{}
 	name := strings.ToLower(r.URL.Query().Get("name"))
 	if nip05LocalRE.MatchString(name) {
-		if pk, err := d.agents.NIP05Claimant(r.Context(), name+"@"+d.opts.NIP05Domain); err == nil {
-			names[name] = pk
+		if c, err := d.agents.NIP05Claim(r.Context(), name+"@"+d.opts.NIP05Domain); err == nil && d.claimVouched(c) {
+			names[name] = c.Pubkey
 		}
 	}
 	b, _ := json.Marshal(map[string]any{"names": names})

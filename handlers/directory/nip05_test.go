@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -142,11 +143,12 @@ func TestNIP05RedirectIsNotFollowed(t *testing.T) {
 
 func TestNIP05PrivateAddressRefusedByDefault(t *testing.T) {
 	dom := newNIP05Domain(t)
-	e := newEnvWithFetcher(t, openStore(t), Options{}) // no Fetcher: New builds one; AllowPrivate is false
+	u, _ := url.Parse(dom.srv.URL)
+	port, _ := strconv.Atoi(u.Port())
+	e := newEnvWithFetcher(t, openStore(t), Options{NIP05Port: port}) // no Fetcher: New builds one; AllowPrivate is false
 	a := newAgent(t)
 	dom.set("bot", a.pk)
-	host := strings.TrimPrefix(dom.srv.URL, "https://")
-	en := e.mustRegister(regEvent(t, a, e.now(), "bot", nostr.Tag{"nip05", "bot@" + host}))
+	en := e.mustRegister(regEvent(t, a, e.now(), "bot", nostr.Tag{"nip05", "bot@" + u.Hostname()}))
 	if en.Gates.NIP05 != nil {
 		t.Errorf("loopback identifier verified: %+v", en.Gates)
 	}
@@ -256,8 +258,11 @@ func TestNIP05NotRecheckedBeforeDue(t *testing.T) {
 func TestLocalNIP05DomainServesWellKnown(t *testing.T) {
 	e := newEnv(t, Options{NIP05Domain: "Agents.Test"})
 	a := newAgent(t)
-	en := e.mustRegister(regEvent(t, a, e.now(), "local", nostr.Tag{"nip05", "Local@agents.test"}))
-	if en.Gates.NIP05 == nil || *en.Gates.NIP05 != "local@agents.test" || en.Level != 1 {
+	e.mustRegister(regEvent(t, a, e.now(), "local", nostr.Tag{"nip05", "Local@agents.test"}))
+	if _, err := e.dir.ApproveName(t.Context(), "local"); err != nil {
+		t.Fatal(err)
+	}
+	if en := e.mustEntry(a.pk); en.Gates.NIP05 == nil || *en.Gates.NIP05 != "local@agents.test" || en.Level != 1 {
 		t.Fatalf("gates = %+v level %d", en.Gates, en.Level)
 	}
 	r := e.do(http.MethodGet, WellKnownNIP05+"?name=local", nil, "Origin", "https://client.example")
@@ -279,8 +284,8 @@ func TestLocalNIP05DomainServesWellKnown(t *testing.T) {
 	}
 }
 
-func TestLocalNIP05NameIsFirstComeFirstServed(t *testing.T) {
-	e := newEnv(t, Options{NIP05Domain: "agents.test"})
+func TestLocalNIP05NameIsHeldByItsFirstClaimant(t *testing.T) {
+	e := newEnv(t, Options{NIP05Domain: "agents.test", NIP05OpenClaims: true})
 	first, second := newAgent(t), newAgent(t)
 	e.mustRegister(regEvent(t, first, e.now(), "first", nostr.Tag{"nip05", "taken@agents.test"}))
 	r := e.register(regEvent(t, second, e.now(), "second", nostr.Tag{"nip05", "taken@agents.test"}))
@@ -321,14 +326,14 @@ func (e *env) wellKnownNames(name string) map[string]string {
 
 func TestLocalNIP05ClaimIsForItsDomainAfterNIP05DomainChanges(t *testing.T) {
 	store := openStore(t)
-	before := newEnvOn(t, store, Options{NIP05Domain: "old.test"})
+	before := newEnvOn(t, store, Options{NIP05Domain: "old.test", NIP05OpenClaims: true})
 	x, y := newAgent(t), newAgent(t)
 	before.mustRegister(regEvent(t, x, before.now(), "x", nostr.Tag{"nip05", "bob@old.test"}))
 	before.srv.Close()
 	before.dir.Close()
 
 	// A reload with another nip05_domain: a new Directory on the same store.
-	after := newEnvOn(t, store, Options{NIP05Domain: "new.test"})
+	after := newEnvOn(t, store, Options{NIP05Domain: "new.test", NIP05OpenClaims: true})
 	if names := after.wellKnownNames("bob"); len(names) != 0 {
 		t.Errorf("bob@new.test answers with the claimant of bob@old.test: %v", names)
 	}
@@ -340,7 +345,7 @@ func TestLocalNIP05ClaimIsForItsDomainAfterNIP05DomainChanges(t *testing.T) {
 		t.Errorf("well-known after the new claim: %v, want bob: %s", names, y.pk)
 	}
 	// The old claim is not lost: back on the old domain, it answers again.
-	back := newEnvOn(t, store, Options{NIP05Domain: "old.test"})
+	back := newEnvOn(t, store, Options{NIP05Domain: "old.test", NIP05OpenClaims: true})
 	if names := back.wellKnownNames("bob"); names["bob"] != x.pk {
 		t.Errorf("well-known back on old.test: %v, want bob: %s", names, x.pk)
 	}
@@ -348,8 +353,8 @@ func TestLocalNIP05ClaimIsForItsDomainAfterNIP05DomainChanges(t *testing.T) {
 
 func TestLocalNIP05ClaimsOfTwoSitesOnOneStore(t *testing.T) {
 	store := openStore(t)
-	siteA := newEnvOn(t, store, Options{NIP05Domain: "a.test"})
-	siteB := newEnvOn(t, store, Options{NIP05Domain: "b.test"})
+	siteA := newEnvOn(t, store, Options{NIP05Domain: "a.test", NIP05OpenClaims: true})
+	siteB := newEnvOn(t, store, Options{NIP05Domain: "b.test", NIP05OpenClaims: true})
 	x, y := newAgent(t), newAgent(t)
 	siteA.mustRegister(regEvent(t, x, siteA.now(), "x", nostr.Tag{"nip05", "bob@a.test"}))
 	if names := siteB.wellKnownNames("bob"); len(names) != 0 {

@@ -32,6 +32,7 @@ type profileView struct {
 	LastPost        string
 	Posts           int64
 	DocumentPath    string
+	BrowsePath      string
 }
 
 // serveProfile serves the HTML profile of the agent at /agents/<npub> (a
@@ -41,7 +42,7 @@ func (d *Directory) serveProfile(w http.ResponseWriter, r *http.Request) {
 		methodNotAllowed(w, "GET, HEAD")
 		return
 	}
-	view := profileView{DocumentPath: d.opts.Path, PowMinBits: d.opts.PowMinBits}
+	view := profileView{DocumentPath: d.opts.Path, BrowsePath: d.BrowsePath(), PowMinBits: d.opts.PowMinBits}
 	status := http.StatusOK
 	pk, err := ParsePubkey(strings.TrimPrefix(r.URL.Path, ProfilePrefix))
 	if err == nil {

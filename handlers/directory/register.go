@@ -68,14 +68,10 @@ var (
 	domainLabelRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 )
 
-func validDomain(d string) bool {
-	host := d
-	if h, port, ok := strings.Cut(d, ":"); ok {
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return false
-		}
-		host = h
-	}
+// validDomain accepts a domain name without a port: NIP-05 checks fetch
+// one port (Options.NIP05Port) of the domain, never one a registration
+// names.
+func validDomain(host string) bool {
 	if len(host) == 0 || len(host) > 253 {
 		return false
 	}
@@ -222,7 +218,7 @@ func (d *Directory) parseNIP05(reg *registration, v string) error {
 		local, domain = "_", v // NIP-05 allows a bare domain for _@domain
 	}
 	if !nip05LocalRE.MatchString(local) || !validDomain(domain) {
-		return refuse("invalid: nip05 must look like name@example.com (name: a-z 0-9 . _ -)")
+		return refuse("invalid: nip05 must look like name@example.com (name: a-z 0-9 . _ -; the domain without a port)")
 	}
 	reg.nip05 = local + "@" + domain
 	if d.opts.NIP05Domain != "" && domain == d.opts.NIP05Domain {
@@ -344,6 +340,7 @@ func (d *Directory) Register(ctx context.Context, raw []byte) (Entry, bool, erro
 	}
 	if old != nil && old.NIP05 == a.NIP05 {
 		a.NIP05Verified, a.NIP05CheckedAt, a.NIP05OKAt = old.NIP05Verified, old.NIP05CheckedAt, old.NIP05OKAt
+		a.NIP05Approved = old.NIP05Approved && old.NIP05Local != ""
 		if a.NIP05Local == "" {
 			// A claim made under another nip05_domain (a reload, or
 			// another site on the same store) stays with its agent.
@@ -355,11 +352,24 @@ func (d *Directory) Register(ctx context.Context, raw []byte) (Entry, bool, erro
 		if reg.nip05Local != "" {
 			// Claims are by the full identifier: bob@<old domain> does
 			// not hold bob@<this domain>.
-			owner, err := d.agents.NIP05Claimant(ctx, a.NIP05)
-			if err == nil && owner != pk {
+			claim, err := d.agents.NIP05Claim(ctx, a.NIP05)
+			if err == nil && claim.Pubkey != pk {
 				return Entry{}, false, refuse("invalid: %s is already claimed by another agent", a.NIP05)
 			}
-			a.NIP05Verified, a.NIP05CheckedAt, a.NIP05OKAt = true, now.Unix(), now.Unix()
+			if err := d.checkReservedName(ctx, pk, reg.nip05Local); err != nil {
+				return Entry{}, false, err
+			}
+			// A claim vouches for the agent once the operator approved
+			// it (kept across re-registrations with the same
+			// identifier), or at once where claims are open.
+			if d.maintainers[pk] {
+				a.NIP05Approved = true
+			}
+			if d.opts.NIP05OpenClaims || a.NIP05Approved {
+				a.NIP05Verified, a.NIP05CheckedAt, a.NIP05OKAt = true, now.Unix(), now.Unix()
+			} else {
+				a.NIP05Verified, a.NIP05CheckedAt = false, now.Unix()
+			}
 		} else {
 			d.applyVerdict(a, d.checkNIP05(ctx, pk, a.NIP05), now)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,9 @@ const (
 	relayResumeOverlap = time.Hour
 	// relayMaxBatch bounds the events recorded in one transaction.
 	relayMaxBatch = 256
+	// relayMaxFiltersPerREQ bounds the filters of one live REQ (relays
+	// commonly cap them, strfry and nostr-rs-relay at 10 or so).
+	relayMaxFiltersPerREQ = 10
 	// relayPageTimeout bounds the wait for one catch-up page's end of
 	// stored events; past it the connection starts again.
 	relayPageTimeout = 2 * time.Minute
@@ -93,19 +97,28 @@ func (d *Directory) startRelays(ctx context.Context, wg *sync.WaitGroup) {
 func (d *Directory) followRelay(ctx context.Context, relayURL string, restart chan struct{}) {
 	log := d.opts.Logger.With(zap.String("relay", relayURL))
 	wait := d.opts.RelayRetryMin
+	perFilter := relayAuthorsPerFilter
 	for ctx.Err() == nil {
-		progressed, err := d.subscribeRelay(ctx, relayURL, restart)
+		progressed, err := d.subscribeRelay(ctx, relayURL, restart, perFilter)
 		if ctx.Err() != nil {
 			return
 		}
 		if progressed {
 			wait = d.opts.RelayRetryMin
 		}
-		if errors.Is(err, errRestart) {
+		var refused *filterRefusedError
+		switch {
+		case errors.Is(err, errRestart):
 			// Let a burst of registrations settle into one resubscription.
 			if !sleep(ctx, d.opts.RegenerateDelay) {
 				return
 			}
+			continue
+		case errors.As(err, &refused) && perFilter > 1:
+			// The relay refuses filters this large (a cap on authors or
+			// on the size of a request): ask again with smaller ones.
+			perFilter = max(1, perFilter/2)
+			log.Info("relay refused a filter; splitting the authors further", zap.String("reason", refused.reason), zap.Int("authors_per_filter", perFilter))
 			continue
 		}
 		log.Warn("relay subscription ended; reconnecting", zap.Error(err), zap.Duration("retry_in", wait))
@@ -114,6 +127,26 @@ func (d *Directory) followRelay(ctx context.Context, relayURL string, restart ch
 		}
 		wait = min(2*wait, d.opts.RelayRetryMax)
 	}
+}
+
+// filterRefusedError: the relay answered a request with CLOSED for a reason
+// that smaller filters may avoid.
+type filterRefusedError struct{ reason string }
+
+func (e *filterRefusedError) Error() string {
+	return "the relay closed the subscription: " + e.reason
+}
+
+// closedError is the error of a subscription the relay CLOSED: a
+// filterRefusedError unless the reason says that smaller filters would not
+// help (NIP-01 prefixes auth-required:, rate-limited:, restricted:).
+func closedError(reason string) error {
+	for _, p := range []string{"auth-required:", "rate-limited:", "restricted:"} {
+		if strings.HasPrefix(reason, p) {
+			return fmt.Errorf("the relay closed the subscription: %s", reason)
+		}
+	}
+	return &filterRefusedError{reason}
 }
 
 // sleep waits for t or until ctx ends (then it returns false).
@@ -128,13 +161,27 @@ func sleep(ctx context.Context, t time.Duration) bool {
 	}
 }
 
-// subscribeRelay runs one connection to a relay until it ends: catch-up,
-// then live. progressed reports whether the relay answered (end of stored
-// events or an event), which resets the reconnection delay.
-func (d *Directory) subscribeRelay(ctx context.Context, relayURL string, restart chan struct{}) (progressed bool, err error) {
+// isLive reports whether sub is one of the live subscriptions.
+func isLive(sub string) bool { return strings.HasPrefix(sub, "live-") }
+
+// subscribeRelay runs one connection to a relay until it ends. progressed
+// reports whether the relay answered (end of stored events or an event),
+// which resets the reconnection delay.
+//
+// No note may fall between what is stored and what is new, so the live
+// subscriptions open first and the stored notes are read after them: the
+// live ones ask for no stored event (limit 0) and for every note dated from
+// its author's registration on (not only from now, since a note may reach
+// the relay long after its created_at); once the relay acknowledged them
+// (EOSE: from then on it sends what it receives), the catch-up reads what
+// the relay stored since the cursor, paging back per filter. A relay reads
+// its store and then registers a subscription (khatru v0.19.1
+// handlers.go), so a note arriving in between would be lost to a request
+// that did both.
+func (d *Directory) subscribeRelay(ctx context.Context, relayURL string, restart chan struct{}, perFilter int) (progressed bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	authors, err := d.agents.Pubkeys(ctx)
+	authors, err := d.agents.Authors(ctx)
 	if err != nil {
 		return false, fmt.Errorf("list registered agents: %w", err)
 	}
@@ -146,13 +193,23 @@ func (d *Directory) subscribeRelay(ctx context.Context, relayURL string, restart
 			return true, errRestart
 		}
 	}
-	since, err := d.relaySince(ctx, relayURL)
+	since, err := d.relaySince(ctx, relayURL, authors)
 	if err != nil {
 		return false, err
 	}
-	filters := make(nostr.Filters, 0, len(authors)/relayAuthorsPerFilter+1)
-	for start := 0; start < len(authors); start += relayAuthorsPerFilter {
-		filters = append(filters, nostr.Filter{Kinds: []int{nostr.KindTextNote}, Authors: authors[start:min(start+relayAuthorsPerFilter, len(authors))]})
+	perFilter = max(1, perFilter)
+	var live nostr.Filters
+	for start := 0; start < len(authors); start += perFilter {
+		chunk := authors[start:min(start+perFilter, len(authors))]
+		f := nostr.Filter{Kinds: []int{nostr.KindTextNote}, Authors: make([]string, len(chunk)), LimitZero: true}
+		from := chunk[0].FirstRegisteredAt
+		for i, a := range chunk {
+			f.Authors[i] = a.Pubkey
+			from = min(from, a.FirstRegisteredAt)
+		}
+		ts := nostr.Timestamp(from)
+		f.Since = &ts
+		live = append(live, f)
 	}
 	conn, err := dialRelay(ctx, relayURL, d.relayFetcher, func(notice string) {
 		d.opts.Logger.Debug("relay notice", zap.String("relay", relayURL), zap.String("notice", notice))
@@ -163,179 +220,227 @@ func (d *Directory) subscribeRelay(ctx context.Context, relayURL string, restart
 	defer conn.close()
 	d.opts.Logger.Debug("connected to relay", zap.String("relay", relayURL), zap.Int("authors", len(authors)), zap.Int64("since", since))
 
+	// The live subscriptions, relayMaxFiltersPerREQ filters to a request.
+	rd := &relayReader{d: d, conn: conn, relayURL: relayURL}
+	pending := map[string]bool{}
+	for k := 0; k*relayMaxFiltersPerREQ < len(live); k++ {
+		id := fmt.Sprintf("live-%d", k)
+		pending[id] = true
+		if err := conn.req(ctx, id, live[k*relayMaxFiltersPerREQ:min((k+1)*relayMaxFiltersPerREQ, len(live))]); err != nil {
+			return progressed, err
+		}
+	}
+	if err := rd.await(ctx, func(m relayMsg) (bool, error) {
+		if isLive(m.sub) && m.kind == "EOSE" {
+			delete(pending, m.sub)
+		}
+		return len(pending) == 0, nil
+	}); err != nil {
+		return rd.progressed, err
+	}
+
 	// Catch up: every filter paged back to the cursor. The cursor moves only
 	// once all of it is recorded, so a connection lost half-way starts the
 	// catch-up again rather than skipping what was not read yet.
-	startedAt := d.now().Unix()
-	var newest int64
-	for i, f := range filters {
-		n, err := d.catchUp(ctx, conn, fmt.Sprintf("catchup-%d", i), f, since)
-		if err != nil || ctx.Err() != nil {
-			return progressed, err
-		}
-		progressed = true
-		newest = max(newest, n)
-	}
-	if newest > 0 {
-		if err := d.agents.SetRelayCursor(ctx, relayURL, min(newest, d.now().Unix())); err != nil {
-			return progressed, fmt.Errorf("save relay cursor: %w", err)
+	for i, f := range live {
+		f.LimitZero = false
+		// Notes dated before the filter's earliest registration never count.
+		ts := max(nostr.Timestamp(since), *f.Since)
+		f.Since = &ts
+		if err := rd.catchUp(ctx, fmt.Sprintf("catchup-%d", i), f); err != nil || ctx.Err() != nil {
+			return rd.progressed, err
 		}
 	}
+	if err := rd.flush(ctx); err != nil {
+		return rd.progressed, err
+	}
+	if rd.newest > 0 {
+		if err := d.agents.SetRelayCursor(ctx, relayURL, min(rd.newest, d.now().Unix())); err != nil {
+			return rd.progressed, fmt.Errorf("save relay cursor: %w", err)
+		}
+	}
+	d.relayLive.Add(1)
 
-	// Live: from a little before the catch-up began (what was posted
-	// during it comes as stored events again, counted once by id).
-	live := max(since, startedAt-int64(relayResumeOverlap/time.Second))
-	for i := range filters {
-		ts := nostr.Timestamp(live)
-		filters[i].Since = &ts
-	}
-	if err := conn.req(ctx, "live", filters); err != nil {
-		return progressed, err
-	}
-	batch := make([]*nostr.Event, 0, relayMaxBatch)
+	// Live.
 	for {
 		select {
 		case <-ctx.Done():
-			return progressed, nil
+			return rd.progressed, nil
 		case <-restart:
-			return progressed, errRestart
+			return rd.progressed, errRestart
 		case <-conn.done:
 			if ctx.Err() != nil {
-				return progressed, nil
+				return rd.progressed, nil
 			}
-			return progressed, conn.lost()
+			return rd.progressed, conn.lost()
 		case m := <-conn.in:
-			if m.sub != "live" {
-				continue // a late answer to a finished catch-up page
+			if err := rd.take(m); err != nil {
+				return rd.progressed, err
 			}
-			var closed *relayMsg
-			if m.kind == "EVENT" {
-				progressed = true
-				batch = append(batch[:0], m.event)
-			drain:
-				for len(batch) < relayMaxBatch {
-					select {
-					case m := <-conn.in:
-						switch {
-						case m.sub != "live":
-						case m.kind == "EVENT":
-							batch = append(batch, m.event)
-						case m.kind == "EOSE":
-							d.relayLive.Add(1)
-						case m.kind == "CLOSED":
-							closed = &m
-							break drain
-						}
-					default:
-						break drain
+			// Drain what is already there into the same batch.
+		drain:
+			for len(rd.batch) < relayMaxBatch {
+				select {
+				case m := <-conn.in:
+					if err := rd.take(m); err != nil {
+						return rd.progressed, err
 					}
-				}
-				if err := d.ingestRelayBatch(ctx, relayURL, batch); err != nil {
-					return progressed, err
+				default:
+					break drain
 				}
 			}
-			switch {
-			case m.kind == "EOSE":
-				progressed = true
-				d.relayLive.Add(1)
-			case m.kind == "CLOSED":
-				closed = &m
-			}
-			if closed != nil {
-				return progressed, fmt.Errorf("the relay closed the subscription: %s", closed.reason)
+			if err := rd.flushLive(ctx); err != nil {
+				return rd.progressed, err
 			}
 		}
 	}
 }
 
-// catchUp reads the stored events of one filter since since, newest first
-// as relays answer, paging back with until: a relay caps what one REQ
+// relayReader reads one relay connection: the notes of the live
+// subscriptions, whenever they come, and those of catch-up pages, recorded
+// in batches.
+type relayReader struct {
+	d        *Directory
+	conn     *relayConn
+	relayURL string
+	batch    []*nostr.Event
+	// newest is the newest created_at read; progressed: the relay
+	// answered.
+	newest     int64
+	progressed bool
+}
+
+// take handles a message of a live subscription (others are late answers to
+// finished catch-up pages): an EVENT joins the batch, CLOSED ends the
+// connection.
+func (rd *relayReader) take(m relayMsg) error {
+	if !isLive(m.sub) {
+		return nil
+	}
+	switch m.kind {
+	case "EVENT":
+		rd.progressed = true
+		rd.add(m.event)
+	case "CLOSED":
+		return closedError(m.reason)
+	}
+	return nil
+}
+
+func (rd *relayReader) add(e *nostr.Event) {
+	rd.batch = append(rd.batch, e)
+	rd.newest = max(rd.newest, int64(e.CreatedAt))
+}
+
+// flush records the batch.
+func (rd *relayReader) flush(ctx context.Context) error {
+	if len(rd.batch) == 0 {
+		return nil
+	}
+	res := make([]OKResult, len(rd.batch))
+	if err := rd.d.ingestPosts(ctx, rd.batch, res, false); err != nil {
+		return fmt.Errorf("record posts: %w", err)
+	}
+	rd.batch = rd.batch[:0]
+	return nil
+}
+
+// flushLive records the batch of live notes and moves the cursor.
+func (rd *relayReader) flushLive(ctx context.Context) error {
+	if len(rd.batch) == 0 {
+		return nil
+	}
+	evts := rd.batch
+	rd.batch = nil
+	return rd.d.ingestRelayBatch(ctx, rd.relayURL, evts)
+}
+
+// await reads messages until done says so, taking live notes on the way;
+// done sees every message.
+func (rd *relayReader) await(ctx context.Context, done func(relayMsg) (bool, error)) error {
+	timeout := time.NewTimer(relayPageTimeout)
+	defer timeout.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timeout.C:
+			return fmt.Errorf("no end of stored events within %v", relayPageTimeout)
+		case <-rd.conn.done:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return rd.conn.lost()
+		case m := <-rd.conn.in:
+			if m.kind == "EOSE" {
+				rd.progressed = true
+			}
+			if err := rd.take(m); err != nil {
+				return err
+			}
+			ok, err := done(m)
+			if err == nil && len(rd.batch) >= relayMaxBatch {
+				err = rd.flush(ctx)
+			}
+			if ok || err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// catchUp reads the stored events of filter f (with its since), newest
+// first as relays answer, paging back with until: a relay caps what one REQ
 // returns (commonly 500), so a page that brought anything is followed by
 // one ending at its oldest event (until is inclusive; events of that second
 // come again and are counted once by id). It stops at a page that brings no
 // event the previous page did not, which is also where a relay that caps
-// below the number of events sharing one second stops us. Posts are
-// recorded page by page; it returns the newest created_at seen.
-func (d *Directory) catchUp(ctx context.Context, conn *relayConn, id string, f nostr.Filter, since int64) (newest int64, err error) {
-	if since > 0 {
-		ts := nostr.Timestamp(since)
-		f.Since = &ts
-	}
+// below the number of events sharing one second stops us.
+func (rd *relayReader) catchUp(ctx context.Context, id string, f nostr.Filter) error {
 	var prev map[string]struct{}
-	batch := make([]*nostr.Event, 0, relayMaxBatch)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		res := make([]OKResult, len(batch))
-		if err := d.ingestPosts(ctx, batch, res, false); err != nil {
-			return fmt.Errorf("record posts: %w", err)
-		}
-		batch = batch[:0]
-		return nil
-	}
 	for page := 0; ; page++ {
-		if err := conn.req(ctx, id, nostr.Filters{f}); err != nil {
-			return newest, err
+		if err := rd.conn.req(ctx, id, nostr.Filters{f}); err != nil {
+			return err
 		}
 		cur := make(map[string]struct{}, len(prev))
 		fresh := 0
 		var oldest nostr.Timestamp
-		timeout := time.NewTimer(relayPageTimeout)
-	read:
-		for {
-			select {
-			case <-ctx.Done():
-				timeout.Stop()
-				return newest, nil
-			case <-timeout.C:
-				return newest, fmt.Errorf("no end of stored events within %v", relayPageTimeout)
-			case <-conn.done:
-				timeout.Stop()
-				if ctx.Err() != nil {
-					return newest, nil
-				}
-				return newest, conn.lost()
-			case m := <-conn.in:
-				if m.sub != id {
-					continue
-				}
-				switch m.kind {
-				case "CLOSED":
-					timeout.Stop()
-					return newest, fmt.Errorf("the relay closed the subscription: %s", m.reason)
-				case "EOSE":
-					timeout.Stop()
-					break read
-				case "EVENT":
-					e := m.event
-					if _, ok := prev[e.ID]; !ok {
-						fresh++
-					}
-					cur[e.ID] = struct{}{}
-					if oldest == 0 || e.CreatedAt < oldest {
-						oldest = e.CreatedAt
-					}
-					newest = max(newest, int64(e.CreatedAt))
-					if batch = append(batch, e); len(batch) == relayMaxBatch {
-						if err := flush(); err != nil {
-							return newest, err
-						}
-					}
-				}
+		err := rd.await(ctx, func(m relayMsg) (bool, error) {
+			if m.sub != id {
+				return false, nil
 			}
+			switch m.kind {
+			case "CLOSED":
+				return true, closedError(m.reason)
+			case "EOSE":
+				return true, nil
+			case "EVENT":
+				e := m.event
+				if _, ok := prev[e.ID]; !ok {
+					fresh++
+				}
+				cur[e.ID] = struct{}{}
+				if oldest == 0 || e.CreatedAt < oldest {
+					oldest = e.CreatedAt
+				}
+				rd.add(e)
+			}
+			return false, nil
+		})
+		if err != nil || ctx.Err() != nil {
+			return err
 		}
-		if err := flush(); err != nil {
-			return newest, err
+		if err := rd.flush(ctx); err != nil {
+			return err
 		}
-		if err := conn.unsub(ctx, id); err != nil {
-			return newest, err
+		if err := rd.conn.unsub(ctx, id); err != nil {
+			return err
 		}
 		if fresh == 0 {
 			if page > 0 {
-				d.opts.Logger.Debug("relay catch-up done", zap.Int("pages", page+1))
+				rd.d.opts.Logger.Debug("relay catch-up done", zap.Int("pages", page+1))
 			}
-			return newest, nil
+			return nil
 		}
 		until := oldest
 		f.Until = &until
@@ -343,10 +448,10 @@ func (d *Directory) catchUp(ctx context.Context, conn *relayConn, id string, f n
 	}
 }
 
-// relaySince is where a subscription to relayURL resumes: a little before
-// the newest post seen from it, or, for a relay never read, the earliest
-// registration (posts dated before it never count).
-func (d *Directory) relaySince(ctx context.Context, relayURL string) (int64, error) {
+// relaySince is where the catch-up of relayURL resumes: a little before the
+// newest post seen from it, or, for a relay never read, the earliest
+// registration of authors (posts dated before it never count).
+func (d *Directory) relaySince(ctx context.Context, relayURL string, authors []agents.Author) (int64, error) {
 	cursor, err := d.agents.RelayCursor(ctx, relayURL)
 	if err != nil {
 		return 0, fmt.Errorf("read relay cursor: %w", err)
@@ -355,13 +460,12 @@ func (d *Directory) relaySince(ctx context.Context, relayURL string) (int64, err
 		return max(cursor-int64(relayResumeOverlap/time.Second), 0), nil
 	}
 	var earliest int64
-	err = d.agents.Each(ctx, func(a *agents.Agent, _ *agents.Activity, banned bool) error {
-		if !banned && (earliest == 0 || a.FirstRegisteredAt < earliest) {
+	for _, a := range authors {
+		if earliest == 0 || a.FirstRegisteredAt < earliest {
 			earliest = a.FirstRegisteredAt
 		}
-		return nil
-	})
-	return earliest, err
+	}
+	return earliest, nil
 }
 
 // ingestRelayBatch records posts read from a relay and moves its cursor

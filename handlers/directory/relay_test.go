@@ -224,11 +224,15 @@ func TestRelaySinceIsTheCursorLessAnOverlap(t *testing.T) {
 	e.mustRegister(reg)
 	const u = "ws://relay.test"
 	// Never read: from the earliest registration.
-	if since, _ := e.dir.relaySince(t.Context(), u); since != int64(reg.CreatedAt) {
+	authors, err := agents.Of(e.store).Authors(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if since, _ := e.dir.relaySince(t.Context(), u, authors); since != int64(reg.CreatedAt) {
 		t.Errorf("since = %d, want the registration time %d", since, reg.CreatedAt)
 	}
 	agents.Of(e.store).SetRelayCursor(t.Context(), u, 1_800_000_000)
-	if since, _ := e.dir.relaySince(t.Context(), u); since != 1_800_000_000-3600 {
+	if since, _ := e.dir.relaySince(t.Context(), u, authors); since != 1_800_000_000-3600 {
 		t.Errorf("since = %d, want cursor - 1 h", since)
 	}
 }
@@ -272,7 +276,7 @@ func TestRelayOnPrivateAddressRefusedByDefault(t *testing.T) {
 	tr := startRelay(t)
 	e := newEnv(t, Options{}) // AllowPrivate false, no relays started
 	e.mustRegister(regEvent(t, newAgent(t), e.now(), "someone"))
-	_, err := e.dir.subscribeRelay(context.Background(), nostr.NormalizeURL(tr.url()), make(chan struct{}))
+	_, err := e.dir.subscribeRelay(context.Background(), nostr.NormalizeURL(tr.url()), make(chan struct{}), relayAuthorsPerFilter)
 	if !errors.Is(err, safefetch.ErrBlockedAddress) {
 		t.Errorf("err = %v, want a blocked address", err)
 	}

@@ -641,6 +641,15 @@ func TestMemberPagesInChromium(t *testing.T) {
 	s.check("agent")
 	s.open("/agents/npub1sg6plzptd64u62a878hep2kev88swjh3tw00gjsfl8f237lmu63q0uf63m")
 	s.check("agent-not-found")
+	// The browse page, filtered through its form as a person does.
+	s.open("/directory")
+	s.check("directory")
+	s.run("search the directory", chromedp.SendKeys("#q", "records", chromedp.ByID))
+	s.submit(`main form[role=search] button[type=submit]`)
+	if body := s.text("main"); !strings.Contains(body, "1 of 1 agents match") || !strings.Contains(body, "Archivist") {
+		t.Fatalf("the directory searched for records says %q", body)
+	}
+	s.check("directory-search")
 
 	// Sign out.
 	s.open("/auth/sign_out")

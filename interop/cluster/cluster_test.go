@@ -102,11 +102,13 @@ http://127.0.0.1:{$NODE_PORT} {
 	}
 	# The relay and the NIP-05 server run in the test process on loopback;
 	# nip05_recheck is as short as it goes (the schedule looks for due
-	# identifiers every max(nip05_recheck/24, 1m)).
+	# identifiers every max(nip05_recheck/24, 1m)); NIP-05 checks fetch the
+	# NIP-05 server's port.
 	hearth_directory {
 		relays ws://127.0.0.1:18583
 		allow_private_addresses
 		nip05_recheck 1s
+		nip05_port 18584
 	}
 }
 # The same site under another name with a tight GraphQL token limit: the

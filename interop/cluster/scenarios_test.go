@@ -165,7 +165,7 @@ func scenario10and11(t *testing.T, c *cluster) {
 	ns.set("bot", ag.pk)
 	reqs := tr.reqCount()
 	tr.resetMax()
-	register(t, b, ag, "relayed", nostr.Tag{"nip05", "bot@" + nip05Addr})
+	register(t, b, ag, "relayed", nostr.Tag{"nip05", "bot@" + nip05Host})
 	if f := ns.fetchesOf("bot"); len(f) != 1 || f[0].node != "B" {
 		t.Fatalf("NIP-05 fetches for the registration on B: %v; want one, by B", f)
 	}

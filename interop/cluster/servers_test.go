@@ -38,6 +38,9 @@ import (
 const (
 	relayAddr = "127.0.0.1:18583"
 	nip05Addr = "127.0.0.1:18584"
+	// nip05Host is the NIP-05 server's domain in identifiers: the port is
+	// the nodes' nip05_port, never part of an identifier.
+	nip05Host = "127.0.0.1"
 	// Node C, a third Caddy process on a database of its own (the restore
 	// of scenario 12).
 	nodeCPort  = "18585"

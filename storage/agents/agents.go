@@ -33,8 +33,10 @@ func Of(st *storage.Store) Store { return Store{st} }
 //	agent/act/<pubkey>    Activity: bounded activity summary
 //	agent/ban/<pubkey>    Ban: the agent is banned (may exist without a registration)
 //	agent/seen/<eventid>  empty, with a TTL: the post was already counted
-//	agent/nip05/<id>      pubkey that claimed the identifier id (name@domain,
-//	                      a domain that was the site's nip05_domain) first
+//	agent/nip05/<id>      pubkey holding the claim on the identifier id
+//	                      (name@domain, a domain that was the site's
+//	                      nip05_domain); whether the operator approved it is
+//	                      Agent.NIP05Approved
 //	agent/nip05/<name>    older records: the claim, keyed by the name alone; it
 //	                      stands for the identifier its owner's Agent.NIP05 names
 //	agent/relay/<url>     Unix seconds of the newest post seen from that relay
@@ -75,7 +77,12 @@ type Agent struct {
 	NIP05Local string `json:"nip05_local,omitempty"`
 	// NIP05Verified is the current verdict; NIP05CheckedAt the last check
 	// attempt and NIP05OKAt the last check that matched.
-	NIP05Verified  bool  `json:"nip05_verified,omitempty"`
+	NIP05Verified bool `json:"nip05_verified,omitempty"`
+	// NIP05Approved: the site's operator approved the agent's claim on
+	// NIP05 under the site's own domain (ApproveNIP05). Until then a local
+	// claim holds the name but vouches for nothing, unless the site
+	// claims are open.
+	NIP05Approved  bool  `json:"nip05_approved,omitempty"`
 	NIP05CheckedAt int64 `json:"nip05_checked_at,omitempty"`
 	NIP05OKAt      int64 `json:"nip05_ok_at,omitempty"`
 
@@ -310,35 +317,159 @@ func deleteIfOwner(tx *storage.Tx, k []byte, pubkey string) error {
 	return tx.Delete(k)
 }
 
-// NIP05Claimant returns the pubkey that claimed the identifier id
-// (name@domain, lowercased) under the site's own NIP-05 domain; banned or
-// unregistered agents give storage.ErrNotFound.
-func (s Store) NIP05Claimant(ctx context.Context, id string) (string, error) {
-	var pk string
+// Claim is a NIP-05 identifier held under one of the site's domains.
+type Claim struct {
+	// ID is the identifier, name@domain.
+	ID       string `json:"id"`
+	Pubkey   string `json:"pubkey"`
+	Approved bool   `json:"approved"`
+}
+
+// NIP05Claim returns the claim on id (name@domain, lowercased) with whether
+// the operator approved it; banned or unregistered agents give
+// storage.ErrNotFound.
+func (s Store) NIP05Claim(ctx context.Context, id string) (Claim, error) {
+	c := Claim{ID: id}
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		var err error
-		if pk, err = nip05Claimant(tx, id); err != nil {
+		if c.Pubkey, err = nip05Claimant(tx, id); err != nil {
 			return err
 		}
-		if banned, err := tx.Has(agentBanKey(pk)); err != nil || banned {
+		if banned, err := tx.Has(agentBanKey(c.Pubkey)); err != nil || banned {
 			if err == nil {
 				err = storage.ErrNotFound
 			}
 			return err
 		}
-		ok, err := tx.Has(agentKey(pk))
-		if err == nil && !ok {
-			err = storage.ErrNotFound
+		var a Agent
+		if err := tx.GetJSON(agentKey(c.Pubkey), &a); err != nil {
+			return err
 		}
-		return err
+		c.Approved = a.NIP05Approved && a.nip05Claim() == id
+		return nil
+	})
+	return c, err
+}
+
+// NIP05Claims lists the claims on identifiers under domain, by name.
+func (s Store) NIP05Claims(ctx context.Context, domain string) ([]Claim, error) {
+	var out []Claim
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		prefix := storage.Key("agent", "nip05", "")
+		seen := map[string]bool{}
+		var ids []string
+		if err := tx.Scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+			id := string(k[len(prefix):])
+			if !strings.Contains(id, "@") {
+				id += "@" + domain // an older record: checked by nip05Claimant below
+			}
+			if strings.HasSuffix(id, "@"+domain) && !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			pk, err := nip05Claimant(tx, id)
+			if errors.Is(err, storage.ErrNotFound) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			var a Agent
+			if err := tx.GetJSON(agentKey(pk), &a); errors.Is(err, storage.ErrNotFound) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			out = append(out, Claim{ID: id, Pubkey: pk, Approved: a.NIP05Approved && a.nip05Claim() == id})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ApproveNIP05 approves the claim on id (name@domain) for the agent that
+// holds it, and returns that agent's pubkey; storage.ErrNotFound when
+// nobody holds it.
+func (s Store) ApproveNIP05(ctx context.Context, id string, now time.Time) (string, error) {
+	var pk string
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		var err error
+		if pk, err = nip05Claimant(tx, id); err != nil {
+			return err
+		}
+		var a Agent
+		if err := tx.GetJSON(agentKey(pk), &a); err != nil {
+			return err
+		}
+		if a.nip05Claim() != id {
+			return storage.ErrNotFound
+		}
+		a.NIP05Approved, a.NIP05Verified = true, true
+		a.NIP05CheckedAt, a.NIP05OKAt = now.Unix(), now.Unix()
+		return tx.PutJSON(agentKey(pk), &a, 0)
 	})
 	return pk, err
 }
 
-// Ban bans pubkey (registered or not). Banning twice keeps the first ban.
+// ReleaseNIP05 frees the name id (name@domain): whoever holds it loses the
+// claim (and its approval), so another agent may claim it. It returns the
+// pubkey that held it; storage.ErrNotFound when nobody did.
+func (s Store) ReleaseNIP05(ctx context.Context, id string) (string, error) {
+	var pk string
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		var err error
+		if pk, err = nip05Claimant(tx, id); err != nil {
+			return err
+		}
+		return releaseClaims(tx, pk, id)
+	})
+	return pk, err
+}
+
+// releaseClaims deletes the claims pubkey holds (on id, and on whatever its
+// registration names) and clears them from its registration.
+func releaseClaims(tx *storage.Tx, pubkey, id string) error {
+	if id != "" {
+		if err := deleteIfOwner(tx, agentNameKey(id), pubkey); err != nil {
+			return err
+		}
+	}
+	var a Agent
+	switch err := tx.GetJSON(agentKey(pubkey), &a); {
+	case errors.Is(err, storage.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	if a.NIP05Local == "" {
+		return nil
+	}
+	if c := a.nip05Claim(); c != "" {
+		if err := deleteIfOwner(tx, agentNameKey(c), pubkey); err != nil {
+			return err
+		}
+	}
+	if err := deleteIfOwner(tx, agentNameKey(a.NIP05Local), pubkey); err != nil {
+		return err
+	}
+	a.NIP05Local, a.NIP05Approved, a.NIP05Verified = "", false, false
+	return tx.PutJSON(agentKey(pubkey), &a, 0)
+}
+
+// Ban bans pubkey (registered or not) and releases the NIP-05 name it
+// held under the site's domain, so a banned squatter keeps nobody from it.
+// Banning twice keeps the first ban.
 func (s Store) Ban(ctx context.Context, pubkey, reason string, now time.Time) error {
 	return s.st.Update(ctx, func(tx *storage.Tx) error {
 		if ok, err := tx.Has(agentBanKey(pubkey)); err != nil || ok {
+			return err
+		}
+		if err := releaseClaims(tx, pubkey, ""); err != nil {
 			return err
 		}
 		return tx.PutJSON(agentBanKey(pubkey), Ban{At: now.Unix(), Reason: reason}, 0)
@@ -512,24 +643,39 @@ func (s Store) RecordPosts(ctx context.Context, posts []Post, apply func(a *Agen
 	return res, nil
 }
 
-// Pubkeys returns the pubkeys of registered, unbanned agents, sorted.
-func (s Store) Pubkeys(ctx context.Context) ([]string, error) {
-	var pks []string
+// Author is a registered, unbanned agent as the relay subscriptions ask
+// for its notes.
+type Author struct {
+	Pubkey string
+	// FirstRegisteredAt: notes dated before it never count.
+	FirstRegisteredAt int64
+}
+
+// Authors returns the registered, unbanned agents, sorted by pubkey.
+func (s Store) Authors(ctx context.Context) ([]Author, error) {
+	var out []Author
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		bans := map[string]Ban{}
 		if err := scanBans(tx, bans); err != nil {
 			return err
 		}
 		prefix := storage.Key("agent", "a", "")
-		return tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		return tx.Scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 			pk := string(k[len(prefix):])
-			if _, b := bans[pk]; !b {
-				pks = append(pks, pk)
+			if _, b := bans[pk]; b {
+				return true, nil
 			}
+			var a struct {
+				FirstRegisteredAt int64 `json:"first_registered_at"`
+			}
+			if err := json.Unmarshal(v, &a); err != nil {
+				return false, err
+			}
+			out = append(out, Author{Pubkey: pk, FirstRegisteredAt: a.FirstRegisteredAt})
 			return true, nil
 		})
 	})
-	return pks, err
+	return out, err
 }
 
 // RelayCursor returns the newest created_at seen from relay url (0 if none).

@@ -52,7 +52,7 @@ func TestRegisterAgentCheckRefusalStoresNothing(t *testing.T) {
 	if _, err := st.Get(t.Context(), agentPK1); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("stored after refusal: %v", err)
 	}
-	if _, err := st.NIP05Claimant(t.Context(), "x@agents.test"); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := claimantOf(t, st, "x@agents.test"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("name claimed after refusal: %v", err)
 	}
 }
@@ -63,12 +63,12 @@ func TestLocalNIP05NamesAreFirstComeAndReleased(t *testing.T) {
 	if _, err := st.Register(t.Context(), &Agent{Pubkey: agentPK2, NIP05: "bot@agents.test", NIP05Local: "bot"}, func(*Agent) error { return nil }); !errors.Is(err, ErrNameTaken) {
 		t.Errorf("second claim: %v", err)
 	}
-	if pk, err := st.NIP05Claimant(t.Context(), "bot@agents.test"); err != nil || pk != agentPK1 {
-		t.Errorf("NIP05Claimant = %q, %v", pk, err)
+	if pk, err := claimantOf(t, st, "bot@agents.test"); err != nil || pk != agentPK1 {
+		t.Errorf("NIP05Claim = %q, %v", pk, err)
 	}
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK1}) // gives the name up
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK2, NIP05: "bot@agents.test", NIP05Local: "bot"})
-	if pk, _ := st.NIP05Claimant(t.Context(), "bot@agents.test"); pk != agentPK2 {
+	if pk, _ := claimantOf(t, st, "bot@agents.test"); pk != agentPK2 {
 		t.Errorf("released name went to %q", pk)
 	}
 }
@@ -79,11 +79,11 @@ func TestNIP05ClaimsAreByFullIdentifier(t *testing.T) {
 	// The same name under another domain is another claim.
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK2, NIP05: "bob@new.test", NIP05Local: "bob"})
 	for id, want := range map[string]string{"bob@old.test": agentPK1, "bob@new.test": agentPK2} {
-		if pk, err := st.NIP05Claimant(t.Context(), id); err != nil || pk != want {
-			t.Errorf("NIP05Claimant(%s) = %q, %v; want %q", id, pk, err, want)
+		if pk, err := claimantOf(t, st, id); err != nil || pk != want {
+			t.Errorf("NIP05Claim(%s) = %q, %v; want %q", id, pk, err, want)
 		}
 	}
-	if _, err := st.NIP05Claimant(t.Context(), "bob@other.test"); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := claimantOf(t, st, "bob@other.test"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("unclaimed domain: %v", err)
 	}
 	if _, err := st.Register(t.Context(), &Agent{Pubkey: agentPK2, NIP05: "bob@old.test", NIP05Local: "bob"}, func(*Agent) error { return nil }); !errors.Is(err, ErrNameTaken) {
@@ -105,10 +105,10 @@ func TestNIP05ClaimOlderRecordKeyedByName(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if pk, err := st.NIP05Claimant(t.Context(), "bob@old.test"); err != nil || pk != agentPK1 {
+	if pk, err := claimantOf(t, st, "bob@old.test"); err != nil || pk != agentPK1 {
 		t.Errorf("older claim not read: %q, %v", pk, err)
 	}
-	if pk, err := st.NIP05Claimant(t.Context(), "bob@new.test"); !errors.Is(err, storage.ErrNotFound) {
+	if pk, err := claimantOf(t, st, "bob@new.test"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("older claim answers for another domain: %q, %v", pk, err)
 	}
 	if _, err := st.Register(t.Context(), &Agent{Pubkey: agentPK2, NIP05: "bob@old.test", NIP05Local: "bob"}, func(*Agent) error { return nil }); !errors.Is(err, ErrNameTaken) {
@@ -117,15 +117,15 @@ func TestNIP05ClaimOlderRecordKeyedByName(t *testing.T) {
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK2, NIP05: "bob@new.test", NIP05Local: "bob"})
 	// The owner registers again: its claim moves to the full identifier.
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK1, NIP05: "bob@old.test", NIP05Local: "bob"})
-	if pk, err := st.NIP05Claimant(t.Context(), "bob@old.test"); err != nil || pk != agentPK1 {
+	if pk, err := claimantOf(t, st, "bob@old.test"); err != nil || pk != agentPK1 {
 		t.Errorf("after re-registration: %q, %v", pk, err)
 	}
-	if pk, err := st.NIP05Claimant(t.Context(), "bob@new.test"); err != nil || pk != agentPK2 {
+	if pk, err := claimantOf(t, st, "bob@new.test"); err != nil || pk != agentPK2 {
 		t.Errorf("other domain's claim after re-registration: %q, %v", pk, err)
 	}
 	// Giving the identifier up releases it, older record included.
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK1})
-	if _, err := st.NIP05Claimant(t.Context(), "bob@old.test"); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := claimantOf(t, st, "bob@old.test"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("released claim still answers: %v", err)
 	}
 	if err := st.st.View(t.Context(), func(tx *storage.Tx) error {
@@ -150,11 +150,11 @@ func TestBanAgentHidesAndBlocks(t *testing.T) {
 	if _, err := st.Register(t.Context(), &Agent{Pubkey: agentPK1}, func(*Agent) error { return nil }); !errors.Is(err, ErrAgentBanned) {
 		t.Errorf("banned registration: %v", err)
 	}
-	if _, err := st.NIP05Claimant(t.Context(), "bot@agents.test"); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := claimantOf(t, st, "bot@agents.test"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("banned agent's name served: %v", err)
 	}
-	if pks, _ := st.Pubkeys(t.Context()); len(pks) != 0 {
-		t.Errorf("AgentPubkeys = %v", pks)
+	if pks, _ := st.Authors(t.Context()); len(pks) != 0 {
+		t.Errorf("Authors = %v", pks)
 	}
 	res, err := st.RecordPosts(t.Context(), []Post{{ID: "p", Pubkey: agentPK1}}, func(*Agent, *Activity, Post) error { return nil })
 	if err != nil || !errors.Is(res[0], ErrAgentBanned) {
@@ -269,3 +269,10 @@ func TestMain(m *testing.M) { storagetest.Main(m, testPostgresPort) }
 
 // openTestStore opens the agent records of a store of their own.
 func openTestStore(t testing.TB) Store { return Of(storagetest.Open(t)) }
+
+// claimantOf is the pubkey holding the claim on id.
+func claimantOf(t *testing.T, st Store, id string) (string, error) {
+	t.Helper()
+	c, err := st.NIP05Claim(t.Context(), id)
+	return c.Pubkey, err
+}

@@ -1,0 +1,232 @@
+package directory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// The notes of an agent dated at or after its registration count whatever
+// the order in which registration, subscription restarts and publication
+// happen, with another agent keeping the relay's cursor at the present.
+func TestRelayCountsNotesWhateverTheOrder(t *testing.T) {
+	tr := startRelay(t)
+	e := relayEnv(t, openStore(t), tr)
+	busy := newAgent(t)
+	live := e.dir.relayLive.Load()
+	e.mustRegister(regEvent(t, busy, time.Now(), "busy"))
+	waitLive(t, e, live)
+	tr.publish(note(t, busy, time.Now(), "now"))
+	eventually(t, "the busy agent's note", func() bool { return postsOf(t, e.dir, busy.pk) == 1 })
+
+	reg := time.Now().Add(-14 * time.Minute) // inside the registration window
+	// Publish, then register.
+	early := newAgent(t)
+	for i := range 5 {
+		tr.publish(note(t, early, reg.Add(time.Duration(i+1)*time.Second), fmt.Sprintf("before the registration reached us %d", i)))
+	}
+	e.mustRegister(regEvent(t, early, reg, "early"))
+	// Register, then publish at once (the subscription restarts meanwhile)
+	// 31 notes within 3 minutes, dated in the past but after the
+	// registration: the burst flag.
+	late := newAgent(t)
+	e.mustRegister(regEvent(t, late, reg, "late"))
+	for i := range 31 {
+		tr.publish(note(t, late, reg.Add(time.Duration(i)*5*time.Second), fmt.Sprintf("burst %d", i)))
+	}
+	eventually(t, "every note of both agents", func() bool {
+		return postsOf(t, e.dir, early.pk) == 5 && postsOf(t, e.dir, late.pk) == 31
+	})
+	if en := e.mustEntry(late.pk); !slices.Contains(en.Flags, FlagBurst) {
+		t.Errorf("31 notes in 3 minutes: flags %v, want burst", en.Flags)
+	}
+}
+
+// registerMany registers n agents through Register (no HTTP rate limit) and
+// returns them in registration order.
+func registerMany(t *testing.T, e *env, n int, at time.Time) []agentKey {
+	t.Helper()
+	keys := make([]agentKey, n)
+	for i := range keys {
+		keys[i] = newAgent(t)
+		if _, _, err := e.dir.Register(t.Context(), mustJSON(t, regEvent(t, keys[i], at, fmt.Sprintf("agent %d", i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
+}
+
+// With more registered agents than one filter carries, every agent's notes
+// are read: the first's, the last's, one registered later.
+func TestRelayReadsEveryAuthorOfManyFilters(t *testing.T) {
+	tr := startRelay(t)
+	e := relayEnv(t, openStore(t), tr)
+	keys := registerMany(t, e, 1100, time.Now())
+	eventually(t, "the subscription for 1,100 authors", func() bool { return e.dir.relayLive.Load() > 0 })
+	first, last := keys[0], keys[len(keys)-1]
+	newcomer := newAgent(t)
+	e.mustRegister(regEvent(t, newcomer, time.Now(), "newcomer"))
+	tr.publish(note(t, first, time.Now(), "first"), note(t, last, time.Now(), "last"), note(t, newcomer, time.Now(), "newcomer"))
+	eventually(t, "the notes of the first, the last and a later agent", func() bool {
+		return postsOf(t, e.dir, first.pk) == 1 && postsOf(t, e.dir, last.pk) == 1 && postsOf(t, e.dir, newcomer.pk) == 1
+	})
+}
+
+// After downtime each filter pages back to where reading stopped, however
+// many newer events the relay holds for another filter: with 1,100 agents
+// (three filters), a busy agent's 600 notes and a quiet one's single note,
+// on a relay answering at most 500 events per filter.
+func TestRelayCatchUpPerFilterAfterDowntime(t *testing.T) {
+	tr := startCappedRelay(t)
+	store := openStore(t)
+	first := relayEnv(t, store, tr)
+	// A minute back, so that 1,100 registrations stay inside the
+	// registration window however slowly they run (-race); the busy
+	// agent's notes then reach at most 9 minutes ahead (15 allowed).
+	reg := time.Now().Add(-time.Minute)
+	keys := registerMany(t, first, 1100, reg)
+	eventually(t, "the subscription for 1,100 authors", func() bool { return first.dir.relayLive.Load() > 0 })
+	tr.publish(note(t, keys[0], reg.Add(time.Second), "seen before the downtime"))
+	eventually(t, "the first note", func() bool { return postsOf(t, first.dir, keys[0].pk) == 1 })
+	first.dir.Close()
+	first.srv.Close()
+
+	sorted := slices.Clone(keys)
+	slices.SortFunc(sorted, func(a, b agentKey) int { return stringsCompare(a.pk, b.pk) })
+	quiet, busy := sorted[0], sorted[len(sorted)-1] // the first and the last filter
+	down := []*nostr.Event{note(t, quiet, reg.Add(2*time.Second), "the quiet agent's only post")}
+	for i := range 600 {
+		down = append(down, note(t, busy, reg.Add(time.Duration(3+i)*time.Second), fmt.Sprintf("busy post %d", i)))
+	}
+	// Others in every filter keep the relay busy with newer notes.
+	for i, k := range sorted[1 : len(sorted)-1] {
+		if i%5 == 0 {
+			down = append(down, note(t, k, time.Now(), "newer"))
+		}
+	}
+	tr.publish(down...)
+	second := relayEnv(t, store, tr)
+	eventually(t, "every note made during the downtime", func() bool {
+		return postsOf(t, second.dir, busy.pk) == 600 && postsOf(t, second.dir, quiet.pk) == 1
+	})
+}
+
+// The same note read from two relays and sent over HTTP counts once.
+func TestDuplicatesAcrossRelaysAndHTTPCountOnce(t *testing.T) {
+	r1, r2 := startRelay(t), startRelay(t)
+	e := newEnvOn(t, openStore(t), Options{
+		Relays:        []string{r1.url(), r2.url()},
+		AllowPrivate:  true,
+		RelayRetryMin: 20 * time.Millisecond,
+		RelayRetryMax: 200 * time.Millisecond,
+		Now:           time.Now,
+	})
+	a := newAgent(t)
+	live := e.dir.relayLive.Load()
+	e.mustRegister(regEvent(t, a, time.Now(), "twice"))
+	eventually(t, "both relays live", func() bool { return e.dir.relayLive.Load() >= live+2 })
+	n1, n2 := note(t, a, time.Now(), "one"), note(t, a, time.Now(), "two")
+	r1.publish(n1, n2)
+	r2.publish(n2, n1)
+	e.post(n1)
+	eventually(t, "both notes", func() bool { return postsOf(t, e.dir, a.pk) == 2 })
+	// A third copy of either, later, is a duplicate.
+	if res := e.post(n2); !res[0].OK || res[0].Message != msgDuplicate {
+		t.Errorf("n2 again over HTTP: %+v", res[0])
+	}
+	if n := postsOf(t, e.dir, a.pk); n != 2 {
+		t.Errorf("posts = %d, want 2", n)
+	}
+}
+
+// A note that reaches the relay while it answers the directory's request
+// (after the relay read its stored events, before it registered the
+// subscription for new ones: khatru v0.19.1 handlers.go queries, then
+// addListener) is counted all the same.
+func TestRelayNoteStoredWhileTheSubscriptionOpensIsCounted(t *testing.T) {
+	tr := startRelay(t)
+	a := newAgent(t)
+	var published atomic.Int32
+	// After the store's own query (startRelay attached it; nothing asks the
+	// relay yet).
+	tr.relay.QueryEvents = append(tr.relay.QueryEvents, func(_ context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+		// Runs after the store's own query took its snapshot; a request
+		// for the newest notes (no until) gets one more of them.
+		if slices.Contains(f.Authors, a.pk) && f.Until == nil && published.Load() < 5 {
+			n := published.Add(1)
+			tr.publish(note(t, a, time.Now(), fmt.Sprintf("while the request is answered %d", n)))
+		}
+		ch := make(chan *nostr.Event) // khatru reads from it (adding.go), so not nil
+		close(ch)
+		return ch, nil
+	})
+	e := relayEnv(t, openStore(t), tr)
+	live := e.dir.relayLive.Load()
+	e.mustRegister(regEvent(t, a, time.Now().Add(-time.Minute), "racer"))
+	waitLive(t, e, live)
+	eventually(t, "every note published while requests were answered", func() bool {
+		n := published.Load()
+		return n > 0 && postsOf(t, e.dir, a.pk) == int64(n)
+	})
+}
+
+// offsetClock is the real clock moved forward by a settable offset.
+type offsetClock struct{ off atomic.Int64 }
+
+func (c *offsetClock) Now() time.Time { return time.Now().Add(time.Duration(c.off.Load())) }
+
+// A note dated after its agent's registration but published long after it
+// (a backdated note, or one the agent's relay forwarded late) is counted:
+// the subscription does not ask only for notes newer than when it began.
+func TestRelayCountsALateNoteDatedLongAgo(t *testing.T) {
+	tr := startRelay(t)
+	var clk offsetClock
+	e := newEnvOn(t, openStore(t), Options{
+		Relays: []string{tr.url()}, AllowPrivate: true,
+		RelayRetryMin: 20 * time.Millisecond, RelayRetryMax: 200 * time.Millisecond,
+		Now: clk.Now,
+	})
+	a := newAgent(t)
+	regAt := time.Now()
+	live := e.dir.relayLive.Load()
+	e.mustRegister(regEvent(t, a, regAt, "patient"))
+	waitLive(t, e, live)
+	// Three hours later a new registration restarts the subscription.
+	clk.off.Store(int64(3 * time.Hour))
+	live = e.dir.relayLive.Load()
+	e.mustRegister(regEvent(t, newAgent(t), clk.Now(), "newcomer"))
+	waitLive(t, e, live)
+	tr.publish(note(t, a, regAt.Add(time.Minute), "written long ago, sent now"))
+	eventually(t, "the late note is counted", func() bool { return postsOf(t, e.dir, a.pk) == 1 })
+}
+
+// A relay that takes at most 100 authors per filter still gets asked for
+// every author: the filters are split further when it refuses them.
+func TestRelaySplitsFiltersAsTheRelayRequires(t *testing.T) {
+	tr := newTestRelay(t)
+	tr.relay.RejectFilter = append(tr.relay.RejectFilter, func(_ context.Context, f nostr.Filter) (bool, string) {
+		return len(f.Authors) > 100, "too many authors in one filter (at most 100)"
+	})
+	tr.serve()
+	e := relayEnv(t, openStore(t), tr)
+	keys := registerMany(t, e, 250, time.Now())
+	tr.publish(note(t, keys[0], time.Now(), "first"), note(t, keys[249], time.Now(), "last"))
+	eventually(t, "the notes of the first and the last agent", func() bool {
+		return postsOf(t, e.dir, keys[0].pk) == 1 && postsOf(t, e.dir, keys[249].pk) == 1
+	})
+}
+
+func stringsCompare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
