@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
@@ -376,11 +377,15 @@ func (s *Server) fetchPending(ctx context.Context, p library.PendingFetch) {
 		return
 	}
 	if err == nil {
-		_, err = library.Of(s.store).FinishFetch(ctx, p.MemberID, p.ItemID, *in)
+		var it *library.SavedItem
+		it, err = library.Of(s.store).FinishFetch(ctx, p.MemberID, p.ItemID, *in)
 		if errors.Is(err, storage.ErrNotFound) {
 			err = library.Of(s.store).DropFetch(ctx, p.MemberID, p.ItemID)
 		}
 		if err == nil {
+			if it != nil && it.HighlightCount > 0 {
+				s.placeFetchedQuotes(ctx, it)
+			}
 			return
 		}
 		var ue *userError
@@ -400,5 +405,18 @@ func (s *Server) fetchPending(ctx context.Context, p library.PendingFetch) {
 	}
 	if err := library.Of(s.store).FailFetch(ctx, p.MemberID, p.ItemID, reason); err != nil && !errors.Is(err, storage.ErrNotFound) && ctx.Err() == nil {
 		s.log.Error("mark article fetch failed", zap.String("item", p.ItemID), zap.Error(err))
+	}
+}
+
+// placeFetchedQuotes places the quotes an import kept without a place (it
+// had no content) in the content just fetched. A failure leaves them where
+// they were: text-only highlights, still shown.
+func (s *Server) placeFetchedQuotes(ctx context.Context, it *library.SavedItem) {
+	c, err := library.Of(s.store).ItemContent(ctx, it.MemberID, it.ID)
+	if err == nil {
+		_, err = importer.PlaceFetchedQuotes(ctx, s.store, it.MemberID, it.ID, c.HTML)
+	}
+	if err != nil && ctx.Err() == nil && !errors.Is(err, storage.ErrNotFound) {
+		s.log.Error("place imported quotes", zap.String("item", it.ID), zap.Error(err))
 	}
 }

@@ -485,7 +485,7 @@ func TestEveryFixtureImportsThroughTheAPI(t *testing.T) {
 		created, failed         int
 		url, title, status, has string // one item to look at, and a label or highlight note it has
 	}{
-		{"pocket.zip", "POCKET", zipFixture(t, "pocket"), 4, 1, "https://go.dev/doc/go1.26", "Go 1.26 Release Notes", "ACTIVE", "label:release notes"},
+		{"pocket.zip", "POCKET", zipFixture(t, "pocket"), 5, 1, "https://go.dev/doc/go1.26", "Go 1.26 Release Notes", "ACTIVE", "label:release notes"},
 		{"pocket_2020.csv", "POCKET", read("pocket_2020.csv"), 3, 0, "https://www.reddit.com/r/DataHoarder/comments/ioupbk/archivebox_question_how_do_i_import_links_from_a/", "", "ARCHIVED", ""},
 		{"ril_export.html", "POCKET_HTML", read("ril_export.html"), 3, 0, "https://www.lemonde.fr/pixels/article/2016/09/08/apple-iphone-7.html", "iPhone 7 : ce qu’il faut retenir", "ARCHIVED", "label:tech"},
 		{"omnivore.zip", "OMNIVORE", zipFixture(t, "omnivore"), 3, 0, "https://www.lemonde.fr/economie/article/2024/10/29/malgre-la-crise-du-marche-des-montres-breitling-etend-son-reseau-commercial-et-devoile-ses-ambitions_6365425_3234.html", "", "ARCHIVED", "note:Worth following up"},

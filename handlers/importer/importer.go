@@ -75,7 +75,7 @@ func joinFormats(fs []Format) string {
 func Describe(f Format) string {
 	switch f {
 	case PocketCSV:
-		return "Pocket: the zip Pocket e-mailed (part_*.csv), or one CSV from it"
+		return "Pocket: the zip Pocket e-mailed (part_*.csv, annotations/part_*.json), or one CSV from it"
 	case PocketHTML:
 		return "Pocket (before 2024): ril_export.html"
 	case Omnivore:

@@ -109,7 +109,7 @@ func at(sec int64) time.Time { return time.Unix(sec, 0).UTC() }
 
 func TestPocketZipIsDetectedAndKeepsDatesTagsAndStatus(t *testing.T) {
 	f, items, skipped := readAll(t, zipDir(t, "pocket"), importer.Auto)
-	if f != importer.PocketCSV || len(items) != 4 || len(skipped) != 1 || !strings.Contains(skipped[0], "part_000000.csv row 3") {
+	if f != importer.PocketCSV || len(items) != 5 || len(skipped) != 1 || !strings.Contains(skipped[0], "part_000000.csv row 3") {
 		t.Fatalf("format %s, %d items, skipped %v", f, len(items), skipped)
 	}
 	m := byURL(items, "https://www.monde-diplomatique.fr/2020/09/HALIMI/62165")
@@ -120,6 +120,39 @@ func TestPocketZipIsDetectedAndKeepsDatesTagsAndStatus(t *testing.T) {
 	g := byURL(items, "https://go.dev/doc/go1.26")
 	if g == nil || g.Status != library.StatusActive || strings.Join(g.Labels, ";") != "go;Release Notes" {
 		t.Fatalf("second part: %+v", g)
+	}
+	// annotations/part_000000.json: the highlights join their rows by URL,
+	// with Pocket's created_at (Unix seconds), quotes with line breaks and
+	// typographic quotes as written.
+	if len(m.Highlights) != 2 || m.Highlights[0].Quote != "Je n’ai jamais plaidé « l’innocence » de mes clients" ||
+		!m.Highlights[0].CreatedAt.Equal(at(1599900000)) || m.Highlights[1].Quote != "La guerre d’Algérie\n\nn’était pas une « opération de police »" {
+		t.Fatalf("highlights of a row: %+v", m.Highlights)
+	}
+	if len(g.Highlights) != 1 || !g.Highlights[0].CreatedAt.Equal(at(1739500000)) {
+		t.Fatalf("highlights of a row of the second part: %+v", g.Highlights)
+	}
+	// An entry whose URL no row has is an item of its own, after the rows.
+	if h := items[4]; h.URL != "https://example.org/hidden-from-the-list" || len(h.Highlights) != 1 || h.Status != library.StatusActive {
+		t.Fatalf("highlights without a row: %+v", h)
+	}
+}
+
+// Pocket's annotation files are read as the list is: a malformed entry is
+// skipped (its row is imported without it), a file that is no JSON list
+// refuses the export before anything is written.
+func TestPocketAnnotationsThatAreNotAListRefuseTheFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "pocket.zip")
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.Create("part_000000.csv")
+	w.Write([]byte("title,url,time_added,cursor,tags,status\nA,https://example.org/a,1600000000,x,,unread\n"))
+	w, _ = zw.Create("annotations/part_000000.json")
+	w.Write([]byte(`{"url":"https://example.org/a"}`))
+	zw.Close()
+	os.WriteFile(p, buf.Bytes(), 0o600)
+	if _, _, err := importer.Scan(p, importer.Auto, importer.Limits{}); !importer.IsFileError(err) || !strings.Contains(err.Error(), "annotations/part_000000.json") {
+		t.Fatalf("Scan: %v", err)
 	}
 }
 

@@ -218,7 +218,10 @@ func openZip(f *os.File, size int64, format Format, lim Limits, scan bool) (Read
 	case Omnivore:
 		r, err = newOmnivoreReader(z, scan)
 	case PocketCSV:
-		r = &pocketZipReader{z: z, parts: z.names(pocketPartRE)}
+		var q *pocketQuotes
+		if q, err = readPocketQuotes(z); err == nil {
+			r = &pocketZipReader{z: z, parts: z.names(pocketPartRE), quotes: q}
+		}
 	}
 	if err != nil {
 		return nil, "", err
@@ -275,16 +278,20 @@ func readLabels(z *zipArchive, name string) ([]Label, error) {
 // --- Pocket ---
 
 type pocketZipReader struct {
-	z     *zipArchive
-	parts []string
-	cur   *csvReader
-	rc    io.ReadCloser
+	z      *zipArchive
+	parts  []string
+	cur    *csvReader
+	rc     io.ReadCloser
+	quotes *pocketQuotes // annotations/part_*.json, joined to the rows by URL
 }
 
 func (p *pocketZipReader) Next() (*Item, error) {
 	for {
 		if p.cur == nil {
 			if len(p.parts) == 0 {
+				if it := p.quotes.next(); it != nil {
+					return it, nil
+				}
 				return nil, io.EOF
 			}
 			name := p.parts[0]
@@ -306,6 +313,7 @@ func (p *pocketZipReader) Next() (*Item, error) {
 			p.cur, p.rc = nil, nil
 			continue
 		}
+		p.quotes.attach(it)
 		return it, err
 	}
 }

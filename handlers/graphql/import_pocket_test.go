@@ -1,0 +1,124 @@
+package graphql_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/storage/library"
+)
+
+// pocketZip is Pocket's export zip: the list as part_000000.csv and the
+// highlights as annotations/part_000000.json (the layout of
+// annotationsExportService.ts and S3Bucket.zipFilesByPrefix,
+// Pocket/pocket-monorepo@fff0f693).
+func pocketZip(t *testing.T, csv, annotations string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, body := range map[string]string{"part_000000.csv": csv, "annotations/part_000000.json": annotations} {
+		w, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(body))
+	}
+	zw.Close()
+	return buf.Bytes()
+}
+
+// Pocket's highlights land on their items: an import has no content, so
+// they are kept as text at first, and placed in the article once its fetch
+// brings it; a quote the article lacks stays a text-only highlight. A
+// second import of the same file changes nothing.
+func TestPocketHighlightsArePlacedOnceTheFetchBringsTheContent(t *testing.T) {
+	e := newEnv(t, graphql.Options{Fetcher: localFetcher()})
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<html><head><title>Page %s</title></head><body><article><h1>Page %s</h1>
+<p>Sourdough needs patience, warm water and a lively starter that doubles in size within hours of feeding.</p>
+<p>Knead the dough until it is smooth, then let it rest overnight in a cool place, covered with a damp cloth.</p>
+<p>Bake it hot: a preheated pot keeps the steam in and gives the loaf its crust, its colour and its rise.</p>
+</article></body></html>`, r.URL.Path, r.URL.Path)
+	}))
+	t.Cleanup(site.Close)
+	csv := fmt.Sprintf("title,url,time_added,cursor,tags,status\r\nBread,%[1]s/bread,1600000000,a,baking,unread\r\nOther,%[1]s/other,1600000001,b,,archive\r\n", site.URL)
+	ann := fmt.Sprintf(`[{"url":"%[1]s/bread","title":"Bread","highlights":[{"quote":"let it rest overnight","created_at":1600000500},{"quote":"not in the article at all","created_at":1600000600}]},`+
+		`{"url":"%[1]s/other","title":"Other","highlights":[{"quote":"a preheated pot keeps the steam in","created_at":1600000700}]}]`, site.URL)
+	file := pocketZip(t, csv, ann)
+	status, out := upload(t, e.srv.URL, e.token, "pocket.zip", file, "")
+	if status != http.StatusCreated || out["format"] != "POCKET" {
+		t.Fatalf("HTTP %d %v", status, out)
+	}
+	job := waitImport(t, e.store, e.member.ID, out["jobId"].(string))
+	if job.State != library.ImportDone || job.Created != 2 || job.Failed != 0 {
+		t.Fatalf("job: %+v", job)
+	}
+	e.waitFetched()
+	byURL := map[string]*library.SavedItem{}
+	library.Of(e.store).ForEachSavedItem(t.Context(), e.member.ID, func(it *library.SavedItem, _ *library.ItemContent) error {
+		byURL[it.OriginalURL] = it
+		return nil
+	})
+	bread, other := byURL[site.URL+"/bread"], byURL[site.URL+"/other"]
+	if bread == nil || other == nil || bread.HighlightCount != 2 || other.HighlightCount != 1 {
+		t.Fatalf("items: %+v", byURL)
+	}
+	// The quotes are placed just after the fetch is saved, in the content as
+	// stored (the extracted article wrapped in a div).
+	quotes := func(it *library.SavedItem) map[string]library.HighlightSegment {
+		for i := 0; ; i++ {
+			hs, err := library.Of(e.store).ItemHighlights(t.Context(), e.member.ID, it.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]library.HighlightSegment{}
+			unplaced := 0
+			for _, h := range hs {
+				if len(h.Segments) != 1 {
+					t.Fatalf("segments: %+v", h.Segments)
+				}
+				out[h.Segments[0].Text] = h.Segments[0]
+				if h.Segments[0].XPath == "/" {
+					unplaced++
+				}
+				if h.CreatedAt.Unix() < 1600000500 || h.CreatedAt.Unix() > 1600000700 {
+					t.Fatalf("created_at not kept: %v", h.CreatedAt)
+				}
+			}
+			if unplaced <= 1 || i > 500 {
+				return out
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	got := quotes(bread)
+	if s := got["let it rest overnight"]; s.XPath != "/div[1]/article[1]/p[2]" || s.StartOffset != 41 || s.EndOffset != 62 {
+		t.Errorf("placed quote: %+v", s)
+	}
+	if s := got["not in the article at all"]; s.XPath != "/" || s.StartOffset != 0 || s.EndOffset != 0 {
+		t.Errorf("a quote not in the article: %+v (want it kept as text at the root)", s)
+	}
+	if s := quotes(other)["a preheated pot keeps the steam in"]; s.XPath != "/div[1]/article[1]/p[3]" || s.StartOffset != 13 || s.EndOffset != 47 {
+		t.Errorf("placed quote of an archived item: %+v", s)
+	}
+
+	before := snapshot(t, e.store, e.member.ID)
+	status, out = upload(t, e.srv.URL, e.token, "pocket.zip", file, "")
+	if status != http.StatusCreated {
+		t.Fatalf("HTTP %d %v", status, out)
+	}
+	job = waitImport(t, e.store, e.member.ID, out["jobId"].(string))
+	if job.Created != 0 || job.Existing != 2 {
+		t.Fatalf("second import: %+v", job)
+	}
+	after := snapshot(t, e.store, e.member.ID)
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Fatalf("a second import changed the library:\n%v\n%v", before, after)
+	}
+}

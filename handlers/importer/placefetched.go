@@ -1,0 +1,22 @@
+package importer
+
+import (
+	"context"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
+)
+
+// PlaceFetchedQuotes places the item's quotes kept without a place (an
+// import brought them before the content) in content, the item's content
+// as the fetch saved it, within the same bound as an import's quotes.
+func PlaceFetchedQuotes(ctx context.Context, st *storage.Store, memberID, itemID, content string) (int, error) {
+	body := contentBody(content)
+	if body == nil {
+		return 0, nil
+	}
+	budget := placeBudget
+	return library.Of(st).PlaceHighlights(ctx, memberID, itemID, func(quote string) []library.HighlightSegment {
+		return placeQuote(body, quote, &budget)
+	})
+}

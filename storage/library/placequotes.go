@@ -1,0 +1,98 @@
+package library
+
+import (
+	"context"
+	"errors"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// Unplaced highlights: an import that brings a quote without the content
+// to find it in (Pocket's annotations, Readwise's CSV) keeps it as one
+// segment at the content's root ("/", offsets 0) holding the quote. Once a
+// fetch brings the content, the quotes found there get their place.
+
+// placeQuotesPerTx bounds the highlights one transaction rewrites.
+const placeQuotesPerTx = 100
+
+// Unplaced reports whether segs is a quote kept without a place.
+func Unplaced(segs []HighlightSegment) bool {
+	return len(segs) == 1 && segs[0].XPath == "/" && segs[0].StartOffset == 0 && segs[0].EndOffset == 0 && segs[0].Text != ""
+}
+
+// PlaceHighlights gives the item's unplaced highlights the segments place
+// returns for their quote (nil, or an unplaced segment: left as it is),
+// moving their updatedAt so that clients syncing highlights see them. It
+// returns how many were placed.
+func (s Store) PlaceHighlights(ctx context.Context, memberID, itemID string, place func(quote string) []HighlightSegment) (int, error) {
+	hs, err := s.ItemHighlights(ctx, memberID, itemID)
+	if err != nil {
+		return 0, err
+	}
+	var todo []*Highlight
+	for _, h := range hs {
+		if Unplaced(h.Segments) {
+			todo = append(todo, h)
+		}
+	}
+	placed := 0
+	for len(todo) > 0 {
+		part := todo[:min(len(todo), placeQuotesPerTx)]
+		todo = todo[len(part):]
+		segs := make([][]HighlightSegment, len(part))
+		for i, h := range part {
+			if sg := place(h.Segments[0].Text); len(sg) > 0 && !Unplaced(sg) && validateSegments(sg) == nil {
+				segs[i] = sg
+			}
+		}
+		err := s.st.Update(ctx, func(tx *storage.Tx) error {
+			t := storage.Now()
+			for i, old := range part {
+				if segs[i] == nil {
+					continue
+				}
+				var h Highlight
+				if err := tx.GetJSON(highlightKey(memberID, old.ID), &h); err != nil {
+					if errors.Is(err, storage.ErrNotFound) {
+						continue // deleted meanwhile
+					}
+					return err
+				}
+				if !Unplaced(h.Segments) {
+					continue // placed meanwhile, by the member or another node
+				}
+				for _, k := range highlightIndexKeys(memberID, &h) {
+					if err := tx.Delete(k); err != nil {
+						return err
+					}
+				}
+				h.Segments = nil
+				for _, sg := range segs[i] {
+					id, err := tx.NewID()
+					if err != nil {
+						return err
+					}
+					sg.ID = id
+					h.Segments = append(h.Segments, sg)
+				}
+				if t.After(h.UpdatedAt) {
+					h.UpdatedAt = t
+				}
+				if err := tx.PutJSON(highlightKey(memberID, h.ID), &h, 0); err != nil {
+					return err
+				}
+				for _, k := range highlightIndexKeys(memberID, &h) {
+					if err := tx.Put(k, nil, 0); err != nil {
+						return err
+					}
+				}
+				placed++
+			}
+			return nil
+		})
+		if err != nil {
+			return placed, err
+		}
+	}
+	return placed, nil
+}
