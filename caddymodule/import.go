@@ -138,8 +138,10 @@ func importCommand() *cobra.Command {
 the background and goes on after a restart. The command shows the progress
 until the import ends (Ctrl-C stops watching, not the import); --no-wait
 returns once the file is accepted. Formats (detected from the file unless
---format is given): POCKET, POCKET_HTML, OMNIVORE, INBOXT_CSV, INBOXT_ZIP,
-WALLABAG, INSTAPAPER, BOOKMARKS, HEARTH; see docs/import.md.`,
+--format is given): POCKET, POCKET_HTML, OMNIVORE, RAINDROP,
+READWISE_READER, READWISE, MATTER, GOODLINKS, KARAKEEP, LINKWARDEN,
+INBOXT_CSV, INBOXT_ZIP, WALLABAG, INSTAPAPER, BOOKMARKS, HEARTH; see
+docs/import.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			member, _ := cmd.Flags().GetString("member")

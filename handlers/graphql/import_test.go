@@ -494,6 +494,15 @@ func TestEveryFixtureImportsThroughTheAPI(t *testing.T) {
 		{"bookmarks.html", "BOOKMARKS", read("bookmarks.html"), 3, 1, "https://blog.golang.org/pipelines", "Go Concurrency Patterns: Pipelines and cancellation", "ACTIVE", "label:concurrency"},
 		{"saved-items.csv", "INBOXT_CSV", read("inboxt.csv"), 2, 1, "https://example.org/bread", "Baking Bread", "ACTIVE", "label:weekend"},
 		{"inboxt.zip", "INBOXT_ZIP", zipFixture(t, "inboxt"), 3, 2, "https://example.org/sourdough", "Sourdough starter basics", "ARCHIVED", "label:cooking"},
+		{"raindrop.csv", "RAINDROP", read("raindrop.csv"), 3, 1, "https://example.org/levain", "Le pain au levain, pas à pas", "ACTIVE", "note:à vérifier"},
+		{"raindrop-folder.csv", "RAINDROP", read("raindrop.csv"), 3, 1, "https://example.org/levain", "", "ACTIVE", "label:Cuisine/Pain"},
+		{"readwise_reader.csv", "READWISE_READER", read("readwise_reader.csv"), 3, 1, "https://paulgraham.com/greatwork.html", "How to Do Great Work", "ACTIVE", "label:career"},
+		{"readwise_reader-archive.csv", "READWISE_READER", read("readwise_reader.csv"), 3, 1, "https://example.org/quoted", `Quoted, with a "comma"`, "ARCHIVED", ""},
+		{"readwise.csv", "READWISE", read("readwise.csv"), 1, 1, "https://paulgraham.com/greatwork.html", "How to Do Great Work", "ACTIVE", "note:Start small.\nThen iterate."},
+		{"matter.csv", "MATTER", read("matter.csv"), 2, 0, "https://jackcheng.com/the-slow-web", "The Slow Web", "ARCHIVED", "label:Starred"},
+		{"goodlinks.json", "GOODLINKS", read("goodlinks.json"), 2, 1, "https://daringfireball.net/2024/01/vision_pro", "Vision Pro", "ARCHIVED", "note:quote in review"},
+		{"karakeep.json", "KARAKEEP", read("karakeep.json"), 2, 1, "https://antonz.org/sqlite-is-not-a-toy-database/", "SQLite is not a toy database", "ACTIVE", "note:Read the WAL part again"},
+		{"linkwarden.json", "LINKWARDEN", read("linkwarden.json"), 2, 1, "https://arxiv.org/abs/1706.03762", "Attention Is All You Need", "ACTIVE", "label:Research"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -540,6 +549,18 @@ func TestEveryFixtureImportsThroughTheAPI(t *testing.T) {
 			})
 			if !found {
 				t.Fatalf("no item %s", c.url)
+			}
+			// The same file again changes nothing.
+			before := snapshot(t, e.store, e.member.ID)
+			status, out = upload(t, e.srv.URL, e.token, c.name, c.file, "")
+			if status != http.StatusCreated {
+				t.Fatalf("second upload: HTTP %d %v", status, out)
+			}
+			if job := waitImport(t, e.store, e.member.ID, out["jobId"].(string)); job.Created != 0 || job.Existing != c.created {
+				t.Fatalf("second import: %+v", job)
+			}
+			if after := snapshot(t, e.store, e.member.ID); fmt.Sprint(before) != fmt.Sprint(after) {
+				t.Fatalf("a second import changed the library:\n%v\n%v", before, after)
 			}
 		})
 	}

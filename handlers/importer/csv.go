@@ -57,7 +57,7 @@ func newCSVReader(body io.Reader, format Format, lim Limits, prefix string) (*cs
 			c.cols[h] = i
 		}
 	}
-	if _, ok := c.col([]string{"url", "URL"}, nil); !ok {
+	if _, ok := c.col([]string{"url", "URL"}, nil); !ok && format != ReadwiseHighlight {
 		return nil, refuse("%sthe CSV file has no url column", where(prefix))
 	}
 	return c, nil
@@ -126,6 +126,12 @@ func (c *csvReader) Next() (*Item, error) {
 }
 
 func (c *csvReader) item(rec []string) (*Item, error) {
+	if it, ok, err := c.serviceItem(rec); ok {
+		if err == nil && it.URL == "" {
+			err = errors.New("the row has no URL")
+		}
+		return it, err
+	}
 	it := &Item{Status: library.StatusActive}
 	switch c.format {
 	case PocketCSV:

@@ -46,7 +46,7 @@ const (
 )
 
 // Formats lists the concrete formats, in the order the import page shows them.
-var Formats = []Format{PocketCSV, PocketHTML, Omnivore, InboxtCSV, InboxtZIP, Wallabag, Instapaper, Bookmarks, Hearth}
+var Formats = []Format{PocketCSV, PocketHTML, Omnivore, Raindrop, ReadwiseReader, ReadwiseHighlight, Matter, GoodLinks, Karakeep, Linkwarden, InboxtCSV, InboxtZIP, Wallabag, Instapaper, Bookmarks, Hearth}
 
 // ParseFormat returns the format named s (case-insensitive; "" is Auto).
 func ParseFormat(s string) (Format, error) {
@@ -92,6 +92,20 @@ func Describe(f Format) string {
 		return "Bookmarks: an HTML bookmark file from a browser, Raindrop, Pinboard..."
 	case Hearth:
 		return "Hearth: another Hearth site's export zip"
+	case Raindrop:
+		return "Raindrop: the CSV backup"
+	case ReadwiseReader:
+		return "Readwise Reader: the CSV export"
+	case ReadwiseHighlight:
+		return "Readwise: the highlights CSV"
+	case Matter:
+		return "Matter: the CSV export"
+	case GoodLinks:
+		return "GoodLinks: the JSON export"
+	case Karakeep:
+		return "Karakeep: the JSON export"
+	case Linkwarden:
+		return "Linkwarden: the JSON backup"
 	}
 	return string(f)
 }
@@ -309,8 +323,15 @@ func open(path string, format Format, lim Limits, scan bool) (Reader, Format, er
 	var r Reader
 	body := bufio.NewReaderSize(f, 64<<10)
 	switch got {
-	case InboxtCSV, PocketCSV, Instapaper:
+	case InboxtCSV, PocketCSV, Instapaper, Raindrop, ReadwiseReader, Matter:
 		r, err = newCSVReader(body, got, lim, "")
+	case ReadwiseHighlight:
+		var c *csvReader
+		if c, err = newCSVReader(body, got, lim, ""); err == nil {
+			r = &groupingReader{Reader: c}
+		}
+	case GoodLinks, Karakeep, Linkwarden:
+		r, err = newServiceJSONReader(body, got, lim)
 	case PocketHTML, Bookmarks:
 		r, err = newAnchorReader(body, got, lim)
 	case Wallabag:
@@ -326,7 +347,7 @@ func open(path string, format Format, lim Limits, scan bool) (Reader, Format, er
 }
 
 func supported() string {
-	return "Pocket (zip, CSV or HTML), Omnivore (zip), Inboxt (CSV or zip), wallabag (JSON), Instapaper (CSV), browser bookmarks (HTML) or Hearth (zip)"
+	return "Pocket (zip, CSV or HTML), Omnivore (zip), Raindrop (CSV), Readwise Reader (CSV), Readwise highlights (CSV), Matter (CSV), GoodLinks (JSON), Karakeep (JSON), Linkwarden (JSON), Inboxt (CSV or zip), wallabag (JSON), Instapaper (CSV), browser bookmarks (HTML) or Hearth (zip)"
 }
 
 func nameOf(f Format) string {
@@ -343,7 +364,13 @@ func isZipFormat(f Format) bool {
 	return f == Hearth || f == InboxtZIP || f == Omnivore || f == PocketCSV
 }
 
-func isCSVFormat(f Format) bool { return f == InboxtCSV || f == PocketCSV || f == Instapaper }
+func isCSVFormat(f Format) bool {
+	switch f {
+	case InboxtCSV, PocketCSV, Instapaper, Raindrop, ReadwiseReader, ReadwiseHighlight, Matter:
+		return true
+	}
+	return false
+}
 
 // closing closes c after its Reader.
 type closing struct {
@@ -374,7 +401,7 @@ func detectText(head []byte) Format {
 	lower := bytes.ToLower(t)
 	switch {
 	case bytes.HasPrefix(t, []byte("[")) || bytes.HasPrefix(t, []byte("{")):
-		return Wallabag
+		return detectJSON(t)
 	case bytes.HasPrefix(lower, []byte("<!doctype netscape-bookmark-file")):
 		return Bookmarks
 	case bytes.HasPrefix(lower, []byte("<")):
@@ -388,6 +415,9 @@ func detectText(head []byte) Format {
 	}
 	line, _, _ := bytes.Cut(h, []byte("\n"))
 	cols := splitHeader(string(bytes.TrimRight(line, "\r")))
+	if f := detectServiceCSV(cols); f != Auto {
+		return f
+	}
 	switch {
 	case hasCols(cols, "title", "url", "time_added"):
 		return PocketCSV

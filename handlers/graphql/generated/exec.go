@@ -2471,7 +2471,7 @@ enum ImportState {
 "Hearth only: an import of another service's export into the member's saved items."
 type ImportJob {
   id: ID!
-  "The export's format: POCKET, POCKET_HTML, OMNIVORE, INBOXT_CSV, INBOXT_ZIP, WALLABAG, INSTAPAPER, BOOKMARKS or HEARTH."
+  "The export's format: POCKET, POCKET_HTML, OMNIVORE, RAINDROP, READWISE_READER, READWISE, MATTER, GOODLINKS, KARAKEEP, LINKWARDEN, INBOXT_CSV, INBOXT_ZIP, WALLABAG, INSTAPAPER, BOOKMARKS or HEARTH."
   format: String!
   fileName: String!
   state: ImportState!

@@ -222,7 +222,7 @@ type ImportFailure struct {
 // Hearth only: an import of another service's export into the member's saved items.
 type ImportJob struct {
 	ID string `json:"id"`
-	// The export's format: POCKET, POCKET_HTML, OMNIVORE, INBOXT_CSV, INBOXT_ZIP, WALLABAG, INSTAPAPER, BOOKMARKS or HEARTH.
+	// The export's format: POCKET, POCKET_HTML, OMNIVORE, RAINDROP, READWISE_READER, READWISE, MATTER, GOODLINKS, KARAKEEP, LINKWARDEN, INBOXT_CSV, INBOXT_ZIP, WALLABAG, INSTAPAPER, BOOKMARKS or HEARTH.
 	Format   string      `json:"format"`
 	FileName string      `json:"fileName"`
 	State    ImportState `json:"state"`

@@ -1,0 +1,262 @@
+package importer
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/hearthkit/caddy-hearth/storage/library"
+)
+
+// CSV exports of Raindrop, Readwise Reader, Readwise (highlights) and
+// Matter, read by their header as the other CSV formats (csv.go): BOM,
+// CRLF, quoted line breaks, columns in any order and empty columns are
+// the csv package's and newCSVReader's. The columns, and how a well-used
+// importer reads them:
+//
+//   - Raindrop (Settings → Backups, CSV):
+//     id,title,note,excerpt,url,folder,tags,created,cover,highlights,favorite;
+//     tags comma-separated ("a, b"), folder a path ("Work/Reading"),
+//     created ISO 8601, favorite "true"/"false"; highlights one per
+//     "Highlight:" line, each followed by its "Note:" line when it has one
+//     (Raindrop's own CSV import columns: help.raindrop.io/import, "CSV
+//     format").
+//   - Readwise Reader (Settings → Export, CSV):
+//     Title,URL,ID,Document tags,Saved date,Reading progress,Location,Seen;
+//     Document tags a Python list literal (['a', 'b']), Saved date
+//     "2024-01-31 08:15:02.123456+00:00", Reading progress 0 to 1,
+//     Location new, later, shortlist, archive or feed (feed documents were
+//     not saved by the member and are skipped), as Karakeep's
+//     parseReadwiseReaderBookmarkFile
+//     (packages/shared/import-export/parsers.ts,
+//     karakeep-app/karakeep@7ca5ee23).
+//   - Readwise highlights (readwise.io/export, CSV): Highlight,Book Title,
+//     Book Author,Amazon Book ID,Note,Color,Tags,Location Type,Location,
+//     Highlighted at,Document tags; one row a highlight. A row is attached
+//     to its article by the URL its export gives (a URL, Source URL or
+//     Book URL column); consecutive rows of one article make one item.
+//   - Matter (Settings → Export, CSV): Title,Author,Publisher,URL,Tags,
+//     Word Count,In Queue,Favorited,Read,Highlight_Count,
+//     Last Interaction Date,File Id; Tags ";"-separated, "In Queue" False
+//     meaning archived, as Karakeep's parseMatterBookmarkFile (same file
+//     and commit).
+
+// Formats of other services' CSV exports.
+const (
+	Raindrop          Format = "RAINDROP"        // Raindrop's CSV backup
+	ReadwiseReader    Format = "READWISE_READER" // Readwise Reader's CSV export
+	ReadwiseHighlight Format = "READWISE"        // Readwise's highlights CSV
+	Matter            Format = "MATTER"          // Matter's CSV export
+)
+
+// detectServiceCSV recognises the CSV exports of this file by their header.
+func detectServiceCSV(cols []string) Format {
+	switch {
+	case hasCols(cols, "Highlight", "Book Title", "Highlighted at"):
+		return ReadwiseHighlight
+	case hasCols(cols, "Title", "URL", "Document tags", "Saved date", "Location"):
+		return ReadwiseReader
+	case hasCols(cols, "Title", "URL", "In Queue", "Favorited"):
+		return Matter
+	case hasCols(cols, "url", "folder", "excerpt", "created"):
+		return Raindrop
+	}
+	return Auto
+}
+
+// serviceItem reads a row of one of this file's formats (ok false: the
+// format is another).
+func (c *csvReader) serviceItem(rec []string) (it *Item, ok bool, err error) {
+	it = &Item{Status: library.StatusActive}
+	switch c.format {
+	case Raindrop:
+		it.URL = c.get(rec, "url")
+		it.Title = c.get(rec, "title")
+		it.Description = c.get(rec, "excerpt")
+		it.LeadImage = c.get(rec, "cover")
+		it.SavedAt = dateOf(c.get(rec, "created"))
+		it.Labels = splitLabels(c.get(rec, "tags"), ",")
+		if f := c.get(rec, "folder"); f != "" && !strings.EqualFold(f, "Unsorted") {
+			it.Labels = addLabel(it.Labels, f)
+		}
+		if strings.EqualFold(c.get(rec, "favorite"), "true") {
+			it.Labels = addLabel(it.Labels, "Starred")
+		}
+		it.Highlights = raindropHighlights(c.get(rec, "highlights"))
+		noteHighlight(it, c.get(rec, "note"))
+	case ReadwiseReader:
+		if strings.EqualFold(c.get(rec, "Location"), "feed") {
+			return nil, true, errors.New("a feed document (Reader's feed, not saved by the member): not imported")
+		}
+		it.URL = c.get(rec, "URL")
+		it.Title = c.get(rec, "Title")
+		it.SavedAt = dateOf(c.get(rec, "Saved date"))
+		it.Labels = pythonListLabels(c.get(rec, "Document tags"))
+		if p, err := strconv.ParseFloat(c.get(rec, "Reading progress"), 64); err == nil && p > 0 && p <= 1 {
+			it.ReadingProgress = p * 100
+		}
+		if strings.EqualFold(c.get(rec, "Location"), "archive") {
+			it.Status = library.StatusArchived
+		}
+	case ReadwiseHighlight:
+		it.URL = c.get(rec, "URL", "Source URL", "Book URL", "Highlight URL")
+		it.Title = c.get(rec, "Book Title")
+		it.Author = c.get(rec, "Book Author")
+		it.Labels = pythonListLabels(c.get(rec, "Document tags"))
+		q := c.get(rec, "Highlight")
+		if q == "" {
+			return nil, true, errors.New("the row has no highlight")
+		}
+		h := Highlight{Quote: q, Note: c.get(rec, "Note"), CreatedAt: dateOf(c.get(rec, "Highlighted at"))}
+		it.Highlights = []Highlight{h}
+		it.SavedAt = h.CreatedAt // Readwise has no saved date: the first highlight's
+		if it.URL == "" {
+			return nil, true, errors.New("the highlight names no article address (Readwise gives none for books): not imported")
+		}
+	case Matter:
+		it.URL = c.get(rec, "URL")
+		it.Title = c.get(rec, "Title")
+		it.Author = c.get(rec, "Author")
+		it.SavedAt = dateOf(c.get(rec, "Last Interaction Date"))
+		it.Labels = splitLabels(c.get(rec, "Tags"), ";")
+		if n, err := strconv.Atoi(c.get(rec, "Word Count")); err == nil {
+			it.WordCount = n
+		}
+		if strings.EqualFold(c.get(rec, "In Queue"), "False") {
+			it.Status = library.StatusArchived
+		}
+		if strings.EqualFold(c.get(rec, "Favorited"), "True") {
+			it.Labels = addLabel(it.Labels, "Starred")
+		}
+	default:
+		return nil, false, nil
+	}
+	return it, true, nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// raindropHighlights reads Raindrop's highlights column: "Highlight: ..."
+// lines, each optionally followed by "Note: ..." lines; text without either
+// prefix continues the line before it (a quote of several lines).
+func raindropHighlights(s string) []Highlight {
+	var out []Highlight
+	inNote := false
+	for _, line := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(line, "Highlight:"):
+			out = append(out, Highlight{Quote: strings.TrimSpace(strings.TrimPrefix(line, "Highlight:"))})
+			inNote = false
+		case strings.HasPrefix(line, "Note:") && len(out) > 0:
+			out[len(out)-1].Note = strings.TrimSpace(strings.TrimPrefix(line, "Note:"))
+			inNote = true
+		case strings.TrimSpace(line) == "" || len(out) == 0:
+		case inNote:
+			out[len(out)-1].Note += "\n" + strings.TrimSpace(line)
+		default:
+			out[len(out)-1].Quote += "\n" + strings.TrimSpace(line)
+		}
+	}
+	kept := out[:0]
+	for _, h := range out {
+		if h.Quote != "" {
+			kept = append(kept, h)
+		}
+	}
+	return kept
+}
+
+// pythonListLabels reads Readwise's tag lists: a Python list literal
+// (['a', "b's"]), as Karakeep turns it into JSON, or a plain
+// comma-separated list.
+func pythonListLabels(s string) []string {
+	s = strings.TrimSpace(s)
+	if !strings.HasPrefix(s, "[") {
+		return splitLabels(s, ",")
+	}
+	var out []string
+	inner := strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	for len(inner) > 0 {
+		inner = strings.TrimLeft(inner, " ,")
+		if inner == "" {
+			break
+		}
+		q := inner[0]
+		if q != '\'' && q != '"' {
+			name, rest, _ := strings.Cut(inner, ",")
+			out = addLabel(out, name)
+			inner = rest
+			continue
+		}
+		var b strings.Builder
+		i := 1
+		for ; i < len(inner) && inner[i] != q; i++ {
+			if inner[i] == '\\' && i+1 < len(inner) {
+				i++
+			}
+			b.WriteByte(inner[i])
+		}
+		out = addLabel(out, b.String())
+		if i >= len(inner) {
+			break
+		}
+		inner = inner[i+1:]
+		if len(out) >= library.MaxLabels {
+			break
+		}
+	}
+	return out
+}
+
+// groupingReader joins consecutive items of one URL (Readwise's rows are
+// one highlight each, grouped by document): one item with all their
+// highlights, since an import adds nothing to an item it has made.
+type groupingReader struct {
+	Reader
+	next *Item
+	err  error
+}
+
+func (g *groupingReader) Next() (*Item, error) {
+	var cur *Item
+	if g.next != nil || g.err != nil {
+		cur, g.next = g.next, nil
+		if cur == nil {
+			err := g.err
+			g.err = nil
+			return nil, err
+		}
+	} else {
+		it, err := g.Reader.Next()
+		if err != nil {
+			return nil, err
+		}
+		cur = it
+	}
+	for n := 0; n < maxGroupHighlights; n++ {
+		it, err := g.Reader.Next()
+		if err != nil {
+			g.err = err // given after cur, io.EOF included
+			return cur, nil
+		}
+		if pocketKey(it.URL) != pocketKey(cur.URL) {
+			g.next = it
+			return cur, nil
+		}
+		cur.Highlights = append(cur.Highlights, it.Highlights...)
+		for _, l := range it.Labels {
+			cur.Labels = addLabel(cur.Labels, l)
+		}
+	}
+	return cur, nil
+}
+
+// maxGroupHighlights bounds the rows joined into one item.
+const maxGroupHighlights = 5000
