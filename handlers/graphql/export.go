@@ -13,6 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/base"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/commonmark"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/strikethrough"
+	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/table"
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
@@ -25,6 +30,9 @@ const (
 	ExportPath     = "/settings/export"
 	ExportFilePath = ExportPath + "/hearth-export.zip"
 	ExportTitle    = "Export"
+	// ExportAPIPath serves the same zip to an API token (or an OAuth token
+	// with read, or the session), for tools that back a library up.
+	ExportAPIPath = "/api/export"
 )
 
 var exportTmpl = template.Must(template.New("export.html").ParseFS(templates, "templates/export.html"))
@@ -59,6 +67,21 @@ func (s *Server) ExportPage(pages *account.Pages) account.SettingsPage {
 			}
 		}),
 	}
+}
+
+// serveExportAPI serves GET ExportAPIPath: the export zip, as the settings
+// page's download, to any credential that may read the library.
+func (s *Server) serveExportAPI(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET")
+		writeImportError(w, r, http.StatusMethodNotAllowed, "use GET")
+		return
+	}
+	c := s.restCaller(w, r, routeExport, "run an export")
+	if c == nil {
+		return
+	}
+	s.serveExport(w, r, c.Member)
 }
 
 // exportItem is a saved item as saved_items.json has it.
@@ -132,7 +155,8 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *members.
 }
 
 func (s *Server) writeExport(ctx context.Context, zw *zip.Writer, m *members.Member, labels []*library.Label, names map[string]string) error {
-	f, err := zw.Create("labels.json")
+	now := s.opts.Now()
+	f, err := zw.CreateHeader(zipHeader("labels.json", now))
 	if err != nil {
 		return err
 	}
@@ -146,7 +170,7 @@ func (s *Server) writeExport(ctx context.Context, zw *zip.Writer, m *members.Mem
 	}
 
 	// saved_items.json, streamed as one JSON array.
-	f, err = zw.Create("saved_items.json")
+	f, err = zw.CreateHeader(zipHeader("saved_items.json", now))
 	if err != nil {
 		return err
 	}
@@ -181,6 +205,7 @@ func (s *Server) writeExport(ctx context.Context, zw *zip.Writer, m *members.Mem
 	}
 
 	// One Markdown file per item.
+	md := newMarkdownConverter()
 	n := 0
 	return library.Of(s.store).ForEachSavedItem(ctx, m.ID, func(it *library.SavedItem, c *library.ItemContent) error {
 		e, err := s.exportItem(ctx, m.ID, it, c, names)
@@ -188,11 +213,11 @@ func (s *Server) writeExport(ctx context.Context, zw *zip.Writer, m *members.Mem
 			return err
 		}
 		n++
-		f, err := zw.Create(fmt.Sprintf("markdown/%05d-%s.md", n, slug(it.Title, it.ID)))
+		f, err := zw.CreateHeader(zipHeader(fmt.Sprintf("markdown/%05d-%s.md", n, slug(it.Title, it.ID)), it.UpdatedAt))
 		if err != nil {
 			return err
 		}
-		return writeMarkdown(f, e)
+		return writeMarkdown(f, e, md)
 	})
 }
 
@@ -223,6 +248,13 @@ func (s *Server) exportItem(ctx context.Context, memberID string, it *library.Sa
 	return e, nil
 }
 
+// zipHeader is a compressed zip entry dated t (zip.Writer.Create dates
+// every entry 1980: archive tools then show the item's date, and sort by
+// it).
+func zipHeader(name string, t time.Time) *zip.FileHeader {
+	return &zip.FileHeader{Name: name, Method: zip.Deflate, Modified: t.UTC()}
+}
+
 // highlightText is the highlighted text of all segments.
 func highlightText(h *library.Highlight) string {
 	parts := make([]string, 0, len(h.Segments))
@@ -234,9 +266,33 @@ func highlightText(h *library.Highlight) string {
 	return strings.Join(parts, " ")
 }
 
+// newMarkdownConverter turns an item's HTML into CommonMark (headings,
+// lists, links, emphasis, quotes, code) with GitHub's tables and
+// strikethrough, through html-to-markdown (JohannesKaufmann/html-to-markdown).
+func newMarkdownConverter() *converter.Converter {
+	return converter.NewConverter(converter.WithPlugins(base.NewBasePlugin(), commonmark.NewCommonmarkPlugin(),
+		table.NewTablePlugin(), strikethrough.NewStrikethroughPlugin()))
+}
+
+// contentMarkdown is the item's content as Markdown, its links made
+// absolute against its address; its readable text when it has no HTML or
+// the HTML cannot be converted.
+func contentMarkdown(md *converter.Converter, e *exportItem) string {
+	if strings.TrimSpace(e.ContentHTML) != "" {
+		var opts []converter.ConvertOptionFunc
+		if e.URL != "" {
+			opts = append(opts, converter.WithDomain(e.URL))
+		}
+		if out, err := md.ConvertString(e.ContentHTML, opts...); err == nil && strings.TrimSpace(out) != "" {
+			return strings.TrimSpace(out)
+		}
+	}
+	return strings.TrimSpace(e.ContentText)
+}
+
 // writeMarkdown writes an item as Markdown with YAML front matter, the
-// highlights (as quotes, with notes) and the readable text.
-func writeMarkdown(w io.Writer, e *exportItem) error {
+// highlights (as quotes, with notes) and the content as Markdown.
+func writeMarkdown(w io.Writer, e *exportItem, md *converter.Converter) error {
 	bw := bufio.NewWriter(w)
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) } // a YAML-safe quoted string
 	fmt.Fprintf(bw, "---\ntitle: %s\n", q(e.Title))
@@ -267,7 +323,7 @@ func writeMarkdown(w io.Writer, e *exportItem) error {
 			bw.WriteString("\n")
 		}
 	}
-	if t := strings.TrimSpace(e.ContentText); t != "" {
+	if t := contentMarkdown(md, e); t != "" {
 		fmt.Fprintf(bw, "## Content\n\n%s\n", t)
 	}
 	return bw.Flush()

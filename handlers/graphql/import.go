@@ -88,23 +88,8 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 		writeImportError(w, r, http.StatusMethodNotAllowed, "use POST with a multipart/form-data body (file, type, labelIds)")
 		return
 	}
-	c, err := s.auth.Authenticate(r, routeImport)
-	if status, _, ok := refusal(w, err); ok {
-		writeImportError(w, r, status, "the store cannot take an import now ("+err.Error()+"); try again later")
-		return
-	}
-	switch {
-	case errors.Is(err, access.ErrCrossOrigin), access.IsScopeError(err):
-		writeImportError(w, r, http.StatusForbidden, err.Error())
-		return
-	case err != nil:
-		writeImportError(w, r, http.StatusUnauthorized, tokenMessage(err))
-		return
-	case c == nil:
-		writeImportError(w, r, http.StatusUnauthorized, "sign in, or send an API token as Authorization: Bearer <token>")
-		return
-	}
-	if !s.allowREST(w, r, c) {
+	c := s.restCaller(w, r, routeImport, "take an import")
+	if c == nil {
 		return
 	}
 	// One upload at a time per member, and none while the member has as
@@ -401,4 +386,30 @@ func (r *queryResolver) ImportJobs(ctx context.Context) ([]*generated.ImportJob,
 		out = append(out, g)
 	}
 	return out, nil
+}
+
+// restCaller authenticates a request to one of the REST routes (route)
+// and applies the rate limit, answering a refusal in Inboxt's REST shape
+// (what says what the store could not do now); nil when it answered.
+func (s *Server) restCaller(w http.ResponseWriter, r *http.Request, route access.Route, what string) *caller {
+	c, err := s.auth.Authenticate(r, route)
+	if status, _, ok := refusal(w, err); ok {
+		writeImportError(w, r, status, "the store cannot "+what+" now ("+err.Error()+"); try again later")
+		return nil
+	}
+	switch {
+	case errors.Is(err, access.ErrCrossOrigin), access.IsScopeError(err):
+		writeImportError(w, r, http.StatusForbidden, err.Error())
+		return nil
+	case err != nil:
+		writeImportError(w, r, http.StatusUnauthorized, tokenMessage(err))
+		return nil
+	case c == nil:
+		writeImportError(w, r, http.StatusUnauthorized, "sign in, or send an API token as Authorization: Bearer <token>")
+		return nil
+	}
+	if !s.allowREST(w, r, c) {
+		return nil
+	}
+	return c
 }

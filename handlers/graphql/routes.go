@@ -22,9 +22,11 @@ var (
 	// the API key alone. The download URLs it answers are capabilities of
 	// their own (no credentials).
 	routeContent = access.Route{Name: "POST " + ContentPath, AnyScope: []string{access.Read}, APITokens: true, BareAPIKey: true}
+	// The export shows the whole library.
+	routeExport = access.Route{Name: "GET " + ExportAPIPath, AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
 )
 
 // Routes lists the declarations above.
 func Routes() []access.Route {
-	return []access.Route{routeGraphQL, routeQuery, routeMutation, routeMutationResult, routeImport, routeContent}
+	return []access.Route{routeGraphQL, routeQuery, routeMutation, routeMutationResult, routeImport, routeContent, routeExport}
 }

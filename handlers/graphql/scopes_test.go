@@ -314,6 +314,17 @@ func scopeProbes() []scopeProbe {
 		want: outcomes(forbidden, map[string]string{"none": unauthorized, "client_credentials": unauthorized,
 			"session": unauthorized, "API token": allowed, "read": allowed, "read write": allowed}),
 	}, {
+		name:   "GET " + graphql.ExportAPIPath,
+		routes: []string{"GET " + graphql.ExportAPIPath},
+		ask: func(w *scopeWorld, cred string) (string, []byte) {
+			status, _, b := w.send(cred, http.MethodGet, graphql.ExportAPIPath, "", nil)
+			if status == http.StatusOK && bytes.HasPrefix(b, []byte("PK")) {
+				return allowed, b
+			}
+			return rest(status), b
+		},
+		want: readers,
+	}, {
 		// A member page: only the session, every token is sent to sign in.
 		name: "GET " + graphql.ExportFilePath,
 		ask: func(w *scopeWorld, cred string) (string, []byte) {

@@ -278,7 +278,8 @@ func (s *Server) newGraphQLServer() *handler.Server {
 // newsletter inbound URL.
 func (s *Server) Handles(r *http.Request) bool {
 	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath) || r.URL.Path == MailWebhookPath || r.URL.Path == ImportPath ||
-		r.URL.Path == ContentPath || strings.HasPrefix(r.URL.Path, ContentDownloadPath)
+		r.URL.Path == ContentPath || strings.HasPrefix(r.URL.Path, ContentDownloadPath) ||
+		r.URL.Path == ExportAPIPath
 }
 
 // ServeHTTP serves the GraphQL endpoint and the newsletter inbound URL;
@@ -297,6 +298,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveContent(w, r)
 	case strings.HasPrefix(r.URL.Path, ContentDownloadPath):
 		s.serveContentDownload(w, r)
+	case r.URL.Path == ExportAPIPath:
+		s.serveExportAPI(w, r)
 	default:
 		http.NotFound(w, r)
 	}
