@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
 	"testing"
 	"time"
 
@@ -120,5 +124,58 @@ func TestPocketHighlightsArePlacedOnceTheFetchBringsTheContent(t *testing.T) {
 	after := snapshot(t, e.store, e.member.ID)
 	if fmt.Sprint(before) != fmt.Sprint(after) {
 		t.Fatalf("a second import changed the library:\n%v\n%v", before, after)
+	}
+}
+
+// Readwise's highlights CSV after its Reader CSV: the articles are there
+// already, and get the highlights they lack; importing either again adds
+// nothing.
+func TestReadwiseHighlightsJoinTheArticlesOfReadersExport(t *testing.T) {
+	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("..", "importer", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	importFile := func(name string) *library.ImportJob {
+		status, out := upload(t, e.srv.URL, e.token, name, read(name), "")
+		if status != http.StatusCreated {
+			t.Fatalf("%s: HTTP %d %v", name, status, out)
+		}
+		return waitImport(t, e.store, e.member.ID, out["jobId"].(string))
+	}
+	importFile("readwise_reader.csv")
+	if j := importFile("readwise.csv"); j.Created != 0 || j.Existing != 1 || j.Failed != 1 {
+		t.Fatalf("highlights: %+v", j)
+	}
+	notes := func() []string {
+		var out []string
+		library.Of(e.store).ForEachSavedItem(t.Context(), e.member.ID, func(it *library.SavedItem, _ *library.ItemContent) error {
+			if it.OriginalURL != "https://paulgraham.com/greatwork.html" {
+				return nil
+			}
+			hs, _ := library.Of(e.store).ItemHighlights(t.Context(), e.member.ID, it.ID)
+			for _, h := range hs {
+				out = append(out, h.Segments[0].Text+"|"+h.Note)
+			}
+			if it.HighlightCount != len(hs) {
+				t.Errorf("highlightCount %d, %d highlights", it.HighlightCount, len(hs))
+			}
+			return nil
+		})
+		sort.Strings(out)
+		return out
+	}
+	want := []string{"Curiosity is the key.|", "The way to figure out what to work on is by working.|Start small.\nThen iterate."}
+	if got := notes(); !slices.Equal(got, want) {
+		t.Fatalf("highlights: %q", got)
+	}
+	before := snapshot(t, e.store, e.member.ID)
+	importFile("readwise.csv")
+	importFile("readwise_reader.csv")
+	if after := snapshot(t, e.store, e.member.ID); fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Fatalf("importing again changed the library:\n%v\n%v", before, after)
 	}
 }

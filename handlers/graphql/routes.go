@@ -24,9 +24,11 @@ var (
 	routeContent = access.Route{Name: "POST " + ContentPath, AnyScope: []string{access.Read}, APITokens: true, BareAPIKey: true}
 	// The export shows the whole library.
 	routeExport = access.Route{Name: "GET " + ExportAPIPath, AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
+	// A book shows the items it holds.
+	routeEPUB = access.Route{Name: "GET " + EPUBPath, AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
 )
 
 // Routes lists the declarations above.
 func Routes() []access.Route {
-	return []access.Route{routeGraphQL, routeQuery, routeMutation, routeMutationResult, routeImport, routeContent, routeExport}
+	return []access.Route{routeGraphQL, routeQuery, routeMutation, routeMutationResult, routeImport, routeContent, routeExport, routeEPUB}
 }

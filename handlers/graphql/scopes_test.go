@@ -325,6 +325,17 @@ func scopeProbes() []scopeProbe {
 		},
 		want: readers,
 	}, {
+		name:   "GET " + graphql.EPUBPath,
+		routes: []string{"GET " + graphql.EPUBPath},
+		ask: func(w *scopeWorld, cred string) (string, []byte) {
+			status, _, b := w.send(cred, http.MethodGet, graphql.EPUBPath+"?id="+w.item.ID, "", nil)
+			if status == http.StatusOK && bytes.HasPrefix(b, []byte("PK")) {
+				return allowed, b
+			}
+			return rest(status), b
+		},
+		want: readers,
+	}, {
 		// A member page: only the session, every token is sent to sign in.
 		name: "GET " + graphql.ExportFilePath,
 		ask: func(w *scopeWorld, cred string) (string, []byte) {

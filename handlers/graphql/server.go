@@ -279,7 +279,7 @@ func (s *Server) newGraphQLServer() *handler.Server {
 func (s *Server) Handles(r *http.Request) bool {
 	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath) || r.URL.Path == MailWebhookPath || r.URL.Path == ImportPath ||
 		r.URL.Path == ContentPath || strings.HasPrefix(r.URL.Path, ContentDownloadPath) ||
-		r.URL.Path == ExportAPIPath
+		r.URL.Path == ExportAPIPath || r.URL.Path == EPUBPath
 }
 
 // ServeHTTP serves the GraphQL endpoint and the newsletter inbound URL;
@@ -300,6 +300,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveContentDownload(w, r)
 	case r.URL.Path == ExportAPIPath:
 		s.serveExportAPI(w, r)
+	case r.URL.Path == EPUBPath:
+		s.serveEPUB(w, r)
 	default:
 		http.NotFound(w, r)
 	}

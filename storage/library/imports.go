@@ -320,7 +320,7 @@ const DefaultImportLabelColor = "#7c8594"
 // the job's new position and counts in one transaction, or, when that is
 // more than Badger takes at once, in consecutive parts, each with the job
 // position of its last entry. An item whose URL the member has is not
-// saved again: it only gets the labels it lacks. An entry the store
+// saved again: it only gets the labels and highlights it lacks. An entry the store
 // refuses (a bad URL, a title too long) is counted as failed with the
 // reason. colors names the export's label colors; rate (entries a second)
 // is kept for the estimate of the time left. It returns the job as
@@ -537,6 +537,14 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 						return 0, err
 					}
 				}
+			}
+			n, err := addImportedHighlights(tx, &it, hls)
+			if err != nil {
+				return 0, err
+			}
+			if n > 0 {
+				it.HighlightCount += n
+				added = true
 			}
 			if added {
 				if err := putItem(tx, &cur, &it); err != nil {

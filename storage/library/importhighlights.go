@@ -1,0 +1,69 @@
+package library
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// addImportedHighlights gives an item the member already had the imported
+// highlights it lacks (Readwise's highlights CSV after its Reader CSV,
+// Pocket's annotations of an item saved before), a highlight being the
+// same when its text is, white space aside: importing a file again adds
+// nothing. It returns how many it added; the caller counts them in
+// it.HighlightCount and writes it.
+func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight) (int, error) {
+	if len(hls) == 0 {
+		return 0, nil
+	}
+	have := map[string]bool{}
+	prefix := storage.Key("u", it.MemberID, "gql", "ih", it.ID, "")
+	err := tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		var h Highlight
+		err := tx.GetJSON(highlightKey(it.MemberID, string(k[len(prefix):])), &h)
+		if errors.Is(err, storage.ErrNotFound) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		have[segmentsKey(h.Segments)] = true
+		return true, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	added := 0
+	for _, h := range hls {
+		k := segmentsKey(h.Segments)
+		if have[k] {
+			continue
+		}
+		have[k] = true
+		c, u := h.CreatedAt, h.UpdatedAt
+		if c.IsZero() {
+			c = storage.Now()
+		}
+		if u.Before(c) {
+			u = c
+		}
+		if _, err := putNewHighlight(tx, it, h.Segments, h.Note, c.UTC().Truncate(time.Millisecond), u.UTC().Truncate(time.Millisecond)); err != nil {
+			return added, err
+		}
+		added++
+	}
+	return added, nil
+}
+
+// segmentsKey is a highlight's text without its white space.
+func segmentsKey(segs []HighlightSegment) string {
+	var b strings.Builder
+	for _, s := range segs {
+		for _, f := range strings.Fields(s.Text) {
+			b.WriteString(f)
+		}
+	}
+	return b.String()
+}
