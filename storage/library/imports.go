@@ -515,7 +515,7 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 
 	// The same item saved before: only labels it lacks are added.
 	var existingKey []byte
-	var digest string
+	var digest string // recognises an item without a URL
 	if norm != "" {
 		existingKey = urlKey(memberID, norm)
 	} else {
@@ -533,13 +533,10 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 				if !contains(it.LabelIDs, l) {
 					it.LabelIDs = append(it.LabelIDs, l)
 					added = true
-					if err := tx.Put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
-						return 0, err
-					}
 				}
 			}
 			if added {
-				if err := putItem(tx, &cur, &it); err != nil {
+				if err := writeItem(tx, itemChange{old: &cur, it: &it}); err != nil {
 					return 0, err
 				}
 			}
@@ -576,25 +573,12 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 	if it.WordCount == 0 && in.Text != "" {
 		it.WordCount = len(strings.Fields(in.Text))
 	}
-	for _, l := range labelIDs {
-		if err := tx.Put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
-			return 0, err
-		}
+	change := itemChange{it: it, url: norm, importDigest: digest, content: &ItemContent{HTML: in.HTML, Text: in.Text}}
+	fetching := in.Fetch && norm != "" && in.HTML == "" && in.Text == ""
+	if fetching {
+		change.fetch = fetchValue(norm, j.FetchPrivate, j.ID)
 	}
-	if err := putItem(tx, nil, it); err != nil {
-		return 0, err
-	}
-	if err := tx.Put(existingKey, []byte(it.ID), 0); err != nil {
-		return 0, err
-	}
-	if err := tx.PutJSON(contentKey(memberID, it.ID), ItemContent{HTML: in.HTML, Text: in.Text}, 0); err != nil {
-		return 0, err
-	}
-	// The search index (textindex.go), as SaveItem does.
-	if err := firstItemReady(tx, memberID, it.ID); err != nil {
-		return 0, err
-	}
-	if err := setItemText(tx, memberID, it.ID, it.Title, it.Description, &in.Text); err != nil {
+	if err := writeItem(tx, change); err != nil {
 		return 0, err
 	}
 	for _, h := range hls {
@@ -609,10 +593,7 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 			return 0, err
 		}
 	}
-	if in.Fetch && norm != "" && in.HTML == "" && in.Text == "" {
-		if err := tx.Put(fetchKey(memberID, it.ID), fetchValue(norm, j.FetchPrivate, j.ID), 0); err != nil {
-			return 0, err
-		}
+	if fetching {
 		return importFetching, nil
 	}
 	return importCreated, nil

@@ -344,26 +344,7 @@ func (s Store) inBatches(ctx context.Context, ids []string, fn func(tx *storage.
 // DeleteLabel removes a label from the member and from its items (see
 // labelBatch for a label on many items).
 func (s Store) DeleteLabel(ctx context.Context, memberID, id string) error {
-	unlabel := func(tx *storage.Tx, items []string) error {
-		err := touchItems(tx, memberID, items, func(it *SavedItem) {
-			var keep []string
-			for _, x := range it.LabelIDs {
-				if x != id {
-					keep = append(keep, x)
-				}
-			}
-			it.LabelIDs = keep
-		})
-		if err != nil {
-			return err
-		}
-		for _, itemID := range items {
-			if err := tx.Delete(labelItemKey(memberID, id, itemID)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	unlabel := func(tx *storage.Tx, items []string) error { return unlabelItems(tx, memberID, id, items) }
 	return s.changeLabel(ctx, func(tx *storage.Tx) ([]string, error) {
 		var l Label
 		if err := tx.GetJSON(labelKey(memberID, id), &l); err != nil {

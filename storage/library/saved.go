@@ -36,8 +36,8 @@ import (
 // any depth, and a cursor (the index key suffix) stays meaningful while items
 // are added or removed. Each index entry holds a copy of the item's record
 // (a covering index), so a page is read in one pass along the index instead
-// of one lookup per item; putItem is the only writer of items and keeps
-// the copies equal. Entries written before the copies have no value, and
+// of one lookup per item; writeItem (itemwrite.go) is the only writer of
+// items and keeps the copies equal. Entries written before the copies have no value, and
 // their item is looked up.
 
 // Saved item statuses and types, with Inboxt's names.
@@ -247,74 +247,6 @@ func itemSortValue(it *SavedItem, f SortField) []byte {
 	}
 	return encUint64(b, idBytes(it.ID))
 }
-
-func itemIndexKeys(it *SavedItem) [][]byte {
-	out := make([][]byte, 0, len(sortFieldCode))
-	for f := range sortFieldCode {
-		out = append(out, append(itemIndexPrefix(it.MemberID, it.Status, f), itemSortValue(it, f)...))
-	}
-	return out
-}
-
-// putItem writes it, and its index entries (each with a copy of the
-// record), removing old's that no longer apply (old is nil for a new item).
-func putItem(tx *storage.Tx, old, it *SavedItem) error {
-	keys := itemIndexKeys(it)
-	if old != nil {
-		keep := make(map[string]bool, len(keys))
-		for _, k := range keys {
-			keep[string(k)] = true
-		}
-		for _, k := range itemIndexKeys(old) {
-			if !keep[string(k)] {
-				if err := tx.Delete(k); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	rec := appendItemRecord(nil, it)
-	copies := rec
-	lt := libraryState.Of(tx)
-	if n := len(rec) * len(keys); lt.indexCopyBytes+n <= maxIndexCopyBytes {
-		lt.indexCopyBytes += n
-	} else {
-		// A transaction that touches many items (a label on thousands of
-		// them) would outgrow Badger's limit with five copies of each:
-		// past the budget the entries carry no copy, and pages look
-		// those items up until their next write.
-		copies = nil
-	}
-	for _, k := range keys {
-		if err := tx.Put(k, copies, 0); err != nil {
-			return err
-		}
-	}
-	if err := putFilterKeys(tx, old, it); err != nil {
-		return err
-	}
-	if old != nil && (old.Title != it.Title || old.Description != it.Description) {
-		if err := setItemText(tx, it.MemberID, it.ID, it.Title, it.Description, nil); err != nil {
-			return err
-		}
-	}
-	if old != nil && (old.Title != it.Title || old.OriginalURL != it.OriginalURL || old.SourceDomain != it.SourceDomain) {
-		// Highlights copy these (their pages and search read no item).
-		left, err := syncHighlightCopies(tx, it)
-		if err != nil {
-			return err
-		}
-		if left {
-			lt.highlightsLeft = append(lt.highlightsLeft, [2]string{it.MemberID, it.ID})
-		}
-	}
-	return tx.Put(itemKey(it.MemberID, it.ID), rec, 0)
-}
-
-// maxIndexCopyBytes bounds the index copies one transaction writes, well
-// under Badger's transaction limit (15 % of a memtable: 2.4 MiB with the
-// default 16 MiB).
-const maxIndexCopyBytes = 512 << 10
 
 // --- item records ---
 
@@ -692,46 +624,21 @@ func (s Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*Save
 			for _, l := range labels {
 				if !contains(it.LabelIDs, l) {
 					it.LabelIDs = append(it.LabelIDs, l)
-					if err := tx.Put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
-						return err
-					}
 				}
 			}
 		}
-		if err := putItem(tx, old, it); err != nil {
-			return err
-		}
+		c := itemChange{old: old, it: it, messageID: msgDigest}
 		if norm != "" && in.Type == TypeArticle {
-			if err := tx.Put(urlKey(memberID, norm), []byte(it.ID), 0); err != nil {
-				return err
-			}
+			c.url = norm
 		}
-		if msgDigest != "" {
-			if err := tx.Put(messageIDKey(memberID, msgDigest), []byte(it.ID), 0); err != nil {
-				return err
-			}
-			if err := tx.Put(itemMessageIDKey(memberID, it.ID), []byte(msgDigest), 0); err != nil {
-				return err
-			}
+		if in.queueFetch {
+			c.fetch = fetchValue(norm, in.fetchPrivate, "")
+		}
+		if !keep {
+			c.content = &ItemContent{HTML: in.HTML, Text: in.Text}
 		}
 		out = it
-		if in.queueFetch {
-			if err := tx.Put(fetchKey(memberID, it.ID), fetchValue(norm, in.fetchPrivate, ""), 0); err != nil {
-				return err
-			}
-			if keep {
-				return nil
-			}
-		}
-		if err := tx.PutJSON(contentKey(memberID, it.ID), ItemContent{HTML: in.HTML, Text: in.Text}, 0); err != nil {
-			return err
-		}
-		if created {
-			if err := firstItemReady(tx, memberID, it.ID); err != nil {
-				return err
-			}
-		}
-		return setItemText(tx, memberID, it.ID, it.Title, it.Description, &in.Text)
+		return writeItem(tx, c)
 	})
 	if err != nil {
 		return nil, false, err
@@ -828,8 +735,7 @@ func (s Store) updateItems(ctx context.Context, memberID string, ids []string, f
 			if err := fn(tx, &it); err != nil {
 				return err
 			}
-			it.UpdatedAt = t
-			if err := putItem(tx, &old, &it); err != nil {
+			if err := updateItem(tx, &old, &it, t); err != nil {
 				return err
 			}
 			changed[id] = &it
@@ -992,88 +898,9 @@ func (s Store) SetItemLabels(ctx context.Context, memberID string, ids []string,
 			}
 		}
 		next = valid
-		for _, l := range it.LabelIDs {
-			if !contains(next, l) {
-				if err := tx.Delete(labelItemKey(memberID, l, it.ID)); err != nil {
-					return err
-				}
-			}
-		}
-		for _, l := range next {
-			if !contains(it.LabelIDs, l) {
-				if err := tx.Put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
-					return err
-				}
-			}
-		}
 		it.LabelIDs = next
 		return nil
 	})
-}
-
-// deleteItem removes an item, its content, indexes (URL and Message-ID
-// included) and highlights.
-func deleteItem(tx *storage.Tx, it *SavedItem) error {
-	mid := it.MemberID
-	if err := deleteItemSearch(tx, it); err != nil {
-		return err
-	}
-	for _, k := range itemIndexKeys(it) {
-		if err := tx.Delete(k); err != nil {
-			return err
-		}
-	}
-	for _, l := range it.LabelIDs {
-		if err := tx.Delete(labelItemKey(mid, l, it.ID)); err != nil {
-			return err
-		}
-	}
-	if it.OriginalURL != "" {
-		if id, err := tx.Get(urlKey(mid, it.OriginalURL)); err == nil && string(id) == it.ID {
-			if err := tx.Delete(urlKey(mid, it.OriginalURL)); err != nil {
-				return err
-			}
-		}
-	}
-	if it.Type == TypeNewsletter {
-		if err := deleteItemMessageID(tx, mid, it.ID); err != nil {
-			return err
-		}
-	}
-	if err := deleteItemHighlights(tx, mid, it.ID); err != nil {
-		return err
-	}
-	if err := tx.Delete(contentKey(mid, it.ID)); err != nil {
-		return err
-	}
-	if err := tx.Delete(fetchKey(mid, it.ID)); err != nil {
-		return err
-	}
-	if err := putTombstone(tx, it); err != nil {
-		return err
-	}
-	return tx.Delete(itemKey(mid, it.ID))
-}
-
-// deleteItemMessageID drops the Message-ID entry of a newsletter, so that
-// the message, delivered again, is saved again.
-func deleteItemMessageID(tx *storage.Tx, memberID, itemID string) error {
-	digest, err := tx.Get(itemMessageIDKey(memberID, itemID))
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	k := messageIDKey(memberID, string(digest))
-	if id, err := tx.Get(k); err == nil && string(id) == itemID {
-		if err := tx.Delete(k); err != nil {
-			return err
-		}
-	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return err
-	}
-	return tx.Delete(itemMessageIDKey(memberID, itemID))
 }
 
 // PermanentlyDeleteItems removes items that are in the trash. An id that is
@@ -1098,7 +925,7 @@ func (s Store) PermanentlyDeleteItems(ctx context.Context, memberID string, ids 
 					return storage.Invalid("item %s is not in the trash; move it to the trash first", id)
 				}
 				if del {
-					if err := deleteItem(tx, &it); err != nil {
+					if err := removeItem(tx, &it); err != nil {
 						return err
 					}
 				}
@@ -1134,7 +961,7 @@ func (s Store) EmptyTrash(ctx context.Context, memberID string) (int, error) {
 					}
 					return err
 				}
-				if err := deleteItem(tx, &it); err != nil {
+				if err := removeItem(tx, &it); err != nil {
 					return err
 				}
 				n++
@@ -1169,8 +996,7 @@ func touchItems(tx *storage.Tx, memberID string, ids []string, fn func(it *Saved
 		if fn != nil {
 			fn(&it)
 		}
-		it.UpdatedAt = t
-		if err := putItem(tx, &old, &it); err != nil {
+		if err := updateItem(tx, &old, &it, t); err != nil {
 			return err
 		}
 	}

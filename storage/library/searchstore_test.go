@@ -59,7 +59,7 @@ func pairFilters(savedRare [2]time.Time) map[string][]struct {
 
 // TestSearchPairsOnSeededStore times every pair of filters of two kinds
 // (and each filter alone) in-process on a store seeded by `gqlbench seed
-// -corpus` (issue 15): a benchmark run by hand, not in CI.
+// -corpus`: a benchmark run by hand, not in CI.
 //
 //	HEARTH_SEARCH_STORE=/var/tmp/corpus/store-100000 go test -tags nobadger,nomysql,nopgx \
 //	  -run TestSearchPairsOnSeededStore -v -timeout 30m ./storage/

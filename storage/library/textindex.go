@@ -24,7 +24,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// Search index of saved items (issue 15). Free text matches as Inboxt's
+// Search index of saved items. Free text matches as Inboxt's
 // does (a case-insensitive substring of the title, description or content
 // text); filters select by their own keys. All under u/<member>/gql/:
 //
@@ -142,50 +142,6 @@ func orderedHighlightedPrefix(memberID string) []byte {
 }
 func orderedLabelPrefix(memberID, labelID string) []byte {
 	return storage.Key("u", memberID, "gql", "ol", labelID, "")
-}
-
-// orderedFilterKeys are it's ordered filter keys (see orderedTypePrefix),
-// each ending in the item's createdAt sort value, and their value.
-func orderedFilterKeys(it *SavedItem) (keys [][]byte, value []byte) {
-	suf := itemSortValue(it, SortCreatedAt)
-	keys = append(keys, append(orderedTypePrefix(it.MemberID, it.Type), suf...))
-	if it.HighlightCount > 0 {
-		keys = append(keys, append(orderedHighlightedPrefix(it.MemberID), suf...))
-	}
-	for i, l := range it.LabelIDs {
-		if !slices.Contains(it.LabelIDs[:i], l) {
-			keys = append(keys, append(orderedLabelPrefix(it.MemberID, l), suf...))
-		}
-	}
-	return keys, append([]byte(statusCode[it.Status]), strings.ToLower(it.SourceDomain)...)
-}
-
-// writeOrderedKeys writes it's ordered filter keys, removing old's that no
-// longer apply (old is nil for a new item), and rewrites none that are
-// unchanged.
-func writeOrderedKeys(tx *storage.Tx, old, it *SavedItem) error {
-	keys, value := orderedFilterKeys(it)
-	var oldKeys [][]byte
-	var oldValue []byte
-	if old != nil {
-		oldKeys, oldValue = orderedFilterKeys(old)
-	}
-	for _, k := range oldKeys {
-		if !slices.ContainsFunc(keys, func(n []byte) bool { return bytes.Equal(n, k) }) {
-			if err := tx.Delete(k); err != nil {
-				return err
-			}
-		}
-	}
-	for _, k := range keys {
-		if bytes.Equal(value, oldValue) && slices.ContainsFunc(oldKeys, func(o []byte) bool { return bytes.Equal(o, k) }) {
-			continue
-		}
-		if err := tx.Put(k, value, 0); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // searchIndexVersion is tv's value once a member's items have every key
@@ -321,11 +277,10 @@ func readItemText(tx *storage.Tx, t *itemText, it *SavedItem, needle []byte) err
 
 // --- writes, in the item's transaction ---
 
-// setItemText marks an item whose searchable text (title, description or
-// content text) this transaction changes, for the indexer, which reads the
-// text it then has (title, desc and text are the new text, which the
-// queue does not need).
-func setItemText(tx *storage.Tx, memberID, id, title, desc string, text *string) error {
+// setItemText queues an item whose searchable text (title, description or
+// content text) this transaction changes for the indexer, which reads the
+// text the item then has.
+func setItemText(tx *storage.Tx, memberID, id string) error {
 	var seq uint64
 	if b, err := tx.Get(textQueueKey(memberID)); err == nil && len(b) == 8 {
 		seq = binary.BigEndian.Uint64(b)
@@ -339,83 +294,6 @@ func setItemText(tx *storage.Tx, memberID, id, title, desc string, text *string)
 		return err
 	}
 	libraryState.Of(tx).addTextMember(memberID)
-	return nil
-}
-
-// putFilterKeys writes the filter keys of it, removing old's that no longer
-// apply (old is nil for a new item), and counts the change (fc/).
-func putFilterKeys(tx *storage.Tx, old, it *SavedItem) error {
-	if old != nil {
-		countItemFilters(tx, old, -1)
-	}
-	countItemFilters(tx, it, 1)
-	return writeFilterKeys(tx, old, it)
-}
-
-// writeFilterKeys is putFilterKeys without the counts.
-func writeFilterKeys(tx *storage.Tx, old, it *SavedItem) error {
-	mid := it.MemberID
-	if err := writeOrderedKeys(tx, old, it); err != nil {
-		return err
-	}
-	if old == nil || old.SourceDomain != it.SourceDomain {
-		if old != nil {
-			if err := tx.Delete(siteItemKey(mid, old.SourceDomain, it.ID)); err != nil {
-				return err
-			}
-		}
-		if err := tx.Put(siteItemKey(mid, it.SourceDomain, it.ID), nil, 0); err != nil {
-			return err
-		}
-		if err := tx.Put(siteNameKey(mid, it.SourceDomain), nil, 0); err != nil {
-			return err
-		}
-	}
-	if old == nil || old.Type != it.Type {
-		if old != nil {
-			if err := tx.Delete(encUint64(typeItemsPrefix(mid, old.Type), idBytes(it.ID))); err != nil {
-				return err
-			}
-		}
-		if err := tx.Put(encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)), nil, 0); err != nil {
-			return err
-		}
-	}
-	had, has := old != nil && old.HighlightCount > 0, it.HighlightCount > 0
-	if old == nil || had != has {
-		k := encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))
-		if has {
-			return tx.Put(k, nil, 0)
-		}
-		if old != nil {
-			return tx.Delete(k)
-		}
-	}
-	return nil
-}
-
-// deleteItemSearch removes an item's text, index entries and filter keys.
-func deleteItemSearch(tx *storage.Tx, it *SavedItem) error {
-	mid := it.MemberID
-	countItemFilters(tx, it, -1)
-	if doc, err := tx.Get(textDocKey(mid, it.ID)); err == nil && len(doc) == 4 {
-		if err := tx.Delete(textDocItemKey(mid, binary.BigEndian.Uint32(doc))); err != nil {
-			return err
-		}
-	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return err
-	}
-	if err := deleteIfPresent(tx, textWideKey(mid, it.ID)); err != nil { // see indexItem
-		return err
-	}
-	ordered, _ := orderedFilterKeys(it)
-	for _, k := range append(ordered, textDocKey(mid, it.ID),
-		siteItemKey(mid, it.SourceDomain, it.ID), encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)),
-		encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))) {
-		if err := tx.Delete(k); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
@@ -440,26 +318,6 @@ func filterCountKey(memberID, kind, value string) []byte {
 	return storage.Key("u", memberID, "gql", "fc", kind, value)
 }
 
-// countItemFilters adds sign to the counts of it's filter keys.
-func countItemFilters(tx *storage.Tx, it *SavedItem, sign int64) {
-	lt := libraryState.Of(tx)
-	if lt.filterDeltas == nil {
-		lt.filterDeltas = map[string]int64{}
-	}
-	add := func(kind, value string) { lt.filterDeltas[string(filterCountKey(it.MemberID, kind, value))] += sign }
-	for i, l := range it.LabelIDs {
-		if !slices.Contains(it.LabelIDs[:i], l) {
-			add("l", l)
-		}
-	}
-	add("t", typeCode(it.Type))
-	if it.HighlightCount > 0 {
-		add("h", "")
-	}
-	add("s", statusCode[it.Status])
-	add("d", it.SourceDomain)
-}
-
 func typeCode(typ string) string {
 	if typ == TypeNewsletter {
 		return "N"
@@ -467,192 +325,10 @@ func typeCode(typ string) string {
 	return "A"
 }
 
-// flushFilterCounts adds the transaction's filter count changes to the
-// counts (libraryBeforeCommit: before the commit).
-func flushFilterCounts(tx *storage.Tx, lt *libraryTx) error {
-	if len(lt.filterDeltas) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(lt.filterDeltas))
-	for k, d := range lt.filterDeltas {
-		if d != 0 {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		n, err := countAt(tx, []byte(k))
-		if err != nil {
-			return err
-		}
-		if err := putCount(tx, []byte(k), n+lt.filterDeltas[k]); err != nil {
-			return err
-		}
-	}
-	lt.filterDeltas = nil
-	return nil
-}
-
-// countAt reads the count at k (0 when absent).
-func countAt(tx *storage.Tx, k []byte) (int64, error) {
-	v, err := tx.Get(k)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return 0, nil
-	case err != nil:
-		return 0, err
-	case len(v) != 8:
-		return 0, errBadTextMeta
-	}
-	return int64(binary.BigEndian.Uint64(v)), nil
-}
-
-// putCount writes the count n at k (none for 0).
-func putCount(tx *storage.Tx, k []byte, n int64) error {
-	if n <= 0 {
-		return deleteIfPresent(tx, k)
-	}
-	return tx.Put(k, binary.BigEndian.AppendUint64(nil, uint64(n)), 0)
-}
-
 // filterCount is the number of the member's items a filter key selects.
 func filterCount(tx *storage.Tx, memberID, kind, value string) (int, error) {
 	n, err := countAt(tx, filterCountKey(memberID, kind, value))
 	return int(n), err
-}
-
-// recountChunkSize is how many labels or domains one recount transaction
-// counts (a var: tests lower it).
-var recountChunkSize = 1000
-
-// recountFilters sets the member's filter counts from the keys they count,
-// each in a transaction that reads what it counts (a concurrent change
-// conflicts with it, and one of the two retries), for a store whose counts
-// are missing (written before them, or built without them).
-func (s Store) recountFilters(memberID string) error {
-	err := s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
-		count := func(prefix []byte, kind, value string) error {
-			n := int64(0)
-			if err := tx.Scan(prefix, nil, false, true, func(_, _ []byte) (bool, error) {
-				n++
-				return true, nil
-			}); err != nil {
-				return err
-			}
-			return putCount(tx, filterCountKey(memberID, kind, value), n)
-		}
-		for _, typ := range []string{TypeArticle, TypeNewsletter} {
-			if err := count(typeItemsPrefix(memberID, typ), "t", typeCode(typ)); err != nil {
-				return err
-			}
-		}
-		if err := count(highlightedItemsPrefix(memberID), "h", ""); err != nil {
-			return err
-		}
-		for st, c := range statusCode {
-			if err := count(itemIndexPrefix(memberID, st, SortCreatedAt), "s", c); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	// Labels and domains, recountChunk values a transaction: the values
-	// in [lo, next) of the keys, and the counts of that range (those of
-	// values no key has any more are deleted).
-	labelValue := func(suf []byte) (string, bool) {
-		i := bytes.IndexByte(suf, '/')
-		return string(suf[:max(i, 0)]), i > 0
-	}
-	domainValue := func(suf []byte) (string, bool) {
-		if len(suf) < 10 || !bytes.HasSuffix(suf[:len(suf)-8], []byte{0, 1}) {
-			return "", false
-		}
-		enc := suf[:len(suf)-10]
-		return string(bytes.ReplaceAll(enc, []byte{0, 0xff}, []byte{0})), true
-	}
-	for _, k := range []struct {
-		kind   string
-		prefix []byte
-		seek   func(v string) []byte // the first key of value v
-		value  func(suf []byte) (string, bool)
-	}{
-		{"l", storage.Key("u", memberID, "gql", "li", ""), func(v string) []byte { return storage.Key("u", memberID, "gql", "li", v, "") }, labelValue},
-		{"d", siteItemsPrefix(memberID), func(v string) []byte { return encString(siteItemsPrefix(memberID), v) }, domainValue},
-	} {
-		lo, first := "", true
-		for {
-			if s.textIndexStopping() {
-				return errTextIndexStopped
-			}
-			next, more := "", false
-			err := s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
-				next, more = "", false
-				counts := map[string]int64{}
-				var order []string
-				start := k.prefix
-				if !first {
-					start = k.seek(lo)
-				}
-				if err := tx.Scan(k.prefix, start, false, true, func(key, _ []byte) (bool, error) {
-					v, ok := k.value(key[len(k.prefix):])
-					if !ok {
-						return true, nil
-					}
-					if _, seen := counts[v]; !seen {
-						if len(order) == recountChunkSize {
-							next, more = v, true
-							return false, nil
-						}
-						order = append(order, v)
-					}
-					counts[v]++
-					return true, nil
-				}); err != nil {
-					return err
-				}
-				fp := filterCountKey(memberID, k.kind, "")
-				fstart := fp
-				if !first {
-					fstart = filterCountKey(memberID, k.kind, lo)
-				}
-				var stale [][]byte
-				if err := tx.Scan(fp, fstart, false, true, func(key, _ []byte) (bool, error) {
-					v := string(key[len(fp):])
-					if more && v >= next {
-						return false, nil
-					}
-					if counts[v] == 0 {
-						stale = append(stale, append([]byte(nil), key...))
-					}
-					return true, nil
-				}); err != nil {
-					return err
-				}
-				for _, key := range stale {
-					if err := tx.Delete(key); err != nil {
-						return err
-					}
-				}
-				for _, v := range order {
-					if err := putCount(tx, filterCountKey(memberID, k.kind, v), counts[v]); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			if !more {
-				break
-			}
-			lo, first = next, false
-		}
-	}
-	return nil
 }
 
 // --- the indexer ---
@@ -811,50 +487,8 @@ func (s Store) textIndexStopping() bool {
 // indexMember builds what a member's items lack, then indexes their
 // pending texts.
 func (s Store) indexMember(memberID string) error {
-	var version byte
-	if err := s.st.View(s.st.Background(), func(tx *storage.Tx) error {
-		var err error
-		version, err = searchVersion(tx, memberID)
+	if err := s.catchUpSearchKeys(memberID); err != nil {
 		return err
-	}); err != nil {
-		return err
-	}
-	if version != searchIndexVersion {
-		items := true
-		var err error
-		if version < 2 {
-			if items, err = s.buildSearchKeys(memberID); err != nil {
-				return err
-			}
-		}
-		if items && version >= 2 && version < orderedKeysVersion {
-			// The ordered filter keys (buildSearchKeys wrote them for
-			// older stores). A member of such a store is marked built
-			// even without items: its keys are all there.
-			if _, err = s.eachItemBatch(memberID, func(tx *storage.Tx, it *SavedItem) error {
-				return writeOrderedKeys(tx, nil, it)
-			}); err != nil {
-				return err
-			}
-		}
-		if items { // a member without items needs nothing (see firstItemReady)
-			if version < 3 {
-				if err := s.recountFilters(memberID); err != nil {
-					return err
-				}
-			}
-			// The folded copies of texts that versions before 4 kept
-			// (searches read the content instead, whether or not a copy
-			// is left).
-			if err := s.st.DeletePrefixInBatches(s.st.Background(), textKey(memberID, "")); err != nil {
-				return err
-			}
-			if err := s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
-				return tx.Put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
-			}); err != nil {
-				return err
-			}
-		}
 	}
 	limit := textBatch
 	for {
@@ -882,97 +516,6 @@ func (s Store) indexMember(memberID string) error {
 			return s.mergeSegments(memberID)
 		}
 	}
-}
-
-// buildSearchKeys writes the filter keys of the member's items and queues
-// them for the indexer (items saved before the index existed), in
-// batches; false when the member has no item.
-func (s Store) buildSearchKeys(memberID string) (items bool, _ error) {
-	return s.eachItemBatch(memberID, func(tx *storage.Tx, it *SavedItem) error {
-		// Not counted: recountFilters counts every item after.
-		if err := writeFilterKeys(tx, nil, it); err != nil {
-			return err
-		}
-		return setItemText(tx, memberID, it.ID, it.Title, it.Description, nil)
-	})
-}
-
-// eachItemBatch calls fn with each of the member's items, in transactions
-// of a batch of items each (each reads the items it writes for, so a
-// concurrent change of one conflicts and one of the two retries); false
-// when the member has no item.
-func (s Store) eachItemBatch(memberID string, fn func(tx *storage.Tx, it *SavedItem) error) (items bool, _ error) {
-	prefix := itemKey(memberID, "")
-	var after []byte
-	batch := 200 // halved while Badger finds the transaction too big
-	for {
-		if s.textIndexStopping() {
-			return false, errTextIndexStopped
-		}
-		var last []byte
-		err := s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
-			last = nil
-			n := 0
-			start := prefix
-			if after != nil {
-				start = append(append([]byte{}, after...), 0)
-			}
-			var ids []string
-			err := tx.Scan(prefix, start, false, true, func(k, _ []byte) (bool, error) {
-				ids = append(ids, string(k[len(prefix):]))
-				last = append(last[:0], k...)
-				n++
-				return n < batch, nil
-			})
-			if err != nil {
-				return err
-			}
-			for _, id := range ids {
-				var it SavedItem
-				if err := getItem(tx, itemKey(memberID, id), &it); err != nil {
-					if errors.Is(err, storage.ErrNotFound) {
-						continue
-					}
-					return err
-				}
-				if err := fn(tx, &it); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if errors.Is(err, kv.ErrTooBig) && batch > 1 {
-			batch /= 2
-			continue
-		}
-		if err != nil {
-			return false, err
-		}
-		if last == nil {
-			return after != nil, nil
-		}
-		after = last
-	}
-}
-
-// firstItemReady marks a member's index built when id is its first item
-// (the indexer writes nothing for members without items).
-func firstItemReady(tx *storage.Tx, memberID, id string) error {
-	if v, err := searchVersion(tx, memberID); err != nil || v == searchIndexVersion {
-		return err
-	}
-	prefix := itemKey(memberID, "")
-	other := false
-	if err := tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
-		other = string(k[len(prefix):]) != id
-		return !other, nil
-	}); err != nil {
-		return err
-	}
-	if other {
-		return nil // the indexer builds it
-	}
-	return tx.Put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
 }
 
 // textMeta is the state of a member's trigram index (tm).

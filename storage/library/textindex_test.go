@@ -257,7 +257,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 					sort.Slice(some, func(a, b int) bool { return some[a].ID < some[b].ID })
 					switch r.Intn(9) {
 					case 7, 8:
-						// Two filters with keys of their own (issue 15: any
+						// Two filters with keys of their own (any
 						// pair, whatever their selectivity).
 						yes := true
 						pairs := []func(){
@@ -532,14 +532,7 @@ func TestSearchBudget(t *testing.T) {
 		err := st.Update(t.Context(), func(tx *storage.Tx) error {
 			for j := i; j < i+500; j++ {
 				it := &SavedItem{ID: testID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive, Title: "t", CreatedAt: storage.Now(), UpdatedAt: storage.Now()}
-				if err := putItem(tx, nil, it); err != nil {
-					return err
-				}
-				txt := "plain words"
-				if err := tx.PutJSON(contentKey(m.ID, it.ID), ItemContent{Text: txt}, 0); err != nil {
-					return err
-				}
-				if err := setItemText(tx, m.ID, it.ID, it.Title, "", &txt); err != nil {
+				if err := writeItem(tx, itemChange{it: it, content: &ItemContent{Text: "plain words"}}); err != nil {
 					return err
 				}
 			}
