@@ -473,15 +473,7 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 	if err != nil {
 		return 0, err
 	}
-	var hls []ImportHighlight
-	for _, h := range in.Highlights {
-		note, err := cleanText(h.Note, MaxNoteLen, "note")
-		if err != nil || validateSegments(h.Segments) != nil {
-			continue // a highlight that cannot be kept does not cost the item
-		}
-		h.Note = note
-		hls = append(hls, h)
-	}
+	hls := importHighlights(in.Highlights)
 	t := storage.Now()
 	if in.CreatedAt.IsZero() || in.CreatedAt.After(t) {
 		in.CreatedAt = t
@@ -492,25 +484,9 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 	}
 	in.UpdatedAt = in.UpdatedAt.UTC().Truncate(time.Millisecond)
 
-	// Label ids: the job's, then the item's names.
-	var labelIDs []string
-	ids, err := memberLabelIDs(tx, memberID, j.LabelIDs)
+	labelIDs, err := importLabelIDs(tx, memberID, j, in, labels, colors)
 	if err != nil {
 		return 0, err
-	}
-	labelIDs = append(labelIDs, ids...)
-	for _, name := range in.Labels {
-		id, err := importLabel(tx, memberID, name, labels, colors)
-		if err != nil {
-			var ie *storage.InvalidError
-			if errors.As(err, &ie) {
-				continue // a name the store refuses: the item goes without it
-			}
-			return 0, err
-		}
-		if !contains(labelIDs, id) {
-			labelIDs = append(labelIDs, id)
-		}
 	}
 
 	// The same item saved before: only labels it lacks are added.
@@ -597,6 +573,46 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 		return importFetching, nil
 	}
 	return importCreated, nil
+}
+
+// importHighlights are the highlights of an imported item that can be
+// kept (a highlight that cannot does not cost the item).
+func importHighlights(in []ImportHighlight) []ImportHighlight {
+	var hls []ImportHighlight
+	for _, h := range in {
+		note, err := cleanText(h.Note, MaxNoteLen, "note")
+		if err != nil || validateSegments(h.Segments) != nil {
+			continue // a highlight that cannot be kept does not cost the item
+		}
+		h.Note = note
+		hls = append(hls, h)
+	}
+	return hls
+}
+
+// importLabelIDs are the labels of an imported item: the job's, then
+// those of the item's names (created when the member lacks them).
+func importLabelIDs(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, labels, colors map[string]string) ([]string, error) {
+	var labelIDs []string
+	ids, err := memberLabelIDs(tx, memberID, j.LabelIDs)
+	if err != nil {
+		return nil, err
+	}
+	labelIDs = append(labelIDs, ids...)
+	for _, name := range in.Labels {
+		id, err := importLabel(tx, memberID, name, labels, colors)
+		if err != nil {
+			var ie *storage.InvalidError
+			if errors.As(err, &ie) {
+				continue // a name the store refuses: the item goes without it
+			}
+			return nil, err
+		}
+		if !contains(labelIDs, id) {
+			labelIDs = append(labelIDs, id)
+		}
+	}
+	return labelIDs, nil
 }
 
 // ImportLabels creates those of names (an export's list of labels, in its

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library/textindex"
 )
 
 func itemIndexKeys(it *SavedItem) [][]byte {
@@ -397,22 +398,16 @@ func writeFilterKeys(tx *storage.Tx, old, it *SavedItem) error {
 	return nil
 }
 
-// deleteItemSearch removes an item's text, index entries and filter keys.
+// deleteItemSearch takes an item out of the text index and removes its
+// filter keys.
 func deleteItemSearch(tx *storage.Tx, it *SavedItem) error {
 	mid := it.MemberID
 	countItemFilters(tx, it, -1)
-	if doc, err := tx.Get(textDocKey(mid, it.ID)); err == nil && len(doc) == 4 {
-		if err := tx.Delete(textDocItemKey(mid, binary.BigEndian.Uint32(doc))); err != nil {
-			return err
-		}
-	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return err
-	}
-	if err := deleteIfPresent(tx, textWideKey(mid, it.ID)); err != nil { // see indexItem
+	if err := memberIndex(mid).Remove(tx, it.ID); err != nil {
 		return err
 	}
 	ordered, _ := orderedFilterKeys(it)
-	for _, k := range append(ordered, textDocKey(mid, it.ID),
+	for _, k := range append(ordered,
 		siteItemKey(mid, it.SourceDomain, it.ID), encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)),
 		encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))) {
 		if err := tx.Delete(k); err != nil {
@@ -468,6 +463,9 @@ func flushFilterCounts(tx *storage.Tx, lt *libraryTx) error {
 	return nil
 }
 
+// errBadCount is returned for a filter count that is not 8 bytes.
+var errBadCount = textindex.ErrBadIndex
+
 // countAt reads the count at k (0 when absent).
 func countAt(tx *storage.Tx, k []byte) (int64, error) {
 	v, err := tx.Get(k)
@@ -477,7 +475,7 @@ func countAt(tx *storage.Tx, k []byte) (int64, error) {
 	case err != nil:
 		return 0, err
 	case len(v) != 8:
-		return 0, errBadTextMeta
+		return 0, errBadCount
 	}
 	return int64(binary.BigEndian.Uint64(v)), nil
 }
@@ -485,7 +483,7 @@ func countAt(tx *storage.Tx, k []byte) (int64, error) {
 // putCount writes the count n at k (none for 0).
 func putCount(tx *storage.Tx, k []byte, n int64) error {
 	if n <= 0 {
-		return deleteIfPresent(tx, k)
+		return tx.DeleteIfPresent(k)
 	}
 	return tx.Put(k, binary.BigEndian.AppendUint64(nil, uint64(n)), 0)
 }
@@ -571,5 +569,16 @@ func (s Store) finishHighlightCopies(ctx context.Context, items [][2]string) err
 			}
 		}
 	}
+	return nil
+}
+
+// setItemText queues an item whose searchable text (title, description or
+// content text) this transaction changes for the indexer, which reads the
+// text the item then has.
+func setItemText(tx *storage.Tx, memberID, id string) error {
+	if err := memberIndex(memberID).Queue(tx, id); err != nil {
+		return err
+	}
+	libraryState.Of(tx).addTextMember(memberID)
 	return nil
 }

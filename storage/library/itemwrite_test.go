@@ -38,6 +38,10 @@ var itemDerivedWriters = []string{
 	"writeIndexEntries", "writeLookupKeys", "putTombstone",
 }
 
+// textIndexWriters are the text index's methods that write its queue and
+// documents, called on memberIndex(...).
+var textIndexWriters = []string{"Queue", "Remove"}
+
 // storeWrites are the calls that write or delete keys.
 var storeWrites = []string{"Put", "PutJSON", "Delete", "DeletePrefix", "DeletePrefixInBatches", "putCount", "deleteIfPresent"}
 
@@ -142,6 +146,10 @@ func itemKeyWritesIn(body *ast.BlockStmt) []token.Pos {
 				return true // slices.Delete and the like write no key
 			}
 			name = fun.Sel.Name
+			if slices.Contains(textIndexWriters, name) && callsMemberIndex(fun.X) {
+				out = append(out, call.Pos())
+				return true
+			}
 		}
 		if slices.Contains(itemDerivedWriters, name) {
 			out = append(out, call.Pos())
@@ -164,6 +172,20 @@ func storageKeyOfItem(args []ast.Expr) bool {
 		}
 	}
 	return false
+}
+
+// callsMemberIndex reports whether e calls memberIndex.
+func callsMemberIndex(e ast.Expr) bool {
+	found := false
+	ast.Inspect(e, func(n ast.Node) bool {
+		if c, ok := n.(*ast.CallExpr); ok {
+			if id, ok := c.Fun.(*ast.Ident); ok && id.Name == "memberIndex" {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
 }
 
 func lit(e ast.Expr) string {

@@ -363,18 +363,25 @@ func (s Store) DeleteLabel(ctx context.Context, memberID, id string) error {
 // ReorderLabels puts the labels with ids first, in that order; the others
 // follow in their previous order.
 func (s Store) ReorderLabels(ctx context.Context, memberID string, ids []string) ([]*Label, error) {
-	var out []*Label
-	err := s.st.Update(ctx, func(tx *storage.Tx) error {
-		all, err := labels(tx, memberID)
+	return reorderStored(ctx, s.st, ids, func(tx *storage.Tx) ([]*Label, error) { return labels(tx, memberID) },
+		func(l *Label) string { return l.ID }, func(l *Label, order float64) []byte { l.Order = order; return labelKey(memberID, l.ID) })
+}
+
+// reorderStored reorders the records list reads (see reorder) and writes
+// each with its new order (set, which returns its key).
+func reorderStored[T any](ctx context.Context, st *storage.Store, ids []string, list func(tx *storage.Tx) ([]T, error),
+	id func(T) string, set func(v T, order float64) []byte) ([]T, error) {
+	var out []T
+	err := st.Update(ctx, func(tx *storage.Tx) error {
+		all, err := list(tx)
 		if err != nil {
 			return err
 		}
-		if out, err = reorder(all, ids, func(l *Label) string { return l.ID }); err != nil {
+		if out, err = reorder(all, ids, id); err != nil {
 			return err
 		}
-		for i, l := range out {
-			l.Order = float64(i)
-			if err := tx.PutJSON(labelKey(memberID, l.ID), l, 0); err != nil {
+		for i, v := range out {
+			if err := tx.PutJSON(set(v, float64(i)), v, 0); err != nil {
 				return err
 			}
 		}
@@ -520,22 +527,6 @@ func (s Store) DeleteSavedQuery(ctx context.Context, memberID, id string) error 
 
 // ReorderSavedQueries puts the saved queries with ids first, in that order.
 func (s Store) ReorderSavedQueries(ctx context.Context, memberID string, ids []string) ([]*SavedQuery, error) {
-	var out []*SavedQuery
-	err := s.st.Update(ctx, func(tx *storage.Tx) error {
-		all, err := savedQueries(tx, memberID)
-		if err != nil {
-			return err
-		}
-		if out, err = reorder(all, ids, func(q *SavedQuery) string { return q.ID }); err != nil {
-			return err
-		}
-		for i, q := range out {
-			q.Order = float64(i)
-			if err := tx.PutJSON(savedQueryKey(memberID, q.ID), q, 0); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return out, err
+	return reorderStored(ctx, s.st, ids, func(tx *storage.Tx) ([]*SavedQuery, error) { return savedQueries(tx, memberID) },
+		func(q *SavedQuery) string { return q.ID }, func(q *SavedQuery, order float64) []byte { q.Order = order; return savedQueryKey(memberID, q.ID) })
 }

@@ -50,7 +50,7 @@ func libraryAfterCommit(ctx context.Context, st *storage.Store, tx *storage.Tx) 
 	}
 	s := Of(st)
 	for _, m := range lt.textMembers {
-		s.textIndex().notify(m)
+		s.textIndex().Notify(m)
 	}
 	if len(lt.highlightsLeft) > 0 {
 		return s.finishHighlightCopies(ctx, lt.highlightsLeft)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
+	"github.com/hearthkit/caddy-hearth/storage/library/textindex"
 )
 
 // recountChunkSize is how many labels or domains one recount transaction
@@ -22,7 +23,7 @@ var recountChunkSize = 1000
 // each in a transaction that reads what it counts (a concurrent change
 // conflicts with it, and one of the two retries), for a store whose counts
 // are missing (written before them, or built without them).
-func (s Store) recountFilters(memberID string) error {
+func (s Store) recountFilters(memberID string, stopping func() bool) error {
 	err := s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
 		count := func(prefix []byte, kind, value string) error {
 			n := int64(0)
@@ -52,9 +53,7 @@ func (s Store) recountFilters(memberID string) error {
 	if err != nil {
 		return err
 	}
-	// Labels and domains, recountChunk values a transaction: the values
-	// in [lo, next) of the keys, and the counts of that range (those of
-	// values no key has any more are deleted).
+	// Labels and domains, by the values in their keys.
 	labelValue := func(suf []byte) (string, bool) {
 		i := bytes.IndexByte(suf, '/')
 		return string(suf[:max(i, 0)]), i > 0
@@ -66,84 +65,98 @@ func (s Store) recountFilters(memberID string) error {
 		enc := suf[:len(suf)-10]
 		return string(bytes.ReplaceAll(enc, []byte{0, 0xff}, []byte{0})), true
 	}
-	for _, k := range []struct {
-		kind   string
-		prefix []byte
-		seek   func(v string) []byte // the first key of value v
-		value  func(suf []byte) (string, bool)
-	}{
+	for _, k := range []valueCounts{
 		{"l", storage.Key("u", memberID, "gql", "li", ""), func(v string) []byte { return storage.Key("u", memberID, "gql", "li", v, "") }, labelValue},
 		{"d", siteItemsPrefix(memberID), func(v string) []byte { return encString(siteItemsPrefix(memberID), v) }, domainValue},
 	} {
-		lo, first := "", true
-		for {
-			if s.textIndexStopping() {
-				return errTextIndexStopped
+		if err := s.recountValues(memberID, k, stopping); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// valueCounts are the filter counts of one kind that count keys by a
+// value in them (labels, domains).
+type valueCounts struct {
+	kind   string
+	prefix []byte
+	seek   func(v string) []byte // the first key of value v
+	value  func(suf []byte) (string, bool)
+}
+
+// recountValues sets the counts of k's values, recountChunkSize values a
+// transaction: the values in [lo, next) of the keys, and the counts of
+// that range (those of values no key has any more are deleted).
+func (s Store) recountValues(memberID string, k valueCounts, stopping func() bool) error {
+	lo, first := "", true
+	for {
+		if stopping() {
+			return textindex.ErrStopped
+		}
+		next, more := "", false
+		err := s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
+			next, more = "", false
+			counts := map[string]int64{}
+			var order []string
+			start := k.prefix
+			if !first {
+				start = k.seek(lo)
 			}
-			next, more := "", false
-			err := s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
-				next, more = "", false
-				counts := map[string]int64{}
-				var order []string
-				start := k.prefix
-				if !first {
-					start = k.seek(lo)
-				}
-				if err := tx.Scan(k.prefix, start, false, true, func(key, _ []byte) (bool, error) {
-					v, ok := k.value(key[len(k.prefix):])
-					if !ok {
-						return true, nil
-					}
-					if _, seen := counts[v]; !seen {
-						if len(order) == recountChunkSize {
-							next, more = v, true
-							return false, nil
-						}
-						order = append(order, v)
-					}
-					counts[v]++
+			if err := tx.Scan(k.prefix, start, false, true, func(key, _ []byte) (bool, error) {
+				v, ok := k.value(key[len(k.prefix):])
+				if !ok {
 					return true, nil
-				}); err != nil {
-					return err
 				}
-				fp := filterCountKey(memberID, k.kind, "")
-				fstart := fp
-				if !first {
-					fstart = filterCountKey(memberID, k.kind, lo)
-				}
-				var stale [][]byte
-				if err := tx.Scan(fp, fstart, false, true, func(key, _ []byte) (bool, error) {
-					v := string(key[len(fp):])
-					if more && v >= next {
+				if _, seen := counts[v]; !seen {
+					if len(order) == recountChunkSize {
+						next, more = v, true
 						return false, nil
 					}
-					if counts[v] == 0 {
-						stale = append(stale, append([]byte(nil), key...))
-					}
-					return true, nil
-				}); err != nil {
-					return err
+					order = append(order, v)
 				}
-				for _, key := range stale {
-					if err := tx.Delete(key); err != nil {
-						return err
-					}
-				}
-				for _, v := range order {
-					if err := putCount(tx, filterCountKey(memberID, k.kind, v), counts[v]); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-			if err != nil {
+				counts[v]++
+				return true, nil
+			}); err != nil {
 				return err
 			}
-			if !more {
-				break
+			fp := filterCountKey(memberID, k.kind, "")
+			fstart := fp
+			if !first {
+				fstart = filterCountKey(memberID, k.kind, lo)
 			}
-			lo, first = next, false
+			var stale [][]byte
+			if err := tx.Scan(fp, fstart, false, true, func(key, _ []byte) (bool, error) {
+				v := string(key[len(fp):])
+				if more && v >= next {
+					return false, nil
+				}
+				if counts[v] == 0 {
+					stale = append(stale, append([]byte(nil), key...))
+				}
+				return true, nil
+			}); err != nil {
+				return err
+			}
+			for _, key := range stale {
+				if err := tx.Delete(key); err != nil {
+					return err
+				}
+			}
+			for _, v := range order {
+				if err := putCount(tx, filterCountKey(memberID, k.kind, v), counts[v]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
+		if !more {
+			break
+		}
+		lo, first = next, false
 	}
 	return nil
 }
@@ -151,8 +164,8 @@ func (s Store) recountFilters(memberID string) error {
 // buildSearchKeys writes the filter keys of the member's items and queues
 // them for the indexer (items saved before the index existed), in
 // batches; false when the member has no item.
-func (s Store) buildSearchKeys(memberID string) (items bool, _ error) {
-	return s.eachItemBatch(memberID, func(tx *storage.Tx, it *SavedItem) error {
+func (s Store) buildSearchKeys(memberID string, stopping func() bool) (items bool, _ error) {
+	return s.eachItemBatch(memberID, stopping, func(tx *storage.Tx, it *SavedItem) error {
 		// Not counted: recountFilters counts every item after.
 		if err := writeFilterKeys(tx, nil, it); err != nil {
 			return err
@@ -165,13 +178,13 @@ func (s Store) buildSearchKeys(memberID string) (items bool, _ error) {
 // of a batch of items each (each reads the items it writes for, so a
 // concurrent change of one conflicts and one of the two retries); false
 // when the member has no item.
-func (s Store) eachItemBatch(memberID string, fn func(tx *storage.Tx, it *SavedItem) error) (items bool, _ error) {
+func (s Store) eachItemBatch(memberID string, stopping func() bool, fn func(tx *storage.Tx, it *SavedItem) error) (items bool, _ error) {
 	prefix := itemKey(memberID, "")
 	var after []byte
 	batch := 200 // halved while Badger finds the transaction too big
 	for {
-		if s.textIndexStopping() {
-			return false, errTextIndexStopped
+		if stopping() {
+			return false, textindex.ErrStopped
 		}
 		var last []byte
 		err := s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
@@ -191,19 +204,7 @@ func (s Store) eachItemBatch(memberID string, fn func(tx *storage.Tx, it *SavedI
 			if err != nil {
 				return err
 			}
-			for _, id := range ids {
-				var it SavedItem
-				if err := getItem(tx, itemKey(memberID, id), &it); err != nil {
-					if errors.Is(err, storage.ErrNotFound) {
-						continue
-					}
-					return err
-				}
-				if err := fn(tx, &it); err != nil {
-					return err
-				}
-			}
-			return nil
+			return eachItem(tx, memberID, ids, func(it *SavedItem) error { return fn(tx, it) })
 		})
 		if errors.Is(err, kv.ErrTooBig) && batch > 1 {
 			batch /= 2
@@ -240,8 +241,9 @@ func firstItemReady(tx *storage.Tx, memberID, id string) error {
 }
 
 // catchUpSearchKeys writes the search keys a member's items lack (a store
-// written by an earlier version of the index), then marks them complete.
-func (s Store) catchUpSearchKeys(memberID string) error {
+// written by an earlier version of the index), then marks them complete;
+// textindex.ErrStopped when stopping reports true between transactions.
+func (s Store) catchUpSearchKeys(memberID string, stopping func() bool) error {
 	var version byte
 	if err := s.st.View(s.st.Background(), func(tx *storage.Tx) error {
 		var err error
@@ -256,7 +258,7 @@ func (s Store) catchUpSearchKeys(memberID string) error {
 	items := true
 	var err error
 	if version < 2 {
-		if items, err = s.buildSearchKeys(memberID); err != nil {
+		if items, err = s.buildSearchKeys(memberID, stopping); err != nil {
 			return err
 		}
 	}
@@ -267,14 +269,14 @@ func (s Store) catchUpSearchKeys(memberID string) error {
 		// The ordered filter keys (buildSearchKeys wrote them for older
 		// stores). A member of such a store is marked built even without
 		// items: its keys are all there.
-		if _, err = s.eachItemBatch(memberID, func(tx *storage.Tx, it *SavedItem) error {
+		if _, err = s.eachItemBatch(memberID, stopping, func(tx *storage.Tx, it *SavedItem) error {
 			return writeOrderedKeys(tx, nil, it)
 		}); err != nil {
 			return err
 		}
 	}
 	if version < 3 {
-		if err := s.recountFilters(memberID); err != nil {
+		if err := s.recountFilters(memberID, stopping); err != nil {
 			return err
 		}
 	}

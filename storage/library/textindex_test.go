@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library/textindex"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
@@ -328,7 +329,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			}
 			check(0) // every text pending
 			textIndexPaused.Store(false)
-			Of(st).textIndex().notify(m.ID)
+			Of(st).textIndex().Notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			textIndexPaused.Store(true)
 			for n := 30; n < 60; n++ {
@@ -336,7 +337,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			}
 			check(1) // half pending
 			textIndexPaused.Store(false)
-			Of(st).textIndex().notify(m.ID)
+			Of(st).textIndex().Notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			check(4)
 			// The index keeps no copy of the texts.
@@ -398,7 +399,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			refresh()
 			check(2) // the changes pending
 			textIndexPaused.Store(false)
-			Of(st).textIndex().notify(m.ID)
+			Of(st).textIndex().Notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			check(3)
 			checkFilterCounts(t, st, m.ID)
@@ -436,13 +437,13 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 	// version before it holds.
 	err = st.Update(t.Context(), func(tx *storage.Tx) error {
 		for _, p := range [][]byte{storage.Key("u", m.ID, "gql", "tt", ""), storage.Key("u", m.ID, "gql", "tp", ""), storage.Key("u", m.ID, "gql", "td", ""),
-			storage.Key("u", m.ID, "gql", "tn", ""), trigramPrefix(m.ID), siteItemsPrefix(m.ID), storage.Key("u", m.ID, "gql", "sn", ""), storage.Key("u", m.ID, "gql", "ty", ""),
+			storage.Key("u", m.ID, "gql", "tn", ""), memberIndex(m.ID).TrigramPrefix(), siteItemsPrefix(m.ID), storage.Key("u", m.ID, "gql", "sn", ""), storage.Key("u", m.ID, "gql", "ty", ""),
 			highlightedItemsPrefix(m.ID)} {
 			if err := tx.DeletePrefix(p); err != nil {
 				return err
 			}
 		}
-		if err := tx.Delete(textMetaKey(m.ID)); err != nil {
+		if err := tx.Delete(memberIndex(m.ID).MetaKey()); err != nil {
 			return err
 		}
 		// A folded copy of a text, as versions before 4 kept.
@@ -603,7 +604,7 @@ func TestSearchCaseFolding(t *testing.T) {
 func segmentKeys(t *testing.T, st *storage.Store, memberID string) map[uint32]int {
 	t.Helper()
 	out := map[uint32]int{}
-	p := trigramPrefix(memberID)
+	p := memberIndex(memberID).TrigramPrefix()
 	err := st.View(t.Context(), func(tx *storage.Tx) error {
 		return tx.Scan(p, nil, false, true, func(k, _ []byte) (bool, error) {
 			out[binary.BigEndian.Uint32(k[len(p):])]++
@@ -640,29 +641,29 @@ func TestSearchSegmentsMerge(t *testing.T) {
 	}
 	check := func(when string) {
 		t.Helper()
-		var meta *textMeta
-		if err := st.View(t.Context(), func(tx *storage.Tx) (err error) { meta, err = readTextMeta(tx, m.ID); return err }); err != nil {
+		var meta *textindex.Meta
+		if err := st.View(t.Context(), func(tx *storage.Tx) (err error) { meta, err = memberIndex(m.ID).ReadMeta(tx); return err }); err != nil {
 			t.Fatal(err)
 		}
 		levels := map[int]int{}
 		live := map[uint32]bool{}
 		var docs uint32
-		for _, sg := range meta.segs {
-			levels[segmentLevel(sg.docs)]++
-			live[sg.id] = true
-			docs += sg.docs
+		for _, sg := range meta.Segments {
+			levels[textindex.SegmentLevel(sg.Docs)]++
+			live[sg.ID] = true
+			docs += sg.Docs
 		}
 		for l, n := range levels {
 			if n >= 8 {
 				t.Fatalf("%s: %d segments of level %d", when, n, l)
 			}
 		}
-		if docs != 80 || meta.merging != 0 || len(meta.deleting) != 0 {
+		if docs != 80 || meta.Merging != 0 || len(meta.Deleting) != 0 {
 			t.Fatalf("%s: %+v", when, meta)
 		}
 		for seg := range segmentKeys(t, st, m.ID) {
 			if !live[seg] {
-				t.Fatalf("%s: keys of segment %d, not live (%+v)", when, seg, meta.segs)
+				t.Fatalf("%s: keys of segment %d, not live (%+v)", when, seg, meta.Segments)
 			}
 		}
 		page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "CARAWAY"}, PageRequest{Field: SortCreatedAt, First: 100})
@@ -689,38 +690,41 @@ func TestSearchSegmentsMerge(t *testing.T) {
 		if _, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: "plain"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.Update(t.Context(), func(tx *storage.Tx) error { _, err := indexPending(tx, m.ID, 1); return err }); err != nil {
+		if err := st.Update(t.Context(), func(tx *storage.Tx) error {
+			_, err := memberIndex(m.ID).IndexPending(tx, itemTexts{m.ID}, 1)
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var meta *textMeta
-	if err := st.View(t.Context(), func(tx *storage.Tx) (err error) { meta, err = readTextMeta(tx, m.ID); return err }); err != nil {
+	var meta *textindex.Meta
+	if err := st.View(t.Context(), func(tx *storage.Tx) (err error) { meta, err = memberIndex(m.ID).ReadMeta(tx); return err }); err != nil {
 		t.Fatal(err)
 	}
 	var from []uint32
-	for _, sg := range meta.segs {
-		if sg.docs == 1 {
-			from = append(from, sg.id)
+	for _, sg := range meta.Segments {
+		if sg.Docs == 1 {
+			from = append(from, sg.ID)
 		}
 	}
 	if len(from) < 8 {
 		t.Fatalf("%d one-item segments, want 8 or more", len(from))
 	}
-	if err := Of(st).updateTextMeta(m.ID, func(mm *textMeta) { mm.merging, mm.mergeFrom = mm.nextSeg, from; mm.nextSeg++ }); err != nil {
+	if err := memberIndex(m.ID).UpdateMeta(st, func(mm *textindex.Meta) { mm.Merging, mm.MergeFrom = mm.NextSeg, from; mm.NextSeg++ }); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Update(t.Context(), func(tx *storage.Tx) error {
-		return tx.Put(append(segmentPrefix(m.ID, meta.nextSeg), "pla"...), []byte{1}, 0)
+		return tx.Put(append(memberIndex(m.ID).SegmentPrefix(meta.NextSeg), "pla"...), []byte{1}, 0)
 	}); err != nil {
 		t.Fatal(err)
 	}
 	textIndexPaused.Store(false)
-	Of(st).textIndex().notify(m.ID)
+	Of(st).textIndex().Notify(m.ID)
 	for i := 0; ; i++ {
-		if err := st.View(t.Context(), func(tx *storage.Tx) (err error) { meta, err = readTextMeta(tx, m.ID); return err }); err != nil {
+		if err := st.View(t.Context(), func(tx *storage.Tx) (err error) { meta, err = memberIndex(m.ID).ReadMeta(tx); return err }); err != nil {
 			t.Fatal(err)
 		}
-		if meta.merging == 0 && len(meta.deleting) == 0 {
+		if meta.Merging == 0 && len(meta.Deleting) == 0 {
 			break
 		}
 		if i > 3000 {
@@ -729,8 +733,8 @@ func TestSearchSegmentsMerge(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	var docs uint32
-	for _, sg := range meta.segs {
-		docs += sg.docs
+	for _, sg := range meta.Segments {
+		docs += sg.Docs
 	}
 	if docs != 88 {
 		t.Fatalf("%d documents after the merge, want 88", docs)
@@ -816,10 +820,10 @@ func TestSearchWideItems(t *testing.T) {
 	}
 	waitIndexed(t, st, m.ID)
 	if err := st.View(t.Context(), func(tx *storage.Tx) error {
-		if ok, err := tx.Has(textWideKey(m.ID, wideItem.ID)); err != nil || !ok {
+		if ok, err := tx.Has(memberIndex(m.ID).WideKey(wideItem.ID)); err != nil || !ok {
 			return fmt.Errorf("the book is not listed as wide (%v)", err)
 		}
-		if ok, _ := tx.Has(textDocKey(m.ID, after[19])); !ok {
+		if ok, _ := tx.Has(memberIndex(m.ID).DocKey(after[19])); !ok {
 			return errors.New("an item after the book is not indexed")
 		}
 		return nil
@@ -861,12 +865,12 @@ func TestSearchIndexBuildOfLongTexts(t *testing.T) {
 	waitIndexed(t, st, m.ID)
 	err = st.Update(t.Context(), func(tx *storage.Tx) error {
 		for _, p := range [][]byte{storage.Key("u", m.ID, "gql", "tt", ""), storage.Key("u", m.ID, "gql", "td", ""), storage.Key("u", m.ID, "gql", "tn", ""),
-			trigramPrefix(m.ID), storage.Key("u", m.ID, "gql", "tw", "")} {
+			memberIndex(m.ID).TrigramPrefix(), storage.Key("u", m.ID, "gql", "tw", "")} {
 			if err := tx.DeletePrefix(p); err != nil {
 				return err
 			}
 		}
-		if err := tx.Delete(textMetaKey(m.ID)); err != nil {
+		if err := tx.Delete(memberIndex(m.ID).MetaKey()); err != nil {
 			return err
 		}
 		return tx.Delete(textReadyKey(m.ID))
@@ -915,7 +919,7 @@ func TestContentTextFolded(t *testing.T) {
 		if err := json.Unmarshal(rec, &c); err != nil {
 			t.Fatal(err)
 		}
-		want := appendFold(nil, c.Text)
+		want := textindex.AppendFold(nil, c.Text)
 		got, err := appendContentTextFolded([]byte("x"), rec)
 		if err != nil || !bytes.Equal(got, append([]byte("x"), want...)) {
 			t.Fatalf("%s:\n got %q (%v)\nwant %q", rec, got, err, want)
