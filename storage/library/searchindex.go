@@ -145,8 +145,10 @@ func (s Store) SearchIndexBacklog(ctx context.Context, memberID string) (int, er
 
 // textCandidates returns the ids of the member's items that may contain
 // the folded needle (pending items included), or ok false when the index
-// cannot tell (not built, needle shorter than 3 bytes, more candidates than
-// limit).
+// cannot tell (not built, needle shorter than 3 bytes, more indexed
+// candidates than limit, or more pending items than a page may verify:
+// until the indexer has caught up with a backlog, a search reads the
+// pending items one by one rather than every item).
 func textCandidates(tx *storage.Tx, memberID string, needle []byte, limit int) (ids []string, ok bool, err error) {
 	if len(needle) < 3 {
 		return nil, false, nil
@@ -154,5 +156,5 @@ func textCandidates(tx *storage.Tx, memberID string, needle []byte, limit int) (
 	if ready, err := searchReady(tx, memberID); err != nil || !ready {
 		return nil, false, err
 	}
-	return memberIndex(memberID).Candidates(tx, needle, limit)
+	return memberIndex(memberID).Candidates(tx, needle, limit, maxVerified)
 }

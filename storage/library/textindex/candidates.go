@@ -21,9 +21,12 @@ type needleTrigram struct {
 }
 
 // Candidates returns the ids of the documents that may contain the folded
-// needle (queued and wide documents included), or ok false when the index
-// cannot tell (a needle shorter than 3 bytes, more candidates than limit).
-func (x Index) Candidates(tx *storage.Tx, needle []byte, limit int) (ids []string, ok bool, err error) {
+// needle, or ok false when the index cannot tell (a needle shorter than 3
+// bytes, more than limit indexed candidates, more than unindexed queued or
+// wide ones). The queued documents are all candidates: right after a
+// restart or a burst of writes the queue may hold thousands, which the
+// caller verifies one by one rather than its whole collection.
+func (x Index) Candidates(tx *storage.Tx, needle []byte, limit, unindexed int) (ids []string, ok bool, err error) {
 	if len(needle) < 3 {
 		return nil, false, nil
 	}
@@ -31,7 +34,7 @@ func (x Index) Candidates(tx *storage.Tx, needle []byte, limit int) (ids []strin
 	if err != nil {
 		return nil, false, err
 	}
-	if ids, err = x.unindexed(tx, meta, limit); err != nil || len(ids) > limit {
+	if ids, err = x.unindexed(tx, meta, unindexed); err != nil || len(ids) > unindexed {
 		return nil, false, err
 	}
 	tris, err := x.needleTrigrams(tx, meta, needle)
@@ -49,7 +52,7 @@ func (x Index) Candidates(tx *storage.Tx, needle []byte, limit int) (ids []strin
 	if err != nil {
 		return nil, false, err
 	}
-	if len(ids)+set.count() > limit {
+	if set.count() > limit {
 		return nil, false, nil
 	}
 	for i, w := range set {

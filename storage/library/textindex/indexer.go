@@ -111,7 +111,13 @@ func (ix *Indexer) run() {
 			return
 		case <-ix.wake:
 		}
-		if d := ix.cfg.Delay(); d > 0 {
+		ix.mu.Lock()
+		look := ix.all
+		ix.mu.Unlock()
+		// Changes gather for a while, but after an open or a restore
+		// (Look) nothing is gathering: the catch-up starts at once, so
+		// that searches read a backlog for as short a time as can be.
+		if d := ix.cfg.Delay(); d > 0 && !look {
 			select {
 			case <-ix.stop:
 				return

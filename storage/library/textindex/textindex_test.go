@@ -55,7 +55,7 @@ func candidates(t *testing.T, st *storage.Store, needle string) []string {
 	var ids []string
 	var ok bool
 	if err := st.View(t.Context(), func(tx *storage.Tx) (err error) {
-		ids, ok, err = testIndex.Candidates(tx, AppendFold(nil, needle), 100)
+		ids, ok, err = testIndex.Candidates(tx, AppendFold(nil, needle), 100, 100)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -177,5 +177,30 @@ func TestFold(t *testing.T) {
 	}
 	if !tx.Contains([]byte("rea")) {
 		t.Error("a needle in the second field did not match")
+	}
+}
+
+// Queued documents have a bound of their own: a backlog larger than the
+// indexed candidates' bound is still read, up to it.
+func TestCandidatesBoundTheQueueApart(t *testing.T) {
+	st := storagetest.Open(t)
+	for i := range 5 {
+		put(t, st, fmt.Sprint(i), "caraway")
+	}
+	for _, c := range []struct {
+		unindexed int
+		ok        bool
+	}{{4, false}, {5, true}} {
+		var ids []string
+		var ok bool
+		if err := st.View(t.Context(), func(tx *storage.Tx) (err error) {
+			ids, ok, err = testIndex.Candidates(tx, []byte("caraway"), 1, c.unindexed)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if ok != c.ok || (ok && len(ids) != 5) {
+			t.Errorf("five queued, at most %d: %v, %v", c.unindexed, ids, ok)
+		}
 	}
 }
