@@ -68,7 +68,7 @@ func highlightedItemsPrefix(memberID string) []byte {
 // is the default order (Inboxt's savedAt) and never changes with an item's
 // writes, so the keys move only when the type, the highlights, the labels,
 // the status or the domain do (every change of those goes through
-// putItem). The value is the item's status code (one byte) and its source
+// writeItem). The value is the item's status code (one byte) and its source
 // domain in lower case: a walk passes over the items of other statuses,
 // and those a site: filter does not select, without reading them.
 func orderedTypePrefix(memberID, typ string) []byte {

@@ -27,6 +27,8 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/library/textindex"
 )
 
+// itemIndexKeys are the keys of it's index entries: one for each sort
+// field, in the index of its status.
 func itemIndexKeys(it *SavedItem) [][]byte {
 	out := make([][]byte, 0, len(sortFieldCode))
 	for f := range sortFieldCode {

@@ -10,7 +10,7 @@ import (
 // first time the transaction writes what needs it (libraryState): a
 // transaction of another domain holds none.
 type libraryTx struct {
-	// indexCopyBytes counts the item copies putItem wrote to indexes.
+	// indexCopyBytes counts the item copies writeItem wrote to indexes.
 	indexCopyBytes int
 	// highlightCopyBytes counts the highlights syncHighlightCopies wrote,
 	// and highlightsLeft lists the items (member id, item id) whose
