@@ -80,20 +80,28 @@ func validateLabel(name, color string) (string, string, error) {
 }
 
 func labels(tx *storage.Tx, memberID string) ([]*Label, error) {
-	var out []*Label
-	err := tx.Scan(storage.Key("u", memberID, "gql", "label", ""), nil, false, false, func(_, v []byte) (bool, error) {
-		var l Label
-		if err := json.Unmarshal(v, &l); err != nil {
+	return listInOrder(tx, storage.Key("u", memberID, "gql", "label", ""), func(l *Label) (float64, string) { return l.Order, l.ID })
+}
+
+// listInOrder reads the JSON records under prefix, ordered by their order
+// then their id (key).
+func listInOrder[T any](tx *storage.Tx, prefix []byte, key func(*T) (float64, string)) ([]*T, error) {
+	var out []*T
+	err := tx.Scan(prefix, nil, false, false, func(_, v []byte) (bool, error) {
+		var r T
+		if err := json.Unmarshal(v, &r); err != nil {
 			return false, err
 		}
-		out = append(out, &l)
+		out = append(out, &r)
 		return true, nil
 	})
 	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Order != out[j].Order {
-			return out[i].Order < out[j].Order
+		oi, idi := key(out[i])
+		oj, idj := key(out[j])
+		if oi != oj {
+			return oi < oj
 		}
-		return out[i].ID < out[j].ID
+		return idi < idj
 	})
 	return out, err
 }
@@ -436,22 +444,7 @@ func validateSavedQuery(name, query string) (string, string, error) {
 }
 
 func savedQueries(tx *storage.Tx, memberID string) ([]*SavedQuery, error) {
-	var out []*SavedQuery
-	err := tx.Scan(storage.Key("u", memberID, "gql", "sq", ""), nil, false, false, func(_, v []byte) (bool, error) {
-		var q SavedQuery
-		if err := json.Unmarshal(v, &q); err != nil {
-			return false, err
-		}
-		out = append(out, &q)
-		return true, nil
-	})
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Order != out[j].Order {
-			return out[i].Order < out[j].Order
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out, err
+	return listInOrder(tx, storage.Key("u", memberID, "gql", "sq", ""), func(q *SavedQuery) (float64, string) { return q.Order, q.ID })
 }
 
 // SavedQueries lists the member's saved queries in their order.

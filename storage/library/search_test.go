@@ -417,11 +417,8 @@ func pageIDs(p *ItemPage) []string {
 // A search that would read more than the budget answers
 // ErrSearchTooBroad and does not scan on.
 func TestSearchBudget(t *testing.T) {
-	st := storagetest.Open(t)
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, m := openAlice(t)
+	var err error
 	// Short needles cannot use trigrams: a two-byte string in no item
 	// scans, and past maxVerified the scan stops.
 	for i := 0; i < maxVerified+10; i += 500 {
@@ -461,11 +458,7 @@ func TestSearchBudget(t *testing.T) {
 // Case folding as documented: simple Unicode folding, one character for
 // one; no multi-character folds, no removal of diacritics.
 func TestSearchCaseFolding(t *testing.T) {
-	st := storagetest.Open(t)
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, m := openAlice(t)
 	texts := map[string]string{"sigma": "ΣΟΦΙΑΣ ΚΑΙ", "kelvin": "300 \u212Aelvin", "strasse": "Straße", "naive": "naïve", "ascii": "Sourdough Bread"}
 	ids := map[string]string{}
 	for name, text := range texts {

@@ -13,7 +13,6 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library/textindex"
 	"github.com/hearthkit/caddy-hearth/storage/members"
-	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // A store whose items were saved before the search index existed (no text
@@ -141,11 +140,7 @@ func segmentKeys(t *testing.T, st *storage.Store, memberID string) map[uint32]in
 // recorded but unfinished is finished; no keys of merged segments remain;
 // searches stay exact throughout.
 func TestSearchSegmentsMerge(t *testing.T) {
-	st := storagetest.Open(t)
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, m := openAlice(t)
 	var ids []string
 	for i := 0; i < 80; i++ {
 		text := fmt.Sprintf("loaf %d of rye", i)
@@ -273,11 +268,7 @@ func waitSearchIndexForBench(b *testing.B, st *storage.Store, memberID string) {
 // hold (a book) is listed as wide and verified by every search; it does not
 // stop the items queued after it, and is found like any other.
 func TestSearchWideItems(t *testing.T) {
-	st := storagetest.Open(t)
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, m := openAlice(t)
 	r := rand.New(rand.NewSource(7))
 	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789-+=!?éßσ"
 	letters := []rune(alphabet)

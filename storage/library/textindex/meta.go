@@ -49,8 +49,7 @@ type metaDecoder struct {
 }
 
 func (d *metaDecoder) next() uint64 {
-	if d.i >= len(d.vals) {
-		d.bad = true
+	if d.bad = d.bad || d.i >= len(d.vals); d.bad {
 		return 0
 	}
 	d.i++
