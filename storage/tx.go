@@ -393,6 +393,16 @@ func (tx *Tx) PutJSON(key []byte, v any, ttl time.Duration) error { return tx.pu
 // Delete removes key (nothing when it is absent).
 func (tx *Tx) Delete(key []byte) error { return tx.delete(key) }
 
+// DeleteIfPresent removes key when it exists, and writes nothing when it
+// does not: a deletion marker in a range that reads scan often lies in
+// their way until the engine compacts it.
+func (tx *Tx) DeleteIfPresent(key []byte) error {
+	if ok, err := tx.has(key); err != nil || !ok {
+		return err
+	}
+	return tx.delete(key)
+}
+
 // Scan calls fn for every key with prefix, in key order (reverse when
 // reverse is set), starting at start (inclusive; nil means the first key of
 // the prefix), until fn returns false or an error. With keysOnly the

@@ -268,7 +268,7 @@ func scenario10and11(t *testing.T, c *cluster) {
 var sortFields = []string{"createdAt", "updatedAt", "title", "wordCount", "readingProgress"}
 
 // listIDs pages through every saved item of the token's member on n in
-// the order of one sort field (each its own index, storage/saved.go).
+// the order of one sort field (each its own index, storage/library/itemkeys.go).
 func listIDs(t *testing.T, n *node, token, field string) []string {
 	t.Helper()
 	var ids []string

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/hearthkit/caddy-hearth/storage/library/textindex"
 )
 
 // appendContentTextFolded appends the text of a content record (the JSON
-// of ItemContent) to b, case-folded (appendFold). It reads the form
+// of ItemContent) to b, case-folded (textindex.AppendFold). It reads the form
 // encoding/json writes ({"html":"…","text":"…"}) by passing over the HTML
 // string and unescaping the text, several times faster than decoding the
 // record (the HTML is most of it); a record of another form is decoded.
@@ -28,7 +30,7 @@ func appendContentTextFolded(b, rec []byte) ([]byte, error) {
 	if err := json.Unmarshal(rec, &c); err != nil {
 		return b, err
 	}
-	return appendFold(b, c.Text), nil
+	return textindex.AppendFold(b, c.Text), nil
 }
 
 // jsonStringEnd is the index of the quote that closes the JSON string
@@ -57,9 +59,9 @@ func appendUnescapedFold(b, s []byte) ([]byte, bool) {
 	for len(s) > 0 {
 		i := bytes.IndexByte(s, '\\')
 		if i < 0 {
-			return appendFold(b, s), true
+			return textindex.AppendFold(b, s), true
 		}
-		b = appendFold(b, s[:i])
+		b = textindex.AppendFold(b, s[:i])
 		s = s[i:]
 		if len(s) < 2 {
 			return b, false
@@ -97,12 +99,12 @@ func appendUnescapedFold(b, s []byte) ([]byte, bool) {
 					r = utf8.RuneError
 				}
 			}
-			b = utf8.AppendRune(b, foldRune(r))
+			b = utf8.AppendRune(b, textindex.FoldRune(r))
 			continue
 		default:
 			return b, false
 		}
-		b = utf8.AppendRune(b, foldRune(r))
+		b = utf8.AppendRune(b, textindex.FoldRune(r))
 		s = s[2:]
 	}
 	return b, true

@@ -220,13 +220,7 @@ func (s Store) FailFetch(ctx context.Context, memberID, itemID, reason string) e
 		}
 		it.Description = reason
 		it.UpdatedAt = storage.Now()
-		if err := putItem(tx, &old, &it); err != nil {
-			return err
-		}
-		if err := tx.PutJSON(contentKey(memberID, itemID), ItemContent{HTML: htmlEscaper.Replace(reason), Text: reason}, 0); err != nil {
-			return err
-		}
-		return setItemText(tx, memberID, itemID, it.Title, it.Description, &reason)
+		return writeItem(tx, itemChange{old: &old, it: &it, content: &ItemContent{HTML: htmlEscaper.Replace(reason), Text: reason}})
 	})
 }
 

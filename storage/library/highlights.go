@@ -156,90 +156,6 @@ func putNewHighlight(tx *storage.Tx, it *SavedItem, segs []HighlightSegment, not
 	return h, nil
 }
 
-// maxHighlightCopyBytes bounds the highlights one transaction rewrites to
-// keep their copies of an item's title, URL and domain in step (see
-// syncHighlightCopies), like maxIndexCopyBytes for the index copies.
-const maxHighlightCopyBytes = 512 << 10
-
-// syncHighlightCopies rewrites the highlights of it whose copies of its
-// title, URL or domain differ, with a new updatedAt, so their pages, search
-// and incremental sync see the item as it is. Past maxHighlightCopyBytes in
-// the transaction (an item with very many or very long highlights) it stops
-// and reports that some are left; update then finishes them after the
-// commit, in transactions of their own.
-func syncHighlightCopies(tx *storage.Tx, it *SavedItem) (left bool, err error) {
-	prefix := storage.Key("u", it.MemberID, "gql", "ih", it.ID, "")
-	ids, err := tx.Suffixes(prefix)
-	if err != nil || len(ids) == 0 {
-		return false, err
-	}
-	t := storage.Now()
-	for _, id := range ids {
-		b, err := tx.Get(highlightKey(it.MemberID, id))
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return false, err
-		}
-		var h Highlight
-		if err := json.Unmarshal(b, &h); err != nil {
-			return false, err
-		}
-		if h.ItemTitle == it.Title && h.ItemURL == it.OriginalURL && h.ItemDomain == it.SourceDomain {
-			continue
-		}
-		lt := libraryState.Of(tx)
-		if lt.highlightCopyBytes > 0 && lt.highlightCopyBytes+len(b) > maxHighlightCopyBytes {
-			return true, nil
-		}
-		lt.highlightCopyBytes += len(b)
-		old := highlightIndexKeys(it.MemberID, &h)[1]
-		h.ItemTitle, h.ItemURL, h.ItemDomain = it.Title, it.OriginalURL, it.SourceDomain
-		if t.After(h.UpdatedAt) {
-			h.UpdatedAt = t
-		}
-		if err := tx.Delete(old); err != nil {
-			return false, err
-		}
-		if err := tx.Put(highlightIndexKeys(it.MemberID, &h)[1], nil, 0); err != nil {
-			return false, err
-		}
-		if err := tx.PutJSON(highlightKey(it.MemberID, h.ID), &h, 0); err != nil {
-			return false, err
-		}
-	}
-	return false, nil
-}
-
-// finishHighlightCopies brings the highlights of the items (member id, item
-// id) that a transaction left out (see syncHighlightCopies) in step, each
-// part in a transaction of its own. If the process stops before, those
-// highlights show the item's previous title until its next change.
-func (s Store) finishHighlightCopies(ctx context.Context, items [][2]string) error {
-	for _, ref := range items {
-		for left := true; left; {
-			err := s.st.Update(ctx, func(tx *storage.Tx) error {
-				left = false
-				var it SavedItem
-				err := getItem(tx, itemKey(ref[0], ref[1]), &it)
-				if errors.Is(err, storage.ErrNotFound) {
-					return nil
-				}
-				if err != nil {
-					return err
-				}
-				left, err = syncHighlightCopies(tx, &it)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 func cleanText(s string, max int, what string) (string, error) {
 	if !utf8.ValidString(s) {
 		return "", storage.Invalid("%s must be valid UTF-8", what)
@@ -365,88 +281,12 @@ func (s Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter
 	site := strings.ToLower(f.Site)
 	page := &HighlightPage{}
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
-		var after []byte
-		if p.After != "" {
-			a, err := parseCursor(p.After, 2, p.Field, p.Desc)
-			if err != nil && storage.IsID(p.After) {
-				var h Highlight
-				if gerr := tx.GetJSON(highlightKey(memberID, p.After), &h); gerr == nil {
-					a, err = nil, nil
-					if p.Field == SortTitle {
-						var it SavedItem
-						if gerr := getItem(tx, itemKey(memberID, h.SavedItemID), &it); gerr != nil {
-							return gerr
-						}
-						a = encUint64(itemSortValue(&it, SortTitle), idBytes(h.ID))
-					} else {
-						a = highlightSortValue(&h, p.Field)
-					}
-				} else if errors.Is(gerr, storage.ErrNotFound) {
-					err = storage.Invalid("after: no highlight has the id %s", p.After)
-				} else {
-					err = gerr
-				}
-			}
-			if err != nil {
-				return err
-			}
-			after = a
+		after, err := highlightAfter(tx, memberID, p)
+		if err != nil {
+			return err
 		}
-		// The highlight's item, when a filter needs it (one at a time:
-		// an item's highlights often follow each other).
-		var cur SavedItem
-		var curContent *ItemContent
-		itemOf := func(id string) (*SavedItem, error) {
-			if cur.ID == id && id != "" {
-				return &cur, nil
-			}
-			cur, curContent = SavedItem{}, nil
-			if err := getItem(tx, itemKey(memberID, id), &cur); err != nil {
-				return nil, err
-			}
-			return &cur, nil
-		}
-		keep := func(h *Highlight) (bool, error) {
-			if f.UpdatedFrom != nil && h.UpdatedAt.Before(*f.UpdatedFrom) ||
-				f.UpdatedTo != nil && !h.UpdatedAt.Before(*f.UpdatedTo) {
-				return false, nil
-			}
-			if site != "" && !containsFold(h.ItemDomain, site) {
-				return false, nil
-			}
-			if text == "" && f.SavedFrom == nil && f.SavedTo == nil {
-				return true, nil
-			}
-			it, err := itemOf(h.SavedItemID)
-			if errors.Is(err, storage.ErrNotFound) {
-				return false, nil
-			}
-			if err != nil {
-				return false, err
-			}
-			if f.SavedFrom != nil && it.CreatedAt.Before(*f.SavedFrom) ||
-				f.SavedTo != nil && !it.CreatedAt.Before(*f.SavedTo) {
-				return false, nil
-			}
-			if text == "" {
-				return true, nil
-			}
-			if containsFold(it.Title, text) || containsFold(it.Description, text) || containsFold(h.Note, text) {
-				return true, nil
-			}
-			for _, sg := range h.Segments {
-				if containsFold(sg.Text, text) {
-					return true, nil
-				}
-			}
-			if curContent == nil {
-				curContent = &ItemContent{}
-				if err := tx.GetJSON(contentKey(memberID, it.ID), curContent); err != nil && !errors.Is(err, storage.ErrNotFound) {
-					return false, err
-				}
-			}
-			return containsFold(curContent.Text, text), nil
-		}
+		hf := &highlightFilter{tx: tx, memberID: memberID, f: f, text: text, site: site}
+		keep := hf.keep
 		var found []*Highlight
 		var sufs [][]byte
 		add := func(h *Highlight, suf []byte) {
@@ -477,21 +317,106 @@ func (s Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter
 		} else if err := highlightsByItemTitle(tx, memberID, p.Desc, after, first, keep, add); err != nil {
 			return err
 		}
-		if len(found) > first {
-			page.HasNext = true
-			found, sufs = found[:first], sufs[:first]
-		}
-		page.Highlights = found
-		page.Cursors = make([]string, len(sufs))
-		for i, suf := range sufs {
-			page.Cursors[i] = makeCursor(2, p.Field, p.Desc, suf)
-		}
+		page.Highlights, page.Cursors, page.HasNext = cutPage(found, sufs, first, 2, p)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return page, nil
+}
+
+// highlightAfter is the index key suffix a page of highlights starts
+// after: the cursor's, or that of the highlight whose id it is.
+func highlightAfter(tx *storage.Tx, memberID string, p PageRequest) ([]byte, error) {
+	if p.After == "" {
+		return nil, nil
+	}
+	a, err := parseCursor(p.After, 2, p.Field, p.Desc)
+	if err == nil || !storage.IsID(p.After) {
+		return a, err
+	}
+	var h Highlight
+	if gerr := tx.GetJSON(highlightKey(memberID, p.After), &h); errors.Is(gerr, storage.ErrNotFound) {
+		return nil, storage.Invalid("after: no highlight has the id %s", p.After)
+	} else if gerr != nil {
+		return nil, gerr
+	}
+	if p.Field != SortTitle {
+		return highlightSortValue(&h, p.Field), nil
+	}
+	var it SavedItem
+	if err := getItem(tx, itemKey(memberID, h.SavedItemID), &it); err != nil {
+		return nil, err
+	}
+	return encUint64(itemSortValue(&it, SortTitle), idBytes(h.ID)), nil
+}
+
+// highlightFilter selects highlights by ItemFilter's fields that apply to
+// them, reading the highlight's item when a filter needs it (one at a
+// time: an item's highlights often follow each other).
+type highlightFilter struct {
+	tx         *storage.Tx
+	memberID   string
+	f          ItemFilter
+	text, site string // lower case
+	cur        SavedItem
+	curContent *ItemContent
+}
+
+func (hf *highlightFilter) itemOf(id string) (*SavedItem, error) {
+	if hf.cur.ID == id && id != "" {
+		return &hf.cur, nil
+	}
+	hf.cur, hf.curContent = SavedItem{}, nil
+	if err := getItem(hf.tx, itemKey(hf.memberID, id), &hf.cur); err != nil {
+		return nil, err
+	}
+	return &hf.cur, nil
+}
+
+// keep reports whether the filter selects h.
+func (hf *highlightFilter) keep(h *Highlight) (bool, error) {
+	f, text := hf.f, hf.text
+	if f.UpdatedFrom != nil && h.UpdatedAt.Before(*f.UpdatedFrom) ||
+		f.UpdatedTo != nil && !h.UpdatedAt.Before(*f.UpdatedTo) {
+		return false, nil
+	}
+	if hf.site != "" && !containsFold(h.ItemDomain, hf.site) {
+		return false, nil
+	}
+	if text == "" && f.SavedFrom == nil && f.SavedTo == nil {
+		return true, nil
+	}
+	it, err := hf.itemOf(h.SavedItemID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if f.SavedFrom != nil && it.CreatedAt.Before(*f.SavedFrom) ||
+		f.SavedTo != nil && !it.CreatedAt.Before(*f.SavedTo) {
+		return false, nil
+	}
+	if text == "" {
+		return true, nil
+	}
+	if containsFold(it.Title, text) || containsFold(it.Description, text) || containsFold(h.Note, text) {
+		return true, nil
+	}
+	for _, sg := range h.Segments {
+		if containsFold(sg.Text, text) {
+			return true, nil
+		}
+	}
+	if hf.curContent == nil {
+		hf.curContent = &ItemContent{}
+		if err := hf.tx.GetJSON(contentKey(hf.memberID, it.ID), hf.curContent); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return false, err
+		}
+	}
+	return containsFold(hf.curContent.Text, text), nil
 }
 
 func highlightSortValue(h *Highlight, f SortField) []byte {

@@ -473,15 +473,7 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 	if err != nil {
 		return 0, err
 	}
-	var hls []ImportHighlight
-	for _, h := range in.Highlights {
-		note, err := cleanText(h.Note, MaxNoteLen, "note")
-		if err != nil || validateSegments(h.Segments) != nil {
-			continue // a highlight that cannot be kept does not cost the item
-		}
-		h.Note = note
-		hls = append(hls, h)
-	}
+	hls := importHighlights(in.Highlights)
 	t := storage.Now()
 	if in.CreatedAt.IsZero() || in.CreatedAt.After(t) {
 		in.CreatedAt = t
@@ -492,30 +484,14 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 	}
 	in.UpdatedAt = in.UpdatedAt.UTC().Truncate(time.Millisecond)
 
-	// Label ids: the job's, then the item's names.
-	var labelIDs []string
-	ids, err := memberLabelIDs(tx, memberID, j.LabelIDs)
+	labelIDs, err := importLabelIDs(tx, memberID, j, in, labels, colors)
 	if err != nil {
 		return 0, err
-	}
-	labelIDs = append(labelIDs, ids...)
-	for _, name := range in.Labels {
-		id, err := importLabel(tx, memberID, name, labels, colors)
-		if err != nil {
-			var ie *storage.InvalidError
-			if errors.As(err, &ie) {
-				continue // a name the store refuses: the item goes without it
-			}
-			return 0, err
-		}
-		if !contains(labelIDs, id) {
-			labelIDs = append(labelIDs, id)
-		}
 	}
 
 	// The same item saved before: only labels it lacks are added.
 	var existingKey []byte
-	var digest string
+	var digest string // recognises an item without a URL
 	if norm != "" {
 		existingKey = urlKey(memberID, norm)
 	} else {
@@ -533,9 +509,6 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 				if !contains(it.LabelIDs, l) {
 					it.LabelIDs = append(it.LabelIDs, l)
 					added = true
-					if err := tx.Put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
-						return 0, err
-					}
 				}
 			}
 			n, err := addImportedHighlights(tx, &it, hls)
@@ -547,7 +520,7 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 				added = true
 			}
 			if added {
-				if err := putItem(tx, &cur, &it); err != nil {
+				if err := writeItem(tx, itemChange{old: &cur, it: &it}); err != nil {
 					return 0, err
 				}
 			}
@@ -584,25 +557,12 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 	if it.WordCount == 0 && in.Text != "" {
 		it.WordCount = len(strings.Fields(in.Text))
 	}
-	for _, l := range labelIDs {
-		if err := tx.Put(labelItemKey(memberID, l, it.ID), nil, 0); err != nil {
-			return 0, err
-		}
+	change := itemChange{it: it, url: norm, importDigest: digest, content: &ItemContent{HTML: in.HTML, Text: in.Text}}
+	fetching := in.Fetch && norm != "" && in.HTML == "" && in.Text == ""
+	if fetching {
+		change.fetch = fetchValue(norm, j.FetchPrivate, j.ID)
 	}
-	if err := putItem(tx, nil, it); err != nil {
-		return 0, err
-	}
-	if err := tx.Put(existingKey, []byte(it.ID), 0); err != nil {
-		return 0, err
-	}
-	if err := tx.PutJSON(contentKey(memberID, it.ID), ItemContent{HTML: in.HTML, Text: in.Text}, 0); err != nil {
-		return 0, err
-	}
-	// The search index (textindex.go), as SaveItem does.
-	if err := firstItemReady(tx, memberID, it.ID); err != nil {
-		return 0, err
-	}
-	if err := setItemText(tx, memberID, it.ID, it.Title, it.Description, &in.Text); err != nil {
+	if err := writeItem(tx, change); err != nil {
 		return 0, err
 	}
 	for _, h := range hls {
@@ -617,13 +577,50 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 			return 0, err
 		}
 	}
-	if in.Fetch && norm != "" && in.HTML == "" && in.Text == "" {
-		if err := tx.Put(fetchKey(memberID, it.ID), fetchValue(norm, j.FetchPrivate, j.ID), 0); err != nil {
-			return 0, err
-		}
+	if fetching {
 		return importFetching, nil
 	}
 	return importCreated, nil
+}
+
+// importHighlights are the highlights of an imported item that can be
+// kept (a highlight that cannot does not cost the item).
+func importHighlights(in []ImportHighlight) []ImportHighlight {
+	var hls []ImportHighlight
+	for _, h := range in {
+		note, err := cleanText(h.Note, MaxNoteLen, "note")
+		if err != nil || validateSegments(h.Segments) != nil {
+			continue // a highlight that cannot be kept does not cost the item
+		}
+		h.Note = note
+		hls = append(hls, h)
+	}
+	return hls
+}
+
+// importLabelIDs are the labels of an imported item: the job's, then
+// those of the item's names (created when the member lacks them).
+func importLabelIDs(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, labels, colors map[string]string) ([]string, error) {
+	var labelIDs []string
+	ids, err := memberLabelIDs(tx, memberID, j.LabelIDs)
+	if err != nil {
+		return nil, err
+	}
+	labelIDs = append(labelIDs, ids...)
+	for _, name := range in.Labels {
+		id, err := importLabel(tx, memberID, name, labels, colors)
+		if err != nil {
+			var ie *storage.InvalidError
+			if errors.As(err, &ie) {
+				continue // a name the store refuses: the item goes without it
+			}
+			return nil, err
+		}
+		if !contains(labelIDs, id) {
+			labelIDs = append(labelIDs, id)
+		}
+	}
+	return labelIDs, nil
 }
 
 // ImportLabels creates those of names (an export's list of labels, in its

@@ -80,20 +80,28 @@ func validateLabel(name, color string) (string, string, error) {
 }
 
 func labels(tx *storage.Tx, memberID string) ([]*Label, error) {
-	var out []*Label
-	err := tx.Scan(storage.Key("u", memberID, "gql", "label", ""), nil, false, false, func(_, v []byte) (bool, error) {
-		var l Label
-		if err := json.Unmarshal(v, &l); err != nil {
+	return listInOrder(tx, storage.Key("u", memberID, "gql", "label", ""), func(l *Label) (float64, string) { return l.Order, l.ID })
+}
+
+// listInOrder reads the JSON records under prefix, ordered by their order
+// then their id (key).
+func listInOrder[T any](tx *storage.Tx, prefix []byte, key func(*T) (float64, string)) ([]*T, error) {
+	var out []*T
+	err := tx.Scan(prefix, nil, false, false, func(_, v []byte) (bool, error) {
+		var r T
+		if err := json.Unmarshal(v, &r); err != nil {
 			return false, err
 		}
-		out = append(out, &l)
+		out = append(out, &r)
 		return true, nil
 	})
 	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Order != out[j].Order {
-			return out[i].Order < out[j].Order
+		oi, idi := key(out[i])
+		oj, idj := key(out[j])
+		if oi != oj {
+			return oi < oj
 		}
-		return out[i].ID < out[j].ID
+		return idi < idj
 	})
 	return out, err
 }
@@ -344,26 +352,7 @@ func (s Store) inBatches(ctx context.Context, ids []string, fn func(tx *storage.
 // DeleteLabel removes a label from the member and from its items (see
 // labelBatch for a label on many items).
 func (s Store) DeleteLabel(ctx context.Context, memberID, id string) error {
-	unlabel := func(tx *storage.Tx, items []string) error {
-		err := touchItems(tx, memberID, items, func(it *SavedItem) {
-			var keep []string
-			for _, x := range it.LabelIDs {
-				if x != id {
-					keep = append(keep, x)
-				}
-			}
-			it.LabelIDs = keep
-		})
-		if err != nil {
-			return err
-		}
-		for _, itemID := range items {
-			if err := tx.Delete(labelItemKey(memberID, id, itemID)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	unlabel := func(tx *storage.Tx, items []string) error { return unlabelItems(tx, memberID, id, items) }
 	return s.changeLabel(ctx, func(tx *storage.Tx) ([]string, error) {
 		var l Label
 		if err := tx.GetJSON(labelKey(memberID, id), &l); err != nil {
@@ -382,18 +371,25 @@ func (s Store) DeleteLabel(ctx context.Context, memberID, id string) error {
 // ReorderLabels puts the labels with ids first, in that order; the others
 // follow in their previous order.
 func (s Store) ReorderLabels(ctx context.Context, memberID string, ids []string) ([]*Label, error) {
-	var out []*Label
-	err := s.st.Update(ctx, func(tx *storage.Tx) error {
-		all, err := labels(tx, memberID)
+	return reorderStored(ctx, s.st, ids, func(tx *storage.Tx) ([]*Label, error) { return labels(tx, memberID) },
+		func(l *Label) string { return l.ID }, func(l *Label, order float64) []byte { l.Order = order; return labelKey(memberID, l.ID) })
+}
+
+// reorderStored reorders the records list reads (see reorder) and writes
+// each with its new order (set, which returns its key).
+func reorderStored[T any](ctx context.Context, st *storage.Store, ids []string, list func(tx *storage.Tx) ([]T, error),
+	id func(T) string, set func(v T, order float64) []byte) ([]T, error) {
+	var out []T
+	err := st.Update(ctx, func(tx *storage.Tx) error {
+		all, err := list(tx)
 		if err != nil {
 			return err
 		}
-		if out, err = reorder(all, ids, func(l *Label) string { return l.ID }); err != nil {
+		if out, err = reorder(all, ids, id); err != nil {
 			return err
 		}
-		for i, l := range out {
-			l.Order = float64(i)
-			if err := tx.PutJSON(labelKey(memberID, l.ID), l, 0); err != nil {
+		for i, v := range out {
+			if err := tx.PutJSON(set(v, float64(i)), v, 0); err != nil {
 				return err
 			}
 		}
@@ -448,22 +444,7 @@ func validateSavedQuery(name, query string) (string, string, error) {
 }
 
 func savedQueries(tx *storage.Tx, memberID string) ([]*SavedQuery, error) {
-	var out []*SavedQuery
-	err := tx.Scan(storage.Key("u", memberID, "gql", "sq", ""), nil, false, false, func(_, v []byte) (bool, error) {
-		var q SavedQuery
-		if err := json.Unmarshal(v, &q); err != nil {
-			return false, err
-		}
-		out = append(out, &q)
-		return true, nil
-	})
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Order != out[j].Order {
-			return out[i].Order < out[j].Order
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out, err
+	return listInOrder(tx, storage.Key("u", memberID, "gql", "sq", ""), func(q *SavedQuery) (float64, string) { return q.Order, q.ID })
 }
 
 // SavedQueries lists the member's saved queries in their order.
@@ -539,22 +520,6 @@ func (s Store) DeleteSavedQuery(ctx context.Context, memberID, id string) error 
 
 // ReorderSavedQueries puts the saved queries with ids first, in that order.
 func (s Store) ReorderSavedQueries(ctx context.Context, memberID string, ids []string) ([]*SavedQuery, error) {
-	var out []*SavedQuery
-	err := s.st.Update(ctx, func(tx *storage.Tx) error {
-		all, err := savedQueries(tx, memberID)
-		if err != nil {
-			return err
-		}
-		if out, err = reorder(all, ids, func(q *SavedQuery) string { return q.ID }); err != nil {
-			return err
-		}
-		for i, q := range out {
-			q.Order = float64(i)
-			if err := tx.PutJSON(savedQueryKey(memberID, q.ID), q, 0); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return out, err
+	return reorderStored(ctx, s.st, ids, func(tx *storage.Tx) ([]*SavedQuery, error) { return savedQueries(tx, memberID) },
+		func(q *SavedQuery) string { return q.ID }, func(q *SavedQuery, order float64) []byte { q.Order = order; return savedQueryKey(memberID, q.ID) })
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -36,4 +38,15 @@ func testID() string {
 			return strconv.FormatUint(id, 10)
 		}
 	}
+}
+
+// openAlice opens a store (storagetest.Open) with one member, alice.
+func openAlice(t *testing.T) (*storage.Store, *members.Member) {
+	t.Helper()
+	st := storagetest.Open(t)
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, m
 }

@@ -10,7 +10,7 @@ import (
 // first time the transaction writes what needs it (libraryState): a
 // transaction of another domain holds none.
 type libraryTx struct {
-	// indexCopyBytes counts the item copies putItem wrote to indexes.
+	// indexCopyBytes counts the item copies writeItem wrote to indexes.
 	indexCopyBytes int
 	// highlightCopyBytes counts the highlights syncHighlightCopies wrote,
 	// and highlightsLeft lists the items (member id, item id) whose
@@ -50,7 +50,7 @@ func libraryAfterCommit(ctx context.Context, st *storage.Store, tx *storage.Tx) 
 	}
 	s := Of(st)
 	for _, m := range lt.textMembers {
-		s.textIndex().notify(m)
+		s.textIndex().Notify(m)
 	}
 	if len(lt.highlightsLeft) > 0 {
 		return s.finishHighlightCopies(ctx, lt.highlightsLeft)

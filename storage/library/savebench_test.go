@@ -42,7 +42,7 @@ func benchVocab(r *rand.Rand) []string {
 // BenchmarkSaveArticle saves articles of 5–10 KB (one transaction each,
 // without fsync: the CPU and write volume, not the disk's sync), and
 // reports besides the process's CPU time per save including the search
-// indexer's work until it has caught up (issue 15: within 2× of the save
+// indexer's work until it has caught up (within 2× of the save
 // before the index).
 func BenchmarkSaveArticle(b *testing.B) { benchmarkSaveArticle(b, false) }
 

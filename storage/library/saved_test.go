@@ -216,7 +216,7 @@ func BenchmarkSavedItemsPage(b *testing.B) {
 					t := storage.Now().Add(time.Duration(j) * time.Millisecond)
 					it := &SavedItem{ID: testID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive,
 						Title: fmt.Sprintf("t%d", j), CreatedAt: t, UpdatedAt: t, WordCount: j}
-					if err := putItem(tx, nil, it); err != nil {
+					if err := writeItem(tx, itemChange{it: it}); err != nil {
 						return err
 					}
 				}

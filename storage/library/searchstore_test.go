@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library/textindex"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
@@ -59,7 +60,7 @@ func pairFilters(savedRare [2]time.Time) map[string][]struct {
 
 // TestSearchPairsOnSeededStore times every pair of filters of two kinds
 // (and each filter alone) in-process on a store seeded by `gqlbench seed
-// -corpus` (issue 15): a benchmark run by hand, not in CI.
+// -corpus`: a benchmark run by hand, not in CI.
 //
 //	HEARTH_SEARCH_STORE=/var/tmp/corpus/store-100000 go test -tags nobadger,nomysql,nopgx \
 //	  -run TestSearchPairsOnSeededStore -v -timeout 30m ./storage/
@@ -99,7 +100,7 @@ func TestSearchPairsOnSeededStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	Of(st).textIndex().notify(m.ID)
+	Of(st).textIndex().Notify(m.ID)
 	time.Sleep(time.Second)
 	waitIndexed(t, st, m.ID)
 	t.Logf("index ready after %v", time.Since(start).Round(time.Millisecond))
@@ -306,7 +307,7 @@ func TestSearchVerifyCostOnSeededStore(t *testing.T) {
 				if err := tx.GetJSON(contentKey(m.ID, it.ID), &c); err != nil {
 					return err
 				}
-				bytes.Contains(appendFold(nil, c.Text), needle)
+				bytes.Contains(textindex.AppendFold(nil, c.Text), needle)
 			}
 			dec := time.Since(s) / time.Duration(len(items))
 			fmt.Printf("verify %v (%d found)  by encoding/json %v\n", verify, n, dec)

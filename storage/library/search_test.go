@@ -2,7 +2,6 @@ package library
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library/textindex"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
@@ -257,7 +257,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 					sort.Slice(some, func(a, b int) bool { return some[a].ID < some[b].ID })
 					switch r.Intn(9) {
 					case 7, 8:
-						// Two filters with keys of their own (issue 15: any
+						// Two filters with keys of their own (any
 						// pair, whatever their selectivity).
 						yes := true
 						pairs := []func(){
@@ -328,7 +328,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			}
 			check(0) // every text pending
 			textIndexPaused.Store(false)
-			Of(st).textIndex().notify(m.ID)
+			Of(st).textIndex().Notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			textIndexPaused.Store(true)
 			for n := 30; n < 60; n++ {
@@ -336,7 +336,7 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			}
 			check(1) // half pending
 			textIndexPaused.Store(false)
-			Of(st).textIndex().notify(m.ID)
+			Of(st).textIndex().Notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			check(4)
 			// The index keeps no copy of the texts.
@@ -398,115 +398,11 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 			refresh()
 			check(2) // the changes pending
 			textIndexPaused.Store(false)
-			Of(st).textIndex().notify(m.ID)
+			Of(st).textIndex().Notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			check(3)
 			checkFilterCounts(t, st, m.ID)
 		})
-	}
-}
-
-// A store whose items were saved before the search index existed (no text
-// records, filter keys or ready marker) answers correctly at once, and
-// builds its index in the background.
-func TestSearchIndexBuiltForOlderStores(t *testing.T) {
-	dir := t.TempDir()
-	st, err := storage.Open(dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for i := 0; i < 300; i++ {
-		text := fmt.Sprintf("item %d of the rye bakery", i)
-		if i%100 == 7 {
-			text += " Zanzibarite"
-		}
-		it, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://s%d.example/%d", i%3, i), Title: fmt.Sprint("T", i), Text: text})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, it.ID)
-	}
-	waitIndexed(t, st, m.ID)
-	// Remove everything the search index added, as a store of the
-	// version before it holds.
-	err = st.Update(t.Context(), func(tx *storage.Tx) error {
-		for _, p := range [][]byte{storage.Key("u", m.ID, "gql", "tt", ""), storage.Key("u", m.ID, "gql", "tp", ""), storage.Key("u", m.ID, "gql", "td", ""),
-			storage.Key("u", m.ID, "gql", "tn", ""), trigramPrefix(m.ID), siteItemsPrefix(m.ID), storage.Key("u", m.ID, "gql", "sn", ""), storage.Key("u", m.ID, "gql", "ty", ""),
-			highlightedItemsPrefix(m.ID)} {
-			if err := tx.DeletePrefix(p); err != nil {
-				return err
-			}
-		}
-		if err := tx.Delete(textMetaKey(m.ID)); err != nil {
-			return err
-		}
-		// A folded copy of a text, as versions before 4 kept.
-		if err := tx.Put(textKey(m.ID, ids[5]), []byte("\x01\x02t5\x00\x04item"), 0); err != nil {
-			return err
-		}
-		return tx.Delete(textReadyKey(m.ID))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{ids[207], ids[107], ids[7]}
-	page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "zanzibarite"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := pageIDs(page); !slices.Equal(got, want) {
-		t.Fatalf("before the build: %v, want %v", got, want)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	st, err = storage.Open(dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	waitIndexed(t, st, m.ID)
-	checkFilterCounts(t, st, m.ID)
-	if err := st.View(t.Context(), func(tx *storage.Tx) error {
-		if ok, err := tx.Has(textKey(m.ID, ids[5])); err != nil || ok {
-			return fmt.Errorf("the old text record is still there (%v)", err)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	var candidates []string
-	err = st.View(t.Context(), func(tx *storage.Tx) error {
-		var ok bool
-		candidates, ok, err = textCandidates(tx, m.ID, []byte("zanzibarite"), maxCandidates)
-		if !ok {
-			return errors.New("the index does not answer")
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(candidates) != 3 {
-		t.Fatalf("after the build the index gives %d candidates, want 3", len(candidates))
-	}
-	for _, q := range []ItemFilter{{Text: "zanzibarite"}, {Text: "ZANZIBARITE", Site: "s1.example"}} {
-		page, err = Of(st).SavedItemsPage(t.Context(), m.ID, q, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := want
-		if q.Site != "" {
-			w = []string{ids[7]} // 7 % 3 == 1
-		}
-		if got := pageIDs(page); !slices.Equal(got, w) {
-			t.Fatalf("%+v after the build: %v, want %v", q, got, w)
-		}
 	}
 }
 
@@ -521,25 +417,15 @@ func pageIDs(p *ItemPage) []string {
 // A search that would read more than the budget answers
 // ErrSearchTooBroad and does not scan on.
 func TestSearchBudget(t *testing.T) {
-	st := storagetest.Open(t)
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, m := openAlice(t)
+	var err error
 	// Short needles cannot use trigrams: a two-byte string in no item
 	// scans, and past maxVerified the scan stops.
 	for i := 0; i < maxVerified+10; i += 500 {
 		err := st.Update(t.Context(), func(tx *storage.Tx) error {
 			for j := i; j < i+500; j++ {
 				it := &SavedItem{ID: testID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive, Title: "t", CreatedAt: storage.Now(), UpdatedAt: storage.Now()}
-				if err := putItem(tx, nil, it); err != nil {
-					return err
-				}
-				txt := "plain words"
-				if err := tx.PutJSON(contentKey(m.ID, it.ID), ItemContent{Text: txt}, 0); err != nil {
-					return err
-				}
-				if err := setItemText(tx, m.ID, it.ID, it.Title, "", &txt); err != nil {
+				if err := writeItem(tx, itemChange{it: it, content: &ItemContent{Text: "plain words"}}); err != nil {
 					return err
 				}
 			}
@@ -572,11 +458,7 @@ func TestSearchBudget(t *testing.T) {
 // Case folding as documented: simple Unicode folding, one character for
 // one; no multi-character folds, no removal of diacritics.
 func TestSearchCaseFolding(t *testing.T) {
-	st := storagetest.Open(t)
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, m := openAlice(t)
 	texts := map[string]string{"sigma": "ΣΟΦΙΑΣ ΚΑΙ", "kelvin": "300 \u212Aelvin", "strasse": "Straße", "naive": "naïve", "ascii": "Sourdough Bread"}
 	ids := map[string]string{}
 	for name, text := range texts {
@@ -604,152 +486,6 @@ func TestSearchCaseFolding(t *testing.T) {
 		}
 		waitIndexed(t, st, m.ID)
 	}
-}
-
-// segmentKeys counts the tg/ keys of each segment number.
-func segmentKeys(t *testing.T, st *storage.Store, memberID string) map[uint32]int {
-	t.Helper()
-	out := map[uint32]int{}
-	p := trigramPrefix(memberID)
-	err := st.View(t.Context(), func(tx *storage.Tx) error {
-		return tx.Scan(p, nil, false, true, func(k, _ []byte) (bool, error) {
-			out[binary.BigEndian.Uint32(k[len(p):])]++
-			return true, nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// Segments merge eight of a size into one; a merge that a crash left
-// recorded but unfinished is finished; no keys of merged segments remain;
-// searches stay exact throughout.
-func TestSearchSegmentsMerge(t *testing.T) {
-	st := storagetest.Open(t)
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for i := 0; i < 80; i++ {
-		text := fmt.Sprintf("loaf %d of rye", i)
-		if i%9 == 0 {
-			text += " with caraway"
-		}
-		it, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: text})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, it.ID)
-		waitIndexed(t, st, m.ID) // one segment per item
-	}
-	check := func(when string) {
-		t.Helper()
-		var meta *textMeta
-		if err := st.View(t.Context(), func(tx *storage.Tx) (err error) { meta, err = readTextMeta(tx, m.ID); return err }); err != nil {
-			t.Fatal(err)
-		}
-		levels := map[int]int{}
-		live := map[uint32]bool{}
-		var docs uint32
-		for _, sg := range meta.segs {
-			levels[segmentLevel(sg.docs)]++
-			live[sg.id] = true
-			docs += sg.docs
-		}
-		for l, n := range levels {
-			if n >= 8 {
-				t.Fatalf("%s: %d segments of level %d", when, n, l)
-			}
-		}
-		if docs != 80 || meta.merging != 0 || len(meta.deleting) != 0 {
-			t.Fatalf("%s: %+v", when, meta)
-		}
-		for seg := range segmentKeys(t, st, m.ID) {
-			if !live[seg] {
-				t.Fatalf("%s: keys of segment %d, not live (%+v)", when, seg, meta.segs)
-			}
-		}
-		page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "CARAWAY"}, PageRequest{Field: SortCreatedAt, First: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want []string
-		for i := 0; i < 80; i += 9 {
-			want = append(want, ids[i])
-		}
-		if got := pageIDs(page); !slices.Equal(got, want) {
-			t.Fatalf("%s: %v, want %v", when, got, want)
-		}
-	}
-	check("after 80 one-item segments")
-	if n := len(segmentKeys(t, st, m.ID)); n > 10 {
-		t.Fatalf("%d segments live after merges", n)
-	}
-	// A merge recorded, its segment half written, then a crash: the
-	// indexer finishes it.
-	textIndexPaused.Store(true)
-	defer textIndexPaused.Store(false)
-	for i := 80; i < 88; i++ { // eight more one-item segments, by hand
-		if _, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: "plain"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Update(t.Context(), func(tx *storage.Tx) error { _, err := indexPending(tx, m.ID, 1); return err }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var meta *textMeta
-	if err := st.View(t.Context(), func(tx *storage.Tx) (err error) { meta, err = readTextMeta(tx, m.ID); return err }); err != nil {
-		t.Fatal(err)
-	}
-	var from []uint32
-	for _, sg := range meta.segs {
-		if sg.docs == 1 {
-			from = append(from, sg.id)
-		}
-	}
-	if len(from) < 8 {
-		t.Fatalf("%d one-item segments, want 8 or more", len(from))
-	}
-	if err := Of(st).updateTextMeta(m.ID, func(mm *textMeta) { mm.merging, mm.mergeFrom = mm.nextSeg, from; mm.nextSeg++ }); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Update(t.Context(), func(tx *storage.Tx) error {
-		return tx.Put(append(segmentPrefix(m.ID, meta.nextSeg), "pla"...), []byte{1}, 0)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	textIndexPaused.Store(false)
-	Of(st).textIndex().notify(m.ID)
-	for i := 0; ; i++ {
-		if err := st.View(t.Context(), func(tx *storage.Tx) (err error) { meta, err = readTextMeta(tx, m.ID); return err }); err != nil {
-			t.Fatal(err)
-		}
-		if meta.merging == 0 && len(meta.deleting) == 0 {
-			break
-		}
-		if i > 3000 {
-			t.Fatal("the interrupted merge is not finished after a minute")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	var docs uint32
-	for _, sg := range meta.segs {
-		docs += sg.docs
-	}
-	if docs != 88 {
-		t.Fatalf("%d documents after the merge, want 88", docs)
-	}
-	page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "plain"}, PageRequest{Field: SortCreatedAt, First: 100})
-	if err != nil || len(page.Items) != 8 {
-		t.Fatalf("plain: %v %v", page, err)
-	}
-}
-
-func waitSearchIndexForBench(b *testing.B, st *storage.Store, memberID string) {
-	waitIndexed(b, st, memberID)
 }
 
 // Imported items are searchable like saved ones (the import writes their
@@ -789,116 +525,6 @@ func TestSearchFindsImportedItems(t *testing.T) {
 	}
 }
 
-// An item with more distinct trigrams than one indexing transaction may
-// hold (a book) is listed as wide and verified by every search; it does not
-// stop the items queued after it, and is found like any other.
-func TestSearchWideItems(t *testing.T) {
-	st := storagetest.Open(t)
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := rand.New(rand.NewSource(7))
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789-+=!?éßσ"
-	letters := []rune(alphabet)
-	var b strings.Builder
-	for b.Len() < 200000 {
-		b.WriteRune(letters[r.Intn(len(letters))])
-	}
-	book := b.String() + " the needle Bookmarkwide here"
-	if _, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/first", Title: "first", Text: "plain"}); err != nil {
-		t.Fatal(err)
-	}
-	wideItem, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/book", Title: "A book", Text: book})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var after []string
-	for i := 0; i < 20; i++ {
-		it, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "after", Text: fmt.Sprintf("later item Afterward%02d", i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		after = append(after, it.ID)
-	}
-	waitIndexed(t, st, m.ID)
-	if err := st.View(t.Context(), func(tx *storage.Tx) error {
-		if ok, err := tx.Has(textWideKey(m.ID, wideItem.ID)); err != nil || !ok {
-			return fmt.Errorf("the book is not listed as wide (%v)", err)
-		}
-		if ok, _ := tx.Has(textDocKey(m.ID, after[19])); !ok {
-			return errors.New("an item after the book is not indexed")
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for q, want := range map[string][]string{"bookmarkwide": {wideItem.ID}, "AFTERWARD07": {after[7]}, book[1000:1030]: {wideItem.ID}} {
-		page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: q}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := pageIDs(page); !slices.Equal(got, want) {
-			t.Fatalf("%.20q: %v, want %v", q, got, want)
-		}
-	}
-}
-
-// The build for an older store takes items in smaller batches when Badger
-// finds a batch of long texts too big for one transaction.
-func TestSearchIndexBuildOfLongTexts(t *testing.T) {
-	dir := t.TempDir()
-	st, err := storage.Open(dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	long := strings.Repeat("a long text of many words, ", 4000) // 108 KB
-	var ids []string
-	for i := 0; i < 40; i++ {
-		it, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: long + fmt.Sprintf(" Marker%02d", i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, it.ID)
-	}
-	waitIndexed(t, st, m.ID)
-	err = st.Update(t.Context(), func(tx *storage.Tx) error {
-		for _, p := range [][]byte{storage.Key("u", m.ID, "gql", "tt", ""), storage.Key("u", m.ID, "gql", "td", ""), storage.Key("u", m.ID, "gql", "tn", ""),
-			trigramPrefix(m.ID), storage.Key("u", m.ID, "gql", "tw", "")} {
-			if err := tx.DeletePrefix(p); err != nil {
-				return err
-			}
-		}
-		if err := tx.Delete(textMetaKey(m.ID)); err != nil {
-			return err
-		}
-		return tx.Delete(textReadyKey(m.ID))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	st, err = storage.Open(dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	waitIndexed(t, st, m.ID)
-	page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "marker33"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := pageIDs(page); !slices.Equal(got, []string{ids[33]}) {
-		t.Fatalf("marker33: %v, want %v", got, ids[33])
-	}
-}
-
 // TestContentTextFolded: the text of a content record read by
 // appendContentTextFolded is the folded text encoding/json decodes, for
 // texts with every kind of escape (quotes, backslashes, control
@@ -922,7 +548,7 @@ func TestContentTextFolded(t *testing.T) {
 		if err := json.Unmarshal(rec, &c); err != nil {
 			t.Fatal(err)
 		}
-		want := appendFold(nil, c.Text)
+		want := textindex.AppendFold(nil, c.Text)
 		got, err := appendContentTextFolded([]byte("x"), rec)
 		if err != nil || !bytes.Equal(got, append([]byte("x"), want...)) {
 			t.Fatalf("%s:\n got %q (%v)\nwant %q", rec, got, err, want)
@@ -935,144 +561,5 @@ func TestContentTextFolded(t *testing.T) {
 	}
 	if _, err := appendContentTextFolded(nil, []byte(`{"html":"x","text":"unterminated`)); err == nil {
 		t.Error("a damaged record read without error")
-	}
-}
-
-// A store of index version 4 (written before the ordered filter keys,
-// oy/, oh/ and ol/) or 5 (their values without the domain) answers as
-// before while it lacks them, and the indexer writes them when the store
-// opens (version 6); then pages in the order of createdAt walk them, with
-// the same answers.
-func TestSearchOrderedKeysCatchUp(t *testing.T) {
-	dir := t.TempDir()
-	st, err := storage.Open(dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rye, err := Of(st).CreateLabel(t.Context(), m.ID, "rye", "#000000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := map[string]*propItem{}
-	var ids []string
-	for i := 0; i < 120; i++ {
-		in := NewItem{URL: fmt.Sprintf("https://s%d.example/%d", i%3, i), Title: fmt.Sprint("T", i), Text: "rye bread"}
-		if i%4 == 1 {
-			in.Type, in.URL = TypeNewsletter, ""
-		}
-		p := &propItem{title: in.Title, text: in.Text}
-		if i%3 == 0 {
-			in.LabelIDs, p.label = []string{rye.ID}, rye.Name
-		}
-		it, _, err := Of(st).SaveItem(t.Context(), m.ID, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, it.ID)
-		p.it = it
-		all[it.ID] = p
-	}
-	for i, id := range ids {
-		if i%5 == 0 {
-			if _, err := Of(st).CreateHighlight(t.Context(), m.ID, id, []HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 1, Text: "r"}}, ""); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if i%7 == 0 {
-			if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{id}, StatusArchived); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	waitIndexed(t, st, m.ID)
-	for id := range all {
-		if all[id].it, err = Of(st).SavedItem(t.Context(), m.ID, id); err != nil {
-			t.Fatal(err)
-		}
-	}
-	yes := true
-	queries := []ItemFilter{
-		{Status: StatusAll, Type: TypeNewsletter},
-		{Status: StatusAll, Type: TypeNewsletter, HasHighlights: &yes},
-		{Status: StatusArchived, Type: TypeArticle},
-		{Status: StatusActive, HasHighlights: &yes, Site: "s1"},
-		{Status: StatusAll, HasHighlights: &yes, Text: "RYE"},
-		{Status: StatusAll, LabelsAll: [][]string{{"rye"}}, Type: TypeNewsletter},
-		{Status: StatusArchived, LabelsAll: [][]string{{"rye"}}},
-	}
-	defer func(p planKind) { forcePlan = p }(forcePlan)
-	forcePlan = planOrdered
-	check := func(when string) {
-		t.Helper()
-		for _, f := range queries {
-			for _, desc := range []bool{true, false} {
-				want := bruteForce(all, f, SortCreatedAt, desc)
-				if len(want) == 0 {
-					t.Fatalf("%+v selects nothing", f)
-				}
-				if got := allPages(t, st, m.ID, f, SortCreatedAt, desc, 7); !slices.Equal(got, want) {
-					t.Fatalf("%s: %+v desc %v:\n got %v\nwant %v", when, f, desc, got, want)
-				}
-			}
-		}
-	}
-	check("version 5")
-	// As a store of version 4 holds it (no ordered keys), then as one of
-	// version 5 (ordered keys whose value is the status alone).
-	for _, old := range []byte{4, 5} {
-		if err := st.Update(t.Context(), func(tx *storage.Tx) error {
-			for _, p := range [][]byte{storage.Key("u", m.ID, "gql", "oy", ""), orderedHighlightedPrefix(m.ID), storage.Key("u", m.ID, "gql", "ol", "")} {
-				var keys, values [][]byte
-				if err := tx.Scan(p, nil, false, false, func(k, v []byte) (bool, error) {
-					keys, values = append(keys, slices.Clone(k)), append(values, slices.Clone(v[:1]))
-					return true, nil
-				}); err != nil {
-					return err
-				}
-				for i, k := range keys {
-					var err error
-					if old == 4 {
-						err = tx.Delete(k)
-					} else {
-						err = tx.Put(k, values[i], 0)
-					}
-					if err != nil {
-						return err
-					}
-				}
-			}
-			return tx.Put(textReadyKey(m.ID), []byte{old}, 0)
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if n, err := Of(st).SearchIndexBacklog(t.Context(), m.ID); err != nil || n == 0 {
-			t.Fatalf("version %d: backlog %d (%v), want the build to come", old, n, err)
-		}
-		check(fmt.Sprint("version ", old))
-		if err := st.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if st, err = storage.Open(dir, storage.Options{}); err != nil {
-			t.Fatal(err)
-		}
-		waitIndexed(t, st, m.ID)
-		if err := st.View(t.Context(), func(tx *storage.Tx) error {
-			v, err := searchVersion(tx, m.ID)
-			if err == nil && v != searchIndexVersion {
-				err = fmt.Errorf("version %d after the build", v)
-			}
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		checkFilterCounts(t, st, m.ID) // and the ordered keys
-		check(fmt.Sprint("after the build from version ", old))
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
 	}
 }

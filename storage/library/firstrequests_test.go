@@ -1,0 +1,229 @@
+package library
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
+)
+
+// TestFirstRequestsAfterOpen times the first 20 pages of each filter right
+// after a freshly written store is opened, against the same pages once
+// the store has settled: a benchmark run by hand, not in CI (it writes a
+// store of HEARTH_FIRST_REQUESTS items, 100000 in bench/README.md).
+//
+//	HEARTH_FIRST_REQUESTS=100000 go test -tags nobadger,nomysql,nopgx \
+//	  -run TestFirstRequestsAfterOpen -v -timeout 60m ./storage/library/
+func TestFirstRequestsAfterOpen(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("HEARTH_FIRST_REQUESTS"))
+	if n <= 0 {
+		t.Skip("HEARTH_FIRST_REQUESTS gives no number of items")
+	}
+	defer func(d time.Duration) { textIndexDelay = d }(textIndexDelay)
+	textIndexDelay = 500 * time.Millisecond // as in production (the tests set 0)
+	// HEARTH_FIRST_STORE keeps the written store for the next run (two
+	// builds compared on one store).
+	dir := os.Getenv("HEARTH_FIRST_STORE")
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "store")
+	}
+	memberID, label := "", "topic"
+	if b, err := os.ReadFile(dir + ".member"); err == nil {
+		memberID = string(b)
+	} else {
+		memberID, label = writeFirstRequestsStore(t, dir, n)
+		if err := os.WriteFile(dir+".member", []byte(memberID), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	yes := true
+	cases := []struct {
+		name string
+		f    ItemFilter
+	}{
+		{"first page", ItemFilter{}},
+		{"in:archive", ItemFilter{Status: StatusArchived}},
+		{"type:newsletter", ItemFilter{Type: TypeNewsletter}},
+		{"label:topic", ItemFilter{LabelsAll: [][]string{{label}}}},
+		{"has:highlights", ItemFilter{HasHighlights: &yes}},
+		{"common word", ItemFilter{Text: "arba"}},
+		{"rare word", ItemFilter{Text: "zyzzyva"}},
+	}
+	for _, c := range cases {
+		// Each case opens its own copy of the store as it was written.
+		copyDir := filepath.Join(t.TempDir(), "copy")
+		if out, err := exec.Command("cp", "-a", dir, copyDir).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v %s", err, out)
+		}
+		st, err := storage.Open(copyDir, storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first requests come while the indexer catches up (it
+		// starts textIndexDelay after the open).
+		time.Sleep(textIndexDelay + 200*time.Millisecond)
+		backlog, err := Of(st).SearchIndexBacklog(t.Context(), memberID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var first []time.Duration
+		if prof := os.Getenv("HEARTH_FIRST_PROFILE"); prof != "" {
+			// The CPU profile of the first requests, one file a case.
+			f, err := os.Create(prof + "." + strings.ReplaceAll(c.name, " ", "-"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				t.Fatal(err)
+			}
+			first = timePages(t, st, memberID, c.f, 20)
+			pprof.StopCPUProfile()
+			f.Close()
+		} else {
+			first = timePages(t, st, memberID, c.f, 20)
+		}
+		waitIndexed(t, st, memberID)
+		time.Sleep(2 * time.Second) // compactions after the open
+		warm := timePages(t, st, memberID, c.f, 20)
+		fmt.Printf("%-16s first 20 (backlog %6d): median %7.2f ms, p95 %7.2f ms; warm: median %7.2f ms, p95 %7.2f ms\n",
+			c.name, backlog, ms(first[len(first)/2]), ms(first[len(first)*95/100]), ms(warm[len(warm)/2]), ms(warm[len(warm)*95/100]))
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// timePages times n first pages of f (50 items, newest first), sorted.
+func timePages(t *testing.T, st *storage.Store, memberID string, f ItemFilter, n int) []time.Duration {
+	t.Helper()
+	var ds []time.Duration
+	for i := 0; i < n; i++ {
+		s := time.Now()
+		page, err := Of(st).SavedItemsPage(t.Context(), memberID, f, PageRequest{Field: SortCreatedAt, Desc: true, First: 50})
+		ds = append(ds, time.Since(s))
+		if errors.Is(err, ErrSearchTooBroad) {
+			t.Logf("%q: %v", f.Text, err) // timed all the same
+		} else if err != nil || len(page.Items) == 0 {
+			t.Fatalf("%+v: %v, %v", f, page, err)
+		}
+	}
+	slices.Sort(ds)
+	return ds
+}
+
+// writeFirstRequestsStore writes n items of 250 Zipf-distributed words
+// (a third archived, a tenth newsletters, a fifth labelled, one in fifty
+// with highlights) into a store at dir, and closes it as soon as the last
+// is written (its indexer perhaps not done).
+func writeFirstRequestsStore(t *testing.T, dir string, n int) (memberID, label string) {
+	t.Helper()
+	st, err := storage.Open(dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var m *members.Member
+	var l *Label
+	if m, err = members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse"); err == nil {
+		l, err = Of(st).CreateLabel(t.Context(), m.ID, "topic", "#000000")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewSource(1))
+	vocab := benchVocab(r)
+	z := rand.NewZipf(r, 1.07, 2, uint64(len(vocab)-1))
+	base := storage.Now().Add(-time.Duration(n) * time.Second)
+	for i := 0; i < n; i += 500 {
+		err := st.Update(t.Context(), func(tx *storage.Tx) error {
+			for j := i; j < min(i+500, n); j++ {
+				var words []string
+				for len(words) < 250 {
+					words = append(words, vocab[z.Uint64()])
+				}
+				at := base.Add(time.Duration(j) * time.Second)
+				it := &SavedItem{ID: testID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive,
+					Title: strings.Join(words[:4], " "), OriginalURL: fmt.Sprintf("https://site%d.example/%d", j%300, j),
+					SourceDomain: fmt.Sprintf("site%d.example", j%300), CreatedAt: at, UpdatedAt: at, WordCount: len(words)}
+				if j%3 == 0 {
+					it.Status = StatusArchived
+				}
+				if j%10 == 0 {
+					it.Type = TypeNewsletter
+				}
+				if j%5 == 0 {
+					it.LabelIDs = []string{l.ID}
+				}
+				if j%50 == 0 {
+					it.HighlightCount = 1
+				}
+				text := strings.Join(words, " ")
+				if j == n/2 {
+					text += " zyzzyva"
+				}
+				if err := writeItem(tx, itemChange{it: it, url: it.OriginalURL, content: &ItemContent{Text: text}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m.ID, "topic"
+}
+
+// Right after a restart or a burst of saves the indexer has a backlog: a
+// search for a rare word reads the pending items one by one and finds its
+// item, where it walked the whole library and went over the budget.
+func TestRareWordWithABacklog(t *testing.T) {
+	st, m := openSavedTest(t)
+	write := func(from, to int, text func(i int) string) {
+		for i := from; i < to; i += 500 {
+			err := st.Update(t.Context(), func(tx *storage.Tx) error {
+				for j := i; j < min(i+500, to); j++ {
+					at := storage.Now()
+					it := &SavedItem{ID: testID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive, Title: "t", CreatedAt: at, UpdatedAt: at}
+					if err := writeItem(tx, itemChange{it: it, content: &ItemContent{Text: text(j)}}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(0, maxVerified, func(int) string { return "plain words" })
+	waitIndexed(t, st, m.ID)
+	textIndexPaused.Store(true)
+	defer textIndexPaused.Store(false)
+	write(0, 600, func(i int) string {
+		if i == 300 {
+			return "a zyzzyva among plain words"
+		}
+		return "plain words"
+	})
+	if n, err := Of(st).SearchIndexBacklog(t.Context(), m.ID); err != nil || n < 600 {
+		t.Fatalf("backlog %d, %v; want the 600 new items pending", n, err)
+	}
+	page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "zyzzyva"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("a rare word with 600 items pending: %+v, %v; want its one item", page, err)
+	}
+}

@@ -1,0 +1,586 @@
+package library
+
+// The one writer of saved items. writeItem writes an item and every key
+// derived from it, in the item's transaction, and removeItem removes them
+// all: the item record and its index entries (ix/, with the record's
+// copies), its label links (li/), its URL, import and Message-ID keys, its
+// content, the search filter keys (sd/, sn/, ty/, hh/, oy/, oh/, ol/) and
+// their counts (fc/), its place in the text index's queue, the copies of
+// its title, URL and domain in its highlights, and its pending fetch.
+// Saving, importing, fetching and every update of an item go through
+// writeItem; TestOnlyTheItemWriterWritesItemKeys fails when another file
+// writes one of those keys. The rest of this file rebuilds the derived
+// keys of stores written before they existed (the search indexer's
+// catch-up).
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library/textindex"
+)
+
+// itemIndexKeys are the keys of it's index entries: one for each sort
+// field, in the index of its status.
+func itemIndexKeys(it *SavedItem) [][]byte {
+	out := make([][]byte, 0, len(sortFieldCode))
+	for f := range sortFieldCode {
+		out = append(out, append(itemIndexPrefix(it.MemberID, it.Status, f), itemSortValue(it, f)...))
+	}
+	return out
+}
+
+// itemChange is one write of an item: what writeItem writes besides the
+// record and the keys derived from the record.
+type itemChange struct {
+	// old is the item as stored (nil for a new item), it as it is to be.
+	old, it *SavedItem
+	// content, when not nil, replaces the item's content (and queues its
+	// text for the search index).
+	content *ItemContent
+	// url is the normalised URL the item is found by again (url/), and
+	// importDigest the digest an imported item without a URL is (impkey/);
+	// "" for none.
+	url, importDigest string
+	// messageID is the digest of a newsletter's Message-ID (msgid/, msgof/).
+	messageID string
+	// fetch, when not nil, is the value of a pending fetch queued for the
+	// item (see fetchValue).
+	fetch []byte
+}
+
+// writeItem writes c.it and every key derived from it, removing c.old's
+// that no longer apply.
+func writeItem(tx *storage.Tx, c itemChange) error {
+	old, it := c.old, c.it
+	mid := it.MemberID
+	if err := writeLabelLinks(tx, old, it); err != nil {
+		return err
+	}
+	rec := appendItemRecord(nil, it)
+	if err := writeIndexEntries(tx, old, it, rec); err != nil {
+		return err
+	}
+	if err := putFilterKeys(tx, old, it); err != nil {
+		return err
+	}
+	if c.content != nil || (old != nil && (old.Title != it.Title || old.Description != it.Description)) {
+		if err := setItemText(tx, mid, it.ID); err != nil {
+			return err
+		}
+	}
+	if old != nil && (old.Title != it.Title || old.OriginalURL != it.OriginalURL || old.SourceDomain != it.SourceDomain) {
+		// Highlights copy these (their pages and search read no item).
+		left, err := syncHighlightCopies(tx, it)
+		if err != nil {
+			return err
+		}
+		if left {
+			lt := libraryState.Of(tx)
+			lt.highlightsLeft = append(lt.highlightsLeft, [2]string{mid, it.ID})
+		}
+	}
+	if err := tx.Put(itemKey(mid, it.ID), rec, 0); err != nil {
+		return err
+	}
+	if err := writeLookupKeys(tx, c); err != nil {
+		return err
+	}
+	if c.fetch != nil {
+		if err := tx.Put(fetchKey(mid, it.ID), c.fetch, 0); err != nil {
+			return err
+		}
+	}
+	if c.content != nil {
+		if err := tx.PutJSON(contentKey(mid, it.ID), c.content, 0); err != nil {
+			return err
+		}
+	}
+	if old == nil {
+		return firstItemReady(tx, mid, it.ID)
+	}
+	return nil
+}
+
+// writeLabelLinks writes the label links (li/) it has and old had not,
+// and removes those old had and it has not.
+func writeLabelLinks(tx *storage.Tx, old, it *SavedItem) error {
+	var had []string
+	if old != nil {
+		had = old.LabelIDs
+	}
+	for _, l := range had {
+		if !contains(it.LabelIDs, l) {
+			if err := tx.Delete(labelItemKey(it.MemberID, l, it.ID)); err != nil {
+				return err
+			}
+		}
+	}
+	for i, l := range it.LabelIDs {
+		if !contains(had, l) && !contains(it.LabelIDs[:i], l) {
+			if err := tx.Put(labelItemKey(it.MemberID, l, it.ID), nil, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeIndexEntries writes it's index entries (each with rec, its record,
+// as a copy), removing old's that no longer apply.
+func writeIndexEntries(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
+	keys := itemIndexKeys(it)
+	if old != nil {
+		keep := make(map[string]bool, len(keys))
+		for _, k := range keys {
+			keep[string(k)] = true
+		}
+		for _, k := range itemIndexKeys(old) {
+			if !keep[string(k)] {
+				if err := tx.Delete(k); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	copies := rec
+	lt := libraryState.Of(tx)
+	if n := len(rec) * len(keys); lt.indexCopyBytes+n <= maxIndexCopyBytes {
+		lt.indexCopyBytes += n
+	} else {
+		// A transaction that touches many items (a label on thousands of
+		// them) would outgrow Badger's limit with five copies of each:
+		// past the budget the entries carry no copy, and pages look
+		// those items up until their next write.
+		copies = nil
+	}
+	for _, k := range keys {
+		if err := tx.Put(k, copies, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeLookupKeys points the keys an item is found by again (its URL, an
+// import's digest, a newsletter's Message-ID) at it.
+func writeLookupKeys(tx *storage.Tx, c itemChange) error {
+	mid, id := c.it.MemberID, []byte(c.it.ID)
+	if c.url != "" {
+		if err := tx.Put(urlKey(mid, c.url), id, 0); err != nil {
+			return err
+		}
+	}
+	if c.importDigest != "" {
+		if err := tx.Put(importKeyKey(mid, c.importDigest), id, 0); err != nil {
+			return err
+		}
+	}
+	if c.messageID != "" {
+		if err := tx.Put(messageIDKey(mid, c.messageID), id, 0); err != nil {
+			return err
+		}
+		if err := tx.Put(itemMessageIDKey(mid, c.it.ID), []byte(c.messageID), 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// updateItem writes it in place of old (both the member's item as read in
+// tx), moving its updatedAt to t.
+func updateItem(tx *storage.Tx, old, it *SavedItem, t time.Time) error {
+	it.UpdatedAt = t
+	return writeItem(tx, itemChange{old: old, it: it})
+}
+
+// unlabelItems takes label off the member's items with ids (a label being
+// deleted), moving their updatedAt; the link of an id whose item is gone,
+// or does not list the label, is removed all the same.
+func unlabelItems(tx *storage.Tx, memberID, label string, ids []string) error {
+	t := storage.Now()
+	for _, id := range ids {
+		var old SavedItem
+		err := getItem(tx, itemKey(memberID, id), &old)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		if err != nil || !contains(old.LabelIDs, label) {
+			if err := tx.Delete(labelItemKey(memberID, label, id)); err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			continue // gone: only its link was left
+		}
+		it := old
+		it.LabelIDs = nil
+		for _, x := range old.LabelIDs {
+			if x != label {
+				it.LabelIDs = append(it.LabelIDs, x)
+			}
+		}
+		if err := updateItem(tx, &old, &it, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxIndexCopyBytes bounds the index copies one transaction writes, well
+// under Badger's transaction limit (15 % of a memtable: 2.4 MiB with the
+// default 16 MiB).
+const maxIndexCopyBytes = 512 << 10
+
+// removeItem removes an item and every key derived from it (writeItem's),
+// its highlights and its pending fetch, and leaves its tombstone.
+func removeItem(tx *storage.Tx, it *SavedItem) error {
+	mid := it.MemberID
+	if err := deleteItemSearch(tx, it); err != nil {
+		return err
+	}
+	for _, k := range itemIndexKeys(it) {
+		if err := tx.Delete(k); err != nil {
+			return err
+		}
+	}
+	for _, l := range it.LabelIDs {
+		if err := tx.Delete(labelItemKey(mid, l, it.ID)); err != nil {
+			return err
+		}
+	}
+	if it.OriginalURL != "" {
+		if id, err := tx.Get(urlKey(mid, it.OriginalURL)); err == nil && string(id) == it.ID {
+			if err := tx.Delete(urlKey(mid, it.OriginalURL)); err != nil {
+				return err
+			}
+		}
+	}
+	if it.Type == TypeNewsletter {
+		if err := deleteItemMessageID(tx, mid, it.ID); err != nil {
+			return err
+		}
+	}
+	if err := deleteItemHighlights(tx, mid, it.ID); err != nil {
+		return err
+	}
+	if err := tx.Delete(contentKey(mid, it.ID)); err != nil {
+		return err
+	}
+	if err := tx.Delete(fetchKey(mid, it.ID)); err != nil {
+		return err
+	}
+	if err := putTombstone(tx, it); err != nil {
+		return err
+	}
+	return tx.Delete(itemKey(mid, it.ID))
+}
+
+// deleteItemMessageID drops the Message-ID entry of a newsletter, so that
+// the message, delivered again, is saved again.
+func deleteItemMessageID(tx *storage.Tx, memberID, itemID string) error {
+	digest, err := tx.Get(itemMessageIDKey(memberID, itemID))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	k := messageIDKey(memberID, string(digest))
+	if id, err := tx.Get(k); err == nil && string(id) == itemID {
+		if err := tx.Delete(k); err != nil {
+			return err
+		}
+	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	return tx.Delete(itemMessageIDKey(memberID, itemID))
+}
+
+// orderedFilterKeys are it's ordered filter keys (see orderedTypePrefix),
+// each ending in the item's createdAt sort value, and their value.
+func orderedFilterKeys(it *SavedItem) (keys [][]byte, value []byte) {
+	suf := itemSortValue(it, SortCreatedAt)
+	keys = append(keys, append(orderedTypePrefix(it.MemberID, it.Type), suf...))
+	if it.HighlightCount > 0 {
+		keys = append(keys, append(orderedHighlightedPrefix(it.MemberID), suf...))
+	}
+	for i, l := range it.LabelIDs {
+		if !slices.Contains(it.LabelIDs[:i], l) {
+			keys = append(keys, append(orderedLabelPrefix(it.MemberID, l), suf...))
+		}
+	}
+	return keys, append([]byte(statusCode[it.Status]), strings.ToLower(it.SourceDomain)...)
+}
+
+// writeOrderedKeys writes it's ordered filter keys, removing old's that no
+// longer apply (old is nil for a new item), and rewrites none that are
+// unchanged.
+func writeOrderedKeys(tx *storage.Tx, old, it *SavedItem) error {
+	keys, value := orderedFilterKeys(it)
+	var oldKeys [][]byte
+	var oldValue []byte
+	if old != nil {
+		oldKeys, oldValue = orderedFilterKeys(old)
+	}
+	for _, k := range oldKeys {
+		if !slices.ContainsFunc(keys, func(n []byte) bool { return bytes.Equal(n, k) }) {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	for _, k := range keys {
+		if bytes.Equal(value, oldValue) && slices.ContainsFunc(oldKeys, func(o []byte) bool { return bytes.Equal(o, k) }) {
+			continue
+		}
+		if err := tx.Put(k, value, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// putFilterKeys writes the filter keys of it, removing old's that no longer
+// apply (old is nil for a new item), and counts the change (fc/).
+func putFilterKeys(tx *storage.Tx, old, it *SavedItem) error {
+	if old != nil {
+		countItemFilters(tx, old, -1)
+	}
+	countItemFilters(tx, it, 1)
+	return writeFilterKeys(tx, old, it)
+}
+
+// writeFilterKeys is putFilterKeys without the counts.
+func writeFilterKeys(tx *storage.Tx, old, it *SavedItem) error {
+	mid := it.MemberID
+	if err := writeOrderedKeys(tx, old, it); err != nil {
+		return err
+	}
+	if old == nil || old.SourceDomain != it.SourceDomain {
+		if old != nil {
+			if err := tx.Delete(siteItemKey(mid, old.SourceDomain, it.ID)); err != nil {
+				return err
+			}
+		}
+		if err := tx.Put(siteItemKey(mid, it.SourceDomain, it.ID), nil, 0); err != nil {
+			return err
+		}
+		if err := tx.Put(siteNameKey(mid, it.SourceDomain), nil, 0); err != nil {
+			return err
+		}
+	}
+	if old == nil || old.Type != it.Type {
+		if old != nil {
+			if err := tx.Delete(encUint64(typeItemsPrefix(mid, old.Type), idBytes(it.ID))); err != nil {
+				return err
+			}
+		}
+		if err := tx.Put(encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)), nil, 0); err != nil {
+			return err
+		}
+	}
+	had, has := old != nil && old.HighlightCount > 0, it.HighlightCount > 0
+	if old == nil || had != has {
+		k := encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))
+		if has {
+			return tx.Put(k, nil, 0)
+		}
+		if old != nil {
+			return tx.Delete(k)
+		}
+	}
+	return nil
+}
+
+// deleteItemSearch takes an item out of the text index and removes its
+// filter keys.
+func deleteItemSearch(tx *storage.Tx, it *SavedItem) error {
+	mid := it.MemberID
+	countItemFilters(tx, it, -1)
+	if err := memberIndex(mid).Remove(tx, it.ID); err != nil {
+		return err
+	}
+	ordered, _ := orderedFilterKeys(it)
+	for _, k := range append(ordered,
+		siteItemKey(mid, it.SourceDomain, it.ID), encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)),
+		encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))) {
+		if err := tx.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countItemFilters adds sign to the counts of it's filter keys.
+func countItemFilters(tx *storage.Tx, it *SavedItem, sign int64) {
+	lt := libraryState.Of(tx)
+	if lt.filterDeltas == nil {
+		lt.filterDeltas = map[string]int64{}
+	}
+	add := func(kind, value string) { lt.filterDeltas[string(filterCountKey(it.MemberID, kind, value))] += sign }
+	for i, l := range it.LabelIDs {
+		if !slices.Contains(it.LabelIDs[:i], l) {
+			add("l", l)
+		}
+	}
+	add("t", typeCode(it.Type))
+	if it.HighlightCount > 0 {
+		add("h", "")
+	}
+	add("s", statusCode[it.Status])
+	add("d", it.SourceDomain)
+}
+
+// flushFilterCounts adds the transaction's filter count changes to the
+// counts (libraryBeforeCommit: before the commit).
+func flushFilterCounts(tx *storage.Tx, lt *libraryTx) error {
+	if len(lt.filterDeltas) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(lt.filterDeltas))
+	for k, d := range lt.filterDeltas {
+		if d != 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		n, err := countAt(tx, []byte(k))
+		if err != nil {
+			return err
+		}
+		if err := putCount(tx, []byte(k), n+lt.filterDeltas[k]); err != nil {
+			return err
+		}
+	}
+	lt.filterDeltas = nil
+	return nil
+}
+
+// errBadCount is returned for a filter count that is not 8 bytes.
+var errBadCount = textindex.ErrBadIndex
+
+// countAt reads the count at k (0 when absent).
+func countAt(tx *storage.Tx, k []byte) (int64, error) {
+	v, err := tx.Get(k)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	case len(v) != 8:
+		return 0, errBadCount
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+// putCount writes the count n at k (none for 0).
+func putCount(tx *storage.Tx, k []byte, n int64) error {
+	if n <= 0 {
+		return tx.DeleteIfPresent(k)
+	}
+	return tx.Put(k, binary.BigEndian.AppendUint64(nil, uint64(n)), 0)
+}
+
+// maxHighlightCopyBytes bounds the highlights one transaction rewrites to
+// keep their copies of an item's title, URL and domain in step (see
+// syncHighlightCopies), like maxIndexCopyBytes for the index copies.
+const maxHighlightCopyBytes = 512 << 10
+
+// syncHighlightCopies rewrites the highlights of it whose copies of its
+// title, URL or domain differ, with a new updatedAt, so their pages, search
+// and incremental sync see the item as it is. Past maxHighlightCopyBytes in
+// the transaction (an item with very many or very long highlights) it stops
+// and reports that some are left; update then finishes them after the
+// commit, in transactions of their own.
+func syncHighlightCopies(tx *storage.Tx, it *SavedItem) (left bool, err error) {
+	prefix := storage.Key("u", it.MemberID, "gql", "ih", it.ID, "")
+	ids, err := tx.Suffixes(prefix)
+	if err != nil || len(ids) == 0 {
+		return false, err
+	}
+	t := storage.Now()
+	for _, id := range ids {
+		b, err := tx.Get(highlightKey(it.MemberID, id))
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		var h Highlight
+		if err := json.Unmarshal(b, &h); err != nil {
+			return false, err
+		}
+		if h.ItemTitle == it.Title && h.ItemURL == it.OriginalURL && h.ItemDomain == it.SourceDomain {
+			continue
+		}
+		lt := libraryState.Of(tx)
+		if lt.highlightCopyBytes > 0 && lt.highlightCopyBytes+len(b) > maxHighlightCopyBytes {
+			return true, nil
+		}
+		lt.highlightCopyBytes += len(b)
+		old := highlightIndexKeys(it.MemberID, &h)[1]
+		h.ItemTitle, h.ItemURL, h.ItemDomain = it.Title, it.OriginalURL, it.SourceDomain
+		if t.After(h.UpdatedAt) {
+			h.UpdatedAt = t
+		}
+		if err := tx.Delete(old); err != nil {
+			return false, err
+		}
+		if err := tx.Put(highlightIndexKeys(it.MemberID, &h)[1], nil, 0); err != nil {
+			return false, err
+		}
+		if err := tx.PutJSON(highlightKey(it.MemberID, h.ID), &h, 0); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// finishHighlightCopies brings the highlights of the items (member id, item
+// id) that a transaction left out (see syncHighlightCopies) in step, each
+// part in a transaction of its own. If the process stops before, those
+// highlights show the item's previous title until its next change.
+func (s Store) finishHighlightCopies(ctx context.Context, items [][2]string) error {
+	for _, ref := range items {
+		for left := true; left; {
+			err := s.st.Update(ctx, func(tx *storage.Tx) error {
+				left = false
+				var it SavedItem
+				err := getItem(tx, itemKey(ref[0], ref[1]), &it)
+				if errors.Is(err, storage.ErrNotFound) {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				left, err = syncHighlightCopies(tx, &it)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// setItemText queues an item whose searchable text (title, description or
+// content text) this transaction changes for the indexer, which reads the
+// text the item then has.
+func setItemText(tx *storage.Tx, memberID, id string) error {
+	if err := memberIndex(memberID).Queue(tx, id); err != nil {
+		return err
+	}
+	libraryState.Of(tx).addTextMember(memberID)
+	return nil
+}

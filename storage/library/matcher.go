@@ -1,0 +1,182 @@
+package library
+
+import (
+	"strings"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library/textindex"
+)
+
+// The match of an item against a filter, and the search budget.
+
+type itemMatcher struct {
+	tx         *storage.Tx
+	memberID   string
+	f          ItemFilter
+	labelsAll  [][]string // label ids
+	labelsNot  []string
+	impossible bool
+	needle     []byte // the case-folded free text (FoldText), nil for none
+	// examined and verified count the items match looked at, and the
+	// texts among them it read (for the search budget).
+	examined, verified int
+	// prefilter, when set, holds every item that can match (from the
+	// filters' keys): the scan along the sort order skips the others by
+	// their key, without decoding their record.
+	prefilter map[uint64]struct{}
+	// ordered, when set, is a plan that walks one filter's ordered keys
+	// (orderedPage) instead of the statuses' indexes.
+	ordered *searchPlan
+	// readyKnown and ready: whether the member's index is built, read
+	// when a scan first passes the budget.
+	readyKnown, ready bool
+}
+
+// overBudget reports whether the scan has passed the search budget, which
+// applies once the member's index is built (before, searches scan as they
+// always did).
+func (m *itemMatcher) overBudget() (bool, error) {
+	if m.examined <= maxExamined && m.verified <= maxVerified {
+		return false, nil
+	}
+	if !m.readyKnown {
+		r, err := searchReady(m.tx, m.memberID)
+		if err != nil {
+			return false, err
+		}
+		m.readyKnown, m.ready = true, r
+	}
+	return m.ready, nil
+}
+
+// matchWithinBudget is match, failing with ErrSearchTooBroad once the
+// search has gone over its budget (overBudget).
+func (m *itemMatcher) matchWithinBudget(it *SavedItem) (bool, error) {
+	ok, err := m.match(it)
+	if err != nil {
+		return false, err
+	}
+	if over, err := m.overBudget(); err != nil {
+		return false, err
+	} else if over {
+		return false, ErrSearchTooBroad
+	}
+	return ok, nil
+}
+
+func newItemMatcher(tx *storage.Tx, memberID string, f ItemFilter) (*itemMatcher, error) {
+	m := &itemMatcher{tx: tx, memberID: memberID, f: f}
+	if t := strings.TrimSpace(f.Text); t != "" {
+		m.needle = textindex.AppendFold(nil, t)
+	}
+	if len(f.LabelsAll) > 0 || len(f.LabelsNot) > 0 {
+		labels, err := labels(tx, memberID)
+		if err != nil {
+			return nil, err
+		}
+		byName := map[string][]string{}
+		for _, l := range labels {
+			n := labelNameFold(l.Name)
+			byName[n] = append(byName[n], l.ID)
+		}
+		for _, group := range f.LabelsAll {
+			var ids []string
+			for _, name := range group {
+				ids = append(ids, byName[labelNameFold(name)]...)
+			}
+			if len(ids) == 0 {
+				m.impossible = true
+			}
+			m.labelsAll = append(m.labelsAll, ids)
+		}
+		for _, name := range f.LabelsNot {
+			m.labelsNot = append(m.labelsNot, byName[labelNameFold(name)]...)
+		}
+	}
+	return m, nil
+}
+
+func (m *itemMatcher) match(it *SavedItem) (bool, error) {
+	f := m.f
+	m.examined++
+	if m.impossible {
+		return false, nil
+	}
+	if f.Type != "" && it.Type != f.Type {
+		return false, nil
+	}
+	for _, group := range m.labelsAll {
+		found := false
+		for _, id := range group {
+			if contains(it.LabelIDs, id) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false, nil
+		}
+	}
+	for _, id := range m.labelsNot {
+		if contains(it.LabelIDs, id) {
+			return false, nil
+		}
+	}
+	if f.HasHighlights != nil && (it.HighlightCount > 0) != *f.HasHighlights {
+		return false, nil
+	}
+	if f.NoLabels != nil && (len(it.LabelIDs) == 0) != *f.NoLabels {
+		return false, nil
+	}
+	if f.SavedFrom != nil && it.CreatedAt.Before(*f.SavedFrom) {
+		return false, nil
+	}
+	if f.SavedTo != nil && !it.CreatedAt.Before(*f.SavedTo) {
+		return false, nil
+	}
+	if f.UpdatedFrom != nil && it.UpdatedAt.Before(*f.UpdatedFrom) {
+		return false, nil
+	}
+	if f.UpdatedTo != nil && !it.UpdatedAt.Before(*f.UpdatedTo) {
+		return false, nil
+	}
+	if f.Site != "" {
+		// A substring of the domain, as Inboxt's sourceDomain contains
+		// (saved-item.service.ts getPaginated, Inboxt/inboxt@45f4314).
+		if !containsFold(it.SourceDomain, strings.ToLower(f.Site)) {
+			return false, nil
+		}
+	}
+	if f.ProgressFrom != nil && it.ReadingProgress < *f.ProgressFrom {
+		return false, nil
+	}
+	if f.ProgressTo != nil && it.ReadingProgress > *f.ProgressTo {
+		return false, nil
+	}
+	minutes := (it.WordCount + 199) / 200
+	if f.MinutesFrom != nil && minutes < *f.MinutesFrom {
+		return false, nil
+	}
+	if f.MinutesTo != nil && minutes > *f.MinutesTo {
+		return false, nil
+	}
+	if m.needle != nil {
+		m.verified++
+		return itemTextContains(m.tx, it, m.needle)
+	}
+	return true, nil
+}
+
+// indexable reports whether a search index can narrow the filter: free
+// text, or a filter with keys of its own.
+func (m *itemMatcher) indexable() bool {
+	f := m.f
+	return m.needle != nil || len(m.labelsAll) > 0 || f.Site != "" || f.Type != "" ||
+		(f.HasHighlights != nil && *f.HasHighlights) || f.SavedFrom != nil || f.SavedTo != nil ||
+		f.UpdatedFrom != nil || f.UpdatedTo != nil
+}
+
+// containsFold reports whether s contains the lower-case needle, ignoring case.
+func containsFold(s, needle string) bool {
+	return strings.Contains(strings.ToLower(s), needle)
+}

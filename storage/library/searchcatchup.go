@@ -1,0 +1,291 @@
+package library
+
+// The search indexer's catch-up: the keys derived from saved items that a
+// store written by an earlier version lacks (filter keys, ordered keys,
+// filter counts), rebuilt from the items, and the mark that a member's
+// keys are complete. With itemwrite.go, the only code that writes keys
+// derived from items (TestOnlyTheItemWriterWritesItemKeys).
+
+import (
+	"bytes"
+	"errors"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/kv"
+	"github.com/hearthkit/caddy-hearth/storage/library/textindex"
+)
+
+// recountChunkSize is how many labels or domains one recount transaction
+// counts (a var: tests lower it).
+var recountChunkSize = 1000
+
+// recountFilters sets the member's filter counts from the keys they count,
+// each in a transaction that reads what it counts (a concurrent change
+// conflicts with it, and one of the two retries), for a store whose counts
+// are missing (written before them, or built without them).
+func (s Store) recountFilters(memberID string, stopping func() bool) error {
+	err := s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
+		count := func(prefix []byte, kind, value string) error {
+			n := int64(0)
+			if err := tx.Scan(prefix, nil, false, true, func(_, _ []byte) (bool, error) {
+				n++
+				return true, nil
+			}); err != nil {
+				return err
+			}
+			return putCount(tx, filterCountKey(memberID, kind, value), n)
+		}
+		for _, typ := range []string{TypeArticle, TypeNewsletter} {
+			if err := count(typeItemsPrefix(memberID, typ), "t", typeCode(typ)); err != nil {
+				return err
+			}
+		}
+		if err := count(highlightedItemsPrefix(memberID), "h", ""); err != nil {
+			return err
+		}
+		for st, c := range statusCode {
+			if err := count(itemIndexPrefix(memberID, st, SortCreatedAt), "s", c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Labels and domains, by the values in their keys.
+	labelValue := func(suf []byte) (string, bool) {
+		i := bytes.IndexByte(suf, '/')
+		return string(suf[:max(i, 0)]), i > 0
+	}
+	domainValue := func(suf []byte) (string, bool) {
+		if len(suf) < 10 || !bytes.HasSuffix(suf[:len(suf)-8], []byte{0, 1}) {
+			return "", false
+		}
+		enc := suf[:len(suf)-10]
+		return string(bytes.ReplaceAll(enc, []byte{0, 0xff}, []byte{0})), true
+	}
+	for _, k := range []valueCounts{
+		{"l", storage.Key("u", memberID, "gql", "li", ""), func(v string) []byte { return storage.Key("u", memberID, "gql", "li", v, "") }, labelValue},
+		{"d", siteItemsPrefix(memberID), func(v string) []byte { return encString(siteItemsPrefix(memberID), v) }, domainValue},
+	} {
+		if err := s.recountValues(memberID, k, stopping); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// valueCounts are the filter counts of one kind that count keys by a
+// value in them (labels, domains).
+type valueCounts struct {
+	kind   string
+	prefix []byte
+	seek   func(v string) []byte // the first key of value v
+	value  func(suf []byte) (string, bool)
+}
+
+// recountValues sets the counts of k's values, recountChunkSize values a
+// transaction: the values in [lo, next) of the keys, and the counts of
+// that range (those of values no key has any more are deleted).
+func (s Store) recountValues(memberID string, k valueCounts, stopping func() bool) error {
+	lo, first := "", true
+	for {
+		if stopping() {
+			return textindex.ErrStopped
+		}
+		next, more := "", false
+		err := s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
+			next, more = "", false
+			counts := map[string]int64{}
+			var order []string
+			start := k.prefix
+			if !first {
+				start = k.seek(lo)
+			}
+			if err := tx.Scan(k.prefix, start, false, true, func(key, _ []byte) (bool, error) {
+				v, ok := k.value(key[len(k.prefix):])
+				if !ok {
+					return true, nil
+				}
+				if _, seen := counts[v]; !seen {
+					if len(order) == recountChunkSize {
+						next, more = v, true
+						return false, nil
+					}
+					order = append(order, v)
+				}
+				counts[v]++
+				return true, nil
+			}); err != nil {
+				return err
+			}
+			fp := filterCountKey(memberID, k.kind, "")
+			fstart := fp
+			if !first {
+				fstart = filterCountKey(memberID, k.kind, lo)
+			}
+			var stale [][]byte
+			if err := tx.Scan(fp, fstart, false, true, func(key, _ []byte) (bool, error) {
+				v := string(key[len(fp):])
+				if more && v >= next {
+					return false, nil
+				}
+				if counts[v] == 0 {
+					stale = append(stale, append([]byte(nil), key...))
+				}
+				return true, nil
+			}); err != nil {
+				return err
+			}
+			for _, key := range stale {
+				if err := tx.Delete(key); err != nil {
+					return err
+				}
+			}
+			for _, v := range order {
+				if err := putCount(tx, filterCountKey(memberID, k.kind, v), counts[v]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+		lo, first = next, false
+	}
+	return nil
+}
+
+// buildSearchKeys writes the filter keys of the member's items and queues
+// them for the indexer (items saved before the index existed), in
+// batches; false when the member has no item.
+func (s Store) buildSearchKeys(memberID string, stopping func() bool) (items bool, _ error) {
+	return s.eachItemBatch(memberID, stopping, func(tx *storage.Tx, it *SavedItem) error {
+		// Not counted: recountFilters counts every item after.
+		if err := writeFilterKeys(tx, nil, it); err != nil {
+			return err
+		}
+		return setItemText(tx, memberID, it.ID)
+	})
+}
+
+// eachItemBatch calls fn with each of the member's items, in transactions
+// of a batch of items each (each reads the items it writes for, so a
+// concurrent change of one conflicts and one of the two retries); false
+// when the member has no item.
+func (s Store) eachItemBatch(memberID string, stopping func() bool, fn func(tx *storage.Tx, it *SavedItem) error) (items bool, _ error) {
+	prefix := itemKey(memberID, "")
+	var after []byte
+	batch := 200 // halved while Badger finds the transaction too big
+	for {
+		if stopping() {
+			return false, textindex.ErrStopped
+		}
+		var last []byte
+		err := s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
+			last = nil
+			n := 0
+			start := prefix
+			if after != nil {
+				start = append(append([]byte{}, after...), 0)
+			}
+			var ids []string
+			err := tx.Scan(prefix, start, false, true, func(k, _ []byte) (bool, error) {
+				ids = append(ids, string(k[len(prefix):]))
+				last = append(last[:0], k...)
+				n++
+				return n < batch, nil
+			})
+			if err != nil {
+				return err
+			}
+			return eachItem(tx, memberID, ids, func(it *SavedItem) error { return fn(tx, it) })
+		})
+		if errors.Is(err, kv.ErrTooBig) && batch > 1 {
+			batch /= 2
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if last == nil {
+			return after != nil, nil
+		}
+		after = last
+	}
+}
+
+// firstItemReady marks a member's index built when id is its first item
+// (the indexer writes nothing for members without items).
+func firstItemReady(tx *storage.Tx, memberID, id string) error {
+	if v, err := searchVersion(tx, memberID); err != nil || v == searchIndexVersion {
+		return err
+	}
+	prefix := itemKey(memberID, "")
+	other := false
+	if err := tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		other = string(k[len(prefix):]) != id
+		return !other, nil
+	}); err != nil {
+		return err
+	}
+	if other {
+		return nil // the indexer builds it
+	}
+	return tx.Put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
+}
+
+// catchUpSearchKeys writes the search keys a member's items lack (a store
+// written by an earlier version of the index), then marks them complete;
+// textindex.ErrStopped when stopping reports true between transactions.
+func (s Store) catchUpSearchKeys(memberID string, stopping func() bool) error {
+	var version byte
+	if err := s.st.View(s.st.Background(), func(tx *storage.Tx) error {
+		var err error
+		version, err = searchVersion(tx, memberID)
+		return err
+	}); err != nil {
+		return err
+	}
+	if version == searchIndexVersion {
+		return nil
+	}
+	items := true
+	var err error
+	if version < 2 {
+		if items, err = s.buildSearchKeys(memberID, stopping); err != nil {
+			return err
+		}
+	}
+	if !items {
+		return nil // a member without items needs nothing (see firstItemReady)
+	}
+	if version >= 2 && version < orderedKeysVersion {
+		// The ordered filter keys (buildSearchKeys wrote them for older
+		// stores). A member of such a store is marked built even without
+		// items: its keys are all there.
+		if _, err = s.eachItemBatch(memberID, stopping, func(tx *storage.Tx, it *SavedItem) error {
+			return writeOrderedKeys(tx, nil, it)
+		}); err != nil {
+			return err
+		}
+	}
+	if version < 3 {
+		if err := s.recountFilters(memberID, stopping); err != nil {
+			return err
+		}
+	}
+	// The folded copies of texts that versions before 4 kept (searches
+	// read the content instead, whether or not a copy is left).
+	if err := s.st.DeletePrefixInBatches(s.st.Background(), textKey(memberID, "")); err != nil {
+		return err
+	}
+	return s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
+		return tx.Put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
+	})
+}

@@ -1,0 +1,160 @@
+package library
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library/textindex"
+	"github.com/hearthkit/caddy-hearth/storage/members"
+)
+
+// Free text matches as Inboxt's does: a case-insensitive substring of an
+// item's title, description or content text. Each member's library has a
+// text index (package textindex) under u/<member>/gql/, whose documents
+// are the member's items: writeItem queues an item whose text changes,
+// removeItem takes it out, and the store's indexer (a Worker) indexes the
+// queue in the background. A search reads the index's candidates and
+// verifies each on the item's text, folded as it is read (itemTexts):
+// the answer is exact, the index only narrows it. The index keeps no copy
+// of the text: verifying on the content record (its HTML passed over, the
+// text unescaped and folded, appendContentTextFolded) costs about what
+// decompressing a folded copy did (bench/README.md).
+
+// memberIndex is the text index of a member's library.
+func memberIndex(memberID string) textindex.Index {
+	return textindex.At(storage.Key("u", memberID, "gql", ""))
+}
+
+// FoldText returns s case-folded as search compares it.
+func FoldText(s string) string { return textindex.Fold(s) }
+
+// itemTexts gives the text index the texts of a member's items.
+type itemTexts struct{ memberID string }
+
+// Text reads the folded text of item id (textindex.Texts).
+func (x itemTexts) Text(tx *storage.Tx, id string, t *textindex.Text) (bool, error) {
+	var it SavedItem
+	if err := getItem(tx, itemKey(x.memberID, id), &it); errors.Is(err, storage.ErrNotFound) {
+		return false, nil // deleted since
+	} else if err != nil {
+		return false, err
+	}
+	return true, readItemText(tx, t, &it, nil)
+}
+
+// readItemText sets t to the folded title, description and content text
+// of it, reading its content record (none: no content text). The content
+// is folded only when the title and description do not hold needle (nil:
+// always).
+func readItemText(tx *storage.Tx, t *textindex.Text, it *SavedItem, needle []byte) error {
+	t.Reset()
+	t.AddField(it.Title)
+	t.AddField(it.Description)
+	if needle != nil && t.Contains(needle) {
+		return nil
+	}
+	v, err := tx.Get(contentKey(it.MemberID, it.ID))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return t.AddFolded(func(b []byte) ([]byte, error) { return appendContentTextFolded(b, v) })
+}
+
+// textBufs holds buffers for folded texts (a search verifies many).
+var textBufs = sync.Pool{New: func() any { return new(textindex.Text) }}
+
+// itemTextContains reports whether the title, description or content text
+// of it contains the folded needle (folded as it is read: the index keeps
+// no copy of the text).
+func itemTextContains(tx *storage.Tx, it *SavedItem, needle []byte) (bool, error) {
+	t := textBufs.Get().(*textindex.Text)
+	defer textBufs.Put(t)
+	if err := readItemText(tx, t, it, needle); err != nil {
+		return false, err
+	}
+	return t.Contains(needle), nil
+}
+
+// textIndexerKind is the search indexer of each Store: its work for a
+// member is indexMember.
+var textIndexerKind = storage.NewWorkerKind(newTextIndexer)
+
+func newTextIndexer(st *storage.Store) *textindex.Indexer {
+	var ix *textindex.Indexer
+	ix = textindex.NewIndexer(st, textindex.IndexerConfig{
+		All: func() ([]string, error) {
+			ms, err := members.Of(st).Members(st.Background())
+			ids := make([]string, len(ms))
+			for i, m := range ms {
+				ids[i] = m.ID
+			}
+			return ids, err
+		},
+		Work:  func(memberID string) error { return Of(st).indexMember(memberID, ix.Stopping) },
+		Delay: func() time.Duration { return textIndexDelay },
+	})
+	return ix
+}
+
+// textIndex is s's search indexer.
+func (s Store) textIndex() *textindex.Indexer { return textIndexerKind.Of(s.st) }
+
+// textIndexDelay is how long the indexer lets texts gather after a change
+// before it indexes them: a burst of saves (an import) becomes a few large
+// segments rather than one per item, which costs less to write and merge.
+// Searches meanwhile read those texts directly.
+var textIndexDelay = 500 * time.Millisecond
+
+// textIndexPaused keeps texts pending (tests of searches meanwhile).
+var textIndexPaused atomic.Bool
+
+// indexMember builds what a member's items lack, then indexes their
+// pending texts, until stopping reports true.
+func (s Store) indexMember(memberID string, stopping func() bool) error {
+	if err := s.catchUpSearchKeys(memberID, stopping); err != nil {
+		return err
+	}
+	return memberIndex(memberID).Build(s.st, itemTexts{memberID}, stopping, textIndexPaused.Load)
+}
+
+// SearchIndexBacklog reports the work the search indexer has left for a
+// member: texts pending, plus one for a build or merge not finished. 0
+// means searches read only finished segments.
+func (s Store) SearchIndexBacklog(ctx context.Context, memberID string) (int, error) {
+	n := 0
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		n = 0
+		if v, err := searchVersion(tx, memberID); err != nil {
+			return err
+		} else if v != searchIndexVersion {
+			n++
+		}
+		b, err := memberIndex(memberID).Backlog(tx)
+		n += b
+		return err
+	})
+	return n, err
+}
+
+// textCandidates returns the ids of the member's items that may contain
+// the folded needle (pending items included), or ok false when the index
+// cannot tell (not built, needle shorter than 3 bytes, more indexed
+// candidates than limit, or more pending items than a page may verify:
+// until the indexer has caught up with a backlog, a search reads the
+// pending items one by one rather than every item).
+func textCandidates(tx *storage.Tx, memberID string, needle []byte, limit int) (ids []string, ok bool, err error) {
+	if len(needle) < 3 {
+		return nil, false, nil
+	}
+	if ready, err := searchReady(tx, memberID); err != nil || !ready {
+		return nil, false, err
+	}
+	return memberIndex(memberID).Candidates(tx, needle, limit, maxVerified)
+}

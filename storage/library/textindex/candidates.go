@@ -1,0 +1,149 @@
+package textindex
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/bits"
+	"sort"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// maxTrigrams is how many of the needle's trigrams (the rarest) a search
+// intersects.
+const maxTrigrams = 6
+
+// needleTrigram is one distinct trigram of a needle: its postings in the
+// live segments and their size.
+type needleTrigram struct {
+	postings [][]byte
+	size     int64
+}
+
+// Candidates returns the ids of the documents that may contain the folded
+// needle, or ok false when the index cannot tell (a needle shorter than 3
+// bytes, more than limit indexed candidates, more than unindexed queued or
+// wide ones). The queued documents are all candidates: right after a
+// restart or a burst of writes the queue may hold thousands, which the
+// caller verifies one by one rather than its whole collection.
+func (x Index) Candidates(tx *storage.Tx, needle []byte, limit, unindexed int) (ids []string, ok bool, err error) {
+	if len(needle) < 3 {
+		return nil, false, nil
+	}
+	meta, err := x.ReadMeta(tx)
+	if err != nil {
+		return nil, false, err
+	}
+	if ids, err = x.unindexed(tx, meta, unindexed); err != nil || len(ids) > unindexed {
+		return nil, false, err
+	}
+	tris, err := x.needleTrigrams(tx, meta, needle)
+	if err != nil || tris == nil {
+		return ids, err == nil, err // a trigram no document has: only the unindexed can match
+	}
+	sort.Slice(tris, func(a, b int) bool { return tris[a].size < tris[b].size })
+	if tris[0].size > 8*int64(limit) {
+		// Even the rarest trigram is in far more documents than limit (a
+		// posting takes about one byte): a frequent phrase, which the
+		// scan along the sort order finds soon.
+		return nil, false, nil
+	}
+	set, err := intersectPostings(tris[:min(len(tris), maxTrigrams)], meta.NextDoc)
+	if err != nil {
+		return nil, false, err
+	}
+	if set.count() > limit {
+		return nil, false, nil
+	}
+	for i, w := range set {
+		for w != 0 {
+			doc := uint32(i*64 + bits.TrailingZeros64(w))
+			w &= w - 1
+			id, err := tx.Get(x.docIDKey(doc))
+			if errors.Is(err, storage.ErrNotFound) {
+				continue // re-indexed or removed
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			ids = append(ids, string(id))
+		}
+	}
+	return ids, true, nil
+}
+
+// unindexed returns the ids of the queued and the wide documents, up to
+// one more than limit.
+func (x Index) unindexed(tx *storage.Tx, meta *Meta, limit int) (ids []string, err error) {
+	if err := tx.Scan(x.pendingPrefix(), x.pendingKey(meta.PendingFrom), false, false, func(_, v []byte) (bool, error) {
+		ids = append(ids, string(v))
+		return len(ids) <= limit, nil
+	}); err != nil {
+		return nil, err
+	}
+	wp := x.widePrefix()
+	err = tx.Scan(wp, nil, false, true, func(k, _ []byte) (bool, error) {
+		ids = append(ids, string(k[len(wp):]))
+		return len(ids) <= limit, nil
+	})
+	return ids, err
+}
+
+// needleTrigrams reads the postings of the needle's distinct trigrams in
+// the live segments; nil when one of them is in no document.
+func (x Index) needleTrigrams(tx *storage.Tx, meta *Meta, needle []byte) ([]needleTrigram, error) {
+	seen := map[string]bool{}
+	var tris []needleTrigram
+	k := x.TrigramPrefix()
+	n := len(k)
+	for i := 0; i+3 <= len(needle); i++ {
+		if seen[string(needle[i:i+3])] {
+			continue
+		}
+		seen[string(needle[i:i+3])] = true
+		var t needleTrigram
+		for _, sg := range meta.Segments {
+			k = append(binary.BigEndian.AppendUint32(k[:n], sg.ID), needle[i:i+3]...)
+			v, err := tx.Get(k)
+			if errors.Is(err, storage.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			t.postings = append(t.postings, v)
+			t.size += int64(len(v))
+		}
+		if t.size == 0 {
+			return nil, nil
+		}
+		tris = append(tris, t)
+	}
+	return tris, nil
+}
+
+// intersectPostings is the set of the documents below nextDoc in the
+// postings of every trigram of tris.
+func intersectPostings(tris []needleTrigram, nextDoc uint32) (bitset, error) {
+	var set bitset
+	for n, t := range tris {
+		cur := make(bitset, (int(nextDoc)+63)/64)
+		for _, v := range t.postings {
+			if err := eachPosting(v, func(doc uint32) {
+				if doc < nextDoc {
+					cur.set(doc)
+				}
+			}); err != nil {
+				return nil, err
+			}
+		}
+		if n == 0 {
+			set = cur
+		} else {
+			for i := range set {
+				set[i] &= cur[i]
+			}
+		}
+	}
+	return set, nil
+}

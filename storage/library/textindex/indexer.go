@@ -1,0 +1,200 @@
+package textindex
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/kv"
+	"go.uber.org/zap"
+)
+
+// Indexer does the background work of the indexes of one store: passes
+// over the keys (one per index: a member) marked as having work, each
+// after a delay that lets a burst of changes gather. It is a
+// storage.Worker: the store starts, holds and stops it.
+type Indexer struct {
+	st    *storage.Store
+	cfg   IndexerConfig
+	mu    sync.Mutex
+	dirty map[string]bool // keys with work, or all when all
+	all   bool
+	wake  chan struct{}
+	stop  chan struct{}
+	done  sync.WaitGroup
+	// hold is read-held by each pass and held by Restore while Badger's
+	// Load runs: Load sets the next commit timestamp without the lock its
+	// transactions read it under, so no transaction may run beside it
+	// (badger v4.9.6 backup.go:268, found by the race detector).
+	hold sync.RWMutex
+	// broken (under hold) is set by a failed Restore: the store is thrown
+	// away and its transactions would wait forever, so the indexer stops.
+	broken bool
+}
+
+// IndexerConfig says what an Indexer works on.
+type IndexerConfig struct {
+	// All lists every key that may have work (at Look: the store opened
+	// or restored).
+	All func() ([]string, error)
+	// Work does the work of one key; ErrStopped when Stopping.
+	Work func(key string) error
+	// Delay is how long changes gather before a pass.
+	Delay func() time.Duration
+}
+
+// NewIndexer returns st's indexer, not started.
+func NewIndexer(st *storage.Store, cfg IndexerConfig) *Indexer {
+	return &Indexer{st: st, cfg: cfg, dirty: map[string]bool{}, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+}
+
+// Start starts the indexer (Worker).
+func (ix *Indexer) Start() {
+	ix.done.Add(1)
+	go ix.run()
+}
+
+// Look marks every key as having work (Worker): at Open and after a
+// restore.
+func (ix *Indexer) Look() { ix.Notify("") }
+
+// Hold waits for the pass running and keeps the next from starting
+// (Worker).
+func (ix *Indexer) Hold() { ix.hold.Lock() }
+
+// Release lets passes run again, or none ever again when broken (Worker).
+func (ix *Indexer) Release(broken bool) {
+	if broken {
+		ix.broken = true
+	}
+	ix.hold.Unlock()
+}
+
+// Stop ends the indexer and waits for it (Worker).
+func (ix *Indexer) Stop() {
+	close(ix.stop)
+	ix.done.Wait()
+}
+
+// Stopping reports whether the indexer is stopping: long work checks it
+// between its transactions.
+func (ix *Indexer) Stopping() bool {
+	select {
+	case <-ix.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Notify marks a key (or all, with "") as having work.
+func (ix *Indexer) Notify(key string) {
+	ix.mu.Lock()
+	if key == "" {
+		ix.all = true
+	} else {
+		ix.dirty[key] = true
+	}
+	ix.mu.Unlock()
+	select {
+	case ix.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (ix *Indexer) run() {
+	defer ix.done.Done()
+	for {
+		select {
+		case <-ix.stop:
+			return
+		case <-ix.wake:
+		}
+		ix.mu.Lock()
+		look := ix.all
+		ix.mu.Unlock()
+		// Changes gather for a while, but after an open or a restore
+		// (Look) nothing is gathering: the catch-up starts at once, so
+		// that searches read a backlog for as short a time as can be.
+		if d := ix.cfg.Delay(); d > 0 && !look {
+			select {
+			case <-ix.stop:
+				return
+			case <-time.After(d):
+			}
+		}
+		if ix.pass() {
+			return
+		}
+	}
+}
+
+// pass works on the keys marked since the last pass; true when the
+// indexer is stopping.
+func (ix *Indexer) pass() (stopped bool) {
+	ix.hold.RLock()
+	defer ix.hold.RUnlock()
+	if ix.broken {
+		return true
+	}
+	ix.mu.Lock()
+	all, dirty := ix.all, ix.dirty
+	ix.all, ix.dirty = false, map[string]bool{}
+	ix.mu.Unlock()
+	if all {
+		keys, err := ix.cfg.All()
+		if err != nil {
+			ix.st.Logger().Warn("search index: cannot list members", zap.Error(err))
+			return false
+		}
+		for _, k := range keys {
+			dirty[k] = true
+		}
+	}
+	for k := range dirty {
+		if err := ix.cfg.Work(k); err != nil {
+			if errors.Is(err, ErrStopped) || ix.st.Background().Err() != nil {
+				return true
+			}
+			ix.st.Logger().Warn("search index: indexing failed; retried at the next change or start", zap.Error(err))
+		}
+	}
+	return false
+}
+
+// batch is the number of documents one indexing transaction takes at most
+// (halved when the engine finds the transaction too big).
+const batch = 512
+
+// Build indexes the queue, a segment a transaction, then merges segments;
+// it returns ErrStopped as soon as stopping reports true, and nil, leaving
+// the queue, as soon as paused does (tests of searches meanwhile).
+func (x Index) Build(st *storage.Store, texts Texts, stopping, paused func() bool) error {
+	limit := batch
+	for {
+		if stopping() {
+			return ErrStopped
+		}
+		if paused() {
+			return nil
+		}
+		n := 0
+		// Asynchronous: the index is rebuilt from the texts if lost.
+		err := st.UpdateAsync(st.Background(), func(tx *storage.Tx) error {
+			var err error
+			n, err = x.IndexPending(tx, texts, limit)
+			return err
+		})
+		if errors.Is(err, kv.ErrTooBig) && limit > 1 {
+			limit /= 2
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return x.Merge(st, stopping)
+		}
+	}
+}

@@ -1,0 +1,246 @@
+package textindex
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/kv"
+)
+
+// mergeChunk bounds the bytes of one transaction of a merge.
+const mergeChunk = 1 << 20
+
+// Merge merges eight live segments of one size into one, as long as there
+// are, and finishes a merge or deletion a crash interrupted; stopping
+// ends it early (ErrStopped). Steps, each its own transaction(s): tm
+// records the merge; the merged segment's keys are written under its new
+// number (searches do not read it yet); tm lists it instead of its
+// sources and marks them for deletion; their keys are deleted; tm forgets
+// them.
+func (x Index) Merge(st *storage.Store, stopping func() bool) error {
+	for {
+		if stopping() {
+			return ErrStopped
+		}
+		var meta *Meta
+		if err := st.View(st.Background(), func(tx *storage.Tx) (err error) { meta, err = x.ReadMeta(tx); return err }); err != nil {
+			return err
+		}
+		switch {
+		case len(meta.Deleting) > 0:
+			for _, seg := range meta.Deleting {
+				if err := st.DeletePrefixInBatches(st.Background(), x.SegmentPrefix(seg)); err != nil {
+					return err
+				}
+			}
+			if err := x.UpdateMeta(st, func(m *Meta) { m.Deleting = nil }); err != nil {
+				return err
+			}
+			continue
+		case meta.Merging != 0:
+			if err := x.writeMergedSegment(st, meta); err != nil {
+				return err
+			}
+			if err := x.UpdateMeta(st, finishMerge); err != nil {
+				return err
+			}
+			continue
+		}
+		from := segmentsToMerge(meta)
+		if from == nil {
+			return nil
+		}
+		if err := x.UpdateMeta(st, func(m *Meta) {
+			m.Merging, m.MergeFrom = m.NextSeg, from
+			m.NextSeg++
+		}); err != nil {
+			return err
+		}
+	}
+}
+
+// segmentsToMerge are eight or more live segments of the smallest size
+// that has as many, or nil.
+func segmentsToMerge(meta *Meta) []uint32 {
+	byLevel := map[int][]uint32{}
+	pick := -1
+	for _, sg := range meta.Segments {
+		l := SegmentLevel(sg.Docs)
+		byLevel[l] = append(byLevel[l], sg.ID)
+		if len(byLevel[l]) >= 8 && (pick < 0 || l < pick) {
+			pick = l
+		}
+	}
+	if pick < 0 {
+		return nil
+	}
+	return byLevel[pick]
+}
+
+// finishMerge lists a merged segment in place of its sources, which it
+// marks for deletion.
+func finishMerge(m *Meta) {
+	var docs uint32
+	var keep []Segment
+	for _, sg := range m.Segments {
+		if slices.Contains(m.MergeFrom, sg.ID) {
+			docs += sg.Docs
+		} else {
+			keep = append(keep, sg)
+		}
+	}
+	m.Segments = append(keep, Segment{m.Merging, docs})
+	m.Deleting, m.Merging, m.MergeFrom = m.MergeFrom, 0, nil
+}
+
+// liveDocs is the set of the document numbers below nextDoc that still
+// have an id.
+func (x Index) liveDocs(tx *storage.Tx, nextDoc uint32) (bitset, error) {
+	live := make(bitset, (int(nextDoc)+63)/64)
+	np := x.DocIDPrefix()
+	err := tx.Scan(np, nil, false, true, func(k, _ []byte) (bool, error) {
+		if len(k) == len(np)+4 {
+			if d := binary.BigEndian.Uint32(k[len(np):]); d < nextDoc {
+				live.set(d)
+			}
+		}
+		return true, nil
+	})
+	return live, err
+}
+
+// mergeSource is a segment being merged: a cursor over its postings.
+type mergeSource struct {
+	it     kv.Cursor
+	prefix []byte
+}
+
+// writeMergedSegment writes segment meta.Merging: for every trigram, the
+// live document numbers of meta.MergeFrom, from one snapshot, in
+// transactions of about mergeChunk bytes.
+func (x Index) writeMergedSegment(st *storage.Store, meta *Meta) error {
+	return st.View(st.Background(), func(tx *storage.Tx) error {
+		live, err := x.liveDocs(tx, meta.NextDoc)
+		if err != nil {
+			return err
+		}
+		var srcs []mergeSource
+		for _, seg := range meta.MergeFrom {
+			p := x.SegmentPrefix(seg)
+			it := tx.Cursor(kv.Range{Prefix: p})
+			defer it.Close()
+			srcs = append(srcs, mergeSource{it, p})
+		}
+		target := x.SegmentPrefix(meta.Merging)
+		var keys, vals [][]byte
+		size := 0
+		flush := func() error {
+			if len(keys) == 0 {
+				return nil
+			}
+			err := st.Update(st.Background(), func(w *storage.Tx) error {
+				for i := range keys {
+					if err := w.Put(keys[i], vals[i], 0); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			keys, vals, size = keys[:0], vals[:0], 0
+			return err
+		}
+		var docs []uint32
+		for {
+			tri, d, err := nextMergedPostings(srcs, live, docs[:0])
+			if err != nil {
+				return err
+			}
+			if tri == nil {
+				break
+			}
+			docs = d
+			if len(docs) == 0 {
+				continue
+			}
+			v := encodePostings(docs)
+			keys = append(keys, append(append([]byte{}, target...), tri...))
+			vals = append(vals, v)
+			size += len(v) + len(target) + 3 + 32
+			if size >= mergeChunk || len(keys) >= 4000 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		for _, sr := range srcs {
+			if err := kv.CursorErr(sr.it); err != nil {
+				return err // not the end of the postings: merge nothing
+			}
+		}
+		return flush()
+	})
+}
+
+// nextMergedPostings reads the smallest trigram among the sources and the
+// live documents of its postings in all of them (appended to docs, sorted,
+// without repeats), moving past it; tri is nil at the end.
+func nextMergedPostings(srcs []mergeSource, live bitset, docs []uint32) (tri []byte, _ []uint32, _ error) {
+	for _, sr := range srcs {
+		if sr.it.Valid() {
+			t := sr.it.Key()[len(sr.prefix):]
+			if tri == nil || bytes.Compare(t, tri) < 0 {
+				tri = append(tri[:0:0], t...)
+			}
+		}
+	}
+	if tri == nil {
+		return nil, docs, nil
+	}
+	for _, sr := range srcs {
+		if !sr.it.Valid() || !bytes.Equal(sr.it.Key()[len(sr.prefix):], tri) {
+			continue
+		}
+		v, err := sr.it.Value()
+		if err != nil {
+			return nil, docs, err
+		}
+		if err := eachPosting(v, func(doc uint32) {
+			if live.has(doc) {
+				docs = append(docs, doc)
+			}
+		}); err != nil {
+			return nil, docs, err
+		}
+		sr.it.Next()
+	}
+	slices.Sort(docs)
+	return tri, slices.Compact(docs), nil
+}
+
+// eachPosting calls fn with each document number of a posting list.
+func eachPosting(v []byte, fn func(doc uint32)) error {
+	doc := uint32(0)
+	for len(v) > 0 {
+		d, k := binary.Uvarint(v)
+		if k <= 0 {
+			return ErrBadIndex
+		}
+		v = v[k:]
+		doc += uint32(d)
+		fn(doc)
+	}
+	return nil
+}
+
+// encodePostings is the posting list of docs (ascending): uvarint deltas.
+func encodePostings(docs []uint32) []byte {
+	v := make([]byte, 0, len(docs)+4)
+	prev := uint32(0)
+	for _, d := range docs {
+		v = binary.AppendUvarint(v, uint64(d-prev))
+		prev = d
+	}
+	return v
+}

@@ -1,0 +1,75 @@
+package textindex
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// Queue queues document id, whose text the transaction changes, for the
+// indexer, which reads the text the document then has. The caller tells
+// its indexer after the commit.
+func (x Index) Queue(tx *storage.Tx, id string) error {
+	var seq uint64
+	if b, err := tx.Get(x.queueKey()); err == nil && len(b) == 8 {
+		seq = binary.BigEndian.Uint64(b)
+	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	if err := tx.Put(x.pendingKey(seq), []byte(id), 0); err != nil {
+		return err
+	}
+	return tx.Put(x.queueKey(), binary.BigEndian.AppendUint64(nil, seq+1), 0)
+}
+
+// Remove takes document id out of the index, in the transaction that
+// removes the document (a queued entry of it finds no document and is
+// dropped).
+func (x Index) Remove(tx *storage.Tx, id string) error {
+	if doc, err := tx.Get(x.DocKey(id)); err == nil && len(doc) == 4 {
+		if err := tx.Delete(x.docIDKey(binary.BigEndian.Uint32(doc))); err != nil {
+			return err
+		}
+	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	if err := tx.DeleteIfPresent(x.WideKey(id)); err != nil { // see place
+		return err
+	}
+	return tx.Delete(x.DocKey(id))
+}
+
+// place gives a document its new place in the index: its old document
+// number is dropped; when it has a text, it gets doc (or, when wide, a tw/
+// entry instead).
+func (x Index) place(tx *storage.Tx, id string, hasText, wide bool, doc uint32) error {
+	if old, err := tx.Get(x.DocKey(id)); err == nil && len(old) == 4 {
+		if err := tx.Delete(x.docIDKey(binary.BigEndian.Uint32(old))); err != nil {
+			return err
+		}
+	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	// tw/ is deleted only when present: a deletion marker per indexed
+	// document would lie in the range every search scans (Candidates)
+	// until the engine's compaction drops it.
+	if err := tx.DeleteIfPresent(x.WideKey(id)); err != nil {
+		return err
+	}
+	switch {
+	case !hasText:
+		return tx.Delete(x.DocKey(id))
+	case wide:
+		if err := tx.Delete(x.DocKey(id)); err != nil {
+			return err
+		}
+		return tx.Put(x.WideKey(id), nil, 0)
+	}
+	var d [4]byte
+	binary.BigEndian.PutUint32(d[:], doc)
+	if err := tx.Put(x.DocKey(id), d[:], 0); err != nil {
+		return err
+	}
+	return tx.Put(x.docIDKey(doc), []byte(id), 0)
+}

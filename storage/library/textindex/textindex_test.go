@@ -1,0 +1,206 @@
+package textindex
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
+)
+
+// The index's tests run on Badger, and with HEARTH_TEST_ENGINE=postgres on
+// PostgreSQL (storagetest.Main: a server on 127.0.0.1:15448).
+func TestMain(m *testing.M) { storagetest.Main(m, 15448) }
+
+// docs are documents kept in the store beside their index, as a caller's
+// would be: doc/<id> holds the text.
+type docs struct{}
+
+func docKey(id string) []byte { return storage.Key("doc", id) }
+
+func (docs) Text(tx *storage.Tx, id string, t *Text) (bool, error) {
+	v, err := tx.Get(docKey(id))
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	t.Reset()
+	t.AddField(string(v))
+	return true, nil
+}
+
+var testIndex = At(storage.Key("ix", ""))
+
+// put writes document id with text and queues it, in one transaction.
+func put(t *testing.T, st *storage.Store, id, text string) {
+	t.Helper()
+	if err := st.Update(t.Context(), func(tx *storage.Tx) error {
+		if err := tx.Put(docKey(id), []byte(text), 0); err != nil {
+			return err
+		}
+		return testIndex.Queue(tx, id)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// candidates returns the sorted candidates of needle, failing when the
+// index cannot tell.
+func candidates(t *testing.T, st *storage.Store, needle string) []string {
+	t.Helper()
+	var ids []string
+	var ok bool
+	if err := st.View(t.Context(), func(tx *storage.Tx) (err error) {
+		ids, ok, err = testIndex.Candidates(tx, AppendFold(nil, needle), 100, 100)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Fatalf("the index cannot tell the candidates of %q", needle)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+func build(t *testing.T, st *storage.Store) {
+	t.Helper()
+	never := func() bool { return false }
+	if err := testIndex.Build(st, docs{}, never, never); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func backlog(t *testing.T, st *storage.Store) int {
+	t.Helper()
+	var n int
+	if err := st.View(t.Context(), func(tx *storage.Tx) (err error) { n, err = testIndex.Backlog(tx); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Queued documents are candidates before they are indexed, indexed ones
+// after; a removed document is none; a phrase no document has gives none.
+func TestCandidatesFollowTheQueueAndRemovals(t *testing.T) {
+	st := storagetest.Open(t)
+	put(t, st, "1", "Rye bread with Caraway")
+	put(t, st, "2", "wheat bread")
+	put(t, st, "3", "caraway seeds")
+	if got := candidates(t, st, "caraway"); !slices.Equal(got, []string{"1", "2", "3"}) {
+		t.Fatalf("queued: candidates %v, want every queued document", got)
+	}
+	if n := backlog(t, st); n != 3 {
+		t.Fatalf("backlog %d, want 3", n)
+	}
+	build(t, st)
+	if n := backlog(t, st); n != 0 {
+		t.Fatalf("backlog after Build %d, want 0", n)
+	}
+	if got := candidates(t, st, "CARAWAY"); !slices.Equal(got, []string{"1", "3"}) {
+		t.Fatalf("indexed: candidates %v, want [1 3]", got)
+	}
+	if got := candidates(t, st, "zanzibar"); len(got) != 0 {
+		t.Fatalf("candidates of a phrase no document has: %v", got)
+	}
+	if err := st.Update(t.Context(), func(tx *storage.Tx) error {
+		if err := tx.Delete(docKey("1")); err != nil {
+			return err
+		}
+		return testIndex.Remove(tx, "1")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := candidates(t, st, "caraway"); !slices.Equal(got, []string{"3"}) {
+		t.Fatalf("after removing 1: candidates %v, want [3]", got)
+	}
+	// A document queued again gets a new number; its old one is gone.
+	put(t, st, "3", "poppy seeds")
+	build(t, st)
+	if got := candidates(t, st, "caraway"); len(got) != 0 {
+		t.Fatalf("after 3 changed: candidates %v, want none", got)
+	}
+	if got := candidates(t, st, "poppy"); !slices.Equal(got, []string{"3"}) {
+		t.Fatalf("candidates of the new text: %v, want [3]", got)
+	}
+}
+
+// Eight segments of a size merge into one, and the candidates stay the
+// same.
+func TestMergeKeepsTheCandidates(t *testing.T) {
+	st := storagetest.Open(t)
+	var want []string
+	for i := range 20 {
+		text := fmt.Sprintf("loaf %d of rye", i)
+		if i%3 == 0 {
+			text += " with caraway"
+			want = append(want, fmt.Sprint(i))
+		}
+		put(t, st, fmt.Sprint(i), text)
+		build(t, st) // one segment each, merged as they come
+	}
+	slices.Sort(want)
+	var meta *Meta
+	if err := st.View(t.Context(), func(tx *storage.Tx) (err error) { meta, err = testIndex.ReadMeta(tx); return err }); err != nil {
+		t.Fatal(err)
+	}
+	levels := map[int]int{}
+	docs := uint32(0)
+	for _, sg := range meta.Segments {
+		levels[SegmentLevel(sg.Docs)]++
+		docs += sg.Docs
+	}
+	if docs != 20 || levels[0] >= 8 || levels[1] != 2 || meta.Merging != 0 || len(meta.Deleting) != 0 {
+		t.Fatalf("segments after 20 documents: %+v", meta)
+	}
+	if got := candidates(t, st, "caraway"); !slices.Equal(got, want) {
+		t.Fatalf("candidates %v, want %v", got, want)
+	}
+}
+
+// Case folding maps every character of a simple case folding orbit to one.
+func TestFold(t *testing.T) {
+	for _, c := range [][2]string{{"Σσς", "σσσ"}, {"K\u212Ak", "kkk"}, {"ÉTÉ", "été"}, {"Straße", "straße"}} {
+		if got := Fold(c[0]); got != c[1] {
+			t.Errorf("Fold(%q) = %q, want %q", c[0], got, c[1])
+		}
+	}
+	var tx Text
+	tx.AddField("Rye")
+	tx.AddField("bread")
+	if tx.Contains([]byte("yeb")) {
+		t.Error("a needle across two fields matched")
+	}
+	if !tx.Contains([]byte("rea")) {
+		t.Error("a needle in the second field did not match")
+	}
+}
+
+// Queued documents have a bound of their own: a backlog larger than the
+// indexed candidates' bound is still read, up to it.
+func TestCandidatesBoundTheQueueApart(t *testing.T) {
+	st := storagetest.Open(t)
+	for i := range 5 {
+		put(t, st, fmt.Sprint(i), "caraway")
+	}
+	for _, c := range []struct {
+		unindexed int
+		ok        bool
+	}{{4, false}, {5, true}} {
+		var ids []string
+		var ok bool
+		if err := st.View(t.Context(), func(tx *storage.Tx) (err error) {
+			ids, ok, err = testIndex.Candidates(tx, []byte("caraway"), 1, c.unindexed)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if ok != c.ok || (ok && len(ids) != 5) {
+			t.Errorf("five queued, at most %d: %v, %v", c.unindexed, ids, ok)
+		}
+	}
+}
