@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A newcomer's run (issue 13): a fresh clone of this checkout, README's first
+# A newcomer's run: a fresh clone of this checkout, README's first
 # command exactly as written (Caddyfile.example on localhost:8080, admin
 # localhost:2019), then what README says to do and open next, the documented
 # CLI commands against that server, `caddy validate` beside it, and a stop.
@@ -80,7 +80,7 @@ curl -fsS -H "Authorization: Bearer $token" -H 'Content-Type: application/json' 
 go run -tags nobadger,nomysql,nopgx ./cmd/caddy hearth backup --output hearth.backup
 [ -s hearth.backup ] || fail "empty backup"
 
-# Issue 13 point 3: caddy validate while the server with the same config runs.
+# caddy validate while the server with the same config runs.
 go run -tags nobadger,nomysql,nopgx ./cmd/caddy validate --config Caddyfile.example || fail "validate beside the running server"
 
 # xcaddy.md: the local development build.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Search latency over HTTP (issue 15): seeds the search corpus
+# Search latency over HTTP: seeds the search corpus
 # (bench/gqlbench/corpus.go) for one member, starts a real Caddy on it and
 # prints the median latency of each query of the issue's table (first: 50),
 # then the same searches in SQLite FTS5 (trigram tokenizer: the same

@@ -18,7 +18,7 @@ import (
 )
 
 // writeOldAPIToken writes an API token into the store in dir (Caddy
-// stopped) as versions before issue 17 did, byte for byte: the global ref
+// stopped) as earlier versions did, byte for byte: the global ref
 // and the member's record, neither with an origin. It returns the token.
 func writeOldAPIToken(t *testing.T, dir, memberID, name string, createdAt time.Time) string {
 	t.Helper()
@@ -44,7 +44,7 @@ func writeOldAPIToken(t *testing.T, dir, memberID, name string, createdAt time.T
 	return secret
 }
 
-// Issue 17 point 1 through Caddy: an OAuth app approved with read and
+// Through Caddy: an OAuth app approved with read and
 // write cannot make an API token; a token made the old way (when it could)
 // stops working once the upgraded server opens the store, and a kept one
 // (older than every OAuth app) stops when the member is suspended.

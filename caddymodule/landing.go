@@ -10,7 +10,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 )
 
-// The landing page (issue 17 point 4): GET / shows the site's name, what
+// The landing page: GET / shows the site's name, what
 // runs there and a sign-in link, but only when nothing later in the
 // site's route answers /. Each Hearth handler on the route adds its
 // service and passes the request on, watching whether anything writes;

@@ -25,7 +25,7 @@ func getRoot(t *testing.T, method string) (int, string, string) {
 	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
 }
 
-// Issue 17 point 4: every page is in the site's name (instance_title); /
+// Every page is in the site's name (instance_title); /
 // shows the landing page (the site's name, what runs
 // there, a sign-in link) when nothing later in the route answers it, and
 // what the site serves there otherwise: a file_server's index, a respond.

@@ -293,7 +293,7 @@ func getJSON(t *testing.T, url string, out any) {
 // 1.8 reads /api/v1/instance/); an /api/v1/, /api/v2/ or /oauth/ path that
 // nothing serves is Mastodon's JSON 404, not Caddy's empty 200; another
 // Hearth module's paths and later routes of the site still answer, and
-// other paths are left alone (issue 11.1).
+// other paths are left alone.
 func TestOAuthPathsThroughCaddy(t *testing.T) {
 	site := fmt.Sprintf(`%s {
 	route {

@@ -16,7 +16,7 @@ import (
 // the admin API restores a backup: every answer is one the API gives
 // anyway (200, 401, 429) or a clean 503 with Retry-After (the store closed
 // under a request of the old config, or a restore refusing writes); never
-// a 500, a panic or a broken connection. Issue 14 saw "DB Closed" panics
+// a 500, a panic or a broken connection. Earlier versions gave "DB Closed" panics
 // and 500s there; this test has not reproduced them without the store's
 // gate (storage/gate.go; TestClosedStoreAnswersErrClosed covers the store
 // closing under an operation), so it guards the answers, not the cause.

@@ -22,7 +22,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
-// Several nodes are one site (issue 18 point 4, the storage layer): two
+// Several nodes are one site (the storage layer): two
 // Stores opened on one PostgreSQL database with the same table prefix are
 // two nodes. These tests run with either HEARTH_TEST_ENGINE: on Badger
 // they start their own PostgreSQL server (pgtest, port

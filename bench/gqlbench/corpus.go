@@ -15,7 +15,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
-// The search corpus (issue 15): realistic articles of 5–10 KB of varied
+// The search corpus: realistic articles of 5–10 KB of varied
 // text, deterministic by seed. Words follow a Zipf distribution over a
 // vocabulary of a few thousand (made of English syllables, with the most
 // common English words first); a few words are planted in a known number of

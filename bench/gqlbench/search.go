@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// searchQueries is the table of issue 15: each q with what it stands for.
+// searchQueries is the table of search targets: each q with what it stands for.
 func searchQueries(info corpusInfo) [][2]string {
 	return [][2]string{
 		{"no q (first page)", ""},
@@ -41,7 +41,7 @@ func searchQueries(info corpusInfo) [][2]string {
 
 // pairQueries is every pair of filters of two kinds among label:, site:,
 // in:, type:, has:highlights and saved:, each at its extreme
-// selectivities on the corpus (issue 15: "combinations of two of them ≤ 10
+// selectivities on the corpus (the targets: "combinations of two of them ≤ 10
 // ms whatever their selectivity").
 func pairQueries(info corpusInfo) [][2]string {
 	kinds := [][]string{

@@ -782,7 +782,7 @@ var scriptRE = regexp.MustCompile(`<script src="(/auth/copy.js\?v=[^"]+)" integr
 // TestCopyScriptIsTheOneThePolicyAllows: every page loads the copy-button
 // script with its hash as integrity, the policy allows exactly that hash
 // (no 'self', no inline script), and /auth/copy.js serves the text whose
-// hash it is (issue 17 point 5).
+// hash it is.
 func TestCopyScriptIsTheOneThePolicyAllows(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	c := f.browser()

@@ -19,7 +19,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
 
-// Benchmarks of issue 5's performance targets; figures and commands are in
+// Benchmarks of the directory's performance targets; figures and commands are in
 // bench/README.md ("hearth_directory").
 //
 //	go test -tags nobadger,nomysql,nopgx -run '^$' -bench . -benchmem ./handlers/directory/

@@ -19,7 +19,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
 
-// Several nodes, one directory (../shared/design/scale-out.md §6.4). Every
+// Several nodes, one directory (docs/several-nodes.md). Every
 // node serving a directory configuration on one store (several Caddy
 // processes on one PostgreSQL database; with Badger, the handlers of one
 // process, e.g. the old and the new config during a reload) takes part in

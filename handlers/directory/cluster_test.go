@@ -17,8 +17,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
-// Several nodes on one PostgreSQL database (../shared/design/scale-out.md
-// §7.3, scenarios 9–11): two stores on one database stand for two Caddy
+// Several nodes on one PostgreSQL database (docs/several-nodes.md): two stores on one database stand for two Caddy
 // processes, each with its own Directory of the same configuration.
 
 // pgNodes is this package's PostgreSQL server for two nodes of one site

@@ -61,7 +61,7 @@ func (d *Directory) serveProfile(w http.ResponseWriter, r *http.Request) {
 	if status == http.StatusOK {
 		cache, title = "public, max-age="+strconv.Itoa(int(d.opts.MaxAge/time.Second)), view.Entry.Name+" (agent)"
 	}
-	// The site's shared layout and style (issue 17: one look); no member
+	// The site's shared layout and style (one look); no member
 	// menu, so the page is the same for everyone and may be cached.
 	d.opts.Pages.RenderPublic(w, r, status, cache, title, profileTemplate, view)
 }

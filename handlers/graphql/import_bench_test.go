@@ -22,7 +22,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
-// Import speed (issue 16): a 10,000-item Pocket CSV without fetching, and
+// Import speed: a 10,000-item Pocket CSV without fetching, and
 // a 1,000-item Omnivore zip with content and highlights, each imported
 // into an empty member of a store with sync_writes on (the default), from
 // the upload's staging to the job's end. peak-heap-MiB is the largest heap

@@ -15,7 +15,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
-// attackShapes are the documents of issue 14 that exhausted the server
+// attackShapes are the documents an adversarial review found exhausted the server
 // before the document limits (limits.go), and their nearest neighbours
 // that the limits accept: the accepted ones bound the work a document can
 // still cost (validation, execution).

@@ -13,7 +13,7 @@ import (
 // A search the index cannot narrow and that would read more texts than the
 // budget answers as Inboxt answers bad input (BAD_USER_INPUT, status 400 in
 // extensions, HTTP 200), saying what to do, instead of scanning on; one the
-// index narrows answers at once on the same library (issue 15).
+// index narrows answers at once on the same library.
 func TestSearchOverBudgetIsBadUserInput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("saves 10,050 items")

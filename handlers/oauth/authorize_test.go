@@ -277,7 +277,7 @@ func TestAuthorizeRequestErrorsRedirect(t *testing.T) {
 		{"response_type token", func(q url.Values) { q.Set("response_type", "token") }, "unsupported_response_type"},
 		// Doorkeeper 5.8 lib/doorkeeper/oauth/pre_authorization.rb
 		// validate_params: a blank response_type is a missing parameter,
-		// invalid_request, before the response type is checked (issue 11.7).
+		// invalid_request, before the response type is checked.
 		{"no response_type", func(q url.Values) { q.Del("response_type") }, "invalid_request"},
 		{"empty response_type", func(q url.Values) { q.Set("response_type", "") }, "invalid_request"},
 		{"pkce plain", func(q url.Values) { q.Set("code_challenge", verifier); q.Set("code_challenge_method", "plain") }, "invalid_request"},
@@ -586,7 +586,7 @@ func TestAuthorizeSkipsConsentForAMatchingGrant(t *testing.T) {
 	wantConsent(alice, ask("read"), "after revoking")
 }
 
-// TestConsentPageSaysWhoAndWhat (issue 17 point 3): the consent page names
+// TestConsentPageSaysWhoAndWhat: the consent page names
 // the app and its website's host, says it is not made by this site (by the
 // site's name), gives each scope in Mastodon's words and what it gives on a
 // Hearth site, says where the member goes next, and makes Approve the main

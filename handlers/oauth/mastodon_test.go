@@ -14,7 +14,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
-// These tests pin the behaviour real Mastodon clients depend on (issue 11),
+// These tests pin the behaviour real Mastodon clients depend on,
 // in the request shapes those clients send. The clients themselves run
 // against a Caddy built from the tree in interop/mastodon.
 

@@ -1,6 +1,6 @@
 //go:build browser
 
-// Package browser is Hearth's browser suite (issue 17, "How it is tested"):
+// Package browser is Hearth's browser suite:
 // a Caddy built from this tree, started in this process from a Caddyfile
 // on 127.0.0.1:18280 (admin localhost:12219), driven by Debian's Chromium
 // through the DevTools protocol (github.com/chromedp/chromedp). Every page

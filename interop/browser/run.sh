@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The browser suite (issue 17): Debian's Chromium driven from Go through
+# The browser suite: Debian's Chromium driven from Go through
 # chromedp, axe-core from this folder's package-lock.json, against a Caddy
 # started from a Caddyfile in the test (site 127.0.0.1:18280, admin
 # localhost:12219). Screenshots land in build/screenshots/ at the top of

@@ -1,5 +1,4 @@
-// Package cluster is the two-node test of issue 18 (design study
-// ../shared/design/scale-out.md §7.3): two Caddy processes built from this
+// Package cluster is the two-node test (docs/several-nodes.md): two Caddy processes built from this
 // tree serve one site from one PostgreSQL database, and a client talks to
 // each directly (no balancer). It needs PostgreSQL ≥ 15 (Debian's
 // postgresql; the test runs initdb into a temp dir) and fails without it,

@@ -16,7 +16,7 @@ import (
 // The agent directory's published document (handlers/directory): the node
 // leading a directory builds it and stores it here, and every other node
 // serving that directory loads it, so all serve the same bytes, ETag and
-// generated_at (../shared/design/scale-out.md §6.4).
+// generated_at.
 //
 //	agent/pub/<directory id>        PublishedDirectory (JSON), with a TTL
 //	agent/pubc/<directory id>/<n>   part n of the zstd-compressed body, with a TTL

@@ -59,7 +59,7 @@ type Token struct {
 
 // Origin says who made an API token. There is no OAuth origin:
 // an OAuth access token (or an API token) cannot make API tokens, so no
-// API token outlives the grant of an app (issue 17 point 1).
+// API token outlives the grant of an app.
 type Origin string
 
 // Origins of API tokens.
@@ -342,7 +342,7 @@ func (s Store) Member(ctx context.Context, secret string) (*members.Member, *Tok
 // before origins were kept (runs at Open and after Restore; idempotent: it
 // only looks at token refs without an origin, and gives each one).
 //
-// Until issue 17, an OAuth access token with read and write could call
+// In earlier versions, an OAuth access token with read and write could call
 // createApiToken, and nothing recorded that it had: such a token kept
 // working after the member revoked the app. Which old tokens came from an
 // OAuth grant cannot be known (a revoked grant leaves no record), so:

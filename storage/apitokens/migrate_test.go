@@ -13,7 +13,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
-// putLegacyAPIToken writes an API token the way versions before issue 17
+// putLegacyAPIToken writes an API token the way earlier versions
 // did: the record and its global ref, with no origin in either.
 func putLegacyAPIToken(t *testing.T, s *storage.Store, memberID, name string, createdAt time.Time) string {
 	t.Helper()

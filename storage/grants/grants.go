@@ -379,8 +379,7 @@ type CodeCheck func(c *Code) error
 // the code is then read again, and if it is now used the loser is treated
 // as a second use. Otherwise the conflict was with another transaction (on
 // PostgreSQL, SSI's page-granular predicate locks can fail the exchanges of
-// two different codes of one member and app, ../shared/design/scale-out.md
-// §6.4) and the exchange runs again, up to maxCodeExchangeAttempts times.
+// two different codes of one member and app) and the exchange runs again, up to maxCodeExchangeAttempts times.
 func (s Store) ExchangeCode(ctx context.Context, code string, check CodeCheck) (*AccessToken, string, error) {
 	if code == "" || len(code) > 256 {
 		return nil, "", storage.ErrNotFound

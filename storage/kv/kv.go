@@ -4,8 +4,8 @@
 // IDSlots, LiveEpochs, Replacer, Cursors). Two engines implement it: storage/kv/badgerkv
 // (embedded, the default) and storage/kv/pgkv (PostgreSQL ≥ 15 through pgx,
 // several nodes on one database). storage/kv/kvtest is the conformance suite
-// both pass. Design: ../shared/design/scale-out.md §6; how the domain layer
-// moves onto it: docs/storage-engines.md.
+// both pass; docs/storage-engines.md describes it and the domain packages
+// on it.
 //
 // Keys compare as bytes (memcmp; a key that is a prefix of another sorts
 // first). Keys are non-empty and at most MaxKeySize bytes; values at most

@@ -1,4 +1,4 @@
-// Copy buttons for one-time secrets (issue 17 point 5). Every element with
+// Copy buttons for one-time secrets. Every element with
 // a data-copy attribute gets a Copy button after it; without JavaScript the
 // secret stays on the page to select by hand. Served from /auth/copy.js and
 // allowed by the pages' Content-Security-Policy through its hash (the

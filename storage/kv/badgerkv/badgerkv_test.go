@@ -160,7 +160,7 @@ func BenchmarkEngine(b *testing.B) {
 // one read-modify-write each (a relay cursor raised) through today's
 // storage (its group commit, storage/durable.go) and through badgerkv (the
 // same group commit in durable.go here, through kv.RunTx), 16 writers on
-// distinct keys: issue 18's "within 10 %" for durable writes.
+// distinct keys: the "within 10 %" target for durable writes.
 func BenchmarkSyncedCommitsParallel(b *testing.B) {
 	var ids atomic.Int64
 	b.Run("storage", func(b *testing.B) {

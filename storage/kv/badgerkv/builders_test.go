@@ -15,7 +15,7 @@ import (
 
 // The memory Badger's table builders take while the store is written (an
 // import, any busy member) is set by the engine's options, not by how much
-// the store holds (issue 16; docs/import.md "Speed and memory",
+// the store holds (docs/import.md "Speed and memory",
 // bench/README.md "Import memory bounded by the store's options").
 func TestBuilderMemoryIsBoundedByTheOptions(t *testing.T) {
 	e, err := Open(t.TempDir(), Options{NoSync: true})

@@ -9,7 +9,7 @@ import (
 
 // Bench runs the engine benchmarks on e: a point read, a synchronous put, a
 // scan of 100 records (values of 200 bytes), and a read-write transaction
-// (read one record, write it back changed) — the base of issue 18's
+// (read one record, write it back changed) — the base of the
 // "within 10 %" comparison. Each operation is its own transaction.
 func Bench(b *testing.B, e kv.Engine) {
 	const n = 10000

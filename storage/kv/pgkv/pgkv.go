@@ -1,6 +1,5 @@
 // Package pgkv is the kv.Engine on PostgreSQL ≥ 15 through pgx/v5: several
-// Caddy nodes on one database are one site (../shared/design/scale-out.md
-// §6.2, §6.3).
+// Caddy nodes on one database are one site (docs/several-nodes.md).
 //
 //   - Schema: created on first use and versioned in <prefix>_schema_version
 //     (one row per applied version), under a transaction-scoped advisory

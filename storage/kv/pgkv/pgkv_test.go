@@ -379,7 +379,7 @@ func TestRangeInsertSkewRefused(t *testing.T) {
 // BenchmarkNotifyAcrossEngines: a commit with a notification on one engine
 // until the subscriber of another engine on the same database has it
 // (commit, NOTIFY delivery, dispatch), one at a time: the cross-node
-// invalidation lag of issue 18 point 4.
+// invalidation lag several nodes may see.
 func BenchmarkNotifyAcrossEngines(b *testing.B) {
 	p := newPrefix()
 	a, c := open(b, p), open(b, p)

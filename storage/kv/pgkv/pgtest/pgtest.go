@@ -1,7 +1,7 @@
 // Package pgtest runs a throwaway PostgreSQL server for tests: initdb into a
 // temporary directory and pg_ctl start on 127.0.0.1 (as the postgres user
 // when the tests run as root, which PostgreSQL refuses), one server per test
-// binary, stopped and removed by Stop. See ../shared/design/scale-out.md §7.1.
+// binary, stopped and removed by Stop.
 //
 // When PostgreSQL's binaries are missing, the tests fail — unless
 // HEARTH_TEST_POSTGRES=skip says locally that they may be skipped. CI never
