@@ -18,6 +18,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
+	"github.com/hearthkit/caddy-hearth/handlers/reader"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -78,6 +79,7 @@ type GraphQL struct {
 	ImportMaxRatio int `json:"import_max_ratio,omitempty" caddyfile:"import_max_ratio <n>" default:"100"`
 
 	server *graphql.Server
+	reader *reader.Handler
 	pages  *account.Pages
 	logger *zap.Logger
 	app    *App
@@ -137,6 +139,11 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 	app.setImporter(h.server.Importer())
 	app.onStart(h.server.Start) // addArticleFromUrl's pending fetches, once the store is open
 	app.onCleanup(h.server.Close)
+	// The library pages: the member's library in the browser, where
+	// signed-in members land.
+	h.reader = reader.New(app.Store(), reader.Options{Pages: h.pages, SaveURL: h.server.SaveURL, Logger: ctx.Logger().Named("reader")})
+	h.pages.SetHome(reader.Path)
+	h.pages.AddSettingsPage(h.reader.SavingPage())
 	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
 	h.pages.AddSettingsPage(h.server.ExportPage(h.pages))
 	h.pages.AddSettingsPage(h.server.ImportPage(h.pages))
@@ -168,7 +175,7 @@ func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if isLanding(r) {
 		return serveLanding(w, r, next, h.pages, graphqlService)
 	}
-	return serveOrNext(w, r, next, h.server, h.pages)
+	return serveOrNext(w, r, next, h.server, h.reader, h.pages)
 }
 
 // serveUnlogged serves a request that carries a secret Caddy's access log

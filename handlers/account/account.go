@@ -146,6 +146,7 @@ type Pages struct {
 	mu       sync.RWMutex
 	settings []SettingsPage
 	siteName atomic.Pointer[string]
+	home     atomic.Pointer[string]
 }
 
 // New returns the member pages backed by store.

@@ -53,11 +53,17 @@ func returnTo(r *http.Request) string {
 	return ""
 }
 
-func orSettings(rt string) string {
-	if rt == "" {
-		return SettingsPath
+// orSettings is rt, or where a member goes after signing in without a
+// page to go back to: the home page (the library) if the site has one,
+// else the settings.
+func (p *Pages) orSettings(rt string) string {
+	if rt != "" {
+		return rt
 	}
-	return rt
+	if h := p.Home(); h != "" {
+		return h
+	}
+	return SettingsPath
 }
 
 // ParseForm reads a posted form within the size limit, answering 413 or 400
@@ -83,7 +89,7 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		rt := returnTo(r)
 		if p.CurrentMember(r) != nil {
-			http.Redirect(w, r, orSettings(rt), http.StatusSeeOther)
+			http.Redirect(w, r, p.orSettings(rt), http.StatusSeeOther)
 			return
 		}
 		p.renderSignIn(w, r, http.StatusOK, signInData{ReturnTo: rt})
@@ -138,7 +144,7 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 		p.renderStoreFailure(w, r, err, "Signing in failed. Try again in a moment.")
 		return
 	}
-	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
+	http.Redirect(w, r, p.orSettings(d.ReturnTo), http.StatusSeeOther)
 }
 
 // signInAgain is the sign-in page's message for a sign-in whose member
@@ -337,7 +343,7 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		d.ReturnTo = returnTo(r)
 		if p.CurrentMember(r) != nil {
-			http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
+			http.Redirect(w, r, p.orSettings(d.ReturnTo), http.StatusSeeOther)
 			return
 		}
 		p.Render(w, r, http.StatusOK, "Create an account", signUpTmpl, d)
@@ -385,7 +391,7 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 		p.renderStoreFailure(w, r, err, "The account could not be created. Try again in a moment.")
 		return
 	}
-	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
+	http.Redirect(w, r, p.orSettings(d.ReturnTo), http.StatusSeeOther)
 }
 
 // ErrRegistrationClosed is SignUp's answer when the site does not let

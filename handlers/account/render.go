@@ -132,12 +132,20 @@ type layoutData struct {
 	OpenRegistration bool
 	ReferrerPolicy   string
 	Body             template.HTML
+	// Head, Wide and Home: see PageExtras and SetHome.
+	Head template.HTML
+	Wide bool
+	Home string
 }
 
 // Render writes a page: content, executed with data, inside the shared
 // layout (site header, profile menu listing the settings pages, sign-out
 // button), with status and the security headers.
 func (p *Pages) Render(w http.ResponseWriter, r *http.Request, status int, title string, content *template.Template, data any) {
+	p.render(w, r, status, title, content, data, PageExtras{})
+}
+
+func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, title string, content *template.Template, data any, ex PageExtras) {
 	var body bytes.Buffer
 	if content != nil {
 		if err := content.Execute(&body, data); err != nil {
@@ -159,6 +167,11 @@ func (p *Pages) Render(w http.ResponseWriter, r *http.Request, status int, title
 		OpenRegistration: p.opts.OpenRegistration,
 		ReferrerPolicy:   "same-origin",
 		Body:             template.HTML(body.String()),
+		Head:             ex.Head,
+		Wide:             ex.Wide,
+	}
+	if ex.NoHeading {
+		ld.Heading = false
 	}
 	if rp := w.Header().Get("Referrer-Policy"); rp == "no-referrer" {
 		ld.ReferrerPolicy = rp
@@ -212,6 +225,9 @@ func (p *Pages) renderPublic(w http.ResponseWriter, r *http.Request, status int,
 
 func (p *Pages) writePage(w http.ResponseWriter, r *http.Request, status int, cacheControl string, ld layoutData) {
 	ld.Script = copyScriptTag
+	if ld.Member != nil {
+		ld.Home = p.Home()
+	}
 	if ld.ReferrerPolicy == "" {
 		ld.ReferrerPolicy = "same-origin"
 	}
@@ -267,6 +283,11 @@ type Service struct {
 // else in the site answers /.
 func (p *Pages) RenderLanding(w http.ResponseWriter, r *http.Request, services []Service) {
 	m := p.CurrentMember(r)
+	if h := p.Home(); m != nil && h != "" {
+		// A signed-in member lands in the library.
+		http.Redirect(w, r, h, http.StatusSeeOther)
+		return
+	}
 	var body bytes.Buffer
 	err := landingTmpl.Execute(&body, struct {
 		SiteName         string

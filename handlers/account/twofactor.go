@@ -137,5 +137,5 @@ func (p *Pages) serveTwoFactor(w http.ResponseWriter, r *http.Request) {
 	}
 	metrics.SignIn(metrics.SignInSuccess)
 	p.opts.Logger.Info("signed in", zap.String("username", m.Username), zap.Bool("recovery_code", recovery))
-	http.Redirect(w, r, orSettings(d.ReturnTo), http.StatusSeeOther)
+	http.Redirect(w, r, p.orSettings(d.ReturnTo), http.StatusSeeOther)
 }

@@ -1,0 +1,44 @@
+package graphql
+
+import (
+	"context"
+
+	"github.com/hearthkit/caddy-hearth/storage/library"
+)
+
+// Query is a parsed search (the q of entries), for the library pages,
+// which take exactly the API's syntax.
+type Query struct {
+	// Highlights: q asked for highlights (type:highlight), not items.
+	Highlights bool
+	Filter     library.ItemFilter
+	// Sort is the sort: q named, if any (it wins over any other choice).
+	Sort *QuerySort
+}
+
+// QuerySort is a sort field and direction.
+type QuerySort struct {
+	Field library.SortField
+	Desc  bool
+}
+
+// ParseQuery reads q as entries does (see parseSearch). Its error is for
+// the member, in plain words.
+func ParseQuery(q string) (*Query, error) {
+	s, err := parseSearch(q)
+	if err != nil {
+		return nil, err
+	}
+	out := &Query{Highlights: s.highlights, Filter: s.filter}
+	if s.sort != nil {
+		out.Sort = &QuerySort{Field: s.sort.field, Desc: s.sort.desc}
+	}
+	return out, nil
+}
+
+// SaveURL saves rawURL for the member as addArticleFromUrl does: a pending
+// item now, the article fetched in the background. Its error is for the
+// member.
+func (s *Server) SaveURL(ctx context.Context, memberID, rawURL string, labelIDs []string) error {
+	return s.queueArticleFromURL(ctx, memberID, rawURL, labelIDs)
+}

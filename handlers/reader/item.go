@@ -1,0 +1,134 @@
+package reader
+
+import (
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
+)
+
+type labelChoice struct {
+	ID, Name string
+	Checked  bool
+}
+
+type itemHighlight struct {
+	ID, Quote, Note string
+	// Segments is the highlight's segments as JSON, for the script that
+	// marks them in the text.
+	Segments string
+}
+
+type itemData struct {
+	Item                 *library.SavedItem
+	Title, Site, Sender  string
+	Minutes, Progress    int
+	Saved                time.Time
+	Content              template.HTML
+	Labels               []labelChoice
+	HasLabels            bool
+	Highlights           []itemHighlight
+	Prefs                library.ReaderPrefs
+	Classes              string
+	ListURL, Self        string
+	PrevURL, NextURL     string
+	Notice               string
+	Archived, Trashed    bool
+	Read                 bool
+	SizeSteps, LineSteps []int
+}
+
+// serveItem is the reader view of one item.
+func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.Member, id string) {
+	ctx := r.Context()
+	lib := library.Of(h.store)
+	it, err := lib.SavedItem(ctx, m.ID, id)
+	if err != nil {
+		h.storeError(w, r, err)
+		return
+	}
+	content, err := lib.ItemContent(ctx, m.ID, id)
+	if err != nil {
+		h.storeError(w, r, err)
+		return
+	}
+	labels, err := lib.Labels(ctx, m.ID)
+	if err != nil {
+		h.storeError(w, r, err)
+		return
+	}
+	hls, err := lib.ItemHighlights(ctx, m.ID, id)
+	if err != nil {
+		h.storeError(w, r, err)
+		return
+	}
+	prefs, err := lib.ReaderPrefs(ctx, m.ID)
+	if err != nil {
+		h.storeError(w, r, err)
+		return
+	}
+	st := stateOf(r)
+	st.After = ""
+	d := itemData{Item: it, Title: it.Title, Site: it.SourceDomain, Minutes: minutes(it.WordCount),
+		Progress: int(it.ReadingProgress), Saved: it.CreatedAt,
+		// The content was sanitised when it was saved (handlers/graphql's
+		// sanitiser); the page's policy runs no script it might still hold.
+		Content: template.HTML(content.HTML),
+		Prefs:   prefs, Classes: prefClasses(prefs), ListURL: st.URL(), Self: st.itemURL(id),
+		Archived: it.Status == library.StatusArchived, Trashed: it.Status == library.StatusDeleted,
+		Read: it.ReadAt != nil, SizeSteps: []int{0, 1, 2, 3, 4, 5}, LineSteps: []int{0, 1, 2, 3}}
+	if d.Title == "" {
+		d.Title = it.OriginalURL
+	}
+	if it.Type == library.TypeNewsletter {
+		d.Sender = it.FromName
+		if d.Sender == "" {
+			d.Sender = it.FromAddress
+		}
+	}
+	has := map[string]bool{}
+	for _, l := range it.LabelIDs {
+		has[l] = true
+	}
+	for _, l := range labels {
+		d.Labels = append(d.Labels, labelChoice{ID: l.ID, Name: l.Name, Checked: has[l.ID]})
+		d.HasLabels = d.HasLabels || has[l.ID]
+	}
+	for _, hl := range hls {
+		b, _ := json.Marshal(toSegmentsJSON(hl.Segments))
+		d.Highlights = append(d.Highlights, itemHighlight{ID: hl.ID, Quote: quote(hl), Note: hl.Note, Segments: string(b)})
+	}
+	// Next and previous follow the view the member came from, in its
+	// order: the item's neighbours in that list, found from the item
+	// itself (the API's after takes an item id).
+	if q, p, err := st.parse(); err == nil && !q.Highlights {
+		p.First, p.After = 1, id
+		if page, err := lib.SavedItemsPage(ctx, m.ID, q.Filter, p); err == nil && len(page.Items) > 0 {
+			d.NextURL = st.itemURL(page.Items[0].ID)
+		}
+		p.Desc = !p.Desc
+		if page, err := lib.SavedItemsPage(ctx, m.ID, q.Filter, p); err == nil && len(page.Items) > 0 {
+			d.PrevURL = st.itemURL(page.Items[0].ID)
+		}
+	}
+	d.Notice = notices[r.FormValue("done")]
+	h.render(w, r, http.StatusOK, d.Title, itemTmpl, d, true)
+}
+
+// prefClasses are the reader's classes for the member's text settings
+// (classes, not style attributes: the policy allows no inline style).
+func prefClasses(p library.ReaderPrefs) string {
+	c := "reader size-" + itoa(p.Size) + " width-" + itoa(p.Width) + " lh-" + itoa(p.Height)
+	if p.Font == "serif" {
+		c += " serif"
+	}
+	if p.Theme != "" {
+		c += " theme-" + p.Theme
+	}
+	return c
+}
+
+func itoa(n int) string { return string(rune('0' + n%10)) }

@@ -1,0 +1,338 @@
+package reader
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
+)
+
+// DefaultQuery is the view a member lands on: the inbox.
+const DefaultQuery = "in:inbox"
+
+// view is one entry of the library's menu: a query in the API's syntax.
+type view struct {
+	Name, Query string
+}
+
+// views are the fixed views. A label's view is label:"name"; a saved
+// query's view is its query.
+var views = []view{
+	{"Inbox", DefaultQuery},
+	{"Archive", "in:archive"},
+	{"Trash", "in:trash"},
+	{"Newsletters", "in:inbox type:newsletter"},
+	{"Highlights", "type:highlight"},
+	{"All", "in:all"},
+}
+
+// sorts are the choices of the sort menu, as q's sort: values.
+var sorts = []struct{ Value, Label string }{
+	{"saved-desc", "Newest first"},
+	{"saved-asc", "Oldest first"},
+	{"updated-desc", "Recently changed"},
+	{"title-asc", "Title"},
+	{"wordcount-asc", "Shortest"},
+	{"wordcount-desc", "Longest"},
+	{"progress-desc", "Most read"},
+}
+
+// DefaultSort is the sort when neither q nor the menu names one.
+const DefaultSort = "saved-desc"
+
+// listState is what a library URL says: the query, the sort and the page.
+type listState struct {
+	Q, Sort, After string
+}
+
+func stateOf(r *http.Request) listState {
+	s := listState{Q: strings.TrimSpace(r.FormValue("q")), Sort: r.FormValue("sort"), After: r.FormValue("after")}
+	if _, ok := r.Form["q"]; !ok {
+		s.Q = DefaultQuery
+	}
+	if !validSort(s.Sort) {
+		s.Sort = DefaultSort
+	}
+	return s
+}
+
+func validSort(v string) bool {
+	for _, s := range sorts {
+		if s.Value == v {
+			return true
+		}
+	}
+	return false
+}
+
+// values are the URL parameters of s (the default sort left out).
+func (s listState) values() url.Values {
+	v := url.Values{"q": {s.Q}}
+	if s.Sort != DefaultSort {
+		v.Set("sort", s.Sort)
+	}
+	if s.After != "" {
+		v.Set("after", s.After)
+	}
+	return v
+}
+
+// URL is the library page of s.
+func (s listState) URL() string { return Path + "?" + s.values().Encode() }
+
+// itemURL is the reader page of an item opened from s (which next and
+// previous follow).
+func (s listState) itemURL(id string) string {
+	v := s.values()
+	v.Del("after")
+	return Path + "/item/" + url.PathEscape(id) + "?" + v.Encode()
+}
+
+// parse reads s as the API reads q, with the menu's sort when q names none.
+func (s listState) parse() (*graphql.Query, library.PageRequest, error) {
+	q, err := graphql.ParseQuery(s.Q)
+	if err != nil {
+		return nil, library.PageRequest{}, err
+	}
+	p := library.PageRequest{First: PageSize, After: s.After}
+	if q.Sort != nil {
+		p.Field, p.Desc = q.Sort.Field, q.Sort.Desc
+	} else {
+		sq, _ := graphql.ParseQuery("sort:" + s.Sort)
+		p.Field, p.Desc = sq.Sort.Field, sq.Sort.Desc
+	}
+	if q.Highlights && !library.ValidHighlightSortField(p.Field) && p.Field != library.SortTitle {
+		p.Field = library.SortCreatedAt
+	}
+	return q, p, nil
+}
+
+type menuLink struct {
+	Name, URL string
+	Current   bool
+}
+
+type itemRow struct {
+	ID, Title, URL, Site, Sender string
+	Saved                        time.Time
+	Minutes                      int
+	Progress                     int
+	Labels                       []string
+	Newsletter, Read             bool
+	Status                       string
+}
+
+type highlightRow struct {
+	ID, Quote, Note, ItemTitle, ItemURL string
+	Created                             time.Time
+}
+
+type libraryData struct {
+	State             listState
+	Views             []menuLink
+	LabelViews        []menuLink
+	QueryViews        []menuLink
+	Sorts             []sortOption
+	Heading           string
+	Error             string
+	Notice            string
+	Undo              string
+	Items             []itemRow
+	Highlights        []highlightRow
+	IsHighlights      bool
+	InTrash           bool
+	Labels            []*library.Label
+	NextURL, FirstURL string
+	Return            string
+	Empty             emptyHint
+	CanAdd            bool
+}
+
+type sortOption struct {
+	Value, Label string
+	Selected     bool
+}
+
+// emptyHint is what an empty view says to do next.
+type emptyHint struct {
+	Search, Inbox, Trash, Highlights bool
+}
+
+func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *members.Member) {
+	ctx := r.Context()
+	lib := library.Of(h.store)
+	st := stateOf(r)
+	labels, err := lib.Labels(ctx, m.ID)
+	if err != nil {
+		h.storeError(w, r, err)
+		return
+	}
+	queries, err := lib.SavedQueries(ctx, m.ID)
+	if err != nil {
+		h.storeError(w, r, err)
+		return
+	}
+	d := libraryData{State: st, Labels: labels, Return: st.URL(), CanAdd: h.opts.SaveURL != nil}
+	d.Heading = "Search results"
+	link := func(name, q string) menuLink {
+		l := listState{Q: q, Sort: st.Sort}
+		cur := strings.EqualFold(strings.TrimSpace(q), st.Q)
+		if cur {
+			d.Heading = name
+		}
+		return menuLink{Name: name, URL: l.URL(), Current: cur}
+	}
+	for _, v := range views {
+		d.Views = append(d.Views, link(v.Name, v.Query))
+	}
+	for _, l := range labels {
+		d.LabelViews = append(d.LabelViews, link(l.Name, labelQuery(l.Name)))
+	}
+	for _, q := range queries {
+		d.QueryViews = append(d.QueryViews, link(q.Name, q.Query))
+	}
+	for _, s := range sorts {
+		d.Sorts = append(d.Sorts, sortOption{s.Value, s.Label, s.Value == st.Sort})
+	}
+	d.Notice = notices[r.FormValue("done")]
+	if u := r.FormValue("undo"); u != "" && len(u) < 2000 {
+		d.Undo = u
+	}
+	status := http.StatusOK
+	q, p, err := st.parse()
+	parseErr := err != nil
+	if err == nil && q.Highlights {
+		d.IsHighlights = true
+		var page *library.HighlightPage
+		page, err = lib.HighlightsPage(ctx, m.ID, q.Filter, p)
+		if err == nil {
+			for _, hl := range page.Highlights {
+				d.Highlights = append(d.Highlights, highlightRow{ID: hl.ID, Quote: quote(hl), Note: hl.Note,
+					ItemTitle: hl.ItemTitle, ItemURL: st.itemURL(hl.SavedItemID) + "#hl-" + hl.ID, Created: hl.CreatedAt})
+			}
+			if page.HasNext && len(page.Cursors) > 0 {
+				d.NextURL = listState{Q: st.Q, Sort: st.Sort, After: page.Cursors[len(page.Cursors)-1]}.URL()
+			}
+		}
+	} else if err == nil {
+		d.InTrash = q.Filter.Status == library.StatusDeleted
+		var page *library.ItemPage
+		page, err = lib.SavedItemsPage(ctx, m.ID, q.Filter, p)
+		if err == nil {
+			names := make(map[string]string, len(labels))
+			for _, l := range labels {
+				names[l.ID] = l.Name
+			}
+			for _, it := range page.Items {
+				d.Items = append(d.Items, row(it, names, st))
+			}
+			if page.HasNext && len(page.Cursors) > 0 {
+				d.NextURL = listState{Q: st.Q, Sort: st.Sort, After: page.Cursors[len(page.Cursors)-1]}.URL()
+			}
+		}
+	}
+	if err != nil {
+		if !parseErr && !isMemberError(err) {
+			h.storeError(w, r, err)
+			return
+		}
+		d.Error = err.Error()
+		status = http.StatusBadRequest
+	}
+	if st.After != "" {
+		d.FirstURL = listState{Q: st.Q, Sort: st.Sort}.URL()
+	}
+	if len(d.Items) == 0 && len(d.Highlights) == 0 && d.Error == "" {
+		switch {
+		case d.IsHighlights:
+			d.Empty.Highlights = true
+		case st.Q == DefaultQuery:
+			d.Empty.Inbox = true
+		case d.InTrash:
+			d.Empty.Trash = true
+		default:
+			d.Empty.Search = true
+		}
+	}
+	h.render(w, r, status, d.Heading, libraryTmpl, d, true)
+}
+
+// notices say what the last action did, on the page it returns to.
+var notices = map[string]string{
+	"archived":      "Archived.",
+	"unarchived":    "Moved to the inbox.",
+	"restored":      "Restored.",
+	"labelled":      "Labels changed.",
+	"read":          "Marked as read.",
+	"unread":        "Marked as unread.",
+	"added":         "Saved. The article is being fetched; it shows in your inbox in a moment.",
+	"trashed":       "Moved to the trash.",
+	"deleted":       "Deleted for good.",
+	"note":          "Note saved.",
+	"unhighlighted": "Highlight deleted.",
+}
+
+// labelQuery is the view of a label, in the API's syntax.
+func labelQuery(name string) string {
+	return `label:"` + strings.ReplaceAll(name, `"`, "") + `"`
+}
+
+func row(it *library.SavedItem, labelNames map[string]string, st listState) itemRow {
+	r := itemRow{ID: it.ID, Title: it.Title, URL: st.itemURL(it.ID), Site: it.SourceDomain, Saved: it.CreatedAt,
+		Minutes: minutes(it.WordCount), Progress: int(it.ReadingProgress), Newsletter: it.Type == library.TypeNewsletter,
+		Read: it.ReadAt != nil, Status: it.Status}
+	if r.Newsletter {
+		r.Sender = it.FromName
+		if r.Sender == "" {
+			r.Sender = it.FromAddress
+		}
+	}
+	if r.Title == "" {
+		r.Title = it.OriginalURL
+	}
+	for _, id := range it.LabelIDs {
+		if n, ok := labelNames[id]; ok {
+			r.Labels = append(r.Labels, n)
+		}
+	}
+	return r
+}
+
+// minutes is the reading time at 200 words a minute (as the API's
+// reading-time: filter counts it), at least one.
+func minutes(words int) int {
+	return max(1, (words+199)/200)
+}
+
+// quote is the text of a highlight: its segments joined in reverse, as
+// Inboxt's web app shows them (HighlightItem.tsx, Inboxt/inboxt@45f4314):
+// it writes them last first (highlightsDOM.ts createHighlightsFromSelection).
+func quote(hl *library.Highlight) string {
+	var b strings.Builder
+	for i := len(hl.Segments) - 1; i >= 0; i-- {
+		t := hl.Segments[i].Text
+		if b.Len() > 0 && t != "" && !strings.HasSuffix(b.String(), " ") && !strings.HasPrefix(t, " ") {
+			b.WriteString(" ")
+		}
+		b.WriteString(t)
+	}
+	return b.String()
+}
+
+// isMemberError reports whether err is the member's mistake (a cursor or
+// a value the library refuses), said in plain words.
+func isMemberError(err error) bool {
+	var inv *storage.InvalidError
+	return errors.As(err, &inv)
+}
+
+// serveHelp explains the search syntax (the API's).
+func (h *Handler) serveHelp(w http.ResponseWriter, r *http.Request) {
+	h.render(w, r, http.StatusOK, "How to search", helpTmpl, nil, false)
+}

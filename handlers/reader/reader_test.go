@@ -1,0 +1,521 @@
+package reader_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/reader"
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
+)
+
+const password = "correct horse battery"
+
+// fixture is the library pages, the member pages and the GraphQL API on
+// one test server, as hearth_graphql serves them, over a Badger store.
+type fixture struct {
+	t      *testing.T
+	store  *storage.Store
+	srv    *httptest.Server
+	member *members.Member
+	client *http.Client
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	noSync := false
+	st, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	pages := account.New(st, account.Options{})
+	api := graphql.New(st, graphql.Options{Pages: pages, AllowPrivateAddresses: true})
+	t.Cleanup(func() { api.Close() })
+	lib := reader.New(st, reader.Options{Pages: pages, SaveURL: api.SaveURL})
+	pages.SetHome(reader.Path)
+	pages.AddSettingsPage(lib.SavingPage())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case api.Handles(r):
+			api.ServeHTTP(w, r)
+		case lib.Handles(r):
+			lib.ServeHTTP(w, r)
+		case pages.Handles(r):
+			pages.ServeHTTP(w, r)
+		case r.URL.Path == "/":
+			pages.RenderLanding(w, r, nil)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	m, err := members.Of(st).CreateMember(context.Background(), "alice", "Alice", password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, store: st, srv: srv, member: m}
+	f.client = f.browser()
+	f.signIn(f.client)
+	return f
+}
+
+// browser is a cookie-jar client that does not follow redirects.
+func (f *fixture) browser() *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func (f *fixture) signIn(c *http.Client) *http.Response {
+	f.t.Helper()
+	resp, err := c.PostForm(f.srv.URL+account.SignInPath, url.Values{"username": {"alice"}, "password": {password}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		f.t.Fatalf("sign in: %d", resp.StatusCode)
+	}
+	return resp
+}
+
+func (f *fixture) get(path string) (int, string, http.Header) {
+	f.t.Helper()
+	resp, err := f.client.Get(f.srv.URL + path)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+func (f *fixture) post(path string, form url.Values) *http.Response {
+	f.t.Helper()
+	resp, err := f.client.PostForm(f.srv.URL+path, form)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+func (f *fixture) save(title, site string, words int, in library.NewItem) *library.SavedItem {
+	f.t.Helper()
+	in.Title, in.WordCount = title, words
+	if in.URL == "" {
+		in.URL = "https://" + site + "/" + url.PathEscape(strings.ToLower(title))
+	}
+	if in.HTML == "" {
+		in.HTML = "<p>First paragraph of " + html.EscapeString(title) + ".</p><p>Second <b>bold</b> paragraph.</p>"
+	}
+	it, _, err := library.Of(f.store).SaveItem(context.Background(), f.member.ID, in)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return it
+}
+
+func (f *fixture) item(id string) *library.SavedItem {
+	f.t.Helper()
+	it, err := library.Of(f.store).SavedItem(context.Background(), f.member.ID, id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return it
+}
+
+func TestSignedOutVisitorGoesToSignInAndComesBack(t *testing.T) {
+	f := newFixture(t)
+	c := f.browser()
+	resp, err := c.Get(f.srv.URL + "/library?q=in%3Aarchive")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/auth/sign_in?return_to="+url.QueryEscape("/library?q=in%3Aarchive") {
+		t.Fatalf("signed out: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+func TestMembersLandInTheLibrary(t *testing.T) {
+	f := newFixture(t)
+	c := f.browser()
+	if loc := f.signIn(c).Header.Get("Location"); loc != reader.Path {
+		t.Fatalf("after signing in: %q, want the library", loc)
+	}
+	resp, err := c.Get(f.srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != reader.Path {
+		t.Fatalf("/ signed in: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	// The menu of every member page links to the library.
+	_, body, _ := f.get("/settings")
+	if !strings.Contains(body, `<a href="/library">Library</a>`) {
+		t.Fatal("settings menu has no Library link")
+	}
+}
+
+func TestEmptyInboxSaysWhatToDo(t *testing.T) {
+	f := newFixture(t)
+	code, body, hdr := f.get("/library")
+	if code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	for _, want := range []string{"Your inbox is empty", `href="/library/add"`, `href="/settings/import"`, `href="/settings/saving"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("empty inbox lacks %q", want)
+		}
+	}
+	csp := hdr.Get("Content-Security-Policy")
+	if strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "script-src 'sha256-") || !strings.Contains(csp, "frame-ancestors 'none'") {
+		t.Errorf("policy %q", csp)
+	}
+}
+
+func TestViewsListTheirItems(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	lib := library.Of(f.store)
+	recipes, err := lib.CreateLabel(ctx, f.member.ID, "Recipes", "#aa0000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bread := f.save("Sourdough bread", "bakery.example", 1000, library.NewItem{LabelIDs: []string{recipes.ID}})
+	f.save("Weekly letter", "", 300, library.NewItem{Type: library.TypeNewsletter, URL: "https://cook.example/letter/1", FromName: "Cooking Weekly", FromAddress: "news@cook.example"})
+	old := f.save("Old news", "news.example", 100, library.NewItem{})
+	if _, err := lib.SetItemsStatus(ctx, f.member.ID, []string{old.ID}, library.StatusArchived); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lib.CreateSavedQuery(ctx, f.member.ID, "Long reads", "in:all reading-time:4..*"); err != nil {
+		t.Fatal(err)
+	}
+
+	_, body, _ := f.get("/library")
+	for _, want := range []string{"Sourdough bread", "bakery.example", "5 min", "Recipes", "Weekly letter", "Cooking Weekly",
+		`aria-current="page">Inbox`, ">Long reads<", "/library/item/" + bread.ID} {
+		if !strings.Contains(body, want) {
+			t.Errorf("inbox lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "Old news") {
+		t.Error("inbox lists an archived item")
+	}
+	cases := []struct{ q, want, not string }{
+		{"in:archive", "Old news", "Sourdough bread"},
+		{"in:inbox type:newsletter", "Cooking Weekly", "Sourdough bread"},
+		{`label:"Recipes"`, "Sourdough bread", "Weekly letter"},
+		{"in:all reading-time:4..*", "Sourdough bread", "Old news"},
+		{"in:all", "Old news", ""},
+		{"sourdough", "Sourdough bread", "Weekly letter"},
+	}
+	for _, c := range cases {
+		_, body := f.getq(c.q)
+		if !strings.Contains(body, c.want) || c.not != "" && strings.Contains(body, c.not) {
+			t.Errorf("q=%s: want %q and not %q", c.q, c.want, c.not)
+		}
+	}
+	// Saved-query and label views are the menu's links.
+	if _, body := f.getq("in:all reading-time:4..*"); !strings.Contains(body, `aria-current="page">Long reads`) {
+		t.Error("the saved query's view is not marked current")
+	}
+}
+
+func (f *fixture) getq(q string) (int, string) {
+	code, body, _ := f.get("/library?q=" + url.QueryEscape(q))
+	return code, body
+}
+
+func TestSearchErrorsAreTheAPIs(t *testing.T) {
+	f := newFixture(t)
+	code, body := f.getq("saved:yesterday")
+	if code != http.StatusBadRequest || !strings.Contains(body, "saved: &#34;yesterday&#34; is not a date") {
+		t.Fatalf("bad query: %d %s", code, body)
+	}
+	code, body = f.getq(strings.Repeat("word ", 60))
+	if code != http.StatusBadRequest || !strings.Contains(body, "Free text search is limited to 200 characters") {
+		t.Fatalf("long query: %d", code)
+	}
+}
+
+func TestPagesOf50ByCursor(t *testing.T) {
+	f := newFixture(t)
+	for i := range 120 {
+		f.save(fmt.Sprintf("Item %03d", i), "many.example", 200, library.NewItem{})
+	}
+	seen := map[string]bool{}
+	next := "/library"
+	pages := 0
+	idRe := regexp.MustCompile(`name="id" value="([^"]+)"`)
+	nextRe := regexp.MustCompile(`<a href="([^"]+)" rel="next"`)
+	for next != "" {
+		_, body, _ := f.get(next)
+		pages++
+		ids := idRe.FindAllStringSubmatch(body, -1)
+		if pages < 3 && len(ids) != reader.PageSize {
+			t.Fatalf("page %d has %d items", pages, len(ids))
+		}
+		for _, m := range ids {
+			if seen[m[1]] {
+				t.Fatalf("item %s twice", m[1])
+			}
+			seen[m[1]] = true
+		}
+		next = ""
+		if m := nextRe.FindStringSubmatch(body); m != nil {
+			next = html.UnescapeString(m[1])
+		}
+	}
+	if pages != 3 || len(seen) != 120 {
+		t.Fatalf("%d pages, %d items", pages, len(seen))
+	}
+}
+
+func TestBulkActionsUseTheLibrary(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	lab, _ := library.Of(f.store).CreateLabel(ctx, f.member.ID, "Later", "#00aa00")
+	a := f.save("Alpha", "a.example", 100, library.NewItem{})
+	b := f.save("Beta", "b.example", 100, library.NewItem{})
+	c := f.save("Gamma", "c.example", 100, library.NewItem{})
+
+	resp := f.post("/library/items", url.Values{"action": {"archive"}, "id": {a.ID}, "return": {"/library?q=in%3Ainbox"}})
+	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "done=archived") {
+		t.Fatalf("archive: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if f.item(a.ID).Status != library.StatusArchived {
+		t.Fatal("not archived")
+	}
+	f.post("/library/items", url.Values{"action": {"label-add"}, "label": {lab.ID}, "id": {b.ID, c.ID}})
+	if got := f.item(c.ID).LabelIDs; len(got) != 1 || got[0] != lab.ID {
+		t.Fatalf("labels %v", got)
+	}
+	// Trash from the inbox and the archive at once; undo puts each back.
+	resp = f.post("/library/items", url.Values{"action": {"trash"}, "id": {a.ID, b.ID}, "return": {"/library"}})
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	undo := loc.Query().Get("undo")
+	if f.item(a.ID).Status != library.StatusDeleted || f.item(b.ID).Status != library.StatusDeleted || undo == "" {
+		t.Fatalf("trash: %q", loc)
+	}
+	_, body, _ := f.get(loc.String())
+	if !strings.Contains(body, "Moved to the trash.") || !strings.Contains(body, `id="undo"`) {
+		t.Fatal("no undo after trash")
+	}
+	f.post("/library/items", url.Values{"action": {"undo"}, "undo": {undo}})
+	if f.item(a.ID).Status != library.StatusArchived || f.item(b.ID).Status != library.StatusActive {
+		t.Fatalf("undo: %s %s", f.item(a.ID).Status, f.item(b.ID).Status)
+	}
+	// Bad input changes nothing and says why.
+	resp = f.post("/library/items", url.Values{"action": {"archive"}, "id": {c.ID, "nonexistent"}})
+	if resp.StatusCode != http.StatusNotFound || f.item(c.ID).Status != library.StatusActive {
+		t.Fatalf("unknown id: %d %s", resp.StatusCode, f.item(c.ID).Status)
+	}
+	resp = f.post("/library/items", url.Values{"action": {"archive"}, "return": {"https://evil.example/"}, "id": {c.ID}})
+	if loc := resp.Header.Get("Location"); !strings.HasPrefix(loc, "/library?") {
+		t.Fatalf("return to another site: %q", loc)
+	}
+}
+
+func TestCrossSiteFormsAreRefused(t *testing.T) {
+	f := newFixture(t)
+	a := f.save("Alpha", "a.example", 100, library.NewItem{})
+	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/library/items", strings.NewReader(url.Values{"action": {"trash"}, "id": {a.ID}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || f.item(a.ID).Status != library.StatusActive {
+		t.Fatalf("cross-site post: %d, status %s", resp.StatusCode, f.item(a.ID).Status)
+	}
+	// The JSON route of the script too.
+	req, _ = http.NewRequest(http.MethodPost, f.srv.URL+"/library/item/"+a.ID+"/highlights", strings.NewReader(`{"segments":[{"xpath":"/p[1]","startOffset":0,"endOffset":5,"text":"First"}]}`))
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	resp, err = f.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	hls, _ := library.Of(f.store).ItemHighlights(context.Background(), f.member.ID, a.ID)
+	if resp.StatusCode != http.StatusForbidden || len(hls) != 0 {
+		t.Fatalf("cross-site highlight: %d, %d highlights", resp.StatusCode, len(hls))
+	}
+}
+
+func TestReaderShowsTheItemAndItsNeighbours(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	first := f.save("First", "one.example", 400, library.NewItem{Author: "Ada"})
+	time.Sleep(2 * time.Millisecond)
+	mid := f.save("Middle", "two.example", 400, library.NewItem{})
+	time.Sleep(2 * time.Millisecond)
+	last := f.save("Last", "three.example", 400, library.NewItem{})
+	// A highlight made through the API (Inboxt's segment shape) is listed
+	// with its segments for the script to mark in place.
+	seg := library.HighlightSegment{XPath: "/html[1]/body[1]/div[1]/p[2]::0", StartOffset: 7, EndOffset: 11, Text: "bold", BeforeText: "", AfterText: ""}
+	if _, err := library.Of(f.store).CreateHighlight(ctx, f.member.ID, mid.ID, []library.HighlightSegment{seg}, "a note"); err != nil {
+		t.Fatal(err)
+	}
+	code, body, hdr := f.get("/library/item/" + mid.ID + "?q=in%3Ainbox")
+	if code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	for _, want := range []string{"<h1 id=\"title\">Middle</h1>", "two.example", "2 min read", `href="https://two.example/middle"`,
+		"Second <b>bold</b> paragraph.", `data-segments="[{&#34;xpath&#34;:&#34;/html[1]/body[1]/div[1]/p[2]::0&#34;`, "a note",
+		`href="/library/item/` + first.ID + `?q=in%3Ainbox" rel="next"`, `href="/library/item/` + last.ID + `?q=in%3Ainbox" rel="prev"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("reader lacks %q", want)
+		}
+	}
+	if strings.Contains(hdr.Get("Content-Security-Policy"), "unsafe") {
+		t.Error("the reader's policy allows unsafe sources")
+	}
+	if code, _, _ := f.get("/library/item/nonexistent"); code != http.StatusNotFound {
+		t.Errorf("unknown item: %d", code)
+	}
+}
+
+func TestHighlightsProgressAndSettings(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	it := f.save("Article", "site.example", 400, library.NewItem{})
+	// The script posts Inboxt's segments as JSON.
+	body := `{"note":"remember","segments":[{"xpath":"/html[1]/body[1]/main[1]/div[1]/div[3]/article[1]/div[1]/p[2]::0","startOffset":7,"endOffset":11,"text":"bold","beforeText":"","afterText":""}]}`
+	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/library/item/"+it.ID+"/highlights", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ ID, Note, Quote string }
+	_ = json.NewDecoder(resp.Body).Decode(&got)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || got.Quote != "bold" || got.Note != "remember" {
+		t.Fatalf("create highlight: %d %+v", resp.StatusCode, got)
+	}
+	hls, _ := library.Of(f.store).ItemHighlights(ctx, f.member.ID, it.ID)
+	if len(hls) != 1 || hls[0].Segments[0].XPath != "/html[1]/body[1]/main[1]/div[1]/div[3]/article[1]/div[1]/p[2]::0" || hls[0].Segments[0].EndOffset != 11 {
+		t.Fatalf("stored %+v", hls)
+	}
+	// A segment the library refuses is the member's error, as JSON.
+	req, _ = http.NewRequest(http.MethodPost, f.srv.URL+"/library/item/"+it.ID+"/highlights", strings.NewReader(`{"segments":[]}`))
+	resp, _ = f.client.Do(req)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "segments") {
+		t.Fatalf("no segments: %d %s", resp.StatusCode, b)
+	}
+	// Notes are edited and highlights deleted with plain forms.
+	f.post("/library/highlight/"+got.ID, url.Values{"action": {"note"}, "note": {"changed"}, "return": {"/library/item/" + it.ID}})
+	hls, _ = library.Of(f.store).ItemHighlights(ctx, f.member.ID, it.ID)
+	if hls[0].Note != "changed" {
+		t.Fatalf("note %q", hls[0].Note)
+	}
+	f.post("/library/highlight/"+got.ID, url.Values{"action": {"delete"}})
+	if hls, _ = library.Of(f.store).ItemHighlights(ctx, f.member.ID, it.ID); len(hls) != 0 || f.item(it.ID).HighlightCount != 0 {
+		t.Fatal("highlight not deleted")
+	}
+	// Reading progress is the API's readingProgress.
+	f.post("/library/item/"+it.ID+"/progress", url.Values{"progress": {"42"}})
+	if p := f.item(it.ID).ReadingProgress; p != 42 {
+		t.Fatalf("progress %v", p)
+	}
+	if resp := f.post("/library/item/"+it.ID+"/progress", url.Values{"progress": {"420"}}); resp.StatusCode != http.StatusBadRequest || f.item(it.ID).ReadingProgress != 42 {
+		t.Fatalf("progress 420: %d", resp.StatusCode)
+	}
+	// Text settings are kept for the member.
+	f.post("/library/prefs", url.Values{"size": {"3"}, "width": {"1"}, "height": {"2"}, "font": {"serif"}, "theme": {"dark"}})
+	_, page, _ := f.get("/library/item/" + it.ID)
+	if !strings.Contains(page, `class="reader size-3 width-1 lh-2 serif theme-dark"`) {
+		t.Fatal("text settings not applied")
+	}
+	if resp := f.post("/library/prefs", url.Values{"size": {"9"}}); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("size 9: %d", resp.StatusCode)
+	}
+}
+
+func TestAddingALinkNeedsTheMembersPost(t *testing.T) {
+	f := newFixture(t)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html><head><title>Shared page</title></head><body><article><p>Some text worth keeping.</p></article></body></html>")
+	}))
+	defer site.Close()
+	// The share target and the bookmarklet land on a confirm page: a GET
+	// saves nothing, even with a URL.
+	code, body, _ := f.get("/library/add?title=Shared&text=" + url.QueryEscape("Look at this "+site.URL+"/page"))
+	if code != 200 || !strings.Contains(body, `value="`+site.URL+`/page"`) || !strings.Contains(body, "Save this page to your library?") {
+		t.Fatalf("confirm page: %d", code)
+	}
+	page, _ := library.Of(f.store).SavedItemsPage(context.Background(), f.member.ID, library.ItemFilter{Status: library.StatusAll}, library.PageRequest{Field: library.SortCreatedAt, First: 5})
+	if len(page.Items) != 0 {
+		t.Fatal("a GET saved something")
+	}
+	resp := f.post("/library/add", url.Values{"url": {site.URL + "/page"}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("add: %d", resp.StatusCode)
+	}
+	page, _ = library.Of(f.store).SavedItemsPage(context.Background(), f.member.ID, library.ItemFilter{Status: library.StatusAll}, library.PageRequest{Field: library.SortCreatedAt, First: 5})
+	if len(page.Items) != 1 || page.Items[0].OriginalURL != site.URL+"/page" {
+		t.Fatalf("saved %d items", len(page.Items))
+	}
+	resp = f.post("/library/add", url.Values{"url": {"ftp://example.org/x"}})
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("ftp URL: %d", resp.StatusCode)
+	}
+	// The settings page offers the bookmarklet, which opens the confirm page.
+	_, body, _ = f.get(reader.SavingPath)
+	if !strings.Contains(body, `href="javascript:void%28location.href=%27http://127.0.0.1`) || !strings.Contains(body, "/library/add?url=") {
+		t.Fatal("no bookmarklet")
+	}
+}
+
+func TestAssetsAndManifest(t *testing.T) {
+	f := newFixture(t)
+	_, body, _ := f.get("/library")
+	m := regexp.MustCompile(`<script src="(/library/assets/reader\.[0-9a-f]+\.js)" integrity="(sha256-[^"]+)" defer>`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatal("no versioned script")
+	}
+	code, js, hdr := f.get(m[1])
+	if code != 200 || !strings.Contains(hdr.Get("Cache-Control"), "immutable") || !strings.HasPrefix(hdr.Get("Content-Type"), "text/javascript") || len(js) > 20<<10 {
+		t.Fatalf("script: %d %q %d bytes", code, hdr.Get("Cache-Control"), len(js))
+	}
+	if code, _, _ := f.get("/library/assets/reader.000000000000.js"); code != 404 {
+		t.Fatalf("unknown version: %d", code)
+	}
+	code, man, _ := f.get("/library/manifest.webmanifest")
+	var mf struct {
+		StartURL    string `json:"start_url"`
+		ShareTarget struct {
+			Action, Method string
+			Params         map[string]string
+		} `json:"share_target"`
+	}
+	if err := json.Unmarshal([]byte(man), &mf); err != nil || code != 200 {
+		t.Fatalf("manifest: %d %v", code, err)
+	}
+	if mf.StartURL != "/library" || mf.ShareTarget.Action != "/library/add" || mf.ShareTarget.Method != "GET" || mf.ShareTarget.Params["url"] != "url" {
+		t.Fatalf("manifest %+v", mf)
+	}
+}

@@ -1,0 +1,87 @@
+package library
+
+import (
+	"context"
+	"errors"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// What the library pages (handlers/reader) keep beyond the API's records:
+// the member's text settings, under u/<member>/gql/rp, and the note of a
+// highlight changed in place.
+
+func readerPrefsKey(memberID string) []byte { return storage.Key("u", memberID, "gql", "rp") }
+
+// ReaderPrefs are a member's text settings in the reader. Each is a step
+// on the reader's own scale; 0 is the reader's default.
+type ReaderPrefs struct {
+	Size   int    `json:"size,omitempty"`   // text size
+	Width  int    `json:"width,omitempty"`  // line width
+	Height int    `json:"height,omitempty"` // line height
+	Font   string `json:"font,omitempty"`   // "serif" or "" (sans)
+	Theme  string `json:"theme,omitempty"`  // "light", "dark" or "" (the system's)
+}
+
+// MaxReaderPrefStep bounds the steps of ReaderPrefs.
+const MaxReaderPrefStep = 5
+
+// ReaderPrefs returns the member's text settings (zero when never set).
+func (s Store) ReaderPrefs(ctx context.Context, memberID string) (ReaderPrefs, error) {
+	var p ReaderPrefs
+	err := s.st.View(ctx, func(tx *storage.Tx) error { return tx.GetJSON(readerPrefsKey(memberID), &p) })
+	if errors.Is(err, storage.ErrNotFound) {
+		err = nil
+	}
+	return p, err
+}
+
+// SetReaderPrefs keeps the member's text settings.
+func (s Store) SetReaderPrefs(ctx context.Context, memberID string, p ReaderPrefs) error {
+	for _, v := range []int{p.Size, p.Width, p.Height} {
+		if v < 0 || v > MaxReaderPrefStep {
+			return storage.Invalid("text settings are steps from 0 to %d", MaxReaderPrefStep)
+		}
+	}
+	if p.Font != "" && p.Font != "serif" {
+		return storage.Invalid("font is serif or the default")
+	}
+	if p.Theme != "" && p.Theme != "light" && p.Theme != "dark" {
+		return storage.Invalid("theme is light, dark or the system's")
+	}
+	return s.st.Update(ctx, func(tx *storage.Tx) error { return tx.PutJSON(readerPrefsKey(memberID), &p, 0) })
+}
+
+// SetHighlightNote changes the note of one of the member's highlights,
+// moving its updatedAt and its item's (so incremental sync sees it).
+func (s Store) SetHighlightNote(ctx context.Context, memberID, id, note string) (*Highlight, error) {
+	note, err := cleanText(note, MaxNoteLen, "note")
+	if err != nil {
+		return nil, err
+	}
+	var h Highlight
+	err = s.st.Update(ctx, func(tx *storage.Tx) error {
+		if err := tx.GetJSON(highlightKey(memberID, id), &h); err != nil {
+			return err
+		}
+		old := highlightIndexKeys(memberID, &h)[1]
+		h.Note = note
+		if t := storage.Now(); t.After(h.UpdatedAt) {
+			h.UpdatedAt = t
+		}
+		if err := tx.Delete(old); err != nil {
+			return err
+		}
+		if err := tx.Put(highlightIndexKeys(memberID, &h)[1], nil, 0); err != nil {
+			return err
+		}
+		if err := tx.PutJSON(highlightKey(memberID, h.ID), &h, 0); err != nil {
+			return err
+		}
+		return touchItems(tx, memberID, []string{h.SavedItemID}, nil)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
