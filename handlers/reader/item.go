@@ -76,7 +76,7 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		Progress: int(it.ReadingProgress), Saved: it.CreatedAt,
 		// The content was sanitised when it was saved (handlers/graphql's
 		// sanitiser); the page's policy runs no script it might still hold.
-		Content: template.HTML(content.HTML),
+		Content: template.HTML(readerContent(content.HTML)),
 		Prefs:   prefs, Classes: prefClasses(prefs), ListURL: st.URL(), Self: st.itemURL(id),
 		Archived: it.Status == library.StatusArchived, Trashed: it.Status == library.StatusDeleted,
 		Read: it.ReadAt != nil, SizeSteps: []int{0, 1, 2, 3, 4, 5}, LineSteps: []int{0, 1, 2, 3}}

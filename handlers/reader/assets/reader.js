@@ -40,6 +40,7 @@
       at.insertAdjacentElement("afterend", n);
     }
     n.textContent = "";
+    if (n.tagName === "P") { n.textContent = text; return; }
     var p = document.createElement("p");
     p.textContent = text;
     n.appendChild(p);
@@ -264,6 +265,11 @@
     var steps = path.replace(/^\/+/, "").split("/");
     for (var i = 0; i < steps.length; i++) {
       el = at("./" + steps.slice(i).join("/"), content);
+      if (holds(el, seg)) return el;
+    }
+    // The article may sit deeper here than where it was highlighted.
+    for (i = 1; i < steps.length; i++) {
+      el = at(".//" + steps.slice(i).join("/"), content);
       if (holds(el, seg)) return el;
     }
     return null;
