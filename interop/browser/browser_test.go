@@ -527,9 +527,11 @@ func TestMemberPagesInChromium(t *testing.T) {
 		chromedp.SendKeys("#username", member, chromedp.ByID),
 		chromedp.SendKeys("#password", password, chromedp.ByID))
 	s.submit(`main button[type=submit]`)
-	if loc := s.location(); loc != site+"/settings" {
+	// The site serves the library (hearth_graphql): members land there.
+	if loc := s.location(); loc != site+"/library" {
 		t.Fatalf("after signing in the browser is at %s", loc)
 	}
+	s.open("/settings")
 	s.check("settings")
 	s.run("open the member menu", chromedp.Click(`details.menu > summary`, chromedp.ByQuery, chromedp.NodeVisible))
 	s.check("member-menu")
@@ -756,7 +758,7 @@ func (s *suite) accountFlows() {
 	s.check("two-factor")
 	s.run("type a recovery code", chromedp.SendKeys("#code", recovery[0], chromedp.ByID))
 	s.submit(`main button[type=submit]`)
-	if loc := s.location(); loc != site+"/settings" {
+	if loc := s.location(); loc != site+"/library" {
 		t.Fatalf("after the recovery code the browser is at %s", loc)
 	}
 

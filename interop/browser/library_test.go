@@ -1,0 +1,327 @@
+//go:build browser
+
+package browser
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+const reader = "dora" // the library suite's member
+
+// article is a page saved through addArticleFromHtmlSnapshot: several
+// paragraphs, so the extractor keeps them as the article.
+func article(title string) string {
+	return fmt.Sprintf(`<html><head><title>%s</title><meta name="author" content="Ada Baker"></head><body><article><h1>%s</h1>`+
+		`<p>The first paragraph of %s talks about bread, flour and water at some length, so that the extractor keeps it as the text of the article.</p>`+
+		`<p>Second paragraph: <b>kneading</b> the dough takes ten minutes by hand, less with a machine, and it needs patience and a warm room.</p>`+
+		`<p>Third paragraph: the loaf rests overnight in a cool place, then bakes for forty minutes in a very hot oven with steam.</p>`+
+		`<p>Fourth paragraph: let it cool before cutting, or the crumb turns gummy; a good loaf keeps for days in a linen bag.</p>`+
+		`<script>window.pwned = 1</script><img src="x" onerror="window.pwned = 2"></article></body></html>`, title, title, title)
+}
+
+// gql runs a GraphQL operation with the member's API token and decodes
+// its data into out; errors fail the test.
+func gql(t *testing.T, token, query string, out any) {
+	t.Helper()
+	codes, data := graphql(t, token, query)
+	if len(codes) > 0 {
+		t.Fatalf("graphql %s: %v", query, codes)
+	}
+	if out != nil {
+		if err := json.Unmarshal([]byte(data), out); err != nil {
+			t.Fatalf("graphql %s: %v in %s", query, err, data)
+		}
+	}
+}
+
+type apiItem struct {
+	SavedItem struct {
+		Status string `json:"status"`
+		Labels []struct {
+			Name string `json:"name"`
+		} `json:"labels"`
+		Highlights []struct {
+			ID       string `json:"id"`
+			Note     string `json:"note"`
+			Segments []struct {
+				XPath       string `json:"xpath"`
+				StartOffset int    `json:"startOffset"`
+				EndOffset   int    `json:"endOffset"`
+				Text        string `json:"text"`
+				BeforeText  string `json:"beforeText"`
+				AfterText   string `json:"afterText"`
+			} `json:"segments"`
+		} `json:"highlights"`
+	} `json:"savedItem"`
+}
+
+func itemOf(t *testing.T, token, id string) apiItem {
+	t.Helper()
+	var out apiItem
+	gql(t, token, fmt.Sprintf(`query { savedItem(query: {id: %q}) { status labels { name } highlights { id note segments { xpath startOffset endOffset text beforeText afterText } } } }`, id), &out)
+	return out
+}
+
+// waitFor polls a JavaScript condition on the page.
+func (s *suite) waitFor(what, cond string) {
+	s.t.Helper()
+	s.run(what, chromedp.Poll(cond, nil, chromedp.WithPollingTimeout(10*time.Second)))
+}
+
+// waitAcross polls cond across a navigation (a form the key submitted):
+// evaluating while the old document goes away fails, and is tried again.
+func (s *suite) waitAcross(what, cond string) {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var done bool
+		err := chromedp.Run(s.ctx, chromedp.Evaluate(`document.readyState === "complete" && !!(`+cond+`)`, &done))
+		if err == nil && done {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s: not within 20 s (%v)", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *suite) key(k string) {
+	s.t.Helper()
+	s.run("press "+k, chromedp.KeyEvent(k))
+}
+
+func TestLibraryAndReaderInChromium(t *testing.T) {
+	dir := t.TempDir()
+	startCaddy(t, caddyfile(dir))
+	addMember(t, reader, password)
+	s := newSuite(t)
+
+	// Signing in lands in the library; an empty inbox says what to do.
+	s.open("/auth/sign_in")
+	s.run("type the password",
+		chromedp.SendKeys("#username", reader, chromedp.ByID),
+		chromedp.SendKeys("#password", password, chromedp.ByID))
+	s.submit(`main button[type=submit]`)
+	if loc := s.location(); loc != site+"/library" {
+		t.Fatalf("after signing in the browser is at %s, want the library", loc)
+	}
+	if got := s.text(".empty"); !strings.Contains(got, "Your inbox is empty") {
+		t.Fatalf("empty inbox says %q", got)
+	}
+	s.check("library-empty")
+	s.focusIsVisible("library-empty", true)
+
+	// An API token for what apps do beside the browser.
+	s.open("/settings/api_tokens")
+	s.run("name a token", chromedp.SendKeys("#name", "library suite", chromedp.ByID))
+	s.submit(`form input[name=action][value=create] ~ p button[type=submit]`)
+	token := s.text("#secret")
+
+	// 55 articles (more than a page), one label.
+	ids := make([]string, 55)
+	for i := range ids {
+		var out struct {
+			ID string `json:"addArticleFromHtmlSnapshot"`
+		}
+		gql(t, token, fmt.Sprintf(`mutation { addArticleFromHtmlSnapshot(data: {url: %q, html: %q}) }`,
+			fmt.Sprintf("https://bakery.example/loaf-%02d", i), article(fmt.Sprintf("Loaf number %02d", i))), &out)
+		ids[i] = out.ID
+	}
+	var lab struct {
+		Label struct{ ID string } `json:"createLabel"`
+	}
+	gql(t, token, `mutation { createLabel(data: {name: "Weekend", color: "#336699"}) { id } }`, &lab)
+	gql(t, token, fmt.Sprintf(`mutation { setSavedItemLabels(data: {id: %q, labelIds: [%q]}) { success } }`, ids[3], lab.Label.ID), nil)
+
+	// The inbox: 50 items, newest first, and a next page by cursor.
+	s.open("/library")
+	if n := s.count("li.item"); n != 50 {
+		t.Fatalf("the first page lists %d items", n)
+	}
+	if got := s.text("li.item:first-child a.title"); got != "Loaf number 54" {
+		t.Fatalf("first item %q", got)
+	}
+	s.check("library")
+	s.submit("#next-page")
+	if n := s.count("li.item"); n != 5 {
+		t.Fatalf("the second page lists %d items", n)
+	}
+	s.check("library-page-2")
+
+	// Search with the API's syntax, typed in the search box.
+	s.open("/library")
+	s.run("search", chromedp.SetValue("#q", `in:all label:"Weekend"`, chromedp.ByID))
+	s.submit(`form.search button[type=submit]`)
+	if n := s.count("li.item"); n != 1 || s.text("li.item a.title") != "Loaf number 03" {
+		t.Fatalf("label search lists %d items", n)
+	}
+	s.check("library-search")
+	s.run("search", chromedp.SetValue("#q", `saved:someday`, chromedp.ByID))
+	s.submit(`form.search button[type=submit]`)
+	if got := s.text(".error"); !strings.Contains(got, "is not a date") {
+		t.Fatalf("a bad query says %q", got)
+	}
+	s.open("/library/help")
+	s.check("library-help")
+
+	// The keyboard: ? lists the shortcuts; j then e archives in place.
+	s.open("/library")
+	s.key("?")
+	s.waitFor("the shortcuts open", `document.querySelector("#shortcuts").open`)
+	s.check("library-shortcuts")
+	s.key(kb.Escape)
+	s.key("j")
+	s.key("e")
+	s.waitFor("archived in place", `document.querySelector("#notice") && document.querySelector("#notice").textContent.includes("Archived.")`)
+	if n := s.count("li.item"); n != 49 {
+		t.Fatalf("after archiving by keyboard the page lists %d items", n)
+	}
+	if st := itemOf(t, token, ids[54]).SavedItem.Status; st != "ARCHIVED" {
+		t.Fatalf("archived by keyboard: the API says %s", st)
+	}
+	// The next item is now the current one: # moves it to the trash, and
+	// Undo puts it back.
+	s.key("#")
+	s.waitFor("trashed in place", `!!document.querySelector("#undo")`)
+	if st := itemOf(t, token, ids[53]).SavedItem.Status; st != "DELETED" {
+		t.Fatalf("trashed by keyboard: the API says %s", st)
+	}
+	s.check("library-undo")
+	s.submit("#undo")
+	if st := itemOf(t, token, ids[53]).SavedItem.Status; st != "ACTIVE" {
+		t.Fatalf("after undo the API says %s", st)
+	}
+
+	// The reader: the content, and nothing in it runs.
+	s.open("/library/item/" + ids[10] + "?q=in%3Ainbox")
+	if got := s.text("#title"); got != "Loaf number 10" {
+		t.Fatalf("reader title %q", got)
+	}
+	var pwned bool
+	s.run("saved scripts", chromedp.Evaluate(`window.pwned !== undefined`, &pwned))
+	if pwned {
+		t.Fatal("a script in saved content ran")
+	}
+	s.check("reader")
+
+	// Highlight a selection with a note, as a member does with the mouse.
+	var picked string
+	s.run("select a word", chromedp.Evaluate(`(() => {
+		const p = [...document.querySelectorAll("#content p")].find(p => p.textContent.startsWith("Second"));
+		const t = p.firstChild, r = document.createRange();
+		r.setStart(t, 0); r.setEnd(t, 6);
+		getSelection().removeAllRanges(); getSelection().addRange(r);
+		document.querySelector("#content").dispatchEvent(new MouseEvent("mouseup", {bubbles: true}));
+		return t.data.slice(0, 6);
+	})()`, &picked))
+	s.waitFor("the highlight button", `!!document.querySelector("#hl-with-note")`)
+	s.run("add a note", chromedp.Click("#hl-with-note", chromedp.ByID))
+	s.run("type the note", chromedp.SendKeys("#hl-note", "knead longer", chromedp.ByID), chromedp.Click("#hl-make", chromedp.ByID))
+	s.waitFor("the highlight in place", `document.querySelectorAll("#content mark.highlight").length === 1 && document.querySelectorAll("#hl-list li").length === 1`)
+	it := itemOf(t, token, ids[10]).SavedItem
+	if len(it.Highlights) != 1 || it.Highlights[0].Note != "knead longer" || len(it.Highlights[0].Segments) != 1 {
+		t.Fatalf("the API sees %+v", it.Highlights)
+	}
+	seg := it.Highlights[0].Segments[0]
+	// Inboxt's shape (apps/web/src/utils/highlightsDOM.ts @ 45f4314): the
+	// element's absolute path then ::0, offsets in its text, the rest of
+	// the text node around.
+	if seg.Text != picked || seg.StartOffset != 0 || seg.EndOffset != 6 || seg.BeforeText != "" ||
+		!strings.HasPrefix(seg.AfterText, " paragraph:") || !strings.HasPrefix(seg.XPath, "/html[1]/body[1]/") || !strings.HasSuffix(seg.XPath, "::0") {
+		t.Fatalf("segment %+v", seg)
+	}
+	var resolves bool
+	s.run("the xpath names the paragraph", chromedp.Evaluate(fmt.Sprintf(`document.evaluate(%q, document, null, XPathResult.FIRST_ORDERED_NODE_TYPE, null).singleNodeValue.textContent.slice(0, 6) === "Second"`, strings.TrimSuffix(seg.XPath, "::0")), &resolves))
+	if !resolves {
+		t.Fatalf("xpath %s does not name the paragraph", seg.XPath)
+	}
+	s.check("reader-highlight")
+
+	// A highlight made through the API, with a path from another page
+	// layout (Inboxt's web app), shows in place.
+	var made struct {
+		H struct{ ID string } `json:"createHighlight"`
+	}
+	gql(t, token, fmt.Sprintf(`mutation { createHighlight(data: {savedItemId: %q, segments: [{xpath: "/html[1]/body[1]/div[1]/div[2]/main[1]/div[3]/div[1]/p[3]::0", startOffset: 0, endOffset: 5, text: "Third", beforeText: "", afterText: " paragraph: the loaf"}]}) { id } }`, ids[10]), &made)
+	s.open("/library/item/" + ids[10] + "?q=in%3Ainbox")
+	s.waitFor("the API's highlight in place", fmt.Sprintf(`(() => { const m = document.querySelector('mark.highlight[data-highlight-id=%q]'); return !!m && m.textContent === "Third"; })()`, made.H.ID))
+
+	// Labels, with the form beside the article.
+	s.run("tick the label", chromedp.Click("#label-"+lab.Label.ID, chromedp.ByID))
+	s.submit(`#labels-form button[type=submit]`)
+	if ls := itemOf(t, token, ids[10]).SavedItem.Labels; len(ls) != 1 || ls[0].Name != "Weekend" {
+		t.Fatalf("labels through the reader: %+v", ls)
+	}
+	// Dark text settings, kept for the member.
+	s.run("choose dark", chromedp.SetValue("#pref-theme", "dark", chromedp.ByID))
+	s.submit(`#prefs button[type=submit]`)
+	s.check("reader-dark")
+	// The keyboard in the reader: e archives.
+	s.key("e")
+	s.waitAcross("archived", `document.querySelector("#notice") && document.querySelector("#notice").textContent.includes("Archived.")`)
+	if st := itemOf(t, token, ids[10]).SavedItem.Status; st != "ARCHIVED" {
+		t.Fatalf("archived from the reader: %s", st)
+	}
+
+	// Saving from the browser: the bookmarklet's and share target's page
+	// only asks; the member's Save saves.
+	s.open("/settings/saving")
+	s.check("settings-saving")
+	s.open("/library/add?url=" + "https%3A%2F%2Fnews.example%2Fstory&title=A+story")
+	if v := s.text(".notice"); !strings.Contains(v, "Save this page") {
+		t.Fatalf("confirm page says %q", v)
+	}
+	s.check("add-confirm")
+	var count struct {
+		Entries struct {
+			Edges []struct{ Cursor string } `json:"edges"`
+		} `json:"entries"`
+	}
+	gql(t, token, `query { entries(query: {q: "site:news.example in:all"}) { edges { cursor } } }`, &count)
+	if len(count.Entries.Edges) != 0 {
+		t.Fatal("the confirm page saved the link")
+	}
+
+	// Everything again with JavaScript off: plain forms.
+	s.run("JavaScript off", emulation.SetScriptExecutionDisabled(true))
+	s.open("/library")
+	s.run("select the first item", chromedp.Click("li.item input[name=id]", chromedp.ByQuery))
+	first := ""
+	s.run("its id", chromedp.Evaluate(`document.querySelector("li.item input[name=id]").value`, &first))
+	s.submit(`#bulk button[value=archive]`)
+	if st := itemOf(t, token, first).SavedItem.Status; st != "ARCHIVED" || !strings.Contains(s.text(".notice"), "Archived.") {
+		t.Fatalf("archive without JavaScript: %s", st)
+	}
+	s.open("/library/item/" + ids[20] + "?q=in%3Ainbox")
+	if n := s.count("mark.highlight"); n != 0 {
+		t.Fatalf("%d marks without JavaScript", n)
+	}
+	// (axe runs in the page, so it checks these pages with JavaScript on:
+	// the script only adds to the same HTML.)
+	s.submit("#trash")
+	if st := itemOf(t, token, ids[20]).SavedItem.Status; st != "DELETED" {
+		t.Fatalf("trash without JavaScript: %s", st)
+	}
+	s.submit("#undo")
+	if st := itemOf(t, token, ids[20]).SavedItem.Status; st != "ACTIVE" {
+		t.Fatalf("undo without JavaScript: %s", st)
+	}
+	s.open("/library/item/" + ids[10] + "?q=in%3Aarchive")
+	s.run("edit the note", chromedp.SetValue(".note-form textarea", "knead much longer", chromedp.ByQuery))
+	s.submit(".note-form button[type=submit]")
+	if hs := itemOf(t, token, ids[10]).SavedItem.Highlights; len(hs) == 0 || (hs[0].Note != "knead much longer" && hs[len(hs)-1].Note != "knead much longer") {
+		t.Fatalf("note without JavaScript: %+v", hs)
+	}
+	s.run("JavaScript on", emulation.SetScriptExecutionDisabled(false))
+	s.open("/library?q=in%3Atrash")
+	s.check("library-trash-empty")
+}
