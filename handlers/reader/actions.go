@@ -121,7 +121,13 @@ func (h *Handler) serveBulk(w http.ResponseWriter, r *http.Request, m *members.M
 		done = "labelled"
 	case "labels":
 		set := append([]string{}, r.PostForm["label"]...)
-		_, err = lib.SetItemLabels(ctx, m.ID, ids, library.LabelChange{Set: &set})
+		var id string
+		if id, err = h.newLabel(r, m.ID); err == nil {
+			if id != "" {
+				set = append(set, id)
+			}
+			_, err = lib.SetItemLabels(ctx, m.ID, ids, library.LabelChange{Set: &set})
+		}
 		done = "labelled"
 	case "delete":
 		err = lib.PermanentlyDeleteItems(ctx, m.ID, ids)
@@ -139,6 +145,34 @@ func (h *Handler) serveBulk(w http.ResponseWriter, r *http.Request, m *members.M
 		return
 	}
 	http.Redirect(w, r, withOutcome(returnURL(r), done, undo), http.StatusSeeOther)
+}
+
+// newLabelColor is the colour of labels made in the reader (the API
+// requires one; apps may change it).
+const newLabelColor = "#7a6a5a"
+
+// newLabel returns the id of the label named in the form's new_label (made
+// if the member has none of that name), or "" when it is empty.
+func (h *Handler) newLabel(r *http.Request, memberID string) (string, error) {
+	name := strings.TrimSpace(r.PostFormValue("new_label"))
+	if name == "" {
+		return "", nil
+	}
+	lib := library.Of(h.store)
+	labels, err := lib.Labels(r.Context(), memberID)
+	if err != nil {
+		return "", err
+	}
+	for _, l := range labels {
+		if strings.EqualFold(l.Name, name) {
+			return l.ID, nil
+		}
+	}
+	l, err := lib.CreateLabel(r.Context(), memberID, name, newLabelColor)
+	if err != nil {
+		return "", err
+	}
+	return l.ID, nil
 }
 
 // undoToken records the statuses items had before a move to the trash:

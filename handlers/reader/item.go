@@ -39,6 +39,7 @@ type itemData struct {
 	Archived, Trashed    bool
 	Read                 bool
 	SizeSteps, LineSteps []int
+	MaxLabel             int
 }
 
 // serveItem is the reader view of one item.
@@ -79,7 +80,7 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		Content: template.HTML(readerContent(content.HTML)),
 		Prefs:   prefs, Classes: prefClasses(prefs), ListURL: st.URL(), Self: st.itemURL(id),
 		Archived: it.Status == library.StatusArchived, Trashed: it.Status == library.StatusDeleted,
-		Read: it.ReadAt != nil, SizeSteps: []int{0, 1, 2, 3, 4, 5}, LineSteps: []int{0, 1, 2, 3}}
+		Read: it.ReadAt != nil, SizeSteps: []int{0, 1, 2, 3, 4, 5}, LineSteps: []int{0, 1, 2, 3}, MaxLabel: library.MaxLabelNameLen}
 	if d.Title == "" {
 		d.Title = it.OriginalURL
 	}

@@ -538,3 +538,42 @@ func TestOtherOriginsImagesAreNeverLoaded(t *testing.T) {
 		t.Errorf("policy %q", hdr.Get("Content-Security-Policy"))
 	}
 }
+
+func TestReaderFormsLabelAndMarkRead(t *testing.T) {
+	f := newFixture(t)
+	it := f.save("Alpha", "a.example", 100, library.NewItem{})
+	self := "/library/item/" + it.ID + "?q=in%3Ainbox"
+	_, page, _ := f.get(self)
+	if !strings.Contains(page, `name="new_label"`) || !strings.Contains(page, `value="read"`) {
+		t.Fatal("the reader has no new-label field or Mark read")
+	}
+	resp := f.post("/library/items", url.Values{"action": {"labels"}, "id": {it.ID}, "new_label": {"To cook"}, "return": {self}})
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/library/item/"+it.ID) {
+		t.Fatalf("labels: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	labels, _ := library.Of(f.store).Labels(context.Background(), f.member.ID)
+	if len(labels) != 1 || labels[0].Name != "To cook" || len(f.item(it.ID).LabelIDs) != 1 {
+		t.Fatalf("labels %+v on %v", labels, f.item(it.ID).LabelIDs)
+	}
+	// The same name again is the same label; unticking it removes it.
+	f.post("/library/items", url.Values{"action": {"labels"}, "id": {it.ID}, "new_label": {"to cook"}})
+	if labels, _ = library.Of(f.store).Labels(context.Background(), f.member.ID); len(labels) != 1 {
+		t.Fatalf("%d labels", len(labels))
+	}
+	f.post("/library/items", url.Values{"action": {"labels"}, "id": {it.ID}})
+	if got := f.item(it.ID).LabelIDs; len(got) != 0 {
+		t.Fatalf("labels left: %v", got)
+	}
+	f.post("/library/items", url.Values{"action": {"read"}, "id": {it.ID}})
+	if f.item(it.ID).ReadAt == nil {
+		t.Fatal("not marked read")
+	}
+	_, page, _ = f.get(self)
+	if !strings.Contains(page, `value="unread"`) {
+		t.Fatal("a read item offers no Mark unread")
+	}
+	f.post("/library/items", url.Values{"action": {"unread"}, "id": {it.ID}})
+	if f.item(it.ID).ReadAt != nil {
+		t.Fatal("not marked unread")
+	}
+}
