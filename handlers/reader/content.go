@@ -11,20 +11,31 @@ import (
 // kept by this site (a path here, or data:) stay; an image of another
 // origin is shown as its description, without its address, so the browser
 // never asks that origin for it (the page's policy would refuse it too);
-// 1×1 images, the tracking pixels of newsletters, are dropped. The image
+// 1×1 images, the tracking pixels of newsletters, are dropped, and so is
+// noscript content (hidden behind it). The image
 // elements stay in place, so the paths of highlights made elsewhere still
 // name the same elements.
 func readerContent(src string) string {
-	if !strings.Contains(src, "<img") && !strings.Contains(src, "<source") && !strings.Contains(src, "<IMG") {
+	lower := strings.ToLower(src)
+	if !strings.Contains(lower, "<img") && !strings.Contains(lower, "<source") && !strings.Contains(lower, "<noscript") {
 		return src
 	}
 	var out bytes.Buffer
 	out.Grow(len(src))
 	z := html.NewTokenizer(strings.NewReader(src))
+	noscript := false
 	for {
 		tt := z.Next()
 		if tt == html.ErrorToken {
 			break
+		}
+		if noscript {
+			// What a page shows without JavaScript: its images too,
+			// were the member's JavaScript off.
+			if name, _ := z.TagName(); tt == html.EndTagToken && string(name) == "noscript" {
+				noscript = false
+			}
+			continue
 		}
 		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
 			out.Write(z.Raw())
@@ -33,6 +44,8 @@ func readerContent(src string) string {
 		raw := append([]byte(nil), z.Raw()...)
 		t := z.Token()
 		switch t.Data {
+		case "noscript":
+			noscript = tt == html.StartTagToken
 		case "img":
 			if pixel(t) {
 				continue

@@ -524,12 +524,13 @@ func TestOtherOriginsImagesAreNeverLoaded(t *testing.T) {
 	f := newFixture(t)
 	it := f.save("Letter", "news.example", 100, library.NewItem{HTML: `<p>Hello<img src="https://tracker.example/open.gif" width="1" height="1"></p>` +
 		`<p><img src="https://cdn.example/loaf.jpg" alt="A loaf" srcset="https://cdn.example/loaf2.jpg 2x"></p><p><img src="https://cdn.example/b.jpg"></p>` +
-		`<picture><source srcset="https://cdn.example/c.webp"><img src="data:image/png;base64,iVBORw0KGgo=" alt="inline"></picture>`})
+		`<picture><source srcset="https://cdn.example/c.webp"><img src="data:image/png;base64,iVBORw0KGgo=" alt="inline"></picture>` +
+		`<noscript><img src="https://cdn.example/ns.gif"></noscript><p>After</p>`})
 	_, body, hdr := f.get("/library/item/" + it.ID)
 	if strings.Contains(body, "tracker.example") || strings.Contains(body, "cdn.example") {
 		t.Fatal("the page names another origin's image")
 	}
-	for _, want := range []string{`alt="Image not stored: A loaf"`, `alt="Image not stored: An image of the original page"`, `src="data:image/png;base64,iVBORw0KGgo="`} {
+	for _, want := range []string{"<p>After</p>", `alt="Image not stored: A loaf"`, `alt="Image not stored: An image of the original page"`, `src="data:image/png;base64,iVBORw0KGgo="`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %s", want)
 		}

@@ -3,13 +3,17 @@
 package browser
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
@@ -63,11 +67,54 @@ type apiItem struct {
 	} `json:"savedItem"`
 }
 
+// hostileArticle is content a page or newsletter may carry to run script,
+// leave the page or tell a third party the member reads it.
+const hostileArticle = `<html><head><meta http-equiv="refresh" content="0;url=https://evil.example/"><title>Hostile page</title>
+<link rel="stylesheet" href="https://evil.example/x.css"><style>body{background:url(https://evil.example/bg.png)}</style></head>
+<body onload="window.pwned=1"><article><h1>Hostile page</h1>
+<p>The first paragraph has enough words in it that the extractor keeps it as the text of the article, as a real one would.</p>
+<p><a href="javascript:window.pwned=3">a javascript link</a> and <a href="data:text/html,&lt;script&gt;parent.pwned=4&lt;/script&gt;">a data link</a> and <a href="https://evil.example/ok">a plain link</a>.</p>
+<svg width="10" height="10"><script>window.pwned=5</script><image href="https://evil.example/svg.png"/></svg>
+<iframe src="https://evil.example/frame"></iframe><object data="https://evil.example/o.swf"></object><embed src="https://evil.example/e.swf">
+<form action="https://evil.example/post"><input name="a"><button>Send</button></form>
+<p style="background:url(https://evil.example/style.png)" onclick="window.pwned=6">A styled paragraph with more words, long enough to be kept in the article.</p>
+<img src="https://evil.example/pixel.gif" width="1" height="1"><img src="https://evil.example/photo.jpg" alt="A photo" onerror="window.pwned=7">
+<picture><source srcset="https://evil.example/p.webp"><img src="https://evil.example/p.jpg" alt="A picture"></picture>
+<video src="https://evil.example/v.mp4" poster="https://evil.example/poster.jpg"></video><audio src="https://evil.example/a.mp3"></audio>
+<script>window.pwned=8</script><noscript><img src="https://evil.example/noscript.gif"></noscript>
+</article></body></html>`
+
 func itemOf(t *testing.T, token, id string) apiItem {
 	t.Helper()
 	var out apiItem
 	gql(t, token, fmt.Sprintf(`query { savedItem(query: {id: %q}) { status labels { name } highlights { id note segments { xpath startOffset endOffset text beforeText afterText } } } }`, id), &out)
 	return out
+}
+
+// recordRequests starts recording the URLs the tab requests, and every
+// Content-Security-Policy violation its pages report (in
+// window.__cspViolations, from a script DevTools adds to each new
+// document); it returns the requests so far.
+func (s *suite) recordRequests() func() []string {
+	s.t.Helper()
+	var mu sync.Mutex
+	var urls []string
+	chromedp.ListenTarget(s.ctx, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
+			mu.Lock()
+			urls = append(urls, e.Request.URL)
+			mu.Unlock()
+		}
+	})
+	s.run("watch the policy", network.Enable(), chromedp.ActionFunc(func(ctx context.Context) error {
+		_, err := page.AddScriptToEvaluateOnNewDocument(`window.__cspViolations = []; document.addEventListener("securitypolicyviolation", e => window.__cspViolations.push(e.violatedDirective + " " + e.blockedURI));`).Do(ctx)
+		return err
+	}))
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), urls...)
+	}
 }
 
 // waitFor polls a JavaScript condition on the page.
@@ -271,6 +318,56 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	if st := itemOf(t, token, ids[10]).SavedItem.Status; st != "ARCHIVED" {
 		t.Fatalf("archived from the reader: %s", st)
 	}
+
+	// Reading progress: saved while reading (the API's readingProgress),
+	// restored on opening.
+	s.run("a small window", chromedp.EmulateViewport(360, 420))
+	s.open("/library/item/" + ids[30] + "?q=in%3Ainbox")
+	s.run("read half", chromedp.Evaluate(`window.scrollTo(0, (document.scrollingElement.scrollHeight - innerHeight) / 3)`, nil))
+	var progress float64
+	deadline := time.Now().Add(10 * time.Second)
+	for progress <= 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		var out struct {
+			SavedItem struct {
+				ReadingProgress float64 `json:"readingProgress"`
+			} `json:"savedItem"`
+		}
+		gql(t, token, fmt.Sprintf(`query { savedItem(query: {id: %q}) { readingProgress } }`, ids[30]), &out)
+		progress = out.SavedItem.ReadingProgress
+	}
+	if progress <= 0 || progress >= 100 {
+		t.Fatalf("reading progress through the API: %v", progress)
+	}
+	s.open("/library/item/" + ids[30] + "?q=in%3Ainbox")
+	s.waitFor("the page opens where the member stopped", `window.scrollY > 0`)
+	s.run("the usual window", chromedp.EmulateViewport(1280, 800))
+
+	// Hostile content saved as an article: nothing of it runs, nothing is
+	// asked of another origin, and the page's policy has nothing to block.
+	var hostile struct {
+		ID string `json:"addArticleFromHtmlSnapshot"`
+	}
+	gql(t, token, fmt.Sprintf(`mutation { addArticleFromHtmlSnapshot(data: {url: "https://evil.example/page", html: %q}) }`, hostileArticle), &hostile)
+	requests := s.recordRequests()
+	s.open("/library/item/" + hostile.ID)
+	s.run("links and forms of the content", chromedp.Evaluate(`document.querySelectorAll("#content a").forEach(a => { if (!a.href.startsWith("http")) a.click(); }); true`, nil))
+	time.Sleep(500 * time.Millisecond)
+	s.run("saved scripts", chromedp.Evaluate(`window.pwned !== undefined`, &pwned))
+	if pwned {
+		t.Fatal("a script in hostile content ran")
+	}
+	var violations []string
+	s.run("policy reports", chromedp.Evaluate(`window.__cspViolations || []`, &violations))
+	if len(violations) > 0 {
+		t.Errorf("the policy blocked %v on the reader page (nothing it needs should be blocked, nor anything left to block)", violations)
+	}
+	for _, u := range requests() {
+		if !strings.HasPrefix(u, site+"/") && !strings.HasPrefix(u, "data:") {
+			t.Errorf("the reader page asked another origin for %s", u)
+		}
+	}
+	s.check("reader-hostile")
 
 	// Saving from the browser: the bookmarklet's and share target's page
 	// only asks; the member's Save saves.
