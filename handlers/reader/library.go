@@ -71,9 +71,13 @@ func validSort(v string) bool {
 	return false
 }
 
-// values are the URL parameters of s (the default sort left out).
+// values are the URL parameters of s (the default query and sort left
+// out: a page lists 50 links with them).
 func (s listState) values() url.Values {
-	v := url.Values{"q": {s.Q}}
+	v := url.Values{}
+	if s.Q != DefaultQuery {
+		v.Set("q", s.Q)
+	}
 	if s.Sort != DefaultSort {
 		v.Set("sort", s.Sort)
 	}
@@ -84,14 +88,21 @@ func (s listState) values() url.Values {
 }
 
 // URL is the library page of s.
-func (s listState) URL() string { return Path + "?" + s.values().Encode() }
+func (s listState) URL() string { return withQuery(Path, s.values()) }
+
+func withQuery(path string, v url.Values) string {
+	if len(v) == 0 {
+		return path
+	}
+	return path + "?" + v.Encode()
+}
 
 // itemURL is the reader page of an item opened from s (which next and
 // previous follow).
 func (s listState) itemURL(id string) string {
 	v := s.values()
 	v.Del("after")
-	return Path + "/item/" + url.PathEscape(id) + "?" + v.Encode()
+	return withQuery(Path+"/item/"+url.PathEscape(id), v)
 }
 
 // parse reads s as the API reads q, with the menu's sort when q names none.

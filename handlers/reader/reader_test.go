@@ -382,7 +382,7 @@ func TestReaderShowsTheItemAndItsNeighbours(t *testing.T) {
 	}
 	for _, want := range []string{"<h1 id=\"title\">Middle</h1>", "two.example", "2 min read", `href="https://two.example/middle"`,
 		"Second <b>bold</b> paragraph.", `data-segments="[{&#34;xpath&#34;:&#34;/html[1]/body[1]/div[1]/p[2]::0&#34;`, "a note",
-		`href="/library/item/` + first.ID + `?q=in%3Ainbox" rel="next"`, `href="/library/item/` + last.ID + `?q=in%3Ainbox" rel="prev"`} {
+		`href="/library/item/` + first.ID + `" rel="next"`, `href="/library/item/` + last.ID + `" rel="prev"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("reader lacks %q", want)
 		}
@@ -576,5 +576,28 @@ func TestReaderFormsLabelAndMarkRead(t *testing.T) {
 	f.post("/library/items", url.Values{"action": {"unread"}, "id": {it.ID}})
 	if f.item(it.ID).ReadAt != nil {
 		t.Fatal("not marked unread")
+	}
+}
+
+// The library page's weight budget: 50 items with their labels, the
+// stylesheet and every script, at most 60 KB uncompressed, of which
+// JavaScript at most 20 KB.
+func TestLibraryPageWeight(t *testing.T) {
+	f := newFixture(t)
+	lab, _ := library.Of(f.store).CreateLabel(context.Background(), f.member.ID, "Recipes", "#aa0000")
+	for i := range reader.PageSize {
+		f.save(fmt.Sprintf("A fairly typical article title number %03d about things", i), "www.example-news-site.com", 1200, library.NewItem{LabelIDs: []string{lab.ID}})
+	}
+	_, body, _ := f.get("/library")
+	total, js := len(body), 0
+	for _, m := range regexp.MustCompile(`<(?:script src|link rel="stylesheet" href)="([^"]+)"`).FindAllStringSubmatch(body, -1) {
+		_, b, hdr := f.get(html.UnescapeString(m[1]))
+		total += len(b)
+		if strings.HasPrefix(hdr.Get("Content-Type"), "text/javascript") {
+			js += len(b)
+		}
+	}
+	if js == 0 || total > 60<<10 || js > 20<<10 {
+		t.Fatalf("the library page weighs %d bytes, %d of them JavaScript", total, js)
 	}
 }

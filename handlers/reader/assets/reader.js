@@ -76,9 +76,10 @@
     rows[cur].classList.add("current");
     $("a.title", rows[cur]).focus();
   }
+  function idOf(row) { return $("input[name=id]", row).value; }
   function selectedIDs() {
     var ids = $$("li.item input[name=id]:checked").map(function (c) { return c.value; });
-    if (!ids.length && rows[cur]) ids = [rows[cur].dataset.id];
+    if (!ids.length && rows[cur]) ids = [idOf(rows[cur])];
     return ids;
   }
   function listAction(action) {
@@ -86,7 +87,7 @@
     if (!ids.length) return;
     post("/library/items", { action: action, id: ids }).then(function (b) {
       rows = rows.filter(function (r) {
-        if (ids.indexOf(r.dataset.id) < 0) return true;
+        if (ids.indexOf(idOf(r)) < 0) return true;
         if (action !== "read") { r.remove(); return false; }
         r.classList.add("read");
         return true;
