@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The browser suite: Debian's Chromium driven from Go through
-# chromedp, axe-core from this folder's package-lock.json, against a Caddy
+# chromedp, axe-core and Lighthouse from this folder's package-lock.json, against a Caddy
 # started from a Caddyfile in the test (site 127.0.0.1:18280, admin
 # localhost:12219). Screenshots land in build/screenshots/ at the top of
 # the tree. See README.md.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-if [ ! -f "$here/node_modules/axe-core/axe.min.js" ]; then
+if [ ! -f "$here/node_modules/axe-core/axe.min.js" ] || [ ! -f "$here/node_modules/lighthouse/cli/index.js" ]; then
 	(cd "$here" && npm ci --no-audit --no-fund)
 fi
 cd "$root"
