@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -167,6 +169,33 @@ func (s *suite) lighthouse(path string) {
 		}
 	}
 	s.t.Logf("lighthouse %s: performance %v (recorded, not asserted)", path, r.Categories["performance"].Score*100)
+}
+
+// nothingRunsOrLeaves opens a reader page of hostile content, clicks its
+// links that are not plain web links, and checks that no script of it
+// ran, that the tab asked no other origin for anything, and that the
+// page's policy reported no violation (nothing it needs blocked, nothing
+// left for it to block).
+func (s *suite) nothingRunsOrLeaves(path string, requests func() []string) {
+	s.t.Helper()
+	s.open(path)
+	s.run("links of the content", chromedp.Evaluate(`document.querySelectorAll("#content a").forEach(a => { if (!a.href.startsWith("http")) a.click(); }); true`, nil))
+	time.Sleep(500 * time.Millisecond)
+	var pwned bool
+	s.run("saved scripts", chromedp.Evaluate(`window.pwned !== undefined`, &pwned))
+	if pwned {
+		s.t.Fatalf("%s: a script of the saved content ran", path)
+	}
+	var violations []string
+	s.run("policy reports", chromedp.Evaluate(`window.__cspViolations || []`, &violations))
+	if len(violations) > 0 {
+		s.t.Errorf("%s: the policy blocked %v", path, violations)
+	}
+	for _, u := range requests() {
+		if !strings.HasPrefix(u, site+"/") && !strings.HasPrefix(u, "data:") {
+			s.t.Errorf("%s: the tab asked another origin for %s", path, u)
+		}
+	}
 }
 
 // waitFor polls a JavaScript condition on the page.
@@ -404,24 +433,31 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	}
 	gql(t, token, fmt.Sprintf(`mutation { addArticleFromHtmlSnapshot(data: {url: "https://evil.example/page", html: %q}) }`, hostileArticle), &hostile)
 	requests := s.recordRequests()
-	s.open("/library/item/" + hostile.ID)
-	s.run("links and forms of the content", chromedp.Evaluate(`document.querySelectorAll("#content a").forEach(a => { if (!a.href.startsWith("http")) a.click(); }); true`, nil))
-	time.Sleep(500 * time.Millisecond)
-	s.run("saved scripts", chromedp.Evaluate(`window.pwned !== undefined`, &pwned))
-	if pwned {
-		t.Fatal("a script in hostile content ran")
-	}
-	var violations []string
-	s.run("policy reports", chromedp.Evaluate(`window.__cspViolations || []`, &violations))
-	if len(violations) > 0 {
-		t.Errorf("the policy blocked %v on the reader page (nothing it needs should be blocked, nor anything left to block)", violations)
-	}
-	for _, u := range requests() {
-		if !strings.HasPrefix(u, site+"/") && !strings.HasPrefix(u, "data:") {
-			t.Errorf("the reader page asked another origin for %s", u)
-		}
-	}
+	s.nothingRunsOrLeaves("/library/item/"+hostile.ID, requests)
 	s.check("reader-hostile")
+	// The same as a newsletter, through the member's inbound URL.
+	s.open("/settings/api_tokens")
+	s.submit(`form input[name=action][value=rotate_inbound] ~ button`)
+	inbound := s.text("#inbound-url")
+	body := strings.ReplaceAll(hostileArticle, "\n", "\r\n")
+	msg := "From: Evil Weekly <news@evil.example>\r\nTo: reader@example.org\r\nSubject: Hostile newsletter\r\nMessage-ID: <1@evil.example>\r\n" +
+		"MIME-Version: 1.0\r\nContent-Type: text/html; charset=utf-8\r\n\r\n" + body
+	resp, err := http.Post(inbound, "message/rfc822", strings.NewReader(msg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("newsletter: HTTP %d", resp.StatusCode)
+	}
+	s.open("/library?q=" + url.QueryEscape("in:inbox type:newsletter"))
+	if got := s.text("li.item .meta"); !strings.HasPrefix(got, "Evil Weekly") {
+		t.Fatalf("the newsletter's row says %q, want its sender", got)
+	}
+	var letter string
+	s.run("the newsletter's link", chromedp.Evaluate(`document.querySelector("li.item a.title").getAttribute("href")`, &letter))
+	s.nothingRunsOrLeaves(letter, requests)
+	s.check("reader-newsletter")
 
 	// Saving from the browser: the bookmarklet's and share target's page
 	// only asks; the member's Save saves.
