@@ -2,7 +2,9 @@ package graphql
 
 import (
 	"context"
+	"errors"
 
+	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -41,4 +43,19 @@ func ParseQuery(q string) (*Query, error) {
 // member.
 func (s *Server) SaveURL(ctx context.Context, memberID, rawURL string, labelIDs []string) error {
 	return s.queueArticleFromURL(ctx, memberID, rawURL, labelIDs)
+}
+
+// MemberMessage is what to tell the member about err, when err is the
+// member's to fix (a URL refused, a site that failed): the message the API
+// would answer with. Other errors (the store's) are not said as they are.
+func MemberMessage(err error) (string, bool) {
+	var ue *userError
+	var ie *storage.InvalidError
+	switch {
+	case errors.As(err, &ue):
+		return ue.msg, true
+	case errors.As(err, &ie):
+		return ie.Msg, true
+	}
+	return "", false
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
@@ -54,7 +55,12 @@ func (h *Handler) serveAdd(w http.ResponseWriter, r *http.Request, m *members.Me
 		return
 	}
 	if err := h.opts.SaveURL(r.Context(), m.ID, d.URL, r.PostForm["label"]); err != nil {
-		d.Error = err.Error()
+		msg, ok := graphql.MemberMessage(err)
+		if !ok {
+			h.storeError(w, r, err)
+			return
+		}
+		d.Error = msg
 		h.render(w, r, http.StatusBadRequest, "Add a link", addTmpl, d, false)
 		return
 	}

@@ -331,6 +331,16 @@ func TestBulkActionsUseTheLibrary(t *testing.T) {
 	if loc := resp.Header.Get("Location"); !strings.HasPrefix(loc, "/library?") {
 		t.Fatalf("return to another site: %q", loc)
 	}
+	// From the trash, Delete forever (behind its confirm step) deletes.
+	f.post("/library/items", url.Values{"action": {"trash"}, "id": {c.ID}})
+	_, trash := f.getq("in:trash")
+	if !strings.Contains(trash, "Delete forever…") || !strings.Contains(trash, `value="delete"`) {
+		t.Fatal("the trash offers no Delete forever")
+	}
+	f.post("/library/items", url.Values{"action": {"delete"}, "id": {c.ID}})
+	if _, err := library.Of(f.store).SavedItem(context.Background(), f.member.ID, c.ID); err == nil {
+		t.Fatal("Delete forever left the item")
+	}
 }
 
 func TestCrossSiteFormsAreRefused(t *testing.T) {
