@@ -28,14 +28,14 @@ const password = "correct horse battery"
 // fixture is the library pages, the member pages and the GraphQL API on
 // one test server, as hearth_graphql serves them, over a Badger store.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	store  *storage.Store
 	srv    *httptest.Server
 	member *members.Member
 	client *http.Client
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	noSync := false
 	st, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})

@@ -1,0 +1,46 @@
+package reader_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/hearthkit/caddy-hearth/storage/library"
+)
+
+// The library page (50 items of 2,000) and the reader page of a 5 KB
+// article, through HTTP on loopback with a signed-in member. Through
+// Caddy against respond: see bench/README.md.
+func BenchmarkLibraryPage(b *testing.B) {
+	f := newFixture(b)
+	for i := range 2000 {
+		f.save(fmt.Sprintf("A fairly typical article title number %04d", i), "www.example-news-site.com", 1200, library.NewItem{})
+	}
+	benchGet(b, f, "/library")
+}
+
+func BenchmarkReaderPage(b *testing.B) {
+	f := newFixture(b)
+	it := f.save("An article of 5 KB", "site.example", 900, library.NewItem{HTML: strings.Repeat("<p>"+strings.Repeat("word ", 100)+"</p>", 10)})
+	benchGet(b, f, "/library/item/"+it.ID)
+}
+
+func benchGet(b *testing.B, f *fixture, path string) {
+	var size int64
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := f.client.Get(f.srv.URL + path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("HTTP %d", resp.StatusCode)
+		}
+		size = n
+	}
+	b.ReportMetric(float64(size), "bytes/page")
+}
