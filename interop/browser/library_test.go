@@ -299,6 +299,7 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	if got := s.text(".error"); !strings.Contains(got, "is not a date") {
 		t.Fatalf("a bad query says %q", got)
 	}
+	s.check("library-search-error")
 	s.open("/library/help")
 	s.check("library-help")
 
@@ -375,6 +376,13 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 		t.Fatalf("xpath %s does not name the paragraph", seg.XPath)
 	}
 	s.check("reader-highlight")
+	s.focusIsVisible("reader", true)
+	// The Highlights view lists it, with its note, linking to it in place.
+	s.open("/library?q=type%3Ahighlight")
+	if got := s.text("ul.hls li"); !strings.Contains(got, "Second") || !strings.Contains(got, "knead longer") {
+		t.Fatalf("the Highlights view shows %q", got)
+	}
+	s.check("library-highlights")
 
 	// A highlight made through the API, with a path from another page
 	// layout (Inboxt's web app), shows in place.
