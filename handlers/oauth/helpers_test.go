@@ -67,7 +67,7 @@ var secretPattern = regexp.MustCompile(`(hcs|hac|hat)_[A-Za-z0-9_-]{20,}`)
 
 // logSecretPattern adds the member pages' secrets to secretPattern: session
 // ids (hs_), two-factor challenges (h2f_) and reset links (hrt_).
-var logSecretPattern = regexp.MustCompile(`(hcs|hac|hat|hs|h2f|hrt)_[A-Za-z0-9_-]{20,}`)
+var logSecretPattern = regexp.MustCompile(`(hcs|hac|hat|hs|h2f|hrt|hrf)_[A-Za-z0-9_-]{20,}`)
 
 // newFixture builds the server. Registrations are not throttled unless a
 // test configures it (configure sets RegistrationLimit back to 0 for the
