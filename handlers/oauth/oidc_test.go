@@ -623,3 +623,15 @@ func TestOIDCKeyRotationWhileTokensLive(t *testing.T) {
 	}
 	_ = first
 }
+
+// TestRFC8414DocumentUnchanged: the OpenID provider leaves the RFC 8414
+// document as Mastodon apps have always read it, byte for byte.
+func TestRFC8414DocumentUnchanged(t *testing.T) {
+	f := newFixture(t, func(o *oauth.Options) { o.BaseURL = "https://social.example" })
+	r := f.request(http.MethodGet, oauth.MetadataPath, "", nil)
+	if r.body != rfc8414Document {
+		t.Fatalf("the RFC 8414 document changed:\n%s\nwant:\n%s", r.body, rfc8414Document)
+	}
+}
+
+const rfc8414Document = `{"app_registration_endpoint":"https://social.example/api/v1/apps","authorization_endpoint":"https://social.example/oauth/authorize","code_challenge_methods_supported":["S256"],"grant_types_supported":["authorization_code","client_credentials"],"issuer":"https://social.example/","response_modes_supported":["query"],"response_types_supported":["code"],"revocation_endpoint":"https://social.example/oauth/revoke","scopes_supported":["profile","read","read:accounts","read:blocks","read:bookmarks","read:favourites","read:filters","read:follows","read:lists","read:mutes","read:notifications","read:search","read:statuses","write","write:accounts","write:blocks","write:bookmarks","write:conversations","write:favourites","write:filters","write:follows","write:lists","write:media","write:mutes","write:notifications","write:reports","write:statuses","follow","push"],"service_documentation":"https://docs.joinmastodon.org/","token_endpoint":"https://social.example/oauth/token","token_endpoint_auth_methods_supported":["client_secret_post"],"userinfo_endpoint":"https://social.example/oauth/userinfo"}`

@@ -69,105 +69,73 @@ type Keys struct {
 
 func keyringKey() []byte { return storage.Key("oauth", "oidc", "keys") }
 
-// keyCacheTTL is how long a node uses the keyring it read before reading
-// it again. A successor is published PublishAhead before it signs, so a
-// node that signs a little longer with its predecessor does no harm.
-const keyCacheTTL = 5 * time.Second
+// keyringCache keeps the keyring decoded on each node; a write of it (a
+// rotation on any node) drops it everywhere (storage.RecordCache).
+var keyringCache = storage.NewCacheKind[keyring](keyringKey())
 
-var keyCache = struct {
-	sync.Mutex
-	by map[*storage.Store]cachedKeys
-}{by: map[*storage.Store]cachedKeys{}}
-
-type cachedKeys struct {
-	keys   *Keys
-	policy KeyPolicy
-	read   time.Time
-}
+// parsedKeys are the private keys parsed from their PKCS #8 form, by kid:
+// a key is parsed once per process, not on every signature.
+var parsedKeys sync.Map // kid -> *rsa.PrivateKey
 
 // SigningKeys returns the keys to sign and publish with under policy,
 // creating the first key or a successor when one is due.
 func (s Store) SigningKeys(ctx context.Context, policy KeyPolicy) (*Keys, error) {
-	keyCache.Lock()
-	c, ok := keyCache.by[s.st]
-	keyCache.Unlock()
-	t := now()
-	if ok && c.policy == policy && t.Sub(c.read) < keyCacheTTL && t.Before(c.read.Add(keyCacheTTL)) && !c.dueAt(t) {
-		return c.keys, nil
-	}
-	keys, err := s.loadKeys(ctx, policy, false)
-	if err != nil {
-		return nil, err
-	}
-	keyCache.Lock()
-	keyCache.by[s.st] = cachedKeys{keys: keys, policy: policy, read: t}
-	keyCache.Unlock()
-	return keys, nil
-}
-
-// dueAt reports whether a published successor starts signing by t: the
-// cached signer is then stale.
-func (c cachedKeys) dueAt(t time.Time) bool {
-	for _, k := range c.keys.Published {
-		if k.SignsFrom.After(c.keys.Signer.SignsFrom) && !t.Before(k.SignsFrom) {
-			return true
+	c := keyringCache.Of(s.st)
+	gen := c.Generation()
+	ring := c.Get("")
+	if ring == nil {
+		ring = new(keyring)
+		err := s.st.View(ctx, func(tx *storage.Tx) error { return readKeyring(tx, ring) })
+		if err != nil {
+			return nil, err
+		}
+		if len(ring.Keys) > 0 {
+			c.Add(gen, "", ring)
 		}
 	}
-	return false
+	if ring.needsChange(now(), policy) {
+		return s.changeKeys(ctx, policy, false)
+	}
+	return ring.keys(now())
+}
+
+func readKeyring(tx *storage.Tx, ring *keyring) error {
+	*ring = keyring{}
+	err := tx.GetJSON(keyringKey(), ring)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // RotateSigningKey publishes a successor now, which signs from
 // PublishAhead on (replacing a successor not yet signing): for an operator
 // who suspects a key, or who wants to see rotation happen.
 func (s Store) RotateSigningKey(ctx context.Context, policy KeyPolicy) (*Keys, error) {
-	keys, err := s.loadKeys(ctx, policy, true)
-	if err == nil {
-		keyCache.Lock()
-		delete(keyCache.by, s.st)
-		keyCache.Unlock()
-	}
-	return keys, err
+	return s.changeKeys(ctx, policy, true)
 }
 
-// ForgetKeyCache drops this node's cached keyring (after a restore).
-func (s Store) ForgetKeyCache() {
-	keyCache.Lock()
-	delete(keyCache.by, s.st)
-	keyCache.Unlock()
-}
-
-func (s Store) loadKeys(ctx context.Context, policy KeyPolicy, rotate bool) (*Keys, error) {
-	var ring keyring
-	read := func(tx *storage.Tx) error {
-		ring = keyring{}
-		err := tx.GetJSON(keyringKey(), &ring)
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil
-		}
-		return err
-	}
-	if err := s.st.View(ctx, read); err != nil {
+// changeKeys applies policy (and rotate) to the stored keyring in a
+// transaction, so that two nodes never add two successors.
+func (s Store) changeKeys(ctx context.Context, policy KeyPolicy, rotate bool) (*Keys, error) {
+	// Key generation happens outside the transaction (it takes a while);
+	// the transaction decides whether it is still needed.
+	fresh, err := newSigningKey()
+	if err != nil {
 		return nil, err
 	}
-	if rotate || ring.needsChange(now(), policy) {
-		// Key generation happens outside the transaction (it takes a while);
-		// the transaction decides whether it is still needed.
-		fresh, err := newSigningKey()
-		if err != nil {
-			return nil, err
+	var ring keyring
+	err = s.st.Update(ctx, func(tx *storage.Tx) error {
+		if err := readKeyring(tx, &ring); err != nil {
+			return err
 		}
-		err = s.st.Update(ctx, func(tx *storage.Tx) error {
-			if err := read(tx); err != nil {
-				return err
-			}
-			if !ring.change(now(), policy, fresh, rotate) {
-				return nil
-			}
-			return tx.PutJSON(keyringKey(), ring, 0)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("rotate the OpenID signing keys: %w", err)
+		if !ring.change(now(), policy, fresh, rotate) {
+			return nil
 		}
+		return tx.PutJSON(keyringKey(), ring, 0)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rotate the OpenID signing keys: %w", err)
 	}
 	return ring.keys(now())
 }
@@ -257,25 +225,40 @@ func (r *keyring) change(t time.Time, p KeyPolicy, fresh *SigningKey, rotate boo
 // keys parses the ring's keys for use at t.
 func (r *keyring) keys(t time.Time) (*Keys, error) {
 	out := &Keys{Salt: r.Salt}
-	for _, k := range r.Keys {
-		pk, err := x509.ParsePKCS8PrivateKey(k.PKCS8)
+	si := r.signer(t)
+	for i, k := range r.Keys {
+		pk, err := parsedKey(k)
 		if err != nil {
-			return nil, fmt.Errorf("read OpenID signing key %s: %w", k.ID, err)
+			return nil, err
 		}
-		rk, ok := pk.(*rsa.PrivateKey)
-		if !ok {
-			return nil, fmt.Errorf("OpenID signing key %s is not an RSA key", k.ID)
+		// A copy: the keyring may be the cache's, shared by every request.
+		kc := *k
+		kc.private = pk
+		out.Published = append(out.Published, &kc)
+		if i == si {
+			out.Signer = &kc
 		}
-		k.private = rk
-		out.Published = append(out.Published, k)
-	}
-	if i := r.signer(t); i >= 0 {
-		out.Signer = r.Keys[i]
 	}
 	if out.Signer == nil {
 		return nil, errors.New("no OpenID signing key is in force")
 	}
 	return out, nil
+}
+
+func parsedKey(k *SigningKey) (*rsa.PrivateKey, error) {
+	if pk, ok := parsedKeys.Load(k.ID); ok {
+		return pk.(*rsa.PrivateKey), nil
+	}
+	pk, err := x509.ParsePKCS8PrivateKey(k.PKCS8)
+	if err != nil {
+		return nil, fmt.Errorf("read OpenID signing key %s: %w", k.ID, err)
+	}
+	rk, ok := pk.(*rsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("OpenID signing key %s is not an RSA key", k.ID)
+	}
+	parsedKeys.Store(k.ID, rk)
+	return rk, nil
 }
 
 func newSigningKey() (*SigningKey, error) {
