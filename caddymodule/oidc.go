@@ -43,13 +43,18 @@ type clientView struct {
 	Scopes                 []string  `json:"scopes"`
 	Public                 bool      `json:"public,omitempty"`
 	Pairwise               bool      `json:"pairwise,omitempty"`
+	IDTokenAlg             string    `json:"id_token_signed_response_alg"`
 	CreatedAt              time.Time `json:"created_at"`
 }
 
 func viewClient(a *grants.App, secret string) clientView {
 	v := clientView{ClientID: a.ClientID, ClientSecret: secret, Name: a.Name, RedirectURIs: a.RedirectURIs, Scopes: a.Scopes, CreatedAt: a.CreatedAt}
+	v.IDTokenAlg = "RS256"
 	if a.Client != nil {
 		v.PostLogoutRedirectURIs, v.Public, v.Pairwise = a.Client.PostLogoutRedirectURIs, a.Client.Public, a.Client.Pairwise
+		if a.Client.IDTokenAlg != "" {
+			v.IDTokenAlg = a.Client.IDTokenAlg
+		}
 	}
 	return v
 }
@@ -125,7 +130,7 @@ func clientCommand() *cobra.Command {
 		Short: "Registers, lists and removes the OpenID Connect clients of the site's other apps",
 	}
 	add := &cobra.Command{
-		Use:   "add <name> --redirect-uri URI [--redirect-uri URI...] [--post-logout-redirect-uri URI] [--scopes 'openid profile email groups offline_access'] [--public] [--pairwise]",
+		Use:   "add <name> --redirect-uri URI [--redirect-uri URI...] [--post-logout-redirect-uri URI] [--scopes 'openid profile email groups offline_access'] [--public] [--pairwise] [--id-token-alg ES256]",
 		Short: "Registers a client and prints its client_id and secret (shown this once)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -138,6 +143,7 @@ func clientCommand() *cobra.Command {
 			}
 			spec.Public, _ = f.GetBool("public")
 			spec.Pairwise, _ = f.GetBool("pairwise")
+			spec.IDTokenSignedResponseAlg, _ = f.GetString("id-token-alg")
 			var v clientView
 			if err := adminJSON(cmd, http.MethodPost, "/hearth/clients", spec, &v); err != nil {
 				return err
@@ -158,6 +164,7 @@ func clientCommand() *cobra.Command {
 	add.Flags().String("scopes", "", "The scopes the app may ask for (default: openid profile email groups)")
 	add.Flags().Bool("public", false, "A public client (single-page or native app): no secret, PKCE required")
 	add.Flags().Bool("pairwise", false, "Give this app its own sub for each member")
+	add.Flags().String("id-token-alg", "RS256", "How its ID tokens are signed: RS256, or ES256 if the app accepts it (cheaper)")
 
 	list := &cobra.Command{
 		Use:   "list [--json]",

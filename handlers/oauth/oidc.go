@@ -123,7 +123,7 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) {
 		"response_modes_supported":                      []string{"query"},
 		"grant_types_supported":                         []string{"authorization_code", "refresh_token"},
 		"subject_types_supported":                       []string{"public", "pairwise"},
-		"id_token_signing_alg_values_supported":         []string{"RS256"},
+		"id_token_signing_alg_values_supported":         []string{"RS256", "ES256"},
 		"token_endpoint_auth_methods_supported":         []string{"client_secret_basic", "client_secret_post", "none"},
 		"revocation_endpoint_auth_methods_supported":    []string{"client_secret_basic", "client_secret_post", "none"},
 		"introspection_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
@@ -151,6 +151,9 @@ func (s *Server) serveJWKS(w http.ResponseWriter, r *http.Request) {
 	set := jose.JSONWebKeySet{}
 	for _, k := range keys.Published {
 		set.Keys = append(set.Keys, jose.JSONWebKey{Key: &k.Private().PublicKey, KeyID: k.ID, Algorithm: string(jose.RS256), Use: "sig"})
+		if ec := k.ECPrivate(); ec != nil {
+			set.Keys = append(set.Keys, jose.JSONWebKey{Key: &ec.PublicKey, KeyID: k.ECKeyID(), Algorithm: string(jose.ES256), Use: "sig"})
+		}
 	}
 	maxAge := min(time.Hour, s.opts.KeyPublishAhead/4)
 	w.Header().Set("Cache-Control", "public, max-age="+strconv.Itoa(int(maxAge.Seconds())))
@@ -206,8 +209,9 @@ type idTokenGrant struct {
 	AMR      []string
 }
 
-// idToken signs the ID token for m, issued to app along with accessToken.
-// Only RS256 is ever issued: no "none", no symmetric algorithm.
+// idToken signs the ID token for m, issued to app along with accessToken:
+// RS256, or ES256 for a client registered for it. Nothing else is ever
+// issued: no "none", no symmetric algorithm.
 func (s *Server) idToken(r *http.Request, app *grants.App, m *members.Member, scopes []string, g idTokenGrant, accessToken string) (string, error) {
 	keys, err := grants.Of(s.store).SigningKeys(r.Context(), s.keyPolicy())
 	if err != nil {
@@ -238,8 +242,11 @@ func (s *Server) idToken(r *http.Request, app *grants.App, m *members.Member, sc
 	if err != nil {
 		return "", err
 	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: keys.Signer.Private(), KeyID: keys.Signer.ID}},
-		(&jose.SignerOptions{}).WithType("JWT"))
+	key := jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: keys.Signer.Private(), KeyID: keys.Signer.ID}}
+	if app.Client != nil && app.Client.IDTokenAlg == "ES256" && keys.Signer.ECPrivate() != nil {
+		key = jose.SigningKey{Algorithm: jose.ES256, Key: jose.JSONWebKey{Key: keys.Signer.ECPrivate(), KeyID: keys.Signer.ECKeyID()}}
+	}
+	signer, err := jose.NewSigner(key, (&jose.SignerOptions{}).WithType("JWT"))
 	if err != nil {
 		return "", err
 	}

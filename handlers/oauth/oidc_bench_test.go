@@ -16,10 +16,11 @@ import (
 // endpoint on a real store (bench/README.md):
 //
 //	go test -tags nobadger,nomysql,nopgx -run '^$' -bench 'CodeExchange' -benchtime 300x ./handlers/oauth/
-func BenchmarkCodeExchangeMastodon(b *testing.B) { benchmarkCodeExchange(b, false) }
-func BenchmarkCodeExchangeOpenID(b *testing.B)   { benchmarkCodeExchange(b, true) }
+func BenchmarkCodeExchangeMastodon(b *testing.B)    { benchmarkCodeExchange(b, false, "") }
+func BenchmarkCodeExchangeOpenID(b *testing.B)      { benchmarkCodeExchange(b, true, "") }
+func BenchmarkCodeExchangeOpenIDES256(b *testing.B) { benchmarkCodeExchange(b, true, "ES256") }
 
-func benchmarkCodeExchange(b *testing.B, openid bool) {
+func benchmarkCodeExchange(b *testing.B, openid bool, alg string) {
 	f := newFixture(b, func(o *oauth.Options) { o.TokenLimit = -1 })
 	m := f.member("alice")
 	ctx := context.Background()
@@ -29,7 +30,7 @@ func benchmarkCodeExchange(b *testing.B, openid bool) {
 	var secret string
 	var err error
 	if openid {
-		app, secret, err = g.CreateClient(ctx, "bench", []string{cb}, []string{"openid", "profile"}, grants.ClientSettings{})
+		app, secret, err = g.CreateClient(ctx, "bench", []string{cb}, []string{"openid", "profile"}, grants.ClientSettings{IDTokenAlg: alg})
 	} else {
 		app, secret, err = g.CreateApp(ctx, "bench", "", []string{cb}, []string{"profile"})
 	}

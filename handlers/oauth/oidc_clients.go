@@ -22,6 +22,8 @@ type ClientSpec struct {
 	Scopes   []string `json:"scopes,omitempty"`
 	Public   bool     `json:"public,omitempty"`
 	Pairwise bool     `json:"pairwise,omitempty"`
+	// IDTokenSignedResponseAlg is RS256 (the default) or ES256.
+	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg,omitempty"`
 }
 
 // RegisterClient validates spec and registers the client. It returns the
@@ -60,7 +62,16 @@ func RegisterClient(ctx context.Context, st *storage.Store, spec ClientSpec) (*g
 			}
 		}
 	}
+	alg := spec.IDTokenSignedResponseAlg
+	switch alg {
+	case "RS256":
+		alg = ""
+	case "", "ES256":
+	default:
+		return nil, "", storage.Invalid("id_token_signed_response_alg must be RS256 or ES256")
+	}
 	return grants.Of(st).CreateClient(ctx, name, spec.RedirectURIs, clean, grants.ClientSettings{
+		IDTokenAlg:             alg,
 		Public:                 spec.Public,
 		PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs,
 		Pairwise:               spec.Pairwise,

@@ -28,7 +28,7 @@ func (s *Server) readHint(ctx context.Context, r *http.Request, hint string) *hi
 	if hint == "" || len(hint) > 16<<10 {
 		return nil
 	}
-	obj, err := jose.ParseSignedCompact(hint, []jose.SignatureAlgorithm{jose.RS256})
+	obj, err := jose.ParseSignedCompact(hint, []jose.SignatureAlgorithm{jose.RS256, jose.ES256})
 	if err != nil || len(obj.Signatures) != 1 {
 		return nil
 	}
@@ -37,11 +37,18 @@ func (s *Server) readHint(ctx context.Context, r *http.Request, hint string) *hi
 		return nil
 	}
 	kid := obj.Signatures[0].Header.KeyID
+	alg := obj.Signatures[0].Header.Algorithm
 	for _, k := range keys.Published {
-		if k.ID != kid {
+		var pub any
+		switch {
+		case k.ID == kid && alg == string(jose.RS256):
+			pub = &k.Private().PublicKey
+		case k.ECKeyID() == kid && k.ECPrivate() != nil && alg == string(jose.ES256):
+			pub = &k.ECPrivate().PublicKey
+		default:
 			continue
 		}
-		payload, err := obj.Verify(&k.Private().PublicKey)
+		payload, err := obj.Verify(pub)
 		if err != nil {
 			return nil
 		}

@@ -409,7 +409,8 @@ func TestOIDCWrongCodeVerifier(t *testing.T) {
 	}
 }
 
-// TestOIDCNeverIssuesAlgNone: only RS256 is advertised and used, and an
+// TestOIDCNeverIssuesAlgNone: only RS256 (the default) and ES256 are
+// advertised, RS256 is used unless the client registered ES256, and an
 // unsigned (alg none) ID token is no hint at logout.
 func TestOIDCNeverIssuesAlgNone(t *testing.T) {
 	f := newOIDCFixture(t)
@@ -421,7 +422,7 @@ func TestOIDCNeverIssuesAlgNone(t *testing.T) {
 		t.Errorf("header %s", h)
 	}
 	disc := f.request(http.MethodGet, oauth.DiscoveryPath, "", nil).json(t)
-	if algs, _ := json.Marshal(disc["id_token_signing_alg_values_supported"]); string(algs) != `["RS256"]` {
+	if algs, _ := json.Marshal(disc["id_token_signing_alg_values_supported"]); string(algs) != `["RS256","ES256"]` {
 		t.Errorf("algorithms %s", algs)
 	}
 	parts := strings.Split(raw, ".")
@@ -597,10 +598,16 @@ func TestOIDCKeyRotationWhileTokensLive(t *testing.T) {
 	if len(keys.Published) != 2 || keys.Signer.ID != kid(raw1) {
 		t.Fatalf("after rotation: %d keys published, signer %s (was %s)", len(keys.Published), keys.Signer.ID, kid(raw1))
 	}
-	var jwks struct{ Keys []struct{ Kid string } }
+	var jwks struct{ Keys []struct{ Kid, Alg string } }
 	_ = json.Unmarshal([]byte(f.request(http.MethodGet, oauth.JWKSPath, "", nil).body), &jwks)
-	if len(jwks.Keys) != 2 {
-		t.Fatalf("the successor is not published ahead: %d keys", len(jwks.Keys))
+	rsa := 0
+	for _, k := range jwks.Keys {
+		if k.Alg == "RS256" {
+			rsa++
+		}
+	}
+	if rsa != 2 || len(jwks.Keys) != 4 {
+		t.Fatalf("the successor is not published ahead: %d RSA keys of %d", rsa, len(jwks.Keys))
 	}
 	var raw2 string
 	for range 50 {
@@ -635,3 +642,23 @@ func TestRFC8414DocumentUnchanged(t *testing.T) {
 }
 
 const rfc8414Document = `{"app_registration_endpoint":"https://social.example/api/v1/apps","authorization_endpoint":"https://social.example/oauth/authorize","code_challenge_methods_supported":["S256"],"grant_types_supported":["authorization_code","client_credentials"],"issuer":"https://social.example/","response_modes_supported":["query"],"response_types_supported":["code"],"revocation_endpoint":"https://social.example/oauth/revoke","scopes_supported":["profile","read","read:accounts","read:blocks","read:bookmarks","read:favourites","read:filters","read:follows","read:lists","read:mutes","read:notifications","read:search","read:statuses","write","write:accounts","write:blocks","write:bookmarks","write:conversations","write:favourites","write:filters","write:follows","write:lists","write:media","write:mutes","write:notifications","write:reports","write:statuses","follow","push"],"service_documentation":"https://docs.joinmastodon.org/","token_endpoint":"https://social.example/oauth/token","token_endpoint_auth_methods_supported":["client_secret_post"],"userinfo_endpoint":"https://social.example/oauth/userinfo"}`
+
+// TestOIDCES256Client: a client registered for ES256 gets ES256 ID tokens,
+// which go-oidc verifies against the JWKS (the algorithm from discovery);
+// an ES256 ID token is a good logout hint.
+func TestOIDCES256Client(t *testing.T) {
+	f := newOIDCFixture(t)
+	c := f.newRP(oauth.ClientSpec{IDTokenSignedResponseAlg: "ES256"})
+	b := f.browser()
+	_, _, raw := c.signInFlow(b, "alice")
+	var header struct{ Alg, Kid string }
+	h, _ := base64.RawURLEncoding.DecodeString(strings.Split(raw, ".")[0])
+	if err := json.Unmarshal(h, &header); err != nil || header.Alg != "ES256" {
+		t.Fatalf("header %s", h)
+	}
+	r := b.get(oauth.EndSessionPath + "?" + url.Values{"id_token_hint": {raw}, "post_logout_redirect_uri": {rpLoggedOut}}.Encode())
+	wantStatus(t, r, http.StatusFound)
+	if _, _, err := oauth.RegisterClient(context.Background(), f.store, oauth.ClientSpec{Name: "x", RedirectURIs: []string{rpCallback}, IDTokenSignedResponseAlg: "HS256"}); err == nil {
+		t.Error("HS256 was accepted")
+	}
+}

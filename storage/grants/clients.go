@@ -37,6 +37,9 @@ type ClientSettings struct {
 	// Pairwise clients get a sub of their own for each member (OpenID
 	// Connect Core section 8.1), so two of them cannot match members up.
 	Pairwise bool `json:"pairwise,omitempty"`
+	// IDTokenAlg is how its ID tokens are signed: RS256 (empty) or ES256
+	// (OpenID Connect Registration's id_token_signed_response_alg).
+	IDTokenAlg string `json:"id_token_signed_response_alg,omitempty"`
 }
 
 func clientIndexKey(clientID string) []byte { return storage.Key("oauth", "client", clientID) }
