@@ -124,6 +124,11 @@ func (h *OAuth) Provision(ctx caddy.Context) error {
 		Title:   oauth.AuthorizedAppsTitle,
 		Handler: h.server.AuthorizedAppsPage(),
 	})
+	h.pages.AddSettingsPage(account.SettingsPage{
+		Path:    oauth.EmailPath,
+		Title:   oauth.EmailTitle,
+		Handler: h.server.EmailPage(),
+	})
 	return nil
 }
 

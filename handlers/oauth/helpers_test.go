@@ -89,6 +89,7 @@ func newFixture(t testing.TB, configure ...func(*oauth.Options)) *fixture {
 	opts.Pages, opts.Logger = pages, logger
 	srv := oauth.New(st, opts)
 	pages.AddSettingsPage(account.SettingsPage{Path: oauth.AuthorizedAppsPath, Title: oauth.AuthorizedAppsTitle, Handler: srv.AuthorizedAppsPage()})
+	pages.AddSettingsPage(account.SettingsPage{Path: oauth.EmailPath, Title: oauth.EmailTitle, Handler: srv.EmailPage()})
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case srv.Handles(r):

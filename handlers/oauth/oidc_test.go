@@ -662,3 +662,28 @@ func TestOIDCES256Client(t *testing.T) {
 		t.Error("HS256 was accepted")
 	}
 }
+
+// TestMemberSetsOwnEmailUnverified: a member's own address is unverified
+// (email_verified false in the ID token); a malformed one is refused and
+// changes nothing.
+func TestMemberSetsOwnEmailUnverified(t *testing.T) {
+	f := newOIDCFixture(t)
+	b := f.browser()
+	b.signIn("alice")
+	page := b.get(oauth.EmailPath)
+	wantStatus(t, page, http.StatusOK)
+	wantStatus(t, b.submit(page, oauth.EmailPath, url.Values{"email": {"not an address"}}), http.StatusBadRequest)
+	if m, _ := members.Of(f.store).Member(context.Background(), "alice"); m.Email != "alice@example.org" || !m.EmailVerified {
+		t.Fatalf("a refused address changed the member: %q %v", m.Email, m.EmailVerified)
+	}
+	wantStatus(t, b.submit(page, oauth.EmailPath, url.Values{"email": {"alice@home.example"}}), http.StatusOK)
+	c := f.newRP(oauth.ClientSpec{})
+	_, idt, _ := c.signInFlow(b, "alice")
+	var claims struct {
+		Email         string `json:"email"`
+		EmailVerified *bool  `json:"email_verified"`
+	}
+	if err := idt.Claims(&claims); err != nil || claims.Email != "alice@home.example" || claims.EmailVerified == nil || *claims.EmailVerified {
+		t.Fatalf("claims after the member set an address: %+v", claims)
+	}
+}
