@@ -40,10 +40,10 @@ func benchmarkCodeExchange(b *testing.B, openid bool, alg string) {
 	codes := make([]string, b.N)
 	for i := range codes {
 		if openid {
-			codes[i], err = g.CreateCodeOIDC(ctx, app.ClientID, m.ID, cb, []string{"openid", "profile"}, "",
+			codes[i], err = g.CreateCodeOIDC(ctx, app.ClientID, m, cb, []string{"openid", "profile"}, "",
 				&grants.CodeOIDC{Nonce: "n", AuthTime: time.Now(), AMR: []string{"pwd"}, AccessTTL: time.Hour})
 		} else {
-			codes[i], err = g.CreateCode(ctx, app.ClientID, m.ID, cb, []string{"profile"}, "")
+			codes[i], err = g.CreateCode(ctx, app.ClientID, m, cb, []string{"profile"}, "")
 		}
 		if err != nil {
 			b.Fatal(err)

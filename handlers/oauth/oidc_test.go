@@ -657,7 +657,7 @@ func TestOIDCES256Client(t *testing.T) {
 		t.Fatalf("header %s", h)
 	}
 	r := b.get(oauth.EndSessionPath + "?" + url.Values{"id_token_hint": {raw}, "post_logout_redirect_uri": {rpLoggedOut}}.Encode())
-	wantStatus(t, r, http.StatusFound)
+	wantStatus(t, b.submit(r, oauth.EndSessionPath, url.Values{"decision": {"sign_out"}}), http.StatusFound)
 	if _, _, err := oauth.RegisterClient(context.Background(), f.store, oauth.ClientSpec{Name: "x", RedirectURIs: []string{rpCallback}, IDTokenSignedResponseAlg: "HS256"}); err == nil {
 		t.Error("HS256 was accepted")
 	}

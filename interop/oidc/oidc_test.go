@@ -198,7 +198,11 @@ func TestOpenIDClient(t *testing.T) {
 	if !got.Rotated || got.Reuse != "invalid_grant" || got.ActiveAfterReuse {
 		t.Errorf("refresh: rotated %v, reuse %q, family's access token active after reuse %v", got.Rotated, got.Reuse, got.ActiveAfterReuse)
 	}
-	res, _ = b.get(got.EndSession)
+	res, page := b.get(got.EndSession)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("end session page: HTTP %d", res.StatusCode)
+	}
+	res, _ = b.submit(page, "/oauth/logout", url.Values{"decision": {"sign_out"}})
 	if res.StatusCode != http.StatusFound || res.Header.Get("Location") != bye+"?state=bye" {
 		t.Errorf("end session: HTTP %d to %q", res.StatusCode, res.Header.Get("Location"))
 	}
