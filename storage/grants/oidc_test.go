@@ -90,3 +90,20 @@ func TestOIDCKeyringPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestOIDCRefreshEndsWithCredentialChange: a refresh token is refused once
+// the member's password changed (the security stamp of its grant differs).
+func TestOIDCRefreshEndsWithCredentialChange(t *testing.T) {
+	s, m, _, _ := oauthFixture(t)
+	app, code := oidcCode(t, s, m)
+	tok, _, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil })
+	if err != nil || tok.Refresh == "" {
+		t.Fatalf("exchange: %v", err)
+	}
+	if err := members.Of(s).SetPassword(t.Context(), m.Username, "a brand new password"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := Of(s).Refresh(t.Context(), app.ClientID, tok.Refresh, nil); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("refresh after a password change = %v, want storage.ErrNotFound", err)
+	}
+}
