@@ -210,10 +210,15 @@ type memberView struct {
 	DisplayName string    `json:"display_name"`
 	CreatedAt   time.Time `json:"created_at"`
 	Suspended   bool      `json:"suspended"`
+	// What the OpenID provider tells the site's apps.
+	Email         string   `json:"email,omitempty"`
+	EmailVerified bool     `json:"email_verified,omitempty"`
+	Groups        []string `json:"groups,omitempty"`
 }
 
 func viewMember(m *members.Member) memberView {
-	return memberView{ID: m.ID, Username: m.Username, DisplayName: m.DisplayName, CreatedAt: m.CreatedAt, Suspended: m.Suspended}
+	return memberView{ID: m.ID, Username: m.Username, DisplayName: m.DisplayName, CreatedAt: m.CreatedAt, Suspended: m.Suspended,
+		Email: m.Email, EmailVerified: m.EmailVerified, Groups: m.Groups}
 }
 
 func adminStatus(w http.ResponseWriter, _ *http.Request, app *App) error {

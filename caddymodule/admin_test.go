@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func TestAdminMemberLifecycle(t *testing.T) {
 
 	var got memberView
 	adminJSONOK(t, http.MethodGet, "/hearth/members/alice", "", http.StatusOK, &got)
-	if got != alice {
+	if !reflect.DeepEqual(got, alice) {
 		t.Fatalf("get (any case) = %+v, want %+v", got, alice)
 	}
 
@@ -180,7 +181,7 @@ func TestAdminBadInputIsRefusedAndWritesNothing(t *testing.T) {
 
 	var after []memberView
 	adminJSONOK(t, http.MethodGet, "/hearth/members", "", http.StatusOK, &after)
-	if len(after) != len(before) || after[0] != before[0] {
+	if !reflect.DeepEqual(after, before) {
 		t.Fatalf("bad input changed the members: %+v, was %+v", after, before)
 	}
 	if !runningStoreAuthenticates(t, "alice", "correct horse") {

@@ -49,6 +49,9 @@ type App struct {
 	GCInterval caddy.Duration `json:"gc_interval,omitempty" caddyfile:"gc_interval <duration>" default:"10m"`
 	// How long a member stays signed in.
 	SessionLifetime caddy.Duration `json:"session_lifetime,omitempty" caddyfile:"session_lifetime <duration>" default:"336h"`
+	// The domain of the session cookie, for one sign-in across its subdomains (apps behind hearth_gate on
+	// app.example.org signing in at example.org); sign-in may then return to pages on them.
+	CookieDomain string `json:"cookie_domain,omitempty" caddyfile:"cookie_domain <domain>" default:"the host of each page (no Domain attribute)"`
 	// Keep the records in PostgreSQL (≥ 15) instead of Badger in storage_dir, so several Caddy nodes
 	// serve one site: `storage postgres { dsn {env.HEARTH_DATABASE_URL} }`, with optional `prefix <name>`
 	// (table names, default hearth) and `max_conns <n>` (default 10). The Badger options then do

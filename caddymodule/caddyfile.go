@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -84,6 +85,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.GCInterval, err = argDuration(d, name)
 		case "session_lifetime":
 			a.SessionLifetime, err = argDuration(d, name)
+		case "cookie_domain":
+			if a.CookieDomain, err = argString(d); err == nil && !validCookieDomain(a.CookieDomain) {
+				return d.Errf("%s: want a domain name such as example.org, got %q", name, a.CookieDomain)
+			}
 		case "storage":
 			a.Storage, err = parseStorage(d)
 		default:
@@ -284,4 +289,20 @@ func limitArgs(d *caddyfile.Dispenser, name string, args []string) (int, caddy.D
 		return 0, 0, d.Errf("%s: window must be a positive duration, got %q", name, args[1])
 	}
 	return n, caddy.Duration(win), nil
+}
+
+// validCookieDomain accepts a domain name with at least one dot (a cookie
+// for a top-level domain is refused by browsers), without port or scheme.
+func validCookieDomain(d string) bool {
+	d = strings.TrimPrefix(d, ".")
+	if len(d) > 253 || !strings.Contains(d, ".") || strings.HasSuffix(d, ".") {
+		return false
+	}
+	for _, label := range strings.Split(d, ".") {
+		if label == "" || len(label) > 63 || strings.Trim(strings.ToLower(label), "abcdefghijklmnopqrstuvwxyz0123456789-") != "" ||
+			label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+	}
+	return true
 }

@@ -56,6 +56,16 @@ type OAuth struct {
 	InstanceDescription string `json:"instance_description,omitempty" caddyfile:"instance_description <text>" default:"empty"`
 	// The contact e-mail address in the instance documents.
 	ContactEmail string `json:"contact_email,omitempty" caddyfile:"contact_email <address>" default:"empty"`
+	// How long an ID token of an operator client (OpenID Connect) is valid.
+	IDTokenLifetime caddy.Duration `json:"id_token_lifetime,omitempty" caddyfile:"id_token_lifetime <duration>" default:"1h"`
+	// How long an operator client's access token works (Mastodon apps' tokens have no fixed expiry).
+	AccessTokenLifetime caddy.Duration `json:"access_token_lifetime,omitempty" caddyfile:"access_token_lifetime <duration>" default:"1h"`
+	// How long an operator client's refresh token (offline_access) works; each refresh hands out a new one.
+	RefreshTokenLifetime caddy.Duration `json:"refresh_token_lifetime,omitempty" caddyfile:"refresh_token_lifetime <duration>" default:"720h"`
+	// How long an ID-token signing key signs before its successor takes over.
+	SigningKeyRotation caddy.Duration `json:"signing_key_rotation,omitempty" caddyfile:"signing_key_rotation <duration>" default:"720h"`
+	// How long a successor key is published in the JWKS before it signs.
+	SigningKeyPublishAhead caddy.Duration `json:"signing_key_publish_ahead,omitempty" caddyfile:"signing_key_publish_ahead <duration>" default:"24h"`
 
 	server *oauth.Server
 	pages  *account.Pages
@@ -85,29 +95,39 @@ func (h *OAuth) Provision(ctx caddy.Context) error {
 			zap.String("shown", strings.TrimSpace(h.InstanceTitle)), zap.String("other", prev))
 	}
 	h.server = oauth.New(app.Store(), oauth.Options{
-		RateLimits:          app.RateLimits(),
-		BaseURL:             h.BaseURL,
-		AccountDomain:       h.AccountDomain,
-		AllowHTTPRedirects:  h.AllowHTTPRedirects,
-		RegistrationLimit:   h.RegistrationLimit,
-		RegistrationWindow:  time.Duration(h.RegistrationWindow),
-		TokenLimit:          h.TokenLimit,
-		TokenWindow:         time.Duration(h.TokenWindow),
-		FailedCodeLimit:     h.FailedCodeLimit,
-		FailedCodeWindow:    time.Duration(h.FailedCodeWindow),
-		InstanceTitle:       h.InstanceTitle,
-		InstanceDescription: h.InstanceDescription,
-		ContactEmail:        h.ContactEmail,
-		OpenRegistration:    app.OpenRegistration,
-		Pages:               h.pages,
-		ClientIP:            clientIP,
-		Logger:              ctx.Logger(),
-		KeepOutOfAccessLog:  keepOutOfAccessLog,
+		RateLimits:           app.RateLimits(),
+		BaseURL:              h.BaseURL,
+		AccountDomain:        h.AccountDomain,
+		AllowHTTPRedirects:   h.AllowHTTPRedirects,
+		RegistrationLimit:    h.RegistrationLimit,
+		RegistrationWindow:   time.Duration(h.RegistrationWindow),
+		TokenLimit:           h.TokenLimit,
+		TokenWindow:          time.Duration(h.TokenWindow),
+		FailedCodeLimit:      h.FailedCodeLimit,
+		FailedCodeWindow:     time.Duration(h.FailedCodeWindow),
+		InstanceTitle:        h.InstanceTitle,
+		InstanceDescription:  h.InstanceDescription,
+		ContactEmail:         h.ContactEmail,
+		OpenRegistration:     app.OpenRegistration,
+		Pages:                h.pages,
+		IDTokenLifetime:      time.Duration(h.IDTokenLifetime),
+		AccessTokenLifetime:  time.Duration(h.AccessTokenLifetime),
+		RefreshTokenLifetime: time.Duration(h.RefreshTokenLifetime),
+		KeyRotation:          time.Duration(h.SigningKeyRotation),
+		KeyPublishAhead:      time.Duration(h.SigningKeyPublishAhead),
+		ClientIP:             clientIP,
+		Logger:               ctx.Logger(),
+		KeepOutOfAccessLog:   keepOutOfAccessLog,
 	})
 	h.pages.AddSettingsPage(account.SettingsPage{
 		Path:    oauth.AuthorizedAppsPath,
 		Title:   oauth.AuthorizedAppsTitle,
 		Handler: h.server.AuthorizedAppsPage(),
+	})
+	h.pages.AddSettingsPage(account.SettingsPage{
+		Path:    oauth.EmailPath,
+		Title:   oauth.EmailTitle,
+		Handler: h.server.EmailPage(),
 	})
 	return nil
 }
@@ -220,6 +240,16 @@ func (h *OAuth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.InstanceDescription, err = argString(d)
 		case "contact_email":
 			h.ContactEmail, err = argString(d)
+		case "id_token_lifetime":
+			h.IDTokenLifetime, err = argDuration(d, name)
+		case "access_token_lifetime":
+			h.AccessTokenLifetime, err = argDuration(d, name)
+		case "refresh_token_lifetime":
+			h.RefreshTokenLifetime, err = argDuration(d, name)
+		case "signing_key_rotation":
+			h.SigningKeyRotation, err = argDuration(d, name)
+		case "signing_key_publish_ahead":
+			h.SigningKeyPublishAhead, err = argDuration(d, name)
 		default:
 			return d.Errf("unrecognized hearth_oauth subdirective '%s'", name)
 		}

@@ -16,6 +16,7 @@ func (a *App) newPages() *account.Pages {
 	return account.New(a.store, account.Options{
 		OpenRegistration: a.OpenRegistration,
 		SessionLifetime:  time.Duration(a.SessionLifetime),
+		CookieDomain:     a.CookieDomain,
 		ClientIP:         clientIP,
 		Logger:           a.logger.Named("account"),
 		RateLimits:       a.RateLimits(),

@@ -81,6 +81,11 @@ type Options struct {
 	// TrustedOrigins are extra origins (scheme://host[:port]) allowed to post
 	// forms, for sites whose pages are served under another host name.
 	TrustedOrigins []string
+	// CookieDomain, when set, makes the session cookie valid for that
+	// domain and its subdomains (one sign-in for the apps of several
+	// subdomains, behind hearth_gate), and lets sign-in return to pages on
+	// them.
+	CookieDomain string
 	// Logger receives sign-in events (never passwords or session ids).
 	Logger *zap.Logger
 }

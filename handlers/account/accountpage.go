@@ -407,7 +407,7 @@ type confirmData struct {
 }
 
 func (p *Pages) renderConfirm(w http.ResponseWriter, r *http.Request, m *members.Member, status int, msg string) {
-	d := confirmData{Member: m, Error: msg, Action: ConfirmPath, ReturnTo: returnTo(r), Back: AccountPath,
+	d := confirmData{Member: m, Error: msg, Action: ConfirmPath, ReturnTo: p.returnTo(r), Back: AccountPath,
 		Minutes: int(members.RecentSignIn / time.Minute)}
 	p.Render(w, r, status, "Confirm it is you", confirmTmpl, d)
 }
@@ -440,7 +440,7 @@ func (p *Pages) postConfirm(w http.ResponseWriter, r *http.Request, m *members.M
 		return
 	}
 	p.opts.Logger.Info("member confirmed their password", zap.String("username", m.Username))
-	if rt := returnTo(r); rt != "" {
+	if rt := p.returnTo(r); rt != "" {
 		http.Redirect(w, r, rt, http.StatusSeeOther)
 		return
 	}

@@ -44,15 +44,6 @@ type settingsData struct {
 	Pages  []SettingsPage
 }
 
-// returnTo is the page to go to after signing in: the form's or query's
-// return_to when it is a local path, else the settings page.
-func returnTo(r *http.Request) string {
-	if rt, ok := localPath(r.FormValue("return_to")); ok {
-		return rt
-	}
-	return ""
-}
-
 // orSettings is rt, or where a member goes after signing in without a
 // page to go back to: the home page (the library) if the site has one,
 // else the settings.
@@ -87,7 +78,7 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method != http.MethodPost {
-		rt := returnTo(r)
+		rt := p.returnTo(r)
 		if p.CurrentMember(r) != nil {
 			http.Redirect(w, r, p.orSettings(rt), http.StatusSeeOther)
 			return
@@ -100,7 +91,7 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 	}
 	d := signInData{
 		Username: strings.TrimSpace(r.PostForm.Get("username")),
-		ReturnTo: returnTo(r),
+		ReturnTo: p.returnTo(r),
 	}
 	password := r.PostForm.Get("password")
 	switch {
@@ -341,7 +332,7 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 	}
 	d := signUpData{MinPassword: members.MinPasswordLen, MaxPassword: members.MaxPasswordLen, MaxDisplayName: members.MaxDisplayNameLen}
 	if r.Method != http.MethodPost {
-		d.ReturnTo = returnTo(r)
+		d.ReturnTo = p.returnTo(r)
 		if p.CurrentMember(r) != nil {
 			http.Redirect(w, r, p.orSettings(d.ReturnTo), http.StatusSeeOther)
 			return
@@ -354,7 +345,7 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Username = strings.TrimSpace(r.PostForm.Get("username"))
 	d.DisplayName = strings.TrimSpace(r.PostForm.Get("display_name"))
-	d.ReturnTo = returnTo(r)
+	d.ReturnTo = p.returnTo(r)
 	password := r.PostForm.Get("password")
 	bad := func(status int, msg string) {
 		d.Error = msg

@@ -155,6 +155,7 @@ func (p *Pages) cookie(r *http.Request, value string, maxAge int) *http.Cookie {
 		Name:     CookieName,
 		Value:    value,
 		Path:     "/",
+		Domain:   p.opts.CookieDomain,
 		MaxAge:   maxAge,
 		Secure:   r.TLS != nil || !isLoopbackHost(r.Host),
 		HttpOnly: true,
@@ -174,6 +175,36 @@ func isLoopbackHost(hostport string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// returnTo is the page to go to after signing in: the form's or query's
+// return_to when it is a local path or a page on the cookie domain, else
+// "" (the settings page).
+func (p *Pages) returnTo(r *http.Request) string {
+	rt := r.FormValue("return_to")
+	if s, ok := localPath(rt); ok {
+		return s
+	}
+	if p.OnCookieDomain(rt) {
+		return rt
+	}
+	return ""
+}
+
+// OnCookieDomain reports whether s is an absolute http(s) URL on the
+// cookie domain or one of its subdomains (never when no cookie domain is
+// set): a page the session cookie reaches, fit to return to.
+func (p *Pages) OnCookieDomain(s string) bool {
+	d := strings.ToLower(strings.TrimPrefix(p.opts.CookieDomain, "."))
+	if d == "" || len(s) > 2048 || strings.ContainsAny(s, "\\\x00\r\n\t") {
+		return false
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.User != nil || u.Opaque != "" {
+		return false
+	}
+	h := strings.ToLower(u.Hostname())
+	return h == d || strings.HasSuffix(h, "."+d)
 }
 
 // localPath returns s when it is a path on this site that is safe to

@@ -67,7 +67,7 @@ func (p *Pages) serveTwoFactor(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost && !p.ParseForm(w, r) {
 		return
 	}
-	d := twoFactorData{ReturnTo: returnTo(r)}
+	d := twoFactorData{ReturnTo: p.returnTo(r)}
 	c, err := r.Cookie(challengeCookie)
 	secret := ""
 	if err == nil {

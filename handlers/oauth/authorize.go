@@ -43,6 +43,7 @@ type authRequest struct {
 
 	app    *grants.App
 	scopes []string
+	oidc   *oidcRequest // operator clients only
 }
 
 // pageError is a problem with the client or redirect URI: shown on a page,
@@ -93,8 +94,8 @@ func (s *Server) parseAuthRequest(ctx context.Context, v url.Values) (*authReque
 	if strings.TrimSpace(scope) == "" {
 		scope = "read"
 	}
-	scopes, ok := parseScopes(scope)
-	if !ok || !covered(scopes, app.Scopes) {
+	scopes, ok := scopesFor(app, scope)
+	if !ok {
 		return req, nil, errInvalidScope
 	}
 	req.scopes = scopes
@@ -107,6 +108,11 @@ func (s *Server) parseAuthRequest(ctx context.Context, v url.Values) (*authReque
 		return req, nil, invalidRequest("The code_challenge_method must be S256.")
 	case !validChallenge(req.CodeChallenge):
 		return req, nil, invalidRequest("The code_challenge must be the unpadded base64url SHA-256 of the verifier.")
+	}
+	if app.Client != nil {
+		if oerr := parseOIDCRequest(req, v); oerr != nil {
+			return req, nil, oerr
+		}
 	}
 	return req, nil, nil
 }
@@ -219,6 +225,10 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request) {
 	}
 	if oerr != nil {
 		s.redirectError(w, r, req, oerr)
+		return
+	}
+	if req.app.Client != nil {
+		s.authorizeOIDC(w, r, req, q)
 		return
 	}
 	p := s.opts.Pages
@@ -359,7 +369,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 // redirect with state.
 func (s *Server) grant(w http.ResponseWriter, r *http.Request, req *authRequest, m *members.Member) {
 	p := s.opts.Pages
-	code, err := grants.Of(s.store).CreateCode(r.Context(), req.app.ClientID, m, req.RedirectURI, req.scopes, req.CodeChallenge)
+	code, err := s.createCode(r, req, m)
 	if errors.Is(err, members.ErrCredentialsChanged) || errors.Is(err, members.ErrSuspended) {
 		// The member's credentials changed since its session was read:
 		// that session is over. Sign in again and come back.

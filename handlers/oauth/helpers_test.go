@@ -67,7 +67,7 @@ var secretPattern = regexp.MustCompile(`(hcs|hac|hat)_[A-Za-z0-9_-]{20,}`)
 
 // logSecretPattern adds the member pages' secrets to secretPattern: session
 // ids (hs_), two-factor challenges (h2f_) and reset links (hrt_).
-var logSecretPattern = regexp.MustCompile(`(hcs|hac|hat|hs|h2f|hrt)_[A-Za-z0-9_-]{20,}`)
+var logSecretPattern = regexp.MustCompile(`(hcs|hac|hat|hs|h2f|hrt|hrf)_[A-Za-z0-9_-]{20,}`)
 
 // newFixture builds the server. Registrations are not throttled unless a
 // test configures it (configure sets RegistrationLimit back to 0 for the
@@ -89,6 +89,7 @@ func newFixture(t testing.TB, configure ...func(*oauth.Options)) *fixture {
 	opts.Pages, opts.Logger = pages, logger
 	srv := oauth.New(st, opts)
 	pages.AddSettingsPage(account.SettingsPage{Path: oauth.AuthorizedAppsPath, Title: oauth.AuthorizedAppsTitle, Handler: srv.AuthorizedAppsPage()})
+	pages.AddSettingsPage(account.SettingsPage{Path: oauth.EmailPath, Title: oauth.EmailTitle, Handler: srv.EmailPage()})
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case srv.Handles(r):

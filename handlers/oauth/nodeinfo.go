@@ -92,8 +92,12 @@ func (s *Server) serveNodeInfo(w http.ResponseWriter, r *http.Request, path stri
 // app/controllers/oauth/userinfo_controller.rb: doorkeeper_authorize!
 // :profile, require_user!; OAuthUserinfoSerializer).
 func (s *Server) serveUserinfo(w http.ResponseWriter, r *http.Request) {
-	_, m, ok := s.bearer(w, r, routeUserinfo)
+	tok, m, ok := s.bearer(w, r, routeUserinfo)
 	if !ok {
+		return
+	}
+	if tok.Allows("openid") && m != nil {
+		s.serveOIDCUserinfo(w, r, tok, m)
 		return
 	}
 	if m == nil {

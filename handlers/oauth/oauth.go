@@ -55,6 +55,8 @@ type Pages interface {
 	CurrentMember(r *http.Request) *members.Member
 	RequireMember(w http.ResponseWriter, r *http.Request) (*members.Member, bool)
 	SignInForm(w http.ResponseWriter, r *http.Request, returnTo string)
+	// SignOut, for RP-initiated logout confirmed by a POST from this site.
+	SignOut(w http.ResponseWriter, r *http.Request)
 	Render(w http.ResponseWriter, r *http.Request, status int, title string, content *template.Template, data any)
 	Protect(h http.Handler) http.Handler
 	ContentSecurityPolicy(formActions ...string) string
@@ -109,6 +111,13 @@ type Options struct {
 	ClientIP func(r *http.Request) string
 	// Logger receives events; never secrets.
 	Logger *zap.Logger
+	// The OpenID provider's lifetimes and key rotation (operator clients
+	// only; Mastodon apps' tokens have no fixed expiry).
+	IDTokenLifetime      time.Duration
+	AccessTokenLifetime  time.Duration
+	RefreshTokenLifetime time.Duration
+	KeyRotation          time.Duration
+	KeyPublishAhead      time.Duration
 	// KeepOutOfAccessLog is called before a response whose headers carry a
 	// secret is written (an approval's redirect: its Location holds the
 	// authorization code), so that the server hosting the handler leaves
@@ -145,6 +154,7 @@ func (o Options) withDefaults() Options {
 	if o.ClientIP == nil {
 		o.ClientIP = ratelimit.RemoteIP
 	}
+	o = o.oidcDefaults()
 	if o.KeepOutOfAccessLog == nil {
 		o.KeepOutOfAccessLog = func(*http.Request) {}
 	}
@@ -195,7 +205,7 @@ func (s *Server) Handles(r *http.Request) bool {
 		UserinfoPath, NodeInfoWellKnownPath, NodeInfo20Path, NodeInfo21Path:
 		return true
 	}
-	return false
+	return isOIDCPath(endpoint(r.URL.Path))
 }
 
 // endpoint is path without one trailing slash.
@@ -292,7 +302,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.serveNodeInfo(w, r, path)
 	default:
-		NotFound(w)
+		if !s.serveOIDC(w, r, path) {
+			NotFound(w)
+		}
 	}
 }
 

@@ -11,8 +11,9 @@ var (
 	// covers read:accounts).
 	routeVerifyCredentials = access.Route{Name: "GET " + VerifyCredentialsPath, AnyScope: []string{"profile", "read:accounts"}, AppTokens: true}
 	// Mastodon 4.4 app/controllers/oauth/userinfo_controller.rb:
-	// doorkeeper_authorize! :profile.
-	routeUserinfo = access.Route{Name: "GET " + UserinfoPath, AnyScope: []string{"profile"}, AppTokens: true}
+	// doorkeeper_authorize! :profile; or openid, which only the operator's
+	// OpenID clients can hold (OpenID Connect Core section 5.3).
+	routeUserinfo = access.Route{Name: "GET " + UserinfoPath, AnyScope: []string{"profile", "openid"}, AppTokens: true}
 	// Any valid token names its application.
 	routeAppVerify = access.Route{Name: "GET " + AppsVerifyPath, AppTokens: true}
 )

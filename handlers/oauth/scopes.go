@@ -79,6 +79,11 @@ var scopeWords = map[string]string{
 	"write:statuses":      "Publish posts for you",
 	"follow":              "Follow, unfollow, block and mute accounts",
 	"push":                "Receive your push notifications",
+	// The OpenID scopes of the clients the operator registers.
+	"openid":         "Sign you in: learn an identifier of your account",
+	"email":          "See your e-mail address",
+	"groups":         "See the groups the site's operator put you in",
+	"offline_access": "Stay signed in while you are away, until you revoke it",
 }
 
 // hereWords says what a scope gives an app on a Hearth site, whose
@@ -95,6 +100,8 @@ func hereWords(scope string) string {
 		return "On this site: save, change and delete your saved articles, highlights and labels, and import files (seeing what it changed needs read too)."
 	case "profile", "read:accounts":
 		return "On this site: see your username, display name and when you joined."
+	case "openid", "email", "groups", "offline_access":
+		return "Given to an app the site's operator added."
 	}
 	return "On this site: nothing yet; this site has no such content."
 }

@@ -268,6 +268,10 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		fail(perr)
 		return
 	}
+	if s.isOperatorClient(r, p) {
+		s.serveOIDCToken(w, r, p)
+		return
+	}
 	grant := p["grant_type"]
 	if grant != "authorization_code" && grant != "client_credentials" {
 		fail(errUnsupported)
@@ -445,6 +449,10 @@ func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	p, perr := decodeParams(r, s.opts.MaxBodyBytes)
 	if perr != nil {
 		writeOAuthError(w, perr)
+		return
+	}
+	if s.isOperatorClient(r, p) {
+		s.serveOIDCRevoke(w, r, p)
 		return
 	}
 	app, cerr := s.clientAuth(r, p)

@@ -547,6 +547,9 @@ func TestMemberPagesInChromium(t *testing.T) {
 	}
 	s.check("api-token-created")
 	s.copyButtonWorks("#secret")
+	// The member's own e-mail address (for the site's OpenID apps).
+	s.open("/settings/email")
+	s.check("email")
 	s.open("/settings/export")
 	s.check("export")
 	// The Import page, and a wallabag export (with its content, so nothing

@@ -96,6 +96,10 @@ http://127.0.0.1:{$NODE_PORT} {
 		token_limit 5000 5m
 		failed_code_limit 1000 10m
 	}
+	handle /gated/* {
+		hearth_gate
+		respond "gated {http.request.header.Remote-User}"
+	}
 	hearth_graphql {
 		token_rate_limit off
 		member_rate_limit off
@@ -1032,6 +1036,23 @@ func TestTwoNodes(t *testing.T) {
 				return equal(last, up)
 			})
 			t.Logf("node %s served again %v after the database restarted", n.name, lag)
+		}
+	})
+
+	t.Run("17 hearth_gate: a session ended on A stops passing B's gate at the next request", func(t *testing.T) {
+		createMember(t, a, "gatekeeper", password)
+		cookie := signIn(t, a, "gatekeeper", password)
+		r := do(t, http.MethodGet, b.base()+"/gated/x", nil, map[string]string{"Cookie": cookie})
+		if r.status != http.StatusOK || !strings.Contains(string(r.body), "gated gatekeeper") {
+			t.Fatalf("B's gate with A's session: %d %s", r.status, r.body)
+		}
+		if r := postForm(t, a.base()+"/auth/sign_out", url.Values{}, map[string]string{"Cookie": cookie}); r.status != http.StatusSeeOther {
+			t.Fatalf("sign out on A: %d %s", r.status, r.body)
+		}
+		// The gate reads the session from the shared store on every
+		// request, with no cache: the very next request on B is refused.
+		if r := do(t, http.MethodGet, b.base()+"/gated/x", nil, map[string]string{"Cookie": cookie}); r.status != http.StatusUnauthorized {
+			t.Fatalf("B's gate right after the sign-out on A: %d %s", r.status, r.body)
 		}
 	})
 

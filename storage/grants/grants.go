@@ -86,6 +86,10 @@ type App struct {
 	RedirectURIs []string  `json:"redirect_uris"`
 	Scopes       []string  `json:"scopes"`
 	CreatedAt    time.Time `json:"created_at"`
+	// Client is set for the clients the operator registers (OpenID
+	// Connect, see clients.go); nil for apps registered through
+	// /api/v1/apps, which keep the Mastodon behaviour exactly.
+	Client *ClientSettings `json:"client,omitempty"`
 }
 
 // Code is an authorization code granted by a member to an app.
@@ -105,6 +109,8 @@ type Code struct {
 	// code granted before a change of the member's credentials (password,
 	// second factor, suspension) is not exchanged.
 	Stamp string `json:"stamp,omitempty"`
+	// OIDC is what an operator client's code carries (nil otherwise).
+	OIDC *CodeOIDC `json:"oidc,omitempty"`
 }
 
 // AccessToken is an issued bearer token. MemberID is empty for an
@@ -115,6 +121,16 @@ type AccessToken struct {
 	MemberID  string    `json:"member_id,omitempty"`
 	Scopes    []string  `json:"scopes"`
 	CreatedAt time.Time `json:"created_at"`
+	// ExpiresAt is when an operator client's token stops working (zero:
+	// no fixed expiry, as for Mastodon apps).
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+
+	// Refresh is the refresh token issued along with this token, if any;
+	// set only on issue, never stored.
+	Refresh string `json:"-"`
+	// Grant is the sign-in the token was issued from (an operator client's
+	// code or refresh token), for its ID token; set only on issue.
+	Grant *CodeOIDC `json:"-"`
 }
 
 // Allows reports whether the token's scopes cover scope (see ScopesCover).
@@ -274,24 +290,26 @@ func (s Store) CreateApp(ctx context.Context, name, website string, redirectURIs
 		Scopes:       scopes,
 		CreatedAt:    time.Now().UTC(),
 	}
-	err := s.st.Update(ctx, func(tx *storage.Tx) error {
-		var err error
-		if app.ID, err = tx.NewID(); err != nil {
-			return err
-		}
-		taken, err := tx.Has(appKey(app.ClientID))
-		if err != nil {
-			return err
-		}
-		if taken {
-			return storage.ErrConflict
-		}
-		return tx.PutJSON(appKey(app.ClientID), app, 0)
-	})
-	if err != nil {
+	if err := s.st.Update(ctx, func(tx *storage.Tx) error { return putNewApp(tx, app) }); err != nil {
 		return nil, "", err
 	}
 	return app, secret, nil
+}
+
+// putNewApp gives app its ID and stores it under its (fresh) client_id.
+func putNewApp(tx *storage.Tx, app *App) error {
+	var err error
+	if app.ID, err = tx.NewID(); err != nil {
+		return err
+	}
+	taken, err := tx.Has(appKey(app.ClientID))
+	if err != nil {
+		return err
+	}
+	if taken {
+		return storage.ErrConflict
+	}
+	return tx.PutJSON(appKey(app.ClientID), app, 0)
 }
 
 // App returns the application with clientID.
@@ -337,6 +355,12 @@ func (s Store) AuthenticateClient(ctx context.Context, clientID, secret string) 
 // It lives for CodeLifetime. It returns members.ErrCredentialsChanged when
 // m's credentials changed since it was read (members.CheckStamp).
 func (s Store) CreateCode(ctx context.Context, clientID string, m *members.Member, redirectURI string, scopes []string, codeChallenge string) (string, error) {
+	return s.CreateCodeOIDC(ctx, clientID, m, redirectURI, scopes, codeChallenge, nil)
+}
+
+// CreateCodeOIDC is CreateCode for an operator client's code, carrying
+// what its ID token and tokens need (oidc; nil: as CreateCode).
+func (s Store) CreateCodeOIDC(ctx context.Context, clientID string, m *members.Member, redirectURI string, scopes []string, codeChallenge string, oidc *CodeOIDC) (string, error) {
 	code := storage.NewSecret(CodePrefix, 32)
 	rec := Code{
 		ClientID:      clientID,
@@ -346,6 +370,7 @@ func (s Store) CreateCode(ctx context.Context, clientID string, m *members.Membe
 		CodeChallenge: codeChallenge,
 		CreatedAt:     time.Now().UTC(),
 		Stamp:         m.SecurityStamp,
+		OIDC:          oidc,
 	}
 	err := s.st.Update(ctx, func(tx *storage.Tx) error {
 		if _, err := members.CheckStamp(tx, m); err != nil {
@@ -432,7 +457,7 @@ func (s Store) ExchangeCode(ctx context.Context, code string, check CodeCheck) (
 			// change ended the session that granted it.
 			return storage.ErrNotFound
 		}
-		tok, secret, err = createToken(tx, c.ClientID, c.MemberID, c.Scopes)
+		tok, secret, err = issueForCode(tx, &c)
 		if err != nil {
 			return err
 		}
@@ -511,6 +536,11 @@ func (s Store) revokeTokenOfCode(ctx context.Context, ck []byte) (revoked bool, 
 		if err := deleteToken(tx, c.TokenDigest); err != nil {
 			return err
 		}
+		if c.OIDC != nil && c.OIDC.Family != "" {
+			if err := revokeFamily(tx, c.MemberID, c.ClientID, c.OIDC.Family); err != nil {
+				return err
+			}
+		}
 		revoked, c.TokenDigest = true, ""
 		ttl := max(CodeLifetime-now().Sub(c.CreatedAt), 0) + time.Second
 		return tx.PutJSON(ck, c, ttl)
@@ -533,6 +563,12 @@ func (s Store) CreateAppToken(ctx context.Context, clientID string, scopes []str
 }
 
 func createToken(tx *storage.Tx, clientID, memberID string, scopes []string) (*AccessToken, string, error) {
+	return createTokenFor(tx, clientID, memberID, scopes, 0)
+}
+
+// createTokenFor is createToken for a token that expires after ttl (0:
+// never); its records go with it.
+func createTokenFor(tx *storage.Tx, clientID, memberID string, scopes []string, ttl time.Duration) (*AccessToken, string, error) {
 	secret := storage.NewSecret(TokenPrefix, 32)
 	d := storage.Digest(secret)
 	id, err := tx.NewID()
@@ -546,12 +582,15 @@ func createToken(tx *storage.Tx, clientID, memberID string, scopes []string) (*A
 		Scopes:    scopes,
 		CreatedAt: time.Now().UTC().Truncate(time.Second),
 	}
-	if err := tx.PutJSON(tokenKey(d), t, 0); err != nil {
+	if ttl > 0 {
+		t.ExpiresAt = t.CreatedAt.Add(ttl)
+	}
+	if err := tx.PutJSON(tokenKey(d), t, ttl); err != nil {
 		return nil, "", err
 	}
 	if memberID != "" {
 		ref := memberTokenRef{Scopes: scopes, CreatedAt: t.CreatedAt}
-		if err := tx.PutJSON(memberOAuthTokenKey(memberID, clientID, d), ref, 0); err != nil {
+		if err := tx.PutJSON(memberOAuthTokenKey(memberID, clientID, d), ref, ttl); err != nil {
 			return nil, "", err
 		}
 	}
@@ -619,6 +658,9 @@ func (s Store) Token(ctx context.Context, token string) (*AccessToken, *members.
 	}
 	if readMember {
 		members.Cache.Of(s.st).Add(mgen, m.ID, m)
+	}
+	if !t.ExpiresAt.IsZero() && !now().Before(t.ExpiresAt) {
+		return nil, nil, storage.ErrNotFound
 	}
 	if m != nil && m.Suspended {
 		return nil, nil, members.ErrSuspended
@@ -783,6 +825,6 @@ func (s Store) RevokeAppForMember(ctx context.Context, memberID, clientID string
 				return err
 			}
 		}
-		return nil
+		return revokeFamilies(tx, memberID, clientID)
 	})
 }

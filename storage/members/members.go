@@ -54,6 +54,14 @@ type Member struct {
 	// before the stamp existed have it empty and match until the first
 	// change.
 	SecurityStamp string `json:"security_stamp,omitempty"`
+	// Email is the member's address as the OpenID provider hands it to the
+	// site's other apps; EmailVerified says the operator set it (Hearth
+	// sends no mail, so an address a member types stays unverified).
+	Email         string `json:"email,omitempty"`
+	EmailVerified bool   `json:"email_verified,omitempty"`
+	// Groups are the operator-managed groups the member belongs to (the
+	// OpenID groups claim, hearth_gate's allow rules).
+	Groups []string `json:"groups,omitempty"`
 }
 
 // ErrCredentialsChanged refuses a sign-in, a session or an authorization
