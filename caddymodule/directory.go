@@ -187,7 +187,7 @@ func (h *Directory) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 		svc.Page = h.dir.BrowsePath()
 		return serveLanding(w, r, next, h.app.Pages(), svc)
 	}
-	return serveOrNext(w, r, next, h.dir)
+	return serveOrNext(w, r, orNotFound{next, h.app.Pages()}, h.dir)
 }
 
 // directories are the running hearth_directory handlers of one app, for

@@ -175,7 +175,7 @@ func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if isLanding(r) {
 		return serveLanding(w, r, next, h.pages, graphqlService)
 	}
-	return serveOrNext(w, r, next, h.server, h.reader, h.pages)
+	return serveOrNext(w, r, orNotFound{next, h.pages}, h.server, h.reader, h.pages)
 }
 
 // serveUnlogged serves a request that carries a secret Caddy's access log

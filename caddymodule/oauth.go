@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -147,9 +146,8 @@ func (h *OAuth) Validate() error {
 }
 
 // ServeHTTP serves the OAuth endpoints and member pages, and passes other
-// requests on.
-// A path under /api/v1/, /api/v2/ or /oauth/ that neither they nor the
-// rest of the route answer gets Mastodon's JSON 404, not an empty 200.
+// requests on (orNotFound: a path under /api/v1/, /api/v2/ or /oauth/ that
+// neither they nor the rest of the route answer gets Mastodon's JSON 404).
 func (h *OAuth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	if err := h.app.start(); err != nil {
 		return caddyhttp.Error(http.StatusServiceUnavailable, err)
@@ -157,28 +155,7 @@ func (h *OAuth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if isLanding(r) {
 		return serveLanding(w, r, next, h.pages, oauthService)
 	}
-	if oauth.IsAPIPath(r.URL.Path) && !h.server.Handles(r) && !h.pages.Handles(r) {
-		return notFoundUnanswered{next}.ServeHTTP(w, r)
-	}
-	return serveOrNext(w, r, next, h.server, h.pages)
-}
-
-// notFoundUnanswered passes a request on and answers oauth.NotFound if
-// nothing after it wrote a response (or it ended in a 404 error).
-type notFoundUnanswered struct{ next caddyhttp.Handler }
-
-func (n notFoundUnanswered) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
-	aw := &answerWatch{ResponseWriter: w}
-	err := n.next.ServeHTTP(aw, r)
-	if aw.answered {
-		return err
-	}
-	var he caddyhttp.HandlerError
-	if err == nil || (errors.As(err, &he) && he.StatusCode == http.StatusNotFound) {
-		oauth.NotFound(w)
-		return nil
-	}
-	return err
+	return serveOrNext(w, r, orNotFound{next, h.pages}, h.server, h.pages)
 }
 
 // answerWatch records whether a response was started.

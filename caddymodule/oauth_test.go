@@ -345,8 +345,9 @@ func TestOAuthPathsThroughCaddy(t *testing.T) {
 	if _, body := get("/api/v1/agents/register"); strings.Contains(body, "Record not found") {
 		t.Errorf("/api/v1/agents/register answered by hearth_oauth: %q", body)
 	}
-	// Paths outside the API are not hearth_oauth's business.
-	if resp, body := get("/elsewhere"); resp.StatusCode != http.StatusOK || body != "" {
+	// Paths outside the API that nothing answers get the site's 404 page
+	// (TestUnansweredPaths), not Mastodon's JSON.
+	if resp, body := get("/elsewhere"); resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "<title>Page not found") {
 		t.Errorf("/elsewhere: HTTP %d %q", resp.StatusCode, body)
 	}
 	if resp, body := get("/.well-known/nodeinfo/"); resp.StatusCode != http.StatusOK || !strings.Contains(body, "/nodeinfo/2.1") {

@@ -205,7 +205,7 @@ func (s *Server) Handles(r *http.Request) bool {
 		UserinfoPath, NodeInfoWellKnownPath, NodeInfo20Path, NodeInfo21Path:
 		return true
 	}
-	return isOIDCPath(endpoint(r.URL.Path))
+	return isOIDCPath(endpoint(r.URL.Path)) || (r.Method != http.MethodOptions && strings.HasPrefix(r.URL.Path, ProfilePathPrefix))
 }
 
 // endpoint is path without one trailing slash.
@@ -302,6 +302,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.serveNodeInfo(w, r, path)
 	default:
+		if strings.HasPrefix(path, ProfilePathPrefix) {
+			s.serveProfile(w, r)
+			return
+		}
 		if !s.serveOIDC(w, r, path) {
 			NotFound(w)
 		}
