@@ -136,10 +136,11 @@ func importCommand() *cobra.Command {
 		Short: "Imports another service's export into a member's saved items, with a progress bar",
 		Long: `Sends FILE to the running Caddy's admin API, which checks it, imports it in
 the background and goes on after a restart. The command shows the progress
-until the import ends (Ctrl-C stops watching, not the import); --no-wait
-returns once the file is accepted. Formats (detected from the file unless
---format is given): POCKET, POCKET_HTML, OMNIVORE, RAINDROP,
-READWISE_READER, READWISE, MATTER, GOODLINKS, KARAKEEP, LINKWARDEN,
+until the import ends, the pages it fetches in the background included
+(Ctrl-C stops watching, not the import); --no-fetch-wait returns once the
+entries are written, --no-wait once the file is accepted. Formats (detected
+from the file unless --format is given): POCKET, POCKET_HTML, OMNIVORE,
+RAINDROP, READWISE_READER, READWISE, MATTER, GOODLINKS, KARAKEEP, LINKWARDEN,
 INBOXT_CSV, INBOXT_ZIP, WALLABAG, INSTAPAPER, BOOKMARKS, HEARTH; see
 docs/import.md.`,
 		Args: cobra.ExactArgs(1),
@@ -185,6 +186,10 @@ docs/import.md.`,
 			if fd, ok := out.(*os.File); ok {
 				tty = term.IsTerminal(int(fd.Fd()))
 			}
+			noFetchWait, _ := cmd.Flags().GetBool("no-fetch-wait")
+			ended := func() bool {
+				return job.Finished() && (noFetchWait || !importer.ProgressOf(&job, time.Now()).Working)
+			}
 			last := time.Time{}
 			for {
 				if err := adminJSON(cmd, http.MethodGet, memberURI(member, "imports", job.ID), nil, &job); err != nil {
@@ -192,11 +197,11 @@ docs/import.md.`,
 				}
 				if tty {
 					fmt.Fprintf(out, "\r%s", progressLine(&job))
-				} else if job.Finished() || time.Since(last) >= 5*time.Second {
+				} else if ended() || time.Since(last) >= 5*time.Second {
 					fmt.Fprintln(out, progressLine(&job))
 					last = time.Now()
 				}
-				if job.Finished() {
+				if ended() {
 					break
 				}
 				time.Sleep(500 * time.Millisecond)
@@ -206,15 +211,17 @@ docs/import.md.`,
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "%d new, %d already saved, %d not imported", job.Created, job.Existing, job.Failed)
-			if job.Fetching > 0 {
-				fmt.Fprintf(w, "; %d pages to fetch in the background", job.Fetching)
+			if p := importer.ProgressOf(&job, time.Now()); p.Waiting > 0 {
+				fmt.Fprintf(w, "; %d of %d pages still to fetch in the background", p.Waiting, job.Fetching)
+			} else if job.Fetching > 0 {
+				fmt.Fprintf(w, "; %d pages fetched, %d could not be", job.Fetched, job.FetchFailed)
 			}
 			fmt.Fprintln(w)
 			for _, f := range job.Failures {
 				fmt.Fprintf(w, "  %s: %s\n", f.Ref, f.Reason)
 			}
-			if job.Failed > len(job.Failures) {
-				fmt.Fprintf(w, "  (and %d more)\n", job.Failed-len(job.Failures))
+			if more := job.Failed + job.FetchFailed - len(job.Failures); more > 0 {
+				fmt.Fprintf(w, "  (and %d more)\n", more)
 			}
 			if job.State == library.ImportFailed {
 				return fmt.Errorf("the import stopped: %s", job.Error)
@@ -226,6 +233,7 @@ docs/import.md.`,
 	c.Flags().String("format", "", "The export's format; detected from the file when not given")
 	c.Flags().StringArray("label", nil, "A label (an existing one, by name) to add to every imported item; repeatable")
 	c.Flags().Bool("no-wait", false, "Return once the file is accepted, without watching the progress")
+	c.Flags().Bool("no-fetch-wait", false, "Return once the entries are written, without watching the pages fetched in the background")
 	return c
 }
 
@@ -236,9 +244,16 @@ func progressLine(j *library.ImportJob) string {
 	if j.Total > 0 {
 		done = j.Position * width / j.Total
 	}
+	p := importer.ProgressOf(j, time.Now())
+	if p.Fetching {
+		done = (j.Fetching - p.Waiting) * width / j.Fetching
+	}
 	bar := strings.Repeat("#", done) + strings.Repeat(".", width-done)
 	s := fmt.Sprintf("[%s] %d/%d  new %d  existing %d  failed %d", bar, j.Position, j.Total, j.Created, j.Existing, j.Failed)
-	if d := j.Left(); d > 0 {
+	if p.Fetching {
+		s = fmt.Sprintf("[%s] pages fetched %d/%d  could not %d", bar, j.Fetched, j.Fetching, j.FetchFailed)
+	}
+	if d := p.Left; d > 0 {
 		s += fmt.Sprintf("  ~%s left", d.Round(time.Second))
 	}
 	return s

@@ -148,7 +148,10 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 	s.log.Info("import started", zap.String("member", c.Member.Username), zap.String("job", job.ID),
 		zap.String("format", job.Format), zap.Int("entries", job.Total))
 	if up.fromPage {
-		http.Redirect(w, r, ImportPagePath+"#job-"+job.ID, http.StatusSeeOther)
+		// No fragment (#job-…): the page reloads itself with a Refresh
+		// header, and a refresh to a URL with a fragment is an in-page jump
+		// that never reloads.
+		http.Redirect(w, r, ImportPagePath, http.StatusSeeOther)
 		return
 	}
 	// Inboxt answers VOID_RESPONSE ({success: true}) with Nest's 201;
@@ -262,15 +265,14 @@ func (s *Server) readImportUpload(w http.ResponseWriter, r *http.Request, m *mem
 var importTmpl = template.Must(template.New("import.html").Funcs(template.FuncMap{
 	"describe": func(f any) string { return importer.Describe(importer.Format(fmt.Sprint(f))) },
 	"add":      func(a, b int) int { return a + b },
-	"waiting":  func(j *library.ImportJob) int { return max(0, j.Fetching-j.Fetched-j.FetchFailed) },
 	"percent": func(j *library.ImportJob) int {
 		if j.Total == 0 {
 			return 0
 		}
 		return j.Position * 100 / j.Total
 	},
-	"left": func(j *library.ImportJob) string {
-		d := j.Left()
+	"left": func(p importer.Progress) string {
+		d := p.Left
 		switch {
 		case d <= 0:
 			return ""
@@ -286,7 +288,8 @@ var importTmpl = template.Must(template.New("import.html").Funcs(template.FuncMa
 // ImportPage returns the Import settings page: the formats, an upload form
 // (posting to ImportPath), and the member's imports with their progress,
 // failures and time left. While one runs the page asks to be reloaded
-// every few seconds (a Refresh header: no script needed).
+// every few seconds (a Refresh header: no script needed), until its
+// entries are written and the pages it queued are fetched.
 func (s *Server) ImportPage(pages *account.Pages) account.SettingsPage {
 	return account.SettingsPage{
 		Path:  ImportPagePath,
@@ -311,12 +314,18 @@ func (s *Server) ImportPage(pages *account.Pages) account.SettingsPage {
 	}
 }
 
+// importJobView is a job and its progress (importer.ProgressOf).
+type importJobView struct {
+	*library.ImportJob
+	Progress importer.Progress
+}
+
 type importView struct {
 	Action    string
 	Error     string
 	Formats   []importer.Format
 	Labels    []*library.Label
-	Jobs      []*library.ImportJob
+	Jobs      []importJobView
 	Running   bool
 	MaxUpload int64
 	Limits    importer.Limits
@@ -326,8 +335,9 @@ func (s *Server) renderImportPage(w http.ResponseWriter, r *http.Request, m *mem
 	v := &importView{Action: ImportPath, Error: errMsg, Formats: importer.Formats, Limits: s.imports.Limits()}
 	v.MaxUpload = v.Limits.MaxUploadBytes >> 20
 	var err error
+	var jobs []*library.ImportJob
 	if v.Labels, err = library.Of(s.store).Labels(r.Context(), m.ID); err == nil {
-		v.Jobs, err = library.Of(s.store).ImportJobs(r.Context(), m.ID)
+		jobs, err = library.Of(s.store).ImportJobs(r.Context(), m.ID)
 	}
 	if err != nil {
 		if st, _, ok := refusal(w, err); ok {
@@ -337,13 +347,14 @@ func (s *Server) renderImportPage(w http.ResponseWriter, r *http.Request, m *mem
 			status, v.Error = http.StatusInternalServerError, "Your imports could not be listed; try again."
 		}
 	}
-	for _, j := range v.Jobs {
-		if !j.Finished() {
-			v.Running = true
-		}
+	now := time.Now()
+	for _, j := range jobs {
+		jv := importJobView{j, importer.ProgressOf(j, now)}
+		v.Running = v.Running || jv.Progress.Working
+		v.Jobs = append(v.Jobs, jv)
 	}
 	if v.Running {
-		w.Header().Set("Refresh", "5")
+		w.Header().Set("Refresh", "5; url="+ImportPagePath)
 	}
 	if s.opts.Pages != nil {
 		s.opts.Pages.Render(w, r, status, ImportPageTitle, importTmpl, v)
@@ -376,7 +387,7 @@ func (r *queryResolver) ImportJobs(ctx context.Context) ([]*generated.ImportJob,
 		if j.Error != "" {
 			g.Error = &j.Error
 		}
-		if d := j.Left(); d > 0 {
+		if d := importer.ProgressOf(j, time.Now()).Left; d > 0 {
 			secs := int(d.Seconds() + 0.5)
 			g.SecondsLeft = &secs
 		}

@@ -80,6 +80,9 @@ func fetchDone(tx *storage.Tx, memberID, jobID, url, reason string) error {
 		}
 		return err
 	}
+	// UpdatedAt moves with the fetches, so that a reader of the job can
+	// tell fetches that go on from fetches that stalled.
+	j.UpdatedAt = storage.Now()
 	if reason == "" {
 		j.Fetched++
 	} else {

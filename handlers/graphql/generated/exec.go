@@ -2495,7 +2495,7 @@ type ImportJob {
   fetchFailed: Int!
   "The first entries not imported or not fetched (up to 20), and why."
   failures: [ImportFailure!]!
-  "Estimated seconds left while it runs, when known."
+  "Estimated seconds left while its entries are written or the pages it queued are fetched, when known."
   secondsLeft: Int
   createdAt: DateTime!
   finishedAt: DateTime

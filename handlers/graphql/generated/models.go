@@ -246,7 +246,7 @@ type ImportJob struct {
 	FetchFailed int `json:"fetchFailed"`
 	// The first entries not imported or not fetched (up to 20), and why.
 	Failures []*ImportFailure `json:"failures"`
-	// Estimated seconds left while it runs, when known.
+	// Estimated seconds left while its entries are written or the pages it queued are fetched, when known.
 	SecondsLeft *int       `json:"secondsLeft,omitempty"`
 	CreatedAt   time.Time  `json:"createdAt"`
 	FinishedAt  *time.Time `json:"finishedAt,omitempty"`
