@@ -122,6 +122,14 @@ func serveAdmin(w http.ResponseWriter, r *http.Request) error {
 	}
 	var res error
 	mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), adminResultKey{}, &res)))
+	var apiErr caddy.APIError
+	if r.Method == http.MethodGet && errors.As(res, &apiErr) && apiErr.HTTPStatus == http.StatusNotFound {
+		// A lookup that finds nothing is an answer, not a failure: Caddy
+		// would log every returned error as one ("request error"), and the
+		// CLI's check that a name is free before `member add` would leave
+		// an error line in the server's log. Same body as Caddy's.
+		return writeJSON(w, http.StatusNotFound, map[string]string{"error": apiErr.Message})
+	}
 	return res
 }
 

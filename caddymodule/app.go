@@ -250,7 +250,7 @@ func (a *App) Cleanup() error {
 			a.logger.Error("stop background work", zap.Error(err))
 		}
 	}
-	return releaseStore(a.key, a.path, a.logger)
+	return releaseStore(a.key, a.path, a.store, a.logger)
 }
 
 // Store is the shared store.

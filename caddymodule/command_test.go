@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -178,5 +179,38 @@ func TestCLIPointedAtASite(t *testing.T) {
 	_, err := runHearth(t, "", "member", "list", "--address", strings.TrimPrefix(testSite, "http://"))
 	if err == nil || !strings.Contains(err.Error(), "did not answer like Caddy's admin API") {
 		t.Fatalf("member list against the site: %v", err)
+	}
+}
+
+// `caddy hearth member add` first asks whether the name is free; that
+// lookup's 404 is an answer, and leaves no error line in the server's log
+// (Caddy logs every error an admin route returns as "request error").
+func TestCLIMemberAddLeavesNoErrorInTheLog(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "caddy.log")
+	startHearth(t, fmt.Sprintf(`{
+	admin %s
+	http_port 9080
+	https_port 9443
+	skip_install_trust
+	log {
+		output file %q
+	}
+	hearth {
+		storage_dir %q
+	}
+}
+%s {
+	hearth_graphql
+}
+`, testAdmin, logFile, t.TempDir(), testSite))
+	if _, err := runHearth(t, "a long password\n", "member", "add", "bob", "--password-stdin", "--address="+testAdmin); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runHearth(t, "", "member", "suspend", "nobody", "--address="+testAdmin); err == nil || !strings.Contains(err.Error(), "nobody") {
+		t.Fatalf("suspend nobody: %v", err)
+	}
+	logged, _ := os.ReadFile(logFile)
+	if n := strings.Count(string(logged), `"level":"error"`); n != 1 || !strings.Contains(string(logged), `no member \"nobody\"`) {
+		t.Errorf("%d error lines, want only the failed suspension's:\n%s", n, logged)
 	}
 }

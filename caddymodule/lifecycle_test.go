@@ -71,7 +71,7 @@ func exampleCaddyfile(t *testing.T, storageDir, relay string) string {
 	for old, repl := range map[string]string{
 		"admin localhost:2019":      "admin " + testAdmin + "\n\thttp_port 9080\n\thttps_port 9443",
 		"storage_dir ./hearth-data": "storage_dir " + storageDir,
-		"http://localhost:8080 {":   testSite + " {",
+		"http://localhost:8080, ":   testSite + ", ",
 		"\thearth_directory\n":      "\thearth_directory {\n\t\trelays ws://" + relay + "\n\t\tallow_private_addresses\n\t}\n",
 	} {
 		if !strings.Contains(s, old) {
@@ -79,7 +79,8 @@ func exampleCaddyfile(t *testing.T, storageDir, relay string) string {
 		}
 		s = strings.Replace(s, old, repl, 1)
 	}
-	return s
+	// The other addresses of the site, and the catch-all block.
+	return strings.ReplaceAll(s, ":8080", ":9080")
 }
 
 // TestProvisionLocksNothingAndDialsNothing: caddy.Validate (Provision, then
@@ -148,6 +149,10 @@ func TestValidateBesideRunningServer(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "Valid configuration") {
 		t.Fatalf("caddy validate beside the running server: %v\n%s", err, out)
+	}
+	// Validation opens no store, so it logs no store event either.
+	if strings.Contains(string(out), "store") {
+		t.Errorf("caddy validate logged a store event:\n%s", out)
 	}
 	var members []map[string]any
 	adminJSONOK(t, "GET", "/hearth/members", "", 200, &members)

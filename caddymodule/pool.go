@@ -55,9 +55,14 @@ func openStore(st *storage.Store) error {
 	return nil
 }
 
-func releaseStore(key, path string, log *zap.Logger) error {
+// releaseStore drops a reference to the store known as key; the last one
+// closes it. The closing is logged only for a store that was open: `caddy
+// validate` prepares the store without opening it, and a "closed store"
+// line beside a running server would say something that did not happen.
+func releaseStore(key, path string, st *storage.Store, log *zap.Logger) error {
+	wasOpen := st.IsOpen()
 	deleted, err := stores.Delete(key)
-	if deleted {
+	if deleted && wasOpen {
 		log.Info("closed store", zap.String("storage_dir", path))
 	}
 	if err != nil {

@@ -197,7 +197,7 @@ func spoolBackup(dir string, w io.Writer, r io.Reader) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(len(backupMagic))
 	if string(head) != backupMagic {
-		return copyBackupFrames(w, br, nil)
+		return notABackup(copyBackupFrames(w, br, nil), len(head) == 0)
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return err
@@ -222,6 +222,22 @@ func spoolBackup(dir string, w io.Writer, r io.Reader) error {
 	}
 	_, err = io.Copy(w, bufio.NewReaderSize(f, 1<<20))
 	return err
+}
+
+// notABackup words the refusal of a file without the backup header: most
+// such files are not backups at all (someone picked the wrong file), and
+// the reason found reading it as a backup from before the header ("ends
+// without Hearth's end record") would only puzzle them.
+func notABackup(err error, empty bool) error {
+	if !errors.Is(err, ErrNotBackup) {
+		return err
+	}
+	if empty {
+		return fmt.Errorf("%w: the file is empty", ErrNotBackup)
+	}
+	detail := strings.TrimPrefix(err.Error(), ErrNotBackup.Error()+": ")
+	return fmt.Errorf("%w: this file is not a Hearth backup (a backup made by caddy hearth backup starts with the line %s, this one does not; read as a backup from before that line, %s)",
+		ErrNotBackup, strings.TrimSpace(backupMagic), detail)
 }
 
 // copyBackupFrames writes the frames of the backup in r to w. With h set,

@@ -84,6 +84,21 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 			t.Errorf("%s: RestoreDir = %q, %v; want ErrNotBackup", name, prev, err)
 		}
 	}
+	// A file that is not a backup at all says so, rather than how it
+	// fails when read as one from before the backup header.
+	for name, tc := range map[string]struct {
+		input []byte
+		want  string
+	}{
+		"empty file":  {nil, "not a complete Hearth backup: the file is empty"},
+		"text file":   {[]byte(strings.Repeat("root:x:0:0:root:/root:/bin/bash\n", 40)), "this file is not a Hearth backup (a backup made by caddy hearth backup starts with the line HEARTH-BACKUP-2"},
+		"a few bytes": {[]byte("hi\n"), "this file is not a Hearth backup"},
+		"a gzip file": {[]byte("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"), "this file is not a Hearth backup"},
+	} {
+		if _, err := storage.RestoreDir(dir, bytes.NewReader(tc.input), storage.Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
+	}
 	st, err := storage.Open(dir, storage.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -150,13 +150,19 @@ func extractArticle(pageURL string, page []byte, contentType string) (*article, 
 	return a, nil
 }
 
+// blockedAddressMessage says why a private address is not fetched, and
+// what lifts it: a member reads it, the site's administrator acts on it.
+const blockedAddressMessage = "the URL points to a private or reserved network address (such as localhost, 127.0.0.1, 10.x or 192.168.x), " +
+	"which this site does not fetch; to save pages from your own network, the site's administrator adds " +
+	"allow_private_addresses to hearth_graphql in the Caddyfile"
+
 // fetchError turns a fetch failure into a client-facing error.
 func fetchError(err error) error {
 	switch {
 	case errors.Is(err, safefetch.ErrBadURL):
 		return badInput("url must be an absolute http or https URL")
 	case errors.Is(err, safefetch.ErrBlockedAddress):
-		return badInput("the URL points to a private or reserved network address, which is not fetched")
+		return badInput("%s", blockedAddressMessage)
 	case errors.Is(err, safefetch.ErrTooLarge):
 		return badInput("the page is too large to save")
 	case errors.Is(err, safefetch.ErrRedirect):

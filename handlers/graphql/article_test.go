@@ -121,9 +121,13 @@ func TestSavingTheSameUrlTwiceUpdatesTheItem(t *testing.T) {
 func TestAddArticleFromUrlRefusesPrivateAddresses(t *testing.T) {
 	e := newEnv(t, graphql.Options{}) // the default fetcher: public addresses only
 	site := articleSite(t, "Internal")
-	r := e.wantError(e.token, addArticleMutation, map[string]any{"data": map[string]any{"url": site.URL + "/bread"}}, 200, "BAD_USER_INPUT")
-	if !strings.Contains(r.Errors[0].Detail(), "private") {
-		t.Fatalf("error = %+v", r.Errors[0])
+	// An IP literal, and localhost (always this machine): refused at once,
+	// with the Caddyfile option that lifts it named.
+	for _, u := range []string{site.URL + "/bread", strings.Replace(site.URL, "127.0.0.1", "localhost", 1) + "/bread", "http://app.localhost/"} {
+		r := e.wantError(e.token, addArticleMutation, map[string]any{"data": map[string]any{"url": u}}, 200, "BAD_USER_INPUT")
+		if d := r.Errors[0].Detail(); !strings.Contains(d, "private") || !strings.Contains(d, "allow_private_addresses") {
+			t.Fatalf("%s: error = %+v", u, r.Errors[0])
+		}
 	}
 	if got := e.allEntries(map[string]any{"first": 10}); len(got) != 0 {
 		t.Fatal("something was stored")

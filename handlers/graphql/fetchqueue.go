@@ -398,7 +398,12 @@ func (s *Server) fetchPending(ctx context.Context, p library.PendingFetch) {
 	}
 	reason := fetchFailedMessage
 	var ue *userError
-	if errors.As(err, &ue) {
+	if errors.As(err, &ue) && ue.code == codeBadUserInput {
+		// Not the site's doing, and trying again later changes nothing
+		// (a private address, a page too large): Inboxt's text would
+		// mislead.
+		reason = "We couldn’t fetch this page: " + ue.msg + "."
+	} else if errors.As(err, &ue) {
 		reason = fetchFailedMessage + " (" + ue.msg + ")"
 	} else if storage.IsInvalid(err) {
 		reason = fetchFailedMessage + " (" + err.Error() + ")"

@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strings"
 	"syscall"
 	"time"
 
@@ -239,7 +240,9 @@ func (f *Fetcher) GetWithHeader(ctx context.Context, rawURL string, header http.
 
 // Check tells at once what Get would refuse without a network round trip:
 // a URL that is not absolute http(s), and (unless AllowPrivate) a host that
-// is an IP literal outside public addresses. Names are resolved only by Get.
+// is an IP literal outside public addresses or a name that always means
+// this machine (localhost and *.localhost, RFC 6761). Other names are
+// resolved only by Get.
 func (f *Fetcher) Check(rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -248,8 +251,14 @@ func (f *Fetcher) Check(rawURL string) error {
 	if err := checkURL(u); err != nil {
 		return err
 	}
-	if a, err := netip.ParseAddr(u.Hostname()); err == nil && !f.opts.AllowPrivate && !IsPublic(a) {
+	if f.opts.AllowPrivate {
+		return nil
+	}
+	if a, err := netip.ParseAddr(u.Hostname()); err == nil && !IsPublic(a) {
 		return &BlockedAddressError{Addr: a}
+	}
+	if h := strings.TrimSuffix(strings.ToLower(u.Hostname()), "."); h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return &BlockedAddressError{Addr: netip.AddrFrom4([4]byte{127, 0, 0, 1})}
 	}
 	return nil
 }
