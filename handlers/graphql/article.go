@@ -21,13 +21,13 @@ import (
 // member's item with that URL to be fetched again) and hands it to the
 // background fetches: the client's answer does not wait for the site.
 // What can be refused without fetching is refused here, storing nothing.
-func (s *Server) queueArticleFromURL(ctx context.Context, memberID, rawURL string, labelIDs []string) error {
+func (s *Server) queueArticleFromURL(ctx context.Context, memberID, rawURL string, labelIDs []string) (itemID string, err error) {
 	norm, err := library.NormalizeURL(rawURL)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := s.opts.Fetcher.Check(norm); err != nil {
-		return fetchError(err)
+		return "", fetchError(err)
 	}
 	it, err := library.Of(s.store).QueueFetch(ctx, memberID, library.NewItem{
 		URL:         norm,
@@ -36,10 +36,10 @@ func (s *Server) queueArticleFromURL(ctx context.Context, memberID, rawURL strin
 		LabelIDs:    labelIDs,
 	}, s.opts.Fetcher.Options().AllowPrivate)
 	if err != nil {
-		return err
+		return "", err
 	}
 	s.queuedFetch(ctx, library.PendingFetch{MemberID: memberID, ItemID: it.ID, URL: norm, Private: s.opts.Fetcher.Options().AllowPrivate})
-	return nil
+	return it.ID, nil
 }
 
 // fetchArticle fetches norm (a normalised URL) with the safe fetcher and

@@ -65,7 +65,7 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 
 	const n = 8
 	for i := range n {
-		if err := other.queueArticleFromURL(t.Context(), m.ID, fmt.Sprintf("%s/%d", pages.URL, i), nil); err != nil {
+		if _, err := other.queueArticleFromURL(t.Context(), m.ID, fmt.Sprintf("%s/%d", pages.URL, i), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -83,7 +83,7 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 
 	leader.Close()
 	storagetest.Eventually(t, "the other node works the queue", func() bool { return other.fetches.leading.Load() })
-	if err := other.queueArticleFromURL(t.Context(), m.ID, pages.URL+"/after", nil); err != nil {
+	if _, err := other.queueArticleFromURL(t.Context(), m.ID, pages.URL+"/after", nil); err != nil {
 		t.Fatal(err)
 	}
 	storagetest.Eventually(t, "the article saved after the fail-over is fetched", func() bool { return pending() == 0 })

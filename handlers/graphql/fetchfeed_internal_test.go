@@ -71,7 +71,7 @@ func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 	}
 
 	// A save of another host, queued after every waiting link.
-	if err := s.queueArticleFromURL(t.Context(), m.ID, fast.URL+"/article", nil); err != nil {
+	if _, err := s.queueArticleFromURL(t.Context(), m.ID, fast.URL+"/article", nil); err != nil {
 		t.Fatal(err)
 	}
 	for {

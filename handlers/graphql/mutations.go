@@ -15,10 +15,11 @@ func (r *mutationResolver) AddArticleFromURL(ctx context.Context, in generated.A
 	if err != nil {
 		return nil, err
 	}
-	if err := r.s.queueArticleFromURL(ctx, id, in.URL, in.LabelIds); err != nil {
+	itemID, err := r.s.queueArticleFromURL(ctx, id, in.URL, in.LabelIds)
+	if err != nil {
 		return nil, err
 	}
-	return success, nil
+	return &generated.Void{Success: true, ID: &itemID}, nil
 }
 
 func (r *mutationResolver) AddArticleFromHTMLSnapshot(ctx context.Context, in generated.AddArticleFromHTMLSnapshotInput) (string, error) {

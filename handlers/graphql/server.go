@@ -279,7 +279,7 @@ func (s *Server) newGraphQLServer() *handler.Server {
 func (s *Server) Handles(r *http.Request) bool {
 	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath) || r.URL.Path == MailWebhookPath || r.URL.Path == ImportPath ||
 		r.URL.Path == ContentPath || strings.HasPrefix(r.URL.Path, ContentDownloadPath) ||
-		r.URL.Path == ExportAPIPath || r.URL.Path == EPUBPath
+		r.URL.Path == ExportAPIPath || r.URL.Path == EPUBPath || r.URL.Path == SchemaPath
 }
 
 // ServeHTTP serves the GraphQL endpoint and the newsletter inbound URL;
@@ -302,6 +302,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveExportAPI(w, r)
 	case r.URL.Path == EPUBPath:
 		s.serveEPUB(w, r)
+	case r.URL.Path == SchemaPath:
+		s.serveSchema(w, r)
 	default:
 		http.NotFound(w, r)
 	}
@@ -309,6 +311,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
+	if wantsPage(r) {
+		s.serveAPIHelp(w, r)
+		return
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed, "use POST with a JSON body")

@@ -364,6 +364,7 @@ type ComplexityRoot struct {
 	}
 
 	Void struct {
+		ID      func(childComplexity int) int
 		Success func(childComplexity int) int
 	}
 }
@@ -2034,6 +2035,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.UserStats.WordsReadCount(childComplexity), true
 
+	case "Void.id":
+		if e.ComplexityRoot.Void.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Void.ID(childComplexity), true
 	case "Void.success":
 		if e.ComplexityRoot.Void.Success == nil {
 			break
@@ -2909,7 +2916,7 @@ type Query {
 }
 
 type Mutation {
-  "Fetches the page, extracts the readable article and saves it (saving a URL twice updates the item)."
+  "Fetches the page, extracts the readable article and saves it (saving a URL twice updates the item); Hearth: id is the item's."
   addArticleFromUrl(data: AddArticleFromUrlInput!): Void!
   "Saves an article from HTML the client already has; returns the saved item's id."
   addArticleFromHtmlSnapshot(data: AddArticleFromHtmlSnapshotInput!): String!
@@ -2969,6 +2976,8 @@ type Mutation {
 
 type Void {
   success: Boolean!
+  "Hearth: the saved item's id, for addArticleFromUrl (null for the other mutations)."
+  id: String
 }
 
 type EmptyTrash {
@@ -3453,6 +3462,8 @@ func (ec *executionContext) childFields_Void(ctx context.Context, field graphql.
 	switch field.Name {
 	case "success":
 		return ec.fieldContext_Void_success(ctx, field)
+	case "id":
+		return ec.fieldContext_Void_id(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Void", field.Name)
 }
@@ -10601,6 +10612,29 @@ func (ec *executionContext) fieldContext_Void_success(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Void", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _Void_id(ctx context.Context, field graphql.CollectedField, obj *Void) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Void_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Void_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Void", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16120,6 +16154,11 @@ func (ec *executionContext) _Void(ctx context.Context, sel ast.SelectionSet, obj
 		case "success":
 			out.Values[i] = ec._Void_success(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "id":
+			out.Values[i] = ec._Void_id(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:

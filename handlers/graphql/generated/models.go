@@ -610,6 +610,8 @@ type VerifyEmailInput struct {
 
 type Void struct {
 	Success bool `json:"success"`
+	// Hearth: the saved item's id, for addArticleFromUrl (null for the other mutations).
+	ID *string `json:"id,omitempty"`
 }
 
 // Token expiration presets
