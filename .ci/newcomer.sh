@@ -40,6 +40,23 @@ done
 curl -fsS http://localhost:8080/ | grep 'href="/auth/sign_in"' >/dev/null || fail "http://localhost:8080/ does not show the landing page"
 grep -q '"hearth started"' "$tmp/caddy.log" || fail "no start-up line"
 
+# Every address answers: the other loopback names of the site, another host
+# name (a page and a log line naming the site address to add), a path
+# nothing answers (the site's 404 page; JSON under /api/), the favicon.
+for base in http://127.0.0.1:8080 'http://[::1]:8080'; do
+	curl -fsS "$base/" | grep 'href="/auth/sign_in"' >/dev/null || fail "$base/ does not show the landing page"
+done
+other=$(curl -sS -H 'Host: mybox.example:8080' -w '\n%{http_code}' http://127.0.0.1:8080/)
+case "$other" in
+*'add http://mybox.example:8080 to the site&#39;s addresses'*404) ;;
+*) fail "another host name: $other" ;;
+esac
+grep -q '"add_site_address":"http://mybox.example:8080"' "$tmp/caddy.log" || fail "no log line naming the site address to add"
+[ "$(curl -s -o "$tmp/page" -w '%{http_code}' http://localhost:8080/settingz)" = 404 ] && grep -q '<title>Page not found' "$tmp/page" ||
+	fail "/settingz is not the 404 page"
+[ "$(curl -s -w '%{http_code}' http://localhost:8080/api/nothing)" = '{"error":"Record not found"}404' ] || fail "/api/nothing is not a JSON 404"
+[ "$(curl -s -o /dev/null -w '%{http_code} %{content_type}' http://localhost:8080/favicon.ico)" = '200 image/x-icon' ] || fail "no favicon"
+
 # README: add a member from a second terminal (the command prompts for the
 # password twice without echo: `script` gives it a terminal).
 printf 'correct horse battery\ncorrect horse battery\n' |
@@ -48,6 +65,10 @@ printf 'correct horse battery\ncorrect horse battery\n' |
 # docs/operations.md: the same with --password-stdin, and the list.
 echo 'a long password' | go run -tags nobadger,nomysql,nopgx ./cmd/caddy hearth member add bob --password-stdin
 go run -tags nobadger,nomysql,nopgx ./cmd/caddy hearth member list | grep alice >/dev/null || fail "member list has no alice"
+# The CLI's check that the name is free left no error in the server's log.
+! grep '"level":"error"' "$tmp/caddy.log" || fail "member add logged an error"
+[ "$(curl -s -o "$tmp/page" -w '%{http_code}' http://localhost:8080/@alice)" = 200 ] && grep -q '@alice@localhost' "$tmp/page" ||
+	fail "/@alice is not alice's page"
 
 # README: what to open next.
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
@@ -75,6 +96,49 @@ token=$(go run -tags nobadger,nomysql,nopgx ./cmd/caddy hearth token create alic
 curl -fsS -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
 	-d '{"query":"{labels{id}}"}' http://localhost:8080/api/graphql | grep -F '"data":{"labels":[]}' >/dev/null ||
 	fail "GraphQL with the API token"
+
+# A Pocket export through the Import page (its form, as a browser posts
+# it), followed to the end: the page reloads itself (a Refresh to its own
+# address) until the entries are written and their pages fetched (here
+# they cannot be reached: each fetch fails, and is counted).
+printf 'title,url,time_added,cursor,tags,status\nGo 1.22,https://go.dev/blog/go1.22,1700000000,a,go,unread\nBread,https://example.org/bread,1700000001,b,,archive\n' >"$tmp/part_000000.csv"
+[ "$(curl -s -o /dev/null -b "$jar" -H 'Origin: http://localhost:8080' -F from=settings -F "file=@$tmp/part_000000.csv" -F type= \
+	-w '%{http_code} %{redirect_url}' http://localhost:8080/api/import)" = '303 http://localhost:8080/settings/import' ] || fail "import through the page"
+for i in $(seq 1 120); do
+	refresh=$(curl -sS -b "$jar" -D - -o "$tmp/import.html" http://localhost:8080/settings/import | tr -d '\r' | sed -n 's/^Refresh: //Ip')
+	grep -q '2 of 2 entries done' "$tmp/import.html" && grep -q ': finished' "$tmp/import.html" && [ -z "$refresh" ] && break
+	[ -z "$refresh" ] || [ "$refresh" = '5; url=/settings/import' ] || fail "the Import page refreshes to $refresh"
+	[ "$i" -lt 120 ] || fail "the import never reached its end on the page: $(grep -o '<p><progress.*</p>' "$tmp/import.html")"
+	sleep 1
+done
+
+# docs/*-first-requests.md: every shell block of each page, in order, in
+# this shell (a block uses the variables of the ones before), as a reader
+# copies them; `caddy` is the README's go run, and the password prompt
+# gets alice's. A block fails on a failing command or an error answer.
+caddy() { go run -tags nobadger,nomysql,nopgx ./cmd/caddy "$@"; }
+printf 'correct horse battery\n' >"$tmp/password"
+run_page() {
+	local page=$1 n=0 b
+	mkdir -p "$tmp/blocks"
+	rm -f "$tmp"/blocks/*
+	awk -v dir="$tmp/blocks" '/^```sh$/ { n++; f = 1; next } /^```$/ { f = 0 } f { print > sprintf("%s/%02d.sh", dir, n) }' "$page"
+	[ -n "$(ls "$tmp/blocks")" ] || fail "$page has no shell block"
+	for b in "$tmp"/blocks/*.sh; do
+		n=$((n + 1))
+		trap 'fail "$page, block $n failed: $(cat "$b")"' ERR
+		# shellcheck disable=SC1090
+		source "$b" >"$b.out" 2>&1 <"$tmp/password"
+		trap - ERR
+		if grep -Eq '"errors?":|,false,"' "$b.out"; then
+			fail "$page, block $n answered an error: $(cat "$b.out")"
+		fi
+	done
+	echo "newcomer: $page: $n blocks ran"
+}
+run_page docs/graphql-first-requests.md
+run_page docs/oauth-first-requests.md
+run_page docs/directory-first-requests.md
 
 # docs/operations.md: a backup of the running server.
 go run -tags nobadger,nomysql,nopgx ./cmd/caddy hearth backup --output hearth.backup

@@ -38,7 +38,18 @@ func TestDocumentedCommandsAreRun(t *testing.T) {
 	docs = append(docs, "../README.md", "../xcaddy.md")
 	block := regexp.MustCompile("(?s)```(?:sh|bash)\n(.*?)```")
 	var commands []string
+	ci, newcomer := read("../.ci/run"), read("../.ci/newcomer.sh")
+	firstRequests := 0
 	for _, f := range docs {
+		if strings.HasSuffix(f, "-first-requests.md") {
+			// The first-requests pages are run whole, every block in
+			// order, against the newcomer's live server.
+			firstRequests++
+			if !strings.Contains(newcomer, "run_page docs/"+filepath.Base(f)) {
+				t.Errorf("%s: .ci/newcomer.sh does not run it (run_page docs/%s)", filepath.Base(f), filepath.Base(f))
+			}
+			continue
+		}
 		for _, m := range block.FindAllStringSubmatch(read(f), -1) {
 			for _, line := range strings.Split(m[1], "\n") {
 				if i := strings.Index(line, "   #"); i >= 0 {
@@ -64,7 +75,9 @@ func TestDocumentedCommandsAreRun(t *testing.T) {
 			tests.WriteString(read(f))
 		}
 	}
-	ci, newcomer := read("../.ci/run"), read("../.ci/newcomer.sh")
+	if firstRequests < 3 {
+		t.Errorf("%d first-requests pages in docs/, want one per service (GraphQL, OAuth, directory)", firstRequests)
+	}
 	asRun := strings.NewReplacer("caddy hearth", "go run -tags nobadger,nomysql,nopgx ./cmd/caddy hearth")
 	for cmd, by := range table {
 		for _, name := range regexp.MustCompile("`(Test[A-Za-z]+)`").FindAllStringSubmatch(by, -1) {
