@@ -97,3 +97,59 @@ func TestDocumentedCommandsAreRun(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsNameOnlyFilesOfTheRepository: every relative link of README.md,
+// xcaddy.md and docs/*.md leads to a file of the repository, and every
+// path in backquotes that starts in the repository's top level (or in a
+// folder outside it that docs once cited, such as specs/ or ../) names a
+// file or folder that exists (a glob names at least one). A reader who
+// follows a doc must not look for what is not there.
+func TestDocsNameOnlyFilesOfTheRepository(t *testing.T) {
+	top := map[string]bool{"specs": true, "design": true, "shared": true, "..": true}
+	entries, err := os.ReadDir("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		top[e.Name()] = true
+	}
+	docs, _ := filepath.Glob("../docs/*.md")
+	docs = append(docs, "../README.md", "../xcaddy.md")
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	quoted := regexp.MustCompile("`([A-Za-z0-9_.*-]+(?:/[A-Za-z0-9_.*-]*)+)`")
+	exists := func(path string) bool {
+		m, _ := filepath.Glob(path)
+		return len(m) > 0
+	}
+	checked := 0
+	for _, f := range docs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prose := regexp.MustCompile("`[^`\n]*`").ReplaceAllString(string(b), "") // code is not a link
+		for _, m := range link.FindAllStringSubmatch(prose, -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			checked++
+			if !exists(filepath.Join(filepath.Dir(f), target)) {
+				t.Errorf("%s links to %s, which is not in the repository", filepath.Base(f), m[1])
+			}
+		}
+		for _, m := range quoted.FindAllStringSubmatch(string(b), -1) {
+			first, _, _ := strings.Cut(m[1], "/")
+			if !top[first] {
+				continue
+			}
+			checked++
+			if !exists(filepath.Join("..", m[1])) {
+				t.Errorf("%s names `%s`, which is not in the repository", filepath.Base(f), m[1])
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("only %d paths checked: the patterns no longer find the docs' paths", checked)
+	}
+}
