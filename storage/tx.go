@@ -20,12 +20,22 @@ var (
 
 // InvalidError reports input that breaks a rule; its message is safe to show
 // to the client.
-type InvalidError struct{ Msg string }
+type InvalidError struct {
+	Msg string
+	// Field names the input field at fault ("color"), when one is: APIs
+	// that point at it (Inboxt's error path) say which.
+	Field string
+}
 
 func (e *InvalidError) Error() string { return e.Msg }
 
 // Invalid returns an *InvalidError with a formatted message.
 func Invalid(format string, a ...any) error { return &InvalidError{Msg: fmt.Sprintf(format, a...)} }
+
+// InvalidField returns an *InvalidError about the input field named field.
+func InvalidField(field, format string, a ...any) error {
+	return &InvalidError{Msg: fmt.Sprintf(format, a...), Field: field}
+}
 
 // IsInvalid reports whether err is (or wraps) an *InvalidError.
 func IsInvalid(err error) bool {

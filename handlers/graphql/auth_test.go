@@ -334,8 +334,15 @@ func TestErrorsHaveInboxtsShape(t *testing.T) {
 	resp, _ := g.Extensions["response"].(map[string]any)
 	list, _ := resp["message"].([]any)
 	if g.Message != "Invalid input provided" || g.Extensions["status"] != float64(400) || resp["statusCode"] != float64(400) ||
-		resp["error"] != "Bad Request" || len(list) != 1 || list[0].(map[string]any)["path"] != "data" || g.Detail() == g.Message {
+		resp["error"] != "Bad Request" || len(list) != 1 || list[0].(map[string]any)["path"] != "color" || g.Detail() == g.Message {
 		t.Fatalf("input validation error = %+v", g)
+	}
+	// The entry's path is the field's within data, as Zod's issue path is
+	// (global-exception.filter.ts @ 45f4314): Inboxt's web app shows the
+	// message beside that field.
+	r = e.wantError(e.token, createLabelMutation, map[string]any{"data": map[string]any{"name": "", "color": "#112233"}}, 200, "BAD_USER_INPUT")
+	if resp, _ := r.Errors[0].Extensions["response"].(map[string]any); resp == nil || resp["message"].([]any)[0].(map[string]any)["path"] != "name" {
+		t.Fatalf("empty name: %+v", r.Errors[0])
 	}
 	// No token: each field needing a member is UNAUTHORIZED (401 in
 	// extensions, HTTP 200); me is null.

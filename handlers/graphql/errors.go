@@ -131,7 +131,7 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	out := graphql.DefaultErrorPresenter(ctx, err)
 	var ue *userError
 	var ie *storage.InvalidError
-	code, detail := "", ""
+	code, detail, field := "", "", ""
 	status, retry, unavailable := storage.Unavailable(err)
 	switch {
 	case unavailable:
@@ -149,7 +149,7 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	case errors.As(err, &ue):
 		code, out.Message = ue.code, ue.msg
 	case errors.As(err, &ie):
-		code, detail = codeBadUserInput, ie.Msg
+		code, detail, field = codeBadUserInput, ie.Msg, ie.Field
 	case errors.Is(err, storage.ErrNotFound):
 		code, out.Message = codeNotFound, "not found"
 	case errors.Is(err, storage.ErrConflict):
@@ -179,7 +179,12 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	}
 	if detail != "" {
 		out.Message = msgInvalidInput
-		out.Extensions["response"] = invalidInputResponse(argumentPath(ctx), detail)
+		// Inboxt's path is the Zod issue's, within the argument: the
+		// field at fault ("color") where the store names it.
+		if field == "" {
+			field = argumentPath(ctx)
+		}
+		out.Extensions["response"] = invalidInputResponse(field, detail)
 	}
 	out.Extensions["code"] = code
 	out.Extensions["status"] = statusOf(code)

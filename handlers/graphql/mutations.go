@@ -2,8 +2,10 @@ package graphql
 
 import (
 	"context"
+	"errors"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
+	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
@@ -194,6 +196,11 @@ func (r *mutationResolver) UpdateLabel(ctx context.Context, in generated.UpdateL
 	}
 	l, err := library.Of(r.s.store).UpdateLabel(ctx, id, in.ID, in.Name, in.Color)
 	labelsChanged(ctx)
+	if errors.Is(err, storage.ErrConflict) {
+		// Inboxt's answer to a rename onto another label's name
+		// (label.service.ts @ 45f4314): BAD_REQUEST, not CONFLICT.
+		return nil, &userError{codeBadRequest, "Label already exists"}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,12 @@ func TestLabelsAreCreatedUpdatedReorderedAndDeleted(t *testing.T) {
 	e.wantError(e.token, createLabelMutation, map[string]any{"data": map[string]any{"name": "work", "color": "#445566"}}, 200, "CONFLICT")
 	e.wantError(e.token, createLabelMutation, map[string]any{"data": map[string]any{"name": "x", "color": "blue"}}, 200, "BAD_USER_INPUT")
 
+	// Renaming onto another label's name: Inboxt's BAD_REQUEST "Label
+	// already exists" (label.service.ts @ 45f4314).
+	r := e.wantError(e.token, updateLabelMutation, map[string]any{"data": map[string]any{"id": a.CreateLabel.ID, "name": "WORK", "color": "#000000"}}, 200, "BAD_REQUEST")
+	if r.Errors[0].Message != "Label already exists" || r.Errors[0].Extensions["status"] != float64(400) {
+		t.Fatalf("rename onto Work: %+v", r.Errors[0])
+	}
 	var u struct{ UpdateLabel label }
 	e.do(updateLabelMutation, map[string]any{"data": map[string]any{"id": a.CreateLabel.ID, "name": "Later", "color": "#000000"}}, &u)
 	if u.UpdateLabel.Name != "Later" || u.UpdateLabel.Color != "#000000" {

@@ -233,7 +233,9 @@ func parseSearchIn(q string, dialect syntax) (*search, error) {
 	f.Text = strings.Join(text, " ")
 	if n := utf8.RuneCountInString(f.Text); n > MaxQueryLen {
 		// Inboxt's words (entry-manager.service.ts getMany).
-		return nil, badInput("Free text search is limited to %d characters. Please try again with a shorter query.", MaxQueryLen)
+		// Inboxt's AppException (BAD_REQUEST, the sentence as the message),
+		// not an input validation error (entry-manager.service.ts @ 45f4314).
+		return nil, &userError{codeBadRequest, fmt.Sprintf("Free text search is limited to %d characters. Please try again with a shorter query.", MaxQueryLen)}
 	}
 	if !s.highlights {
 		f.Status = item.Status

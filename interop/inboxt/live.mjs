@@ -195,6 +195,37 @@ export async function liveChecks() {
 		console.log(`ok   ${label}`);
 		if (keep) keep(body.data);
 	}
+	// Inboxt's error shapes, as its web app reads them (Inboxt/inboxt @
+	// 45f4314): a rename onto another label's name is an AppException
+	// (label.service.ts update: BAD_REQUEST "Label already exists"); a Zod
+	// validation error names the field within data in
+	// extensions.response.message[].path (global-exception.filter.ts); free
+	// text over 200 characters is an AppException with its sentence as the
+	// message (entry-manager.service.ts getMany).
+	const created = await send(addTypename(ops['web/createLabel.graphql'].doc), { data: { name: 'Pantry', color: '#0000ff' } });
+	const shapes = [
+		['rename onto an existing label', ops['web/updateLabel.graphql'], { data: { id: ids.label, name: 'Pantry', color: '#00ff00' } },
+			(e) => e?.extensions?.code === 'BAD_REQUEST' && e?.extensions?.status === 400 && e?.message === 'Label already exists'],
+		['a colour that is not one', ops['web/createLabel.graphql'], { data: { name: 'Cellar', color: 'blue' } },
+			(e) => e?.extensions?.code === 'BAD_USER_INPUT' && e?.message === 'Invalid input provided' &&
+				e?.extensions?.response?.message?.[0]?.path === 'color'],
+		['free text over 200 characters', ops['web/entries.graphql'], { query: { first: 20, q: 'x'.repeat(201) } },
+			(e) => e?.extensions?.code === 'BAD_REQUEST' && e?.extensions?.status === 400 &&
+				e?.message?.startsWith('Free text search is limited to 200 characters.') && e?.extensions?.response === undefined],
+	];
+	if (created.body.errors) {
+		failed++;
+		console.log(`FAIL error shapes: a second label: ${JSON.stringify(created.body.errors)}`);
+	}
+	for (const [what, op, variables, ok] of shapes) {
+		const { status, body } = await send(addTypename(op.doc), variables);
+		if (status !== 200 || !ok(body.errors?.[0])) {
+			failed++;
+			console.log(`FAIL error shape, ${what}: HTTP ${status} ${JSON.stringify(body.errors)}`);
+		} else {
+			console.log(`ok   error shape, ${what}`);
+		}
+	}
 	// Every API-token operation ran; every other one is refused.
 	for (const op of Object.values(ops)) {
 		const def = op.doc.definitions.find((d) => d.kind === Kind.OPERATION_DEFINITION);

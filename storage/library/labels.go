@@ -71,10 +71,10 @@ func validateLabel(name, color string) (string, string, error) {
 		name = norm.NFC.String(name)
 	}
 	if name == "" || !utf8.ValidString(name) || utf8.RuneCountInString(name) > MaxLabelNameLen || strings.ContainsAny(name, "\x00\r\n") {
-		return "", "", storage.Invalid("label name must be 1 to %d characters on one line", MaxLabelNameLen)
+		return "", "", storage.InvalidField("name", "label name must be 1 to %d characters on one line", MaxLabelNameLen)
 	}
 	if !colorRE.MatchString(color) {
-		return "", "", storage.Invalid("label color must be a hex color such as #ff8800")
+		return "", "", storage.InvalidField("color", "label color must be a hex color such as #ff8800")
 	}
 	return name, strings.ToLower(color), nil
 }
