@@ -118,6 +118,7 @@ func (h *OAuth) Provision(ctx caddy.Context) error {
 		Logger:               ctx.Logger(),
 		KeepOutOfAccessLog:   keepOutOfAccessLog,
 	})
+	h.pages.SetSignInReason(h.server.SignInReason)
 	h.pages.AddSettingsPage(account.SettingsPage{
 		Path:    oauth.AuthorizedAppsPath,
 		Title:   oauth.AuthorizedAppsTitle,

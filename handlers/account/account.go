@@ -152,6 +152,7 @@ type Pages struct {
 	settings []SettingsPage
 	siteName atomic.Pointer[string]
 	home     atomic.Pointer[string]
+	reason   atomic.Pointer[SignInReason]
 }
 
 // New returns the member pages backed by store.

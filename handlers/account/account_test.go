@@ -453,6 +453,14 @@ func TestSignOut(t *testing.T) {
 	if ck := sessionCookie(r); ck == nil || ck.MaxAge >= 0 {
 		t.Fatalf("sign-out did not clear the cookie: %v", r.Header["Set-Cookie"])
 	}
+	// It lands on the sign-in page, which says what happened.
+	if got := r.Header.Get("Location"); got != "/auth/sign_in?signed_out=1" {
+		t.Fatalf("sign-out sends to %q", got)
+	}
+	wantBody(t, f.get(c, r.Header.Get("Location")), `<p class="notice" role="status">You are signed out.</p>`)
+	if r := f.get(c, "/auth/sign_in"); strings.Contains(r.body, "You are signed out") {
+		t.Error("the plain sign-in page says the member signed out")
+	}
 	wantStatus(t, f.get(c, "/settings"), http.StatusSeeOther)
 
 	// The old session id no longer works, even if a copy was kept.

@@ -18,7 +18,11 @@ import (
 )
 
 type signInData struct {
-	Error            string
+	Error string
+	// SignedOut: the page follows a sign-out, and says so. Reason says who
+	// asks the member to sign in (an app's authorization request).
+	SignedOut        bool
+	Reason           string
 	Username         string
 	ReturnTo         string
 	OpenRegistration bool
@@ -83,7 +87,7 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, p.orSettings(rt), http.StatusSeeOther)
 			return
 		}
-		p.renderSignIn(w, r, http.StatusOK, signInData{ReturnTo: rt})
+		p.renderSignIn(w, r, http.StatusOK, signInData{ReturnTo: rt, SignedOut: r.URL.Query().Get("signed_out") == "1"})
 		return
 	}
 	if !p.ParseForm(w, r) {
@@ -271,6 +275,9 @@ func (p *Pages) resetFailures(ctx context.Context, username string) {
 
 func (p *Pages) renderSignIn(w http.ResponseWriter, r *http.Request, status int, d signInData) {
 	d.OpenRegistration = p.opts.OpenRegistration
+	if fn := p.reason.Load(); fn != nil && d.ReturnTo != "" {
+		d.Reason = (*fn)(r.Context(), d.ReturnTo)
+	}
 	p.Render(w, r, status, "Sign in", signInTmpl, d)
 }
 
@@ -323,7 +330,8 @@ func (p *Pages) serveSignOut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.SignOut(w, r)
-	http.Redirect(w, r, SignInURL(r.PostForm.Get("return_to")), http.StatusSeeOther)
+	// The sign-in page the member lands on says what happened.
+	http.Redirect(w, r, SignedOutURL(r.PostForm.Get("return_to")), http.StatusSeeOther)
 }
 
 func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {

@@ -1,13 +1,16 @@
 package oauth
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
@@ -56,4 +59,24 @@ func (s *Server) serveProfile(w http.ResponseWriter, r *http.Request) {
 		p.DisplayName = m.Username
 	}
 	s.opts.Pages.Render(w, r, http.StatusOK, p.DisplayName, profileTmpl, p)
+}
+
+// SignInReason names the app of an authorization request the sign-in page
+// will return to (account.SignInReason): a member sent from an app to sign
+// in sees which app asks before typing a password. "" for other pages, and
+// for an unknown app (the authorization page says so after sign-in).
+func (s *Server) SignInReason(ctx context.Context, returnTo string) string {
+	u, err := url.Parse(returnTo)
+	if err != nil || endpoint(u.Path) != AuthorizePath {
+		return ""
+	}
+	id := u.Query().Get("client_id")
+	if id == "" || len(id) > maxParamLen {
+		return ""
+	}
+	app, err := grants.Of(s.store).App(ctx, id)
+	if err != nil {
+		return ""
+	}
+	return app.Name + " asks to use your account here. Sign in to see what it may do, then approve or deny it."
 }

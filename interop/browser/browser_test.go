@@ -655,11 +655,23 @@ func TestMemberPagesInChromium(t *testing.T) {
 		t.Fatalf("the directory searched for records says %q", body)
 	}
 	s.check("directory-search")
+	// A path nothing answers, a member's public page, and the API's page
+	// for a browser.
+	s.open("/settingz")
+	s.check("not-found")
+	s.open("/@alice")
+	s.check("member-profile")
+	s.open("/api/graphql")
+	s.check("graphql-endpoint")
 
-	// Sign out.
+	// Sign out: the page the member lands on says so.
 	s.open("/auth/sign_out")
 	s.check("sign-out")
 	s.submit(`main button[type=submit]`)
+	if got := s.text(`main p.notice[role=status]`); got != "You are signed out." {
+		t.Errorf("after signing out the page says %q", got)
+	}
+	s.check("signed-out")
 	s.open("/settings")
 	if loc := s.location(); !strings.HasPrefix(loc, site+"/auth/sign_in") {
 		t.Fatalf("after signing out /settings shows %s", loc)
@@ -682,6 +694,17 @@ func (s *suite) accountFlows() {
 	bobToken := s.text("#secret")
 	s.open("/settings/account")
 	s.check("account")
+	// In sections with in-page links, and no taller than two screens at
+	// 1280×800 (the forms fold until asked for).
+	var height int64
+	var anchors []string
+	s.run("the account page's height and links",
+		chromedp.EmulateViewport(1280, 800),
+		chromedp.Evaluate(`document.scrollingElement.scrollHeight`, &height),
+		chromedp.Evaluate(`[...document.querySelectorAll('nav.toc a')].filter(a => !document.getElementById(a.hash.slice(1))).map(a => a.hash)`, &anchors))
+	if height > 1600 || len(anchors) != 0 || s.count(`nav.toc a[href^="#"]`) < 5 {
+		t.Errorf("account page: %d px tall at 1280×800 (want at most 1600), %d in-page links, broken: %v", height, s.count(`nav.toc a`), anchors)
+	}
 
 	// Confirming the password again (what GraphQL's updateAccount and
 	// deleteAccount need when the sign-in is not recent): the page, then
@@ -712,6 +735,7 @@ func (s *suite) accountFlows() {
 	// password no longer signs in, the new one does.
 	other = signInHTTP(t, bob, password)
 	s.open("/settings/account")
+	s.run("open the password form", chromedp.Click(`details.fold:has(form[action="/settings/account/password"]) > summary`, chromedp.ByQuery, chromedp.NodeVisible))
 	s.run("type the passwords",
 		chromedp.SendKeys("#current_password", password, chromedp.ByID),
 		chromedp.SendKeys("#new_password", newPassword, chromedp.ByID),
@@ -784,6 +808,7 @@ func (s *suite) accountFlows() {
 	// Deleting the account: the username typed, the password; then
 	// nothing of it works.
 	s.open("/settings/account")
+	s.run("open the deletion form", chromedp.Click(`details.fold:has(form[action="/settings/account/delete"]) > summary`, chromedp.ByQuery, chromedp.NodeVisible))
 	s.run("confirm the deletion",
 		chromedp.SendKeys("#confirm_username", bob, chromedp.ByID),
 		chromedp.SendKeys("#delete_password", newPassword, chromedp.ByID))

@@ -22,10 +22,7 @@ func contentKey(memberID, id string) []byte {
 	return storage.Key("u", memberID, "gql", "content", id)
 }
 
-func urlKey(memberID, u string) []byte {
-	sum := sha256.Sum256([]byte(u))
-	return storage.Key("u", memberID, "gql", "url", hex.EncodeToString(sum[:]))
-}
+func urlKey(memberID, u string) []byte { return legacyURLKey(memberID, urlKeyForm(u)) }
 
 func messageIDDigest(messageID string) string {
 	sum := sha256.Sum256([]byte(messageID))

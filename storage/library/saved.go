@@ -128,7 +128,7 @@ var statusCode = map[string]string{StatusActive: "A", StatusArchived: "R", Statu
 
 // NormalizeURL returns the form of an article URL used to recognise the same
 // article saved twice: absolute http(s), lower-case scheme and host, no
-// default port, no fragment.
+// default port, no fragment, no tracking parameters (urltracking.go).
 func NormalizeURL(raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" || len(raw) > MaxURLLen {
@@ -158,6 +158,9 @@ func NormalizeURL(raw string) (string, error) {
 	u.Fragment, u.RawFragment = "", ""
 	if u.Path == "" {
 		u.Path = "/"
+	}
+	if q := withoutTracking(u.RawQuery); q != u.RawQuery {
+		u.RawQuery, u.ForceQuery = q, false
 	}
 	return u.String(), nil
 }
