@@ -63,7 +63,7 @@ var scopeWords = map[string]string{
 	"read:notifications":  "See your notifications",
 	"read:search":         "Search on your behalf",
 	"read:statuses":       "Read your timelines and posts",
-	"write":               "Change everything in your account, including posting for you",
+	"write":               "Change everything in your account",
 	"write:accounts":      "Change your profile",
 	"write:blocks":        "Block and unblock accounts and domains",
 	"write:bookmarks":     "Bookmark posts",
