@@ -360,7 +360,7 @@ func TestGraphQLThroughCaddy(t *testing.T) {
 			t.Errorf("me without a token: HTTP %d %s %+v", r.status, r.Data, r.Errors)
 		}
 		r := gql(t, testSite, token, entriesOp, map[string]any{"query": map[string]any{"first": 5, "q": strings.Repeat("a", 201)}})
-		if r.code() != "BAD_USER_INPUT" {
+		if r.code() != "BAD_REQUEST" { // Inboxt's AppException
 			t.Errorf("long q: HTTP %d %+v", r.status, r.Errors)
 		}
 		r = gql(t, testSite, token, `query { nope }`, nil)
