@@ -90,6 +90,16 @@ curl -fsS -c "$jar" -b "$jar" -o /dev/null http://localhost:8080/auth/sign_in
 	--data-urlencode username=alice --data-urlencode 'password=correct horse battery' \
 	http://localhost:8080/auth/sign_in)" = 303 ] || fail "alice cannot sign in"
 [ "$(code -b "$jar" http://localhost:8080/settings)" = 200 ] || fail "settings after sign-in"
+# The same by the site's other loopback names: the session cookie works
+# there too (not Secure over plain http on loopback), each name its own.
+for base in http://127.0.0.1:8080 'http://[::1]:8080'; do
+	other_jar="$tmp/cookies-other"
+	rm -f "$other_jar"
+	[ "$(code -c "$other_jar" -b "$other_jar" -H "Origin: $base" \
+		--data-urlencode username=alice --data-urlencode 'password=correct horse battery' \
+		"$base/auth/sign_in")" = 303 ] || fail "alice cannot sign in at $base"
+	[ "$(code -b "$other_jar" "$base/settings")" = 200 ] || fail "settings after sign-in at $base"
+done
 
 # docs/operations.md and docs/graphql.md: an API token, used.
 token=$(go run -tags nobadger,nomysql,nopgx ./cmd/caddy hearth token create alice --name Obsidian --expires 30d)
