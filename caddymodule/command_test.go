@@ -187,22 +187,7 @@ func TestCLIPointedAtASite(t *testing.T) {
 // (Caddy logs every error an admin route returns as "request error").
 func TestCLIMemberAddLeavesNoErrorInTheLog(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "caddy.log")
-	startHearth(t, fmt.Sprintf(`{
-	admin %s
-	http_port 9080
-	https_port 9443
-	skip_install_trust
-	log {
-		output file %q
-	}
-	hearth {
-		storage_dir %q
-	}
-}
-%s {
-	hearth_graphql
-}
-`, testAdmin, logFile, t.TempDir(), testSite))
+	startHearth(t, loggingCaddyfile(t.TempDir(), logFile, "", fmt.Sprintf("%s {\n\thearth_graphql\n}\n", testSite)))
 	if _, err := runHearth(t, "a long password\n", "member", "add", "bob", "--password-stdin", "--address="+testAdmin); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,16 @@ import (
 	"testing"
 )
 
+// loggingCaddyfile is hearthCaddyfile with Caddy's default log written to
+// logFile (only the loggers include names, when given).
+func loggingCaddyfile(storageDir, logFile, include, sites string) string {
+	if include != "" {
+		include = "\n\t\tinclude " + include
+	}
+	return strings.Replace(hearthCaddyfile(storageDir, sites), "\thearth {",
+		fmt.Sprintf("\tlog {\n\t\toutput file %q%s\n\t}\n\thearth {", logFile, include), 1)
+}
+
 type answer struct {
 	status      int
 	contentType string
@@ -65,20 +75,7 @@ http://:9080 {
 }
 `, testSite, www)
 	logFile := filepath.Join(t.TempDir(), "hearth.log")
-	startHearth(t, fmt.Sprintf(`{
-	admin %s
-	http_port 9080
-	https_port 9443
-	skip_install_trust
-	hearth {
-		storage_dir %q
-	}
-	log {
-		output file %q
-		include http.handlers.hearth_unknown_host
-	}
-}
-%s`, testAdmin, dir, logFile, site))
+	startHearth(t, loggingCaddyfile(dir, logFile, "http.handlers.hearth_unknown_host", site))
 	adminJSONOK(t, http.MethodPost, "/hearth/members", `{"username":"alice","display_name":"Alice Liddell","password":"battery staple"}`, http.StatusCreated, nil)
 	adminJSONOK(t, http.MethodPost, "/hearth/members", `{"username":"mallory","password":"battery staple"}`, http.StatusCreated, nil)
 	adminJSONOK(t, http.MethodPost, "/hearth/members/mallory/suspend", "", http.StatusOK, nil)
