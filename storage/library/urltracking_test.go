@@ -50,7 +50,7 @@ func TestTrackingParametersDoNotMakeASecondItem(t *testing.T) {
 		}
 		before := it
 		it.OriginalURL = tracked
-		if err := putItem(tx, &before, &it); err != nil {
+		if err := writeItem(tx, itemChange{old: &before, it: &it}); err != nil {
 			return err
 		}
 		if err := tx.Delete(urlKey(m.ID, "https://example.org/rolls?id=7")); err != nil {
