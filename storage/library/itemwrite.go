@@ -584,3 +584,25 @@ func setItemText(tx *storage.Tx, memberID, id string) error {
 	libraryState.Of(tx).addTextMember(memberID)
 	return nil
 }
+
+// moveURLKey moves the URL key of the member's item itemID, saved with url,
+// from the digest of url as it was saved (legacyURLKey, before tracking
+// parameters were dropped) to urlKey's. Another item holding the new key
+// keeps it. It reports whether it wrote the new key (migrateURLKeys).
+func moveURLKey(tx *storage.Tx, memberID, itemID, url string) (bool, error) {
+	old := legacyURLKey(memberID, url)
+	if id, err := tx.Get(old); err == nil && string(id) == itemID {
+		if err := tx.Delete(old); err != nil {
+			return false, err
+		}
+	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return false, err
+	}
+	key := urlKey(memberID, url)
+	if _, err := tx.Get(key); err == nil {
+		return false, nil // moved before, or held by the same article saved again
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return false, err
+	}
+	return true, tx.Put(key, []byte(itemID), 0)
+}

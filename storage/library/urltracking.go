@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -125,24 +124,13 @@ func migrateURLKeys(ctx context.Context, st *storage.Store) (moved int, err erro
 			part := found[start:min(len(found), start+256)]
 			err := st.Update(ctx, func(tx *storage.Tx) error {
 				for _, t := range part {
-					old := legacyURLKey(m.ID, t.url)
-					if id, err := tx.Get(old); err == nil && string(id) == t.id {
-						if err := tx.Delete(old); err != nil {
-							return err
-						}
-					} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+					wrote, err := moveURLKey(tx, m.ID, t.id, t.url)
+					if err != nil {
 						return err
 					}
-					key := urlKey(m.ID, t.url)
-					if _, err := tx.Get(key); err == nil {
-						continue // moved before, or held by the same article saved again
-					} else if !errors.Is(err, storage.ErrNotFound) {
-						return err
+					if wrote {
+						moved++
 					}
-					if err := tx.Put(key, []byte(t.id), 0); err != nil {
-						return err
-					}
-					moved++
 				}
 				return nil
 			})
