@@ -42,7 +42,8 @@ func ParseQuery(q string) (*Query, error) {
 // item now, the article fetched in the background. Its error is for the
 // member.
 func (s *Server) SaveURL(ctx context.Context, memberID, rawURL string, labelIDs []string) error {
-	return s.queueArticleFromURL(ctx, memberID, rawURL, labelIDs)
+	_, err := s.queueArticleFromURL(ctx, memberID, rawURL, labelIDs)
+	return err
 }
 
 // MemberMessage is what to tell the member about err, when err is the
