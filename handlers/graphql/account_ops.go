@@ -181,7 +181,7 @@ func (r *mutationResolver) CreateAccount(ctx context.Context, in generated.Creat
 	}
 	st := stateOf(ctx)
 	if !r.s.isOwnAddress(st.r, in.Username, in.EmailAddress) {
-		return nil, badInput("members have no e-mail address here: emailAddress must be %s (or the username)", r.s.memberAddress(st.r, in.Username))
+		return nil, badField("emailAddress", "members have no e-mail address here: emailAddress must be %s (or the username)", r.s.memberAddress(st.r, in.Username))
 	}
 	_, err := r.s.opts.Pages.SignUp(st.w, st.r, in.Username, in.Username, in.Password)
 	var limited *account.SignInLimitedError
@@ -258,16 +258,20 @@ func (r *mutationResolver) UpdateAccount(ctx context.Context, in generated.Updat
 	st := stateOf(ctx)
 	m := c.Member
 	if in.Username != nil && *in.Username != m.Username {
-		return nil, badInput("usernames cannot be changed on this site")
+		return nil, badField("username", "usernames cannot be changed on this site")
 	}
 	if in.EmailAddress != nil && !r.s.isOwnAddress(st.r, m.Username, *in.EmailAddress) {
-		return nil, badInput("members have no e-mail address here: it is always %s", r.s.memberAddress(st.r, m.Username))
+		return nil, badField("emailAddress", "members have no e-mail address here: it is always %s", r.s.memberAddress(st.r, m.Username))
 	}
 	if in.Password != nil {
 		if err := r.s.requireRecentSignIn(ctx); err != nil {
 			return nil, err
 		}
 		if err := members.Of(r.s.store).SetPassword(ctx, m.Username, *in.Password); err != nil {
+			var ie *storage.InvalidError
+			if errors.As(err, &ie) {
+				return nil, badField("password", "%s", ie.Msg)
+			}
 			return nil, err
 		}
 	}
@@ -289,7 +293,7 @@ func (r *mutationResolver) DeleteAccount(ctx context.Context, in generated.Delet
 	}
 	st := stateOf(ctx)
 	if !r.s.isOwnAddress(st.r, c.Member.Username, in.EmailAddress) {
-		return nil, badInput("to confirm, emailAddress must be %s", r.s.memberAddress(st.r, c.Member.Username))
+		return nil, badField("emailAddress", "to confirm, emailAddress must be %s", r.s.memberAddress(st.r, c.Member.Username))
 	}
 	if err := r.s.requireRecentSignIn(ctx); err != nil {
 		return nil, err

@@ -539,7 +539,19 @@ func TestAccountOperationsOverTheSession(t *testing.T) {
 	e.wantError("", create, vars, 200, "CONFLICT")
 
 	// updateAccount: the password; usernames and addresses stay.
-	e.wantError(e.session, `mutation { updateAccount(data: {username: "eve"}) { id } }`, nil, 200, "BAD_USER_INPUT")
+	// Refusals name the field the app's profile form shows them under,
+	// as Inboxt's Zod errors do (extensions.response.message[].path).
+	for field, mutation := range map[string]string{
+		"username":     `mutation { updateAccount(data: {username: "eve"}) { id } }`,
+		"emailAddress": `mutation { updateAccount(data: {emailAddress: "eve@example.org"}) { id } }`,
+	} {
+		r := e.wantError(e.session, mutation, nil, 200, "BAD_USER_INPUT")
+		resp, _ := r.Errors[0].Extensions["response"].(map[string]any)
+		list, _ := resp["message"].([]any)
+		if r.Errors[0].Message != "Invalid input provided" || len(list) != 1 || list[0].(map[string]any)["path"] != field {
+			t.Fatalf("%s refused: %+v", field, r.Errors)
+		}
+	}
 	var up struct {
 		UpdateAccount struct{ Username, EmailAddress string }
 	}
