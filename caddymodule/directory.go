@@ -18,7 +18,7 @@ import (
 func init() {
 	caddy.RegisterModule(Directory{})
 	httpcaddyfile.RegisterHandlerDirective("hearth_directory", parseDirectory)
-	httpcaddyfile.RegisterDirectiveOrder("hearth_directory", httpcaddyfile.Before, "respond")
+	httpcaddyfile.RegisterDirectiveOrder("hearth_directory", httpcaddyfile.Before, "handle")
 	registerAdminEndpoint("/hearth/agents", adminMethods{http.MethodGet: adminListAgents})
 	registerAdminEndpoint("/hearth/agents/{key}/ban", adminMethods{http.MethodPost: adminBanAgent(true)})
 	registerAdminEndpoint("/hearth/agents/{key}/unban", adminMethods{http.MethodPost: adminBanAgent(false)})

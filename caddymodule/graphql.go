@@ -27,7 +27,7 @@ import (
 func init() {
 	caddy.RegisterModule(GraphQL{})
 	httpcaddyfile.RegisterHandlerDirective("hearth_graphql", parseGraphQL)
-	httpcaddyfile.RegisterDirectiveOrder("hearth_graphql", httpcaddyfile.Before, "respond")
+	httpcaddyfile.RegisterDirectiveOrder("hearth_graphql", httpcaddyfile.Before, "handle")
 	registerAdminEndpoint("/hearth/members/{username}/api_tokens", adminMethods{
 		http.MethodGet:  adminListAPITokens,
 		http.MethodPost: adminCreateAPIToken,
@@ -61,13 +61,13 @@ type GraphQL struct {
 	RateLimitWindow caddy.Duration `json:"rate_limit_window,omitempty" caddyfile:"rate_limit_window <duration>" default:"1m"`
 	// Let addArticleFromUrl fetch private, loopback and link-local addresses (tests, intranets).
 	AllowPrivateAddresses bool `json:"allow_private_addresses,omitempty" caddyfile:"allow_private_addresses" default:"off"`
-	// Turns on Inboxt's mail webhook POST /api/inbox/items/mail-webhook: the secret its requests carry (placeholders such as {env.HEARTH_MAIL_SECRET} are replaced); needs mail_domain.
+	// Turns on Inboxt's mail webhook POST /api/inbox/items/mail-webhook (and POST /inbox/items/mail-webhook, the URL Inboxt's web app shows): the secret its requests carry (placeholders such as {env.HEARTH_MAIL_SECRET} are replaced); needs mail_domain.
 	MailWebhookSecret string `json:"mail_webhook_secret,omitempty" caddyfile:"mail_webhook_secret <secret>" default:"off"`
 	// The header that carries the mail webhook's secret (HTTP Basic, password the secret, is accepted too).
 	MailWebhookHeader string `json:"mail_webhook_header,omitempty" caddyfile:"mail_webhook_header <name>" default:"X-Webhook-Secret"`
 	// The domain of members' newsletter addresses (<inbound address id>@mail_domain), the recipients the mail webhook accepts.
 	MailDomain string `json:"mail_domain,omitempty" caddyfile:"mail_domain <domain>" default:"none"`
-	// The domain of members' addresses, username@domain, where Inboxt has an e-mail address (set it to hearth_oauth's account_domain on a split-domain site).
+	// The domain of members' addresses, username@domain, where Inboxt has an e-mail address (set it to hearth_oauth's account_domain on a split-domain site). A dotless domain (`localhost`) or an IP address is reported under `.invalid` (`alice@localhost.invalid`), an address Inboxt's web app accepts; `signIn` takes the username, username@domain or that address. The address receives no mail, and `isEmailVerified` is always true.
 	AccountDomain string `json:"account_domain,omitempty" caddyfile:"account_domain <domain>" default:"the request's host"`
 	// Largest file POST /api/import (and caddy hearth import) takes; staged under <storage_dir>-imports until imported.
 	ImportMaxSize int64 `json:"import_max_size,omitempty" caddyfile:"import_max_size <size>" default:"256MiB"`
@@ -167,8 +167,8 @@ func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	switch {
 	case strings.HasPrefix(r.URL.Path, graphql.InboundPath):
 		return h.serveUnlogged(w, r, next, graphql.InboundPath+"REDACTED")
-	case r.URL.Path == graphql.MailWebhookPath:
-		return h.serveUnlogged(w, r, next, graphql.MailWebhookPath)
+	case graphql.IsMailWebhook(r):
+		return h.serveUnlogged(w, r, next, r.URL.Path)
 	case strings.HasPrefix(r.URL.Path, graphql.ContentDownloadPath):
 		return h.serveUnlogged(w, r, next, graphql.ContentDownloadPath+"REDACTED")
 	}

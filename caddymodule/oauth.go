@@ -21,7 +21,7 @@ import (
 func init() {
 	caddy.RegisterModule(OAuth{})
 	httpcaddyfile.RegisterHandlerDirective("hearth_oauth", parseOAuth)
-	httpcaddyfile.RegisterDirectiveOrder("hearth_oauth", httpcaddyfile.Before, "respond")
+	httpcaddyfile.RegisterDirectiveOrder("hearth_oauth", httpcaddyfile.Before, "handle")
 }
 
 // OAuth is the hearth_oauth handler: the Mastodon-compatible OAuth

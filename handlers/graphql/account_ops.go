@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +43,47 @@ func (s *Server) accountDomain(r *http.Request) string {
 		return h
 	}
 	return r.Host
+}
+
+// appEmailDomain is the domain part Zod's z.email() accepts (Inboxt's web
+// app validates its sign-in form with it before sending anything, zod
+// 4's email regex as bundled in the app @ 45f4314): dotted labels ending
+// in a label of two letters or more.
+var appEmailDomain = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9-]*\.)+[A-Za-z]{2,}$`)
+
+// addressDomain is the domain of the address Hearth reports for a member
+// (User.emailAddress): the account domain, or, when that is a dotless
+// name (localhost) or an IP address that Inboxt's web app would refuse,
+// the account domain under ".invalid", the name RFC 6761 keeps from ever
+// resolving, since the address receives no mail either way.
+func (s *Server) addressDomain(r *http.Request) string {
+	d := s.accountDomain(r)
+	if appEmailDomain.MatchString(d) {
+		return d
+	}
+	return strings.Trim(d, "[]") + ".invalid"
+}
+
+// memberAddress is the address Hearth reports for a member.
+func (s *Server) memberAddress(r *http.Request, username string) string {
+	return username + "@" + s.addressDomain(r)
+}
+
+// usernameOf is the username an address names: the bare username,
+// username@<account domain> or the address Hearth reports
+// (memberAddress), any case in the domain. Another address is returned
+// as it is, which names no member.
+func (s *Server) usernameOf(r *http.Request, address string) string {
+	address = strings.TrimSpace(address)
+	at := strings.LastIndexByte(address, '@')
+	if at < 0 {
+		return address
+	}
+	domain := address[at+1:]
+	if strings.EqualFold(domain, s.accountDomain(r)) || strings.EqualFold(domain, s.addressDomain(r)) {
+		return address[:at]
+	}
+	return address
 }
 
 // sessionOnly refuses API tokens and OAuth access tokens. It returns the
@@ -90,7 +132,7 @@ func (r *mutationResolver) SignIn(ctx context.Context, in generated.SignInInput)
 		return nil, errNoSessions
 	}
 	st := stateOf(ctx)
-	username := strings.TrimSuffix(strings.TrimSpace(in.EmailAddress), "@"+r.s.accountDomain(st.r))
+	username := r.s.usernameOf(st.r, in.EmailAddress)
 	_, err := r.s.opts.Pages.SignIn(st.w, st.r, username, in.Password)
 	var limited *account.SignInLimitedError
 	switch {
@@ -139,7 +181,7 @@ func (r *mutationResolver) CreateAccount(ctx context.Context, in generated.Creat
 	}
 	st := stateOf(ctx)
 	if !r.s.isOwnAddress(st.r, in.Username, in.EmailAddress) {
-		return nil, badInput("members have no e-mail address here: emailAddress must be %s@%s (or the username)", in.Username, r.s.accountDomain(st.r))
+		return nil, badField("emailAddress", "members have no e-mail address here: emailAddress must be %s (or the username)", r.s.memberAddress(st.r, in.Username))
 	}
 	_, err := r.s.opts.Pages.SignUp(st.w, st.r, in.Username, in.Username, in.Password)
 	var limited *account.SignInLimitedError
@@ -162,8 +204,7 @@ func (r *mutationResolver) CreateAccount(ctx context.Context, in generated.Creat
 // isOwnAddress reports whether address names username: the bare username
 // or username@<account domain>, letters in any case.
 func (s *Server) isOwnAddress(r *http.Request, username, address string) bool {
-	address = strings.TrimSpace(address)
-	return strings.EqualFold(address, username) || strings.EqualFold(address, username+"@"+s.accountDomain(r))
+	return strings.EqualFold(s.usernameOf(r, address), username)
 }
 
 // errTwoFactorAccountPage refuses updateAccount and deleteAccount to a
@@ -217,16 +258,20 @@ func (r *mutationResolver) UpdateAccount(ctx context.Context, in generated.Updat
 	st := stateOf(ctx)
 	m := c.Member
 	if in.Username != nil && *in.Username != m.Username {
-		return nil, badInput("usernames cannot be changed on this site")
+		return nil, badField("username", "usernames cannot be changed on this site")
 	}
 	if in.EmailAddress != nil && !r.s.isOwnAddress(st.r, m.Username, *in.EmailAddress) {
-		return nil, badInput("members have no e-mail address here: it is always %s@%s", m.Username, r.s.accountDomain(st.r))
+		return nil, badField("emailAddress", "members have no e-mail address here: it is always %s", r.s.memberAddress(st.r, m.Username))
 	}
 	if in.Password != nil {
 		if err := r.s.requireRecentSignIn(ctx); err != nil {
 			return nil, err
 		}
 		if err := members.Of(r.s.store).SetPassword(ctx, m.Username, *in.Password); err != nil {
+			var ie *storage.InvalidError
+			if errors.As(err, &ie) {
+				return nil, badField("password", "%s", ie.Msg)
+			}
 			return nil, err
 		}
 	}
@@ -248,7 +293,7 @@ func (r *mutationResolver) DeleteAccount(ctx context.Context, in generated.Delet
 	}
 	st := stateOf(ctx)
 	if !r.s.isOwnAddress(st.r, c.Member.Username, in.EmailAddress) {
-		return nil, badInput("to confirm, emailAddress must be %s@%s", c.Member.Username, r.s.accountDomain(st.r))
+		return nil, badField("emailAddress", "to confirm, emailAddress must be %s", r.s.memberAddress(st.r, c.Member.Username))
 	}
 	if err := r.s.requireRecentSignIn(ctx); err != nil {
 		return nil, err

@@ -119,6 +119,22 @@ func badInput(format string, a ...any) error {
 	return &userError{codeBadUserInput, fmt.Sprintf(format, a...)}
 }
 
+// fieldError is a BAD_USER_INPUT about one field of the input: path names
+// it as Zod's issue path does in Inboxt's answers, the field names of the
+// app's forms, which show the message under that field (badInput's errors
+// name the argument, argumentPath).
+type fieldError struct {
+	path string
+	msg  string
+}
+
+func (e *fieldError) Error() string { return e.msg }
+
+// badField is badInput about the input's field path.
+func badField(path, format string, a ...any) error {
+	return &fieldError{path, fmt.Sprintf(format, a...)}
+}
+
 // presentError maps resolver errors to GraphQL errors with extensions.code.
 // Errors of unknown kind are logged and shown as a generic message, so no
 // internal detail reaches the client.
@@ -130,6 +146,7 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	}
 	out := graphql.DefaultErrorPresenter(ctx, err)
 	var ue *userError
+	var fe *fieldError
 	var ie *storage.InvalidError
 	code, detail, field := "", "", ""
 	status, retry, unavailable := storage.Unavailable(err)
@@ -144,6 +161,8 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 		if st := stateOf(ctx); st != nil {
 			st.retryAfter.Store(int64(retry))
 		}
+	case errors.As(err, &fe):
+		code, detail, field = codeBadUserInput, fe.msg, fe.path
 	case errors.As(err, &ue) && ue.code == codeBadUserInput:
 		code, detail = codeBadUserInput, ue.msg
 	case errors.As(err, &ue):

@@ -204,3 +204,32 @@ func TestMailWebhookIsOffWithoutASecret(t *testing.T) {
 		t.Fatalf("stored %d items", len(got))
 	}
 }
+
+// Inboxt's web app shows the webhook as appUrl + "/inbox/items/mail-webhook"
+// (no /api): a provider set up from what the app shows delivers there too.
+func TestMailWebhookTakesThePathInboxtsWebAppShows(t *testing.T) {
+	e, rcpt := webhookEnv(t, nil)
+	req, err := http.NewRequest(http.MethodPost, e.srv.URL+graphql.AppMailWebhookPath, strings.NewReader(webhookPayloads(rcpt)["plain"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	withHeader(req)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"ids"`) {
+		t.Fatalf("POST %s: %d %s", graphql.AppMailWebhookPath, resp.StatusCode, b)
+	}
+	if got := e.allEntries(map[string]any{"first": 50, "q": "type:newsletter"}); len(got) != 1 || got[0].Title != "Issue 1" {
+		t.Fatalf("newsletters = %+v", got)
+	}
+	// Other methods there are the site's (the web app's own pages).
+	get, _ := http.NewRequest(http.MethodGet, e.srv.URL+graphql.AppMailWebhookPath, nil)
+	if e.api.Handles(get) {
+		t.Fatalf("GET %s is taken", graphql.AppMailWebhookPath)
+	}
+}

@@ -277,9 +277,9 @@ func (s *Server) newGraphQLServer() *handler.Server {
 // Handles reports whether r is for this server: the GraphQL endpoint or the
 // newsletter inbound URL.
 func (s *Server) Handles(r *http.Request) bool {
-	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath) || r.URL.Path == MailWebhookPath || r.URL.Path == ImportPath ||
+	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath) || IsMailWebhook(r) || r.URL.Path == ImportPath ||
 		r.URL.Path == ContentPath || strings.HasPrefix(r.URL.Path, ContentDownloadPath) ||
-		r.URL.Path == ExportAPIPath || r.URL.Path == EPUBPath || r.URL.Path == SchemaPath
+		r.URL.Path == ExportAPIPath || r.URL.Path == EPUBPath || r.URL.Path == SchemaPath || isConfig(r)
 }
 
 // ServeHTTP serves the GraphQL endpoint and the newsletter inbound URL;
@@ -290,8 +290,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveGraphQL(w, r)
 	case strings.HasPrefix(r.URL.Path, InboundPath):
 		s.serveInbound(w, r)
-	case r.URL.Path == MailWebhookPath:
+	case IsMailWebhook(r):
 		s.serveMailWebhook(w, r)
+	case isConfig(r):
+		serveConfig(w, r)
 	case r.URL.Path == ImportPath:
 		s.serveImport(w, r)
 	case r.URL.Path == ContentPath:

@@ -2176,8 +2176,9 @@ var sources = []*ast.Source{
   username: String!
   "Hearth: the member's display name."
   displayName: String!
-  "Hearth members have no e-mail address: username@<the site's account domain>."
+  "Hearth members have no e-mail address: username@<the site's account domain>, under .invalid when that domain is dotless or an IP address (so that it is an address Inboxt's web app accepts); it receives no mail."
   emailAddress: String!
+  "Hearth: always true, since Hearth sends no mail and verifies no address."
   isEmailVerified: Boolean!
   pendingEmailAddress: String
   labelsCount: Float!

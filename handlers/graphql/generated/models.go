@@ -583,8 +583,9 @@ type User struct {
 	Username  string    `json:"username"`
 	// Hearth: the member's display name.
 	DisplayName string `json:"displayName"`
-	// Hearth members have no e-mail address: username@<the site's account domain>.
-	EmailAddress               string     `json:"emailAddress"`
+	// Hearth members have no e-mail address: username@<the site's account domain>, under .invalid when that domain is dotless or an IP address (so that it is an address Inboxt's web app accepts); it receives no mail.
+	EmailAddress string `json:"emailAddress"`
+	// Hearth: always true, since Hearth sends no mail and verifies no address.
 	IsEmailVerified            bool       `json:"isEmailVerified"`
 	PendingEmailAddress        *string    `json:"pendingEmailAddress,omitempty"`
 	LabelsCount                float64    `json:"labelsCount"`
