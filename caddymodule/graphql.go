@@ -171,6 +171,8 @@ func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return h.serveUnlogged(w, r, next, r.URL.Path)
 	case strings.HasPrefix(r.URL.Path, graphql.ContentDownloadPath):
 		return h.serveUnlogged(w, r, next, graphql.ContentDownloadPath+"REDACTED")
+	case strings.HasPrefix(r.URL.Path, graphql.FeedPath):
+		return h.serveUnlogged(w, r, next, graphql.FeedPath+"REDACTED")
 	}
 	if isLanding(r) {
 		return serveLanding(w, r, next, h.pages, graphqlService)
@@ -180,7 +182,7 @@ func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 
 // serveUnlogged serves a request that carries a secret Caddy's access log
 // would write: a newsletter inbound URL has the member's inbound secret in
-// its path, as a content download URL has its capability, and the mail webhook has its shared secret in a request header
+// its path, as a content download URL and a feed URL have their capability, and the mail webhook has its shared secret in a request header
 // (Caddy's log redacts only Authorization and Cookie). The request is left
 // out of the access log (the log_skip variable) and logged here instead,
 // without headers and with uri as the path to record.

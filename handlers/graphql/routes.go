@@ -30,5 +30,5 @@ var (
 
 // Routes lists the declarations above.
 func Routes() []access.Route {
-	return []access.Route{routeGraphQL, routeQuery, routeMutation, routeMutationResult, routeImport, routeContent, routeExport, routeEPUB}
+	return []access.Route{routeGraphQL, routeQuery, routeMutation, routeMutationResult, routeImport, routeContent, routeExport, routeEPUB, routeFeeds, routeFeedsChange}
 }

@@ -336,6 +336,29 @@ func scopeProbes() []scopeProbe {
 		},
 		want: readers,
 	}, {
+		name:   "GET " + graphql.FeedsAPIPath,
+		routes: []string{"GET " + graphql.FeedsAPIPath},
+		ask: func(w *scopeWorld, cred string) (string, []byte) {
+			status, _, b := w.send(cred, http.MethodGet, graphql.FeedsAPIPath, "", nil)
+			if status == http.StatusOK && bytes.Contains(b, []byte(`"help"`)) {
+				return allowed, b
+			}
+			return rest(status), b
+		},
+		want: readers,
+	}, {
+		// A new secret gives URLs that read the library: read and write.
+		name:   "POST " + graphql.FeedsAPIPath,
+		routes: []string{"POST " + graphql.FeedsAPIPath},
+		ask: func(w *scopeWorld, cred string) (string, []byte) {
+			status, _, b := w.send(cred, http.MethodPost, graphql.FeedsAPIPath, "", nil)
+			if status == http.StatusOK && bytes.Contains(b, []byte(`"secret":"fd_`)) {
+				return allowed, b
+			}
+			return rest(status), b
+		},
+		want: readWriters,
+	}, {
 		// A member page: only the session, every token is sent to sign in.
 		name: "GET " + graphql.ExportFilePath,
 		ask: func(w *scopeWorld, cred string) (string, []byte) {

@@ -279,7 +279,8 @@ func (s *Server) newGraphQLServer() *handler.Server {
 func (s *Server) Handles(r *http.Request) bool {
 	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath) || IsMailWebhook(r) || r.URL.Path == ImportPath ||
 		r.URL.Path == ContentPath || strings.HasPrefix(r.URL.Path, ContentDownloadPath) ||
-		r.URL.Path == ExportAPIPath || r.URL.Path == EPUBPath || r.URL.Path == SchemaPath || isConfig(r)
+		r.URL.Path == ExportAPIPath || r.URL.Path == EPUBPath || r.URL.Path == SchemaPath || isConfig(r) ||
+		r.URL.Path == FeedsAPIPath || strings.HasPrefix(r.URL.Path, FeedPath)
 }
 
 // ServeHTTP serves the GraphQL endpoint and the newsletter inbound URL;
@@ -306,6 +307,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveEPUB(w, r)
 	case r.URL.Path == SchemaPath:
 		s.serveSchema(w, r)
+	case r.URL.Path == FeedsAPIPath:
+		s.serveFeedsAPI(w, r)
+	case strings.HasPrefix(r.URL.Path, FeedPath):
+		s.serveFeed(w, r)
 	default:
 		http.NotFound(w, r)
 	}

@@ -1,0 +1,280 @@
+package graphql
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/handlers/access"
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
+	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
+)
+
+const (
+	// FeedsAPIPath tells a member their feed URLs (GET), makes or renews
+	// their feed secret and shows the URLs with it (POST), or revokes it
+	// (DELETE); docs/export.md.
+	FeedsAPIPath = "/api/feeds"
+	// FeedPath is followed by a member's feed secret and "/atom": an Atom
+	// feed of the items a search (?q=, default in:inbox) finds, with their
+	// content. The secret is the only credential (feed readers send none),
+	// so these requests stay out of the access log.
+	FeedPath = "/api/feed/"
+	// feedItems bounds a feed: the newest items of its search.
+	feedItems = 50
+)
+
+// routeFeeds tells whether the member has feed URLs; routeFeedsChange
+// renews or revokes them. A renewal answers URLs that read the library,
+// so it needs read as well (serveFeedsAPI).
+var (
+	routeFeeds       = access.Route{Name: "GET " + FeedsAPIPath, AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
+	routeFeedsChange = access.Route{Name: "POST " + FeedsAPIPath, AnyScope: []string{access.Write}, APITokens: true, Sessions: true}
+)
+
+// feedsAnswer is the JSON of FeedsAPIPath.
+type feedsAnswer struct {
+	// Secret is set only in the answer to the POST that made it: only
+	// its digest is kept, so the URLs can be shown once.
+	Secret    string     `json:"secret,omitempty"`
+	CreatedAt *time.Time `json:"created_at"`
+	Atom      string     `json:"atom,omitempty"`
+	OPDS      string     `json:"opds,omitempty"`
+	Help      string     `json:"help"`
+}
+
+const feedsHelp = "the feed URLs hold a secret that is shown only when made: POST " + FeedsAPIPath +
+	" makes a new one (the old URLs stop working), DELETE revokes it; add ?q=<search> to the Atom URL for a label (label:name) or any saved search"
+
+// serveFeedsAPI serves FeedsAPIPath.
+func (s *Server) serveFeedsAPI(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet, http.MethodPost, http.MethodDelete:
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		writeImportError(w, r, http.StatusMethodNotAllowed, "use GET, POST or DELETE")
+		return
+	}
+	route := routeFeeds
+	if r.Method != http.MethodGet {
+		route = routeFeedsChange
+	}
+	c := s.restCaller(w, r, route, "show feeds")
+	if c == nil {
+		return
+	}
+	if r.Method == http.MethodPost && !c.Allows(access.Read) {
+		writeImportError(w, r, http.StatusForbidden, "the feed URLs show the library: making them needs the read scope too")
+		return
+	}
+	tokens := apitokens.Of(s.store)
+	out := feedsAnswer{Help: feedsHelp}
+	switch r.Method {
+	case http.MethodPost:
+		secret, err := tokens.RenewFeedSecret(r.Context(), c.Member.ID)
+		if err != nil {
+			s.feedsFailed(w, r, err)
+			return
+		}
+		now := time.Now().UTC()
+		out.Secret, out.CreatedAt = secret, &now
+		out.Atom, out.OPDS = feedURLs(siteURL(r), secret)
+	case http.MethodDelete:
+		err := tokens.RevokeFeedSecret(r.Context(), c.Member.ID)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			s.feedsFailed(w, r, err)
+			return
+		}
+	default:
+		fs, err := tokens.FeedSecretInfo(r.Context(), c.Member.ID)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			s.feedsFailed(w, r, err)
+			return
+		}
+		if fs != nil {
+			out.CreatedAt = &fs.CreatedAt
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// feedURLs returns the Atom and OPDS URLs of a feed secret on site.
+func feedURLs(site, secret string) (atom, opds string) {
+	return site + FeedPath + secret + "/atom", site + FeedPath + secret + "/opds"
+}
+
+func (s *Server) feedsFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if status, _, ok := refusal(w, err); ok {
+		writeImportError(w, r, status, "the store cannot do this now ("+err.Error()+"); try again later")
+		return
+	}
+	s.epubFailed(w, r, err)
+}
+
+// feedMember returns the member of a feed URL and what follows the secret
+// ("atom", "opds", …), or answers 404 (the same for an unknown secret and
+// a suspended member, so the URL reveals nothing) and returns nil.
+func (s *Server) feedMember(w http.ResponseWriter, r *http.Request) (*members.Member, string) {
+	w.Header().Set("Cache-Control", "no-store")
+	secret, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, FeedPath), "/")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeImportError(w, r, http.StatusMethodNotAllowed, "use GET")
+		return nil, ""
+	}
+	m, err := apitokens.Of(s.store).FeedMember(r.Context(), secret)
+	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, members.ErrSuspended) {
+		r.URL.Path = FeedPath + "REDACTED"
+		writeImportError(w, r, http.StatusNotFound, "unknown feed")
+		return nil, ""
+	}
+	if err != nil {
+		s.feedsFailed(w, r, err)
+		return nil, ""
+	}
+	return m, rest
+}
+
+// serveFeed serves FeedPath.
+func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request) {
+	m, rest := s.feedMember(w, r)
+	if m == nil {
+		return
+	}
+	switch rest {
+	case "atom":
+		s.serveAtom(w, r, m)
+	default:
+		r.URL.Path = FeedPath + "REDACTED/" + rest
+		writeImportError(w, r, http.StatusNotFound, "no such feed: use atom")
+	}
+}
+
+// The Atom document (RFC 4287) of a feed.
+type atomFeed struct {
+	XMLName xml.Name    `xml:"http://www.w3.org/2005/Atom feed"`
+	ID      string      `xml:"id"`
+	Title   string      `xml:"title"`
+	Updated string      `xml:"updated"`
+	Author  atomPerson  `xml:"author"`
+	Links   []atomLink  `xml:"link"`
+	Entries []atomEntry `xml:"entry"`
+}
+
+type atomPerson struct {
+	Name string `xml:"name"`
+}
+
+type atomLink struct {
+	Rel  string `xml:"rel,attr,omitempty"`
+	Type string `xml:"type,attr,omitempty"`
+	Href string `xml:"href,attr"`
+}
+
+type atomText struct {
+	Type string `xml:"type,attr,omitempty"`
+	Body string `xml:",chardata"`
+}
+
+type atomEntry struct {
+	ID        string      `xml:"id"`
+	Title     string      `xml:"title"`
+	Updated   string      `xml:"updated"`
+	Published string      `xml:"published,omitempty"`
+	Author    *atomPerson `xml:"author,omitempty"`
+	Links     []atomLink  `xml:"link"`
+	Summary   *atomText   `xml:"summary,omitempty"`
+	Content   *atomText   `xml:"content,omitempty"`
+}
+
+func atomTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// serveAtom serves the Atom feed of the search ?q= (default in:inbox): the
+// newest feedItems items with their content.
+func (s *Server) serveAtom(w http.ResponseWriter, r *http.Request, m *members.Member) {
+	q := r.URL.Query().Get("q")
+	if q == "" {
+		q = "in:inbox"
+	}
+	srch, err := parseSearch(q)
+	if err == nil && srch.highlights {
+		err = errors.New("a feed is made of items: type:highlights lists highlights")
+	}
+	if err != nil {
+		writeImportError(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	order := sortOrder{field: library.SortCreatedAt, desc: true}
+	if srch.sort != nil {
+		order = *srch.sort
+	}
+	lib := library.Of(s.store)
+	page, err := lib.SavedItemsPage(r.Context(), m.ID, srch.filter, library.PageRequest{Field: order.field, Desc: order.desc, First: feedItems})
+	if err != nil {
+		s.feedsFailed(w, r, err)
+		return
+	}
+	site := siteURL(r)
+	feed := atomFeed{
+		// The id stays the same when the secret is renewed.
+		ID:     "tag:" + hostOf(site) + ",2024:feed:" + m.ID + ":" + url.QueryEscape(q),
+		Title:  "Hearth: " + q,
+		Author: atomPerson{Name: m.Username},
+		Links:  []atomLink{{Rel: "alternate", Type: "text/html", Href: site + "/"}},
+	}
+	updated := time.Unix(0, 0)
+	for _, it := range page.Items {
+		if it.UpdatedAt.After(updated) {
+			updated = it.UpdatedAt
+		}
+		e := atomEntry{
+			ID:        "tag:" + hostOf(site) + ",2024:item:" + it.ID,
+			Title:     it.Title,
+			Updated:   atomTime(it.UpdatedAt),
+			Published: atomTime(it.CreatedAt),
+		}
+		if e.Title == "" {
+			e.Title = it.OriginalURL
+		}
+		if it.Author != "" {
+			e.Author = &atomPerson{Name: it.Author}
+		}
+		if it.OriginalURL != "" {
+			e.Links = append(e.Links, atomLink{Rel: "alternate", Type: "text/html", Href: it.OriginalURL})
+		}
+		if it.Description != "" {
+			e.Summary = &atomText{Type: "text", Body: it.Description}
+		}
+		c, err := lib.ItemContent(r.Context(), m.ID, it.ID)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			s.feedsFailed(w, r, err)
+			return
+		}
+		if c != nil && c.HTML != "" {
+			e.Content = &atomText{Type: "html", Body: c.HTML}
+		}
+		feed.Entries = append(feed.Entries, e)
+	}
+	feed.Updated = atomTime(updated)
+	w.Header().Set("Content-Type", "application/atom+xml; charset=utf-8")
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write([]byte(xml.Header))
+	_ = xml.NewEncoder(w).Encode(feed)
+}
+
+// hostOf returns the host of a site URL (scheme://host).
+func hostOf(site string) string {
+	_, host, _ := strings.Cut(site, "://")
+	host, _, _ = strings.Cut(host, ":")
+	return host
+}
