@@ -1,0 +1,149 @@
+package graphql_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/storage/library"
+)
+
+// feedsCall sends method to FeedsAPIPath with the env's API token.
+func feedsCall(t *testing.T, e *env, method string) map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest(method, e.srv.URL+graphql.FeedsAPIPath, nil)
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s %s: HTTP %d %v %v", method, graphql.FeedsAPIPath, resp.StatusCode, out, err)
+	}
+	return out
+}
+
+// fetch GETs u without credentials, as a feed reader does.
+func fetch(t *testing.T, u string) (int, string, []byte) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Content-Type"), b
+}
+
+// feedparse runs Debian's python3-feedparser on a feed and returns what it
+// read: bozo (a malformed feed), the feed's title and each entry's title,
+// link and content.
+func feedparse(t *testing.T, feed []byte) map[string]any {
+	t.Helper()
+	// Debian's interpreter, whatever python3 comes first on PATH.
+	const script = `import feedparser, json, sys
+d = feedparser.parse(sys.stdin.buffer.read())
+print(json.dumps({"bozo": d.bozo, "bozo_exception": str(d.get("bozo_exception", "")), "version": d.version,
+  "title": d.feed.get("title"),
+  "entries": [{"title": e.get("title"), "link": e.get("link"), "id": e.get("id"),
+    "content": [c.value for c in e.get("content", [])]} for e in d.entries]}))`
+	cmd := exec.Command("/usr/bin/python3", "-c", script)
+	cmd.Stdin = strings.NewReader(string(feed))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("feedparser (apt-get install python3-feedparser; .ci/run installs it): %v\n%s", err, out)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return got
+}
+
+// A member makes a feed secret; the Atom feed of their inbox and of a
+// label, fetched without credentials, is read by feedparser without
+// error, with each item's title, link and full content. Renewing the
+// secret stops the old URL, revoking stops the new one, and GET tells
+// only when it was made.
+func TestAtomFeedReadByFeedparserAndRevocable(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	ctx := t.Context()
+	e.saveArticle(e.member.ID, 1, func(in *library.NewItem) {
+		in.Title = "Bread & <Butter> — ünïcode"
+		in.HTML = `<p>Knead the dough <em>well</em> &amp; rest it.</p>`
+	})
+	tagged := e.saveArticle(e.member.ID, 2, nil)
+	lb, err := library.Of(e.store).CreateLabel(ctx, e.member.ID, "Baking", "#112233")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := library.Of(e.store).SetItemLabels(ctx, e.member.ID, []string{tagged.ID}, library.LabelChange{Add: []string{lb.ID}}); err != nil {
+		t.Fatal(err)
+	}
+
+	if got := feedsCall(t, e, http.MethodGet); got["created_at"] != nil || got["atom"] != nil {
+		t.Fatalf("before any secret: %v", got)
+	}
+	made := feedsCall(t, e, http.MethodPost)
+	atom, _ := made["atom"].(string)
+	if !strings.HasPrefix(atom, e.srv.URL+graphql.FeedPath+"fd_") || !strings.HasSuffix(atom, "/atom") {
+		t.Fatalf("POST: %v", made)
+	}
+	if got := feedsCall(t, e, http.MethodGet); got["created_at"] == nil || got["atom"] != nil || got["secret"] != nil {
+		t.Fatalf("GET shows the secret again or not its date: %v", got)
+	}
+
+	status, ct, b := fetch(t, atom)
+	if status != http.StatusOK || ct != "application/atom+xml; charset=utf-8" {
+		t.Fatalf("HTTP %d %s %.300s", status, ct, b)
+	}
+	got := feedparse(t, b)
+	if got["bozo"] != false && got["bozo"] != float64(0) {
+		t.Fatalf("feedparser: bozo: %v", got["bozo_exception"])
+	}
+	if got["version"] != "atom10" {
+		t.Errorf("version %v", got["version"])
+	}
+	entries, _ := got["entries"].([]any)
+	if len(entries) != 2 {
+		t.Fatalf("%d entries, want 2: %v", len(entries), got)
+	}
+	first, _ := entries[1].(map[string]any) // newest first
+	if first["title"] != "Bread & <Butter> — ünïcode" || first["link"] != "https://example.com/a/1" {
+		t.Errorf("entry: %v", first)
+	}
+	if c, _ := first["content"].([]any); len(c) != 1 || !strings.Contains(c[0].(string), "Knead the dough <em>well</em> &amp; rest it.") {
+		t.Errorf("content: %v", first["content"])
+	}
+
+	status, _, b = fetch(t, atom+"?q="+url.QueryEscape("label:Baking"))
+	got = feedparse(t, b)
+	if entries, _ := got["entries"].([]any); status != http.StatusOK || len(entries) != 1 || entries[0].(map[string]any)["title"] != "Article 2" {
+		t.Fatalf("label feed: HTTP %d %v", status, got)
+	}
+	if status, _, b := fetch(t, atom+"?q="+url.QueryEscape("type:highlights")); status != http.StatusBadRequest {
+		t.Errorf("a highlights search: HTTP %d %s", status, b)
+	}
+
+	renewed, _ := feedsCall(t, e, http.MethodPost)["atom"].(string)
+	if status, _, b := fetch(t, atom); status != http.StatusNotFound || strings.Contains(string(b), "fd_") {
+		t.Errorf("old URL after renewal: HTTP %d %s", status, b)
+	}
+	if status, _, _ := fetch(t, renewed); status != http.StatusOK {
+		t.Errorf("renewed URL: HTTP %d", status)
+	}
+	feedsCall(t, e, http.MethodDelete)
+	if status, _, _ := fetch(t, renewed); status != http.StatusNotFound {
+		t.Errorf("revoked URL: HTTP %d", status)
+	}
+	if got := feedsCall(t, e, http.MethodGet); got["created_at"] != nil {
+		t.Errorf("after revoking: %v", got)
+	}
+}
