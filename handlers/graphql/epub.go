@@ -18,6 +18,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // EPUBPath serves an EPUB 3 of one item (?id=) or of the items a search
@@ -44,15 +45,21 @@ func (s *Server) serveEPUB(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
+	s.serveEPUBOf(w, r, c.Member)
+}
+
+// serveEPUBOf answers a request for a book (?id= or ?q=) of m's items:
+// for EPUBPath and for the acquisition links of the OPDS catalog.
+func (s *Server) serveEPUBOf(w http.ResponseWriter, r *http.Request, m *members.Member) {
 	id, q := r.URL.Query().Get("id"), r.URL.Query().Get("q")
-	title := "Hearth: " + c.Member.Username
+	title := "Hearth: " + m.Username
 	var next func(ctx context.Context) ([]*library.SavedItem, error)
 	switch {
 	case id != "" && q != "":
 		writeImportError(w, r, http.StatusBadRequest, "give id or q, not both")
 		return
 	case id != "":
-		it, err := library.Of(s.store).SavedItem(r.Context(), c.Member.ID, id)
+		it, err := library.Of(s.store).SavedItem(r.Context(), m.ID, id)
 		if errors.Is(err, storage.ErrNotFound) {
 			writeImportError(w, r, http.StatusNotFound, "no item has this id")
 			return
@@ -92,7 +99,7 @@ func (s *Server) serveEPUB(w http.ResponseWriter, r *http.Request) {
 			if !more {
 				return nil, nil
 			}
-			page, err := library.Of(s.store).SavedItemsPage(ctx, c.Member.ID, srch.filter, p)
+			page, err := library.Of(s.store).SavedItemsPage(ctx, m.ID, srch.filter, p)
 			if err != nil {
 				return nil, err
 			}
@@ -111,12 +118,12 @@ func (s *Server) serveEPUB(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	err := s.writeEPUB(r.Context(), bw, c.Member.ID, title, next)
+	err := s.writeEPUB(r.Context(), bw, m.ID, title, next)
 	if err == nil {
 		err = bw.Flush()
 	}
 	if err != nil {
-		s.log.Warn("EPUB interrupted", zap.String("member", c.Member.Username), zap.Error(err))
+		s.log.Warn("EPUB interrupted", zap.String("member", m.Username), zap.Error(err))
 	}
 }
 

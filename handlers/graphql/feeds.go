@@ -152,9 +152,13 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request) {
 	switch rest {
 	case "atom":
 		s.serveAtom(w, r, m)
+	case "opds":
+		s.serveOPDS(w, r, m)
+	case "epub":
+		s.serveEPUBOf(w, r, m)
 	default:
 		r.URL.Path = FeedPath + "REDACTED/" + rest
-		writeImportError(w, r, http.StatusNotFound, "no such feed: use atom")
+		writeImportError(w, r, http.StatusNotFound, "no such feed: use atom, opds or epub")
 	}
 }
 
@@ -277,4 +281,111 @@ func hostOf(site string) string {
 	_, host, _ := strings.Cut(site, "://")
 	host, _, _ = strings.Cut(host, ":")
 	return host
+}
+
+// The media types of OPDS 1.2 catalogs (specs.opds.io/opds-1.2, section 3).
+const (
+	opdsNavigation  = "application/atom+xml;profile=opds-catalog;kind=navigation"
+	opdsAcquisition = "application/atom+xml;profile=opds-catalog;kind=acquisition"
+	opdsAcquire     = "http://opds-spec.org/acquisition"
+)
+
+// serveOPDS serves the OPDS 1.2 catalog: without ?q= the navigation feed
+// of the member's views, labels and saved searches; with ?q= the
+// acquisition feed of that search: the whole search as one book, then its
+// newest feedItems items each as a book, all links to the EPUB export
+// under the same secret.
+func (s *Server) serveOPDS(w http.ResponseWriter, r *http.Request, m *members.Member) {
+	site := siteURL(r)
+	secret, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, FeedPath), "/")
+	base := site + FeedPath + secret
+	now := atomTime(time.Now())
+	id := "tag:" + hostOf(site) + ",2024:opds:" + m.ID
+	feed := atomFeed{
+		Updated: now,
+		Author:  atomPerson{Name: m.Username},
+	}
+	start := atomLink{Rel: "start", Type: opdsNavigation, Href: base + "/opds"}
+	lib := library.Of(s.store)
+	q := r.URL.Query().Get("q")
+	if q == "" {
+		feed.ID, feed.Title = id, "Hearth: "+m.Username
+		feed.Links = []atomLink{start, {Rel: "self", Type: opdsNavigation, Href: base + "/opds"}}
+		type view struct{ name, q string }
+		views := []view{{"Inbox", "in:inbox"}, {"Archive", "in:archive"}, {"Newsletters", "in:inbox type:newsletter"}}
+		labels, err := lib.Labels(r.Context(), m.ID)
+		if err != nil {
+			s.feedsFailed(w, r, err)
+			return
+		}
+		for _, l := range labels {
+			views = append(views, view{"Label: " + l.Name, `label:"` + l.Name + `"`})
+		}
+		saved, err := lib.SavedQueries(r.Context(), m.ID)
+		if err != nil {
+			s.feedsFailed(w, r, err)
+			return
+		}
+		for _, sq := range saved {
+			views = append(views, view{sq.Name, sq.Query})
+		}
+		for _, v := range views {
+			feed.Entries = append(feed.Entries, atomEntry{
+				ID: id + ":" + url.QueryEscape(v.q), Title: v.name, Updated: now,
+				Links:   []atomLink{{Rel: "subsection", Type: opdsAcquisition, Href: base + "/opds?q=" + url.QueryEscape(v.q)}},
+				Content: &atomText{Type: "text", Body: "Books of the search " + v.q},
+			})
+		}
+	} else {
+		srch, err := parseSearch(q)
+		if err == nil && srch.highlights {
+			err = errors.New("a catalog is made of items: type:highlights lists highlights")
+		}
+		if err != nil {
+			writeImportError(w, r, http.StatusBadRequest, err.Error())
+			return
+		}
+		order := sortOrder{field: library.SortCreatedAt, desc: true}
+		if srch.sort != nil {
+			order = *srch.sort
+		}
+		page, err := lib.SavedItemsPage(r.Context(), m.ID, srch.filter, library.PageRequest{Field: order.field, Desc: order.desc, First: feedItems})
+		if err != nil {
+			s.feedsFailed(w, r, err)
+			return
+		}
+		feed.ID, feed.Title = id+":"+url.QueryEscape(q), q
+		feed.Links = []atomLink{start, {Rel: "self", Type: opdsAcquisition, Href: base + "/opds?q=" + url.QueryEscape(q)}}
+		feed.Entries = append(feed.Entries, atomEntry{
+			ID: feed.ID + ":all", Title: "All of " + q, Updated: now, Author: &atomPerson{Name: m.Username},
+			Links:   []atomLink{{Rel: opdsAcquire, Type: "application/epub+zip", Href: base + "/epub?q=" + url.QueryEscape(q)}},
+			Summary: &atomText{Type: "text", Body: "Every item of the search in one book"},
+		})
+		for _, it := range page.Items {
+			e := atomEntry{
+				ID: "tag:" + hostOf(site) + ",2024:item:" + it.ID, Title: it.Title, Updated: atomTime(it.UpdatedAt),
+				Published: atomTime(it.CreatedAt),
+				Links:     []atomLink{{Rel: opdsAcquire, Type: "application/epub+zip", Href: base + "/epub?id=" + url.QueryEscape(it.ID)}},
+			}
+			if e.Title == "" {
+				e.Title = it.OriginalURL
+			}
+			if it.Author != "" {
+				e.Author = &atomPerson{Name: it.Author}
+			}
+			if it.Description != "" {
+				e.Summary = &atomText{Type: "text", Body: it.Description}
+			}
+			feed.Entries = append(feed.Entries, e)
+		}
+	}
+	w.Header().Set("Content-Type", opdsNavigation)
+	if q != "" {
+		w.Header().Set("Content-Type", opdsAcquisition)
+	}
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write([]byte(xml.Header))
+	_ = xml.NewEncoder(w).Encode(feed)
 }

@@ -53,7 +53,8 @@ d = feedparser.parse(sys.stdin.buffer.read())
 print(json.dumps({"bozo": d.bozo, "bozo_exception": str(d.get("bozo_exception", "")), "version": d.version,
   "title": d.feed.get("title"),
   "entries": [{"title": e.get("title"), "link": e.get("link"), "id": e.get("id"),
-    "content": [c.value for c in e.get("content", [])]} for e in d.entries]}))`
+    "content": [c.value for c in e.get("content", [])],
+    "links": [{"rel": l.get("rel"), "type": l.get("type"), "href": l.get("href")} for l in e.get("links", [])]} for e in d.entries]}))`
 	cmd := exec.Command("/usr/bin/python3", "-c", script)
 	cmd.Stdin = strings.NewReader(string(feed))
 	out, err := cmd.CombinedOutput()
@@ -146,4 +147,80 @@ func TestAtomFeedReadByFeedparserAndRevocable(t *testing.T) {
 	if got := feedsCall(t, e, http.MethodGet); got["created_at"] != nil {
 		t.Errorf("after revoking: %v", got)
 	}
+}
+
+// The OPDS catalog lists the member's views, labels and saved searches;
+// each leads to an acquisition feed whose links (the whole search, each
+// item) are books that pass epubcheck. feedparser reads both feeds
+// without error.
+func TestOPDSCatalogLeadsToBooksThatPassEpubcheck(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	ctx := t.Context()
+	a := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) { in.Title = "Ferns & mosses" })
+	e.saveArticle(e.member.ID, 2, nil)
+	lb, err := library.Of(e.store).CreateLabel(ctx, e.member.ID, "Green things", "#112233")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := library.Of(e.store).SetItemLabels(ctx, e.member.ID, []string{a.ID}, library.LabelChange{Add: []string{lb.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	opds, _ := feedsCall(t, e, http.MethodPost)["opds"].(string)
+	status, ct, b := fetch(t, opds)
+	if status != http.StatusOK || ct != "application/atom+xml;profile=opds-catalog;kind=navigation" {
+		t.Fatalf("HTTP %d %s %.300s", status, ct, b)
+	}
+	nav := feedparse(t, b)
+	if nav["bozo"] != false {
+		t.Fatalf("navigation feed: bozo: %v", nav["bozo_exception"])
+	}
+	var labelFeed string
+	for _, x := range nav["entries"].([]any) {
+		en := x.(map[string]any)
+		if en["title"] == "Label: Green things" {
+			l := en["links"].([]any)[0].(map[string]any)
+			if l["rel"] != "subsection" || l["type"] != "application/atom+xml;profile=opds-catalog;kind=acquisition" {
+				t.Errorf("link %v", l)
+			}
+			labelFeed, _ = l["href"].(string)
+		}
+	}
+	if labelFeed == "" {
+		t.Fatalf("no entry for the label: %v", nav["entries"])
+	}
+	status, ct, b = fetch(t, labelFeed)
+	if status != http.StatusOK || ct != "application/atom+xml;profile=opds-catalog;kind=acquisition" {
+		t.Fatalf("HTTP %d %s %.300s", status, ct, b)
+	}
+	acq := feedparse(t, b)
+	entries, _ := acq["entries"].([]any)
+	if acq["bozo"] != false || len(entries) != 2 {
+		t.Fatalf("acquisition feed (the search, then its one item): %v", acq)
+	}
+	for i, x := range entries {
+		en := x.(map[string]any)
+		l := en["links"].([]any)[0].(map[string]any)
+		if l["rel"] != "http://opds-spec.org/acquisition" || l["type"] != "application/epub+zip" {
+			t.Fatalf("entry %d: link %v", i, l)
+		}
+		status, ct, book := fetch(t, l["href"].(string))
+		if status != http.StatusOK || ct != "application/epub+zip" {
+			t.Fatalf("entry %d: HTTP %d %s %.300s", i, status, ct, book)
+		}
+		epubcheck(t, book)
+		if !strings.Contains(strings.Join(mapValues(epubFiles(t, book)), ""), "Ferns &amp; mosses") {
+			t.Errorf("entry %d: the book lacks the item", i)
+		}
+	}
+	if entries[1].(map[string]any)["title"] != "Ferns & mosses" {
+		t.Errorf("item entry: %v", entries[1])
+	}
+}
+
+func mapValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
 }
