@@ -2,10 +2,12 @@ package graphql_test
 
 import (
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -223,4 +225,35 @@ func mapValues(m map[string]string) []string {
 		out = append(out, v)
 	}
 	return out
+}
+
+// The settings page makes the feed URLs and shows them once (the Atom URL
+// then serves the inbox), tells when they were made afterwards without
+// them, and turns them off.
+func TestSettingsPageMakesShowsOnceAndRevokesFeedURLs(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	e.saveArticle(e.member.ID, 1, nil)
+	srv, browser := site(t, e)
+	pageURL := srv.URL + graphql.APITokensPath
+	_, body := page(t, browser, http.MethodPost, pageURL, url.Values{"action": {"renew_feeds"}})
+	m := regexp.MustCompile(`id="atom-url"[^>]*>([^<]+)<`).FindStringSubmatch(body)
+	if m == nil || !strings.Contains(body, `id="opds-url"`) {
+		t.Fatalf("no feed URLs shown: %s", body)
+	}
+	atom := html.UnescapeString(m[1])
+	if status, _, b := fetch(t, atom); status != http.StatusOK || !strings.Contains(string(b), "Article 1") {
+		t.Fatalf("%s: HTTP %d %.300s", atom, status, b)
+	}
+	secret := strings.TrimSuffix(strings.TrimPrefix(atom, srv.URL+graphql.FeedPath), "/atom")
+	_, body = page(t, browser, http.MethodGet, pageURL, nil)
+	if strings.Contains(body, secret) || !strings.Contains(body, "Your feed URLs were created") {
+		t.Fatalf("the page again: %s", body)
+	}
+	_, body = page(t, browser, http.MethodPost, pageURL, url.Values{"action": {"revoke_feeds"}})
+	if !strings.Contains(body, "no longer work") || !strings.Contains(body, "You have no feed URLs yet.") {
+		t.Fatalf("after turning off: %s", body)
+	}
+	if status, _, _ := fetch(t, atom); status != http.StatusNotFound {
+		t.Errorf("revoked URL: HTTP %d", status)
+	}
 }

@@ -54,6 +54,8 @@ type tokensView struct {
 	NewSecret        string
 	Inbound          *apitokens.Inbound
 	NewInboundURL    string
+	Feeds            *apitokens.FeedSecret
+	NewFeeds         *feedsAnswer
 }
 
 type expiryOption struct {
@@ -124,6 +126,20 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 				break
 			}
 			v.NewInboundURL = siteURL(r) + InboundPath + secret
+		case "renew_feeds":
+			secret, err := apitokens.Of(s.store).RenewFeedSecret(r.Context(), m.ID)
+			if err != nil {
+				status, v.Error = s.pageError(w, err, "create feed URLs")
+				break
+			}
+			v.NewFeeds = &feedsAnswer{}
+			v.NewFeeds.Atom, v.NewFeeds.OPDS = feedURLs(siteURL(r), secret)
+		case "revoke_feeds":
+			if err := apitokens.Of(s.store).RevokeFeedSecret(r.Context(), m.ID); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				status, v.Error = s.pageError(w, err, "revoke feed URLs")
+				break
+			}
+			v.Notice = "The feed URLs were turned off; they no longer work."
 		default:
 			status, v.Error = http.StatusBadRequest, "Unknown action."
 		}
@@ -145,6 +161,9 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 	}
 	if in, err := apitokens.Of(s.store).InboundInfo(r.Context(), m.ID); err == nil {
 		v.Inbound = in
+	}
+	if fs, err := apitokens.Of(s.store).FeedSecretInfo(r.Context(), m.ID); err == nil {
+		v.Feeds = fs
 	}
 	pages.Render(w, r, status, APITokensTitle, apiTokensTmpl, v)
 }
