@@ -770,6 +770,23 @@ func (s *suite) accountFlows() {
 	}
 	s.check("account-recovery-codes")
 	s.copyButtonWorks("#recovery-codes")
+	// Shown once, so also offered as a file (made in the page from the codes
+	// shown) and for printing.
+	var file string
+	s.run("read the recovery codes' download", chromedp.Evaluate(`(() => {
+		const a = document.querySelector("#recovery-codes + p a.download");
+		if (!a || a.getAttribute("download") !== "recovery-codes.txt") return "no download link";
+		const [head, body] = a.href.split(",");
+		return head === "data:text/plain;charset=utf-8" ? decodeURIComponent(body) : "not a text file: " + head;
+	})()`, &file))
+	if file != strings.Join(recovery, "\n")+"\n" {
+		t.Fatalf("the recovery codes' file is %q, want the %d codes shown, one a line", file, len(recovery))
+	}
+	var printable bool
+	s.run("find the Print button", chromedp.Evaluate(`document.querySelector("#recovery-codes + p button.print") !== null`, &printable))
+	if !printable {
+		t.Fatal("the recovery codes have no Print button")
+	}
 
 	// Signing in again asks for the second factor; a recovery code does.
 	s.open("/auth/sign_out")

@@ -1,4 +1,5 @@
-// Copy buttons for one-time secrets. Every element with
+// Copy buttons for one-time secrets (and Download and Print for the elements
+// marked data-download, such as recovery codes). Every element with
 // a data-copy attribute gets a Copy button after it; without JavaScript the
 // secret stays on the page to select by hand. Served from /auth/copy.js and
 // allowed by the pages' Content-Security-Policy through its hash (the
@@ -33,6 +34,27 @@ document.querySelectorAll("[data-copy]").forEach(function (el) {
 	var p = document.createElement("p");
 	p.className = "actions";
 	p.appendChild(button);
+	// Codes shown only once are also offered as a file to keep and on paper:
+	// the file is made here, from the page, since the server keeps only
+	// their digests.
+	if (el.hasAttribute("data-download")) {
+		var codes = el.querySelectorAll("code");
+		var lines = codes.length ? Array.prototype.map.call(codes, function (c) { return c.textContent.trim(); }) : [text()];
+		var link = document.createElement("a");
+		link.className = "button secondary download";
+		link.textContent = "Download";
+		link.download = el.getAttribute("data-download");
+		link.href = "data:text/plain;charset=utf-8," + encodeURIComponent(lines.join("\n") + "\n");
+		p.appendChild(document.createTextNode(" "));
+		p.appendChild(link);
+		var print = document.createElement("button");
+		print.type = "button";
+		print.className = "secondary print";
+		print.textContent = "Print";
+		print.addEventListener("click", function () { window.print(); });
+		p.appendChild(document.createTextNode(" "));
+		p.appendChild(print);
+	}
 	p.appendChild(status);
 	el.insertAdjacentElement("afterend", p);
 });
