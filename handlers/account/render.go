@@ -38,9 +38,15 @@ var (
 	styleSheet = mustRead("templates/style.css")
 	styleHash  = cspHash(styleSheet)
 
-	// The copy-button script is a file (CopyScriptPath) allowed by its
-	// hash: the script tag names the same hash as its integrity, so no
-	// other script, even one served from this site, may run.
+	// The copy-button script (templates/copy.js, kept free of comments
+	// since every page loads it) gives each element with a data-copy
+	// attribute a Copy button; without JavaScript the secret stays on the
+	// page to select by hand. An element also marked data-download (the
+	// recovery codes, shown only once: the server keeps their digests) gets
+	// Download, a text file made in the page from the codes shown, and
+	// Print. The script is a file (CopyScriptPath) allowed by its hash: the
+	// script tag names the same hash as its integrity, so no other script,
+	// even one served from this site, may run.
 	copyScript     = mustRead("templates/copy.js")
 	copyScriptHash = cspHash(copyScript)
 	// Its URL names its version, so a browser that cached an older one for

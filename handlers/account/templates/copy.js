@@ -1,9 +1,3 @@
-// Copy buttons for one-time secrets (and Download and Print for the elements
-// marked data-download, such as recovery codes). Every element with
-// a data-copy attribute gets a Copy button after it; without JavaScript the
-// secret stays on the page to select by hand. Served from /auth/copy.js and
-// allowed by the pages' Content-Security-Policy through its hash (the
-// script tag carries the same hash as its integrity).
 "use strict";
 document.querySelectorAll("[data-copy]").forEach(function (el) {
 	var button = document.createElement("button");
@@ -34,9 +28,6 @@ document.querySelectorAll("[data-copy]").forEach(function (el) {
 	var p = document.createElement("p");
 	p.className = "actions";
 	p.appendChild(button);
-	// Codes shown only once are also offered as a file to keep and on paper:
-	// the file is made here, from the page, since the server keeps only
-	// their digests.
 	if (el.hasAttribute("data-download")) {
 		var codes = el.querySelectorAll("code");
 		var lines = codes.length ? Array.prototype.map.call(codes, function (c) { return c.textContent.trim(); }) : [text()];
