@@ -3,40 +3,18 @@ package ratelimit_test
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
+	limiter "github.com/hearthkit/caddy-hearth/internal/ratelimit"
 )
-
-// TestMemoryIsBounded: keys past the bound evict the least recently used
-// ones; the count of a key in use survives a flood of new keys.
-func TestMemoryIsBounded(t *testing.T) {
-	const maxKeys = 64 * 16
-	c := &clock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
-	l := ratelimit.NewWithMaxKeys(2, time.Minute, maxKeys).WithClock(c.now)
-	l.Allow("victim")
-	l.Allow("victim")
-	for i := range 50 * maxKeys {
-		l.Allow("flood-" + strconv.Itoa(i))
-		if i%(maxKeys/64) == 0 {
-			// the victim keeps trying, so it stays among the recently used
-			if r := l.Allow("victim"); r.Allowed {
-				t.Fatalf("after %d flood keys the victim's count was forgotten: %+v", i, r)
-			}
-		}
-	}
-	if n := l.Len(); n > maxKeys {
-		t.Fatalf("%d keys kept, bound %d", n, maxKeys)
-	}
-}
 
 // TestAddressKeyPerSlash64: AddressKey puts every address of one IPv6 /64
 // under one key, so rotating addresses inside it does not escape a limit;
 // another /64, and IPv4 addresses (mapped or not), are counted apart.
 func TestAddressKeyPerSlash64(t *testing.T) {
-	l, _ := newLimiter(3, time.Minute)
+	l := limiter.New(3, time.Minute)
 	for i := 1; i <= 3; i++ {
 		if r := l.Allow(ratelimit.AddressKey(fmt.Sprintf("2001:db8:1:2::%x", i))); !r.Allowed {
 			t.Fatalf("address %d refused: %+v", i, r)
@@ -101,49 +79,4 @@ func TestRegistryKeepsCountsAcrossRebuilds(t *testing.T) {
 	if r := none.Counter(ratelimit.Limit{Name: "x", N: 1, Window: time.Minute}).Allow(ctx, "k"); !r.Allowed {
 		t.Fatalf("nil registry: %+v", r)
 	}
-}
-
-// BenchmarkAllow1MKeys: Allow with 1 M distinct keys remembered (the old
-// limiter scanned every key under its mutex once the map held 1 M: 276 ms a
-// call). Half the calls are for known keys, half for new ones, which evict.
-func BenchmarkAllow1MKeys(b *testing.B) {
-	l := ratelimit.New(10, time.Minute)
-	const n = 1 << 20
-	keys := make([]string, 2*n)
-	for i := range keys {
-		keys[i] = "198.51." + strconv.Itoa(i>>8) + "." + strconv.Itoa(i&255)
-	}
-	for _, k := range keys[:n] {
-		l.Allow(k)
-	}
-	if got := l.Len(); got < n*9/10 || got > n {
-		b.Fatalf("%d keys after the fill", got)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	i := 0
-	for b.Loop() {
-		l.Allow(keys[i%len(keys)])
-		i += 7919 // a prime stride: known and new keys alternate
-	}
-}
-
-// BenchmarkAllow1MKeysParallel is the same under concurrent callers.
-func BenchmarkAllow1MKeysParallel(b *testing.B) {
-	l := ratelimit.New(10, time.Minute)
-	const n = 1 << 20
-	keys := make([]string, n)
-	for i := range keys {
-		keys[i] = "2001:db8:" + strconv.FormatInt(int64(i), 16) + "::1"
-		l.Allow(keys[i])
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := 0
-		for pb.Next() {
-			l.Allow(keys[i%n])
-			i += 7919
-		}
-	})
 }

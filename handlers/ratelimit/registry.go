@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/internal/ratelimit"
 )
 
 // Registry gives the services their limits by name. Counting in memory
@@ -19,7 +21,7 @@ import (
 // tests).
 type Registry struct {
 	mu       sync.Mutex
-	limiters map[string]*Limiter
+	limiters map[string]*ratelimit.Limiter
 	shared   Shared
 	log      *zap.Logger
 	logged   *logEvery
@@ -27,7 +29,7 @@ type Registry struct {
 
 // NewRegistry returns an empty registry of in-memory limiters: the counts
 // of one process (one node, as with the embedded Badger store).
-func NewRegistry() *Registry { return &Registry{limiters: map[string]*Limiter{}} }
+func NewRegistry() *Registry { return &Registry{limiters: map[string]*ratelimit.Limiter{}} }
 
 // NewSharedRegistry returns a registry whose limits are counted by shared
 // (the store's kv.Counters, storage.Store.Counters) so that they hold
@@ -75,15 +77,15 @@ type Limit struct {
 // changed), or l counted in the shared store.
 func (r *Registry) Counter(l Limit) Counter {
 	if r == nil {
-		return local{New(l.N, l.Window).WithClock(l.Now)}
+		return local{ratelimit.New(l.N, l.Window).WithClock(l.Now)}
 	}
 	if r.shared != nil {
 		return newShared(r, l)
 	}
-	fresh := New(l.N, l.Window)
+	fresh := ratelimit.New(l.N, l.Window)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if old, ok := r.limiters[l.Name]; ok && old.limit == fresh.limit && old.window == fresh.window {
+	if old, ok := r.limiters[l.Name]; ok && sameLimit(old, fresh) {
 		return local{old.WithClock(l.Now)}
 	}
 	r.limiters[l.Name] = fresh
@@ -91,7 +93,7 @@ func (r *Registry) Counter(l Limit) Counter {
 }
 
 // local is a Limiter as a Counter: counts in this process, no error.
-type local struct{ l *Limiter }
+type local struct{ l *ratelimit.Limiter }
 
 func (c local) Allow(_ context.Context, key string) Result { return c.l.Allow(key) }
 func (c local) Peek(_ context.Context, key string) Result  { return c.l.Peek(key) }
@@ -110,3 +112,9 @@ type Shared interface {
 
 // windowName is how a window shows in a shared key.
 func windowName(w time.Duration) string { return strconv.FormatInt(w.Milliseconds(), 10) + "ms" }
+
+func sameLimit(a, b *ratelimit.Limiter) bool {
+	an, aw := a.Limit()
+	bn, bw := b.Limit()
+	return an == bn && aw == bw
+}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/internal/ratelimit"
 )
 
 // maxSharedKey bounds the keys sent to the shared store: a longer key (a
@@ -93,7 +95,7 @@ func (s *shared) result(ctx context.Context, allowed bool, remaining int, retry 
 	}
 	res.Allowed, res.Remaining = allowed, max(remaining, 0)
 	if !allowed {
-		res.RetryAfter = roundUp(retry)
+		res.RetryAfter = ratelimit.RoundUp(retry)
 	}
 	return res
 }

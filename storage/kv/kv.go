@@ -253,7 +253,7 @@ func PrefixEnd(prefix []byte) []byte {
 // ---- Optional capabilities (discovered by interface assertion) ----
 
 // Counters is shared rate-limit counting: the sliding window of
-// handlers/ratelimit (a fixed window's count plus the previous window's
+// internal/ratelimit (a fixed window's count plus the previous window's
 // weighted by its overlap) kept by the engine, so a limit holds across every
 // node of one store. Keys are strings of at most MaxKeySize bytes.
 type Counters interface {

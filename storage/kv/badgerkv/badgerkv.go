@@ -30,7 +30,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
-	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
+	"github.com/hearthkit/caddy-hearth/internal/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
@@ -591,7 +591,7 @@ func (e *Engine) limiter(limit int, window time.Duration) *ratelimit.Limiter {
 	return l
 }
 
-// CountAllow implements kv.Counters with handlers/ratelimit's limiter.
+// CountAllow implements kv.Counters with internal/ratelimit's limiter.
 func (e *Engine) CountAllow(ctx context.Context, key string, limit int, window time.Duration) (bool, int, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return false, 0, 0, err

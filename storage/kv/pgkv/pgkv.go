@@ -20,7 +20,7 @@
 //     gives up (cancels its work) when it has not renewed for 2/3 of
 //     LeaseTTL, so it stops before another node can take the lease.
 //   - Counters: one row per key in an UNLOGGED table, the sliding window of
-//     handlers/ratelimit computed by a PL/pgSQL function under the row lock
+//     internal/ratelimit computed by a PL/pgSQL function under the row lock
 //     on the database's clock, one round trip per call.
 //   - While the database cannot be reached every call fails with an error
 //     wrapping kv.ErrUnavailable (never a panic); pgxpool reconnects by

@@ -1,0 +1,49 @@
+package storage_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestStorageImportsNoHigherLayer: the arrows between layers run one way.
+// No package under storage/ or internal/ — their tests included — imports,
+// directly or through another package, one under handlers/, caddymodule/ or
+// cmd/: a helper both layers need lives under internal/ (the rate limiter
+// the Badger engine counts with, for one).
+func TestStorageImportsNoHigherLayer(t *testing.T) {
+	const module = "github.com/hearthkit/caddy-hearth/"
+	// Each package (and its test variants) with everything it pulls in,
+	// transitively.
+	cmd := exec.Command("go", "list", "-tags", "nobadger,nomysql,nopgx", "-test",
+		"-f", "{{.ImportPath}} {{join .Deps \" \"}}", "./storage/...", "./internal/...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	higher := func(path string) bool {
+		rest, ok := strings.CutPrefix(path, module)
+		if !ok {
+			return false
+		}
+		top, _, _ := strings.Cut(rest, "/")
+		return top == "handlers" || top == "caddymodule" || top == "cmd"
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 20 {
+		t.Fatalf("go list found only %d packages under storage/ and internal/", len(lines))
+	}
+	for _, line := range lines {
+		fields := strings.Fields(line)
+		for _, dep := range fields[1:] {
+			if higher(dep) {
+				t.Errorf("%s imports %s (directly or through another package): a lower layer must not import a higher one",
+					strings.TrimPrefix(fields[0], module), strings.TrimPrefix(dep, module))
+			}
+		}
+	}
+}
