@@ -45,6 +45,8 @@ type GraphQL struct {
 	MaxInboundSize int64 `json:"max_inbound_size,omitempty" caddyfile:"max_inbound_size <size>" default:"10MiB"`
 	// Content and highlight text one response carries; past it, such fields are CONTENT_LIMIT_EXCEEDED errors.
 	MaxContentSize int64 `json:"max_content_size,omitempty" caddyfile:"max_content_size <size>" default:"64MiB"`
+	// Bytes of images a member's saved items keep (fetched at save time, served by the site); past it further images are not stored and the reader shows their placeholder.
+	ImageQuota int64 `json:"image_quota,omitempty" caddyfile:"image_quota <size>" default:"256MiB"`
 	// Deepest query (enough for introspection).
 	MaxDepth int `json:"max_depth,omitempty" caddyfile:"max_depth <n>" default:"15"`
 	// Dearest query: 1 a field, list selections times their count.
@@ -116,6 +118,7 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 		MaxDepth:              h.MaxDepth,
 		MaxComplexity:         h.MaxComplexity,
 		MaxContentBytes:       h.MaxContentSize,
+		ImageQuota:            h.ImageQuota,
 		NoIntrospection:       h.NoIntrospection,
 		TokenRateLimit:        h.TokenRateLimit,
 		MemberRateLimit:       h.MemberRateLimit,
@@ -224,6 +227,8 @@ func (h *GraphQL) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.MaxInboundSize, err = argSize(d, name)
 		case "max_content_size":
 			h.MaxContentSize, err = argSize(d, name)
+		case "image_quota":
+			h.ImageQuota, err = argSize(d, name)
 		case "max_depth":
 			h.MaxDepth, err = argInt(d, name, 1)
 		case "max_complexity":

@@ -80,7 +80,7 @@ func (s *Server) saveArticleFromHTML(ctx context.Context, memberID, rawURL strin
 		return nil, err
 	}
 	in.LabelIDs = labelIDs
-	it, _, err := library.Of(s.store).SaveItem(ctx, memberID, *in)
+	it, _, err := s.saveContent(ctx, memberID, *in)
 	return it, err
 }
 

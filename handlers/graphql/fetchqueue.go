@@ -357,7 +357,11 @@ func (s *Server) fetchWorker(ctx context.Context, jobs <-chan library.PendingFet
 		// An entry handed over (fresh) or read a while ago may have been
 		// fetched since, by this node or the former holder of the lease.
 		if ok, err := library.Of(s.store).HasPendingFetch(ctx, p.MemberID, p.ItemID); err == nil && ok {
-			s.fetchPending(ctx, p)
+			if p.Images {
+				s.fetchImages(ctx, p)
+			} else {
+				s.fetchPending(ctx, p)
+			}
 		}
 		if p.Import {
 			q.releaseHost(importHost(p.URL))
@@ -385,6 +389,11 @@ func (s *Server) fetchPending(ctx context.Context, p library.PendingFetch) {
 		if err == nil {
 			if it != nil && it.HighlightCount > 0 {
 				s.placeFetchedQuotes(ctx, it)
+			}
+			// The page's images, queued with it: fetched now, by this
+			// worker, so the item shows them soon after its text.
+			if ok, err := library.Of(s.store).HasPendingFetch(ctx, p.MemberID, p.ItemID); err == nil && ok {
+				s.fetchImages(ctx, library.PendingFetch{MemberID: p.MemberID, ItemID: p.ItemID, URL: in.URL, Private: p.Private, Images: true})
 			}
 			return
 		}

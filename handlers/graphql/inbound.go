@@ -104,7 +104,7 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
 		return
 	}
-	it, created, err := library.Of(s.store).SaveItem(r.Context(), m.ID, nl.item())
+	it, created, err := s.saveContent(r.Context(), m.ID, nl.item())
 	if err != nil {
 		if storage.IsInvalid(err) {
 			writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())

@@ -123,7 +123,7 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	ids := make([]string, 0, len(ds))
 	for _, d := range ds {
-		it, created, err := library.Of(s.store).SaveItem(r.Context(), d.member.ID, d.item)
+		it, created, err := s.saveContent(r.Context(), d.member.ID, d.item)
 		if err != nil {
 			if storage.IsInvalid(err) && len(ids) == 0 {
 				writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())

@@ -103,6 +103,10 @@ type Options struct {
 	// addresses only (AllowPrivateAddresses lifts that), up to 5 redirects
 	// (each checked), 15 s, 5 MiB.
 	Fetcher *safefetch.Fetcher
+	// ImageQuota bounds the bytes of images a member's items keep
+	// (DefaultImageQuota); past it images are not stored and the reader
+	// shows their placeholder.
+	ImageQuota int64
 	// RateLimits keeps the rate limiters' counts across rebuilds of the
 	// handler (the Caddy app holds one per store); nil: private limiters.
 	RateLimits *ratelimit.Registry
@@ -169,6 +173,9 @@ func (o Options) withDefaults() Options {
 			MaxBytes:        DefaultFetchMaxBytes,
 			FollowRedirects: true,
 		})
+	}
+	if o.ImageQuota <= 0 {
+		o.ImageQuota = DefaultImageQuota
 	}
 	if o.MailWebhookHeader == "" {
 		o.MailWebhookHeader = DefaultMailWebhookHeader

@@ -2,23 +2,38 @@ package reader
 
 import (
 	"bytes"
+	"net/http"
+	"strconv"
 	"strings"
 
 	"golang.org/x/net/html"
+
+	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
-// readerContent is an item's saved HTML as the reader shows it: images
-// kept by this site (a path here, or data:) stay; an image of another
-// origin is shown as its description, without its address, so the browser
-// never asks that origin for it (the page's policy would refuse it too);
-// 1×1 images, the tracking pixels of newsletters, are dropped, and so is
-// noscript content (hidden behind it). The image
-// elements stay in place, so the paths of highlights made elsewhere still
-// name the same elements.
-func readerContent(src string) string {
+// imagePath is where the n-th stored image of an item is served.
+func imagePath(itemID string, n int) string {
+	return Path + "/image/" + itemID + "/" + strconv.Itoa(n)
+}
+
+// readerContent is an item's saved HTML as the reader shows it: an image
+// of another origin points at the copy the site stored when the item was
+// saved (images: the item's, base: its URL), or, without one, is shown as
+// its description, without its address; so the browser never asks another
+// origin for anything (the page's policy would refuse it too). Images kept
+// by this site (a path here, or data:) stay; 1×1 images, the tracking
+// pixels of newsletters, are dropped, and so is noscript content (hidden
+// behind it). The image elements stay in place, so the paths of highlights
+// made elsewhere still name the same elements.
+func readerContent(src, itemID, base string, images []library.ItemImage) string {
 	lower := strings.ToLower(src)
 	if !strings.Contains(lower, "<img") && !strings.Contains(lower, "<source") && !strings.Contains(lower, "<noscript") {
 		return src
+	}
+	stored := make(map[string]int, len(images))
+	for n, img := range images {
+		stored[img.URL] = n
 	}
 	var out bytes.Buffer
 	out.Grow(len(src))
@@ -47,20 +62,25 @@ func readerContent(src string) string {
 		case "noscript":
 			noscript = tt == html.StartTagToken
 		case "img":
-			if pixel(t) {
+			if library.TrackingPixel(attr(t, "width"), attr(t, "height")) {
+				continue
+			}
+			alt := strings.TrimSpace(attr(t, "alt"))
+			if n, ok := stored[library.ImageSource(attr(t, "src"), attr(t, "srcset"), base)]; ok {
+				out.WriteString(`<img src="` + html.EscapeString(imagePath(itemID, n)) + `" alt="` + html.EscapeString(alt) + `"` + sizeAttrs(t) + `>`)
 				continue
 			}
 			if localImage(attr(t, "src")) && attr(t, "srcset") == "" {
 				out.Write(raw)
 				continue
 			}
-			alt := strings.TrimSpace(attr(t, "alt"))
 			if alt == "" {
 				alt = "An image of the original page"
 			}
 			out.WriteString(`<img class="img-missing" alt="Image not stored: ` + html.EscapeString(alt) + `">`)
 		case "source":
-			// A picture's other sources are other origins' addresses.
+			// A picture's other sources are other origins' addresses;
+			// its img shows the stored copy.
 			if localImage(attr(t, "src")) && attr(t, "srcset") == "" {
 				out.Write(raw)
 			}
@@ -69,6 +89,20 @@ func readerContent(src string) string {
 		}
 	}
 	return out.String()
+}
+
+// sizeAttrs are an image's width and height attributes (numbers only), so
+// the stored copy takes its place before it loads.
+func sizeAttrs(t html.Token) string {
+	var b strings.Builder
+	for _, k := range []string{"width", "height"} {
+		if v := attr(t, k); v != "" {
+			if _, err := strconv.Atoi(v); err == nil {
+				b.WriteString(` ` + k + `="` + v + `"`)
+			}
+		}
+	}
+	return b.String()
 }
 
 func attr(t html.Token, name string) string {
@@ -87,9 +121,32 @@ func localImage(src string) bool {
 	return strings.HasPrefix(s, "data:image/") || strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "//")
 }
 
-// pixel reports whether an image is a 1×1 (or 0×0) tracking pixel.
-func pixel(t html.Token) bool {
-	w, h := strings.TrimSuffix(attr(t, "width"), "px"), strings.TrimSuffix(attr(t, "height"), "px")
-	small := func(v string) bool { return v == "0" || v == "1" }
-	return small(w) && small(h)
+// serveImage answers a stored image of the member's item: its sniffed
+// raster type, never sniffed again by the browser, cached for a year (an
+// item's image n never changes: images are only added, and go with their
+// item), private to the member's browser, and under a policy that lets it
+// do nothing but be an image.
+func (h *Handler) serveImage(w http.ResponseWriter, r *http.Request, m *members.Member, rest string) {
+	id, num, _ := strings.Cut(rest, "/")
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 || strconv.Itoa(n) != num || id == "" {
+		h.notFound(w, r)
+		return
+	}
+	img, data, err := library.Of(h.store).ItemImageData(r.Context(), m.ID, id, n)
+	if err != nil {
+		h.storeError(w, r, err)
+		return
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", img.Type)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Cache-Control", "private, max-age=31536000, immutable")
+	hd.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	hd.Set("Cross-Origin-Resource-Policy", "same-origin")
+	hd.Set("Content-Length", strconv.Itoa(len(data)))
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(data)
 }

@@ -56,6 +56,11 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		h.storeError(w, r, err)
 		return
 	}
+	images, err := lib.ItemImages(ctx, m.ID, id)
+	if err != nil {
+		h.storeError(w, r, err)
+		return
+	}
 	labels, err := lib.Labels(ctx, m.ID)
 	if err != nil {
 		h.storeError(w, r, err)
@@ -77,7 +82,7 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		Progress: int(it.ReadingProgress), Saved: it.CreatedAt,
 		// The content was sanitised when it was saved (handlers/graphql's
 		// sanitiser); the page's policy runs no script it might still hold.
-		Content: template.HTML(readerContent(content.HTML)),
+		Content: template.HTML(readerContent(content.HTML, id, it.OriginalURL, images)),
 		Prefs:   prefs, Classes: prefClasses(prefs), ListURL: st.URL(), Self: st.itemURL(id),
 		Archived: it.Status == library.StatusArchived, Trashed: it.Status == library.StatusDeleted,
 		Read: it.ReadAt != nil, SizeSteps: []int{0, 1, 2, 3, 4, 5}, LineSteps: []int{0, 1, 2, 3}, MaxLabel: library.MaxLabelNameLen}

@@ -129,6 +129,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			default:
 				h.notFound(w, r)
 			}
+		case strings.HasPrefix(rest, "/image/"):
+			if h.allow(w, r, http.MethodGet) {
+				h.serveImage(w, r, m, strings.TrimPrefix(rest, "/image/"))
+			}
 		case strings.HasPrefix(rest, "/highlight/"):
 			if h.allow(w, r, http.MethodPost) {
 				h.serveHighlight(w, r, m, strings.TrimPrefix(rest, "/highlight/"))

@@ -33,6 +33,7 @@ type fixture struct {
 	srv    *httptest.Server
 	member *members.Member
 	client *http.Client
+	api    *graphql.Server
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -68,7 +69,7 @@ func newFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, store: st, srv: srv, member: m}
+	f := &fixture{t: t, store: st, srv: srv, member: m, api: api}
 	f.client = f.browser()
 	f.signIn(f.client)
 	return f
@@ -82,7 +83,12 @@ func (f *fixture) browser() *http.Client {
 
 func (f *fixture) signIn(c *http.Client) *http.Response {
 	f.t.Helper()
-	resp, err := c.PostForm(f.srv.URL+account.SignInPath, url.Values{"username": {"alice"}, "password": {password}})
+	return f.signInAs(c, "alice")
+}
+
+func (f *fixture) signInAs(c *http.Client, username string) *http.Response {
+	f.t.Helper()
+	resp, err := c.PostForm(f.srv.URL+account.SignInPath, url.Values{"username": {username}, "password": {password}})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -18,7 +18,9 @@ import (
 //
 //	fetch/<member id>/<item id>   the URL to fetch, after "private " when it
 //	                              may be fetched from private addresses and
-//	                              then "import " when an import queued it
+//	                              then "import " when an import queued it,
+//	                              or "images " when the page is saved and
+//	                              only its images are to be fetched
 //	                              (outside u/<member>/, so that one scan
 //	                              finds every member's)
 
@@ -36,25 +38,45 @@ func init() {
 // such a server fetches it, and a stricter one never does.
 // Import is set for the items of an import: fetched politely (one at a
 // time per host) and, when the fetch fails, keeping the title they came with.
+// Images is set when the item's content is saved and only the images it
+// names are to be fetched (see images.go).
 type PendingFetch struct {
 	MemberID, ItemID, URL string
 	Private               bool
 	Import                bool
+	Images                bool
 }
 
 const (
 	privateFetch = "private "
 	importFetch  = "import "
+	imagesFetch  = "images "
 )
 
-// parseFetchValue reads a pending-fetch entry's value: [private ][import
-// <job id> ]<url>.
-func parseFetchValue(v string) (url string, private bool, importJob string) {
-	url, private = strings.CutPrefix(v, privateFetch)
-	if rest, ok := strings.CutPrefix(url, importFetch); ok {
-		importJob, url, _ = strings.Cut(rest, " ")
+// fetchEntry is a pending-fetch entry's value, read.
+type fetchEntry struct {
+	url       string
+	private   bool
+	importJob string
+	images    bool
+}
+
+// parseFetchEntry reads a pending-fetch entry's value: [private ][import
+// <job id> |images ]<url>.
+func parseFetchEntry(v string) fetchEntry {
+	var e fetchEntry
+	e.url, e.private = strings.CutPrefix(v, privateFetch)
+	if rest, ok := strings.CutPrefix(e.url, importFetch); ok {
+		e.importJob, e.url, _ = strings.Cut(rest, " ")
+	} else {
+		e.url, e.images = strings.CutPrefix(e.url, imagesFetch)
 	}
-	return url, private, importJob
+	return e
+}
+
+// pending is the entry as a PendingFetch of the member's item.
+func (e fetchEntry) pending(memberID, itemID string) PendingFetch {
+	return PendingFetch{MemberID: memberID, ItemID: itemID, URL: e.url, Private: e.private, Import: e.importJob != "", Images: e.images}
 }
 
 // fetchValue is the value of a pending fetch; importJob names the import
@@ -67,6 +89,16 @@ func fetchValue(url string, private bool, importJob string) []byte {
 		url = privateFetch + url
 	}
 	return []byte(url)
+}
+
+// imagesValue is the value of an images entry: fetch the images the saved
+// content of the item (at url, "" for a newsletter) names.
+func imagesValue(url string, private bool) []byte {
+	v := imagesFetch + url
+	if private {
+		v = privateFetch + v
+	}
+	return []byte(v)
 }
 
 // fetchDone counts a finished fetch of an import's item in its job: fetched,
@@ -108,8 +140,7 @@ func (s Store) PendingFetchesWhere(ctx context.Context, limit int, keep func(Pen
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		return tx.Scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
 			member, item, ok := strings.Cut(string(k[len(prefix):]), "/")
-			u, priv, job := parseFetchValue(string(v))
-			if p := (PendingFetch{MemberID: member, ItemID: item, URL: u, Private: priv, Import: job != ""}); ok && keep(p) {
+			if p := parseFetchEntry(string(v)).pending(member, item); ok && keep(p) {
 				out = append(out, p)
 			}
 			return len(out) < limit, nil
@@ -135,8 +166,7 @@ func (s Store) PendingFetchesFrom(ctx context.Context, after []byte, limit, maxR
 		return tx.Scan(prefix, start, false, false, func(k, v []byte) (bool, error) {
 			read++
 			member, item, ok := strings.Cut(string(k[len(prefix):]), "/")
-			u, priv, job := parseFetchValue(string(v))
-			if p := (PendingFetch{MemberID: member, ItemID: item, URL: u, Private: priv, Import: job != ""}); ok && keep(p) {
+			if p := parseFetchEntry(string(v)).pending(member, item); ok && keep(p) {
 				out = append(out, p)
 			}
 			if len(out) >= limit || read >= maxRead {
@@ -191,8 +221,8 @@ func (s Store) FailFetch(ctx context.Context, memberID, itemID, reason string) e
 		if err != nil {
 			return err
 		}
-		url, _, job := parseFetchValue(string(v))
-		imported := job != ""
+		e := parseFetchEntry(string(v))
+		url, job, imported := e.url, e.importJob, e.importJob != ""
 		if err := tx.Delete(fetchKey(memberID, itemID)); err != nil {
 			return err
 		}

@@ -43,11 +43,14 @@ func (s Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*Save
 				return err
 			}
 		}
+		fetchImages, imagesPrivate := in.FetchImages, in.ImagesPrivate
 		if in.finishesFetch != "" {
 			v, err := tx.Get(fetchKey(memberID, in.finishesFetch))
 			if err != nil {
 				return err
 			}
+			e := parseFetchEntry(string(v))
+			fetchImages, imagesPrivate = true, e.private
 			if err := tx.Delete(fetchKey(memberID, in.finishesFetch)); err != nil {
 				return err
 			}
@@ -55,8 +58,8 @@ func (s Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*Save
 			if err := getItem(tx, itemKey(memberID, in.finishesFetch), &pending); err != nil {
 				return err // storage.ErrNotFound: gone meanwhile, nothing saved
 			}
-			if u, _, job := parseFetchValue(string(v)); job != "" {
-				if err := fetchDone(tx, memberID, job, u, ""); err != nil {
+			if e.importJob != "" {
+				if err := fetchDone(tx, memberID, e.importJob, e.url, ""); err != nil {
 					return err
 				}
 			}
@@ -123,6 +126,11 @@ func (s Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*Save
 		}
 		if !keep {
 			c.content = &ItemContent{HTML: in.HTML, Text: in.Text}
+			if fetchImages && !in.queueFetch && namesImages(in.HTML) {
+				if err := queueImages(tx, &c, imagesPrivate); err != nil {
+					return err
+				}
+			}
 		}
 		out = it
 		return writeItem(tx, c)
@@ -131,6 +139,23 @@ func (s Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*Save
 		return nil, false, err
 	}
 	return out, created, nil
+}
+
+// queueImages gives the item of c an images entry in the fetch queue,
+// unless a page fetch is pending for it (saved again meanwhile): that one
+// brings the content again, and then its images.
+func queueImages(tx *storage.Tx, c *itemChange, private bool) error {
+	if c.old != nil {
+		v, err := tx.Get(fetchKey(c.it.MemberID, c.it.ID))
+		if err == nil && !parseFetchEntry(string(v)).images {
+			return nil
+		}
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+	}
+	c.fetch = imagesValue(c.it.OriginalURL, private)
+	return nil
 }
 
 // cleanNewItem checks and trims in, and returns its normalised URL and

@@ -6,7 +6,8 @@ package library
 // copies), its label links (li/), its URL, import and Message-ID keys, its
 // content, the search filter keys (sd/, sn/, ty/, hh/, oy/, oh/, ol/) and
 // their counts (fc/), its place in the text index's queue, the copies of
-// its title, URL and domain in its highlights, and its pending fetch.
+// its title, URL and domain in its highlights, its pending fetch and its
+// stored images (putItemImage; see images.go).
 // Saving, importing, fetching and every update of an item go through
 // writeItem; TestOnlyTheItemWriterWritesItemKeys fails when another file
 // writes one of those keys. The rest of this file rebuilds the derived
@@ -275,6 +276,9 @@ func removeItem(tx *storage.Tx, it *SavedItem) error {
 		return err
 	}
 	if err := tx.Delete(fetchKey(mid, it.ID)); err != nil {
+		return err
+	}
+	if err := removeItemImages(tx, mid, it.ID); err != nil {
 		return err
 	}
 	if err := putTombstone(tx, it); err != nil {
@@ -605,4 +609,89 @@ func moveURLKey(tx *storage.Tx, memberID, itemID, url string) (bool, error) {
 		return false, err
 	}
 	return true, tx.Put(key, []byte(itemID), 0)
+}
+
+// putItemImage stores data as the next image of the member's item itemID
+// (img's URL, media type and size), and adds its size to the member's
+// image bytes: unless the item is gone (storage.ErrNotFound), already has
+// an image of that URL (its number is returned), has MaxItemImages, or
+// the bytes would pass quota (ErrImageQuota).
+func putItemImage(tx *storage.Tx, memberID, itemID string, img ItemImage, data []byte, quota int64) (int, error) {
+	if ok, err := tx.Has(itemKey(memberID, itemID)); err != nil || !ok {
+		if err == nil {
+			err = storage.ErrNotFound
+		}
+		return 0, err
+	}
+	list, err := itemImages(tx, memberID, itemID)
+	if err != nil {
+		return 0, err
+	}
+	for n, x := range list {
+		if x.URL == img.URL {
+			return n, nil
+		}
+	}
+	if len(list) >= MaxItemImages {
+		return 0, storage.Invalid("an item keeps at most %d images", MaxItemImages)
+	}
+	used, err := countAt(tx, imageUsageKey(memberID))
+	if err != nil {
+		return 0, err
+	}
+	if used+int64(len(data)) > quota {
+		return 0, ErrImageQuota
+	}
+	n := len(list)
+	if err := tx.Put(imageKey(memberID, itemID, n), data, 0); err != nil {
+		return 0, err
+	}
+	if err := tx.PutJSON(imageListKey(memberID, itemID), append(list, img), 0); err != nil {
+		return 0, err
+	}
+	return n, putCount(tx, imageUsageKey(memberID), used+int64(len(data)))
+}
+
+// removeItemImages removes the item's stored images and takes their bytes
+// off the member's.
+func removeItemImages(tx *storage.Tx, memberID, itemID string) error {
+	list, err := itemImages(tx, memberID, itemID)
+	if err != nil || len(list) == 0 {
+		return err
+	}
+	var size int64
+	for n, img := range list {
+		size += int64(img.Size)
+		if err := tx.Delete(imageKey(memberID, itemID, n)); err != nil {
+			return err
+		}
+	}
+	if err := tx.Delete(imageListKey(memberID, itemID)); err != nil {
+		return err
+	}
+	used, err := countAt(tx, imageUsageKey(memberID))
+	if err != nil {
+		return err
+	}
+	return putCount(tx, imageUsageKey(memberID), used-size)
+}
+
+// StoreItemImage stores data as the image the item's content names by src,
+// its media type sniffed from its bytes: unless it is not one of the
+// raster types the reader shows (ImageType: storage.InvalidError), the
+// item is gone (storage.ErrNotFound), already has it, has MaxItemImages, or
+// the member's images would pass quota bytes (ErrImageQuota). It returns
+// the image's number.
+func (s Store) StoreItemImage(ctx context.Context, memberID, itemID, src string, data []byte, quota int64) (int, error) {
+	typ := ImageType(data)
+	if typ == "" {
+		return 0, storage.Invalid("not a PNG, JPEG, GIF, WebP or AVIF image")
+	}
+	var n int
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		var err error
+		n, err = putItemImage(tx, memberID, itemID, ItemImage{URL: src, Type: typ, Size: len(data)}, data, quota)
+		return err
+	})
+	return n, err
 }

@@ -22,20 +22,20 @@ var itemKeyEncoders = []string{
 	"itemKey", "contentKey", "urlKey", "messageIDKey", "itemMessageIDKey", "itemIndexPrefix", "itemIndexKeys",
 	"labelItemKey", "importKeyKey", "siteItemKey", "siteNameKey", "siteItemsPrefix", "typeItemsPrefix",
 	"highlightedItemsPrefix", "orderedTypePrefix", "orderedHighlightedPrefix", "orderedLabelPrefix",
-	"orderedFilterKeys", "filterCountKey", "textReadyKey", "textKey",
+	"orderedFilterKeys", "filterCountKey", "textReadyKey", "textKey", "imageKey", "imageListKey", "imageUsageKey",
 }
 
 // itemKeyNames are the names under u/<member>/gql/ of those keys, for
 // keys made with storage.Key directly.
 var itemKeyNames = []string{"item", "content", "url", "msgid", "msgof", "ix", "li", "impkey", "sd", "sn", "ty",
-	"hh", "oy", "oh", "ol", "fc", "tv", "tt"}
+	"hh", "oy", "oh", "ol", "fc", "tv", "tt", "img", "imgs", "imgbytes"}
 
 // itemDerivedWriters write keys derived from an item; only the writer's
 // files call them.
 var itemDerivedWriters = []string{
 	"setItemText", "syncHighlightCopies", "putFilterKeys", "writeFilterKeys", "writeOrderedKeys",
 	"countItemFilters", "firstItemReady", "recountFilters", "buildSearchKeys", "writeLabelLinks",
-	"writeIndexEntries", "writeLookupKeys", "putTombstone",
+	"writeIndexEntries", "writeLookupKeys", "putTombstone", "putItemImage", "removeItemImages",
 }
 
 // textIndexWriters are the text index's methods that write its queue and

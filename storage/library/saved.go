@@ -99,6 +99,11 @@ type NewItem struct {
 	// message whose id the member already has returns that item and
 	// changes nothing (forwarding services retry); "" saves every time.
 	MessageID string
+	// FetchImages queues a fetch of the images HTML names, to be stored
+	// with the item (images.go); ImagesPrivate lets that fetch reach
+	// private addresses, as QueueFetch's private does. A fetched page
+	// (FinishFetch) queues its images whatever these say.
+	FetchImages, ImagesPrivate bool
 
 	queueFetch    bool   // QueueFetch: add a pending fetch, keep an existing item's content
 	fetchPrivate  bool   // QueueFetch: the fetch may reach private addresses
