@@ -32,8 +32,20 @@ const EPUBPath = ExportAPIPath + "/epub"
 const maxEPUBItems = 1000
 
 // epubChapter is what the package document and the table of contents
-// keep of a chapter.
-type epubChapter struct{ file, title string }
+// keep of a chapter: its file, title and images.
+type epubChapter struct {
+	file, title string
+	images      []epubImage
+}
+
+// epubImage is a stored image of an item written in the book: its file
+// (under OEBPS/) and media type.
+type epubImage struct{ href, mediaType string }
+
+// epubImageTypes are the stored images' types a book carries: EPUB 3.2's
+// core image types (WebP and AVIF are not, and a reader may not show
+// them: those stay out, as images not stored).
+var epubImageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true}
 
 func (s *Server) serveEPUB(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -177,11 +189,15 @@ func (s *Server) writeEPUB(ctx context.Context, w io.Writer, memberID, title str
 				}
 			}
 			ch := epubChapter{file: fmt.Sprintf("c%04d.xhtml", len(chapters)+1), title: heading(it.Title)}
+			images, err := s.writeEPUBImages(ctx, zw, memberID, it, c, &ch)
+			if err != nil {
+				return err
+			}
 			f, err := zw.CreateHeader(zipHeader("OEBPS/"+ch.file, it.UpdatedAt))
 			if err != nil {
 				return err
 			}
-			if err := writeChapter(f, it, c, hs); err != nil {
+			if err := writeChapter(f, it, c, hs, images); err != nil {
 				return err
 			}
 			chapters = append(chapters, ch)
@@ -207,6 +223,9 @@ func (s *Server) writeEPUB(ctx context.Context, w io.Writer, memberID, title str
 	var man, spine, nav strings.Builder
 	for i, ch := range chapters {
 		fmt.Fprintf(&man, "    <item id=\"c%d\" href=\"%s\" media-type=\"application/xhtml+xml\"/>\n", i+1, ch.file)
+		for j, img := range ch.images {
+			fmt.Fprintf(&man, "    <item id=\"c%d-i%d\" href=\"%s\" media-type=\"%s\"/>\n", i+1, j, img.href, img.mediaType)
+		}
 		fmt.Fprintf(&spine, "    <itemref idref=\"c%d\"/>\n", i+1)
 		fmt.Fprintf(&nav, "      <li><a href=\"%s\">%s</a></li>\n", ch.file, xmlText(ch.title))
 	}
@@ -244,6 +263,38 @@ func (s *Server) writeEPUB(ctx context.Context, w io.Writer, memberID, title str
 	return zw.Close()
 }
 
+// writeEPUBImages writes the stored images the item's content shows (of
+// epubImageTypes) into the book, one read at a time, and lists them in ch;
+// it returns their files by the address the content names them by.
+func (s *Server) writeEPUBImages(ctx context.Context, zw *zip.Writer, memberID string, it *library.SavedItem, c *library.ItemContent, ch *epubChapter) (map[string]string, error) {
+	shown := map[string]bool{}
+	for _, u := range contentImages(c.HTML, it.OriginalURL) {
+		shown[u] = true
+	}
+	if len(shown) == 0 {
+		return nil, nil
+	}
+	files := map[string]string{}
+	err := library.Of(s.store).ForEachItemImage(ctx, memberID, it.ID, func(n int, img library.ItemImage, data []byte) error {
+		if !shown[img.URL] || !epubImageTypes[img.Type] {
+			return nil
+		}
+		href := fmt.Sprintf("images/%s-%d.%s", strings.TrimSuffix(ch.file, ".xhtml"), n, library.ImageExt(img.Type))
+		// Stored as they are: images are compressed already.
+		f, err := zw.CreateHeader(&zip.FileHeader{Name: "OEBPS/" + href, Method: zip.Store, Modified: it.UpdatedAt.UTC()})
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(data); err != nil {
+			return err
+		}
+		files[img.URL] = href
+		ch.images = append(ch.images, epubImage{href: href, mediaType: img.Type})
+		return nil
+	})
+	return files, err
+}
+
 func writeZipString(zw *zip.Writer, name string, t time.Time, s string) error {
 	f, err := zw.CreateHeader(zipHeader(name, t))
 	if err != nil {
@@ -272,8 +323,9 @@ func writeXHTML(w io.Writer, title, body string) error {
 
 // writeChapter writes an item as a chapter: its title, where it comes
 // from, its content cleaned to XHTML with the highlighted passages marked
-// (<mark>), and its highlights with their notes at the end.
-func writeChapter(w io.Writer, it *library.SavedItem, c *library.ItemContent, hs []*library.Highlight) error {
+// (<mark>) and its stored images shown (images: their files by address),
+// and its highlights with their notes at the end.
+func writeChapter(w io.Writer, it *library.SavedItem, c *library.ItemContent, hs []*library.Highlight, images map[string]string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "<h1>%s</h1>\n", xmlText(heading(it.Title)))
 	if u := absoluteHTTP(it.OriginalURL, nil); u != "" {
@@ -287,7 +339,7 @@ func writeChapter(w io.Writer, it *library.SavedItem, c *library.ItemContent, hs
 	}
 	if strings.TrimSpace(c.HTML) != "" {
 		base, _ := url.Parse(it.OriginalURL)
-		writeCleanXHTML(&b, c.HTML, base, quotes)
+		writeCleanXHTML(&b, c.HTML, base, quotes, images)
 	} else {
 		for _, p := range strings.Split(c.Text, "\n\n") {
 			if p = strings.TrimSpace(p); p != "" {
@@ -310,8 +362,9 @@ func writeChapter(w io.Writer, it *library.SavedItem, c *library.ItemContent, hs
 
 // epubKeep are the elements kept in a chapter, without their attributes
 // (but a link's absolute http(s) address): others are unwrapped, and those
-// of epubDrop removed with their content. Images are not kept: Hearth does
-// not store them, and an EPUB may not load them from the web.
+// of epubDrop removed with their content. An image stays when the site
+// stored it (its copy is in the book: an EPUB may not load one from the
+// web), as do picture elements (unwrapped, their img kept).
 var epubKeep = map[string]bool{
 	"p": true, "h1": true, "h2": true, "h3": true, "h4": true, "h5": true, "h6": true, "ul": true, "ol": true, "li": true,
 	"blockquote": true, "pre": true, "code": true, "em": true, "strong": true, "i": true, "b": true, "a": true, "br": true,
@@ -322,7 +375,7 @@ var epubKeep = map[string]bool{
 
 var epubDrop = map[string]bool{"script": true, "style": true, "noscript": true, "iframe": true, "object": true,
 	"embed": true, "svg": true, "math": true, "head": true, "template": true, "form": true, "button": true,
-	"input": true, "select": true, "textarea": true, "video": true, "audio": true, "img": true, "picture": true}
+	"input": true, "select": true, "textarea": true, "video": true, "audio": true, "source": true}
 
 // epubInline are the kept elements that may not hold blocks (text within
 // p, h1...): a block inside them ends them (unwrapped).
@@ -332,9 +385,11 @@ var epubBlock = map[string]bool{"p": true, "h1": true, "h2": true, "h3": true, "
 	"dd": true, "section": true, "div": true}
 
 // writeCleanXHTML writes content as well-formed XHTML of the elements
-// above, links made absolute against base, and the first place of each
-// quote found in one text node wrapped in <mark>.
-func writeCleanXHTML(b *strings.Builder, content string, base *url.URL, quotes []string) {
+// above, links made absolute against base, images pointing at their
+// files in the book (images, by the address content names them by; the
+// others left out), and the first place of each quote found in one text
+// node wrapped in <mark>.
+func writeCleanXHTML(b *strings.Builder, content string, base *url.URL, quotes []string, images map[string]string) {
 	doc, err := html.Parse(strings.NewReader(content))
 	if err != nil {
 		return
@@ -353,6 +408,11 @@ func writeCleanXHTML(b *strings.Builder, content string, base *url.URL, quotes [
 				name := c.Data
 				switch {
 				case epubDrop[name]:
+				case name == "img":
+					if href := images[library.ImageSource(attr(c, "src"), attr(c, "srcset"), baseString(base))]; href != "" &&
+						!library.TrackingPixel(attr(c, "width"), attr(c, "height")) && fits(parent, name) {
+						fmt.Fprintf(b, "<img src=\"%s\" alt=\"%s\"/>", href, xmlText(attr(c, "alt")))
+					}
 				case !epubKeep[name] || inPhrase && epubBlock[name] || !fits(parent, name):
 					walk(c, inPhrase, parent)
 				case name == "br" || name == "hr":
@@ -377,6 +437,13 @@ func writeCleanXHTML(b *strings.Builder, content string, base *url.URL, quotes [
 		}
 	}
 	walk(doc, false, "body")
+}
+
+func baseString(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	return u.String()
 }
 
 // fits reports whether a child element may stand in parent in XHTML

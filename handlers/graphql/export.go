@@ -213,12 +213,46 @@ func (s *Server) writeExport(ctx context.Context, zw *zip.Writer, m *members.Mem
 			return err
 		}
 		n++
+		files, err := s.writeExportImages(ctx, zw, m.ID, it)
+		if err != nil {
+			return err
+		}
+		if len(files) > 0 {
+			e.ContentHTML = rewriteImages(e.ContentHTML, it.OriginalURL, files)
+		}
 		f, err := zw.CreateHeader(zipHeader(fmt.Sprintf("markdown/%05d-%s.md", n, slug(it.Title, it.ID)), it.UpdatedAt))
 		if err != nil {
 			return err
 		}
 		return writeMarkdown(f, e, md)
 	})
+}
+
+// exportImagesBase stands for the export's root in the addresses of
+// images while their item's HTML becomes Markdown (the converter makes
+// relative addresses absolute against the item's URL); markdownImages
+// turns it back into the path from markdown/.
+const exportImagesBase = "https://hearth-export.invalid/"
+
+// writeExportImages writes the item's stored images into the export, as
+// images/<item id>/<n>.<ext>, one read at a time, and returns their
+// addresses for its Markdown by the address its content names them by.
+func (s *Server) writeExportImages(ctx context.Context, zw *zip.Writer, memberID string, it *library.SavedItem) (map[string]string, error) {
+	files := map[string]string{}
+	err := library.Of(s.store).ForEachItemImage(ctx, memberID, it.ID, func(n int, img library.ItemImage, data []byte) error {
+		name := fmt.Sprintf("images/%s/%d.%s", it.ID, n, library.ImageExt(img.Type))
+		// Stored as they are: images are compressed already.
+		f, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store, Modified: it.UpdatedAt.UTC()})
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(data); err != nil {
+			return err
+		}
+		files[img.URL] = exportImagesBase + name
+		return nil
+	})
+	return files, err
 }
 
 func (s *Server) exportItem(ctx context.Context, memberID string, it *library.SavedItem, c *library.ItemContent, names map[string]string) (*exportItem, error) {
@@ -284,7 +318,7 @@ func contentMarkdown(md *converter.Converter, e *exportItem) string {
 			opts = append(opts, converter.WithDomain(e.URL))
 		}
 		if out, err := md.ConvertString(e.ContentHTML, opts...); err == nil && strings.TrimSpace(out) != "" {
-			return strings.TrimSpace(out)
+			return strings.ReplaceAll(strings.TrimSpace(out), exportImagesBase, "../")
 		}
 	}
 	return strings.TrimSpace(e.ContentText)

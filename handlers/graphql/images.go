@@ -151,3 +151,52 @@ func (s *Server) storeImages(ctx context.Context, p library.PendingFetch, conten
 	}
 	return true
 }
+
+// rewriteImages is content with the images whose address (as
+// library.ImageSource reads it against base) files maps pointing at the
+// mapped address instead, their srcset dropped; the rest unchanged.
+func rewriteImages(content, base string, files map[string]string) string {
+	var out strings.Builder
+	out.Grow(len(content))
+	z := html.NewTokenizer(strings.NewReader(content))
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			break
+		}
+		raw := z.Raw()
+		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+			out.Write(raw)
+			continue
+		}
+		raw = append([]byte(nil), raw...)
+		t := z.Token()
+		if t.Data != "img" {
+			out.Write(raw)
+			continue
+		}
+		var src, srcset string
+		for _, a := range t.Attr {
+			switch a.Key {
+			case "src":
+				src = a.Val
+			case "srcset":
+				srcset = a.Val
+			}
+		}
+		to, ok := files[library.ImageSource(src, srcset, base)]
+		if !ok {
+			out.Write(raw)
+			continue
+		}
+		attrs := t.Attr[:0]
+		for _, a := range t.Attr {
+			if a.Key != "src" && a.Key != "srcset" {
+				attrs = append(attrs, a)
+			}
+		}
+		t.Attr = append(attrs, html.Attribute{Key: "src", Val: to})
+		out.WriteString(t.String())
+	}
+	return out.String()
+}

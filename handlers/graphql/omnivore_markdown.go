@@ -35,7 +35,7 @@ var errContentPending = errors.New("the item's content is being fetched")
 // while its page is being fetched.
 func (s *Server) renderContent(ctx context.Context, memberID, itemID, format string) (*string, error) {
 	lib := library.Of(s.store)
-	pending, err := lib.HasPendingFetch(ctx, memberID, itemID)
+	pending, err := lib.HasPendingPageFetch(ctx, memberID, itemID)
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,10 @@ http://127.0.0.1:18280 {
 	hearth_oauth {
 		instance_title %q
 	}
-	hearth_graphql
+	hearth_graphql {
+		# The image suite saves an article from a loopback origin.
+		allow_private_addresses
+	}
 	hearth_directory
 }
 `, admin, filepath.Join(dir, "caddy-data"), filepath.Join(dir, "hearth"), siteTitle)

@@ -3,10 +3,15 @@
 package browser
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -87,6 +92,52 @@ const hostileArticle = `<html><head><meta http-equiv="refresh" content="0;url=ht
 <video src="https://evil.example/v.mp4" poster="https://evil.example/poster.jpg"></video><audio src="https://evil.example/a.mp3"></audio>
 <script>window.pwned=8</script><noscript><img src="https://evil.example/noscript.gif"></noscript>
 </article></body></html>`
+
+// imageOrigin serves, on a loopback port of its own (another origin than
+// the site's), an article with a 40×30 PNG, an SVG and a tracking pixel;
+// asked reports whether a path was requested of it.
+func imageOrigin(t *testing.T) (origin string, asked func(path string) bool) {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 40, 30))
+	for x := 0; x < 40; x++ {
+		img.Set(x, x%30, color.RGBA{180, 60, 20, 255})
+	}
+	var pic bytes.Buffer
+	if err := png.Encode(&pic, img); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.Path] = true
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/bread":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, `<html><head><title>Bread with pictures</title></head><body><article><h1>Bread with pictures</h1>`+
+				strings.Repeat(`<p>The dough rests overnight in a cool place, then bakes for forty minutes in a very hot oven with steam.</p>`, 6)+
+				`<p><img src="/loaf.png" alt="A loaf on a board" width="40" height="30"></p><p><img src="/mark.svg" alt="A mark"></p>`+
+				`<p><img src="/pixel.gif" width="1" height="1"></p>`+
+				strings.Repeat(`<p>Let it cool before cutting, or the crumb turns gummy; a good loaf keeps for days in a linen bag.</p>`, 6)+
+				`</article></body></html>`)
+		case "/loaf.png":
+			w.Header().Set("Content-Type", "image/png")
+			w.Write(pic.Bytes())
+		case "/mark.svg":
+			w.Header().Set("Content-Type", "image/svg+xml")
+			fmt.Fprint(w, `<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func(path string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen[path]
+	}
+}
 
 func itemOf(t *testing.T, token, id string) apiItem {
 	t.Helper()
@@ -466,6 +517,46 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	s.run("the newsletter's link", chromedp.Evaluate(`document.querySelector("li.item a.title").getAttribute("href")`, &letter))
 	s.nothingRunsOrLeaves(letter, requests)
 	s.check("reader-newsletter")
+
+	// An article with images on another origin, saved through the fetch
+	// path: the site fetched its images when it saved it, and the reader
+	// shows them from the site; the tab asks the origin for nothing, and
+	// the tracking pixel was never fetched at all.
+	origin, asked := imageOrigin(t)
+	gql(t, token, fmt.Sprintf(`mutation { addArticleFromUrl(data: {url: %q}) }`, origin+"/bread"), nil)
+	var pictures string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		s.open("/library?q=" + url.QueryEscape("in:all sort:saved-desc"))
+		var newest []string // its title and link
+		s.run("the newest item", chromedp.Evaluate(`(() => { const a = document.querySelector("li.item a.title"); return a ? [a.textContent.trim(), a.getAttribute("href")] : ["", ""]; })()`, &newest))
+		title := newest[0]
+		if title == "Bread with pictures" {
+			pictures = newest[1]
+			s.open(pictures)
+			var shown bool
+			s.run("a stored image", chromedp.Evaluate(`!!document.querySelector('#content img[src^="/library/image/"]')`, &shown))
+			if shown {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the article's images were not in within 30 s (newest item %q)", title)
+		}
+	}
+	s.waitFor("the stored image is displayed", `(() => { const i = document.querySelector('#content img[src^="/library/image/"]'); return !!i && i.complete && i.naturalWidth === 40; })()`)
+	if n := s.count(`#content img.img-missing`); n != 1 {
+		t.Errorf("%d placeholders, want 1 (the SVG)", n)
+	}
+	s.nothingRunsOrLeaves(pictures, requests)
+	for _, u := range requests() {
+		if strings.HasPrefix(u, origin) {
+			t.Errorf("the tab asked the article's origin for %s", u)
+		}
+	}
+	if asked("/pixel.gif") {
+		t.Error("the tracking pixel was fetched")
+	}
+	s.check("reader-images")
 
 	// Saving from the browser: the bookmarklet's and share target's page
 	// only asks; the member's Save saves.

@@ -269,6 +269,22 @@ func (s Store) HasPendingFetch(ctx context.Context, memberID, itemID string) (bo
 	return ok, err
 }
 
+// HasPendingPageFetch reports whether the item's page is still to be
+// fetched (its content is not there yet); an entry that fetches only the
+// images of content saved is not one.
+func (s Store) HasPendingPageFetch(ctx context.Context, memberID, itemID string) (bool, error) {
+	var ok bool
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		v, err := tx.Get(fetchKey(memberID, itemID))
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		ok = err == nil && !parseFetchEntry(string(v)).images
+		return err
+	})
+	return ok, err
+}
+
 // DropFetch removes a pending-fetch entry (its item is gone).
 func (s Store) DropFetch(ctx context.Context, memberID, itemID string) error {
 	return s.st.Update(ctx, func(tx *storage.Tx) error { return tx.Delete(fetchKey(memberID, itemID)) })

@@ -107,6 +107,9 @@ func TestFetchedPagesQueueTheirImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if page, err := lib.HasPendingPageFetch(ctx, m.ID, it.ID); err != nil || !page {
+		t.Fatalf("page fetch pending: %v, %v", page, err)
+	}
 	// Saved again with content while its fetch is pending: still a page fetch.
 	if _, _, err := lib.SaveItem(ctx, m.ID, NewItem{URL: "https://example.com/a", HTML: `<img src="https://i.example/x.png">`, FetchImages: true}); err != nil {
 		t.Fatal(err)
@@ -120,6 +123,10 @@ func TestFetchedPagesQueueTheirImages(t *testing.T) {
 	p, err := lib.PendingFetches(ctx, 10, true, false)
 	if err != nil || len(p) != 1 || !p[0].Images || !p[0].Private || p[0].ItemID != it.ID {
 		t.Fatalf("pending after the fetch = %+v, %v", p, err)
+	}
+	// Its content is there: only its images are pending.
+	if page, err := lib.HasPendingPageFetch(ctx, m.ID, it.ID); err != nil || page {
+		t.Fatalf("page fetch pending after the fetch: %v, %v", page, err)
 	}
 }
 
@@ -138,5 +145,23 @@ func TestImageSource(t *testing.T) {
 		if got := ImageSource(c.src, c.srcset, c.base); got != c.want {
 			t.Errorf("ImageSource(%q, %q, %q) = %q, want %q", c.src, c.srcset, c.base, got, c.want)
 		}
+	}
+}
+
+// An image as large as the article fetcher takes (5 MiB by default) is
+// stored in its own transaction, and read back whole.
+func TestALargeImageIsStored(t *testing.T) {
+	st, m := openSavedTest(t)
+	lib := Of(st)
+	it, _, err := lib.SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/big", HTML: "<p>x</p>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte("0123456789abcdef"), 5<<16)...)
+	if _, err := lib.StoreItemImage(t.Context(), m.ID, it.ID, "https://img.example/big.png", big, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	if _, data, err := lib.ItemImageData(t.Context(), m.ID, it.ID, 0); err != nil || !bytes.Equal(data, big) {
+		t.Fatalf("read back %d bytes of %d, %v", len(data), len(big), err)
 	}
 }
