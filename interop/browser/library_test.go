@@ -523,7 +523,7 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	// shows them from the site; the tab asks the origin for nothing, and
 	// the tracking pixel was never fetched at all.
 	origin, asked := imageOrigin(t)
-	gql(t, token, fmt.Sprintf(`mutation { addArticleFromUrl(data: {url: %q}) }`, origin+"/bread"), nil)
+	gql(t, token, fmt.Sprintf(`mutation { addArticleFromUrl(data: {url: %q}) { success } }`, origin+"/bread"), nil)
 	var pictures string
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		s.open("/library?q=" + url.QueryEscape("in:all sort:saved-desc"))
