@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,68 @@ import (
 // size limit), and stored with the item (storage/library/images.go): the
 // reader and the exports show the stored copies, and the member's reading
 // is never announced to the image's origin.
+
+// ImageAPIPath + "<item id>/<n>" serves the n-th stored image of an item
+// to an API token with read (or the member's session); the reader shows
+// the same images under its own path.
+const ImageAPIPath = "/api/images/"
+
+// StoredImage reads the member's stored image rest names ("<item id>/<n>",
+// n in its one decimal form): storage.ErrNotFound when it names none.
+func StoredImage(ctx context.Context, store *storage.Store, memberID, rest string) (*library.ItemImage, []byte, error) {
+	id, num, _ := strings.Cut(rest, "/")
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 || strconv.Itoa(n) != num || id == "" {
+		return nil, nil, storage.ErrNotFound
+	}
+	return library.Of(store).ItemImageData(ctx, memberID, id, n)
+}
+
+// WriteImage answers with a stored image: its sniffed raster type, never
+// sniffed again by the browser, cached for a year (an item's image n never
+// changes: images are only added, and go with their item) by the member's
+// browser alone, under a policy that lets it do nothing but be an image.
+func WriteImage(w http.ResponseWriter, r *http.Request, img *library.ItemImage, data []byte) {
+	h := w.Header()
+	h.Set("Content-Type", img.Type)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "private, max-age=31536000, immutable")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(data)
+}
+
+// serveImageAPI answers GET ImageAPIPath<item id>/<n>.
+func (s *Server) serveImageAPI(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET")
+		writeImportError(w, r, http.StatusMethodNotAllowed, "use GET")
+		return
+	}
+	c := s.restCaller(w, r, routeImage, "read an image")
+	if c == nil {
+		return
+	}
+	img, data, err := StoredImage(r.Context(), s.store, c.Member.ID, strings.TrimPrefix(r.URL.Path, ImageAPIPath))
+	if errors.Is(err, storage.ErrNotFound) {
+		writeImportError(w, r, http.StatusNotFound, "no such image")
+		return
+	}
+	if err != nil {
+		if status, _, ok := refusal(w, err); ok {
+			writeImportError(w, r, status, "the store cannot read an image now; try again later")
+			return
+		}
+		s.log.Error("read an image", zap.Error(err))
+		writeImportError(w, r, http.StatusInternalServerError, "internal error; it was logged")
+		return
+	}
+	WriteImage(w, r, img, data)
+}
 
 // DefaultImageQuota is the image bytes a member may store (image_quota).
 const DefaultImageQuota int64 = 256 << 20

@@ -26,9 +26,11 @@ var (
 	routeExport = access.Route{Name: "GET " + ExportAPIPath, AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
 	// A book shows the items it holds.
 	routeEPUB = access.Route{Name: "GET " + EPUBPath, AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
+	// A stored image of an item shows what the item holds.
+	routeImage = access.Route{Name: "GET " + ImageAPIPath, AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
 )
 
 // Routes lists the declarations above.
 func Routes() []access.Route {
-	return []access.Route{routeGraphQL, routeQuery, routeMutation, routeMutationResult, routeImport, routeContent, routeExport, routeEPUB, routeFeeds, routeFeedsChange}
+	return []access.Route{routeGraphQL, routeQuery, routeMutation, routeMutationResult, routeImport, routeContent, routeExport, routeEPUB, routeImage, routeFeeds, routeFeedsChange}
 }

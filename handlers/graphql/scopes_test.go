@@ -119,6 +119,9 @@ func newScopeWorld(t *testing.T) *scopeWorld {
 	if _, err := library.Of(store).CreateLabel(ctx, w.member.ID, libraryMarker+" label", "#112233"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := library.Of(store).StoreItemImage(ctx, w.member.ID, w.item.ID, "https://example.com/fern.png", []byte("\x89PNG\r\n\x1a\n"+libraryMarker), 1<<20); err != nil {
+		t.Fatal(err)
+	}
 
 	sessionID, err := members.Of(store).CreateSession(ctx, w.member.ID, time.Hour)
 	if err != nil {
@@ -330,6 +333,17 @@ func scopeProbes() []scopeProbe {
 		ask: func(w *scopeWorld, cred string) (string, []byte) {
 			status, _, b := w.send(cred, http.MethodGet, graphql.EPUBPath+"?id="+w.item.ID, "", nil)
 			if status == http.StatusOK && bytes.HasPrefix(b, []byte("PK")) {
+				return allowed, b
+			}
+			return rest(status), b
+		},
+		want: readers,
+	}, {
+		name:   "GET " + graphql.ImageAPIPath,
+		routes: []string{"GET " + graphql.ImageAPIPath},
+		ask: func(w *scopeWorld, cred string) (string, []byte) {
+			status, _, b := w.send(cred, http.MethodGet, graphql.ImageAPIPath+w.item.ID+"/0", "", nil)
+			if status == http.StatusOK && bytes.HasPrefix(b, []byte("\x89PNG")) {
 				return allowed, b
 			}
 			return rest(status), b

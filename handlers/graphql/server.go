@@ -287,7 +287,7 @@ func (s *Server) Handles(r *http.Request) bool {
 	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath) || IsMailWebhook(r) || r.URL.Path == ImportPath ||
 		r.URL.Path == ContentPath || strings.HasPrefix(r.URL.Path, ContentDownloadPath) ||
 		r.URL.Path == ExportAPIPath || r.URL.Path == EPUBPath || r.URL.Path == SchemaPath || isConfig(r) ||
-		r.URL.Path == FeedsAPIPath || strings.HasPrefix(r.URL.Path, FeedPath)
+		r.URL.Path == FeedsAPIPath || strings.HasPrefix(r.URL.Path, FeedPath) || strings.HasPrefix(r.URL.Path, ImageAPIPath)
 }
 
 // ServeHTTP serves the GraphQL endpoint and the newsletter inbound URL;
@@ -318,6 +318,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveFeedsAPI(w, r)
 	case strings.HasPrefix(r.URL.Path, FeedPath):
 		s.serveFeed(w, r)
+	case strings.HasPrefix(r.URL.Path, ImageAPIPath):
+		s.serveImageAPI(w, r)
 	default:
 		http.NotFound(w, r)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
@@ -121,32 +122,13 @@ func localImage(src string) bool {
 	return strings.HasPrefix(s, "data:image/") || strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "//")
 }
 
-// serveImage answers a stored image of the member's item: its sniffed
-// raster type, never sniffed again by the browser, cached for a year (an
-// item's image n never changes: images are only added, and go with their
-// item), private to the member's browser, and under a policy that lets it
-// do nothing but be an image.
+// serveImage answers a stored image of the member's item (rest: "<item
+// id>/<n>"), as the API does.
 func (h *Handler) serveImage(w http.ResponseWriter, r *http.Request, m *members.Member, rest string) {
-	id, num, _ := strings.Cut(rest, "/")
-	n, err := strconv.Atoi(num)
-	if err != nil || n < 0 || strconv.Itoa(n) != num || id == "" {
-		h.notFound(w, r)
-		return
-	}
-	img, data, err := library.Of(h.store).ItemImageData(r.Context(), m.ID, id, n)
+	img, data, err := graphql.StoredImage(r.Context(), h.store, m.ID, rest)
 	if err != nil {
 		h.storeError(w, r, err)
 		return
 	}
-	hd := w.Header()
-	hd.Set("Content-Type", img.Type)
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Cache-Control", "private, max-age=31536000, immutable")
-	hd.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-	hd.Set("Cross-Origin-Resource-Policy", "same-origin")
-	hd.Set("Content-Length", strconv.Itoa(len(data)))
-	if r.Method == http.MethodHead {
-		return
-	}
-	_, _ = w.Write(data)
+	graphql.WriteImage(w, r, img, data)
 }
