@@ -184,3 +184,36 @@ func TestNewslettersAndSnapshotsGetTheirImages(t *testing.T) {
 		t.Errorf("the origin was asked %v", asked)
 	}
 }
+
+// Images are fetched under the article fetcher's address policy: a site
+// that may not fetch private addresses never asks a loopback origin for a
+// newsletter's image (nor stores it), and the item's images entry ends.
+func TestImagesAtPrivateAddressesAreNotFetched(t *testing.T) {
+	p, _, _ := testImages(t)
+	var mu sync.Mutex
+	asked := 0
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked++
+		mu.Unlock()
+		w.Write(p)
+	}))
+	t.Cleanup(origin.Close)
+	e := newEnv(t, graphql.Options{})
+	msg := strings.Replace(newsletterMessage, "coffee.</p></body></html>", `coffee.</p><img src=3D"`+origin.URL+`/a.png" alt=3D"A"></body></html>`, 1)
+	if status, body := postInbound(t, e, inboundURL(t, e), msg); status != http.StatusCreated {
+		t.Fatalf("newsletter: %d %s", status, body)
+	}
+	items := e.waitFetched()
+	if len(items) != 1 {
+		t.Fatalf("items %+v", items)
+	}
+	if imgs, err := library.Of(e.store).ItemImages(t.Context(), e.member.ID, items[0].ID); err != nil || len(imgs) != 0 {
+		t.Errorf("images stored: %+v, %v", imgs, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if asked != 0 {
+		t.Errorf("the loopback origin was asked %d times", asked)
+	}
+}
