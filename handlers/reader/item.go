@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"html/template"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -56,10 +57,12 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		h.storeError(w, r, err)
 		return
 	}
-	images, err := lib.ItemImages(ctx, m.ID, id)
-	if err != nil {
-		h.storeError(w, r, err)
-		return
+	var images []library.ItemImage
+	if strings.Contains(content.HTML, "<img") { // saved content is sanitised: its tags are lower case
+		if images, err = lib.ItemImages(ctx, m.ID, id); err != nil {
+			h.storeError(w, r, err)
+			return
+		}
 	}
 	labels, err := lib.Labels(ctx, m.ID)
 	if err != nil {
