@@ -34,6 +34,8 @@ type Gate struct {
 	AllowGroups []string `json:"allow_groups,omitempty" caddyfile:"allow_groups <group...>" default:"every member"`
 	// Only members who sign in with a second factor may pass.
 	RequireTwoFactor bool `json:"require_two_factor,omitempty" caddyfile:"require_two_factor" default:"off"`
+	// Only members whose session signed in with a passkey (alone or as the second factor) may pass.
+	RequirePasskey bool `json:"require_passkey,omitempty" caddyfile:"require_passkey" default:"off"`
 	// Where browsers sign in: the sign-in page of the site serving Hearth's pages, for a gate on another
 	// subdomain (with the hearth option cookie_domain).
 	SignInURL string `json:"sign_in_url,omitempty" caddyfile:"sign_in_url <url>" default:"/auth/sign_in on the same site"`
@@ -63,6 +65,7 @@ func (h *Gate) Provision(ctx caddy.Context) error {
 		Members:          h.AllowMembers,
 		Groups:           h.AllowGroups,
 		RequireTwoFactor: h.RequireTwoFactor,
+		RequirePasskey:   h.RequirePasskey,
 		SignInURL:        h.SignInURL,
 		Logger:           ctx.Logger(),
 	})
@@ -141,6 +144,8 @@ func (h *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.AllowGroups, err = argStrings(d)
 		case "require_two_factor":
 			h.RequireTwoFactor, err = true, argNone(d)
+		case "require_passkey":
+			h.RequirePasskey, err = true, argNone(d)
 		case "sign_in_url":
 			h.SignInURL, err = argString(d)
 		case "forward_auth":

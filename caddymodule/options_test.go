@@ -291,6 +291,8 @@ var optionCases = []optionCase{
 	{"hearth_gate", "allow_groups", "", "wrong argument count"},
 	{"hearth_gate", "require_two_factor", `{"require_two_factor":true}`, ""},
 	{"hearth_gate", "require_two_factor yes", "", "wrong argument count"},
+	{"hearth_gate", "require_passkey", `{"require_passkey":true}`, ""},
+	{"hearth_gate", "require_passkey yes", "", "wrong argument count"},
 	{"hearth_gate", "sign_in_url https://example.org/auth/sign_in", `{"sign_in_url":"https://example.org/auth/sign_in"}`, ""},
 	{"hearth_gate", "sign_in_url", "", "wrong argument count"},
 	{"hearth_gate", "forward_auth", `{"forward_auth":true}`, ""},

@@ -16,6 +16,8 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
+
+	"github.com/hearthkit/caddy-hearth/internal/softauthn"
 )
 
 // Single sign-on through a Caddy started from a Caddyfile: the OpenID
@@ -65,6 +67,13 @@ http://strict.hearth.localhost:9080 {
 	}
 	respond "strict"
 }
+http://passkey.hearth.localhost:9080 {
+	hearth_gate {
+		require_passkey
+		sign_in_url %s/auth/sign_in
+	}
+	respond "passkey {http.request.header.Remote-User}"
+}
 http://auth.hearth.localhost:9080 {
 	hearth_gate {
 		forward_auth
@@ -79,7 +88,7 @@ http://fwd.hearth.localhost:9080 {
 	}
 	respond "fwd user={http.request.header.Remote-User} groups={http.request.header.Remote-Groups}"
 }
-`, testAdmin, storageDir, ssoHome, ssoHome, ssoHome, ssoHome, ssoHome)
+`, testAdmin, storageDir, ssoHome, ssoHome, ssoHome, ssoHome, ssoHome, ssoHome)
 }
 
 // loopbackClient dials every host on 127.0.0.1, keeping the port.
@@ -110,6 +119,21 @@ func (b *browser) navigate(u string, header ...string) page {
 		req.Header.Set(header[i], header[i+1])
 	}
 	return b.do(req)
+}
+
+// postJSON posts body to path as the pages' scripts do (a same-origin
+// fetch) and returns the answer's body, failing unless it is status.
+func (b *browser) postJSON(path string, body []byte, status int) []byte {
+	b.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, b.abs(path), strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", b.origin)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	p := b.do(req)
+	if p.StatusCode != status {
+		b.t.Fatalf("POST %s: HTTP %d %s, want %d", path, p.StatusCode, p.body, status)
+	}
+	return []byte(p.body)
 }
 
 func ssoMembers(t *testing.T) {
@@ -180,6 +204,36 @@ func TestGateAndForwardAuthThroughCaddy(t *testing.T) {
 	}
 	if p := b.navigate("http://strict.hearth.localhost:9080/"); p.StatusCode != http.StatusForbidden {
 		t.Errorf("alice without two-factor on the strict site: HTTP %d", p.StatusCode)
+	}
+
+	// The passkey site wants a sign-in with a passkey: alice adds one
+	// (internal/softauthn, answering for the home site's origin), and a
+	// browser that signs in with it, without a username, passes there and
+	// on the strict site (a passkey that verified her is two factors).
+	const passkeySite = "http://passkey.hearth.localhost:9080/"
+	if p := b.navigate(passkeySite); p.StatusCode != http.StatusForbidden || !strings.Contains(p.body, "passkey") {
+		t.Errorf("alice signed in with a password on the passkey site: HTTP %d %q", p.StatusCode, p.body)
+	}
+	phone := &softauthn.Authenticator{UserVerified: true}
+	cred, err := phone.Create(b.postJSON("/settings/account/passkeys/options", []byte("{}"), http.StatusOK), ssoHome)
+	if err != nil {
+		t.Fatal(err)
+	}
+	added, _ := json.Marshal(map[string]any{"name": "Phone", "credential": json.RawMessage(cred)})
+	b.postJSON("/settings/account/passkeys/add", added, http.StatusOK)
+	withKey := ssoBrowser(t)
+	answer, err := phone.Get(withKey.postJSON("/auth/passkey/options", []byte("{}"), http.StatusOK), ssoHome)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withKey.postJSON("/auth/passkey/sign_in", answer, http.StatusOK)
+	for site, want := range map[string]string{passkeySite: "passkey alice", "http://strict.hearth.localhost:9080/": "strict"} {
+		if p := withKey.navigate(site); p.StatusCode != http.StatusOK || p.body != want {
+			t.Errorf("alice signed in with her passkey at %s: HTTP %d %q", site, p.StatusCode, p.body)
+		}
+	}
+	if p := b.navigate(passkeySite); p.StatusCode != http.StatusForbidden {
+		t.Errorf("the password session that added the passkey on the passkey site: HTTP %d", p.StatusCode)
 	}
 
 	// Forward auth, behind Caddy's own forward_auth.

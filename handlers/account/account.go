@@ -146,6 +146,7 @@ type Pages struct {
 	byIP       ratelimit.Counter // fails closed: guesses
 	signUps    ratelimit.Counter
 	changes    ratelimit.Counter
+	ceremonies ratelimit.Counter
 	cop        *http.CrossOriginProtection
 
 	mu       sync.RWMutex
@@ -165,6 +166,7 @@ func New(store *storage.Store, opts Options) *Pages {
 		byIP:       opts.RateLimits.Counter(ratelimit.Limit{Name: "account.failures.ip", N: opts.FailuresPerIP, Window: opts.FailureWindow, Policy: ratelimit.FailClosed}),
 		signUps:    opts.RateLimits.Counter(ratelimit.Limit{Name: "account.signups", N: opts.SignUpsPerIP, Window: opts.SignUpWindow}),
 		changes:    opts.RateLimits.Counter(ratelimit.Limit{Name: "account.changes", N: AccountChangesPerMember, Window: AccountChangesWindow}),
+		ceremonies: opts.RateLimits.Counter(ratelimit.Limit{Name: "account.passkey.ceremonies", N: CeremoniesPerIP, Window: CeremonyWindow}),
 		cop:        http.NewCrossOriginProtection(),
 	}
 	for _, o := range opts.TrustedOrigins {
@@ -215,7 +217,8 @@ func (p *Pages) settingsPageFor(path string) (SettingsPage, bool) {
 // Handles reports whether r is for one of the member pages.
 func (p *Pages) Handles(r *http.Request) bool {
 	switch r.URL.Path {
-	case SignInPath, SignOutPath, SignUpPath, SettingsPath, SettingsPath + "/", TwoFactorPath, CopyScriptPath:
+	case SignInPath, SignOutPath, SignUpPath, SettingsPath, SettingsPath + "/", TwoFactorPath, CopyScriptPath,
+		PasskeyScriptPath, PasskeySignInOptionsPath, PasskeySignInPath, twoFactorPasskeyOptions, twoFactorPasskey:
 		return true
 	}
 	if r.URL.Path == AccountPath || strings.HasPrefix(r.URL.Path, AccountPath+"/") || IsResetPath(r.URL.Path) {
@@ -244,6 +247,16 @@ func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.serveSettings(w, r)
 	case CopyScriptPath:
 		serveCopyScript(w, r)
+	case PasskeyScriptPath:
+		servePasskeyScript(w, r)
+	case PasskeySignInOptionsPath:
+		p.Protect(http.HandlerFunc(p.postPasskeySignInOptions)).ServeHTTP(w, r)
+	case PasskeySignInPath:
+		p.Protect(http.HandlerFunc(p.postPasskeySignIn)).ServeHTTP(w, r)
+	case twoFactorPasskeyOptions:
+		p.Protect(http.HandlerFunc(p.postTwoFactorPasskeyOptions)).ServeHTTP(w, r)
+	case twoFactorPasskey:
+		p.Protect(http.HandlerFunc(p.postTwoFactorPasskey)).ServeHTTP(w, r)
 	default:
 		if IsResetPath(r.URL.Path) {
 			p.Protect(http.HandlerFunc(p.serveReset)).ServeHTTP(w, r)

@@ -785,7 +785,9 @@ func TestSignUpRateLimitHoldsUnderConcurrency(t *testing.T) {
 	}
 }
 
-var scriptRE = regexp.MustCompile(`<script src="(/auth/copy.js\?v=[^"]+)" integrity="(sha256-[A-Za-z0-9+/=]+)" defer></script>`)
+var scriptRE = regexp.MustCompile(`<script src="(/auth/(?:copy|passkey).js\?v=[^"]+)" integrity="(sha256-[A-Za-z0-9+/=]+)" defer></script>`)
+
+var scriptSrcRE = regexp.MustCompile(`script-src ([^;]+);`)
 
 // TestCopyScriptIsTheOneThePolicyAllows: every page loads the copy-button
 // script with its hash as integrity, the policy allows exactly that hash
@@ -794,25 +796,31 @@ var scriptRE = regexp.MustCompile(`<script src="(/auth/copy.js\?v=[^"]+)" integr
 func TestCopyScriptIsTheOneThePolicyAllows(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	c := f.browser()
+	// The sign-in page loads the copy script and the passkey script, and
+	// its policy allows exactly those two.
 	page := f.get(c, "/auth/sign_in")
-	m := scriptRE.FindStringSubmatch(page.body)
-	if m == nil {
-		t.Fatalf("the page loads no copy script:\n%s", page.body)
+	scripts := scriptRE.FindAllStringSubmatch(page.body, -1)
+	if len(scripts) != 2 {
+		t.Fatalf("the page loads %d of the copy and passkey scripts:\n%s", len(scripts), page.body)
 	}
-	src, hash := html.UnescapeString(m[1]), m[2]
 	csp := page.Header.Get("Content-Security-Policy")
-	if !strings.Contains(csp, "script-src '"+hash+"';") {
-		t.Fatalf("CSP %q does not allow exactly the script's hash %s", csp, hash)
+	var hashes []string
+	for _, m := range scripts {
+		src, hash := html.UnescapeString(m[1]), m[2]
+		hashes = append(hashes, "'"+hash+"'")
+		js := f.get(c, src)
+		if js.StatusCode != http.StatusOK || js.Header.Get("Content-Type") != "text/javascript; charset=utf-8" || js.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Fatalf("GET %s: HTTP %d %v", src, js.StatusCode, js.Header)
+		}
+		sum := sha256.Sum256([]byte(js.body))
+		if got := "sha256-" + base64.StdEncoding.EncodeToString(sum[:]); got != hash {
+			t.Fatalf("%s hashes to %s, the page names %s", src, got, hash)
+		}
+		if r := f.post(c, src, url.Values{}); r.StatusCode != http.StatusMethodNotAllowed {
+			t.Fatalf("POST %s: HTTP %d", src, r.StatusCode)
+		}
 	}
-	js := f.get(c, src)
-	if js.StatusCode != http.StatusOK || js.Header.Get("Content-Type") != "text/javascript; charset=utf-8" || js.Header.Get("X-Content-Type-Options") != "nosniff" {
-		t.Fatalf("GET /auth/copy.js: HTTP %d %v", js.StatusCode, js.Header)
-	}
-	sum := sha256.Sum256([]byte(js.body))
-	if got := "sha256-" + base64.StdEncoding.EncodeToString(sum[:]); got != hash {
-		t.Fatalf("the served script hashes to %s, the page names %s", got, hash)
-	}
-	if r := f.post(c, "/auth/copy.js", url.Values{}); r.StatusCode != http.StatusMethodNotAllowed {
-		t.Fatalf("POST /auth/copy.js: HTTP %d", r.StatusCode)
+	if m := scriptSrcRE.FindStringSubmatch(csp); m == nil || m[1] != strings.Join(hashes, " ") {
+		t.Fatalf("CSP %q does not allow exactly the scripts' hashes %v", csp, hashes)
 	}
 }

@@ -58,6 +58,11 @@ type accountData struct {
 	RecoveryLeft   int
 	Setup          *twoFactorSetup
 	RecoveryCodes  []string
+	Passkeys       []members.Passkey
+	// RecentSignIn: the session gave its password lately, so passkeys may
+	// be added and removed (recentSession).
+	RecentSignIn   bool
+	MaxPasskeyName int
 }
 
 // Notices shown after a change, named by the redirect's ?done=.
@@ -68,6 +73,9 @@ var accountNotices = map[string]string{
 	"session":         "The session was ended.",
 	"others":          "You were signed out everywhere else.",
 	"twofactor_off":   "Two-factor sign-in is off. You were signed out everywhere except on this device.",
+	"passkey_added":   "The passkey was added. You were signed out everywhere except on this device.",
+	"passkey_renamed": "The passkey was renamed.",
+	"passkey_removed": "The passkey was removed. You were signed out everywhere except on this device.",
 	"confirmed":       "Confirmed. For the next few minutes this browser may change your password or delete your account from the site's apps.",
 }
 
@@ -111,6 +119,25 @@ func (p *Pages) serveAccount(w http.ResponseWriter, r *http.Request, m *members.
 		"/two_factor/confirm":        p.postTwoFactorConfirm,
 		"/two_factor/disable":        p.postTwoFactorDisable,
 		"/two_factor/recovery_codes": p.postRecoveryCodes,
+		"/passkeys/rename":           p.postPasskeyRename,
+		"/passkeys/remove":           p.postPasskeyRemove,
+	}
+	jsonForms := map[string]func(http.ResponseWriter, *http.Request, *members.Member){
+		"/passkeys/options": p.postPasskeyOptions,
+		"/passkeys/add":     p.postPasskeyAdd,
+	}
+	if h, ok := jsonForms[sub]; ok {
+		if !p.allowed(w, r, http.MethodPost) {
+			return
+		}
+		if res := p.changes.Allow(r.Context(), "member:"+m.ID); !res.Allowed {
+			metrics.RateLimited(metrics.LimitAccountChanges)
+			w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(res.RetryAfter)))
+			passkeyError(w, http.StatusTooManyRequests, "You made many changes in a short time. Try again in a few minutes.")
+			return
+		}
+		h(w, r, m)
+		return
 	}
 	h, ok := handlers[sub]
 	if !ok {
@@ -147,6 +174,10 @@ func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, m *members
 	if err == nil {
 		d.TwoFactorOn, d.RecoveryLeft, err = members.Of(p.store).TwoFactorStatus(r.Context(), m.ID)
 	}
+	if err == nil {
+		d.Passkeys, err = members.Of(p.store).Passkeys(r.Context(), m.ID)
+	}
+	d.RecentSignIn, d.MaxPasskeyName = p.recentSession(r), members.MaxPasskeyNameLen
 	if err != nil {
 		p.renderStoreFailure(w, r, err, "Your account page could not be shown. Try again in a moment.")
 		return
@@ -159,7 +190,7 @@ func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, m *members
 			d.Setup = p.twoFactorSetup(r, m, secret)
 		}
 	}
-	p.Render(w, r, status, "Your account", accountTmpl, d)
+	p.renderWithPasskeys(w, r, status, "Your account", accountTmpl, d)
 }
 
 // accountError shows the account page with msg in section's place.

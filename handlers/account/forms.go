@@ -199,7 +199,7 @@ func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, username, passwor
 		return m, ErrSecondFactorRequired
 	}
 	p.resetFailures(r.Context(), username)
-	if err := p.startSession(w, r, m); err != nil {
+	if err := p.startSession(w, r, m, amrPassword...); err != nil {
 		p.logSessionRefused(m, err)
 		return nil, err
 	}
@@ -278,7 +278,7 @@ func (p *Pages) renderSignIn(w http.ResponseWriter, r *http.Request, status int,
 	if fn := p.reason.Load(); fn != nil && d.ReturnTo != "" {
 		d.Reason = (*fn)(r.Context(), d.ReturnTo)
 	}
-	p.Render(w, r, status, "Sign in", signInTmpl, d)
+	p.renderWithPasskeys(w, r, status, "Sign in", signInTmpl, d)
 }
 
 // limitedFor reports whether any of results refuses, and the longest wait.
@@ -424,7 +424,7 @@ func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request, username, display
 		return nil, err
 	}
 	p.opts.Logger.Info("member signed up", zap.String("username", m.Username))
-	if err := p.startSession(w, r, m); err != nil {
+	if err := p.startSession(w, r, m, amrPassword...); err != nil {
 		p.opts.Logger.Error("start session", zap.Error(err))
 		return m, errSessionNotStarted
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
-//go:embed templates/*.html templates/style.css templates/copy.js
+//go:embed templates/*.html templates/style.css templates/copy.js templates/passkey.js
 var files embed.FS
 
 var (
@@ -260,7 +260,10 @@ func (p *Pages) writePage(w http.ResponseWriter, r *http.Request, status int, ca
 
 // serveCopyScript serves the copy-button script. It is the same for
 // everyone and changes only with Hearth, so caches may keep it a day.
-func serveCopyScript(w http.ResponseWriter, r *http.Request) {
+func serveCopyScript(w http.ResponseWriter, r *http.Request) { serveScript(w, r, copyScript) }
+
+// serveScript serves one of the pages' scripts (the same for everyone).
+func serveScript(w http.ResponseWriter, r *http.Request, src string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -271,7 +274,7 @@ func serveCopyScript(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "public, max-age=86400")
 	if r.Method == http.MethodGet {
-		_, _ = io.WriteString(w, copyScript)
+		_, _ = io.WriteString(w, src)
 	}
 }
 

@@ -131,14 +131,16 @@ func (p *Pages) SignOut(w http.ResponseWriter, r *http.Request) {
 // startSession signs m in on w, ending any session r already had (so a
 // session id planted before sign-in is never promoted). m is the member as
 // read when its password (and code) were checked: when its credentials
-// changed since, no session is made (members.ErrCredentialsChanged).
-func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, m *members.Member) error {
+// changed since, no session is made (members.ErrCredentialsChanged). amr
+// says how the member signed in (members.Session.AMR).
+func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, m *members.Member, amr ...string) error {
 	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
 		_ = members.Of(p.store).DeleteSession(r.Context(), c.Value)
 	}
 	id, err := members.Of(p.store).CreateSessionWith(r.Context(), m, p.opts.SessionLifetime, members.SessionInfo{
 		Device:  DeviceSummary(r.UserAgent()),
 		Address: p.opts.ClientIP(r),
+		AMR:     amr,
 	})
 	if err != nil {
 		return err

@@ -31,6 +31,9 @@ var ErrSecondFactorRequired = errors.New("this account uses two-factor sign-in: 
 type twoFactorData struct {
 	Error    string
 	ReturnTo string
+	// Passkey: the member has a passkey, which may answer instead of a
+	// code.
+	Passkey bool
 }
 
 // startSecondFactor makes m's sign-in challenge, keeps it in the browser
@@ -84,14 +87,17 @@ func (p *Pages) serveTwoFactor(w http.ResponseWriter, r *http.Request) {
 			Error: "Your sign-in took too long or had too many wrong codes. Sign in again."})
 		return
 	}
+	if keys, err := members.Of(p.store).Passkeys(r.Context(), m.ID); err == nil {
+		d.Passkey = len(keys) > 0
+	}
 	if r.Method != http.MethodPost {
-		p.Render(w, r, http.StatusOK, "Two-factor sign-in", twoFactorTmpl, d)
+		p.renderWithPasskeys(w, r, http.StatusOK, "Two-factor sign-in", twoFactorTmpl, d)
 		return
 	}
 	code := strings.TrimSpace(r.PostForm.Get("code"))
 	if code == "" {
 		d.Error = "Enter the code from your authenticator app, or a recovery code."
-		p.Render(w, r, http.StatusBadRequest, "Two-factor sign-in", twoFactorTmpl, d)
+		p.renderWithPasskeys(w, r, http.StatusBadRequest, "Two-factor sign-in", twoFactorTmpl, d)
 		return
 	}
 	var recovery bool
@@ -113,7 +119,7 @@ func (p *Pages) serveTwoFactor(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, members.ErrCodeReused) {
 			d.Error = "That code was already used. Wait for your app to show the next one."
 		}
-		p.Render(w, r, http.StatusUnauthorized, "Two-factor sign-in", twoFactorTmpl, d)
+		p.renderWithPasskeys(w, r, http.StatusUnauthorized, "Two-factor sign-in", twoFactorTmpl, d)
 		return
 	case errors.Is(err, storage.ErrNotFound), errors.Is(err, members.ErrTwoFactorOff):
 		http.SetCookie(w, p.challengeCookie(r, "", -1))
@@ -126,7 +132,7 @@ func (p *Pages) serveTwoFactor(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, p.challengeCookie(r, "", -1))
 	p.resetFailures(r.Context(), m.Username)
-	if err := p.startSession(w, r, m); err != nil {
+	if err := p.startSession(w, r, m, amrPasswordAndCode...); err != nil {
 		p.logSessionRefused(m, err)
 		if errors.Is(err, members.ErrCredentialsChanged) || errors.Is(err, members.ErrSuspended) {
 			p.renderSignIn(w, r, http.StatusUnauthorized, signInData{ReturnTo: d.ReturnTo, Error: signInAgain})

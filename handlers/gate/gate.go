@@ -43,8 +43,13 @@ type Options struct {
 	Members []string
 	Groups  []string
 	// RequireTwoFactor lets only members who sign in with a second factor
-	// through.
+	// through: the session signed in with two (its amr has "mfa"), or the
+	// member has two-factor sign-in on (sessions from before the amr was
+	// kept, and the browser that turned it on).
 	RequireTwoFactor bool
+	// RequirePasskey lets only sessions signed in with a passkey through
+	// (alone or as the second factor: the session's amr has "hwk").
+	RequirePasskey bool
 	// SignInURL is where browsers are sent to sign in: the sign-in page of
 	// the site serving Hearth's member pages. Default: account.SignInPath
 	// on the same host.
@@ -91,7 +96,7 @@ func (g *Gate) Check(r *http.Request) (Verdict, *members.Member, error) {
 	if err != nil || c.Value == "" {
 		return SignIn, nil, nil
 	}
-	m, _, err := members.Of(g.store).SessionAndMember(r.Context(), c.Value)
+	m, sess, err := members.Of(g.store).SessionAndMember(r.Context(), c.Value)
 	switch {
 	case err == nil:
 	case errors.Is(err, storage.ErrNotFound), errors.Is(err, members.ErrSuspended):
@@ -103,7 +108,9 @@ func (g *Gate) Check(r *http.Request) (Verdict, *members.Member, error) {
 		g.opts.Logger.Error("read a session at the gate", zap.Error(err))
 		return Unavailable, nil, err
 	}
-	if !g.allowed(m) || (g.opts.RequireTwoFactor && !m.TwoFactor) {
+	if !g.allowed(m) ||
+		(g.opts.RequireTwoFactor && !m.TwoFactor && !slices.Contains(sess.AMR, "mfa")) ||
+		(g.opts.RequirePasskey && !slices.Contains(sess.AMR, "hwk")) {
 		return Forbidden, m, nil
 	}
 	return Pass, m, nil
@@ -220,7 +227,11 @@ func (g *Gate) Refuse(w http.ResponseWriter, r *http.Request, v Verdict, back st
 		h.Set("WWW-Authenticate", `Cookie realm="hearth", form="`+g.opts.SignInURL+`"`)
 		http.Error(w, "Sign in to this site first.", http.StatusUnauthorized)
 	case Forbidden:
-		http.Error(w, "Your account may not open this page.", http.StatusForbidden)
+		msg := "Your account may not open this page."
+		if g.opts.RequirePasskey {
+			msg += " If it may, sign out and sign in again with your passkey: this page needs one."
+		}
+		http.Error(w, msg, http.StatusForbidden)
 	default:
 		h.Set("Retry-After", "5")
 		http.Error(w, "The site cannot check your sign-in now; try again in a moment.", http.StatusServiceUnavailable)

@@ -101,15 +101,24 @@ func parseOIDCRequest(req *authRequest, v url.Values) *oauthErr {
 // signedIn is the member signed in on r and when the session began (the
 // sign-in's auth_time), or nil.
 func (s *Server) signedIn(r *http.Request) (*members.Member, time.Time) {
-	c, err := r.Cookie(account.CookieName)
-	if err != nil || c.Value == "" {
-		return nil, time.Time{}
-	}
-	m, sess, err := members.Of(s.store).SessionAndMember(r.Context(), c.Value)
-	if err != nil || m == nil || m.Suspended {
+	m, sess := s.signedInSession(r)
+	if sess == nil {
 		return nil, time.Time{}
 	}
 	return m, sess.CreatedAt
+}
+
+// signedInSession is the member and session of r's cookie, or nils.
+func (s *Server) signedInSession(r *http.Request) (*members.Member, *members.Session) {
+	c, err := r.Cookie(account.CookieName)
+	if err != nil || c.Value == "" {
+		return nil, nil
+	}
+	m, sess, err := members.Of(s.store).SessionAndMember(r.Context(), c.Value)
+	if err != nil || m == nil || m.Suspended {
+		return nil, nil
+	}
+	return m, sess
 }
 
 // authorizeOIDC is the authorization page for an operator client:
@@ -190,9 +199,14 @@ func cloneValues(v url.Values) url.Values {
 	return out
 }
 
-// amr is how the member signed in (RFC 8176): a password, and a one-time
-// code when two-factor sign-in is on.
-func amr(m *members.Member) []string {
+// amr is how the member signed in (RFC 8176): as the session records it
+// (a password, a one-time code, a passkey: "hwk"), or for sessions from
+// before it was recorded, a password, and a one-time code when two-factor
+// sign-in is on.
+func amr(m *members.Member, sess *members.Session) []string {
+	if sess != nil && len(sess.AMR) > 0 {
+		return sess.AMR
+	}
 	if m.TwoFactor {
 		return []string{"pwd", "otp", "mfa"}
 	}
@@ -206,7 +220,11 @@ func (s *Server) createCode(r *http.Request, req *authRequest, m *members.Member
 	if req.app.Client == nil {
 		return g.CreateCode(r.Context(), req.app.ClientID, m, req.RedirectURI, req.scopes, req.CodeChallenge)
 	}
-	_, authTime := s.signedIn(r)
+	_, sess := s.signedInSession(r)
+	var authTime time.Time
+	if sess != nil {
+		authTime = sess.CreatedAt
+	}
 	if authTime.IsZero() {
 		authTime = time.Now()
 		s.log.Warn("no session start for an OpenID authorization; auth_time is now", zap.String("member_id", m.ID))
@@ -214,7 +232,7 @@ func (s *Server) createCode(r *http.Request, req *authRequest, m *members.Member
 	return g.CreateCodeOIDC(r.Context(), req.app.ClientID, m, req.RedirectURI, req.scopes, req.CodeChallenge, &grants.CodeOIDC{
 		Nonce:      req.oidc.Nonce,
 		AuthTime:   authTime.UTC().Truncate(time.Second),
-		AMR:        amr(m),
+		AMR:        amr(m, sess),
 		AccessTTL:  s.opts.AccessTokenLifetime,
 		RefreshTTL: s.opts.RefreshTokenLifetime,
 	})

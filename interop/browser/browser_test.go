@@ -132,6 +132,8 @@ func axeSource(t *testing.T) string {
 
 // suite is one Chromium tab on the site, with what each check needs.
 type suite struct {
+	// base is the site the tab opens (site unless a test serves another).
+	base     string
 	t        *testing.T
 	ctx      context.Context
 	axe      string
@@ -159,7 +161,7 @@ func newSuite(t *testing.T) *suite {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return &suite{t: t, ctx: ctx, axe: axeSource(t), shotsDir: dir}
+	return &suite{base: site, t: t, ctx: ctx, axe: axeSource(t), shotsDir: dir}
 }
 
 func (s *suite) run(what string, actions ...chromedp.Action) {
@@ -174,7 +176,7 @@ func (s *suite) open(path string) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(s.ctx, 20*time.Second)
 	defer cancel()
-	if err := chromedp.Run(ctx, chromedp.Navigate(site+path), chromedp.WaitReady("main", chromedp.ByQuery)); err != nil {
+	if err := chromedp.Run(ctx, chromedp.Navigate(s.base+path), chromedp.WaitReady("main", chromedp.ByQuery)); err != nil {
 		s.t.Fatalf("open %s (a page with a main element): %v", path, err)
 	}
 }
@@ -185,8 +187,14 @@ func (s *suite) submit(sel string) {
 	var before string
 	s.run("read location", chromedp.Evaluate(`String(performance.timeOrigin)`, &before))
 	s.run("click "+sel, chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible))
-	// The click starts a navigation; wait until a new document is there.
-	// Evaluating while the old one goes away fails; that is tried again.
+	s.awaitNewPage(before, "clicking "+sel)
+}
+
+// awaitNewPage waits until the document that started at before (its
+// performance.timeOrigin) is replaced by a new one with a main element.
+// Evaluating while the old one goes away fails; that is tried again.
+func (s *suite) awaitNewPage(before, after string) {
+	s.t.Helper()
 	cond := fmt.Sprintf(`document.readyState === "complete" && String(performance.timeOrigin) !== %q && !!document.querySelector("main")`, before)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -196,7 +204,9 @@ func (s *suite) submit(sel string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("no new page after clicking %s (%v)", sel, err)
+			var status string
+			_ = chromedp.Run(s.ctx, chromedp.Evaluate(`[...document.querySelectorAll("[role=alert]")].map(e => e.textContent).join(" ")`, &status))
+			s.t.Fatalf("no new page after %s (%v; the page alerts %q)", after, err, status)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

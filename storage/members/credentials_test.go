@@ -3,9 +3,12 @@ package members
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
@@ -45,6 +48,25 @@ var credentialChanges = []credentialChange{
 		}
 	}, change: func(ctx context.Context, st Store, m *Member) error {
 		return st.DisableTwoFactor(ctx, m.ID, "")
+	}},
+	{name: "passkey added", change: func(ctx context.Context, st Store, m *Member) error {
+		cur, err := st.MemberByID(ctx, m.ID)
+		if err != nil {
+			return err
+		}
+		_, err = st.AddPasskey(ctx, cur, "Phone", webauthn.Credential{ID: []byte("credential " + m.ID)}, "")
+		return err
+	}},
+	{name: "passkey removed", before: func(t *testing.T, st Store, m *Member) {
+		cur, err := st.MemberByID(t.Context(), m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.AddPasskey(t.Context(), cur, "Phone", webauthn.Credential{ID: []byte("credential " + m.ID)}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}, change: func(ctx context.Context, st Store, m *Member) error {
+		return st.RemovePasskey(ctx, m.ID, PasskeyID([]byte("credential "+m.ID)), "")
 	}},
 	resetLinkChange("reset link used", ResetLinkOptions{}),
 	resetLinkChange("reset link ending access used", ResetLinkOptions{RevokeAccess: true}),
@@ -207,6 +229,15 @@ func TestCredentialChangeKeepsTheBrowserThatMadeIt(t *testing.T) {
 			return err
 		}},
 		{"two-factor off", func() error { return st.DisableTwoFactor(t.Context(), m.ID, here) }},
+		{"passkey added", func() error {
+			cur, err := st.MemberByID(t.Context(), m.ID)
+			if err != nil {
+				return err
+			}
+			_, err = st.AddPasskey(t.Context(), cur, "Phone", webauthn.Credential{ID: []byte("key")}, here)
+			return err
+		}},
+		{"passkey removed", func() error { return st.RemovePasskey(t.Context(), m.ID, PasskeyID([]byte("key")), here) }},
 	}
 	for _, s := range steps {
 		if err := s.change(); err != nil {
@@ -299,3 +330,74 @@ func TestConcurrentSignInsAndCredentialChanges(t *testing.T) {
 }
 
 func itoa(i int) string { return string(rune('a' + i)) }
+
+// TestPasskeysOfAMember: a member's passkeys are listed oldest first,
+// renamed without a change of credentials, bounded in number, never
+// registered twice, and gone with the member; a ceremony answers once and
+// only for its purpose.
+func TestPasskeysOfAMember(t *testing.T) {
+	st := openTestStore(t)
+	ctx := t.Context()
+	m, _ := st.CreateMember(ctx, "alice", "", "correct horse")
+	add := func(id string) error {
+		cur, err := st.MemberByID(ctx, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = st.AddPasskey(ctx, cur, "  Key "+id+"\n", webauthn.Credential{ID: []byte(id)}, "")
+		return err
+	}
+	for i := range MaxPasskeysPerMember {
+		if err := add(strconv.Itoa(i)); err != nil {
+			t.Fatalf("passkey %d: %v", i, err)
+		}
+	}
+	if err := add("one more"); !errors.Is(err, ErrTooManyPasskeys) {
+		t.Fatalf("passkey beyond the bound: %v, want ErrTooManyPasskeys", err)
+	}
+	if err := st.RemovePasskey(ctx, m.ID, PasskeyID([]byte("1")), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := add("0"); !errors.Is(err, ErrPasskeyExists) {
+		t.Fatalf("the same credential again: %v, want ErrPasskeyExists", err)
+	}
+	before, _ := st.MemberByID(ctx, m.ID)
+	if err := st.RenamePasskey(ctx, m.ID, PasskeyID([]byte("0")), "Phone"); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := st.MemberByID(ctx, m.ID); after.SecurityStamp != before.SecurityStamp {
+		t.Fatal("renaming a passkey renewed the security stamp")
+	}
+	keys, err := st.Passkeys(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != MaxPasskeysPerMember-1 || keys[0].Name != "Phone" || keys[1].Name != "Key 2" {
+		t.Fatalf("passkeys: %d, first %q, second %q", len(keys), keys[0].Name, keys[1].Name)
+	}
+	if err := st.RemovePasskey(ctx, m.ID, PasskeyID([]byte("1")), ""); !errors.Is(err, ErrPasskeyNotFound) {
+		t.Fatalf("removing a removed passkey: %v", err)
+	}
+
+	secret, err := st.StartPasskeyCeremony(ctx, PasskeyCeremony{Purpose: "register", MemberID: m.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.TakePasskeyCeremony(ctx, secret, "sign_in"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("a ceremony for another purpose: %v", err)
+	}
+	secret, _ = st.StartPasskeyCeremony(ctx, PasskeyCeremony{Purpose: "register", MemberID: m.ID})
+	if c, err := st.TakePasskeyCeremony(ctx, secret, "register"); err != nil || c.MemberID != m.ID {
+		t.Fatalf("the ceremony: %v %+v", err, c)
+	}
+	if _, err := st.TakePasskeyCeremony(ctx, secret, "register"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("the ceremony a second time: %v", err)
+	}
+
+	if err := st.DeleteMember(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := st.Passkeys(ctx, m.ID); len(keys) != 0 {
+		t.Fatalf("%d passkeys outlive their member", len(keys))
+	}
+}

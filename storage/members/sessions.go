@@ -32,6 +32,11 @@ type Session struct {
 	// without asking for the password themselves need it recent
 	// (RecentlyAuthenticated). Zero for records written before it existed.
 	AuthAt time.Time `json:"auth_at,omitzero"`
+	// AMR is how the member signed in (RFC 8176 method names: "pwd",
+	// "otp", "hwk" for a passkey, "mfa" with two factors). Empty for
+	// records written before it existed and for sessions the operator's
+	// tools make.
+	AMR []string `json:"amr,omitempty"`
 
 	// ID is the session's public id (see SessionPublicID), filled in by
 	// the lookups; it is not stored.
@@ -51,6 +56,8 @@ func (s *Session) LastSeen() time.Time {
 type SessionInfo struct {
 	Device  string
 	Address string
+	// AMR is how the member signed in (Session.AMR).
+	AMR []string
 }
 
 // Bounds of the session metadata kept in the store.
@@ -131,7 +138,7 @@ func (s Store) createSession(ctx context.Context, m *Member, ttl time.Duration, 
 	sess := Session{
 		MemberID: memberID, CreatedAt: now, ExpiresAt: now.Add(ttl), LastSeenAt: now,
 		Device: clip(info.Device, MaxSessionDeviceLen), Address: clip(info.Address, MaxSessionAddressLen),
-		Stamp: m.SecurityStamp,
+		Stamp: m.SecurityStamp, AMR: info.AMR,
 	}
 	if signedIn {
 		sess.AuthAt = now
