@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
 )
@@ -61,6 +63,39 @@ func benchmarkCodeExchange(b *testing.B, openid bool, alg string) {
 			"redirect_uri": {cb}, "code": {codes[i]}})
 		if r.StatusCode != http.StatusOK {
 			b.Fatalf("HTTP %d: %s", r.StatusCode, r.body)
+		}
+	}
+}
+
+// The ID token's signature alone, with the keyring's keys as the token
+// endpoint signs (go-jose, an ID token's size): the floor under the OpenID
+// exchange's extra cost, measured in the same run as the exchanges.
+func BenchmarkIDTokenSignatureRS256(b *testing.B) { benchmarkIDTokenSignature(b, jose.RS256) }
+func BenchmarkIDTokenSignatureES256(b *testing.B) { benchmarkIDTokenSignature(b, jose.ES256) }
+
+func benchmarkIDTokenSignature(b *testing.B, alg jose.SignatureAlgorithm) {
+	f := newFixture(b)
+	keys, err := grants.Of(f.store).SigningKeys(context.Background(), grants.KeyPolicy{Rotation: time.Hour, PublishAhead: time.Minute, Retain: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	key := jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: keys.Signer.Private(), KeyID: keys.Signer.ID}}
+	if alg == jose.ES256 {
+		key = jose.SigningKey{Algorithm: jose.ES256, Key: jose.JSONWebKey{Key: keys.Signer.ECPrivate(), KeyID: keys.Signer.ECKeyID()}}
+	}
+	payload := []byte(`{"iss":"https://example.org/","sub":"0123456789abcdef0123456789abcdef","aud":"0123456789abcdef","azp":"0123456789abcdef","iat":1795795825,"exp":1795799425,"auth_time":1795795825,"nonce":"n-0S6_WzA2Mj","amr":["pwd"],"at_hash":"77QmUPtjPfzWtF2AnpK9RQ","preferred_username":"alice","name":"Alice"}`)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		signer, err := jose.NewSigner(key, (&jose.SignerOptions{}).WithType("JWT"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		obj, err := signer.Sign(payload)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := obj.CompactSerialize(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
