@@ -17,6 +17,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/hearthkit/caddy-hearth/handlers/gate"
 	"github.com/hearthkit/caddy-hearth/internal/softauthn"
 )
 
@@ -263,10 +264,12 @@ func TestGateAndForwardAuthThroughCaddy(t *testing.T) {
 		t.Errorf("same-site gate with a session: %q", p.body)
 	}
 
-	// A suspension ends the session: the next request does not pass.
+	// A suspension ends the session: once the gate's last read of it is
+	// gate.SessionCacheTTL old, the next request does not pass.
 	if _, err := runHearth(t, "", "member", "suspend", "alice", "--address="+testAdmin); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(gate.SessionCacheTTL)
 	if p := b.navigate(app + "/dashboard"); p.StatusCode != http.StatusSeeOther {
 		t.Errorf("after suspension: HTTP %d %q", p.StatusCode, p.body)
 	}

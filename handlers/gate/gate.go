@@ -1,9 +1,10 @@
 // Package gate lets only the site's signed-in members through to a route
 // (hearth_gate), or answers for another proxy whether a request may pass
 // (forward-auth, for Caddy's forward_auth and nginx's auth_request). The
-// member is read from Hearth's session cookie on every request, from the
-// store: a session ended anywhere (sign-out, a password change, a
-// suspension) stops passing at once, on every node.
+// member is read from Hearth's session cookie, from the store, at most
+// SessionCacheTTL apart per session on each node: a session ended anywhere
+// (sign-out, a password change, a suspension) stops passing within it, on
+// every node.
 //
 // What passes upstream says who the member is, in Remote-User,
 // Remote-Name, Remote-Email and Remote-Groups; copies of those headers sent
@@ -18,6 +19,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -59,8 +62,46 @@ type Options struct {
 
 // Gate decides. Build it with New.
 type Gate struct {
-	store *storage.Store
-	opts  Options
+	store    *storage.Store
+	opts     Options
+	sessions sessionCache
+}
+
+// SessionCacheTTL is how long a node lets a session that passed pass again
+// without reading the store: a busy route reads each session twice a
+// second instead of on every request, and an ended session stops passing
+// within it (the promise is a second).
+const SessionCacheTTL = 500 * time.Millisecond
+
+// maxCachedSessions bounds the cache (past it, it starts empty again).
+const maxCachedSessions = 4096
+
+type cachedSession struct {
+	m     *members.Member
+	amr   []string
+	until time.Time
+}
+
+// sessionCache holds the sessions that passed lately, by cookie value.
+type sessionCache struct {
+	mu sync.RWMutex
+	m  map[string]cachedSession
+}
+
+func (c *sessionCache) get(id string, now time.Time) (cachedSession, bool) {
+	c.mu.RLock()
+	e, ok := c.m[id]
+	c.mu.RUnlock()
+	return e, ok && now.Before(e.until)
+}
+
+func (c *sessionCache) put(id string, e cachedSession) {
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedSessions {
+		c.m = make(map[string]cachedSession)
+	}
+	c.m[id] = e
+	c.mu.Unlock()
 }
 
 // New returns the gate backed by store.
@@ -96,21 +137,28 @@ func (g *Gate) Check(r *http.Request) (Verdict, *members.Member, error) {
 	if err != nil || c.Value == "" {
 		return SignIn, nil, nil
 	}
-	m, sess, err := members.Of(g.store).SessionAndMember(r.Context(), c.Value)
-	switch {
-	case err == nil:
-	case errors.Is(err, storage.ErrNotFound), errors.Is(err, members.ErrSuspended):
-		return SignIn, nil, nil
-	default:
-		if _, _, busy := storage.Unavailable(err); busy {
+	now := time.Now()
+	e, ok := g.sessions.get(c.Value, now)
+	if !ok {
+		m, sess, err := members.Of(g.store).SessionAndMember(r.Context(), c.Value)
+		switch {
+		case err == nil:
+		case errors.Is(err, storage.ErrNotFound), errors.Is(err, members.ErrSuspended):
+			return SignIn, nil, nil
+		default:
+			if _, _, busy := storage.Unavailable(err); busy {
+				return Unavailable, nil, err
+			}
+			g.opts.Logger.Error("read a session at the gate", zap.Error(err))
 			return Unavailable, nil, err
 		}
-		g.opts.Logger.Error("read a session at the gate", zap.Error(err))
-		return Unavailable, nil, err
+		e = cachedSession{m: m, amr: sess.AMR, until: now.Add(SessionCacheTTL)}
+		g.sessions.put(c.Value, e)
 	}
+	m := e.m
 	if !g.allowed(m) ||
-		(g.opts.RequireTwoFactor && !m.TwoFactor && !slices.Contains(sess.AMR, "mfa")) ||
-		(g.opts.RequirePasskey && !slices.Contains(sess.AMR, "hwk")) {
+		(g.opts.RequireTwoFactor && !m.TwoFactor && !slices.Contains(e.amr, "mfa")) ||
+		(g.opts.RequirePasskey && !slices.Contains(e.amr, "hwk")) {
 		return Forbidden, m, nil
 	}
 	return Pass, m, nil
