@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Loads hearth_gate in a real Caddy with wrk on loopback: a route behind the
+# gate, requested with a valid member session (the session read from the
+# store on every request, the member's headers set, the session cookie
+# stripped), against the same route without the gate, both answered by
+# Caddy's own `respond` with the same body, in the same run.
+#
+#   bash bench/gate.sh        # from the repository root; needs wrk and curl
+#
+# Env: DURATION (default 10s), CONNS (default 32), THREADS (default 2),
+# ROUNDS (default 3: the two routes alternate, so drifting load on a shared
+# machine hits both alike; the ratio is of the medians).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-32}
+THREADS=${THREADS:-2}
+ROUNDS=${ROUNDS:-3}
+PORT=${PORT:-8095}
+ADMIN=${ADMIN:-localhost:2095}
+SITE=http://localhost:$PORT
+
+command -v wrk >/dev/null || { echo "bench: install wrk (apt-get install wrk)" >&2; exit 1; }
+work=$(mktemp -d)
+caddy_pid=
+cleanup() {
+	[ -n "$caddy_pid" ] && { kill "$caddy_pid" 2>/dev/null || true; wait "$caddy_pid" 2>/dev/null || true; }
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+mkdir -p bench/results
+go build -tags nobadger,nomysql,nopgx -o bench/results/caddy ./cmd/caddy
+cat >"$work/Caddyfile" <<CADDY
+{
+	admin $ADMIN
+	http_port $PORT
+	log {
+		level ERROR
+	}
+	hearth {
+		storage_dir $work/data
+	}
+}
+http://localhost:$PORT {
+	handle /open {
+		respond "hello from upstream"
+	}
+	handle /gated {
+		hearth_gate
+		respond "hello from upstream"
+	}
+	hearth_oauth
+}
+CADDY
+bench/results/caddy run --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
+caddy_pid=$!
+for _ in $(seq 300); do curl -fs "$SITE/open" >/dev/null && break; sleep 0.1; done
+curl -fs "$SITE/open" >/dev/null || { echo "bench: Caddy does not answer:" >&2; cat "$work/caddy.log" >&2; exit 1; }
+
+# A member signed in through the real sign-in page.
+echo 'bench password 1' | bench/results/caddy hearth member add bench --password-stdin --address "$ADMIN" >/dev/null
+jar=$work/cookies
+curl -fs -c "$jar" -b "$jar" -o /dev/null -H "Origin: $SITE" "$SITE/auth/sign_in" \
+	--data-urlencode username=bench --data-urlencode 'password=bench password 1'
+session=$(awk '$6 == "hearth_session" {print $7}' "$jar")
+[ -n "$session" ] || { echo "bench: no session after signing in" >&2; exit 1; }
+# The gate lets the session through, and only it.
+[ "$(curl -fs -H "Cookie: hearth_session=$session" "$SITE/gated")" = "hello from upstream" ] || { echo "bench: the gate refuses the session" >&2; exit 1; }
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$SITE/gated")" = 401 ] || { echo "bench: the gate lets a request without a session through" >&2; exit 1; }
+
+# rps prints wrk's requests per second, and fails when any answer was not
+# a 2xx/3xx (a refusal is fast and would pass for throughput).
+rps() {
+	local out
+	out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "$@")
+	if grep -q 'Non-2xx or 3xx responses' <<<"$out"; then
+		echo "bench: wrk $*: $(grep 'Non-2xx or 3xx responses' <<<"$out")" >&2
+		exit 1
+	fi
+	awk '/Requests\/sec/ {print $2}' <<<"$out"
+}
+median() { tr ' ' '\n' | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+
+open_all= gated_all=
+for _ in $(seq "$ROUNDS"); do
+	open_all+="$(rps "$SITE/open") "
+	gated_all+="$(rps -H "Cookie: hearth_session=$session" "$SITE/gated") "
+done
+open=$(median <<<"${open_all% }")
+gated=$(median <<<"${gated_all% }")
+
+cat <<REPORT
+bench/gate.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION, $ROUNDS rounds, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end
+respond, no gate (Caddy)          ${open_all% } req/s   median $open
+respond behind hearth_gate        ${gated_all% } req/s   median $gated   $(awk -v a="$gated" -v b="$open" 'BEGIN {printf "%.0f %%", 100 * a / b}') of the route without the gate   (target >= 85 %)
+REPORT
