@@ -71,7 +71,10 @@
 			return navigator.credentials.get(req);
 		}).then(function (c) {
 			pending = null;
-			return post(el.getAttribute("data-finish"), asserted(c));
+			return post(el.getAttribute("data-finish"), asserted(c)).catch(function (e) {
+				e.answered = true;
+				throw e;
+			});
 		}).then(function (j) {
 			window.location.assign(j.redirect);
 		});
@@ -94,7 +97,11 @@
 		if (input && el.hasAttribute("data-conditional") && PublicKeyCredential.isConditionalMediationAvailable) {
 			PublicKeyCredential.isConditionalMediationAvailable().then(function (ok) {
 				if (ok) {
-					getAssertion(el, "conditional").catch(failed(el));
+					getAssertion(el, "conditional").catch(function (e) {
+						if (e && e.answered) {
+							failed(el)(e);
+						}
+					});
 				}
 			});
 		}
