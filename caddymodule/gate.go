@@ -86,7 +86,9 @@ func (h *Gate) Validate() error {
 // signInPaths are the member pages a browser needs to sign in; a gate that
 // signs in on its own site serves them itself, so it never locks the
 // member out of signing in (and they never reach the app behind).
-var signInPaths = map[string]bool{account.SignInPath: true, account.TwoFactorPath: true, account.CopyScriptPath: true}
+var signInPaths = map[string]bool{account.SignInPath: true, account.TwoFactorPath: true, account.CopyScriptPath: true,
+	account.PasskeyScriptPath: true, account.PasskeySignInOptionsPath: true, account.PasskeySignInPath: true,
+	account.TwoFactorPasskeyOptionsPath: true, account.TwoFactorPasskeyPath: true}
 
 // ServeHTTP lets members through, or refuses.
 func (h *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {

@@ -218,7 +218,7 @@ func (p *Pages) settingsPageFor(path string) (SettingsPage, bool) {
 func (p *Pages) Handles(r *http.Request) bool {
 	switch r.URL.Path {
 	case SignInPath, SignOutPath, SignUpPath, SettingsPath, SettingsPath + "/", TwoFactorPath, CopyScriptPath,
-		PasskeyScriptPath, PasskeySignInOptionsPath, PasskeySignInPath, twoFactorPasskeyOptions, twoFactorPasskey:
+		PasskeyScriptPath, PasskeySignInOptionsPath, PasskeySignInPath, TwoFactorPasskeyOptionsPath, TwoFactorPasskeyPath:
 		return true
 	}
 	if r.URL.Path == AccountPath || strings.HasPrefix(r.URL.Path, AccountPath+"/") || IsResetPath(r.URL.Path) {
@@ -253,9 +253,9 @@ func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.Protect(http.HandlerFunc(p.postPasskeySignInOptions)).ServeHTTP(w, r)
 	case PasskeySignInPath:
 		p.Protect(http.HandlerFunc(p.postPasskeySignIn)).ServeHTTP(w, r)
-	case twoFactorPasskeyOptions:
+	case TwoFactorPasskeyOptionsPath:
 		p.Protect(http.HandlerFunc(p.postTwoFactorPasskeyOptions)).ServeHTTP(w, r)
-	case twoFactorPasskey:
+	case TwoFactorPasskeyPath:
 		p.Protect(http.HandlerFunc(p.postTwoFactorPasskey)).ServeHTTP(w, r)
 	default:
 		if IsResetPath(r.URL.Path) {

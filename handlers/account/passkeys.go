@@ -37,11 +37,11 @@ import (
 
 // Paths of the passkey ceremonies.
 const (
-	PasskeyScriptPath        = "/auth/passkey.js"
-	PasskeySignInOptionsPath = "/auth/passkey/options"
-	PasskeySignInPath        = "/auth/passkey/sign_in"
-	twoFactorPasskeyOptions  = TwoFactorPath + "/passkey/options"
-	twoFactorPasskey         = TwoFactorPath + "/passkey"
+	PasskeyScriptPath           = "/auth/passkey.js"
+	PasskeySignInOptionsPath    = "/auth/passkey/options"
+	PasskeySignInPath           = "/auth/passkey/sign_in"
+	TwoFactorPasskeyOptionsPath = TwoFactorPath + "/passkey/options"
+	TwoFactorPasskeyPath        = TwoFactorPath + "/passkey"
 )
 
 // passkeyCookie names the ceremony in flight.

@@ -92,7 +92,8 @@ func TestPasskeysInChromium(t *testing.T) {
 	// Add a passkey on the account page.
 	s.signIn(member, password)
 	s.open("/settings/account")
-	s.waitFor("the passkey form shown by passkey.js", `!document.querySelector("form[data-passkey-create]").hidden`)
+	s.waitFor("the passkey form shown by passkey.js", `!document.getElementById("passkeys-add").hidden`)
+	s.run("open Add a passkey", chromedp.Click("#passkeys-add summary", chromedp.ByQuery))
 	s.check("account-passkeys-none")
 	s.run("name the passkey", chromedp.SendKeys("#passkey_name", "Laptop", chromedp.ByID))
 	s.submit(`form[data-passkey-create] button[type=submit]`)
@@ -167,7 +168,7 @@ func TestPasskeysInChromium(t *testing.T) {
 	if loc := s.location(); loc != passkeySite+"/settings/account?done=passkey_removed" {
 		t.Fatalf("after removing the passkey: %s", loc)
 	}
-	if got := s.text(`#passkeys-heading + p + p`); got != "You have no passkey." {
+	if got := s.text(`#passkeys-none`); got != "You have no passkey." {
 		t.Fatalf("after removing: %q", got)
 	}
 	s.check("account-passkey-removed")

@@ -108,6 +108,9 @@
 	});
 	document.querySelectorAll("form[data-passkey-create]").forEach(function (form) {
 		form.hidden = false;
+		if (form.parentElement.tagName === "DETAILS") {
+			form.parentElement.hidden = false;
+		}
 		form.addEventListener("submit", function (ev) {
 			ev.preventDefault();
 			say(form, "");
