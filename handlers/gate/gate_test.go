@@ -4,8 +4,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
+	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/gate"
+	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
@@ -35,5 +38,67 @@ func TestPrepareStripsWhatClientsSend(t *testing.T) {
 	}
 	if got := r.Header.Get("Cookie"); got != "theme=dark; lang=en" {
 		t.Errorf("Cookie upstream %q", got)
+	}
+}
+
+// TestGateRulesReadHowTheSessionSignedIn: require_passkey lets through only
+// a session that signed in with a passkey, require_two_factor one with two
+// factors (a passkey alone counts); an ended session stops passing once
+// the gate's last read of it is SessionCacheTTL old.
+func TestGateRulesReadHowTheSessionSignedIn(t *testing.T) {
+	st, err := storage.Open(t.TempDir(), storage.Options{GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := t.Context()
+	m, err := members.Of(st).CreateMember(ctx, "alice", "Alice", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := func(amr ...string) string {
+		id, err := members.Of(st).CreateSessionWith(ctx, m, time.Hour, members.SessionInfo{AMR: amr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	password, passkey, both := session("pwd"), session("hwk", "mfa"), session("pwd", "hwk", "mfa")
+	check := func(g *gate.Gate, id string) gate.Verdict {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.AddCookie(&http.Cookie{Name: account.CookieName, Value: id})
+		v, _, err := g.Check(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, c := range []struct {
+		name string
+		opts gate.Options
+		want map[string]gate.Verdict
+	}{
+		{"require_passkey", gate.Options{RequirePasskey: true}, map[string]gate.Verdict{password: gate.Forbidden, passkey: gate.Pass, both: gate.Pass}},
+		{"require_two_factor", gate.Options{RequireTwoFactor: true}, map[string]gate.Verdict{password: gate.Forbidden, passkey: gate.Pass, both: gate.Pass}},
+		{"every member", gate.Options{}, map[string]gate.Verdict{password: gate.Pass, passkey: gate.Pass, both: gate.Pass}},
+	} {
+		g := gate.New(st, c.opts)
+		for id, want := range c.want {
+			if got := check(g, id); got != want {
+				t.Errorf("%s: a session signed in with %v: verdict %d, want %d", c.name, map[string]string{password: "a password", passkey: "a passkey", both: "both"}[id], got, want)
+			}
+		}
+	}
+
+	g := gate.New(st, gate.Options{})
+	if check(g, passkey) != gate.Pass {
+		t.Fatal("the session does not pass")
+	}
+	if err := members.Of(st).DeleteSession(ctx, passkey); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(gate.SessionCacheTTL)
+	if v := check(g, passkey); v != gate.SignIn {
+		t.Fatalf("an ended session %s later: verdict %d, want SignIn", gate.SessionCacheTTL, v)
 	}
 }
