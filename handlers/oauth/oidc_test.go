@@ -687,3 +687,32 @@ func TestMemberSetsOwnEmailUnverified(t *testing.T) {
 		t.Fatalf("claims after the member set an address: %+v", claims)
 	}
 }
+
+// TestOIDCAMRFromTheSession: the ID token's amr says how the browser's
+// session signed in (here with a passkey alone: hwk and mfa), not only
+// what the member has set up.
+func TestOIDCAMRFromTheSession(t *testing.T) {
+	f := newOIDCFixture(t)
+	c := f.newRP(oauth.ClientSpec{})
+	m, err := members.Of(f.store).Member(context.Background(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := members.Of(f.store).CreateSessionWith(context.Background(), m, time.Hour, members.SessionInfo{AMR: []string{"hwk", "mfa"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := f.browser()
+	u, _ := url.Parse(f.ts.URL)
+	b.c.Jar.SetCookies(u, []*http.Cookie{{Name: account.CookieName, Value: id}})
+	_, idt, _ := c.signInFlow(b, "alice")
+	var claims struct {
+		AMR []string `json:"amr"`
+	}
+	if err := idt.Claims(&claims); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(claims.AMR, ",") != "hwk,mfa" {
+		t.Errorf("amr %v, want [hwk mfa]", claims.AMR)
+	}
+}
