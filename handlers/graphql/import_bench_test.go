@@ -148,14 +148,19 @@ func benchmarkImport(b *testing.B, file string, n int) {
 // peaks samples the heap while a benchmark runs: peak-heap-MiB is the
 // largest heap in use seen (every 10 ms, garbage included), peak-live-MiB
 // the largest heap still reachable after a collection (every 200 ms),
-// peak-marked-MiB the largest the collection itself found live.
+// peak-marked-MiB the largest the collection itself found live, and
+// peak-rss-MiB the process's largest resident size meanwhile (Linux).
 type peaks struct {
 	heap, live, marked atomic.Uint64
 	stop, done         chan struct{}
+	rss                bool
 }
 
 func samplePeaks(b *testing.B) *peaks {
 	p := &peaks{stop: make(chan struct{}), done: make(chan struct{})}
+	// Linux's peak resident size (VmHWM) counted from here: writing 5 to
+	// clear_refs resets it (proc(5)).
+	p.rss = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 	// What the collection found reachable, without what was allocated
 	// while it ran (which HeapAlloc counts, and Badger's compactions
 	// allocate fast): the live heap proper.
@@ -202,6 +207,17 @@ func (p *peaks) report(b *testing.B) {
 	b.ReportMetric(float64(p.heap.Load())/(1<<20), "peak-heap-MiB")
 	b.ReportMetric(float64(p.live.Load())/(1<<20), "peak-live-MiB")
 	b.ReportMetric(float64(p.marked.Load())/(1<<20), "peak-marked-MiB")
+	if p.rss {
+		if st, err := os.ReadFile("/proc/self/status"); err == nil {
+			for _, line := range strings.Split(string(st), "\n") {
+				if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+					if v, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB"))); err == nil {
+						b.ReportMetric(float64(v)/1024, "peak-rss-MiB")
+					}
+				}
+			}
+		}
+	}
 }
 
 // omnivoreZip writes an Omnivore export of n items in metadata files of
