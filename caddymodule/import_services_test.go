@@ -22,8 +22,8 @@ func TestCLIImportsEachServiceExport(t *testing.T) {
 	}{
 		// Readwise's highlights after its Reader export: the article is
 		// there already, and gets the highlights.
-		{"raindrop.csv", 3, 0, 1}, {"readwise_reader.csv", 3, 0, 1}, {"readwise.csv", 0, 1, 1}, {"matter.csv", 2, 0, 0},
-		{"goodlinks.json", 2, 0, 1}, {"karakeep.json", 2, 0, 1}, {"linkwarden.json", 2, 0, 1},
+		{"raindrop.csv", 4, 0, 1}, {"readwise_reader.csv", 3, 0, 1}, {"readwise.csv", 0, 1, 1}, {"matter.csv", 2, 0, 0},
+		{"goodlinks.json", 3, 0, 1}, {"karakeep.json", 2, 0, 1}, {"linkwarden.json", 2, 0, 1},
 	} {
 		file := filepath.Join("..", "handlers", "importer", "testdata", c.file)
 		out, err := runHearth(t, "", "import", "--member", "alice", file, addr)

@@ -22,7 +22,8 @@ import (
 )
 
 // EPUBPath serves an EPUB 3 of one item (?id=) or of the items a search
-// finds (?q=, the query language of search and saved queries), for
+// finds (?q=, the query language of search and saved queries, and
+// ?label=, a label's exact name), for
 // e-readers. The book is written while it downloads: each item is read,
 // cleaned to XHTML and written as one chapter, the package document and
 // table of contents last (they list only ids and titles).
@@ -63,12 +64,12 @@ func (s *Server) serveEPUB(w http.ResponseWriter, r *http.Request) {
 // serveEPUBOf answers a request for a book (?id= or ?q=) of m's items:
 // for EPUBPath and for the acquisition links of the OPDS catalog.
 func (s *Server) serveEPUBOf(w http.ResponseWriter, r *http.Request, m *members.Member) {
-	id, q := r.URL.Query().Get("id"), r.URL.Query().Get("q")
+	id, q, label := r.URL.Query().Get("id"), r.URL.Query().Get("q"), r.URL.Query().Get("label")
 	title := "Hearth: " + m.Username
 	var next func(ctx context.Context) ([]*library.SavedItem, error)
 	switch {
-	case id != "" && q != "":
-		writeImportError(w, r, http.StatusBadRequest, "give id or q, not both")
+	case id != "" && (q != "" || label != ""):
+		writeImportError(w, r, http.StatusBadRequest, "give id, or q and label, not both")
 		return
 	case id != "":
 		it, err := library.Of(s.store).SavedItem(r.Context(), m.ID, id)
@@ -90,16 +91,13 @@ func (s *Server) serveEPUBOf(w http.ResponseWriter, r *http.Request, m *members.
 			return []*library.SavedItem{it}, nil
 		}
 	default:
-		srch, err := parseSearch(q)
-		if err == nil && srch.highlights {
-			err = errors.New("a book is made of items: type:highlights lists highlights")
-		}
+		q, label, srch, err := feedSearch(r, "", "a book")
 		if err != nil {
 			writeImportError(w, r, http.StatusBadRequest, err.Error())
 			return
 		}
-		if q != "" {
-			title = q
+		if q != "" || label != "" {
+			title = feedTitle(q, label)
 		}
 		order := sortOrder{field: library.SortCreatedAt, desc: true}
 		if srch.sort != nil {

@@ -139,7 +139,13 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *members.
 		return
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	zw := zip.NewWriter(bw)
+	zw, err := newSpoolZip(bw)
+	if err != nil {
+		s.opts.Logger.Error("export: spool file", zap.Error(err))
+		http.Error(w, "The export could not be started; try again.", http.StatusInternalServerError)
+		return
+	}
+	defer zw.Abort()
 	err = s.writeExport(r.Context(), zw, m, labels, names)
 	if err == nil {
 		err = zw.Close()
@@ -154,7 +160,13 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *members.
 	}
 }
 
-func (s *Server) writeExport(ctx context.Context, zw *zip.Writer, m *members.Member, labels []*library.Label, names map[string]string) error {
+// zipEntries is what writeExport writes to: spoolZip, whose directory is
+// not held in memory.
+type zipEntries interface {
+	CreateHeader(fh *zip.FileHeader) (io.Writer, error)
+}
+
+func (s *Server) writeExport(ctx context.Context, zw zipEntries, m *members.Member, labels []*library.Label, names map[string]string) error {
 	now := s.opts.Now()
 	f, err := zw.CreateHeader(zipHeader("labels.json", now))
 	if err != nil {
@@ -237,7 +249,7 @@ const exportImagesBase = "https://hearth-export.invalid/"
 // writeExportImages writes the item's stored images into the export, as
 // images/<item id>/<n>.<ext>, one read at a time, and returns their
 // addresses for its Markdown by the address its content names them by.
-func (s *Server) writeExportImages(ctx context.Context, zw *zip.Writer, memberID string, it *library.SavedItem) (map[string]string, error) {
+func (s *Server) writeExportImages(ctx context.Context, zw zipEntries, memberID string, it *library.SavedItem) (map[string]string, error) {
 	files := map[string]string{}
 	err := library.Of(s.store).ForEachItemImage(ctx, memberID, it.ID, func(n int, img library.ItemImage, data []byte) error {
 		name := fmt.Sprintf("images/%s/%d.%s", it.ID, n, library.ImageExt(img.Type))

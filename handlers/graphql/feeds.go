@@ -26,7 +26,8 @@ const (
 	// content. The secret is the only credential (feed readers send none),
 	// so these requests stay out of the access log.
 	FeedPath = "/api/feed/"
-	// feedItems bounds a feed: the newest items of its search.
+	// feedItems bounds a page of a feed; the next page is behind its next
+	// link (RFC 5005 section 3).
 	feedItems = 50
 )
 
@@ -50,7 +51,7 @@ type feedsAnswer struct {
 }
 
 const feedsHelp = "the feed URLs hold a secret that is shown only when made: POST " + FeedsAPIPath +
-	" makes a new one (the old URLs stop working), DELETE revokes it; add ?q=<search> to the Atom URL for a label (label:name) or any saved search"
+	" makes a new one (the old URLs stop working), DELETE revokes it; add ?label=<name> to the Atom URL for a label, ?q=<search> for any search"
 
 // serveFeedsAPI serves FeedsAPIPath.
 func (s *Server) serveFeedsAPI(w http.ResponseWriter, r *http.Request) {
@@ -132,7 +133,6 @@ func (s *Server) feedMember(w http.ResponseWriter, r *http.Request) (*members.Me
 	}
 	m, err := apitokens.Of(s.store).FeedMember(r.Context(), secret)
 	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, members.ErrSuspended) {
-		r.URL.Path = FeedPath + "REDACTED"
 		writeImportError(w, r, http.StatusNotFound, "unknown feed")
 		return nil, ""
 	}
@@ -157,7 +157,6 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request) {
 	case "epub":
 		s.serveEPUBOf(w, r, m)
 	default:
-		r.URL.Path = FeedPath + "REDACTED/" + rest
 		writeImportError(w, r, http.StatusNotFound, "no such feed: use atom, opds or epub")
 	}
 }
@@ -201,38 +200,117 @@ type atomEntry struct {
 
 func atomTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// serveAtom serves the Atom feed of the search ?q= (default in:inbox): the
-// newest feedItems items with their content.
-func (s *Server) serveAtom(w http.ResponseWriter, r *http.Request, m *members.Member) {
-	q := r.URL.Query().Get("q")
+// feedSearch reads the search of a feed, catalog or book request: ?q=
+// (def when absent) narrowed to ?label=, a label's exact name, which the
+// search syntax cannot always spell (a comma or a quote in the name).
+func feedSearch(r *http.Request, def, what string) (q, label string, srch *search, err error) {
+	q, label = r.URL.Query().Get("q"), r.URL.Query().Get("label")
 	if q == "" {
-		q = "in:inbox"
+		q = def
 	}
-	srch, err := parseSearch(q)
-	if err == nil && srch.highlights {
-		err = errors.New("a feed is made of items: type:highlights lists highlights")
+	if srch, err = parseSearch(q); err != nil {
+		return "", "", nil, err
 	}
-	if err != nil {
-		writeImportError(w, r, http.StatusBadRequest, err.Error())
-		return
+	if srch.highlights {
+		return "", "", nil, errors.New(what + " is made of items: type:highlights lists highlights")
 	}
+	if label != "" {
+		srch.filter.LabelsAll = append(srch.filter.LabelsAll, []string{label})
+	}
+	return q, label, srch, nil
+}
+
+// feedTitle names the search of a feed request.
+func feedTitle(q, label string) string {
+	switch {
+	case label == "":
+		return q
+	case q == "" || q == "in:inbox":
+		return "label " + label
+	}
+	return q + ", label " + label
+}
+
+// feedPage reads the page of srch a feed request asks for: the first, or
+// the one after ?after=, the cursor of a next link. It answers a bad
+// cursor itself (ok false).
+func (s *Server) feedPage(w http.ResponseWriter, r *http.Request, m *members.Member, srch *search) (*library.ItemPage, bool) {
 	order := sortOrder{field: library.SortCreatedAt, desc: true}
 	if srch.sort != nil {
 		order = *srch.sort
 	}
-	lib := library.Of(s.store)
-	page, err := lib.SavedItemsPage(r.Context(), m.ID, srch.filter, library.PageRequest{Field: order.field, Desc: order.desc, First: feedItems})
+	page, err := library.Of(s.store).SavedItemsPage(r.Context(), m.ID, srch.filter,
+		library.PageRequest{Field: order.field, Desc: order.desc, First: feedItems, After: r.URL.Query().Get("after")})
+	if storage.IsInvalid(err) {
+		writeImportError(w, r, http.StatusBadRequest, "after: "+err.Error()+" (use the feed's next link)")
+		return nil, false
+	}
 	if err != nil {
 		s.feedsFailed(w, r, err)
+		return nil, false
+	}
+	return page, true
+}
+
+// pageLinks are the links of one page of a paged feed (RFC 5005 section
+// 3): self, first, and next when there is more; href is the feed's URL
+// without a query, kind its media type.
+func pageLinks(r *http.Request, href, kind string, page *library.ItemPage) []atomLink {
+	v := url.Values{}
+	for _, k := range []string{"q", "label"} {
+		if x := r.URL.Query().Get(k); x != "" {
+			v.Set(k, x)
+		}
+	}
+	at := func(v url.Values) string {
+		if len(v) == 0 {
+			return href
+		}
+		return href + "?" + v.Encode()
+	}
+	links := []atomLink{{Rel: "first", Type: kind, Href: at(v)}}
+	self := url.Values{}
+	for k, x := range v {
+		self[k] = x
+	}
+	if a := r.URL.Query().Get("after"); a != "" {
+		self.Set("after", a)
+	}
+	links = append(links, atomLink{Rel: "self", Type: kind, Href: at(self)})
+	if page.HasNext && len(page.Cursors) > 0 {
+		v.Set("after", page.Cursors[len(page.Cursors)-1])
+		links = append(links, atomLink{Rel: "next", Type: kind, Href: at(v)})
+	}
+	return links
+}
+
+// serveAtom serves the Atom feed of the search ?q= (default in:inbox) and
+// ?label=: its items with their content, feedItems a page, newest first.
+func (s *Server) serveAtom(w http.ResponseWriter, r *http.Request, m *members.Member) {
+	q, label, srch, err := feedSearch(r, "in:inbox", "a feed")
+	if err != nil {
+		writeImportError(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
+	page, ok := s.feedPage(w, r, m, srch)
+	if !ok {
+		return
+	}
+	lib := library.Of(s.store)
 	site := siteURL(r)
+	secret, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, FeedPath), "/")
+	id := "tag:" + hostOf(site) + ",2024:feed:" + m.ID + ":" + url.QueryEscape(q)
+	if label != "" {
+		id += ":label:" + url.QueryEscape(label)
+	}
 	feed := atomFeed{
-		// The id stays the same when the secret is renewed.
-		ID:     "tag:" + hostOf(site) + ",2024:feed:" + m.ID + ":" + url.QueryEscape(q),
-		Title:  "Hearth: " + q,
+		// The id stays the same when the secret is renewed, and on every
+		// page (RFC 5005: the pages are one feed).
+		ID:     id,
+		Title:  "Hearth: " + feedTitle(q, label),
 		Author: atomPerson{Name: m.Username},
-		Links:  []atomLink{{Rel: "alternate", Type: "text/html", Href: site + "/"}},
+		Links: append([]atomLink{{Rel: "alternate", Type: "text/html", Href: site + "/"}},
+			pageLinks(r, site+FeedPath+secret+"/atom", "application/atom+xml", page)...),
 	}
 	updated := time.Unix(0, 0)
 	for _, it := range page.Items {
@@ -290,11 +368,12 @@ const (
 	opdsAcquire     = "http://opds-spec.org/acquisition"
 )
 
-// serveOPDS serves the OPDS 1.2 catalog: without ?q= the navigation feed
-// of the member's views, labels and saved searches; with ?q= the
-// acquisition feed of that search: the whole search as one book, then its
-// newest feedItems items each as a book, all links to the EPUB export
-// under the same secret.
+// serveOPDS serves the OPDS 1.2 catalog: without ?q= or ?label= the
+// navigation feed of the member's views, labels (by ?label=, whatever
+// their name holds) and saved searches; with them the acquisition feed of
+// that search: the whole search as one book, then its items each as a
+// book, feedItems a page with RFC 5005 links to the next, all links to the
+// EPUB export under the same secret.
 func (s *Server) serveOPDS(w http.ResponseWriter, r *http.Request, m *members.Member) {
 	site := siteURL(r)
 	secret, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, FeedPath), "/")
@@ -307,19 +386,19 @@ func (s *Server) serveOPDS(w http.ResponseWriter, r *http.Request, m *members.Me
 	}
 	start := atomLink{Rel: "start", Type: opdsNavigation, Href: base + "/opds"}
 	lib := library.Of(s.store)
-	q := r.URL.Query().Get("q")
-	if q == "" {
+	q, label := r.URL.Query().Get("q"), r.URL.Query().Get("label")
+	if q == "" && label == "" {
 		feed.ID, feed.Title = id, "Hearth: "+m.Username
 		feed.Links = []atomLink{start, {Rel: "self", Type: opdsNavigation, Href: base + "/opds"}}
-		type view struct{ name, q string }
-		views := []view{{"Inbox", "in:inbox"}, {"Archive", "in:archive"}, {"Newsletters", "in:inbox type:newsletter"}}
+		type view struct{ name, q, label string }
+		views := []view{{"Inbox", "in:inbox", ""}, {"Archive", "in:archive", ""}, {"Newsletters", "in:inbox type:newsletter", ""}}
 		labels, err := lib.Labels(r.Context(), m.ID)
 		if err != nil {
 			s.feedsFailed(w, r, err)
 			return
 		}
 		for _, l := range labels {
-			views = append(views, view{"Label: " + l.Name, `label:"` + l.Name + `"`})
+			views = append(views, view{"Label: " + l.Name, "", l.Name})
 		}
 		saved, err := lib.SavedQueries(r.Context(), m.ID)
 		if err != nil {
@@ -327,40 +406,48 @@ func (s *Server) serveOPDS(w http.ResponseWriter, r *http.Request, m *members.Me
 			return
 		}
 		for _, sq := range saved {
-			views = append(views, view{sq.Name, sq.Query})
+			views = append(views, view{sq.Name, sq.Query, ""})
 		}
 		for _, v := range views {
+			sel := url.Values{}
+			if v.q != "" {
+				sel.Set("q", v.q)
+			}
+			if v.label != "" {
+				sel.Set("label", v.label)
+			}
 			feed.Entries = append(feed.Entries, atomEntry{
-				ID: id + ":" + url.QueryEscape(v.q), Title: v.name, Updated: now,
-				Links:   []atomLink{{Rel: "subsection", Type: opdsAcquisition, Href: base + "/opds?q=" + url.QueryEscape(v.q)}},
-				Content: &atomText{Type: "text", Body: "Books of the search " + v.q},
+				ID: id + ":" + url.QueryEscape(v.q) + ":" + url.QueryEscape(v.label), Title: v.name, Updated: now,
+				Links:   []atomLink{{Rel: "subsection", Type: opdsAcquisition, Href: base + "/opds?" + sel.Encode()}},
+				Content: &atomText{Type: "text", Body: "Books of " + feedTitle(v.q, v.label)},
 			})
 		}
 	} else {
-		srch, err := parseSearch(q)
-		if err == nil && srch.highlights {
-			err = errors.New("a catalog is made of items: type:highlights lists highlights")
-		}
+		q, label, srch, err := feedSearch(r, "", "a catalog")
 		if err != nil {
 			writeImportError(w, r, http.StatusBadRequest, err.Error())
 			return
 		}
-		order := sortOrder{field: library.SortCreatedAt, desc: true}
-		if srch.sort != nil {
-			order = *srch.sort
-		}
-		page, err := lib.SavedItemsPage(r.Context(), m.ID, srch.filter, library.PageRequest{Field: order.field, Desc: order.desc, First: feedItems})
-		if err != nil {
-			s.feedsFailed(w, r, err)
+		page, ok := s.feedPage(w, r, m, srch)
+		if !ok {
 			return
 		}
-		feed.ID, feed.Title = id+":"+url.QueryEscape(q), q
-		feed.Links = []atomLink{start, {Rel: "self", Type: opdsAcquisition, Href: base + "/opds?q=" + url.QueryEscape(q)}}
-		feed.Entries = append(feed.Entries, atomEntry{
-			ID: feed.ID + ":all", Title: "All of " + q, Updated: now, Author: &atomPerson{Name: m.Username},
-			Links:   []atomLink{{Rel: opdsAcquire, Type: "application/epub+zip", Href: base + "/epub?q=" + url.QueryEscape(q)}},
-			Summary: &atomText{Type: "text", Body: "Every item of the search in one book"},
-		})
+		sel := url.Values{}
+		if q != "" {
+			sel.Set("q", q)
+		}
+		if label != "" {
+			sel.Set("label", label)
+		}
+		feed.ID, feed.Title = id+":"+url.QueryEscape(q)+":"+url.QueryEscape(label), feedTitle(q, label)
+		feed.Links = append([]atomLink{start}, pageLinks(r, base+"/opds", opdsAcquisition, page)...)
+		if r.URL.Query().Get("after") == "" {
+			feed.Entries = append(feed.Entries, atomEntry{
+				ID: feed.ID + ":all", Title: "All of " + feed.Title, Updated: now, Author: &atomPerson{Name: m.Username},
+				Links:   []atomLink{{Rel: opdsAcquire, Type: "application/epub+zip", Href: base + "/epub?" + sel.Encode()}},
+				Summary: &atomText{Type: "text", Body: "Every item of the search in one book"},
+			})
+		}
 		for _, it := range page.Items {
 			e := atomEntry{
 				ID: "tag:" + hostOf(site) + ",2024:item:" + it.ID, Title: it.Title, Updated: atomTime(it.UpdatedAt),
@@ -380,7 +467,7 @@ func (s *Server) serveOPDS(w http.ResponseWriter, r *http.Request, m *members.Me
 		}
 	}
 	w.Header().Set("Content-Type", opdsNavigation)
-	if q != "" {
+	if q != "" || label != "" {
 		w.Header().Set("Content-Type", opdsAcquisition)
 	}
 	if r.Method == http.MethodHead {

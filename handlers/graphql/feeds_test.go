@@ -2,6 +2,7 @@ package graphql_test
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"html"
 	"io"
 	"net/http"
@@ -45,8 +46,8 @@ func fetch(t *testing.T, u string) (int, string, []byte) {
 }
 
 // feedparse runs Debian's python3-feedparser on a feed and returns what it
-// read: bozo (a malformed feed), the feed's title and each entry's title,
-// link and content.
+// read: bozo (a malformed feed), the feed's title and links, and each
+// entry's title, link and content.
 func feedparse(t *testing.T, feed []byte) map[string]any {
 	t.Helper()
 	// Debian's interpreter, whatever python3 comes first on PATH.
@@ -54,6 +55,7 @@ func feedparse(t *testing.T, feed []byte) map[string]any {
 d = feedparser.parse(sys.stdin.buffer.read())
 print(json.dumps({"bozo": d.bozo, "bozo_exception": str(d.get("bozo_exception", "")), "version": d.version,
   "title": d.feed.get("title"),
+  "links": [{"rel": l.get("rel"), "type": l.get("type"), "href": l.get("href")} for l in d.feed.get("links", [])],
   "entries": [{"title": e.get("title"), "link": e.get("link"), "id": e.get("id"),
     "content": [c.value for c in e.get("content", [])],
     "links": [{"rel": l.get("rel"), "type": l.get("type"), "href": l.get("href")} for l in e.get("links", [])]} for e in d.entries]}))`
@@ -255,5 +257,178 @@ func TestSettingsPageMakesShowsOnceAndRevokesFeedURLs(t *testing.T) {
 	}
 	if status, _, _ := fetch(t, atom); status != http.StatusNotFound {
 		t.Errorf("revoked URL: HTTP %d", status)
+	}
+}
+
+// feedLink is the href of the feed-level link rel that feedparser read.
+func feedLink(got map[string]any, rel string) string {
+	links, _ := got["links"].([]any)
+	for _, x := range links {
+		if l := x.(map[string]any); l["rel"] == rel {
+			h, _ := l["href"].(string)
+			return h
+		}
+	}
+	return ""
+}
+
+// notBozo fails unless feedparser read the feed without error.
+func notBozo(t *testing.T, got map[string]any, what string) {
+	t.Helper()
+	if got["bozo"] != false && got["bozo"] != float64(0) {
+		t.Fatalf("%s: feedparser: bozo: %v", what, got["bozo_exception"])
+	}
+}
+
+// A feed longer than a page is read to its end by following the next
+// links (RFC 5005 section 3) as feedparser gives them: every item once,
+// pages of at most 50, the last without a next link. A cursor that is
+// not one is a 400.
+func TestAtomFeedPagesByNextLinks(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	const n = 120
+	for i := 1; i <= n; i++ {
+		e.saveArticle(e.member.ID, i, nil)
+	}
+	atom, _ := feedsCall(t, e, http.MethodPost)["atom"].(string)
+	seen := map[string]bool{}
+	pages := 0
+	for u := atom; u != ""; pages++ {
+		if pages > 5 {
+			t.Fatalf("more pages than %d items make", n)
+		}
+		status, _, b := fetch(t, u)
+		if status != http.StatusOK {
+			t.Fatalf("page %d: HTTP %d %s", pages+1, status, b)
+		}
+		got := feedparse(t, b)
+		notBozo(t, got, "page")
+		entries, _ := got["entries"].([]any)
+		if len(entries) == 0 || len(entries) > 50 {
+			t.Fatalf("page %d: %d entries", pages+1, len(entries))
+		}
+		for _, x := range entries {
+			id, _ := x.(map[string]any)["id"].(string)
+			if seen[id] {
+				t.Fatalf("page %d repeats %s", pages+1, id)
+			}
+			seen[id] = true
+		}
+		if feedLink(got, "first") != atom || feedLink(got, "self") != u {
+			t.Errorf("page %d: links %v", pages+1, got["links"])
+		}
+		u = feedLink(got, "next")
+	}
+	if len(seen) != n || pages != 3 {
+		t.Fatalf("%d items in %d pages, want %d in 3", len(seen), pages, n)
+	}
+	if status, _, b := fetch(t, atom+"?after=not-a-cursor"); status != http.StatusBadRequest || strings.Contains(string(b), "/fd_") {
+		t.Errorf("a bad cursor: HTTP %d %s", status, b)
+	}
+}
+
+// Labels whose names the search syntax cannot spell (a comma, a quote,
+// markup) have their own entries in the OPDS catalog, which stays a feed
+// feedparser and encoding/xml read; each leads to the books of that label
+// only, in one book that passes epubcheck; the Atom feed takes ?label= too.
+func TestOPDSLabelsWithCommasAndQuotes(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	ctx := t.Context()
+	names := []string{"Salt, pepper", `Say "cheese" & <smile>`, "Plain"}
+	for i, name := range names {
+		it := e.saveArticle(e.member.ID, i+1, func(in *library.NewItem) { in.Title = "Item of " + name })
+		lb, err := library.Of(e.store).CreateLabel(ctx, e.member.ID, name, "#112233")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := library.Of(e.store).SetItemLabels(ctx, e.member.ID, []string{it.ID}, library.LabelChange{Add: []string{lb.ID}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	made := feedsCall(t, e, http.MethodPost)
+	opds, _ := made["opds"].(string)
+	_, _, b := fetch(t, opds)
+	if err := xml.Unmarshal(b, new(struct{ XMLName xml.Name })); err != nil {
+		t.Fatalf("navigation feed is not XML: %v\n%s", err, b)
+	}
+	nav := feedparse(t, b)
+	notBozo(t, nav, "navigation feed")
+	links := map[string]string{}
+	for _, x := range nav["entries"].([]any) {
+		en := x.(map[string]any)
+		title, _ := en["title"].(string)
+		links[title], _ = en["links"].([]any)[0].(map[string]any)["href"].(string)
+	}
+	for _, name := range names {
+		href := links["Label: "+name]
+		if href == "" {
+			t.Fatalf("no entry for %q: %v", name, links)
+		}
+		_, _, b := fetch(t, href)
+		if err := xml.Unmarshal(b, new(struct{ XMLName xml.Name })); err != nil {
+			t.Fatalf("%q: acquisition feed is not XML: %v", name, err)
+		}
+		acq := feedparse(t, b)
+		notBozo(t, acq, name)
+		entries, _ := acq["entries"].([]any)
+		if len(entries) != 2 || entries[1].(map[string]any)["title"] != "Item of "+name {
+			t.Fatalf("%q: want the whole search then its one item: %v", name, entries)
+		}
+		if name == names[0] {
+			book := entries[0].(map[string]any)["links"].([]any)[0].(map[string]any)["href"].(string)
+			status, _, epub := fetch(t, book)
+			if status != http.StatusOK {
+				t.Fatalf("%q: book: HTTP %d %s", name, status, epub)
+			}
+			epubcheck(t, epub)
+			text := strings.Join(mapValues(epubFiles(t, epub)), "")
+			if !strings.Contains(text, "Item of Salt, pepper") || strings.Contains(text, "Item of Plain") {
+				t.Errorf("%q: the book has other labels' items", name)
+			}
+		}
+	}
+	atom, _ := made["atom"].(string)
+	_, _, b = fetch(t, atom+"?label="+url.QueryEscape(names[1]))
+	got := feedparse(t, b)
+	notBozo(t, got, "label feed")
+	if entries, _ := got["entries"].([]any); len(entries) != 1 || entries[0].(map[string]any)["title"] != "Item of "+names[1] {
+		t.Fatalf("label feed: %v", got)
+	}
+}
+
+// No error under a feed URL names its secret, the URL's only credential:
+// not a bad search, an unknown item, an unknown feed, a bad cursor, nor a
+// refused method.
+func TestFeedErrorsNeverShowTheSecret(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	atom, _ := feedsCall(t, e, http.MethodPost)["atom"].(string)
+	base := strings.TrimSuffix(atom, "/atom")
+	secret := base[strings.LastIndex(base, "/")+1:]
+	for _, c := range []struct {
+		method, u string
+		status    int
+	}{
+		{http.MethodGet, base + "/epub?id=999999", http.StatusNotFound},
+		{http.MethodGet, base + "/epub?id=1&q=x", http.StatusBadRequest},
+		{http.MethodGet, base + "/epub?q=" + url.QueryEscape("type:highlights"), http.StatusBadRequest},
+		{http.MethodGet, base + "/opds?q=" + url.QueryEscape("saved:nonsense"), http.StatusBadRequest},
+		{http.MethodGet, base + "/atom?after=zzz", http.StatusBadRequest},
+		{http.MethodGet, base + "/nothing", http.StatusNotFound},
+		{http.MethodPost, base + "/epub", http.StatusMethodNotAllowed},
+	} {
+		req, _ := http.NewRequest(c.method, c.u, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var body map[string]any
+		if resp.StatusCode != c.status || json.Unmarshal(b, &body) != nil || strings.Contains(string(b), secret) {
+			t.Errorf("%s %s: HTTP %d %s", c.method, strings.ReplaceAll(c.u, secret, "SECRET"), resp.StatusCode, b)
+		}
+		if p, _ := body["path"].(string); !strings.HasPrefix(p, graphql.FeedPath+"SECRET/") {
+			t.Errorf("path %q", p)
+		}
 	}
 }

@@ -70,8 +70,20 @@ func writeImportError(w http.ResponseWriter, r *http.Request, status int, msg st
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"status": status, "message": msg, "code": strings.ToUpper(strings.ReplaceAll(http.StatusText(status), " ", "_")), "path": r.URL.Path,
+		"status": status, "message": msg, "code": strings.ToUpper(strings.ReplaceAll(http.StatusText(status), " ", "_")), "path": shownPath(r.URL.Path),
 	})
+}
+
+// shownPath is the path an error names: a feed URL's secret is its only
+// credential, so it is never written back (the response may be kept by a
+// feed reader, a proxy or a log that the URL itself stays out of).
+func shownPath(p string) string {
+	rest, ok := strings.CutPrefix(p, FeedPath)
+	if !ok {
+		return p
+	}
+	_, after, _ := strings.Cut(rest, "/")
+	return FeedPath + "SECRET/" + after
 }
 
 // importUpload is what a POST to ImportPath carries.

@@ -106,45 +106,7 @@ func benchmarkImport(b *testing.B, file string, n int) {
 	api := graphql.New(st, graphql.Options{NoImportFetch: true, ImportDir: filepath.Join(b.TempDir(), "staged"),
 		ImportLimits: importer.Limits{MaxEntries: 1_000_000, MaxUploadBytes: 4 << 30}})
 	defer api.Close()
-	var peak, peakLive, peakMarked atomic.Uint64
-	// What the collection found reachable, without what was allocated
-	// while it ran (which HeapAlloc counts, and Badger's compactions
-	// allocate fast): the live heap proper.
-	marked := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		var ms runtime.MemStats
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-			if i%20 == 19 {
-				// What is still reachable: the garbage of a busy
-				// import is collected, its working set is not.
-				runtime.GC()
-				runtime.ReadMemStats(&ms)
-				metrics.Read(marked)
-				if v := marked[0].Value.Uint64(); v > peakMarked.Load() {
-					peakMarked.Store(v)
-				}
-				if ms.HeapAlloc > peakLive.Load() {
-					peakLive.Store(ms.HeapAlloc)
-					if importHeapProfile != "" {
-						writeHeapProfile(b, importHeapProfile)
-					}
-				}
-				continue
-			}
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-		}
-	}()
+	pk := samplePeaks(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		m, err := members.Of(st).CreateMember(b.Context(), fmt.Sprintf("member%d", i), "", "correct horse battery")
@@ -179,12 +141,83 @@ func benchmarkImport(b *testing.B, file string, n int) {
 		}
 	}
 	b.StopTimer()
-	close(stop)
-	<-done
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
-	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
-	b.ReportMetric(float64(peakLive.Load())/(1<<20), "peak-live-MiB")
-	b.ReportMetric(float64(peakMarked.Load())/(1<<20), "peak-marked-MiB")
+	pk.report(b)
+}
+
+// peaks samples the heap while a benchmark runs: peak-heap-MiB is the
+// largest heap in use seen (every 10 ms, garbage included), peak-live-MiB
+// the largest heap still reachable after a collection (every 200 ms),
+// peak-marked-MiB the largest the collection itself found live, and
+// peak-rss-MiB the process's largest resident size meanwhile (Linux).
+type peaks struct {
+	heap, live, marked atomic.Uint64
+	stop, done         chan struct{}
+	rss                bool
+}
+
+func samplePeaks(b *testing.B) *peaks {
+	p := &peaks{stop: make(chan struct{}), done: make(chan struct{})}
+	// Linux's peak resident size (VmHWM) counted from here: writing 5 to
+	// clear_refs resets it (proc(5)).
+	p.rss = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+	// What the collection found reachable, without what was allocated
+	// while it ran (which HeapAlloc counts, and Badger's compactions
+	// allocate fast): the live heap proper.
+	marked := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	go func() {
+		defer close(p.done)
+		var ms runtime.MemStats
+		for i := 0; ; i++ {
+			select {
+			case <-p.stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			if i%20 == 19 {
+				// What is still reachable: the garbage of a busy run is
+				// collected, its working set is not.
+				runtime.GC()
+				runtime.ReadMemStats(&ms)
+				metrics.Read(marked)
+				if v := marked[0].Value.Uint64(); v > p.marked.Load() {
+					p.marked.Store(v)
+				}
+				if ms.HeapAlloc > p.live.Load() {
+					p.live.Store(ms.HeapAlloc)
+					if importHeapProfile != "" {
+						writeHeapProfile(b, importHeapProfile)
+					}
+				}
+				continue
+			}
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > p.heap.Load() {
+				p.heap.Store(ms.HeapInuse)
+			}
+		}
+	}()
+	return p
+}
+
+// report stops the sampling and reports the peaks.
+func (p *peaks) report(b *testing.B) {
+	close(p.stop)
+	<-p.done
+	b.ReportMetric(float64(p.heap.Load())/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(float64(p.live.Load())/(1<<20), "peak-live-MiB")
+	b.ReportMetric(float64(p.marked.Load())/(1<<20), "peak-marked-MiB")
+	if p.rss {
+		if st, err := os.ReadFile("/proc/self/status"); err == nil {
+			for _, line := range strings.Split(string(st), "\n") {
+				if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+					if v, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB"))); err == nil {
+						b.ReportMetric(float64(v)/1024, "peak-rss-MiB")
+					}
+				}
+			}
+		}
+	}
 }
 
 // omnivoreZip writes an Omnivore export of n items in metadata files of

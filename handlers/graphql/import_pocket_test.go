@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,8 +131,8 @@ func TestPocketHighlightsArePlacedOnceTheFetchBringsTheContent(t *testing.T) {
 }
 
 // Readwise's highlights CSV after its Reader CSV: the articles are there
-// already, and get the highlights they lack; importing either again adds
-// nothing.
+// already, found by their titles (the highlights export gives no address),
+// and get the highlights they lack; importing either again adds nothing.
 func TestReadwiseHighlightsJoinTheArticlesOfReadersExport(t *testing.T) {
 	e := newEnv(t, graphql.Options{NoImportFetch: true})
 	read := func(name string) []byte {
@@ -147,6 +148,10 @@ func TestReadwiseHighlightsJoinTheArticlesOfReadersExport(t *testing.T) {
 			t.Fatalf("%s: HTTP %d %v", name, status, out)
 		}
 		return waitImport(t, e.store, e.member.ID, out["jobId"].(string))
+	}
+	// Alone, it has nowhere to go: each document is reported, nothing made.
+	if j := importFile("readwise.csv"); j.Created != 0 || j.Failed != 2 || !strings.Contains(j.Failures[0].Reason, `no article titled "How to Do Great Work"`) {
+		t.Fatalf("highlights alone: %+v", j)
 	}
 	importFile("readwise_reader.csv")
 	if j := importFile("readwise.csv"); j.Created != 0 || j.Existing != 1 || j.Failed != 1 {

@@ -127,7 +127,7 @@ func (c *csvReader) Next() (*Item, error) {
 
 func (c *csvReader) item(rec []string) (*Item, error) {
 	if it, ok, err := c.serviceItem(rec); ok {
-		if err == nil && it.URL == "" {
+		if err == nil && it.URL == "" && !it.ByTitle {
 			err = errors.New("the row has no URL")
 		}
 		return it, err

@@ -17,10 +17,15 @@ import (
 //   - Raindrop (Settings → Backups, CSV):
 //     id,title,note,excerpt,url,folder,tags,created,cover,highlights,favorite;
 //     tags comma-separated ("a, b"), folder a path ("Work/Reading"),
-//     created ISO 8601, favorite "true"/"false"; highlights one per
-//     "Highlight:" line, each followed by its "Note:" line when it has one
-//     (Raindrop's own CSV import columns: help.raindrop.io/import, "CSV
-//     format").
+//     created ISO 8601, favorite "true"/"false" (the columns as a member
+//     lists them from a real backup: wallabag/wallabag#8211; id and
+//     favorite added in Raindrop 5.x, raindropio/help@d2e70fa2
+//     changelog/web.mdx). How the highlights cell is laid out is published
+//     nowhere (Raindrop's backup is made by its closed server; the
+//     open-source web app, raindropio/app@3ae485ff, only links to it), so
+//     it is read to lose nothing: "Highlight:" lines each followed by
+//     their "Note:" lines when the cell has them, otherwise each paragraph
+//     (text between blank lines) a highlight.
 //   - Readwise Reader (Settings → Export, CSV):
 //     Title,URL,ID,Document tags,Saved date,Reading progress,Location,Seen;
 //     Document tags a Python list literal (['a', 'b']), Saved date
@@ -32,9 +37,14 @@ import (
 //     karakeep-app/karakeep@7ca5ee23).
 //   - Readwise highlights (readwise.io/export, CSV): Highlight,Book Title,
 //     Book Author,Amazon Book ID,Note,Color,Tags,Location Type,Location,
-//     Highlighted at,Document tags; one row a highlight. A row is attached
-//     to its article by the URL its export gives (a URL, Source URL or
-//     Book URL column); consecutive rows of one article make one item.
+//     Highlighted at,Document tags; one row a highlight, consecutive rows of
+//     one document making one item. The export names no address: each
+//     readers' tests copy this header whole (e.g. the highlight importers
+//     of books-to-obsidian tools), and Readwise's API keeps source_url on
+//     the book, not in this file. So a document is found in the member's
+//     library by its exact title (the Reader CSV imported first brings the
+//     articles with their URLs); a URL column, when a hand-made file has
+//     one, is used instead.
 //   - Matter (Settings → Export, CSV): Title,Author,Publisher,URL,Tags,
 //     Word Count,In Queue,Favorited,Read,Highlight_Count,
 //     Last Interaction Date,File Id; Tags ";"-separated, "In Queue" False
@@ -109,9 +119,10 @@ func (c *csvReader) serviceItem(rec []string) (it *Item, ok bool, err error) {
 		}
 		h := Highlight{Quote: q, Note: c.get(rec, "Note"), CreatedAt: dateOf(c.get(rec, "Highlighted at"))}
 		it.Highlights = []Highlight{h}
-		it.SavedAt = h.CreatedAt // Readwise has no saved date: the first highlight's
-		if it.URL == "" {
-			return nil, true, errors.New("the highlight names no article address (Readwise gives none for books): not imported")
+		it.SavedAt = h.CreatedAt  // Readwise has no saved date: the first highlight's
+		it.ByTitle = it.URL == "" // the export's own shape: titles only
+		if it.Title == "" && it.URL == "" {
+			return nil, true, errors.New("the highlight names neither a title nor an address")
 		}
 	case Matter:
 		it.URL = c.get(rec, "URL")
@@ -144,12 +155,23 @@ func firstNonEmpty(s ...string) string {
 }
 
 // raindropHighlights reads Raindrop's highlights column: "Highlight: ..."
-// lines, each optionally followed by "Note: ..." lines; text without either
-// prefix continues the line before it (a quote of several lines).
+// lines, each optionally followed by "Note: ..." lines, text without either
+// prefix continuing the line before it (a quote of several lines); a cell
+// without such lines, one highlight a paragraph.
 func raindropHighlights(s string) []Highlight {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	if !strings.HasPrefix(s, "Highlight:") && !strings.Contains(s, "\nHighlight:") {
+		var out []Highlight
+		for _, p := range strings.Split(s, "\n\n") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, Highlight{Quote: p})
+			}
+		}
+		return out
+	}
 	var out []Highlight
 	inNote := false
-	for _, line := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
+	for _, line := range strings.Split(s, "\n") {
 		switch {
 		case strings.HasPrefix(line, "Highlight:"):
 			out = append(out, Highlight{Quote: strings.TrimSpace(strings.TrimPrefix(line, "Highlight:"))})
@@ -246,7 +268,7 @@ func (g *groupingReader) Next() (*Item, error) {
 			g.err = err // given after cur, io.EOF included
 			return cur, nil
 		}
-		if pocketKey(it.URL) != pocketKey(cur.URL) {
+		if groupKey(it) != groupKey(cur) {
 			g.next = it
 			return cur, nil
 		}
@@ -256,6 +278,15 @@ func (g *groupingReader) Next() (*Item, error) {
 		}
 	}
 	return cur, nil
+}
+
+// groupKey is what makes rows one document: the URL, or the title when
+// the row has none.
+func groupKey(it *Item) string {
+	if it.URL == "" {
+		return "title:" + strings.ToLower(strings.TrimSpace(it.Title))
+	}
+	return pocketKey(it.URL)
 }
 
 // maxGroupHighlights bounds the rows joined into one item.

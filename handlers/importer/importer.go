@@ -171,6 +171,9 @@ type Item struct {
 	Labels          []string
 	Highlights      []Highlight
 	HTML, Text      string // the content, when the export carries it
+	// ByTitle: the export names the item by its title only (Readwise's
+	// highlights), so it goes to the member's item of that title.
+	ByTitle bool
 }
 
 // Highlight is a highlighted passage with its note. Exports that keep no

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/html"
+
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -31,10 +33,18 @@ import (
 //     importFromLinkwarden.ts, linkwarden/linkwarden@7550ebb8). A
 //     collection is read whole (within the entry limit) and its links
 //     given one by one, its name as a label.
-//   - GoodLinks (Settings → Export, JSON; closed source, and no importer
-//     of it was found to check against): a list of {url, title, summary,
-//     author, tags, starred, addedAt, readAt (seconds since 1970, 0 when
-//     unread), highlights [{content, note, time}]}.
+//   - GoodLinks (Settings → Export, JSON; closed source): one line of JSON,
+//     a list of {title, publishedAt, summary, readAt, addedAt, starred,
+//     originalURL, url, tags}, slashes escaped (\/), times in seconds since
+//     1970 with fractions, readAt absent while unread, title, summary and
+//     tags sometimes absent, a summary sometimes HTML; url is the address
+//     GoodLinks settled on, originalURL the one saved. This is a real
+//     export of 753 links (mercuriusb/GoodLinksToHtml@f49e9caa
+//     src/main/resources/GoodLinks-Export.json) as converters read it
+//     (tdhooten/goodlinks-exporter@8f375201 goodlinks-exporter.py: "readAt"
+//     in link means read). That export carries no highlights; a
+//     "highlights" list of {content, note, time}, GoodLinks' own names for
+//     a highlight's fields, is read should a file have one.
 
 // Formats of other services' JSON exports.
 const (
@@ -161,6 +171,19 @@ type goodLinksEntry struct {
 	} `json:"highlights"`
 }
 
+// plainText is s without its markup, for a summary some exports keep as
+// the page's HTML.
+func plainText(s string) string {
+	if !strings.Contains(s, "<") {
+		return s
+	}
+	n, err := html.Parse(strings.NewReader(s))
+	if err != nil {
+		return s
+	}
+	return strings.Join(strings.Fields(textOf(n)), " ")
+}
+
 func unixFloat(f flexNumber) time.Time {
 	if f <= 0 {
 		return time.Time{}
@@ -233,7 +256,7 @@ func (s *serviceJSONReader) nextFlat() (*Item, error) {
 		if e.URL == "" {
 			return nil, &EntryError{Ref: ref, Reason: "the entry has no url"}
 		}
-		it := &Item{Ref: ref, URL: e.URL, Title: e.Title, Description: e.Summary, Author: e.Author,
+		it := &Item{Ref: ref, URL: e.URL, Title: e.Title, Description: plainText(e.Summary), Author: e.Author,
 			SavedAt: unixFloat(e.AddedAt), Status: library.StatusActive}
 		if r := unixFloat(e.ReadAt); !r.IsZero() {
 			it.Status, it.ReadAt = library.StatusArchived, &r

@@ -408,7 +408,7 @@ func (r *Runner) item(it *Item) *library.ImportItem {
 	in := &library.ImportItem{
 		Type: it.Type, URL: it.URL, Title: it.Title, Description: it.Description, Author: it.Author, LeadImage: it.LeadImage,
 		CreatedAt: it.SavedAt, UpdatedAt: it.UpdatedAt, ReadAt: it.ReadAt, Status: it.Status, ReadingProgress: it.ReadingProgress,
-		WordCount: it.WordCount, Labels: it.Labels, Text: strings.TrimSpace(it.Text),
+		WordCount: it.WordCount, Labels: it.Labels, Text: strings.TrimSpace(it.Text), ByTitle: it.ByTitle,
 	}
 	if strings.TrimSpace(it.HTML) != "" {
 		in.HTML = r.opts.Sanitize(it.HTML)

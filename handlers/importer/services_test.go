@@ -20,7 +20,7 @@ func TestServiceExportsAreDetectedAndRead(t *testing.T) {
 		skipped []string
 		check   func(t *testing.T, items []*importer.Item)
 	}{{
-		"raindrop.csv", importer.Raindrop, 3, []string{"row 3: the row has no URL"},
+		"raindrop.csv", importer.Raindrop, 4, []string{"row 3: the row has no URL"},
 		func(t *testing.T, items []*importer.Item) {
 			it := items[0]
 			if it.URL != "https://example.org/levain" || it.Title != "Le pain au levain, pas à pas" || it.Description != "Farine, eau, sel — et du temps." ||
@@ -41,6 +41,10 @@ func TestServiceExportsAreDetectedAndRead(t *testing.T) {
 			if j := items[2]; j.Title != "東京の朝、静かな通り" || strings.Join(j.Labels, "|") != "旅行|Travel" {
 				t.Errorf("Unicode row: %+v", j)
 			}
+			// A cell without "Highlight:" lines: one highlight a paragraph.
+			if p := items[3].Highlights; len(p) != 2 || p[0].Quote != "First passage, kept whole." || p[1].Quote != "Second passage\nover two lines." {
+				t.Errorf("plain highlights: %+v", p)
+			}
 		},
 	}, {
 		"readwise_reader.csv", importer.ReadwiseReader, 3, []string{"row 3: a feed document"},
@@ -58,14 +62,19 @@ func TestServiceExportsAreDetectedAndRead(t *testing.T) {
 			}
 		},
 	}, {
-		"readwise.csv", importer.ReadwiseHighlight, 1, []string{"row 3: the highlight names no article address"},
+		// Readwise's export names documents by title only: each group of
+		// rows is one item to find by its title in the library.
+		"readwise.csv", importer.ReadwiseHighlight, 2, nil,
 		func(t *testing.T, items []*importer.Item) {
 			it := items[0]
 			hs := it.Highlights
-			if it.URL != "https://paulgraham.com/greatwork.html" || it.Author != "Paul Graham" || len(hs) != 2 ||
+			if it.URL != "" || !it.ByTitle || it.Title != "How to Do Great Work" || it.Author != "Paul Graham" || len(hs) != 2 ||
 				hs[0].Note != "Start small.\nThen iterate." || !hs[0].CreatedAt.Equal(iso("2024-02-01T09:00:00Z")) || hs[1].Quote != "Curiosity is the key." ||
 				!it.SavedAt.Equal(hs[0].CreatedAt) || strings.Join(it.Labels, "|") != "essays" {
 				t.Errorf("grouped rows: %+v", it)
+			}
+			if b := items[1]; b.Title != "Middlemarch" || !b.ByTitle || len(b.Highlights) != 1 {
+				t.Errorf("book row: %+v", b)
 			}
 		},
 	}, {
@@ -80,15 +89,20 @@ func TestServiceExportsAreDetectedAndRead(t *testing.T) {
 			}
 		},
 	}, {
-		"goodlinks.json", importer.GoodLinks, 2, []string{"item 3: the entry has no url"},
+		"goodlinks.json", importer.GoodLinks, 3, []string{"item 4: the entry has no url"},
 		func(t *testing.T, items []*importer.Item) {
 			v := items[0]
-			if v.Status != library.StatusArchived || v.ReadAt == nil || !v.ReadAt.Equal(time.Unix(1706100000, 0)) || !v.SavedAt.Equal(time.Unix(1706000000, 0)) ||
-				strings.Join(v.Labels, "|") != "apple|hardware|Starred" || len(v.Highlights) != 1 || v.Highlights[0].Note != "quote in review" {
+			if v.URL != "https://daringfireball.net/2024/01/vision_pro" || v.Status != library.StatusArchived || v.ReadAt == nil ||
+				!v.ReadAt.Equal(time.Unix(1706100000, 0)) || !v.SavedAt.Equal(time.Unix(1706000000, 0)) ||
+				strings.Join(v.Labels, "|") != "apple|hardware|Starred" || v.Description != "First impressions." {
 				t.Errorf("read entry: %+v", v)
 			}
-			if u := items[1]; u.Status != library.StatusActive || u.ReadAt != nil {
+			// readAt absent: unread; an HTML summary kept as its text.
+			if u := items[1]; u.Status != library.StatusActive || u.ReadAt != nil || u.Description != "A summary kept as the page gave it." {
 				t.Errorf("unread entry: %+v", u)
+			}
+			if n := items[2]; n.Title != "" || len(n.Labels) != 0 || n.URL != "https://example.org/untitled" {
+				t.Errorf("entry without title or tags: %+v", n)
 			}
 		},
 	}, {

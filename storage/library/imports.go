@@ -3,11 +3,13 @@ package library
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -294,6 +296,10 @@ type ImportItem struct {
 	// Fetch queues a fetch of the page, for an item the export gives no
 	// content (a new item only).
 	Fetch bool
+	// ByTitle, with no URL: the export names the item by its title only
+	// (Readwise's highlights), so the member's item of that exact title
+	// (case aside) gets the labels and highlights; none is a failure.
+	ByTitle bool
 }
 
 // ImportHighlight is a highlight of an imported item.
@@ -469,6 +475,13 @@ func importDigest(in *ImportItem) string {
 }
 
 func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, labels, colors map[string]string) (importOutcome, error) {
+	if in.URL == "" && in.ByTitle {
+		u, err := urlOfTitle(tx, memberID, in.Title)
+		if err != nil {
+			return 0, err
+		}
+		in.URL = u
+	}
 	norm, err := cleanImportItem(in)
 	if err != nil {
 		return 0, err
@@ -745,3 +758,40 @@ func (s Store) ReleaseImportJob(ctx context.Context, jobID, holder string) error
 		return tx.Delete(importClaimKey(jobID))
 	})
 }
+
+// urlOfTitle finds the URL of the member's active or archived item titled
+// title (case and outer spaces aside) through the title index.
+func urlOfTitle(tx *storage.Tx, memberID, title string) (string, error) {
+	want := strings.TrimSpace(title)
+	for _, st := range []string{StatusActive, StatusArchived} {
+		prefix := encString(itemIndexPrefix(memberID, st, SortTitle), titleSortKey(want))
+		var found string
+		seen := 0
+		err := tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+			seen++
+			id := strconv.FormatUint(binary.BigEndian.Uint64(k[len(k)-8:]), 10)
+			var it SavedItem
+			if err := getItem(tx, itemKey(memberID, id), &it); err != nil {
+				if errors.Is(err, storage.ErrNotFound) {
+					return true, nil
+				}
+				return false, err
+			}
+			if it.Type == TypeArticle && it.OriginalURL != "" && strings.EqualFold(strings.TrimSpace(it.Title), want) {
+				found = it.OriginalURL
+				return false, nil
+			}
+			return seen < maxTitleMatches, nil
+		})
+		if err != nil {
+			return "", err
+		}
+		if found != "" {
+			return found, nil
+		}
+	}
+	return "", storage.Invalid("no article titled %q in the library (the export names it by title only: import the list with its addresses first)", clipRunes(want, 80))
+}
+
+// maxTitleMatches bounds the items of one title urlOfTitle reads.
+const maxTitleMatches = 50

@@ -401,3 +401,47 @@ func TestImportJobClaims(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// An entry named by its title only (Readwise's highlights) goes to the
+// member's article of that title, case and outer spaces aside, archived
+// ones included, and adds its highlights there; a title no article has,
+// a newsletter's, or a deleted item's, is a failure that creates nothing.
+func TestImportByTitleFindsTheArticle(t *testing.T) {
+	st, m := openSavedTest(t)
+	ctx := t.Context()
+	j := importJob(t, st, m.ID)
+	if _, err := Of(st).ImportItems(ctx, m.ID, j.ID, []ImportEntry{
+		{Pos: 1, Ref: "a", Item: &ImportItem{URL: "https://example.com/work", Title: "How to Do Great Work", Status: StatusArchived}},
+		{Pos: 2, Ref: "b", Item: &ImportItem{URL: "https://example.com/gone", Title: "Gone", Status: StatusDeleted}},
+		{Pos: 3, Ref: "c", Item: &ImportItem{Type: TypeNewsletter, Title: "Weekly letter", HTML: "<p>x</p>", Text: "x"}},
+	}, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	quote := func(s string) []ImportHighlight {
+		return []ImportHighlight{{Segments: []HighlightSegment{{XPath: "/", Text: s}}, Note: "n"}}
+	}
+	j2 := importJob(t, st, m.ID)
+	got, err := Of(st).ImportItems(ctx, m.ID, j2.ID, []ImportEntry{
+		{Pos: 1, Ref: "row 1", Item: &ImportItem{Title: "  how to do great WORK ", ByTitle: true, Labels: []string{"essays"}, Highlights: quote("Curiosity")}},
+		{Pos: 2, Ref: "row 2", Item: &ImportItem{Title: "Gone", ByTitle: true, Highlights: quote("x")}},
+		{Pos: 3, Ref: "row 3", Item: &ImportItem{Title: "Weekly letter", ByTitle: true, Highlights: quote("x")}},
+		{Pos: 4, Ref: "row 4", Item: &ImportItem{Title: "Middlemarch", ByTitle: true, Highlights: quote("x")}},
+	}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Created != 0 || got.Existing != 1 || got.Failed != 3 || !strings.Contains(got.Failures[2].Reason, `no article titled "Middlemarch"`) {
+		t.Fatalf("job: %+v", got)
+	}
+	page, err := Of(st).SavedItemsPage(ctx, m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 10})
+	if err != nil || len(page.Items) != 3 {
+		t.Fatalf("%v, %d items", err, len(page.Items))
+	}
+	for _, it := range page.Items {
+		if it.OriginalURL == "https://example.com/work" && (it.HighlightCount != 1 || len(it.LabelIDs) != 1 || it.Status != StatusArchived) {
+			t.Errorf("the article: %+v", it)
+		} else if it.OriginalURL != "https://example.com/work" && it.HighlightCount != 0 {
+			t.Errorf("another item got the highlight: %+v", it)
+		}
+	}
+}
