@@ -296,25 +296,72 @@ func TestReplaceRefusesDamagedBackupsAndChangesNothing(t *testing.T) {
 	}
 }
 
-// A backup of format 1 (no header, no checksum: written before this
-// version) still restores.
-func TestReplaceRestoresFormat1Backups(t *testing.T) {
-	storage.BadgerOnly(t)
-	src := storagetest.Open(t)
-	if _, err := members.Of(src).CreateMember(t.Context(), "alice", "", "correct horse"); err != nil {
-		t.Fatal(err)
+// Backups written by earlier versions still restore, into a stopped store's
+// directory (RestoreDir) and into a running one (Replace): testdata holds a
+// backup of format 2 (Badger's backup frames with Hearth's header, end
+// record and checksum), written by the version before format 3, and the
+// same without the header and checksum (format 1, the first version's).
+// Their store: alice (display name Alice, password "correct horse") with a
+// session for a hundred years, bob suspended, and gone, deleted.
+func TestBackupsOfEarlierFormatsRestore(t *testing.T) {
+	const aliceID, session = "117689247035490304", "hs_sh0m3QWaN6BE9NBl9dCayQjfy9y-iG9_4h-ehTHFRrY"
+	check := func(t *testing.T, st *storage.Store) {
+		t.Helper()
+		ms, err := members.Of(st).Members(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, m := range ms {
+			names = append(names, fmt.Sprintf("%s/%v", m.Username, m.Suspended))
+		}
+		if strings.Join(names, ",") != "alice/false,bob/true" {
+			t.Fatalf("restored members: %v", names)
+		}
+		if m, err := members.Of(st).Authenticate(t.Context(), "alice", "correct horse"); err != nil || m.ID != aliceID || m.DisplayName != "Alice" {
+			t.Fatalf("restored alice: %+v, %v", m, err)
+		}
+		if m, err := members.Of(st).SessionMember(t.Context(), session); err != nil || m.ID != aliceID {
+			t.Fatalf("restored session: %+v, %v", m, err)
+		}
+		if _, err := members.Of(st).CreateMember(t.Context(), "ALICE", "", "correct horse"); !errors.Is(err, storage.ErrConflict) {
+			t.Fatalf("unique index not restored: %v", err)
+		}
 	}
-	var full bytes.Buffer
-	if err := src.Backup(&full); err != nil {
-		t.Fatal(err)
-	}
-	v1 := full.Bytes()[len(storage.BackupMagic) : full.Len()-storage.BackupChecksumLen]
-	live := storagetest.Open(t)
-	if _, err := live.Replace(bytes.NewReader(v1)); err != nil {
-		t.Fatalf("format 1: %v", err)
-	}
-	if _, err := members.Of(live).Member(t.Context(), "alice"); err != nil {
-		t.Fatal(err)
+	for _, format := range []string{"format1", "format2"} {
+		b, err := os.ReadFile(filepath.Join("testdata", format+".backup"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(format, func(t *testing.T) {
+			if format == "format1" && storagetest.OnPostgres() {
+				t.Skip("format 1 restores on Badger only")
+			}
+			live := storagetest.Open(t)
+			if _, err := members.Of(live).CreateMember(t.Context(), "mallory", "", "correct horse"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := live.Replace(bytes.NewReader(b)); err != nil {
+				t.Fatalf("Replace: %v", err)
+			}
+			check(t, live)
+			if _, err := members.Of(live).Member(t.Context(), "mallory"); err == nil {
+				t.Fatal("Replace kept a record the backup lacks")
+			}
+			if storagetest.OnPostgres() {
+				return // RestoreDir: a Badger directory
+			}
+			dir := filepath.Join(t.TempDir(), "store")
+			if _, err := storage.RestoreDir(dir, bytes.NewReader(b), storage.Options{}); err != nil {
+				t.Fatalf("RestoreDir: %v", err)
+			}
+			st, err := storage.Open(dir, storage.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			check(t, st)
+		})
 	}
 }
 
