@@ -91,7 +91,7 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 		want  string
 	}{
 		"empty file":  {nil, "not a complete Hearth backup: the file is empty"},
-		"text file":   {[]byte(strings.Repeat("root:x:0:0:root:/root:/bin/bash\n", 40)), "this file is not a Hearth backup (a backup made by caddy hearth backup starts with the line HEARTH-BACKUP-2"},
+		"text file":   {[]byte(strings.Repeat("root:x:0:0:root:/root:/bin/bash\n", 40)), "this file is not a Hearth backup (a backup made by caddy hearth backup starts with the line HEARTH-BACKUP-3"},
 		"a few bytes": {[]byte("hi\n"), "this file is not a Hearth backup"},
 		"a gzip file": {[]byte("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"), "this file is not a Hearth backup"},
 	} {
@@ -300,7 +300,8 @@ func TestReplaceRefusesDamagedBackupsAndChangesNothing(t *testing.T) {
 // directory (RestoreDir) and into a running one (Replace): testdata holds a
 // backup of format 2 (Badger's backup frames with Hearth's header, end
 // record and checksum), written by the version before format 3, and the
-// same without the header and checksum (format 1, the first version's).
+// same without the header and checksum (format 1, the first version's);
+// on either engine.
 // Their store: alice (display name Alice, password "correct horse") with a
 // session for a hundred years, bob suspended, and gone, deleted.
 func TestBackupsOfEarlierFormatsRestore(t *testing.T) {
@@ -334,9 +335,6 @@ func TestBackupsOfEarlierFormatsRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Run(format, func(t *testing.T) {
-			if format == "format1" && storagetest.OnPostgres() {
-				t.Skip("format 1 restores on Badger only")
-			}
 			live := storagetest.Open(t)
 			if _, err := members.Of(live).CreateMember(t.Context(), "mallory", "", "correct horse"); err != nil {
 				t.Fatal(err)
@@ -394,7 +392,7 @@ func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
 		before := dumpRecords(t, live)
 		injected := errors.New("injected: disk error")
 		failed := false
-		storage.SetCopyRecordsHook(func(n int) error {
+		storage.SetRestoreHook(func(n int) error {
 			if n == 30 && !failed { // the restore fails; the roll-back does not
 				failed = true
 				return injected
@@ -402,7 +400,7 @@ func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
 			return nil
 		})
 		_, err := live.Replace(bytes.NewReader(full.Bytes()))
-		storage.SetCopyRecordsHook(nil)
+		storage.SetRestoreHook(nil)
 		if !errors.Is(err, injected) || !strings.Contains(err.Error(), "holds its earlier records again") {
 			t.Fatalf("Replace with a failure part-way: %v", err)
 		}
@@ -436,14 +434,14 @@ func TestWritesDuringARestoreAreRefusedNotLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	var refusedInside, readInside error
-	storage.SetCopyRecordsHook(func(n int) error {
+	storage.SetRestoreHook(func(n int) error {
 		if n == 1 {
 			_, refusedInside = members.Of(live).CreateMember(t.Context(), "inside", "", "correct horse")
 			_, readInside = members.Of(live).Member(t.Context(), "reader")
 		}
 		return nil
 	})
-	defer storage.SetCopyRecordsHook(nil)
+	defer storage.SetRestoreHook(nil)
 
 	stop := make(chan struct{})
 	type result struct {

@@ -407,14 +407,14 @@ func TestClusterNoIDsWithoutSlot(t *testing.T) {
 }
 
 // pauseRestore makes the next restore stop once it has saved the current
-// records and started the import (copyRecordsHook), run during() there
+// records and started the import (restoreHook), run during() there
 // once, and go on when release is called (at the latest when the test
 // ends). paused is closed when it stops.
 func pauseRestore(t *testing.T, during func()) (paused chan struct{}, release func()) {
 	paused, resume := make(chan struct{}), make(chan struct{})
 	release = sync.OnceFunc(func() { close(resume) })
 	var first atomic.Bool
-	storage.SetCopyRecordsHook(func(n int) error {
+	storage.SetRestoreHook(func(n int) error {
 		if n == 1 && first.CompareAndSwap(false, true) { // the first restore only
 			if during != nil {
 				during()
@@ -426,7 +426,7 @@ func pauseRestore(t *testing.T, during func()) (paused chan struct{}, release fu
 	})
 	t.Cleanup(func() {
 		release()
-		storage.SetCopyRecordsHook(nil)
+		storage.SetRestoreHook(nil)
 	})
 	return paused, release
 }

@@ -2,11 +2,13 @@ package storage
 
 import (
 	"context"
+	"crypto/sha256"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/hearthkit/caddy-hearth/storage/kv"
+	"github.com/hearthkit/caddy-hearth/storage/kv/badgerkv"
 	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
 )
 
@@ -28,21 +30,21 @@ func (s *Store) LiveEpoch() uint64 {
 // BadgerDB is the Badger database under the store (nil on PostgreSQL), for
 // tests of what only Badger's own reads show.
 func (s *Store) BadgerDB() *badger.DB {
-	if s.bdb == nil {
-		return nil
+	if e, ok := s.base.(*badgerkv.Engine); ok {
+		return e.DB()
 	}
-	return s.bdb.DB()
+	return nil
 }
 
-// SetCopyRecordsHook sets copyRecordsHook (nil removes it).
-func SetCopyRecordsHook(fn func(n int) error) { copyRecordsHook = fn }
+// SetRestoreHook sets restoreHook (nil removes it).
+func SetRestoreHook(fn func(n int) error) { restoreHook = fn }
 
-// The layout of a backup (backup.go).
+// The layout of a backup (storage/kv/stream.go).
 const (
-	BackupMagic       = backupMagic
-	BackupEndMarker   = backupEndMarker
-	BackupEndMagic    = backupEndMagic
-	BackupChecksumLen = backupChecksumLen
+	BackupMagic       = kv.StreamMagic
+	BackupEndMarker   = ^uint64(0)
+	BackupEndMagic    = kv.StreamEndMagic
+	BackupChecksumLen = sha256.Size
 )
 
 // ExportRecords streams every record of the engine under s (kv.Engine's

@@ -47,3 +47,28 @@ func TestStorageImportsNoHigherLayer(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyTheBadgerEngineImportsBadger: the store's core, the domains and
+// the backup format speak storage/kv; Badger's API (its transactions,
+// garbage collection, backup frames) is storage/kv/badgerkv's alone, in
+// production code (tests may look inside a Badger directory).
+func TestOnlyTheBadgerEngineImportsBadger(t *testing.T) {
+	cmd := exec.Command("go", "list", "-tags", "nobadger,nomysql,nopgx",
+		"-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if fields[0] == "github.com/hearthkit/caddy-hearth/storage/kv/badgerkv" {
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if strings.HasPrefix(imp, "github.com/dgraph-io/badger") {
+				t.Errorf("%s imports %s: only storage/kv/badgerkv speaks Badger", fields[0], imp)
+			}
+		}
+	}
+}

@@ -1,8 +1,9 @@
 // Package storage is Hearth's store on a storage engine (storage/kv: Badger
-// embedded by default, PostgreSQL for several nodes). Its core is engine-
-// agnostic and serves the domain packages under storage/ (storage/members,
-// storage/agents, storage/grants, storage/apitokens, storage/library): the
-// Store's lifecycle (Open, Close, Badger's value-log garbage collection),
+// embedded by default, PostgreSQL for several nodes). Its core speaks only
+// storage/kv (it names an engine's package only to open it) and serves the
+// domain packages under storage/ (storage/members, storage/agents,
+// storage/grants, storage/apitokens, storage/library): the Store's
+// lifecycle (Open, Close, the engine's housekeeping on a schedule),
 // transactions (View, Update, UpdateAsync, UpdateOnce, each with the
 // caller's context.Context) and the Tx primitives domain code uses (Get,
 // Put, Scan, Notify, NewID… on keys made with Key), ids unique across nodes,
@@ -26,7 +27,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/hearthkit/caddy-hearth/storage/internal/testengine"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
 	"github.com/hearthkit/caddy-hearth/storage/kv/badgerkv"
@@ -150,8 +150,11 @@ var ErrLocked = badgerkv.ErrLocked
 // Store is a Hearth database on a storage engine (storage/kv). It is safe
 // for concurrent use once open.
 type Store struct {
-	eng  kv.Engine
-	bdb  *badgerkv.Engine // eng when it is Badger: what stays Badger's (GC, size, Load)
+	eng kv.Engine
+	// base is the engine as opened, before a test's wrapper
+	// (testengine): its optional services (kv.GarbageCollector, kv.Syncer,
+	// kv.Sizer) are asked of it.
+	base kv.Engine
 	path string
 	log  *zap.Logger
 	opts Options
@@ -249,18 +252,18 @@ func (s *Store) Open() error {
 		IndexCacheSize:   opts.IndexCacheSize,
 		ValueLogFileSize: opts.ValueLogFileSize,
 		NoSync:           !*opts.SyncWrites,
-		Logger:           zapBadgerLogger{opts.Logger.Sugar()},
+		Logger:           badgerkv.ZapLogger(opts.Logger),
 		OnSync:           opts.OnSync,
 	})
 	if err != nil {
 		return err
 	}
-	s.eng, s.bdb = testengine.Wrapped(dir, bdb), bdb
+	s.eng, s.base = testengine.Wrapped(dir, bdb), bdb
 	s.gate.opened()
 	if err := s.migrate(); err != nil {
 		// Not Close: it waits for openMu, which Open holds.
 		bdb.Close()
-		s.eng, s.bdb = nil, nil
+		s.eng, s.base = nil, nil
 		return fmt.Errorf("open store %s: %w", dir, err)
 	}
 	if opts.GCInterval > 0 {
@@ -286,7 +289,7 @@ func (s *Store) openPostgres() error {
 	}
 	s.liveEpochs.Store(&le)
 	s.slots = e
-	s.eng, s.stopNotes = testengine.Wrapped(s.path, e), stop
+	s.eng, s.base, s.stopNotes = testengine.Wrapped(s.path, e), e, stop
 	s.gate.opened()
 	err = s.migrate()
 	if errors.Is(err, ErrEngineUnavailable) {
@@ -297,7 +300,7 @@ func (s *Store) openPostgres() error {
 	} else if err != nil {
 		stop()
 		e.Close()
-		s.eng = nil
+		s.eng, s.base = nil, nil
 		return fmt.Errorf("open store: %w", err)
 	}
 	s.startWorkers()
@@ -415,48 +418,20 @@ func (s *Store) runGC(every time.Duration) {
 	}
 }
 
-// CollectGarbage rewrites value-log files that are at least half garbage,
-// until none is left. It runs on the schedule set by Options.GCInterval.
+// CollectGarbage runs the engine's housekeeping (kv.GarbageCollector:
+// Badger rewrites the value-log files that are at least half garbage); an
+// engine without any (PostgreSQL's autovacuum is the server's) does
+// nothing. It runs on the schedule set by Options.GCInterval, and stops
+// when the store closes.
 func (s *Store) CollectGarbage() {
-	if s.bdb == nil || s.enter(false) != nil {
+	gc, ok := s.base.(kv.GarbageCollector)
+	if !ok || s.enter(false) != nil {
 		return
 	}
 	defer s.leave(false)
-	db := s.bdb.DB()
-	if *s.opts.SyncWrites {
-		// Badger deletes a rewritten value-log file at once unless an
-		// iterator is open, and it does not sync the rewritten values
-		// itself with SyncWrites off: hold an iterator until they are on
-		// disk.
-		txn := db.NewTransaction(false)
-		it := txn.NewIterator(badger.IteratorOptions{})
-		defer func() {
-			if err := s.bdb.Sync(); err != nil {
-				// The rewritten values may not be on disk: keep the
-				// iterator (and so the old files) until the process ends.
-				// Badger panics on discarding a transaction with an open
-				// iterator, so the transaction stays open too.
-				s.log.Error("value-log garbage collection: sync failed; the old value-log files are kept", zap.Error(err))
-				return
-			}
-			it.Close()
-			txn.Discard()
-		}()
-	}
-	n := 0
-	for {
-		select {
-		case <-s.stopGC:
-			return
-		default:
-		}
-		if err := db.RunValueLogGC(0.5); err != nil {
-			if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
-				s.log.Warn("value-log garbage collection", zap.Error(err))
-			}
-			break
-		}
-		n++
+	n, err := gc.CollectGarbage(s.bg)
+	if err != nil {
+		s.log.Warn("value-log garbage collection", zap.Error(err))
 	}
 	if n > 0 {
 		s.log.Debug("value-log garbage collection", zap.Int("files_rewritten", n))
@@ -464,30 +439,32 @@ func (s *Store) CollectGarbage() {
 }
 
 // Restore loads a backup written by Backup into the store, replacing
-// records with the same keys. Input that is not a complete backup fails
-// with ErrNotBackup (wrapped); records read before the fault may have been
-// loaded (RestoreDir loads into a fresh directory for that reason).
+// records with the same keys. Input that is not a complete, intact backup
+// fails with ErrNotBackup (wrapped) before anything is loaded; records
+// imported before another failure may stay (RestoreDir loads into a fresh
+// directory for that reason).
 func (s *Store) Restore(r io.Reader) error {
 	if err := s.enter(true); err != nil {
 		return err
 	}
 	defer s.leave(true)
-	stream := checkedBackup(s.path, r)
-	defer stream.Close()
-	if s.bdb == nil {
-		return errors.New("restore: not a Badger store") // see restoreEngine
-	}
-	s.holdWorkers()
-	err := s.bdb.DB().Load(stream, 256)
-	// After a failed load, Badger's transactions wait for the commit
-	// timestamps it skipped: none may start on this store again (the
-	// caller throws it away), the workers' included.
-	s.releaseWorkers(err != nil)
-	s.caches.drop(nil) // also after a failed load: some records may have changed
+	sp, err := s.spoolBackup(r)
 	if err != nil {
 		return err
 	}
-	if err := s.bdb.Sync(); err != nil {
+	defer sp.Close()
+	next, err := sp.Records()
+	if err != nil {
+		return err
+	}
+	s.holdWorkers()
+	err = s.eng.Import(restoreCtx, next, kv.ImportMerge)
+	s.releaseWorkers()
+	s.caches.drop(nil) // also after a failed import: some records may have changed
+	if err != nil {
+		return s.engineErr(err)
+	}
+	if err := s.syncEngine(); err != nil {
 		return err
 	}
 	// A backup of an earlier version holds records written the old way.
@@ -563,20 +540,28 @@ func (s *Store) Sync() error {
 		return err
 	}
 	defer s.leave(false)
-	if s.bdb == nil {
-		return nil // a server engine's commits are its own business
+	return s.syncEngine()
+}
+
+// syncEngine is Sync inside the gate. A server engine's commits are its
+// own business (no kv.Syncer).
+func (s *Store) syncEngine() error {
+	if sy, ok := s.base.(kv.Syncer); ok {
+		return sy.Sync()
 	}
-	return s.bdb.Sync()
+	return nil
 }
 
 // Size returns the bytes on disk of the store's tables and of its value
-// logs (Badger's figures, updated about once a minute).
+// logs (kv.Sizer: Badger's figures, updated about once a minute; zero on
+// an engine that does not say).
 func (s *Store) Size() (tables, valueLogs int64) {
-	if s.bdb == nil || s.enter(false) != nil {
+	sz, ok := s.base.(kv.Sizer)
+	if !ok || s.enter(false) != nil {
 		return 0, 0
 	}
 	defer s.leave(false)
-	return s.bdb.DB().Size()
+	return sz.Size()
 }
 
 // Ping reports whether the store answers reads.
@@ -587,15 +572,6 @@ func (s *Store) Ping(ctx context.Context) error {
 	defer s.leave(false)
 	return s.engineErr(s.eng.Ping(ctx))
 }
-
-// zapBadgerLogger adapts zap to Badger's Logger interface. Badger is chatty
-// at info level (compactions, flushes), so its info lines become debug.
-type zapBadgerLogger struct{ s *zap.SugaredLogger }
-
-func (l zapBadgerLogger) Errorf(f string, a ...any)   { l.s.Errorf(strings.TrimSpace(f), a...) }
-func (l zapBadgerLogger) Warningf(f string, a ...any) { l.s.Warnf(strings.TrimSpace(f), a...) }
-func (l zapBadgerLogger) Infof(f string, a ...any)    { l.s.Debugf(strings.TrimSpace(f), a...) }
-func (l zapBadgerLogger) Debugf(f string, a ...any)   { l.s.Debugf(strings.TrimSpace(f), a...) }
 
 // Lead calls fn while this node holds the lease name among every node of
 // the store (kv.Leases: in-process with Badger, a lease row renewed in

@@ -14,14 +14,10 @@ type Worker interface {
 	// before the migrations run): it looks at everything again.
 	Look()
 	// Hold returns once none of the work's transactions runs, and keeps
-	// it from starting one until Release: a Badger restore's load runs
-	// meanwhile (Load sets the next commit timestamp without the lock its
-	// transactions read it under, so no transaction may run beside it:
-	// badger v4.9.6 backup.go:268). broken, at Release, says the load
-	// failed: the store is thrown away and its transactions would wait
-	// forever, so the work must start none again.
+	// it from starting one until Release: a restore imports meanwhile, and
+	// the work would read its records half there.
 	Hold()
-	Release(broken bool)
+	Release()
 	// Stop ends the work and waits for it (Close of a store Open
 	// opened).
 	Stop()
@@ -73,9 +69,9 @@ func (s *Store) holdWorkers() {
 	}
 }
 
-func (s *Store) releaseWorkers(broken bool) {
+func (s *Store) releaseWorkers() {
 	for _, w := range s.workers {
-		w.Release(broken)
+		w.Release()
 	}
 }
 

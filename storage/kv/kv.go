@@ -1,7 +1,9 @@
 // Package kv is Hearth's storage engine waist: an ordered, transactional
-// key-value store (the Engine interface) and the optional cluster services an
+// key-value store (the Engine interface) and the optional services an
 // engine may offer, discovered by interface assertion (Counters, Leases,
-// IDSlots, LiveEpochs, Replacer, Cursors). Two engines implement it: storage/kv/badgerkv
+// IDSlots, LiveEpochs, Replacer, Cursors; GarbageCollector, Syncer, Sizer
+// for an embedded engine's housekeeping), and the engine-neutral backup
+// stream (stream.go). Two engines implement it: storage/kv/badgerkv
 // (embedded, the default) and storage/kv/pgkv (PostgreSQL ≥ 15 through pgx,
 // several nodes on one database). storage/kv/kvtest is the conformance suite
 // both pass; docs/storage-engines.md describes it and the domain packages
@@ -74,7 +76,7 @@ type Engine interface {
 	// skew across different keys read by both transactions; an insert into
 	// a range another transaction scanned is refused by PostgreSQL but not
 	// by Badger, so a count limit over a range must read and write a guard
-	// key, as storage/labels.go does.) Update makes one attempt: use RunTx
+	// key, as storage/shared.go's GuardCount does.) Update makes one attempt: use RunTx
 	// to retry. When Update returns nil the commit is durable as TxOptions
 	// says; notifications queued with Notify are then delivered.
 	Update(ctx context.Context, opts TxOptions, fn func(Writer) error) error
@@ -103,8 +105,9 @@ type Engine interface {
 	// Import writes the records next returns until it returns io.EOF. With
 	// ImportMerge records are added to (or replace) what is there; with
 	// ImportReplace the store holds exactly the imported records afterwards
-	// (PostgreSQL: atomically in one transaction; Badger: every old key is
-	// dropped first, so a crash halfway leaves part of the import). Records
+	// (PostgreSQL: atomically in one transaction; Badger: the records must
+	// come in ascending key order, as a backup's do, and are written beside
+	// the deletion of the keys they lack, so a failure halfway leaves a mix). Records
 	// whose ExpiresAt has passed are skipped. Import refuses invalid
 	// records with ErrInvalid before anything of that batch is written.
 	Import(ctx context.Context, next func() (Record, error), mode ImportMode) error
@@ -344,6 +347,29 @@ type Note struct{ Channel, Payload string }
 // ErrReplaceRunning is returned by ReplaceAll while another ReplaceAll runs
 // on the store (in any process).
 var ErrReplaceRunning = errors.New("kv: another replace of the store is running")
+
+// GarbageCollector is offered by engines that reclaim space on a schedule
+// the store sets (Badger's value-log garbage collection; PostgreSQL's
+// autovacuum needs none).
+type GarbageCollector interface {
+	// CollectGarbage reclaims what it can until there is nothing left or
+	// ctx ends, and says how many files it rewrote.
+	CollectGarbage(ctx context.Context) (rewritten int, err error)
+}
+
+// Syncer is offered by embedded engines whose commits may be acknowledged
+// before they are on disk (asynchronous commits, NoSync).
+type Syncer interface {
+	// Sync returns once every commit that returned before the call is on
+	// disk.
+	Sync() error
+}
+
+// Sizer is offered by engines that know their size on disk.
+type Sizer interface {
+	// Size is the bytes on disk of the engine's tables and of its logs.
+	Size() (tables, logs int64)
+}
 
 // MaxIDSlot is the largest node slot (64 nodes).
 const MaxIDSlot = 63

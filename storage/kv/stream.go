@@ -11,40 +11,55 @@ import (
 	"hash"
 	"io"
 	"os"
+	"strings"
 	"time"
 
-	"github.com/dgraph-io/badger/v4/pb"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// The backup stream every engine writes and reads is storage/backup.go's
-// format 2, byte for byte: the header StreamMagic; frames, each an 8-byte
-// little-endian length and a protobuf KVList (Badger's pb.KVList, the frames
-// of badger.DB.Backup) of that length; and the end record: a length of all
-// ones, StreamEndMagic, the number of frame bytes (lengths included), and
-// the SHA-256 of everything before it. The records in the frames are
-// engine-neutral (key, value, expires_at); Version is written as 1 (Badger's
-// Load keeps it as the commit timestamp; every other engine ignores it).
-// So a backup written by `caddy hearth backup` from a Badger store imports
-// into PostgreSQL, and WriteStream's output restores with today's
-// `caddy hearth restore`.
+// The backup stream every engine writes and reads (format 3, engine-
+// neutral): the header StreamMagic; frames, each an 8-byte little-endian
+// length and that many bytes of records, a record being its key, its value
+// (each a uvarint length and the bytes) and its expiry (a uvarint of Unix
+// seconds, 0 for none), in key order; and the end record: a length of all
+// ones, StreamEndMagic, the number of frame bytes (lengths included), and the
+// SHA-256 of everything before it. A backup restores into either engine,
+// whichever wrote it.
+//
+// Backups of earlier versions still read. Their frames hold protobuf
+// KVLists (Badger's pb.KVList, the frames of badger.DB.Backup, decoded here
+// with protowire): format 2 has the header "HEARTH-BACKUP-2\n" and the same
+// end record and checksum; format 1, the first version's, has no header and
+// an end record without the checksum, so its frames and end record are
+// checked but a byte changed inside a record cannot be detected. Their
+// streams may carry Badger's delete markers and older versions of a key
+// (newest first), which are not records.
 const (
-	StreamMagic    = "HEARTH-BACKUP-2\n"
+	StreamMagic    = "HEARTH-BACKUP-3\n"
 	StreamEndMagic = "HEARTH-BACKUP-END"
+	streamMagic2   = "HEARTH-BACKUP-2\n"
 	streamEnd      = ^uint64(0)
-	// maxFrame bounds one frame's length (storage/backup.go's
-	// maxBackupFrame).
+	// maxFrame bounds one frame's length: anything far beyond a writer's
+	// frames (Badger's stream batches of about 100 MiB at most) is not a
+	// Hearth backup.
 	maxFrame = 1 << 30
 	// frameBytes is the size from which WriteStream starts a new frame.
 	frameBytes = 4 << 20
 )
 
+// The formats a stream is read in.
+const (
+	format1 = 1 // KVList frames, no header, no checksum
+	format2 = 2 // KVList frames, header and checksum
+	format3 = 3 // Hearth's records, header and checksum
+)
+
 // badgerBitDelete is Badger's meta bit of a delete marker (bitDelete in
-// badger/v4 structs.go).
+// badger/v4 structs.go), in the KVLists of formats 1 and 2.
 const badgerBitDelete = 1 << 0
 
 // ErrNotStream is returned by ReadStream for input that is not a complete,
-// intact format-2 backup.
+// intact backup.
 var ErrNotStream = errors.New("not a complete Hearth backup")
 
 // WriteStream writes a backup of e (e.Export: one snapshot) to w.
@@ -62,18 +77,17 @@ func WriteStream(ctx context.Context, w io.Writer, e Engine) error {
 // StreamWriter writes a backup stream of the records given to Add, in the
 // order given (key order for a backup).
 type StreamWriter struct {
-	w    io.Writer
-	h    hash.Hash
-	bw   *bufio.Writer
-	n    uint64
-	list *pb.KVList
-	size int
+	w     io.Writer
+	h     hash.Hash
+	bw    *bufio.Writer
+	n     uint64
+	frame []byte
 }
 
 // NewStreamWriter starts a backup stream on w (the header is written).
 func NewStreamWriter(w io.Writer) (*StreamWriter, error) {
 	h := sha256.New()
-	sw := &StreamWriter{w: w, h: h, bw: bufio.NewWriterSize(io.MultiWriter(w, h), 1<<20), list: &pb.KVList{}}
+	sw := &StreamWriter{w: w, h: h, bw: bufio.NewWriterSize(io.MultiWriter(w, h), 1<<20)}
 	if _, err := sw.bw.WriteString(StreamMagic); err != nil {
 		return nil, err
 	}
@@ -82,39 +96,29 @@ func NewStreamWriter(w io.Writer) (*StreamWriter, error) {
 
 // Add writes r (its slices are copied).
 func (sw *StreamWriter) Add(r Record) error {
-	sw.list.Kv = append(sw.list.Kv, &pb.KV{
-		Key:       bytes.Clone(r.Key),
-		Value:     bytes.Clone(r.Value),
-		UserMeta:  []byte{0},
-		Version:   1,
-		ExpiresAt: r.ExpiresAt,
-		Meta:      []byte{0},
-	})
-	sw.size += len(r.Key) + len(r.Value) + 32
-	if sw.size >= frameBytes {
+	sw.frame = protowire.AppendBytes(sw.frame, r.Key)
+	sw.frame = protowire.AppendBytes(sw.frame, r.Value)
+	sw.frame = protowire.AppendVarint(sw.frame, r.ExpiresAt)
+	if len(sw.frame) >= frameBytes {
 		return sw.flush()
 	}
 	return nil
 }
 
 func (sw *StreamWriter) flush() error {
-	if len(sw.list.Kv) == 0 {
+	if len(sw.frame) == 0 {
 		return nil
 	}
-	b, err := proto.Marshal(sw.list)
-	if err != nil {
-		return err
-	}
 	var hdr [8]byte
-	binary.LittleEndian.PutUint64(hdr[:], uint64(len(b)))
+	binary.LittleEndian.PutUint64(hdr[:], uint64(len(sw.frame)))
 	if _, err := sw.bw.Write(hdr[:]); err != nil {
 		return err
 	}
-	if _, err := sw.bw.Write(b); err != nil {
+	if _, err := sw.bw.Write(sw.frame); err != nil {
 		return err
 	}
-	sw.n += 8 + uint64(len(b))
-	sw.list.Kv, sw.size = sw.list.Kv[:0], 0
+	sw.n += 8 + uint64(len(sw.frame))
+	sw.frame = sw.frame[:0]
 	return nil
 }
 
@@ -158,7 +162,10 @@ func ReadStream(r io.Reader, spoolDir string) (next func() (Record, error), clos
 
 // Spool is a checked backup stream kept in a temporary file, whose records
 // can be read more than once (a restore that runs again).
-type Spool struct{ f *os.File }
+type Spool struct {
+	f      *os.File
+	format int
+}
 
 // SpoolStream checks r as ReadStream does and keeps its frames.
 func SpoolStream(r io.Reader, spoolDir string) (*Spool, error) {
@@ -167,7 +174,7 @@ func SpoolStream(r io.Reader, spoolDir string) (*Spool, error) {
 		return nil, err
 	}
 	sp := &Spool{f: f}
-	if err := spoolFrames(f, bufio.NewReaderSize(r, 64<<10)); err != nil {
+	if sp.format, err = spoolFrames(f, bufio.NewReaderSize(r, 64<<10)); err != nil {
 		sp.Close()
 		return nil, err
 	}
@@ -188,11 +195,12 @@ func (sp *Spool) Records() (next func() (Record, error), err error) {
 		return nil, err
 	}
 	br := bufio.NewReaderSize(sp.f, 1<<20)
-	var pending []*pb.KV
-	var last []byte // the key of the record read last
+	var frame []byte // what is left of the frame read last
+	var last []byte  // the key of the record read last
+	now := uint64(time.Now().Unix())
 	next = func() (Record, error) {
 		for {
-			for len(pending) == 0 {
+			for len(frame) == 0 {
 				var hdr [8]byte
 				if _, err := io.ReadFull(br, hdr[:]); err != nil {
 					if errors.Is(err, io.EOF) {
@@ -200,54 +208,181 @@ func (sp *Spool) Records() (next func() (Record, error), err error) {
 					}
 					return Record{}, err
 				}
-				b := make([]byte, binary.LittleEndian.Uint64(hdr[:]))
-				if _, err := io.ReadFull(br, b); err != nil {
+				frame = make([]byte, binary.LittleEndian.Uint64(hdr[:]))
+				if _, err := io.ReadFull(br, frame); err != nil {
 					return Record{}, err
 				}
-				var list pb.KVList
-				if err := proto.Unmarshal(b, &list); err != nil {
-					return Record{}, fmt.Errorf("%w: a frame is not a record list: %v", ErrNotStream, err)
-				}
-				pending = list.Kv
 			}
-			kv := pending[0]
-			pending = pending[1:]
-			if last != nil && bytes.Equal(kv.Key, last) {
+			var rec Record
+			var live bool
+			var err error
+			if sp.format == format3 {
+				rec, frame, err = readRecord(frame)
+				live = true
+			} else {
+				rec, live, frame, err = readKVListEntry(frame)
+			}
+			if err != nil {
+				return Record{}, fmt.Errorf("%w: %v", ErrNotStream, err)
+			}
+			if last != nil && bytes.Equal(rec.Key, last) {
 				// An older version of the key before: Badger's backup
 				// stream lists every version of a key, newest first
 				// (badger/v4 backup.go KeyToList); the newest is the
 				// record.
 				continue
 			}
-			last = append(last[:0], kv.Key...)
-			if len(kv.Meta) > 0 && kv.Meta[0]&badgerBitDelete != 0 || kv.ExpiresAt != 0 && kv.ExpiresAt <= uint64(time.Now().Unix()) {
-				// A delete marker of Badger's DB.Backup (older storage
-				// backups carry them), or a record expired: not a record.
+			last = append(last[:0], rec.Key...)
+			if !live || rec.ExpiresAt != 0 && rec.ExpiresAt <= now {
+				// A delete marker of Badger's DB.Backup, or a record
+				// expired: not a record.
 				continue
 			}
-			return Record{Key: kv.Key, Value: kv.Value, ExpiresAt: kv.ExpiresAt}, nil
+			return rec, nil
 		}
 	}
 	return next, nil
 }
 
-// spoolFrames copies the frames of r to w and fails with ErrNotStream unless
-// r is a whole format-2 backup with a matching byte count and checksum.
-func spoolFrames(w io.Writer, r *bufio.Reader) error {
-	bw := bufio.NewWriterSize(w, 1<<20)
-	var h hash.Hash = sha256.New()
-	head := make([]byte, len(StreamMagic))
-	if _, err := io.ReadFull(r, head); err != nil || string(head) != StreamMagic {
-		return fmt.Errorf("%w: the input does not start with Hearth's backup header (format 2)", ErrNotStream)
+// readRecord reads one format-3 record from the start of b.
+func readRecord(b []byte) (Record, []byte, error) {
+	key, n := protowire.ConsumeBytes(b)
+	if n < 0 {
+		return Record{}, nil, errors.New("a record's key is cut")
 	}
-	h.Write(head)
+	b = b[n:]
+	val, n := protowire.ConsumeBytes(b)
+	if n < 0 {
+		return Record{}, nil, errors.New("a record's value is cut")
+	}
+	b = b[n:]
+	exp, n := protowire.ConsumeVarint(b)
+	if n < 0 {
+		return Record{}, nil, errors.New("a record's expiry is cut")
+	}
+	return Record{Key: key, Value: val, ExpiresAt: exp}, b[n:], nil
+}
+
+// readKVListEntry reads the next KV of a KVList (field 1 of the list; other
+// fields are passed over) from the start of b: its key, value and expiry, and
+// whether it is a record rather than a delete marker.
+func readKVListEntry(b []byte) (rec Record, live bool, rest []byte, err error) {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return Record{}, false, nil, errors.New("a frame is not a record list")
+		}
+		b = b[n:]
+		if num != 1 || typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return Record{}, false, nil, errors.New("a frame is not a record list")
+			}
+			b = b[n:]
+			continue
+		}
+		kvb, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return Record{}, false, nil, errors.New("a frame is not a record list")
+		}
+		rec, live, err = decodeKV(kvb)
+		return rec, live, b[n:], err
+	}
+	// A list of no entry (only other fields): nothing more in the frame.
+	return Record{}, false, nil, nil
+}
+
+// decodeKV decodes a pb.KV: key 1, value 2, expires_at 5, meta 6.
+func decodeKV(b []byte) (rec Record, live bool, err error) {
+	live = true
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return Record{}, false, errors.New("a record of the list is damaged")
+		}
+		b = b[n:]
+		switch {
+		case typ == protowire.BytesType && (num == 1 || num == 2 || num == 6):
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return Record{}, false, errors.New("a record of the list is cut")
+			}
+			switch num {
+			case 1:
+				rec.Key = v
+			case 2:
+				rec.Value = v
+			case 6:
+				live = len(v) == 0 || v[0]&badgerBitDelete == 0
+			}
+			b = b[n:]
+		case typ == protowire.VarintType && num == 5:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return Record{}, false, errors.New("a record of the list is cut")
+			}
+			rec.ExpiresAt = v
+			b = b[n:]
+		default:
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return Record{}, false, errors.New("a record of the list is damaged")
+			}
+			b = b[n:]
+		}
+	}
+	if rec.Value == nil {
+		rec.Value = []byte{}
+	}
+	return rec, live, nil
+}
+
+// spoolFrames copies the frames of r to w and returns r's format; it fails
+// with ErrNotStream unless r is a whole backup: a header of format 3 or 2
+// with a matching byte count and checksum, or format 1's frames and end
+// record.
+func spoolFrames(w io.Writer, r *bufio.Reader) (int, error) {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	var h hash.Hash
+	format := format1
+	head, _ := r.Peek(len(StreamMagic))
+	switch string(head) {
+	case StreamMagic:
+		format = format3
+	case streamMagic2:
+		format = format2
+	}
+	if format != format1 {
+		h = sha256.New()
+		r.Discard(len(head))
+		h.Write(head)
+	} else if first, _ := r.Peek(8); len(first) == 8 && binary.LittleEndian.Uint64(first) > maxFrame {
+		return 0, notABackup(fmt.Errorf("%w: the file does not start with Hearth's backup header (not a backup, or a damaged one)", ErrNotStream), false)
+	}
+	err := copyFrames(bw, r, h)
+	if format == format1 {
+		err = notABackup(err, len(head) == 0)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return format, bw.Flush()
+}
+
+// copyFrames copies frames from r to w until the end record, which it
+// checks (with the checksum h computes unless h is nil, format 1), then
+// checks that nothing follows.
+func copyFrames(w io.Writer, r *bufio.Reader, h hash.Hash) error {
 	var n uint64
 	for {
 		var hdr [8]byte
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return fmt.Errorf("%w: it ends without the end record (cut short?)", ErrNotStream)
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return fmt.Errorf("%w: it ends without Hearth's end record (cut short?)", ErrNotStream)
+			}
+			return err
 		}
-		h.Write(hdr[:])
+		if h != nil {
+			h.Write(hdr[:])
+		}
 		size := binary.LittleEndian.Uint64(hdr[:])
 		if size == streamEnd {
 			break
@@ -255,8 +390,14 @@ func spoolFrames(w io.Writer, r *bufio.Reader) error {
 		if size > maxFrame {
 			return fmt.Errorf("%w: a frame of %d bytes (damaged?)", ErrNotStream, size)
 		}
-		bw.Write(hdr[:])
-		c, err := io.CopyN(io.MultiWriter(bw, h), r, int64(size))
+		if _, err := w.Write(hdr[:]); err != nil {
+			return err
+		}
+		fw := w
+		if h != nil {
+			fw = io.MultiWriter(w, h)
+		}
+		c, err := io.CopyN(fw, r, int64(size))
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return fmt.Errorf("%w: it ends inside a frame (cut short?)", ErrNotStream)
@@ -267,21 +408,39 @@ func spoolFrames(w io.Writer, r *bufio.Reader) error {
 	}
 	end := make([]byte, len(StreamEndMagic)+8)
 	if _, err := io.ReadFull(r, end); err != nil || string(end[:len(StreamEndMagic)]) != StreamEndMagic {
-		return fmt.Errorf("%w: damaged end record", ErrNotStream)
+		return fmt.Errorf("%w: a damaged end record", ErrNotStream)
 	}
-	h.Write(end)
-	if binary.LittleEndian.Uint64(end[len(StreamEndMagic):]) != n {
-		return fmt.Errorf("%w: the byte count does not match (damaged?)", ErrNotStream)
+	if got := binary.LittleEndian.Uint64(end[len(StreamEndMagic):]); got != n {
+		return fmt.Errorf("%w: the end record counts %d bytes, the file has %d", ErrNotStream, got, n)
 	}
-	sum := make([]byte, sha256.Size)
-	if _, err := io.ReadFull(r, sum); err != nil {
-		return fmt.Errorf("%w: the checksum is missing (cut short?)", ErrNotStream)
-	}
-	if !bytes.Equal(sum, h.Sum(nil)) {
-		return fmt.Errorf("%w: the checksum does not match (damaged?)", ErrNotStream)
+	if h != nil {
+		h.Write(end)
+		sum := make([]byte, sha256.Size)
+		if _, err := io.ReadFull(r, sum); err != nil {
+			return fmt.Errorf("%w: it ends inside the checksum (cut short?)", ErrNotStream)
+		}
+		if !bytes.Equal(sum, h.Sum(nil)) {
+			return fmt.Errorf("%w: the checksum does not match (the file is damaged)", ErrNotStream)
+		}
 	}
 	if _, err := r.ReadByte(); err != io.EOF {
-		return fmt.Errorf("%w: bytes after the end record", ErrNotStream)
+		return fmt.Errorf("%w: data after the end record", ErrNotStream)
 	}
-	return bw.Flush()
+	return nil
+}
+
+// notABackup words the refusal of a file without a backup header: most
+// such files are not backups at all (someone picked the wrong file), and
+// the reason found reading it as a backup of format 1 ("ends without
+// Hearth's end record") would only puzzle them.
+func notABackup(err error, empty bool) error {
+	if !errors.Is(err, ErrNotStream) {
+		return err
+	}
+	if empty {
+		return fmt.Errorf("%w: the file is empty", ErrNotStream)
+	}
+	detail := strings.TrimPrefix(err.Error(), ErrNotStream.Error()+": ")
+	return fmt.Errorf("%w: this file is not a Hearth backup (a backup made by caddy hearth backup starts with the line %s, this one does not; read as a backup from before that line, %s)",
+		ErrNotStream, strings.TrimSpace(StreamMagic), detail)
 }

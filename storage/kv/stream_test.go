@@ -13,8 +13,8 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
-// A backup written by Badger's stream lists every version of a key, newest
-// first: only the newest is a record (reading the older ones after it made
+// A backup of format 2 (Badger's frames, decoded without Badger) written by
+// Badger's stream lists every version of a key, newest first: only the newest is a record (reading the older ones after it made
 // an import keep an old value, or pick one at random). And a backup written
 // by Badger's DB.Backup (storage.Backup before it left them out) carries
 // delete markers: a key with no value and Meta's bit 0
@@ -33,7 +33,7 @@ func TestReadStreamSkipsBadgerDeleteMarkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	b.WriteString(kv.StreamMagic)
+	b.WriteString("HEARTH-BACKUP-2\n") // format 2
 	b.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(frame))))
 	b.Write(frame)
 	b.Write(binary.LittleEndian.AppendUint64(nil, ^uint64(0)))

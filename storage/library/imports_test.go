@@ -248,8 +248,9 @@ func TestImportItemTooBigForOneTransactionFailsAlone(t *testing.T) {
 }
 
 // A backup taken after a member deleted their account holds nothing of it:
-// Badger's backup stream carries a delete marker, with the key, for every
-// record deleted since the last compaction, and item keys name the title.
+// item keys name the title, and Badger keeps a delete marker, with the key,
+// for every record deleted since the last compaction (a backup of Badger's
+// own stream carried them).
 func TestBackupAfterDeleteMemberHoldsNoTraceOfIt(t *testing.T) {
 	st, m := openSavedTest(t)
 	if _, err := members.Of(st).CreateMember(t.Context(), "keeper", "", "keeper password"); err != nil {

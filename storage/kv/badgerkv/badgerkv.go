@@ -6,7 +6,7 @@
 // Durability (unless Options.NoSync): a commit is on disk when Update
 // returns, as with storage.Store. Badger runs with SyncWrites off and the
 // engine syncs Badger's log files itself once per group of concurrent
-// commits (durable.go, storage/durable.go's group commit): Badger's own
+// commits (durable.go, the group commit): Badger's own
 // SyncWrites syncs the memtable log once per transaction, and its public
 // DB.Sync misses the log of a memtable made immutable just before it. An
 // Async commit survives a crash of the process at once and is synced within
@@ -210,8 +210,8 @@ func (e *Engine) flushSoon() {
 	})
 }
 
-// DB is the Badger database, for what stays Badger-specific (value-log GC,
-// size, offline restore).
+// DB is the Badger database, for tests of what only Badger's own reads
+// show.
 func (e *Engine) DB() *badger.DB { return e.db }
 
 func (e *Engine) enter(ctx context.Context) error {
@@ -498,21 +498,24 @@ func (e *Engine) Export(ctx context.Context, fn func(kv.Record) error) error {
 	})
 }
 
-// Import implements kv.Engine. ImportReplace drops every key first
-// (Badger's DropAll), then writes the records: not atomic (see kv.Engine).
-// The records are checked as they come; a bad one stops the import with
-// ErrInvalid (the records before it stay written). Callers wanting "refused
-// input changes nothing" validate first: kv.ReadStream checks a whole
-// backup before yielding a record.
+// Import implements kv.Engine. ImportReplace wants the records in
+// ascending key order (a backup's) and walks them beside the current keys
+// (importReplace): not atomic (see kv.Engine). The records are checked as
+// they come; a bad one stops the import with ErrInvalid (the records before
+// it stay written). Callers wanting "refused input changes nothing"
+// validate first: kv.ReadStream checks a whole backup before yielding a
+// record.
 func (e *Engine) Import(ctx context.Context, next func() (kv.Record, error), mode kv.ImportMode) error {
 	if err := e.enter(ctx); err != nil {
 		return err
 	}
 	defer e.mu.RUnlock()
 	if mode == kv.ImportReplace {
-		if err := e.db.DropAll(); err != nil {
-			return mapErr(err)
+		if err := e.importReplace(ctx, next); err != nil {
+			return err
 		}
+		e.vlogWritten.Store(true)
+		return e.synced()
 	}
 	wb := e.db.NewWriteBatch()
 	defer wb.Cancel()

@@ -157,10 +157,10 @@ func BenchmarkEngine(b *testing.B) {
 }
 
 // BenchmarkSyncedCommitsParallel compares concurrent synchronous commits of
-// one read-modify-write each (a relay cursor raised) through today's
-// storage (its group commit, storage/durable.go) and through badgerkv (the
-// same group commit in durable.go here, through kv.RunTx), 16 writers on
-// distinct keys: the "within 10 %" target for durable writes.
+// one read-modify-write each (a relay cursor raised) through storage
+// (storage/agents' SetRelayCursor) and through badgerkv alone (kv.RunTx),
+// both on durable.go's group commit, 16 writers on distinct keys: what the
+// store's transaction wrapper adds to a durable write.
 func BenchmarkSyncedCommitsParallel(b *testing.B) {
 	var ids atomic.Int64
 	b.Run("storage", func(b *testing.B) {

@@ -14,9 +14,7 @@ import (
 	"time"
 )
 
-// This file is storage/durable.go's group commit, moved here for the
-// engine (storage keeps its copy until the domain layer runs on kv; then
-// that copy goes). It uses Badger's public API for every read and write and
+// This file is the group commit of Badger's commits. It uses Badger's public API for every read and write and
 // syncs Badger's log files by name: the file layout it relies on (memtable
 // logs %05d.mem numbered upwards, one created per new memtable before its
 // first write; value logs %06d.vlog; values of ValueThreshold bytes or more

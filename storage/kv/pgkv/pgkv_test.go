@@ -334,7 +334,7 @@ func TestSweepRunsOnItsOwn(t *testing.T) {
 // Two transactions each count a range and insert into it if it holds fewer
 // than one key: serially the second sees the first's insert. PostgreSQL's
 // predicate locks refuse the second commit; Badger does not see inserts into
-// a scanned range (storage/labels.go's guard keys exist for that), so this is
+// a scanned range (storage/shared.go's guard keys exist for that), so this is
 // PostgreSQL's test, not the conformance suite's.
 func TestRangeInsertSkewRefused(t *testing.T) {
 	e := open(t, newPrefix())

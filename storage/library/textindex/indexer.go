@@ -23,14 +23,9 @@ type Indexer struct {
 	wake  chan struct{}
 	stop  chan struct{}
 	done  sync.WaitGroup
-	// hold is read-held by each pass and held by Restore while Badger's
-	// Load runs: Load sets the next commit timestamp without the lock its
-	// transactions read it under, so no transaction may run beside it
-	// (badger v4.9.6 backup.go:268, found by the race detector).
+	// hold is read-held by each pass and held by a restore while it
+	// imports (the records are half there).
 	hold sync.RWMutex
-	// broken (under hold) is set by a failed Restore: the store is thrown
-	// away and its transactions would wait forever, so the indexer stops.
-	broken bool
 }
 
 // IndexerConfig says what an Indexer works on.
@@ -63,13 +58,8 @@ func (ix *Indexer) Look() { ix.Notify("") }
 // (Worker).
 func (ix *Indexer) Hold() { ix.hold.Lock() }
 
-// Release lets passes run again, or none ever again when broken (Worker).
-func (ix *Indexer) Release(broken bool) {
-	if broken {
-		ix.broken = true
-	}
-	ix.hold.Unlock()
-}
+// Release lets passes run again (Worker).
+func (ix *Indexer) Release() { ix.hold.Unlock() }
 
 // Stop ends the indexer and waits for it (Worker).
 func (ix *Indexer) Stop() {
@@ -135,9 +125,6 @@ func (ix *Indexer) run() {
 func (ix *Indexer) pass() (stopped bool) {
 	ix.hold.RLock()
 	defer ix.hold.RUnlock()
-	if ix.broken {
-		return true
-	}
 	ix.mu.Lock()
 	all, dirty := ix.all, ix.dirty
 	ix.all, ix.dirty = false, map[string]bool{}
