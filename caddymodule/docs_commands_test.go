@@ -1,6 +1,10 @@
 package caddymodule
 
 import (
+	"bytes"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -157,5 +161,104 @@ func TestDocsNameOnlyFilesOfTheRepository(t *testing.T) {
 	}
 	if checked < 50 {
 		t.Fatalf("only %d paths checked: the patterns no longer find the docs' paths", checked)
+	}
+}
+
+// TestCommentsNameOnlyFilesOfTheRepository: every path a comment names —
+// in Go code (tests included), templates, stylesheets, scripts (shell,
+// Python, Lua, JavaScript) and .ci/run — that starts in the repository's
+// top level names a file or folder that exists (a glob names at least one;
+// storage/... is the folder; a Go symbol after the path, as
+// storage/storagetest.Interleaver, names its package). A comment that
+// sends the reader to a file that moved or went is worse than none.
+func TestCommentsNameOnlyFilesOfTheRepository(t *testing.T) {
+	const root = ".."
+	top := map[string]bool{}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		top[e.Name()] = true
+	}
+	path := regexp.MustCompile(`[A-Za-z0-9_.*-]+(?:/[A-Za-z0-9_.*{}-]+)+`)
+	goSymbol := regexp.MustCompile(`^(.*/[a-z0-9_]+)\.[A-Z][A-Za-z0-9_]*$`)
+	// The comments of each kind of file.
+	hash := regexp.MustCompile(`(?m)(?:^|\s)#(.*)$`)
+	lua := regexp.MustCompile(`(?m)--(.*)$`)
+	js := regexp.MustCompile(`(?ms)//(.*?)$|/\*(.*?)\*/`)
+	markup := regexp.MustCompile(`(?s)\{\{-?\s*/\*(.*?)\*/|<!--(.*?)-->|/\*(.*?)\*/`)
+	comments := func(name string, b []byte) []string {
+		var out []string
+		collect := func(re *regexp.Regexp) {
+			for _, m := range re.FindAllSubmatch(b, -1) {
+				out = append(out, string(bytes.Join(m[1:], nil)))
+			}
+		}
+		switch ext := filepath.Ext(name); {
+		case ext == ".go":
+			f, err := parser.ParseFile(token.NewFileSet(), name, b, parser.ParseComments)
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				return nil
+			}
+			for _, c := range f.Comments {
+				out = append(out, c.Text())
+			}
+		case ext == ".sh" || ext == ".py" || filepath.Base(name) == "run":
+			collect(hash)
+		case ext == ".lua":
+			collect(lua)
+		case ext == ".js" || ext == ".mjs":
+			collect(js)
+		case ext == ".html" || ext == ".tmpl" || ext == ".css":
+			collect(markup)
+		}
+		return out
+	}
+	exists := func(p string) bool {
+		m, _ := filepath.Glob(filepath.Join(root, p))
+		return len(m) > 0
+	}
+	checked := 0
+	err = filepath.WalkDir(root, func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		for _, c := range comments(name, b) {
+			for _, p := range path.FindAllString(c, -1) {
+				p = strings.TrimRight(p, ".")
+				first, _, _ := strings.Cut(p, "/")
+				if !top[first] {
+					continue
+				}
+				checked++
+				file := strings.TrimSuffix(p, "/...")
+				if sym := goSymbol.FindStringSubmatch(file); sym != nil && !exists(file) {
+					file = sym[1]
+				}
+				if !exists(file) {
+					rel, _ := filepath.Rel(root, name)
+					t.Errorf("%s: a comment names %s, which is not in the repository", rel, p)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 100 {
+		t.Fatalf("only %d paths checked: the patterns no longer find the comments' paths", checked)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // addArticleFromUrl answers at once, as Inboxt's does (it queues a job:
 // saved-item-manager.service.ts processAndCreateArticle, Inboxt/inboxt@45f4314),
 // and fetches the page in the background. The store holds the queue
-// (storage/fetches.go): a pending item is saved with its pending-fetch entry
+// (storage/library/fetches.go): a pending item is saved with its pending-fetch entry
 // before the answer, so nothing acknowledged is lost if the process stops;
 // New starts fetching whatever is pending, including what an earlier process
 // left unfinished.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -425,5 +426,43 @@ func TestRateLimitHeadersAgree(t *testing.T) {
 	}
 	if r.Header.Get("X-RateLimit-Limit") != "2" || r.Header.Get("X-RateLimit-Remaining") != "0" {
 		t.Fatalf("X-RateLimit-Limit %q Remaining %q", r.Header.Get("X-RateLimit-Limit"), r.Header.Get("X-RateLimit-Remaining"))
+	}
+}
+
+// TestRoutesAnswerOtherMethodsAsMastodon: every endpoint declared with its
+// methods answers another method with Mastodon's 405 (the methods in Allow,
+// a JSON error), with or without a trailing slash; a path of ours with
+// another segment after it, or not clean, is no route (Mastodon's JSON 404
+// under /api and /oauth, not served otherwise), never a redirect.
+func TestRoutesAnswerOtherMethodsAsMastodon(t *testing.T) {
+	f := newFixture(t)
+	for path, allowed := range map[string]string{
+		oauth.AppsPath: "POST", oauth.AppsVerifyPath: "GET", oauth.TokenPath: "POST", oauth.RevokePath: "POST",
+		oauth.VerifyCredentialsPath: "GET", oauth.MetadataPath: "GET", oauth.InstanceV1Path: "GET",
+		oauth.InstanceV2Path: "GET", oauth.MissingAvatarPath: "GET", oauth.MissingHeaderPath: "GET",
+		oauth.UserinfoPath: "GET, POST", oauth.NodeInfoWellKnownPath: "GET", oauth.NodeInfo20Path: "GET",
+		oauth.NodeInfo21Path: "GET", oauth.DiscoveryPath: "GET", oauth.JWKSPath: "GET", oauth.IntrospectPath: "POST",
+	} {
+		for _, p := range []string{path, path + "/"} {
+			r := f.request(http.MethodDelete, p, "", nil)
+			if r.StatusCode != http.StatusMethodNotAllowed || r.Header.Get("Allow") != allowed ||
+				r.body != `{"error":"This method is not allowed here"}` || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+				t.Errorf("DELETE %s: %d, Allow %q, %s %q", p, r.StatusCode, r.Header.Get("Allow"), r.Header.Get("Content-Type"), r.body)
+			}
+			if !f.srv.Handles(&http.Request{Method: http.MethodDelete, URL: &url.URL{Path: p}}) {
+				t.Errorf("Handles(DELETE %s) = false", p)
+			}
+		}
+	}
+	for _, p := range []string{oauth.AppsPath + "/x", "/api/v1/./apps", "/api/v1//apps", oauth.InstanceV1Path + "//"} {
+		// Caddy hands an unserved API path to ServeHTTP for the 404.
+		rec := httptest.NewRecorder()
+		f.srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
+		if rec.Code != http.StatusNotFound || rec.Body.String() != `{"error":"Record not found"}` {
+			t.Errorf("GET %s: %d %q, want Mastodon's 404", p, rec.Code, rec.Body.String())
+		}
+		if f.srv.Handles(&http.Request{Method: http.MethodGet, URL: &url.URL{Path: p}}) {
+			t.Errorf("Handles(GET %s) = true", p)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"html/template"
 	"net"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -173,6 +174,7 @@ type Server struct {
 	failedCodes   ratelimit.Counter // keyed by member ID; fails closed (code guesses)
 	auth          *access.Authenticator
 	log           *zap.Logger
+	mux           *http.ServeMux // routes
 }
 
 // New returns the server backed by store.
@@ -185,6 +187,7 @@ func New(store *storage.Store, opts Options) *Server {
 		auth:          &access.Authenticator{Store: store, Logger: opts.Logger},
 		log:           opts.Logger,
 	}
+	s.mux = s.routes()
 	if opts.TokenLimit > 0 {
 		s.tokens = opts.RateLimits.Counter(ratelimit.Limit{Name: "oauth.token", N: opts.TokenLimit, Window: opts.TokenWindow})
 	}
@@ -195,17 +198,70 @@ func New(store *storage.Store, opts Options) *Server {
 	return s
 }
 
-// Handles reports whether r is for one of the server's endpoints, with or
-// without a trailing slash (Rails routing ignores one, and clients send it:
-// toot 0.34 opens /oauth/authorize/, Mastodon.py 1.8 reads /api/v1/instance/).
-func (s *Server) Handles(r *http.Request) bool {
-	switch endpoint(r.URL.Path) {
-	case AppsPath, AppsVerifyPath, AuthorizePath, TokenPath, RevokePath, VerifyCredentialsPath,
-		MetadataPath, InstanceV1Path, InstanceV2Path, MissingAvatarPath, MissingHeaderPath,
-		UserinfoPath, NodeInfoWellKnownPath, NodeInfo20Path, NodeInfo21Path:
-		return true
+// routes declares the server's endpoints, each once: its path and the
+// methods it answers (Go's method patterns; GET answers HEAD too), with or
+// without one trailing slash (Rails routing ignores one, and clients send
+// it: toot 0.34 opens /oauth/authorize/, Mastodon.py 1.8 reads
+// /api/v1/instance/). Another method on a known path gets Mastodon's 405
+// (allow); a route declared without methods checks them itself. A
+// member's page, /@username, is no pattern Go's mux can say (a wildcard is
+// a whole segment): Handles and ServeHTTP add it.
+func (s *Server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	route := func(path string, h http.HandlerFunc, methods ...string) {
+		for _, p := range []string{path, path + "/{$}"} {
+			if len(methods) == 0 {
+				mux.HandleFunc(p, h)
+				continue
+			}
+			for _, m := range methods {
+				mux.HandleFunc(m+" "+p, h)
+			}
+			mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { allow(w, r, methods...) })
+		}
 	}
-	return isOIDCPath(endpoint(r.URL.Path)) || (r.Method != http.MethodOptions && strings.HasPrefix(r.URL.Path, ProfilePathPrefix))
+	get, post := http.MethodGet, http.MethodPost
+	route(AppsPath, s.serveRegister, post)
+	route(AppsVerifyPath, s.serveAppVerify, get)
+	route(AuthorizePath, s.serveAuthorize)
+	route(TokenPath, s.serveToken, post)
+	route(RevokePath, s.serveRevoke, post)
+	route(VerifyCredentialsPath, s.serveVerifyCredentials, get)
+	route(MetadataPath, s.serveMetadata, get)
+	route(InstanceV1Path, s.serveInstanceV1, get)
+	route(InstanceV2Path, s.serveInstanceV2, get)
+	route(MissingAvatarPath, servePlaceholder, get)
+	route(MissingHeaderPath, servePlaceholder, get)
+	route(UserinfoPath, s.serveUserinfo, get, post)
+	for _, p := range []string{NodeInfoWellKnownPath, NodeInfo20Path, NodeInfo21Path} {
+		route(p, func(w http.ResponseWriter, r *http.Request) { s.serveNodeInfo(w, r, p) }, get)
+	}
+	// The OpenID provider's own endpoints.
+	route(DiscoveryPath, s.serveDiscovery, get)
+	route(JWKSPath, s.serveJWKS, get)
+	route(IntrospectPath, s.serveIntrospect, post)
+	route(EndSessionPath, s.serveEndSession)
+	return mux
+}
+
+// match is the handler of r's route, or nil. A path that is not clean
+// (//, /./, /../) is no route of ours, as before the mux: Go's mux would
+// answer it with a redirect.
+func (s *Server) match(r *http.Request) http.Handler {
+	if p := r.URL.Path; path.Clean(p) != strings.TrimSuffix(p, "/") {
+		return nil
+	}
+	h, pattern := s.mux.Handler(r)
+	if pattern == "" {
+		return nil
+	}
+	return h
+}
+
+// Handles reports whether r is for one of the server's endpoints (routes),
+// with or without a trailing slash.
+func (s *Server) Handles(r *http.Request) bool {
+	return s.match(r) != nil || (r.Method != http.MethodOptions && strings.HasPrefix(r.URL.Path, ProfilePathPrefix))
 }
 
 // endpoint is path without one trailing slash.
@@ -243,73 +299,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	switch path {
-	case AppsPath:
-		if !allow(w, r, http.MethodPost) {
-			return
-		}
-		s.serveRegister(w, r)
-	case AppsVerifyPath:
-		if !allow(w, r, http.MethodGet) {
-			return
-		}
-		s.serveAppVerify(w, r)
-	case AuthorizePath:
-		s.serveAuthorize(w, r)
-	case TokenPath:
-		if !allow(w, r, http.MethodPost) {
-			return
-		}
-		s.serveToken(w, r)
-	case RevokePath:
-		if !allow(w, r, http.MethodPost) {
-			return
-		}
-		s.serveRevoke(w, r)
-	case VerifyCredentialsPath:
-		if !allow(w, r, http.MethodGet) {
-			return
-		}
-		s.serveVerifyCredentials(w, r)
-	case MetadataPath:
-		if !allow(w, r, http.MethodGet) {
-			return
-		}
-		s.serveMetadata(w, r)
-	case InstanceV1Path:
-		if !allow(w, r, http.MethodGet) {
-			return
-		}
-		s.serveInstanceV1(w, r)
-	case InstanceV2Path:
-		if !allow(w, r, http.MethodGet) {
-			return
-		}
-		s.serveInstanceV2(w, r)
-	case MissingAvatarPath, MissingHeaderPath:
-		if !allow(w, r, http.MethodGet) {
-			return
-		}
-		servePlaceholder(w, r)
-	case UserinfoPath:
-		if !allow(w, r, http.MethodGet, http.MethodPost) {
-			return
-		}
-		s.serveUserinfo(w, r)
-	case NodeInfoWellKnownPath, NodeInfo20Path, NodeInfo21Path:
-		if !allow(w, r, http.MethodGet) {
-			return
-		}
-		s.serveNodeInfo(w, r, path)
-	default:
-		if strings.HasPrefix(path, ProfilePathPrefix) {
-			s.serveProfile(w, r)
-			return
-		}
-		if !s.serveOIDC(w, r, path) {
-			NotFound(w)
-		}
+	if h := s.match(r); h != nil {
+		h.ServeHTTP(w, r)
+		return
 	}
+	if strings.HasPrefix(path, ProfilePathPrefix) {
+		s.serveProfile(w, r)
+		return
+	}
+	NotFound(w)
 }
 
 // cors answers preflight requests and adds CORS headers the way Mastodon's

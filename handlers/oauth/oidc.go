@@ -69,37 +69,6 @@ func (s *Server) keyPolicy() grants.KeyPolicy {
 	return grants.KeyPolicy{Rotation: s.opts.KeyRotation, PublishAhead: s.opts.KeyPublishAhead, Retain: s.opts.IDTokenLifetime + time.Minute}
 }
 
-func isOIDCPath(path string) bool {
-	switch path {
-	case DiscoveryPath, JWKSPath, IntrospectPath, EndSessionPath:
-		return true
-	}
-	return false
-}
-
-// serveOIDC serves the OpenID provider's own endpoints; false for others.
-func (s *Server) serveOIDC(w http.ResponseWriter, r *http.Request, path string) bool {
-	switch path {
-	case DiscoveryPath:
-		if allow(w, r, http.MethodGet) {
-			s.serveDiscovery(w, r)
-		}
-	case JWKSPath:
-		if allow(w, r, http.MethodGet) {
-			s.serveJWKS(w, r)
-		}
-	case IntrospectPath:
-		if allow(w, r, http.MethodPost) {
-			s.serveIntrospect(w, r)
-		}
-	case EndSessionPath:
-		s.serveEndSession(w, r)
-	default:
-		return false
-	}
-	return true
-}
-
 // issuer is the issuer identifier: the same string as the RFC 8414
 // document's, trailing slash included, which relying parties compare
 // byte for byte.
