@@ -227,3 +227,63 @@ func TestRareWordWithABacklog(t *testing.T) {
 		t.Fatalf("a rare word with 600 items pending: %+v, %v; want its one item", page, err)
 	}
 }
+
+// Writers that outrun the indexer wait for it: after each commit of a burst
+// of saves (an import's), at most maxTextBacklog texts wait, so a store
+// closed right after the burst opens with a backlog a search verifies
+// itself, and a rare word is found from the first request.
+func TestWritersKeepTheTextBacklogBounded(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	st, err := storage.Open(dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(d time.Duration) { textIndexDelay = d }(textIndexDelay)
+	textIndexDelay = 500 * time.Millisecond // as in production: texts gather
+	const n = 3 * maxTextBacklog
+	for i := 0; i < n; i += 500 {
+		err := st.Update(t.Context(), func(tx *storage.Tx) error {
+			for j := i; j < i+500; j++ {
+				at := storage.Now()
+				text := "plain words of item " + strconv.Itoa(j)
+				if j == n-10 {
+					text += " zyzzyva"
+				}
+				it := &SavedItem{ID: testID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive, Title: "t", CreatedAt: at, UpdatedAt: at}
+				if err := writeItem(tx, itemChange{it: it, content: &ItemContent{Text: text}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var waiting uint64
+		if err := st.View(t.Context(), func(tx *storage.Tx) error {
+			waiting, err = memberIndex(m.ID).Waiting(tx)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > maxTextBacklog {
+			t.Fatalf("after %d saves, %d texts wait for the index; want at most %d", i+500, waiting, maxTextBacklog)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = storage.Open(dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "zyzzyva"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("a rare word right after the open: %+v, %v; want its one item", page, err)
+	}
+}

@@ -42,7 +42,8 @@ func libraryBeforeCommit(tx *storage.Tx) error {
 }
 
 // libraryAfterCommit tells the search indexer which members' texts
-// changed, then brings the highlights left out in step.
+// changed (and holds a writer that left too many waiting: maxTextBacklog),
+// then brings the highlights left out in step.
 func libraryAfterCommit(ctx context.Context, st *storage.Store, tx *storage.Tx) error {
 	lt := libraryState.Peek(tx)
 	if lt == nil {
@@ -51,6 +52,9 @@ func libraryAfterCommit(ctx context.Context, st *storage.Store, tx *storage.Tx) 
 	s := Of(st)
 	for _, m := range lt.textMembers {
 		s.textIndex().Notify(m)
+	}
+	for _, m := range lt.textMembers {
+		s.waitForTextBacklog(ctx, m)
 	}
 	if len(lt.highlightsLeft) > 0 {
 		return s.finishHighlightCopies(ctx, lt.highlightsLeft)

@@ -115,6 +115,48 @@ var textIndexDelay = 500 * time.Millisecond
 // textIndexPaused keeps texts pending (tests of searches meanwhile).
 var textIndexPaused atomic.Bool
 
+// maxTextBacklog bounds the texts waiting for a member's search index. A
+// writer whose commit leaves more (an import outrunning the indexer) waits
+// until the indexer has brought them under it (waitForTextBacklog), so
+// that whenever the store is opened again — a restart, a crash, a restore
+// of a backup — a search verifies at most this many waiting texts itself:
+// a rare word is answered from the first request, never too broad. (A store
+// written before the index still builds it in the background.)
+const maxTextBacklog = 2000
+
+// textBacklogWait bounds one writer's wait: an indexer that fails (it logs
+// why) lets writers go on.
+const textBacklogWait = 30 * time.Second
+
+// waitForTextBacklog returns once memberID's waiting texts are at most
+// maxTextBacklog, textBacklogWait has passed, ctx has ended or the store
+// is closing. The store's own work (ctx is its Background: the indexer's
+// catch-up, migrations, fetches) does not wait: the indexer would wait on
+// itself.
+func (s Store) waitForTextBacklog(ctx context.Context, memberID string) {
+	if ctx == s.st.Background() || textIndexPaused.Load() {
+		return
+	}
+	deadline := time.Now().Add(textBacklogWait)
+	for {
+		var n uint64
+		if err := s.st.View(ctx, func(tx *storage.Tx) error {
+			var err error
+			n, err = memberIndex(memberID).Waiting(tx)
+			return err
+		}); err != nil || n <= maxTextBacklog || time.Now().After(deadline) {
+			return // a failed read: the commit is done, the wait is only a brake
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.st.Background().Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // indexMember builds what a member's items lack, then indexes their
 // pending texts, until stopping reports true.
 func (s Store) indexMember(memberID string, stopping func() bool) error {

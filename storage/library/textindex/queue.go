@@ -73,3 +73,24 @@ func (x Index) place(tx *storage.Tx, id string, hasText, wide bool, doc uint32) 
 	}
 	return tx.Put(x.docIDKey(doc), []byte(id), 0)
 }
+
+// Waiting is how many entries the queue holds that the indexer has not
+// taken yet (a document queued twice counts twice): two reads, whatever
+// the queue's length.
+func (x Index) Waiting(tx *storage.Tx) (uint64, error) {
+	meta, err := x.ReadMeta(tx)
+	if err != nil {
+		return 0, err
+	}
+	b, err := tx.Get(x.queueKey())
+	if errors.Is(err, storage.ErrNotFound) || err == nil && len(b) != 8 {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if seq := binary.BigEndian.Uint64(b); seq > meta.PendingFrom {
+		return seq - meta.PendingFrom, nil
+	}
+	return 0, nil
+}
