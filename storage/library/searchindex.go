@@ -147,6 +147,7 @@ func (s Store) waitForTextBacklog(ctx context.Context, memberID string) {
 		}); err != nil || n <= maxTextBacklog || time.Now().After(deadline) {
 			return // a failed read: the commit is done, the wait is only a brake
 		}
+		s.textIndex().Urge(memberID)
 		select {
 		case <-ctx.Done():
 			return

@@ -20,6 +20,9 @@ type Indexer struct {
 	mu    sync.Mutex
 	dirty map[string]bool // keys with work, or all when all
 	all   bool
+	// urgent: someone waits for the work (Urge): the next pass starts
+	// without letting changes gather.
+	urgent bool
 	wake  chan struct{}
 	stop  chan struct{}
 	done  sync.WaitGroup
@@ -78,6 +81,15 @@ func (ix *Indexer) Stopping() bool {
 	}
 }
 
+// Urge marks key as having work someone waits for: the next pass starts
+// at once, without the delay that lets changes gather.
+func (ix *Indexer) Urge(key string) {
+	ix.mu.Lock()
+	ix.urgent = true
+	ix.mu.Unlock()
+	ix.Notify(key)
+}
+
 // Notify marks a key (or all, with "") as having work.
 func (ix *Indexer) Notify(key string) {
 	ix.mu.Lock()
@@ -102,12 +114,14 @@ func (ix *Indexer) run() {
 		case <-ix.wake:
 		}
 		ix.mu.Lock()
-		look := ix.all
+		now := ix.all || ix.urgent
+		ix.urgent = false
 		ix.mu.Unlock()
 		// Changes gather for a while, but after an open or a restore
-		// (Look) nothing is gathering: the catch-up starts at once, so
-		// that searches read a backlog for as short a time as can be.
-		if d := ix.cfg.Delay(); d > 0 && !look {
+		// (Look) nothing is gathering, and a writer held back (Urge)
+		// waits: the pass starts at once, so that searches read a
+		// backlog for as short a time as can be.
+		if d := ix.cfg.Delay(); d > 0 && !now {
 			select {
 			case <-ix.stop:
 				return
