@@ -23,9 +23,9 @@ type Indexer struct {
 	// urgent: someone waits for the work (Urge): the next pass starts
 	// without letting changes gather.
 	urgent bool
-	wake  chan struct{}
-	stop  chan struct{}
-	done  sync.WaitGroup
+	wake   chan struct{}
+	stop   chan struct{}
+	done   sync.WaitGroup
 	// hold is read-held by each pass and held by a restore while it
 	// imports (the records are half there).
 	hold sync.RWMutex
