@@ -99,26 +99,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dst.Close()
-	ms, err := members.Of(dst).Members(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, m := range ms {
-		names = append(names, fmt.Sprintf("%s/%v", m.Username, m.Suspended))
-	}
-	if strings.Join(names, ",") != "alice/false,bob/true" {
-		t.Fatalf("restored members: %v", names)
-	}
-	if m, err := members.Of(dst).Authenticate(t.Context(), "alice", "correct horse"); err != nil || m.ID != alice.ID || m.DisplayName != "Alice" {
-		t.Fatalf("restored alice: %+v, %v", m, err)
-	}
-	if m, err := members.Of(dst).SessionMember(t.Context(), sid); err != nil || m.ID != alice.ID {
-		t.Fatalf("restored session: %v, %v", m, err)
-	}
-	if _, err := members.Of(dst).CreateMember(t.Context(), "ALICE", "", "correct horse"); !errors.Is(err, storage.ErrConflict) {
-		t.Fatalf("unique index not restored: %v", err)
-	}
+	checkRestoredMembers(t, dst, alice.ID, sid)
 
 	old, err := storage.Open(prev, storage.Options{})
 	if err != nil {
@@ -264,4 +245,31 @@ func testSurvivesSIGKILL(t *testing.T, sync string) {
 		t.Fatal(err)
 	}
 	t.Logf("all %d acknowledged records present after SIGKILL", acked+1)
+}
+
+// checkRestoredMembers fails unless st holds the members of a restored
+// backup: alice (display name Alice, password "correct horse") with the
+// session sid, bob suspended, and the unique index of usernames.
+func checkRestoredMembers(t *testing.T, st *storage.Store, aliceID, sid string) {
+	t.Helper()
+	ms, err := members.Of(st).Members(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range ms {
+		names = append(names, fmt.Sprintf("%s/%v", m.Username, m.Suspended))
+	}
+	if strings.Join(names, ",") != "alice/false,bob/true" {
+		t.Fatalf("restored members: %v", names)
+	}
+	if m, err := members.Of(st).Authenticate(t.Context(), "alice", "correct horse"); err != nil || m.ID != aliceID || m.DisplayName != "Alice" {
+		t.Fatalf("restored alice: %+v, %v", m, err)
+	}
+	if m, err := members.Of(st).SessionMember(t.Context(), sid); err != nil || m.ID != aliceID {
+		t.Fatalf("restored session: %+v, %v", m, err)
+	}
+	if _, err := members.Of(st).CreateMember(t.Context(), "ALICE", "", "correct horse"); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("unique index not restored: %v", err)
+	}
 }

@@ -21,7 +21,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync"
@@ -510,44 +509,8 @@ func (e *Engine) Import(ctx context.Context, next func() (kv.Record, error), mod
 		return err
 	}
 	defer e.mu.RUnlock()
-	if mode == kv.ImportReplace {
-		if err := e.importReplace(ctx, next); err != nil {
-			return err
-		}
-		e.vlogWritten.Store(true)
-		return e.synced()
-	}
-	wb := e.db.NewWriteBatch()
-	defer wb.Cancel()
-	now := uint64(time.Now().Unix())
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		r, err := next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if err := kv.CheckKey(r.Key); err != nil {
-			return err
-		}
-		if err := kv.CheckValue(r.Value); err != nil {
-			return err
-		}
-		if r.ExpiresAt != 0 && r.ExpiresAt <= now {
-			continue
-		}
-		en := badger.NewEntry(bytes.Clone(r.Key), bytes.Clone(r.Value))
-		en.ExpiresAt = r.ExpiresAt
-		if err := wb.SetEntry(en); err != nil {
-			return mapErr(err)
-		}
-	}
-	if err := wb.Flush(); err != nil {
-		return mapErr(err)
+	if err := e.importRecords(ctx, next, mode == kv.ImportReplace); err != nil {
+		return err
 	}
 	e.vlogWritten.Store(true)
 	return e.synced()

@@ -72,28 +72,32 @@ func (e *Engine) Size() (tables, logs int64) {
 	return e.db.Size()
 }
 
-// importReplace makes the database hold exactly the records next yields,
-// in ascending key order (a backup's): keys it lacks are deleted and the
-// others written with their expiry, through write batches walked beside an
-// iterator over the current keys. Readers see old and new records mixed
-// meanwhile, never an empty store (as Badger's DropAll would show them);
-// a failure part-way leaves the mix (kv.Engine's Import: not atomic).
-func (e *Engine) importReplace(ctx context.Context, next func() (kv.Record, error)) error {
-	txn := e.db.NewTransaction(false)
-	defer txn.Discard()
-	it := txn.NewIterator(badger.IteratorOptions{}) // keys only
-	defer it.Close()
-	it.Rewind()
+// importRecords writes the records next yields, with their expiry,
+// through write batches. With replace the database holds exactly them
+// afterwards: they must come in ascending key order (a backup's), and the
+// current keys they lack are deleted as an iterator over them walks beside
+// (readers see old and new records mixed meanwhile, never an empty store
+// as Badger's DropAll would show them; a failure part-way leaves the mix).
+func (e *Engine) importRecords(ctx context.Context, next func() (kv.Record, error), replace bool) error {
 	wb := e.db.NewWriteBatch()
 	defer wb.Cancel()
 	// dropBefore deletes the current keys below key (all of them for nil).
-	dropBefore := func(key []byte) error {
-		for ; it.Valid() && (key == nil || bytes.Compare(it.Item().Key(), key) < 0); it.Next() {
-			if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
-				return mapErr(err)
+	dropBefore := func([]byte) error { return nil }
+	var it *badger.Iterator
+	if replace {
+		txn := e.db.NewTransaction(false)
+		defer txn.Discard()
+		it = txn.NewIterator(badger.IteratorOptions{}) // keys only
+		defer it.Close()
+		it.Rewind()
+		dropBefore = func(key []byte) error {
+			for ; it.Valid() && (key == nil || bytes.Compare(it.Item().Key(), key) < 0); it.Next() {
+				if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
+					return mapErr(err)
+				}
 			}
+			return nil
 		}
-		return nil
 	}
 	now := uint64(time.Now().Unix())
 	var last []byte
@@ -114,17 +118,19 @@ func (e *Engine) importReplace(ctx context.Context, next func() (kv.Record, erro
 		if err := kv.CheckValue(r.Value); err != nil {
 			return err
 		}
-		if last != nil && bytes.Compare(r.Key, last) <= 0 {
-			return fmt.Errorf("%w: records to replace with are not in ascending key order (%q after %q)", kv.ErrInvalid, r.Key, last)
-		}
-		last = append(last[:0], r.Key...)
-		if err := dropBefore(r.Key); err != nil {
-			return err
+		if replace {
+			if last != nil && bytes.Compare(r.Key, last) <= 0 {
+				return fmt.Errorf("%w: records to replace with are not in ascending key order (%q after %q)", kv.ErrInvalid, r.Key, last)
+			}
+			last = append(last[:0], r.Key...)
+			if err := dropBefore(r.Key); err != nil {
+				return err
+			}
 		}
 		if r.ExpiresAt != 0 && r.ExpiresAt <= now {
-			continue // an equal current key is dropped with the next record's
+			continue // with replace, an equal current key is dropped with the next record's
 		}
-		if it.Valid() && bytes.Equal(it.Item().Key(), r.Key) {
+		if it != nil && it.Valid() && bytes.Equal(it.Item().Key(), r.Key) {
 			it.Next() // overwritten
 		}
 		en := badger.NewEntry(bytes.Clone(r.Key), bytes.Clone(r.Value))
