@@ -63,6 +63,9 @@ func seed(args []string) error {
 	export := fs.String("csv", "", "with -corpus: write the items as CSV to this file")
 	dsn := fs.String("postgres", "", "seed the store in this PostgreSQL database instead of Badger in -dir")
 	prefix := fs.String("prefix", "", "with -postgres: the table prefix (storage postgres { prefix })")
+	labelEvery := fs.Int("label-every", 0, "put the label \"news\" on every Nth item (0: no labels)")
+	rare := fs.String("rare", "", "a word planted in the text of 10 items spread over the list")
+	articleBytes := fs.Int("article-bytes", 0, "give the newest item an article of this many bytes of HTML")
 	fs.Parse(args)
 	off := false
 	opts := storage.Options{SyncWrites: &off, GCInterval: -1}
@@ -84,16 +87,36 @@ func seed(args []string) error {
 	if err != nil {
 		return err
 	}
+	var labels []string
+	if *labelEvery > 0 {
+		l, err := library.Of(st).CreateLabel(context.Background(), m.ID, "news", "#336699")
+		if err != nil {
+			return err
+		}
+		labels = []string{l.ID}
+	}
 	ids := make([]string, 0, *items)
 	for n := 0; n < *items; n++ {
-		it, _, err := library.Of(st).SaveItem(context.Background(), m.ID, library.NewItem{
+		item := library.NewItem{
 			URL:         fmt.Sprintf("https://example.com/articles/%d", n),
 			Title:       fmt.Sprintf("Article number %d about bread", n),
 			Description: "A saved article for the benchmark.",
 			WordCount:   300 + n%2000,
 			HTML:        "<p>Flour, water, salt and yeast.</p>",
 			Text:        "Flour, water, salt and yeast.",
-		})
+		}
+		if *labelEvery > 0 && n%*labelEvery == 0 {
+			item.LabelIDs = labels
+		}
+		if *rare != "" && n%max(1, *items/10) == *items/20 {
+			item.HTML = "<p>Flour, water, salt and " + *rare + ".</p>"
+			item.Text = "Flour, water, salt and " + *rare + "."
+		}
+		if *articleBytes > 0 && n == *items-1 {
+			item.HTML, item.Text = article(*articleBytes)
+			item.WordCount = len(strings.Fields(item.Text))
+		}
+		it, _, err := library.Of(st).SaveItem(context.Background(), m.ID, item)
 		if err != nil {
 			return err
 		}
@@ -116,6 +139,22 @@ func seed(args []string) error {
 		return err
 	}
 	return st.Sync()
+}
+
+// article is HTML of about size bytes in paragraphs of plain prose, and its
+// text: the reader page's benchmark article.
+func article(size int) (html, text string) {
+	const para = "Bread is flour, water, salt and time; the dough rises while the baker waits, and the crust forms in the last minutes of the bake. "
+	var h, t strings.Builder
+	for h.Len() < size {
+		h.WriteString("<p>")
+		for range 4 {
+			h.WriteString(para)
+			t.WriteString(para)
+		}
+		h.WriteString("</p>\n")
+	}
+	return h.String(), t.String()
 }
 
 const pageOp = `query($query: GetEntriesInput!) { entries(query: $query) { pageInfo { hasNextPage endCursor } edges { cursor } } }`

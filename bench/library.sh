@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Loads the library pages of hearth_graphql in a real Caddy with wrk on
+# loopback, as a signed-in member: the library page (the inbox, 50 items of
+# LARGE saved), two search pages (label: and a rare word), and the reader
+# page of a 5 KB article, each against Caddy's own `respond` serving a body
+# of the same size in the same binary and run.
+#
+#   bash bench/library.sh          # from the repository root; needs wrk and curl
+#   LARGE=10000 DURATION=5s bash bench/library.sh
+#
+# Env: DURATION (default 10s), CONNS (default 16), THREADS (default 2),
+# LARGE (default 100000) items, ROUNDS (default 2) alternating runs of each
+# figure, KEEP (a directory where the seeded store is kept and reused),
+# CADDY (a caddy binary to run instead of building this tree's).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-10s}
+CONNS=${CONNS:-16}
+THREADS=${THREADS:-2}
+LARGE=${LARGE:-100000}
+ROUNDS=${ROUNDS:-2}
+PORT=${PORT:-8096}
+ADMIN=${ADMIN:-localhost:2096}
+SITE=http://localhost:$PORT
+RARE=zanzibarite
+
+command -v wrk >/dev/null || { echo "bench: install wrk (apt-get install wrk)" >&2; exit 1; }
+work=$(mktemp -d)
+keep=${KEEP:-$work}
+mkdir -p "$keep"
+caddy_pid=
+trap '[ -n "$caddy_pid" ] && kill $caddy_pid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+mkdir -p bench/results
+caddy=${CADDY:-bench/results/caddy}
+[ -n "${CADDY:-}" ] || go build -tags nobadger,nomysql,nopgx -o bench/results/caddy ./cmd/caddy
+go build -o bench/results/gqlbench ./bench/gqlbench
+
+dir=$keep/library-$LARGE
+if [ ! -f "$dir.done" ]; then
+	rm -rf "$dir"
+	# A label on one item in 20, the rare word in 10 items, and a 5 KB
+	# article as the newest item.
+	bench/results/gqlbench seed -dir "$dir" -items "$LARGE" -highlights 1000 -label-every 20 -rare "$RARE" -article-bytes 5000
+	touch "$dir.done"
+fi
+
+# $1: a name, $2: its body (one respond route per page measured, the body
+# as long as that page).
+caddyfile() {
+	cat <<CADDY
+{
+	admin $ADMIN
+	http_port $PORT
+	log {
+		level ERROR
+	}
+	hearth {
+		storage_dir $dir
+	}
+}
+http://localhost:$PORT {
+$(for r in "$@"; do printf '\thandle /respond/%s {\n\t\trespond "%s"\n\t}\n' "${r%%=*}" "${r#*=}"; done)
+	hearth_graphql {
+		token_rate_limit off
+		member_rate_limit off
+	}
+}
+CADDY
+}
+caddyfile none=x >"$work/Caddyfile"
+"$caddy" run --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
+caddy_pid=$!
+for _ in $(seq 300); do curl -fs "$SITE/respond/none" >/dev/null && break; sleep 0.1; done
+
+# Sign in as the seeded member through the sign-in form, as a browser does.
+cookie=$(curl -fs -o /dev/null -D - "$SITE/auth/sign_in" -H "Origin: $SITE" -H 'Sec-Fetch-Site: same-origin' \
+	--data-urlencode username=bench --data-urlencode 'password=bench password 1' --data-urlencode return_to= |
+	sed -n 's/^[Ss]et-[Cc]ookie: \([^;]*\).*/\1/p' | paste -sd ';' | sed 's/;/; /g')
+[ -n "$cookie" ] || { echo "bench: sign-in gave no cookie" >&2; exit 1; }
+get() { curl -fs "$SITE$1" -H "Cookie: $cookie"; }
+item=$(get /library | grep -o 'href="/library/item/[^"?]*' | head -1 | sed 's/href="//')
+[ -n "$item" ] || { echo "bench: no item on the library page" >&2; exit 1; }
+pages=("library=/library" "label=/library?q=label:news" "rare=/library?q=$RARE" "reader=$item")
+routes=()
+for p in "${pages[@]}"; do
+	name=${p%%=*} path=${p#*=}
+	size=$(get "$path" | wc -c)
+	routes+=("$name=$(head -c "$size" /dev/zero | tr '\0' x)")
+	eval "size_$name=$size"
+done
+[ "$(get "/library?q=$RARE" | grep -c 'href="/library/item/')" -ge 10 ] || { echo "bench: the rare word found fewer than 10 items" >&2; exit 1; }
+caddyfile "${routes[@]}" >"$work/Caddyfile"
+curl -fs "http://$ADMIN/load" -H 'Content-Type: text/caddyfile' --data-binary @"$work/Caddyfile"
+
+rps() { awk '/Requests\/sec/ {print $2}'; }
+# wrk, failing on any answer but 200 (a redirect to sign-in would be fast).
+load() { # $1: path
+	local out
+	out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -H "Cookie: $cookie" "$SITE$1")
+	if grep -q 'Non-2xx' <<<"$out"; then echo "bench: non-2xx answers on $1:" >&2; echo "$out" >&2; exit 1; fi
+	rps <<<"$out"
+}
+# Each page and its respond take turns ROUNDS times; each figure is the
+# mean of its rounds, so that a neighbour's load falls on both sides.
+declare -A sum
+for r in $(seq "$ROUNDS"); do
+	for p in "${pages[@]}"; do
+		name=${p%%=*} path=${p#*=}
+		a=$(load "/respond/$name") b=$(load "$path")
+		echo "round $r: $name $b req/s, its respond $a req/s" >&2
+		sum[r_$name]=$(awk -v s="${sum[r_$name]:-0}" -v a="$a" 'BEGIN {print s + a}')
+		sum[p_$name]=$(awk -v s="${sum[p_$name]:-0}" -v a="$b" 'BEGIN {print s + a}')
+	done
+done
+mean() { awk -v s="${sum[$1]}" -v n="$ROUNDS" 'BEGIN {printf "%.0f", s / n}'; }
+pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f %%", 100 * a / b}'; }
+x() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2fx", a / b}'; }
+lib=$(mean p_library)
+echo "bench/library.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $LARGE items, wrk -t$THREADS -c$CONNS -d$DURATION x $ROUNDS rounds, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+printf '%-34s %6s req/s  respond (%s bytes) %6s req/s  %s of respond (target >= 25 %%)\n' "library page (inbox, 50 items)" "$lib" "$size_library" "$(mean r_library)" "$(pct "$lib" "$(mean r_library)")"
+for n in label rare; do
+	q=label:news; [ $n = rare ] && q=$RARE
+	printf '%-34s %6s req/s  respond (%s bytes) %6s req/s  %s of respond, library page %s its time (target <= 1.5x)\n' \
+		"search $q" "$(mean p_$n)" "$(eval echo \$size_$n)" "$(mean r_$n)" "$(pct "$(mean p_$n)" "$(mean r_$n)")" "$(x "$lib" "$(mean p_$n)")"
+done
+printf '%-34s %6s req/s  respond (%s bytes) %6s req/s  %s of respond (target >= 40 %%)\n' "reader page (5 KB article)" "$(mean p_reader)" "$size_reader" "$(mean r_reader)" "$(pct "$(mean p_reader)" "$(mean r_reader)")"
