@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"go.uber.org/zap"
 
@@ -152,13 +154,14 @@ func (p *Pages) Render(w http.ResponseWriter, r *http.Request, status int, title
 }
 
 func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, title string, content *template.Template, data any, ex PageExtras) {
-	var body bytes.Buffer
+	body := getBuffer()
+	defer putBuffer(body)
 	if content != nil {
-		if err := content.Execute(&body, data); err != nil {
+		if err := content.Execute(body, data); err != nil {
 			p.opts.Logger.Error("render page", zap.String("page", content.Name()), zap.Error(err))
 			body.Reset()
 			status, title = http.StatusInternalServerError, "Something went wrong"
-			_ = messageTmpl.Execute(&body, message{Text: "This page could not be shown. Try again later."})
+			_ = messageTmpl.Execute(body, message{Text: "This page could not be shown. Try again later."})
 		}
 	}
 	ld := layoutData{
@@ -172,9 +175,11 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, title
 		OnAccount:        r.URL.Path == AccountPath,
 		OpenRegistration: p.opts.OpenRegistration,
 		ReferrerPolicy:   "same-origin",
-		Body:             template.HTML(body.String()),
-		Head:             ex.Head,
-		Wide:             ex.Wide,
+		// The body's bytes, not a copy: the layout copies them into the
+		// page before the buffer goes back to the pool (deferred above).
+		Body: template.HTML(unsafe.String(unsafe.SliceData(body.Bytes()), body.Len())),
+		Head: ex.Head,
+		Wide: ex.Wide,
 	}
 	if ex.NoHeading {
 		ld.Heading = false
@@ -241,11 +246,12 @@ func (p *Pages) writePage(w http.ResponseWriter, r *http.Request, status int, ca
 	if ld.Title != ld.SiteName {
 		ld.FullTitle = ld.Title + " · " + ld.SiteName
 	}
-	var out bytes.Buffer
+	out := getBuffer()
+	defer putBuffer(out)
 	// The page is the stylesheet, the body and about 2 KB of layout: one
 	// allocation instead of a buffer doubled several times.
 	out.Grow(len(styleSheet) + len(ld.Body) + 3<<10)
-	if err := layoutTmpl.Execute(&out, ld); err != nil {
+	if err := layoutTmpl.Execute(out, ld); err != nil {
 		p.logger().Error("render layout", zap.Error(err))
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
@@ -255,6 +261,20 @@ func (p *Pages) writePage(w http.ResponseWriter, r *http.Request, status int, ca
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(out.Bytes())
+	}
+}
+
+// buffers are the pages' render buffers, reused: a page is tens of KB,
+// written twice (the content, then the layout around it).
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func getBuffer() *bytes.Buffer { return buffers.Get().(*bytes.Buffer) }
+
+// putBuffer returns b for reuse, unless a rare huge page grew it.
+func putBuffer(b *bytes.Buffer) {
+	if b.Cap() <= 1<<20 {
+		b.Reset()
+		buffers.Put(b)
 	}
 }
 

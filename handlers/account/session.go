@@ -20,6 +20,12 @@ type memberKey struct{}
 // withMember remembers the signed-in member on r, so that a settings page
 // calling CurrentMember doesn't look the session up again.
 func withMember(r *http.Request, m *members.Member) *http.Request {
+	return WithMember(r, m)
+}
+
+// WithMember is r remembering m, the member RequireMember found on it: the
+// page's layout then names the member without a second session lookup.
+func WithMember(r *http.Request, m *members.Member) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), memberKey{}, m))
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"html/template"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,23 +25,60 @@ type itemHighlight struct {
 }
 
 type itemData struct {
-	Item                 *library.SavedItem
-	Title, Site, Sender  string
-	Minutes, Progress    int
-	Saved                time.Time
-	Content              template.HTML
-	Labels               []labelChoice
-	HasLabels            bool
-	Highlights           []itemHighlight
-	Prefs                library.ReaderPrefs
-	Classes              string
-	ListURL, Self        string
-	PrevURL, NextURL     string
-	Notice               string
-	Archived, Trashed    bool
-	Read                 bool
-	SizeSteps, LineSteps []int
-	MaxLabel             int
+	Item                *library.SavedItem
+	Title, Site, Sender string
+	Minutes, Progress   int
+	Saved               time.Time
+	Content             template.HTML
+	Labels              []labelChoice
+	HasLabels           bool
+	Highlights          []itemHighlight
+	Prefs               library.ReaderPrefs
+	Classes             string
+	ListURL, Self       string
+	PrevURL, NextURL    string
+	Notice              string
+	Archived, Trashed   bool
+	Read                bool
+	PrefsHTML           template.HTML // the text settings' menus (prefsHTML)
+	MaxLabel            int
+}
+
+// prefSelect is one menu of the text settings.
+type prefSelect struct {
+	Name, Label string
+	Options     []prefOption
+}
+
+type prefOption struct {
+	Value, Label string
+	Selected     bool
+}
+
+// prefSelects are the text settings' menus, with p's choices selected.
+func prefSelects(p library.ReaderPrefs) []prefSelect {
+	steps := func(n, cur int) []prefOption {
+		o := make([]prefOption, n)
+		for i := range o {
+			o[i] = prefOption{Value: strconv.Itoa(i), Label: "Step " + strconv.Itoa(i), Selected: i == cur}
+		}
+		o[0].Label = "Normal"
+		return o
+	}
+	named := func(cur string, pairs ...string) []prefOption {
+		o := make([]prefOption, 0, len(pairs)/2)
+		for i := 0; i < len(pairs); i += 2 {
+			o = append(o, prefOption{Value: pairs[i], Label: pairs[i+1], Selected: pairs[i] == cur})
+		}
+		return o
+	}
+	return []prefSelect{
+		{"size", "Size", steps(library.MaxReaderPrefStep+1, p.Size)},
+		{"width", "Line width", named(strconv.Itoa(p.Width), "0", "Normal", "1", "Narrow", "2", "Wide", "3", "Full")},
+		{"height", "Line height", steps(4, p.Height)},
+		{"font", "Font", named(p.Font, "", "Sans-serif", "serif", "Serif")},
+		{"theme", "Theme", named(p.Theme, "", "As the system", "light", "Light", "dark", "Dark")},
+	}
 }
 
 // serveItem is the reader view of one item.
@@ -88,7 +126,7 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		Content: template.HTML(readerContent(content.HTML, id, it.OriginalURL, images)),
 		Prefs:   prefs, Classes: prefClasses(prefs), ListURL: st.URL(), Self: st.itemURL(id),
 		Archived: it.Status == library.StatusArchived, Trashed: it.Status == library.StatusDeleted,
-		Read: it.ReadAt != nil, SizeSteps: []int{0, 1, 2, 3, 4, 5}, LineSteps: []int{0, 1, 2, 3}, MaxLabel: library.MaxLabelNameLen}
+		Read: it.ReadAt != nil, PrefsHTML: prefsHTML(prefSelects(prefs)), MaxLabel: library.MaxLabelNameLen}
 	if d.Title == "" {
 		d.Title = it.OriginalURL
 	}

@@ -2,6 +2,7 @@ package reader
 
 import (
 	"errors"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -146,15 +147,14 @@ type highlightRow struct {
 
 type libraryData struct {
 	State             listState
-	Views             []menuLink
-	LabelViews        []menuLink
-	QueryViews        []menuLink
-	Sorts             []sortOption
+	NavHTML           template.HTML // the views, labels' views and saved searches (navHTML)
+	SortsHTML         template.HTML // the sort menu's options (sortsHTML)
 	Heading           string
 	Error             string
 	Notice            string
 	Undo              string
 	Items             []itemRow
+	ItemsHTML         template.HTML // Items, written by itemsHTML
 	Highlights        []highlightRow
 	IsHighlights      bool
 	InTrash           bool
@@ -163,11 +163,6 @@ type libraryData struct {
 	Return            string
 	Empty             emptyHint
 	CanAdd            bool
-}
-
-type sortOption struct {
-	Value, Label string
-	Selected     bool
 }
 
 // emptyHint is what an empty view says to do next.
@@ -199,18 +194,19 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 		}
 		return menuLink{Name: name, URL: l.URL(), Current: cur}
 	}
+	fixed := make([]menuLink, 0, len(views))
 	for _, v := range views {
-		d.Views = append(d.Views, link(v.Name, v.Query))
+		fixed = append(fixed, link(v.Name, v.Query))
 	}
+	labelViews := make([]menuLink, 0, len(labels))
 	for _, l := range labels {
-		d.LabelViews = append(d.LabelViews, link(l.Name, labelQuery(l.Name)))
+		labelViews = append(labelViews, link(l.Name, labelQuery(l.Name)))
 	}
+	queryViews := make([]menuLink, 0, len(queries))
 	for _, q := range queries {
-		d.QueryViews = append(d.QueryViews, link(q.Name, q.Query))
+		queryViews = append(queryViews, link(q.Name, q.Query))
 	}
-	for _, s := range sorts {
-		d.Sorts = append(d.Sorts, sortOption{s.Value, s.Label, s.Value == st.Sort})
-	}
+	d.NavHTML, d.SortsHTML = navHTML(fixed, labelViews, queryViews), sortsHTML(st.Sort)
 	d.Notice = notices[r.FormValue("done")]
 	if u := r.FormValue("undo"); u != "" && len(u) < 2000 {
 		d.Undo = u
@@ -255,6 +251,9 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 		}
 		d.Error = err.Error()
 		status = http.StatusBadRequest
+	}
+	if len(d.Items) > 0 {
+		d.ItemsHTML = itemsHTML(d.Items)
 	}
 	if st.After != "" {
 		d.FirstURL = listState{Q: st.Q, Sort: st.Sort}.URL()

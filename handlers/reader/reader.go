@@ -151,6 +151,7 @@ func (h *Handler) withMember(w http.ResponseWriter, r *http.Request, fn func(htt
 	if !ok {
 		return
 	}
+	r = account.WithMember(r, m)
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fn(w, r, m) })
 	if form {
 		h.pages.Protect(inner).ServeHTTP(w, r)
