@@ -204,6 +204,7 @@ func (a *App) start() error {
 	for _, f := range a.run.starters {
 		f()
 	}
+	a.setSiteHomes()
 	a.run.started.Store(true)
 	return nil
 }

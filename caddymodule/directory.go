@@ -104,6 +104,8 @@ type Directory struct {
 
 	dir *directory.Directory
 	app *App
+
+	siteHome
 }
 
 // CaddyModule returns the Caddy module information.
@@ -179,6 +181,7 @@ func (h *Directory) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddy
 	if err := h.app.start(); err != nil {
 		return caddyhttp.Error(http.StatusServiceUnavailable, err)
 	}
+	r = h.withHome(r)
 	if isLanding(r) {
 		svc := directoryService
 		if svc.Path = h.Path; svc.Path == "" {

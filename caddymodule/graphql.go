@@ -85,6 +85,8 @@ type GraphQL struct {
 	pages  *account.Pages
 	logger *zap.Logger
 	app    *App
+
+	siteHome
 }
 
 // CaddyModule returns the Caddy module information.
@@ -143,9 +145,8 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 	app.onStart(h.server.Start) // addArticleFromUrl's pending fetches, once the store is open
 	app.onCleanup(h.server.Close)
 	// The library pages: the member's library in the browser, where
-	// signed-in members land.
+	// signed-in members of this site land (setSiteHomes).
 	h.reader = reader.New(app.Store(), reader.Options{Pages: h.pages, SaveURL: h.server.SaveURL, Logger: ctx.Logger().Named("reader")})
-	h.pages.SetHome(reader.Path)
 	h.pages.AddSettingsPage(h.reader.SavingPage())
 	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
 	h.pages.AddSettingsPage(h.server.ExportPage(h.pages))
@@ -167,6 +168,7 @@ func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if err := h.app.start(); err != nil {
 		return caddyhttp.Error(http.StatusServiceUnavailable, err)
 	}
+	r = h.withHome(r)
 	switch {
 	case strings.HasPrefix(r.URL.Path, graphql.InboundPath):
 		return h.serveUnlogged(w, r, next, graphql.InboundPath+"REDACTED")

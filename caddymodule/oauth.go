@@ -69,6 +69,8 @@ type OAuth struct {
 	server *oauth.Server
 	pages  *account.Pages
 	app    *App
+
+	siteHome
 }
 
 // CaddyModule returns the Caddy module information.
@@ -153,6 +155,7 @@ func (h *OAuth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp
 	if err := h.app.start(); err != nil {
 		return caddyhttp.Error(http.StatusServiceUnavailable, err)
 	}
+	r = h.withHome(r)
 	if isLanding(r) {
 		return serveLanding(w, r, next, h.pages, oauthService)
 	}

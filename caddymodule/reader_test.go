@@ -40,3 +40,45 @@ func TestMembersLandInTheLibraryThroughCaddy(t *testing.T) {
 		t.Fatalf("/ with the site's own answer, signed in: HTTP %d %q", p.StatusCode, p.body)
 	}
 }
+
+// The library is the home of the sites that have it, not of every site of
+// the configuration: on a site with hearth_oauth alone, members land on the
+// settings and / stays the landing page, while on a site with the library
+// they land there even when hearth_oauth, ahead of hearth_graphql in the
+// route, serves the sign-in.
+func TestHomeIsPerSite(t *testing.T) {
+	const oauthOnly = "http://localhost:9081"
+	startHearth(t, hearthCaddyfile(t.TempDir(), testSite+` {
+	route {
+		hearth_oauth
+		hearth_graphql
+	}
+}
+`+oauthOnly+` {
+	hearth_oauth
+}
+`))
+	adminJSONOK(t, http.MethodPost, "/hearth/members", `{"username":"alice","password":"correct horse"}`, http.StatusCreated, nil)
+
+	b := newBrowser(t, oauthOnly)
+	if p := b.signIn("alice", "correct horse"); p.StatusCode != http.StatusSeeOther || p.Header.Get("Location") != "/settings" {
+		t.Fatalf("sign-in on the site without the library: HTTP %d to %q", p.StatusCode, p.Header.Get("Location"))
+	}
+	if p := b.get("/"); p.StatusCode != http.StatusOK || !strings.Contains(p.body, "Sign-in for apps") {
+		t.Fatalf("/ signed in on the site without the library: HTTP %d to %q, want its landing page", p.StatusCode, p.Header.Get("Location"))
+	}
+	if p := b.get("/settings"); p.StatusCode != http.StatusOK || strings.Contains(p.body, `href="/library"`) {
+		t.Fatalf("settings on the site without the library: HTTP %d, want no link to a library: %s", p.StatusCode, p.body)
+	}
+
+	b = newBrowser(t, testSite)
+	if p := b.signIn("alice", "correct horse"); p.StatusCode != http.StatusSeeOther || p.Header.Get("Location") != "/library" {
+		t.Fatalf("sign-in on the site with the library: HTTP %d to %q", p.StatusCode, p.Header.Get("Location"))
+	}
+	if p := b.get("/"); p.StatusCode != http.StatusSeeOther || p.Header.Get("Location") != "/library" {
+		t.Fatalf("/ signed in on the site with the library: HTTP %d to %q", p.StatusCode, p.Header.Get("Location"))
+	}
+	if p := b.get("/settings"); p.StatusCode != http.StatusOK || !strings.Contains(p.body, `href="/library"`) {
+		t.Fatalf("settings on the site with the library: HTTP %d, want its link to the library", p.StatusCode)
+	}
+}

@@ -152,7 +152,6 @@ type Pages struct {
 	mu       sync.RWMutex
 	settings []SettingsPage
 	siteName atomic.Pointer[string]
-	home     atomic.Pointer[string]
 	reason   atomic.Pointer[SignInReason]
 }
 

@@ -1,6 +1,7 @@
 package account
 
 import (
+	"context"
 	"html/template"
 	"net/http"
 	"strings"
@@ -40,18 +41,23 @@ func PolicyWith(scriptHashes ...string) string {
 // CSPHash is the CSP source expression ('sha256-…') of a script or style.
 func CSPHash(s string) string { return cspHash(s) }
 
-// SetHome names the page signed-in members land on (the library) when
-// nothing else answers / and after signing in without a page to go back
-// to; the member menu links to it. "" (the default) keeps the settings.
-func (p *Pages) SetHome(path string) { p.home.Store(&path) }
+type homeKey struct{}
 
-// Home is the page set by SetHome, or "".
-func (p *Pages) Home() string {
-	if p == nil {
-		return ""
+// WithHome is r on a site whose signed-in members land on path (its
+// library) when nothing else answers / and after signing in without a page
+// to go back to; the member menu links to it. The member pages are shared
+// by every site of a configuration, but a library is on some sites only, so
+// the site says it on each request (Caddy's handlers do). Without it, the
+// settings are where members land.
+func WithHome(r *http.Request, path string) *http.Request {
+	if path == "" {
+		return r
 	}
-	if h := p.home.Load(); h != nil {
-		return *h
-	}
-	return ""
+	return r.WithContext(context.WithValue(r.Context(), homeKey{}, path))
+}
+
+// Home is the page r's site set with WithHome, or "".
+func Home(r *http.Request) string {
+	h, _ := r.Context().Value(homeKey{}).(string)
+	return h
 }

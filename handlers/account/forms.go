@@ -51,11 +51,11 @@ type settingsData struct {
 // orSettings is rt, or where a member goes after signing in without a
 // page to go back to: the home page (the library) if the site has one,
 // else the settings.
-func (p *Pages) orSettings(rt string) string {
+func (p *Pages) orSettings(r *http.Request, rt string) string {
 	if rt != "" {
 		return rt
 	}
-	if h := p.Home(); h != "" {
+	if h := Home(r); h != "" {
 		return h
 	}
 	return SettingsPath
@@ -84,7 +84,7 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		rt := p.returnTo(r)
 		if p.CurrentMember(r) != nil {
-			http.Redirect(w, r, p.orSettings(rt), http.StatusSeeOther)
+			http.Redirect(w, r, p.orSettings(r, rt), http.StatusSeeOther)
 			return
 		}
 		p.renderSignIn(w, r, http.StatusOK, signInData{ReturnTo: rt, SignedOut: r.URL.Query().Get("signed_out") == "1"})
@@ -139,7 +139,7 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 		p.renderStoreFailure(w, r, err, "Signing in failed. Try again in a moment.")
 		return
 	}
-	http.Redirect(w, r, p.orSettings(d.ReturnTo), http.StatusSeeOther)
+	http.Redirect(w, r, p.orSettings(r, d.ReturnTo), http.StatusSeeOther)
 }
 
 // signInAgain is the sign-in page's message for a sign-in whose member
@@ -342,7 +342,7 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		d.ReturnTo = p.returnTo(r)
 		if p.CurrentMember(r) != nil {
-			http.Redirect(w, r, p.orSettings(d.ReturnTo), http.StatusSeeOther)
+			http.Redirect(w, r, p.orSettings(r, d.ReturnTo), http.StatusSeeOther)
 			return
 		}
 		p.Render(w, r, http.StatusOK, "Create an account", signUpTmpl, d)
@@ -390,7 +390,7 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 		p.renderStoreFailure(w, r, err, "The account could not be created. Try again in a moment.")
 		return
 	}
-	http.Redirect(w, r, p.orSettings(d.ReturnTo), http.StatusSeeOther)
+	http.Redirect(w, r, p.orSettings(r, d.ReturnTo), http.StatusSeeOther)
 }
 
 // ErrRegistrationClosed is SignUp's answer when the site does not let

@@ -341,7 +341,7 @@ func (p *Pages) finishPasskeySignIn(w http.ResponseWriter, r *http.Request, m *m
 	p.resetFailures(r.Context(), m.Username)
 	metrics.SignIn(metrics.SignInSuccess)
 	p.opts.Logger.Info("signed in", zap.String("username", m.Username), zap.Strings("amr", amr))
-	passkeyJSON(w, http.StatusOK, map[string]string{"redirect": p.orSettings(p.returnTo(r))})
+	passkeyJSON(w, http.StatusOK, map[string]string{"redirect": p.orSettings(r, p.returnTo(r))})
 }
 
 // twoFactorMember is the member of r's sign-in challenge (the password

@@ -237,7 +237,7 @@ func (p *Pages) renderPublic(w http.ResponseWriter, r *http.Request, status int,
 func (p *Pages) writePage(w http.ResponseWriter, r *http.Request, status int, cacheControl string, ld layoutData) {
 	ld.Script = copyScriptTag
 	if ld.Member != nil {
-		ld.Home = p.Home()
+		ld.Home = Home(r)
 	}
 	if ld.ReferrerPolicy == "" {
 		ld.ReferrerPolicy = "same-origin"
@@ -312,7 +312,7 @@ type Service struct {
 // else in the site answers /.
 func (p *Pages) RenderLanding(w http.ResponseWriter, r *http.Request, services []Service) {
 	m := p.CurrentMember(r)
-	if h := p.Home(); m != nil && h != "" {
+	if h := Home(r); m != nil && h != "" {
 		// A signed-in member lands in the library.
 		http.Redirect(w, r, h, http.StatusSeeOther)
 		return

@@ -143,5 +143,5 @@ func (p *Pages) serveTwoFactor(w http.ResponseWriter, r *http.Request) {
 	}
 	metrics.SignIn(metrics.SignInSuccess)
 	p.opts.Logger.Info("signed in", zap.String("username", m.Username), zap.Bool("recovery_code", recovery))
-	http.Redirect(w, r, p.orSettings(d.ReturnTo), http.StatusSeeOther)
+	http.Redirect(w, r, p.orSettings(r, d.ReturnTo), http.StatusSeeOther)
 }

@@ -48,9 +48,10 @@ func newFixture(t testing.TB) *fixture {
 	api := graphql.New(st, graphql.Options{Pages: pages, AllowPrivateAddresses: true})
 	t.Cleanup(func() { api.Close() })
 	lib := reader.New(st, reader.Options{Pages: pages, SaveURL: api.SaveURL})
-	pages.SetHome(reader.Path)
 	pages.AddSettingsPage(lib.SavingPage())
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A site with the library: its members land there.
+		r = account.WithHome(r, reader.Path)
 		switch {
 		case api.Handles(r):
 			api.ServeHTTP(w, r)
