@@ -618,3 +618,41 @@ func TestLibraryPageWeight(t *testing.T) {
 		t.Fatalf("the library page weighs %d bytes, %d of them JavaScript", total, js)
 	}
 }
+
+// The sort menu and q's sort: order a view, the menu shows the choice, and
+// each row says its reading progress.
+func TestSortChoice(t *testing.T) {
+	f := newFixture(t)
+	f.save("Banana bread", "b.example", 2000, library.NewItem{})
+	short := f.save("Apple pie", "a.example", 100, library.NewItem{})
+	f.save("Cherry cake", "c.example", 900, library.NewItem{})
+	if _, err := library.Of(f.store).UpdateReadingProgress(context.Background(), f.member.ID, short.ID, 40); err != nil {
+		t.Fatal(err)
+	}
+	titles := regexp.MustCompile(`class="title" href="[^"]*">([^<]*)</a>`)
+	order := func(path string) (string, string) {
+		_, body, _ := f.get(path)
+		var got []string
+		for _, m := range titles.FindAllStringSubmatch(body, -1) {
+			got = append(got, m[1])
+		}
+		return strings.Join(got, ", "), body
+	}
+	for _, c := range []struct{ path, want, selected string }{
+		{"/library", "Cherry cake, Apple pie, Banana bread", "saved-desc"},
+		{"/library?sort=saved-asc", "Banana bread, Apple pie, Cherry cake", "saved-asc"},
+		{"/library?sort=wordcount-desc", "Banana bread, Cherry cake, Apple pie", "wordcount-desc"},
+		{"/library?q=" + url.QueryEscape("in:inbox sort:title-asc"), "Apple pie, Banana bread, Cherry cake", ""},
+	} {
+		got, body := order(c.path)
+		if got != c.want {
+			t.Errorf("%s lists %s, want %s", c.path, got, c.want)
+		}
+		if c.selected != "" && !strings.Contains(body, `<option value="`+c.selected+`" selected>`) || strings.Count(body, " selected>") != 1 {
+			t.Errorf("%s: the sort menu does not show %s chosen", c.path, c.selected)
+		}
+		if !strings.Contains(body, "a.example · ") || !strings.Contains(body, " · 1 min · 40% read</p>") {
+			t.Errorf("%s: the row of the item read to 40%% does not say so", c.path)
+		}
+	}
+}
