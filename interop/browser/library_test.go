@@ -21,8 +21,10 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
@@ -381,6 +383,36 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	if st := itemOf(t, token, ids[53]).SavedItem.Status; st != "ACTIVE" {
 		t.Fatalf("after undo the API says %s", st)
 	}
+	// / focuses the search box; j j k then o opens the first item; in the
+	// reader h highlights the selection and u goes back to the list.
+	s.key("/")
+	s.waitFor("the search box focused", `document.activeElement && document.activeElement.id === "q"`)
+	s.run("leave the search box", chromedp.Evaluate(`document.activeElement.blur()`, nil))
+	var firstTitle string
+	s.run("the first title", chromedp.Evaluate(`document.querySelector("li.item a.title").textContent`, &firstTitle))
+	s.key("j")
+	s.key("j")
+	s.key("k")
+	s.key("o")
+	s.waitAcross("the item opened", `location.pathname.startsWith("/library/item/") && !!document.querySelector("#title")`)
+	if got := s.text("#title"); got != firstTitle {
+		t.Fatalf("j j k o opened %q, want %q", got, firstTitle)
+	}
+	var opened string
+	s.run("its id", chromedp.Evaluate(`document.querySelector("#reader").dataset.id`, &opened))
+	s.run("select a word", chromedp.Evaluate(`(() => {
+		const p = [...document.querySelectorAll("#content p")].find(p => p.textContent.startsWith("Third"));
+		const r = document.createRange();
+		r.setStart(p.firstChild, 0); r.setEnd(p.firstChild, 5);
+		getSelection().removeAllRanges(); getSelection().addRange(r);
+	})()`, nil))
+	s.key("h")
+	s.waitFor("highlighted by keyboard", `document.querySelectorAll("#content mark.highlight").length === 1`)
+	if hs := itemOf(t, token, opened).SavedItem.Highlights; len(hs) != 1 || hs[0].Segments[0].Text != "Third" {
+		t.Fatalf("h: the API sees %+v", hs)
+	}
+	s.key("u")
+	s.waitAcross("back to the list", `location.pathname === "/library" && !!document.querySelector("li.item")`)
 
 	// The reader: the content, and nothing in it runs.
 	s.open("/library/item/" + ids[10] + "?q=in%3Ainbox")
@@ -443,6 +475,38 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	gql(t, token, fmt.Sprintf(`mutation { createHighlight(data: {savedItemId: %q, segments: [{xpath: "/html[1]/body[1]/div[1]/div[2]/main[1]/div[3]/div[1]/p[3]::0", startOffset: 0, endOffset: 5, text: "Third", beforeText: "", afterText: " paragraph: the loaf"}]}) { id } }`, ids[10]), &made)
 	s.open("/library/item/" + ids[10] + "?q=in%3Ainbox")
 	s.waitFor("the API's highlight in place", fmt.Sprintf(`(() => { const m = document.querySelector('mark.highlight[data-highlight-id=%q]'); return !!m && m.textContent === "Third"; })()`, made.H.ID))
+
+	// Highlight with touch, at phone width with touch emulated. On a phone
+	// a long press selects a word and the finger lifts (touchend) on the
+	// selection; headless Chromium has no long-press selection, so the
+	// selection is made by script, then a finger is pressed on it and
+	// lifted through DevTools' touch input, and the script's touchend
+	// handler must offer to highlight it.
+	s.run("a phone", chromedp.EmulateViewport(360, 800, chromedp.EmulateMobile, chromedp.EmulateTouch))
+	s.open("/library/item/" + ids[11] + "?q=in%3Ainbox")
+	var at struct{ X, Y float64 }
+	s.run("select a word", chromedp.Evaluate(`(() => {
+		const p = [...document.querySelectorAll("#content p")].find(p => p.textContent.startsWith("Fourth"));
+		p.scrollIntoView({block: "center"});
+		const r = document.createRange();
+		r.setStart(p.firstChild, 0); r.setEnd(p.firstChild, 6);
+		getSelection().removeAllRanges(); getSelection().addRange(r);
+		const b = r.getBoundingClientRect();
+		return {X: b.left + b.width / 2, Y: b.top + b.height / 2};
+	})()`, &at))
+	s.run("press and lift a finger", input.DispatchTouchEvent(input.TouchStart, []*input.TouchPoint{{X: at.X, Y: at.Y}}),
+		chromedp.Sleep(700*time.Millisecond), input.DispatchTouchEvent(input.TouchEnd, []*input.TouchPoint{}))
+	s.waitFor("the highlight button after touchend", `!!document.querySelector("#hl-make")`)
+	var button struct{ X, Y float64 }
+	s.run("find the button", chromedp.Evaluate(`(() => { const b = document.querySelector("#hl-make").getBoundingClientRect(); return {X: b.left + b.width / 2, Y: b.top + b.height / 2}; })()`, &button))
+	s.run("tap Highlight", input.DispatchTouchEvent(input.TouchStart, []*input.TouchPoint{{X: button.X, Y: button.Y}}),
+		input.DispatchTouchEvent(input.TouchEnd, []*input.TouchPoint{}))
+	s.waitFor("the touch highlight in place", `document.querySelectorAll("#content mark.highlight").length === 1`)
+	if hs := itemOf(t, token, ids[11]).SavedItem.Highlights; len(hs) != 1 || len(hs[0].Segments) != 1 || strings.TrimSpace(hs[0].Segments[0].Text) != "Fourth" {
+		t.Fatalf("highlight made by touch: the API sees %+v", hs)
+	}
+	s.run("back to the desktop", chromedp.EmulateViewport(1280, 800))
+	s.open("/library/item/" + ids[10] + "?q=in%3Ainbox")
 
 	// Labels, with the form beside the article.
 	s.run("tick the label", chromedp.Click("#label-"+lab.Label.ID, chromedp.ByID))
@@ -562,6 +626,43 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	// only asks; the member's Save saves.
 	s.open("/settings/saving")
 	s.check("settings-saving")
+	// The bookmarklet's code, run on a page as a click on it runs it
+	// there, opens the confirm page with that page's address.
+	var bookmarklet string
+	s.run("the bookmarklet", chromedp.Evaluate(`document.querySelector("a.bookmarklet").getAttribute("href")`, &bookmarklet))
+	code, ok := strings.CutPrefix(bookmarklet, "javascript:")
+	if !ok {
+		t.Fatalf("the bookmarklet is %q", bookmarklet)
+	}
+	if code, err := url.PathUnescape(code); err == nil {
+		bookmarklet = code
+	}
+	s.open("/library/help?from=bookmarklet")
+	s.run("click the bookmarklet", chromedp.Evaluate(bookmarklet, nil))
+	s.waitAcross("the confirm page", `location.pathname === "/library/add" && !!document.querySelector(".notice")`)
+	var shown string
+	s.run("the address shown", chromedp.Evaluate(`document.querySelector("#url").value`, &shown))
+	if shown != site+"/library/help?from=bookmarklet" {
+		t.Fatalf("the bookmarklet's confirm page shows %q", shown)
+	}
+	// The share target, as the browser builds its request from the web
+	// app manifest: a phone's share sheet puts the link in text.
+	var target struct {
+		Action string            `json:"action"`
+		Method string            `json:"method"`
+		Params map[string]string `json:"params"`
+	}
+	s.run("the manifest's share target", chromedp.Evaluate(`fetch(document.querySelector("link[rel=manifest]").href).then(r => r.json()).then(m => m.share_target)`, &target,
+		func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+	if target.Method != "GET" || target.Params["text"] == "" || target.Params["title"] == "" {
+		t.Fatalf("share target %+v", target)
+	}
+	shared := url.Values{target.Params["title"]: {"A shared story"}, target.Params["text"]: {"Look at this https://news.example/shared"}}
+	s.open(target.Action + "?" + shared.Encode())
+	s.run("the address shown", chromedp.Evaluate(`document.querySelector("#url").value`, &shown))
+	if shown != "https://news.example/shared" {
+		t.Fatalf("the share target's confirm page shows %q", shown)
+	}
 	s.open("/library/add?url=" + "https%3A%2F%2Fnews.example%2Fstory&title=A+story")
 	if v := s.text(".notice"); !strings.Contains(v, "Save this page") {
 		t.Fatalf("confirm page says %q", v)
@@ -586,6 +687,25 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	s.submit(`#bulk button[value=archive]`)
 	if st := itemOf(t, token, first).SavedItem.Status; st != "ARCHIVED" || !strings.Contains(s.text(".notice"), "Archived.") {
 		t.Fatalf("archive without JavaScript: %s", st)
+	}
+	// Paging, searching with the API's syntax and labelling: plain links
+	// and forms.
+	s.submit("#next-page")
+	if n := s.count("li.item"); n == 0 || s.count(`nav.pages a[href="/library"]`) != 1 {
+		t.Fatalf("the next page without JavaScript lists %d items", n)
+	}
+	s.run("search", chromedp.SetValue("#q", `in:all label:"Weekend"`, chromedp.ByID))
+	s.submit(`form.search button[type=submit]`)
+	if n := s.count("li.item"); n != 2 {
+		t.Fatalf("label search without JavaScript lists %d items", n)
+	}
+	s.open("/library?q=" + url.QueryEscape("in:inbox -label:Weekend"))
+	s.run("its id", chromedp.Evaluate(`document.querySelector("li.item input[name=id]").value`, &first))
+	s.run("select it and the label", chromedp.Click("li.item input[name=id]", chromedp.ByQuery),
+		chromedp.SetValue("#bulk-label", lab.Label.ID, chromedp.ByID))
+	s.submit(`#bulk button[value=label-add]`)
+	if ls := itemOf(t, token, first).SavedItem.Labels; len(ls) != 1 || ls[0].Name != "Weekend" {
+		t.Fatalf("labelled without JavaScript: %+v", ls)
 	}
 	s.open("/library/item/" + ids[20] + "?q=in%3Ainbox")
 	if n := s.count("mark.highlight"); n != 0 {
