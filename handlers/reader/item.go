@@ -90,13 +90,13 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		h.storeError(w, r, err)
 		return
 	}
-	content, err := lib.ItemContent(ctx, m.ID, id)
+	content, err := lib.ItemHTML(ctx, m.ID, id)
 	if err != nil {
 		h.storeError(w, r, err)
 		return
 	}
 	var images []library.ItemImage
-	if strings.Contains(content.HTML, "<img") { // saved content is sanitised: its tags are lower case
+	if strings.Contains(content, "<img") { // saved content is sanitised: its tags are lower case
 		if images, err = lib.ItemImages(ctx, m.ID, id); err != nil {
 			h.storeError(w, r, err)
 			return
@@ -123,7 +123,7 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		Progress: int(it.ReadingProgress), Saved: it.CreatedAt,
 		// The content was sanitised when it was saved (handlers/graphql's
 		// sanitiser); the page's policy runs no script it might still hold.
-		Content: template.HTML(readerContent(content.HTML, id, it.OriginalURL, images)),
+		Content: template.HTML(readerContent(content, id, it.OriginalURL, images)),
 		Prefs:   prefs, Classes: prefClasses(prefs), ListURL: st.URL(), Self: st.itemURL(id),
 		Archived: it.Status == library.StatusArchived, Trashed: it.Status == library.StatusDeleted,
 		Read: it.ReadAt != nil, PrefsHTML: prefsHTML(prefSelects(prefs)), MaxLabel: library.MaxLabelNameLen}

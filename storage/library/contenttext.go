@@ -56,12 +56,19 @@ func jsonStringEnd(b []byte, i int) int {
 // appendUnescapedFold appends the JSON string contents s unescaped and
 // case-folded; false for an escape that is not JSON's.
 func appendUnescapedFold(b, s []byte) ([]byte, bool) {
+	return appendUnescaped(b, s, textindex.AppendFold, textindex.FoldRune)
+}
+
+// appendUnescaped appends the JSON string contents s unescaped, its plain
+// runs through appendRun and its escaped characters through mapRune; false
+// for an escape that is not JSON's.
+func appendUnescaped(b, s []byte, appendRun func(b, s []byte) []byte, mapRune func(rune) rune) ([]byte, bool) {
 	for len(s) > 0 {
 		i := bytes.IndexByte(s, '\\')
 		if i < 0 {
-			return textindex.AppendFold(b, s), true
+			return appendRun(b, s), true
 		}
-		b = textindex.AppendFold(b, s[:i])
+		b = appendRun(b, s[:i])
 		s = s[i:]
 		if len(s) < 2 {
 			return b, false
@@ -99,12 +106,12 @@ func appendUnescapedFold(b, s []byte) ([]byte, bool) {
 					r = utf8.RuneError
 				}
 			}
-			b = utf8.AppendRune(b, textindex.FoldRune(r))
+			b = utf8.AppendRune(b, mapRune(r))
 			continue
 		default:
 			return b, false
 		}
-		b = utf8.AppendRune(b, textindex.FoldRune(r))
+		b = utf8.AppendRune(b, mapRune(r))
 		s = s[2:]
 	}
 	return b, true

@@ -57,3 +57,36 @@ func TestReaderPrefs(t *testing.T) {
 		t.Fatalf("kept %+v, want %+v", p, want)
 	}
 }
+
+// ItemHTML is ItemContent's HTML, whatever the content holds and in
+// whichever order a record's fields come.
+func TestItemHTMLIsTheContentsHTML(t *testing.T) {
+	st, m := openSavedTest(t)
+	html := "<p>Crème brûlée &amp; \"quotes\" \\ <b>bold</b> \u2028 😀</p>"
+	it, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: "https://x.example/a", Title: "A", HTML: html, Text: "Crème brûlée"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Of(st).ItemHTML(t.Context(), m.ID, it.ID)
+	c, err2 := Of(st).ItemContent(t.Context(), m.ID, it.ID)
+	if err != nil || err2 != nil || got != c.HTML || got != html {
+		t.Fatalf("ItemHTML %q (%v), ItemContent %q (%v)", got, err, c.HTML, err2)
+	}
+	for rec, want := range map[string]string{
+		`{"text":"t","html":"<p>x</p>"}`:             "<p>x</p>",
+		`{"html":"\u003cp\u003e \\\" x","text":"t"}`: `<p> \" x`,
+		`{"text":"only"}`:                            "",
+	} {
+		if got, err := htmlField([]byte(rec)); err != nil || got != want {
+			t.Errorf("%s: %q %v, want %q", rec, got, err, want)
+		}
+	}
+	for _, bad := range []string{``, `[]`, `{"html":1}`, `{"html":"x`, `{"html":"\u00"}`} {
+		if _, err := htmlField([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	if _, err := Of(st).ItemHTML(t.Context(), m.ID, "nonexistent"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("unknown item: %v", err)
+	}
+}
