@@ -140,10 +140,11 @@ type layoutData struct {
 	OpenRegistration bool
 	ReferrerPolicy   string
 	Body             template.HTML
-	// Head, Wide and Home: see PageExtras and SetHome.
+	// Head and Wide: see PageExtras.
 	Head template.HTML
 	Wide bool
-	Home string
+	// MenuHTML is the member menu's links (menuHTML).
+	MenuHTML template.HTML
 }
 
 // Render writes a page: content, executed with data, inside the shared
@@ -237,7 +238,7 @@ func (p *Pages) renderPublic(w http.ResponseWriter, r *http.Request, status int,
 func (p *Pages) writePage(w http.ResponseWriter, r *http.Request, status int, cacheControl string, ld layoutData) {
 	ld.Script = copyScriptTag
 	if ld.Member != nil {
-		ld.Home = Home(r)
+		ld.MenuHTML = menuHTML(Home(r), ld)
 	}
 	if ld.ReferrerPolicy == "" {
 		ld.ReferrerPolicy = "same-origin"

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/handlers/account"
 )
 
 // itemsHTML writes the list of a library page's items. It is what
@@ -71,35 +73,8 @@ func itemsHTML(items []itemRow) template.HTML {
 }
 
 // escape writes s escaped as html/template escapes text and quoted
-// attribute values (the same five characters and NUL).
-func escape(b *strings.Builder, s string) {
-	last := 0
-	for i := 0; i < len(s); i++ {
-		var rep string
-		switch s[i] {
-		case '"':
-			rep = "&#34;"
-		case '\'':
-			rep = "&#39;"
-		case '&':
-			rep = "&amp;"
-		case '<':
-			rep = "&lt;"
-		case '>':
-			rep = "&gt;"
-		case '+':
-			rep = "&#43;"
-		case 0:
-			rep = "\uFFFD"
-		default:
-			continue
-		}
-		b.WriteString(s[last:i])
-		b.WriteString(rep)
-		last = i + 1
-	}
-	b.WriteString(s[last:])
-}
+// attribute values.
+func escape(b *strings.Builder, s string) { account.WriteEscaped(b, s) }
 
 // navHTML writes the library's menu of views: the fixed views, then the
 // labels' and the saved searches', each a list of links (the current one
