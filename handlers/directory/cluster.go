@@ -28,7 +28,8 @@ import (
 // the others, which load it: every node serves the same bytes, ETag and
 // generated_at. Only the holder follows the relays and re-checks NIP-05
 // identifiers; when it loses the lease (or stops) that work stops and the
-// next holder resumes from the stored relay cursors and check times.
+// next holder reads the relays again from each registration and resumes
+// from the stored check times.
 // Changed and AuthorsChanged are published on changesChannel, so a change
 // made through any node reaches the holder.
 

@@ -157,7 +157,8 @@ func startSubscriberRelay(t *testing.T) *subscriberRelay {
 }
 
 // One node subscribes to the relay; when it stops, the other subscribes,
-// resumes from the stored cursor, and counts no post twice (scenario 10).
+// reads the relay again from the registration, and counts no post twice
+// (scenario 10).
 func TestOneNodeSubscribesToRelays(t *testing.T) {
 	tr := startSubscriberRelay(t)
 	opts := Options{
@@ -189,7 +190,7 @@ func TestOneNodeSubscribesToRelays(t *testing.T) {
 	if tr.dials.Load() <= dials {
 		t.Fatal("the new leader went live without connecting")
 	}
-	// Its catch-up read the first post again (the cursor less an hour):
+	// Its catch-up read the first post again (from the registration):
 	// counted once.
 	if n := postsOf(t, follower.dir, agent.pk); n != 1 {
 		t.Fatalf("posts after the new leader's catch-up = %d, want 1", n)

@@ -32,14 +32,15 @@ func Of(st *storage.Store) Store { return Store{st} }
 //	agent/a/<pubkey>      Agent: the current registration and NIP-05 state
 //	agent/act/<pubkey>    Activity: bounded activity summary
 //	agent/ban/<pubkey>    Ban: the agent is banned (may exist without a registration)
-//	agent/seen/<eventid>  empty, with a TTL: the post was already counted
+//	agent/seen/<eventid>  empty: the post was counted (kept for good: relays
+//	                      are read again from each author's registration,
+//	                      and every post read again must find its id here)
 //	agent/nip05/<id>      pubkey holding the claim on the identifier id
 //	                      (name@domain, a domain that was the site's
 //	                      nip05_domain); whether the operator approved it is
 //	                      Agent.NIP05Approved
 //	agent/nip05/<name>    older records: the claim, keyed by the name alone; it
 //	                      stands for the identifier its owner's Agent.NIP05 names
-//	agent/relay/<url>     Unix seconds of the newest post seen from that relay
 //	agent/doc/<sum>       generated_at of the directory document whose agents
 //	                      array has this SHA-256 (hex), with a TTL
 //
@@ -54,11 +55,6 @@ var (
 	// ErrNameTaken: the NIP-05 identifier (name@domain) belongs to another agent.
 	ErrNameTaken = errors.New("name already claimed by another agent")
 )
-
-// SeenPostTTL is how long a post id is remembered, to count each post once.
-// Posts older than this only touch the set of active days, which is
-// idempotent, so forgetting their ids cannot count anything twice.
-const SeenPostTTL = 8 * 24 * time.Hour
 
 // Agent is an agent's registration as the directory keeps it. Times are Unix
 // seconds.
@@ -138,7 +134,6 @@ func agentActKey(pk string) []byte  { return storage.Key("agent", "act", pk) }
 func agentBanKey(pk string) []byte  { return storage.Key("agent", "ban", pk) }
 func agentSeenKey(id string) []byte { return storage.Key("agent", "seen", id) }
 func agentNameKey(id string) []byte { return storage.Key("agent", "nip05", id) }
-func agentRelayKey(u string) []byte { return storage.Key("agent", "relay", u) }
 func agentDocKey(sum string) []byte { return storage.Key("agent", "doc", sum) }
 
 // DirectoryStampTTL is how long the generated_at of a directory document is
@@ -621,7 +616,7 @@ func (s Store) RecordPosts(ctx context.Context, posts []Post, apply func(a *Agen
 				continue
 			}
 			seenHere[p.ID] = true
-			if err := tx.Put(agentSeenKey(p.ID), nil, SeenPostTTL); err != nil {
+			if err := tx.Put(agentSeenKey(p.ID), nil, 0); err != nil {
 				return err
 			}
 		}
@@ -641,6 +636,22 @@ func (s Store) RecordPosts(ctx context.Context, posts []Post, apply func(a *Agen
 		return nil, err
 	}
 	return res, nil
+}
+
+// Seen reports, for each of ids, whether that post was counted already.
+func (s Store) Seen(ctx context.Context, ids []string) ([]bool, error) {
+	out := make([]bool, len(ids))
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		for i, id := range ids {
+			ok, err := tx.Has(agentSeenKey(id))
+			if err != nil {
+				return err
+			}
+			out[i] = ok
+		}
+		return nil
+	})
+	return out, err
 }
 
 // Author is a registered, unbanned agent as the relay subscriptions ask
@@ -676,36 +687,4 @@ func (s Store) Authors(ctx context.Context) ([]Author, error) {
 		})
 	})
 	return out, err
-}
-
-// RelayCursor returns the newest created_at seen from relay url (0 if none).
-func (s Store) RelayCursor(ctx context.Context, url string) (int64, error) {
-	var t int64
-	err := s.st.View(ctx, func(tx *storage.Tx) error {
-		b, err := tx.Get(agentRelayKey(url))
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		t, err = strconv.ParseInt(string(b), 10, 64)
-		return err
-	})
-	return t, err
-}
-
-// SetRelayCursor raises the cursor of relay url to t (never lowers it).
-func (s Store) SetRelayCursor(ctx context.Context, url string, t int64) error {
-	return s.st.Update(ctx, func(tx *storage.Tx) error {
-		b, err := tx.Get(agentRelayKey(url))
-		if err == nil {
-			if cur, perr := strconv.ParseInt(string(b), 10, 64); perr == nil && cur >= t {
-				return nil
-			}
-		} else if !errors.Is(err, storage.ErrNotFound) {
-			return err
-		}
-		return tx.Put(agentRelayKey(url), []byte(strconv.FormatInt(t, 10)), 0)
-	})
 }
