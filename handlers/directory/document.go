@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"hash/fnv"
 	"net/http"
 	"slices"
 	"strconv"
@@ -69,56 +69,22 @@ const stampEvery = 24 * time.Hour
 // head, written once generated_at is known (after the agents are encoded).
 const headerRoom = 64
 
-// encodedEntry is where an entry's JSON lies in the document served now,
-// and the hash of the entry it encodes (entryHash).
-type encodedEntry struct {
-	sum      uint64
-	off, len int
+// sameEntry reports whether a and b have the same content, so that an
+// entry whose content did not change need not be encoded again. It runs
+// for every entry of every rebuild: the strings of two entries of one
+// agent usually share their bytes, which makes the comparisons cheap.
+func sameEntry(a, b *Entry) bool {
+	return a.Pubkey == b.Pubkey && a.Npub == b.Npub && a.Name == b.Name && a.Purpose == b.Purpose &&
+		slices.Equal(a.Capabilities, b.Capabilities) && sameString(a.Operator, b.Operator) &&
+		a.Level == b.Level && a.Gates.PowBits == b.Gates.PowBits && a.Gates.PowOK == b.Gates.PowOK &&
+		sameString(a.Gates.NIP05, b.Gates.NIP05) && slices.Equal(a.Flags, b.Flags) &&
+		a.FirstRegisteredAt == b.FirstRegisteredAt && a.ActiveDays == b.ActiveDays &&
+		a.Maintainer == b.Maintainer && sameInt(a.CreditScore, b.CreditScore) &&
+		a.RegistrationEvent == b.RegistrationEvent && a.ProfileURL == b.ProfileURL
 }
 
-// entryHash hashes every field of e (FNV-1a, fields separated), so an
-// entry whose hash did not change need not be encoded again.
-func entryHash(e *Entry) uint64 {
-	h := fnv.New64a()
-	str := func(s string) { h.Write([]byte(s)); h.Write([]byte{0}) }
-	num := func(n int64) { str(strconv.FormatInt(n, 10)) }
-	str(e.Pubkey)
-	str(e.Npub)
-	str(e.Name)
-	str(e.Purpose)
-	num(int64(len(e.Capabilities)))
-	for _, c := range e.Capabilities {
-		str(c)
-	}
-	if e.Operator != nil {
-		str("op:" + *e.Operator)
-	} else {
-		str("")
-	}
-	num(int64(e.Level))
-	num(int64(e.Gates.PowBits))
-	str(strconv.FormatBool(e.Gates.PowOK))
-	if e.Gates.NIP05 != nil {
-		str("nip05:" + *e.Gates.NIP05)
-	} else {
-		str("")
-	}
-	num(int64(len(e.Flags)))
-	for _, f := range e.Flags {
-		str(f)
-	}
-	num(e.FirstRegisteredAt)
-	num(int64(e.ActiveDays))
-	str(strconv.FormatBool(e.Maintainer))
-	if e.CreditScore != nil {
-		num(int64(*e.CreditScore))
-	} else {
-		str("")
-	}
-	str(e.RegistrationEvent)
-	str(e.ProfileURL)
-	return h.Sum64()
-}
+func sameString(a, b *string) bool { return a == b || a != nil && b != nil && *a == *b }
+func sameInt(a, b *int) bool       { return a == b || a != nil && b != nil && *a == *b }
 
 // nip05Verified reports whether a's identifier counts as verified at now: the
 // stored verdict, and a successful check recent enough (so a stalled
@@ -145,9 +111,14 @@ func (d *Directory) nip05Verified(a *agents.Agent, now time.Time) bool {
 
 // entry computes an agent's document entry at now.
 func (d *Directory) entry(a *agents.Agent, act *agents.Activity, now time.Time) Entry {
+	return d.entryOf(a, act, Npub(a.Pubkey), now)
+}
+
+// entryOf is entry for an agent whose npub is known.
+func (d *Directory) entryOf(a *agents.Agent, act *agents.Activity, npub string, now time.Time) Entry {
 	e := Entry{
 		Pubkey:            a.Pubkey,
-		Npub:              Npub(a.Pubkey),
+		Npub:              npub,
 		Name:              a.Name,
 		Purpose:           a.Purpose,
 		Capabilities:      a.Capabilities,
@@ -211,21 +182,24 @@ func (d *Directory) level(e Entry, nip05Verified bool, now time.Time) (int, []st
 	return 0, []string{"new: level 1 needs a proof of work of " + strconv.Itoa(d.opts.PowMinBits) + " bits or a verified NIP-05 identifier"}
 }
 
-// sortEntries orders the document: level descending, then
-// first_registered_at ascending (older agents first), then pubkey.
+// sortEntries orders the document (compareEntries).
 func sortEntries(es []Entry) {
-	slices.SortFunc(es, func(a, b Entry) int {
-		if a.Level != b.Level {
-			return b.Level - a.Level
+	slices.SortFunc(es, func(a, b Entry) int { return compareEntries(&a, &b) })
+}
+
+// compareEntries is the document's order: level descending, then
+// first_registered_at ascending (older agents first), then pubkey.
+func compareEntries(a, b *Entry) int {
+	if a.Level != b.Level {
+		return b.Level - a.Level
+	}
+	if a.FirstRegisteredAt != b.FirstRegisteredAt {
+		if a.FirstRegisteredAt < b.FirstRegisteredAt {
+			return -1
 		}
-		if a.FirstRegisteredAt != b.FirstRegisteredAt {
-			if a.FirstRegisteredAt < b.FirstRegisteredAt {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.Pubkey, b.Pubkey)
-	})
+		return 1
+	}
+	return strings.Compare(a.Pubkey, b.Pubkey)
 }
 
 // Rebuild recomputes the document now. The background schedule calls it;
@@ -245,7 +219,7 @@ func (d *Directory) Rebuild(ctx context.Context) error {
 
 func (d *Directory) rebuildLocked(ctx context.Context) error {
 	now := d.now()
-	entries, err := d.buildEntries(ctx, now)
+	recs, err := d.buildEntries(ctx, now)
 	if err != nil {
 		return err
 	}
@@ -262,31 +236,40 @@ func (d *Directory) rebuildLocked(ctx context.Context) error {
 	buf.WriteByte('[')
 	enc := json.NewEncoder(&buf)
 	// Only changed entries are encoded: an unchanged one is copied from
-	// the document served now, where the last rebuild wrote it.
+	// the document served now, where the last rebuild wrote it. The
+	// agents array's digest is that of its entries' digests, each
+	// computed once, when its entry is encoded.
 	var prevBody []byte
 	if old != nil && old == d.encodedFor {
 		prevBody = old.body // not one loaded from another node
 	}
-	encoded := make(map[string]encodedEntry, len(entries))
-	for i := range entries {
+	type placed struct {
+		off, n int
+		digest [sha256.Size]byte
+		fresh  bool
+	}
+	at := make([]placed, len(recs))
+	digests := sha256.New()
+	for i, rec := range recs {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		e := &entries[i]
-		sum := entryHash(e)
-		at := buf.Len()
-		if c, ok := d.encoded[e.Pubkey]; ok && prevBody != nil && c.sum == sum {
-			buf.Write(prevBody[c.off : c.off+c.len])
+		p := buf.Len()
+		if prevBody != nil && rec.encGen == d.encGen && sameEntry(&rec.encoded, &rec.entry) {
+			buf.Write(prevBody[rec.off : rec.off+rec.n])
+			at[i] = placed{off: p, n: rec.n, digest: rec.digest}
 		} else {
-			if err := enc.Encode(e); err != nil {
+			if err := enc.Encode(&rec.entry); err != nil {
 				return err
 			}
 			buf.Truncate(buf.Len() - 1) // Encode's newline
+			at[i] = placed{off: p, n: buf.Len() - p, digest: sha256.Sum256(buf.Bytes()[p:]), fresh: true}
 		}
-		encoded[e.Pubkey] = encodedEntry{sum: sum, off: at, len: buf.Len() - at}
+		digests.Write(at[i].digest[:])
 	}
 	buf.WriteByte(']')
-	agentsSum := sha256.Sum256(buf.Bytes()[start:])
+	var agentsSum [sha256.Size]byte
+	digests.Sum(agentsSum[:0])
 	if old != nil && old.agentsSum == agentsSum {
 		// The document stays: the offsets of its entries stay valid.
 		if now.Sub(d.stampedAt) >= stampEvery {
@@ -314,36 +297,30 @@ func (d *Directory) rebuildLocked(ctx context.Context) error {
 	// The offsets above count from the buffer's start; the body starts
 	// start-len(head) into it.
 	shift := start - len(head)
-	for pk, c := range encoded {
-		c.off -= shift
-		encoded[pk] = c
+	d.encGen++
+	for i, rec := range recs {
+		rec.off, rec.n, rec.digest, rec.encGen = at[i].off-shift, at[i].n, at[i].digest, d.encGen
+		if at[i].fresh {
+			rec.encoded = rec.entry
+		}
 	}
 	doc := &document{
 		body:        body,
 		agentsSum:   agentsSum,
-		etag:        etagOf(body),
+		etag:        etagOf(agentsSum, generatedAt),
 		generatedAt: time.Unix(generatedAt, 0),
-		count:       len(entries),
+		count:       len(recs),
 	}
-	d.encoded, d.encodedFor = encoded, doc
+	d.encodedFor = doc
 	d.doc.Store(doc)
 	return d.publishLocked(ctx, doc, true, now)
 }
 
-func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]Entry, error) {
-	entries := []Entry{}
-	err := d.agents.Each(ctx, func(a *agents.Agent, act *agents.Activity, banned bool) error {
-		if banned {
-			return nil
-		}
-		entries = append(entries, d.entry(a, act, now))
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	sortEntries(entries)
-	return entries, nil
+// etagOf is the ETag of the document whose agents array has digest
+// agentsSum and whose generated_at is generatedAt: the two make its bytes.
+func etagOf(agentsSum [sha256.Size]byte, generatedAt int64) string {
+	sum := sha256.Sum256(strconv.AppendInt(agentsSum[:], generatedAt, 10))
+	return `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
 }
 
 func (d *Directory) serveDocument(w http.ResponseWriter, r *http.Request) {

@@ -168,12 +168,13 @@ func (d *Directory) ingestPosts(ctx context.Context, evts []*nostr.Event, res []
 	if err != nil {
 		return err
 	}
-	changed := false
+	var changed []string
 	for j, e := range out {
 		r := &res[at[j]]
 		switch {
 		case e == nil:
-			r.OK, changed = true, true
+			r.OK = true
+			changed = append(changed, posts[j].Pubkey)
 		case errors.Is(e, agents.ErrDuplicate):
 			r.OK, r.Message = true, msgDuplicate
 		case errors.Is(e, storage.ErrNotFound):
@@ -186,8 +187,8 @@ func (d *Directory) ingestPosts(ctx context.Context, evts []*nostr.Event, res []
 			r.Message = "error: could not record the post"
 		}
 	}
-	if changed {
-		d.Changed()
+	if len(changed) > 0 {
+		d.changedAgents(changed...)
 	}
 	return nil
 }

@@ -15,9 +15,11 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -540,6 +542,71 @@ func (s Store) Each(ctx context.Context, fn func(a *Agent, act *Activity, banned
 	})
 }
 
+// All returns every registered agent's records (banned ones marked), in
+// pubkey order, from one consistent snapshot. Decoding is most of the
+// cost with 100 k agents, so the records are copied out of the snapshot
+// and decoded on every core.
+func (s Store) All(ctx context.Context) ([]Record, error) {
+	var raws, acts [][]byte
+	var banned []bool
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		raws, acts, banned = raws[:0], acts[:0], banned[:0]
+		bans := map[string]Ban{}
+		if err := scanBans(tx, bans); err != nil {
+			return err
+		}
+		byPK := map[string][]byte{}
+		actPrefix := storage.Key("agent", "act", "")
+		if err := tx.Scan(actPrefix, nil, false, false, func(k, v []byte) (bool, error) {
+			byPK[string(k[len(actPrefix):])] = bytes.Clone(v) // v is only lent to fn
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		prefix := storage.Key("agent", "a", "")
+		return tx.Scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+			pk := k[len(prefix):]
+			raws = append(raws, bytes.Clone(v))
+			acts = append(acts, byPK[string(pk)])
+			_, b := bans[string(pk)]
+			banned = append(banned, b)
+			return true, nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Record, len(raws))
+	workers := max(1, runtime.GOMAXPROCS(0))
+	per := (len(raws) + workers - 1) / workers
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w*per < len(raws); w++ {
+		wg.Go(func() {
+			for i := w * per; i < min((w+1)*per, len(raws)); i++ {
+				r := Record{Agent: &Agent{}, Activity: &Activity{}, Banned: banned[i]}
+				if err := json.Unmarshal(raws[i], r.Agent); err != nil {
+					errs[w] = err
+					return
+				}
+				if acts[i] != nil {
+					if err := json.Unmarshal(acts[i], r.Activity); err != nil {
+						errs[w] = err
+						return
+					}
+				}
+				raws[i], acts[i] = nil, nil
+				out[i] = r
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Activity returns pubkey's activity (empty when it never posted).
 func (s Store) Activity(ctx context.Context, pubkey string) (*Activity, error) {
 	var act Activity
@@ -636,6 +703,41 @@ func (s Store) RecordPosts(ctx context.Context, posts []Post, apply func(a *Agen
 		return nil, err
 	}
 	return res, nil
+}
+
+// Record is one agent's records: Agent is nil when pubkey is not registered.
+type Record struct {
+	Agent    *Agent
+	Activity *Activity
+	Banned   bool
+}
+
+// Records returns the records of pubkeys, in order, from one snapshot.
+func (s Store) Records(ctx context.Context, pubkeys []string) ([]Record, error) {
+	out := make([]Record, len(pubkeys))
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		for i, pk := range pubkeys {
+			var a Agent
+			switch err := tx.GetJSON(agentKey(pk), &a); {
+			case errors.Is(err, storage.ErrNotFound):
+				out[i] = Record{}
+				continue
+			case err != nil:
+				return err
+			}
+			act := &Activity{}
+			if err := tx.GetJSON(agentActKey(pk), act); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return err
+			}
+			banned, err := tx.Has(agentBanKey(pk))
+			if err != nil {
+				return err
+			}
+			out[i] = Record{Agent: &a, Activity: act, Banned: banned}
+		}
+		return nil
+	})
+	return out, err
 }
 
 // Seen reports, for each of ids, whether that post was counted already.

@@ -1,0 +1,152 @@
+package directory
+
+import (
+	"context"
+	"crypto/sha256"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage/agents"
+)
+
+// fullReloadEvery bounds how long the leader builds from its copy of the
+// agent records without reading them all again: every change it makes or
+// hears of is applied to the copy, and this reload is the safety net for a
+// change that reached the store some other way.
+const fullReloadEvery = time.Hour
+
+// agentRecord is what the document needs of one agent, kept in memory by
+// the leader (records) so that a rebuild reads only the agents that
+// changed: decoding 100 k registrations and activities is most of what a
+// rebuild from the store costs.
+type agentRecord struct {
+	a      agents.Agent // without its raw registration event
+	act    agents.Activity
+	banned bool
+	npub   string
+
+	// entry is the agent's entry at the last rebuild; encoded is the
+	// entry whose JSON lies at off (n bytes, SHA-256 digest) in the
+	// document of generation encGen (Directory.encodedFor).
+	entry   Entry
+	encoded Entry
+	encGen  uint64
+	off, n  int
+	digest  [sha256.Size]byte
+}
+
+// records is the leader's copy of the agent records, under buildMu, and
+// the changes not applied to it yet, under touchMu.
+type records struct {
+	byPK     map[string]*agentRecord
+	loadedAt time.Time
+
+	touchMu sync.Mutex
+	touched map[string]struct{}
+	all     bool // a change whose agents are unknown: read them all
+}
+
+// touch notes that the records of pks changed in the store (called after
+// the write).
+func (r *records) touch(pks ...string) {
+	r.touchMu.Lock()
+	if r.touched == nil {
+		r.touched = map[string]struct{}{}
+	}
+	for _, pk := range pks {
+		r.touched[pk] = struct{}{}
+	}
+	r.touchMu.Unlock()
+}
+
+// touchAll notes a change of unknown agents.
+func (r *records) touchAll() {
+	r.touchMu.Lock()
+	r.all = true
+	r.touchMu.Unlock()
+}
+
+// refresh brings the copy up to date with the store: every record when the
+// copy is missing, old, or a change of unknown agents happened, else the
+// touched ones.
+func (d *Directory) refreshRecords(ctx context.Context, now time.Time) error {
+	r := &d.records
+	r.touchMu.Lock()
+	all, touched := r.all, r.touched
+	r.all, r.touched = false, nil
+	r.touchMu.Unlock()
+	if all || r.byPK == nil || now.Sub(r.loadedAt) >= fullReloadEvery || now.Before(r.loadedAt) {
+		all, err := d.agents.All(ctx)
+		if err != nil {
+			r.touchAll() // read them all next time
+			return err
+		}
+		byPK := make(map[string]*agentRecord, len(all))
+		for _, rec := range all {
+			ar := &agentRecord{a: *rec.Agent, act: *rec.Activity, banned: rec.Banned}
+			ar.a.Event = nil
+			if old, ok := r.byPK[ar.a.Pubkey]; ok {
+				ar.npub = old.npub // else buildEntries computes it
+			}
+			byPK[ar.a.Pubkey] = ar
+		}
+		r.byPK, r.loadedAt = byPK, now
+		return nil
+	}
+	if len(touched) == 0 {
+		return nil
+	}
+	pks := make([]string, 0, len(touched))
+	for pk := range touched {
+		pks = append(pks, pk)
+	}
+	recs, err := d.agents.Records(ctx, pks)
+	if err != nil {
+		r.touch(pks...) // again next time
+		return err
+	}
+	for i, pk := range pks {
+		rec := recs[i]
+		if rec.Agent == nil {
+			delete(r.byPK, pk)
+			continue
+		}
+		ar := &agentRecord{a: *rec.Agent, act: *rec.Activity, banned: rec.Banned}
+		ar.a.Event = nil
+		r.byPK[pk] = ar
+	}
+	return nil
+}
+
+// buildEntries computes the entries of the unbanned agents at now, on
+// every core, and returns their records in the document's order.
+func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]*agentRecord, error) {
+	if err := d.refreshRecords(ctx, now); err != nil {
+		return nil, err
+	}
+	recs := make([]*agentRecord, 0, len(d.records.byPK))
+	for _, rec := range d.records.byPK {
+		if !rec.banned {
+			recs = append(recs, rec)
+		}
+	}
+	workers := max(1, runtime.GOMAXPROCS(0))
+	per := (len(recs) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := 0; w*per < len(recs); w++ {
+		lo, hi := w*per, min((w+1)*per, len(recs))
+		wg.Go(func() {
+			for _, rec := range recs[lo:hi] {
+				if rec.npub == "" {
+					rec.npub = Npub(rec.a.Pubkey)
+				}
+				rec.entry = d.entryOf(&rec.a, &rec.act, rec.npub, now)
+			}
+		})
+	}
+	wg.Wait()
+	slices.SortFunc(recs, func(a, b *agentRecord) int { return compareEntries(&a.entry, &b.entry) })
+	return recs, nil
+}
