@@ -158,7 +158,9 @@ func BenchmarkBuildDocument100k(b *testing.B) {
 				doc := *d.doc.Load()
 				doc.agentsSum = [32]byte{}
 				d.doc.Store(&doc)
-				d.encGen++ // no entry is where it was
+				for _, rec := range d.records.byPK {
+					rec.json = nil // encode every entry again
+				}
 				d.buildMu.Unlock()
 				if fromStore {
 					d.records.touchAll()

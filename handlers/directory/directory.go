@@ -273,12 +273,6 @@ type Directory struct {
 	browseMu  sync.Mutex                 // held while decoding them
 	buildMu   sync.Mutex
 	stampedAt time.Time // last agents.Store.StampDocument, under buildMu
-	// encodedFor is the document this Directory built last, under
-	// buildMu, and encGen counts them: while it is the one served, the
-	// next rebuild copies from it the unchanged entries of the agent
-	// records (records) encoded at encGen.
-	encodedFor *document
-	encGen     uint64
 	// records is the leader's copy of the agent records it builds from.
 	records   records
 	dirty     chan struct{} // a change happened; rebuild after RegenerateDelay

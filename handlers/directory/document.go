@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -111,11 +110,19 @@ func (d *Directory) nip05Verified(a *agents.Agent, now time.Time) bool {
 
 // entry computes an agent's document entry at now.
 func (d *Directory) entry(a *agents.Agent, act *agents.Activity, now time.Time) Entry {
-	return d.entryOf(a, act, Npub(a.Pubkey), now)
+	npub := Npub(a.Pubkey)
+	own := *a // the entry points into it; callers may reuse a (agents.Store.Each)
+	return d.entryOf(&own, act, npub, d.profileURL(npub), now)
 }
 
-// entryOf is entry for an agent whose npub is known.
-func (d *Directory) entryOf(a *agents.Agent, act *agents.Activity, npub string, now time.Time) Entry {
+// profileURL is the address of the profile page of npub.
+func (d *Directory) profileURL(npub string) string { return d.opts.BaseURL + ProfilePrefix + npub }
+
+// entryOf is entry for an agent whose npub and profile URL are known. It
+// allocates nothing of its own (a rebuild runs it for every agent): the
+// entry points into a and shares its slices, so a must not change while
+// the entry is used.
+func (d *Directory) entryOf(a *agents.Agent, act *agents.Activity, npub, profileURL string, now time.Time) Entry {
 	e := Entry{
 		Pubkey:            a.Pubkey,
 		Npub:              npub,
@@ -130,56 +137,65 @@ func (d *Directory) entryOf(a *agents.Agent, act *agents.Activity, npub string, 
 		RegistrationEvent: a.RegistrationEvent,
 	}
 	if e.Capabilities == nil {
-		e.Capabilities = []string{}
+		e.Capabilities = noFlags // []string{}, shared
 	}
 	if a.Operator != "" {
-		op := a.Operator
-		e.Operator = &op
+		e.Operator = &a.Operator
 	}
 	e.Gates.PowBits = a.PowBits
 	e.Gates.PowOK = a.PowBits >= d.opts.PowMinBits
 	verified := d.nip05Verified(a, now)
 	if verified {
-		id := a.NIP05
-		e.Gates.NIP05 = &id
+		e.Gates.NIP05 = &a.NIP05
 	}
-	e.Level, _ = d.level(e, verified, now)
-	e.ProfileURL = d.opts.BaseURL + ProfilePrefix + e.Npub
+	e.Level = d.levelOf(&e, verified, now)
+	e.ProfileURL = profileURL
 	return e
 }
 
-// level applies the spec's admission rules and says why, for the profile
-// page. Level 3 (reputable) is planned and never assigned.
+// levelOf applies the spec's admission rules. Level 3 (reputable) is
+// planned and never assigned.
+func (d *Directory) levelOf(e *Entry, nip05Verified bool, now time.Time) int {
+	switch {
+	case len(e.Flags) > 0:
+		return 0
+	case nip05Verified && now.Sub(time.Unix(e.FirstRegisteredAt, 0)) >= 7*day && e.ActiveDays >= 2:
+		return 2
+	case e.Gates.PowOK || nip05Verified:
+		return 1
+	}
+	return 0
+}
+
+// level is levelOf with the reasons, for the profile page.
 func (d *Directory) level(e Entry, nip05Verified bool, now time.Time) (int, []string) {
-	if len(e.Flags) > 0 {
-		return 0, []string{"flagged (" + strings.Join(e.Flags, ", ") + "): any anomaly flag keeps an agent at level 0"}
+	lvl := d.levelOf(&e, nip05Verified, now)
+	switch {
+	case len(e.Flags) > 0:
+		return lvl, []string{"flagged (" + strings.Join(e.Flags, ", ") + "): any anomaly flag keeps an agent at level 0"}
+	case lvl == 2:
+		return lvl, []string{"NIP-05 identifier verified", "registered for at least 7 days", "posted on at least 2 distinct UTC days"}
+	case lvl == 0:
+		return lvl, []string{"new: level 1 needs a proof of work of " + strconv.Itoa(d.opts.PowMinBits) + " bits or a verified NIP-05 identifier"}
 	}
-	registeredFor := now.Sub(time.Unix(e.FirstRegisteredAt, 0))
-	if nip05Verified && registeredFor >= 7*day && e.ActiveDays >= 2 {
-		return 2, []string{"NIP-05 identifier verified", "registered for at least 7 days", "posted on at least 2 distinct UTC days"}
+	var why []string
+	if e.Gates.PowOK {
+		why = append(why, "proof of work of "+strconv.Itoa(e.Gates.PowBits)+" bits meets the "+strconv.Itoa(d.opts.PowMinBits)+"-bit gate")
 	}
-	if e.Gates.PowOK || nip05Verified {
-		var why []string
-		if e.Gates.PowOK {
-			why = append(why, "proof of work of "+strconv.Itoa(e.Gates.PowBits)+" bits meets the "+strconv.Itoa(d.opts.PowMinBits)+"-bit gate")
-		}
-		if nip05Verified {
-			why = append(why, "NIP-05 identifier verified")
-		}
-		var missing []string
-		if !nip05Verified {
-			missing = append(missing, "a verified NIP-05 identifier")
-		}
-		if registeredFor < 7*day {
-			missing = append(missing, "7 days since registration")
-		}
-		if e.ActiveDays < 2 {
-			missing = append(missing, "posts on 2 distinct UTC days")
-		}
-		why = append(why, "level 2 needs "+strings.Join(missing, ", "))
-		return 1, why
+	if nip05Verified {
+		why = append(why, "NIP-05 identifier verified")
 	}
-	return 0, []string{"new: level 1 needs a proof of work of " + strconv.Itoa(d.opts.PowMinBits) + " bits or a verified NIP-05 identifier"}
+	var missing []string
+	if !nip05Verified {
+		missing = append(missing, "a verified NIP-05 identifier")
+	}
+	if now.Sub(time.Unix(e.FirstRegisteredAt, 0)) < 7*day {
+		missing = append(missing, "7 days since registration")
+	}
+	if e.ActiveDays < 2 {
+		missing = append(missing, "posts on 2 distinct UTC days")
+	}
+	return lvl, append(why, "level 2 needs "+strings.Join(missing, ", "))
 }
 
 // sortEntries orders the document (compareEntries).
@@ -223,9 +239,9 @@ func (d *Directory) rebuildLocked(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Encode entry by entry into a buffer sized from the last document:
-	// with 100 k agents the document is tens of MiB, and json.Marshal of
-	// the whole slice would grow and copy its buffer several times.
+	// Copy the entries, each encoded once (buildEntries), into a buffer
+	// sized from the last document. The agents array's digest is that of
+	// its entries' digests.
 	old := d.doc.Load()
 	var buf bytes.Buffer
 	if old != nil {
@@ -234,38 +250,13 @@ func (d *Directory) rebuildLocked(ctx context.Context) error {
 	buf.Write(make([]byte, headerRoom))
 	start := buf.Len()
 	buf.WriteByte('[')
-	enc := json.NewEncoder(&buf)
-	// Only changed entries are encoded: an unchanged one is copied from
-	// the document served now, where the last rebuild wrote it. The
-	// agents array's digest is that of its entries' digests, each
-	// computed once, when its entry is encoded.
-	var prevBody []byte
-	if old != nil && old == d.encodedFor {
-		prevBody = old.body // not one loaded from another node
-	}
-	type placed struct {
-		off, n int
-		digest [sha256.Size]byte
-		fresh  bool
-	}
-	at := make([]placed, len(recs))
 	digests := sha256.New()
 	for i, rec := range recs {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		p := buf.Len()
-		if prevBody != nil && rec.encGen == d.encGen && sameEntry(&rec.encoded, &rec.entry) {
-			buf.Write(prevBody[rec.off : rec.off+rec.n])
-			at[i] = placed{off: p, n: rec.n, digest: rec.digest}
-		} else {
-			if err := enc.Encode(&rec.entry); err != nil {
-				return err
-			}
-			buf.Truncate(buf.Len() - 1) // Encode's newline
-			at[i] = placed{off: p, n: buf.Len() - p, digest: sha256.Sum256(buf.Bytes()[p:]), fresh: true}
-		}
-		digests.Write(at[i].digest[:])
+		buf.Write(rec.json)
+		digests.Write(rec.digest[:])
 	}
 	buf.WriteByte(']')
 	var agentsSum [sha256.Size]byte
@@ -294,16 +285,6 @@ func (d *Directory) rebuildLocked(ctx context.Context) error {
 	head := `{"version":2,"generated_at":` + strconv.FormatInt(generatedAt, 10) + `,"agents":`
 	body := buf.Bytes()[start-len(head):]
 	copy(body, head)
-	// The offsets above count from the buffer's start; the body starts
-	// start-len(head) into it.
-	shift := start - len(head)
-	d.encGen++
-	for i, rec := range recs {
-		rec.off, rec.n, rec.digest, rec.encGen = at[i].off-shift, at[i].n, at[i].digest, d.encGen
-		if at[i].fresh {
-			rec.encoded = rec.entry
-		}
-	}
 	doc := &document{
 		body:        body,
 		agentsSum:   agentsSum,
@@ -311,7 +292,6 @@ func (d *Directory) rebuildLocked(ctx context.Context) error {
 		generatedAt: time.Unix(generatedAt, 0),
 		count:       len(recs),
 	}
-	d.encodedFor = doc
 	d.doc.Store(doc)
 	return d.publishLocked(ctx, doc, true, now)
 }

@@ -3,6 +3,8 @@ package directory
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
+	"errors"
 	"runtime"
 	"slices"
 	"sync"
@@ -25,15 +27,15 @@ type agentRecord struct {
 	a      agents.Agent // without its raw registration event
 	act    agents.Activity
 	banned bool
-	npub   string
+	// npub and profileURL are computed once (buildEntries).
+	npub, profileURL string
 
-	// entry is the agent's entry at the last rebuild; encoded is the
-	// entry whose JSON lies at off (n bytes, SHA-256 digest) in the
-	// document of generation encGen (Directory.encodedFor).
+	// entry is the agent's entry at the last rebuild; json is the JSON
+	// of encoded (nil: none yet), with its SHA-256 digest: an entry
+	// whose content did not change is not encoded again.
 	entry   Entry
 	encoded Entry
-	encGen  uint64
-	off, n  int
+	json    []byte
 	digest  [sha256.Size]byte
 }
 
@@ -88,7 +90,7 @@ func (d *Directory) refreshRecords(ctx context.Context, now time.Time) error {
 			ar := &agentRecord{a: *rec.Agent, act: *rec.Activity, banned: rec.Banned}
 			ar.a.Event = nil
 			if old, ok := r.byPK[ar.a.Pubkey]; ok {
-				ar.npub = old.npub // else buildEntries computes it
+				ar.npub, ar.profileURL = old.npub, old.profileURL // else buildEntries computes them
 			}
 			byPK[ar.a.Pubkey] = ar
 		}
@@ -120,8 +122,9 @@ func (d *Directory) refreshRecords(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// buildEntries computes the entries of the unbanned agents at now, on
-// every core, and returns their records in the document's order.
+// buildEntries computes the entries of the unbanned agents at now and
+// encodes those that changed, on every core, and returns their records
+// in the document's order.
 func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]*agentRecord, error) {
 	if err := d.refreshRecords(ctx, now); err != nil {
 		return nil, err
@@ -134,6 +137,7 @@ func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]*agentRe
 	}
 	workers := max(1, runtime.GOMAXPROCS(0))
 	per := (len(recs) + workers - 1) / workers
+	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := 0; w*per < len(recs); w++ {
 		lo, hi := w*per, min((w+1)*per, len(recs))
@@ -141,12 +145,25 @@ func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]*agentRe
 			for _, rec := range recs[lo:hi] {
 				if rec.npub == "" {
 					rec.npub = Npub(rec.a.Pubkey)
+					rec.profileURL = d.profileURL(rec.npub)
 				}
-				rec.entry = d.entryOf(&rec.a, &rec.act, rec.npub, now)
+				rec.entry = d.entryOf(&rec.a, &rec.act, rec.npub, rec.profileURL, now)
+				if rec.json != nil && sameEntry(&rec.encoded, &rec.entry) {
+					continue
+				}
+				b, err := json.Marshal(&rec.entry)
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				rec.json, rec.digest, rec.encoded = b, sha256.Sum256(b), rec.entry
 			}
 		})
 	}
 	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	slices.SortFunc(recs, func(a, b *agentRecord) int { return compareEntries(&a.entry, &b.entry) })
 	return recs, nil
 }
