@@ -622,7 +622,8 @@ func (s Store) Activity(ctx context.Context, pubkey string) (*Activity, error) {
 
 // RecordPosts records a batch of posts in one transaction. For each
 // post whose id was not seen before and whose author is a registered,
-// unbanned agent, apply updates the author's activity; it may refuse the
+// unbanned agent, apply updates the author's activity (the Agent it is
+// given holds only Pubkey and FirstRegisteredAt); it may refuse the
 // post with an error (then nothing is recorded for it). The result has one
 // entry per post: nil when recorded, ErrDuplicate, storage.ErrNotFound (author not
 // registered), ErrAgentBanned, or apply's error.
@@ -647,10 +648,15 @@ func (s Store) RecordPosts(ctx context.Context, posts []Post, apply func(a *Agen
 			}
 			a, ok := agents[p.Pubkey]
 			if !ok {
-				var cur Agent
+				// Only what apply is given: decoding the whole
+				// registration (its raw event) for each author of
+				// each batch would cost more than the rest.
+				var cur struct {
+					FirstRegisteredAt int64 `json:"first_registered_at"`
+				}
 				switch err := tx.GetJSON(agentKey(p.Pubkey), &cur); {
 				case err == nil:
-					a = &cur
+					a = &Agent{Pubkey: p.Pubkey, FirstRegisteredAt: cur.FirstRegisteredAt}
 				case errors.Is(err, storage.ErrNotFound):
 				default:
 					return err
