@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
@@ -356,4 +357,126 @@ func etagMatches(header, etag string) bool {
 		}
 	}
 	return false
+}
+
+// appendEntry appends e's JSON, byte for byte what encoding/json's Marshal
+// writes (HTML characters escaped; TestAppendEntryIsJSONMarshal compares
+// them), without reflection: a full rebuild encodes every entry.
+func appendEntry(b []byte, e *Entry) []byte {
+	b = append(b, `{"pubkey":`...)
+	b = appendJSONString(b, e.Pubkey)
+	b = append(b, `,"npub":`...)
+	b = appendJSONString(b, e.Npub)
+	b = append(b, `,"name":`...)
+	b = appendJSONString(b, e.Name)
+	b = append(b, `,"purpose":`...)
+	b = appendJSONString(b, e.Purpose)
+	b = append(b, `,"capabilities":`...)
+	b = appendJSONStrings(b, e.Capabilities)
+	b = append(b, `,"operator":`...)
+	b = appendJSONStringPtr(b, e.Operator)
+	b = append(b, `,"level":`...)
+	b = strconv.AppendInt(b, int64(e.Level), 10)
+	b = append(b, `,"gates":{"pow_bits":`...)
+	b = strconv.AppendInt(b, int64(e.Gates.PowBits), 10)
+	b = append(b, `,"pow_ok":`...)
+	b = strconv.AppendBool(b, e.Gates.PowOK)
+	b = append(b, `,"nip05":`...)
+	b = appendJSONStringPtr(b, e.Gates.NIP05)
+	b = append(b, `},"flags":`...)
+	b = appendJSONStrings(b, e.Flags)
+	b = append(b, `,"first_registered_at":`...)
+	b = strconv.AppendInt(b, e.FirstRegisteredAt, 10)
+	b = append(b, `,"active_days":`...)
+	b = strconv.AppendInt(b, int64(e.ActiveDays), 10)
+	b = append(b, `,"maintainer":`...)
+	b = strconv.AppendBool(b, e.Maintainer)
+	b = append(b, `,"credit_score":`...)
+	if e.CreditScore == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, int64(*e.CreditScore), 10)
+	}
+	b = append(b, `,"registration_event":`...)
+	b = appendJSONString(b, e.RegistrationEvent)
+	b = append(b, `,"profile_url":`...)
+	b = appendJSONString(b, e.ProfileURL)
+	return append(b, '}')
+}
+
+func appendJSONStringPtr(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONString(b, *s)
+}
+
+func appendJSONStrings(b []byte, ss []string) []byte {
+	if ss == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	return append(b, ']')
+}
+
+// appendJSONString is encoding/json's string encoding with HTML escaping
+// (Go 1.26 encode.go appendString): \b, \f, \n, \r, \t and the other
+// control characters, <, > and &, invalid UTF-8 as \ufffd, U+2028 and
+// U+2029 escaped.
+func appendJSONString(b []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

@@ -2,6 +2,7 @@ package directory
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -492,4 +493,33 @@ func TestSameEntryCoversEveryField(t *testing.T) {
 		}
 	}
 	change(reflect.ValueOf(&mutated).Elem(), "")
+}
+
+// appendEntry writes what json.Marshal writes, for every kind of field and
+// every character class encoding/json escapes.
+func TestAppendEntryIsJSONMarshal(t *testing.T) {
+	op, id, score := "Ops & <Co>", "bot@example.com", 7
+	odd := []string{"", "plain", `quote " and \ backslash`, "<script>&amp;</script>", "\b\f\n\r\t\x00\x01\x1f\x7f",
+		"é ü 日本 🤖", "\u2028\u2029", "bad \xff utf-8 \xc3", "\u00a0\ufeff"}
+	entries := []Entry{
+		{},
+		{Capabilities: []string{}, Flags: []string{}},
+		{Pubkey: "p", Npub: "n", Name: "a", Purpose: "b", Capabilities: []string{"c", "d"}, Operator: &op, Level: 2,
+			Gates: Gates{PowBits: 21, PowOK: true, NIP05: &id}, Flags: []string{FlagTemplate, FlagBurst},
+			FirstRegisteredAt: -5, ActiveDays: 3, Maintainer: true, CreditScore: &score, RegistrationEvent: "r", ProfileURL: "u"},
+	}
+	for _, s := range odd {
+		s := s
+		entries = append(entries, Entry{Name: s, Purpose: s + s, Capabilities: []string{s}, Operator: &s, Gates: Gates{NIP05: &s},
+			Flags: []string{s}, RegistrationEvent: s, ProfileURL: s, Pubkey: s, Npub: s})
+	}
+	for i := range entries {
+		want, err := json.Marshal(&entries[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendEntry(nil, &entries[i]); !bytes.Equal(got, want) {
+			t.Errorf("entry %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
 }

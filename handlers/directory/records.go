@@ -3,8 +3,6 @@ package directory
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
-	"errors"
 	"runtime"
 	"slices"
 	"sync"
@@ -137,7 +135,6 @@ func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]*agentRe
 	}
 	workers := max(1, runtime.GOMAXPROCS(0))
 	per := (len(recs) + workers - 1) / workers
-	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := 0; w*per < len(recs); w++ {
 		lo, hi := w*per, min((w+1)*per, len(recs))
@@ -151,19 +148,12 @@ func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]*agentRe
 				if rec.json != nil && sameEntry(&rec.encoded, &rec.entry) {
 					continue
 				}
-				b, err := json.Marshal(&rec.entry)
-				if err != nil {
-					errs[w] = err
-					return
-				}
+				b := appendEntry(make([]byte, 0, len(rec.json)+64), &rec.entry)
 				rec.json, rec.digest, rec.encoded = b, sha256.Sum256(b), rec.entry
 			}
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
 	slices.SortFunc(recs, func(a, b *agentRecord) int { return compareEntries(&a.entry, &b.entry) })
 	return recs, nil
 }
