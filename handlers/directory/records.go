@@ -1,6 +1,7 @@
 package directory
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"runtime"
@@ -139,6 +140,7 @@ func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]*agentRe
 	for w := 0; w*per < len(recs); w++ {
 		lo, hi := w*per, min((w+1)*per, len(recs))
 		wg.Go(func() {
+			var scratch []byte // encoded into, then copied at its size
 			for _, rec := range recs[lo:hi] {
 				if rec.npub == "" {
 					rec.npub = Npub(rec.a.Pubkey)
@@ -148,8 +150,8 @@ func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]*agentRe
 				if rec.json != nil && sameEntry(&rec.encoded, &rec.entry) {
 					continue
 				}
-				b := appendEntry(make([]byte, 0, len(rec.json)+64), &rec.entry)
-				rec.json, rec.digest, rec.encoded = b, sha256.Sum256(b), rec.entry
+				scratch = appendEntry(scratch[:0], &rec.entry)
+				rec.json, rec.digest, rec.encoded = bytes.Clone(scratch), sha256.Sum256(scratch), rec.entry
 			}
 		})
 	}
