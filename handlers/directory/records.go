@@ -2,6 +2,7 @@ package directory
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"runtime"
@@ -34,6 +35,7 @@ type agentRecord struct {
 	// whose content did not change is not encoded again.
 	entry   Entry
 	encoded Entry
+	listed  uint64 // the rebuild that listed it (records.gen)
 	json    []byte
 	digest  [sha256.Size]byte
 }
@@ -43,6 +45,11 @@ type agentRecord struct {
 type records struct {
 	byPK     map[string]*agentRecord
 	loadedAt time.Time
+
+	// order is the last document's; gen counts the rebuilds
+	// (agentRecord.listed).
+	order []*agentRecord
+	gen   uint64
 
 	touchMu sync.Mutex
 	touched map[string]struct{}
@@ -128,9 +135,20 @@ func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]*agentRe
 	if err := d.refreshRecords(ctx, now); err != nil {
 		return nil, err
 	}
-	recs := make([]*agentRecord, 0, len(d.records.byPK))
-	for _, rec := range d.records.byPK {
-		if !rec.banned {
+	// In the last document's order first: the sort below then finds it
+	// (nearly) sorted already.
+	r := &d.records
+	r.gen++
+	recs := make([]*agentRecord, 0, len(r.byPK))
+	for _, rec := range r.order {
+		if cur := r.byPK[rec.a.Pubkey]; cur == rec && !rec.banned {
+			rec.listed = r.gen
+			recs = append(recs, rec)
+		}
+	}
+	for _, rec := range r.byPK {
+		if rec.listed != r.gen && !rec.banned {
+			rec.listed = r.gen
 			recs = append(recs, rec)
 		}
 	}
@@ -156,6 +174,53 @@ func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]*agentRe
 		})
 	}
 	wg.Wait()
-	slices.SortFunc(recs, func(a, b *agentRecord) int { return compareEntries(&a.entry, &b.entry) })
+	// Sorted by compact keys: comparing the entries themselves, spread
+	// over the heap, costs a cache miss or two per comparison.
+	keys := make([]sortKey, len(recs))
+	for i, rec := range recs {
+		keys[i] = sortKey{level: rec.entry.Level, first: rec.entry.FirstRegisteredAt, pk: pubkeyPrefix(rec.a.Pubkey), rec: rec}
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int {
+		switch {
+		case a.level != b.level:
+			return b.level - a.level
+		case a.first != b.first:
+			return cmp.Compare(a.first, b.first)
+		case a.pk != b.pk:
+			return cmp.Compare(a.pk, b.pk)
+		}
+		return compareEntries(&a.rec.entry, &b.rec.entry)
+	})
+	for i := range keys {
+		recs[i] = keys[i].rec
+	}
+	r.order = recs
 	return recs, nil
+}
+
+// sortKey is what the document's order (compareEntries) looks at first.
+type sortKey struct {
+	level int
+	first int64
+	pk    uint64 // pubkeyPrefix
+	rec   *agentRecord
+}
+
+// pubkeyPrefix is the first 16 hex digits of a pubkey as a number: for
+// lowercase hex, numbers compare as the strings do.
+func pubkeyPrefix(pk string) uint64 {
+	var n uint64
+	for i := 0; i < 16 && i < len(pk); i++ {
+		c := pk[i]
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		default:
+			c = 0
+		}
+		n = n<<4 | uint64(c)
+	}
+	return n
 }
