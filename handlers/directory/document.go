@@ -240,30 +240,18 @@ func (d *Directory) rebuildLocked(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Copy the entries, each encoded once (buildEntries), into a buffer
-	// sized from the last document. The agents array's digest is that of
-	// its entries' digests.
-	old := d.doc.Load()
-	var buf bytes.Buffer
-	if old != nil {
-		buf.Grow(len(old.body) + len(old.body)/8)
-	}
-	buf.Write(make([]byte, headerRoom))
-	start := buf.Len()
-	buf.WriteByte('[')
+	// The agents array's digest is that of its entries' digests (each
+	// computed once, when its entry is encoded): an unchanged document is
+	// known without copying its entries.
 	digests := sha256.New()
-	for i, rec := range recs {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(rec.json)
+	for _, rec := range recs {
 		digests.Write(rec.digest[:])
 	}
-	buf.WriteByte(']')
 	var agentsSum [sha256.Size]byte
 	digests.Sum(agentsSum[:0])
+	old := d.doc.Load()
 	if old != nil && old.agentsSum == agentsSum {
-		// The document stays: the offsets of its entries stay valid.
+		// The document stays.
 		if now.Sub(d.stampedAt) >= stampEvery {
 			// Keep the stamp from expiring while nothing changes.
 			if _, err := d.agents.StampDocument(ctx, hex.EncodeToString(agentsSum[:]), "", old.generatedAt.Unix()); err != nil {
@@ -273,6 +261,21 @@ func (d *Directory) rebuildLocked(ctx context.Context) error {
 		}
 		return d.publishLocked(ctx, old, false, now)
 	}
+	// Copy the entries into a buffer sized from the last document.
+	var buf bytes.Buffer
+	if old != nil {
+		buf.Grow(len(old.body) + len(old.body)/8)
+	}
+	buf.Write(make([]byte, headerRoom))
+	start := buf.Len()
+	buf.WriteByte('[')
+	for i, rec := range recs {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(rec.json)
+	}
+	buf.WriteByte(']')
 	var prev string
 	if old != nil {
 		prev = hex.EncodeToString(old.agentsSum[:])
