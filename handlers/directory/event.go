@@ -212,34 +212,38 @@ func (c *pubkeyCache) get(hexKey string) (*btcec.PublicKey, error) {
 }
 
 // verifyEvents runs VerifyEvent on the events of evts that want accepts
-// (nil entries are skipped) and returns the errors by index. Signature checks
-// are most of the cost of ingesting posts, so a batch is spread over all
-// cores.
+// (nil entries are skipped) and returns the errors by index, on every core
+// (onCores).
 func verifyEvents(evts []*nostr.Event, want func(*nostr.Event) bool) []error {
 	errs := make([]error, len(evts))
-	check := func(i int) {
+	onCores(len(evts), func(i int) {
 		if e := evts[i]; e != nil && want(e) {
 			errs[i] = VerifyEvent(e)
 		}
-	}
-	workers := min(runtime.GOMAXPROCS(0), len(evts))
+	})
+	return errs
+}
+
+// onCores calls fn for 0 to n-1 on every core: signature checks are most
+// of the cost of ingesting posts, so a batch is spread over all cores.
+func onCores(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
 	if workers <= 1 {
-		for i := range evts {
-			check(i)
+		for i := range n {
+			fn(i)
 		}
-		return errs
+		return
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(evts); i = int(next.Add(1) - 1) {
-				check(i)
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
 			}
 		})
 	}
 	wg.Wait()
-	return errs
 }
 
 func isLowerHex(s string, n int) bool {

@@ -129,7 +129,17 @@ func (d *Directory) ingestPosts(ctx context.Context, evts []*nostr.Event, res []
 	now := d.now()
 	posts := make([]agents.Post, 0, len(evts))
 	at := make([]int, 0, len(evts))
-	verified := verifyEvents(evts, func(e *nostr.Event) bool { return e.Kind == nostr.KindTextNote })
+	// The checks and the skeletons (five regular expressions over the
+	// text) on every core.
+	verified := make([]error, len(evts))
+	skels := make([]uint64, len(evts))
+	onCores(len(evts), func(i int) {
+		if e := evts[i]; e != nil && e.Kind == nostr.KindTextNote {
+			if verified[i] = VerifyEvent(e); verified[i] == nil {
+				skels[i] = skeletonHash(e.Content)
+			}
+		}
+	})
 	for i, evt := range evts {
 		if evt == nil {
 			continue
@@ -157,7 +167,7 @@ func (d *Directory) ingestPosts(ctx context.Context, evts []*nostr.Event, res []
 			ID:        evt.ID,
 			Pubkey:    evt.PubKey,
 			CreatedAt: int64(evt.CreatedAt),
-			Skeleton:  skeletonHash(evt.Content),
+			Skeleton:  skels[i],
 		})
 		at = append(at, i)
 	}
