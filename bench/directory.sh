@@ -64,6 +64,7 @@ for p in directory.json static.json; do
 	fi
 done
 
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 rps() { wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "$1" | awk '/Requests\/sec/ {print $2}'; }
 static=0 dir=0 rounds=
 for _ in $(seq "$ROUNDS"); do
@@ -76,8 +77,8 @@ done
 avg() { awk -v a="$1" -v n="$ROUNDS" 'BEGIN {printf "%.1f", a / n}'; }
 mibs() { awk -v a="$1" -v n="$ROUNDS" -v s="$size" 'BEGIN {printf "%.0f", a / n * s / 1048576}'; }
 cat <<REPORT
-bench/directory.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION x $ROUNDS rounds, $AGENTS agents, document $size bytes
+bench/directory.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average $load_before before / $(cut -d' ' -f1-3 /proc/loadavg) after, wrk -t$THREADS -c$CONNS -d$DURATION x $ROUNDS rounds, $AGENTS agents, document $size bytes
 rounds (req/s):$rounds
 file_server (same bytes)      $(avg "$static") req/s   $(mibs "$static") MiB/s
-hearth_directory              $(avg "$dir") req/s   $(mibs "$dir") MiB/s   $(awk -v a="$dir" -v b="$static" 'BEGIN {printf "%.0f %%", 100 * a / b}') of file_server   (target >= 90 %)
+hearth_directory              $(avg "$dir") req/s   $(mibs "$dir") MiB/s   $(awk -v a="$dir" -v b="$static" 'BEGIN {printf "%.0f %%", 100 * a / b}') of file_server   (target >= 110 %)
 REPORT

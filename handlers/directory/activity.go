@@ -142,16 +142,27 @@ func (r activityRules) apply(a *agents.Agent, act *agents.Activity, p agents.Pos
 	return nil
 }
 
-// flags returns the anomaly flags that hold at now, in document order.
+// The answers of flags, shared: a rebuild computes the flags of every
+// agent, and none of the callers changes them.
+var (
+	noFlags       = []string{}
+	templateFlags = []string{FlagTemplate}
+	burstFlags    = []string{FlagBurst}
+	bothFlags     = []string{FlagTemplate, FlagBurst}
+)
+
+// flags returns the anomaly flags that hold at now, in document order (a
+// shared slice, not to be changed).
 func (r activityRules) flags(act *agents.Activity, now time.Time) []string {
-	flags := []string{}
-	if r.templateFlag(act, now) {
-		flags = append(flags, FlagTemplate)
+	switch t, b := r.templateFlag(act, now), r.burstFlag(act, now); {
+	case t && b:
+		return bothFlags
+	case t:
+		return templateFlags
+	case b:
+		return burstFlags
 	}
-	if r.burstFlag(act, now) {
-		flags = append(flags, FlagBurst)
-	}
-	return flags
+	return noFlags
 }
 
 // burstFlag: a window of more than burstMax posts ended less than 24 h ago.
@@ -173,11 +184,24 @@ func (r activityRules) templateFlag(act *agents.Activity, now time.Time) bool {
 	if len(sample) < r.templateMin {
 		return false
 	}
-	counts := make(map[uint64]int, len(sample))
 	best := 0
-	for _, s := range sample {
-		counts[s.Hash]++
-		best = max(best, counts[s.Hash])
+	if len(sample) <= 64 {
+		// Without a map: this runs for every agent of every rebuild.
+		for i, s := range sample {
+			n := 0
+			for _, o := range sample[i:] {
+				if o.Hash == s.Hash {
+					n++
+				}
+			}
+			best = max(best, n)
+		}
+	} else {
+		counts := make(map[uint64]int, len(sample))
+		for _, s := range sample {
+			counts[s.Hash]++
+			best = max(best, counts[s.Hash])
+		}
 	}
 	return best >= r.templateMin && float64(best) >= r.templateRatio*float64(len(sample))
 }

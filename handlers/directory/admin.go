@@ -103,7 +103,7 @@ func (d *Directory) Ban(ctx context.Context, pubkeyOrNpub, reason string) (strin
 	if err := d.agents.Ban(ctx, pk, reason, d.now()); err != nil {
 		return "", fmt.Errorf("ban agent: %w", err)
 	}
-	return pk, d.afterModeration(ctx)
+	return pk, d.afterModeration(ctx, pk)
 }
 
 // Unban lifts the ban of the agent named by an npub or hex key and returns
@@ -120,14 +120,14 @@ func (d *Directory) Unban(ctx context.Context, pubkeyOrNpub string) (string, err
 	case err != nil:
 		return "", fmt.Errorf("unban agent: %w", err)
 	}
-	return pk, d.afterModeration(ctx)
+	return pk, d.afterModeration(ctx, pk)
 }
 
 // afterModeration publishes a ban or unban at once in this directory's
 // document, and tells every directory on the store, on every node, to
 // rebuild and restart its relay subscriptions with the new set of authors.
-func (d *Directory) afterModeration(ctx context.Context) error {
-	d.AuthorsChanged()
+func (d *Directory) afterModeration(ctx context.Context, pk string) error {
+	d.authorsChangedOf(pk)
 	if err := d.Rebuild(ctx); err != nil {
 		return fmt.Errorf("rebuild directory document: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"slices"
@@ -28,7 +27,8 @@ import (
 // the others, which load it: every node serves the same bytes, ETag and
 // generated_at. Only the holder follows the relays and re-checks NIP-05
 // identifiers; when it loses the lease (or stops) that work stops and the
-// next holder resumes from the stored relay cursors and check times.
+// next holder reads the relays again from each registration and resumes
+// from the stored check times.
 // Changed and AuthorsChanged are published on changesChannel, so a change
 // made through any node reaches the holder.
 
@@ -76,6 +76,8 @@ func (d *Directory) subscribe() ([]func(), error) {
 		if origin == d.origin {
 			return // acted on when it was signalled (Changed)
 		}
+		// Which agents changed is not said: the rebuild reads them all.
+		d.records.touchAll()
 		switch kind {
 		case "changed":
 			d.changedHere()
@@ -258,7 +260,9 @@ func (d *Directory) lead(ctx context.Context) {
 	defer d.leading.Store(false)
 	d.leads.Add(1)
 	d.opts.Logger.Debug("this node leads the agent directory", zap.String("directory", d.id))
-	// The rebuild below covers what was signalled before.
+	// The rebuild below covers what was signalled before, reading every
+	// agent: another node led meanwhile.
+	d.records.touchAll()
 	select {
 	case <-d.dirty:
 	default:
@@ -343,10 +347,4 @@ func (d *Directory) forgetLocal() {
 	if cur, ok := localDocs.Load(d.localKey()); ok && cur.(*localDoc).version == d.publishedHere {
 		localDocs.CompareAndDelete(d.localKey(), cur)
 	}
-}
-
-// etagOf is the document's ETag: a digest of the bytes served.
-func etagOf(body []byte) string {
-	sum := sha256.Sum256(body)
-	return `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
 }

@@ -273,13 +273,10 @@ type Directory struct {
 	browseMu  sync.Mutex                 // held while decoding them
 	buildMu   sync.Mutex
 	stampedAt time.Time // last agents.Store.StampDocument, under buildMu
-	// encoded locates each entry in encodedFor, the document this
-	// Directory built last, under buildMu: while it is the one served,
-	// the next rebuild copies unchanged entries from it.
-	encoded    map[string]encodedEntry
-	encodedFor *document
-	dirty      chan struct{} // a change happened; rebuild after RegenerateDelay
-	authorsCh  chan struct{} // the set of registered authors changed
+	// records is the leader's copy of the agent records it builds from.
+	records   records
+	dirty     chan struct{} // a change happened; rebuild after RegenerateDelay
+	authorsCh chan struct{} // the set of registered authors changed
 
 	// id names this configuration's document among the nodes and sites
 	// of the store (configID): the lease "directory:<id>" and the
@@ -470,8 +467,21 @@ func (d *Directory) now() time.Time { return d.opts.Now() }
 
 // Changed schedules a debounced rebuild of the document by the node that
 // leads the directory, whichever node it is; call it after changing agent
-// records outside this Directory (admin bans).
+// records outside this Directory (admin bans). The rebuild reads every
+// agent again.
 func (d *Directory) Changed() {
+	d.records.touchAll()
+	d.changed()
+}
+
+// changedAgents is Changed after a change to the records of pks alone
+// (written already): the rebuild reads only theirs again.
+func (d *Directory) changedAgents(pks ...string) {
+	d.records.touch(pks...)
+	d.changed()
+}
+
+func (d *Directory) changed() {
 	if d.leading.Load() {
 		d.changedHere() // at once here; the others by publishChanges
 	}
@@ -481,6 +491,18 @@ func (d *Directory) Changed() {
 // AuthorsChanged is Changed for changes that add or remove authors (new
 // registrations, bans): the relay subscriptions restart too.
 func (d *Directory) AuthorsChanged() {
+	d.records.touchAll()
+	d.authorsChanged()
+}
+
+// authorsChangedOf is AuthorsChanged after a change to the records of pks
+// alone.
+func (d *Directory) authorsChangedOf(pks ...string) {
+	d.records.touch(pks...)
+	d.authorsChanged()
+}
+
+func (d *Directory) authorsChanged() {
 	if d.leading.Load() {
 		d.changedHere()
 		d.authorsChangedHere()

@@ -4,14 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
-	"hash/fnv"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
@@ -69,56 +69,22 @@ const stampEvery = 24 * time.Hour
 // head, written once generated_at is known (after the agents are encoded).
 const headerRoom = 64
 
-// encodedEntry is where an entry's JSON lies in the document served now,
-// and the hash of the entry it encodes (entryHash).
-type encodedEntry struct {
-	sum      uint64
-	off, len int
+// sameEntry reports whether a and b have the same content, so that an
+// entry whose content did not change need not be encoded again. It runs
+// for every entry of every rebuild: the strings of two entries of one
+// agent usually share their bytes, which makes the comparisons cheap.
+func sameEntry(a, b *Entry) bool {
+	return a.Pubkey == b.Pubkey && a.Npub == b.Npub && a.Name == b.Name && a.Purpose == b.Purpose &&
+		slices.Equal(a.Capabilities, b.Capabilities) && sameString(a.Operator, b.Operator) &&
+		a.Level == b.Level && a.Gates.PowBits == b.Gates.PowBits && a.Gates.PowOK == b.Gates.PowOK &&
+		sameString(a.Gates.NIP05, b.Gates.NIP05) && slices.Equal(a.Flags, b.Flags) &&
+		a.FirstRegisteredAt == b.FirstRegisteredAt && a.ActiveDays == b.ActiveDays &&
+		a.Maintainer == b.Maintainer && sameInt(a.CreditScore, b.CreditScore) &&
+		a.RegistrationEvent == b.RegistrationEvent && a.ProfileURL == b.ProfileURL
 }
 
-// entryHash hashes every field of e (FNV-1a, fields separated), so an
-// entry whose hash did not change need not be encoded again.
-func entryHash(e *Entry) uint64 {
-	h := fnv.New64a()
-	str := func(s string) { h.Write([]byte(s)); h.Write([]byte{0}) }
-	num := func(n int64) { str(strconv.FormatInt(n, 10)) }
-	str(e.Pubkey)
-	str(e.Npub)
-	str(e.Name)
-	str(e.Purpose)
-	num(int64(len(e.Capabilities)))
-	for _, c := range e.Capabilities {
-		str(c)
-	}
-	if e.Operator != nil {
-		str("op:" + *e.Operator)
-	} else {
-		str("")
-	}
-	num(int64(e.Level))
-	num(int64(e.Gates.PowBits))
-	str(strconv.FormatBool(e.Gates.PowOK))
-	if e.Gates.NIP05 != nil {
-		str("nip05:" + *e.Gates.NIP05)
-	} else {
-		str("")
-	}
-	num(int64(len(e.Flags)))
-	for _, f := range e.Flags {
-		str(f)
-	}
-	num(e.FirstRegisteredAt)
-	num(int64(e.ActiveDays))
-	str(strconv.FormatBool(e.Maintainer))
-	if e.CreditScore != nil {
-		num(int64(*e.CreditScore))
-	} else {
-		str("")
-	}
-	str(e.RegistrationEvent)
-	str(e.ProfileURL)
-	return h.Sum64()
-}
+func sameString(a, b *string) bool { return a == b || a != nil && b != nil && *a == *b }
+func sameInt(a, b *int) bool       { return a == b || a != nil && b != nil && *a == *b }
 
 // nip05Verified reports whether a's identifier counts as verified at now: the
 // stored verdict, and a successful check recent enough (so a stalled
@@ -145,9 +111,22 @@ func (d *Directory) nip05Verified(a *agents.Agent, now time.Time) bool {
 
 // entry computes an agent's document entry at now.
 func (d *Directory) entry(a *agents.Agent, act *agents.Activity, now time.Time) Entry {
+	npub := Npub(a.Pubkey)
+	own := *a // the entry points into it; callers may reuse a (agents.Store.Each)
+	return d.entryOf(&own, act, npub, d.profileURL(npub), now)
+}
+
+// profileURL is the address of the profile page of npub.
+func (d *Directory) profileURL(npub string) string { return d.opts.BaseURL + ProfilePrefix + npub }
+
+// entryOf is entry for an agent whose npub and profile URL are known. It
+// allocates nothing of its own (a rebuild runs it for every agent): the
+// entry points into a and shares its slices, so a must not change while
+// the entry is used.
+func (d *Directory) entryOf(a *agents.Agent, act *agents.Activity, npub, profileURL string, now time.Time) Entry {
 	e := Entry{
 		Pubkey:            a.Pubkey,
-		Npub:              Npub(a.Pubkey),
+		Npub:              npub,
 		Name:              a.Name,
 		Purpose:           a.Purpose,
 		Capabilities:      a.Capabilities,
@@ -159,73 +138,85 @@ func (d *Directory) entry(a *agents.Agent, act *agents.Activity, now time.Time) 
 		RegistrationEvent: a.RegistrationEvent,
 	}
 	if e.Capabilities == nil {
-		e.Capabilities = []string{}
+		e.Capabilities = noFlags // []string{}, shared
 	}
 	if a.Operator != "" {
-		op := a.Operator
-		e.Operator = &op
+		e.Operator = &a.Operator
 	}
 	e.Gates.PowBits = a.PowBits
 	e.Gates.PowOK = a.PowBits >= d.opts.PowMinBits
 	verified := d.nip05Verified(a, now)
 	if verified {
-		id := a.NIP05
-		e.Gates.NIP05 = &id
+		e.Gates.NIP05 = &a.NIP05
 	}
-	e.Level, _ = d.level(e, verified, now)
-	e.ProfileURL = d.opts.BaseURL + ProfilePrefix + e.Npub
+	e.Level = d.levelOf(&e, verified, now)
+	e.ProfileURL = profileURL
 	return e
 }
 
-// level applies the spec's admission rules and says why, for the profile
-// page. Level 3 (reputable) is planned and never assigned.
-func (d *Directory) level(e Entry, nip05Verified bool, now time.Time) (int, []string) {
-	if len(e.Flags) > 0 {
-		return 0, []string{"flagged (" + strings.Join(e.Flags, ", ") + "): any anomaly flag keeps an agent at level 0"}
+// levelOf applies the spec's admission rules. Level 3 (reputable) is
+// planned and never assigned.
+func (d *Directory) levelOf(e *Entry, nip05Verified bool, now time.Time) int {
+	switch {
+	case len(e.Flags) > 0:
+		return 0
+	case nip05Verified && now.Sub(time.Unix(e.FirstRegisteredAt, 0)) >= 7*day && e.ActiveDays >= 2:
+		return 2
+	case e.Gates.PowOK || nip05Verified:
+		return 1
 	}
-	registeredFor := now.Sub(time.Unix(e.FirstRegisteredAt, 0))
-	if nip05Verified && registeredFor >= 7*day && e.ActiveDays >= 2 {
-		return 2, []string{"NIP-05 identifier verified", "registered for at least 7 days", "posted on at least 2 distinct UTC days"}
-	}
-	if e.Gates.PowOK || nip05Verified {
-		var why []string
-		if e.Gates.PowOK {
-			why = append(why, "proof of work of "+strconv.Itoa(e.Gates.PowBits)+" bits meets the "+strconv.Itoa(d.opts.PowMinBits)+"-bit gate")
-		}
-		if nip05Verified {
-			why = append(why, "NIP-05 identifier verified")
-		}
-		var missing []string
-		if !nip05Verified {
-			missing = append(missing, "a verified NIP-05 identifier")
-		}
-		if registeredFor < 7*day {
-			missing = append(missing, "7 days since registration")
-		}
-		if e.ActiveDays < 2 {
-			missing = append(missing, "posts on 2 distinct UTC days")
-		}
-		why = append(why, "level 2 needs "+strings.Join(missing, ", "))
-		return 1, why
-	}
-	return 0, []string{"new: level 1 needs a proof of work of " + strconv.Itoa(d.opts.PowMinBits) + " bits or a verified NIP-05 identifier"}
+	return 0
 }
 
-// sortEntries orders the document: level descending, then
-// first_registered_at ascending (older agents first), then pubkey.
+// level is levelOf with the reasons, for the profile page.
+func (d *Directory) level(e Entry, nip05Verified bool, now time.Time) (int, []string) {
+	lvl := d.levelOf(&e, nip05Verified, now)
+	switch {
+	case len(e.Flags) > 0:
+		return lvl, []string{"flagged (" + strings.Join(e.Flags, ", ") + "): any anomaly flag keeps an agent at level 0"}
+	case lvl == 2:
+		return lvl, []string{"NIP-05 identifier verified", "registered for at least 7 days", "posted on at least 2 distinct UTC days"}
+	case lvl == 0:
+		return lvl, []string{"new: level 1 needs a proof of work of " + strconv.Itoa(d.opts.PowMinBits) + " bits or a verified NIP-05 identifier"}
+	}
+	var why []string
+	if e.Gates.PowOK {
+		why = append(why, "proof of work of "+strconv.Itoa(e.Gates.PowBits)+" bits meets the "+strconv.Itoa(d.opts.PowMinBits)+"-bit gate")
+	}
+	if nip05Verified {
+		why = append(why, "NIP-05 identifier verified")
+	}
+	var missing []string
+	if !nip05Verified {
+		missing = append(missing, "a verified NIP-05 identifier")
+	}
+	if now.Sub(time.Unix(e.FirstRegisteredAt, 0)) < 7*day {
+		missing = append(missing, "7 days since registration")
+	}
+	if e.ActiveDays < 2 {
+		missing = append(missing, "posts on 2 distinct UTC days")
+	}
+	return lvl, append(why, "level 2 needs "+strings.Join(missing, ", "))
+}
+
+// sortEntries orders the document (compareEntries).
 func sortEntries(es []Entry) {
-	slices.SortFunc(es, func(a, b Entry) int {
-		if a.Level != b.Level {
-			return b.Level - a.Level
+	slices.SortFunc(es, func(a, b Entry) int { return compareEntries(&a, &b) })
+}
+
+// compareEntries is the document's order: level descending, then
+// first_registered_at ascending (older agents first), then pubkey.
+func compareEntries(a, b *Entry) int {
+	if a.Level != b.Level {
+		return b.Level - a.Level
+	}
+	if a.FirstRegisteredAt != b.FirstRegisteredAt {
+		if a.FirstRegisteredAt < b.FirstRegisteredAt {
+			return -1
 		}
-		if a.FirstRegisteredAt != b.FirstRegisteredAt {
-			if a.FirstRegisteredAt < b.FirstRegisteredAt {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.Pubkey, b.Pubkey)
-	})
+		return 1
+	}
+	return strings.Compare(a.Pubkey, b.Pubkey)
 }
 
 // Rebuild recomputes the document now. The background schedule calls it;
@@ -245,50 +236,22 @@ func (d *Directory) Rebuild(ctx context.Context) error {
 
 func (d *Directory) rebuildLocked(ctx context.Context) error {
 	now := d.now()
-	entries, err := d.buildEntries(ctx, now)
+	recs, err := d.buildEntries(ctx, now)
 	if err != nil {
 		return err
 	}
-	// Encode entry by entry into a buffer sized from the last document:
-	// with 100 k agents the document is tens of MiB, and json.Marshal of
-	// the whole slice would grow and copy its buffer several times.
+	// The agents array's digest is that of its entries' digests (each
+	// computed once, when its entry is encoded): an unchanged document is
+	// known without copying its entries.
+	digests := sha256.New()
+	for _, rec := range recs {
+		digests.Write(rec.digest[:])
+	}
+	var agentsSum [sha256.Size]byte
+	digests.Sum(agentsSum[:0])
 	old := d.doc.Load()
-	var buf bytes.Buffer
-	if old != nil {
-		buf.Grow(len(old.body) + len(old.body)/8)
-	}
-	buf.Write(make([]byte, headerRoom))
-	start := buf.Len()
-	buf.WriteByte('[')
-	enc := json.NewEncoder(&buf)
-	// Only changed entries are encoded: an unchanged one is copied from
-	// the document served now, where the last rebuild wrote it.
-	var prevBody []byte
-	if old != nil && old == d.encodedFor {
-		prevBody = old.body // not one loaded from another node
-	}
-	encoded := make(map[string]encodedEntry, len(entries))
-	for i := range entries {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		e := &entries[i]
-		sum := entryHash(e)
-		at := buf.Len()
-		if c, ok := d.encoded[e.Pubkey]; ok && prevBody != nil && c.sum == sum {
-			buf.Write(prevBody[c.off : c.off+c.len])
-		} else {
-			if err := enc.Encode(e); err != nil {
-				return err
-			}
-			buf.Truncate(buf.Len() - 1) // Encode's newline
-		}
-		encoded[e.Pubkey] = encodedEntry{sum: sum, off: at, len: buf.Len() - at}
-	}
-	buf.WriteByte(']')
-	agentsSum := sha256.Sum256(buf.Bytes()[start:])
 	if old != nil && old.agentsSum == agentsSum {
-		// The document stays: the offsets of its entries stay valid.
+		// The document stays.
 		if now.Sub(d.stampedAt) >= stampEvery {
 			// Keep the stamp from expiring while nothing changes.
 			if _, err := d.agents.StampDocument(ctx, hex.EncodeToString(agentsSum[:]), "", old.generatedAt.Unix()); err != nil {
@@ -298,6 +261,21 @@ func (d *Directory) rebuildLocked(ctx context.Context) error {
 		}
 		return d.publishLocked(ctx, old, false, now)
 	}
+	// Copy the entries into a buffer sized from the last document.
+	var buf bytes.Buffer
+	if old != nil {
+		buf.Grow(len(old.body) + len(old.body)/8)
+	}
+	buf.Write(make([]byte, headerRoom))
+	start := buf.Len()
+	buf.WriteByte('[')
+	for i, rec := range recs {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(rec.json)
+	}
+	buf.WriteByte(']')
 	var prev string
 	if old != nil {
 		prev = hex.EncodeToString(old.agentsSum[:])
@@ -311,39 +289,22 @@ func (d *Directory) rebuildLocked(ctx context.Context) error {
 	head := `{"version":2,"generated_at":` + strconv.FormatInt(generatedAt, 10) + `,"agents":`
 	body := buf.Bytes()[start-len(head):]
 	copy(body, head)
-	// The offsets above count from the buffer's start; the body starts
-	// start-len(head) into it.
-	shift := start - len(head)
-	for pk, c := range encoded {
-		c.off -= shift
-		encoded[pk] = c
-	}
 	doc := &document{
 		body:        body,
 		agentsSum:   agentsSum,
-		etag:        etagOf(body),
+		etag:        etagOf(agentsSum, generatedAt),
 		generatedAt: time.Unix(generatedAt, 0),
-		count:       len(entries),
+		count:       len(recs),
 	}
-	d.encoded, d.encodedFor = encoded, doc
 	d.doc.Store(doc)
 	return d.publishLocked(ctx, doc, true, now)
 }
 
-func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]Entry, error) {
-	entries := []Entry{}
-	err := d.agents.Each(ctx, func(a *agents.Agent, act *agents.Activity, banned bool) error {
-		if banned {
-			return nil
-		}
-		entries = append(entries, d.entry(a, act, now))
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	sortEntries(entries)
-	return entries, nil
+// etagOf is the ETag of the document whose agents array has digest
+// agentsSum and whose generated_at is generatedAt: the two make its bytes.
+func etagOf(agentsSum [sha256.Size]byte, generatedAt int64) string {
+	sum := sha256.Sum256(strconv.AppendInt(agentsSum[:], generatedAt, 10))
+	return `"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
 }
 
 func (d *Directory) serveDocument(w http.ResponseWriter, r *http.Request) {
@@ -399,4 +360,126 @@ func etagMatches(header, etag string) bool {
 		}
 	}
 	return false
+}
+
+// appendEntry appends e's JSON, byte for byte what encoding/json's Marshal
+// writes (HTML characters escaped; TestAppendEntryIsJSONMarshal compares
+// them), without reflection: a full rebuild encodes every entry.
+func appendEntry(b []byte, e *Entry) []byte {
+	b = append(b, `{"pubkey":`...)
+	b = appendJSONString(b, e.Pubkey)
+	b = append(b, `,"npub":`...)
+	b = appendJSONString(b, e.Npub)
+	b = append(b, `,"name":`...)
+	b = appendJSONString(b, e.Name)
+	b = append(b, `,"purpose":`...)
+	b = appendJSONString(b, e.Purpose)
+	b = append(b, `,"capabilities":`...)
+	b = appendJSONStrings(b, e.Capabilities)
+	b = append(b, `,"operator":`...)
+	b = appendJSONStringPtr(b, e.Operator)
+	b = append(b, `,"level":`...)
+	b = strconv.AppendInt(b, int64(e.Level), 10)
+	b = append(b, `,"gates":{"pow_bits":`...)
+	b = strconv.AppendInt(b, int64(e.Gates.PowBits), 10)
+	b = append(b, `,"pow_ok":`...)
+	b = strconv.AppendBool(b, e.Gates.PowOK)
+	b = append(b, `,"nip05":`...)
+	b = appendJSONStringPtr(b, e.Gates.NIP05)
+	b = append(b, `},"flags":`...)
+	b = appendJSONStrings(b, e.Flags)
+	b = append(b, `,"first_registered_at":`...)
+	b = strconv.AppendInt(b, e.FirstRegisteredAt, 10)
+	b = append(b, `,"active_days":`...)
+	b = strconv.AppendInt(b, int64(e.ActiveDays), 10)
+	b = append(b, `,"maintainer":`...)
+	b = strconv.AppendBool(b, e.Maintainer)
+	b = append(b, `,"credit_score":`...)
+	if e.CreditScore == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, int64(*e.CreditScore), 10)
+	}
+	b = append(b, `,"registration_event":`...)
+	b = appendJSONString(b, e.RegistrationEvent)
+	b = append(b, `,"profile_url":`...)
+	b = appendJSONString(b, e.ProfileURL)
+	return append(b, '}')
+}
+
+func appendJSONStringPtr(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONString(b, *s)
+}
+
+func appendJSONStrings(b []byte, ss []string) []byte {
+	if ss == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	return append(b, ']')
+}
+
+// appendJSONString is encoding/json's string encoding with HTML escaping
+// (Go 1.26 encode.go appendString): \b, \f, \n, \r, \t and the other
+// control characters, <, > and &, invalid UTF-8 as \ufffd, U+2028 and
+// U+2029 escaped.
+func appendJSONString(b []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

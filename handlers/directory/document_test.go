@@ -2,6 +2,7 @@ package directory
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -443,12 +444,19 @@ func TestRebuildAfterAChangeMatchesAFullBuild(t *testing.T) {
 	}
 }
 
-// entryHash covers every field of an entry: changing any one changes it.
-func TestEntryHashCoversEveryField(t *testing.T) {
+// sameEntry compares every field of an entry: changing any one makes the
+// entries differ, and equal values behind other pointers do not.
+func TestSameEntryCoversEveryField(t *testing.T) {
 	op, id := "op", "x@y.example"
 	base := Entry{Pubkey: "p", Npub: "n", Name: "a", Purpose: "b", Capabilities: []string{"c"}, Operator: &op,
 		Level: 1, Gates: Gates{PowBits: 1, NIP05: &id}, Flags: []string{}, FirstRegisteredAt: 1, ActiveDays: 1,
 		RegistrationEvent: "r", ProfileURL: "u"}
+	op2, id2 := op, id
+	copied := base
+	copied.Operator, copied.Gates.NIP05, copied.Capabilities = &op2, &id2, []string{"c"}
+	if !sameEntry(&copied, &base) {
+		t.Error("a copy of an entry differs from it")
+	}
 	mutated := base
 	var change func(v reflect.Value, path string)
 	change = func(v reflect.Value, path string) {
@@ -478,11 +486,40 @@ func TestEntryHashCoversEveryField(t *testing.T) {
 			default:
 				t.Fatalf("%s: kind %s not covered by this test", name, f.Kind())
 			}
-			if entryHash(&mutated) == entryHash(&base) {
-				t.Errorf("changing %s leaves entryHash as it was", name)
+			if sameEntry(&mutated, &base) {
+				t.Errorf("changing %s leaves the entry the same", name)
 			}
 			f.Set(old)
 		}
 	}
 	change(reflect.ValueOf(&mutated).Elem(), "")
+}
+
+// appendEntry writes what json.Marshal writes, for every kind of field and
+// every character class encoding/json escapes.
+func TestAppendEntryIsJSONMarshal(t *testing.T) {
+	op, id, score := "Ops & <Co>", "bot@example.com", 7
+	odd := []string{"", "plain", `quote " and \ backslash`, "<script>&amp;</script>", "\b\f\n\r\t\x00\x01\x1f\x7f",
+		"é ü 日本 🤖", "\u2028\u2029", "bad \xff utf-8 \xc3", "\u00a0\ufeff"}
+	entries := []Entry{
+		{},
+		{Capabilities: []string{}, Flags: []string{}},
+		{Pubkey: "p", Npub: "n", Name: "a", Purpose: "b", Capabilities: []string{"c", "d"}, Operator: &op, Level: 2,
+			Gates: Gates{PowBits: 21, PowOK: true, NIP05: &id}, Flags: []string{FlagTemplate, FlagBurst},
+			FirstRegisteredAt: -5, ActiveDays: 3, Maintainer: true, CreditScore: &score, RegistrationEvent: "r", ProfileURL: "u"},
+	}
+	for _, s := range odd {
+		s := s
+		entries = append(entries, Entry{Name: s, Purpose: s + s, Capabilities: []string{s}, Operator: &s, Gates: Gates{NIP05: &s},
+			Flags: []string{s}, RegistrationEvent: s, ProfileURL: s, Pubkey: s, Npub: s})
+	}
+	for i := range entries {
+		want, err := json.Marshal(&entries[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendEntry(nil, &entries[i]); !bytes.Equal(got, want) {
+			t.Errorf("entry %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
 }

@@ -2,6 +2,8 @@ package directory
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/btcsuite/btcd/btcec/v2"
+	"github.com/btcsuite/btcd/btcec/v2/schnorr"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
 )
@@ -135,46 +139,111 @@ func jsonProblem(err error) string {
 
 // VerifyEvent checks that the id is the hash of the event and that the
 // signature is the pubkey's. The message is the NIP-01 OK text.
+//
+// It does what go-nostr's CheckID and CheckSignature do (v0.52.3
+// event.go, signature.go), with the event serialized and hashed once
+// instead of twice (the id is the hash that is signed) and the pubkey's
+// point taken from pubkeys when it was parsed before: parsing it solves a
+// square root, a fifth or so of a check, and the same agents post again
+// and again.
 func VerifyEvent(evt *nostr.Event) error {
-	if !evt.CheckID() {
+	hash := sha256.Sum256(evt.Serialize())
+	var id [64]byte
+	hex.Encode(id[:], hash[:])
+	if string(id[:]) != evt.ID {
 		return errors.New("invalid: event id does not match its content")
 	}
-	ok, err := evt.CheckSignature()
-	if err != nil || !ok {
-		return errors.New("invalid: signature does not verify")
+	bad := errors.New("invalid: signature does not verify")
+	pk, err := pubkeys.get(evt.PubKey)
+	if err != nil {
+		return bad
+	}
+	var raw [schnorr.SignatureSize]byte
+	if len(evt.Sig) != 2*len(raw) {
+		return bad
+	}
+	if _, err := hex.Decode(raw[:], []byte(evt.Sig)); err != nil {
+		return bad
+	}
+	sig, err := schnorr.ParseSignature(raw[:])
+	if err != nil || !sig.Verify(hash[:], pk) {
+		return bad
 	}
 	return nil
 }
 
+// pubkeyCache holds parsed pubkeys by their hex form, up to maxPubkeys:
+// past that it starts again empty (a bounded cost, and the agents posting
+// now come back first).
+type pubkeyCache struct {
+	mu sync.RWMutex
+	m  map[string]*btcec.PublicKey
+}
+
+const maxPubkeys = 1 << 16
+
+var pubkeys pubkeyCache
+
+func (c *pubkeyCache) get(hexKey string) (*btcec.PublicKey, error) {
+	c.mu.RLock()
+	pk, ok := c.m[hexKey]
+	c.mu.RUnlock()
+	if ok {
+		return pk, nil
+	}
+	var raw [32]byte
+	if len(hexKey) != 64 {
+		return nil, errors.New("a pubkey is 32 bytes")
+	}
+	if _, err := hex.Decode(raw[:], []byte(hexKey)); err != nil {
+		return nil, err
+	}
+	pk, err := schnorr.ParsePubKey(raw[:])
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxPubkeys {
+		c.m = make(map[string]*btcec.PublicKey)
+	}
+	c.m[hexKey] = pk
+	c.mu.Unlock()
+	return pk, nil
+}
+
 // verifyEvents runs VerifyEvent on the events of evts that want accepts
-// (nil entries are skipped) and returns the errors by index. Signature checks
-// are most of the cost of ingesting posts, so a batch is spread over all
-// cores.
+// (nil entries are skipped) and returns the errors by index, on every core
+// (onCores).
 func verifyEvents(evts []*nostr.Event, want func(*nostr.Event) bool) []error {
 	errs := make([]error, len(evts))
-	check := func(i int) {
+	onCores(len(evts), func(i int) {
 		if e := evts[i]; e != nil && want(e) {
 			errs[i] = VerifyEvent(e)
 		}
-	}
-	workers := min(runtime.GOMAXPROCS(0), len(evts))
+	})
+	return errs
+}
+
+// onCores calls fn for 0 to n-1 on every core: signature checks are most
+// of the cost of ingesting posts, so a batch is spread over all cores.
+func onCores(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
 	if workers <= 1 {
-		for i := range evts {
-			check(i)
+		for i := range n {
+			fn(i)
 		}
-		return errs
+		return
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(evts); i = int(next.Add(1) - 1) {
-				check(i)
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
 			}
 		})
 	}
 	wg.Wait()
-	return errs
 }
 
 func isLowerHex(s string, n int) bool {

@@ -129,7 +129,17 @@ func (d *Directory) ingestPosts(ctx context.Context, evts []*nostr.Event, res []
 	now := d.now()
 	posts := make([]agents.Post, 0, len(evts))
 	at := make([]int, 0, len(evts))
-	verified := verifyEvents(evts, func(e *nostr.Event) bool { return e.Kind == nostr.KindTextNote })
+	// The checks and the skeletons (five regular expressions over the
+	// text) on every core.
+	verified := make([]error, len(evts))
+	skels := make([]uint64, len(evts))
+	onCores(len(evts), func(i int) {
+		if e := evts[i]; e != nil && e.Kind == nostr.KindTextNote {
+			if verified[i] = VerifyEvent(e); verified[i] == nil {
+				skels[i] = skeletonHash(e.Content)
+			}
+		}
+	})
 	for i, evt := range evts {
 		if evt == nil {
 			continue
@@ -157,7 +167,7 @@ func (d *Directory) ingestPosts(ctx context.Context, evts []*nostr.Event, res []
 			ID:        evt.ID,
 			Pubkey:    evt.PubKey,
 			CreatedAt: int64(evt.CreatedAt),
-			Skeleton:  skeletonHash(evt.Content),
+			Skeleton:  skels[i],
 		})
 		at = append(at, i)
 	}
@@ -168,12 +178,13 @@ func (d *Directory) ingestPosts(ctx context.Context, evts []*nostr.Event, res []
 	if err != nil {
 		return err
 	}
-	changed := false
+	var changed []string
 	for j, e := range out {
 		r := &res[at[j]]
 		switch {
 		case e == nil:
-			r.OK, changed = true, true
+			r.OK = true
+			changed = append(changed, posts[j].Pubkey)
 		case errors.Is(e, agents.ErrDuplicate):
 			r.OK, r.Message = true, msgDuplicate
 		case errors.Is(e, storage.ErrNotFound):
@@ -186,8 +197,8 @@ func (d *Directory) ingestPosts(ctx context.Context, evts []*nostr.Event, res []
 			r.Message = "error: could not record the post"
 		}
 	}
-	if changed {
-		d.Changed()
+	if len(changed) > 0 {
+		d.changedAgents(changed...)
 	}
 	return nil
 }

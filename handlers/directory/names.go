@@ -130,7 +130,7 @@ func (d *Directory) ApproveName(ctx context.Context, name string) (NameClaim, er
 	} else if err != nil {
 		return NameClaim{}, fmt.Errorf("approve %s: %w", id, err)
 	}
-	d.Changed()
+	d.changedAgents(pk)
 	return NameClaim{ID: id, Pubkey: pk, Npub: Npub(pk), Approved: true, Verified: true}, nil
 }
 
@@ -148,6 +148,6 @@ func (d *Directory) ReleaseName(ctx context.Context, name string) (NameClaim, er
 	} else if err != nil {
 		return NameClaim{}, fmt.Errorf("release %s: %w", id, err)
 	}
-	d.Changed()
+	d.changedAgents(pk)
 	return NameClaim{ID: id, Pubkey: pk, Npub: Npub(pk)}, nil
 }

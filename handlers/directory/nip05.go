@@ -130,7 +130,11 @@ func (d *Directory) CheckNIP05Now(ctx context.Context) (int, error) {
 		<-done
 	}
 	if len(todo) > 0 {
-		d.Changed()
+		pks := make([]string, len(todo))
+		for i, t := range todo {
+			pks[i] = t.pk
+		}
+		d.changedAgents(pks...)
 	}
 	return len(todo), nil
 }

@@ -392,9 +392,9 @@ func (d *Directory) Register(ctx context.Context, raw []byte) (Entry, bool, erro
 		return Entry{}, false, err
 	}
 	if created {
-		d.AuthorsChanged()
+		d.authorsChangedOf(a.Pubkey)
 	} else {
-		d.Changed()
+		d.changedAgents(a.Pubkey)
 	}
 	act, err := d.agents.Activity(ctx, pk)
 	if err != nil {

@@ -1,10 +1,12 @@
 package directory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,10 +21,6 @@ const (
 	// relayAuthorsPerFilter splits the registered authors into filters of
 	// this size (relays commonly cap the authors of one filter).
 	relayAuthorsPerFilter = 500
-	// relayResumeOverlap is how far before the stored cursor a subscription
-	// resumes: events can arrive slightly out of created_at order, and posts
-	// are counted once by id, so reading a little again costs nothing.
-	relayResumeOverlap = time.Hour
 	// relayMaxBatch bounds the events recorded in one transaction.
 	relayMaxBatch = 256
 	// relayMaxFiltersPerREQ bounds the filters of one live REQ (relays
@@ -58,12 +56,12 @@ func checkRelayURL(s string) error {
 }
 
 // startRelays subscribes to every configured relay, one goroutine and one
-// connection per relay (relayConn). Each subscription first catches up on
-// the kind-1 notes of the registered, unbanned authors since the relay's
-// stored cursor, paging back with until, then follows new ones; when it
-// ends (connection lost, CLOSED by the relay) it starts again after a
-// growing delay, and when the set of authors changes it starts again at
-// once with the new set.
+// connection per relay (relayConn). Each connection follows the kind-1
+// notes of the registered, unbanned authors and catches up on those stored
+// since their registration, paging back with until (subscribeRelay); when
+// it ends (connection lost, CLOSED by the relay) it starts again after a
+// growing delay; when the set of authors changes it moves to the new set
+// on the same connection.
 func (d *Directory) startRelays(ctx context.Context, wg *sync.WaitGroup) {
 	restarts := make([]chan struct{}, len(d.opts.Relays))
 	for i, u := range d.opts.Relays {
@@ -164,6 +162,29 @@ func sleep(ctx context.Context, t time.Duration) bool {
 // isLive reports whether sub is one of the live subscriptions.
 func isLive(sub string) bool { return strings.HasPrefix(sub, "live-") }
 
+// authorFilters splits authors into kind-1 filters of at most perFilter
+// authors, in order of registration, so that the authors of one filter
+// registered close together; each filter asks from its earliest
+// registration (notes dated before an author's own registration are read
+// but never count). live filters ask for no stored event (limit 0).
+func authorFilters(authors []agents.Author, perFilter int, live bool) nostr.Filters {
+	sorted := slices.Clone(authors)
+	slices.SortStableFunc(sorted, func(a, b agents.Author) int { return cmp.Compare(a.FirstRegisteredAt, b.FirstRegisteredAt) })
+	perFilter = max(1, perFilter)
+	var out nostr.Filters
+	for start := 0; start < len(sorted); start += perFilter {
+		chunk := sorted[start:min(start+perFilter, len(sorted))]
+		f := nostr.Filter{Kinds: []int{nostr.KindTextNote}, Authors: make([]string, len(chunk)), LimitZero: live}
+		for i, a := range chunk {
+			f.Authors[i] = a.Pubkey
+		}
+		since := nostr.Timestamp(chunk[0].FirstRegisteredAt)
+		f.Since = &since
+		out = append(out, f)
+	}
+	return out
+}
+
 // subscribeRelay runs one connection to a relay until it ends. progressed
 // reports whether the relay answered (end of stored events or an event),
 // which resets the reconnection delay.
@@ -174,10 +195,23 @@ func isLive(sub string) bool { return strings.HasPrefix(sub, "live-") }
 // its author's registration on (not only from now, since a note may reach
 // the relay long after its created_at); once the relay acknowledged them
 // (EOSE: from then on it sends what it receives), the catch-up reads what
-// the relay stored since the cursor, paging back per filter. A relay reads
-// its store and then registers a subscription (khatru v0.19.1
-// handlers.go), so a note arriving in between would be lost to a request
-// that did both.
+// the relay stored. A relay reads its store and then registers a
+// subscription (khatru v0.19.1 handlers.go), so a note arriving in between
+// would be lost to a request that did both.
+//
+// The catch-up of an author reads from its registration, every time the
+// connection starts: created_at is what the author wrote, not when the
+// relay received the note, so a note published while nobody listened may
+// be dated anywhere since the registration, and no position by date can
+// say where the unread notes stop. Each note counts once by id (the store
+// remembers every counted id), so reading again counts nothing twice, and
+// ids already counted skip the signature check.
+//
+// When the set of authors changes, the connection stays: the new set's
+// live subscriptions open, and only once the relay acknowledged them do the
+// previous ones close (make before break: the authors followed all along
+// are never without a live subscription), then the catch-up reads the
+// authors new to this connection, from their registration.
 func (d *Directory) subscribeRelay(ctx context.Context, relayURL string, restart chan struct{}, perFilter int) (progressed bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -193,24 +227,6 @@ func (d *Directory) subscribeRelay(ctx context.Context, relayURL string, restart
 			return true, errRestart
 		}
 	}
-	since, err := d.relaySince(ctx, relayURL, authors)
-	if err != nil {
-		return false, err
-	}
-	perFilter = max(1, perFilter)
-	var live nostr.Filters
-	for start := 0; start < len(authors); start += perFilter {
-		chunk := authors[start:min(start+perFilter, len(authors))]
-		f := nostr.Filter{Kinds: []int{nostr.KindTextNote}, Authors: make([]string, len(chunk)), LimitZero: true}
-		from := chunk[0].FirstRegisteredAt
-		for i, a := range chunk {
-			f.Authors[i] = a.Pubkey
-			from = min(from, a.FirstRegisteredAt)
-		}
-		ts := nostr.Timestamp(from)
-		f.Since = &ts
-		live = append(live, f)
-	}
 	conn, err := dialRelay(ctx, relayURL, d.relayFetcher, func(notice string) {
 		d.opts.Logger.Debug("relay notice", zap.String("relay", relayURL), zap.String("notice", notice))
 	})
@@ -218,79 +234,117 @@ func (d *Directory) subscribeRelay(ctx context.Context, relayURL string, restart
 		return false, err
 	}
 	defer conn.close()
-	d.opts.Logger.Debug("connected to relay", zap.String("relay", relayURL), zap.Int("authors", len(authors)), zap.Int64("since", since))
+	d.opts.Logger.Debug("connected to relay", zap.String("relay", relayURL), zap.Int("authors", len(authors)))
 
-	// The live subscriptions, relayMaxFiltersPerREQ filters to a request.
 	rd := &relayReader{d: d, conn: conn, relayURL: relayURL}
-	pending := map[string]bool{}
-	for k := 0; k*relayMaxFiltersPerREQ < len(live); k++ {
-		id := fmt.Sprintf("live-%d", k)
-		pending[id] = true
-		if err := conn.req(ctx, id, live[k*relayMaxFiltersPerREQ:min((k+1)*relayMaxFiltersPerREQ, len(live))]); err != nil {
-			return progressed, err
+	followed := map[string]bool{} // authors with a live subscription on this connection
+	var open []string             // the live subscriptions
+	for gen := 0; ; gen++ {
+		if gen > 0 {
+			if authors, err = d.agents.Authors(ctx); err != nil {
+				return rd.progressed, fmt.Errorf("list registered agents: %w", err)
+			}
 		}
-	}
-	if err := rd.await(ctx, func(m relayMsg) (bool, error) {
-		if isLive(m.sub) && m.kind == "EOSE" {
-			delete(pending, m.sub)
+		// The live subscriptions, relayMaxFiltersPerREQ filters to a
+		// request.
+		live := authorFilters(authors, perFilter, true)
+		pending := map[string]bool{}
+		var ids []string
+		for k := 0; k*relayMaxFiltersPerREQ < len(live); k++ {
+			id := fmt.Sprintf("live-%d-%d", gen, k)
+			pending[id] = true
+			ids = append(ids, id)
+			if err := conn.req(ctx, id, live[k*relayMaxFiltersPerREQ:min((k+1)*relayMaxFiltersPerREQ, len(live))]); err != nil {
+				return rd.progressed, err
+			}
 		}
-		return len(pending) == 0, nil
-	}); err != nil {
-		return rd.progressed, err
-	}
+		if err := rd.await(ctx, func(m relayMsg) (bool, error) {
+			if pending[m.sub] && m.kind == "EOSE" {
+				delete(pending, m.sub)
+			}
+			return len(pending) == 0, nil
+		}); err != nil || ctx.Err() != nil {
+			return rd.progressed, err
+		}
+		for _, id := range open {
+			if err := conn.unsub(ctx, id); err != nil {
+				return rd.progressed, err
+			}
+		}
+		open = ids
 
-	// Catch up: every filter paged back to the cursor. The cursor moves only
-	// once all of it is recorded, so a connection lost half-way starts the
-	// catch-up again rather than skipping what was not read yet.
-	for i, f := range live {
-		f.LimitZero = false
-		// Notes dated before the filter's earliest registration never count.
-		ts := max(nostr.Timestamp(since), *f.Since)
-		f.Since = &ts
-		if err := rd.catchUp(ctx, fmt.Sprintf("catchup-%d", i), f); err != nil || ctx.Err() != nil {
+		// Catch up on the authors new to this connection, every filter
+		// paged back to their registration.
+		var fresh []agents.Author
+		for _, a := range authors {
+			if !followed[a.Pubkey] {
+				fresh = append(fresh, a)
+			}
+		}
+		for i, f := range authorFilters(fresh, perFilter, false) {
+			if err := rd.catchUp(ctx, fmt.Sprintf("catchup-%d-%d", gen, i), f); err != nil || ctx.Err() != nil {
+				return rd.progressed, err
+			}
+		}
+		if err := rd.flush(ctx); err != nil {
+			return rd.progressed, err
+		}
+		clear(followed)
+		for _, a := range authors {
+			followed[a.Pubkey] = true
+		}
+		d.relayLive.Add(1)
+		if again, err := rd.follow(ctx, restart); !again || err != nil {
 			return rd.progressed, err
 		}
 	}
-	if err := rd.flush(ctx); err != nil {
-		return rd.progressed, err
-	}
-	if rd.newest > 0 {
-		if err := d.agents.SetRelayCursor(ctx, relayURL, min(rd.newest, d.now().Unix())); err != nil {
-			return rd.progressed, fmt.Errorf("save relay cursor: %w", err)
-		}
-	}
-	d.relayLive.Add(1)
+}
 
-	// Live.
+// follow takes the live notes until the connection ends (an error), ctx
+// ends (false) or the set of authors changed (true), once a burst of
+// registrations has settled for RegenerateDelay.
+func (rd *relayReader) follow(ctx context.Context, restart chan struct{}) (bool, error) {
+	var settle *time.Timer
+	var settled <-chan time.Time
+	defer func() {
+		if settle != nil {
+			settle.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():
-			return rd.progressed, nil
+			return false, nil
 		case <-restart:
-			return rd.progressed, errRestart
-		case <-conn.done:
-			if ctx.Err() != nil {
-				return rd.progressed, nil
+			if settle == nil {
+				settle = time.NewTimer(rd.d.opts.RegenerateDelay)
+				settled = settle.C
 			}
-			return rd.progressed, conn.lost()
-		case m := <-conn.in:
+		case <-settled:
+			return true, nil
+		case <-rd.conn.done:
+			if ctx.Err() != nil {
+				return false, nil
+			}
+			return false, rd.conn.lost()
+		case m := <-rd.conn.in:
 			if err := rd.take(m); err != nil {
-				return rd.progressed, err
+				return false, err
 			}
 			// Drain what is already there into the same batch.
 		drain:
 			for len(rd.batch) < relayMaxBatch {
 				select {
-				case m := <-conn.in:
+				case m := <-rd.conn.in:
 					if err := rd.take(m); err != nil {
-						return rd.progressed, err
+						return false, err
 					}
 				default:
 					break drain
 				}
 			}
-			if err := rd.flushLive(ctx); err != nil {
-				return rd.progressed, err
+			if err := rd.flush(ctx); err != nil {
+				return false, err
 			}
 		}
 	}
@@ -304,9 +358,7 @@ type relayReader struct {
 	conn     *relayConn
 	relayURL string
 	batch    []*nostr.Event
-	// newest is the newest created_at read; progressed: the relay
-	// answered.
-	newest     int64
+	// progressed: the relay answered.
 	progressed bool
 }
 
@@ -329,30 +381,39 @@ func (rd *relayReader) take(m relayMsg) error {
 
 func (rd *relayReader) add(e *nostr.Event) {
 	rd.batch = append(rd.batch, e)
-	rd.newest = max(rd.newest, int64(e.CreatedAt))
 }
 
-// flush records the batch.
+// flush records the batch. Notes already counted are left out before
+// their signatures are checked: a catch-up reads every note since the
+// registration again, and a relay that lies about an id it sends gains
+// nothing, the id being counted already.
 func (rd *relayReader) flush(ctx context.Context) error {
 	if len(rd.batch) == 0 {
 		return nil
 	}
-	res := make([]OKResult, len(rd.batch))
-	if err := rd.d.ingestPosts(ctx, rd.batch, res, false); err != nil {
-		return fmt.Errorf("record posts: %w", err)
+	ids := make([]string, len(rd.batch))
+	for i, e := range rd.batch {
+		ids[i] = e.ID
+	}
+	seen, err := rd.d.agents.Seen(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("read counted posts: %w", err)
+	}
+	evts := rd.batch[:0]
+	for i, e := range rd.batch {
+		if !seen[i] {
+			evts = append(evts, e)
+		}
 	}
 	rd.batch = rd.batch[:0]
-	return nil
-}
-
-// flushLive records the batch of live notes and moves the cursor.
-func (rd *relayReader) flushLive(ctx context.Context) error {
-	if len(rd.batch) == 0 {
+	if len(evts) == 0 {
 		return nil
 	}
-	evts := rd.batch
-	rd.batch = nil
-	return rd.d.ingestRelayBatch(ctx, rd.relayURL, evts)
+	res := make([]OKResult, len(evts))
+	if err := rd.d.ingestPosts(ctx, evts, res, false); err != nil {
+		return fmt.Errorf("record posts: %w", err)
+	}
+	return nil
 }
 
 // await reads messages until done says so, taking live notes on the way;
@@ -446,53 +507,4 @@ func (rd *relayReader) catchUp(ctx context.Context, id string, f nostr.Filter) e
 		f.Until = &until
 		prev = cur
 	}
-}
-
-// relaySince is where the catch-up of relayURL resumes: a little before the
-// newest post seen from it, or, for a relay never read, the earliest
-// registration of authors (posts dated before it never count).
-func (d *Directory) relaySince(ctx context.Context, relayURL string, authors []agents.Author) (int64, error) {
-	cursor, err := d.agents.RelayCursor(ctx, relayURL)
-	if err != nil {
-		return 0, fmt.Errorf("read relay cursor: %w", err)
-	}
-	if cursor > 0 {
-		return max(cursor-int64(relayResumeOverlap/time.Second), 0), nil
-	}
-	var earliest int64
-	for _, a := range authors {
-		if earliest == 0 || a.FirstRegisteredAt < earliest {
-			earliest = a.FirstRegisteredAt
-		}
-	}
-	return earliest, nil
-}
-
-// ingestRelayBatch records posts read from a relay and moves its cursor
-// forward to the newest created_at among them: never back, and never past
-// the present, so a post dated in the future cannot make the subscription
-// skip what comes next.
-func (d *Directory) ingestRelayBatch(ctx context.Context, relayURL string, evts []*nostr.Event) error {
-	res := make([]OKResult, len(evts))
-	if err := d.ingestPosts(ctx, evts, res, false); err != nil {
-		return fmt.Errorf("record posts: %w", err)
-	}
-	var newest int64
-	for _, e := range evts {
-		newest = max(newest, int64(e.CreatedAt))
-	}
-	newest = min(newest, d.now().Unix())
-	// Relays send stored events newest first: a later batch can be older
-	// than the cursor already saved, which must not move back.
-	cur, err := d.agents.RelayCursor(ctx, relayURL)
-	if err != nil {
-		return fmt.Errorf("read relay cursor: %w", err)
-	}
-	if newest <= cur {
-		return nil
-	}
-	if err := d.agents.SetRelayCursor(ctx, relayURL, newest); err != nil {
-		return fmt.Errorf("save relay cursor: %w", err)
-	}
-	return nil
 }

@@ -77,28 +77,32 @@ func TestRelayReadsEveryAuthorOfManyFilters(t *testing.T) {
 	})
 }
 
-// After downtime each filter pages back to where reading stopped, however
-// many newer events the relay holds for another filter: with 1,100 agents
+// After downtime each filter pages back to the registration, however many
+// newer events the relay holds for another filter: with 1,100 agents
 // (three filters), a busy agent's 600 notes and a quiet one's single note,
-// on a relay answering at most 500 events per filter.
+// on a relay answering at most 500 events per filter. The directory's clock
+// runs three hours ahead, so the last note read before the downtime is
+// dated three hours after the notes published during it (which a catch-up
+// from the last date read, less any overlap under three hours, misses).
 func TestRelayCatchUpPerFilterAfterDowntime(t *testing.T) {
 	tr := startCappedRelay(t)
 	store := openStore(t)
-	first := relayEnv(t, store, tr)
+	var clk offsetClock
+	first := relayEnvAt(t, store, tr, clk.Now)
 	// A minute back, so that 1,100 registrations stay inside the
-	// registration window however slowly they run (-race); the busy
-	// agent's notes then reach at most 9 minutes ahead (15 allowed).
+	// registration window however slowly they run (-race).
 	reg := time.Now().Add(-time.Minute)
 	keys := registerMany(t, first, 1100, reg)
 	eventually(t, "the subscription for 1,100 authors", func() bool { return first.dir.relayLive.Load() > 0 })
-	tr.publish(note(t, keys[0], reg.Add(time.Second), "seen before the downtime"))
+	clk.off.Store(int64(3 * time.Hour))
+	tr.publish(note(t, keys[0], clk.Now(), "read before the downtime"))
 	eventually(t, "the first note", func() bool { return postsOf(t, first.dir, keys[0].pk) == 1 })
 	first.dir.Close()
 	first.srv.Close()
 
-	sorted := slices.Clone(keys)
+	sorted := slices.Clone(keys[1:])
 	slices.SortFunc(sorted, func(a, b agentKey) int { return stringsCompare(a.pk, b.pk) })
-	quiet, busy := sorted[0], sorted[len(sorted)-1] // the first and the last filter
+	quiet, busy := sorted[0], sorted[len(sorted)-1]
 	down := []*nostr.Event{note(t, quiet, reg.Add(2*time.Second), "the quiet agent's only post")}
 	for i := range 600 {
 		down = append(down, note(t, busy, reg.Add(time.Duration(3+i)*time.Second), fmt.Sprintf("busy post %d", i)))
@@ -106,14 +110,83 @@ func TestRelayCatchUpPerFilterAfterDowntime(t *testing.T) {
 	// Others in every filter keep the relay busy with newer notes.
 	for i, k := range sorted[1 : len(sorted)-1] {
 		if i%5 == 0 {
-			down = append(down, note(t, k, time.Now(), "newer"))
+			down = append(down, note(t, k, clk.Now(), "newer"))
 		}
 	}
 	tr.publish(down...)
-	second := relayEnv(t, store, tr)
+	second := relayEnvAt(t, store, tr, clk.Now)
 	eventually(t, "every note made during the downtime", func() bool {
 		return postsOf(t, second.dir, busy.pk) == 600 && postsOf(t, second.dir, quiet.pk) == 1
 	})
+	if n := postsOf(t, second.dir, keys[0].pk); n != 1 {
+		t.Errorf("the note read before the downtime counts %d times after the catch-up, want 1", n)
+	}
+}
+
+// A note published while the subscriptions move to a new set of authors
+// (here: while the relay takes the request that names the newcomer), by an
+// agent followed all along and dated hours before the last note read, is
+// counted: the agents already followed keep a live subscription until the
+// new one is in place.
+func TestRelayNoteOfAFollowedAgentWhileTheAuthorsChange(t *testing.T) {
+	tr := newTestRelay(t)
+	var newcomer atomic.Value // string: the pubkey that triggers the publication
+	newcomer.Store("")
+	var published atomic.Bool
+	var backdated *nostr.Event
+	// OverwriteFilter: khatru v0.19.1 (responding.go) calls it for every
+	// filter of a REQ, live ones (limit 0) included, before it registers
+	// the subscription.
+	tr.relay.OverwriteFilter = append(tr.relay.OverwriteFilter, func(_ context.Context, f *nostr.Filter) {
+		if pk := newcomer.Load().(string); pk != "" && slices.Contains(f.Authors, pk) && published.CompareAndSwap(false, true) {
+			tr.publish(backdated)
+		}
+	})
+	tr.serve()
+	var clk offsetClock
+	e := relayEnvAt(t, openStore(t), tr, clk.Now)
+	old := newAgent(t)
+	reg := time.Now()
+	live := e.dir.relayLive.Load()
+	e.mustRegister(regEvent(t, old, reg, "followed all along"))
+	waitLive(t, e, live)
+	clk.off.Store(int64(3 * time.Hour))
+	tr.publish(note(t, old, clk.Now(), "read"))
+	eventually(t, "the first note", func() bool { return postsOf(t, e.dir, old.pk) == 1 })
+
+	backdated = note(t, old, reg.Add(time.Minute), "dated long ago, sent while the authors change")
+	n := newAgent(t)
+	newcomer.Store(n.pk)
+	e.mustRegister(regEvent(t, n, clk.Now(), "newcomer"))
+	eventually(t, "the relay was asked for the newcomer", published.Load)
+	eventually(t, "the note sent meanwhile", func() bool { return postsOf(t, e.dir, old.pk) == 2 })
+}
+
+// A note published while Hearth is down, dated after its agent's
+// registration but hours before the last note read from the relay, is
+// counted after the restart.
+func TestRelayBackdatedNotePublishedDuringDowntimeIsCounted(t *testing.T) {
+	tr := startRelay(t)
+	store := openStore(t)
+	var clk offsetClock
+	first := relayEnvAt(t, store, tr, clk.Now)
+	a := newAgent(t)
+	reg := time.Now()
+	live := first.dir.relayLive.Load()
+	first.mustRegister(regEvent(t, a, reg, "patient"))
+	waitLive(t, first, live)
+	clk.off.Store(int64(3 * time.Hour))
+	tr.publish(note(t, a, clk.Now(), "read before the downtime"))
+	eventually(t, "the first note", func() bool { return postsOf(t, first.dir, a.pk) == 1 })
+	first.dir.Close()
+	first.srv.Close()
+
+	tr.publish(note(t, a, reg.Add(time.Minute), "dated long ago, sent while hearth was down"))
+	second := relayEnvAt(t, store, tr, clk.Now)
+	eventually(t, "the note sent during the downtime", func() bool { return postsOf(t, second.dir, a.pk) == 2 })
+	if en := second.mustEntry(a.pk); en.ActiveDays < 1 {
+		t.Errorf("active_days = %d", en.ActiveDays)
+	}
 }
 
 // The same note read from two relays and sent over HTTP counts once.

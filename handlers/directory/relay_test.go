@@ -18,7 +18,6 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/internal/testrelay"
 	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
 
 // testRelay is a khatru relay on loopback that can go down and come back
@@ -140,12 +139,17 @@ func (tr *testRelay) publish(evts ...*nostr.Event) {
 // relayEnv is a Directory reading tr, on the real clock (relay events carry
 // real times).
 func relayEnv(t *testing.T, store *storage.Store, tr *testRelay) *env {
+	return relayEnvAt(t, store, tr, time.Now)
+}
+
+// relayEnvAt is relayEnv on the clock now.
+func relayEnvAt(t *testing.T, store *storage.Store, tr *testRelay, now func() time.Time) *env {
 	return newEnvOn(t, store, Options{
 		Relays:        []string{tr.url()},
 		AllowPrivate:  true,
 		RelayRetryMin: 20 * time.Millisecond,
 		RelayRetryMax: 200 * time.Millisecond,
-		Now:           time.Now,
+		Now:           now,
 	})
 }
 
@@ -204,10 +208,6 @@ func TestRelayResumesFromItsCursorAfterARestart(t *testing.T) {
 	p1 := note(t, a, time.Now(), "before the restart")
 	tr.publish(p1)
 	eventually(t, "the first post is counted", func() bool { return postsOf(t, first.dir, a.pk) == 1 })
-	cursor, err := agents.Of(store).RelayCursor(t.Context(), nostr.NormalizeURL(tr.url()))
-	if err != nil || cursor < int64(p1.CreatedAt) {
-		t.Fatalf("cursor = %d, %v; want at least %d", cursor, err, p1.CreatedAt)
-	}
 	first.dir.Close()
 	first.srv.Close()
 
@@ -215,39 +215,6 @@ func TestRelayResumesFromItsCursorAfterARestart(t *testing.T) {
 	tr.publish(note(t, a, time.Now(), "while hearth was down"))
 	second := relayEnv(t, store, tr)
 	eventually(t, "the missed post is counted", func() bool { return postsOf(t, second.dir, a.pk) == 2 })
-}
-
-func TestRelaySinceIsTheCursorLessAnOverlap(t *testing.T) {
-	e := newEnv(t, Options{})
-	a := newAgent(t)
-	reg := regEvent(t, a, e.now(), "cursor")
-	e.mustRegister(reg)
-	const u = "ws://relay.test"
-	// Never read: from the earliest registration.
-	authors, err := agents.Of(e.store).Authors(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if since, _ := e.dir.relaySince(t.Context(), u, authors); since != int64(reg.CreatedAt) {
-		t.Errorf("since = %d, want the registration time %d", since, reg.CreatedAt)
-	}
-	agents.Of(e.store).SetRelayCursor(t.Context(), u, 1_800_000_000)
-	if since, _ := e.dir.relaySince(t.Context(), u, authors); since != 1_800_000_000-3600 {
-		t.Errorf("since = %d, want cursor - 1 h", since)
-	}
-}
-
-func TestRelayCursorNeverMovesPastNow(t *testing.T) {
-	e := newEnv(t, Options{})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "ahead"))
-	const u = "ws://relay.test"
-	if err := e.dir.ingestRelayBatch(t.Context(), u, []*nostr.Event{note(t, a, e.now().Add(10*time.Minute), "early bird")}); err != nil {
-		t.Fatal(err)
-	}
-	if c, _ := agents.Of(e.store).RelayCursor(t.Context(), u); c != e.now().Unix() {
-		t.Errorf("cursor = %d, want now %d", c, e.now().Unix())
-	}
 }
 
 func TestRelayReconnectsAfterTheRelayGoesDown(t *testing.T) {
@@ -349,11 +316,6 @@ func TestRelayCatchUpPagesBackPastTheRelayCap(t *testing.T) {
 	second := relayEnv(t, store, tr)
 	eventually(t, "every post made during the downtime is counted", func() bool {
 		return postsOf(t, second.dir, busy.pk) == 601 && postsOf(t, second.dir, quiet.pk) == 1
-	})
-	newest := int64(down[len(down)-1].CreatedAt)
-	eventually(t, "the cursor reaches the newest post", func() bool {
-		c, err := agents.Of(store).RelayCursor(t.Context(), nostr.NormalizeURL(tr.url()))
-		return err == nil && c == newest
 	})
 	// Live posts still arrive after the catch-up.
 	waitLive(t, second, 0)

@@ -15,9 +15,11 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -32,14 +34,15 @@ func Of(st *storage.Store) Store { return Store{st} }
 //	agent/a/<pubkey>      Agent: the current registration and NIP-05 state
 //	agent/act/<pubkey>    Activity: bounded activity summary
 //	agent/ban/<pubkey>    Ban: the agent is banned (may exist without a registration)
-//	agent/seen/<eventid>  empty, with a TTL: the post was already counted
+//	agent/seen/<eventid>  empty: the post was counted (kept for good: relays
+//	                      are read again from each author's registration,
+//	                      and every post read again must find its id here)
 //	agent/nip05/<id>      pubkey holding the claim on the identifier id
 //	                      (name@domain, a domain that was the site's
 //	                      nip05_domain); whether the operator approved it is
 //	                      Agent.NIP05Approved
 //	agent/nip05/<name>    older records: the claim, keyed by the name alone; it
 //	                      stands for the identifier its owner's Agent.NIP05 names
-//	agent/relay/<url>     Unix seconds of the newest post seen from that relay
 //	agent/doc/<sum>       generated_at of the directory document whose agents
 //	                      array has this SHA-256 (hex), with a TTL
 //
@@ -54,11 +57,6 @@ var (
 	// ErrNameTaken: the NIP-05 identifier (name@domain) belongs to another agent.
 	ErrNameTaken = errors.New("name already claimed by another agent")
 )
-
-// SeenPostTTL is how long a post id is remembered, to count each post once.
-// Posts older than this only touch the set of active days, which is
-// idempotent, so forgetting their ids cannot count anything twice.
-const SeenPostTTL = 8 * 24 * time.Hour
 
 // Agent is an agent's registration as the directory keeps it. Times are Unix
 // seconds.
@@ -138,7 +136,6 @@ func agentActKey(pk string) []byte  { return storage.Key("agent", "act", pk) }
 func agentBanKey(pk string) []byte  { return storage.Key("agent", "ban", pk) }
 func agentSeenKey(id string) []byte { return storage.Key("agent", "seen", id) }
 func agentNameKey(id string) []byte { return storage.Key("agent", "nip05", id) }
-func agentRelayKey(u string) []byte { return storage.Key("agent", "relay", u) }
 func agentDocKey(sum string) []byte { return storage.Key("agent", "doc", sum) }
 
 // DirectoryStampTTL is how long the generated_at of a directory document is
@@ -545,6 +542,71 @@ func (s Store) Each(ctx context.Context, fn func(a *Agent, act *Activity, banned
 	})
 }
 
+// All returns every registered agent's records (banned ones marked), in
+// pubkey order, from one consistent snapshot. Decoding is most of the
+// cost with 100 k agents, so the records are copied out of the snapshot
+// and decoded on every core.
+func (s Store) All(ctx context.Context) ([]Record, error) {
+	var raws, acts [][]byte
+	var banned []bool
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		raws, acts, banned = raws[:0], acts[:0], banned[:0]
+		bans := map[string]Ban{}
+		if err := scanBans(tx, bans); err != nil {
+			return err
+		}
+		byPK := map[string][]byte{}
+		actPrefix := storage.Key("agent", "act", "")
+		if err := tx.Scan(actPrefix, nil, false, false, func(k, v []byte) (bool, error) {
+			byPK[string(k[len(actPrefix):])] = bytes.Clone(v) // v is only lent to fn
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		prefix := storage.Key("agent", "a", "")
+		return tx.Scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+			pk := k[len(prefix):]
+			raws = append(raws, bytes.Clone(v))
+			acts = append(acts, byPK[string(pk)])
+			_, b := bans[string(pk)]
+			banned = append(banned, b)
+			return true, nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Record, len(raws))
+	workers := max(1, runtime.GOMAXPROCS(0))
+	per := (len(raws) + workers - 1) / workers
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w*per < len(raws); w++ {
+		wg.Go(func() {
+			for i := w * per; i < min((w+1)*per, len(raws)); i++ {
+				r := Record{Agent: &Agent{}, Activity: &Activity{}, Banned: banned[i]}
+				if err := json.Unmarshal(raws[i], r.Agent); err != nil {
+					errs[w] = err
+					return
+				}
+				if acts[i] != nil {
+					if err := json.Unmarshal(acts[i], r.Activity); err != nil {
+						errs[w] = err
+						return
+					}
+				}
+				raws[i], acts[i] = nil, nil
+				out[i] = r
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Activity returns pubkey's activity (empty when it never posted).
 func (s Store) Activity(ctx context.Context, pubkey string) (*Activity, error) {
 	var act Activity
@@ -560,7 +622,8 @@ func (s Store) Activity(ctx context.Context, pubkey string) (*Activity, error) {
 
 // RecordPosts records a batch of posts in one transaction. For each
 // post whose id was not seen before and whose author is a registered,
-// unbanned agent, apply updates the author's activity; it may refuse the
+// unbanned agent, apply updates the author's activity (the Agent it is
+// given holds only Pubkey and FirstRegisteredAt); it may refuse the
 // post with an error (then nothing is recorded for it). The result has one
 // entry per post: nil when recorded, ErrDuplicate, storage.ErrNotFound (author not
 // registered), ErrAgentBanned, or apply's error.
@@ -585,10 +648,15 @@ func (s Store) RecordPosts(ctx context.Context, posts []Post, apply func(a *Agen
 			}
 			a, ok := agents[p.Pubkey]
 			if !ok {
-				var cur Agent
+				// Only what apply is given: decoding the whole
+				// registration (its raw event) for each author of
+				// each batch would cost more than the rest.
+				var cur struct {
+					FirstRegisteredAt int64 `json:"first_registered_at"`
+				}
 				switch err := tx.GetJSON(agentKey(p.Pubkey), &cur); {
 				case err == nil:
-					a = &cur
+					a = &Agent{Pubkey: p.Pubkey, FirstRegisteredAt: cur.FirstRegisteredAt}
 				case errors.Is(err, storage.ErrNotFound):
 				default:
 					return err
@@ -621,7 +689,7 @@ func (s Store) RecordPosts(ctx context.Context, posts []Post, apply func(a *Agen
 				continue
 			}
 			seenHere[p.ID] = true
-			if err := tx.Put(agentSeenKey(p.ID), nil, SeenPostTTL); err != nil {
+			if err := tx.Put(agentSeenKey(p.ID), nil, 0); err != nil {
 				return err
 			}
 		}
@@ -641,6 +709,57 @@ func (s Store) RecordPosts(ctx context.Context, posts []Post, apply func(a *Agen
 		return nil, err
 	}
 	return res, nil
+}
+
+// Record is one agent's records: Agent is nil when pubkey is not registered.
+type Record struct {
+	Agent    *Agent
+	Activity *Activity
+	Banned   bool
+}
+
+// Records returns the records of pubkeys, in order, from one snapshot.
+func (s Store) Records(ctx context.Context, pubkeys []string) ([]Record, error) {
+	out := make([]Record, len(pubkeys))
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		for i, pk := range pubkeys {
+			var a Agent
+			switch err := tx.GetJSON(agentKey(pk), &a); {
+			case errors.Is(err, storage.ErrNotFound):
+				out[i] = Record{}
+				continue
+			case err != nil:
+				return err
+			}
+			act := &Activity{}
+			if err := tx.GetJSON(agentActKey(pk), act); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return err
+			}
+			banned, err := tx.Has(agentBanKey(pk))
+			if err != nil {
+				return err
+			}
+			out[i] = Record{Agent: &a, Activity: act, Banned: banned}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Seen reports, for each of ids, whether that post was counted already.
+func (s Store) Seen(ctx context.Context, ids []string) ([]bool, error) {
+	out := make([]bool, len(ids))
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		for i, id := range ids {
+			ok, err := tx.Has(agentSeenKey(id))
+			if err != nil {
+				return err
+			}
+			out[i] = ok
+		}
+		return nil
+	})
+	return out, err
 }
 
 // Author is a registered, unbanned agent as the relay subscriptions ask
@@ -676,36 +795,4 @@ func (s Store) Authors(ctx context.Context) ([]Author, error) {
 		})
 	})
 	return out, err
-}
-
-// RelayCursor returns the newest created_at seen from relay url (0 if none).
-func (s Store) RelayCursor(ctx context.Context, url string) (int64, error) {
-	var t int64
-	err := s.st.View(ctx, func(tx *storage.Tx) error {
-		b, err := tx.Get(agentRelayKey(url))
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		t, err = strconv.ParseInt(string(b), 10, 64)
-		return err
-	})
-	return t, err
-}
-
-// SetRelayCursor raises the cursor of relay url to t (never lowers it).
-func (s Store) SetRelayCursor(ctx context.Context, url string, t int64) error {
-	return s.st.Update(ctx, func(tx *storage.Tx) error {
-		b, err := tx.Get(agentRelayKey(url))
-		if err == nil {
-			if cur, perr := strconv.ParseInt(string(b), 10, 64); perr == nil && cur >= t {
-				return nil
-			}
-		} else if !errors.Is(err, storage.ErrNotFound) {
-			return err
-		}
-		return tx.Put(agentRelayKey(url), []byte(strconv.FormatInt(t, 10)), 0)
-	})
 }

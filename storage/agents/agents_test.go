@@ -201,23 +201,6 @@ func TestRecordAgentPostsCountsEachIDOnce(t *testing.T) {
 	}
 }
 
-func TestAgentRelayCursorNeverMovesBack(t *testing.T) {
-	st := openTestStore(t)
-	const u = "wss://relay.example"
-	if c, err := st.RelayCursor(t.Context(), u); err != nil || c != 0 {
-		t.Errorf("unset cursor = %d, %v", c, err)
-	}
-	st.SetRelayCursor(t.Context(), u, 50)
-	st.SetRelayCursor(t.Context(), u, 40)
-	if c, _ := st.RelayCursor(t.Context(), u); c != 50 {
-		t.Errorf("cursor = %d, want 50", c)
-	}
-	st.SetRelayCursor(t.Context(), u, 60)
-	if c, _ := st.RelayCursor(t.Context(), u); c != 60 {
-		t.Errorf("cursor = %d, want 60", c)
-	}
-}
-
 func TestEachAgentWalksAgentsWithActivityAndBans(t *testing.T) {
 	st := openTestStore(t)
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK2, Name: "b"})

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/agents"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
 	"github.com/hearthkit/caddy-hearth/storage/kv/badgerkv"
 	"github.com/hearthkit/caddy-hearth/storage/kv/kvtest"
@@ -157,10 +156,11 @@ func BenchmarkEngine(b *testing.B) {
 }
 
 // BenchmarkSyncedCommitsParallel compares concurrent synchronous commits of
-// one read-modify-write each (a relay cursor raised) through storage
-// (storage/agents' SetRelayCursor) and through badgerkv alone (kv.RunTx),
-// both on durable.go's group commit, 16 writers on distinct keys: what the
-// store's transaction wrapper adds to a durable write.
+// one read-modify-write each (a counter raised, as the directory's relay
+// cursor once was) through storage (Store.Update) and through badgerkv
+// alone (kv.RunTx), both on durable.go's group commit, 16 writers on
+// distinct keys: what the store's transaction wrapper adds to a durable
+// write.
 func BenchmarkSyncedCommitsParallel(b *testing.B) {
 	var ids atomic.Int64
 	b.Run("storage", func(b *testing.B) {
@@ -171,9 +171,19 @@ func BenchmarkSyncedCommitsParallel(b *testing.B) {
 		defer s.Close()
 		b.SetParallelism(8)
 		b.RunParallel(func(pb *testing.PB) {
-			url := fmt.Sprintf("wss://relay%d.example", ids.Add(1))
+			key := fmt.Appendf(nil, "agent/relay/wss://relay%d.example", ids.Add(1))
 			for t := int64(1); pb.Next(); t++ {
-				if err := agents.Of(s).SetRelayCursor(b.Context(), url, t); err != nil {
+				if err := s.Update(b.Context(), func(tx *storage.Tx) error {
+					v, err := tx.Get(key)
+					if err == nil {
+						if cur, perr := strconv.ParseInt(string(v), 10, 64); perr == nil && cur >= t {
+							return nil
+						}
+					} else if !errors.Is(err, storage.ErrNotFound) {
+						return err
+					}
+					return tx.Put(key, strconv.AppendInt(nil, t, 10), 0)
+				}); err != nil {
 					b.Error(err)
 					return
 				}
