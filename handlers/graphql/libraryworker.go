@@ -25,10 +25,13 @@ var libraryWorkKind = storage.NewWorkerKind(newLibraryWork)
 type libraryWork struct {
 	fetches [2]*fetchQueue // by fetch policy: public addresses only, private too
 	imports *lent[*importer.Runner]
+	// importKick tells the import runner that works of a job started
+	// through any Server's runner (importer.RunnerOptions.Kick).
+	importKick chan struct{}
 }
 
 func newLibraryWork(st *storage.Store) *libraryWork {
-	w := &libraryWork{}
+	w := &libraryWork{importKick: make(chan struct{}, 1)}
 	for i := range w.fetches {
 		w.fetches[i] = newFetchQueue(st, i == 1)
 	}

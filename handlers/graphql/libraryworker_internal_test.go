@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -166,6 +168,58 @@ func TestFetchCutShortByCloseResumes(t *testing.T) {
 		waitFetched(t, st, m.ID, id, "Page /held")
 		if n := site.hitsOf("/held"); n != 2 {
 			t.Errorf("/held fetched %d times, want 2 (cut short, then whole)", n)
+		}
+	})
+}
+
+// A reload while an import runs: the import goes on with the next Server's
+// runner and saves every entry once.
+func TestReloadMovesAnImportToTheNextServer(t *testing.T) {
+	workerEngines(t, func(t *testing.T, st *storage.Store, _ func() *storage.Store) {
+		m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse battery")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 3000
+		var b strings.Builder
+		b.WriteString("title,url,time_added,cursor,tags,status\n")
+		for i := range n {
+			fmt.Fprintf(&b, "Article %d,https://site%d.example/articles/%d,%d,c%d,reading,unread\n", i, i%50, i, 1600000000+i, i)
+		}
+		opts := Options{NoImportFetch: true, ImportDir: t.TempDir()}
+		old := Prepare(st, opts)
+		defer old.Close()
+		next := Prepare(st, opts)
+		defer next.Close()
+		staged, err := next.Importer().Stage(strings.NewReader(b.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, err := next.Importer().Start(t.Context(), m.ID, staged, "part_000000.csv", importer.Auto, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old.Close()
+		var j *library.ImportJob
+		storagetest.Eventually(t, "the import finishes", func() bool {
+			j, err = library.Of(st).ImportJob(t.Context(), m.ID, job.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return j.Finished()
+		})
+		if j.State != library.ImportDone {
+			t.Fatalf("the import: %+v", j)
+		}
+		saved := 0
+		if err := library.Of(st).ForEachSavedItem(t.Context(), m.ID, func(*library.SavedItem, *library.ItemContent) error {
+			saved++
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if saved != n {
+			t.Fatalf("%d items saved, want %d", saved, n)
 		}
 	})
 }

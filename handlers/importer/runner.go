@@ -44,6 +44,11 @@ type RunnerOptions struct {
 	// node's when it names another node, and is left to it.
 	Node   string
 	Logger *zap.Logger
+	// Kick, when set, is the channel (capacity 1) that tells of a waiting
+	// job: the runners of one store share it, so a job started through
+	// one is begun at once by whichever of them works (default: the
+	// runner's own).
+	Kick chan struct{}
 }
 
 // Batches: a transaction takes this many entries, or fewer once their
@@ -89,7 +94,10 @@ func NewRunner(store *storage.Store, opts RunnerOptions) *Runner {
 	}
 	var b [9]byte
 	_, _ = rand.Read(b[:])
-	r := &Runner{store: store, opts: opts, log: opts.Logger, kick: make(chan struct{}, 1), holder: opts.Node + "/" + hex.EncodeToString(b[:])}
+	if opts.Kick == nil {
+		opts.Kick = make(chan struct{}, 1)
+	}
+	r := &Runner{store: store, opts: opts, log: opts.Logger, kick: opts.Kick, holder: opts.Node + "/" + hex.EncodeToString(b[:])}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
 }
