@@ -20,8 +20,8 @@ import (
 // and fetches the page in the background. The store holds the queue
 // (storage/fetches.go): a pending item is saved with its pending-fetch entry
 // before the answer, so nothing acknowledged is lost if the process stops;
-// New starts fetching whatever is pending, including what an earlier process
-// left unfinished.
+// the store's queue (libraryWork) starts with the store's Open on whatever
+// is pending, including what an earlier process left unfinished.
 
 // Inboxt's placeholder and failure texts (apps/api/src/common/constants/
 // content-extraction.constants.ts, Inboxt/inboxt@45f4314).
