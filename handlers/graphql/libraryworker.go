@@ -39,6 +39,15 @@ func newLibraryWork(st *storage.Store) *libraryWork {
 	return w
 }
 
+// kickFetches tells both fetch queues that fetches are pending: an
+// import's batches queue fetches under the job's policy, which need not be
+// that of the runner working it (two sites on one store).
+func (w *libraryWork) kickFetches() {
+	for _, q := range w.fetches {
+		q.kickAll()
+	}
+}
+
 func (w *libraryWork) each(f func(storage.Worker)) {
 	for _, q := range w.fetches {
 		f(q)

@@ -245,8 +245,8 @@ func Prepare(store *storage.Store, opts Options) *Server {
 		s.auth.Sessions = opts.Pages
 	}
 	s.gql = s.newGraphQLServer()
-	s.imports = newImportRunner(store, opts, s.kickFetches)
 	work := libraryWorkKind.Of(store)
+	s.imports = newImportRunner(store, opts, work.kickFetches)
 	s.fetches = work.fetches[0]
 	if opts.Fetcher.Options().AllowPrivate {
 		s.fetches = work.fetches[1]
