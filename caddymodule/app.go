@@ -86,8 +86,7 @@ type StorageConfig struct {
 type appRun struct {
 	started  atomic.Bool
 	mu       sync.Mutex     // held by start
-	starters []func()       // background work of handlers, begun once the store is open
-	stoppers []func() error // what stops that work; run before the store is released
+	stoppers []func() error // what ends handlers' use of the store; run before it is released
 }
 
 // CaddyModule returns the Caddy module information.
@@ -201,24 +200,9 @@ func (a *App) start() error {
 			return fmt.Errorf("hearth_directory: %w", err)
 		}
 	}
-	for _, f := range a.run.starters {
-		f()
-	}
 	a.setSiteHomes()
 	a.run.started.Store(true)
 	return nil
-}
-
-// onStart runs f once the store is open (at once if it already is): a
-// handler's background work that reads the store.
-func (a *App) onStart(f func()) {
-	a.run.mu.Lock()
-	defer a.run.mu.Unlock()
-	if a.run.started.Load() {
-		f()
-		return
-	}
-	a.run.starters = append(a.run.starters, f)
 }
 
 // onCleanup runs stop in the app's Cleanup before the store is released:

@@ -142,7 +142,9 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 		},
 	})
 	app.setImporter(h.server.Importer())
-	app.onStart(h.server.Start) // addArticleFromUrl's pending fetches, once the store is open
+	// The store's fetch queue and import runner work with this
+	// handler's settings from the store's Open; Close takes them back
+	// before the store is released.
 	app.onCleanup(h.server.Close)
 	// The library pages: the member's library in the browser, where
 	// signed-in members of this site land (setSiteHomes).
@@ -154,8 +156,9 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// Cleanup stops the API's background fetches; those cut short stay pending
-// in the store for the next configuration.
+// Cleanup takes back the settings the API lent the store's fetch queue and
+// import runner; fetches cut short stay pending in the store for the next
+// configuration.
 func (h *GraphQL) Cleanup() error {
 	if h.server != nil {
 		return h.server.Close()

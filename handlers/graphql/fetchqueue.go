@@ -20,8 +20,8 @@ import (
 // and fetches the page in the background. The store holds the queue
 // (storage/library/fetches.go): a pending item is saved with its pending-fetch entry
 // before the answer, so nothing acknowledged is lost if the process stops;
-// New starts fetching whatever is pending, including what an earlier process
-// left unfinished.
+// the store's queue (libraryWork) starts with the store's Open on whatever
+// is pending, including what an earlier process left unfinished.
 
 // Inboxt's placeholder and failure texts (apps/api/src/common/constants/
 // content-extraction.constants.ts, Inboxt/inboxt@45f4314).
@@ -50,14 +50,19 @@ const (
 // fetches start.
 var fetchScanBudget = 4096
 
-// fetchQueue feeds the store's pending fetches to a few workers.
+// fetchQueue feeds a store's pending fetches of one fetch policy to a few
+// workers: a worker of the store (libraryWork), with the fetcher of the
+// latest Server of that policy lent to it.
 type fetchQueue struct {
+	st      *storage.Store
+	private bool // the policy: fetches that may reach private addresses
+	lent[*Server]
+	// ctx is done when the store closes (Publish's).
 	ctx    context.Context
 	cancel context.CancelFunc
 	kick   chan struct{} // cap 1: something new is pending
-	wg     sync.WaitGroup
-	// leading is set while this server holds its fetch policy's lease
-	// and works the queue; leads counts the times it took it (tests).
+	// leading is set while this node holds the policy's lease and works
+	// the queue; leads counts the times it took it (tests).
 	leading atomic.Bool
 	leads   atomic.Int64
 
@@ -129,36 +134,59 @@ func (q *fetchQueue) releaseHost(host string) {
 // library.PendingFetch addArticleFromUrl just queued.
 const fetchChannel = "hearth_fetches"
 
-// startFetches takes part in the lease of the server's fetch policy
+func newFetchQueue(st *storage.Store, private bool) *fetchQueue {
+	q := &fetchQueue{st: st, private: private, kick: make(chan struct{}, 1), inFlight: map[[2]string]bool{}, hosts: map[string]*hostTurn{}, scanBudget: fetchScanBudget}
+	q.ctx, q.cancel = context.WithCancel(context.Background())
+	q.run = func(ctx context.Context, _ *Server) { q.lead(ctx) }
+	q.follows = true // each fetch takes the latest Server (server)
+	return q
+}
+
+// lead takes part in the lease of the queue's fetch policy
 // ("fetches:private" or "fetches:public"): with several nodes on one store
 // one of them works the queue, and another takes over when it stops.
 // Entries are claimed by the lease: a fetch cut short by a lost lease stays
 // pending and the next holder fetches it.
-func (s *Server) startFetches() {
-	q := &fetchQueue{kick: make(chan struct{}, 1), inFlight: map[[2]string]bool{}, hosts: map[string]*hostTurn{}, scanBudget: fetchScanBudget}
-	q.ctx, q.cancel = context.WithCancel(context.Background())
-	s.fetches = q
-	stop, err := s.store.Subscribe(fetchChannel, s.fetchNotified)
+func (q *fetchQueue) lead(ctx context.Context) {
+	stop, err := q.st.Subscribe(fetchChannel, q.notified)
 	if err != nil {
-		s.log.Error("subscribe to pending article fetches", zap.Error(err))
+		q.log().Error("subscribe to pending article fetches", zap.Error(err))
+	} else {
+		defer stop()
 	}
 	lease := "fetches:public"
-	if s.opts.Fetcher.Options().AllowPrivate {
+	if q.private {
 		lease = "fetches:private"
 	}
-	q.wg.Add(1)
-	go func() {
-		defer q.wg.Done()
-		if stop != nil {
-			defer stop()
-		}
-		s.store.Lead(q.ctx, lease, s.runFetches)
-	}()
+	q.st.Lead(ctx, lease, q.runFetches)
+}
+
+// server is the latest Server of the queue's policy, whose fetcher,
+// sanitiser and logger the queue uses (nil: none left, the queue stops).
+func (q *fetchQueue) server() *Server {
+	s, _ := q.latest()
+	return s
+}
+
+func (q *fetchQueue) log() *zap.Logger {
+	if s := q.server(); s != nil {
+		return s.log
+	}
+	return zap.NewNop()
+}
+
+// Look reads the queue again from its first entry: anything may have
+// changed (a restore).
+func (q *fetchQueue) Look() { q.kickNow() }
+
+// Stop stops the queue for good (the store closes).
+func (q *fetchQueue) Stop() {
+	q.lent.Stop()
+	q.cancel()
 }
 
 // runFetches works the queue while ctx (the lease) lasts.
-func (s *Server) runFetches(ctx context.Context) {
-	q := s.fetches
+func (q *fetchQueue) runFetches(ctx context.Context) {
 	q.leading.Store(true)
 	defer q.leading.Store(false)
 	q.leads.Add(1)
@@ -169,24 +197,23 @@ func (s *Server) runFetches(ctx context.Context) {
 	go func() {
 		defer wg.Done()
 		defer close(jobs)
-		s.feedFetches(ctx, jobs)
+		q.feed(ctx, jobs)
 	}()
 	for i := 0; i < fetchWorkers; i++ {
 		go func() {
 			defer wg.Done()
-			s.fetchWorker(ctx, jobs)
+			q.work(ctx, jobs)
 		}()
 	}
 	q.kickNow() // what an earlier process, or the former holder, left
 	wg.Wait()
 }
 
-// fetchNotified is a message of fetchChannel from any node.
-func (s *Server) fetchNotified(payload string) {
-	q := s.fetches
+// notified is a message of fetchChannel from any node.
+func (q *fetchQueue) notified(payload string) {
 	if payload != "kick" && payload != storage.NotificationsMissed {
 		var p library.PendingFetch
-		if json.Unmarshal([]byte(payload), &p) == nil && p.Private == s.opts.Fetcher.Options().AllowPrivate && q.leading.Load() {
+		if json.Unmarshal([]byte(payload), &p) == nil && p.Private == q.private && q.leading.Load() {
 			q.mu.Lock()
 			if len(q.fresh) < freshMax {
 				q.fresh = append(q.fresh, p)
@@ -202,15 +229,13 @@ const freshMax = 256
 
 // kickFetches tells the feeder that a fetch is pending: this node's, or,
 // when another node works the queue, that one's.
-func (s *Server) kickFetches() {
-	q := s.fetches
-	if q == nil {
-		return // not started: Start reads everything pending
-	}
+func (s *Server) kickFetches() { s.fetches.kickAll() }
+
+func (q *fetchQueue) kickAll() {
 	q.kickNow()
 	if !q.leading.Load() && q.ctx.Err() == nil {
-		if err := s.store.Publish(q.ctx, fetchChannel, "kick"); err != nil {
-			s.log.Debug("publish a pending article fetch", zap.Error(err))
+		if err := q.st.Publish(q.ctx, fetchChannel, "kick"); err != nil {
+			q.log().Debug("publish a pending article fetch", zap.Error(err))
 		}
 	}
 }
@@ -219,9 +244,6 @@ func (s *Server) kickFetches() {
 // the store, and kicks it.
 func (s *Server) queuedFetch(ctx context.Context, p library.PendingFetch) {
 	q := s.fetches
-	if q == nil {
-		return // not started: Start reads everything pending
-	}
 	if !q.leading.Load() {
 		b, _ := json.Marshal(p)
 		if err := s.store.Publish(q.ctx, fetchChannel, string(b)); err != nil {
@@ -244,22 +266,20 @@ func (q *fetchQueue) kickNow() {
 	}
 }
 
-// Close stops the background fetches and waits for them. A fetch cut short
-// stays pending in the store, and the next Server on it fetches it again.
+// Close takes back what the Server lent the store's fetch queue and
+// import runner, and closes its import runner. With no other Server of its
+// policy on the store, the queue stops (a fetch cut short stays pending,
+// and the next Server on the store fetches it again).
 func (s *Server) Close() error {
-	s.startOnce.Do(func() {}) // a Start after Close starts nothing
 	s.closeOnce.Do(func() {
-		if s.fetches != nil {
-			s.fetches.cancel()
-			s.fetches.wg.Wait()
-		}
+		s.releaseFetches()
+		s.releaseImports()
 		s.imports.Close()
 	})
 	return nil
 }
 
-func (s *Server) feedFetches(ctx context.Context, jobs chan<- library.PendingFetch) {
-	q := s.fetches
+func (q *fetchQueue) feed(ctx context.Context, jobs chan<- library.PendingFetch) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -271,13 +291,13 @@ func (s *Server) feedFetches(ctx context.Context, jobs chan<- library.PendingFet
 			// Only those queued under this server's fetch policy: a
 			// site that may not fetch private addresses never fetches
 			// what another site queued, nor the other way round.
-			private := s.opts.Fetcher.Options().AllowPrivate
+			private := q.private
 			waiting := false // an imported item waits for its host's turn
 			q.mu.Lock()
 			pending := q.fresh
 			q.fresh = nil
 			q.mu.Unlock()
-			scanned, next, read, err := library.Of(s.store).PendingFetchesFrom(ctx, q.cursor, fetchBatch+fetchWorkers, q.scanBudget, func(p library.PendingFetch) bool {
+			scanned, next, read, err := library.Of(q.st).PendingFetchesFrom(ctx, q.cursor, fetchBatch+fetchWorkers, q.scanBudget, func(p library.PendingFetch) bool {
 				if p.Private != private {
 					return false
 				}
@@ -293,14 +313,14 @@ func (s *Server) feedFetches(ctx context.Context, jobs chan<- library.PendingFet
 			q.passes.Add(1)
 			if err != nil {
 				if ctx.Err() == nil {
-					s.log.Error("read pending article fetches", zap.Error(err))
+					q.log().Error("read pending article fetches", zap.Error(err))
 				}
 				break
 			}
 			q.cursor = next
 			pending = append(pending, scanned...)
 			if waiting {
-				time.AfterFunc(importHostInterval, s.kickFetches)
+				time.AfterFunc(importHostInterval, q.kickAll)
 			}
 			sent := 0
 			for _, p := range pending {
@@ -318,7 +338,7 @@ func (s *Server) feedFetches(ctx context.Context, jobs chan<- library.PendingFet
 					q.mu.Unlock()
 					if !waiting {
 						waiting = true
-						time.AfterFunc(importHostInterval, s.kickFetches)
+						time.AfterFunc(importHostInterval, q.kickAll)
 					}
 					continue
 				}
@@ -351,12 +371,12 @@ func (s *Server) feedFetches(ctx context.Context, jobs chan<- library.PendingFet
 	}
 }
 
-func (s *Server) fetchWorker(ctx context.Context, jobs <-chan library.PendingFetch) {
-	q := s.fetches
+func (q *fetchQueue) work(ctx context.Context, jobs <-chan library.PendingFetch) {
 	for p := range jobs {
 		// An entry handed over (fresh) or read a while ago may have been
 		// fetched since, by this node or the former holder of the lease.
-		if ok, err := library.Of(s.store).HasPendingFetch(ctx, p.MemberID, p.ItemID); err == nil && ok {
+		s := q.server()
+		if ok, err := library.Of(q.st).HasPendingFetch(ctx, p.MemberID, p.ItemID); err == nil && ok && s != nil {
 			if p.Images {
 				s.fetchImages(ctx, p)
 			} else {

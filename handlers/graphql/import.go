@@ -59,6 +59,7 @@ func newImportRunner(store *storage.Store, opts Options, kick func()) *importer.
 		FetchPrivate: opts.Fetcher.Options().AllowPrivate,
 		FetchQueued:  kick,
 		Logger:       opts.Logger.Named("import"),
+		Kick:         libraryWorkKind.Of(store).importKick,
 	})
 }
 

@@ -205,30 +205,29 @@ type Server struct {
 	docs    *documentChecker  // limits.go
 	auth    *access.Authenticator
 
-	fetches      *fetchQueue // addArticleFromUrl's background fetches; set by Start
-	imports      *importer.Runner
-	uploading    sync.Map // member id -> an upload to /api/import is being received
-	startOnce    sync.Once
-	closeOnce    sync.Once
-	indexInbound sync.Once    // IndexInboundIDs, on the webhook's first miss
-	offsets      *offsetPager // Omnivore's offset paging (omnivore_offsets.go)
+	fetches *fetchQueue // the store's queue of the Server's fetch policy (libraryWork)
+	imports *importer.Runner
+	// releaseFetches and releaseImports take back what the Server lent
+	// the store's fetch queue and import runner.
+	releaseFetches, releaseImports func()
+	uploading                      sync.Map // member id -> an upload to /api/import is being received
+	closeOnce                      sync.Once
+	indexInbound                   sync.Once    // IndexInboundIDs, on the webhook's first miss
+	offsets                        *offsetPager // Omnivore's offset paging (omnivore_offsets.go)
 
 	fastPathStats
 	// statsPages counts the pages of items read for reading statistics.
 	statsPages atomic.Int64
 }
 
-// New returns the API backed by an open store, and starts fetching the
-// pages of addArticleFromUrl still pending in it; Close stops that.
-func New(store *storage.Store, opts Options) *Server {
-	s := Prepare(store, opts)
-	s.Start()
-	return s
-}
+// New returns the API backed by an open store (Prepare).
+func New(store *storage.Store, opts Options) *Server { return Prepare(store, opts) }
 
-// Prepare returns the API backed by store without touching the store: Caddy's
-// Provision prepares, and Start, once the store is open, begins the
-// background fetches.
+// Prepare returns the API backed by store without touching the store
+// (Caddy's Provision prepares it). It lends the store's fetch queue and
+// import runner (libraryWork) its fetcher, sanitiser and import settings:
+// they work from the store's Open (at once if it is open) to its Close, or
+// until the Server's Close takes them back.
 func Prepare(store *storage.Store, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{store: store, opts: opts, log: opts.Logger, docs: newDocumentChecker(defaultDocumentLimits()), offsets: newOffsetPager()}
@@ -246,19 +245,20 @@ func Prepare(store *storage.Store, opts Options) *Server {
 		s.auth.Sessions = opts.Pages
 	}
 	s.gql = s.newGraphQLServer()
-	s.imports = newImportRunner(store, opts, s.kickFetches)
+	work := libraryWorkKind.Of(store)
+	s.imports = newImportRunner(store, opts, work.kickFetches)
+	s.fetches = work.fetches[0]
+	if opts.Fetcher.Options().AllowPrivate {
+		s.fetches = work.fetches[1]
+	}
+	s.releaseFetches = s.fetches.use(s)
+	s.releaseImports = work.imports.use(s.imports)
 	return s
 }
 
-// Start fetches the pages of addArticleFromUrl pending in the store (which
-// must be open), including those an earlier process left unfinished. Calling
-// it again does nothing.
-func (s *Server) Start() {
-	s.startOnce.Do(func() {
-		s.startFetches()
-		s.imports.Run()
-	})
-}
+// Start does nothing: the work a Server lends its settings to starts with
+// the store's Open (Prepare).
+func (s *Server) Start() {}
 
 func (s *Server) newGraphQLServer() *handler.Server {
 	cfg := generated.Config{Resolvers: &resolver{s: s}}

@@ -44,6 +44,11 @@ type RunnerOptions struct {
 	// node's when it names another node, and is left to it.
 	Node   string
 	Logger *zap.Logger
+	// Kick, when set, is the channel (capacity 1) that tells of a waiting
+	// job: the runners of one store share it, so a job started through
+	// one is begun at once by whichever of them works (default: the
+	// runner's own).
+	Kick chan struct{}
 }
 
 // Batches: a transaction takes this many entries, or fewer once their
@@ -89,7 +94,10 @@ func NewRunner(store *storage.Store, opts RunnerOptions) *Runner {
 	}
 	var b [9]byte
 	_, _ = rand.Read(b[:])
-	r := &Runner{store: store, opts: opts, log: opts.Logger, kick: make(chan struct{}, 1), holder: opts.Node + "/" + hex.EncodeToString(b[:])}
+	if opts.Kick == nil {
+		opts.Kick = make(chan struct{}, 1)
+	}
+	r := &Runner{store: store, opts: opts, log: opts.Logger, kick: opts.Kick, holder: opts.Node + "/" + hex.EncodeToString(b[:])}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
 }
@@ -161,8 +169,23 @@ func (r *Runner) Kick() {
 func (r *Runner) Run() {
 	r.startOnce.Do(func() {
 		r.wg.Add(1)
-		go r.loop()
+		go r.loop(r.ctx)
 	})
+}
+
+// Work carries out jobs, the unfinished ones first, in the caller until
+// ctx ends or Close: the store's worker runs it (it stops and starts it
+// again around a restore). A job cut short is resumed by the next run on
+// the store.
+func (r *Runner) Work(ctx context.Context) {
+	if r.ctx.Err() != nil {
+		return // closed
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(r.ctx, cancel)()
+	r.wg.Add(1)
+	r.loop(ctx)
 }
 
 // Close stops the runner and waits for it; a job cut short is resumed by
@@ -177,34 +200,34 @@ func (r *Runner) Close() {
 // handlers on one store (two sites, a reload) never run one job twice.
 var claims sync.Map // job id -> struct{}
 
-func (r *Runner) loop() {
+func (r *Runner) loop(ctx context.Context) {
 	defer r.wg.Done()
-	r.removeOrphans()
+	r.removeOrphans(ctx)
 	swept := time.Now()
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	for {
 		if time.Since(swept) > time.Hour {
-			r.removeOrphans() // files of jobs gone with their member
+			r.removeOrphans(ctx) // files of jobs gone with their member
 			swept = time.Now()
 		}
-		jobs, err := library.Of(r.store).UnfinishedImportJobs(r.ctx)
-		if err != nil && r.ctx.Err() == nil {
+		jobs, err := library.Of(r.store).UnfinishedImportJobs(ctx)
+		if err != nil && ctx.Err() == nil {
 			r.log.Error("list unfinished imports", zap.Error(err))
 		}
 		for _, j := range jobs {
-			if r.ctx.Err() != nil {
+			if ctx.Err() != nil {
 				return
 			}
 			if _, taken := claims.LoadOrStore(j.ID, struct{}{}); taken {
 				continue
 			}
-			r.claimAndRun(j)
+			r.claimAndRun(ctx, j)
 			claims.Delete(j.ID)
 		}
 		r.passes.Add(1)
 		select {
-		case <-r.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-r.kick:
 		case <-t.C:
@@ -218,15 +241,15 @@ func (r *Runner) loop() {
 // renewed while the job runs; when a renewal fails the job stops where it
 // is, to be resumed by whoever claims it next (its batches are written
 // with the job's position, so none is taken twice).
-func (r *Runner) claimAndRun(j *library.ImportJob) {
+func (r *Runner) claimAndRun(run context.Context, j *library.ImportJob) {
 	if j.Node != "" && j.Node != r.opts.Node {
 		if _, err := os.Stat(j.Staged); err != nil {
 			return // another node's file: that node runs it
 		}
 	}
-	ok, err := library.Of(r.store).ClaimImportJob(r.ctx, j.ID, r.holder, claimTTL)
+	ok, err := library.Of(r.store).ClaimImportJob(run, j.ID, r.holder, claimTTL)
 	if err != nil {
-		if r.ctx.Err() == nil {
+		if run.Err() == nil {
 			r.log.Warn("claim an import", zap.String("job", j.ID), zap.Error(err))
 		}
 		return
@@ -234,7 +257,7 @@ func (r *Runner) claimAndRun(j *library.ImportJob) {
 	if !ok {
 		return // another node runs it
 	}
-	ctx, cancel := context.WithCancel(r.ctx)
+	ctx, cancel := context.WithCancel(run)
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
@@ -254,10 +277,15 @@ func (r *Runner) claimAndRun(j *library.ImportJob) {
 		}
 	}()
 	r.ran.Add(1)
-	r.runJob(ctx, j)
+	r.runJob(ctx, run, j)
 	cancel()
 	<-renewed
-	if err := library.Of(r.store).ReleaseImportJob(r.ctx, j.ID, r.holder); err != nil && r.ctx.Err() == nil {
+	// Released even when the run was stopped (a reload, Close): the next
+	// runner on the store resumes the job at once rather than once the
+	// claim lapses.
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(run), claimTTL/3)
+	defer rcancel()
+	if err := library.Of(r.store).ReleaseImportJob(rctx, j.ID, r.holder); err != nil && run.Err() == nil {
 		r.log.Debug("release an import's claim", zap.String("job", j.ID), zap.Error(err))
 	}
 }
@@ -265,12 +293,12 @@ func (r *Runner) claimAndRun(j *library.ImportJob) {
 // removeOrphans removes staged files no unfinished job names (an upload
 // cut short by a crash, the file of a member deleted meanwhile), once they
 // are an hour old.
-func (r *Runner) removeOrphans() {
+func (r *Runner) removeOrphans(ctx context.Context) {
 	entries, err := os.ReadDir(r.opts.Dir)
 	if err != nil {
 		return
 	}
-	jobs, err := library.Of(r.store).UnfinishedImportJobs(r.ctx)
+	jobs, err := library.Of(r.store).UnfinishedImportJobs(ctx)
 	if err != nil {
 		return
 	}
@@ -286,10 +314,10 @@ func (r *Runner) removeOrphans() {
 	}
 }
 
-func (r *Runner) finish(j *library.ImportJob, state, msg string) {
-	_, err := library.Of(r.store).UpdateImportJob(r.ctx, j.MemberID, j.ID, func(x *library.ImportJob) { x.State, x.Error, x.ItemsPerSecond = state, msg, 0 })
+func (r *Runner) finish(run context.Context, j *library.ImportJob, state, msg string) {
+	_, err := library.Of(r.store).UpdateImportJob(run, j.MemberID, j.ID, func(x *library.ImportJob) { x.State, x.Error, x.ItemsPerSecond = state, msg, 0 })
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		if r.ctx.Err() == nil { // else stopped (Close): nothing failed
+		if run.Err() == nil { // else stopped (Close): nothing failed
 			r.log.Error("finish import", zap.String("job", j.ID), zap.Error(err))
 		}
 		return // stays unfinished: tried again
@@ -299,16 +327,17 @@ func (r *Runner) finish(j *library.ImportJob, state, msg string) {
 }
 
 // runJob reads j's file from the entry after j.Position and writes its
-// items in batches; stopped by Close, it leaves the job to be resumed.
-func (r *Runner) runJob(ctx context.Context, j *library.ImportJob) {
+// items in batches; stopped by Close, it leaves the job to be resumed. run
+// is the runner's run (ctx, the job's, also ends when its claim is lost).
+func (r *Runner) runJob(ctx, run context.Context, j *library.ImportJob) {
 	rd, err := Open(j.Staged, Format(j.Format), r.opts.Limits)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			r.finish(j, library.ImportFailed, "the uploaded file is gone (the server's import directory was emptied); upload it again")
+			r.finish(run, j, library.ImportFailed, "the uploaded file is gone (the server's import directory was emptied); upload it again")
 			return
 		}
 		if IsFileError(err) {
-			r.finish(j, library.ImportFailed, err.Error())
+			r.finish(run, j, library.ImportFailed, err.Error())
 			return
 		}
 		r.log.Error("open import", zap.String("job", j.ID), zap.Error(err))
@@ -379,10 +408,10 @@ func (r *Runner) runJob(ctx context.Context, j *library.ImportJob) {
 				return
 			}
 			if IsFileError(err) {
-				r.finish(j, library.ImportFailed, err.Error())
+				r.finish(run, j, library.ImportFailed, err.Error())
 			} else {
 				r.log.Error("read import", zap.String("job", j.ID), zap.Error(err))
-				r.finish(j, library.ImportFailed, "the file could not be read to its end")
+				r.finish(run, j, library.ImportFailed, "the file could not be read to its end")
 			}
 			return
 		case pos > j.Position:
@@ -399,7 +428,7 @@ func (r *Runner) runJob(ctx context.Context, j *library.ImportJob) {
 	if !flush(pos) {
 		return
 	}
-	r.finish(j, library.ImportDone, "")
+	r.finish(run, j, library.ImportDone, "")
 }
 
 // item turns an export's item into what the store takes: HTML sanitised,
