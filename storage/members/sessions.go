@@ -77,6 +77,20 @@ const (
 const SessionPrefix = "hs_"
 
 func sessionKey(digest string) []byte { return storage.Key("session", digest) }
+
+// sessionByDigest reads the session whose id has digest d: nil, without an
+// error, when there is none (ended, expired or never made).
+func sessionByDigest(tx *storage.Tx, d string) (*Session, error) {
+	var sess Session
+	err := tx.GetJSON(sessionKey(d), &sess)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &sess, nil
+}
 func memberSessionKey(memberID, digest string) []byte {
 	return storage.Key("member", "sess", memberID, digest)
 }
@@ -209,12 +223,8 @@ func (s Store) SessionAndMember(ctx context.Context, id string) (*Member, *Sessi
 func (s Store) TouchSession(ctx context.Context, id, address string) error {
 	d := storage.Digest(id)
 	return s.st.UpdateAsync(ctx, func(tx *storage.Tx) error {
-		var sess Session
-		err := tx.GetJSON(sessionKey(d), &sess)
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
+		sess, err := sessionByDigest(tx, d)
+		if sess == nil || err != nil {
 			return err
 		}
 		now := time.Now().UTC()
@@ -286,19 +296,15 @@ func (s Store) Sessions(ctx context.Context, memberID string) ([]*Session, error
 		}
 		now := time.Now()
 		for _, d := range digests {
-			var sess Session
-			err := tx.GetJSON(sessionKey(d), &sess)
-			if errors.Is(err, storage.ErrNotFound) {
-				continue
-			}
+			sess, err := sessionByDigest(tx, d)
 			if err != nil {
 				return err
 			}
-			if sess.MemberID != memberID || !now.Before(sess.ExpiresAt) || sess.Stamp != m.SecurityStamp {
+			if sess == nil || sess.MemberID != memberID || !now.Before(sess.ExpiresAt) || sess.Stamp != m.SecurityStamp {
 				continue
 			}
 			sess.ID = d[:min(len(d), SessionPublicIDLen)]
-			out = append(out, &sess)
+			out = append(out, sess)
 		}
 		return nil
 	})
@@ -354,12 +360,8 @@ func (s Store) EndOtherSessions(ctx context.Context, memberID, keep string) (int
 func (s Store) DeleteSession(ctx context.Context, id string) error {
 	d := storage.Digest(id)
 	return s.st.Update(ctx, func(tx *storage.Tx) error {
-		var sess Session
-		err := tx.GetJSON(sessionKey(d), &sess)
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
+		sess, err := sessionByDigest(tx, d)
+		if sess == nil || err != nil {
 			return err
 		}
 		if err := tx.Delete(sessionKey(d)); err != nil {
@@ -382,12 +384,11 @@ func trimMemberSessions(tx *storage.Tx, memberID string, keep int) error {
 	}
 	var sessions []live
 	for _, d := range digests {
-		var sess Session
-		err := tx.GetJSON(sessionKey(d), &sess)
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		sess, err := sessionByDigest(tx, d)
+		if err != nil {
 			return err
 		}
-		if err == nil && time.Now().Before(sess.ExpiresAt) {
+		if sess != nil && time.Now().Before(sess.ExpiresAt) {
 			sessions = append(sessions, live{d, sess.LastSeen()})
 			continue
 		}
@@ -413,12 +414,8 @@ func trimMemberSessions(tx *storage.Tx, memberID string, keep int) error {
 // change of credentials keeps the browser that made it signed in). An
 // ended or expired session stays ended.
 func restampSession(tx *storage.Tx, m *Member, d string) error {
-	var sess Session
-	err := tx.GetJSON(sessionKey(d), &sess)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
+	sess, err := sessionByDigest(tx, d)
+	if sess == nil || err != nil {
 		return err
 	}
 	ttl := time.Until(sess.ExpiresAt)
