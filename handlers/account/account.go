@@ -229,13 +229,11 @@ func (p *Pages) Handles(r *http.Request) bool {
 
 // ServeHTTP serves the member pages.
 func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if serve, ok := protectedPages[r.URL.Path]; ok {
+		p.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(p, w, r) })).ServeHTTP(w, r)
+		return
+	}
 	switch r.URL.Path {
-	case SignInPath:
-		p.Protect(http.HandlerFunc(p.serveSignIn)).ServeHTTP(w, r)
-	case SignOutPath:
-		p.Protect(http.HandlerFunc(p.serveSignOut)).ServeHTTP(w, r)
-	case TwoFactorPath:
-		p.Protect(http.HandlerFunc(p.serveTwoFactor)).ServeHTTP(w, r)
 	case SignUpPath:
 		if !p.opts.OpenRegistration {
 			p.renderError(w, r, http.StatusNotFound, "Not found", "Sign-up is closed on this site. Ask its administrator for an account.")
@@ -248,14 +246,6 @@ func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		serveCopyScript(w, r)
 	case PasskeyScriptPath:
 		servePasskeyScript(w, r)
-	case PasskeySignInOptionsPath:
-		p.Protect(http.HandlerFunc(p.postPasskeySignInOptions)).ServeHTTP(w, r)
-	case PasskeySignInPath:
-		p.Protect(http.HandlerFunc(p.postPasskeySignIn)).ServeHTTP(w, r)
-	case TwoFactorPasskeyOptionsPath:
-		p.Protect(http.HandlerFunc(p.postTwoFactorPasskeyOptions)).ServeHTTP(w, r)
-	case TwoFactorPasskeyPath:
-		p.Protect(http.HandlerFunc(p.postTwoFactorPasskey)).ServeHTTP(w, r)
 	default:
 		if IsResetPath(r.URL.Path) {
 			p.Protect(http.HandlerFunc(p.serveReset)).ServeHTTP(w, r)
@@ -276,6 +266,18 @@ func (p *Pages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Protect(sp.Handler).ServeHTTP(w, withMember(r, m))
 	}
+}
+
+// protectedPages are the sign-in pages and their passkey endpoints, each
+// served through Protect with no more to check first.
+var protectedPages = map[string]func(*Pages, http.ResponseWriter, *http.Request){
+	SignInPath:                  (*Pages).serveSignIn,
+	SignOutPath:                 (*Pages).serveSignOut,
+	TwoFactorPath:               (*Pages).serveTwoFactor,
+	PasskeySignInOptionsPath:    (*Pages).postPasskeySignInOptions,
+	PasskeySignInPath:           (*Pages).postPasskeySignIn,
+	TwoFactorPasskeyOptionsPath: (*Pages).postTwoFactorPasskeyOptions,
+	TwoFactorPasskeyPath:        (*Pages).postTwoFactorPasskey,
 }
 
 // Protect wraps h with cross-origin form protection: unsafe requests

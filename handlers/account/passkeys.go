@@ -147,6 +147,31 @@ func (p *Pages) passkeyUser(r *http.Request, m *members.Member) (passkeyUser, er
 	return passkeyUser{m: m, keys: keys}, err
 }
 
+// siteRelyingParty is relyingParty, or nil once it has answered the request
+// when the page's address can't be used.
+func (p *Pages) siteRelyingParty(w http.ResponseWriter, r *http.Request) *webauthn.WebAuthn {
+	wa, err := p.relyingParty(r)
+	if err != nil {
+		passkeyError(w, http.StatusBadRequest, "This page's address can't be used with passkeys.")
+		return nil
+	}
+	return wa
+}
+
+// passkeyParties are the two sides of a ceremony with member m: the site
+// and m with its passkeys. ok is false once it has answered the request.
+func (p *Pages) passkeyParties(w http.ResponseWriter, r *http.Request, m *members.Member) (wa *webauthn.WebAuthn, u passkeyUser, ok bool) {
+	if wa = p.siteRelyingParty(w, r); wa == nil {
+		return nil, u, false
+	}
+	u, err := p.passkeyUser(r, m)
+	if err != nil {
+		p.passkeyFailure(w, err)
+		return nil, u, false
+	}
+	return wa, u, true
+}
+
 // passkeyJSON answers a passkey request (passkey.js reads it).
 func passkeyJSON(w http.ResponseWriter, status int, v any) {
 	h := w.Header()
@@ -234,9 +259,8 @@ func (p *Pages) postPasskeySignInOptions(w http.ResponseWriter, r *http.Request)
 	if !p.allowed(w, r, http.MethodPost) {
 		return
 	}
-	wa, err := p.relyingParty(r)
-	if err != nil {
-		passkeyError(w, http.StatusBadRequest, "This page's address can't be used with passkeys.")
+	wa := p.siteRelyingParty(w, r)
+	if wa == nil {
 		return
 	}
 	opts, sd, err := wa.BeginDiscoverableLogin(webauthn.WithUserVerification(protocol.VerificationRequired))
@@ -257,9 +281,8 @@ func (p *Pages) postPasskeySignIn(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
-	wa, err := p.relyingParty(r)
-	if err != nil {
-		passkeyError(w, http.StatusBadRequest, "This page's address can't be used with passkeys.")
+	wa := p.siteRelyingParty(w, r)
+	if wa == nil {
 		return
 	}
 	parsed, err := protocol.ParseCredentialRequestResponseBytes(body)
@@ -374,14 +397,8 @@ func (p *Pages) postTwoFactorPasskeyOptions(w http.ResponseWriter, r *http.Reque
 	if m == nil {
 		return
 	}
-	wa, err := p.relyingParty(r)
-	if err != nil {
-		passkeyError(w, http.StatusBadRequest, "This page's address can't be used with passkeys.")
-		return
-	}
-	u, err := p.passkeyUser(r, m)
-	if err != nil {
-		p.passkeyFailure(w, err)
+	wa, u, ok := p.passkeyParties(w, r, m)
+	if !ok {
 		return
 	}
 	if len(u.keys) == 0 {
@@ -414,18 +431,12 @@ func (p *Pages) postTwoFactorPasskey(w http.ResponseWriter, r *http.Request) {
 		passkeyError(w, http.StatusUnauthorized, "Your sign-in took too long. Start again.")
 		return
 	}
-	wa, err := p.relyingParty(r)
-	if err != nil {
-		passkeyError(w, http.StatusBadRequest, "This page's address can't be used with passkeys.")
-		return
-	}
-	u, err := p.passkeyUser(r, m)
-	if err != nil {
-		p.passkeyFailure(w, err)
+	wa, u, ok := p.passkeyParties(w, r, m)
+	if !ok {
 		return
 	}
 	var cred *webauthn.Credential
-	err = p.underFailureLimits(r, m.Username, func() error {
+	err := p.underFailureLimits(r, m.Username, func() error {
 		parsed, err := protocol.ParseCredentialRequestResponseBytes(body)
 		if err != nil {
 			return err
@@ -476,14 +487,8 @@ func (p *Pages) postPasskeyOptions(w http.ResponseWriter, r *http.Request, m *me
 		passkeyError(w, http.StatusForbidden, confirmFirst)
 		return
 	}
-	wa, err := p.relyingParty(r)
-	if err != nil {
-		passkeyError(w, http.StatusBadRequest, "This page's address can't be used with passkeys.")
-		return
-	}
-	u, err := p.passkeyUser(r, m)
-	if err != nil {
-		p.passkeyFailure(w, err)
+	wa, u, ok := p.passkeyParties(w, r, m)
+	if !ok {
 		return
 	}
 	if len(u.keys) >= members.MaxPasskeysPerMember {
@@ -527,14 +532,8 @@ func (p *Pages) postPasskeyAdd(w http.ResponseWriter, r *http.Request, m *member
 		passkeyError(w, http.StatusBadRequest, "The new passkey could not be read.")
 		return
 	}
-	wa, err := p.relyingParty(r)
-	if err != nil {
-		passkeyError(w, http.StatusBadRequest, "This page's address can't be used with passkeys.")
-		return
-	}
-	u, err := p.passkeyUser(r, m)
-	if err != nil {
-		p.passkeyFailure(w, err)
+	wa, u, ok := p.passkeyParties(w, r, m)
+	if !ok {
 		return
 	}
 	parsed, err := protocol.ParseCredentialCreationResponseBytes(in.Credential)
