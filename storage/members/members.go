@@ -391,10 +391,7 @@ func (s Store) ChangePassword(ctx context.Context, memberID, password, keepSessi
 		return err
 	}
 	hash := HashPassword(password)
-	keep := ""
-	if keepSession != "" {
-		keep = storage.Digest(keepSession)
-	}
+	keep := keptDigest(keepSession)
 	return s.st.Update(ctx, func(tx *storage.Tx) error {
 		m, err := ByID(tx, memberID)
 		if err != nil {

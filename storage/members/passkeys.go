@@ -107,10 +107,7 @@ func passkeysOf(tx *storage.Tx, memberID string) ([]Passkey, error) {
 // browser that registered it).
 func (s Store) AddPasskey(ctx context.Context, m *Member, name string, cred webauthn.Credential, keepSession string) (*Passkey, error) {
 	pk := &Passkey{ID: PasskeyID(cred.ID), Name: PasskeyName(name), CreatedAt: time.Now().UTC(), Credential: cred}
-	keep := ""
-	if keepSession != "" {
-		keep = storage.Digest(keepSession)
-	}
+	keep := keptDigest(keepSession)
 	err := s.st.Update(ctx, func(tx *storage.Tx) error {
 		cur, err := CheckStamp(tx, m)
 		if err != nil {
@@ -158,10 +155,7 @@ func (s Store) RenamePasskey(ctx context.Context, memberID, id, name string) err
 // security stamp, ending its web sessions except the one whose cookie
 // secret is keepSession (the browser that removed it).
 func (s Store) RemovePasskey(ctx context.Context, memberID, id, keepSession string) error {
-	keep := ""
-	if keepSession != "" {
-		keep = storage.Digest(keepSession)
-	}
+	keep := keptDigest(keepSession)
 	return s.st.Update(ctx, func(tx *storage.Tx) error {
 		m, err := ByID(tx, memberID)
 		if err != nil {

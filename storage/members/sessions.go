@@ -78,6 +78,16 @@ const SessionPrefix = "hs_"
 
 func sessionKey(digest string) []byte { return storage.Key("session", digest) }
 
+// keptDigest is the digest of the session whose cookie secret is
+// keepSession, the one a change of credentials leaves signed in; "" keeps
+// none.
+func keptDigest(keepSession string) string {
+	if keepSession == "" {
+		return ""
+	}
+	return storage.Digest(keepSession)
+}
+
 // sessionByDigest reads the session whose id has digest d: nil, without an
 // error, when there is none (ended, expired or never made).
 func sessionByDigest(tx *storage.Tx, d string) (*Session, error) {
@@ -343,10 +353,7 @@ func (s Store) EndSession(ctx context.Context, memberID, publicID string) error 
 // cookie secret is keep (none kept when keep is ""), and returns how many
 // it ended.
 func (s Store) EndOtherSessions(ctx context.Context, memberID, keep string) (int, error) {
-	keepDigest := ""
-	if keep != "" {
-		keepDigest = storage.Digest(keep)
-	}
+	keepDigest := keptDigest(keep)
 	n := 0
 	err := s.st.Update(ctx, func(tx *storage.Tx) error {
 		var err error

@@ -170,10 +170,7 @@ func (s Store) TwoFactorSetupSecret(ctx context.Context, memberID string) (strin
 // must not outlive the second factor.
 func (s Store) ConfirmTwoFactor(ctx context.Context, memberID, code, keepSession string) ([]string, error) {
 	codes, digests := recoveryCodesAndDigests()
-	keep := ""
-	if keepSession != "" {
-		keep = storage.Digest(keepSession)
-	}
+	keep := keptDigest(keepSession)
 	err := s.st.Update(ctx, func(tx *storage.Tx) error {
 		m, err := ByID(tx, memberID)
 		if err != nil {
@@ -313,10 +310,7 @@ func (s Store) TwoFactorStatus(ctx context.Context, memberID string) (on bool, r
 // secret is keepSession (the browser that turned it off; "" ends them
 // all). Turning it off when it is off is no error and changes nothing.
 func (s Store) DisableTwoFactor(ctx context.Context, memberID, keepSession string) error {
-	keep := ""
-	if keepSession != "" {
-		keep = storage.Digest(keepSession)
-	}
+	keep := keptDigest(keepSession)
 	return s.st.Update(ctx, func(tx *storage.Tx) error {
 		m, err := disableTwoFactor(tx, memberID)
 		if err != nil || m == nil {
