@@ -20,14 +20,19 @@ import (
 var files embed.FS
 
 var (
-	consentTmpl        = parse("consent.html")
+	consentTmpl        = parse("consent.html", "authorize_fields.html")
 	codeTmpl           = parse("code.html")
 	messageTmpl        = parse("message.html")
 	authorizedAppsTmpl = parse("authorized_apps.html")
 )
 
-func parse(name string) *template.Template {
-	return template.Must(template.New(name).ParseFS(files, "templates/"+name))
+// parse parses the page template name with the shared blocks it calls.
+func parse(name string, shared ...string) *template.Template {
+	patterns := []string{"templates/" + name}
+	for _, n := range shared {
+		patterns = append(patterns, "templates/"+n)
+	}
+	return template.Must(template.New(name).ParseFS(files, patterns...))
 }
 
 type message struct{ Text, Detail string }
@@ -253,19 +258,29 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := struct {
-		App            *grants.App
-		Member         *members.Member
-		SiteName       string
-		Website        *url.URL
-		Scopes         []scopeItem
-		Req            *authRequest
-		OOB            bool
-		RedirectTarget string
-	}{req.app, m, s.opts.InstanceTitle, websiteOf(req.app), describeScopes(req.scopes), req, req.RedirectURI == OOBRedirectURI, redirectTarget(req.RedirectURI)}
+		consentPage
+		Website *url.URL
+		Scopes  []scopeItem
+		OOB     bool
+	}{s.consentPage(req, m), websiteOf(req.app), describeScopes(req.scopes), req.RedirectURI == OOBRedirectURI}
 	// The approval answers with a redirect to the client; browsers apply
 	// form-action to it, so the client's origin must be allowed.
 	w.Header().Set("Content-Security-Policy", p.ContentSecurityPolicy(formActionSource(req.RedirectURI)))
 	p.Render(w, r, http.StatusOK, "Authorize "+req.app.Name, consentTmpl, data)
+}
+
+// consentPage is what both consent pages (Mastodon apps' and operator
+// clients') show of the request.
+type consentPage struct {
+	App            *grants.App
+	Member         *members.Member
+	SiteName       string
+	Req            *authRequest
+	RedirectTarget string
+}
+
+func (s *Server) consentPage(req *authRequest, m *members.Member) consentPage {
+	return consentPage{req.app, m, s.opts.InstanceTitle, req, redirectTarget(req.RedirectURI)}
 }
 
 // skipConsent reports whether the member already granted this app every

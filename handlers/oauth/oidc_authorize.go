@@ -159,19 +159,15 @@ func (s *Server) authorizeOIDC(w http.ResponseWriter, r *http.Request, req *auth
 		return
 	}
 	data := struct {
-		App            *grants.App
-		Member         *members.Member
-		SiteName       string
-		Claims         []string
-		Offline        bool
-		Req            *authRequest
-		RedirectTarget string
-	}{req.app, m, s.opts.InstanceTitle, claimWords(req.scopes), contains(req.scopes, "offline_access"), req, redirectTarget(req.RedirectURI)}
+		consentPage
+		Claims  []string
+		Offline bool
+	}{s.consentPage(req, m), claimWords(req.scopes), contains(req.scopes, "offline_access")}
 	w.Header().Set("Content-Security-Policy", p.ContentSecurityPolicy(formActionSource(req.RedirectURI)))
 	p.Render(w, r, http.StatusOK, "Sign in to "+req.app.Name, oidcConsentTmpl, data)
 }
 
-var oidcConsentTmpl = parse("oidc_consent.html")
+var oidcConsentTmpl = parse("oidc_consent.html", "authorize_fields.html")
 
 // claimWords says what the requested scopes show the client.
 func claimWords(scopes []string) []string {

@@ -12,7 +12,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
-	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
@@ -71,15 +70,7 @@ func (s *Server) operatorClientAuth(r *http.Request, p map[string]string) (*gran
 			return nil, errInvalidClient
 		}
 	}
-	app, err := grants.Of(s.store).AuthenticateOperatorClient(r.Context(), id, secret)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, errInvalidClient
-	}
-	if err != nil {
-		s.log.Error("authenticate client", zap.Error(err))
-		return nil, serverError(err)
-	}
-	return app, nil
+	return s.clientFound(grants.Of(s.store).AuthenticateOperatorClient(r.Context(), id, secret))
 }
 
 // oidcTokenResponse is the token response for operator clients (RFC 6749
@@ -174,11 +165,8 @@ func (s *Server) refresh(ctx context.Context, app *grants.App, p map[string]stri
 	case errors.Is(err, grants.ErrRefreshReused):
 		s.log.Warn("refresh token used twice; revoked its grant", zap.String("app_id", app.ID))
 		return nil, "", errInvalidGrant
-	case errors.Is(err, storage.ErrNotFound), errors.Is(err, members.ErrSuspended):
-		return nil, "", errInvalidGrant
 	default:
-		s.log.Error("refresh a token", zap.Error(err))
-		return nil, "", serverError(err)
+		return nil, "", s.grantRefused(err, "refresh a token")
 	}
 }
 
@@ -209,12 +197,8 @@ func (s *Server) serveOIDCRevoke(w http.ResponseWriter, r *http.Request, p map[s
 // registered as confidential operator clients: whether a token is live,
 // and for whom. Anything not live is {"active": false}.
 func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
-	if !s.limitTokens(w, r) {
-		return
-	}
-	p, perr := decodeParams(r, s.opts.MaxBodyBytes)
-	if perr != nil {
-		writeOAuthError(w, perr)
+	p, ok := s.limitedParams(w, r)
+	if !ok {
 		return
 	}
 	app, cerr := s.operatorClientAuth(r, p)

@@ -232,7 +232,12 @@ func (s *Server) clientAuth(r *http.Request, p map[string]string) (*grants.App, 
 	if id == "" || secret == "" {
 		return nil, errInvalidClient
 	}
-	app, err := grants.Of(s.store).AuthenticateClient(r.Context(), id, secret)
+	return s.clientFound(grants.Of(s.store).AuthenticateClient(r.Context(), id, secret))
+}
+
+// clientFound turns a client lookup's result into the token endpoint's
+// answer: an unknown client or wrong secret is invalid_client.
+func (s *Server) clientFound(app *grants.App, err error) (*grants.App, *oauthErr) {
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, errInvalidClient
 	}
@@ -241,6 +246,21 @@ func (s *Server) clientAuth(r *http.Request, p map[string]string) (*grants.App, 
 		return nil, serverError(err)
 	}
 	return app, nil
+}
+
+// limitedParams are the parameters of a request to an endpoint under the
+// token limit (revocation, introspection); ok is false once it has
+// answered a request over the limit or with unreadable parameters.
+func (s *Server) limitedParams(w http.ResponseWriter, r *http.Request) (map[string]string, bool) {
+	if !s.limitTokens(w, r) {
+		return nil, false
+	}
+	p, perr := decodeParams(r, s.opts.MaxBodyBytes)
+	if perr != nil {
+		writeOAuthError(w, perr)
+		return nil, false
+	}
+	return p, true
 }
 
 func (s *Server) limitTokens(w http.ResponseWriter, r *http.Request) bool {
@@ -387,12 +407,20 @@ func (s *Server) exchangeCode(ctx context.Context, app *grants.App, p map[string
 	case errors.Is(err, grants.ErrCodeUsed):
 		s.log.Warn("authorization code used twice; revoked the token issued from it", zap.String("app_id", app.ID))
 		return nil, "", errInvalidGrant
-	case errors.Is(err, storage.ErrNotFound), errors.Is(err, members.ErrSuspended):
-		return nil, "", errInvalidGrant
 	default:
-		s.log.Error("exchange code", zap.Error(err))
-		return nil, "", serverError(err)
+		return nil, "", s.grantRefused(err, "exchange code")
 	}
+}
+
+// grantRefused answers an error of the store for a grant, past the refusals
+// particular to the grant type: a grant or member gone or suspended is
+// invalid_grant, anything else a server error.
+func (s *Server) grantRefused(err error, doing string) *oauthErr {
+	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, members.ErrSuspended) {
+		return errInvalidGrant
+	}
+	s.log.Error(doing, zap.Error(err))
+	return serverError(err)
 }
 
 // errTooManyFailedCodes is the answer to a code whose member is over the
@@ -443,12 +471,8 @@ func (s *Server) clientCredentials(ctx context.Context, app *grants.App, p map[s
 // serveRevoke is POST /oauth/revoke (RFC 7009): 200 {} for any token value
 // once the client is authenticated; only that client's tokens are revoked.
 func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
-	if !s.limitTokens(w, r) {
-		return
-	}
-	p, perr := decodeParams(r, s.opts.MaxBodyBytes)
-	if perr != nil {
-		writeOAuthError(w, perr)
+	p, ok := s.limitedParams(w, r)
+	if !ok {
 		return
 	}
 	if s.isOperatorClient(r, p) {
