@@ -9,19 +9,10 @@
 set -euo pipefail
 caddy=$(realpath "$1") name=$2
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 work=$(mktemp -d)
 PORT=${PORT:-8191} ADMIN=${ADMIN:-localhost:2191}
-cat > $work/Caddyfile <<CADDY
-{
-	admin $ADMIN
-	http_port $PORT
-	log {
-		level ERROR
-	}
-	hearth {
-		storage_dir $work/data
-	}
-}
+{ caddy_global "$ADMIN" "$PORT" "storage_dir $work/data"; cat <<CADDY; } > $work/Caddyfile
 http://localhost:$PORT {
 	handle /respond {
 		respond "x"

@@ -11,6 +11,7 @@
 # both sides alike).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 DURATION=${DURATION:-10s}
 CONNS=${CONNS:-16}
 THREADS=${THREADS:-2}
@@ -20,7 +21,7 @@ PORT=${PORT:-8094}
 ADMIN=${ADMIN:-localhost:2094}
 SITE=http://localhost:$PORT
 
-command -v wrk >/dev/null || { echo "bench: install wrk (apt-get install wrk)" >&2; exit 1; }
+need_wrk
 work=$(mktemp -d)
 caddy_pid=
 trap '[ -n "$caddy_pid" ] && kill $caddy_pid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
@@ -32,17 +33,7 @@ bench/results/dirbench seed -dir "$work/data" -agents "$AGENTS"
 # No encode directive: neither side compresses. file_server and the
 # directory both answer wrk's plain GET (no If-None-Match) with 200 and the
 # whole body.
-cat >"$work/Caddyfile" <<CADDY
-{
-	admin $ADMIN
-	http_port $PORT
-	log {
-		level ERROR
-	}
-	hearth {
-		storage_dir $work/data
-	}
-}
+{ caddy_global "$ADMIN" "$PORT" "storage_dir $work/data"; cat <<CADDY; } >"$work/Caddyfile"
 http://localhost:$PORT {
 	handle /static.json {
 		root * $work/static

@@ -12,6 +12,7 @@
 # machine hits both alike; the ratio is of the medians).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 DURATION=${DURATION:-10s}
 CONNS=${CONNS:-32}
 THREADS=${THREADS:-2}
@@ -20,7 +21,7 @@ PORT=${PORT:-8095}
 ADMIN=${ADMIN:-localhost:2095}
 SITE=http://localhost:$PORT
 
-command -v wrk >/dev/null || { echo "bench: install wrk (apt-get install wrk)" >&2; exit 1; }
+need_wrk
 work=$(mktemp -d)
 caddy_pid=
 cleanup() {
@@ -31,17 +32,7 @@ trap cleanup EXIT
 
 mkdir -p bench/results
 go build -tags nobadger,nomysql,nopgx -o bench/results/caddy ./cmd/caddy
-cat >"$work/Caddyfile" <<CADDY
-{
-	admin $ADMIN
-	http_port $PORT
-	log {
-		level ERROR
-	}
-	hearth {
-		storage_dir $work/data
-	}
-}
+{ caddy_global "$ADMIN" "$PORT" "storage_dir $work/data"; cat <<CADDY; } >"$work/Caddyfile"
 http://localhost:$PORT {
 	handle /open {
 		respond "hello from upstream"

@@ -14,6 +14,7 @@
 # (default 15445) and each store is a table prefix in its database.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 DURATION=${DURATION:-10s}
 CONNS=${CONNS:-16}
 THREADS=${THREADS:-2}
@@ -28,7 +29,7 @@ ENGINE=${ENGINE:-badger}
 PG_PORT=${PG_PORT:-15445}
 case $ENGINE in badger | postgres) ;; *) echo "bench: ENGINE=badger|postgres" >&2; exit 1 ;; esac
 
-command -v wrk >/dev/null || { echo "bench: install wrk (apt-get install wrk)" >&2; exit 1; }
+need_wrk
 work=$(mktemp -d)
 caddy_pid= pg_pid=
 trap '[ -n "$caddy_pid" ] && kill $caddy_pid 2>/dev/null; [ -n "$pg_pid" ] && kill $pg_pid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
@@ -36,13 +37,7 @@ mkdir -p bench/results
 go build -tags nobadger,nomysql,nopgx -o bench/results/caddy ./cmd/caddy
 go build -o bench/results/gqlbench ./bench/gqlbench
 if [ "$ENGINE" = postgres ]; then
-	go build -o bench/results/pgserver ./bench/pgserver
-	bench/results/pgserver -port "$PG_PORT" >"$work/dsn" 2>"$work/pg.log" &
-	pg_pid=$!
-	for _ in $(seq 300); do [ -s "$work/dsn" ] && break; kill -0 "$pg_pid" 2>/dev/null || break; sleep 0.1; done
-	[ -s "$work/dsn" ] || { echo "bench: PostgreSQL did not start:" >&2; cat "$work/pg.log" >&2; exit 1; }
-	export HEARTH_DATABASE_URL
-	HEARTH_DATABASE_URL=$(cat "$work/dsn")
+	start_pgserver
 fi
 
 caddyfile() { # $1: store dir, $2: body of the respond route
@@ -54,17 +49,8 @@ caddyfile() { # $1: store dir, $2: body of the respond route
 			prefix $(basename "$1" | tr -c 'a-z0-9\n' _)
 		}"
 	fi
+	caddy_global "$ADMIN" "$PORT" "$store"
 	cat <<CADDY
-{
-	admin $ADMIN
-	http_port $PORT
-	log {
-		level ERROR
-	}
-	hearth {
-		$store
-	}
-}
 http://localhost:$PORT {
 	handle /respond {
 		respond "$2"

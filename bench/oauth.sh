@@ -19,6 +19,7 @@
 # in memory on Badger, a round trip on PostgreSQL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 DURATION=${DURATION:-10s}
 CONNS=${CONNS:-32}
 THREADS=${THREADS:-2}
@@ -38,7 +39,7 @@ badger/1 | postgres/1 | postgres/2) ;;
 *) echo "bench: ENGINE=badger|postgres, NODES=1|2 (2 with postgres only)" >&2; exit 1 ;;
 esac
 
-command -v wrk >/dev/null || { echo "bench: install wrk (apt-get install wrk)" >&2; exit 1; }
+need_wrk
 work=$(mktemp -d)
 caddy_pid= caddy2_pid= pg_pid=
 cleanup() {
@@ -52,13 +53,7 @@ trap cleanup EXIT
 mkdir -p bench/results
 go build -tags nobadger,nomysql,nopgx -o bench/results/caddy ./cmd/caddy
 if [ "$ENGINE" = postgres ]; then
-	go build -o bench/results/pgserver ./bench/pgserver
-	bench/results/pgserver -port "$PG_PORT" >"$work/dsn" 2>"$work/pg.log" &
-	pg_pid=$!
-	for _ in $(seq 300); do [ -s "$work/dsn" ] && break; kill -0 "$pg_pid" 2>/dev/null || break; sleep 0.1; done
-	[ -s "$work/dsn" ] || { echo "bench: PostgreSQL did not start:" >&2; cat "$work/pg.log" >&2; exit 1; }
-	export HEARTH_DATABASE_URL
-	HEARTH_DATABASE_URL=$(cat "$work/dsn")
+	start_pgserver
 fi
 
 caddyfile() { # $1: body of the respond route, $2: port, $3: admin address, $4: node name
@@ -71,17 +66,8 @@ caddyfile() { # $1: body of the respond route, $2: port, $3: admin address, $4: 
 		}"
 	fi
 	[ "$LIMITS" = on ] && limit="token_limit 1000000000 5m"
+	caddy_global "$3" "$2" "$store"
 	cat <<CADDY
-{
-	admin $3
-	http_port $2
-	log {
-		level ERROR
-	}
-	hearth {
-		$store
-	}
-}
 http://localhost:$2 {
 	handle /respond {
 		respond "$1"

@@ -15,6 +15,7 @@
 # KEEP (a directory where the seeded stores are kept and reused).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 ITEMS=${ITEMS:-10000 100000}
 RUNS=${RUNS:-21}
 SQLITE=${SQLITE:-1}
@@ -37,17 +38,7 @@ for n in $ITEMS; do
 		rm -rf "$dir"
 		bench/results/gqlbench seed -corpus -dir "$dir" -items "$n" -csv "$dir.csv"
 	fi
-	cat > "$work/Caddyfile" <<CADDY
-{
-	admin $ADMIN
-	http_port $PORT
-	log {
-		level ERROR
-	}
-	hearth {
-		storage_dir $dir
-	}
-}
+	{ caddy_global "$ADMIN" "$PORT" "storage_dir $dir"; cat <<CADDY; } > "$work/Caddyfile"
 http://localhost:$PORT {
 	hearth_graphql {
 		token_rate_limit off
