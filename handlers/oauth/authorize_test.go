@@ -43,8 +43,7 @@ func TestAuthorizeConsentNamesAppAndScopes(t *testing.T) {
 	f := newFixture(t)
 	f.member("alice")
 	app := f.register("Tooter <b>", "https://app.example/cb", "read write follow push")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	q := authQuery(app, "https://app.example/cb", "read:statuses write:statuses push", "s t&ate")
 	consent := b.consent(q, "alice")
 	wantBody(t, consent, "Tooter &lt;b&gt;")
@@ -82,8 +81,7 @@ func TestAuthorizeApproveRedirectsWithCodeAndState(t *testing.T) {
 	f.member("alice")
 	const cb = "https://app.example:8443/cb?tenant=1"
 	app := f.register("Tooter", cb, "read")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	q := authQuery(app, cb, "read", "a state/with?odd=chars")
 	r := b.decide(b.consent(q, "alice"), "approve")
 	wantStatus(t, r, http.StatusFound)
@@ -108,8 +106,7 @@ func TestAuthorizeDeclineRedirectsAccessDenied(t *testing.T) {
 	f := newFixture(t)
 	f.member("alice")
 	app := f.register("Tooter", "https://app.example/cb", "read")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	r := b.decide(b.consent(authQuery(app, "https://app.example/cb", "read", "xyz"), "alice"), "deny")
 	wantStatus(t, r, http.StatusFound)
 	loc, _ := r.Location()
@@ -131,8 +128,7 @@ func TestAuthorizeStateIsOptional(t *testing.T) {
 	f := newFixture(t)
 	f.member("alice")
 	app := f.register("Tooter", "https://app.example/cb", "read")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	r := b.decide(b.consent(authQuery(app, "https://app.example/cb", "", ""), ""), "approve")
 	wantStatus(t, r, http.StatusFound)
 	loc, _ := r.Location()
@@ -152,8 +148,7 @@ func TestAuthorizeForceLogin(t *testing.T) {
 	f.member("alice")
 	f.member("bob")
 	app := f.register("Tooter", "https://app.example/cb", "read")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	q := authQuery(app, "https://app.example/cb", "read", "st")
 	q.Set("force_login", "true")
 	r := b.get(oauth.AuthorizePath + "?" + q.Encode())
@@ -205,8 +200,7 @@ func TestAuthorizeForceLoginFromAnotherSiteSignsNobodyOut(t *testing.T) {
 	f := newFixture(t)
 	f.member("alice")
 	app := f.register("Tooter", "https://app.example/cb", "read")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	q := authQuery(app, "https://app.example/cb", "read", "st")
 	q.Set("force_login", "true")
 	req, err := http.NewRequest(http.MethodGet, f.url(oauth.AuthorizePath+"?"+q.Encode()), nil)
@@ -238,8 +232,7 @@ func TestAuthorizeForceLoginFromAnotherSiteSignsNobodyOut(t *testing.T) {
 func TestAuthorizeOmittedScopeMeansRead(t *testing.T) {
 	f := newFixture(t)
 	f.member("alice")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 
 	broad := f.register("Broad", "https://app.example/cb", "read write follow")
 	code := b.approve(authQuery(broad, "https://app.example/cb", "", "s1"))
@@ -264,8 +257,7 @@ func TestAuthorizeRequestErrorsRedirect(t *testing.T) {
 	f := newFixture(t)
 	f.member("alice")
 	app := f.register("Tooter", "https://app.example/cb", "read write")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	verifier := strings.Repeat("v", 43)
 	cases := []struct {
 		name   string
@@ -329,8 +321,7 @@ func TestAuthorizeUnknownClientOrRedirectShowsErrorPage(t *testing.T) {
 		}()},
 		{"bad scope and bad redirect", authQuery(app, "https://evil.example/cb", "admin", "s")},
 	}
-	signedIn := f.browser()
-	signedIn.signIn("alice")
+	signedIn := f.signedIn("alice")
 	for _, tc := range cases {
 		for _, b := range []*browser{f.browser(), signedIn} {
 			r := b.get(oauth.AuthorizePath + "?" + tc.q.Encode())
@@ -361,8 +352,7 @@ func TestAuthorizePKCEOnlyS256(t *testing.T) {
 	f := newFixture(t)
 	f.member("alice")
 	app := f.register("Tooter", "https://app.example/cb", "read")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	verifier := "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 	q := authQuery(app, "https://app.example/cb", "read", "st")
 	q.Set("code_challenge", challenge(verifier))
@@ -383,8 +373,7 @@ func TestAuthorizeOOBShowsCode(t *testing.T) {
 	f := newFixture(t)
 	f.member("alice")
 	app := f.register("CLI", oauth.OOBRedirectURI, "read")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	q := authQuery(app, oauth.OOBRedirectURI, "read", "")
 	consent := b.consent(q, "")
 	r := b.decide(consent, "approve")
@@ -421,8 +410,7 @@ func TestAuthorizeConsentFormIsProtected(t *testing.T) {
 	f := newFixture(t)
 	f.member("alice")
 	app := f.register("Tooter", "https://app.example/cb", "read")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	fm := form(t, b.consent(authQuery(app, "https://app.example/cb", "read", "s"), ""), oauth.AuthorizePath)
 	values := fm.hidden
 	values.Set("decision", "approve")
@@ -442,8 +430,7 @@ func TestAuthorizeApprovalNeedsSession(t *testing.T) {
 	f := newFixture(t)
 	f.member("alice")
 	app := f.register("Tooter", "https://app.example/cb", "read")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	consent := b.consent(authQuery(app, "https://app.example/cb", "read", "s"), "")
 	wantStatus(t, b.submit(consent, account.SignOutPath, nil), http.StatusSeeOther)
 	r := b.decide(consent, "approve")
@@ -460,8 +447,7 @@ func TestAuthorizeSuspendedMemberCannotApprove(t *testing.T) {
 	f := newFixture(t)
 	f.member("alice")
 	app := f.register("Tooter", "https://app.example/cb", "read")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	consent := b.consent(authQuery(app, "https://app.example/cb", "read", "s"), "")
 	if _, err := members.Of(f.store).SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)
@@ -484,8 +470,7 @@ func TestApprovalRedirectIsKeptOutOfAccessLogs(t *testing.T) {
 	f.member("alice")
 	const cb = "https://app.example/cb"
 	app := f.register("Tooter", cb+"\n"+oauth.OOBRedirectURI, "read")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	wantStatus(t, b.decide(b.consent(authQuery(app, cb, "read", "s"), "alice"), "deny"), http.StatusFound)
 	wantStatus(t, b.decide(b.consent(authQuery(app, oauth.OOBRedirectURI, "read", ""), "alice"), "approve"), http.StatusOK)
 	if len(kept) != 0 {
@@ -509,8 +494,7 @@ func TestAuthorizeSkipsConsentForAMatchingGrant(t *testing.T) {
 	f.member("bob")
 	const cb = "https://app.example/cb"
 	app := f.register("Tooter", cb, "read write follow")
-	alice := f.browser()
-	alice.signIn("alice")
+	alice := f.signedIn("alice")
 	ask := func(scope string, extra ...string) url.Values {
 		q := authQuery(app, cb, scope, "st")
 		for i := 0; i+1 < len(extra); i += 2 {
@@ -561,8 +545,7 @@ func TestAuthorizeSkipsConsentForAMatchingGrant(t *testing.T) {
 	wantConsent(alice, ask("read", "prompt", "consent"), "prompt=consent")
 
 	// Another member is asked.
-	bob := f.browser()
-	bob.signIn("bob")
+	bob := f.signedIn("bob")
 	wantConsent(bob, ask("read"), "another member")
 
 	// force_login asks to sign in again; signing in shows the consent page.
@@ -602,8 +585,7 @@ func TestConsentPageSaysWhoAndWhat(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.body), &app); err != nil {
 		t.Fatal(err)
 	}
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	page := b.consent(authQuery(app, "https://pinecone.example/cb", "read write follow", "s"), "")
 	for _, want := range []string{
 		"<title>Authorize Pinecone · ",

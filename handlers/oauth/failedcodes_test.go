@@ -46,8 +46,7 @@ func TestFailedCodeExchangesLimitedPerMember(t *testing.T) {
 	f := newFixture(t, func(o *oauth.Options) { o.FailedCodeLimit, o.FailedCodeWindow = 4, time.Hour })
 	f.member("alice")
 	f.member("bob")
-	alice := f.browser()
-	alice.signIn("alice")
+	alice := f.signedIn("alice")
 	const cb = "https://app.example/cb"
 	app := f.register("Tooter", cb, "read")
 	other := f.register("Other", cb, "read")
@@ -77,8 +76,7 @@ func TestFailedCodeExchangesLimitedPerMember(t *testing.T) {
 	wantOAuthError(t, c.token(codeForm(app, "hac_"+strings.Repeat("A", 43), cb, "")), "invalid_grant")
 
 	// Bob, same app and client address, is not affected.
-	bob := f.browser()
-	bob.signIn("bob")
+	bob := f.signedIn("bob")
 	bobCode := bob.approve(authQuery(app, cb, "read", "st"))
 	tok := f.exchange(app, bobCode, cb, "")
 	wantStatus(t, f.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusOK)
@@ -92,8 +90,7 @@ func TestFailedCodeExchangesLimitedPerMember(t *testing.T) {
 func TestFailedCodeLimitOff(t *testing.T) {
 	f := newFixture(t, func(o *oauth.Options) { o.FailedCodeLimit = -1 })
 	f.member("alice")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	const cb = "https://app.example/cb"
 	app := f.register("Tooter", cb, "read")
 	for i := 0; i < oauth.DefaultFailedCodeLimit+2; i++ {
@@ -108,8 +105,7 @@ func TestFailedCodeLimitOff(t *testing.T) {
 func TestFailedCodeLimitDefault(t *testing.T) {
 	f := newFixture(t)
 	f.member("alice")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	const cb = "https://app.example/cb"
 	app := f.register("Tooter", cb, "read")
 	for i := 0; i < oauth.DefaultFailedCodeLimit; i++ {
@@ -146,8 +142,7 @@ func TestUnknownBearerTokensCountPerClientAddress(t *testing.T) {
 func TestReplaysOfOneCodeCountOnce(t *testing.T) {
 	f := newFixture(t, func(o *oauth.Options) { o.FailedCodeLimit, o.FailedCodeWindow = 3, time.Hour })
 	f.member("alice")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	const cb = "https://app.example/cb"
 	app := f.register("Tooter", cb, "read")
 	code := func() string { return b.approve(authQuery(app, cb, "read", "st")) }
@@ -183,8 +178,7 @@ func TestFailedCodeLimitFailsClosed(t *testing.T) {
 		o.FailedCodeLimit, o.FailedCodeWindow, o.RateLimits = 4, time.Hour, reg
 	})
 	f.member("alice")
-	alice := f.browser()
-	alice.signIn("alice")
+	alice := f.signedIn("alice")
 	const cb = "https://app.example/cb"
 	app := f.register("Tooter", cb, "read")
 	c := &codeFixture{fixture: f, b: alice, app: app, cb: cb}

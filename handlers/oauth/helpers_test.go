@@ -509,6 +509,14 @@ func (b *browser) submit(r resp, action string, fields url.Values) resp {
 }
 
 // signIn signs in with the real form of the sign-in page.
+// signedIn is a fresh browser with username signed in.
+func (f *fixture) signedIn(username string) *browser {
+	f.t.Helper()
+	b := f.browser()
+	b.signIn(username)
+	return b
+}
+
 func (b *browser) signIn(username string) resp {
 	b.f.t.Helper()
 	p := b.get(account.SignInPath)

@@ -46,8 +46,7 @@ func TestTrailingSlashes(t *testing.T) {
 	wantStatus(t, f.getWithToken(oauth.AppsVerifyPath+"/", appTok), http.StatusOK)
 
 	// toot's out-of-band flow through /oauth/authorize/.
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	q := url.Values{"response_type": {"code"}, "redirect_uri": {oauth.OOBRedirectURI}, "scope": {"read write"}, "client_id": {app.ClientID}}
 	consent := b.get(oauth.AuthorizePath + "/?" + q.Encode())
 	wantStatus(t, consent, http.StatusOK)
@@ -304,8 +303,7 @@ func TestUserinfo(t *testing.T) {
 func TestLoopbackRedirectAnyPort(t *testing.T) {
 	f := newFixture(t)
 	f.member("alice")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	for _, tc := range []struct{ registered, used string }{
 		{"http://127.0.0.1/cb", "http://127.0.0.1:53121/cb"},
 		{"http://127.0.0.1:8000/cb", "http://127.0.0.1:9000/cb"},

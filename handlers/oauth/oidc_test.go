@@ -336,8 +336,7 @@ func TestOIDCPublicClientNeedsPKCE(t *testing.T) {
 	}
 	c.conf.Endpoint.AuthStyle = oauth2.AuthStyleInParams
 	c.signInFlow(f.browser(), "alice")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	q, _ := url.ParseQuery(strings.SplitN(c.conf.AuthCodeURL("st-1"), "?", 2)[1])
 	r := b.get(oauth.AuthorizePath + "?" + q.Encode())
 	wantRedirectError(t, r, "invalid_request", "st-1")
@@ -358,8 +357,7 @@ func wantRedirectError(t *testing.T, r resp, code, state string) {
 func TestOIDCUnregisteredOrAlteredRedirectURI(t *testing.T) {
 	f := newOIDCFixture(t)
 	c := f.newRP(oauth.ClientSpec{})
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	q, _ := url.ParseQuery(strings.SplitN(c.conf.AuthCodeURL("st-1"), "?", 2)[1])
 	q.Set("redirect_uri", rpCallback+"/evil")
 	r := b.get(oauth.AuthorizePath + "?" + q.Encode())
@@ -503,8 +501,7 @@ func TestOIDCPromptLoginForcesSignIn(t *testing.T) {
 func TestOIDCRequestObjectsRefused(t *testing.T) {
 	f := newOIDCFixture(t)
 	c := f.newRP(oauth.ClientSpec{})
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	for param, code := range map[string]string{"request": "request_not_supported", "request_uri": "request_uri_not_supported"} {
 		q, _ := url.ParseQuery(strings.SplitN(c.conf.AuthCodeURL("st-1"), "?", 2)[1])
 		q.Set(param, "eyJhbGciOiJub25lIn0.e30.")
@@ -571,8 +568,7 @@ func TestOIDCLogout(t *testing.T) {
 	q.Set("prompt", "none")
 	wantRedirectError(t, b.get(oauth.AuthorizePath+"?"+q.Encode()), "login_required", "st-1")
 	// Without a hint the member confirms.
-	b2 := f.browser()
-	b2.signIn("alice")
+	b2 := f.signedIn("alice")
 	page = b2.get(oauth.EndSessionPath)
 	wantStatus(t, page, http.StatusOK)
 	wantStatus(t, b2.submit(page, oauth.EndSessionPath, url.Values{"decision": {"sign_out"}}), http.StatusOK)
@@ -668,8 +664,7 @@ func TestOIDCES256Client(t *testing.T) {
 // changes nothing.
 func TestMemberSetsOwnEmailUnverified(t *testing.T) {
 	f := newOIDCFixture(t)
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	page := b.get(oauth.EmailPath)
 	wantStatus(t, page, http.StatusOK)
 	wantStatus(t, b.submit(page, oauth.EmailPath, url.Values{"email": {"not an address"}}), http.StatusBadRequest)

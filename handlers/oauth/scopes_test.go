@@ -47,8 +47,7 @@ func TestScopesRequestedMustBeCoveredByRegistration(t *testing.T) {
 				wantOAuthError(t, r, "invalid_scope")
 			}
 
-			b := f.browser()
-			b.signIn("alice")
+			b := f.signedIn("alice")
 			q := authQuery(app, "https://app.example/cb", tc.requested, "st")
 			if tc.ok {
 				f.exchange(app, b.approve(q), "https://app.example/cb", "")

@@ -19,8 +19,7 @@ func TestAuthorizedAppsPageListsApps(t *testing.T) {
 	tooter := f.register("Tooter", "https://app.example/cb", "read write")
 	bot := f.register("Bot", "https://bot.example/cb", "read")
 	f.appToken(bot, "") // an app token is nobody's authorization
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	f.exchange(tooter, b.approve(authQuery(tooter, "https://app.example/cb", "read:statuses write:media", "s")), "https://app.example/cb", "")
 
 	r := b.get(oauth.AuthorizedAppsPath)
@@ -54,8 +53,7 @@ func TestAuthorizedAppsRevoke(t *testing.T) {
 	other := f.register("Other", "https://other.example/cb", "read")
 	cb := "https://app.example/cb"
 
-	alice := f.browser()
-	alice.signIn("alice")
+	alice := f.signedIn("alice")
 	t1 := f.exchange(tooter, alice.approve(authQuery(tooter, cb, "read", "s")), cb, "")
 	t2 := f.exchange(tooter, alice.approve(authQuery(tooter, cb, "read:statuses", "s")), cb, "")
 	aliceOther := f.exchange(other, alice.approve(authQuery(other, "https://other.example/cb", "read", "s")), "https://other.example/cb", "")
@@ -99,8 +97,7 @@ func TestAuthorizedAppsRevokeRefusals(t *testing.T) {
 	f := newFixture(t)
 	tooter := f.register("Tooter", "https://app.example/cb", "read")
 	tok := f.memberToken(tooter, "alice", "read")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 
 	req, _ := http.NewRequest(http.MethodPost, f.url(oauth.AuthorizedAppsPath), strings.NewReader(url.Values{"client_id": {tooter.ClientID}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -124,8 +121,7 @@ func TestAuthorizedAppsApproveAgain(t *testing.T) {
 	f := newFixture(t)
 	f.member("alice")
 	tooter := f.register("Tooter", "https://app.example/cb", "read")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	f.exchange(tooter, b.approve(authQuery(tooter, "https://app.example/cb", "read", "s")), "https://app.example/cb", "")
 	wantStatus(t, b.submit(b.get(oauth.AuthorizedAppsPath), oauth.AuthorizedAppsPath, nil), http.StatusOK)
 	tok := f.exchange(tooter, b.approve(authQuery(tooter, "https://app.example/cb", "read", "s")), "https://app.example/cb", "")

@@ -35,8 +35,7 @@ type codeFixture struct {
 func newCodeFixture(t *testing.T, scopes string) *codeFixture {
 	f := newFixture(t)
 	f.member("alice")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	const cb = "https://app.example/cb"
 	return &codeFixture{fixture: f, b: b, app: f.register("Tooter", cb, scopes), cb: cb}
 }
@@ -126,8 +125,7 @@ func TestTokenAuthorizationCodeWithPKCE(t *testing.T) {
 func TestTokenRedirectURIMustMatchExactly(t *testing.T) {
 	f := newFixture(t)
 	f.member("alice")
-	b := f.browser()
-	b.signIn("alice")
+	b := f.signedIn("alice")
 	app := f.register("Tooter", "https://app.example/cb\nhttps://app.example/other", "read")
 	for _, uri := range []string{"https://app.example/other", "https://app.example/cb/", "https://app.example/cb?", "https://APP.example/cb", "https://app.example:443/cb", ""} {
 		code := b.approve(authQuery(app, "https://app.example/cb", "read", "s"))
