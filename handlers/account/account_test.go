@@ -137,6 +137,15 @@ func wantStatus(t *testing.T, r resp, status int) {
 	}
 }
 
+// wantRedirect fails t unless r is a 303 to location.
+func wantRedirect(t *testing.T, r resp, location string) {
+	t.Helper()
+	wantStatus(t, r, http.StatusSeeOther)
+	if got := r.Header.Get("Location"); got != location {
+		t.Fatalf("redirect to %q, want %q", got, location)
+	}
+}
+
 func wantBody(t *testing.T, r resp, substr string) {
 	t.Helper()
 	if !strings.Contains(r.body, substr) {
@@ -150,10 +159,7 @@ func TestSignInStartsSessionAndReturns(t *testing.T) {
 	c := f.browser()
 
 	r := f.get(c, "/settings/api_tokens?tab=new")
-	wantStatus(t, r, http.StatusSeeOther)
-	if got, want := r.Header.Get("Location"), "/auth/sign_in?return_to="+url.QueryEscape("/settings/api_tokens?tab=new"); got != want {
-		t.Fatalf("redirect to %q, want %q", got, want)
-	}
+	wantRedirect(t, r, "/auth/sign_in?return_to="+url.QueryEscape("/settings/api_tokens?tab=new"))
 
 	r = f.get(c, r.Header.Get("Location"))
 	wantStatus(t, r, http.StatusOK)
@@ -162,10 +168,7 @@ func TestSignInStartsSessionAndReturns(t *testing.T) {
 	wantBody(t, r, `name="return_to" value="/settings/api_tokens?tab=new"`)
 
 	r = f.signIn(c, "ALICE", password, "/settings/api_tokens?tab=new")
-	wantStatus(t, r, http.StatusSeeOther)
-	if got := r.Header.Get("Location"); got != "/settings/api_tokens?tab=new" {
-		t.Fatalf("after sign-in redirect to %q", got)
-	}
+	wantRedirect(t, r, "/settings/api_tokens?tab=new")
 	ck := sessionCookie(r)
 	if ck == nil || !strings.HasPrefix(ck.Value, members.SessionPrefix) {
 		t.Fatalf("no session cookie in %v", r.Header["Set-Cookie"])
@@ -189,10 +192,7 @@ func TestSignInStartsSessionAndReturns(t *testing.T) {
 
 	// Signed in, the sign-in page sends the member on.
 	r = f.get(c, "/auth/sign_in")
-	wantStatus(t, r, http.StatusSeeOther)
-	if got := r.Header.Get("Location"); got != "/settings" {
-		t.Fatalf("signed-in sign-in page redirects to %q", got)
-	}
+	wantRedirect(t, r, "/settings")
 }
 
 func TestWrongPasswordIsRefused(t *testing.T) {
@@ -379,10 +379,7 @@ func TestReturnToMustBeLocalPath(t *testing.T) {
 		t.Run(rt, func(t *testing.T) {
 			c := f.browser()
 			r := f.signIn(c, "alice", password, rt)
-			wantStatus(t, r, http.StatusSeeOther)
-			if got := r.Header.Get("Location"); got != "/settings" {
-				t.Fatalf("return_to %q redirected to %q", rt, got)
-			}
+			wantRedirect(t, r, "/settings")
 			r = f.get(c, "/auth/sign_in?return_to="+url.QueryEscape(rt))
 			if got := r.Header.Get("Location"); got != "/settings" {
 				t.Fatalf("signed-in GET with return_to %q redirected to %q", rt, got)
@@ -527,10 +524,7 @@ func TestSignUp(t *testing.T) {
 	}
 
 	r = f.post(c, "/auth/sign_up", url.Values{"username": {"carol"}, "display_name": {"Carol C"}, "password": {password}, "password_confirmation": {password}, "return_to": {"/oauth/authorize?x=1"}})
-	wantStatus(t, r, http.StatusSeeOther)
-	if got := r.Header.Get("Location"); got != "/oauth/authorize?x=1" {
-		t.Fatalf("after sign-up redirect to %q", got)
-	}
+	wantRedirect(t, r, "/oauth/authorize?x=1")
 	m, err := members.Of(f.store).Member(t.Context(), "carol")
 	if err != nil || m.DisplayName != "Carol C" {
 		t.Fatalf("member after sign-up: %v, %v", m, err)
@@ -687,10 +681,7 @@ func TestSettingsPages(t *testing.T) {
 	f.member("alice")
 	c := f.browser()
 	r := f.get(c, "/settings")
-	wantStatus(t, r, http.StatusSeeOther)
-	if got := r.Header.Get("Location"); got != "/auth/sign_in?return_to=%2Fsettings" {
-		t.Fatalf("redirect %q", got)
-	}
+	wantRedirect(t, r, "/auth/sign_in?return_to=%2Fsettings")
 	if f.pages.Handles(httptest.NewRequest(http.MethodGet, "/settings_other", nil)) {
 		t.Fatal("handles a path outside its pages")
 	}

@@ -30,10 +30,7 @@ func TestAccountPageNeedsSignIn(t *testing.T) {
 	f.member("alice")
 	c := f.browser()
 	r := f.get(c, "/settings/account")
-	wantStatus(t, r, http.StatusSeeOther)
-	if got := r.Header.Get("Location"); got != "/auth/sign_in?return_to=%2Fsettings%2Faccount" {
-		t.Fatalf("redirect %q", got)
-	}
+	wantRedirect(t, r, "/auth/sign_in?return_to=%2Fsettings%2Faccount")
 	r = f.post(c, "/settings/account/delete", url.Values{"confirm_username": {"alice"}, "current_password": {password}})
 	wantStatus(t, r, http.StatusSeeOther)
 	if _, err := members.Of(f.store).Member(t.Context(), "alice"); err != nil {
@@ -355,10 +352,7 @@ func TestConfirmPage(t *testing.T) {
 		t.Fatal("a wrong password confirmed the session")
 	}
 	r = f.post(c, account.ConfirmPath, url.Values{"current_password": {password}, "return_to": {"https://evil.example/"}})
-	wantStatus(t, r, http.StatusSeeOther)
-	if loc := r.Header.Get("Location"); loc != account.AccountPath+"?done=confirmed" {
-		t.Fatalf("after confirming: to %q", loc)
-	}
+	wantRedirect(t, r, account.AccountPath+"?done=confirmed")
 	if !recent() {
 		t.Fatal("the right password did not confirm the session")
 	}

@@ -79,10 +79,7 @@ func TestTwoFactorSignIn(t *testing.T) {
 	// The password alone signs nobody in.
 	c := f.browser()
 	r := f.signIn(c, "alice", password, "/settings/api_tokens")
-	wantStatus(t, r, http.StatusSeeOther)
-	if got := r.Header.Get("Location"); got != "/auth/two_factor?return_to=%2Fsettings%2Fapi_tokens" {
-		t.Fatalf("after the password: %q", got)
-	}
+	wantRedirect(t, r, "/auth/two_factor?return_to=%2Fsettings%2Fapi_tokens")
 	if sessionCookie(r) != nil {
 		t.Fatal("a session cookie before the code")
 	}
@@ -101,10 +98,7 @@ func TestTwoFactorSignIn(t *testing.T) {
 	}
 	next := totpAt(t, secret, time.Now().Add(30*time.Second))
 	r = f.post(c, "/auth/two_factor", url.Values{"code": {next}, "return_to": {"/settings/api_tokens"}})
-	wantStatus(t, r, http.StatusSeeOther)
-	if got := r.Header.Get("Location"); got != "/settings/api_tokens" {
-		t.Fatalf("after the code: %q", got)
-	}
+	wantRedirect(t, r, "/settings/api_tokens")
 	wantStatus(t, f.get(c, "/settings/api_tokens"), http.StatusOK)
 
 	// The same code again, from another browser: refused.
