@@ -29,6 +29,19 @@ func totpAt(t *testing.T, secret string, at time.Time) string {
 
 // enableTwoFactor turns two-factor sign-in on through the account page and
 // returns the key and the recovery codes it showed.
+// shownRecoveryCodes are the recovery codes page r lists, a full set.
+func shownRecoveryCodes(t *testing.T, r resp) []string {
+	t.Helper()
+	var codes []string
+	for _, m := range recoveryRE.FindAllStringSubmatch(r.body, -1) {
+		codes = append(codes, m[1])
+	}
+	if len(codes) != members.RecoveryCodeCount {
+		t.Fatalf("%d recovery codes shown:\n%s", len(codes), r.body)
+	}
+	return codes
+}
+
 func (f *fixture) enableTwoFactor(c *http.Client) (string, []string) {
 	t := f.t
 	t.Helper()
@@ -56,13 +69,7 @@ func (f *fixture) enableTwoFactor(c *http.Client) (string, []string) {
 	r = f.post(c, "/settings/account/two_factor/confirm", url.Values{"code": {totpAt(t, secret, time.Now())}})
 	wantStatus(t, r, http.StatusOK)
 	wantBody(t, r, "Two-factor sign-in is on.")
-	var codes []string
-	for _, m := range recoveryRE.FindAllStringSubmatch(r.body, -1) {
-		codes = append(codes, m[1])
-	}
-	if len(codes) != members.RecoveryCodeCount {
-		t.Fatalf("%d recovery codes shown:\n%s", len(codes), r.body)
-	}
+	codes := shownRecoveryCodes(t, r)
 	r = f.get(c, "/settings/account")
 	if recoveryRE.MatchString(r.body) || strings.Contains(r.body, secret) {
 		t.Fatal("the recovery codes or the key are shown again")
@@ -221,13 +228,7 @@ func TestNewRecoveryCodes(t *testing.T) {
 	r = f.post(c, "/settings/account/two_factor/recovery_codes", url.Values{"current_password": {password}, "code": {codes[0]}})
 	wantStatus(t, r, http.StatusOK)
 	wantBody(t, r, "Your new recovery codes are below")
-	var fresh []string
-	for _, m := range recoveryRE.FindAllStringSubmatch(r.body, -1) {
-		fresh = append(fresh, m[1])
-	}
-	if len(fresh) != members.RecoveryCodeCount {
-		t.Fatalf("%d new codes", len(fresh))
-	}
+	fresh := shownRecoveryCodes(t, r)
 	wantBody(t, f.get(c, "/settings/account"), "You have 10 recovery codes left.")
 	// The old codes stopped working; a new one signs in.
 	b := f.browser()
