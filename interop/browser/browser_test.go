@@ -59,17 +59,7 @@ const (
 // caddyfile is the suite's site: every Hearth service in one site block,
 // nothing else answering /, so the landing page shows.
 func caddyfile(dir string) string {
-	return fmt.Sprintf(`{
-	admin %s
-	persist_config off
-	auto_https off
-	storage file_system %q
-	hearth {
-		storage_dir %q
-		open_registration
-	}
-}
-http://127.0.0.1:18280 {
+	return globalOptions(dir, "\n\t\topen_registration") + fmt.Sprintf(`http://127.0.0.1:18280 {
 	bind 127.0.0.1
 	hearth_oauth {
 		instance_title %q
@@ -80,7 +70,23 @@ http://127.0.0.1:18280 {
 	}
 	hearth_directory
 }
-`, admin, filepath.Join(dir, "caddy-data"), filepath.Join(dir, "hearth"), siteTitle)
+`, siteTitle)
+}
+
+// globalOptions is the global options block of the suite's Caddyfiles:
+// the admin API on admin, no HTTPS, Caddy's and Hearth's data under dir,
+// and more (lines of the hearth block, each starting "\n\t\t").
+func globalOptions(dir, more string) string {
+	return fmt.Sprintf(`{
+	admin %s
+	persist_config off
+	auto_https off
+	storage file_system %q
+	hearth {
+		storage_dir %q%s
+	}
+}
+`, admin, filepath.Join(dir, "caddy-data"), filepath.Join(dir, "hearth"), more)
 }
 
 // startCaddy adapts and loads caddyfile in this process, as `caddy run`

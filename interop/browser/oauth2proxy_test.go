@@ -35,16 +35,7 @@ const (
 )
 
 func oauth2ProxyCaddyfile(dir string) string {
-	return fmt.Sprintf(`{
-	admin %s
-	persist_config off
-	auto_https off
-	storage file_system %q
-	hearth {
-		storage_dir %q
-	}
-}
-%s {
+	return globalOptions(dir, "") + fmt.Sprintf(`%s {
 	bind 127.0.0.1
 	hearth_oauth {
 		instance_title %q
@@ -58,7 +49,7 @@ func oauth2ProxyCaddyfile(dir string) string {
 	bind 127.0.0.1
 	respond %q
 }
-`, admin, filepath.Join(dir, "caddy-data"), filepath.Join(dir, "hearth"), o2pHome, siteTitle, o2pApp, o2pListen,
+`, o2pHome, siteTitle, o2pApp, o2pListen,
 		// Any host: oauth2-proxy passes the app's Host header upstream.
 		"http://:"+strings.TrimPrefix(strings.TrimSuffix(o2pUpstream, "/"), "http://127.0.0.1:"), o2pEcho)
 }

@@ -5,7 +5,6 @@ package browser
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,22 +20,13 @@ import (
 const passkeySite = "http://localhost:18280"
 
 func passkeyCaddyfile(dir string) string {
-	return fmt.Sprintf(`{
-	admin %s
-	persist_config off
-	auto_https off
-	storage file_system %q
-	hearth {
-		storage_dir %q
-	}
-}
-%s {
+	return globalOptions(dir, "") + fmt.Sprintf(`%s {
 	bind 127.0.0.1
 	hearth_oauth {
 		instance_title %q
 	}
 }
-`, admin, filepath.Join(dir, "caddy-data"), filepath.Join(dir, "hearth"), passkeySite, siteTitle)
+`, passkeySite, siteTitle)
 }
 
 // TestPasskeysInChromium: passkeys in Chromium with the DevTools virtual
