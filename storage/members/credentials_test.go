@@ -39,13 +39,7 @@ var credentialChanges = []credentialChange{
 		return err
 	}},
 	{name: "two-factor sign-in turned off", before: func(t *testing.T, st Store, m *Member) {
-		if err := st.StartTwoFactorSetup(t.Context(), m.ID, testSecret); err != nil {
-			t.Fatal(err)
-		}
-		code, _ := TOTPCode(testSecret, time.Now())
-		if _, err := st.ConfirmTwoFactor(t.Context(), m.ID, code, ""); err != nil {
-			t.Fatal(err)
-		}
+		withTwoFactor(t, st, m, time.Now())
 	}, change: func(ctx context.Context, st Store, m *Member) error {
 		return st.DisableTwoFactor(ctx, m.ID, "")
 	}},

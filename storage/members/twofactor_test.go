@@ -97,16 +97,29 @@ func TestTwoFactorSetupAndCodes(t *testing.T) {
 	}
 }
 
-func TestSignInChallenge(t *testing.T) {
-	st := openTestStore(t)
-	m, _ := st.CreateMember(t.Context(), "alice", "", "correct horse")
-	_ = st.StartTwoFactorSetup(t.Context(), m.ID, testSecret)
-	now, _ := TOTPCode(testSecret, time.Now().Add(-TOTPPeriod*time.Second))
-	codes, err := st.ConfirmTwoFactor(t.Context(), m.ID, now, "")
+// withTwoFactor turns two-factor sign-in on for m (testSecret, confirmed
+// with the code of at) and returns m as a sign-in reads it then, with its
+// recovery codes.
+func withTwoFactor(t *testing.T, st Store, m *Member, at time.Time) (*Member, []string) {
+	t.Helper()
+	if err := st.StartTwoFactorSetup(t.Context(), m.ID, testSecret); err != nil {
+		t.Fatal(err)
+	}
+	code, _ := TOTPCode(testSecret, at)
+	codes, err := st.ConfirmTwoFactor(t.Context(), m.ID, code, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _ = st.MemberByID(t.Context(), m.ID) // as the sign-in reads it, two-factor on
+	if m, err = st.MemberByID(t.Context(), m.ID); err != nil {
+		t.Fatal(err)
+	}
+	return m, codes
+}
+
+func TestSignInChallenge(t *testing.T) {
+	st := openTestStore(t)
+	m, _ := st.CreateMember(t.Context(), "alice", "", "correct horse")
+	m, codes := withTwoFactor(t, st, m, time.Now().Add(-TOTPPeriod*time.Second))
 	c, err := st.CreateSignInChallenge(t.Context(), m)
 	if err != nil {
 		t.Fatal(err)
@@ -187,15 +200,7 @@ func TestDeleteMemberDeletesResetLinksAndChallenges(t *testing.T) {
 func TestSignInChallengeLimitUnderConcurrentAnswers(t *testing.T) {
 	st := openTestStore(t)
 	m, _ := st.CreateMember(t.Context(), "alice", "", "correct horse")
-	if err := st.StartTwoFactorSetup(t.Context(), m.ID, testSecret); err != nil {
-		t.Fatal(err)
-	}
-	now, _ := TOTPCode(testSecret, time.Now())
-	codes, err := st.ConfirmTwoFactor(t.Context(), m.ID, now, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ = st.MemberByID(t.Context(), m.ID) // as the sign-in reads it, two-factor on
+	m, codes := withTwoFactor(t, st, m, time.Now())
 	c, err := st.CreateSignInChallenge(t.Context(), m)
 	if err != nil {
 		t.Fatal(err)
