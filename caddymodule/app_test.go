@@ -45,6 +45,18 @@ func hearthCaddyfile(storageDir, sites string) string {
 `, testAdmin, storageDir, sites)
 }
 
+// startWithAlice is startHearth plus the member alice (password "a good
+// password") added with the CLI; it returns the CLI's --address flag.
+func startWithAlice(t *testing.T, caddyfile string) string {
+	t.Helper()
+	startHearth(t, caddyfile)
+	addr := "--address=" + testAdmin
+	if _, err := runHearth(t, "a good password\n", "member", "add", "alice", "--password-stdin", addr); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
 // startHearth loads caddyfile into the in-process Caddy and, when the test
 // ends, loads an empty config so the store closes before t.TempDir
 // directories go away. Call it after creating the test's temp dirs.

@@ -96,11 +96,7 @@ func TestCLIBackupAndRestore(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(caddyfile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	startHearth(t, caddyfile)
-	addr := "--address=" + testAdmin
-	if _, err := runHearth(t, "a good password\n", "member", "add", "alice", "--password-stdin", addr); err != nil {
-		t.Fatal(err)
-	}
+	addr := startWithAlice(t, caddyfile)
 	backup := filepath.Join(t.TempDir(), "hearth.backup")
 	if out, err := runHearth(t, "", "backup", "--output", backup, addr); err != nil || !strings.Contains(out, "wrote backup") {
 		t.Fatalf("backup: %q, %v", out, err)

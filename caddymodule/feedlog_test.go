@@ -1,9 +1,7 @@
 package caddymodule
 
 import (
-	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,17 +10,7 @@ import (
 // secret in its path, as the inbound URL does; Caddy's access log must
 // not receive it.
 func TestFeedSecretNotInAccessLog(t *testing.T) {
-	dir := t.TempDir()
-	logFile := filepath.Join(t.TempDir(), "access.log")
-	startHearth(t, hearthCaddyfile(dir, fmt.Sprintf(`%s {
-	log {
-		output file %q
-		format json
-	}
-	hearth_graphql
-	respond "site"
-}
-`, testSite, logFile)))
+	logFile := startWithAccessLog(t, "hearth_graphql")
 	const secret = "fd_DoNotLogThisSecretAbCdEfGhIjKlMnOpQrStUv"
 	for _, p := range []string{"/atom", "/opds?q=in:inbox", "/epub?q=label:x"} {
 		resp, err := http.Get(testSite + "/api/feed/" + secret + p)

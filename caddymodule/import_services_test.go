@@ -11,11 +11,7 @@ import (
 // the file, its items counted as the import page counts them, and a second
 // import of the same file adds nothing.
 func TestCLIImportsEachServiceExport(t *testing.T) {
-	startHearth(t, hearthCaddyfile(t.TempDir(), graphqlSites()))
-	addr := "--address=" + testAdmin
-	if _, err := runHearth(t, "a good password\n", "member", "add", "alice", "--password-stdin", addr); err != nil {
-		t.Fatal(err)
-	}
+	addr := startWithAlice(t, hearthCaddyfile(t.TempDir(), graphqlSites()))
 	for _, c := range []struct {
 		file                      string
 		created, existing, failed int

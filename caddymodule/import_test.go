@@ -15,11 +15,7 @@ import (
 // Import settings page then lists it. A file that is no export is refused
 // with the importer's message and records nothing.
 func TestCLIImportThroughAdminAPIAndImportPage(t *testing.T) {
-	startHearth(t, hearthCaddyfile(t.TempDir(), graphqlSites()))
-	addr := "--address=" + testAdmin
-	if _, err := runHearth(t, "a good password\n", "member", "add", "alice", "--password-stdin", addr); err != nil {
-		t.Fatal(err)
-	}
+	addr := startWithAlice(t, hearthCaddyfile(t.TempDir(), graphqlSites()))
 	dir := t.TempDir()
 	csv := filepath.Join(dir, "part_000000.csv")
 	var b strings.Builder
@@ -74,11 +70,7 @@ func TestCLIImportFollowsTheFetches(t *testing.T) {
 	defer pages.Close()
 	// One hearth_graphql, which may fetch the test's pages on loopback
 	// (the admin API's imports go to the first one provisioned).
-	startHearth(t, hearthCaddyfile(t.TempDir(), fmt.Sprintf("%s {\n\thearth_graphql {\n\t\tallow_private_addresses\n\t}\n}\n", testSite)))
-	addr := "--address=" + testAdmin
-	if _, err := runHearth(t, "a good password\n", "member", "add", "alice", "--password-stdin", addr); err != nil {
-		t.Fatal(err)
-	}
+	addr := startWithAlice(t, hearthCaddyfile(t.TempDir(), fmt.Sprintf("%s {\n\thearth_graphql {\n\t\tallow_private_addresses\n\t}\n}\n", testSite)))
 	csv := filepath.Join(t.TempDir(), "part_000000.csv")
 	os.WriteFile(csv, []byte(fmt.Sprintf("title,url,time_added,cursor,tags,status\n"+
 		"One,%[1]s/one,1600000000,a,,unread\nTwo,%[1]s/two,1600000001,b,,unread\nGone,%[1]s/gone,1600000002,c,,unread\n", pages.URL)), 0o600)

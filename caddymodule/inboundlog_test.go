@@ -15,17 +15,7 @@ import (
 // operator with the log directive, must not receive it. Other requests
 // are still logged.
 func TestInboundSecretNotInAccessLog(t *testing.T) {
-	dir := t.TempDir()
-	logFile := filepath.Join(t.TempDir(), "access.log")
-	startHearth(t, hearthCaddyfile(dir, fmt.Sprintf(`%s {
-	log {
-		output file %q
-		format json
-	}
-	hearth_graphql
-	respond "site"
-}
-`, testSite, logFile)))
+	logFile := startWithAccessLog(t, "hearth_graphql")
 	const secret = "nl_DoNotLogThisSecretAbCdEfGhIjKlMnOpQrStUv"
 	resp, err := http.Post(testSite+"/api/newsletters/inbound/"+secret, "message/rfc822", strings.NewReader("Subject: hi\r\n\r\nbody"))
 	if err != nil {
@@ -49,20 +39,10 @@ func TestInboundSecretNotInAccessLog(t *testing.T) {
 func TestMailWebhookSecretNotInAccessLog(t *testing.T) {
 	const secret = "whsec_DoNotLogThisWebhookSecretAbCdEfGhIjKl"
 	t.Setenv("HEARTH_TEST_MAIL_SECRET", secret)
-	dir := t.TempDir()
-	logFile := filepath.Join(t.TempDir(), "access.log")
-	startHearth(t, hearthCaddyfile(dir, fmt.Sprintf(`%s {
-	log {
-		output file %q
-		format json
-	}
-	hearth_graphql {
+	logFile := startWithAccessLog(t, `hearth_graphql {
 		mail_webhook_secret {env.HEARTH_TEST_MAIL_SECRET}
 		mail_domain in.example.org
-	}
-	respond "site"
-}
-`, testSite, logFile)))
+	}`)
 	for _, sent := range []string{secret, secret + "-DoNotLogThisWrongOne"} {
 		req, err := http.NewRequest(http.MethodPost, testSite+"/api/inbox/items/mail-webhook", strings.NewReader(`{}`))
 		if err != nil {
@@ -83,6 +63,23 @@ func TestMailWebhookSecretNotInAccessLog(t *testing.T) {
 	if strings.Contains(string(log), "DoNotLogThis") {
 		t.Fatalf("the webhook secret is in the access log:\n%s", log)
 	}
+}
+
+// startWithAccessLog starts Hearth with Caddy's JSON access log in a file,
+// as an operator configures it with the log directive, and handler (then
+// respond "site") on testSite; it returns the log's path.
+func startWithAccessLog(t *testing.T, handler string) string {
+	logFile := filepath.Join(t.TempDir(), "access.log")
+	startHearth(t, hearthCaddyfile(t.TempDir(), fmt.Sprintf(`%s {
+	log {
+		output file %q
+		format json
+	}
+	%s
+	respond "site"
+}
+`, testSite, logFile, handler)))
+	return logFile
 }
 
 // accessLogAfter makes a plain request to path and returns the access log
