@@ -288,10 +288,7 @@ func TestSuspendedMemberCannotSignIn(t *testing.T) {
 func TestCurrentMemberRefusesSuspendedMember(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	m := f.member("alice")
-	id, err := members.Of(f.store).CreateSession(t.Context(), m.ID, 3600e9)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := f.session(m)
 	req := httptest.NewRequest(http.MethodGet, "/settings", nil)
 	req.AddCookie(&http.Cookie{Name: account.CookieName, Value: id})
 	if got := f.pages.CurrentMember(req); got == nil || got.Username != "alice" {
@@ -469,10 +466,7 @@ func TestSignOut(t *testing.T) {
 func TestSignInReplacesPlantedSession(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	m := f.member("alice")
-	planted, err := members.Of(f.store).CreateSession(t.Context(), m.ID, 3600e9)
-	if err != nil {
-		t.Fatal(err)
-	}
+	planted := f.session(m)
 	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/auth/sign_in", strings.NewReader(url.Values{"username": {"alice"}, "password": {password}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.AddCookie(&http.Cookie{Name: account.CookieName, Value: planted})

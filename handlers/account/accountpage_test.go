@@ -17,6 +17,17 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
+// session is the cookie secret of a new hour-long session of m, made in
+// the store as a sign-in would.
+func (f *fixture) session(m *members.Member) string {
+	f.t.Helper()
+	id, err := members.Of(f.store).CreateSession(f.t.Context(), m.ID, time.Hour)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return id
+}
+
 // signedIn signs username in on a fresh browser.
 func (f *fixture) signedIn(username string) *http.Client {
 	f.t.Helper()
@@ -327,10 +338,7 @@ func TestConfirmPage(t *testing.T) {
 	f := newFixture(t, account.Options{FailuresPerUsername: 2})
 	m := f.member("alice")
 	wantStatus(t, f.get(f.browser(), account.ConfirmPath), http.StatusSeeOther) // signed out: sign in first
-	id, err := members.Of(f.store).CreateSession(t.Context(), m.ID, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := f.session(m)
 	c := f.browser()
 	c.Jar.SetCookies(mustURL(f.srv.URL), []*http.Cookie{{Name: account.CookieName, Value: id}})
 	recent := func() bool {

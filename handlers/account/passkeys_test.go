@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/internal/softauthn"
@@ -230,10 +229,7 @@ func TestPasskeyRegisterSignInWithoutUsernameAndRemove(t *testing.T) {
 func TestPasskeyNeedsARecentSignIn(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	m := f.member("alice")
-	id, err := members.Of(f.store).CreateSession(t.Context(), m.ID, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := f.session(m)
 	c := f.browser()
 	u, _ := url.Parse(f.origin())
 	c.Jar.SetCookies(u, []*http.Cookie{{Name: account.CookieName, Value: id}})
