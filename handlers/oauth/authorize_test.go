@@ -40,10 +40,7 @@ func TestAuthorizeAsksToSignIn(t *testing.T) {
 // the member and each requested scope in plain words, and its form sends
 // the request back unchanged.
 func TestAuthorizeConsentNamesAppAndScopes(t *testing.T) {
-	f := newFixture(t)
-	f.member("alice")
-	app := f.register("Tooter <b>", "https://app.example/cb", "read write follow push")
-	b := f.signedIn("alice")
+	_, app, b := aliceAuthorizing(t, "Tooter <b>", "read write follow push")
 	q := authQuery(app, "https://app.example/cb", "read:statuses write:statuses push", "s t&ate")
 	consent := b.consent(q, "alice")
 	wantBody(t, consent, "Tooter &lt;b&gt;")
@@ -103,10 +100,7 @@ func TestAuthorizeApproveRedirectsWithCodeAndState(t *testing.T) {
 // TestAuthorizeDeclineRedirectsAccessDenied: declining redirects with
 // error=access_denied and the state, and issues no code.
 func TestAuthorizeDeclineRedirectsAccessDenied(t *testing.T) {
-	f := newFixture(t)
-	f.member("alice")
-	app := f.register("Tooter", "https://app.example/cb", "read")
-	b := f.signedIn("alice")
+	f, app, b := aliceAuthorizing(t, "Tooter", "read")
 	r := b.decide(b.consent(authQuery(app, "https://app.example/cb", "read", "xyz"), "alice"), "deny")
 	wantStatus(t, r, http.StatusFound)
 	loc, _ := r.Location()
@@ -125,10 +119,7 @@ func TestAuthorizeDeclineRedirectsAccessDenied(t *testing.T) {
 
 // TestAuthorizeStateIsOptional: without state, none is added.
 func TestAuthorizeStateIsOptional(t *testing.T) {
-	f := newFixture(t)
-	f.member("alice")
-	app := f.register("Tooter", "https://app.example/cb", "read")
-	b := f.signedIn("alice")
+	_, app, b := aliceAuthorizing(t, "Tooter", "read")
 	r := b.decide(b.consent(authQuery(app, "https://app.example/cb", "", ""), ""), "approve")
 	wantStatus(t, r, http.StatusFound)
 	loc, _ := r.Location()
@@ -197,10 +188,7 @@ func TestAuthorizeForceLogin(t *testing.T) {
 // top-level GET) leaves the member signed in, and so does a cross-site
 // POST to the sign-out page; only the site's own sign-out form signs out.
 func TestAuthorizeForceLoginFromAnotherSiteSignsNobodyOut(t *testing.T) {
-	f := newFixture(t)
-	f.member("alice")
-	app := f.register("Tooter", "https://app.example/cb", "read")
-	b := f.signedIn("alice")
+	f, app, b := aliceAuthorizing(t, "Tooter", "read")
 	q := authQuery(app, "https://app.example/cb", "read", "st")
 	q.Set("force_login", "true")
 	req, err := http.NewRequest(http.MethodGet, f.url(oauth.AuthorizePath+"?"+q.Encode()), nil)
@@ -254,10 +242,7 @@ func TestAuthorizeOmittedScopeMeansRead(t *testing.T) {
 // TestAuthorizeRequestErrorsRedirect: a bad request from a known client
 // with a registered redirect URI goes back to it with the error and state.
 func TestAuthorizeRequestErrorsRedirect(t *testing.T) {
-	f := newFixture(t)
-	f.member("alice")
-	app := f.register("Tooter", "https://app.example/cb", "read write")
-	b := f.signedIn("alice")
+	_, app, b := aliceAuthorizing(t, "Tooter", "read write")
 	verifier := strings.Repeat("v", 43)
 	cases := []struct {
 		name   string
@@ -349,10 +334,7 @@ func TestAuthorizeUnknownClientOrRedirectShowsErrorPage(t *testing.T) {
 // TestAuthorizePKCEOnlyS256: an S256 challenge is accepted and bound to
 // the code; the exchange needs its verifier.
 func TestAuthorizePKCEOnlyS256(t *testing.T) {
-	f := newFixture(t)
-	f.member("alice")
-	app := f.register("Tooter", "https://app.example/cb", "read")
-	b := f.signedIn("alice")
+	f, app, b := aliceAuthorizing(t, "Tooter", "read")
 	verifier := "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 	q := authQuery(app, "https://app.example/cb", "read", "st")
 	q.Set("code_challenge", challenge(verifier))
@@ -407,10 +389,7 @@ func TestAuthorizeOOBShowsCode(t *testing.T) {
 // TestAuthorizeConsentFormIsProtected: a consent form posted from another
 // site is refused, so no page can approve on a member's behalf.
 func TestAuthorizeConsentFormIsProtected(t *testing.T) {
-	f := newFixture(t)
-	f.member("alice")
-	app := f.register("Tooter", "https://app.example/cb", "read")
-	b := f.signedIn("alice")
+	f, app, b := aliceAuthorizing(t, "Tooter", "read")
 	fm := form(t, b.consent(authQuery(app, "https://app.example/cb", "read", "s"), ""), oauth.AuthorizePath)
 	values := fm.hidden
 	values.Set("decision", "approve")
@@ -427,10 +406,7 @@ func TestAuthorizeConsentFormIsProtected(t *testing.T) {
 // TestAuthorizeApprovalNeedsSession: a consent form posted after signing
 // out leads to the sign-in page, not to a code.
 func TestAuthorizeApprovalNeedsSession(t *testing.T) {
-	f := newFixture(t)
-	f.member("alice")
-	app := f.register("Tooter", "https://app.example/cb", "read")
-	b := f.signedIn("alice")
+	_, app, b := aliceAuthorizing(t, "Tooter", "read")
 	consent := b.consent(authQuery(app, "https://app.example/cb", "read", "s"), "")
 	wantStatus(t, b.submit(consent, account.SignOutPath, nil), http.StatusSeeOther)
 	r := b.decide(consent, "approve")
@@ -444,10 +420,7 @@ func TestAuthorizeApprovalNeedsSession(t *testing.T) {
 // TestAuthorizeSuspendedMemberCannotApprove: a member suspended after
 // opening the consent page can't approve.
 func TestAuthorizeSuspendedMemberCannotApprove(t *testing.T) {
-	f := newFixture(t)
-	f.member("alice")
-	app := f.register("Tooter", "https://app.example/cb", "read")
-	b := f.signedIn("alice")
+	f, app, b := aliceAuthorizing(t, "Tooter", "read")
 	consent := b.consent(authQuery(app, "https://app.example/cb", "read", "s"), "")
 	if _, err := members.Of(f.store).SetSuspended(t.Context(), "alice", true); err != nil {
 		t.Fatal(err)

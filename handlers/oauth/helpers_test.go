@@ -214,6 +214,17 @@ type credentialApplication struct {
 }
 
 // register registers an app with a form, as most Mastodon clients do.
+// aliceAuthorizing is a fixture with the member alice signed in on a
+// browser and an app (name, scopes) registered with the redirect URI
+// https://app.example/cb.
+func aliceAuthorizing(t *testing.T, name, scopes string) (*fixture, credentialApplication, *browser) {
+	t.Helper()
+	f := newFixture(t)
+	f.member("alice")
+	app := f.register(name, "https://app.example/cb", scopes)
+	return f, app, f.signedIn("alice")
+}
+
 func (f *fixture) register(name, redirectURIs, scopes string) credentialApplication {
 	f.t.Helper()
 	form := url.Values{"client_name": {name}, "redirect_uris": {redirectURIs}}

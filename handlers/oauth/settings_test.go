@@ -118,10 +118,7 @@ func TestAuthorizedAppsRevokeRefusals(t *testing.T) {
 // TestAuthorizedAppsApproveAgain: after revoking, the member can approve
 // the app again and it is listed again.
 func TestAuthorizedAppsApproveAgain(t *testing.T) {
-	f := newFixture(t)
-	f.member("alice")
-	tooter := f.register("Tooter", "https://app.example/cb", "read")
-	b := f.signedIn("alice")
+	f, tooter, b := aliceAuthorizing(t, "Tooter", "read")
 	f.exchange(tooter, b.approve(authQuery(tooter, "https://app.example/cb", "read", "s")), "https://app.example/cb", "")
 	wantStatus(t, b.submit(b.get(oauth.AuthorizedAppsPath), oauth.AuthorizedAppsPath, nil), http.StatusOK)
 	tok := f.exchange(tooter, b.approve(authQuery(tooter, "https://app.example/cb", "read", "s")), "https://app.example/cb", "")
