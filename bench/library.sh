@@ -14,6 +14,7 @@
 # CADDY (a caddy binary to run instead of building this tree's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 DURATION=${DURATION:-10s}
 CONNS=${CONNS:-16}
 THREADS=${THREADS:-2}
@@ -24,7 +25,7 @@ ADMIN=${ADMIN:-localhost:2096}
 SITE=http://localhost:$PORT
 RARE=zanzibarite
 
-command -v wrk >/dev/null || { echo "bench: install wrk (apt-get install wrk)" >&2; exit 1; }
+need_wrk
 work=$(mktemp -d)
 keep=${KEEP:-$work}
 mkdir -p "$keep"
@@ -47,17 +48,8 @@ fi
 # $1: a name, $2: its body (one respond route per page measured, the body
 # as long as that page).
 caddyfile() {
+	caddy_global "$ADMIN" "$PORT" "storage_dir $dir"
 	cat <<CADDY
-{
-	admin $ADMIN
-	http_port $PORT
-	log {
-		level ERROR
-	}
-	hearth {
-		storage_dir $dir
-	}
-}
 http://localhost:$PORT {
 $(for r in "$@"; do printf '\thandle /respond/%s {\n\t\trespond "%s"\n\t}\n' "${r%%=*}" "${r#*=}"; done)
 	hearth_graphql {
