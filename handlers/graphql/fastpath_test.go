@@ -345,3 +345,35 @@ func firstDifference(a, b []byte) string {
 	}
 	return fmt.Sprintf("(at byte %d of %d) …%s", i, len(a), a[max(0, i-200):min(len(a), i+200)])
 }
+
+// A page by offset on a node that served none of the pages before it
+// reads the offset from the store's fences, and lists what the node that
+// paged in order lists, in both orders and past the end.
+func TestOmnivoreOffsetOnAnotherNode(t *testing.T) {
+	store, token := fastPathFixture(t)
+	page := func(s *Server, query string, after int) string {
+		body, _ := json.Marshal(map[string]any{"query": `query($q: String, $a: String) { search(first: 5, after: $a, query: $q) {
+			... on SearchSuccess { edges { cursor node { id } } pageInfo { hasNextPage endCursor totalCount } } } }`,
+			"variables": map[string]any{"q": query, "a": fmt.Sprint(after)}})
+		status, out := serveOnce(s, token, body)
+		if status != http.StatusOK || bytes.Contains(out, []byte(`"errors"`)) {
+			t.Fatalf("%d %s", status, out)
+		}
+		return string(out)
+	}
+	for _, query := range []string{"in:all sort:saved-asc", "in:inbox", "in:archive sort:saved-asc", "sort:saved-desc in:all"} {
+		inOrder := New(store, Options{TokenRateLimit: -1, MemberRateLimit: -1})
+		var want []string
+		for after := 0; after <= 30; after += 5 {
+			want = append(want, page(inOrder, query, after))
+		}
+		for i, after := 0, 0; after <= 30; i, after = i+1, after+5 {
+			other := New(store, Options{TokenRateLimit: -1, MemberRateLimit: -1})
+			if got := page(other, query, after); got != want[i] {
+				t.Errorf("%q after %d on another node:\n%s\nwant\n%s", query, after, got, want[i])
+			}
+			other.Close()
+		}
+		inOrder.Close()
+	}
+}
