@@ -79,3 +79,33 @@ func TestOffsetCursorIsWhereAWalkArrives(t *testing.T) {
 	}
 	check("after writes")
 }
+
+// A highlight keeps where it starts in the item's text (Omnivore's
+// highlightPositionPercent), found with the text before it when the
+// passage occurs twice; 0 when the passage is not in the text.
+func TestHighlightPositionPercent(t *testing.T) {
+	st, m := openSavedTest(t)
+	s := Of(st)
+	text := "Rise once. " + "0123456789012345678901234567890123456789" + " Rise once. The end."
+	it, _, err := s.SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/p", Title: "p", HTML: "<p>" + text + "</p>", Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		before, quote string
+		want          float64
+	}{
+		{"", "Rise once.", 0},
+		{"0123456789 ", "Rise once.", float64(len(text)-len("Rise once. The end.")) * 100 / float64(len(text))},
+		{"", "The end", float64(len(text)-len("The end.")) * 100 / float64(len(text))},
+		{"", "not in the text", 0},
+	} {
+		h, err := s.CreateHighlight(t.Context(), m.ID, it.ID, []HighlightSegment{{XPath: "/p[1]", BeforeText: c.before, Text: c.quote, EndOffset: len(c.quote)}}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := h.PositionPercent - c.want; d > 0.01 || d < -0.01 {
+			t.Errorf("%q after %q: %v%%, want %.2f%%", c.quote, c.before, h.PositionPercent, c.want)
+		}
+	}
+}
