@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -51,23 +52,35 @@ func (s *Server) entriesFast(ctx context.Context, next graphql.RootResolver) (m 
 	}()
 	fc := graphql.GetRootFieldContext(ctx)
 	// (RootFieldContext.Object holds the field's name, not its type's.)
-	if s.noFastPath || fc == nil || fc.Field.Field == nil || fc.Field.Name != "entries" ||
+	if s.noFastPath || fc == nil || fc.Field.Field == nil ||
 		fc.Field.ObjectDefinition == nil || fc.Field.ObjectDefinition.Name != "Query" {
 		return next(ctx)
 	}
 	op := graphql.GetOperationContext(ctx)
-	in, ok := entriesInput(fc.Field.ArgumentMap(op.Variables))
-	if !ok {
-		return next(ctx)
-	}
 	res := &resolver{s: s}
-	page, err := res.entriesPage(ctx, in)
-	if err != nil {
-		return next(ctx) // gqlgen reports it, with its path
+	var write func(w *jsonWriter) bool
+	switch fc.Field.Name {
+	case "entries":
+		in, ok := entriesInput(fc.Field.ArgumentMap(op.Variables))
+		if !ok {
+			return next(ctx)
+		}
+		page, err := res.entriesPage(ctx, in)
+		if err != nil {
+			return next(ctx) // gqlgen reports it, with its path
+		}
+		write = func(w *jsonWriter) bool { return w.entryConnection(fc.Field.Selections, page) }
+	case "search", "updatesSince": // fastpath_omnivore.go
+		var ok bool
+		if write, ok = omnivoreRoot(ctx, &fc.Field, op, res); !ok {
+			return next(ctx)
+		}
+	default:
+		return next(ctx)
 	}
 	buf := getBuffer()
 	w = &jsonWriter{ctx: ctx, op: op, res: res, buf: buf.AvailableBuffer()}
-	if !w.entryConnection(fc.Field.Selections, page) {
+	if !write(w) {
 		putBuffer(buf)
 		w.releaseContent()
 		return next(ctx)
@@ -212,11 +225,32 @@ func (w *jsonWriter) collect(sel ast.SelectionSet, types []string) ([]graphql.Co
 			return nil, false
 		}
 	}
+	fs = firstOfEachAlias(fs)
 	if w.fields == nil {
 		w.fields = map[fieldsKey][]graphql.CollectedField{}
 	}
 	w.fields[k] = fs
 	return fs, true
+}
+
+// firstOfEachAlias drops the fields whose alias an earlier one has, as
+// gqlgen writes only the first (a __typename asked of a union and of its
+// member are two collected fields).
+func firstOfEachAlias(fs []graphql.CollectedField) []graphql.CollectedField {
+	for i := 1; i < len(fs); i++ {
+		for j := range i {
+			if fs[j].Alias == fs[i].Alias {
+				out := slices.Clone(fs[:i])
+				for _, f := range fs[i+1:] {
+					if !slices.ContainsFunc(out, func(g graphql.CollectedField) bool { return g.Alias == f.Alias }) {
+						out = append(out, f)
+					}
+				}
+				return out
+			}
+		}
+	}
+	return fs
 }
 
 // object writes {"alias":value,...}, one value per collected field by
@@ -456,11 +490,49 @@ func (w *jsonWriter) highlight(sel ast.SelectionSet, h *generated.Highlight) boo
 			}
 			segs := h.Segments
 			return w.list(len(segs), func(i int) bool { return segs[i] != nil && w.segment(f.Selections, segs[i]) })
+		// Omnivore's fields (omnivore.go's omnivoreHighlightFields).
+		case "quote", "prefix", "suffix", "patch", "annotation":
+			s := omnivoreHighlightText(h, f.Name)
+			if s != nil && !w.takeContent(len(*s)) {
+				return false
+			}
+			w.optStr(s)
+		case "shortId":
+			w.optStr(h.ShortID)
+		case "color":
+			w.optStr(h.Color)
+		case "type":
+			w.str(h.Type.String())
+		case "highlightPositionPercent":
+			return w.optFloat(h.HighlightPositionPercent)
+		case "highlightPositionAnchorIndex":
+			w.optInt(h.HighlightPositionAnchorIndex)
+		case "labels":
+			if h.Labels == nil {
+				w.null()
+				return true
+			}
+			return w.list(len(h.Labels), func(i int) bool { return h.Labels[i] != nil && w.label(f.Selections, h.Labels[i]) })
 		default:
 			return false
 		}
 		return true
 	})
+}
+
+// omnivoreHighlightText is the Omnivore text field of h by that name.
+func omnivoreHighlightText(h *generated.Highlight, name string) *string {
+	switch name {
+	case "quote":
+		return h.Quote
+	case "prefix":
+		return h.Prefix
+	case "suffix":
+		return h.Suffix
+	case "patch":
+		return h.Patch
+	}
+	return h.Annotation
 }
 
 func (w *jsonWriter) segment(sel ast.SelectionSet, sg *generated.HighlightSegment) bool {
@@ -512,6 +584,19 @@ func (w *jsonWriter) label(sel ast.SelectionSet, l *generated.Label) bool {
 			w.str(l.Color)
 		case "order":
 			return w.float(l.Order)
+		// Omnivore's fields.
+		case "description":
+			w.optStr(l.Description)
+		case "internal":
+			if l.Internal == nil {
+				w.null()
+			} else {
+				w.boolean(*l.Internal)
+			}
+		case "source":
+			w.optStr(l.Source)
+		case "position":
+			w.optInt(l.Position)
 		default:
 			return false
 		}

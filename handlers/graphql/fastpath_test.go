@@ -229,3 +229,151 @@ func TestFastDateTimeIsScalarLayout(t *testing.T) {
 		}
 	}
 }
+
+// The npm client's documents as it sends them (@omnivore-app/api 1.0.4,
+// src/graphql.ts @ omnivore-app/omnivore-api ce99d23; gql.tada appends the
+// fragments), which the Obsidian and Logseq plugins send through it.
+const (
+	clientFragments = `
+fragment PageInfoFragment on PageInfo { hasNextPage hasPreviousPage startCursor endCursor totalCount }
+fragment LabelFragment on Label { name color createdAt id internal source description }
+fragment HighlightFragment on Highlight { id quote annotation patch updatedAt labels { ...LabelFragment } type
+  highlightPositionPercent color highlightPositionAnchorIndex prefix suffix createdAt }
+fragment SearchItemFragment on SearchItem { id title siteName originalArticleUrl author description slug
+  labels { ...LabelFragment } highlights { ...HighlightFragment } updatedAt savedAt pageType content publishedAt
+  url image readAt wordsCount readingProgressPercent isArchived archivedAt contentReader }`
+	clientSearch = `query Search($after: String, $first: Int, $format: String, $includeContent: Boolean, $query: String) {
+  search(after: $after, first: $first, format: $format, includeContent: $includeContent, query: $query) {
+    __typename ... on SearchSuccess { edges { node { ...SearchItemFragment } } pageInfo { ...PageInfoFragment } }
+    ... on SearchError { errorCodes } } }` + clientFragments
+	clientUpdates = `query UpdatesSince($after: String, $first: Int, $since: Date!) {
+  updatesSince(after: $after, first: $first, since: $since) {
+    __typename ... on UpdatesSinceSuccess { edges { itemID updateReason node { ...SearchItemFragment } } pageInfo { ...PageInfoFragment } }
+    ... on UpdatesSinceError { errorCodes } } }` + clientFragments
+)
+
+// search and updatesSince through the fast path answer what gqlgen's
+// executor answers, for the client's documents with the variables the
+// plugins send (obsidian-omnivore @ 619013b src/main.ts fetchOmnivore;
+// logseq-omnivore @ 0174149 src/index.ts and src/api.ts), and for every
+// field of the types.
+func TestOmnivoreFastPathAnswersWhatGqlgenAnswers(t *testing.T) {
+	store, token := fastPathFixture(t)
+	fast := New(store, Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	slow := New(store, Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	slow.noFastPath = true
+
+	// Deletions, one for good: updatesSince reports both.
+	memberID := fastPathMember(t, store)
+	lib := library.Of(store)
+	page, err := lib.SavedItemsPage(t.Context(), memberID, library.ItemFilter{}, library.PageRequest{Field: library.SortCreatedAt, First: 3})
+	if err != nil || len(page.Items) < 3 {
+		t.Fatal(page, err)
+	}
+	if _, err := lib.SetItemsStatus(t.Context(), memberID, []string{page.Items[0].ID, page.Items[1].ID}, library.StatusDeleted); err != nil {
+		t.Fatal(err)
+	}
+	if err := lib.PermanentlyDeleteItems(t.Context(), memberID, []string{page.Items[1].ID}); err != nil {
+		t.Fatal(err)
+	}
+	const every = `
+fragment Every on SearchItem { __typename id title slug url pageType contentReader createdAt updatedAt isArchived
+  readingProgressPercent readingProgressTopPercent readingProgressAnchorIndex author image description publishedAt
+  originalArticleUrl labels { __typename id createdAt name color order description internal source position }
+  subscription state siteName readAt savedAt wordsCount content archivedAt folder highlightsCount
+  highlights { __typename id createdAt updatedAt savedItemTitle savedItemOriginalUrl note quote prefix suffix patch
+    annotation highlightPositionPercent highlightPositionAnchorIndex type color shortId labels { id }
+    segments { id xpath beforeText afterText startOffset endOffset text } } }`
+	cases := []struct {
+		name   string
+		query  string
+		vars   map[string]any
+		served bool
+	}{
+		{"obsidian first sync, first page", clientSearch, map[string]any{"first": 15, "after": "0", "query": "in:all sort:saved-asc", "includeContent": false, "format": "highlightedMarkdown"}, true},
+		{"obsidian first sync, second page", clientSearch, map[string]any{"first": 15, "after": "15", "query": "in:all sort:saved-asc", "includeContent": false, "format": "highlightedMarkdown"}, true},
+		{"obsidian incremental", clientSearch, map[string]any{"first": 15, "after": "0", "query": "updated:2020-01-01T00:00:00.000Z sort:saved-asc in:all", "includeContent": false, "format": "highlightedMarkdown"}, true},
+		{"content as highlightedMarkdown", clientSearch, map[string]any{"first": 15, "after": "0", "query": "in:all", "includeContent": true, "format": "highlightedMarkdown"}, true},
+		{"content as markdown and html", clientSearch, map[string]any{"first": 10, "query": "in:archive", "includeContent": true, "format": "markdown"}, true},
+		{"logseq in:all", clientSearch, map[string]any{"first": 15, "after": "0", "query": "in:all", "includeContent": false, "format": "markdown"}, true},
+		{"logseq has:highlights", clientSearch, map[string]any{"first": 15, "after": "0", "query": "has:highlights in:all", "includeContent": false}, true},
+		{"label and sort", clientSearch, map[string]any{"first": 15, "query": `label:"bread & <butter>" sort:updated-asc`}, true},
+		{"past the end", clientSearch, map[string]any{"first": 15, "after": "1000", "query": "in:all"}, true},
+		{"logseq updatesSince", clientUpdates, map[string]any{"first": 15, "after": "0", "since": "2020-01-01T00:00:00.000Z"}, true},
+		{"updatesSince, second page", clientUpdates, map[string]any{"first": 15, "after": "15", "since": "2020-01-01"}, true},
+		{"every field", `query($a: String) { search(first: 30, query: "in:all", after: $a, includeContent: true) { __typename ... on SearchSuccess { __typename edges { __typename cursor node { ...Every } } pageInfo { __typename startCursor endCursor hasNextPage hasPreviousPage totalCount } } } }` + every, map[string]any{"a": nil}, true},
+		{"every field of updates", `{ u: updatesSince(since: "2020-01-01", first: 25, folder: "all") { __typename ... on UpdatesSinceSuccess { edges { __typename cursor updateReason itemID node { ...Every } } pageInfo { endCursor } } } }` + every, nil, true},
+		{"search error", clientSearch, map[string]any{"first": 15, "query": strings.Repeat("x", 256)}, true},
+		{"bad format", clientSearch, map[string]any{"first": 15, "format": "pdf"}, false},
+		{"bad query", clientSearch, map[string]any{"first": 15, "query": "saved:yesterday..tomorrow"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body, _ := json.Marshal(map[string]any{"query": tc.query, "variables": tc.vars})
+			before := fast.fastServed.Load()
+			fs, fb := serveOnce(fast, token, body)
+			served := fast.fastServed.Load() > before
+			ss, sb := serveOnce(slow, token, body)
+			if fs != ss || !bytes.Equal(fb, sb) {
+				t.Fatalf("fast path: %d %s\ngqlgen:    %d %s", fs, firstDifference(fb, sb), ss, firstDifference(sb, fb))
+			}
+			if served != tc.served {
+				t.Fatalf("fast path served = %v, want %v (answer %d %.300s)", served, tc.served, fs, fb)
+			}
+			if tc.served && (fs != http.StatusOK || bytes.Contains(fb, []byte(`"errors"`))) {
+				t.Fatalf("want a clean answer: %d %s", fs, fb)
+			}
+		})
+	}
+}
+
+// fastPathMember is the id of fastPathFixture's member.
+func fastPathMember(t *testing.T, store *storage.Store) string {
+	t.Helper()
+	m, err := members.Of(store).Member(t.Context(), "fast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.ID
+}
+
+// firstDifference is a, from a little before where it differs from b.
+func firstDifference(a, b []byte) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return fmt.Sprintf("(at byte %d of %d) …%s", i, len(a), a[max(0, i-200):min(len(a), i+200)])
+}
+
+// A page by offset on a node that served none of the pages before it
+// reads the offset from the store's fences, and lists what the node that
+// paged in order lists, in both orders and past the end.
+func TestOmnivoreOffsetOnAnotherNode(t *testing.T) {
+	store, token := fastPathFixture(t)
+	page := func(s *Server, query string, after int) string {
+		body, _ := json.Marshal(map[string]any{"query": `query($q: String, $a: String) { search(first: 5, after: $a, query: $q) {
+			... on SearchSuccess { edges { cursor node { id } } pageInfo { hasNextPage endCursor totalCount } } } }`,
+			"variables": map[string]any{"q": query, "a": fmt.Sprint(after)}})
+		status, out := serveOnce(s, token, body)
+		if status != http.StatusOK || bytes.Contains(out, []byte(`"errors"`)) {
+			t.Fatalf("%d %s", status, out)
+		}
+		return string(out)
+	}
+	for _, query := range []string{"in:all sort:saved-asc", "in:inbox", "in:archive sort:saved-asc", "sort:saved-desc in:all"} {
+		inOrder := New(store, Options{TokenRateLimit: -1, MemberRateLimit: -1})
+		var want []string
+		for after := 0; after <= 30; after += 5 {
+			want = append(want, page(inOrder, query, after))
+		}
+		for i, after := 0, 0; after <= 30; i, after = i+1, after+5 {
+			other := New(store, Options{TokenRateLimit: -1, MemberRateLimit: -1})
+			if got := page(other, query, after); got != want[i] {
+				t.Errorf("%q after %d on another node:\n%s\nwant\n%s", query, after, got, want[i])
+			}
+			other.Close()
+		}
+		inOrder.Close()
+	}
+}

@@ -70,7 +70,7 @@ func BenchmarkOmnivore(b *testing.B) {
 	}
 	api := graphql.New(store, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
 	defer api.Close()
-	serve := func(query string, vars map[string]any) []byte {
+	serveOn := func(api *graphql.Server, query string, vars map[string]any) []byte {
 		body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
 		req := httptest.NewRequest(http.MethodPost, graphql.Path, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -82,6 +82,7 @@ func BenchmarkOmnivore(b *testing.B) {
 		}
 		return w.Body.Bytes()
 	}
+	serve := func(query string, vars map[string]any) []byte { return serveOn(api, query, vars) }
 	entries := `query Entries($query: GetEntriesInput!) { entries(query: $query) { edges { cursor node { __typename id createdAt ... on SavedItem { title originalUrl wordCount status readingProgress updatedAt labels { id name } highlights { id note segments { text } } } } } pageInfo { hasNextPage endCursor } } }`
 	search := func(after int) map[string]any {
 		return map[string]any{"first": 15, "after": strconv.Itoa(after), "query": " sort:saved-asc ", "includeContent": false, "format": "highlightedMarkdown"}
@@ -121,11 +122,20 @@ func BenchmarkOmnivore(b *testing.B) {
 			serve(omnivoreSearch, search(start+15*(i+1)))
 		}
 	})
-	// The same offset without a remembered cursor (another node served the
-	// page before): a walk of the list.
-	b.Run("search-page-at-the-end-cold", func(b *testing.B) {
+	// Deep offsets on another node: a server over the same store that
+	// served none of the pages before them (each offset is one it has not
+	// seen the end of: no remembered cursor), so the offset comes from the
+	// store's fences. The first such page builds the fences.
+	other := graphql.New(store, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	defer other.Close()
+	serveOn(other, omnivoreSearch, search(n/2+7))
+	b.Run("search-page-at-the-end-other-node", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			serve(omnivoreSearch, search(n-15-i%7))
+			offset := n - 15 - i%(n/2)
+			out := serveOn(other, omnivoreSearch, search(offset))
+			if c := bytes.Count(out, []byte(`"readingProgressPercent"`)); c != 15 {
+				b.Fatalf("%d items at offset %d: %.300s", c, offset, out)
+			}
 		}
 	})
 }

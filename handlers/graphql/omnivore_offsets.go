@@ -2,6 +2,7 @@ package graphql
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -101,6 +102,13 @@ func (p *offsetPager) page(ctx context.Context, store *storage.Store, memberID, 
 			cursor = c
 		} else if st.liveEnd >= 0 && offset >= st.liveEnd {
 			live = false
+		} else if c, total, past, ok, err := seekOffset(ctx, lib, memberID, f, order, offset); err != nil {
+			return nil, err
+		} else if ok {
+			cursor, live = c, !past
+			if past {
+				st.liveEnd = total
+			}
 		} else {
 			pos, exhausted := 0, false
 			for pos < offset && !exhausted {
@@ -150,6 +158,27 @@ func (p *offsetPager) page(ctx context.Context, store *storage.Store, memberID, 
 		st.total, out.total = n, n
 	}
 	return out, nil
+}
+
+// seekOffset reads the cursor before offset from the store's offsets
+// (library.OffsetCursor: the fences every node shares) for a query by
+// status alone in the order of createdAt, the plugins' sync; ok is false
+// for another query, which walks. The first offset a member asks builds
+// the fences (once: one walk of the index keys).
+func seekOffset(ctx context.Context, lib library.Store, memberID string, f library.ItemFilter, order sortOrder, offset int) (cursor string, total int, past, ok bool, err error) {
+	if order.field != library.SortCreatedAt || !statusOnly(f) {
+		return "", 0, false, false, nil
+	}
+	for range 2 {
+		cursor, total, past, err = lib.OffsetCursor(ctx, memberID, f.Status, order.desc, offset)
+		if !errors.Is(err, library.ErrOffsetsNotReady) {
+			return cursor, total, past, err == nil, err
+		}
+		if err := lib.EnsureOffsets(ctx, memberID); err != nil {
+			return "", 0, false, false, err
+		}
+	}
+	return "", 0, false, false, nil // the counts disagree with the keys: walk
 }
 
 // countItems counts the member's items matching f: from the store's

@@ -211,15 +211,18 @@ func toHighlight(h *library.Highlight) *generated.Highlight {
 		}
 	}
 	title := h.ItemTitle
+	// Omnivore's highlightPositionPercent is never null (0 unknown).
+	pct := h.PositionPercent
 	out := &generated.Highlight{
-		ID:                   h.ID,
-		CreatedAt:            h.CreatedAt,
-		UpdatedAt:            h.UpdatedAt,
-		SavedItemTitle:       &title,
-		SavedItemOriginalURL: optString(h.ItemURL),
-		Segments:             segs,
-		Note:                 optString(h.Note),
-		SavedItemID:          h.SavedItemID,
+		HighlightPositionPercent: &pct,
+		ID:                       h.ID,
+		CreatedAt:                h.CreatedAt,
+		UpdatedAt:                h.UpdatedAt,
+		SavedItemTitle:           &title,
+		SavedItemOriginalURL:     optString(h.ItemURL),
+		Segments:                 segs,
+		Note:                     optString(h.Note),
+		SavedItemID:              h.SavedItemID,
 	}
 	omnivoreHighlightFields(out) // omnivore.go
 	return out

@@ -50,8 +50,12 @@ echo "interop pass" | "$work/caddy" hearth member add omnivore --password-stdin 
 token=$("$work/caddy" hearth token create omnivore --name interop --expires 1d --address "$ADMIN")
 status=0
 SITE=$SITE TOKEN=$token SLOW_PORT=$SLOW_PORT node "$here/run.mjs" || status=$?
-# The API key and the content links' capabilities never reach a log.
-if grep -l -e "$token" -e "/api/content/download/cl_" "$work/access.log" "$work/caddy.log" >&2; then
+# The plugins' own code (plugins/run.mjs), for a member of its own.
+echo "interop pass" | "$work/caddy" hearth member add plugins --password-stdin --address "$ADMIN" >/dev/null
+plugins_token=$("$work/caddy" hearth token create plugins --name plugins --expires 1d --address "$ADMIN")
+SITE=$SITE TOKEN=$plugins_token node "$here/plugins/run.mjs" || status=$?
+# The API keys and the content links' capabilities never reach a log.
+if grep -l -e "$token" -e "$plugins_token" -e "/api/content/download/cl_" "$work/access.log" "$work/caddy.log" >&2; then
 	echo "FAIL a secret is in the log above" >&2
 	status=1
 else

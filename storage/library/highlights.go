@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,8 +31,13 @@ type Highlight struct {
 	ItemDomain  string             `json:"item_domain,omitempty"`
 	Note        string             `json:"note,omitempty"`
 	Segments    []HighlightSegment `json:"segments"`
-	CreatedAt   time.Time          `json:"created_at"`
-	UpdatedAt   time.Time          `json:"updated_at"`
+	// PositionPercent is where the highlight starts in the item's text,
+	// from 0 (its start) to 100, as Omnivore's highlightPositionPercent
+	// (which its reader measures down the page): 0 when the text was not
+	// there to look in (an import, a page not fetched yet).
+	PositionPercent float64   `json:"position_percent,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
 }
 
 // HighlightSegment locates one stretch of highlighted text in the item's
@@ -116,7 +122,11 @@ func (s Store) CreateHighlight(ctx context.Context, memberID, itemID string, seg
 			return err
 		}
 		t := storage.Now()
-		h, err := putNewHighlight(tx, &it, segs, note, t, t)
+		pct, err := positionPercent(tx, memberID, itemID, segs)
+		if err != nil {
+			return err
+		}
+		h, err := putNewHighlight(tx, &it, segs, note, t, t, pct)
 		if err != nil {
 			return err
 		}
@@ -128,14 +138,14 @@ func (s Store) CreateHighlight(ctx context.Context, memberID, itemID string, seg
 
 // putNewHighlight writes a new highlight of it (validated segments and
 // note) with its keys; the caller counts it in it.HighlightCount.
-func putNewHighlight(tx *storage.Tx, it *SavedItem, segs []HighlightSegment, note string, created, updated time.Time) (*Highlight, error) {
+func putNewHighlight(tx *storage.Tx, it *SavedItem, segs []HighlightSegment, note string, created, updated time.Time, pct float64) (*Highlight, error) {
 	memberID := it.MemberID
 	id, err := tx.FreshID(func(id string) []byte { return highlightKey(memberID, id) })
 	if err != nil {
 		return nil, err
 	}
 	h := &Highlight{ID: id, SavedItemID: it.ID, ItemTitle: it.Title, ItemURL: it.OriginalURL,
-		ItemDomain: it.SourceDomain, Note: note, CreatedAt: created, UpdatedAt: updated}
+		ItemDomain: it.SourceDomain, Note: note, PositionPercent: pct, CreatedAt: created, UpdatedAt: updated}
 	for _, sg := range segs {
 		if sg.ID, err = tx.NewID(); err != nil {
 			return nil, err
@@ -154,6 +164,43 @@ func putNewHighlight(tx *storage.Tx, it *SavedItem, segs []HighlightSegment, not
 		}
 	}
 	return h, nil
+}
+
+// positionPercent is where the first segment's text starts in the item's
+// text, in percent of its length (found with the text before it when that
+// tells two places apart); 0 when the item has no text or the passage is
+// not found in it.
+func positionPercent(tx *storage.Tx, memberID, itemID string, segs []HighlightSegment) (float64, error) {
+	if len(segs) == 0 || segs[0].Text == "" {
+		return 0, nil
+	}
+	var c ItemContent
+	if err := tx.GetJSON(contentKey(memberID, itemID), &c); errors.Is(err, storage.ErrNotFound) {
+		return 0, nil
+	} else if err != nil {
+		return 0, err
+	}
+	return percentIn(c.Text, segs), nil
+}
+
+// percentIn is positionPercent in text.
+func percentIn(text string, segs []HighlightSegment) float64 {
+	if len(segs) == 0 || segs[0].Text == "" || text == "" {
+		return 0
+	}
+	at := -1
+	if sg := segs[0]; sg.BeforeText != "" {
+		if i := strings.Index(text, sg.BeforeText+sg.Text); i >= 0 {
+			at = i + len(sg.BeforeText)
+		}
+	}
+	if at < 0 {
+		at = strings.Index(text, segs[0].Text)
+	}
+	if at < 0 {
+		return 0
+	}
+	return math.Round(float64(at)*10000/float64(len(text))) / 100
 }
 
 func cleanText(s string, max int, what string) (string, error) {

@@ -49,7 +49,11 @@ func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight)
 		if u.Before(c) {
 			u = c
 		}
-		if _, err := putNewHighlight(tx, it, h.Segments, h.Note, c.UTC().Truncate(time.Millisecond), u.UTC().Truncate(time.Millisecond)); err != nil {
+		pct, err := positionPercent(tx, it.MemberID, it.ID, h.Segments)
+		if err != nil {
+			return added, err
+		}
+		if _, err := putNewHighlight(tx, it, h.Segments, h.Note, c.UTC().Truncate(time.Millisecond), u.UTC().Truncate(time.Millisecond), pct); err != nil {
 			return added, err
 		}
 		added++

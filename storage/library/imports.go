@@ -586,7 +586,7 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 		if u.Before(c) {
 			u = c
 		}
-		if _, err := putNewHighlight(tx, it, h.Segments, h.Note, c.UTC().Truncate(time.Millisecond), u.UTC().Truncate(time.Millisecond)); err != nil {
+		if _, err := putNewHighlight(tx, it, h.Segments, h.Note, c.UTC().Truncate(time.Millisecond), u.UTC().Truncate(time.Millisecond), percentIn(in.Text, h.Segments)); err != nil {
 			return 0, err
 		}
 	}

@@ -441,6 +441,7 @@ func countItemFilters(tx *storage.Tx, it *SavedItem, sign int64) {
 	}
 	add("s", statusCode[it.Status])
 	add("d", it.SourceDomain)
+	countFence(lt, it, sign)
 }
 
 // flushFilterCounts adds the transaction's filter count changes to the

@@ -25,6 +25,9 @@ type libraryTx struct {
 	// filterDeltas holds the changes to the search filter counts, written
 	// at the commit (flushFilterCounts).
 	filterDeltas map[string]int64
+	// fenceDeltas holds the items' moves in the createdAt order, added to
+	// the offsets' buckets at the commit (flushFences, offsets.go).
+	fenceDeltas map[string]*fenceDelta
 }
 
 var libraryState = storage.NewTxState[libraryTx]()
@@ -38,7 +41,10 @@ func libraryBeforeCommit(tx *storage.Tx) error {
 	if lt == nil {
 		return nil
 	}
-	return flushFilterCounts(tx, lt)
+	if err := flushFilterCounts(tx, lt); err != nil {
+		return err
+	}
+	return flushFences(tx, lt)
 }
 
 // libraryAfterCommit tells the search indexer which members' texts

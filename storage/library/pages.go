@@ -183,7 +183,7 @@ func (s Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter
 			return err
 		}
 		q.m = m
-		if !m.impossible && m.indexable() {
+		if !m.impossible && m.indexable() && !q.boundedBySortRange() {
 			ids, ok, err := q.searchCandidates()
 			if err != nil {
 				return err
@@ -201,6 +201,25 @@ func (s Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter
 		return nil, err
 	}
 	return page, nil
+}
+
+// boundedBySortRange reports whether the only indexed filter is a time
+// range on the sort field (updatesSince's, sorted by updatedAt since a
+// time): the walk along the sort order is bounded by the range and reads
+// the page's items and no more, where the candidates of the range would
+// each be read and sorted, every page.
+func (q *pageQuery) boundedBySortRange() bool {
+	m, f := q.m, q.f
+	if m.needle != nil || len(m.labelsAll) > 0 || f.Site != "" || f.Type != "" || (f.HasHighlights != nil && *f.HasHighlights) {
+		return false
+	}
+	switch q.p.Field {
+	case SortUpdatedAt:
+		return f.SavedFrom == nil && f.SavedTo == nil
+	case SortCreatedAt:
+		return f.UpdatedFrom == nil && f.UpdatedTo == nil
+	}
+	return false
 }
 
 // pageQuery is one page asked of SavedItemsPage, resolved: the matcher of

@@ -2694,7 +2694,7 @@ extend type Highlight {
   patch: String
   "Omnivore's: the member's note (note)."
   annotation: String
-  "Omnivore's: null in Hearth."
+  "Omnivore's: where the highlight starts in the item's text, 0 to 100 (0 when unknown)."
   highlightPositionPercent: Float
   "Omnivore's: in search and updatesSince, the highlight's rank in the page's order (0 first); else null."
   highlightPositionAnchorIndex: Int

@@ -184,7 +184,7 @@ type Highlight struct {
 	Patch *string `json:"patch,omitempty"`
 	// Omnivore's: the member's note (note).
 	Annotation *string `json:"annotation,omitempty"`
-	// Omnivore's: null in Hearth.
+	// Omnivore's: where the highlight starts in the item's text, 0 to 100 (0 when unknown).
 	HighlightPositionPercent *float64 `json:"highlightPositionPercent,omitempty"`
 	// Omnivore's: in search and updatesSince, the highlight's rank in the page's order (0 first); else null.
 	HighlightPositionAnchorIndex *int `json:"highlightPositionAnchorIndex,omitempty"`
