@@ -349,17 +349,6 @@ func (r *mutationResolver) UpdateNewsletterSubscriptionStatus(ctx context.Contex
 	return nil, &userError{codeNotFound, "this site does not track newsletter subscriptions: unsubscribe with the newsletter's own link"}
 }
 
-// RequestExport: Inboxt queues an export and e-mails a link; Hearth's
-// export is streamed at once from the Export settings page, whose path
-// this answers.
-func (r *mutationResolver) RequestExport(ctx context.Context, in generated.RequestExportInput) (*string, error) {
-	if _, err := sessionOnly(ctx); err != nil {
-		return nil, err
-	}
-	p := ExportFilePath
-	return &p, nil
-}
-
 func (r *mutationResolver) VerifyEmail(ctx context.Context, in generated.VerifyEmailInput) (*generated.Void, error) {
 	if err := refuseTokens(ctx); err != nil {
 		return nil, err

@@ -438,11 +438,6 @@ func TestSessionOnlyOperationsRefuseTokens(t *testing.T) {
 	if !strings.Contains(in.CreateInboundEmailAddress.FullAddress, graphql.InboundPath+"nl_") {
 		t.Fatalf("createInboundEmailAddress = %+v", in)
 	}
-	var ex struct{ RequestExport string }
-	e.doAs(e.session, `mutation { requestExport(data: {type: ALL, formatForHighlights: MARKDOWN}) }`, nil, &ex)
-	if ex.RequestExport != graphql.ExportFilePath {
-		t.Fatalf("requestExport = %q", ex.RequestExport)
-	}
 	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/api/graphql", strings.NewReader(`{"query":"mutation { emptyTrash { success } }"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Sec-Fetch-Site", "cross-site")
