@@ -14,8 +14,8 @@ import (
 // Now is the time records are stamped with: UTC, to the millisecond.
 func Now() time.Time { return now() }
 
-// CleanLine trims s and refuses, with an *InvalidError naming what, text
-// that is not UTF-8 or is longer than max characters.
+// CleanLine trims s and refuses, with an *InvalidError about the field
+// what, text that is not UTF-8 or is longer than max characters.
 func CleanLine(s string, max int, what string) (string, error) { return cleanLine(s, max, what) }
 
 // HasControl reports whether s holds a control character (refused in
@@ -36,10 +36,10 @@ func now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 func cleanLine(s string, max int, what string) (string, error) {
 	s = strings.TrimSpace(s)
 	if !utf8.ValidString(s) {
-		return "", Invalid("%s must be valid UTF-8", what)
+		return "", InvalidField(what, "%s must be valid UTF-8", what)
 	}
 	if utf8.RuneCountInString(s) > max {
-		return "", Invalid("%s must be at most %d characters", what, max)
+		return "", InvalidField(what, "%s must be at most %d characters", what, max)
 	}
 	return s, nil
 }

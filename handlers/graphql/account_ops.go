@@ -2,6 +2,7 @@ package graphql
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"net"
 	"net/http"
@@ -181,7 +182,7 @@ func (r *mutationResolver) CreateAccount(ctx context.Context, in generated.Creat
 	}
 	st := stateOf(ctx)
 	if !r.s.isOwnAddress(st.r, in.Username, in.EmailAddress) {
-		return nil, badField("emailAddress", "members have no e-mail address here: emailAddress must be %s (or the username)", r.s.memberAddress(st.r, in.Username))
+		return nil, shownField("emailAddress", "members have no e-mail address here: emailAddress must be %s (or the username)", r.s.memberAddress(st.r, in.Username))
 	}
 	_, err := r.s.opts.Pages.SignUp(st.w, st.r, in.Username, in.Username, in.Password)
 	var limited *account.SignInLimitedError
@@ -258,10 +259,10 @@ func (r *mutationResolver) UpdateAccount(ctx context.Context, in generated.Updat
 	st := stateOf(ctx)
 	m := c.Member
 	if in.Username != nil && *in.Username != m.Username {
-		return nil, badField("username", "usernames cannot be changed on this site")
+		return nil, shownField("username", "usernames cannot be changed on this site")
 	}
 	if in.EmailAddress != nil && !r.s.isOwnAddress(st.r, m.Username, *in.EmailAddress) {
-		return nil, badField("emailAddress", "members have no e-mail address here: it is always %s", r.s.memberAddress(st.r, m.Username))
+		return nil, shownField("emailAddress", "members have no e-mail address here: it is always %s", r.s.memberAddress(st.r, m.Username))
 	}
 	if in.Password != nil {
 		if err := r.s.requireRecentSignIn(ctx); err != nil {
@@ -270,7 +271,7 @@ func (r *mutationResolver) UpdateAccount(ctx context.Context, in generated.Updat
 		if err := members.Of(r.s.store).SetPassword(ctx, m.Username, *in.Password); err != nil {
 			var ie *storage.InvalidError
 			if errors.As(err, &ie) {
-				return nil, badField("password", "%s", ie.Msg)
+				return nil, shownField("password", "%s", ie.Msg)
 			}
 			return nil, err
 		}
@@ -293,7 +294,7 @@ func (r *mutationResolver) DeleteAccount(ctx context.Context, in generated.Delet
 	}
 	st := stateOf(ctx)
 	if !r.s.isOwnAddress(st.r, c.Member.Username, in.EmailAddress) {
-		return nil, badField("emailAddress", "to confirm, emailAddress must be %s", r.s.memberAddress(st.r, c.Member.Username))
+		return nil, shownField("emailAddress", "to confirm, emailAddress must be %s", r.s.memberAddress(st.r, c.Member.Username))
 	}
 	if err := r.s.requireRecentSignIn(ctx); err != nil {
 		return nil, err
@@ -323,7 +324,35 @@ func (r *mutationResolver) CreateInboundEmailAddress(ctx context.Context) (*gene
 	if err != nil {
 		return nil, err
 	}
+	st := stateOf(ctx)
+	http.SetCookie(st.w, &http.Cookie{
+		Name: inboundRevealCookie, Value: secret, Path: "/api/graphql", MaxAge: inboundRevealSeconds,
+		HttpOnly: true, Secure: st.r.TLS != nil, SameSite: http.SameSiteStrictMode,
+	})
 	return &generated.InboundEmailAddress{ID: in.ID, CreatedAt: in.CreatedAt, FullAddress: site + InboundPath + secret}, nil
+}
+
+// The inbound secret is kept only as a digest, so the list cannot show it
+// later; but Inboxt's web app shows the list, not createInboundEmailAddress's
+// answer (it re-reads the list at once). So the browser that made the
+// address holds its secret, for a while, in a cookie sent only to the API;
+// the list shows the whole URL to the request that brings it. The server
+// still keeps no secret.
+const (
+	inboundRevealCookie  = "hearth_inbound_new"
+	inboundRevealSeconds = 600
+)
+
+// revealedInbound is the secret of in that r's cookie holds, or "".
+func revealedInbound(r *http.Request, in *apitokens.Inbound) string {
+	c, err := r.Cookie(inboundRevealCookie)
+	if err != nil || !strings.HasPrefix(c.Value, apitokens.InboundPrefix) {
+		return ""
+	}
+	if subtle.ConstantTimeCompare([]byte(storage.Digest(c.Value)), []byte(in.Digest)) != 1 {
+		return ""
+	}
+	return c.Value
 }
 
 // DeleteInboundEmailAddress removes the member's newsletter inbound URL:
@@ -347,17 +376,6 @@ func (r *mutationResolver) UpdateNewsletterSubscriptionStatus(ctx context.Contex
 		return nil, err
 	}
 	return nil, &userError{codeNotFound, "this site does not track newsletter subscriptions: unsubscribe with the newsletter's own link"}
-}
-
-// RequestExport: Inboxt queues an export and e-mails a link; Hearth's
-// export is streamed at once from the Export settings page, whose path
-// this answers.
-func (r *mutationResolver) RequestExport(ctx context.Context, in generated.RequestExportInput) (*string, error) {
-	if _, err := sessionOnly(ctx); err != nil {
-		return nil, err
-	}
-	p := ExportFilePath
-	return &p, nil
 }
 
 func (r *mutationResolver) VerifyEmail(ctx context.Context, in generated.VerifyEmailInput) (*generated.Void, error) {

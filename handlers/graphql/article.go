@@ -160,11 +160,11 @@ const blockedAddressMessage = "the URL points to a private or reserved network a
 func fetchError(err error) error {
 	switch {
 	case errors.Is(err, safefetch.ErrBadURL):
-		return badInput("url must be an absolute http or https URL")
+		return badField("url", "url must be an absolute http or https URL")
 	case errors.Is(err, safefetch.ErrBlockedAddress):
-		return badInput("%s", blockedAddressMessage)
+		return badField("url", "%s", blockedAddressMessage)
 	case errors.Is(err, safefetch.ErrTooLarge):
-		return badInput("the page is too large to save")
+		return badField("url", "the page is too large to save")
 	case errors.Is(err, safefetch.ErrRedirect):
 		return &userError{codeFetchFailed, "the page redirects too many times"}
 	case errors.Is(err, safefetch.ErrTimeout), errors.Is(err, context.DeadlineExceeded):

@@ -119,20 +119,28 @@ func badInput(format string, a ...any) error {
 	return &userError{codeBadUserInput, fmt.Sprintf(format, a...)}
 }
 
-// fieldError is a BAD_USER_INPUT about one field of the input: path names
-// it as Zod's issue path does in Inboxt's answers, the field names of the
-// app's forms, which show the message under that field (badInput's errors
-// name the argument, argumentPath).
-type fieldError struct {
+// badField is badInput about the input's field path, as Zod's issue path
+// names it in Inboxt's answers: the field names of the app's forms, which
+// show the message under that field (badInput's errors name the argument,
+// argumentPath).
+func badField(path, format string, a ...any) error {
+	return storage.InvalidField(path, format, a...)
+}
+
+// shownFieldError is an input error about path for the app's forms that
+// show only an error's message, not its fields (the profile, account
+// deletion and sign-up forms): its message is the detail, since those
+// forms hide Inboxt's generic msgInvalidInput.
+type shownFieldError struct {
 	path string
 	msg  string
 }
 
-func (e *fieldError) Error() string { return e.msg }
+func (e *shownFieldError) Error() string { return e.msg }
 
-// badField is badInput about the input's field path.
-func badField(path, format string, a ...any) error {
-	return &fieldError{path, fmt.Sprintf(format, a...)}
+// shownField is a shownFieldError.
+func shownField(path, format string, a ...any) error {
+	return &shownFieldError{path, fmt.Sprintf(format, a...)}
 }
 
 // presentError maps resolver errors to GraphQL errors with extensions.code.
@@ -146,7 +154,7 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	}
 	out := graphql.DefaultErrorPresenter(ctx, err)
 	var ue *userError
-	var fe *fieldError
+	var sf *shownFieldError
 	var ie *storage.InvalidError
 	code, detail, field := "", "", ""
 	status, retry, unavailable := storage.Unavailable(err)
@@ -161,8 +169,8 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 		if st := stateOf(ctx); st != nil {
 			st.retryAfter.Store(int64(retry))
 		}
-	case errors.As(err, &fe):
-		code, detail, field = codeBadUserInput, fe.msg, fe.path
+	case errors.As(err, &sf):
+		code, detail, field = codeBadUserInput, sf.msg, sf.path
 	case errors.As(err, &ue) && ue.code == codeBadUserInput:
 		code, detail = codeBadUserInput, ue.msg
 	case errors.As(err, &ue):
@@ -198,6 +206,9 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	}
 	if detail != "" {
 		out.Message = msgInvalidInput
+		if sf != nil {
+			out.Message = detail
+		}
 		// Inboxt's path is the Zod issue's, within the argument: the
 		// field at fault ("color") where the store names it.
 		if field == "" {

@@ -130,7 +130,7 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *members.
 	for _, l := range labels {
 		names[l.ID] = l.Name
 	}
-	name := fmt.Sprintf("hearth-export-%s-%s.zip", m.Username, s.opts.Now().UTC().Format("2006-01-02"))
+	name := exportFileName(m, s.opts.Now())
 	h := w.Header()
 	h.Set("Content-Type", "application/zip")
 	h.Set("Content-Disposition", `attachment; filename="`+name+`"`)

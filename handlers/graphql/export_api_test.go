@@ -3,6 +3,8 @@ package graphql_test
 import (
 	"archive/zip"
 	"bytes"
+	"crypto/rand"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"strings"
@@ -80,5 +82,70 @@ func TestExportAPIGivesATokenTheZipWithRealMarkdownAndItemDates(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		t.Fatalf("without a token: HTTP %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// requestExport answers what Inboxt's web app downloads, a data: URL with
+// #filename= (ExportDataModal.tsx, Inboxt/inboxt@45f4314): the highlights
+// in the chosen format, or the Export page's zip; an export too large for
+// a URL is refused with where to get it, which the app's dialog shows.
+func TestRequestExportAnswersDataURLsTheAppDownloads(t *testing.T) {
+	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	art := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) { in.Title = "Bread & Salt" })
+	if _, err := library.Of(e.store).CreateHighlight(t.Context(), e.member.ID, art.ID, []library.HighlightSegment{{XPath: "/p", EndOffset: 4, Text: "Body <1>"}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	export := func(typ, format string) (name, mimeType string, body []byte) {
+		t.Helper()
+		var out struct{ RequestExport string }
+		e.doAs(e.session, `mutation($t: ExportType!, $f: ExportHighlightsFormat!) { requestExport(data: {type: $t, formatForHighlights: $f}) }`,
+			map[string]any{"t": typ, "f": format}, &out)
+		u, frag, _ := strings.Cut(out.RequestExport, "#filename=")
+		head, data, ok := strings.Cut(strings.TrimPrefix(u, "data:"), ";base64,")
+		if !strings.HasPrefix(u, "data:") || !ok || frag == "" {
+			t.Fatalf("requestExport(%s, %s) = %.200q", typ, format, out.RequestExport)
+		}
+		body, err := base64.StdEncoding.DecodeString(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return frag, head, body
+	}
+	for format, want := range map[string][]string{
+		"HTML":     {"text/html; charset=utf-8", ".html", `<h3><a href="https://example.com/a/1">Bread &amp; Salt</a></h3>`, "<blockquote>Body &lt;1&gt;</blockquote>"},
+		"MARKDOWN": {"text/markdown; charset=utf-8", ".md", "### [Bread & Salt](https://example.com/a/1)\n_", "\n\n> Body <1>\n"},
+		"TEXT":     {"text/plain; charset=utf-8", ".txt", "Bread & Salt · https://example.com/a/1 · ", " UTC\nBody <1>\n"},
+	} {
+		name, mimeType, body := export("HIGHLIGHTS", format)
+		if mimeType != want[0] || !strings.HasPrefix(name, "highlights_") || !strings.HasSuffix(name, want[1]) ||
+			!strings.Contains(string(body), want[2]) || !strings.Contains(string(body), want[3]) {
+			t.Errorf("%s: %s %s\n%s", format, name, mimeType, body)
+		}
+	}
+	name, mimeType, body := export("ALL", "HTML")
+	if mimeType != "application/zip" || name != "hearth-export-alice-"+time.Now().UTC().Format("2006-01-02")+".zip" {
+		t.Errorf("ALL: %s %s", name, mimeType)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
+	if err != nil {
+		t.Fatalf("ALL is not a zip: %v", err)
+	}
+	var files []string
+	for _, f := range zr.File {
+		files = append(files, f.Name)
+	}
+	if len(files) != 3 || files[0] != "labels.json" || files[1] != "saved_items.json" || !strings.HasPrefix(files[2], "markdown/") {
+		t.Errorf("ALL holds %v", files)
+	}
+
+	// Over what a browser takes as a URL: a message with where to get it.
+	for i := 2; i < 6; i++ {
+		noise := make([]byte, 600<<10)
+		_, _ = rand.Read(noise)
+		e.saveArticle(e.member.ID, i, func(in *library.NewItem) { in.Text = base64.StdEncoding.EncodeToString(noise) })
+	}
+	r := e.wantError(e.session, `mutation { requestExport(data: {type: ALL, formatForHighlights: HTML}) }`, nil, 200, "BAD_REQUEST")
+	if msg := r.Errors[0].Message; !strings.Contains(msg, graphql.ExportPath) || !strings.Contains(msg, graphql.ExportAPIPath) {
+		t.Errorf("too large: %q", msg)
 	}
 }

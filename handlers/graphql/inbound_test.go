@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
@@ -277,5 +279,61 @@ func TestNewsletterIn8BitTextWithoutMIMECharsetIsSaved(t *testing.T) {
 				t.Fatalf("saved as %+v", it)
 			}
 		})
+	}
+}
+
+// Inboxt's web app shows the list it re-reads after
+// createInboundEmailAddress (EmailsModal.tsx, Inboxt/inboxt@45f4314), not
+// the mutation's answer: the browser that made the address gets the whole
+// URL in that list (its secret in a cookie sent only to the API), which a
+// newsletter can be posted to; other requests see it without its secret.
+func TestNewInboundURLIsListedWholeToTheBrowserThatMadeIt(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	send := func(query string) (*http.Response, string) {
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/api/graphql", strings.NewReader(`{"query":"`+query+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		req.AddCookie(&http.Cookie{Name: account.CookieName, Value: strings.TrimPrefix(e.session, "session:")})
+		resp, err := browser.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	resp, made := send(`mutation { createInboundEmailAddress { id fullAddress } }`)
+	for _, c := range resp.Cookies() {
+		if c.Value != "" && (!c.HttpOnly || c.Path != "/api/graphql" || c.SameSite != http.SameSiteStrictMode) {
+			t.Errorf("cookie %s: %+v", c.Name, c)
+		}
+	}
+	var list struct {
+		Data struct {
+			InboundEmailAddresses []struct{ ID, FullAddress string }
+		}
+	}
+	_, b := send(`{ inboundEmailAddresses { id fullAddress } }`)
+	if err := json.Unmarshal([]byte(b), &list); err != nil || len(list.Data.InboundEmailAddresses) != 1 {
+		t.Fatalf("list: %v %s", err, b)
+	}
+	full := list.Data.InboundEmailAddresses[0].FullAddress
+	if !strings.Contains(made, full) || !strings.HasPrefix(full, e.srv.URL+graphql.InboundPath+"nl_") || strings.HasSuffix(full, "…") {
+		t.Fatalf("listed %q after making %s", full, made)
+	}
+	if status, body := postInbound(t, e, full, newsletterMessage); status != http.StatusCreated {
+		t.Fatalf("posting to the listed URL: %d %s", status, body)
+	}
+	if items := e.allEntries(map[string]any{"first": 10, "q": "type:newsletter"}); len(items) != 1 {
+		t.Fatalf("%d newsletters", len(items))
+	}
+	var other struct {
+		InboundEmailAddresses []struct{ FullAddress string }
+	}
+	e.doAs(e.session, `{ inboundEmailAddresses { fullAddress } }`, nil, &other)
+	if len(other.InboundEmailAddresses) != 1 || other.InboundEmailAddresses[0].FullAddress != e.srv.URL+graphql.InboundPath+"nl_…" {
+		t.Fatalf("another request lists %+v", other)
 	}
 }

@@ -351,7 +351,7 @@ func (r *mutationResolver) CreateAPIToken(ctx context.Context, in generated.Crea
 	}
 	lifetime, err := apitokens.ParseExpiry(apiTokenExpiries[in.Expiry])
 	if err != nil {
-		return nil, badInput("unknown expiry")
+		return nil, badField("expiry", "unknown expiry")
 	}
 	t, secret, err := r.s.createSessionToken(ctx, c.Member, in.Name, lifetime)
 	if err != nil {

@@ -1,6 +1,7 @@
 package graphql_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
@@ -330,5 +331,40 @@ func TestLabelChangeIsSeenLaterInTheSameRequest(t *testing.T) {
 }`, map[string]any{"i": it.ID, "l": l.ID}, &deleted)
 	if len(deleted.A.Labels) != 1 || len(deleted.C.Labels) != 0 {
 		t.Fatalf("before deleteLabel, a shows %+v; after it, c shows %+v", deleted.A.Labels, deleted.C.Labels)
+	}
+}
+
+// The refusals the app's forms show under a field carry the path the form
+// reads (Form.tsx setErrors, parse-error.ts: extensions.response.message[]
+// .path, Inboxt/inboxt@45f4314): labels (name, color), saved queries
+// (name), API tokens (name), a link to add (url). Nothing is kept.
+func TestRefusalsNameTheFieldTheAppsFormsRead(t *testing.T) {
+	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	for _, c := range []struct{ query, path string }{
+		{`mutation { createLabel(data: {name: "` + strings.Repeat("n", 200) + `", color: "#ff8800"}) { id } }`, "name"},
+		{`mutation { createLabel(data: {name: "Reading", color: "red"}) { id } }`, "color"},
+		{`mutation { createSavedQuery(data: {name: " ", query: "is:unread"}) { id } }`, "name"},
+		{`mutation { createApiToken(data: {name: " ", expiry: NEVER}) { secret } }`, "name"},
+		{`mutation { addArticleFromUrl(data: {url: "ftp://example.org/x"}) { success } }`, "url"},
+		{`mutation { addArticleFromUrl(data: {url: "http://127.0.0.1/private"}) { success } }`, "url"},
+	} {
+		r := e.wantError(e.session, c.query, nil, 200, "BAD_USER_INPUT")
+		resp, _ := r.Errors[0].Extensions["response"].(map[string]any)
+		list, _ := resp["message"].([]any)
+		if r.Errors[0].Message != "Invalid input provided" || len(list) != 1 || list[0].(map[string]any)["path"] != c.path {
+			t.Errorf("%.80s: %+v", c.query, r.Errors)
+		}
+	}
+	var after struct {
+		Labels       []struct{ ID string }
+		SavedQueries []struct{ ID string }
+		APITokens    []struct{ ID string } `json:"apiTokens"`
+	}
+	e.doAs(e.session, `{ labels { id } savedQueries { id } apiTokens { id } }`, nil, &after)
+	if len(after.Labels) != 0 || len(after.SavedQueries) != 0 || len(after.APITokens) != 1 {
+		t.Errorf("after the refusals: %+v", after)
+	}
+	if got := e.allEntries(map[string]any{"first": 10}); len(got) != 0 {
+		t.Errorf("%d items after the refused links", len(got))
 	}
 }

@@ -180,7 +180,8 @@ func (r *queryResolver) APITokens(ctx context.Context) ([]*generated.APIToken, e
 
 // InboundEmailAddresses is Inboxt's list of newsletter addresses: Hearth's
 // one inbound URL, if the member made one. Its secret is kept only as a
-// digest, so the URL is shown without it; the settings page shows it once.
+// digest, so the URL is shown without it, except to the browser that just
+// made it (revealedInbound); the settings page shows it once.
 func (r *queryResolver) InboundEmailAddresses(ctx context.Context) ([]*generated.InboundEmailAddress, error) {
 	id, err := memberID(ctx)
 	if err != nil {
@@ -194,6 +195,9 @@ func (r *queryResolver) InboundEmailAddresses(ctx context.Context) ([]*generated
 		return nil, err
 	}
 	full := in.Site + InboundPath + apitokens.InboundPrefix + "…"
+	if secret := revealedInbound(stateOf(ctx).r, in); secret != "" {
+		full = in.Site + InboundPath + secret
+	}
 	if r.s.opts.MailDomain != "" && r.s.opts.MailWebhookSecret != "" {
 		full = in.ID + "@" + r.s.opts.MailDomain // the mail webhook's recipient
 	}

@@ -152,10 +152,10 @@ func (s Store) createAPIToken(ctx context.Context, memberID string, read *member
 		return nil, "", err
 	}
 	if name == "" {
-		return nil, "", storage.Invalid("name must not be empty")
+		return nil, "", storage.InvalidField("name", "name must not be empty")
 	}
 	if storage.HasControl(name) {
-		return nil, "", storage.Invalid("name must not contain control characters")
+		return nil, "", storage.InvalidField("name", "name must not contain control characters")
 	}
 	if lifetime < 0 {
 		return nil, "", storage.Invalid("lifetime must not be negative")

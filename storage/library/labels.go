@@ -434,7 +434,7 @@ func validateSavedQuery(name, query string) (string, string, error) {
 		return "", "", err
 	}
 	if name == "" {
-		return "", "", storage.Invalid("name must not be empty")
+		return "", "", storage.InvalidField("name", "name must not be empty")
 	}
 	query, err = storage.CleanLine(query, MaxSavedQueryLen, "query")
 	if err != nil {

@@ -137,11 +137,11 @@ var statusCode = map[string]string{StatusActive: "A", StatusArchived: "R", Statu
 func NormalizeURL(raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" || len(raw) > MaxURLLen {
-		return "", storage.Invalid("url must be an absolute http or https URL of at most %d characters", MaxURLLen)
+		return "", storage.InvalidField("url", "url must be an absolute http or https URL of at most %d characters", MaxURLLen)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "HTTP" && u.Scheme != "HTTPS") || u.Host == "" || u.User != nil {
-		return "", storage.Invalid("url must be an absolute http or https URL without credentials")
+		return "", storage.InvalidField("url", "url must be an absolute http or https URL without credentials")
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	host := strings.ToLower(u.Hostname())
