@@ -45,7 +45,10 @@ func (s Store) PlaceHighlights(ctx context.Context, memberID, itemID string, pla
 				segs[i] = sg
 			}
 		}
+		// Counted per attempt: a transaction that conflicts runs again.
+		var n int
 		err := s.st.Update(ctx, func(tx *storage.Tx) error {
+			n = 0
 			t := storage.Now()
 			for i, old := range part {
 				if segs[i] == nil {
@@ -86,13 +89,14 @@ func (s Store) PlaceHighlights(ctx context.Context, memberID, itemID string, pla
 						return err
 					}
 				}
-				placed++
+				n++
 			}
 			return nil
 		})
 		if err != nil {
 			return placed, err
 		}
+		placed += n
 	}
 	return placed, nil
 }

@@ -122,14 +122,17 @@ func migrateURLKeys(ctx context.Context, st *storage.Store) (moved int, err erro
 		// A few hundred keys a transaction, well under any engine's limit.
 		for start := 0; start < len(found); start += 256 {
 			part := found[start:min(len(found), start+256)]
+			// Counted per attempt: a transaction that conflicts runs again.
+			var n int
 			err := st.Update(ctx, func(tx *storage.Tx) error {
+				n = 0
 				for _, t := range part {
 					wrote, err := moveURLKey(tx, m.ID, t.id, t.url)
 					if err != nil {
 						return err
 					}
 					if wrote {
-						moved++
+						n++
 					}
 				}
 				return nil
@@ -137,6 +140,7 @@ func migrateURLKeys(ctx context.Context, st *storage.Store) (moved int, err erro
 			if err != nil {
 				return moved, err
 			}
+			moved += n
 		}
 	}
 	return moved, nil
