@@ -57,7 +57,9 @@ type omnivoreItem struct {
 	Slug       string `json:"slug"`
 	IsArchived bool   `json:"isArchived"`
 	Labels     []struct {
-		Name string `json:"name"`
+		Name        string  `json:"name"`
+		Internal    *bool   `json:"internal"`
+		Description *string `json:"description"`
 	} `json:"labels"`
 	Highlights []struct {
 		ID         string  `json:"id"`
@@ -218,6 +220,16 @@ func TestOmnivoreSearchSyntaxAsThePluginsSendIt(t *testing.T) {
 	}
 	if n.Content == nil || *n.Content != "==Body== 6\n" {
 		t.Errorf("highlightedMarkdown content = %q", deref(n.Content))
+	}
+	// Omnivore's server answered internal with a boolean, never null
+	// (the column is boolean, default false: omnivore-app/omnivore@322ce62,
+	// packages/api/src/entity/label.ts).
+	r = e.omnivoreSearch("label:Blue", 0, 15, "html")
+	if len(r.Search.Edges) != 1 || len(r.Search.Edges[0].Node.Labels) != 1 {
+		t.Fatalf("label:Blue = %+v", r.Search)
+	}
+	if l := r.Search.Edges[0].Node.Labels[0]; l.Name != "Blue" || l.Internal == nil || *l.Internal || l.Description != nil {
+		t.Errorf("label = %+v (internal %v)", l, l.Internal)
 	}
 	if r := e.omnivoreSearch(strings.Repeat("x", 256), 0, 15, "html"); r.Search.Typename != "SearchError" || r.Search.ErrorCodes[0] != "QUERY_TOO_LONG" {
 		t.Errorf("long query: %+v", r.Search)

@@ -142,7 +142,7 @@ func (r *resolver) savedItem(ctx context.Context, it *library.SavedItem) (*gener
 				return nil, err
 			}
 			if l != nil {
-				one = append(one, generated.Label{ID: l.ID, CreatedAt: l.CreatedAt, Name: l.Name, Color: l.Color, Order: l.Order})
+				one = append(one, labelOf(l))
 				labels = append(labels, &one[len(one)-1])
 			}
 		}
@@ -229,7 +229,19 @@ func toHighlight(h *library.Highlight) *generated.Highlight {
 }
 
 func toLabel(l *library.Label) *generated.Label {
-	return &generated.Label{ID: l.ID, CreatedAt: l.CreatedAt, Name: l.Name, Color: l.Color, Order: l.Order}
+	v := labelOf(l)
+	return &v
+}
+
+// notInternal is every label's Omnivore field internal: Omnivore's schema
+// has it nullable, but its server always answered a boolean (the column is
+// boolean, default false: omnivore-app/omnivore@322ce62,
+// packages/api/src/entity/label.ts), and Hearth has no internal labels.
+// Shared, never written.
+var notInternal = false
+
+func labelOf(l *library.Label) generated.Label {
+	return generated.Label{ID: l.ID, CreatedAt: l.CreatedAt, Name: l.Name, Color: l.Color, Order: l.Order, Internal: &notInternal}
 }
 
 func toLabels(ls []*library.Label) []*generated.Label {

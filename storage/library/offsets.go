@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"slices"
+	"sync"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -21,18 +23,27 @@ import (
 //	of/<createdAt><id>   3 × 4 bytes: the bucket's entries in the inbox,
 //	                     the archive and the trash (the first fence's
 //	                     suffix is empty: it starts the order)
-//	ov                   present once the fences count every item
+//	ov                   present once the fences count every item: a
+//	                     version, new in every transaction that changes
+//	                     a fence
 //
 // An offset then reads the fences (a few hundred short keys at 100,000
 // items) and the keys of one bucket, never the items before it, and every
-// node of a shared store reads the same fences. The item's transaction
+// node of a shared store reads the same fences. Each node keeps the fences
+// it read last per member with the version they were read at
+// (fenceCache): an offset whose snapshot holds the same version reads ov
+// and one bucket's keys only, and any other version reads the fences
+// again, so the answer is the store's on every node. The item's transaction
 // adds its moves to the buckets at the commit (countItemFilters,
 // flushFences); a bucket past fenceSplit entries splits in two, counted
 // again from its keys. A member's fences are built by the first offset
 // asked (EnsureOffsets); until then writes leave them alone.
 
-// fenceSplit is the size past which a bucket splits in two.
-const fenceSplit = 512
+// fenceSplit is the size past which a bucket splits in two. An offset
+// reads one bucket's keys (128 to 256 of them) every time, and the fences
+// (some 800 at 100,000 items) only when a write changed them since the
+// node last read them: smaller buckets make the usual page cheaper.
+const fenceSplit = 256
 
 // fenceStatuses are the statuses counted in a fence, in its value's order.
 var fenceStatuses = [3]string{StatusActive, StatusArchived, StatusDeleted}
@@ -153,8 +164,15 @@ func flushFences(tx *storage.Tx, lt *libraryTx) error {
 		fks = append(fks, fk)
 	}
 	slices.Sort(fks)
+	versioned := map[string]bool{}
 	for _, fk := range fks {
 		c, memberID := changed[fk], members[fk]
+		if !versioned[memberID] {
+			versioned[memberID] = true
+			if err := tx.Put(fenceReadyKey(memberID), newFenceVersion(), 0); err != nil {
+				return err
+			}
+		}
 		first := len(fk) == len(fencePrefix(memberID))
 		switch {
 		case c.total() == 0 && !first:
@@ -317,7 +335,7 @@ func (s Store) EnsureOffsets(ctx context.Context, memberID string) error {
 				return err
 			}
 		}
-		return tx.Put(fenceReadyKey(memberID), []byte{1}, 0)
+		return tx.Put(fenceReadyKey(memberID), newFenceVersion(), 0)
 	})
 }
 
@@ -349,37 +367,24 @@ func (s Store) OffsetCursor(ctx context.Context, memberID, status string, desc b
 		return "", 0, false, storage.Invalid("unknown status")
 	}
 	err = s.st.View(ctx, func(tx *storage.Tx) error {
-		if ok, err := tx.Has(fenceReadyKey(memberID)); err != nil || !ok {
-			if err == nil {
-				err = ErrOffsetsNotReady
-			}
+		fl, err := s.fences(tx, memberID)
+		if err != nil {
 			return err
 		}
-		prefix := fencePrefix(memberID)
 		// scan calls fn with each fence's suffix and count of the
 		// statuses asked, then with the next fence's suffix (nil past the
 		// last), until fn returns false.
 		scan := func(fn func(suffix []byte, n int64, next []byte) bool) error {
-			var cur []byte
-			var n int64
-			started, stopped := false, false
-			err := tx.Scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
-				c, err := decodeFence(v)
-				if err != nil {
-					return false, err
+			for i, suf := range fl.suffixes {
+				var next []byte
+				if i+1 < len(fl.suffixes) {
+					next = fl.suffixes[i+1]
 				}
-				suf := k[len(prefix):]
-				if started && !fn(cur, n, suf) {
-					stopped = true
-					return false, nil
+				if !fn(suf, fl.counts[i].of(slots), next) {
+					break
 				}
-				cur, n, started = append(cur[:0], suf...), c.of(slots), true
-				return true, nil
-			})
-			if err == nil && started && !stopped {
-				fn(cur, n, nil)
 			}
-			return err
+			return nil
 		}
 		// The item the page starts after, by its rank in the ascending
 		// order: the one before offset, or in a descending page the one
@@ -405,7 +410,7 @@ func (s Store) OffsetCursor(ctx context.Context, memberID, status string, desc b
 		var before int64
 		found := false
 		var ferr error
-		err := scan(func(suffix []byte, n int64, next []byte) bool {
+		err = scan(func(suffix []byte, n int64, next []byte) bool {
 			if before+n <= rank || n == 0 {
 				before += n
 				return true
@@ -444,4 +449,79 @@ func (s Store) OffsetCursor(ctx context.Context, memberID, status string, desc b
 		return nil
 	})
 	return cursor, total, past, err
+}
+
+// fenceList is a member's fences as read at one version of the ready key:
+// their suffixes and counts, in order. Shared by the readers of a node:
+// never changed once made.
+type fenceList struct {
+	version  []byte
+	suffixes [][]byte
+	counts   []fenceCounts
+}
+
+type fenceCacheKey struct {
+	st       *storage.Store
+	memberID string
+}
+
+// fenceCacheSize bounds the members whose fences a node keeps (each a few
+// hundred short suffixes at 100,000 items); past it an arbitrary one
+// makes room.
+const fenceCacheSize = 256
+
+// fenceCache holds the fences each node read last, per store and member.
+var fenceCache = struct {
+	mu sync.Mutex
+	m  map[fenceCacheKey]*fenceList
+}{m: map[fenceCacheKey]*fenceList{}}
+
+// newFenceVersion returns a version for the ready key, different from
+// every one before it (64 random bits).
+func newFenceVersion() []byte {
+	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), rand.Uint64())
+}
+
+// fences returns the member's fences in tx's snapshot: the node's copy if
+// it was read at the version the snapshot holds, else read from the store
+// (and kept). ErrOffsetsNotReady while they are not built.
+func (s Store) fences(tx *storage.Tx, memberID string) (*fenceList, error) {
+	version, err := tx.Get(fenceReadyKey(memberID))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, ErrOffsetsNotReady
+	}
+	if err != nil {
+		return nil, err
+	}
+	key := fenceCacheKey{s.st, memberID}
+	fenceCache.mu.Lock()
+	fl := fenceCache.m[key]
+	fenceCache.mu.Unlock()
+	if fl != nil && bytes.Equal(fl.version, version) {
+		return fl, nil
+	}
+	fl = &fenceList{version: bytes.Clone(version)}
+	prefix := fencePrefix(memberID)
+	err = tx.Scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
+		c, err := decodeFence(v)
+		if err != nil {
+			return false, err
+		}
+		fl.suffixes = append(fl.suffixes, bytes.Clone(k[len(prefix):]))
+		fl.counts = append(fl.counts, c)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	fenceCache.mu.Lock()
+	if _, ok := fenceCache.m[key]; !ok && len(fenceCache.m) >= fenceCacheSize {
+		for k := range fenceCache.m {
+			delete(fenceCache.m, k)
+			break
+		}
+	}
+	fenceCache.m[key] = fl
+	fenceCache.mu.Unlock()
+	return fl, nil
 }

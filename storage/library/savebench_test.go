@@ -44,14 +44,19 @@ func benchVocab(r *rand.Rand) []string {
 // reports besides the process's CPU time per save including the search
 // indexer's work until it has caught up (within 2× of the save
 // before the index).
-func BenchmarkSaveArticle(b *testing.B) { benchmarkSaveArticle(b, false) }
+func BenchmarkSaveArticle(b *testing.B) { benchmarkSaveArticle(b, false, false) }
+
+// BenchmarkSaveArticleOffsets is BenchmarkSaveArticle for a member whose
+// offsets are counted (a member who synced by offset once): every save
+// also moves a bucket's count.
+func BenchmarkSaveArticleOffsets(b *testing.B) { benchmarkSaveArticle(b, false, true) }
 
 // BenchmarkSaveArticleSynced is the same with sync_writes on (the
 // default): each save waits for the group commit's fsync of Badger's logs,
 // and of the value log when the article went there (badgerkv.ValueThreshold).
-func BenchmarkSaveArticleSynced(b *testing.B) { benchmarkSaveArticle(b, true) }
+func BenchmarkSaveArticleSynced(b *testing.B) { benchmarkSaveArticle(b, true, false) }
 
-func benchmarkSaveArticle(b *testing.B, sync bool) {
+func benchmarkSaveArticle(b *testing.B, sync, offsets bool) {
 	st, err := storage.Open(b.TempDir(), storage.Options{SyncWrites: &sync, GCInterval: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -60,6 +65,11 @@ func benchmarkSaveArticle(b *testing.B, sync bool) {
 	m, err := members.Of(st).CreateMember(b.Context(), "alice", "", "correct horse")
 	if err != nil {
 		b.Fatal(err)
+	}
+	if offsets {
+		if err := Of(st).EnsureOffsets(b.Context(), m.ID); err != nil {
+			b.Fatal(err)
+		}
 	}
 	r := rand.New(rand.NewSource(1))
 	vocab := benchVocab(r)
