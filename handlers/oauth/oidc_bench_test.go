@@ -14,56 +14,86 @@ import (
 )
 
 // The code exchange of an operator client with openid (an ID token signed
-// RS256) against a Mastodon app's exchange, through the real token
-// endpoint on a real store (bench/README.md):
+// RS256, or ES256 for a client registered so) against a Mastodon app's
+// exchange, through the real token endpoint on a real store; the codes
+// come from the real authorization endpoint, as a signed-in member's
+// browser gets them (bench/README.md):
 //
-//	go test -tags nobadger,nomysql,nopgx -run '^$' -bench 'CodeExchange' -benchtime 300x ./handlers/oauth/
-func BenchmarkCodeExchangeMastodon(b *testing.B)    { benchmarkCodeExchange(b, false, "") }
-func BenchmarkCodeExchangeOpenID(b *testing.B)      { benchmarkCodeExchange(b, true, "") }
-func BenchmarkCodeExchangeOpenIDES256(b *testing.B) { benchmarkCodeExchange(b, true, "ES256") }
+//	go test -tags nobadger,nomysql,nopgx -run '^$' -bench 'CodeExchange|IDTokenSignature|AuthorizeCode' -benchtime 1000x -count 5 ./handlers/oauth/
+func BenchmarkCodeExchangeMastodon(b *testing.B)    { benchmarkCodeExchange(b, "") }
+func BenchmarkCodeExchangeOpenID(b *testing.B)      { benchmarkCodeExchange(b, "RS256") }
+func BenchmarkCodeExchangeOpenIDES256(b *testing.B) { benchmarkCodeExchange(b, "ES256") }
 
-func benchmarkCodeExchange(b *testing.B, openid bool, alg string) {
+// The authorization step that issues those codes: a signed-in member
+// whose grant already covers the request, so the answer is the redirect
+// with the code at once (no consent page).
+func BenchmarkAuthorizeCodeMastodon(b *testing.B)    { benchmarkAuthorizeCode(b, "") }
+func BenchmarkAuthorizeCodeOpenID(b *testing.B)      { benchmarkAuthorizeCode(b, "RS256") }
+func BenchmarkAuthorizeCodeOpenIDES256(b *testing.B) { benchmarkAuthorizeCode(b, "ES256") }
+
+// codeBench is a client, alice signed in on a browser, and the client's
+// authorization request, after one code went through (so the grant
+// covers the request and the signing key exists).
+type codeBench struct {
+	f       *fixture
+	browser *browser
+	query   url.Values
+	form    func(code string) url.Values
+}
+
+// newCodeBench sets up a Mastodon app (alg "") or an operator client with
+// openid whose ID tokens are signed with alg.
+func newCodeBench(b *testing.B, alg string) *codeBench {
 	f := newFixture(b, func(o *oauth.Options) { o.TokenLimit = -1 })
-	m := f.member("alice")
-	ctx := context.Background()
-	g := grants.Of(f.store)
+	f.member("alice")
 	const cb = "https://rp.example/cb"
-	var app *grants.App
-	var secret string
-	var err error
-	if openid {
-		app, secret, err = g.CreateClient(ctx, "bench", []string{cb}, []string{"openid", "profile"}, grants.ClientSettings{IDTokenAlg: alg})
+	var app credentialApplication
+	scope := "profile"
+	if alg == "" {
+		app = f.register("bench", cb, scope)
 	} else {
-		app, secret, err = g.CreateApp(ctx, "bench", "", []string{cb}, []string{"profile"})
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	codes := make([]string, b.N)
-	for i := range codes {
-		if openid {
-			codes[i], err = g.CreateCodeOIDC(ctx, app.ClientID, m, cb, []string{"openid", "profile"}, "",
-				&grants.CodeOIDC{Nonce: "n", AuthTime: time.Now(), AMR: []string{"pwd"}, AccessTTL: time.Hour})
-		} else {
-			codes[i], err = g.CreateCode(ctx, app.ClientID, m, cb, []string{"profile"}, "")
-		}
+		scope = "openid profile"
+		c, secret, err := oauth.RegisterClient(context.Background(), f.store, oauth.ClientSpec{Name: "bench", RedirectURIs: []string{cb},
+			Scopes: []string{"openid", "profile"}, IDTokenSignedResponseAlg: alg})
 		if err != nil {
 			b.Fatal(err)
 		}
+		app = credentialApplication{ClientID: c.ClientID, ClientSecret: secret, RedirectURIs: []string{cb}}
 	}
-	// The first exchange creates the signing key: not what is measured.
-	if openid {
-		if _, err := g.SigningKeys(ctx, grants.KeyPolicy{Rotation: time.Hour, PublishAhead: time.Minute, Retain: time.Hour}); err != nil {
-			b.Fatal(err)
-		}
+	q := authQuery(app, cb, scope, "st")
+	if alg != "" {
+		q.Set("nonce", "n-0S6_WzA2Mj")
+	}
+	cbench := &codeBench{f: f, browser: f.signedIn("alice"), query: q,
+		form: func(code string) url.Values { return codeForm(app, code, cb, "") }}
+	cbench.exchange(b, cbench.browser.approve(q))
+	return cbench
+}
+
+func (c *codeBench) exchange(b *testing.B, code string) {
+	r := c.f.token(c.form(code))
+	if r.StatusCode != http.StatusOK {
+		b.Fatalf("HTTP %d: %s", r.StatusCode, r.body)
+	}
+}
+
+func benchmarkCodeExchange(b *testing.B, alg string) {
+	c := newCodeBench(b, alg)
+	codes := make([]string, b.N)
+	for i := range codes {
+		codes[i] = c.browser.approve(c.query)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r := f.token(url.Values{"grant_type": {"authorization_code"}, "client_id": {app.ClientID}, "client_secret": {secret},
-			"redirect_uri": {cb}, "code": {codes[i]}})
-		if r.StatusCode != http.StatusOK {
-			b.Fatalf("HTTP %d: %s", r.StatusCode, r.body)
-		}
+		c.exchange(b, codes[i])
+	}
+}
+
+func benchmarkAuthorizeCode(b *testing.B, alg string) {
+	c := newCodeBench(b, alg)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c.browser.approve(c.query)
 	}
 }
 
