@@ -180,20 +180,23 @@ type idTokenGrant struct {
 
 // idToken signs the ID token for m, issued to app along with accessToken:
 // RS256, or ES256 for a client registered for it. Nothing else is ever
-// issued: no "none", no symmetric algorithm.
-func (s *Server) idToken(r *http.Request, app *grants.App, m *members.Member, scopes []string, g idTokenGrant, accessToken string) (string, error) {
+// issued: no "none", no symmetric algorithm. Its lifetime starts now:
+// iat is the time of signing, when the code is issued or refreshed.
+func (s *Server) idToken(r *http.Request, app *grants.App, m *members.Member, scopes []string, g idTokenGrant, accessToken string) (*grants.PreparedIDToken, error) {
 	keys, err := grants.Of(s.store).SigningKeys(r.Context(), s.keyPolicy())
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	now := time.Now()
+	exp := now.Add(s.opts.IDTokenLifetime)
+	iss := s.issuer(r)
 	claims := map[string]any{
-		"iss":       s.issuer(r),
+		"iss":       iss,
 		"sub":       subject(keys.Salt, app, m.ID),
 		"aud":       app.ClientID,
 		"azp":       app.ClientID,
 		"iat":       now.Unix(),
-		"exp":       now.Add(s.opts.IDTokenLifetime).Unix(),
+		"exp":       exp.Unix(),
 		"auth_time": g.AuthTime.Unix(),
 	}
 	if g.Nonce != "" {
@@ -209,7 +212,7 @@ func (s *Server) idToken(r *http.Request, app *grants.App, m *members.Member, sc
 	memberClaims(claims, scopes, m)
 	payload, err := json.Marshal(claims)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	key := jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: keys.Signer.Private(), KeyID: keys.Signer.ID}}
 	if app.Client != nil && app.Client.IDTokenAlg == "ES256" && keys.Signer.ECPrivate() != nil {
@@ -217,13 +220,31 @@ func (s *Server) idToken(r *http.Request, app *grants.App, m *members.Member, sc
 	}
 	signer, err := jose.NewSigner(key, (&jose.SignerOptions{}).WithType("JWT"))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	obj, err := signer.Sign(payload)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return obj.CompactSerialize()
+	jwt, err := obj.CompactSerialize()
+	if err != nil {
+		return nil, err
+	}
+	return &grants.PreparedIDToken{JWT: jwt, Issuer: iss, Expires: time.Unix(exp.Unix(), 0).UTC()}, nil
+}
+
+// preparedIDToken is the ID token signed when the code was issued, if the
+// exchange may return it: issued for this request's issuer (the same
+// unless the provider is reached under another host name without
+// base_url), and with at least half its lifetime left (always with the
+// default lifetime of an hour, as codes live ten minutes at most). Else
+// the exchange signs one.
+func (s *Server) preparedIDToken(r *http.Request, g *grants.CodeOIDC) string {
+	p := g.IDToken
+	if p == nil || p.Issuer != s.issuer(r) || time.Until(p.Expires) < s.opts.IDTokenLifetime/2 {
+		return ""
+	}
+	return p.JWT
 }
 
 // serveOIDCUserinfo is userinfo (Core section 5.3) for a token with the

@@ -225,11 +225,22 @@ func (s *Server) createCode(r *http.Request, req *authRequest, m *members.Member
 		authTime = time.Now()
 		s.log.Warn("no session start for an OpenID authorization; auth_time is now", zap.String("member_id", m.ID))
 	}
-	return g.CreateCodeOIDC(r.Context(), req.app.ClientID, m, req.RedirectURI, req.scopes, req.CodeChallenge, &grants.CodeOIDC{
+	o := &grants.CodeOIDC{
 		Nonce:      req.oidc.Nonce,
 		AuthTime:   authTime.UTC().Truncate(time.Second),
 		AMR:        amr(m, sess),
 		AccessTTL:  s.opts.AccessTokenLifetime,
 		RefreshTTL: s.opts.RefreshTokenLifetime,
-	})
+	}
+	var sign grants.IDTokenSigner
+	if contains(req.scopes, "openid") {
+		// The ID token is signed now, not at the exchange: an RS256
+		// signature costs several whole exchanges, and the relying party's
+		// server waits on the exchange while the member's browser is
+		// being redirected anyway.
+		sign = func(accessToken string) (*grants.PreparedIDToken, error) {
+			return s.idToken(r, req.app, m, req.scopes, idTokenGrant{Nonce: o.Nonce, AuthTime: o.AuthTime, AMR: o.AMR}, accessToken)
+		}
+	}
+	return g.CreateCodeOIDC(r.Context(), req.app.ClientID, m, req.RedirectURI, req.scopes, req.CodeChallenge, o, sign)
 }

@@ -627,6 +627,86 @@ func TestOIDCKeyRotationWhileTokensLive(t *testing.T) {
 	_ = first
 }
 
+// jwtKid is the kid of a compact JWS's header.
+func jwtKid(raw string) string {
+	var h struct{ Kid string }
+	b, _ := base64.RawURLEncoding.DecodeString(strings.Split(raw, ".")[0])
+	_ = json.Unmarshal(b, &h)
+	return h.Kid
+}
+
+// TestOIDCIDTokenSignedWhenTheCodeIsIssued: the ID token is signed when
+// the member is sent back with the code, not at the exchange: a key that
+// starts signing in between does not sign it, the key that did stays in
+// the JWKS, and go-oidc verifies it, at_hash included, against the access
+// token the exchange issued. The next sign-in is signed by the new key.
+func TestOIDCIDTokenSignedWhenTheCodeIsIssued(t *testing.T) {
+	f := newOIDCFixture(t)
+	c := f.newRP(oauth.ClientSpec{})
+	loc := c.authorize(f.browser(), "alice", url.Values{"nonce": {"n-1"}})
+	before, err := grants.Of(f.store).SigningKeys(context.Background(), grants.KeyPolicy{Rotation: oauth.DefaultKeyRotation, PublishAhead: oauth.DefaultKeyPublishAhead, Retain: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A successor that signs at once (an operator's rotation with no
+	// publication ahead, as if the exchange came that much later).
+	after, err := grants.Of(f.store).RotateSigningKey(context.Background(), grants.KeyPolicy{Rotation: oauth.DefaultKeyRotation, Retain: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Signer.ID == before.Signer.ID {
+		t.Fatal("the rotation did not change the signer")
+	}
+	tok, err := c.conf.Exchange(context.Background(), loc.Query().Get("code"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	if jwtKid(raw) != before.Signer.ID {
+		t.Fatalf("the ID token is signed by %s, not by the key signing when the code was issued (%s)", jwtKid(raw), before.Signer.ID)
+	}
+	idt, err := c.verifier.Verify(context.Background(), raw)
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if err := idt.VerifyAccessToken(tok.AccessToken); err != nil || idt.Nonce != "n-1" {
+		t.Fatalf("at_hash: %v, nonce %q", err, idt.Nonce)
+	}
+	ui, err := c.provider.UserInfo(context.Background(), oauth2.StaticTokenSource(tok))
+	if err != nil || ui.Subject != idt.Subject {
+		t.Fatalf("userinfo with the access token: %v, sub %v", err, ui)
+	}
+	if _, _, raw2 := c.signInFlow(f.browser(), "alice"); jwtKid(raw2) != after.Signer.ID {
+		t.Fatalf("the next ID token is signed by %s, want the new key %s", jwtKid(raw2), after.Signer.ID)
+	}
+}
+
+// TestOIDCIDTokenSignedAtTheExchangeWhenOld: an ID token signed with its
+// code that has less than half its lifetime left when the code is
+// exchanged is signed again: the relying party gets one as fresh as the
+// lifetime promises, for the same access token.
+func TestOIDCIDTokenSignedAtTheExchangeWhenOld(t *testing.T) {
+	f := newOIDCFixture(t, func(o *oauth.Options) { o.IDTokenLifetime = 2 * time.Second })
+	c := f.newRP(oauth.ClientSpec{})
+	loc := c.authorize(f.browser(), "alice", url.Values{"nonce": {"n-2"}})
+	issued := time.Now()
+	time.Sleep(1100 * time.Millisecond)
+	tok, err := c.conf.Exchange(context.Background(), loc.Query().Get("code"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idt, err := c.verifier.Verify(context.Background(), tok.Extra("id_token").(string))
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if err := idt.VerifyAccessToken(tok.AccessToken); err != nil || idt.Nonce != "n-2" {
+		t.Fatalf("at_hash: %v, nonce %q", err, idt.Nonce)
+	}
+	if idt.IssuedAt.Unix() <= issued.Unix() {
+		t.Fatalf("iat %v: the ID token signed with the code came back with %v left", idt.IssuedAt, time.Until(idt.Expiry))
+	}
+}
+
 // TestRFC8414DocumentUnchanged: the OpenID provider leaves the RFC 8414
 // document as Mastodon apps have always read it, byte for byte.
 func TestRFC8414DocumentUnchanged(t *testing.T) {

@@ -125,11 +125,8 @@ func (s *Server) serveOIDCToken(w http.ResponseWriter, r *http.Request, p map[st
 		RefreshToken: tok.Refresh,
 	}
 	if contains(tok.Scopes, "openid") && tok.Grant != nil {
-		m, err := members.Of(s.store).MemberByID(ctx, tok.MemberID)
-		if err == nil {
-			resp.IDToken, err = s.idToken(r, app, m, tok.Scopes, idTokenGrant{Nonce: tok.Grant.Nonce, AuthTime: tok.Grant.AuthTime, AMR: tok.Grant.AMR}, secret)
-		}
-		if err != nil {
+		var err error
+		if resp.IDToken, err = s.issuedIDToken(r, app, tok, secret); err != nil {
 			s.log.Error("sign an ID token", zap.Error(err))
 			fail(serverError(err))
 			return
@@ -140,6 +137,24 @@ func (s *Server) serveOIDCToken(w http.ResponseWriter, r *http.Request, p map[st
 		zap.String("token_id", tok.ID), zap.Bool("refresh", tok.Refresh != ""), zap.Bool("id_token", resp.IDToken != ""))
 	noStore(w)
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// issuedIDToken is the ID token of the token response for tok (secret):
+// the one signed when its code was issued (preparedIDToken), or else, for
+// a refresh or a code without one, a new signature.
+func (s *Server) issuedIDToken(r *http.Request, app *grants.App, tok *grants.AccessToken, secret string) (string, error) {
+	if jwt := s.preparedIDToken(r, tok.Grant); jwt != "" {
+		return jwt, nil
+	}
+	m, err := members.Of(s.store).MemberByID(r.Context(), tok.MemberID)
+	if err != nil {
+		return "", err
+	}
+	idt, err := s.idToken(r, app, m, tok.Scopes, idTokenGrant{Nonce: tok.Grant.Nonce, AuthTime: tok.Grant.AuthTime, AMR: tok.Grant.AMR}, secret)
+	if err != nil {
+		return "", err
+	}
+	return idt.JWT, nil
 }
 
 // refresh is the refresh-token grant. A refresh token presented a second

@@ -355,13 +355,24 @@ func (s Store) AuthenticateClient(ctx context.Context, clientID, secret string) 
 // It lives for CodeLifetime. It returns members.ErrCredentialsChanged when
 // m's credentials changed since it was read (members.CheckStamp).
 func (s Store) CreateCode(ctx context.Context, clientID string, m *members.Member, redirectURI string, scopes []string, codeChallenge string) (string, error) {
-	return s.CreateCodeOIDC(ctx, clientID, m, redirectURI, scopes, codeChallenge, nil)
+	return s.CreateCodeOIDC(ctx, clientID, m, redirectURI, scopes, codeChallenge, nil, nil)
 }
 
 // CreateCodeOIDC is CreateCode for an operator client's code, carrying
-// what its ID token and tokens need (oidc; nil: as CreateCode).
-func (s Store) CreateCodeOIDC(ctx context.Context, clientID string, m *members.Member, redirectURI string, scopes []string, codeChallenge string, oidc *CodeOIDC) (string, error) {
+// what its ID token and tokens need (oidc; nil: as CreateCode). With sign,
+// the code's ID token is signed now, before the code is stored, and kept
+// with it for the exchange to return (CodeOIDC.IDToken).
+func (s Store) CreateCodeOIDC(ctx context.Context, clientID string, m *members.Member, redirectURI string, scopes []string, codeChallenge string, oidc *CodeOIDC, sign IDTokenSigner) (string, error) {
 	code := storage.NewSecret(CodePrefix, 32)
+	if oidc != nil && sign != nil {
+		o := *oidc
+		o.Seed = storage.NewSecret("", 32)
+		var err error
+		if o.IDToken, err = sign(accessTokenFor(code, o.Seed)); err != nil {
+			return "", err
+		}
+		oidc = &o
+	}
 	rec := Code{
 		ClientID:      clientID,
 		MemberID:      m.ID,
@@ -443,6 +454,7 @@ func (s Store) ExchangeCode(ctx context.Context, code string, check CodeCheck) (
 		if err := check(&c); err != nil {
 			// A failed exchange consumes the code.
 			checkErr = err
+			c.forgetPrepared()
 			return tx.PutJSON(ck, c, ttl)
 		}
 		m, err := members.ByID(tx, c.MemberID)
@@ -457,11 +469,12 @@ func (s Store) ExchangeCode(ctx context.Context, code string, check CodeCheck) (
 			// change ended the session that granted it.
 			return storage.ErrNotFound
 		}
-		tok, secret, err = issueForCode(tx, &c)
+		tok, secret, err = issueForCode(tx, &c, code)
 		if err != nil {
 			return err
 		}
 		c.TokenDigest = storage.Digest(secret)
+		c.forgetPrepared()
 		return tx.PutJSON(ck, c, ttl)
 	}
 	var err error
@@ -563,13 +576,15 @@ func (s Store) CreateAppToken(ctx context.Context, clientID string, scopes []str
 }
 
 func createToken(tx *storage.Tx, clientID, memberID string, scopes []string) (*AccessToken, string, error) {
-	return createTokenFor(tx, clientID, memberID, scopes, 0)
+	return createTokenFor(tx, "", clientID, memberID, scopes, 0)
 }
 
-// createTokenFor is createToken for a token that expires after ttl (0:
-// never); its records go with it.
-func createTokenFor(tx *storage.Tx, clientID, memberID string, scopes []string, ttl time.Duration) (*AccessToken, string, error) {
-	secret := storage.NewSecret(TokenPrefix, 32)
+// createTokenFor is createToken for the token secret ("": a new random
+// one) that expires after ttl (0: never); its records go with it.
+func createTokenFor(tx *storage.Tx, secret, clientID, memberID string, scopes []string, ttl time.Duration) (*AccessToken, string, error) {
+	if secret == "" {
+		secret = storage.NewSecret(TokenPrefix, 32)
+	}
 	d := storage.Digest(secret)
 	id, err := tx.NewID()
 	if err != nil {

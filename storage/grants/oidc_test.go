@@ -2,6 +2,7 @@ package grants
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ func oidcCode(t *testing.T, s *storage.Store, m *members.Member) (*App, string) 
 		t.Fatal(err)
 	}
 	code, err := Of(s).CreateCodeOIDC(t.Context(), app.ClientID, m, "https://git.example/cb", []string{"openid", "offline_access"}, "",
-		&CodeOIDC{Nonce: "n", AuthTime: time.Now(), AccessTTL: time.Hour, RefreshTTL: 24 * time.Hour})
+		&CodeOIDC{Nonce: "n", AuthTime: time.Now(), AccessTTL: time.Hour, RefreshTTL: 24 * time.Hour}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,5 +106,84 @@ func TestOIDCRefreshEndsWithCredentialChange(t *testing.T) {
 	}
 	if _, _, _, err := Of(s).Refresh(t.Context(), app.ClientID, tok.Refresh, nil); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("refresh after a password change = %v, want storage.ErrNotFound", err)
+	}
+}
+
+// TestOIDCIDTokenSignedWithTheCode: an ID token signed when the code is
+// issued is signed for the very access token the exchange issues (its
+// at_hash holds), comes back from the exchange, and leaves the store with
+// the seed of that token once the code is used; the token is stored only
+// as its digest and goes when the code is replayed, as any other.
+func TestOIDCIDTokenSignedWithTheCode(t *testing.T) {
+	s, m, _, _ := oauthFixture(t)
+	app, _, err := Of(s).CreateClient(t.Context(), "Gitea", []string{"https://git.example/cb"}, OIDCScopes, ClientSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var signedFor string
+	sign := func(accessToken string) (*PreparedIDToken, error) {
+		signedFor = accessToken
+		return &PreparedIDToken{JWT: "header.claims.signature", Issuer: "https://id.example/", Expires: time.Now().Add(time.Hour)}, nil
+	}
+	code, err := Of(s).CreateCodeOIDC(t.Context(), app.ClientID, m, "https://git.example/cb", []string{"openid", "offline_access"}, "",
+		&CodeOIDC{AuthTime: time.Now(), AccessTTL: time.Hour, RefreshTTL: 24 * time.Hour}, sign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, secret, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if signedFor == "" || secret != signedFor {
+		t.Fatalf("the ID token was signed for %.8s..., the exchange issued %.8s...", signedFor, secret)
+	}
+	if tok.Grant == nil || tok.Grant.IDToken == nil || tok.Grant.IDToken.JWT != "header.claims.signature" {
+		t.Fatalf("the exchange does not return the ID token signed with the code: %+v", tok.Grant)
+	}
+	var c Code
+	if err := s.View(t.Context(), func(tx *storage.Tx) error { return tx.GetJSON(codeKey(storage.Digest(code)), &c) }); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Used || c.OIDC == nil || c.OIDC.IDToken != nil || c.OIDC.Seed != "" || c.OIDC.Family == "" {
+		t.Fatalf("the used code's record keeps %+v", c.OIDC)
+	}
+	if _, _, err := Of(s).Token(t.Context(), secret); err != nil {
+		t.Fatalf("the issued token: %v", err)
+	}
+	if _, _, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil }); !errors.Is(err, ErrCodeUsed) {
+		t.Fatalf("replay = %v, want ErrCodeUsed", err)
+	}
+	if _, _, err := Of(s).Token(t.Context(), secret); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("the token issued from a replayed code = %v, want storage.ErrNotFound", err)
+	}
+	if _, _, _, err := Of(s).Refresh(t.Context(), app.ClientID, tok.Refresh, nil); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("the refresh token issued from a replayed code = %v, want storage.ErrNotFound", err)
+	}
+}
+
+// TestOIDCPreparedTokenNeedsCodeAndRecord: the access token of a code
+// whose ID token was signed ahead depends on the record's seed too, not
+// on the code alone: the same code with another seed gives another token.
+func TestOIDCPreparedTokenNeedsCodeAndRecord(t *testing.T) {
+	code := storage.NewSecret(CodePrefix, 32)
+	a, b := accessTokenFor(code, storage.NewSecret("", 32)), accessTokenFor(code, storage.NewSecret("", 32))
+	if a == b || !strings.HasPrefix(a, TokenPrefix) || len(a) != len(storage.NewSecret(TokenPrefix, 32)) {
+		t.Fatalf("tokens %.8s... and %.8s...", a, b)
+	}
+}
+
+// TestOIDCCodeNotStoredWhenSigningFails: a code whose ID token cannot be
+// signed is not issued.
+func TestOIDCCodeNotStoredWhenSigningFails(t *testing.T) {
+	s, m, _, _ := oauthFixture(t)
+	app, _, err := Of(s).CreateClient(t.Context(), "Gitea", []string{"https://git.example/cb"}, OIDCScopes, ClientSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := errors.New("no key")
+	code, err := Of(s).CreateCodeOIDC(t.Context(), app.ClientID, m, "https://git.example/cb", []string{"openid"}, "",
+		&CodeOIDC{AuthTime: time.Now(), AccessTTL: time.Hour}, func(string) (*PreparedIDToken, error) { return nil, failed })
+	if !errors.Is(err, failed) || code != "" {
+		t.Fatalf("CreateCodeOIDC = %q, %v", code, err)
 	}
 }

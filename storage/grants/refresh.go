@@ -2,6 +2,9 @@ package grants
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"slices"
 	"time"
@@ -48,6 +51,50 @@ type CodeOIDC struct {
 	// Family is the refresh family issued from the code, set on exchange,
 	// so that a replayed code ends it.
 	Family string `json:"family,omitempty"`
+	// IDToken is the ID token signed when the code was issued, which its
+	// exchange returns (nil: the exchange signs one, if openid asks for
+	// it). Seed fixes the access token the exchange issues
+	// (accessTokenFor), whose hash the ID token carries. Both leave the
+	// record when the code is used.
+	IDToken *PreparedIDToken `json:"id_token,omitempty"`
+	Seed    string           `json:"seed,omitempty"`
+}
+
+// PreparedIDToken is an ID token signed ahead of its code's exchange.
+type PreparedIDToken struct {
+	JWT string `json:"jwt"`
+	// Issuer and Expires are its iss and exp, so that the exchange can
+	// tell whether it still fits without parsing it.
+	Issuer  string    `json:"iss"`
+	Expires time.Time `json:"exp"`
+}
+
+// IDTokenSigner signs the ID token of a code being issued, for the access
+// token its exchange will issue.
+type IDTokenSigner func(accessToken string) (*PreparedIDToken, error)
+
+// accessTokenFor is the access token the exchange of code issues when
+// its ID token was signed ahead: an HMAC-SHA256 keyed by the code, of a
+// label and the random seed kept in the code's record. Computing it takes
+// both the code, which the store keeps only as its digest, and the record,
+// which the client never sees: a code intercepted on its way to the client
+// gives nobody the token that the client's exchange will get, and a copy
+// of the store gives no token either.
+func accessTokenFor(code, seed string) string {
+	mac := hmac.New(sha256.New, []byte(code))
+	mac.Write([]byte("hearth access token\x00" + seed))
+	return TokenPrefix + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// forgetPrepared drops from c what only its exchange needed (the ID token
+// signed ahead, the access token's seed), before c is stored used.
+func (c *Code) forgetPrepared() {
+	if c.OIDC == nil || c.OIDC.IDToken == nil && c.OIDC.Seed == "" {
+		return
+	}
+	o := *c.OIDC // a copy: the token issued keeps the original as its Grant
+	o.IDToken, o.Seed = nil, ""
+	c.OIDC = &o
 }
 
 // RefreshToken is a refresh token's record.
@@ -88,15 +135,20 @@ func familiesPrefix(memberID, clientID string) []byte {
 	return storage.Key("u", memberID, "oauth", "fam", clientID, "")
 }
 
-// issueForCode issues the access token for an exchanged code: an
-// operator client's expires and, with offline_access and a refresh
-// lifetime, comes with the first refresh token of a new family.
-func issueForCode(tx *storage.Tx, c *Code) (*AccessToken, string, error) {
+// issueForCode issues the access token for code, exchanged: an
+// operator client's expires, is the one its ID token was signed for (if
+// it was signed ahead), and, with offline_access and a refresh lifetime,
+// comes with the first refresh token of a new family.
+func issueForCode(tx *storage.Tx, c *Code, code string) (*AccessToken, string, error) {
 	o := c.OIDC
 	if o == nil {
 		return createToken(tx, c.ClientID, c.MemberID, c.Scopes)
 	}
-	tok, secret, err := createTokenFor(tx, c.ClientID, c.MemberID, c.Scopes, o.AccessTTL)
+	secret := ""
+	if o.Seed != "" {
+		secret = accessTokenFor(code, o.Seed)
+	}
+	tok, secret, err := createTokenFor(tx, secret, c.ClientID, c.MemberID, c.Scopes, o.AccessTTL)
 	if err != nil {
 		return nil, "", err
 	}
@@ -227,7 +279,7 @@ func (s Store) Refresh(ctx context.Context, clientID, token string, scopes []str
 				return ErrScopeNotGranted
 			}
 		}
-		tok, secret, err = createTokenFor(tx, rec.ClientID, rec.MemberID, scopes, rec.AccessTTL)
+		tok, secret, err = createTokenFor(tx, "", rec.ClientID, rec.MemberID, scopes, rec.AccessTTL)
 		if err != nil {
 			return err
 		}
