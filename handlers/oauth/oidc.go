@@ -64,7 +64,9 @@ func (o Options) oidcDefaults() Options {
 }
 
 // keyPolicy is the signing keys' rotation: a key stays published for an
-// ID token's lifetime after its last signature.
+// ID token's lifetime after its last signature. An ID token signed with
+// its code counts its lifetime from that signature too, so the time until
+// the exchange needs no more.
 func (s *Server) keyPolicy() grants.KeyPolicy {
 	return grants.KeyPolicy{Rotation: s.opts.KeyRotation, PublishAhead: s.opts.KeyPublishAhead, Retain: s.opts.IDTokenLifetime + time.Minute}
 }

@@ -707,6 +707,36 @@ func TestOIDCIDTokenSignedAtTheExchangeWhenOld(t *testing.T) {
 	}
 }
 
+// TestOIDCIDTokenIssuerOfTheExchange: without base_url the issuer is the
+// request's host; a code exchanged under another host name than the one
+// it was issued under gets an ID token with the exchange's issuer (signed
+// then), as before ID tokens were signed with the code.
+func TestOIDCIDTokenIssuerOfTheExchange(t *testing.T) {
+	f := newOIDCFixture(t)
+	c := f.newRP(oauth.ClientSpec{})
+	loc := c.authorize(f.browser(), "alice", nil)
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")}, "redirect_uri": {rpCallback}}
+	req, err := http.NewRequest(http.MethodPost, f.url(oauth.TokenPath), strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "id.example"
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", basic(c.app.ClientID, c.secret))
+	r := do(t, http.DefaultClient, req)
+	wantStatus(t, r, http.StatusOK)
+	raw, _ := r.json(t)["id_token"].(string)
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 {
+		t.Fatalf("id_token %q", raw)
+	}
+	var claims struct{ Iss string }
+	b, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	if err := json.Unmarshal(b, &claims); err != nil || claims.Iss != "http://id.example/" {
+		t.Fatalf("iss %q (%v), want the exchange's http://id.example/", claims.Iss, err)
+	}
+}
+
 // TestRFC8414DocumentUnchanged: the OpenID provider leaves the RFC 8414
 // document as Mastodon apps have always read it, byte for byte.
 func TestRFC8414DocumentUnchanged(t *testing.T) {
