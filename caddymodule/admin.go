@@ -330,7 +330,12 @@ func adminCreateMember(w http.ResponseWriter, r *http.Request, app *App) error {
 	return writeJSON(w, http.StatusCreated, viewMember(m))
 }
 
-func memberNotFound(username string) error {
+// memberError is the admin API's answer to err, from the store about the
+// member username: 404 when there is no such member.
+func memberError(username string, err error) error {
+	if !errors.Is(err, storage.ErrNotFound) {
+		return storeError(err, "member")
+	}
 	if members.ValidateUsername(username) != nil {
 		return apiError(http.StatusNotFound, "no member with that username")
 	}
@@ -338,13 +343,9 @@ func memberNotFound(username string) error {
 }
 
 func adminGetMember(w http.ResponseWriter, r *http.Request, app *App) error {
-	name := r.PathValue("username")
-	m, err := members.Of(app.Store()).Member(r.Context(), name)
-	if errors.Is(err, storage.ErrNotFound) {
-		return memberNotFound(name)
-	}
+	m, err := adminMember(r, app)
 	if err != nil {
-		return storeError(err, "member")
+		return err
 	}
 	return writeJSON(w, http.StatusOK, viewMember(m))
 }
@@ -353,11 +354,8 @@ func adminSuspend(suspended bool) adminFunc {
 	return func(w http.ResponseWriter, r *http.Request, app *App) error {
 		name := r.PathValue("username")
 		m, err := members.Of(app.Store()).SetSuspended(r.Context(), name, suspended)
-		if errors.Is(err, storage.ErrNotFound) {
-			return memberNotFound(name)
-		}
 		if err != nil {
-			return storeError(err, "member")
+			return memberError(name, err)
 		}
 		return writeJSON(w, http.StatusOK, viewMember(m))
 	}
@@ -377,11 +375,8 @@ func adminSetPassword(w http.ResponseWriter, r *http.Request, app *App) error {
 		return apiError(http.StatusBadRequest, "password is required")
 	}
 	err := members.Of(app.Store()).SetPassword(r.Context(), name, req.Password)
-	if errors.Is(err, storage.ErrNotFound) {
-		return memberNotFound(name)
-	}
 	if err != nil {
-		return storeError(err, "member")
+		return memberError(name, err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -390,11 +385,8 @@ func adminSetPassword(w http.ResponseWriter, r *http.Request, app *App) error {
 func adminDeleteMember(w http.ResponseWriter, r *http.Request, app *App) error {
 	name := r.PathValue("username")
 	err := members.Of(app.Store()).DeleteMember(r.Context(), name)
-	if errors.Is(err, storage.ErrNotFound) {
-		return memberNotFound(name)
-	}
 	if err != nil {
-		return storeError(err, "member")
+		return memberError(name, err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -73,11 +73,8 @@ func adminResetLink(w http.ResponseWriter, r *http.Request, app *App) error {
 		ttl = d
 	}
 	token, m, link, err := members.Of(app.Store()).CreateResetLink(r.Context(), name, ttl, members.ResetLinkOptions{DisableTwoFactor: req.DisableTwoFactor, RevokeAccess: req.RevokeAccess})
-	if errors.Is(err, storage.ErrNotFound) {
-		return memberNotFound(name)
-	}
 	if err != nil {
-		return storeError(err, "member")
+		return memberError(name, err)
 	}
 	app.logger.Info("issued a password reset link", zap.String("username", m.Username), zap.Bool("disable_2fa", req.DisableTwoFactor), zap.Bool("revoke_access", req.RevokeAccess))
 	return writeJSON(w, http.StatusCreated, resetLinkView{

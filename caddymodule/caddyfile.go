@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"errors"
 	"regexp"
 	"strconv"
 	"strings"
@@ -9,28 +10,63 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/dustin/go-humanize"
 )
 
-// Every Caddyfile parser of Hearth has one shape (Caddy's own):
+// Every Caddyfile parser of Hearth has one shape (Caddy's own), written
+// once in readBlock:
 //
-//	d.Next() // the directive or option name
-//	if d.NextArg() { return d.ArgErr() }
-//	for d.NextBlock(0) {
-//		var err error
-//		switch name := d.Val(); name {
+//	return readBlock(d, "<module> subdirective", func(name string) (err error) {
+//		switch name {
 //		case "x": h.X, err = argInt(d, name, 1)
 //		...
-//		default: return d.Errf("unrecognized <module> subdirective '%s'", name)
+//		default: err = errUnrecognized
 //		}
-//		if err != nil { return err }
-//	}
+//		return err
+//	})
 //
 // The arg* helpers below read a subdirective's arguments, all of them, so a
 // stray extra argument is an error; every option is declared once, as a
 // field of the module's struct (JSON tag, `caddyfile` tag with its syntax,
 // `default` tag and doc comment), and docs/configuration.md is generated
 // from those declarations (see options_test.go).
+
+// errUnrecognized is what a readBlock callback returns for a name it does
+// not know.
+var errUnrecognized = errors.New("unrecognized subdirective")
+
+// readBlock reads a directive or global option that takes no arguments and
+// a block of subdirectives: sub reads each one's arguments (name is the
+// subdirective); errUnrecognized from it is reported as "unrecognized
+// <what> '<name>'".
+func readBlock(d *caddyfile.Dispenser, what string, sub func(name string) error) error {
+	d.Next() // the directive or option name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		name := d.Val()
+		if err := sub(name); err == errUnrecognized {
+			return d.Errf("unrecognized %s '%s'", what, name)
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseHandler is the Caddyfile parser of a handler directive: it reads the
+// directive's block into a new M.
+func parseHandler[M any, P interface {
+	*M
+	caddyhttp.MiddlewareHandler
+	caddyfile.Unmarshaler
+}](h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	m := P(new(M))
+	err := m.UnmarshalCaddyfile(h.Dispenser)
+	return m, err
+}
 
 func init() {
 	httpcaddyfile.RegisterGlobalOption("hearth", parseGlobalOption)
@@ -48,13 +84,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, _ any) (any, error) {
 
 // UnmarshalCaddyfile reads the hearth global option block.
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // option name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		var err error
-		switch name := d.Val(); name {
+	return readBlock(d, "hearth option", func(name string) (err error) {
+		switch name {
 		case "storage_dir":
 			a.StorageDir, err = argString(d)
 		case "open_registration":
@@ -92,13 +123,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "storage":
 			a.Storage, err = parseStorage(d)
 		default:
-			return d.Errf("unrecognized hearth option '%s'", name)
+			err = errUnrecognized
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 // parseStorage reads `storage badger` or `storage postgres { dsn <dsn>

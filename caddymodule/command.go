@@ -15,7 +15,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -247,25 +246,13 @@ func memberCommand() *cobra.Command {
 		Short: "Lists members",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var ms []memberView
-			if err := adminJSON(cmd, http.MethodGet, "/hearth/members", nil, &ms); err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(ms)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "USERNAME\tDISPLAY NAME\tCREATED\tSTATUS")
-			for _, m := range ms {
+			return printList(cmd, "/hearth/members", "USERNAME\tDISPLAY NAME\tCREATED\tSTATUS", func(m memberView) []string {
 				status := "active"
 				if m.Suspended {
 					status = "suspended"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Username, m.DisplayName, m.CreatedAt.Format(time.DateOnly), status)
-			}
-			return tw.Flush()
+				return []string{m.Username, m.DisplayName, m.CreatedAt.Format(time.DateOnly), status}
+			})
 		},
 	}
 	list.Flags().Bool("json", false, "Print the members as JSON")

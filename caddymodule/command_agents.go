@@ -1,11 +1,9 @@
 package caddymodule
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -28,18 +26,7 @@ func agentCommand() *cobra.Command {
 		Short: "Lists the claims on names under nip05_domain, pending ones first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var list []directory.NameClaim
-			if err := adminJSON(cmd, http.MethodGet, "/hearth/agents/names", nil, &list); err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(list)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tAGENT\tNPUB\tSTATUS")
-			for _, c := range list {
+			return printList(cmd, "/hearth/agents/names", "NAME\tAGENT\tNPUB\tSTATUS", func(c directory.NameClaim) []string {
 				status := "pending"
 				switch {
 				case c.Approved:
@@ -47,9 +34,8 @@ func agentCommand() *cobra.Command {
 				case c.Verified:
 					status = "verified"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.ID, c.Agent, c.Npub, status)
-			}
-			return tw.Flush()
+				return []string{c.ID, c.Agent, c.Npub, status}
+			})
 		},
 	}
 	names.Flags().Bool("json", false, "Print the claims as JSON")

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
@@ -97,22 +96,10 @@ base_url of hearth_oauth, else the host of the site that serves Hearth).`,
 				fmt.Fprintf(w, "ended %d session(s) of %s\n", out.Ended, args[0])
 				return nil
 			}
-			var list []sessionView
-			if err := adminJSON(cmd, http.MethodGet, memberURI(args[0], "sessions"), nil, &list); err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(list)
-			}
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tDEVICE\tADDRESS\tLAST SEEN\tSIGNED IN")
-			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, orDash(s.Device), orDash(s.Address),
-					s.LastSeenAt.Local().Format(time.DateTime), s.CreatedAt.Local().Format(time.DateTime))
-			}
-			return tw.Flush()
+			return printList(cmd, memberURI(args[0], "sessions"), "ID\tDEVICE\tADDRESS\tLAST SEEN\tSIGNED IN", func(s sessionView) []string {
+				return []string{s.ID, orDash(s.Device), orDash(s.Address),
+					s.LastSeenAt.Local().Format(time.DateTime), s.CreatedAt.Local().Format(time.DateTime)}
+			})
 		},
 	}
 	sessions.Flags().String("end", "", "End the session with this ID (from the list)")

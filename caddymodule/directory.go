@@ -17,7 +17,7 @@ import (
 
 func init() {
 	caddy.RegisterModule(Directory{})
-	httpcaddyfile.RegisterHandlerDirective("hearth_directory", parseDirectory)
+	httpcaddyfile.RegisterHandlerDirective("hearth_directory", parseHandler[Directory])
 	httpcaddyfile.RegisterDirectiveOrder("hearth_directory", httpcaddyfile.Before, "handle")
 	registerAdminEndpoint("/hearth/agents", adminMethods{http.MethodGet: adminListAgents})
 	registerAdminEndpoint("/hearth/agents/{key}/ban", adminMethods{http.MethodPost: adminBanAgent(true)})
@@ -316,20 +316,8 @@ func adminName(approve bool) adminFunc {
 	}
 }
 
-// parseDirectory reads the hearth_directory directive; its subdirectives are
-// the fields of Directory (see docs/configuration.md).
-func parseDirectory(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	d := new(Directory)
-	err := d.UnmarshalCaddyfile(h.Dispenser)
-	return d, err
-}
-
 // UnmarshalCaddyfile reads the directive's block.
 func (h *Directory) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
 	limit := func(name string) (*Limit, error) {
 		n, win, err := argLimit(d, name)
 		if err != nil {
@@ -337,10 +325,9 @@ func (h *Directory) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 		return &Limit{N: n, Window: win}, nil
 	}
-	for d.NextBlock(0) {
-		var err error
+	return readBlock(d, "hearth_directory subdirective", func(name string) (err error) {
 		var more []string
-		switch name := d.Val(); name {
+		switch name {
 		case "path":
 			h.Path, err = argString(d)
 		case "kind":
@@ -401,13 +388,10 @@ func (h *Directory) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "max_batch":
 			h.MaxBatch, err = argInt(d, name, 1)
 		default:
-			return d.Errf("unrecognized hearth_directory subdirective '%s'", name)
+			err = errUnrecognized
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 // Interface guards

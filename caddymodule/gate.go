@@ -16,7 +16,7 @@ import (
 
 func init() {
 	caddy.RegisterModule(Gate{})
-	httpcaddyfile.RegisterHandlerDirective("hearth_gate", parseGate)
+	httpcaddyfile.RegisterHandlerDirective("hearth_gate", parseHandler[Gate])
 	// With the other authentication handlers: before request_header,
 	// encode and everything that answers (reverse_proxy, file_server).
 	httpcaddyfile.RegisterDirectiveOrder("hearth_gate", httpcaddyfile.After, "basic_auth")
@@ -125,21 +125,10 @@ func (h *Gate) back(r *http.Request) string {
 	return scheme + "://" + r.Host + r.URL.RequestURI()
 }
 
-func parseGate(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	g := new(Gate)
-	err := g.UnmarshalCaddyfile(h.Dispenser)
-	return g, err
-}
-
 // UnmarshalCaddyfile reads the directive's block.
 func (h *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		var err error
-		switch name := d.Val(); name {
+	return readBlock(d, "hearth_gate subdirective", func(name string) (err error) {
+		switch name {
 		case "allow_members":
 			h.AllowMembers, err = argStrings(d)
 		case "allow_groups":
@@ -153,13 +142,10 @@ func (h *Gate) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "forward_auth":
 			h.ForwardAuth, err = true, argNone(d)
 		default:
-			return d.Errf("unrecognized hearth_gate subdirective '%s'", name)
+			err = errUnrecognized
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 // Interface guards

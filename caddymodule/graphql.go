@@ -19,14 +19,13 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/handlers/reader"
-	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 func init() {
 	caddy.RegisterModule(GraphQL{})
-	httpcaddyfile.RegisterHandlerDirective("hearth_graphql", parseGraphQL)
+	httpcaddyfile.RegisterHandlerDirective("hearth_graphql", parseHandler[GraphQL])
 	httpcaddyfile.RegisterDirectiveOrder("hearth_graphql", httpcaddyfile.Before, "handle")
 	registerAdminEndpoint("/hearth/members/{username}/api_tokens", adminMethods{
 		http.MethodGet:  adminListAPITokens,
@@ -209,23 +208,10 @@ func (h *GraphQL) serveUnlogged(w http.ResponseWriter, r *http.Request, next cad
 	return err
 }
 
-// parseGraphQL reads the hearth_graphql directive; its subdirectives are the
-// fields of GraphQL (see docs/configuration.md).
-func parseGraphQL(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	g := new(GraphQL)
-	err := g.UnmarshalCaddyfile(h.Dispenser)
-	return g, err
-}
-
 // UnmarshalCaddyfile reads the directive's block.
 func (h *GraphQL) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		var err error
-		switch name := d.Val(); name {
+	return readBlock(d, "hearth_graphql subdirective", func(name string) (err error) {
+		switch name {
 		case "max_body_size":
 			h.MaxBodySize, err = argSize(d, name)
 		case "max_inbound_size":
@@ -275,13 +261,10 @@ func (h *GraphQL) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "import_max_ratio":
 			h.ImportMaxRatio, err = argInt(d, name, 2)
 		default:
-			return d.Errf("unrecognized hearth_graphql subdirective '%s'", name)
+			err = errUnrecognized
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 // validHeaderName reports whether s is an HTTP header field name (RFC 9110 token).
@@ -332,11 +315,8 @@ func adminCreateAPIToken(w http.ResponseWriter, r *http.Request, app *App) error
 		return apiError(http.StatusBadRequest, "%v", err)
 	}
 	m, err := members.Of(app.Store()).Member(r.Context(), name)
-	if errors.Is(err, storage.ErrNotFound) {
-		return memberNotFound(name)
-	}
 	if err != nil {
-		return storeError(err, "member")
+		return memberError(name, err)
 	}
 	tok, secret, err := apitokens.Of(app.Store()).CreateOperator(r.Context(), m.ID, req.Name, lifetime)
 	if err != nil {

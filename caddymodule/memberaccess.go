@@ -57,11 +57,8 @@ type grantView struct {
 func adminMember(r *http.Request, app *App) (*members.Member, error) {
 	name := r.PathValue("username")
 	m, err := members.Of(app.Store()).Member(r.Context(), name)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, memberNotFound(name)
-	}
 	if err != nil {
-		return nil, storeError(err, "member")
+		return nil, memberError(name, err)
 	}
 	return m, nil
 }
@@ -171,16 +168,7 @@ func memberTokensCommand() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "revoked API token %s of %s\n", id, args[0])
 				return nil
 			}
-			var toks []apiTokenListView
-			if err := adminJSON(cmd, http.MethodGet, memberURI(args[0], "api_tokens"), nil, &toks); err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return printJSON(cmd, toks)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tCREATED\tEXPIRES\tLAST USED\tMADE BY")
-			for _, t := range toks {
+			return printList(cmd, memberURI(args[0], "api_tokens"), "ID\tNAME\tCREATED\tEXPIRES\tLAST USED\tMADE BY", func(t apiTokenListView) []string {
 				expires := "never"
 				if t.ExpiresAt != nil {
 					expires = t.ExpiresAt.Format(time.DateOnly)
@@ -192,9 +180,8 @@ func memberTokensCommand() *cobra.Command {
 				if t.LastUsedAt != nil {
 					used = t.LastUsedAt.Format(time.DateOnly)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, oneLine(t.Name), t.CreatedAt.Format(time.DateOnly), expires, used, t.Origin)
-			}
-			return tw.Flush()
+				return []string{t.ID, oneLine(t.Name), t.CreatedAt.Format(time.DateOnly), expires, used, t.Origin}
+			})
 		},
 	}
 	c.Flags().String("revoke", "", "Revoke the token with this ID (it stops working at once)")
@@ -216,19 +203,9 @@ func memberGrantsCommand() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "revoked the access of application %s to %s\n", id, args[0])
 				return nil
 			}
-			var grants []grantView
-			if err := adminJSON(cmd, http.MethodGet, memberURI(args[0], "grants"), nil, &grants); err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				return printJSON(cmd, grants)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "APP ID\tNAME\tSCOPES\tAUTHORIZED")
-			for _, g := range grants {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.AppID, oneLine(g.Name), strings.Join(g.Scopes, " "), g.AuthorizedAt.Format(time.DateOnly))
-			}
-			return tw.Flush()
+			return printList(cmd, memberURI(args[0], "grants"), "APP ID\tNAME\tSCOPES\tAUTHORIZED", func(g grantView) []string {
+				return []string{g.AppID, oneLine(g.Name), strings.Join(g.Scopes, " "), g.AuthorizedAt.Format(time.DateOnly)}
+			})
 		},
 	}
 	c.Flags().String("revoke", "", "Revoke the application with this APP ID: its tokens for the member stop working at once")
@@ -240,6 +217,24 @@ func printJSON(cmd *cobra.Command, v any) error {
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// printList gets a list from the admin API at uri and prints it: as JSON
+// with --json, else as a table with header's columns, one row a value.
+func printList[T any](cmd *cobra.Command, uri, header string, row func(T) []string) error {
+	var list []T
+	if err := adminJSON(cmd, http.MethodGet, uri, nil, &list); err != nil {
+		return err
+	}
+	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+		return printJSON(cmd, list)
+	}
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, v := range list {
+		fmt.Fprintln(tw, strings.Join(row(v), "\t"))
+	}
+	return tw.Flush()
 }
 
 // oneLine keeps a name chosen by a member or an app from breaking the

@@ -20,7 +20,7 @@ import (
 
 func init() {
 	caddy.RegisterModule(OAuth{})
-	httpcaddyfile.RegisterHandlerDirective("hearth_oauth", parseOAuth)
+	httpcaddyfile.RegisterHandlerDirective("hearth_oauth", parseHandler[OAuth])
 	httpcaddyfile.RegisterDirectiveOrder("hearth_oauth", httpcaddyfile.Before, "handle")
 }
 
@@ -186,23 +186,10 @@ func (a *answerWatch) ReadFrom(r io.Reader) (int64, error) {
 // Unwrap lets http.ResponseController reach the writer's Flush, Hijack, ...
 func (a *answerWatch) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
-// parseOAuth reads the hearth_oauth directive; its subdirectives are the
-// fields of OAuth (see docs/configuration.md).
-func parseOAuth(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	o := new(OAuth)
-	err := o.UnmarshalCaddyfile(h.Dispenser)
-	return o, err
-}
-
 // UnmarshalCaddyfile reads the directive's block.
 func (h *OAuth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next() // directive name
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		var err error
-		switch name := d.Val(); name {
+	return readBlock(d, "hearth_oauth subdirective", func(name string) (err error) {
+		switch name {
 		case "base_url":
 			h.BaseURL, err = argString(d)
 		case "account_domain":
@@ -232,13 +219,10 @@ func (h *OAuth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "signing_key_publish_ahead":
 			h.SigningKeyPublishAhead, err = argDuration(d, name)
 		default:
-			return d.Errf("unrecognized hearth_oauth subdirective '%s'", name)
+			err = errUnrecognized
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 // Interface guards

@@ -1,12 +1,10 @@
 package caddymodule
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -171,25 +169,13 @@ func clientCommand() *cobra.Command {
 		Short: "Lists the registered clients",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var cs []clientView
-			if err := adminJSON(cmd, http.MethodGet, "/hearth/clients", nil, &cs); err != nil {
-				return err
-			}
-			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(cs)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "CLIENT ID\tNAME\tTYPE\tREDIRECT URIS")
-			for _, c := range cs {
+			return printList(cmd, "/hearth/clients", "CLIENT ID\tNAME\tTYPE\tREDIRECT URIS", func(c clientView) []string {
 				kind := "confidential"
 				if c.Public {
 					kind = "public"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.ClientID, c.Name, kind, strings.Join(c.RedirectURIs, " "))
-			}
-			return tw.Flush()
+				return []string{c.ClientID, c.Name, kind, strings.Join(c.RedirectURIs, " ")}
+			})
 		},
 	}
 	list.Flags().Bool("json", false, "Print the clients as JSON")

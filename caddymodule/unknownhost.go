@@ -14,7 +14,7 @@ import (
 
 func init() {
 	caddy.RegisterModule(UnknownHost{})
-	httpcaddyfile.RegisterHandlerDirective("hearth_unknown_host", parseUnknownHost)
+	httpcaddyfile.RegisterHandlerDirective("hearth_unknown_host", parseHandler[UnknownHost])
 	httpcaddyfile.RegisterDirectiveOrder("hearth_unknown_host", httpcaddyfile.Before, "respond")
 }
 
@@ -87,20 +87,9 @@ func (h *UnknownHost) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyh
 
 // UnmarshalCaddyfile reads `hearth_unknown_host`, which takes no arguments.
 func (h *UnknownHost) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next()
-	if d.NextArg() {
-		return d.ArgErr()
-	}
-	for d.NextBlock(0) {
-		return d.Errf("hearth_unknown_host: unknown subdirective %q", d.Val())
-	}
-	return nil
-}
-
-func parseUnknownHost(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
-	u := new(UnknownHost)
-	err := u.UnmarshalCaddyfile(h.Dispenser)
-	return u, err
+	return readBlock(d, "", func(name string) error {
+		return d.Errf("hearth_unknown_host: unknown subdirective %q", name)
+	})
 }
 
 // Interface guards
