@@ -32,17 +32,36 @@ const (
 // hearthCaddyfile is a test Caddyfile: the hearth global option with
 // storageDir, then the site blocks (which may use Hearth directives).
 func hearthCaddyfile(storageDir, sites string) string {
-	return fmt.Sprintf(`{
-	admin %s
-	http_port 9080
-	https_port 9443
-	skip_install_trust
-	hearth {
-		storage_dir %q
-	}
+	return testCaddyfile("", fmt.Sprintf("storage_dir %q", storageDir), sites+"\n")
 }
-%s
-`, testAdmin, storageDir, sites)
+
+// testCaddyfile is a test Caddyfile: the global options of the in-process
+// Caddy (admin address and ports) and the lines of global, the hearth
+// option with the lines of hearth, then sites. global and hearth are
+// written without indentation.
+func testCaddyfile(global, hearth, sites string) string {
+	return fmt.Sprintf("{\n\tadmin %s\n\thttp_port 9080\n\thttps_port 9443\n\tskip_install_trust\n%s\thearth {\n%s\t}\n}\n%s",
+		testAdmin, indentLines(global, "\t"), indentLines(hearth, "\t\t"), sites)
+}
+
+// indentLines puts tab before each line of s.
+func indentLines(s, tab string) string {
+	var b strings.Builder
+	for line := range strings.Lines(s) {
+		b.WriteString(tab + strings.TrimSuffix(line, "\n") + "\n")
+	}
+	return b.String()
+}
+
+// jsonLogTo is the global log option writing Caddy's log as JSON to file.
+func jsonLogTo(file string) string {
+	return fmt.Sprintf("log {\n\toutput file %q\n\tformat json\n}", file)
+}
+
+// postgresStore is the hearth option's lines for a store in the
+// PostgreSQL of HEARTH_TEST_DSN under the table prefix.
+func postgresStore(storageDir, prefix string) string {
+	return fmt.Sprintf("storage_dir %q\nstorage postgres {\n\tdsn {env.HEARTH_TEST_DSN}\n\tprefix %s\n}", storageDir, prefix)
 }
 
 // startWithAlice is startHearth plus the member alice (password "a good
@@ -76,12 +95,7 @@ func loadCaddyfile(t testing.TB, caddyfile string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, "http://"+testAdmin+"/load", strings.NewReader(caddyfile))
 	req.Header.Set("Content-Type", "text/caddyfile")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("reload: %v", err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	resp, body := send(t, req)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("reload: HTTP %d: %s", resp.StatusCode, body)
 	}
@@ -89,6 +103,22 @@ func loadCaddyfile(t testing.TB, caddyfile string) {
 	// request the default client sent on one of them would read EOF (a
 	// landing test did, once). A client reconnects after a reload anyway.
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// send sends req with the default client and returns the answer, its body
+// read and closed.
+func send(t testing.TB, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading body: %v", req.Method, req.URL, err)
+	}
+	return resp, b
 }
 
 // adminDo sends a request to the admin API and returns the status and body.
@@ -105,15 +135,7 @@ func adminDo(t testing.TB, method, path string, body string) (int, []byte) {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading body: %v", method, path, err)
-	}
+	resp, b := send(t, req)
 	return resp.StatusCode, b
 }
 

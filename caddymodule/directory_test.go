@@ -224,11 +224,7 @@ func TestDirectoryThroughCaddy(t *testing.T) {
 	_, etag := fetchDirectory(t)
 	req, _ := http.NewRequest(http.MethodGet, testSite+"/directory.json", nil)
 	req.Header.Set("If-None-Match", etag)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ := send(t, req)
 	if etag == "" || resp.StatusCode != http.StatusNotModified {
 		t.Fatalf("If-None-Match %q: HTTP %d", etag, resp.StatusCode)
 	}
@@ -353,11 +349,7 @@ func TestDirectoryDocumentKeepsETagAndGeneratedAtThroughReload(t *testing.T) {
 	}
 	req, _ := http.NewRequest(http.MethodGet, testSite+"/directory.json", nil)
 	req.Header.Set("If-None-Match", etag)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ := send(t, req)
 	if resp.StatusCode != http.StatusNotModified || resp.Header.Get("Cache-Control") != "public, max-age=120" {
 		t.Fatalf("If-None-Match after the reload: HTTP %d, Cache-Control %q", resp.StatusCode, resp.Header.Get("Cache-Control"))
 	}

@@ -71,12 +71,7 @@ func gql(t *testing.T, site, token, query string, vars map[string]any) *gqlResul
 
 func doGQL(t *testing.T, req *http.Request) *gqlResult {
 	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := send(t, req)
 	r := &gqlResult{status: resp.StatusCode, header: resp.Header}
 	if err := json.Unmarshal(b, r); err != nil {
 		t.Fatalf("HTTP %d, not GraphQL JSON: %s", resp.StatusCode, b)
@@ -522,12 +517,7 @@ func TestMailWebhookThroughCaddy(t *testing.T) {
 		if auth != nil {
 			auth(req)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+		resp, b := send(t, req)
 		return resp.StatusCode, string(b)
 	}
 	header := func(r *http.Request) { r.Header.Set("X-Webhook-Secret", secret) }

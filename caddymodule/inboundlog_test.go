@@ -50,11 +50,7 @@ func TestMailWebhookSecretNotInAccessLog(t *testing.T) {
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Webhook-Secret", sent)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp, _ := send(t, req)
 		if resp.StatusCode < 400 || resp.StatusCode >= 500 {
 			t.Fatalf("webhook with an empty payload: HTTP %d, want a 4xx", resp.StatusCode)
 		}

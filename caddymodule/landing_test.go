@@ -16,12 +16,7 @@ func getRoot(t *testing.T, method string) (int, string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := send(t, req)
 	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
 }
 

@@ -167,20 +167,7 @@ func TestValidateBesideRunningServer(t *testing.T) {
 func TestStartupLogLine(t *testing.T) {
 	tmp := t.TempDir()
 	logFile, storeDir := filepath.Join(tmp, "caddy.log"), filepath.Join(tmp, "store")
-	startHearth(t, fmt.Sprintf(`{
-	admin %s
-	http_port 9080
-	https_port 9443
-	skip_install_trust
-	log {
-		output file %q
-		format json
-	}
-	hearth {
-		storage_dir %q
-	}
-}
-%s {
+	startHearth(t, testCaddyfile(jsonLogTo(logFile), fmt.Sprintf("storage_dir %q", storeDir), fmt.Sprintf(`%s {
 	hearth_oauth
 	hearth_graphql
 	hearth_directory {
@@ -191,7 +178,7 @@ http://127.0.0.1:9080 {
 	hearth_oauth
 	respond "other"
 }
-`, testAdmin, logFile, storeDir, testSite))
+`, testSite)))
 
 	raw, err := os.ReadFile(logFile)
 	if err != nil {

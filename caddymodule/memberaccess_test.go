@@ -96,11 +96,7 @@ func TestCLIListsAndRevokesTokensAndGrants(t *testing.T) {
 	verify := func() int {
 		req, _ := http.NewRequest(http.MethodGet, testSite+"/api/v1/accounts/verify_credentials", nil)
 		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp, _ := send(t, req)
 		return resp.StatusCode
 	}
 	if verify() != http.StatusOK {

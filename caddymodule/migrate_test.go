@@ -26,20 +26,7 @@ func TestMigrationBadgerToPostgresAndBack(t *testing.T) {
 	t.Setenv("HEARTH_TEST_DSN", srv.DSN("postgres"))
 	sites := testSite + " {\n\thearth_oauth\n\thearth_graphql\n}\n"
 	badgerDir := t.TempDir()
-	pgCaddyfile := fmt.Sprintf(`{
-	admin %s
-	http_port 9080
-	https_port 9443
-	skip_install_trust
-	hearth {
-		storage_dir %q
-		storage postgres {
-			dsn {env.HEARTH_TEST_DSN}
-			prefix migrated
-		}
-	}
-}
-%s`, testAdmin, t.TempDir(), sites)
+	pgCaddyfile := testCaddyfile("", postgresStore(t.TempDir(), "migrated"), sites)
 	pgConfig := writeConfig(t, pgCaddyfile)
 	addr := "--address=" + testAdmin
 	tmp := t.TempDir()

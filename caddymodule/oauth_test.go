@@ -24,20 +24,7 @@ import (
 // Hearth's, debug level, plus the site's access log, which records response
 // headers) written to logFile.
 func oauthCaddyfile(storageDir, logFile string) string {
-	return fmt.Sprintf(`{
-	admin %s
-	http_port 9080
-	https_port 9443
-	skip_install_trust
-	log {
-		output file %q
-		level DEBUG
-	}
-	hearth {
-		storage_dir %q
-	}
-}
-%s {
+	return testCaddyfile(fmt.Sprintf("log {\n\toutput file %q\n\tlevel DEBUG\n}", logFile), fmt.Sprintf("storage_dir %q", storageDir), fmt.Sprintf(`%s {
 	log {
 		output file %q
 	}
@@ -45,7 +32,7 @@ func oauthCaddyfile(storageDir, logFile string) string {
 	hearth_oauth
 	respond "site"
 }
-`, testAdmin, logFile, storageDir, testSite, logFile)
+`, testSite, logFile))
 }
 
 // registerApp registers an app the way a Mastodon client does.

@@ -65,24 +65,10 @@ func TestPostgresStorageServesTheSiteAndOutlivesTheDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	startHearth(t, fmt.Sprintf(`{
-	admin %s
-	http_port 9080
-	https_port 9443
-	skip_install_trust
-	grace_period 1ms
-	hearth {
-		storage_dir %q
-		storage postgres {
-			dsn {env.HEARTH_TEST_DSN}
-			prefix site_a
-		}
-	}
-}
-%s {
+	startHearth(t, testCaddyfile("grace_period 1ms", postgresStore(t.TempDir(), "site_a"), testSite+` {
 	hearth_graphql
 }
-`, testAdmin, t.TempDir(), testSite))
+`))
 
 	createLabel := func(name string) string {
 		return fmt.Sprintf(`mutation { createLabel(data: {name: %q, color: "#336791"}) { id name } }`, name)

@@ -103,21 +103,7 @@ func TestReloadChangingStorageDirDrivesEveryService(t *testing.T) {
 	t.Cleanup(article.Close)
 
 	caddyfile := func(dir string) string {
-		return fmt.Sprintf(`{
-	admin %s
-	http_port 9080
-	https_port 9443
-	skip_install_trust
-	grace_period 1ms
-	log {
-		output file %q
-		format json
-	}
-	hearth {
-		storage_dir %q
-	}
-}
-%s {
+		return testCaddyfile("grace_period 1ms\n"+jsonLogTo(logFile), fmt.Sprintf("storage_dir %q", dir), fmt.Sprintf(`%s {
 	hearth_oauth
 	hearth_graphql {
 		allow_private_addresses
@@ -137,7 +123,7 @@ func TestReloadChangingStorageDirDrivesEveryService(t *testing.T) {
 	}
 	respond "site"
 }
-`, testAdmin, logFile, dir, testSite, relayURL)
+`, testSite, relayURL))
 	}
 	startHearth(t, caddyfile(dirA))
 

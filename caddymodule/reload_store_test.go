@@ -30,21 +30,11 @@ func TestReloadChangingStorageDirWhileRequestsFlow(t *testing.T) {
 	// connections, such as the directory's relay websockets, without
 	// waiting for them either).
 	caddyfile := func(dir string) string {
-		return fmt.Sprintf(`{
-	admin %s
-	http_port 9080
-	https_port 9443
-	skip_install_trust
-	grace_period 1ms
-	hearth {
-		storage_dir %q
-	}
-}
-%s {
+		return testCaddyfile("grace_period 1ms", fmt.Sprintf("storage_dir %q", dir), testSite+` {
 	hearth_oauth
 	respond "site"
 }
-`, testAdmin, dir, testSite)
+`)
 	}
 	startHearth(t, caddyfile(dirA))
 
@@ -117,12 +107,7 @@ func TestReloadChangingStorageDirWhileRequestsFlow(t *testing.T) {
 	}
 	for range 3 {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+testAdmin+"/hearth/restore", strings.NewReader(string(backup)))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b := send(t, req)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("restore: HTTP %d: %s", resp.StatusCode, b)
 		}

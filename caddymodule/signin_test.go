@@ -145,12 +145,7 @@ func TestOAuthLimitsThroughCaddy(t *testing.T) {
 	// The refused revocation changed nothing: the token still works.
 	req, _ := http.NewRequest(http.MethodGet, testSite+"/api/v1/apps/verify_credentials", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp, _ := send(t, req); resp.StatusCode != http.StatusOK {
 		t.Fatalf("token after a refused revocation: HTTP %d", resp.StatusCode)
 	}
 }

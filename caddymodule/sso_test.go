@@ -32,17 +32,7 @@ import (
 const ssoHome = "http://hearth.localhost:9080"
 
 func ssoCaddyfile(storageDir string) string {
-	return fmt.Sprintf(`{
-	admin %s
-	http_port 9080
-	https_port 9443
-	skip_install_trust
-	hearth {
-		storage_dir %q
-		cookie_domain hearth.localhost
-	}
-}
-%s {
+	return testCaddyfile("", fmt.Sprintf("storage_dir %q\ncookie_domain hearth.localhost", storageDir), fmt.Sprintf(`%s {
 	hearth_oauth {
 		base_url %s
 		signing_key_rotation 6s
@@ -89,7 +79,7 @@ http://fwd.hearth.localhost:9080 {
 	}
 	respond "fwd user={http.request.header.Remote-User} groups={http.request.header.Remote-Groups}"
 }
-`, testAdmin, storageDir, ssoHome, ssoHome, ssoHome, ssoHome, ssoHome, ssoHome)
+`, ssoHome, ssoHome, ssoHome, ssoHome, ssoHome, ssoHome))
 }
 
 // loopbackClient dials every host on 127.0.0.1, keeping the port.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"image/png"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -37,12 +36,7 @@ func fetchAnswer(t *testing.T, method, url, host string) answer {
 	if host != "" {
 		req.Host = host
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := send(t, req)
 	return answer{resp.StatusCode, resp.Header.Get("Content-Type"), string(b)}
 }
 
