@@ -22,16 +22,7 @@ ADMIN=${ADMIN:-localhost:2095}
 SITE=http://localhost:$PORT
 
 need_wrk
-work=$(mktemp -d)
-caddy_pid=
-cleanup() {
-	[ -n "$caddy_pid" ] && { kill "$caddy_pid" 2>/dev/null || true; wait "$caddy_pid" 2>/dev/null || true; }
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-mkdir -p bench/results
-go build -tags nobadger,nomysql,nopgx -o bench/results/caddy ./cmd/caddy
+bench_start
 { caddy_global "$ADMIN" "$PORT" "storage_dir $work/data"; cat <<CADDY; } >"$work/Caddyfile"
 http://localhost:$PORT {
 	handle /open {
@@ -44,13 +35,10 @@ http://localhost:$PORT {
 	hearth_oauth
 }
 CADDY
-bench/results/caddy run --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
-caddy_pid=$!
-for _ in $(seq 300); do curl -fs "$SITE/open" >/dev/null && break; sleep 0.1; done
-curl -fs "$SITE/open" >/dev/null || { echo "bench: Caddy does not answer:" >&2; cat "$work/caddy.log" >&2; exit 1; }
+start_caddy "$SITE/open"
 
 # A member signed in through the real sign-in page.
-echo 'bench password 1' | bench/results/caddy hearth member add bench --password-stdin --address "$ADMIN" >/dev/null
+echo 'bench password 1' | "$caddy" hearth member add bench --password-stdin --address "$ADMIN" >/dev/null
 jar=$work/cookies
 curl -fs -c "$jar" -b "$jar" -o /dev/null -H "Origin: $SITE" "$SITE/auth/sign_in" \
 	--data-urlencode username=bench --data-urlencode 'password=bench password 1'

@@ -30,12 +30,7 @@ PG_PORT=${PG_PORT:-15445}
 case $ENGINE in badger | postgres) ;; *) echo "bench: ENGINE=badger|postgres" >&2; exit 1 ;; esac
 
 need_wrk
-work=$(mktemp -d)
-caddy_pid= pg_pid=
-trap '[ -n "$caddy_pid" ] && kill $caddy_pid 2>/dev/null; [ -n "$pg_pid" ] && kill $pg_pid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
-mkdir -p bench/results
-go build -tags nobadger,nomysql,nopgx -o bench/results/caddy ./cmd/caddy
-go build -o bench/results/gqlbench ./bench/gqlbench
+bench_start gqlbench
 if [ "$ENGINE" = postgres ]; then
 	start_pgserver
 fi
@@ -55,12 +50,8 @@ http://localhost:$PORT {
 	handle /respond {
 		respond "$2"
 	}
-	hearth_graphql {
-		token_rate_limit off
-		member_rate_limit off
-	}
-}
 CADDY
+	graphql_unlimited
 }
 
 # wrk's mean latency in microseconds, and its requests per second.
@@ -74,11 +65,9 @@ run() { # $1: items; prints "first_rps first_us deep_rps deep_us respond_rps bod
 	if [ "$ENGINE" = postgres ]; then pg=(-postgres "$HEARTH_DATABASE_URL" -prefix "$(basename "$dir" | tr -c 'a-z0-9\n' _)"); fi
 	bench/results/gqlbench seed -dir "$dir" -items "$items" -highlights "$HIGHLIGHTS" "${pg[@]}"
 	caddyfile "$dir" x > "$work/Caddyfile"
-	bench/results/caddy run --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
-	caddy_pid=$!
-	for _ in $(seq 100); do curl -fs "$SITE/respond" >/dev/null && break; sleep 0.1; done
+	start_caddy "$SITE/respond"
 	local token
-	token=$(bench/results/caddy hearth token create bench --name bench --expires never --address "$ADMIN" 2>/dev/null)
+	token=$("$caddy" hearth token create bench --name bench --expires never --address "$ADMIN" 2>/dev/null)
 	local size
 	size=$(BENCH_TOKEN=$token wrk -t1 -c1 -d1s -s bench/entries.lua "$SITE/api/graphql" >/dev/null;
 		curl -fs "$SITE/api/graphql" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
@@ -103,7 +92,7 @@ run() { # $1: items; prints "first_rps first_us deep_rps deep_us respond_rps bod
 	done
 	awk -v s="$sums" -v n="$ROUNDS" -v size="$size" \
 		'BEGIN {split(s, x, " "); printf "%.2f %.0f %.2f %.0f %.2f %s\n", x[1]/n, x[2]/n, x[3]/n, x[4]/n, x[5]/n, size}'
-	kill $caddy_pid; wait $caddy_pid 2>/dev/null || true; caddy_pid=
+	stop_caddy
 }
 
 read -r s_rps s_us s_deep_rps s_deep_us s_resp s_size < <(run "$SMALL")

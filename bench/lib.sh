@@ -6,6 +6,60 @@ need_wrk() {
 	command -v wrk >/dev/null || { echo "bench: install wrk (apt-get install wrk)" >&2; exit 1; }
 }
 
+# bench_start makes the scratch directory $work, builds this tree's Caddy
+# into the results folder unless CADDY names another Caddy binary to run
+# ($caddy is the one to run), and builds the Go tools of bench named in the
+# arguments into the results folder too. When the script ends, the Caddy nodes in $caddy_pid and
+# $caddy2_pid and the PostgreSQL in $pg_pid are stopped, then $work removed.
+bench_start() {
+	work=$(mktemp -d)
+	caddy_pid= caddy2_pid= pg_pid=
+	trap bench_stop EXIT
+	mkdir -p bench/results
+	caddy=${CADDY:-bench/results/caddy}
+	[ -n "${CADDY:-}" ] || go build -tags nobadger,nomysql,nopgx -o bench/results/caddy ./cmd/caddy
+	local tool
+	for tool in "$@"; do go build -o "bench/results/$tool" "./bench/$tool"; done
+}
+
+bench_stop() {
+	local p
+	for p in $caddy_pid $caddy2_pid $pg_pid; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+	rm -rf "$work"
+}
+
+# start_caddy runs $caddy on $work/Caddyfile (its log in $work/caddy.log),
+# sets caddy_pid and waits until the URL $1 answers; when it does not, it
+# stops the script with Caddy's log.
+start_caddy() {
+	"$caddy" run --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
+	caddy_pid=$!
+	for _ in $(seq 300); do curl -fs -o /dev/null "$1" && return; sleep 0.1; done
+	echo "bench: Caddy does not answer $1:" >&2
+	cat "$work/caddy.log" >&2
+	exit 1
+}
+
+# stop_caddy stops the Caddy started by start_caddy.
+stop_caddy() {
+	kill "$caddy_pid"
+	wait "$caddy_pid" 2>/dev/null || true
+	caddy_pid=
+}
+
+# graphql_unlimited prints a hearth_graphql directive without the per-token
+# and per-member rate limits, which a benchmark's one client would hit, and
+# closes the site block.
+graphql_unlimited() {
+	cat <<CADDY
+	hearth_graphql {
+		token_rate_limit off
+		member_rate_limit off
+	}
+}
+CADDY
+}
+
 # caddy_global prints a Caddyfile's global options: the admin API on $1,
 # plain HTTP on port $2, only errors logged (a log line per request would
 # weigh on the figures), and the hearth app with the store lines $3.

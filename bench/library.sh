@@ -26,15 +26,9 @@ SITE=http://localhost:$PORT
 RARE=zanzibarite
 
 need_wrk
-work=$(mktemp -d)
+bench_start gqlbench
 keep=${KEEP:-$work}
 mkdir -p "$keep"
-caddy_pid=
-trap '[ -n "$caddy_pid" ] && kill $caddy_pid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
-mkdir -p bench/results
-caddy=${CADDY:-bench/results/caddy}
-[ -n "${CADDY:-}" ] || go build -tags nobadger,nomysql,nopgx -o bench/results/caddy ./cmd/caddy
-go build -o bench/results/gqlbench ./bench/gqlbench
 
 dir=$keep/library-$LARGE
 if [ ! -f "$dir.done" ]; then
@@ -52,17 +46,11 @@ caddyfile() {
 	cat <<CADDY
 http://localhost:$PORT {
 $(for r in "$@"; do printf '\thandle /respond/%s {\n\t\trespond "%s"\n\t}\n' "${r%%=*}" "${r#*=}"; done)
-	hearth_graphql {
-		token_rate_limit off
-		member_rate_limit off
-	}
-}
 CADDY
+	graphql_unlimited
 }
 caddyfile none=x >"$work/Caddyfile"
-"$caddy" run --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
-caddy_pid=$!
-for _ in $(seq 300); do curl -fs "$SITE/respond/none" >/dev/null && break; sleep 0.1; done
+start_caddy "$SITE/respond/none"
 
 # Sign in as the seeded member through the sign-in form, as a browser does.
 cookie=$(curl -fs -o /dev/null -D - "$SITE/auth/sign_in" -H "Origin: $SITE" -H 'Sec-Fetch-Site: same-origin' \

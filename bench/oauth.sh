@@ -40,18 +40,7 @@ badger/1 | postgres/1 | postgres/2) ;;
 esac
 
 need_wrk
-work=$(mktemp -d)
-caddy_pid= caddy2_pid= pg_pid=
-cleanup() {
-	for p in $caddy_pid $caddy2_pid; do kill "$p" 2>/dev/null || true; done
-	wait $caddy_pid $caddy2_pid 2>/dev/null || true
-	if [ -n "$pg_pid" ]; then kill "$pg_pid" 2>/dev/null || true; wait "$pg_pid" 2>/dev/null || true; fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-mkdir -p bench/results
-go build -tags nobadger,nomysql,nopgx -o bench/results/caddy ./cmd/caddy
+bench_start
 if [ "$ENGINE" = postgres ]; then
 	start_pgserver
 fi
@@ -81,7 +70,7 @@ CADDY
 }
 start_node() { # $1: port, $2: admin, $3: name; $! is its pid
 	caddyfile x "$1" "$2" "$3" > "$work/Caddyfile-$3"
-	bench/results/caddy run --config "$work/Caddyfile-$3" >"$work/caddy-$3.log" 2>&1 &
+	"$caddy" run --config "$work/Caddyfile-$3" >"$work/caddy-$3.log" 2>&1 &
 }
 wait_node() { # $1: port
 	for _ in $(seq 300); do curl -fs "http://localhost:$1/api/v1/instance" >/dev/null && return; sleep 0.1; done
@@ -97,7 +86,7 @@ if [ "$NODES" = 2 ]; then
 fi
 
 # A member, an app and a member token through the real pages.
-echo 'bench password 1' | bench/results/caddy hearth member add bench --password-stdin --address "$ADMIN" >/dev/null
+echo 'bench password 1' | "$caddy" hearth member add bench --password-stdin --address "$ADMIN" >/dev/null
 app=$(curl -fs "$SITE/api/v1/apps" -d client_name=bench -d redirect_uris=urn:ietf:wg:oauth:2.0:oob -d 'scopes=read write')
 client_id=$(sed -E 's/.*"client_id":"([^"]+)".*/\1/' <<<"$app")
 client_secret=$(sed -E 's/.*"client_secret":"([^"]+)".*/\1/' <<<"$app")

@@ -22,15 +22,9 @@ SQLITE=${SQLITE:-1}
 PORT=${PORT:-8095}
 ADMIN=${ADMIN:-localhost:2095}
 SITE=http://localhost:$PORT
-work=$(mktemp -d)
+bench_start gqlbench
 keep=${KEEP:-$work}
 mkdir -p "$keep"
-caddy_pid=
-trap '[ -n "$caddy_pid" ] && kill $caddy_pid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
-mkdir -p bench/results
-caddy=${CADDY:-bench/results/caddy}
-[ -n "${CADDY:-}" ] || go build -tags nobadger,nomysql,nopgx -o bench/results/caddy ./cmd/caddy
-go build -o bench/results/gqlbench ./bench/gqlbench
 
 for n in $ITEMS; do
 	dir=$keep/store-$n
@@ -38,14 +32,7 @@ for n in $ITEMS; do
 		rm -rf "$dir"
 		bench/results/gqlbench seed -corpus -dir "$dir" -items "$n" -csv "$dir.csv"
 	fi
-	{ caddy_global "$ADMIN" "$PORT" "storage_dir $dir"; cat <<CADDY; } > "$work/Caddyfile"
-http://localhost:$PORT {
-	hearth_graphql {
-		token_rate_limit off
-		member_rate_limit off
-	}
-}
-CADDY
+	{ caddy_global "$ADMIN" "$PORT" "storage_dir $dir"; echo "http://localhost:$PORT {"; graphql_unlimited; } > "$work/Caddyfile"
 	"$caddy" run --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
 	caddy_pid=$!
 	token=
@@ -56,7 +43,7 @@ CADDY
 	echo "bench/search.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $n items ($(du -sh "$dir" | cut -f1) store), medians of $RUNS"
 	bench/results/gqlbench search -url "$SITE/api/graphql" -token "$token" -info "$dir.json" -n "$RUNS" -pairs="${PAIRS:-0}"
 	echo "caddy RSS after the queries: $(ps -o rss= -p $caddy_pid | awk '{printf "%.0f MB", $1/1024}')"
-	kill $caddy_pid; wait $caddy_pid 2>/dev/null || true; caddy_pid=
+	stop_caddy
 	if [ "$SQLITE" = 1 ] && command -v sqlite3 >/dev/null; then
 		db=$dir.sqlite
 		if [ ! -f "$db" ]; then
