@@ -10,27 +10,13 @@
 # Env: PORT (18180), ADMIN (localhost:12119).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
 PORT=${PORT:-18180}
 ADMIN=${ADMIN:-localhost:12119}
 SITE=http://localhost:$PORT
 
-(cd "$here" && npm ci --no-audit --no-fund --silent)
-work=$(mktemp -d)
-caddy_pid=
-trap '[ -n "$caddy_pid" ] && kill $caddy_pid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
-(cd "$repo" && go build -tags nobadger,nomysql,nopgx -o "$work/caddy" ./cmd/caddy)
-cat > "$work/Caddyfile" <<CADDY
-{
-	admin $ADMIN
-	http_port $PORT
-	log {
-		level ERROR
-	}
-	hearth {
-		storage_dir $work/store
-	}
-}
+. "$here/../lib.sh"
+interop_start
+{ caddy_global; cat <<CADDY; } >"$work/Caddyfile"
 http://localhost:$PORT {
 	handle /article.html {
 		header Content-Type "text/html; charset=utf-8"
@@ -41,15 +27,8 @@ http://localhost:$PORT {
 	}
 }
 CADDY
-"$work/caddy" run --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
-caddy_pid=$!
-for _ in $(seq 100); do curl -fs "$SITE/article.html" >/dev/null && break; sleep 0.1; done
-echo "interop pass" | "$work/caddy" hearth member add inboxt --password-stdin --address "$ADMIN" >/dev/null
-token=$("$work/caddy" hearth token create inboxt --name interop --expires 1d --address "$ADMIN")
+start_caddy
+token=$(member_token inboxt interop)
 status=0
 SITE=$SITE TOKEN=$token node "$here/run.mjs" || status=$?
-if [ $status -ne 0 ]; then
-	echo "--- caddy log" >&2
-	tail -50 "$work/caddy.log" >&2
-fi
-exit $status
+finish $status

@@ -7,30 +7,10 @@
 // first through Hearth's own API, the Inboxt way.
 import http from 'node:http'
 import { Omnivore } from '@omnivore-app/api'
+import { ENDPOINT, TOKEN, check, fail, failures, graphql, hearth, saveHTML, sleep } from './hearth.mjs'
 
-const SITE = process.env.SITE
-const TOKEN = process.env.TOKEN
 const SLOW_PORT = Number(process.env.SLOW_PORT || 18381)
-const ENDPOINT = `${SITE}/api/graphql` // what a member enters as "API endpoint"
 
-let failed = 0
-const check = (name, ok, detail = '') => {
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${ok || !detail ? '' : `: ${detail}`}`)
-  if (!ok) failed++
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-
-// Hearth's own API (Inboxt's operations), Bearer token.
-const hearth = async (query, variables) => {
-  const res = await fetch(ENDPOINT, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
-    body: JSON.stringify({ query, variables }),
-  })
-  const body = await res.json()
-  if (body.errors) throw new Error(`${query.slice(0, 60)}: ${JSON.stringify(body.errors)}`)
-  return body.data
-}
 // Deleting for good is session-only (as in Inboxt): the member signs in.
 const asMember = async (query, variables) => {
   const signIn = await fetch(ENDPOINT, {
@@ -39,18 +19,9 @@ const asMember = async (query, variables) => {
     body: JSON.stringify({ query: 'mutation($data: SignInInput!) { signIn(data: $data) { success } }', variables: { data: { emailAddress: 'omnivore', password: 'interop pass' } } }),
   })
   const cookie = signIn.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ')
-  const res = await fetch(ENDPOINT, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', cookie, 'sec-fetch-site': 'same-origin' },
-    body: JSON.stringify({ query, variables }),
-  })
-  const body = await res.json()
-  if (body.errors) throw new Error(`${query.slice(0, 60)}: ${JSON.stringify(body.errors)}`)
-  return body.data
+  return graphql({ cookie, 'sec-fetch-site': 'same-origin' }, query, variables)
 }
-const save = async (url, html) =>
-  (await hearth('mutation($data: AddArticleFromHtmlSnapshotInput!) { addArticleFromHtmlSnapshot(data: $data) }', { data: { url, html } }))
-    .addArticleFromHtmlSnapshot
+const save = saveHTML
 
 // The plugins' settings turn the endpoint into the client's base URL
 // (src/api.ts baseUrl, both plugins).
@@ -239,9 +210,9 @@ try {
   check('an unknown key is refused', err !== null)
 } catch (e) {
   console.log(`FAIL ${e.stack || e}`)
-  failed++
+  fail()
 } finally {
   slow.close()
 }
-console.log(failed ? `${failed} check(s) failed` : 'all checks passed')
-process.exit(failed ? 1 : 0)
+console.log(failures() ? `${failures()} check(s) failed` : 'all checks passed')
+process.exit(failures() ? 1 : 0)

@@ -12,28 +12,14 @@
 # runs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
 PORT=${PORT:-18380}
 ADMIN=${ADMIN:-localhost:12319}
 SLOW_PORT=${SLOW_PORT:-18381}
 SITE=http://localhost:$PORT
 
-(cd "$here" && npm ci --no-audit --no-fund --silent)
-work=$(mktemp -d)
-caddy_pid=
-trap '[ -n "$caddy_pid" ] && kill $caddy_pid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
-(cd "$repo" && go build -tags nobadger,nomysql,nopgx -o "$work/caddy" ./cmd/caddy)
-cat > "$work/Caddyfile" <<CADDY
-{
-	admin $ADMIN
-	http_port $PORT
-	log {
-		level ERROR
-	}
-	hearth {
-		storage_dir $work/store
-	}
-}
+. "$here/../lib.sh"
+interop_start
+{ caddy_global; cat <<CADDY; } >"$work/Caddyfile"
 http://localhost:$PORT {
 	log {
 		output file $work/access.log
@@ -43,16 +29,12 @@ http://localhost:$PORT {
 	}
 }
 CADDY
-"$work/caddy" run --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
-caddy_pid=$!
-for _ in $(seq 100); do curl -s -o /dev/null "$SITE/api/graphql" && break; sleep 0.1; done
-echo "interop pass" | "$work/caddy" hearth member add omnivore --password-stdin --address "$ADMIN" >/dev/null
-token=$("$work/caddy" hearth token create omnivore --name interop --expires 1d --address "$ADMIN")
+start_caddy
+token=$(member_token omnivore interop)
 status=0
 SITE=$SITE TOKEN=$token SLOW_PORT=$SLOW_PORT node "$here/run.mjs" || status=$?
 # The plugins' own code (plugins/run.mjs), for a member of its own.
-echo "interop pass" | "$work/caddy" hearth member add plugins --password-stdin --address "$ADMIN" >/dev/null
-plugins_token=$("$work/caddy" hearth token create plugins --name plugins --expires 1d --address "$ADMIN")
+plugins_token=$(member_token plugins plugins)
 SITE=$SITE TOKEN=$plugins_token node "$here/plugins/run.mjs" || status=$?
 # The API keys and the content links' capabilities never reach a log.
 if grep -l -e "$token" -e "$plugins_token" -e "/api/content/download/cl_" "$work/access.log" "$work/caddy.log" >&2; then
@@ -61,8 +43,4 @@ if grep -l -e "$token" -e "$plugins_token" -e "/api/content/download/cl_" "$work
 else
 	echo "ok   the access log holds neither the key nor a content link ($(grep -c '"/api/' "$work/access.log") API requests logged)"
 fi
-if [ $status -ne 0 ]; then
-	echo "--- caddy log" >&2
-	tail -50 "$work/caddy.log" >&2
-fi
-exit $status
+finish $status

@@ -9,34 +9,10 @@ import os from 'node:os'
 import fs from 'node:fs'
 import path from 'node:path'
 import { buildPlugins } from './build.mjs'
+import { ENDPOINT, TOKEN, check, fail, failures, hearth, saveHTML, sleep } from '../hearth.mjs'
 
-const SITE = process.env.SITE
-const TOKEN = process.env.TOKEN
-const ENDPOINT = `${SITE}/api/graphql` // what a member enters as "API endpoint"
-
-let failed = 0
-const check = (name, ok, detail = '') => {
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${ok || !detail ? '' : `: ${detail}`}`)
-  if (!ok) failed++
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-
-const hearth = async (query, variables) => {
-  const res = await fetch(ENDPOINT, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
-    body: JSON.stringify({ query, variables }),
-  })
-  const body = await res.json()
-  if (body.errors) throw new Error(`${query.slice(0, 60)}: ${JSON.stringify(body.errors)}`)
-  return body.data
-}
 const save = async (url, title, paragraphs) =>
-  (
-    await hearth('mutation($data: AddArticleFromHtmlSnapshotInput!) { addArticleFromHtmlSnapshot(data: $data) }', {
-      data: { url, html: `<html><head><title>${title}</title></head><body><article><h1>${title}</h1>${paragraphs.map((p) => `<p>${p}</p>`).join('')}</article></body></html>` },
-    })
-  ).addArticleFromHtmlSnapshot
+  saveHTML(url, `<html><head><title>${title}</title></head><body><article><h1>${title}</h1>${paragraphs.map((p) => `<p>${p}</p>`).join('')}</article></body></html>`)
 const highlight = (savedItemId, note, xpath, beforeText, text, afterText) =>
   hearth('mutation($data: CreateHighlightInput!) { createHighlight(data: $data) { id } }', {
     data: { savedItemId, note, segments: [{ xpath, startOffset: beforeText.length, endOffset: beforeText.length + text.length, beforeText, afterText, text }] },
@@ -148,9 +124,9 @@ try {
   check('Logseq deletions: the item deleted from Obsidian comes back DELETED', deleted.some((i) => i.id === rye), deleted.map((i) => i.id).join())
 } catch (e) {
   console.error(e)
-  failed++
+  fail()
 } finally {
   fs.rmSync(out, { recursive: true, force: true })
 }
-console.log(failed ? `plugins: ${failed} failures` : 'plugins: every check passed')
-process.exit(failed ? 1 : 0)
+console.log(failures() ? `plugins: ${failures()} failures` : 'plugins: every check passed')
+process.exit(failures() ? 1 : 0)
