@@ -136,35 +136,23 @@ func TestSignInsLoopingWhileThePasswordChanges(t *testing.T) {
 	var (
 		mu      sync.Mutex
 		cookies []resp
-		wg      sync.WaitGroup
-		stop    = make(chan struct{})
 	)
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				form := url.Values{"username": {"alice"}, "password": {password}}.Encode()
-				res, err := f.browser().Post(f.srv.URL+"/auth/sign_in", "application/x-www-form-urlencoded", strings.NewReader(form))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				res.Body.Close()
-				if res.StatusCode == http.StatusUnauthorized {
-					return // the old password no longer works
-				}
-				mu.Lock()
-				cookies = append(cookies, resp{Response: res})
-				mu.Unlock()
-			}
-		}()
-	}
+	stop := storagetest.Loop(2, func() bool {
+		form := url.Values{"username": {"alice"}, "password": {password}}.Encode()
+		res, err := f.browser().Post(f.srv.URL+"/auth/sign_in", "application/x-www-form-urlencoded", strings.NewReader(form))
+		if err != nil {
+			t.Error(err)
+			return false
+		}
+		res.Body.Close()
+		if res.StatusCode == http.StatusUnauthorized {
+			return false // the old password no longer works
+		}
+		mu.Lock()
+		cookies = append(cookies, resp{Response: res})
+		mu.Unlock()
+		return true
+	})
 	storagetest.Eventually(t, "a sign-in with the old password", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -172,8 +160,7 @@ func TestSignInsLoopingWhileThePasswordChanges(t *testing.T) {
 	})
 	wantStatus(t, f.post(owner, "/settings/account/password", url.Values{"current_password": {password},
 		"password": {"a brand new password"}, "password_confirmation": {"a brand new password"}}), http.StatusSeeOther)
-	close(stop)
-	wg.Wait()
+	stop()
 	for _, r := range cookies {
 		if f.sessionWorks(r) {
 			t.Fatalf("a session from the old password works after the change (%d sign-ins)", len(cookies))

@@ -7,11 +7,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/members"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // A cached application record gives way to every committed write to its
@@ -124,25 +124,13 @@ func TestCachedTokensAndMembersFollowWrites(t *testing.T) {
 // application returned sees that write.
 func TestOAuthAppCacheUnderConcurrentLookups(t *testing.T) {
 	s, _, app, _ := oauthFixture(t)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, err := Of(s).App(t.Context(), app.ClientID); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
+	stop := storagetest.Loop(4, func() bool {
+		if _, err := Of(s).App(t.Context(), app.ClientID); err != nil {
+			t.Error(err)
+			return false
+		}
+		return true
+	})
 	for i := range 200 {
 		renamed := *app
 		renamed.Name = fmt.Sprint("name ", i)
@@ -157,6 +145,5 @@ func TestOAuthAppCacheUnderConcurrentLookups(t *testing.T) {
 			t.Fatalf("after writing %q a lookup saw %q", renamed.Name, got.Name)
 		}
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 }

@@ -272,36 +272,24 @@ func TestConcurrentSignInsAndCredentialChanges(t *testing.T) {
 				t.Fatal(err)
 			}
 			var (
-				mu   sync.Mutex
-				ids  []string
-				wg   sync.WaitGroup
-				stop = make(chan struct{})
+				mu  sync.Mutex
+				ids []string
 			)
-			for range 2 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						read, err := st.Authenticate(context.Background(), m.Username, "correct horse")
-						if err != nil {
-							return // the change is done: the old password no longer works
-						}
-						if read.SecurityStamp != old.SecurityStamp {
-							return // read after the change
-						}
-						if id, err := st.CreateSessionWith(context.Background(), read, time.Hour, SessionInfo{}); err == nil {
-							mu.Lock()
-							ids = append(ids, id)
-							mu.Unlock()
-						}
-					}
-				}()
-			}
+			stop := storagetest.Loop(2, func() bool {
+				read, err := st.Authenticate(context.Background(), m.Username, "correct horse")
+				if err != nil {
+					return false // the change is done: the old password no longer works
+				}
+				if read.SecurityStamp != old.SecurityStamp {
+					return false // read after the change
+				}
+				if id, err := st.CreateSessionWith(context.Background(), read, time.Hour, SessionInfo{}); err == nil {
+					mu.Lock()
+					ids = append(ids, id)
+					mu.Unlock()
+				}
+				return true
+			})
 			// Let the loops make some sessions before the change.
 			storagetest.Eventually(t, "a session from the old password", func() bool {
 				mu.Lock()
@@ -309,8 +297,7 @@ func TestConcurrentSignInsAndCredentialChanges(t *testing.T) {
 				return len(ids) > 0
 			})
 			err = c.change(t.Context(), st, m)
-			close(stop)
-			wg.Wait()
+			stop()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -115,3 +115,31 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Loop runs body in n goroutines, each again and again until body returns
+// false or stop is called (a race test's readers or sign-ins running while
+// the test writes); stop returns once every goroutine has returned.
+func Loop(n int, body func() bool) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if !body() {
+					return
+				}
+			}
+		}()
+	}
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
