@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/internal/testchild"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
@@ -191,38 +190,22 @@ func TestAcknowledgedWritesSurviveSIGKILL(t *testing.T) {
 
 func testSurvivesSIGKILL(t *testing.T, sync string) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestAcknowledgedWritesSurviveSIGKILL$")
-	cmd.Env = append(os.Environ(), durabilityChildEnv+"="+dir, durabilitySyncEnv+"="+sync)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	child := testchild.Start(t, "TestAcknowledgedWritesSurviveSIGKILL", durabilityChildEnv+"="+dir, durabilitySyncEnv+"="+sync)
 	acked := -1
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		line := sc.Text()
+	for child.Lines.Scan() {
+		line := child.Lines.Text()
 		if n, ok := strings.CutPrefix(line, "ack "); ok {
 			acked, _ = strconv.Atoi(n)
 			if acked == 300 {
 				// Kill it mid-stream: it is writing the next record now.
-				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-					t.Fatal(err)
-				}
+				child.Kill(t)
 			}
 			continue
 		}
-		cmd.Process.Kill()
+		child.Process.Kill()
 		t.Fatalf("child: %s", line)
 	}
-	err = cmd.Wait()
-	var exitErr *exec.ExitError
-	if !errors.As(err, &exitErr) || exitErr.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("child did not die of SIGKILL: %v", err)
-	}
+	child.WaitKilled(t)
 	if acked < 300 {
 		t.Fatalf("child acknowledged only %d records", acked+1)
 	}

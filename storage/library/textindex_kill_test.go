@@ -1,17 +1,15 @@
 package library
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/hearthkit/caddy-hearth/internal/testchild"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
@@ -82,20 +80,10 @@ func TestSearchConsistentAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	for round := 0; round < 3; round++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestSearchKillHelper$")
-		cmd.Env = append(os.Environ(), "HEARTH_KILL_DIR="+dir)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(out)
+		child := testchild.Start(t, "TestSearchKillHelper", "HEARTH_KILL_DIR="+dir)
 		acked := 0
-		for sc.Scan() {
-			line := sc.Text()
+		for child.Lines.Scan() {
+			line := child.Lines.Text()
 			if strings.HasPrefix(line, "error:") {
 				t.Fatal(line)
 			}
@@ -106,10 +94,8 @@ func TestSearchConsistentAfterKill(t *testing.T) {
 				}
 			}
 		}
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		_ = cmd.Wait()
+		child.Kill(t)
+		_ = child.Wait()
 		st, err := storage.Open(dir, storage.Options{})
 		if err != nil {
 			t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -16,10 +15,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/internal/testchild"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
@@ -553,43 +552,27 @@ func TestAcknowledgedWritesSurviveSIGKILL(t *testing.T) {
 
 func testSurvivesSIGKILL(t *testing.T, mode string) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestAcknowledgedWritesSurviveSIGKILL$")
-	cmd.Env = append(os.Environ(), killChildEnv+"="+dir, killModeEnv+"="+mode)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	child := testchild.Start(t, "TestAcknowledgedWritesSurviveSIGKILL", killChildEnv+"="+dir, killModeEnv+"="+mode)
 	const killAt = 6000    // about 12 MiB: at least one rotation of 8 MiB memtables
 	acked := map[int]int{} // writer → highest acknowledged n
 	total := 0
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
+	for child.Lines.Scan() {
 		var g, n int
-		if _, err := fmt.Sscanf(sc.Text(), "ack %d %d", &g, &n); err != nil {
-			cmd.Process.Kill()
-			t.Fatalf("child: %s", sc.Text())
+		if _, err := fmt.Sscanf(child.Lines.Text(), "ack %d %d", &g, &n); err != nil {
+			child.Process.Kill()
+			t.Fatalf("child: %s", child.Lines.Text())
 		}
 		if prev, ok := acked[g]; ok && n != prev+1 {
-			cmd.Process.Kill()
+			child.Process.Kill()
 			t.Fatalf("writer %d acknowledged %d after %d", g, n, prev)
 		}
 		acked[g] = n
 		if total++; total == killAt {
 			// Kill it mid-stream: its writers are committing now.
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
+			child.Kill(t)
 		}
 	}
-	err = cmd.Wait()
-	var exitErr *exec.ExitError
-	if !errors.As(err, &exitErr) || exitErr.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("child did not die of SIGKILL: %v", err)
-	}
+	child.WaitKilled(t)
 	if total < killAt {
 		t.Fatalf("child acknowledged only %d writes", total)
 	}
