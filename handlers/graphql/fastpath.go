@@ -285,7 +285,8 @@ func (w *jsonWriter) entryConnection(sel ast.SelectionSet, p *entriesPage) bool 
 		case "edges":
 			return w.list(len(p.cursors), func(i int) bool { return w.entryEdge(f.Selections, p, i, p.cursors[i]) })
 		case "pageInfo":
-			return w.pageInfo(f.Selections, p)
+			return w.pageInfo(f.Selections, &generated.PageInfo{EndCursor: p.endCursor(), StartCursor: p.startCursor(),
+				HasNextPage: p.hasNext, HasPreviousPage: p.hasPrevious})
 		}
 		return false
 	})
@@ -307,17 +308,21 @@ func (w *jsonWriter) entryEdge(sel ast.SelectionSet, p *entriesPage, i int, curs
 	})
 }
 
-func (w *jsonWriter) pageInfo(sel ast.SelectionSet, p *entriesPage) bool {
+// pageInfo writes the PageInfo of an entries, search or updatesSince page
+// (totalCount is search's only).
+func (w *jsonWriter) pageInfo(sel ast.SelectionSet, p *generated.PageInfo) bool {
 	return w.object(sel, pageInfoTypes, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "endCursor":
-			w.optStr(p.endCursor())
+			w.optStr(p.EndCursor)
 		case "startCursor":
-			w.optStr(p.startCursor())
+			w.optStr(p.StartCursor)
 		case "hasNextPage":
-			w.boolean(p.hasNext)
+			w.boolean(p.HasNextPage)
 		case "hasPreviousPage":
-			w.boolean(p.hasPrevious)
+			w.boolean(p.HasPreviousPage)
+		case "totalCount":
+			w.optInt(p.TotalCount)
 		default:
 			return false
 		}
@@ -362,37 +367,18 @@ func (w *jsonWriter) savedItem(sel ast.SelectionSet, stored *library.SavedItem) 
 		case "status":
 			w.str(it.Status.String())
 		case "readingProgress":
-			if it.ReadingProgress == nil {
-				w.null()
-				return true
-			}
-			return w.float(*it.ReadingProgress)
+			return w.optFloat(it.ReadingProgress)
 		case "readAt":
-			if it.ReadAt == nil {
-				w.null()
-			} else {
-				w.dateTime(*it.ReadAt)
-			}
+			w.optTime(it.ReadAt)
 		case "isReadManual":
 			w.boolean(it.IsReadManual)
 		case "labels":
-			if it.Labels == nil {
-				w.null()
-				return true
-			}
-			return w.list(len(it.Labels), func(i int) bool { return w.label(f.Selections, it.Labels[i]) })
+			return w.labels(f.Selections, it.Labels)
 		case "article", "newsletter":
 			return w.content(f, it)
 		case "highlights":
 			hs, err := (&savedItemResolver{w.res}).Highlights(w.ctx, it)
-			if err != nil {
-				return false
-			}
-			if hs == nil {
-				w.null()
-				return true
-			}
-			return w.list(len(hs), func(i int) bool { return hs[i] != nil && w.highlight(f.Selections, hs[i]) })
+			return err == nil && w.highlights(f.Selections, hs)
 		default:
 			return false
 		}
@@ -434,15 +420,9 @@ func (w *jsonWriter) content(f graphql.CollectedField, it *generated.SavedItem) 
 	return w.object(f.Selections, types, func(f graphql.CollectedField) bool {
 		switch f.Name {
 		case "contentHtml":
-			if !w.takeContent(len(html)) {
-				return false
-			}
-			w.str(html)
+			return w.contentStr(html)
 		case "contentText":
-			if !w.takeContent(len(text)) {
-				return false
-			}
-			w.str(text)
+			return w.contentStr(text)
 		case "subscription":
 			if subscription != nil {
 				return false
@@ -479,24 +459,12 @@ func (w *jsonWriter) highlight(sel ast.SelectionSet, h *generated.Highlight) boo
 		case "savedItemOriginalUrl":
 			w.optStr(h.SavedItemOriginalURL)
 		case "note":
-			if h.Note != nil && !w.takeContent(len(*h.Note)) {
-				return false
-			}
-			w.optStr(h.Note)
+			return w.optContentStr(h.Note)
 		case "segments":
-			if h.Segments == nil {
-				w.null()
-				return true
-			}
-			segs := h.Segments
-			return w.list(len(segs), func(i int) bool { return segs[i] != nil && w.segment(f.Selections, segs[i]) })
+			return writeList(w, h.Segments, func(sg *generated.HighlightSegment) bool { return w.segment(f.Selections, sg) })
 		// Omnivore's fields (omnivore.go's omnivoreHighlightFields).
 		case "quote", "prefix", "suffix", "patch", "annotation":
-			s := omnivoreHighlightText(h, f.Name)
-			if s != nil && !w.takeContent(len(*s)) {
-				return false
-			}
-			w.optStr(s)
+			return w.optContentStr(omnivoreHighlightText(h, f.Name))
 		case "shortId":
 			w.optStr(h.ShortID)
 		case "color":
@@ -508,11 +476,7 @@ func (w *jsonWriter) highlight(sel ast.SelectionSet, h *generated.Highlight) boo
 		case "highlightPositionAnchorIndex":
 			w.optInt(h.HighlightPositionAnchorIndex)
 		case "labels":
-			if h.Labels == nil {
-				w.null()
-				return true
-			}
-			return w.list(len(h.Labels), func(i int) bool { return h.Labels[i] != nil && w.label(f.Selections, h.Labels[i]) })
+			return w.labels(f.Selections, h.Labels)
 		default:
 			return false
 		}
@@ -541,29 +505,17 @@ func (w *jsonWriter) segment(sel ast.SelectionSet, sg *generated.HighlightSegmen
 		case "id":
 			w.str(sg.ID)
 		case "xpath":
-			if !w.takeContent(len(sg.Xpath)) {
-				return false
-			}
-			w.str(sg.Xpath)
+			return w.contentStr(sg.Xpath)
 		case "beforeText":
-			if !w.takeContent(len(sg.BeforeText)) {
-				return false
-			}
-			w.str(sg.BeforeText)
+			return w.contentStr(sg.BeforeText)
 		case "afterText":
-			if !w.takeContent(len(sg.AfterText)) {
-				return false
-			}
-			w.str(sg.AfterText)
+			return w.contentStr(sg.AfterText)
 		case "startOffset":
 			return w.float(sg.StartOffset)
 		case "endOffset":
 			return w.float(sg.EndOffset)
 		case "text":
-			if sg.Text != nil && !w.takeContent(len(*sg.Text)) {
-				return false
-			}
-			w.optStr(sg.Text)
+			return w.optContentStr(sg.Text)
 		default:
 			return false
 		}
@@ -588,11 +540,7 @@ func (w *jsonWriter) label(sel ast.SelectionSet, l *generated.Label) bool {
 		case "description":
 			w.optStr(l.Description)
 		case "internal":
-			if l.Internal == nil {
-				w.null()
-			} else {
-				w.boolean(*l.Internal)
-			}
+			w.optBool(l.Internal)
 		case "source":
 			w.optStr(l.Source)
 		case "position":
@@ -617,6 +565,24 @@ func (w *jsonWriter) list(n int, value func(i int) bool) bool {
 	}
 	w.buf = append(w.buf, ']')
 	return true
+}
+
+// writeList writes a nullable list of objects: null for a nil list, else
+// each element by value; a nil element goes back to gqlgen.
+func writeList[T any](w *jsonWriter, l []*T, value func(*T) bool) bool {
+	if l == nil {
+		w.null()
+		return true
+	}
+	return w.list(len(l), func(i int) bool { return l[i] != nil && value(l[i]) })
+}
+
+func (w *jsonWriter) labels(sel ast.SelectionSet, ls []*generated.Label) bool {
+	return writeList(w, ls, func(l *generated.Label) bool { return w.label(sel, l) })
+}
+
+func (w *jsonWriter) highlights(sel ast.SelectionSet, hs []*generated.Highlight) bool {
+	return writeList(w, hs, func(h *generated.Highlight) bool { return w.highlight(sel, h) })
 }
 
 // --- scalars, written as gqlgen's marshalers write them ---
@@ -660,6 +626,57 @@ func (w *jsonWriter) optStr(s *string) {
 		return
 	}
 	w.str(*s)
+}
+
+// contentStr writes a string counted in the content budget (an article, a
+// highlight's text); false past the budget.
+func (w *jsonWriter) contentStr(s string) bool {
+	if !w.takeContent(len(s)) {
+		return false
+	}
+	w.str(s)
+	return true
+}
+
+// optContentStr is contentStr of a nullable string.
+func (w *jsonWriter) optContentStr(s *string) bool {
+	if s == nil {
+		w.null()
+		return true
+	}
+	return w.contentStr(*s)
+}
+
+func (w *jsonWriter) optInt(n *int) {
+	if n == nil {
+		w.null()
+		return
+	}
+	w.buf = strconv.AppendInt(w.buf, int64(*n), 10)
+}
+
+func (w *jsonWriter) optFloat(f *float64) bool {
+	if f == nil {
+		w.null()
+		return true
+	}
+	return w.float(*f)
+}
+
+func (w *jsonWriter) optTime(t *time.Time) {
+	if t == nil {
+		w.null()
+		return
+	}
+	w.dateTime(*t)
+}
+
+func (w *jsonWriter) optBool(b *bool) {
+	if b == nil {
+		w.null()
+		return
+	}
+	w.boolean(*b)
 }
 
 func (w *jsonWriter) null() { w.buf = append(w.buf, "null"...) }

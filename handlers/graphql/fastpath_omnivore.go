@@ -2,8 +2,8 @@ package graphql
 
 import (
 	"context"
+	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -134,17 +134,12 @@ func (w *jsonWriter) searchResult(sel ast.SelectionSet, r generated.SearchResult
 					})
 				})
 			case "pageInfo":
-				return r.PageInfo != nil && w.omnivorePageInfo(f.Selections, r.PageInfo)
+				return r.PageInfo != nil && w.pageInfo(f.Selections, r.PageInfo)
 			}
 			return false
 		})
 	case *generated.SearchError:
-		return w.object(sel, searchErrorTypes, func(f graphql.CollectedField) bool {
-			if f.Name != "errorCodes" {
-				return false
-			}
-			return w.list(len(r.ErrorCodes), func(i int) bool { w.str(r.ErrorCodes[i].String()); return true })
-		})
+		return errorCodes(w, sel, searchErrorTypes, r.ErrorCodes)
 	}
 	return false
 }
@@ -178,38 +173,23 @@ func (w *jsonWriter) updatesResult(sel ast.SelectionSet, r generated.UpdatesSinc
 					})
 				})
 			case "pageInfo":
-				return r.PageInfo != nil && w.omnivorePageInfo(f.Selections, r.PageInfo)
+				return r.PageInfo != nil && w.pageInfo(f.Selections, r.PageInfo)
 			}
 			return false
 		})
 	case *generated.UpdatesSinceError:
-		return w.object(sel, updatesErrorTypes, func(f graphql.CollectedField) bool {
-			if f.Name != "errorCodes" {
-				return false
-			}
-			return w.list(len(r.ErrorCodes), func(i int) bool { w.str(r.ErrorCodes[i].String()); return true })
-		})
+		return errorCodes(w, sel, updatesErrorTypes, r.ErrorCodes)
 	}
 	return false
 }
 
-func (w *jsonWriter) omnivorePageInfo(sel ast.SelectionSet, p *generated.PageInfo) bool {
-	return w.object(sel, pageInfoTypes, func(f graphql.CollectedField) bool {
-		switch f.Name {
-		case "endCursor":
-			w.optStr(p.EndCursor)
-		case "startCursor":
-			w.optStr(p.StartCursor)
-		case "hasNextPage":
-			w.boolean(p.HasNextPage)
-		case "hasPreviousPage":
-			w.boolean(p.HasPreviousPage)
-		case "totalCount":
-			w.optInt(p.TotalCount)
-		default:
+// errorCodes writes a SearchError or UpdatesSinceError.
+func errorCodes[C fmt.Stringer](w *jsonWriter, sel ast.SelectionSet, types []string, codes []C) bool {
+	return w.object(sel, types, func(f graphql.CollectedField) bool {
+		if f.Name != "errorCodes" {
 			return false
 		}
-		return true
+		return w.list(len(codes), func(i int) bool { w.str(codes[i].String()); return true })
 	})
 }
 
@@ -254,11 +234,7 @@ func (w *jsonWriter) searchItem(sel ast.SelectionSet, it *generated.SearchItem) 
 		case "originalArticleUrl":
 			w.optStr(it.OriginalArticleURL)
 		case "labels":
-			if it.Labels == nil {
-				w.null()
-				return true
-			}
-			return w.list(len(it.Labels), func(i int) bool { return it.Labels[i] != nil && w.label(f.Selections, it.Labels[i]) })
+			return w.labels(f.Selections, it.Labels)
 		case "subscription":
 			w.optStr(it.Subscription)
 		case "state":
@@ -275,22 +251,12 @@ func (w *jsonWriter) searchItem(sel ast.SelectionSet, it *generated.SearchItem) 
 			w.dateTime(it.SavedAt)
 		case "highlights":
 			hs, err := r.Highlights(w.ctx, it)
-			if err != nil {
-				return false
-			}
-			if hs == nil {
-				w.null()
-				return true
-			}
-			return w.list(len(hs), func(i int) bool { return hs[i] != nil && w.highlight(f.Selections, hs[i]) })
+			return err == nil && w.highlights(f.Selections, hs)
 		case "wordsCount":
 			w.optInt(it.WordsCount)
 		case "content":
 			s, err := r.Content(w.ctx, it)
-			if err != nil || s != nil && !w.takeContent(len(*s)) {
-				return false
-			}
-			w.optStr(s)
+			return err == nil && w.optContentStr(s)
 		case "archivedAt":
 			w.optTime(it.ArchivedAt)
 		case "folder":
@@ -302,28 +268,4 @@ func (w *jsonWriter) searchItem(sel ast.SelectionSet, it *generated.SearchItem) 
 		}
 		return true
 	})
-}
-
-func (w *jsonWriter) optInt(n *int) {
-	if n == nil {
-		w.null()
-		return
-	}
-	w.buf = strconv.AppendInt(w.buf, int64(*n), 10)
-}
-
-func (w *jsonWriter) optFloat(f *float64) bool {
-	if f == nil {
-		w.null()
-		return true
-	}
-	return w.float(*f)
-}
-
-func (w *jsonWriter) optTime(t *time.Time) {
-	if t == nil {
-		w.null()
-		return
-	}
-	w.dateTime(*t)
 }
