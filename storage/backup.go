@@ -183,11 +183,7 @@ func (s *Store) replaceAllOnce(rp kv.Replacer, sp *kv.Spool) (previous string, e
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
-		return "", err
-	}
-	f, err := os.CreateTemp(filepath.Dir(s.path),
-		filepath.Base(s.path)+".before-restore-"+time.Now().UTC().Format("20060102T150405Z")+"-*.backup")
+	f, err := s.createBeforeRestore()
 	if err != nil {
 		return "", err
 	}
@@ -313,15 +309,21 @@ func (s *Store) rollBack(previous string) error {
 // an error it returns fails the restore there.
 var restoreHook func(n int) error
 
+// createBeforeRestore creates a new file
+// <store>.before-restore-<time>-<random>.backup next to the store.
+func (s *Store) createBeforeRestore() (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+		return nil, err
+	}
+	return os.CreateTemp(filepath.Dir(s.path),
+		filepath.Base(s.path)+".before-restore-"+time.Now().UTC().Format("20060102T150405Z")+"-*.backup")
+}
+
 // backupToNewFile writes a backup of the store to a new file
 // <store>.before-restore-<time>-<random>.backup next to it, synced, and
 // returns its path.
 func (s *Store) backupToNewFile() (path string, err error) {
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
-		return "", err
-	}
-	f, err := os.CreateTemp(filepath.Dir(s.path),
-		filepath.Base(s.path)+".before-restore-"+time.Now().UTC().Format("20060102T150405Z")+"-*.backup")
+	f, err := s.createBeforeRestore()
 	if err != nil {
 		return "", err
 	}

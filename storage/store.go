@@ -310,8 +310,28 @@ func (s *Store) openPostgres() error {
 // migrateWhenAvailable runs migrate every few seconds until it has run or
 // the store closes.
 func (s *Store) migrateWhenAvailable() {
+	s.tick(2*time.Second, func() bool {
+		err := s.migrate()
+		if err == nil {
+			s.log.Info("the storage engine answers again: the store is ready")
+			return false
+		}
+		if s.bg.Err() != nil {
+			return false // Close: nothing failed
+		}
+		if !errors.Is(err, ErrEngineUnavailable) {
+			s.log.Error("migrate the store", zap.Error(err))
+			return false
+		}
+		return true
+	})
+}
+
+// tick runs fn every interval until fn returns false or the store closes,
+// then marks its goroutine done (gcDone).
+func (s *Store) tick(every time.Duration, fn func() bool) {
 	defer s.gcDone.Done()
-	t := time.NewTicker(2 * time.Second)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -319,16 +339,7 @@ func (s *Store) migrateWhenAvailable() {
 			return
 		case <-t.C:
 		}
-		err := s.migrate()
-		if err == nil {
-			s.log.Info("the storage engine answers again: the store is ready")
-			return
-		}
-		if s.bg.Err() != nil {
-			return // Close: nothing failed
-		}
-		if !errors.Is(err, ErrEngineUnavailable) {
-			s.log.Error("migrate the store", zap.Error(err))
+		if !fn() {
 			return
 		}
 	}
@@ -405,17 +416,10 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) runGC(every time.Duration) {
-	defer s.gcDone.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stopGC:
-			return
-		case <-t.C:
-			s.CollectGarbage()
-		}
-	}
+	s.tick(every, func() bool {
+		s.CollectGarbage()
+		return true
+	})
 }
 
 // CollectGarbage runs the engine's housekeeping (kv.GarbageCollector:

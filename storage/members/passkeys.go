@@ -139,6 +139,12 @@ func (s Store) AddPasskey(ctx context.Context, m *Member, name string, cred weba
 
 // RenamePasskey names memberID's passkey id (not a change of credentials).
 func (s Store) RenamePasskey(ctx context.Context, memberID, id, name string) error {
+	return s.updatePasskey(ctx, memberID, id, func(pk *Passkey) { pk.Name = PasskeyName(name) })
+}
+
+// updatePasskey changes memberID's passkey id with change in one
+// transaction; ErrPasskeyNotFound when there is none.
+func (s Store) updatePasskey(ctx context.Context, memberID, id string, change func(*Passkey)) error {
 	return s.st.Update(ctx, func(tx *storage.Tx) error {
 		var pk Passkey
 		if err := tx.GetJSON(passkeyKey(memberID, id), &pk); errors.Is(err, storage.ErrNotFound) {
@@ -146,7 +152,7 @@ func (s Store) RenamePasskey(ctx context.Context, memberID, id, name string) err
 		} else if err != nil {
 			return err
 		}
-		pk.Name = PasskeyName(name)
+		change(&pk)
 		return tx.PutJSON(passkeyKey(memberID, id), pk, 0)
 	})
 }
@@ -177,18 +183,10 @@ func (s Store) RemovePasskey(ctx context.Context, memberID, id, keepSession stri
 // PasskeyUsed records a sign-in with cred (its signature counter and
 // flags as the authenticator last reported them, and when).
 func (s Store) PasskeyUsed(ctx context.Context, memberID string, cred webauthn.Credential) error {
-	id := PasskeyID(cred.ID)
-	return s.st.Update(ctx, func(tx *storage.Tx) error {
-		var pk Passkey
-		if err := tx.GetJSON(passkeyKey(memberID, id), &pk); errors.Is(err, storage.ErrNotFound) {
-			return ErrPasskeyNotFound
-		} else if err != nil {
-			return err
-		}
+	return s.updatePasskey(ctx, memberID, PasskeyID(cred.ID), func(pk *Passkey) {
 		pk.Credential.Authenticator = cred.Authenticator
 		pk.Credential.Flags = cred.Flags
 		pk.LastUsedAt = time.Now().UTC().Truncate(time.Second)
-		return tx.PutJSON(passkeyKey(memberID, id), pk, 0)
 	})
 }
 
