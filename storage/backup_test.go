@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -207,18 +208,6 @@ func dumpRecords(t *testing.T, st *storage.Store) map[string]string {
 	return out
 }
 
-func sameRecords(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 // A backup whose length is intact but whose bytes were changed anywhere
 // (header, a length, a record, the end record, the checksum) is refused
 // with ErrNotBackup and the running store keeps exactly its records. Before
@@ -281,7 +270,7 @@ func TestReplaceRefusesDamagedBackupsAndChangesNothing(t *testing.T) {
 			t.Fatalf("%s: %v; want ErrNotBackup", name, err)
 		}
 	}
-	if after := dumpRecords(t, live); !sameRecords(before, after) {
+	if after := dumpRecords(t, live); !maps.Equal(before, after) {
 		t.Fatal("a refused restore changed the store")
 	}
 	if _, err := members.Of(live).Member(t.Context(), "keeper"); err != nil {
@@ -291,7 +280,7 @@ func TestReplaceRefusesDamagedBackupsAndChangesNothing(t *testing.T) {
 	if _, err := live.Replace(bytes.NewReader(b)); err != nil {
 		t.Fatal(err)
 	}
-	if !sameRecords(dumpRecords(t, src), dumpRecords(t, live)) {
+	if !maps.Equal(dumpRecords(t, src), dumpRecords(t, live)) {
 		t.Fatal("the restored store does not hold the backup's records")
 	}
 }
@@ -381,7 +370,7 @@ func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
 		if !errors.Is(err, injected) || !strings.Contains(err.Error(), "holds its earlier records again") {
 			t.Fatalf("Replace with a failure part-way: %v", err)
 		}
-		if after := dumpRecords(t, live); !sameRecords(before, after) {
+		if after := dumpRecords(t, live); !maps.Equal(before, after) {
 			t.Fatalf("with records %v: the store changed (%d records before, %d after)", withRecords, len(before), len(after))
 		}
 		// Writes work again.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -991,7 +992,7 @@ func TestTwoNodes(t *testing.T) {
 			up["verify_credentials"] = 200
 		}
 		for _, n := range []*node{a, b} {
-			if got := probe(n); !equal(got, up) {
+			if got := probe(n); !maps.Equal(got, up) {
 				t.Fatalf("node %s with the database up: %v; want %v", n.name, got, up)
 			}
 		}
@@ -1034,7 +1035,7 @@ func TestTwoNodes(t *testing.T) {
 						t.Fatalf("node %s, database restarting: %s answered %d (all: %v)", n.name, what, st, last)
 					}
 				}
-				return equal(last, up)
+				return maps.Equal(last, up)
 			})
 			t.Logf("node %s served again %v after the database restarted", n.name, lag)
 		}
@@ -1066,18 +1067,6 @@ func TestTwoNodes(t *testing.T) {
 			t.Errorf("node %s logged a panic:\n%s", n.name, grepLines(b, "panic"))
 		}
 	}
-}
-
-func equal(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func grepLines(b []byte, s string) string {
