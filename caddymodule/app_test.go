@@ -20,6 +20,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddytest"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
@@ -103,6 +104,26 @@ func loadCaddyfile(t testing.TB, caddyfile string) {
 	// request the default client sent on one of them would read EOF (a
 	// landing test did, once). A client reconnects after a reload anyway.
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// seedAlice opens a store in dir with o, with the member alice (password
+// "correct horse") and an API token of hers named tokenName, for a test to
+// copy or to serve; the caller closes it.
+func seedAlice(t testing.TB, dir string, o storage.Options, tokenName string) (*storage.Store, *members.Member, string) {
+	t.Helper()
+	st, err := storage.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "Alice", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, token, err := apitokens.Of(st).Create(t.Context(), m.ID, tokenName, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, m, token
 }
 
 // send sends req with the default client and returns the answer, its body

@@ -9,10 +9,8 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
 	"github.com/hearthkit/caddy-hearth/storage/library"
-	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // caddymodulePostgresPort is this package's PostgreSQL test port.
@@ -49,18 +47,7 @@ func TestPostgresStorageServesTheSiteAndOutlivesTheDatabase(t *testing.T) {
 	dsn := srv.DSN("postgres")
 	t.Setenv("HEARTH_TEST_DSN", dsn)
 	pg := &storage.PostgresOptions{DSN: dsn, Prefix: "site_a"}
-	seed, err := storage.Open(t.TempDir(), storage.Options{Postgres: pg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := members.Of(seed).CreateMember(t.Context(), "alice", "Alice", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, token, err := apitokens.Of(seed).Create(t.Context(), m.ID, "pg", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	seed, m, token := seedAlice(t, t.TempDir(), storage.Options{Postgres: pg}, "pg")
 	if err := seed.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -37,18 +37,7 @@ type reloadSeed struct {
 // and copies it to dirB, so that every credential works on both.
 func seedReloadStores(t *testing.T, dirA, dirB string) reloadSeed {
 	t.Helper()
-	st, err := storage.Open(dirA, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "Alice", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, token, err := apitokens.Of(st).Create(t.Context(), m.ID, "reload", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, m, token := seedAlice(t, dirA, storage.Options{}, "reload")
 	session, err := members.Of(st).CreateSession(t.Context(), m.ID, time.Hour)
 	if err != nil {
 		t.Fatal(err)

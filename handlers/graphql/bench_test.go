@@ -26,13 +26,17 @@ func BenchmarkEntriesFirstPage(b *testing.B) { benchmarkEntriesFirstPage(b, fals
 // fast path: gqlgen's executor writes every field.
 func BenchmarkEntriesFirstPageGqlgen(b *testing.B) { benchmarkEntriesFirstPage(b, true) }
 
-func benchmarkEntriesFirstPage(b *testing.B, gqlgenOnly bool) {
+// benchStore opens a store for a benchmark (no sync, no garbage
+// collection; closed when the benchmark ends) with the member "bench", and
+// returns an API token of theirs.
+func benchStore(b *testing.B) (*storage.Store, *members.Member, string) {
+	b.Helper()
 	noSync := false
 	store, err := storage.Open(b.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer store.Close()
+	b.Cleanup(func() { store.Close() })
 	m, err := members.Of(store).CreateMember(b.Context(), "bench", "Bench", "correct horse battery")
 	if err != nil {
 		b.Fatal(err)
@@ -41,6 +45,11 @@ func benchmarkEntriesFirstPage(b *testing.B, gqlgenOnly bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return store, m, token
+}
+
+func benchmarkEntriesFirstPage(b *testing.B, gqlgenOnly bool) {
+	store, m, token := benchStore(b)
 	l, err := library.Of(store).CreateLabel(b.Context(), m.ID, "bread", "#ff8800")
 	if err != nil {
 		b.Fatal(err)

@@ -230,6 +230,13 @@ func TestFastDateTimeIsScalarLayout(t *testing.T) {
 	}
 }
 
+// The npm client's search and updatesSince documents for the package's
+// external tests.
+const (
+	OmnivoreClientSearch  = clientSearch
+	OmnivoreClientUpdates = clientUpdates
+)
+
 // The npm client's documents as it sends them (@omnivore-app/api 1.0.4,
 // src/graphql.ts @ omnivore-app/omnivore-api ce99d23; gql.tada appends the
 // fragments), which the Obsidian and Logseq plugins send through it.

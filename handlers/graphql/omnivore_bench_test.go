@@ -12,10 +12,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
-	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
-	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // BenchmarkOmnivore compares Omnivore's operations with Inboxt's entries
@@ -29,20 +26,7 @@ func BenchmarkOmnivore(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("HEARTH_BENCH_ITEMS")); err == nil && v >= 200 {
 		n = v
 	}
-	noSync := false
-	store, err := storage.Open(b.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	m, err := members.Of(store).CreateMember(b.Context(), "bench", "Bench", "correct horse battery")
-	if err != nil {
-		b.Fatal(err)
-	}
-	_, token, err := apitokens.Of(store).Create(b.Context(), m.ID, "bench", 0)
-	if err != nil {
-		b.Fatal(err)
-	}
+	store, m, token := benchStore(b)
 	lib := library.Of(store)
 	ids := make([]string, n)
 	for i := range n {

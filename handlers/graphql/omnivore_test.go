@@ -483,28 +483,12 @@ func TestOmnivoreSearchContentCountsAgainstTheContentBudget(t *testing.T) {
 	}
 }
 
-// The npm client's own documents (src/graphql.ts @ ce99d23), every
-// fragment field: the plugins' pages fit the default complexity limit, and
+// The npm client's own documents (src/graphql.ts @ ce99d23, every
+// fragment field): the plugins' pages fit the default complexity limit, and
 // larger pages and aliases are priced.
-const omnivoreClientFragments = `
-fragment PageInfoFragment on PageInfo { hasNextPage hasPreviousPage startCursor endCursor totalCount }
-fragment LabelFragment on Label { name color createdAt id internal source description }
-fragment HighlightFragment on Highlight { id quote annotation patch updatedAt labels { ...LabelFragment } type
-  highlightPositionPercent color highlightPositionAnchorIndex prefix suffix createdAt }
-fragment SearchItemFragment on SearchItem { id title siteName originalArticleUrl author description slug
-  labels { ...LabelFragment } highlights { ...HighlightFragment } updatedAt savedAt pageType content publishedAt
-  url image readAt wordsCount readingProgressPercent isArchived archivedAt contentReader }`
-
 func TestOmnivoreClientDocumentsFitTheComplexityLimit(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
-	search := `query Search($after: String, $first: Int, $format: String, $includeContent: Boolean, $query: String) {
-  search(after: $after, first: $first, format: $format, includeContent: $includeContent, query: $query) {
-    __typename ... on SearchSuccess { edges { node { ...SearchItemFragment } } pageInfo { ...PageInfoFragment } }
-    ... on SearchError { errorCodes } } }` + omnivoreClientFragments
-	updates := `query UpdatesSince($after: String, $first: Int, $since: Date!) {
-  updatesSince(after: $after, first: $first, since: $since) {
-    __typename ... on UpdatesSinceSuccess { edges { itemID updateReason node { ...SearchItemFragment } } pageInfo { ...PageInfoFragment } }
-    ... on UpdatesSinceError { errorCodes } } }` + omnivoreClientFragments
+	search, updates := graphql.OmnivoreClientSearch, graphql.OmnivoreClientUpdates
 	for _, c := range []struct {
 		doc  string
 		vars map[string]any
