@@ -159,6 +159,16 @@ func article(size int) (html, text string) {
 
 const pageOp = `query($query: GetEntriesInput!) { entries(query: $query) { pageInfo { hasNextPage endCursor } edges { cursor } } }`
 
+// entriesRequest is the POST of op, a query of entries, with q as its
+// query argument, authenticated with token.
+func entriesRequest(url, token, op string, q map[string]any) *http.Request {
+	body, _ := json.Marshal(map[string]any{"query": op, "variables": map[string]any{"query": q}})
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	return req
+}
+
 func cursor(args []string) error {
 	fs := flag.NewFlagSet("cursor", flag.ExitOnError)
 	url := fs.String("url", "", "GraphQL endpoint")
@@ -172,11 +182,7 @@ func cursor(args []string) error {
 		if after != "" {
 			q["after"] = after
 		}
-		body, _ := json.Marshal(map[string]any{"query": pageOp, "variables": map[string]any{"query": q}})
-		req, _ := http.NewRequest(http.MethodPost, *url, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+*token)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(entriesRequest(*url, *token, pageOp, q))
 		if err != nil {
 			return err
 		}

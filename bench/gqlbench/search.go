@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -98,10 +97,7 @@ func searchBench(args []string) error {
 		if q != "" {
 			vars["q"] = q
 		}
-		body, _ := json.Marshal(map[string]any{"query": searchOp, "variables": map[string]any{"query": vars}})
-		req, _ := http.NewRequest(http.MethodPost, *url, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+*token)
+		req := entriesRequest(*url, *token, searchOp, vars)
 		start := time.Now()
 		resp, err := client.Do(req)
 		if err != nil {
