@@ -55,7 +55,7 @@ type OAuth struct {
 	InstanceDescription string `json:"instance_description,omitempty" caddyfile:"instance_description <text>" default:"empty"`
 	// The contact e-mail address in the instance documents.
 	ContactEmail string `json:"contact_email,omitempty" caddyfile:"contact_email <address>" default:"empty"`
-	// How long an ID token of an operator client (OpenID Connect) is valid.
+	// How long an ID token of an operator client (OpenID Connect) is valid, from its signature (when the code is issued: [oauth.md](oauth.md)).
 	IDTokenLifetime caddy.Duration `json:"id_token_lifetime,omitempty" caddyfile:"id_token_lifetime <duration>" default:"1h"`
 	// How long an operator client's access token works (Mastodon apps' tokens have no fixed expiry).
 	AccessTokenLifetime caddy.Duration `json:"access_token_lifetime,omitempty" caddyfile:"access_token_lifetime <duration>" default:"1h"`
