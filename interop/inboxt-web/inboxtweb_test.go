@@ -250,8 +250,7 @@ func TestInboxtWebAppOnHearth(t *testing.T) {
 	w.run("open the inbox", chromedp.Navigate(appSite+"/"))
 	w.openItem(articleTitle)
 	w.waitFor("the reader", `!!document.querySelector("#highlight-container") && document.querySelector("#highlight-container").innerText.includes("knead the dough")`)
-	w.selectText("#highlight-container p", highlighted)
-	w.clickText("[data-highlight-popover] button", "Highlight")
+	w.highlight("#highlight-container p", highlighted)
 	w.waitFor("the highlight drawn", drawnHighlight)
 	api.waitItem("the highlight", articleTitle, func(it apiItem) bool { return len(it.Highlights) == 1 && it.Highlights[0] == highlighted })
 	api.checkHighlightSegments(articleTitle)
@@ -401,13 +400,19 @@ func (w *walker) waitFor(what, cond string) {
 	}
 }
 
+// click clicks the element the JavaScript expression find names once
+// there is one, finding and clicking in one step: the app re-renders its
+// lists while it loads, and an element found a moment before may be gone.
+func (w *walker) click(what, find string) {
+	w.t.Helper()
+	w.waitFor(what, `(() => { const e = `+find+`; if (!e) return false; e.click(); return true })()`)
+}
+
 // clickText clicks the last element matching selector whose own text is
 // text, once there is one.
 func (w *walker) clickText(selector, text string) {
 	w.t.Helper()
-	find := fmt.Sprintf(`[...document.querySelectorAll(%s)].filter(e => e.innerText && e.innerText.trim() === %s)`, js(selector), js(text))
-	w.waitFor(selector+" "+text, find+`.length > 0`)
-	w.run("click "+text, chromedp.Evaluate(find+`.pop().click()`, nil))
+	w.click(selector+" "+text, fmt.Sprintf(`[...document.querySelectorAll(%s)].filter(e => e.innerText && e.innerText.trim() === %s).pop()`, js(selector), js(text)))
 }
 
 func (w *walker) clickButton(text string) { w.t.Helper(); w.clickText("button", text) }
@@ -421,8 +426,7 @@ func navLink(text string) string {
 // clickNav clicks the sidebar's link named text.
 func (w *walker) clickNav(text string) {
 	w.t.Helper()
-	w.waitFor("the link "+text, navLink(text)+` !== undefined`)
-	w.run("click "+text, chromedp.Evaluate(navLink(text)+`.click()`, nil))
+	w.click("the link "+text, navLink(text))
 }
 
 // freshView waits for the address to hold part, then reloads the page.
@@ -442,9 +446,7 @@ func (w *walker) freshView(part string) {
 // app's item actions are icons whose names show only in a tooltip.
 func (w *walker) clickIcon(name string) {
 	w.t.Helper()
-	find := fmt.Sprintf(`[...document.querySelectorAll("button")].filter(b => b.querySelector("svg.tabler-icon-%s"))`, name)
-	w.waitFor("the "+name+" icon", find+`.length > 0`)
-	w.run("click the "+name+" icon", chromedp.Evaluate(find+`.pop().click()`, nil))
+	w.click("the "+name+" icon", fmt.Sprintf(`[...document.querySelectorAll("button")].filter(b => b.querySelector("svg.tabler-icon-%s")).pop()`, name))
 }
 
 // typeInto types text over what the field selector names holds, once it
@@ -459,8 +461,7 @@ func (w *walker) typeInto(selector, text string) {
 // menu opens the user menu (the avatar) and picks item.
 func (w *walker) menu(item string) {
 	w.t.Helper()
-	w.waitFor("the user menu", `!!document.querySelector(".mantine-Avatar-root")`)
-	w.run("open the user menu", chromedp.Evaluate(`document.querySelector(".mantine-Avatar-root").click()`, nil))
+	w.click("the user menu", `document.querySelector(".mantine-Avatar-root")`)
 	w.clickText(`[role="menuitem"], button`, item)
 }
 
@@ -479,48 +480,54 @@ func (w *walker) closeModals() {
 	w.t.Fatal("a dialog does not close")
 }
 
+// listItem is JavaScript finding the list's link of the item titled
+// title (the link holding its checkbox).
+func listItem(title string) string {
+	return fmt.Sprintf(`[...document.querySelectorAll("a")].find(a => a.innerText.includes(%s) && a.querySelector('input[type="checkbox"]'))`, js(title))
+}
+
 // selectItem ticks the list's checkbox of the item titled title.
 func (w *walker) selectItem(title string) {
 	w.t.Helper()
-	find := fmt.Sprintf(`[...document.querySelectorAll("a")].filter(a => a.innerText.includes(%s) && a.querySelector('input[type="checkbox"]'))`, js(title))
-	w.waitFor("the item "+title, find+`.length > 0`)
-	w.run("select "+title, chromedp.Evaluate(find+`[0].querySelector('input[type="checkbox"]').click()`, nil))
+	w.click("the item "+title, listItem(title)+`?.querySelector('input[type="checkbox"]')`)
 }
 
 // openItem opens the item titled title from the list in the reader.
 func (w *walker) openItem(title string) {
 	w.t.Helper()
-	find := fmt.Sprintf(`[...document.querySelectorAll("a")].filter(a => a.innerText.includes(%s) && a.querySelector('input[type="checkbox"]'))`, js(title))
-	w.waitFor("the item "+title, find+`.length > 0`)
-	w.run("open "+title, chromedp.Evaluate(find+`[0].click()`, nil))
+	w.click("the item "+title, listItem(title))
 }
 
-// selectText selects the first occurrence of text in the elements
+// highlight selects the first occurrence of text in the elements
 // selector names, as a member's drag would (the app follows the
-// document's selection).
-func (w *walker) selectText(selector, text string) {
+// document's selection), and clicks the Highlight button the app then
+// shows above it. The selection is made again while the button is not
+// there: the reader redraws its article while it loads.
+func (w *walker) highlight(selector, text string) {
 	w.t.Helper()
-	var ok bool
-	w.run("select "+text, chromedp.Evaluate(fmt.Sprintf(`(() => {
+	w.waitFor("the Highlight button over "+text, fmt.Sprintf(`(() => {
+		const text = %s;
+		const b = [...document.querySelectorAll("[data-highlight-popover] button")].find(b => b.innerText.trim() === "Highlight");
+		if (b && getSelection().toString() === text) {
+			b.click();
+			return true;
+		}
+		if (getSelection().toString() === text) return false;
 		for (const el of document.querySelectorAll(%s)) {
 			const tw = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
 			for (let n = tw.nextNode(); n; n = tw.nextNode()) {
-				const i = n.data.indexOf(%s);
+				const i = n.data.indexOf(text);
 				if (i < 0) continue;
 				const r = document.createRange();
 				r.setStart(n, i);
-				r.setEnd(n, i + %d);
-				const s = getSelection();
-				s.removeAllRanges();
-				s.addRange(r);
-				return true;
+				r.setEnd(n, i + text.length);
+				getSelection().removeAllRanges();
+				getSelection().addRange(r);
+				return false;
 			}
 		}
 		return false;
-	})()`, js(selector), js(text), len(text)), &ok))
-	if !ok {
-		w.t.Fatalf("%q is not in %s", text, selector)
-	}
+	})()`, js(text), js(selector)))
 }
 
 // awaitPromise makes chromedp.Evaluate wait for the promise's value.
