@@ -241,8 +241,15 @@ func (r *mutationResolver) CreateHighlight(ctx context.Context, in generated.Cre
 	}
 	segs := make([]library.HighlightSegment, len(in.Segments))
 	for i, sg := range in.Segments {
+		// Inboxt's web app sends the whole rest of the selection's text
+		// node as its context (highlightsDOM.ts wrapSafeRangeWithSpan,
+		// Inboxt/inboxt@45f4314), which a long paragraph takes past the
+		// store's limit; the characters nearest the selection are kept, as
+		// Hearth's reader sends them.
 		segs[i] = library.HighlightSegment{
-			XPath: sg.Xpath, BeforeText: sg.BeforeText, AfterText: sg.AfterText,
+			XPath:       sg.Xpath,
+			BeforeText:  clipFront(sg.BeforeText, library.MaxSegmentContext),
+			AfterText:   clip(sg.AfterText, library.MaxSegmentContext),
 			StartOffset: sg.StartOffset, EndOffset: sg.EndOffset,
 		}
 		if sg.Text != nil {
@@ -258,6 +265,15 @@ func (r *mutationResolver) CreateHighlight(ctx context.Context, in generated.Cre
 		return nil, err
 	}
 	return toHighlight(h), nil
+}
+
+// clipFront keeps the last n characters of s.
+func clipFront(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[len(r)-n:])
 }
 
 func (r *mutationResolver) DeleteHighlights(ctx context.Context, in generated.DeleteHighlightsInput) (*generated.Void, error) {

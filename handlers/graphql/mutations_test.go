@@ -251,6 +251,36 @@ func TestHighlightsAreCreatedListedAndDeleted(t *testing.T) {
 	}
 }
 
+// Inboxt's web app sends the whole rest of the selection's text node as a
+// segment's context (highlightsDOM.ts @45f4314): in a long paragraph that
+// is more than the store keeps, and the highlight is made with the
+// characters nearest the selection.
+func TestHighlightInALongParagraphKeepsTheNearestContext(t *testing.T) {
+	e := newEnv(t, graphql.Options{})
+	it := e.saveArticle(e.member.ID, 1, nil)
+	before := strings.Repeat("a", 3000) + strings.Repeat("é", 1000)
+	after := strings.Repeat("語", 1000) + strings.Repeat("z", 3000)
+	seg := map[string]any{"xpath": "/p[1]::0", "beforeText": before, "afterText": after, "startOffset": 4000, "endOffset": 4004, "text": "Body"}
+	e.do(createHighlightMutation, map[string]any{"data": map[string]any{"savedItemId": it.ID, "segments": []any{seg}}}, nil)
+	var one struct {
+		SavedItem struct {
+			Highlights []struct {
+				Segments []struct{ Text, BeforeText, AfterText string }
+			}
+		}
+	}
+	e.do(`query($query: GetSavedItemInput!) { savedItem(query: $query) { highlights { segments { text beforeText afterText } } } }`,
+		map[string]any{"query": map[string]any{"id": it.ID}}, &one)
+	hs := one.SavedItem.Highlights
+	if len(hs) != 1 || len(hs[0].Segments) != 1 {
+		t.Fatalf("highlights = %+v", hs)
+	}
+	sg := hs[0].Segments[0]
+	if sg.Text != "Body" || sg.BeforeText != strings.Repeat("é", 1000) || sg.AfterText != strings.Repeat("語", 1000) {
+		t.Fatalf("segment: text %q, %d characters before, %d after", sg.Text, len([]rune(sg.BeforeText)), len([]rune(sg.AfterText)))
+	}
+}
+
 func TestSavedQueriesAreCreatedUpdatedReorderedAndDeleted(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	const create = `mutation CreateSavedQuery($data: CreateSavedQueryInput!) { createSavedQuery(data: $data) { id createdAt name query order } }`

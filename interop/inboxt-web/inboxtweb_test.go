@@ -10,6 +10,7 @@
 package inboxtweb
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -28,6 +29,8 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -39,6 +42,10 @@ const (
 	mainSite = "http://127.0.0.1:18480"
 	admin    = "localhost:12419"
 	password = "correct horse battery"
+	// mailSecret is the mail webhook's secret ({env.HEARTH_MAIL_SECRET}
+	// in the recipe), mailDomain the recipe's mail_domain.
+	mailSecret = "walk-mail-secret"
+	mailDomain = "in.example.com"
 )
 
 // recipe is the Caddyfile of docs/inboxt-web.md, with the test's hosts and
@@ -58,6 +65,9 @@ func recipe(t *testing.T, dir, web string) string {
 		"example.com {", mainSite+" {",
 		"account_domain example.com", "account_domain localhost",
 		"/srv/inboxt-web", web,
+		// The recipe's newsletter lines, uncommented as it says.
+		"# mail_domain", "mail_domain",
+		"# mail_webhook_secret", "mail_webhook_secret",
 	).Replace(string(m[1]))
 	return fmt.Sprintf(`{
 	admin %s
@@ -104,6 +114,7 @@ func TestInboxtWebAppOnHearth(t *testing.T) {
 		t.Fatal("Chromium not found: apt-get install chromium, or set HEARTH_CHROMIUM")
 	}
 	dir := t.TempDir()
+	t.Setenv("HEARTH_MAIL_SECRET", mailSecret)
 	startCaddy(t, recipe(t, dir, web))
 	req, _ := http.NewRequest(http.MethodPost, "http://"+admin+"/hearth/members", strings.NewReader(`{"username":"alice","password":"`+password+`"}`))
 	req.Header.Set("Content-Type", "application/json")
@@ -122,6 +133,18 @@ func TestInboxtWebAppOnHearth(t *testing.T) {
 		chromedp.Flag("lang", "en-GB"), chromedp.WindowSize(1400, 1000))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	// The app's console and uncaught errors go to the test's log, which
+	// a failing step shows.
+	chromedp.ListenTarget(ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			for _, a := range ev.Args {
+				t.Logf("console %s: %s %s", ev.Type, a.Value, a.Description)
+			}
+		case *runtime.EventExceptionThrown:
+			t.Logf("exception: %s", ev.ExceptionDetails.Error())
+		}
+	})
 	ctx, cancelTime := context.WithTimeout(ctx, 5*time.Minute)
 	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
 	w := &walker{t: t, ctx: ctx}
@@ -221,6 +244,91 @@ func TestInboxtWebAppOnHearth(t *testing.T) {
 	(&apiClient{t: t, token: secret}).do(`{ me { username } }`, nil, nil)
 	w.closeModals()
 
+	// Highlighting: a selection in the reader, highlighted from the
+	// popover's button, is one highlight of that text through the API,
+	// drawn again once the page is loaded afresh.
+	w.run("open the inbox", chromedp.Navigate(appSite+"/"))
+	w.openItem(articleTitle)
+	w.waitFor("the reader", `!!document.querySelector("#highlight-container") && document.querySelector("#highlight-container").innerText.includes("knead the dough")`)
+	w.highlight("#highlight-container p", highlighted)
+	w.waitFor("the highlight drawn", drawnHighlight)
+	api.waitItem("the highlight", articleTitle, func(it apiItem) bool { return len(it.Highlights) == 1 && it.Highlights[0] == highlighted })
+	api.checkHighlightSegments(articleTitle)
+	w.run("reload the reader", chromedp.Reload())
+	w.waitFor("the highlight drawn after reload", drawnHighlight)
+
+	// Import of a Pocket CSV through the app's Import dialog: its file
+	// input takes the file, the app says the import started, and the
+	// items arrive.
+	w.run("open the inbox", chromedp.Navigate(appSite+"/"))
+	w.menu("Import")
+	w.clickText(".mantine-Modal-content p", "CSV File")
+	csvFile := filepath.Join(dir, "part_000000.csv")
+	if err := os.WriteFile(csvFile, []byte(pocketCSV), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.waitFor("the file input", `!!document.querySelector('.mantine-Modal-content input[type="file"]')`)
+	w.run("choose the file", chromedp.SetUploadFiles(`.mantine-Modal-content input[type="file"]`, []string{csvFile}, chromedp.ByQuery))
+	w.waitFor("the chosen file", `document.querySelector(".mantine-Modal-content").innerText.includes("part_000000.csv")`)
+	w.clickText(".mantine-Modal-content button", "Import")
+	w.waitFor("the toast", `document.body.innerText.includes("Import started")`)
+	api.waitItem("the imported item with its tags", pocketTitle, func(it apiItem) bool { return it.OriginalURL == pocketURL && len(it.Labels) == 2 })
+	w.run("reload the inbox", chromedp.Reload())
+	w.waitFor("the imported item in the inbox", `document.body.innerText.includes(`+js(pocketTitle)+`)`)
+
+	// A newsletter address made in the app is listed whole; a message
+	// posted to the webhook URL the app shows arrives in the inbox.
+	w.menu("Emails")
+	w.clickButton("Create Email Address")
+	addrRe := `/^[a-z0-9]+@` + regexp.QuoteMeta(mailDomain) + `$/`
+	listed := `[...document.querySelectorAll(".mantine-Modal-content input[readonly]")].map(i => i.value).filter(v => ` + addrRe + `.test(v))`
+	w.waitFor("the address listed whole", listed+`.length === 1`)
+	var addr, hook string
+	w.run("read the address and the webhook URL",
+		chromedp.Evaluate(listed+`[0]`, &addr),
+		chromedp.Evaluate(`[...document.querySelectorAll(".mantine-Modal-content input[readonly]")].map(i => i.value).find(v => v.endsWith("/mail-webhook"))`, &hook))
+	if hook != appSite+"/inbox/items/mail-webhook" {
+		t.Fatalf("the webhook URL the app shows: %q", hook)
+	}
+	postMail(t, hook, addr)
+	w.closeModals()
+	w.clickNav("Newsletters")
+	w.freshView("type%3Anewsletter")
+	w.waitFor("the newsletter in the Newsletters view", `document.body.innerText.includes(`+js(newsletterSubject)+`)`)
+
+	// Export: both buttons of the Profile dialog's export download a
+	// file: the highlights, and the ZIP of the library.
+	downloads := w.downloads(filepath.Join(dir, "downloads"))
+	w.menu("Profile")
+	w.clickText("button", "Export Your Data")
+	w.clickButton("Export Highlights")
+	w.waitFor("the highlights export dialog", `document.body.innerText.includes("Export your highlights instantly")`)
+	w.clickText(".mantine-Modal-content button", "Export Highlights")
+	name, body := downloads.next(w)
+	if !strings.HasPrefix(name, "highlights_") || !strings.HasSuffix(name, ".html") || !strings.Contains(string(body), highlighted) || !strings.Contains(string(body), articleTitle) {
+		t.Fatalf("the highlights export %s: %.500s", name, body)
+	}
+	w.closeModals()
+	w.menu("Profile")
+	w.clickText("button", "Export Your Data")
+	w.clickButton("Export Full Account Data")
+	w.clickText(".mantine-Modal-content button", "Export All Data")
+	name, body = downloads.next(w)
+	checkExportZip(t, name, body)
+	w.closeModals()
+
+	// Sign-out through the user menu: the app is back at its sign-in
+	// page, also once reloaded, and its session no longer works.
+	w.menu("Log Out")
+	w.waitFor("the app's landing page", `[...document.querySelectorAll("button, a")].some(b => b.innerText.trim() === "Sign In")`)
+	w.run("reload", chromedp.Reload())
+	w.waitFor("the app's landing page after reload", `[...document.querySelectorAll("button, a")].some(b => b.innerText.trim() === "Sign In") && !document.body.innerText.includes(`+js(articleTitle)+`)`)
+	var me string
+	w.run("ask the API who is signed in", chromedp.Evaluate(`fetch("/api/graphql", {method: "POST", credentials: "include", headers: {"Content-Type": "application/json"}, body: JSON.stringify({query: "{ me { username } }"})}).then(r => r.text())`, &me, awaitPromise))
+	if me != `{"data":{"me":null}}` {
+		t.Fatalf("after sign-out the app's session still answers: %s", me)
+	}
+
 	// Hearth's own pages on the main host still answer in the same
 	// browser: the app's service worker covers only its own host.
 	w.run("open Hearth's sign-in page", chromedp.Navigate(mainSite+"/auth/sign_in"))
@@ -231,6 +339,23 @@ const (
 	articleTitle = "Baking Bread at Home"
 	otherTitle   = "Growing Tomatoes"
 )
+
+// highlighted is the selection highlighted in the reader; drawnHighlight
+// is JavaScript telling that the reader draws it (its segments' spans).
+const (
+	highlighted    = "knead the dough and let it rise"
+	drawnHighlight = `[...document.querySelectorAll("#highlight-container .highlight")].map(e => e.textContent).join("") === "` + highlighted + `"`
+)
+
+// pocketCSV is a list as Pocket exports it (part_000000.csv of its zip:
+// title, url, time_added, tags, status).
+const (
+	pocketTitle = "Pickling Vegetables"
+	pocketURL   = "https://pickle.example/jars"
+	pocketCSV   = "title,url,time_added,tags,status\n" + pocketTitle + "," + pocketURL + ",1700000000,kitchen|preserves,unread\n"
+)
+
+const newsletterSubject = "Bread Weekly, issue 7"
 
 var breadText = strings.Repeat("Flour, water, salt and yeast make bread when you knead the dough and let it rise slowly overnight. ", 12)
 
@@ -275,13 +400,19 @@ func (w *walker) waitFor(what, cond string) {
 	}
 }
 
+// click clicks the element the JavaScript expression find names once
+// there is one, finding and clicking in one step: the app re-renders its
+// lists while it loads, and an element found a moment before may be gone.
+func (w *walker) click(what, find string) {
+	w.t.Helper()
+	w.waitFor(what, `(() => { const e = `+find+`; if (!e) return false; e.click(); return true })()`)
+}
+
 // clickText clicks the last element matching selector whose own text is
 // text, once there is one.
 func (w *walker) clickText(selector, text string) {
 	w.t.Helper()
-	find := fmt.Sprintf(`[...document.querySelectorAll(%s)].filter(e => e.innerText && e.innerText.trim() === %s)`, js(selector), js(text))
-	w.waitFor(selector+" "+text, find+`.length > 0`)
-	w.run("click "+text, chromedp.Evaluate(find+`.pop().click()`, nil))
+	w.click(selector+" "+text, fmt.Sprintf(`[...document.querySelectorAll(%s)].filter(e => e.innerText && e.innerText.trim() === %s).pop()`, js(selector), js(text)))
 }
 
 func (w *walker) clickButton(text string) { w.t.Helper(); w.clickText("button", text) }
@@ -295,8 +426,7 @@ func navLink(text string) string {
 // clickNav clicks the sidebar's link named text.
 func (w *walker) clickNav(text string) {
 	w.t.Helper()
-	w.waitFor("the link "+text, navLink(text)+` !== undefined`)
-	w.run("click "+text, chromedp.Evaluate(navLink(text)+`.click()`, nil))
+	w.click("the link "+text, navLink(text))
 }
 
 // freshView waits for the address to hold part, then reloads the page.
@@ -316,9 +446,7 @@ func (w *walker) freshView(part string) {
 // app's item actions are icons whose names show only in a tooltip.
 func (w *walker) clickIcon(name string) {
 	w.t.Helper()
-	find := fmt.Sprintf(`[...document.querySelectorAll("button")].filter(b => b.querySelector("svg.tabler-icon-%s"))`, name)
-	w.waitFor("the "+name+" icon", find+`.length > 0`)
-	w.run("click the "+name+" icon", chromedp.Evaluate(find+`.pop().click()`, nil))
+	w.click("the "+name+" icon", fmt.Sprintf(`[...document.querySelectorAll("button")].filter(b => b.querySelector("svg.tabler-icon-%s")).pop()`, name))
 }
 
 // typeInto types text over what the field selector names holds, once it
@@ -333,8 +461,7 @@ func (w *walker) typeInto(selector, text string) {
 // menu opens the user menu (the avatar) and picks item.
 func (w *walker) menu(item string) {
 	w.t.Helper()
-	w.waitFor("the user menu", `!!document.querySelector(".mantine-Avatar-root")`)
-	w.run("open the user menu", chromedp.Evaluate(`document.querySelector(".mantine-Avatar-root").click()`, nil))
+	w.click("the user menu", `document.querySelector(".mantine-Avatar-root")`)
 	w.clickText(`[role="menuitem"], button`, item)
 }
 
@@ -353,12 +480,162 @@ func (w *walker) closeModals() {
 	w.t.Fatal("a dialog does not close")
 }
 
+// listItem is JavaScript finding the list's link of the item titled
+// title (the link holding its checkbox).
+func listItem(title string) string {
+	return fmt.Sprintf(`[...document.querySelectorAll("a")].find(a => a.innerText.includes(%s) && a.querySelector('input[type="checkbox"]'))`, js(title))
+}
+
 // selectItem ticks the list's checkbox of the item titled title.
 func (w *walker) selectItem(title string) {
 	w.t.Helper()
-	find := fmt.Sprintf(`[...document.querySelectorAll("a")].filter(a => a.innerText.includes(%s) && a.querySelector('input[type="checkbox"]'))`, js(title))
-	w.waitFor("the item "+title, find+`.length > 0`)
-	w.run("select "+title, chromedp.Evaluate(find+`[0].querySelector('input[type="checkbox"]').click()`, nil))
+	w.click("the item "+title, listItem(title)+`?.querySelector('input[type="checkbox"]')`)
+}
+
+// openItem opens the item titled title from the list in the reader.
+func (w *walker) openItem(title string) {
+	w.t.Helper()
+	w.click("the item "+title, listItem(title))
+}
+
+// highlight selects the first occurrence of text in the elements
+// selector names, as a member's drag would (the app follows the
+// document's selection), and clicks the Highlight button the app then
+// shows above it. The selection is made again while the button is not
+// there: the reader redraws its article while it loads.
+func (w *walker) highlight(selector, text string) {
+	w.t.Helper()
+	w.waitFor("the Highlight button over "+text, fmt.Sprintf(`(() => {
+		const text = %s;
+		const b = [...document.querySelectorAll("[data-highlight-popover] button")].find(b => b.innerText.trim() === "Highlight");
+		if (b && getSelection().toString() === text) {
+			b.click();
+			return true;
+		}
+		if (getSelection().toString() === text) return false;
+		for (const el of document.querySelectorAll(%s)) {
+			const tw = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+			for (let n = tw.nextNode(); n; n = tw.nextNode()) {
+				const i = n.data.indexOf(text);
+				if (i < 0) continue;
+				const r = document.createRange();
+				r.setStart(n, i);
+				r.setEnd(n, i + text.length);
+				getSelection().removeAllRanges();
+				getSelection().addRange(r);
+				return false;
+			}
+		}
+		return false;
+	})()`, js(text), js(selector)))
+}
+
+// awaitPromise makes chromedp.Evaluate wait for the promise's value.
+func awaitPromise(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }
+
+// downloads are the browser's downloads, saved in a folder of the test.
+type downloads struct {
+	dir  string
+	done chan download
+}
+
+type download struct{ name, path string }
+
+// downloads lets the browser download into dir and reports each
+// finished download.
+func (w *walker) downloads(dir string) *downloads {
+	w.t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		w.t.Fatal(err)
+	}
+	d := &downloads{dir: dir, done: make(chan download, 4)}
+	names := map[string]string{} // guid -> suggested name; events come in order on one goroutine
+	chromedp.ListenTarget(w.ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *browser.EventDownloadWillBegin:
+			names[ev.GUID] = ev.SuggestedFilename
+		case *browser.EventDownloadProgress:
+			if ev.State == browser.DownloadProgressStateCompleted {
+				d.done <- download{names[ev.GUID], filepath.Join(dir, ev.GUID)}
+			}
+		}
+	})
+	w.run("allow downloads", browser.SetDownloadBehavior(browser.SetDownloadBehaviorBehaviorAllowAndName).
+		WithDownloadPath(dir).WithEventsEnabled(true))
+	return d
+}
+
+// next waits for the next finished download and returns its name and
+// content.
+func (d *downloads) next(w *walker) (string, []byte) {
+	w.t.Helper()
+	select {
+	case f := <-d.done:
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		return f.name, b
+	case <-time.After(30 * time.Second):
+		w.t.Fatalf("nothing downloaded; the page says: %.1500s", w.text())
+	}
+	return "", nil
+}
+
+// checkExportZip checks the library's export: a ZIP whose saved items
+// hold the walk's items, the highlight among them.
+func checkExportZip(t *testing.T, name string, body []byte) {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
+	if !strings.HasSuffix(name, ".zip") || err != nil {
+		t.Fatalf("the library export %s (%d bytes): %v", name, len(body), err)
+	}
+	f, err := zr.Open("saved_items.json")
+	if err != nil {
+		t.Fatalf("the library export %s: %v", name, err)
+	}
+	defer f.Close()
+	var items []struct {
+		Title      string
+		Highlights []struct{ Text string }
+	}
+	if err := json.NewDecoder(f).Decode(&items); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, it := range items {
+		seen[it.Title] = true
+		if it.Title == articleTitle && (len(it.Highlights) != 1 || it.Highlights[0].Text != highlighted) {
+			t.Fatalf("the exported article's highlights: %+v", it.Highlights)
+		}
+	}
+	for _, title := range []string{articleTitle, pocketTitle, newsletterSubject} {
+		if !seen[title] {
+			t.Fatalf("the library export lacks %q: %+v", title, items)
+		}
+	}
+}
+
+// postMail posts a message to addr as a mail provider's inbound webhook
+// does, to the URL the app shows, with the recipe's secret.
+func postMail(t *testing.T, url, addr string) {
+	t.Helper()
+	msg, _ := json.Marshal(map[string]string{
+		"recipient": addr, "from": "Bread Weekly <news@bread.example>", "subject": newsletterSubject,
+		"messageId": "<issue7@bread.example>", "html": "<p>" + breadText + "</p>", "text": breadText,
+	})
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(msg))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Webhook-Secret", mailSecret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s: %d %s", url, resp.StatusCode, b)
+	}
 }
 
 // apiClient reads and writes alice's library through Hearth's API with an
@@ -471,6 +748,41 @@ func (c *apiClient) items() []apiItem {
 		out = append(out, it)
 	}
 	return out
+}
+
+// checkHighlightSegments checks the one highlight of the item titled
+// title as Inboxt's web app writes it (highlightsDOM.ts @45f4314): one
+// segment of the selected text at the end of its element's path, its
+// offsets spanning the text, and the text around it, the characters
+// nearest the selection where the paragraph is long.
+func (c *apiClient) checkHighlightSegments(title string) {
+	c.t.Helper()
+	var id string
+	for _, it := range c.items() {
+		if it.Title == title {
+			id = it.ID
+		}
+	}
+	var one struct {
+		SavedItem struct {
+			Highlights []struct {
+				Segments []struct {
+					Xpath, Text, BeforeText, AfterText string
+					StartOffset, EndOffset             int
+				}
+			}
+		}
+	}
+	c.do(`query($id: String!) { savedItem(query: {id: $id}) { highlights { segments { xpath text beforeText afterText startOffset endOffset } } } }`, map[string]any{"id": id}, &one)
+	hs := one.SavedItem.Highlights
+	if len(hs) != 1 || len(hs[0].Segments) != 1 {
+		c.t.Fatalf("highlights of %s: %+v", title, hs)
+	}
+	sg := hs[0].Segments[0]
+	if sg.Text != highlighted || sg.EndOffset-sg.StartOffset != len(highlighted) || !strings.HasSuffix(sg.Xpath, "::0") ||
+		!strings.HasSuffix(sg.BeforeText, "when you ") || !strings.HasPrefix(sg.AfterText, " slowly overnight.") || len([]rune(sg.AfterText)) != 1000 {
+		c.t.Fatalf("the highlight's segment: %+v", sg)
+	}
 }
 
 // waitItem waits until an item titled title (any, when "") satisfies ok.
