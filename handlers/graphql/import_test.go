@@ -572,6 +572,9 @@ func TestEveryFixtureImportsThroughTheAPI(t *testing.T) {
 func TestOneUploadAtATimePerMember(t *testing.T) {
 	e := newEnv(t, graphql.Options{NoImportFetch: true})
 	pr, pw := io.Pipe()
+	// A failure below must not leave the first upload's body open: the
+	// server's shutdown would wait for it until the test binary times out.
+	t.Cleanup(func() { pw.CloseWithError(io.ErrUnexpectedEOF) })
 	mw := multipart.NewWriter(pw)
 	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+graphql.ImportPath, pr)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
@@ -600,7 +603,12 @@ func TestOneUploadAtATimePerMember(t *testing.T) {
 		// upload then succeeded, and is tried again.
 		time.Sleep(10 * time.Millisecond)
 	}
-	if status != http.StatusConflict || !strings.Contains(out["message"].(string), "another upload") {
+	if status != http.StatusConflict || !strings.Contains(fmt.Sprint(out["message"]), "another upload") {
+		select {
+		case got := <-first:
+			t.Fatalf("second upload: HTTP %d %v (the first upload had already answered HTTP %d)", status, out, got)
+		default:
+		}
 		t.Fatalf("second upload: HTTP %d %v", status, out)
 	}
 	fw.Write([]byte("A,https://example.com/a,1600000000,c,,unread\n"))
