@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/net/html"
 
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -266,7 +267,7 @@ func (s *Server) writeEPUB(ctx context.Context, w io.Writer, memberID, title str
 // it returns their files by the address the content names them by.
 func (s *Server) writeEPUBImages(ctx context.Context, zw *zip.Writer, memberID string, it *library.SavedItem, c *library.ItemContent, ch *epubChapter) (map[string]string, error) {
 	shown := map[string]bool{}
-	for _, u := range contentImages(c.HTML, it.OriginalURL) {
+	for _, u := range articles.ContentImages(c.HTML, it.OriginalURL) {
 		shown[u] = true
 	}
 	if len(shown) == 0 {

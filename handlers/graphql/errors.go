@@ -13,6 +13,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -156,6 +157,8 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	var ue *userError
 	var sf *shownFieldError
 	var ie *storage.InvalidError
+	var ai *articles.InputError
+	var af *articles.FetchError
 	code, detail, field := "", "", ""
 	status, retry, unavailable := storage.Unavailable(err)
 	switch {
@@ -175,6 +178,10 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 		code, detail = codeBadUserInput, ue.msg
 	case errors.As(err, &ue):
 		code, out.Message = ue.code, ue.msg
+	case errors.As(err, &ai):
+		code, detail = codeBadUserInput, ai.Msg
+	case errors.As(err, &af):
+		code, out.Message = codeFetchFailed, af.Msg
 	case errors.As(err, &ie):
 		code, detail, field = codeBadUserInput, ie.Msg, ie.Field
 	case errors.Is(err, storage.ErrNotFound):

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
@@ -230,7 +231,7 @@ func (s *Server) writeExport(ctx context.Context, zw zipEntries, m *members.Memb
 			return err
 		}
 		if len(files) > 0 {
-			e.ContentHTML = rewriteImages(e.ContentHTML, it.OriginalURL, files)
+			e.ContentHTML = articles.RewriteImages(e.ContentHTML, it.OriginalURL, files)
 		}
 		f, err := zw.CreateHeader(zipHeader(fmt.Sprintf("markdown/%05d-%s.md", n, slug(it.Title, it.ID)), it.UpdatedAt))
 		if err != nil {
@@ -377,7 +378,7 @@ func writeMarkdown(w io.Writer, e *exportItem, md *converter.Converter) error {
 
 // heading is title as a one-line Markdown heading.
 func heading(title string) string {
-	if s := oneLine(title); s != "" {
+	if s := articles.OneLine(title); s != "" {
 		return s
 	}
 	return "Untitled"

@@ -1,59 +1,20 @@
 package graphql
 
 import (
-	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
-	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/net/html"
 
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
-// Images of saved content are fetched once, at save time, by the fetch
-// queue's worker with the article fetcher (its address policy, timeout and
-// size limit), and stored with the item (storage/library/images.go): the
-// reader and the exports show the stored copies, and the member's reading
-// is never announced to the image's origin.
-
 // ImageAPIPath + "<item id>/<n>" serves the n-th stored image of an item
-// to an API token with read (or the member's session); the reader shows
-// the same images under its own path.
+// (articles.StoredImage) to an API token with read (or the member's
+// session); the reader shows the same images under its own path.
 const ImageAPIPath = "/api/images/"
-
-// StoredImage reads the member's stored image rest names ("<item id>/<n>",
-// n in its one decimal form): storage.ErrNotFound when it names none.
-func StoredImage(ctx context.Context, store *storage.Store, memberID, rest string) (*library.ItemImage, []byte, error) {
-	id, num, _ := strings.Cut(rest, "/")
-	n, err := strconv.Atoi(num)
-	if err != nil || n < 0 || strconv.Itoa(n) != num || id == "" {
-		return nil, nil, storage.ErrNotFound
-	}
-	return library.Of(store).ItemImageData(ctx, memberID, id, n)
-}
-
-// WriteImage answers with a stored image: its sniffed raster type, never
-// sniffed again by the browser, cached for a year (an item's image n never
-// changes: images are only added, and go with their item) by the member's
-// browser alone, under a policy that lets it do nothing but be an image.
-func WriteImage(w http.ResponseWriter, r *http.Request, img *library.ItemImage, data []byte) {
-	h := w.Header()
-	h.Set("Content-Type", img.Type)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "private, max-age=31536000, immutable")
-	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-	h.Set("Cross-Origin-Resource-Policy", "same-origin")
-	h.Set("Content-Length", strconv.Itoa(len(data)))
-	if r.Method == http.MethodHead {
-		return
-	}
-	_, _ = w.Write(data)
-}
 
 // serveImageAPI answers GET ImageAPIPath<item id>/<n>.
 func (s *Server) serveImageAPI(w http.ResponseWriter, r *http.Request) {
@@ -66,7 +27,7 @@ func (s *Server) serveImageAPI(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
-	img, data, err := StoredImage(r.Context(), s.store, c.Member.ID, strings.TrimPrefix(r.URL.Path, ImageAPIPath))
+	img, data, err := articles.StoredImage(r.Context(), s.store, c.Member.ID, strings.TrimPrefix(r.URL.Path, ImageAPIPath))
 	if errors.Is(err, storage.ErrNotFound) {
 		writeImportError(w, r, http.StatusNotFound, "no such image")
 		return
@@ -80,186 +41,8 @@ func (s *Server) serveImageAPI(w http.ResponseWriter, r *http.Request) {
 		writeImportError(w, r, http.StatusInternalServerError, "internal error; it was logged")
 		return
 	}
-	WriteImage(w, r, img, data)
+	articles.WriteImage(w, r, img, data)
 }
 
 // DefaultImageQuota is the image bytes a member may store (image_quota).
 const DefaultImageQuota int64 = 256 << 20
-
-// Bounds of one item's images, besides library.MaxItemImages and the
-// fetcher's size limit per image: the bytes they may take together, and
-// the time their fetches may take together.
-const (
-	maxItemImageBytes = 20 << 20
-	itemImagesBudget  = time.Minute
-)
-
-// saveContent saves in (content the client or a mail brought) and queues
-// the fetch of the images it names.
-func (s *Server) saveContent(ctx context.Context, memberID string, in library.NewItem) (*library.SavedItem, bool, error) {
-	private := s.opts.Fetcher.Options().AllowPrivate
-	in.FetchImages, in.ImagesPrivate = true, private
-	it, created, err := library.Of(s.store).SaveItem(ctx, memberID, in)
-	if err == nil && in.HTML != "" {
-		s.queuedFetch(ctx, library.PendingFetch{MemberID: memberID, ItemID: it.ID, URL: it.OriginalURL, Private: private, Images: true})
-	}
-	return it, created, err
-}
-
-// contentImages are the addresses of the images html names that are to be
-// fetched, in order and once each: not tracking pixels, not data:, at
-// most library.MaxItemImages; relative ones resolved against base.
-func contentImages(src, base string) []string {
-	var out []string
-	seen := map[string]bool{}
-	z := html.NewTokenizer(strings.NewReader(src))
-	for len(out) < library.MaxItemImages {
-		tt := z.Next()
-		if tt == html.ErrorToken {
-			break
-		}
-		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
-			continue
-		}
-		t := z.Token()
-		if t.Data != "img" {
-			continue
-		}
-		a := map[string]string{}
-		for _, x := range t.Attr {
-			a[x.Key] = x.Val
-		}
-		if library.TrackingPixel(a["width"], a["height"]) {
-			continue
-		}
-		if u := library.ImageSource(a["src"], a["srcset"], base); u != "" && !seen[u] {
-			seen[u] = true
-			out = append(out, u)
-		}
-	}
-	return out
-}
-
-// fetchImages fetches and stores the images of an item's saved content,
-// then drops its images entry. Images that fail (refused address, not a
-// raster image, too large, over the member's quota) stay unstored: the
-// reader shows their placeholder. Stopped by ctx, it leaves the entry.
-func (s *Server) fetchImages(ctx context.Context, p library.PendingFetch) {
-	lib := library.Of(s.store)
-	c, err := lib.ItemContent(ctx, p.MemberID, p.ItemID)
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		if ctx.Err() == nil {
-			s.log.Error("read content for its images", zap.String("item", p.ItemID), zap.Error(err))
-		}
-		return
-	}
-	if err == nil {
-		if !s.storeImages(ctx, p, c.HTML) {
-			return
-		}
-	}
-	if err := lib.FinishImages(ctx, p.MemberID, p.ItemID); err != nil && ctx.Err() == nil {
-		s.log.Error("finish an item's images", zap.String("item", p.ItemID), zap.Error(err))
-	}
-}
-
-// storeImages fetches and stores the images content names; false when ctx
-// stopped it.
-func (s *Server) storeImages(ctx context.Context, p library.PendingFetch, content string) bool {
-	lib := library.Of(s.store)
-	have, err := lib.ItemImages(ctx, p.MemberID, p.ItemID)
-	if err != nil {
-		return ctx.Err() == nil
-	}
-	stored := map[string]bool{}
-	total := 0
-	for _, img := range have {
-		stored[img.URL] = true
-		total += img.Size
-	}
-	fctx, cancel := context.WithTimeout(ctx, itemImagesBudget)
-	defer cancel()
-	for _, src := range contentImages(content, p.URL) {
-		if stored[src] {
-			continue
-		}
-		if len(stored) >= library.MaxItemImages || fctx.Err() != nil {
-			break
-		}
-		resp, err := s.opts.Fetcher.GetWithHeader(fctx, src, http.Header{"Accept": {"image/avif,image/webp,image/png,image/jpeg,image/gif;q=0.9"}})
-		if ctx.Err() != nil {
-			return false
-		}
-		if err != nil || resp.Status != http.StatusOK || total+len(resp.Body) > maxItemImageBytes {
-			continue
-		}
-		_, err = lib.StoreItemImage(ctx, p.MemberID, p.ItemID, src, resp.Body, s.opts.ImageQuota)
-		switch {
-		case err == nil:
-			stored[src] = true
-			total += len(resp.Body)
-		case errors.Is(err, library.ErrImageQuota):
-			s.log.Info("image quota reached: images not stored", zap.String("member", p.MemberID), zap.String("item", p.ItemID))
-			return true
-		case errors.Is(err, storage.ErrNotFound):
-			return true // the item is gone
-		case storage.IsInvalid(err):
-			// not a raster image: its placeholder stays
-		default:
-			if ctx.Err() != nil {
-				return false
-			}
-			s.log.Error("store an image", zap.String("item", p.ItemID), zap.Error(err))
-		}
-	}
-	return true
-}
-
-// rewriteImages is content with the images whose address (as
-// library.ImageSource reads it against base) files maps pointing at the
-// mapped address instead, their srcset dropped; the rest unchanged.
-func rewriteImages(content, base string, files map[string]string) string {
-	var out strings.Builder
-	out.Grow(len(content))
-	z := html.NewTokenizer(strings.NewReader(content))
-	for {
-		tt := z.Next()
-		if tt == html.ErrorToken {
-			break
-		}
-		raw := z.Raw()
-		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
-			out.Write(raw)
-			continue
-		}
-		raw = append([]byte(nil), raw...)
-		t := z.Token()
-		if t.Data != "img" {
-			out.Write(raw)
-			continue
-		}
-		var src, srcset string
-		for _, a := range t.Attr {
-			switch a.Key {
-			case "src":
-				src = a.Val
-			case "srcset":
-				srcset = a.Val
-			}
-		}
-		to, ok := files[library.ImageSource(src, srcset, base)]
-		if !ok {
-			out.Write(raw)
-			continue
-		}
-		attrs := t.Attr[:0]
-		for _, a := range t.Attr {
-			if a.Key != "src" && a.Key != "srcset" {
-				attrs = append(attrs, a)
-			}
-		}
-		t.Attr = append(attrs, html.Attribute{Key: "src", Val: to})
-		out.WriteString(t.String())
-	}
-	return out.String()
-}

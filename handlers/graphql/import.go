@@ -43,25 +43,7 @@ const (
 
 // Importer is the server's import runner (the admin API starts imports
 // through it).
-func (s *Server) Importer() *importer.Runner { return s.imports }
-
-func newImportRunner(store *storage.Store, opts Options, kick func()) *importer.Runner {
-	dir := opts.ImportDir
-	if dir == "" {
-		dir = store.Path() + "-imports"
-	}
-	return importer.NewRunner(store, importer.RunnerOptions{
-		Dir:          dir,
-		Limits:       opts.ImportLimits,
-		Sanitize:     sanitizeHTML,
-		HTMLText:     htmlToText,
-		NoFetch:      opts.NoImportFetch,
-		FetchPrivate: opts.Fetcher.Options().AllowPrivate,
-		FetchQueued:  kick,
-		Logger:       opts.Logger.Named("import"),
-		Kick:         libraryWorkKind.Of(store).importKick,
-	})
-}
+func (s *Server) Importer() *importer.Runner { return s.articles.Importer() }
 
 // writeImportError answers in Inboxt's error shape outside GraphQL (its
 // GlobalExceptionFilter, common/exception-filters/global-exception.filter.ts
@@ -144,7 +126,7 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 		refuse(status, msg)
 		return
 	}
-	job, err := s.imports.Start(r.Context(), c.Member.ID, up.staged, up.fileName, up.format, up.labelIDs)
+	job, err := s.articles.Importer().Start(r.Context(), c.Member.ID, up.staged, up.fileName, up.format, up.labelIDs)
 	if err != nil {
 		status, msg := http.StatusBadRequest, err.Error()
 		if !importer.IsFileError(err) && !storage.IsInvalid(err) {
@@ -189,7 +171,7 @@ func (s *Server) allowREST(w http.ResponseWriter, r *http.Request, c *caller) bo
 // directory (refused past the upload limit, before anything else is
 // written), the type and the label ids. A message means refused.
 func (s *Server) readImportUpload(w http.ResponseWriter, r *http.Request, m *members.Member) (*importUpload, int, string) {
-	lim := s.imports.Limits()
+	lim := s.articles.Importer().Limits()
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "multipart/form-data" {
 		return nil, http.StatusUnsupportedMediaType, "send the file as multipart/form-data (fields file, type, labelIds)"
 	}
@@ -227,7 +209,7 @@ func (s *Server) readImportUpload(w http.ResponseWriter, r *http.Request, m *mem
 			if up.staged != "" {
 				return fail(http.StatusBadRequest, "send one file")
 			}
-			staged, err := s.imports.Stage(p)
+			staged, err := s.articles.Importer().Stage(p)
 			if err != nil {
 				var tooBig *http.MaxBytesError
 				if importer.IsFileError(err) || errors.As(err, &tooBig) {
@@ -345,7 +327,7 @@ type importView struct {
 }
 
 func (s *Server) renderImportPage(w http.ResponseWriter, r *http.Request, m *members.Member, status int, errMsg string) {
-	v := &importView{Action: ImportPath, Error: errMsg, Formats: importer.Formats, Limits: s.imports.Limits()}
+	v := &importView{Action: ImportPath, Error: errMsg, Formats: importer.Formats, Limits: s.articles.Importer().Limits()}
 	v.MaxUpload = v.Limits.MaxUploadBytes >> 20
 	var err error
 	var jobs []*library.ImportJob

@@ -19,10 +19,10 @@ import (
 	"unicode/utf8"
 
 	"go.uber.org/zap"
-	nethtml "golang.org/x/net/html"
 	"golang.org/x/net/html/charset"
 	"golang.org/x/text/encoding/charmap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -104,7 +104,7 @@ func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
 		return
 	}
-	it, created, err := s.saveContent(r.Context(), m.ID, nl.item())
+	it, created, err := s.articles.SaveContent(r.Context(), m.ID, nl.item())
 	if err != nil {
 		if storage.IsInvalid(err) {
 			writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
@@ -170,7 +170,7 @@ func parseNewsletter(raw []byte) (*newsletter, error) {
 	if err != nil || len(from) == 0 {
 		return nil, errors.New("the From header is missing or invalid")
 	}
-	nl := &newsletter{fromName: oneLine(from[0].Name), fromAddress: strings.ToLower(from[0].Address)}
+	nl := &newsletter{fromName: articles.OneLine(from[0].Name), fromAddress: strings.ToLower(from[0].Address)}
 	if at := strings.LastIndexByte(nl.fromAddress, '@'); at >= 0 {
 		nl.domain = strings.TrimPrefix(nl.fromAddress[at+1:], "www.")
 	}
@@ -180,11 +180,11 @@ func parseNewsletter(raw []byte) (*newsletter, error) {
 	if err != nil {
 		subject = msg.Header.Get("Subject")
 	}
-	nl.subject = clip(oneLine(subject), library.MaxTitleLen)
+	nl.subject = articles.Clip(articles.OneLine(subject), library.MaxTitleLen)
 	if nl.fromName == "" {
 		nl.fromName = nl.fromAddress
 	}
-	nl.fromName = clip(nl.fromName, library.MaxAuthorLen)
+	nl.fromName = articles.Clip(nl.fromName, library.MaxAuthorLen)
 	if nl.messageID, err = messageID(msg.Header); err != nil {
 		return nil, err
 	}
@@ -201,17 +201,17 @@ func parseNewsletter(raw []byte) (*newsletter, error) {
 // finishNewsletter sanitises the HTML body, makes the missing one of HTML
 // and text from the other, and sets the description.
 func finishNewsletter(nl *newsletter) error {
-	nl.html = strings.TrimSpace(sanitizeHTML(nl.html))
+	nl.html = strings.TrimSpace(articles.SanitizeHTML(nl.html))
 	switch {
 	case nl.html == "" && strings.TrimSpace(nl.text) == "":
 		return errors.New("the message has no text or HTML body")
 	case nl.html == "":
 		nl.html = textToHTML(nl.text)
 	case nl.text == "":
-		nl.text = htmlToText(nl.html)
+		nl.text = articles.HTMLText(nl.html)
 	}
 	nl.text = strings.TrimSpace(nl.text)
-	nl.description = clip(oneLine(nl.text), 300)
+	nl.description = articles.Clip(articles.OneLine(nl.text), 300)
 	return nil
 }
 
@@ -338,38 +338,4 @@ func textToHTML(text string) string {
 		}
 	}
 	return b.String()
-}
-
-// htmlToText is the visible text of an HTML body (no scripts or styles).
-func htmlToText(s string) string {
-	z := nethtml.NewTokenizer(strings.NewReader(s))
-	var b strings.Builder
-	skip := 0
-	for {
-		switch z.Next() {
-		case nethtml.ErrorToken:
-			return strings.TrimSpace(b.String())
-		case nethtml.StartTagToken:
-			name, _ := z.TagName()
-			switch string(name) {
-			case "script", "style", "head":
-				skip++
-			case "p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6":
-				b.WriteString("\n")
-			}
-		case nethtml.EndTagToken:
-			name, _ := z.TagName()
-			switch string(name) {
-			case "script", "style", "head":
-				if skip > 0 {
-					skip--
-				}
-			}
-		case nethtml.TextToken:
-			if skip == 0 {
-				b.Write(z.Text())
-				b.WriteString(" ")
-			}
-		}
-	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -111,7 +112,7 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 				writeError(w, http.StatusInternalServerError, codeInternal, "internal error; it was logged")
 				return
 			}
-			writeError(w, http.StatusNotFound, codeNotFound, fmt.Sprintf("message %d: no member has the address %s; nothing was saved", i+1, clip(rcpt, 320)))
+			writeError(w, http.StatusNotFound, codeNotFound, fmt.Sprintf("message %d: no member has the address %s; nothing was saved", i+1, articles.Clip(rcpt, 320)))
 			return
 		}
 		nl, err := webhookNewsletter(msg)
@@ -123,7 +124,7 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	ids := make([]string, 0, len(ds))
 	for _, d := range ds {
-		it, created, err := s.saveContent(r.Context(), d.member.ID, d.item)
+		it, created, err := s.articles.SaveContent(r.Context(), d.member.ID, d.item)
 		if err != nil {
 			if storage.IsInvalid(err) && len(ids) == 0 {
 				writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
@@ -263,12 +264,12 @@ func webhookNewsletter(msg map[string]any) (*newsletter, error) {
 	fromAddr := firstString(msg, jp("FromFull", "Email"), jp("items", 0, "From", "Address"), jp("From", "Address"),
 		jp("msys", "relay_message", "msg_from"), jp("envelope_sender"))
 	nl := &newsletter{}
-	from = oneLine(from)
+	from = articles.OneLine(from)
 	if _, err := mail.ParseAddress(from); err != nil {
 		from = strings.Trim(from, `"`) // Inboxt's
 	}
 	if a, err := mail.ParseAddress(from); err == nil {
-		nl.fromName, nl.fromAddress = oneLine(a.Name), strings.ToLower(a.Address)
+		nl.fromName, nl.fromAddress = articles.OneLine(a.Name), strings.ToLower(a.Address)
 	} else if strings.Contains(from, "@") && !strings.Contains(from, " ") {
 		nl.fromAddress = strings.ToLower(from)
 	} else {
@@ -288,8 +289,8 @@ func webhookNewsletter(msg map[string]any) (*newsletter, error) {
 	if nl.fromName == "" {
 		nl.fromName = "Unknown sender" // Inboxt's
 	}
-	nl.fromName = clip(nl.fromName, library.MaxAuthorLen)
-	nl.subject = clip(oneLine(subject), library.MaxTitleLen)
+	nl.fromName = articles.Clip(nl.fromName, library.MaxAuthorLen)
+	nl.subject = articles.Clip(articles.OneLine(subject), library.MaxTitleLen)
 	hdr := mail.Header{"Message-Id": {id}}
 	var err error
 	if nl.messageID, err = messageID(hdr); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
@@ -17,7 +18,7 @@ func (r *mutationResolver) AddArticleFromURL(ctx context.Context, in generated.A
 	if err != nil {
 		return nil, err
 	}
-	itemID, err := r.s.queueArticleFromURL(ctx, id, in.URL, in.LabelIds)
+	itemID, err := r.s.articles.QueueURL(ctx, id, in.URL, in.LabelIds)
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +30,7 @@ func (r *mutationResolver) AddArticleFromHTMLSnapshot(ctx context.Context, in ge
 	if err != nil {
 		return "", err
 	}
-	it, err := r.s.saveArticleFromHTML(ctx, id, in.URL, []byte(in.HTML), "text/html; charset=utf-8", nil)
+	it, err := r.s.articles.SaveHTML(ctx, id, in.URL, []byte(in.HTML), "text/html; charset=utf-8", nil)
 	if err != nil {
 		return "", err
 	}
@@ -249,7 +250,7 @@ func (r *mutationResolver) CreateHighlight(ctx context.Context, in generated.Cre
 		segs[i] = library.HighlightSegment{
 			XPath:       sg.Xpath,
 			BeforeText:  clipFront(sg.BeforeText, library.MaxSegmentContext),
-			AfterText:   clip(sg.AfterText, library.MaxSegmentContext),
+			AfterText:   articles.Clip(sg.AfterText, library.MaxSegmentContext),
 			StartOffset: sg.StartOffset, EndOffset: sg.EndOffset,
 		}
 		if sg.Text != nil {

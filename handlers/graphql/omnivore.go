@@ -188,7 +188,7 @@ func (r *mutationResolver) SaveURL(ctx context.Context, in generated.SaveURLInpu
 			return nil, err
 		}
 	}
-	if _, err := r.s.queueArticleFromURL(ctx, id, in.URL, labelIDs); err != nil {
+	if _, err := r.s.articles.QueueURL(ctx, id, in.URL, labelIDs); err != nil {
 		return nil, err
 	}
 	return &generated.SaveSuccess{URL: in.URL, ClientRequestID: in.ClientRequestID}, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
@@ -42,7 +43,7 @@ func ParseQuery(q string) (*Query, error) {
 // item now, the article fetched in the background. Its error is for the
 // member.
 func (s *Server) SaveURL(ctx context.Context, memberID, rawURL string, labelIDs []string) error {
-	_, err := s.queueArticleFromURL(ctx, memberID, rawURL, labelIDs)
+	_, err := s.articles.QueueURL(ctx, memberID, rawURL, labelIDs)
 	return err
 }
 
@@ -52,11 +53,17 @@ func (s *Server) SaveURL(ctx context.Context, memberID, rawURL string, labelIDs 
 func MemberMessage(err error) (string, bool) {
 	var ue *userError
 	var ie *storage.InvalidError
+	var ai *articles.InputError
+	var af *articles.FetchError
 	switch {
 	case errors.As(err, &ue):
 		return ue.msg, true
 	case errors.As(err, &ie):
 		return ie.Msg, true
+	case errors.As(err, &ai):
+		return ai.Msg, true
+	case errors.As(err, &af):
+		return af.Msg, true
 	}
 	return "", false
 }

@@ -3,6 +3,7 @@
 // gqlgen's generated server in generated/), the newsletter inbound webhook,
 // and the "API Tokens" settings page. It is a plain net/http handler built
 // from a store and Options; the Caddy module only translates configuration.
+// What it saves from the web goes through handlers/articles.
 package graphql
 
 import (
@@ -25,6 +26,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/access"
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
@@ -205,15 +207,13 @@ type Server struct {
 	docs    *documentChecker  // limits.go
 	auth    *access.Authenticator
 
-	fetches *fetchQueue // the store's queue of the Server's fetch policy (libraryWork)
-	imports *importer.Runner
-	// releaseFetches and releaseImports take back what the Server lent
-	// the store's fetch queue and import runner.
-	releaseFetches, releaseImports func()
-	uploading                      sync.Map // member id -> an upload to /api/import is being received
-	closeOnce                      sync.Once
-	indexInbound                   sync.Once    // IndexInboundIDs, on the webhook's first miss
-	offsets                        *offsetPager // Omnivore's offset paging (omnivore_offsets.go)
+	// articles saves from the web: the fetch queue, sanitising, images
+	// and imports.
+	articles     *articles.Service
+	uploading    sync.Map // member id -> an upload to /api/import is being received
+	closeOnce    sync.Once
+	indexInbound sync.Once    // IndexInboundIDs, on the webhook's first miss
+	offsets      *offsetPager // Omnivore's offset paging (omnivore_offsets.go)
 
 	fastPathStats
 	// statsPages counts the pages of items read for reading statistics.
@@ -224,10 +224,10 @@ type Server struct {
 func New(store *storage.Store, opts Options) *Server { return Prepare(store, opts) }
 
 // Prepare returns the API backed by store without touching the store
-// (Caddy's Provision prepares it). It lends the store's fetch queue and
-// import runner (libraryWork) its fetcher, sanitiser and import settings:
-// they work from the store's Open (at once if it is open) to its Close, or
-// until the Server's Close takes them back.
+// (Caddy's Provision prepares it). Its articles.Service lends the store's
+// fetch queue and import runner the fetcher, sanitiser and import
+// settings: they work from the store's Open (at once if it is open) to its
+// Close, or until the Server's Close takes them back.
 func Prepare(store *storage.Store, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{store: store, opts: opts, log: opts.Logger, docs: newDocumentChecker(defaultDocumentLimits()), offsets: newOffsetPager()}
@@ -245,20 +245,27 @@ func Prepare(store *storage.Store, opts Options) *Server {
 		s.auth.Sessions = opts.Pages
 	}
 	s.gql = s.newGraphQLServer()
-	work := libraryWorkKind.Of(store)
-	s.imports = newImportRunner(store, opts, work.kickFetches)
-	s.fetches = work.fetches[0]
-	if opts.Fetcher.Options().AllowPrivate {
-		s.fetches = work.fetches[1]
-	}
-	s.releaseFetches = s.fetches.use(s)
-	s.releaseImports = work.imports.use(s.imports)
+	s.articles = articles.Prepare(store, articles.Options{
+		Fetcher:       opts.Fetcher,
+		ImageQuota:    opts.ImageQuota,
+		ImportDir:     opts.ImportDir,
+		ImportLimits:  opts.ImportLimits,
+		NoImportFetch: opts.NoImportFetch,
+		Logger:        opts.Logger,
+	})
 	return s
 }
 
 // Start does nothing: the work a Server lends its settings to starts with
 // the store's Open (Prepare).
 func (s *Server) Start() {}
+
+// Close takes back what the Server lent the store's fetch queue and
+// import runner (articles.Service.Close).
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() { _ = s.articles.Close() })
+	return nil
+}
 
 func (s *Server) newGraphQLServer() *handler.Server {
 	cfg := generated.Config{Resolvers: &resolver{s: s}}

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
@@ -125,10 +125,10 @@ func localImage(src string) bool {
 // serveImage answers a stored image of the member's item (rest: "<item
 // id>/<n>"), as the API does.
 func (h *Handler) serveImage(w http.ResponseWriter, r *http.Request, m *members.Member, rest string) {
-	img, data, err := graphql.StoredImage(r.Context(), h.store, m.ID, rest)
+	img, data, err := articles.StoredImage(r.Context(), h.store, m.ID, rest)
 	if err != nil {
 		h.storeError(w, r, err)
 		return
 	}
-	graphql.WriteImage(w, r, img, data)
+	articles.WriteImage(w, r, img, data)
 }

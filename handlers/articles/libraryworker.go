@@ -1,4 +1,4 @@
-package graphql
+package articles
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 // storage/library): the fetch queue of each fetch policy and the import
 // runner. Each is a worker of the store, as the indexer is: it runs from the
 // store's Open to its Close, pauses around a restore, and runs once per
-// store however many Servers use it (a reload prepares the next Server
+// store however many Services use it (a reload prepares the next Server
 // while the last one still serves; two sites may share one store). What it
 // needs of a site (the fetcher, the sanitiser, the import directory and
-// limits) it takes from the Servers, given when each is prepared (use) and
+// limits) it takes from the Services, given when each is prepared (use) and
 // taken back when it closes; the latest given is the one used.
 
 // libraryWorkKind is each store's libraryWork.
@@ -26,7 +26,7 @@ type libraryWork struct {
 	fetches [2]*fetchQueue // by fetch policy: public addresses only, private too
 	imports *lent[*importer.Runner]
 	// importKick tells the import runner that works of a job started
-	// through any Server's runner (importer.RunnerOptions.Kick).
+	// through any Service's runner (importer.RunnerOptions.Kick).
 	importKick chan struct{}
 }
 
@@ -61,7 +61,7 @@ func (w *libraryWork) Hold()    { w.each(storage.Worker.Hold) }
 func (w *libraryWork) Release() { w.each(func(x storage.Worker) { x.Release() }) }
 func (w *libraryWork) Stop()    { w.each(storage.Worker.Stop) }
 
-// lent is background work of a store that runs with what a Server lends
+// lent is background work of a store that runs with what a Service lends
 // it (use): run runs while the store is open, no restore holds it and
 // something is lent, with the latest lent when it starts. When what it
 // started with is taken back, it is stopped and started again with the

@@ -1,4 +1,4 @@
-package graphql
+package articles
 
 import (
 	"context"
@@ -52,11 +52,11 @@ var fetchScanBudget = 4096
 
 // fetchQueue feeds a store's pending fetches of one fetch policy to a few
 // workers: a worker of the store (libraryWork), with the fetcher of the
-// latest Server of that policy lent to it.
+// latest Service of that policy lent to it.
 type fetchQueue struct {
 	st      *storage.Store
 	private bool // the policy: fetches that may reach private addresses
-	lent[*Server]
+	lent[*Service]
 	// ctx is done when the store closes (Publish's).
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -137,8 +137,8 @@ const fetchChannel = "hearth_fetches"
 func newFetchQueue(st *storage.Store, private bool) *fetchQueue {
 	q := &fetchQueue{st: st, private: private, kick: make(chan struct{}, 1), inFlight: map[[2]string]bool{}, hosts: map[string]*hostTurn{}, scanBudget: fetchScanBudget}
 	q.ctx, q.cancel = context.WithCancel(context.Background())
-	q.run = func(ctx context.Context, _ *Server) { q.lead(ctx) }
-	q.follows = true // each fetch takes the latest Server (server)
+	q.run = func(ctx context.Context, _ *Service) { q.lead(ctx) }
+	q.follows = true // each fetch takes the latest Service (service)
 	return q
 }
 
@@ -161,15 +161,15 @@ func (q *fetchQueue) lead(ctx context.Context) {
 	q.st.Lead(ctx, lease, q.runFetches)
 }
 
-// server is the latest Server of the queue's policy, whose fetcher,
+// server is the latest Service of the queue's policy, whose fetcher,
 // sanitiser and logger the queue uses (nil: none left, the queue stops).
-func (q *fetchQueue) server() *Server {
+func (q *fetchQueue) service() *Service {
 	s, _ := q.latest()
 	return s
 }
 
 func (q *fetchQueue) log() *zap.Logger {
-	if s := q.server(); s != nil {
+	if s := q.service(); s != nil {
 		return s.log
 	}
 	return zap.NewNop()
@@ -227,10 +227,6 @@ func (q *fetchQueue) notified(payload string) {
 // freshMax bounds fetchQueue.fresh.
 const freshMax = 256
 
-// kickFetches tells the feeder that a fetch is pending: this node's, or,
-// when another node works the queue, that one's.
-func (s *Server) kickFetches() { s.fetches.kickAll() }
-
 func (q *fetchQueue) kickAll() {
 	q.kickNow()
 	if !q.leading.Load() && q.ctx.Err() == nil {
@@ -242,7 +238,7 @@ func (q *fetchQueue) kickAll() {
 
 // queuedFetch hands the feeder the fetch addArticleFromUrl just queued in
 // the store, and kicks it.
-func (s *Server) queuedFetch(ctx context.Context, p library.PendingFetch) {
+func (s *Service) queuedFetch(ctx context.Context, p library.PendingFetch) {
 	q := s.fetches
 	if !q.leading.Load() {
 		b, _ := json.Marshal(p)
@@ -264,19 +260,6 @@ func (q *fetchQueue) kickNow() {
 	case q.kick <- struct{}{}:
 	default:
 	}
-}
-
-// Close takes back what the Server lent the store's fetch queue and
-// import runner, and closes its import runner. With no other Server of its
-// policy on the store, the queue stops (a fetch cut short stays pending,
-// and the next Server on the store fetches it again).
-func (s *Server) Close() error {
-	s.closeOnce.Do(func() {
-		s.releaseFetches()
-		s.releaseImports()
-		s.imports.Close()
-	})
-	return nil
 }
 
 func (q *fetchQueue) feed(ctx context.Context, jobs chan<- library.PendingFetch) {
@@ -375,7 +358,7 @@ func (q *fetchQueue) work(ctx context.Context, jobs <-chan library.PendingFetch)
 	for p := range jobs {
 		// An entry handed over (fresh) or read a while ago may have been
 		// fetched since, by this node or the former holder of the lease.
-		s := q.server()
+		s := q.service()
 		if ok, err := library.Of(q.st).HasPendingFetch(ctx, p.MemberID, p.ItemID); err == nil && ok && s != nil {
 			if p.Images {
 				s.fetchImages(ctx, p)
@@ -395,7 +378,7 @@ func (q *fetchQueue) work(ctx context.Context, jobs <-chan library.PendingFetch)
 // fetchPending fetches one pending item's page and saves the article, or
 // marks the item failed with a reason the member can read. Stopped by ctx,
 // it leaves the entry pending.
-func (s *Server) fetchPending(ctx context.Context, p library.PendingFetch) {
+func (s *Service) fetchPending(ctx context.Context, p library.PendingFetch) {
 	in, err := s.fetchArticle(ctx, p.URL)
 	if ctx.Err() != nil {
 		return
@@ -417,8 +400,9 @@ func (s *Server) fetchPending(ctx context.Context, p library.PendingFetch) {
 			}
 			return
 		}
-		var ue *userError
-		if !errors.As(err, &ue) && !storage.IsInvalid(err) {
+		var fe *FetchError
+		var ie *InputError
+		if !errors.As(err, &fe) && !errors.As(err, &ie) && !storage.IsInvalid(err) {
 			if ctx.Err() == nil { // else stopped: nothing failed
 				s.log.Error("save fetched article", zap.String("item", p.ItemID), zap.Error(err))
 			}
@@ -426,14 +410,15 @@ func (s *Server) fetchPending(ctx context.Context, p library.PendingFetch) {
 		}
 	}
 	reason := fetchFailedMessage
-	var ue *userError
-	if errors.As(err, &ue) && ue.code == codeBadUserInput {
+	var fe *FetchError
+	var ie *InputError
+	if errors.As(err, &ie) {
 		// Not the site's doing, and trying again later changes nothing
-		// (a private address, a page too large): Inboxt's text would
+		// (not an HTML page, no readable content): Inboxt's text would
 		// mislead.
-		reason = "We couldn’t fetch this page: " + ue.msg + "."
-	} else if errors.As(err, &ue) {
-		reason = fetchFailedMessage + " (" + ue.msg + ")"
+		reason = "We couldn’t fetch this page: " + ie.Msg + "."
+	} else if errors.As(err, &fe) {
+		reason = fetchFailedMessage + " (" + fe.Msg + ")"
 	} else if storage.IsInvalid(err) {
 		reason = fetchFailedMessage + " (" + err.Error() + ")"
 	}
@@ -445,7 +430,7 @@ func (s *Server) fetchPending(ctx context.Context, p library.PendingFetch) {
 // placeFetchedQuotes places the quotes an import kept without a place (it
 // had no content) in the content just fetched. A failure leaves them where
 // they were: text-only highlights, still shown.
-func (s *Server) placeFetchedQuotes(ctx context.Context, it *library.SavedItem) {
+func (s *Service) placeFetchedQuotes(ctx context.Context, it *library.SavedItem) {
 	c, err := library.Of(s.store).ItemContent(ctx, it.MemberID, it.ID)
 	if err == nil {
 		_, err = importer.PlaceFetchedQuotes(ctx, s.store, it.MemberID, it.ID, c.HTML)

@@ -1,4 +1,4 @@
-package graphql
+package articles
 
 import (
 	"fmt"
@@ -46,11 +46,10 @@ func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(store, Options{AllowPrivateAddresses: true})
+	s := Prepare(store, testOptions())
 	defer s.Close()
-	s.Start()
 
-	// The job's file is on another node's disk: this server's import
+	// The job's file is on another node's disk: this Service's import
 	// runner leaves the job alone (otherwise it may fail it, the file
 	// being missing, before ImportItems below).
 	job, err := library.Of(store).CreateImportJob(t.Context(), &library.ImportJob{MemberID: m.ID, Format: "HEARTH", Staged: "staged-file", Node: "another-node", FetchPrivate: true, Total: links})
@@ -64,14 +63,14 @@ func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 	if _, err := library.Of(store).ImportItems(t.Context(), m.ID, job.ID, entries, nil, 0); err != nil {
 		t.Fatal(err)
 	}
-	s.kickFetches()
+	s.KickFetches()
 	q := s.fetches
 	for q.passes.Load() < 3 {
 		time.Sleep(10 * time.Millisecond)
 	}
 
 	// A save of another host, queued after every waiting link.
-	if _, err := s.queueArticleFromURL(t.Context(), m.ID, fast.URL+"/article", nil); err != nil {
+	if _, err := s.QueueURL(t.Context(), m.ID, fast.URL+"/article", nil); err != nil {
 		t.Fatal(err)
 	}
 	for {

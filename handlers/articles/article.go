@@ -1,4 +1,4 @@
-package graphql
+package articles
 
 import (
 	"bytes"
@@ -14,14 +14,15 @@ import (
 	"golang.org/x/net/html/charset"
 
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
+	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
-// queueArticleFromURL saves a pending item for rawURL (or marks the
+// QueueURL saves a pending item for rawURL (or marks the
 // member's item with that URL to be fetched again) and hands it to the
 // background fetches: the client's answer does not wait for the site.
 // What can be refused without fetching is refused here, storing nothing.
-func (s *Server) queueArticleFromURL(ctx context.Context, memberID, rawURL string, labelIDs []string) (itemID string, err error) {
+func (s *Service) QueueURL(ctx context.Context, memberID, rawURL string, labelIDs []string) (itemID string, err error) {
 	norm, err := library.NormalizeURL(rawURL)
 	if err != nil {
 		return "", err
@@ -31,33 +32,33 @@ func (s *Server) queueArticleFromURL(ctx context.Context, memberID, rawURL strin
 	}
 	it, err := library.Of(s.store).QueueFetch(ctx, memberID, library.NewItem{
 		URL:         norm,
-		Title:       clip(processingTitlePrefix+norm+"...", library.MaxTitleLen),
-		Description: clip(processingDescription(library.SourceDomain(norm)), library.MaxDescriptionLen),
+		Title:       Clip(processingTitlePrefix+norm+"...", library.MaxTitleLen),
+		Description: Clip(processingDescription(library.SourceDomain(norm)), library.MaxDescriptionLen),
 		LabelIDs:    labelIDs,
-	}, s.opts.Fetcher.Options().AllowPrivate)
+	}, s.private())
 	if err != nil {
 		return "", err
 	}
-	s.queuedFetch(ctx, library.PendingFetch{MemberID: memberID, ItemID: it.ID, URL: norm, Private: s.opts.Fetcher.Options().AllowPrivate})
+	s.queuedFetch(ctx, library.PendingFetch{MemberID: memberID, ItemID: it.ID, URL: norm, Private: s.private()})
 	return it.ID, nil
 }
 
 // fetchArticle fetches norm (a normalised URL) with the safe fetcher and
 // extracts the readable article. Its errors are for the member.
-func (s *Server) fetchArticle(ctx context.Context, norm string) (*library.NewItem, error) {
+func (s *Service) fetchArticle(ctx context.Context, norm string) (*library.NewItem, error) {
 	resp, err := s.opts.Fetcher.GetWithHeader(ctx, norm, http.Header{"Accept": {"text/html,application/xhtml+xml;q=0.9,*/*;q=0.1"}})
 	if err != nil {
 		return nil, fetchError(err)
 	}
 	if resp.Status >= 400 {
-		return nil, &userError{codeFetchFailed, fmt.Sprintf("the site answered with HTTP %d", resp.Status)}
+		return nil, &FetchError{fmt.Sprintf("the site answered with HTTP %d", resp.Status)}
 	}
 	ct := resp.Header.Get("Content-Type")
 	if ct == "" {
 		ct = http.DetectContentType(resp.Body)
 	}
 	if mt, _, _ := mime.ParseMediaType(ct); mt != "text/html" && mt != "application/xhtml+xml" {
-		return nil, badInput("the URL is not an HTML page (it is %s)", mt)
+		return nil, inputError("the URL is not an HTML page (it is %s)", mt)
 	}
 	base := norm
 	if resp.FinalURL != "" {
@@ -66,21 +67,21 @@ func (s *Server) fetchArticle(ctx context.Context, norm string) (*library.NewIte
 	return articleItem(norm, base, resp.Body, ct)
 }
 
-// saveArticleFromHTML saves an article from HTML the client already has.
-func (s *Server) saveArticleFromHTML(ctx context.Context, memberID, rawURL string, page []byte, contentType string, labelIDs []string) (*library.SavedItem, error) {
+// SaveHTML saves the article of page, HTML the client already has.
+func (s *Service) SaveHTML(ctx context.Context, memberID, rawURL string, page []byte, contentType string, labelIDs []string) (*library.SavedItem, error) {
 	norm, err := library.NormalizeURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
 	if len(bytes.TrimSpace(page)) == 0 {
-		return nil, badInput("html must not be empty")
+		return nil, inputError("html must not be empty")
 	}
 	in, err := articleItem(norm, norm, page, contentType)
 	if err != nil {
 		return nil, err
 	}
 	in.LabelIDs = labelIDs
-	it, _, err := s.saveContent(ctx, memberID, *in)
+	it, _, err := s.SaveContent(ctx, memberID, *in)
 	return it, err
 }
 
@@ -116,7 +117,7 @@ type article struct {
 func extractArticle(pageURL string, page []byte, contentType string) (*article, error) {
 	u, err := url.Parse(pageURL)
 	if err != nil {
-		return nil, badInput("url is not valid")
+		return nil, inputError("url is not valid")
 	}
 	body, err := charset.NewReader(bytes.NewReader(page), contentType)
 	if err != nil {
@@ -124,20 +125,20 @@ func extractArticle(pageURL string, page []byte, contentType string) (*article, 
 	}
 	ra, err := readability.FromReader(body, u)
 	if err != nil {
-		return nil, badInput("no readable content could be extracted from the page")
+		return nil, inputError("no readable content could be extracted from the page")
 	}
 	var content, text strings.Builder
 	if err := ra.RenderHTML(&content); err != nil {
-		return nil, badInput("no readable content could be extracted from the page")
+		return nil, inputError("no readable content could be extracted from the page")
 	}
 	if err := ra.RenderText(&text); err != nil {
-		return nil, badInput("no readable content could be extracted from the page")
+		return nil, inputError("no readable content could be extracted from the page")
 	}
 	a := &article{
-		title:       clip(oneLine(ra.Title()), library.MaxTitleLen),
-		description: clip(oneLine(ra.Excerpt()), library.MaxDescriptionLen),
-		author:      clip(oneLine(ra.Byline()), library.MaxAuthorLen),
-		html:        sanitizeHTML(content.String()),
+		title:       Clip(OneLine(ra.Title()), library.MaxTitleLen),
+		description: Clip(OneLine(ra.Excerpt()), library.MaxDescriptionLen),
+		author:      Clip(OneLine(ra.Byline()), library.MaxAuthorLen),
+		html:        SanitizeHTML(content.String()),
 		text:        strings.TrimSpace(text.String()),
 	}
 	a.wordCount = len(strings.Fields(a.text))
@@ -145,7 +146,7 @@ func extractArticle(pageURL string, page []byte, contentType string) (*article, 
 		a.leadImage = img.String()
 	}
 	if len(a.html)+len(a.text) > library.MaxContentLen {
-		return nil, badInput("the article is larger than %d bytes", library.MaxContentLen)
+		return nil, inputError("the article is larger than %d bytes", library.MaxContentLen)
 	}
 	return a, nil
 }
@@ -156,28 +157,46 @@ const blockedAddressMessage = "the URL points to a private or reserved network a
 	"which this site does not fetch; to save pages from your own network, the site's administrator adds " +
 	"allow_private_addresses to hearth_graphql in the Caddyfile"
 
+// FetchError is a page the site did not give (an error status, too slow,
+// too many redirects): trying again later may work. Its message is for
+// the member (the API's FETCH_FAILED).
+type FetchError struct{ Msg string }
+
+func (e *FetchError) Error() string { return e.Msg }
+
+// InputError is what cannot be saved whoever tries again (not an HTML
+// page, no readable content, too large). Its message is for the member
+// (the API's BAD_USER_INPUT).
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+func inputError(format string, a ...any) error {
+	return &InputError{fmt.Sprintf(format, a...)}
+}
+
 // fetchError turns a fetch failure into a client-facing error.
 func fetchError(err error) error {
 	switch {
 	case errors.Is(err, safefetch.ErrBadURL):
-		return badField("url", "url must be an absolute http or https URL")
+		return storage.InvalidField("url", "url must be an absolute http or https URL")
 	case errors.Is(err, safefetch.ErrBlockedAddress):
-		return badField("url", "%s", blockedAddressMessage)
+		return storage.InvalidField("url", "%s", blockedAddressMessage)
 	case errors.Is(err, safefetch.ErrTooLarge):
-		return badField("url", "the page is too large to save")
+		return storage.InvalidField("url", "the page is too large to save")
 	case errors.Is(err, safefetch.ErrRedirect):
-		return &userError{codeFetchFailed, "the page redirects too many times"}
+		return &FetchError{"the page redirects too many times"}
 	case errors.Is(err, safefetch.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
-		return &userError{codeFetchFailed, "the site did not answer in time"}
+		return &FetchError{"the site did not answer in time"}
 	}
-	return &userError{codeFetchFailed, "the page could not be fetched"}
+	return &FetchError{"the page could not be fetched"}
 }
 
-// oneLine collapses runs of white space to single spaces.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// OneLine collapses runs of white space to single spaces.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// clip cuts s to at most n characters.
-func clip(s string, n int) string {
+// Clip cuts s to at most n characters.
+func Clip(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
 		return s

@@ -1,4 +1,4 @@
-package graphql
+package articles
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 )
 
 // The fetch queue is a worker of the store: it lives from the store's Open
-// to its Close, whatever Servers come and go on it. Each test runs on
+// to its Close, whatever Services come and go on it. Each test runs on
 // Badger and on PostgreSQL.
 
 // heldSite serves article pages; the first request waits until release
@@ -94,7 +94,7 @@ func waitFetched(t *testing.T, st *storage.Store, memberID, itemID, title string
 	})
 }
 
-// A reload prepares the next Server on the open store before the last one
+// A reload prepares the next Service on the open store before the last one
 // closes: the fetch under way goes on (the page is fetched once), and
 // what is queued meanwhile is fetched once, by the one queue.
 func TestReloadKeepsOneFetchQueue(t *testing.T) {
@@ -104,17 +104,17 @@ func TestReloadKeepsOneFetchQueue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		old := Prepare(st, Options{AllowPrivateAddresses: true})
+		old := Prepare(st, testOptions())
 		defer old.Close()
-		held, err := old.queueArticleFromURL(t.Context(), m.ID, site.URL+"/held", nil)
+		held, err := old.QueueURL(t.Context(), m.ID, site.URL+"/held", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		<-site.started
 
-		next := Prepare(st, Options{AllowPrivateAddresses: true})
+		next := Prepare(st, testOptions())
 		defer next.Close()
-		during, err := next.queueArticleFromURL(t.Context(), m.ID, site.URL+"/during", nil)
+		during, err := next.QueueURL(t.Context(), m.ID, site.URL+"/during", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func TestReloadKeepsOneFetchQueue(t *testing.T) {
 		old.Close()
 		close(site.release)
 		waitFetched(t, st, m.ID, held, "Page /held")
-		after, err := next.queueArticleFromURL(t.Context(), m.ID, site.URL+"/after", nil)
+		after, err := next.QueueURL(t.Context(), m.ID, site.URL+"/after", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +136,7 @@ func TestReloadKeepsOneFetchQueue(t *testing.T) {
 }
 
 // Closing the store stops a fetch under way; it stays pending, and the
-// store opened next (with its Server) fetches it.
+// store opened next (with its Service) fetches it.
 func TestFetchCutShortByCloseResumes(t *testing.T) {
 	workerEngines(t, func(t *testing.T, st *storage.Store, reopen func() *storage.Store) {
 		site := newHeldSite(t)
@@ -144,9 +144,9 @@ func TestFetchCutShortByCloseResumes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		first := Prepare(st, Options{AllowPrivateAddresses: true})
+		first := Prepare(st, testOptions())
 		defer first.Close()
-		id, err := first.queueArticleFromURL(t.Context(), m.ID, site.URL+"/held", nil)
+		id, err := first.QueueURL(t.Context(), m.ID, site.URL+"/held", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +163,7 @@ func TestFetchCutShortByCloseResumes(t *testing.T) {
 		if len(p) != 1 || p[0].ItemID != id {
 			t.Fatalf("pending after the close: %+v, want the item cut short", p)
 		}
-		next := Prepare(st, Options{AllowPrivateAddresses: true})
+		next := Prepare(st, testOptions())
 		defer next.Close()
 		waitFetched(t, st, m.ID, id, "Page /held")
 		if n := site.hitsOf("/held"); n != 2 {
@@ -172,7 +172,7 @@ func TestFetchCutShortByCloseResumes(t *testing.T) {
 	})
 }
 
-// A reload while an import runs: the import goes on with the next Server's
+// A reload while an import runs: the import goes on with the next Service's
 // runner and saves every entry once.
 func TestReloadMovesAnImportToTheNextServer(t *testing.T) {
 	workerEngines(t, func(t *testing.T, st *storage.Store, _ func() *storage.Store) {
@@ -186,7 +186,8 @@ func TestReloadMovesAnImportToTheNextServer(t *testing.T) {
 		for i := range n {
 			fmt.Fprintf(&b, "Article %d,https://site%d.example/articles/%d,%d,c%d,reading,unread\n", i, i%50, i, 1600000000+i, i)
 		}
-		opts := Options{NoImportFetch: true, ImportDir: t.TempDir()}
+		opts := testOptions()
+		opts.NoImportFetch, opts.ImportDir = true, t.TempDir()
 		old := Prepare(st, opts)
 		defer old.Close()
 		next := Prepare(st, opts)

@@ -1,4 +1,4 @@
-package graphql
+package articles
 
 import (
 	"fmt"
@@ -7,7 +7,9 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
@@ -15,7 +17,7 @@ import (
 
 // The article fetch queue with several nodes on one PostgreSQL database:
 // two stores on one database stand for two Caddy processes, each with its
-// Server.
+// Service.
 
 // pgNodes is this package's PostgreSQL server for two nodes of one site
 // (each package its own port, so packages may run at once).
@@ -46,9 +48,9 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := New(sa, Options{AllowPrivateAddresses: true})
+	a := Prepare(sa, testOptions())
 	defer a.Close()
-	b := New(sb, Options{AllowPrivateAddresses: true})
+	b := Prepare(sb, testOptions())
 	defer b.Close()
 	storagetest.Eventually(t, "one node works the queue", func() bool { return a.fetches.leading.Load() != b.fetches.leading.Load() })
 	leader, other := a, b
@@ -65,7 +67,7 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 
 	const n = 8
 	for i := range n {
-		if _, err := other.queueArticleFromURL(t.Context(), m.ID, fmt.Sprintf("%s/%d", pages.URL, i), nil); err != nil {
+		if _, err := other.QueueURL(t.Context(), m.ID, fmt.Sprintf("%s/%d", pages.URL, i), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -83,7 +85,7 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 
 	leader.Close()
 	storagetest.Eventually(t, "the other node works the queue", func() bool { return other.fetches.leading.Load() })
-	if _, err := other.queueArticleFromURL(t.Context(), m.ID, pages.URL+"/after", nil); err != nil {
+	if _, err := other.QueueURL(t.Context(), m.ID, pages.URL+"/after", nil); err != nil {
 		t.Fatal(err)
 	}
 	storagetest.Eventually(t, "the article saved after the fail-over is fetched", func() bool { return pending() == 0 })
@@ -91,5 +93,14 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 	defer mu.Unlock()
 	if h := hits["/after"]; h != 1 {
 		t.Errorf("the page saved after the fail-over was fetched %d times, want 1", h)
+	}
+}
+
+// testOptions are a site's settings that fetch from the tests' own
+// servers (loopback addresses), with hearth_graphql's limits.
+func testOptions() Options {
+	return Options{
+		Fetcher:    safefetch.New(safefetch.Options{AllowPrivate: true, Timeout: 15 * time.Second, MaxBytes: 5 << 20, FollowRedirects: true}),
+		ImageQuota: 256 << 20,
 	}
 }
