@@ -18,6 +18,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
+	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/handlers/reader"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -172,9 +173,9 @@ func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	r = h.withHome(r)
 	switch {
-	case strings.HasPrefix(r.URL.Path, graphql.InboundPath):
-		return h.serveUnlogged(w, r, next, graphql.InboundPath+"REDACTED")
-	case graphql.IsMailWebhook(r):
+	case strings.HasPrefix(r.URL.Path, inbound.Path):
+		return h.serveUnlogged(w, r, next, inbound.Path+"REDACTED")
+	case inbound.IsMailWebhook(r):
 		return h.serveUnlogged(w, r, next, r.URL.Path)
 	case strings.HasPrefix(r.URL.Path, graphql.ContentDownloadPath):
 		return h.serveUnlogged(w, r, next, graphql.ContentDownloadPath+"REDACTED")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
+	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
@@ -329,7 +330,7 @@ func (r *mutationResolver) CreateInboundEmailAddress(ctx context.Context) (*gene
 		Name: inboundRevealCookie, Value: secret, Path: "/api/graphql", MaxAge: inboundRevealSeconds,
 		HttpOnly: true, Secure: st.r.TLS != nil, SameSite: http.SameSiteStrictMode,
 	})
-	return &generated.InboundEmailAddress{ID: in.ID, CreatedAt: in.CreatedAt, FullAddress: site + InboundPath + secret}, nil
+	return &generated.InboundEmailAddress{ID: in.ID, CreatedAt: in.CreatedAt, FullAddress: site + inbound.Path + secret}, nil
 }
 
 // The inbound secret is kept only as a digest, so the list cannot show it

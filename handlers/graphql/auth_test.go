@@ -12,6 +12,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -435,7 +436,7 @@ func TestSessionOnlyOperationsRefuseTokens(t *testing.T) {
 		CreateInboundEmailAddress struct{ ID, FullAddress string }
 	}
 	e.doAs(e.session, `mutation { createInboundEmailAddress { id fullAddress } }`, nil, &in)
-	if !strings.Contains(in.CreateInboundEmailAddress.FullAddress, graphql.InboundPath+"nl_") {
+	if !strings.Contains(in.CreateInboundEmailAddress.FullAddress, inbound.Path+"nl_") {
 		t.Fatalf("createInboundEmailAddress = %+v", in)
 	}
 	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/api/graphql", strings.NewReader(`{"query":"mutation { emptyTrash { success } }"}`))

@@ -2,7 +2,6 @@ package graphql
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,33 +13,29 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
-// Values of extensions.code. Inboxt's exception filter names an error by
-// its HTTP status (HttpStatus[status]: UNAUTHORIZED, FORBIDDEN, NOT_FOUND,
-// CONFLICT, BAD_REQUEST, TOO_MANY_REQUESTS) or uses Apollo's
-// (BAD_USER_INPUT, INTERNAL_SERVER_ERROR, GRAPHQL_PARSE_FAILED,
-// GRAPHQL_VALIDATION_FAILED); apps/api/src/common/exception-filters/
-// global-exception.filter.ts @ 45f4314.
+// Values of extensions.code (inboxtapi's).
 const (
-	codeUnauthorized     = "UNAUTHORIZED"
-	codeTooManyRequests  = "TOO_MANY_REQUESTS"
-	codeParseFailed      = "GRAPHQL_PARSE_FAILED"
-	codeValidationFailed = "GRAPHQL_VALIDATION_FAILED"
-	codeForbidden        = "FORBIDDEN"
-	codeBadUserInput     = "BAD_USER_INPUT"
-	codeNotFound         = "NOT_FOUND"
-	codeConflict         = "CONFLICT"
-	codeBadRequest       = "BAD_REQUEST"
-	codeMethodNotAllowed = "METHOD_NOT_ALLOWED"
-	codeRateLimited      = "RATE_LIMITED"
-	codeQueryTooDeep     = "QUERY_TOO_DEEP"
-	codeComplexityLimit  = "COMPLEXITY_LIMIT_EXCEEDED" // gqlgen's
-	codeFetchFailed      = "FETCH_FAILED"
-	codeInternal         = "INTERNAL_SERVER_ERROR"
-	codeUnavailable      = "SERVICE_UNAVAILABLE"  // 503: a restore, a reload
-	codeInsufficient     = "INSUFFICIENT_STORAGE" // 507: the disk is full
+	codeUnauthorized     = inboxtapi.CodeUnauthorized
+	codeTooManyRequests  = inboxtapi.CodeTooManyRequests
+	codeParseFailed      = inboxtapi.CodeParseFailed
+	codeValidationFailed = inboxtapi.CodeValidationFailed
+	codeForbidden        = inboxtapi.CodeForbidden
+	codeBadUserInput     = inboxtapi.CodeBadUserInput
+	codeNotFound         = inboxtapi.CodeNotFound
+	codeConflict         = inboxtapi.CodeConflict
+	codeBadRequest       = inboxtapi.CodeBadRequest
+	codeMethodNotAllowed = inboxtapi.CodeMethodNotAllowed
+	codeRateLimited      = inboxtapi.CodeRateLimited
+	codeQueryTooDeep     = inboxtapi.CodeQueryTooDeep
+	codeComplexityLimit  = inboxtapi.CodeComplexityLimit
+	codeFetchFailed      = inboxtapi.CodeFetchFailed
+	codeInternal         = inboxtapi.CodeInternal
+	codeUnavailable      = inboxtapi.CodeUnavailable
+	codeInsufficient     = inboxtapi.CodeInsufficient
 )
 
 func init() {
@@ -50,48 +45,12 @@ func init() {
 	errcode.RegisterErrorType(codeComplexityLimit, errcode.KindProtocol)
 }
 
-// statusOf is extensions.status for an extensions.code: Inboxt puts the
-// HTTP status of its exception on every error (global-exception.filter.ts
-// @ 45f4314). Hearth's own codes get the status of their kind.
-func statusOf(code string) int {
-	switch code {
-	case codeUnauthorized:
-		return http.StatusUnauthorized
-	case codeForbidden:
-		return http.StatusForbidden
-	case codeNotFound:
-		return http.StatusNotFound
-	case codeConflict:
-		return http.StatusConflict
-	case codeMethodNotAllowed:
-		return http.StatusMethodNotAllowed
-	case codeTooManyRequests, codeRateLimited:
-		return http.StatusTooManyRequests
-	case codeFetchFailed:
-		return http.StatusBadGateway
-	case codeInternal:
-		return http.StatusInternalServerError
-	case codeUnavailable:
-		return http.StatusServiceUnavailable
-	case codeInsufficient:
-		return http.StatusInsufficientStorage
-	}
-	// BAD_REQUEST, BAD_USER_INPUT, parse and validation failures, and the
-	// limits on a query's depth, cost and content.
-	return http.StatusBadRequest
-}
-
-// writeError answers outside gqlgen (authentication, limits, bad bodies)
-// in the GraphQL response format: {"errors":[{message, extensions:{code,
-// status}}]}, with HTTP status httpStatus.
-func writeError(w http.ResponseWriter, httpStatus int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(httpStatus)
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"errors": []any{map[string]any{"message": msg, "extensions": map[string]any{"code": code, "status": statusOf(code)}}},
-		"data":   nil,
-	})
-}
+// statusOf is extensions.status for an extensions.code; writeError
+// answers outside gqlgen in the GraphQL response format.
+var (
+	statusOf   = inboxtapi.StatusOf
+	writeError = inboxtapi.WriteError
+)
 
 // msgInvalidInput is the message of Inboxt's input validation errors; the
 // details are in extensions.response.message (global-exception.filter.ts @

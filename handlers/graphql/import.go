@@ -10,7 +10,6 @@ import (
 	"mime"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -45,16 +45,16 @@ const (
 // through it).
 func (s *Server) Importer() *importer.Runner { return s.articles.Importer() }
 
-// writeImportError answers in Inboxt's error shape outside GraphQL (its
-// GlobalExceptionFilter, common/exception-filters/global-exception.filter.ts
-// at Inboxt/inboxt@45f4314: status, message, code, path).
+// writeImportError answers in Inboxt's REST error shape, naming the
+// request's path as shownPath shows it.
 func writeImportError(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"status": status, "message": msg, "code": strings.ToUpper(strings.ReplaceAll(http.StatusText(status), " ", "_")), "path": shownPath(r.URL.Path),
-	})
+	inboxtapi.WriteREST(w, status, msg, shownPath(r.URL.Path))
+}
+
+// restCaller is the caller of a request to one of the REST routes
+// (inboxtapi.Gate.RESTCaller); nil when it answered.
+func (s *Server) restCaller(w http.ResponseWriter, r *http.Request, route access.Route, what string) *caller {
+	return s.gate.RESTCaller(w, r, route, what, shownPath(r.URL.Path))
 }
 
 // shownPath is the path an error names: a feed URL's secret is its only
@@ -155,16 +155,6 @@ func (s *Server) serveImport(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusCreated)
 	_ = json.NewEncoder(w).Encode(map[string]any{"success": true, "jobId": job.ID, "format": job.Format, "total": job.Total})
-}
-
-// allowREST applies the API's rate limits (limit) to a request outside
-// GraphQL, answering 429 in Inboxt's REST error shape.
-func (s *Server) allowREST(w http.ResponseWriter, r *http.Request, c *caller) bool {
-	retry, ok := s.limit(w.Header(), r, c)
-	if !ok {
-		writeImportError(w, r, http.StatusTooManyRequests, "too many requests; retry after "+strconv.Itoa(retry)+" s")
-	}
-	return ok
 }
 
 // readImportUpload streams the multipart body: the file to the staging
@@ -392,30 +382,4 @@ func (r *queryResolver) ImportJobs(ctx context.Context) ([]*generated.ImportJob,
 		out = append(out, g)
 	}
 	return out, nil
-}
-
-// restCaller authenticates a request to one of the REST routes (route)
-// and applies the rate limit, answering a refusal in Inboxt's REST shape
-// (what says what the store could not do now); nil when it answered.
-func (s *Server) restCaller(w http.ResponseWriter, r *http.Request, route access.Route, what string) *caller {
-	c, err := s.auth.Authenticate(r, route)
-	if status, _, ok := refusal(w, err); ok {
-		writeImportError(w, r, status, "the store cannot "+what+" now ("+err.Error()+"); try again later")
-		return nil
-	}
-	switch {
-	case errors.Is(err, access.ErrCrossOrigin), access.IsScopeError(err):
-		writeImportError(w, r, http.StatusForbidden, err.Error())
-		return nil
-	case err != nil:
-		writeImportError(w, r, http.StatusUnauthorized, tokenMessage(err))
-		return nil
-	case c == nil:
-		writeImportError(w, r, http.StatusUnauthorized, "sign in, or send an API token as Authorization: Bearer <token>")
-		return nil
-	}
-	if !s.allowREST(w, r, c) {
-		return nil
-	}
-	return c
 }

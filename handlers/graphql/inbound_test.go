@@ -12,6 +12,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
@@ -50,7 +51,7 @@ func inboundURL(t *testing.T, e *env) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e.srv.URL + graphql.InboundPath + secret
+	return e.srv.URL + inbound.Path + secret
 }
 
 func TestNewsletterPostedToTheInboundURLBecomesANewsletterItem(t *testing.T) {
@@ -112,7 +113,7 @@ func TestInboundURLWithUnknownOrReplacedSecretIs404(t *testing.T) {
 	if status, _ := postInbound(t, e, old, newsletterMessage); status != http.StatusNotFound {
 		t.Fatalf("old address: status %d", status)
 	}
-	if status, _ := postInbound(t, e, e.srv.URL+graphql.InboundPath+"nl_unknownunknownunknown", newsletterMessage); status != http.StatusNotFound {
+	if status, _ := postInbound(t, e, e.srv.URL+inbound.Path+"nl_unknownunknownunknown", newsletterMessage); status != http.StatusNotFound {
 		t.Fatalf("unknown address: status %d", status)
 	}
 }
@@ -320,7 +321,7 @@ func TestNewInboundURLIsListedWholeToTheBrowserThatMadeIt(t *testing.T) {
 		t.Fatalf("list: %v %s", err, b)
 	}
 	full := list.Data.InboundEmailAddresses[0].FullAddress
-	if !strings.Contains(made, full) || !strings.HasPrefix(full, e.srv.URL+graphql.InboundPath+"nl_") || strings.HasSuffix(full, "…") {
+	if !strings.Contains(made, full) || !strings.HasPrefix(full, e.srv.URL+inbound.Path+"nl_") || strings.HasSuffix(full, "…") {
 		t.Fatalf("listed %q after making %s", full, made)
 	}
 	if status, body := postInbound(t, e, full, newsletterMessage); status != http.StatusCreated {
@@ -333,7 +334,7 @@ func TestNewInboundURLIsListedWholeToTheBrowserThatMadeIt(t *testing.T) {
 		InboundEmailAddresses []struct{ FullAddress string }
 	}
 	e.doAs(e.session, `{ inboundEmailAddresses { fullAddress } }`, nil, &other)
-	if len(other.InboundEmailAddresses) != 1 || other.InboundEmailAddresses[0].FullAddress != e.srv.URL+graphql.InboundPath+"nl_…" {
+	if len(other.InboundEmailAddresses) != 1 || other.InboundEmailAddresses[0].FullAddress != e.srv.URL+inbound.Path+"nl_…" {
 		t.Fatalf("another request lists %+v", other)
 	}
 }

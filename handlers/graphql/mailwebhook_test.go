@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
 
@@ -37,7 +38,7 @@ func webhookEnv(t *testing.T, logs **observer.ObservedLogs) (*env, string) {
 
 func postWebhook(t *testing.T, e *env, body string, auth func(*http.Request)) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, e.srv.URL+graphql.MailWebhookPath, strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, e.srv.URL+inbound.MailWebhookPath, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestMailWebhookIsOffWithoutASecret(t *testing.T) {
 // (no /api): a provider set up from what the app shows delivers there too.
 func TestMailWebhookTakesThePathInboxtsWebAppShows(t *testing.T) {
 	e, rcpt := webhookEnv(t, nil)
-	req, err := http.NewRequest(http.MethodPost, e.srv.URL+graphql.AppMailWebhookPath, strings.NewReader(webhookPayloads(rcpt)["plain"]))
+	req, err := http.NewRequest(http.MethodPost, e.srv.URL+inbound.AppMailWebhookPath, strings.NewReader(webhookPayloads(rcpt)["plain"]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,14 +223,14 @@ func TestMailWebhookTakesThePathInboxtsWebAppShows(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"ids"`) {
-		t.Fatalf("POST %s: %d %s", graphql.AppMailWebhookPath, resp.StatusCode, b)
+		t.Fatalf("POST %s: %d %s", inbound.AppMailWebhookPath, resp.StatusCode, b)
 	}
 	if got := e.allEntries(map[string]any{"first": 50, "q": "type:newsletter"}); len(got) != 1 || got[0].Title != "Issue 1" {
 		t.Fatalf("newsletters = %+v", got)
 	}
 	// Other methods there are the site's (the web app's own pages).
-	get, _ := http.NewRequest(http.MethodGet, e.srv.URL+graphql.AppMailWebhookPath, nil)
+	get, _ := http.NewRequest(http.MethodGet, e.srv.URL+inbound.AppMailWebhookPath, nil)
 	if e.api.Handles(get) {
-		t.Fatalf("GET %s is taken", graphql.AppMailWebhookPath)
+		t.Fatalf("GET %s is taken", inbound.AppMailWebhookPath)
 	}
 }

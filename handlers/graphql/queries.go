@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
+	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -194,9 +195,9 @@ func (r *queryResolver) InboundEmailAddresses(ctx context.Context) ([]*generated
 	if err != nil {
 		return nil, err
 	}
-	full := in.Site + InboundPath + apitokens.InboundPrefix + "…"
+	full := in.Site + inbound.Path + apitokens.InboundPrefix + "…"
 	if secret := revealedInbound(stateOf(ctx).r, in); secret != "" {
-		full = in.Site + InboundPath + secret
+		full = in.Site + inbound.Path + secret
 	}
 	if r.s.opts.MailDomain != "" && r.s.opts.MailWebhookSecret != "" {
 		full = in.ID + "@" + r.s.opts.MailDomain // the mail webhook's recipient

@@ -1,9 +1,12 @@
 // Package graphql serves Hearth's saved-content API: POST /api/graphql,
 // compatible with Inboxt's public schema (schema/*.graphqls, executed by
-// gqlgen's generated server in generated/), the newsletter inbound webhook,
-// and the "API Tokens" settings page. It is a plain net/http handler built
-// from a store and Options; the Caddy module only translates configuration.
-// What it saves from the web goes through handlers/articles.
+// gqlgen's generated server in generated/), with the routes hearth_graphql
+// serves beside it (the newsletter routes of handlers/inbound, exports,
+// imports, feeds) and the "API Tokens" settings page. It is a plain
+// net/http handler built from a store and Options; the Caddy module only
+// translates configuration. What it saves from the web goes through
+// handlers/articles; who a request acts for and the rate limits, through
+// one inboxtapi.Gate for GraphQL and REST alike.
 package graphql
 
 import (
@@ -29,7 +32,8 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
-	"github.com/hearthkit/caddy-hearth/handlers/metrics"
+	"github.com/hearthkit/caddy-hearth/handlers/inbound"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -39,9 +43,6 @@ import (
 const (
 	// Path is the GraphQL endpoint.
 	Path = "/api/graphql"
-	// InboundPath is followed by a member's inbound secret: the URL that
-	// email-forwarding services POST raw newsletters to.
-	InboundPath = "/api/newsletters/inbound/"
 	// APITokensPath is the settings page of API tokens.
 	APITokensPath = "/settings/api_tokens"
 )
@@ -60,6 +61,7 @@ const (
 	DefaultFetchTimeout            = 15 * time.Second
 	DefaultQueryCacheEntries       = 1000
 	DefaultMaxContentBytes   int64 = 64 << 20
+	DefaultMailWebhookHeader       = inbound.DefaultMailWebhookHeader
 )
 
 // Options configure a Server. Zero values take the defaults above; New fills
@@ -194,26 +196,25 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Server serves the GraphQL API and the newsletter inbound URL. Build it
-// with New; it is safe for concurrent use.
+// Server serves the GraphQL API and the routes of hearth_graphql beside
+// it (the newsletter routes of handlers/inbound, exports, imports, feeds).
+// Build it with New; it is safe for concurrent use.
 type Server struct {
 	store   *storage.Store
 	opts    Options
 	log     *zap.Logger
 	gql     *handler.Server
-	tokens  ratelimit.Counter // per token
-	members ratelimit.Counter // per member
-	inbound ratelimit.Counter // per client IP
-	docs    *documentChecker  // limits.go
+	gate    *inboxtapi.Gate  // the caller and the rate limits, shared by GraphQL and the REST routes
+	inbound *inbound.Handler // the newsletter routes
+	docs    *documentChecker // limits.go
 	auth    *access.Authenticator
 
 	// articles saves from the web: the fetch queue, sanitising, images
 	// and imports.
-	articles     *articles.Service
-	uploading    sync.Map // member id -> an upload to /api/import is being received
-	closeOnce    sync.Once
-	indexInbound sync.Once    // IndexInboundIDs, on the webhook's first miss
-	offsets      *offsetPager // Omnivore's offset paging (omnivore_offsets.go)
+	articles  *articles.Service
+	uploading sync.Map // member id -> an upload to /api/import is being received
+	closeOnce sync.Once
+	offsets   *offsetPager // Omnivore's offset paging (omnivore_offsets.go)
 
 	fastPathStats
 	// statsPages counts the pages of items read for reading statistics.
@@ -231,18 +232,16 @@ func New(store *storage.Store, opts Options) *Server { return Prepare(store, opt
 func Prepare(store *storage.Store, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{store: store, opts: opts, log: opts.Logger, docs: newDocumentChecker(defaultDocumentLimits()), offsets: newOffsetPager()}
-	if opts.TokenRateLimit > 0 {
-		s.tokens = opts.RateLimits.Counter(ratelimit.Limit{Name: "graphql.token", N: opts.TokenRateLimit, Window: opts.RateLimitWindow, Now: opts.Now})
-	}
-	if opts.MemberRateLimit > 0 {
-		s.members = opts.RateLimits.Counter(ratelimit.Limit{Name: "graphql.member", N: opts.MemberRateLimit, Window: opts.RateLimitWindow, Now: opts.Now})
-	}
-	if opts.InboundRateLimit > 0 {
-		s.inbound = opts.RateLimits.Counter(ratelimit.Limit{Name: "graphql.inbound", N: opts.InboundRateLimit, Window: opts.RateLimitWindow, Now: opts.Now})
-	}
 	s.auth = &access.Authenticator{Store: store, Logger: opts.Logger}
 	if opts.Pages != nil {
 		s.auth.Sessions = opts.Pages
+	}
+	s.gate = &inboxtapi.Gate{Auth: s.auth, ClientIP: opts.ClientIP}
+	if opts.TokenRateLimit > 0 {
+		s.gate.Tokens = opts.RateLimits.Counter(ratelimit.Limit{Name: "graphql.token", N: opts.TokenRateLimit, Window: opts.RateLimitWindow, Now: opts.Now})
+	}
+	if opts.MemberRateLimit > 0 {
+		s.gate.Members = opts.RateLimits.Counter(ratelimit.Limit{Name: "graphql.member", N: opts.MemberRateLimit, Window: opts.RateLimitWindow, Now: opts.Now})
 	}
 	s.gql = s.newGraphQLServer()
 	s.articles = articles.Prepare(store, articles.Options{
@@ -253,6 +252,18 @@ func Prepare(store *storage.Store, opts Options) *Server {
 		NoImportFetch: opts.NoImportFetch,
 		Logger:        opts.Logger,
 	})
+	io := inbound.Options{
+		MaxBytes:      opts.MaxInboundBytes,
+		WebhookSecret: opts.MailWebhookSecret,
+		WebhookHeader: opts.MailWebhookHeader,
+		MailDomain:    opts.MailDomain,
+		ClientIP:      opts.ClientIP,
+		Logger:        opts.Logger,
+	}
+	if opts.InboundRateLimit > 0 {
+		io.Limit = opts.RateLimits.Counter(ratelimit.Limit{Name: "graphql.inbound", N: opts.InboundRateLimit, Window: opts.RateLimitWindow, Now: opts.Now})
+	}
+	s.inbound = inbound.New(store, s.articles, io)
 	return s
 }
 
@@ -288,25 +299,23 @@ func (s *Server) newGraphQLServer() *handler.Server {
 	return srv
 }
 
-// Handles reports whether r is for this server: the GraphQL endpoint or the
-// newsletter inbound URL.
+// Handles reports whether r is for this server: the GraphQL endpoint or
+// one of the routes beside it.
 func (s *Server) Handles(r *http.Request) bool {
-	return r.URL.Path == Path || strings.HasPrefix(r.URL.Path, InboundPath) || IsMailWebhook(r) || r.URL.Path == ImportPath ||
+	return r.URL.Path == Path || s.inbound.Handles(r) || r.URL.Path == ImportPath ||
 		r.URL.Path == ContentPath || strings.HasPrefix(r.URL.Path, ContentDownloadPath) ||
 		r.URL.Path == ExportAPIPath || r.URL.Path == EPUBPath || r.URL.Path == SchemaPath || isConfig(r) ||
 		r.URL.Path == FeedsAPIPath || strings.HasPrefix(r.URL.Path, FeedPath) || strings.HasPrefix(r.URL.Path, ImageAPIPath)
 }
 
-// ServeHTTP serves the GraphQL endpoint and the newsletter inbound URL;
+// ServeHTTP serves the GraphQL endpoint and the routes beside it;
 // other paths get 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == Path:
 		s.serveGraphQL(w, r)
-	case strings.HasPrefix(r.URL.Path, InboundPath):
-		s.serveInbound(w, r)
-	case IsMailWebhook(r):
-		s.serveMailWebhook(w, r)
+	case s.inbound.Handles(r):
+		s.inbound.ServeHTTP(w, r)
 	case isConfig(r):
 		serveConfig(w, r)
 	case r.URL.Path == ImportPath:
@@ -368,7 +377,7 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		// tokenless budget: guessing costs a store read each, and past the
 		// limit the guesser gets TOO_MANY_REQUESTS instead.
 		if s.allow(w, r, nil) {
-			writeError(w, http.StatusOK, codeUnauthorized, tokenMessage(err))
+			writeError(w, http.StatusOK, codeUnauthorized, inboxtapi.TokenMessage(err))
 		}
 		return
 	}
@@ -418,70 +427,20 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	s.gql.ServeHTTP(w, r)
 }
 
-// allow applies the API's rate limits (limit) to a GraphQL request. When
+// allow applies the API's rate limits (inboxtapi.Gate) to a GraphQL request. When
 // either is exhausted it answers as Inboxt's GqlRateLimitGuard
 // (modules/rate-limit/rate-limit.guard.ts @ 45f4314): HTTP 200, code
 // TOO_MANY_REQUESTS, extensions.status 429, with Retry-After and the
 // X-RateLimit headers; it then returns false.
 func (s *Server) allow(w http.ResponseWriter, r *http.Request, c *caller) bool {
-	retry, ok := s.limit(w.Header(), r, c)
+	retry, ok := s.gate.Limit(w.Header(), r, c)
 	if !ok {
 		writeError(w, http.StatusOK, codeTooManyRequests, "too many requests; retry after "+strconv.Itoa(retry)+" s")
 	}
 	return ok
 }
 
-// limit applies the per-token and per-member rate limits (per client
-// address for requests without a token, as Inboxt's guest limit) and sets
-// the X-RateLimit headers of the tighter one in h. When either is exhausted
-// it also sets Retry-After and returns its seconds and false; each route
-// then answers in its own format.
-func (s *Server) limit(h http.Header, r *http.Request, c *caller) (retryAfter int, ok bool) {
-	var results []ratelimit.Result
-	if s.tokens != nil {
-		key := ratelimit.AddressKey(s.opts.ClientIP(r))
-		if c != nil {
-			key = c.Key
-		}
-		results = append(results, s.tokens.Allow(r.Context(), key))
-	}
-	if s.members != nil && c != nil {
-		results = append(results, s.members.Allow(r.Context(), c.Member.ID))
-	}
-	if len(results) == 0 {
-		return 0, true
-	}
-	shown := results[0]
-	for _, res := range results[1:] {
-		if !res.Allowed && shown.Allowed || res.Allowed == shown.Allowed && res.Remaining < shown.Remaining {
-			shown = res
-		}
-	}
-	h.Set("X-RateLimit-Limit", strconv.Itoa(shown.Limit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(shown.Remaining))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(shown.Reset.Unix(), 10))
-	for _, res := range results {
-		if !res.Allowed {
-			secs := ratelimit.RetryAfterSeconds(res.RetryAfter)
-			h.Set("Retry-After", strconv.Itoa(secs))
-			metrics.RateLimited(metrics.LimitGraphQL)
-			return secs, false
-		}
-	}
-	return 0, true
-}
-
 // caller is who a request acts for.
 type caller = access.Caller
 
 type callerKey struct{}
-
-// tokenMessage is what a refused token is told: the authenticator's own
-// errors say why; a store failure (logged by it) names nothing more than
-// an unknown token would.
-func tokenMessage(err error) string {
-	if errors.Is(err, access.ErrMalformed) || errors.Is(err, access.ErrNoMember) || access.IsScopeError(err) {
-		return err.Error()
-	}
-	return access.ErrInvalidToken.Error()
-}

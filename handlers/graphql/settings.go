@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -125,7 +126,7 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 				status, v.Error = s.pageError(w, err, "create inbound address")
 				break
 			}
-			v.NewInboundURL = siteURL(r) + InboundPath + secret
+			v.NewInboundURL = siteURL(r) + inbound.Path + secret
 		case "renew_feeds":
 			secret, err := apitokens.Of(s.store).RenewFeedSecret(r.Context(), m.ID)
 			if err != nil {

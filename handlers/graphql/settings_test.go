@@ -13,6 +13,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
@@ -205,7 +206,7 @@ func TestInboundEmailAddressesShowsTheAddressWithoutItsSecret(t *testing.T) {
 		t.Fatalf("no inbound URL shown: %s", body)
 	}
 	secretURL := m[1]
-	secret := strings.TrimPrefix(secretURL, srv.URL+graphql.InboundPath)
+	secret := strings.TrimPrefix(secretURL, srv.URL+inbound.Path)
 	r := e.post(e.token, inboundAddressesQuery, nil)
 	if r.Status != http.StatusOK || len(r.Errors) > 0 || strings.Contains(string(r.Data), secret) {
 		t.Fatalf("HTTP %d %+v, data %s (must not hold the secret)", r.Status, r.Errors, r.Data)

@@ -3,10 +3,8 @@ package graphql
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 
-	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 )
 
 // writeUnavailable answers, outside gqlgen, a request the store refused for
@@ -27,18 +25,6 @@ func writeUnavailable(w http.ResponseWriter, err error) bool {
 	return true
 }
 
-// refusal reports whether the store refused err for now
-// (storage.Unavailable), with the HTTP status and error code to answer;
-// when it did, it sets Retry-After on w.
-func refusal(w http.ResponseWriter, err error) (status int, code string, ok bool) {
-	status, retry, ok := storage.Unavailable(err)
-	if !ok {
-		return 0, "", false
-	}
-	code = codeUnavailable
-	if status == http.StatusInsufficientStorage {
-		code = codeInsufficient
-	}
-	w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(retry)))
-	return status, code, true
-}
+// refusal is inboxtapi.Refusal: the store's refusal for now, if err is
+// one, with Retry-After set.
+var refusal = inboxtapi.Refusal

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -101,7 +102,7 @@ func TestInboundOnRefusingStoreIs503WithRetryAfter(t *testing.T) {
 func TestMailWebhookOnClosedStoreIs503(t *testing.T) {
 	e, rcpt := webhookEnv(t, nil)
 	e.store.Close()
-	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+graphql.MailWebhookPath, strings.NewReader(webhookPayloads(rcpt)["postmark"]))
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+inbound.MailWebhookPath, strings.NewReader(webhookPayloads(rcpt)["postmark"]))
 	req.Header.Set("Content-Type", "application/json")
 	withHeader(req)
 	resp, err := http.DefaultClient.Do(req)

@@ -1,4 +1,4 @@
-package graphql
+package inbound
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -31,6 +32,18 @@ const MailWebhookPath = "/api/inbox/items/mail-webhook"
 // security.webhookSecretHeader: common/guards/webhook-secret.guard.ts).
 const DefaultMailWebhookHeader = "X-Webhook-Secret"
 
+// AppMailWebhookPath is the mail webhook's URL as Inboxt's web app shows
+// it (appUrl + "/inbox/items/mail-webhook", without MailWebhookPath's
+// /api): a mail provider set up from what the app shows reaches the same
+// webhook. Only POST is taken there, so the path is otherwise the site's.
+const AppMailWebhookPath = "/inbox/items/mail-webhook"
+
+// IsMailWebhook reports a request for the mail webhook (MailWebhookPath or
+// AppMailWebhookPath), whose secret header keeps it out of access logs.
+func IsMailWebhook(r *http.Request) bool {
+	return r.URL.Path == MailWebhookPath || (r.URL.Path == AppMailWebhookPath && r.Method == http.MethodPost)
+}
+
 // maxWebhookMessages bounds the messages of one request.
 const maxWebhookMessages = 100
 
@@ -43,22 +56,22 @@ const maxWebhookMessages = 100
 // without content (400) refuses the request, storing nothing. A message
 // whose Message-ID the member already has is not saved again (providers
 // retry), and the answer is the same.
-func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	if s.opts.MailWebhookSecret == "" {
-		writeError(w, http.StatusNotFound, codeNotFound, "the mail webhook is not enabled on this site (it has no mail_webhook_secret)")
+	if h.opts.WebhookSecret == "" {
+		inboxtapi.WriteError(w, http.StatusNotFound, inboxtapi.CodeNotFound, "the mail webhook is not enabled on this site (it has no mail_webhook_secret)")
 		return
 	}
-	if !s.acceptNewsletterPost(w, r, "POST the message as JSON to this URL") {
+	if !h.acceptNewsletterPost(w, r, "POST the message as JSON to this URL") {
 		return
 	}
-	if !s.webhookAuthorized(r) {
+	if !h.webhookAuthorized(r) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="hearth mail webhook"`)
-		writeError(w, http.StatusUnauthorized, codeUnauthorized,
-			"send the webhook secret in the "+s.opts.MailWebhookHeader+" header or as the password of HTTP Basic authentication")
+		inboxtapi.WriteError(w, http.StatusUnauthorized, inboxtapi.CodeUnauthorized,
+			"send the webhook secret in the "+h.opts.WebhookHeader+" header or as the password of HTTP Basic authentication")
 		return
 	}
-	body, ok := s.readNewsletterBody(w, r, "request")
+	body, ok := h.readNewsletterBody(w, r, "request")
 	if !ok {
 		return
 	}
@@ -66,7 +79,7 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 	dec.UseNumber()
 	var payload any
 	if err := dec.Decode(&payload); err != nil {
-		writeError(w, http.StatusBadRequest, codeBadRequest, "the body must be JSON: a message, an array of messages or {\"items\": [...]}")
+		inboxtapi.WriteError(w, http.StatusBadRequest, inboxtapi.CodeBadRequest, "the body must be JSON: a message, an array of messages or {\"items\": [...]}")
 		return
 	}
 	// Inboxt's addNewsletterFromEmail (saved-item-manager.service.ts).
@@ -82,7 +95,7 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(msgs) == 0 || len(msgs) > maxWebhookMessages {
-		writeError(w, http.StatusBadRequest, codeBadRequest, fmt.Sprintf("the body must hold 1 to %d messages", maxWebhookMessages))
+		inboxtapi.WriteError(w, http.StatusBadRequest, inboxtapi.CodeBadRequest, fmt.Sprintf("the body must hold 1 to %d messages", maxWebhookMessages))
 		return
 	}
 	type delivery struct {
@@ -93,54 +106,54 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 	for i, raw := range msgs {
 		msg, ok := raw.(map[string]any)
 		if !ok {
-			writeError(w, http.StatusBadRequest, codeBadRequest, fmt.Sprintf("message %d is not a JSON object", i+1))
+			inboxtapi.WriteError(w, http.StatusBadRequest, inboxtapi.CodeBadRequest, fmt.Sprintf("message %d is not a JSON object", i+1))
 			return
 		}
 		rcpt := webhookRecipient(msg)
 		if rcpt == "" {
-			writeError(w, http.StatusBadRequest, codeBadRequest, fmt.Sprintf("message %d has no recipient", i+1))
+			inboxtapi.WriteError(w, http.StatusBadRequest, inboxtapi.CodeBadRequest, fmt.Sprintf("message %d has no recipient", i+1))
 			return
 		}
-		m, err := s.mailMember(r.Context(), rcpt)
+		m, err := h.mailMember(r.Context(), rcpt)
 		if err != nil {
-			if status, code, ok := refusal(w, err); ok {
-				writeError(w, status, code, err.Error()) // retried by the provider; nothing was saved
+			if status, code, ok := inboxtapi.Refusal(w, err); ok {
+				inboxtapi.WriteError(w, status, code, err.Error()) // retried by the provider; nothing was saved
 				return
 			}
 			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, members.ErrSuspended) {
-				s.log.Error("look up newsletter address", zap.Error(err))
-				writeError(w, http.StatusInternalServerError, codeInternal, "internal error; it was logged")
+				h.log.Error("look up newsletter address", zap.Error(err))
+				inboxtapi.WriteError(w, http.StatusInternalServerError, inboxtapi.CodeInternal, "internal error; it was logged")
 				return
 			}
-			writeError(w, http.StatusNotFound, codeNotFound, fmt.Sprintf("message %d: no member has the address %s; nothing was saved", i+1, articles.Clip(rcpt, 320)))
+			inboxtapi.WriteError(w, http.StatusNotFound, inboxtapi.CodeNotFound, fmt.Sprintf("message %d: no member has the address %s; nothing was saved", i+1, articles.Clip(rcpt, 320)))
 			return
 		}
 		nl, err := webhookNewsletter(msg)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, codeBadRequest, fmt.Sprintf("message %d: %v; nothing was saved", i+1, err))
+			inboxtapi.WriteError(w, http.StatusBadRequest, inboxtapi.CodeBadRequest, fmt.Sprintf("message %d: %v; nothing was saved", i+1, err))
 			return
 		}
 		ds = append(ds, delivery{m, nl.item()})
 	}
 	ids := make([]string, 0, len(ds))
 	for _, d := range ds {
-		it, created, err := s.articles.SaveContent(r.Context(), d.member.ID, d.item)
+		it, created, err := h.articles.SaveContent(r.Context(), d.member.ID, d.item)
 		if err != nil {
 			if storage.IsInvalid(err) && len(ids) == 0 {
-				writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
+				inboxtapi.WriteError(w, http.StatusBadRequest, inboxtapi.CodeBadRequest, "malformed message: "+err.Error())
 				return
 			}
 			// Those saved before are kept; the provider's retry finds
 			// them by their Message-ID.
-			if status, code, ok := refusal(w, err); ok {
-				writeError(w, status, code, err.Error())
+			if status, code, ok := inboxtapi.Refusal(w, err); ok {
+				inboxtapi.WriteError(w, status, code, err.Error())
 				return
 			}
-			s.log.Error("save newsletter from the mail webhook", zap.Error(err))
-			writeError(w, http.StatusInternalServerError, codeInternal, "internal error; it was logged")
+			h.log.Error("save newsletter from the mail webhook", zap.Error(err))
+			inboxtapi.WriteError(w, http.StatusInternalServerError, inboxtapi.CodeInternal, "internal error; it was logged")
 			return
 		}
-		s.log.Info("newsletter received by the mail webhook", zap.String("member", d.member.Username),
+		h.log.Info("newsletter received by the mail webhook", zap.String("member", d.member.Username),
 			zap.String("item", it.ID), zap.Bool("again", !created))
 		ids = append(ids, it.ID)
 	}
@@ -150,13 +163,13 @@ func (s *Server) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 
 // webhookAuthorized checks the secret in the configured header or as the
 // password of HTTP Basic authentication (any user name), in constant time.
-func (s *Server) webhookAuthorized(r *http.Request) bool {
-	want := sha256.Sum256([]byte(s.opts.MailWebhookSecret))
+func (h *Handler) webhookAuthorized(r *http.Request) bool {
+	want := sha256.Sum256([]byte(h.opts.WebhookSecret))
 	check := func(got string) bool {
 		g := sha256.Sum256([]byte(got))
 		return got != "" && subtle.ConstantTimeCompare(g[:], want[:]) == 1
 	}
-	if v := r.Header.Get(s.opts.MailWebhookHeader); v != "" && check(v) {
+	if v := r.Header.Get(h.opts.WebhookHeader); v != "" && check(v) {
 		return true
 	}
 	if _, pw, ok := r.BasicAuth(); ok && check(pw) {
@@ -167,21 +180,21 @@ func (s *Server) webhookAuthorized(r *http.Request) bool {
 
 // mailMember is the member whose newsletter address is addr: their
 // inbound address id (optionally +tag) at the site's mail domain, any case.
-func (s *Server) mailMember(ctx context.Context, addr string) (*members.Member, error) {
+func (h *Handler) mailMember(ctx context.Context, addr string) (*members.Member, error) {
 	local, domain, ok := strings.Cut(strings.ToLower(addr), "@")
-	if !ok || s.opts.MailDomain == "" || domain != strings.ToLower(s.opts.MailDomain) {
+	if !ok || h.opts.MailDomain == "" || domain != strings.ToLower(h.opts.MailDomain) {
 		return nil, storage.ErrNotFound
 	}
 	local, _, _ = strings.Cut(local, "+") // id+tag@domain: sub-addressing (RFC 5233)
-	m, err := apitokens.Of(s.store).InboundMemberByID(ctx, local)
+	m, err := apitokens.Of(h.store).InboundMemberByID(ctx, local)
 	if errors.Is(err, storage.ErrNotFound) {
 		// An address made before ids were indexed: index them once.
-		s.indexInbound.Do(func() {
-			if err := apitokens.Of(s.store).IndexInboundIDs(ctx); err != nil {
-				s.log.Error("index newsletter addresses", zap.Error(err))
+		h.indexInbound.Do(func() {
+			if err := apitokens.Of(h.store).IndexInboundIDs(ctx); err != nil {
+				h.log.Error("index newsletter addresses", zap.Error(err))
 			}
 		})
-		m, err = apitokens.Of(s.store).InboundMemberByID(ctx, local)
+		m, err = apitokens.Of(h.store).InboundMemberByID(ctx, local)
 	}
 	return m, err
 }

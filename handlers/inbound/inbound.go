@@ -1,4 +1,4 @@
-package graphql
+package inbound
 
 import (
 	"bytes"
@@ -23,6 +23,7 @@ import (
 	"golang.org/x/text/encoding/charmap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -35,17 +36,17 @@ import (
 // inbound URL, the mail webhook) that is not a POST (405, with how to send
 // instead) or is over the per-address limit (429), and reports whether to
 // go on.
-func (s *Server) acceptNewsletterPost(w http.ResponseWriter, r *http.Request, how string) bool {
+func (h *Handler) acceptNewsletterPost(w http.ResponseWriter, r *http.Request, how string) bool {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed, how)
+		inboxtapi.WriteError(w, http.StatusMethodNotAllowed, inboxtapi.CodeMethodNotAllowed, how)
 		return false
 	}
-	if s.inbound != nil {
-		if res := s.inbound.Allow(r.Context(), ratelimit.AddressKey(s.opts.ClientIP(r))); !res.Allowed {
+	if h.limit != nil {
+		if res := h.limit.Allow(r.Context(), ratelimit.AddressKey(h.opts.ClientIP(r))); !res.Allowed {
 			w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(res.RetryAfter)))
 			metrics.RateLimited(metrics.LimitNewsletter)
-			writeError(w, http.StatusTooManyRequests, codeRateLimited, "too many messages; retry later")
+			inboxtapi.WriteError(w, http.StatusTooManyRequests, inboxtapi.CodeRateLimited, "too many messages; retry later")
 			return false
 		}
 	}
@@ -55,15 +56,15 @@ func (s *Server) acceptNewsletterPost(w http.ResponseWriter, r *http.Request, ho
 // readNewsletterBody reads the body of a newsletter endpoint up to
 // MaxInboundBytes; past it, or unreadable, it answers 413 or 400 naming what
 // (the message, the request) and reports false.
-func (s *Server) readNewsletterBody(w http.ResponseWriter, r *http.Request, what string) ([]byte, bool) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxInboundBytes))
+func (h *Handler) readNewsletterBody(w http.ResponseWriter, r *http.Request, what string) ([]byte, bool) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			writeError(w, http.StatusRequestEntityTooLarge, codeBadRequest, fmt.Sprintf("the %s must be at most %d bytes", what, s.opts.MaxInboundBytes))
+			inboxtapi.WriteError(w, http.StatusRequestEntityTooLarge, inboxtapi.CodeBadRequest, fmt.Sprintf("the %s must be at most %d bytes", what, h.opts.MaxBytes))
 			return nil, false
 		}
-		writeError(w, http.StatusBadRequest, codeBadRequest, "the "+what+" could not be read")
+		inboxtapi.WriteError(w, http.StatusBadRequest, inboxtapi.CodeBadRequest, "the "+what+" could not be read")
 		return nil, false
 	}
 	return b, true
@@ -74,57 +75,57 @@ func (s *Server) readNewsletterBody(w http.ResponseWriter, r *http.Request, what
 // NEWSLETTER item. A message with a Message-ID the member already has is
 // answered as the first delivery was (201, that item's id) and not saved
 // again. A malformed message gets 400 and nothing is stored.
-func (s *Server) serveInbound(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) serveInbound(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	if !s.acceptNewsletterPost(w, r, "POST the raw message (RFC 5322) to this URL") {
+	if !h.acceptNewsletterPost(w, r, "POST the raw message (RFC 5322) to this URL") {
 		return
 	}
-	secret := strings.TrimPrefix(r.URL.Path, InboundPath)
-	m, err := apitokens.Of(s.store).InboundMember(r.Context(), secret)
+	secret := strings.TrimPrefix(r.URL.Path, Path)
+	m, err := apitokens.Of(h.store).InboundMember(r.Context(), secret)
 	if err != nil {
-		if status, code, ok := refusal(w, err); ok {
-			writeError(w, status, code, err.Error())
+		if status, code, ok := inboxtapi.Refusal(w, err); ok {
+			inboxtapi.WriteError(w, status, code, err.Error())
 			return
 		}
 		if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, members.ErrSuspended) {
-			s.log.Error("look up inbound secret", zap.Error(err))
-			writeError(w, http.StatusInternalServerError, codeInternal, "internal error; it was logged")
+			h.log.Error("look up inbound secret", zap.Error(err))
+			inboxtapi.WriteError(w, http.StatusInternalServerError, inboxtapi.CodeInternal, "internal error; it was logged")
 			return
 		}
 		// The same answer for unknown and suspended, so the URL reveals nothing.
-		writeError(w, http.StatusNotFound, codeNotFound, "unknown inbound address")
+		inboxtapi.WriteError(w, http.StatusNotFound, inboxtapi.CodeNotFound, "unknown inbound address")
 		return
 	}
-	raw, ok := s.readNewsletterBody(w, r, "message")
+	raw, ok := h.readNewsletterBody(w, r, "message")
 	if !ok {
 		return
 	}
 	nl, err := parseNewsletter(raw)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
+		inboxtapi.WriteError(w, http.StatusBadRequest, inboxtapi.CodeBadRequest, "malformed message: "+err.Error())
 		return
 	}
-	it, created, err := s.articles.SaveContent(r.Context(), m.ID, nl.item())
+	it, created, err := h.articles.SaveContent(r.Context(), m.ID, nl.item())
 	if err != nil {
 		if storage.IsInvalid(err) {
-			writeError(w, http.StatusBadRequest, codeBadRequest, "malformed message: "+err.Error())
+			inboxtapi.WriteError(w, http.StatusBadRequest, inboxtapi.CodeBadRequest, "malformed message: "+err.Error())
 			return
 		}
-		if status, code, ok := refusal(w, err); ok {
+		if status, code, ok := inboxtapi.Refusal(w, err); ok {
 			// A status code the mail provider retries on; nothing was saved.
-			writeError(w, status, code, err.Error())
+			inboxtapi.WriteError(w, status, code, err.Error())
 			return
 		}
-		s.log.Error("save newsletter", zap.Error(err))
-		writeError(w, http.StatusInternalServerError, codeInternal, "internal error; it was logged")
+		h.log.Error("save newsletter", zap.Error(err))
+		inboxtapi.WriteError(w, http.StatusInternalServerError, inboxtapi.CodeInternal, "internal error; it was logged")
 		return
 	}
 	if created {
-		s.log.Info("newsletter received", zap.String("member", m.Username), zap.String("item", it.ID))
+		h.log.Info("newsletter received", zap.String("member", m.Username), zap.String("item", it.ID))
 	} else {
 		// A retry of a delivery that was saved: the same answer, so the
 		// forwarding service stops retrying.
-		s.log.Info("newsletter received again", zap.String("member", m.Username), zap.String("item", it.ID))
+		h.log.Info("newsletter received again", zap.String("member", m.Username), zap.String("item", it.ID))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
