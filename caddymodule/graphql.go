@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/handlers/inbound"
@@ -179,8 +180,8 @@ func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return h.serveUnlogged(w, r, next, r.URL.Path)
 	case strings.HasPrefix(r.URL.Path, graphql.ContentDownloadPath):
 		return h.serveUnlogged(w, r, next, graphql.ContentDownloadPath+"REDACTED")
-	case strings.HasPrefix(r.URL.Path, graphql.FeedPath):
-		return h.serveUnlogged(w, r, next, graphql.FeedPath+"REDACTED")
+	case strings.HasPrefix(r.URL.Path, export.FeedPath):
+		return h.serveUnlogged(w, r, next, export.FeedPath+"REDACTED")
 	}
 	if isLanding(r) {
 		return serveLanding(w, r, next, h.pages, graphqlService)

@@ -56,3 +56,13 @@ func HTMLText(s string) string {
 		}
 	}
 }
+
+// Attr is the value of n's attribute key ("" when n has none).
+func Attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/inbound"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
@@ -237,7 +238,7 @@ func (s *Server) requireRecentSignIn(ctx context.Context) error {
 		return err
 	}
 	if !recent {
-		return &userError{codeRecentSignInRequired, "this needs a recent sign-in: confirm your password at " + siteURL(st.r) + account.ConfirmPath +
+		return &userError{codeRecentSignInRequired, "this needs a recent sign-in: confirm your password at " + inboxtapi.SiteURL(st.r) + account.ConfirmPath +
 			" (it counts for " + strconv.Itoa(int(members.RecentSignIn/time.Minute)) + " minutes), then try again"}
 	}
 	return nil
@@ -316,7 +317,7 @@ func (r *mutationResolver) CreateInboundEmailAddress(ctx context.Context) (*gene
 	if err != nil {
 		return nil, err
 	}
-	site := siteURL(stateOf(ctx).r)
+	site := inboxtapi.SiteURL(stateOf(ctx).r)
 	secret, err := apitokens.Of(r.s.store).RotateInboundSecret(ctx, c.Member.ID, site)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,8 @@ package graphql
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 )
 
 // ConfigPath is Inboxt's runtime configuration for its web app, which the
@@ -22,7 +24,7 @@ func serveConfig(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"appUrl":                 siteURL(r),
+		"appUrl":                 inboxtapi.SiteURL(r),
 		"webErrorsDsn":           nil,
 		"apiErrorsDsnConfigured": false,
 	})

@@ -1,7 +1,6 @@
 package graphql
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -11,11 +10,10 @@ import (
 	"io"
 	"net/url"
 	"strings"
-	"time"
 
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage/library"
-	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // maxExportDataURL bounds the data: URL requestExport answers: Chromium
@@ -61,43 +59,21 @@ func (r *mutationResolver) RequestExport(ctx context.Context, in generated.Reque
 	buf := &cappedBuffer{max: (maxExportDataURL - 200) / 4 * 3}
 	if in.Type == generated.ExportTypeAll {
 		kind = "library"
-		name, mimeType = exportFileName(c.Member, r.s.opts.Now()), "application/zip"
-		err = r.s.writeExportZip(ctx, buf, c.Member)
+		name, mimeType = export.FileName(c.Member, r.s.opts.Now()), "application/zip"
+		err = r.s.exports.WriteZip(ctx, buf, c.Member)
 	} else {
 		name, mimeType, err = r.s.writeHighlightsExport(ctx, buf, c.Member.ID, in.FormatForHighlights)
 	}
 	if errors.Is(err, errExportTooLarge) {
 		return nil, &userError{codeBadRequest, fmt.Sprintf("Your %s export is over %d MB, more than the app can download. "+
 			"Download it from the Export page of this site's settings (%s on Hearth's own address), "+
-			"or GET %s with an API token.", kind, buf.max>>20+1, ExportPath, ExportAPIPath)}
+			"or GET %s with an API token.", kind, buf.max>>20+1, export.PagePath, export.APIPath)}
 	}
 	if err != nil {
 		return nil, err
 	}
 	u := "data:" + mimeType + ";base64," + base64.StdEncoding.EncodeToString(buf.Bytes()) + "#filename=" + url.PathEscape(name)
 	return &u, nil
-}
-
-// exportFileName names the export zip of m made at now.
-func exportFileName(m *members.Member, now time.Time) string {
-	return fmt.Sprintf("hearth-export-%s-%s.zip", m.Username, now.UTC().Format("2006-01-02"))
-}
-
-// writeExportZip writes the Export page's zip of m's library to w.
-func (s *Server) writeExportZip(ctx context.Context, w io.Writer, m *members.Member) error {
-	labels, err := library.Of(s.store).Labels(ctx, m.ID)
-	if err != nil {
-		return err
-	}
-	names := make(map[string]string, len(labels))
-	for _, l := range labels {
-		names[l.ID] = l.Name
-	}
-	zw := zip.NewWriter(w)
-	if err := s.writeExport(ctx, zw, m, labels, names); err != nil {
-		return err
-	}
-	return zw.Close()
 }
 
 // writeHighlightsExport writes every highlight of the member, oldest
@@ -144,7 +120,7 @@ blockquote{margin:0;padding-left:12px;border-left:3px solid #ddd;white-space:pre
 			title = "Unknown item"
 		}
 		date := h.CreatedAt.UTC().Format("2006-01-02 15:04") + " UTC"
-		text := strings.ReplaceAll(highlightText(h), "\n", " ")
+		text := strings.ReplaceAll(export.HighlightText(h), "\n", " ")
 		sep := "\n---\n\n"
 		if first {
 			sep, first = "", false

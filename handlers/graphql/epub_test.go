@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
@@ -20,7 +21,7 @@ import (
 // getEPUB downloads a book with the env's API token.
 func getEPUB(t *testing.T, e *env, query string) []byte {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+graphql.EPUBPath+"?"+query, nil)
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+export.EPUBPath+"?"+query, nil)
 	req.Header.Set("Authorization", "Bearer "+e.token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -118,7 +119,7 @@ func TestEPUBOfASearchOf500ItemsPassesEpubcheck(t *testing.T) {
 	epubcheck(t, book)
 
 	for q, want := range map[string]int{"id=nope": http.StatusNotFound, "q=" + url.QueryEscape("type:highlights"): http.StatusBadRequest} {
-		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+graphql.EPUBPath+"?"+q, nil)
+		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+export.EPUBPath+"?"+q, nil)
 		req.Header.Set("Authorization", "Bearer "+e.token)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

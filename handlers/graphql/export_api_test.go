@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	hexport "github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
@@ -33,7 +34,7 @@ func TestExportAPIGivesATokenTheZipWithRealMarkdownAndItemDates(t *testing.T) {
 	}
 	waitImport(t, e.store, e.member.ID, out["jobId"].(string))
 
-	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+graphql.ExportAPIPath, nil)
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+hexport.APIPath, nil)
 	req.Header.Set("Authorization", "Bearer "+e.token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -75,7 +76,7 @@ func TestExportAPIGivesATokenTheZipWithRealMarkdownAndItemDates(t *testing.T) {
 	}
 
 	// A request without a credential gets Inboxt's REST error, no zip.
-	resp, err = http.Get(e.srv.URL + graphql.ExportAPIPath)
+	resp, err = http.Get(e.srv.URL + hexport.APIPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestRequestExportAnswersDataURLsTheAppDownloads(t *testing.T) {
 		e.saveArticle(e.member.ID, i, func(in *library.NewItem) { in.Text = base64.StdEncoding.EncodeToString(noise) })
 	}
 	r := e.wantError(e.session, `mutation { requestExport(data: {type: ALL, formatForHighlights: HTML}) }`, nil, 200, "BAD_REQUEST")
-	if msg := r.Errors[0].Message; !strings.Contains(msg, graphql.ExportPath) || !strings.Contains(msg, graphql.ExportAPIPath) {
+	if msg := r.Errors[0].Message; !strings.Contains(msg, hexport.PagePath) || !strings.Contains(msg, hexport.APIPath) {
 		t.Errorf("too large: %q", msg)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
@@ -97,8 +98,8 @@ func benchmarkExportLibrary(b *testing.B, n int) {
 			b.ReportMetric(float64(size)/(1<<20), "MiB")
 		})
 	}
-	run("zip", graphql.ExportAPIPath, "application/zip", n, 1)
-	run("epub500", graphql.EPUBPath+"?label=epub", "application/epub+zip", 500, 20)
+	run("zip", export.APIPath, "application/zip", n, 1)
+	run("epub500", export.EPUBPath+"?label=epub", "application/epub+zip", 500, 20)
 }
 
 // fillLibrary gives the member n items of about 2 KB of content, as an

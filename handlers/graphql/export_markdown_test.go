@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
@@ -34,7 +35,7 @@ func TestMarkdownExportOfACorpus(t *testing.T) {
 			in.Title, in.URL, in.HTML = name, "https://example.com/"+name, string(b)
 		})
 	}
-	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+graphql.ExportAPIPath, nil)
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+export.APIPath, nil)
 	req.Header.Set("Authorization", "Bearer "+e.token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

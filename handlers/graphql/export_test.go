@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
@@ -32,11 +33,11 @@ func TestExportZipHasItemsHighlightsLabelsAndMarkdown(t *testing.T) {
 	e.saveArticle(other.ID, 3, func(in *library.NewItem) { in.Title = "Bob's secret" })
 
 	srv, browser := site(t, e)
-	status, body := page(t, browser, http.MethodGet, srv.URL+graphql.ExportPath, nil)
-	if status != http.StatusOK || !strings.Contains(body, `href="`+graphql.ExportFilePath+`"`) {
+	status, body := page(t, browser, http.MethodGet, srv.URL+export.PagePath, nil)
+	if status != http.StatusOK || !strings.Contains(body, `href="`+export.FilePath+`"`) {
 		t.Fatalf("export page: HTTP %d: %s", status, body)
 	}
-	resp, err := browser.Get(srv.URL + graphql.ExportFilePath)
+	resp, err := browser.Get(srv.URL + export.FilePath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestExportNeedsSignIn(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	srv, _ := site(t, e)
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(srv.URL + graphql.ExportFilePath)
+	resp, err := c.Get(srv.URL + export.FilePath)
 	if err != nil {
 		t.Fatal(err)
 	}

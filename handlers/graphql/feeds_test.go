@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
@@ -19,7 +20,7 @@ import (
 // feedsCall sends method to FeedsAPIPath with the env's API token.
 func feedsCall(t *testing.T, e *env, method string) map[string]any {
 	t.Helper()
-	req, _ := http.NewRequest(method, e.srv.URL+graphql.FeedsAPIPath, nil)
+	req, _ := http.NewRequest(method, e.srv.URL+export.FeedsAPIPath, nil)
 	req.Header.Set("Authorization", "Bearer "+e.token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -28,7 +29,7 @@ func feedsCall(t *testing.T, e *env, method string) map[string]any {
 	defer resp.Body.Close()
 	var out map[string]any
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s %s: HTTP %d %v %v", method, graphql.FeedsAPIPath, resp.StatusCode, out, err)
+		t.Fatalf("%s %s: HTTP %d %v %v", method, export.FeedsAPIPath, resp.StatusCode, out, err)
 	}
 	return out
 }
@@ -98,7 +99,7 @@ func TestAtomFeedReadByFeedparserAndRevocable(t *testing.T) {
 	}
 	made := feedsCall(t, e, http.MethodPost)
 	atom, _ := made["atom"].(string)
-	if !strings.HasPrefix(atom, e.srv.URL+graphql.FeedPath+"fd_") || !strings.HasSuffix(atom, "/atom") {
+	if !strings.HasPrefix(atom, e.srv.URL+export.FeedPath+"fd_") || !strings.HasSuffix(atom, "/atom") {
 		t.Fatalf("POST: %v", made)
 	}
 	if got := feedsCall(t, e, http.MethodGet); got["created_at"] == nil || got["atom"] != nil || got["secret"] != nil {
@@ -246,7 +247,7 @@ func TestSettingsPageMakesShowsOnceAndRevokesFeedURLs(t *testing.T) {
 	if status, _, b := fetch(t, atom); status != http.StatusOK || !strings.Contains(string(b), "Article 1") {
 		t.Fatalf("%s: HTTP %d %.300s", atom, status, b)
 	}
-	secret := strings.TrimSuffix(strings.TrimPrefix(atom, srv.URL+graphql.FeedPath), "/atom")
+	secret := strings.TrimSuffix(strings.TrimPrefix(atom, srv.URL+export.FeedPath), "/atom")
 	_, body = page(t, browser, http.MethodGet, pageURL, nil)
 	if strings.Contains(body, secret) || !strings.Contains(body, "Your feed URLs were created") {
 		t.Fatalf("the page again: %s", body)
@@ -427,7 +428,7 @@ func TestFeedErrorsNeverShowTheSecret(t *testing.T) {
 		if resp.StatusCode != c.status || json.Unmarshal(b, &body) != nil || strings.Contains(string(b), secret) {
 			t.Errorf("%s %s: HTTP %d %s", c.method, strings.ReplaceAll(c.u, secret, "SECRET"), resp.StatusCode, b)
 		}
-		if p, _ := body["path"].(string); !strings.HasPrefix(p, graphql.FeedPath+"SECRET/") {
+		if p, _ := body["path"].(string); !strings.HasPrefix(p, export.FeedPath+"SECRET/") {
 			t.Errorf("path %q", p)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
@@ -93,7 +94,7 @@ func TestEPUBEmbedsStoredImages(t *testing.T) {
 func TestExportZipHoldsStoredImages(t *testing.T) {
 	e := newEnv(t, graphql.Options{NoImportFetch: true})
 	it, data := saveWithImages(t, e)
-	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+graphql.ExportAPIPath, nil)
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+export.APIPath, nil)
 	req.Header.Set("Authorization", "Bearer "+e.token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

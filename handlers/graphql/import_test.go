@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -41,7 +42,7 @@ func upload(t *testing.T, base, token, name string, file []byte, typ string, lab
 		mw.WriteField("labelIds", id)
 	}
 	mw.Close()
-	req, _ := http.NewRequest(http.MethodPost, base+graphql.ImportPath, &body)
+	req, _ := http.NewRequest(http.MethodPost, base+importer.UploadPath, &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	if id, ok := strings.CutPrefix(token, sessionPrefix); ok {
 		req.AddCookie(&http.Cookie{Name: account.CookieName, Value: id})
@@ -171,7 +172,7 @@ func TestHearthExportImportedIntoAnEmptyMemberGivesTheSameLibrary(t *testing.T) 
 	}
 
 	srv, browser := site(t, e)
-	resp, err := browser.Get(srv.URL + graphql.ExportFilePath)
+	resp, err := browser.Get(srv.URL + export.FilePath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +294,7 @@ func TestImportRefusesNonExportsOversizeAndStrangersBeforeAnyWrite(t *testing.T)
 func TestImportPageUploadsWithoutScriptAndShowsProgress(t *testing.T) {
 	e := newEnv(t, graphql.Options{NoImportFetch: true})
 	srv, browser := site(t, e)
-	status, body := page(t, browser, http.MethodGet, srv.URL+graphql.ImportPagePath, nil)
+	status, body := page(t, browser, http.MethodGet, srv.URL+importer.PagePath, nil)
 	if status != http.StatusOK || !strings.Contains(body, `action="/api/import"`) || !strings.Contains(body, `enctype="multipart/form-data"`) ||
 		!strings.Contains(body, `<option value="OMNIVORE">`) || !strings.Contains(body, "You have not imported anything yet.") {
 		t.Fatalf("page: HTTP %d\n%s", status, body)
@@ -306,7 +307,7 @@ func TestImportPageUploadsWithoutScriptAndShowsProgress(t *testing.T) {
 		fw.Write(file)
 		mw.WriteField("type", "")
 		mw.Close()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+graphql.ImportPath, &b)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+importer.UploadPath, &b)
 		req.Header.Set("Content-Type", mw.FormDataContentType())
 		req.Header.Set("Sec-Fetch-Site", "same-origin")
 		resp, err := browser.Do(req)
@@ -321,7 +322,7 @@ func TestImportPageUploadsWithoutScriptAndShowsProgress(t *testing.T) {
 	}
 	resp := send(pocket)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != graphql.ImportPagePath {
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != importer.PagePath {
 		t.Fatalf("form upload: HTTP %d %v", resp.StatusCode, resp.Header)
 	}
 	jobs, _ := library.Of(e.store).ImportJobs(t.Context(), e.member.ID)
@@ -329,7 +330,7 @@ func TestImportPageUploadsWithoutScriptAndShowsProgress(t *testing.T) {
 		t.Fatalf("jobs: %+v", jobs)
 	}
 	waitImport(t, e.store, e.member.ID, jobs[0].ID)
-	status, body = page(t, browser, http.MethodGet, srv.URL+graphql.ImportPagePath, nil)
+	status, body = page(t, browser, http.MethodGet, srv.URL+importer.PagePath, nil)
 	if status != http.StatusOK || !strings.Contains(body, "ril_export.html") || !strings.Contains(body, `<progress max="3" value="3">`) ||
 		!strings.Contains(body, "3 new items") || !strings.Contains(body, "finished") {
 		t.Fatalf("page after the import: HTTP %d\n%s", status, body)
@@ -576,7 +577,7 @@ func TestOneUploadAtATimePerMember(t *testing.T) {
 	// server's shutdown would wait for it until the test binary times out.
 	t.Cleanup(func() { pw.CloseWithError(io.ErrUnexpectedEOF) })
 	mw := multipart.NewWriter(pw)
-	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+graphql.ImportPath, pr)
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+importer.UploadPath, pr)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("Authorization", "Bearer "+e.token)
 	first := make(chan int, 1)
@@ -630,7 +631,7 @@ func TestImportPageShowsRefusalsBeforeTheBodyIsRead(t *testing.T) {
 	fw.Write(bytes.Repeat([]byte("x"), 3<<20))
 	mw.WriteField("from", "settings")
 	mw.Close()
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+graphql.ImportPath, &b)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+importer.UploadPath, &b)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
@@ -655,7 +656,7 @@ func TestImportIsRateLimitedInRESTShape(t *testing.T) {
 		mw := multipart.NewWriter(&body)
 		_ = mw.WriteField("type", "POCKET")
 		mw.Close()
-		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+graphql.ImportPath, &body)
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+importer.UploadPath, &body)
 		req.Header.Set("Content-Type", mw.FormDataContentType())
 		req.Header.Set("Authorization", "Bearer "+e.token)
 		resp, err := http.DefaultClient.Do(req)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -46,7 +47,7 @@ func TestImportPageFollowsTheFetches(t *testing.T) {
 
 	view := func() (refresh, body string) {
 		t.Helper()
-		resp, err := browser.Get(srv.URL + graphql.ImportPagePath)
+		resp, err := browser.Get(srv.URL + importer.PagePath)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +75,7 @@ func TestImportPageFollowsTheFetches(t *testing.T) {
 	}
 
 	refresh, body := view()
-	if refresh != "5; url="+graphql.ImportPagePath || !strings.Contains(body, "fetching pages in the background: 0 of 2 done") ||
+	if refresh != "5; url="+importer.PagePath || !strings.Contains(body, "fetching pages in the background: 0 of 2 done") ||
 		strings.Contains(body, ": finished") || strings.Contains(body, "Time left") || !strings.Contains(body, "An import is in progress") {
 		t.Fatalf("rows written, no page fetched: Refresh %q\n%s", refresh, body)
 	}

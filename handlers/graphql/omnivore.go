@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -243,7 +244,7 @@ func (r *resolver) searchItem(ctx context.Context, it *library.SavedItem, format
 	n := &generated.SearchItem{
 		ID:                     it.ID,
 		Title:                  it.Title,
-		Slug:                   slug(it.Title, it.ID),
+		Slug:                   export.Slug(it.Title, it.ID),
 		URL:                    it.OriginalURL,
 		PageType:               generated.PageTypeArticle,
 		ContentReader:          generated.ContentReaderWeb,
@@ -288,7 +289,7 @@ func tombstoneItem(t *library.Tombstone) *generated.SearchItem {
 		pt = generated.PageTypeUnknown
 	}
 	return &generated.SearchItem{
-		ID: t.ID, Title: t.Title, Slug: slug(t.Title, t.ID), URL: t.URL, OriginalArticleURL: optString(t.URL),
+		ID: t.ID, Title: t.Title, Slug: export.Slug(t.Title, t.ID), URL: t.URL, OriginalArticleURL: optString(t.URL),
 		PageType: pt, ContentReader: generated.ContentReaderWeb, CreatedAt: t.CreatedAt, SavedAt: t.CreatedAt,
 		UpdatedAt: &updated, State: &state, Folder: "inbox", Labels: []*generated.Label{}, Gone: true,
 	}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/access"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -105,7 +106,7 @@ func (s *Server) serveContent(w http.ResponseWriter, r *http.Request) {
 	out := struct {
 		Data []entry `json:"data"`
 	}{make([]entry, len(items))}
-	site := siteURL(r)
+	site := inboxtapi.SiteURL(r)
 	for i, it := range items {
 		out.Data[i] = entry{it.ID, site + ContentDownloadPath + secrets[i]}
 	}

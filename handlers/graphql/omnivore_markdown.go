@@ -10,6 +10,7 @@ import (
 	nethtml "golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
@@ -269,15 +270,6 @@ func (m *mdWriter) children(n *nethtml.Node) {
 	}
 }
 
-func attr(n *nethtml.Node, key string) string {
-	for _, a := range n.Attr {
-		if a.Key == key {
-			return a.Val
-		}
-	}
-	return ""
-}
-
 // hasMark reports whether a highlighted stretch lies inside n.
 func (m *mdWriter) hasMark(n *nethtml.Node) bool {
 	if len(m.marks[n]) > 0 {
@@ -377,7 +369,7 @@ func (m *mdWriter) node(n *nethtml.Node) {
 		}
 		m.block()
 	case atom.A:
-		href := attr(n, "href")
+		href := articles.Attr(n, "href")
 		if href == "" {
 			m.children(n)
 			return
@@ -398,8 +390,8 @@ func (m *mdWriter) node(n *nethtml.Node) {
 		m.marks = marks
 		m.write("](" + escapeLinkURL(href) + ")" + mark)
 	case atom.Img:
-		if src := attr(n, "src"); src != "" {
-			m.write("![" + collapseSpace(attr(n, "alt")) + "](" + escapeLinkURL(src) + ")")
+		if src := articles.Attr(n, "src"); src != "" {
+			m.write("![" + collapseSpace(articles.Attr(n, "alt")) + "](" + escapeLinkURL(src) + ")")
 		}
 	case atom.Td, atom.Th:
 		m.children(n)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -352,7 +353,7 @@ func TestOmnivoreBareKeyOnlyWhereOmnivoreSendsIt(t *testing.T) {
 		t.Errorf("Basic: %d %s", resp.StatusCode, body)
 	}
 	// The import endpoint keeps RFC 6750's form.
-	resp, _ = e.postBare(graphql.ImportPath, e.token, nil)
+	resp, _ = e.postBare(importer.UploadPath, e.token, nil)
 	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusAccepted {
 		t.Errorf("import with a bare key: %d", resp.StatusCode)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
@@ -35,6 +36,20 @@ func ParseQuery(q string) (*Query, error) {
 	out := &Query{Highlights: s.highlights, Filter: s.filter}
 	if s.sort != nil {
 		out.Sort = &QuerySort{Field: s.sort.field, Desc: s.sort.desc}
+	}
+	return out, nil
+}
+
+// exportQuery reads q as entries does, for handlers/export's feeds and
+// books: newest first unless it sorts.
+func exportQuery(q string) (*export.Query, error) {
+	s, err := parseSearch(q)
+	if err != nil {
+		return nil, err
+	}
+	out := &export.Query{Highlights: s.highlights, Filter: s.filter, Field: library.SortCreatedAt, Desc: true}
+	if s.sort != nil {
+		out.Field, out.Desc = s.sort.field, s.sort.desc
 	}
 	return out, nil
 }

@@ -1,6 +1,10 @@
 package graphql
 
-import "github.com/hearthkit/caddy-hearth/handlers/access"
+import (
+	"github.com/hearthkit/caddy-hearth/handlers/access"
+	"github.com/hearthkit/caddy-hearth/handlers/export"
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
+)
 
 // What the routes of this package take (access.Route): every route and
 // operation that acts for a member is declared here once, and
@@ -16,21 +20,13 @@ var (
 	routeQuery          = access.Route{Name: "POST " + Path + " query", AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
 	routeMutation       = access.Route{Name: "POST " + Path + " mutation", AnyScope: []string{access.Write}, APITokens: true, Sessions: true}
 	routeMutationResult = access.Route{Name: "POST " + Path + " mutation result", AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
-	// An import writes items and has them fetched.
-	routeImport = access.Route{Name: "POST " + ImportPath, AnyScope: []string{access.Write}, APITokens: true, Sessions: true}
 	// Omnivore's content endpoint reads items' content; its clients send
 	// the API key alone. The download URLs it answers are capabilities of
 	// their own (no credentials).
 	routeContent = access.Route{Name: "POST " + ContentPath, AnyScope: []string{access.Read}, APITokens: true, BareAPIKey: true}
-	// The export shows the whole library.
-	routeExport = access.Route{Name: "GET " + ExportAPIPath, AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
-	// A book shows the items it holds.
-	routeEPUB = access.Route{Name: "GET " + EPUBPath, AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
-	// A stored image of an item shows what the item holds.
-	routeImage = access.Route{Name: "GET " + ImageAPIPath, AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
 )
 
 // Routes lists the declarations above.
 func Routes() []access.Route {
-	return []access.Route{routeGraphQL, routeQuery, routeMutation, routeMutationResult, routeImport, routeContent, routeExport, routeEPUB, routeImage, routeFeeds, routeFeedsChange}
+	return []access.Route{routeGraphQL, routeQuery, routeMutation, routeMutationResult, importer.Route, routeContent, export.APIRoute, export.EPUBRoute, export.ImageRoute, export.FeedsRoute, export.FeedsChangeRoute}
 }

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
@@ -285,14 +287,14 @@ func scopeProbes() []scopeProbe {
 	}, {
 		// Every answer that passes the credentials check is the file's
 		// own error (none is sent): nothing is imported.
-		name:   "POST " + graphql.ImportPath,
-		routes: []string{"POST " + graphql.ImportPath},
+		name:   "POST " + importer.UploadPath,
+		routes: []string{"POST " + importer.UploadPath},
 		ask: func(w *scopeWorld, cred string) (string, []byte) {
 			var body bytes.Buffer
 			mw := multipart.NewWriter(&body)
 			_ = mw.WriteField("type", "POCKET")
 			mw.Close()
-			status, _, b := w.send(cred, http.MethodPost, graphql.ImportPath, mw.FormDataContentType(), body.Bytes())
+			status, _, b := w.send(cred, http.MethodPost, importer.UploadPath, mw.FormDataContentType(), body.Bytes())
 			if status == http.StatusBadRequest && bytes.Contains(b, []byte("File is required")) {
 				return allowed, b
 			}
@@ -317,10 +319,10 @@ func scopeProbes() []scopeProbe {
 		want: outcomes(forbidden, map[string]string{"none": unauthorized, "client_credentials": unauthorized,
 			"session": unauthorized, "API token": allowed, "read": allowed, "read write": allowed}),
 	}, {
-		name:   "GET " + graphql.ExportAPIPath,
-		routes: []string{"GET " + graphql.ExportAPIPath},
+		name:   "GET " + export.APIPath,
+		routes: []string{"GET " + export.APIPath},
 		ask: func(w *scopeWorld, cred string) (string, []byte) {
-			status, _, b := w.send(cred, http.MethodGet, graphql.ExportAPIPath, "", nil)
+			status, _, b := w.send(cred, http.MethodGet, export.APIPath, "", nil)
 			if status == http.StatusOK && bytes.HasPrefix(b, []byte("PK")) {
 				return allowed, b
 			}
@@ -328,10 +330,10 @@ func scopeProbes() []scopeProbe {
 		},
 		want: readers,
 	}, {
-		name:   "GET " + graphql.EPUBPath,
-		routes: []string{"GET " + graphql.EPUBPath},
+		name:   "GET " + export.EPUBPath,
+		routes: []string{"GET " + export.EPUBPath},
 		ask: func(w *scopeWorld, cred string) (string, []byte) {
-			status, _, b := w.send(cred, http.MethodGet, graphql.EPUBPath+"?id="+w.item.ID, "", nil)
+			status, _, b := w.send(cred, http.MethodGet, export.EPUBPath+"?id="+w.item.ID, "", nil)
 			if status == http.StatusOK && bytes.HasPrefix(b, []byte("PK")) {
 				return allowed, b
 			}
@@ -339,10 +341,10 @@ func scopeProbes() []scopeProbe {
 		},
 		want: readers,
 	}, {
-		name:   "GET " + graphql.ImageAPIPath,
-		routes: []string{"GET " + graphql.ImageAPIPath},
+		name:   "GET " + export.ImageAPIPath,
+		routes: []string{"GET " + export.ImageAPIPath},
 		ask: func(w *scopeWorld, cred string) (string, []byte) {
-			status, _, b := w.send(cred, http.MethodGet, graphql.ImageAPIPath+w.item.ID+"/0", "", nil)
+			status, _, b := w.send(cred, http.MethodGet, export.ImageAPIPath+w.item.ID+"/0", "", nil)
 			if status == http.StatusOK && bytes.HasPrefix(b, []byte("\x89PNG")) {
 				return allowed, b
 			}
@@ -350,10 +352,10 @@ func scopeProbes() []scopeProbe {
 		},
 		want: readers,
 	}, {
-		name:   "GET " + graphql.FeedsAPIPath,
-		routes: []string{"GET " + graphql.FeedsAPIPath},
+		name:   "GET " + export.FeedsAPIPath,
+		routes: []string{"GET " + export.FeedsAPIPath},
 		ask: func(w *scopeWorld, cred string) (string, []byte) {
-			status, _, b := w.send(cred, http.MethodGet, graphql.FeedsAPIPath, "", nil)
+			status, _, b := w.send(cred, http.MethodGet, export.FeedsAPIPath, "", nil)
 			if status == http.StatusOK && bytes.Contains(b, []byte(`"help"`)) {
 				return allowed, b
 			}
@@ -362,10 +364,10 @@ func scopeProbes() []scopeProbe {
 		want: readers,
 	}, {
 		// A new secret gives URLs that read the library: read and write.
-		name:   "POST " + graphql.FeedsAPIPath,
-		routes: []string{"POST " + graphql.FeedsAPIPath},
+		name:   "POST " + export.FeedsAPIPath,
+		routes: []string{"POST " + export.FeedsAPIPath},
 		ask: func(w *scopeWorld, cred string) (string, []byte) {
-			status, _, b := w.send(cred, http.MethodPost, graphql.FeedsAPIPath, "", nil)
+			status, _, b := w.send(cred, http.MethodPost, export.FeedsAPIPath, "", nil)
 			if status == http.StatusOK && bytes.Contains(b, []byte(`"secret":"fd_`)) {
 				return allowed, b
 			}
@@ -374,9 +376,9 @@ func scopeProbes() []scopeProbe {
 		want: readWriters,
 	}, {
 		// A member page: only the session, every token is sent to sign in.
-		name: "GET " + graphql.ExportFilePath,
+		name: "GET " + export.FilePath,
 		ask: func(w *scopeWorld, cred string) (string, []byte) {
-			status, loc, b := w.send(cred, http.MethodGet, graphql.ExportFilePath, "", nil)
+			status, loc, b := w.send(cred, http.MethodGet, export.FilePath, "", nil)
 			switch {
 			case status == http.StatusOK && len(b) > 0:
 				return allowed, b

@@ -1,8 +1,9 @@
 // Package graphql serves Hearth's saved-content API: POST /api/graphql,
 // compatible with Inboxt's public schema (schema/*.graphqls, executed by
 // gqlgen's generated server in generated/), with the routes hearth_graphql
-// serves beside it (the newsletter routes of handlers/inbound, exports,
-// imports, feeds) and the "API Tokens" settings page. It is a plain
+// serves beside it (the newsletter routes of handlers/inbound, the exports
+// of handlers/export, the uploads of handlers/importer, the feeds) and the
+// "API Tokens" settings page. It is a plain
 // net/http handler built from a store and Options; the Caddy module only
 // translates configuration. What it saves from the web goes through
 // handlers/articles; who a request acts for and the rate limits, through
@@ -30,6 +31,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/access"
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/handlers/inbound"
@@ -62,6 +64,9 @@ const (
 	DefaultQueryCacheEntries       = 1000
 	DefaultMaxContentBytes   int64 = 64 << 20
 	DefaultMailWebhookHeader       = inbound.DefaultMailWebhookHeader
+	// DefaultImageQuota is the image bytes a member may store
+	// (image_quota).
+	DefaultImageQuota int64 = 256 << 20
 )
 
 // Options configure a Server. Zero values take the defaults above; New fills
@@ -197,22 +202,23 @@ func (o Options) withDefaults() Options {
 }
 
 // Server serves the GraphQL API and the routes of hearth_graphql beside
-// it (the newsletter routes of handlers/inbound, exports, imports, feeds).
+// it.
 // Build it with New; it is safe for concurrent use.
 type Server struct {
 	store   *storage.Store
 	opts    Options
 	log     *zap.Logger
 	gql     *handler.Server
-	gate    *inboxtapi.Gate  // the caller and the rate limits, shared by GraphQL and the REST routes
-	inbound *inbound.Handler // the newsletter routes
-	docs    *documentChecker // limits.go
+	gate    *inboxtapi.Gate   // the caller and the rate limits, shared by GraphQL and the REST routes
+	inbound *inbound.Handler  // the newsletter routes
+	uploads *importer.Uploads // POST /api/import and the Import page
+	exports *export.Exports   // the export zip and books
+	docs    *documentChecker  // limits.go
 	auth    *access.Authenticator
 
 	// articles saves from the web: the fetch queue, sanitising, images
 	// and imports.
 	articles  *articles.Service
-	uploading sync.Map // member id -> an upload to /api/import is being received
 	closeOnce sync.Once
 	offsets   *offsetPager // Omnivore's offset paging (omnivore_offsets.go)
 
@@ -264,6 +270,8 @@ func Prepare(store *storage.Store, opts Options) *Server {
 		io.Limit = opts.RateLimits.Counter(ratelimit.Limit{Name: "graphql.inbound", N: opts.InboundRateLimit, Window: opts.RateLimitWindow, Now: opts.Now})
 	}
 	s.inbound = inbound.New(store, s.articles, io)
+	s.uploads = importer.NewUploads(store, s.articles.Importer(), s.gate, opts.Pages, opts.Logger)
+	s.exports = export.New(store, export.Options{Gate: s.gate, ParseQuery: exportQuery, Now: opts.Now, Logger: opts.Logger})
 	return s
 }
 
@@ -302,10 +310,9 @@ func (s *Server) newGraphQLServer() *handler.Server {
 // Handles reports whether r is for this server: the GraphQL endpoint or
 // one of the routes beside it.
 func (s *Server) Handles(r *http.Request) bool {
-	return r.URL.Path == Path || s.inbound.Handles(r) || r.URL.Path == ImportPath ||
+	return r.URL.Path == Path || s.inbound.Handles(r) || r.URL.Path == importer.UploadPath ||
 		r.URL.Path == ContentPath || strings.HasPrefix(r.URL.Path, ContentDownloadPath) ||
-		r.URL.Path == ExportAPIPath || r.URL.Path == EPUBPath || r.URL.Path == SchemaPath || isConfig(r) ||
-		r.URL.Path == FeedsAPIPath || strings.HasPrefix(r.URL.Path, FeedPath) || strings.HasPrefix(r.URL.Path, ImageAPIPath)
+		s.exports.Handles(r) || r.URL.Path == SchemaPath || isConfig(r)
 }
 
 // ServeHTTP serves the GraphQL endpoint and the routes beside it;
@@ -318,24 +325,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.inbound.ServeHTTP(w, r)
 	case isConfig(r):
 		serveConfig(w, r)
-	case r.URL.Path == ImportPath:
-		s.serveImport(w, r)
+	case r.URL.Path == importer.UploadPath:
+		s.uploads.ServeHTTP(w, r)
 	case r.URL.Path == ContentPath:
 		s.serveContent(w, r)
 	case strings.HasPrefix(r.URL.Path, ContentDownloadPath):
 		s.serveContentDownload(w, r)
-	case r.URL.Path == ExportAPIPath:
-		s.serveExportAPI(w, r)
-	case r.URL.Path == EPUBPath:
-		s.serveEPUB(w, r)
+	case s.exports.Handles(r):
+		s.exports.ServeHTTP(w, r)
 	case r.URL.Path == SchemaPath:
 		s.serveSchema(w, r)
-	case r.URL.Path == FeedsAPIPath:
-		s.serveFeedsAPI(w, r)
-	case strings.HasPrefix(r.URL.Path, FeedPath):
-		s.serveFeed(w, r)
-	case strings.HasPrefix(r.URL.Path, ImageAPIPath):
-		s.serveImageAPI(w, r)
 	default:
 		http.NotFound(w, r)
 	}

@@ -10,7 +10,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/inbound"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -43,6 +45,9 @@ func (s *Server) APITokensPage(pages *account.Pages) account.SettingsPage {
 	}
 }
 
+// feedLinks are the feed URLs a renewal made, shown once.
+type feedLinks struct{ Atom, OPDS string }
+
 // tokensView is the data of the page.
 type tokensView struct {
 	Path, GraphQLURL string
@@ -56,7 +61,7 @@ type tokensView struct {
 	Inbound          *apitokens.Inbound
 	NewInboundURL    string
 	Feeds            *apitokens.FeedSecret
-	NewFeeds         *feedsAnswer
+	NewFeeds         *feedLinks
 }
 
 type expiryOption struct {
@@ -79,7 +84,7 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 		http.NotFound(w, r)
 		return
 	}
-	v := &tokensView{Path: APITokensPath, GraphQLURL: siteURL(r) + Path, MaxName: apitokens.MaxNameLen}
+	v := &tokensView{Path: APITokensPath, GraphQLURL: inboxtapi.SiteURL(r) + Path, MaxName: apitokens.MaxNameLen}
 	status := http.StatusOK
 	expires := "30d"
 	switch r.Method {
@@ -121,20 +126,20 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 			s.log.Info("API token deleted", zap.String("member", m.Username))
 			v.Notice = "The token was deleted; it no longer works."
 		case "rotate_inbound":
-			secret, err := apitokens.Of(s.store).RotateInboundSecret(r.Context(), m.ID, siteURL(r))
+			secret, err := apitokens.Of(s.store).RotateInboundSecret(r.Context(), m.ID, inboxtapi.SiteURL(r))
 			if err != nil {
 				status, v.Error = s.pageError(w, err, "create inbound address")
 				break
 			}
-			v.NewInboundURL = siteURL(r) + inbound.Path + secret
+			v.NewInboundURL = inboxtapi.SiteURL(r) + inbound.Path + secret
 		case "renew_feeds":
 			secret, err := apitokens.Of(s.store).RenewFeedSecret(r.Context(), m.ID)
 			if err != nil {
 				status, v.Error = s.pageError(w, err, "create feed URLs")
 				break
 			}
-			v.NewFeeds = &feedsAnswer{}
-			v.NewFeeds.Atom, v.NewFeeds.OPDS = feedURLs(siteURL(r), secret)
+			v.NewFeeds = &feedLinks{}
+			v.NewFeeds.Atom, v.NewFeeds.OPDS = export.FeedURLs(inboxtapi.SiteURL(r), secret)
 		case "revoke_feeds":
 			if err := apitokens.Of(s.store).RevokeFeedSecret(r.Context(), m.ID); err != nil && !errors.Is(err, storage.ErrNotFound) {
 				status, v.Error = s.pageError(w, err, "revoke feed URLs")
@@ -188,13 +193,4 @@ func (s *Server) pageError(w http.ResponseWriter, err error, what string) (int, 
 	}
 	s.log.Error(what, zap.Error(err))
 	return http.StatusInternalServerError, "Something went wrong; try again."
-}
-
-// siteURL is the scheme and host the request came to.
-func siteURL(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
 }

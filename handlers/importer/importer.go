@@ -8,7 +8,9 @@
 // is an export at all, zip bombs, path traversal, the entry count); Open
 // then reads its entries. Runner (runner.go) turns a staged file into an
 // import job in the store and carries it out in the background, resuming
-// after a restart where it stopped.
+// after a restart where it stopped. Uploads (upload.go) is the HTTP side:
+// POST /api/import as Inboxt's web app sends a file, and the Import
+// settings page.
 package importer
 
 import (

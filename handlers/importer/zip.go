@@ -327,7 +327,7 @@ func (p *pocketZipReader) Close() error {
 
 // --- Hearth ---
 
-// hearthItem is an item of Hearth's saved_items.json (handlers/graphql/export.go).
+// hearthItem is an item of Hearth's saved_items.json (handlers/export/export.go).
 type hearthItem struct {
 	Type            string     `json:"type"`
 	Status          string     `json:"status"`

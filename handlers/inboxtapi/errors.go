@@ -116,3 +116,13 @@ func Refusal(w http.ResponseWriter, err error) (status int, code string, ok bool
 	w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(retry)))
 	return status, code, true
 }
+
+// SiteURL is the scheme and host the request came to: the site the API's
+// answers name (Inboxt's appUrl, the URLs of feeds and inbound addresses).
+func SiteURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}

@@ -1,9 +1,10 @@
-package graphql
+package export
 
 import (
 	"archive/zip"
 	"bufio"
 	"context"
+	"embed"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -22,31 +23,35 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // Paths and title of the export settings page.
 const (
-	ExportPath     = "/settings/export"
-	ExportFilePath = ExportPath + "/hearth-export.zip"
-	ExportTitle    = "Export"
-	// ExportAPIPath serves the same zip to an API token (or an OAuth token
+	PagePath  = "/settings/export"
+	FilePath  = PagePath + "/hearth-export.zip"
+	PageTitle = "Export"
+	// APIPath serves the same zip to an API token (or an OAuth token
 	// with read, or the session), for tools that back a library up.
-	ExportAPIPath = "/api/export"
+	APIPath = "/api/export"
 )
+
+//go:embed templates/export.html
+var templates embed.FS
 
 var exportTmpl = template.Must(template.New("export.html").ParseFS(templates, "templates/export.html"))
 
-// ExportPage returns the "Export" settings page: GET ExportPath explains the
-// export, GET ExportFilePath streams a zip of everything the member saved
+// Page returns the "Export" settings page: GET PagePath explains the
+// export, GET FilePath streams a zip of everything the member saved
 // (saved_items.json, labels.json, markdown/*.md). The zip is written while
 // it downloads, from one consistent snapshot per pass, so libraries of any
 // size never sit in memory.
-func (s *Server) ExportPage(pages *account.Pages) account.SettingsPage {
+func (x *Exports) Page(pages *account.Pages) account.SettingsPage {
 	return account.SettingsPage{
-		Path:  ExportPath,
-		Title: ExportTitle,
+		Path:  PagePath,
+		Title: PageTitle,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			m := pages.CurrentMember(r)
 			if m == nil {
@@ -59,10 +64,10 @@ func (s *Server) ExportPage(pages *account.Pages) account.SettingsPage {
 				return
 			}
 			switch r.URL.Path {
-			case ExportPath:
-				pages.Render(w, r, http.StatusOK, ExportTitle, exportTmpl, struct{ Download string }{ExportFilePath})
-			case ExportFilePath:
-				s.serveExport(w, r, m)
+			case PagePath:
+				pages.Render(w, r, http.StatusOK, PageTitle, exportTmpl, struct{ Download string }{FilePath})
+			case FilePath:
+				x.serveExport(w, r, m)
 			default:
 				http.NotFound(w, r)
 			}
@@ -70,19 +75,19 @@ func (s *Server) ExportPage(pages *account.Pages) account.SettingsPage {
 	}
 }
 
-// serveExportAPI serves GET ExportAPIPath: the export zip, as the settings
+// serveExportAPI serves GET APIPath: the export zip, as the settings
 // page's download, to any credential that may read the library.
-func (s *Server) serveExportAPI(w http.ResponseWriter, r *http.Request) {
+func (x *Exports) serveExportAPI(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET")
-		writeImportError(w, r, http.StatusMethodNotAllowed, "use GET")
+		writeRESTError(w, r, http.StatusMethodNotAllowed, "use GET")
 		return
 	}
-	c := s.restCaller(w, r, routeExport, "run an export")
+	c := x.gate.RESTCaller(w, r, APIRoute, "run an export", shownPath(r.URL.Path))
 	if c == nil {
 		return
 	}
-	s.serveExport(w, r, c.Member)
+	x.serveExport(w, r, c.Member)
 }
 
 // exportItem is a saved item as saved_items.json has it.
@@ -116,14 +121,14 @@ type exportHighlight struct {
 	UpdatedAt time.Time                  `json:"updated_at"`
 }
 
-func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *members.Member) {
-	labels, err := library.Of(s.store).Labels(r.Context(), m.ID)
+func (x *Exports) serveExport(w http.ResponseWriter, r *http.Request, m *members.Member) {
+	labels, err := library.Of(x.store).Labels(r.Context(), m.ID)
 	if err != nil {
-		if status, _, ok := refusal(w, err); ok {
+		if status, _, ok := inboxtapi.Refusal(w, err); ok {
 			http.Error(w, "The export cannot run now ("+err.Error()+"); try again later.", status)
 			return
 		}
-		s.opts.Logger.Error("export: labels", zap.Error(err))
+		x.log.Error("export: labels", zap.Error(err))
 		http.Error(w, "The export could not be started; try again.", http.StatusInternalServerError)
 		return
 	}
@@ -131,7 +136,7 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *members.
 	for _, l := range labels {
 		names[l.ID] = l.Name
 	}
-	name := exportFileName(m, s.opts.Now())
+	name := FileName(m, x.now())
 	h := w.Header()
 	h.Set("Content-Type", "application/zip")
 	h.Set("Content-Disposition", `attachment; filename="`+name+`"`)
@@ -142,12 +147,12 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *members.
 	bw := bufio.NewWriterSize(w, 64<<10)
 	zw, err := newSpoolZip(bw)
 	if err != nil {
-		s.opts.Logger.Error("export: spool file", zap.Error(err))
+		x.log.Error("export: spool file", zap.Error(err))
 		http.Error(w, "The export could not be started; try again.", http.StatusInternalServerError)
 		return
 	}
 	defer zw.Abort()
-	err = s.writeExport(r.Context(), zw, m, labels, names)
+	err = x.writeExport(r.Context(), zw, m, labels, names)
 	if err == nil {
 		err = zw.Close()
 	}
@@ -157,7 +162,7 @@ func (s *Server) serveExport(w http.ResponseWriter, r *http.Request, m *members.
 	if err != nil {
 		// The status line is gone: an incomplete zip is what the client
 		// gets, and zip readers refuse it.
-		s.opts.Logger.Warn("export interrupted", zap.String("member", m.Username), zap.Error(err))
+		x.log.Warn("export interrupted", zap.String("member", m.Username), zap.Error(err))
 	}
 }
 
@@ -167,8 +172,8 @@ type zipEntries interface {
 	CreateHeader(fh *zip.FileHeader) (io.Writer, error)
 }
 
-func (s *Server) writeExport(ctx context.Context, zw zipEntries, m *members.Member, labels []*library.Label, names map[string]string) error {
-	now := s.opts.Now()
+func (x *Exports) writeExport(ctx context.Context, zw zipEntries, m *members.Member, labels []*library.Label, names map[string]string) error {
+	now := x.now()
 	f, err := zw.CreateHeader(zipHeader("labels.json", now))
 	if err != nil {
 		return err
@@ -191,8 +196,8 @@ func (s *Server) writeExport(ctx context.Context, zw zipEntries, m *members.Memb
 		return err
 	}
 	first := true
-	err = library.Of(s.store).ForEachSavedItem(ctx, m.ID, func(it *library.SavedItem, c *library.ItemContent) error {
-		e, err := s.exportItem(ctx, m.ID, it, c, names)
+	err = library.Of(x.store).ForEachSavedItem(ctx, m.ID, func(it *library.SavedItem, c *library.ItemContent) error {
+		e, err := x.exportItem(ctx, m.ID, it, c, names)
 		if err != nil {
 			return err
 		}
@@ -220,20 +225,20 @@ func (s *Server) writeExport(ctx context.Context, zw zipEntries, m *members.Memb
 	// One Markdown file per item.
 	md := newMarkdownConverter()
 	n := 0
-	return library.Of(s.store).ForEachSavedItem(ctx, m.ID, func(it *library.SavedItem, c *library.ItemContent) error {
-		e, err := s.exportItem(ctx, m.ID, it, c, names)
+	return library.Of(x.store).ForEachSavedItem(ctx, m.ID, func(it *library.SavedItem, c *library.ItemContent) error {
+		e, err := x.exportItem(ctx, m.ID, it, c, names)
 		if err != nil {
 			return err
 		}
 		n++
-		files, err := s.writeExportImages(ctx, zw, m.ID, it)
+		files, err := x.writeExportImages(ctx, zw, m.ID, it)
 		if err != nil {
 			return err
 		}
 		if len(files) > 0 {
 			e.ContentHTML = articles.RewriteImages(e.ContentHTML, it.OriginalURL, files)
 		}
-		f, err := zw.CreateHeader(zipHeader(fmt.Sprintf("markdown/%05d-%s.md", n, slug(it.Title, it.ID)), it.UpdatedAt))
+		f, err := zw.CreateHeader(zipHeader(fmt.Sprintf("markdown/%05d-%s.md", n, Slug(it.Title, it.ID)), it.UpdatedAt))
 		if err != nil {
 			return err
 		}
@@ -250,9 +255,9 @@ const exportImagesBase = "https://hearth-export.invalid/"
 // writeExportImages writes the item's stored images into the export, as
 // images/<item id>/<n>.<ext>, one read at a time, and returns their
 // addresses for its Markdown by the address its content names them by.
-func (s *Server) writeExportImages(ctx context.Context, zw zipEntries, memberID string, it *library.SavedItem) (map[string]string, error) {
+func (x *Exports) writeExportImages(ctx context.Context, zw zipEntries, memberID string, it *library.SavedItem) (map[string]string, error) {
 	files := map[string]string{}
-	err := library.Of(s.store).ForEachItemImage(ctx, memberID, it.ID, func(n int, img library.ItemImage, data []byte) error {
+	err := library.Of(x.store).ForEachItemImage(ctx, memberID, it.ID, func(n int, img library.ItemImage, data []byte) error {
 		name := fmt.Sprintf("images/%s/%d.%s", it.ID, n, library.ImageExt(img.Type))
 		// Stored as they are: images are compressed already.
 		f, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store, Modified: it.UpdatedAt.UTC()})
@@ -268,7 +273,7 @@ func (s *Server) writeExportImages(ctx context.Context, zw zipEntries, memberID 
 	return files, err
 }
 
-func (s *Server) exportItem(ctx context.Context, memberID string, it *library.SavedItem, c *library.ItemContent, names map[string]string) (*exportItem, error) {
+func (x *Exports) exportItem(ctx context.Context, memberID string, it *library.SavedItem, c *library.ItemContent, names map[string]string) (*exportItem, error) {
 	e := &exportItem{
 		ID: it.ID, Type: it.Type, Status: it.Status, Title: it.Title, URL: it.OriginalURL,
 		SourceDomain: it.SourceDomain, Description: it.Description, Author: it.Author, LeadImage: it.LeadImage,
@@ -282,13 +287,13 @@ func (s *Server) exportItem(ctx context.Context, memberID string, it *library.Sa
 		}
 	}
 	if it.HighlightCount > 0 {
-		hs, err := library.Of(s.store).ItemHighlights(ctx, memberID, it.ID)
+		hs, err := library.Of(x.store).ItemHighlights(ctx, memberID, it.ID)
 		if err != nil {
 			return nil, err
 		}
 		for _, h := range hs {
 			e.Highlights = append(e.Highlights, exportHighlight{
-				ID: h.ID, Text: highlightText(h), Note: h.Note, Segments: h.Segments, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt,
+				ID: h.ID, Text: HighlightText(h), Note: h.Note, Segments: h.Segments, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt,
 			})
 		}
 	}
@@ -302,8 +307,8 @@ func zipHeader(name string, t time.Time) *zip.FileHeader {
 	return &zip.FileHeader{Name: name, Method: zip.Deflate, Modified: t.UTC()}
 }
 
-// highlightText is the highlighted text of all segments.
-func highlightText(h *library.Highlight) string {
+// HighlightText is the highlighted text of all segments.
+func HighlightText(h *library.Highlight) string {
 	parts := make([]string, 0, len(h.Segments))
 	for _, s := range h.Segments {
 		if s.Text != "" {
@@ -386,8 +391,8 @@ func heading(title string) string {
 
 var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
 
-// slug is a file-name-safe form of title (or id when the title has none).
-func slug(title, id string) string {
+// Slug is a file-name-safe form of title (or id when the title has none).
+func Slug(title, id string) string {
 	s := strings.Trim(slugRE.ReplaceAllString(strings.ToLower(title), "-"), "-")
 	if len(s) > 60 {
 		s = strings.TrimRight(s[:60], "-")

@@ -1,4 +1,4 @@
-package graphql
+package export
 
 import (
 	"archive/zip"
@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -28,7 +29,7 @@ import (
 // e-readers. The book is written while it downloads: each item is read,
 // cleaned to XHTML and written as one chapter, the package document and
 // table of contents last (they list only ids and titles).
-const EPUBPath = ExportAPIPath + "/epub"
+const EPUBPath = APIPath + "/epub"
 
 // maxEPUBItems bounds the chapters of one book.
 const maxEPUBItems = 1000
@@ -49,37 +50,37 @@ type epubImage struct{ href, mediaType string }
 // them: those stay out, as images not stored).
 var epubImageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true}
 
-func (s *Server) serveEPUB(w http.ResponseWriter, r *http.Request) {
+func (x *Exports) serveEPUB(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET")
-		writeImportError(w, r, http.StatusMethodNotAllowed, "use GET")
+		writeRESTError(w, r, http.StatusMethodNotAllowed, "use GET")
 		return
 	}
-	c := s.restCaller(w, r, routeEPUB, "make a book")
+	c := x.gate.RESTCaller(w, r, EPUBRoute, "make a book", shownPath(r.URL.Path))
 	if c == nil {
 		return
 	}
-	s.serveEPUBOf(w, r, c.Member)
+	x.ServeBook(w, r, c.Member)
 }
 
-// serveEPUBOf answers a request for a book (?id= or ?q=) of m's items:
+// ServeBook answers a request for a book (?id= or ?q=) of m's items:
 // for EPUBPath and for the acquisition links of the OPDS catalog.
-func (s *Server) serveEPUBOf(w http.ResponseWriter, r *http.Request, m *members.Member) {
+func (x *Exports) ServeBook(w http.ResponseWriter, r *http.Request, m *members.Member) {
 	id, q, label := r.URL.Query().Get("id"), r.URL.Query().Get("q"), r.URL.Query().Get("label")
 	title := "Hearth: " + m.Username
 	var next func(ctx context.Context) ([]*library.SavedItem, error)
 	switch {
 	case id != "" && (q != "" || label != ""):
-		writeImportError(w, r, http.StatusBadRequest, "give id, or q and label, not both")
+		writeRESTError(w, r, http.StatusBadRequest, "give id, or q and label, not both")
 		return
 	case id != "":
-		it, err := library.Of(s.store).SavedItem(r.Context(), m.ID, id)
+		it, err := library.Of(x.store).SavedItem(r.Context(), m.ID, id)
 		if errors.Is(err, storage.ErrNotFound) {
-			writeImportError(w, r, http.StatusNotFound, "no item has this id")
+			writeRESTError(w, r, http.StatusNotFound, "no item has this id")
 			return
 		}
 		if err != nil {
-			s.epubFailed(w, r, err)
+			x.epubFailed(w, r, err)
 			return
 		}
 		title = it.Title
@@ -92,25 +93,21 @@ func (s *Server) serveEPUBOf(w http.ResponseWriter, r *http.Request, m *members.
 			return []*library.SavedItem{it}, nil
 		}
 	default:
-		q, label, srch, err := feedSearch(r, "", "a book")
+		q, label, srch, err := x.feedSearch(r, "", "a book")
 		if err != nil {
-			writeImportError(w, r, http.StatusBadRequest, err.Error())
+			writeRESTError(w, r, http.StatusBadRequest, err.Error())
 			return
 		}
 		if q != "" || label != "" {
 			title = feedTitle(q, label)
 		}
-		order := sortOrder{field: library.SortCreatedAt, desc: true}
-		if srch.sort != nil {
-			order = *srch.sort
-		}
-		p := library.PageRequest{Field: order.field, Desc: order.desc, First: 100}
+		p := library.PageRequest{Field: srch.Field, Desc: srch.Desc, First: 100}
 		more := true
 		next = func(ctx context.Context) ([]*library.SavedItem, error) {
 			if !more {
 				return nil, nil
 			}
-			page, err := library.Of(s.store).SavedItemsPage(ctx, m.ID, srch.filter, p)
+			page, err := library.Of(x.store).SavedItemsPage(ctx, m.ID, srch.Filter, p)
 			if err != nil {
 				return nil, err
 			}
@@ -123,35 +120,35 @@ func (s *Server) serveEPUBOf(w http.ResponseWriter, r *http.Request, m *members.
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/epub+zip")
-	h.Set("Content-Disposition", `attachment; filename="`+slug(title, "hearth")+`.epub"`)
+	h.Set("Content-Disposition", `attachment; filename="`+Slug(title, "hearth")+`.epub"`)
 	h.Set("Cache-Control", "no-store")
 	if r.Method == http.MethodHead {
 		return
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	err := s.writeEPUB(r.Context(), bw, m.ID, title, next)
+	err := x.writeEPUB(r.Context(), bw, m.ID, title, next)
 	if err == nil {
 		err = bw.Flush()
 	}
 	if err != nil {
-		s.log.Warn("EPUB interrupted", zap.String("member", m.Username), zap.Error(err))
+		x.log.Warn("EPUB interrupted", zap.String("member", m.Username), zap.Error(err))
 	}
 }
 
-func (s *Server) epubFailed(w http.ResponseWriter, r *http.Request, err error) {
-	if status, _, ok := refusal(w, err); ok {
-		writeImportError(w, r, status, "the store cannot make a book now; try again later")
+func (x *Exports) epubFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if status, _, ok := inboxtapi.Refusal(w, err); ok {
+		writeRESTError(w, r, status, "the store cannot make a book now; try again later")
 		return
 	}
-	s.log.Error("EPUB", zap.Error(err))
-	writeImportError(w, r, http.StatusInternalServerError, "the book could not be made; try again")
+	x.log.Error("EPUB", zap.Error(err))
+	writeRESTError(w, r, http.StatusInternalServerError, "the book could not be made; try again")
 }
 
 // writeEPUB writes the book: the mimetype first and uncompressed (EPUB
 // OCF 3.3 section 4.3), then a chapter per item next gives, then the
 // container, package document and navigation document.
-func (s *Server) writeEPUB(ctx context.Context, w io.Writer, memberID, title string, next func(context.Context) ([]*library.SavedItem, error)) error {
-	now := s.opts.Now().UTC()
+func (x *Exports) writeEPUB(ctx context.Context, w io.Writer, memberID, title string, next func(context.Context) ([]*library.SavedItem, error)) error {
+	now := x.now().UTC()
 	zw := zip.NewWriter(w)
 	// No date on the mimetype: a date is an extra field, which OCF forbids there.
 	f, err := zw.CreateHeader(&zip.FileHeader{Name: "mimetype", Method: zip.Store})
@@ -174,7 +171,7 @@ func (s *Server) writeEPUB(ctx context.Context, w io.Writer, memberID, title str
 			if len(chapters) == maxEPUBItems {
 				break
 			}
-			c, err := library.Of(s.store).ItemContent(ctx, memberID, it.ID)
+			c, err := library.Of(x.store).ItemContent(ctx, memberID, it.ID)
 			if errors.Is(err, storage.ErrNotFound) {
 				continue // deleted meanwhile
 			}
@@ -183,12 +180,12 @@ func (s *Server) writeEPUB(ctx context.Context, w io.Writer, memberID, title str
 			}
 			var hs []*library.Highlight
 			if it.HighlightCount > 0 {
-				if hs, err = library.Of(s.store).ItemHighlights(ctx, memberID, it.ID); err != nil {
+				if hs, err = library.Of(x.store).ItemHighlights(ctx, memberID, it.ID); err != nil {
 					return err
 				}
 			}
 			ch := epubChapter{file: fmt.Sprintf("c%04d.xhtml", len(chapters)+1), title: heading(it.Title)}
-			images, err := s.writeEPUBImages(ctx, zw, memberID, it, c, &ch)
+			images, err := x.writeEPUBImages(ctx, zw, memberID, it, c, &ch)
 			if err != nil {
 				return err
 			}
@@ -265,7 +262,7 @@ func (s *Server) writeEPUB(ctx context.Context, w io.Writer, memberID, title str
 // writeEPUBImages writes the stored images the item's content shows (of
 // epubImageTypes) into the book, one read at a time, and lists them in ch;
 // it returns their files by the address the content names them by.
-func (s *Server) writeEPUBImages(ctx context.Context, zw *zip.Writer, memberID string, it *library.SavedItem, c *library.ItemContent, ch *epubChapter) (map[string]string, error) {
+func (x *Exports) writeEPUBImages(ctx context.Context, zw *zip.Writer, memberID string, it *library.SavedItem, c *library.ItemContent, ch *epubChapter) (map[string]string, error) {
 	shown := map[string]bool{}
 	for _, u := range articles.ContentImages(c.HTML, it.OriginalURL) {
 		shown[u] = true
@@ -274,7 +271,7 @@ func (s *Server) writeEPUBImages(ctx context.Context, zw *zip.Writer, memberID s
 		return nil, nil
 	}
 	files := map[string]string{}
-	err := library.Of(s.store).ForEachItemImage(ctx, memberID, it.ID, func(n int, img library.ItemImage, data []byte) error {
+	err := library.Of(x.store).ForEachItemImage(ctx, memberID, it.ID, func(n int, img library.ItemImage, data []byte) error {
 		if !shown[img.URL] || !epubImageTypes[img.Type] {
 			return nil
 		}
@@ -332,7 +329,7 @@ func writeChapter(w io.Writer, it *library.SavedItem, c *library.ItemContent, hs
 	}
 	var quotes []string
 	for _, h := range hs {
-		if q := strings.TrimSpace(highlightText(h)); q != "" {
+		if q := strings.TrimSpace(HighlightText(h)); q != "" {
 			quotes = append(quotes, q)
 		}
 	}
@@ -349,7 +346,7 @@ func writeChapter(w io.Writer, it *library.SavedItem, c *library.ItemContent, hs
 	if len(hs) > 0 {
 		b.WriteString("<section>\n<h2>Highlights</h2>\n")
 		for _, h := range hs {
-			fmt.Fprintf(&b, "<blockquote><p><mark>%s</mark></p></blockquote>\n", xmlText(highlightText(h)))
+			fmt.Fprintf(&b, "<blockquote><p><mark>%s</mark></p></blockquote>\n", xmlText(HighlightText(h)))
 			if h.Note != "" {
 				fmt.Fprintf(&b, "<p>%s</p>\n", xmlText(h.Note))
 			}
@@ -408,9 +405,9 @@ func writeCleanXHTML(b *strings.Builder, content string, base *url.URL, quotes [
 				switch {
 				case epubDrop[name]:
 				case name == "img":
-					if href := images[library.ImageSource(attr(c, "src"), attr(c, "srcset"), baseString(base))]; href != "" &&
-						!library.TrackingPixel(attr(c, "width"), attr(c, "height")) && fits(parent, name) {
-						fmt.Fprintf(b, "<img src=\"%s\" alt=\"%s\"/>", href, xmlText(attr(c, "alt")))
+					if href := images[library.ImageSource(articles.Attr(c, "src"), articles.Attr(c, "srcset"), baseString(base))]; href != "" &&
+						!library.TrackingPixel(articles.Attr(c, "width"), articles.Attr(c, "height")) && fits(parent, name) {
+						fmt.Fprintf(b, "<img src=\"%s\" alt=\"%s\"/>", href, xmlText(articles.Attr(c, "alt")))
 					}
 				case !epubKeep[name] || inPhrase && epubBlock[name] || !fits(parent, name):
 					walk(c, inPhrase, parent)
@@ -418,7 +415,7 @@ func writeCleanXHTML(b *strings.Builder, content string, base *url.URL, quotes [
 					b.WriteString("<" + name + "/>")
 				default:
 					if name == "a" {
-						if u := absoluteHTTP(attr(c, "href"), base); u != "" {
+						if u := absoluteHTTP(articles.Attr(c, "href"), base); u != "" {
 							fmt.Fprintf(b, "<a href=\"%s\">", xmlText(u))
 						} else {
 							b.WriteString("<a>")

@@ -1,4 +1,4 @@
-package graphql
+package export
 
 import (
 	"archive/zip"

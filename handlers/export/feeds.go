@@ -1,4 +1,4 @@
-package graphql
+package export
 
 import (
 	"encoding/json"
@@ -9,7 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/hearthkit/caddy-hearth/handlers/access"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -31,12 +34,12 @@ const (
 	feedItems = 50
 )
 
-// routeFeeds tells whether the member has feed URLs; routeFeedsChange
+// FeedsRoute tells whether the member has feed URLs; FeedsChangeRoute
 // renews or revokes them. A renewal answers URLs that read the library,
 // so it needs read as well (serveFeedsAPI).
 var (
-	routeFeeds       = access.Route{Name: "GET " + FeedsAPIPath, AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
-	routeFeedsChange = access.Route{Name: "POST " + FeedsAPIPath, AnyScope: []string{access.Write}, APITokens: true, Sessions: true}
+	FeedsRoute       = access.Route{Name: "GET " + FeedsAPIPath, AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
+	FeedsChangeRoute = access.Route{Name: "POST " + FeedsAPIPath, AnyScope: []string{access.Write}, APITokens: true, Sessions: true}
 )
 
 // feedsAnswer is the JSON of FeedsAPIPath.
@@ -54,48 +57,48 @@ const feedsHelp = "the feed URLs hold a secret that is shown only when made: POS
 	" makes a new one (the old URLs stop working), DELETE revokes it; add ?label=<name> to the Atom URL for a label, ?q=<search> for any search"
 
 // serveFeedsAPI serves FeedsAPIPath.
-func (s *Server) serveFeedsAPI(w http.ResponseWriter, r *http.Request) {
+func (x *Exports) serveFeedsAPI(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet, http.MethodPost, http.MethodDelete:
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
-		writeImportError(w, r, http.StatusMethodNotAllowed, "use GET, POST or DELETE")
+		writeRESTError(w, r, http.StatusMethodNotAllowed, "use GET, POST or DELETE")
 		return
 	}
-	route := routeFeeds
+	route := FeedsRoute
 	if r.Method != http.MethodGet {
-		route = routeFeedsChange
+		route = FeedsChangeRoute
 	}
-	c := s.restCaller(w, r, route, "show feeds")
+	c := x.gate.RESTCaller(w, r, route, "show feeds", shownPath(r.URL.Path))
 	if c == nil {
 		return
 	}
 	if r.Method == http.MethodPost && !c.Allows(access.Read) {
-		writeImportError(w, r, http.StatusForbidden, "the feed URLs show the library: making them needs the read scope too")
+		writeRESTError(w, r, http.StatusForbidden, "the feed URLs show the library: making them needs the read scope too")
 		return
 	}
-	tokens := apitokens.Of(s.store)
+	tokens := apitokens.Of(x.store)
 	out := feedsAnswer{Help: feedsHelp}
 	switch r.Method {
 	case http.MethodPost:
 		secret, err := tokens.RenewFeedSecret(r.Context(), c.Member.ID)
 		if err != nil {
-			s.feedsFailed(w, r, err)
+			x.feedsFailed(w, r, err)
 			return
 		}
 		now := time.Now().UTC()
 		out.Secret, out.CreatedAt = secret, &now
-		out.Atom, out.OPDS = feedURLs(siteURL(r), secret)
+		out.Atom, out.OPDS = FeedURLs(inboxtapi.SiteURL(r), secret)
 	case http.MethodDelete:
 		err := tokens.RevokeFeedSecret(r.Context(), c.Member.ID)
 		if err != nil && !errors.Is(err, storage.ErrNotFound) {
-			s.feedsFailed(w, r, err)
+			x.feedsFailed(w, r, err)
 			return
 		}
 	default:
 		fs, err := tokens.FeedSecretInfo(r.Context(), c.Member.ID)
 		if err != nil && !errors.Is(err, storage.ErrNotFound) {
-			s.feedsFailed(w, r, err)
+			x.feedsFailed(w, r, err)
 			return
 		}
 		if fs != nil {
@@ -107,57 +110,58 @@ func (s *Server) serveFeedsAPI(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(out)
 }
 
-// feedURLs returns the Atom and OPDS URLs of a feed secret on site.
-func feedURLs(site, secret string) (atom, opds string) {
+// FeedURLs returns the Atom and OPDS URLs of a feed secret on site.
+func FeedURLs(site, secret string) (atom, opds string) {
 	return site + FeedPath + secret + "/atom", site + FeedPath + secret + "/opds"
 }
 
-func (s *Server) feedsFailed(w http.ResponseWriter, r *http.Request, err error) {
-	if status, _, ok := refusal(w, err); ok {
-		writeImportError(w, r, status, "the store cannot do this now ("+err.Error()+"); try again later")
+func (x *Exports) feedsFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if status, _, ok := inboxtapi.Refusal(w, err); ok {
+		writeRESTError(w, r, status, "the store cannot do this now ("+err.Error()+"); try again later")
 		return
 	}
-	s.epubFailed(w, r, err)
+	x.log.Error("EPUB", zap.Error(err))
+	writeRESTError(w, r, http.StatusInternalServerError, "the book could not be made; try again")
 }
 
 // feedMember returns the member of a feed URL and what follows the secret
 // ("atom", "opds", …), or answers 404 (the same for an unknown secret and
 // a suspended member, so the URL reveals nothing) and returns nil.
-func (s *Server) feedMember(w http.ResponseWriter, r *http.Request) (*members.Member, string) {
+func (x *Exports) feedMember(w http.ResponseWriter, r *http.Request) (*members.Member, string) {
 	w.Header().Set("Cache-Control", "no-store")
 	secret, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, FeedPath), "/")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeImportError(w, r, http.StatusMethodNotAllowed, "use GET")
+		writeRESTError(w, r, http.StatusMethodNotAllowed, "use GET")
 		return nil, ""
 	}
-	m, err := apitokens.Of(s.store).FeedMember(r.Context(), secret)
+	m, err := apitokens.Of(x.store).FeedMember(r.Context(), secret)
 	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, members.ErrSuspended) {
-		writeImportError(w, r, http.StatusNotFound, "unknown feed")
+		writeRESTError(w, r, http.StatusNotFound, "unknown feed")
 		return nil, ""
 	}
 	if err != nil {
-		s.feedsFailed(w, r, err)
+		x.feedsFailed(w, r, err)
 		return nil, ""
 	}
 	return m, rest
 }
 
 // serveFeed serves FeedPath.
-func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request) {
-	m, rest := s.feedMember(w, r)
+func (x *Exports) serveFeed(w http.ResponseWriter, r *http.Request) {
+	m, rest := x.feedMember(w, r)
 	if m == nil {
 		return
 	}
 	switch rest {
 	case "atom":
-		s.serveAtom(w, r, m)
+		x.serveAtom(w, r, m)
 	case "opds":
-		s.serveOPDS(w, r, m)
+		x.serveOPDS(w, r, m)
 	case "epub":
-		s.serveEPUBOf(w, r, m)
+		x.ServeBook(w, r, m)
 	default:
-		writeImportError(w, r, http.StatusNotFound, "no such feed: use atom, opds or epub")
+		writeRESTError(w, r, http.StatusNotFound, "no such feed: use atom, opds or epub")
 	}
 }
 
@@ -203,19 +207,19 @@ func atomTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // feedSearch reads the search of a feed, catalog or book request: ?q=
 // (def when absent) narrowed to ?label=, a label's exact name, which the
 // search syntax cannot always spell (a comma or a quote in the name).
-func feedSearch(r *http.Request, def, what string) (q, label string, srch *search, err error) {
+func (x *Exports) feedSearch(r *http.Request, def, what string) (q, label string, srch *Query, err error) {
 	q, label = r.URL.Query().Get("q"), r.URL.Query().Get("label")
 	if q == "" {
 		q = def
 	}
-	if srch, err = parseSearch(q); err != nil {
+	if srch, err = x.parse(q); err != nil {
 		return "", "", nil, err
 	}
-	if srch.highlights {
+	if srch.Highlights {
 		return "", "", nil, errors.New(what + " is made of items: type:highlights lists highlights")
 	}
 	if label != "" {
-		srch.filter.LabelsAll = append(srch.filter.LabelsAll, []string{label})
+		srch.Filter.LabelsAll = append(srch.Filter.LabelsAll, []string{label})
 	}
 	return q, label, srch, nil
 }
@@ -234,19 +238,15 @@ func feedTitle(q, label string) string {
 // feedPage reads the page of srch a feed request asks for: the first, or
 // the one after ?after=, the cursor of a next link. It answers a bad
 // cursor itself (ok false).
-func (s *Server) feedPage(w http.ResponseWriter, r *http.Request, m *members.Member, srch *search) (*library.ItemPage, bool) {
-	order := sortOrder{field: library.SortCreatedAt, desc: true}
-	if srch.sort != nil {
-		order = *srch.sort
-	}
-	page, err := library.Of(s.store).SavedItemsPage(r.Context(), m.ID, srch.filter,
-		library.PageRequest{Field: order.field, Desc: order.desc, First: feedItems, After: r.URL.Query().Get("after")})
+func (x *Exports) feedPage(w http.ResponseWriter, r *http.Request, m *members.Member, srch *Query) (*library.ItemPage, bool) {
+	page, err := library.Of(x.store).SavedItemsPage(r.Context(), m.ID, srch.Filter,
+		library.PageRequest{Field: srch.Field, Desc: srch.Desc, First: feedItems, After: r.URL.Query().Get("after")})
 	if storage.IsInvalid(err) {
-		writeImportError(w, r, http.StatusBadRequest, "after: "+err.Error()+" (use the feed's next link)")
+		writeRESTError(w, r, http.StatusBadRequest, "after: "+err.Error()+" (use the feed's next link)")
 		return nil, false
 	}
 	if err != nil {
-		s.feedsFailed(w, r, err)
+		x.feedsFailed(w, r, err)
 		return nil, false
 	}
 	return page, true
@@ -286,18 +286,18 @@ func pageLinks(r *http.Request, href, kind string, page *library.ItemPage) []ato
 
 // serveAtom serves the Atom feed of the search ?q= (default in:inbox) and
 // ?label=: its items with their content, feedItems a page, newest first.
-func (s *Server) serveAtom(w http.ResponseWriter, r *http.Request, m *members.Member) {
-	q, label, srch, err := feedSearch(r, "in:inbox", "a feed")
+func (x *Exports) serveAtom(w http.ResponseWriter, r *http.Request, m *members.Member) {
+	q, label, srch, err := x.feedSearch(r, "in:inbox", "a feed")
 	if err != nil {
-		writeImportError(w, r, http.StatusBadRequest, err.Error())
+		writeRESTError(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	page, ok := s.feedPage(w, r, m, srch)
+	page, ok := x.feedPage(w, r, m, srch)
 	if !ok {
 		return
 	}
-	lib := library.Of(s.store)
-	site := siteURL(r)
+	lib := library.Of(x.store)
+	site := inboxtapi.SiteURL(r)
 	secret, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, FeedPath), "/")
 	id := "tag:" + hostOf(site) + ",2024:feed:" + m.ID + ":" + url.QueryEscape(q)
 	if label != "" {
@@ -337,7 +337,7 @@ func (s *Server) serveAtom(w http.ResponseWriter, r *http.Request, m *members.Me
 		}
 		c, err := lib.ItemContent(r.Context(), m.ID, it.ID)
 		if err != nil && !errors.Is(err, storage.ErrNotFound) {
-			s.feedsFailed(w, r, err)
+			x.feedsFailed(w, r, err)
 			return
 		}
 		if c != nil && c.HTML != "" {
@@ -374,8 +374,8 @@ const (
 // that search: the whole search as one book, then its items each as a
 // book, feedItems a page with RFC 5005 links to the next, all links to the
 // EPUB export under the same secret.
-func (s *Server) serveOPDS(w http.ResponseWriter, r *http.Request, m *members.Member) {
-	site := siteURL(r)
+func (x *Exports) serveOPDS(w http.ResponseWriter, r *http.Request, m *members.Member) {
+	site := inboxtapi.SiteURL(r)
 	secret, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, FeedPath), "/")
 	base := site + FeedPath + secret
 	now := atomTime(time.Now())
@@ -385,7 +385,7 @@ func (s *Server) serveOPDS(w http.ResponseWriter, r *http.Request, m *members.Me
 		Author:  atomPerson{Name: m.Username},
 	}
 	start := atomLink{Rel: "start", Type: opdsNavigation, Href: base + "/opds"}
-	lib := library.Of(s.store)
+	lib := library.Of(x.store)
 	q, label := r.URL.Query().Get("q"), r.URL.Query().Get("label")
 	if q == "" && label == "" {
 		feed.ID, feed.Title = id, "Hearth: "+m.Username
@@ -394,7 +394,7 @@ func (s *Server) serveOPDS(w http.ResponseWriter, r *http.Request, m *members.Me
 		views := []view{{"Inbox", "in:inbox", ""}, {"Archive", "in:archive", ""}, {"Newsletters", "in:inbox type:newsletter", ""}}
 		labels, err := lib.Labels(r.Context(), m.ID)
 		if err != nil {
-			s.feedsFailed(w, r, err)
+			x.feedsFailed(w, r, err)
 			return
 		}
 		for _, l := range labels {
@@ -402,7 +402,7 @@ func (s *Server) serveOPDS(w http.ResponseWriter, r *http.Request, m *members.Me
 		}
 		saved, err := lib.SavedQueries(r.Context(), m.ID)
 		if err != nil {
-			s.feedsFailed(w, r, err)
+			x.feedsFailed(w, r, err)
 			return
 		}
 		for _, sq := range saved {
@@ -423,12 +423,12 @@ func (s *Server) serveOPDS(w http.ResponseWriter, r *http.Request, m *members.Me
 			})
 		}
 	} else {
-		q, label, srch, err := feedSearch(r, "", "a catalog")
+		q, label, srch, err := x.feedSearch(r, "", "a catalog")
 		if err != nil {
-			writeImportError(w, r, http.StatusBadRequest, err.Error())
+			writeRESTError(w, r, http.StatusBadRequest, err.Error())
 			return
 		}
-		page, ok := s.feedPage(w, r, m, srch)
+		page, ok := x.feedPage(w, r, m, srch)
 		if !ok {
 			return
 		}
@@ -475,4 +475,22 @@ func (s *Server) serveOPDS(w http.ResponseWriter, r *http.Request, m *members.Me
 	}
 	_, _ = w.Write([]byte(xml.Header))
 	_ = xml.NewEncoder(w).Encode(feed)
+}
+
+// writeRESTError answers in Inboxt's REST error shape, naming the request's
+// path as shownPath shows it.
+func writeRESTError(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	inboxtapi.WriteREST(w, status, msg, shownPath(r.URL.Path))
+}
+
+// shownPath is the path an error names: a feed URL's secret is its only
+// credential, so it is never written back (the response may be kept by a
+// feed reader, a proxy or a log that the URL itself stays out of).
+func shownPath(p string) string {
+	rest, ok := strings.CutPrefix(p, FeedPath)
+	if !ok {
+		return p
+	}
+	_, after, _ := strings.Cut(rest, "/")
+	return FeedPath + "SECRET/" + after
 }

@@ -1,0 +1,51 @@
+package export
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/handlers/access"
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// ImageAPIPath + "<item id>/<n>" serves the n-th stored image of an item
+// (articles.StoredImage) to an API token with read (or the member's
+// session); the reader shows the same images under its own path.
+const ImageAPIPath = "/api/images/"
+
+// ImageRoute is what ImageAPIPath takes: a stored image of an item shows
+// what the item holds.
+var ImageRoute = access.Route{Name: "GET " + ImageAPIPath, AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
+
+// serveImageAPI answers GET ImageAPIPath<item id>/<n>.
+func (x *Exports) serveImageAPI(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET")
+		writeRESTError(w, r, http.StatusMethodNotAllowed, "use GET")
+		return
+	}
+	c := x.gate.RESTCaller(w, r, ImageRoute, "read an image", r.URL.Path)
+	if c == nil {
+		return
+	}
+	img, data, err := articles.StoredImage(r.Context(), x.store, c.Member.ID, strings.TrimPrefix(r.URL.Path, ImageAPIPath))
+	if errors.Is(err, storage.ErrNotFound) {
+		writeRESTError(w, r, http.StatusNotFound, "no such image")
+		return
+	}
+	if err != nil {
+		if status, _, ok := inboxtapi.Refusal(w, err); ok {
+			writeRESTError(w, r, status, "the store cannot read an image now; try again later")
+			return
+		}
+		x.log.Error("read an image", zap.Error(err))
+		writeRESTError(w, r, http.StatusInternalServerError, "internal error; it was logged")
+		return
+	}
+	articles.WriteImage(w, r, img, data)
+}
