@@ -1,6 +1,9 @@
 // Package account serves the member web pages every Hearth service shares:
-// sign-in, sign-out, the optional sign-up page and the settings shell that
-// other services add their pages to (authorized applications, API tokens).
+// sign-in, sign-out, the optional sign-up page, the settings shell that
+// other services add their pages to (authorized applications, export,
+// import), and the API Tokens page (apitokens.go: API tokens, the
+// newsletter address, the feed URLs), which hearth_graphql adds with the
+// addresses of its routes.
 // It owns the session cookie, the sign-in rate limits, the security headers
 // and the cross-origin form protection of those pages, so that a site with
 // only one Hearth service still has working member pages.

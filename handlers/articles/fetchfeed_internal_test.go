@@ -18,9 +18,6 @@ import (
 // fetched before the passes could have reached its entry.
 func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 	const budget, links = 20, 200
-	defer func(b int) { fetchScanBudget = b }(fetchScanBudget)
-	fetchScanBudget = budget
-
 	release := make(chan struct{})
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -46,6 +43,8 @@ func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The queue of this policy first runs when a Service is prepared.
+	libraryWorkKind.Of(store).fetches[1].scanBudget = budget
 	s := Prepare(store, testOptions())
 	defer s.Close()
 

@@ -46,9 +46,8 @@ const (
 // fetchScanBudget bounds the pending entries one pass of the feeder reads:
 // a pass goes on where the last one stopped, so an import of 100,000 links
 // waiting on one host costs a pass this many reads, not all of them (25 ms
-// per 100,000 every second before). A variable for tests, read when the
-// fetches start.
-var fetchScanBudget = 4096
+// per 100,000 every second before).
+const fetchScanBudget = 4096
 
 // fetchQueue feeds a store's pending fetches of one fetch policy to a few
 // workers: a worker of the store (libraryWork), with the fetcher of the
@@ -69,7 +68,8 @@ type fetchQueue struct {
 	// cursor is where the feeder's next pass reads from (nil: the first
 	// entry); the feeder's own.
 	cursor []byte
-	// scanBudget is fetchScanBudget (tests lower it).
+	// scanBudget is fetchScanBudget; a test lowers it before the queue
+	// first runs (before a Service is prepared on the store).
 	scanBudget int
 	// maxRead is the most entries one pass of the feeder read, passes how
 	// many passes it made (tests).

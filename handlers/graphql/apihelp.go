@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/hearthkit/caddy-hearth/handlers/account"
 )
 
 // SchemaPath serves the schema as SDL (the schema files, in name order),
@@ -59,6 +61,9 @@ func wantsPage(r *http.Request) bool {
 		strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
+//go:embed templates/api_help.html
+var templates embed.FS
+
 var apiHelpTmpl = template.Must(template.New("api_help.html").ParseFS(templates, "templates/api_help.html"))
 
 func (s *Server) serveAPIHelp(w http.ResponseWriter, r *http.Request) {
@@ -74,5 +79,5 @@ func (s *Server) serveAPIHelp(w http.ResponseWriter, r *http.Request) {
 	s.opts.Pages.Render(w, r, http.StatusOK, "GraphQL API", apiHelpTmpl, struct {
 		Endpoint, SchemaPath, TokensPath, DocsURL string
 		Introspection                             bool
-	}{site + Path, SchemaPath, APITokensPath, DocsURL, !s.opts.NoIntrospection})
+	}{site + Path, SchemaPath, account.APITokensPath, DocsURL, !s.opts.NoIntrospection})
 }

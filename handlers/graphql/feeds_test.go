@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -237,7 +238,7 @@ func TestSettingsPageMakesShowsOnceAndRevokesFeedURLs(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	e.saveArticle(e.member.ID, 1, nil)
 	srv, browser := site(t, e)
-	pageURL := srv.URL + graphql.APITokensPath
+	pageURL := srv.URL + account.APITokensPath
 	_, body := page(t, browser, http.MethodPost, pageURL, url.Values{"action": {"renew_feeds"}})
 	m := regexp.MustCompile(`id="atom-url"[^>]*>([^<]+)<`).FindStringSubmatch(body)
 	if m == nil || !strings.Contains(body, `id="opds-url"`) {

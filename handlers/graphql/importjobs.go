@@ -6,14 +6,23 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
+	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // Importer is the server's import runner (the admin API starts imports
 // through it).
 func (s *Server) Importer() *importer.Runner { return s.articles.Importer() }
+
+// APITokensPage is the "API Tokens" settings page of pages
+// (account.Pages.APITokensPage), with the addresses this server's routes
+// answer at.
+func (s *Server) APITokensPage(pages *account.Pages) account.SettingsPage {
+	return pages.APITokensPage(account.APITokensOptions{GraphQLPath: Path, InboundPath: inbound.Path, FeedURLs: export.FeedURLs, Now: s.opts.Now})
+}
 
 // ExportPage is the Export settings page for pages (export.Exports.Page).
 func (s *Server) ExportPage(pages *account.Pages) account.SettingsPage { return s.exports.Page(pages) }

@@ -1,11 +1,12 @@
 // Package graphql serves Hearth's saved-content API: POST /api/graphql,
 // compatible with Inboxt's public schema (schema/*.graphqls, executed by
-// gqlgen's generated server in generated/), with the routes hearth_graphql
-// serves beside it (the newsletter routes of handlers/inbound, the exports
-// of handlers/export, the uploads of handlers/importer, the feeds) and the
-// "API Tokens" settings page. It is a plain
-// net/http handler built from a store and Options; the Caddy module only
-// translates configuration. What it saves from the web goes through
+// gqlgen's generated server in generated/). It also routes what
+// hearth_graphql serves beside it to the packages that hold it: the
+// newsletter routes of handlers/inbound, the exports, feeds and images of
+// handlers/export, the uploads of handlers/importer, and the settings pages
+// of handlers/account, handlers/export and handlers/importer. It is a
+// plain net/http handler built from a store and Options; the Caddy module
+// only translates configuration. What it saves from the web goes through
 // handlers/articles; who a request acts for and the rate limits, through
 // one inboxtapi.Gate for GraphQL and REST alike.
 package graphql
@@ -45,8 +46,6 @@ import (
 const (
 	// Path is the GraphQL endpoint.
 	Path = "/api/graphql"
-	// APITokensPath is the settings page of API tokens.
-	APITokensPath = "/settings/api_tokens"
 )
 
 // Defaults of Options.

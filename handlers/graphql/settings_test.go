@@ -73,7 +73,7 @@ var (
 func TestAPITokensPageCreatesShowsOnceListsAndDeletesTokens(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	srv, browser := site(t, e)
-	pageURL := srv.URL + graphql.APITokensPath
+	pageURL := srv.URL + account.APITokensPath
 
 	status, body := page(t, browser, http.MethodGet, pageURL, nil)
 	if status != 200 || !strings.Contains(body, "Create API Token") || !strings.Contains(body, `value="never"`) {
@@ -117,7 +117,7 @@ func TestAPITokensPageCreatesShowsOnceListsAndDeletesTokens(t *testing.T) {
 func TestAPITokensPageRejectsBadForms(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	srv, browser := site(t, e)
-	pageURL := srv.URL + graphql.APITokensPath
+	pageURL := srv.URL + account.APITokensPath
 	for name, form := range map[string]url.Values{
 		"no name":        {"action": {"create"}, "name": {" "}, "expires": {"30d"}},
 		"unknown expiry": {"action": {"create"}, "name": {"x"}, "expires": {"5y"}},
@@ -148,7 +148,7 @@ func TestAPITokensPageNeedsSignIn(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	srv, _ := site(t, e)
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(srv.URL + graphql.APITokensPath)
+	resp, err := c.Get(srv.URL + account.APITokensPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestAPITokensPageNeedsSignIn(t *testing.T) {
 func TestAPITokensPageGivesTheNewsletterInboundURL(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	srv, browser := site(t, e)
-	pageURL := srv.URL + graphql.APITokensPath
+	pageURL := srv.URL + account.APITokensPath
 	_, body := page(t, browser, http.MethodPost, pageURL, url.Values{"action": {"rotate_inbound"}})
 	m := inboundInPage.FindStringSubmatch(body)
 	if m == nil {
@@ -200,7 +200,7 @@ func TestInboundEmailAddressesShowsTheAddressWithoutItsSecret(t *testing.T) {
 		t.Fatalf("before an address is made: %+v", got)
 	}
 
-	_, body := page(t, browser, http.MethodPost, srv.URL+graphql.APITokensPath, url.Values{"action": {"rotate_inbound"}})
+	_, body := page(t, browser, http.MethodPost, srv.URL+account.APITokensPath, url.Values{"action": {"rotate_inbound"}})
 	m := inboundInPage.FindStringSubmatch(body)
 	if m == nil {
 		t.Fatalf("no inbound URL shown: %s", body)
@@ -227,7 +227,7 @@ func TestInboundEmailAddressesShowsTheAddressWithoutItsSecret(t *testing.T) {
 	}
 
 	// A new address replaces it, with a new id.
-	page(t, browser, http.MethodPost, srv.URL+graphql.APITokensPath, url.Values{"action": {"rotate_inbound"}})
+	page(t, browser, http.MethodPost, srv.URL+account.APITokensPath, url.Values{"action": {"rotate_inbound"}})
 	var after inboundAddresses
 	e.do(inboundAddressesQuery, nil, &after)
 	if len(after.InboundEmailAddresses) != 1 || after.InboundEmailAddresses[0].ID == a.ID {

@@ -1,30 +1,40 @@
-package graphql
+package account
 
 import (
-	"embed"
 	"errors"
-	"html/template"
 	"net/http"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/hearthkit/caddy-hearth/handlers/account"
-	"github.com/hearthkit/caddy-hearth/handlers/export"
-	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
-// APITokensTitle is the settings menu entry of the API tokens page.
-const APITokensTitle = "API Tokens"
+// APITokensPath is the settings page of API tokens; APITokensTitle its
+// entry in the settings menu.
+const (
+	APITokensPath  = "/settings/api_tokens"
+	APITokensTitle = "API Tokens"
+)
 
-//go:embed templates/*.html
-var templates embed.FS
+var apiTokensTmpl = parse("api_tokens.html")
 
-var apiTokensTmpl = template.Must(template.New("api_tokens.html").ParseFS(templates, "templates/api_tokens.html"))
+// APITokensOptions are what the API Tokens page shows beside the tokens:
+// the addresses of routes other services serve.
+type APITokensOptions struct {
+	// GraphQLPath is the API's endpoint, shown with the site's address.
+	GraphQLPath string
+	// InboundPath is followed by a member's new inbound secret.
+	InboundPath string
+	// FeedURLs are the Atom and OPDS URLs of a new feed secret on site.
+	FeedURLs func(site, secret string) (atom, opds string)
+	// Now is the clock tokens expire by; default time.Now.
+	Now func() time.Time
+}
 
 // expiryChoices are the lifetimes offered on the page, in the store's names.
 var expiryChoices = []struct{ Value, Label string }{
@@ -34,14 +44,17 @@ var expiryChoices = []struct{ Value, Label string }{
 // APITokensPage returns the "API Tokens" settings page for pages: create a
 // token (name and expiration; shown once), list tokens with their created,
 // expires and last-used times, delete one; and create the secret newsletter
-// inbound URL (also shown once). Add it with pages.AddSettingsPage; the
+// inbound URL (also shown once). Add it with AddSettingsPage; the
 // member pages run it only for a signed-in member, behind cross-origin form
 // protection.
-func (s *Server) APITokensPage(pages *account.Pages) account.SettingsPage {
-	return account.SettingsPage{
+func (p *Pages) APITokensPage(opts APITokensOptions) SettingsPage {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return SettingsPage{
 		Path:    APITokensPath,
 		Title:   APITokensTitle,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serveAPITokens(pages, w, r) }),
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.serveAPITokens(opts, w, r) }),
 	}
 }
 
@@ -74,23 +87,23 @@ type tokenRow struct {
 	Expired bool
 }
 
-func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *http.Request) {
-	m := pages.CurrentMember(r)
+func (p *Pages) serveAPITokens(opts APITokensOptions, w http.ResponseWriter, r *http.Request) {
+	m := p.CurrentMember(r)
 	if m == nil {
-		pages.RequireMember(w, r)
+		p.RequireMember(w, r)
 		return
 	}
 	if r.URL.Path != APITokensPath {
 		http.NotFound(w, r)
 		return
 	}
-	v := &tokensView{Path: APITokensPath, GraphQLURL: inboxtapi.SiteURL(r) + Path, MaxName: apitokens.MaxNameLen}
+	v := &tokensView{Path: APITokensPath, GraphQLURL: inboxtapi.SiteURL(r) + opts.GraphQLPath, MaxName: apitokens.MaxNameLen}
 	status := http.StatusOK
 	expires := "30d"
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 	case http.MethodPost:
-		if !pages.ParseForm(w, r) {
+		if !p.ParseForm(w, r) {
 			return
 		}
 		switch r.PostFormValue("action") {
@@ -106,43 +119,43 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 				status, v.Error = http.StatusBadRequest, "Give the token a name, such as the app that will use it."
 				break
 			}
-			t, secret, err := apitokens.Of(s.store).CreateFromSession(r.Context(), m, v.Name, lifetime)
+			t, secret, err := apitokens.Of(p.store).CreateFromSession(r.Context(), m, v.Name, lifetime)
 			if errors.Is(err, members.ErrCredentialsChanged) || errors.Is(err, members.ErrSuspended) {
 				// The session ended while this ran: sign in again.
-				http.Redirect(w, r, account.SignInURL(APITokensPath), http.StatusSeeOther)
+				http.Redirect(w, r, SignInURL(APITokensPath), http.StatusSeeOther)
 				return
 			}
 			if err != nil {
-				status, v.Error = s.pageError(w, err, "create API token")
+				status, v.Error = p.tokensError(w, err, "create API token")
 				break
 			}
-			s.log.Info("API token created", zap.String("member", m.Username), zap.String("token_id", t.ID))
+			p.opts.Logger.Info("API token created", zap.String("member", m.Username), zap.String("token_id", t.ID))
 			v.NewToken, v.NewSecret, v.Name = t, secret, ""
 		case "delete":
-			if err := apitokens.Of(s.store).Delete(r.Context(), m.ID, r.PostFormValue("id")); err != nil {
-				status, v.Error = s.pageError(w, err, "delete API token")
+			if err := apitokens.Of(p.store).Delete(r.Context(), m.ID, r.PostFormValue("id")); err != nil {
+				status, v.Error = p.tokensError(w, err, "delete API token")
 				break
 			}
-			s.log.Info("API token deleted", zap.String("member", m.Username))
+			p.opts.Logger.Info("API token deleted", zap.String("member", m.Username))
 			v.Notice = "The token was deleted; it no longer works."
 		case "rotate_inbound":
-			secret, err := apitokens.Of(s.store).RotateInboundSecret(r.Context(), m.ID, inboxtapi.SiteURL(r))
+			secret, err := apitokens.Of(p.store).RotateInboundSecret(r.Context(), m.ID, inboxtapi.SiteURL(r))
 			if err != nil {
-				status, v.Error = s.pageError(w, err, "create inbound address")
+				status, v.Error = p.tokensError(w, err, "create inbound address")
 				break
 			}
-			v.NewInboundURL = inboxtapi.SiteURL(r) + inbound.Path + secret
+			v.NewInboundURL = inboxtapi.SiteURL(r) + opts.InboundPath + secret
 		case "renew_feeds":
-			secret, err := apitokens.Of(s.store).RenewFeedSecret(r.Context(), m.ID)
+			secret, err := apitokens.Of(p.store).RenewFeedSecret(r.Context(), m.ID)
 			if err != nil {
-				status, v.Error = s.pageError(w, err, "create feed URLs")
+				status, v.Error = p.tokensError(w, err, "create feed URLs")
 				break
 			}
 			v.NewFeeds = &feedLinks{}
-			v.NewFeeds.Atom, v.NewFeeds.OPDS = export.FeedURLs(inboxtapi.SiteURL(r), secret)
+			v.NewFeeds.Atom, v.NewFeeds.OPDS = opts.FeedURLs(inboxtapi.SiteURL(r), secret)
 		case "revoke_feeds":
-			if err := apitokens.Of(s.store).RevokeFeedSecret(r.Context(), m.ID); err != nil && !errors.Is(err, storage.ErrNotFound) {
-				status, v.Error = s.pageError(w, err, "revoke feed URLs")
+			if err := apitokens.Of(p.store).RevokeFeedSecret(r.Context(), m.ID); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				status, v.Error = p.tokensError(w, err, "revoke feed URLs")
 				break
 			}
 			v.Notice = "The feed URLs were turned off; they no longer work."
@@ -157,29 +170,29 @@ func (s *Server) serveAPITokens(pages *account.Pages, w http.ResponseWriter, r *
 	for _, e := range expiryChoices {
 		v.Expiries = append(v.Expiries, expiryOption{e.Value, e.Label, e.Value == expires})
 	}
-	tokens, err := apitokens.Of(s.store).List(r.Context(), m.ID)
+	tokens, err := apitokens.Of(p.store).List(r.Context(), m.ID)
 	if err != nil {
-		status, v.Error = s.pageError(w, err, "list API tokens")
+		status, v.Error = p.tokensError(w, err, "list API tokens")
 	}
-	now := s.opts.Now()
+	now := opts.Now()
 	for _, t := range tokens {
 		v.Tokens = append(v.Tokens, tokenRow{t, t.Expired(now)})
 	}
-	if in, err := apitokens.Of(s.store).InboundInfo(r.Context(), m.ID); err == nil {
+	if in, err := apitokens.Of(p.store).InboundInfo(r.Context(), m.ID); err == nil {
 		v.Inbound = in
 	}
-	if fs, err := apitokens.Of(s.store).FeedSecretInfo(r.Context(), m.ID); err == nil {
+	if fs, err := apitokens.Of(p.store).FeedSecretInfo(r.Context(), m.ID); err == nil {
 		v.Feeds = fs
 	}
-	pages.Render(w, r, status, APITokensTitle, apiTokensTmpl, v)
+	p.Render(w, r, status, APITokensTitle, apiTokensTmpl, v)
 }
 
-// pageError turns a store error into a status and a message for the page.
+// tokensError turns a store error into a status and a message for the page.
 // A store that refused for now (a restore, a reload, a full disk) gives
 // its 503 or 507 and Retry-After.
-func (s *Server) pageError(w http.ResponseWriter, err error, what string) (int, string) {
+func (p *Pages) tokensError(w http.ResponseWriter, err error, what string) (int, string) {
 	var ie *storage.InvalidError
-	if status, _, ok := refusal(w, err); ok {
+	if status, _, ok := inboxtapi.Refusal(w, err); ok {
 		if status == http.StatusInsufficientStorage {
 			return status, "The site's disk is full, so nothing can be saved now. Try again later."
 		}
@@ -191,6 +204,6 @@ func (s *Server) pageError(w http.ResponseWriter, err error, what string) (int, 
 	case errors.Is(err, storage.ErrNotFound):
 		return http.StatusNotFound, "That token does not exist (any more)."
 	}
-	s.log.Error(what, zap.Error(err))
+	p.opts.Logger.Error(what, zap.Error(err))
 	return http.StatusInternalServerError, "Something went wrong; try again."
 }
