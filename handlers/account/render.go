@@ -23,7 +23,6 @@ import (
 var files embed.FS
 
 var (
-	layoutTmpl    = parse("layout.html")
 	signInTmpl    = parse("sign_in.html")
 	signUpTmpl    = parse("sign_up.html")
 	signOutTmpl   = parse("sign_out.html")
@@ -143,8 +142,8 @@ type layoutData struct {
 	// Head and Wide: see PageExtras.
 	Head template.HTML
 	Wide bool
-	// MenuHTML is the member menu's links (menuHTML).
-	MenuHTML template.HTML
+	// Home is the site's library, linked first in the member menu (WithHome).
+	Home string
 }
 
 // Render writes a page: content, executed with data, inside the shared
@@ -165,6 +164,11 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, title
 			_ = messageTmpl.Execute(body, message{Text: "This page could not be shown. Try again later."})
 		}
 	}
+	p.renderBody(w, r, status, title, body, ex)
+}
+
+// renderBody writes body, the page's content, inside the layout.
+func (p *Pages) renderBody(w http.ResponseWriter, r *http.Request, status int, title string, body *bytes.Buffer, ex PageExtras) {
 	ld := layoutData{
 		SiteName:         p.SiteName(),
 		Title:            title,
@@ -238,7 +242,7 @@ func (p *Pages) renderPublic(w http.ResponseWriter, r *http.Request, status int,
 func (p *Pages) writePage(w http.ResponseWriter, r *http.Request, status int, cacheControl string, ld layoutData) {
 	ld.Script = copyScriptTag
 	if ld.Member != nil {
-		ld.MenuHTML = menuHTML(Home(r), ld)
+		ld.Home = Home(r)
 	}
 	if ld.ReferrerPolicy == "" {
 		ld.ReferrerPolicy = "same-origin"
@@ -252,11 +256,7 @@ func (p *Pages) writePage(w http.ResponseWriter, r *http.Request, status int, ca
 	// The page is the stylesheet, the body and about 2 KB of layout: one
 	// allocation instead of a buffer doubled several times.
 	out.Grow(len(styleSheet) + len(ld.Body) + 3<<10)
-	if err := layoutTmpl.Execute(out, ld); err != nil {
-		p.logger().Error("render layout", zap.Error(err))
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
+	writeLayout(out, &ld)
 	p.setHeaders(w)
 	w.Header().Set("Cache-Control", cacheControl)
 	w.WriteHeader(status)

@@ -1,6 +1,7 @@
 package reader
 
 import (
+	"bytes"
 	"encoding/json"
 	"html/template"
 	"net/http"
@@ -162,7 +163,7 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		}
 	}
 	d.Notice = notices[r.FormValue("done")]
-	h.render(w, r, http.StatusOK, d.Title, itemTmpl, d, true)
+	h.renderHTML(w, r, http.StatusOK, d.Title, func(b *bytes.Buffer) { writeItem(b, &d) })
 }
 
 // prefClasses are the reader's classes for the member's text settings

@@ -1,6 +1,7 @@
 package reader
 
 import (
+	"bytes"
 	"errors"
 	"html/template"
 	"net/http"
@@ -154,7 +155,6 @@ type libraryData struct {
 	Notice            string
 	Undo              string
 	Items             []itemRow
-	ItemsHTML         template.HTML // Items, written by itemsHTML
 	Highlights        []highlightRow
 	IsHighlights      bool
 	InTrash           bool
@@ -252,9 +252,6 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 		d.Error = err.Error()
 		status = http.StatusBadRequest
 	}
-	if len(d.Items) > 0 {
-		d.ItemsHTML = itemsHTML(d.Items)
-	}
 	if st.After != "" {
 		d.FirstURL = listState{Q: st.Q, Sort: st.Sort}.URL()
 	}
@@ -270,7 +267,7 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 			d.Empty.Search = true
 		}
 	}
-	h.render(w, r, status, d.Heading, libraryTmpl, d, true)
+	h.renderHTML(w, r, status, d.Heading, func(b *bytes.Buffer) { writeLibrary(b, &d) })
 }
 
 // notices say what the last action did, on the page it returns to.
