@@ -3,12 +3,14 @@ package reader
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
@@ -97,7 +99,7 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		return
 	}
 	var images []library.ItemImage
-	if strings.Contains(content, "<img") { // saved content is sanitised: its tags are lower case
+	if hasTag(content, "img") {
 		if images, err = lib.ItemImages(ctx, m.ID, id); err != nil {
 			h.storeError(w, r, err)
 			return
@@ -150,17 +152,10 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		d.Highlights = append(d.Highlights, itemHighlight{ID: hl.ID, Quote: quote(hl), Note: hl.Note, Segments: string(b)})
 	}
 	// Next and previous follow the view the member came from, in its
-	// order: the item's neighbours in that list, found from the item
-	// itself (the API's after takes an item id).
-	if q, p, err := st.parse(); err == nil && !q.Highlights {
-		p.First, p.After = 1, id
-		if page, err := lib.SavedItemsPage(ctx, m.ID, q.Filter, p); err == nil && len(page.Items) > 0 {
-			d.NextURL = st.itemURL(page.Items[0].ID)
-		}
-		p.Desc = !p.Desc
-		if page, err := lib.SavedItemsPage(ctx, m.ID, q.Filter, p); err == nil && len(page.Items) > 0 {
-			d.PrevURL = st.itemURL(page.Items[0].ID)
-		}
+	// order. They are found when followed (serveNeighbour): finding them
+	// here took two page queries on every view of the page.
+	if q, _, err := st.parse(); err == nil && !q.Highlights {
+		d.NextURL, d.PrevURL = st.neighbourURL(id, "next"), st.neighbourURL(id, "previous")
 	}
 	d.Notice = notices[r.FormValue("done")]
 	h.renderHTML(w, r, http.StatusOK, d.Title, func(b *bytes.Buffer) { writeItem(b, &d) })
@@ -180,3 +175,43 @@ func prefClasses(p library.ReaderPrefs) string {
 }
 
 func itoa(n int) string { return string(rune('0' + n%10)) }
+
+// neighbourURL is the link to the item after (dir "next") or before
+// ("previous") the item id in the view of s, which serveNeighbour answers.
+func (s listState) neighbourURL(id, dir string) string {
+	v := s.values()
+	v.Del("after")
+	return withQuery(Path+"/item/"+url.PathEscape(id)+"/"+dir, v)
+}
+
+// serveNeighbour sends the member to the item after or before the item id
+// in the view of r's query and sort: the item's neighbour in that list,
+// found from the item itself (the API's after takes an item id). At either
+// end of the list, or when the item is not in the view, the member stays
+// on the item, told there is no other.
+func (h *Handler) serveNeighbour(w http.ResponseWriter, r *http.Request, m *members.Member, id string, previous bool) {
+	st := stateOf(r)
+	st.After = ""
+	none := "last"
+	if previous {
+		none = "first"
+	}
+	q, p, err := st.parse()
+	if err != nil || q.Highlights {
+		http.Redirect(w, r, withOutcome(st.itemURL(id), none, ""), http.StatusSeeOther)
+		return
+	}
+	p.First, p.After = 1, id
+	if previous {
+		p.Desc = !p.Desc
+	}
+	page, err := library.Of(h.store).SavedItemsPage(r.Context(), m.ID, q.Filter, p)
+	switch {
+	case err != nil && !isMemberError(err) && !errors.Is(err, storage.ErrNotFound):
+		h.storeError(w, r, err)
+	case err != nil || len(page.Items) == 0:
+		http.Redirect(w, r, withOutcome(st.itemURL(id), none, ""), http.StatusSeeOther)
+	default:
+		http.Redirect(w, r, st.itemURL(page.Items[0].ID), http.StatusSeeOther)
+	}
+}

@@ -283,6 +283,8 @@ var notices = map[string]string{
 	"deleted":       "Deleted for good.",
 	"note":          "Note saved.",
 	"unhighlighted": "Highlight deleted.",
+	"last":          "This is the last item of the list.",
+	"first":         "This is the first item of the list.",
 }
 
 // labelQuery is the view of a label, in the API's syntax.

@@ -123,6 +123,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				if h.allow(w, r, http.MethodGet, http.MethodPost) {
 					h.serveItem(w, r, m, id)
 				}
+			case "next", "previous":
+				if h.allow(w, r, http.MethodGet) {
+					h.serveNeighbour(w, r, m, id, sub == "previous")
+				}
 			case "progress":
 				if h.allow(w, r, http.MethodPost) {
 					h.serveProgress(w, r, m, id)
