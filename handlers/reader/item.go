@@ -6,7 +6,6 @@ import (
 	"errors"
 	"html/template"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -179,9 +178,7 @@ func itoa(n int) string { return string(rune('0' + n%10)) }
 // neighbourURL is the link to the item after (dir "next") or before
 // ("previous") the item id in the view of s, which serveNeighbour answers.
 func (s listState) neighbourURL(id, dir string) string {
-	v := s.values()
-	v.Del("after")
-	return withQuery(Path+"/item/"+url.PathEscape(id)+"/"+dir, v)
+	return itemPath(id) + "/" + dir + s.itemQuery()
 }
 
 // serveNeighbour sends the member to the item after or before the item id
