@@ -34,10 +34,7 @@ func (p *Pages) RenderWith(w http.ResponseWriter, r *http.Request, status int, t
 // content, escaping every value as html/template would (WriteEscaped,
 // WriteURL).
 func (p *Pages) RenderHTML(w http.ResponseWriter, r *http.Request, status int, title string, write func(*bytes.Buffer), ex PageExtras) {
-	body := getBuffer()
-	defer putBuffer(body)
-	write(body)
-	p.renderBody(w, r, status, title, body, ex)
+	p.renderBody(w, r, status, title, "", write, ex)
 }
 
 // PolicyWith is the pages' Content-Security-Policy that also allows the

@@ -55,6 +55,10 @@ func writeLayout(b *bytes.Buffer, ld *layoutData) {
 		b.WriteString("</h1>")
 	}
 	b.WriteString("\n")
-	b.WriteString(string(ld.Body))
+	if ld.writeBody != nil {
+		ld.writeBody(b)
+	} else {
+		b.WriteString(string(ld.Body))
+	}
 	b.WriteString("\n</main>\n</body>\n</html>\n")
 }

@@ -139,6 +139,8 @@ type layoutData struct {
 	OpenRegistration bool
 	ReferrerPolicy   string
 	Body             template.HTML
+	// writeBody, when set, writes the body instead of Body.
+	writeBody func(*bytes.Buffer)
 	// Head and Wide: see PageExtras.
 	Head template.HTML
 	Wide bool
@@ -164,11 +166,14 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, title
 			_ = messageTmpl.Execute(body, message{Text: "This page could not be shown. Try again later."})
 		}
 	}
-	p.renderBody(w, r, status, title, body, ex)
+	// The body's bytes, not a copy: the layout copies them into the page
+	// before the buffer goes back to the pool (deferred above).
+	p.renderBody(w, r, status, title, template.HTML(unsafe.String(unsafe.SliceData(body.Bytes()), body.Len())), nil, ex)
 }
 
-// renderBody writes body, the page's content, inside the layout.
-func (p *Pages) renderBody(w http.ResponseWriter, r *http.Request, status int, title string, body *bytes.Buffer, ex PageExtras) {
+// renderBody writes the page's content inside the layout: body, or what
+// write writes (straight into the page, without a buffer of its own).
+func (p *Pages) renderBody(w http.ResponseWriter, r *http.Request, status int, title string, body template.HTML, write func(*bytes.Buffer), ex PageExtras) {
 	ld := layoutData{
 		SiteName:         p.SiteName(),
 		Title:            title,
@@ -180,11 +185,10 @@ func (p *Pages) renderBody(w http.ResponseWriter, r *http.Request, status int, t
 		OnAccount:        r.URL.Path == AccountPath,
 		OpenRegistration: p.opts.OpenRegistration,
 		ReferrerPolicy:   "same-origin",
-		// The body's bytes, not a copy: the layout copies them into the
-		// page before the buffer goes back to the pool (deferred above).
-		Body: template.HTML(unsafe.String(unsafe.SliceData(body.Bytes()), body.Len())),
-		Head: ex.Head,
-		Wide: ex.Wide,
+		Body:             body,
+		writeBody:        write,
+		Head:             ex.Head,
+		Wide:             ex.Wide,
 	}
 	if ex.NoHeading {
 		ld.Heading = false
