@@ -6,17 +6,33 @@ import (
 	"strings"
 )
 
-// htmlEscaper escapes as html/template escapes text and quoted attribute
-// values (the same characters, the same entities).
-var htmlEscaper = strings.NewReplacer("\x00", "\uFFFD", `"`, "&#34;", "'", "&#39;", "&", "&amp;", "+", "&#43;", "<", "&lt;", ">", "&gt;")
+// escapes are what html/template writes for the bytes it escapes in text
+// and quoted attribute values (the same characters, the same entities).
+var escapes = [256]string{0: "\uFFFD", '"': "&#34;", '\'': "&#39;", '&': "&amp;", '+': "&#43;", '<': "&lt;", '>': "&gt;"}
 
 // WriteEscaped writes s to w escaped as html/template escapes text and
 // quoted attribute values: for the parts of pages written in Go rather
-// than by a template (lists on every view, where each template action is a
-// call through reflection).
+// than by a template (the layout, the library's pages), where each
+// template action is a call through reflection.
 func WriteEscaped(w io.Writer, s string) {
-	_, _ = htmlEscaper.WriteString(w, s)
+	sw, ok := w.(io.StringWriter)
+	if !ok {
+		sw = stringWriter{w}
+	}
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if e := escapes[s[i]]; e != "" {
+			_, _ = sw.WriteString(s[last:i])
+			_, _ = sw.WriteString(e)
+			last = i + 1
+		}
+	}
+	_, _ = sw.WriteString(s[last:])
 }
+
+type stringWriter struct{ io.Writer }
+
+func (w stringWriter) WriteString(s string) (int, error) { return io.WriteString(w.Writer, s) }
 
 // WriteURL writes u, a URL in an href or action attribute, as
 // html/template writes one: a scheme other than http, https or mailto
