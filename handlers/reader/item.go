@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -83,6 +84,25 @@ func prefSelects(p library.ReaderPrefs) []prefSelect {
 	}
 }
 
+// prefsMenuCache holds the text settings' menus written for each
+// combination of settings met, the same for every member with those
+// settings; only the combinations the library accepts (1,296) are kept.
+var prefsMenuCache sync.Map // library.ReaderPrefs → template.HTML
+
+// prefsMenus is prefsHTML(prefSelects(p)), written once per settings.
+func prefsMenus(p library.ReaderPrefs) template.HTML {
+	if h, ok := prefsMenuCache.Load(p); ok {
+		return h.(template.HTML)
+	}
+	h := prefsHTML(prefSelects(p))
+	steps := func(v int) bool { return v >= 0 && v <= library.MaxReaderPrefStep }
+	if steps(p.Size) && steps(p.Width) && steps(p.Height) && (p.Font == "" || p.Font == "serif") &&
+		(p.Theme == "" || p.Theme == "light" || p.Theme == "dark") {
+		prefsMenuCache.Store(p, h)
+	}
+	return h
+}
+
 // serveItem is the reader view of one item.
 func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.Member, id string) {
 	ctx := r.Context()
@@ -128,7 +148,7 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		Content: template.HTML(readerContent(content, id, it.OriginalURL, images)),
 		Prefs:   prefs, Classes: prefClasses(prefs), ListURL: st.URL(), Self: st.itemURL(id),
 		Archived: it.Status == library.StatusArchived, Trashed: it.Status == library.StatusDeleted,
-		Read: it.ReadAt != nil, PrefsHTML: prefsHTML(prefSelects(prefs)), MaxLabel: library.MaxLabelNameLen}
+		Read: it.ReadAt != nil, PrefsHTML: prefsMenus(prefs), MaxLabel: library.MaxLabelNameLen}
 	if d.Title == "" {
 		d.Title = it.OriginalURL
 	}
@@ -153,7 +173,12 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 	// Next and previous follow the view the member came from, in its
 	// order. They are found when followed (serveNeighbour): finding them
 	// here took two page queries on every view of the page.
-	if q, _, err := st.parse(); err == nil && !q.Highlights {
+	items := st.Q == DefaultQuery // the inbox, without parsing it again
+	if !items {
+		q, _, err := st.parse()
+		items = err == nil && !q.Highlights
+	}
+	if items {
 		d.NextURL, d.PrevURL = st.neighbourURL(id, "next"), st.neighbourURL(id, "previous")
 	}
 	d.Notice = notices[r.FormValue("done")]
