@@ -129,10 +129,14 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		h.storeError(w, r, err)
 		return
 	}
-	hls, err := lib.ItemHighlights(ctx, m.ID, id)
-	if err != nil {
-		h.storeError(w, r, err)
-		return
+	// Most items have no highlight: their count, kept with the item (as
+	// the Highlights view and has:highlights read it), spares the scan.
+	var hls []*library.Highlight
+	if it.HighlightCount > 0 {
+		if hls, err = lib.ItemHighlights(ctx, m.ID, id); err != nil {
+			h.storeError(w, r, err)
+			return
+		}
 	}
 	prefs, err := lib.ReaderPrefs(ctx, m.ID)
 	if err != nil {
