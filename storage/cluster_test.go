@@ -136,6 +136,55 @@ func TestClusterRevokedTokenRefusedOnEveryNode(t *testing.T) {
 	_ = m
 }
 
+// A session used on B (cached there), ended on A by a sign-out, and
+// another by a password change: B refuses each once A's notification has
+// arrived.
+func TestClusterEndedSessionRefusedOnEveryNode(t *testing.T) {
+	a, b, _ := twoNodes(t)
+	m, err := members.Of(a).CreateMember(t.Context(), "carol", "", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := func(sid string) {
+		t.Helper()
+		kvtest.Eventually(t, "B has the session cached", func() bool {
+			_, err := members.Of(b).SessionMember(t.Context(), sid)
+			return err == nil && members.Of(b).SessionCached(sid)
+		})
+	}
+	refused := func(what, sid string) {
+		t.Helper()
+		kvtest.Eventually(t, "B refuses the session "+what, func() bool {
+			_, err := members.Of(b).SessionMember(t.Context(), sid)
+			return errors.Is(err, storage.ErrNotFound)
+		})
+		for range 50 {
+			if _, err := members.Of(b).SessionMember(t.Context(), sid); !errors.Is(err, storage.ErrNotFound) {
+				t.Fatalf("the session %s is accepted again: %v", what, err)
+			}
+		}
+	}
+	sid, err := members.Of(a).CreateSession(t.Context(), m.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached(sid)
+	if err := members.Of(a).DeleteSession(t.Context(), sid); err != nil {
+		t.Fatal(err)
+	}
+	refused("signed out on A", sid)
+
+	sid, err = members.Of(a).CreateSession(t.Context(), m.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached(sid)
+	if err := members.Of(a).SetPassword(t.Context(), "carol", "another password entirely"); err != nil {
+		t.Fatal(err)
+	}
+	refused("ended by a password change on A", sid)
+}
+
 // With B's listening connection broken (its backend terminated, as a
 // database failover or a network cut does), a revocation on A meanwhile is
 // missed by B's listener: B bypasses its caches while it is not listening

@@ -1,6 +1,7 @@
 package account
 
 import (
+	"bytes"
 	"context"
 	"html/template"
 	"net/http"
@@ -25,6 +26,15 @@ type PageExtras struct {
 // Content-Security-Policy first (PolicyWith), so its scripts may run.
 func (p *Pages) RenderWith(w http.ResponseWriter, r *http.Request, status int, title string, content *template.Template, data any, ex PageExtras) {
 	p.render(w, r, status, title, content, data, ex)
+}
+
+// RenderHTML is RenderWith for content written in Go rather than by a
+// template (pages every member opens all the time, where a template's
+// reflective actions were much of the page's time): write writes the
+// content, escaping every value as html/template would (WriteEscaped,
+// WriteURL).
+func (p *Pages) RenderHTML(w http.ResponseWriter, r *http.Request, status int, title string, write func(*bytes.Buffer), ex PageExtras) {
+	p.renderBody(w, r, status, title, "", write, ex)
 }
 
 // PolicyWith is the pages' Content-Security-Policy that also allows the

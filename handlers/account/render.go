@@ -23,7 +23,6 @@ import (
 var files embed.FS
 
 var (
-	layoutTmpl    = parse("layout.html")
 	signInTmpl    = parse("sign_in.html")
 	signUpTmpl    = parse("sign_up.html")
 	signOutTmpl   = parse("sign_out.html")
@@ -140,11 +139,13 @@ type layoutData struct {
 	OpenRegistration bool
 	ReferrerPolicy   string
 	Body             template.HTML
+	// writeBody, when set, writes the body instead of Body.
+	writeBody func(*bytes.Buffer)
 	// Head and Wide: see PageExtras.
 	Head template.HTML
 	Wide bool
-	// MenuHTML is the member menu's links (menuHTML).
-	MenuHTML template.HTML
+	// Home is the site's library, linked first in the member menu (WithHome).
+	Home string
 }
 
 // Render writes a page: content, executed with data, inside the shared
@@ -165,6 +166,14 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, title
 			_ = messageTmpl.Execute(body, message{Text: "This page could not be shown. Try again later."})
 		}
 	}
+	// The body's bytes, not a copy: the layout copies them into the page
+	// before the buffer goes back to the pool (deferred above).
+	p.renderBody(w, r, status, title, template.HTML(unsafe.String(unsafe.SliceData(body.Bytes()), body.Len())), nil, ex)
+}
+
+// renderBody writes the page's content inside the layout: body, or what
+// write writes (straight into the page, without a buffer of its own).
+func (p *Pages) renderBody(w http.ResponseWriter, r *http.Request, status int, title string, body template.HTML, write func(*bytes.Buffer), ex PageExtras) {
 	ld := layoutData{
 		SiteName:         p.SiteName(),
 		Title:            title,
@@ -176,11 +185,10 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, title
 		OnAccount:        r.URL.Path == AccountPath,
 		OpenRegistration: p.opts.OpenRegistration,
 		ReferrerPolicy:   "same-origin",
-		// The body's bytes, not a copy: the layout copies them into the
-		// page before the buffer goes back to the pool (deferred above).
-		Body: template.HTML(unsafe.String(unsafe.SliceData(body.Bytes()), body.Len())),
-		Head: ex.Head,
-		Wide: ex.Wide,
+		Body:             body,
+		writeBody:        write,
+		Head:             ex.Head,
+		Wide:             ex.Wide,
 	}
 	if ex.NoHeading {
 		ld.Heading = false
@@ -238,7 +246,7 @@ func (p *Pages) renderPublic(w http.ResponseWriter, r *http.Request, status int,
 func (p *Pages) writePage(w http.ResponseWriter, r *http.Request, status int, cacheControl string, ld layoutData) {
 	ld.Script = copyScriptTag
 	if ld.Member != nil {
-		ld.MenuHTML = menuHTML(Home(r), ld)
+		ld.Home = Home(r)
 	}
 	if ld.ReferrerPolicy == "" {
 		ld.ReferrerPolicy = "same-origin"
@@ -252,11 +260,7 @@ func (p *Pages) writePage(w http.ResponseWriter, r *http.Request, status int, ca
 	// The page is the stylesheet, the body and about 2 KB of layout: one
 	// allocation instead of a buffer doubled several times.
 	out.Grow(len(styleSheet) + len(ld.Body) + 3<<10)
-	if err := layoutTmpl.Execute(out, ld); err != nil {
-		p.logger().Error("render layout", zap.Error(err))
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
+	writeLayout(out, &ld)
 	p.setHeaders(w)
 	w.Header().Set("Cache-Control", cacheControl)
 	w.WriteHeader(status)

@@ -19,8 +19,6 @@ import (
 var files embed.FS
 
 var (
-	libraryTmpl = parse("library.html")
-	itemTmpl    = parse("item.html")
 	helpTmpl    = parse("help.html")
 	addTmpl     = parse("add.html")
 	messageTmpl = parse("message.html")

@@ -28,8 +28,7 @@ func imagePath(itemID string, n int) string {
 // behind it). The image elements stay in place, so the paths of highlights
 // made elsewhere still name the same elements.
 func readerContent(src, itemID, base string, images []library.ItemImage) string {
-	lower := strings.ToLower(src)
-	if !strings.Contains(lower, "<img") && !strings.Contains(lower, "<source") && !strings.Contains(lower, "<noscript") {
+	if !hasTag(src, "img", "source", "noscript") {
 		return src
 	}
 	stored := make(map[string]int, len(images))
@@ -131,4 +130,40 @@ func (h *Handler) serveImage(w http.ResponseWriter, r *http.Request, m *members.
 		return
 	}
 	articles.WriteImage(w, r, img, data)
+}
+
+// hasTag reports whether src has a tag named one of names (lower-case
+// ASCII, compared in any case as the tokenizer compares tag names): a
+// scan of every '<', without the lower-case copy of the whole article that
+// Contains on it would take.
+func hasTag(src string, names ...string) bool {
+	for i := strings.IndexByte(src, '<'); i >= 0; {
+		rest := src[i+1:]
+		for _, n := range names {
+			if len(rest) >= len(n) && asciiFoldEqual(rest[:len(n)], n) {
+				return true
+			}
+		}
+		j := strings.IndexByte(rest, '<')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+// asciiFoldEqual reports whether s equals lower (lower-case ASCII) with
+// ASCII letters in any case.
+func asciiFoldEqual(s, lower string) bool {
+	for i := 0; i < len(lower); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }

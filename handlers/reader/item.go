@@ -1,13 +1,16 @@
 package reader
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"html/template"
 	"net/http"
 	"strconv"
-	"strings"
+	"sync"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
@@ -81,6 +84,25 @@ func prefSelects(p library.ReaderPrefs) []prefSelect {
 	}
 }
 
+// prefsMenuCache holds the text settings' menus written for each
+// combination of settings met, the same for every member with those
+// settings; only the combinations the library accepts (1,296) are kept.
+var prefsMenuCache sync.Map // library.ReaderPrefs → template.HTML
+
+// prefsMenus is prefsHTML(prefSelects(p)), written once per settings.
+func prefsMenus(p library.ReaderPrefs) template.HTML {
+	if h, ok := prefsMenuCache.Load(p); ok {
+		return h.(template.HTML)
+	}
+	h := prefsHTML(prefSelects(p))
+	steps := func(v int) bool { return v >= 0 && v <= library.MaxReaderPrefStep }
+	if steps(p.Size) && steps(p.Width) && steps(p.Height) && (p.Font == "" || p.Font == "serif") &&
+		(p.Theme == "" || p.Theme == "light" || p.Theme == "dark") {
+		prefsMenuCache.Store(p, h)
+	}
+	return h
+}
+
 // serveItem is the reader view of one item.
 func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.Member, id string) {
 	ctx := r.Context()
@@ -96,7 +118,7 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		return
 	}
 	var images []library.ItemImage
-	if strings.Contains(content, "<img") { // saved content is sanitised: its tags are lower case
+	if hasTag(content, "img") {
 		if images, err = lib.ItemImages(ctx, m.ID, id); err != nil {
 			h.storeError(w, r, err)
 			return
@@ -107,10 +129,14 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		h.storeError(w, r, err)
 		return
 	}
-	hls, err := lib.ItemHighlights(ctx, m.ID, id)
-	if err != nil {
-		h.storeError(w, r, err)
-		return
+	// Most items have no highlight: their count, kept with the item (as
+	// the Highlights view and has:highlights read it), spares the scan.
+	var hls []*library.Highlight
+	if it.HighlightCount > 0 {
+		if hls, err = lib.ItemHighlights(ctx, m.ID, id); err != nil {
+			h.storeError(w, r, err)
+			return
+		}
 	}
 	prefs, err := lib.ReaderPrefs(ctx, m.ID)
 	if err != nil {
@@ -126,7 +152,7 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		Content: template.HTML(readerContent(content, id, it.OriginalURL, images)),
 		Prefs:   prefs, Classes: prefClasses(prefs), ListURL: st.URL(), Self: st.itemURL(id),
 		Archived: it.Status == library.StatusArchived, Trashed: it.Status == library.StatusDeleted,
-		Read: it.ReadAt != nil, PrefsHTML: prefsHTML(prefSelects(prefs)), MaxLabel: library.MaxLabelNameLen}
+		Read: it.ReadAt != nil, PrefsHTML: prefsMenus(prefs), MaxLabel: library.MaxLabelNameLen}
 	if d.Title == "" {
 		d.Title = it.OriginalURL
 	}
@@ -149,20 +175,18 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		d.Highlights = append(d.Highlights, itemHighlight{ID: hl.ID, Quote: quote(hl), Note: hl.Note, Segments: string(b)})
 	}
 	// Next and previous follow the view the member came from, in its
-	// order: the item's neighbours in that list, found from the item
-	// itself (the API's after takes an item id).
-	if q, p, err := st.parse(); err == nil && !q.Highlights {
-		p.First, p.After = 1, id
-		if page, err := lib.SavedItemsPage(ctx, m.ID, q.Filter, p); err == nil && len(page.Items) > 0 {
-			d.NextURL = st.itemURL(page.Items[0].ID)
-		}
-		p.Desc = !p.Desc
-		if page, err := lib.SavedItemsPage(ctx, m.ID, q.Filter, p); err == nil && len(page.Items) > 0 {
-			d.PrevURL = st.itemURL(page.Items[0].ID)
-		}
+	// order. They are found when followed (serveNeighbour): finding them
+	// here took two page queries on every view of the page.
+	items := st.Q == DefaultQuery // the inbox, without parsing it again
+	if !items {
+		q, _, err := st.parse()
+		items = err == nil && !q.Highlights
+	}
+	if items {
+		d.NextURL, d.PrevURL = st.neighbourURL(id, "next"), st.neighbourURL(id, "previous")
 	}
 	d.Notice = notices[r.FormValue("done")]
-	h.render(w, r, http.StatusOK, d.Title, itemTmpl, d, true)
+	h.renderHTML(w, r, http.StatusOK, d.Title, func(b *bytes.Buffer) { writeItem(b, &d) })
 }
 
 // prefClasses are the reader's classes for the member's text settings
@@ -179,3 +203,41 @@ func prefClasses(p library.ReaderPrefs) string {
 }
 
 func itoa(n int) string { return string(rune('0' + n%10)) }
+
+// neighbourURL is the link to the item after (dir "next") or before
+// ("previous") the item id in the view of s, which serveNeighbour answers.
+func (s listState) neighbourURL(id, dir string) string {
+	return itemPath(id) + "/" + dir + s.itemQuery()
+}
+
+// serveNeighbour sends the member to the item after or before the item id
+// in the view of r's query and sort: the item's neighbour in that list,
+// found from the item itself (the API's after takes an item id). At either
+// end of the list, or when the item is not in the view, the member stays
+// on the item, told there is no other.
+func (h *Handler) serveNeighbour(w http.ResponseWriter, r *http.Request, m *members.Member, id string, previous bool) {
+	st := stateOf(r)
+	st.After = ""
+	none := "last"
+	if previous {
+		none = "first"
+	}
+	q, p, err := st.parse()
+	if err != nil || q.Highlights {
+		http.Redirect(w, r, withOutcome(st.itemURL(id), none, ""), http.StatusSeeOther)
+		return
+	}
+	p.First, p.After = 1, id
+	if previous {
+		p.Desc = !p.Desc
+	}
+	page, err := library.Of(h.store).SavedItemsPage(r.Context(), m.ID, q.Filter, p)
+	switch {
+	case err != nil && !isMemberError(err) && !errors.Is(err, storage.ErrNotFound):
+		h.storeError(w, r, err)
+	case err != nil || len(page.Items) == 0:
+		http.Redirect(w, r, withOutcome(st.itemURL(id), none, ""), http.StatusSeeOther)
+	default:
+		http.Redirect(w, r, st.itemURL(page.Items[0].ID), http.StatusSeeOther)
+	}
+}

@@ -1,6 +1,7 @@
 package reader
 
 import (
+	"bytes"
 	"errors"
 	"html/template"
 	"net/http"
@@ -101,10 +102,20 @@ func withQuery(path string, v url.Values) string {
 // itemURL is the reader page of an item opened from s (which next and
 // previous follow).
 func (s listState) itemURL(id string) string {
-	v := s.values()
-	v.Del("after")
-	return withQuery(Path+"/item/"+url.PathEscape(id), v)
+	return itemPath(id) + s.itemQuery()
 }
+
+// itemQuery is the query of s's links to items ("" or "?…"): s without
+// its page. A library page builds it once for its 50 links.
+func (s listState) itemQuery() string {
+	s.After = ""
+	if v := s.values(); len(v) > 0 {
+		return "?" + v.Encode()
+	}
+	return ""
+}
+
+func itemPath(id string) string { return Path + "/item/" + url.PathEscape(id) }
 
 // parse reads s as the API reads q, with the menu's sort when q names none.
 func (s listState) parse() (*graphql.Query, library.PageRequest, error) {
@@ -154,7 +165,6 @@ type libraryData struct {
 	Notice            string
 	Undo              string
 	Items             []itemRow
-	ItemsHTML         template.HTML // Items, written by itemsHTML
 	Highlights        []highlightRow
 	IsHighlights      bool
 	InTrash           bool
@@ -236,8 +246,10 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 			for _, l := range labels {
 				names[l.ID] = l.Name
 			}
+			d.Items = make([]itemRow, 0, len(page.Items))
+			query := st.itemQuery()
 			for _, it := range page.Items {
-				d.Items = append(d.Items, row(it, names, st))
+				d.Items = append(d.Items, row(it, names, query))
 			}
 			if page.HasNext && len(page.Cursors) > 0 {
 				d.NextURL = listState{Q: st.Q, Sort: st.Sort, After: page.Cursors[len(page.Cursors)-1]}.URL()
@@ -251,9 +263,6 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 		}
 		d.Error = err.Error()
 		status = http.StatusBadRequest
-	}
-	if len(d.Items) > 0 {
-		d.ItemsHTML = itemsHTML(d.Items)
 	}
 	if st.After != "" {
 		d.FirstURL = listState{Q: st.Q, Sort: st.Sort}.URL()
@@ -270,7 +279,7 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 			d.Empty.Search = true
 		}
 	}
-	h.render(w, r, status, d.Heading, libraryTmpl, d, true)
+	h.renderHTML(w, r, status, d.Heading, func(b *bytes.Buffer) { writeLibrary(b, &d) })
 }
 
 // notices say what the last action did, on the page it returns to.
@@ -286,6 +295,8 @@ var notices = map[string]string{
 	"deleted":       "Deleted for good.",
 	"note":          "Note saved.",
 	"unhighlighted": "Highlight deleted.",
+	"last":          "This is the last item of the list.",
+	"first":         "This is the first item of the list.",
 }
 
 // labelQuery is the view of a label, in the API's syntax.
@@ -293,8 +304,9 @@ func labelQuery(name string) string {
 	return `label:"` + strings.ReplaceAll(name, `"`, "") + `"`
 }
 
-func row(it *library.SavedItem, labelNames map[string]string, st listState) itemRow {
-	r := itemRow{ID: it.ID, Title: it.Title, URL: st.itemURL(it.ID), Site: it.SourceDomain, Saved: it.CreatedAt,
+// row is an item of a library page, linking to it with query (itemQuery).
+func row(it *library.SavedItem, labelNames map[string]string, query string) itemRow {
+	r := itemRow{ID: it.ID, Title: it.Title, URL: itemPath(it.ID) + query, Site: it.SourceDomain, Saved: it.CreatedAt,
 		Minutes: minutes(it.WordCount), Progress: int(it.ReadingProgress), Newsletter: it.Type == library.TypeNewsletter,
 		Read: it.ReadAt != nil, Status: it.Status}
 	if r.Newsletter {

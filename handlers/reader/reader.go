@@ -16,6 +16,7 @@
 package reader
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"html/template"
@@ -122,6 +123,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				if h.allow(w, r, http.MethodGet, http.MethodPost) {
 					h.serveItem(w, r, m, id)
 				}
+			case "next", "previous":
+				if h.allow(w, r, http.MethodGet) {
+					h.serveNeighbour(w, r, m, id, sub == "previous")
+				}
 			case "progress":
 				if h.allow(w, r, http.MethodPost) {
 					h.serveProgress(w, r, m, id)
@@ -223,4 +228,11 @@ func (h *Handler) storeError(w http.ResponseWriter, r *http.Request, err error) 
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, title string, t *template.Template, data any, noHeading bool) {
 	w.Header().Set("Content-Security-Policy", policy)
 	h.pages.RenderWith(w, r, status, title, t, data, account.PageExtras{Head: headTags, Wide: true, NoHeading: noHeading})
+}
+
+// renderHTML is render for a page written in Go (write), which starts
+// with its own heading.
+func (h *Handler) renderHTML(w http.ResponseWriter, r *http.Request, status int, title string, write func(*bytes.Buffer)) {
+	w.Header().Set("Content-Security-Policy", policy)
+	h.pages.RenderHTML(w, r, status, title, write, account.PageExtras{Head: headTags, Wide: true, NoHeading: true})
 }

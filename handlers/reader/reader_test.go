@@ -398,11 +398,47 @@ func TestReaderShowsTheItemAndItsNeighbours(t *testing.T) {
 		t.Fatalf("status %d", code)
 	}
 	for _, want := range []string{"<h1 id=\"title\">Middle</h1>", "two.example", "2 min read", `href="https://two.example/middle"`,
-		"Second <b>bold</b> paragraph.", `data-segments="[{&#34;xpath&#34;:&#34;/html[1]/body[1]/div[1]/p[2]::0&#34;`, "a note",
-		`href="/library/item/` + first.ID + `" rel="next"`, `href="/library/item/` + last.ID + `" rel="prev"`} {
+		"Second <b>bold</b> paragraph.", `data-segments="[{&#34;xpath&#34;:&#34;/html[1]/body[1]/div[1]/p[2]::0&#34;`, "a note"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("reader lacks %q", want)
 		}
+	}
+	// Next and previous follow the view's order (the inbox, newest first)
+	// when followed; at an end of the list the member stays on the item.
+	link := func(body, rel string) string {
+		m := regexp.MustCompile(`<a href="([^"]+)" rel="` + rel + `"`).FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("no %s link", rel)
+		}
+		return html.UnescapeString(m[1])
+	}
+	follow := func(path string) string {
+		resp, err := f.client.Get(f.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("%s: %d", path, resp.StatusCode)
+		}
+		return resp.Header.Get("Location")
+	}
+	for _, c := range []struct{ from, rel, want string }{
+		{mid.ID, "next", "/library/item/" + first.ID}, {mid.ID, "prev", "/library/item/" + last.ID},
+		{first.ID, "next", "/library/item/" + first.ID + "?done=last"}, {last.ID, "prev", "/library/item/" + last.ID + "?done=first"},
+	} {
+		_, page, _ := f.get("/library/item/" + c.from)
+		if got := follow(link(page, c.rel)); got != c.want {
+			t.Errorf("%s from %s: to %s, want %s", c.rel, c.from, got, c.want)
+		}
+	}
+	// In another view and order the links keep it.
+	_, page, _ := f.get("/library/item/" + mid.ID + "?q=in%3Aall&sort=saved-asc")
+	if got, want := follow(link(page, "next")), "/library/item/"+last.ID+"?q=in%3Aall&sort=saved-asc"; got != want {
+		t.Errorf("next in oldest first: %s, want %s", got, want)
+	}
+	if _, page, _ := f.get("/library/item/" + first.ID + "?done=last"); !strings.Contains(page, "This is the last item of the list.") {
+		t.Error("no notice at the end of the list")
 	}
 	if strings.Contains(hdr.Get("Content-Security-Policy"), "unsafe") {
 		t.Error("the reader's policy allows unsafe sources")

@@ -1,7 +1,9 @@
 package reader
 
 import (
+	"bytes"
 	"html/template"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -9,15 +11,12 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 )
 
-// itemsHTML writes the list of a library page's items. It is what
-// library.html's template would write for them, written directly: the
-// list is most of the page, and the template's reflection over 50 rows was
-// most of the page's time. Every value is escaped as html/template escapes
-// text and quoted attributes; URLs are this site's paths built by
-// listState.itemURL.
-func itemsHTML(items []itemRow) template.HTML {
-	var b strings.Builder
-	b.Grow(len(items) * 560)
+// writeItems writes the list of a library page's items, written in Go as
+// the rest of the page (writeLibrary): the list is most of the page, and a
+// template's reflection over 50 rows was most of the page's time. Every
+// value is escaped as html/template escapes text and quoted attributes;
+// URLs are this site's paths built by listState.itemURL.
+func writeItems(b *bytes.Buffer, items []itemRow) {
 	b.WriteString(`<ul class="items">`)
 	var date [32]byte
 	for i := range items {
@@ -27,18 +26,18 @@ func itemsHTML(items []itemRow) template.HTML {
 			b.WriteString(" read")
 		}
 		b.WriteString("\">\n<input type=\"checkbox\" name=\"id\" value=\"")
-		escape(&b, it.ID)
+		escape(b, it.ID)
 		b.WriteString("\" aria-label=\"Select “")
-		escape(&b, it.Title)
+		escape(b, it.Title)
 		b.WriteString("”\">\n<div class=\"body\">\n<a class=\"title\" href=\"")
-		escape(&b, it.URL)
+		escape(b, it.URL)
 		b.WriteString("\">")
-		escape(&b, it.Title)
+		escape(b, it.Title)
 		b.WriteString("</a>\n<p class=\"meta\">")
 		if it.Newsletter {
-			escape(&b, it.Sender)
+			escape(b, it.Sender)
 		} else {
-			escape(&b, it.Site)
+			escape(b, it.Site)
 		}
 		saved := it.Saved.UTC()
 		b.WriteString(" · <time datetime=\"")
@@ -61,7 +60,7 @@ func itemsHTML(items []itemRow) template.HTML {
 			b.WriteString("\n<ul class=\"labels\" aria-label=\"Labels\">")
 			for _, l := range it.Labels {
 				b.WriteString("<li>")
-				escape(&b, l)
+				escape(b, l)
 				b.WriteString("</li>")
 			}
 			b.WriteString("</ul>")
@@ -69,16 +68,15 @@ func itemsHTML(items []itemRow) template.HTML {
 		b.WriteString("\n</div>\n</li>")
 	}
 	b.WriteString("\n</ul>")
-	return template.HTML(b.String())
 }
 
 // escape writes s escaped as html/template escapes text and quoted
 // attribute values.
-func escape(b *strings.Builder, s string) { account.WriteEscaped(b, s) }
+func escape(w io.Writer, s string) { account.WriteEscaped(w, s) }
 
 // navHTML writes the library's menu of views: the fixed views, then the
 // labels' and the saved searches', each a list of links (the current one
-// marked), as itemsHTML writes the items and for the same reason.
+// marked), as writeItems writes the items and for the same reason.
 func navHTML(fixed, labels, queries []menuLink) template.HTML {
 	var b strings.Builder
 	b.Grow(128 * (len(fixed) + len(labels) + len(queries)))
@@ -126,7 +124,7 @@ func sortsHTML(current string) template.HTML {
 	return template.HTML(b.String())
 }
 
-// prefsHTML writes the menus of the text settings, as itemsHTML writes the
+// prefsHTML writes the menus of the text settings, as writeItems writes the
 // library's items: five menus of up to six choices were most of the reader
 // page's template actions.
 func prefsHTML(menus []prefSelect) template.HTML {

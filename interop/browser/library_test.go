@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -59,7 +60,8 @@ func gql(t *testing.T, token, query string, out any) {
 
 type apiItem struct {
 	SavedItem struct {
-		Status string `json:"status"`
+		Status string  `json:"status"`
+		ReadAt *string `json:"readAt"`
 		Labels []struct {
 			Name string `json:"name"`
 		} `json:"labels"`
@@ -144,7 +146,7 @@ func imageOrigin(t *testing.T) (origin string, asked func(path string) bool) {
 func itemOf(t *testing.T, token, id string) apiItem {
 	t.Helper()
 	var out apiItem
-	gql(t, token, fmt.Sprintf(`query { savedItem(query: {id: %q}) { status labels { name } highlights { id note segments { xpath startOffset endOffset text beforeText afterText } } } }`, id), &out)
+	gql(t, token, fmt.Sprintf(`query { savedItem(query: {id: %q}) { status readAt labels { name } highlights { id note segments { xpath startOffset endOffset text beforeText afterText } } } }`, id), &out)
 	return out
 }
 
@@ -414,6 +416,38 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	s.key("u")
 	s.waitAcross("back to the list", `location.pathname === "/library" && !!document.querySelector("li.item")`)
 
+	// x selects the current item and m marks the selection read, in
+	// place; # moves it to the trash and z takes it back (the notice's
+	// Undo); l selects the current item and goes to the label menu; a
+	// opens the add form.
+	s.key("j")
+	s.key("j")
+	s.key("x")
+	s.waitFor("selected by x", `document.querySelectorAll("li.item input[name=id]:checked").length === 1 && document.querySelector("li.item.current input[name=id]").checked`)
+	var picked0 string
+	s.run("the selected id", chromedp.Evaluate(`document.querySelector("li.item input[name=id]:checked").value`, &picked0))
+	s.key("m")
+	s.waitFor("marked read in place", `document.querySelector("#notice") && document.querySelector("#notice").textContent.includes("Marked as read.") && document.querySelector("li.item.current").classList.contains("read")`)
+	if it := itemOf(t, token, picked0).SavedItem; it.ReadAt == nil {
+		t.Fatal("m: the API says the item is unread")
+	}
+	s.key("#")
+	s.waitFor("trashed in place", `!!document.querySelector("#undo")`)
+	if st := itemOf(t, token, picked0).SavedItem.Status; st != "DELETED" {
+		t.Fatalf("x then #: the API says %s", st)
+	}
+	s.key("z")
+	s.waitAcross("undone by z", `!document.querySelector("#undo") && !!document.querySelector("li.item")`)
+	if st := itemOf(t, token, picked0).SavedItem.Status; st != "ACTIVE" {
+		t.Fatalf("after z the API says %s", st)
+	}
+	s.key("j")
+	s.key("l")
+	s.waitFor("the label menu focused", `document.activeElement && document.activeElement.id === "bulk-label" && document.querySelector("li.item.current input[name=id]").checked`)
+	s.run("leave the label menu", chromedp.Evaluate(`document.activeElement.blur()`, nil))
+	s.key("a")
+	s.waitAcross("the add form", `location.pathname === "/library/add" && !!document.querySelector("form")`)
+
 	// The reader: the content, and nothing in it runs.
 	s.open("/library/item/" + ids[10] + "?q=in%3Ainbox")
 	if got := s.text("#title"); got != "Loaf number 10" {
@@ -518,11 +552,33 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	s.run("choose dark", chromedp.SetValue("#pref-theme", "dark", chromedp.ByID))
 	s.submit(`#prefs button[type=submit]`)
 	s.check("reader-dark")
-	// The keyboard in the reader: e archives.
+	// The keyboard in the reader: e archives, m marks read, l goes to the
+	// labels; j and k go to the next and previous article of the list.
 	s.key("e")
 	s.waitAcross("archived", `document.querySelector("#notice") && document.querySelector("#notice").textContent.includes("Archived.")`)
 	if st := itemOf(t, token, ids[10]).SavedItem.Status; st != "ARCHIVED" {
 		t.Fatalf("archived from the reader: %s", st)
+	}
+	// m toggles: once each way, whichever the item was.
+	for range 2 {
+		read := s.text("#readtoggle") == "Mark read"
+		want := map[bool]string{true: "Marked as read.", false: "Marked as unread."}[read]
+		s.key("m")
+		s.waitAcross("m in the reader", `document.querySelector("#notice") && document.querySelector("#notice").textContent.includes(`+strconv.Quote(want)+`)`)
+		if it := itemOf(t, token, ids[10]).SavedItem; (it.ReadAt != nil) != read {
+			t.Fatalf("m in the reader (%s): the API's readAt is %v", want, it.ReadAt)
+		}
+	}
+	s.key("l")
+	s.waitFor("the labels focused", `document.activeElement && document.activeElement.matches("#labels-form input[type=checkbox]")`)
+	s.run("leave the labels", chromedp.Evaluate(`document.activeElement.blur()`, nil))
+	s.open("/library/item/" + ids[20] + "?q=in%3Ainbox")
+	s.key("j")
+	s.waitAcross("the next article", `document.querySelector("#reader") && document.querySelector("#reader").dataset.id === `+strconv.Quote(ids[19]))
+	s.key("k")
+	s.waitAcross("the previous article", `document.querySelector("#reader") && document.querySelector("#reader").dataset.id === `+strconv.Quote(ids[20]))
+	if loc := s.location(); loc != site+"/library/item/"+ids[20] {
+		t.Fatalf("j then k: at %s", loc)
 	}
 
 	// Reading progress: saved while reading (the API's readingProgress),

@@ -78,6 +78,11 @@ const SessionPrefix = "hs_"
 
 func sessionKey(digest string) []byte { return storage.Key("session", digest) }
 
+// sessionCache is the cache of sessions (by digest): a kind of the store's
+// record caches, dropped on every node by any write of a session record
+// (a sign-out, an ended session, the last-seen time).
+var sessionCache = storage.NewCacheKind[Session](sessionKey(""))
+
 // keptDigest is the digest of the session whose cookie secret is
 // keepSession, the one a change of credentials leaves signed in; "" keeps
 // none.
@@ -194,26 +199,51 @@ func (s Store) SessionMember(ctx context.Context, id string) (*Member, error) {
 }
 
 // SessionAndMember is SessionMember that also returns the session record.
+// The session and its member come from the record caches when they are
+// there (every member page reads them); any write of either drops it on
+// every node, as for OAuth tokens (grants.Store.Token).
 func (s Store) SessionAndMember(ctx context.Context, id string) (*Member, *Session, error) {
 	if len(id) < len(SessionPrefix)+16 || len(id) > 128 {
 		return nil, nil, storage.ErrNotFound
 	}
-	var m *Member
-	var sess Session
 	d := storage.Digest(id)
-	err := s.st.View(ctx, func(tx *storage.Tx) error {
-		if err := tx.GetJSON(sessionKey(d), &sess); err != nil {
+	sc, mc := sessionCache.Of(s.st), Cache.Of(s.st)
+	sgen, mgen := sc.Generation(), mc.Generation()
+	sess := sc.Get(d)
+	var m *Member
+	if sess != nil {
+		m = mc.Get(sess.MemberID)
+	}
+	readSession, readMember := sess == nil, false
+	if readSession || m == nil {
+		err := s.st.View(ctx, func(tx *storage.Tx) error {
+			if readSession {
+				sess = new(Session)
+				if err := tx.GetJSON(sessionKey(d), sess); err != nil {
+					return err
+				}
+			}
+			var err error
+			m, readMember, err = Cached(s.st, tx, sess.MemberID)
+			if errors.Is(err, storage.ErrNotFound) {
+				return storage.ErrNotFound
+			}
 			return err
+		})
+		if err != nil {
+			return nil, nil, err
 		}
-		var err error
-		m, err = ByID(tx, sess.MemberID)
-		if errors.Is(err, storage.ErrNotFound) {
-			return storage.ErrNotFound
-		}
-		return err
-	})
-	if err != nil {
-		return nil, nil, err
+	}
+	if readSession {
+		sc.Add(sgen, d, sess)
+	}
+	if readMember {
+		mc.Add(mgen, m.ID, m)
+	}
+	// The engine drops an expired session's record; a cached copy
+	// expires here.
+	if !sess.ExpiresAt.IsZero() && !time.Now().Before(sess.ExpiresAt) {
+		return nil, nil, storage.ErrNotFound
 	}
 	sess.ID = d[:SessionPublicIDLen]
 	if sess.Stamp != m.SecurityStamp {
@@ -222,7 +252,14 @@ func (s Store) SessionAndMember(ctx context.Context, id string) (*Member, *Sessi
 	if m.Suspended {
 		return nil, nil, ErrSuspended
 	}
-	return m, &sess, nil
+	return m, sess, nil
+}
+
+// SessionCached reports whether session id's record is in this node's
+// cache (a later SessionAndMember reads it from there): for the tests of
+// the caches across nodes.
+func (s Store) SessionCached(id string) bool {
+	return sessionCache.Of(s.st).Get(storage.Digest(id)) != nil
 }
 
 // TouchSession records that session id was used now from address. The
