@@ -159,7 +159,7 @@ func BenchmarkBuildDocument100k(b *testing.B) {
 				doc.agentsSum = [32]byte{}
 				d.doc.Store(&doc)
 				for _, rec := range d.records.byPK {
-					rec.json = nil // encode every entry again
+					rec.json, rec.changesAt = nil, 0 // compute and encode every entry again
 				}
 				d.buildMu.Unlock()
 				if fromStore {

@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"math"
 	"net/http"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -152,6 +154,38 @@ func (d *Directory) entryOf(a *agents.Agent, act *agents.Activity, npub, profile
 	e.Level = d.levelOf(&e, verified, now)
 	e.ProfileURL = profileURL
 	return e
+}
+
+// entryChangesAt returns the first second, after now, at which the entry
+// entryOf computes for a and act at now may change with time alone: a burst
+// flag expiring, a post leaving the template sample, 7 days since the
+// registration, a remote NIP-05 verification passing its grace. Until then
+// a rebuild keeps the entry as it is unless the agent's records change.
+// Each time is at or before the change (a second early at most), and a
+// change due within the current second asks for the next one.
+func (d *Directory) entryChangesAt(a *agents.Agent, act *agents.Activity, now time.Time) int64 {
+	nowU := now.Unix()
+	next := int64(math.MaxInt64)
+	at := func(t int64) {
+		switch {
+		case t > nowU:
+			next = min(next, t)
+		case t == nowU:
+			next = min(next, nowU+1)
+		}
+	}
+	if act.BurstAt > 0 {
+		at(act.BurstAt + int64(burstHorizon/time.Second))
+	}
+	since := now.Add(-templateSpan).Unix()
+	if i := sort.Search(len(act.Skels), func(i int) bool { return act.Skels[i].At >= since }); i < len(act.Skels) {
+		at(act.Skels[i].At + int64(templateSpan/time.Second))
+	}
+	at(a.FirstRegisteredAt + int64(7*day/time.Second))
+	if a.NIP05 != "" && a.NIP05Local == "" && a.NIP05Verified {
+		at(a.NIP05OKAt + int64((d.opts.NIP05Recheck+d.opts.NIP05Grace)/time.Second))
+	}
+	return next
 }
 
 // levelOf applies the spec's admission rules. Level 3 (reputable) is

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/btcsuite/btcd/btcec/v2"
-	"github.com/btcsuite/btcd/btcec/v2/schnorr"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
 )
@@ -142,10 +140,9 @@ func jsonProblem(err error) string {
 //
 // It does what go-nostr's CheckID and CheckSignature do (v0.52.3
 // event.go, signature.go), with the event serialized and hashed once
-// instead of twice (the id is the hash that is signed) and the pubkey's
-// point taken from pubkeys when it was parsed before: parsing it solves a
-// square root, a fifth or so of a check, and the same agents post again
-// and again.
+// instead of twice (the id is the hash that is signed); the signature check
+// itself is verifySignature, pure Go by default or libsecp256k1 with the
+// libsecp256k1 build tag.
 func VerifyEvent(evt *nostr.Event) error {
 	hash := sha256.Sum256(evt.Serialize())
 	var id [64]byte
@@ -153,62 +150,10 @@ func VerifyEvent(evt *nostr.Event) error {
 	if string(id[:]) != evt.ID {
 		return errors.New("invalid: event id does not match its content")
 	}
-	bad := errors.New("invalid: signature does not verify")
-	pk, err := pubkeys.get(evt.PubKey)
-	if err != nil {
-		return bad
-	}
-	var raw [schnorr.SignatureSize]byte
-	if len(evt.Sig) != 2*len(raw) {
-		return bad
-	}
-	if _, err := hex.Decode(raw[:], []byte(evt.Sig)); err != nil {
-		return bad
-	}
-	sig, err := schnorr.ParseSignature(raw[:])
-	if err != nil || !sig.Verify(hash[:], pk) {
-		return bad
+	if !verifySignature(evt, &hash) {
+		return errors.New("invalid: signature does not verify")
 	}
 	return nil
-}
-
-// pubkeyCache holds parsed pubkeys by their hex form, up to maxPubkeys:
-// past that it starts again empty (a bounded cost, and the agents posting
-// now come back first).
-type pubkeyCache struct {
-	mu sync.RWMutex
-	m  map[string]*btcec.PublicKey
-}
-
-const maxPubkeys = 1 << 16
-
-var pubkeys pubkeyCache
-
-func (c *pubkeyCache) get(hexKey string) (*btcec.PublicKey, error) {
-	c.mu.RLock()
-	pk, ok := c.m[hexKey]
-	c.mu.RUnlock()
-	if ok {
-		return pk, nil
-	}
-	var raw [32]byte
-	if len(hexKey) != 64 {
-		return nil, errors.New("a pubkey is 32 bytes")
-	}
-	if _, err := hex.Decode(raw[:], []byte(hexKey)); err != nil {
-		return nil, err
-	}
-	pk, err := schnorr.ParsePubKey(raw[:])
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxPubkeys {
-		c.m = make(map[string]*btcec.PublicKey)
-	}
-	c.m[hexKey] = pk
-	c.mu.Unlock()
-	return pk, nil
 }
 
 // verifyEvents runs VerifyEvent on the events of evts that want accepts

@@ -164,6 +164,41 @@ func TestBurstFlagOnAndOff(t *testing.T) {
 	}
 }
 
+// A rebuild keeps an entry whose records did not change until the next
+// time-driven change of it: each flag still clears at its second, after
+// rebuilds that kept the entry.
+func TestFlagsClearAtTheirSecondAfterRebuildsThatKeptTheEntry(t *testing.T) {
+	e := newEnv(t, Options{BurstMaxPosts: 2, BurstWindow: 10 * time.Minute})
+	burster, templater := newAgent(t), newAgent(t)
+	e.mustRegister(minedRegistration(t, burster, e.now(), "burster", 8))
+	e.mustRegister(minedRegistration(t, templater, e.now(), "templater", 8))
+	e.clock.Advance(time.Hour)
+	start := e.now()
+	e.mustPost(note(t, burster, start, "one"), note(t, burster, start.Add(time.Minute), "two"),
+		note(t, burster, start.Add(2*time.Minute), "three"))
+	burstAt := start.Add(2 * time.Minute) // the third post within 10 minutes
+	// Five alike posts a minute apart, each a different text: template.
+	for i := range 5 {
+		e.mustPost(note(t, templater, start.Add(time.Duration(i)*time.Minute), "price report number "+strconv.Itoa(100+i)))
+	}
+	oldest := start // leaves the 7-day sample one second after 7 days
+
+	check := func(at time.Time, pk, what string, want []string) {
+		t.Helper()
+		e.clock.Set(at)
+		if en := e.mustEntry(pk); !slices.Equal(en.Flags, want) {
+			t.Errorf("%s: flags %v, want %v", what, en.Flags, want)
+		}
+	}
+	check(start.Add(3*time.Minute), burster.pk, "after the burst", []string{FlagBurst})
+	check(burstAt.Add(burstHorizon-30*time.Minute), burster.pk, "23.5 h after the burst", []string{FlagBurst})
+	check(burstAt.Add(burstHorizon-time.Second), burster.pk, "a second before 24 h", []string{FlagBurst})
+	check(burstAt.Add(burstHorizon), burster.pk, "24 h after the burst", []string{})
+	check(oldest.Add(templateSpan-30*time.Minute), templater.pk, "half an hour before 7 days", []string{FlagTemplate})
+	check(oldest.Add(templateSpan), templater.pk, "7 days after the oldest post", []string{FlagTemplate})
+	check(oldest.Add(templateSpan+time.Second), templater.pk, "a second later, 4 alike left", []string{})
+}
+
 func TestBurstCountsPostsByCreatedAtWhateverTheOrderOfArrival(t *testing.T) {
 	e := newEnv(t, Options{BurstMaxPosts: 2, BurstWindow: 10 * time.Minute})
 	a := newAgent(t)

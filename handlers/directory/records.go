@@ -35,9 +35,12 @@ type agentRecord struct {
 	// whose content did not change is not encoded again.
 	entry   Entry
 	encoded Entry
-	listed  uint64 // the rebuild that listed it (records.gen)
-	json    []byte
-	digest  [sha256.Size]byte
+	// entry holds from the second computedAt until changesAt
+	// (entryChangesAt) unless the records change (a new agentRecord).
+	computedAt, changesAt int64
+	listed                uint64 // the rebuild that listed it (records.gen)
+	json                  []byte
+	digest                [sha256.Size]byte
 }
 
 // records is the leader's copy of the agent records, under buildMu, and
@@ -95,9 +98,7 @@ func (d *Directory) refreshRecords(ctx context.Context, now time.Time) error {
 		for _, rec := range all {
 			ar := &agentRecord{a: *rec.Agent, act: *rec.Activity, banned: rec.Banned}
 			ar.a.Event = nil
-			if old, ok := r.byPK[ar.a.Pubkey]; ok {
-				ar.npub, ar.profileURL = old.npub, old.profileURL // else buildEntries computes them
-			}
+			ar.keepEncoding(r.byPK[ar.a.Pubkey])
 			byPK[ar.a.Pubkey] = ar
 		}
 		r.byPK, r.loadedAt = byPK, now
@@ -123,9 +124,22 @@ func (d *Directory) refreshRecords(ctx context.Context, now time.Time) error {
 		}
 		ar := &agentRecord{a: *rec.Agent, act: *rec.Activity, banned: rec.Banned}
 		ar.a.Event = nil
+		ar.keepEncoding(r.byPK[pk])
 		r.byPK[pk] = ar
 	}
 	return nil
+}
+
+// keepEncoding takes from old, the record it replaces (nil: none), what
+// does not depend on the records: the npub and profile URL (else
+// buildEntries computes them) and the last encoding, which buildEntries
+// keeps when the entry computed from the new records is the same.
+func (ar *agentRecord) keepEncoding(old *agentRecord) {
+	if old == nil {
+		return
+	}
+	ar.npub, ar.profileURL = old.npub, old.profileURL
+	ar.encoded, ar.json, ar.digest = old.encoded, old.json, old.digest
 }
 
 // buildEntries computes the entries of the unbanned agents at now and
@@ -152,6 +166,7 @@ func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]*agentRe
 			recs = append(recs, rec)
 		}
 	}
+	nowU := now.Unix()
 	workers := max(1, runtime.GOMAXPROCS(0))
 	per := (len(recs) + workers - 1) / workers
 	var wg sync.WaitGroup
@@ -164,7 +179,11 @@ func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]*agentRe
 					rec.npub = Npub(rec.a.Pubkey)
 					rec.profileURL = d.profileURL(rec.npub)
 				}
+				if rec.json != nil && nowU >= rec.computedAt && nowU < rec.changesAt {
+					continue // nothing it depends on changed
+				}
 				rec.entry = d.entryOf(&rec.a, &rec.act, rec.npub, rec.profileURL, now)
+				rec.computedAt, rec.changesAt = nowU, d.entryChangesAt(&rec.a, &rec.act, now)
 				if rec.json != nil && sameEntry(&rec.encoded, &rec.entry) {
 					continue
 				}
