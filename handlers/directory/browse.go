@@ -55,7 +55,7 @@ func (d *Directory) browseEntries() (*browseList, error) {
 		return l, nil
 	}
 	var parsed Document
-	if err := json.Unmarshal(doc.body, &parsed); err != nil {
+	if err := json.NewDecoder(doc.reader()).Decode(&parsed); err != nil {
 		return nil, err
 	}
 	counts := map[string]int{}

@@ -235,7 +235,8 @@ func (d *Directory) loadPublished(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	doc := &document{body: pub.Body, etag: pub.ETag, generatedAt: time.Unix(pub.GeneratedAt, 0), count: pub.Count}
+	doc := wholeDocument(pub.Body)
+	doc.etag, doc.generatedAt, doc.count = pub.ETag, time.Unix(pub.GeneratedAt, 0), pub.Count
 	if sum, err := hex.DecodeString(pub.AgentsSum); err == nil && len(sum) == len(doc.agentsSum) {
 		copy(doc.agentsSum[:], sum)
 	}
@@ -326,7 +327,7 @@ func (d *Directory) publishLocked(ctx context.Context, doc *document, changed bo
 		GeneratedAt: doc.generatedAt.Unix(),
 		AgentsSum:   hex.EncodeToString(doc.agentsSum[:]),
 		Count:       doc.count,
-		Body:        doc.body,
+		Body:        doc.bytes(),
 	})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -56,20 +57,59 @@ type Document struct {
 
 // document is the precomputed answer.
 type document struct {
-	body        []byte
+	// parts are the body, written in order: a rebuild after a change
+	// assembles again only the runs of entries (chunks) that changed, and
+	// the rest of the body is shared with the document before it.
+	parts       [][]byte
+	size        int
+	chunks      []docChunk        // the leader's: its agents array (nil on other nodes)
 	agentsSum   [sha256.Size]byte // of the agents array, to detect changes
 	etag        string
 	generatedAt time.Time
 	count       int
 }
 
+// docChunk is a run of consecutive entries of the agents array, each
+// preceded by a comma, and the digest of their digests.
+type docChunk struct {
+	sum [sha256.Size]byte
+	b   []byte
+}
+
+// wholeDocument is a document of one part (as a node that does not lead
+// receives it).
+func wholeDocument(body []byte) *document {
+	return &document{parts: [][]byte{body}, size: len(body)}
+}
+
+// reader reads the body.
+func (doc *document) reader() io.Reader {
+	rs := make([]io.Reader, len(doc.parts))
+	for i, p := range doc.parts {
+		rs[i] = bytes.NewReader(p)
+	}
+	return io.MultiReader(rs...)
+}
+
+// bytes returns the body in one slice (a copy unless it has one part).
+func (doc *document) bytes() []byte {
+	if len(doc.parts) == 1 {
+		return doc.parts[0]
+	}
+	return bytes.Join(doc.parts, nil)
+}
+
+// Chunk boundaries depend on the entries, not on their positions, so that
+// an entry added, removed or moved changes the chunks around it only: a
+// chunk ends after an entry whose digest starts with a zero byte (one in
+// 256) or at maxChunkEntries.
+const maxChunkEntries = 1024
+
+func endsChunk(rec *agentRecord, n int) bool { return rec.digest[0] == 0 || n >= maxChunkEntries }
+
 // stampEvery is how often an unchanged document's stamp is written again,
 // well within agents.DirectoryStampTTL.
 const stampEvery = 24 * time.Hour
-
-// headerRoom is reserved at the start of the buffer for the document's
-// head, written once generated_at is known (after the agents are encoded).
-const headerRoom = 64
 
 // sameEntry reports whether a and b have the same content, so that an
 // entry whose content did not change need not be encoded again. It runs
@@ -295,21 +335,7 @@ func (d *Directory) rebuildLocked(ctx context.Context) error {
 		}
 		return d.publishLocked(ctx, old, false, now)
 	}
-	// Copy the entries into a buffer sized from the last document.
-	var buf bytes.Buffer
-	if old != nil {
-		buf.Grow(len(old.body) + len(old.body)/8)
-	}
-	buf.Write(make([]byte, headerRoom))
-	start := buf.Len()
-	buf.WriteByte('[')
-	for i, rec := range recs {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(rec.json)
-	}
-	buf.WriteByte(']')
+	chunks := assembleChunks(recs, old)
 	var prev string
 	if old != nil {
 		prev = hex.EncodeToString(old.agentsSum[:])
@@ -319,19 +345,69 @@ func (d *Directory) rebuildLocked(ctx context.Context) error {
 		return err
 	}
 	d.stampedAt = now
-	buf.WriteString("}\n")
-	head := `{"version":2,"generated_at":` + strconv.FormatInt(generatedAt, 10) + `,"agents":`
-	body := buf.Bytes()[start-len(head):]
-	copy(body, head)
 	doc := &document{
-		body:        body,
+		chunks:      chunks,
 		agentsSum:   agentsSum,
 		etag:        etagOf(agentsSum, generatedAt),
 		generatedAt: time.Unix(generatedAt, 0),
 		count:       len(recs),
 	}
+	doc.parts = make([][]byte, 0, len(chunks)+2)
+	doc.parts = append(doc.parts, []byte(`{"version":2,"generated_at":`+strconv.FormatInt(generatedAt, 10)+`,"agents":[`))
+	for i, c := range chunks {
+		if i == 0 {
+			doc.parts = append(doc.parts, c.b[1:]) // no comma before the first entry
+		} else {
+			doc.parts = append(doc.parts, c.b)
+		}
+	}
+	doc.parts = append(doc.parts, []byte("]}\n"))
+	for _, p := range doc.parts {
+		doc.size += len(p)
+	}
 	d.doc.Store(doc)
 	return d.publishLocked(ctx, doc, true, now)
+}
+
+// assembleChunks cuts recs (in the document's order) into chunks
+// (endsChunk) and assembles each, taking from old the chunks whose entries
+// are the same (by the digest of their digests).
+func assembleChunks(recs []*agentRecord, old *document) []docChunk {
+	var have map[[sha256.Size]byte][]byte
+	if old != nil {
+		have = make(map[[sha256.Size]byte][]byte, len(old.chunks))
+		for _, c := range old.chunks {
+			have[c.sum] = c.b
+		}
+	}
+	var chunks []docChunk
+	h := sha256.New()
+	start := 0
+	for i, rec := range recs {
+		h.Write(rec.digest[:])
+		if i < len(recs)-1 && !endsChunk(rec, i+1-start) {
+			continue
+		}
+		c := docChunk{}
+		h.Sum(c.sum[:0])
+		h.Reset()
+		if b, ok := have[c.sum]; ok {
+			c.b = b
+		} else {
+			n := 0
+			for _, r := range recs[start : i+1] {
+				n += 1 + len(r.json)
+			}
+			c.b = make([]byte, 0, n)
+			for _, r := range recs[start : i+1] {
+				c.b = append(c.b, ',')
+				c.b = append(c.b, r.json...)
+			}
+		}
+		chunks = append(chunks, c)
+		start = i + 1
+	}
+	return chunks
 }
 
 // etagOf is the ETag of the document whose agents array has digest
@@ -360,10 +436,17 @@ func (d *Directory) serveDocument(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(doc.body)))
+	h.Set("Content-Length", strconv.Itoa(doc.size))
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodGet {
-		w.Write(doc.body)
+		// Each part is large (a chunk of entries) but the head and
+		// the tail: the writer's buffer takes those, the chunks go to
+		// the connection without a copy.
+		for _, p := range doc.parts {
+			if _, err := w.Write(p); err != nil {
+				return
+			}
+		}
 	}
 }
 

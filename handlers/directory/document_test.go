@@ -444,6 +444,56 @@ func TestRebuildAfterAChangeMatchesAFullBuild(t *testing.T) {
 	}
 }
 
+// A rebuild assembles again only the runs of entries (chunks) that
+// changed: agents removed, added back and added, in several chunks, give
+// the bytes of a document built from scratch.
+func TestRebuildOfManyChunksMatchesAFullBuild(t *testing.T) {
+	store := openStore(t)
+	if err := seedAgents(store, 3000, t0); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvOn(t, store, Options{})
+	before := e.document()
+	if n := len(e.dir.doc.Load().chunks); n < 3 {
+		t.Fatalf("the document of 3000 agents is in %d chunks; the test needs several", n)
+	}
+	// What Ban and Unban do after parsing the key (the seeded keys are
+	// random bytes, not points on the curve).
+	for _, i := range []int{0, 1, 1500, 2999} {
+		pk := before.Agents[i].Pubkey
+		if err := e.dir.agents.Ban(t.Context(), pk, "test", e.now()); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.dir.afterModeration(t.Context(), pk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pk := before.Agents[1500].Pubkey
+	if err := e.dir.agents.Unban(t.Context(), pk); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.dir.afterModeration(t.Context(), pk); err != nil {
+		t.Fatal(err)
+	}
+	a := newAgent(t)
+	e.mustRegister(minedRegistration(t, a, e.now(), "newcomer", 8))
+	e.document()
+	e.clock.Advance(time.Minute)
+	e.mustPost(note(t, a, e.now(), "hello"))
+	e.document()
+	got := e.do(http.MethodGet, DefaultPath, nil).body
+
+	full := newEnvOn(t, store, Options{Now: e.clock.Now}) // builds from scratch
+	want := full.do(http.MethodGet, DefaultPath, nil).body
+	if !bytes.Equal(got, want) {
+		t.Fatalf("incremental (%d bytes) and full (%d bytes) documents differ", len(got), len(want))
+	}
+	var doc Document
+	if err := json.Unmarshal(got, &doc); err != nil || len(doc.Agents) != 2998 {
+		t.Fatalf("document: %d agents, %v", len(doc.Agents), err)
+	}
+}
+
 // sameEntry compares every field of an entry: changing any one makes the
 // entries differ, and equal values behind other pointers do not.
 func TestSameEntryCoversEveryField(t *testing.T) {
