@@ -27,8 +27,12 @@ type agentRecord struct {
 	a      agents.Agent // without its raw registration event
 	act    agents.Activity
 	banned bool
-	// npub and profileURL are computed once (buildEntries).
+	// npub, profileURL and pkPrefix are computed once (buildEntries).
 	npub, profileURL string
+	pkPrefix         uint64
+	// stale: a newer record of the agent replaced this one, or the agent
+	// is gone (refreshRecords).
+	stale bool
 
 	// entry is the agent's entry at the last rebuild; json is the JSON
 	// of encoded (nil: none yet), with its SHA-256 digest: an entry
@@ -49,10 +53,11 @@ type records struct {
 	byPK     map[string]*agentRecord
 	loadedAt time.Time
 
-	// order is the last document's; gen counts the rebuilds
-	// (agentRecord.listed).
-	order []*agentRecord
-	gen   uint64
+	// order is the last document's, added the records read since (a
+	// rebuild lists both, without the stale ones); gen counts the
+	// rebuilds (agentRecord.listed).
+	order, added []*agentRecord
+	gen          uint64
 
 	touchMu sync.Mutex
 	touched map[string]struct{}
@@ -95,13 +100,18 @@ func (d *Directory) refreshRecords(ctx context.Context, now time.Time) error {
 			return err
 		}
 		byPK := make(map[string]*agentRecord, len(all))
+		added := make([]*agentRecord, 0, len(all))
 		for _, rec := range all {
 			ar := &agentRecord{a: *rec.Agent, act: *rec.Activity, banned: rec.Banned}
 			ar.a.Event = nil
 			ar.keepEncoding(r.byPK[ar.a.Pubkey])
 			byPK[ar.a.Pubkey] = ar
+			added = append(added, ar)
 		}
-		r.byPK, r.loadedAt = byPK, now
+		for _, old := range r.byPK {
+			old.stale = true
+		}
+		r.byPK, r.loadedAt, r.added = byPK, now, added
 		return nil
 	}
 	if len(touched) == 0 {
@@ -118,14 +128,19 @@ func (d *Directory) refreshRecords(ctx context.Context, now time.Time) error {
 	}
 	for i, pk := range pks {
 		rec := recs[i]
+		old := r.byPK[pk]
+		if old != nil {
+			old.stale = true
+		}
 		if rec.Agent == nil {
 			delete(r.byPK, pk)
 			continue
 		}
 		ar := &agentRecord{a: *rec.Agent, act: *rec.Activity, banned: rec.Banned}
 		ar.a.Event = nil
-		ar.keepEncoding(r.byPK[pk])
+		ar.keepEncoding(old)
 		r.byPK[pk] = ar
+		r.added = append(r.added, ar)
 	}
 	return nil
 }
@@ -138,7 +153,7 @@ func (ar *agentRecord) keepEncoding(old *agentRecord) {
 	if old == nil {
 		return
 	}
-	ar.npub, ar.profileURL = old.npub, old.profileURL
+	ar.npub, ar.profileURL, ar.pkPrefix = old.npub, old.profileURL, old.pkPrefix
 	ar.encoded, ar.json, ar.digest = old.encoded, old.json, old.digest
 }
 
@@ -154,18 +169,15 @@ func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]*agentRe
 	r := &d.records
 	r.gen++
 	recs := make([]*agentRecord, 0, len(r.byPK))
-	for _, rec := range r.order {
-		if cur := r.byPK[rec.a.Pubkey]; cur == rec && !rec.banned {
-			rec.listed = r.gen
-			recs = append(recs, rec)
+	for _, list := range [][]*agentRecord{r.order, r.added} {
+		for _, rec := range list {
+			if !rec.stale && !rec.banned && rec.listed != r.gen {
+				rec.listed = r.gen
+				recs = append(recs, rec)
+			}
 		}
 	}
-	for _, rec := range r.byPK {
-		if rec.listed != r.gen && !rec.banned {
-			rec.listed = r.gen
-			recs = append(recs, rec)
-		}
-	}
+	r.added = nil
 	nowU := now.Unix()
 	workers := max(1, runtime.GOMAXPROCS(0))
 	per := (len(recs) + workers - 1) / workers
@@ -178,6 +190,7 @@ func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]*agentRe
 				if rec.npub == "" {
 					rec.npub = Npub(rec.a.Pubkey)
 					rec.profileURL = d.profileURL(rec.npub)
+					rec.pkPrefix = pubkeyPrefix(rec.a.Pubkey)
 				}
 				if rec.json != nil && nowU >= rec.computedAt && nowU < rec.changesAt {
 					continue // nothing it depends on changed
@@ -197,7 +210,7 @@ func (d *Directory) buildEntries(ctx context.Context, now time.Time) ([]*agentRe
 	// over the heap, costs a cache miss or two per comparison.
 	keys := make([]sortKey, len(recs))
 	for i, rec := range recs {
-		keys[i] = sortKey{level: rec.entry.Level, first: rec.entry.FirstRegisteredAt, pk: pubkeyPrefix(rec.a.Pubkey), rec: rec}
+		keys[i] = sortKey{level: rec.entry.Level, first: rec.entry.FirstRegisteredAt, pk: rec.pkPrefix, rec: rec}
 	}
 	slices.SortFunc(keys, func(a, b sortKey) int {
 		switch {
