@@ -97,7 +97,13 @@ func writeHeapProfile(b *testing.B, name string) {
 }
 
 func benchmarkImport(b *testing.B, file string, n int) {
-	st, err := storage.Open(b.TempDir(), storage.Options{GCInterval: -1})
+	opts := storage.Options{GCInterval: -1}
+	// HEARTH_IMPORT_MEMTABLE_MIB=n: the store's memtable_size in MiB
+	// (default 16), the option that sets most of Badger's memory.
+	if v, err := strconv.Atoi(os.Getenv("HEARTH_IMPORT_MEMTABLE_MIB")); err == nil && v > 0 {
+		opts.MemTableSize = int64(v) << 20
+	}
+	st, err := storage.Open(b.TempDir(), opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -146,14 +152,48 @@ func benchmarkImport(b *testing.B, file string, n int) {
 }
 
 // peaks samples the heap while a benchmark runs: peak-heap-MiB is the
-// largest heap in use seen (every 10 ms, garbage included), peak-live-MiB
-// the largest heap still reachable after a collection (every 200 ms),
-// peak-marked-MiB the largest the collection itself found live, and
-// peak-rss-MiB the process's largest resident size meanwhile (Linux).
+// largest heap in use seen (every 10 ms, garbage included), peak-marked-MiB
+// the largest heap a collection found live (without what was allocated
+// while it ran), peak-rss-MiB the process's largest resident size
+// meanwhile (Linux), of which peak-anon-MiB is the largest anonymous part
+// seen (the heap, stacks, the runtime's own) and peak-file-MiB the largest
+// part mapped from files (the binary's pages and Badger's memory-mapped
+// memtable logs, tables and value log: page cache the kernel can take back).
+// A collection is forced every 200 ms: peak-live-MiB is the largest heap
+// still reachable after one (HeapAlloc).
 type peaks struct {
 	heap, live, marked atomic.Uint64
+	anon, file         atomic.Uint64
 	stop, done         chan struct{}
 	rss                bool
+}
+
+// procStatus reads the fields of /proc/self/status named, in kB (0 for
+// those it lacks).
+func procStatus(names ...string) []uint64 {
+	out := make([]uint64, len(names))
+	st, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		for i, n := range names {
+			if kb, ok := strings.CutPrefix(line, n+":"); ok {
+				if v, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64); err == nil {
+					out[i] = v
+				}
+			}
+		}
+	}
+	return out
+}
+
+func storeMax(a *atomic.Uint64, v uint64) bool {
+	if v > a.Load() {
+		a.Store(v)
+		return true
+	}
+	return false
 }
 
 func samplePeaks(b *testing.B) *peaks {
@@ -163,8 +203,10 @@ func samplePeaks(b *testing.B) *peaks {
 	p.rss = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 	// What the collection found reachable, without what was allocated
 	// while it ran (which HeapAlloc counts, and Badger's compactions
-	// allocate fast): the live heap proper.
-	marked := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	// allocate fast): the live heap proper. The heap in use is its
+	// objects and the free space of its spans in use (HeapInuse).
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"}}
 	go func() {
 		defer close(p.done)
 		var ms runtime.MemStats
@@ -179,21 +221,17 @@ func samplePeaks(b *testing.B) *peaks {
 				// collected, its working set is not.
 				runtime.GC()
 				runtime.ReadMemStats(&ms)
-				metrics.Read(marked)
-				if v := marked[0].Value.Uint64(); v > p.marked.Load() {
-					p.marked.Store(v)
+				if storeMax(&p.live, ms.HeapAlloc) && importHeapProfile != "" {
+					writeHeapProfile(b, importHeapProfile)
 				}
-				if ms.HeapAlloc > p.live.Load() {
-					p.live.Store(ms.HeapAlloc)
-					if importHeapProfile != "" {
-						writeHeapProfile(b, importHeapProfile)
-					}
-				}
-				continue
 			}
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > p.heap.Load() {
-				p.heap.Store(ms.HeapInuse)
+			metrics.Read(samples)
+			storeMax(&p.marked, samples[0].Value.Uint64())
+			storeMax(&p.heap, samples[1].Value.Uint64()+samples[2].Value.Uint64())
+			if p.rss {
+				v := procStatus("RssAnon", "RssFile")
+				storeMax(&p.anon, v[0])
+				storeMax(&p.file, v[1])
 			}
 		}
 	}()
@@ -208,15 +246,11 @@ func (p *peaks) report(b *testing.B) {
 	b.ReportMetric(float64(p.live.Load())/(1<<20), "peak-live-MiB")
 	b.ReportMetric(float64(p.marked.Load())/(1<<20), "peak-marked-MiB")
 	if p.rss {
-		if st, err := os.ReadFile("/proc/self/status"); err == nil {
-			for _, line := range strings.Split(string(st), "\n") {
-				if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-					if v, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB"))); err == nil {
-						b.ReportMetric(float64(v)/1024, "peak-rss-MiB")
-					}
-				}
-			}
+		if v := procStatus("VmHWM")[0]; v > 0 {
+			b.ReportMetric(float64(v)/1024, "peak-rss-MiB")
 		}
+		b.ReportMetric(float64(p.anon.Load())/1024, "peak-anon-MiB")
+		b.ReportMetric(float64(p.file.Load())/1024, "peak-file-MiB")
 	}
 }
 

@@ -22,10 +22,16 @@ import (
 //     favorite added in Raindrop 5.x, raindropio/help@d2e70fa2
 //     changelog/web.mdx). How the highlights cell is laid out is published
 //     nowhere (Raindrop's backup is made by its closed server; the
-//     open-source web app, raindropio/app@3ae485ff, only links to it), so
-//     it is read to lose nothing: "Highlight:" lines each followed by
-//     their "Note:" lines when the cell has them, otherwise each paragraph
-//     (text between blank lines) a highlight.
+//     open-source web app, raindropio/app@3ae485ff, only links to it), and
+//     no open-source reader of the backup splits it: Karakeep has no
+//     Raindrop parser (parsers.ts at karakeep-app/karakeep@7ca5ee23),
+//     Linkwarden none (linkwarden/linkwarden@7550ebb8),
+//     tdhooten/omnivore-import-tool@47162582 Models/RaindropModel.cs reads
+//     the column as one string and drops it, ReessKennedy/CSVtoMDConvert@8d39f98f
+//     CSVtoMD.py copies it whole; all read the columns by name, in our
+//     order. So it is read to lose nothing: "Highlight:" lines each
+//     followed by their "Note:" lines when the cell has them, otherwise
+//     each paragraph (text between blank lines) a highlight.
 //   - Readwise Reader (Settings → Export, CSV):
 //     Title,URL,ID,Document tags,Saved date,Reading progress,Location,Seen;
 //     Document tags a Python list literal (['a', 'b']), Saved date

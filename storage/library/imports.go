@@ -331,11 +331,21 @@ const DefaultImportLabelColor = "#7c8594"
 // reason. colors names the export's label colors; rate (entries a second)
 // is kept for the estimate of the time left. It returns the job as
 // written last.
+//
+// The commits are asynchronous (storage.UpdateAsync): they survive a crash
+// of the process at once and reach the disk with the next synchronous
+// commit or within 200 ms, so an import does not wait for one flush of the
+// logs a batch. Nothing is acknowledged before the job ends, and the
+// writer of its end (UpdateImportJob) commits synchronously, which brings
+// every batch before it to the disk; a power loss before then loses at most
+// the last batches with the position that counts them, and the job goes on
+// from the position that reached the disk (its items are found again by
+// URL).
 func (s Store) ImportItems(ctx context.Context, memberID, jobID string, entries []ImportEntry, colors map[string]string, rate float64) (*ImportJob, error) {
 	var out *ImportJob
 	var apply func(part []ImportEntry) error
 	apply = func(part []ImportEntry) error {
-		err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		err := s.st.UpdateAsync(ctx, func(tx *storage.Tx) error {
 			var j ImportJob
 			if err := tx.GetJSON(importJobKey(memberID, jobID), &j); err != nil {
 				return err
