@@ -151,8 +151,12 @@ func TestDeclaredDefaultsAreTheCodes(t *testing.T) {
 		return s
 	}
 	lim := func(l directory.Limit) string { return fmt.Sprintf("%d %s", l.N, durs(l.Window)) }
+	// min_free_space's default is derived from two others.
+	minFree := fmt.Sprintf("2 value-log files + 6 memtables (%s)",
+		size(storage.DefaultMinFreeBytes(storage.DefaultMemTableSize, storage.DefaultValueLogFileSize)))
 	code := map[string]string{
 		"hearth.memtable_size":                   size(storage.DefaultMemTableSize),
+		"hearth.min_free_space":                  minFree,
 		"hearth.block_cache_size":                size(storage.DefaultBlockCacheSize),
 		"hearth.index_cache_size":                size(storage.DefaultIndexCacheSize),
 		"hearth.gc_interval":                     durs(storage.DefaultGCInterval),

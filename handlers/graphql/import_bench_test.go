@@ -99,7 +99,7 @@ func writeHeapProfile(b *testing.B, name string) {
 func benchmarkImport(b *testing.B, file string, n int) {
 	opts := storage.Options{GCInterval: -1}
 	// HEARTH_IMPORT_MEMTABLE_MIB=n: the store's memtable_size in MiB
-	// (default 16), the option that sets most of Badger's memory.
+	// (default 8), the option that sets most of Badger's memory.
 	if v, err := strconv.Atoi(os.Getenv("HEARTH_IMPORT_MEMTABLE_MIB")); err == nil && v > 0 {
 		opts.MemTableSize = int64(v) << 20
 	}

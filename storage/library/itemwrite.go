@@ -236,8 +236,8 @@ func unlabelItems(tx *storage.Tx, memberID, label string, ids []string) error {
 }
 
 // maxIndexCopyBytes bounds the index copies one transaction writes, well
-// under Badger's transaction limit (15 % of a memtable: 2.4 MiB with the
-// default 16 MiB).
+// under Badger's transaction limit (15 % of a memtable: 1.2 MiB with the
+// default 8 MiB).
 const maxIndexCopyBytes = 512 << 10
 
 // removeItem removes an item and every key derived from it (writeItem's),

@@ -53,7 +53,7 @@ type Options struct {
 
 // Defaults, as storage's (storage/store.go).
 const (
-	DefaultMemTableSize     = 16 << 20
+	DefaultMemTableSize     = 8 << 20
 	DefaultBlockCacheSize   = 32 << 20
 	DefaultIndexCacheSize   = 16 << 20
 	DefaultValueLogFileSize = 128 << 20

@@ -9,12 +9,14 @@ import (
 )
 
 // Bounds of one indexing transaction: the distinct trigrams of one segment
-// (a key each; Badger's transaction holds about 25,000 entries with the
-// default memtable), and those of one document: a document with more (a
-// book) is not put in the trigram index but listed as wide (tw/), and
-// every search reads it, so that it cannot stop the queue behind it.
+// (a key each; Badger's transaction holds about 13,000 entries with the
+// default 8 MiB memtable, and a batch's documents take up to about 2,500
+// more for their queue and number keys), and those of one document: a
+// document with more (a book) is not put in the trigram index but listed
+// as wide (tw/), and every search reads it, so that it cannot stop the
+// queue behind it.
 const (
-	maxSegmentKeys = 16000
+	maxSegmentKeys = 10000
 	MaxDocTrigrams = 12000
 )
 
