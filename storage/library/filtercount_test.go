@@ -80,19 +80,23 @@ func checkFilterCounts(t testing.TB, st *storage.Store, memberID string) {
 }
 
 // checkOrderedKeys fails when the member's ordered filter keys (oy/, oh/, ol/)
-// are not exactly those of its items, with their statuses and domains.
+// are not exactly those of its items, with their statuses and domains and
+// either no copy of the item's record or its current one.
 func checkOrderedKeys(t testing.TB, st *storage.Store, memberID string) {
 	t.Helper()
 	want, got := map[string]string{}, map[string]string{}
+	recs := map[string]string{} // the record each key's copy must be
+	stale := 0
 	if err := st.View(t.Context(), func(tx *storage.Tx) error {
 		if err := tx.Scan(itemKey(memberID, ""), nil, false, false, func(_, v []byte) (bool, error) {
 			var it SavedItem
 			if err := parseItemRecord(v, &it); err != nil {
 				return false, err
 			}
-			keys, value := orderedFilterKeys(&it)
+			keys, value := orderedFilterKeys(&it, nil)
 			for _, k := range keys {
 				want[string(k)] = string(value)
+				recs[string(k)] = string(v)
 			}
 			return true, nil
 		}); err != nil {
@@ -100,7 +104,11 @@ func checkOrderedKeys(t testing.TB, st *storage.Store, memberID string) {
 		}
 		for _, p := range [][]byte{storage.Key("u", memberID, "gql", "oy", ""), orderedHighlightedPrefix(memberID), storage.Key("u", memberID, "gql", "ol", "")} {
 			if err := tx.Scan(p, nil, false, false, func(k, v []byte) (bool, error) {
-				got[string(k)] = string(v)
+				status, domain, rec := parseOrderedValue(v)
+				got[string(k)] = string(append([]byte{status}, domain...))
+				if rec != nil && string(rec) != recs[string(k)] {
+					stale++
+				}
 				return true, nil
 			}); err != nil {
 				return err
@@ -112,6 +120,9 @@ func checkOrderedKeys(t testing.TB, st *storage.Store, memberID string) {
 	}
 	if !maps.Equal(got, want) {
 		t.Fatalf("ordered filter keys: %d, want %d\n got %q\nwant %q", len(got), len(want), got, want)
+	}
+	if stale > 0 {
+		t.Fatalf("%d ordered filter keys carry a copy of a record that is not their item's", stale)
 	}
 }
 

@@ -2,7 +2,9 @@ package library
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"strings"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library/textindex"
@@ -68,9 +70,12 @@ func highlightedItemsPrefix(memberID string) []byte {
 // is the default order (Inboxt's savedAt) and never changes with an item's
 // writes, so the keys move only when the type, the highlights, the labels,
 // the status or the domain do (every change of those goes through
-// writeItem). The value is the item's status code (one byte) and its source
-// domain in lower case: a walk passes over the items of other statuses,
-// and those a site: filter does not select, without reading them.
+// writeItem). The value (orderedValue) is the item's status code, its source
+// domain in lower case and a copy of its record: a walk passes over the
+// items of other statuses, and those a site: filter does not select,
+// without reading them, and reads the others from the walk itself, as the
+// inbox reads its items from the status index (ix/), without a point
+// lookup of each item.
 func orderedTypePrefix(memberID, typ string) []byte {
 	return storage.Key("u", memberID, "gql", "oy", typeCode(typ), "")
 }
@@ -88,9 +93,49 @@ func orderedLabelPrefix(memberID, labelID string) []byte {
 // indexer build them again (its writes are idempotent). Version 2 lacked
 // the filter counts (fc/), which the indexer then counts; versions 2 and
 // 3 kept a folded copy of each item's text (tt/), which it deletes;
-// versions before 6 lacked the ordered filter keys (oy/, oh/, ol/) or (5)
-// the domain in their values, which it writes.
-const searchIndexVersion = 6
+// versions before 7 lacked the ordered filter keys (oy/, oh/, ol/), the
+// domain in their values (5) or the record's copy (6), which it writes.
+const searchIndexVersion = 7
+
+// orderedCopiesVersion is the first version whose ordered filter keys
+// carry their item's record (but for a transaction past
+// maxIndexCopyBytes: orderedValue).
+const orderedCopiesVersion = 7
+
+// orderedValue is the value of an item's ordered filter keys: its status
+// code, its domain in lower case and, when rec is not nil, a copy of its
+// record (rec). Without a copy it is the status code and the domain (as
+// versions 5 and 6 wrote it; a domain never starts with 0x00); with one,
+// the status code, 0x00, the domain's length (uvarint), the domain and
+// the record.
+func orderedValue(status string, domain string, rec []byte) []byte {
+	domain = strings.ToLower(domain)
+	if rec == nil {
+		return append([]byte(statusCode[status]), domain...)
+	}
+	v := make([]byte, 0, 2+binary.MaxVarintLen64+len(domain)+len(rec))
+	v = append(append(v, statusCode[status]...), 0)
+	v = binary.AppendUvarint(v, uint64(len(domain)))
+	return append(append(v, domain...), rec...)
+}
+
+// parseOrderedValue splits an ordered filter key's value (orderedValue):
+// its status code, domain and record's copy (nil for none); status 0 when
+// the value does not tell (the item is read and matched).
+func parseOrderedValue(v []byte) (status byte, domain, rec []byte) {
+	if len(v) == 0 {
+		return 0, nil, nil
+	}
+	if len(v) == 1 || v[1] != 0 {
+		return v[0], v[1:], nil
+	}
+	n, w := binary.Uvarint(v[2:])
+	if w <= 0 || uint64(len(v)-2-w) < n {
+		return 0, nil, nil
+	}
+	start := 2 + w
+	return v[0], v[start : start+int(n)], v[start+int(n):]
+}
 
 // orderedKeysVersion is the first version with the ordered filter keys as
 // they are; every key that searches read but those is complete from

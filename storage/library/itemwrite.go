@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -69,7 +68,7 @@ func writeItem(tx *storage.Tx, c itemChange) error {
 	if err := writeIndexEntries(tx, old, it, rec); err != nil {
 		return err
 	}
-	if err := putFilterKeys(tx, old, it); err != nil {
+	if err := putFilterKeys(tx, old, it, rec); err != nil {
 		return err
 	}
 	if c.content != nil || (old != nil && (old.Title != it.Title || old.Description != it.Description)) {
@@ -151,23 +150,28 @@ func writeIndexEntries(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
 			}
 		}
 	}
-	copies := rec
-	lt := libraryState.Of(tx)
-	if n := len(rec) * len(keys); lt.indexCopyBytes+n <= maxIndexCopyBytes {
-		lt.indexCopyBytes += n
-	} else {
-		// A transaction that touches many items (a label on thousands of
-		// them) would outgrow Badger's limit with five copies of each:
-		// past the budget the entries carry no copy, and pages look
-		// those items up until their next write.
-		copies = nil
-	}
+	copies := indexCopy(tx, rec, len(keys))
 	for _, k := range keys {
 		if err := tx.Put(k, copies, 0); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// indexCopy is rec when n more copies of it keep the transaction's copies
+// of records (index entries, ordered filter keys) within
+// maxIndexCopyBytes, else nil. A transaction that touches many items (a
+// label on thousands of them) would outgrow Badger's limit with several
+// copies of each: past the budget the keys carry no copy, and pages look
+// those items up until their next write.
+func indexCopy(tx *storage.Tx, rec []byte, n int) []byte {
+	lt := libraryState.Of(tx)
+	if lt.indexCopyBytes+n*len(rec) > maxIndexCopyBytes {
+		return nil
+	}
+	lt.indexCopyBytes += n * len(rec)
+	return rec
 }
 
 // writeLookupKeys points the keys an item is found by again (its URL, an
@@ -309,8 +313,9 @@ func deleteItemMessageID(tx *storage.Tx, memberID, itemID string) error {
 }
 
 // orderedFilterKeys are it's ordered filter keys (see orderedTypePrefix),
-// each ending in the item's createdAt sort value, and their value.
-func orderedFilterKeys(it *SavedItem) (keys [][]byte, value []byte) {
+// each ending in the item's createdAt sort value, and their value (with
+// rec, the item's record, as a copy when not nil).
+func orderedFilterKeys(it *SavedItem, rec []byte) (keys [][]byte, value []byte) {
 	suf := itemSortValue(it, SortCreatedAt)
 	keys = append(keys, append(orderedTypePrefix(it.MemberID, it.Type), suf...))
 	if it.HighlightCount > 0 {
@@ -321,19 +326,20 @@ func orderedFilterKeys(it *SavedItem) (keys [][]byte, value []byte) {
 			keys = append(keys, append(orderedLabelPrefix(it.MemberID, l), suf...))
 		}
 	}
-	return keys, append([]byte(statusCode[it.Status]), strings.ToLower(it.SourceDomain)...)
+	return keys, orderedValue(it.Status, it.SourceDomain, rec)
 }
 
-// writeOrderedKeys writes it's ordered filter keys, removing old's that no
-// longer apply (old is nil for a new item), and rewrites none that are
-// unchanged.
-func writeOrderedKeys(tx *storage.Tx, old, it *SavedItem) error {
-	keys, value := orderedFilterKeys(it)
+// writeOrderedKeys writes it's ordered filter keys, with rec (it's record)
+// as their copy when not nil, and removes old's that no longer apply (old
+// is nil for a new item). Every key is written: its copy follows each
+// write of the item (and one without a copy replaces an older copy).
+func writeOrderedKeys(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
 	var oldKeys [][]byte
-	var oldValue []byte
 	if old != nil {
-		oldKeys, oldValue = orderedFilterKeys(old)
+		oldKeys, _ = orderedFilterKeys(old, nil)
 	}
+	keys, _ := orderedFilterKeys(it, nil)
+	value := orderedValue(it.Status, it.SourceDomain, indexCopy(tx, rec, len(keys)))
 	for _, k := range oldKeys {
 		if !slices.ContainsFunc(keys, func(n []byte) bool { return bytes.Equal(n, k) }) {
 			if err := tx.Delete(k); err != nil {
@@ -342,9 +348,6 @@ func writeOrderedKeys(tx *storage.Tx, old, it *SavedItem) error {
 		}
 	}
 	for _, k := range keys {
-		if bytes.Equal(value, oldValue) && slices.ContainsFunc(oldKeys, func(o []byte) bool { return bytes.Equal(o, k) }) {
-			continue
-		}
 		if err := tx.Put(k, value, 0); err != nil {
 			return err
 		}
@@ -352,20 +355,21 @@ func writeOrderedKeys(tx *storage.Tx, old, it *SavedItem) error {
 	return nil
 }
 
-// putFilterKeys writes the filter keys of it, removing old's that no longer
-// apply (old is nil for a new item), and counts the change (fc/).
-func putFilterKeys(tx *storage.Tx, old, it *SavedItem) error {
+// putFilterKeys writes the filter keys of it (rec: its record), removing
+// old's that no longer apply (old is nil for a new item), and counts the
+// change (fc/).
+func putFilterKeys(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
 	if old != nil {
 		countItemFilters(tx, old, -1)
 	}
 	countItemFilters(tx, it, 1)
-	return writeFilterKeys(tx, old, it)
+	return writeFilterKeys(tx, old, it, rec)
 }
 
 // writeFilterKeys is putFilterKeys without the counts.
-func writeFilterKeys(tx *storage.Tx, old, it *SavedItem) error {
+func writeFilterKeys(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
 	mid := it.MemberID
-	if err := writeOrderedKeys(tx, old, it); err != nil {
+	if err := writeOrderedKeys(tx, old, it, rec); err != nil {
 		return err
 	}
 	if old == nil || old.SourceDomain != it.SourceDomain {
@@ -412,7 +416,7 @@ func deleteItemSearch(tx *storage.Tx, it *SavedItem) error {
 	if err := memberIndex(mid).Remove(tx, it.ID); err != nil {
 		return err
 	}
-	ordered, _ := orderedFilterKeys(it)
+	ordered, _ := orderedFilterKeys(it, nil)
 	for _, k := range append(ordered,
 		siteItemKey(mid, it.SourceDomain, it.ID), encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)),
 		encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))) {

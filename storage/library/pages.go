@@ -522,9 +522,9 @@ func (q *pageQuery) candidatePage(ids []string, page *ItemPage) error {
 // orderedPage fills page by m.ordered's plan: the entries of one filter's
 // ordered keys (the page's order: createdAt), from after, within lower and
 // upper; an entry of another status is passed over by its value, one
-// another filter's keys lack by a probe, the others read and matched,
-// until first+1 match. The walk counts in the search budget like the walk
-// along the sort order.
+// another filter's keys lack by a probe, the others read (from the copy in
+// the value, else by id) and matched, until first+1 match. The walk counts
+// in the search budget like the walk along the sort order.
 func (q *pageQuery) orderedPage(page *ItemPage) error {
 	tx, m, statuses, p, after, lower, upper := q.tx, q.m, q.statuses, q.p, q.after, q.lower, q.upper
 	plan := m.ordered
@@ -538,6 +538,7 @@ func (q *pageQuery) orderedPage(page *ItemPage) error {
 	}
 	first := max(p.First, 0)
 	found := make([]*SavedItem, 0, min(first, 1000)+1)
+	items := make([]SavedItem, cap(found)) // one allocation for a page's items
 	var sufs [][]byte
 	k := itemKey(m.memberID, "")
 	n := len(k)
@@ -553,10 +554,11 @@ func (q *pageQuery) orderedPage(page *ItemPage) error {
 		if len(suf) < 8 {
 			return true, nil
 		}
-		if len(v) >= 1 && bytes.IndexByte(codes, v[0]) < 0 {
+		status, domain, rec := parseOrderedValue(v)
+		if status != 0 && bytes.IndexByte(codes, status) < 0 {
 			return true, passed()
 		}
-		if site != nil && len(v) >= 1 && !bytes.Contains(v[1:], site) {
+		if site != nil && status != 0 && !bytes.Contains(domain, site) {
 			return true, passed()
 		}
 		id := binary.BigEndian.Uint64(suf[len(suf)-8:])
@@ -569,9 +571,17 @@ func (q *pageQuery) orderedPage(page *ItemPage) error {
 				return true, passed()
 			}
 		}
-		it := new(SavedItem)
-		k = strconv.AppendUint(k[:n], id, 10)
-		if err := getItem(tx, k, it); err != nil {
+		var it *SavedItem
+		if len(found) < cap(found) {
+			it = &items[len(found)]
+		} else {
+			it = new(SavedItem)
+		}
+		if rec != nil {
+			if err := parseItemRecord(rec, it); err != nil {
+				return false, err
+			}
+		} else if err := getItem(tx, strconv.AppendUint(k[:n], id, 10), it); err != nil {
 			if errors.Is(err, storage.ErrNotFound) {
 				return true, nil
 			}

@@ -167,7 +167,7 @@ func (s Store) recountValues(memberID string, k valueCounts, stopping func() boo
 func (s Store) buildSearchKeys(memberID string, stopping func() bool) (items bool, _ error) {
 	return s.eachItemBatch(memberID, stopping, func(tx *storage.Tx, it *SavedItem) error {
 		// Not counted: recountFilters counts every item after.
-		if err := writeFilterKeys(tx, nil, it); err != nil {
+		if err := writeFilterKeys(tx, nil, it, appendItemRecord(nil, it)); err != nil {
 			return err
 		}
 		return setItemText(tx, memberID, it.ID)
@@ -265,12 +265,12 @@ func (s Store) catchUpSearchKeys(memberID string, stopping func() bool) error {
 	if !items {
 		return nil // a member without items needs nothing (see firstItemReady)
 	}
-	if version >= 2 && version < orderedKeysVersion {
-		// The ordered filter keys (buildSearchKeys wrote them for older
-		// stores). A member of such a store is marked built even without
-		// items: its keys are all there.
+	if version >= 2 && version < orderedCopiesVersion {
+		// The ordered filter keys with their copies (buildSearchKeys wrote
+		// them for older stores). A member of such a store is marked built
+		// even without items: its keys are all there.
 		if _, err = s.eachItemBatch(memberID, stopping, func(tx *storage.Tx, it *SavedItem) error {
-			return writeOrderedKeys(tx, nil, it)
+			return writeOrderedKeys(tx, nil, it, appendItemRecord(nil, it))
 		}); err != nil {
 			return err
 		}

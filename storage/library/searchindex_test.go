@@ -452,15 +452,22 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 			}
 		}
 	}
-	check("version 5")
+	check("version 7")
+	checkOrderedCopies(t, st, m.ID)
 	// As a store of version 4 holds it (no ordered keys), then as one of
-	// version 5 (ordered keys whose value is the status alone).
-	for _, old := range []byte{4, 5} {
+	// version 5 (ordered keys whose value is the status alone), then of
+	// version 6 (the status and the domain, no copy of the record).
+	for _, old := range []byte{4, 5, 6} {
 		if err := st.Update(t.Context(), func(tx *storage.Tx) error {
 			for _, p := range [][]byte{storage.Key("u", m.ID, "gql", "oy", ""), orderedHighlightedPrefix(m.ID), storage.Key("u", m.ID, "gql", "ol", "")} {
 				var keys, values [][]byte
 				if err := tx.Scan(p, nil, false, false, func(k, v []byte) (bool, error) {
-					keys, values = append(keys, slices.Clone(k)), append(values, slices.Clone(v[:1]))
+					status, domain, _ := parseOrderedValue(v)
+					value := []byte{status}
+					if old == 6 {
+						value = append(value, domain...)
+					}
+					keys, values = append(keys, slices.Clone(k)), append(values, value)
 					return true, nil
 				}); err != nil {
 					return err
@@ -502,9 +509,32 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkFilterCounts(t, st, m.ID) // and the ordered keys
+		checkOrderedCopies(t, st, m.ID)
 		check(fmt.Sprint("after the build from version ", old))
 	}
 	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkOrderedCopies fails when an ordered filter key of the member's
+// lacks the copy of its item's record (checkOrderedKeys checks the copies
+// there are).
+func checkOrderedCopies(t *testing.T, st *storage.Store, memberID string) {
+	t.Helper()
+	if err := st.View(t.Context(), func(tx *storage.Tx) error {
+		for _, p := range [][]byte{storage.Key("u", memberID, "gql", "oy", ""), orderedHighlightedPrefix(memberID), storage.Key("u", memberID, "gql", "ol", "")} {
+			if err := tx.Scan(p, nil, false, false, func(k, v []byte) (bool, error) {
+				if _, _, rec := parseOrderedValue(v); rec == nil {
+					return false, fmt.Errorf("the ordered filter key %q has no copy of its item's record", k)
+				}
+				return true, nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 }

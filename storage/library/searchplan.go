@@ -243,7 +243,7 @@ func (q *pageQuery) searchCandidates() (ids []string, ok bool, err error) {
 			return text, true, nil
 		}
 	}
-	plan := searchPlanner{q: q, ready: ready, counted: counted, limit: limit}.plan()
+	plan := searchPlanner{q: q, ready: ready, copies: ordered && version >= orderedCopiesVersion, counted: counted, limit: limit}.plan()
 	cand, haveCand, err := q.narrow(plan, counted, limit)
 	if err != nil || plan.kind == planOrdered {
 		return nil, false, err
@@ -497,6 +497,7 @@ var forcePlan planKind
 type searchPlanner struct {
 	q       *pageQuery
 	ready   bool // the member's index and counts are built
+	copies  bool // the ordered filter keys carry their items' records
 	counted []*idSource
 	limit   int // the most candidates read one by one
 	// all is the member's items, inStatuses those of the page's statuses;
@@ -650,7 +651,11 @@ func (sp searchPlanner) orderedCost() (float64, searchPlan) {
 		plan.probes = append(plan.probes, src)
 		surv = after
 	}
-	return cost + surv*costRead, plan
+	read := costRead
+	if sp.copies {
+		read = costWalk // from the walk's values, as the walk along the sort order
+	}
+	return cost + surv*read, plan
 }
 
 // candidatesCost is the cost of reading the candidates: the smallest's
