@@ -1,9 +1,11 @@
 package textindex
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math/bits"
+	"slices"
 	"sort"
 
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -90,36 +92,61 @@ func (x Index) unindexed(tx *storage.Tx, meta *Meta, limit int) (ids []string, e
 }
 
 // needleTrigrams reads the postings of the needle's distinct trigrams in
-// the live segments; nil when one of them is in no document.
+// the live segments that have all of them; nil when no segment does. A
+// document with the needle has every one of its trigrams in the segment
+// that indexed it, so a segment without one of them is passed over
+// without reading its other postings: the trigram it lacked is looked up
+// first in the next segment (a rare word's rarest trigram is in few
+// segments, and an absent key costs a filter probe, where a frequent
+// trigram's postings are kilobytes).
 func (x Index) needleTrigrams(tx *storage.Tx, meta *Meta, needle []byte) ([]needleTrigram, error) {
-	seen := map[string]bool{}
-	var tris []needleTrigram
+	distinct := distinctTrigrams(needle)
+	tris := make([]needleTrigram, len(distinct))
+	order := make([]int, len(distinct)) // the lookup order, the last one missing first
+	for i := range order {
+		order[i] = i
+	}
+	got := make([][]byte, len(distinct))
 	k := x.TrigramPrefix()
 	n := len(k)
-	for i := 0; i+3 <= len(needle); i++ {
-		if seen[string(needle[i:i+3])] {
-			continue
-		}
-		seen[string(needle[i:i+3])] = true
-		var t needleTrigram
-		for _, sg := range meta.Segments {
-			k = append(binary.BigEndian.AppendUint32(k[:n], sg.ID), needle[i:i+3]...)
+	found := false
+segments:
+	for _, sg := range meta.Segments {
+		for j, i := range order {
+			k = append(binary.BigEndian.AppendUint32(k[:n], sg.ID), distinct[i]...)
 			v, err := tx.Get(k)
 			if errors.Is(err, storage.ErrNotFound) {
-				continue
+				copy(order[1:j+1], order[:j])
+				order[0] = i
+				continue segments
 			}
 			if err != nil {
 				return nil, err
 			}
-			t.postings = append(t.postings, v)
-			t.size += int64(len(v))
+			got[i] = v
 		}
-		if t.size == 0 {
-			return nil, nil
+		found = true
+		for i, v := range got {
+			tris[i].postings = append(tris[i].postings, v)
+			tris[i].size += int64(len(v))
 		}
-		tris = append(tris, t)
+	}
+	if !found {
+		return nil, nil
 	}
 	return tris, nil
+}
+
+// distinctTrigrams are the needle's distinct trigrams, in their order.
+func distinctTrigrams(needle []byte) [][]byte {
+	var out [][]byte
+	for i := 0; i+3 <= len(needle); i++ {
+		t := needle[i : i+3]
+		if !slices.ContainsFunc(out, func(o []byte) bool { return bytes.Equal(o, t) }) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // intersectPostings is the set of the documents below nextDoc in the
