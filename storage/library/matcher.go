@@ -27,6 +27,9 @@ type itemMatcher struct {
 	// ordered, when set, is a plan that walks one filter's ordered keys
 	// (orderedPage) instead of the statuses' indexes.
 	ordered *searchPlan
+	// textFilter, when set, tells the items whose text cannot hold the
+	// needle (by the text index), which are not read.
+	textFilter *textindex.Filter
 	// readyKnown and ready: whether the member's index is built, read
 	// when a scan first passes the budget.
 	readyKnown, ready bool
@@ -161,6 +164,11 @@ func (m *itemMatcher) match(it *SavedItem) (bool, error) {
 		return false, nil
 	}
 	if m.needle != nil {
+		if m.textFilter != nil {
+			if may, err := m.textFilter.May(m.tx, it.ID); err != nil || !may {
+				return false, err
+			}
+		}
 		m.verified++
 		return itemTextContains(m.tx, it, m.needle)
 	}

@@ -2,12 +2,14 @@ package library
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -561,5 +563,97 @@ func TestContentTextFolded(t *testing.T) {
 	}
 	if _, err := appendContentTextFolded(nil, []byte(`{"html":"x","text":"unterminated`)); err == nil {
 		t.Error("a damaged record read without error")
+	}
+}
+
+// A word in more items than a page reads one by one, but in few of them:
+// the walk along the sort order reads the text only of the items the text
+// index lets through (textindex.Filter), and of those whose text waits in
+// its queue, and finds exactly what reading every text finds.
+func TestSearchWalkFilteredByTheTextIndex(t *testing.T) {
+	st, m := openSavedTest(t)
+	const n = 1600
+	base := storage.Now().Add(-time.Hour)
+	has := map[string]bool{} // the items whose text holds the word
+	var ids []string
+	write := func(tx *storage.Tx, old *SavedItem, i int, text string) error {
+		it := &SavedItem{ID: testID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive, Title: "t",
+			CreatedAt: base.Add(time.Duration(i) * time.Second)}
+		if old != nil {
+			c := *old
+			it = &c
+		}
+		it.UpdatedAt = storage.Now()
+		has[it.ID] = strings.Contains(text, "quillwort")
+		return writeItem(tx, itemChange{old: old, it: it, content: &ItemContent{Text: text}})
+	}
+	for i := 0; i < n; i += 400 {
+		if err := st.Update(t.Context(), func(tx *storage.Tx) error {
+			for j := i; j < i+400; j++ {
+				text := fmt.Sprintf("plain words of item %d", j)
+				switch {
+				case j%16 == 0:
+					text += " a quillwort"
+				case j%40 == 5:
+					text += " quill illwort" // every trigram, not the word
+				}
+				if err := write(tx, nil, j, text); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.View(t.Context(), func(tx *storage.Tx) error {
+		return tx.Scan(itemIndexPrefix(m.ID, StatusActive, SortCreatedAt), nil, true, true, func(k, _ []byte) (bool, error) {
+			ids = append(ids, strconv.FormatUint(binary.BigEndian.Uint64(k[len(k)-8:]), 10))
+			return true, nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitIndexed(t, st, m.ID)
+	// Texts changed while the indexer waits: the word added to two items
+	// and taken from one, their new texts in the queue.
+	textIndexPaused.Store(true)
+	defer textIndexPaused.Store(false)
+	if err := st.Update(t.Context(), func(tx *storage.Tx) error {
+		for _, c := range []struct {
+			i    int
+			text string
+		}{{3, "now a quillwort"}, {1597, "quillwort too"}, {1584, "no longer"}} {
+			var old SavedItem
+			if err := getItem(tx, itemKey(m.ID, ids[n-1-c.i]), &old); err != nil {
+				return err
+			}
+			if err := write(tx, &old, c.i, c.text); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, id := range ids {
+		if has[id] {
+			want = append(want, id)
+		}
+	}
+	if err := st.View(t.Context(), func(tx *storage.Tx) error {
+		_, small, filter, err := textCandidates(tx, m.ID, []byte("quillwort"), candidateFloor)
+		if err == nil && (small || filter == nil) {
+			err = fmt.Errorf("the text index gives small %v, a filter %v; want a filter", small, filter != nil)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{7, 50} {
+		if got := allPages(t, st, m.ID, ItemFilter{Text: "QuillWort"}, SortCreatedAt, true, size); !slices.Equal(got, want) {
+			t.Fatalf("pages of %d:\n got %v\nwant %v", size, got, want)
+		}
 	}
 }

@@ -191,13 +191,15 @@ func (s Store) SearchIndexBacklog(ctx context.Context, memberID string) (int, er
 // cannot tell (not built, needle shorter than 3 bytes, more indexed
 // candidates than limit, or more pending items than a page may verify:
 // until the indexer has caught up with a backlog, a search reads the
-// pending items one by one rather than every item).
-func textCandidates(tx *storage.Tx, memberID string, needle []byte, limit int) (ids []string, ok bool, err error) {
+// pending items one by one rather than every item); then perhaps a filter
+// of the candidates (textindex.Index.Lookup), which the match of each item
+// consults before it reads the item's text.
+func textCandidates(tx *storage.Tx, memberID string, needle []byte, limit int) (ids []string, ok bool, filter *textindex.Filter, err error) {
 	if len(needle) < 3 {
-		return nil, false, nil
+		return nil, false, nil, nil
 	}
 	if ready, err := searchReady(tx, memberID); err != nil || !ready {
-		return nil, false, err
+		return nil, false, nil, err
 	}
-	return memberIndex(memberID).Candidates(tx, needle, limit, maxVerified)
+	return memberIndex(memberID).Lookup(tx, needle, limit, maxVerified)
 }

@@ -92,7 +92,7 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 	var candidates []string
 	err = st.View(t.Context(), func(tx *storage.Tx) error {
 		var ok bool
-		candidates, ok, err = textCandidates(tx, m.ID, []byte("zanzibarite"), maxCandidates)
+		candidates, ok, _, err = textCandidates(tx, m.ID, []byte("zanzibarite"), maxCandidates)
 		if !ok {
 			return errors.New("the index does not answer")
 		}

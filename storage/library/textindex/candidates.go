@@ -29,33 +29,51 @@ type needleTrigram struct {
 // restart or a burst of writes the queue may hold thousands, which the
 // caller verifies one by one rather than its whole collection.
 func (x Index) Candidates(tx *storage.Tx, needle []byte, limit, unindexed int) (ids []string, ok bool, err error) {
+	ids, ok, _, err = x.Lookup(tx, needle, limit, unindexed)
+	return ids, ok, err
+}
+
+// Lookup is Candidates that, when the candidates are more than limit but
+// a small share of the documents (a word in a few per cent of them),
+// returns a Filter of them instead: a walk along the caller's order then
+// verifies only the documents the filter lets through.
+func (x Index) Lookup(tx *storage.Tx, needle []byte, limit, unindexed int) (ids []string, ok bool, filter *Filter, err error) {
 	if len(needle) < 3 {
-		return nil, false, nil
+		return nil, false, nil, nil
 	}
 	meta, err := x.ReadMeta(tx)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	if ids, err = x.unindexed(tx, meta, unindexed); err != nil || len(ids) > unindexed {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	tris, err := x.needleTrigrams(tx, meta, needle)
 	if err != nil || tris == nil {
-		return ids, err == nil, err // a trigram no document has: only the unindexed can match
+		return ids, err == nil, nil, err // a trigram no document has: only the unindexed can match
 	}
 	sort.Slice(tris, func(a, b int) bool { return tris[a].size < tris[b].size })
-	if tris[0].size > 8*int64(limit) {
-		// Even the rarest trigram is in far more documents than limit (a
-		// posting takes about one byte): a frequent phrase, which the
-		// scan along the sort order finds soon.
-		return nil, false, nil
+	// A posting takes about a byte a document, or more: the rarest
+	// trigram's size bounds the candidates.
+	filtering := tris[0].size <= int64(meta.NextDoc)/filterShare
+	if tris[0].size > 8*int64(limit) && !filtering {
+		// Even the rarest trigram is in far more documents than limit: a
+		// frequent phrase, which the scan along the sort order finds soon.
+		return nil, false, nil, nil
 	}
 	set, err := intersectPostings(tris[:min(len(tris), maxTrigrams)], meta.NextDoc)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
-	if set.count() > limit {
-		return nil, false, nil
+	if n := set.count(); n > limit {
+		if !filtering || n > int(meta.NextDoc)/filterShare {
+			return nil, false, nil, nil
+		}
+		open := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			open[id] = true
+		}
+		return nil, false, &Filter{x: x, set: set, nextDoc: meta.NextDoc, open: open}, nil
 	}
 	for i, w := range set {
 		for w != 0 {
@@ -66,12 +84,49 @@ func (x Index) Candidates(tx *storage.Tx, needle []byte, limit, unindexed int) (
 				continue // re-indexed or removed
 			}
 			if err != nil {
-				return nil, false, err
+				return nil, false, nil, err
 			}
 			ids = append(ids, string(id))
 		}
 	}
-	return ids, true, nil
+	return ids, true, nil, nil
+}
+
+// filterShare: a Filter is made for candidates that are at most this
+// fraction (1/filterShare) of the documents; more, and the walk along the
+// caller's order finds the needle soon enough by verifying each.
+const filterShare = 8
+
+// Filter tells, by a document's number, whether it may contain a needle
+// (Lookup): a document outside the candidates of the trigram index does
+// not, unless its text waits in the queue or is wide (open), or it has no
+// number the candidates were taken from.
+type Filter struct {
+	x       Index
+	set     bitset
+	nextDoc uint32
+	open    map[string]bool
+}
+
+// May reports whether document id may contain the needle: false only when
+// it certainly does not. A point lookup of its number, far less than
+// reading its text.
+func (f *Filter) May(tx *storage.Tx, id string) (bool, error) {
+	if f.open[id] {
+		return true, nil
+	}
+	v, err := tx.Get(f.x.DocKey(id))
+	if errors.Is(err, storage.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if len(v) != 4 {
+		return true, nil
+	}
+	doc := binary.BigEndian.Uint32(v)
+	return doc >= f.nextDoc || f.set.has(doc), nil
 }
 
 // unindexed returns the ids of the queued and the wide documents, up to
