@@ -217,10 +217,13 @@ func (q *pageQuery) searchCandidates() (ids []string, ok bool, err error) {
 	ready := version >= 4 && version <= searchIndexVersion
 	// A page in the order of createdAt can walk a filter's ordered keys.
 	ordered := ready && version >= orderedKeysVersion && q.p.Field == SortCreatedAt
-	limit, err := q.candidateLimit(ready)
-	if err != nil {
-		return nil, false, err
+	var all, inStatuses float64 // the member's items, those of the page's statuses
+	if ready {
+		if all, inStatuses, err = q.statusCounts(); err != nil {
+			return nil, false, err
+		}
 	}
+	limit := q.candidateLimit(ready, all)
 	srcs, err := q.filterSources(ready, ordered)
 	defer func() {
 		for _, src := range srcs {
@@ -243,7 +246,8 @@ func (q *pageQuery) searchCandidates() (ids []string, ok bool, err error) {
 			return text, true, nil
 		}
 	}
-	plan := searchPlanner{q: q, ready: ready, copies: ordered && version >= orderedCopiesVersion, counted: counted, limit: limit}.plan()
+	plan := searchPlanner{q: q, ready: ready, copies: ordered && version >= orderedCopiesVersion, counted: counted, limit: limit,
+		all: all, inStatuses: inStatuses}.plan()
 	cand, haveCand, err := q.narrow(plan, counted, limit)
 	if err != nil || plan.kind == planOrdered {
 		return nil, false, err
@@ -270,20 +274,31 @@ func (q *pageQuery) searchCandidates() (ids []string, ok bool, err error) {
 }
 
 // candidateLimit is how many candidates the page reads one by one at
-// most. Reading c candidates one by one costs about c point reads; the
-// scan along the sort order reads about first × items / c entries, each
-// about an eighth of a point read (measured on the search corpus):
-// candidates win while c² < first × items / 8.
-func (q *pageQuery) candidateLimit(ready bool) (int, error) {
+// most, of the member's items. Reading c candidates one by one costs
+// about c point reads; the scan along the sort order reads about first ×
+// items / c entries, each about an eighth of a point read (measured on
+// the search corpus): candidates win while c² < first × items / 8.
+func (q *pageQuery) candidateLimit(ready bool, items float64) int {
 	if !ready {
-		return maxCandidates, nil
+		return maxCandidates
 	}
-	docs, err := memberIndex(q.memberID).Documents(q.tx)
-	if err != nil {
-		return 0, err
+	return min(maxCandidates, max(candidateFloor, int(math.Sqrt(float64(max(q.first, 1))*items/8))))
+}
+
+// statusCounts are the member's items and those of the page's statuses,
+// from the filter counts.
+func (q *pageQuery) statusCounts() (all, inStatuses float64, err error) {
+	for st, c := range statusCode {
+		n, err := countAt(q.tx, filterCountKey(q.memberID, "s", c))
+		if err != nil {
+			return 0, 0, err
+		}
+		all += float64(n)
+		if contains(q.statuses, st) {
+			inStatuses += float64(n)
+		}
 	}
-	items := float64(docs) // about the number of the member's items
-	return min(maxCandidates, max(candidateFloor, int(math.Sqrt(float64(max(q.first, 1))*items/8)))), nil
+	return all, inStatuses, nil
 }
 
 // filterSources are the sources of ids of the filters that have keys,
@@ -500,9 +515,10 @@ type searchPlanner struct {
 	copies  bool // the ordered filter keys carry their items' records
 	counted []*idSource
 	limit   int // the most candidates read one by one
-	// all is the member's items, inStatuses those of the page's statuses;
-	// expect is how many of those are expected to match, walked how many
-	// entries the walk along the sort order reads.
+	// all is the member's items, inStatuses those of the page's statuses
+	// (from the counts, when ready); expect is how many of those are
+	// expected to match, walked how many entries the walk along the sort
+	// order reads.
 	all, inStatuses, expect, walked float64
 	// ordered is the smallest filter with ordered keys, if any.
 	ordered *idSource
@@ -512,18 +528,6 @@ type searchPlanner struct {
 func (sp searchPlanner) plan() searchPlan {
 	if len(sp.counted) == 0 {
 		return searchPlan{kind: planWalk}
-	}
-	if sp.ready {
-		for st, c := range statusCode {
-			n, err := countAt(sp.q.tx, filterCountKey(sp.q.memberID, "s", c))
-			if err != nil {
-				n = 0
-			}
-			sp.all += float64(n)
-			if contains(sp.q.statuses, st) {
-				sp.inStatuses += float64(n)
-			}
-		}
 	}
 	// The smallest filter with ordered keys (a page in their order).
 	for _, src := range sp.counted {

@@ -123,16 +123,6 @@ func SegmentLevel(docs uint32) int {
 	return l
 }
 
-// Documents is about the number of documents the index has numbered (an
-// estimate of their number for a search's cost model).
-func (x Index) Documents(tx *storage.Tx) (uint32, error) {
-	m, err := x.ReadMeta(tx)
-	if err != nil {
-		return 0, err
-	}
-	return m.NextDoc, nil
-}
-
 // Backlog is the work left: documents queued, plus one for each merge to
 // come or under way. 0 means searches read only finished segments.
 func (x Index) Backlog(tx *storage.Tx) (int, error) {
