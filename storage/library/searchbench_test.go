@@ -1,8 +1,10 @@
 package library
 
 import (
+	"fmt"
 	"math/rand"
 	"testing"
+	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -42,6 +44,73 @@ func BenchmarkSearchWords(b *testing.B) {
 			for b.Loop() {
 				if _, err := Of(st).SavedItemsPage(b.Context(), m.ID, ItemFilter{Text: c.word}, PageRequest{Field: SortCreatedAt, Desc: true, First: 50}); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSavedItemsPage times first pages (50 items, newest first) of
+// n items: of the inbox, at 90 % of it, and of a label on one item in 20
+// (a filter's ordered keys walked).
+func BenchmarkSavedItemsPage(b *testing.B) {
+	for _, n := range []int{1000, 100000} {
+		st, m := openSavedTest(b)
+		l, err := Of(st).CreateLabel(b.Context(), m.ID, "news", "#000000")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var last string
+		for i := 0; i < n; i += 1000 {
+			err := st.Update(b.Context(), func(tx *storage.Tx) error {
+				for j := i; j < i+1000 && j < n; j++ {
+					t := storage.Now().Add(time.Duration(j) * time.Millisecond)
+					it := &SavedItem{ID: testID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive,
+						Title: fmt.Sprintf("t%d", j), CreatedAt: t, UpdatedAt: t, WordCount: j}
+					if j%20 == 0 {
+						it.LabelIDs = []string{l.ID}
+					}
+					if err := writeItem(tx, itemChange{it: it}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		// Cursor at 90 % of the list.
+		after := ""
+		for seen := 0; seen < n*9/10; {
+			p, err := Of(st).SavedItemsPage(b.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 100, After: after})
+			if err != nil {
+				b.Fatal(err)
+			}
+			seen += len(p.Items)
+			after = p.Cursors[len(p.Cursors)-1]
+		}
+		last = after
+		b.Run(fmt.Sprintf("first/n=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := Of(st).SavedItemsPage(b.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 50}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("deep90/n=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := Of(st).SavedItemsPage(b.Context(), m.ID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 50, After: last}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		waitIndexed(b, st, m.ID)
+		b.Run(fmt.Sprintf("label/n=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				p, err := Of(st).SavedItemsPage(b.Context(), m.ID, ItemFilter{LabelsAll: [][]string{{"news"}}}, PageRequest{Field: SortCreatedAt, Desc: true, First: 50})
+				if err != nil || len(p.Items) != 50 {
+					b.Fatal(p, err)
 				}
 			}
 		})
