@@ -6,21 +6,14 @@ import (
 	"errors"
 	"math/bits"
 	"slices"
-	"sort"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
-// maxTrigrams is how many of the needle's trigrams (the rarest) a search
-// intersects.
-const maxTrigrams = 6
-
-// needleTrigram is one distinct trigram of a needle: its postings in the
-// live segments and their size.
-type needleTrigram struct {
-	postings [][]byte
-	size     int64
-}
+// maxTrigrams is how many of the needle's trigrams a search reads and
+// intersects in one segment: those that other segments lacked first (the
+// rarest), which narrow the candidates about as much as all of them.
+const maxTrigrams = 4
 
 // Candidates returns the ids of the documents that may contain the folded
 // needle, or ok false when the index cannot tell (a needle shorter than 3
@@ -48,22 +41,27 @@ func (x Index) Lookup(tx *storage.Tx, needle []byte, limit, unindexed int) (ids 
 	if ids, err = x.unindexed(tx, meta, unindexed); err != nil || len(ids) > unindexed {
 		return nil, false, nil, err
 	}
-	tris, err := x.needleTrigrams(tx, meta, needle)
-	if err != nil || tris == nil {
-		return ids, err == nil, nil, err // a trigram no document has: only the unindexed can match
+	segs, err := x.needleTrigrams(tx, meta, needle)
+	if err != nil || segs == nil {
+		return ids, err == nil, nil, err // no segment has every trigram: only the unindexed can match
 	}
-	sort.Slice(tris, func(a, b int) bool { return tris[a].size < tris[b].size })
-	// A posting takes about a byte a document, or more: the rarest
-	// trigram's size bounds the candidates.
-	filtering := tris[0].size <= int64(meta.NextDoc)/filterShare
-	if tris[0].size > 8*int64(limit) && !filtering {
-		// Even the rarest trigram is in far more documents than limit: a
-		// frequent phrase, which the scan along the sort order finds soon.
+	// A posting takes about a byte a document, or more: the sizes of each
+	// segment's smallest posting bound the candidates.
+	bound := int64(0)
+	for _, postings := range segs {
+		bound += int64(len(slices.MinFunc(postings, func(a, b []byte) int { return len(a) - len(b) })))
+	}
+	filtering := bound <= int64(meta.NextDoc)/filterShare
+	if bound > 8*int64(limit) && !filtering {
+		// Far more documents than limit: a frequent phrase, which the
+		// scan along the sort order finds soon.
 		return nil, false, nil, nil
 	}
-	set, err := intersectPostings(tris[:min(len(tris), maxTrigrams)], meta.NextDoc)
-	if err != nil {
-		return nil, false, nil, err
+	set := make(bitset, (int(meta.NextDoc)+63)/64)
+	for _, postings := range segs {
+		if err := intersectPostings(postings, set, meta.NextDoc); err != nil {
+			return nil, false, nil, err
+		}
 	}
 	if n := set.count(); n > limit {
 		if !filtering || n > int(meta.NextDoc)/filterShare {
@@ -146,28 +144,28 @@ func (x Index) unindexed(tx *storage.Tx, meta *Meta, limit int) (ids []string, e
 	return ids, err
 }
 
-// needleTrigrams reads the postings of the needle's distinct trigrams in
-// the live segments that have all of them; nil when no segment does. A
-// document with the needle has every one of its trigrams in the segment
-// that indexed it, so a segment without one of them is passed over
-// without reading its other postings: the trigram it lacked is looked up
-// first in the next segment (a rare word's rarest trigram is in few
-// segments, and an absent key costs a filter probe, where a frequent
-// trigram's postings are kilobytes).
-func (x Index) needleTrigrams(tx *storage.Tx, meta *Meta, needle []byte) ([]needleTrigram, error) {
+// needleTrigrams reads, for each live segment that has them all, the
+// postings of the needle's distinct trigrams: up to maxTrigrams of them,
+// in the order of lookups. A document with the needle has every one of
+// its trigrams in the segment that indexed it, so a segment without one of
+// them is passed over without reading its other postings: the trigram it
+// lacked is looked up first in the next segment (a rare word's rarest
+// trigram is in few segments, and an absent key costs a filter probe,
+// where a frequent trigram's postings are kilobytes). nil when no segment
+// has them.
+func (x Index) needleTrigrams(tx *storage.Tx, meta *Meta, needle []byte) ([][][]byte, error) {
 	distinct := distinctTrigrams(needle)
-	tris := make([]needleTrigram, len(distinct))
 	order := make([]int, len(distinct)) // the lookup order, the last one missing first
 	for i := range order {
 		order[i] = i
 	}
-	got := make([][]byte, len(distinct))
+	var segs [][][]byte
 	k := x.TrigramPrefix()
 	n := len(k)
-	found := false
 segments:
 	for _, sg := range meta.Segments {
-		for j, i := range order {
+		var postings [][]byte
+		for j, i := range order[:min(len(order), maxTrigrams)] {
 			k = append(binary.BigEndian.AppendUint32(k[:n], sg.ID), distinct[i]...)
 			v, err := tx.Get(k)
 			if errors.Is(err, storage.ErrNotFound) {
@@ -178,18 +176,11 @@ segments:
 			if err != nil {
 				return nil, err
 			}
-			got[i] = v
+			postings = append(postings, v)
 		}
-		found = true
-		for i, v := range got {
-			tris[i].postings = append(tris[i].postings, v)
-			tris[i].size += int64(len(v))
-		}
+		segs = append(segs, postings)
 	}
-	if !found {
-		return nil, nil
-	}
-	return tris, nil
+	return segs, nil
 }
 
 // distinctTrigrams are the needle's distinct trigrams, in their order.
@@ -204,28 +195,38 @@ func distinctTrigrams(needle []byte) [][]byte {
 	return out
 }
 
-// intersectPostings is the set of the documents below nextDoc in the
-// postings of every trigram of tris.
-func intersectPostings(tris []needleTrigram, nextDoc uint32) (bitset, error) {
-	var set bitset
-	for n, t := range tris {
-		cur := make(bitset, (int(nextDoc)+63)/64)
-		for _, v := range t.postings {
-			if err := eachPosting(v, func(doc uint32) {
-				if doc < nextDoc {
-					cur.set(doc)
-				}
-			}); err != nil {
-				return nil, err
-			}
+// intersectPostings adds to set the documents below nextDoc in every one
+// of postings (one segment's), read from the smallest.
+func intersectPostings(postings [][]byte, set bitset, nextDoc uint32) error {
+	slices.SortFunc(postings, func(a, b []byte) int { return len(a) - len(b) })
+	var docs []uint32
+	if err := eachPosting(postings[0], func(doc uint32) {
+		if doc < nextDoc {
+			docs = append(docs, doc)
 		}
-		if n == 0 {
-			set = cur
-		} else {
-			for i := range set {
-				set[i] &= cur[i]
-			}
-		}
+	}); err != nil {
+		return err
 	}
-	return set, nil
+	for _, v := range postings[1:] {
+		if len(docs) == 0 {
+			return nil
+		}
+		kept, i := docs[:0], 0 // kept never passes i: docs is filtered in place
+		if err := eachPosting(v, func(doc uint32) {
+			for i < len(docs) && docs[i] < doc {
+				i++
+			}
+			if i < len(docs) && docs[i] == doc {
+				kept = append(kept, doc)
+				i++
+			}
+		}); err != nil {
+			return err
+		}
+		docs = kept
+	}
+	for _, doc := range docs {
+		set.set(doc)
+	}
+	return nil
 }
