@@ -150,7 +150,8 @@ func writeIndexEntries(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
 			}
 		}
 	}
-	copies := indexCopy(tx, rec, len(keys))
+	lt := libraryState.Of(tx)
+	copies := copyWithin(&lt.indexCopyBytes, maxIndexCopyBytes, rec, len(keys))
 	for _, k := range keys {
 		if err := tx.Put(k, copies, 0); err != nil {
 			return err
@@ -159,18 +160,18 @@ func writeIndexEntries(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
 	return nil
 }
 
-// indexCopy is rec when n more copies of it keep the transaction's copies
-// of records (index entries, ordered filter keys) within
-// maxIndexCopyBytes, else nil. A transaction that touches many items (a
-// label on thousands of them) would outgrow Badger's limit with several
-// copies of each: past the budget the keys carry no copy, and pages look
-// those items up until their next write.
-func indexCopy(tx *storage.Tx, rec []byte, n int) []byte {
-	lt := libraryState.Of(tx)
-	if lt.indexCopyBytes+n*len(rec) > maxIndexCopyBytes {
+// copyWithin is rec when n more copies of it keep the copies a
+// transaction wrote (*used) within limit, else nil. A transaction that
+// touches many items (a label on thousands of them, an import's batch)
+// would outgrow Badger's limit with several copies of each: past the
+// budget the keys carry no copy, and pages look those items up until their
+// next write. The status indexes and the ordered filter keys have budgets
+// of their own, so that the ordered keys' copies never take the inbox's.
+func copyWithin(used *int, limit int, rec []byte, n int) []byte {
+	if *used+n*len(rec) > limit {
 		return nil
 	}
-	lt.indexCopyBytes += n * len(rec)
+	*used += n * len(rec)
 	return rec
 }
 
@@ -243,6 +244,11 @@ func unlabelItems(tx *storage.Tx, memberID, label string, ids []string) error {
 // under Badger's transaction limit (15 % of a memtable: 1.2 MiB with the
 // default 8 MiB).
 const maxIndexCopyBytes = 512 << 10
+
+// maxOrderedCopyBytes bounds the ordered filter keys' copies of records one
+// transaction writes (beside maxIndexCopyBytes: both well under Badger's
+// limit).
+const maxOrderedCopyBytes = 256 << 10
 
 // removeItem removes an item and every key derived from it (writeItem's),
 // its highlights and its pending fetch, and leaves its tombstone.
@@ -339,7 +345,8 @@ func writeOrderedKeys(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
 		oldKeys, _ = orderedFilterKeys(old, nil)
 	}
 	keys, _ := orderedFilterKeys(it, nil)
-	value := orderedValue(it.Status, it.SourceDomain, indexCopy(tx, rec, len(keys)))
+	lt := libraryState.Of(tx)
+	value := orderedValue(it.Status, it.SourceDomain, copyWithin(&lt.orderedCopyBytes, maxOrderedCopyBytes, rec, len(keys)))
 	for _, k := range oldKeys {
 		if !slices.ContainsFunc(keys, func(n []byte) bool { return bytes.Equal(n, k) }) {
 			if err := tx.Delete(k); err != nil {

@@ -10,8 +10,9 @@ import (
 // first time the transaction writes what needs it (libraryState): a
 // transaction of another domain holds none.
 type libraryTx struct {
-	// indexCopyBytes counts the item copies writeItem wrote to indexes.
-	indexCopyBytes int
+	// indexCopyBytes and orderedCopyBytes count the item copies
+	// writeItem wrote to the status indexes and to the ordered filter keys.
+	indexCopyBytes, orderedCopyBytes int
 	// highlightCopyBytes counts the highlights syncHighlightCopies wrote,
 	// and highlightsLeft lists the items (member id, item id) whose
 	// highlights it left for after the commit (finishHighlightCopies).
