@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,8 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/handlers/inbound"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
+	"github.com/hearthkit/caddy-hearth/handlers/omnivore"
 	"github.com/hearthkit/caddy-hearth/handlers/reader"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -37,8 +40,13 @@ func init() {
 }
 
 // GraphQL is the hearth_graphql handler: the Inboxt-compatible GraphQL API
-// for saved articles and highlights (handlers/graphql), its newsletter
-// inbound URLs, and the member pages with the API Tokens settings page.
+// for saved articles and highlights (handlers/graphql) and the routes
+// beside it, each its package's: the newsletter routes (handlers/inbound),
+// Inboxt's app configuration (handlers/inboxtapi), imports
+// (handlers/importer), Omnivore's content endpoint (handlers/omnivore),
+// exports, books, feeds and images (handlers/export); the library pages
+// (handlers/reader) and the member pages with the API Tokens, Export and
+// Import settings pages.
 type GraphQL struct {
 	// Largest GraphQL request body.
 	MaxBodySize int64 `json:"max_body_size,omitempty" caddyfile:"max_body_size <size>" default:"1MiB"`
@@ -82,10 +90,14 @@ type GraphQL struct {
 	ImportMaxRatio int `json:"import_max_ratio,omitempty" caddyfile:"import_max_ratio <n>" default:"100"`
 
 	server *graphql.Server
-	reader *reader.Handler
-	pages  *account.Pages
-	logger *zap.Logger
-	app    *App
+	// routes are the API and the routes beside it, each served by its
+	// own package, then the library and member pages, in the order they
+	// are asked; unlogged are the ones serveUnlogged asks.
+	routes, unlogged []service
+	reader           *reader.Handler
+	pages            *account.Pages
+	logger           *zap.Logger
+	app              *App
 
 	siteHome
 }
@@ -150,10 +162,13 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 	// The library pages: the member's library in the browser, where
 	// signed-in members of this site land (setSiteHomes).
 	h.reader = reader.New(app.Store(), reader.Options{Pages: h.pages, SaveURL: h.server.SaveURL, Logger: ctx.Logger().Named("reader")})
+	api := []service{h.server, h.server.Inbound(), inboxtapi.Config{}, h.server.Uploads(), h.server.Content(), h.server.Exports()}
+	h.routes = append(slices.Clip(api), h.reader, h.pages)
+	h.unlogged = append(slices.Clip(api), h.pages)
 	h.pages.AddSettingsPage(h.reader.SavingPage())
 	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
-	h.pages.AddSettingsPage(h.server.ExportPage(h.pages))
-	h.pages.AddSettingsPage(h.server.ImportPage(h.pages))
+	h.pages.AddSettingsPage(h.server.Exports().Page(h.pages))
+	h.pages.AddSettingsPage(h.server.Uploads().Page(h.pages))
 	return nil
 }
 
@@ -178,15 +193,15 @@ func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return h.serveUnlogged(w, r, next, inbound.Path+"REDACTED")
 	case inbound.IsMailWebhook(r):
 		return h.serveUnlogged(w, r, next, r.URL.Path)
-	case strings.HasPrefix(r.URL.Path, graphql.ContentDownloadPath):
-		return h.serveUnlogged(w, r, next, graphql.ContentDownloadPath+"REDACTED")
+	case strings.HasPrefix(r.URL.Path, omnivore.ContentDownloadPath):
+		return h.serveUnlogged(w, r, next, omnivore.ContentDownloadPath+"REDACTED")
 	case strings.HasPrefix(r.URL.Path, export.FeedPath):
 		return h.serveUnlogged(w, r, next, export.FeedPath+"REDACTED")
 	}
 	if isLanding(r) {
 		return serveLanding(w, r, next, h.pages, graphqlService)
 	}
-	return serveOrNext(w, r, orNotFound{next, h.pages}, h.server, h.reader, h.pages)
+	return serveOrNext(w, r, orNotFound{next, h.pages}, h.routes...)
 }
 
 // serveUnlogged serves a request that carries a secret Caddy's access log
@@ -199,7 +214,7 @@ func (h *GraphQL) serveUnlogged(w http.ResponseWriter, r *http.Request, next cad
 	caddyhttp.SetVar(r.Context(), caddyhttp.LogSkipVar, true)
 	start := time.Now()
 	rec := caddyhttp.NewResponseRecorder(w, nil, nil)
-	err := serveOrNext(rec, r, next, h.server, h.pages)
+	err := serveOrNext(rec, r, next, h.unlogged...)
 	h.logger.Info("handled request",
 		zap.String("method", r.Method),
 		zap.String("uri", uri),

@@ -164,6 +164,24 @@ type FetchError struct{ Msg string }
 
 func (e *FetchError) Error() string { return e.Msg }
 
+// MemberMessage is what to tell the member about err, when err is the
+// member's to fix (a URL refused, a site that failed): the message the API
+// would answer with. Other errors (the store's) are not said as they are.
+func MemberMessage(err error) (string, bool) {
+	var ie *storage.InvalidError
+	var ai *InputError
+	var af *FetchError
+	switch {
+	case errors.As(err, &ie):
+		return ie.Msg, true
+	case errors.As(err, &ai):
+		return ai.Msg, true
+	case errors.As(err, &af):
+		return af.Msg, true
+	}
+	return "", false
+}
+
 // InputError is what cannot be saved whoever tries again (not an HTML
 // page, no readable content, too large). Its message is for the member
 // (the API's BAD_USER_INPUT).

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 )
 
 // GET /api/config answers Inboxt's runtime configuration (the keys its web
@@ -14,7 +15,7 @@ import (
 // app shows as the API's base URL, and no error reporting.
 func TestConfigIsInboxtsRuntimeConfig(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
-	resp, err := http.Get(e.srv.URL + graphql.ConfigPath)
+	resp, err := http.Get(e.srv.URL + inboxtapi.ConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,13 +23,13 @@ func TestConfigIsInboxtsRuntimeConfig(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	var got map[string]any
 	if err := json.Unmarshal(b, &got); err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
-		t.Fatalf("GET %s: %d %s %s", graphql.ConfigPath, resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		t.Fatalf("GET %s: %d %s %s", inboxtapi.ConfigPath, resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
 	if len(got) != 3 || got["appUrl"] != e.srv.URL || got["webErrorsDsn"] != nil || got["apiErrorsDsnConfigured"] != false {
 		t.Fatalf("config = %s", b)
 	}
-	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+graphql.ConfigPath, nil)
-	if e.api.Handles(req) {
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+inboxtapi.ConfigPath, nil)
+	if e.handles(req) {
 		t.Fatal("POST /api/config is taken; only reads are Hearth's")
 	}
 }

@@ -227,7 +227,7 @@ func TestAddArticleFromUrlSurvivesARestartMidFetch(t *testing.T) {
 			t.Fatal(err)
 		}
 		api := graphql.New(store, graphql.Options{Fetcher: localFetcher()})
-		return store, api, httptest.NewServer(api)
+		return store, api, httptest.NewServer(served(api))
 	}
 	store, api, srv := open()
 	m, err := members.Of(store).CreateMember(t.Context(), "alice", "alice", "correct horse battery")

@@ -316,7 +316,7 @@ func TestHandles(t *testing.T) {
 		"/api/graphql": true, "/api/newsletters/inbound/nl_x": true, "/api/graphqlx": false, "/settings": false,
 	} {
 		r, _ := http.NewRequest(http.MethodPost, "http://h"+path, nil)
-		if got := e.api.Handles(r); got != want {
+		if got := e.handles(r); got != want {
 			t.Errorf("Handles(%s) = %v", path, got)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/library/query"
 )
 
 // A query's cost, computed before it runs and refused above MaxComplexity
@@ -22,7 +23,7 @@ import (
 //
 //   - Omnivore's search and updatesSince: their page size, plus searchCost;
 //   - entries: its page size, plus searchCost when q filters by more
-//     than a status and a type (filtersBeyondListing): such a page may look
+//     than a status and a type (query.FiltersBeyondListing): such a page may look
 //     at many items, up to the library's search budget, to find a few, so
 //     aliases of a search are priced rather than each reading that much;
 //     labels, savedQueries, apiTokens and
@@ -88,7 +89,7 @@ const (
 func setComplexity(c *generated.ComplexityRoot) {
 	c.Query.Entries = func(child int, q generated.GetEntriesInput) int {
 		cost := listCost(pageSize(q.First), child)
-		if q.Q != nil && filtersBeyondListing(*q.Q) {
+		if q.Q != nil && query.FiltersBeyondListing(*q.Q) {
 			cost = addCost(cost, searchCost)
 		}
 		return cost

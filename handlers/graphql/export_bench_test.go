@@ -66,7 +66,7 @@ func benchmarkExportLibrary(b *testing.B, n int) {
 	}
 	api := graphql.New(st, graphql.Options{NoImportFetch: true})
 	defer api.Close()
-	srv := httptest.NewServer(api)
+	srv := httptest.NewServer(served(api))
 	defer srv.Close()
 	get := func(b *testing.B, path, kind string) int64 {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -53,12 +54,51 @@ func newEnv(t *testing.T, opts graphql.Options, pages ...account.Options) *env {
 	}
 	api := graphql.New(store, opts)
 	t.Cleanup(func() { api.Close() })
-	srv := httptest.NewServer(api)
+	srv := httptest.NewServer(served(api))
 	t.Cleanup(srv.Close)
 	e := &env{t: t, store: store, api: api, srv: srv}
 	e.member, e.token = e.newMember("alice")
 	e.session = e.signIn(e.member)
 	return e
+}
+
+// route is what each package's handler offers (caddymodule's service): an
+// http.Handler that says which requests are its own.
+type route interface {
+	http.Handler
+	Handles(r *http.Request) bool
+}
+
+// libraryRoutes are the API and the routes hearth_graphql serves beside
+// it, each its own package's, in the order caddymodule's GraphQL handler
+// asks them.
+func libraryRoutes(api *graphql.Server) []route {
+	return []route{api, api.Inbound(), inboxtapi.Config{}, api.Uploads(), api.Content(), api.Exports()}
+}
+
+// served serves what hearth_graphql serves of the library (libraryRoutes)
+// and then more; other requests get 404.
+func served(api *graphql.Server, more ...route) http.Handler {
+	routes := append(libraryRoutes(api), more...)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, h := range routes {
+			if h.Handles(r) {
+				h.ServeHTTP(w, r)
+				return
+			}
+		}
+		http.NotFound(w, r)
+	})
+}
+
+// handles reports whether hearth_graphql's library routes take r.
+func (e *env) handles(r *http.Request) bool {
+	for _, h := range libraryRoutes(e.api) {
+		if h.Handles(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // signIn starts a session for m as the sign-in page does (a recent

@@ -24,12 +24,6 @@ func (s *Server) APITokensPage(pages *account.Pages) account.SettingsPage {
 	return pages.APITokensPage(account.APITokensOptions{GraphQLPath: Path, InboundPath: inbound.Path, FeedURLs: export.FeedURLs, Now: s.opts.Now})
 }
 
-// ExportPage is the Export settings page for pages (export.Exports.Page).
-func (s *Server) ExportPage(pages *account.Pages) account.SettingsPage { return s.exports.Page(pages) }
-
-// ImportPage is the Import settings page for pages (importer.Uploads.Page).
-func (s *Server) ImportPage(pages *account.Pages) account.SettingsPage { return s.uploads.Page(pages) }
-
 // importFailuresShown is how many failures importJobs lists per import
 // (the Import page lists all the store keeps).
 const importFailuresShown = 20

@@ -230,7 +230,7 @@ func TestMailWebhookTakesThePathInboxtsWebAppShows(t *testing.T) {
 	}
 	// Other methods there are the site's (the web app's own pages).
 	get, _ := http.NewRequest(http.MethodGet, e.srv.URL+inbound.AppMailWebhookPath, nil)
-	if e.api.Handles(get) {
+	if e.handles(get) {
 		t.Fatalf("GET %s is taken", inbound.AppMailWebhookPath)
 	}
 }

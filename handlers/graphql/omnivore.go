@@ -19,8 +19,10 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
+	"github.com/hearthkit/caddy-hearth/handlers/omnivore"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/library/query"
 )
 
 // Omnivore's page sizes (searchResolver: first defaults to 10, at most 100).
@@ -51,14 +53,14 @@ func omnivorePage(first *int, after *string) (size, offset int) {
 	return size, offset
 }
 
-func (r *queryResolver) Search(ctx context.Context, after *string, first *int, query *string, includeContent *bool, format *string) (generated.SearchResult, error) {
+func (r *queryResolver) Search(ctx context.Context, after *string, first *int, searchQuery *string, includeContent *bool, format *string) (generated.SearchResult, error) {
 	id, err := memberID(ctx)
 	if err != nil {
 		return &generated.SearchError{ErrorCodes: []generated.SearchErrorCode{generated.SearchErrorCodeUnauthorized}}, nil
 	}
 	q := ""
-	if query != nil {
-		q = *query
+	if searchQuery != nil {
+		q = *searchQuery
 	}
 	if len(q) > omnivoreMaxQueryLen {
 		return &generated.SearchError{ErrorCodes: []generated.SearchErrorCode{generated.SearchErrorCodeQueryTooLong}}, nil
@@ -67,25 +69,25 @@ func (r *queryResolver) Search(ctx context.Context, after *string, first *int, q
 	if format != nil && *format != "" {
 		f = *format
 	}
-	if !validContentFormat(f) {
+	if !omnivore.ValidFormat(f) {
 		return nil, badInput("format must be html, markdown or highlightedMarkdown, not %q", f)
 	}
-	srch, err := parseSearchIn(q, omnivoreSyntax)
+	srch, err := parseSearchIn(q, query.Omnivore)
 	if err != nil {
 		return nil, err
 	}
-	if srch.highlights {
+	if srch.Highlights {
 		// Omnivore's type:highlights lists pages of kind HIGHLIGHTS, which
 		// Hearth has none of.
 		return &generated.SearchSuccess{Edges: []*generated.SearchItemEdge{}, PageInfo: &generated.PageInfo{}}, nil
 	}
 	// Omnivore's default order is by saved time, newest first.
-	order := sortOrder{field: library.SortCreatedAt, desc: true}
-	if srch.sort != nil {
-		order = *srch.sort
+	order := sortOrder{Field: library.SortCreatedAt, Desc: true}
+	if srch.Sort != nil {
+		order = *srch.Sort
 	}
 	size, offset := omnivorePage(first, after)
-	page, err := r.s.offsets.page(ctx, r.s.store, id, "s\x00"+q, srch.filter, order, offset, size, nil)
+	page, err := r.s.offsets.page(ctx, r.s.store, id, "s\x00"+q, srch.Filter, order, offset, size, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -117,10 +119,10 @@ func (r *queryResolver) UpdatesSince(ctx context.Context, after *string, first *
 	// first; then the items deleted for good since (tombstones).
 	f := library.ItemFilter{Status: library.StatusAll, UpdatedFrom: &since}
 	if folder != nil && *folder != "" && *folder != "all" {
-		f.Status = omnivoreFolder(strings.ToLower(*folder))
+		f.Status = query.OmnivoreFolder(strings.ToLower(*folder))
 	}
 	size, offset := omnivorePage(first, after)
-	order := sortOrder{field: library.SortUpdatedAt, desc: true}
+	order := sortOrder{Field: library.SortUpdatedAt, Desc: true}
 	key := "u\x00" + since.Format(time.RFC3339Nano)
 	if folder != nil {
 		key += "\x00" + *folder
@@ -370,8 +372,8 @@ func (r *searchItemResolver) Content(ctx context.Context, obj *generated.SearchI
 	if err != nil {
 		return nil, err
 	}
-	s, err := r.s.renderContent(ctx, id, obj.ID, obj.Format)
-	if errors.Is(err, errContentPending) {
+	s, err := omnivore.Render(ctx, r.s.store, id, obj.ID, obj.Format)
+	if errors.Is(err, omnivore.ErrPending) {
 		return nil, nil // the page is being fetched: no content yet
 	}
 	return s, err

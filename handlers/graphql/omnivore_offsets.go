@@ -92,7 +92,7 @@ func (p *offsetPager) page(ctx context.Context, store *storage.Store, memberID, 
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	lib := library.Of(store)
-	req := library.PageRequest{Field: order.field, Desc: order.desc}
+	req := library.PageRequest{Field: order.Field, Desc: order.Desc}
 	out := &offsetPage{total: st.total}
 
 	// The cursor of the item before offset: remembered, or walked to.
@@ -166,11 +166,11 @@ func (p *offsetPager) page(ctx context.Context, store *storage.Store, memberID, 
 // for another query, which walks. The first offset a member asks builds
 // the fences (once: one walk of the index keys).
 func seekOffset(ctx context.Context, lib library.Store, memberID string, f library.ItemFilter, order sortOrder, offset int) (cursor string, total int, past, ok bool, err error) {
-	if order.field != library.SortCreatedAt || !statusOnly(f) {
+	if order.Field != library.SortCreatedAt || !statusOnly(f) {
 		return "", 0, false, false, nil
 	}
 	for range 2 {
-		cursor, total, past, err = lib.OffsetCursor(ctx, memberID, f.Status, order.desc, offset)
+		cursor, total, past, err = lib.OffsetCursor(ctx, memberID, f.Status, order.Desc, offset)
 		if !errors.Is(err, library.ErrOffsetsNotReady) {
 			return cursor, total, past, err == nil, err
 		}

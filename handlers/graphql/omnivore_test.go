@@ -13,6 +13,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
+	"github.com/hearthkit/caddy-hearth/handlers/omnivore"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -377,7 +378,7 @@ func TestOmnivoreContentEndpoint(t *testing.T) {
 	}}, &made)
 
 	post := func(auth string, body any) (int, map[string]any) {
-		resp, b := e.postBare(graphql.ContentPath, auth, body)
+		resp, b := e.postBare(omnivore.ContentPath, auth, body)
 		var out map[string]any
 		_ = json.Unmarshal(b, &out)
 		return resp.StatusCode, out
@@ -390,7 +391,7 @@ func TestOmnivoreContentEndpoint(t *testing.T) {
 	}
 	entry := data[0].(map[string]any)
 	url, _ := entry["downloadUrl"].(string)
-	if entry["libraryItemId"] != it.ID || !strings.HasPrefix(url, e.srv.URL+graphql.ContentDownloadPath) {
+	if entry["libraryItemId"] != it.ID || !strings.HasPrefix(url, e.srv.URL+omnivore.ContentDownloadPath) {
 		t.Fatalf("entry = %v", entry)
 	}
 	// Without the key, as the plugins download it.
@@ -433,7 +434,7 @@ func TestOmnivoreContentEndpoint(t *testing.T) {
 	if err := lib.PermanentlyDeleteItems(t.Context(), e.member.ID, []string{it.ID}); err != nil {
 		t.Fatal(err)
 	}
-	for link, code := range map[string]int{url: http.StatusGone, e.srv.URL + graphql.ContentDownloadPath + "cl_madeupmadeupmadeupmadeup": http.StatusNotFound} {
+	for link, code := range map[string]int{url: http.StatusGone, e.srv.URL + omnivore.ContentDownloadPath + "cl_madeupmadeupmadeupmadeup": http.StatusNotFound} {
 		resp, err := http.Get(link)
 		if err != nil {
 			t.Fatal(err)
@@ -444,7 +445,7 @@ func TestOmnivoreContentEndpoint(t *testing.T) {
 		}
 	}
 	// Bounded, and refused without a key.
-	many := make([]string, graphql.MaxContentIDs+1)
+	many := make([]string, omnivore.MaxContentIDs+1)
 	for i := range many {
 		many[i] = strconv.Itoa(i)
 	}

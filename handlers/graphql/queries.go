@@ -86,27 +86,27 @@ func (r *resolver) entriesPage(ctx context.Context, in generated.GetEntriesInput
 	if err != nil {
 		return nil, err
 	}
-	order := sortOrder{field: library.SortCreatedAt, desc: true}
+	order := sortOrder{Field: library.SortCreatedAt, Desc: true}
 	if in.Sort != nil {
-		order = sortOrder{field: library.SortField(in.Sort.Field), desc: in.Sort.Direction == generated.SortDirectionDesc}
+		order = sortOrder{Field: library.SortField(in.Sort.Field), Desc: in.Sort.Direction == generated.SortDirectionDesc}
 	}
-	if srch.sort != nil {
-		order = *srch.sort
+	if srch.Sort != nil {
+		order = *srch.Sort
 	}
-	p := library.PageRequest{Field: order.field, Desc: order.desc, First: pageSize(in.First)}
+	p := library.PageRequest{Field: order.Field, Desc: order.Desc, First: pageSize(in.First)}
 	if in.After != nil {
 		p.After = *in.After
 	}
 	out := &entriesPage{hasPrevious: p.After != ""}
-	if srch.highlights {
-		page, err := library.Of(r.s.store).HighlightsPage(ctx, id, srch.filter, p)
+	if srch.Highlights {
+		page, err := library.Of(r.s.store).HighlightsPage(ctx, id, srch.Filter, p)
 		if err != nil {
 			return nil, err
 		}
 		out.highlights, out.cursors, out.hasNext = page.Highlights, page.Cursors, page.HasNext
 		return out, nil
 	}
-	page, err := library.Of(r.s.store).SavedItemsPage(ctx, id, srch.filter, p)
+	page, err := library.Of(r.s.store).SavedItemsPage(ctx, id, srch.Filter, p)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
+	"github.com/hearthkit/caddy-hearth/handlers/omnivore"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
@@ -89,19 +90,8 @@ func newScopeWorld(t *testing.T) *scopeWorld {
 	api := graphql.New(store, graphql.Options{Pages: pages, NoImportFetch: true})
 	t.Cleanup(func() { api.Close() })
 	oa := oauth.New(store, oauth.Options{Pages: pages})
-	pages.AddSettingsPage(api.ExportPage(pages))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case api.Handles(r):
-			api.ServeHTTP(w, r)
-		case oa.Handles(r):
-			oa.ServeHTTP(w, r)
-		case pages.Handles(r):
-			pages.ServeHTTP(w, r)
-		default:
-			http.NotFound(w, r)
-		}
-	}))
+	pages.AddSettingsPage(api.Exports().Page(pages))
+	srv := httptest.NewServer(served(api, oa, pages))
 	t.Cleanup(srv.Close)
 	w := &scopeWorld{t: t, store: store, base: srv.URL, creds: map[string]func(*http.Request){}}
 	ctx := t.Context()
@@ -306,11 +296,11 @@ func scopeProbes() []scopeProbe {
 		// Omnivore's content endpoint: API tokens (sent alone, as
 		// Omnivore's clients do, or as Bearer) and OAuth tokens with read;
 		// not the session.
-		name:   "POST " + graphql.ContentPath,
-		routes: []string{"POST " + graphql.ContentPath},
+		name:   "POST " + omnivore.ContentPath,
+		routes: []string{"POST " + omnivore.ContentPath},
 		ask: func(w *scopeWorld, cred string) (string, []byte) {
 			body, _ := json.Marshal(map[string]any{"libraryItemIds": []string{w.item.ID}, "format": "html"})
-			status, _, b := w.send(cred, http.MethodPost, graphql.ContentPath, "application/json", body)
+			status, _, b := w.send(cred, http.MethodPost, omnivore.ContentPath, "application/json", body)
 			if status == http.StatusOK && bytes.Contains(b, []byte(`"downloadUrl"`)) {
 				return allowed, b
 			}
@@ -438,7 +428,11 @@ func TestEveryRouteHoldsItsScopes(t *testing.T) {
 			covered[r] = true
 		}
 	}
-	for _, r := range append(graphql.Routes(), oauth.Routes()...) {
+	// Every package's declarations: the GraphQL API's, the routes
+	// hearth_graphql serves beside it, and the Mastodon routes.
+	declared := append(graphql.Routes(), importer.Route, omnivore.Route,
+		export.APIRoute, export.EPUBRoute, export.ImageRoute, export.FeedsRoute, export.FeedsChangeRoute)
+	for _, r := range append(declared, oauth.Routes()...) {
 		if !covered[r.Name] {
 			t.Errorf("route %q is declared but no probe asks it", r.Name)
 		}

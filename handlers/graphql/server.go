@@ -1,14 +1,14 @@
 // Package graphql serves Hearth's saved-content API: POST /api/graphql,
 // compatible with Inboxt's public schema (schema/*.graphqls, executed by
-// gqlgen's generated server in generated/). It also routes what
-// hearth_graphql serves beside it to the packages that hold it: the
-// newsletter routes of handlers/inbound, the exports, feeds and images of
-// handlers/export, the uploads of handlers/importer, and the settings pages
-// of handlers/account, handlers/export and handlers/importer. It is a
+// gqlgen's generated server in generated/), with Omnivore's operations
+// beside Inboxt's, its schema as SDL and a help page for browsers. It is a
 // plain net/http handler built from a store and Options; the Caddy module
 // only translates configuration. What it saves from the web goes through
 // handlers/articles; who a request acts for and the rate limits, through
-// one inboxtapi.Gate for GraphQL and REST alike.
+// one inboxtapi.Gate, which the Server shares with the routes
+// hearth_graphql serves beside it, each served by its own package (the
+// Server builds them on its articles.Service and Gate: Inbound, Uploads,
+// Exports, Content).
 package graphql
 
 import (
@@ -37,6 +37,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
+	"github.com/hearthkit/caddy-hearth/handlers/omnivore"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -200,8 +201,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Server serves the GraphQL API and the routes of hearth_graphql beside
-// it.
+// Server serves the GraphQL API.
 // Build it with New; it is safe for concurrent use.
 type Server struct {
 	store   *storage.Store
@@ -212,8 +212,8 @@ type Server struct {
 	inbound *inbound.Handler  // the newsletter routes
 	uploads *importer.Uploads // POST /api/import and the Import page
 	exports *export.Exports   // the export zip and books
+	content *omnivore.Content // Omnivore's content endpoint
 	docs    *documentChecker  // limits.go
-	auth    *access.Authenticator
 
 	// articles saves from the web: the fetch queue, sanitising, images
 	// and imports.
@@ -237,11 +237,11 @@ func New(store *storage.Store, opts Options) *Server { return Prepare(store, opt
 func Prepare(store *storage.Store, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{store: store, opts: opts, log: opts.Logger, docs: newDocumentChecker(defaultDocumentLimits()), offsets: newOffsetPager()}
-	s.auth = &access.Authenticator{Store: store, Logger: opts.Logger}
+	auth := &access.Authenticator{Store: store, Logger: opts.Logger}
 	if opts.Pages != nil {
-		s.auth.Sessions = opts.Pages
+		auth.Sessions = opts.Pages
 	}
-	s.gate = &inboxtapi.Gate{Auth: s.auth, ClientIP: opts.ClientIP}
+	s.gate = &inboxtapi.Gate{Auth: auth, ClientIP: opts.ClientIP}
 	if opts.TokenRateLimit > 0 {
 		s.gate.Tokens = opts.RateLimits.Counter(ratelimit.Limit{Name: "graphql.token", N: opts.TokenRateLimit, Window: opts.RateLimitWindow, Now: opts.Now})
 	}
@@ -271,6 +271,7 @@ func Prepare(store *storage.Store, opts Options) *Server {
 	s.inbound = inbound.New(store, s.articles, io)
 	s.uploads = importer.NewUploads(store, s.articles.Importer(), s.gate, opts.Pages, opts.Logger)
 	s.exports = export.New(store, export.Options{Gate: s.gate, ParseQuery: exportQuery, Now: opts.Now, Logger: opts.Logger})
+	s.content = omnivore.NewContent(store, s.gate, opts.Logger)
 	return s
 }
 
@@ -306,38 +307,41 @@ func (s *Server) newGraphQLServer() *handler.Server {
 	return srv
 }
 
-// Handles reports whether r is for this server: the GraphQL endpoint or
-// one of the routes beside it.
+// Handles reports whether r is for the GraphQL endpoint or its schema.
+// The routes hearth_graphql serves beside it are their packages' own
+// (Inbound, Uploads, Exports, Content, inboxtapi.Config).
 func (s *Server) Handles(r *http.Request) bool {
-	return r.URL.Path == Path || s.inbound.Handles(r) || r.URL.Path == importer.UploadPath ||
-		r.URL.Path == ContentPath || strings.HasPrefix(r.URL.Path, ContentDownloadPath) ||
-		s.exports.Handles(r) || r.URL.Path == SchemaPath || isConfig(r)
+	return r.URL.Path == Path || r.URL.Path == SchemaPath
 }
 
-// ServeHTTP serves the GraphQL endpoint and the routes beside it;
-// other paths get 404.
+// ServeHTTP serves the GraphQL endpoint and its schema; other paths get
+// 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch {
-	case r.URL.Path == Path:
+	switch r.URL.Path {
+	case Path:
 		s.serveGraphQL(w, r)
-	case s.inbound.Handles(r):
-		s.inbound.ServeHTTP(w, r)
-	case isConfig(r):
-		serveConfig(w, r)
-	case r.URL.Path == importer.UploadPath:
-		s.uploads.ServeHTTP(w, r)
-	case r.URL.Path == ContentPath:
-		s.serveContent(w, r)
-	case strings.HasPrefix(r.URL.Path, ContentDownloadPath):
-		s.serveContentDownload(w, r)
-	case s.exports.Handles(r):
-		s.exports.ServeHTTP(w, r)
-	case r.URL.Path == SchemaPath:
+	case SchemaPath:
 		s.serveSchema(w, r)
 	default:
 		http.NotFound(w, r)
 	}
 }
+
+// Inbound is the newsletter routes (the inbound URL and the mail
+// webhook), saving through the Server's articles.Service.
+func (s *Server) Inbound() *inbound.Handler { return s.inbound }
+
+// Uploads is POST /api/import and the Import page, taking callers through
+// the Server's Gate.
+func (s *Server) Uploads() *importer.Uploads { return s.uploads }
+
+// Exports is the export zip, books, feeds, the OPDS catalog and the image
+// API, taking callers through the Server's Gate.
+func (s *Server) Exports() *export.Exports { return s.exports }
+
+// Content is Omnivore's content endpoint, taking callers through the
+// Server's Gate.
+func (s *Server) Content() *omnivore.Content { return s.content }
 
 func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
@@ -354,7 +358,8 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	// HTTP 200 (code UNAUTHORIZED, extensions.status 401), and a request
 	// without one runs, each field needing a member answering UNAUTHORIZED
 	// (me is null). Scopes are checked per operation (checkScope).
-	c, err := s.auth.Authenticate(r, routeGraphQL)
+	c, err := s.gate.Admit(w.Header(), r, routeGraphQL, inboxtapi.GuestsCounted)
+	var limited *inboxtapi.LimitError
 	if err != nil && r.Context().Err() != nil {
 		// The client went away during the lookup (the store stops with
 		// the request's context): answer as gqlgen's transport does for
@@ -365,21 +370,23 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	if writeUnavailable(w, err) {
 		return
 	}
-	if errors.Is(err, access.ErrCrossOrigin) {
+	switch {
+	case errors.As(err, &limited):
+		// As Inboxt's GqlRateLimitGuard (modules/rate-limit/
+		// rate-limit.guard.ts @ 45f4314): HTTP 200, code
+		// TOO_MANY_REQUESTS, extensions.status 429, with Retry-After and
+		// the X-RateLimit headers.
+		writeError(w, http.StatusOK, codeTooManyRequests, err.Error())
+		return
+	case errors.Is(err, access.ErrCrossOrigin):
 		writeError(w, http.StatusForbidden, codeForbidden, err.Error())
 		return
-	}
-	if err != nil {
+	case err != nil:
 		// A bad token names no member (a token is looked up by the digest
-		// of all of it), so it counts against the client address's
-		// tokenless budget: guessing costs a store read each, and past the
-		// limit the guesser gets TOO_MANY_REQUESTS instead.
-		if s.allow(w, r, nil) {
-			writeError(w, http.StatusOK, codeUnauthorized, inboxtapi.TokenMessage(err))
-		}
-		return
-	}
-	if !s.allow(w, r, c) {
+		// of all of it), so it counted against the client address's
+		// tokenless budget (Admit): guessing costs a store read each, and
+		// past the limit the guesser gets TOO_MANY_REQUESTS instead.
+		writeError(w, http.StatusOK, codeUnauthorized, inboxtapi.TokenMessage(err))
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -423,19 +430,6 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	ctx := context.WithValue(r.Context(), callerKey{}, &requestState{caller: c, w: w, r: r})
 	r = r.WithContext(context.WithValue(ctx, paramsKey{}, params))
 	s.gql.ServeHTTP(w, r)
-}
-
-// allow applies the API's rate limits (inboxtapi.Gate) to a GraphQL request. When
-// either is exhausted it answers as Inboxt's GqlRateLimitGuard
-// (modules/rate-limit/rate-limit.guard.ts @ 45f4314): HTTP 200, code
-// TOO_MANY_REQUESTS, extensions.status 429, with Retry-After and the
-// X-RateLimit headers; it then returns false.
-func (s *Server) allow(w http.ResponseWriter, r *http.Request, c *caller) bool {
-	retry, ok := s.gate.Limit(w.Header(), r, c)
-	if !ok {
-		writeError(w, http.StatusOK, codeTooManyRequests, "too many requests; retry after "+strconv.Itoa(retry)+" s")
-	}
-	return ok
 }
 
 // caller is who a request acts for.

@@ -24,15 +24,9 @@ func site(t *testing.T, e *env) (*httptest.Server, *http.Client) {
 	t.Helper()
 	pages := account.New(e.store, account.Options{})
 	pages.AddSettingsPage(e.api.APITokensPage(pages))
-	pages.AddSettingsPage(e.api.ExportPage(pages))
-	pages.AddSettingsPage(e.api.ImportPage(pages))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if e.api.Handles(r) {
-			e.api.ServeHTTP(w, r)
-			return
-		}
-		pages.ServeHTTP(w, r)
-	}))
+	pages.AddSettingsPage(e.api.Exports().Page(pages))
+	pages.AddSettingsPage(e.api.Uploads().Page(pages))
+	srv := httptest.NewServer(served(e.api, pages))
 	t.Cleanup(srv.Close)
 	session, err := members.Of(e.store).CreateSession(t.Context(), e.member.ID, time.Hour)
 	if err != nil {

@@ -45,7 +45,7 @@ func TestStoreRefusalsAreInboxtErrorsWithRetryAfter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	srv := httptest.NewServer(graphql.New(st, graphql.Options{}))
+	srv := httptest.NewServer(served(graphql.New(st, graphql.Options{})))
 	defer srv.Close()
 	e := &env{t: t, store: st, srv: srv, token: token}
 

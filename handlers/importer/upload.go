@@ -77,6 +77,10 @@ type importUpload struct {
 	fromPage         bool
 }
 
+// Handles reports whether r is for UploadPath.
+func (u *Uploads) Handles(r *http.Request) bool { return r.URL.Path == UploadPath }
+
+// ServeHTTP takes an import posted to UploadPath.
 func (u *Uploads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")

@@ -117,6 +117,24 @@ func Refusal(w http.ResponseWriter, err error) (status int, code string, ok bool
 	return status, code, true
 }
 
+// WriteUnavailable answers, outside gqlgen, a request the store refused
+// for now (Refusal: a restore or reload, 503; a full disk, 507) as Inboxt
+// answers such errors: HTTP 200, extensions.status, Retry-After. It
+// returns false, writing nothing, for any other error.
+func WriteUnavailable(w http.ResponseWriter, err error) bool {
+	status, code, ok := Refusal(w, err)
+	if !ok {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"errors": []any{map[string]any{"message": err.Error(), "extensions": map[string]any{"code": code, "status": status}}},
+		"data":   nil,
+	})
+	return true
+}
+
 // SiteURL is the scheme and host the request came to: the site the API's
 // answers name (Inboxt's appUrl, the URLs of feeds and inbound addresses).
 func SiteURL(r *http.Request) string {

@@ -8,6 +8,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/access"
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // A Gate says who a request to the library's API acts for (Auth, per
@@ -64,17 +65,71 @@ func (g *Gate) Limit(h http.Header, r *http.Request, c *access.Caller) (retryAft
 	return 0, true
 }
 
-// RESTCaller authenticates a request to one of the REST routes (route)
-// and applies the rate limits, answering a refusal in Inboxt's REST shape
-// (WriteREST, naming path; what says what the store could not do now);
-// nil when it answered.
-func (g *Gate) RESTCaller(w http.ResponseWriter, r *http.Request, route access.Route, what, path string) *access.Caller {
+// Guests says what Admit does with a request whose credentials were
+// refused or that carries none.
+type Guests bool
+
+const (
+	// GuestsUncounted: such a request is refused without counting it
+	// (the REST routes answer it 401 at once).
+	GuestsUncounted Guests = false
+	// GuestsCounted: such a request counts against its client address's
+	// budget (Limit), so that guessing tokens costs a place in it; past
+	// the budget it is a *LimitError (GraphQL, Omnivore's content).
+	GuestsCounted Guests = true
+)
+
+// LimitError is a request past one of the rate limits (Limit): Retry-After
+// and the X-RateLimit headers are set.
+type LimitError struct{ RetryAfter int }
+
+func (e *LimitError) Error() string {
+	return "too many requests; retry after " + strconv.Itoa(e.RetryAfter) + " s"
+}
+
+// Admit is how every route of the library's API takes its caller: who r
+// acts for on route (Auth.Authenticate), counted against the rate limits
+// (Limit, headers set in h). It returns the caller, or nil and why not,
+// for each route to answer in its own format:
+//   - the authenticator's error when the store refused for now, the
+//     request came from another site (access.ErrCrossOrigin), the token
+//     lacks the route's scope, or the client went away: nothing counted;
+//   - a refused token (the authenticator's error), or nil and nil for a
+//     request without credentials: counted by client address with
+//     GuestsCounted, else not;
+//   - a *LimitError past a limit.
+func (g *Gate) Admit(h http.Header, r *http.Request, route access.Route, guests Guests) (*access.Caller, error) {
 	c, err := g.Auth.Authenticate(r, route)
+	if err != nil {
+		if _, _, busy := storage.Unavailable(err); busy || r.Context().Err() != nil ||
+			errors.Is(err, access.ErrCrossOrigin) || access.IsScopeError(err) {
+			return nil, err
+		}
+	}
+	if c == nil && guests == GuestsUncounted {
+		return nil, err
+	}
+	if retry, ok := g.Limit(h, r, c); !ok {
+		return nil, &LimitError{RetryAfter: retry}
+	}
+	return c, err
+}
+
+// RESTCaller authenticates a request to one of the REST routes (route)
+// and applies the rate limits (Admit), answering a refusal in Inboxt's
+// REST shape (WriteREST, naming path; what says what the store could not
+// do now); nil when it answered.
+func (g *Gate) RESTCaller(w http.ResponseWriter, r *http.Request, route access.Route, what, path string) *access.Caller {
+	c, err := g.Admit(w.Header(), r, route, GuestsUncounted)
+	var limited *LimitError
 	if status, _, ok := Refusal(w, err); ok {
 		WriteREST(w, status, "the store cannot "+what+" now ("+err.Error()+"); try again later", path)
 		return nil
 	}
 	switch {
+	case errors.As(err, &limited):
+		WriteREST(w, http.StatusTooManyRequests, err.Error(), path)
+		return nil
 	case errors.Is(err, access.ErrCrossOrigin), access.IsScopeError(err):
 		WriteREST(w, http.StatusForbidden, err.Error(), path)
 		return nil
@@ -83,10 +138,6 @@ func (g *Gate) RESTCaller(w http.ResponseWriter, r *http.Request, route access.R
 		return nil
 	case c == nil:
 		WriteREST(w, http.StatusUnauthorized, "sign in, or send an API token as Authorization: Bearer <token>", path)
-		return nil
-	}
-	if retry, ok := g.Limit(w.Header(), r, c); !ok {
-		WriteREST(w, http.StatusTooManyRequests, "too many requests; retry after "+strconv.Itoa(retry)+" s", path)
 		return nil
 	}
 	return c

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
@@ -55,7 +55,7 @@ func (h *Handler) serveAdd(w http.ResponseWriter, r *http.Request, m *members.Me
 		return
 	}
 	if err := h.opts.SaveURL(r.Context(), m.ID, d.URL, r.PostForm["label"]); err != nil {
-		msg, ok := graphql.MemberMessage(err)
+		msg, ok := articles.MemberMessage(err)
 		if !ok {
 			h.storeError(w, r, err)
 			return

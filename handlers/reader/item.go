@@ -147,7 +147,7 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 	st.After = ""
 	d := itemData{Item: it, Title: it.Title, Site: it.SourceDomain, Minutes: minutes(it.WordCount),
 		Progress: int(it.ReadingProgress), Saved: it.CreatedAt,
-		// The content was sanitised when it was saved (handlers/graphql's
+		// The content was sanitised when it was saved (handlers/articles'
 		// sanitiser); the page's policy runs no script it might still hold.
 		Content: template.HTML(readerContent(content, id, it.OriginalURL, images)),
 		Prefs:   prefs, Classes: prefClasses(prefs), ListURL: st.URL(), Self: st.itemURL(id),

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/library/query"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
@@ -118,8 +118,8 @@ func (s listState) itemQuery() string {
 func itemPath(id string) string { return Path + "/item/" + url.PathEscape(id) }
 
 // parse reads s as the API reads q, with the menu's sort when q names none.
-func (s listState) parse() (*graphql.Query, library.PageRequest, error) {
-	q, err := graphql.ParseQuery(s.Q)
+func (s listState) parse() (*query.Query, library.PageRequest, error) {
+	q, err := query.Parse(s.Q)
 	if err != nil {
 		return nil, library.PageRequest{}, err
 	}
@@ -127,7 +127,7 @@ func (s listState) parse() (*graphql.Query, library.PageRequest, error) {
 	if q.Sort != nil {
 		p.Field, p.Desc = q.Sort.Field, q.Sort.Desc
 	} else {
-		sq, _ := graphql.ParseQuery("sort:" + s.Sort)
+		sq, _ := query.Parse("sort:" + s.Sort)
 		p.Field, p.Desc = sq.Sort.Field, sq.Sort.Desc
 	}
 	if q.Highlights && !library.ValidHighlightSortField(p.Field) && p.Field != library.SortTitle {

@@ -1,4 +1,4 @@
-package graphql
+package omnivore
 
 import (
 	"context"
@@ -18,30 +18,31 @@ import (
 // Content formats of Omnivore's search and /api/content
 // (packages/api/src/jobs/upload_content.ts, omnivore-app/omnivore@322ce62).
 const (
-	formatHTML                = "html"
-	formatMarkdown            = "markdown"
-	formatHighlightedMarkdown = "highlightedMarkdown"
+	FormatHTML                = "html"
+	FormatMarkdown            = "markdown"
+	FormatHighlightedMarkdown = "highlightedMarkdown"
 )
 
-func validContentFormat(f string) bool {
-	return f == formatHTML || f == formatMarkdown || f == formatHighlightedMarkdown
+// ValidFormat reports whether f is one of the content formats.
+func ValidFormat(f string) bool {
+	return f == FormatHTML || f == FormatMarkdown || f == FormatHighlightedMarkdown
 }
 
-// errContentPending is renderContent's answer for an item whose page is
+// ErrPending is Render's answer for an item whose page is
 // still being fetched: the content is not there yet.
-var errContentPending = errors.New("the item's content is being fetched")
+var ErrPending = errors.New("the item's content is being fetched")
 
-// renderContent returns the member's item's content in format (one of
-// validContentFormat's): nil when the item has none, errContentPending
-// while its page is being fetched.
-func (s *Server) renderContent(ctx context.Context, memberID, itemID, format string) (*string, error) {
-	lib := library.Of(s.store)
+// Render returns the member's item's content in format (one of
+// ValidFormat's): nil when the item has none, ErrPending while its page is
+// being fetched.
+func Render(ctx context.Context, store *storage.Store, memberID, itemID, format string) (*string, error) {
+	lib := library.Of(store)
 	pending, err := lib.HasPendingPageFetch(ctx, memberID, itemID)
 	if err != nil {
 		return nil, err
 	}
 	if pending {
-		return nil, errContentPending
+		return nil, ErrPending
 	}
 	c, err := lib.ItemContent(ctx, memberID, itemID)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -52,9 +53,9 @@ func (s *Server) renderContent(ctx context.Context, memberID, itemID, format str
 	}
 	var out string
 	switch format {
-	case formatMarkdown:
+	case FormatMarkdown:
 		out = htmlToMarkdown(c.HTML, nil)
-	case formatHighlightedMarkdown:
+	case FormatHighlightedMarkdown:
 		hs, err := lib.ItemHighlights(ctx, memberID, itemID)
 		if err != nil {
 			return nil, err

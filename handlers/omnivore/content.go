@@ -1,4 +1,10 @@
-package graphql
+// Package omnivore serves what Omnivore's clients call beside its GraphQL
+// operations (which handlers/graphql serves): the content endpoint the
+// Obsidian and Logseq plugins get items' content from, its download links,
+// and the content in Omnivore's formats (HTML, Markdown, Markdown with
+// ==highlights==), which the API's search answers too. hearth_graphql
+// serves it beside the GraphQL API.
+package omnivore
 
 import (
 	"encoding/json"
@@ -40,6 +46,44 @@ const (
 	maxContentRequestBytes = 16 << 10
 )
 
+// Route is what POST ContentPath takes (access.Route): it reads items'
+// content; Omnivore's clients send the API key alone (BareAPIKey). The
+// download URLs it answers are capabilities of their own (no credentials).
+var Route = access.Route{Name: "POST " + ContentPath, AnyScope: []string{access.Read}, APITokens: true, BareAPIKey: true}
+
+// Content serves ContentPath and the download links under
+// ContentDownloadPath. Build it with NewContent; it is safe for concurrent
+// use.
+type Content struct {
+	store *storage.Store
+	gate  *inboxtapi.Gate
+	log   *zap.Logger
+}
+
+// NewContent returns the content endpoint on store, taking its callers
+// through gate (shared with the GraphQL API and its rate limits).
+func NewContent(store *storage.Store, gate *inboxtapi.Gate, logger *zap.Logger) *Content {
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	return &Content{store: store, gate: gate, log: logger}
+}
+
+// Handles reports whether r is for the content endpoint or a download
+// link.
+func (s *Content) Handles(r *http.Request) bool {
+	return r.URL.Path == ContentPath || strings.HasPrefix(r.URL.Path, ContentDownloadPath)
+}
+
+// ServeHTTP serves the content endpoint and the download links.
+func (s *Content) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == ContentPath {
+		s.serveContent(w, r)
+		return
+	}
+	s.serveDownload(w, r)
+}
+
 // writeContentError answers as Omnivore's content router: {errorCode}.
 func writeContentError(w http.ResponseWriter, status int, code string) {
 	w.Header().Set("Content-Type", "application/json")
@@ -47,30 +91,29 @@ func writeContentError(w http.ResponseWriter, status int, code string) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"errorCode": code})
 }
 
-func (s *Server) serveContent(w http.ResponseWriter, r *http.Request) {
+func (s *Content) serveContent(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		writeContentError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
 		return
 	}
-	c, err := s.auth.Authenticate(r, routeContent)
-	if writeUnavailable(w, err) {
+	c, err := s.gate.Admit(w.Header(), r, Route, inboxtapi.GuestsCounted)
+	var limited *inboxtapi.LimitError
+	switch {
+	case errors.As(err, &limited):
+		// The API's answer past its rate limits, as GraphQL's.
+		inboxtapi.WriteError(w, http.StatusOK, inboxtapi.CodeTooManyRequests, err.Error())
 		return
-	}
-	if access.IsScopeError(err) {
+	case inboxtapi.WriteUnavailable(w, err):
+		return
+	case access.IsScopeError(err):
 		writeContentError(w, http.StatusForbidden, "FORBIDDEN")
 		return
-	}
-	if err != nil || c == nil {
-		if s.allow(w, r, nil) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = io.WriteString(w, `{"error":"UNAUTHORIZED"}`+"\n")
-		}
-		return
-	}
-	if !s.allow(w, r, c) {
+	case err != nil || c == nil:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, `{"error":"UNAUTHORIZED"}`+"\n")
 		return
 	}
 	var in struct {
@@ -79,7 +122,7 @@ func (s *Server) serveContent(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxContentRequestBytes))
 	if err != nil || json.Unmarshal(body, &in) != nil || len(in.LibraryItemIDs) == 0 ||
-		len(in.LibraryItemIDs) > MaxContentIDs || !validContentFormat(in.Format) {
+		len(in.LibraryItemIDs) > MaxContentIDs || !ValidFormat(in.Format) {
 		writeContentError(w, http.StatusBadRequest, "BAD_REQUEST")
 		return
 	}
@@ -117,11 +160,11 @@ func (s *Server) serveContent(w http.ResponseWriter, r *http.Request) {
 // contentFailed answers a store error of the content endpoints (503 when
 // the store refuses for now, else 500, logged) and reports whether there
 // was one.
-func (s *Server) contentFailed(w http.ResponseWriter, err error) bool {
+func (s *Content) contentFailed(w http.ResponseWriter, err error) bool {
 	if err == nil {
 		return false
 	}
-	if status, code, ok := refusal(w, err); ok {
+	if status, code, ok := inboxtapi.Refusal(w, err); ok {
 		writeContentError(w, status, code)
 		return true
 	}
@@ -130,10 +173,10 @@ func (s *Server) contentFailed(w http.ResponseWriter, err error) bool {
 	return true
 }
 
-// serveContentDownload serves a content link: the content in the link's
+// serveDownload serves a content link: the content in the link's
 // format, 404 while the item's page is being fetched (the plugins poll),
 // 404 for an unknown or expired link, 410 for an item deleted since.
-func (s *Server) serveContentDownload(w http.ResponseWriter, r *http.Request) {
+func (s *Content) serveDownload(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -150,8 +193,8 @@ func (s *Server) serveContentDownload(w http.ResponseWriter, r *http.Request) {
 	if s.contentFailed(w, err) {
 		return
 	}
-	text, err := s.renderContent(r.Context(), l.MemberID, l.ItemID, l.Format)
-	if errors.Is(err, errContentPending) {
+	text, err := Render(r.Context(), s.store, l.MemberID, l.ItemID, l.Format)
+	if errors.Is(err, ErrPending) {
 		writeContentError(w, http.StatusNotFound, "NOT_READY")
 		return
 	}
@@ -163,7 +206,7 @@ func (s *Server) serveContentDownload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ct := "text/markdown; charset=utf-8"
-	if l.Format == formatHTML {
+	if l.Format == FormatHTML {
 		ct = "text/html; charset=utf-8"
 		// The saved page is shown as a document of its own, never with
 		// the site's scripts or cookies.

@@ -1,4 +1,8 @@
-package graphql
+// Package query reads the library's search language: the q of Inboxt's
+// entries, which the GraphQL API, the library pages, the feeds and the
+// books all take, with Omnivore's search query as a dialect of it. It
+// turns a query into a library.ItemFilter and a sort; it reads nothing.
+package query
 
 import (
 	"fmt"
@@ -12,42 +16,41 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
-// MaxQueryLen bounds the free text of q (in characters), as Inboxt does.
-const MaxQueryLen = 200
+// MaxTextLen bounds the free text of q (in characters), as Inboxt does.
+const MaxTextLen = 200
 
-// MaxQueryBytes bounds the whole of q: Inboxt's operators are outside
-// MaxQueryLen, but label lists and the like still cost work per item.
-const MaxQueryBytes = 2000
+// MaxBytes bounds the whole of q: Inboxt's operators are outside
+// MaxTextLen, but label lists and the like still cost work per item.
+const MaxBytes = 2000
 
-// Page sizes of entries (Inboxt's first).
-const (
-	DefaultPageSize = 20
-	MaxPageSize     = 100
-)
-
-// pageSize turns the first argument into a page size: default 20 for zero
-// or less, fractional values rounded down, at most 100.
-func pageSize(first float64) int {
-	if math.IsNaN(first) || first < 1 {
-		return DefaultPageSize
-	}
-	if first > MaxPageSize {
-		return MaxPageSize
-	}
-	return int(first)
+// Query is a parsed q: what to list, how to filter it, and a sort given
+// in q (which wins over any other choice of sort).
+type Query struct {
+	// Highlights: q asked for highlights (type:highlight), not items.
+	Highlights bool
+	Filter     library.ItemFilter
+	// Sort is the sort q named, if any.
+	Sort *Sort
 }
 
-// search is a parsed q: what to list, how to filter it, and a sort given
-// in q (which wins over the sort argument).
-type search struct {
-	highlights bool
-	filter     library.ItemFilter
-	sort       *sortOrder
+// Sort is a sort field and direction.
+type Sort struct {
+	Field library.SortField
+	Desc  bool
 }
 
-type sortOrder struct {
-	field library.SortField
-	desc  bool
+// Error is a query refused; Msg is for the member, in plain words.
+// TooLong marks free text over MaxTextLen, which Inboxt answers as a bad
+// request where it answers the others as bad input.
+type Error struct {
+	Msg     string
+	TooLong bool
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func badInput(format string, a ...any) error {
+	return &Error{Msg: fmt.Sprintf(format, a...)}
 }
 
 // sortNames maps the names q's sort: accepts to sort fields.
@@ -59,20 +62,20 @@ var sortNames = map[string]library.SortField{
 	"readingprogress": library.SortReadingProgress, "progress": library.SortReadingProgress,
 }
 
-// filtersBeyondListing reports whether q filters by more than a status
+// FiltersBeyondListing reports whether q filters by more than a status
 // and a type (what a page lists by walking its own keys). A q that is
 // refused costs nothing more: it reads nothing.
-func filtersBeyondListing(q string) bool {
-	s, err := parseSearch(q)
+func FiltersBeyondListing(q string) bool {
+	s, err := Parse(q)
 	if err != nil {
 		return false
 	}
-	f := s.filter
+	f := s.Filter
 	f.Status, f.Type = "", ""
 	return !reflect.ValueOf(f).IsZero()
 }
 
-// parseSearch reads q as Inboxt's entries resolver does
+// Parse reads q as Inboxt's entries resolver does
 // (apps/api/src/managers/entry-manager/entry-manager.service.ts, parseQuery
 // and getMany, Inboxt/inboxt@45f4314): terms split at spaces outside double
 // quotes; key:value with an optional leading - (which negates label:, has:
@@ -95,15 +98,16 @@ func filtersBeyondListing(q string) bool {
 // progress:, reading-time:) are ignored as in Inboxt's highlight query;
 // text, site: and saved: apply to the highlight's item, and a title sort is
 // by the item's title.
-func parseSearch(q string) (*search, error) { return parseSearchIn(q, inboxtSyntax) }
+func Parse(q string) (*Query, error) { return ParseIn(q, Inboxt) }
 
-// syntax names whose meaning q's operators take where Inboxt's and
+// Syntax names whose meaning q's operators take where Inboxt's and
 // Omnivore's differ: one grammar, and these differences only.
-type syntax int
+type Syntax int
 
 const (
-	inboxtSyntax syntax = iota
-	// omnivoreSyntax is Omnivore's search query as its search and
+	// Inboxt is the q of Inboxt's entries (Parse).
+	Inboxt Syntax = iota
+	// Omnivore is Omnivore's search query as its search and
 	// updatesSince read it (packages/api/src/services/library_item.ts,
 	// buildQueryString, omnivore-app/omnivore@322ce62), where it differs:
 	//   - no in: is every item but the trash's (Inboxt: every status);
@@ -112,21 +116,22 @@ const (
 	//     (Inboxt: every status);
 	//   - saved:X and updated:X with one value are from X on, whatever X
 	//     (Hearth's updated:DATE is that one day).
-	omnivoreSyntax
+	Omnivore
 )
 
-func parseSearchIn(q string, dialect syntax) (*search, error) {
-	if n := len(q); n > MaxQueryBytes {
-		return nil, badInput("q must be at most %d bytes (it has %d)", MaxQueryBytes, n)
+// ParseIn reads q in the dialect of a syntax (Parse is Inboxt's).
+func ParseIn(q string, dialect Syntax) (*Query, error) {
+	if n := len(q); n > MaxBytes {
+		return nil, badInput("q must be at most %d bytes (it has %d)", MaxBytes, n)
 	}
-	s := &search{}
-	f := &s.filter
+	s := &Query{}
+	f := &s.Filter
 	f.Status = library.StatusAll
 	var text []string
 	yes, no := true, false
 	var item library.ItemFilter // item-only filters, dropped for type:highlight
 	item.Status = library.StatusAll
-	if dialect == omnivoreSyntax {
+	if dialect == Omnivore {
 		item.Status = library.StatusNotDeleted
 	}
 	for _, tok := range splitQuery(q) {
@@ -142,8 +147,8 @@ func parseSearchIn(q string, dialect syntax) (*search, error) {
 		lval := strings.ToLower(val)
 		switch base {
 		case "in":
-			if dialect == omnivoreSyntax {
-				item.Status = omnivoreFolder(lval)
+			if dialect == Omnivore {
+				item.Status = OmnivoreFolder(lval)
 				continue
 			}
 			switch lval {
@@ -157,7 +162,7 @@ func parseSearchIn(q string, dialect syntax) (*search, error) {
 				item.Status = library.StatusAll
 			}
 		case "type":
-			s.highlights = false
+			s.Highlights = false
 			switch lval {
 			case "article":
 				f.Type = library.TypeArticle
@@ -165,7 +170,7 @@ func parseSearchIn(q string, dialect syntax) (*search, error) {
 				f.Type = library.TypeNewsletter
 			case "highlight", "highlights":
 				f.Type = ""
-				s.highlights = true
+				s.Highlights = true
 			default:
 				f.Type = ""
 			}
@@ -192,7 +197,7 @@ func parseSearchIn(q string, dialect syntax) (*search, error) {
 				text = append(text, unquote(tok))
 			}
 		case "saved", "updated":
-			from, to, err := parseTimeRange(val, base == "saved" || dialect == omnivoreSyntax)
+			from, to, err := parseTimeRange(val, base == "saved" || dialect == Omnivore)
 			if err != nil {
 				return nil, badInput("%s: %v", base, err)
 			}
@@ -227,17 +232,17 @@ func parseSearchIn(q string, dialect syntax) (*search, error) {
 			if err != nil {
 				return nil, err
 			}
-			s.sort = o
+			s.Sort = o
 		}
 	}
 	f.Text = strings.Join(text, " ")
-	if n := utf8.RuneCountInString(f.Text); n > MaxQueryLen {
+	if n := utf8.RuneCountInString(f.Text); n > MaxTextLen {
 		// Inboxt's words (entry-manager.service.ts getMany).
 		// Inboxt's AppException (BAD_REQUEST, the sentence as the message),
 		// not an input validation error (entry-manager.service.ts @ 45f4314).
-		return nil, &userError{codeBadRequest, fmt.Sprintf("Free text search is limited to %d characters. Please try again with a shorter query.", MaxQueryLen)}
+		return nil, &Error{Msg: fmt.Sprintf("Free text search is limited to %d characters. Please try again with a shorter query.", MaxTextLen), TooLong: true}
 	}
-	if !s.highlights {
+	if !s.Highlights {
 		f.Status = item.Status
 		f.LabelsAll, f.LabelsNot = item.LabelsAll, item.LabelsNot
 		f.HasHighlights, f.NoLabels = item.HasHighlights, item.NoLabels
@@ -249,8 +254,9 @@ func parseSearchIn(q string, dialect syntax) (*search, error) {
 	return s, nil
 }
 
-// omnivoreFolder is the status an in: value selects in Omnivore's syntax.
-func omnivoreFolder(v string) string {
+// OmnivoreFolder is the status an in: value (or updatesSince's folder)
+// selects in Omnivore's syntax.
+func OmnivoreFolder(v string) string {
 	switch v {
 	case "all":
 		return library.StatusNotDeleted
@@ -273,7 +279,7 @@ func knownOperator(key string) bool {
 
 // parseSortValue reads Inboxt's field_direction (date for createdAt) and
 // Hearth's field[-direction].
-func parseSortValue(v string) (*sortOrder, error) {
+func parseSortValue(v string) (*Sort, error) {
 	name, dir := v, ""
 	if i := strings.LastIndexAny(v, "-_"); i > 0 {
 		name, dir = v[:i], v[i+1:]
@@ -282,13 +288,13 @@ func parseSortValue(v string) (*sortOrder, error) {
 	if !ok {
 		return nil, badInput("sort: takes date, saved, updated, title, wordCount or readingProgress, not %q", name)
 	}
-	o := &sortOrder{field: field, desc: field != library.SortTitle}
+	o := &Sort{Field: field, Desc: field != library.SortTitle}
 	switch dir {
 	case "":
 	case "asc":
-		o.desc = false
+		o.Desc = false
 	case "desc":
-		o.desc = true
+		o.Desc = true
 	default:
 		return nil, badInput("sort: direction must be asc or desc, not %q", dir)
 	}
