@@ -47,8 +47,11 @@ const (
 )
 
 // Route is what POST ContentPath takes (access.Route): it reads items'
-// content; Omnivore's clients send the API key alone (BareAPIKey). The
-// download URLs it answers are capabilities of their own (no credentials).
+// content. The plugins send the API key alone, "Authorization: <key>"
+// (getContent in src/api.ts of omnivore-app/obsidian-omnivore @ 619013b
+// and omnivore-app/logseq-omnivore @ 0174149, vendored in
+// interop/omnivore/plugins): BareAPIKey. The download URLs it answers are
+// capabilities of their own (no credentials).
 var Route = access.Route{Name: "POST " + ContentPath, AnyScope: []string{access.Read}, APITokens: true, BareAPIKey: true}
 
 // Content serves ContentPath and the download links under
