@@ -276,7 +276,9 @@ func TestGraphQLThroughCaddy(t *testing.T) {
 		// addArticleFromUrl answers at once and fetches in the background
 		// (as Inboxt does): a client sees the article once the fetch is done.
 		var got []gqlEntry
-		for i := 0; i < 400; i++ {
+		// A generous wait: under the race detector on a busy machine the
+		// fetch and the indexer's catch-up can take seconds.
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
 			got = allEntries(t, token, map[string]any{"first": 10, "q": "bread"}, nil)
 			if len(got) == 1 && got[0].WordCount > 0 {
 				break

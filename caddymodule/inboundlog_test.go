@@ -88,7 +88,7 @@ func accessLogAfter(t *testing.T, logFile, path string) []byte {
 	}
 	resp.Body.Close()
 	var log []byte
-	for i := 0; i < 200; i++ {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		if log, _ = os.ReadFile(logFile); strings.Contains(string(log), path) {
 			return log
 		}
