@@ -20,6 +20,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // Paths of the pages this package serves.
@@ -137,6 +138,21 @@ type SettingsPage struct {
 	// Handler serves the page. It runs only for a signed-in member (get it
 	// with CurrentMember) and behind cross-origin form protection.
 	Handler http.Handler
+}
+
+// MemberPage is a settings page at path, named title in the menu, that
+// serve answers for the signed-in member (the one the pages found before
+// running it; without one, RequireMember's answer: sign in).
+func (p *Pages) MemberPage(path, title string, serve func(w http.ResponseWriter, r *http.Request, m *members.Member)) SettingsPage {
+	return SettingsPage{
+		Path:  path,
+		Title: title,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if m, ok := p.RequireMember(w, r); ok {
+				serve(w, r, m)
+			}
+		}),
+	}
 }
 
 // Pages serves the member pages. Build it with New; it is safe for

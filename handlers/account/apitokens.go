@@ -51,11 +51,9 @@ func (p *Pages) APITokensPage(opts APITokensOptions) SettingsPage {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return SettingsPage{
-		Path:    APITokensPath,
-		Title:   APITokensTitle,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.serveAPITokens(opts, w, r) }),
-	}
+	return p.MemberPage(APITokensPath, APITokensTitle, func(w http.ResponseWriter, r *http.Request, m *members.Member) {
+		p.serveAPITokens(opts, w, r, m)
+	})
 }
 
 // feedLinks are the feed URLs a renewal made, shown once.
@@ -87,12 +85,7 @@ type tokenRow struct {
 	Expired bool
 }
 
-func (p *Pages) serveAPITokens(opts APITokensOptions, w http.ResponseWriter, r *http.Request) {
-	m := p.CurrentMember(r)
-	if m == nil {
-		p.RequireMember(w, r)
-		return
-	}
+func (p *Pages) serveAPITokens(opts APITokensOptions, w http.ResponseWriter, r *http.Request, m *members.Member) {
 	if r.URL.Path != APITokensPath {
 		http.NotFound(w, r)
 		return

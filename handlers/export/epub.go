@@ -50,19 +50,6 @@ type epubImage struct{ href, mediaType string }
 // them: those stay out, as images not stored).
 var epubImageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true}
 
-func (x *Exports) serveEPUB(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET")
-		writeRESTError(w, r, http.StatusMethodNotAllowed, "use GET")
-		return
-	}
-	c := x.gate.RESTCaller(w, r, EPUBRoute, "make a book", shownPath(r.URL.Path))
-	if c == nil {
-		return
-	}
-	x.ServeBook(w, r, c.Member)
-}
-
 // ServeBook answers a request for a book (?id= or ?q=) of m's items:
 // for EPUBPath and for the acquisition links of the OPDS catalog.
 func (x *Exports) ServeBook(w http.ResponseWriter, r *http.Request, m *members.Member) {

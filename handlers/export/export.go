@@ -23,6 +23,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -49,80 +50,25 @@ var exportTmpl = template.Must(template.New("export.html").ParseFS(templates, "t
 // it downloads, from one consistent snapshot per pass, so libraries of any
 // size never sit in memory.
 func (x *Exports) Page(pages *account.Pages) account.SettingsPage {
-	return account.SettingsPage{
-		Path:  PagePath,
-		Title: PageTitle,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			m := pages.CurrentMember(r)
-			if m == nil {
-				pages.RequireMember(w, r)
-				return
-			}
-			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				w.Header().Set("Allow", "GET")
-				http.Error(w, "This page can only be opened.", http.StatusMethodNotAllowed)
-				return
-			}
-			switch r.URL.Path {
-			case PagePath:
-				pages.Render(w, r, http.StatusOK, PageTitle, exportTmpl, struct{ Download string }{FilePath})
-			case FilePath:
-				x.serveExport(w, r, m)
-			default:
-				http.NotFound(w, r)
-			}
-		}),
-	}
-}
-
-// serveExportAPI serves GET APIPath: the export zip, as the settings
-// page's download, to any credential that may read the library.
-func (x *Exports) serveExportAPI(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET")
-		writeRESTError(w, r, http.StatusMethodNotAllowed, "use GET")
-		return
-	}
-	c := x.gate.RESTCaller(w, r, APIRoute, "run an export", shownPath(r.URL.Path))
-	if c == nil {
-		return
-	}
-	x.serveExport(w, r, c.Member)
-}
-
-// exportItem is a saved item as saved_items.json has it.
-type exportItem struct {
-	ID              string            `json:"id"`
-	Type            string            `json:"type"`
-	Status          string            `json:"status"`
-	Title           string            `json:"title"`
-	URL             string            `json:"url,omitempty"`
-	SourceDomain    string            `json:"source_domain,omitempty"`
-	Description     string            `json:"description,omitempty"`
-	Author          string            `json:"author,omitempty"`
-	LeadImage       string            `json:"lead_image,omitempty"`
-	WordCount       int               `json:"word_count"`
-	ReadingProgress float64           `json:"reading_progress"`
-	ReadAt          *time.Time        `json:"read_at"`
-	CreatedAt       time.Time         `json:"created_at"`
-	UpdatedAt       time.Time         `json:"updated_at"`
-	Labels          []string          `json:"labels"`
-	Highlights      []exportHighlight `json:"highlights"`
-	ContentHTML     string            `json:"content_html"`
-	ContentText     string            `json:"content_text"`
-}
-
-type exportHighlight struct {
-	ID        string                     `json:"id"`
-	Text      string                     `json:"text"`
-	Note      string                     `json:"note,omitempty"`
-	Segments  []library.HighlightSegment `json:"segments"`
-	CreatedAt time.Time                  `json:"created_at"`
-	UpdatedAt time.Time                  `json:"updated_at"`
+	return pages.MemberPage(PagePath, PageTitle, func(w http.ResponseWriter, r *http.Request, m *members.Member) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET")
+			http.Error(w, "This page can only be opened.", http.StatusMethodNotAllowed)
+			return
+		}
+		switch r.URL.Path {
+		case PagePath:
+			pages.Render(w, r, http.StatusOK, PageTitle, exportTmpl, struct{ Download string }{FilePath})
+		case FilePath:
+			x.serveExport(w, r, m)
+		default:
+			http.NotFound(w, r)
+		}
+	})
 }
 
 func (x *Exports) serveExport(w http.ResponseWriter, r *http.Request, m *members.Member) {
-	labels, err := library.Of(x.store).Labels(r.Context(), m.ID)
+	labels, names, err := x.exportLabels(r.Context(), m.ID)
 	if err != nil {
 		if status, _, ok := inboxtapi.Refusal(w, err); ok {
 			http.Error(w, "The export cannot run now ("+err.Error()+"); try again later.", status)
@@ -131,10 +77,6 @@ func (x *Exports) serveExport(w http.ResponseWriter, r *http.Request, m *members
 		x.log.Error("export: labels", zap.Error(err))
 		http.Error(w, "The export could not be started; try again.", http.StatusInternalServerError)
 		return
-	}
-	names := make(map[string]string, len(labels))
-	for _, l := range labels {
-		names[l.ID] = l.Name
 	}
 	name := FileName(m, x.now())
 	h := w.Header()
@@ -164,6 +106,38 @@ func (x *Exports) serveExport(w http.ResponseWriter, r *http.Request, m *members
 		// gets, and zip readers refuse it.
 		x.log.Warn("export interrupted", zap.String("member", m.Username), zap.Error(err))
 	}
+}
+
+// FileName names the export zip of m made at now.
+func FileName(m *members.Member, now time.Time) string {
+	return fmt.Sprintf("hearth-export-%s-%s.zip", m.Username, now.UTC().Format("2006-01-02"))
+}
+
+// WriteZip writes the Export page's zip of m's library to w.
+func (x *Exports) WriteZip(ctx context.Context, w io.Writer, m *members.Member) error {
+	labels, names, err := x.exportLabels(ctx, m.ID)
+	if err != nil {
+		return err
+	}
+	zw := zip.NewWriter(w)
+	if err := x.writeExport(ctx, zw, m, labels, names); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+// exportLabels returns the member's labels and their names by id, which
+// an export reads before it writes anything.
+func (x *Exports) exportLabels(ctx context.Context, memberID string) ([]*library.Label, map[string]string, error) {
+	labels, err := library.Of(x.store).Labels(ctx, memberID)
+	if err != nil {
+		return nil, nil, err
+	}
+	names := make(map[string]string, len(labels))
+	for _, l := range labels {
+		names[l.ID] = l.Name
+	}
+	return labels, names, nil
 }
 
 // zipEntries is what writeExport writes to: spoolZip, whose directory is
@@ -273,12 +247,12 @@ func (x *Exports) writeExportImages(ctx context.Context, zw zipEntries, memberID
 	return files, err
 }
 
-func (x *Exports) exportItem(ctx context.Context, memberID string, it *library.SavedItem, c *library.ItemContent, names map[string]string) (*exportItem, error) {
-	e := &exportItem{
+func (x *Exports) exportItem(ctx context.Context, memberID string, it *library.SavedItem, c *library.ItemContent, names map[string]string) (*importer.HearthItem, error) {
+	e := &importer.HearthItem{
 		ID: it.ID, Type: it.Type, Status: it.Status, Title: it.Title, URL: it.OriginalURL,
 		SourceDomain: it.SourceDomain, Description: it.Description, Author: it.Author, LeadImage: it.LeadImage,
 		WordCount: it.WordCount, ReadingProgress: it.ReadingProgress, ReadAt: it.ReadAt,
-		CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt, Labels: []string{}, Highlights: []exportHighlight{},
+		CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt, Labels: []string{}, Highlights: []importer.HearthHighlight{},
 		ContentHTML: c.HTML, ContentText: c.Text,
 	}
 	for _, id := range it.LabelIDs {
@@ -292,7 +266,7 @@ func (x *Exports) exportItem(ctx context.Context, memberID string, it *library.S
 			return nil, err
 		}
 		for _, h := range hs {
-			e.Highlights = append(e.Highlights, exportHighlight{
+			e.Highlights = append(e.Highlights, importer.HearthHighlight{
 				ID: h.ID, Text: HighlightText(h), Note: h.Note, Segments: h.Segments, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt,
 			})
 		}
@@ -329,7 +303,7 @@ func newMarkdownConverter() *converter.Converter {
 // contentMarkdown is the item's content as Markdown, its links made
 // absolute against its address; its readable text when it has no HTML or
 // the HTML cannot be converted.
-func contentMarkdown(md *converter.Converter, e *exportItem) string {
+func contentMarkdown(md *converter.Converter, e *importer.HearthItem) string {
 	if strings.TrimSpace(e.ContentHTML) != "" {
 		var opts []converter.ConvertOptionFunc
 		if e.URL != "" {
@@ -344,7 +318,7 @@ func contentMarkdown(md *converter.Converter, e *exportItem) string {
 
 // writeMarkdown writes an item as Markdown with YAML front matter, the
 // highlights (as quotes, with notes) and the content as Markdown.
-func writeMarkdown(w io.Writer, e *exportItem, md *converter.Converter) error {
+func writeMarkdown(w io.Writer, e *importer.HearthItem, md *converter.Converter) error {
 	bw := bufio.NewWriter(w)
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) } // a YAML-safe quoted string
 	fmt.Fprintf(bw, "---\ntitle: %s\n", q(e.Title))

@@ -136,7 +136,7 @@ func (x *Exports) feedMember(w http.ResponseWriter, r *http.Request) (*members.M
 		return nil, ""
 	}
 	m, err := apitokens.Of(x.store).FeedMember(r.Context(), secret)
-	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, members.ErrSuspended) {
+	if apitokens.Unknown(err) {
 		writeRESTError(w, r, http.StatusNotFound, "unknown feed")
 		return nil, ""
 	}
@@ -235,21 +235,27 @@ func feedTitle(q, label string) string {
 	return q + ", label " + label
 }
 
-// feedPage reads the page of srch a feed request asks for: the first, or
-// the one after ?after=, the cursor of a next link. It answers a bad
-// cursor itself (ok false).
-func (x *Exports) feedPage(w http.ResponseWriter, r *http.Request, m *members.Member, srch *Query) (*library.ItemPage, bool) {
-	page, err := library.Of(x.store).SavedItemsPage(r.Context(), m.ID, srch.Filter,
+// feedPage reads the page a feed request asks for of its search
+// (feedSearch: def and what as there): the first, or the one after
+// ?after=, the cursor of a next link. It answers a bad search or cursor
+// itself (ok false).
+func (x *Exports) feedPage(w http.ResponseWriter, r *http.Request, m *members.Member, def, what string) (q, label string, page *library.ItemPage, ok bool) {
+	q, label, srch, err := x.feedSearch(r, def, what)
+	if err != nil {
+		writeRESTError(w, r, http.StatusBadRequest, err.Error())
+		return "", "", nil, false
+	}
+	page, err = library.Of(x.store).SavedItemsPage(r.Context(), m.ID, srch.Filter,
 		library.PageRequest{Field: srch.Field, Desc: srch.Desc, First: feedItems, After: r.URL.Query().Get("after")})
 	if storage.IsInvalid(err) {
 		writeRESTError(w, r, http.StatusBadRequest, "after: "+err.Error()+" (use the feed's next link)")
-		return nil, false
+		return "", "", nil, false
 	}
 	if err != nil {
 		x.feedsFailed(w, r, err)
-		return nil, false
+		return "", "", nil, false
 	}
-	return page, true
+	return q, label, page, true
 }
 
 // pageLinks are the links of one page of a paged feed (RFC 5005 section
@@ -287,12 +293,7 @@ func pageLinks(r *http.Request, href, kind string, page *library.ItemPage) []ato
 // serveAtom serves the Atom feed of the search ?q= (default in:inbox) and
 // ?label=: its items with their content, feedItems a page, newest first.
 func (x *Exports) serveAtom(w http.ResponseWriter, r *http.Request, m *members.Member) {
-	q, label, srch, err := x.feedSearch(r, "in:inbox", "a feed")
-	if err != nil {
-		writeRESTError(w, r, http.StatusBadRequest, err.Error())
-		return
-	}
-	page, ok := x.feedPage(w, r, m, srch)
+	q, label, page, ok := x.feedPage(w, r, m, "in:inbox", "a feed")
 	if !ok {
 		return
 	}
@@ -423,12 +424,7 @@ func (x *Exports) serveOPDS(w http.ResponseWriter, r *http.Request, m *members.M
 			})
 		}
 	} else {
-		q, label, srch, err := x.feedSearch(r, "", "a catalog")
-		if err != nil {
-			writeRESTError(w, r, http.StatusBadRequest, err.Error())
-			return
-		}
-		page, ok := x.feedPage(w, r, m, srch)
+		q, label, page, ok := x.feedPage(w, r, m, "", "a catalog")
 		if !ok {
 			return
 		}

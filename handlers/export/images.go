@@ -11,6 +11,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // ImageAPIPath + "<item id>/<n>" serves the n-th stored image of an item
@@ -22,18 +23,9 @@ const ImageAPIPath = "/api/images/"
 // what the item holds.
 var ImageRoute = access.Route{Name: "GET " + ImageAPIPath, AnyScope: []string{access.Read}, APITokens: true, Sessions: true}
 
-// serveImageAPI answers GET ImageAPIPath<item id>/<n>.
-func (x *Exports) serveImageAPI(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET")
-		writeRESTError(w, r, http.StatusMethodNotAllowed, "use GET")
-		return
-	}
-	c := x.gate.RESTCaller(w, r, ImageRoute, "read an image", r.URL.Path)
-	if c == nil {
-		return
-	}
-	img, data, err := articles.StoredImage(r.Context(), x.store, c.Member.ID, strings.TrimPrefix(r.URL.Path, ImageAPIPath))
+// serveImage answers GET ImageAPIPath<item id>/<n> for m.
+func (x *Exports) serveImage(w http.ResponseWriter, r *http.Request, m *members.Member) {
+	img, data, err := articles.StoredImage(r.Context(), x.store, m.ID, strings.TrimPrefix(r.URL.Path, ImageAPIPath))
 	if errors.Is(err, storage.ErrNotFound) {
 		writeRESTError(w, r, http.StatusNotFound, "no such image")
 		return

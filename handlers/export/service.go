@@ -10,10 +10,6 @@
 package export
 
 import (
-	"archive/zip"
-	"context"
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -92,38 +88,32 @@ func (x *Exports) Handles(r *http.Request) bool {
 func (x *Exports) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == APIPath:
-		x.serveExportAPI(w, r)
+		// The export zip, as the settings page's download, to any
+		// credential that may read the library.
+		x.serveGET(w, r, APIRoute, "run an export", shownPath(r.URL.Path), x.serveExport)
 	case r.URL.Path == EPUBPath:
-		x.serveEPUB(w, r)
+		x.serveGET(w, r, EPUBRoute, "make a book", shownPath(r.URL.Path), x.ServeBook)
 	case r.URL.Path == FeedsAPIPath:
 		x.serveFeedsAPI(w, r)
 	case strings.HasPrefix(r.URL.Path, FeedPath):
 		x.serveFeed(w, r)
 	case strings.HasPrefix(r.URL.Path, ImageAPIPath):
-		x.serveImageAPI(w, r)
+		x.serveGET(w, r, ImageRoute, "read an image", r.URL.Path, x.serveImage)
 	default:
 		http.NotFound(w, r)
 	}
 }
 
-// FileName names the export zip of m made at now.
-func FileName(m *members.Member, now time.Time) string {
-	return fmt.Sprintf("hearth-export-%s-%s.zip", m.Username, now.UTC().Format("2006-01-02"))
-}
-
-// WriteZip writes the Export page's zip of m's library to w.
-func (x *Exports) WriteZip(ctx context.Context, w io.Writer, m *members.Member) error {
-	labels, err := library.Of(x.store).Labels(ctx, m.ID)
-	if err != nil {
-		return err
+// serveGET answers a method other than GET or HEAD with 405, and
+// otherwise serve for the member of the caller the gate lets through to
+// route (what and path as Gate.RESTCaller's, which answers a refusal).
+func (x *Exports) serveGET(w http.ResponseWriter, r *http.Request, route access.Route, what, path string, serve func(http.ResponseWriter, *http.Request, *members.Member)) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET")
+		writeRESTError(w, r, http.StatusMethodNotAllowed, "use GET")
+		return
 	}
-	names := make(map[string]string, len(labels))
-	for _, l := range labels {
-		names[l.ID] = l.Name
+	if c := x.gate.RESTCaller(w, r, route, what, path); c != nil {
+		serve(w, r, c.Member)
 	}
-	zw := zip.NewWriter(w)
-	if err := x.writeExport(ctx, zw, m, labels, names); err != nil {
-		return err
-	}
-	return zw.Close()
 }

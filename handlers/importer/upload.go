@@ -280,27 +280,18 @@ var importTmpl = template.Must(template.New("import.html").Funcs(template.FuncMa
 // every few seconds (a Refresh header: no script needed), until its
 // entries are written and the pages it queued are fetched.
 func (u *Uploads) Page(pages *account.Pages) account.SettingsPage {
-	return account.SettingsPage{
-		Path:  PagePath,
-		Title: PageTitle,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			m := pages.CurrentMember(r)
-			if m == nil {
-				pages.RequireMember(w, r)
-				return
-			}
-			if r.URL.Path != PagePath {
-				http.NotFound(w, r)
-				return
-			}
-			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				w.Header().Set("Allow", "GET")
-				http.Error(w, "This page can only be opened; the form posts to "+UploadPath+".", http.StatusMethodNotAllowed)
-				return
-			}
-			u.renderPage(w, r, m, http.StatusOK, "")
-		}),
-	}
+	return pages.MemberPage(PagePath, PageTitle, func(w http.ResponseWriter, r *http.Request, m *members.Member) {
+		if r.URL.Path != PagePath {
+			http.NotFound(w, r)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET")
+			http.Error(w, "This page can only be opened; the form posts to "+UploadPath+".", http.StatusMethodNotAllowed)
+			return
+		}
+		u.renderPage(w, r, m, http.StatusOK, "")
+	})
 }
 
 // importJobView is a job and its progress (ProgressOf).

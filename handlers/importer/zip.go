@@ -327,30 +327,38 @@ func (p *pocketZipReader) Close() error {
 
 // --- Hearth ---
 
-// hearthItem is an item of Hearth's saved_items.json (handlers/export/export.go).
-type hearthItem struct {
-	Type            string     `json:"type"`
-	Status          string     `json:"status"`
-	Title           string     `json:"title"`
-	URL             string     `json:"url"`
-	Description     string     `json:"description"`
-	Author          string     `json:"author"`
-	LeadImage       string     `json:"lead_image"`
-	WordCount       int        `json:"word_count"`
-	ReadingProgress float64    `json:"reading_progress"`
-	ReadAt          *time.Time `json:"read_at"`
-	CreatedAt       time.Time  `json:"created_at"`
-	UpdatedAt       time.Time  `json:"updated_at"`
-	Labels          []string   `json:"labels"`
-	Highlights      []struct {
-		Text      string                     `json:"text"`
-		Note      string                     `json:"note"`
-		Segments  []library.HighlightSegment `json:"segments"`
-		CreatedAt time.Time                  `json:"created_at"`
-		UpdatedAt time.Time                  `json:"updated_at"`
-	} `json:"highlights"`
-	ContentHTML string `json:"content_html"`
-	ContentText string `json:"content_text"`
+// HearthItem is an item of Hearth's saved_items.json: the export
+// (handlers/export) writes it and the importer reads it back, by this one
+// declaration.
+type HearthItem struct {
+	ID              string            `json:"id"`
+	Type            string            `json:"type"`
+	Status          string            `json:"status"`
+	Title           string            `json:"title"`
+	URL             string            `json:"url,omitempty"`
+	SourceDomain    string            `json:"source_domain,omitempty"`
+	Description     string            `json:"description,omitempty"`
+	Author          string            `json:"author,omitempty"`
+	LeadImage       string            `json:"lead_image,omitempty"`
+	WordCount       int               `json:"word_count"`
+	ReadingProgress float64           `json:"reading_progress"`
+	ReadAt          *time.Time        `json:"read_at"`
+	CreatedAt       time.Time         `json:"created_at"`
+	UpdatedAt       time.Time         `json:"updated_at"`
+	Labels          []string          `json:"labels"`
+	Highlights      []HearthHighlight `json:"highlights"`
+	ContentHTML     string            `json:"content_html"`
+	ContentText     string            `json:"content_text"`
+}
+
+// HearthHighlight is a highlight of a HearthItem.
+type HearthHighlight struct {
+	ID        string                     `json:"id"`
+	Text      string                     `json:"text"`
+	Note      string                     `json:"note,omitempty"`
+	Segments  []library.HighlightSegment `json:"segments"`
+	CreatedAt time.Time                  `json:"created_at"`
+	UpdatedAt time.Time                  `json:"updated_at"`
 }
 
 type hearthReader struct {
@@ -380,7 +388,7 @@ func newHearthReader(z *zipArchive, scan bool) (*hearthReader, error) {
 func (h *hearthReader) ExportLabels() []Label { return h.labels }
 
 func (h *hearthReader) Next() (*Item, error) {
-	var e hearthItem
+	var e HearthItem
 	ref, err := h.a.next(&e)
 	if err != nil {
 		return nil, err

@@ -21,7 +21,6 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
-	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // Omnivore's content router (packages/api/src/routers/content_router.ts,
@@ -189,7 +188,7 @@ func (s *Content) serveDownload(w http.ResponseWriter, r *http.Request) {
 	}
 	secret := strings.TrimPrefix(r.URL.Path, ContentDownloadPath)
 	l, _, err := apitokens.Of(s.store).ContentLinkOf(r.Context(), secret)
-	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, members.ErrSuspended) {
+	if apitokens.Unknown(err) {
 		writeContentError(w, http.StatusNotFound, "NOT_FOUND")
 		return
 	}

@@ -279,6 +279,14 @@ func LooksLike(s string) bool {
 	return strings.HasPrefix(s, Prefix) && len(s) >= 40 && len(s) <= 128
 }
 
+// Unknown reports whether err, from a lookup by secret (Member,
+// FeedMember, InboundMember, ContentLinkOf), means the secret leads to no
+// one: unknown, expired or revoked, or its member suspended. A secret URL
+// answers these alike, so that it reveals nothing.
+func Unknown(err error) bool {
+	return errors.Is(err, storage.ErrNotFound) || errors.Is(err, members.ErrSuspended)
+}
+
 // Member returns the member and token record for an API token. It
 // returns storage.ErrNotFound for unknown, deleted or expired tokens and for gone
 // members, and members.ErrSuspended for suspended members. lastUsedAt is written at
