@@ -223,8 +223,8 @@ func (s *Store) replaceAllOnce(rp kv.Replacer, sp *kv.Spool) (previous string, e
 			if err != nil {
 				return rec, err
 			}
-			if n++; restoreHook != nil {
-				if err := restoreHook(n); err != nil {
+			if n++; s.restoreHook != nil {
+				if err := s.restoreHook(n); err != nil {
 					return kv.Record{}, err
 				}
 			}
@@ -266,8 +266,8 @@ func (s *Store) importReplacing(first kv.Record, next func() (kv.Record, error))
 		} else if rec, err = next(); err != nil {
 			return rec, err
 		}
-		if n++; restoreHook != nil {
-			if err := restoreHook(n); err != nil {
+		if n++; s.restoreHook != nil {
+			if err := s.restoreHook(n); err != nil {
 				return kv.Record{}, err
 			}
 		}
@@ -303,11 +303,6 @@ func (s *Store) rollBack(previous string) error {
 	}
 	return s.eng.Import(restoreCtx, next, kv.ImportReplace)
 }
-
-// restoreHook, when set (tests), is called with the number of records a
-// restore (importReplacing, replaceAll) has imported so far, after each;
-// an error it returns fails the restore there.
-var restoreHook func(n int) error
 
 // createBeforeRestore creates a new file
 // <store>.before-restore-<time>-<random>.backup next to the store.

@@ -358,7 +358,7 @@ func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
 		before := dumpRecords(t, live)
 		injected := errors.New("injected: disk error")
 		failed := false
-		storage.SetRestoreHook(func(n int) error {
+		live.SetRestoreHook(func(n int) error {
 			if n == 30 && !failed { // the restore fails; the roll-back does not
 				failed = true
 				return injected
@@ -366,7 +366,7 @@ func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
 			return nil
 		})
 		_, err := live.Replace(bytes.NewReader(full.Bytes()))
-		storage.SetRestoreHook(nil)
+		live.SetRestoreHook(nil)
 		if !errors.Is(err, injected) || !strings.Contains(err.Error(), "holds its earlier records again") {
 			t.Fatalf("Replace with a failure part-way: %v", err)
 		}
@@ -400,14 +400,14 @@ func TestWritesDuringARestoreAreRefusedNotLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	var refusedInside, readInside error
-	storage.SetRestoreHook(func(n int) error {
+	live.SetRestoreHook(func(n int) error {
 		if n == 1 {
 			_, refusedInside = members.Of(live).CreateMember(t.Context(), "inside", "", "correct horse")
 			_, readInside = members.Of(live).Member(t.Context(), "reader")
 		}
 		return nil
 	})
-	defer storage.SetRestoreHook(nil)
+	defer live.SetRestoreHook(nil)
 
 	stop := make(chan struct{})
 	type result struct {

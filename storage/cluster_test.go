@@ -455,15 +455,15 @@ func TestClusterNoIDsWithoutSlot(t *testing.T) {
 	}
 }
 
-// pauseRestore makes the next restore stop once it has saved the current
+// pauseRestore makes the next restore of st stop once it has saved the current
 // records and started the import (restoreHook), run during() there
 // once, and go on when release is called (at the latest when the test
 // ends). paused is closed when it stops.
-func pauseRestore(t *testing.T, during func()) (paused chan struct{}, release func()) {
+func pauseRestore(t *testing.T, st *storage.Store, during func()) (paused chan struct{}, release func()) {
 	paused, resume := make(chan struct{}), make(chan struct{})
 	release = sync.OnceFunc(func() { close(resume) })
 	var first atomic.Bool
-	storage.SetRestoreHook(func(n int) error {
+	st.SetRestoreHook(func(n int) error {
 		if n == 1 && first.CompareAndSwap(false, true) { // the first restore only
 			if during != nil {
 				during()
@@ -475,7 +475,7 @@ func pauseRestore(t *testing.T, during func()) (paused chan struct{}, release fu
 	})
 	t.Cleanup(func() {
 		release()
-		storage.SetRestoreHook(nil)
+		st.SetRestoreHook(nil)
 	})
 	return paused, release
 }
@@ -494,7 +494,7 @@ func TestClusterRestoreExclusiveAndDropsCaches(t *testing.T) {
 	_, token := memberToken(t, a, "alice") // not in the backup
 	cachedOn(t, b, token)
 
-	paused, release := pauseRestore(t, nil)
+	paused, release := pauseRestore(t, a, nil)
 	done := make(chan error, 1)
 	go func() {
 		_, err := a.Replace(bytes.NewReader(backup.Bytes()))
@@ -543,7 +543,7 @@ func TestClusterRestoreLosesNoWriteOfAnotherNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	var changeErr, createErr error
-	paused, release := pauseRestore(t, func() {
+	paused, release := pauseRestore(t, a, func() {
 		_, changeErr = members.Of(b).SetDisplayName(t.Context(), bob.ID, "Bob changed on B")
 		_, createErr = members.Of(b).CreateMember(t.Context(), "carol", "", "correct horse battery")
 	})

@@ -36,8 +36,9 @@ func (s *Store) BadgerDB() *badger.DB {
 	return nil
 }
 
-// SetRestoreHook sets restoreHook (nil removes it).
-func SetRestoreHook(fn func(n int) error) { restoreHook = fn }
+// SetRestoreHook sets s's restoreHook (nil removes it); set it before a
+// restore starts.
+func (s *Store) SetRestoreHook(fn func(n int) error) { s.restoreHook = fn }
 
 // The layout of a backup (storage/kv/stream.go).
 const (

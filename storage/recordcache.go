@@ -170,7 +170,9 @@ type CacheKind[T any] struct {
 }
 
 // cacheKinds are the kinds declared, in order; written only by
-// NewCacheKind during package initialization.
+// NewCacheKind during package initialization. Declared kinds, like context
+// keys, give each Store a slot per domain without storage importing the
+// domains.
 var cacheKinds []func(live func() (uint64, bool)) recordCaches
 
 // NewCacheKind declares the kind of the records of type T under prefix.

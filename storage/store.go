@@ -163,6 +163,10 @@ type Store struct {
 	ids    *idGen
 	slots  kv.IDSlots       // the engine's node slots; nil with Badger (always slot 0)
 	idNow  func() time.Time // the clock of new ids; nil: time.Now (tests)
+	// restoreHook, when set (tests), is called with the number of records
+	// a restore of this store (importReplacing, replaceAll) has imported
+	// so far, after each; an error it returns fails the restore there.
+	restoreHook func(n int) error
 	// shared: the engine serves several processes (not Badger), so the
 	// caches follow other nodes' writes (recordcache.go).
 	shared     bool
@@ -368,7 +372,9 @@ func (s *Store) migrate() error {
 	return nil
 }
 
-// migrations are the domain packages' (OnMigrate).
+// migrations are the domain packages' (OnMigrate): a registry, since
+// storage cannot import the packages above it and a package linked in is
+// one whose old records a store may hold.
 var migrations []func(ctx context.Context, s *Store) error
 
 // OnMigrate registers fn to run when a store opens and after a restore:

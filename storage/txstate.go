@@ -19,7 +19,7 @@ const maxTxStates = 4
 type TxState[T any] struct{ i int }
 
 // txStates counts the kinds declared; written only by NewTxState during
-// package initialization.
+// package initialization (declared kinds for cacheKinds' reason).
 var txStates int
 
 // NewTxState declares a kind of transaction state. Call it only to
@@ -52,6 +52,8 @@ func (k *TxState[T]) Peek(tx *Tx) *T {
 }
 
 // commitHooks are the hooks registered with OnCommit, in order.
+// commitHooks are the domain packages' (OnCommit): a registry, since
+// storage cannot import the packages above it.
 var commitHooks []commitHook
 
 type commitHook struct {

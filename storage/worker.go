@@ -27,7 +27,8 @@ type Worker interface {
 type WorkerKind[W Worker] struct{ i int }
 
 // workerKinds make each kind's Worker for a store, in order; written only
-// by NewWorkerKind during package initialization.
+// by NewWorkerKind during package initialization (declared kinds for
+// cacheKinds' reason).
 var workerKinds []func(s *Store) Worker
 
 // NewWorkerKind declares a kind of background work: every Store prepared

@@ -64,6 +64,10 @@ type Options struct {
 	OpenRegistration bool
 	// SessionLifetime is how long a sign-in lasts.
 	SessionLifetime time.Duration
+	// SessionTouchInterval is how stale a session's last-seen time may
+	// get before a request records it again; default
+	// SessionTouchInterval.
+	SessionTouchInterval time.Duration
 	// FailuresPerUsername and FailuresPerIP bound failed sign-ins per
 	// username and per client IP within FailureWindow; beyond them the
 	// sign-in form answers 429 with Retry-After.
@@ -97,6 +101,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.SessionLifetime <= 0 {
 		o.SessionLifetime = DefaultSessionLifetime
+	}
+	if o.SessionTouchInterval <= 0 {
+		o.SessionTouchInterval = SessionTouchInterval
 	}
 	if o.FailuresPerUsername <= 0 {
 		o.FailuresPerUsername = DefaultFailuresPerUsername

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -55,7 +54,7 @@ func (p *Pages) sessionMember(r *http.Request) (*members.Member, error) {
 	}
 	// Last seen is kept to the nearest few minutes: a page view does not
 	// write, one every SessionTouchInterval does (asynchronously).
-	if time.Since(sess.LastSeen()) >= time.Duration(sessionTouchInterval.Load()) {
+	if time.Since(sess.LastSeen()) >= p.opts.SessionTouchInterval {
 		if err := members.Of(p.store).TouchSession(r.Context(), c.Value, p.opts.ClientIP(r)); err != nil {
 			p.opts.Logger.Warn("record session last seen", zap.Error(err))
 		}
@@ -63,16 +62,8 @@ func (p *Pages) sessionMember(r *http.Request) (*members.Member, error) {
 	return m, nil
 }
 
-// SessionTouchInterval is how stale a session's last-seen time may get
-// before a request records it again.
+// SessionTouchInterval is the default of Options.SessionTouchInterval.
 const SessionTouchInterval = 5 * time.Minute
-
-// sessionTouchInterval is SessionTouchInterval, which tests shorten.
-var sessionTouchInterval = func() *atomic.Int64 {
-	var v atomic.Int64
-	v.Store(int64(SessionTouchInterval))
-	return &v
-}()
 
 // RequireMember returns the signed-in member. When r has none, it answers
 // with a 303 redirect to the sign-in page, which comes back to r's path and

@@ -40,7 +40,8 @@ const (
 
 func init() {
 	// Operations refused before execution (too deep, too complex) answer
-	// 422 like validation failures, not 200.
+	// 422 like validation failures, not 200. (gqlgen keeps this table
+	// global, as Caddy does its modules.)
 	errcode.RegisterErrorType(codeQueryTooDeep, errcode.KindProtocol)
 	errcode.RegisterErrorType(codeComplexityLimit, errcode.KindProtocol)
 }

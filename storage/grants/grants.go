@@ -73,7 +73,8 @@ type CodeRefusal struct {
 func (e *CodeRefusal) Error() string { return e.Err.Error() }
 func (e *CodeRefusal) Unwrap() error { return e.Err }
 
-// now is the clock of code expiry (tests move it).
+// now is the clock of code expiry (tests move it). A package clock: a
+// grants Store is a view of a storage.Store (Of) with no room for one.
 var now = time.Now
 
 // App is a registered client application.

@@ -148,7 +148,10 @@ func memberIDKey(id string) []byte { return storage.Key("member", "id", id) }
 func memberDataPrefix(memberID string) []byte { return storage.Key("u", memberID, "") }
 
 // memberCleanups are run inside DeleteMember's transaction by domains
-// that keep records outside the member's prefix (global lookup keys).
+// that keep records outside the member's prefix (global lookup keys). A
+// registry rather than a parameter: members cannot import the packages
+// above it, and a package that registers from init cleans up exactly when
+// it is linked in, which is when its records can exist.
 var memberCleanups []func(tx *storage.Tx, memberID string) error
 
 // OnDelete registers fn to run inside DeleteMember's transaction:
@@ -160,7 +163,8 @@ func OnDelete(fn func(tx *storage.Tx, memberID string) error) {
 }
 
 // accessRevokers end one kind of a member's access for
-// RevokeMemberAccess (OnRevokeAccess).
+// RevokeMemberAccess (OnRevokeAccess): a registry for memberCleanups'
+// reason.
 var accessRevokers []func(ctx context.Context, st *storage.Store, memberID string) (tokens, apps int, err error)
 
 // OnRevokeAccess registers fn, which ends the member's access of a
@@ -344,8 +348,10 @@ func (s Store) DeleteMember(ctx context.Context, username string) error {
 		if err := tx.Delete(memberIDKey(m.ID)); err != nil {
 			return err
 		}
-		if err := deleteMemberSessions(tx, m.ID); err != nil {
-			return err
+		for _, clean := range []func(tx *storage.Tx, memberID string) error{deleteMemberSessions, deleteMemberResetLinks, deleteMemberChallenges} {
+			if err := clean(tx, m.ID); err != nil {
+				return err
+			}
 		}
 		for _, clean := range memberCleanups {
 			if err := clean(tx, m.ID); err != nil {

@@ -167,12 +167,10 @@ func (s Store) UseResetLink(ctx context.Context, token, password string) (*Membe
 	return m, nil
 }
 
-func init() {
-	// A deleted member's reset links go with it (they are few: an
-	// operator makes them one at a time).
-	memberCleanups = append(memberCleanups, func(tx *storage.Tx, memberID string) error {
-		return deleteRecordsOf(tx, storage.Key("reset", ""), memberID)
-	})
+// deleteMemberResetLinks removes a deleted member's reset links (they are
+// few: an operator makes them one at a time).
+func deleteMemberResetLinks(tx *storage.Tx, memberID string) error {
+	return deleteRecordsOf(tx, storage.Key("reset", ""), memberID)
 }
 
 // deleteRecordsOf deletes the records under prefix whose JSON names

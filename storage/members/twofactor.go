@@ -367,12 +367,10 @@ type signInChallenge struct {
 
 func challengeKey(digest string) []byte { return storage.Key("2fa", "challenge", digest) }
 
-func init() {
-	// A deleted member's sign-in challenges go with it (they live
-	// SignInChallengeLifetime).
-	memberCleanups = append(memberCleanups, func(tx *storage.Tx, memberID string) error {
-		return deleteRecordsOf(tx, storage.Key("2fa", "challenge", ""), memberID)
-	})
+// deleteMemberChallenges removes a deleted member's sign-in challenges
+// (they live SignInChallengeLifetime).
+func deleteMemberChallenges(tx *storage.Tx, memberID string) error {
+	return deleteRecordsOf(tx, storage.Key("2fa", "challenge", ""), memberID)
 }
 
 // CreateSignInChallenge records that m (as read when its password was
