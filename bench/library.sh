@@ -11,7 +11,9 @@
 # Env: DURATION (default 10s), CONNS (default 16), THREADS (default 2),
 # LARGE (default 100000) items, ROUNDS (default 2) alternating runs of each
 # figure, KEEP (a directory where the seeded store is kept and reused),
-# CADDY (a caddy binary to run instead of building this tree's).
+# CADDY (a caddy binary to run instead of building this tree's), PROFILE
+# (a directory: after the rounds, a CPU profile of Caddy under wrk for each
+# page, <page>.pprof, from the admin endpoint's /debug/pprof/profile).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -92,6 +94,18 @@ for r in $(seq "$ROUNDS"); do
 		sum[p_$name]=$(awk -v s="${sum[p_$name]:-0}" -v a="$b" 'BEGIN {print s + a}')
 	done
 done
+if [ -n "${PROFILE:-}" ]; then
+	mkdir -p "$PROFILE"
+	secs=${DURATION%s}
+	for p in "${pages[@]}"; do
+		name=${p%%=*} path=${p#*=}
+		wrk -t"$THREADS" -c"$CONNS" -d"$((secs + 2))s" -H "Cookie: $cookie" "$SITE$path" >/dev/null &
+		sleep 1
+		curl -fs -o "$PROFILE/$name.pprof" "http://$ADMIN/debug/pprof/profile?seconds=$secs"
+		wait
+	done
+	cp "$caddy" "$PROFILE/caddy"
+fi
 mean() { awk -v s="${sum[$1]}" -v n="$ROUNDS" 'BEGIN {printf "%.0f", s / n}'; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f %%", 100 * a / b}'; }
 x() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2fx", a / b}'; }

@@ -30,6 +30,10 @@ type itemMatcher struct {
 	// textFilter, when set, tells the items whose text cannot hold the
 	// needle (by the text index), which are not read.
 	textFilter *textindex.Filter
+	// words, when set, tells of some items whether their text holds the
+	// needle, as verified in the same state of the text index, and keeps
+	// what match verifies (wordCache).
+	words *wordLookup
 	// readyKnown and ready: whether the member's index is built, read
 	// when a scan first passes the budget.
 	readyKnown, ready bool
@@ -164,13 +168,22 @@ func (m *itemMatcher) match(it *SavedItem) (bool, error) {
 		return false, nil
 	}
 	if m.needle != nil {
+		id := idBytes(it.ID)
+		if holds, ok := m.words.known(id); ok {
+			m.verified++ // in the budget as when read: the same answers
+			return holds, nil
+		}
 		if m.textFilter != nil {
 			if may, err := m.textFilter.May(m.tx, it.ID); err != nil || !may {
 				return false, err
 			}
 		}
 		m.verified++
-		return itemTextContains(m.tx, it, m.needle)
+		holds, err := itemTextContains(m.tx, it, m.needle)
+		if err == nil {
+			m.words.note(id, holds)
+		}
+		return holds, err
 	}
 	return true, nil
 }

@@ -171,6 +171,10 @@ func (s Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter
 			q.upper = encUint64(encTime(nil, *rangeTo), 0)
 		}
 	}
+	if strings.TrimSpace(f.Text) != "" {
+		c := wordCache.Of(s.st)
+		q.words = &wordLookup{cache: c, gen: c.Generation()} // before the transaction
+	}
 	page := &ItemPage{}
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		q := q
@@ -183,6 +187,7 @@ func (s Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter
 			return err
 		}
 		q.m = m
+		m.words = q.words
 		if !m.impossible && m.indexable() && !q.boundedBySortRange() {
 			ids, ok, err := q.searchCandidates()
 			if err != nil {
@@ -200,6 +205,7 @@ func (s Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter
 	if err != nil {
 		return nil, err
 	}
+	q.words.done()
 	return page, nil
 }
 
@@ -233,6 +239,7 @@ type pageQuery struct {
 	first    int // p.First, at least 0
 	statuses []string
 	m        *itemMatcher
+	words    *wordLookup // a word search's use of wordCache, else nil
 	// after is the suffix the page starts after (nil: the first);
 	// lower and upper bound the sort field's values (nil: none).
 	after, lower, upper []byte

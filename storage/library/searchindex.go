@@ -3,6 +3,7 @@ package library
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -202,4 +203,104 @@ func textCandidates(tx *storage.Tx, memberID string, needle []byte, limit int) (
 		return nil, false, nil, err
 	}
 	return memberIndex(memberID).Lookup(tx, needle, limit, maxVerified)
+}
+
+// wordCache keeps, by member and needle, what a word search read of the
+// text index and which items' texts it found to hold the needle
+// (wordResult), against the index's state it read them in
+// (textindex.Index.State): a search that finds the same state — on any
+// node, the state is read from the store — takes the candidates and those
+// verdicts from it, reading the items but not their texts. Its prefix is no
+// record's: the cache is emptied only when every record cache is (a
+// restore, notifications missed on a shared engine), and an entry read
+// before such a drop is never added after it.
+var wordCache = storage.NewCacheKind[wordResult](storage.Key("\x00library", "words", ""))
+
+// wordResult is what word searches read in one index state: the index's
+// candidates for the limit (ok false: the index could not narrow the
+// needle to few) and, for some items, whether their text holds the needle.
+type wordResult struct {
+	state string
+	limit int
+	ids   []string
+	ok    bool
+	holds map[uint64]bool
+}
+
+// Bounds of an entry of wordCache (which holds at most storage's entries
+// of a cache kind): its needle, its candidates and its verdicts, a few
+// kilobytes in all.
+const (
+	maxCachedNeedle   = 64
+	maxCachedIDs      = 64
+	maxCachedVerdicts = 128
+)
+
+// wordLookup is a word search's use of wordCache: the cache, its
+// generation read before the search's transaction began, and the result
+// found or read (nil: not to be cached, the index answered with a Filter),
+// with dirty telling that the cache lacks some of it (added by done).
+type wordLookup struct {
+	cache *storage.RecordCache[wordResult]
+	gen   uint64
+	key   string
+	cur   *wordResult
+	dirty bool
+}
+
+// textCandidates is textCandidates through the search's wordCache.
+func (w *wordLookup) textCandidates(q *pageQuery, limit int) (ids []string, ok bool, filter *textindex.Filter, err error) {
+	needle := q.m.needle
+	if w == nil || len(needle) < 3 || len(needle) > maxCachedNeedle {
+		return textCandidates(q.tx, q.memberID, needle, limit)
+	}
+	if ready, err := searchReady(q.tx, q.memberID); err != nil || !ready {
+		return nil, false, nil, err
+	}
+	state, err := memberIndex(q.memberID).State(q.tx)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	w.key = q.memberID + "\x00" + string(needle)
+	if r := w.cache.Get(w.key); r != nil && r.state == string(state) && r.limit == limit {
+		w.cur = r
+		return r.ids, r.ok, nil, nil
+	}
+	ids, ok, filter, err = memberIndex(q.memberID).Lookup(q.tx, needle, limit, maxVerified)
+	if err == nil && filter == nil && len(ids) <= maxCachedIDs {
+		w.cur = &wordResult{state: string(state), limit: limit, ids: ids, ok: ok, holds: map[uint64]bool{}}
+		w.dirty = true
+	}
+	return ids, ok, filter, err
+}
+
+// known returns the verdict on item id's text, if the result has one.
+func (w *wordLookup) known(id uint64) (holds, ok bool) {
+	if w == nil || w.cur == nil {
+		return false, false
+	}
+	holds, ok = w.cur.holds[id]
+	return holds, ok
+}
+
+// note records the verdict on item id's text (up to maxCachedVerdicts),
+// in a copy of a result found in the cache (whose map others read).
+func (w *wordLookup) note(id uint64, holds bool) {
+	if w == nil || w.cur == nil || len(w.cur.holds) >= maxCachedVerdicts {
+		return
+	}
+	if !w.dirty {
+		r := *w.cur
+		r.holds = maps.Clone(r.holds)
+		w.cur, w.dirty = &r, true
+	}
+	w.cur.holds[id] = holds
+}
+
+// done adds the result to the cache when it lacks some of it, once the
+// search's transaction has read it all.
+func (w *wordLookup) done() {
+	if w != nil && w.dirty {
+		w.cache.Add(w.gen, w.key, w.cur)
+	}
 }

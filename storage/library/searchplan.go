@@ -239,7 +239,7 @@ func (q *pageQuery) searchCandidates() (ids []string, ok bool, err error) {
 	var text []string
 	textSmall := false
 	if q.m.needle != nil && (len(counted) == 0 || counted[0].count > 50) {
-		if text, textSmall, q.m.textFilter, err = textCandidates(q.tx, q.memberID, q.m.needle, limit); err != nil {
+		if text, textSmall, q.m.textFilter, err = q.words.textCandidates(q, limit); err != nil {
 			return nil, false, err
 		}
 		if textSmall && (len(counted) == 0 || counted[0].count > limit) {

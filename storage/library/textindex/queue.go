@@ -94,3 +94,27 @@ func (x Index) Waiting(tx *storage.Tx) (uint64, error) {
 	}
 	return 0, nil
 }
+
+// State returns what a search's candidates and the texts they are
+// verified on depend on: the index's Meta and the queue's next sequence
+// number, as stored. Every change of a document's text queues it (a new
+// sequence number) and every change of the segments or of the queue's
+// low water mark writes Meta, so two reads that give the same State see
+// the same candidates for any needle and the same text of every document
+// but those removed since. A caller may keep what it read against it.
+func (x Index) State(tx *storage.Tx) ([]byte, error) {
+	var st []byte
+	for _, k := range [][]byte{x.MetaKey(), x.queueKey()} {
+		v, err := tx.Get(k)
+		if errors.Is(err, storage.ErrNotFound) {
+			st = append(st, 0) // absent: unlike any value, whose length is written plus one
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		st = binary.AppendUvarint(st, uint64(len(v))+1)
+		st = append(st, v...)
+	}
+	return st, nil
+}
