@@ -100,9 +100,10 @@ if [ -n "${PROFILE:-}" ]; then
 	for p in "${pages[@]}"; do
 		name=${p%%=*} path=${p#*=}
 		wrk -t"$THREADS" -c"$CONNS" -d"$((secs + 2))s" -H "Cookie: $cookie" "$SITE$path" >/dev/null &
+		wrk_pid=$!
 		sleep 1
 		curl -fs -o "$PROFILE/$name.pprof" "http://$ADMIN/debug/pprof/profile?seconds=$secs"
-		wait
+		wait "$wrk_pid"
 	done
 	cp "$caddy" "$PROFILE/caddy"
 fi
