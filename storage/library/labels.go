@@ -167,9 +167,12 @@ func deleteLabelNameKeys(tx *storage.Tx, memberID, name, id string) error {
 }
 
 // Labels lists the member's labels in their order.
-func (s Store) Labels(ctx context.Context, memberID string) (out []*Label, err error) {
-	err = s.st.View(ctx, func(tx *storage.Tx) error { out, err = labels(tx, memberID); return err })
-	return out, err
+func (s Store) Labels(ctx context.Context, memberID string) ([]*Label, error) {
+	l, err := s.lists(ctx, memberID)
+	if err != nil {
+		return nil, err
+	}
+	return copies(l.labels), nil
 }
 
 // LabelsByID returns the member's labels with ids, in that order.
@@ -239,6 +242,9 @@ func createLabel(tx *storage.Tx, memberID, name, color string) (*Label, error) {
 	if err := tx.Put(labelNameKey(memberID, name), []byte(l.ID), 0); err != nil {
 		return nil, err
 	}
+	if err := listsChanged(tx, memberID); err != nil {
+		return nil, err
+	}
 	return l, tx.PutJSON(labelKey(memberID, l.ID), l, 0)
 }
 
@@ -286,6 +292,9 @@ func (s Store) UpdateLabel(ctx context.Context, memberID, id, name, color string
 		changed := l.Name != name || l.Color != color
 		l.Name, l.Color = name, color
 		out = &l
+		if err := listsChanged(tx, memberID); err != nil {
+			return nil, err
+		}
 		if err := tx.PutJSON(labelKey(memberID, id), &l, 0); err != nil || !changed {
 			return nil, err
 		}
@@ -361,6 +370,9 @@ func (s Store) DeleteLabel(ctx context.Context, memberID, id string) error {
 		if err := deleteLabelNameKeys(tx, memberID, l.Name, l.ID); err != nil {
 			return nil, err
 		}
+		if err := listsChanged(tx, memberID); err != nil {
+			return nil, err
+		}
 		if err := tx.Delete(labelKey(memberID, id)); err != nil {
 			return nil, err
 		}
@@ -371,13 +383,14 @@ func (s Store) DeleteLabel(ctx context.Context, memberID, id string) error {
 // ReorderLabels puts the labels with ids first, in that order; the others
 // follow in their previous order.
 func (s Store) ReorderLabels(ctx context.Context, memberID string, ids []string) ([]*Label, error) {
-	return reorderStored(ctx, s.st, ids, func(tx *storage.Tx) ([]*Label, error) { return labels(tx, memberID) },
+	return reorderStored(ctx, s.st, memberID, ids, func(tx *storage.Tx) ([]*Label, error) { return labels(tx, memberID) },
 		func(l *Label) string { return l.ID }, func(l *Label, order float64) []byte { l.Order = order; return labelKey(memberID, l.ID) })
 }
 
 // reorderStored reorders the records list reads (see reorder) and writes
-// each with its new order (set, which returns its key).
-func reorderStored[T any](ctx context.Context, st *storage.Store, ids []string, list func(tx *storage.Tx) ([]T, error),
+// each with its new order (set, which returns its key): the member's
+// labels or saved queries.
+func reorderStored[T any](ctx context.Context, st *storage.Store, memberID string, ids []string, list func(tx *storage.Tx) ([]T, error),
 	id func(T) string, set func(v T, order float64) []byte) ([]T, error) {
 	var out []T
 	err := st.Update(ctx, func(tx *storage.Tx) error {
@@ -386,6 +399,9 @@ func reorderStored[T any](ctx context.Context, st *storage.Store, ids []string, 
 			return err
 		}
 		if out, err = reorder(all, ids, id); err != nil {
+			return err
+		}
+		if err := listsChanged(tx, memberID); err != nil {
 			return err
 		}
 		for i, v := range out {
@@ -448,9 +464,12 @@ func savedQueries(tx *storage.Tx, memberID string) ([]*SavedQuery, error) {
 }
 
 // SavedQueries lists the member's saved queries in their order.
-func (s Store) SavedQueries(ctx context.Context, memberID string) (out []*SavedQuery, err error) {
-	err = s.st.View(ctx, func(tx *storage.Tx) error { out, err = savedQueries(tx, memberID); return err })
-	return out, err
+func (s Store) SavedQueries(ctx context.Context, memberID string) ([]*SavedQuery, error) {
+	l, err := s.lists(ctx, memberID)
+	if err != nil {
+		return nil, err
+	}
+	return copies(l.queries), nil
 }
 
 // CreateSavedQuery adds a saved query at the end.
@@ -480,6 +499,9 @@ func (s Store) CreateSavedQuery(ctx context.Context, memberID, name, query strin
 			return err
 		}
 		out = &SavedQuery{ID: id, Name: name, Query: query, Order: order, CreatedAt: storage.Now()}
+		if err := listsChanged(tx, memberID); err != nil {
+			return err
+		}
 		return tx.PutJSON(savedQueryKey(memberID, out.ID), out, 0)
 	})
 	return out, err
@@ -497,6 +519,9 @@ func (s Store) UpdateSavedQuery(ctx context.Context, memberID, id, name, query s
 			return err
 		}
 		out.Name, out.Query = name, query
+		if err := listsChanged(tx, memberID); err != nil {
+			return err
+		}
 		return tx.PutJSON(savedQueryKey(memberID, id), &out, 0)
 	})
 	if err != nil {
@@ -514,12 +539,15 @@ func (s Store) DeleteSavedQuery(ctx context.Context, memberID, id string) error 
 			}
 			return err
 		}
+		if err := listsChanged(tx, memberID); err != nil {
+			return err
+		}
 		return tx.Delete(savedQueryKey(memberID, id))
 	})
 }
 
 // ReorderSavedQueries puts the saved queries with ids first, in that order.
 func (s Store) ReorderSavedQueries(ctx context.Context, memberID string, ids []string) ([]*SavedQuery, error) {
-	return reorderStored(ctx, s.st, ids, func(tx *storage.Tx) ([]*SavedQuery, error) { return savedQueries(tx, memberID) },
+	return reorderStored(ctx, s.st, memberID, ids, func(tx *storage.Tx) ([]*SavedQuery, error) { return savedQueries(tx, memberID) },
 		func(q *SavedQuery) string { return q.ID }, func(q *SavedQuery, order float64) []byte { q.Order = order; return savedQueryKey(memberID, q.ID) })
 }

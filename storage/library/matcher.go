@@ -71,13 +71,15 @@ func (m *itemMatcher) matchWithinBudget(it *SavedItem) (bool, error) {
 	return ok, nil
 }
 
-func newItemMatcher(tx *storage.Tx, memberID string, f ItemFilter) (*itemMatcher, error) {
+// newItemMatcher is the matcher of f, reading the member's labels (for
+// label filters) through lists (listsCache).
+func newItemMatcher(tx *storage.Tx, memberID string, f ItemFilter, lists *storage.RecordCache[memberLists]) (*itemMatcher, error) {
 	m := &itemMatcher{tx: tx, memberID: memberID, f: f}
 	if t := strings.TrimSpace(f.Text); t != "" {
 		m.needle = textindex.AppendFold(nil, t)
 	}
 	if len(f.LabelsAll) > 0 || len(f.LabelsNot) > 0 {
-		labels, err := labels(tx, memberID)
+		labels, err := labelsIn(tx, lists, memberID)
 		if err != nil {
 			return nil, err
 		}

@@ -182,7 +182,7 @@ func (s Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter
 		if err := q.readAfter(); err != nil {
 			return err
 		}
-		m, err := newItemMatcher(tx, memberID, f)
+		m, err := newItemMatcher(tx, memberID, f, listsCache.Of(s.st))
 		if err != nil {
 			return err
 		}

@@ -160,3 +160,122 @@ func TestClusterWordSearchExactOnEveryNode(t *testing.T) {
 	}
 	check("deleted on B", ids[3], ids[1])
 }
+
+// labelNames are the names of the member's labels on st, in their order.
+func labelNames(t *testing.T, st *storage.Store, memberID string) []string {
+	t.Helper()
+	ls, err := Of(st).Labels(t.Context(), memberID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.Name)
+	}
+	return out
+}
+
+// queryNames are the names and queries of the member's saved queries on
+// st, in their order.
+func queryNames(t *testing.T, st *storage.Store, memberID string) []string {
+	t.Helper()
+	qs, err := Of(st).SavedQueries(t.Context(), memberID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, q := range qs {
+		out = append(out, q.Name+"="+q.Query)
+	}
+	return out
+}
+
+// The labels and saved queries a node read (and cached) are what every
+// change on any node left, from the next read on: creations, renames,
+// reorders and deletions, through the lists and through label: searches.
+func TestClusterListsExactOnEveryNode(t *testing.T) {
+	a, b := wordNodes.TwoNodes(t)
+	alice, err := members.Of(a).CreateMember(t.Context(), "alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := alice.ID
+	it, _, err := Of(a).SaveItem(t.Context(), m, NewItem{URL: "https://rocks.example/a", Title: "Rock", Text: "granite"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := func(when string, labels, queries []string) {
+		t.Helper()
+		for _, st := range []*storage.Store{a, b, a, b} {
+			if got := labelNames(t, st, m); !slices.Equal(got, labels) {
+				t.Fatalf("%s: labels %v, want %v", when, got, labels)
+			}
+			if got := queryNames(t, st, m); !slices.Equal(got, queries) {
+				t.Fatalf("%s: saved queries %v, want %v", when, got, queries)
+			}
+		}
+	}
+	search := func(when, label string, want ...string) {
+		t.Helper()
+		for _, st := range []*storage.Store{a, b} {
+			page, err := Of(st).SavedItemsPage(t.Context(), m, ItemFilter{LabelsAll: [][]string{{label}}}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := pageIDs(page); !slices.Equal(got, want) {
+				t.Fatalf("%s: label:%s gives %v, want %v", when, label, got, want)
+			}
+		}
+	}
+	lists("none", nil, nil)
+	l1, err := Of(a).CreateLabel(t.Context(), m, "gems", "#ff0000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists("created on A", []string{"gems"}, nil)
+	l2, err := Of(b).CreateLabel(t.Context(), m, "rocks", "#00ff00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists("created on B", []string{"gems", "rocks"}, nil)
+	if _, err := Of(a).SetItemLabels(t.Context(), m, []string{it.ID}, LabelChange{Set: &[]string{l1.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	search("labelled", "gems", it.ID)
+	if _, err := Of(b).UpdateLabel(t.Context(), m, l1.ID, "jewels", "#ff0000"); err != nil {
+		t.Fatal(err)
+	}
+	lists("renamed on B", []string{"jewels", "rocks"}, nil)
+	search("renamed on B", "jewels", it.ID)
+	search("renamed on B", "gems")
+	if _, err := Of(a).ReorderLabels(t.Context(), m, []string{l2.ID}); err != nil {
+		t.Fatal(err)
+	}
+	lists("reordered on A", []string{"rocks", "jewels"}, nil)
+	q1, err := Of(b).CreateSavedQuery(t.Context(), m, "Shiny", "label:jewels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists("query created on B", []string{"rocks", "jewels"}, []string{"Shiny=label:jewels"})
+	q2, err := Of(a).CreateSavedQuery(t.Context(), m, "Dull", "label:rocks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Of(b).ReorderSavedQueries(t.Context(), m, []string{q2.ID}); err != nil {
+		t.Fatal(err)
+	}
+	lists("queries reordered on B", []string{"rocks", "jewels"}, []string{"Dull=label:rocks", "Shiny=label:jewels"})
+	if _, err := Of(a).UpdateSavedQuery(t.Context(), m, q1.ID, "Shiny", "label:rocks"); err != nil {
+		t.Fatal(err)
+	}
+	lists("query changed on A", []string{"rocks", "jewels"}, []string{"Dull=label:rocks", "Shiny=label:rocks"})
+	if err := Of(b).DeleteSavedQuery(t.Context(), m, q2.ID); err != nil {
+		t.Fatal(err)
+	}
+	lists("query deleted on B", []string{"rocks", "jewels"}, []string{"Shiny=label:rocks"})
+	if err := Of(b).DeleteLabel(t.Context(), m, l1.ID); err != nil {
+		t.Fatal(err)
+	}
+	lists("deleted on B", []string{"rocks"}, []string{"Shiny=label:rocks"})
+	search("deleted on B", "jewels")
+}
