@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -218,34 +219,38 @@ var wordCache = storage.NewCacheKind[wordResult](storage.Key("\x00library", "wor
 
 // wordResult is what word searches read in one index state: the index's
 // candidates for the limit (ok false: the index could not narrow the
-// needle to few) and, for some items, whether their text holds the needle.
+// needle to few) and, for the items verified (ascending), whether their
+// text holds the needle.
 type wordResult struct {
-	state string
-	limit int
-	ids   []string
-	ok    bool
-	holds map[uint64]bool
+	state    string
+	limit    int
+	ids      []string
+	ok       bool
+	verified []uint64
+	holds    []bool
 }
 
 // Bounds of an entry of wordCache (which holds at most storage's entries
-// of a cache kind): its needle, its candidates and its verdicts, a few
-// kilobytes in all.
+// of a cache kind): its needle, its candidates and its verdicts (enough
+// for a page of a word in one item in ten), under 8 KB in all.
 const (
 	maxCachedNeedle   = 64
 	maxCachedIDs      = 64
-	maxCachedVerdicts = 128
+	maxCachedVerdicts = 600
 )
 
 // wordLookup is a word search's use of wordCache: the cache, its
-// generation read before the search's transaction began, and the result
-// found or read (nil: not to be cached, the index answered with a Filter),
-// with dirty telling that the cache lacks some of it (added by done).
+// generation read before the search's transaction began, the result found
+// or read (nil: not to be cached, the index answered with a Filter), with
+// fresh telling that the cache lacks it, and the verdicts the search
+// added (both added by done).
 type wordLookup struct {
 	cache *storage.RecordCache[wordResult]
 	gen   uint64
 	key   string
 	cur   *wordResult
-	dirty bool
+	fresh bool
+	added map[uint64]bool
 }
 
 // textCandidates is textCandidates through the search's wordCache.
@@ -268,8 +273,8 @@ func (w *wordLookup) textCandidates(q *pageQuery, limit int) (ids []string, ok b
 	}
 	ids, ok, filter, err = memberIndex(q.memberID).Lookup(q.tx, needle, limit, maxVerified)
 	if err == nil && filter == nil && len(ids) <= maxCachedIDs {
-		w.cur = &wordResult{state: string(state), limit: limit, ids: ids, ok: ok, holds: map[uint64]bool{}}
-		w.dirty = true
+		w.cur = &wordResult{state: string(state), limit: limit, ids: ids, ok: ok}
+		w.fresh = true
 	}
 	return ids, ok, filter, err
 }
@@ -279,28 +284,45 @@ func (w *wordLookup) known(id uint64) (holds, ok bool) {
 	if w == nil || w.cur == nil {
 		return false, false
 	}
-	holds, ok = w.cur.holds[id]
+	if i, found := slices.BinarySearch(w.cur.verified, id); found {
+		return w.cur.holds[i], true
+	}
+	holds, ok = w.added[id]
 	return holds, ok
 }
 
-// note records the verdict on item id's text (up to maxCachedVerdicts),
-// in a copy of a result found in the cache (whose map others read).
+// note records the verdict on item id's text, while the result holds
+// fewer than maxCachedVerdicts.
 func (w *wordLookup) note(id uint64, holds bool) {
-	if w == nil || w.cur == nil || len(w.cur.holds) >= maxCachedVerdicts {
+	if w == nil || w.cur == nil || len(w.cur.verified)+len(w.added) >= maxCachedVerdicts {
 		return
 	}
-	if !w.dirty {
-		r := *w.cur
-		r.holds = maps.Clone(r.holds)
-		w.cur, w.dirty = &r, true
+	if w.added == nil {
+		w.added = map[uint64]bool{}
 	}
-	w.cur.holds[id] = holds
+	w.added[id] = holds
 }
 
-// done adds the result to the cache when it lacks some of it, once the
-// search's transaction has read it all.
+// done adds the result to the cache with the verdicts the search added,
+// when the cache lacks some of it, once the search's transaction has read
+// it all. (A result found in the cache is shared: it is copied.)
 func (w *wordLookup) done() {
-	if w != nil && w.dirty {
-		w.cache.Add(w.gen, w.key, w.cur)
+	if w == nil || w.cur == nil || (!w.fresh && len(w.added) == 0) {
+		return
 	}
+	r := *w.cur
+	if len(w.added) > 0 {
+		r.verified = slices.AppendSeq(slices.Clone(r.verified), maps.Keys(w.added))
+		slices.Sort(r.verified)
+		r.holds = make([]bool, len(r.verified))
+		for i, id := range r.verified {
+			if h, ok := w.added[id]; ok {
+				r.holds[i] = h
+			} else {
+				j, _ := slices.BinarySearch(w.cur.verified, id)
+				r.holds[i] = w.cur.holds[j]
+			}
+		}
+	}
+	w.cache.Add(w.gen, w.key, &r)
 }
