@@ -49,6 +49,12 @@ type OAuth struct {
 	FailedCodeLimit int `json:"failed_code_limit,omitempty" caddyfile:"failed_code_limit <n> <window> | off" default:"10"`
 	// The window of failed_code_limit.
 	FailedCodeWindow caddy.Duration `json:"failed_code_window,omitempty" caddyfile:"failed_code_limit <n> <window> | off" default:"10m"`
+	// Authorization codes issued to one member per authorize_window (consent pages shown do not count; an OpenID code
+	// costs a signature); past it the authorization page answers 429 with Retry-After and issues none; -1 (Caddyfile:
+	// off) disables the limit.
+	AuthorizeLimit int `json:"authorize_limit,omitempty" caddyfile:"authorize_limit <n> <window> | off" default:"60"`
+	// The window of authorize_limit.
+	AuthorizeWindow caddy.Duration `json:"authorize_window,omitempty" caddyfile:"authorize_limit <n> <window> | off" default:"1m"`
 	// The site's name: the title in /api/v1/instance and /api/v2/instance, and on every member page.
 	InstanceTitle string `json:"instance_title,omitempty" caddyfile:"instance_title <text>" default:"Hearth"`
 	// The description in the instance documents.
@@ -106,6 +112,8 @@ func (h *OAuth) Provision(ctx caddy.Context) error {
 		TokenWindow:          time.Duration(h.TokenWindow),
 		FailedCodeLimit:      h.FailedCodeLimit,
 		FailedCodeWindow:     time.Duration(h.FailedCodeWindow),
+		AuthorizeLimit:       h.AuthorizeLimit,
+		AuthorizeWindow:      time.Duration(h.AuthorizeWindow),
 		InstanceTitle:        h.InstanceTitle,
 		InstanceDescription:  h.InstanceDescription,
 		ContactEmail:         h.ContactEmail,
@@ -202,6 +210,8 @@ func (h *OAuth) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			h.TokenLimit, h.TokenWindow, err = argLimitOrOff(d, name)
 		case "failed_code_limit":
 			h.FailedCodeLimit, h.FailedCodeWindow, err = argLimitOrOff(d, name)
+		case "authorize_limit":
+			h.AuthorizeLimit, h.AuthorizeWindow, err = argLimitOrOff(d, name)
 		case "instance_title":
 			h.InstanceTitle, err = argString(d)
 		case "instance_description":

@@ -47,6 +47,7 @@ const (
 	LimitOAuthRegistration = "oauth_registration"
 	LimitOAuthToken        = "oauth_token"
 	LimitOAuthFailedCode   = "oauth_failed_code"
+	LimitOAuthAuthorize    = "oauth_authorize"
 	LimitSignIn            = "signin"
 	LimitSignUp            = "signup"
 	LimitAccountChanges    = "account_changes"

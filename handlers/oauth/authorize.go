@@ -11,6 +11,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/metrics"
+	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -384,7 +386,18 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 // redirect with state.
 func (s *Server) grant(w http.ResponseWriter, r *http.Request, req *authRequest, m *members.Member) {
 	p := s.opts.Pages
+	// Counted before the code exists, so that past the limit nothing is
+	// signed or stored; given back when no code came of it.
+	if s.codesIssued != nil {
+		if res := s.codesIssued.Allow(r.Context(), m.ID); !res.Allowed {
+			s.tooManyCodes(w, r, req, m, res)
+			return
+		}
+	}
 	code, err := s.createCode(r, req, m)
+	if err != nil && s.codesIssued != nil {
+		s.codesIssued.Undo(r.Context(), m.ID)
+	}
 	if errors.Is(err, members.ErrCredentialsChanged) || errors.Is(err, members.ErrSuspended) {
 		// The member's credentials changed since its session was read:
 		// that session is over. Sign in again and come back.
@@ -412,6 +425,34 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request, req *authRequest,
 	}
 	s.opts.KeepOutOfAccessLog(r)
 	redirect(w, redirectWith(req.RedirectURI, params))
+}
+
+// tooManyCodes answers an authorization past AuthorizeLimit: a page of
+// the member pages with 429 and Retry-After, issuing nothing. A person is
+// at the browser here (the code is issued on a consent page's approval or
+// when the consent is skipped), and a page tells them what happened and to
+// wait, which error=temporarily_unavailable on the redirect URI (RFC 6749
+// section 4.1.2.1, meant for an overloaded server) would not: the app
+// would show its own words for it, or start the authorization over at
+// once, asking again. Mastodon has no limit on this page (rack-attack's
+// throttles, config/initializers/rack_attack.rb @ 020228d, and Doorkeeper
+// has the error's text but nothing that sends it). The exception is
+// prompt=none: no page may be shown then (OpenID Connect Core section
+// 3.1.2.6; the relying party often waits in a hidden frame for the
+// redirect), so the error goes back on the redirect URI as the
+// specification's temporarily_unavailable.
+func (s *Server) tooManyCodes(w http.ResponseWriter, r *http.Request, req *authRequest, m *members.Member, res ratelimit.Result) {
+	s.log.Warn("authorization refused: too many codes issued to the member", zap.String("app_id", req.app.ID), zap.String("member_id", m.ID))
+	if req.oidc != nil && req.oidc.Prompt == "none" {
+		s.redirectError(w, r, req, &oauthErr{Code: "temporarily_unavailable", Description: "Too many authorizations for this member in a short time; try again later."})
+		return
+	}
+	metrics.RateLimited(metrics.LimitOAuthAuthorize)
+	rateLimitHeaders(w, res)
+	s.opts.Pages.Render(w, r, http.StatusTooManyRequests, "Too many authorizations", messageTmpl, message{
+		Text:   "You have authorized apps here many times in a short time, so this site is not issuing more for now. " + req.app.Name + " got nothing.",
+		Detail: "Wait a little and try again.",
+	})
 }
 
 // redirectError sends an OAuth error back to the client with state, or

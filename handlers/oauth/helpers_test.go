@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"go.uber.org/zap"
@@ -59,6 +60,10 @@ type fixture struct {
 	srv   *oauth.Server
 	ts    *httptest.Server
 	logs  *logBuffer
+	// opts and serving let rebuild put a new server behind ts, as a
+	// config reload does.
+	opts    oauth.Options
+	serving atomic.Pointer[oauth.Server]
 }
 
 // secretPattern matches every secret Hearth's OAuth server hands out: they
@@ -90,8 +95,10 @@ func newFixture(t testing.TB, configure ...func(*oauth.Options)) *fixture {
 	srv := oauth.New(st, opts)
 	pages.AddSettingsPage(account.SettingsPage{Path: oauth.AuthorizedAppsPath, Title: oauth.AuthorizedAppsTitle, Handler: srv.AuthorizedAppsPage()})
 	pages.AddSettingsPage(account.SettingsPage{Path: oauth.EmailPath, Title: oauth.EmailTitle, Handler: srv.EmailPage()})
+	f := &fixture{t: t, store: st, pages: pages, srv: srv, logs: logs, opts: opts}
+	f.serving.Store(srv)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
+		switch srv := f.serving.Load(); {
 		case srv.Handles(r):
 			srv.ServeHTTP(w, r)
 		case pages.Handles(r):
@@ -101,7 +108,7 @@ func newFixture(t testing.TB, configure ...func(*oauth.Options)) *fixture {
 		}
 	}))
 	t.Cleanup(ts.Close)
-	f := &fixture{t: t, store: st, pages: pages, srv: srv, ts: ts, logs: logs}
+	f.ts = ts
 	t.Cleanup(func() {
 		if s := logSecretPattern.FindString(logs.String()); s != "" {
 			t.Errorf("a secret (%.8s...) appears in the logs:\n%s", s, logs.String())
@@ -111,6 +118,13 @@ func newFixture(t testing.TB, configure ...func(*oauth.Options)) *fixture {
 		}
 	})
 	return f
+}
+
+// rebuild serves a new server built with the same options (and so the
+// same rate-limit registry), as Caddy does on a config reload.
+func (f *fixture) rebuild() {
+	f.srv = oauth.New(f.store, f.opts)
+	f.serving.Store(f.srv)
 }
 
 // member creates a member with the test password.

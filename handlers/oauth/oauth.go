@@ -45,6 +45,8 @@ const (
 	DefaultTokenWindow        = 5 * time.Minute
 	DefaultFailedCodeLimit    = 10
 	DefaultFailedCodeWindow   = 10 * time.Minute
+	DefaultAuthorizeLimit     = 60
+	DefaultAuthorizeWindow    = time.Minute
 	DefaultInstanceTitle      = "Hearth"
 	DefaultMaxBodyBytes       = 64 << 10
 )
@@ -95,6 +97,20 @@ type Options struct {
 	// limit.
 	FailedCodeLimit  int
 	FailedCodeWindow time.Duration
+	// AuthorizeLimit authorization codes issued to one member in
+	// AuthorizeWindow (an OpenID code costs an ID token's signature when it
+	// is issued); past it the authorization page answers 429 and issues
+	// none until the window has moved on. Consent pages shown, which issue
+	// no code, do not count. Negative: no limit.
+	//
+	// The default, 60 a minute, is far above what a person does: one
+	// code per app signed in to, and after a session expires even a member
+	// reopening a dozen tabs over a dozen gated apps needs a few dozen at
+	// most. It still bounds what one member's session cookie (or an app
+	// the member approved, which skips consent) can make the server sign:
+	// 60 RS256 signatures, some 120 ms of one core, a minute.
+	AuthorizeLimit  int
+	AuthorizeWindow time.Duration
 	// InstanceTitle, InstanceDescription and ContactEmail fill the instance
 	// endpoints.
 	InstanceTitle       string
@@ -146,6 +162,12 @@ func (o Options) withDefaults() Options {
 	if o.FailedCodeWindow <= 0 {
 		o.FailedCodeWindow = DefaultFailedCodeWindow
 	}
+	if o.AuthorizeLimit == 0 {
+		o.AuthorizeLimit = DefaultAuthorizeLimit
+	}
+	if o.AuthorizeWindow <= 0 {
+		o.AuthorizeWindow = DefaultAuthorizeWindow
+	}
 	if o.InstanceTitle == "" {
 		o.InstanceTitle = DefaultInstanceTitle
 	}
@@ -172,6 +194,7 @@ type Server struct {
 	registrations ratelimit.Counter
 	tokens        ratelimit.Counter
 	failedCodes   ratelimit.Counter // keyed by member ID; fails closed (code guesses)
+	codesIssued   ratelimit.Counter // keyed by member ID; fails open (issuing a code needs the store anyway)
 	auth          *access.Authenticator
 	log           *zap.Logger
 	mux           *http.ServeMux // routes
@@ -194,6 +217,9 @@ func New(store *storage.Store, opts Options) *Server {
 	if opts.FailedCodeLimit > 0 {
 		s.failedCodes = opts.RateLimits.Counter(ratelimit.Limit{Name: "oauth.failed_codes.member", N: opts.FailedCodeLimit, Window: opts.FailedCodeWindow,
 			Policy: ratelimit.FailClosed})
+	}
+	if opts.AuthorizeLimit > 0 {
+		s.codesIssued = opts.RateLimits.Counter(ratelimit.Limit{Name: "oauth.codes_issued.member", N: opts.AuthorizeLimit, Window: opts.AuthorizeWindow})
 	}
 	return s
 }

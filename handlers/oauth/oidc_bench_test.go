@@ -44,7 +44,7 @@ type codeBench struct {
 // newCodeBench sets up a Mastodon app (alg "") or an operator client with
 // openid whose ID tokens are signed with alg.
 func newCodeBench(b *testing.B, alg string) *codeBench {
-	f := newFixture(b, func(o *oauth.Options) { o.TokenLimit = -1 })
+	f := newFixture(b, func(o *oauth.Options) { o.TokenLimit, o.AuthorizeLimit = -1, -1 })
 	f.member("alice")
 	const cb = "https://rp.example/cb"
 	var app credentialApplication

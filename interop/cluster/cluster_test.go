@@ -97,6 +97,7 @@ http://127.0.0.1:{$NODE_PORT} {
 		registration_limit 50 10m
 		token_limit 5000 5m
 		failed_code_limit 1000 10m
+		authorize_limit 1000 1m
 	}
 	handle /gated/* {
 		hearth_gate
