@@ -177,6 +177,12 @@ func (m *itemMatcher) match(it *SavedItem) (bool, error) {
 			}
 			return v == verdictHolds, nil
 		}
+		if m.textFilter == nil {
+			var err error
+			if m.textFilter, err = m.words.filterFor(m.tx, m.memberID, m.needle); err != nil {
+				return false, err
+			}
+		}
 		if m.textFilter != nil {
 			may, err := m.textFilter.May(m.tx, it.ID)
 			if err != nil {

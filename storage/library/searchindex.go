@@ -267,6 +267,9 @@ type wordLookup struct {
 	cur   *wordResult
 	fresh bool
 	added map[uint64]verdict
+	// limit, when not 0, is the candidates' limit of a cached result
+	// whose filter filterFor is still to read.
+	limit int
 }
 
 // textCandidates is textCandidates through the search's wordCache.
@@ -283,24 +286,34 @@ func (w *wordLookup) textCandidates(q *pageQuery, limit int) (ids []string, ok b
 		return nil, false, nil, err
 	}
 	w.key = q.memberID + "\x00" + string(needle)
-	r := w.cache.Get(w.key)
-	if r != nil && r.state == string(state) && r.limit == limit && !r.filtered {
-		w.cur = r
+	if r := w.cache.Get(w.key); r != nil && r.state == string(state) && r.limit == limit {
+		// A filter is not kept (a bit a document, too large to keep
+		// thousands of): the match reads it again at the first item the
+		// verdicts do not tell of (filterFor), which a page the verdicts
+		// cover never meets.
+		w.cur, w.limit = r, limit
 		return r.ids, r.ok, nil, nil
 	}
-	// A filter is read again (its bitset is a bit a document, too large
-	// to keep thousands of); the verdicts of the same state still spare
-	// the items they tell of their point read and their text.
 	ids, ok, filter, err = memberIndex(q.memberID).Lookup(q.tx, needle, limit, maxVerified)
 	switch {
 	case err != nil:
-	case r != nil && r.state == string(state) && r.limit == limit && filter != nil:
-		w.cur = r
 	case filter != nil || len(ids) <= maxCachedIDs:
 		w.cur = &wordResult{state: string(state), limit: limit, ids: ids, ok: ok, filtered: filter != nil}
 		w.fresh = true
 	}
 	return ids, ok, filter, err
+}
+
+// filterFor returns the filter of the cached result's needle, read
+// again in tx (the same index state, which gives the same filter), when
+// the result had one, else nil.
+func (w *wordLookup) filterFor(tx *storage.Tx, memberID string, needle []byte) (*textindex.Filter, error) {
+	if w == nil || w.cur == nil || !w.cur.filtered || w.fresh || w.limit == 0 {
+		return nil, nil
+	}
+	w.limit = 0 // read once
+	_, _, filter, err := memberIndex(memberID).Lookup(tx, needle, w.cur.limit, maxVerified)
+	return filter, err
 }
 
 // known returns the verdict on item id's text, if the result has one.
