@@ -171,19 +171,36 @@ func (m *itemMatcher) match(it *SavedItem) (bool, error) {
 	}
 	if m.needle != nil {
 		id := idBytes(it.ID)
-		if holds, ok := m.words.known(id); ok {
-			m.verified++ // in the budget as when read: the same answers
-			return holds, nil
+		if v, ok := m.words.known(id); ok {
+			if v != verdictFiltered {
+				m.verified++ // in the budget as when read: the same answers
+			}
+			return v == verdictHolds, nil
+		}
+		if m.textFilter == nil {
+			var err error
+			if m.textFilter, err = m.words.filterFor(m.tx, m.memberID, m.needle); err != nil {
+				return false, err
+			}
 		}
 		if m.textFilter != nil {
-			if may, err := m.textFilter.May(m.tx, it.ID); err != nil || !may {
+			may, err := m.textFilter.May(m.tx, it.ID)
+			if err != nil {
 				return false, err
+			}
+			if !may {
+				m.words.note(id, verdictFiltered)
+				return false, nil
 			}
 		}
 		m.verified++
 		holds, err := itemTextContains(m.tx, it, m.needle)
 		if err == nil {
-			m.words.note(id, holds)
+			v := verdictLacks
+			if holds {
+				v = verdictHolds
+			}
+			m.words.note(id, v)
 		}
 		return holds, err
 	}

@@ -328,13 +328,23 @@ func (w *pageWalk) status(status string) (int, error) {
 	q, m := w.q, w.q.m
 	n := 0
 	prefix := itemIndexPrefix(q.memberID, status, q.p.Field)
-	// Items outside the prefilter are passed over by key, their records
-	// not read; the budget counts them.
+	// Items outside the prefilter, and those whose text the word cache
+	// knows the index's filter to rule out (as match would, without
+	// counting a text read), are passed over by key, their records not
+	// read; the budget counts them. (Not in a range of the sort field,
+	// whose bounds only the records read stop at.)
 	var skip func(suf []byte) bool
-	if m.prefilter != nil {
+	known := m.words != nil && m.words.cur != nil && m.words.cur.filtered && q.lower == nil && q.upper == nil
+	if m.prefilter != nil || known {
 		skip = func(suf []byte) bool {
-			if _, ok := m.prefilter[binary.BigEndian.Uint64(suf[len(suf)-8:])]; ok || w.beyond(suf) {
+			if w.beyond(suf) {
 				return false
+			}
+			id := binary.BigEndian.Uint64(suf[len(suf)-8:])
+			if _, ok := m.prefilter[id]; ok || m.prefilter == nil {
+				if v, ok := m.words.known(id); !known || !ok || v != verdictFiltered {
+					return false
+				}
 			}
 			m.examined++
 			over, err := m.overBudget()

@@ -16,7 +16,7 @@ import (
 )
 
 // recountChunkSize is how many labels or domains one recount transaction
-// counts (a var: tests lower it).
+// counts (a var: tests lower it; a package variable as candidateFloor).
 var recountChunkSize = 1000
 
 // recountFilters sets the member's filter counts from the keys they count,

@@ -111,10 +111,13 @@ func (s Store) textIndex() *textindex.Indexer { return textIndexerKind.Of(s.st) 
 // textIndexDelay is how long the indexer lets texts gather after a change
 // before it indexes them: a burst of saves (an import) becomes a few large
 // segments rather than one per item, which costs less to write and merge.
-// Searches meanwhile read those texts directly.
+// Searches meanwhile read those texts directly. (A package variable as
+// candidateFloor: the tests set 0, the store's indexer reads it each time.)
 var textIndexDelay = 500 * time.Millisecond
 
-// textIndexPaused keeps texts pending (tests of searches meanwhile).
+// textIndexPaused keeps texts pending (tests of searches meanwhile; atomic:
+// the indexer's goroutine reads it while a test sets it; a package
+// variable as candidateFloor).
 var textIndexPaused atomic.Bool
 
 // maxTextBacklog bounds the texts waiting for a member's search index. A
@@ -219,38 +222,54 @@ var wordCache = storage.NewCacheKind[wordResult](storage.Key("\x00library", "wor
 
 // wordResult is what word searches read in one index state: the index's
 // candidates for the limit (ok false: the index could not narrow the
-// needle to few) and, for the items verified (ascending), whether their
-// text holds the needle.
+// needle to few; filtered: it answered with a textindex.Filter, read again
+// by each search, the entry keeping only verdicts) and, for the items met
+// (ascending), the verdict on their text (verdict).
 type wordResult struct {
 	state    string
 	limit    int
 	ids      []string
 	ok       bool
+	filtered bool
 	verified []uint64
-	holds    []bool
+	verdicts []verdict
 }
+
+// verdict is what a search found of an item's text: read and without the
+// needle, read and with it, or passed over by the index's filter (not
+// read, and not counted as read by the search budget).
+type verdict uint8
+
+const (
+	verdictLacks verdict = iota
+	verdictHolds
+	verdictFiltered
+)
 
 // Bounds of an entry of wordCache (which holds at most storage's entries
 // of a cache kind): its needle, its candidates and its verdicts (enough
-// for a page of a word in one item in ten), under 8 KB in all.
+// for a page of a word in one item in fifteen, the items walked before
+// its fiftieth), under 10 KB in all.
 const (
 	maxCachedNeedle   = 64
 	maxCachedIDs      = 64
-	maxCachedVerdicts = 600
+	maxCachedVerdicts = 1000
 )
 
 // wordLookup is a word search's use of wordCache: the cache, its
 // generation read before the search's transaction began, the result found
-// or read (nil: not to be cached, the index answered with a Filter), with
-// fresh telling that the cache lacks it, and the verdicts the search
-// added (both added by done).
+// or read, with fresh telling that the cache lacks it, and the verdicts
+// the search added (both added by done).
 type wordLookup struct {
 	cache *storage.RecordCache[wordResult]
 	gen   uint64
 	key   string
 	cur   *wordResult
 	fresh bool
-	added map[uint64]bool
+	added map[uint64]verdict
+	// limit, when not 0, is the candidates' limit of a cached result
+	// whose filter filterFor is still to read.
+	limit int
 }
 
 // textCandidates is textCandidates through the search's wordCache.
@@ -268,39 +287,57 @@ func (w *wordLookup) textCandidates(q *pageQuery, limit int) (ids []string, ok b
 	}
 	w.key = q.memberID + "\x00" + string(needle)
 	if r := w.cache.Get(w.key); r != nil && r.state == string(state) && r.limit == limit {
-		w.cur = r
+		// A filter is not kept (a bit a document, too large to keep
+		// thousands of): the match reads it again at the first item the
+		// verdicts do not tell of (filterFor), which a page the verdicts
+		// cover never meets.
+		w.cur, w.limit = r, limit
 		return r.ids, r.ok, nil, nil
 	}
 	ids, ok, filter, err = memberIndex(q.memberID).Lookup(q.tx, needle, limit, maxVerified)
-	if err == nil && filter == nil && len(ids) <= maxCachedIDs {
-		w.cur = &wordResult{state: string(state), limit: limit, ids: ids, ok: ok}
+	switch {
+	case err != nil:
+	case filter != nil || len(ids) <= maxCachedIDs:
+		w.cur = &wordResult{state: string(state), limit: limit, ids: ids, ok: ok, filtered: filter != nil}
 		w.fresh = true
 	}
 	return ids, ok, filter, err
 }
 
+// filterFor returns the filter of the cached result's needle, read
+// again in tx (the same index state, which gives the same filter), when
+// the result had one, else nil.
+func (w *wordLookup) filterFor(tx *storage.Tx, memberID string, needle []byte) (*textindex.Filter, error) {
+	if w == nil || w.cur == nil || !w.cur.filtered || w.fresh || w.limit == 0 {
+		return nil, nil
+	}
+	w.limit = 0 // read once
+	_, _, filter, err := memberIndex(memberID).Lookup(tx, needle, w.cur.limit, maxVerified)
+	return filter, err
+}
+
 // known returns the verdict on item id's text, if the result has one.
-func (w *wordLookup) known(id uint64) (holds, ok bool) {
+func (w *wordLookup) known(id uint64) (v verdict, ok bool) {
 	if w == nil || w.cur == nil {
-		return false, false
+		return 0, false
 	}
 	if i, found := slices.BinarySearch(w.cur.verified, id); found {
-		return w.cur.holds[i], true
+		return w.cur.verdicts[i], true
 	}
-	holds, ok = w.added[id]
-	return holds, ok
+	v, ok = w.added[id]
+	return v, ok
 }
 
 // note records the verdict on item id's text, while the result holds
 // fewer than maxCachedVerdicts.
-func (w *wordLookup) note(id uint64, holds bool) {
+func (w *wordLookup) note(id uint64, v verdict) {
 	if w == nil || w.cur == nil || len(w.cur.verified)+len(w.added) >= maxCachedVerdicts {
 		return
 	}
 	if w.added == nil {
-		w.added = map[uint64]bool{}
+		w.added = map[uint64]verdict{}
 	}
-	w.added[id] = holds
+	w.added[id] = v
 }
 
 // done adds the result to the cache with the verdicts the search added,
@@ -314,13 +351,13 @@ func (w *wordLookup) done() {
 	if len(w.added) > 0 {
 		r.verified = slices.AppendSeq(slices.Clone(r.verified), maps.Keys(w.added))
 		slices.Sort(r.verified)
-		r.holds = make([]bool, len(r.verified))
+		r.verdicts = make([]verdict, len(r.verified))
 		for i, id := range r.verified {
-			if h, ok := w.added[id]; ok {
-				r.holds[i] = h
+			if v, ok := w.added[id]; ok {
+				r.verdicts[i] = v
 			} else {
 				j, _ := slices.BinarySearch(w.cur.verified, id)
-				r.holds[i] = w.cur.holds[j]
+				r.verdicts[i] = w.cur.verdicts[j]
 			}
 		}
 	}

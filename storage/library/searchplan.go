@@ -22,12 +22,16 @@ import (
 const maxCandidates = 2000
 
 // candidateFloor is the least limit of the cost model (a var: tests lower
-// it to drive searches through the scan with a prefilter).
+// it to drive searches through the scan with a prefilter). A package
+// variable, not a store setting, as the knobs below: no site tunes it, the
+// planner reads it where no store is at hand, and the package's tests,
+// which set it and put it back, never run in parallel.
 var candidateFloor = 100
 
 // maxSourceItems bounds the ids one filter's keys give a search: filters
 // that select more are checked per item, by key (idSource.has) or by the
-// match of the scan along the sort order (a var: tests lower it).
+// match of the scan along the sort order (a var: tests lower it; a
+// package variable as candidateFloor).
 var maxSourceItems = 10000
 
 // idSource is a filter with keys of its own, read as a cursor over the
@@ -496,12 +500,12 @@ type searchPlan struct {
 }
 
 // tracePlan, when set, is told each plan's figures (the seeded store's
-// benchmark prints them).
+// benchmark prints them; a package variable as candidateFloor).
 var tracePlan func(string)
 
 // forcePlan, when not planWalk, makes every search with counted filters
 // take that plan where it can (tests: each plan must give the same
-// answers).
+// answers; a package variable as candidateFloor).
 var forcePlan planKind
 
 // searchPlanner chooses the cheapest way to combine a page's counted

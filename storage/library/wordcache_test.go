@@ -3,7 +3,9 @@ package library
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -278,4 +280,96 @@ func TestClusterListsExactOnEveryNode(t *testing.T) {
 	}
 	lists("deleted on B", []string{"rocks"}, []string{"Shiny=label:rocks"})
 	search("deleted on B", "jewels")
+}
+
+// A common word, in a share of the items small enough for the index to
+// answer with a filter of its candidates and too many to read one by one:
+// the word cache keeps what the walk learnt of each item (its text read
+// and holding the word or not, or passed over by the filter), and every
+// page, however often the same search runs, is what the texts give —
+// through a change of text, of status and a removal.
+func TestCommonWordSearchCachedExact(t *testing.T) {
+	defer func(n int) { candidateFloor = n }(candidateFloor)
+	candidateFloor = 1 // a page reads at most 35 candidates one by one
+	st, m := openAlice(t)
+	const n = 1000
+	has := map[string]bool{}
+	var ids []string // oldest first
+	for from := 0; from < n; from += 100 {
+		err := st.Update(t.Context(), func(tx *storage.Tx) error {
+			for i := from; i < from+100; i++ {
+				title, text := "t", fmt.Sprintf("plain words %d", i)
+				switch i % 25 {
+				case 0:
+					title = "a Cobaltite vein"
+				case 7:
+					text += " cobalt and baltite and tite" // each trigram, not the word
+				}
+				at := storage.Now().Add(time.Duration(i-n) * time.Second)
+				it := &SavedItem{ID: testID(), MemberID: m.ID, Type: TypeArticle, Status: StatusActive, Title: title, CreatedAt: at, UpdatedAt: at}
+				if err := writeItem(tx, itemChange{it: it, content: &ItemContent{Text: text}}); err != nil {
+					return err
+				}
+				ids = append(ids, it.ID)
+				has[it.ID] = i%25 == 0
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitIndexed(t, st, m.ID)
+	check := func(when string) {
+		t.Helper()
+		var want []string
+		for i := len(ids) - 1; i >= 0; i-- {
+			if has[ids[i]] {
+				want = append(want, ids[i])
+			}
+		}
+		for range 3 {
+			var got []string
+			after := ""
+			for {
+				page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "cobaltite"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10, After: after})
+				if err != nil {
+					t.Fatalf("%s: %v", when, err)
+				}
+				got = append(got, pageIDs(page)...)
+				if !page.HasNext {
+					break
+				}
+				after = page.Cursors[len(page.Cursors)-1]
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s: %d items %v, want %d %v", when, len(got), got, len(want), want)
+			}
+		}
+		if r := wordCache.Of(st).Get(m.ID + "\x00cobaltite"); r == nil || !r.filtered || len(r.verified) == 0 {
+			t.Fatalf("%s: the word cache holds %+v; want the verdicts of a filter's walk", when, r)
+		}
+	}
+	check("indexed")
+	// An item gains the word, another loses it, a third (a candidate the
+	// texts turned down) gains it: queued, then indexed.
+	for i, title := range map[int]string{n - 3: "now cobaltite too", n - 25: "no longer", n - 18: "cobaltite at last"} {
+		if _, err := Of(st).UpdateItemMetadata(t.Context(), m.ID, ids[i], ItemMetadata{Title: &title}); err != nil {
+			t.Fatal(err)
+		}
+		has[ids[i]] = strings.Contains(title, "cobaltite")
+	}
+	waitIndexed(t, st, m.ID)
+	check("titles changed")
+	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{ids[n-50], ids[n-75]}, StatusArchived); err != nil {
+		t.Fatal(err)
+	}
+	has[ids[n-50]], has[ids[n-75]] = false, false
+	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{ids[n-75]}, StatusDeleted); err != nil {
+		t.Fatal(err)
+	}
+	if err := Of(st).PermanentlyDeleteItems(t.Context(), m.ID, []string{ids[n-75]}); err != nil {
+		t.Fatal(err)
+	}
+	check("archived and deleted")
 }
