@@ -310,7 +310,12 @@ func ingestSetup(b *testing.B, store bool) (*Directory, []*nostr.Event) {
 		}
 		b.Cleanup(func() { s.Close() })
 		for _, k := range keys {
-			a := &agents.Agent{Pubkey: k.pk, Name: "agent", FirstRegisteredAt: now.Add(-30 * day).Unix(), RegistrationEvent: randomHex(32)}
+			// As registered through the directory: the raw registration
+			// event is part of the record the ingest reads.
+			reg := regEvent(b, k, now.Add(-30*day), "agent", nostr.Tag{"capability", "summarize"}, nostr.Tag{"capability", "search"})
+			a := &agents.Agent{Pubkey: k.pk, Name: "agent", Purpose: "Summarizes the day's papers on distributed systems.",
+				Capabilities: []string{"summarize", "search"}, FirstRegisteredAt: int64(reg.CreatedAt), RegisteredAt: int64(reg.CreatedAt),
+				RegistrationEvent: reg.ID, UpdatedAt: int64(reg.CreatedAt), Event: mustJSON(b, reg)}
 			if _, err := agents.Of(s).Register(b.Context(), a, func(*agents.Agent) error { return nil }); err != nil {
 				b.Fatal(err)
 			}
