@@ -267,8 +267,10 @@ func BenchmarkPublishDocument100k(b *testing.B) {
 }
 
 // BenchmarkIngest records signed kind-1 posts of 1 000 registered agents
-// through Ingest (id and signature checks, skeletons, one store transaction
-// per batch), with the store's default sync_writes on. Each op is one event.
+// (their records holding their registration events, as the directory
+// writes them) through Ingest (id and signature checks, skeletons, the
+// group commit), with the store's default sync_writes on. Each op is one
+// event.
 // clients=16 is single-event calls from 16 goroutines at once, as 16 HTTP
 // clients posting one note each would make them.
 func BenchmarkIngest(b *testing.B) {
