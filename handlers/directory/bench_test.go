@@ -272,12 +272,16 @@ func BenchmarkPublishDocument100k(b *testing.B) {
 // group commit), with the store's default sync_writes on. Each op is one
 // event.
 // clients=16 is single-event calls from 16 goroutines at once, as 16 HTTP
-// clients posting one note each would make them.
+// clients posting one note each would make them; clients=4 four sources
+// of batches.
 func BenchmarkIngest(b *testing.B) {
 	for _, batch := range []int{1, 100, 256} {
 		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) { benchIngest(b, batch, 1) })
 	}
 	b.Run("batch=1,clients=16", func(b *testing.B) { benchIngest(b, 1, 16) })
+	// Batches from several sources at once (relays, HTTP clients): one's
+	// checks run while another's posts are written.
+	b.Run("batch=256,clients=4", func(b *testing.B) { benchIngest(b, 256, 4) })
 }
 
 // BenchmarkVerifySignatures is the limit of BenchmarkIngest: the id and
