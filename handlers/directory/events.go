@@ -121,86 +121,103 @@ func rawEventID(raw json.RawMessage) string {
 	return ""
 }
 
+// ingestChunk is how many events of a request are checked before they go
+// to the group commit: a large request is checked and written in turns, so
+// that its first posts are written while the next are checked (the
+// checks on every core, the commit on one and the disk).
+const ingestChunk = 64
+
 // ingestPosts checks and records evts (nil entries were refused before and
 // are skipped), writing each event's OK result into res. Posts from clients
 // (limit true) count against the per-pubkey limit; posts read from relays
-// do not. The error is a storage failure: then nothing was recorded.
+// do not. It returns once every post it accepted is durable. The error is
+// a storage failure: then the posts of the request may be recorded in part
+// (sending them again answers "duplicate" for those).
 func (d *Directory) ingestPosts(ctx context.Context, evts []*nostr.Event, res []OKResult, limit bool) error {
 	now := d.now()
-	posts := make([]agents.Post, 0, len(evts))
-	at := make([]int, 0, len(evts))
-	// The checks and the skeletons (five regular expressions over the
-	// text) on every core.
-	verified := make([]error, len(evts))
-	skels := make([]uint64, len(evts))
-	onCores(len(evts), func(i int) {
-		if e := evts[i]; e != nil && e.Kind == nostr.KindTextNote {
-			if verified[i] = VerifyEvent(e); verified[i] == nil {
-				skels[i] = skeletonHash(e.Content)
+	type part struct {
+		req   *postRequest
+		posts []agents.Post
+		at    []int // the index in evts of each post
+	}
+	var parts []part
+	verified := make([]error, min(len(evts), ingestChunk))
+	skels := make([]uint64, len(verified))
+	for base := 0; base < len(evts); base += ingestChunk {
+		chunk := evts[base:min(base+ingestChunk, len(evts))]
+		// The checks and the skeletons on every core.
+		onCores(len(chunk), func(i int) {
+			verified[i], skels[i] = nil, 0
+			if e := chunk[i]; e != nil && e.Kind == nostr.KindTextNote {
+				if verified[i] = VerifyEvent(e); verified[i] == nil {
+					skels[i] = skeletonHash(e.Content)
+				}
+			}
+		})
+		var p part
+		for i, evt := range chunk {
+			if evt == nil {
+				continue
+			}
+			r := &res[base+i]
+			*r = OKResult{ID: evt.ID}
+			if evt.Kind != nostr.KindTextNote {
+				r.Message = msgNotKind1
+				continue
+			}
+			if err := verified[i]; err != nil {
+				r.Message = err.Error()
+				continue
+			}
+			if int64(evt.CreatedAt) > now.Add(maxFuture).Unix() {
+				r.Message = errPostInFuture.Error()
+				continue
+			}
+			// The store's calls here take no context either; the per-pubkey
+			// limit fails open, like every limit on posts.
+			if limit && !d.evLimitPK.Allow(ctx, evt.PubKey).Allowed {
+				r.Message = msgPostLimited
+				continue
+			}
+			p.posts = append(p.posts, agents.Post{
+				ID:        evt.ID,
+				Pubkey:    evt.PubKey,
+				CreatedAt: int64(evt.CreatedAt),
+				Skeleton:  skels[i],
+			})
+			p.at = append(p.at, base+i)
+		}
+		if len(p.posts) > 0 {
+			p.req = d.submitPosts(ctx, p.posts, now)
+			parts = append(parts, p)
+		}
+	}
+	var failed error
+	for _, p := range parts {
+		out, err := p.req.wait()
+		if err != nil {
+			failed = err
+			continue
+		}
+		for j, e := range out {
+			r := &res[p.at[j]]
+			switch {
+			case e == nil:
+				r.OK = true // the group commit told the document already
+			case errors.Is(e, agents.ErrDuplicate):
+				r.OK, r.Message = true, msgDuplicate
+			case errors.Is(e, storage.ErrNotFound):
+				r.Message = msgUnregistered
+			case errors.Is(e, agents.ErrAgentBanned):
+				r.Message = msgBanned
+			case storage.IsInvalid(e):
+				r.Message = e.Error()
+			default:
+				r.Message = "error: could not record the post"
 			}
 		}
-	})
-	for i, evt := range evts {
-		if evt == nil {
-			continue
-		}
-		res[i] = OKResult{ID: evt.ID}
-		if evt.Kind != nostr.KindTextNote {
-			res[i].Message = msgNotKind1
-			continue
-		}
-		if err := verified[i]; err != nil {
-			res[i].Message = err.Error()
-			continue
-		}
-		if int64(evt.CreatedAt) > now.Add(maxFuture).Unix() {
-			res[i].Message = errPostInFuture.Error()
-			continue
-		}
-		// The store's calls here take no context either; the per-pubkey
-		// limit fails open, like every limit on posts.
-		if limit && !d.evLimitPK.Allow(ctx, evt.PubKey).Allowed {
-			res[i].Message = msgPostLimited
-			continue
-		}
-		posts = append(posts, agents.Post{
-			ID:        evt.ID,
-			Pubkey:    evt.PubKey,
-			CreatedAt: int64(evt.CreatedAt),
-			Skeleton:  skels[i],
-		})
-		at = append(at, i)
 	}
-	if len(posts) == 0 {
-		return nil
-	}
-	out, err := d.recordPosts(ctx, posts, now)
-	if err != nil {
-		return err
-	}
-	var changed []string
-	for j, e := range out {
-		r := &res[at[j]]
-		switch {
-		case e == nil:
-			r.OK = true
-			changed = append(changed, posts[j].Pubkey)
-		case errors.Is(e, agents.ErrDuplicate):
-			r.OK, r.Message = true, msgDuplicate
-		case errors.Is(e, storage.ErrNotFound):
-			r.Message = msgUnregistered
-		case errors.Is(e, agents.ErrAgentBanned):
-			r.Message = msgBanned
-		case storage.IsInvalid(e):
-			r.Message = e.Error()
-		default:
-			r.Message = "error: could not record the post"
-		}
-	}
-	if len(changed) > 0 {
-		d.changedAgents(changed...)
-	}
-	return nil
+	return failed
 }
 
 // Ingest records kind-1 posts received by other means (tools, tests) as the

@@ -4,9 +4,10 @@
 // core in storage (storage.Tx; keys under "agent/").
 //
 // A Store is a value holding only the *storage.Store: it keeps no state of
-// its own (no cache), so Of may be called anywhere, as often as wanted,
-// without allocating, and two values of one storage.Store are the same
-// records.
+// its own (no cache; RecordPosts's memo of decoded records is checked
+// against the stored bytes each time), so Of may be called anywhere, as
+// often as wanted, without allocating, and two values of one
+// storage.Store are the same records.
 package agents
 
 import (
@@ -628,8 +629,20 @@ func (s Store) Activity(ctx context.Context, pubkey string) (*Activity, error) {
 // entry per post: nil when recorded, ErrDuplicate, storage.ErrNotFound (author not
 // registered), ErrAgentBanned, or apply's error.
 func (s Store) RecordPosts(ctx context.Context, posts []Post, apply func(a *Agent, act *Activity, p Post) error) ([]error, error) {
+	return s.recordPosts(ctx, s.st.Update, posts, apply)
+}
+
+// RecordPostsAsync is RecordPosts with an asynchronous commit
+// (storage.Store.UpdateAsync): visible when it returns, durable once a
+// synchronous commit that started after it returned has returned too; the
+// caller acknowledges the posts only then.
+func (s Store) RecordPostsAsync(ctx context.Context, posts []Post, apply func(a *Agent, act *Activity, p Post) error) ([]error, error) {
+	return s.recordPosts(ctx, s.st.UpdateAsync, posts, apply)
+}
+
+func (s Store) recordPosts(ctx context.Context, update func(context.Context, func(*storage.Tx) error) error, posts []Post, apply func(a *Agent, act *Activity, p Post) error) ([]error, error) {
 	res := make([]error, len(posts))
-	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+	err := update(ctx, func(tx *storage.Tx) error {
 		agents := map[string]*Agent{}
 		acts := map[string]*Activity{}
 		banned := map[string]bool{}
@@ -651,12 +664,13 @@ func (s Store) RecordPosts(ctx context.Context, posts []Post, apply func(a *Agen
 				// Only what apply is given: decoding the whole
 				// registration (its raw event) for each author of
 				// each batch would cost more than the rest.
-				var cur struct {
-					FirstRegisteredAt int64 `json:"first_registered_at"`
-				}
-				switch err := tx.GetJSON(agentKey(p.Pubkey), &cur); {
+				switch raw, err := tx.Get(agentKey(p.Pubkey)); {
 				case err == nil:
-					a = &Agent{Pubkey: p.Pubkey, FirstRegisteredAt: cur.FirstRegisteredAt}
+					first, err := memo.firstRegisteredAt(p.Pubkey, raw)
+					if err != nil {
+						return err
+					}
+					a = &Agent{Pubkey: p.Pubkey, FirstRegisteredAt: first}
 				case errors.Is(err, storage.ErrNotFound):
 				default:
 					return err
@@ -678,8 +692,14 @@ func (s Store) RecordPosts(ctx context.Context, posts []Post, apply func(a *Agen
 			}
 			act := acts[p.Pubkey]
 			if act == nil {
-				act = &Activity{}
-				if err := tx.GetJSON(agentActKey(p.Pubkey), act); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				switch raw, err := tx.Get(agentActKey(p.Pubkey)); {
+				case err == nil:
+					if act, err = memo.activity(p.Pubkey, raw); err != nil {
+						return err
+					}
+				case errors.Is(err, storage.ErrNotFound):
+					act = &Activity{}
+				default:
 					return err
 				}
 				acts[p.Pubkey] = act
@@ -699,9 +719,14 @@ func (s Store) RecordPosts(ctx context.Context, posts []Post, apply func(a *Agen
 		}
 		sort.Strings(pks)
 		for _, pk := range pks {
-			if err := tx.PutJSON(agentActKey(pk), acts[pk], 0); err != nil {
+			raw, err := json.Marshal(acts[pk])
+			if err != nil {
 				return err
 			}
+			if err := tx.Put(agentActKey(pk), raw, 0); err != nil {
+				return err
+			}
+			memo.wrote(pk, raw, acts[pk])
 		}
 		return nil
 	})

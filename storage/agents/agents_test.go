@@ -201,6 +201,47 @@ func TestRecordAgentPostsCountsEachIDOnce(t *testing.T) {
 	}
 }
 
+// RecordPosts remembers what it decoded of each author's records; a record
+// changed in between (by anyone) is read again, and the next batch starts
+// from the activity written, not from a copy apply changed further.
+func TestRecordPostsReadsChangedRecordsAgain(t *testing.T) {
+	st := openTestStore(t)
+	registerTestAgent(t, st, &Agent{Pubkey: agentPK1, FirstRegisteredAt: 100})
+	var first int64
+	add := func(a *Agent, act *Activity, p Post) error {
+		first = a.FirstRegisteredAt
+		act.Posts++
+		act.Days = append(act.Days, int32(p.CreatedAt))
+		return nil
+	}
+	refuse := func(a *Agent, _ *Activity, _ Post) error {
+		first = a.FirstRegisteredAt
+		return storage.Invalid("invalid: no")
+	}
+	for i, step := range []struct {
+		first int64
+		apply func(*Agent, *Activity, Post) error
+	}{{100, add}, {100, add}, {100, refuse}, {200, add}, {200, add}} {
+		if step.first != first && i > 0 {
+			registerTestAgent(t, st, &Agent{Pubkey: agentPK1, FirstRegisteredAt: step.first})
+		}
+		first = 0
+		if _, err := st.RecordPosts(t.Context(), []Post{{ID: fmt.Sprint("p", i), Pubkey: agentPK1, CreatedAt: int64(i)}}, step.apply); err != nil {
+			t.Fatal(err)
+		}
+		if first != step.first {
+			t.Errorf("post %d: apply saw FirstRegisteredAt %d, want %d", i, first, step.first)
+		}
+	}
+	act, err := st.Activity(t.Context(), agentPK1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if act.Posts != 4 || fmt.Sprint(act.Days) != "[0 1 3 4]" {
+		t.Errorf("activity: %d posts, days %v; want 4, [0 1 3 4]", act.Posts, act.Days)
+	}
+}
+
 func TestEachAgentWalksAgentsWithActivityAndBans(t *testing.T) {
 	st := openTestStore(t)
 	registerTestAgent(t, st, &Agent{Pubkey: agentPK2, Name: "b"})
