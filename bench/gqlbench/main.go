@@ -10,6 +10,11 @@
 //	gqlbench search -url URL -token TOKEN -info STORE.json [-n 21]
 //	    runs each query of the search table -n times over HTTP and prints
 //	    the median latency and the number of entries of the first page.
+//	gqlbench importfile -format readwise-reader|pocket-zip -rows N -o FILE
+//	    writes an export file the import benchmarks import (imports.go).
+//	gqlbench peakmem -pid P
+//	    samples the memory of process P until SIGTERM and prints its peaks
+//	    (bench/imports.sh).
 //	gqlbench cursor -url URL -token TOKEN -at 0.9
 //	    pages through entries (100 at a time) and prints the after cursor
 //	    that starts the page at that fraction of the list.
@@ -32,7 +37,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: gqlbench seed|cursor [flags]")
+		fmt.Fprintln(os.Stderr, "usage: gqlbench seed|cursor|search|importfile|peakmem [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -43,6 +48,10 @@ func main() {
 		err = cursor(os.Args[2:])
 	case "search":
 		err = searchBench(os.Args[2:])
+	case "importfile":
+		err = importFile(os.Args[2:])
+	case "peakmem":
+		err = peakMem(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

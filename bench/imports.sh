@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Imports a 10,000-row Readwise Reader CSV and Pocket's zip of 10,000 rows
+# with 5,000 highlights through `caddy hearth import` into a real Caddy,
+# each RUNS times on a fresh store, and prints for each run the time until
+# the rows are written (the command with --no-fetch-wait, and the job's own
+# from its creation to its end) and the memory of the Caddy process doing
+# the import, sampled every 10 ms by gqlbench peakmem: its largest
+# anonymous resident memory (RssAnon: heap, stacks, runtime; Badger's
+# memtables, caches and table builders are in the heap), its largest
+# file-backed resident part (RssFile: the binary's pages and Badger's
+# memory-mapped files, page cache the kernel takes back under pressure),
+# VmHWM (the kernel's peak of both together, reset before the import) and
+# the anonymous memory of the idle Caddy before the import.
+#
+#   bash bench/imports.sh          # from the repository root; needs curl and GNU time
+#   RUNS=5 ROWS=20000 bash bench/imports.sh
+#
+# Env: RUNS (default 3), ROWS (default 10000), CADDY (a caddy binary to
+# run instead of building this tree's), GOMEMLIMIT (passed to Caddy when set).
+# The imported addresses are on example.org: the background fetches that
+# follow (one a second, one host) are not waited for.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+RUNS=${RUNS:-3}
+ROWS=${ROWS:-10000}
+PORT=${PORT:-8097}
+ADMIN=${ADMIN:-localhost:2097}
+SITE=http://localhost:$PORT
+
+[ -x /usr/bin/time ] || { echo "bench: install GNU time (apt-get install time)" >&2; exit 1; }
+bench_start gqlbench
+bench/results/gqlbench importfile -format readwise-reader -rows "$ROWS" -o "$work/readwise-reader.csv"
+bench/results/gqlbench importfile -format pocket-zip -rows "$ROWS" -o "$work/pocket.zip"
+
+# seconds between two RFC 3339 times of the admin API's answer
+job_seconds() {
+	local j created finished
+	j=$(curl -fs "http://$ADMIN/hearth/members/bench/imports")
+	created=$(grep -o '"created_at":"[^"]*"' <<<"$j" | head -1 | cut -d'"' -f4)
+	finished=$(grep -o '"finished_at":"[^"]*"' <<<"$j" | head -1 | cut -d'"' -f4)
+	echo "$(date -d "$finished" +%s.%N) - $(date -d "$created" +%s.%N)" | bc | xargs printf '%.2f'
+}
+
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+for file in readwise-reader.csv pocket.zip; do
+	for run in $(seq "$RUNS"); do
+		dir=$work/store-$run
+		rm -rf "$dir" "$dir-imports"
+		{
+			caddy_global "$ADMIN" "$PORT" "storage_dir $dir"
+			printf 'http://localhost:%s {\n' "$PORT"
+			graphql_unlimited
+		} >"$work/Caddyfile"
+		start_caddy "$SITE/auth/sign_in"
+		echo 'bench password 1' | "$caddy" hearth member add --address "$ADMIN" --password-stdin bench >/dev/null
+		sleep 1
+		bench/results/gqlbench peakmem -pid "$caddy_pid" >"$work/peak" &
+		peak_pid=$!
+		sleep 0.1
+		/usr/bin/time -f '%e' -o "$work/time" "$caddy" hearth import --address "$ADMIN" --member bench --no-fetch-wait \
+			"$work/$file" >"$work/import.out" 2>&1 || { cat "$work/import.out" >&2; exit 1; }
+		kill -TERM "$peak_pid"
+		wait "$peak_pid"
+		grep -q "^$ROWS new, 0 already saved, 0 not imported" "$work/import.out" ||
+			{ echo "bench: the import did not write every row:" >&2; cat "$work/import.out" >&2; exit 1; }
+		printf '%-20s run %d: command %s s, job %s s, %s (MiB), load %s\n' "$file" "$run" "$(cat "$work/time")" \
+			"$(job_seconds)" "$(cat "$work/peak")" "$(cut -d' ' -f1 /proc/loadavg)"
+		stop_caddy
+	done
+done
