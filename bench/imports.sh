@@ -16,7 +16,11 @@
 #   RUNS=5 ROWS=20000 bash bench/imports.sh
 #
 # Env: RUNS (default 3), ROWS (default 10000), CADDY (a caddy binary to
-# run instead of building this tree's), GOMEMLIMIT (passed to Caddy when set).
+# run instead of building this tree's), GOMEMLIMIT (passed to Caddy when
+# set), HEAPPROFILES (a directory: heap profiles of Caddy taken from its
+# admin API every 200 ms during each import, FILE-RUN-N.pprof, for
+# go tool pprof -sample_index=inuse_space; the heap as of the last
+# collection).
 # The imported addresses are on example.org: the background fetches that
 # follow (one a second, one host) are not waited for.
 set -euo pipefail
@@ -54,14 +58,25 @@ for file in readwise-reader.csv pocket.zip; do
 		} >"$work/Caddyfile"
 		start_caddy "$SITE/auth/sign_in"
 		echo 'bench password 1' | "$caddy" hearth member add --address "$ADMIN" --password-stdin bench >/dev/null
+		# A new process for the import: the memory the password's hash took
+		# (Argon2) would otherwise still be the process's.
+		stop_caddy
+		start_caddy "$SITE/auth/sign_in"
 		sleep 1
 		bench/results/gqlbench peakmem -pid "$caddy_pid" >"$work/peak" &
 		peak_pid=$!
+		prof_pid=
+		if [ -n "${HEAPPROFILES:-}" ]; then
+			mkdir -p "$HEAPPROFILES"
+			(n=0; while :; do n=$((n + 1)); curl -fs -o "$HEAPPROFILES/$file-$run-$n.pprof" "http://$ADMIN/debug/pprof/heap"; sleep 0.2; done) &
+			prof_pid=$!
+		fi
 		sleep 0.1
 		/usr/bin/time -f '%e' -o "$work/time" "$caddy" hearth import --address "$ADMIN" --member bench --no-fetch-wait \
 			"$work/$file" >"$work/import.out" 2>&1 || { cat "$work/import.out" >&2; exit 1; }
 		kill -TERM "$peak_pid"
 		wait "$peak_pid"
+		[ -z "$prof_pid" ] || { kill "$prof_pid"; wait "$prof_pid" 2>/dev/null || true; }
 		grep -q "^$ROWS new, 0 already saved, 0 not imported" "$work/import.out" ||
 			{ echo "bench: the import did not write every row:" >&2; cat "$work/import.out" >&2; exit 1; }
 		printf '%-20s run %d: command %s s, job %s s, %s (MiB), load %s\n' "$file" "$run" "$(cat "$work/time")" \
