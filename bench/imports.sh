@@ -43,7 +43,7 @@ job_seconds() {
 	j=$(curl -fs "http://$ADMIN/hearth/members/bench/imports")
 	created=$(grep -o '"created_at":"[^"]*"' <<<"$j" | head -1 | cut -d'"' -f4)
 	finished=$(grep -o '"finished_at":"[^"]*"' <<<"$j" | head -1 | cut -d'"' -f4)
-	echo "$(date -d "$finished" +%s.%N) - $(date -d "$created" +%s.%N)" | bc | xargs printf '%.2f'
+	awk -v a="$(date -d "$created" +%s.%N)" -v b="$(date -d "$finished" +%s.%N)" 'BEGIN { printf "%.2f", b - a }'
 }
 
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
