@@ -329,6 +329,14 @@ func (s *suite) check(name string) {
 					s.t.Errorf("%s: axe %s (%s): %s at %v: %s", variant, v.ID, v.Impact, v.Help, n.Target, n.HTML)
 				}
 			}
+			// No broken image: every img is drawn (an image not stored is
+			// a placeholder without an address, not an img).
+			var broken string
+			s.run(variant+": images", chromedp.Poll(`[...document.images].every(i => i.complete)`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+				chromedp.Evaluate(`[...document.images].filter(i => i.naturalWidth === 0).map(i => i.outerHTML.slice(0, 120)).join(", ")`, &broken))
+			if broken != "" {
+				s.t.Errorf("%s: broken images: %s", variant, broken)
+			}
 			// Nothing shown may stick out on the left either (that does
 			// not scroll: it is cut off).
 			var cut string
