@@ -698,3 +698,21 @@ func TestSortChoice(t *testing.T) {
 		}
 	}
 }
+
+// A newsletter whose author is its sender names the sender once.
+func TestNewsletterSenderSaidOnce(t *testing.T) {
+	f := newFixture(t)
+	it := f.save("Weekly letter", "", 300, library.NewItem{Type: library.TypeNewsletter, URL: "https://cook.example/letter/1",
+		Author: "Cooking Weekly", FromName: "Cooking Weekly", FromAddress: "news@cook.example"})
+	_, body, _ := f.get("/library/item/" + it.ID)
+	meta := body[strings.Index(body, `<p class="meta">`):]
+	meta = meta[:strings.Index(meta, "</p>")]
+	if strings.Count(meta, "Cooking Weekly") != 1 || strings.Contains(meta, "By ") {
+		t.Errorf("meta %s", meta)
+	}
+	other := f.save("Bread", "bakery.example", 300, library.NewItem{Author: "Ada Baker"})
+	_, body, _ = f.get("/library/item/" + other.ID)
+	if !strings.Contains(body, "<span>By Ada Baker</span> · <span>bakery.example</span>") {
+		t.Error("an article's author and site are not both shown")
+	}
+}

@@ -255,6 +255,17 @@ func (s *suite) nothingRunsOrLeaves(path string, requests func() []string) {
 	}
 }
 
+// tap touches the element sel names with a finger (touch emulated: the
+// emulated phone takes no mouse clicks), scrolled into view first.
+func (s *suite) tap(sel string) {
+	s.t.Helper()
+	var at struct{ X, Y float64 }
+	s.run("find "+sel, chromedp.Evaluate(fmt.Sprintf(`(() => { const e = document.querySelector(%q); e.scrollIntoView({block: "center"}); `+
+		`const b = e.getBoundingClientRect(); return {X: b.left + b.width / 2, Y: b.top + b.height / 2}; })()`, sel), &at))
+	s.run("tap "+sel, input.DispatchTouchEvent(input.TouchStart, []*input.TouchPoint{{X: at.X, Y: at.Y}}),
+		input.DispatchTouchEvent(input.TouchEnd, []*input.TouchPoint{}))
+}
+
 // waitFor polls a JavaScript condition on the page.
 func (s *suite) waitFor(what, cond string) {
 	s.t.Helper()
@@ -336,6 +347,20 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 		t.Fatalf("first item %q", got)
 	}
 	s.check("library")
+	// The library is an installable app, as Chromium judges its manifest
+	// (name, icon, start URL, display).
+	var notInstallable []*page.InstallabilityError
+	s.run("installability", chromedp.ActionFunc(func(ctx context.Context) (err error) {
+		notInstallable, err = page.GetInstallabilityErrors().Do(ctx)
+		return err
+	}))
+	for _, e := range notInstallable {
+		args := []string{}
+		for _, a := range e.ErrorArguments {
+			args = append(args, a.Name+"="+a.Value)
+		}
+		t.Errorf("the library is not installable: %s %v", e.ErrorID, args)
+	}
 	s.lighthouse("/library")
 	s.submit("#next-page")
 	if n := s.count("li.item"); n != 5 {
@@ -449,6 +474,7 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	s.run("leave the label menu", chromedp.Evaluate(`document.activeElement.blur()`, nil))
 	s.key("a")
 	s.waitAcross("the add form", `location.pathname === "/library/add" && !!document.querySelector("form")`)
+	s.check("add")
 
 	// The reader: the content, and nothing in it runs.
 	s.open("/library/item/" + ids[10] + "?q=in%3Ainbox")
@@ -475,7 +501,9 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	})()`, &picked))
 	s.waitFor("the highlight button", `!!document.querySelector("#hl-with-note")`)
 	s.run("add a note", chromedp.Click("#hl-with-note", chromedp.ByID))
-	s.run("type the note", chromedp.SendKeys("#hl-note", "knead longer", chromedp.ByID), chromedp.Click("#hl-make", chromedp.ByID))
+	s.run("type the note", chromedp.SendKeys("#hl-note", "knead longer", chromedp.ByID))
+	s.axeClean("reader-highlight-popup")
+	s.run("make it", chromedp.Click("#hl-make", chromedp.ByID))
 	s.waitFor("the highlight in place", `document.querySelectorAll("#content mark.highlight").length === 1 && document.querySelectorAll("#hl-list li").length === 1`)
 	it := itemOf(t, token, ids[10]).SavedItem
 	if len(it.Highlights) != 1 || it.Highlights[0].Note != "knead longer" || len(it.Highlights[0].Segments) != 1 {
@@ -540,6 +568,20 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	s.waitFor("the touch highlight in place", `document.querySelectorAll("#content mark.highlight").length === 1`)
 	if hs := itemOf(t, token, ids[11]).SavedItem.Highlights; len(hs) != 1 || len(hs[0].Segments) != 1 || strings.TrimSpace(hs[0].Segments[0].Text) != "Fourth" {
 		t.Fatalf("highlight made by touch: the API sees %+v", hs)
+	}
+	s.axeClean("reader-touch-highlight-360")
+	// Beside the article its note is written and the highlight deleted,
+	// in place (the script's requests; without it, the same forms).
+	s.run("write a note", chromedp.SetValue("#hl-list li .note-form textarea", "crisp crust", chromedp.ByQuery))
+	s.tap("#hl-list li .note-form button[type=submit]")
+	s.waitFor("the note saved", `document.querySelector("#notice") && document.querySelector("#notice").textContent.includes("Note saved.")`)
+	if hs := itemOf(t, token, ids[11]).SavedItem.Highlights; len(hs) != 1 || hs[0].Note != "crisp crust" {
+		t.Fatalf("the note written in the reader: the API sees %+v", hs)
+	}
+	s.tap("#hl-list li .delete-form button[type=submit]")
+	s.waitFor("deleted in place", `!document.querySelector("#content mark.highlight") && !document.querySelector("#hl-list li") && document.querySelector("#notice").textContent.includes("Highlight deleted.")`)
+	if hs := itemOf(t, token, ids[11]).SavedItem.Highlights; len(hs) != 0 {
+		t.Fatalf("after deleting in the reader the API sees %+v", hs)
 	}
 	s.run("back to the desktop", chromedp.EmulateViewport(1280, 800))
 	s.open("/library/item/" + ids[10] + "?q=in%3Ainbox")
@@ -635,10 +677,19 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	if got := s.text("li.item .meta"); !strings.HasPrefix(got, "Evil Weekly") {
 		t.Fatalf("the newsletter's row says %q, want its sender", got)
 	}
+	s.check("library-newsletters")
 	var letter string
 	s.run("the newsletter's link", chromedp.Evaluate(`document.querySelector("li.item a.title").getAttribute("href")`, &letter))
 	s.nothingRunsOrLeaves(letter, requests)
+	if got := s.text("#title"); got != "Hostile newsletter" {
+		t.Fatalf("the newsletter's page shows %q", got)
+	}
 	s.check("reader-newsletter")
+	s.open("/library?q=in%3Aarchive")
+	if n := s.count("li.item"); n == 0 {
+		t.Fatal("the archive lists nothing")
+	}
+	s.check("library-archive")
 
 	// An article with images on another origin, saved through the fetch
 	// path: the site fetched its images when it saved it, and the reader
@@ -758,6 +809,16 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	if len(count.Entries.Edges) != 0 {
 		t.Fatal("the confirm page saved the link")
 	}
+	// The member's Save saves it (a POST of the form, with labels).
+	s.run("a label for it", chromedp.Click("#add-label-"+lab.Label.ID, chromedp.ByID))
+	s.submit("#save")
+	if loc := s.location(); !strings.HasPrefix(loc, site+"/library") || !strings.Contains(s.text(".notice"), "Saved.") {
+		t.Fatalf("after Save the browser is at %s saying %q", loc, s.text(".notice"))
+	}
+	gql(t, token, `query { entries(query: {q: "site:news.example in:all label:Weekend"}) { edges { cursor } } }`, &count)
+	if len(count.Entries.Edges) != 1 {
+		t.Fatalf("Save on the confirm page saved %d items with the label", len(count.Entries.Edges))
+	}
 
 	// Everything again with JavaScript off: plain forms.
 	s.run("JavaScript off", emulation.SetScriptExecutionDisabled(true))
@@ -777,7 +838,7 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	}
 	s.run("search", chromedp.SetValue("#q", `in:all label:"Weekend"`, chromedp.ByID))
 	s.submit(`form.search button[type=submit]`)
-	if n := s.count("li.item"); n != 2 {
+	if n := s.count("li.item"); n != 3 { // loaves 03 and 10, the link saved from the confirm page
 		t.Fatalf("label search without JavaScript lists %d items", n)
 	}
 	s.open("/library?q=" + url.QueryEscape("in:inbox -label:Weekend"))
