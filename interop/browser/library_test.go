@@ -488,6 +488,11 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	}
 	s.check("reader")
 	s.lighthouse("/library/item/" + ids[10])
+	s.key("?")
+	s.waitFor("the reader's shortcuts open", `document.querySelector("#shortcuts").open`)
+	s.check("reader-shortcuts")
+	s.key(kb.Escape)
+	s.waitFor("the shortcuts closed", `!document.querySelector("#shortcuts").open`)
 
 	// Highlight a selection with a note, as a member does with the mouse.
 	var picked string
