@@ -392,9 +392,15 @@ func writeCleanXHTML(b *strings.Builder, content string, base *url.URL, quotes [
 				switch {
 				case epubDrop[name]:
 				case name == "img":
-					if href := images[library.ImageSource(articles.Attr(c, "src"), articles.Attr(c, "srcset"), baseString(base))]; href != "" &&
-						!library.TrackingPixel(articles.Attr(c, "width"), articles.Attr(c, "height")) && fits(parent, name) {
-						fmt.Fprintf(b, "<img src=\"%s\" alt=\"%s\"/>", href, xmlText(articles.Attr(c, "alt")))
+					alt := strings.TrimSpace(articles.Attr(c, "alt"))
+					switch href := images[library.ImageSource(articles.Attr(c, "src"), articles.Attr(c, "srcset"), baseString(base))]; {
+					case library.TrackingPixel(articles.Attr(c, "width"), articles.Attr(c, "height")) || !fits(parent, "span"):
+					case href != "":
+						fmt.Fprintf(b, "<img src=\"%s\" alt=\"%s\"/>", href, xmlText(alt))
+					case alt != "":
+						// Not in the book (not stored, or of a type
+						// EPUB does not carry): what it showed, in words.
+						fmt.Fprintf(b, "<span>[Image: %s]</span>", xmlText(alt))
 					}
 				case !epubKeep[name] || inPhrase && epubBlock[name] || !fits(parent, name):
 					walk(c, inPhrase, parent)

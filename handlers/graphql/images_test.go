@@ -59,7 +59,8 @@ func saveWithImages(t *testing.T, e *env) (*library.SavedItem, [][]byte) {
 
 // An EPUB embeds the stored images its items show (PNG, JPEG: in the
 // manifest with their media types) and passes epubcheck; an image not
-// stored, and one of a type EPUB does not carry, are left out.
+// stored, and one of a type EPUB does not carry, are left out, their alt
+// text said in their place.
 func TestEPUBEmbedsStoredImages(t *testing.T) {
 	e := newEnv(t, graphql.Options{})
 	it, data := saveWithImages(t, e)
@@ -80,6 +81,11 @@ func TestEPUBEmbedsStoredImages(t *testing.T) {
 	}
 	ch := files["OEBPS/c0001.xhtml"]
 	for _, want := range []string{`<img src="images/c0001-0.png" alt="A square"/>`, `<img src="images/c0001-1.jpg" alt="B"/>`} {
+		if !strings.Contains(ch, want) {
+			t.Errorf("the chapter lacks %s:\n%s", want, ch)
+		}
+	}
+	for _, want := range []string{"<span>[Image: C]</span>", "<span>[Image: Missing]</span>"} {
 		if !strings.Contains(ch, want) {
 			t.Errorf("the chapter lacks %s:\n%s", want, ch)
 		}

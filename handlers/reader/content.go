@@ -22,11 +22,12 @@ func imagePath(itemID string, n int) string {
 // of another origin points at the copy the site stored when the item was
 // saved (images: the item's, base: its URL), or, without one, is shown as
 // its description, without its address; so the browser never asks another
-// origin for anything (the page's policy would refuse it too). Images kept
-// by this site (a path here, or data:) stay; 1×1 images, the tracking
-// pixels of newsletters, are dropped, and so is noscript content (hidden
-// behind it). The image elements stay in place, so the paths of highlights
-// made elsewhere still name the same elements.
+// origin for anything (the page's policy would refuse it too) and shows
+// no broken image. Images kept by this site (a path here, or data:) stay;
+// 1×1 images, the tracking pixels of newsletters, are dropped, and so is
+// noscript content (hidden behind it). Stored images stay img elements, placeholders elements
+// without text, so the paths of highlights made elsewhere still name the
+// same elements.
 func readerContent(src, itemID, base string, images []library.ItemImage) string {
 	if !hasTag(src, "img", "source", "noscript") {
 		return src
@@ -66,18 +67,22 @@ func readerContent(src, itemID, base string, images []library.ItemImage) string 
 				continue
 			}
 			alt := strings.TrimSpace(attr(t, "alt"))
-			if n, ok := stored[library.ImageSource(attr(t, "src"), attr(t, "srcset"), base)]; ok {
+			source := library.ImageSource(attr(t, "src"), attr(t, "srcset"), base)
+			if n, ok := stored[source]; ok {
 				out.WriteString(`<img src="` + html.EscapeString(imagePath(itemID, n)) + `" alt="` + html.EscapeString(alt) + `"` + sizeAttrs(t) + `>`)
 				continue
 			}
-			if localImage(attr(t, "src")) && attr(t, "srcset") == "" {
+			// A path of the saved page's own site names an image of that
+			// origin (here it would be a broken one): only one without
+			// such a site, or data:, is this site's.
+			if source == "" && localImage(attr(t, "src")) && attr(t, "srcset") == "" {
 				out.Write(raw)
 				continue
 			}
 			if alt == "" {
 				alt = "An image of the original page"
 			}
-			out.WriteString(`<img class="img-missing" alt="Image not stored: ` + html.EscapeString(alt) + `">`)
+			out.WriteString(missingImage(alt, t))
 		case "source":
 			// A picture's other sources are other origins' addresses;
 			// its img shows the stored copy.
@@ -89,6 +94,18 @@ func readerContent(src, itemID, base string, images []library.ItemImage) string 
 		}
 	}
 	return out.String()
+}
+
+// missingImage is the placeholder of an image not stored: a box saying
+// so with the image's description, the image's size when the page gave
+// it, and no address, so the browser neither asks for anything nor draws
+// its broken-image icon. It is an element of its own name with no text
+// node: the text of the elements around it, the offsets of highlights,
+// and the numbering of same-named siblings in their paths (an img, a
+// span) stay as they were in the saved page. The stylesheet shows the
+// label; assistive technologies read it as an image's.
+func missingImage(alt string, t html.Token) string {
+	return `<hearth-img role="img" aria-label="Image not stored: ` + html.EscapeString(alt) + `"` + sizeAttrs(t) + `></hearth-img>`
 }
 
 // sizeAttrs are an image's width and height attributes (numbers only), so

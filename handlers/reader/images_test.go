@@ -122,7 +122,7 @@ func TestSavedImagesAreServedByTheSite(t *testing.T) {
 		}
 	}
 	want := `<img src="/library/image/` + id + `/0" alt="A loaf" width="4" height="3">`
-	for _, s := range []string{want, `alt="Image not stored: A mark"`, `alt="Image not stored: Gone"`} {
+	for _, s := range []string{want, `<hearth-img role="img" aria-label="Image not stored: A mark"`, `aria-label="Image not stored: Gone"`} {
 		if !strings.Contains(page, s) {
 			t.Errorf("page lacks %s", s)
 		}

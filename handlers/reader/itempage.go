@@ -79,17 +79,18 @@ func writeItem(b *bytes.Buffer, d *itemData) {
 	b.WriteString("\n</div>\n<div class=\"readgrid\">\n<article class=\"article\" aria-labelledby=\"title\">\n<header>\n<h1 id=\"title\">")
 	escape(b, d.Title)
 	b.WriteString("</h1>\n<p class=\"meta\">")
-	if d.Item.Author != "" {
+	source := d.Sender
+	if source == "" {
+		source = d.Site
+	}
+	// A newsletter's author is mostly its sender: said once.
+	if d.Item.Author != "" && !strings.EqualFold(strings.TrimSpace(d.Item.Author), source) {
 		b.WriteString("<span>By ")
 		escape(b, d.Item.Author)
 		b.WriteString("</span> · ")
 	}
 	b.WriteString("<span>")
-	if d.Sender != "" {
-		escape(b, d.Sender)
-	} else {
-		escape(b, d.Site)
-	}
+	escape(b, source)
 	var date [32]byte
 	saved := d.Saved.UTC()
 	b.WriteString(`</span> · <time datetime="`)

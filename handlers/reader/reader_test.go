@@ -578,15 +578,21 @@ func TestOtherOriginsImagesAreNeverLoaded(t *testing.T) {
 	it := f.save("Letter", "news.example", 100, library.NewItem{HTML: `<p>Hello<img src="https://tracker.example/open.gif" width="1" height="1"></p>` +
 		`<p><img src="https://cdn.example/loaf.jpg" alt="A loaf" srcset="https://cdn.example/loaf2.jpg 2x"></p><p><img src="https://cdn.example/b.jpg"></p>` +
 		`<picture><source srcset="https://cdn.example/c.webp"><img src="data:image/png;base64,iVBORw0KGgo=" alt="inline"></picture>` +
-		`<noscript><img src="https://cdn.example/ns.gif"></noscript><p>After</p>`})
+		`<noscript><img src="https://cdn.example/ns.gif"></noscript><p><img src="/img/rel.png" alt="Relative" width="300" height="200"></p><p>After</p>`})
 	_, body, hdr := f.get("/library/item/" + it.ID)
 	if strings.Contains(body, "tracker.example") || strings.Contains(body, "cdn.example") {
 		t.Fatal("the page names another origin's image")
 	}
-	for _, want := range []string{"<p>After</p>", `alt="Image not stored: A loaf"`, `alt="Image not stored: An image of the original page"`, `src="data:image/png;base64,iVBORw0KGgo="`} {
+	for _, want := range []string{"<p>After</p>", `<hearth-img role="img" aria-label="Image not stored: A loaf"></hearth-img>`, `aria-label="Image not stored: An image of the original page"`,
+		`aria-label="Image not stored: Relative" width="300" height="200"></hearth-img>`, `src="data:image/png;base64,iVBORw0KGgo="`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %s", want)
 		}
+	}
+	// An image not stored is a placeholder without an address: no img
+	// the browser would draw broken.
+	if strings.Count(body, "<img") != 1 {
+		t.Errorf("img elements besides the data: one in %s", body)
 	}
 	if !strings.Contains(hdr.Get("Content-Security-Policy"), "img-src 'self' data:;") {
 		t.Errorf("policy %q", hdr.Get("Content-Security-Policy"))
@@ -690,5 +696,23 @@ func TestSortChoice(t *testing.T) {
 		if !strings.Contains(body, "a.example · ") || !strings.Contains(body, " · 1 min · 40% read</p>") {
 			t.Errorf("%s: the row of the item read to 40%% does not say so", c.path)
 		}
+	}
+}
+
+// A newsletter whose author is its sender names the sender once.
+func TestNewsletterSenderSaidOnce(t *testing.T) {
+	f := newFixture(t)
+	it := f.save("Weekly letter", "", 300, library.NewItem{Type: library.TypeNewsletter, URL: "https://cook.example/letter/1",
+		Author: "Cooking Weekly", FromName: "Cooking Weekly", FromAddress: "news@cook.example"})
+	_, body, _ := f.get("/library/item/" + it.ID)
+	meta := body[strings.Index(body, `<p class="meta">`):]
+	meta = meta[:strings.Index(meta, "</p>")]
+	if strings.Count(meta, "Cooking Weekly") != 1 || strings.Contains(meta, "By ") {
+		t.Errorf("meta %s", meta)
+	}
+	other := f.save("Bread", "bakery.example", 300, library.NewItem{Author: "Ada Baker"})
+	_, body, _ = f.get("/library/item/" + other.ID)
+	if !strings.Contains(body, "<span>By Ada Baker</span> · <span>bakery.example</span>") {
+		t.Error("an article's author and site are not both shown")
 	}
 }

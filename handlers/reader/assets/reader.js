@@ -192,12 +192,9 @@
   }
 
   // ---- Highlights, stored as the segments Inboxt's web app writes ----
-  // A segment is one text node's part of the selection: xpath is the
-  // absolute path of its element (highlight wrappers skipped, elements
-  // counted among same-tag siblings) followed by "::0"; startOffset and
-  // endOffset count characters in that element's text; beforeText and
-  // afterText are the rest of the text node. Segments are listed last
-  // first, as Inboxt's createHighlightsFromSelection does.
+  // One segment per text node selected: xpath of its element (marks
+  // skipped, same-tag siblings counted) + "::0", offsets in the element's
+  // text, the node's text around; last first, as Inboxt's web app does.
   function isMark(el) { return el && el.nodeType === 1 && el.classList.contains("highlight"); }
   function elementOf(node) {
     var el = node.parentElement;
@@ -313,18 +310,19 @@
 
   function wire(li) {
     var id = li.dataset.highlight;
+    // Their input named "action" hides form.action.
     var nf = $("form.note-form", li), df = $("form.delete-form", li);
     nf.addEventListener("submit", function (e) {
       e.preventDefault();
       var note = $("textarea", nf).value;
-      post(nf.action, { action: "note", note: note }).then(function () {
+      post(nf.getAttribute("action"), { action: "note", note: note }).then(function () {
         $$('mark.highlight[data-highlight-id="' + id + '"]').forEach(function (m) { m.classList.toggle("noted", !!note.trim()); });
         say("Note saved.");
       }).catch(function (err) { say(err.message); });
     });
     df.addEventListener("submit", function (e) {
       e.preventDefault();
-      post(df.action, { action: "delete" }).then(function () {
+      post(df.getAttribute("action"), { action: "delete" }).then(function () {
         unshow(id);
         li.remove();
         say("Highlight deleted.");
