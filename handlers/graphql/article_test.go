@@ -308,9 +308,9 @@ func TestAStricterSiteLeavesOthersFetchesAlone(t *testing.T) {
 	}
 }
 
-// In Caddy the API is prepared on a store that is opened later (when the
-// app starts): Prepare reads nothing, and Start fetches what an earlier
-// process left pending.
+// In Caddy the library service and the API are prepared on a store that
+// is opened later (when the app starts): preparing reads nothing, and the
+// store's Open starts the fetches an earlier process left pending.
 func TestPendingFetchesBeginWhenStarted(t *testing.T) {
 	site := articleSite(t, "Baking Bread")
 	dir := t.TempDir()
