@@ -17,11 +17,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/handlers/inbound"
-	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
+	"github.com/hearthkit/caddy-hearth/handlers/libraryservice"
 	"github.com/hearthkit/caddy-hearth/handlers/omnivore"
 	"github.com/hearthkit/caddy-hearth/handlers/reader"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
@@ -89,7 +90,8 @@ type GraphQL struct {
 	// How many times a zip member over 1 MiB may expand; past it the file is refused as a zip bomb.
 	ImportMaxRatio int `json:"import_max_ratio,omitempty" caddyfile:"import_max_ratio <n>" default:"100"`
 
-	server *graphql.Server
+	server  *graphql.Server
+	library *libraryservice.Service
 	// routes are the API and the routes beside it, each served by its
 	// own package, then the library and member pages, in the order they
 	// are asked; unlogged are the ones serveUnlogged asks.
@@ -126,49 +128,61 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 	}
 	h.pages, h.app = app.Pages(), app
 	h.logger = ctx.Logger()
-	h.server = graphql.Prepare(app.Store(), graphql.Options{
-		RateLimits:            app.RateLimits(),
-		MaxBodyBytes:          h.MaxBodySize,
-		MaxInboundBytes:       h.MaxInboundSize,
-		MaxDepth:              h.MaxDepth,
-		MaxComplexity:         h.MaxComplexity,
-		MaxContentBytes:       h.MaxContentSize,
-		ImageQuota:            h.ImageQuota,
-		NoIntrospection:       h.NoIntrospection,
-		TokenRateLimit:        h.TokenRateLimit,
-		MemberRateLimit:       h.MemberRateLimit,
-		InboundRateLimit:      h.InboundRateLimit,
-		RateLimitWindow:       time.Duration(h.RateLimitWindow),
-		AllowPrivateAddresses: h.AllowPrivateAddresses,
-		MailWebhookSecret:     secret,
-		MailWebhookHeader:     h.MailWebhookHeader,
-		MailDomain:            h.MailDomain,
-		ClientIP:              clientIP,
-		Logger:                ctx.Logger(),
-		Pages:                 h.pages,
-		AccountDomain:         h.AccountDomain,
-		ImportLimits: importer.Limits{
-			MaxUploadBytes:      h.ImportMaxSize,
-			MaxEntries:          h.ImportMaxEntries,
-			MaxEntryBytes:       h.ImportMaxEntrySize,
-			MaxCompressionRatio: h.ImportMaxRatio,
+	// The library service: the articles pipeline, whose workers the
+	// store runs with this handler's settings from the store's Open until
+	// the service's Close takes them back (before the store is released),
+	// the Gate and the REST routes on them.
+	h.library = libraryservice.Prepare(app.Store(), libraryservice.Options{
+		Articles: articles.Options{
+			ImageQuota: h.ImageQuota,
+			ImportLimits: importer.Limits{
+				MaxUploadBytes:      h.ImportMaxSize,
+				MaxEntries:          h.ImportMaxEntries,
+				MaxEntryBytes:       h.ImportMaxEntrySize,
+				MaxCompressionRatio: h.ImportMaxRatio,
+			},
 		},
+		AllowPrivateAddresses: h.AllowPrivateAddresses,
+		Inbound: inbound.Options{
+			MaxBytes:      h.MaxInboundSize,
+			WebhookSecret: secret,
+			WebhookHeader: h.MailWebhookHeader,
+			MailDomain:    h.MailDomain,
+		},
+		InboundRateLimit: h.InboundRateLimit,
+		TokenRateLimit:   h.TokenRateLimit,
+		MemberRateLimit:  h.MemberRateLimit,
+		RateLimitWindow:  time.Duration(h.RateLimitWindow),
+		RateLimits:       app.RateLimits(),
+		ClientIP:         clientIP,
+		Pages:            h.pages,
+		Logger:           ctx.Logger(),
 	})
-	app.setImporter(h.server.Importer())
-	// The store's fetch queue and import runner work with this
-	// handler's settings from the store's Open; Close takes them back
-	// before the store is released.
-	app.onCleanup(h.server.Close)
+	app.setImporter(h.library.Importer())
+	app.onCleanup(h.library.Close)
+	h.server = graphql.New(app.Store(), h.library, graphql.Options{
+		MaxBodyBytes:    h.MaxBodySize,
+		MaxDepth:        h.MaxDepth,
+		MaxComplexity:   h.MaxComplexity,
+		MaxContentBytes: h.MaxContentSize,
+		NoIntrospection: h.NoIntrospection,
+		Logger:          ctx.Logger(),
+		Pages:           h.pages,
+		AccountDomain:   h.AccountDomain,
+	})
 	// The library pages: the member's library in the browser, where
 	// signed-in members of this site land (setSiteHomes).
-	h.reader = reader.New(app.Store(), reader.Options{Pages: h.pages, SaveURL: h.server.SaveURL, Logger: ctx.Logger().Named("reader")})
-	api := []service{h.server, h.server.Inbound(), inboxtapi.Config{}, h.server.Uploads(), h.server.Content(), h.server.Exports()}
+	h.reader = reader.New(app.Store(), reader.Options{Pages: h.pages, SaveURL: h.library.SaveURL, Logger: ctx.Logger().Named("reader")})
+	api := []service{h.server}
+	for _, r := range h.library.Routes() {
+		api = append(api, r)
+	}
 	h.routes = append(slices.Clip(api), h.reader, h.pages)
 	h.unlogged = append(slices.Clip(api), h.pages)
 	h.pages.AddSettingsPage(h.reader.SavingPage())
 	h.pages.AddSettingsPage(h.server.APITokensPage(h.pages))
-	h.pages.AddSettingsPage(h.server.Exports().Page(h.pages))
-	h.pages.AddSettingsPage(h.server.Uploads().Page(h.pages))
+	h.pages.AddSettingsPage(h.library.Exports().Page(h.pages))
+	h.pages.AddSettingsPage(h.library.Uploads().Page(h.pages))
 	return nil
 }
 
@@ -176,8 +190,8 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 // import runner; fetches cut short stay pending in the store for the next
 // configuration.
 func (h *GraphQL) Cleanup() error {
-	if h.server != nil {
-		return h.server.Close()
+	if h.library != nil {
+		return h.library.Close()
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/directory"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
+	"github.com/hearthkit/caddy-hearth/handlers/libraryservice"
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -176,16 +177,16 @@ func TestDeclaredDefaultsAreTheCodes(t *testing.T) {
 		"hearth_oauth.signing_key_rotation":      durs(oauth.DefaultKeyRotation),
 		"hearth_oauth.signing_key_publish_ahead": durs(oauth.DefaultKeyPublishAhead),
 		"hearth_graphql.max_body_size":           size(graphql.DefaultMaxBodyBytes),
-		"hearth_graphql.max_inbound_size":        size(graphql.DefaultMaxInboundBytes),
+		"hearth_graphql.max_inbound_size":        size(libraryservice.DefaultMaxInboundBytes),
 		"hearth_graphql.max_content_size":        size(graphql.DefaultMaxContentBytes),
-		"hearth_graphql.image_quota":             size(graphql.DefaultImageQuota),
+		"hearth_graphql.image_quota":             size(libraryservice.DefaultImageQuota),
 		"hearth_graphql.max_depth":               fmt.Sprint(graphql.DefaultMaxDepth),
 		"hearth_graphql.max_complexity":          fmt.Sprint(graphql.DefaultMaxComplexity),
-		"hearth_graphql.token_rate_limit":        fmt.Sprint(graphql.DefaultTokenRateLimit),
-		"hearth_graphql.member_rate_limit":       fmt.Sprint(graphql.DefaultMemberRateLimit),
-		"hearth_graphql.inbound_rate_limit":      fmt.Sprint(graphql.DefaultInboundRateLimit),
-		"hearth_graphql.rate_limit_window":       durs(graphql.DefaultRateLimitWindow),
-		"hearth_graphql.mail_webhook_header":     graphql.DefaultMailWebhookHeader,
+		"hearth_graphql.token_rate_limit":        fmt.Sprint(libraryservice.DefaultTokenRateLimit),
+		"hearth_graphql.member_rate_limit":       fmt.Sprint(libraryservice.DefaultMemberRateLimit),
+		"hearth_graphql.inbound_rate_limit":      fmt.Sprint(libraryservice.DefaultInboundRateLimit),
+		"hearth_graphql.rate_limit_window":       durs(libraryservice.DefaultRateLimitWindow),
+		"hearth_graphql.mail_webhook_header":     libraryservice.DefaultMailWebhookHeader,
 		"hearth_graphql.import_max_size":         size(importer.DefaultMaxUploadBytes),
 		"hearth_graphql.import_max_entries":      fmt.Sprint(importer.DefaultMaxEntries),
 		"hearth_graphql.import_max_entry_size":   size(importer.DefaultMaxEntryBytes),

@@ -22,9 +22,9 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
-// Options are a site's settings of the service. The handler that builds a
-// Service (hearth_graphql) fills in its defaults; every field is used as
-// given.
+// Options are a site's settings of the service. The library service that
+// builds a Service (handlers/libraryservice) fills in their defaults; every
+// field is used as given.
 type Options struct {
 	// Fetcher fetches pages and their images (required): its address
 	// policy is the site's fetch policy.

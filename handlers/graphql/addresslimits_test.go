@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
-
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 )
 
 // TestNewsletterPostsCountAnIPv6Slash64: the inbound URL's per-address
@@ -15,7 +13,7 @@ import (
 // tokens: TestBadTokensCountPerClientAddress.)
 func TestNewsletterPostsCountAnIPv6Slash64(t *testing.T) {
 	var addr atomic.Value
-	e := newEnv(t, graphql.Options{InboundRateLimit: 2, ClientIP: func(*http.Request) string { return addr.Load().(string) }})
+	e := newEnv(t, options{InboundRateLimit: 2, ClientIP: func(*http.Request) string { return addr.Load().(string) }})
 	url := inboundURL(t, e)
 	for i := range 2 {
 		addr.Store(fmt.Sprintf("2001:db8:1:2::%x", i+1))

@@ -28,7 +28,7 @@ func getWith(t *testing.T, url, accept string) (int, string, string) {
 // the token page and the schema; a program's GET keeps the JSON error.
 // The schema is downloadable as SDL, unless introspection is off.
 func TestEndpointInABrowserAndTheSchemaAsSDL(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	status, ct, body := getWith(t, e.srv.URL+graphql.Path, "text/html,application/xhtml+xml,*/*;q=0.8")
 	if status != http.StatusOK || ct != "text/html; charset=utf-8" || !strings.Contains(body, graphql.DocsURL) ||
 		!strings.Contains(body, `href="`+graphql.SchemaPath+`"`) || !strings.Contains(body, `href="/settings/api_tokens"`) ||
@@ -44,7 +44,7 @@ func TestEndpointInABrowserAndTheSchemaAsSDL(t *testing.T) {
 		!strings.Contains(sdl, "addArticleFromUrl(data: AddArticleFromUrlInput!): Void!") || !strings.Contains(sdl, "input CreateLabelInput") {
 		t.Fatalf("schema: HTTP %d %s\n%.300s", status, ct, sdl)
 	}
-	closed := newEnv(t, graphql.Options{NoIntrospection: true})
+	closed := newEnv(t, options{NoIntrospection: true})
 	if status, _, _ := getWith(t, closed.srv.URL+graphql.SchemaPath, ""); status != http.StatusNotFound {
 		t.Errorf("schema with introspection off: HTTP %d", status)
 	}
@@ -56,7 +56,7 @@ func TestEndpointInABrowserAndTheSchemaAsSDL(t *testing.T) {
 // addArticleFromUrl answers Inboxt's { success } and, Hearth's addition,
 // the saved item's id, the one the item is then listed with.
 func TestAddArticleFromUrlGivesTheItemsID(t *testing.T) {
-	e := newEnv(t, graphql.Options{Fetcher: localFetcher()})
+	e := newEnv(t, options{Fetcher: localFetcher()})
 	site := articleSite(t, "Bread")
 	var out struct {
 		AddArticleFromUrl struct {

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 )
 
@@ -14,7 +13,7 @@ import (
 // app's runtime-config.ts reads @ 45f4314): the site as appUrl, which the
 // app shows as the API's base URL, and no error reporting.
 func TestConfigIsInboxtsRuntimeConfig(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	resp, err := http.Get(e.srv.URL + inboxtapi.ConfigPath)
 	if err != nil {
 		t.Fatal(err)

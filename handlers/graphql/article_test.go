@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
@@ -65,7 +64,7 @@ func localFetcher() *safefetch.Fetcher {
 }
 
 func TestAddArticleFromUrlFetchesAndExtractsTheArticle(t *testing.T) {
-	e := newEnv(t, graphql.Options{Fetcher: localFetcher()})
+	e := newEnv(t, options{Fetcher: localFetcher()})
 	site := articleSite(t, "Baking Bread")
 	e.do(addArticleMutation, map[string]any{"data": map[string]any{"url": site.URL + "/bread"}}, nil)
 	items := e.waitFetched()
@@ -100,7 +99,7 @@ func TestAddArticleFromUrlFetchesAndExtractsTheArticle(t *testing.T) {
 }
 
 func TestSavingTheSameUrlTwiceUpdatesTheItem(t *testing.T) {
-	e := newEnv(t, graphql.Options{Fetcher: localFetcher()})
+	e := newEnv(t, options{Fetcher: localFetcher()})
 	site := articleSite(t, "Baking Bread")
 	for i := 0; i < 2; i++ {
 		e.do(addArticleMutation, map[string]any{"data": map[string]any{"url": site.URL + "/bread"}}, nil)
@@ -119,7 +118,7 @@ func TestSavingTheSameUrlTwiceUpdatesTheItem(t *testing.T) {
 }
 
 func TestAddArticleFromUrlRefusesPrivateAddresses(t *testing.T) {
-	e := newEnv(t, graphql.Options{}) // the default fetcher: public addresses only
+	e := newEnv(t, options{}) // the default fetcher: public addresses only
 	site := articleSite(t, "Internal")
 	// An IP literal, and localhost (always this machine): refused at once,
 	// with the Caddyfile option that lifts it named.
@@ -135,7 +134,7 @@ func TestAddArticleFromUrlRefusesPrivateAddresses(t *testing.T) {
 }
 
 func TestAddArticleFromUrlErrors(t *testing.T) {
-	e := newEnv(t, graphql.Options{Fetcher: localFetcher()})
+	e := newEnv(t, options{Fetcher: localFetcher()})
 	for _, u := range []string{"ftp://example.com/x", "not a url", "http://user:pw@example.com/"} {
 		t.Run(u, func(t *testing.T) {
 			e.wantError(e.token, addArticleMutation, map[string]any{"data": map[string]any{"url": u}}, 200, "BAD_USER_INPUT")
@@ -150,7 +149,7 @@ func TestAddArticleFromUrlErrors(t *testing.T) {
 // marked failed as Inboxt marks it (saved-item-manager.service.ts
 // createFailedItem, Inboxt/inboxt@45f4314), with the reason to show.
 func TestAddArticleFromUrlMarksTheItemFailedWithAReason(t *testing.T) {
-	e := newEnv(t, graphql.Options{Fetcher: localFetcher()})
+	e := newEnv(t, options{Fetcher: localFetcher()})
 	site := articleSite(t, "x")
 	for _, c := range []struct{ path, reason string }{
 		{"/missing", "the site answered with HTTP 404"},
@@ -180,7 +179,7 @@ func TestAddArticleFromUrlMarksTheItemFailedWithAReason(t *testing.T) {
 
 // Saving again a URL whose fetch now fails keeps the article saved before.
 func TestAddArticleFromUrlFailingAgainKeepsTheSavedArticle(t *testing.T) {
-	e := newEnv(t, graphql.Options{Fetcher: localFetcher()})
+	e := newEnv(t, options{Fetcher: localFetcher()})
 	var broken atomic.Bool
 	site := articleSite(t, "Baking Bread")
 	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -221,12 +220,12 @@ func TestAddArticleFromUrlSurvivesARestartMidFetch(t *testing.T) {
 	t.Cleanup(site.Close)
 	dir := t.TempDir()
 	noSync := false
-	open := func() (*storage.Store, *graphql.Server, *httptest.Server) {
+	open := func() (*storage.Store, *testAPI, *httptest.Server) {
 		store, err := storage.Open(dir, storage.Options{SyncWrites: &noSync, GCInterval: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		api := graphql.New(store, graphql.Options{Fetcher: localFetcher()})
+		api := newAPI(store, options{Fetcher: localFetcher()})
 		return store, api, httptest.NewServer(served(api))
 	}
 	store, api, srv := open()
@@ -295,23 +294,23 @@ func (e *env) waitFetched() []entry {
 // the site that may fetch private addresses is never fetched (and failed)
 // by the stricter one, which starts first here.
 func TestAStricterSiteLeavesOthersFetchesAlone(t *testing.T) {
-	e := newEnv(t, graphql.Options{}) // the strict default fetcher
+	e := newEnv(t, options{}) // the strict default fetcher
 	site := articleSite(t, "Baking Bread")
 	if _, err := library.Of(e.store).QueueFetch(t.Context(), e.member.ID, library.NewItem{URL: site.URL + "/bread", Title: "Processing item from " + site.URL + "/bread..."}, true); err != nil {
 		t.Fatal(err)
 	}
-	strict := graphql.New(e.store, graphql.Options{})
+	strict := newAPI(e.store, options{})
 	t.Cleanup(func() { strict.Close() })
-	open := graphql.New(e.store, graphql.Options{Fetcher: localFetcher()})
+	open := newAPI(e.store, options{Fetcher: localFetcher()})
 	t.Cleanup(func() { open.Close() })
 	if items := e.waitFetched(); len(items) != 1 || items[0].Title != "Baking Bread" {
 		t.Fatalf("items = %+v", items)
 	}
 }
 
-// In Caddy the API is prepared on a store that is opened later (when the
-// app starts): Prepare reads nothing, and Start fetches what an earlier
-// process left pending.
+// In Caddy the library service and the API are prepared on a store that
+// is opened later (when the app starts): preparing reads nothing, and the
+// store's Open starts the fetches an earlier process left pending.
 func TestPendingFetchesBeginWhenStarted(t *testing.T) {
 	site := articleSite(t, "Baking Bread")
 	dir := t.TempDir()
@@ -332,15 +331,14 @@ func TestPendingFetchesBeginWhenStarted(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// As in Caddy: Provision prepares the store and the API without
-	// touching the disk; the app opens the store, then starts the API.
+	// As in Caddy: Provision prepares the store, the library service and
+	// the API without touching the disk; then the app opens the store.
 	st = storage.Prepare(dir, opts)
-	api := graphql.Prepare(st, graphql.Options{Fetcher: localFetcher()})
+	api := newAPI(st, options{Fetcher: localFetcher()})
 	t.Cleanup(func() { api.Close(); st.Close() })
 	if err := st.Open(); err != nil {
 		t.Fatal(err)
 	}
-	api.Start()
 	for i := 0; ; i++ {
 		got, err := library.Of(st).SavedItem(t.Context(), m.ID, it.ID)
 		if err != nil {

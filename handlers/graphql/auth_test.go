@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
@@ -25,7 +24,7 @@ const createLabelMutation = `mutation CreateLabel($data: CreateLabelInput!) {
 }`
 
 func TestRequestsWithoutAValidTokenAreUnauthorized(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	expiring, expiringTok, err := apitokens.Of(e.store).Create(t.Context(), e.member.ID, "short", time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +75,7 @@ func TestRequestsWithoutAValidTokenAreUnauthorized(t *testing.T) {
 }
 
 func TestAPITokenWorksAndRecordsLastUse(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	var out struct {
 		Me struct {
 			ID, Username string
@@ -114,7 +113,7 @@ func oauthToken(t *testing.T, e *env, scopes ...string) string {
 }
 
 func TestOAuthTokensNeedReadForQueriesAndWriteForMutations(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	readOnly := oauthToken(t, e, "read")
 	readWrite := oauthToken(t, e, "read", "write")
 	writeOnly := oauthToken(t, e, "write")
@@ -136,7 +135,7 @@ func TestOAuthTokensNeedReadForQueriesAndWriteForMutations(t *testing.T) {
 }
 
 func TestApplicationTokenWithoutMemberIsUnauthenticated(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	app, _, err := grants.Of(e.store).CreateApp(t.Context(), "Bot", "", []string{"urn:ietf:wg:oauth:2.0:oob"}, []string{"read"})
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +154,7 @@ const createAPITokenMutation = `mutation CreateApiToken($data: CreateApiTokenInp
 // createApiToken is session-only, as in Inboxt (no @ApiTokenAllowed @
 // 45f4314): API tokens and OAuth access tokens get FORBIDDEN.
 func TestCreateApiTokenNeedsTheMembersSession(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	vars := map[string]any{"data": map[string]any{"name": "sync", "expiry": "SEVEN_DAYS"}}
 	for _, tok := range []string{e.token, oauthToken(t, e, "read", "write")} {
 		r := e.wantError(tok, createAPITokenMutation, vars, 200, "FORBIDDEN")
@@ -186,7 +185,7 @@ func TestCreateApiTokenNeedsTheMembersSession(t *testing.T) {
 }
 
 func TestDeletedTokenStopsWorkingAtOnce(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	tok, secret, err := apitokens.Of(e.store).Create(t.Context(), e.member.ID, "temp", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +199,7 @@ func TestDeletedTokenStopsWorkingAtOnce(t *testing.T) {
 }
 
 func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
-	e := newEnv(t, graphql.Options{TokenRateLimit: 3})
+	e := newEnv(t, options{TokenRateLimit: 3})
 	for i := 0; i < 3; i++ {
 		r := e.post(e.token, labelsQuery, nil)
 		if r.Status != 200 {
@@ -238,7 +237,7 @@ func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
 func TestBadTokensCountPerClientAddress(t *testing.T) {
 	var addr atomic.Value
 	addr.Store("2001:db8:1:2::1")
-	e := newEnv(t, graphql.Options{TokenRateLimit: 3, ClientIP: func(*http.Request) string { return addr.Load().(string) }})
+	e := newEnv(t, options{TokenRateLimit: 3, ClientIP: func(*http.Request) string { return addr.Load().(string) }})
 	guess := apitokens.Prefix + strings.Repeat("A", 70)
 	for i := 0; i < 3; i++ {
 		addr.Store(fmt.Sprintf("2001:db8:1:2::%x", i+1)) // rotating addresses within one /64
@@ -258,7 +257,7 @@ func TestBadTokensCountPerClientAddress(t *testing.T) {
 }
 
 func TestBadRequestsGetGraphQLErrorsNever500(t *testing.T) {
-	e := newEnv(t, graphql.Options{MaxBodyBytes: 4096, MaxDepth: 6, MaxComplexity: 300})
+	e := newEnv(t, options{MaxBodyBytes: 4096, MaxDepth: 6, MaxComplexity: 300})
 	cases := []struct {
 		name, contentType, body string
 		status                  int
@@ -302,16 +301,16 @@ func TestBadRequestsGetGraphQLErrorsNever500(t *testing.T) {
 }
 
 func TestIntrospectionCanBeTurnedOff(t *testing.T) {
-	on := newEnv(t, graphql.Options{})
+	on := newEnv(t, options{})
 	on.do(`{ __schema { queryType { name } } }`, nil, nil)
-	off := newEnv(t, graphql.Options{NoIntrospection: true})
+	off := newEnv(t, options{NoIntrospection: true})
 	if r := off.post(off.token, `{ __schema { queryType { name } } }`, nil); len(r.Errors) == 0 {
 		t.Fatal("introspection answered although turned off")
 	}
 }
 
 func TestHandles(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	for path, want := range map[string]bool{
 		"/api/graphql": true, "/api/newsletters/inbound/nl_x": true, "/api/graphqlx": false, "/settings": false,
 	} {
@@ -329,7 +328,7 @@ func TestHandles(t *testing.T) {
 // extensions.status; input validation says "Invalid input provided" with
 // the details in extensions.response.
 func TestErrorsHaveInboxtsShape(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	// Input validation.
 	r := e.wantError(e.token, createLabelMutation, map[string]any{"data": map[string]any{"name": "x", "color": "blue"}}, 200, "BAD_USER_INPUT")
 	g := r.Errors[0]
@@ -384,7 +383,7 @@ func TestErrorsHaveInboxtsShape(t *testing.T) {
 // and OAuth access tokens, and change nothing; the member's session may
 // run them, but not from another origin.
 func TestSessionOnlyOperationsRefuseTokens(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	it := e.saveArticle(e.member.ID, 1, nil)
 	var l struct{ CreateLabel label }
 	e.do(createLabelMutation, map[string]any{"data": map[string]any{"name": "Keep", "color": "#111111"}}, &l)
@@ -464,7 +463,7 @@ func TestSessionOnlyOperationsRefuseTokens(t *testing.T) {
 func TestMeEmailAddressIsUsernameAtTheAccountDomain(t *testing.T) {
 	appEmail := regexp.MustCompile(`^(?:[A-Za-z0-9_'+\-\.]*)[A-Za-z0-9_+-]@([A-Za-z0-9][A-Za-z0-9\-]*\.)+[A-Za-z]{2,}$`)
 	for domain, want := range map[string]string{"": "alice@127.0.0.1.invalid", "example.org": "alice@example.org", "localhost": "alice@localhost.invalid"} {
-		e := newEnv(t, graphql.Options{AccountDomain: domain})
+		e := newEnv(t, options{AccountDomain: domain})
 		var me struct {
 			Me struct {
 				EmailAddress    string
@@ -485,7 +484,7 @@ func TestMeEmailAddressIsUsernameAtTheAccountDomain(t *testing.T) {
 // username@<account domain>, Inboxt's BAD_REQUEST for wrong credentials,
 // and a session cookie that then runs the session-only operations.
 func TestSignInStartsASession(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	const signIn = `mutation signIn($data: SignInInput!) { signIn(data: $data) { success } }`
 	r := e.wantError("", signIn, map[string]any{"data": map[string]any{"emailAddress": "alice", "password": "wrong password"}}, 200, "BAD_REQUEST")
 	if r.Errors[0].Message != "Invalid email address or password" || r.Header.Get("Set-Cookie") != "" {
@@ -520,7 +519,7 @@ func TestSignInStartsASession(t *testing.T) {
 // the member after confirming its address.
 func TestAccountOperationsOverTheSession(t *testing.T) {
 	const create = `mutation createAccount($data: CreateAccountInput!) { createAccount(data: $data) { success } }`
-	closed := newEnv(t, graphql.Options{})
+	closed := newEnv(t, options{})
 	vars := map[string]any{"data": map[string]any{"username": "bob", "emailAddress": "bob@127.0.0.1", "password": "a long enough password"}}
 	r := closed.wantError("", create, vars, 200, "FORBIDDEN")
 	if r.Errors[0].Message != "Signup is disabled on this instance" {
@@ -530,7 +529,7 @@ func TestAccountOperationsOverTheSession(t *testing.T) {
 		t.Fatal("createAccount made a member with registration closed")
 	}
 
-	e := newEnv(t, graphql.Options{}, account.Options{OpenRegistration: true})
+	e := newEnv(t, options{}, account.Options{OpenRegistration: true})
 	e.wantError("", create, map[string]any{"data": map[string]any{"username": "bob", "emailAddress": "bob@elsewhere.example", "password": "a long enough password"}}, 200, "BAD_USER_INPUT")
 	r = e.post("", create, vars)
 	if len(r.Errors) > 0 || !strings.Contains(r.Header.Get("Set-Cookie"), "hearth_session=") {

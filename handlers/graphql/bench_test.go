@@ -70,9 +70,9 @@ func benchmarkEntriesFirstPage(b *testing.B, gqlgenOnly bool) {
 			b.Fatal(err)
 		}
 	}
-	api := graphql.New(store, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	api := newAPI(store, options{TokenRateLimit: -1, MemberRateLimit: -1})
 	defer api.Close()
-	graphql.SetNoFastPath(api, gqlgenOnly)
+	graphql.SetNoFastPath(api.Server, gqlgenOnly)
 	body := []byte(benchEntriesBody)
 	serve := func() *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, graphql.Path, bytes.NewReader(body))

@@ -9,7 +9,6 @@ import (
 
 	"github.com/99designs/gqlgen/graphql/introspection"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -21,7 +20,7 @@ import (
 // the queries sync clients run, 100 entries with labels and highlights,
 // still pass.
 func TestComplexityRefusesNestedHighlights(t *testing.T) {
-	e := newEnv(t, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	e := newEnv(t, options{TokenRateLimit: -1, MemberRateLimit: -1})
 	body := "<p>" + strings.Repeat("lorem ipsum ", 8000) + "</p>"
 	art := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) { in.HTML, in.Text = body, body })
 	for i := range 10 {
@@ -83,7 +82,7 @@ func TestComplexityRefusesNestedHighlights(t *testing.T) {
 
 // List results of item mutations count one selection per two ids given.
 func TestComplexityCountsMutationListsByIDs(t *testing.T) {
-	e := newEnv(t, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1, MaxComplexity: 50})
+	e := newEnv(t, options{TokenRateLimit: -1, MemberRateLimit: -1, MaxComplexity: 50})
 	var ids []string
 	for i := range 30 {
 		ids = append(ids, e.saveArticle(e.member.ID, i, nil).ID)
@@ -97,7 +96,7 @@ func TestComplexityCountsMutationListsByIDs(t *testing.T) {
 // selection; up to library.MaxBatchIDs (500) ids pass at the default limit
 // (7001 > 5000 when every id counted one selection).
 func TestComplexityAllowsInboxtBulkMutations(t *testing.T) {
-	e := newEnv(t, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	e := newEnv(t, options{TokenRateLimit: -1, MemberRateLimit: -1})
 	var ids []string
 	for i := range library.MaxBatchIDs {
 		ids = append(ids, e.saveArticle(e.member.ID, i, nil).ID)
@@ -119,7 +118,7 @@ func TestComplexityAllowsInboxtBulkMutations(t *testing.T) {
 // query and a sync client's page of 50 items with content and highlights
 // still pass.
 func TestComplexityPricesContentAndIntrospection(t *testing.T) {
-	e := newEnv(t, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	e := newEnv(t, options{TokenRateLimit: -1, MemberRateLimit: -1})
 	body := "<p>" + strings.Repeat("lorem ipsum ", 20000) + "</p>"
 	art := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) { in.HTML, in.Text = body, body })
 	for i := range 100 {
@@ -185,7 +184,7 @@ func TestComplexityPricesContentAndIntrospection(t *testing.T) {
 // fast path alike, and their article is null.
 func TestContentBudgetBoundsResponses(t *testing.T) {
 	const budget = 1 << 20
-	e := newEnv(t, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1, MaxContentBytes: budget})
+	e := newEnv(t, options{TokenRateLimit: -1, MemberRateLimit: -1, MaxContentBytes: budget})
 	body := strings.Repeat("x", 300_000)
 	var first *library.SavedItem
 	for i := range 5 {
@@ -262,7 +261,7 @@ func TestContentBudgetBoundsResponses(t *testing.T) {
 // within the complexity limit (found in review: 1.8 GB at cost 5000).
 func TestContentBudgetCountsHighlightTexts(t *testing.T) {
 	const budget = 1 << 20
-	e := newEnv(t, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1, MaxContentBytes: budget})
+	e := newEnv(t, options{TokenRateLimit: -1, MemberRateLimit: -1, MaxContentBytes: budget})
 	art := e.saveArticle(e.member.ID, 0, func(*library.NewItem) {})
 	seg := strings.Repeat("s", 9000)
 	for range 10 {
@@ -303,7 +302,7 @@ func TestContentBudgetCountsHighlightTexts(t *testing.T) {
 // priced: one passes with the heaviest page sync clients ask for, a dozen
 // aliases of it do not, while aliases of plain listings stay cheap.
 func TestComplexityPricesSearches(t *testing.T) {
-	e := newEnv(t, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	e := newEnv(t, options{TokenRateLimit: -1, MemberRateLimit: -1})
 	aliases := func(n int, q string) string {
 		var b strings.Builder
 		b.WriteString("{")

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -52,7 +51,7 @@ func sortKey(en entry, field string) string {
 }
 
 func TestEntriesPaginationLoopVisitsEveryItemOnceUnderEverySort(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	all := seed(e, 230)
 	for _, field := range []string{"createdAt", "updatedAt", "title", "wordCount", "readingProgress"} {
 		for _, dir := range []string{"asc", "desc"} {
@@ -81,7 +80,7 @@ func TestEntriesPaginationLoopVisitsEveryItemOnceUnderEverySort(t *testing.T) {
 }
 
 func TestEntriesLastPageHasNoNextPage(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	seed(e, 40)
 	p := e.entries(map[string]any{"first": 20})
 	if !p.Entries.PageInfo.HasNextPage || p.Entries.PageInfo.HasPreviousPage {
@@ -97,7 +96,7 @@ func TestEntriesLastPageHasNoNextPage(t *testing.T) {
 }
 
 func TestEntriesEmptyListHasNoCursor(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	p := e.entries(map[string]any{"first": 20})
 	if len(p.Entries.Edges) != 0 || p.Entries.PageInfo.HasNextPage || p.Entries.PageInfo.EndCursor != nil {
 		t.Fatalf("empty list: %+v", p.Entries)
@@ -107,7 +106,7 @@ func TestEntriesEmptyListHasNoCursor(t *testing.T) {
 func TestEntriesPaginationNeitherSkipsNorRepeatsWhileItemsChange(t *testing.T) {
 	for _, dir := range []string{"asc", "desc"} {
 		t.Run(dir, func(t *testing.T) {
-			e := newEnv(t, graphql.Options{})
+			e := newEnv(t, options{})
 			var order []string
 			for i := 0; i < 60; i++ {
 				order = append(order, e.saveArticle(e.member.ID, i, nil).ID)
@@ -166,7 +165,7 @@ func TestEntriesPaginationNeitherSkipsNorRepeatsWhileItemsChange(t *testing.T) {
 }
 
 func TestEntriesFirstDefaultsTo20AndIsCappedAt100(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	seed(e, 130)
 	var p entriesPage
 	e.do(`query { entries(query: {}) { edges { cursor } pageInfo { hasNextPage } } }`, nil, &p)
@@ -186,7 +185,7 @@ func TestEntriesFirstDefaultsTo20AndIsCappedAt100(t *testing.T) {
 // cursor { id: after }, Inboxt/inboxt@45f4314); after takes it as well as
 // Hearth's cursors, under every sort, whatever the item's status.
 func TestEntriesAfterAcceptsAnItemID(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	seed(e, 25)
 	for _, field := range []string{"createdAt", "title", "wordCount"} {
 		for _, dir := range []string{"asc", "desc"} {
@@ -226,7 +225,7 @@ func TestEntriesAfterAcceptsAnItemID(t *testing.T) {
 }
 
 func TestEntriesTypenameResolvesSavedItemAndHighlight(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	art := e.saveArticle(e.member.ID, 1, nil)
 	nl, _, err := library.Of(e.store).SaveItem(t.Context(), e.member.ID, library.NewItem{Type: library.TypeNewsletter, Title: "Weekly", HTML: "<p>hi</p>", Text: "hi"})
 	if err != nil {
@@ -254,7 +253,7 @@ func TestEntriesTypenameResolvesSavedItemAndHighlight(t *testing.T) {
 }
 
 func TestEntriesQOperators(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	blue, err := library.Of(e.store).CreateLabel(t.Context(), e.member.ID, "Blue", "#0000ff")
 	if err != nil {
 		t.Fatal(err)
@@ -399,7 +398,7 @@ func TestEntriesQOperators(t *testing.T) {
 }
 
 func TestEntriesQErrorsAreBadUserInput(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	// Free text over the limit is Inboxt's BAD_REQUEST (below).
 	for _, q := range []string{strings.Repeat("é", 201), "in:inbox " + strings.Repeat("y", 201)} {
 		e.wantError(e.token, entriesQuery, map[string]any{"query": map[string]any{"first": 10, "q": q}}, 200, "BAD_REQUEST")
@@ -437,7 +436,7 @@ func TestEntriesQErrorsAreBadUserInput(t *testing.T) {
 // sort to its highlight query (entry-manager.service.ts,
 // Inboxt/inboxt@45f4314): in:, label:, has: and no: are ignored.
 func TestEntriesTypeHighlightIgnoresItemOnlyFilters(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	trashed := e.saveArticle(e.member.ID, 1, nil)
 	h, err := library.Of(e.store).CreateHighlight(t.Context(), e.member.ID, trashed.ID, []library.HighlightSegment{{XPath: "/p", EndOffset: 4, Text: "Body"}}, "")
 	if err != nil {
@@ -459,7 +458,7 @@ func TestEntriesTypeHighlightIgnoresItemOnlyFilters(t *testing.T) {
 // domain, saved: the item's saved time, title sorts by the item's title
 // (highlight.service.ts getPaginated, Inboxt/inboxt@45f4314).
 func TestEntriesTypeHighlightFiltersAndSortsByItsItem(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	zebra := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) {
 		in.Title, in.URL, in.Description, in.Text = "Zebras", "https://savanna.example/z", "stripes explained", "Grass is eaten"
 	})
@@ -523,7 +522,7 @@ func TestEntriesTypeHighlightFiltersAndSortsByItsItem(t *testing.T) {
 }
 
 func TestEntriesBadCursorIsBadUserInput(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	seed(e, 5)
 	e.wantError(e.token, entriesQuery, map[string]any{"query": map[string]any{"first": 2, "after": "not-a-cursor"}}, 200, "BAD_USER_INPUT")
 	p := e.entries(map[string]any{"first": 2})
@@ -534,7 +533,7 @@ func TestEntriesBadCursorIsBadUserInput(t *testing.T) {
 }
 
 func TestEntriesOfAnotherMemberAreInvisible(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	bob, bobToken := e.newMember("bob")
 	e.saveArticle(bob.ID, 1, nil)
 	if got := e.allEntries(map[string]any{"first": 10}); len(got) != 0 {
@@ -547,7 +546,7 @@ func TestEntriesOfAnotherMemberAreInvisible(t *testing.T) {
 }
 
 func TestHighlightPaginationVisitsEveryHighlightOnce(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	want := map[string]bool{}
 	for i := 0; i < 9; i++ {
 		it := e.saveArticle(e.member.ID, i, nil)

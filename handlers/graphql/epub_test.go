@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/export"
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -72,7 +71,7 @@ func epubFiles(t *testing.T, book []byte) map[string]string {
 // links absolute, the highlighted passage marked and the highlights with
 // their notes at the end, and a table of contents.
 func TestEPUBOfOneItemPassesEpubcheck(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	it := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) {
 		in.Title = "Bread & <Butter>"
 		in.HTML = `<div><h2>Method</h2><p>Knead the dough <em>well</em>, see <a href="/recipe">the recipe</a>.<br>Rest it.</p>` +
@@ -104,7 +103,7 @@ func TestEPUBOfOneItemPassesEpubcheck(t *testing.T) {
 // A search's EPUB holds every item it finds (500 here) as chapters in the
 // search's order, and passes epubcheck; an unknown id is 404, a bad query 400.
 func TestEPUBOfASearchOf500ItemsPassesEpubcheck(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	for i := 1; i <= 500; i++ {
 		e.saveArticle(e.member.ID, i, func(in *library.NewItem) {
 			in.HTML = fmt.Sprintf("<p>Paragraph %d of a long library, with <strong>words</strong>.</p><p>Another paragraph.</p>", i)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	hexport "github.com/hearthkit/caddy-hearth/handlers/export"
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -21,7 +20,7 @@ import (
 // code), and each item's file is dated with the item's last change, not
 // 1980.
 func TestExportAPIGivesATokenTheZipWithRealMarkdownAndItemDates(t *testing.T) {
-	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	e := newEnv(t, options{NoImportFetch: true})
 	e.saveArticle(e.member.ID, 1, func(in *library.NewItem) {
 		in.Title = "Levain"
 		in.HTML = `<h2>Method</h2><ul><li>flour</li><li>water</li></ul><p>Mix <em>slowly</em>, see <a href="/recipe">the recipe</a>.</p>` +
@@ -91,7 +90,7 @@ func TestExportAPIGivesATokenTheZipWithRealMarkdownAndItemDates(t *testing.T) {
 // in the chosen format, or the Export page's zip; an export too large for
 // a URL is refused with where to get it, which the app's dialog shows.
 func TestRequestExportAnswersDataURLsTheAppDownloads(t *testing.T) {
-	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	e := newEnv(t, options{NoImportFetch: true})
 	art := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) { in.Title = "Bread & Salt" })
 	if _, err := library.Of(e.store).CreateHighlight(t.Context(), e.member.ID, art.ID, []library.HighlightSegment{{XPath: "/p", EndOffset: 4, Text: "Body <1>"}}, ""); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/export"
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -64,7 +63,7 @@ func benchmarkExportLibrary(b *testing.B, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	api := graphql.New(st, graphql.Options{NoImportFetch: true})
+	api := newAPI(st, options{NoImportFetch: true})
 	defer api.Close()
 	srv := httptest.NewServer(served(api))
 	defer srv.Close()

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/export"
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -20,7 +19,7 @@ import (
 // for each (*.md: the content section of its file). HEARTH_UPDATE_GOLDEN=1
 // rewrites the expected files from what the export gives, to be read over.
 func TestMarkdownExportOfACorpus(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	pages, _ := filepath.Glob(filepath.Join("testdata", "markdown", "*.html"))
 	if len(pages) == 0 {
 		t.Fatal("no corpus")

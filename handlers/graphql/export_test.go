@@ -10,12 +10,11 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/export"
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 func TestExportZipHasItemsHighlightsLabelsAndMarkdown(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	lbl, err := library.Of(e.store).CreateLabel(t.Context(), e.member.ID, "Kitchen", "#ff0000")
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +110,7 @@ func TestExportZipHasItemsHighlightsLabelsAndMarkdown(t *testing.T) {
 }
 
 func TestExportNeedsSignIn(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	srv, _ := site(t, e)
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := c.Get(srv.URL + export.FilePath)

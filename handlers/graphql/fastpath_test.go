@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/scalar"
+	"github.com/hearthkit/caddy-hearth/handlers/libraryservice"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -23,8 +24,8 @@ import (
 // must have written an entries field (false: it must have stepped aside).
 func TestEntriesFastPathAnswersWhatGqlgenAnswers(t *testing.T) {
 	store, token := fastPathFixture(t)
-	fast := New(store, Options{TokenRateLimit: -1, MemberRateLimit: -1})
-	slow := New(store, Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	fast := unlimited(t, store)
+	slow := unlimited(t, store)
 	slow.noFastPath = true
 
 	const itemFields = `
@@ -266,8 +267,8 @@ fragment SearchItemFragment on SearchItem { id title siteName originalArticleUrl
 // field of the types.
 func TestOmnivoreFastPathAnswersWhatGqlgenAnswers(t *testing.T) {
 	store, token := fastPathFixture(t)
-	fast := New(store, Options{TokenRateLimit: -1, MemberRateLimit: -1})
-	slow := New(store, Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	fast := unlimited(t, store)
+	slow := unlimited(t, store)
 	slow.noFastPath = true
 
 	// Deletions, one for good: updatesSince reports both.
@@ -369,18 +370,31 @@ func TestOmnivoreOffsetOnAnotherNode(t *testing.T) {
 		return string(out)
 	}
 	for _, query := range []string{"in:all sort:saved-asc", "in:inbox", "in:archive sort:saved-asc", "sort:saved-desc in:all"} {
-		inOrder := New(store, Options{TokenRateLimit: -1, MemberRateLimit: -1})
+		inOrder := unlimited(t, store)
 		var want []string
 		for after := 0; after <= 30; after += 5 {
 			want = append(want, page(inOrder, query, after))
 		}
 		for i, after := 0, 0; after <= 30; i, after = i+1, after+5 {
-			other := New(store, Options{TokenRateLimit: -1, MemberRateLimit: -1})
+			other := unlimited(t, store)
 			if got := page(other, query, after); got != want[i] {
 				t.Errorf("%q after %d on another node:\n%s\nwant\n%s", query, after, got, want[i])
 			}
-			other.Close()
 		}
-		inOrder.Close()
 	}
+}
+
+// unlimited is the API on its own library service of store, without rate
+// limits; the service is closed when the test ends.
+func unlimited(tb testing.TB, store *storage.Store) *Server {
+	return newTestServer(tb, store, libraryservice.Options{TokenRateLimit: -1, MemberRateLimit: -1})
+}
+
+// newTestServer is the API on its own library service of store, built
+// from lo as caddymodule builds them; the service is closed when the test
+// ends.
+func newTestServer(tb testing.TB, store *storage.Store, lo libraryservice.Options) *Server {
+	lib := libraryservice.Prepare(store, lo)
+	tb.Cleanup(func() { lib.Close() })
+	return New(store, lib, Options{})
 }

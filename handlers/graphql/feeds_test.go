@@ -14,7 +14,6 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/export"
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -80,7 +79,7 @@ print(json.dumps({"bozo": d.bozo, "bozo_exception": str(d.get("bozo_exception", 
 // secret stops the old URL, revoking stops the new one, and GET tells
 // only when it was made.
 func TestAtomFeedReadByFeedparserAndRevocable(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	ctx := t.Context()
 	e.saveArticle(e.member.ID, 1, func(in *library.NewItem) {
 		in.Title = "Bread & <Butter> — ünïcode"
@@ -160,7 +159,7 @@ func TestAtomFeedReadByFeedparserAndRevocable(t *testing.T) {
 // item) are books that pass epubcheck. feedparser reads both feeds
 // without error.
 func TestOPDSCatalogLeadsToBooksThatPassEpubcheck(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	ctx := t.Context()
 	a := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) { in.Title = "Ferns & mosses" })
 	e.saveArticle(e.member.ID, 2, nil)
@@ -235,7 +234,7 @@ func mapValues(m map[string]string) []string {
 // then serves the inbox), tells when they were made afterwards without
 // them, and turns them off.
 func TestSettingsPageMakesShowsOnceAndRevokesFeedURLs(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	e.saveArticle(e.member.ID, 1, nil)
 	srv, browser := site(t, e)
 	pageURL := srv.URL + account.APITokensPath
@@ -287,7 +286,7 @@ func notBozo(t *testing.T, got map[string]any, what string) {
 // pages of at most 50, the last without a next link. A cursor that is
 // not one is a 400.
 func TestAtomFeedPagesByNextLinks(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	const n = 120
 	for i := 1; i <= n; i++ {
 		e.saveArticle(e.member.ID, i, nil)
@@ -334,7 +333,7 @@ func TestAtomFeedPagesByNextLinks(t *testing.T) {
 // feedparser and encoding/xml read; each leads to the books of that label
 // only, in one book that passes epubcheck; the Atom feed takes ?label= too.
 func TestOPDSLabelsWithCommasAndQuotes(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	ctx := t.Context()
 	names := []string{"Salt, pepper", `Say "cheese" & <smile>`, "Plain"}
 	for i, name := range names {
@@ -402,7 +401,7 @@ func TestOPDSLabelsWithCommasAndQuotes(t *testing.T) {
 // not a bad search, an unknown item, an unknown feed, a bad cursor, nor a
 // refused method.
 func TestFeedErrorsNeverShowTheSecret(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	atom, _ := feedsCall(t, e, http.MethodPost)["atom"].(string)
 	base := strings.TrimSuffix(atom, "/atom")
 	secret := base[strings.LastIndex(base, "/")+1:]

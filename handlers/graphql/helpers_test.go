@@ -12,9 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
-	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
+	"github.com/hearthkit/caddy-hearth/handlers/inbound"
+	"github.com/hearthkit/caddy-hearth/handlers/libraryservice"
+	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -26,7 +32,7 @@ import (
 type env struct {
 	t      *testing.T
 	store  *storage.Store
-	api    *graphql.Server
+	api    *testAPI
 	srv    *httptest.Server
 	member *members.Member
 	token  string
@@ -37,7 +43,7 @@ type env struct {
 
 // newEnv builds the world; pages, when given, configures the member pages
 // (the session, signIn and createAccount).
-func newEnv(t *testing.T, opts graphql.Options, pages ...account.Options) *env {
+func newEnv(t *testing.T, opts options, pages ...account.Options) *env {
 	t.Helper()
 	noSync := false
 	store, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
@@ -52,7 +58,7 @@ func newEnv(t *testing.T, opts graphql.Options, pages ...account.Options) *env {
 		}
 		opts.Pages = account.New(store, po)
 	}
-	api := graphql.New(store, opts)
+	api := newAPI(store, opts)
 	t.Cleanup(func() { api.Close() })
 	srv := httptest.NewServer(served(api))
 	t.Cleanup(srv.Close)
@@ -62,24 +68,79 @@ func newEnv(t *testing.T, opts graphql.Options, pages ...account.Options) *env {
 	return e
 }
 
+// options are what a test sets of the API and of the library service
+// under it, as hearth_graphql's options are; newAPI gives each its own.
+type options struct {
+	// The API's (graphql.Options).
+	MaxBodyBytes    int64
+	MaxDepth        int
+	MaxComplexity   int
+	MaxContentBytes int64
+	NoIntrospection bool
+	AccountDomain   string
+	Pages           *account.Pages
+	Logger          *zap.Logger
+	// The library service's: the Gate's rate limits, the newsletter
+	// routes, what is fetched and imported.
+	TokenRateLimit, MemberRateLimit, InboundRateLimit int
+	ClientIP                                          func(*http.Request) string
+	MailWebhookSecret, MailDomain                     string
+	Fetcher                                           *safefetch.Fetcher
+	AllowPrivateAddresses                             bool
+	ImageQuota                                        int64
+	ImportLimits                                      importer.Limits
+	ImportDir                                         string
+	NoImportFetch                                     bool
+}
+
+// testAPI is the GraphQL API on the library service, built as caddymodule
+// builds them; Close closes the service.
+type testAPI struct {
+	*graphql.Server
+	*libraryservice.Service
+}
+
+// newAPI builds the library service on store, and the API on it, from o.
+func newAPI(store *storage.Store, o options) *testAPI {
+	lib := libraryservice.Prepare(store, libraryservice.Options{
+		Articles: articles.Options{
+			Fetcher: o.Fetcher, ImageQuota: o.ImageQuota,
+			ImportDir: o.ImportDir, ImportLimits: o.ImportLimits, NoImportFetch: o.NoImportFetch,
+		},
+		AllowPrivateAddresses: o.AllowPrivateAddresses,
+		Inbound:               inbound.Options{WebhookSecret: o.MailWebhookSecret, MailDomain: o.MailDomain},
+		InboundRateLimit:      o.InboundRateLimit,
+		TokenRateLimit:        o.TokenRateLimit,
+		MemberRateLimit:       o.MemberRateLimit,
+		ClientIP:              o.ClientIP,
+		Pages:                 o.Pages,
+		Logger:                o.Logger,
+	})
+	return &testAPI{
+		Server: graphql.New(store, lib, graphql.Options{
+			MaxBodyBytes: o.MaxBodyBytes, MaxDepth: o.MaxDepth, MaxComplexity: o.MaxComplexity,
+			MaxContentBytes: o.MaxContentBytes, NoIntrospection: o.NoIntrospection,
+			AccountDomain: o.AccountDomain, Pages: o.Pages, Logger: o.Logger,
+		}),
+		Service: lib,
+	}
+}
+
 // route is what each package's handler offers (caddymodule's service): an
 // http.Handler that says which requests are its own.
-type route interface {
-	http.Handler
-	Handles(r *http.Request) bool
-}
+type route = libraryservice.Route
 
 // libraryRoutes are the API and the routes hearth_graphql serves beside
 // it, each its own package's, in the order caddymodule's GraphQL handler
 // asks them.
-func libraryRoutes(api *graphql.Server) []route {
-	return []route{api, api.Inbound(), inboxtapi.Config{}, api.Uploads(), api.Content(), api.Exports()}
+func libraryRoutes(a *testAPI) []route {
+	return append([]route{a.Server}, a.Routes()...)
 }
 
 // served serves what hearth_graphql serves of the library (libraryRoutes)
 // and then more; other requests get 404.
-func served(api *graphql.Server, more ...route) http.Handler {
-	routes := append(libraryRoutes(api), more...)
+func served(a *testAPI, more ...route) http.Handler {
+	routes := append(libraryRoutes(a), more...)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, h := range routes {
 			if h.Handles(r) {

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/export"
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/libraryservice"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -50,7 +50,7 @@ func saveWithImages(t *testing.T, e *env) (*library.SavedItem, [][]byte) {
 		src  string
 		data []byte
 	}{{"https://cdn.example/a.png", p}, {"https://photos.example/b.jpg", j}, {"https://cdn.example/c.webp", w}} {
-		if _, err := library.Of(e.store).StoreItemImage(t.Context(), e.member.ID, it.ID, x.src, x.data, graphql.DefaultImageQuota); err != nil {
+		if _, err := library.Of(e.store).StoreItemImage(t.Context(), e.member.ID, it.ID, x.src, x.data, libraryservice.DefaultImageQuota); err != nil {
 			t.Fatalf("%s: %v", x.src, err)
 		}
 	}
@@ -62,7 +62,7 @@ func saveWithImages(t *testing.T, e *env) (*library.SavedItem, [][]byte) {
 // stored, and one of a type EPUB does not carry, are left out, their alt
 // text said in their place.
 func TestEPUBEmbedsStoredImages(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	it, data := saveWithImages(t, e)
 	book := getEPUB(t, e, "id="+it.ID)
 	epubcheck(t, book)
@@ -98,7 +98,7 @@ func TestEPUBEmbedsStoredImages(t *testing.T) {
 // The export zip holds the stored images as images/<item>/<n>.<ext>, and
 // the item's Markdown shows them from there.
 func TestExportZipHoldsStoredImages(t *testing.T) {
-	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	e := newEnv(t, options{NoImportFetch: true})
 	it, data := saveWithImages(t, e)
 	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+export.APIPath, nil)
 	req.Header.Set("Authorization", "Bearer "+e.token)
@@ -157,7 +157,7 @@ func TestNewslettersAndSnapshotsGetTheirImages(t *testing.T) {
 		}
 	}))
 	t.Cleanup(origin.Close)
-	e := newEnv(t, graphql.Options{AllowPrivateAddresses: true, ImageQuota: int64(2*len(p) + 100)})
+	e := newEnv(t, options{AllowPrivateAddresses: true, ImageQuota: int64(2*len(p) + 100)})
 	msg := strings.Replace(newsletterMessage, "coffee.</p></body></html>",
 		`coffee.</p><img src=3D"`+origin.URL+`/a.png" alt=3D"A"><img src=3D"`+origin.URL+`/open.gif" width=3D"1" height=3D"1"></body></html>`, 1)
 	if status, body := postInbound(t, e, inboundURL(t, e), msg); status != http.StatusCreated {
@@ -206,7 +206,7 @@ func TestImagesAtPrivateAddressesAreNotFetched(t *testing.T) {
 		w.Write(p)
 	}))
 	t.Cleanup(origin.Close)
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	msg := strings.Replace(newsletterMessage, "coffee.</p></body></html>", `coffee.</p><img src=3D"`+origin.URL+`/a.png" alt=3D"A"></body></html>`, 1)
 	if status, body := postInbound(t, e, inboundURL(t, e), msg); status != http.StatusCreated {
 		t.Fatalf("newsletter: %d %s", status, body)

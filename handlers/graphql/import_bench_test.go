@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -109,7 +108,7 @@ func benchmarkImport(b *testing.B, file string, n int) {
 	}
 	defer st.Close()
 	// Past the default limits (100,000 entries, 256 MiB) for the largest files.
-	api := graphql.New(st, graphql.Options{NoImportFetch: true, ImportDir: filepath.Join(b.TempDir(), "staged"),
+	api := newAPI(st, options{NoImportFetch: true, ImportDir: filepath.Join(b.TempDir(), "staged"),
 		ImportLimits: importer.Limits{MaxEntries: 1_000_000, MaxUploadBytes: 4 << 30}})
 	defer api.Close()
 	pk := samplePeaks(b)
@@ -302,7 +301,7 @@ func omnivoreZip(b testing.TB, n int) string {
 // The benchmark's Omnivore file imports as the format says: highlights
 // placed in the content with their notes.
 func TestGeneratedOmnivoreZipImportsWithPlacedHighlights(t *testing.T) {
-	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	e := newEnv(t, options{NoImportFetch: true})
 	data, err := os.ReadFile(omnivoreZip(t, 30))
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -40,7 +39,7 @@ func importChild(dir, file string) {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	api := graphql.New(st, graphql.Options{NoImportFetch: true, ImportDir: dir + "-imports"})
+	api := newAPI(st, options{NoImportFetch: true, ImportDir: dir + "-imports"})
 	f, err := os.Open(file)
 	if err != nil {
 		fmt.Println("error", err)
@@ -152,7 +151,7 @@ func TestImportSurvivesSIGKILLAndResumes(t *testing.T) {
 		t.Fatalf("after the kill (at %d): %+v %v", killedAt, jobs, err)
 	}
 	stoppedAt := jobs[0].Position
-	api := graphql.New(st, graphql.Options{NoImportFetch: true, ImportDir: dir + "-imports"})
+	api := newAPI(st, options{NoImportFetch: true, ImportDir: dir + "-imports"})
 	defer api.Close()
 	job := waitImport(t, st, alice.ID, jobs[0].ID)
 	if job.State != library.ImportDone || job.Position != n || job.Created != n || job.Existing != 0 || job.Failed != 0 {

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -42,7 +41,7 @@ func pocketZip(t *testing.T, csv, annotations string) []byte {
 // brings it; a quote the article lacks stays a text-only highlight. A
 // second import of the same file changes nothing.
 func TestPocketHighlightsArePlacedOnceTheFetchBringsTheContent(t *testing.T) {
-	e := newEnv(t, graphql.Options{Fetcher: localFetcher()})
+	e := newEnv(t, options{Fetcher: localFetcher()})
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<html><head><title>Page %s</title></head><body><article><h1>Page %s</h1>
@@ -134,7 +133,7 @@ func TestPocketHighlightsArePlacedOnceTheFetchBringsTheContent(t *testing.T) {
 // already, found by their titles (the highlights export gives no address),
 // and get the highlights they lack; importing either again adds nothing.
 func TestReadwiseHighlightsJoinTheArticlesOfReadersExport(t *testing.T) {
-	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	e := newEnv(t, options{NoImportFetch: true})
 	read := func(name string) []byte {
 		b, err := os.ReadFile(filepath.Join("..", "importer", "testdata", name))
 		if err != nil {

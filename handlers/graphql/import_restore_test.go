@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -68,9 +67,8 @@ func TestImportRestoredWithoutItsStagedFileFailsWithAReason(t *testing.T) {
 	if j, err := library.Of(dst).ImportJob(t.Context(), m.ID, job.ID); err != nil || j.Finished() {
 		t.Fatalf("the restored job: %+v, %v (want it unfinished, as backed up)", j, err)
 	}
-	api := graphql.New(dst, graphql.Options{NoImportFetch: true, ImportDir: filepath.Join(t.TempDir(), "imports")})
+	api := newAPI(dst, options{NoImportFetch: true, ImportDir: filepath.Join(t.TempDir(), "imports")})
 	defer api.Close()
-	api.Start()
 	j := waitImport(t, dst, m.ID, job.ID)
 	if j.State != library.ImportFailed || !strings.Contains(j.Error, "upload it again") {
 		t.Fatalf("the import whose file is gone: %+v", j)

@@ -21,7 +21,6 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/export"
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -147,7 +146,7 @@ func stripIDs(segs []library.HighlightSegment) []library.HighlightSegment {
 }
 
 func TestHearthExportImportedIntoAnEmptyMemberGivesTheSameLibrary(t *testing.T) {
-	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	e := newEnv(t, options{NoImportFetch: true})
 	kitchen, _ := library.Of(e.store).CreateLabel(t.Context(), e.member.ID, "Kitchen", "#ff0000")
 	library.Of(e.store).CreateLabel(t.Context(), e.member.ID, "Unused", "#0000ff")
 	later, _ := library.Of(e.store).CreateLabel(t.Context(), e.member.ID, "Read later", "#00aa00")
@@ -231,7 +230,7 @@ func equalJSON(a, b any) bool {
 }
 
 func TestImportKeepsExistingItemsAndAddsOnlyMissingLabels(t *testing.T) {
-	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	e := newEnv(t, options{NoImportFetch: true})
 	mine := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) {
 		in.URL, in.Title, in.HTML, in.Text = "https://example.org/bread", "My own title", "<p>mine</p>", "mine"
 	})
@@ -254,7 +253,7 @@ func TestImportKeepsExistingItemsAndAddsOnlyMissingLabels(t *testing.T) {
 
 func TestImportRefusesNonExportsOversizeAndStrangersBeforeAnyWrite(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "staged")
-	e := newEnv(t, graphql.Options{ImportLimits: importer.Limits{MaxUploadBytes: 2048}, ImportDir: dir})
+	e := newEnv(t, options{ImportLimits: importer.Limits{MaxUploadBytes: 2048}, ImportDir: dir})
 	cases := []struct {
 		name, token string
 		file        []byte
@@ -292,7 +291,7 @@ func TestImportRefusesNonExportsOversizeAndStrangersBeforeAnyWrite(t *testing.T)
 // page again with the error; the page lists the import with its progress
 // and failures and asks to be refreshed while it runs.
 func TestImportPageUploadsWithoutScriptAndShowsProgress(t *testing.T) {
-	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	e := newEnv(t, options{NoImportFetch: true})
 	srv, browser := site(t, e)
 	status, body := page(t, browser, http.MethodGet, srv.URL+importer.PagePath, nil)
 	if status != http.StatusOK || !strings.Contains(body, `action="/api/import"`) || !strings.Contains(body, `enctype="multipart/form-data"`) ||
@@ -346,7 +345,7 @@ func TestImportPageUploadsWithoutScriptAndShowsProgress(t *testing.T) {
 // Clients that poll see an import's progress with the Hearth-only
 // importJobs query.
 func TestImportJobsQueryShowsProgressAndFailures(t *testing.T) {
-	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	e := newEnv(t, options{NoImportFetch: true})
 	file, _ := os.ReadFile("../importer/testdata/inboxt.csv")
 	status, out := upload(t, e.srv.URL, e.token, "saved-items.csv", file, "CSV")
 	if status != http.StatusCreated {
@@ -384,7 +383,7 @@ func TestImportJobsQueryShowsProgressAndFailures(t *testing.T) {
 // safe fetcher, one at a time per host, and keep the title the export gave
 // them when the fetch fails, with the reason as description.
 func TestImportedItemsAreFetchedPolitelyAndFailuresKeepTheirTitle(t *testing.T) {
-	e := newEnv(t, graphql.Options{Fetcher: localFetcher()})
+	e := newEnv(t, options{Fetcher: localFetcher()})
 	para := strings.Repeat("Sourdough needs patience, warm water and a lively starter that doubles in size. ", 12)
 	var mu sync.Mutex
 	inFlight, most := 0, 0
@@ -508,7 +507,7 @@ func TestEveryFixtureImportsThroughTheAPI(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t, graphql.Options{NoImportFetch: true})
+			e := newEnv(t, options{NoImportFetch: true})
 			status, out := upload(t, e.srv.URL, e.token, c.name, c.file, "")
 			if status != http.StatusCreated || out["format"] != c.format {
 				t.Fatalf("HTTP %d %v", status, out)
@@ -571,7 +570,7 @@ func TestEveryFixtureImportsThroughTheAPI(t *testing.T) {
 // While one upload of a member is being received, another is refused (a
 // file is staged on disk before it is checked).
 func TestOneUploadAtATimePerMember(t *testing.T) {
-	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	e := newEnv(t, options{NoImportFetch: true})
 	pr, pw := io.Pipe()
 	// A failure below must not leave the first upload's body open: the
 	// server's shutdown would wait for it until the test binary times out.
@@ -623,7 +622,7 @@ func TestOneUploadAtATimePerMember(t *testing.T) {
 // A browser form refused before its body is read (here by its
 // Content-Length) gets the Import page with the error, not JSON.
 func TestImportPageShowsRefusalsBeforeTheBodyIsRead(t *testing.T) {
-	e := newEnv(t, graphql.Options{NoImportFetch: true, ImportLimits: importer.Limits{MaxUploadBytes: 1024}})
+	e := newEnv(t, options{NoImportFetch: true, ImportLimits: importer.Limits{MaxUploadBytes: 1024}})
 	srv, browser := site(t, e)
 	var b bytes.Buffer
 	mw := multipart.NewWriter(&b)
@@ -650,7 +649,7 @@ func TestImportPageShowsRefusalsBeforeTheBodyIsRead(t *testing.T) {
 // Imports share the API's rate limits and answer 429 in Inboxt's REST
 // shape, with Retry-After and the X-RateLimit headers GraphQL sends.
 func TestImportIsRateLimitedInRESTShape(t *testing.T) {
-	e := newEnv(t, graphql.Options{TokenRateLimit: 1, MemberRateLimit: -1})
+	e := newEnv(t, options{TokenRateLimit: 1, MemberRateLimit: -1})
 	post := func() (*http.Response, map[string]any) {
 		var body bytes.Buffer
 		mw := multipart.NewWriter(&body)

@@ -13,10 +13,6 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
-// Importer is the server's import runner (the admin API starts imports
-// through it).
-func (s *Server) Importer() *importer.Runner { return s.articles.Importer() }
-
 // APITokensPage is the "API Tokens" settings page of pages
 // (account.Pages.APITokensPage), with the addresses this server's routes
 // answer at.

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
@@ -21,7 +20,7 @@ import (
 // one is, the time left (secondsLeft in importJobs too); then it says
 // "finished" and stops refreshing.
 func TestImportPageFollowsTheFetches(t *testing.T) {
-	e := newEnv(t, graphql.Options{Fetcher: localFetcher()})
+	e := newEnv(t, options{Fetcher: localFetcher()})
 	release := make(chan struct{})
 	pages := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
@@ -55,7 +54,7 @@ func inboundURL(t *testing.T, e *env) string {
 }
 
 func TestNewsletterPostedToTheInboundURLBecomesANewsletterItem(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	status, body := postInbound(t, e, inboundURL(t, e), newsletterMessage)
 	if status != http.StatusCreated {
 		t.Fatalf("status %d: %s", status, body)
@@ -84,7 +83,7 @@ func TestNewsletterPostedToTheInboundURLBecomesANewsletterItem(t *testing.T) {
 }
 
 func TestMalformedNewsletterIs400AndNothingIsStored(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	url := inboundURL(t, e)
 	for name, msg := range map[string]string{
 		"not a message":       "hello there",
@@ -107,7 +106,7 @@ func TestMalformedNewsletterIs400AndNothingIsStored(t *testing.T) {
 }
 
 func TestInboundURLWithUnknownOrReplacedSecretIs404(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	old := inboundURL(t, e)
 	_ = inboundURL(t, e) // a new address replaces the old one
 	if status, _ := postInbound(t, e, old, newsletterMessage); status != http.StatusNotFound {
@@ -122,7 +121,7 @@ func TestInboundURLWithUnknownOrReplacedSecretIs404(t *testing.T) {
 func withMessageID(id string) string { return "Message-ID: " + id + "\r\n" + newsletterMessage }
 
 func TestNewsletterDeliveredTwiceIsSavedOnce(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	url := inboundURL(t, e)
 	status, first := postInbound(t, e, url, withMessageID("<Issue-42.1@Mail.TechWeekly.example>"))
 	if status != http.StatusCreated || !strings.Contains(first, `"id":"`) {
@@ -154,7 +153,7 @@ func TestNewsletterDeliveredTwiceIsSavedOnce(t *testing.T) {
 }
 
 func TestConcurrentRetriesOfANewsletterSaveOneItem(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	url := inboundURL(t, e)
 	const n = 6
 	bodies := make(chan string, n)
@@ -193,7 +192,7 @@ func TestConcurrentRetriesOfANewsletterSaveOneItem(t *testing.T) {
 }
 
 func TestDeletedNewsletterIsSavedAgainWhenDeliveredAgain(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	url := inboundURL(t, e)
 	const trash = `mutation($data: UpdateSavedItemsStatusInput!) { updateSavedItemsStatus(data: $data) { id } }`
 	idOf := func(body string) string {
@@ -235,7 +234,7 @@ func TestDeletedNewsletterIsSavedAgainWhenDeliveredAgain(t *testing.T) {
 // must be valid UTF-8") and lost: an HTML part is decoded by its <meta>
 // charset, and bytes that are not UTF-8 as windows-1252.
 func TestNewsletterIn8BitTextWithoutMIMECharsetIsSaved(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	url := inboundURL(t, e)
 	head := "From: Le Café <news@cafe.example>\r\nSubject: Menu\r\nMIME-Version: 1.0\r\n"
 	for name, c := range map[string]struct{ msg, html, text string }{
@@ -289,7 +288,7 @@ func TestNewsletterIn8BitTextWithoutMIMECharsetIsSaved(t *testing.T) {
 // URL in that list (its secret in a cookie sent only to the API), which a
 // newsletter can be posted to; other requests see it without its secret.
 func TestNewInboundURLIsListedWholeToTheBrowserThatMadeIt(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	jar, _ := cookiejar.New(nil)
 	browser := &http.Client{Jar: jar}
 	send := func(query string) (*http.Response, string) {

@@ -103,7 +103,7 @@ func shapeServer(tb testing.TB) (*Server, string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return New(st, Options{TokenRateLimit: -1, MemberRateLimit: -1}), tok
+	return unlimited(tb, st), tok
 }
 
 func shapeRequest(tok, query string) *http.Request {

@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 )
@@ -19,7 +18,7 @@ const webhookSecret = "whsec-4f1d9a7c2b8e"
 
 func webhookEnv(t *testing.T, logs **observer.ObservedLogs) (*env, string) {
 	t.Helper()
-	opts := graphql.Options{MailWebhookSecret: webhookSecret, MailDomain: "in.example.org"}
+	opts := options{MailWebhookSecret: webhookSecret, MailDomain: "in.example.org"}
 	if logs != nil {
 		core, obs := observer.New(zap.DebugLevel)
 		*logs = obs
@@ -192,7 +191,7 @@ func TestMailWebhookRefusesUnknownRecipientsStoringNothing(t *testing.T) {
 }
 
 func TestMailWebhookIsOffWithoutASecret(t *testing.T) {
-	e := newEnv(t, graphql.Options{MailDomain: "in.example.org"})
+	e := newEnv(t, options{MailDomain: "in.example.org"})
 	if _, err := apitokens.Of(e.store).RotateInboundSecret(t.Context(), e.member.ID, e.srv.URL); err != nil {
 		t.Fatal(err)
 	}

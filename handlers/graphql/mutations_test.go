@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -49,7 +48,7 @@ type savedItemOut struct {
 }
 
 func TestLabelsAreCreatedUpdatedReorderedAndDeleted(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	var a, b struct{ CreateLabel label }
 	e.do(createLabelMutation, map[string]any{"data": map[string]any{"name": "Read later", "color": "#112233"}}, &a)
 	e.do(createLabelMutation, map[string]any{"data": map[string]any{"name": "Work", "color": "#445566"}}, &b)
@@ -91,7 +90,7 @@ func TestLabelsAreCreatedUpdatedReorderedAndDeleted(t *testing.T) {
 // 45f4314): ids wins over id, no ids does nothing, unknown items and labels
 // are skipped, labelIds replaces (and then add/remove are ignored).
 func TestSetSavedItemLabelsReplacesAddsAndRemoves(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	it1, it2 := e.saveArticle(e.member.ID, 1, nil), e.saveArticle(e.member.ID, 2, nil)
 	var a, b struct{ CreateLabel label }
 	e.do(createLabelMutation, map[string]any{"data": map[string]any{"name": "A", "color": "#111111"}}, &a)
@@ -141,7 +140,7 @@ func TestSetSavedItemLabelsReplacesAddsAndRemoves(t *testing.T) {
 }
 
 func TestStatusMovesItemsBetweenInboxArchiveAndTrash(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	it1, it2, it3 := e.saveArticle(e.member.ID, 1, nil), e.saveArticle(e.member.ID, 2, nil), e.saveArticle(e.member.ID, 3, nil)
 	var out struct{ UpdateSavedItemsStatus []savedItemOut }
 	e.do(updateStatusMutation, map[string]any{"data": map[string]any{"ids": []string{it1.ID}, "status": "ARCHIVED"}}, &out)
@@ -175,7 +174,7 @@ func TestStatusMovesItemsBetweenInboxArchiveAndTrash(t *testing.T) {
 }
 
 func TestReadStatusAndReadingProgress(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	it := e.saveArticle(e.member.ID, 1, nil)
 	var rs struct{ UpdateSavedItemsReadStatus []savedItemOut }
 	e.do(readStatusMutation, map[string]any{"data": map[string]any{"ids": []string{it.ID}, "isRead": true}}, &rs)
@@ -207,7 +206,7 @@ func TestReadStatusAndReadingProgress(t *testing.T) {
 }
 
 func TestUpdateSavedItemMetadataChangesOnlyGivenFields(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	it := e.saveArticle(e.member.ID, 1, nil)
 	var out struct{ UpdateSavedItemMetadata savedItemOut }
 	e.do(metadataMutation, map[string]any{"data": map[string]any{"id": it.ID, "author": "Grace"}}, &out)
@@ -218,7 +217,7 @@ func TestUpdateSavedItemMetadataChangesOnlyGivenFields(t *testing.T) {
 }
 
 func TestHighlightsAreCreatedListedAndDeleted(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	it := e.saveArticle(e.member.ID, 1, nil)
 	seg := map[string]any{"xpath": "/p[1]", "beforeText": "", "afterText": " 1", "startOffset": 0, "endOffset": 4, "text": "Body"}
 	var h struct{ CreateHighlight struct{ ID string } }
@@ -256,7 +255,7 @@ func TestHighlightsAreCreatedListedAndDeleted(t *testing.T) {
 // is more than the store keeps, and the highlight is made with the
 // characters nearest the selection.
 func TestHighlightInALongParagraphKeepsTheNearestContext(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	it := e.saveArticle(e.member.ID, 1, nil)
 	before := strings.Repeat("a", 3000) + strings.Repeat("é", 1000)
 	after := strings.Repeat("語", 1000) + strings.Repeat("z", 3000)
@@ -282,7 +281,7 @@ func TestHighlightInALongParagraphKeepsTheNearestContext(t *testing.T) {
 }
 
 func TestSavedQueriesAreCreatedUpdatedReorderedAndDeleted(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	const create = `mutation CreateSavedQuery($data: CreateSavedQueryInput!) { createSavedQuery(data: $data) { id createdAt name query order } }`
 	var a, b struct {
 		CreateSavedQuery struct{ ID, Name, Query string }
@@ -310,7 +309,7 @@ func TestSavedQueriesAreCreatedUpdatedReorderedAndDeleted(t *testing.T) {
 }
 
 func TestSavedItemOfUnknownIdIsNull(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	other, _ := e.newMember("bob")
 	bobs := e.saveArticle(other.ID, 1, nil)
 	for _, id := range []string{"1", bobs.ID} {
@@ -325,7 +324,7 @@ func TestSavedItemOfUnknownIdIsNull(t *testing.T) {
 // Labels are cached for a request; a mutation changing a label must not
 // leave later fields of the same request showing the old name.
 func TestLabelChangeIsSeenLaterInTheSameRequest(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	it := e.saveArticle(e.member.ID, 1, nil)
 	l, err := library.Of(e.store).CreateLabel(t.Context(), e.member.ID, "old", "#112233")
 	if err != nil {
@@ -369,7 +368,7 @@ func TestLabelChangeIsSeenLaterInTheSameRequest(t *testing.T) {
 // .path, Inboxt/inboxt@45f4314): labels (name, color), saved queries
 // (name), API tokens (name), a link to add (url). Nothing is kept.
 func TestRefusalsNameTheFieldTheAppsFormsRead(t *testing.T) {
-	e := newEnv(t, graphql.Options{NoImportFetch: true})
+	e := newEnv(t, options{NoImportFetch: true})
 	for _, c := range []struct{ query, path string }{
 		{`mutation { createLabel(data: {name: "` + strings.Repeat("n", 200) + `", color: "#ff8800"}) { id } }`, "name"},
 		{`mutation { createLabel(data: {name: "Reading", color: "red"}) { id } }`, "color"},

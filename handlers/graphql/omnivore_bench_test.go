@@ -52,9 +52,9 @@ func BenchmarkOmnivore(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	api := graphql.New(store, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	api := newAPI(store, options{TokenRateLimit: -1, MemberRateLimit: -1})
 	defer api.Close()
-	serveOn := func(api *graphql.Server, query string, vars map[string]any) []byte {
+	serveOn := func(api *testAPI, query string, vars map[string]any) []byte {
 		body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
 		req := httptest.NewRequest(http.MethodPost, graphql.Path, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -110,7 +110,7 @@ func BenchmarkOmnivore(b *testing.B) {
 	// served none of the pages before them (each offset is one it has not
 	// seen the end of: no remembered cursor), so the offset comes from the
 	// store's fences. The first such page builds the fences.
-	other := graphql.New(store, graphql.Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	other := newAPI(store, options{TokenRateLimit: -1, MemberRateLimit: -1})
 	defer other.Close()
 	serveOn(other, omnivoreSearch, search(n/2+7))
 	b.Run("search-page-at-the-end-other-node", func(b *testing.B) {

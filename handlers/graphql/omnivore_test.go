@@ -152,7 +152,7 @@ func (e *env) searchIDs(q string) []string {
 }
 
 func TestOmnivoreSearchSyntaxAsThePluginsSendIt(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	lib := library.Of(e.store)
 	blue, err := lib.CreateLabel(t.Context(), e.member.ID, "Blue", "#0000ff")
 	if err != nil {
@@ -246,7 +246,7 @@ func deref(s *string) string {
 }
 
 func TestOmnivoreUpdatesSinceReportsCreatedUpdatedAndDeleted(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	lib := library.Of(e.store)
 	old := e.saveArticle(e.member.ID, 1, nil)
 	gone := e.saveArticle(e.member.ID, 2, nil)
@@ -340,7 +340,7 @@ func TestOmnivoreUpdatesSinceReportsCreatedUpdatedAndDeleted(t *testing.T) {
 }
 
 func TestOmnivoreBareKeyOnlyWhereOmnivoreSendsIt(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	q := map[string]any{"query": `{ me { id } }`}
 	for _, auth := range []string{e.token, "Bearer " + e.token} {
 		resp, body := e.postBare("/api/graphql", auth, q)
@@ -361,7 +361,7 @@ func TestOmnivoreBareKeyOnlyWhereOmnivoreSendsIt(t *testing.T) {
 }
 
 func TestOmnivoreContentEndpoint(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	lib := library.Of(e.store)
 	it := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) {
 		in.HTML = `<h1>Bread</h1><p>A starter, <a href="https://flour.example/">flour</a> and water.</p><p>Feed it nightly.</p>`
@@ -468,7 +468,7 @@ func TestOmnivoreContentEndpoint(t *testing.T) {
 }
 
 func TestOmnivoreSearchContentCountsAgainstTheContentBudget(t *testing.T) {
-	e := newEnv(t, graphql.Options{MaxContentBytes: 30})
+	e := newEnv(t, options{MaxContentBytes: 30})
 	for i := 1; i <= 3; i++ {
 		e.saveArticle(e.member.ID, i, func(in *library.NewItem) { in.HTML = "<p>" + strings.Repeat("dough ", 4) + "</p>" })
 	}
@@ -489,7 +489,7 @@ func TestOmnivoreSearchContentCountsAgainstTheContentBudget(t *testing.T) {
 // fragment field): the plugins' pages fit the default complexity limit, and
 // larger pages and aliases are priced.
 func TestOmnivoreClientDocumentsFitTheComplexityLimit(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	search, updates := graphql.OmnivoreClientSearch, graphql.OmnivoreClientUpdates
 	for _, c := range []struct {
 		doc  string

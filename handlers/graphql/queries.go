@@ -199,8 +199,8 @@ func (r *queryResolver) InboundEmailAddresses(ctx context.Context) ([]*generated
 	if secret := revealedInbound(stateOf(ctx).r, in); secret != "" {
 		full = in.Site + inbound.Path + secret
 	}
-	if r.s.opts.MailDomain != "" && r.s.opts.MailWebhookSecret != "" {
-		full = in.ID + "@" + r.s.opts.MailDomain // the mail webhook's recipient
+	if addr := r.s.inbound.MailAddress(in.ID); addr != "" {
+		full = addr // the mail webhook's recipient
 	}
 	return []*generated.InboundEmailAddress{{
 		ID:          in.ID,

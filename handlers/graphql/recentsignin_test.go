@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
@@ -21,7 +20,7 @@ import (
 // the password is confirmed there, they work. API and OAuth tokens never
 // run them (FORBIDDEN).
 func TestAccountChangesNeedARecentSignIn(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	// A session with no password given lately (made by the operator's
 	// tools here; a sign-in's grows old the same way).
 	id, err := members.Of(e.store).CreateSession(t.Context(), e.member.ID, time.Hour)

@@ -6,8 +6,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 )
 
 // hostileHTML mixes what a reader needs (formatting, a link, an image, a
@@ -65,7 +63,7 @@ func contentHTML(t *testing.T, e *env, id string) string {
 }
 
 func TestNewsletterHTMLIsSanitized(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	msg := "From: Tech Weekly <editor@techweekly.example>\r\nSubject: Hostile issue\r\n" +
 		"MIME-Version: 1.0\r\nContent-Type: text/html; charset=utf-8\r\n\r\n" +
 		"<html><head><title>Hostile</title><style>body { color: red }</style></head><body>" + hostileHTML + "</body></html>\r\n"
@@ -80,7 +78,7 @@ func TestNewsletterHTMLIsSanitized(t *testing.T) {
 }
 
 func TestNewsletterWhoseHTMLIsOnlyScriptFallsBackToItsText(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	msg := "From: a@news.example\r\nSubject: s\r\nMIME-Version: 1.0\r\n" +
 		"Content-Type: multipart/alternative; boundary=b\r\n\r\n" +
 		"--b\r\nContent-Type: text/plain\r\n\r\nPlain words.\r\n" +
@@ -102,7 +100,7 @@ func articlePage() string {
 }
 
 func TestArticleHTMLIsSanitized(t *testing.T) {
-	e := newEnv(t, graphql.Options{Fetcher: localFetcher()})
+	e := newEnv(t, options{Fetcher: localFetcher()})
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, articlePage())

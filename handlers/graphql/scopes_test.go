@@ -87,7 +87,7 @@ func newScopeWorld(t *testing.T) *scopeWorld {
 	}
 	t.Cleanup(func() { store.Close() })
 	pages := account.New(store, account.Options{})
-	api := graphql.New(store, graphql.Options{Pages: pages, NoImportFetch: true})
+	api := newAPI(store, options{Pages: pages, NoImportFetch: true})
 	t.Cleanup(func() { api.Close() })
 	oa := oauth.New(store, oauth.Options{Pages: pages})
 	pages.AddSettingsPage(api.Exports().Page(pages))

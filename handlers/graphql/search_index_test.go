@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -18,7 +17,7 @@ func TestSearchOverBudgetIsBadUserInput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("saves 10,050 items")
 	}
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	for i := 0; i < 10050; i++ {
 		text := "plain words about bread"
 		if i == 4321 {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -65,7 +64,7 @@ var (
 )
 
 func TestAPITokensPageCreatesShowsOnceListsAndDeletesTokens(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	srv, browser := site(t, e)
 	pageURL := srv.URL + account.APITokensPath
 
@@ -109,7 +108,7 @@ func TestAPITokensPageCreatesShowsOnceListsAndDeletesTokens(t *testing.T) {
 }
 
 func TestAPITokensPageRejectsBadForms(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	srv, browser := site(t, e)
 	pageURL := srv.URL + account.APITokensPath
 	for name, form := range map[string]url.Values{
@@ -139,7 +138,7 @@ func TestAPITokensPageRejectsBadForms(t *testing.T) {
 }
 
 func TestAPITokensPageNeedsSignIn(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	srv, _ := site(t, e)
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := c.Get(srv.URL + account.APITokensPath)
@@ -153,7 +152,7 @@ func TestAPITokensPageNeedsSignIn(t *testing.T) {
 }
 
 func TestAPITokensPageGivesTheNewsletterInboundURL(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	srv, browser := site(t, e)
 	pageURL := srv.URL + account.APITokensPath
 	_, body := page(t, browser, http.MethodPost, pageURL, url.Values{"action": {"rotate_inbound"}})
@@ -186,7 +185,7 @@ type inboundAddresses struct {
 }
 
 func TestInboundEmailAddressesShowsTheAddressWithoutItsSecret(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	srv, browser := site(t, e)
 	var got inboundAddresses
 	e.do(inboundAddressesQuery, nil, &got)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hearthkit/caddy-hearth/handlers/libraryservice"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -41,8 +42,9 @@ func TestStatsReadTheLibraryOncePerRequest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := New(store, Options{})
-	defer s.Close()
+	lib := libraryservice.Prepare(store, libraryservice.Options{})
+	defer lib.Close()
+	s := New(store, lib, Options{})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 

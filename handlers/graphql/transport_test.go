@@ -43,7 +43,7 @@ func TestWriteResponseWritesWhatJSONMarshalWrites(t *testing.T) {
 // transport writes (200 null), not a logged panic.
 func TestRequestWhoseClientWentAwayIsNotAnError(t *testing.T) {
 	store, token := fastPathFixture(t)
-	s := New(store, Options{TokenRateLimit: -1, MemberRateLimit: -1})
+	s := unlimited(t, store)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	req := httptest.NewRequest(http.MethodPost, Path, strings.NewReader(`{"query":"{ entries(query: {first: 1}) { edges { cursor } } }"}`)).WithContext(ctx)

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
@@ -13,7 +12,7 @@ import (
 // member with two-factor sign-in is refused there, with no session, and
 // signs in on the site's page instead.
 func TestSignInRefusesTwoFactorMembers(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	const secret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
 	if err := members.Of(e.store).StartTwoFactorSetup(t.Context(), e.member.ID, secret); err != nil {
 		t.Fatal(err)
@@ -39,7 +38,7 @@ func TestSignInRefusesTwoFactorMembers(t *testing.T) {
 // account page asks of a member with two-factor sign-in: for such a member
 // they are refused and change nothing; the account page does it.
 func TestAccountOperationsRefuseTwoFactorMembers(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	const secret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
 	if err := members.Of(e.store).StartTwoFactorSetup(t.Context(), e.member.ID, secret); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
@@ -45,7 +44,7 @@ func TestStoreRefusalsAreInboxtErrorsWithRetryAfter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	srv := httptest.NewServer(served(graphql.New(st, graphql.Options{})))
+	srv := httptest.NewServer(served(newAPI(st, options{})))
 	defer srv.Close()
 	e := &env{t: t, store: st, srv: srv, token: token}
 
@@ -80,7 +79,7 @@ func TestStoreRefusalsAreInboxtErrorsWithRetryAfter(t *testing.T) {
 // (closed by a reload: storage.ErrClosed) gets 503 and Retry-After, a
 // status a mail provider retries on, never a 500.
 func TestInboundOnRefusingStoreIs503WithRetryAfter(t *testing.T) {
-	e := newEnv(t, graphql.Options{})
+	e := newEnv(t, options{})
 	url := inboundURL(t, e)
 	e.store.Close()
 	resp, err := http.Post(url, "message/rfc822", strings.NewReader(newsletterMessage))

@@ -23,9 +23,9 @@ import (
 // email-forwarding services POST raw newsletters to.
 const Path = "/api/newsletters/inbound/"
 
-// Options configure a Handler; hearth_graphql fills in the defaults of its
-// options (max_inbound_size, inbound_rate_limit, mail_webhook_*), and every
-// field is used as given.
+// Options configure a Handler; the library service (handlers/libraryservice)
+// fills in their defaults (hearth_graphql's max_inbound_size,
+// inbound_rate_limit, mail_webhook_*), and every field is used as given.
 type Options struct {
 	// MaxBytes limits a newsletter posted to the inbound URL, and a
 	// request to the mail webhook.
@@ -81,4 +81,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// MailAddress is the recipient the mail webhook takes for the inbound
+// address id (id@MailDomain), or "" when the webhook is off.
+func (h *Handler) MailAddress(id string) string {
+	if h.opts.MailDomain == "" || h.opts.WebhookSecret == "" {
+		return ""
+	}
+	return id + "@" + h.opts.MailDomain
 }

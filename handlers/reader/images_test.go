@@ -102,7 +102,7 @@ func (f *fixture) waitImages(itemID string) {
 func TestSavedImagesAreServedByTheSite(t *testing.T) {
 	f := newFixture(t)
 	o := newImageOrigin(t)
-	if err := f.api.SaveURL(context.Background(), f.member.ID, o.srv.URL+"/article", nil); err != nil {
+	if err := f.lib.SaveURL(context.Background(), f.member.ID, o.srv.URL+"/article", nil); err != nil {
 		t.Fatal(err)
 	}
 	items, err := library.Of(f.store).SavedItemsPage(context.Background(), f.member.ID, library.ItemFilter{}, library.PageRequest{Field: library.SortCreatedAt, First: 10})

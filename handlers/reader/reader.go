@@ -45,7 +45,7 @@ type Options struct {
 	// Pages are the member pages: layout, sessions and form protection.
 	Pages *account.Pages
 	// SaveURL saves a link for a member as the API's addArticleFromUrl
-	// does (handlers/graphql's Server.SaveURL). Nil: the add form says
+	// does (libraryservice.Service.SaveURL). Nil: the add form says
 	// saving links is not available.
 	SaveURL func(ctx context.Context, memberID, rawURL string, labelIDs []string) error
 	// Logger receives failures (never content or secrets).

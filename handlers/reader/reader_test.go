@@ -17,6 +17,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/libraryservice"
 	"github.com/hearthkit/caddy-hearth/handlers/reader"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -34,6 +35,7 @@ type fixture struct {
 	member *members.Member
 	client *http.Client
 	api    *graphql.Server
+	lib    *libraryservice.Service
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -45,9 +47,10 @@ func newFixture(t testing.TB) *fixture {
 	}
 	t.Cleanup(func() { st.Close() })
 	pages := account.New(st, account.Options{})
-	api := graphql.New(st, graphql.Options{Pages: pages, AllowPrivateAddresses: true})
-	t.Cleanup(func() { api.Close() })
-	lib := reader.New(st, reader.Options{Pages: pages, SaveURL: api.SaveURL})
+	svc := libraryservice.Prepare(st, libraryservice.Options{Pages: pages, AllowPrivateAddresses: true})
+	t.Cleanup(func() { svc.Close() })
+	api := graphql.New(st, svc, graphql.Options{Pages: pages})
+	lib := reader.New(st, reader.Options{Pages: pages, SaveURL: svc.SaveURL})
 	pages.AddSettingsPage(lib.SavingPage())
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A site with the library: its members land there.
@@ -70,7 +73,7 @@ func newFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, store: st, srv: srv, member: m, api: api}
+	f := &fixture{t: t, store: st, srv: srv, member: m, api: api, lib: svc}
 	f.client = f.browser()
 	f.signIn(f.client)
 	return f

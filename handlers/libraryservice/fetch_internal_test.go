@@ -1,4 +1,4 @@
-package graphql
+package libraryservice
 
 import "testing"
 
@@ -8,7 +8,7 @@ import "testing"
 // to be built in caddymodule with safefetch's own 10 s and 1 MiB).
 func TestAllowPrivateKeepsFetchLimits(t *testing.T) {
 	for _, allow := range []bool{false, true} {
-		o := Options{AllowPrivateAddresses: allow}.withDefaults().Fetcher.Options()
+		o := Options{AllowPrivateAddresses: allow}.withDefaults().Articles.Fetcher.Options()
 		if o.AllowPrivate != allow || o.Timeout != DefaultFetchTimeout || o.MaxBytes != DefaultFetchMaxBytes || !o.FollowRedirects {
 			t.Errorf("allow=%v: fetcher options %+v, want %v, %d bytes, redirects followed", allow, o, DefaultFetchTimeout, DefaultFetchMaxBytes)
 		}
