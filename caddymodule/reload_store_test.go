@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // While clients register applications (writes) and try client
@@ -99,6 +100,7 @@ func TestReloadChangingStorageDirWhileRequestsFlow(t *testing.T) {
 			dir = dirB
 		}
 		loadCaddyfile(t, caddyfile(dir))
+		awaitAnswers(t, &requests, 4, fmt.Sprintf("reload %d", i))
 	}
 	// And a restore while they run.
 	status, backup := adminDo(t, http.MethodGet, "/hearth/backup", "")
@@ -111,6 +113,7 @@ func TestReloadChangingStorageDirWhileRequestsFlow(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("restore: HTTP %d: %s", resp.StatusCode, b)
 		}
+		awaitAnswers(t, &requests, 4, "a restore")
 	}
 	stop.Store(true)
 	wg.Wait()
@@ -119,8 +122,21 @@ func TestReloadChangingStorageDirWhileRequestsFlow(t *testing.T) {
 		failures.Range(func(k, _ any) bool { kinds = append(kinds, k.(string)); return len(kinds) < 5 })
 		t.Fatalf("%d of %d answers failed; kinds: %q", n, requests.Load(), kinds)
 	}
-	if requests.Load() < 50 {
-		t.Fatalf("only %d requests during the reloads", requests.Load())
-	}
 	t.Logf("%d requests, %d clean 503s, %d fresh connections reset, during 10 reloads and 3 restores", requests.Load(), unavailable.Load(), resets.Load())
+}
+
+// awaitAnswers waits until the clients counting in answered have had n more
+// answers, so that requests really run between the steps of a test that
+// checks what they get. On a loaded machine the clients may wait a while for
+// a core; the bound is only a backstop against a server that stopped
+// answering.
+func awaitAnswers(t *testing.T, answered *atomic.Int64, n int64, after string) {
+	t.Helper()
+	want := answered.Load() + n
+	for deadline := time.Now().Add(60 * time.Second); answered.Load() < want; {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s the clients had no %d answers within 60 s (%d in all)", after, n, answered.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
