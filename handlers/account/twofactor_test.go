@@ -43,6 +43,14 @@ func shownRecoveryCodes(t *testing.T, r resp) []string {
 }
 
 func (f *fixture) enableTwoFactor(c *http.Client) (string, []string) {
+	f.t.Helper()
+	secret, _, codes := f.enableTwoFactorWithCode(c)
+	return secret, codes
+}
+
+// enableTwoFactorWithCode is enableTwoFactor that also returns the code
+// that confirmed it.
+func (f *fixture) enableTwoFactorWithCode(c *http.Client) (secret, confirmed string, codes []string) {
 	t := f.t
 	t.Helper()
 	r := f.get(c, "/settings/account")
@@ -55,7 +63,7 @@ func (f *fixture) enableTwoFactor(c *http.Client) (string, []string) {
 	if m == nil {
 		t.Fatalf("no key on the setup page:\n%s", r.body)
 	}
-	secret := m[1]
+	secret = m[1]
 	wantBody(t, r, `href="otpauth://totp/Hearth:alice@127.0.0.1?algorithm=SHA1&amp;digits=6&amp;issuer=Hearth&amp;period=30&amp;secret=`+secret+`"`)
 	wantBody(t, r, `src="data:image/png;base64,`)
 	// A wrong code leaves it off.
@@ -66,22 +74,23 @@ func (f *fixture) enableTwoFactor(c *http.Client) (string, []string) {
 	r = f.post(c, "/settings/account/two_factor/confirm", url.Values{"code": {wrong}})
 	wantStatus(t, r, http.StatusUnauthorized)
 	wantBody(t, r, "That code is not right.")
-	r = f.post(c, "/settings/account/two_factor/confirm", url.Values{"code": {totpAt(t, secret, time.Now())}})
+	confirmed = totpAt(t, secret, time.Now())
+	r = f.post(c, "/settings/account/two_factor/confirm", url.Values{"code": {confirmed}})
 	wantStatus(t, r, http.StatusOK)
 	wantBody(t, r, "Two-factor sign-in is on.")
-	codes := shownRecoveryCodes(t, r)
+	codes = shownRecoveryCodes(t, r)
 	r = f.get(c, "/settings/account")
 	if recoveryRE.MatchString(r.body) || strings.Contains(r.body, secret) {
 		t.Fatal("the recovery codes or the key are shown again")
 	}
 	wantBody(t, r, "You have 10 recovery codes left.")
-	return secret, codes
+	return secret, confirmed, codes
 }
 
 func TestTwoFactorSignIn(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	f.member("alice")
-	secret, codes := f.enableTwoFactor(f.signedIn("alice"))
+	secret, confirmed, codes := f.enableTwoFactorWithCode(f.signedIn("alice"))
 
 	// The password alone signs nobody in.
 	c := f.browser()
@@ -96,9 +105,9 @@ func TestTwoFactorSignIn(t *testing.T) {
 	wantStatus(t, page, http.StatusOK)
 	wantBody(t, page, `name="code"`)
 
-	// The code that turned it on was used: refused.
-	used := totpAt(t, secret, time.Now())
-	r = f.post(c, "/auth/two_factor", url.Values{"code": {used}, "return_to": {"/settings/api_tokens"}})
+	// The code that turned it on was used: refused (that code itself, not
+	// the code of now, which is another once a step boundary has passed).
+	r = f.post(c, "/auth/two_factor", url.Values{"code": {confirmed}, "return_to": {"/settings/api_tokens"}})
 	wantStatus(t, r, http.StatusUnauthorized)
 	if !strings.Contains(r.body, "That code was already used.") && !strings.Contains(r.body, "That code is not right.") {
 		t.Fatalf("reused code:\n%s", r.body)

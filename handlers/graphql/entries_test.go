@@ -12,6 +12,19 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
+// clearOfMidnight waits, when the next UTC midnight is less than two
+// minutes away, until it has passed: a test comparing its items' saved and
+// updated days with "today" and "tomorrow" must not have them straddle two
+// days.
+func clearOfMidnight(t *testing.T) {
+	t.Helper()
+	now := time.Now().UTC()
+	if left := now.Truncate(24 * time.Hour).Add(24 * time.Hour).Sub(now); left < 2*time.Minute {
+		t.Logf("waiting %v for UTC midnight to pass", left.Round(time.Second))
+		time.Sleep(left + time.Second)
+	}
+}
+
 // seed saves n articles with repeated titles, word counts and progress
 // values, so every sort has ties that only the id breaks.
 func seed(e *env, n int) map[string]bool {
@@ -253,6 +266,7 @@ func TestEntriesTypenameResolvesSavedItemAndHighlight(t *testing.T) {
 }
 
 func TestEntriesQOperators(t *testing.T) {
+	clearOfMidnight(t)
 	e := newEnv(t, options{})
 	blue, err := library.Of(e.store).CreateLabel(t.Context(), e.member.ID, "Blue", "#0000ff")
 	if err != nil {
@@ -458,6 +472,7 @@ func TestEntriesTypeHighlightIgnoresItemOnlyFilters(t *testing.T) {
 // domain, saved: the item's saved time, title sorts by the item's title
 // (highlight.service.ts getPaginated, Inboxt/inboxt@45f4314).
 func TestEntriesTypeHighlightFiltersAndSortsByItsItem(t *testing.T) {
+	clearOfMidnight(t)
 	e := newEnv(t, options{})
 	zebra := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) {
 		in.Title, in.URL, in.Description, in.Text = "Zebras", "https://savanna.example/z", "stripes explained", "Grass is eaten"

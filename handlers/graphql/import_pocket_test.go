@@ -76,9 +76,10 @@ func TestPocketHighlightsArePlacedOnceTheFetchBringsTheContent(t *testing.T) {
 	// The quotes are placed just after the fetch is saved, in the content as
 	// stored (the extracted article wrapped in a div).
 	// quotes waits until no more than wantUnplaced of the item's quotes are
-	// left at the root, since placing follows the fetch asynchronously.
+	// left at the root, since placing follows the fetch asynchronously (a
+	// minute at most: a backstop for a loaded machine).
 	quotes := func(it *library.SavedItem, wantUnplaced int) map[string]library.HighlightSegment {
-		for i := 0; ; i++ {
+		for deadline := time.Now().Add(time.Minute); ; {
 			hs, err := library.Of(e.store).ItemHighlights(t.Context(), e.member.ID, it.ID)
 			if err != nil {
 				t.Fatal(err)
@@ -97,7 +98,7 @@ func TestPocketHighlightsArePlacedOnceTheFetchBringsTheContent(t *testing.T) {
 					t.Fatalf("created_at not kept: %v", h.CreatedAt)
 				}
 			}
-			if unplaced <= wantUnplaced || i > 500 {
+			if unplaced <= wantUnplaced || time.Now().After(deadline) {
 				return out
 			}
 			time.Sleep(10 * time.Millisecond)

@@ -594,14 +594,15 @@ func TestOneUploadAtATimePerMember(t *testing.T) {
 	// The server is reading the first upload's file now.
 	var status int
 	var out map[string]any
-	for i := 0; ; i++ {
+	for deadline := time.Now().Add(time.Minute); ; {
 		status, out = upload(t, e.srv.URL, e.token, "other.csv", []byte("url\nhttps://e.com/\n"), "")
-		if status == http.StatusConflict || i > 500 {
+		if status == http.StatusConflict || time.Now().After(deadline) {
 			break
 		}
 		// The first request may not have reached the handler yet: that
-		// upload then succeeded, and is tried again.
-		time.Sleep(10 * time.Millisecond)
+		// upload then succeeded, and is tried again (five times a second
+		// at most: a minute of tries stays under the token's rate limit).
+		time.Sleep(200 * time.Millisecond)
 	}
 	if status != http.StatusConflict || !strings.Contains(fmt.Sprint(out["message"]), "another upload") {
 		select {
