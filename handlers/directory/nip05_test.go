@@ -83,7 +83,7 @@ func (d *nip05Domain) setMode(m string) {
 func (d *nip05Domain) fetcher() *safefetch.Fetcher {
 	return safefetch.New(safefetch.Options{
 		AllowPrivate: true,
-		Timeout:      5 * time.Second,
+		Timeout:      30 * time.Second, // a loaded machine under the race detector
 		TLSConfig:    d.srv.Client().Transport.(*http.Transport).TLSClientConfig,
 		DialAddress:  func(string) string { return d.srv.Listener.Addr().String() },
 	})

@@ -261,7 +261,7 @@ func TestCloseStopsRelaySubscriptions(t *testing.T) {
 	go func() { e.dir.Close(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("Close did not return")
 	}
 	eventually(t, "the relay sees every connection closed", func() bool {

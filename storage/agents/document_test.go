@@ -87,7 +87,7 @@ func waitPayload(t *testing.T, got <-chan string, want string) {
 		if p != want {
 			t.Fatalf("notified %q, want %q", p, want)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatalf("no notification %q", want)
 	}
 }

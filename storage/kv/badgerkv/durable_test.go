@@ -276,10 +276,10 @@ func dirEntries(names []string) []fs.DirEntry {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // a backstop for a loaded machine
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10 s")
+			t.Fatal("condition not reached in 60 s")
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -420,7 +420,7 @@ func testInvalid(t *testing.T, e kv.Engine) {
 // bound is a guard against hanging, not an assertion about speed).
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("never happened: %s", what)
