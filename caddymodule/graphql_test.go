@@ -277,13 +277,15 @@ func TestGraphQLThroughCaddy(t *testing.T) {
 		// (as Inboxt does): a client sees the article once the fetch is done.
 		var got []gqlEntry
 		// A generous wait: under the race detector on a busy machine the
-		// fetch and the indexer's catch-up can take seconds.
+		// fetch and the indexer's catch-up can take seconds. Four polls a
+		// second: a faster poll would run into the token's rate limit (600
+		// requests a minute) and fail on its 429 instead of waiting.
 		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
 			got = allEntries(t, token, map[string]any{"first": 10, "q": "bread"}, nil)
 			if len(got) == 1 && got[0].WordCount > 0 {
 				break
 			}
-			time.Sleep(25 * time.Millisecond)
+			time.Sleep(250 * time.Millisecond)
 		}
 		if len(got) != 1 || got[0].Title != "Baking Bread at Home" || got[0].WordCount < 100 || got[0].Typename != "SavedItem" {
 			t.Fatalf("saved article: %+v", got)

@@ -368,7 +368,7 @@ func TestReloadChangingStorageDirDrivesEveryService(t *testing.T) {
 	if status, body := postJSON(t, testSite+"/api/v1/agents/register", reg); status != http.StatusCreated {
 		t.Fatalf("register after the reloads: HTTP %d: %s", status, body)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for posts := 0; posts == 0; {
 		var agents []struct {
 			Pubkey string `json:"pubkey"`
