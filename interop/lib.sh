@@ -36,7 +36,12 @@ CADDY
 start_caddy() {
 	"$work/caddy" run --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
 	caddy_pid=$!
-	for _ in $(seq 100); do curl -s -o /dev/null "$SITE/" && break; sleep 0.1; done
+	# Up to a minute: a loaded machine can take a while to open the store.
+	for _ in $(seq 600); do
+		curl -s -o /dev/null "$SITE/" && break
+		kill -0 "$caddy_pid" 2>/dev/null || break
+		sleep 0.1
+	done
 }
 
 # member_token adds the member $1 (password "interop pass") with the CLI

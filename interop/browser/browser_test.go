@@ -177,10 +177,12 @@ func (s *suite) run(what string, actions ...chromedp.Action) {
 	}
 }
 
-// open navigates to path and waits for the page's main element.
+// open navigates to path and waits for the page's main element. The waits
+// of the suite are a minute: a backstop for Chromium on a loaded machine,
+// never a duration asserted.
 func (s *suite) open(path string) {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(s.ctx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(s.ctx, 60*time.Second)
 	defer cancel()
 	if err := chromedp.Run(ctx, chromedp.Navigate(s.base+path), chromedp.WaitReady("main", chromedp.ByQuery)); err != nil {
 		s.t.Fatalf("open %s (a page with a main element): %v", path, err)
@@ -202,7 +204,7 @@ func (s *suite) submit(sel string) {
 func (s *suite) awaitNewPage(before, after string) {
 	s.t.Helper()
 	cond := fmt.Sprintf(`document.readyState === "complete" && String(performance.timeOrigin) !== %q && !!document.querySelector("main")`, before)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var done bool
 		err := chromedp.Run(s.ctx, chromedp.Evaluate(cond, &done))
@@ -240,7 +242,7 @@ func (s *suite) copyButtonWorks(sel string) {
 	}
 	s.run(sel+": press Copy", chromedp.Evaluate(row+`.querySelector("button.copy").click()`, nil))
 	s.run(sel+": wait for the copy status", chromedp.Poll(row+`.querySelector("[role=status]").textContent.trim() !== ""`, nil,
-		chromedp.WithPollingTimeout(10*time.Second)))
+		chromedp.WithPollingTimeout(60*time.Second)))
 }
 
 // focusIsVisible tabs through the page as a keyboard user does: each
@@ -319,7 +321,7 @@ func (s *suite) check(name string) {
 			// No broken image: every img is drawn (an image not stored is
 			// a placeholder without an address, not an img).
 			var broken string
-			s.run(variant+": images", chromedp.Poll(`[...document.images].every(i => i.complete)`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+			s.run(variant+": images", chromedp.Poll(`[...document.images].every(i => i.complete)`, nil, chromedp.WithPollingTimeout(60*time.Second)),
 				chromedp.Evaluate(`[...document.images].filter(i => i.naturalWidth === 0).map(i => i.outerHTML.slice(0, 120)).join(", ")`, &broken))
 			if broken != "" {
 				s.t.Errorf("%s: broken images: %s", variant, broken)

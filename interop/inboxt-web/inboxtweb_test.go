@@ -382,10 +382,11 @@ func (w *walker) text() string {
 	return s
 }
 
-// waitFor polls a JavaScript condition.
+// waitFor polls a JavaScript condition. The walk's waits are a minute: a
+// backstop for Chromium on a loaded machine, never a duration asserted.
 func (w *walker) waitFor(what, cond string) {
 	w.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var ok bool
 		if err := chromedp.Run(w.ctx, chromedp.Evaluate(cond, &ok)); err == nil && ok {
@@ -465,19 +466,26 @@ func (w *walker) menu(item string) {
 	w.clickText(`[role="menuitem"], button`, item)
 }
 
-// closeModals closes the open dialogs with Escape, one at a time.
+// closeModals closes the open dialogs with Escape, one at a time: after
+// each Escape it waits until a dialog has gone (its closing animation can
+// take a while on a loaded machine) before the next, a minute at most.
 func (w *walker) closeModals() {
 	w.t.Helper()
-	for i := 0; i < 5; i++ {
-		var open bool
-		w.run("dialogs", chromedp.Evaluate(`!!document.querySelector(".mantine-Modal-content")`, &open))
-		if !open {
-			return
+	open := func() int {
+		var n int
+		w.run("dialogs", chromedp.Evaluate(`document.querySelectorAll(".mantine-Modal-content").length`, &n))
+		return n
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for n := open(); n > 0; n = open() {
+		if time.Now().After(deadline) {
+			w.t.Fatalf("%d dialogs do not close", n)
 		}
 		w.run("Escape", chromedp.KeyEvent(kb.Escape))
-		time.Sleep(300 * time.Millisecond)
+		for until := time.Now().Add(10 * time.Second); open() >= n && time.Now().Before(until); {
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
-	w.t.Fatal("a dialog does not close")
 }
 
 // listItem is JavaScript finding the list's link of the item titled
@@ -576,7 +584,7 @@ func (d *downloads) next(w *walker) (string, []byte) {
 			w.t.Fatal(err)
 		}
 		return f.name, b
-	case <-time.After(30 * time.Second):
+	case <-time.After(60 * time.Second):
 		w.t.Fatalf("nothing downloaded; the page says: %.1500s", w.text())
 	}
 	return "", nil
@@ -788,7 +796,7 @@ func (c *apiClient) checkHighlightSegments(title string) {
 // waitItem waits until an item titled title (any, when "") satisfies ok.
 func (c *apiClient) waitItem(what, title string, ok func(apiItem) bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		items := c.items()
 		for _, it := range items {
@@ -806,7 +814,7 @@ func (c *apiClient) waitItem(what, title string, ok func(apiItem) bool) {
 // waitGone waits until no item is titled title.
 func (c *apiClient) waitGone(what, title string) {
 	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		items := c.items()
 		gone := true

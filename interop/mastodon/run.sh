@@ -76,7 +76,7 @@ export HEARTH_INTEROP_LIMITED_URL="http://localhost:$PORT"
 HOME="$tmp" XDG_DATA_HOME="$tmp/data" XDG_CONFIG_HOME="$tmp/config" \
 	"$tmp/caddy" run --config "$tmp/Caddyfile" >"$tmp/caddy.log" 2>&1 &
 caddy_pid=$!
-for _ in $(seq 1 100); do
+for _ in $(seq 1 300); do # up to a minute on a loaded machine
 	if curl -fs -o /dev/null "$base/api/v1/instance" 2>/dev/null; then
 		break
 	fi

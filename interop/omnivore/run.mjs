@@ -46,6 +46,7 @@ const downloadFromUrl = async (url) => {
   if (!response.ok) {
     if (response.status === 404) {
       polls++
+      releaseSlow()
       await sleep(1000)
       return downloadFromUrl(url)
     }
@@ -103,12 +104,15 @@ const luxonISO = (d, offsetMinutes = 120) => {
   return `${local}${sign}${h}:${m}`
 }
 
-// A page the fetcher waits for, so that its content is not ready at once.
-const slow = http.createServer((req, res) => {
-  setTimeout(() => {
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-    res.end('<html><head><title>Slow rise</title></head><body><article><h1>Slow rise</h1><p>Cold fermentation overnight gives a deeper flavour and an open crumb; the dough rests in the fridge for twelve hours.</p><p>Shape it in the morning.</p></article></body></html>')
-  }, 2500)
+// A page the fetcher waits for, so that its content is not ready at once:
+// it is answered once a download link has answered 404 (releaseSlow), not
+// after a delay a slow machine could outlast; a minute at most.
+let releaseSlow
+const slowReleased = new Promise((r) => { releaseSlow = r })
+const slow = http.createServer(async (req, res) => {
+  await Promise.race([slowReleased, sleep(60000)])
+  res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+  res.end('<html><head><title>Slow rise</title></head><body><article><h1>Slow rise</h1><p>Cold fermentation overnight gives a deeper flavour and an open crumb; the dough rests in the fridge for twelve hours.</p><p>Shape it in the morning.</p></article></body></html>')
 })
 await new Promise((r) => slow.listen(SLOW_PORT, '127.0.0.1', r))
 

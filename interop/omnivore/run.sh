@@ -8,8 +8,8 @@
 #   bash interop/omnivore/run.sh      # from anywhere; needs Go, Node and npm
 #
 # Env: PORT (18380), ADMIN (localhost:12319), SLOW_PORT (18381: a page
-# served after a delay, so the content download is polled while its fetch
-# runs).
+# served once its content download has answered 404, so the download is
+# polled while its fetch runs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 PORT=${PORT:-18380}
