@@ -78,10 +78,11 @@ func (o *imageOrigin) asked(path string) bool {
 	return false
 }
 
-// waitImages waits until the item's fetch and its images' are done.
+// waitImages waits until the item's fetch and its images' are done (a
+// minute at most: the fetch workers run in the background).
 func (f *fixture) waitImages(itemID string) {
 	f.t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		ok, err := library.Of(f.store).HasPendingFetch(context.Background(), f.member.ID, itemID)
 		if err != nil {
 			f.t.Fatal(err)
