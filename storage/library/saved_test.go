@@ -589,7 +589,9 @@ func TestLabelChangesOnThousandsOfItems(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := time.Now().UTC()
+	// The store keeps milliseconds: an update in the same millisecond is
+	// not before it.
+	before := time.Now().UTC().Truncate(time.Millisecond)
 	if _, err := Of(st).UpdateLabel(t.Context(), m.ID, l.ID, "renamed", "#00ff00"); err != nil {
 		t.Fatalf("rename a label on %d items: %v", n, err)
 	}
