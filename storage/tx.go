@@ -16,6 +16,10 @@ import (
 var (
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("already exists")
+	// ErrNotSynced: the write is made and visible, but it or writes
+	// acknowledged before it without waiting (UpdateAsync) may not survive
+	// a power loss: the store's disk failed a sync.
+	ErrNotSynced = kv.ErrNotSynced
 )
 
 // InvalidError reports input that breaks a rule; its message is safe to show
@@ -220,6 +224,12 @@ func (s *Store) update(ctx context.Context, opts kv.TxOptions, fn func(tx *Tx) e
 	if len(tx.cachedWritten) > 0 {
 		// Also after a failed commit: dropping a cached record is safe.
 		s.caches.drop(tx.cachedWritten)
+	}
+	if errors.Is(err, kv.ErrNotSynced) {
+		// Committed and visible, only not known to be on disk: what
+		// follows a commit still follows it.
+		s.afterCommit(ctx, tx)
+		return err
 	}
 	if err != nil {
 		return err

@@ -315,7 +315,24 @@ func (r *Runner) removeOrphans(ctx context.Context) {
 }
 
 func (r *Runner) finish(run context.Context, j *library.ImportJob, state, msg string) {
-	_, err := library.Of(r.store).UpdateImportJob(run, j.MemberID, j.ID, func(x *library.ImportJob) { x.State, x.Error, x.ItemsPerSecond = state, msg, 0 })
+	end := func(state, msg string) error {
+		_, err := library.Of(r.store).UpdateImportJob(run, j.MemberID, j.ID, func(x *library.ImportJob) { x.State, x.Error, x.ItemsPerSecond = state, msg, 0 })
+		return err
+	}
+	err := end(state, msg)
+	if errors.Is(err, storage.ErrNotSynced) {
+		// This end may not be on disk: the job fails, and says so.
+		// Importing the file again adds what a power loss took and
+		// nothing else.
+		r.log.Error("import not synced to disk", zap.String("job", j.ID), zap.Error(err))
+		if state != library.ImportFailed {
+			state = library.ImportFailed
+			err = end(state, notSynced)
+		}
+		if errors.Is(err, storage.ErrNotSynced) {
+			err = nil // the failure is written and shown; the disk is still failing
+		}
+	}
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		if run.Err() == nil { // else stopped (Close): nothing failed
 			r.log.Error("finish import", zap.String("job", j.ID), zap.Error(err))
@@ -325,6 +342,10 @@ func (r *Runner) finish(run context.Context, j *library.ImportJob, state, msg st
 	os.Remove(j.Staged)
 	r.log.Info("import finished", zap.String("job", j.ID), zap.String("state", state))
 }
+
+// notSynced is a job's error when the store could not bring its items to
+// disk.
+const notSynced = "the server could not write the imported items to its disk (see its log): they may be lost if the server stops; import the file again once the disk is fixed"
 
 // runJob reads j's file from the entry after j.Position and writes its
 // items in batches; stopped by Close, it leaves the job to be resumed. run
@@ -426,6 +447,17 @@ func (r *Runner) runJob(ctx, run context.Context, j *library.ImportJob) {
 		}
 	}
 	if !flush(pos) {
+		return
+	}
+	// The batches were committed without waiting for the disk: the job
+	// ends as done once they are on it, else as failed.
+	if err := r.store.Sync(); err != nil {
+		if errors.Is(err, storage.ErrNotSynced) {
+			r.log.Error("import not synced to disk", zap.String("job", j.ID), zap.Error(err))
+			r.finish(run, j, library.ImportFailed, notSynced)
+		} else if ctx.Err() == nil {
+			r.log.Error("sync import", zap.String("job", j.ID), zap.Error(err))
+		}
 		return
 	}
 	r.finish(run, j, library.ImportDone, "")

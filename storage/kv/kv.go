@@ -50,6 +50,12 @@ var (
 	// ErrInvalid is returned for an empty or oversized key or value and an
 	// invalid Range; nothing is changed.
 	ErrInvalid = errors.New("kv: invalid argument")
+	// ErrNotSynced is returned by a synchronous Update (and Sync) of an
+	// engine that syncs its own logs when it could not bring them to disk:
+	// the commit is made and visible, but it, or an Async commit returned
+	// before it, may not survive a power loss. Running the transaction
+	// again does not help: the disk or its file system failed.
+	ErrNotSynced = errors.New("kv: the store could not write its log to disk")
 )
 
 // Engine is an ordered, transactional key-value store shared by every

@@ -194,16 +194,16 @@ func (e *Engine) synced() error {
 }
 
 // flushSoon makes sure a sync starts within asyncFlushDelay after the Async
-// commit that just returned. A failed sync is not tried again (after a
-// write-back error the kernel may have dropped the pages, and a later
-// fdatasync can succeed without them); the next synchronous commit reports
-// its own.
+// commit that just returned. A failed sync is logged and returned by the next
+// synchronous commit, Sync or Import (kv.ErrNotSynced): the writer that
+// acknowledges work made of Async commits (an import's end) learns that it
+// may not be on disk.
 func (e *Engine) flushSoon() {
 	if e.durable == nil {
 		return
 	}
 	e.async.schedule(func() {
-		if err := e.durable.wait(); err != nil && e.log != nil {
+		if err := e.durable.flush(); err != nil && e.log != nil {
 			e.log.Errorf("badgerkv: sync after asynchronous commits failed: they may not survive a power loss: %v", err)
 		}
 	})

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
 // This file is the group commit of Badger's commits. It uses Badger's public API for every read and write and
@@ -40,7 +42,12 @@ type groupSync struct {
 	running  bool
 	failedAt uint64 // number of the last sync that failed
 	failErr  error
-	waiting  int // callers blocked in wait (tests)
+	// unreported is the failure of a sync that only asynchronous commits
+	// relied on (flush): the next wait returns it, so the synchronous
+	// commit that acknowledges work after them learns that they may not
+	// be on disk.
+	unreported error
+	waiting    int // callers blocked in wait (tests)
 }
 
 func newGroupSync(sync func() error) *groupSync {
@@ -50,7 +57,16 @@ func newGroupSync(sync func() error) *groupSync {
 }
 
 // wait returns when every commit that returned before the call is on disk.
-func (g *groupSync) wait() error {
+func (g *groupSync) wait() error { return g.syncedOrKept(false) }
+
+// flush is wait for the asynchronous commits: its failure, which no
+// synchronous commit may have seen, is kept for the next wait, and an
+// earlier one kept stays for it. A failed sync
+// is not tried again (after a write-back error the kernel may have dropped
+// the pages, and a later fdatasync can succeed without them).
+func (g *groupSync) flush() error { return g.syncedOrKept(true) }
+
+func (g *groupSync) syncedOrKept(keep bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	// A sync already running may have listed the files before our commit
@@ -77,9 +93,20 @@ func (g *groupSync) wait() error {
 		g.cond.Broadcast()
 	}
 	if g.failedAt >= need {
-		return fmt.Errorf("sync the store's logs: %w", g.failErr)
+		err := fmt.Errorf("%w: sync the store's logs: %w", kv.ErrNotSynced, g.failErr)
+		if keep {
+			g.unreported = fmt.Errorf("%w (after commits that did not wait for it)", err)
+		} else {
+			g.unreported = nil
+		}
+		return err
 	}
-	return nil
+	if keep {
+		return nil // an earlier failure stays for the next wait
+	}
+	earlier := g.unreported
+	g.unreported = nil
+	return earlier
 }
 
 // asyncFlushDelay is how long after an asynchronous commit (UpdateAsync) a

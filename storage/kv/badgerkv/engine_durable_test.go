@@ -491,6 +491,53 @@ func TestAsyncCommitsAreSyncedLater(t *testing.T) {
 	})
 }
 
+// has reports whether a line holding s was logged.
+func (l *errLog) has(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		if strings.Contains(line, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// A sync that fails after Async commits is not only logged: the next
+// synchronous commit, whose sync succeeds, returns it (kv.ErrNotSynced), and
+// the one after that does not. The failure is a real one of the logs' sync:
+// the store's directory is moved away while the sync lists it.
+func TestFailedSyncAfterAsyncCommitsFailsTheNextSynchronousCommit(t *testing.T) {
+	parent := t.TempDir()
+	dir, away := filepath.Join(parent, "store"), filepath.Join(parent, "away")
+	log := &errLog{}
+	e := openAt(t, dir, Options{Logger: log})
+	e.async.delay = time.Millisecond
+	v := []byte("v")
+	put(t, e, kv.TxOptions{}, durabilityKey(0), v)
+
+	if err := os.Rename(dir, away); err != nil {
+		t.Fatal(err)
+	}
+	put(t, e, kv.TxOptions{Async: true}, durabilityKey(1), v)
+	waitFor(t, func() bool { return log.has("may not survive a power loss") })
+	if err := os.Rename(away, dir); err != nil {
+		t.Fatal(err)
+	}
+
+	err := e.Update(context.Background(), kv.TxOptions{}, func(w kv.Writer) error { return w.Put(durabilityKey(2), v, 0) })
+	if !errors.Is(err, kv.ErrNotSynced) || !strings.Contains(err.Error(), "did not wait") {
+		t.Fatalf("the synchronous commit after a failed sync of Async commits: %v, want kv.ErrNotSynced", err)
+	}
+	put(t, e, kv.TxOptions{}, durabilityKey(3), v)
+	// Every commit is visible: the failure is of the disk, not of the commits.
+	for i := range 4 {
+		if err := e.View(context.Background(), func(r kv.Reader) error { _, err := r.Get(durabilityKey(i)); return err }); err != nil {
+			t.Fatalf("key %d after the failed sync: %v", i, err)
+		}
+	}
+}
+
 // killChildEnv makes the test binary act as the writer process of
 // TestAcknowledgedWritesSurviveSIGKILL; killModeEnv is "sync" or "async".
 const (

@@ -1,0 +1,92 @@
+package importer
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
+	"go.uber.org/zap/zaptest"
+)
+
+// An import whose batches the store could not bring to disk fails, with an
+// error that says so, instead of ending as done: its batches are committed
+// without waiting for the disk, so the job's end is the first write to hear
+// of the failed sync. The failure is a real one of the Badger store's sync:
+// its directory is moved away while the sync after the batch lists it, and
+// back before the job's end.
+func TestImportFailsWhenItsBatchesCouldNotBeSynced(t *testing.T) {
+	parent := t.TempDir()
+	dir, away := filepath.Join(parent, "store"), filepath.Join(parent, "away")
+	syncFailed := make(chan error, 16)
+	s, err := storage.Open(dir, storage.Options{MinFreeBytes: -1, OnSync: func(_ time.Duration, err error) {
+		if err != nil {
+			syncFailed <- err
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	m, err := members.Of(s).CreateMember(t.Context(), "alice", "", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := func(s string) string { return s }
+	var moveErr error
+	batches := 0
+	r := NewRunner(s, RunnerOptions{Logger: zaptest.NewLogger(t), Dir: t.TempDir(), Sanitize: keep, HTMLText: keep, FetchQueued: func() {
+		// After the batch, before the job's end (the runner's goroutine).
+		batches++
+		if batches > 1 {
+			return
+		}
+		if moveErr = os.Rename(dir, away); moveErr != nil {
+			return
+		}
+		select {
+		case <-syncFailed:
+		case <-time.After(time.Minute):
+			moveErr = fmt.Errorf("no sync failed within a minute after the batch")
+		}
+		if err := os.Rename(away, dir); err != nil && moveErr == nil {
+			moveErr = err
+		}
+	}})
+	t.Cleanup(r.Close)
+	const n = 40
+	var csv strings.Builder
+	csv.WriteString("name,url,description,date,labels\n")
+	for i := range n {
+		fmt.Fprintf(&csv, "Link %d,https://example.org/%d,,2025-03-01T10:00:00.000Z,\n", i, i)
+	}
+	staged, err := r.Stage(strings.NewReader(csv.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := r.Start(t.Context(), m.ID, staged, "links.csv", InboxtCSV, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Run()
+	var j *library.ImportJob
+	storagetest.Eventually(t, "the job ends", func() bool {
+		j, err = library.Of(s).ImportJob(t.Context(), m.ID, job.ID)
+		return err == nil && j.Finished()
+	})
+	if moveErr != nil {
+		t.Fatal(moveErr)
+	}
+	if j.State != library.ImportFailed || j.Error != notSynced {
+		t.Fatalf("job after a failed sync of its batches: %s %q, want %s %q", j.State, j.Error, library.ImportFailed, notSynced)
+	}
+	if j.Created != n {
+		t.Errorf("created %d, want %d (visible, only not known to be on disk)", j.Created, n)
+	}
+}
