@@ -248,6 +248,13 @@ func (r *Runner) claimAndRun(run context.Context, j *library.ImportJob) {
 		}
 	}
 	ok, err := library.Of(r.store).ClaimImportJob(run, j.ID, r.holder, claimTTL)
+	if ok && errors.Is(err, storage.ErrNotSynced) {
+		// Claimed, but the disk failed a sync, maybe of this job's batches
+		// written without waiting for it.
+		r.log.Error("import not synced to disk", zap.String("job", j.ID), zap.Error(err))
+		r.finish(run, j, library.ImportFailed, notSynced)
+		return
+	}
 	if err != nil {
 		if run.Err() == nil {
 			r.log.Warn("claim an import", zap.String("job", j.ID), zap.Error(err))
@@ -259,6 +266,7 @@ func (r *Runner) claimAndRun(run context.Context, j *library.ImportJob) {
 	}
 	ctx, cancel := context.WithCancel(run)
 	renewed := make(chan struct{})
+	var unsynced atomic.Bool // a renewal heard that the disk failed a sync
 	go func() {
 		defer close(renewed)
 		t := time.NewTicker(claimTTL / 3)
@@ -269,7 +277,14 @@ func (r *Runner) claimAndRun(run context.Context, j *library.ImportJob) {
 				return
 			case <-t.C:
 			}
-			if ok, err := library.Of(r.store).ClaimImportJob(ctx, j.ID, r.holder, claimTTL); err != nil || !ok {
+			ok, err := library.Of(r.store).ClaimImportJob(ctx, j.ID, r.holder, claimTTL)
+			if ok && errors.Is(err, storage.ErrNotSynced) {
+				r.log.Error("import not synced to disk", zap.String("job", j.ID), zap.Error(err))
+				unsynced.Store(true)
+				cancel()
+				return
+			}
+			if err != nil || !ok {
 				r.log.Warn("an import's claim was lost; leaving it to another node", zap.String("job", j.ID), zap.Error(err))
 				cancel()
 				return
@@ -280,6 +295,9 @@ func (r *Runner) claimAndRun(run context.Context, j *library.ImportJob) {
 	r.runJob(ctx, run, j)
 	cancel()
 	<-renewed
+	if unsynced.Load() {
+		r.finish(run, j, library.ImportFailed, notSynced)
+	}
 	// Released even when the run was stopped (a reload, Close): the next
 	// runner on the store resumes the job at once rather than once the
 	// claim lapses.
