@@ -4,21 +4,29 @@
 # each RUNS times on a fresh store, and prints for each run the time until
 # the rows are written (the command with --no-fetch-wait, and the job's own
 # from its creation to its end) and the memory of the Caddy process doing
-# the import, sampled every 10 ms by gqlbench peakmem: its largest
-# anonymous resident memory (RssAnon: heap, stacks, runtime; Badger's
-# memtables, caches and table builders are in the heap), its largest
-# file-backed resident part (RssFile: the binary's pages and Badger's
-# memory-mapped files, page cache the kernel takes back under pressure),
-# VmHWM (the kernel's peak of both together, reset before the import) and
-# the anonymous memory of the idle Caddy before the import.
+# the import, sampled every 10 ms by gqlbench peakmem: its peak resident
+# size (VmHWM, what top and /usr/bin/time -v report; reset before the
+# import), the largest anonymous resident memory (RssAnon: heap, stacks,
+# runtime; Badger's memtables, caches and table builders are in the heap)
+# and file-backed resident part (RssFile: the binary's pages and Badger's
+# memory-mapped files, page cache the kernel takes back under pressure)
+# seen, the same three of the idle Caddy before the import, and where the
+# file-backed pages were when they were most (the binary, Badger's
+# memtable logs *.mem, value logs *.vlog and tables *.sst).
+#
+# By default Caddy runs with the small-memory settings of docs/operations.md
+# ("Memory on a small machine"): GOMEMLIMIT=64MiB and memtable_size 4MiB.
 #
 #   bash bench/imports.sh          # from the repository root; needs curl and GNU time
 #   RUNS=5 ROWS=20000 bash bench/imports.sh
+#   GOMEMLIMIT= STORE_OPTIONS= bash bench/imports.sh    # Hearth's and Go's defaults
 #
 # Env: RUNS (default 3), ROWS (default 10000), CADDY (a caddy binary to
-# run instead of building this tree's), GOMEMLIMIT (passed to Caddy when
-# set), HEAPPROFILES (a directory: heap profiles of Caddy taken from its
-# admin API every 200 ms during each import, FILE-RUN-N.pprof, for
+# run instead of building this tree's), GOMEMLIMIT (default 64MiB; empty:
+# Go's default) and GOGC (passed to Caddy when set), STORE_OPTIONS (more
+# lines of the hearth block; default "memtable_size 4MiB"), HEAPPROFILES (a
+# directory: heap profiles of Caddy taken from its admin API every 200 ms
+# during each import, FILE-RUN-N.pprof, for
 # go tool pprof -sample_index=inuse_space; the heap as of the last
 # collection).
 # The imported addresses are on example.org: the background fetches that
@@ -27,6 +35,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 RUNS=${RUNS:-3}
+limit=${GOMEMLIMIT-64MiB}
+unset GOMEMLIMIT # Caddy's alone, not the builds'
+STORE_OPTIONS=${STORE_OPTIONS-memtable_size 4MiB}
 ROWS=${ROWS:-10000}
 PORT=${PORT:-8097}
 ADMIN=${ADMIN:-localhost:2097}
@@ -34,6 +45,11 @@ SITE=http://localhost:$PORT
 
 [ -x /usr/bin/time ] || { echo "bench: install GNU time (apt-get install time)" >&2; exit 1; }
 bench_start gqlbench
+if [ -n "$limit" ]; then
+	printf '#!/bin/sh\nGOMEMLIMIT=%s exec %s "$@"\n' "$limit" "$(realpath "$caddy")" >"$work/caddy"
+	chmod +x "$work/caddy"
+	caddy=$work/caddy
+fi
 bench/results/gqlbench importfile -format readwise-reader -rows "$ROWS" -o "$work/readwise-reader.csv"
 bench/results/gqlbench importfile -format pocket-zip -rows "$ROWS" -o "$work/pocket.zip"
 
@@ -46,13 +62,14 @@ job_seconds() {
 	awk -v a="$(date -d "$created" +%s.%N)" -v b="$(date -d "$finished" +%s.%N)" 'BEGIN { printf "%.2f", b - a }'
 }
 
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); GOMEMLIMIT=${limit:-(unset)}; store options: ${STORE_OPTIONS:-(defaults)}"
 for file in readwise-reader.csv pocket.zip; do
 	for run in $(seq "$RUNS"); do
 		dir=$work/store-$run
 		rm -rf "$dir" "$dir-imports"
 		{
-			caddy_global "$ADMIN" "$PORT" "storage_dir $dir"
+			caddy_global "$ADMIN" "$PORT" "storage_dir $dir
+		${STORE_OPTIONS:-}"
 			printf 'http://localhost:%s {\n' "$PORT"
 			graphql_unlimited
 		} >"$work/Caddyfile"
