@@ -35,6 +35,8 @@ const recordCacheSize = 4096
 // are bypassed, and they are emptied before they are trusted again (live).
 type RecordCache[T any] struct {
 	prefix []byte
+	// size bounds the entries (0: recordCacheSize).
+	size int
 	// live, when set (a shared engine), says whether the cache may be
 	// trusted now and in which listener epoch (kv.LiveEpochs): entries of
 	// an earlier epoch are dropped before any is served.
@@ -105,7 +107,7 @@ func (c *RecordCache[T]) Add(gen uint64, id string, rec *T) {
 	if gen != c.gen || epoch != c.epoch {
 		return
 	}
-	if len(c.records) >= recordCacheSize {
+	if len(c.records) >= recordCacheSize || (c.size > 0 && len(c.records) >= c.size) {
 		for k := range c.records {
 			delete(c.records, k)
 			break
@@ -177,10 +179,17 @@ var cacheKinds []func(live func() (uint64, bool)) recordCaches
 
 // NewCacheKind declares the kind of the records of type T under prefix.
 // Call it only to initialize a package-level variable.
-func NewCacheKind[T any](prefix []byte) *CacheKind[T] {
+func NewCacheKind[T any](prefix []byte) *CacheKind[T] { return NewSizedCacheKind[T](prefix, 0) }
+
+// NewSizedCacheKind is NewCacheKind for records large enough that a cache
+// holds fewer of them than recordCacheSize: at most entries (0:
+// recordCacheSize).
+func NewSizedCacheKind[T any](prefix []byte, entries int) *CacheKind[T] {
 	k := &CacheKind[T]{i: len(cacheKinds), prefix: prefix}
 	cacheKinds = append(cacheKinds, func(live func() (uint64, bool)) recordCaches {
-		return newRecordCache[T](prefix, live)
+		c := newRecordCache[T](prefix, live)
+		c.size = entries
+		return c
 	})
 	return k
 }

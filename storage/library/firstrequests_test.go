@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -38,35 +39,45 @@ func TestFirstRequestsAfterOpen(t *testing.T) {
 	if dir == "" {
 		dir = filepath.Join(t.TempDir(), "store")
 	}
+	// HEARTH_FIRST_WORDS sets the words of each text (250, about 1.5 KB;
+	// 850 is about 5 KB).
+	words, _ := strconv.Atoi(os.Getenv("HEARTH_FIRST_WORDS"))
+	if words <= 0 {
+		words = 250
+	}
+	// HEARTH_FIRST_CASES runs only the cases whose names it matches (an
+	// expression matching none only writes the store).
+	only, err := regexp.Compile(os.Getenv("HEARTH_FIRST_CASES"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// HEARTH_FIRST_COPY=0 opens the kept store itself for each case (a
+	// restart of a settled store) instead of a copy of it as written: a
+	// store of a million items is too large to copy.
+	copyStore := os.Getenv("HEARTH_FIRST_COPY") != "0"
 	memberID, label := "", "topic"
 	if b, err := os.ReadFile(dir + ".member"); err == nil {
 		memberID = string(b)
 	} else {
-		memberID, label = writeFirstRequestsStore(t, dir, n)
+		memberID, label = writeFirstRequestsStore(t, dir, n, words)
 		if err := os.WriteFile(dir+".member", []byte(memberID), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	yes := true
-	cases := []struct {
-		name string
-		f    ItemFilter
-	}{
-		{"first page", ItemFilter{}},
-		{"in:archive", ItemFilter{Status: StatusArchived}},
-		{"type:newsletter", ItemFilter{Type: TypeNewsletter}},
-		{"label:topic", ItemFilter{LabelsAll: [][]string{{label}}}},
-		{"has:highlights", ItemFilter{HasHighlights: &yes}},
-		{"common word", ItemFilter{Text: "arba"}},
-		{"rare word", ItemFilter{Text: "zyzzyva"}},
-	}
+	cases := firstRequestsCases(label)
 	for _, c := range cases {
-		// Each case opens its own copy of the store as it was written.
-		copyDir := filepath.Join(t.TempDir(), "copy")
-		if out, err := exec.Command("cp", "-a", dir, copyDir).CombinedOutput(); err != nil {
-			t.Fatalf("cp: %v %s", err, out)
+		if !only.MatchString(c.name) {
+			continue
 		}
-		st, err := storage.Open(copyDir, storage.Options{})
+		// Each case opens its own copy of the store as it was written.
+		openDir := dir
+		if copyStore {
+			openDir = filepath.Join(t.TempDir(), "copy")
+			if out, err := exec.Command("cp", "-a", dir, openDir).CombinedOutput(); err != nil {
+				t.Fatalf("cp: %v %s", err, out)
+			}
+		}
+		st, err := storage.Open(openDir, storage.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,6 +112,32 @@ func TestFirstRequestsAfterOpen(t *testing.T) {
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}
+		if copyStore {
+			if err := os.RemoveAll(openDir); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// firstRequestsCase is a page TestFirstRequestsAfterOpen times.
+type firstRequestsCase struct {
+	name string
+	f    ItemFilter
+}
+
+// firstRequestsCases are the pages TestFirstRequestsAfterOpen times, of
+// the store's label.
+func firstRequestsCases(label string) []firstRequestsCase {
+	yes := true
+	return []firstRequestsCase{
+		{"first page", ItemFilter{}},
+		{"in:archive", ItemFilter{Status: StatusArchived}},
+		{"type:newsletter", ItemFilter{Type: TypeNewsletter}},
+		{"label:topic", ItemFilter{LabelsAll: [][]string{{label}}}},
+		{"has:highlights", ItemFilter{HasHighlights: &yes}},
+		{"common word", ItemFilter{Text: "arba"}},
+		{"rare word", ItemFilter{Text: "zyzzyva"}},
 	}
 }
 
@@ -124,11 +161,11 @@ func timePages(t *testing.T, st *storage.Store, memberID string, f ItemFilter, n
 	return ds
 }
 
-// writeFirstRequestsStore writes n items of 250 Zipf-distributed words
+// writeFirstRequestsStore writes n items of words Zipf-distributed words
 // (a third archived, a tenth newsletters, a fifth labelled, one in fifty
 // with highlights) into a store at dir, and closes it as soon as the last
 // is written (its indexer perhaps not done).
-func writeFirstRequestsStore(t *testing.T, dir string, n int) (memberID, label string) {
+func writeFirstRequestsStore(t *testing.T, dir string, n, nwords int) (memberID, label string) {
 	t.Helper()
 	st, err := storage.Open(dir, storage.Options{})
 	if err != nil {
@@ -153,7 +190,7 @@ func writeFirstRequestsStore(t *testing.T, dir string, n int) (memberID, label s
 		err := st.Update(t.Context(), func(tx *storage.Tx) error {
 			for j := i; j < min(i+100, n); j++ {
 				var words []string
-				for len(words) < 250 {
+				for len(words) < nwords {
 					words = append(words, vocab[z.Uint64()])
 				}
 				at := base.Add(time.Duration(j) * time.Second)
@@ -287,5 +324,32 @@ func TestWritersKeepTheTextBacklogBounded(t *testing.T) {
 	page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "zyzzyva"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
 	if err != nil || len(page.Items) != 1 {
 		t.Fatalf("a rare word right after the open: %+v, %v; want its one item", page, err)
+	}
+}
+
+// BenchmarkFirstRequestsStore times, on the store TestFirstRequestsAfterOpen
+// kept at HEARTH_FIRST_STORE (opened as it is, its index caught up), each
+// of its pages warm: for profiles (-cpuprofile) of one case.
+func BenchmarkFirstRequestsStore(b *testing.B) {
+	dir := os.Getenv("HEARTH_FIRST_STORE")
+	member, err := os.ReadFile(dir + ".member")
+	if dir == "" || err != nil {
+		b.Skip("HEARTH_FIRST_STORE names no kept store")
+	}
+	st, err := storage.Open(dir, storage.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	memberID := string(member)
+	waitIndexed(b, st, memberID)
+	for _, c := range firstRequestsCases("topic") {
+		b.Run(strings.ReplaceAll(c.name, " ", "-"), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Of(st).SavedItemsPage(b.Context(), memberID, c.f, PageRequest{Field: SortCreatedAt, Desc: true, First: 50}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

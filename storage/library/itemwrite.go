@@ -61,6 +61,7 @@ type itemChange struct {
 func writeItem(tx *storage.Tx, c itemChange) error {
 	old, it := c.old, c.it
 	mid := it.MemberID
+	itemsChanged(tx, mid)
 	if err := writeLabelLinks(tx, old, it); err != nil {
 		return err
 	}
@@ -254,6 +255,7 @@ const maxOrderedCopyBytes = 256 << 10
 // its highlights and its pending fetch, and leaves its tombstone.
 func removeItem(tx *storage.Tx, it *SavedItem) error {
 	mid := it.MemberID
+	itemsChanged(tx, mid)
 	if err := deleteItemSearch(tx, it); err != nil {
 		return err
 	}
@@ -478,6 +480,36 @@ func flushFilterCounts(tx *storage.Tx, lt *libraryTx) error {
 		}
 	}
 	lt.filterDeltas = nil
+	return nil
+}
+
+// itemsVersionKey holds the version of the member's items: a new id at
+// every commit that writes or removes one (absent until the first), which
+// a cached answer of a page is checked against (pageCache).
+func itemsVersionKey(memberID string) []byte { return storage.Key("u", memberID, "gql", "iv") }
+
+// itemsChanged notes that tx writes or removes an item of memberID.
+func itemsChanged(tx *storage.Tx, memberID string) {
+	if lt := libraryState.Of(tx); !slices.Contains(lt.itemMembers, memberID) {
+		lt.itemMembers = append(lt.itemMembers, memberID)
+	}
+}
+
+// flushItemsVersions gives the items of the members tx changed a new
+// version, once a transaction: written, never read, so that concurrent
+// writers do not conflict on it (on Badger; PostgreSQL's serializable
+// transactions retry as they do for the filter counts).
+func flushItemsVersions(tx *storage.Tx, lt *libraryTx) error {
+	for _, m := range lt.itemMembers {
+		id, err := tx.NewID()
+		if err != nil {
+			return err
+		}
+		if err := tx.Put(itemsVersionKey(m), []byte(id), 0); err != nil {
+			return err
+		}
+	}
+	lt.itemMembers = nil
 	return nil
 }
 

@@ -20,7 +20,7 @@ var itemWriterFiles = []string{"itemwrite.go", "searchcatchup.go"}
 // itemKeyEncoders make the keys of an item and those derived from it.
 var itemKeyEncoders = []string{
 	"itemKey", "contentKey", "urlKey", "messageIDKey", "itemMessageIDKey", "itemIndexPrefix", "itemIndexKeys",
-	"labelItemKey", "importKeyKey", "siteItemKey", "siteNameKey", "siteItemsPrefix", "typeItemsPrefix",
+	"labelItemKey", "itemsVersionKey", "importKeyKey", "siteItemKey", "siteNameKey", "siteItemsPrefix", "typeItemsPrefix",
 	"highlightedItemsPrefix", "orderedTypePrefix", "orderedHighlightedPrefix", "orderedLabelPrefix",
 	"orderedFilterKeys", "filterCountKey", "textReadyKey", "textKey", "imageKey", "imageListKey", "imageUsageKey",
 }
@@ -28,7 +28,7 @@ var itemKeyEncoders = []string{
 // itemKeyNames are the names under u/<member>/gql/ of those keys, for
 // keys made with storage.Key directly.
 var itemKeyNames = []string{"item", "content", "url", "msgid", "msgof", "ix", "li", "impkey", "sd", "sn", "ty",
-	"hh", "oy", "oh", "ol", "fc", "tv", "tt", "img", "imgs", "imgbytes"}
+	"hh", "oy", "oh", "ol", "fc", "tv", "tt", "img", "imgs", "imgbytes", "iv"}
 
 // itemDerivedWriters write keys derived from an item; only the writer's
 // files call them.

@@ -29,6 +29,9 @@ type libraryTx struct {
 	// fenceDeltas holds the items' moves in the createdAt order, added to
 	// the offsets' buckets at the commit (flushFences, offsets.go).
 	fenceDeltas map[string]*fenceDelta
+	// itemMembers lists the members whose items this transaction wrote
+	// or removed, whose items version it sets (flushItemsVersions).
+	itemMembers []string
 }
 
 var libraryState = storage.NewTxState[libraryTx]()
@@ -43,6 +46,9 @@ func libraryBeforeCommit(tx *storage.Tx) error {
 		return nil
 	}
 	if err := flushFilterCounts(tx, lt); err != nil {
+		return err
+	}
+	if err := flushItemsVersions(tx, lt); err != nil {
 		return err
 	}
 	return flushFences(tx, lt)

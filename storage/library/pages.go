@@ -175,8 +175,14 @@ func (s Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter
 		c := wordCache.Of(s.st)
 		q.words = &wordLookup{cache: c, gen: c.Generation()} // before the transaction
 	}
+	pages := newPageLookup(s.st, memberID, statuses, f, p) // before the transaction
 	page := &ItemPage{}
+	cached := false
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		var err error
+		if cached, err = pages.read(tx, memberID, page); err != nil || cached {
+			return err
+		}
 		q := q
 		q.tx = tx
 		if err := q.readAfter(); err != nil {
@@ -206,6 +212,9 @@ func (s Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter
 		return nil, err
 	}
 	q.words.done()
+	if !cached {
+		pages.add(page)
+	}
 	return page, nil
 }
 

@@ -32,6 +32,13 @@ func wordCached(st *storage.Store, memberID, word string) bool {
 	return wordCache.Of(st).Get(memberID+"\x00"+word) != nil
 }
 
+// wordPageCached reports whether st's page cache holds the page
+// wordSearch asks for word.
+func wordPageCached(st *storage.Store, memberID, word string) bool {
+	l := newPageLookup(st, memberID, []string{StatusActive}, ItemFilter{Text: word}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	return pageCache.Of(st).Get(l.key) != nil
+}
+
 // saveWordItems saves four items: two whose text holds "zanzibarite", one
 // that holds each of its trigrams but not the word (a candidate of the
 // index that its verification turns down), one without it. It returns
@@ -111,8 +118,9 @@ func testWordSearchCachedExact(t *testing.T) {
 	check("deleted")
 }
 
-// Two nodes of one site: a word search cached on each node answers, on
-// either, what the other node's writes left, from the next search on.
+// Two nodes of one site: a word search cached on each node (its result
+// and its page) answers, on either, what the other node's writes left,
+// from the next search on.
 func TestClusterWordSearchExactOnEveryNode(t *testing.T) {
 	a, b := wordNodes.TwoNodes(t)
 	alice, err := members.Of(a).CreateMember(t.Context(), "alice", "", "correct horse")
@@ -133,7 +141,8 @@ func TestClusterWordSearchExactOnEveryNode(t *testing.T) {
 					t.Fatalf("%s: %v, want %v", when, got, want)
 				}
 			}
-			return wordCached(a, m, "zanzibarite") && wordCached(b, m, "zanzibarite")
+			return wordCached(a, m, "zanzibarite") && wordCached(b, m, "zanzibarite") &&
+				wordPageCached(a, m, "zanzibarite") && wordPageCached(b, m, "zanzibarite")
 		})
 		for _, st := range []*storage.Store{a, b} {
 			if got := wordSearch(t, st, m, "zanzibarite"); !slices.Equal(got, want) {
