@@ -483,9 +483,9 @@ func flushFilterCounts(tx *storage.Tx, lt *libraryTx) error {
 	return nil
 }
 
-// itemsVersionKey holds the version of the member's items: a new id at
-// every commit that writes or removes one (absent until the first), which
-// a cached answer of a page is checked against (pageCache).
+// itemsVersionKey holds the version of the member's items: a new random
+// value at every commit that writes or removes one (absent until the
+// first), which a cached answer of a page is checked against (pageCache).
 func itemsVersionKey(memberID string) []byte { return storage.Key("u", memberID, "gql", "iv") }
 
 // itemsChanged notes that tx writes or removes an item of memberID.
@@ -496,16 +496,13 @@ func itemsChanged(tx *storage.Tx, memberID string) {
 }
 
 // flushItemsVersions gives the items of the members tx changed a new
-// version, once a transaction: written, never read, so that concurrent
-// writers do not conflict on it (on Badger; PostgreSQL's serializable
-// transactions retry as they do for the filter counts).
+// version, once a transaction: random (an update that needs no id does
+// not wait for the node's id slot), written and never read, so that
+// concurrent writers do not conflict on it (on Badger; PostgreSQL's
+// serializable transactions retry as they do for the filter counts).
 func flushItemsVersions(tx *storage.Tx, lt *libraryTx) error {
 	for _, m := range lt.itemMembers {
-		id, err := tx.NewID()
-		if err != nil {
-			return err
-		}
-		if err := tx.Put(itemsVersionKey(m), []byte(id), 0); err != nil {
+		if err := tx.Put(itemsVersionKey(m), []byte(storage.NewSecret("", 12)), 0); err != nil {
 			return err
 		}
 	}

@@ -17,9 +17,9 @@ import (
 // each step. pageCache keeps, by member and request, such a page — its
 // items' records and cursors — against the member's items version
 // (itemsVersionKey), which every commit that writes or removes an item
-// sets to a new id: a page asked again in the same version — on any node,
-// the version is read from the store — is answered from the cache after
-// one point read. The page is the same: what a search matches is the
+// sets to a new random value: a page asked again in the same version — on
+// any node, the version is read from the store — is answered from the
+// cache after one point read. The page is the same: what a search matches is the
 // items' records and texts, which only writeItem and removeItem write.
 // (Reading the page's items by id instead costs a point read each, about
 // as much as the walk.) Its prefix is no record's: the cache is emptied
