@@ -81,34 +81,49 @@ func (l *memberLists) size() int {
 
 // lists reads the member's lists through listsCache.
 func (s Store) lists(ctx context.Context, memberID string) (*memberLists, error) {
-	c := listsCache.Of(s.st)
-	gen := c.Generation() // before the transaction
+	l := newListsLookup(s.st) // before the transaction
 	var out *memberLists
-	var fresh bool
 	err := s.st.View(ctx, func(tx *storage.Tx) (err error) {
-		out, fresh, err = cachedLists(tx, c, memberID)
+		out, err = l.read(tx, memberID)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if fresh && out.size() <= maxCachedListBytes {
-		c.Add(gen, memberID, out)
-	}
+	l.done(memberID)
 	return out, nil
 }
 
-// labelsIn returns the member's labels as tx sees them, from c when it
+// listsLookup is one transaction's use of listsCache: the cache, its
+// generation read before the transaction began, and the lists the
+// transaction read from the store (added by done).
+type listsLookup struct {
+	cache *storage.RecordCache[memberLists]
+	gen   uint64
+	fresh *memberLists
+}
+
+func newListsLookup(st *storage.Store) *listsLookup {
+	c := listsCache.Of(st)
+	return &listsLookup{cache: c, gen: c.Generation()}
+}
+
+// read returns the member's lists as tx sees them, from the cache when it
 // holds those of that version (shared: not to be changed).
-func labelsIn(tx *storage.Tx, c *storage.RecordCache[memberLists], memberID string) ([]*Label, error) {
-	v, err := tx.Get(listsVersionKey(memberID))
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return nil, err
+func (l *listsLookup) read(tx *storage.Tx, memberID string) (*memberLists, error) {
+	out, fresh, err := cachedLists(tx, l.cache, memberID)
+	if fresh {
+		l.fresh = out
 	}
-	if r := c.Get(memberID); r != nil && r.version == string(v) {
-		return r.labels, nil
+	return out, err
+}
+
+// done adds the lists read from the store to the cache, once the
+// transaction that read them has succeeded.
+func (l *listsLookup) done(memberID string) {
+	if l != nil && l.fresh != nil && l.fresh.size() <= maxCachedListBytes {
+		l.cache.Add(l.gen, memberID, l.fresh)
 	}
-	return labels(tx, memberID)
 }
 
 // copies returns copies of the records of list (the cache's are shared),

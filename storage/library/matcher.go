@@ -73,18 +73,18 @@ func (m *itemMatcher) matchWithinBudget(it *SavedItem) (bool, error) {
 
 // newItemMatcher is the matcher of f, reading the member's labels (for
 // label filters) through lists (listsCache).
-func newItemMatcher(tx *storage.Tx, memberID string, f ItemFilter, lists *storage.RecordCache[memberLists]) (*itemMatcher, error) {
+func newItemMatcher(tx *storage.Tx, memberID string, f ItemFilter, lists *listsLookup) (*itemMatcher, error) {
 	m := &itemMatcher{tx: tx, memberID: memberID, f: f}
 	if t := strings.TrimSpace(f.Text); t != "" {
 		m.needle = textindex.AppendFold(nil, t)
 	}
 	if len(f.LabelsAll) > 0 || len(f.LabelsNot) > 0 {
-		labels, err := labelsIn(tx, lists, memberID)
+		ls, err := lists.read(tx, memberID)
 		if err != nil {
 			return nil, err
 		}
 		byName := map[string][]string{}
-		for _, l := range labels {
+		for _, l := range ls.labels {
 			n := labelNameFold(l.Name)
 			byName[n] = append(byName[n], l.ID)
 		}

@@ -176,6 +176,10 @@ func (s Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter
 		q.words = &wordLookup{cache: c, gen: c.Generation()} // before the transaction
 	}
 	pages := newPageLookup(s.st, memberID, statuses, f, p) // before the transaction
+	var lists *listsLookup
+	if len(f.LabelsAll) > 0 || len(f.LabelsNot) > 0 {
+		lists = newListsLookup(s.st)
+	}
 	page := &ItemPage{}
 	cached := false
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
@@ -188,7 +192,7 @@ func (s Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter
 		if err := q.readAfter(); err != nil {
 			return err
 		}
-		m, err := newItemMatcher(tx, memberID, f, listsCache.Of(s.st))
+		m, err := newItemMatcher(tx, memberID, f, lists)
 		if err != nil {
 			return err
 		}
@@ -212,6 +216,7 @@ func (s Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter
 		return nil, err
 	}
 	q.words.done()
+	lists.done(memberID)
 	if !cached {
 		pages.add(page)
 	}
