@@ -16,9 +16,9 @@ import (
 var (
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("already exists")
-	// ErrNotSynced: the write is made and visible, but it or writes
-	// acknowledged before it without waiting (UpdateAsync) may not survive
-	// a power loss: the store's disk failed a sync.
+	// ErrNotSynced: the write is made and visible, but it may not survive
+	// a power loss: the store's disk failed a sync. Store.Sync also returns
+	// it for writes acknowledged without waiting (UpdateAsync).
 	ErrNotSynced = kv.ErrNotSynced
 )
 

@@ -52,9 +52,10 @@ var (
 	ErrInvalid = errors.New("kv: invalid argument")
 	// ErrNotSynced is returned by a synchronous Update (and Sync) of an
 	// engine that syncs its own logs when it could not bring them to disk:
-	// the commit is made and visible, but it, or an Async commit returned
-	// before it, may not survive a power loss. Running the transaction
-	// again does not help: the disk or its file system failed.
+	// the commit is made and visible, but it may not survive a power loss;
+	// Sync also returns it, once, for the failed sync of Async commits
+	// returned before it. Running the transaction again does not help: the
+	// disk or its file system failed.
 	ErrNotSynced = errors.New("kv: the store could not write its log to disk")
 )
 

@@ -182,7 +182,7 @@ func (e *Engine) Sync() error {
 		return e.db.Sync()
 	}
 	e.vlogWritten.Store(true)
-	return e.durable.wait()
+	return e.durable.syncAll()
 }
 
 // synced returns once the commits that returned so far are on disk.
@@ -195,9 +195,9 @@ func (e *Engine) synced() error {
 
 // flushSoon makes sure a sync starts within asyncFlushDelay after the Async
 // commit that just returned. A failed sync is logged and returned by the next
-// synchronous commit, Sync or Import (kv.ErrNotSynced): the writer that
-// acknowledges work made of Async commits (an import's end) learns that it
-// may not be on disk.
+// Sync (kv.ErrNotSynced): the writer that acknowledges work made of Async
+// commits (an import's end) learns that it may not be on disk. Synchronous
+// commits return only the failure of their own sync.
 func (e *Engine) flushSoon() {
 	if e.durable == nil {
 		return

@@ -43,9 +43,11 @@ type groupSync struct {
 	failedAt uint64 // number of the last sync that failed
 	failErr  error
 	// unreported is the failure of a sync that only asynchronous commits
-	// relied on (flush): the next wait returns it, so the synchronous
-	// commit that acknowledges work after them learns that they may not
-	// be on disk.
+	// relied on (flush): the next syncAll (Engine.Sync, which the writer
+	// acknowledging work made of them calls) returns it. A synchronous
+	// commit's wait does not: its own writes are on disk, and the failure
+	// is not its to report (a member's save would fail though saved, and
+	// the import whose batches it was about would end as done).
 	unreported error
 	waiting    int // callers blocked in wait (tests)
 }
@@ -57,16 +59,20 @@ func newGroupSync(sync func() error) *groupSync {
 }
 
 // wait returns when every commit that returned before the call is on disk.
-func (g *groupSync) wait() error { return g.syncedOrKept(false) }
+func (g *groupSync) wait() error { return g.synced(false, false) }
+
+// syncAll is wait that also returns, once, the failure kept by flush.
+func (g *groupSync) syncAll() error { return g.synced(true, false) }
 
 // flush is wait for the asynchronous commits: its failure, which no
-// synchronous commit may have seen, is kept for the next wait, and an
-// earlier one kept stays for it. A failed sync
-// is not tried again (after a write-back error the kernel may have dropped
-// the pages, and a later fdatasync can succeed without them).
-func (g *groupSync) flush() error { return g.syncedOrKept(true) }
+// synchronous commit may have seen, is kept for the next syncAll. A failed
+// sync is not tried again (after a write-back error the kernel may have
+// dropped the pages, and a later fdatasync can succeed without them).
+func (g *groupSync) flush() error { return g.synced(false, true) }
 
-func (g *groupSync) syncedOrKept(keep bool) error {
+// synced is wait; with report it also returns the failure kept by flush
+// (and forgets it), with keep it keeps its own failure for syncAll.
+func (g *groupSync) synced(report, keep bool) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	// A sync already running may have listed the files before our commit
@@ -92,21 +98,17 @@ func (g *groupSync) syncedOrKept(keep bool) error {
 		}
 		g.cond.Broadcast()
 	}
+	var err error
+	if report {
+		err, g.unreported = g.unreported, nil
+	}
 	if g.failedAt >= need {
-		err := fmt.Errorf("%w: sync the store's logs: %w", kv.ErrNotSynced, g.failErr)
+		err = fmt.Errorf("%w: sync the store's logs: %w", kv.ErrNotSynced, g.failErr)
 		if keep {
 			g.unreported = fmt.Errorf("%w (after commits that did not wait for it)", err)
-		} else {
-			g.unreported = nil
 		}
-		return err
 	}
-	if keep {
-		return nil // an earlier failure stays for the next wait
-	}
-	earlier := g.unreported
-	g.unreported = nil
-	return earlier
+	return err
 }
 
 // asyncFlushDelay is how long after an asynchronous commit (UpdateAsync) a
