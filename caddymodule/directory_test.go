@@ -20,25 +20,16 @@ import (
 	"github.com/hearthkit/caddy-hearth/internal/testrelay"
 )
 
-// memoryRelay is a khatru relay on loopback keeping events in memory.
-func memoryRelay(t *testing.T) (*httptest.Server, *khatru.Relay) {
+// memoryRelay is a khatru relay on loopback keeping events in memory, and
+// a function that stores an event in it without broadcasting it
+// (subscribers read it when they next query).
+func memoryRelay(t *testing.T) (*httptest.Server, *khatru.Relay, func(*nostr.Event)) {
 	relay := khatru.NewRelay()
 	var events testrelay.Events
 	events.Attach(relay)
 	srv := httptest.NewServer(relay)
 	t.Cleanup(srv.Close)
-	return srv, relay
-}
-
-// memoryRelayStore is a memoryRelay and a function that stores an event in
-// it without broadcasting it (subscribers read it when they next query).
-func memoryRelayStore(t *testing.T) (*httptest.Server, func(*nostr.Event)) {
-	relay := khatru.NewRelay()
-	var events testrelay.Events
-	events.Attach(relay)
-	srv := httptest.NewServer(relay)
-	t.Cleanup(srv.Close)
-	return srv, events.Add
+	return srv, relay, events.Add
 }
 
 type dirAgent struct {
@@ -118,7 +109,7 @@ func postJSON(t *testing.T, url string, body any) (int, []byte) {
 }
 
 func TestDirectoryThroughCaddy(t *testing.T) {
-	relay, khatruRelay := memoryRelay(t)
+	relay, khatruRelay, _ := memoryRelay(t)
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
 	npub, _ := nip19.EncodePublicKey(pk)

@@ -82,7 +82,7 @@ func TestReloadChangingStorageDirDrivesEveryService(t *testing.T) {
 	// (listener.go notifyListeners against addListener/removeListenerId),
 	// which -race reports while subscriptions change at every reload. The
 	// directory reads them when its subscriptions (re)start and query.
-	relay, relayStore := memoryRelayStore(t)
+	relay, _, relayStore := memoryRelay(t)
 	relayURL := "ws://" + strings.TrimPrefix(relay.URL, "http://")
 	article := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
