@@ -25,6 +25,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // reloadSeed is what both storage_dirs of the reload test hold: the same
@@ -336,12 +337,7 @@ func TestReloadChangingStorageDirDrivesEveryService(t *testing.T) {
 		servedBefore[service] = servedCount(service)
 	}
 	for _, service := range services {
-		for deadline := time.Now().Add(60 * time.Second); servedCount(service) == servedBefore[service]; {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s was not served within 60 s of the last reload", service)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		storagetest.Eventually(t, service+" served after the last reload", func() bool { return servedCount(service) > servedBefore[service] })
 	}
 	stop.Store(true)
 	wg.Wait()

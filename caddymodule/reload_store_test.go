@@ -9,7 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // While clients register applications (writes) and try client
@@ -133,10 +134,5 @@ func TestReloadChangingStorageDirWhileRequestsFlow(t *testing.T) {
 func awaitAnswers(t *testing.T, answered *atomic.Int64, n int64, after string) {
 	t.Helper()
 	want := answered.Load() + n
-	for deadline := time.Now().Add(60 * time.Second); answered.Load() < want; {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s the clients had no %d answers within 60 s (%d in all)", after, n, answered.Load())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	storagetest.Eventually(t, fmt.Sprintf("%d answers to the clients after %s", n, after), func() bool { return answered.Load() >= want })
 }
