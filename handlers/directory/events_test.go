@@ -343,6 +343,32 @@ func TestEventsCheckEverySignatureOfALargeBatch(t *testing.T) {
 	}
 }
 
+// A large request is checked and written in turns; when nothing of its
+// last turn is to be written, it is still answered once the turns before
+// are written, each post with its own result.
+func TestEventsAnswerALargeBatchWhoseLastTurnIsRefused(t *testing.T) {
+	e := newEnv(t, Options{})
+	a := newAgent(t)
+	e.mustRegister(regEvent(t, a, e.now(), "poster"))
+	e.clock.Advance(10 * time.Minute)
+	var evts []*nostr.Event
+	for i := range 2*ingestChunk + 3 {
+		n := note(t, a, e.now().Add(-time.Duration(i)*time.Second), "post "+strconv.Itoa(i))
+		if i >= 2*ingestChunk {
+			n.Sig = strings.Repeat("1", 128)
+		}
+		evts = append(evts, n)
+	}
+	for i, r := range e.post(evts...) {
+		if refused := i >= 2*ingestChunk; r.OK == refused || refused != hasPrefix(r.Message, "invalid: signature") {
+			t.Errorf("event %d: %+v", i, r)
+		}
+	}
+	if n := postsOf(t, e.dir, a.pk); n != 2*ingestChunk {
+		t.Errorf("posts = %d, want %d", n, 2*ingestChunk)
+	}
+}
+
 // The checks keep each pubkey's parsed point once seen: a signature still
 // counts only for its own key and its own event, and a pubkey off the curve
 // is refused, before and after the genuine posts of the same keys.
