@@ -124,7 +124,10 @@ func rawEventID(raw json.RawMessage) string {
 // ingestChunk is how many events of a request are checked before they go
 // to the group commit: a large request is checked and written in turns, so
 // that its first posts are written while the next are checked (the
-// checks on every core, the commit on one and the disk).
+// checks on every core, the commit on one and the disk). Only the last
+// turn waits for a sync, which covers the turns committed before it: the
+// request waits for one sync after its last commit, not for the syncs of
+// its first turns too.
 const ingestChunk = 64
 
 // ingestPosts checks and records evts (nil entries were refused before and
@@ -187,9 +190,14 @@ func (d *Directory) ingestPosts(ctx context.Context, evts []*nostr.Event, res []
 			})
 			p.at = append(p.at, base+i)
 		}
+		last := base+ingestChunk >= len(evts)
 		if len(p.posts) > 0 {
-			p.req = d.submitPosts(ctx, p.posts, now)
+			p.req = d.submitPosts(ctx, p.posts, now, !last)
 			parts = append(parts, p)
+		} else if last && len(parts) > 0 {
+			// Nothing of the last turn to write: a barrier makes the
+			// turns before it durable.
+			parts = append(parts, part{req: d.submitPosts(ctx, nil, now, false)})
 		}
 	}
 	var failed error

@@ -343,6 +343,79 @@ func TestEventsCheckEverySignatureOfALargeBatch(t *testing.T) {
 	}
 }
 
+// A large request is checked and written in turns; when nothing of its
+// last turn is to be written, it is still answered once the turns before
+// are written, each post with its own result.
+func TestEventsAnswerALargeBatchWhoseLastTurnIsRefused(t *testing.T) {
+	e := newEnv(t, Options{})
+	a := newAgent(t)
+	e.mustRegister(regEvent(t, a, e.now(), "poster"))
+	e.clock.Advance(10 * time.Minute)
+	var evts []*nostr.Event
+	for i := range 2*ingestChunk + 3 {
+		n := note(t, a, e.now().Add(-time.Duration(i)*time.Second), "post "+strconv.Itoa(i))
+		if i >= 2*ingestChunk {
+			n.Sig = strings.Repeat("1", 128)
+		}
+		evts = append(evts, n)
+	}
+	for i, r := range e.post(evts...) {
+		if refused := i >= 2*ingestChunk; r.OK == refused || refused != hasPrefix(r.Message, "invalid: signature") {
+			t.Errorf("event %d: %+v", i, r)
+		}
+	}
+	if n := postsOf(t, e.dir, a.pk); n != 2*ingestChunk {
+		t.Errorf("posts = %d, want %d", n, 2*ingestChunk)
+	}
+}
+
+// The checks keep each pubkey's parsed point once seen: a signature still
+// counts only for its own key and its own event, and a pubkey off the curve
+// is refused, before and after the genuine posts of the same keys.
+func TestEventsRefuseSignaturesOfAnotherKeyOrEvent(t *testing.T) {
+	e := newEnv(t, Options{})
+	a, b := newAgent(t), newAgent(t)
+	e.mustRegister(regEvent(t, a, e.now(), "a"))
+	e.mustRegister(regEvent(t, b, e.now(), "b"))
+	e.clock.Advance(time.Minute)
+	at := e.now().Add(-time.Second)
+	forged := func() []*nostr.Event {
+		// b's note carrying a's signature of the same text.
+		byA, asB := note(t, a, at, "same text"), note(t, b, at, "same text")
+		asB.Sig = byA.Sig
+		// a's note carrying a's signature of another note.
+		other, moved := note(t, a, at, "first"), note(t, a, at, "second")
+		moved.Sig = other.Sig
+		// A pubkey that is no point on the curve, its id computed.
+		off := note(t, a, at, "off the curve")
+		for x := 0; ; x++ {
+			off.PubKey = fmt.Sprintf("%064x", x)
+			if !nostr.IsValidPublicKey(off.PubKey) {
+				break
+			}
+		}
+		off.ID = off.GetID()
+		return []*nostr.Event{asB, moved, off}
+	}
+	for round := range 2 {
+		evts := append(forged(), note(t, a, at, fmt.Sprintf("genuine %d", round)), note(t, b, at, fmt.Sprintf("genuine %d", round)))
+		res := e.post(evts...)
+		for i, r := range res[:3] {
+			if r.OK || !hasPrefix(r.Message, "invalid: signature") {
+				t.Errorf("round %d, forged event %d: %+v", round, i, r)
+			}
+		}
+		for i, r := range res[3:] {
+			if !r.OK || r.Message != "" {
+				t.Errorf("round %d, genuine event %d: %+v", round, i, r)
+			}
+		}
+	}
+	if pa, pb := postsOf(t, e.dir, a.pk), postsOf(t, e.dir, b.pk); pa != 2 || pb != 2 {
+		t.Errorf("posts = %d, %d; want 2 each", pa, pb)
+	}
+}
+
 // Concurrent requests are written together (group commit): each post is
 // counted once, whichever request carried it first, and each request gets
 // its own results in order.

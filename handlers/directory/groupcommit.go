@@ -39,10 +39,15 @@ type groupCommit struct {
 }
 
 // postRequest is one caller's posts; done is closed once out or err is set.
+// A request with early set is answered once committed, before any sync:
+// the caller waits for a later request of its own that syncs (an empty one
+// may do, as a barrier), whose sync also covers it, since it starts after
+// that later commit.
 type postRequest struct {
 	ctx   context.Context
 	posts []agents.Post
 	now   time.Time
+	early bool
 	out   []error
 	err   error
 	done  chan struct{}
@@ -56,15 +61,16 @@ func (r *postRequest) wait() ([]error, error) {
 // recordPosts records posts (agents.Store.RecordPosts, rules applied at
 // now), in one transaction with those of concurrent callers.
 func (d *Directory) recordPosts(ctx context.Context, posts []agents.Post, now time.Time) ([]error, error) {
-	return d.submitPosts(ctx, posts, now).wait()
+	return d.submitPosts(ctx, posts, now, false).wait()
 }
 
 // submitPosts queues posts for the group commit and returns at once; wait
-// on the request for the results.
-func (d *Directory) submitPosts(ctx context.Context, posts []agents.Post, now time.Time) *postRequest {
+// on the request for the results. early: answer once committed, before
+// the sync (postRequest).
+func (d *Directory) submitPosts(ctx context.Context, posts []agents.Post, now time.Time, early bool) *postRequest {
 	// Not the caller's context alone: its client leaving must not fail
 	// the others' posts committed with them.
-	req := &postRequest{ctx: context.WithoutCancel(ctx), posts: posts, now: now, done: make(chan struct{})}
+	req := &postRequest{ctx: context.WithoutCancel(ctx), posts: posts, now: now, early: early, done: make(chan struct{})}
 	g := &d.commits
 	g.mu.Lock()
 	g.queue = append(g.queue, req)
@@ -114,9 +120,13 @@ func (d *Directory) commitGroup(group []*postRequest, n int) {
 	if pipelined {
 		record = d.agents.RecordPostsAsync
 	}
-	out, err := record(group[0].ctx, all, func(a *agents.Agent, act *agents.Activity, p agents.Post) error {
-		return d.rules.apply(a, act, p, now)
-	})
+	var out []error
+	var err error
+	if n > 0 { // else only barriers, waiting for a sync
+		out, err = record(group[0].ctx, all, func(a *agents.Agent, act *agents.Activity, p agents.Post) error {
+			return d.rules.apply(a, act, p, now)
+		})
+	}
 	off := 0
 	var changed []string
 	for _, r := range group {
@@ -145,9 +155,17 @@ func (d *Directory) commitGroup(group []*postRequest, n int) {
 	}
 	g := &d.commits
 	g.syncMu.Lock()
-	g.synced = append(g.synced, group...)
-	start := !g.syncRunning
-	g.syncRunning = true
+	for _, r := range group {
+		if r.early {
+			close(r.done)
+		} else {
+			g.synced = append(g.synced, r)
+		}
+	}
+	start := !g.syncRunning && len(g.synced) > 0
+	if start {
+		g.syncRunning = true
+	}
 	g.syncMu.Unlock()
 	if start {
 		go d.syncCommitted()

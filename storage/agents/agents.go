@@ -33,7 +33,8 @@ func Of(st *storage.Store) Store { return Store{st} }
 // Agent directory records, under the "agent/" prefix:
 //
 //	agent/a/<pubkey>      Agent: the current registration and NIP-05 state
-//	agent/act/<pubkey>    Activity: bounded activity summary
+//	agent/act/<pubkey>    Activity: bounded activity summary (binary:
+//	                      marshalActivity; older records JSON)
 //	agent/ban/<pubkey>    Ban: the agent is banned (may exist without a registration)
 //	agent/seen/<eventid>  empty: the post was counted (kept for good: relays
 //	                      are read again from each author's registration,
@@ -533,7 +534,7 @@ func (s Store) Each(ctx context.Context, fn func(a *Agent, act *Activity, banned
 			}
 			act = Activity{}
 			if b, ok := acts[a.Pubkey]; ok {
-				if err := json.Unmarshal(b, &act); err != nil {
+				if err := unmarshalActivity(b, &act); err != nil {
 					return false, err
 				}
 			}
@@ -591,7 +592,7 @@ func (s Store) All(ctx context.Context) ([]Record, error) {
 					return
 				}
 				if acts[i] != nil {
-					if err := json.Unmarshal(acts[i], r.Activity); err != nil {
+					if err := unmarshalActivity(acts[i], r.Activity); err != nil {
 						errs[w] = err
 						return
 					}
@@ -612,11 +613,14 @@ func (s Store) All(ctx context.Context) ([]Record, error) {
 func (s Store) Activity(ctx context.Context, pubkey string) (*Activity, error) {
 	var act Activity
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
-		err := tx.GetJSON(agentActKey(pubkey), &act)
+		raw, err := tx.Get(agentActKey(pubkey))
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return unmarshalActivity(raw, &act)
 	})
 	return &act, err
 }
@@ -719,10 +723,7 @@ func (s Store) recordPosts(ctx context.Context, update func(context.Context, fun
 		}
 		sort.Strings(pks)
 		for _, pk := range pks {
-			raw, err := json.Marshal(acts[pk])
-			if err != nil {
-				return err
-			}
+			raw := marshalActivity(acts[pk])
 			if err := tx.Put(agentActKey(pk), raw, 0); err != nil {
 				return err
 			}
@@ -757,7 +758,12 @@ func (s Store) Records(ctx context.Context, pubkeys []string) ([]Record, error) 
 				return err
 			}
 			act := &Activity{}
-			if err := tx.GetJSON(agentActKey(pk), act); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			switch raw, err := tx.Get(agentActKey(pk)); {
+			case err == nil:
+				if err := unmarshalActivity(raw, act); err != nil {
+					return err
+				}
+			case !errors.Is(err, storage.ErrNotFound):
 				return err
 			}
 			banned, err := tx.Has(agentBanKey(pk))

@@ -87,7 +87,7 @@ func (m *postsMemo) activity(pk string, raw []byte) (*Activity, error) {
 		return e.acts.clone(), nil
 	}
 	act := &Activity{}
-	if err := json.Unmarshal(raw, act); err != nil {
+	if err := unmarshalActivity(raw, act); err != nil {
 		return nil, err
 	}
 	m.set(pk, func(e *memoEntry) { e.act, e.acts = sum, act.clone() })
