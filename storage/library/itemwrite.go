@@ -623,10 +623,15 @@ func (s Store) finishHighlightCopies(ctx context.Context, items [][2]string) err
 // content text) this transaction changes for the indexer, which reads the
 // text the item then has.
 func setItemText(tx *storage.Tx, memberID, id string) error {
-	if err := memberIndex(memberID).Queue(tx, id); err != nil {
+	seq, err := memberIndex(memberID).Queue(tx, id)
+	if err != nil {
 		return err
 	}
-	libraryState.Of(tx).addTextMember(memberID)
+	lt := libraryState.Of(tx)
+	lt.addTextMember(memberID)
+	if seq%textBacklogCheckEvery == 0 {
+		lt.backlogMembers = append(lt.backlogMembers, memberID)
+	}
 	return nil
 }
 

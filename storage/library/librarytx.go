@@ -23,6 +23,10 @@ type libraryTx struct {
 	// textMember, so the common case (one member) allocates nothing more.
 	textMembers []string
 	textMember  [1]string
+	// backlogMembers lists the members whose text queue this transaction
+	// took past a multiple of textBacklogCheckEvery: their writer reads
+	// the backlog after the commit (waitForTextBacklog).
+	backlogMembers []string
 	// filterDeltas holds the changes to the search filter counts, written
 	// at the commit (flushFilterCounts).
 	filterDeltas map[string]int64
@@ -55,8 +59,8 @@ func libraryBeforeCommit(tx *storage.Tx) error {
 }
 
 // libraryAfterCommit tells the search indexer which members' texts
-// changed (and holds a writer that left too many waiting: maxTextBacklog),
-// then brings the highlights left out in step.
+// changed (and holds a writer that may have left too many waiting:
+// maxTextBacklog), then brings the highlights left out in step.
 func libraryAfterCommit(ctx context.Context, st *storage.Store, tx *storage.Tx) error {
 	lt := libraryState.Peek(tx)
 	if lt == nil {
@@ -66,7 +70,7 @@ func libraryAfterCommit(ctx context.Context, st *storage.Store, tx *storage.Tx) 
 	for _, m := range lt.textMembers {
 		s.textIndex().Notify(m)
 	}
-	for _, m := range lt.textMembers {
+	for _, m := range lt.backlogMembers {
 		s.waitForTextBacklog(ctx, m)
 	}
 	if len(lt.highlightsLeft) > 0 {

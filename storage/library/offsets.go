@@ -126,18 +126,14 @@ func flushFences(tx *storage.Tx, lt *libraryTx) error {
 	if len(lt.fenceDeltas) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(lt.fenceDeltas))
-	for k, fd := range lt.fenceDeltas {
-		if fd.d != (fenceCounts{}) {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
+	// Only the moves of members whose fences are built count: most
+	// members have none, and their saves stop here.
+	var keys []string
 	ready := map[string]bool{}
-	changed := map[string]fenceCounts{}
-	members := map[string]string{} // fence key -> member
-	for _, k := range keys {
-		fd := lt.fenceDeltas[k]
+	for k, fd := range lt.fenceDeltas {
+		if fd.d == (fenceCounts{}) {
+			continue
+		}
 		r, ok := ready[fd.memberID]
 		if !ok {
 			has, err := tx.Has(fenceReadyKey(fd.memberID))
@@ -146,9 +142,20 @@ func flushFences(tx *storage.Tx, lt *libraryTx) error {
 			}
 			r, ready[fd.memberID] = has, has
 		}
-		if !r {
-			continue
+		if r {
+			keys = append(keys, k)
 		}
+	}
+	deltas := lt.fenceDeltas
+	lt.fenceDeltas = nil
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.Sort(keys)
+	changed := map[string]fenceCounts{}
+	members := map[string]string{} // fence key -> member
+	for _, k := range keys {
+		fd := deltas[k]
 		fk, c, err := fenceOf(tx, fd.memberID, fd.suffix, changed)
 		if err != nil {
 			return err
@@ -158,7 +165,6 @@ func flushFences(tx *storage.Tx, lt *libraryTx) error {
 		}
 		changed[string(fk)], members[string(fk)] = c, fd.memberID
 	}
-	lt.fenceDeltas = nil
 	fks := make([]string, 0, len(changed))
 	for fk := range changed {
 		fks = append(fks, fk)

@@ -129,13 +129,20 @@ var textIndexPaused atomic.Bool
 // written before the index still builds it in the background.)
 const maxTextBacklog = 2000
 
+// textBacklogCheckEvery is how often a writer reads the backlog: after the
+// commit that queued a text at a multiple of it (setItemText), not after
+// every save (a read transaction each). That writer waits
+// until the backlog is textBacklogCheckEvery under maxTextBacklog, so the
+// writers after it, which do not look, stay under maxTextBacklog.
+const textBacklogCheckEvery = 64
+
 // textBacklogWait bounds one writer's wait: an indexer that fails (it logs
 // why) lets writers go on.
 const textBacklogWait = 30 * time.Second
 
 // waitForTextBacklog returns once memberID's waiting texts are at most
-// maxTextBacklog, textBacklogWait has passed, ctx has ended or the store
-// is closing. The store's own work (ctx is its Background: the indexer's
+// maxTextBacklog-textBacklogCheckEvery, textBacklogWait has passed, ctx has
+// ended or the store is closing. The store's own work (ctx is its Background: the indexer's
 // catch-up, migrations, fetches) does not wait: the indexer would wait on
 // itself.
 func (s Store) waitForTextBacklog(ctx context.Context, memberID string) {
@@ -149,7 +156,7 @@ func (s Store) waitForTextBacklog(ctx context.Context, memberID string) {
 			var err error
 			n, err = memberIndex(memberID).Waiting(tx)
 			return err
-		}); err != nil || n <= maxTextBacklog || time.Now().After(deadline) {
+		}); err != nil || n <= maxTextBacklog-textBacklogCheckEvery || time.Now().After(deadline) {
 			return // a failed read: the commit is done, the wait is only a brake
 		}
 		s.textIndex().Urge(memberID)

@@ -24,8 +24,10 @@ type Indexer struct {
 	// without letting changes gather.
 	urgent bool
 	wake   chan struct{}
-	stop   chan struct{}
-	done   sync.WaitGroup
+	// urge cuts short a delay already begun when Urge comes meanwhile.
+	urge chan struct{}
+	stop chan struct{}
+	done sync.WaitGroup
 	// hold is read-held by each pass and held by a restore while it
 	// imports (the records are half there).
 	hold sync.RWMutex
@@ -44,7 +46,8 @@ type IndexerConfig struct {
 
 // NewIndexer returns st's indexer, not started.
 func NewIndexer(st *storage.Store, cfg IndexerConfig) *Indexer {
-	return &Indexer{st: st, cfg: cfg, dirty: map[string]bool{}, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	return &Indexer{st: st, cfg: cfg, dirty: map[string]bool{}, wake: make(chan struct{}, 1),
+		urge: make(chan struct{}, 1), stop: make(chan struct{})}
 }
 
 // Start starts the indexer (Worker).
@@ -88,6 +91,10 @@ func (ix *Indexer) Urge(key string) {
 	ix.urgent = true
 	ix.mu.Unlock()
 	ix.Notify(key)
+	select {
+	case ix.urge <- struct{}{}:
+	default:
+	}
 }
 
 // Notify marks a key (or all, with "") as having work.
@@ -117,14 +124,22 @@ func (ix *Indexer) run() {
 		now := ix.all || ix.urgent
 		ix.urgent = false
 		ix.mu.Unlock()
+		if now {
+			select { // this pass answers it
+			case <-ix.urge:
+			default:
+			}
+		}
 		// Changes gather for a while, but after an open or a restore
 		// (Look) nothing is gathering, and a writer held back (Urge)
 		// waits: the pass starts at once, so that searches read a
-		// backlog for as short a time as can be.
+		// backlog for as short a time as can be. An Urge during the
+		// delay ends it.
 		if d := ix.cfg.Delay(); d > 0 && !now {
 			select {
 			case <-ix.stop:
 				return
+			case <-ix.urge:
 			case <-time.After(d):
 			}
 		}

@@ -8,19 +8,20 @@ import (
 )
 
 // Queue queues document id, whose text the transaction changes, for the
-// indexer, which reads the text the document then has. The caller tells
-// its indexer after the commit.
-func (x Index) Queue(tx *storage.Tx, id string) error {
+// indexer, which reads the text the document then has, and returns its
+// place in the queue (0, 1, 2, … for an index's successive entries). The
+// caller tells its indexer after the commit.
+func (x Index) Queue(tx *storage.Tx, id string) (uint64, error) {
 	var seq uint64
 	if b, err := tx.Get(x.queueKey()); err == nil && len(b) == 8 {
 		seq = binary.BigEndian.Uint64(b)
 	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return err
+		return 0, err
 	}
 	if err := tx.Put(x.pendingKey(seq), []byte(id), 0); err != nil {
-		return err
+		return 0, err
 	}
-	return tx.Put(x.queueKey(), binary.BigEndian.AppendUint64(nil, seq+1), 0)
+	return seq, tx.Put(x.queueKey(), binary.BigEndian.AppendUint64(nil, seq+1), 0)
 }
 
 // Remove takes document id out of the index, in the transaction that

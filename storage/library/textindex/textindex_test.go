@@ -42,7 +42,8 @@ func put(t *testing.T, st *storage.Store, id, text string) {
 		if err := tx.Put(docKey(id), []byte(text), 0); err != nil {
 			return err
 		}
-		return testIndex.Queue(tx, id)
+		_, err := testIndex.Queue(tx, id)
+		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
