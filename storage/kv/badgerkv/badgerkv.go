@@ -66,6 +66,20 @@ const (
 	ValueThreshold = 4 << 10
 )
 
+// levelZeroTables is how many memtables Badger flushes to level 0 before it
+// compacts them into level 1: about 64 MiB of them (8 at the default
+// memtable_size, 16 at 4 MiB, at least 4). A burst of writes (an import of
+// 10,000 items writes about 25 MiB of tables) is then flushed without a
+// compaction running beside it: a compaction's table builders, and the
+// pages of the tables it writes while those it replaces are still mapped,
+// were most of an import's peak memory when Badger compacted after every
+// second flush (bench/README.md, "Imports"). Reads look into each level-0
+// table whose key range holds the key (behind its Bloom filter); writes
+// stall at twice as many.
+func levelZeroTables(memTableSize int64) int {
+	return int(min(max(64<<20/memTableSize, 4), 16))
+}
+
 // ErrLocked is returned by Open when another process holds the directory.
 var ErrLocked = errors.New("the store is in use by another process (is Caddy running? stop it first, or use the admin API)")
 
@@ -128,8 +142,8 @@ func Open(dir string, o Options) (*Engine, error) {
 		WithLogger(o.Logger).
 		WithMemTableSize(o.MemTableSize).
 		WithNumMemtables(2).
-		WithNumLevelZeroTables(2).
-		WithNumLevelZeroTablesStall(8).
+		WithNumLevelZeroTables(levelZeroTables(o.MemTableSize)).
+		WithNumLevelZeroTablesStall(2 * levelZeroTables(o.MemTableSize)).
 		WithBlockCacheSize(o.BlockCacheSize).
 		WithIndexCacheSize(o.IndexCacheSize).
 		WithValueLogFileSize(o.ValueLogFileSize).

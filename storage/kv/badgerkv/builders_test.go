@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -28,6 +29,51 @@ func TestBuilderMemoryIsBoundedByTheOptions(t *testing.T) {
 	// 247 MiB with 8 MiB memtables (375 with 16 MiB): the figure docs/import.md gives.
 	if bound > 256<<20 {
 		t.Fatalf("table builders may take %d MiB with the default options", bound>>20)
+	}
+}
+
+// A burst of writes the size of a 10,000-item import (about 25 MiB of
+// tables) is flushed to level 0 without a compaction beside it: the
+// compaction's table builders and the pages of the tables it rewrites
+// were most of such an import's peak memory (levelZeroTables).
+func TestBurstFlushedWithoutCompaction(t *testing.T) {
+	e, err := Open(t.TempDir(), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	value := bytes.Repeat([]byte("x"), 300)
+	const perTx, total = 200, 28 << 20
+	for i := 0; i*len(value) < total; i += perTx {
+		err := e.Update(context.Background(), kv.TxOptions{}, func(w kv.Writer) error {
+			for j := i; j < i+perTx; j++ {
+				if err := w.Put([]byte(fmt.Sprintf("item/%08d", j)), value, 0); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Three memtables' worth flushed, and time for a compaction to start
+	// as it would after the second with two level-0 tables.
+	for range 100 {
+		if len(e.DB().Tables()) >= 3 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	tables := e.DB().Tables()
+	if len(tables) < 3 {
+		t.Fatalf("%d tables flushed of 28 MiB written", len(tables))
+	}
+	for _, ti := range tables {
+		if ti.Level != 0 {
+			t.Fatalf("a compaction ran during the burst: table %d on level %d (of %d tables)", ti.ID, ti.Level, len(tables))
+		}
 	}
 }
 
