@@ -3,6 +3,7 @@ package textindex
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"slices"
 
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -136,10 +137,11 @@ func (x Index) writeMergedSegment(st *storage.Store, meta *Meta) error {
 		target := x.SegmentPrefix(meta.Merging)
 		var keys, vals [][]byte
 		size := 0
-		flush := func() error {
-			if len(keys) == 0 {
-				return nil
-			}
+		// put writes keys in one transaction or, when the engine finds
+		// that too big (Badger holds 15 % of a memtable: 150 KiB with
+		// a memtable_size of 1 MiB), in halves.
+		var put func(keys, vals [][]byte) error
+		put = func(keys, vals [][]byte) error {
 			err := st.Update(st.Background(), func(w *storage.Tx) error {
 				for i := range keys {
 					if err := w.Put(keys[i], vals[i], 0); err != nil {
@@ -148,6 +150,20 @@ func (x Index) writeMergedSegment(st *storage.Store, meta *Meta) error {
 				}
 				return nil
 			})
+			if !errors.Is(err, kv.ErrTooBig) || len(keys) < 2 {
+				return err
+			}
+			half := len(keys) / 2
+			if err := put(keys[:half], vals[:half]); err != nil {
+				return err
+			}
+			return put(keys[half:], vals[half:])
+		}
+		flush := func() error {
+			if len(keys) == 0 {
+				return nil
+			}
+			err := put(keys, vals)
 			keys, vals, size = keys[:0], vals[:0], 0
 			return err
 		}

@@ -3,6 +3,7 @@ package textindex
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -205,3 +206,40 @@ func TestCandidatesBoundTheQueueApart(t *testing.T) {
 		}
 	}
 }
+
+// A merged segment larger than one transaction of the engine (Badger holds
+// 15 % of a memtable, so small memtables refuse a merge's usual chunk) is
+// written in smaller transactions: every document stays a candidate.
+func TestMergeFitsSmallMemtables(t *testing.T) {
+	st, err := storage.Open(t.TempDir(), storage.Options{MemTableSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 8 {
+		// Random letters a–t: thousands of trigrams in each segment, so
+		// the merged segment outgrows what one transaction holds; the
+		// marker's letters are not among them.
+		text := make([]byte, 1500)
+		for j := range text {
+			text[j] = byte('a' + rng.IntN(20))
+		}
+		put(t, st, fmt.Sprint(i), string(text)+" "+marker(i))
+		build(t, st)
+	}
+	var meta *Meta
+	if err := st.View(t.Context(), func(tx *storage.Tx) (err error) { meta, err = testIndex.ReadMeta(tx); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if len(meta.Segments) != 1 || meta.Merging != 0 || len(meta.Deleting) != 0 {
+		t.Fatalf("segments after 8 documents: %+v", meta)
+	}
+	for i := range 8 {
+		if got := candidates(t, st, marker(i)); !slices.Equal(got, []string{fmt.Sprint(i)}) {
+			t.Fatalf("candidates of %s: %v", marker(i), got)
+		}
+	}
+}
+
+func marker(i int) string { return fmt.Sprintf("zy%cx%cw", 'u'+i%3, 'u'+i/3) }
