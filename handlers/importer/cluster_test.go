@@ -44,19 +44,7 @@ func TestImportJobRunsOnOneNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 40
-	var csv strings.Builder
-	csv.WriteString("name,url,description,date,labels\n")
-	for i := range n {
-		fmt.Fprintf(&csv, "Link %d,https://example.org/%d,,2025-03-01T10:00:00.000Z,\n", i, i)
-	}
-	staged, err := ra.Stage(strings.NewReader(csv.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	job, err := ra.Start(t.Context(), m.ID, staged, "links.csv", InboxtCSV, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	job := startLinksImport(t, ra, m.ID, n)
 	// A node that has stopped holds the claim.
 	if ok, err := library.Of(sa).ClaimImportJob(t.Context(), job.ID, "stopped-node", time.Hour); err != nil || !ok {
 		t.Fatalf("claim: %v %v", ok, err)
@@ -91,4 +79,23 @@ func TestImportJobRunsOnOneNode(t *testing.T) {
 	if j.Created != n || j.Position != n || j.Failed != 0 {
 		t.Errorf("job: created %d, position %d, failed %d; want %d, %d, 0", j.Created, j.Position, j.Failed, n, n)
 	}
+}
+
+// startLinksImport starts the import of an Inboxt CSV of n links for member.
+func startLinksImport(t *testing.T, r *Runner, member string, n int) *library.ImportJob {
+	t.Helper()
+	var csv strings.Builder
+	csv.WriteString("name,url,description,date,labels\n")
+	for i := range n {
+		fmt.Fprintf(&csv, "Link %d,https://example.org/%d,,2025-03-01T10:00:00.000Z,\n", i, i)
+	}
+	staged, err := r.Stage(strings.NewReader(csv.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := r.Start(t.Context(), member, staged, "links.csv", InboxtCSV, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -61,19 +60,7 @@ func TestImportFailsWhenItsBatchesCouldNotBeSynced(t *testing.T) {
 	}})
 	t.Cleanup(r.Close)
 	const n = 40
-	var csv strings.Builder
-	csv.WriteString("name,url,description,date,labels\n")
-	for i := range n {
-		fmt.Fprintf(&csv, "Link %d,https://example.org/%d,,2025-03-01T10:00:00.000Z,\n", i, i)
-	}
-	staged, err := r.Stage(strings.NewReader(csv.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	job, err := r.Start(t.Context(), m.ID, staged, "links.csv", InboxtCSV, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	job := startLinksImport(t, r, m.ID, n)
 	r.Run()
 	var j *library.ImportJob
 	storagetest.Eventually(t, "the job ends", func() bool {
