@@ -684,10 +684,13 @@ func TestMemberPagesInChromium(t *testing.T) {
 	s.check("agent-not-found")
 	// The browse page, filtered through its form as a person does.
 	s.open("/directory")
+	if body := s.text("main"); !strings.Contains(body, "One agent.") {
+		t.Fatalf("the directory of one agent says %q", body)
+	}
 	s.check("directory")
 	s.run("search the directory", chromedp.SendKeys("#q", "records", chromedp.ByID))
 	s.submit(`main form[role=search] button[type=submit]`)
-	if body := s.text("main"); !strings.Contains(body, "1 of 1 agents match") || !strings.Contains(body, "Archivist") {
+	if body := s.text("main"); !strings.Contains(body, "1 of 1 agent matches") || !strings.Contains(body, "Archivist") {
 		t.Fatalf("the directory searched for records says %q", body)
 	}
 	s.check("directory-search")
