@@ -288,27 +288,30 @@ func seedCorpus(st *storage.Store, member string, n int, seed int64, infoPath, e
 			return err
 		}
 	}
-	if err := waitSearchIndex(st, m.ID); err != nil {
+	if err := waitSearchIndex(st, m.ID, n); err != nil {
 		return err
 	}
 	if info.FoldedTextBytes, info.TrigramIndexBytes, info.FilterKeyBytes, err = library.Of(st).SearchIndexSize(context.Background(), m.ID); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "gqlbench: text %d bytes; search keys: folded text %d, trigram index %d (%.0f %% of the text), filters %d\n",
-		info.TextBytes, info.FoldedTextBytes, info.TrigramIndexBytes, 100*float64(info.TrigramIndexBytes)/float64(info.TextBytes), info.FilterKeyBytes)
+		info.TextBytes, info.FoldedTextBytes, info.TrigramIndexBytes, 100*float64(info.TrigramIndexBytes)/float64(max(info.TextBytes, 1)), info.FilterKeyBytes)
 	b, _ := json.MarshalIndent(info, "", "  ")
 	return os.WriteFile(infoPath, b, 0o644)
 }
 
-// waitSearchIndex waits until the search index has taken every item: it is
-// built in the background as items are saved, and the benchmarks measure
-// it finished.
-func waitSearchIndex(st *storage.Store, memberID string) error {
-	for {
+// waitSearchIndex waits until the search index has taken every one of the
+// member's items (saved of them): it is built in the background as items
+// are saved, and the benchmarks measure it finished. A member with no item
+// has no index to wait for (the indexer never builds one, so its backlog
+// stays at the one build not done).
+func waitSearchIndex(st *storage.Store, memberID string, saved int) error {
+	for saved > 0 {
 		n, err := library.Of(st).SearchIndexBacklog(context.Background(), memberID)
 		if err != nil || n == 0 {
 			return err
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	return nil
 }

@@ -144,7 +144,7 @@ func seed(args []string) error {
 			return err
 		}
 	}
-	if err := waitSearchIndex(st, m.ID); err != nil {
+	if err := waitSearchIndex(st, m.ID, len(ids)); err != nil {
 		return err
 	}
 	return st.Sync()
