@@ -102,12 +102,18 @@ func TestDocumentedCommandsAreRun(t *testing.T) {
 	}
 }
 
-// TestDocsNameOnlyFilesOfTheRepository: every relative link of README.md,
-// xcaddy.md and docs/*.md leads to a file of the repository, and every
-// path in backquotes that starts in the repository's top level (or in a
-// folder outside it that docs once cited, such as specs/ or ../) names a
-// file or folder that exists (a glob names at least one). A reader who
-// follows a doc must not look for what is not there.
+// issueNumber is a mention of one of the project's issues (the word and
+// its number): history, which git keeps.
+var issueNumber = regexp.MustCompile(`(?i)\bissues? #?[0-9]+\b`)
+
+// TestDocsNameOnlyFilesOfTheRepository: every relative link of the
+// repository's Markdown files (README.md, xcaddy.md, docs/, bench/, the
+// READMEs of interop/ and of the test data) leads to a file of the
+// repository, and every path in backquotes that starts in the repository's
+// top level (or in a folder outside it that docs once cited, such as
+// specs/ or ../) names a file or folder that exists (a glob names at least
+// one). A reader who follows a doc must not look for what is not there;
+// nor for an issue a doc names (issueNumber): the doc says what holds.
 func TestDocsNameOnlyFilesOfTheRepository(t *testing.T) {
 	top := map[string]bool{"specs": true, "design": true, "shared": true, "..": true}
 	entries, err := os.ReadDir("..")
@@ -117,8 +123,22 @@ func TestDocsNameOnlyFilesOfTheRepository(t *testing.T) {
 	for _, e := range entries {
 		top[e.Name()] = true
 	}
-	docs, _ := filepath.Glob("../docs/*.md")
-	docs = append(docs, "../README.md", "../xcaddy.md")
+	var docs []string
+	err = filepath.WalkDir("..", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(name, ".md") {
+			docs = append(docs, name)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
 	quoted := regexp.MustCompile("`([A-Za-z0-9_.*-]+(?:/[A-Za-z0-9_.*-]*)+)`")
 	// A package path followed by one of its exported names.
@@ -134,6 +154,9 @@ func TestDocsNameOnlyFilesOfTheRepository(t *testing.T) {
 			t.Fatal(err)
 		}
 		prose := regexp.MustCompile("`[^`\n]*`").ReplaceAllString(string(b), "") // code is not a link
+		if m := issueNumber.FindString(string(b)); m != "" {
+			t.Errorf("%s names %q: the issues are not in the repository, say what holds instead", strings.TrimPrefix(f, "../"), m)
+		}
 		for _, m := range link.FindAllStringSubmatch(prose, -1) {
 			target, _, _ := strings.Cut(m[1], "#")
 			if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
@@ -141,7 +164,7 @@ func TestDocsNameOnlyFilesOfTheRepository(t *testing.T) {
 			}
 			checked++
 			if !exists(filepath.Join(filepath.Dir(f), target)) {
-				t.Errorf("%s links to %s, which is not in the repository", filepath.Base(f), m[1])
+				t.Errorf("%s links to %s, which is not in the repository", strings.TrimPrefix(f, "../"), m[1])
 			}
 		}
 		for _, m := range quoted.FindAllStringSubmatch(string(b), -1) {
@@ -155,7 +178,7 @@ func TestDocsNameOnlyFilesOfTheRepository(t *testing.T) {
 				path = sym[1] // storage/storagetest.Interleaver: the package
 			}
 			if !exists(filepath.Join("..", path)) {
-				t.Errorf("%s names `%s`, which is not in the repository", filepath.Base(f), m[1])
+				t.Errorf("%s names `%s`, which is not in the repository", strings.TrimPrefix(f, "../"), m[1])
 			}
 		}
 	}
@@ -170,7 +193,8 @@ func TestDocsNameOnlyFilesOfTheRepository(t *testing.T) {
 // top level names a file or folder that exists (a glob names at least one;
 // storage/... is the folder; a Go symbol after the path, as
 // storage/storagetest.Interleaver, names its package). A comment that
-// sends the reader to a file that moved or went is worse than none.
+// sends the reader to a file that moved or went is worse than none, and
+// so is one that sends them to an issue (issueNumber).
 func TestCommentsNameOnlyFilesOfTheRepository(t *testing.T) {
 	const root = ".."
 	top := map[string]bool{}
@@ -236,6 +260,10 @@ func TestCommentsNameOnlyFilesOfTheRepository(t *testing.T) {
 			return err
 		}
 		for _, c := range comments(name, b) {
+			if m := issueNumber.FindString(c); m != "" {
+				rel, _ := filepath.Rel(root, name)
+				t.Errorf("%s: a comment names %q: the issues are not in the repository, say what holds instead", rel, m)
+			}
 			for _, p := range path.FindAllString(c, -1) {
 				p = strings.TrimRight(p, ".")
 				first, _, _ := strings.Cut(p, "/")

@@ -33,7 +33,7 @@ import (
 //
 // The pages load passkey.js (a file allowed by its hash, like copy.js):
 // without JavaScript or WebAuthn the passkey buttons stay hidden and the
-// password and code forms work as before.
+// password and code forms work without them.
 
 // Paths of the passkey ceremonies.
 const (

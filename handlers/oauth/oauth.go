@@ -271,8 +271,8 @@ func (s *Server) routes() *http.ServeMux {
 }
 
 // match is the handler of r's route, or nil. A path that is not clean
-// (//, /./, /../) is no route of ours, as before the mux: Go's mux would
-// answer it with a redirect.
+// (//, /./, /../) is no route of ours: Go's mux would answer it with a
+// redirect.
 func (s *Server) match(r *http.Request) http.Handler {
 	if p := r.URL.Path; path.Clean(p) != strings.TrimSuffix(p, "/") {
 		return nil

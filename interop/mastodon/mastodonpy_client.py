@@ -79,7 +79,7 @@ def main():
     # internals.py __api_request) sleeps until X-RateLimit-Reset and retries
     # (and raises if Reset has passed and it is refused). Every call must
     # succeed, the session's response hook must have seen 429s, and no
-    # retry at Reset may be refused again (issue 11 point 8).
+    # retry at Reset may be refused again.
     limited = os.environ.get("HEARTH_INTEROP_LIMITED_URL")
     if limited:
         seen = []

@@ -10,8 +10,8 @@ import (
 // postsMemo remembers, per author, what RecordPosts last decoded or wrote
 // of the author's registration (FirstRegisteredAt alone) and activity,
 // with a digest of the stored bytes they came from. RecordPosts still
-// reads both records in its transaction (so a concurrent change conflicts
-// as before) but decodes one again only when its bytes differ from the
+// reads both records in its transaction (so a concurrent change still
+// conflicts) but decodes one again only when its bytes differ from the
 // remembered ones: decoding the registration (its raw event included) and
 // the activity of every author of every batch was most of the ingest's
 // cost beside the signature checks. Checked against the bytes, the memo
