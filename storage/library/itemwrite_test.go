@@ -12,30 +12,57 @@ import (
 	"testing"
 )
 
-// The files that may write an item and the keys derived from it: the
-// writer (writeItem, removeItem) and the search indexer's catch-up, which
-// rebuilds those keys for stores written before them.
-var itemWriterFiles = []string{"itemwrite.go", "searchcatchup.go"}
-
-// itemKeyEncoders make the keys of an item and those derived from it.
-var itemKeyEncoders = []string{
-	"itemKey", "contentKey", "urlKey", "messageIDKey", "itemMessageIDKey", "itemIndexPrefix", "itemIndexKeys",
-	"labelItemKey", "itemsVersionKey", "importKeyKey", "siteItemKey", "siteNameKey", "siteItemsPrefix", "typeItemsPrefix",
-	"highlightedItemsPrefix", "orderedTypePrefix", "orderedHighlightedPrefix", "orderedLabelPrefix",
-	"orderedFilterKeys", "filterCountKey", "textReadyKey", "textKey", "imageKey", "imageListKey", "imageUsageKey",
+// keyFamily is a family of keys and the files that alone may write them.
+type keyFamily struct {
+	// files may write the family's keys.
+	files []string
+	// encoders make the keys; names are their names under u/<member>/gql/,
+	// for keys made with storage.Key directly.
+	encoders, names []string
+	// writers write the family's keys; only files call them.
+	writers []string
+	// textIndex: the text index's writes (memberIndex(...).Queue and
+	// Remove) belong to the family.
+	textIndex bool
 }
 
-// itemKeyNames are the names under u/<member>/gql/ of those keys, for
-// keys made with storage.Key directly.
-var itemKeyNames = []string{"item", "content", "url", "msgid", "msgof", "ix", "li", "impkey", "sd", "sn", "ty",
-	"hh", "oy", "oh", "ol", "fc", "tv", "tt", "img", "imgs", "imgbytes", "iv"}
+// itemKeys: an item and the keys derived from it, written by the writer
+// (writeItem, removeItem) and the search indexer's catch-up, which
+// rebuilds those keys for stores written before them.
+var itemKeys = keyFamily{
+	files: []string{"itemwrite.go", "searchcatchup.go"},
+	encoders: []string{
+		"itemKey", "contentKey", "urlKey", "messageIDKey", "itemMessageIDKey", "itemIndexPrefix", "itemIndexKeys",
+		"labelItemKey", "itemsVersionKey", "importKeyKey", "siteItemKey", "siteNameKey", "siteItemsPrefix", "typeItemsPrefix",
+		"highlightedItemsPrefix", "orderedTypePrefix", "orderedHighlightedPrefix", "orderedLabelPrefix",
+		"orderedFilterKeys", "filterCountKey", "textReadyKey", "textKey", "imageKey", "imageListKey", "imageUsageKey",
+	},
+	names: []string{"item", "content", "url", "msgid", "msgof", "ix", "li", "impkey", "sd", "sn", "ty",
+		"hh", "oy", "oh", "ol", "fc", "tv", "tt", "img", "imgs", "imgbytes", "iv"},
+	writers: []string{
+		"setItemText", "syncHighlightCopies", "putFilterKeys", "writeFilterKeys", "writeOrderedKeys",
+		"countItemFilters", "countFence", "itemsChanged", "firstItemReady", "recountFilters", "buildSearchKeys",
+		"writeLabelLinks", "writeIndexEntries", "writeLookupKeys", "putTombstone", "putItemImage", "removeItemImages",
+	},
+	textIndex: true,
+}
 
-// itemDerivedWriters write keys derived from an item; only the writer's
-// files call them.
-var itemDerivedWriters = []string{
-	"setItemText", "syncHighlightCopies", "putFilterKeys", "writeFilterKeys", "writeOrderedKeys",
-	"countItemFilters", "firstItemReady", "recountFilters", "buildSearchKeys", "writeLabelLinks",
-	"writeIndexEntries", "writeLookupKeys", "putTombstone", "putItemImage", "removeItemImages",
+// fenceKeys: the offsets' fences, counts of the items in the createdAt
+// order, built by the first offset asked and moved at each commit by the
+// item writer's tallies (countFence), both in offsets.go.
+var fenceKeys = keyFamily{
+	files:    []string{"offsets.go"},
+	encoders: []string{"fencePrefix", "fenceReadyKey"},
+	names:    []string{"of", "ov"},
+}
+
+// listKeys: a member's labels and saved queries, whose every write sets
+// the lists version that listsCache checks (listsChanged).
+var listKeys = keyFamily{
+	files:    []string{"labels.go", "listscache.go"},
+	encoders: []string{"labelKey", "labelNameKey", "legacyLabelNameKey", "savedQueryKey", "listsVersionKey"},
+	names:    []string{"label", "labelname", "sq", "lv"},
+	writers:  []string{"listsChanged", "deleteLabelNameKeys"},
 }
 
 // textIndexWriters are the text index's methods that write its queue and
@@ -45,9 +72,9 @@ var textIndexWriters = []string{"Queue", "Remove"}
 // storeWrites are the calls that write or delete keys.
 var storeWrites = []string{"Put", "PutJSON", "Delete", "DeletePrefix", "DeletePrefixInBatches", "putCount", "deleteIfPresent"}
 
-// itemKeyWrites lists, for each file of the package (tests aside), the
-// places where it writes an item's keys or calls a writer of them.
-func itemKeyWrites(t *testing.T) map[string][]string {
+// keyWrites lists, for each file of the package (tests aside), the places
+// where it writes a key of fam or calls a writer of them.
+func keyWrites(t *testing.T, fam keyFamily) map[string][]string {
 	t.Helper()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -72,7 +99,7 @@ func itemKeyWrites(t *testing.T) map[string][]string {
 			if !ok || fn.Body == nil {
 				continue
 			}
-			for _, pos := range itemKeyWritesIn(fn.Body) {
+			for _, pos := range fam.writesIn(fn.Body) {
 				out[name] = append(out[name], fset.Position(pos).String()+" in "+fn.Name.Name)
 			}
 		}
@@ -80,10 +107,11 @@ func itemKeyWrites(t *testing.T) map[string][]string {
 	return out
 }
 
-// itemKeyWritesIn finds in body the calls that write a key made by an
-// item key encoder (directly, or through a variable assigned or ranged
-// from one) and the calls of the derived writers.
-func itemKeyWritesIn(body *ast.BlockStmt) []token.Pos {
+// writesIn finds in body the calls that write a key made by one of fam's
+// encoders (directly, or through a variable assigned or ranged from one,
+// or the key a scan of such a prefix hands its function) and the calls of
+// fam's writers.
+func (fam keyFamily) writesIn(body *ast.BlockStmt) []token.Pos {
 	tainted := map[string]bool{}
 	isItemKey := func(e ast.Node) bool {
 		found := false
@@ -94,10 +122,10 @@ func itemKeyWritesIn(body *ast.BlockStmt) []token.Pos {
 					found = true
 				}
 			case *ast.CallExpr:
-				if id, ok := n.Fun.(*ast.Ident); ok && slices.Contains(itemKeyEncoders, id.Name) {
+				if id, ok := n.Fun.(*ast.Ident); ok && slices.Contains(fam.encoders, id.Name) {
 					found = true
 				}
-				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Key" && storageKeyOfItem(n.Args) {
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Key" && storageKeyOf(n.Args, fam.names) {
 					found = true
 				}
 			}
@@ -127,6 +155,21 @@ func itemKeyWritesIn(body *ast.BlockStmt) []token.Pos {
 				if isItemKey(n.X) && n.Value != nil {
 					taint([]ast.Expr{n.Value})
 				}
+			case *ast.CallExpr:
+				// tx.Scan(prefix, …, func(k, v []byte) …): k is a key
+				// of the family when prefix is.
+				var fn *ast.FuncLit
+				keyed := false
+				for _, a := range n.Args {
+					if f, ok := a.(*ast.FuncLit); ok {
+						fn = f
+					} else if isItemKey(a) {
+						keyed = true
+					}
+				}
+				if keyed && fn != nil && len(fn.Type.Params.List) > 0 && len(fn.Type.Params.List[0].Names) > 0 {
+					taint([]ast.Expr{fn.Type.Params.List[0].Names[0]})
+				}
 			}
 			return true
 		})
@@ -146,12 +189,12 @@ func itemKeyWritesIn(body *ast.BlockStmt) []token.Pos {
 				return true // slices.Delete and the like write no key
 			}
 			name = fun.Sel.Name
-			if slices.Contains(textIndexWriters, name) && callsMemberIndex(fun.X) {
+			if fam.textIndex && slices.Contains(textIndexWriters, name) && callsMemberIndex(fun.X) {
 				out = append(out, call.Pos())
 				return true
 			}
 		}
-		if slices.Contains(itemDerivedWriters, name) {
+		if slices.Contains(fam.writers, name) {
 			out = append(out, call.Pos())
 			return true
 		}
@@ -163,11 +206,11 @@ func itemKeyWritesIn(body *ast.BlockStmt) []token.Pos {
 	return out
 }
 
-// storageKeyOfItem reports whether storage.Key's arguments name one of
-// itemKeyNames under "gql".
-func storageKeyOfItem(args []ast.Expr) bool {
+// storageKeyOf reports whether storage.Key's arguments name one of names
+// under "gql".
+func storageKeyOf(args []ast.Expr, names []string) bool {
 	for i := 0; i+1 < len(args); i++ {
-		if lit(args[i]) == "gql" && slices.Contains(itemKeyNames, lit(args[i+1])) {
+		if lit(args[i]) == "gql" && slices.Contains(names, lit(args[i+1])) {
 			return true
 		}
 	}
@@ -196,18 +239,37 @@ func lit(e ast.Expr) string {
 	return ""
 }
 
+// onlyFilesWrite fails when a file outside fam.files writes fam's keys,
+// or when the check finds fewer than atLeast writes in fam.files (it would
+// then not see another file's either).
+func onlyFilesWrite(t *testing.T, fam keyFamily, atLeast int) {
+	t.Helper()
+	writes := keyWrites(t, fam)
+	seen := 0
+	for file, places := range writes {
+		if !slices.Contains(fam.files, file) {
+			t.Errorf("%s writes keys that only %v may write:\n\t%s", file, fam.files, strings.Join(places, "\n\t"))
+			continue
+		}
+		seen += len(places)
+	}
+	if seen < atLeast {
+		t.Errorf("the check found %d writes in %v, want at least %d: %v", seen, fam.files, atLeast, writes)
+	}
+}
+
 // Only writeItem's and removeItem's file (and the catch-up that rebuilds
 // derived keys for older stores) writes an item or a key derived from it:
-// every save, import, fetch and update goes through them.
+// every save, import, fetch and update goes through them. The offsets'
+// fences, counts of the items, are offsets.go's alone.
 func TestOnlyTheItemWriterWritesItemKeys(t *testing.T) {
-	writes := itemKeyWrites(t)
-	for file, places := range writes {
-		if !slices.Contains(itemWriterFiles, file) {
-			t.Errorf("%s writes keys derived from saved items outside %v:\n\t%s", file, itemWriterFiles, strings.Join(places, "\n\t"))
-		}
-	}
-	// The check sees the writer's own writes (it would see another's).
-	if n := len(writes["itemwrite.go"]); n < 20 {
-		t.Errorf("the check found %d writes in itemwrite.go, want at least 20: %v", n, writes["itemwrite.go"])
-	}
+	onlyFilesWrite(t, itemKeys, 20)
+	onlyFilesWrite(t, fenceKeys, 5)
+}
+
+// Only labels.go (and listscache.go's listsChanged, which it calls) writes
+// a label or saved query: each such write sets the lists version that the
+// lists cache of every node checks.
+func TestOnlyLabelsWriteListKeys(t *testing.T) {
+	onlyFilesWrite(t, listKeys, 8)
 }
