@@ -12,18 +12,26 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
-// clearOfMidnight waits, when the next UTC midnight is less than two
-// minutes away, until it has passed: a test comparing its items' saved and
-// updated days with "today" and "tomorrow" must not have them straddle two
-// days.
-func clearOfMidnight(t *testing.T) {
-	t.Helper()
-	now := time.Now().UTC()
-	if left := now.Truncate(24 * time.Hour).Add(24 * time.Hour).Sub(now); left < 2*time.Minute {
-		t.Logf("waiting %v for UTC midnight to pass", left.Round(time.Second))
-		time.Sleep(left + time.Second)
+// day is t's date in UTC, as the search's saved: and updated: read it.
+func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+// stamped lists the ids of items whose stamp falls on a day from from to
+// to (either "" for no bound): what a search by those dates answers, from
+// the stamps the store gave: when midnight UTC passes while a test saves
+// its items, the later ones are on the next day, for the test as for the
+// server.
+func stamped(items []*library.SavedItem, stamp func(*library.SavedItem) time.Time, from, to string) []string {
+	var out []string
+	for _, it := range items {
+		if d := day(stamp(it)); (from == "" || d >= from) && (to == "" || d <= to) {
+			out = append(out, it.ID)
+		}
 	}
+	return out
 }
+
+func savedAt(it *library.SavedItem) time.Time   { return it.CreatedAt }
+func updatedAt(it *library.SavedItem) time.Time { return it.UpdatedAt }
 
 // seed saves n articles with repeated titles, word counts and progress
 // values, so every sort has ties that only the id breaks.
@@ -266,7 +274,6 @@ func TestEntriesTypenameResolvesSavedItemAndHighlight(t *testing.T) {
 }
 
 func TestEntriesQOperators(t *testing.T) {
-	clearOfMidnight(t)
 	e := newEnv(t, options{})
 	blue, err := library.Of(e.store).CreateLabel(t.Context(), e.member.ID, "Blue", "#0000ff")
 	if err != nil {
@@ -304,10 +311,17 @@ func TestEntriesQOperators(t *testing.T) {
 	if _, err := library.Of(e.store).UpdateReadingProgress(t.Context(), e.member.ID, both.ID, 50); err != nil {
 		t.Fatal(err)
 	}
-	today := plain.CreatedAt.UTC().Format("2006-01-02")
-	tomorrow := plain.CreatedAt.UTC().AddDate(0, 0, 1).Format("2006-01-02")
+	today, tomorrow := day(plain.CreatedAt), day(plain.CreatedAt.AddDate(0, 0, 1))
 	inbox := []string{plain.ID, labelled.ID, both.ID, letter.ID}
 	every := append([]string{archived.ID, trashed.ID}, inbox...)
+	// The items as written, with the stamps their dates are read from
+	// (normally all today; the later ones tomorrow when the test passes
+	// midnight UTC).
+	items, err := library.Of(e.store).SavedItems(t.Context(), e.member.ID, every)
+	if err != nil || len(items) != len(every) {
+		t.Fatalf("the items: %d, %v", len(items), err)
+	}
+	inboxItems := items[2:]
 	cases := []struct {
 		q    string
 		want []string
@@ -344,11 +358,11 @@ func TestEntriesQOperators(t *testing.T) {
 		{"site:news.example type:newsletter", []string{letter.ID}},
 		{"saved:" + today + "..*", every},
 		{"saved:" + today, every}, // Inboxt: from that date on
-		{"saved:" + tomorrow, nil},
+		{"saved:" + tomorrow, stamped(items, savedAt, tomorrow, "")}, // none but past midnight
 		{"saved:*.." + tomorrow, every},
 		{"saved:2001-01-01..2001-12-31", nil},
-		{"updated:" + tomorrow + "..*", nil},
-		{"updated:" + today + " in:inbox", inbox}, // Hearth's: that one day
+		{"updated:" + tomorrow + "..*", stamped(items, updatedAt, tomorrow, "")},
+		{"updated:" + today + " in:inbox", stamped(inboxItems, updatedAt, today, today)}, // Hearth's: that one day
 		{"progress:40..60", []string{both.ID}},
 		{"reading-time:4..*", []string{labelled.ID}},
 		{"gardening", []string{plain.ID}}, // title
@@ -472,7 +486,6 @@ func TestEntriesTypeHighlightIgnoresItemOnlyFilters(t *testing.T) {
 // domain, saved: the item's saved time, title sorts by the item's title
 // (highlight.service.ts getPaginated, Inboxt/inboxt@45f4314).
 func TestEntriesTypeHighlightFiltersAndSortsByItsItem(t *testing.T) {
-	clearOfMidnight(t)
 	e := newEnv(t, options{})
 	zebra := e.saveArticle(e.member.ID, 1, func(in *library.NewItem) {
 		in.Title, in.URL, in.Description, in.Text = "Zebras", "https://savanna.example/z", "stripes explained", "Grass is eaten"
@@ -491,7 +504,11 @@ func TestEntriesTypeHighlightFiltersAndSortsByItsItem(t *testing.T) {
 	if _, err := library.Of(e.store).SetItemsStatus(t.Context(), e.member.ID, []string{apple.ID}, library.StatusArchived); err != nil {
 		t.Fatal(err)
 	}
-	tomorrow := zebra.CreatedAt.UTC().AddDate(0, 0, 1).Format("2006-01-02")
+	tomorrow := day(zebra.CreatedAt.AddDate(0, 0, 1))
+	var savedTomorrow []string // the highlights of items saved past midnight UTC: normally none
+	if day(apple.CreatedAt) >= tomorrow {
+		savedTomorrow = []string{a1, a2}
+	}
 	cases := []struct {
 		q    string
 		want []string
@@ -502,7 +519,7 @@ func TestEntriesTypeHighlightFiltersAndSortsByItsItem(t *testing.T) {
 		{"type:highlight crunchy", []string{a1}},     // note (Hearth)
 		{"type:highlight three", []string{z2}},       // highlighted text (Hearth)
 		{"type:highlight site:orchard", []string{a1, a2}},
-		{"type:highlight saved:" + tomorrow, nil},
+		{"type:highlight saved:" + tomorrow, savedTomorrow},
 		{"type:highlight saved:2000-01-01", []string{z1, a1, z2, a2}},
 	}
 	for _, c := range cases {
