@@ -34,7 +34,7 @@ func twoNodes(t *testing.T, opts Options) (a, b *env) {
 // leaderOf waits until exactly one of the nodes leads and returns it first.
 func leaderOf(t *testing.T, a, b *env) (leader, follower *env) {
 	t.Helper()
-	eventually(t, "one node leads", func() bool { return a.dir.leading.Load() != b.dir.leading.Load() })
+	storagetest.Eventually(t, "one node leads", func() bool { return a.dir.leading.Load() != b.dir.leading.Load() })
 	if a.dir.leading.Load() {
 		return a, b
 	}
@@ -73,11 +73,11 @@ func TestTwoNodesServeOneDocument(t *testing.T) {
 	agent := newAgent(t)
 	follower.mustRegister(regEvent(t, agent, c.Now(), "via-the-follower"))
 
-	eventually(t, "the leader's document lists the agent", func() bool {
+	storagetest.Eventually(t, "the leader's document lists the agent", func() bool {
 		doc, _, _ := leader.servedDocument()
 		return listsAgent(doc, agent.pk)
 	})
-	eventually(t, "both nodes serve the same document", func() bool {
+	storagetest.Eventually(t, "both nodes serve the same document", func() bool {
 		_, etagL, bodyL := leader.servedDocument()
 		docF, etagF, bodyF := follower.servedDocument()
 		return listsAgent(docF, agent.pk) && etagL == etagF && bytes.Equal(bodyL, bodyF)
@@ -99,7 +99,7 @@ func TestTwoNodesServeOneDocument(t *testing.T) {
 	if _, err := follower.dir.Ban(t.Context(), agent.npub(), "test"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the ban reaches both documents alike", func() bool {
+	storagetest.Eventually(t, "the ban reaches both documents alike", func() bool {
 		dL, etagL, _ := leader.servedDocument()
 		dF, etagF, _ := follower.servedDocument()
 		return !listsAgent(dL, agent.pk) && !listsAgent(dF, agent.pk) && etagL == etagF
@@ -113,10 +113,10 @@ func TestDirectoryLeaseFailsOver(t *testing.T) {
 	a, b := twoNodes(t, Options{Now: c.Now})
 	leader, follower := leaderOf(t, a, b)
 	leader.dir.Close()
-	eventually(t, "the other node leads", func() bool { return follower.dir.leading.Load() })
+	storagetest.Eventually(t, "the other node leads", func() bool { return follower.dir.leading.Load() })
 	agent := newAgent(t)
 	follower.mustRegister(regEvent(t, agent, c.Now(), "after-failover"))
-	eventually(t, "the new leader's document lists the agent", func() bool {
+	storagetest.Eventually(t, "the new leader's document lists the agent", func() bool {
 		doc, _, _ := follower.servedDocument()
 		return listsAgent(doc, agent.pk)
 	})
@@ -131,19 +131,19 @@ func TestLeaderChangeKeepsETagAndGeneratedAt(t *testing.T) {
 	leader, follower := leaderOf(t, a, b)
 	agent := newAgent(t)
 	leader.mustRegister(regEvent(t, agent, c.Now(), "steady"))
-	eventually(t, "the leader's document lists the agent", func() bool {
+	storagetest.Eventually(t, "the leader's document lists the agent", func() bool {
 		doc, _, _ := leader.servedDocument()
 		return listsAgent(doc, agent.pk)
 	})
 	doc1, etag1, body1 := leader.servedDocument()
-	eventually(t, "the other node serves the leader's document", func() bool {
+	storagetest.Eventually(t, "the other node serves the leader's document", func() bool {
 		_, etag, _ := follower.servedDocument()
 		return etag == etag1
 	})
 	c.Advance(time.Hour)
 	builds := follower.dir.leads.Load()
 	leader.dir.Close()
-	eventually(t, "the other node leads", func() bool { return follower.dir.leads.Load() > builds })
+	storagetest.Eventually(t, "the other node leads", func() bool { return follower.dir.leads.Load() > builds })
 	if err := follower.dir.Rebuild(t.Context()); err != nil { // its own build, from the store
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestOneNodeSubscribesToRelays(t *testing.T) {
 	follower.mustRegister(regEvent(t, agent, time.Now().Add(-time.Minute), "relayed"))
 	waitLive(t, leader, live)
 	tr.publish(note(t, agent, time.Now(), "first"))
-	eventually(t, "the post is counted", func() bool { return postsOf(t, leader.dir, agent.pk) == 1 })
+	storagetest.Eventually(t, "the post is counted", func() bool { return postsOf(t, leader.dir, agent.pk) == 1 })
 	if m := tr.maxSubs.Load(); m != 1 {
 		t.Errorf("%d directory connections to the relay at once, want 1", m)
 	}
@@ -216,7 +216,7 @@ func TestOneNodeSubscribesToRelays(t *testing.T) {
 
 	dials := tr.dials.Load()
 	leader.dir.Close()
-	eventually(t, "the other node leads", func() bool { return follower.dir.leading.Load() })
+	storagetest.Eventually(t, "the other node leads", func() bool { return follower.dir.leading.Load() })
 	waitLive(t, follower, 0)
 	if tr.dials.Load() <= dials {
 		t.Fatal("the new leader went live without connecting")
@@ -227,7 +227,7 @@ func TestOneNodeSubscribesToRelays(t *testing.T) {
 		t.Fatalf("posts after the new leader's catch-up = %d, want 1", n)
 	}
 	tr.publish(note(t, agent, time.Now(), "second"))
-	eventually(t, "the new leader counts the next post", func() bool { return postsOf(t, follower.dir, agent.pk) == 2 })
+	storagetest.Eventually(t, "the new leader counts the next post", func() bool { return postsOf(t, follower.dir, agent.pk) == 2 })
 	if m := tr.maxSubs.Load(); m != 1 {
 		t.Errorf("%d directory connections to the relay at once, want 1", m)
 	}
@@ -249,11 +249,11 @@ func TestNIP05RecheckedOnceAcrossNodes(t *testing.T) {
 	}
 	c.Advance(25 * time.Hour) // due on both nodes' clock
 	passes := leader.dir.nip05Passes.Load()
-	eventually(t, "the leader re-checks", func() bool { return dom.requests.Load() >= 2 })
+	storagetest.Eventually(t, "the leader re-checks", func() bool { return dom.requests.Load() >= 2 })
 	// Passes that began after the check: had the other node checked too,
 	// it would have by now.
 	after := leader.dir.nip05Passes.Load()
-	eventually(t, "the leader makes further passes", func() bool { return leader.dir.nip05Passes.Load() >= max(after, passes)+3 })
+	storagetest.Eventually(t, "the leader makes further passes", func() bool { return leader.dir.nip05Passes.Load() >= max(after, passes)+3 })
 	if n := dom.requests.Load(); n != 2 {
 		t.Errorf("%d requests after one recheck period, want 2", n)
 	}
@@ -262,15 +262,15 @@ func TestNIP05RecheckedOnceAcrossNodes(t *testing.T) {
 	}
 
 	leader.dir.Close()
-	eventually(t, "the other node leads", func() bool { return follower.dir.leading.Load() })
-	eventually(t, "the new leader makes a pass", func() bool { return follower.dir.nip05Passes.Load() > 0 })
+	storagetest.Eventually(t, "the other node leads", func() bool { return follower.dir.leading.Load() })
+	storagetest.Eventually(t, "the new leader makes a pass", func() bool { return follower.dir.nip05Passes.Load() > 0 })
 	if n := dom.requests.Load(); n != 2 {
 		t.Errorf("%d requests before the next recheck period, want 2", n)
 	}
 	c.Advance(25 * time.Hour)
-	eventually(t, "the new leader re-checks", func() bool { return dom.requests.Load() >= 3 })
+	storagetest.Eventually(t, "the new leader re-checks", func() bool { return dom.requests.Load() >= 3 })
 	after = follower.dir.nip05Passes.Load()
-	eventually(t, "the new leader makes further passes", func() bool { return follower.dir.nip05Passes.Load() >= after+3 })
+	storagetest.Eventually(t, "the new leader makes further passes", func() bool { return follower.dir.nip05Passes.Load() >= after+3 })
 	if n := dom.requests.Load(); n != 3 {
 		t.Errorf("%d requests after the second recheck period, want 3", n)
 	}
@@ -286,7 +286,7 @@ func TestStoreChangedReachesEveryNode(t *testing.T) {
 	leader, follower := leaderOf(t, a, b)
 	agent := newAgent(t)
 	leader.mustRegister(regEvent(t, agent, c.Now(), "restored-away"))
-	eventually(t, "both nodes list the agent", func() bool {
+	storagetest.Eventually(t, "both nodes list the agent", func() bool {
 		dL, etagL, _ := leader.servedDocument()
 		dF, etagF, _ := follower.servedDocument()
 		return listsAgent(dL, agent.pk) && listsAgent(dF, agent.pk) && etagL == etagF
@@ -299,14 +299,14 @@ func TestStoreChangedReachesEveryNode(t *testing.T) {
 	if _, err := agents.Of(follower.store).PublishDocument(t.Context(), follower.dir.id, &agents.PublishedDirectory{ETag: `"old"`, GeneratedAt: 1, Body: old}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the other node serves the old document", func() bool {
+	storagetest.Eventually(t, "the other node serves the old document", func() bool {
 		_, etag, _ := follower.servedDocument()
 		return etag == `"old"`
 	})
 	if err := StoreChanged(t.Context(), follower.store); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "both nodes serve the leader's document again", func() bool {
+	storagetest.Eventually(t, "both nodes serve the leader's document again", func() bool {
 		dL, etagL, _ := leader.servedDocument()
 		dF, etagF, _ := follower.servedDocument()
 		return listsAgent(dF, agent.pk) && etagL == etagF && dF.GeneratedAt == dL.GeneratedAt
@@ -320,7 +320,7 @@ func TestStoreChangedReachesEveryNode(t *testing.T) {
 	if err := StoreChanged(t.Context(), follower.store); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "both nodes serve the leader's new document", func() bool {
+	storagetest.Eventually(t, "both nodes serve the leader's new document", func() bool {
 		dL, etagL, _ := leader.servedDocument()
 		dF, etagF, _ := follower.servedDocument()
 		return !listsAgent(dL, agent.pk) && !listsAgent(dF, agent.pk) && etagL == etagF
@@ -339,7 +339,7 @@ func TestOneProcessSharesTheDocument(t *testing.T) {
 	leader, follower := leaderOf(t, a, b)
 	agent := newAgent(t)
 	follower.mustRegister(regEvent(t, agent, c.Now(), "in-process"))
-	eventually(t, "both handlers serve the document with the agent", func() bool {
+	storagetest.Eventually(t, "both handlers serve the document with the agent", func() bool {
 		dL, etagL, bodyL := leader.servedDocument()
 		dF, etagF, bodyF := follower.servedDocument()
 		return listsAgent(dL, agent.pk) && listsAgent(dF, agent.pk) && etagL == etagF && bytes.Equal(bodyL, bodyF)
@@ -349,10 +349,10 @@ func TestOneProcessSharesTheDocument(t *testing.T) {
 	}
 	// The leader closes (the old config of a reload): the other takes over.
 	leader.dir.Close()
-	eventually(t, "the other handler leads", func() bool { return follower.dir.leading.Load() })
+	storagetest.Eventually(t, "the other handler leads", func() bool { return follower.dir.leading.Load() })
 	other := newAgent(t)
 	follower.mustRegister(regEvent(t, other, c.Now(), "after-reload"))
-	eventually(t, "the new leader's document lists the agent", func() bool {
+	storagetest.Eventually(t, "the new leader's document lists the agent", func() bool {
 		doc, _, _ := follower.servedDocument()
 		return listsAgent(doc, other.pk)
 	})

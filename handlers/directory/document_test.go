@@ -13,6 +13,8 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
+
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 func TestDocumentHasEveryFieldOfTheSpecWithItsType(t *testing.T) {
@@ -266,7 +268,7 @@ func TestDocumentRegeneratedShortlyAfterAChange(t *testing.T) {
 	a := newAgent(t)
 	e.mustRegister(regEvent(t, a, e.now(), "Debounced"))
 	// No Rebuild call: the debounced rebuild publishes the agent.
-	eventually(t, "the new agent appears in the served document", func() bool {
+	storagetest.Eventually(t, "the new agent appears in the served document", func() bool {
 		doc := e.fetchDocument()
 		return len(doc.Agents) == 1 && doc.Agents[0].Pubkey == a.pk
 	})
@@ -278,13 +280,13 @@ func TestDocumentRegeneratedOnScheduleForTimeDrivenChanges(t *testing.T) {
 	e.mustRegister(minedRegistration(t, a, e.now(), "bursty", 8))
 	e.clock.Advance(time.Minute)
 	e.mustPost(note(t, a, e.now(), "a"), note(t, a, e.now(), "b"), note(t, a, e.now(), "c"))
-	eventually(t, "the burst flag appears", func() bool {
+	storagetest.Eventually(t, "the burst flag appears", func() bool {
 		doc := e.fetchDocument()
 		return len(doc.Agents) == 1 && slices.Equal(doc.Agents[0].Flags, []string{FlagBurst})
 	})
 	// Time passes and nothing else happens: the schedule clears the flag.
 	e.clock.Advance(25 * time.Hour)
-	eventually(t, "the burst flag clears without new events", func() bool {
+	storagetest.Eventually(t, "the burst flag clears without new events", func() bool {
 		doc := e.fetchDocument()
 		return len(doc.Agents) == 1 && len(doc.Agents[0].Flags) == 0 && doc.Agents[0].Level == 1
 	})

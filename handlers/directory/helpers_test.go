@@ -351,21 +351,6 @@ func (e *env) mustEntry(pk string) Entry {
 	return en
 }
 
-// eventually polls cond until it holds, failing after a generous limit (a
-// minute: relay subscriptions, NIP-05 passes and leases run in the
-// background, and a loaded machine under the race detector is slow). It
-// never asserts how long something took.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func hasPrefix(s, p string) bool { return strings.HasPrefix(s, p) }
 
 func nostrTag(k, v string) nostr.Tag { return nostr.Tag{k, v} }

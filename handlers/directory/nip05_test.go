@@ -15,6 +15,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // nip05Domain is a local HTTPS server standing in for example.com (the
@@ -237,7 +238,7 @@ func TestNIP05RecheckedOnSchedule(t *testing.T) {
 	dom.set("bot", newAgent(t).pk)
 	e.clock.Advance(25 * time.Hour)
 	// No explicit check or rebuild: the schedules do both.
-	eventually(t, "the background recheck clears the identifier", func() bool {
+	storagetest.Eventually(t, "the background recheck clears the identifier", func() bool {
 		doc := e.fetchDocument()
 		return len(doc.Agents) == 1 && doc.Agents[0].Gates.NIP05 == nil
 	})
@@ -406,7 +407,7 @@ func TestNIP05RecheckedAtStart(t *testing.T) {
 	clock := newClock()
 	clock.Advance(25 * time.Hour)
 	second := newEnvOn(t, store, Options{Fetcher: dom.fetcher(), Now: clock.Now, NIP05CheckEvery: time.Hour, RegenerateDelay: 10 * time.Millisecond})
-	eventually(t, "the identifier is rechecked at start and cleared", func() bool {
+	storagetest.Eventually(t, "the identifier is rechecked at start and cleared", func() bool {
 		doc := second.fetchDocument()
 		return len(doc.Agents) == 1 && doc.Agents[0].Gates.NIP05 == nil
 	})

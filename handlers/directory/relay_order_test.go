@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // The notes of an agent dated at or after its registration count whatever
@@ -22,7 +24,7 @@ func TestRelayCountsNotesWhateverTheOrder(t *testing.T) {
 	e.mustRegister(regEvent(t, busy, time.Now(), "busy"))
 	waitLive(t, e, live)
 	tr.publish(note(t, busy, time.Now(), "now"))
-	eventually(t, "the busy agent's note", func() bool { return postsOf(t, e.dir, busy.pk) == 1 })
+	storagetest.Eventually(t, "the busy agent's note", func() bool { return postsOf(t, e.dir, busy.pk) == 1 })
 
 	reg := time.Now().Add(-14 * time.Minute) // inside the registration window
 	// Publish, then register.
@@ -39,7 +41,7 @@ func TestRelayCountsNotesWhateverTheOrder(t *testing.T) {
 	for i := range 31 {
 		tr.publish(note(t, late, reg.Add(time.Duration(i)*5*time.Second), fmt.Sprintf("burst %d", i)))
 	}
-	eventually(t, "every note of both agents", func() bool {
+	storagetest.Eventually(t, "every note of both agents", func() bool {
 		return postsOf(t, e.dir, early.pk) == 5 && postsOf(t, e.dir, late.pk) == 31
 	})
 	if en := e.mustEntry(late.pk); !slices.Contains(en.Flags, FlagBurst) {
@@ -67,12 +69,12 @@ func TestRelayReadsEveryAuthorOfManyFilters(t *testing.T) {
 	tr := startRelay(t)
 	e := relayEnv(t, openStore(t), tr)
 	keys := registerMany(t, e, 1100, time.Now())
-	eventually(t, "the subscription for 1,100 authors", func() bool { return e.dir.relayLive.Load() > 0 })
+	storagetest.Eventually(t, "the subscription for 1,100 authors", func() bool { return e.dir.relayLive.Load() > 0 })
 	first, last := keys[0], keys[len(keys)-1]
 	newcomer := newAgent(t)
 	e.mustRegister(regEvent(t, newcomer, time.Now(), "newcomer"))
 	tr.publish(note(t, first, time.Now(), "first"), note(t, last, time.Now(), "last"), note(t, newcomer, time.Now(), "newcomer"))
-	eventually(t, "the notes of the first, the last and a later agent", func() bool {
+	storagetest.Eventually(t, "the notes of the first, the last and a later agent", func() bool {
 		return postsOf(t, e.dir, first.pk) == 1 && postsOf(t, e.dir, last.pk) == 1 && postsOf(t, e.dir, newcomer.pk) == 1
 	})
 }
@@ -93,10 +95,10 @@ func TestRelayCatchUpPerFilterAfterDowntime(t *testing.T) {
 	// registration window however slowly they run (-race).
 	reg := time.Now().Add(-time.Minute)
 	keys := registerMany(t, first, 1100, reg)
-	eventually(t, "the subscription for 1,100 authors", func() bool { return first.dir.relayLive.Load() > 0 })
+	storagetest.Eventually(t, "the subscription for 1,100 authors", func() bool { return first.dir.relayLive.Load() > 0 })
 	clk.off.Store(int64(3 * time.Hour))
 	tr.publish(note(t, keys[0], clk.Now(), "read before the downtime"))
-	eventually(t, "the first note", func() bool { return postsOf(t, first.dir, keys[0].pk) == 1 })
+	storagetest.Eventually(t, "the first note", func() bool { return postsOf(t, first.dir, keys[0].pk) == 1 })
 	first.dir.Close()
 	first.srv.Close()
 
@@ -115,7 +117,7 @@ func TestRelayCatchUpPerFilterAfterDowntime(t *testing.T) {
 	}
 	tr.publish(down...)
 	second := relayEnvAt(t, store, tr, clk.Now)
-	eventually(t, "every note made during the downtime", func() bool {
+	storagetest.Eventually(t, "every note made during the downtime", func() bool {
 		return postsOf(t, second.dir, busy.pk) == 600 && postsOf(t, second.dir, quiet.pk) == 1
 	})
 	if n := postsOf(t, second.dir, keys[0].pk); n != 1 {
@@ -152,14 +154,14 @@ func TestRelayNoteOfAFollowedAgentWhileTheAuthorsChange(t *testing.T) {
 	waitLive(t, e, live)
 	clk.off.Store(int64(3 * time.Hour))
 	tr.publish(note(t, old, clk.Now(), "read"))
-	eventually(t, "the first note", func() bool { return postsOf(t, e.dir, old.pk) == 1 })
+	storagetest.Eventually(t, "the first note", func() bool { return postsOf(t, e.dir, old.pk) == 1 })
 
 	backdated = note(t, old, reg.Add(time.Minute), "dated long ago, sent while the authors change")
 	n := newAgent(t)
 	newcomer.Store(n.pk)
 	e.mustRegister(regEvent(t, n, clk.Now(), "newcomer"))
-	eventually(t, "the relay was asked for the newcomer", published.Load)
-	eventually(t, "the note sent meanwhile", func() bool { return postsOf(t, e.dir, old.pk) == 2 })
+	storagetest.Eventually(t, "the relay was asked for the newcomer", published.Load)
+	storagetest.Eventually(t, "the note sent meanwhile", func() bool { return postsOf(t, e.dir, old.pk) == 2 })
 }
 
 // A note published while Hearth is down, dated after its agent's
@@ -177,13 +179,13 @@ func TestRelayBackdatedNotePublishedDuringDowntimeIsCounted(t *testing.T) {
 	waitLive(t, first, live)
 	clk.off.Store(int64(3 * time.Hour))
 	tr.publish(note(t, a, clk.Now(), "read before the downtime"))
-	eventually(t, "the first note", func() bool { return postsOf(t, first.dir, a.pk) == 1 })
+	storagetest.Eventually(t, "the first note", func() bool { return postsOf(t, first.dir, a.pk) == 1 })
 	first.dir.Close()
 	first.srv.Close()
 
 	tr.publish(note(t, a, reg.Add(time.Minute), "dated long ago, sent while hearth was down"))
 	second := relayEnvAt(t, store, tr, clk.Now)
-	eventually(t, "the note sent during the downtime", func() bool { return postsOf(t, second.dir, a.pk) == 2 })
+	storagetest.Eventually(t, "the note sent during the downtime", func() bool { return postsOf(t, second.dir, a.pk) == 2 })
 	if en := second.mustEntry(a.pk); en.ActiveDays < 1 {
 		t.Errorf("active_days = %d", en.ActiveDays)
 	}
@@ -202,12 +204,12 @@ func TestDuplicatesAcrossRelaysAndHTTPCountOnce(t *testing.T) {
 	a := newAgent(t)
 	live := e.dir.relayLive.Load()
 	e.mustRegister(regEvent(t, a, time.Now(), "twice"))
-	eventually(t, "both relays live", func() bool { return e.dir.relayLive.Load() >= live+2 })
+	storagetest.Eventually(t, "both relays live", func() bool { return e.dir.relayLive.Load() >= live+2 })
 	n1, n2 := note(t, a, time.Now(), "one"), note(t, a, time.Now(), "two")
 	r1.publish(n1, n2)
 	r2.publish(n2, n1)
 	e.post(n1)
-	eventually(t, "both notes", func() bool { return postsOf(t, e.dir, a.pk) == 2 })
+	storagetest.Eventually(t, "both notes", func() bool { return postsOf(t, e.dir, a.pk) == 2 })
 	// A third copy of either, later, is a duplicate.
 	if res := e.post(n2); !res[0].OK || res[0].Message != msgDuplicate {
 		t.Errorf("n2 again over HTTP: %+v", res[0])
@@ -242,7 +244,7 @@ func TestRelayNoteStoredWhileTheSubscriptionOpensIsCounted(t *testing.T) {
 	live := e.dir.relayLive.Load()
 	e.mustRegister(regEvent(t, a, time.Now().Add(-time.Minute), "racer"))
 	waitLive(t, e, live)
-	eventually(t, "every note published while requests were answered", func() bool {
+	storagetest.Eventually(t, "every note published while requests were answered", func() bool {
 		n := published.Load()
 		return n > 0 && postsOf(t, e.dir, a.pk) == int64(n)
 	})
@@ -275,7 +277,7 @@ func TestRelayCountsALateNoteDatedLongAgo(t *testing.T) {
 	e.mustRegister(regEvent(t, newAgent(t), clk.Now(), "newcomer"))
 	waitLive(t, e, live)
 	tr.publish(note(t, a, regAt.Add(time.Minute), "written long ago, sent now"))
-	eventually(t, "the late note is counted", func() bool { return postsOf(t, e.dir, a.pk) == 1 })
+	storagetest.Eventually(t, "the late note is counted", func() bool { return postsOf(t, e.dir, a.pk) == 1 })
 }
 
 // A relay that takes at most 100 authors per filter still gets asked for
@@ -289,7 +291,7 @@ func TestRelaySplitsFiltersAsTheRelayRequires(t *testing.T) {
 	e := relayEnv(t, openStore(t), tr)
 	keys := registerMany(t, e, 250, time.Now())
 	tr.publish(note(t, keys[0], time.Now(), "first"), note(t, keys[249], time.Now(), "last"))
-	eventually(t, "the notes of the first and the last agent", func() bool {
+	storagetest.Eventually(t, "the notes of the first and the last agent", func() bool {
 		return postsOf(t, e.dir, keys[0].pk) == 1 && postsOf(t, e.dir, keys[249].pk) == 1
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/internal/testrelay"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // testRelay is a khatru relay on loopback that can go down and come back
@@ -157,7 +158,7 @@ func relayEnvAt(t *testing.T, store *storage.Store, tr *testRelay, now func() ti
 // after the count was `after`.
 func waitLive(t *testing.T, e *env, after int64) {
 	t.Helper()
-	eventually(t, "the relay subscription is live", func() bool { return e.dir.relayLive.Load() > after })
+	storagetest.Eventually(t, "the relay subscription is live", func() bool { return e.dir.relayLive.Load() > after })
 }
 
 func postsOf(t *testing.T, d *Directory, pk string) int64 {
@@ -184,7 +185,7 @@ func TestRelayPostsOfRegisteredAgentsAreCounted(t *testing.T) {
 	e.mustRegister(regEvent(t, a, time.Now(), "listener"))
 	waitLive(t, e, live)
 	tr.publish(note(t, a, time.Now(), "on the relay"))
-	eventually(t, "the relay post is counted", func() bool { return postsOf(t, e.dir, a.pk) == 1 })
+	storagetest.Eventually(t, "the relay post is counted", func() bool { return postsOf(t, e.dir, a.pk) == 1 })
 	if en := e.mustEntry(a.pk); en.ActiveDays != 1 {
 		t.Errorf("active_days = %d", en.ActiveDays)
 	}
@@ -194,7 +195,7 @@ func TestRelayPostsOfRegisteredAgentsAreCounted(t *testing.T) {
 	regB := regEvent(t, b, time.Now().Add(-time.Second), "second")
 	tr.publish(note(t, b, time.Now(), "stored before the subscription"))
 	e.mustRegister(regB)
-	eventually(t, "the second agent's post is counted", func() bool { return postsOf(t, e.dir, b.pk) == 1 })
+	storagetest.Eventually(t, "the second agent's post is counted", func() bool { return postsOf(t, e.dir, b.pk) == 1 })
 }
 
 func TestRelayResumesFromItsCursorAfterARestart(t *testing.T) {
@@ -207,14 +208,14 @@ func TestRelayResumesFromItsCursorAfterARestart(t *testing.T) {
 	waitLive(t, first, live)
 	p1 := note(t, a, time.Now(), "before the restart")
 	tr.publish(p1)
-	eventually(t, "the first post is counted", func() bool { return postsOf(t, first.dir, a.pk) == 1 })
+	storagetest.Eventually(t, "the first post is counted", func() bool { return postsOf(t, first.dir, a.pk) == 1 })
 	first.dir.Close()
 	first.srv.Close()
 
 	// Published while Hearth was down.
 	tr.publish(note(t, a, time.Now(), "while hearth was down"))
 	second := relayEnv(t, store, tr)
-	eventually(t, "the missed post is counted", func() bool { return postsOf(t, second.dir, a.pk) == 2 })
+	storagetest.Eventually(t, "the missed post is counted", func() bool { return postsOf(t, second.dir, a.pk) == 2 })
 }
 
 func TestRelayReconnectsAfterTheRelayGoesDown(t *testing.T) {
@@ -225,14 +226,14 @@ func TestRelayReconnectsAfterTheRelayGoesDown(t *testing.T) {
 	e.mustRegister(regEvent(t, a, time.Now(), "patient"))
 	waitLive(t, e, live)
 	tr.publish(note(t, a, time.Now(), "first"))
-	eventually(t, "the first post is counted", func() bool { return postsOf(t, e.dir, a.pk) == 1 })
+	storagetest.Eventually(t, "the first post is counted", func() bool { return postsOf(t, e.dir, a.pk) == 1 })
 
 	live = e.dir.relayLive.Load()
 	tr.stop()
 	tr.restart()
 	waitLive(t, e, live)
 	tr.publish(note(t, a, time.Now(), "after the outage"))
-	eventually(t, "the post after the outage is counted", func() bool { return postsOf(t, e.dir, a.pk) == 2 })
+	storagetest.Eventually(t, "the post after the outage is counted", func() bool { return postsOf(t, e.dir, a.pk) == 2 })
 	// The directory connected before the outage and again after it.
 	if n := tr.connects.Load(); n < 2 {
 		t.Fatalf("the relay saw %d connections, want the directory's two", n)
@@ -256,7 +257,7 @@ func TestCloseStopsRelaySubscriptions(t *testing.T) {
 	tr := startRelay(t)
 	e := relayEnv(t, openStore(t), tr)
 	e.mustRegister(regEvent(t, newAgent(t), time.Now(), "closer"))
-	eventually(t, "the directory connects", func() bool { return tr.connects.Load() > 0 })
+	storagetest.Eventually(t, "the directory connects", func() bool { return tr.connects.Load() > 0 })
 	done := make(chan struct{})
 	go func() { e.dir.Close(); close(done) }()
 	select {
@@ -264,7 +265,7 @@ func TestCloseStopsRelaySubscriptions(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("Close did not return")
 	}
-	eventually(t, "the relay sees every connection closed", func() bool {
+	storagetest.Eventually(t, "the relay sees every connection closed", func() bool {
 		open := 0
 		for range tr.open.Range {
 			open++
@@ -302,7 +303,7 @@ func TestRelayCatchUpPagesBackPastTheRelayCap(t *testing.T) {
 	first.mustRegister(regEvent(t, quiet, reg, "quiet"))
 	waitLive(t, first, live)
 	tr.publish(note(t, busy, reg.Add(time.Second), "seen before the downtime"))
-	eventually(t, "the first post is counted", func() bool { return postsOf(t, first.dir, busy.pk) == 1 })
+	storagetest.Eventually(t, "the first post is counted", func() bool { return postsOf(t, first.dir, busy.pk) == 1 })
 	first.dir.Close()
 	first.srv.Close()
 
@@ -314,11 +315,11 @@ func TestRelayCatchUpPagesBackPastTheRelayCap(t *testing.T) {
 	tr.publish(down...)
 
 	second := relayEnv(t, store, tr)
-	eventually(t, "every post made during the downtime is counted", func() bool {
+	storagetest.Eventually(t, "every post made during the downtime is counted", func() bool {
 		return postsOf(t, second.dir, busy.pk) == 601 && postsOf(t, second.dir, quiet.pk) == 1
 	})
 	// Live posts still arrive after the catch-up.
 	waitLive(t, second, 0)
 	tr.publish(note(t, quiet, time.Now(), "live"))
-	eventually(t, "a live post after the catch-up is counted", func() bool { return postsOf(t, second.dir, quiet.pk) == 2 })
+	storagetest.Eventually(t, "a live post after the catch-up is counted", func() bool { return postsOf(t, second.dir, quiet.pk) == 2 })
 }

@@ -9,10 +9,10 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/internal/enginesuite"
+	"github.com/hearthkit/caddy-hearth/storage/kv/kvtest"
 	"github.com/hearthkit/caddy-hearth/storage/kv/pgkv/pgtest"
 )
 
@@ -104,16 +104,11 @@ func (p *Postgres) TwoNodes(t *testing.T) (a, b *storage.Store) {
 
 // Eventually polls cond until it holds (another node's work, a lease
 // taken over), failing the test after a generous minute. It never asserts
-// how long something took.
+// how long something took. It is the engines' kvtest.Eventually, which
+// the engines' own tests use below this package.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	kvtest.Eventually(t, what, cond)
 }
 
 // Loop runs body in n goroutines, each again and again until body returns

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage/kv/kvtest"
 )
 
 // A caller's commit is durable only after a sync that started after the
@@ -35,7 +37,7 @@ func TestGroupSyncSharesOneSyncAmongWaiters(t *testing.T) {
 	first := make(chan error)
 	committed.Add(1)
 	go func() { first <- g.wait() }()
-	waitFor(t, func() bool { return syncs.Load() == 1 })
+	kvtest.Eventually(t, "the first sync runs", func() bool { return syncs.Load() == 1 })
 
 	// 40 commits land while the first sync runs: none of them may return
 	// before a sync that starts after their commit.
@@ -50,7 +52,7 @@ func TestGroupSyncSharesOneSyncAmongWaiters(t *testing.T) {
 			errs <- g.wait()
 		}()
 	}
-	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.waiting == n })
+	kvtest.Eventually(t, "every commit waits", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.waiting == n })
 	select {
 	case err := <-errs:
 		t.Fatalf("a waiter returned (%v) while the sync before its commit was still running", err)
@@ -272,15 +274,4 @@ func dirEntries(names []string) []fs.DirEntry {
 		out[i] = fakeEntry(n)
 	}
 	return out
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second) // a backstop for a loaded machine
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 60 s")
-		}
-		time.Sleep(time.Millisecond)
-	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/internal/testchild"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
+	"github.com/hearthkit/caddy-hearth/storage/kv/kvtest"
 )
 
 func durabilityKey(i int) []byte { return []byte("test/durability/" + strconv.Itoa(i)) }
@@ -429,9 +430,9 @@ func TestAsyncCommitsAreSyncedLater(t *testing.T) {
 	t.Run("synced after the delay, each time", func(t *testing.T) {
 		e, syncs := open(t, time.Millisecond, nil)
 		put(t, e, async, durabilityKey(0), v)
-		waitFor(t, func() bool { return syncs.Load() >= 1 })
+		kvtest.Eventually(t, "a sync", func() bool { return syncs.Load() >= 1 })
 		put(t, e, async, durabilityKey(1), v)
-		waitFor(t, func() bool { return syncs.Load() >= 2 })
+		kvtest.Eventually(t, "a second sync", func() bool { return syncs.Load() >= 2 })
 	})
 
 	t.Run("a failed sync is logged, and the next commit schedules again", func(t *testing.T) {
@@ -446,12 +447,12 @@ func TestAsyncCommitsAreSyncedLater(t *testing.T) {
 			return sync()
 		}
 		put(t, e, async, durabilityKey(0), v)
-		waitFor(t, func() bool { return log.len() == 1 })
+		kvtest.Eventually(t, "the failed sync logged", func() bool { return log.len() == 1 })
 		if l := log.lines[0]; !strings.Contains(l, "may not survive a power loss") || !strings.Contains(l, "disk said no") {
 			t.Fatalf("logged %q", l)
 		}
 		put(t, e, async, durabilityKey(1), v)
-		waitFor(t, func() bool { return syncs.Load() >= 1 })
+		kvtest.Eventually(t, "a sync", func() bool { return syncs.Load() >= 1 })
 		if n := calls.Load(); n != 2 {
 			t.Fatalf("%d syncs tried, want 2 (no retry of the failed one)", n)
 		}
@@ -523,7 +524,7 @@ func TestFailedSyncAfterAsyncCommitsIsReturnedByTheNextSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(t, e, kv.TxOptions{Async: true}, durabilityKey(1), v)
-	waitFor(t, func() bool { return log.has("may not survive a power loss") })
+	kvtest.Eventually(t, "the failed sync logged", func() bool { return log.has("may not survive a power loss") })
 	if err := os.Rename(away, dir); err != nil {
 		t.Fatal(err)
 	}
