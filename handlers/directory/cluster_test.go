@@ -53,6 +53,17 @@ func (e *env) servedDocument() (Document, string, []byte) {
 	return doc, r.header.Get("ETag"), r.body
 }
 
+// bothServeAlike waits until a and b serve the same document (one ETag),
+// which lists the agent pk or not (listed).
+func bothServeAlike(t *testing.T, a, b *env, what, pk string, listed bool) {
+	t.Helper()
+	storagetest.Eventually(t, what, func() bool {
+		dA, etagA, _ := a.servedDocument()
+		dB, etagB, _ := b.servedDocument()
+		return listsAgent(dA, pk) == listed && listsAgent(dB, pk) == listed && etagA == etagB
+	})
+}
+
 func listsAgent(doc Document, pk string) bool {
 	for _, a := range doc.Agents {
 		if a.Pubkey == pk {
@@ -99,11 +110,7 @@ func TestTwoNodesServeOneDocument(t *testing.T) {
 	if _, err := follower.dir.Ban(t.Context(), agent.npub(), "test"); err != nil {
 		t.Fatal(err)
 	}
-	storagetest.Eventually(t, "the ban reaches both documents alike", func() bool {
-		dL, etagL, _ := leader.servedDocument()
-		dF, etagF, _ := follower.servedDocument()
-		return !listsAgent(dL, agent.pk) && !listsAgent(dF, agent.pk) && etagL == etagF
-	})
+	bothServeAlike(t, leader, follower, "the ban reaches both documents alike", agent.pk, false)
 }
 
 // When the leader stops, the other node takes the lease and builds the
@@ -286,11 +293,7 @@ func TestStoreChangedReachesEveryNode(t *testing.T) {
 	leader, follower := leaderOf(t, a, b)
 	agent := newAgent(t)
 	leader.mustRegister(regEvent(t, agent, c.Now(), "restored-away"))
-	storagetest.Eventually(t, "both nodes list the agent", func() bool {
-		dL, etagL, _ := leader.servedDocument()
-		dF, etagF, _ := follower.servedDocument()
-		return listsAgent(dL, agent.pk) && listsAgent(dF, agent.pk) && etagL == etagF
-	})
+	bothServeAlike(t, leader, follower, "both nodes list the agent", agent.pk, true)
 
 	// A restore of the same agents that brings back the published
 	// document of another time: the leader's content is unchanged, and
@@ -320,11 +323,7 @@ func TestStoreChangedReachesEveryNode(t *testing.T) {
 	if err := StoreChanged(t.Context(), follower.store); err != nil {
 		t.Fatal(err)
 	}
-	storagetest.Eventually(t, "both nodes serve the leader's new document", func() bool {
-		dL, etagL, _ := leader.servedDocument()
-		dF, etagF, _ := follower.servedDocument()
-		return !listsAgent(dL, agent.pk) && !listsAgent(dF, agent.pk) && etagL == etagF
-	})
+	bothServeAlike(t, leader, follower, "both nodes serve the leader's new document", agent.pk, false)
 }
 
 // On Badger, two handlers of one configuration in one process (a reload's

@@ -8,11 +8,10 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
-// signIn has no field for a second factor (Inboxt's SignInInput), so a
-// member with two-factor sign-in is refused there, with no session, and
-// signs in on the site's page instead.
-func TestSignInRefusesTwoFactorMembers(t *testing.T) {
-	e := newEnv(t, options{})
+// withTwoFactor turns on two-factor sign-in for the env's member, as the
+// account page does (a secret, then a code of it).
+func withTwoFactor(t *testing.T, e *env) {
+	t.Helper()
 	const secret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
 	if err := members.Of(e.store).StartTwoFactorSetup(t.Context(), e.member.ID, secret); err != nil {
 		t.Fatal(err)
@@ -21,6 +20,14 @@ func TestSignInRefusesTwoFactorMembers(t *testing.T) {
 	if _, err := members.Of(e.store).ConfirmTwoFactor(t.Context(), e.member.ID, code, ""); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// signIn has no field for a second factor (Inboxt's SignInInput), so a
+// member with two-factor sign-in is refused there, with no session, and
+// signs in on the site's page instead.
+func TestSignInRefusesTwoFactorMembers(t *testing.T) {
+	e := newEnv(t, options{})
+	withTwoFactor(t, e)
 	const signIn = `mutation signIn($data: SignInInput!) { signIn(data: $data) { success } }`
 	r := e.wantError("", signIn, map[string]any{"data": map[string]any{"emailAddress": "alice", "password": "correct horse battery"}}, 200, "FORBIDDEN")
 	if !strings.Contains(r.Errors[0].Message, "two-factor sign-in") || strings.Contains(r.Header.Get("Set-Cookie"), "hearth_session=") {
@@ -39,14 +46,7 @@ func TestSignInRefusesTwoFactorMembers(t *testing.T) {
 // they are refused and change nothing; the account page does it.
 func TestAccountOperationsRefuseTwoFactorMembers(t *testing.T) {
 	e := newEnv(t, options{})
-	const secret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
-	if err := members.Of(e.store).StartTwoFactorSetup(t.Context(), e.member.ID, secret); err != nil {
-		t.Fatal(err)
-	}
-	code, _ := members.TOTPCode(secret, time.Now())
-	if _, err := members.Of(e.store).ConfirmTwoFactor(t.Context(), e.member.ID, code, ""); err != nil {
-		t.Fatal(err)
-	}
+	withTwoFactor(t, e)
 	session := e.signIn(e.member)
 
 	r := e.wantError(session, `mutation { updateAccount(data: {password: "a password of the thief"}) { id } }`, nil, 200, "FORBIDDEN")
