@@ -112,7 +112,15 @@ func writeItem(b *bytes.Buffer, d *itemData) {
 	}
 	b.WriteString("</p>\n</header>\n<div class=\"content\" id=\"content\">")
 	b.WriteString(string(d.Content))
-	b.WriteString("</div>\n</article>\n<aside class=\"side\" aria-label=\"Labels, highlights and text settings\">\n" +
+	b.WriteString("</div>\n</article>\n")
+	writeItemSide(b, d)
+
+}
+
+// writeItemSide writes the reader page's side panel: the item's labels,
+// its highlights with their notes, and the text settings.
+func writeItemSide(b *bytes.Buffer, d *itemData) {
+	b.WriteString("<aside class=\"side\" aria-label=\"Labels, highlights and text settings\">\n" +
 		"<section aria-labelledby=\"labels-title\">\n<h2 id=\"labels-title\">Labels</h2>\n" +
 		"<form method=\"post\" action=\"/library/items\" id=\"labels-form\">\n<input type=\"hidden\" name=\"id\" value=\"")
 	escape(b, d.Item.ID)

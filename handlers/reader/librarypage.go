@@ -48,60 +48,10 @@ func writeLibrary(b *bytes.Buffer, d *libraryData) {
 	switch {
 	case d.IsHighlights:
 		b.WriteString("\n")
-		if len(d.Highlights) > 0 {
-			var date [32]byte
-			b.WriteString("\n<ul class=\"hls\">")
-			for _, hl := range d.Highlights {
-				b.WriteString("\n<li><blockquote>")
-				escape(b, hl.Quote)
-				b.WriteString("</blockquote>")
-				if hl.Note != "" {
-					b.WriteString("<p class=\"note\">")
-					escape(b, hl.Note)
-					b.WriteString("</p>")
-				}
-				created := hl.Created.UTC()
-				b.WriteString("\n<p class=\"meta\"><a href=\"")
-				account.WriteURL(b, hl.ItemURL)
-				b.WriteString("\">")
-				escape(b, hl.ItemTitle)
-				b.WriteString("</a> · <time datetime=\"")
-				b.Write(created.AppendFormat(date[:0], time.RFC3339))
-				b.WriteString("\">")
-				b.Write(created.AppendFormat(date[:0], "2 Jan 2006"))
-				b.WriteString("</time></p></li>")
-			}
-			b.WriteString("\n</ul>\n")
-		}
+		writeHighlightRows(b, d.Highlights)
 		b.WriteString("\n")
 	case len(d.Items) > 0:
-		b.WriteString("\n<form id=\"bulk\" method=\"post\" action=\"/library/items\">\n<input type=\"hidden\" name=\"return\" value=\"")
-		escape(b, d.Return)
-		b.WriteString("\">\n<div class=\"toolbar\" role=\"group\" aria-label=\"Selected items\">")
-		if d.InTrash {
-			b.WriteString("\n<button class=\"secondary\" name=\"action\" value=\"restore\" type=\"submit\">Restore</button>\n" +
-				"<details class=\"confirm\"><summary class=\"button secondary\">Delete forever…</summary>\n" +
-				"<p>Delete the selected items for good? Their highlights go with them; this can't be undone.</p>\n" +
-				"<button class=\"danger\" name=\"action\" value=\"delete\" type=\"submit\">Delete for good</button></details>")
-		} else {
-			b.WriteString("\n<button class=\"secondary\" name=\"action\" value=\"archive\" type=\"submit\">Archive</button>\n" +
-				"<button class=\"secondary\" name=\"action\" value=\"unarchive\" type=\"submit\">Move to inbox</button>\n" +
-				"<button class=\"secondary\" name=\"action\" value=\"trash\" type=\"submit\">Move to trash</button>")
-		}
-		b.WriteString("\n<button class=\"secondary\" name=\"action\" value=\"read\" type=\"submit\">Mark read</button>")
-		if len(d.Labels) > 0 {
-			b.WriteString("\n<span class=\"labelpick\"><label for=\"bulk-label\">Label</label>\n<select id=\"bulk-label\" name=\"label\">")
-			for _, l := range d.Labels {
-				b.WriteString("<option value=\"")
-				escape(b, l.ID)
-				b.WriteString("\">")
-				escape(b, l.Name)
-				b.WriteString("</option>")
-			}
-			b.WriteString("\n</select>\n<button class=\"secondary\" name=\"action\" value=\"label-add\" type=\"submit\">Add label</button>\n" +
-				"<button class=\"secondary\" name=\"action\" value=\"label-remove\" type=\"submit\">Remove label</button></span>")
-		}
-		b.WriteString("\n</div>\n")
+		writeBulkForm(b, d)
 		writeItems(b, d.Items)
 		b.WriteString("\n</form>\n")
 	}
@@ -140,4 +90,66 @@ func writeLibrary(b *bytes.Buffer, d *libraryData) {
 	b.WriteString("\n<p class=\"hint keyhint\">Press <kbd>?</kbd> for keyboard shortcuts.</p>\n</div>\n</div>\n")
 	b.WriteString(shortcutsHTML)
 	b.WriteString("\n")
+}
+
+// writeHighlightRows writes the highlights view's list: each quote with
+// its note and the item it is from.
+func writeHighlightRows(b *bytes.Buffer, rows []highlightRow) {
+	if len(rows) > 0 {
+		var date [32]byte
+		b.WriteString("\n<ul class=\"hls\">")
+		for _, hl := range rows {
+			b.WriteString("\n<li><blockquote>")
+			escape(b, hl.Quote)
+			b.WriteString("</blockquote>")
+			if hl.Note != "" {
+				b.WriteString("<p class=\"note\">")
+				escape(b, hl.Note)
+				b.WriteString("</p>")
+			}
+			created := hl.Created.UTC()
+			b.WriteString("\n<p class=\"meta\"><a href=\"")
+			account.WriteURL(b, hl.ItemURL)
+			b.WriteString("\">")
+			escape(b, hl.ItemTitle)
+			b.WriteString("</a> · <time datetime=\"")
+			b.Write(created.AppendFormat(date[:0], time.RFC3339))
+			b.WriteString("\">")
+			b.Write(created.AppendFormat(date[:0], "2 Jan 2006"))
+			b.WriteString("</time></p></li>")
+		}
+		b.WriteString("\n</ul>\n")
+	}
+}
+
+// writeBulkForm opens the form around a list of items with its toolbar:
+// what may be done to the selected items, in the trash or elsewhere.
+func writeBulkForm(b *bytes.Buffer, d *libraryData) {
+	b.WriteString("\n<form id=\"bulk\" method=\"post\" action=\"/library/items\">\n<input type=\"hidden\" name=\"return\" value=\"")
+	escape(b, d.Return)
+	b.WriteString("\">\n<div class=\"toolbar\" role=\"group\" aria-label=\"Selected items\">")
+	if d.InTrash {
+		b.WriteString("\n<button class=\"secondary\" name=\"action\" value=\"restore\" type=\"submit\">Restore</button>\n" +
+			"<details class=\"confirm\"><summary class=\"button secondary\">Delete forever…</summary>\n" +
+			"<p>Delete the selected items for good? Their highlights go with them; this can't be undone.</p>\n" +
+			"<button class=\"danger\" name=\"action\" value=\"delete\" type=\"submit\">Delete for good</button></details>")
+	} else {
+		b.WriteString("\n<button class=\"secondary\" name=\"action\" value=\"archive\" type=\"submit\">Archive</button>\n" +
+			"<button class=\"secondary\" name=\"action\" value=\"unarchive\" type=\"submit\">Move to inbox</button>\n" +
+			"<button class=\"secondary\" name=\"action\" value=\"trash\" type=\"submit\">Move to trash</button>")
+	}
+	b.WriteString("\n<button class=\"secondary\" name=\"action\" value=\"read\" type=\"submit\">Mark read</button>")
+	if len(d.Labels) > 0 {
+		b.WriteString("\n<span class=\"labelpick\"><label for=\"bulk-label\">Label</label>\n<select id=\"bulk-label\" name=\"label\">")
+		for _, l := range d.Labels {
+			b.WriteString("<option value=\"")
+			escape(b, l.ID)
+			b.WriteString("\">")
+			escape(b, l.Name)
+			b.WriteString("</option>")
+		}
+		b.WriteString("\n</select>\n<button class=\"secondary\" name=\"action\" value=\"label-add\" type=\"submit\">Add label</button>\n" +
+			"<button class=\"secondary\" name=\"action\" value=\"label-remove\" type=\"submit\">Remove label</button></span>")
+	}
+	b.WriteString("\n</div>\n")
 }
