@@ -151,16 +151,7 @@ func ParseIn(q string, dialect Syntax) (*Query, error) {
 				item.Status = OmnivoreFolder(lval)
 				continue
 			}
-			switch lval {
-			case "inbox":
-				item.Status = library.StatusActive
-			case "archive":
-				item.Status = library.StatusArchived
-			case "trash":
-				item.Status = library.StatusDeleted
-			default: // Inboxt: any other value is no status filter
-				item.Status = library.StatusAll
-			}
+			item.Status = inboxtFolder(lval)
 		case "type":
 			s.Highlights = false
 			switch lval {
@@ -215,18 +206,11 @@ func ParseIn(q string, dialect Syntax) (*Query, error) {
 			}
 			item.ProgressFrom, item.ProgressTo = from, to
 		case "reading-time":
-			from, to, err := parseNumberRange(val)
+			from, to, err := parseMinutesRange(val)
 			if err != nil {
 				return nil, badInput("reading-time: %v", err)
 			}
-			if from != nil {
-				m := int(*from)
-				item.MinutesFrom = &m
-			}
-			if to != nil {
-				m := int(*to)
-				item.MinutesTo = &m
-			}
+			item.MinutesFrom, item.MinutesTo = from, to
 		case "sort":
 			o, err := parseSortValue(lval)
 			if err != nil {
@@ -252,6 +236,20 @@ func ParseIn(q string, dialect Syntax) (*Query, error) {
 		f.Type = ""
 	}
 	return s, nil
+}
+
+// inboxtFolder is the status an in: value selects in Inboxt's syntax.
+func inboxtFolder(v string) string {
+	switch v {
+	case "inbox":
+		return library.StatusActive
+	case "archive":
+		return library.StatusArchived
+	case "trash":
+		return library.StatusDeleted
+	default: // Inboxt: any other value is no status filter
+		return library.StatusAll
+	}
 }
 
 // OmnivoreFolder is the status an in: value (or updatesSince's folder)
@@ -384,6 +382,24 @@ func parseTimeRange(v string, fromOnly bool) (from, to *time.Time, err error) {
 	}
 	if to, err = parse(b, true); err != nil {
 		return nil, nil, err
+	}
+	return from, to, nil
+}
+
+// parseMinutesRange reads a range of whole minutes (reading-time:), as
+// parseNumberRange reads it, cut to whole minutes.
+func parseMinutesRange(v string) (from, to *int, err error) {
+	f, t, err := parseNumberRange(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f != nil {
+		m := int(*f)
+		from = &m
+	}
+	if t != nil {
+		m := int(*t)
+		to = &m
 	}
 	return from, to, nil
 }
