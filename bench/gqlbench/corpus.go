@@ -274,19 +274,8 @@ func seedCorpus(st *storage.Store, member string, n int, seed int64, infoPath, e
 			fmt.Fprintf(os.Stderr, "gqlbench: %d items\n", i+1)
 		}
 	}
-	for status, batch := range map[string][]string{library.StatusArchived: archived, library.StatusDeleted: trashed} {
-		for len(batch) > 0 {
-			k := min(len(batch), library.MaxBatchIDs)
-			if _, err := library.Of(st).SetItemsStatus(context.Background(), m.ID, batch[:k], status); err != nil {
-				return err
-			}
-			batch = batch[k:]
-		}
-	}
-	for _, id := range highlighted {
-		if _, err := library.Of(st).CreateHighlight(context.Background(), m.ID, id, []library.HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 5, Text: "words"}}, ""); err != nil {
-			return err
-		}
+	if err := archiveAndHighlight(st, m.ID, archived, trashed, highlighted); err != nil {
+		return err
 	}
 	if err := waitSearchIndex(st, m.ID, n); err != nil {
 		return err
@@ -298,6 +287,27 @@ func seedCorpus(st *storage.Store, member string, n int, seed int64, infoPath, e
 		info.TextBytes, info.FoldedTextBytes, info.TrigramIndexBytes, 100*float64(info.TrigramIndexBytes)/float64(max(info.TextBytes, 1)), info.FilterKeyBytes)
 	b, _ := json.MarshalIndent(info, "", "  ")
 	return os.WriteFile(infoPath, b, 0o644)
+}
+
+// archiveAndHighlight moves the corpus's items archived and trashed to the
+// archive and the trash (in batches of library.MaxBatchIDs) and highlights
+// the items highlighted.
+func archiveAndHighlight(st *storage.Store, memberID string, archived, trashed, highlighted []string) error {
+	for status, batch := range map[string][]string{library.StatusArchived: archived, library.StatusDeleted: trashed} {
+		for len(batch) > 0 {
+			k := min(len(batch), library.MaxBatchIDs)
+			if _, err := library.Of(st).SetItemsStatus(context.Background(), memberID, batch[:k], status); err != nil {
+				return err
+			}
+			batch = batch[k:]
+		}
+	}
+	for _, id := range highlighted {
+		if _, err := library.Of(st).CreateHighlight(context.Background(), memberID, id, []library.HighlightSegment{{XPath: "/p[1]", StartOffset: 0, EndOffset: 5, Text: "words"}}, ""); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitSearchIndex waits until the search index has taken every one of the

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -10,7 +12,7 @@ import (
 )
 
 // seeded opens the store seed wrote in dir and returns its member's
-// active items (a page of up to 100) and highlights.
+// items of every status (a page of up to 100) and highlights.
 func seeded(t *testing.T, dir string) (items, highlights int) {
 	t.Helper()
 	st, err := storage.Open(dir, storage.Options{})
@@ -22,7 +24,7 @@ func seeded(t *testing.T, dir string) (items, highlights int) {
 	if err != nil {
 		t.Fatalf("the seeded member: %v", err)
 	}
-	page, err := library.Of(st).SavedItemsPage(t.Context(), m.ID, library.ItemFilter{}, library.PageRequest{Field: library.SortCreatedAt, Desc: true, First: 100})
+	page, err := library.Of(st).SavedItemsPage(t.Context(), m.ID, library.ItemFilter{Status: library.StatusAll}, library.PageRequest{Field: library.SortCreatedAt, Desc: true, First: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,5 +62,25 @@ func TestSeedItems(t *testing.T) {
 	}
 	if items, highlights := seeded(t, dir); items != 7 || highlights != 2 {
 		t.Errorf("%d items and %d highlights, want 7 and 2", items, highlights)
+	}
+}
+
+// The search corpus: its items, of every status, and the description of
+// the corpus the benchmarks read beside the store.
+func TestSeedCorpus(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	if err := seed([]string{"-dir", dir, "-corpus", "-items", "60"}); err != nil {
+		t.Fatal(err)
+	}
+	if items, _ := seeded(t, dir); items != 60 {
+		t.Errorf("%d items, want 60", items)
+	}
+	b, err := os.ReadFile(dir + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info corpusInfo
+	if err := json.Unmarshal(b, &info); err != nil || info.Items != 60 || info.TextBytes == 0 {
+		t.Errorf("corpus info %+v, %v", info, err)
 	}
 }
