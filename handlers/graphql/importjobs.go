@@ -5,20 +5,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/handlers/account"
-	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
-	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
-
-// APITokensPage is the "API Tokens" settings page of pages
-// (account.Pages.APITokensPage), with the addresses this server's routes
-// answer at.
-func (s *Server) APITokensPage(pages *account.Pages) account.SettingsPage {
-	return pages.APITokensPage(account.APITokensOptions{GraphQLPath: Path, InboundPath: inbound.Path, FeedURLs: export.FeedURLs, Now: s.opts.Now})
-}
 
 // importFailuresShown is how many failures importJobs lists per import
 // (the Import page lists all the store keeps).

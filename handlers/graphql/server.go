@@ -284,3 +284,10 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 type caller = access.Caller
 
 type callerKey struct{}
+
+// APITokensPage is the "API Tokens" settings page of pages
+// (account.Pages.APITokensPage), with the addresses this server's routes
+// answer at.
+func (s *Server) APITokensPage(pages *account.Pages) account.SettingsPage {
+	return pages.APITokensPage(account.APITokensOptions{GraphQLPath: Path, InboundPath: inbound.Path, FeedURLs: export.FeedURLs, Now: s.opts.Now})
+}
