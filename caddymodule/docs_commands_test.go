@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -288,5 +289,74 @@ func TestCommentsNameOnlyFilesOfTheRepository(t *testing.T) {
 	}
 	if checked < 100 {
 		t.Fatalf("only %d paths checked: the patterns no longer find the comments' paths", checked)
+	}
+}
+
+// TestDocsAndCommentsNameOnlyTestsThatExist: a Go test or benchmark that a
+// doc (Markdown), a script, .ci/run or a Go comment names exists: its name
+// is a test function's, or begins one (TestCluster… for a family, a -run
+// pattern's TestSearch(Pairs|Costs)). A renamed test leaves no pointer to
+// nothing behind.
+func TestDocsAndCommentsNameOnlyTestsThatExist(t *testing.T) {
+	const root = ".."
+	defined := regexp.MustCompile(`(?m)^func ((?:Test|Benchmark)[A-Z][A-Za-z0-9_]*)\(`)
+	named := regexp.MustCompile(`\b(?:Test|Benchmark)[A-Z][A-Za-z0-9_]*`)
+	var tests []string
+	type mention struct{ file, name string }
+	var mentions []mention
+	err := filepath.WalkDir(root, func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); n == ".git" || n == "node_modules" || n == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, _ := filepath.Rel(root, name)
+		var texts []string
+		switch ext := filepath.Ext(name); {
+		case ext == ".go":
+			b, err := os.ReadFile(name)
+			if err != nil {
+				return err
+			}
+			if strings.HasSuffix(name, "_test.go") {
+				for _, m := range defined.FindAllSubmatch(b, -1) {
+					tests = append(tests, string(m[1]))
+				}
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), name, b, parser.ParseComments)
+			if err != nil {
+				return err
+			}
+			for _, c := range f.Comments {
+				texts = append(texts, c.Text())
+			}
+		case ext == ".md" || ext == ".sh" || rel == filepath.Join(".ci", "run"):
+			b, err := os.ReadFile(name)
+			if err != nil {
+				return err
+			}
+			texts = append(texts, string(b))
+		}
+		for _, s := range texts {
+			for _, n := range named.FindAllString(s, -1) {
+				mentions = append(mentions, mention{rel, n})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tests) < 500 || len(mentions) < 100 {
+		t.Fatalf("found %d tests and %d mentions: the walk no longer finds them", len(tests), len(mentions))
+	}
+	for _, m := range mentions {
+		if !slices.ContainsFunc(tests, func(test string) bool { return strings.HasPrefix(test, m.name) }) {
+			t.Errorf("%s names %s, which no test's name is or begins with", m.file, m.name)
+		}
 	}
 }
