@@ -72,3 +72,49 @@ func TestOnlyTheBadgerEngineImportsBadger(t *testing.T) {
 		}
 	}
 }
+
+// TestStorageLayersRunDownwards: inside storage/, production code imports
+// only downwards: the engines (storage/kv and below) nothing of the core or
+// the domains, the core (storage, storage/internal/...) no domain. Tests
+// may cross (an engine's test opens a storage_dir through the core), and
+// storagetest, for tests, may import any of them.
+func TestStorageLayersRunDownwards(t *testing.T) {
+	const module = "github.com/hearthkit/caddy-hearth/"
+	cmd := exec.Command("go", "list", "-tags", "nobadger,nomysql,nopgx",
+		"-f", "{{.ImportPath}} {{join .Deps \" \"}}", "./storage/...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	// layer is 0 for an engine, 1 for the core, 2 for a domain, 3 for
+	// storagetest, -1 for a package outside storage/.
+	layer := func(path string) int {
+		rest, ok := strings.CutPrefix(path, module)
+		switch {
+		case !ok || (rest != "storage" && !strings.HasPrefix(rest, "storage/")):
+			return -1
+		case rest == "storage/kv" || strings.HasPrefix(rest, "storage/kv/"):
+			return 0
+		case rest == "storage" || strings.HasPrefix(rest, "storage/internal/"):
+			return 1
+		case rest == "storage/storagetest":
+			return 3
+		}
+		return 2
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("go list found only %d packages under storage/", len(lines))
+	}
+	for _, line := range lines {
+		fields := strings.Fields(line)
+		from := layer(fields[0])
+		for _, dep := range fields[1:] {
+			if to := layer(dep); to > from {
+				t.Errorf("%s imports %s (directly or through another package): a lower layer of storage/ must not import a higher one",
+					strings.TrimPrefix(fields[0], module), strings.TrimPrefix(dep, module))
+			}
+		}
+	}
+}
