@@ -18,6 +18,7 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip19"
 
 	"github.com/hearthkit/caddy-hearth/internal/testrelay"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // memoryRelay is a khatru relay on loopback keeping events in memory, and
@@ -94,6 +95,23 @@ func waitDirectory(t *testing.T, what string, ok func(dirDocument) bool) dirDocu
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// agentPosts is the number of posts the admin API counts for the agent
+// pk (-1 when it lists no such agent).
+func agentPosts(t *testing.T, pk string) int {
+	t.Helper()
+	var agents []struct {
+		Pubkey string `json:"pubkey"`
+		Posts  int    `json:"posts"`
+	}
+	adminJSONOK(t, http.MethodGet, "/hearth/agents", "", http.StatusOK, &agents)
+	for _, a := range agents {
+		if a.Pubkey == pk {
+			return a.Posts
+		}
+	}
+	return -1
 }
 
 func postJSON(t *testing.T, url string, body any) (int, []byte) {
@@ -248,27 +266,13 @@ func TestDirectoryThroughCaddy(t *testing.T) {
 	testrelay.Publish(t, khatruRelay, &relayPost, &post)
 	// The relay's post arrives through the directory's subscription, in
 	// the background: a minute is only a backstop.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var agents []struct {
-			Pubkey string `json:"pubkey"`
-			Posts  int    `json:"posts"`
-		}
-		adminJSONOK(t, http.MethodGet, "/hearth/agents", "", http.StatusOK, &agents)
-		posts := -1
-		for _, a := range agents {
-			if a.Pubkey == pk {
-				posts = a.Posts
-			}
-		}
-		if posts == 2 {
-			break
-		}
-		if posts > 2 || time.Now().After(deadline) {
+	storagetest.Eventually(t, "two posts counted (one from the events endpoint, one from the relay)", func() bool {
+		posts := agentPosts(t, pk)
+		if posts > 2 {
 			t.Fatalf("posts = %d, want 2 (one from the events endpoint, one from the relay)", posts)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return posts == 2
+	})
 	waitDirectory(t, "the posts", func(d dirDocument) bool {
 		for _, a := range d.Agents {
 			if a.Pubkey == pk {
