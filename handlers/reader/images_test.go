@@ -12,10 +12,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // imageOrigin is a site with an article whose images are a PNG, an SVG
@@ -82,18 +82,13 @@ func (o *imageOrigin) asked(path string) bool {
 // minute at most: the fetch workers run in the background).
 func (f *fixture) waitImages(itemID string) {
 	f.t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		ok, err := library.Of(f.store).HasPendingFetch(context.Background(), f.member.ID, itemID)
+	storagetest.Eventually(f.t, "the item's fetches end", func() bool {
+		pending, err := library.Of(f.store).HasPendingFetch(context.Background(), f.member.ID, itemID)
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		if !ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatal("the item's fetches never ended")
-		}
-	}
+		return !pending
+	})
 }
 
 // An article saved from its URL keeps its images: fetched once at save
