@@ -1,6 +1,7 @@
 package library
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -177,21 +178,8 @@ func (m *itemMatcher) match(it *SavedItem) (bool, error) {
 			}
 			return v == verdictHolds, nil
 		}
-		if m.textFilter == nil {
-			var err error
-			if m.textFilter, err = m.words.filterFor(m.tx, m.memberID, m.needle); err != nil {
-				return false, err
-			}
-		}
-		if m.textFilter != nil {
-			may, err := m.textFilter.May(m.tx, it.ID)
-			if err != nil {
-				return false, err
-			}
-			if !may {
-				m.words.note(id, verdictFiltered)
-				return false, nil
-			}
+		if out, err := m.filteredOut(it.ID); err != nil || out {
+			return false, err
 		}
 		m.verified++
 		holds, err := itemTextContains(m.tx, it, m.needle)
@@ -205,6 +193,35 @@ func (m *itemMatcher) match(it *SavedItem) (bool, error) {
 		return holds, err
 	}
 	return true, nil
+}
+
+// filteredOut reports whether the text index's filter rules out the text
+// of item id (noted in the word cache), reading the filter of a result the
+// word cache kept when the search has none yet.
+func (m *itemMatcher) filteredOut(id string) (bool, error) {
+	if m.textFilter == nil {
+		var err error
+		if m.textFilter, err = m.words.filterFor(m.tx, m.memberID, m.needle); err != nil || m.textFilter == nil {
+			return false, err
+		}
+	}
+	may, err := m.textFilter.May(m.tx, id)
+	if err != nil || may {
+		return false, err
+	}
+	m.words.note(idBytes(id), verdictFiltered)
+	return true, nil
+}
+
+// textRuledOut reports whether the text index rules out the text of item
+// id, by the word cache's verdict or the index's filter (which the match of
+// the item would read; a failed read leaves the item to it).
+func (m *itemMatcher) textRuledOut(id uint64) bool {
+	if v, ok := m.words.known(id); ok {
+		return v == verdictFiltered
+	}
+	out, err := m.filteredOut(strconv.FormatUint(id, 10))
+	return err == nil && out
 }
 
 // indexable reports whether a search index can narrow the filter: free

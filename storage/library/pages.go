@@ -197,6 +197,7 @@ func (s Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter
 			return err
 		}
 		q.m = m
+		defer func() { m.textFilter.Close() }() // set by the search below, perhaps
 		m.words = q.words
 		if !m.impossible && m.indexable() && !q.boundedBySortRange() {
 			ids, ok, err := q.searchCandidates()
@@ -342,21 +343,22 @@ func (w *pageWalk) status(status string) (int, error) {
 	q, m := w.q, w.q.m
 	n := 0
 	prefix := itemIndexPrefix(q.memberID, status, q.p.Field)
-	// Items outside the prefilter, and those whose text the word cache
-	// knows the index's filter to rule out (as match would, without
-	// counting a text read), are passed over by key, their records not
-	// read; the budget counts them. (Not in a range of the sort field,
-	// whose bounds only the records read stop at.)
+	// Items outside the prefilter, and those whose text the text index
+	// rules out (by the word cache's verdict, or the index's filter: as
+	// match would, without counting a text read), are passed over by key,
+	// their records not read; the budget counts them. (Not in a range of
+	// the sort field, whose bounds only the records read stop at.)
 	var skip func(suf []byte) bool
-	known := m.words != nil && m.words.cur != nil && m.words.cur.filtered && q.lower == nil && q.upper == nil
-	if m.prefilter != nil || known {
+	byText := m.needle != nil && (m.textFilter != nil || (m.words != nil && m.words.cur != nil && m.words.cur.filtered)) &&
+		q.lower == nil && q.upper == nil
+	if m.prefilter != nil || byText {
 		skip = func(suf []byte) bool {
 			if w.beyond(suf) {
 				return false
 			}
 			id := binary.BigEndian.Uint64(suf[len(suf)-8:])
 			if _, ok := m.prefilter[id]; ok || m.prefilter == nil {
-				if v, ok := m.words.known(id); !known || !ok || v != verdictFiltered {
+				if !byText || !m.textRuledOut(id) {
 					return false
 				}
 			}

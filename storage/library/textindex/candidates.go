@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
 // maxTrigrams is how many of the needle's trigrams a search reads and
@@ -71,7 +72,7 @@ func (x Index) Lookup(tx *storage.Tx, needle []byte, limit, unindexed int) (ids 
 		for _, id := range ids {
 			open[id] = true
 		}
-		return nil, false, &Filter{x: x, set: set, nextDoc: meta.NextDoc, open: open}, nil
+		return nil, false, &Filter{x: x, set: set, nextDoc: meta.NextDoc, open: open, nums: numReader{prefix: x.key("td/")}}, nil
 	}
 	for i, w := range set {
 		for w != 0 {
@@ -98,33 +99,122 @@ const filterShare = 8
 // Filter tells, by a document's number, whether it may contain a needle
 // (Lookup): a document outside the candidates of the trigram index does
 // not, unless its text waits in the queue or is wide (open), or it has no
-// number the candidates were taken from.
+// number the candidates were taken from. The caller closes it (Close)
+// before its transaction ends.
 type Filter struct {
 	x       Index
 	set     bitset
 	nextDoc uint32
 	open    map[string]bool
+	nums    numReader
 }
 
 // May reports whether document id may contain the needle: false only when
-// it certainly does not. A point lookup of its number, far less than
-// reading its text.
+// it certainly does not. A read of its number, far less than reading its
+// text.
 func (f *Filter) May(tx *storage.Tx, id string) (bool, error) {
 	if f.open[id] {
 		return true, nil
 	}
-	v, err := tx.Get(f.x.DocKey(id))
-	if errors.Is(err, storage.ErrNotFound) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if len(v) != 4 {
-		return true, nil
+	v, err := f.nums.get(tx, f.x.DocKey(id))
+	if err != nil || len(v) != 4 {
+		return err == nil, err // no number (not found): a candidate
 	}
 	doc := binary.BigEndian.Uint32(v)
 	return doc >= f.nextDoc || f.set.has(doc), nil
+}
+
+// Close releases what the filter holds in its transaction (nil: nothing).
+func (f *Filter) Close() {
+	if f != nil {
+		f.nums.close()
+	}
+}
+
+// numReader reads document numbers (td/) for a caller that asks for them
+// in the order of the ids, or nearly: a walk along an order that follows
+// the ids, as the order of the items' creation does (ids increase with
+// time). A point read costs a search of a block in each level of the
+// store's tree; a cursor that follows the walk reads the next keys of the
+// block it is in, several times cheaper right after a restart, when a
+// word's first page asks for the numbers of hundreds of items. When the
+// ids asked for do not follow one another (a walk in another order), it
+// goes back to point reads.
+type numReader struct {
+	prefix []byte // of the keys read
+	cur    kv.Cursor
+	desc   bool
+	last   []byte // the key asked for before, until the cursor opens
+	asked  int    // keys asked of the cursor
+	seeks  int    // of which it had to seek
+	points bool   // point reads from now on
+}
+
+// Bounds of numReader: the keys a cursor passes over before it seeks the
+// key asked for instead, and how many seeks of how many asked send it
+// back to point reads.
+const (
+	maxCursorSteps = 32
+	minCursorAsked = 16
+)
+
+// get returns the value of key (nil when absent).
+func (r *numReader) get(tx *storage.Tx, key []byte) ([]byte, error) {
+	switch {
+	case r.points || r.last == nil || bytes.Equal(key, r.last):
+		r.last = append(r.last[:0], key...)
+		v, err := tx.Get(key)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, nil
+		}
+		return v, err
+	case r.cur == nil:
+		r.desc = bytes.Compare(key, r.last) < 0
+		r.cur = tx.Cursor(kv.Range{Prefix: r.prefix, Start: key, Reverse: r.desc})
+	case r.before(key, r.last):
+		r.seeks++ // back: the cursor is past it
+		r.cur.Seek(key)
+	default:
+		// The cursor is on the first key not before the last asked:
+		// the keys up to this one follow.
+		steps := 0
+		for r.cur.Valid() && r.before(r.cur.Key(), key) {
+			if steps++; steps > maxCursorSteps {
+				r.seeks++
+				r.cur.Seek(key)
+				break
+			}
+			r.cur.Next()
+		}
+	}
+	r.last = append(r.last[:0], key...)
+	if r.asked++; r.asked >= minCursorAsked && 2*r.seeks > r.asked {
+		r.close() // the ids asked for do not follow one another
+		r.points = true
+	}
+	if r.cur == nil || !r.cur.Valid() {
+		if r.cur != nil {
+			return nil, kv.CursorErr(r.cur)
+		}
+		return r.get(tx, key)
+	}
+	if !bytes.Equal(r.cur.Key(), key) {
+		return nil, nil
+	}
+	return r.cur.Value()
+}
+
+// before reports whether a comes before b in the cursor's direction.
+func (r *numReader) before(a, b []byte) bool {
+	c := bytes.Compare(a, b)
+	return (c < 0 && !r.desc) || (c > 0 && r.desc)
+}
+
+func (r *numReader) close() {
+	if r.cur != nil {
+		r.cur.Close()
+		r.cur = nil
+	}
 }
 
 // unindexed returns the ids of the queued and the wide documents, up to

@@ -243,3 +243,67 @@ func TestMergeFitsSmallMemtables(t *testing.T) {
 }
 
 func marker(i int) string { return fmt.Sprintf("zy%cx%cw", 'u'+i%3, 'u'+i/3) }
+
+// A Filter reads the documents' numbers through a cursor that follows the
+// ids asked for: asked in either order, out of order, or for ids the index
+// does not have, it answers as point reads do.
+func TestFilterAnswersInAnyOrder(t *testing.T) {
+	st := storagetest.Open(t)
+	var ids []string
+	for i := range 400 {
+		id := fmt.Sprint(100000 + 7*i)
+		ids = append(ids, id)
+		text := "plain words"
+		if i%20 == 0 {
+			text = "a quokka among plain words"
+		}
+		put(t, st, id, text)
+	}
+	build(t, st)
+	absent := []string{"099999", "100001", "100699", "103000", "99"}
+	r := rand.New(rand.NewPCG(1, 2))
+	shuffled := slices.Clone(ids)
+	r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	desc := slices.Clone(ids)
+	slices.Reverse(desc)
+	nearly := slices.Clone(desc) // descending, a few out of place
+	for i := 0; i+5 < len(nearly); i += 37 {
+		nearly[i], nearly[i+5] = nearly[i+5], nearly[i]
+	}
+	for name, order := range map[string][]string{
+		"ascending": ids, "descending": desc, "nearly descending": nearly, "shuffled": shuffled,
+		"with absent ids": append(slices.Clone(absent), append(slices.Clone(desc), absent...)...),
+	} {
+		if err := st.View(t.Context(), func(tx *storage.Tx) error {
+			lookup := func() *Filter {
+				_, _, f, err := testIndex.Lookup(tx, AppendFold(nil, "quokka"), 5, 100)
+				if err != nil || f == nil {
+					t.Fatalf("%s: no filter (%v)", name, err)
+				}
+				return f
+			}
+			f, points := lookup(), lookup()
+			defer f.Close()
+			points.nums.points = true
+			for _, id := range order {
+				got, err := f.May(tx, id)
+				if err != nil {
+					return err
+				}
+				want, err := points.May(tx, id)
+				if err != nil {
+					return err
+				}
+				if got != want {
+					t.Errorf("%s: May(%s) = %v, point reads say %v", name, id, got, want)
+				}
+				if i := slices.Index(ids, id); i >= 0 && i%20 == 0 && !got {
+					t.Errorf("%s: May(%s) = false for a document with the needle", name, id)
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
