@@ -359,3 +359,38 @@ func BenchmarkFirstRequestsStore(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFirstRequestAfterOpen opens the store TestFirstRequestsAfterOpen
+// kept at HEARTH_FIRST_STORE (itself: a restart of a settled store), asks
+// each case's first page once and closes it again, b.N times: the time of
+// first requests alone (the open and close are outside the timer), and with
+// -cpuprofile their profile (-focus SavedItemsPage: the open is in it).
+func BenchmarkFirstRequestAfterOpen(b *testing.B) {
+	dir := os.Getenv("HEARTH_FIRST_STORE")
+	member, err := os.ReadFile(dir + ".member")
+	if dir == "" || err != nil {
+		b.Skip("HEARTH_FIRST_STORE names no kept store")
+	}
+	for _, c := range firstRequestsCases("topic") {
+		b.Run(strings.ReplaceAll(c.name, " ", "-"), func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				st, err := storage.Open(dir, storage.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				time.Sleep(50 * time.Millisecond) // the open's own work settles
+				b.StartTimer()
+				_, err = Of(st).SavedItemsPage(b.Context(), string(member), c.f, PageRequest{Field: SortCreatedAt, Desc: true, First: 50})
+				b.StopTimer()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := st.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
