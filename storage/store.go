@@ -562,6 +562,22 @@ func (s *Store) syncEngine() error {
 	return nil
 }
 
+// FailedSyncs is the number of syncs of the engine's logs that failed since
+// the store opened (kv.Syncer; zero on a server engine, whose commits fail
+// themselves when they cannot be made durable). A writer whose work is made
+// of asynchronous commits reads it before its first commit and after its
+// Sync: a higher count means some of that work may not be on disk.
+func (s *Store) FailedSyncs() uint64 {
+	if s.enter(false) != nil {
+		return 0
+	}
+	defer s.leave(false)
+	if sy, ok := s.base.(kv.Syncer); ok {
+		return sy.FailedSyncs()
+	}
+	return 0
+}
+
 // Size returns the bytes on disk of the store's tables and of its value
 // logs (kv.Sizer: Badger's figures, updated about once a minute; zero on
 // an engine that does not say).

@@ -17,8 +17,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("already exists")
 	// ErrNotSynced: the write is made and visible, but it may not survive
-	// a power loss: the store's disk failed a sync. Store.Sync also returns
-	// it for writes acknowledged without waiting (UpdateAsync).
+	// a power loss: the store's disk failed a sync. Store.Sync returns it
+	// when its own sync fails; a failed sync of writes acknowledged without
+	// waiting (UpdateAsync) is counted by Store.FailedSyncs.
 	ErrNotSynced = kv.ErrNotSynced
 )
 

@@ -264,6 +264,18 @@ func (r *Runner) claimAndRun(run context.Context, j *library.ImportJob) {
 	if !ok {
 		return // another node runs it
 	}
+	// The job as it is now: the list it came from may be older than the
+	// end of a run of it by another runner (two sites on one store) that
+	// released its claim since; such a job is not run again.
+	cur, err := library.Of(r.store).ImportJob(run, j.MemberID, j.ID)
+	if err != nil || cur.Finished() {
+		if err != nil && !errors.Is(err, storage.ErrNotFound) && run.Err() == nil {
+			r.log.Warn("read a claimed import", zap.String("job", j.ID), zap.Error(err))
+		}
+		r.release(run, j)
+		return
+	}
+	j = cur
 	ctx, cancel := context.WithCancel(run)
 	renewed := make(chan struct{})
 	var unsynced atomic.Bool // a renewal heard that the disk failed a sync
@@ -301,6 +313,11 @@ func (r *Runner) claimAndRun(run context.Context, j *library.ImportJob) {
 	// Released even when the run was stopped (a reload, Close): the next
 	// runner on the store resumes the job at once rather than once the
 	// claim lapses.
+	r.release(run, j)
+}
+
+// release drops this runner's claim on j.
+func (r *Runner) release(run context.Context, j *library.ImportJob) {
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(run), claimTTL/3)
 	defer rcancel()
 	if err := library.Of(r.store).ReleaseImportJob(rctx, j.ID, r.holder); err != nil && run.Err() == nil {
@@ -383,6 +400,9 @@ func (r *Runner) runJob(ctx, run context.Context, j *library.ImportJob) {
 		return
 	}
 	defer rd.Close()
+	// Before the first commit: the batches are committed without waiting
+	// for the disk, and a sync of them that fails fails no commit.
+	failedSyncs := r.store.FailedSyncs()
 	var colors map[string]string
 	if ll, ok := rd.(LabelLister); ok {
 		var names []string
@@ -468,8 +488,14 @@ func (r *Runner) runJob(ctx, run context.Context, j *library.ImportJob) {
 		return
 	}
 	// The batches were committed without waiting for the disk: the job
-	// ends as done once they are on it, else as failed.
-	if err := r.store.Sync(); err != nil {
+	// ends as done once they are on it, else as failed, also when a sync
+	// that ran while they were written failed (counted, whichever other
+	// import's end saw it first).
+	err = r.store.Sync()
+	if n := r.store.FailedSyncs(); err == nil && n != failedSyncs {
+		err = fmt.Errorf("%w: %d syncs of the store's logs failed during the import (see the log)", storage.ErrNotSynced, n-failedSyncs)
+	}
+	if err != nil {
 		if errors.Is(err, storage.ErrNotSynced) {
 			r.log.Error("import not synced to disk", zap.String("job", j.ID), zap.Error(err))
 			r.finish(run, j, library.ImportFailed, notSynced)

@@ -52,9 +52,9 @@ var (
 	ErrInvalid = errors.New("kv: invalid argument")
 	// ErrNotSynced is returned by a synchronous Update (and Sync) of an
 	// engine that syncs its own logs when it could not bring them to disk:
-	// the commit is made and visible, but it may not survive a power loss;
-	// Sync also returns it, once, for the failed sync of Async commits
-	// returned before it. Running the transaction again does not help: the
+	// the commit is made and visible, but it may not survive a power loss
+	// (a failed sync of Async commits only counts in Syncer.FailedSyncs).
+	// Running the transaction again does not help: the
 	// disk or its file system failed.
 	ErrNotSynced = errors.New("kv: the store could not write its log to disk")
 )
@@ -368,8 +368,16 @@ type GarbageCollector interface {
 // before they are on disk (asynchronous commits, NoSync).
 type Syncer interface {
 	// Sync returns once every commit that returned before the call is on
-	// disk.
+	// disk, or ErrNotSynced when the sync that was to bring them there
+	// failed.
 	Sync() error
+	// FailedSyncs is the number of syncs that failed since the engine
+	// opened. A writer acknowledging work made of Async commits, whose
+	// syncs fail no caller, reads it before its first commit and again
+	// after its Sync: a higher count means a sync covering some of its
+	// commits may have failed (every writer overlapping the failure sees
+	// it, however many end together).
+	FailedSyncs() uint64
 }
 
 // Sizer is offered by engines that know their size on disk.

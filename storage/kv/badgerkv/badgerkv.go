@@ -196,7 +196,16 @@ func (e *Engine) Sync() error {
 		return e.db.Sync()
 	}
 	e.vlogWritten.Store(true)
-	return e.durable.syncAll()
+	return e.durable.wait()
+}
+
+// FailedSyncs implements kv.Syncer: the syncs of the logs that failed
+// since Open (none with NoSync, which does not sync).
+func (e *Engine) FailedSyncs() uint64 {
+	if e.durable == nil {
+		return 0
+	}
+	return e.durable.failed()
 }
 
 // synced returns once the commits that returned so far are on disk.
@@ -208,16 +217,17 @@ func (e *Engine) synced() error {
 }
 
 // flushSoon makes sure a sync starts within asyncFlushDelay after the Async
-// commit that just returned. A failed sync is logged and returned by the next
-// Sync (kv.ErrNotSynced): the writer that acknowledges work made of Async
-// commits (an import's end) learns that it may not be on disk. Synchronous
-// commits return only the failure of their own sync.
+// commit that just returned. A failed sync is logged and counted
+// (FailedSyncs): the writer that acknowledges work made of Async commits (an
+// import's end) compares the count with the one before its first commit and
+// learns that its work may not be on disk. Synchronous commits return only
+// the failure of their own sync.
 func (e *Engine) flushSoon() {
 	if e.durable == nil {
 		return
 	}
 	e.async.schedule(func() {
-		if err := e.durable.flush(); err != nil && e.log != nil {
+		if err := e.durable.wait(); err != nil && e.log != nil {
 			e.log.Errorf("badgerkv: sync after asynchronous commits failed: they may not survive a power loss: %v", err)
 		}
 	})

@@ -42,14 +42,16 @@ type groupSync struct {
 	running  bool
 	failedAt uint64 // number of the last sync that failed
 	failErr  error
-	// unreported is the failure of a sync that only asynchronous commits
-	// relied on (flush): the next syncAll (Engine.Sync, which the writer
-	// acknowledging work made of them calls) returns it. A synchronous
-	// commit's wait does not: its own writes are on disk, and the failure
-	// is not its to report (a member's save would fail though saved, and
-	// the import whose batches it was about would end as done).
-	unreported error
-	waiting    int // callers blocked in wait (tests)
+	// failures counts the syncs that failed. A sync that only asynchronous
+	// commits relied on (flush) fails no caller: the writer acknowledging
+	// work made of them (an import's end) reads the count before its first
+	// commit and compares it after its Sync, so every such writer that
+	// overlapped the failure learns of it, however many end together. A
+	// synchronous commit's wait returns only the failure of its own sync:
+	// its writes are on disk otherwise, and another writer's failure is
+	// not its to report (a member's save would fail though saved).
+	failures uint64
+	waiting  int // callers blocked in wait (tests)
 }
 
 func newGroupSync(sync func() error) *groupSync {
@@ -59,20 +61,10 @@ func newGroupSync(sync func() error) *groupSync {
 }
 
 // wait returns when every commit that returned before the call is on disk.
-func (g *groupSync) wait() error { return g.synced(false, false) }
-
-// syncAll is wait that also returns, once, the failure kept by flush.
-func (g *groupSync) syncAll() error { return g.synced(true, false) }
-
-// flush is wait for the asynchronous commits: its failure, which no
-// synchronous commit may have seen, is kept for the next syncAll. A failed
-// sync is not tried again (after a write-back error the kernel may have
-// dropped the pages, and a later fdatasync can succeed without them).
-func (g *groupSync) flush() error { return g.synced(false, true) }
-
-// synced is wait; with report it also returns the failure kept by flush
-// (and forgets it), with keep it keeps its own failure for syncAll.
-func (g *groupSync) synced(report, keep bool) error {
+// A failed sync is not tried again (after a write-back error the kernel
+// may have dropped the pages, and a later fdatasync can succeed without
+// them): the failure is counted (failed) and logged by the flush.
+func (g *groupSync) wait() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	// A sync already running may have listed the files before our commit
@@ -95,20 +87,21 @@ func (g *groupSync) synced(report, keep bool) error {
 		g.finished = n
 		if err != nil {
 			g.failedAt, g.failErr = n, err
+			g.failures++
 		}
 		g.cond.Broadcast()
 	}
-	var err error
-	if report {
-		err, g.unreported = g.unreported, nil
-	}
 	if g.failedAt >= need {
-		err = fmt.Errorf("%w: sync the store's logs: %w", kv.ErrNotSynced, g.failErr)
-		if keep {
-			g.unreported = fmt.Errorf("%w (after commits that did not wait for it)", err)
-		}
+		return fmt.Errorf("%w: sync the store's logs: %w", kv.ErrNotSynced, g.failErr)
 	}
-	return err
+	return nil
+}
+
+// failed is the number of syncs that failed so far.
+func (g *groupSync) failed() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.failures
 }
 
 // asyncFlushDelay is how long after an asynchronous commit (UpdateAsync) a
