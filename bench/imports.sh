@@ -14,17 +14,18 @@
 # file-backed pages were when they were most (the binary, Badger's
 # memtable logs *.mem, value logs *.vlog and tables *.sst).
 #
-# By default Caddy runs with the small-memory settings of docs/operations.md
-# ("Memory on a small machine"): GOMEMLIMIT=64MiB and memtable_size 4MiB.
+# By default Caddy runs with Hearth's and Go's defaults (no GOMEMLIMIT: Caddy
+# sets 90 % of the machine's memory, and Hearth lowers it while an import
+# runs; docs/operations.md, "Memory on a small machine").
 #
 #   bash bench/imports.sh          # from the repository root; needs curl and GNU time
 #   RUNS=5 ROWS=20000 bash bench/imports.sh
-#   GOMEMLIMIT= STORE_OPTIONS= bash bench/imports.sh    # Hearth's and Go's defaults
+#   GOMEMLIMIT=64MiB STORE_OPTIONS="memtable_size 8MiB" bash bench/imports.sh
 #
 # Env: RUNS (default 3), ROWS (default 10000), CADDY (a caddy binary to
-# run instead of building this tree's), GOMEMLIMIT (default 64MiB; empty:
-# Go's default) and GOGC (passed to Caddy when set), STORE_OPTIONS (more
-# lines of the hearth block; default "memtable_size 4MiB"), HEAPPROFILES (a
+# run instead of building this tree's), GOMEMLIMIT (default unset; set, it
+# is in Caddy's environment, and Hearth leaves the limit alone), STORE_OPTIONS
+# (more lines of the hearth block; default none), HEAPPROFILES (a
 # directory: heap profiles of Caddy taken from its admin API every 200 ms
 # during each import, FILE-RUN-N.pprof, for
 # go tool pprof -sample_index=inuse_space; the heap as of the last
@@ -35,9 +36,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 RUNS=${RUNS:-3}
-limit=${GOMEMLIMIT-64MiB}
+limit=${GOMEMLIMIT:-}
 unset GOMEMLIMIT # Caddy's alone, not the builds'
-STORE_OPTIONS=${STORE_OPTIONS-memtable_size 4MiB}
+STORE_OPTIONS=${STORE_OPTIONS:-}
 ROWS=${ROWS:-10000}
 PORT=${PORT:-8097}
 ADMIN=${ADMIN:-localhost:2097}

@@ -304,7 +304,11 @@ func (r *Runner) claimAndRun(run context.Context, j *library.ImportJob) {
 		}
 	}()
 	r.ran.Add(1)
-	r.runJob(ctx, run, j)
+	func() {
+		beginImportMemory()
+		defer endImportMemory()
+		r.runJob(ctx, run, j)
+	}()
 	cancel()
 	<-renewed
 	if unsynced.Load() {
@@ -440,6 +444,7 @@ func (r *Runner) runJob(ctx, run context.Context, j *library.ImportJob) {
 			}
 			return false // tried again from the job's position
 		}
+		adjustImportMemory()
 		if got.Fetching > 0 && r.opts.FetchQueued != nil {
 			r.opts.FetchQueued()
 		}

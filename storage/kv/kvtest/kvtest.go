@@ -42,6 +42,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("Counters", func(t *testing.T) { testCounters(t, f(t), nil) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, f(t), nil) })
 	t.Run("Context", func(t *testing.T) { testContext(t, f(t)) })
+	t.Run("Sync", func(t *testing.T) { testSync(t, f(t)) })
 }
 
 // RunShared runs the tests of two engines on one store: conflicts, retries,
@@ -759,5 +760,30 @@ func testContext(t *testing.T, e kv.Engine) {
 	}
 	if err := e.Ping(bg); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// testSync: an engine that syncs its own logs (kv.Syncer) syncs Async and
+// synchronous commits on a healthy disk without a failure to count; one
+// that does not (a server engine, whose commits fail themselves when they
+// cannot be made durable) needs no Sync.
+func testSync(t *testing.T, e kv.Engine) {
+	sy, ok := e.(kv.Syncer)
+	if !ok {
+		t.Skip("the engine's commits are durable when they return (no kv.Syncer)")
+	}
+	ctx := context.Background()
+	for i, async := range []bool{true, false, true} {
+		if err := e.Update(ctx, kv.TxOptions{Async: async}, func(w kv.Writer) error {
+			return w.Put([]byte(fmt.Sprintf("sync/%d", i)), []byte("v"), 0)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sy.Sync(); err != nil {
+		t.Fatalf("Sync on a healthy disk: %v", err)
+	}
+	if n := sy.FailedSyncs(); n != 0 {
+		t.Fatalf("FailedSyncs on a healthy disk: %d, want 0", n)
 	}
 }
