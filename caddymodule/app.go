@@ -35,14 +35,14 @@ type App struct {
 	// Show a sign-up page; without it, members are added by the admin.
 	OpenRegistration bool `json:"open_registration,omitempty" caddyfile:"open_registration" default:"off"`
 	// Size of each of Badger's two memtables.
-	MemTableSize int64 `json:"memtable_size,omitempty" caddyfile:"memtable_size <size>" default:"4MiB"`
+	MemTableSize int64 `json:"memtable_size,omitempty" caddyfile:"memtable_size <size>" default:"8MiB"`
 	// Badger's block cache; raise it on a machine with memory to spare and a large store.
 	BlockCacheSize int64 `json:"block_cache_size,omitempty" caddyfile:"block_cache_size <size>" default:"32MiB"`
 	// Badger's index cache.
 	IndexCacheSize int64 `json:"index_cache_size,omitempty" caddyfile:"index_cache_size <size>" default:"16MiB"`
 	// Free space the store's filesystem keeps: below it writes are refused (OAuth server_error 503/507,
 	// GraphQL extensions.status 507) and reads go on, so Badger never meets a full disk; off turns it off.
-	MinFreeSpace int64 `json:"min_free_space,omitempty" caddyfile:"min_free_space <size>|off" default:"2 value-log files + 6 memtables (280MiB)"`
+	MinFreeSpace int64 `json:"min_free_space,omitempty" caddyfile:"min_free_space <size>|off" default:"2 value-log files + 6 memtables (304MiB)"`
 	// A commit returns only once it is on disk; concurrent commits share one flush.
 	SyncWrites *bool `json:"sync_writes,omitempty" caddyfile:"sync_writes on|off" default:"on"`
 	// How often value-log garbage collection runs.

@@ -88,12 +88,9 @@ type PostgresOptions struct {
 
 // Defaults of the small-server memory profile. Badger's own defaults
 // (64 MiB memtables ×5, 256 MiB block cache) suit large machines; these keep
-// a Hearth process well under 200 MiB of store memory. Memtables of 4 MiB
-// (8 before) take half the heap and memtable-log pages while Badger is
-// written fast (an import; bench/README.md, "Imports"), and saves and
-// searches are no slower with them.
+// a Hearth process well under 200 MiB of store memory.
 const (
-	DefaultMemTableSize     = 4 << 20
+	DefaultMemTableSize     = 8 << 20
 	DefaultBlockCacheSize   = 32 << 20
 	DefaultIndexCacheSize   = 16 << 20
 	DefaultValueLogFileSize = 128 << 20
@@ -141,8 +138,8 @@ func (o Options) withDefaults() Options {
 // MemTableSize and is flushed to a table of about that size, and the two
 // memtables (plus one being flushed) may be written at once; compactions
 // write tables of MemTableSize before deleting the ones they replace.
-// 2×ValueLogFileSize + 6×MemTableSize: 280 MiB with the defaults
-// (128 MiB value-log files, 4 MiB memtables).
+// 2×ValueLogFileSize + 6×MemTableSize: 304 MiB with the defaults
+// (128 MiB value-log files, 8 MiB memtables).
 func DefaultMinFreeBytes(memTableSize, valueLogFileSize int64) int64 {
 	return 2*valueLogFileSize + 6*memTableSize
 }

@@ -19,10 +19,11 @@ import (
 // lower of that limit and max(importMemoryFloor, L + max(importMemoryHeadroom,
 // L/4)), where L is the heap the last collection found live, set again after
 // each batch as L grows. So the collector runs about once per
-// importMemoryHeadroom allocated on a small heap, at most about four times as
-// often as by default on a large one (a large library's or import's live heap
-// does not make it run continuously; past the limit, Go caps the collector's
-// share of the CPU). When the last running import ends, the limit before the
+// importMemoryHeadroom allocated on a small heap (more often than by
+// default: an import takes longer on a busy machine, bench/README.md,
+// "Imports"), at most about four times as often as by default on a large
+// one (a large library's or import's live heap does not make it run
+// continuously; past the limit, Go caps the collector's share of the CPU). When the last running import ends, the limit before the
 // first one is restored, unless something else changed it meanwhile (theirs
 // stands). docs/operations.md, "Memory on a small machine".
 const (

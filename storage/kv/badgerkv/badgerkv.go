@@ -53,7 +53,7 @@ type Options struct {
 
 // Defaults, as storage's (storage/store.go).
 const (
-	DefaultMemTableSize     = 4 << 20
+	DefaultMemTableSize     = 8 << 20
 	DefaultBlockCacheSize   = 32 << 20
 	DefaultIndexCacheSize   = 16 << 20
 	DefaultValueLogFileSize = 128 << 20
@@ -67,8 +67,8 @@ const (
 )
 
 // levelZeroTables is how many memtables Badger flushes to level 0 before it
-// compacts them into level 1: about 64 MiB of them (16 at the default
-// memtable_size of 4 MiB, 8 at 8 MiB, at least 4). A burst of writes (an import of
+// compacts them into level 1: about 64 MiB of them (8 at the default
+// memtable_size, 16 at 4 MiB, at least 4). A burst of writes (an import of
 // 10,000 items writes about 25 MiB of tables) is then flushed without a
 // compaction running beside it: a compaction's table builders, and the
 // pages of the tables it writes while those it replaces are still mapped,

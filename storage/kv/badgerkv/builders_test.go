@@ -26,8 +26,7 @@ func TestBuilderMemoryIsBoundedByTheOptions(t *testing.T) {
 	defer e.Close()
 	bound := builderBound(t, e.db.Opts())
 	t.Logf("table builders: at most %d MiB", bound>>20)
-	// 183 MiB with the default 4 MiB memtables (247 with 8 MiB, 375 with
-	// 16 MiB): the figures docs/import.md gives.
+	// 247 MiB with 8 MiB memtables (375 with 16 MiB): the figure docs/import.md gives.
 	if bound > 256<<20 {
 		t.Fatalf("table builders may take %d MiB with the default options", bound>>20)
 	}
