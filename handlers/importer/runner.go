@@ -498,7 +498,7 @@ func (r *Runner) runJob(ctx, run context.Context, j *library.ImportJob) {
 	// import's end saw it first).
 	err = r.store.Sync()
 	if n := r.store.FailedSyncs(); err == nil && n != failedSyncs {
-		err = fmt.Errorf("%w: %d syncs of the store's logs failed during the import (see the log)", storage.ErrNotSynced, n-failedSyncs)
+		err = fmt.Errorf("%w: syncs of the store's logs failed during the import (%d; see the log)", storage.ErrNotSynced, n-failedSyncs)
 	}
 	if err != nil {
 		if errors.Is(err, storage.ErrNotSynced) {
