@@ -20,7 +20,7 @@
 #
 #   bash bench/imports.sh          # from the repository root; needs curl and GNU time
 #   RUNS=5 ROWS=20000 bash bench/imports.sh
-#   GOMEMLIMIT=64MiB STORE_OPTIONS="memtable_size 8MiB" bash bench/imports.sh
+#   GOMEMLIMIT=64MiB STORE_OPTIONS="memtable_size 4MiB" bash bench/imports.sh
 #
 # Env: RUNS (default 3), ROWS (default 10000), CADDY (a caddy binary to
 # run instead of building this tree's), GOMEMLIMIT (default unset; set, it
