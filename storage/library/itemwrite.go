@@ -17,6 +17,7 @@ package library
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -502,7 +503,9 @@ func itemsChanged(tx *storage.Tx, memberID string) {
 // serializable transactions retry as they do for the filter counts).
 func flushItemsVersions(tx *storage.Tx, lt *libraryTx) error {
 	for _, m := range lt.itemMembers {
-		if err := tx.Put(itemsVersionKey(m), []byte(storage.NewSecret("", 12)), 0); err != nil {
+		v := make([]byte, 12)
+		_, _ = rand.Read(v) // never fails (it crashes the process instead)
+		if err := tx.Put(itemsVersionKey(m), v, 0); err != nil {
 			return err
 		}
 	}

@@ -154,6 +154,7 @@ func (s Store) waitForTextBacklog(ctx context.Context, memberID string) {
 	}
 	deadline := time.Now().Add(textBacklogWait)
 	for {
+		indexed := textindex.Indexed() // before the read: a batch committed after it wakes this wait
 		var n uint64
 		if err := s.st.View(ctx, func(tx *storage.Tx) error {
 			var err error
@@ -168,6 +169,7 @@ func (s Store) waitForTextBacklog(ctx context.Context, memberID string) {
 			return
 		case <-s.st.Background().Done():
 			return
+		case <-indexed:
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

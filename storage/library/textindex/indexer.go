@@ -112,12 +112,22 @@ func (ix *Indexer) Notify(key string) {
 	}
 }
 
+// spareIdle is how long the indexer keeps its scratch buffers
+// (spareBufs) after its last pass: across an import's batches and the
+// gathering delays between them, not while the store sits idle.
+const spareIdle = 10 * time.Second
+
 func (ix *Indexer) run() {
 	defer ix.done.Done()
+	idle := time.NewTimer(spareIdle)
+	defer idle.Stop()
 	for {
 		select {
 		case <-ix.stop:
 			return
+		case <-idle.C:
+			dropSpareBufs()
+			continue
 		case <-ix.wake:
 		}
 		ix.mu.Lock()
@@ -146,6 +156,7 @@ func (ix *Indexer) run() {
 		if ix.pass() {
 			return
 		}
+		idle.Reset(spareIdle)
 	}
 }
 
@@ -212,5 +223,32 @@ func (x Index) Build(st *storage.Store, texts Texts, stopping, paused func() boo
 		if n == 0 {
 			return x.Merge(st, stopping)
 		}
+		indexedBatch()
 	}
+}
+
+// indexed is closed (and replaced) each time a batch of queued documents
+// has been indexed, by any index of the process.
+var indexed = struct {
+	sync.Mutex
+	ch chan struct{}
+}{ch: make(chan struct{})}
+
+// Indexed returns a channel closed when the next batch of queued documents
+// has been indexed (committed). A writer waiting for a queue to shrink
+// takes it before it reads the queue's length, and reads again once it is
+// closed: it goes on as soon as the indexer has made room, rather than
+// at its next poll. (Any index's batch closes it: the reader checks its
+// own.)
+func Indexed() <-chan struct{} {
+	indexed.Lock()
+	defer indexed.Unlock()
+	return indexed.ch
+}
+
+func indexedBatch() {
+	indexed.Lock()
+	close(indexed.ch)
+	indexed.ch = make(chan struct{})
+	indexed.Unlock()
 }

@@ -33,10 +33,10 @@ func (b bitset) count() int {
 	return n
 }
 
-// postingBuf is the indexer's scratch space, reused (sync.Pool): the
-// (trigram, document) pairs of a batch and the radix sort's other buffer,
-// a bit per possible trigram for the document's and the batch's distinct
-// ones (2 MiB each, left cleared), and their lists.
+// postingBuf is the indexer's scratch space: the (trigram, document)
+// pairs of a batch and the radix sort's other buffer, a bit per possible
+// trigram for the document's and the batch's distinct ones (2 MiB each,
+// left cleared), and their lists.
 type postingBuf struct {
 	pairs, tmp         []uint64
 	triSeen, batchSeen bitset
@@ -44,9 +44,54 @@ type postingBuf struct {
 	text               Text
 }
 
-var postingBufs = sync.Pool{New: func() any {
-	return &postingBuf{triSeen: make(bitset, 1<<24/64), batchSeen: make(bitset, 1<<24/64)}
-}}
+// maxKeptPairs bounds the pairs' buffers kept between batches (8 MiB
+// each): a batch of long texts may grow them further, for itself only.
+const maxKeptPairs = 1 << 20
+
+// spareBufs keeps one postingBuf from a batch to the next, strongly: a
+// store's indexer is one goroutine, so one is what an import's stream of
+// batches needs. (A sync.Pool lost it at every other collection, frequent
+// while an import allocates, and each batch allocated and cleared 4 MiB
+// and grew its pairs again.) The indexer drops it once it has been idle
+// a while (dropSpareBufs), so that an idle store pins none of it.
+var spareBufs struct {
+	sync.Mutex
+	b *postingBuf
+}
+
+func getPostingBuf() *postingBuf {
+	spareBufs.Lock()
+	b := spareBufs.b
+	spareBufs.b = nil
+	spareBufs.Unlock()
+	if b == nil {
+		b = &postingBuf{triSeen: make(bitset, 1<<24/64), batchSeen: make(bitset, 1<<24/64)}
+	}
+	return b
+}
+
+// putPostingBuf keeps b (emptied; its bitsets are left cleared by their
+// users) for the next batch, without pairs' buffers grown past
+// maxKeptPairs.
+func putPostingBuf(b *postingBuf) {
+	if cap(b.pairs) > maxKeptPairs {
+		b.pairs = nil
+	}
+	if cap(b.tmp) > maxKeptPairs {
+		b.tmp = nil
+	}
+	b.pairs, b.keys, b.distinct = b.pairs[:0], b.keys[:0], b.distinct[:0]
+	spareBufs.Lock()
+	spareBufs.b = b
+	spareBufs.Unlock()
+}
+
+// dropSpareBufs lets the collector have the kept postingBuf.
+func dropSpareBufs() {
+	spareBufs.Lock()
+	spareBufs.b = nil
+	spareBufs.Unlock()
+}
 
 // queued is an entry of the queue: its sequence number and document.
 type queued struct {
@@ -76,13 +121,12 @@ func (x Index) IndexPending(tx *storage.Tx, texts Texts, limit int) (int, error)
 	// documents, sorted by trigram at the end (a stable radix sort keeps
 	// each trigram's documents ascending), in reused buffers: less CPU
 	// than a map of lists appended to.
-	bufs := postingBufs.Get().(*postingBuf)
-	defer postingBufs.Put(bufs)
+	bufs := getPostingBuf()
 	defer func() {
 		for _, t := range bufs.keys {
 			bufs.batchSeen[t>>6] = 0
 		}
-		bufs.pairs, bufs.keys, bufs.distinct = bufs.pairs[:0], bufs.keys[:0], bufs.distinct[:0]
+		putPostingBuf(bufs)
 	}()
 	nextDoc := meta.NextDoc
 	done := map[string]bool{}
