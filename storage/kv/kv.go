@@ -165,7 +165,8 @@ type Writer interface {
 	// pgkv, which starts counting at the transaction's start) — badgerkv
 	// keeps whole seconds, rounded up, so a key may live up to 1 s longer;
 	// the engine removes it eventually. ttl
-	// 0 means no expiry (and clears an earlier one).
+	// 0 means no expiry (and clears an earlier one). The engine copies
+	// key and val: the caller may reuse them once Put returns.
 	Put(key, val []byte, ttl time.Duration) error
 	// Delete removes key; deleting an absent key is not an error.
 	Delete(key []byte) error

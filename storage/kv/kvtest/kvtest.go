@@ -382,6 +382,20 @@ func testGetPutDelete(t *testing.T, e kv.Engine) {
 		t.Fatal(err)
 	}
 	mustGet(t, e, "async", "a")
+	// Put copies its key and value: the caller reuses its buffers.
+	if err := e.Update(bg, kv.TxOptions{}, func(w kv.Writer) error {
+		k, v := []byte("reuse1"), []byte("first")
+		if err := w.Put(k, v, 0); err != nil {
+			return err
+		}
+		copy(k, "reuse2")
+		copy(v, "other")
+		return w.Put(k, v, 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, e, "reuse1", "first")
+	mustGet(t, e, "reuse2", "other")
 	var vals [][]byte
 	if err := e.View(bg, func(r kv.Reader) error {
 		var err error

@@ -209,17 +209,20 @@ func (x Index) addDoc(tx *storage.Tx, texts Texts, bufs *postingBuf, id string, 
 }
 
 // writePostings writes segment seg from its (trigram, document) pairs,
-// sorted by trigram.
+// sorted by trigram. One key and one value buffer serve every trigram:
+// the engines copy what Put is given (kv.Writer).
 func (x Index) writePostings(tx *storage.Tx, seg uint32, sorted []uint64) error {
 	sp := x.SegmentPrefix(seg)
+	k := append(make([]byte, 0, len(sp)+3), sp...)
+	var v []byte
 	for i := 0; i < len(sorted); {
 		t := uint32(sorted[i] >> 32)
 		j := i
 		for j < len(sorted) && uint32(sorted[j]>>32) == t {
 			j++
 		}
-		k := append(append(make([]byte, 0, len(sp)+3), sp...), byte(t>>16), byte(t>>8), byte(t))
-		v := make([]byte, 0, j-i+4)
+		k = append(k[:len(sp)], byte(t>>16), byte(t>>8), byte(t))
+		v = v[:0]
 		prev := uint32(0)
 		for _, pr := range sorted[i:j] {
 			v = binary.AppendUvarint(v, uint64(uint32(pr)-prev))
