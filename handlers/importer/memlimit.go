@@ -23,9 +23,10 @@ import (
 // default: an import takes longer on a busy machine, bench/README.md,
 // "Imports"), at most about four times as often as by default on a large
 // one (a large library's or import's live heap does not make it run
-// continuously; past the limit, Go caps the collector's share of the CPU). When the last running import ends, the limit before the
-// first one is restored, unless something else changed it meanwhile (theirs
-// stands). docs/operations.md, "Memory on a small machine".
+// continuously; past the limit, Go caps the collector's share of the CPU).
+// When the last running import ends, the limit before the first one is
+// restored, unless something else changed it meanwhile (theirs stands).
+// docs/operations.md, "Memory on a small machine".
 const (
 	importMemoryFloor    = 48 << 20
 	importMemoryHeadroom = 16 << 20
