@@ -1,15 +1,9 @@
 package library
 
 import (
-	"fmt"
 	"math/rand"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
-
-	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // benchArticle is a 5–10 KB article of Zipf-distributed words (as the
@@ -57,47 +51,19 @@ func BenchmarkSaveArticleOffsets(b *testing.B) { benchmarkSaveArticle(b, false, 
 func BenchmarkSaveArticleSynced(b *testing.B) { benchmarkSaveArticle(b, true, false) }
 
 func benchmarkSaveArticle(b *testing.B, sync, offsets bool) {
-	st, err := storage.Open(b.TempDir(), storage.Options{SyncWrites: &sync, GCInterval: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	m, err := members.Of(st).CreateMember(b.Context(), "alice", "", "correct horse")
-	if err != nil {
-		b.Fatal(err)
-	}
+	sb := newSaveBench(b, sync)
 	if offsets {
-		if err := Of(st).EnsureOffsets(b.Context(), m.ID); err != nil {
+		if err := Of(sb.st).EnsureOffsets(b.Context(), sb.member); err != nil {
 			b.Fatal(err)
 		}
 	}
-	r := rand.New(rand.NewSource(1))
-	vocab := benchVocab(r)
-	z := rand.NewZipf(r, 1.07, 2, uint64(len(vocab)-1))
-	type art struct{ title, text string }
-	arts := make([]art, 200)
-	for i := range arts {
-		arts[i].title, arts[i].text = benchArticle(r, z, vocab)
-	}
-	defer func(d time.Duration) { textIndexDelay = d }(textIndexDelay)
-	textIndexDelay = 500 * time.Millisecond // as in production (the tests set 0)
-	var ru0, ru1 syscall.Rusage
-	_ = syscall.Getrusage(0, &ru0)
+	cpu0 := cpuNanos()
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		a := arts[i%len(arts)]
-		_, _, err := Of(st).SaveItem(b.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: a.title,
-			Description: "about " + a.title, HTML: "<p>" + a.text + "</p>", Text: a.text})
-		if err != nil {
-			b.Fatal(err)
-		}
+	for range b.N {
+		sb.save(b)
 	}
 	b.StopTimer() // ns/op: the saves as their callers wait for them
-	waitSearchIndexForBench(b, st, m.ID)
-	// The process's CPU time (all goroutines: the indexer's, Badger's
-	// compactions) per save: on a shared machine, steadier than the wall
-	// time.
-	_ = syscall.Getrusage(0, &ru1)
-	cpu := (ru1.Utime.Nano() + ru1.Stime.Nano()) - (ru0.Utime.Nano() + ru0.Stime.Nano())
-	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+	waitSearchIndexForBench(b, sb.st, sb.member)
+	// The CPU per save includes the indexer's catch-up after the loop.
+	b.ReportMetric(float64(cpuNanos()-cpu0)/float64(b.N), "cpu-ns/op")
 }
