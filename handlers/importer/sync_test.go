@@ -21,18 +21,7 @@ import (
 // its directory is moved away while the sync after the batch lists it, and
 // back before the job's end.
 func TestImportFailsWhenItsBatchesCouldNotBeSynced(t *testing.T) {
-	parent := t.TempDir()
-	dir, away := filepath.Join(parent, "store"), filepath.Join(parent, "away")
-	syncFailed := make(chan error, 16)
-	s, err := storage.Open(dir, storage.Options{MinFreeBytes: -1, OnSync: func(_ time.Duration, err error) {
-		if err != nil {
-			syncFailed <- err
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, dir, away, syncFailed := openReportingSyncFailures(t)
 	m, err := members.Of(s).CreateMember(t.Context(), "alice", "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)
@@ -86,18 +75,7 @@ func TestImportFailsWhenItsBatchesCouldNotBeSynced(t *testing.T) {
 // real one, of the background sync after an asynchronous commit made while
 // the store's directory is moved away.
 func TestOverlappingImportsEachFailAfterAFailedSync(t *testing.T) {
-	parent := t.TempDir()
-	dir, away := filepath.Join(parent, "store"), filepath.Join(parent, "away")
-	syncFailed := make(chan error, 16)
-	s, err := storage.Open(dir, storage.Options{MinFreeBytes: -1, OnSync: func(_ time.Duration, err error) {
-		if err != nil {
-			syncFailed <- err
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, dir, away, syncFailed := openReportingSyncFailures(t)
 	keep := func(s string) string { return s }
 	staging := t.TempDir()
 	started := make(chan struct{}, 2)
@@ -138,7 +116,7 @@ func TestOverlappingImportsEachFailAfterAFailedSync(t *testing.T) {
 		close(release)
 		t.Fatal(err)
 	}
-	err = s.UpdateAsync(t.Context(), func(tx *storage.Tx) error { return tx.Put([]byte("test/overlap"), []byte("v"), 0) })
+	err := s.UpdateAsync(t.Context(), func(tx *storage.Tx) error { return tx.Put([]byte("test/overlap"), []byte("v"), 0) })
 	if err == nil {
 		select {
 		case <-syncFailed:
@@ -166,4 +144,24 @@ func TestOverlappingImportsEachFailAfterAFailedSync(t *testing.T) {
 			t.Errorf("job %s created %d, want %d (visible, only not known to be on disk)", job.ID, j.Created, n)
 		}
 	}
+}
+
+// openReportingSyncFailures opens a Badger store in dir whose failed syncs
+// are sent on syncFailed; a test moves dir to away (and back) to make its
+// sync fail for real.
+func openReportingSyncFailures(t *testing.T) (s *storage.Store, dir, away string, syncFailed chan error) {
+	t.Helper()
+	parent := t.TempDir()
+	dir, away = filepath.Join(parent, "store"), filepath.Join(parent, "away")
+	syncFailed = make(chan error, 16)
+	s, err := storage.Open(dir, storage.Options{MinFreeBytes: -1, OnSync: func(_ time.Duration, err error) {
+		if err != nil {
+			syncFailed <- err
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, dir, away, syncFailed
 }
