@@ -1,5 +1,5 @@
-// Bundles the plugins' own sources (vendored unchanged, see README.md)
-// for Node with esbuild: the Obsidian plugin's src/main.ts with its
+// Bundles the plugins' own sources (vendored unchanged in third_party/, see
+// README.md) for Node with esbuild: the Obsidian plugin's src/main.ts with its
 // `obsidian` import resolved to stubs/obsidian.mjs (kept outside the
 // bundle, so the runner and the plugin share one module), its settings
 // screen to stubs/settingsTab.mjs, and `@omnivore-app/api` to the client
@@ -27,13 +27,13 @@ export const buildPlugins = async (outdir) => {
   const common = { bundle: true, platform: 'node', format: 'esm', target: 'node20', logLevel: 'warning', sourcemap: false }
   await esbuild.build({
     ...common,
-    entryPoints: [path.join(here, 'obsidian-omnivore/src/main.ts')],
+    entryPoints: [path.join(here, 'third_party/obsidian-omnivore/src/main.ts')],
     outfile: path.join(outdir, 'obsidian-omnivore.mjs'),
     plugins: [
       resolveTo([
         [/^obsidian$/, { path: stub('obsidian.mjs'), external: true }],
         [/^\.\/settingsTab$/, { path: stub('settingsTab.mjs') }],
-        [/^@omnivore-app\/api$/, { path: path.join(here, 'omnivore-api/src/index.ts') }],
+        [/^@omnivore-app\/api$/, { path: path.join(here, 'third_party/omnivore-api/src/index.ts') }],
       ]),
     ],
   })
