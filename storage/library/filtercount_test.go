@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // filterCounts reads the member's fc/ keys.
@@ -131,14 +130,7 @@ func checkOrderedKeys(t testing.TB, st *storage.Store, memberID string) {
 // with wrong ones) gets them from its keys when the indexer starts.
 func TestFilterCountsFollowChanges(t *testing.T) {
 	dir := t.TempDir()
-	st, err := storage.Open(dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, m := openBadgerAlice(t, dir)
 	var labels []string
 	for _, name := range []string{"one", "two", "three"} {
 		l, err := Of(st).CreateLabel(t.Context(), m.ID, name, "#000000")
@@ -229,10 +221,7 @@ func TestFilterCountsFollowChanges(t *testing.T) {
 	}
 	defer func(n int) { recountChunkSize = n }(recountChunkSize)
 	recountChunkSize = 2 // several transactions for the labels and domains
-	st, err = storage.Open(dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st = openBadger(t, dir)
 	defer st.Close()
 	waitIndexed(t, st, m.ID)
 	checkFilterCounts(t, st, m.ID)

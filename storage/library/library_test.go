@@ -1,6 +1,7 @@
 package library
 
 import (
+	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -43,8 +44,48 @@ func testID() string {
 // openAlice opens a store (storagetest.Open) with one member, alice.
 func openAlice(t *testing.T) (*storage.Store, *members.Member) {
 	t.Helper()
-	st := storagetest.Open(t)
+	return withAlice(t, storagetest.Open(t))
+}
+
+// openBadgerAlice opens the Badger store in dir (openBadger) with one
+// member, alice.
+func openBadgerAlice(t *testing.T, dir string) (*storage.Store, *members.Member) {
+	t.Helper()
+	return withAlice(t, openBadger(t, dir))
+}
+
+func withAlice(t *testing.T, st *storage.Store) (*storage.Store, *members.Member) {
+	t.Helper()
 	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, m
+}
+
+// openBadger opens the Badger store in dir with the default options, for
+// the tests that close a store and open it again; the caller closes it.
+func openBadger(t testing.TB, dir string) *storage.Store {
+	t.Helper()
+	st, err := storage.Open(dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// openSeededStore opens the store `gqlbench seed` wrote in
+// $HEARTH_SEARCH_STORE, and its member, for the measurements run by hand
+// (searchstore_test.go); the test is skipped when it names none.
+func openSeededStore(t *testing.T) (*storage.Store, *members.Member) {
+	t.Helper()
+	dir := os.Getenv("HEARTH_SEARCH_STORE")
+	if dir == "" {
+		t.Skip("HEARTH_SEARCH_STORE names no seeded store")
+	}
+	st := openBadger(t, dir)
+	t.Cleanup(func() { st.Close() })
+	m, err := members.Of(st).Member(t.Context(), "bench")
 	if err != nil {
 		t.Fatal(err)
 	}

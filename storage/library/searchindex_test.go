@@ -12,7 +12,6 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library/textindex"
-	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // A store whose items were saved before the search index existed (no text
@@ -20,14 +19,7 @@ import (
 // builds its index in the background.
 func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 	dir := t.TempDir()
-	st, err := storage.Open(dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, m := openBadgerAlice(t, dir)
 	var ids []string
 	for i := 0; i < 300; i++ {
 		text := fmt.Sprintf("item %d of the rye bakery", i)
@@ -43,7 +35,7 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 	waitIndexed(t, st, m.ID)
 	// Remove everything the search index added, as a store of the
 	// version before it holds.
-	err = st.Update(t.Context(), func(tx *storage.Tx) error {
+	err := st.Update(t.Context(), func(tx *storage.Tx) error {
 		for _, p := range [][]byte{storage.Key("u", m.ID, "gql", "tt", ""), storage.Key("u", m.ID, "gql", "tp", ""), storage.Key("u", m.ID, "gql", "td", ""),
 			storage.Key("u", m.ID, "gql", "tn", ""), memberIndex(m.ID).TrigramPrefix(), siteItemsPrefix(m.ID), storage.Key("u", m.ID, "gql", "sn", ""), storage.Key("u", m.ID, "gql", "ty", ""),
 			highlightedItemsPrefix(m.ID)} {
@@ -74,10 +66,7 @@ func TestSearchIndexBuiltForOlderStores(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st, err = storage.Open(dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st = openBadger(t, dir)
 	defer st.Close()
 	waitIndexed(t, st, m.ID)
 	checkFilterCounts(t, st, m.ID)
@@ -319,14 +308,7 @@ func TestSearchWideItems(t *testing.T) {
 // finds a batch of long texts too big for one transaction.
 func TestSearchIndexBuildOfLongTexts(t *testing.T) {
 	dir := t.TempDir()
-	st, err := storage.Open(dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, m := openBadgerAlice(t, dir)
 	long := strings.Repeat("a long text of many words, ", 4000) // 108 KB
 	var ids []string
 	for i := 0; i < 40; i++ {
@@ -337,7 +319,7 @@ func TestSearchIndexBuildOfLongTexts(t *testing.T) {
 		ids = append(ids, it.ID)
 	}
 	waitIndexed(t, st, m.ID)
-	err = st.Update(t.Context(), func(tx *storage.Tx) error {
+	err := st.Update(t.Context(), func(tx *storage.Tx) error {
 		for _, p := range [][]byte{storage.Key("u", m.ID, "gql", "tt", ""), storage.Key("u", m.ID, "gql", "td", ""), storage.Key("u", m.ID, "gql", "tn", ""),
 			memberIndex(m.ID).TrigramPrefix(), storage.Key("u", m.ID, "gql", "tw", "")} {
 			if err := tx.DeletePrefix(p); err != nil {
@@ -355,10 +337,7 @@ func TestSearchIndexBuildOfLongTexts(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st, err = storage.Open(dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st = openBadger(t, dir)
 	defer st.Close()
 	waitIndexed(t, st, m.ID)
 	page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Text: "marker33"}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
@@ -377,14 +356,7 @@ func TestSearchIndexBuildOfLongTexts(t *testing.T) {
 // the same answers.
 func TestSearchOrderedKeysCatchUp(t *testing.T) {
 	dir := t.TempDir()
-	st, err := storage.Open(dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, m := openBadgerAlice(t, dir)
 	rye, err := Of(st).CreateLabel(t.Context(), m.ID, "rye", "#000000")
 	if err != nil {
 		t.Fatal(err)
@@ -495,9 +467,7 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if st, err = storage.Open(dir, storage.Options{}); err != nil {
-			t.Fatal(err)
-		}
+		st = openBadger(t, dir)
 		waitIndexed(t, st, m.ID)
 		if err := st.View(t.Context(), func(tx *storage.Tx) error {
 			v, err := searchVersion(tx, m.ID)

@@ -90,10 +90,7 @@ func TestSearchPairsOnSeededStore(t *testing.T) {
 		}
 	}
 	textIndexDelay = 500 * time.Millisecond
-	st, err := storage.Open(dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openBadger(t, dir)
 	defer st.Close()
 	m, err := members.Of(st).Member(t.Context(), info.Member)
 	if err != nil {
@@ -171,19 +168,7 @@ func TestSearchPairsOnSeededStore(t *testing.T) {
 // planner's cost model (searchPlan) on a seeded store, as
 // TestSearchPairsOnSeededStore (by hand).
 func TestSearchCostsOnSeededStore(t *testing.T) {
-	dir := os.Getenv("HEARTH_SEARCH_STORE")
-	if dir == "" {
-		t.Skip("HEARTH_SEARCH_STORE names no seeded store")
-	}
-	st, err := storage.Open(dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	m, err := members.Of(st).Member(t.Context(), "bench")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, m := openSeededStore(t)
 	labels, err := Of(st).Labels(t.Context(), m.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -264,19 +249,7 @@ func TestSearchCostsOnSeededStore(t *testing.T) {
 // and of decoding the content record with encoding/json instead, as
 // TestSearchPairsOnSeededStore (by hand).
 func TestSearchVerifyCostOnSeededStore(t *testing.T) {
-	dir := os.Getenv("HEARTH_SEARCH_STORE")
-	if dir == "" {
-		t.Skip("HEARTH_SEARCH_STORE names no seeded store")
-	}
-	st, err := storage.Open(dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	m, err := members.Of(st).Member(t.Context(), "bench")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, m := openSeededStore(t)
 	needle := []byte("zanzibarite")
 	for round := 0; round < 3; round++ {
 		if err := st.View(t.Context(), func(tx *storage.Tx) error {

@@ -68,14 +68,7 @@ func mustItemByURL(st *storage.Store, memberID string, i int) string {
 func TestSearchConsistentAfterKill(t *testing.T) {
 	badgerOnly(t)
 	dir := t.TempDir()
-	st, err := storage.Open(dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, m := openBadgerAlice(t, dir)
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -96,10 +89,7 @@ func TestSearchConsistentAfterKill(t *testing.T) {
 		}
 		child.Kill(t)
 		_ = child.Wait()
-		st, err := storage.Open(dir, storage.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := openBadger(t, dir)
 		if n, err := Of(st).SearchIndexBacklog(t.Context(), m.ID); err == nil {
 			t.Logf("round %d: %d acknowledged, backlog at restart %d", round, acked, n)
 		}
