@@ -7,11 +7,12 @@
 #
 #   bench/cpu-per-request.sh CADDY-BINARY NAME     # from the repository root; needs wrk, curl, bc
 set -euo pipefail
-caddy=$(realpath "$1") name=$2
+CADDY=$(realpath "$1") name=$2
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-work=$(mktemp -d)
+bench_start
 PORT=${PORT:-8191} ADMIN=${ADMIN:-localhost:2191}
+SITE=http://localhost:$PORT
 { caddy_global "$ADMIN" "$PORT" "storage_dir $work/data"; cat <<CADDY; } > $work/Caddyfile
 http://localhost:$PORT {
 	handle /respond {
@@ -23,16 +24,12 @@ http://localhost:$PORT {
 	}
 }
 CADDY
-$caddy run --config $work/Caddyfile >$work/log 2>&1 &
-pid=$!
-trap 'kill $pid; wait $pid 2>/dev/null; rm -rf $work' EXIT
-for _ in $(seq 300); do curl -fs http://localhost:$PORT/api/v1/instance >/dev/null && break; sleep 0.1; done
-app=$(curl -fs "http://localhost:$PORT/api/v1/apps" -d client_name=bench -d redirect_uris=urn:ietf:wg:oauth:2.0:oob -d 'scopes=read write')
-export BENCH_CLIENT_ID=$(sed -E 's/.*"client_id":"([^"]+)".*/\1/' <<<"$app")
-export BENCH_CLIENT_SECRET=$(sed -E 's/.*"client_secret":"([^"]+)".*/\1/' <<<"$app")
+start_caddy "$SITE/api/v1/instance"
+register_app
+export BENCH_CLIENT_ID=$client_id BENCH_CLIENT_SECRET=$client_secret
 tok=$(curl -fs "http://localhost:$PORT/oauth/token" -d grant_type=client_credentials -d client_id=$BENCH_CLIENT_ID -d client_secret=$BENCH_CLIENT_SECRET -d scope=read | sed -E 's/.*"access_token":"([^"]+)".*/\1/')
 tck=$(getconf CLK_TCK)
-cpu() { awk '{print $14+$15}' /proc/$pid/stat; }
+cpu() { awk '{print $14+$15}' /proc/$caddy_pid/stat; }
 measure() { # label, wrk args...
 	local label=$1; shift
 	local t0 t1 out n

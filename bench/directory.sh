@@ -8,26 +8,19 @@
 # Env: DURATION (default 10s), CONNS (default 16), THREADS (default 2),
 # AGENTS (default 10000), ROUNDS (default 2: file_server and directory
 # alternate, and each figure sums its rounds, so a neighbour's load hits
-# both sides alike).
+# both sides alike), CADDY (a caddy binary to run instead of building this
+# tree's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-DURATION=${DURATION:-10s}
-CONNS=${CONNS:-16}
-THREADS=${THREADS:-2}
+wrk_settings 16 2
 AGENTS=${AGENTS:-10000}
-ROUNDS=${ROUNDS:-2}
 PORT=${PORT:-8094}
 ADMIN=${ADMIN:-localhost:2094}
 SITE=http://localhost:$PORT
 
-need_wrk
-work=$(mktemp -d)
-caddy_pid=
-trap '[ -n "$caddy_pid" ] && kill $caddy_pid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
-mkdir -p bench/results "$work/static"
-go build -tags nobadger,nomysql,nopgx -o bench/results/caddy ./cmd/caddy
-go build -o bench/results/dirbench ./bench/dirbench
+bench_start dirbench
+mkdir -p "$work/static"
 
 bench/results/dirbench seed -dir "$work/data" -agents "$AGENTS"
 # No encode directive: neither side compresses. file_server and the
@@ -42,9 +35,7 @@ http://localhost:$PORT {
 	hearth_directory
 }
 CADDY
-bench/results/caddy run --config "$work/Caddyfile" >"$work/caddy.log" 2>&1 &
-caddy_pid=$!
-for _ in $(seq 300); do curl -fs -o /dev/null "$SITE/directory.json" && break; sleep 0.1; done
+start_caddy "$SITE/directory.json"
 curl -fs -o "$work/static/static.json" "$SITE/directory.json"
 size=$(wc -c <"$work/static/static.json")
 cmp -s "$work/static/static.json" <(curl -fs "$SITE/static.json") || { echo "bench: file_server bytes differ" >&2; exit 1; }
@@ -56,11 +47,10 @@ for p in directory.json static.json; do
 done
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-rps() { wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "$1" | awk '/Requests\/sec/ {print $2}'; }
 static=0 dir=0 rounds=
 for _ in $(seq "$ROUNDS"); do
-	s=$(rps "$SITE/static.json")
-	d=$(rps "$SITE/directory.json")
+	s=$(wrk_load "$SITE/static.json" | rps)
+	d=$(wrk_load "$SITE/directory.json" | rps)
 	rounds="$rounds  file_server $s / directory $d"
 	static=$(awk -v a="$static" -v b="$s" 'BEGIN {print a + b}')
 	dir=$(awk -v a="$dir" -v b="$d" 'BEGIN {print a + b}')
@@ -71,5 +61,5 @@ cat <<REPORT
 bench/directory.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average $load_before before / $(cut -d' ' -f1-3 /proc/loadavg) after, wrk -t$THREADS -c$CONNS -d$DURATION x $ROUNDS rounds, $AGENTS agents, document $size bytes
 rounds (req/s):$rounds
 file_server (same bytes)      $(avg "$static") req/s   $(mibs "$static") MiB/s
-hearth_directory              $(avg "$dir") req/s   $(mibs "$dir") MiB/s   $(awk -v a="$dir" -v b="$static" 'BEGIN {printf "%.0f %%", 100 * a / b}') of file_server   (target >= 110 %)
+hearth_directory              $(avg "$dir") req/s   $(mibs "$dir") MiB/s   $(pct "$dir" "$static") of file_server   (target >= 110 %)
 REPORT

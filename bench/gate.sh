@@ -13,15 +13,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-DURATION=${DURATION:-10s}
-CONNS=${CONNS:-32}
-THREADS=${THREADS:-2}
-ROUNDS=${ROUNDS:-3}
+wrk_settings 32 3
 PORT=${PORT:-8095}
 ADMIN=${ADMIN:-localhost:2095}
 SITE=http://localhost:$PORT
 
-need_wrk
 bench_start
 { caddy_global "$ADMIN" "$PORT" "storage_dir $work/data"; cat <<CADDY; } >"$work/Caddyfile"
 http://localhost:$PORT {
@@ -38,33 +34,19 @@ CADDY
 start_caddy "$SITE/open"
 
 # A member signed in through the real sign-in page.
-echo 'bench password 1' | "$caddy" hearth member add bench --password-stdin --address "$ADMIN" >/dev/null
-jar=$work/cookies
-curl -fs -c "$jar" -b "$jar" -o /dev/null -H "Origin: $SITE" "$SITE/auth/sign_in" \
-	--data-urlencode username=bench --data-urlencode 'password=bench password 1'
+sign_in_bench
 session=$(awk '$6 == "hearth_session" {print $7}' "$jar")
 [ -n "$session" ] || { echo "bench: no session after signing in" >&2; exit 1; }
 # The gate lets the session through, and only it.
 [ "$(curl -fs -H "Cookie: hearth_session=$session" "$SITE/gated")" = "hello from upstream" ] || { echo "bench: the gate refuses the session" >&2; exit 1; }
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$SITE/gated")" = 401 ] || { echo "bench: the gate lets a request without a session through" >&2; exit 1; }
 
-# rps prints wrk's requests per second, and fails when any answer was not
-# a 2xx/3xx (a refusal is fast and would pass for throughput).
-rps() {
-	local out
-	out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "$@")
-	if grep -q 'Non-2xx or 3xx responses' <<<"$out"; then
-		echo "bench: wrk $*: $(grep 'Non-2xx or 3xx responses' <<<"$out")" >&2
-		exit 1
-	fi
-	awk '/Requests\/sec/ {print $2}' <<<"$out"
-}
 median() { tr ' ' '\n' | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 
 open_all= gated_all=
 for _ in $(seq "$ROUNDS"); do
-	open_all+="$(rps "$SITE/open") "
-	gated_all+="$(rps -H "Cookie: hearth_session=$session" "$SITE/gated") "
+	open_all+="$(wrk_load "$SITE/open" | rps) "
+	gated_all+="$(wrk_load -H "Cookie: hearth_session=$session" "$SITE/gated" | rps) "
 done
 open=$(median <<<"${open_all% }")
 gated=$(median <<<"${gated_all% }")
@@ -72,5 +54,5 @@ gated=$(median <<<"${gated_all% }")
 cat <<REPORT
 bench/gate.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION, $ROUNDS rounds, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end
 respond, no gate (Caddy)          ${open_all% } req/s   median $open
-respond behind hearth_gate        ${gated_all% } req/s   median $gated   $(awk -v a="$gated" -v b="$open" 'BEGIN {printf "%.0f %%", 100 * a / b}') of the route without the gate   (target >= 85 %)
+respond behind hearth_gate        ${gated_all% } req/s   median $gated   $(pct "$gated" "$open") of the route without the gate   (target >= 85 %)
 REPORT

@@ -15,13 +15,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-DURATION=${DURATION:-10s}
-CONNS=${CONNS:-16}
-THREADS=${THREADS:-2}
+wrk_settings 16 2
 SMALL=${SMALL:-1000}
 LARGE=${LARGE:-100000}
 HIGHLIGHTS=${HIGHLIGHTS:-20000}
-ROUNDS=${ROUNDS:-2}
 PORT=${PORT:-8092}
 ADMIN=${ADMIN:-localhost:2092}
 SITE=http://localhost:$PORT
@@ -29,7 +26,6 @@ ENGINE=${ENGINE:-badger}
 PG_PORT=${PG_PORT:-15445}
 case $ENGINE in badger | postgres) ;; *) echo "bench: ENGINE=badger|postgres" >&2; exit 1 ;; esac
 
-need_wrk
 bench_start gqlbench
 if [ "$ENGINE" = postgres ]; then
 	start_pgserver
@@ -54,10 +50,9 @@ CADDY
 	graphql_unlimited
 }
 
-# wrk's mean latency in microseconds, and its requests per second.
+# wrk's mean latency in microseconds.
 latency_us() { awk '/^    Latency/ {v=$2; u=v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
 	f = (u=="us") ? 1 : (u=="ms") ? 1000 : 1000000; printf "%.0f", v * f}'; }
-rps() { awk '/Requests\/sec/ {print $2}'; }
 
 run() { # $1: items; prints "first_rps first_us deep_rps deep_us respond_rps body_size"
 	local items=$1 dir=$work/store-$1
@@ -82,9 +77,9 @@ run() { # $1: items; prints "first_rps first_us deep_rps deep_us respond_rps bod
 	local sums="0 0 0 0 0" r
 	for r in $(seq "$ROUNDS"); do
 		local resp first deep_out
-		resp=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "$SITE/respond")
-		first=$(BENCH_TOKEN=$token wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s bench/entries.lua "$SITE/api/graphql")
-		deep_out=$(BENCH_TOKEN=$token BENCH_AFTER=$deep wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -s bench/entries.lua "$SITE/api/graphql")
+		resp=$(wrk_load "$SITE/respond")
+		first=$(BENCH_TOKEN=$token wrk_load -s bench/entries.lua "$SITE/api/graphql")
+		deep_out=$(BENCH_TOKEN=$token BENCH_AFTER=$deep wrk_load -s bench/entries.lua "$SITE/api/graphql")
 		echo "$items items, round $r: respond $(rps <<<"$resp") req/s, first page $(rps <<<"$first") req/s $(latency_us <<<"$first") us, deep page $(rps <<<"$deep_out") req/s $(latency_us <<<"$deep_out") us" >&2
 		sums=$(awk -v s="$sums" -v a="$(rps <<<"$first")" -v b="$(latency_us <<<"$first")" -v c="$(rps <<<"$deep_out")" \
 			-v d="$(latency_us <<<"$deep_out")" -v e="$(rps <<<"$resp")" \
@@ -97,13 +92,11 @@ run() { # $1: items; prints "first_rps first_us deep_rps deep_us respond_rps bod
 
 read -r s_rps s_us s_deep_rps s_deep_us s_resp s_size < <(run "$SMALL")
 read -r l_rps l_us l_deep_rps l_deep_us l_resp l_size < <(run "$LARGE")
-pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f %%", 100 * a / b}'; }
-x() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2fx", a / b}'; }
 cat <<REPORT
 bench/graphql.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION x $ROUNDS rounds, $HIGHLIGHTS highlights, ENGINE=$ENGINE, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end
 $LARGE items: respond ($l_size bytes)        $l_resp req/s
 $LARGE items: first page of 50          $l_rps req/s, mean $l_us us   $(pct "$l_rps" "$l_resp") of respond (target >= 25 %)
-$LARGE items: page at 90 %              $l_deep_rps req/s, mean $l_deep_us us   $(x "$l_deep_us" "$l_us") of the first page (target <= 1.2x)
+$LARGE items: page at 90 %              $l_deep_rps req/s, mean $l_deep_us us   $(multiple "$l_deep_us" "$l_us") of the first page (target <= 1.2x)
 $SMALL items: first page of 50           $s_rps req/s, mean $s_us us
-first page, $LARGE vs $SMALL items: $(x "$l_us" "$s_us") latency (target <= 1.5x)
+first page, $LARGE vs $SMALL items: $(multiple "$l_us" "$s_us") latency (target <= 1.5x)
 REPORT

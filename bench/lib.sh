@@ -6,6 +6,38 @@ need_wrk() {
 	command -v wrk >/dev/null || { echo "bench: install wrk (apt-get install wrk)" >&2; exit 1; }
 }
 
+# wrk_settings sets the load every wrk script reads from its environment,
+# with its defaults: DURATION (10s), CONNS ($1), THREADS (2) and ROUNDS ($2,
+# else 1), and stops the script when wrk is missing.
+wrk_settings() {
+	DURATION=${DURATION:-10s}
+	CONNS=${CONNS:-$1}
+	THREADS=${THREADS:-2}
+	ROUNDS=${ROUNDS:-${2:-1}}
+	need_wrk
+}
+
+# wrk_load runs wrk with THREADS, CONNS and DURATION and its arguments, and
+# prints wrk's report; it stops the script when any answer was not a 2xx
+# or 3xx (a refusal, or a redirect to sign-in, is fast and would pass for
+# throughput).
+wrk_load() {
+	local out
+	out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "$@")
+	if grep -q 'Non-2xx or 3xx responses' <<<"$out"; then
+		echo "bench: wrk $*: $(grep 'Non-2xx or 3xx responses' <<<"$out")" >&2
+		exit 1
+	fi
+	printf '%s\n' "$out"
+}
+
+# rps prints the requests per second of the wrk report on its input.
+rps() { awk '/Requests\/sec/ {print $2}'; }
+
+# pct prints $1 as a percentage of $2; multiple prints $1 / $2 as "1.23x".
+pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f %%", 100 * a / b}'; }
+multiple() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2fx", a / b}'; }
+
 # bench_start makes the scratch directory $work, builds this tree's Caddy
 # into the results folder unless CADDY names another Caddy binary to run
 # ($caddy is the one to run), and builds the Go tools of bench named in the
@@ -45,6 +77,26 @@ stop_caddy() {
 	kill "$caddy_pid"
 	wait "$caddy_pid" 2>/dev/null || true
 	caddy_pid=
+}
+
+# sign_in_bench adds the member bench through the admin API on $ADMIN and
+# signs it in through the real sign-in page of $SITE: its session cookie is
+# in the cookie jar $jar ($work/cookies).
+sign_in_bench() {
+	echo 'bench password 1' | "$caddy" hearth member add bench --password-stdin --address "$ADMIN" >/dev/null
+	jar=$work/cookies
+	curl -fs -c "$jar" -b "$jar" -o /dev/null -H "Origin: $SITE" "$SITE/auth/sign_in" \
+		--data-urlencode username=bench --data-urlencode 'password=bench password 1'
+}
+
+# register_app registers an OAuth app on $SITE (POST /api/v1/apps, scopes
+# read write, the out-of-band redirect URI) and sets client_id and
+# client_secret.
+register_app() {
+	local app
+	app=$(curl -fs "$SITE/api/v1/apps" -d client_name=bench -d redirect_uris=urn:ietf:wg:oauth:2.0:oob -d 'scopes=read write')
+	client_id=$(sed -E 's/.*"client_id":"([^"]+)".*/\1/' <<<"$app")
+	client_secret=$(sed -E 's/.*"client_secret":"([^"]+)".*/\1/' <<<"$app")
 }
 
 # graphql_unlimited prints a hearth_graphql directive without the per-token

@@ -17,17 +17,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-DURATION=${DURATION:-10s}
-CONNS=${CONNS:-16}
-THREADS=${THREADS:-2}
+wrk_settings 16 2
 LARGE=${LARGE:-100000}
-ROUNDS=${ROUNDS:-2}
 PORT=${PORT:-8096}
 ADMIN=${ADMIN:-localhost:2096}
 SITE=http://localhost:$PORT
 RARE=zanzibarite
 
-need_wrk
 bench_start gqlbench
 keep=${KEEP:-$work}
 mkdir -p "$keep"
@@ -74,14 +70,7 @@ done
 caddyfile "${routes[@]}" >"$work/Caddyfile"
 curl -fs "http://$ADMIN/load" -H 'Content-Type: text/caddyfile' --data-binary @"$work/Caddyfile"
 
-rps() { awk '/Requests\/sec/ {print $2}'; }
-# wrk, failing on any answer but 200 (a redirect to sign-in would be fast).
-load() { # $1: path
-	local out
-	out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" -H "Cookie: $cookie" "$SITE$1")
-	if grep -q 'Non-2xx' <<<"$out"; then echo "bench: non-2xx answers on $1:" >&2; echo "$out" >&2; exit 1; fi
-	rps <<<"$out"
-}
+load() { wrk_load -H "Cookie: $cookie" "$SITE$1" | rps; } # $1: path
 # Each page and its respond take turns ROUNDS times; each figure is the
 # mean of its rounds, so that a neighbour's load falls on both sides.
 declare -A sum
@@ -108,14 +97,12 @@ if [ -n "${PROFILE:-}" ]; then
 	cp "$caddy" "$PROFILE/caddy"
 fi
 mean() { awk -v s="${sum[$1]}" -v n="$ROUNDS" 'BEGIN {printf "%.0f", s / n}'; }
-pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f %%", 100 * a / b}'; }
-x() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2fx", a / b}'; }
 lib=$(mean p_library)
 echo "bench/library.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $LARGE items, wrk -t$THREADS -c$CONNS -d$DURATION x $ROUNDS rounds, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 printf '%-34s %6s req/s  respond (%s bytes) %6s req/s  %s of respond (target >= 25 %%)\n' "library page (inbox, 50 items)" "$lib" "$size_library" "$(mean r_library)" "$(pct "$lib" "$(mean r_library)")"
 for n in label rare; do
 	q=label:news; [ $n = rare ] && q=$RARE
 	printf '%-34s %6s req/s  respond (%s bytes) %6s req/s  %s of respond, library page %s its time (target <= 1.5x)\n' \
-		"search $q" "$(mean p_$n)" "$(eval echo \$size_$n)" "$(mean r_$n)" "$(pct "$(mean p_$n)" "$(mean r_$n)")" "$(x "$lib" "$(mean p_$n)")"
+		"search $q" "$(mean p_$n)" "$(eval echo \$size_$n)" "$(mean r_$n)" "$(pct "$(mean p_$n)" "$(mean r_$n)")" "$(multiple "$lib" "$(mean p_$n)")"
 done
 printf '%-34s %6s req/s  respond (%s bytes) %6s req/s  %s of respond (target >= 40 %%)\n' "reader page (5 KB article)" "$(mean p_reader)" "$size_reader" "$(mean r_reader)" "$(pct "$(mean p_reader)" "$(mean r_reader)")"

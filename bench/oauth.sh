@@ -20,9 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-DURATION=${DURATION:-10s}
-CONNS=${CONNS:-32}
-THREADS=${THREADS:-2}
+wrk_settings 32
 RSS_SMALL=${RSS_SMALL:-100000}
 RSS_LARGE=${RSS_LARGE:-1000000}
 PORT=${PORT:-8091}
@@ -39,7 +37,6 @@ badger/1 | postgres/1 | postgres/2) ;;
 *) echo "bench: ENGINE=badger|postgres, NODES=1|2 (2 with postgres only)" >&2; exit 1 ;;
 esac
 
-need_wrk
 bench_start
 if [ "$ENGINE" = postgres ]; then
 	start_pgserver
@@ -86,13 +83,8 @@ if [ "$NODES" = 2 ]; then
 fi
 
 # A member, an app and a member token through the real pages.
-echo 'bench password 1' | "$caddy" hearth member add bench --password-stdin --address "$ADMIN" >/dev/null
-app=$(curl -fs "$SITE/api/v1/apps" -d client_name=bench -d redirect_uris=urn:ietf:wg:oauth:2.0:oob -d 'scopes=read write')
-client_id=$(sed -E 's/.*"client_id":"([^"]+)".*/\1/' <<<"$app")
-client_secret=$(sed -E 's/.*"client_secret":"([^"]+)".*/\1/' <<<"$app")
-jar=$work/cookies
-curl -fs -c "$jar" -b "$jar" -o /dev/null -H "Origin: $SITE" "$SITE/auth/sign_in" \
-	--data-urlencode username=bench --data-urlencode 'password=bench password 1'
+register_app
+sign_in_bench
 code_page=$(curl -fs -c "$jar" -b "$jar" -H "Origin: $SITE" "$SITE/oauth/authorize" \
 	-d client_id="$client_id" -d redirect_uri=urn:ietf:wg:oauth:2.0:oob -d response_type=code -d scope=read -d decision=approve)
 code=$(grep -o 'hac_[A-Za-z0-9_-]*' <<<"$code_page" | head -1)
@@ -111,11 +103,11 @@ for n in "${nodes[@]}"; do
 	[ "$(curl -fs "http://localhost:$port/respond" | wc -c)" = "$vc_size" ] || { echo "bench: respond body size mismatch" >&2; exit 1; }
 done
 
-# rps prints wrk's requests per second (summed over the nodes, each loaded
+# load_rps prints wrk's requests per second (summed over the nodes, each loaded
 # by its own wrk with its share of the threads and connections), and fails
 # when any answer was not a 2xx/3xx (a 429 or 503 is fast and would pass
 # for throughput). $1 is the path; the rest are wrk's options.
-rps() {
+load_rps() {
 	local path=$1 i=0 t=$THREADS c=$CONNS
 	shift
 	if [ "$NODES" = 2 ]; then t=$(( (THREADS + 1) / 2 )) c=$(( CONNS / 2 )); fi
@@ -137,10 +129,8 @@ rps() {
 	rm -f "$work"/wrk-*
 	echo "$sum"
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f %%", 100 * a / b}'; }
-
-respond=$(rps /respond)
-verify=$(rps /api/v1/accounts/verify_credentials -H "Authorization: Bearer $token")
+respond=$(load_rps /respond)
+verify=$(load_rps /api/v1/accounts/verify_credentials -H "Authorization: Bearer $token")
 
 # RSS is read after at least n requests in total, counted from what wrk
 # reports (runs of one second until the count is reached).
@@ -163,12 +153,12 @@ fi
 
 # Issuance last: the tokens it writes grow the store and the process, which
 # would blur the RSS figures of verify_credentials above.
-issue=$(BENCH_CLIENT_ID=$client_id BENCH_CLIENT_SECRET=$client_secret rps /oauth/token -s bench/client_credentials.lua)
+issue=$(BENCH_CLIENT_ID=$client_id BENCH_CLIENT_SECRET=$client_secret load_rps /oauth/token -s bench/client_credentials.lua)
 
 cat <<REPORT
 bench/oauth.sh: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, wrk -t$THREADS -c$CONNS -d$DURATION, body $vc_size bytes, ENGINE=$ENGINE NODES=$NODES LIMITS=$LIMITS, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end
 respond (Caddy)                      $respond req/s
-verify_credentials (valid token)     $verify req/s   $(ratio "$verify" "$respond") of respond   (target >= 70 %)
-client_credentials token issuance    $issue req/s   $(ratio "$issue" "$respond") of respond   (target >= 30 %)
+verify_credentials (valid token)     $verify req/s   $(pct "$verify" "$respond") of respond   (target >= 70 %)
+client_credentials token issuance    $issue req/s   $(pct "$issue" "$respond") of respond   (target >= 30 %)
 ${rss_report}
 REPORT
