@@ -22,16 +22,7 @@ const (
 func TestNoFileOrFunctionTooLong(t *testing.T) {
 	fset := token.NewFileSet()
 	files := 0
-	err := filepath.WalkDir("..", func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); n == ".git" || n == "node_modules" || n == "testdata" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	err := walkRepo(func(name string) error {
 		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
 			return nil
 		}
@@ -64,4 +55,22 @@ func TestNoFileOrFunctionTooLong(t *testing.T) {
 	if files < 100 {
 		t.Fatalf("only %d Go files read: the walk no longer finds the code", files)
 	}
+}
+
+// walkRepo calls f with the name of every file of the repository (its
+// root is ".."), passing over the folders .git, node_modules and testdata:
+// what the tree's own code and comments hold.
+func walkRepo(f func(name string) error) error {
+	return filepath.WalkDir("..", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); n == ".git" || n == "node_modules" || n == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		return f(name)
+	})
 }

@@ -194,6 +194,17 @@ func adminJSON(cmd *cobra.Command, method, uri string, in, out any) error {
 	return nil
 }
 
+// adminDone calls the admin API for an action whose answer has nothing to
+// read, then says on standard output what was done (format and args, one
+// line).
+func adminDone(cmd *cobra.Command, method, uri string, in any, format string, args ...any) error {
+	if err := adminJSON(cmd, method, uri, in, nil); err != nil {
+		return err
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), fmt.Sprintf(format, args...))
+	return nil
+}
+
 func memberURI(username string, rest ...string) string {
 	return "/hearth/members/" + strings.Join(append([]string{url.PathEscape(username)}, rest...), "/")
 }
@@ -263,11 +274,7 @@ func memberCommand() *cobra.Command {
 			Short: short,
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				if err := adminJSON(cmd, method, memberURI(args[0], rest...), nil, nil); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", done, args[0])
-				return nil
+				return adminDone(cmd, method, memberURI(args[0], rest...), nil, "%s %s", done, args[0])
 			},
 		}
 	}
@@ -283,11 +290,7 @@ func memberCommand() *cobra.Command {
 					return err
 				}
 			}
-			if err := adminJSON(cmd, http.MethodDelete, memberURI(args[0]), nil, nil); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", args[0])
-			return nil
+			return adminDone(cmd, http.MethodDelete, memberURI(args[0]), nil, "removed %s", args[0])
 		},
 	}
 	remove.Flags().Bool("yes", false, "Do not ask for confirmation (needed when standard input is not a terminal)")
@@ -301,11 +304,7 @@ func memberCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := adminJSON(cmd, http.MethodPut, memberURI(args[0], "password"), setPasswordRequest{Password: pw}, nil); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "changed the password of %s\n", args[0])
-			return nil
+			return adminDone(cmd, http.MethodPut, memberURI(args[0], "password"), setPasswordRequest{Password: pw}, "changed the password of %s", args[0])
 		},
 	}
 	passwd.Flags().Bool("password-stdin", false, "Read the password from the first line of standard input")

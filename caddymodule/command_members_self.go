@@ -83,11 +83,7 @@ base_url of hearth_oauth, else the host of the site that serves Hearth).`,
 			case end != "" && all:
 				return errors.New("give --end ID or --end-all, not both")
 			case end != "":
-				if err := adminJSON(cmd, http.MethodDelete, memberURI(args[0], "sessions", url.PathEscape(end)), nil, nil); err != nil {
-					return err
-				}
-				fmt.Fprintf(w, "ended session %s of %s\n", end, args[0])
-				return nil
+				return adminDone(cmd, http.MethodDelete, memberURI(args[0], "sessions", url.PathEscape(end)), nil, "ended session %s of %s", end, args[0])
 			case all:
 				var out struct{ Ended int }
 				if err := adminJSON(cmd, http.MethodDelete, memberURI(args[0], "sessions"), nil, &out); err != nil {

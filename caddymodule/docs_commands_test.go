@@ -246,16 +246,7 @@ func TestCommentsNameOnlyFilesOfTheRepository(t *testing.T) {
 		return len(m) > 0
 	}
 	checked := 0
-	err = filepath.WalkDir(root, func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "testdata" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	err = walkRepo(func(name string) error {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			return err
@@ -304,16 +295,7 @@ func TestDocsAndCommentsNameOnlyTestsThatExist(t *testing.T) {
 	var tests []string
 	type mention struct{ file, name string }
 	var mentions []mention
-	err := filepath.WalkDir(root, func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); n == ".git" || n == "node_modules" || n == "testdata" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	err := walkRepo(func(name string) error {
 		rel, _ := filepath.Rel(root, name)
 		var texts []string
 		switch ext := filepath.Ext(name); {

@@ -162,11 +162,7 @@ func memberTokensCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if id, _ := cmd.Flags().GetString("revoke"); id != "" {
-				if err := adminJSON(cmd, http.MethodDelete, memberURI(args[0], "api_tokens", url.PathEscape(id)), nil, nil); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "revoked API token %s of %s\n", id, args[0])
-				return nil
+				return adminDone(cmd, http.MethodDelete, memberURI(args[0], "api_tokens", url.PathEscape(id)), nil, "revoked API token %s of %s", id, args[0])
 			}
 			return printList(cmd, memberURI(args[0], "api_tokens"), "ID\tNAME\tCREATED\tEXPIRES\tLAST USED\tMADE BY", func(t apiTokenListView) []string {
 				expires := "never"
@@ -197,11 +193,7 @@ func memberGrantsCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if id, _ := cmd.Flags().GetString("revoke"); id != "" {
-				if err := adminJSON(cmd, http.MethodDelete, memberURI(args[0], "grants", url.PathEscape(id)), nil, nil); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "revoked the access of application %s to %s\n", id, args[0])
-				return nil
+				return adminDone(cmd, http.MethodDelete, memberURI(args[0], "grants", url.PathEscape(id)), nil, "revoked the access of application %s to %s", id, args[0])
 			}
 			return printList(cmd, memberURI(args[0], "grants"), "APP ID\tNAME\tSCOPES\tAUTHORIZED", func(g grantView) []string {
 				return []string{g.AppID, oneLine(g.Name), strings.Join(g.Scopes, " "), g.AuthorizedAt.Format(time.DateOnly)}

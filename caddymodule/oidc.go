@@ -185,11 +185,7 @@ func clientCommand() *cobra.Command {
 		Short: "Removes a client: its refresh tokens stop at once, its access tokens at their expiry",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := adminJSON(cmd, http.MethodDelete, "/hearth/clients/"+url.PathEscape(args[0]), nil, nil); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "removed client %s\n", args[0])
-			return nil
+			return adminDone(cmd, http.MethodDelete, "/hearth/clients/"+url.PathEscape(args[0]), nil, "removed client %s", args[0])
 		},
 	}
 	client.AddCommand(add, list, remove)
@@ -203,11 +199,7 @@ func memberEmailCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			unverified, _ := cmd.Flags().GetBool("unverified")
-			if err := adminJSON(cmd, http.MethodPut, memberURI(args[0], "email"), setEmailRequest{Email: args[1], Verified: !unverified}, nil); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "set the e-mail address of %s\n", args[0])
-			return nil
+			return adminDone(cmd, http.MethodPut, memberURI(args[0], "email"), setEmailRequest{Email: args[1], Verified: !unverified}, "set the e-mail address of %s", args[0])
 		},
 	}
 	c.Flags().Bool("unverified", false, "Mark the address unverified (the operator has not checked it)")
