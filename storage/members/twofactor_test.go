@@ -116,16 +116,24 @@ func withTwoFactor(t *testing.T, st Store, m *Member, at time.Time) (*Member, []
 	return m, codes
 }
 
-func TestSignInChallenge(t *testing.T) {
-	st := openTestStore(t)
-	m, _ := st.CreateMember(t.Context(), "alice", "", "correct horse")
+// challengedAlice makes alice, a member with a second factor, and a
+// sign-in challenge of hers.
+func challengedAlice(t *testing.T, st Store) (m *Member, codes []string, challenge string) {
+	t.Helper()
+	m, _ = st.CreateMember(t.Context(), "alice", "", "correct horse")
 	// The code of now: one of the previous step would be refused when a
 	// step boundary passed before the confirmation.
-	m, codes := withTwoFactor(t, st, m, time.Now())
-	c, err := st.CreateSignInChallenge(t.Context(), m)
+	m, codes = withTwoFactor(t, st, m, time.Now())
+	challenge, err := st.CreateSignInChallenge(t.Context(), m)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m, codes, challenge
+}
+
+func TestSignInChallenge(t *testing.T) {
+	st := openTestStore(t)
+	m, codes, c := challengedAlice(t, st)
 	if got, err := st.SignInChallengeMember(t.Context(), c); err != nil || got.ID != m.ID {
 		t.Fatalf("challenge member %v %v", got, err)
 	}
@@ -201,12 +209,7 @@ func TestDeleteMemberDeletesResetLinksAndChallenges(t *testing.T) {
 // count and the check are one transaction).
 func TestSignInChallengeLimitUnderConcurrentAnswers(t *testing.T) {
 	st := openTestStore(t)
-	m, _ := st.CreateMember(t.Context(), "alice", "", "correct horse")
-	m, codes := withTwoFactor(t, st, m, time.Now())
-	c, err := st.CreateSignInChallenge(t.Context(), m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, codes, c := challengedAlice(t, st)
 	const answers = 40
 	var wg sync.WaitGroup
 	errs := make(chan error, answers)
