@@ -14,15 +14,23 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/kv"
 )
 
-func testCounters(t *testing.T, a, b kv.Engine) {
-	ca, ok := a.(kv.Counters)
+// capability is what the engines a and b (a alone when b is nil) offer
+// as C, the capability named what; the test is skipped when a offers none.
+func capability[C any](t *testing.T, a, b kv.Engine, what string) (C, C) {
+	t.Helper()
+	ca, ok := a.(C)
 	if !ok {
-		t.Skip("engine offers no kv.Counters")
+		t.Skip("engine offers no " + what)
 	}
 	cb := ca
 	if b != nil {
-		cb = b.(kv.Counters)
+		cb = b.(C)
 	}
+	return ca, cb
+}
+
+func testCounters(t *testing.T, a, b kv.Engine) {
+	ca, cb := capability[kv.Counters](t, a, b, "kv.Counters")
 	const limit = 6
 	w := time.Hour
 	key := fmt.Sprintf("signin:alice:%d", time.Now().UnixNano())
@@ -78,14 +86,7 @@ func testCounters(t *testing.T, a, b kv.Engine) {
 // testLeases: two contenders for one lease never run at once; when the
 // holder stops, the other takes over.
 func testLeases(t *testing.T, a, b kv.Engine) {
-	la, ok := a.(kv.Leases)
-	if !ok {
-		t.Skip("engine offers no kv.Leases")
-	}
-	lb := la
-	if b != nil {
-		lb = b.(kv.Leases)
-	}
+	la, lb := capability[kv.Leases](t, a, b, "kv.Leases")
 	name := fmt.Sprintf("test:%d", time.Now().UnixNano())
 	var inside atomic.Int32
 	var overlap atomic.Bool
@@ -127,15 +128,12 @@ func testLeases(t *testing.T, a, b kv.Engine) {
 }
 
 func testIDSlots(t *testing.T, a, b kv.Engine) {
-	sa, ok := a.(kv.IDSlots)
-	if !ok {
-		t.Skip("engine offers no kv.IDSlots")
-	}
+	sa, sb := capability[kv.IDSlots](t, a, b, "kv.IDSlots")
 	x, err := sa.IDSlot(bg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	y, err := b.(kv.IDSlots).IDSlot(bg)
+	y, err := sb.IDSlot(bg)
 	if err != nil {
 		t.Fatal(err)
 	}
