@@ -1,14 +1,14 @@
 package caddymodule
 
 import (
-	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/hearthkit/caddy-hearth/internal/testform"
 )
 
 // browser is a cookie-jar HTTP client that fills the real HTML forms Hearth
@@ -81,27 +81,12 @@ func (b *browser) post(path string, form url.Values) page {
 	return b.do(req)
 }
 
-var (
-	formRE   = regexp.MustCompile(`(?s)<form method="post" action="([^"]*)">(.*?)</form>`)
-	hiddenRE = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
-)
-
 // submit fills the page's form whose action is action: its hidden fields
 // as the page sent them, then fields (the member's input and the button
 // pressed).
 func (b *browser) submit(p page, action string, fields url.Values) page {
 	b.t.Helper()
-	for _, m := range formRE.FindAllStringSubmatch(p.body, -1) {
-		if html.UnescapeString(m[1]) != action {
-			continue
-		}
-		form := url.Values{}
-		for _, h := range hiddenRE.FindAllStringSubmatch(m[2], -1) {
-			form.Set(html.UnescapeString(h[1]), html.UnescapeString(h[2]))
-		}
-		for k, v := range fields {
-			form[k] = v
-		}
+	if form, ok := testform.Fill(p.body, action, fields); ok {
 		return b.post(action, form)
 	}
 	b.t.Fatalf("no form posting to %s on the page:\n%s", action, p.body)

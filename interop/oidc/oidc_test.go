@@ -6,14 +6,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -21,6 +19,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	_ "github.com/hearthkit/caddy-hearth"
+	"github.com/hearthkit/caddy-hearth/internal/testform"
 )
 
 const (
@@ -50,11 +49,6 @@ func adminCall(t *testing.T, method, path, body string, out any) {
 	}
 }
 
-var (
-	formRE   = regexp.MustCompile(`(?s)<form method="post" action="([^"]*)">(.*?)</form>`)
-	hiddenRE = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
-)
-
 // browser is the member's browser: a cookie jar, redirects shown, and the
 // pages' own forms filled in.
 type browser struct {
@@ -80,17 +74,7 @@ func (b *browser) get(u string) (*http.Response, string) {
 
 func (b *browser) submit(page, action string, fields url.Values) (*http.Response, string) {
 	b.t.Helper()
-	for _, m := range formRE.FindAllStringSubmatch(page, -1) {
-		if html.UnescapeString(m[1]) != action {
-			continue
-		}
-		form := url.Values{}
-		for _, h := range hiddenRE.FindAllStringSubmatch(m[2], -1) {
-			form.Set(html.UnescapeString(h[1]), html.UnescapeString(h[2]))
-		}
-		for k, v := range fields {
-			form[k] = v
-		}
+	if form, ok := testform.Fill(page, action, fields); ok {
 		req, _ := http.NewRequest(http.MethodPost, site+action, strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Origin", site)
