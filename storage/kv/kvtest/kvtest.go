@@ -431,6 +431,23 @@ func testInvalid(t *testing.T, e kv.Engine) {
 	mustGet(t, e, "keep", "1")
 }
 
+// Notes subscribes e to channel until the test ends (or stop) and returns
+// what it receives (kv.Missed left out), up to n payloads buffered.
+func Notes(t testing.TB, e kv.Engine, channel string, n int) (got <-chan string, stop func()) {
+	t.Helper()
+	ch := make(chan string, n)
+	stop, err := e.Subscribe(channel, func(p string) {
+		if p != kv.Missed {
+			ch <- p
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return ch, stop
+}
+
 // Eventually polls cond until it holds, failing after a generous bound (the
 // bound is a guard against hanging, not an assertion about speed).
 func Eventually(t testing.TB, what string, cond func() bool) {
@@ -645,26 +662,8 @@ func testNotify(t *testing.T, a, b kv.Engine) {
 		b = a
 	}
 	Eventually(t, "both engines listen", func() bool { return a.Live() && b.Live() })
-	got := make(chan string, 100)
-	stop, err := b.Subscribe("chan-a", func(p string) {
-		if p != kv.Missed {
-			got <- p
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	other := make(chan string, 100)
-	stopOther, err := b.Subscribe("chan-b", func(p string) {
-		if p != kv.Missed {
-			other <- p
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stopOther()
+	got, stop := Notes(t, b, "chan-a", 100)
+	other, _ := Notes(t, b, "chan-b", 100)
 	boom := errors.New("boom")
 	if err := a.Update(bg, kv.TxOptions{}, func(w kv.Writer) error {
 		w.Notify("chan-a", "rolled back")

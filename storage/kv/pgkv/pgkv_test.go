@@ -384,16 +384,7 @@ func BenchmarkNotifyAcrossEngines(b *testing.B) {
 	p := newPrefix()
 	a, c := open(b, p), open(b, p)
 	kvtest.Eventually(b, "both listen", func() bool { return a.Live() && c.Live() })
-	got := make(chan string, 1)
-	stop, err := c.Subscribe("lag", func(s string) {
-		if s != kv.Missed {
-			got <- s
-		}
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer stop()
+	got, _ := kvtest.Notes(b, c, "lag", 1)
 	i := 0
 	for b.Loop() {
 		i++
@@ -430,16 +421,7 @@ func TestReplaceAll(t *testing.T) {
 	a, b := open(t, p), open(t, p)
 	kvtest.Put(t, a, []byte("old/1"), []byte("1"), []byte("old/2"), []byte("2"))
 	kvtest.Eventually(t, "b listens", b.Live)
-	got := make(chan string, 4)
-	stop, err := b.Subscribe("c", func(s string) {
-		if s != kv.Missed {
-			got <- s
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	got, _ := kvtest.Notes(t, b, "c", 4)
 	records := func(keys ...string) func() (kv.Record, error) {
 		return func() (kv.Record, error) {
 			if len(keys) == 0 {
@@ -471,7 +453,7 @@ func TestReplaceAll(t *testing.T) {
 	// Another replace meanwhile; then a write of b to a saved key.
 	var saved []string
 	var second, write error
-	err = replace(a, &saved, func() {
+	err := replace(a, &saved, func() {
 		var s2 []string
 		second = replace(b, &s2, nil, "x")
 		write = b.Update(bg, kv.TxOptions{}, func(w kv.Writer) error { return w.Put([]byte("old/1"), []byte("changed"), 0) })
