@@ -23,8 +23,8 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
-// Inboxt's account operations (the web app's; operations/web in
-// interop/inboxt). Inboxt lets API tokens run only the resolvers marked
+// Inboxt's account operations (the web app's; third_party/operations/web
+// in interop/inboxt). Inboxt lets API tokens run only the resolvers marked
 // @ApiTokenAllowed; every other one answers FORBIDDEN "API tokens are not
 // allowed for this operation" (apps/api/src/common/guards/api-token.guard.ts
 // @ 45f4314). Hearth refuses its OAuth access tokens the same way: these

@@ -16,12 +16,12 @@ export function hearthSchema() {
 }
 
 export function inboxtSchema() {
-	return buildSchema(readFileSync(join(here, 'inboxt-schema.graphql'), 'utf8'));
+	return buildSchema(readFileSync(join(here, 'third_party', 'inboxt-schema.graphql'), 'utf8'));
 }
 
 export function operations() {
-	const index = JSON.parse(readFileSync(join(here, 'operations', 'index.json'), 'utf8'));
-	return index.map((op) => ({ ...op, doc: parse(readFileSync(join(here, 'operations', op.file), 'utf8')) }));
+	const index = JSON.parse(readFileSync(join(here, 'third_party', 'operations', 'index.json'), 'utf8'));
+	return index.map((op) => ({ ...op, doc: parse(readFileSync(join(here, 'third_party', 'operations', op.file), 'utf8')) }));
 }
 
 export function staticChecks() {
