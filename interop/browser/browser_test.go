@@ -27,14 +27,11 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	"github.com/chromedp/cdproto/emulation"
@@ -46,6 +43,7 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	_ "github.com/hearthkit/caddy-hearth/caddymodule"
+	"github.com/hearthkit/caddy-hearth/internal/testcaddy"
 )
 
 const (
@@ -59,7 +57,7 @@ const (
 // caddyfile is the suite's site: every Hearth service in one site block,
 // nothing else answering /, so the landing page shows.
 func caddyfile(dir string) string {
-	return globalOptions(dir, "\n\t\topen_registration") + fmt.Sprintf(`http://127.0.0.1:18280 {
+	return testcaddy.GlobalOptions(admin, dir, "\n\t\topen_registration") + fmt.Sprintf(`http://127.0.0.1:18280 {
 	bind 127.0.0.1
 	hearth_oauth {
 		instance_title %q
@@ -73,50 +71,10 @@ func caddyfile(dir string) string {
 `, siteTitle)
 }
 
-// globalOptions is the global options block of the suite's Caddyfiles:
-// the admin API on admin, no HTTPS, Caddy's and Hearth's data under dir,
-// and more (lines of the hearth block, each starting "\n\t\t").
-func globalOptions(dir, more string) string {
-	return fmt.Sprintf(`{
-	admin %s
-	persist_config off
-	auto_https off
-	storage file_system %q
-	hearth {
-		storage_dir %q%s
-	}
-}
-`, admin, filepath.Join(dir, "caddy-data"), filepath.Join(dir, "hearth"), more)
-}
-
-// startCaddy adapts and loads caddyfile in this process, as `caddy run`
-// does, and stops Caddy when the test ends.
-func startCaddy(t *testing.T, caddyfile string) {
-	t.Helper()
-	cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), map[string]any{"filename": "Caddyfile"})
-	if err != nil {
-		t.Fatalf("adapt the Caddyfile: %v", err)
-	}
-	for _, w := range warnings {
-		t.Logf("Caddyfile: %s", w)
-	}
-	if err := caddy.Load(cfg, true); err != nil {
-		t.Fatalf("start Caddy: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := caddy.Stop(); err != nil {
-			t.Errorf("stop Caddy: %v", err)
-		}
-	})
-}
-
 // chromium finds the browser, or fails (skips only when told to).
 func chromium(t *testing.T) string {
 	t.Helper()
-	path := os.Getenv("HEARTH_CHROMIUM")
-	if path == "" {
-		path, _ = exec.LookPath("chromium")
-	}
+	path := testcaddy.Chromium()
 	if path == "" {
 		if os.Getenv("HEARTH_BROWSER_SKIP") == "1" {
 			t.Skip("browser suite skipped: HEARTH_BROWSER_SKIP=1 and no Chromium (apt-get install chromium)")
@@ -436,21 +394,6 @@ func graphql(t *testing.T, bearer, query string) (codes []string, data string) {
 	return codes, string(r.Data)
 }
 
-// addMember creates a member through the admin API, as `caddy hearth
-// member add` does when Caddy runs.
-func addMember(t *testing.T, username, password string) {
-	t.Helper()
-	body := fmt.Sprintf(`{"username":%q,"password":%q}`, username, password)
-	resp, err := http.Post("http://"+admin+"/hearth/members", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("add member: HTTP %d", resp.StatusCode)
-	}
-}
-
 // registerAgent registers an agent in the directory with a signed
 // registration event and returns its npub.
 func registerAgent(t *testing.T) string {
@@ -529,11 +472,17 @@ func exchange(t *testing.T, clientID, clientSecret, code string) string {
 	return tok.AccessToken
 }
 
+// startSite starts the suite's site (caddyfile) on a new store with the
+// member username, and opens a Chromium tab.
+func startSite(t *testing.T, username string) *suite {
+	t.Helper()
+	testcaddy.Start(t, caddyfile(t.TempDir()))
+	testcaddy.AddMember(t, admin, username, password)
+	return newSuite(t)
+}
+
 func TestMemberPagesInChromium(t *testing.T) {
-	dir := t.TempDir()
-	startCaddy(t, caddyfile(dir))
-	addMember(t, member, password)
-	s := newSuite(t)
+	s := startSite(t, member)
 
 	// A visitor: the landing page (nothing else answers /), the sign-in
 	// page, a wrong password, the sign-up page.
@@ -558,11 +507,7 @@ func TestMemberPagesInChromium(t *testing.T) {
 	s.check("sign-up")
 
 	// Sign in.
-	s.open("/auth/sign_in")
-	s.run("type the password",
-		chromedp.SendKeys("#username", member, chromedp.ByID),
-		chromedp.SendKeys("#password", password, chromedp.ByID))
-	s.submit(`main button[type=submit]`)
+	s.signIn(member, password)
 	// The site serves the library (hearth_graphql): members land there.
 	if loc := s.location(); loc != site+"/library" {
 		t.Fatalf("after signing in the browser is at %s", loc)
@@ -734,7 +679,7 @@ func TestMemberPagesInChromium(t *testing.T) {
 func (s *suite) accountFlows() {
 	t := s.t
 	const bob, newPassword = "bob", "a new and longer password"
-	addMember(t, bob, password)
+	testcaddy.AddMember(t, admin, bob, password)
 	s.signIn(bob, password)
 	s.open("/settings/api_tokens")
 	s.run("name a token", chromedp.SendKeys("#name", "bob's script", chromedp.ByID))
@@ -839,11 +784,7 @@ func (s *suite) accountFlows() {
 	// Signing in again asks for the second factor; a recovery code does.
 	s.open("/auth/sign_out")
 	s.submit(`main button[type=submit]`)
-	s.open("/auth/sign_in")
-	s.run("type the password",
-		chromedp.SendKeys("#username", bob, chromedp.ByID),
-		chromedp.SendKeys("#password", newPassword, chromedp.ByID))
-	s.submit(`main button[type=submit]`)
+	s.signIn(bob, newPassword)
 	if loc := s.location(); !strings.HasPrefix(loc, site+"/auth/two_factor") {
 		t.Fatalf("with two-factor sign-in on, the password leads to %s", loc)
 	}

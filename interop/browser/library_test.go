@@ -296,17 +296,10 @@ func (s *suite) key(k string) {
 }
 
 func TestLibraryAndReaderInChromium(t *testing.T) {
-	dir := t.TempDir()
-	startCaddy(t, caddyfile(dir))
-	addMember(t, reader, password)
-	s := newSuite(t)
+	s := startSite(t, reader)
 
 	// Signing in lands in the library; an empty inbox says what to do.
-	s.open("/auth/sign_in")
-	s.run("type the password",
-		chromedp.SendKeys("#username", reader, chromedp.ByID),
-		chromedp.SendKeys("#password", password, chromedp.ByID))
-	s.submit(`main button[type=submit]`)
+	s.signIn(reader, password)
 	if loc := s.location(); loc != site+"/library" {
 		t.Fatalf("after signing in the browser is at %s, want the library", loc)
 	}

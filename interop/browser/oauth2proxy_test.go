@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/hearthkit/caddy-hearth/internal/testcaddy"
 )
 
 // oauth2-proxy in front of a Caddy route, with Hearth as its OpenID
@@ -35,7 +37,7 @@ const (
 )
 
 func oauth2ProxyCaddyfile(dir string) string {
-	return globalOptions(dir, "") + fmt.Sprintf(`%s {
+	return testcaddy.GlobalOptions(admin, dir, "") + fmt.Sprintf(`%s {
 	bind 127.0.0.1
 	hearth_oauth {
 		instance_title %q
@@ -100,8 +102,8 @@ func adminJSON(t *testing.T, method, path string, in, out any) {
 func TestOAuth2ProxyInChromium(t *testing.T) {
 	proxy := oauth2Proxy(t)
 	dir := t.TempDir()
-	startCaddy(t, oauth2ProxyCaddyfile(dir))
-	addMember(t, member, password)
+	testcaddy.Start(t, oauth2ProxyCaddyfile(dir))
+	testcaddy.AddMember(t, admin, member, password)
 	adminJSON(t, http.MethodPut, "/hearth/members/"+member+"/email", map[string]any{"email": "alice@example.org", "verified": true}, nil)
 	adminJSON(t, http.MethodPut, "/hearth/members/"+member+"/groups", map[string]any{"groups": []string{"staff"}}, nil)
 	var client struct {

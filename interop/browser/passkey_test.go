@@ -13,6 +13,8 @@ import (
 	"github.com/chromedp/cdproto/webauthn"
 	"github.com/chromedp/chromedp"
 	"github.com/pquerna/otp/totp"
+
+	"github.com/hearthkit/caddy-hearth/internal/testcaddy"
 )
 
 // The passkey site is reached as localhost: WebAuthn takes no IP address
@@ -20,7 +22,7 @@ import (
 const passkeySite = "http://localhost:18280"
 
 func passkeyCaddyfile(dir string) string {
-	return globalOptions(dir, "") + fmt.Sprintf(`%s {
+	return testcaddy.GlobalOptions(admin, dir, "") + fmt.Sprintf(`%s {
 	bind 127.0.0.1
 	hearth_oauth {
 		instance_title %q
@@ -36,8 +38,8 @@ func passkeyCaddyfile(dir string) string {
 // password, remove it; axe-core checks each new state of the pages.
 func TestPasskeysInChromium(t *testing.T) {
 	dir := t.TempDir()
-	startCaddy(t, passkeyCaddyfile(dir))
-	addMember(t, member, password)
+	testcaddy.Start(t, passkeyCaddyfile(dir))
+	testcaddy.AddMember(t, admin, member, password)
 	s := newSuite(t)
 	s.base = passkeySite
 

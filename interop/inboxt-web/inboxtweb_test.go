@@ -18,15 +18,12 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 	"github.com/chromedp/cdproto/browser"
@@ -35,6 +32,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	_ "github.com/hearthkit/caddy-hearth/caddymodule"
+	"github.com/hearthkit/caddy-hearth/internal/testcaddy"
 )
 
 const (
@@ -69,32 +67,7 @@ func recipe(t *testing.T, dir, web string) string {
 		"# mail_domain", "mail_domain",
 		"# mail_webhook_secret", "mail_webhook_secret",
 	).Replace(string(m[1]))
-	return fmt.Sprintf(`{
-	admin %s
-	persist_config off
-	auto_https off
-	storage file_system %q
-	hearth {
-		storage_dir %q
-	}
-}
-%s`, admin, filepath.Join(dir, "caddy-data"), filepath.Join(dir, "hearth"), site)
-}
-
-func startCaddy(t *testing.T, caddyfile string) {
-	t.Helper()
-	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), map[string]any{"filename": "Caddyfile"})
-	if err != nil {
-		t.Fatalf("adapt the Caddyfile: %v\n%s", err, caddyfile)
-	}
-	if err := caddy.Load(cfg, true); err != nil {
-		t.Fatalf("start Caddy: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := caddy.Stop(); err != nil {
-			t.Errorf("stop Caddy: %v", err)
-		}
-	})
+	return testcaddy.GlobalOptions(admin, dir, "") + site
 }
 
 func TestInboxtWebAppOnHearth(t *testing.T) {
@@ -106,23 +79,14 @@ func TestInboxtWebAppOnHearth(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(web, "index.html")); err != nil {
 		t.Fatalf("Inboxt's web app: %v (set HEARTH_INBOXT_WEB to its built folder)", err)
 	}
-	browser := os.Getenv("HEARTH_CHROMIUM")
-	if browser == "" {
-		browser, _ = exec.LookPath("chromium")
-	}
+	browser := testcaddy.Chromium()
 	if browser == "" {
 		t.Fatal("Chromium not found: apt-get install chromium, or set HEARTH_CHROMIUM")
 	}
 	dir := t.TempDir()
 	t.Setenv("HEARTH_MAIL_SECRET", mailSecret)
-	startCaddy(t, recipe(t, dir, web))
-	req, _ := http.NewRequest(http.MethodPost, "http://"+admin+"/hearth/members", strings.NewReader(`{"username":"alice","password":"`+password+`"}`))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusCreated {
-		t.Fatalf("add alice: %v %v", err, resp)
-	}
-	resp.Body.Close()
+	testcaddy.Start(t, recipe(t, dir, web))
+	testcaddy.AddMember(t, admin, "alice", password)
 	api := &apiClient{t: t, token: apiToken(t)}
 	api.saveArticle(articleTitle, "https://bread.example/baking", breadText)
 	api.saveArticle(otherTitle, "https://garden.example/tomatoes", "Tomatoes want sun, water at the roots and a stake to climb.")
