@@ -34,11 +34,7 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var full bytes.Buffer
-	if err := src.Backup(&full); err != nil {
-		t.Fatal(err)
-	}
-	b := full.Bytes()
+	b := storagetest.Backup(t, src)
 	endLen := 8 + len(storage.BackupEndMagic) + 8 + storage.BackupChecksumLen
 	firstFrame := len(storage.BackupMagic) + 8 + int(binary.LittleEndian.Uint64(b[len(storage.BackupMagic):]))
 	miscounted := append([]byte(nil), b...)
@@ -48,10 +44,7 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 	oneEmptyFrame = binary.LittleEndian.AppendUint64(oneEmptyFrame, storage.BackupEndMarker)
 	oneEmptyFrame = append(oneEmptyFrame, storage.BackupEndMagic...)
 	oneEmptyFrame = binary.LittleEndian.AppendUint64(oneEmptyFrame, 8)
-	var emptyBackup bytes.Buffer
-	if err := storagetest.Open(t).Backup(&emptyBackup); err != nil {
-		t.Fatal(err)
-	}
+	emptyBackup := storagetest.Backup(t, storagetest.Open(t))
 
 	dir := filepath.Join(t.TempDir(), "store")
 	live, err := storage.Open(dir, storage.Options{})
@@ -77,7 +70,7 @@ func TestRestoreRefusesWhatIsNotACompleteBackup(t *testing.T) {
 		"format 1, cut short":      b[len(storage.BackupMagic) : len(b)-storage.BackupChecksumLen-3],
 		"bytes after the end":      append(append([]byte(nil), b...), 0),
 		"miscounted end":           miscounted,
-		"backup of an empty store": emptyBackup.Bytes(),
+		"backup of an empty store": emptyBackup,
 		"one empty frame":          oneEmptyFrame,
 	} {
 		prev, err := storage.RestoreDir(dir, bytes.NewReader(input), storage.Options{})
@@ -127,10 +120,7 @@ func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	if err := st.Backup(&b); err != nil {
-		t.Fatal(err)
-	}
+	b := storagetest.Backup(t, st)
 	if _, err := members.Of(st).CreateMember(t.Context(), "bob", "", "battery staple"); err != nil {
 		t.Fatal(err)
 	}
@@ -149,10 +139,10 @@ func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
 	pr, pw := io.Pipe()
 	first := make(chan error, 1)
 	go func() { _, err := st.Replace(pr); first <- err }()
-	if _, err := pw.Write(b.Bytes()[:8]); err != nil { // returns once the first is reading
+	if _, err := pw.Write(b[:8]); err != nil { // returns once the first is reading
 		t.Fatal(err)
 	}
-	if _, err := st.Replace(bytes.NewReader(b.Bytes())); !errors.Is(err, storage.ErrRestoreRunning) {
+	if _, err := st.Replace(bytes.NewReader(b)); !errors.Is(err, storage.ErrRestoreRunning) {
 		t.Fatalf("a second Replace during the first: %v, want ErrRestoreRunning", err)
 	}
 	pw.CloseWithError(errors.New("client gone"))
@@ -163,7 +153,7 @@ func TestReplaceBringsARunningStoreToABackup(t *testing.T) {
 		t.Fatalf("a refused Replace changed the store: %v", err)
 	}
 
-	previous, err := st.Replace(bytes.NewReader(b.Bytes()))
+	previous, err := st.Replace(bytes.NewReader(b))
 	if err != nil || previous == "" {
 		t.Fatalf("Replace = %q, %v", previous, err)
 	}
@@ -223,11 +213,7 @@ func TestReplaceRefusesDamagedBackupsAndChangesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var full bytes.Buffer
-	if err := src.Backup(&full); err != nil {
-		t.Fatal(err)
-	}
-	b := full.Bytes()
+	b := storagetest.Backup(t, src)
 
 	live := storagetest.Open(t)
 	if _, err := members.Of(live).CreateMember(t.Context(), "keeper", "", "correct horse"); err != nil {
@@ -338,10 +324,7 @@ func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var full bytes.Buffer
-	if err := src.Backup(&full); err != nil {
-		t.Fatal(err)
-	}
+	full := storagetest.Backup(t, src)
 	for _, withRecords := range []bool{true, false} {
 		live := storagetest.Open(t)
 		if withRecords {
@@ -365,7 +348,7 @@ func TestReplaceThatFailsPartWayLeavesTheStoreAsItWas(t *testing.T) {
 			}
 			return nil
 		})
-		_, err := live.Replace(bytes.NewReader(full.Bytes()))
+		_, err := live.Replace(bytes.NewReader(full))
 		live.SetRestoreHook(nil)
 		if !errors.Is(err, injected) || !strings.Contains(err.Error(), "holds its earlier records again") {
 			t.Fatalf("Replace with a failure part-way: %v", err)
@@ -391,10 +374,7 @@ func TestWritesDuringARestoreAreRefusedNotLost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var full bytes.Buffer
-	if err := src.Backup(&full); err != nil {
-		t.Fatal(err)
-	}
+	full := storagetest.Backup(t, src)
 	live := storagetest.Open(t)
 	if _, err := members.Of(live).CreateMember(t.Context(), "reader", "", "correct horse"); err != nil {
 		t.Fatal(err)
@@ -446,7 +426,7 @@ func TestWritesDuringARestoreAreRefusedNotLost(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	previous, err := live.Replace(bytes.NewReader(full.Bytes()))
+	previous, err := live.Replace(bytes.NewReader(full))
 	close(stop)
 	r := <-done
 	if err != nil || r.err != nil {

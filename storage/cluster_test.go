@@ -487,21 +487,18 @@ func TestClusterRestoreExclusiveAndDropsCaches(t *testing.T) {
 	if _, err := members.Of(a).CreateMember(t.Context(), "before", "", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}
-	var backup bytes.Buffer
-	if err := a.Backup(&backup); err != nil {
-		t.Fatal(err)
-	}
+	backup := storagetest.Backup(t, a)
 	_, token := memberToken(t, a, "alice") // not in the backup
 	cachedOn(t, b, token)
 
 	paused, release := pauseRestore(t, a, nil)
 	done := make(chan error, 1)
 	go func() {
-		_, err := a.Replace(bytes.NewReader(backup.Bytes()))
+		_, err := a.Replace(bytes.NewReader(backup))
 		done <- err
 	}()
 	<-paused
-	if _, err := b.Replace(bytes.NewReader(backup.Bytes())); !errors.Is(err, storage.ErrRestoreRunning) {
+	if _, err := b.Replace(bytes.NewReader(backup)); !errors.Is(err, storage.ErrRestoreRunning) {
 		t.Fatalf("a restore on B while A's runs: %v, want storage.ErrRestoreRunning", err)
 	}
 	release()
@@ -517,7 +514,7 @@ func TestClusterRestoreExclusiveAndDropsCaches(t *testing.T) {
 		t.Fatalf("B still has the member the restore removed: %v", err)
 	}
 	// After it, a restore on B runs.
-	if _, err := b.Replace(bytes.NewReader(backup.Bytes())); err != nil {
+	if _, err := b.Replace(bytes.NewReader(backup)); err != nil {
 		t.Fatalf("restore on B after A's: %v", err)
 	}
 }
@@ -534,10 +531,7 @@ func TestClusterRestoreLosesNoWriteOfAnotherNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var backup bytes.Buffer
-	if err := a.Backup(&backup); err != nil {
-		t.Fatal(err)
-	}
+	backup := storagetest.Backup(t, a)
 	bob, err := members.Of(a).CreateMember(t.Context(), "bob", "", "correct horse battery") // not in the backup
 	if err != nil {
 		t.Fatal(err)
@@ -551,7 +545,7 @@ func TestClusterRestoreLosesNoWriteOfAnotherNode(t *testing.T) {
 	var previous string
 	go func() {
 		var err error
-		previous, err = a.Replace(bytes.NewReader(backup.Bytes()))
+		previous, err = a.Replace(bytes.NewReader(backup))
 		done <- err
 	}()
 	<-paused

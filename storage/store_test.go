@@ -62,10 +62,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	sid, _ := members.Of(src).CreateSession(t.Context(), alice.ID, time.Hour)
-	var buf bytes.Buffer
-	if err := src.Backup(&buf); err != nil {
-		t.Fatal(err)
-	}
+	buf := storagetest.Backup(t, src)
 
 	// Restore into a directory that holds other data: it moves aside.
 	dir := filepath.Join(t.TempDir(), "store")
@@ -77,15 +74,15 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	// While the directory is open, restore refuses.
-	if _, err := storage.RestoreDir(dir, bytes.NewReader(buf.Bytes()), storage.Options{}); !errors.Is(err, storage.ErrLocked) {
+	if _, err := storage.RestoreDir(dir, bytes.NewReader(buf), storage.Options{}); !errors.Is(err, storage.ErrLocked) {
 		t.Fatalf("restore into an open store: got %v, want ErrLocked", err)
 	}
 	other.Close()
 	// A damaged backup leaves the directory as it was.
-	if _, err := storage.RestoreDir(dir, bytes.NewReader(buf.Bytes()[:buf.Len()/2]), storage.Options{}); err == nil {
+	if _, err := storage.RestoreDir(dir, bytes.NewReader(buf[:len(buf)/2]), storage.Options{}); err == nil {
 		t.Fatal("restore of a truncated backup succeeded")
 	}
-	prev, err := storage.RestoreDir(dir, bytes.NewReader(buf.Bytes()), storage.Options{})
+	prev, err := storage.RestoreDir(dir, bytes.NewReader(buf), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,12 +111,9 @@ func TestRestoreIntoMissingDirectory(t *testing.T) {
 	storage.BadgerOnly(t)
 	src := storagetest.Open(t)
 	members.Of(src).CreateMember(t.Context(), "alice", "", "correct horse")
-	var buf bytes.Buffer
-	if err := src.Backup(&buf); err != nil {
-		t.Fatal(err)
-	}
+	buf := storagetest.Backup(t, src)
 	dir := filepath.Join(t.TempDir(), "new")
-	prev, err := storage.RestoreDir(dir, &buf, storage.Options{})
+	prev, err := storage.RestoreDir(dir, bytes.NewReader(buf), storage.Options{})
 	if err != nil || prev != "" {
 		t.Fatalf("RestoreDir = %q, %v", prev, err)
 	}

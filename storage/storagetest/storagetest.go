@@ -6,6 +6,7 @@
 package storagetest
 
 import (
+	"bytes"
 	"errors"
 	"sync"
 	"testing"
@@ -100,6 +101,16 @@ func (p *Postgres) TwoNodes(t *testing.T) (a, b *storage.Store) {
 		return s
 	}
 	return open(), open()
+}
+
+// Backup is st's backup (Store.Backup), in memory.
+func Backup(t testing.TB, st *storage.Store) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := st.Backup(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
 
 // Eventually polls cond until it holds (another node's work, a lease
