@@ -607,6 +607,15 @@ func TestTwoNodes(t *testing.T) {
 
 	var oauthApp app
 	var token2 string
+	// runWithApp runs a scenario that needs scenario 2's app.
+	runWithApp := func(name string, scenario func(*testing.T, *cluster, app, string)) {
+		t.Run(name, func(t *testing.T) {
+			if oauthApp.id == "" {
+				t.Skip("needs scenario 2's app")
+			}
+			scenario(t, c, oauthApp, password)
+		})
+	}
 	t.Run("2 app registered and authorized on A, code exchanged on B", func(t *testing.T) {
 		oauthApp = registerApp(t, a)
 		cookie := signIn(t, a, "alice", password)
@@ -707,12 +716,7 @@ func TestTwoNodes(t *testing.T) {
 		t.Logf("suspension on A refused on B after %v", lag)
 	})
 
-	t.Run("5 B's listener killed, then a revocation on A: B never serves the token from its cache", func(t *testing.T) {
-		if oauthApp.id == "" {
-			t.Skip("needs scenario 2's app")
-		}
-		scenario5(t, c, oauthApp, password)
-	})
+	runWithApp("5 B's listener killed, then a revocation on A: B never serves the token from its cache", scenario5)
 
 	t.Run("6 limits hold across the nodes", func(t *testing.T) {
 		createMember(t, a, "bob", password)
@@ -858,19 +862,9 @@ func TestTwoNodes(t *testing.T) {
 
 	t.Run("12 backup from A while B writes, restored into a fresh database", func(t *testing.T) { scenario12(t, c, password) })
 
-	t.Run("13 restore through A: B serves the restored state, a restore on B meanwhile refused", func(t *testing.T) {
-		if oauthApp.id == "" {
-			t.Skip("needs scenario 2's app")
-		}
-		scenario13(t, c, oauthApp, password)
-	})
+	runWithApp("13 restore through A: B serves the restored state, a restore on B meanwhile refused", scenario13)
 
-	t.Run("14 caddy reload of A under load from A's and B's clients", func(t *testing.T) {
-		if oauthApp.id == "" {
-			t.Skip("needs scenario 2's app")
-		}
-		scenario14(t, c, oauthApp, password)
-	})
+	runWithApp("14 caddy reload of A under load from A's and B's clients", scenario14)
 
 	t.Run("15 kill -9 of node A under write load: every acknowledged write present", func(t *testing.T) {
 		createMember(t, a, "frank", password)
