@@ -130,10 +130,7 @@ func (l *Limiter) Allow(key string) Result {
 		b = &bucket{start: now.Truncate(l.window)}
 		sh.keys.Add(key, b)
 	}
-	b.roll(now, l.window)
-	elapsed := now.Sub(b.start)
-	weight := 1 - float64(elapsed)/float64(l.window)
-	used := float64(b.prev)*weight + float64(b.curr)
+	used := b.used(now, l.window)
 	res := Result{Limit: l.limit, Reset: b.start.Add(l.window)}
 	if used+1 > float64(l.limit) {
 		res.RetryAfter = l.retryAfter(b, now)
@@ -158,9 +155,7 @@ func (l *Limiter) Peek(key string) Result {
 	if !ok {
 		return res
 	}
-	b.roll(now, l.window)
-	weight := 1 - float64(now.Sub(b.start))/float64(l.window)
-	used := float64(b.prev)*weight + float64(b.curr)
+	used := b.used(now, l.window)
 	res.Reset = b.start.Add(l.window)
 	if used+1 > float64(l.limit) {
 		res.Allowed, res.Remaining, res.RetryAfter = false, 0, l.retryAfter(b, now)
@@ -196,6 +191,15 @@ func (l *Limiter) Reset(key string) {
 	sh, key := l.shardFor(key)
 	sh.keys.Remove(key)
 	sh.mu.Unlock()
+}
+
+// used rolls the bucket to now and returns its weighted count: the events
+// of the current window plus the previous window's, weighted by how much
+// of it the sliding window still covers.
+func (b *bucket) used(now time.Time, window time.Duration) float64 {
+	b.roll(now, window)
+	weight := 1 - float64(now.Sub(b.start))/float64(window)
+	return float64(b.prev)*weight + float64(b.curr)
 }
 
 func (b *bucket) roll(now time.Time, window time.Duration) {
