@@ -101,19 +101,14 @@ func checkOrderedKeys(t testing.TB, st *storage.Store, memberID string) {
 		}); err != nil {
 			return err
 		}
-		for _, p := range [][]byte{storage.Key("u", memberID, "gql", "oy", ""), orderedHighlightedPrefix(memberID), storage.Key("u", memberID, "gql", "ol", "")} {
-			if err := tx.Scan(p, nil, false, false, func(k, v []byte) (bool, error) {
-				status, domain, rec := parseOrderedValue(v)
-				got[string(k)] = string(append([]byte{status}, domain...))
-				if rec != nil && string(rec) != recs[string(k)] {
-					stale++
-				}
-				return true, nil
-			}); err != nil {
-				return err
+		return scanOrderedKeys(tx, memberID, func(k, v []byte) (bool, error) {
+			status, domain, rec := parseOrderedValue(v)
+			got[string(k)] = string(append([]byte{status}, domain...))
+			if rec != nil && string(rec) != recs[string(k)] {
+				stale++
 			}
-		}
-		return nil
+			return true, nil
+		})
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -74,6 +74,23 @@ func openBadger(t testing.TB, dir string) *storage.Store {
 	return st
 }
 
+// orderedKeyPrefixes are the prefixes of a member's ordered filter keys:
+// by type, highlighted, by label.
+func orderedKeyPrefixes(memberID string) [][]byte {
+	return [][]byte{storage.Key("u", memberID, "gql", "oy", ""), orderedHighlightedPrefix(memberID), storage.Key("u", memberID, "gql", "ol", "")}
+}
+
+// scanOrderedKeys calls fn with each ordered filter key of the member's
+// and its value, prefix by prefix (fn returning false ends a prefix).
+func scanOrderedKeys(tx *storage.Tx, memberID string, fn func(k, v []byte) (bool, error)) error {
+	for _, p := range orderedKeyPrefixes(memberID) {
+		if err := tx.Scan(p, nil, false, false, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // openSeededStore opens the store `gqlbench seed` wrote in
 // $HEARTH_SEARCH_STORE, and its member, for the measurements run by hand
 // (searchstore_test.go); the test is skipped when it names none.

@@ -431,7 +431,7 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 	// version 6 (the status and the domain, no copy of the record).
 	for _, old := range []byte{4, 5, 6} {
 		if err := st.Update(t.Context(), func(tx *storage.Tx) error {
-			for _, p := range [][]byte{storage.Key("u", m.ID, "gql", "oy", ""), orderedHighlightedPrefix(m.ID), storage.Key("u", m.ID, "gql", "ol", "")} {
+			for _, p := range orderedKeyPrefixes(m.ID) {
 				var keys, values [][]byte
 				if err := tx.Scan(p, nil, false, false, func(k, v []byte) (bool, error) {
 					status, domain, _ := parseOrderedValue(v)
@@ -493,17 +493,12 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 func checkOrderedCopies(t *testing.T, st *storage.Store, memberID string) {
 	t.Helper()
 	if err := st.View(t.Context(), func(tx *storage.Tx) error {
-		for _, p := range [][]byte{storage.Key("u", memberID, "gql", "oy", ""), orderedHighlightedPrefix(memberID), storage.Key("u", memberID, "gql", "ol", "")} {
-			if err := tx.Scan(p, nil, false, false, func(k, v []byte) (bool, error) {
-				if _, _, rec := parseOrderedValue(v); rec == nil {
-					return false, fmt.Errorf("the ordered filter key %q has no copy of its item's record", k)
-				}
-				return true, nil
-			}); err != nil {
-				return err
+		return scanOrderedKeys(tx, memberID, func(k, v []byte) (bool, error) {
+			if _, _, rec := parseOrderedValue(v); rec == nil {
+				return false, fmt.Errorf("the ordered filter key %q has no copy of its item's record", k)
 			}
-		}
-		return nil
+			return true, nil
+		})
 	}); err != nil {
 		t.Fatal(err)
 	}
