@@ -782,8 +782,7 @@ func (s *suite) accountFlows() {
 	}
 
 	// Signing in again asks for the second factor; a recovery code does.
-	s.open("/auth/sign_out")
-	s.submit(`main button[type=submit]`)
+	s.signOut()
 	s.signIn(bob, newPassword)
 	if loc := s.location(); !strings.HasPrefix(loc, site+"/auth/two_factor") {
 		t.Fatalf("with two-factor sign-in on, the password leads to %s", loc)
@@ -835,6 +834,13 @@ func (s *suite) signIn(username, pw string) {
 	s.run("type the password",
 		chromedp.SendKeys("#username", username, chromedp.ByID),
 		chromedp.SendKeys("#password", pw, chromedp.ByID))
+	s.submit(`main button[type=submit]`)
+}
+
+// signOut signs out through the page.
+func (s *suite) signOut() {
+	s.t.Helper()
+	s.open("/auth/sign_out")
 	s.submit(`main button[type=submit]`)
 }
 

@@ -101,10 +101,8 @@ func TestPasskeysInChromium(t *testing.T) {
 	s.check("account-passkey")
 
 	// Sign out; sign in with the passkey alone: no username typed.
-	s.open("/auth/sign_out")
-	s.submit(`main button[type=submit]`)
-	s.open("/auth/sign_in")
-	s.waitFor("the passkey button shown by passkey.js", `!document.getElementById("passkey-sign-in").hidden`)
+	s.signOut()
+	s.openPasskeySignIn()
 	s.check("sign-in-passkey")
 	s.passkeyClick("#passkey-sign-in")
 	if loc := s.location(); loc != passkeySite+"/settings" {
@@ -117,8 +115,7 @@ func TestPasskeysInChromium(t *testing.T) {
 	// The browser's autofill: the sign-in page asks for a passkey as it
 	// opens (mediation "conditional"), and the authenticator's answer
 	// signs the member in without a click.
-	s.open("/auth/sign_out")
-	s.submit(`main button[type=submit]`)
+	s.signOut()
 	s.run("conditional mediation back", chromedp.ActionFunc(func(ctx context.Context) error {
 		return page.RemoveScriptToEvaluateOnNewDocument(noAutofill).Do(ctx)
 	}))
@@ -137,8 +134,7 @@ func TestPasskeysInChromium(t *testing.T) {
 	}
 	s.run("type the code", chromedp.SendKeys("#confirm_code", code, chromedp.ByID))
 	s.submit(`form[action="/settings/account/two_factor/confirm"] button[type=submit]`)
-	s.open("/auth/sign_out")
-	s.submit(`main button[type=submit]`)
+	s.signOut()
 	s.open("/auth/sign_in")
 	s.run("type the password",
 		chromedp.SendKeys("#username", member, chromedp.ByID),
@@ -164,16 +160,22 @@ func TestPasskeysInChromium(t *testing.T) {
 		t.Fatalf("after removing: %q", got)
 	}
 	s.check("account-passkey-removed")
-	s.open("/auth/sign_out")
-	s.submit(`main button[type=submit]`)
-	s.open("/auth/sign_in")
-	s.waitFor("the passkey button shown by passkey.js", `!document.getElementById("passkey-sign-in").hidden`)
+	s.signOut()
+	s.openPasskeySignIn()
 	s.run("use the removed passkey", chromedp.Evaluate(`document.getElementById("passkey-sign-in").click()`, nil))
 	s.waitFor("the refusal", `document.getElementById("passkey-status").textContent !== "" && !document.getElementById("passkey-status").hidden`)
 	if loc := s.location(); !strings.HasPrefix(loc, passkeySite+"/auth/sign_in") {
 		t.Fatalf("the removed passkey led to %s", loc)
 	}
 	s.check("sign-in-passkey-refused")
+}
+
+// openPasskeySignIn opens the sign-in page and waits for passkey.js to show
+// its passkey button.
+func (s *suite) openPasskeySignIn() {
+	s.t.Helper()
+	s.open("/auth/sign_in")
+	s.waitFor("the passkey button shown by passkey.js", `!document.getElementById("passkey-sign-in").hidden`)
 }
 
 // passkeyClick presses a passkey button (the virtual authenticator
