@@ -22,7 +22,7 @@ func Fill(body, action string, fields url.Values) (form url.Values, ok bool) {
 		if html.UnescapeString(m[1]) != action {
 			continue
 		}
-		form := url.Values{}
+		form = url.Values{}
 		for _, h := range hiddenRE.FindAllStringSubmatch(m[2], -1) {
 			form.Set(html.UnescapeString(h[1]), html.UnescapeString(h[2]))
 		}
