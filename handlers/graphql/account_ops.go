@@ -218,6 +218,20 @@ func (s *Server) isOwnAddress(r *http.Request, username, address string) bool {
 // session alone must not do it here.
 var errTwoFactorAccountPage = &userError{codeForbidden, "this account uses two-factor sign-in: change the password or delete the account on the site's account page (" + account.AccountPath + ")"}
 
+// accountChanger is the caller of updateAccount or deleteAccount: a
+// session (sessionOnly) of a member without two-factor sign-in
+// (errTwoFactorAccountPage), with the request's state.
+func accountChanger(ctx context.Context) (*caller, *requestState, error) {
+	c, err := sessionOnly(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.Member.TwoFactor {
+		return nil, nil, errTwoFactorAccountPage
+	}
+	return c, stateOf(ctx), nil
+}
+
 // codeRecentSignInRequired is the extensions.code of an operation that
 // needs a recent sign-in (requireRecentSignIn).
 const codeRecentSignInRequired = "RECENT_SIGN_IN_REQUIRED"
@@ -251,14 +265,10 @@ func (s *Server) requireRecentSignIn(ctx context.Context) error {
 // refused. A member with two-factor sign-in is refused
 // (errTwoFactorAccountPage).
 func (r *mutationResolver) UpdateAccount(ctx context.Context, in generated.UpdateAccountInput) (*generated.User, error) {
-	c, err := sessionOnly(ctx)
+	c, st, err := accountChanger(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if c.Member.TwoFactor {
-		return nil, errTwoFactorAccountPage
-	}
-	st := stateOf(ctx)
 	m := c.Member
 	if in.Username != nil && *in.Username != m.Username {
 		return nil, shownField("username", "usernames cannot be changed on this site")
@@ -287,14 +297,10 @@ func (r *mutationResolver) UpdateAccount(ctx context.Context, in generated.Updat
 // username or username@<account domain>. A member with two-factor sign-in
 // is refused (errTwoFactorAccountPage).
 func (r *mutationResolver) DeleteAccount(ctx context.Context, in generated.DeleteAccountInput) (*generated.Void, error) {
-	c, err := sessionOnly(ctx)
+	c, st, err := accountChanger(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if c.Member.TwoFactor {
-		return nil, errTwoFactorAccountPage
-	}
-	st := stateOf(ctx)
 	if !r.s.isOwnAddress(st.r, c.Member.Username, in.EmailAddress) {
 		return nil, shownField("emailAddress", "to confirm, emailAddress must be %s", r.s.memberAddress(st.r, c.Member.Username))
 	}

@@ -140,6 +140,8 @@ func listCost(n, child int) int {
 	return addCost(1, mulCost(n, child))
 }
 
+// mulCost and addCost saturate at math.MaxInt, so that no cost or count
+// of a document (limits.go's too) wraps around to a small one.
 func mulCost(a, b int) int {
 	if a <= 0 || b <= 0 {
 		return 0

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"strings"
 
@@ -131,7 +130,7 @@ func checkDocument(query string, lim documentLimits) (documentCounts, *documentE
 		}
 		w.written(op.SelectionSet)
 		w.checkNames(op.SelectionSet)
-		c.fields = addSat(c.fields, w.expanded(op.SelectionSet))
+		c.fields = addCost(c.fields, w.expanded(op.SelectionSet))
 	}
 	switch {
 	case c.fields > lim.maxFields:
@@ -181,7 +180,7 @@ func (w *docWalker) topNames(sel ast.SelectionSet, counts map[string]int) {
 			if name == "" {
 				name = s.Name
 			}
-			counts[name] = addSat(counts[name], 1)
+			counts[name] = addCost(counts[name], 1)
 		case *ast.InlineFragment:
 			w.topNames(s.SelectionSet, counts)
 		case *ast.FragmentSpread:
@@ -197,7 +196,7 @@ func (w *docWalker) topNames(sel ast.SelectionSet, counts map[string]int) {
 				w.names[s.Name] = m
 			}
 			for name, n := range m {
-				counts[name] = addSat(counts[name], n)
+				counts[name] = addCost(counts[name], n)
 			}
 		}
 	}
@@ -233,11 +232,11 @@ func (w *docWalker) expanded(sel ast.SelectionSet) int {
 			if len(s.SelectionSet) > 0 {
 				w.checkNames(s.SelectionSet)
 			}
-			n = addSat(n, addSat(1, w.expanded(s.SelectionSet)))
+			n = addCost(n, addCost(1, w.expanded(s.SelectionSet)))
 		case *ast.InlineFragment:
-			n = addSat(n, w.expanded(s.SelectionSet))
+			n = addCost(n, w.expanded(s.SelectionSet))
 		case *ast.FragmentSpread:
-			n = addSat(n, w.fragment(s.Name))
+			n = addCost(n, w.fragment(s.Name))
 		}
 	}
 	return n
@@ -256,13 +255,6 @@ func (w *docWalker) fragment(name string) int {
 	n := w.expanded(def.SelectionSet)
 	w.memo[name] = n
 	return n
-}
-
-func addSat(a, b int) int {
-	if a > math.MaxInt-b {
-		return math.MaxInt
-	}
-	return a + b
 }
 
 // documentChecker remembers the documents that passed checkDocument.

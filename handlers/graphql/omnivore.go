@@ -12,7 +12,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -301,23 +300,13 @@ func (r *searchItemResolver) Highlights(ctx context.Context, obj *generated.Sear
 	if obj.Gone || obj.HighlightsCount != nil && *obj.HighlightsCount == 0 {
 		return []*generated.Highlight{}, nil
 	}
-	id, err := memberID(ctx)
-	if err != nil {
-		return nil, err
-	}
-	hs, err := library.Of(r.s.store).ItemHighlights(ctx, id, obj.ID)
-	if err != nil {
-		return nil, err
-	}
 	// In the page's order: the plugins' "by location" order reads
 	// Omnivore's patch, which Hearth has not, and keeps this order then.
-	slices.SortStableFunc(hs, compareInDocument)
-	out := make([]*generated.Highlight, len(hs))
-	for i, h := range hs {
-		out[i] = toHighlight(h)
+	out, err := r.itemHighlights(ctx, obj.ID, compareInDocument)
+	for i := range out {
 		out[i].HighlightPositionAnchorIndex = &i
 	}
-	return out, nil
+	return out, err
 }
 
 // compareInDocument orders highlights by where they start in the page:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -305,13 +306,22 @@ func (r *savedItemResolver) Newsletter(ctx context.Context, obj *generated.Saved
 }
 
 func (r *savedItemResolver) Highlights(ctx context.Context, obj *generated.SavedItem) ([]*generated.Highlight, error) {
+	return r.itemHighlights(ctx, obj.ID, nil)
+}
+
+// itemHighlights is the caller's highlights of the item itemID as the
+// API's model: in the store's order, or sorted by order when it is given.
+func (r *resolver) itemHighlights(ctx context.Context, itemID string, order func(a, b *library.Highlight) int) ([]*generated.Highlight, error) {
 	id, err := memberID(ctx)
 	if err != nil {
 		return nil, err
 	}
-	hs, err := library.Of(r.s.store).ItemHighlights(ctx, id, obj.ID)
+	hs, err := library.Of(r.s.store).ItemHighlights(ctx, id, itemID)
 	if err != nil {
 		return nil, err
+	}
+	if order != nil {
+		slices.SortStableFunc(hs, order)
 	}
 	out := make([]*generated.Highlight, len(hs))
 	for i, h := range hs {
