@@ -57,6 +57,22 @@ type authRequest struct {
 // never redirected (RFC 6749 section 4.1.2.1).
 type pageError struct{ text string }
 
+// authRequest is parseAuthRequest answering its errors: a *pageError on a
+// page, an *oauthErr on the client's redirect URI; ok is false when it
+// answered.
+func (s *Server) authRequest(w http.ResponseWriter, r *http.Request, v url.Values) (req *authRequest, ok bool) {
+	req, perr, oerr := s.parseAuthRequest(r.Context(), v)
+	if perr != nil {
+		s.errorPage(w, r, http.StatusBadRequest, perr.text)
+		return nil, false
+	}
+	if oerr != nil {
+		s.redirectError(w, r, req, oerr)
+		return nil, false
+	}
+	return req, true
+}
+
 // parseAuthRequest validates the parameters of GET (query) or POST (form)
 // /oauth/authorize. A *pageError must be shown to the member; an *oauthErr
 // goes back to the client on its redirect URI with state.
@@ -225,13 +241,8 @@ func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, t
 
 func (s *Server) showConsent(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	req, perr, oerr := s.parseAuthRequest(r.Context(), q)
-	if perr != nil {
-		s.errorPage(w, r, http.StatusBadRequest, perr.text)
-		return
-	}
-	if oerr != nil {
-		s.redirectError(w, r, req, oerr)
+	req, ok := s.authRequest(w, r, q)
+	if !ok {
 		return
 	}
 	if req.app.Client != nil {
@@ -255,20 +266,29 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	s.askConsent(w, r, q, req, m, "Authorize "+req.app.Name, consentTmpl, func(c consentPage) any {
+		return struct {
+			consentPage
+			Website *url.URL
+			Scopes  []scopeItem
+			OOB     bool
+		}{c, websiteOf(req.app), describeScopes(req.scopes), req.RedirectURI == OOBRedirectURI}
+	})
+}
+
+// askConsent grants at once a GET the member's grants already cover
+// (skipConsent), else shows the consent page tmpl with data(what both
+// consent pages show).
+func (s *Server) askConsent(w http.ResponseWriter, r *http.Request, q url.Values, req *authRequest, m *members.Member, title string, tmpl *template.Template, data func(consentPage) any) {
 	if r.Method == http.MethodGet && s.skipConsent(r.Context(), q, m, req) {
 		s.grant(w, r, req, m)
 		return
 	}
-	data := struct {
-		consentPage
-		Website *url.URL
-		Scopes  []scopeItem
-		OOB     bool
-	}{s.consentPage(req, m), websiteOf(req.app), describeScopes(req.scopes), req.RedirectURI == OOBRedirectURI}
+	p := s.opts.Pages
 	// The approval answers with a redirect to the client; browsers apply
 	// form-action to it, so the client's origin must be allowed.
 	w.Header().Set("Content-Security-Policy", p.ContentSecurityPolicy(formActionSource(req.RedirectURI)))
-	p.Render(w, r, http.StatusOK, "Authorize "+req.app.Name, consentTmpl, data)
+	p.Render(w, r, http.StatusOK, title, tmpl, data(s.consentPage(req, m)))
 }
 
 // consentPage is what both consent pages (Mastodon apps' and operator
@@ -349,13 +369,8 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusBadRequest, "The form could not be read. Go back and try again.")
 		return
 	}
-	req, perr, oerr := s.parseAuthRequest(r.Context(), r.PostForm)
-	if perr != nil {
-		s.errorPage(w, r, http.StatusBadRequest, perr.text)
-		return
-	}
-	if oerr != nil {
-		s.redirectError(w, r, req, oerr)
+	req, ok := s.authRequest(w, r, r.PostForm)
+	if !ok {
 		return
 	}
 	p := s.opts.Pages

@@ -154,17 +154,13 @@ func (s *Server) authorizeOIDC(w http.ResponseWriter, r *http.Request, req *auth
 		p.SignInForm(w, r, AuthorizePath+"?"+q.Encode())
 		return
 	}
-	if r.Method == http.MethodGet && s.skipConsent(r.Context(), q, m, req) {
-		s.grant(w, r, req, m)
-		return
-	}
-	data := struct {
-		consentPage
-		Claims  []string
-		Offline bool
-	}{s.consentPage(req, m), claimWords(req.scopes), contains(req.scopes, "offline_access")}
-	w.Header().Set("Content-Security-Policy", p.ContentSecurityPolicy(formActionSource(req.RedirectURI)))
-	p.Render(w, r, http.StatusOK, "Sign in to "+req.app.Name, oidcConsentTmpl, data)
+	s.askConsent(w, r, q, req, m, "Sign in to "+req.app.Name, oidcConsentTmpl, func(c consentPage) any {
+		return struct {
+			consentPage
+			Claims  []string
+			Offline bool
+		}{c, claimWords(req.scopes), contains(req.scopes, "offline_access")}
+	})
 }
 
 var oidcConsentTmpl = parse("oidc_consent.html", "authorize_fields.html")
