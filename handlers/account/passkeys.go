@@ -17,6 +17,7 @@ import (
 	"github.com/go-webauthn/webauthn/webauthn"
 	"go.uber.org/zap"
 
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -188,8 +189,7 @@ func passkeyError(w http.ResponseWriter, status int, msg string) {
 
 // passkeyFailure answers a store failure.
 func (p *Pages) passkeyFailure(w http.ResponseWriter, err error) {
-	if status, retry, ok := storage.Unavailable(err); ok {
-		w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(retry)))
+	if status, _, ok := inboxtapi.Refusal(w, err); ok {
 		passkeyError(w, status, "The site is busy. Try again in a moment.")
 		return
 	}

@@ -4,19 +4,17 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 
-	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // writeStoreFailure answers a store error in the directory's plain JSON
 // errors: 503 or 507 with Retry-After when the store refused for now
-// (storage.Unavailable: a restore, a reload, a full disk), else 500 with
+// (inboxtapi.Refusal: a restore, a reload, a full disk), else 500 with
 // msg.
 func writeStoreFailure(w http.ResponseWriter, err error, msg string) {
-	if status, retry, ok := storage.Unavailable(err); ok {
-		w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(retry)))
+	if status, _, ok := inboxtapi.Refusal(w, err); ok {
 		writeError(w, status, "error: "+err.Error()+"; try again later")
 		return
 	}

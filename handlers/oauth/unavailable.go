@@ -2,21 +2,19 @@ package oauth
 
 import (
 	"net/http"
-	"strconv"
 
 	"go.uber.org/zap"
 
-	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 )
 
 // writeStoreFailure answers a store error of a Mastodon API endpoint in
 // Mastodon's format ({"error": ...}): 503 or 507 with Retry-After when the
-// store refused for now (storage.Unavailable: a restore, a reload, a full
+// store refused for now (inboxtapi.Refusal: a restore, a reload, a full
 // disk), else 500 with msg.
 func writeStoreFailure(w http.ResponseWriter, err error, msg string) {
-	if status, retry, ok := storage.Unavailable(err); ok {
-		w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(retry)))
+	if status, _, ok := inboxtapi.Refusal(w, err); ok {
 		writeJSON(w, status, map[string]string{"error": err.Error()})
 		return
 	}
@@ -28,13 +26,8 @@ func writeStoreFailure(w http.ResponseWriter, err error, msg string) {
 // Retry-After when the store refused for now (a restore, a reload, a full
 // disk), else 500 with text, logging err as what.
 func (s *Server) storeFailurePage(w http.ResponseWriter, r *http.Request, err error, what, text string) {
-	if status, retry, ok := storage.Unavailable(err); ok {
-		w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(retry)))
-		msg := "The site is busy (a restore or a reload). Try again in a moment."
-		if status == http.StatusInsufficientStorage {
-			msg = "The site's disk is full, so nothing can be saved now. Try again later."
-		}
-		s.errorPage(w, r, status, msg)
+	if status, _, ok := inboxtapi.Refusal(w, err); ok {
+		s.errorPage(w, r, status, account.StoreRefusalText(status))
 		return
 	}
 	if r.Context().Err() == nil { // else the client went away: the store stopped with its request
