@@ -625,6 +625,24 @@ func cors(w http.ResponseWriter, r *http.Request, methods string) bool {
 	return false
 }
 
+// allowPublic answers CORS for a public endpoint (cors) and refuses with
+// 405 a method other than methods ("GET, HEAD, OPTIONS"); it returns
+// false when r has been answered.
+func allowPublic(w http.ResponseWriter, r *http.Request, methods string) bool {
+	if cors(w, r, methods) {
+		return false
+	}
+	for rest := methods; rest != ""; {
+		var m string
+		m, rest, _ = strings.Cut(rest, ", ")
+		if m == r.Method {
+			return true
+		}
+	}
+	methodNotAllowed(w, methods)
+	return false
+}
+
 func methodNotAllowed(w http.ResponseWriter, allow string) {
 	w.Header().Set("Allow", allow)
 	writeError(w, http.StatusMethodNotAllowed, "invalid: method not allowed; use "+allow)

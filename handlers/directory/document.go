@@ -418,11 +418,7 @@ func etagOf(agentsSum [sha256.Size]byte, generatedAt int64) string {
 }
 
 func (d *Directory) serveDocument(w http.ResponseWriter, r *http.Request) {
-	if cors(w, r, "GET, HEAD, OPTIONS") {
-		return
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		methodNotAllowed(w, "GET, HEAD, OPTIONS")
+	if !allowPublic(w, r, "GET, HEAD, OPTIONS") {
 		return
 	}
 	doc := d.doc.Load()

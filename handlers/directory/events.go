@@ -11,7 +11,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/hearthkit/caddy-hearth/handlers/metrics"
-	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/agents"
 )
@@ -66,20 +65,8 @@ const (
 // cannot be read as an array, or the per-address rate limit, fail the
 // whole request.
 func (d *Directory) serveEvents(w http.ResponseWriter, r *http.Request) {
-	if cors(w, r, "POST, OPTIONS") {
-		return
-	}
-	if r.Method != http.MethodPost {
-		methodNotAllowed(w, "POST, OPTIONS")
-		return
-	}
-	if res := d.evLimitIP.Allow(r.Context(), ratelimit.AddressKey(d.opts.ClientIP(r))); !res.Allowed {
-		rateLimited(w, res, metrics.LimitAgentEvents, "requests from this address")
-		return
-	}
-	body, err := readBody(w, r, MaxEventsBodyBytes)
-	if err != nil {
-		writeRefusal(w, err)
+	body, ok := d.acceptPost(w, r, d.evLimitIP, metrics.LimitAgentEvents, "requests from this address", MaxEventsBodyBytes)
+	if !ok {
 		return
 	}
 	var raws []json.RawMessage

@@ -165,11 +165,7 @@ func (d *Directory) nip05Loop(ctx context.Context) {
 // {"names": {"<name>": "<hex>"}} for ?name=<name>, an empty names object
 // for unknown names (NIP-05 clients treat both alike).
 func (d *Directory) serveWellKnown(w http.ResponseWriter, r *http.Request) {
-	if cors(w, r, "GET, HEAD, OPTIONS") {
-		return
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		methodNotAllowed(w, "GET, HEAD, OPTIONS")
+	if !allowPublic(w, r, "GET, HEAD, OPTIONS") {
 		return
 	}
 	names := map[string]string{}

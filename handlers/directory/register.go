@@ -240,6 +240,26 @@ func registrationBody(body []byte) []byte {
 	return body
 }
 
+// acceptPost admits a POST from an agent (an event batch, a registration):
+// it answers CORS, refuses other methods and callers over the per-address
+// limit (metrics name limit, what in the refusal), and reads the body up
+// to maxBytes; ok is false when it has answered r.
+func (d *Directory) acceptPost(w http.ResponseWriter, r *http.Request, perAddress ratelimit.Counter, limit, what string, maxBytes int64) (body []byte, ok bool) {
+	if !allowPublic(w, r, "POST, OPTIONS") {
+		return nil, false
+	}
+	if res := perAddress.Allow(r.Context(), ratelimit.AddressKey(d.opts.ClientIP(r))); !res.Allowed {
+		rateLimited(w, res, limit, what)
+		return nil, false
+	}
+	body, err := readBody(w, r, maxBytes)
+	if err != nil {
+		writeRefusal(w, err)
+		return nil, false
+	}
+	return body, true
+}
+
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
@@ -253,20 +273,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 }
 
 func (d *Directory) serveRegister(w http.ResponseWriter, r *http.Request) {
-	if cors(w, r, "POST, OPTIONS") {
-		return
-	}
-	if r.Method != http.MethodPost {
-		methodNotAllowed(w, "POST, OPTIONS")
-		return
-	}
-	if res := d.regLimitIP.Allow(r.Context(), ratelimit.AddressKey(d.opts.ClientIP(r))); !res.Allowed {
-		rateLimited(w, res, metrics.LimitAgentRegistration, "registrations from this address")
-		return
-	}
-	body, err := readBody(w, r, MaxEventBytes+1024)
-	if err != nil {
-		writeRefusal(w, err)
+	body, ok := d.acceptPost(w, r, d.regLimitIP, metrics.LimitAgentRegistration, "registrations from this address", MaxEventBytes+1024)
+	if !ok {
 		return
 	}
 	entry, created, err := d.Register(r.Context(), registrationBody(bytes.TrimSpace(body)))
