@@ -133,18 +133,30 @@ func (h *Handler) serveBulk(w http.ResponseWriter, r *http.Request, m *members.M
 		err = lib.PermanentlyDeleteItems(ctx, m.ID, ids)
 		done = "deleted"
 	default:
-		h.fail(w, r, http.StatusBadRequest, "Unknown action", "That action is not one the library knows. Reload the page and try again.")
+		h.unknownAction(w, r)
 		return
 	}
+	h.answerAction(w, r, err, map[string]string{"done": done, "undo": undo}, withOutcome(returnURL(r), done, undo))
+}
+
+// unknownAction refuses a form whose action the library does not know.
+func (h *Handler) unknownAction(w http.ResponseWriter, r *http.Request) {
+	h.fail(w, r, http.StatusBadRequest, "Unknown action", "That action is not one the library knows. Reload the page and try again.")
+}
+
+// answerAction ends a form action: the store's refusal or failure
+// (storeError), else v as JSON to the script (which asks for JSON), else
+// a redirect to back, the page the form came from.
+func (h *Handler) answerAction(w http.ResponseWriter, r *http.Request, err error, v any, back string) {
 	if err != nil {
 		h.storeError(w, r, err)
 		return
 	}
 	if wantsJSON(r) {
-		writeJSON(w, http.StatusOK, map[string]string{"done": done, "undo": undo})
+		writeJSON(w, http.StatusOK, v)
 		return
 	}
-	http.Redirect(w, r, withOutcome(returnURL(r), done, undo), http.StatusSeeOther)
+	http.Redirect(w, r, back, http.StatusSeeOther)
 }
 
 // newLabelColor is the colour of labels made in the reader (the API
@@ -221,15 +233,8 @@ func (h *Handler) serveProgress(w http.ResponseWriter, r *http.Request, m *membe
 		h.fail(w, r, http.StatusBadRequest, "Not changed", "progress must be a number from 0 to 100.")
 		return
 	}
-	if _, err := library.Of(h.store).UpdateReadingProgress(r.Context(), m.ID, id, p); err != nil {
-		h.storeError(w, r, err)
-		return
-	}
-	if wantsJSON(r) {
-		writeJSON(w, http.StatusOK, map[string]float64{"readingProgress": p})
-		return
-	}
-	http.Redirect(w, r, returnURL(r), http.StatusSeeOther)
+	_, err = library.Of(h.store).UpdateReadingProgress(r.Context(), m.ID, id, p)
+	h.answerAction(w, r, err, map[string]float64{"readingProgress": p}, returnURL(r))
 }
 
 // segmentJSON is a highlight segment as Inboxt's web app sends it to
@@ -303,18 +308,10 @@ func (h *Handler) serveHighlight(w http.ResponseWriter, r *http.Request, m *memb
 		err = lib.DeleteHighlights(r.Context(), m.ID, []string{id})
 		done = "unhighlighted"
 	default:
-		h.fail(w, r, http.StatusBadRequest, "Unknown action", "That action is not one the library knows. Reload the page and try again.")
+		h.unknownAction(w, r)
 		return
 	}
-	if err != nil {
-		h.storeError(w, r, err)
-		return
-	}
-	if wantsJSON(r) {
-		writeJSON(w, http.StatusOK, map[string]string{"done": done})
-		return
-	}
-	http.Redirect(w, r, withOutcome(returnURL(r), done, "")+"#highlights", http.StatusSeeOther)
+	h.answerAction(w, r, err, map[string]string{"done": done}, withOutcome(returnURL(r), done, "")+"#highlights")
 }
 
 // servePrefs keeps the member's text settings.
@@ -328,13 +325,6 @@ func (h *Handler) servePrefs(w http.ResponseWriter, r *http.Request, m *members.
 	}
 	p := library.ReaderPrefs{Size: step("size"), Width: step("width"), Height: step("height"),
 		Font: r.PostFormValue("font"), Theme: r.PostFormValue("theme")}
-	if err := library.Of(h.store).SetReaderPrefs(r.Context(), m.ID, p); err != nil {
-		h.storeError(w, r, err)
-		return
-	}
-	if wantsJSON(r) {
-		writeJSON(w, http.StatusOK, p)
-		return
-	}
-	http.Redirect(w, r, withOutcome(returnURL(r), "", ""), http.StatusSeeOther)
+	err := library.Of(h.store).SetReaderPrefs(r.Context(), m.ID, p)
+	h.answerAction(w, r, err, p, withOutcome(returnURL(r), "", ""))
 }

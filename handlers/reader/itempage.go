@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 )
@@ -91,13 +90,9 @@ func writeItem(b *bytes.Buffer, d *itemData) {
 	}
 	b.WriteString("<span>")
 	escape(b, source)
-	var date [32]byte
-	saved := d.Saved.UTC()
-	b.WriteString(`</span> · <time datetime="`)
-	b.Write(saved.AppendFormat(date[:0], time.RFC3339))
-	b.WriteString(`">Saved `)
-	b.Write(saved.AppendFormat(date[:0], "2 Jan 2006"))
-	b.WriteString("</time> · <span>")
+	b.WriteString("</span> · ")
+	writeDate(b, d.Saved, "Saved ")
+	b.WriteString(" · <span>")
 	b.WriteString(strconv.Itoa(d.Minutes))
 	b.WriteString(" min read</span>")
 	if d.Progress != 0 {

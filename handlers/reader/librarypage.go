@@ -2,7 +2,6 @@ package reader
 
 import (
 	"bytes"
-	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 )
@@ -96,7 +95,6 @@ func writeLibrary(b *bytes.Buffer, d *libraryData) {
 // its note and the item it is from.
 func writeHighlightRows(b *bytes.Buffer, rows []highlightRow) {
 	if len(rows) > 0 {
-		var date [32]byte
 		b.WriteString("\n<ul class=\"hls\">")
 		for _, hl := range rows {
 			b.WriteString("\n<li><blockquote>")
@@ -107,16 +105,13 @@ func writeHighlightRows(b *bytes.Buffer, rows []highlightRow) {
 				escape(b, hl.Note)
 				b.WriteString("</p>")
 			}
-			created := hl.Created.UTC()
 			b.WriteString("\n<p class=\"meta\"><a href=\"")
 			account.WriteURL(b, hl.ItemURL)
 			b.WriteString("\">")
 			escape(b, hl.ItemTitle)
-			b.WriteString("</a> · <time datetime=\"")
-			b.Write(created.AppendFormat(date[:0], time.RFC3339))
-			b.WriteString("\">")
-			b.Write(created.AppendFormat(date[:0], "2 Jan 2006"))
-			b.WriteString("</time></p></li>")
+			b.WriteString("</a> · ")
+			writeDate(b, hl.Created, "")
+			b.WriteString("</p></li>")
 		}
 		b.WriteString("\n</ul>\n")
 	}

@@ -18,7 +18,6 @@ import (
 // URLs are this site's paths built by listState.itemURL.
 func writeItems(b *bytes.Buffer, items []itemRow) {
 	b.WriteString(`<ul class="items">`)
-	var date [32]byte
 	for i := range items {
 		it := &items[i]
 		b.WriteString("\n<li class=\"item")
@@ -39,12 +38,9 @@ func writeItems(b *bytes.Buffer, items []itemRow) {
 		} else {
 			escape(b, it.Site)
 		}
-		saved := it.Saved.UTC()
-		b.WriteString(" · <time datetime=\"")
-		b.Write(saved.AppendFormat(date[:0], time.RFC3339))
-		b.WriteString("\">")
-		b.Write(saved.AppendFormat(date[:0], "2 Jan 2006"))
-		b.WriteString("</time> · ")
+		b.WriteString(" · ")
+		writeDate(b, it.Saved, "")
+		b.WriteString(" · ")
 		b.WriteString(strconv.Itoa(it.Minutes))
 		b.WriteString(" min")
 		if it.Progress != 0 {
@@ -68,6 +64,19 @@ func writeItems(b *bytes.Buffer, items []itemRow) {
 		b.WriteString("\n</div>\n</li>")
 	}
 	b.WriteString("\n</ul>")
+}
+
+// writeDate writes t as a <time> element: in UTC, RFC 3339 for machines,
+// label and "2 Jan 2006" for people.
+func writeDate(b *bytes.Buffer, t time.Time, label string) {
+	var date [32]byte
+	t = t.UTC()
+	b.WriteString(`<time datetime="`)
+	b.Write(t.AppendFormat(date[:0], time.RFC3339))
+	b.WriteString(`">`)
+	b.WriteString(label)
+	b.Write(t.AppendFormat(date[:0], "2 Jan 2006"))
+	b.WriteString("</time>")
 }
 
 // escape writes s escaped as html/template escapes text and quoted
