@@ -24,10 +24,16 @@ type jsonArray struct {
 	done bool
 }
 
-func newJSONArray(r io.Reader, max int64, name string) (*jsonArray, error) {
+// limitedJSON decodes r, failing on a value over max bytes (limitedSince).
+func limitedJSON(r io.Reader, max int64) (*json.Decoder, *limitedSince) {
 	ls := &limitedSince{r: r, max: max}
 	dec := json.NewDecoder(ls)
 	ls.consumed = dec.InputOffset
+	return dec, ls
+}
+
+func newJSONArray(r io.Reader, max int64, name string) (*jsonArray, error) {
+	dec, ls := limitedJSON(r, max)
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, refuse("%sthe file is not JSON", where(name))

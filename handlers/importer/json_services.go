@@ -75,9 +75,7 @@ func detectJSON(t []byte) Format {
 // jsonArrayAt positions a jsonArray on the list under key of a top-level
 // object; other members before it are skipped, each within max bytes.
 func jsonArrayAt(r io.Reader, max int64, key string) (*jsonArray, error) {
-	ls := &limitedSince{r: r, max: max}
-	dec := json.NewDecoder(ls)
-	ls.consumed = dec.InputOffset
+	dec, ls := limitedJSON(r, max)
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, refuse("the file is not a JSON object")
 	}
