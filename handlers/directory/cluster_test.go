@@ -24,11 +24,12 @@ import (
 // (each package its own port, so packages may run at once).
 var pgNodes = storagetest.NewPostgres(15437)
 
-// twoNodes runs a Directory of one configuration on each store.
-func twoNodes(t *testing.T, opts Options) (a, b *env) {
+// twoNodes runs a Directory of one configuration on each store and
+// returns them once one leads, the leader first.
+func twoNodes(t *testing.T, opts Options) (leader, follower *env) {
 	t.Helper()
 	sa, sb := pgNodes.TwoNodes(t)
-	return newEnvOn(t, sa, opts), newEnvOn(t, sb, opts)
+	return leaderOf(t, newEnvOn(t, sa, opts), newEnvOn(t, sb, opts))
 }
 
 // leaderOf waits until exactly one of the nodes leads and returns it first.
@@ -41,18 +42,6 @@ func leaderOf(t *testing.T, a, b *env) (leader, follower *env) {
 	return b, a
 }
 
-// servedDocument is the document as a client gets it from e, with its ETag.
-func (e *env) servedDocument() (Document, string, []byte) {
-	e.t.Helper()
-	r := e.do(http.MethodGet, DefaultPath, nil)
-	if r.status != http.StatusOK {
-		e.t.Fatalf("GET document: %d %s", r.status, r.body)
-	}
-	var doc Document
-	r.json(e.t, &doc)
-	return doc, r.header.Get("ETag"), r.body
-}
-
 // bothServeAlike waits until a and b serve the same document (one ETag),
 // which lists the agent pk or not (listed).
 func bothServeAlike(t *testing.T, a, b *env, what, pk string, listed bool) {
@@ -61,6 +50,22 @@ func bothServeAlike(t *testing.T, a, b *env, what, pk string, listed bool) {
 		dA, etagA, _ := a.servedDocument()
 		dB, etagB, _ := b.servedDocument()
 		return listsAgent(dA, pk) == listed && listsAgent(dB, pk) == listed && etagA == etagB
+	})
+}
+
+// failOver stops the leader and waits until the follower leads.
+func failOver(t *testing.T, leader, follower *env) {
+	t.Helper()
+	leader.dir.Close()
+	storagetest.Eventually(t, "the other node leads", func() bool { return follower.dir.leading.Load() })
+}
+
+// waitListed waits until the document e serves lists the agent pk.
+func (e *env) waitListed(what, pk string) {
+	e.t.Helper()
+	storagetest.Eventually(e.t, what, func() bool {
+		doc, _, _ := e.servedDocument()
+		return listsAgent(doc, pk)
 	})
 }
 
@@ -79,15 +84,11 @@ func listsAgent(doc Document, pk string) bool {
 // the published document can bring it there.
 func TestTwoNodesServeOneDocument(t *testing.T) {
 	c := newClock()
-	a, b := twoNodes(t, Options{Now: c.Now})
-	leader, follower := leaderOf(t, a, b)
+	leader, follower := twoNodes(t, Options{Now: c.Now})
 	agent := newAgent(t)
 	follower.mustRegister(regEvent(t, agent, c.Now(), "via-the-follower"))
 
-	storagetest.Eventually(t, "the leader's document lists the agent", func() bool {
-		doc, _, _ := leader.servedDocument()
-		return listsAgent(doc, agent.pk)
-	})
+	leader.waitListed("the leader's document lists the agent", agent.pk)
 	storagetest.Eventually(t, "both nodes serve the same document", func() bool {
 		_, etagL, bodyL := leader.servedDocument()
 		docF, etagF, bodyF := follower.servedDocument()
@@ -117,16 +118,11 @@ func TestTwoNodesServeOneDocument(t *testing.T) {
 // document itself (a registration made meanwhile included).
 func TestDirectoryLeaseFailsOver(t *testing.T) {
 	c := newClock()
-	a, b := twoNodes(t, Options{Now: c.Now})
-	leader, follower := leaderOf(t, a, b)
-	leader.dir.Close()
-	storagetest.Eventually(t, "the other node leads", func() bool { return follower.dir.leading.Load() })
+	leader, follower := twoNodes(t, Options{Now: c.Now})
+	failOver(t, leader, follower)
 	agent := newAgent(t)
 	follower.mustRegister(regEvent(t, agent, c.Now(), "after-failover"))
-	storagetest.Eventually(t, "the new leader's document lists the agent", func() bool {
-		doc, _, _ := follower.servedDocument()
-		return listsAgent(doc, agent.pk)
-	})
+	follower.waitListed("the new leader's document lists the agent", agent.pk)
 }
 
 // When the other node takes the lead, it builds the document again from
@@ -134,14 +130,10 @@ func TestDirectoryLeaseFailsOver(t *testing.T) {
 // so consumers download nothing again.
 func TestLeaderChangeKeepsETagAndGeneratedAt(t *testing.T) {
 	c := newClock()
-	a, b := twoNodes(t, Options{Now: c.Now})
-	leader, follower := leaderOf(t, a, b)
+	leader, follower := twoNodes(t, Options{Now: c.Now})
 	agent := newAgent(t)
 	leader.mustRegister(regEvent(t, agent, c.Now(), "steady"))
-	storagetest.Eventually(t, "the leader's document lists the agent", func() bool {
-		doc, _, _ := leader.servedDocument()
-		return listsAgent(doc, agent.pk)
-	})
+	leader.waitListed("the leader's document lists the agent", agent.pk)
 	doc1, etag1, body1 := leader.servedDocument()
 	storagetest.Eventually(t, "the other node serves the leader's document", func() bool {
 		_, etag, _ := follower.servedDocument()
@@ -206,8 +198,7 @@ func TestOneNodeSubscribesToRelays(t *testing.T) {
 		RelayRetryMax: 200 * time.Millisecond,
 		Now:           time.Now,
 	}
-	a, b := twoNodes(t, opts)
-	leader, follower := leaderOf(t, a, b)
+	leader, follower := twoNodes(t, opts)
 	agent := newAgent(t)
 	live := leader.dir.relayLive.Load()
 	follower.mustRegister(regEvent(t, agent, time.Now().Add(-time.Minute), "relayed"))
@@ -222,8 +213,7 @@ func TestOneNodeSubscribesToRelays(t *testing.T) {
 	}
 
 	dials := tr.dials.Load()
-	leader.dir.Close()
-	storagetest.Eventually(t, "the other node leads", func() bool { return follower.dir.leading.Load() })
+	failOver(t, leader, follower)
 	waitLive(t, follower, 0)
 	if tr.dials.Load() <= dials {
 		t.Fatal("the new leader went live without connecting")
@@ -246,8 +236,7 @@ func TestNIP05RecheckedOnceAcrossNodes(t *testing.T) {
 	dom := newNIP05Domain(t)
 	c := newClock()
 	opts := Options{Fetcher: dom.fetcher(), NIP05CheckEvery: 10 * time.Millisecond, Now: c.Now}
-	a, b := twoNodes(t, opts)
-	leader, follower := leaderOf(t, a, b)
+	leader, follower := twoNodes(t, opts)
 	agent := newAgent(t)
 	dom.set("bot", agent.pk)
 	follower.mustRegister(regEvent(t, agent, c.Now(), "bot", nostr.Tag{"nip05", "bot@example.com"}))
@@ -268,8 +257,7 @@ func TestNIP05RecheckedOnceAcrossNodes(t *testing.T) {
 		t.Errorf("the other node made %d recheck passes", n)
 	}
 
-	leader.dir.Close()
-	storagetest.Eventually(t, "the other node leads", func() bool { return follower.dir.leading.Load() })
+	failOver(t, leader, follower)
 	storagetest.Eventually(t, "the new leader makes a pass", func() bool { return follower.dir.nip05Passes.Load() > 0 })
 	if n := dom.requests.Load(); n != 2 {
 		t.Errorf("%d requests before the next recheck period, want 2", n)
@@ -289,8 +277,7 @@ func TestNIP05RecheckedOnceAcrossNodes(t *testing.T) {
 // every node serves the leader's document (scenario 13).
 func TestStoreChangedReachesEveryNode(t *testing.T) {
 	c := newClock()
-	a, b := twoNodes(t, Options{Now: c.Now})
-	leader, follower := leaderOf(t, a, b)
+	leader, follower := twoNodes(t, Options{Now: c.Now})
 	agent := newAgent(t)
 	leader.mustRegister(regEvent(t, agent, c.Now(), "restored-away"))
 	bothServeAlike(t, leader, follower, "both nodes list the agent", agent.pk, true)
@@ -351,8 +338,5 @@ func TestOneProcessSharesTheDocument(t *testing.T) {
 	storagetest.Eventually(t, "the other handler leads", func() bool { return follower.dir.leading.Load() })
 	other := newAgent(t)
 	follower.mustRegister(regEvent(t, other, c.Now(), "after-reload"))
-	storagetest.Eventually(t, "the new leader's document lists the agent", func() bool {
-		doc, _, _ := follower.servedDocument()
-		return listsAgent(doc, other.pk)
-	})
+	follower.waitListed("the new leader's document lists the agent", other.pk)
 }

@@ -322,13 +322,21 @@ func (e *env) document() Document {
 // fetchDocument fetches the document as it is served, without rebuilding.
 func (e *env) fetchDocument() Document {
 	e.t.Helper()
+	doc, _, _ := e.servedDocument()
+	return doc
+}
+
+// servedDocument is the document as a client gets it from e, with its ETag
+// and bytes.
+func (e *env) servedDocument() (Document, string, []byte) {
+	e.t.Helper()
 	r := e.do(http.MethodGet, DefaultPath, nil)
 	if r.status != http.StatusOK {
 		e.t.Fatalf("GET document: %d %s", r.status, r.body)
 	}
 	var doc Document
 	r.json(e.t, &doc)
-	return doc
+	return doc, r.header.Get("ETag"), r.body
 }
 
 // entry returns pk's entry of the freshly rebuilt document.

@@ -156,9 +156,18 @@ func relayEnvAt(t *testing.T, store *storage.Store, tr *testRelay, now func() ti
 
 // waitLive waits until a relay subscription of e's directory went live
 // after the count was `after`.
-func waitLive(t *testing.T, e *env, after int64) {
+func waitLive(t testing.TB, e *env, after int64) {
 	t.Helper()
 	storagetest.Eventually(t, "the relay subscription is live", func() bool { return e.dir.relayLive.Load() > after })
+}
+
+// registerLive registers evt through e and waits until e's relay
+// subscription, restarted with the new author, is live.
+func (e *env) registerLive(evt *nostr.Event) {
+	e.t.Helper()
+	live := e.dir.relayLive.Load()
+	e.mustRegister(evt)
+	waitLive(e.t, e, live)
 }
 
 func postsOf(t *testing.T, d *Directory, pk string) int64 {
@@ -181,9 +190,7 @@ func TestRelayPostsOfRegisteredAgentsAreCounted(t *testing.T) {
 
 	// Registered after the directory started: the subscription restarts
 	// with the new author.
-	live := e.dir.relayLive.Load()
-	e.mustRegister(regEvent(t, a, time.Now(), "listener"))
-	waitLive(t, e, live)
+	e.registerLive(regEvent(t, a, time.Now(), "listener"))
 	tr.publish(note(t, a, time.Now(), "on the relay"))
 	storagetest.Eventually(t, "the relay post is counted", func() bool { return postsOf(t, e.dir, a.pk) == 1 })
 	if en := e.mustEntry(a.pk); en.ActiveDays != 1 {
@@ -203,9 +210,7 @@ func TestRelayResumesFromItsCursorAfterARestart(t *testing.T) {
 	store := openStore(t)
 	first := relayEnv(t, store, tr)
 	a := newAgent(t)
-	live := first.dir.relayLive.Load()
-	first.mustRegister(regEvent(t, a, time.Now(), "persistent"))
-	waitLive(t, first, live)
+	first.registerLive(regEvent(t, a, time.Now(), "persistent"))
 	p1 := note(t, a, time.Now(), "before the restart")
 	tr.publish(p1)
 	storagetest.Eventually(t, "the first post is counted", func() bool { return postsOf(t, first.dir, a.pk) == 1 })
@@ -222,13 +227,11 @@ func TestRelayReconnectsAfterTheRelayGoesDown(t *testing.T) {
 	tr := startRelay(t)
 	e := relayEnv(t, openStore(t), tr)
 	a := newAgent(t)
-	live := e.dir.relayLive.Load()
-	e.mustRegister(regEvent(t, a, time.Now(), "patient"))
-	waitLive(t, e, live)
+	e.registerLive(regEvent(t, a, time.Now(), "patient"))
 	tr.publish(note(t, a, time.Now(), "first"))
 	storagetest.Eventually(t, "the first post is counted", func() bool { return postsOf(t, e.dir, a.pk) == 1 })
 
-	live = e.dir.relayLive.Load()
+	live := e.dir.relayLive.Load()
 	tr.stop()
 	tr.restart()
 	waitLive(t, e, live)
@@ -299,9 +302,7 @@ func TestRelayCatchUpPagesBackPastTheRelayCap(t *testing.T) {
 	busy, quiet := newAgent(t), newAgent(t)
 	reg := time.Now().Add(-14 * time.Minute) // inside the registration window
 	first.mustRegister(regEvent(t, busy, reg, "busy"))
-	live := first.dir.relayLive.Load()
-	first.mustRegister(regEvent(t, quiet, reg, "quiet"))
-	waitLive(t, first, live)
+	first.registerLive(regEvent(t, quiet, reg, "quiet"))
 	tr.publish(note(t, busy, reg.Add(time.Second), "seen before the downtime"))
 	storagetest.Eventually(t, "the first post is counted", func() bool { return postsOf(t, first.dir, busy.pk) == 1 })
 	first.dir.Close()
