@@ -1,7 +1,6 @@
 package graphql_test
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,12 +14,7 @@ func getWith(t *testing.T, url, accept string) (int, string, string) {
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := send(t, req)
 	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
 }
 

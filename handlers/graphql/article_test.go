@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
@@ -229,14 +229,7 @@ func TestAddArticleFromUrlSurvivesARestartMidFetch(t *testing.T) {
 		return store, api, httptest.NewServer(served(api))
 	}
 	store, api, srv := open()
-	m, err := members.Of(store).CreateMember(t.Context(), "alice", "alice", "correct horse battery")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, token, err := apitokens.Of(store).Create(t.Context(), m.ID, "test", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, token := graphql.MemberForTest(t, store, "alice")
 	e := &env{t: t, store: store, api: api, srv: srv, member: m, token: token}
 	e.do(addArticleMutation, map[string]any{"data": map[string]any{"url": site.URL + "/slow"}}, nil)
 	<-arrived // the fetch is under way, and held by the site

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
@@ -31,20 +30,8 @@ func BenchmarkEntriesFirstPageGqlgen(b *testing.B) { benchmarkEntriesFirstPage(b
 // returns an API token of theirs.
 func benchStore(b *testing.B) (*storage.Store, *members.Member, string) {
 	b.Helper()
-	noSync := false
-	store, err := storage.Open(b.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
-	m, err := members.Of(store).CreateMember(b.Context(), "bench", "Bench", "correct horse battery")
-	if err != nil {
-		b.Fatal(err)
-	}
-	_, token, err := apitokens.Of(store).Create(b.Context(), m.ID, "bench", 0)
-	if err != nil {
-		b.Fatal(err)
-	}
+	store := graphql.StoreForTest(b, b.TempDir())
+	m, token := graphql.MemberForTest(b, store, "bench")
 	return store, m, token
 }
 

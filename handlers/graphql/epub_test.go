@@ -20,14 +20,7 @@ import (
 // getEPUB downloads a book with the env's API token.
 func getEPUB(t *testing.T, e *env, query string) []byte {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+export.EPUBPath+"?"+query, nil)
-	req.Header.Set("Authorization", "Bearer "+e.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := e.get(export.EPUBPath + "?" + query)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/epub+zip" {
 		t.Fatalf("%s: HTTP %d %.300s", query, resp.StatusCode, b)
 	}
@@ -118,13 +111,7 @@ func TestEPUBOfASearchOf500ItemsPassesEpubcheck(t *testing.T) {
 	epubcheck(t, book)
 
 	for q, want := range map[string]int{"id=nope": http.StatusNotFound, "q=" + url.QueryEscape("type:highlights"): http.StatusBadRequest} {
-		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+export.EPUBPath+"?"+q, nil)
-		req.Header.Set("Authorization", "Bearer "+e.token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp, _ := e.get(export.EPUBPath + "?" + q)
 		if resp.StatusCode != want {
 			t.Errorf("%s: HTTP %d, want %d", q, resp.StatusCode, want)
 		}

@@ -33,14 +33,7 @@ func TestExportAPIGivesATokenTheZipWithRealMarkdownAndItemDates(t *testing.T) {
 	}
 	waitImport(t, e.store, e.member.ID, out["jobId"].(string))
 
-	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+hexport.APIPath, nil)
-	req.Header.Set("Authorization", "Bearer "+e.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, data := e.get(hexport.APIPath)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/zip" {
 		t.Fatalf("HTTP %d %v %.200s", resp.StatusCode, resp.Header, data)
 	}

@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,14 +33,7 @@ func TestMarkdownExportOfACorpus(t *testing.T) {
 			in.Title, in.URL, in.HTML = name, "https://example.com/"+name, string(b)
 		})
 	}
-	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+export.APIPath, nil)
-	req.Header.Set("Authorization", "Bearer "+e.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, data := e.get(export.APIPath)
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		t.Fatalf("HTTP %d, not a zip: %v", resp.StatusCode, err)

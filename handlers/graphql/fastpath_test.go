@@ -13,7 +13,6 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/scalar"
 	"github.com/hearthkit/caddy-hearth/handlers/libraryservice"
 	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
@@ -121,20 +120,8 @@ func serveOnce(s *Server, token string, body []byte) (int, []byte) {
 // archived, newsletters, labels, several segments.
 func fastPathFixture(t *testing.T) (*storage.Store, string) {
 	t.Helper()
-	noSync := false
-	store, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	m, err := members.Of(store).CreateMember(t.Context(), "fast", "Fast", "correct horse battery")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, token, err := apitokens.Of(store).Create(t.Context(), m.ID, "test", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := StoreForTest(t, t.TempDir())
+	m, token := MemberForTest(t, store, "fast")
 	bread, err := library.Of(store).CreateLabel(t.Context(), m.ID, "bread & <butter>", "#ff8800")
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,6 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/libraryservice"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
@@ -45,12 +44,7 @@ type env struct {
 // (the session, signIn and createAccount).
 func newEnv(t *testing.T, opts options, pages ...account.Options) *env {
 	t.Helper()
-	noSync := false
-	store, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := graphql.StoreForTest(t, t.TempDir())
 	if opts.Pages == nil {
 		po := account.Options{}
 		if len(pages) > 0 {
@@ -181,15 +175,7 @@ const sessionPrefix = "session:"
 
 func (e *env) newMember(username string) (*members.Member, string) {
 	e.t.Helper()
-	m, err := members.Of(e.store).CreateMember(context.Background(), username, username, "correct horse battery")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	_, tok, err := apitokens.Of(e.store).Create(context.Background(), m.ID, "test", 0)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return m, tok
+	return graphql.MemberForTest(e.t, e.store, username)
 }
 
 // gqlError is one entry of a response's errors.
@@ -229,23 +215,44 @@ func (e *env) post(token, query string, vars map[string]any) *response {
 	return e.raw(token, "application/json", body)
 }
 
-func (e *env) raw(token, contentType string, body []byte) *response {
-	e.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/api/graphql", bytes.NewReader(body))
-	req.Header.Set("Content-Type", contentType)
+// authorize gives req the credentials of token: for "session:<id>" the
+// session cookie, as a browser on the site's own page sends it; else the
+// token as a bearer (none for "").
+func authorize(req *http.Request, token string) {
 	if id, ok := strings.CutPrefix(token, sessionPrefix); ok {
-		// As a browser on the site's own page sends it.
 		req.AddCookie(&http.Cookie{Name: account.CookieName, Value: id})
 		req.Header.Set("Sec-Fetch-Site", "same-origin")
 	} else if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+}
+
+// send does req and reads the whole answer.
+func send(t testing.TB, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+// get GETs path with the env's API token.
+func (e *env) get(path string) (*http.Response, []byte) {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	return send(e.t, req)
+}
+
+func (e *env) raw(token, contentType string, body []byte) *response {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/api/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", contentType)
+	authorize(req, token)
+	resp, b := send(e.t, req)
 	r := &response{Status: resp.StatusCode, Header: resp.Header}
 	if err := json.Unmarshal(b, r); err != nil {
 		e.t.Fatalf("response is not JSON (status %d): %s", resp.StatusCode, b)

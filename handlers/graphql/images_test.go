@@ -6,7 +6,6 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -100,14 +99,7 @@ func TestEPUBEmbedsStoredImages(t *testing.T) {
 func TestExportZipHoldsStoredImages(t *testing.T) {
 	e := newEnv(t, options{NoImportFetch: true})
 	it, data := saveWithImages(t, e)
-	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+export.APIPath, nil)
-	req.Header.Set("Authorization", "Bearer "+e.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, b := e.get(export.APIPath)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("HTTP %d", resp.StatusCode)
 	}

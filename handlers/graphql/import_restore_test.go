@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
-	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // Staged uploads live beside the store (<storage_dir>-imports), not in
@@ -19,16 +18,8 @@ import (
 // importJobs (and on the Import page), and the rest of the backup is
 // there.
 func TestImportRestoredWithoutItsStagedFileFailsWithAReason(t *testing.T) {
-	noSync := false
-	src, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	m, err := members.Of(src).CreateMember(t.Context(), "alice", "alice", "correct horse battery")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := graphql.StoreForTest(t, t.TempDir())
+	m, _ := graphql.MemberForTest(t, src, "alice")
 	if _, _, err := library.Of(src).SaveItem(t.Context(), m.ID, library.NewItem{URL: "https://example.com/kept", Title: "kept", HTML: "<p>kept</p>", Text: "kept"}); err != nil {
 		t.Fatal(err)
 	}
@@ -56,11 +47,7 @@ func TestImportRestoredWithoutItsStagedFileFailsWithAReason(t *testing.T) {
 	if err := os.Remove(staged); err != nil {
 		t.Fatal(err)
 	}
-	dst, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
+	dst := graphql.StoreForTest(t, t.TempDir())
 	if err := dst.Restore(&backup); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -43,12 +42,7 @@ func upload(t *testing.T, base, token, name string, file []byte, typ string, lab
 	mw.Close()
 	req, _ := http.NewRequest(http.MethodPost, base+importer.UploadPath, &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
-	if id, ok := strings.CutPrefix(token, sessionPrefix); ok {
-		req.AddCookie(&http.Cookie{Name: account.CookieName, Value: id})
-		req.Header.Set("Sec-Fetch-Site", "same-origin")
-	} else if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
+	authorize(req, token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -9,10 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/apitokens"
-	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // attackShapes are the documents an adversarial review found exhausted the server
@@ -89,20 +85,8 @@ func attackShapes() map[string]string {
 
 func shapeServer(tb testing.TB) (*Server, string) {
 	tb.Helper()
-	noSync := false
-	st, err := storage.Open(tb.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { st.Close() })
-	m, err := members.Of(st).CreateMember(tb.Context(), "alice", "alice", "correct horse battery")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	_, tok, err := apitokens.Of(st).Create(tb.Context(), m.ID, "test", 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	st := StoreForTest(tb, tb.TempDir())
+	_, tok := MemberForTest(tb, st, "alice")
 	return unlimited(tb, st), tok
 }
 

@@ -215,12 +215,7 @@ func TestMailWebhookTakesThePathInboxtsWebAppShows(t *testing.T) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	withHeader(req)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, b := send(t, req)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"ids"`) {
 		t.Fatalf("POST %s: %d %s", inbound.AppMailWebhookPath, resp.StatusCode, b)
 	}

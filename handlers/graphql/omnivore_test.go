@@ -97,13 +97,7 @@ func (e *env) postBare(path, auth string, body any) (*http.Response, []byte) {
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp, out
+	return send(e.t, req)
 }
 
 func (e *env) omnivoreSearch(q string, after, first int, format string) omnivoreSearchResult {

@@ -80,12 +80,7 @@ type scopeWorld struct {
 }
 
 func newScopeWorld(t *testing.T) *scopeWorld {
-	noSync := false
-	store, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := graphql.StoreForTest(t, t.TempDir())
 	pages := account.New(store, account.Options{})
 	api := newAPI(store, options{Pages: pages, NoImportFetch: true})
 	t.Cleanup(func() { api.Close() })
@@ -95,6 +90,7 @@ func newScopeWorld(t *testing.T) *scopeWorld {
 	t.Cleanup(srv.Close)
 	w := &scopeWorld{t: t, store: store, base: srv.URL, creds: map[string]func(*http.Request){}}
 	ctx := t.Context()
+	var err error
 	if w.member, err = members.Of(store).CreateMember(ctx, "alice", "Alice", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}

@@ -11,30 +11,15 @@ import (
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/libraryservice"
-	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
-	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // me.stats reads the member's whole library: however many aliases ask for
 // it, one request reads it once (counted in pages of items read from the
 // store, not in time).
 func TestStatsReadTheLibraryOncePerRequest(t *testing.T) {
-	noSync := false
-	store, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	m, err := members.Of(store).CreateMember(t.Context(), "alice", "", "correct horse battery")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, token, err := apitokens.Of(store).Create(t.Context(), m.ID, "test", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := StoreForTest(t, t.TempDir())
+	m, token := MemberForTest(t, store, "alice")
 	const items = 1100 // three pages of the inbox
 	for i := range items {
 		in := library.NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", WordCount: 100, Text: "x", HTML: "<p>x</p>"}

@@ -1,17 +1,15 @@
 package graphql_test
 
 import (
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/storage"
-	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
-	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // When the store refuses writes for now (its disk is below the free-space
@@ -21,25 +19,15 @@ import (
 // extensions.status 503 the same way, never a 500 or a panic.
 func TestStoreRefusalsAreInboxtErrorsWithRetryAfter(t *testing.T) {
 	dir := t.TempDir()
-	noSync := false
-	st, err := storage.Open(dir, storage.Options{SyncWrites: &noSync, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := members.Of(st).CreateMember(t.Context(), "alice", "alice", "correct horse battery")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, token, err := apitokens.Of(st).Create(t.Context(), m.ID, "test", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := graphql.StoreForTest(t, dir)
+	m, token := graphql.MemberForTest(t, st, "alice")
 	if _, err := library.Of(st).CreateLabel(t.Context(), m.ID, "kept", "#ff0000"); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
 	// A reserve larger than any disk: every write is refused as on a full one.
-	st, err = storage.Open(dir, storage.Options{SyncWrites: &noSync, GCInterval: -1, MinFreeBytes: 1 << 62})
+	noSync := false
+	st, err := storage.Open(dir, storage.Options{SyncWrites: &noSync, GCInterval: -1, MinFreeBytes: 1 << 62})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,12 +92,7 @@ func TestMailWebhookOnClosedStoreIs503(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+inbound.MailWebhookPath, strings.NewReader(webhookPayloads(rcpt)["postmark"]))
 	req.Header.Set("Content-Type", "application/json")
 	withHeader(req)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, b := send(t, req)
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), "SERVICE_UNAVAILABLE") {
 		t.Fatalf("mail webhook on a closed store: HTTP %d, Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
 	}
