@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,9 +19,7 @@ func wantCodesLimited(t *testing.T, r resp) {
 	t.Helper()
 	wantStatus(t, r, http.StatusTooManyRequests)
 	wantBody(t, r, "You have authorized apps here many times in a short time")
-	if secs, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || secs < 1 {
-		t.Fatalf("Retry-After %q", r.Header.Get("Retry-After"))
-	}
+	wantRetryAfter(t, r)
 	if loc := r.Header.Get("Location"); loc != "" || strings.Contains(r.body, "hac_") {
 		t.Fatalf("a refused authorization carries a code: Location %q, body:\n%s", loc, r.body)
 	}

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -339,6 +340,17 @@ func wantBody(t testing.TB, r resp, substr string) {
 	if !strings.Contains(r.body, substr) {
 		t.Fatalf("%s %s: body lacks %q:\n%s", r.Request.Method, r.Request.URL.Path, substr, r.body)
 	}
+}
+
+// wantRetryAfter checks that r names a wait in whole seconds, at least
+// one, and returns it.
+func wantRetryAfter(t testing.TB, r resp) int {
+	t.Helper()
+	secs, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	if err != nil || secs < 1 {
+		t.Fatalf("Retry-After %q", r.Header.Get("Retry-After"))
+	}
+	return secs
 }
 
 // wantJSONError checks an API error: status and {"error": text}.
