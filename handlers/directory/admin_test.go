@@ -39,9 +39,7 @@ func TestBannedAgentRegistrationIsBlocked(t *testing.T) {
 }
 
 func TestBannedAgentPostsAreBlocked(t *testing.T) {
-	e := newEnv(t, Options{})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "muted"))
+	e, a := envWithAgent(t, Options{}, "muted")
 	e.dir.Ban(t.Context(), a.pk, "")
 	res := e.post(note(t, a, e.now(), "let me in"))
 	if res[0].OK || !hasPrefix(res[0].Message, "blocked:") {

@@ -122,27 +122,36 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// BenchmarkBuildDocument100k rebuilds the document of 100 k agents with
-// every entry encoded again: from-memory computes every entry (levels,
-// flags) from the records the leader keeps, sorts, encodes and hashes;
-// from-store first reads and decodes every record, as when a node starts
-// leading. Each op is one full rebuild.
-func BenchmarkBuildDocument100k(b *testing.B) {
+// leading100k is a Directory over a store of 100 k agents (seededStore),
+// closed when the benchmark ends, with regenerateDelay (0: the default).
+// It leads (the one process on a Badger store): each rebuild also
+// publishes the document for other nodes. It returns once it holds the
+// lease and has made its first rebuild (buildMu), so that a benchmark
+// times only its own.
+func leading100k(b *testing.B, regenerateDelay time.Duration) (*Directory, *storage.Store) {
+	b.Helper()
 	s := seededStore(b, 100_000)
-	d, err := New(s, Options{Now: func() time.Time { return t0 }, RegenerateEvery: time.Hour, Fetcher: offlineFetcher()})
+	d, err := New(s, Options{Now: func() time.Time { return t0 }, RegenerateEvery: time.Hour, RegenerateDelay: regenerateDelay, Fetcher: offlineFetcher()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer d.Close()
-	// The directory leads (the one process on a Badger store): each
-	// rebuild also publishes the document for other nodes. Wait for the
-	// lease and for the leader's first rebuild (buildMu) before timing.
+	b.Cleanup(func() { d.Close() })
 	for d.leads.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	if err := d.Rebuild(b.Context()); err != nil {
 		b.Fatal(err)
 	}
+	return d, s
+}
+
+// BenchmarkBuildDocument100k rebuilds the document of 100 k agents with
+// every entry encoded again: from-memory computes every entry (levels,
+// flags) from the records the leader keeps, sorts, encodes and hashes;
+// from-store first reads and decodes every record, as when a node starts
+// leading. Each op is one full rebuild.
+func BenchmarkBuildDocument100k(b *testing.B) {
+	d, _ := leading100k(b, 0)
 	for _, fromStore := range []bool{false, true} {
 		name := "from-memory"
 		if fromStore {
@@ -188,20 +197,9 @@ func BenchmarkBuildDocument100k(b *testing.B) {
 // encoded (the others copied from the document served). Each op is one
 // post recorded and one rebuild.
 func BenchmarkRebuildAfterOneChange100k(b *testing.B) {
-	s := seededStore(b, 100_000)
 	// The benchmark rebuilds after each change itself: the debounced
 	// rebuild the change also schedules would be a second one.
-	d, err := New(s, Options{Now: func() time.Time { return t0 }, RegenerateEvery: time.Hour, RegenerateDelay: time.Hour, Fetcher: offlineFetcher()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
-	for d.leads.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	if err := d.Rebuild(b.Context()); err != nil {
-		b.Fatal(err)
-	}
+	d, s := leading100k(b, time.Hour)
 	pks, err := agents.Of(s).Authors(b.Context())
 	if err != nil {
 		b.Fatal(err)
@@ -227,18 +225,7 @@ func BenchmarkRebuildAfterOneChange100k(b *testing.B) {
 // (compress, write its parts and record, notify; here into Badger). Each op
 // is one publication.
 func BenchmarkPublishDocument100k(b *testing.B) {
-	s := seededStore(b, 100_000)
-	d, err := New(s, Options{Now: func() time.Time { return t0 }, RegenerateEvery: time.Hour, Fetcher: offlineFetcher()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
-	for d.leads.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	if err := d.Rebuild(b.Context()); err != nil { // after the leader's first one
-		b.Fatal(err)
-	}
+	d, s := leading100k(b, 0)
 	doc := d.doc.Load()
 	b.Run("in-process", func(b *testing.B) {
 		b.ReportAllocs()

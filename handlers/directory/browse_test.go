@@ -114,9 +114,7 @@ func TestBrowsePageIsPaged(t *testing.T) {
 // The profile page says plainly that no credit score is given, and links
 // the browse page.
 func TestProfileWordsTheCreditScorePlainly(t *testing.T) {
-	e := newEnv(t, Options{})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "plain"))
+	e, a := envWithAgent(t, Options{}, "plain")
 	r := e.do(http.MethodGet, ProfilePrefix+a.npub(), nil)
 	body := string(r.body)
 	if !strings.Contains(body, "No credit score is given yet") || strings.Contains(body, "reserved, coming later") ||

@@ -264,9 +264,7 @@ func TestDocumentOrderIsLevelThenFirstRegisteredThenPubkey(t *testing.T) {
 }
 
 func TestDocumentRegeneratedShortlyAfterAChange(t *testing.T) {
-	e := newEnv(t, Options{RegenerateDelay: 20 * time.Millisecond})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "Debounced"))
+	e, a := envWithAgent(t, Options{RegenerateDelay: 20 * time.Millisecond}, "Debounced")
 	// No Rebuild call: the debounced rebuild publishes the agent.
 	storagetest.Eventually(t, "the new agent appears in the served document", func() bool {
 		doc := e.fetchDocument()

@@ -66,9 +66,7 @@ func TestEventsAnswerOneOKResultPerEventInOrder(t *testing.T) {
 }
 
 func TestEventsCountEachPostOnce(t *testing.T) {
-	e := newEnv(t, Options{})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "repeater"))
+	e, a := envWithAgent(t, Options{}, "repeater")
 	p := note(t, a, e.now(), "only once")
 	e.mustPost(p)
 	if res := e.post(p); !res[0].OK || !hasPrefix(res[0].Message, "duplicate:") {
@@ -84,9 +82,7 @@ func TestEventsCountEachPostOnce(t *testing.T) {
 }
 
 func TestEventsPostsUpTo15MinutesAheadCount(t *testing.T) {
-	e := newEnv(t, Options{})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "skewed"))
+	e, a := envWithAgent(t, Options{}, "skewed")
 	e.mustPost(note(t, a, e.now().Add(15*time.Minute), "slightly ahead"))
 }
 
@@ -200,9 +196,7 @@ func TestFlagsClearAtTheirSecondAfterRebuildsThatKeptTheEntry(t *testing.T) {
 }
 
 func TestBurstCountsPostsByCreatedAtWhateverTheOrderOfArrival(t *testing.T) {
-	e := newEnv(t, Options{BurstMaxPosts: 2, BurstWindow: 10 * time.Minute})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "late sender"))
+	e, a := envWithAgent(t, Options{BurstMaxPosts: 2, BurstWindow: 10 * time.Minute}, "late sender")
 	e.clock.Advance(time.Hour)
 	now := e.now()
 	e.mustPost(note(t, a, now, "x"))
@@ -214,9 +208,7 @@ func TestBurstCountsPostsByCreatedAtWhateverTheOrderOfArrival(t *testing.T) {
 }
 
 func TestTemplateFlagOnAndOff(t *testing.T) {
-	e := newEnv(t, Options{})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "templater"))
+	e, a := envWithAgent(t, Options{}, "templater")
 	e.clock.Advance(time.Hour)
 	// Five posts with one skeleton: numbers, URLs, mentions and hex differ.
 	texts := []string{
@@ -248,9 +240,7 @@ func TestTemplateFlagOnAndOff(t *testing.T) {
 }
 
 func TestTemplateFlagLooksAtTheLast7Days(t *testing.T) {
-	e := newEnv(t, Options{})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "weekly"))
+	e, a := envWithAgent(t, Options{}, "weekly")
 	e.clock.Advance(time.Hour)
 	for i := 0; i < 5; i++ {
 		e.mustPost(note(t, a, e.now().Add(time.Duration(i)*time.Minute), "daily report number "+string(rune('0'+i))))
@@ -266,9 +256,7 @@ func TestTemplateFlagLooksAtTheLast7Days(t *testing.T) {
 }
 
 func TestTemplateThresholdsAreConfigurable(t *testing.T) {
-	e := newEnv(t, Options{TemplateMinPosts: 2, TemplateRatio: 0.5, TemplateSample: 4})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "tuned"))
+	e, a := envWithAgent(t, Options{TemplateMinPosts: 2, TemplateRatio: 0.5, TemplateSample: 4}, "tuned")
 	e.clock.Advance(time.Hour)
 	e.mustPost(note(t, a, e.now(), "ping 1"), note(t, a, e.now().Add(time.Second), "ping 2"))
 	if en := e.mustEntry(a.pk); !slices.Equal(en.Flags, []string{FlagTemplate}) {
@@ -277,9 +265,7 @@ func TestTemplateThresholdsAreConfigurable(t *testing.T) {
 }
 
 func TestBothFlagsInDocumentOrder(t *testing.T) {
-	e := newEnv(t, Options{BurstMaxPosts: 4})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "both"))
+	e, a := envWithAgent(t, Options{BurstMaxPosts: 4}, "both")
 	e.clock.Advance(time.Hour)
 	var evts []*nostr.Event
 	for i := 0; i < 5; i++ {
@@ -310,9 +296,7 @@ func TestSkeleton(t *testing.T) {
 }
 
 func TestIngestCountsPostsWithoutRateLimit(t *testing.T) {
-	e := newEnv(t, Options{EventsLimitPubkey: Limit{1, time.Hour}})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "tool"))
+	e, a := envWithAgent(t, Options{EventsLimitPubkey: Limit{1, time.Hour}}, "tool")
 	res, err := e.dir.Ingest(t.Context(), []*nostr.Event{note(t, a, e.now(), "one"), note(t, a, e.now(), "two"), nil})
 	if err != nil {
 		t.Fatal(err)
@@ -325,9 +309,7 @@ func TestIngestCountsPostsWithoutRateLimit(t *testing.T) {
 // Signatures of a batch are checked on all cores; each verdict must still
 // land on its own event.
 func TestEventsCheckEverySignatureOfALargeBatch(t *testing.T) {
-	e := newEnv(t, Options{})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "poster"))
+	e, a := envWithAgent(t, Options{}, "poster")
 	e.clock.Advance(time.Minute)
 	evts := make([]*nostr.Event, 60)
 	for i := range evts {
@@ -347,9 +329,7 @@ func TestEventsCheckEverySignatureOfALargeBatch(t *testing.T) {
 // last turn is to be written, it is still answered once the turns before
 // are written, each post with its own result.
 func TestEventsAnswerALargeBatchWhoseLastTurnIsRefused(t *testing.T) {
-	e := newEnv(t, Options{})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "poster"))
+	e, a := envWithAgent(t, Options{}, "poster")
 	e.clock.Advance(10 * time.Minute)
 	var evts []*nostr.Event
 	for i := range 2*ingestChunk + 3 {

@@ -135,6 +135,26 @@ func (e *env) now() time.Time {
 // agentKey is an agent's Nostr key pair.
 type agentKey struct{ sk, pk string }
 
+// envWithAgent is a directory of opts with one agent, registered now
+// under name with tags.
+func envWithAgent(t *testing.T, opts Options, name string, tags ...nostr.Tag) (*env, agentKey) {
+	t.Helper()
+	e := newEnv(t, opts)
+	a := newAgent(t)
+	e.mustRegister(regEvent(t, a, e.now(), name, tags...))
+	return e, a
+}
+
+// postOnTwoDays posts a's notes first, an hour from now, and second, a day
+// later.
+func (e *env) postOnTwoDays(a agentKey, first, second string) {
+	e.t.Helper()
+	e.clock.Advance(time.Hour)
+	e.mustPost(note(e.t, a, e.now(), first))
+	e.clock.Advance(24 * time.Hour)
+	e.mustPost(note(e.t, a, e.now(), second))
+}
+
 func newAgent(t testing.TB) agentKey {
 	t.Helper()
 	sk := nostr.GeneratePrivateKey()

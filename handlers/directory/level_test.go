@@ -28,9 +28,7 @@ func TestLevelOneByProofOfWork(t *testing.T) {
 }
 
 func TestLevelOneByNIP05(t *testing.T) {
-	e := newEnv(t, Options{NIP05Domain: "agents.test", NIP05OpenClaims: true})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "named", nostr.Tag{"nip05", "named@agents.test"}))
+	e, a := envWithAgent(t, Options{NIP05Domain: "agents.test", NIP05OpenClaims: true}, "named", nostr.Tag{"nip05", "named@agents.test"})
 	en := e.mustEntry(a.pk)
 	if en.Level != 1 || en.Gates.PowOK || en.Gates.NIP05 == nil || *en.Gates.NIP05 != "named@agents.test" {
 		t.Errorf("entry = %+v", en)
@@ -40,14 +38,9 @@ func TestLevelOneByNIP05(t *testing.T) {
 // Level 2 needs NIP-05, 7 days since registration and posts on 2 distinct
 // UTC days; each missing condition keeps the agent at level 1.
 func TestLevelTwoTransitions(t *testing.T) {
-	e := newEnv(t, Options{NIP05Domain: "agents.test", NIP05OpenClaims: true})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "steady", nostr.Tag{"nip05", "steady@agents.test"}))
+	e, a := envWithAgent(t, Options{NIP05Domain: "agents.test", NIP05OpenClaims: true}, "steady", nostr.Tag{"nip05", "steady@agents.test"})
 
-	e.clock.Advance(time.Hour)
-	e.mustPost(note(t, a, e.now(), "first day"))
-	e.clock.Advance(24 * time.Hour)
-	e.mustPost(note(t, a, e.now(), "second day"))
+	e.postOnTwoDays(a, "first day", "second day")
 	if en := e.mustEntry(a.pk); en.Level != 1 || en.ActiveDays != 2 {
 		t.Fatalf("2 days after registration: level %d, active_days %d; want 1, 2", en.Level, en.ActiveDays)
 	}
@@ -69,13 +62,8 @@ func TestLevelTwoTransitions(t *testing.T) {
 }
 
 func TestLevelTwoNeedsSevenDays(t *testing.T) {
-	e := newEnv(t, Options{NIP05Domain: "agents.test", NIP05OpenClaims: true})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "young", nostr.Tag{"nip05", "young@agents.test"}))
-	e.clock.Advance(time.Hour)
-	e.mustPost(note(t, a, e.now(), "one"))
-	e.clock.Advance(24 * time.Hour)
-	e.mustPost(note(t, a, e.now(), "two"))
+	e, a := envWithAgent(t, Options{NIP05Domain: "agents.test", NIP05OpenClaims: true}, "young", nostr.Tag{"nip05", "young@agents.test"})
+	e.postOnTwoDays(a, "one", "two")
 	e.clock.Set(t0.Add(7*24*time.Hour - time.Second))
 	if en := e.mustEntry(a.pk); en.Level != 1 {
 		t.Errorf("one second before 7 days: level %d, want 1", en.Level)
@@ -83,9 +71,7 @@ func TestLevelTwoNeedsSevenDays(t *testing.T) {
 }
 
 func TestLevelTwoNeedsTwoDistinctUTCDays(t *testing.T) {
-	e := newEnv(t, Options{NIP05Domain: "agents.test", NIP05OpenClaims: true})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "oneday", nostr.Tag{"nip05", "oneday@agents.test"}))
+	e, a := envWithAgent(t, Options{NIP05Domain: "agents.test", NIP05OpenClaims: true}, "oneday", nostr.Tag{"nip05", "oneday@agents.test"})
 	// Two posts 11 hours apart, but on the same UTC day.
 	e.clock.Set(time.Date(2026, 3, 11, 0, 30, 0, 0, time.UTC))
 	e.mustPost(note(t, a, e.now(), "early"))
@@ -115,10 +101,7 @@ func TestLevelTwoNeedsNIP05(t *testing.T) {
 	e := newEnv(t, Options{PowMinBits: 8})
 	a := newAgent(t)
 	e.mustRegister(minedRegistration(t, a, e.now(), "pow only", 8))
-	e.clock.Advance(time.Hour)
-	e.mustPost(note(t, a, e.now(), "one"))
-	e.clock.Advance(24 * time.Hour)
-	e.mustPost(note(t, a, e.now(), "two"))
+	e.postOnTwoDays(a, "one", "two")
 	e.clock.Advance(10 * 24 * time.Hour)
 	if en := e.mustEntry(a.pk); en.Level != 1 {
 		t.Errorf("proof of work, 11 days, 2 active days, no NIP-05: level %d, want 1", en.Level)
@@ -129,10 +112,7 @@ func TestAnyFlagForcesLevelZero(t *testing.T) {
 	e := newEnv(t, Options{NIP05Domain: "agents.test", NIP05OpenClaims: true, BurstMaxPosts: 3})
 	a := newAgent(t)
 	e.mustRegister(minedRegistration(t, a, e.now(), "flagged", 8, nostr.Tag{"nip05", "flagged@agents.test"}))
-	e.clock.Advance(time.Hour)
-	e.mustPost(note(t, a, e.now(), "day one"))
-	e.clock.Advance(24 * time.Hour)
-	e.mustPost(note(t, a, e.now(), "day two"))
+	e.postOnTwoDays(a, "day one", "day two")
 	e.clock.Set(t0.Add(8 * 24 * time.Hour))
 	if en := e.mustEntry(a.pk); en.Level != 2 {
 		t.Fatalf("before the burst: level %d", en.Level)

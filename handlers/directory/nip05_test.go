@@ -66,6 +66,25 @@ func newNIP05Domain(t *testing.T) *nip05Domain {
 	return d
 }
 
+// nip05Env is a directory of opts that fetches NIP-05 identifiers from a
+// new test domain.
+func nip05Env(t *testing.T, opts Options) (*nip05Domain, *env) {
+	t.Helper()
+	dom := newNIP05Domain(t)
+	opts.Fetcher = dom.fetcher()
+	return dom, newEnv(t, opts)
+}
+
+// registerBot registers through e a new agent named bot, whose identifier
+// bot@example.com d verifies.
+func (d *nip05Domain) registerBot(t *testing.T, e *env) agentKey {
+	t.Helper()
+	a := newAgent(t)
+	d.set("bot", a.pk)
+	e.mustRegister(regEvent(t, a, e.now(), "bot", nostr.Tag{"nip05", "bot@example.com"}))
+	return a
+}
+
 func (d *nip05Domain) set(name, pk string) {
 	d.mu.Lock()
 	d.names[name] = pk
@@ -91,8 +110,7 @@ func (d *nip05Domain) fetcher() *safefetch.Fetcher {
 }
 
 func TestNIP05VerifiedAtRegistration(t *testing.T) {
-	dom := newNIP05Domain(t)
-	e := newEnv(t, Options{Fetcher: dom.fetcher()})
+	dom, e := nip05Env(t, Options{})
 	a := newAgent(t)
 	dom.set("bot", a.pk)
 	en := e.mustRegister(regEvent(t, a, e.now(), "bot", nostr.Tag{"nip05", "Bot@Example.com"}))
@@ -105,8 +123,7 @@ func TestNIP05VerifiedAtRegistration(t *testing.T) {
 }
 
 func TestNIP05MismatchIsNotVerified(t *testing.T) {
-	dom := newNIP05Domain(t)
-	e := newEnv(t, Options{Fetcher: dom.fetcher()})
+	dom, e := nip05Env(t, Options{})
 	a := newAgent(t)
 	dom.set("bot", newAgent(t).pk)
 	en := e.mustRegister(regEvent(t, a, e.now(), "bot", nostr.Tag{"nip05", "bot@example.com"}))
@@ -116,8 +133,7 @@ func TestNIP05MismatchIsNotVerified(t *testing.T) {
 }
 
 func TestNIP05UppercaseHexDoesNotMatch(t *testing.T) {
-	dom := newNIP05Domain(t)
-	e := newEnv(t, Options{Fetcher: dom.fetcher()})
+	dom, e := nip05Env(t, Options{})
 	a := newAgent(t)
 	dom.set("bot", strings.ToUpper(a.pk))
 	if en := e.mustRegister(regEvent(t, a, e.now(), "bot", nostr.Tag{"nip05", "bot@example.com"})); en.Gates.NIP05 != nil {
@@ -159,11 +175,8 @@ func TestNIP05PrivateAddressRefusedByDefault(t *testing.T) {
 }
 
 func TestNIP05RecheckMismatchClearsAtOnce(t *testing.T) {
-	dom := newNIP05Domain(t)
-	e := newEnv(t, Options{Fetcher: dom.fetcher()})
-	a := newAgent(t)
-	dom.set("bot", a.pk)
-	e.mustRegister(regEvent(t, a, e.now(), "bot", nostr.Tag{"nip05", "bot@example.com"}))
+	dom, e := nip05Env(t, Options{})
+	a := dom.registerBot(t, e)
 
 	dom.set("bot", newAgent(t).pk)
 	e.clock.Advance(25 * time.Hour)
@@ -176,11 +189,8 @@ func TestNIP05RecheckMismatchClearsAtOnce(t *testing.T) {
 }
 
 func TestNIP05RecheckNotFoundClearsAtOnce(t *testing.T) {
-	dom := newNIP05Domain(t)
-	e := newEnv(t, Options{Fetcher: dom.fetcher()})
-	a := newAgent(t)
-	dom.set("bot", a.pk)
-	e.mustRegister(regEvent(t, a, e.now(), "bot", nostr.Tag{"nip05", "bot@example.com"}))
+	dom, e := nip05Env(t, Options{})
+	a := dom.registerBot(t, e)
 	dom.setMode("gone")
 	e.clock.Advance(25 * time.Hour)
 	e.dir.CheckNIP05Now(t.Context())
@@ -190,11 +200,8 @@ func TestNIP05RecheckNotFoundClearsAtOnce(t *testing.T) {
 }
 
 func TestNIP05FailureKeepsVerdictForTheGracePeriod(t *testing.T) {
-	dom := newNIP05Domain(t)
-	e := newEnv(t, Options{Fetcher: dom.fetcher()})
-	a := newAgent(t)
-	dom.set("bot", a.pk)
-	e.mustRegister(regEvent(t, a, e.now(), "bot", nostr.Tag{"nip05", "bot@example.com"}))
+	dom, e := nip05Env(t, Options{})
+	a := dom.registerBot(t, e)
 
 	dom.setMode("down")
 	for _, h := range []int{25, 49, 72} { // hours since the last match
@@ -230,11 +237,8 @@ func TestNIP05FailureAtRegistrationIsNotVerified(t *testing.T) {
 }
 
 func TestNIP05RecheckedOnSchedule(t *testing.T) {
-	dom := newNIP05Domain(t)
-	e := newEnv(t, Options{Fetcher: dom.fetcher(), NIP05CheckEvery: 10 * time.Millisecond, RegenerateDelay: 10 * time.Millisecond})
-	a := newAgent(t)
-	dom.set("bot", a.pk)
-	e.mustRegister(regEvent(t, a, e.now(), "bot", nostr.Tag{"nip05", "bot@example.com"}))
+	dom, e := nip05Env(t, Options{NIP05CheckEvery: 10 * time.Millisecond, RegenerateDelay: 10 * time.Millisecond})
+	dom.registerBot(t, e)
 	dom.set("bot", newAgent(t).pk)
 	e.clock.Advance(25 * time.Hour)
 	// No explicit check or rebuild: the schedules do both.
@@ -245,11 +249,8 @@ func TestNIP05RecheckedOnSchedule(t *testing.T) {
 }
 
 func TestNIP05NotRecheckedBeforeDue(t *testing.T) {
-	dom := newNIP05Domain(t)
-	e := newEnv(t, Options{Fetcher: dom.fetcher()})
-	a := newAgent(t)
-	dom.set("bot", a.pk)
-	e.mustRegister(regEvent(t, a, e.now(), "bot", nostr.Tag{"nip05", "bot@example.com"}))
+	dom, e := nip05Env(t, Options{})
+	dom.registerBot(t, e)
 	e.clock.Advance(23 * time.Hour)
 	if n, _ := e.dir.CheckNIP05Now(t.Context()); n != 0 {
 		t.Errorf("%d checks 23 h after the last one (recheck is daily)", n)

@@ -42,9 +42,7 @@ func TestProfilePageShowsTheAgent(t *testing.T) {
 }
 
 func TestProfilePageSecurityHeaders(t *testing.T) {
-	e := newEnv(t, Options{})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "Framed"))
+	e, a := envWithAgent(t, Options{}, "Framed")
 	r := e.do(http.MethodGet, "/agents/"+a.npub(), nil)
 	if r.header.Get("X-Frame-Options") != "DENY" || r.header.Get("X-Content-Type-Options") != "nosniff" {
 		t.Errorf("headers = %v", r.header)
@@ -89,9 +87,7 @@ func TestProfilePageEscapesAgentText(t *testing.T) {
 }
 
 func TestProfilePageAcceptsHexKey(t *testing.T) {
-	e := newEnv(t, Options{})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "Hexed"))
+	e, a := envWithAgent(t, Options{}, "Hexed")
 	if r := e.do(http.MethodGet, "/agents/"+a.pk, nil); r.status != http.StatusOK || !strings.Contains(string(r.body), "Hexed") {
 		t.Errorf("hex key: %d", r.status)
 	}
@@ -111,9 +107,7 @@ func TestProfilePageShowsFlagsAndWhyLevelZero(t *testing.T) {
 }
 
 func TestProfilePageNotFound(t *testing.T) {
-	e := newEnv(t, Options{})
-	banned := newAgent(t)
-	e.mustRegister(regEvent(t, banned, e.now(), "Banned"))
+	e, banned := envWithAgent(t, Options{}, "Banned")
 	if _, err := e.dir.Ban(t.Context(), banned.pk, ""); err != nil {
 		t.Fatal(err)
 	}

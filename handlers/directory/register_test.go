@@ -258,9 +258,7 @@ func TestRegisterRateLimitedPerAddress(t *testing.T) {
 }
 
 func TestRegisterRateLimitedPerPubkey(t *testing.T) {
-	e := newEnv(t, Options{RegisterLimitPubkey: Limit{2, time.Hour}})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "v1"))
+	e, a := envWithAgent(t, Options{RegisterLimitPubkey: Limit{2, time.Hour}}, "v1")
 	e.clock.Advance(time.Second)
 	e.mustRegister(regEvent(t, a, e.now(), "v2"))
 	e.clock.Advance(time.Second)

@@ -9,9 +9,7 @@ import (
 // answers registration and event posts with the directory's plain JSON
 // error, 503 and Retry-After, never a 500.
 func TestStoreRefusalsAre503WithRetryAfter(t *testing.T) {
-	e := newEnv(t, Options{})
-	a := newAgent(t)
-	e.mustRegister(regEvent(t, a, e.now(), "Alpha"))
+	e, a := envWithAgent(t, Options{}, "Alpha")
 	e.store.Close()
 	b := newAgent(t)
 	for _, c := range []struct {
