@@ -63,11 +63,7 @@ func TestRequestsWithoutAValidTokenAreUnauthorized(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/api/graphql", strings.NewReader(`{"query":"{labels{id}}"}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Basic "+e.token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp, _ := send(t, req)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("status = %d", resp.StatusCode)
 		}
@@ -289,11 +285,7 @@ func TestBadRequestsGetGraphQLErrorsNever500(t *testing.T) {
 	t.Run("GET", func(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/api/graphql?query={labels{id}}", nil)
 		req.Header.Set("Authorization", "Bearer "+e.token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp, _ := send(t, req)
 		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" {
 			t.Fatalf("status %d Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
 		}
@@ -442,11 +434,7 @@ func TestSessionOnlyOperationsRefuseTokens(t *testing.T) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Sec-Fetch-Site", "cross-site")
 	req.AddCookie(&http.Cookie{Name: "hearth_session", Value: strings.TrimPrefix(e.session, "session:")})
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ := send(t, req)
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("cross-site request with the session: %d", resp.StatusCode)
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"html"
-	"io"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -22,13 +21,9 @@ func feedsCall(t *testing.T, e *env, method string) map[string]any {
 	t.Helper()
 	req, _ := http.NewRequest(method, e.srv.URL+export.FeedsAPIPath, nil)
 	req.Header.Set("Authorization", "Bearer "+e.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp, b := send(t, req)
 	var out map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+	if err := json.Unmarshal(b, &out); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("%s %s: HTTP %d %v %v", method, export.FeedsAPIPath, resp.StatusCode, out, err)
 	}
 	return out
@@ -37,12 +32,8 @@ func feedsCall(t *testing.T, e *env, method string) map[string]any {
 // fetch GETs u without credentials, as a feed reader does.
 func fetch(t *testing.T, u string) (int, string, []byte) {
 	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	resp, b := send(t, req)
 	return resp.StatusCode, resp.Header.Get("Content-Type"), b
 }
 
@@ -418,12 +409,7 @@ func TestFeedErrorsNeverShowTheSecret(t *testing.T) {
 		{http.MethodPost, base + "/epub", http.StatusMethodNotAllowed},
 	} {
 		req, _ := http.NewRequest(c.method, c.u, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b := send(t, req)
 		var body map[string]any
 		if resp.StatusCode != c.status || json.Unmarshal(b, &body) != nil || strings.Contains(string(b), secret) {
 			t.Errorf("%s %s: HTTP %d %s", c.method, strings.ReplaceAll(c.u, secret, "SECRET"), resp.StatusCode, b)

@@ -43,13 +43,8 @@ func upload(t *testing.T, base, token, name string, file []byte, typ string, lab
 	req, _ := http.NewRequest(http.MethodPost, base+importer.UploadPath, &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	authorize(req, token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp, b := send(t, req)
 	var out map[string]any
-	b, _ := io.ReadAll(resp.Body)
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("answer is not JSON (HTTP %d): %s", resp.StatusCode, b)
 	}
@@ -653,13 +648,9 @@ func TestImportIsRateLimitedInRESTShape(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+importer.UploadPath, &body)
 		req.Header.Set("Content-Type", mw.FormDataContentType())
 		req.Header.Set("Authorization", "Bearer "+e.token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
+		resp, b := send(t, req)
 		var out map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		if err := json.Unmarshal(b, &out); err != nil {
 			t.Fatal(err)
 		}
 		return resp, out

@@ -2,7 +2,6 @@ package graphql_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -45,12 +44,7 @@ func postWebhook(t *testing.T, e *env, body string, auth func(*http.Request)) (i
 	if auth != nil {
 		auth(req)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := send(t, req)
 	return resp.StatusCode, string(b)
 }
 
