@@ -27,9 +27,8 @@ func (s *Server) EmailPage() http.Handler { return http.HandlerFunc(s.serveEmail
 
 func (s *Server) serveEmail(w http.ResponseWriter, r *http.Request) {
 	p := s.opts.Pages
-	m := p.CurrentMember(r)
-	if m == nil {
-		p.RequireMember(w, r)
+	m, ok := p.RequireMember(w, r)
+	if !ok {
 		return
 	}
 	status, notice, problem := http.StatusOK, "", ""

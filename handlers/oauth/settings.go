@@ -26,9 +26,8 @@ func (s *Server) AuthorizedAppsPage() http.Handler {
 
 func (s *Server) serveAuthorizedApps(w http.ResponseWriter, r *http.Request) {
 	p := s.opts.Pages
-	m := p.CurrentMember(r)
-	if m == nil {
-		p.RequireMember(w, r)
+	m, ok := p.RequireMember(w, r)
+	if !ok {
 		return
 	}
 	notice := ""
