@@ -102,6 +102,19 @@ func sessionOnly(ctx context.Context) (*caller, error) {
 	return c, nil
 }
 
+// signInRequest is the request of signIn or createAccount, which make a
+// session: refused to a token (refuseTokens) or where the API has no
+// member pages.
+func (s *Server) signInRequest(ctx context.Context) (*requestState, error) {
+	if err := refuseTokens(ctx); err != nil {
+		return nil, err
+	}
+	if s.opts.Pages == nil {
+		return nil, errNoSessions
+	}
+	return stateOf(ctx), nil
+}
+
 // refuseTokens is sessionOnly for operations that also run signed out.
 func refuseTokens(ctx context.Context) error {
 	if c := callerOf(ctx); c != nil && (c.APIToken != nil || c.OAuth != nil) {
@@ -128,15 +141,12 @@ func (s *Server) createSessionToken(ctx context.Context, m *members.Member, name
 // credentials answer as Inboxt's (auth.service.ts @ 45f4314: BAD_REQUEST
 // "Invalid email address or password").
 func (r *mutationResolver) SignIn(ctx context.Context, in generated.SignInInput) (*generated.Void, error) {
-	if err := refuseTokens(ctx); err != nil {
+	st, err := r.s.signInRequest(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if r.s.opts.Pages == nil {
-		return nil, errNoSessions
-	}
-	st := stateOf(ctx)
 	username := r.s.usernameOf(st.r, in.EmailAddress)
-	_, err := r.s.opts.Pages.SignIn(st.w, st.r, username, in.Password)
+	_, err = r.s.opts.Pages.SignIn(st.w, st.r, username, in.Password)
 	var limited *account.SignInLimitedError
 	switch {
 	case errors.As(err, &limited):
@@ -176,17 +186,14 @@ func (r *mutationResolver) SignOut(ctx context.Context) (*generated.Void, error)
 // signed in. Hearth members have no e-mail address: emailAddress must be
 // the username or username@<account domain>.
 func (r *mutationResolver) CreateAccount(ctx context.Context, in generated.CreateAccountInput) (*generated.Void, error) {
-	if err := refuseTokens(ctx); err != nil {
+	st, err := r.s.signInRequest(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if r.s.opts.Pages == nil {
-		return nil, errNoSessions
-	}
-	st := stateOf(ctx)
 	if !r.s.isOwnAddress(st.r, in.Username, in.EmailAddress) {
 		return nil, shownField("emailAddress", "members have no e-mail address here: emailAddress must be %s (or the username)", r.s.memberAddress(st.r, in.Username))
 	}
-	_, err := r.s.opts.Pages.SignUp(st.w, st.r, in.Username, in.Username, in.Password)
+	_, err = r.s.opts.Pages.SignUp(st.w, st.r, in.Username, in.Username, in.Password)
 	var limited *account.SignInLimitedError
 	switch {
 	case errors.Is(err, account.ErrRegistrationClosed):

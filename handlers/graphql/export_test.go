@@ -112,13 +112,5 @@ func TestExportZipHasItemsHighlightsLabelsAndMarkdown(t *testing.T) {
 func TestExportNeedsSignIn(t *testing.T) {
 	e := newEnv(t, options{})
 	srv, _ := site(t, e)
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(srv.URL + export.FilePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/auth/sign_in") {
-		t.Fatalf("signed out: HTTP %d to %q", resp.StatusCode, resp.Header.Get("Location"))
-	}
+	wantSignInFirst(t, srv.URL+export.FilePath)
 }

@@ -35,6 +35,21 @@ func site(t *testing.T, e *env) (*httptest.Server, *http.Client) {
 	return srv, &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
+// wantSignInFirst checks that a signed-out browser opening the page u is
+// sent to the sign-in page.
+func wantSignInFirst(t *testing.T, u string) {
+	t.Helper()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), account.SignInPath) {
+		t.Fatalf("signed out: HTTP %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
 type cookieJar struct{ cookie *http.Cookie }
 
 func (j *cookieJar) SetCookies(*url.URL, []*http.Cookie) {}
@@ -140,15 +155,7 @@ func TestAPITokensPageRejectsBadForms(t *testing.T) {
 func TestAPITokensPageNeedsSignIn(t *testing.T) {
 	e := newEnv(t, options{})
 	srv, _ := site(t, e)
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(srv.URL + account.APITokensPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), account.SignInPath) {
-		t.Fatalf("status %d Location %q", resp.StatusCode, resp.Header.Get("Location"))
-	}
+	wantSignInFirst(t, srv.URL+account.APITokensPath)
 }
 
 func TestAPITokensPageGivesTheNewsletterInboundURL(t *testing.T) {
