@@ -186,10 +186,7 @@ func (p *Pages) serveAPITokens(opts APITokensOptions, w http.ResponseWriter, r *
 func (p *Pages) tokensError(w http.ResponseWriter, err error, what string) (int, string) {
 	var ie *storage.InvalidError
 	if status, _, ok := inboxtapi.Refusal(w, err); ok {
-		if status == http.StatusInsufficientStorage {
-			return status, "The site's disk is full, so nothing can be saved now. Try again later."
-		}
-		return status, "The site is busy (a restore or a reload). Try again in a moment."
+		return status, StoreRefusalText(status)
 	}
 	switch {
 	case errors.As(err, &ie):

@@ -17,7 +17,6 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
-	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -123,12 +122,7 @@ func (x *Exports) ServeBook(w http.ResponseWriter, r *http.Request, m *members.M
 }
 
 func (x *Exports) epubFailed(w http.ResponseWriter, r *http.Request, err error) {
-	if status, _, ok := inboxtapi.Refusal(w, err); ok {
-		writeRESTError(w, r, status, "the store cannot make a book now; try again later")
-		return
-	}
-	x.log.Error("EPUB", zap.Error(err))
-	writeRESTError(w, r, http.StatusInternalServerError, "the book could not be made; try again")
+	x.restFailed(w, r, err, "EPUB", "the store cannot make a book now; try again later", "the book could not be made; try again")
 }
 
 // writeEPUB writes the book: the mimetype first and uncompressed (EPUB

@@ -116,12 +116,7 @@ func FeedURLs(site, secret string) (atom, opds string) {
 }
 
 func (x *Exports) feedsFailed(w http.ResponseWriter, r *http.Request, err error) {
-	if status, _, ok := inboxtapi.Refusal(w, err); ok {
-		writeRESTError(w, r, status, "the store cannot do this now ("+err.Error()+"); try again later")
-		return
-	}
-	x.log.Error("EPUB", zap.Error(err))
-	writeRESTError(w, r, http.StatusInternalServerError, "the book could not be made; try again")
+	x.restFailed(w, r, err, "EPUB", "the store cannot do this now ("+err.Error()+"); try again later", "the book could not be made; try again")
 }
 
 // feedMember returns the member of a feed URL and what follows the secret
@@ -471,6 +466,18 @@ func (x *Exports) serveOPDS(w http.ResponseWriter, r *http.Request, m *members.M
 	}
 	_, _ = w.Write([]byte(xml.Header))
 	_ = xml.NewEncoder(w).Encode(feed)
+}
+
+// restFailed answers a store error of a REST route in Inboxt's REST shape:
+// busy when the store refused for now (inboxtapi.Refusal: 503 or 507 with
+// Retry-After), else 500 with failed, logging err as what.
+func (x *Exports) restFailed(w http.ResponseWriter, r *http.Request, err error, what, busy, failed string) {
+	if status, _, ok := inboxtapi.Refusal(w, err); ok {
+		writeRESTError(w, r, status, busy)
+		return
+	}
+	x.log.Error(what, zap.Error(err))
+	writeRESTError(w, r, http.StatusInternalServerError, failed)
 }
 
 // writeRESTError answers in Inboxt's REST error shape, naming the request's

@@ -5,11 +5,8 @@ import (
 	"net/http"
 	"strings"
 
-	"go.uber.org/zap"
-
 	"github.com/hearthkit/caddy-hearth/handlers/access"
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
-	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
@@ -31,12 +28,7 @@ func (x *Exports) serveImage(w http.ResponseWriter, r *http.Request, m *members.
 		return
 	}
 	if err != nil {
-		if status, _, ok := inboxtapi.Refusal(w, err); ok {
-			writeRESTError(w, r, status, "the store cannot read an image now; try again later")
-			return
-		}
-		x.log.Error("read an image", zap.Error(err))
-		writeRESTError(w, r, http.StatusInternalServerError, "internal error; it was logged")
+		x.restFailed(w, r, err, "read an image", "the store cannot read an image now; try again later", "internal error; it was logged")
 		return
 	}
 	articles.WriteImage(w, r, img, data)

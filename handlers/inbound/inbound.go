@@ -70,6 +70,18 @@ func (h *Handler) readNewsletterBody(w http.ResponseWriter, r *http.Request, wha
 	return b, true
 }
 
+// storeFailed answers a store error while doing what: the store's refusal
+// for now (inboxtapi.Refusal: a status the mail provider retries on), else
+// 500, logged.
+func (h *Handler) storeFailed(w http.ResponseWriter, err error, what string) {
+	if status, code, ok := inboxtapi.Refusal(w, err); ok {
+		inboxtapi.WriteError(w, status, code, err.Error())
+		return
+	}
+	h.log.Error(what, zap.Error(err))
+	inboxtapi.WriteError(w, http.StatusInternalServerError, inboxtapi.CodeInternal, "internal error; it was logged")
+}
+
 // serveInbound takes a raw RFC 5322 message POSTed to a member's secret
 // inbound URL (what email-forwarding services send) and saves it as a
 // NEWSLETTER item. A message with a Message-ID the member already has is
@@ -83,13 +95,8 @@ func (h *Handler) serveInbound(w http.ResponseWriter, r *http.Request) {
 	secret := strings.TrimPrefix(r.URL.Path, Path)
 	m, err := apitokens.Of(h.store).InboundMember(r.Context(), secret)
 	if err != nil {
-		if status, code, ok := inboxtapi.Refusal(w, err); ok {
-			inboxtapi.WriteError(w, status, code, err.Error())
-			return
-		}
 		if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, members.ErrSuspended) {
-			h.log.Error("look up inbound secret", zap.Error(err))
-			inboxtapi.WriteError(w, http.StatusInternalServerError, inboxtapi.CodeInternal, "internal error; it was logged")
+			h.storeFailed(w, err, "look up inbound secret")
 			return
 		}
 		// The same answer for unknown and suspended, so the URL reveals nothing.
@@ -111,13 +118,7 @@ func (h *Handler) serveInbound(w http.ResponseWriter, r *http.Request) {
 			inboxtapi.WriteError(w, http.StatusBadRequest, inboxtapi.CodeBadRequest, "malformed message: "+err.Error())
 			return
 		}
-		if status, code, ok := inboxtapi.Refusal(w, err); ok {
-			// A status code the mail provider retries on; nothing was saved.
-			inboxtapi.WriteError(w, status, code, err.Error())
-			return
-		}
-		h.log.Error("save newsletter", zap.Error(err))
-		inboxtapi.WriteError(w, http.StatusInternalServerError, inboxtapi.CodeInternal, "internal error; it was logged")
+		h.storeFailed(w, err, "save newsletter")
 		return
 	}
 	if created {

@@ -116,13 +116,8 @@ func (h *Handler) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 		}
 		m, err := h.mailMember(r.Context(), rcpt)
 		if err != nil {
-			if status, code, ok := inboxtapi.Refusal(w, err); ok {
-				inboxtapi.WriteError(w, status, code, err.Error()) // retried by the provider; nothing was saved
-				return
-			}
 			if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, members.ErrSuspended) {
-				h.log.Error("look up newsletter address", zap.Error(err))
-				inboxtapi.WriteError(w, http.StatusInternalServerError, inboxtapi.CodeInternal, "internal error; it was logged")
+				h.storeFailed(w, err, "look up newsletter address") // nothing was saved
 				return
 			}
 			inboxtapi.WriteError(w, http.StatusNotFound, inboxtapi.CodeNotFound, fmt.Sprintf("message %d: no member has the address %s; nothing was saved", i+1, articles.Clip(rcpt, 320)))
@@ -145,12 +140,7 @@ func (h *Handler) serveMailWebhook(w http.ResponseWriter, r *http.Request) {
 			}
 			// Those saved before are kept; the provider's retry finds
 			// them by their Message-ID.
-			if status, code, ok := inboxtapi.Refusal(w, err); ok {
-				inboxtapi.WriteError(w, status, code, err.Error())
-				return
-			}
-			h.log.Error("save newsletter from the mail webhook", zap.Error(err))
-			inboxtapi.WriteError(w, http.StatusInternalServerError, inboxtapi.CodeInternal, "internal error; it was logged")
+			h.storeFailed(w, err, "save newsletter from the mail webhook")
 			return
 		}
 		h.log.Info("newsletter received by the mail webhook", zap.String("member", d.member.Username),
