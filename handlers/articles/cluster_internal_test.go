@@ -11,7 +11,6 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage/library"
-	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -44,10 +43,7 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 	}))
 	defer pages.Close()
 	sa, sb := pgNodes.TwoNodes(t)
-	m, err := members.Of(sa).CreateMember(t.Context(), "alice", "", "correct horse battery")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := newAlice(t, sa)
 	a := Prepare(sa, testOptions())
 	defer a.Close()
 	b := Prepare(sb, testOptions())
@@ -67,9 +63,7 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 
 	const n = 8
 	for i := range n {
-		if _, err := other.QueueURL(t.Context(), m.ID, fmt.Sprintf("%s/%d", pages.URL, i), nil); err != nil {
-			t.Fatal(err)
-		}
+		mustQueue(t, other, m.ID, fmt.Sprintf("%s/%d", pages.URL, i))
 	}
 	storagetest.Eventually(t, "every article is fetched", func() bool { return pending() == 0 })
 	mu.Lock()
@@ -85,9 +79,7 @@ func TestFetchQueueWorkedByOneNode(t *testing.T) {
 
 	leader.Close()
 	storagetest.Eventually(t, "the other node works the queue", func() bool { return other.fetches.leading.Load() })
-	if _, err := other.QueueURL(t.Context(), m.ID, pages.URL+"/after", nil); err != nil {
-		t.Fatal(err)
-	}
+	mustQueue(t, other, m.ID, pages.URL+"/after")
 	storagetest.Eventually(t, "the article saved after the fail-over is fetched", func() bool { return pending() == 0 })
 	mu.Lock()
 	defer mu.Unlock()

@@ -10,7 +10,6 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
-	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // While an import's links wait on one host (its first fetch hangs), each
@@ -49,10 +48,7 @@ func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	m, err := members.Of(store).CreateMember(t.Context(), "alice", "", "correct horse battery")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := newAlice(t, store)
 	// The queue of this policy first runs when a Service is prepared.
 	libraryWorkKind.Of(store).fetches[1].scanBudget = budget
 	s := Prepare(store, testOptions())
@@ -80,9 +76,7 @@ func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 	}
 
 	// A save of another host, queued after every waiting link.
-	if _, err := s.QueueURL(t.Context(), m.ID, fast.URL+"/article", nil); err != nil {
-		t.Fatal(err)
-	}
+	mustQueue(t, s, m.ID, fast.URL+"/article")
 	for {
 		pending, err := library.Of(store).PendingFetchesWhere(t.Context(), links+10, func(p library.PendingFetch) bool { return !p.Import })
 		if err != nil {

@@ -94,38 +94,47 @@ func waitFetched(t *testing.T, st *storage.Store, memberID, itemID, title string
 	})
 }
 
+// newAlice makes the member alice in st.
+func newAlice(t *testing.T, st *storage.Store) *members.Member {
+	t.Helper()
+	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// mustQueue saves rawURL for memberID through s, to be fetched, and
+// returns the item's id.
+func mustQueue(t *testing.T, s *Service, memberID, rawURL string) string {
+	t.Helper()
+	id, err := s.QueueURL(t.Context(), memberID, rawURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 // A reload prepares the next Service on the open store before the last one
 // closes: the fetch under way goes on (the page is fetched once), and
 // what is queued meanwhile is fetched once, by the one queue.
 func TestReloadKeepsOneFetchQueue(t *testing.T) {
 	workerEngines(t, func(t *testing.T, st *storage.Store, _ func() *storage.Store) {
 		site := newHeldSite(t)
-		m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse battery")
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := newAlice(t, st)
 		old := Prepare(st, testOptions())
 		defer old.Close()
-		held, err := old.QueueURL(t.Context(), m.ID, site.URL+"/held", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		held := mustQueue(t, old, m.ID, site.URL+"/held")
 		<-site.started
 
 		next := Prepare(st, testOptions())
 		defer next.Close()
-		during, err := next.QueueURL(t.Context(), m.ID, site.URL+"/during", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		during := mustQueue(t, next, m.ID, site.URL+"/during")
 		waitFetched(t, st, m.ID, during, "Page /during")
 		old.Close()
 		close(site.release)
 		waitFetched(t, st, m.ID, held, "Page /held")
-		after, err := next.QueueURL(t.Context(), m.ID, site.URL+"/after", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		after := mustQueue(t, next, m.ID, site.URL+"/after")
 		waitFetched(t, st, m.ID, after, "Page /after")
 		for _, p := range []string{"/held", "/during", "/after"} {
 			if n := site.hitsOf(p); n != 1 {
@@ -140,16 +149,10 @@ func TestReloadKeepsOneFetchQueue(t *testing.T) {
 func TestFetchCutShortByCloseResumes(t *testing.T) {
 	workerEngines(t, func(t *testing.T, st *storage.Store, reopen func() *storage.Store) {
 		site := newHeldSite(t)
-		m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse battery")
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := newAlice(t, st)
 		first := Prepare(st, testOptions())
 		defer first.Close()
-		id, err := first.QueueURL(t.Context(), m.ID, site.URL+"/held", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := mustQueue(t, first, m.ID, site.URL+"/held")
 		<-site.started
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
@@ -176,10 +179,7 @@ func TestFetchCutShortByCloseResumes(t *testing.T) {
 // runner and saves every entry once.
 func TestReloadMovesAnImportToTheNextServer(t *testing.T) {
 	workerEngines(t, func(t *testing.T, st *storage.Store, _ func() *storage.Store) {
-		m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse battery")
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := newAlice(t, st)
 		const n = 3000
 		var b strings.Builder
 		b.WriteString("title,url,time_added,cursor,tags,status\n")
