@@ -230,9 +230,33 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 		p.Protect(http.HandlerFunc(s.decide)).ServeHTTP(w, r)
 	default:
-		w.Header().Set("Allow", "GET, POST")
-		s.errorPage(w, r, http.StatusMethodNotAllowed, "This page can only be opened or submitted.")
+		s.refuseMethod(w, r)
 	}
+}
+
+// refuseMethod answers 405 to a method other than GET, HEAD and POST on a
+// page this package serves.
+func (s *Server) refuseMethod(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", "GET, POST")
+	s.errorPage(w, r, http.StatusMethodNotAllowed, "This page can only be opened or submitted.")
+}
+
+// memberForm starts a settings page: the signed-in member (else the
+// sign-in page), and whether a form was posted (and read); ok is false
+// when it has answered r (sign-in, 405, a form it could not read).
+func (s *Server) memberForm(w http.ResponseWriter, r *http.Request) (m *members.Member, posted, ok bool) {
+	p := s.opts.Pages
+	if m, ok = p.RequireMember(w, r); !ok {
+		return nil, false, false
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		return m, false, true
+	case http.MethodPost:
+		return m, true, p.ParseForm(w, r)
+	}
+	s.refuseMethod(w, r)
+	return nil, false, false
 }
 
 func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, text string) {

@@ -26,23 +26,17 @@ var emailTmpl = parse("oidc_email.html")
 func (s *Server) EmailPage() http.Handler { return http.HandlerFunc(s.serveEmail) }
 
 func (s *Server) serveEmail(w http.ResponseWriter, r *http.Request) {
-	p := s.opts.Pages
-	m, ok := p.RequireMember(w, r)
+	m, posted, ok := s.memberForm(w, r)
 	if !ok {
 		return
 	}
 	status, notice, problem := http.StatusOK, "", ""
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-	case http.MethodPost:
-		if !p.ParseForm(w, r) {
-			return
-		}
-		email := strings.TrimSpace(r.PostForm.Get("email"))
-		if email == m.Email {
-			notice = "Nothing changed."
-			break
-		}
+	email := strings.TrimSpace(r.PostForm.Get("email"))
+	switch {
+	case !posted:
+	case email == m.Email:
+		notice = "Nothing changed."
+	default:
 		updated, err := members.Of(s.store).SetEmail(r.Context(), m.Username, email, false)
 		var inv *storage.InvalidError
 		switch {
@@ -62,12 +56,8 @@ func (s *Server) serveEmail(w http.ResponseWriter, r *http.Request) {
 				notice = "Removed."
 			}
 		}
-	default:
-		w.Header().Set("Allow", "GET, POST")
-		s.errorPage(w, r, http.StatusMethodNotAllowed, "This page can only be opened or submitted.")
-		return
 	}
-	p.Render(w, r, status, EmailTitle, emailTmpl, struct {
+	s.opts.Pages.Render(w, r, status, EmailTitle, emailTmpl, struct {
 		Member          *members.Member
 		Path            string
 		Notice, Problem string

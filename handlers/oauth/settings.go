@@ -25,18 +25,12 @@ func (s *Server) AuthorizedAppsPage() http.Handler {
 }
 
 func (s *Server) serveAuthorizedApps(w http.ResponseWriter, r *http.Request) {
-	p := s.opts.Pages
-	m, ok := p.RequireMember(w, r)
+	m, posted, ok := s.memberForm(w, r)
 	if !ok {
 		return
 	}
 	notice := ""
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-	case http.MethodPost:
-		if !p.ParseForm(w, r) {
-			return
-		}
+	if posted {
 		clientID := r.PostForm.Get("client_id")
 		app, err := grants.Of(s.store).App(r.Context(), clientID)
 		if err != nil || clientID == "" {
@@ -54,10 +48,6 @@ func (s *Server) serveAuthorizedApps(w http.ResponseWriter, r *http.Request) {
 		}
 		s.log.Info("member revoked application", zap.String("member", m.Username), zap.String("client_id", clientID))
 		notice = app.Name + " was revoked: its access to your account has ended."
-	default:
-		w.Header().Set("Allow", "GET, POST")
-		s.errorPage(w, r, http.StatusMethodNotAllowed, "This page can only be opened or submitted.")
-		return
 	}
 	s.renderAuthorizedApps(w, r, m, http.StatusOK, notice)
 }
