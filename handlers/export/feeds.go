@@ -116,7 +116,7 @@ func FeedURLs(site, secret string) (atom, opds string) {
 }
 
 func (x *Exports) feedsFailed(w http.ResponseWriter, r *http.Request, err error) {
-	x.restFailed(w, r, err, "EPUB", "the store cannot do this now ("+err.Error()+"); try again later", "the book could not be made; try again")
+	x.restFailed(w, r, err, "feed", "the store cannot do this now ("+err.Error()+"); try again later", "the feed could not be read; try again")
 }
 
 // feedMember returns the member of a feed URL and what follows the secret
