@@ -632,7 +632,8 @@ func setItemText(tx *storage.Tx, memberID, id string) error {
 	}
 	lt := libraryState.Of(tx)
 	lt.addTextMember(memberID)
-	if seq%textBacklogCheckEvery == 0 {
+	if seq%textBacklogCheckEvery == 0 && !contains(lt.backlogMembers, memberID) {
+		// Once a commit: an import's batch passes several multiples.
 		lt.backlogMembers = append(lt.backlogMembers, memberID)
 	}
 	return nil

@@ -30,9 +30,11 @@ type libraryTx struct {
 	// filterDeltas holds the changes to the search filter counts, written
 	// at the commit (flushFilterCounts).
 	filterDeltas map[string]int64
-	// fenceDeltas holds the items' moves in the createdAt order, added to
-	// the offsets' buckets at the commit (flushFences, offsets.go).
-	fenceDeltas map[string]*fenceDelta
+	// fenceMoves holds the items' moves in the createdAt order, added to
+	// the offsets' buckets at the commit (flushFences, offsets.go); its
+	// first two in fenceMove, so an item's write allocates nothing more.
+	fenceMoves []fenceMove
+	fenceMove  [2]fenceMove
 	// itemMembers lists the members whose items this transaction wrote
 	// or removed, whose items version it sets (flushItemsVersions).
 	itemMembers []string

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -93,11 +94,22 @@ func decodeFence(v []byte) (fenceCounts, error) {
 	return c, nil
 }
 
-// fenceDelta is one item's move in the createdAt order, for flushFences.
+// fenceDelta is the moves of one createdAt entry, for flushFences.
 type fenceDelta struct {
 	memberID string
 	suffix   []byte
 	d        fenceCounts
+}
+
+// fenceMove is one item's createdAt entry coming (sign 1) or going (-1)
+// in the slot of its status: what countFence notes, kept as the item's
+// fields so that a save of a member without fences (most) allocates
+// nothing for them.
+type fenceMove struct {
+	memberID, id string
+	createdAt    time.Time
+	slot         int
+	sign         int64
 }
 
 // countFence notes that it's createdAt entry comes (sign 1) or goes (-1).
@@ -106,50 +118,101 @@ func countFence(lt *libraryTx, it *SavedItem, sign int64) {
 	if slot < 0 {
 		return
 	}
-	suffix := itemSortValue(it, SortCreatedAt)
-	k := it.MemberID + "\x00" + string(suffix)
-	if lt.fenceDeltas == nil {
-		lt.fenceDeltas = map[string]*fenceDelta{}
+	if lt.fenceMoves == nil {
+		lt.fenceMoves = lt.fenceMove[:0]
 	}
-	fd := lt.fenceDeltas[k]
-	if fd == nil {
-		fd = &fenceDelta{memberID: it.MemberID, suffix: suffix}
-		lt.fenceDeltas[k] = fd
+	lt.fenceMoves = append(lt.fenceMoves, fenceMove{memberID: it.MemberID, id: it.ID, createdAt: it.CreatedAt, slot: slot, sign: sign})
+}
+
+// fenceDeltas sums moves by createdAt entry, leaving out the entries
+// whose moves cancel (an item written again in the same place) and the
+// moves of members whose fences are not built (most members: their moves
+// cost one read each and allocate nothing).
+func fenceDeltas(tx *storage.Tx, moves []fenceMove) (map[string]*fenceDelta, error) {
+	built, err := fencesBuilt(tx, moves)
+	if err != nil || built == nil {
+		return nil, err
 	}
-	fd.d[slot] += sign
+	deltas := map[string]*fenceDelta{}
+	for _, mv := range moves {
+		if !built[mv.memberID] {
+			continue
+		}
+		suffix := itemSortValue(&SavedItem{ID: mv.id, CreatedAt: mv.createdAt}, SortCreatedAt)
+		k := mv.memberID + "\x00" + string(suffix)
+		fd := deltas[k]
+		if fd == nil {
+			fd = &fenceDelta{memberID: mv.memberID, suffix: suffix}
+			deltas[k] = fd
+		}
+		fd.d[mv.slot] += mv.sign
+	}
+	for k, fd := range deltas {
+		if fd.d == (fenceCounts{}) {
+			delete(deltas, k)
+		}
+	}
+	return deltas, nil
+}
+
+// fencesBuilt returns the members of moves whose fences are built, or nil
+// for none.
+func fencesBuilt(tx *storage.Tx, moves []fenceMove) (map[string]bool, error) {
+	one := true // the usual transaction: one member's items
+	for _, mv := range moves {
+		one = one && mv.memberID == moves[0].memberID
+	}
+	var built map[string]bool
+	read := map[string]bool{}
+	for _, mv := range moves {
+		if read[mv.memberID] {
+			continue
+		}
+		read[mv.memberID] = true
+		has, err := tx.Has(fenceReadyKey(mv.memberID))
+		if err != nil {
+			return nil, err
+		}
+		if has {
+			if built == nil {
+				built = map[string]bool{}
+			}
+			built[mv.memberID] = true
+		}
+		if one {
+			break
+		}
+	}
+	return built, nil
+}
+
+// movesCancel reports whether every move has an opposite one of the same
+// entry and slot (an update that leaves an item where it was): checked
+// before fenceDeltas, which allocates, for the usual write of one item.
+func movesCancel(moves []fenceMove) bool {
+	if len(moves) != 2 {
+		return len(moves) == 0
+	}
+	a, b := moves[0], moves[1]
+	return a.sign == -b.sign && a.slot == b.slot && a.id == b.id && a.memberID == b.memberID && a.createdAt.Equal(b.createdAt)
 }
 
 // flushFences adds the transaction's moves to the buckets of the members
 // whose fences are built, and splits the buckets grown past fenceSplit
 // (libraryBeforeCommit).
 func flushFences(tx *storage.Tx, lt *libraryTx) error {
-	if len(lt.fenceDeltas) == 0 {
+	moves := lt.fenceMoves
+	lt.fenceMoves = nil
+	if movesCancel(moves) {
 		return nil
 	}
-	// Only the moves of members whose fences are built count: most
-	// members have none, and their saves stop here.
-	var keys []string
-	ready := map[string]bool{}
-	for k, fd := range lt.fenceDeltas {
-		if fd.d == (fenceCounts{}) {
-			continue
-		}
-		r, ok := ready[fd.memberID]
-		if !ok {
-			has, err := tx.Has(fenceReadyKey(fd.memberID))
-			if err != nil {
-				return err
-			}
-			r, ready[fd.memberID] = has, has
-		}
-		if r {
-			keys = append(keys, k)
-		}
+	deltas, err := fenceDeltas(tx, moves)
+	if err != nil || len(deltas) == 0 {
+		return err
 	}
-	deltas := lt.fenceDeltas
-	lt.fenceDeltas = nil
-	if len(keys) == 0 {
-		return nil
+	keys := make([]string, 0, len(deltas))
+	for k := range deltas {
+		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	changed := map[string]fenceCounts{}
