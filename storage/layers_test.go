@@ -1,9 +1,10 @@
 package storage_test
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/hearthkit/caddy-hearth/internal/testimports"
 )
 
 // TestStorageImportsNoHigherLayer: the arrows between layers run one way.
@@ -12,19 +13,7 @@ import (
 // cmd/: a helper both layers need lives under internal/ (the rate limiter
 // the Badger engine counts with, for one).
 func TestStorageImportsNoHigherLayer(t *testing.T) {
-	const module = "github.com/hearthkit/caddy-hearth/"
-	// Each package (and its test variants) with everything it pulls in,
-	// transitively.
-	cmd := exec.Command("go", "list", "-tags", "nobadger,nomysql,nopgx", "-test",
-		"-f", "{{.ImportPath}} {{join .Deps \" \"}}", "./storage/...", "./internal/...")
-	cmd.Dir = ".."
-	out, err := cmd.Output()
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
-		}
-		t.Fatalf("go list: %v", err)
-	}
+	const module = testimports.Module
 	higher := func(path string) bool {
 		rest, ok := strings.CutPrefix(path, module)
 		if !ok {
@@ -33,16 +22,13 @@ func TestStorageImportsNoHigherLayer(t *testing.T) {
 		top, _, _ := strings.Cut(rest, "/")
 		return top == "handlers" || top == "caddymodule" || top == "cmd"
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) < 20 {
-		t.Fatalf("go list found only %d packages under storage/ and internal/", len(lines))
-	}
-	for _, line := range lines {
-		fields := strings.Fields(line)
-		for _, dep := range fields[1:] {
+	// Each package (and its test variants) with everything it pulls in,
+	// transitively.
+	for _, p := range testimports.List(t, testimports.Options{Deps: true, Tests: true}, 20, "storage/...", "internal/...") {
+		for _, dep := range p.Imports {
 			if higher(dep) {
 				t.Errorf("%s imports %s (directly or through another package): a lower layer must not import a higher one",
-					strings.TrimPrefix(fields[0], module), strings.TrimPrefix(dep, module))
+					strings.TrimPrefix(p.Path, module), strings.TrimPrefix(dep, module))
 			}
 		}
 	}
@@ -53,21 +39,13 @@ func TestStorageImportsNoHigherLayer(t *testing.T) {
 // garbage collection, backup frames) is storage/kv/badgerkv's alone, in
 // production code (tests may look inside a Badger directory).
 func TestOnlyTheBadgerEngineImportsBadger(t *testing.T) {
-	cmd := exec.Command("go", "list", "-tags", "nobadger,nomysql,nopgx",
-		"-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...")
-	cmd.Dir = ".."
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		fields := strings.Fields(line)
-		if fields[0] == "github.com/hearthkit/caddy-hearth/storage/kv/badgerkv" {
+	for _, p := range testimports.List(t, testimports.Options{}, 0, "...") {
+		if p.Path == testimports.Module+"storage/kv/badgerkv" {
 			continue
 		}
-		for _, imp := range fields[1:] {
+		for _, imp := range p.Imports {
 			if strings.HasPrefix(imp, "github.com/dgraph-io/badger") {
-				t.Errorf("%s imports %s: only storage/kv/badgerkv speaks Badger", fields[0], imp)
+				t.Errorf("%s imports %s: only storage/kv/badgerkv speaks Badger", p.Path, imp)
 			}
 		}
 	}
@@ -79,14 +57,7 @@ func TestOnlyTheBadgerEngineImportsBadger(t *testing.T) {
 // may cross (an engine's test opens a storage_dir through the core), and
 // storagetest, for tests, may import any of them.
 func TestStorageLayersRunDownwards(t *testing.T) {
-	const module = "github.com/hearthkit/caddy-hearth/"
-	cmd := exec.Command("go", "list", "-tags", "nobadger,nomysql,nopgx",
-		"-f", "{{.ImportPath}} {{join .Deps \" \"}}", "./storage/...")
-	cmd.Dir = ".."
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
+	const module = testimports.Module
 	// layer is 0 for an engine, 1 for the core, 2 for a domain, 3 for
 	// storagetest, -1 for a package outside storage/.
 	layer := func(path string) int {
@@ -103,17 +74,12 @@ func TestStorageLayersRunDownwards(t *testing.T) {
 		}
 		return 2
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) < 10 {
-		t.Fatalf("go list found only %d packages under storage/", len(lines))
-	}
-	for _, line := range lines {
-		fields := strings.Fields(line)
-		from := layer(fields[0])
-		for _, dep := range fields[1:] {
+	for _, p := range testimports.List(t, testimports.Options{Deps: true}, 10, "storage/...") {
+		from := layer(p.Path)
+		for _, dep := range p.Imports {
 			if to := layer(dep); to > from {
 				t.Errorf("%s imports %s (directly or through another package): a lower layer of storage/ must not import a higher one",
-					strings.TrimPrefix(fields[0], module), strings.TrimPrefix(dep, module))
+					strings.TrimPrefix(p.Path, module), strings.TrimPrefix(dep, module))
 			}
 		}
 	}
