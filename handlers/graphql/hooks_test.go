@@ -6,25 +6,17 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/members"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // SetNoFastPath sends every entries field of s through gqlgen's executor
 // (benchmarks of both paths, in package graphql_test).
 func SetNoFastPath(s *Server, v bool) { s.noFastPath = v }
 
-// StoreForTest opens a test's store in dir (no sync, no garbage
-// collection), closed when the test ends; this package's tests and
-// graphql_test's open theirs here.
-func StoreForTest(tb testing.TB, dir string) *storage.Store {
-	tb.Helper()
-	noSync := false
-	st, err := storage.Open(dir, storage.Options{SyncWrites: &noSync, GCInterval: -1})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { st.Close() })
-	return st
-}
+// StoreForTest opens a test's store in dir (storagetest.OpenFast: no
+// sync, no garbage collection); this package's tests and graphql_test's
+// open theirs here.
+func StoreForTest(tb testing.TB, dir string) *storage.Store { return storagetest.OpenFast(tb, dir) }
 
 // MemberForTest makes the member username in st (password "correct horse
 // battery") and an API token of theirs.

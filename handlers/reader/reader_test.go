@@ -22,6 +22,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 const password = "correct horse battery"
@@ -40,12 +41,7 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	noSync := false
-	st, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storagetest.OpenFast(t, t.TempDir())
 	pages := account.New(st, account.Options{})
 	svc := libraryservice.Prepare(st, libraryservice.Options{Pages: pages, AllowPrivateAddresses: true})
 	t.Cleanup(func() { svc.Close() })

@@ -52,6 +52,20 @@ func Open(t testing.TB) *storage.Store {
 	return st
 }
 
+// OpenFast opens a store on Badger in dir without syncs or garbage
+// collection (a handler's test, which never crashes the machine), closed
+// when the test ends.
+func OpenFast(tb testing.TB, dir string) *storage.Store {
+	tb.Helper()
+	noSync := false
+	st, err := storage.Open(dir, storage.Options{SyncWrites: &noSync, GCInterval: -1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st
+}
+
 // Postgres is a test package's PostgreSQL server for several nodes of one
 // site, started when first needed. A package declares one (with its own
 // port) and stops it in its TestMain.
