@@ -10,29 +10,21 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/ratelimit"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
-
-// openStore opens a store in a temp dir (Badger: its kv.Counters count in
-// the process; the same calls go to PostgreSQL's with `storage postgres`,
-// which the two-node test in interop/cluster runs).
-func openStore(t *testing.T) *storage.Store {
-	t.Helper()
-	st, err := storage.Open(t.TempDir(), storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
 
 // TestSharedRegistryCountsInTheStore: two registries on one store (the
 // handlers of two nodes, or of two configs across a reload) share every
 // count; limits of other names or windows count apart; an IPv6 client is
 // counted per /64 and a long key by its digest, apart from others;
 // reserve/undo/reset (the sign-in form's pattern) work on the shared counts.
+//
+// The store is Badger's, whose kv.Counters count in the process; the same
+// calls go to PostgreSQL's with `storage postgres`, which the two-node
+// test in interop/cluster runs.
 func TestSharedRegistryCountsInTheStore(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
+	st := storagetest.Open(t)
 	a := ratelimit.NewSharedRegistry(st.Counters(), nil)
 	b := ratelimit.NewSharedRegistry(st.Counters(), nil)
 	lim := ratelimit.Limit{Name: "account.failures.username", N: 3, Window: time.Minute, Policy: ratelimit.FailClosed}
@@ -95,7 +87,7 @@ func TestSharedRegistryCountsInTheStore(t *testing.T) {
 // and never "allowed"; a FailOpen limit allows, with the error set.
 func TestSharedPolicyWhenTheStoreCannotCount(t *testing.T) {
 	ctx := context.Background()
-	st := openStore(t)
+	st := storagetest.Open(t)
 	reg := ratelimit.NewSharedRegistry(st.Counters(), nil)
 	closed := reg.Counter(ratelimit.Limit{Name: "guesses", N: 10, Window: time.Minute, Policy: ratelimit.FailClosed})
 	open := reg.Counter(ratelimit.Limit{Name: "cheap", N: 10, Window: time.Minute})
