@@ -23,6 +23,18 @@ func (p *Pages) NotFound(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// OnlyGet reports whether r is a GET or HEAD, which a page's static file
+// (an icon, a script, a stylesheet) answers; to another method it answers
+// 405 with Allow, in plain text.
+func OnlyGet(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	return false
+}
+
 // FaviconPath is where browsers look for a site's icon when its pages name
 // none.
 const FaviconPath = "/favicon.ico"
@@ -32,9 +44,7 @@ const FaviconPath = "/favicon.ico"
 // site has no favicon of its own, so the browser's request for it stops
 // ending as a blank answer.
 func ServeFavicon(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !OnlyGet(w, r) {
 		return
 	}
 	ico := favicon()

@@ -289,9 +289,7 @@ func serveCopyScript(w http.ResponseWriter, r *http.Request) { serveScript(w, r,
 
 // serveScript serves one of the pages' scripts (the same for everyone).
 func serveScript(w http.ResponseWriter, r *http.Request, src string) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !OnlyGet(w, r) {
 		return
 	}
 	h := w.Header()
