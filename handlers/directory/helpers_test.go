@@ -17,6 +17,7 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip13"
 
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
+	"github.com/hearthkit/caddy-hearth/internal/testrelay"
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -157,11 +158,7 @@ func (e *env) postOnTwoDays(a agentKey, first, second string) {
 
 func newAgent(t testing.TB) agentKey {
 	t.Helper()
-	sk := nostr.GeneratePrivateKey()
-	pk, err := nostr.GetPublicKey(sk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sk, pk := testrelay.NewKey(t)
 	return agentKey{sk, pk}
 }
 

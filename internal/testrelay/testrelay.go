@@ -1,7 +1,7 @@
 // Package testrelay is what the tests' khatru relays (fiatjaf/khatru
-// v0.19.1) share: an event store in memory, and a publish that hands events
+// v0.19.1) share: an event store in memory, a publish that hands events
 // to a relay the way khatru handles a client's EVENT without meeting
-// khatru's unlocked broadcast. Used by the tests of handlers/directory,
+// khatru's unlocked broadcast, and new keys for the agents that sign them. Used by the tests of handlers/directory,
 // caddymodule and interop/cluster; nothing else imports it.
 package testrelay
 
@@ -17,6 +17,18 @@ import (
 	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
 )
+
+// NewKey makes a Nostr key pair: the secret key and its public key, both
+// in hex.
+func NewKey(t testing.TB) (sk, pk string) {
+	t.Helper()
+	sk = nostr.GeneratePrivateKey()
+	pk, err := nostr.GetPublicKey(sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sk, pk
+}
 
 // Events is a relay's store in memory (its StoreEvent and QueryEvents),
 // safe for concurrent use. fiatjaf/eventstore's slicestore is not, hence

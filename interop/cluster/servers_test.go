@@ -258,11 +258,7 @@ type agentKey struct{ sk, pk string }
 
 func newAgent(t *testing.T) agentKey {
 	t.Helper()
-	sk := nostr.GeneratePrivateKey()
-	pk, err := nostr.GetPublicKey(sk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sk, pk := testrelay.NewKey(t)
 	return agentKey{sk, pk}
 }
 
