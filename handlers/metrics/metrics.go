@@ -19,28 +19,25 @@ var (
 		Name: "hearth_oauth_apps_registered_total",
 		Help: "Applications registered at POST /api/v1/apps.",
 	})
-	tokensIssued = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hearth_oauth_tokens_issued_total",
-		Help: "Access tokens issued by POST /oauth/token, by grant type.",
-	}, []string{"grant"})
-	tokenErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hearth_oauth_token_errors_total",
-		Help: "Refused requests to POST /oauth/token, by OAuth error code.",
-	}, []string{"error"})
-	signIns = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hearth_signins_total",
-		Help: "Sign-in attempts on the member pages, by result: success, failure (wrong username or password), suspended, rate_limited.",
-	}, []string{"result"})
-	rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hearth_rate_limited_total",
-		Help: "Requests answered 429 by a Hearth rate limit, by limit.",
-	}, []string{"limit"})
+	tokensIssued = counterVec("hearth_oauth_tokens_issued_total",
+		"Access tokens issued by POST /oauth/token, by grant type.", "grant")
+	tokenErrors = counterVec("hearth_oauth_token_errors_total",
+		"Refused requests to POST /oauth/token, by OAuth error code.", "error")
+	signIns = counterVec("hearth_signins_total",
+		"Sign-in attempts on the member pages, by result: success, failure (wrong username or password), suspended, rate_limited.", "result")
+	rateLimited = counterVec("hearth_rate_limited_total",
+		"Requests answered 429 by a Hearth rate limit, by limit.", "limit")
 	storeSyncs = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "hearth_store_sync_duration_seconds",
 		Help:    "Flushes of the store's logs to disk (one serves every commit that waited for it), by result: ok, error.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
 	}, []string{"result"})
 )
+
+// counterVec is a counter of the events named, by one label.
+func counterVec(name, help, label string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})
+}
 
 // Limit names of RateLimited.
 const (
