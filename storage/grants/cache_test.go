@@ -83,14 +83,7 @@ func TestOAuthAppCacheFollowsWrites(t *testing.T) {
 // revocation, a suspension and a deletion of the member.
 func TestCachedTokensAndMembersFollowWrites(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
-	code, err := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, secret, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok, secret := issueToken(t, s, app, m, "https://app.example/cb", "read")
 	if _, got, err := Of(s).Token(t.Context(), secret); err != nil || got.ID != m.ID {
 		t.Fatalf("OAuthToken = %v, %v", got, err)
 	}

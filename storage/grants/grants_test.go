@@ -16,12 +16,7 @@ import (
 
 func openOAuthTestStore(t *testing.T) *storage.Store {
 	t.Helper()
-	f := false
-	s, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &f, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := storagetest.OpenFast(t, t.TempDir())
 	// On PostgreSQL the record caches serve once the store listens for
 	// other nodes' writes (recordcache.go).
 	kvtest.Eventually(t, "the store listens for other nodes' writes", s.Live)
@@ -40,6 +35,21 @@ func oauthFixture(t *testing.T) (*storage.Store, *members.Member, *App, string) 
 		t.Fatal(err)
 	}
 	return s, m, app, secret
+}
+
+// issueToken is an access token of m for app with scopes, issued as an
+// app's is: a code granted to redirectURI, then exchanged.
+func issueToken(tb testing.TB, s *storage.Store, app *App, m *members.Member, redirectURI string, scopes ...string) (*AccessToken, string) {
+	tb.Helper()
+	code, err := Of(s).CreateCode(tb.Context(), app.ClientID, m, redirectURI, scopes, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tk, tok, err := Of(s).ExchangeCode(tb.Context(), code, func(*Code) error { return nil })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tk, tok
 }
 
 func TestOAuthSecretsStoredOnlyAsDigests(t *testing.T) {
@@ -152,11 +162,7 @@ func TestOAuthCodeConcurrentExchangesIssueOneToken(t *testing.T) {
 
 func TestOAuthTokenRefusesSuspendedAndDeletedMembers(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
-	code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
-	tk, tok, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
+	tk, tok := issueToken(t, s, app, m, "https://app.example/cb", "read")
 	got, gm, err := Of(s).Token(t.Context(), tok)
 	if err != nil || gm.ID != m.ID || got.ID != tk.ID || !got.Allows("read:statuses") || got.Allows("write") {
 		t.Fatalf("OAuthToken = %+v, %+v, %v", got, gm, err)
@@ -206,11 +212,7 @@ func TestAuthorizedOAuthAppsAndMemberRevoke(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
 	var toks []string
 	for _, sc := range [][]string{{"read"}, {"write"}} {
-		code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", sc, "")
-		_, tok, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil })
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, tok := issueToken(t, s, app, m, "https://app.example/cb", sc...)
 		toks = append(toks, tok)
 	}
 	apps, err := Of(s).AuthorizedApps(t.Context(), m.ID)
@@ -307,14 +309,7 @@ func BenchmarkTokenOfMember(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	code, err := Of(st).CreateCode(b.Context(), app.ClientID, m, "urn:ietf:wg:oauth:2.0:oob", []string{"read"}, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	_, token, err := Of(st).ExchangeCode(b.Context(), code, func(*Code) error { return nil })
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, token := issueToken(b, st, app, m, "urn:ietf:wg:oauth:2.0:oob", "read")
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -52,9 +52,9 @@ func Open(t testing.TB) *storage.Store {
 	return st
 }
 
-// OpenFast opens a store on Badger in dir without syncs or garbage
-// collection (a handler's test, which never crashes the machine), closed
-// when the test ends.
+// OpenFast opens a store in dir without syncs or garbage collection (a
+// test that never crashes the machine), closed when the test ends: on
+// Badger, or on the PostgreSQL server Main chose.
 func OpenFast(tb testing.TB, dir string) *storage.Store {
 	tb.Helper()
 	noSync := false
