@@ -11,16 +11,12 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/members"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 func openSavedTest(t testing.TB) (*storage.Store, *members.Member) {
 	t.Helper()
-	f := false
-	st, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &f, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storagetest.OpenFast(t, t.TempDir())
 	m, err := members.Of(st).CreateMember(t.Context(), "reader", "", "password123")
 	if err != nil {
 		t.Fatal(err)
