@@ -68,6 +68,32 @@ func parseHandler[M any, P interface {
 	return m, err
 }
 
+// handlerInfo is the module information of the handler M, whose directive
+// is name: the module http.handlers.<name>.
+func handlerInfo[M any, P interface {
+	*M
+	caddy.Module
+}](name string) caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: caddy.ModuleID("http.handlers." + name), New: func() caddy.Module { return P(new(M)) }}
+}
+
+// registerHandler registers the handler module M and its Caddyfile
+// directive, named as the module (hearth_oauth for
+// http.handlers.hearth_oauth), ordered pos (before or after) the directive
+// other.
+func registerHandler[M any, P interface {
+	*M
+	caddy.Module
+	caddyhttp.MiddlewareHandler
+	caddyfile.Unmarshaler
+}](pos httpcaddyfile.Positional, other string) {
+	m := P(new(M))
+	caddy.RegisterModule(m)
+	directive := m.CaddyModule().ID.Name()
+	httpcaddyfile.RegisterHandlerDirective(directive, parseHandler[M, P])
+	httpcaddyfile.RegisterDirectiveOrder(directive, pos, other)
+}
+
 func init() {
 	httpcaddyfile.RegisterGlobalOption("hearth", parseGlobalOption)
 }

@@ -16,9 +16,7 @@ import (
 )
 
 func init() {
-	caddy.RegisterModule(Directory{})
-	httpcaddyfile.RegisterHandlerDirective("hearth_directory", parseHandler[Directory])
-	httpcaddyfile.RegisterDirectiveOrder("hearth_directory", httpcaddyfile.Before, "handle")
+	registerHandler[Directory](httpcaddyfile.Before, "handle")
 	registerAdminEndpoint("/hearth/agents", adminMethods{http.MethodGet: adminListAgents})
 	registerAdminEndpoint("/hearth/agents/{key}/ban", adminMethods{http.MethodPost: adminBanAgent(true)})
 	registerAdminEndpoint("/hearth/agents/{key}/unban", adminMethods{http.MethodPost: adminBanAgent(false)})
@@ -109,12 +107,7 @@ type Directory struct {
 }
 
 // CaddyModule returns the Caddy module information.
-func (Directory) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "http.handlers.hearth_directory",
-		New: func() caddy.Module { return new(Directory) },
-	}
-}
+func (Directory) CaddyModule() caddy.ModuleInfo { return handlerInfo[Directory]("hearth_directory") }
 
 // Provision prepares the directory on the hearth app's store; the app's
 // Start builds the document and starts NIP-05 checks and relay

@@ -15,11 +15,9 @@ import (
 )
 
 func init() {
-	caddy.RegisterModule(Gate{})
-	httpcaddyfile.RegisterHandlerDirective("hearth_gate", parseHandler[Gate])
 	// With the other authentication handlers: before request_header,
 	// encode and everything that answers (reverse_proxy, file_server).
-	httpcaddyfile.RegisterDirectiveOrder("hearth_gate", httpcaddyfile.After, "basic_auth")
+	registerHandler[Gate](httpcaddyfile.After, "basic_auth")
 }
 
 // Gate is the hearth_gate handler: only the site's signed-in members pass
@@ -47,12 +45,7 @@ type Gate struct {
 }
 
 // CaddyModule returns the Caddy module information.
-func (Gate) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "http.handlers.hearth_gate",
-		New: func() caddy.Module { return new(Gate) },
-	}
-}
+func (Gate) CaddyModule() caddy.ModuleInfo { return handlerInfo[Gate]("hearth_gate") }
 
 // Provision builds the gate on the hearth app's store.
 func (h *Gate) Provision(ctx caddy.Context) error {

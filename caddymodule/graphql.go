@@ -30,9 +30,7 @@ import (
 )
 
 func init() {
-	caddy.RegisterModule(GraphQL{})
-	httpcaddyfile.RegisterHandlerDirective("hearth_graphql", parseHandler[GraphQL])
-	httpcaddyfile.RegisterDirectiveOrder("hearth_graphql", httpcaddyfile.Before, "handle")
+	registerHandler[GraphQL](httpcaddyfile.Before, "handle")
 	registerAdminEndpoint("/hearth/members/{username}/api_tokens", adminMethods{
 		http.MethodGet:  adminListAPITokens,
 		http.MethodPost: adminCreateAPIToken,
@@ -105,12 +103,7 @@ type GraphQL struct {
 }
 
 // CaddyModule returns the Caddy module information.
-func (GraphQL) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "http.handlers.hearth_graphql",
-		New: func() caddy.Module { return new(GraphQL) },
-	}
-}
+func (GraphQL) CaddyModule() caddy.ModuleInfo { return handlerInfo[GraphQL]("hearth_graphql") }
 
 // Provision builds the API on the hearth app's store and adds the API
 // Tokens page to the member settings.

@@ -19,9 +19,7 @@ import (
 )
 
 func init() {
-	caddy.RegisterModule(OAuth{})
-	httpcaddyfile.RegisterHandlerDirective("hearth_oauth", parseHandler[OAuth])
-	httpcaddyfile.RegisterDirectiveOrder("hearth_oauth", httpcaddyfile.Before, "handle")
+	registerHandler[OAuth](httpcaddyfile.Before, "handle")
 }
 
 // OAuth is the hearth_oauth handler: the Mastodon-compatible OAuth
@@ -80,12 +78,7 @@ type OAuth struct {
 }
 
 // CaddyModule returns the Caddy module information.
-func (OAuth) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "http.handlers.hearth_oauth",
-		New: func() caddy.Module { return new(OAuth) },
-	}
-}
+func (OAuth) CaddyModule() caddy.ModuleInfo { return handlerInfo[OAuth]("hearth_oauth") }
 
 // Provision builds the server on the hearth app's store and adds the
 // authorized-applications page to the member settings.

@@ -13,9 +13,7 @@ import (
 )
 
 func init() {
-	caddy.RegisterModule(UnknownHost{})
-	httpcaddyfile.RegisterHandlerDirective("hearth_unknown_host", parseHandler[UnknownHost])
-	httpcaddyfile.RegisterDirectiveOrder("hearth_unknown_host", httpcaddyfile.Before, "respond")
+	registerHandler[UnknownHost](httpcaddyfile.Before, "respond")
 }
 
 // UnknownHost is the hearth_unknown_host handler, for a catch-all site
@@ -41,10 +39,7 @@ const maxLoggedHosts = 64
 
 // CaddyModule returns the Caddy module information.
 func (UnknownHost) CaddyModule() caddy.ModuleInfo {
-	return caddy.ModuleInfo{
-		ID:  "http.handlers.hearth_unknown_host",
-		New: func() caddy.Module { return new(UnknownHost) },
-	}
+	return handlerInfo[UnknownHost]("hearth_unknown_host")
 }
 
 // Provision takes the site's member pages (for the page's look).
