@@ -115,17 +115,26 @@ func mustQueue(t *testing.T, s *Service, memberID, rawURL string) string {
 	return id
 }
 
+// heldFetch prepares a Service on st and queues alice's save of a page of
+// site that holds its answer until site.release is closed; it returns once
+// the fetch has started. The Service is closed when the test ends.
+func heldFetch(t *testing.T, st *storage.Store) (site *heldSite, m *members.Member, s *Service, id string) {
+	t.Helper()
+	site = newHeldSite(t)
+	m = newAlice(t, st)
+	s = Prepare(st, testOptions())
+	t.Cleanup(func() { s.Close() })
+	id = mustQueue(t, s, m.ID, site.URL+"/held")
+	<-site.started
+	return site, m, s, id
+}
+
 // A reload prepares the next Service on the open store before the last one
 // closes: the fetch under way goes on (the page is fetched once), and
 // what is queued meanwhile is fetched once, by the one queue.
 func TestReloadKeepsOneFetchQueue(t *testing.T) {
 	workerEngines(t, func(t *testing.T, st *storage.Store, _ func() *storage.Store) {
-		site := newHeldSite(t)
-		m := newAlice(t, st)
-		old := Prepare(st, testOptions())
-		defer old.Close()
-		held := mustQueue(t, old, m.ID, site.URL+"/held")
-		<-site.started
+		site, m, old, held := heldFetch(t, st)
 
 		next := Prepare(st, testOptions())
 		defer next.Close()
@@ -148,12 +157,7 @@ func TestReloadKeepsOneFetchQueue(t *testing.T) {
 // store opened next (with its Service) fetches it.
 func TestFetchCutShortByCloseResumes(t *testing.T) {
 	workerEngines(t, func(t *testing.T, st *storage.Store, reopen func() *storage.Store) {
-		site := newHeldSite(t)
-		m := newAlice(t, st)
-		first := Prepare(st, testOptions())
-		defer first.Close()
-		id := mustQueue(t, first, m.ID, site.URL+"/held")
-		<-site.started
+		site, m, _, id := heldFetch(t, st)
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}
