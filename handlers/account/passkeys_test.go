@@ -248,8 +248,7 @@ func TestPasskeyNeedsARecentSignIn(t *testing.T) {
 
 func TestPasskeyAsSecondFactor(t *testing.T) {
 	f := newFixture(t, account.Options{})
-	f.member("alice")
-	_, codes := f.enableTwoFactor(f.signedIn("alice"))
+	_, codes := f.aliceWithTwoFactor()
 	// A security key that does not verify the person: enough as the
 	// second factor.
 	key := &softauthn.Authenticator{}

@@ -70,8 +70,7 @@ func TestResetLink(t *testing.T) {
 
 func TestResetLinkWithTwoFactor(t *testing.T) {
 	f := newFixture(t, account.Options{})
-	f.member("alice")
-	_, codes := f.enableTwoFactor(f.signedIn("alice"))
+	_, codes := f.aliceWithTwoFactor()
 
 	token, _, _, _ := members.Of(f.store).CreateResetLink(t.Context(), "alice", time.Hour, members.ResetLinkOptions{})
 	c := f.browser()

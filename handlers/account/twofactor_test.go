@@ -42,6 +42,17 @@ func shownRecoveryCodes(t *testing.T, r resp) []string {
 	return codes
 }
 
+// aliceWithTwoFactor makes the member alice and turns two-factor sign-in
+// on for her; it returns the browser that did it (signed in) and her
+// recovery codes.
+func (f *fixture) aliceWithTwoFactor() (*http.Client, []string) {
+	f.t.Helper()
+	f.member("alice")
+	c := f.signedIn("alice")
+	_, codes := f.enableTwoFactor(c)
+	return c, codes
+}
+
 func (f *fixture) enableTwoFactor(c *http.Client) (string, []string) {
 	f.t.Helper()
 	secret, _, codes := f.enableTwoFactorWithCode(c)
@@ -160,8 +171,7 @@ func (f *fixture) mustMember(name string) *members.Member {
 // failure limits, and a challenge ends after five wrong codes.
 func TestTwoFactorCodeIsRateLimited(t *testing.T) {
 	f := newFixture(t, account.Options{FailuresPerUsername: 10})
-	f.member("alice")
-	_, codes := f.enableTwoFactor(f.signedIn("alice"))
+	_, codes := f.aliceWithTwoFactor()
 	c := f.browser()
 	wantStatus(t, f.signIn(c, "alice", password, ""), http.StatusSeeOther)
 	for range members.MaxChallengeAttempts - 1 {
@@ -191,9 +201,7 @@ func TestTwoFactorCodeIsRateLimited(t *testing.T) {
 
 func TestTwoFactorDisable(t *testing.T) {
 	f := newFixture(t, account.Options{})
-	f.member("alice")
-	c := f.signedIn("alice")
-	_, codes := f.enableTwoFactor(c)
+	c, codes := f.aliceWithTwoFactor()
 	r := f.post(c, "/settings/account/two_factor/disable", url.Values{"current_password": {password}, "code": {"zzzzz-zzzzz"}})
 	wantStatus(t, r, http.StatusUnauthorized)
 	wantBody(t, r, "That code is not right.")
@@ -216,8 +224,7 @@ func TestTwoFactorDisable(t *testing.T) {
 
 func TestTwoFactorPageRefusesBigBodies(t *testing.T) {
 	f := newFixture(t, account.Options{MaxFormBytes: 1024})
-	f.member("alice")
-	_, codes := f.enableTwoFactor(f.signedIn("alice"))
+	_, codes := f.aliceWithTwoFactor()
 	c := f.browser()
 	wantStatus(t, f.signIn(c, "alice", password, ""), http.StatusSeeOther)
 	r := f.post(c, "/auth/two_factor", url.Values{"code": {codes[0]}, "pad": {strings.Repeat("x", 2000)}})
@@ -229,9 +236,7 @@ func TestTwoFactorPageRefusesBigBodies(t *testing.T) {
 
 func TestNewRecoveryCodes(t *testing.T) {
 	f := newFixture(t, account.Options{})
-	f.member("alice")
-	c := f.signedIn("alice")
-	_, codes := f.enableTwoFactor(c)
+	c, codes := f.aliceWithTwoFactor()
 	r := f.post(c, "/settings/account/two_factor/recovery_codes", url.Values{"current_password": {password}, "code": {"zzzzz-zzzzz"}})
 	wantStatus(t, r, http.StatusUnauthorized)
 	r = f.post(c, "/settings/account/two_factor/recovery_codes", url.Values{"current_password": {password}, "code": {codes[0]}})
