@@ -310,9 +310,7 @@ func TestSignInRateLimitPerUsername(t *testing.T) {
 	f := newFixture(t, account.Options{FailuresPerUsername: 3, FailuresPerIP: 100})
 	f.member("alice")
 	c := f.browser()
-	for i := 0; i < 3; i++ {
-		wantStatus(t, f.signIn(c, "alice", "wrong password", ""), http.StatusUnauthorized)
-	}
+	f.failSignIns(c, "alice", 3)
 	for _, pw := range []string{"wrong password", password} {
 		r := f.signIn(c, "Alice", pw, "")
 		wantStatus(t, r, http.StatusTooManyRequests)
@@ -347,12 +345,19 @@ func TestSuccessfulSignInResetsUsernameFailures(t *testing.T) {
 	f := newFixture(t, account.Options{FailuresPerUsername: 3, FailuresPerIP: 100})
 	f.member("alice")
 	c := f.browser()
-	for i := 0; i < 2; i++ {
-		wantStatus(t, f.signIn(c, "alice", "wrong password", ""), http.StatusUnauthorized)
-	}
+	f.failSignIns(c, "alice", 2)
 	wantStatus(t, f.signIn(c, "alice", password, ""), http.StatusSeeOther)
 	for i := 0; i < 3; i++ {
 		wantStatus(t, f.signIn(f.browser(), "alice", "wrong password", ""), http.StatusUnauthorized)
+	}
+}
+
+// failSignIns signs in n times as username with a wrong password, each
+// refused (401).
+func (f *fixture) failSignIns(c *http.Client, username string, n int) {
+	f.t.Helper()
+	for range n {
+		wantStatus(f.t, f.signIn(c, username, "wrong password", ""), http.StatusUnauthorized)
 	}
 }
 
