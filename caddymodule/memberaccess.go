@@ -156,52 +156,74 @@ func clipID(s string) string {
 
 // memberTokensCommand is `caddy hearth member tokens NAME [--revoke ID]`.
 func memberTokensCommand() *cobra.Command {
-	c := &cobra.Command{
-		Use:   "tokens <username> [--revoke ID]",
-		Short: "Lists a member's API tokens, or revokes one",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if id, _ := cmd.Flags().GetString("revoke"); id != "" {
-				return adminDone(cmd, http.MethodDelete, memberURI(args[0], "api_tokens", url.PathEscape(id)), nil, "revoked API token %s of %s", id, args[0])
+	return memberListCommand(memberList{
+		use:        "tokens <username> [--revoke ID]",
+		short:      "Lists a member's API tokens, or revokes one",
+		kind:       "api_tokens",
+		revoked:    "revoked API token %s of %s",
+		revokeHelp: "Revoke the token with this ID (it stops working at once)",
+		what:       "tokens",
+	}, func(cmd *cobra.Command, uri string) error {
+		return printList(cmd, uri, "ID\tNAME\tCREATED\tEXPIRES\tLAST USED\tMADE BY", func(t apiTokenListView) []string {
+			expires := "never"
+			if t.ExpiresAt != nil {
+				expires = t.ExpiresAt.Format(time.DateOnly)
+				if t.Expired {
+					expires += " (expired)"
+				}
 			}
-			return printList(cmd, memberURI(args[0], "api_tokens"), "ID\tNAME\tCREATED\tEXPIRES\tLAST USED\tMADE BY", func(t apiTokenListView) []string {
-				expires := "never"
-				if t.ExpiresAt != nil {
-					expires = t.ExpiresAt.Format(time.DateOnly)
-					if t.Expired {
-						expires += " (expired)"
-					}
-				}
-				used := "never"
-				if t.LastUsedAt != nil {
-					used = t.LastUsedAt.Format(time.DateOnly)
-				}
-				return []string{t.ID, oneLine(t.Name), t.CreatedAt.Format(time.DateOnly), expires, used, t.Origin}
-			})
-		},
-	}
-	c.Flags().String("revoke", "", "Revoke the token with this ID (it stops working at once)")
-	c.Flags().Bool("json", false, "Print the tokens as JSON")
-	return c
+			used := "never"
+			if t.LastUsedAt != nil {
+				used = t.LastUsedAt.Format(time.DateOnly)
+			}
+			return []string{t.ID, oneLine(t.Name), t.CreatedAt.Format(time.DateOnly), expires, used, t.Origin}
+		})
+	})
 }
 
 // memberGrantsCommand is `caddy hearth member grants NAME [--revoke APP-ID]`.
 func memberGrantsCommand() *cobra.Command {
+	return memberListCommand(memberList{
+		use:        "grants <username> [--revoke APP-ID]",
+		short:      "Lists the applications a member has authorized (OAuth), or revokes one",
+		kind:       "grants",
+		revoked:    "revoked the access of application %s to %s",
+		revokeHelp: "Revoke the application with this APP ID: its tokens for the member stop working at once",
+		what:       "applications",
+	}, func(cmd *cobra.Command, uri string) error {
+		return printList(cmd, uri, "APP ID\tNAME\tSCOPES\tAUTHORIZED", func(g grantView) []string {
+			return []string{g.AppID, oneLine(g.Name), strings.Join(g.Scopes, " "), g.AuthorizedAt.Format(time.DateOnly)}
+		})
+	})
+}
+
+// memberList describes a member command that lists what the admin API
+// has at memberURI(NAME, kind), or with --revoke ID deletes one of them.
+type memberList struct {
+	use, short, kind string
+	// revoked is the line printed after a revocation, of the ID and the
+	// username.
+	revoked    string
+	revokeHelp string
+	// what the list holds, for --json's help.
+	what string
+}
+
+// memberListCommand is the command of l; list prints the list at uri.
+func memberListCommand(l memberList, list func(cmd *cobra.Command, uri string) error) *cobra.Command {
 	c := &cobra.Command{
-		Use:   "grants <username> [--revoke APP-ID]",
-		Short: "Lists the applications a member has authorized (OAuth), or revokes one",
+		Use:   l.use,
+		Short: l.short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if id, _ := cmd.Flags().GetString("revoke"); id != "" {
-				return adminDone(cmd, http.MethodDelete, memberURI(args[0], "grants", url.PathEscape(id)), nil, "revoked the access of application %s to %s", id, args[0])
+				return adminDone(cmd, http.MethodDelete, memberURI(args[0], l.kind, url.PathEscape(id)), nil, l.revoked, id, args[0])
 			}
-			return printList(cmd, memberURI(args[0], "grants"), "APP ID\tNAME\tSCOPES\tAUTHORIZED", func(g grantView) []string {
-				return []string{g.AppID, oneLine(g.Name), strings.Join(g.Scopes, " "), g.AuthorizedAt.Format(time.DateOnly)}
-			})
+			return list(cmd, memberURI(args[0], l.kind))
 		},
 	}
-	c.Flags().String("revoke", "", "Revoke the application with this APP ID: its tokens for the member stop working at once")
-	c.Flags().Bool("json", false, "Print the applications as JSON")
+	c.Flags().String("revoke", "", l.revokeHelp)
+	c.Flags().Bool("json", false, "Print the "+l.what+" as JSON")
 	return c
 }
 
