@@ -10,18 +10,15 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/agents"
+	"github.com/hearthkit/caddy-hearth/storage/agents/agentstest"
 )
 
 func main() {
@@ -67,26 +64,13 @@ func seed(args []string) error {
 		return err
 	}
 	for i := 0; i < *nAgents; i++ {
-		pk := randomHex(32)
-		a := &agents.Agent{
-			Pubkey:            pk,
-			Name:              fmt.Sprintf("agent %d", i),
-			Purpose:           "Summarizes the day's papers on distributed systems and answers questions about them.",
-			Capabilities:      []string{"summarize", "search", "reply"},
-			Operator:          "operator@example.org",
-			PowBits:           i % 24,
-			FirstRegisteredAt: reg,
-			RegisteredAt:      reg,
-			RegistrationEvent: randomHex(32),
-			UpdatedAt:         reg,
-			Event: json.RawMessage(`{"id":"` + randomHex(32) + `","pubkey":"` + pk + `","created_at":` +
-				strconv.FormatInt(reg, 10) + `,"kind":31339,"tags":[["d","agent"],["name","agent"]],"content":"","sig":"` + randomHex(64) + `"}`),
-		}
+		a := agentstest.Agent(i, reg, `[["d","agent"],["name","agent"]]`)
+		pk := a.Pubkey
 		if _, err := agents.Of(st).Register(context.Background(), a, func(*agents.Agent) error { return nil }); err != nil {
 			return fmt.Errorf("register agent %d: %w", i, err)
 		}
 		for d := 1; d <= 3; d++ {
-			posts = append(posts, agents.Post{ID: randomHex(32), Pubkey: pk, CreatedAt: now.Add(-time.Duration(d) * 24 * time.Hour).Unix(), Skeleton: uint64(d)})
+			posts = append(posts, agents.Post{ID: agentstest.RandomHex(32), Pubkey: pk, CreatedAt: now.Add(-time.Duration(d) * 24 * time.Hour).Unix(), Skeleton: uint64(d)})
 		}
 		if len(posts) >= 900 {
 			if err := flush(); err != nil {
@@ -100,10 +84,4 @@ func seed(args []string) error {
 		}
 	}
 	return nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }

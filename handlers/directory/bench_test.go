@@ -2,9 +2,6 @@ package directory
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/agents"
+	"github.com/hearthkit/caddy-hearth/storage/agents/agentstest"
 )
 
 // Benchmarks of the directory's performance targets; figures and commands are in
@@ -84,20 +82,8 @@ func seedAgents(s *storage.Store, n int, now time.Time) error {
 	}
 	reg := now.Add(-10 * day).Unix()
 	for i := 0; i < n; i++ {
-		pk := randomHex(32)
-		a := &agents.Agent{
-			Pubkey:            pk,
-			Name:              fmt.Sprintf("agent %d", i),
-			Purpose:           "Summarizes the day's papers on distributed systems and answers questions about them.",
-			Capabilities:      []string{"summarize", "search", "reply"},
-			Operator:          "operator@example.org",
-			PowBits:           i % 24,
-			FirstRegisteredAt: reg,
-			RegisteredAt:      reg,
-			RegistrationEvent: randomHex(32),
-			UpdatedAt:         reg,
-			Event:             json.RawMessage(`{"id":"` + randomHex(32) + `","pubkey":"` + pk + `","created_at":` + strconv.FormatInt(reg, 10) + `,"kind":31339,"tags":[["d","agent"],["name","agent"],["purpose","Summarizes the day's papers on distributed systems"],["capability","summarize"],["capability","search"],["capability","reply"],["operator","operator@example.org"],["nonce","1234567","20"]],"content":"","sig":"` + randomHex(64) + `"}`),
-		}
+		a := agentstest.Agent(i, reg, `[["d","agent"],["name","agent"],["purpose","Summarizes the day's papers on distributed systems"],["capability","summarize"],["capability","search"],["capability","reply"],["operator","operator@example.org"],["nonce","1234567","20"]]`)
+		pk := a.Pubkey
 		if i%4 == 0 {
 			a.NIP05, a.NIP05Verified, a.NIP05OKAt = fmt.Sprintf("agent%d@example.org", i), true, now.Unix()
 		}
@@ -105,7 +91,7 @@ func seedAgents(s *storage.Store, n int, now time.Time) error {
 			return err
 		}
 		for dd := 1; dd <= 3; dd++ {
-			posts = append(posts, agents.Post{ID: randomHex(32), Pubkey: pk, CreatedAt: now.Add(-time.Duration(dd) * day).Unix(), Skeleton: uint64(dd)})
+			posts = append(posts, agents.Post{ID: agentstest.RandomHex(32), Pubkey: pk, CreatedAt: now.Add(-time.Duration(dd) * day).Unix(), Skeleton: uint64(dd)})
 		}
 		if len(posts) >= 900 {
 			if err := flush(); err != nil {
@@ -114,12 +100,6 @@ func seedAgents(s *storage.Store, n int, now time.Time) error {
 		}
 	}
 	return flush()
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // leading100k is a Directory over a store of 100 k agents (seededStore),
@@ -207,7 +187,7 @@ func BenchmarkRebuildAfterOneChange100k(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		p := agents.Post{ID: randomHex(32), Pubkey: pks[i%len(pks)].Pubkey, CreatedAt: t0.Add(-time.Duration(i%600) * time.Minute).Unix()}
+		p := agents.Post{ID: agentstest.RandomHex(32), Pubkey: pks[i%len(pks)].Pubkey, CreatedAt: t0.Add(-time.Duration(i%600) * time.Minute).Unix()}
 		if _, err := d.recordPosts(b.Context(), []agents.Post{p}, t0); err != nil {
 			b.Fatal(err)
 		}
