@@ -2,6 +2,7 @@ package textindex
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"math/bits"
@@ -31,6 +32,12 @@ func (x Index) Candidates(tx *storage.Tx, needle []byte, limit, unindexed int) (
 // a small share of the documents (a word in a few per cent of them),
 // returns a Filter of them instead: a walk along the caller's order then
 // verifies only the documents the filter lets through.
+//
+// The segments are read from the newest document numbers down, and the
+// reading stops as soon as the answer is a Filter or nothing: a page of
+// the newest items, right after the store is opened, then reads the
+// postings of the few small segments that hold them, and the Filter
+// reads the others only if the walk comes to their numbers.
 func (x Index) Lookup(tx *storage.Tx, needle []byte, limit, unindexed int) (ids []string, ok bool, filter *Filter, err error) {
 	if len(needle) < 3 {
 		return nil, false, nil, nil
@@ -42,39 +49,33 @@ func (x Index) Lookup(tx *storage.Tx, needle []byte, limit, unindexed int) (ids 
 	if ids, err = x.unindexed(tx, meta, unindexed); err != nil || len(ids) > unindexed {
 		return nil, false, nil, err
 	}
-	segs, err := x.needleTrigrams(tx, meta, needle)
-	if err != nil || segs == nil {
-		return ids, err == nil, nil, err // no segment has every trigram: only the unindexed can match
-	}
-	// A posting takes about a byte a document, or more: the sizes of each
-	// segment's smallest posting bound the candidates.
-	bound := int64(0)
-	for _, postings := range segs {
-		bound += int64(len(slices.MinFunc(postings, func(a, b []byte) int { return len(a) - len(b) })))
-	}
-	filtering := bound <= int64(meta.NextDoc)/filterShare
-	if bound > 8*int64(limit) && !filtering {
-		// Far more documents than limit: a frequent phrase, which the
-		// scan along the sort order finds soon.
-		return nil, false, nil, nil
-	}
-	set := make(bitset, (int(meta.NextDoc)+63)/64)
-	for _, postings := range segs {
-		if err := intersectPostings(postings, set, meta.NextDoc); err != nil {
+	r := newPostingsReader(x, meta, needle)
+	for {
+		more, err := r.next(tx)
+		if err != nil {
 			return nil, false, nil, err
 		}
+		if !more {
+			break
+		}
+		if r.found > limit {
+			switch {
+			case r.found*filterShare <= r.docs:
+				return nil, false, r.filter(ids), nil
+			case r.found > 8*limit:
+				// Far more documents than limit: a frequent phrase,
+				// which the scan along the sort order finds soon.
+				return nil, false, nil, nil
+			}
+		}
 	}
-	if n := set.count(); n > limit {
-		if !filtering || n > int(meta.NextDoc)/filterShare {
+	if n := r.found; n > limit {
+		if n > int(meta.NextDoc)/filterShare {
 			return nil, false, nil, nil
 		}
-		open := make(map[string]bool, len(ids))
-		for _, id := range ids {
-			open[id] = true
-		}
-		return nil, false, &Filter{x: x, set: set, nextDoc: meta.NextDoc, open: open, nums: numReader{prefix: x.key("td/")}}, nil
+		return nil, false, r.filter(ids), nil
 	}
-	for i, w := range set {
+	for i, w := range r.set {
 		for w != 0 {
 			doc := uint32(i*64 + bits.TrailingZeros64(w))
 			w &= w - 1
@@ -102,16 +103,16 @@ const filterShare = 8
 // number the candidates were taken from. The caller closes it (Close)
 // before its transaction ends.
 type Filter struct {
-	x       Index
-	set     bitset
-	nextDoc uint32
-	open    map[string]bool
-	nums    numReader
+	x    Index
+	post *postingsReader // the candidates, read down to post.from()
+	open map[string]bool
+	nums numReader
 }
 
 // May reports whether document id may contain the needle: false only when
 // it certainly does not. A read of its number, far less than reading its
-// text.
+// text, and of the postings of the segments that may hold that number
+// when the filter has not read them yet.
 func (f *Filter) May(tx *storage.Tx, id string) (bool, error) {
 	if f.open[id] {
 		return true, nil
@@ -121,7 +122,15 @@ func (f *Filter) May(tx *storage.Tx, id string) (bool, error) {
 		return err == nil, err // no number (not found): a candidate
 	}
 	doc := binary.BigEndian.Uint32(v)
-	return doc >= f.nextDoc || f.set.has(doc), nil
+	if doc >= f.post.nextDoc {
+		return true, nil
+	}
+	for doc < f.post.from() {
+		if _, err := f.post.next(tx); err != nil {
+			return false, err
+		}
+	}
+	return f.post.set.has(doc), nil
 }
 
 // Close releases what the filter holds in its transaction (nil: nothing).
@@ -129,6 +138,85 @@ func (f *Filter) Close() {
 	if f != nil {
 		f.nums.close()
 	}
+}
+
+// postingsReader reads a needle's candidates segment by segment, those
+// with the highest document numbers first (Segment's Hi), into a set.
+type postingsReader struct {
+	x        Index
+	segs     []Segment // not read yet, by Hi descending
+	distinct [][]byte  // the needle's trigrams
+	order    []int     // the order of their lookups, the last one missing first
+	set      bitset
+	nextDoc  uint32
+	found    int // documents in set
+	docs     int // documents of the segments read
+}
+
+func newPostingsReader(x Index, meta *Meta, needle []byte) *postingsReader {
+	r := &postingsReader{x: x, segs: slices.Clone(meta.Segments), distinct: distinctTrigrams(needle),
+		set: make(bitset, (int(meta.NextDoc)+63)/64), nextDoc: meta.NextDoc}
+	slices.SortStableFunc(r.segs, func(a, b Segment) int { return cmp.Compare(b.Hi, a.Hi) })
+	r.order = make([]int, len(r.distinct))
+	for i := range r.order {
+		r.order[i] = i
+	}
+	return r
+}
+
+// from is the number from which the set holds every candidate: the
+// segments not read yet hold only numbers below it.
+func (r *postingsReader) from() uint32 {
+	if len(r.segs) == 0 {
+		return 0
+	}
+	return r.segs[0].Hi
+}
+
+// filter is the Filter of the candidates, reading the rest of them as
+// they are asked for; open are the queued and wide documents.
+func (r *postingsReader) filter(open []string) *Filter {
+	f := &Filter{x: r.x, post: r, open: make(map[string]bool, len(open)), nums: numReader{prefix: r.x.key("td/")}}
+	for _, id := range open {
+		f.open[id] = true
+	}
+	return f
+}
+
+// next reads the next segment: the postings of up to maxTrigrams of the
+// needle's distinct trigrams, in the order of lookups, intersected into
+// the set. A document with the needle has every one of its trigrams in
+// the segment that indexed it, so a segment without one of them is passed
+// over without reading its other postings: the trigram it lacked is
+// looked up first in the next segment (a rare word's rarest trigram is in
+// few segments, and an absent key costs a filter probe, where a frequent
+// trigram's postings are kilobytes). false when none was left.
+func (r *postingsReader) next(tx *storage.Tx) (bool, error) {
+	if len(r.segs) == 0 {
+		return false, nil
+	}
+	sg := r.segs[0]
+	r.segs = r.segs[1:]
+	r.docs += int(sg.Docs)
+	var postings [][]byte
+	k := r.x.TrigramPrefix()
+	n := len(k)
+	for j, i := range r.order[:min(len(r.order), maxTrigrams)] {
+		k = append(binary.BigEndian.AppendUint32(k[:n], sg.ID), r.distinct[i]...)
+		v, err := tx.Get(k)
+		if errors.Is(err, storage.ErrNotFound) {
+			copy(r.order[1:j+1], r.order[:j])
+			r.order[0] = i
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		postings = append(postings, v)
+	}
+	added, err := intersectPostings(postings, r.set, r.nextDoc)
+	r.found += added
+	return true, err
 }
 
 // numReader reads document numbers (td/) for a caller that asks for them
@@ -234,45 +322,6 @@ func (x Index) unindexed(tx *storage.Tx, meta *Meta, limit int) (ids []string, e
 	return ids, err
 }
 
-// needleTrigrams reads, for each live segment that has them all, the
-// postings of the needle's distinct trigrams: up to maxTrigrams of them,
-// in the order of lookups. A document with the needle has every one of
-// its trigrams in the segment that indexed it, so a segment without one of
-// them is passed over without reading its other postings: the trigram it
-// lacked is looked up first in the next segment (a rare word's rarest
-// trigram is in few segments, and an absent key costs a filter probe,
-// where a frequent trigram's postings are kilobytes). nil when no segment
-// has them.
-func (x Index) needleTrigrams(tx *storage.Tx, meta *Meta, needle []byte) ([][][]byte, error) {
-	distinct := distinctTrigrams(needle)
-	order := make([]int, len(distinct)) // the lookup order, the last one missing first
-	for i := range order {
-		order[i] = i
-	}
-	var segs [][][]byte
-	k := x.TrigramPrefix()
-	n := len(k)
-segments:
-	for _, sg := range meta.Segments {
-		var postings [][]byte
-		for j, i := range order[:min(len(order), maxTrigrams)] {
-			k = append(binary.BigEndian.AppendUint32(k[:n], sg.ID), distinct[i]...)
-			v, err := tx.Get(k)
-			if errors.Is(err, storage.ErrNotFound) {
-				copy(order[1:j+1], order[:j])
-				order[0] = i
-				continue segments
-			}
-			if err != nil {
-				return nil, err
-			}
-			postings = append(postings, v)
-		}
-		segs = append(segs, postings)
-	}
-	return segs, nil
-}
-
 // distinctTrigrams are the needle's distinct trigrams, in their order.
 func distinctTrigrams(needle []byte) [][]byte {
 	var out [][]byte
@@ -286,8 +335,8 @@ func distinctTrigrams(needle []byte) [][]byte {
 }
 
 // intersectPostings adds to set the documents below nextDoc in every one
-// of postings (one segment's), read from the smallest.
-func intersectPostings(postings [][]byte, set bitset, nextDoc uint32) error {
+// of postings (one segment's), read from the smallest, and returns how many.
+func intersectPostings(postings [][]byte, set bitset, nextDoc uint32) (int, error) {
 	slices.SortFunc(postings, func(a, b []byte) int { return len(a) - len(b) })
 	var docs []uint32
 	if err := eachPosting(postings[0], func(doc uint32) {
@@ -295,11 +344,11 @@ func intersectPostings(postings [][]byte, set bitset, nextDoc uint32) error {
 			docs = append(docs, doc)
 		}
 	}); err != nil {
-		return err
+		return 0, err
 	}
 	for _, v := range postings[1:] {
 		if len(docs) == 0 {
-			return nil
+			return 0, nil
 		}
 		kept, i := docs[:0], 0 // kept never passes i: docs is filtered in place
 		if err := eachPosting(v, func(doc uint32) {
@@ -311,12 +360,12 @@ func intersectPostings(postings [][]byte, set bitset, nextDoc uint32) error {
 				i++
 			}
 		}); err != nil {
-			return err
+			return 0, err
 		}
 		docs = kept
 	}
 	for _, doc := range docs {
 		set.set(doc)
 	}
-	return nil
+	return len(docs), nil
 }

@@ -41,10 +41,20 @@ func (x Index) Merge(st *storage.Store, stopping func() bool) error {
 			}
 			continue
 		case meta.Merging != 0:
-			if err := x.writeMergedSegment(st, meta); err != nil {
+			lo, hi, err := x.writeMergedSegment(st, meta)
+			if err != nil {
 				return err
 			}
-			if err := x.UpdateMeta(st, finishMerge); err != nil {
+			if err := x.UpdateMeta(st, func(m *Meta) { finishMerge(m, lo, hi) }); err != nil {
+				return err
+			}
+			continue
+		}
+		if i := lastUnmeasured(meta); i >= 0 {
+			// A segment written before the ranges were kept: its
+			// range, read once, lets searches pass over it. The
+			// newest first: the first pages read those.
+			if err := x.measureSegment(st, meta.Segments[i].ID); err != nil {
 				return err
 			}
 			continue
@@ -80,9 +90,48 @@ func segmentsToMerge(meta *Meta) []uint32 {
 	return byLevel[pick]
 }
 
-// finishMerge lists a merged segment in place of its sources, which it
-// marks for deletion.
-func finishMerge(m *Meta) {
+// measureSegment records the range of the document numbers of segment
+// seg, read from its postings, if it is still live.
+func (x Index) measureSegment(st *storage.Store, seg uint32) error {
+	lo, hi := uint32(0), uint32(0)
+	if err := st.View(st.Background(), func(tx *storage.Tx) error {
+		return tx.Scan(x.SegmentPrefix(seg), nil, false, false, func(_, v []byte) (bool, error) {
+			return true, eachPosting(v, func(doc uint32) { lo, hi = widen(lo, hi, doc) })
+		})
+	}); err != nil {
+		return err
+	}
+	return x.UpdateMeta(st, func(m *Meta) {
+		for i := range m.Segments {
+			if m.Segments[i].ID == seg && m.Segments[i].Hi == unknownHi {
+				m.Segments[i].Lo, m.Segments[i].Hi = lo, hi
+			}
+		}
+	})
+}
+
+// lastUnmeasured is the index of the newest segment of meta whose range
+// is unknown, or -1.
+func lastUnmeasured(meta *Meta) int {
+	for i := len(meta.Segments) - 1; i >= 0; i-- {
+		if meta.Segments[i].Hi == unknownHi {
+			return i
+		}
+	}
+	return -1
+}
+
+// widen returns the range [lo, hi) grown to hold doc (empty when hi is 0).
+func widen(lo, hi, doc uint32) (uint32, uint32) {
+	if hi == 0 {
+		return doc, doc + 1
+	}
+	return min(lo, doc), max(hi, doc+1)
+}
+
+// finishMerge lists a merged segment, whose documents' numbers are in
+// [lo, hi), in place of its sources, which it marks for deletion.
+func finishMerge(m *Meta, lo, hi uint32) {
 	var docs uint32
 	var keep []Segment
 	for _, sg := range m.Segments {
@@ -92,7 +141,7 @@ func finishMerge(m *Meta) {
 			keep = append(keep, sg)
 		}
 	}
-	m.Segments = append(keep, Segment{m.Merging, docs})
+	m.Segments = append(keep, Segment{m.Merging, docs, lo, hi})
 	m.Deleting, m.Merging, m.MergeFrom = m.MergeFrom, 0, nil
 }
 
@@ -120,9 +169,10 @@ type mergeSource struct {
 
 // writeMergedSegment writes segment meta.Merging: for every trigram, the
 // live document numbers of meta.MergeFrom, from one snapshot, in
-// transactions of about mergeChunk bytes.
-func (x Index) writeMergedSegment(st *storage.Store, meta *Meta) error {
-	return st.View(st.Background(), func(tx *storage.Tx) error {
+// transactions of about mergeChunk bytes. It returns the range of the
+// numbers it wrote, [lo, hi).
+func (x Index) writeMergedSegment(st *storage.Store, meta *Meta) (lo, hi uint32, _ error) {
+	err := st.View(st.Background(), func(tx *storage.Tx) error {
 		live, err := x.liveDocs(tx, meta.NextDoc)
 		if err != nil {
 			return err
@@ -180,6 +230,8 @@ func (x Index) writeMergedSegment(st *storage.Store, meta *Meta) error {
 			if len(docs) == 0 {
 				continue
 			}
+			lo, hi = widen(lo, hi, docs[0])
+			lo, hi = widen(lo, hi, docs[len(docs)-1])
 			v := encodePostings(docs)
 			keys = append(keys, append(append([]byte{}, target...), tri...))
 			vals = append(vals, v)
@@ -197,6 +249,7 @@ func (x Index) writeMergedSegment(st *storage.Store, meta *Meta) error {
 		}
 		return flush()
 	})
+	return lo, hi, err
 }
 
 // nextMergedPostings reads the smallest trigram among the sources and the

@@ -18,11 +18,25 @@ type Meta struct {
 	Deleting         []uint32  // merged segments whose keys are being deleted
 }
 
-// Segment is a live segment: its number and how many documents it holds.
-type Segment struct{ ID, Docs uint32 }
+// Segment is a live segment: its number, how many documents it holds,
+// and the range of their numbers, [Lo, Hi): a search for the newest
+// documents reads the segments that hold them, not every segment. A
+// segment of an index written before the ranges were kept has the whole
+// range (Lo 0, Hi unknownHi) until Merge measures it.
+type Segment struct{ ID, Docs, Lo, Hi uint32 }
+
+// unknownHi is the Hi of a segment whose range is not known yet.
+const unknownHi = math.MaxUint32
+
+// Versions of the encoded Meta: 1 without the segments' ranges (read as
+// unknown), 2 with them.
+const (
+	metaNoRanges = 1
+	metaVersion  = 2
+)
 
 func (m *Meta) encode() []byte {
-	b := []byte{1}
+	b := []byte{metaVersion}
 	b = binary.AppendUvarint(b, uint64(m.NextDoc))
 	b = binary.AppendUvarint(b, uint64(m.NextSeg))
 	b = binary.AppendUvarint(b, uint64(m.Merging))
@@ -31,6 +45,8 @@ func (m *Meta) encode() []byte {
 	for _, s := range m.Segments {
 		b = binary.AppendUvarint(b, uint64(s.ID))
 		b = binary.AppendUvarint(b, uint64(s.Docs))
+		b = binary.AppendUvarint(b, uint64(s.Lo))
+		b = binary.AppendUvarint(b, uint64(s.Hi))
 	}
 	for _, l := range [][]uint32{m.MergeFrom, m.Deleting} {
 		b = binary.AppendUvarint(b, uint64(len(l)))
@@ -74,7 +90,7 @@ func (x Index) ReadMeta(tx *storage.Tx) (*Meta, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(b) == 0 || b[0] != 1 {
+	if len(b) == 0 || (b[0] != metaNoRanges && b[0] != metaVersion) {
 		return nil, ErrBadIndex
 	}
 	d := &metaDecoder{}
@@ -88,7 +104,11 @@ func (x Index) ReadMeta(tx *storage.Tx) (*Meta, error) {
 	m.NextDoc, m.NextSeg, m.Merging = d.u32(), d.u32(), d.u32()
 	m.PendingFrom = d.next()
 	for n := d.next(); n > 0 && !d.bad; n-- {
-		m.Segments = append(m.Segments, Segment{d.u32(), d.u32()})
+		sg := Segment{ID: d.u32(), Docs: d.u32(), Hi: unknownHi}
+		if b[0] == metaVersion {
+			sg.Lo, sg.Hi = d.u32(), d.u32()
+		}
+		m.Segments = append(m.Segments, sg)
 	}
 	for _, l := range []*[]uint32{&m.MergeFrom, &m.Deleting} {
 		for n := d.next(); n > 0 && !d.bad; n-- {

@@ -2,7 +2,6 @@ package textindex
 
 import (
 	"encoding/binary"
-	"math/bits"
 	"sync"
 
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -25,13 +24,6 @@ type bitset []uint64
 
 func (b bitset) set(i uint32)      { b[i>>6] |= 1 << (i & 63) }
 func (b bitset) has(i uint32) bool { return int(i>>6) < len(b) && b[i>>6]&(1<<(i&63)) != 0 }
-func (b bitset) count() int {
-	n := 0
-	for _, w := range b {
-		n += bits.OnesCount64(w)
-	}
-	return n
-}
 
 // postingBuf is the indexer's scratch space: the (trigram, document)
 // pairs of a batch and the radix sort's other buffer, a bit per possible
@@ -153,7 +145,7 @@ func (x Index) IndexPending(tx *storage.Tx, texts Texts, limit int) (int, error)
 		if err := x.writePostings(tx, meta.NextSeg, sortPairsByTrigram(bufs.pairs, &bufs.tmp)); err != nil {
 			return 0, err
 		}
-		meta.Segments = append(meta.Segments, Segment{meta.NextSeg, nextDoc - meta.NextDoc})
+		meta.Segments = append(meta.Segments, Segment{meta.NextSeg, nextDoc - meta.NextDoc, meta.NextDoc, nextDoc})
 		meta.NextSeg++
 	}
 	meta.NextDoc = nextDoc

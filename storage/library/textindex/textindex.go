@@ -23,7 +23,8 @@
 //	tw/<id>             empty: a document with too many distinct trigrams for the
 //	                    index (MaxDocTrigrams): every search verifies it
 //	tm                  Meta: next document number and segment, the live
-//	                    segments, a merge or deletion under way
+//	                    segments (each with the range of its document
+//	                    numbers), a merge or deletion under way
 //
 // tp is written in the same transaction as the text it stands for, and the
 // indexer turns queued documents into a new segment in one transaction
