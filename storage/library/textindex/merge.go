@@ -54,7 +54,7 @@ func (x Index) Merge(st *storage.Store, stopping func() bool) error {
 			// A segment written before the ranges were kept: its
 			// range, read once, lets searches pass over it. The
 			// newest first: the first pages read those.
-			if err := x.measureSegment(st, meta.Segments[i].ID); err != nil {
+			if err := x.measureSegment(st, meta.Segments[i].ID, stopping); err != nil {
 				return err
 			}
 			continue
@@ -91,11 +91,16 @@ func segmentsToMerge(meta *Meta) []uint32 {
 }
 
 // measureSegment records the range of the document numbers of segment
-// seg, read from its postings, if it is still live.
-func (x Index) measureSegment(st *storage.Store, seg uint32) error {
+// seg, read from its postings, if it is still live. Stopping ends it
+// early (a large segment takes seconds to read).
+func (x Index) measureSegment(st *storage.Store, seg uint32, stopping func() bool) error {
 	lo, hi := uint32(0), uint32(0)
 	if err := st.View(st.Background(), func(tx *storage.Tx) error {
+		n := 0
 		return tx.Scan(x.SegmentPrefix(seg), nil, false, false, func(_, v []byte) (bool, error) {
+			if n++; n%1024 == 0 && stopping() {
+				return false, ErrStopped
+			}
 			return true, eachPosting(v, func(doc uint32) { lo, hi = widen(lo, hi, doc) })
 		})
 	}); err != nil {
