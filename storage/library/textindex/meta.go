@@ -8,7 +8,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
-// Meta is the state of an index (tm).
+// Meta is the state of an index (tm, and tr for the segments' ranges).
 type Meta struct {
 	NextDoc, NextSeg uint32
 	PendingFrom      uint64    // the low water mark of tp
@@ -21,22 +21,19 @@ type Meta struct {
 // Segment is a live segment: its number, how many documents it holds,
 // and the range of their numbers, [Lo, Hi): a search for the newest
 // documents reads the segments that hold them, not every segment. A
-// segment of an index written before the ranges were kept has the whole
-// range (Lo 0, Hi unknownHi) until Merge measures it.
+// segment without a recorded range (written before the ranges were kept,
+// or by a version that did not keep them) has the whole range (Lo 0, Hi
+// unknownHi) until Merge measures it.
 type Segment struct{ ID, Docs, Lo, Hi uint32 }
 
-// unknownHi is the Hi of a segment whose range is not known yet.
+// unknownHi is the Hi of a segment whose range is not known.
 const unknownHi = math.MaxUint32
 
-// Versions of the encoded Meta: 1 without the segments' ranges (read as
-// unknown), 2 with them.
-const (
-	metaNoRanges = 1
-	metaVersion  = 2
-)
-
+// The ranges are a key of their own (tr) beside tm, whose encoding is
+// unchanged: a version without them still reads the index (and what it
+// writes leaves its segments without a range, measured again later).
 func (m *Meta) encode() []byte {
-	b := []byte{metaVersion}
+	b := []byte{1}
 	b = binary.AppendUvarint(b, uint64(m.NextDoc))
 	b = binary.AppendUvarint(b, uint64(m.NextSeg))
 	b = binary.AppendUvarint(b, uint64(m.Merging))
@@ -45,8 +42,6 @@ func (m *Meta) encode() []byte {
 	for _, s := range m.Segments {
 		b = binary.AppendUvarint(b, uint64(s.ID))
 		b = binary.AppendUvarint(b, uint64(s.Docs))
-		b = binary.AppendUvarint(b, uint64(s.Lo))
-		b = binary.AppendUvarint(b, uint64(s.Hi))
 	}
 	for _, l := range [][]uint32{m.MergeFrom, m.Deleting} {
 		b = binary.AppendUvarint(b, uint64(len(l)))
@@ -55,6 +50,26 @@ func (m *Meta) encode() []byte {
 		}
 	}
 	return b
+}
+
+// encodeRanges encodes the known ranges of the live segments (tr):
+// segment, Lo and Hi in turn.
+func (m *Meta) encodeRanges() []byte {
+	b := []byte{1}
+	for _, s := range m.Segments {
+		if s.Hi != unknownHi {
+			b = binary.AppendUvarint(binary.AppendUvarint(binary.AppendUvarint(b, uint64(s.ID)), uint64(s.Lo)), uint64(s.Hi))
+		}
+	}
+	return b
+}
+
+// put writes m (tm and tr).
+func (x Index) put(tx *storage.Tx, m *Meta) error {
+	if err := tx.Put(x.MetaKey(), m.encode(), 0); err != nil {
+		return err
+	}
+	return tx.Put(x.rangesKey(), m.encodeRanges(), 0)
 }
 
 // metaDecoder reads the numbers of an encoded Meta in turn.
@@ -83,14 +98,51 @@ func (d *metaDecoder) u32() uint32 {
 // ReadMeta reads the index's state (that of an empty index when none).
 func (x Index) ReadMeta(tx *storage.Tx) (*Meta, error) {
 	m := &Meta{NextSeg: 1}
-	b, err := tx.Get(x.MetaKey())
+	d, err := readNumbers(tx, x.MetaKey())
+	if d == nil || err != nil {
+		return m, err
+	}
+	m.NextDoc, m.NextSeg, m.Merging = d.u32(), d.u32(), d.u32()
+	m.PendingFrom = d.next()
+	for n := d.next(); n > 0 && !d.bad; n-- {
+		m.Segments = append(m.Segments, Segment{ID: d.u32(), Docs: d.u32(), Hi: unknownHi})
+	}
+	for _, l := range []*[]uint32{&m.MergeFrom, &m.Deleting} {
+		for n := d.next(); n > 0 && !d.bad; n-- {
+			*l = append(*l, d.u32())
+		}
+	}
+	if d.bad || d.i != len(d.vals) {
+		return nil, ErrBadIndex
+	}
+	if d, err = readNumbers(tx, x.rangesKey()); d == nil || err != nil {
+		return m, err
+	}
+	for d.i < len(d.vals) && !d.bad {
+		id, lo, hi := d.u32(), d.u32(), d.u32()
+		for i := range m.Segments {
+			if m.Segments[i].ID == id {
+				m.Segments[i].Lo, m.Segments[i].Hi = lo, hi
+			}
+		}
+	}
+	if d.bad {
+		return nil, ErrBadIndex
+	}
+	return m, nil
+}
+
+// readNumbers reads the uvarints of key after its version byte (1); nil
+// when the key is absent.
+func readNumbers(tx *storage.Tx, key []byte) (*metaDecoder, error) {
+	b, err := tx.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
-		return m, nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if len(b) == 0 || (b[0] != metaNoRanges && b[0] != metaVersion) {
+	if len(b) == 0 || b[0] != 1 {
 		return nil, ErrBadIndex
 	}
 	d := &metaDecoder{}
@@ -101,24 +153,7 @@ func (x Index) ReadMeta(tx *storage.Tx) (*Meta, error) {
 		}
 		d.vals, rest = append(d.vals, v), rest[n:]
 	}
-	m.NextDoc, m.NextSeg, m.Merging = d.u32(), d.u32(), d.u32()
-	m.PendingFrom = d.next()
-	for n := d.next(); n > 0 && !d.bad; n-- {
-		sg := Segment{ID: d.u32(), Docs: d.u32(), Hi: unknownHi}
-		if b[0] == metaVersion {
-			sg.Lo, sg.Hi = d.u32(), d.u32()
-		}
-		m.Segments = append(m.Segments, sg)
-	}
-	for _, l := range []*[]uint32{&m.MergeFrom, &m.Deleting} {
-		for n := d.next(); n > 0 && !d.bad; n-- {
-			*l = append(*l, d.u32())
-		}
-	}
-	if d.bad || d.i != len(d.vals) {
-		return nil, ErrBadIndex
-	}
-	return m, nil
+	return d, nil
 }
 
 // UpdateMeta changes the index's state in a transaction of its own.
@@ -129,7 +164,7 @@ func (x Index) UpdateMeta(st *storage.Store, fn func(m *Meta)) error {
 			return err
 		}
 		fn(m)
-		return tx.Put(x.MetaKey(), m.encode(), 0)
+		return x.put(tx, m)
 	})
 }
 

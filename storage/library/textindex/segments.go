@@ -149,7 +149,7 @@ func (x Index) IndexPending(tx *storage.Tx, texts Texts, limit int) (int, error)
 		meta.NextSeg++
 	}
 	meta.NextDoc = nextDoc
-	return taken, tx.Put(x.MetaKey(), meta.encode(), 0)
+	return taken, x.put(tx, meta)
 }
 
 // addDoc gives document id its place in the index, as number doc when it

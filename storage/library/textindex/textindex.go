@@ -23,8 +23,10 @@
 //	tw/<id>             empty: a document with too many distinct trigrams for the
 //	                    index (MaxDocTrigrams): every search verifies it
 //	tm                  Meta: next document number and segment, the live
-//	                    segments (each with the range of its document
-//	                    numbers), a merge or deletion under way
+//	                    segments, a merge or deletion under way
+//	tr                  the range of the document numbers of each live
+//	                    segment, written with tm (a segment it lacks is read
+//	                    whatever the numbers asked for, until measured)
 //
 // tp is written in the same transaction as the text it stands for, and the
 // indexer turns queued documents into a new segment in one transaction
@@ -98,9 +100,11 @@ func (x Index) SegmentPrefix(seg uint32) []byte {
 // MetaKey is the key of the index's Meta.
 func (x Index) MetaKey() []byte { return x.key("tm") }
 
+func (x Index) rangesKey() []byte { return x.key("tr") }
+
 // KeyNames are the names of the index's keys under its prefix (for
 // measuring its size).
-var KeyNames = []string{"tg", "td", "tn", "tm", "tp", "tq", "tw"}
+var KeyNames = []string{"tg", "td", "tn", "tm", "tr", "tp", "tq", "tw"}
 
 // ErrStopped is returned by work the indexer's owner stopped.
 var ErrStopped = errors.New("search index: stopped")

@@ -1,6 +1,7 @@
 package textindex
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -324,10 +325,12 @@ func TestFilterAnswersInAnyOrder(t *testing.T) {
 	}
 }
 
-// An index written before segments had ranges (Meta version 1) is read
-// with every segment's range unknown, gives the same candidates, and the
-// next Build measures the ranges its segments had been written with.
-func TestMetaWithoutRangesIsUpgraded(t *testing.T) {
+// The segments' ranges are a key of their own: the index's Meta (tm) is
+// encoded as a version without them wrote and reads it. An index without
+// them (written before them, or by such a version) is read with every
+// segment's range unknown, gives the same candidates, and the next Build
+// measures the ranges its segments had been written with.
+func TestSegmentsWithoutRangesAreMeasured(t *testing.T) {
 	st := storagetest.Open(t)
 	var want []string
 	for i := range 600 {
@@ -353,8 +356,8 @@ func TestMetaWithoutRangesIsUpgraded(t *testing.T) {
 	if len(written.Segments) < 2 {
 		t.Fatalf("segments: %+v", written.Segments)
 	}
-	// The same state as version 1 wrote it.
-	v1 := binary.AppendUvarint([]byte{metaNoRanges}, uint64(written.NextDoc))
+	// tm as the version without ranges wrote it.
+	v1 := binary.AppendUvarint([]byte{1}, uint64(written.NextDoc))
 	for _, v := range []uint64{uint64(written.NextSeg), 0, written.PendingFrom, uint64(len(written.Segments))} {
 		v1 = binary.AppendUvarint(v1, v)
 	}
@@ -362,23 +365,32 @@ func TestMetaWithoutRangesIsUpgraded(t *testing.T) {
 		v1 = binary.AppendUvarint(binary.AppendUvarint(v1, uint64(sg.ID)), uint64(sg.Docs))
 	}
 	v1 = append(v1, 0, 0) // no merge, no deletion
-	if err := st.Update(t.Context(), func(tx *storage.Tx) error { return tx.Put(testIndex.MetaKey(), v1, 0) }); err != nil {
+	if err := st.Update(t.Context(), func(tx *storage.Tx) error {
+		tm, err := tx.Get(testIndex.MetaKey())
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(tm, v1) {
+			t.Fatalf("tm %x, want %x as a version without ranges wrote it", tm, v1)
+		}
+		return tx.Delete(testIndex.rangesKey())
+	}); err != nil {
 		t.Fatal(err)
 	}
 	old := readMeta()
 	for i, sg := range old.Segments {
 		if sg != (Segment{written.Segments[i].ID, written.Segments[i].Docs, 0, unknownHi}) {
-			t.Fatalf("version 1 read as %+v, want %+v with an unknown range", old.Segments, written.Segments)
+			t.Fatalf("without ranges read as %+v, want %+v with an unknown range", old.Segments, written.Segments)
 		}
 	}
 	if got := candidates(t, st, "quokka"); !slices.Equal(got, want) {
-		t.Fatalf("candidates before the upgrade %v, want %v", got, want)
+		t.Fatalf("candidates before the ranges are measured %v, want %v", got, want)
 	}
 	build(t, st)
 	if got := readMeta(); !slices.Equal(got.Segments, written.Segments) {
-		t.Fatalf("segments after the upgrade %+v, want %+v", got.Segments, written.Segments)
+		t.Fatalf("segments once measured %+v, want %+v", got.Segments, written.Segments)
 	}
 	if got := candidates(t, st, "quokka"); !slices.Equal(got, want) {
-		t.Fatalf("candidates after the upgrade %v, want %v", got, want)
+		t.Fatalf("candidates once the ranges are measured %v, want %v", got, want)
 	}
 }
