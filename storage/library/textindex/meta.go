@@ -8,7 +8,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
-// Meta is the state of an index (tm, and tr for the segments' ranges).
+// Meta is the state of an index (tm, and ta for the segments' ranges).
 type Meta struct {
 	NextDoc, NextSeg uint32
 	PendingFrom      uint64    // the low water mark of tp
@@ -29,7 +29,7 @@ type Segment struct{ ID, Docs, Lo, Hi uint32 }
 // unknownHi is the Hi of a segment whose range is not known.
 const unknownHi = math.MaxUint32
 
-// The ranges are a key of their own (tr) beside tm, whose encoding is
+// The ranges are a key of their own (ta) beside tm, whose encoding is
 // unchanged: a version without them still reads the index (and what it
 // writes leaves its segments without a range, measured again later).
 func (m *Meta) encode() []byte {
@@ -52,7 +52,7 @@ func (m *Meta) encode() []byte {
 	return b
 }
 
-// encodeRanges encodes the known ranges of the live segments (tr):
+// encodeRanges encodes the known ranges of the live segments (ta):
 // segment, Lo and Hi in turn.
 func (m *Meta) encodeRanges() []byte {
 	b := []byte{1}
@@ -64,7 +64,7 @@ func (m *Meta) encodeRanges() []byte {
 	return b
 }
 
-// put writes m (tm and tr).
+// put writes m (tm and ta).
 func (x Index) put(tx *storage.Tx, m *Meta) error {
 	if err := tx.Put(x.MetaKey(), m.encode(), 0); err != nil {
 		return err

@@ -24,7 +24,7 @@
 //	                    index (MaxDocTrigrams): every search verifies it
 //	tm                  Meta: next document number and segment, the live
 //	                    segments, a merge or deletion under way
-//	tr                  the range of the document numbers of each live
+//	ta                  the range of the document numbers of each live
 //	                    segment, written with tm (a segment it lacks is read
 //	                    whatever the numbers asked for, until measured)
 //
@@ -100,11 +100,14 @@ func (x Index) SegmentPrefix(seg uint32) []byte {
 // MetaKey is the key of the index's Meta.
 func (x Index) MetaKey() []byte { return x.key("tm") }
 
-func (x Index) rangesKey() []byte { return x.key("tr") }
+// rangesKey is the key of the segments' ranges: "ta", away from tq, which
+// every writer of a text reads (on PostgreSQL a key written next to it by
+// each indexing transaction made writers' transactions retry).
+func (x Index) rangesKey() []byte { return x.key("ta") }
 
 // KeyNames are the names of the index's keys under its prefix (for
 // measuring its size).
-var KeyNames = []string{"tg", "td", "tn", "tm", "tr", "tp", "tq", "tw"}
+var KeyNames = []string{"tg", "td", "tn", "tm", "ta", "tp", "tq", "tw"}
 
 // ErrStopped is returned by work the indexer's owner stopped.
 var ErrStopped = errors.New("search index: stopped")
