@@ -305,7 +305,11 @@ func TestCommonWordSearchCachedExact(t *testing.T) {
 	has := map[string]bool{}
 	var ids []string // oldest first
 	for from := 0; from < n; from += 100 {
+		// The batch's ids are kept only once its transaction committed: an
+		// engine may run the function again after a conflict.
+		var batch []string
 		err := st.Update(t.Context(), func(tx *storage.Tx) error {
+			batch = batch[:0]
 			for i := from; i < from+100; i++ {
 				title, text := "t", fmt.Sprintf("plain words %d", i)
 				switch i % 25 {
@@ -319,7 +323,7 @@ func TestCommonWordSearchCachedExact(t *testing.T) {
 				if err := writeItem(tx, itemChange{it: it, content: &ItemContent{Text: text}}); err != nil {
 					return err
 				}
-				ids = append(ids, it.ID)
+				batch = append(batch, it.ID)
 				has[it.ID] = i%25 == 0
 			}
 			return nil
@@ -327,6 +331,7 @@ func TestCommonWordSearchCachedExact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		ids = append(ids, batch...)
 	}
 	waitIndexed(t, st, m.ID)
 	check := func(when string) {
