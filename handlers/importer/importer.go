@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -462,8 +463,11 @@ func hasCols(cols []string, want ...string) bool {
 // unixTime reads Unix seconds ("" or bad: zero time).
 func unixTime(s string) time.Time {
 	s = strings.TrimSpace(s)
-	var n int64
-	if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 || fmt.Sprint(n) != s {
+	// Only a positive number in its plain decimal form (no sign, leading
+	// zeros or base prefix); strconv, not fmt, which allocates for every
+	// date an export writes.
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || strconv.FormatInt(n, 10) != s {
 		return time.Time{}
 	}
 	return time.Unix(n, 0).UTC()
@@ -494,11 +498,31 @@ func parseDate(s string) (time.Time, bool) {
 		return t, true
 	}
 	for _, l := range dateLayouts {
+		if !layoutMayFit(l, s) {
+			continue
+		}
 		if t, err := time.Parse(l, s); err == nil {
 			return t.UTC(), true
 		}
 	}
 	return time.Time{}, false
+}
+
+// layoutMayFit is false when s cannot be in layout l (one of dateLayouts)
+// for its length or the byte that follows the date: time.Parse's error for
+// a layout tried in vain is allocated, once per layout before the one that
+// fits, for every date of an export. The year, month and day each take a
+// fixed number of digits, so the separator is s[10]; the first layout that
+// parses s is the same as without this check.
+func layoutMayFit(l, s string) bool {
+	switch {
+	case strings.HasPrefix(l, "Mon,"):
+		return len(s) > 3 && s[3] == ','
+	case len(l) == 10:
+		return len(s) == 10
+	default:
+		return len(s) > 10 && s[10] == l[10]
+	}
 }
 
 // splitLabels splits a label list on any of seps, trimmed, without empty
