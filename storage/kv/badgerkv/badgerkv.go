@@ -455,7 +455,17 @@ func (t *tx) Put(key, val []byte, ttl time.Duration) error {
 	if len(val) >= ValueThreshold {
 		t.bigValue = true
 	}
-	en := badger.NewEntry(bytes.Clone(key), bytes.Clone(val))
+	// Badger keeps both until the commit, the caller's may change: one
+	// copy of the two (each capped, so that an append cannot run into the
+	// other) instead of two, for the many small keys a write has.
+	buf := make([]byte, len(key)+len(val))
+	n := copy(buf, key)
+	copy(buf[n:], val)
+	k, v := buf[:n:n], buf[n:]
+	if val == nil {
+		v = nil
+	}
+	en := badger.NewEntry(k, v)
 	if ttl > 0 {
 		// Badger keeps whole seconds and hides a key once now ≥ ExpiresAt;
 		// rounded up, so a key lives at least ttl (at most 1 s more).
