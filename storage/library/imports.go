@@ -668,6 +668,24 @@ func (s Store) ImportLabels(ctx context.Context, memberID string, names []string
 // label names are, see labelNameFold), created with the export's color if
 // it has none. cache holds the names found in this transaction.
 func importLabel(tx *storage.Tx, memberID, name string, cache, colors map[string]string) (string, error) {
+	// A name as the export writes it, found before in this transaction:
+	// its label without checking and folding it again (the fold allocates,
+	// and an export repeats its few names on every row).
+	if id, ok := cache[labelAsWritten+name]; ok {
+		return id, nil
+	}
+	id, err := importLabelFolded(tx, memberID, name, cache, colors)
+	if err == nil {
+		cache[labelAsWritten+name] = id
+	}
+	return id, err
+}
+
+// labelAsWritten begins importLabel's cache keys of names as the export
+// writes them (no folded name has a NUL).
+const labelAsWritten = "\x00="
+
+func importLabelFolded(tx *storage.Tx, memberID, name string, cache, colors map[string]string) (string, error) {
 	color := DefaultImportLabelColor
 	if c, ok := colors[strings.TrimSpace(name)]; ok && colorRE.MatchString(c) {
 		color = c
