@@ -38,6 +38,10 @@ type libraryTx struct {
 	// itemMembers lists the members whose items this transaction wrote
 	// or removed, whose items version it sets (flushItemsVersions).
 	itemMembers []string
+	// readyMember is a member whose search keys this transaction found
+	// (or marked) complete at searchIndexVersion: firstItemReady does not
+	// read them again for each item of an import's batch.
+	readyMember string
 }
 
 var libraryState = storage.NewTxState[libraryTx]()

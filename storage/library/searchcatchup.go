@@ -223,7 +223,14 @@ func (s Store) eachItemBatch(memberID string, stopping func() bool, fn func(tx *
 // firstItemReady marks a member's index built when id is its first item
 // (the indexer writes nothing for members without items).
 func firstItemReady(tx *storage.Tx, memberID, id string) error {
+	lt := libraryState.Of(tx)
+	if lt.readyMember == memberID && memberID != "" {
+		return nil
+	}
 	if v, err := searchVersion(tx, memberID); err != nil || v == searchIndexVersion {
+		if err == nil {
+			lt.readyMember = memberID
+		}
 		return err
 	}
 	prefix := itemKey(memberID, "")
@@ -237,6 +244,7 @@ func firstItemReady(tx *storage.Tx, memberID, id string) error {
 	if other {
 		return nil // the indexer builds it
 	}
+	lt.readyMember = memberID
 	return tx.Put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
 }
 
