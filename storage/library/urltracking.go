@@ -54,6 +54,9 @@ func withoutTracking(rawQuery string) string {
 // urlKeyForm is the form of a saved URL its key is made from: u without
 // tracking parameters (u as it is if it does not parse).
 func urlKeyForm(u string) string {
+	if !strings.Contains(u, "?") {
+		return u // no query: nothing to drop, and no parse (an import's every item)
+	}
 	p, err := url.Parse(u)
 	if err != nil || p.RawQuery == "" {
 		return u
