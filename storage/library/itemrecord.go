@@ -44,6 +44,19 @@ func appendRecordOptTime(b []byte, t *time.Time) []byte {
 	return appendRecordTime(append(b, 1), *t)
 }
 
+// itemRecordCap bounds the length of it's record, so that writeItem
+// allocates it once instead of growing it field by field.
+func itemRecordCap(it *SavedItem) int {
+	n := 1 + 12*binary.MaxVarintLen64 + len(it.ID) + len(it.MemberID) + len(it.Type) + len(it.Status) +
+		len(it.Title) + len(it.OriginalURL) + len(it.SourceDomain) + len(it.Description) + len(it.Author) +
+		len(it.LeadImage) + len(it.FromName) + len(it.FromAddress)
+	n += 2*binary.MaxVarintLen64 + 8 + 1 + 4*2*binary.MaxVarintLen64 + 2 + binary.MaxVarintLen64
+	for _, l := range it.LabelIDs {
+		n += binary.MaxVarintLen64 + len(l)
+	}
+	return n
+}
+
 func appendItemRecord(b []byte, it *SavedItem) []byte {
 	b = append(b, itemRecordV1)
 	for _, s := range [...]string{it.ID, it.MemberID, it.Type, it.Status, it.Title, it.OriginalURL,

@@ -66,7 +66,7 @@ func writeItem(tx *storage.Tx, c itemChange) error {
 	if err := writeLabelLinks(tx, old, it); err != nil {
 		return err
 	}
-	rec := appendItemRecord(nil, it)
+	rec := appendItemRecord(make([]byte, 0, itemRecordCap(it)), it)
 	if err := writeIndexEntries(tx, old, it, rec); err != nil {
 		return err
 	}
