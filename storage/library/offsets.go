@@ -158,10 +158,6 @@ func fenceDeltas(tx *storage.Tx, moves []fenceMove) (map[string]*fenceDelta, err
 // fencesBuilt returns the members of moves whose fences are built, or nil
 // for none.
 func fencesBuilt(tx *storage.Tx, moves []fenceMove) (map[string]bool, error) {
-	one := true // the usual transaction: one member's items
-	for _, mv := range moves {
-		one = one && mv.memberID == moves[0].memberID
-	}
 	var built map[string]bool
 	read := map[string]bool{}
 	for _, mv := range moves {
@@ -178,9 +174,6 @@ func fencesBuilt(tx *storage.Tx, moves []fenceMove) (map[string]bool, error) {
 				built = map[string]bool{}
 			}
 			built[mv.memberID] = true
-		}
-		if one {
-			break
 		}
 	}
 	return built, nil
