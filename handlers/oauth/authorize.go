@@ -57,10 +57,10 @@ type authRequest struct {
 // never redirected (RFC 6749 section 4.1.2.1).
 type pageError struct{ text string }
 
-// authRequest is parseAuthRequest answering its errors: a *pageError on a
+// readAuthRequest is parseAuthRequest answering its errors: a *pageError on a
 // page, an *oauthErr on the client's redirect URI; ok is false when it
 // answered.
-func (s *Server) authRequest(w http.ResponseWriter, r *http.Request, v url.Values) (req *authRequest, ok bool) {
+func (s *Server) readAuthRequest(w http.ResponseWriter, r *http.Request, v url.Values) (req *authRequest, ok bool) {
 	req, perr, oerr := s.parseAuthRequest(r.Context(), v)
 	if perr != nil {
 		s.errorPage(w, r, http.StatusBadRequest, perr.text)
@@ -265,7 +265,7 @@ func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, t
 
 func (s *Server) showConsent(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	req, ok := s.authRequest(w, r, q)
+	req, ok := s.readAuthRequest(w, r, q)
 	if !ok {
 		return
 	}
@@ -393,7 +393,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusBadRequest, "The form could not be read. Go back and try again.")
 		return
 	}
-	req, ok := s.authRequest(w, r, r.PostForm)
+	req, ok := s.readAuthRequest(w, r, r.PostForm)
 	if !ok {
 		return
 	}
