@@ -800,7 +800,7 @@ func TestTwoNodes(t *testing.T) {
 	t.Run("8 items created on both nodes at once have distinct ids", func(t *testing.T) {
 		createMember(t, a, "erin", password)
 		tok := apiToken(t, a, "erin")
-		// 1000 items by default (the study's 10 000 with
+		// 1000 items by default (10 000 with
 		// HEARTH_CLUSTER_ITEMS=10000): ids made in the same millisecond
 		// on both nodes must still differ.
 		const workers = 4 // per node
