@@ -84,3 +84,25 @@ func TestStorageLayersRunDownwards(t *testing.T) {
 		}
 	}
 }
+
+// TestTextIndexKnowsNoDomain: the text index knows documents only by id
+// and reads their texts through textindex.Texts, the seam where an
+// engine's own index could answer instead. It imports nothing of the
+// module but the core and the engines' interface: no domain (the
+// library, members), nothing above storage/ (and the core imports no
+// domain: TestStorageLayersRunDownwards).
+func TestTextIndexKnowsNoDomain(t *testing.T) {
+	const module = testimports.Module
+	allowed := func(path string) bool {
+		rest, ok := strings.CutPrefix(path, module)
+		return !ok || rest == "storage" || rest == "storage/kv"
+	}
+	for _, p := range testimports.List(t, testimports.Options{}, 1, "storage/library/textindex") {
+		for _, dep := range p.Imports {
+			if !allowed(dep) {
+				t.Errorf("%s imports %s: the text index knows only the core and storage/kv",
+					strings.TrimPrefix(p.Path, module), strings.TrimPrefix(dep, module))
+			}
+		}
+	}
+}
