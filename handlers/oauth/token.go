@@ -225,7 +225,7 @@ func safeName(k string) string {
 // authentication at all and is ignored, as Doorkeeper 5.8's
 // ClientAuthentication only reads Basic credentials from the header.
 func (s *Server) clientAuth(r *http.Request, p map[string]string) (*grants.App, *oauthErr) {
-	if h := r.Header.Get("Authorization"); len(h) >= 6 && strings.EqualFold(h[:6], "basic ") {
+	if _, _, basic, _ := basicCredentials(r); basic {
 		return nil, errInvalidClient
 	}
 	id, secret := p["client_id"], p["client_secret"]

@@ -585,7 +585,7 @@ func (s Store) InboundInfo(ctx context.Context, memberID string) (*Inbound, erro
 }
 
 // id is the address's id. Records made before addresses had ids get one
-// in the form of new ids (secret.go), from the creation time, stable
+// in the form of new ids (storage/secret.go), from the creation time, stable
 // across reads.
 func (in *Inbound) id() string {
 	if in.ID != "" {
