@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -216,4 +217,50 @@ func keyParams(fn *ast.FuncDecl) map[string]bool {
 		}
 	}
 	return out
+}
+
+// TestNoOtherPackageMakesLibraryKeys: the checks above read this package
+// only; no other package of the repository (tests aside) makes a key of
+// the library's families with storage.Key, so none writes one either.
+func TestNoOtherPackageMakesLibraryKeys(t *testing.T) {
+	var names []string
+	for _, fam := range []keyFamily{itemKeys, fenceKeys, listKeys} {
+		names = append(names, fam.names...)
+	}
+	fset := token.NewFileSet()
+	files := 0
+	err := filepath.WalkDir(filepath.Join("..", ".."), func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); n == ".git" || n == "testdata" || n == "node_modules" || name == filepath.Join("..", "..", "storage", "library") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			return err
+		}
+		files++
+		ast.Inspect(f, func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok {
+				if sel, ok := c.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Key" && storageKeyOf(c.Args, names) {
+					t.Errorf("%s makes a key of the library's: only storage/library does", fset.Position(c.Pos()))
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 100 {
+		t.Fatalf("only %d files read: the walk no longer finds the code", files)
+	}
 }
