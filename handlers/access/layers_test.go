@@ -1,6 +1,7 @@
 package access_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,6 +20,25 @@ func TestServicesNeverImportCaddy(t *testing.T) {
 			if strings.HasPrefix(dep, "github.com/caddyserver/caddy") || strings.HasPrefix(dep, module+"caddymodule") || strings.HasPrefix(dep, module+"cmd/") {
 				t.Errorf("%s imports %s (directly or through another package): a service never depends on Caddy",
 					strings.TrimPrefix(p.Path, module), dep)
+			}
+		}
+	}
+}
+
+// TestSharedPackagesImportNoService: what the services share (who a
+// request acts for, Inboxt's error shapes and the Gate, the rate limiter,
+// the outbound fetcher, the collectors) sits under them: none of these
+// packages imports a service under handlers/, directly or through another
+// package (docs/architecture.md, "The layers").
+func TestSharedPackagesImportNoService(t *testing.T) {
+	const module = testimports.Module
+	shared := []string{"handlers/access", "handlers/inboxtapi", "handlers/ratelimit", "handlers/safefetch", "handlers/metrics"}
+	for _, p := range testimports.List(t, testimports.Options{Deps: true}, len(shared), shared...) {
+		for _, dep := range p.Imports {
+			rest, ok := strings.CutPrefix(dep, module)
+			if ok && strings.HasPrefix(rest, "handlers/") && !slices.Contains(shared, rest) {
+				t.Errorf("%s imports %s (directly or through another package): a shared package must not import a service",
+					strings.TrimPrefix(p.Path, module), rest)
 			}
 		}
 	}
