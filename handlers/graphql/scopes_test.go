@@ -8,10 +8,12 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/handlers/access"
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
@@ -410,6 +412,14 @@ func scopeProbes() []scopeProbe {
 	}}
 }
 
+// declaredRoutes is every package's declarations: the GraphQL API's, the
+// routes hearth_graphql serves beside it, and the Mastodon routes
+// (TestEveryDeclaredRouteIsListed checks that none is left out).
+func declaredRoutes() []access.Route {
+	return slices.Concat(graphql.Routes(), []access.Route{importer.Route, omnivore.Route,
+		export.APIRoute, export.EPUBRoute, export.ImageRoute, export.FeedsRoute, export.FeedsChangeRoute}, oauth.Routes())
+}
+
 // Every route that takes credentials, asked with every kind of credential:
 // a query needs read, a mutation write (and read for anything its result
 // shows beyond ids and success), an import write; the Mastodon routes keep
@@ -424,11 +434,7 @@ func TestEveryRouteHoldsItsScopes(t *testing.T) {
 			covered[r] = true
 		}
 	}
-	// Every package's declarations: the GraphQL API's, the routes
-	// hearth_graphql serves beside it, and the Mastodon routes.
-	declared := append(graphql.Routes(), importer.Route, omnivore.Route,
-		export.APIRoute, export.EPUBRoute, export.ImageRoute, export.FeedsRoute, export.FeedsChangeRoute)
-	for _, r := range append(declared, oauth.Routes()...) {
+	for _, r := range declaredRoutes() {
 		if !covered[r.Name] {
 			t.Errorf("route %q is declared but no probe asks it", r.Name)
 		}
