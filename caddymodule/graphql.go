@@ -213,10 +213,11 @@ func (h *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 
 // serveUnlogged serves a request that carries a secret Caddy's access log
 // would write: a newsletter inbound URL has the member's inbound secret in
-// its path, as a content download URL and a feed URL have their capability, and the mail webhook has its shared secret in a request header
-// (Caddy's log redacts only Authorization and Cookie). The request is left
-// out of the access log (the log_skip variable) and logged here instead,
-// without headers and with uri as the path to record.
+// its path, as a content download URL and a feed URL have their
+// capability, and the mail webhook has its shared secret in a request
+// header (Caddy's log redacts only Authorization and Cookie). The request
+// is left out of the access log (the log_skip variable) and logged here
+// instead, without headers and with uri as the path to record.
 func (h *GraphQL) serveUnlogged(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler, uri string) error {
 	caddyhttp.SetVar(r.Context(), caddyhttp.LogSkipVar, true)
 	start := time.Now()
