@@ -3,6 +3,7 @@ package graphql_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -362,6 +363,29 @@ func scopeProbes() []scopeProbe {
 			return rest(status), b
 		},
 		want: readWriters,
+	}, {
+		// A revocation needs write; a refused one leaves the URLs working.
+		name: "DELETE " + export.FeedsAPIPath,
+		ask: func(w *scopeWorld, cred string) (string, []byte) {
+			tokens := apitokens.Of(w.store)
+			if _, err := tokens.RenewFeedSecret(w.t.Context(), w.member.ID); err != nil {
+				w.t.Fatal(err)
+			}
+			status, _, b := w.send(cred, http.MethodDelete, export.FeedsAPIPath, "", nil)
+			_, err := tokens.FeedSecretInfo(w.t.Context(), w.member.ID)
+			revoked := errors.Is(err, storage.ErrNotFound)
+			if err != nil && !revoked {
+				w.t.Fatal(err)
+			}
+			switch {
+			case status == http.StatusOK && bytes.Contains(b, []byte(`"help"`)) && revoked:
+				return allowed, b
+			case revoked:
+				return "revoked by a " + rest(status), b
+			}
+			return rest(status), b
+		},
+		want: writers,
 	}, {
 		// A member page: only the session, every token is sent to sign in.
 		name: "GET " + export.FilePath,
