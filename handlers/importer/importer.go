@@ -1,8 +1,11 @@
 // Package importer reads the export files of other read-it-later services
-// (Pocket, Omnivore, Inboxt, Wallabag, Instapaper, browsers' bookmark files)
-// and Hearth's own export, one entry at a time, as Items a member's store
-// can take. It never holds a whole file in memory: CSV rows, JSON array
-// elements and zip members are read as they come, each within Limits.
+// (Pocket with its highlights, Omnivore, Raindrop, Readwise Reader and
+// Readwise's highlights, Matter, GoodLinks, Karakeep, Linkwarden, Inboxt,
+// wallabag, Instapaper, browsers' bookmark files; docs/import.md lists what
+// each keeps) and Hearth's own export, one entry at a time, as Items a
+// member's store can take. It never holds a whole file in memory: CSV rows,
+// JSON array elements and zip members are read as they come, each within
+// Limits.
 //
 // Scan checks a staged file before anything is written (its format, that it
 // is an export at all, zip bombs, path traversal, the entry count); Open
