@@ -95,3 +95,57 @@ func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 		t.Fatalf("a pass read %d pending entries, budget %d (%d waiting)", got, budget, links)
 	}
 }
+
+// While an import's links wait on one host, the feeder reads them again
+// about once per importHostInterval, however often it is kicked meanwhile
+// (an import kicks it after each batch): each kick used to start a pass,
+// and each pass that found only waiting entries armed a timer of its own,
+// so the passes of a second grew with the kicks, each reading up to its
+// budget of entries.
+func TestFetchFeedWaitsOnceForAHost(t *testing.T) {
+	const links, kicks = 50, 12
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	defer close(release)
+	noSync := false
+	store, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	m := newAlice(t, store)
+	s := Prepare(store, testOptions())
+	defer s.Close()
+	job, err := library.Of(store).CreateImportJob(t.Context(), &library.ImportJob{MemberID: m.ID, Format: "HEARTH", Staged: "staged-file", Node: "another-node", FetchPrivate: true, Total: links})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := make([]library.ImportEntry, links)
+	for i := range entries {
+		entries[i] = library.ImportEntry{Pos: i + 1, Ref: fmt.Sprint(i), Item: &library.ImportItem{URL: fmt.Sprintf("%s/%d", slow.URL, i), Title: fmt.Sprint("link ", i), Fetch: true}}
+	}
+	if _, err := library.Of(store).ImportItems(t.Context(), m.ID, job.ID, entries, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	q := s.fetches
+	s.KickFetches()
+	for q.passes.Load() == 0 { // the first link taken, the others wait
+		time.Sleep(5 * time.Millisecond)
+	}
+	const window = 3 * importHostInterval
+	before := q.passes.Load()
+	for range kicks { // as an import's batches
+		s.KickFetches()
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(window)
+	if n := q.passes.Load() - before; n > 2*int64(window/importHostInterval)+2 {
+		t.Fatalf("the feeder made %d passes in %v while every link waits on one host, want about one per %v (kicked %d times)", n, window+kicks*20*time.Millisecond, importHostInterval, kicks)
+	}
+}

@@ -79,6 +79,9 @@ type fetchQueue struct {
 	// waiting entries (at most freshMax; beyond, the scan finds them).
 	fresh []library.PendingFetch
 
+	// hostWait is set while a kick after importHostInterval is armed.
+	hostWait atomic.Bool
+
 	mu       sync.Mutex
 	inFlight map[[2]string]bool // queued or being fetched
 	hosts    map[string]*hostTurn
@@ -110,6 +113,20 @@ func (q *fetchQueue) hostReady(host string, take bool) bool {
 		h.busy = true
 	}
 	return true
+}
+
+// kickAfterHostInterval kicks the feeder once importHostInterval has
+// passed, for entries waiting on a host's turn, unless such a kick is
+// already armed: the passes that met them share it. (A timer each would
+// make the passes of a second grow with every kick while an import's links
+// wait, each pass reading up to scanBudget entries.)
+func (q *fetchQueue) kickAfterHostInterval() {
+	if q.hostWait.CompareAndSwap(false, true) {
+		time.AfterFunc(importHostInterval, func() {
+			q.hostWait.Store(false)
+			q.kickAll()
+		})
+	}
 }
 
 func (q *fetchQueue) releaseHost(host string) {
@@ -303,7 +320,7 @@ func (q *fetchQueue) feed(ctx context.Context, jobs chan<- library.PendingFetch)
 			q.cursor = next
 			pending = append(pending, scanned...)
 			if waiting {
-				time.AfterFunc(importHostInterval, q.kickAll)
+				q.kickAfterHostInterval()
 			}
 			sent := 0
 			for _, p := range pending {
@@ -321,7 +338,7 @@ func (q *fetchQueue) feed(ctx context.Context, jobs chan<- library.PendingFetch)
 					q.mu.Unlock()
 					if !waiting {
 						waiting = true
-						time.AfterFunc(importHostInterval, q.kickAll)
+						q.kickAfterHostInterval()
 					}
 					continue
 				}

@@ -119,5 +119,14 @@ func (s *Service) Close() error {
 }
 
 // KickFetches tells the feeder that a fetch is pending: this node's, or,
-// when another node works the queue, that one's.
-func (s *Service) KickFetches() { s.fetches.kickAll() }
+// when another node works the queue, that one's. While the feeder waits
+// for a host's turn it reads on within importHostInterval anyway: an
+// import kicks after each batch, and each kick would make it read up to
+// its scanBudget of entries, most of them waiting on the same host, a
+// third of the import's CPU.
+func (s *Service) KickFetches() {
+	if s.fetches.hostWait.Load() {
+		return
+	}
+	s.fetches.kickAll()
+}
