@@ -1,11 +1,15 @@
 package importer
 
 import (
+	"context"
 	"math"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
 // While imports run, the Go runtime's soft memory limit is lowered, unless
@@ -24,12 +28,24 @@ import (
 // "Imports"), at most about four times as often as by default on a large
 // one (a large library's or import's live heap does not make it run
 // continuously; past the limit, Go caps the collector's share of the CPU).
-// When the last running import ends, the limit before the first one is
-// restored, unless something else changed it meanwhile (theirs stands).
+// An import ends when the search indexer has caught up with the texts its
+// job wrote (up to a thousand wait for it when the job's end is written,
+// indexed in the second after): that catch-up allocates as fast as the
+// job, and restored at the job's end, the limit let the heap grow to twice
+// its live size then, at the moment Badger's tables of the import are all
+// mapped: the import's peak (bench/README.md, "Imports"). When the last
+// running import ends, the limit before the first one is restored, unless
+// something else changed it meanwhile (theirs stands).
 // docs/operations.md, "Memory on a small machine".
 const (
 	importMemoryFloor    = 48 << 20
 	importMemoryHeadroom = 16 << 20
+	// indexedPoll is how often the end of an import reads the indexer's
+	// backlog; indexedWait bounds that wait (an indexer that fails, or
+	// builds a large library's index for the first time, leaves the
+	// limit to the process sooner).
+	indexedPoll = 50 * time.Millisecond
+	indexedWait = 30 * time.Second
 )
 
 var importMemory importMemoryState
@@ -55,6 +71,28 @@ func beginImportMemory() {
 		}
 	}
 	m.adjustLocked()
+}
+
+// awaitIndexed returns once the search indexer has no work left for
+// memberID (library.Store.SearchIndexBacklog), ctx has ended or
+// indexedWait has passed, setting the import's limit again meanwhile as
+// after a batch.
+func (r *Runner) awaitIndexed(ctx context.Context, memberID string) {
+	deadline := time.Now().Add(indexedWait)
+	t := time.NewTicker(indexedPoll)
+	defer t.Stop()
+	for time.Now().Before(deadline) {
+		n, err := library.Of(r.store).SearchIndexBacklog(ctx, memberID)
+		if err != nil || n == 0 {
+			return
+		}
+		adjustImportMemory()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // adjustImportMemory raises the limit to the live heap's growth (after each

@@ -304,10 +304,16 @@ func (r *Runner) claimAndRun(run context.Context, j *library.ImportJob) {
 		}
 	}()
 	r.ran.Add(1)
-	func() {
-		beginImportMemory()
+	beginImportMemory()
+	r.runJob(ctx, run, j)
+	// The import's memory limit outlasts the job while the search indexer
+	// catches up with the texts it wrote (memlimit.go), without holding up
+	// the next job.
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
 		defer endImportMemory()
-		r.runJob(ctx, run, j)
+		r.awaitIndexed(run, j.MemberID)
 	}()
 	cancel()
 	<-renewed
