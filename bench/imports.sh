@@ -54,6 +54,11 @@ fi
 bench/results/gqlbench importfile -format readwise-reader -rows "$ROWS" -o "$work/readwise-reader.csv"
 bench/results/gqlbench importfile -format pocket-zip -rows "$ROWS" -o "$work/pocket.zip"
 
+# the CPU time (user + system, clock ticks) process $1 has used so far
+# (proc(5): fields 14 and 15 of /proc/PID/stat, counted after the command's
+# name, which ends at the last parenthesis)
+proc_cpu() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+
 # seconds between two RFC 3339 times of the admin API's answer
 job_seconds() {
 	local j created finished
@@ -90,15 +95,19 @@ for file in readwise-reader.csv pocket.zip; do
 			prof_pid=$!
 		fi
 		sleep 0.1
+		cpu0=$(proc_cpu "$caddy_pid")
 		/usr/bin/time -f '%e' -o "$work/time" "$caddy" hearth import --address "$ADMIN" --member bench --no-fetch-wait \
 			"$work/$file" >"$work/import.out" 2>&1 || { cat "$work/import.out" >&2; exit 1; }
+		cpu1=$(proc_cpu "$caddy_pid")
 		kill -TERM "$peak_pid"
 		wait "$peak_pid"
 		[ -z "$prof_pid" ] || { kill "$prof_pid"; wait "$prof_pid" 2>/dev/null || true; }
 		grep -q "^$ROWS new, 0 already saved, 0 not imported" "$work/import.out" ||
 			{ echo "bench: the import did not write every row:" >&2; cat "$work/import.out" >&2; exit 1; }
-		printf '%-20s run %d: command %s s, job %s s, %s (MiB), load %s\n' "$file" "$run" "$(cat "$work/time")" \
-			"$(job_seconds)" "$(cat "$work/peak")" "$(cut -d' ' -f1 /proc/loadavg)"
+		printf '%-20s run %d: command %s s, job %s s, cpu %s s, %s (MiB), load %s\n' "$file" "$run" "$(cat "$work/time")" \
+			"$(job_seconds)" "$(awk -v a="$cpu0" -v b="$cpu1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (b - a) / hz }')" \
+			"$(cat "$work/peak")" "$(cut -d' ' -f1 /proc/loadavg)"
 		stop_caddy
+		[ -z "${LOGS:-}" ] || { mkdir -p "$LOGS"; cp "$work/caddy.log" "$LOGS/$file-$run.log"; }
 	done
 done
