@@ -12,7 +12,10 @@
 # memory-mapped files, page cache the kernel takes back under pressure)
 # seen, the same three of the idle Caddy before the import, and where the
 # file-backed pages were when they were most (the binary, Badger's
-# memtable logs *.mem, value logs *.vlog and tables *.sst).
+# memtable logs *.mem, value logs *.vlog and tables *.sst); and the CPU
+# (user + system) the Caddy process used from the command's start to its
+# end, and to a second after it (the search indexer's catch-up with the
+# imported texts, the background fetches' start).
 #
 # By default Caddy runs with Hearth's and Go's defaults (no GOMEMLIMIT: Caddy
 # sets 90 % of the machine's memory, and Hearth lowers it while an import
@@ -29,7 +32,8 @@
 # directory: heap profiles of Caddy taken from its admin API every 200 ms
 # during each import, FILE-RUN-N.pprof, for
 # go tool pprof -sample_index=inuse_space; the heap as of the last
-# collection).
+# collection), LOGS (a directory: Caddy's log of each import,
+# FILE-RUN.log).
 # The imported addresses are on example.org: the background fetches that
 # follow (one a second, one host) are not waited for.
 set -euo pipefail
@@ -58,6 +62,8 @@ bench/results/gqlbench importfile -format pocket-zip -rows "$ROWS" -o "$work/poc
 # (proc(5): fields 14 and 15 of /proc/PID/stat, counted after the command's
 # name, which ends at the last parenthesis)
 proc_cpu() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+# seconds between two proc_cpu readings
+cpu_seconds() { awk -v a="$1" -v b="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (b - a) / hz }'; }
 
 # seconds between two RFC 3339 times of the admin API's answer
 job_seconds() {
@@ -101,11 +107,13 @@ for file in readwise-reader.csv pocket.zip; do
 		cpu1=$(proc_cpu "$caddy_pid")
 		kill -TERM "$peak_pid"
 		wait "$peak_pid"
+		sleep 1
+		cpu2=$(proc_cpu "$caddy_pid")
 		[ -z "$prof_pid" ] || { kill "$prof_pid"; wait "$prof_pid" 2>/dev/null || true; }
 		grep -q "^$ROWS new, 0 already saved, 0 not imported" "$work/import.out" ||
 			{ echo "bench: the import did not write every row:" >&2; cat "$work/import.out" >&2; exit 1; }
-		printf '%-20s run %d: command %s s, job %s s, cpu %s s, %s (MiB), load %s\n' "$file" "$run" "$(cat "$work/time")" \
-			"$(job_seconds)" "$(awk -v a="$cpu0" -v b="$cpu1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (b - a) / hz }')" \
+		printf '%-20s run %d: command %s s, job %s s, cpu %s s (%s s to a second after), %s (MiB), load %s\n' "$file" "$run" \
+			"$(cat "$work/time")" "$(job_seconds)" "$(cpu_seconds "$cpu0" "$cpu1")" "$(cpu_seconds "$cpu0" "$cpu2")" \
 			"$(cat "$work/peak")" "$(cut -d' ' -f1 /proc/loadavg)"
 		stop_caddy
 		[ -z "${LOGS:-}" ] || { mkdir -p "$LOGS"; cp "$work/caddy.log" "$LOGS/$file-$run.log"; }
