@@ -122,8 +122,9 @@ func (s *Service) Close() error {
 // when another node works the queue, that one's. While the feeder waits
 // for a host's turn it reads on within importHostInterval anyway: an
 // import kicks after each batch, and each kick would make it read up to
-// its scanBudget of entries, most of them waiting on the same host, a
-// third of the import's CPU.
+// its scanBudget of entries, most of them waiting on the same host: a
+// sixth of the process's CPU during an import, nearly as much as the
+// import's own writes (bench/README.md, "Imports").
 func (s *Service) KickFetches() {
 	if s.fetches.hostWait.Load() {
 		return
