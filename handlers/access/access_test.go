@@ -3,9 +3,7 @@ package access_test
 import (
 	"errors"
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -13,6 +11,8 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/access"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
+
+	"github.com/hearthkit/caddy-hearth/internal/testsource"
 )
 
 // The one bearer parser: "Bearer <token>", the scheme in any case (RFC
@@ -76,23 +76,10 @@ func TestTokensAreLookedUpOnlyHere(t *testing.T) {
 		t.Fatal(err)
 	}
 	lookups := map[string]string{"grants": "Token", "apitokens": "Member"}
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); name == "node_modules" || strings.HasPrefix(name, ".") && path != root {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	testsource.Code(t, 100, func(path string, _ *token.FileSet, f *ast.File) {
 		rel, _ := filepath.Rel(root, path)
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || filepath.Dir(rel) == filepath.Join("handlers", "access") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-		if err != nil {
-			return err
+		if filepath.Dir(rel) == filepath.Join("handlers", "access") {
+			return
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
@@ -124,9 +111,5 @@ func TestTokensAreLookedUpOnlyHere(t *testing.T) {
 			}
 			return true
 		})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, root)
 }

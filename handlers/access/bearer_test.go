@@ -2,14 +2,14 @@ package access_test
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/hearthkit/caddy-hearth/internal/testsource"
 )
 
 // TestOneReaderOfTheAuthorizationHeader: one parser of bearer tokens
@@ -22,40 +22,21 @@ func TestOneReaderOfTheAuthorizationHeader(t *testing.T) {
 	allowed := []string{"handlers/access/access.go Bearer", "handlers/access/barekey.go bareAPIKey",
 		"handlers/oauth/oidc_token.go basicCredentials"}
 	var found []string
-	fset := token.NewFileSet()
-	files := 0
-	for _, dir := range []string{"../../handlers", "../../caddymodule"} {
-		err := filepath.WalkDir(dir, func(name string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-				return err
+	testsource.Code(t, 100, func(path string, _ *token.FileSet, f *ast.File) {
+		rel, _ := filepath.Rel("../..", path)
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
 			}
-			f, err := parser.ParseFile(fset, name, nil, 0)
-			if err != nil {
-				return err
-			}
-			files++
-			rel, _ := filepath.Rel("../..", name)
-			for _, decl := range f.Decls {
-				fn, ok := decl.(*ast.FuncDecl)
-				if !ok || fn.Body == nil {
-					continue
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				if c, ok := n.(*ast.CallExpr); ok && readsAuthorization(c) {
+					found = append(found, filepath.ToSlash(rel)+" "+fn.Name.Name)
 				}
-				ast.Inspect(fn.Body, func(n ast.Node) bool {
-					if c, ok := n.(*ast.CallExpr); ok && readsAuthorization(c) {
-						found = append(found, filepath.ToSlash(rel)+" "+fn.Name.Name)
-					}
-					return true
-				})
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+				return true
+			})
 		}
-	}
-	if files < 100 {
-		t.Fatalf("only %d files read: the walk no longer finds the code", files)
-	}
+	}, "../../handlers", "../../caddymodule")
 	for _, f := range found {
 		if !slices.Contains(allowed, f) {
 			t.Errorf("%s reads the Authorization header: take the caller through access.Bearer (access.Authenticator)", f)

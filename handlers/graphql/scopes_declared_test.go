@@ -2,12 +2,10 @@ package graphql_test
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/hearthkit/caddy-hearth/internal/testsource"
 )
 
 // TestEveryDeclaredRouteIsListed: TestEveryRouteHoldsItsScopes asks a
@@ -16,15 +14,7 @@ import (
 // it: a new route left out of the list would go unchecked.
 func TestEveryDeclaredRouteIsListed(t *testing.T) {
 	var found []string
-	fset := token.NewFileSet()
-	err := filepath.WalkDir("..", func(name string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			return err
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			return err
-		}
+	testsource.Code(t, 100, func(_ string, _ *token.FileSet, f *ast.File) {
 		for _, decl := range f.Decls {
 			g, ok := decl.(*ast.GenDecl)
 			if !ok || g.Tok != token.VAR {
@@ -39,11 +29,7 @@ func TestEveryDeclaredRouteIsListed(t *testing.T) {
 				}
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, "..")
 	listed := map[string]bool{}
 	for _, r := range declaredRoutes() {
 		if listed[r.Name] {

@@ -4,11 +4,12 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hearthkit/caddy-hearth/internal/testsource"
 )
 
 // The key families list their encoders and the store's writes by hand. A
@@ -227,27 +228,11 @@ func TestNoOtherPackageMakesLibraryKeys(t *testing.T) {
 	for _, fam := range []keyFamily{itemKeys, fenceKeys, listKeys} {
 		names = append(names, fam.names...)
 	}
-	fset := token.NewFileSet()
-	files := 0
-	err := filepath.WalkDir(filepath.Join("..", ".."), func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); n == ".git" || n == "testdata" || n == "node_modules" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	testsource.Code(t, 100, func(path string, fset *token.FileSet, f *ast.File) {
 		// This package's own files, not its subpackages' (the text index).
-		if filepath.Dir(name) == filepath.Join("..", "..", "storage", "library") || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			return nil
+		if filepath.Dir(path) == filepath.Join("..", "..", "storage", "library") {
+			return
 		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			return err
-		}
-		files++
 		ast.Inspect(f, func(n ast.Node) bool {
 			if c, ok := n.(*ast.CallExpr); ok {
 				if sel, ok := c.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Key" && storageKeyOf(c.Args, names) {
@@ -256,12 +241,5 @@ func TestNoOtherPackageMakesLibraryKeys(t *testing.T) {
 			}
 			return true
 		})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if files < 100 {
-		t.Fatalf("only %d files read: the walk no longer finds the code", files)
-	}
+	}, filepath.Join("..", ".."))
 }
