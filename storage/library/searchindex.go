@@ -2,6 +2,7 @@ package library
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"maps"
 	"slices"
@@ -37,7 +38,8 @@ func FoldText(s string) string { return textindex.Fold(s) }
 // itemTexts gives the text index the texts of a member's items.
 type itemTexts struct{ memberID string }
 
-// Text reads the folded text of item id (textindex.Texts).
+// Text reads the folded text of item id and its order value
+// (textindex.Texts).
 func (x itemTexts) Text(tx *storage.Tx, id string, t *textindex.Text) (bool, error) {
 	var it SavedItem
 	if err := getItem(tx, itemKey(x.memberID, id), &it); errors.Is(err, storage.ErrNotFound) {
@@ -45,7 +47,29 @@ func (x itemTexts) Text(tx *storage.Tx, id string, t *textindex.Text) (bool, err
 	} else if err != nil {
 		return false, err
 	}
-	return true, readItemText(tx, t, &it, nil)
+	err := readItemText(tx, t, &it, nil)
+	t.SetOrder(textOrder(&it))
+	return true, err
+}
+
+// Order reads the order value of item id (textindex.Texts).
+func (x itemTexts) Order(tx *storage.Tx, id string) (uint64, bool, error) {
+	var it SavedItem
+	if err := getItem(tx, itemKey(x.memberID, id), &it); errors.Is(err, storage.ErrNotFound) {
+		return 0, false, nil // deleted since
+	} else if err != nil {
+		return 0, false, err
+	}
+	return textOrder(&it), true, nil
+}
+
+// textOrder is an item's order value in the text index: its createdAt as
+// the index of the order of creation encodes it (encTime), which is set
+// when the item is created and never changes, so that a word's page in
+// that order can read the index's candidates newest first
+// (textOrderedPage).
+func textOrder(it *SavedItem) uint64 {
+	return binary.BigEndian.Uint64(encTime(nil, it.CreatedAt))
 }
 
 // readItemText sets t to the folded title, description and content text
@@ -314,6 +338,41 @@ func (w *wordLookup) textCandidates(q *pageQuery, limit int) (ids []string, ok b
 		w.fresh = true
 	}
 	return ids, ok, filter, err
+}
+
+// orderedStart prepares w for a page textOrderedPage reads: false when
+// the cache holds a result for the index's state and limit (the page is
+// read through it instead, by searchCandidates); else the verdicts the
+// page finds are kept, to be cached with the candidates if it reads them
+// all (orderedDone).
+func (w *wordLookup) orderedStart(q *pageQuery, limit int) (bool, error) {
+	if w == nil || len(q.m.needle) > maxCachedNeedle {
+		return true, nil
+	}
+	state, err := memberIndex(q.memberID).State(q.tx)
+	if err != nil {
+		return false, err
+	}
+	w.key = q.memberID + "\x00" + string(q.m.needle)
+	if r := w.cache.Get(w.key); r != nil && r.state == string(state) && r.limit == limit {
+		return false, nil
+	}
+	w.cur, w.fresh = &wordResult{state: string(state), limit: limit, ok: true}, true
+	return true, nil
+}
+
+// orderedDone keeps, for the cache, the candidates textOrderedPage read
+// when they are all of the index's (complete) and few enough, as the
+// index would have given them (textCandidates); else w forgets the page.
+func (w *wordLookup) orderedDone(ids []string, complete bool) {
+	if w == nil || w.cur == nil || !w.fresh {
+		return
+	}
+	if !complete || len(ids) > maxCachedIDs {
+		w.cur, w.fresh, w.added = nil, false, nil
+		return
+	}
+	w.cur.ids = ids
 }
 
 // filterFor returns the filter of the cached result's needle, read

@@ -8,7 +8,8 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
-// Meta is the state of an index (tm, and ta for the segments' ranges).
+// Meta is the state of an index (tm, ta for the segments' ranges, tb for
+// their order bounds).
 type Meta struct {
 	NextDoc, NextSeg uint32
 	PendingFrom      uint64    // the low water mark of tp
@@ -23,8 +24,14 @@ type Meta struct {
 // documents reads the segments that hold them, not every segment. A
 // segment without a recorded range (written before the ranges were kept,
 // or by a version that did not keep them) has the whole range (Lo 0, Hi
-// unknownHi) until Merge measures it.
-type Segment struct{ ID, Docs, Lo, Hi uint32 }
+// unknownHi) until Merge measures it. Ordered, the segment's documents'
+// order values (Texts.Order) lie in [Least, Most]; a segment without
+// recorded bounds is not Ordered until Merge measures them.
+type Segment struct {
+	ID, Docs, Lo, Hi uint32
+	Least, Most      uint64
+	Ordered          bool
+}
 
 // unknownHi is the Hi of a segment whose range is not known.
 const unknownHi = math.MaxUint32
@@ -64,12 +71,30 @@ func (m *Meta) encodeRanges() []byte {
 	return b
 }
 
-// put writes m (tm and ta).
+// encodeBounds encodes the known order bounds of the live segments (tb):
+// segment, Least and Most in turn. A key of its own, as ta: a version
+// without it reads the index, and what it writes leaves tb stale only for
+// segments it made (numbers never reused: their bounds are simply absent)
+// or merged away.
+func (m *Meta) encodeBounds() []byte {
+	b := []byte{1}
+	for _, s := range m.Segments {
+		if s.Ordered {
+			b = binary.AppendUvarint(binary.AppendUvarint(binary.AppendUvarint(b, uint64(s.ID)), s.Least), s.Most)
+		}
+	}
+	return b
+}
+
+// put writes m (tm, ta and tb).
 func (x Index) put(tx *storage.Tx, m *Meta) error {
 	if err := tx.Put(x.MetaKey(), m.encode(), 0); err != nil {
 		return err
 	}
-	return tx.Put(x.rangesKey(), m.encodeRanges(), 0)
+	if err := tx.Put(x.rangesKey(), m.encodeRanges(), 0); err != nil {
+		return err
+	}
+	return tx.Put(x.boundsKey(), m.encodeBounds(), 0)
 }
 
 // metaDecoder reads the numbers of an encoded Meta in turn.
@@ -115,10 +140,10 @@ func (x Index) ReadMeta(tx *storage.Tx) (*Meta, error) {
 	if d.bad || d.i != len(d.vals) {
 		return nil, ErrBadIndex
 	}
-	if d, err = readNumbers(tx, x.rangesKey()); d == nil || err != nil {
-		return m, err
+	if d, err = readNumbers(tx, x.rangesKey()); err != nil {
+		return nil, err
 	}
-	for d.i < len(d.vals) && !d.bad {
+	for d != nil && d.i < len(d.vals) && !d.bad {
 		id, lo, hi := d.u32(), d.u32(), d.u32()
 		for i := range m.Segments {
 			if m.Segments[i].ID == id {
@@ -126,7 +151,21 @@ func (x Index) ReadMeta(tx *storage.Tx) (*Meta, error) {
 			}
 		}
 	}
-	if d.bad {
+	if d != nil && d.bad {
+		return nil, ErrBadIndex
+	}
+	if d, err = readNumbers(tx, x.boundsKey()); err != nil {
+		return nil, err
+	}
+	for d != nil && d.i < len(d.vals) && !d.bad {
+		id, least, most := d.u32(), d.next(), d.next()
+		for i := range m.Segments {
+			if m.Segments[i].ID == id && !d.bad {
+				m.Segments[i].Least, m.Segments[i].Most, m.Segments[i].Ordered = least, most, true
+			}
+		}
+	}
+	if d != nil && d.bad {
 		return nil, ErrBadIndex
 	}
 	return m, nil
