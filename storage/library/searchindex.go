@@ -361,18 +361,31 @@ func (w *wordLookup) orderedStart(q *pageQuery, limit int) (bool, error) {
 	return true, nil
 }
 
-// orderedDone keeps, for the cache, the candidates textOrderedPage read
-// when they are all of the index's (complete) and few enough, as the
-// index would have given them (textCandidates); else w forgets the page.
-func (w *wordLookup) orderedDone(ids []string, complete bool) {
+// orderedDone keeps, for the cache, what the index gives for the needle
+// and limit, as textCandidates would have: the candidates textOrderedPage
+// read when they are all of the index's (complete), else the index's
+// answer, read now (the page stopped before its last runs); with the
+// verdicts the page found. Not a page's: w forgets it.
+func (w *wordLookup) orderedDone(q *pageQuery, limit int, ids []string, complete bool) error {
 	if w == nil || w.cur == nil || !w.fresh {
-		return
+		return nil
 	}
-	if !complete || len(ids) > maxCachedIDs {
+	if !complete && q != nil {
+		var filter *textindex.Filter
+		var err error
+		ids, w.cur.ok, filter, err = memberIndex(q.memberID).Lookup(q.tx, q.m.needle, limit, maxVerified)
+		filter.Close()
+		if err != nil {
+			return err
+		}
+		w.cur.filtered = filter != nil
+	}
+	if q == nil || (!w.cur.filtered && len(ids) > maxCachedIDs) {
 		w.cur, w.fresh, w.added = nil, false, nil
-		return
+		return nil
 	}
 	w.cur.ids = ids
+	return nil
 }
 
 // filterFor returns the filter of the cached result's needle, read

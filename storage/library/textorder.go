@@ -57,7 +57,7 @@ func (q *pageQuery) textOrderedPage(page *ItemPage) (bool, error) {
 	}
 	ok, err := q.readTextOrdered(limit, page)
 	if err != nil || !ok {
-		q.words.orderedDone(nil, false)
+		q.words.orderedDone(nil, limit, nil, false) // a page of the planner's
 	}
 	return ok, err
 }
@@ -138,8 +138,12 @@ func (q *pageQuery) readTextOrdered(limit int, page *ItemPage) (bool, error) {
 			cands = append(cands, ids...)
 		}
 	}
+	// Every candidate of the index, and few enough to keep?
 	_, more := r.Bound()
-	q.words.orderedDone(cands, !more && least == 0 && most == math.MaxUint64)
+	complete := len(cands) <= maxCachedIDs && !more && least == 0 && most == math.MaxUint64
+	if err := q.words.orderedDone(q, limit, cands, complete); err != nil {
+		return false, err
+	}
 	sufs := make([][]byte, len(hits))
 	items := make([]*SavedItem, len(hits))
 	for i, h := range hits {

@@ -380,23 +380,32 @@ func intersectPostings(postings [][]byte, out []uint32, nextDoc uint32) ([]uint3
 }
 
 // OrderedReader reads a needle's candidates in the order of their
-// documents' order values (Texts.Order), a segment at a time: the segments
-// that may hold the greatest values first (descending), or the least. A
-// caller listing documents in that order reads segments until the page
-// it has verified ends before Bound: the rest cannot hold one that comes
-// earlier. Right after a store is opened, a word in a few per cent of the
-// documents is then answered from the candidates of its newest segments
-// (small: the newest documents are not merged yet) rather than by a walk
-// over every document in the order.
+// documents' order values (Texts.Order), a run of a segment at a time
+// (Run): the runs that may hold the greatest values first (descending), or
+// the least. A caller listing documents in that order reads runs until
+// the page it has verified ends before Bound: the rest cannot hold one
+// that comes earlier. Right after a store is opened, a word in a few per
+// cent of the documents is then answered from the candidates of its
+// newest documents rather than by a walk over every document in the
+// order.
 type OrderedReader struct {
-	post *postingsReader
-	desc bool
-	docs []uint32
+	post  *postingsReader
+	desc  bool
+	units []orderedUnit // not read yet, in the reader's order
+	// docs are the candidates of the segments read so far (each
+	// segment's postings are read once, at its first run).
+	docs map[uint32][]uint32
+}
+
+// orderedUnit is a run of a segment, read on its own.
+type orderedUnit struct {
+	sg  Segment
+	run Run
 }
 
 // Ordered returns a reader of the candidates of the folded needle by their
-// documents' order values, those in [least, most] asked for (a segment
-// whose bounds lie outside is not read), and the queued and wide
+// documents' order values, those in [least, most] asked for (a segment or
+// run whose bounds lie outside is not read), and the queued and wide
 // documents (candidates whatever their values: the caller reads them
 // first); or ok false when the index cannot tell: a needle shorter than 3
 // bytes, more than unindexed queued or wide documents, or a live segment
@@ -418,46 +427,64 @@ func (x Index) Ordered(tx *storage.Tx, needle []byte, desc bool, least, most uin
 	if open, err = x.unindexed(tx, meta, unindexed); err != nil || len(open) > unindexed {
 		return nil, nil, false, err
 	}
-	post := newPostingsReader(x, meta, needle)
-	post.segs = slices.DeleteFunc(post.segs, func(sg Segment) bool { return sg.Most < least || sg.Least > most })
-	slices.SortStableFunc(post.segs, func(a, b Segment) int {
-		if desc {
-			return cmp.Compare(b.Most, a.Most)
+	r = &OrderedReader{post: newPostingsReader(x, meta, needle), desc: desc, docs: map[uint32][]uint32{}}
+	for _, sg := range meta.Segments {
+		for _, run := range meta.SegmentRuns(sg) {
+			if run.Most >= least && run.Least <= most {
+				r.units = append(r.units, orderedUnit{sg, run})
+			}
 		}
-		return cmp.Compare(a.Least, b.Least)
+	}
+	slices.SortStableFunc(r.units, func(a, b orderedUnit) int {
+		if desc {
+			return cmp.Compare(b.run.Most, a.run.Most)
+		}
+		return cmp.Compare(a.run.Least, b.run.Least)
 	})
-	return &OrderedReader{post: post, desc: desc}, open, true, nil
+	return r, open, true, nil
 }
 
 // Bound is the greatest order value (descending; the least ascending)
-// that a document of the segments not read yet may have; ok false when
-// every segment has been read.
+// that a document of the runs not read yet may have; ok false when every
+// run has been read.
 func (r *OrderedReader) Bound() (v uint64, ok bool) {
-	if len(r.post.segs) == 0 {
+	if len(r.units) == 0 {
 		return 0, false
 	}
 	if r.desc {
-		return r.post.segs[0].Most, true
+		return r.units[0].run.Most, true
 	}
-	return r.post.segs[0].Least, true
+	return r.units[0].run.Least, true
 }
 
-// Next appends to ids those of the candidates of the next segment (Bound
-// says whether one is left), or reports false when it has more than max
-// (their ids not read).
+// Next appends to ids those of the candidates of the next run (Bound says
+// whether one is left), or reports false when it has more than max (their
+// ids not read).
 func (r *OrderedReader) Next(tx *storage.Tx, ids []string, max int) ([]string, bool, error) {
-	p := r.post
-	if len(p.segs) == 0 {
+	if len(r.units) == 0 {
 		return ids, true, nil
 	}
-	sg := p.segs[0]
-	p.segs = p.segs[1:]
-	var err error
-	if r.docs, err = p.segmentDocs(tx, sg, r.docs[:0]); err != nil || len(r.docs) > max {
-		return ids, false, err
+	u := r.units[0]
+	r.units = r.units[1:]
+	docs, read := r.docs[u.sg.ID]
+	if !read {
+		var err error
+		if docs, err = r.post.segmentDocs(tx, u.sg, nil); err != nil {
+			return ids, false, err
+		}
+		r.docs[u.sg.ID] = docs
 	}
-	for _, doc := range r.docs {
-		id, err := tx.Get(p.x.docIDKey(doc))
+	// The run's part of the segment's candidates (ascending).
+	from, _ := slices.BinarySearch(docs, u.run.Lo)
+	to, _ := slices.BinarySearch(docs, u.run.Hi)
+	if u.run.Hi < u.run.Lo {
+		to = from
+	}
+	if to-from > max {
+		return ids, false, nil
+	}
+	for _, doc := range docs[from:to] {
+		id, err := tx.Get(r.post.x.docIDKey(doc))
 		if errors.Is(err, storage.ErrNotFound) {
 			continue // re-indexed or removed
 		}

@@ -2,6 +2,7 @@ package textindex
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -159,6 +160,25 @@ func (x Index) measureOrder(st *storage.Store, texts Texts, sg Segment, stopping
 	})
 }
 
+// joinRuns sorts runs by their numbers and joins neighbours, two by two,
+// until at most maxRuns are left.
+func joinRuns(runs []Run) []Run {
+	slices.SortFunc(runs, func(a, b Run) int { return cmp.Compare(a.Lo, b.Lo) })
+	for len(runs) > maxRuns {
+		joined := runs[:0]
+		for i := 0; i < len(runs); i += 2 {
+			r := runs[i]
+			if i+1 < len(runs) {
+				n := runs[i+1]
+				r = Run{min(r.Lo, n.Lo), max(r.Hi, n.Hi), min(r.Least, n.Least), max(r.Most, n.Most)}
+			}
+			joined = append(joined, r)
+		}
+		runs = joined
+	}
+	return runs
+}
+
 // lastUnordered is the index of the newest segment of meta without order
 // bounds, or -1.
 func lastUnordered(meta *Meta) int {
@@ -196,17 +216,25 @@ func widen(lo, hi, doc uint32) (uint32, uint32) {
 func finishMerge(m *Meta, lo, hi uint32) {
 	merged := Segment{ID: m.Merging, Lo: lo, Hi: hi, Least: math.MaxUint64, Ordered: true}
 	var keep []Segment
+	var runs []Run
 	for _, sg := range m.Segments {
 		if slices.Contains(m.MergeFrom, sg.ID) {
 			merged.Docs += sg.Docs
 			merged.Least, merged.Most = min(merged.Least, sg.Least), max(merged.Most, sg.Most)
 			merged.Ordered = merged.Ordered && sg.Ordered
+			runs = append(runs, m.SegmentRuns(sg)...)
+			delete(m.Runs, sg.ID)
 		} else {
 			keep = append(keep, sg)
 		}
 	}
 	if !merged.Ordered {
 		merged.Least, merged.Most = 0, 0
+	} else {
+		if m.Runs == nil {
+			m.Runs = map[uint32][]Run{}
+		}
+		m.Runs[merged.ID] = joinRuns(runs)
 	}
 	m.Segments = append(keep, merged)
 	m.Deleting, m.Merging, m.MergeFrom = m.MergeFrom, 0, nil

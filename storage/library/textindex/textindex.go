@@ -30,6 +30,8 @@
 //	tb                  the least and greatest order value (Texts.Order) of
 //	                    each live segment's documents, written with tm (a
 //	                    segment it lacks has no bounds until measured)
+//	tc                  the runs of merged segments: the bounds of the parts
+//	                    that were their sources (Run), written with tm
 //
 // tp is written in the same transaction as the text it stands for, and the
 // indexer turns queued documents into a new segment in one transaction
@@ -119,9 +121,12 @@ func (x Index) rangesKey() []byte { return x.key("ta") }
 // boundsKey is the key of the segments' order bounds (tb, beside ta).
 func (x Index) boundsKey() []byte { return x.key("tb") }
 
+// runsKey is the key of the merged segments' runs (tc).
+func (x Index) runsKey() []byte { return x.key("tc") }
+
 // KeyNames are the names of the index's keys under its prefix (for
 // measuring its size).
-var KeyNames = []string{"tg", "td", "tn", "tm", "ta", "tb", "tp", "tq", "tw"}
+var KeyNames = []string{"tg", "td", "tn", "tm", "ta", "tb", "tc", "tp", "tq", "tw"}
 
 // ErrStopped is returned by work the indexer's owner stopped.
 var ErrStopped = errors.New("search index: stopped")
