@@ -267,6 +267,10 @@ type wordResult struct {
 	ids      []string
 	ok       bool
 	filtered bool
+	// ordered: only verdicts, of a first page read in the order of
+	// creation (textOrderedPage), which did not read the index's answer:
+	// the other plans read it (and replace the entry).
+	ordered  bool
 	verified []uint64
 	verdicts []verdict
 }
@@ -322,7 +326,7 @@ func (w *wordLookup) textCandidates(q *pageQuery, limit int) (ids []string, ok b
 		return nil, false, nil, err
 	}
 	w.key = q.memberID + "\x00" + string(needle)
-	if r := w.cache.Get(w.key); r != nil && r.state == string(state) && r.limit == limit {
+	if r := w.cache.Get(w.key); r != nil && r.state == string(state) && r.limit == limit && !r.ordered {
 		// A filter is not kept (a bit a document, too large to keep
 		// thousands of): the match reads it again at the first item the
 		// verdicts do not tell of (filterFor), which a page the verdicts
@@ -340,11 +344,10 @@ func (w *wordLookup) textCandidates(q *pageQuery, limit int) (ids []string, ok b
 	return ids, ok, filter, err
 }
 
-// orderedStart prepares w for a page textOrderedPage reads: false when
-// the cache holds a result for the index's state and limit (the page is
-// read through it instead, by searchCandidates); else the verdicts the
-// page finds are kept, to be cached with the candidates if it reads them
-// all (orderedDone).
+// orderedStart prepares w for a first page textOrderedPage reads: false
+// when the cache holds the index's answer for its state and limit (the
+// page is read through it instead, by the planner's plans); else the
+// verdicts the cache holds are used, and those the page finds kept.
 func (w *wordLookup) orderedStart(q *pageQuery, limit int) (bool, error) {
 	if w == nil || len(q.m.needle) > maxCachedNeedle {
 		return true, nil
@@ -354,38 +357,34 @@ func (w *wordLookup) orderedStart(q *pageQuery, limit int) (bool, error) {
 		return false, err
 	}
 	w.key = q.memberID + "\x00" + string(q.m.needle)
-	if r := w.cache.Get(w.key); r != nil && r.state == string(state) && r.limit == limit {
-		return false, nil
+	if r := w.cache.Get(w.key); r != nil && r.state == string(state) {
+		if !r.ordered && r.limit == limit {
+			return false, nil
+		}
+		if r.ordered {
+			w.cur = r
+			return true, nil
+		}
 	}
-	w.cur, w.fresh = &wordResult{state: string(state), limit: limit, ok: true}, true
+	w.cur, w.fresh = &wordResult{state: string(state), limit: limit, ordered: true}, true
 	return true, nil
 }
 
-// orderedDone keeps, for the cache, what the index gives for the needle
-// and limit, as textCandidates would have: the candidates textOrderedPage
-// read when they are all of the index's (complete), else the index's
-// answer, read now (the page stopped before its last runs); with the
-// verdicts the page found. Not a page's: w forgets it.
-func (w *wordLookup) orderedDone(q *pageQuery, limit int, ids []string, complete bool) error {
-	if w == nil || w.cur == nil || !w.fresh {
-		return nil
-	}
-	if !complete && q != nil {
-		var filter *textindex.Filter
-		var err error
-		ids, w.cur.ok, filter, err = memberIndex(q.memberID).Lookup(q.tx, q.m.needle, limit, maxVerified)
-		filter.Close()
-		if err != nil {
-			return err
-		}
-		w.cur.filtered = filter != nil
-	}
-	if q == nil || (!w.cur.filtered && len(ids) > maxCachedIDs) {
+// orderedDone ends w's part in a page textOrderedPage read: when the page
+// read every candidate of the index (complete: ids, few enough to keep),
+// the entry becomes the index's answer, as textCandidates would have kept
+// it; else it keeps only verdicts (ordered). Abandoned (the page went to
+// the planner's plans), w forgets it.
+func (w *wordLookup) orderedDone(ids []string, complete, abandoned bool) {
+	switch {
+	case w == nil || w.cur == nil:
+	case abandoned:
 		w.cur, w.fresh, w.added = nil, false, nil
-		return nil
+	case complete:
+		r := *w.cur // perhaps the cache's: copied
+		r.ids, r.ok, r.ordered = ids, true, false
+		w.cur, w.fresh = &r, true
 	}
-	w.cur.ids = ids
-	return nil
 }
 
 // filterFor returns the filter of the cached result's needle, read

@@ -22,11 +22,13 @@ import (
 // first requests after opening a store").
 
 // textOrdered reports whether the page can be read by textOrderedPage:
-// free text, the order of creation, and no filter with keys of its own
-// (whose plans read fewer items).
+// the first page of free text in the order of creation, and no filter
+// with keys of its own (whose plans read fewer items). The pages after it
+// take the planner's plans, which the word cache helps (wordCache: what
+// the first page verified, the index's answer).
 func (q *pageQuery) textOrdered() bool {
 	m, f := q.m, q.f
-	return len(m.needle) >= 3 && q.p.Field == SortCreatedAt && len(m.labelsAll) == 0 && f.Site == "" && f.Type == "" &&
+	return len(m.needle) >= 3 && q.p.Field == SortCreatedAt && q.after == nil && len(m.labelsAll) == 0 && f.Site == "" && f.Type == "" &&
 		(f.HasHighlights == nil || !*f.HasHighlights) && f.UpdatedFrom == nil && f.UpdatedTo == nil
 }
 
@@ -57,7 +59,7 @@ func (q *pageQuery) textOrderedPage(page *ItemPage) (bool, error) {
 	}
 	ok, err := q.readTextOrdered(limit, page)
 	if err != nil || !ok {
-		q.words.orderedDone(nil, limit, nil, false) // a page of the planner's
+		q.words.orderedDone(nil, false, true)
 	}
 	return ok, err
 }
@@ -140,10 +142,7 @@ func (q *pageQuery) readTextOrdered(limit int, page *ItemPage) (bool, error) {
 	}
 	// Every candidate of the index, and few enough to keep?
 	_, more := r.Bound()
-	complete := len(cands) <= maxCachedIDs && !more && least == 0 && most == math.MaxUint64
-	if err := q.words.orderedDone(q, limit, cands, complete); err != nil {
-		return false, err
-	}
+	q.words.orderedDone(cands, len(cands) <= maxCachedIDs && !more && least == 0 && most == math.MaxUint64, false)
 	sufs := make([][]byte, len(hits))
 	items := make([]*SavedItem, len(hits))
 	for i, h := range hits {
