@@ -192,7 +192,7 @@ func typeCode(typ string) string {
 
 // SearchIndexSize sums the bytes (keys and values, before Badger's
 // compression) of a member's search keys: the folded texts of older
-// stores (tt), the trigram index (tg, td, tn, tm, tp, tq) and the filter
+// stores (tt), the trigram index (textindex.KeyNames) and the filter
 // keys and counts (sd, sn, ty, hh, fc, oy, oh, ol).
 func (s Store) SearchIndexSize(ctx context.Context, memberID string) (texts, trigrams, filters int64, err error) {
 	err = s.st.View(ctx, func(tx *storage.Tx) error {

@@ -107,13 +107,25 @@ func newItemMatcher(tx *storage.Tx, memberID string, f ItemFilter, lists *listsL
 }
 
 func (m *itemMatcher) match(it *SavedItem) (bool, error) {
-	f := m.f
 	m.examined++
-	if m.impossible {
+	if !m.matchFields(it) {
 		return false, nil
 	}
+	if m.needle != nil {
+		return m.matchText(it)
+	}
+	return true, nil
+}
+
+// matchFields reports whether it passes every part of the filter but its
+// free text: what its record tells.
+func (m *itemMatcher) matchFields(it *SavedItem) bool {
+	f := m.f
+	if m.impossible {
+		return false
+	}
 	if f.Type != "" && it.Type != f.Type {
-		return false, nil
+		return false
 	}
 	for _, group := range m.labelsAll {
 		found := false
@@ -124,75 +136,78 @@ func (m *itemMatcher) match(it *SavedItem) (bool, error) {
 			}
 		}
 		if !found {
-			return false, nil
+			return false
 		}
 	}
 	for _, id := range m.labelsNot {
 		if contains(it.LabelIDs, id) {
-			return false, nil
+			return false
 		}
 	}
 	if f.HasHighlights != nil && (it.HighlightCount > 0) != *f.HasHighlights {
-		return false, nil
+		return false
 	}
 	if f.NoLabels != nil && (len(it.LabelIDs) == 0) != *f.NoLabels {
-		return false, nil
+		return false
 	}
 	if f.SavedFrom != nil && it.CreatedAt.Before(*f.SavedFrom) {
-		return false, nil
+		return false
 	}
 	if f.SavedTo != nil && !it.CreatedAt.Before(*f.SavedTo) {
-		return false, nil
+		return false
 	}
 	if f.UpdatedFrom != nil && it.UpdatedAt.Before(*f.UpdatedFrom) {
-		return false, nil
+		return false
 	}
 	if f.UpdatedTo != nil && !it.UpdatedAt.Before(*f.UpdatedTo) {
-		return false, nil
+		return false
 	}
 	if f.Site != "" {
 		// A substring of the domain, as Inboxt's sourceDomain contains
 		// (saved-item.service.ts getPaginated, Inboxt/inboxt@45f4314).
 		if !containsFold(it.SourceDomain, strings.ToLower(f.Site)) {
-			return false, nil
+			return false
 		}
 	}
 	if f.ProgressFrom != nil && it.ReadingProgress < *f.ProgressFrom {
-		return false, nil
+		return false
 	}
 	if f.ProgressTo != nil && it.ReadingProgress > *f.ProgressTo {
-		return false, nil
+		return false
 	}
 	minutes := (it.WordCount + 199) / 200
 	if f.MinutesFrom != nil && minutes < *f.MinutesFrom {
-		return false, nil
+		return false
 	}
 	if f.MinutesTo != nil && minutes > *f.MinutesTo {
-		return false, nil
+		return false
 	}
-	if m.needle != nil {
-		id := idBytes(it.ID)
-		if v, ok := m.words.known(id); ok {
-			if v != verdictFiltered {
-				m.verified++ // in the budget as when read: the same answers
-			}
-			return v == verdictHolds, nil
+	return true
+}
+
+// matchText reports whether the text of it holds the needle (by the word
+// cache's verdict, the index's filter, or its text read).
+func (m *itemMatcher) matchText(it *SavedItem) (bool, error) {
+	id := idBytes(it.ID)
+	if v, ok := m.words.known(id); ok {
+		if v != verdictFiltered {
+			m.verified++ // in the budget as when read: the same answers
 		}
-		if out, err := m.filteredOut(it.ID); err != nil || out {
-			return false, err
-		}
-		m.verified++
-		holds, err := itemTextContains(m.tx, it, m.needle)
-		if err == nil {
-			v := verdictLacks
-			if holds {
-				v = verdictHolds
-			}
-			m.words.note(id, v)
-		}
-		return holds, err
+		return v == verdictHolds, nil
 	}
-	return true, nil
+	if out, err := m.filteredOut(it.ID); err != nil || out {
+		return false, err
+	}
+	m.verified++
+	holds, err := itemTextContains(m.tx, it, m.needle)
+	if err == nil {
+		v := verdictLacks
+		if holds {
+			v = verdictHolds
+		}
+		m.words.note(id, v)
+	}
+	return holds, err
 }
 
 // filteredOut reports whether the text index's filter rules out the text

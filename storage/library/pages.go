@@ -200,6 +200,11 @@ func (s Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter
 		defer func() { m.textFilter.Close() }() // set by the search below, perhaps
 		m.words = q.words
 		if !m.impossible && m.indexable() && !q.boundedBySortRange() {
+			if q.textOrdered() {
+				if ok, err := q.textOrderedPage(page); err != nil || ok {
+					return err
+				}
+			}
 			ids, ok, err := q.searchCandidates()
 			if err != nil {
 				return err
@@ -488,7 +493,7 @@ var ErrSearchTooBroad = storage.Invalid("this search would read more than %d sav
 // candidatePage fills page from the candidate items ids (a superset of the
 // matches, possibly with repeats), sorted as the index would give them.
 func (q *pageQuery) candidatePage(ids []string, page *ItemPage) error {
-	tx, m, statuses, p, after, lower, upper := q.tx, q.m, q.statuses, q.p, q.after, q.lower, q.upper
+	tx, m, statuses, p := q.tx, q.m, q.statuses, q.p
 	type hit struct {
 		it  *SavedItem
 		suf []byte
@@ -514,13 +519,7 @@ func (q *pageQuery) candidatePage(ids []string, page *ItemPage) error {
 			continue
 		}
 		suf := itemSortValue(it, p.Field)
-		if after != nil {
-			c := bytes.Compare(suf, after)
-			if (!p.Desc && c <= 0) || (p.Desc && c >= 0) {
-				continue
-			}
-		}
-		if (lower != nil && bytes.Compare(suf, lower) < 0) || (upper != nil && bytes.Compare(suf, upper) >= 0) {
+		if !q.inWindow(suf) {
 			continue
 		}
 		ok, err := m.match(it)

@@ -2,6 +2,7 @@ package library
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"maps"
 	"slices"
@@ -37,7 +38,8 @@ func FoldText(s string) string { return textindex.Fold(s) }
 // itemTexts gives the text index the texts of a member's items.
 type itemTexts struct{ memberID string }
 
-// Text reads the folded text of item id (textindex.Texts).
+// Text reads the folded text of item id and its order value
+// (textindex.Texts).
 func (x itemTexts) Text(tx *storage.Tx, id string, t *textindex.Text) (bool, error) {
 	var it SavedItem
 	if err := getItem(tx, itemKey(x.memberID, id), &it); errors.Is(err, storage.ErrNotFound) {
@@ -45,7 +47,29 @@ func (x itemTexts) Text(tx *storage.Tx, id string, t *textindex.Text) (bool, err
 	} else if err != nil {
 		return false, err
 	}
-	return true, readItemText(tx, t, &it, nil)
+	err := readItemText(tx, t, &it, nil)
+	t.SetOrder(textOrder(&it))
+	return true, err
+}
+
+// Order reads the order value of item id (textindex.Texts).
+func (x itemTexts) Order(tx *storage.Tx, id string) (uint64, bool, error) {
+	var it SavedItem
+	if err := getItem(tx, itemKey(x.memberID, id), &it); errors.Is(err, storage.ErrNotFound) {
+		return 0, false, nil // deleted since
+	} else if err != nil {
+		return 0, false, err
+	}
+	return textOrder(&it), true, nil
+}
+
+// textOrder is an item's order value in the text index: its createdAt as
+// the index of the order of creation encodes it (encTime), which is set
+// when the item is created and never changes, so that a word's page in
+// that order can read the index's candidates newest first
+// (textOrderedPage).
+func textOrder(it *SavedItem) uint64 {
+	return binary.BigEndian.Uint64(encTime(nil, it.CreatedAt))
 }
 
 // readItemText sets t to the folded title, description and content text
@@ -243,6 +267,10 @@ type wordResult struct {
 	ids      []string
 	ok       bool
 	filtered bool
+	// ordered: only verdicts, of a first page read in the order of
+	// creation (textOrderedPage), which did not read the index's answer:
+	// the other plans read it (and replace the entry).
+	ordered  bool
 	verified []uint64
 	verdicts []verdict
 }
@@ -298,7 +326,7 @@ func (w *wordLookup) textCandidates(q *pageQuery, limit int) (ids []string, ok b
 		return nil, false, nil, err
 	}
 	w.key = q.memberID + "\x00" + string(needle)
-	if r := w.cache.Get(w.key); r != nil && r.state == string(state) && r.limit == limit {
+	if r := w.cache.Get(w.key); r != nil && r.state == string(state) && r.limit == limit && !r.ordered {
 		// A filter is not kept (a bit a document, too large to keep
 		// thousands of): the match reads it again at the first item the
 		// verdicts do not tell of (filterFor), which a page the verdicts
@@ -314,6 +342,49 @@ func (w *wordLookup) textCandidates(q *pageQuery, limit int) (ids []string, ok b
 		w.fresh = true
 	}
 	return ids, ok, filter, err
+}
+
+// orderedStart prepares w for a first page textOrderedPage reads: false
+// when the cache holds the index's answer for its state and limit (the
+// page is read through it instead, by the planner's plans); else the
+// verdicts the cache holds are used, and those the page finds kept.
+func (w *wordLookup) orderedStart(q *pageQuery, limit int) (bool, error) {
+	if w == nil || len(q.m.needle) > maxCachedNeedle {
+		return true, nil
+	}
+	state, err := memberIndex(q.memberID).State(q.tx)
+	if err != nil {
+		return false, err
+	}
+	w.key = q.memberID + "\x00" + string(q.m.needle)
+	if r := w.cache.Get(w.key); r != nil && r.state == string(state) {
+		if !r.ordered && r.limit == limit {
+			return false, nil
+		}
+		if r.ordered {
+			w.cur = r
+			return true, nil
+		}
+	}
+	w.cur, w.fresh = &wordResult{state: string(state), limit: limit, ordered: true}, true
+	return true, nil
+}
+
+// orderedDone ends w's part in a page textOrderedPage read: when the page
+// read every candidate of the index (complete: ids, few enough to keep),
+// the entry becomes the index's answer, as textCandidates would have kept
+// it; else it keeps only verdicts (ordered). Abandoned (the page went to
+// the planner's plans), w forgets it.
+func (w *wordLookup) orderedDone(ids []string, complete, abandoned bool) {
+	switch {
+	case w == nil || w.cur == nil:
+	case abandoned:
+		w.cur, w.fresh, w.added = nil, false, nil
+	case complete:
+		r := *w.cur // perhaps the cache's: copied
+		r.ids, r.ok, r.ordered = ids, true, false
+		w.cur, w.fresh = &r, true
+	}
 }
 
 // filterFor returns the filter of the cached result's needle, read

@@ -50,6 +50,8 @@ func (x Index) Lookup(tx *storage.Tx, needle []byte, limit, unindexed int) (ids 
 		return nil, false, nil, err
 	}
 	r := newPostingsReader(x, meta, needle)
+	r.set = make(bitset, (int(meta.NextDoc)+63)/64)
+	slices.SortStableFunc(r.segs, func(a, b Segment) int { return cmp.Compare(b.Hi, a.Hi) })
 	for {
 		more, err := r.next(tx)
 		if err != nil {
@@ -141,7 +143,9 @@ func (f *Filter) Close() {
 }
 
 // postingsReader reads a needle's candidates segment by segment, those
-// with the highest document numbers first (Segment's Hi), into a set.
+// with the highest document numbers first (Segment's Hi), into a set (or,
+// for an OrderedReader, by their order bounds, returned a segment at a
+// time).
 type postingsReader struct {
 	x        Index
 	segs     []Segment // not read yet, by Hi descending
@@ -154,9 +158,7 @@ type postingsReader struct {
 }
 
 func newPostingsReader(x Index, meta *Meta, needle []byte) *postingsReader {
-	r := &postingsReader{x: x, segs: slices.Clone(meta.Segments), distinct: distinctTrigrams(needle),
-		set: make(bitset, (int(meta.NextDoc)+63)/64), nextDoc: meta.NextDoc}
-	slices.SortStableFunc(r.segs, func(a, b Segment) int { return cmp.Compare(b.Hi, a.Hi) })
+	r := &postingsReader{x: x, segs: slices.Clone(meta.Segments), distinct: distinctTrigrams(needle), nextDoc: meta.NextDoc}
 	r.order = make([]int, len(r.distinct))
 	for i := range r.order {
 		r.order[i] = i
@@ -198,6 +200,17 @@ func (r *postingsReader) next(tx *storage.Tx) (bool, error) {
 	sg := r.segs[0]
 	r.segs = r.segs[1:]
 	r.docs += int(sg.Docs)
+	docs, err := r.segmentDocs(tx, sg, nil)
+	for _, doc := range docs {
+		r.set.set(doc)
+	}
+	r.found += len(docs)
+	return true, err
+}
+
+// segmentDocs appends to docs the candidates of segment sg below
+// r.nextDoc, ascending.
+func (r *postingsReader) segmentDocs(tx *storage.Tx, sg Segment, docs []uint32) ([]uint32, error) {
 	var postings [][]byte
 	k := r.x.TrigramPrefix()
 	n := len(k)
@@ -207,16 +220,14 @@ func (r *postingsReader) next(tx *storage.Tx) (bool, error) {
 		if errors.Is(err, storage.ErrNotFound) {
 			copy(r.order[1:j+1], r.order[:j])
 			r.order[0] = i
-			return true, nil
+			return docs, nil
 		}
 		if err != nil {
-			return false, err
+			return docs, err
 		}
 		postings = append(postings, v)
 	}
-	added, err := intersectPostings(postings, r.set, r.nextDoc)
-	r.found += added
-	return true, err
+	return intersectPostings(postings, docs, r.nextDoc)
 }
 
 // numReader reads document numbers (td/) for a caller that asks for them
@@ -334,21 +345,22 @@ func distinctTrigrams(needle []byte) [][]byte {
 	return out
 }
 
-// intersectPostings adds to set the documents below nextDoc in every one
-// of postings (one segment's), read from the smallest, and returns how many.
-func intersectPostings(postings [][]byte, set bitset, nextDoc uint32) (int, error) {
+// intersectPostings appends to out the documents below nextDoc in every
+// one of postings (one segment's), read from the smallest, ascending.
+func intersectPostings(postings [][]byte, out []uint32, nextDoc uint32) ([]uint32, error) {
 	slices.SortFunc(postings, func(a, b []byte) int { return len(a) - len(b) })
-	var docs []uint32
+	base := len(out)
 	if err := eachPosting(postings[0], func(doc uint32) {
 		if doc < nextDoc {
-			docs = append(docs, doc)
+			out = append(out, doc)
 		}
 	}); err != nil {
-		return 0, err
+		return out[:base], err
 	}
 	for _, v := range postings[1:] {
+		docs := out[base:]
 		if len(docs) == 0 {
-			return 0, nil
+			break
 		}
 		kept, i := docs[:0], 0 // kept never passes i: docs is filtered in place
 		if err := eachPosting(v, func(doc uint32) {
@@ -360,12 +372,126 @@ func intersectPostings(postings [][]byte, set bitset, nextDoc uint32) (int, erro
 				i++
 			}
 		}); err != nil {
-			return 0, err
+			return out[:base], err
 		}
-		docs = kept
+		out = out[:base+len(kept)]
 	}
-	for _, doc := range docs {
-		set.set(doc)
+	return out, nil
+}
+
+// OrderedReader reads a needle's candidates in the order of their
+// documents' order values (Texts.Order), a run of a segment at a time
+// (Run): the runs that may hold the greatest values first (descending), or
+// the least. A caller listing documents in that order reads runs until
+// the page it has verified ends before Bound: the rest cannot hold one
+// that comes earlier. Right after a store is opened, a word in a few per
+// cent of the documents is then answered from the candidates of its
+// newest documents rather than by a walk over every document in the
+// order.
+type OrderedReader struct {
+	post  *postingsReader
+	desc  bool
+	units []orderedUnit // not read yet, in the reader's order
+	// docs are the candidates of the segments read so far (each
+	// segment's postings are read once, at its first run).
+	docs map[uint32][]uint32
+}
+
+// orderedUnit is a run of a segment, read on its own.
+type orderedUnit struct {
+	sg  Segment
+	run Run
+}
+
+// Ordered returns a reader of the candidates of the folded needle by their
+// documents' order values, those in [least, most] asked for (a segment or
+// run whose bounds lie outside is not read), and the queued and wide
+// documents (candidates whatever their values: the caller reads them
+// first); or ok false when the index cannot tell: a needle shorter than 3
+// bytes, more than unindexed queued or wide documents, or a live segment
+// whose bounds are not known yet (written before they were kept: the
+// indexer measures them after an upgrade).
+func (x Index) Ordered(tx *storage.Tx, needle []byte, desc bool, least, most uint64, unindexed int) (r *OrderedReader, open []string, ok bool, err error) {
+	if len(needle) < 3 {
+		return nil, nil, false, nil
 	}
-	return len(docs), nil
+	meta, err := x.ReadMeta(tx)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	for _, sg := range meta.Segments {
+		if !sg.Ordered {
+			return nil, nil, false, nil
+		}
+	}
+	if open, err = x.unindexed(tx, meta, unindexed); err != nil || len(open) > unindexed {
+		return nil, nil, false, err
+	}
+	r = &OrderedReader{post: newPostingsReader(x, meta, needle), desc: desc, docs: map[uint32][]uint32{}}
+	for _, sg := range meta.Segments {
+		for _, run := range meta.SegmentRuns(sg) {
+			if run.Most >= least && run.Least <= most {
+				r.units = append(r.units, orderedUnit{sg, run})
+			}
+		}
+	}
+	slices.SortStableFunc(r.units, func(a, b orderedUnit) int {
+		if desc {
+			return cmp.Compare(b.run.Most, a.run.Most)
+		}
+		return cmp.Compare(a.run.Least, b.run.Least)
+	})
+	return r, open, true, nil
+}
+
+// Bound is the greatest order value (descending; the least ascending)
+// that a document of the runs not read yet may have; ok false when every
+// run has been read.
+func (r *OrderedReader) Bound() (v uint64, ok bool) {
+	if len(r.units) == 0 {
+		return 0, false
+	}
+	if r.desc {
+		return r.units[0].run.Most, true
+	}
+	return r.units[0].run.Least, true
+}
+
+// Next appends to ids those of the candidates of the next run (Bound says
+// whether one is left), or reports false when it has more than max (their
+// ids not read).
+func (r *OrderedReader) Next(tx *storage.Tx, ids []string, max int) ([]string, bool, error) {
+	if len(r.units) == 0 {
+		return ids, true, nil
+	}
+	u := r.units[0]
+	r.units = r.units[1:]
+	docs, read := r.docs[u.sg.ID]
+	if !read {
+		var err error
+		if docs, err = r.post.segmentDocs(tx, u.sg, nil); err != nil {
+			return ids, false, err
+		}
+		r.docs[u.sg.ID] = docs
+	}
+	// The run's part of the segment's candidates (ascending).
+	from, _ := slices.BinarySearch(docs, u.run.Lo)
+	to, _ := slices.BinarySearch(docs, u.run.Hi)
+	if u.run.Hi < u.run.Lo {
+		to = from
+	}
+	if to-from > max {
+		return ids, false, nil
+	}
+	for _, doc := range docs[from:to] {
+		id, err := tx.Get(r.post.x.docIDKey(doc))
+		if errors.Is(err, storage.ErrNotFound) {
+			continue // re-indexed or removed
+		}
+		if err != nil {
+			return ids, false, err
+		}
+		ids = append(ids, string(id))
+	}
+	return ids, true, nil
 }

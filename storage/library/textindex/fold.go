@@ -57,12 +57,17 @@ func Fold(s string) string { return string(AppendFold(nil, s)) }
 // Text is the folded text of a document: its fields (a title, a
 // description, a body) one after the other, which trigrams do not span.
 type Text struct {
-	b    []byte
-	ends []int
+	b     []byte
+	ends  []int
+	order uint64
 }
 
 // Reset empties t, keeping its buffers.
-func (t *Text) Reset() { t.b, t.ends = t.b[:0], t.ends[:0] }
+func (t *Text) Reset() { t.b, t.ends, t.order = t.b[:0], t.ends[:0], 0 }
+
+// SetOrder sets the document's order value (Texts.Order), which the
+// segment that indexes the text keeps the bounds of.
+func (t *Text) SetOrder(v uint64) { t.order = v }
 
 // AddField appends a field, folding s.
 func (t *Text) AddField(s string) {

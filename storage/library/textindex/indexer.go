@@ -221,7 +221,7 @@ func (x Index) Build(st *storage.Store, texts Texts, stopping, paused func() boo
 			return err
 		}
 		if n == 0 {
-			return x.Merge(st, stopping)
+			return x.Merge(st, texts, stopping)
 		}
 		indexedBatch()
 	}

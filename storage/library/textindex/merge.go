@@ -2,8 +2,10 @@ package textindex
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
+	"math"
 	"slices"
 
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -20,7 +22,7 @@ const mergeChunk = 1 << 20
 // number (searches do not read it yet); tm lists it instead of its
 // sources and marks them for deletion; their keys are deleted; tm forgets
 // them.
-func (x Index) Merge(st *storage.Store, stopping func() bool) error {
+func (x Index) Merge(st *storage.Store, texts Texts, stopping func() bool) error {
 	for {
 		if stopping() {
 			return ErrStopped
@@ -55,6 +57,15 @@ func (x Index) Merge(st *storage.Store, stopping func() bool) error {
 			// range, read once, lets searches pass over it. The
 			// newest first: the first pages read those.
 			if err := x.measureSegment(st, meta.Segments[i].ID, stopping); err != nil {
+				return err
+			}
+			continue
+		}
+		if i := lastUnordered(meta); i >= 0 {
+			// A segment written before the order bounds were kept (its
+			// range known by now): until it has them, searches in that
+			// order read candidates another way (Ordered).
+			if err := x.measureOrder(st, texts, meta.Segments[i], stopping); err != nil {
 				return err
 			}
 			continue
@@ -115,6 +126,70 @@ func (x Index) measureSegment(st *storage.Store, seg uint32, stopping func() boo
 	})
 }
 
+// measureOrder records the order bounds of segment sg (its range known),
+// read from the order values of the documents its numbers still name, if
+// it is still live and without them. Stopping ends it early.
+func (x Index) measureOrder(st *storage.Store, texts Texts, sg Segment, stopping func() bool) error {
+	least, most := uint64(math.MaxUint64), uint64(0)
+	if err := st.View(st.Background(), func(tx *storage.Tx) error {
+		n := 0
+		return tx.Scan(x.DocIDPrefix(), x.docIDKey(sg.Lo), false, false, func(k, v []byte) (bool, error) {
+			if doc := binary.BigEndian.Uint32(k[len(k)-4:]); doc >= sg.Hi {
+				return false, nil
+			}
+			if n++; n%1024 == 0 && stopping() {
+				return false, ErrStopped
+			}
+			// A number of another segment within the range is counted
+			// too: the bounds are wider, never wrong.
+			o, ok, err := texts.Order(tx, string(v))
+			if ok {
+				least, most = min(least, o), max(most, o)
+			}
+			return err == nil, err
+		})
+	}); err != nil {
+		return err
+	}
+	return x.UpdateMeta(st, func(m *Meta) {
+		for i := range m.Segments {
+			if s := &m.Segments[i]; s.ID == sg.ID && !s.Ordered {
+				s.Least, s.Most, s.Ordered = least, most, true
+			}
+		}
+	})
+}
+
+// joinRuns sorts runs by their numbers and joins neighbours, two by two,
+// until at most maxRuns are left.
+func joinRuns(runs []Run) []Run {
+	slices.SortFunc(runs, func(a, b Run) int { return cmp.Compare(a.Lo, b.Lo) })
+	for len(runs) > maxRuns {
+		joined := runs[:0]
+		for i := 0; i < len(runs); i += 2 {
+			r := runs[i]
+			if i+1 < len(runs) {
+				n := runs[i+1]
+				r = Run{min(r.Lo, n.Lo), max(r.Hi, n.Hi), min(r.Least, n.Least), max(r.Most, n.Most)}
+			}
+			joined = append(joined, r)
+		}
+		runs = joined
+	}
+	return runs
+}
+
+// lastUnordered is the index of the newest segment of meta without order
+// bounds, or -1.
+func lastUnordered(meta *Meta) int {
+	for i := len(meta.Segments) - 1; i >= 0; i-- {
+		if !meta.Segments[i].Ordered {
+			return i
+		}
+	}
+	return -1
+}
+
 // lastUnmeasured is the index of the newest segment of meta whose range
 // is unknown, or -1.
 func lastUnmeasured(meta *Meta) int {
@@ -136,17 +211,32 @@ func widen(lo, hi, doc uint32) (uint32, uint32) {
 
 // finishMerge lists a merged segment, whose documents' numbers are in
 // [lo, hi), in place of its sources, which it marks for deletion.
+// Its order bounds are those of its sources together (the documents it
+// dropped only narrow them), unknown when one source's are.
 func finishMerge(m *Meta, lo, hi uint32) {
-	var docs uint32
+	merged := Segment{ID: m.Merging, Lo: lo, Hi: hi, Least: math.MaxUint64, Ordered: true}
 	var keep []Segment
+	var runs []Run
 	for _, sg := range m.Segments {
 		if slices.Contains(m.MergeFrom, sg.ID) {
-			docs += sg.Docs
+			merged.Docs += sg.Docs
+			merged.Least, merged.Most = min(merged.Least, sg.Least), max(merged.Most, sg.Most)
+			merged.Ordered = merged.Ordered && sg.Ordered
+			runs = append(runs, m.SegmentRuns(sg)...)
+			delete(m.Runs, sg.ID)
 		} else {
 			keep = append(keep, sg)
 		}
 	}
-	m.Segments = append(keep, Segment{m.Merging, docs, lo, hi})
+	if !merged.Ordered {
+		merged.Least, merged.Most = 0, 0
+	} else {
+		if m.Runs == nil {
+			m.Runs = map[uint32][]Run{}
+		}
+		m.Runs[merged.ID] = joinRuns(runs)
+	}
+	m.Segments = append(keep, merged)
 	m.Deleting, m.Merging, m.MergeFrom = m.MergeFrom, 0, nil
 }
 

@@ -2,6 +2,7 @@ package textindex
 
 import (
 	"encoding/binary"
+	"math"
 	"sync"
 
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -123,6 +124,7 @@ func (x Index) IndexPending(tx *storage.Tx, texts Texts, limit int) (int, error)
 	nextDoc := meta.NextDoc
 	done := map[string]bool{}
 	taken := 0
+	sg := Segment{ID: meta.NextSeg, Lo: meta.NextDoc, Least: math.MaxUint64, Ordered: true}
 	for _, e := range entries {
 		if !done[e.id] {
 			added, err := x.addDoc(tx, texts, bufs, e.id, nextDoc, taken > 0)
@@ -131,6 +133,9 @@ func (x Index) IndexPending(tx *storage.Tx, texts Texts, limit int) (int, error)
 			}
 			if added < 0 {
 				break // the next transaction takes it
+			}
+			if added > 0 {
+				sg.Least, sg.Most = min(sg.Least, bufs.text.order), max(sg.Most, bufs.text.order)
 			}
 			nextDoc += uint32(added)
 			done[e.id] = true
@@ -145,7 +150,8 @@ func (x Index) IndexPending(tx *storage.Tx, texts Texts, limit int) (int, error)
 		if err := x.writePostings(tx, meta.NextSeg, sortPairsByTrigram(bufs.pairs, &bufs.tmp)); err != nil {
 			return 0, err
 		}
-		meta.Segments = append(meta.Segments, Segment{meta.NextSeg, nextDoc - meta.NextDoc, meta.NextDoc, nextDoc})
+		sg.Docs, sg.Hi = nextDoc-meta.NextDoc, nextDoc
+		meta.Segments = append(meta.Segments, sg)
 		meta.NextSeg++
 	}
 	meta.NextDoc = nextDoc

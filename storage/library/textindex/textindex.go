@@ -27,6 +27,11 @@
 //	ta                  the range of the document numbers of each live
 //	                    segment, written with tm (a segment it lacks is read
 //	                    whatever the numbers asked for, until measured)
+//	tb                  the least and greatest order value (Texts.Order) of
+//	                    each live segment's documents, written with tm (a
+//	                    segment it lacks has no bounds until measured)
+//	tc                  the runs of merged segments: the bounds of the parts
+//	                    that were their sources (Run), written with tm
 //
 // tp is written in the same transaction as the text it stands for, and the
 // indexer turns queued documents into a new segment in one transaction
@@ -62,8 +67,16 @@ func At(prefix []byte) Index { return Index{prefix} }
 // Texts gives the index the texts of its documents.
 type Texts interface {
 	// Text sets t to the folded text of document id (t.Reset, then its
-	// fields), or reports false when the document no longer exists.
+	// fields and its order value, t.SetOrder), or reports false when the
+	// document no longer exists.
 	Text(tx *storage.Tx, id string, t *Text) (bool, error)
+	// Order is the order value of document id, which Text sets: a value
+	// the caller lists documents by (a saved item's createdAt) that never
+	// changes while the document keeps its text. Each segment keeps the
+	// bounds of its documents' values (Segment's Least and Most), so that
+	// a caller reading candidates in that order (Ordered) knows when the
+	// segments left cannot hold an earlier one.
+	Order(tx *storage.Tx, id string) (uint64, bool, error)
 }
 
 func (x Index) key(name string) []byte {
@@ -105,9 +118,15 @@ func (x Index) MetaKey() []byte { return x.key("tm") }
 // each indexing transaction made writers' transactions retry).
 func (x Index) rangesKey() []byte { return x.key("ta") }
 
+// boundsKey is the key of the segments' order bounds (tb, beside ta).
+func (x Index) boundsKey() []byte { return x.key("tb") }
+
+// runsKey is the key of the merged segments' runs (tc).
+func (x Index) runsKey() []byte { return x.key("tc") }
+
 // KeyNames are the names of the index's keys under its prefix (for
 // measuring its size).
-var KeyNames = []string{"tg", "td", "tn", "tm", "ta", "tp", "tq", "tw"}
+var KeyNames = []string{"tg", "td", "tn", "tm", "ta", "tb", "tc", "tp", "tq", "tw"}
 
 // ErrStopped is returned by work the indexer's owner stopped.
 var ErrStopped = errors.New("search index: stopped")

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -33,7 +34,23 @@ func (docs) Text(tx *storage.Tx, id string, t *Text) (bool, error) {
 	}
 	t.Reset()
 	t.AddField(string(v))
-	return true, nil
+	o, _, err := docs{}.Order(tx, id)
+	t.SetOrder(o)
+	return true, err
+}
+
+// orderKey holds a document's order value (8 bytes; none: 0).
+func orderKey(id string) []byte { return storage.Key("ord", id) }
+
+func (docs) Order(tx *storage.Tx, id string) (uint64, bool, error) {
+	if _, err := tx.Get(docKey(id)); errors.Is(err, storage.ErrNotFound) {
+		return 0, false, nil
+	}
+	v, err := tx.Get(orderKey(id))
+	if errors.Is(err, storage.ErrNotFound) || len(v) != 8 {
+		return 0, true, nil
+	}
+	return binary.BigEndian.Uint64(v), true, err
 }
 
 var testIndex = At(storage.Key("ix", ""))
@@ -41,8 +58,17 @@ var testIndex = At(storage.Key("ix", ""))
 // put writes document id with text and queues it, in one transaction.
 func put(t *testing.T, st *storage.Store, id, text string) {
 	t.Helper()
+	putOrdered(t, st, id, text, 0)
+}
+
+// putOrdered is put of a document with an order value.
+func putOrdered(t *testing.T, st *storage.Store, id, text string, order uint64) {
+	t.Helper()
 	if err := st.Update(t.Context(), func(tx *storage.Tx) error {
 		if err := tx.Put(docKey(id), []byte(text), 0); err != nil {
+			return err
+		}
+		if err := tx.Put(orderKey(id), binary.BigEndian.AppendUint64(nil, order), 0); err != nil {
 			return err
 		}
 		_, err := testIndex.Queue(tx, id)
@@ -325,11 +351,12 @@ func TestFilterAnswersInAnyOrder(t *testing.T) {
 	}
 }
 
-// The segments' ranges are a key of their own: the index's Meta (tm) is
-// encoded as a version without them wrote and reads it. An index without
-// them (written before them, or by such a version) is read with every
-// segment's range unknown, gives the same candidates, and the next Build
-// measures the ranges its segments had been written with.
+// The segments' ranges and order bounds are keys of their own: the
+// index's Meta (tm) is encoded as a version without them wrote and reads
+// it. An index without them (written before them, or by such a version) is
+// read with every segment's range unknown and no bounds (Ordered cannot
+// tell), gives the same candidates, and the next Build measures the ranges
+// and bounds its segments had been written with.
 func TestSegmentsWithoutRangesAreMeasured(t *testing.T) {
 	st := storagetest.Open(t)
 	var want []string
@@ -339,7 +366,7 @@ func TestSegmentsWithoutRangesAreMeasured(t *testing.T) {
 		if i%25 == 0 {
 			text, want = "a quokka among plain words", append(want, id)
 		}
-		put(t, st, id, text)
+		putOrdered(t, st, id, text, uint64(1000+(i*37)%600)) // not in the order of the documents
 		if i%30 == 29 {
 			build(t, st) // segments of 30, merged by eight
 		}
@@ -373,18 +400,35 @@ func TestSegmentsWithoutRangesAreMeasured(t *testing.T) {
 		if !bytes.Equal(tm, v1) {
 			t.Fatalf("tm %x, want %x as a version without ranges wrote it", tm, v1)
 		}
+		if err := tx.Delete(testIndex.boundsKey()); err != nil {
+			return err
+		}
 		return tx.Delete(testIndex.rangesKey())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.View(t.Context(), func(tx *storage.Tx) error {
+		_, _, ok, err := testIndex.Ordered(tx, AppendFold(nil, "quokka"), true, 0, math.MaxUint64, 100)
+		if ok {
+			t.Errorf("Ordered answers without the segments' bounds")
+		}
+		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
 	old := readMeta()
 	for i, sg := range old.Segments {
-		if sg != (Segment{written.Segments[i].ID, written.Segments[i].Docs, 0, unknownHi}) {
+		if sg != (Segment{ID: written.Segments[i].ID, Docs: written.Segments[i].Docs, Hi: unknownHi}) {
 			t.Fatalf("without ranges read as %+v, want %+v with an unknown range", old.Segments, written.Segments)
 		}
 	}
 	if got := candidates(t, st, "quokka"); !slices.Equal(got, want) {
 		t.Fatalf("candidates before the ranges are measured %v, want %v", got, want)
+	}
+	for _, sg := range written.Segments {
+		if !sg.Ordered || sg.Least < 1000 || sg.Most >= 1600 || sg.Least > sg.Most {
+			t.Fatalf("segment written with bounds %+v; want its documents' order values", sg)
+		}
 	}
 	build(t, st)
 	if got := readMeta(); !slices.Equal(got.Segments, written.Segments) {
@@ -392,5 +436,105 @@ func TestSegmentsWithoutRangesAreMeasured(t *testing.T) {
 	}
 	if got := candidates(t, st, "quokka"); !slices.Equal(got, want) {
 		t.Fatalf("candidates once the ranges are measured %v, want %v", got, want)
+	}
+}
+
+// Ordered gives every candidate of a needle once, a segment at a time, and
+// never one whose order value lies beyond the Bound it reported before:
+// in either direction, over segments merged and not, documents re-indexed
+// and removed, and order values that do not follow the documents' numbers
+// (an import gives new documents old dates).
+func TestOrderedCandidatesKeepTheirBounds(t *testing.T) {
+	st := storagetest.Open(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	order := map[string]uint64{}
+	var ids []string
+	for i := range 700 {
+		id := fmt.Sprint(20000 + i)
+		text := "plain words"
+		if r.IntN(6) == 0 {
+			text = "a quokka among plain words"
+		}
+		o := uint64(100000 + i*10)
+		if r.IntN(4) == 0 {
+			o = uint64(r.IntN(100000)) // imported: an old date
+		}
+		putOrdered(t, st, id, text, o)
+		order[id] = o
+		ids = append(ids, id)
+		if i%40 == 39 {
+			build(t, st) // segments of 40, eight of them merged
+		}
+	}
+	// Some re-indexed with another text, some removed.
+	for i := 0; i < len(ids); i += 7 {
+		putOrdered(t, st, ids[i], "a quokka again", order[ids[i]])
+	}
+	build(t, st)
+	if err := st.Update(t.Context(), func(tx *storage.Tx) error {
+		for i := 3; i < len(ids); i += 11 {
+			if err := tx.Delete(docKey(ids[i])); err != nil {
+				return err
+			}
+			if err := testIndex.Remove(tx, ids[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	putOrdered(t, st, "queued", "a quokka waiting", 50) // not indexed yet
+	truth := map[string]bool{}
+	if err := st.View(t.Context(), func(tx *storage.Tx) error {
+		for _, id := range append(ids, "queued") {
+			if v, err := tx.Get(docKey(id)); err == nil && bytes.Contains(v, []byte("quokka")) {
+				truth[id] = true
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, desc := range []bool{true, false} {
+		for _, window := range [][2]uint64{{0, math.MaxUint64}, {50000, 104000}, {104500, 104500}} {
+			if err := st.View(t.Context(), func(tx *storage.Tx) error {
+				rd, open, ok, err := testIndex.Ordered(tx, AppendFold(nil, "quokka"), desc, window[0], window[1], 10)
+				if err != nil || !ok {
+					t.Fatalf("Ordered: %v, %v", ok, err)
+				}
+				got := map[string]bool{}
+				for _, id := range open {
+					got[id] = true
+				}
+				for {
+					bound, more := rd.Bound()
+					if !more {
+						break
+					}
+					next, within, err := rd.Next(tx, nil, 1000)
+					if err != nil || !within {
+						t.Fatalf("Next: %v, %v", within, err)
+					}
+					for _, id := range next {
+						if got[id] {
+							t.Errorf("desc %v: %s given twice", desc, id)
+						}
+						got[id] = true
+						if o := order[id]; (desc && o > bound) || (!desc && o < bound) {
+							t.Errorf("desc %v: %s of order %d beyond the bound %d", desc, id, o, bound)
+						}
+					}
+				}
+				for id := range truth {
+					if o := order[id]; !got[id] && (id == "queued" || (o >= window[0] && o <= window[1])) {
+						t.Errorf("desc %v, window %v: %s (order %d) has the needle, not given", desc, window, id, o)
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
