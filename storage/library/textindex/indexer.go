@@ -172,7 +172,7 @@ func (ix *Indexer) pass() (stopped bool) {
 	if all {
 		keys, err := ix.cfg.All()
 		if err != nil {
-			ix.st.Logger().Warn("search index: cannot list members", zap.Error(err))
+			ix.st.Logger().Warn("search index: cannot list the indexes to update", zap.Error(err))
 			return false
 		}
 		for _, k := range keys {
