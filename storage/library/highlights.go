@@ -342,7 +342,7 @@ func (s Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter
 		}
 		if p.Field != SortTitle {
 			prefix := highlightIndexPrefix(memberID, p.Field)
-			err := keysetScan(tx, prefix, p.Desc, after, nil, nil, false, func(suf, _ []byte) (bool, error) {
+			err := keyset{prefix: prefix, desc: p.Desc, after: after}.scan(tx, func(suf, _ []byte) (bool, error) {
 				id := strconv.FormatUint(binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)
 				var h Highlight
 				if err := tx.GetJSON(highlightKey(memberID, id), &h); err != nil {
@@ -500,7 +500,7 @@ func highlightsByItemTitle(tx *storage.Tx, memberID string, desc bool, after []b
 	for _, status := range []string{StatusActive, StatusArchived, StatusDeleted} {
 		n := 0
 		prefix := itemIndexPrefix(memberID, status, SortTitle)
-		err := keysetScan(tx, prefix, desc, nil, lower, upper, true, func(suf, rec []byte) (bool, error) {
+		err := keyset{prefix: prefix, desc: desc, lower: lower, upper: upper, values: true}.scan(tx, func(suf, rec []byte) (bool, error) {
 			var it SavedItem
 			if len(rec) > 0 {
 				if err := parseItemRecord(rec, &it); err != nil {

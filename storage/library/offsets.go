@@ -291,7 +291,7 @@ func bucketEntries(tx *storage.Tx, memberID string, from, next []byte, slots []i
 	out := make([]bucketEntry, 0, fenceSplit/2)
 	arena := make([]byte, 0, fenceSplit/2*16)
 	for _, slot := range slots {
-		err := keysetScan(tx, itemIndexPrefix(memberID, fenceStatuses[slot], SortCreatedAt), false, nil, from, next, false, func(suf, _ []byte) (bool, error) {
+		err := keyset{prefix: itemIndexPrefix(memberID, fenceStatuses[slot], SortCreatedAt), lower: from, upper: next}.scan(tx, func(suf, _ []byte) (bool, error) {
 			out = append(out, bucketEntry{len(arena), len(arena) + len(suf), slot})
 			arena = append(arena, suf...)
 			return true, nil

@@ -87,16 +87,24 @@ func parseCursor(c string, kind byte, f SortField, desc bool) ([]byte, error) {
 	return b[3:], nil
 }
 
-// keysetScan walks an index from after (exclusive) in the requested order,
-// calling fn with each key suffix (and with its value when values is set)
-// until fn returns false.
-func keysetScan(tx *storage.Tx, prefix []byte, desc bool, after, lower, upper []byte, values bool, fn func(suffix, val []byte) (bool, error)) error {
-	return keysetScanSkipping(tx, prefix, desc, after, lower, upper, values, nil, fn)
+// keyset is a walk of one index: the keys under prefix, in descending
+// order when desc, from after (exclusive) when set, within [lower, upper)
+// when those are set (each bound on the key's suffix).
+type keyset struct {
+	prefix              []byte
+	desc                bool
+	after, lower, upper []byte
+	// values hands fn each key's value too.
+	values bool
+	// skip, when set, passes over the suffixes it reports without reading
+	// their values.
+	skip func(suffix []byte) bool
 }
 
-// keysetScanSkipping is keysetScan that passes over the suffixes skip
-// (when not nil) reports, without reading their values.
-func keysetScanSkipping(tx *storage.Tx, prefix []byte, desc bool, after, lower, upper []byte, values bool, skip func(suffix []byte) bool, fn func(suffix, val []byte) (bool, error)) error {
+// scan calls fn with each key's suffix (and its value when ks.values)
+// until fn returns false.
+func (ks keyset) scan(tx *storage.Tx, fn func(suffix, val []byte) (bool, error)) error {
+	prefix, desc, after, lower, upper, skip := ks.prefix, ks.desc, ks.after, ks.lower, ks.upper, ks.skip
 	var start []byte
 	switch {
 	case after != nil:
@@ -110,7 +118,7 @@ func keysetScanSkipping(tx *storage.Tx, prefix []byte, desc bool, after, lower, 
 	if skip != nil {
 		skipKey = func(k []byte) bool { return skip(k[len(prefix):]) }
 	}
-	return tx.ScanSkipping(prefix, start, desc, !values, skipKey, func(k, v []byte) (bool, error) {
+	return tx.ScanSkipping(prefix, start, desc, !ks.values, skipKey, func(k, v []byte) (bool, error) {
 		suf := k[len(prefix):]
 		if after != nil && bytes.Equal(suf, after) {
 			return true, nil
@@ -372,7 +380,7 @@ func (w *pageWalk) status(status string) (int, error) {
 			return err == nil && !over
 		}
 	}
-	err := keysetScanSkipping(q.tx, prefix, q.p.Desc, q.after, q.lower, q.upper, true, skip, func(suf, rec []byte) (bool, error) {
+	err := keyset{prefix: prefix, desc: q.p.Desc, after: q.after, lower: q.lower, upper: q.upper, values: true, skip: skip}.scan(q.tx, func(suf, rec []byte) (bool, error) {
 		if w.beyond(suf) {
 			return false, nil
 		}
@@ -582,7 +590,7 @@ func (q *pageQuery) orderedPage(page *ItemPage) error {
 		}
 		return err
 	}
-	err := keysetScan(tx, plan.ordered.ordered, p.Desc, after, lower, upper, true, func(suf, v []byte) (bool, error) {
+	err := keyset{prefix: plan.ordered.ordered, desc: p.Desc, after: after, lower: lower, upper: upper, values: true}.scan(tx, func(suf, v []byte) (bool, error) {
 		if len(suf) < 8 {
 			return true, nil
 		}

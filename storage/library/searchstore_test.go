@@ -212,7 +212,7 @@ func TestSearchCostsOnSeededStore(t *testing.T) {
 			n := 0
 			s = time.Now()
 			for _, status := range []string{StatusActive, StatusArchived} {
-				if err := keysetScan(tx, itemIndexPrefix(m.ID, status, SortCreatedAt), true, nil, nil, nil, true, func(suf, rec []byte) (bool, error) {
+				if err := (keyset{prefix: itemIndexPrefix(m.ID, status, SortCreatedAt), desc: true, values: true}).scan(tx, func(suf, rec []byte) (bool, error) {
 					var it SavedItem
 					if len(rec) > 0 {
 						if err := parseItemRecord(rec, &it); err != nil {
@@ -231,8 +231,9 @@ func TestSearchCostsOnSeededStore(t *testing.T) {
 			// The walk passing over keys.
 			n = 0
 			s = time.Now()
-			if err := keysetScanSkipping(tx, itemIndexPrefix(m.ID, StatusActive, SortCreatedAt), true, nil, nil, nil, true,
-				func([]byte) bool { n++; return n < 30000 }, func(_, _ []byte) (bool, error) { return false, nil }); err != nil {
+			ks := keyset{prefix: itemIndexPrefix(m.ID, StatusActive, SortCreatedAt), desc: true, values: true,
+				skip: func([]byte) bool { n++; return n < 30000 }}
+			if err := ks.scan(tx, func(_, _ []byte) (bool, error) { return false, nil }); err != nil {
 				return err
 			}
 			skip := time.Since(s) / time.Duration(n)
