@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage/kv"
@@ -365,12 +366,16 @@ func (tx *Tx) deletePrefix(prefix []byte) error {
 }
 
 // key joins parts with '/' into a key.
-func key(parts ...string) []byte {
+func key(parts ...string) []byte { return AppendKey(nil, parts...) }
+
+// AppendKey appends the key of parts (Key's) to b, growing it once: a
+// writer of several keys of one item builds them in one buffer.
+func AppendKey(b []byte, parts ...string) []byte {
 	n := len(parts) - 1
 	for _, p := range parts {
 		n += len(p)
 	}
-	b := make([]byte, 0, n)
+	b = slices.Grow(b, n)
 	for i, p := range parts {
 		if i > 0 {
 			b = append(b, '/')

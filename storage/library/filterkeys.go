@@ -77,15 +77,27 @@ func highlightedItemsPrefix(memberID string) []byte {
 // inbox reads its items from the status index (ix/), without a point
 // lookup of each item.
 func orderedTypePrefix(memberID, typ string) []byte {
-	return storage.Key("u", memberID, "gql", "oy", typeCode(typ), "")
+	return appendOrderedTypePrefix(nil, memberID, typ)
+}
+
+func appendOrderedTypePrefix(b []byte, memberID, typ string) []byte {
+	return storage.AppendKey(b, "u", memberID, "gql", "oy", typeCode(typ), "")
 }
 
 func orderedHighlightedPrefix(memberID string) []byte {
-	return storage.Key("u", memberID, "gql", "oh", "")
+	return appendOrderedHighlightedPrefix(nil, memberID)
+}
+
+func appendOrderedHighlightedPrefix(b []byte, memberID string) []byte {
+	return storage.AppendKey(b, "u", memberID, "gql", "oh", "")
 }
 
 func orderedLabelPrefix(memberID, labelID string) []byte {
-	return storage.Key("u", memberID, "gql", "ol", labelID, "")
+	return appendOrderedLabelPrefix(nil, memberID, labelID)
+}
+
+func appendOrderedLabelPrefix(b []byte, memberID, labelID string) []byte {
+	return storage.AppendKey(b, "u", memberID, "gql", "ol", labelID, "")
 }
 
 // searchIndexVersion is tv's value once a member's items have every key

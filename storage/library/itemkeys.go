@@ -38,7 +38,11 @@ func itemMessageIDKey(memberID, itemID string) []byte {
 }
 
 func itemIndexPrefix(memberID, status string, f SortField) []byte {
-	return storage.Key("u", memberID, "gql", "ix", statusCode[status], sortFieldCode[f], "")
+	return appendItemIndexPrefix(nil, memberID, status, f)
+}
+
+func appendItemIndexPrefix(b []byte, memberID, status string, f SortField) []byte {
+	return storage.AppendKey(b, "u", memberID, "gql", "ix", statusCode[status], sortFieldCode[f], "")
 }
 
 func labelItemKey(memberID, labelID, itemID string) []byte {
@@ -106,8 +110,10 @@ func idBytes(id string) uint64 {
 	return n
 }
 
-func itemSortValue(it *SavedItem, f SortField) []byte {
-	var b []byte
+func itemSortValue(it *SavedItem, f SortField) []byte { return appendItemSortValue(nil, it, f) }
+
+// appendItemSortValue appends itemSortValue(it, f) to b.
+func appendItemSortValue(b []byte, it *SavedItem, f SortField) []byte {
 	switch f {
 	case SortCreatedAt:
 		b = encTime(b, it.CreatedAt)

@@ -29,11 +29,15 @@ import (
 )
 
 // itemIndexKeys are the keys of it's index entries: one for each sort
-// field, in the index of its status.
+// field, in the index of its status, built in one buffer (a key outgrowing
+// it goes on in a larger one; those before keep theirs).
 func itemIndexKeys(it *SavedItem) [][]byte {
 	out := make([][]byte, 0, len(sortFieldCode))
+	buf := make([]byte, 0, len(sortFieldCode)*(len(it.MemberID)+32)+len(it.Title))
 	for f := range sortFieldCode {
-		out = append(out, append(itemIndexPrefix(it.MemberID, it.Status, f), itemSortValue(it, f)...))
+		start := len(buf)
+		buf = appendItemSortValue(appendItemIndexPrefix(buf, it.MemberID, it.Status, f), it, f)
+		out = append(out, buf[start:len(buf):len(buf)])
 	}
 	return out
 }
@@ -321,21 +325,33 @@ func deleteItemMessageID(tx *storage.Tx, memberID, itemID string) error {
 	return tx.Delete(itemMessageIDKey(memberID, itemID))
 }
 
-// orderedFilterKeys are it's ordered filter keys (see orderedTypePrefix),
-// each ending in the item's createdAt sort value, and their value (with
-// rec, the item's record, as a copy when not nil).
+// orderedFilterKeys are it's ordered filter keys (orderedKeys) and their
+// value (with rec, the item's record, as a copy when not nil).
 func orderedFilterKeys(it *SavedItem, rec []byte) (keys [][]byte, value []byte) {
-	suf := itemSortValue(it, SortCreatedAt)
-	keys = append(keys, append(orderedTypePrefix(it.MemberID, it.Type), suf...))
+	return orderedKeys(it), orderedValue(it.Status, it.SourceDomain, rec)
+}
+
+// orderedKeys are it's ordered filter keys (see orderedTypePrefix), each
+// ending in the item's createdAt sort value, built in one buffer as
+// itemIndexKeys are.
+func orderedKeys(it *SavedItem) [][]byte {
+	keys := make([][]byte, 0, 2+len(it.LabelIDs))
+	buf := make([]byte, 0, (2+len(it.LabelIDs))*(2*len(it.MemberID)+32))
+	add := func(b []byte) {
+		start := len(buf)
+		buf = appendItemSortValue(b, it, SortCreatedAt)
+		keys = append(keys, buf[start:len(buf):len(buf)])
+	}
+	add(appendOrderedTypePrefix(buf, it.MemberID, it.Type))
 	if it.HighlightCount > 0 {
-		keys = append(keys, append(orderedHighlightedPrefix(it.MemberID), suf...))
+		add(appendOrderedHighlightedPrefix(buf, it.MemberID))
 	}
 	for i, l := range it.LabelIDs {
 		if !slices.Contains(it.LabelIDs[:i], l) {
-			keys = append(keys, append(orderedLabelPrefix(it.MemberID, l), suf...))
+			add(appendOrderedLabelPrefix(buf, it.MemberID, l))
 		}
 	}
-	return keys, orderedValue(it.Status, it.SourceDomain, rec)
+	return keys
 }
 
 // writeOrderedKeys writes it's ordered filter keys, with rec (it's record)
@@ -345,9 +361,9 @@ func orderedFilterKeys(it *SavedItem, rec []byte) (keys [][]byte, value []byte) 
 func writeOrderedKeys(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
 	var oldKeys [][]byte
 	if old != nil {
-		oldKeys, _ = orderedFilterKeys(old, nil)
+		oldKeys = orderedKeys(old)
 	}
-	keys, _ := orderedFilterKeys(it, nil)
+	keys := orderedKeys(it)
 	lt := libraryState.Of(tx)
 	value := orderedValue(it.Status, it.SourceDomain, copyWithin(&lt.orderedCopyBytes, maxOrderedCopyBytes, rec, len(keys)))
 	for _, k := range oldKeys {
@@ -391,7 +407,7 @@ func writeFilterKeys(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
 		if err := tx.Put(siteItemKey(mid, it.SourceDomain, it.ID), nil, 0); err != nil {
 			return err
 		}
-		if err := tx.Put(siteNameKey(mid, it.SourceDomain), nil, 0); err != nil {
+		if err := putSiteName(tx, mid, it.SourceDomain); err != nil {
 			return err
 		}
 	}
@@ -418,6 +434,22 @@ func writeFilterKeys(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
 	return nil
 }
 
+// putSiteName writes the member's site name key of domain, once a
+// transaction: an import's batch saves many items of few sites. Nothing
+// removes a site name but the rebuild of every filter key.
+func putSiteName(tx *storage.Tx, memberID, domain string) error {
+	lt := libraryState.Of(tx)
+	site := [2]string{memberID, domain}
+	if lt.siteNames[site] {
+		return nil
+	}
+	if lt.siteNames == nil {
+		lt.siteNames = map[[2]string]bool{}
+	}
+	lt.siteNames[site] = true
+	return tx.Put(siteNameKey(memberID, domain), nil, 0)
+}
+
 // deleteItemSearch takes an item out of the text index and removes its
 // filter keys.
 func deleteItemSearch(tx *storage.Tx, it *SavedItem) error {
@@ -426,7 +458,7 @@ func deleteItemSearch(tx *storage.Tx, it *SavedItem) error {
 	if err := memberIndex(mid).Remove(tx, it.ID); err != nil {
 		return err
 	}
-	ordered, _ := orderedFilterKeys(it, nil)
+	ordered := orderedKeys(it)
 	for _, k := range append(ordered,
 		siteItemKey(mid, it.SourceDomain, it.ID), encUint64(typeItemsPrefix(mid, it.Type), idBytes(it.ID)),
 		encUint64(highlightedItemsPrefix(mid), idBytes(it.ID))) {
@@ -441,9 +473,9 @@ func deleteItemSearch(tx *storage.Tx, it *SavedItem) error {
 func countItemFilters(tx *storage.Tx, it *SavedItem, sign int64) {
 	lt := libraryState.Of(tx)
 	if lt.filterDeltas == nil {
-		lt.filterDeltas = map[string]int64{}
+		lt.filterDeltas = map[filterCountRef]int64{}
 	}
-	add := func(kind, value string) { lt.filterDeltas[string(filterCountKey(it.MemberID, kind, value))] += sign }
+	add := func(kind, value string) { lt.filterDeltas[filterCountRef{it.MemberID, kind, value}] += sign }
 	for i, l := range it.LabelIDs {
 		if !slices.Contains(it.LabelIDs[:i], l) {
 			add("l", l)
@@ -464,19 +496,23 @@ func flushFilterCounts(tx *storage.Tx, lt *libraryTx) error {
 	if len(lt.filterDeltas) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(lt.filterDeltas))
-	for k, d := range lt.filterDeltas {
+	type change struct {
+		key []byte
+		d   int64
+	}
+	changes := make([]change, 0, len(lt.filterDeltas))
+	for r, d := range lt.filterDeltas {
 		if d != 0 {
-			keys = append(keys, k)
+			changes = append(changes, change{filterCountKey(r.memberID, r.kind, r.value), d})
 		}
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		n, err := countAt(tx, []byte(k))
+	slices.SortFunc(changes, func(a, b change) int { return bytes.Compare(a.key, b.key) })
+	for _, c := range changes {
+		n, err := countAt(tx, c.key)
 		if err != nil {
 			return err
 		}
-		if err := putCount(tx, []byte(k), n+lt.filterDeltas[k]); err != nil {
+		if err := putCount(tx, c.key, n+c.d); err != nil {
 			return err
 		}
 	}

@@ -29,7 +29,9 @@ type libraryTx struct {
 	backlogMembers []string
 	// filterDeltas holds the changes to the search filter counts, written
 	// at the commit (flushFilterCounts).
-	filterDeltas map[string]int64
+	filterDeltas map[filterCountRef]int64
+	// siteNames holds the site names (member id, domain) written (sn/).
+	siteNames map[[2]string]bool
 	// fenceMoves holds the items' moves in the createdAt order, added to
 	// the offsets' buckets at the commit (flushFences, offsets.go); its
 	// first two in fenceMove, so an item's write allocates nothing more.
@@ -43,6 +45,10 @@ type libraryTx struct {
 	// read them again for each item of an import's batch.
 	readyMember string
 }
+
+// filterCountRef names a filter count (filterCountKey's parts), a key of
+// libraryTx.filterDeltas that costs an item's write no allocation.
+type filterCountRef struct{ memberID, kind, value string }
 
 var libraryState = storage.NewTxState[libraryTx]()
 
