@@ -15,8 +15,9 @@ func PlaceFetchedQuotes(ctx context.Context, st *storage.Store, memberID, itemID
 	if body == nil {
 		return 0, nil
 	}
+	ct := newContentText(body)
 	budget := placeBudget
 	return library.Of(st).PlaceHighlights(ctx, memberID, itemID, func(quote string) []library.HighlightSegment {
-		return placeQuote(body, quote, &budget)
+		return ct.placeQuote(quote, &budget)
 	})
 }

@@ -533,15 +533,15 @@ func (r *Runner) item(it *Item) *library.ImportItem {
 		}
 	}
 	in.Fetch = !r.opts.NoFetch && in.HTML == "" && in.Text == ""
-	var body *html.Node // the content, parsed once for the quotes to place
+	var body *contentText // the content, parsed once for the quotes to place
 	budget := placeBudget
 	for _, h := range it.Highlights {
 		segs := h.Segments
 		if len(segs) == 0 {
 			if body == nil {
-				body = contentBody(in.HTML)
+				body = newContentText(contentBody(in.HTML))
 			}
-			segs = placeQuote(body, h.Quote, &budget)
+			segs = body.placeQuote(h.Quote, &budget)
 		}
 		in.Highlights = append(in.Highlights, library.ImportHighlight{Segments: segs, Note: h.Note, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt})
 	}
@@ -561,8 +561,9 @@ const placeBudget = 64 << 20
 // segment per element (placeAcross). A quote not found (the export's
 // content differs or is missing) is kept at the root ("/", offsets 0),
 // with its text.
-func placeQuote(body *html.Node, quote string, budget *int) []library.HighlightSegment {
+func (ct *contentText) placeQuote(quote string, budget *int) []library.HighlightSegment {
 	seg := library.HighlightSegment{XPath: "/", Text: clipString(quote, library.MaxSegmentText-1)}
+	body := ct.body
 	if body == nil || quote == "" || *budget <= 0 {
 		return []library.HighlightSegment{seg}
 	}
@@ -576,14 +577,14 @@ func placeQuote(body *html.Node, quote string, budget *int) []library.HighlightS
 				continue
 			}
 			counts[c.Data]++
-			p := fmt.Sprintf("%s/%s[%d]", path, c.Data, counts[c.Data])
 			if *budget <= 0 {
 				return // the element found so far holds the quote too
 			}
-			text := textOf(c)
+			text := ct.of(c)
 			*budget -= len(text)
 			if i := strings.Index(text, quote); i >= 0 {
-				best, bestStart = p, len([]rune(text[:i]))
+				p := fmt.Sprintf("%s/%s[%d]", path, c.Data, counts[c.Data])
+				best, bestStart = p, utf8.RuneCountInString(text[:i])
 				walk(c, p)
 				return
 			}
@@ -770,17 +771,51 @@ func findBody(n *html.Node) *html.Node {
 	return nil
 }
 
+// contentText is a parsed content's body and its text (its text nodes in
+// document order), with where each element's text lies in it: an item's
+// quotes are looked for in slices of one copy of its text, not in a new
+// copy of each element's text at each level of each quote's walk.
+type contentText struct {
+	body *html.Node
+	text string
+	span map[*html.Node][2]int
+}
+
+// newContentText reads the text of body (nil: none).
+func newContentText(body *html.Node) *contentText {
+	ct := &contentText{body: body, span: map[*html.Node][2]int{}}
+	if body != nil {
+		var b strings.Builder
+		writeText(&b, body, ct.span)
+		ct.text = b.String()
+	}
+	return ct
+}
+
+// textOf is the text of n's text nodes, in document order.
 func textOf(n *html.Node) string {
 	var b strings.Builder
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.TextNode {
-			b.WriteString(n.Data)
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
-	}
-	walk(n)
+	writeText(&b, n, nil)
 	return b.String()
+}
+
+// writeText writes the text of n's text nodes to b, in document order,
+// and, when span is not nil, where each element's text lies in b.
+func writeText(b *strings.Builder, n *html.Node, span map[*html.Node][2]int) {
+	if n.Type == html.TextNode {
+		b.WriteString(n.Data)
+	}
+	start := b.Len()
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		writeText(b, c, span)
+	}
+	if span != nil && n.Type == html.ElementNode {
+		span[n] = [2]int{start, b.Len()}
+	}
+}
+
+// of is the text of element n of the body.
+func (ct *contentText) of(n *html.Node) string {
+	s := ct.span[n]
+	return ct.text[s[0]:s[1]]
 }

@@ -19,7 +19,7 @@ func (s Store) ItemHTML(ctx context.Context, memberID, id string) (string, error
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		b, err := tx.Get(contentKey(memberID, id))
 		if err != nil {
-			return err
+			return contentOrNone(tx, memberID, id, err)
 		}
 		html, err = htmlField(b)
 		return err

@@ -1,6 +1,7 @@
 package library
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -247,11 +248,26 @@ func (s Store) SavedItems(ctx context.Context, memberID string, ids []string) ([
 // ItemContent returns the content of a saved item.
 func (s Store) ItemContent(ctx context.Context, memberID, id string) (*ItemContent, error) {
 	var c ItemContent
-	err := s.st.View(ctx, func(tx *storage.Tx) error { return tx.GetJSON(contentKey(memberID, id), &c) })
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		return contentOrNone(tx, memberID, id, tx.GetJSON(contentKey(memberID, id), &c))
+	})
 	if err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// contentOrNone is err, the error of reading the content record of the
+// member's item id, or nil when there is none but the item is there (a
+// new item saved without content has no content record: writeItem).
+func contentOrNone(tx *storage.Tx, memberID, id string, err error) error {
+	if !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	if ok, herr := tx.Has(itemKey(memberID, id)); herr != nil || !ok {
+		return cmp.Or(herr, err)
+	}
+	return nil
 }
 
 // updateItems applies fn to each of the member's items with ids (all must

@@ -104,7 +104,10 @@ func writeItem(tx *storage.Tx, c itemChange) error {
 			return err
 		}
 	}
-	if c.content != nil {
+	if c.content != nil && (old != nil || *c.content != (ItemContent{})) {
+		// A new item without content has no content record (an import
+		// without pages: one key less for each of its items), read as
+		// empty (ItemContent, ItemHTML).
 		if err := tx.PutJSON(contentKey(mid, it.ID), c.content, 0); err != nil {
 			return err
 		}
