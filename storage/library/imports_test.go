@@ -449,3 +449,41 @@ func TestImportByTitleFindsTheArticle(t *testing.T) {
 		}
 	}
 }
+
+// An item imported without content has no content record: it reads as
+// empty content, and its fetch's content replaces it; an item that is not
+// there is still not found.
+func TestImportedItemWithoutContentReadsAsEmpty(t *testing.T) {
+	st, m := openSavedTest(t)
+	j := importJob(t, st, m.ID)
+	if _, err := Of(st).ImportItems(t.Context(), m.ID, j.ID, []ImportEntry{
+		{Pos: 1, Ref: "row 1", Item: &ImportItem{URL: "https://example.com/later", Title: "Later", Fetch: true}},
+	}, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 10})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("items: %+v %v", page, err)
+	}
+	id := page.Items[0].ID
+	if c, err := Of(st).ItemContent(t.Context(), m.ID, id); err != nil || *c != (ItemContent{}) {
+		t.Fatalf("content: %+v %v", c, err)
+	}
+	if h, err := Of(st).ItemHTML(t.Context(), m.ID, id); err != nil || h != "" {
+		t.Fatalf("html: %q %v", h, err)
+	}
+	if _, err := Of(st).FinishFetch(t.Context(), m.ID, id, NewItem{URL: "https://example.com/later", Title: "Later", HTML: "<p>Now</p>", Text: "Now"}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := Of(st).ItemContent(t.Context(), m.ID, id); err != nil || c.HTML != "<p>Now</p>" || c.Text != "Now" {
+		t.Fatalf("content after the fetch: %+v %v", c, err)
+	}
+	for _, missing := range []string{"1", id + "0"} {
+		if _, err := Of(st).ItemContent(t.Context(), m.ID, missing); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("content of a missing item: %v", err)
+		}
+		if _, err := Of(st).ItemHTML(t.Context(), m.ID, missing); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("html of a missing item: %v", err)
+		}
+	}
+}
