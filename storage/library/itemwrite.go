@@ -443,13 +443,17 @@ func writeFilterKeys(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
 func putSiteName(tx *storage.Tx, memberID, domain string) error {
 	lt := libraryState.Of(tx)
 	site := [2]string{memberID, domain}
-	if lt.siteNames[site] {
+	switch {
+	case lt.siteName == site || lt.siteNames[site]:
 		return nil
+	case lt.siteName == [2]string{}:
+		lt.siteName = site // a save's one site allocates nothing more
+	default:
+		if lt.siteNames == nil {
+			lt.siteNames = map[[2]string]bool{}
+		}
+		lt.siteNames[site] = true
 	}
-	if lt.siteNames == nil {
-		lt.siteNames = map[[2]string]bool{}
-	}
-	lt.siteNames[site] = true
 	return tx.Put(siteNameKey(memberID, domain), nil, 0)
 }
 

@@ -30,7 +30,9 @@ type libraryTx struct {
 	// filterDeltas holds the changes to the search filter counts, written
 	// at the commit (flushFilterCounts).
 	filterDeltas map[filterCountRef]int64
-	// siteNames holds the site names (member id, domain) written (sn/).
+	// siteName and siteNames hold the site names (member id, domain)
+	// written (sn/): the first in siteName, the others in siteNames.
+	siteName  [2]string
 	siteNames map[[2]string]bool
 	// fenceMoves holds the items' moves in the createdAt order, added to
 	// the offsets' buckets at the commit (flushFences, offsets.go); its
