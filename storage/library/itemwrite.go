@@ -77,7 +77,10 @@ func writeItem(tx *storage.Tx, c itemChange) error {
 	if err := putFilterKeys(tx, old, it, rec); err != nil {
 		return err
 	}
-	if c.content != nil || (old != nil && (old.Title != it.Title || old.Description != it.Description)) {
+	// A new creation date queues the text too: each index segment keeps
+	// the bounds of its items' dates, which a word's first page stops by
+	// (textorder.go).
+	if c.content != nil || (old != nil && (old.Title != it.Title || old.Description != it.Description || !old.CreatedAt.Equal(it.CreatedAt))) {
 		if err := setItemText(tx, mid, it.ID); err != nil {
 			return err
 		}
