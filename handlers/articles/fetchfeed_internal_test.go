@@ -42,32 +42,14 @@ func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 	}))
 	defer fast.Close()
 
-	noSync := false
-	store, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openStore(t)
 	m := newAlice(t, store)
 	// The queue of this policy first runs when a Service is prepared.
 	libraryWorkKind.Of(store).fetches[1].scanBudget = budget
 	s := Prepare(store, testOptions())
 	defer s.Close()
 
-	// The job's file is on another node's disk: this Service's import
-	// runner leaves the job alone (otherwise it may fail it, the file
-	// being missing, before ImportItems below).
-	job, err := library.Of(store).CreateImportJob(t.Context(), &library.ImportJob{MemberID: m.ID, Format: "HEARTH", Staged: "staged-file", Node: "another-node", FetchPrivate: true, Total: links})
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries := make([]library.ImportEntry, links)
-	for i := range entries {
-		entries[i] = library.ImportEntry{Pos: i + 1, Ref: fmt.Sprint(i), Item: &library.ImportItem{URL: fmt.Sprintf("%s/%d", slow.URL, i), Title: fmt.Sprint("link ", i), Fetch: true}}
-	}
-	if _, err := library.Of(store).ImportItems(t.Context(), m.ID, job.ID, entries, nil, 0); err != nil {
-		t.Fatal(err)
-	}
+	importLinks(t, store, m.ID, slow.URL, links)
 	s.KickFetches()
 	q := s.fetches
 	feeder.Store(q)
@@ -113,26 +95,11 @@ func TestFetchFeedWaitsOnceForAHost(t *testing.T) {
 	}))
 	defer slow.Close()
 	defer close(release)
-	noSync := false
-	store, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openStore(t)
 	m := newAlice(t, store)
 	s := Prepare(store, testOptions())
 	defer s.Close()
-	job, err := library.Of(store).CreateImportJob(t.Context(), &library.ImportJob{MemberID: m.ID, Format: "HEARTH", Staged: "staged-file", Node: "another-node", FetchPrivate: true, Total: links})
-	if err != nil {
-		t.Fatal(err)
-	}
-	entries := make([]library.ImportEntry, links)
-	for i := range entries {
-		entries[i] = library.ImportEntry{Pos: i + 1, Ref: fmt.Sprint(i), Item: &library.ImportItem{URL: fmt.Sprintf("%s/%d", slow.URL, i), Title: fmt.Sprint("link ", i), Fetch: true}}
-	}
-	if _, err := library.Of(store).ImportItems(t.Context(), m.ID, job.ID, entries, nil, 0); err != nil {
-		t.Fatal(err)
-	}
+	importLinks(t, store, m.ID, slow.URL, links)
 	q := s.fetches
 	s.KickFetches()
 	for q.passes.Load() == 0 { // the first link taken, the others wait
@@ -147,5 +114,34 @@ func TestFetchFeedWaitsOnceForAHost(t *testing.T) {
 	time.Sleep(window)
 	if n := q.passes.Load() - before; n > 2*int64(window/importHostInterval)+2 {
 		t.Fatalf("the feeder made %d passes in %v while every link waits on one host, want about one per %v (kicked %d times)", n, window+kicks*20*time.Millisecond, importHostInterval, kicks)
+	}
+}
+
+// openStore opens a store on disk for one test, without syncing writes.
+func openStore(t *testing.T) *storage.Store {
+	noSync := false
+	store, err := storage.Open(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+// importLinks writes links pages of base as an import's entries to fetch.
+// The job's file is on another node's disk: this node's import runner
+// leaves the job alone (otherwise it may fail it, the file being missing,
+// before the entries are written).
+func importLinks(t *testing.T, store *storage.Store, memberID, base string, links int) {
+	job, err := library.Of(store).CreateImportJob(t.Context(), &library.ImportJob{MemberID: memberID, Format: "HEARTH", Staged: "staged-file", Node: "another-node", FetchPrivate: true, Total: links})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := make([]library.ImportEntry, links)
+	for i := range entries {
+		entries[i] = library.ImportEntry{Pos: i + 1, Ref: fmt.Sprint(i), Item: &library.ImportItem{URL: fmt.Sprintf("%s/%d", base, i), Title: fmt.Sprint("link ", i), Fetch: true}}
+	}
+	if _, err := library.Of(store).ImportItems(t.Context(), memberID, job.ID, entries, nil, 0); err != nil {
+		t.Fatal(err)
 	}
 }
