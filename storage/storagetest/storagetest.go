@@ -98,6 +98,13 @@ func (p *Postgres) Stop() {
 // HEARTH_TEST_POSTGRES=skip allows it: pgtest.Skip).
 func (p *Postgres) TwoNodes(t *testing.T) (a, b *storage.Store) {
 	t.Helper()
+	return p.TwoNodesPrepared(t, func(*storage.Store) {})
+}
+
+// TwoNodesPrepared is TwoNodes with prepare called on each store between
+// storage.Prepare and Open (a domain's options of the store).
+func (p *Postgres) TwoNodesPrepared(t *testing.T, prepare func(*storage.Store)) (a, b *storage.Store) {
+	t.Helper()
 	p.once.Do(func() { p.srv, p.err = pgtest.Start(p.port) })
 	if p.err != nil {
 		if errors.Is(p.err, pgtest.ErrMissing) && pgtest.Skip() {
@@ -107,8 +114,9 @@ func (p *Postgres) TwoNodes(t *testing.T) (a, b *storage.Store) {
 	}
 	dsn := p.srv.NewDatabase(t)
 	open := func() *storage.Store {
-		s, err := storage.Open(t.TempDir(), storage.Options{Postgres: &storage.PostgresOptions{DSN: dsn, MaxConns: 4}})
-		if err != nil {
+		s := storage.Prepare(t.TempDir(), storage.Options{Postgres: &storage.PostgresOptions{DSN: dsn, MaxConns: 4}})
+		prepare(s)
+		if err := s.Open(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
