@@ -214,9 +214,9 @@ func TestFilterCountsFollowChanges(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	defer func(n int) { recountChunkSize = n }(recountChunkSize)
-	recountChunkSize = 2 // several transactions for the labels and domains
-	st = openBadger(t, dir)
+	o := testOptions()
+	o.recountChunkSize = 2 // several transactions for the labels and domains
+	st = openBadgerWith(t, dir, o)
 	defer st.Close()
 	waitIndexed(t, st, m.ID)
 	checkFilterCounts(t, st, m.ID)

@@ -32,8 +32,9 @@ func TestFirstRequestsAfterOpen(t *testing.T) {
 	if n <= 0 {
 		t.Skip("HEARTH_FIRST_REQUESTS gives no number of items")
 	}
-	defer func(d time.Duration) { textIndexDelay = d }(textIndexDelay)
-	textIndexDelay = 500 * time.Millisecond // as in production (the tests set 0)
+	// The library's options as in production (the tests' indexer does not
+	// wait: testOptions).
+	o := defaultOptions()
 	// HEARTH_FIRST_STORE keeps the written store for the next run (two
 	// builds compared on one store).
 	dir := os.Getenv("HEARTH_FIRST_STORE")
@@ -60,7 +61,7 @@ func TestFirstRequestsAfterOpen(t *testing.T) {
 	if b, err := os.ReadFile(dir + ".member"); err == nil {
 		memberID = string(b)
 	} else {
-		memberID, label = writeFirstRequestsStore(t, dir, n, words)
+		memberID, label = writeFirstRequestsStore(t, dir, n, words, o)
 		if err := os.WriteFile(dir+".member", []byte(memberID), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -79,13 +80,13 @@ func TestFirstRequestsAfterOpen(t *testing.T) {
 				t.Fatalf("cp: %v %s", err, out)
 			}
 		}
-		st, err := storage.Open(openDir, storage.Options{})
+		st, err := openWith(openDir, storage.Options{}, o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The first requests come while the indexer catches up (it
 		// starts textIndexDelay after the open).
-		time.Sleep(textIndexDelay + 200*time.Millisecond)
+		time.Sleep(o.textIndexDelay + 200*time.Millisecond)
 		backlog, err := Of(st).SearchIndexBacklog(t.Context(), memberID)
 		if err != nil {
 			t.Fatal(err)
@@ -166,10 +167,10 @@ func timePages(t *testing.T, st *storage.Store, memberID string, f ItemFilter, n
 // writeFirstRequestsStore writes n items of words Zipf-distributed words
 // (a third archived, a tenth newsletters, a fifth labelled, one in fifty
 // with highlights) into a store at dir, and closes it as soon as the last
-// is written (its indexer perhaps not done).
-func writeFirstRequestsStore(t *testing.T, dir string, n, nwords int) (memberID, label string) {
+// is written (its indexer perhaps not done), with the library's options o.
+func writeFirstRequestsStore(t *testing.T, dir string, n, nwords int, o options) (memberID, label string) {
 	t.Helper()
-	st, err := storage.Open(dir, storage.Options{})
+	st, err := openWith(dir, storage.Options{}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,8 +257,8 @@ func TestRareWordWithABacklog(t *testing.T) {
 	}
 	write(0, maxVerified, func(int) string { return "plain words" })
 	waitIndexed(t, st, m.ID)
-	textIndexPaused.Store(true)
-	defer textIndexPaused.Store(false)
+	Of(st).state().indexPaused.Store(true)
+	defer Of(st).state().indexPaused.Store(false)
 	write(0, 600, func(i int) string {
 		if i == 300 {
 			return "a zyzzyva among plain words"
@@ -279,7 +280,8 @@ func TestRareWordWithABacklog(t *testing.T) {
 // itself, and a rare word is found from the first request.
 func TestWritersKeepTheTextBacklogBounded(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
-	st, err := storage.Open(dir, storage.Options{})
+	o := defaultOptions() // as in production: texts gather
+	st, err := openWith(dir, storage.Options{}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,8 +289,6 @@ func TestWritersKeepTheTextBacklogBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(d time.Duration) { textIndexDelay = d }(textIndexDelay)
-	textIndexDelay = 500 * time.Millisecond // as in production: texts gather
 	const n = 3 * maxTextBacklog
 	for i := 0; i < n; i += 500 {
 		err := st.Update(t.Context(), func(tx *storage.Tx) error {
@@ -322,7 +322,7 @@ func TestWritersKeepTheTextBacklogBounded(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st, err = storage.Open(dir, storage.Options{})
+	st, err = openWith(dir, storage.Options{}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func BenchmarkFirstRequestsStore(b *testing.B) {
 	if dir == "" || err != nil {
 		b.Skip("HEARTH_FIRST_STORE names no kept store")
 	}
-	st, err := storage.Open(dir, storage.Options{})
+	st, err := openWith(dir, storage.Options{}, testOptions())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func BenchmarkFirstRequestAfterOpen(b *testing.B) {
 			var ds []time.Duration
 			for b.Loop() {
 				b.StopTimer()
-				st, err := storage.Open(dir, storage.Options{})
+				st, err := openWith(dir, storage.Options{}, testOptions())
 				if err != nil {
 					b.Fatal(err)
 				}

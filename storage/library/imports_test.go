@@ -14,7 +14,6 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/members"
-	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 func importJob(t *testing.T, st *storage.Store, mid string, labelIDs ...string) *ImportJob {
@@ -366,7 +365,7 @@ func TestImportFailuresListedUpToTheCapAndAllCounted(t *testing.T) {
 // An import job's claim is one holder's until it releases it or the claim
 // expires; another holder's release leaves it.
 func TestImportJobClaims(t *testing.T) {
-	st := storagetest.Open(t)
+	st := openTest(t, testOptions())
 	claim := func(holder string, ttl time.Duration) bool {
 		t.Helper()
 		ok, err := Of(st).ClaimImportJob(t.Context(), "job1", holder, ttl)

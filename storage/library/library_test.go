@@ -41,10 +41,47 @@ func testID() string {
 	}
 }
 
-// openAlice opens a store (storagetest.Open) with one member, alice.
+// testOptions are the library's options of the tests' stores: the
+// defaults, but the indexer indexes at once (tests look at the index right
+// after a change: one segment per save, merges), where production lets a
+// burst of texts gather.
+func testOptions() options {
+	o := defaultOptions()
+	o.textIndexDelay = 0
+	return o
+}
+
+// openWith is storage.Open with the library's options o, set between
+// Prepare and Open (the store's indexer reads them once it starts).
+func openWith(dir string, so storage.Options, o options) (*storage.Store, error) {
+	st := storage.Prepare(dir, so)
+	setOptions(st, o)
+	if err := st.Open(); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// setOptions sets the library's options of st, prepared and not open yet.
+func setOptions(st *storage.Store, o options) { Of(st).state().opts = o }
+
+// openTest opens a store in a temporary directory (on the engine
+// storagetest.Main chose, as storagetest.Open) with the library's options
+// o, closed when the test ends.
+func openTest(tb testing.TB, o options) *storage.Store {
+	tb.Helper()
+	st, err := openWith(tb.TempDir(), storage.Options{}, o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st
+}
+
+// openAlice opens a store (openTest, testOptions) with one member, alice.
 func openAlice(t *testing.T) (*storage.Store, *members.Member) {
 	t.Helper()
-	return withAlice(t, storagetest.Open(t))
+	return withAlice(t, openTest(t, testOptions()))
 }
 
 // openBadgerAlice opens the Badger store in dir (openBadger) with one
@@ -63,11 +100,18 @@ func withAlice(t *testing.T, st *storage.Store) (*storage.Store, *members.Member
 	return st, m
 }
 
-// openBadger opens the Badger store in dir with the default options, for
-// the tests that close a store and open it again; the caller closes it.
+// openBadger opens the Badger store in dir with the default options
+// (the library's: testOptions), for the tests that close a store and open
+// it again; the caller closes it.
 func openBadger(t testing.TB, dir string) *storage.Store {
 	t.Helper()
-	st, err := storage.Open(dir, storage.Options{})
+	return openBadgerWith(t, dir, testOptions())
+}
+
+// openBadgerWith is openBadger with the library's options o.
+func openBadgerWith(t testing.TB, dir string, o options) *storage.Store {
+	t.Helper()
+	st, err := openWith(dir, storage.Options{}, o)
 	if err != nil {
 		t.Fatal(err)
 	}

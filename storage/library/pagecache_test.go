@@ -11,9 +11,9 @@ import (
 // of the cache), through each kind of write of an item on the page, off it,
 // or new: its fields, its place, its text, its removal.
 func TestWordPagesCachedExact(t *testing.T) {
-	defer func(n int) { candidateFloor = n }(candidateFloor)
-	candidateFloor = 1 // the common word's pages walk the inbox with the index's filter
-	st, m := openAlice(t)
+	o := testOptions()
+	o.candidateFloor = 1 // the common word's pages walk the inbox with the index's filter
+	st, m := withAlice(t, openTest(t, o))
 	var ids []string // oldest first
 	for i := range 120 {
 		text := fmt.Sprintf("plain words %d", i)

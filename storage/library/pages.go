@@ -165,7 +165,7 @@ func (s Store) SavedItemsPage(ctx context.Context, memberID string, f ItemFilter
 	if !ValidSortField(p.Field) {
 		return nil, storage.Invalid("unknown sort field")
 	}
-	q := pageQuery{memberID: memberID, f: f, p: p, first: max(p.First, 0), statuses: statuses}
+	q := pageQuery{memberID: memberID, f: f, p: p, first: max(p.First, 0), statuses: statuses, opts: &s.state().opts}
 	// A time range on the sort field bounds the scan itself.
 	rangeFrom, rangeTo := f.SavedFrom, f.SavedTo
 	if p.Field == SortUpdatedAt {
@@ -268,6 +268,7 @@ type pageQuery struct {
 	statuses []string
 	m        *itemMatcher
 	words    *wordLookup // a word search's use of wordCache, else nil
+	opts     *options    // the store's
 	// after is the suffix the page starts after (nil: the first);
 	// lower and upper bound the sort field's values (nil: none).
 	after, lower, upper []byte

@@ -11,12 +11,16 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/members"
-	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 func openSavedTest(t testing.TB) (*storage.Store, *members.Member) {
 	t.Helper()
-	st := storagetest.OpenFast(t, t.TempDir())
+	noSync := false // as storagetest.OpenFast
+	st, err := openWith(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1}, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
 	m, err := members.Of(st).CreateMember(t.Context(), "reader", "", "password123")
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"math/rand"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -21,7 +20,9 @@ type saveBench struct {
 }
 
 func newSaveBench(b *testing.B, sync bool) *saveBench {
-	st, err := storage.Open(b.TempDir(), storage.Options{SyncWrites: &sync, GCInterval: -1})
+	// The library's options as in production (testOptions' indexer does
+	// not wait).
+	st, err := openWith(b.TempDir(), storage.Options{SyncWrites: &sync, GCInterval: -1}, defaultOptions())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -37,9 +38,6 @@ func newSaveBench(b *testing.B, sync bool) *saveBench {
 	for i := range sb.arts {
 		sb.arts[i].title, sb.arts[i].text = benchArticle(r, z, vocab)
 	}
-	old := textIndexDelay
-	b.Cleanup(func() { textIndexDelay = old })
-	textIndexDelay = 500 * time.Millisecond // as in production (the tests set 0)
 	return sb
 }
 

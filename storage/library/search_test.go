@@ -17,14 +17,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library/textindex"
 	"github.com/hearthkit/caddy-hearth/storage/members"
-	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
-
-func init() {
-	// Tests look at the index right after a change (one segment per
-	// save, merges); production waits for a burst to end.
-	textIndexDelay = 0
-}
 
 // waitIndexed waits until the indexer has no pending text for the member
 // and the member's index is built.
@@ -176,17 +169,16 @@ func allPages(t *testing.T, st *storage.Store, memberID string, f ItemFilter, fi
 func TestSearchMatchesBruteForce(t *testing.T) {
 	for seed := int64(1); seed <= 9; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			o := testOptions()
 			if seed%2 == 0 {
 				// Candidate sets over the limit: the scan along the sort
 				// order, with the filters' ids as a prefilter.
-				defer func(n int) { candidateFloor = n }(candidateFloor)
-				candidateFloor = 1
+				o.candidateFloor = 1
 			}
 			if seed%3 == 0 {
 				// Filters over the id cap: narrowed by point lookups in
 				// their keys, or left to the match of each item.
-				defer func(n int) { maxSourceItems = n }(maxSourceItems)
-				maxSourceItems = 6 + int(seed)
+				o.maxSourceItems = 6 + int(seed)
 			}
 			switch seed % 4 {
 			case 1, 3:
@@ -194,17 +186,15 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 				// by one), or by a prefilter of the walk, whatever the
 				// cost model would choose; narrowed by reading and by
 				// point lookups in turn.
-				defer func(p planKind) { forcePlan = p }(forcePlan)
-				forcePlan = []planKind{planCandidates, planPrefilter}[seed%4/2]
+				o.forcePlan = []planKind{planCandidates, planPrefilter}[seed%4/2]
 			case 2:
 				// Pages in the order of createdAt with a type or
 				// has:highlights: the walk of that filter's ordered
 				// keys, the others probed by key or matched in turn.
-				defer func(p planKind) { forcePlan = p }(forcePlan)
-				forcePlan = planOrdered
+				o.forcePlan = planOrdered
 			}
 			r := rand.New(rand.NewSource(seed))
-			st := storagetest.Open(t)
+			st := openTest(t, o)
 			m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
 			if err != nil {
 				t.Fatal(err)
@@ -323,21 +313,21 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 					}
 				}
 			}
-			textIndexPaused.Store(true)
-			defer textIndexPaused.Store(false)
+			Of(st).state().indexPaused.Store(true)
+			defer Of(st).state().indexPaused.Store(false)
 			for n := 0; n < 30; n++ {
 				save(n)
 			}
 			check(0) // every text pending
-			textIndexPaused.Store(false)
+			Of(st).state().indexPaused.Store(false)
 			Of(st).textIndex().Notify(m.ID)
 			waitIndexed(t, st, m.ID)
-			textIndexPaused.Store(true)
+			Of(st).state().indexPaused.Store(true)
 			for n := 30; n < 60; n++ {
 				save(n)
 			}
 			check(1) // half pending
-			textIndexPaused.Store(false)
+			Of(st).state().indexPaused.Store(false)
 			Of(st).textIndex().Notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			check(4)
@@ -393,13 +383,13 @@ func TestSearchMatchesBruteForce(t *testing.T) {
 					delete(all, id)
 				}
 			}
-			textIndexPaused.Store(true)
+			Of(st).state().indexPaused.Store(true)
 			for n := 60; n < 80; n++ {
 				save(n)
 			}
 			refresh()
 			check(2) // the changes pending
-			textIndexPaused.Store(false)
+			Of(st).state().indexPaused.Store(false)
 			Of(st).textIndex().Notify(m.ID)
 			waitIndexed(t, st, m.ID)
 			check(3)
@@ -617,8 +607,8 @@ func TestSearchWalkFilteredByTheTextIndex(t *testing.T) {
 	waitIndexed(t, st, m.ID)
 	// Texts changed while the indexer waits: the word added to two items
 	// and taken from one, their new texts in the queue.
-	textIndexPaused.Store(true)
-	defer textIndexPaused.Store(false)
+	Of(st).state().indexPaused.Store(true)
+	defer Of(st).state().indexPaused.Store(false)
 	if err := st.Update(t.Context(), func(tx *storage.Tx) error {
 		for _, c := range []struct {
 			i    int
@@ -643,7 +633,7 @@ func TestSearchWalkFilteredByTheTextIndex(t *testing.T) {
 		}
 	}
 	if err := st.View(t.Context(), func(tx *storage.Tx) error {
-		_, small, filter, err := textCandidates(tx, m.ID, []byte("quillwort"), candidateFloor)
+		_, small, filter, err := textCandidates(tx, m.ID, []byte("quillwort"), defaultOptions().candidateFloor)
 		if err == nil && (small || filter == nil) {
 			err = fmt.Errorf("the text index gives small %v, a filter %v; want a filter", small, filter != nil)
 		}

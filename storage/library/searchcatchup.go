@@ -15,15 +15,12 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/library/textindex"
 )
 
-// recountChunkSize is how many labels or domains one recount transaction
-// counts (a var: tests lower it; a package variable as candidateFloor).
-var recountChunkSize = 1000
-
 // recountFilters sets the member's filter counts from the keys they count,
 // each in a transaction that reads what it counts (a concurrent change
 // conflicts with it, and one of the two retries), for a store whose counts
-// are missing (written before them, or built without them).
-func (s Store) recountFilters(memberID string, stopping func() bool) error {
+// are missing (written before them, or built without them); chunk values
+// of a label's or domain's counts a transaction (recountValues).
+func (s Store) recountFilters(memberID string, stopping func() bool, chunk int) error {
 	err := s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
 		count := func(prefix []byte, kind, value string) error {
 			n := int64(0)
@@ -69,7 +66,7 @@ func (s Store) recountFilters(memberID string, stopping func() bool) error {
 		{"l", storage.Key("u", memberID, "gql", "li", ""), func(v string) []byte { return storage.Key("u", memberID, "gql", "li", v, "") }, labelValue},
 		{"d", siteItemsPrefix(memberID), func(v string) []byte { return encString(siteItemsPrefix(memberID), v) }, domainValue},
 	} {
-		if err := s.recountValues(memberID, k, stopping); err != nil {
+		if err := s.recountValues(memberID, k, stopping, chunk); err != nil {
 			return err
 		}
 	}
@@ -85,10 +82,11 @@ type valueCounts struct {
 	value  func(suf []byte) (string, bool)
 }
 
-// recountValues sets the counts of k's values, recountChunkSize values a
-// transaction: the values in [lo, next) of the keys, and the counts of
-// that range (those of values no key has any more are deleted).
-func (s Store) recountValues(memberID string, k valueCounts, stopping func() bool) error {
+// recountValues sets the counts of k's values, chunk values a
+// transaction (the store's recountChunkSize, options): the values in
+// [lo, next) of the keys, and the counts of that range (those of values no
+// key has any more are deleted).
+func (s Store) recountValues(memberID string, k valueCounts, stopping func() bool, chunk int) error {
 	lo, first := "", true
 	for {
 		if stopping() {
@@ -109,7 +107,7 @@ func (s Store) recountValues(memberID string, k valueCounts, stopping func() boo
 					return true, nil
 				}
 				if _, seen := counts[v]; !seen {
-					if len(order) == recountChunkSize {
+					if len(order) == chunk {
 						next, more = v, true
 						return false, nil
 					}
@@ -251,7 +249,8 @@ func firstItemReady(tx *storage.Tx, memberID, id string) error {
 // catchUpSearchKeys writes the search keys a member's items lack (a store
 // written by an earlier version of the index), then marks them complete;
 // textindex.ErrStopped when stopping reports true between transactions.
-func (s Store) catchUpSearchKeys(memberID string, stopping func() bool) error {
+// Counts are recounted recountChunk values a transaction (recountValues).
+func (s Store) catchUpSearchKeys(memberID string, stopping func() bool, recountChunk int) error {
 	var version byte
 	if err := s.st.View(s.st.Background(), func(tx *storage.Tx) error {
 		var err error
@@ -284,7 +283,7 @@ func (s Store) catchUpSearchKeys(memberID string, stopping func() bool) error {
 		}
 	}
 	if version < 3 {
-		if err := s.recountFilters(memberID, stopping); err != nil {
+		if err := s.recountFilters(memberID, stopping, recountChunk); err != nil {
 			return err
 		}
 	}

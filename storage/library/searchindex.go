@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -108,13 +107,12 @@ func itemTextContains(tx *storage.Tx, it *SavedItem, needle []byte) (bool, error
 	return t.Contains(needle), nil
 }
 
-// textIndexerKind is the search indexer of each Store: its work for a
-// member is indexMember.
-var textIndexerKind = storage.NewWorkerKind(newTextIndexer)
-
-func newTextIndexer(st *storage.Store) *textindex.Indexer {
-	var ix *textindex.Indexer
-	ix = textindex.NewIndexer(st, textindex.IndexerConfig{
+// newStoreState makes a store's library state with defaultOptions
+// (stateKind): the indexer reads the options each time it waits, so that
+// options set before the store opens hold from its first batch.
+func newStoreState(st *storage.Store) *storeState {
+	ss := &storeState{opts: defaultOptions()}
+	ss.Indexer = textindex.NewIndexer(st, textindex.IndexerConfig{
 		All: func() ([]string, error) {
 			ms, err := members.Of(st).Members(st.Background())
 			ids := make([]string, len(ms))
@@ -123,26 +121,14 @@ func newTextIndexer(st *storage.Store) *textindex.Indexer {
 			}
 			return ids, err
 		},
-		Work:  func(memberID string) error { return Of(st).indexMember(memberID, ix.Stopping) },
-		Delay: func() time.Duration { return textIndexDelay },
+		Work:  func(memberID string) error { return Of(st).indexMember(memberID, ss) },
+		Delay: func() time.Duration { return ss.opts.textIndexDelay },
 	})
-	return ix
+	return ss
 }
 
 // textIndex is s's search indexer.
-func (s Store) textIndex() *textindex.Indexer { return textIndexerKind.Of(s.st) }
-
-// textIndexDelay is how long the indexer lets texts gather after a change
-// before it indexes them: a burst of saves (an import) becomes a few large
-// segments rather than one per item, which costs less to write and merge.
-// Searches meanwhile read those texts directly. (A package variable as
-// candidateFloor: the tests set 0, the store's indexer reads it each time.)
-var textIndexDelay = 500 * time.Millisecond
-
-// textIndexPaused keeps texts pending (tests of searches meanwhile; atomic:
-// the indexer's goroutine reads it while a test sets it; a package
-// variable as candidateFloor).
-var textIndexPaused atomic.Bool
+func (s Store) textIndex() *textindex.Indexer { return s.state().Indexer }
 
 // maxTextBacklog bounds the texts waiting for a member's search index. A
 // writer whose commit leaves more (an import outrunning the indexer) waits
@@ -173,7 +159,7 @@ const textBacklogWait = 30 * time.Second
 // catch-up, migrations, fetches) does not wait: the indexer would wait on
 // itself.
 func (s Store) waitForTextBacklog(ctx context.Context, memberID string) {
-	if ctx == s.st.Background() || textIndexPaused.Load() {
+	if ctx == s.st.Background() || s.state().indexPaused.Load() {
 		return
 	}
 	deadline := time.Now().Add(textBacklogWait)
@@ -200,12 +186,13 @@ func (s Store) waitForTextBacklog(ctx context.Context, memberID string) {
 }
 
 // indexMember builds what a member's items lack, then indexes their
-// pending texts, until stopping reports true.
-func (s Store) indexMember(memberID string, stopping func() bool) error {
-	if err := s.catchUpSearchKeys(memberID, stopping); err != nil {
+// pending texts, until the indexer of ss (s's state, handed over by the
+// indexer that ss makes) is stopping.
+func (s Store) indexMember(memberID string, ss *storeState) error {
+	if err := s.catchUpSearchKeys(memberID, ss.Stopping, ss.opts.recountChunkSize); err != nil {
 		return err
 	}
-	return memberIndex(memberID).Build(s.st, itemTexts{memberID}, stopping, textIndexPaused.Load)
+	return memberIndex(memberID).Build(s.st, itemTexts{memberID}, ss.Stopping, ss.indexPaused.Load)
 }
 
 // SearchIndexBacklog reports the work the search indexer has left for a

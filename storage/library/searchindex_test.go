@@ -188,8 +188,8 @@ func TestSearchSegmentsMerge(t *testing.T) {
 	}
 	// A merge recorded, its segment half written, then a crash: the
 	// indexer finishes it.
-	textIndexPaused.Store(true)
-	defer textIndexPaused.Store(false)
+	Of(st).state().indexPaused.Store(true)
+	defer Of(st).state().indexPaused.Store(false)
 	for i := 80; i < 88; i++ { // eight more one-item segments, by hand
 		if _, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/%d", i), Title: "t", Text: "plain"}); err != nil {
 			t.Fatal(err)
@@ -222,7 +222,7 @@ func TestSearchSegmentsMerge(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	textIndexPaused.Store(false)
+	Of(st).state().indexPaused.Store(false)
 	Of(st).textIndex().Notify(m.ID)
 	for i := 0; ; i++ {
 		if err := st.View(t.Context(), func(tx *storage.Tx) (err error) { meta, err = memberIndex(m.ID).ReadMeta(tx); return err }); err != nil {
@@ -356,7 +356,11 @@ func TestSearchIndexBuildOfLongTexts(t *testing.T) {
 // the same answers.
 func TestSearchOrderedKeysCatchUp(t *testing.T) {
 	dir := t.TempDir()
-	st, m := openBadgerAlice(t, dir)
+	// Pages in the order of createdAt walk the ordered keys whenever a
+	// filter has them.
+	o := testOptions()
+	o.forcePlan = planOrdered
+	st, m := withAlice(t, openBadgerWith(t, dir, o))
 	rye, err := Of(st).CreateLabel(t.Context(), m.ID, "rye", "#000000")
 	if err != nil {
 		t.Fatal(err)
@@ -408,8 +412,6 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 		{Status: StatusAll, LabelsAll: [][]string{{"rye"}}, Type: TypeNewsletter},
 		{Status: StatusArchived, LabelsAll: [][]string{{"rye"}}},
 	}
-	defer func(p planKind) { forcePlan = p }(forcePlan)
-	forcePlan = planOrdered
 	check := func(when string) {
 		t.Helper()
 		for _, f := range queries {
@@ -467,7 +469,7 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}
-		st = openBadger(t, dir)
+		st = openBadgerWith(t, dir, o)
 		waitIndexed(t, st, m.ID)
 		if err := st.View(t.Context(), func(tx *storage.Tx) error {
 			v, err := searchVersion(tx, m.ID)

@@ -21,19 +21,6 @@ import (
 // (then sorts); a larger one is left to the scan along the sort order.
 const maxCandidates = 2000
 
-// candidateFloor is the least limit of the cost model (a var: tests lower
-// it to drive searches through the scan with a prefilter). A package
-// variable, not a store setting, as the knobs below: no site tunes it, the
-// planner reads it where no store is at hand, and the package's tests,
-// which set it and put it back, never run in parallel.
-var candidateFloor = 100
-
-// maxSourceItems bounds the ids one filter's keys give a search: filters
-// that select more are checked per item, by key (idSource.has) or by the
-// match of the scan along the sort order (a var: tests lower it; a
-// package variable as candidateFloor).
-var maxSourceItems = 10000
-
 // idSource is a filter with keys of its own, read as a cursor over the
 // ids of the items it selects (in any order, perhaps repeated): parts are
 // read one after the other, a few at a time, so that a search can read
@@ -286,7 +273,7 @@ func (q *pageQuery) candidateLimit(ready bool, items float64) int {
 	if !ready {
 		return maxCandidates
 	}
-	return min(maxCandidates, max(candidateFloor, int(math.Sqrt(float64(max(q.first, 1))*items/8))))
+	return min(maxCandidates, max(q.opts.candidateFloor, int(math.Sqrt(float64(max(q.first, 1))*items/8))))
 }
 
 // statusCounts are the member's items and those of the page's statuses,
@@ -442,7 +429,7 @@ func (q *pageQuery) narrow(plan searchPlan, counted []*idSource, limit int) (can
 	}
 	base := counted[0]
 	if !base.done {
-		if readIDs(q.tx, base, maxSourceItems); !base.done || base.bad {
+		if readIDs(q.tx, base, q.opts.maxSourceItems); !base.done || base.bad {
 			return nil, false, nil // more than counted (a count behind): the walk
 		}
 		base.ids = sortedIDs(base.ids)
@@ -451,7 +438,7 @@ func (q *pageQuery) narrow(plan searchPlan, counted []*idSource, limit int) (can
 	for i, src := range counted[1:] {
 		switch plan.narrow[i] {
 		case narrowRead:
-			if readIDs(q.tx, src, maxSourceItems); src.done && !src.bad {
+			if readIDs(q.tx, src, q.opts.maxSourceItems); src.done && !src.bad {
 				src.ids = sortedIDs(src.ids)
 				inter = intersectIDs(inter, src.ids)
 			}
@@ -470,7 +457,7 @@ func (q *pageQuery) narrow(plan searchPlan, counted []*idSource, limit int) (can
 		}
 		src.close()
 	}
-	if len(inter) <= maxCandidates && (plan.kind == planCandidates || (len(inter) <= limit && forcePlan != planPrefilter)) {
+	if len(inter) <= maxCandidates && (plan.kind == planCandidates || (len(inter) <= limit && q.opts.forcePlan != planPrefilter)) {
 		return inter, true, nil
 	}
 	// Too many to read one by one, few enough to skip the others along
@@ -498,15 +485,6 @@ type searchPlan struct {
 	ordered *idSource
 	probes  []*idSource
 }
-
-// tracePlan, when set, is told each plan's figures (the seeded store's
-// benchmark prints them; a package variable as candidateFloor).
-var tracePlan func(string)
-
-// forcePlan, when not planWalk, makes every search with counted filters
-// take that plan where it can (tests: each plan must give the same
-// answers; a package variable as candidateFloor).
-var forcePlan planKind
 
 // searchPlanner chooses the cheapest way to combine a page's counted
 // filters (ascending by count), by the cost model below: the items
@@ -540,7 +518,7 @@ func (sp searchPlanner) plan() searchPlan {
 			break
 		}
 	}
-	if forcePlan == planOrdered && sp.ordered != nil {
+	if sp.q.opts.forcePlan == planOrdered && sp.ordered != nil {
 		plan := searchPlan{kind: planOrdered, ordered: sp.ordered}
 		for i, src := range sp.counted {
 			if src != sp.ordered && src.has != nil && !src.inValue && i%2 == 0 { // the others left to the match
@@ -549,7 +527,7 @@ func (sp searchPlanner) plan() searchPlan {
 		}
 		return plan
 	}
-	if !sp.ready || sp.all == 0 || (forcePlan != planWalk && forcePlan != planOrdered) {
+	if !sp.ready || sp.all == 0 || (sp.q.opts.forcePlan != planWalk && sp.q.opts.forcePlan != planOrdered) {
 		return sp.uncounted()
 	}
 	return sp.cheapest()
@@ -559,7 +537,7 @@ func (sp searchPlanner) plan() searchPlan {
 // small, else a prefilter when it can be one.
 func (sp searchPlanner) uncounted() searchPlan {
 	base := sp.counted[0]
-	kind := forcePlan
+	kind := sp.q.opts.forcePlan
 	if kind == planOrdered {
 		kind = planWalk
 	}
@@ -569,7 +547,7 @@ func (sp searchPlanner) uncounted() searchPlan {
 			kind = planPrefilter
 		}
 	}
-	if base.count > maxSourceItems {
+	if base.count > sp.q.opts.maxSourceItems {
 		return searchPlan{kind: planWalk}
 	}
 	narrow := make([]narrowKind, len(sp.counted)-1)
@@ -577,7 +555,7 @@ func (sp searchPlanner) uncounted() searchPlan {
 		if src.parts != nil {
 			narrow[i] = narrowRead
 		}
-		if src.has != nil && (src.count > maxSourceItems || src.parts == nil || (forcePlan != planWalk && i%2 == 1)) {
+		if src.has != nil && (src.count > sp.q.opts.maxSourceItems || src.parts == nil || (sp.q.opts.forcePlan != planWalk && i%2 == 1)) {
 			narrow[i] = narrowProbe
 		}
 	}
@@ -600,7 +578,7 @@ func (sp searchPlanner) cheapest() searchPlan {
 	sp.walked = min(sp.inStatuses, float64(sp.q.first+1)*sp.inStatuses/sp.expect)
 	costWalkPlan := sp.walked * costWalk
 	costOrdered, orderedPlan := sp.orderedCost()
-	if base.count > maxSourceItems {
+	if base.count > sp.q.opts.maxSourceItems {
 		if costOrdered < costWalkPlan {
 			return orderedPlan
 		}
@@ -610,12 +588,12 @@ func (sp searchPlanner) cheapest() searchPlan {
 	// the walk).
 	costPrefilter := float64(base.count)*costKey + sp.walked*(costSkip+costWalk*float64(base.count)/sp.all)
 	costCand, narrow, c := sp.candidatesCost()
-	if tracePlan != nil {
+	if trace := sp.q.opts.tracePlan; trace != nil {
 		counts := make([]int, len(sp.counted))
 		for i, src := range sp.counted {
 			counts[i] = src.count
 		}
-		tracePlan(fmt.Sprintf("counts %v expect %.0f walked %.0f: walk %.0f µs, prefilter %.0f µs, candidates %.0f µs (%v, %.0f), ordered %.0f µs",
+		trace(fmt.Sprintf("counts %v expect %.0f walked %.0f: walk %.0f µs, prefilter %.0f µs, candidates %.0f µs (%v, %.0f), ordered %.0f µs",
 			counts, sp.expect, sp.walked, costWalkPlan, costPrefilter, costCand, narrow, c, costOrdered))
 	}
 	switch {
@@ -675,7 +653,7 @@ func (sp searchPlanner) candidatesCost() (cost float64, narrow []narrowKind, c f
 	cost = c * costKey
 	for i, src := range sp.counted[1:] {
 		read, probe := math.Inf(1), math.Inf(1)
-		if src.count <= maxSourceItems && src.parts != nil {
+		if src.count <= sp.q.opts.maxSourceItems && src.parts != nil {
 			read = float64(src.count) * costKey
 		}
 		if src.has != nil {

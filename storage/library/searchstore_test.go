@@ -89,8 +89,12 @@ func TestSearchPairsOnSeededStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	textIndexDelay = 500 * time.Millisecond
-	st := openBadger(t, dir)
+	// The library's options as in production, each plan's figures kept
+	// for the report (the last page's).
+	var plan string
+	o := defaultOptions()
+	o.tracePlan = func(s string) { plan = s }
+	st := openBadgerWith(t, dir, o)
 	defer st.Close()
 	m, err := members.Of(st).Member(t.Context(), info.Member)
 	if err != nil {
@@ -128,9 +132,7 @@ func TestSearchPairsOnSeededStore(t *testing.T) {
 	kinds := []string{"label", "site", "in", "type", "has", "saved"}
 	var worst time.Duration
 	report := func(name string, f ItemFilter) {
-		plan := ""
-		tracePlan = func(s string) { plan = s }
-		defer func() { tracePlan = nil }()
+		plan = ""
 		d, n, err := median(f)
 		if plan != "" && os.Getenv("HEARTH_SEARCH_TRACE") != "" {
 			fmt.Println("   ", plan)

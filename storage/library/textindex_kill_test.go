@@ -22,7 +22,7 @@ func TestSearchKillHelper(t *testing.T) {
 	if dir == "" {
 		t.Skip("child of TestSearchConsistentAfterKill")
 	}
-	st, err := storage.Open(dir, storage.Options{})
+	st, err := openWith(dir, storage.Options{}, testOptions())
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)

@@ -124,8 +124,8 @@ func TestWordPagesInTheOrderOfCreation(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("indexed")
-	textIndexPaused.Store(true)
-	defer textIndexPaused.Store(false)
+	Of(st).state().indexPaused.Store(true)
+	defer Of(st).state().indexPaused.Store(false)
 	write(440, 470)
 	check("30 texts waiting")
 }

@@ -63,17 +63,17 @@ func saveWordItems(t *testing.T, st *storage.Store, memberID string) []string {
 // (candidateFloor lowered: more candidates than the page reads one by one)
 // walks the inbox verifying each item.
 func TestWordSearchCachedExact(t *testing.T) {
-	for _, floor := range []int{candidateFloor, 1} {
+	for _, floor := range []int{defaultOptions().candidateFloor, 1} {
 		t.Run(fmt.Sprint("floor ", floor), func(t *testing.T) {
-			defer func(n int) { candidateFloor = n }(candidateFloor)
-			candidateFloor = floor
-			testWordSearchCachedExact(t)
+			o := testOptions()
+			o.candidateFloor = floor
+			testWordSearchCachedExact(t, o)
 		})
 	}
 }
 
-func testWordSearchCachedExact(t *testing.T) {
-	st, m := openAlice(t)
+func testWordSearchCachedExact(t *testing.T, o options) {
+	st, m := withAlice(t, openTest(t, o))
 	ids := saveWordItems(t, st, m.ID)
 	waitIndexed(t, st, m.ID)
 	check := func(when string, want ...string) {
@@ -122,7 +122,7 @@ func testWordSearchCachedExact(t *testing.T) {
 // and its page) answers, on either, what the other node's writes left,
 // from the next search on.
 func TestClusterWordSearchExactOnEveryNode(t *testing.T) {
-	a, b := wordNodes.TwoNodes(t)
+	a, b := wordNodes.TwoNodesPrepared(t, func(st *storage.Store) { setOptions(st, testOptions()) })
 	alice, err := members.Of(a).CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +205,7 @@ func queryNames(t *testing.T, st *storage.Store, memberID string) []string {
 // change on any node left, from the next read on: creations, renames,
 // reorders and deletions, through the lists and through label: searches.
 func TestClusterListsExactOnEveryNode(t *testing.T) {
-	a, b := wordNodes.TwoNodes(t)
+	a, b := wordNodes.TwoNodesPrepared(t, func(st *storage.Store) { setOptions(st, testOptions()) })
 	alice, err := members.Of(a).CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {
 		t.Fatal(err)
@@ -298,9 +298,9 @@ func TestClusterListsExactOnEveryNode(t *testing.T) {
 // page, however often the same search runs, is what the texts give —
 // through a change of text, of status and a removal.
 func TestCommonWordSearchCachedExact(t *testing.T) {
-	defer func(n int) { candidateFloor = n }(candidateFloor)
-	candidateFloor = 1 // a page reads at most 35 candidates one by one
-	st, m := openAlice(t)
+	o := testOptions()
+	o.candidateFloor = 1 // a page reads at most 35 candidates one by one
+	st, m := withAlice(t, openTest(t, o))
 	const n = 1000
 	has := map[string]bool{}
 	var ids []string // oldest first
