@@ -410,24 +410,9 @@ func (r *Runner) runJob(ctx, run context.Context, j *library.ImportJob) {
 	// Before the first commit: the batches are committed without waiting
 	// for the disk, and a sync of them that fails fails no commit.
 	failedSyncs := r.store.FailedSyncs()
-	var colors map[string]string
-	if ll, ok := rd.(LabelLister); ok {
-		var names []string
-		colors = map[string]string{}
-		for _, l := range ll.ExportLabels() {
-			names = append(names, l.Name)
-			if l.Color != "" {
-				colors[l.Name] = l.Color
-			}
-		}
-		// The export's labels first, in its order, also those no item
-		// carries (again after a restart: it creates only what is missing).
-		if err := library.Of(r.store).ImportLabels(ctx, j.MemberID, names, colors); err != nil {
-			if !errors.Is(err, storage.ErrNotFound) && ctx.Err() == nil {
-				r.log.Error("import labels", zap.String("job", j.ID), zap.Error(err))
-			}
-			return
-		}
+	colors, ok := r.exportLabels(ctx, rd, j)
+	if !ok {
+		return
 	}
 	start, startPos := time.Now(), j.Position
 	var batch []library.ImportEntry
@@ -513,6 +498,32 @@ func (r *Runner) runJob(ctx, run context.Context, j *library.ImportJob) {
 		return
 	}
 	r.finish(run, j, library.ImportDone, "")
+}
+
+// exportLabels creates the labels an export lists (LabelLister) first, in
+// its order, also those no item carries (again after a restart: only what
+// is missing), and returns their colors by name. false: they could not be
+// written, and the job stops here (to be resumed, or its member is gone).
+func (r *Runner) exportLabels(ctx context.Context, rd Reader, j *library.ImportJob) (map[string]string, bool) {
+	ll, ok := rd.(LabelLister)
+	if !ok {
+		return nil, true
+	}
+	var names []string
+	colors := map[string]string{}
+	for _, l := range ll.ExportLabels() {
+		names = append(names, l.Name)
+		if l.Color != "" {
+			colors[l.Name] = l.Color
+		}
+	}
+	if err := library.Of(r.store).ImportLabels(ctx, j.MemberID, names, colors); err != nil {
+		if !errors.Is(err, storage.ErrNotFound) && ctx.Err() == nil {
+			r.log.Error("import labels", zap.String("job", j.ID), zap.Error(err))
+		}
+		return nil, false
+	}
+	return colors, true
 }
 
 // item turns an export's item into what the store takes: HTML sanitised,

@@ -207,6 +207,26 @@ func getItem(tx *storage.Tx, key []byte, it *SavedItem) error {
 	return parseItemRecord(b, it)
 }
 
+// itemNamedBy reads the member's item whose id is stored at key (its URL
+// key, Message-ID key or import digest key): nil when there is none.
+func itemNamedBy(tx *storage.Tx, memberID string, key []byte) (*SavedItem, error) {
+	id, err := tx.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var it SavedItem
+	if err := getItem(tx, itemKey(memberID, string(id)), &it); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &it, nil
+}
+
 // eachItem calls fn with each of the member's items with ids, in that
 // order, skipping those that do not exist.
 func eachItem(tx *storage.Tx, memberID string, ids []string, fn func(it *SavedItem) error) error {

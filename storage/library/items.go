@@ -30,54 +30,28 @@ func (s Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*Save
 		if msgDigest != "" {
 			// The read makes a concurrent save of the same message conflict,
 			// so Update retries it and it finds this one's item.
-			if id, err := tx.Get(messageIDKey(memberID, msgDigest)); err == nil {
-				var cur SavedItem
-				err := getItem(tx, itemKey(memberID, string(id)), &cur)
-				if err == nil {
-					out = &cur
-					return nil
-				}
-				if !errors.Is(err, storage.ErrNotFound) {
-					return err
-				}
-			} else if !errors.Is(err, storage.ErrNotFound) {
+			cur, err := itemNamedBy(tx, memberID, messageIDKey(memberID, msgDigest))
+			if err != nil || cur != nil {
+				out = cur
 				return err
 			}
 		}
 		fetchImages, imagesPrivate := in.FetchImages, in.ImagesPrivate
 		if in.finishesFetch != "" {
-			v, err := tx.Get(fetchKey(memberID, in.finishesFetch))
+			private, err := takeFinishedFetch(tx, memberID, in.finishesFetch)
 			if err != nil {
-				return err
+				return err // storage.ErrNotFound: the item is gone meanwhile, nothing saved
 			}
-			e := parseFetchEntry(string(v))
-			fetchImages, imagesPrivate = true, e.private
-			if err := tx.Delete(fetchKey(memberID, in.finishesFetch)); err != nil {
-				return err
-			}
-			var pending SavedItem
-			if err := getItem(tx, itemKey(memberID, in.finishesFetch), &pending); err != nil {
-				return err // storage.ErrNotFound: gone meanwhile, nothing saved
-			}
-			if e.importJob != "" {
-				if err := fetchDone(tx, memberID, e.importJob, e.url, ""); err != nil {
-					return err
-				}
-			}
+			fetchImages, imagesPrivate = true, private
 		}
 		t := storage.Now()
 		var old *SavedItem
 		if norm != "" && in.Type == TypeArticle {
-			if id, err := tx.Get(urlKey(memberID, norm)); err == nil {
-				var cur SavedItem
-				if err := getItem(tx, itemKey(memberID, string(id)), &cur); err == nil {
-					old = &cur
-				} else if !errors.Is(err, storage.ErrNotFound) {
-					return err
-				}
-			} else if !errors.Is(err, storage.ErrNotFound) {
+			cur, err := itemNamedBy(tx, memberID, urlKey(memberID, norm))
+			if err != nil {
 				return err
 			}
+			old = cur
 		}
 		it := &SavedItem{}
 		if old != nil {
@@ -140,6 +114,31 @@ func (s Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*Save
 		return nil, false, err
 	}
 	return out, created, nil
+}
+
+// takeFinishedFetch removes the pending fetch of the member's item id that
+// a save finishes, counts it done for the import that queued it, and
+// reports whether the item's images may come from private addresses.
+// storage.ErrNotFound: the item is gone.
+func takeFinishedFetch(tx *storage.Tx, memberID, id string) (private bool, err error) {
+	v, err := tx.Get(fetchKey(memberID, id))
+	if err != nil {
+		return false, err
+	}
+	e := parseFetchEntry(string(v))
+	if err := tx.Delete(fetchKey(memberID, id)); err != nil {
+		return false, err
+	}
+	var pending SavedItem
+	if err := getItem(tx, itemKey(memberID, id), &pending); err != nil {
+		return false, err
+	}
+	if e.importJob != "" {
+		if err := fetchDone(tx, memberID, e.importJob, e.url, ""); err != nil {
+			return false, err
+		}
+	}
+	return e.private, nil
 }
 
 // queueImages gives the item of c an images entry in the fetch queue,
