@@ -12,16 +12,64 @@ import (
 // place in the queue (0, 1, 2, … for an index's successive entries). The
 // caller tells its indexer after the commit.
 func (x Index) Queue(tx *storage.Tx, id string) (uint64, error) {
-	var seq uint64
-	if b, err := tx.Get(x.queueKey()); err == nil && len(b) == 8 {
-		seq = binary.BigEndian.Uint64(b)
-	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return 0, err
+	qt := queueState.Of(tx)
+	k := x.queueKey()
+	seq, ok := qt.next[string(k)]
+	if !ok {
+		b, err := tx.Get(k)
+		if err == nil && len(b) == 8 {
+			seq = binary.BigEndian.Uint64(b)
+		} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return 0, err
+		}
 	}
 	if err := tx.Put(x.pendingKey(seq), []byte(id), 0); err != nil {
 		return 0, err
 	}
-	return seq, tx.Put(x.queueKey(), binary.BigEndian.AppendUint64(nil, seq+1), 0)
+	if qt.next == nil {
+		qt.next = map[string]uint64{}
+	}
+	qt.next[string(k)] = seq + 1
+	return seq, nil
+}
+
+// queueTx is the text index's state of a read-write transaction: the next
+// place of each queue the transaction queued documents in, written once
+// before the commit (writeQueueEnds) instead of once a document (an
+// import's batch queues hundreds).
+type queueTx struct{ next map[string]uint64 }
+
+var queueState = storage.NewTxState[queueTx]()
+
+// The hook runs before those of the packages that import this one (their
+// init functions run after this one's), so the queue ends are written
+// after every document the transaction's own function queued; no commit
+// hook queues documents.
+func init() { storage.OnCommit(writeQueueEnds, nil) }
+
+func writeQueueEnds(tx *storage.Tx) error {
+	qt := queueState.Peek(tx)
+	if qt == nil {
+		return nil
+	}
+	for k, seq := range qt.next {
+		if err := tx.Put([]byte(k), binary.BigEndian.AppendUint64(nil, seq), 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// queueEnd is the value of the queue's key (tq/) as tx sees it: as the
+// transaction will write it when it queued documents, else as stored.
+func (x Index) queueEnd(tx *storage.Tx) ([]byte, error) {
+	k := x.queueKey()
+	if qt := queueState.Peek(tx); qt != nil {
+		if seq, ok := qt.next[string(k)]; ok {
+			return binary.BigEndian.AppendUint64(nil, seq), nil
+		}
+	}
+	return tx.Get(k)
 }
 
 // Remove takes document id out of the index, in the transaction that
@@ -83,7 +131,7 @@ func (x Index) Waiting(tx *storage.Tx) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	b, err := tx.Get(x.queueKey())
+	b, err := x.queueEnd(tx)
 	if errors.Is(err, storage.ErrNotFound) || err == nil && len(b) != 8 {
 		return 0, nil
 	}
@@ -98,15 +146,18 @@ func (x Index) Waiting(tx *storage.Tx) (uint64, error) {
 
 // State returns what a search's candidates and the texts they are
 // verified on depend on: the index's Meta and the queue's next sequence
-// number, as stored. Every change of a document's text queues it (a new
+// number, as stored (or as this transaction queued). Every change of a document's text queues it (a new
 // sequence number) and every change of the segments or of the queue's
 // low water mark writes Meta, so two reads that give the same State see
 // the same candidates for any needle and the same text of every document
 // but those removed since. A caller may keep what it read against it.
 func (x Index) State(tx *storage.Tx) ([]byte, error) {
 	var st []byte
-	for _, k := range [][]byte{x.MetaKey(), x.queueKey()} {
-		v, err := tx.Get(k)
+	for _, read := range [...]func() ([]byte, error){
+		func() ([]byte, error) { return tx.Get(x.MetaKey()) },
+		func() ([]byte, error) { return x.queueEnd(tx) },
+	} {
+		v, err := read()
 		if errors.Is(err, storage.ErrNotFound) {
 			st = append(st, 0) // absent: unlike any value, whose length is written plus one
 			continue
