@@ -1,6 +1,7 @@
 package textindex
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 
@@ -14,7 +15,7 @@ import (
 func (x Index) Queue(tx *storage.Tx, id string) (uint64, error) {
 	qt := queueState.Of(tx)
 	k := x.queueKey()
-	seq, ok := qt.next[string(k)]
+	seq, ok := qt.get(k)
 	if !ok {
 		b, err := tx.Get(k)
 		if err == nil && len(b) == 8 {
@@ -26,18 +27,39 @@ func (x Index) Queue(tx *storage.Tx, id string) (uint64, error) {
 	if err := tx.Put(x.pendingKey(seq), []byte(id), 0); err != nil {
 		return 0, err
 	}
-	if qt.next == nil {
-		qt.next = map[string]uint64{}
-	}
-	qt.next[string(k)] = seq + 1
+	qt.set(k, seq+1)
 	return seq, nil
 }
 
 // queueTx is the text index's state of a read-write transaction: the next
 // place of each queue the transaction queued documents in, written once
 // before the commit (writeQueueEnds) instead of once a document (an
-// import's batch queues hundreds).
-type queueTx struct{ next map[string]uint64 }
+// import's batch queues hundreds). The first queue's is kept in key and
+// next, so a save (one queue) allocates no map.
+type queueTx struct {
+	key  []byte
+	next uint64
+	more map[string]uint64
+}
+
+func (qt *queueTx) get(k []byte) (uint64, bool) {
+	if qt.key != nil && bytes.Equal(qt.key, k) {
+		return qt.next, true
+	}
+	seq, ok := qt.more[string(k)]
+	return seq, ok
+}
+
+func (qt *queueTx) set(k []byte, next uint64) {
+	switch {
+	case qt.key == nil || bytes.Equal(qt.key, k):
+		qt.key, qt.next = k, next
+	case qt.more == nil:
+		qt.more = map[string]uint64{string(k): next}
+	default:
+		qt.more[string(k)] = next
+	}
+}
 
 var queueState = storage.NewTxState[queueTx]()
 
@@ -49,10 +71,13 @@ func init() { storage.OnCommit(writeQueueEnds, nil) }
 
 func writeQueueEnds(tx *storage.Tx) error {
 	qt := queueState.Peek(tx)
-	if qt == nil {
+	if qt == nil || qt.key == nil {
 		return nil
 	}
-	for k, seq := range qt.next {
+	if err := tx.Put(qt.key, binary.BigEndian.AppendUint64(nil, qt.next), 0); err != nil {
+		return err
+	}
+	for k, seq := range qt.more {
 		if err := tx.Put([]byte(k), binary.BigEndian.AppendUint64(nil, seq), 0); err != nil {
 			return err
 		}
@@ -65,7 +90,7 @@ func writeQueueEnds(tx *storage.Tx) error {
 func (x Index) queueEnd(tx *storage.Tx) ([]byte, error) {
 	k := x.queueKey()
 	if qt := queueState.Peek(tx); qt != nil {
-		if seq, ok := qt.next[string(k)]; ok {
+		if seq, ok := qt.get(k); ok {
 			return binary.BigEndian.AppendUint64(nil, seq), nil
 		}
 	}
