@@ -1,6 +1,7 @@
 package library
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand"
@@ -17,11 +18,14 @@ import (
 // scan: in both directions, every status, within ranges of createdAt,
 // with cursors, over segments merged and not, items imported with old
 // dates (new documents of the index, old in the order), ties of createdAt,
-// texts changed and items removed, and texts waiting for the indexer.
+// texts changed and items removed, a backup restored, and texts waiting for
+// the indexer; for needles that are a word, a part of a longer one, in
+// other cases or another script, of 3 bytes (one trigram), and across
+// punctuation or a space.
 func TestWordPagesInTheOrderOfCreation(t *testing.T) {
 	st, m := openSavedTest(t)
 	r := rand.New(rand.NewSource(7))
-	words := []string{"plain", "words", "quokka", "Quokkas", "among", "bread", "rye", "crumb"}
+	words := []string{"plain", "words", "quokka", "Quokkas", "among", "bread", "rye", "crumb", "rye-bread,", "ΣΟΦΊΑ", "σοφία.", "Straße", "quokka's"}
 	text := func(n int) string {
 		var b []string
 		for range n {
@@ -97,9 +101,10 @@ func TestWordPagesInTheOrderOfCreation(t *testing.T) {
 	}
 	check := func(round string) {
 		t.Helper()
-		for q := range 60 {
+		for q := range 120 {
 			f := ItemFilter{Status: []string{StatusActive, StatusArchived, StatusAll}[q%3],
-				Text: []string{"quokka", "QUOKKAS", "okk", "plain words", "rye", "absent"}[r.Intn(6)]}
+				Text: []string{"quokka", "QUOKKAS", "okk", "plain words", "rye", "absent", "e-br", "ΣΟΦ", "οφία", "STRASSE", "straße",
+					"a's", "ka's", "rye-bread", "ead,", "ry"}[r.Intn(16)]}
 			if q%4 == 3 {
 				a, b := base.Add(-time.Duration(r.Intn(100000))*time.Second), base.Add(time.Duration(r.Intn(500))*time.Second)
 				f.SavedFrom, f.SavedTo = &a, &b
@@ -124,6 +129,17 @@ func TestWordPagesInTheOrderOfCreation(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("indexed")
+	// A backup restored (the text index's keys among its records) answers
+	// the same pages.
+	var backup bytes.Buffer
+	if err := st.Backup(&backup); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Replace(bytes.NewReader(backup.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	waitIndexed(t, st, m.ID)
+	check("restored")
 	Of(st).state().indexPaused.Store(true)
 	defer Of(st).state().indexPaused.Store(false)
 	write(440, 470)
