@@ -14,6 +14,10 @@ import (
 // caller tells its indexer after the commit.
 func (x Index) Queue(tx *storage.Tx, id string) (uint64, error) {
 	qt := queueState.Of(tx)
+	if qt.written {
+		// Its place would be given again by the next transaction.
+		return 0, errors.New("textindex: a document queued after the transaction's queue ends were written")
+	}
 	k := x.queueKey()
 	seq, ok := qt.get(k)
 	if !ok {
@@ -37,9 +41,10 @@ func (x Index) Queue(tx *storage.Tx, id string) (uint64, error) {
 // import's batch queues hundreds). The first queue's is kept in key and
 // next, so a save (one queue) allocates no map.
 type queueTx struct {
-	key  []byte
-	next uint64
-	more map[string]uint64
+	key     []byte
+	next    uint64
+	more    map[string]uint64
+	written bool // by writeQueueEnds: no document may be queued after
 }
 
 func (qt *queueTx) get(k []byte) (uint64, bool) {
@@ -74,6 +79,7 @@ func writeQueueEnds(tx *storage.Tx) error {
 	if qt == nil || qt.key == nil {
 		return nil
 	}
+	qt.written = true
 	if err := tx.Put(qt.key, binary.BigEndian.AppendUint64(nil, qt.next), 0); err != nil {
 		return err
 	}
@@ -171,27 +177,29 @@ func (x Index) Waiting(tx *storage.Tx) (uint64, error) {
 
 // State returns what a search's candidates and the texts they are
 // verified on depend on: the index's Meta and the queue's next sequence
-// number, as stored (or as this transaction queued). Every change of a document's text queues it (a new
-// sequence number) and every change of the segments or of the queue's
-// low water mark writes Meta, so two reads that give the same State see
-// the same candidates for any needle and the same text of every document
-// but those removed since. A caller may keep what it read against it.
+// number, as stored (or as this transaction queued). Every change of a
+// document's text queues it (a new sequence number) and every change of
+// the segments or of the queue's low water mark writes Meta, so two reads
+// that give the same State see the same candidates for any needle and the
+// same text of every document but those removed since. A caller may keep what it read against it.
 func (x Index) State(tx *storage.Tx) ([]byte, error) {
-	var st []byte
-	for _, read := range [...]func() ([]byte, error){
-		func() ([]byte, error) { return tx.Get(x.MetaKey()) },
-		func() ([]byte, error) { return x.queueEnd(tx) },
-	} {
-		v, err := read()
-		if errors.Is(err, storage.ErrNotFound) {
-			st = append(st, 0) // absent: unlike any value, whose length is written plus one
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		st = binary.AppendUvarint(st, uint64(len(v))+1)
-		st = append(st, v...)
+	meta, err := tx.Get(x.MetaKey())
+	st, err := appendStatePart(nil, meta, err)
+	if err != nil {
+		return nil, err
 	}
-	return st, nil
+	end, err := x.queueEnd(tx)
+	return appendStatePart(st, end, err)
+}
+
+// appendStatePart appends to st a value read for State, or its absence.
+func appendStatePart(st, v []byte, err error) ([]byte, error) {
+	if errors.Is(err, storage.ErrNotFound) {
+		return append(st, 0), nil // absent: unlike any value, whose length is written plus one
+	}
+	if err != nil {
+		return nil, err
+	}
+	st = binary.AppendUvarint(st, uint64(len(v))+1)
+	return append(st, v...), nil
 }
