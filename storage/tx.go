@@ -413,6 +413,29 @@ func (tx *Tx) GetJSON(key []byte, v any) error { return tx.getJSON(key, v) }
 // long.
 func (tx *Tx) Put(key, val []byte, ttl time.Duration) error { return tx.put(key, val, ttl) }
 
+// PutEach is Put of val at each of keys: one copy of val for them all on an
+// engine that copies what it is given (kv.EachPutter), one Put each on
+// others.
+func (tx *Tx) PutEach(keys [][]byte, val []byte, ttl time.Duration) error {
+	if tx.w == nil {
+		return errReadOnly
+	}
+	ep, ok := tx.w.(kv.EachPutter)
+	if !ok {
+		for _, k := range keys {
+			if err := tx.put(k, val, ttl); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, k := range keys {
+		tx.noteWrite(k)
+		tx.written += int64(len(k) + len(val))
+	}
+	return ep.PutEach(keys, val, ttl)
+}
+
 // PutJSON stores v, encoded as JSON, at key (ttl as Put).
 func (tx *Tx) PutJSON(key []byte, v any, ttl time.Duration) error { return tx.putJSON(key, v, ttl) }
 

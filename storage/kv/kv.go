@@ -365,6 +365,16 @@ type GarbageCollector interface {
 	CollectGarbage(ctx context.Context) (rewritten int, err error)
 }
 
+// EachPutter is offered by Writers that keep what a Put is given until the
+// commit (badgerkv): Put copies key and val every time, PutEach copies val
+// once for all of keys. A saved item's index entries each carry its
+// record, so a write of one would copy the record five to eight times.
+type EachPutter interface {
+	// PutEach is Put of val at each of keys, with ttl; the caller may
+	// reuse keys and val once it returns.
+	PutEach(keys [][]byte, val []byte, ttl time.Duration) error
+}
+
 // Syncer is offered by embedded engines whose commits may be acknowledged
 // before they are on disk (asynchronous commits, NoSync).
 type Syncer interface {

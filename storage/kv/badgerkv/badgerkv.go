@@ -465,6 +465,11 @@ func (t *tx) Put(key, val []byte, ttl time.Duration) error {
 	if val == nil {
 		v = nil
 	}
+	return t.set(k, v, ttl)
+}
+
+// set hands Badger the entry of k and v (copies it keeps until the commit).
+func (t *tx) set(k, v []byte, ttl time.Duration) error {
 	en := badger.NewEntry(k, v)
 	if ttl > 0 {
 		// Badger keeps whole seconds and hides a key once now ≥ ExpiresAt;
@@ -473,6 +478,38 @@ func (t *tx) Put(key, val []byte, ttl time.Duration) error {
 		en.ExpiresAt = uint64((time.Now().Add(ttl).UnixNano() + int64(time.Second) - 1) / int64(time.Second))
 	}
 	return mapErr(t.txn.SetEntry(en))
+}
+
+// PutEach is Put of val at each of keys with one copy of val, shared by
+// their entries (Badger only reads an entry's value), and of the keys in
+// the same allocation (kv.EachPutter).
+func (t *tx) PutEach(keys [][]byte, val []byte, ttl time.Duration) error {
+	if err := kv.CheckValue(val); err != nil {
+		return err
+	}
+	n := len(val)
+	for _, k := range keys {
+		if err := kv.CheckKey(k); err != nil {
+			return err
+		}
+		n += len(k)
+	}
+	if len(val) >= ValueThreshold {
+		t.bigValue = true
+	}
+	buf := append(make([]byte, 0, n), val...)
+	v := buf[:len(val):len(val)]
+	if val == nil {
+		v = nil
+	}
+	for _, k := range keys {
+		start := len(buf)
+		buf = append(buf, k...)
+		if err := t.set(buf[start:len(buf):len(buf)], v, ttl); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (t *tx) Delete(key []byte) error {

@@ -214,3 +214,54 @@ func BenchmarkSyncedCommitsParallel(b *testing.B) {
 		})
 	})
 }
+
+// PutEach writes its one value under each key, from the caller's buffers
+// as they were: changing them after the call (before the commit) changes
+// nothing stored; an empty value is stored as one, and a key the engine
+// refuses fails the call.
+func TestPutEachWritesEveryKeyFromACopy(t *testing.T) {
+	e := open(t)
+	ctx := context.Background()
+	buf := []byte("k/1k/2k/3")
+	keys := [][]byte{buf[0:3], buf[3:6], buf[6:9]}
+	val := []byte("the record")
+	err := e.Update(ctx, kv.TxOptions{}, func(w kv.Writer) error {
+		if err := w.(kv.EachPutter).PutEach(keys, val, 0); err != nil {
+			return err
+		}
+		copy(buf, "x/1x/2x/3")
+		copy(val, "overwrite!")
+		return w.(kv.EachPutter).PutEach([][]byte{[]byte("e/1"), []byte("e/2")}, nil, 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.View(ctx, func(r kv.Reader) error {
+		for _, k := range []string{"k/1", "k/2", "k/3"} {
+			v, err := r.Get([]byte(k))
+			if err != nil || string(v) != "the record" {
+				t.Errorf("%s: %q, %v; want the record", k, v, err)
+			}
+		}
+		for _, k := range []string{"x/1", "x/2"} {
+			if _, err := r.Get([]byte(k)); !errors.Is(err, kv.ErrNotFound) {
+				t.Errorf("%s: %v, want not found", k, err)
+			}
+		}
+		for _, k := range []string{"e/1", "e/2"} {
+			if v, err := r.Get([]byte(k)); err != nil || len(v) != 0 {
+				t.Errorf("%s: %q, %v; want an empty value", k, v, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.Update(ctx, kv.TxOptions{}, func(w kv.Writer) error {
+		return w.(kv.EachPutter).PutEach([][]byte{[]byte("ok"), nil}, []byte("v"), 0)
+	})
+	if err == nil {
+		t.Fatal("PutEach with an empty key: no error")
+	}
+}
