@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -121,11 +122,16 @@ const orderedCopiesVersion = 7
 // the status code, 0x00, the domain's length (uvarint), the domain and
 // the record.
 func orderedValue(status string, domain string, rec []byte) []byte {
+	return appendOrderedValue(nil, status, domain, rec)
+}
+
+// appendOrderedValue appends orderedValue(status, domain, rec) to v.
+func appendOrderedValue(v []byte, status string, domain string, rec []byte) []byte {
 	domain = strings.ToLower(domain)
 	if rec == nil {
-		return append([]byte(statusCode[status]), domain...)
+		return append(append(v, statusCode[status]...), domain...)
 	}
-	v := make([]byte, 0, 2+binary.MaxVarintLen64+len(domain)+len(rec))
+	v = slices.Grow(v, 2+binary.MaxVarintLen64+len(domain)+len(rec))
 	v = append(append(v, statusCode[status]...), 0)
 	v = binary.AppendUvarint(v, uint64(len(domain)))
 	return append(append(v, domain...), rec...)

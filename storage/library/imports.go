@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
@@ -297,9 +298,12 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 		it.DeletedAt = &d
 	}
 	if it.WordCount == 0 && in.Text != "" {
-		it.WordCount = len(strings.Fields(in.Text))
+		it.WordCount = wordCount(in.Text)
 	}
 	change := itemChange{it: it, url: norm, importDigest: digest, content: &ItemContent{HTML: in.HTML, Text: in.Text}}
+	if norm != "" {
+		change.urlKey = existingKey
+	}
 	fetching := in.Fetch && norm != "" && in.HTML == "" && in.Text == ""
 	if fetching {
 		change.fetch = fetchValue(norm, j.FetchPrivate, j.ID)
@@ -542,3 +546,18 @@ func urlOfTitle(tx *storage.Tx, memberID, title string) (string, error) {
 
 // maxTitleMatches bounds the items of one title urlOfTitle reads.
 const maxTitleMatches = 50
+
+// wordCount is len(strings.Fields(s)), without the slice of s's words (an
+// imported content's thousands).
+func wordCount(s string) int {
+	n, in := 0, false
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			in = false
+		} else if !in {
+			in = true
+			n++
+		}
+	}
+	return n
+}

@@ -2,11 +2,13 @@ package library
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -483,6 +485,79 @@ func TestImportedItemWithoutContentReadsAsEmpty(t *testing.T) {
 		}
 		if _, err := Of(st).ItemHTML(t.Context(), m.ID, missing); !errors.Is(err, storage.ErrNotFound) {
 			t.Fatalf("html of a missing item: %v", err)
+		}
+	}
+}
+
+// The items of one batch are written with the transaction's buffers
+// (itemScratch): each item's content record, index entries and ordered
+// filter keys are its own, the content record as json.Marshal writes it,
+// and a word count the export lacks counts the text's words as
+// strings.Fields does (Unicode spaces, invalid UTF-8).
+func TestImportedBatchKeepsEachItemsOwnRecords(t *testing.T) {
+	st, m := openSavedTest(t)
+	ctx := t.Context()
+	texts := []string{
+		strings.Repeat("long  text\twith\u00a0words\u2003and\u3000more ", 300),
+		"short \xff\xfe bytes\u2028line",
+		"",
+	}
+	var entries []ImportEntry
+	for i, text := range texts {
+		entries = append(entries, ImportEntry{Pos: i + 1, Ref: fmt.Sprint("row ", i+1), Item: &ImportItem{
+			URL: fmt.Sprintf("https://example.com/%d", i), Title: fmt.Sprintf("Title %c", 'C'-i),
+			Labels: []string{fmt.Sprint("l", i%2)}, HTML: fmt.Sprintf("<p>%d &amp; <b>%s</b></p>", i, text), Text: text,
+		}})
+	}
+	j := importJob(t, st, m.ID)
+	if got, err := Of(st).ImportItems(ctx, m.ID, j.ID, entries, nil, 0); err != nil || got.Created != 3 {
+		t.Fatalf("job: %+v %v", got, err)
+	}
+	page, err := Of(st).SavedItemsPage(ctx, m.ID, ItemFilter{}, PageRequest{Field: SortTitle, First: 10})
+	if err != nil || len(page.Items) != 3 {
+		t.Fatalf("page by title: %+v %v", page, err)
+	}
+	for i, it := range page.Items { // titles C, B, A: the batch's order reversed
+		in := entries[2-i].Item
+		if it.Title != in.Title || it.OriginalURL != in.URL || it.WordCount != len(strings.Fields(in.Text)) {
+			t.Errorf("item %d: %q %q %d words, want %q %q %d", i, it.Title, it.OriginalURL, it.WordCount, in.Title, in.URL, len(strings.Fields(in.Text)))
+		}
+		c, err := Of(st).ItemContent(ctx, m.ID, it.ID)
+		if in.Text == "" {
+			continue
+		}
+		want, _ := json.Marshal(&ItemContent{HTML: in.HTML, Text: in.Text})
+		var wantContent ItemContent // invalid UTF-8 read back as U+FFFD, as JSON keeps it
+		if err := json.Unmarshal(want, &wantContent); err != nil {
+			t.Fatal(err)
+		}
+		if err != nil || *c != wantContent {
+			t.Errorf("content of %q: %+v %v, want %+v", in.Title, c, err, wantContent)
+		}
+		err = st.View(ctx, func(tx *storage.Tx) error {
+			rec, err := tx.Get(contentKey(m.ID, it.ID))
+			if err == nil && !bytes.Equal(rec, want) {
+				t.Errorf("content record of %q: %q, want %q", in.Title, rec, want)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	labels, _ := Of(st).Labels(ctx, m.ID)
+	for _, l := range labels {
+		page, err := Of(st).SavedItemsPage(ctx, m.ID, ItemFilter{LabelsAll: [][]string{{l.Name}}}, PageRequest{Field: SortCreatedAt, First: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var titles []string
+		for _, it := range page.Items {
+			titles = append(titles, it.Title)
+		}
+		want := map[string]string{"l0": "Title A,Title C", "l1": "Title B"}[l.Name]
+		if slices.Sort(titles); strings.Join(titles, ",") != want {
+			t.Errorf("label %s: %v, want %s", l.Name, titles, want)
 		}
 	}
 }

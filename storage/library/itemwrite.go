@@ -29,17 +29,24 @@ import (
 )
 
 // itemIndexKeys are the keys of it's index entries: one for each sort
-// field, in the index of its status, built in one buffer (a key outgrowing
-// it goes on in a larger one; those before keep theirs).
+// field, in the index of its status, built in one buffer.
 func itemIndexKeys(it *SavedItem) [][]byte {
-	out := make([][]byte, 0, len(sortFieldCode))
-	buf := make([]byte, 0, len(sortFieldCode)*(len(it.MemberID)+32)+len(it.Title))
+	keys, _ := appendItemIndexKeys(nil, nil, it)
+	return keys
+}
+
+// appendItemIndexKeys appends it's index keys to keys, built at the end of
+// buf (grown once; a key outgrowing it goes on in a larger one, those
+// before keep theirs), and returns both.
+func appendItemIndexKeys(keys [][]byte, buf []byte, it *SavedItem) ([][]byte, []byte) {
+	keys = slices.Grow(keys, len(sortFieldCode))
+	buf = slices.Grow(buf, len(sortFieldCode)*(len(it.MemberID)+32)+len(it.Title))
 	for f := range sortFieldCode {
 		start := len(buf)
 		buf = appendItemSortValue(appendItemIndexPrefix(buf, it.MemberID, it.Status, f), it, f)
-		out = append(out, buf[start:len(buf):len(buf)])
+		keys = append(keys, buf[start:len(buf):len(buf)])
 	}
-	return out
+	return keys, buf
 }
 
 // itemChange is one write of an item: what writeItem writes besides the
@@ -52,8 +59,10 @@ type itemChange struct {
 	content *ItemContent
 	// url is the normalised URL the item is found by again (url/), and
 	// importDigest the digest an imported item without a URL is (impkey/);
-	// "" for none.
+	// "" for none. urlKey, when not nil, is urlKey of url as the caller
+	// built it to look the URL up (an import's every item).
 	url, importDigest string
+	urlKey            []byte
 	// messageID is the digest of a newsletter's Message-ID (msgid/, msgof/).
 	messageID string
 	// fetch, when not nil, is the value of a pending fetch queued for the
@@ -64,17 +73,26 @@ type itemChange struct {
 // writeItem writes c.it and every key derived from it, removing c.old's
 // that no longer apply.
 func writeItem(tx *storage.Tx, c itemChange) error {
+	lt := libraryState.Of(tx)
+	sc := takeScratch(lt)
+	err := writeItemWith(tx, sc, c)
+	putScratch(lt, sc)
+	return err
+}
+
+func writeItemWith(tx *storage.Tx, sc *itemScratch, c itemChange) error {
 	old, it := c.old, c.it
 	mid := it.MemberID
 	itemsChanged(tx, mid)
 	if err := writeLabelLinks(tx, old, it); err != nil {
 		return err
 	}
-	rec := appendItemRecord(make([]byte, 0, itemRecordCap(it)), it)
-	if err := writeIndexEntries(tx, old, it, rec); err != nil {
+	sc.rec = appendItemRecord(slices.Grow(sc.rec[:0], itemRecordCap(it)), it)
+	rec := sc.rec
+	if err := writeIndexEntries(tx, sc, old, it, rec); err != nil {
 		return err
 	}
-	if err := putFilterKeys(tx, old, it, rec); err != nil {
+	if err := putFilterKeys(tx, sc, old, it, rec); err != nil {
 		return err
 	}
 	// A new creation date queues the text too: each index segment keeps
@@ -111,7 +129,11 @@ func writeItem(tx *storage.Tx, c itemChange) error {
 		// A new item without content has no content record (an import
 		// without pages: one key less for each of its items), read as
 		// empty (ItemContent, ItemHTML).
-		if err := tx.PutJSON(contentKey(mid, it.ID), c.content, 0); err != nil {
+		v, err := sc.contentJSON(c.content)
+		if err != nil {
+			return err
+		}
+		if err := tx.Put(contentKey(mid, it.ID), v, 0); err != nil {
 			return err
 		}
 	}
@@ -146,9 +168,11 @@ func writeLabelLinks(tx *storage.Tx, old, it *SavedItem) error {
 }
 
 // writeIndexEntries writes it's index entries (each with rec, its record,
-// as a copy), removing old's that no longer apply.
-func writeIndexEntries(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
-	keys := itemIndexKeys(it)
+// as a copy), removing old's that no longer apply; the keys are built in
+// sc.
+func writeIndexEntries(tx *storage.Tx, sc *itemScratch, old, it *SavedItem, rec []byte) error {
+	sc.keys, sc.keyBuf = appendItemIndexKeys(sc.keys[:0], sc.keyBuf[:0], it)
+	keys := sc.keys
 	if old != nil {
 		keep := make(map[string]bool, len(keys))
 		for _, k := range keys {
@@ -163,13 +187,7 @@ func writeIndexEntries(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
 		}
 	}
 	lt := libraryState.Of(tx)
-	copies := copyWithin(&lt.indexCopyBytes, maxIndexCopyBytes, rec, len(keys))
-	for _, k := range keys {
-		if err := tx.Put(k, copies, 0); err != nil {
-			return err
-		}
-	}
-	return nil
+	return tx.PutEach(keys, copyWithin(&lt.indexCopyBytes, maxIndexCopyBytes, rec, len(keys)), 0)
 }
 
 // copyWithin is rec when n more copies of it keep the copies a
@@ -192,7 +210,11 @@ func copyWithin(used *int, limit int, rec []byte, n int) []byte {
 func writeLookupKeys(tx *storage.Tx, c itemChange) error {
 	mid, id := c.it.MemberID, []byte(c.it.ID)
 	if c.url != "" {
-		if err := tx.Put(urlKey(mid, c.url), id, 0); err != nil {
+		k := c.urlKey
+		if k == nil {
+			k = urlKey(mid, c.url)
+		}
+		if err := tx.Put(k, id, 0); err != nil {
 			return err
 		}
 	}
@@ -341,8 +363,15 @@ func orderedFilterKeys(it *SavedItem, rec []byte) (keys [][]byte, value []byte) 
 // ending in the item's createdAt sort value, built in one buffer as
 // itemIndexKeys are.
 func orderedKeys(it *SavedItem) [][]byte {
-	keys := make([][]byte, 0, 2+len(it.LabelIDs))
-	buf := make([]byte, 0, (2+len(it.LabelIDs))*(2*len(it.MemberID)+32))
+	keys, _ := appendOrderedKeys(nil, nil, it)
+	return keys
+}
+
+// appendOrderedKeys appends it's ordered filter keys to keys, built at the
+// end of buf as appendItemIndexKeys builds the index keys.
+func appendOrderedKeys(keys [][]byte, buf []byte, it *SavedItem) ([][]byte, []byte) {
+	keys = slices.Grow(keys, 2+len(it.LabelIDs))
+	buf = slices.Grow(buf, (2+len(it.LabelIDs))*(2*len(it.MemberID)+32))
 	add := func(b []byte) {
 		start := len(buf)
 		buf = appendItemSortValue(b, it, SortCreatedAt)
@@ -357,21 +386,24 @@ func orderedKeys(it *SavedItem) [][]byte {
 			add(appendOrderedLabelPrefix(buf, it.MemberID, l))
 		}
 	}
-	return keys
+	return keys, buf
 }
 
 // writeOrderedKeys writes it's ordered filter keys, with rec (it's record)
 // as their copy when not nil, and removes old's that no longer apply (old
-// is nil for a new item). Every key is written: its copy follows each
-// write of the item (and one without a copy replaces an older copy).
-func writeOrderedKeys(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
+// is nil for a new item); the keys and their value are built in sc. Every
+// key is written: its copy follows each write of the item (and one
+// without a copy replaces an older copy).
+func writeOrderedKeys(tx *storage.Tx, sc *itemScratch, old, it *SavedItem, rec []byte) error {
 	var oldKeys [][]byte
 	if old != nil {
 		oldKeys = orderedKeys(old)
 	}
-	keys := orderedKeys(it)
+	sc.keys, sc.keyBuf = appendOrderedKeys(sc.keys[:0], sc.keyBuf[:0], it)
+	keys := sc.keys
 	lt := libraryState.Of(tx)
-	value := orderedValue(it.Status, it.SourceDomain, copyWithin(&lt.orderedCopyBytes, maxOrderedCopyBytes, rec, len(keys)))
+	sc.value = appendOrderedValue(sc.value[:0], it.Status, it.SourceDomain, copyWithin(&lt.orderedCopyBytes, maxOrderedCopyBytes, rec, len(keys)))
+	value := sc.value
 	for _, k := range oldKeys {
 		if !slices.ContainsFunc(keys, func(n []byte) bool { return bytes.Equal(n, k) }) {
 			if err := tx.Delete(k); err != nil {
@@ -379,29 +411,25 @@ func writeOrderedKeys(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
 			}
 		}
 	}
-	for _, k := range keys {
-		if err := tx.Put(k, value, 0); err != nil {
-			return err
-		}
-	}
-	return nil
+	return tx.PutEach(keys, value, 0)
 }
 
 // putFilterKeys writes the filter keys of it (rec: its record), removing
 // old's that no longer apply (old is nil for a new item), and counts the
 // change (fc/).
-func putFilterKeys(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
+func putFilterKeys(tx *storage.Tx, sc *itemScratch, old, it *SavedItem, rec []byte) error {
 	if old != nil {
 		countItemFilters(tx, old, -1)
 	}
 	countItemFilters(tx, it, 1)
-	return writeFilterKeys(tx, old, it, rec)
+	return writeFilterKeys(tx, sc, old, it, rec)
 }
 
-// writeFilterKeys is putFilterKeys without the counts.
-func writeFilterKeys(tx *storage.Tx, old, it *SavedItem, rec []byte) error {
+// writeFilterKeys is putFilterKeys without the counts (sc: buffers for
+// the ordered keys, see itemScratch).
+func writeFilterKeys(tx *storage.Tx, sc *itemScratch, old, it *SavedItem, rec []byte) error {
 	mid := it.MemberID
-	if err := writeOrderedKeys(tx, old, it, rec); err != nil {
+	if err := writeOrderedKeys(tx, sc, old, it, rec); err != nil {
 		return err
 	}
 	if old == nil || old.SourceDomain != it.SourceDomain {

@@ -35,12 +35,12 @@ var itemKeys = keyFamily{
 		"itemKey", "contentKey", "urlKey", "messageIDKey", "itemMessageIDKey", "itemIndexPrefix", "itemIndexKeys",
 		"labelItemKey", "itemsVersionKey", "importKeyKey", "siteItemKey", "siteNameKey", "siteItemsPrefix", "typeItemsPrefix",
 		"highlightedItemsPrefix", "orderedTypePrefix", "orderedHighlightedPrefix", "orderedLabelPrefix",
-		"orderedFilterKeys", "filterCountKey", "textReadyKey", "textKey", "imageKey", "imageListKey", "imageUsageKey",
+		"orderedFilterKeys", "appendItemIndexKeys", "appendOrderedKeys", "filterCountKey", "textReadyKey", "textKey", "imageKey", "imageListKey", "imageUsageKey",
 	},
 	names: []string{"item", "content", "url", "msgid", "msgof", "ix", "li", "impkey", "sd", "sn", "ty",
 		"hh", "oy", "oh", "ol", "fc", "tv", "tt", "img", "imgs", "imgbytes", "iv"},
 	writers: []string{
-		"setItemText", "syncHighlightCopies", "putFilterKeys", "writeFilterKeys", "writeOrderedKeys",
+		"writeItemWith", "setItemText", "syncHighlightCopies", "putFilterKeys", "writeFilterKeys", "writeOrderedKeys",
 		"countItemFilters", "countFence", "itemsChanged", "firstItemReady", "recountFilters", "buildSearchKeys",
 		"writeLabelLinks", "writeIndexEntries", "writeLookupKeys", "putTombstone", "putItemImage", "removeItemImages",
 	},
@@ -70,7 +70,7 @@ var listKeys = keyFamily{
 var textIndexWriters = []string{"Queue", "Remove"}
 
 // storeWrites are the calls that write or delete keys.
-var storeWrites = []string{"Put", "PutJSON", "Delete", "DeletePrefix", "DeletePrefixInBatches", "putCount", "deleteIfPresent"}
+var storeWrites = []string{"Put", "PutEach", "PutJSON", "Delete", "DeletePrefix", "DeletePrefixInBatches", "putCount", "deleteIfPresent"}
 
 // keyWrites lists, for each file of the package (tests aside), the places
 // where it writes a key of fam or calls a writer of them.

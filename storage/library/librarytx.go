@@ -1,7 +1,9 @@
 package library
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -46,6 +48,8 @@ type libraryTx struct {
 	// (or marked) complete at searchIndexVersion: firstItemReady does not
 	// read them again for each item of an import's batch.
 	readyMember string
+	// scratch holds writeItem's buffers for the transaction's next item.
+	scratch *itemScratch
 }
 
 // filterCountRef names a filter count (filterCountKey's parts), a key of
@@ -102,3 +106,36 @@ func (lt *libraryTx) addTextMember(memberID string) {
 		lt.textMembers = append(lt.textMembers, memberID)
 	}
 }
+
+// itemScratch holds writeItem's buffers between the items of a
+// transaction (an import's batch writes hundreds): the record, the index
+// and ordered keys and the ordered keys' value are built in them again for
+// each item, since the store copies what it is given (storage.Tx.Put).
+type itemScratch struct {
+	rec, keyBuf, value []byte
+	keys               [][]byte
+	json               bytes.Buffer
+}
+
+// contentJSON is json.Marshal(c), the content's record, in sc's buffer.
+func (sc *itemScratch) contentJSON(c *ItemContent) ([]byte, error) {
+	sc.json.Reset()
+	if err := json.NewEncoder(&sc.json).Encode(c); err != nil {
+		return nil, err
+	}
+	b := sc.json.Bytes()
+	return b[:len(b)-1], nil // without the newline Encode ends with
+}
+
+// takeScratch takes the transaction's item buffers (a write within a write
+// would find none and allocate its own); putScratch gives them back.
+func takeScratch(lt *libraryTx) *itemScratch {
+	sc := lt.scratch
+	lt.scratch = nil
+	if sc == nil {
+		sc = &itemScratch{}
+	}
+	return sc
+}
+
+func putScratch(lt *libraryTx, sc *itemScratch) { lt.scratch = sc }

@@ -165,7 +165,7 @@ func (s Store) recountValues(memberID string, k valueCounts, stopping func() boo
 func (s Store) buildSearchKeys(memberID string, stopping func() bool) (items bool, _ error) {
 	return s.eachItemBatch(memberID, stopping, func(tx *storage.Tx, it *SavedItem) error {
 		// Not counted: recountFilters counts every item after.
-		if err := writeFilterKeys(tx, nil, it, appendItemRecord(nil, it)); err != nil {
+		if err := writeFilterKeys(tx, new(itemScratch), nil, it, appendItemRecord(nil, it)); err != nil {
 			return err
 		}
 		return setItemText(tx, memberID, it.ID)
@@ -277,7 +277,7 @@ func (s Store) catchUpSearchKeys(memberID string, stopping func() bool, recountC
 		// them for older stores). A member of such a store is marked built
 		// even without items: its keys are all there.
 		if _, err = s.eachItemBatch(memberID, stopping, func(tx *storage.Tx, it *SavedItem) error {
-			return writeOrderedKeys(tx, nil, it, appendItemRecord(nil, it))
+			return writeOrderedKeys(tx, new(itemScratch), nil, it, appendItemRecord(nil, it))
 		}); err != nil {
 			return err
 		}

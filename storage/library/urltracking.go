@@ -73,7 +73,9 @@ func urlKeyForm(u string) string {
 // dropped: the digest of the URL as saved.
 func legacyURLKey(memberID, u string) []byte {
 	sum := sha256.Sum256([]byte(u))
-	return storage.Key("u", memberID, "gql", "url", hex.EncodeToString(sum[:]))
+	// One allocation: the key's parts, then the digest in hex.
+	k := storage.AppendKey(make([]byte, 0, len(memberID)+11+hex.EncodedLen(len(sum))), "u", memberID, "gql", "url", "")
+	return hex.AppendEncode(k, sum[:])
 }
 
 func init() {
