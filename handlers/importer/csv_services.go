@@ -83,6 +83,11 @@ func detectServiceCSV(cols []string) Format {
 // serviceItem reads a row of one of this file's formats (ok false: the
 // format is another).
 func (c *csvReader) serviceItem(rec []string) (it *Item, ok bool, err error) {
+	switch c.format {
+	case Raindrop, ReadwiseReader, ReadwiseHighlight, Matter:
+	default:
+		return nil, false, nil // without an Item: every row of the other formats comes here first
+	}
 	it = &Item{Status: library.StatusActive}
 	switch c.format {
 	case Raindrop:
@@ -145,8 +150,6 @@ func (c *csvReader) serviceItem(rec []string) (it *Item, ok bool, err error) {
 		if strings.EqualFold(c.get(rec, "Favorited"), "True") {
 			it.Labels = addLabel(it.Labels, "Starred")
 		}
-	default:
-		return nil, false, nil
 	}
 	return it, true, nil
 }

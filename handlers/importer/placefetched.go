@@ -15,7 +15,7 @@ func PlaceFetchedQuotes(ctx context.Context, st *storage.Store, memberID, itemID
 	if body == nil {
 		return 0, nil
 	}
-	ct := newContentText(body)
+	ct := newContentText(body, len(content))
 	budget := placeBudget
 	return library.Of(st).PlaceHighlights(ctx, memberID, itemID, func(quote string) []library.HighlightSegment {
 		return ct.placeQuote(quote, &budget)

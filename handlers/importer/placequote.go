@@ -247,11 +247,13 @@ type contentText struct {
 	span map[*html.Node][2]int
 }
 
-// newContentText reads the text of body (nil: none).
-func newContentText(body *html.Node) *contentText {
+// newContentText reads the text of body (nil: none), parsed from size
+// bytes of HTML (its text is shorter: the text's buffer is allocated once).
+func newContentText(body *html.Node, size int) *contentText {
 	ct := &contentText{body: body, span: map[*html.Node][2]int{}}
 	if body != nil {
 		var b strings.Builder
+		b.Grow(size)
 		writeText(&b, body, ct.span)
 		ct.text = b.String()
 	}

@@ -547,7 +547,7 @@ func (r *Runner) item(it *Item) *library.ImportItem {
 		segs := h.Segments
 		if len(segs) == 0 {
 			if body == nil {
-				body = newContentText(contentBody(in.HTML))
+				body = newContentText(contentBody(in.HTML), len(in.HTML))
 			}
 			segs = body.placeQuote(h.Quote, &budget)
 		}
