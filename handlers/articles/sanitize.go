@@ -22,15 +22,25 @@ func SanitizeHTML(s string) string {
 	if strings.TrimSpace(s) == "" {
 		return s
 	}
-	// As contentPolicy.Sanitize, into a builder of the input's size: the
-	// policy mostly shortens a content, so one allocation (Sanitize grows
-	// a buffer from nothing, then copies it into the string).
+	// As contentPolicy.Sanitize, into a builder of the input's size (it
+	// grows a buffer from nothing, then copies it into the string).
 	var b strings.Builder
 	b.Grow(len(s))
 	if contentPolicy.SanitizeReaderToWriter(strings.NewReader(s), &b) != nil {
 		return ""
 	}
-	return b.String()
+	return fitted(b.String(), b.Cap())
+}
+
+// fitted is s, built in a buffer of size capacity, copied when it is less
+// than half of it: a content the policy cut down (scripts, styles, data:
+// images) must not keep its input's memory alive, which an import's batch,
+// sized by its contents' lengths, does not count.
+func fitted(s string, capacity int) string {
+	if len(s) < capacity/2 {
+		return strings.Clone(s)
+	}
+	return s
 }
 
 // HTMLText is the visible text of an HTML body (no scripts or styles):
@@ -38,12 +48,12 @@ func SanitizeHTML(s string) string {
 func HTMLText(s string) string {
 	z := html.NewTokenizer(strings.NewReader(s))
 	var b strings.Builder
-	b.Grow(len(s)) // the text is shorter than its HTML: one allocation
+	b.Grow(len(s)) // the text is shorter than its HTML (fitted once read)
 	skip := 0
 	for {
 		switch z.Next() {
 		case html.ErrorToken:
-			return strings.TrimSpace(b.String())
+			return fitted(strings.TrimSpace(b.String()), b.Cap())
 		case html.StartTagToken:
 			name, _ := z.TagName()
 			switch string(name) {
