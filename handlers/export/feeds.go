@@ -121,13 +121,22 @@ func (x *Exports) feedsFailed(w http.ResponseWriter, r *http.Request, err error)
 
 // feedMember returns the member of a feed URL and what follows the secret
 // ("atom", "opds", …), or answers 404 (the same for an unknown secret and
-// a suspended member, so the URL reveals nothing) and returns nil.
+// a suspended member, so the URL reveals nothing) or 429 past the client
+// address's budget and returns nil.
 func (x *Exports) feedMember(w http.ResponseWriter, r *http.Request) (*members.Member, string) {
 	w.Header().Set("Cache-Control", "no-store")
 	secret, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, FeedPath), "/")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		writeRESTError(w, r, http.StatusMethodNotAllowed, "use GET")
+		return nil, ""
+	}
+	// The secret is the request's only credential: every request counts
+	// against its client address's tokenless budget, as the API's
+	// requests without a token do, so neither guessing secrets nor
+	// fetching a leaked one's books is free.
+	if retry, ok := x.gate.Limit(w.Header(), r, nil); !ok {
+		writeRESTError(w, r, http.StatusTooManyRequests, (&inboxtapi.LimitError{RetryAfter: retry}).Error())
 		return nil, ""
 	}
 	m, err := apitokens.Of(x.store).FeedMember(r.Context(), secret)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
@@ -417,5 +418,35 @@ func TestFeedErrorsNeverShowTheSecret(t *testing.T) {
 		if p, _ := body["path"].(string); !strings.HasPrefix(p, export.FeedPath+"SECRET/") {
 			t.Errorf("path %q", p)
 		}
+	}
+}
+
+// Feed URLs are called without credentials (the secret in the path is
+// one), so every request counts against its client address's tokenless
+// budget (token_rate_limit), a guessed secret as a real one: past it the
+// answer is 429 in Inboxt's REST shape with Retry-After, the secret not
+// shown, and another address still reads the feed.
+func TestFeedURLsCountAgainstTheClientAddress(t *testing.T) {
+	var addr atomic.Value
+	addr.Store("203.0.113.7")
+	e := newEnv(t, options{TokenRateLimit: 3, MemberRateLimit: -1, ClientIP: func(*http.Request) string { return addr.Load().(string) }})
+	atom, _ := feedsCall(t, e, http.MethodPost)["atom"].(string)
+	secret := strings.TrimSuffix(atom[strings.LastIndex(atom, export.FeedPath)+len(export.FeedPath):], "/atom")
+	guess := e.srv.URL + export.FeedPath + "fd_" + strings.Repeat("A", 43) + "/atom"
+	for i, u := range []string{atom, guess, atom} {
+		if status, _, b := fetch(t, u); status != []int{200, 404, 200}[i] {
+			t.Fatalf("request %d: HTTP %d %s", i, status, b)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, atom, nil)
+	resp, b := send(t, req)
+	var out map[string]any
+	if resp.StatusCode != http.StatusTooManyRequests || json.Unmarshal(b, &out) != nil || out["code"] != "TOO_MANY_REQUESTS" ||
+		resp.Header.Get("Retry-After") == "" || strings.Contains(string(b), secret) {
+		t.Fatalf("past the budget: HTTP %d %v %s", resp.StatusCode, resp.Header, b)
+	}
+	addr.Store("198.51.100.1")
+	if status, _, b := fetch(t, atom); status != 200 {
+		t.Fatalf("another address: HTTP %d %s", status, b)
 	}
 }
