@@ -510,3 +510,49 @@ func TestOmnivoreClientDocumentsFitTheComplexityLimit(t *testing.T) {
 	aliased.WriteString(" }")
 	e.wantError(e.token, aliased.String(), nil, 400, "COMPLEXITY_LIMIT_EXCEEDED")
 }
+
+// A content download URL carries no credential but its secret, so a link
+// that is not one counts against the client address's tokenless budget,
+// as an unknown key does: past it Omnivore's error shape with 429 and
+// Retry-After. A real link is not counted (the plugins download a sync's
+// links back to back) and still downloads from that address.
+func TestContentDownloadGuessesCountAgainstTheClientAddress(t *testing.T) {
+	e := newEnv(t, options{TokenRateLimit: 2, MemberRateLimit: -1})
+	it := e.saveArticle(e.member.ID, 1, nil)
+	resp, b := e.postBare(omnivore.ContentPath, e.token, map[string]any{"libraryItemIds": []string{it.ID}, "format": "html"})
+	var made struct {
+		Data []struct {
+			DownloadURL string `json:"downloadUrl"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(b, &made); err != nil || resp.StatusCode != 200 || len(made.Data) != 1 {
+		t.Fatalf("content: HTTP %d %s", resp.StatusCode, b)
+	}
+	get := func(u string) (int, http.Header, []byte) {
+		t.Helper()
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, b
+	}
+	guess := e.srv.URL + omnivore.ContentDownloadPath + "cl_madeupmadeupmadeupmadeup"
+	for i := range 2 {
+		if status, _, b := get(made.Data[0].DownloadURL); status != http.StatusOK {
+			t.Fatalf("real link %d: HTTP %d %s", i, status, b)
+		}
+		if status, _, b := get(guess); status != http.StatusNotFound {
+			t.Fatalf("guess %d: HTTP %d %s", i, status, b)
+		}
+	}
+	status, h, b := get(guess)
+	var out map[string]string
+	if status != http.StatusTooManyRequests || json.Unmarshal(b, &out) != nil || out["errorCode"] != "TOO_MANY_REQUESTS" || h.Get("Retry-After") == "" {
+		t.Fatalf("past the budget: HTTP %d %v %s", status, h, b)
+	}
+	if status, _, b := get(made.Data[0].DownloadURL); status != http.StatusOK {
+		t.Fatalf("real link past the guesses' budget: HTTP %d %s", status, b)
+	}
+}

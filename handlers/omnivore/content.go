@@ -189,6 +189,15 @@ func (s *Content) serveDownload(w http.ResponseWriter, r *http.Request) {
 	secret := strings.TrimPrefix(r.URL.Path, ContentDownloadPath)
 	l, _, err := apitokens.Of(s.store).ContentLinkOf(r.Context(), secret)
 	if apitokens.Unknown(err) {
+		// The secret is the request's only credential: a link that is
+		// not one counts against its client address's tokenless budget,
+		// as an unknown key does. Links that are one were counted when
+		// POST ContentPath made them, and the plugins download a sync's
+		// links (and poll those not ready) back to back.
+		if _, ok := s.gate.Limit(w.Header(), r, nil); !ok {
+			writeContentError(w, http.StatusTooManyRequests, inboxtapi.CodeTooManyRequests)
+			return
+		}
 		writeContentError(w, http.StatusNotFound, "NOT_FOUND")
 		return
 	}
