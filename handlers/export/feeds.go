@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -223,6 +225,11 @@ func (x *Exports) feedSearch(r *http.Request, def, what string) (q, label string
 		return "", "", nil, errors.New(what + " is made of items: type:highlights lists highlights")
 	}
 	if label != "" {
+		// No label has such a name, and the feed's title, id and links
+		// would each repeat it.
+		if !utf8.ValidString(label) || utf8.RuneCountInString(label) > library.MaxLabelNameLen {
+			return "", "", nil, fmt.Errorf("label: a label's name is 1 to %d characters", library.MaxLabelNameLen)
+		}
 		srch.Filter.LabelsAll = append(srch.Filter.LabelsAll, []string{label})
 	}
 	return q, label, srch, nil

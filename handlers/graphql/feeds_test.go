@@ -406,6 +406,12 @@ func TestFeedErrorsNeverShowTheSecret(t *testing.T) {
 		{http.MethodGet, base + "/epub?q=" + url.QueryEscape("type:highlights"), http.StatusBadRequest},
 		{http.MethodGet, base + "/opds?q=" + url.QueryEscape("saved:nonsense"), http.StatusBadRequest},
 		{http.MethodGet, base + "/atom?after=zzz", http.StatusBadRequest},
+		// No label's name is that long: refused, not echoed in a feed
+		// whose title, id and links each repeat it.
+		{http.MethodGet, base + "/atom?label=" + strings.Repeat("%25", 100000), http.StatusBadRequest},
+		{http.MethodGet, base + "/opds?label=" + strings.Repeat("%25", 100000), http.StatusBadRequest},
+		{http.MethodGet, base + "/epub?label=" + strings.Repeat("%25", 100000), http.StatusBadRequest},
+		{http.MethodGet, base + "/atom?label=%FF", http.StatusBadRequest},
 		{http.MethodGet, base + "/nothing", http.StatusNotFound},
 		{http.MethodPost, base + "/epub", http.StatusMethodNotAllowed},
 	} {
