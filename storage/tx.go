@@ -271,7 +271,13 @@ func (tx *Tx) put(key, val []byte, ttl time.Duration) error {
 }
 
 // get returns the value at key (the caller's to keep), or ErrNotFound.
+// A key longer than an engine takes holds nothing (the engines refuse to
+// look it up): it is built from a client's input, an id of any length,
+// which is unknown, not a failure of the store.
 func (tx *Tx) get(key []byte) ([]byte, error) {
+	if len(key) > kv.MaxKeySize {
+		return nil, ErrNotFound
+	}
 	v, err := tx.r.Get(key)
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, ErrNotFound
@@ -280,6 +286,9 @@ func (tx *Tx) get(key []byte) ([]byte, error) {
 }
 
 func (tx *Tx) has(key []byte) (bool, error) {
+	if len(key) > kv.MaxKeySize {
+		return false, nil
+	}
 	_, err := tx.r.Get(key)
 	if errors.Is(err, kv.ErrNotFound) {
 		return false, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/inbound"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
+	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
@@ -290,6 +291,44 @@ func TestBadRequestsGetGraphQLErrorsNever500(t *testing.T) {
 			t.Fatalf("status %d Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
 		}
 	})
+}
+
+// An id longer than any key the store can hold is an unknown id: the same
+// answer as a short unknown one (NOT_FOUND, 404), never an internal error
+// logged for a client's input, and nothing changes.
+func TestOverLongIDsAreUnknownNever500(t *testing.T) {
+	e := newEnv(t, options{MaxBodyBytes: 64 << 10})
+	it := e.saveArticle(e.member.ID, 1, nil)
+	long := strings.Repeat("9", 5000)
+	for _, q := range []string{
+		`query($id: String!) { savedItem(query: {id: $id}) { id } }`,
+		`mutation($id: String!) { updateReadingProgress(data: {id: $id, progress: 5}) { id } }`,
+		`mutation($id: String!) { updateSavedItemMetadata(data: {id: $id, title: "x"}) { id } }`,
+		`mutation($id: String!) { updateLabel(data: {id: $id, name: "x", color: "#112233"}) { id } }`,
+		`mutation($id: String!) { updateSavedItemsStatus(data: {ids: [$id], status: ARCHIVED}) { id } }`,
+	} {
+		short := e.post(e.token, q, map[string]any{"id": "999999"})
+		got := e.post(e.token, q, map[string]any{"id": long})
+		code := func(r *response) string {
+			if len(r.Errors) == 0 {
+				return ""
+			}
+			return r.Errors[0].Code()
+		}
+		if got.Status != short.Status || code(got) != code(short) || code(got) == "INTERNAL_SERVER_ERROR" {
+			t.Errorf("%s: over-long id %d %+v, unknown id %d %+v", q, got.Status, got.Errors, short.Status, short.Errors)
+		}
+	}
+	for _, p := range []string{"/api/images/" + long + "/1", "/api/export/epub?id=" + long} {
+		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+p, nil)
+		req.Header.Set("Authorization", "Bearer "+e.token)
+		if resp, b := send(t, req); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %.30s…: HTTP %d %.200s", p, resp.StatusCode, b)
+		}
+	}
+	if got, err := library.Of(e.store).SavedItem(t.Context(), e.member.ID, it.ID); err != nil || got.Status != it.Status || got.Title != it.Title {
+		t.Fatalf("item after: %+v %v", got, err)
+	}
 }
 
 func TestIntrospectionCanBeTurnedOff(t *testing.T) {
