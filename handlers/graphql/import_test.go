@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -666,5 +667,47 @@ func TestImportIsRateLimitedInRESTShape(t *testing.T) {
 	}
 	if msg, _ := out["message"].(string); msg != "too many requests; retry after "+resp.Header.Get("Retry-After")+" s" {
 		t.Fatalf("message %q", msg)
+	}
+}
+
+// An upload's form fields beside its file are few (type, labelIds up to
+// library.MaxBatchIDs): a body of 100,000 fields is refused once it has
+// more than that, not read to its end. Each field costs the multipart
+// reader about 1.5 KB, so reading them all allocated 157 MiB (a body at
+// the 256 MiB limit, ~3.5 GB). The allocations are counted, not timed.
+func TestUploadWithTooManyFieldsIsRefusedBeforeItsEnd(t *testing.T) {
+	e := newEnv(t, options{TokenRateLimit: -1, MemberRateLimit: -1})
+	for _, c := range []struct{ field, want string }{
+		{"labelIds", "too many labels"},
+		{"note", "too many form fields"},
+	} {
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		for range 100_000 {
+			_ = mw.WriteField(c.field, "1")
+		}
+		fw, _ := mw.CreateFormFile("file", "pocket.csv")
+		_, _ = fw.Write([]byte("url\nhttps://example.com/\n"))
+		_ = mw.WriteField("type", "POCKET")
+		mw.Close()
+		req := httptest.NewRequest(http.MethodPost, importer.UploadPath, bytes.NewReader(body.Bytes()))
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		req.Header.Set("Authorization", "Bearer "+e.token)
+		rec := httptest.NewRecorder()
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		served(e.api).ServeHTTP(rec, req)
+		runtime.ReadMemStats(&after)
+		var out map[string]any
+		if rec.Code != http.StatusBadRequest || json.Unmarshal(rec.Body.Bytes(), &out) != nil || out["message"] != c.want {
+			t.Fatalf("%s: HTTP %d %s", c.field, rec.Code, rec.Body)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
+			t.Errorf("%s: the refusal allocated %d bytes: it read every field", c.field, got)
+		}
+	}
+	if jobs, err := library.Of(e.store).ImportJobs(t.Context(), e.member.ID); err != nil || len(jobs) != 0 {
+		t.Fatalf("jobs after the refusals: %v %v", jobs, err)
 	}
 }

@@ -161,6 +161,11 @@ func (u *Uploads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"success": true, "jobId": job.ID, "format": job.Format, "total": job.Total})
 }
 
+// maxUploadFields bounds the parts of an upload other than its file: its
+// type, where it came from and its labels (library.MaxBatchIDs), with room
+// for a few a client adds.
+const maxUploadFields = library.MaxBatchIDs + 10
+
 // readImportUpload streams the multipart body: the file to the staging
 // directory (refused past the upload limit, before anything else is
 // written), the type and the label ids. A message means refused.
@@ -186,6 +191,7 @@ func (u *Uploads) readUpload(w http.ResponseWriter, r *http.Request, m *members.
 		return up, status, msg
 	}
 	typ := ""
+	fields := 0
 	for {
 		p, err := mr.NextPart()
 		if err == io.EOF {
@@ -197,6 +203,14 @@ func (u *Uploads) readUpload(w http.ResponseWriter, r *http.Request, m *members.
 				return fail(http.StatusRequestEntityTooLarge, fmt.Sprintf("the file is larger than %d bytes (the import limit)", lim.MaxUploadBytes))
 			}
 			return fail(http.StatusBadRequest, "the multipart body could not be read")
+		}
+		// Each part costs the multipart reader its headers: the fields
+		// beside the file are few, so a body of many is refused as soon
+		// as it has more, not read to its end.
+		if p.FormName() != "file" {
+			if fields++; fields > maxUploadFields {
+				return fail(http.StatusBadRequest, "too many form fields")
+			}
 		}
 		switch p.FormName() {
 		case "file":
@@ -228,6 +242,9 @@ func (u *Uploads) readUpload(w http.ResponseWriter, r *http.Request, m *members.
 				if v != "" {
 					up.labelIDs = append(up.labelIDs, v)
 				}
+				if len(up.labelIDs) > library.MaxBatchIDs {
+					return fail(http.StatusBadRequest, "too many labels")
+				}
 			}
 		default:
 			_, _ = io.Copy(io.Discard, io.LimitReader(p, 1<<20))
@@ -238,9 +255,6 @@ func (u *Uploads) readUpload(w http.ResponseWriter, r *http.Request, m *members.
 	}
 	if up.format, err = ParseFormat(typ); err != nil {
 		return fail(http.StatusBadRequest, err.Error())
-	}
-	if len(up.labelIDs) > library.MaxBatchIDs {
-		return fail(http.StatusBadRequest, "too many labels")
 	}
 	if len(up.labelIDs) > 0 {
 		ls, err := library.Of(u.store).LabelsByID(r.Context(), m.ID, up.labelIDs)
