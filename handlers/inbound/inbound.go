@@ -138,9 +138,15 @@ type newsletter struct {
 	subject, fromName, fromAddress, domain string
 	description, html, text                string
 	messageID                              string // normalised; "" when absent
+	parts                                  int    // MIME parts walked, at most maxMIMEParts
 }
 
 const maxMIMEDepth = 10
+
+// maxMIMEParts bounds the parts of a message's tree (Go's own multipart
+// form reader stops at 1000 too): each costs the reader its headers, so a
+// message of many empty parts cost twenty times its size in allocations.
+const maxMIMEParts = 1000
 
 // item is the newsletter as the saved item both newsletter endpoints store.
 func (nl *newsletter) item() library.NewItem {
@@ -263,6 +269,9 @@ func walkPart(h textproto.MIMEHeader, body io.Reader, nl *newsletter, depth int)
 				return errors.New("a multipart body is truncated or malformed")
 			}
 			parts++
+			if nl.parts++; nl.parts > maxMIMEParts {
+				return fmt.Errorf("the message has more than %d MIME parts", maxMIMEParts)
+			}
 			if err := walkPart(p.Header, p, nl, depth+1); err != nil {
 				return err
 			}
