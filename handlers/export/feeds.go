@@ -347,14 +347,6 @@ func (x *Exports) serveAtom(w http.ResponseWriter, r *http.Request, m *members.M
 		if it.Description != "" {
 			e.Summary = &atomText{Type: "text", Body: it.Description}
 		}
-		c, err := lib.ItemContent(r.Context(), m.ID, it.ID)
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
-			x.feedsFailed(w, r, err)
-			return
-		}
-		if c != nil && c.HTML != "" {
-			e.Content = &atomText{Type: "html", Body: c.HTML}
-		}
 		feed.Entries = append(feed.Entries, e)
 	}
 	feed.Updated = atomTime(updated)
@@ -362,8 +354,43 @@ func (x *Exports) serveAtom(w http.ResponseWriter, r *http.Request, m *members.M
 	if r.Method == http.MethodHead {
 		return
 	}
+	// The entries are written one at a time, each with its content read
+	// just before: a page's contents (up to feedItems of
+	// library.MaxContentLen each) are never held at once.
 	_, _ = w.Write([]byte(xml.Header))
-	_ = xml.NewEncoder(w).Encode(feed)
+	enc := xml.NewEncoder(w)
+	el := func(name string) xml.StartElement { return xml.StartElement{Name: xml.Name{Local: name}} }
+	start := xml.StartElement{Name: xml.Name{Space: "http://www.w3.org/2005/Atom", Local: "feed"}}
+	err := enc.EncodeToken(start)
+	for _, f := range []struct {
+		v    any
+		name string
+	}{{feed.ID, "id"}, {feed.Title, "title"}, {feed.Updated, "updated"}, {feed.Author, "author"}, {feed.Links, "link"}} {
+		if err == nil {
+			err = enc.EncodeElement(f.v, el(f.name))
+		}
+	}
+	for i := 0; i < len(feed.Entries) && err == nil; i++ {
+		e := feed.Entries[i]
+		c, cerr := lib.ItemContent(r.Context(), m.ID, page.Items[i].ID)
+		if cerr != nil && !errors.Is(cerr, storage.ErrNotFound) {
+			err = cerr
+			break
+		}
+		if c != nil && c.HTML != "" {
+			e.Content = &atomText{Type: "html", Body: c.HTML}
+		}
+		err = enc.EncodeElement(e, el("entry"))
+	}
+	if err == nil {
+		err = enc.EncodeToken(start.End())
+	}
+	if err == nil {
+		err = enc.Flush()
+	}
+	if err != nil {
+		x.log.Warn("feed interrupted", zap.String("member", m.Username), zap.Error(err))
+	}
 }
 
 // hostOf returns the host of a site URL (scheme://host).

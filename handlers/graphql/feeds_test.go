@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"html"
+	"io"
 	"net/http"
 	"net/url"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -454,5 +456,40 @@ func TestFeedURLsCountAgainstTheClientAddress(t *testing.T) {
 	addr.Store("198.51.100.1")
 	if status, _, b := fetch(t, atom); status != 200 {
 		t.Fatalf("another address: HTTP %d %s", status, b)
+	}
+}
+
+// A page of the Atom feed holds up to 50 items' full content (each up to
+// library.MaxContentLen): it is written an entry at a time, each content
+// read just before, so a request holds one item's content, not the
+// page's. The client reads the start of a 50 MB page and stops: the
+// server is then in the middle of it, and what it keeps alive is counted
+// (the heap after a collection), not timed.
+func TestAtomFeedHoldsOneContentAtATime(t *testing.T) {
+	e := newEnv(t, options{})
+	html := "<p>" + strings.Repeat("word ", 200_000) + "</p>" // 1 MB
+	for i := 1; i <= 50; i++ {
+		e.saveArticle(e.member.ID, i, func(in *library.NewItem) { in.HTML = html })
+	}
+	atom, _ := feedsCall(t, e, http.MethodPost)["atom"].(string)
+	var before, during runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	resp, err := http.Get(atom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.CopyN(io.Discard, resp.Body, 4<<20); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("HTTP %d: %v", resp.StatusCode, err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&during)
+	if grown := int64(during.HeapAlloc) - int64(before.HeapAlloc); grown > 20<<20 {
+		t.Fatalf("the heap grew by %d MiB in the middle of the feed: it holds the page's contents", grown>>20)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil || n < 40<<20 {
+		t.Fatalf("the rest of the feed: %d bytes, %v", n, err)
 	}
 }
