@@ -122,11 +122,17 @@ func (h *Handler) serveBulk(w http.ResponseWriter, r *http.Request, m *members.M
 	case "labels":
 		set := append([]string{}, r.PostForm["label"]...)
 		var id string
-		if id, err = h.newLabel(r, m.ID); err == nil {
+		var made bool
+		if id, made, err = h.newLabel(r, m.ID); err == nil {
 			if id != "" {
 				set = append(set, id)
 			}
 			_, err = lib.SetItemLabels(ctx, m.ID, ids, library.LabelChange{Set: &set})
+			if err != nil && made {
+				// A refused form changes nothing: the label made for
+				// it goes (nothing carries it yet).
+				_ = lib.DeleteLabel(ctx, m.ID, id)
+			}
 		}
 		done = "labelled"
 	case "delete":
@@ -164,27 +170,28 @@ func (h *Handler) answerAction(w http.ResponseWriter, r *http.Request, err error
 const newLabelColor = "#7a6a5a"
 
 // newLabel returns the id of the label named in the form's new_label (made
-// if the member has none of that name), or "" when it is empty.
-func (h *Handler) newLabel(r *http.Request, memberID string) (string, error) {
+// if the member has none of that name, and then made is true), or "" when
+// it is empty.
+func (h *Handler) newLabel(r *http.Request, memberID string) (id string, made bool, err error) {
 	name := strings.TrimSpace(r.PostFormValue("new_label"))
 	if name == "" {
-		return "", nil
+		return "", false, nil
 	}
 	lib := library.Of(h.store)
 	labels, err := lib.Labels(r.Context(), memberID)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	for _, l := range labels {
 		if strings.EqualFold(l.Name, name) {
-			return l.ID, nil
+			return l.ID, false, nil
 		}
 	}
 	l, err := lib.CreateLabel(r.Context(), memberID, name, newLabelColor)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	return l.ID, nil
+	return l.ID, true, nil
 }
 
 // undoToken records the statuses items had before a move to the trash:

@@ -637,6 +637,25 @@ func TestReaderFormsLabelAndMarkRead(t *testing.T) {
 	}
 }
 
+// A labels form that is refused (an item or a ticked label the member
+// does not have) changes nothing: the label its new_label names is not
+// left behind.
+func TestRefusedLabelsFormMakesNoLabel(t *testing.T) {
+	f := newFixture(t)
+	it := f.save("Alpha", "a.example", 100, library.NewItem{})
+	for _, form := range []url.Values{
+		{"action": {"labels"}, "id": {it.ID}, "label": {"12345"}, "new_label": {"Fresh"}},
+		{"action": {"labels"}, "id": {it.ID, "999999"}, "new_label": {"Fresh"}},
+	} {
+		if resp := f.post("/library/items", form); resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("%v: HTTP %d", form, resp.StatusCode)
+		}
+		if labels, _ := library.Of(f.store).Labels(context.Background(), f.member.ID); len(labels) != 0 || len(f.item(it.ID).LabelIDs) != 0 {
+			t.Fatalf("%v: labels %+v, on the item %v", form, labels, f.item(it.ID).LabelIDs)
+		}
+	}
+}
+
 // The library page's weight budget: 50 items with their labels, the
 // stylesheet and every script, at most 60 KB uncompressed, of which
 // JavaScript at most 20 KB.
