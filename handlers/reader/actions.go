@@ -213,6 +213,7 @@ func (h *Handler) undo(r *http.Request, memberID, token string) error {
 	if token == "" || len(parts) > maxUndo {
 		return storage.Invalid("there is nothing to undo")
 	}
+	all := make([]string, 0, len(parts))
 	for _, p := range parts {
 		id, code, _ := strings.Cut(p, ":")
 		st, ok := statusOf(code)
@@ -220,6 +221,14 @@ func (h *Handler) undo(r *http.Request, memberID, token string) error {
 			return storage.Invalid("there is nothing to undo")
 		}
 		by[st] = append(by[st], id)
+		all = append(all, id)
+	}
+	// Each status is its own change: an item the member does not have
+	// refuses the whole undo before any is made.
+	if items, err := library.Of(h.store).SavedItems(r.Context(), memberID, all); err != nil {
+		return err
+	} else if len(items) != len(all) {
+		return storage.ErrNotFound
 	}
 	for st, ids := range by {
 		if _, err := library.Of(h.store).SetItemsStatus(r.Context(), memberID, ids, st); err != nil {

@@ -656,6 +656,25 @@ func TestRefusedLabelsFormMakesNoLabel(t *testing.T) {
 	}
 }
 
+// An undo naming an item the member does not have is refused whole: the
+// items it names beside it stay in the trash (it was applied status by
+// status, in a map's order, so half of it could be).
+func TestRefusedUndoChangesNothing(t *testing.T) {
+	f := newFixture(t)
+	it := f.save("Alpha", "a.example", 100, library.NewItem{})
+	if _, err := library.Of(f.store).SetItemsStatus(context.Background(), f.member.ID, []string{it.ID}, library.StatusDeleted); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		if resp := f.post("/library/items", url.Values{"action": {"undo"}, "undo": {it.ID + ":A,999999:R"}}); resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("HTTP %d", resp.StatusCode)
+		}
+		if got := f.item(it.ID).Status; got != library.StatusDeleted {
+			t.Fatalf("the refused undo moved the item to %s", got)
+		}
+	}
+}
+
 // The library page's weight budget: 50 items with their labels, the
 // stylesheet and every script, at most 60 KB uncompressed, of which
 // JavaScript at most 20 KB.
