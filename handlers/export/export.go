@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,15 +68,37 @@ func (x *Exports) Page(pages *account.Pages) account.SettingsPage {
 	})
 }
 
+// exportRetryAfter is the Retry-After of an export refused while the
+// member's previous one is still being written.
+const exportRetryAfter = 30
+
 func (x *Exports) serveExport(w http.ResponseWriter, r *http.Request, m *members.Member) {
+	api := r.URL.Path == APIPath
+	fail := func(status int, msg string) {
+		if api {
+			writeRESTError(w, r, status, msg)
+		} else {
+			http.Error(w, msg, status)
+		}
+	}
+	// An export reads the whole library: a member's exports run one after
+	// the other (a second one while the first downloads is refused, not
+	// queued), so that a client repeating its request cannot make this
+	// process read the library many times at once.
+	if _, busy := x.exporting.LoadOrStore(m.ID, struct{}{}); busy {
+		w.Header().Set("Retry-After", strconv.Itoa(exportRetryAfter))
+		fail(http.StatusTooManyRequests, "Your previous export is still being downloaded; try again once it has finished.")
+		return
+	}
+	defer x.exporting.Delete(m.ID)
 	labels, names, err := x.exportLabels(r.Context(), m.ID)
 	if err != nil {
 		if status, _, ok := inboxtapi.Refusal(w, err); ok {
-			http.Error(w, "The export cannot run now ("+err.Error()+"); try again later.", status)
+			fail(status, "The export cannot run now ("+err.Error()+"); try again later.")
 			return
 		}
 		x.log.Error("export: labels", zap.Error(err))
-		http.Error(w, "The export could not be started; try again.", http.StatusInternalServerError)
+		fail(http.StatusInternalServerError, "The export could not be started; try again.")
 		return
 	}
 	name := FileName(m, x.now())
@@ -90,7 +113,7 @@ func (x *Exports) serveExport(w http.ResponseWriter, r *http.Request, m *members
 	zw, err := newSpoolZip(bw)
 	if err != nil {
 		x.log.Error("export: spool file", zap.Error(err))
-		http.Error(w, "The export could not be started; try again.", http.StatusInternalServerError)
+		fail(http.StatusInternalServerError, "The export could not be started; try again.")
 		return
 	}
 	defer zw.Abort()

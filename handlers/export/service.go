@@ -12,6 +12,7 @@ package export
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -63,6 +64,9 @@ type Exports struct {
 	parse func(q string) (*Query, error)
 	now   func() time.Time
 	log   *zap.Logger
+	// exporting holds the members whose zip this process is writing: one
+	// at a time each (an export reads the whole library).
+	exporting sync.Map
 }
 
 // New returns the export routes of a site on store.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -144,5 +145,63 @@ func TestRequestExportAnswersDataURLsTheAppDownloads(t *testing.T) {
 	r := e.wantError(e.session, `mutation { requestExport(data: {type: ALL, formatForHighlights: HTML}) }`, nil, 200, "BAD_REQUEST")
 	if msg := r.Errors[0].Message; !strings.Contains(msg, hexport.PagePath) || !strings.Contains(msg, hexport.APIPath) {
 		t.Errorf("too large: %q", msg)
+	}
+}
+
+// A member's exports run one at a time: while a zip downloads (its reader
+// slower than the store), a second GET /api/export is refused with 429 in
+// Inboxt's REST shape and a Retry-After, and the first zip is whole; once
+// it has been read, the next export runs.
+func TestASecondExportWhileTheFirstDownloadsIsRefused(t *testing.T) {
+	e := newEnv(t, options{NoImportFetch: true})
+	// Contents that do not compress, more than the connection's buffers
+	// hold, so the first export waits on its reader.
+	for i := 1; i <= 32; i++ {
+		noise := make([]byte, 384<<10)
+		rand.Read(noise)
+		e.saveArticle(e.member.ID, i, func(in *library.NewItem) {
+			in.HTML = "<p>" + base64.StdEncoding.EncodeToString(noise) + "</p>"
+			in.Text = ""
+		})
+	}
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+hexport.APIPath, nil)
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	first, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Body.Close()
+	if first.StatusCode != http.StatusOK {
+		t.Fatalf("the first export: HTTP %d", first.StatusCode)
+	}
+
+	resp, body := e.get(hexport.APIPath)
+	var refusal struct {
+		Status  int    `json:"status"`
+		Message string `json:"message"`
+		Path    string `json:"path"`
+	}
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || json.Unmarshal(body, &refusal) != nil ||
+		refusal.Status != http.StatusTooManyRequests || refusal.Path != hexport.APIPath || refusal.Message == "" {
+		t.Fatalf("a second export while the first downloads: HTTP %d %v %.200q", resp.StatusCode, resp.Header, body)
+	}
+
+	data, err := io.ReadAll(first.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil || len(zr.File) < 32 {
+		t.Fatalf("the first export after the refusal: %d bytes, %v", len(data), err)
+	}
+	first.Body.Close()
+	for range 100 { // the handler returns just after its last write
+		if resp, _ = e.get(hexport.APIPath); resp.StatusCode != http.StatusTooManyRequests {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("an export once the first has been read: HTTP %d", resp.StatusCode)
 	}
 }
