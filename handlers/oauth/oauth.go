@@ -135,10 +135,11 @@ type Options struct {
 	RefreshTokenLifetime time.Duration
 	KeyRotation          time.Duration
 	KeyPublishAhead      time.Duration
-	// KeepOutOfAccessLog is called before a response whose headers carry a
-	// secret is written (an approval's redirect: its Location holds the
-	// authorization code), so that the server hosting the handler leaves
-	// the request out of its access log. Default: nothing.
+	// KeepOutOfAccessLog is called for a request whose URL or response
+	// headers carry a secret (an RP-initiated logout's id_token_hint; an
+	// approval's redirect, whose Location holds the authorization code),
+	// so that the server hosting the handler leaves the request out of its
+	// access log. Default: nothing.
 	KeepOutOfAccessLog func(r *http.Request)
 }
 

@@ -68,6 +68,13 @@ func (s *Server) readHint(ctx context.Context, r *http.Request, hint string) *hi
 // member already signed out goes back at once.
 func (s *Server) serveEndSession(w http.ResponseWriter, r *http.Request) {
 	p := s.opts.Pages
+	if r.URL.Query().Has("id_token_hint") {
+		// The URL carries the member's ID token: keep it out of the
+		// access log, and out of the Referer of the confirmation's POST
+		// (whose request headers the access log records).
+		s.opts.KeepOutOfAccessLog(r)
+		w.Header().Set("Referrer-Policy", "no-referrer")
+	}
 	if p == nil || !allow(w, r, http.MethodGet, http.MethodPost) {
 		if p == nil {
 			http.Error(w, "Sign-out is not available on this server.", http.StatusServiceUnavailable)

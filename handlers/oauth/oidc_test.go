@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -573,6 +574,36 @@ func TestOIDCLogout(t *testing.T) {
 	wantStatus(t, page, http.StatusOK)
 	wantStatus(t, b2.submit(page, oauth.EndSessionPath, url.Values{"decision": {"sign_out"}}), http.StatusOK)
 	wantRedirectError(t, b2.get(oauth.AuthorizePath+"?"+q.Encode()), "login_required", "st-1")
+}
+
+// TestLogoutWithHintIsKeptOutOfAccessLogs: an RP-initiated logout URL
+// carries the member's ID token (id_token_hint), so the host is asked to
+// leave that request out of its access log, and the page it shows sends no
+// Referer, which would carry the URL into the next request's log line (the
+// confirmation's POST). A logout without a hint is logged as usual.
+func TestLogoutWithHintIsKeptOutOfAccessLogs(t *testing.T) {
+	var kept []string
+	f := newOIDCFixture(t, func(o *oauth.Options) {
+		o.KeepOutOfAccessLog = func(r *http.Request) { kept = append(kept, r.Method+" "+r.URL.Path) }
+	})
+	c := f.newRP(oauth.ClientSpec{})
+	b := f.browser()
+	_, _, raw := c.signInFlow(b, "alice")
+	kept = nil
+	page := b.get(oauth.EndSessionPath + "?" + url.Values{"id_token_hint": {raw}, "post_logout_redirect_uri": {rpLoggedOut}}.Encode())
+	wantStatus(t, page, http.StatusOK)
+	if rp := page.Header.Get("Referrer-Policy"); rp != "no-referrer" {
+		t.Errorf("Referrer-Policy %q on the logout page, want no-referrer", rp)
+	}
+	if want := []string{"GET " + oauth.EndSessionPath}; !slices.Equal(kept, want) {
+		t.Fatalf("kept out of the access log: %v, want %v", kept, want)
+	}
+	kept = nil
+	wantStatus(t, b.submit(page, oauth.EndSessionPath, url.Values{"decision": {"sign_out"}}), http.StatusFound)
+	wantStatus(t, f.signedIn("alice").get(oauth.EndSessionPath), http.StatusOK)
+	if len(kept) != 0 {
+		t.Fatalf("kept out of the access log: %v, want nothing", kept)
+	}
 }
 
 // TestOIDCKeyRotationWhileTokensLive: a rotated key is published before it
