@@ -13,10 +13,14 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -216,6 +220,43 @@ func TestWrongPasswordIsRefused(t *testing.T) {
 			}
 			wantStatus(t, f.get(c, "/settings"), http.StatusSeeOther)
 		})
+	}
+}
+
+// A refused sign-in's log line names the member whose password was wrong,
+// and never what was typed as a username that is no member's: people type
+// their password there (into the wrong field, after a username the browser
+// filled in), and the log keeps it.
+func TestRefusedSignInsLogNoUsernameThatIsNotAMembers(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	f := newFixture(t, account.Options{Logger: zap.New(core), FailuresPerUsername: 2, FailuresPerIP: 100})
+	f.member("alice")
+	c := f.browser()
+	typed := "tr0ub4dor3" // a password that is a well-formed username
+	for range 3 { // two failures, then rate limited
+		f.signIn(c, typed, "alice's password, maybe", "")
+	}
+	f.signIn(c, "Alice", "not the password", "")
+	var names []string
+	for _, e := range logs.All() {
+		if !strings.HasPrefix(e.Message, "sign-in") {
+			continue
+		}
+		fields := e.ContextMap()
+		if fmt.Sprint(fields) != strings.ReplaceAll(fmt.Sprint(fields), typed, "") {
+			t.Errorf("%q logged what was typed as the username: %v", e.Message, fields)
+		}
+		if u, ok := fields["username"]; ok {
+			names = append(names, e.Message+": "+fmt.Sprint(u))
+		} else if fields["username_known"] != false {
+			t.Errorf("%q neither names a member nor says the username is none: %v", e.Message, fields)
+		}
+	}
+	if want := []string{"sign-in failed: alice"}; !slices.Equal(names, want) {
+		t.Errorf("usernames logged: %q, want %q", names, want)
+	}
+	if n := len(logs.FilterField(zap.Bool("username_known", false)).All()); n != 3 {
+		t.Errorf("%d lines say the username is none, want 3 (two failures, one refusal)", n)
 	}
 }
 

@@ -179,11 +179,11 @@ func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, username, passwor
 	switch {
 	case errors.As(err, &limited):
 		metrics.SignIn(metrics.SignInRateLimited)
-		p.opts.Logger.Info("sign-in rate limited", zap.String("username", username), zap.String("client_ip", p.opts.ClientIP(r)))
+		p.opts.Logger.Info("sign-in rate limited", p.typedUsername(r.Context(), username), zap.String("client_ip", p.opts.ClientIP(r)))
 		return nil, err
 	case errors.Is(err, members.ErrBadCredentials):
 		metrics.SignIn(metrics.SignInFailure)
-		p.opts.Logger.Info("sign-in failed", zap.String("username", username), zap.String("client_ip", p.opts.ClientIP(r)))
+		p.opts.Logger.Info("sign-in failed", p.typedUsername(r.Context(), username), zap.String("client_ip", p.opts.ClientIP(r)))
 		return nil, err
 	case errors.Is(err, members.ErrSuspended):
 		metrics.SignIn(metrics.SignInSuspended)
@@ -206,6 +206,20 @@ func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, username, passwor
 	metrics.SignIn(metrics.SignInSuccess)
 	p.opts.Logger.Info("signed in", zap.String("username", m.Username))
 	return m, nil
+}
+
+// typedUsername is how a refused sign-in's log line names what was typed
+// as the username: the member's username when it is one, else only that
+// it is none (username_known false). What is typed there is sometimes the
+// password, typed into the wrong field or after a username the browser
+// filled in itself: it is not written to a log.
+func (p *Pages) typedUsername(ctx context.Context, username string) zap.Field {
+	if members.ValidateUsername(username) == nil {
+		if m, err := members.Of(p.store).Member(ctx, username); err == nil {
+			return zap.String("username", m.Username)
+		}
+	}
+	return zap.Bool("username_known", false)
 }
 
 // checkPassword checks username's password under the sign-in failure limits
