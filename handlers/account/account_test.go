@@ -232,8 +232,10 @@ func TestRefusedSignInsLogNoUsernameThatIsNotAMembers(t *testing.T) {
 	f := newFixture(t, account.Options{Logger: zap.New(core), FailuresPerUsername: 2, FailuresPerIP: 100})
 	f.member("alice")
 	c := f.browser()
-	typed := "tr0ub4dor3" // a password that is a well-formed username
-	for range 3 { // two failures, then rate limited
+	// A password that is a well-formed username: two failures, then a
+	// refusal by the rate limit.
+	typed := "tr0ub4dor3"
+	for range 3 {
 		f.signIn(c, typed, "alice's password, maybe", "")
 	}
 	f.signIn(c, "Alice", "not the password", "")
