@@ -34,11 +34,14 @@ import (
 const reader = "dora" // the library suite's member
 
 // article is a page saved through addArticleFromHtmlSnapshot: several
-// paragraphs, so the extractor keeps them as the article.
+// paragraphs, so the extractor keeps them as the article, under headings
+// of two levels.
 func article(title string) string {
 	return fmt.Sprintf(`<html><head><title>%s</title><meta name="author" content="Ada Baker"></head><body><article><h1>%s</h1>`+
 		`<p>The first paragraph of %s talks about bread, flour and water at some length, so that the extractor keeps it as the text of the article.</p>`+
+		`<h2>The dough</h2>`+
 		`<p>Second paragraph: <b>kneading</b> the dough takes ten minutes by hand, less with a machine, and it needs patience and a warm room.</p>`+
+		`<h3>Resting</h3>`+
 		`<p>Third paragraph: the loaf rests overnight in a cool place, then bakes for forty minutes in a very hot oven with steam.</p>`+
 		`<p>Fourth paragraph: let it cool before cutting, or the crumb turns gummy; a good loaf keeps for days in a linen bag.</p>`+
 		`<script>window.pwned = 1</script><img src="x" onerror="window.pwned = 2"></article></body></html>`, title, title, title)
@@ -589,6 +592,17 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	s.submit(`#labels-form button[type=submit]`)
 	if ls := itemOf(t, token, ids[10]).SavedItem.Labels; len(ls) != 1 || ls[0].Name != "Weekend" {
 		t.Fatalf("labels through the reader: %+v", ls)
+	}
+	// The article's headings stand above its text at every text size: a
+	// section heading larger than a subsection's, both larger than the text.
+	for _, size := range []string{"0", "5", "0"} {
+		s.run("text size "+size, chromedp.SetValue("#pref-size", size, chromedp.ByID))
+		s.submit(`#prefs button[type=submit]`)
+		var px struct{ H2, H3, P float64 }
+		s.run("heading sizes", chromedp.Evaluate(`(() => { const px = sel => parseFloat(getComputedStyle(document.querySelector(sel)).fontSize); return {H2: px("#content h2"), H3: px("#content h3"), P: px("#content p")}; })()`, &px))
+		if !(px.H2 > px.H3 && px.H3 > px.P) {
+			t.Errorf("text size %s: the article's h2 is %gpx, h3 %gpx, its text %gpx", size, px.H2, px.H3, px.P)
+		}
 	}
 	// Dark text settings, kept for the member.
 	s.run("choose dark", chromedp.SetValue("#pref-theme", "dark", chromedp.ByID))
