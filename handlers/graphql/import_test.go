@@ -288,23 +288,7 @@ func TestImportPageUploadsWithoutScriptAndShowsProgress(t *testing.T) {
 		!strings.Contains(body, `<option value="OMNIVORE">`) || !strings.Contains(body, "You have not imported anything yet.") {
 		t.Fatalf("page: HTTP %d\n%s", status, body)
 	}
-	send := func(file []byte) *http.Response {
-		var b bytes.Buffer
-		mw := multipart.NewWriter(&b)
-		mw.WriteField("from", "settings")
-		fw, _ := mw.CreateFormFile("file", "ril_export.html")
-		fw.Write(file)
-		mw.WriteField("type", "")
-		mw.Close()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+importer.UploadPath, &b)
-		req.Header.Set("Content-Type", mw.FormDataContentType())
-		req.Header.Set("Sec-Fetch-Site", "same-origin")
-		resp, err := browser.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
+	send := func(file []byte) *http.Response { return sendImportForm(t, browser, srv.URL, "ril_export.html", file) }
 	pocket, err := os.ReadFile("../importer/testdata/ril_export.html")
 	if err != nil {
 		t.Fatal(err)
@@ -329,6 +313,50 @@ func TestImportPageUploadsWithoutScriptAndShowsProgress(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "not an export Hearth can read") || !strings.Contains(string(b), "<form") {
 		t.Fatalf("refused upload from the page: HTTP %d\n%s", resp.StatusCode, b)
+	}
+}
+
+// sendImportForm uploads file as the Import page's form does, from the
+// member's browser.
+func sendImportForm(t *testing.T, browser *http.Client, siteURL, name string, file []byte) *http.Response {
+	t.Helper()
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	mw.WriteField("from", "settings")
+	fw, _ := mw.CreateFormFile("file", name)
+	fw.Write(file)
+	mw.WriteField("type", "")
+	mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, siteURL+importer.UploadPath, &b)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := browser.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// A first import is often of one item: the page counts it, and the one
+// label it brought, in the singular.
+func TestImportPageSaysOneItemAndOneLabel(t *testing.T) {
+	e := newEnv(t, options{NoImportFetch: true})
+	srv, browser := site(t, e)
+	resp := sendImportForm(t, browser, srv.URL, "part_000000.csv",
+		[]byte("title,url,time_added,cursor,tags,status\nBread,https://bakery.example/bread,1700000000,,baking,unread\n"))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("form upload: HTTP %d", resp.StatusCode)
+	}
+	jobs, _ := library.Of(e.store).ImportJobs(t.Context(), e.member.ID)
+	if len(jobs) != 1 {
+		t.Fatalf("jobs: %+v", jobs)
+	}
+	waitImport(t, e.store, e.member.ID, jobs[0].ID)
+	status, body := page(t, browser, http.MethodGet, srv.URL+importer.PagePath, nil)
+	if status != http.StatusOK || !strings.Contains(body, "<li>1 new item</li>") || !strings.Contains(body, "(optional, 1 label)") ||
+		strings.Contains(body, "1 new items") || strings.Contains(body, "1 labels") {
+		t.Fatalf("page after a one-item import: HTTP %d\n%s", status, body)
 	}
 }
 
