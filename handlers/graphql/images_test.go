@@ -117,6 +117,18 @@ func TestExportZipHoldsStoredImages(t *testing.T) {
 	if strings.Contains(md, "hearth-export.invalid") {
 		t.Errorf("the Markdown names the stand-in address:\n%s", md)
 	}
+	// The Export page names every file and folder at the top of the zip.
+	srv, browser := site(t, e)
+	status, body := page(t, browser, http.MethodGet, srv.URL+export.PagePath, nil)
+	for name := range files {
+		top, _, inFolder := strings.Cut(name, "/")
+		if inFolder {
+			top += "/"
+		}
+		if status != http.StatusOK || !strings.Contains(body, "<code>"+top+"</code>") {
+			t.Errorf("the Export page (HTTP %d) does not name %s of the zip:\n%s", status, top, body)
+		}
+	}
 }
 
 func keys(m map[string]string) []string {
