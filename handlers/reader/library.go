@@ -23,8 +23,8 @@ type view struct {
 	Name, Query string
 }
 
-// views are the fixed views. A label's view is label:"name"; a saved
-// query's view is its query.
+// views are the fixed views. A label's view is label:"name" (labelView);
+// a saved query's view is its query.
 var views = []view{
 	{"Inbox", DefaultQuery},
 	{"Archive", "in:archive"},
@@ -48,13 +48,15 @@ var sorts = []struct{ Value, Label string }{
 // DefaultSort is the sort when neither q nor the menu names one.
 const DefaultSort = "saved-desc"
 
-// listState is what a library URL says: the query, the sort and the page.
+// listState is what a library URL says: the query, the sort and the page,
+// and a label's exact name narrowing the query (labelView).
 type listState struct {
-	Q, Sort, After string
+	Q, Sort, After, Label string
 }
 
 func stateOf(r *http.Request) listState {
-	s := listState{Q: strings.TrimSpace(r.FormValue("q")), Sort: r.FormValue("sort"), After: r.FormValue("after")}
+	s := listState{Q: strings.TrimSpace(r.FormValue("q")), Sort: r.FormValue("sort"), After: r.FormValue("after"),
+		Label: strings.TrimSpace(r.FormValue("label"))}
 	if _, ok := r.Form["q"]; !ok {
 		s.Q = DefaultQuery
 	}
@@ -85,6 +87,9 @@ func (s listState) values() url.Values {
 	}
 	if s.After != "" {
 		v.Set("after", s.After)
+	}
+	if s.Label != "" {
+		v.Set("label", s.Label)
 	}
 	return v
 }
@@ -122,6 +127,9 @@ func (s listState) parse() (*query.Query, library.PageRequest, error) {
 	q, err := query.Parse(s.Q)
 	if err != nil {
 		return nil, library.PageRequest{}, err
+	}
+	if s.Label != "" && !q.Highlights {
+		q.Filter.LabelsAll = append(q.Filter.LabelsAll, []string{s.Label})
 	}
 	p := library.PageRequest{First: PageSize, After: s.After}
 	if q.Sort != nil {
@@ -196,9 +204,9 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 	}
 	d := libraryData{State: st, Labels: labels, Return: st.URL(), CanAdd: h.opts.SaveURL != nil}
 	d.Heading = "Search results"
-	link := func(name, q string) menuLink {
-		l := listState{Q: q, Sort: st.Sort}
-		cur := strings.EqualFold(strings.TrimSpace(q), st.Q)
+	link := func(name string, l listState) menuLink {
+		l.Sort = st.Sort
+		cur := strings.EqualFold(strings.TrimSpace(l.Q), st.Q) && l.Label == st.Label
 		if cur {
 			d.Heading = name
 		}
@@ -206,15 +214,15 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 	}
 	fixed := make([]menuLink, 0, len(views))
 	for _, v := range views {
-		fixed = append(fixed, link(v.Name, v.Query))
+		fixed = append(fixed, link(v.Name, listState{Q: v.Query}))
 	}
 	labelViews := make([]menuLink, 0, len(labels))
 	for _, l := range labels {
-		labelViews = append(labelViews, link(l.Name, labelQuery(l.Name)))
+		labelViews = append(labelViews, link(l.Name, labelView(l.Name)))
 	}
 	queryViews := make([]menuLink, 0, len(queries))
 	for _, q := range queries {
-		queryViews = append(queryViews, link(q.Name, q.Query))
+		queryViews = append(queryViews, link(q.Name, listState{Q: q.Query}))
 	}
 	d.NavHTML, d.SortsHTML = navHTML(fixed, labelViews, queryViews), sortsHTML(st.Sort)
 	d.Notice = notices[r.FormValue("done")]
@@ -234,7 +242,7 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 					ItemTitle: hl.ItemTitle, ItemURL: st.itemURL(hl.SavedItemID) + "#hl-" + hl.ID, Created: hl.CreatedAt})
 			}
 			if page.HasNext && len(page.Cursors) > 0 {
-				d.NextURL = listState{Q: st.Q, Sort: st.Sort, After: page.Cursors[len(page.Cursors)-1]}.URL()
+				d.NextURL = listState{Q: st.Q, Sort: st.Sort, After: page.Cursors[len(page.Cursors)-1], Label: st.Label}.URL()
 			}
 		}
 	} else if err == nil {
@@ -252,7 +260,7 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 				d.Items = append(d.Items, row(it, names, query))
 			}
 			if page.HasNext && len(page.Cursors) > 0 {
-				d.NextURL = listState{Q: st.Q, Sort: st.Sort, After: page.Cursors[len(page.Cursors)-1]}.URL()
+				d.NextURL = listState{Q: st.Q, Sort: st.Sort, After: page.Cursors[len(page.Cursors)-1], Label: st.Label}.URL()
 			}
 		}
 	}
@@ -265,7 +273,7 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 		status = http.StatusBadRequest
 	}
 	if st.After != "" {
-		d.FirstURL = listState{Q: st.Q, Sort: st.Sort}.URL()
+		d.FirstURL = listState{Q: st.Q, Sort: st.Sort, Label: st.Label}.URL()
 	}
 	if len(d.Items) == 0 && len(d.Highlights) == 0 && d.Error == "" {
 		switch {
@@ -299,9 +307,15 @@ var notices = map[string]string{
 	"first":         "This is the first item of the list.",
 }
 
-// labelQuery is the view of a label, in the API's syntax.
-func labelQuery(name string) string {
-	return `label:"` + strings.ReplaceAll(name, `"`, "") + `"`
+// labelView is the view of a label: label:"name" in the API's syntax, or,
+// for a name that syntax cannot spell (label: splits its value at commas
+// and drops quotes), every item narrowed to the label by its exact name,
+// as the feeds' ?label= does.
+func labelView(name string) listState {
+	if strings.ContainsAny(name, `,"`) {
+		return listState{Label: name}
+	}
+	return listState{Q: `label:"` + name + `"`}
 }
 
 // row is an item of a library page, linking to it with query (itemQuery).

@@ -21,7 +21,13 @@ func writeLibrary(b *bytes.Buffer, d *libraryData) {
 	escape(b, d.State.Q)
 	b.WriteString("\" aria-describedby=\"q-help\" maxlength=\"2000\"></p>\n<p><label for=\"sort\">Sort</label>\n<select id=\"sort\" name=\"sort\">\n")
 	b.WriteString(string(d.SortsHTML))
-	b.WriteString("\n</select></p>\n<p class=\"go\"><button type=\"submit\">Search</button></p>\n" +
+	b.WriteString("\n</select></p>\n")
+	if d.State.Label != "" {
+		b.WriteString("<input type=\"hidden\" name=\"label\" value=\"")
+		escape(b, d.State.Label)
+		b.WriteString("\">\n")
+	}
+	b.WriteString("<p class=\"go\"><button type=\"submit\">Search</button></p>\n" +
 		"<p class=\"hint\" id=\"q-help\">Words, or filters such as <code>in:archive</code>, <code>label:recipes</code>, " +
 		"<code>site:example.org</code>, <code>has:highlights</code>: <a href=\"/library/help\">how to search</a>.</p>\n</form>\n")
 	if d.Error != "" {
@@ -66,9 +72,18 @@ func writeLibrary(b *bytes.Buffer, d *libraryData) {
 	case d.Empty.Highlights:
 		b.WriteString("\n<div class=\"empty\"><p><strong>No highlights yet.</strong></p><p>Open an article, select a passage and choose <em>Highlight</em> (or press <kbd>h</kbd>).</p></div>")
 	case d.Empty.Search:
-		b.WriteString("\n<div class=\"empty\"><p><strong>Nothing here.</strong></p><p>No saved item matches <code>")
-		escape(b, d.State.Q)
-		b.WriteString("</code>. Try fewer words or filters (<a href=\"/library/help\">how to search</a>), look in " +
+		b.WriteString("\n<div class=\"empty\"><p><strong>Nothing here.</strong></p><p>No saved item")
+		if d.State.Label != "" {
+			b.WriteString(" with the label “")
+			escape(b, d.State.Label)
+			b.WriteString("”")
+		}
+		if d.State.Q != "" {
+			b.WriteString(" matches <code>")
+			escape(b, d.State.Q)
+			b.WriteString("</code>")
+		}
+		b.WriteString(". Try fewer words or filters (<a href=\"/library/help\">how to search</a>), look in " +
 			"<a href=\"/library?q=in%3Aall\">everything</a>, or <a href=\"/library/add\">add a link</a>.</p></div>")
 	}
 	b.WriteString("\n")

@@ -244,6 +244,56 @@ func TestViewsListTheirItems(t *testing.T) {
 	}
 }
 
+// A label whose name the search syntax cannot spell (a comma separates
+// names in label:, quotes are dropped) still has a view that lists its
+// items, from the menu's link, and keeps it through the search form, the
+// sort and the reader's next link.
+func TestLabelViewsOfNamesTheSyntaxCannotSpell(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	lib := library.Of(f.store)
+	for _, name := range []string{"Salt, pepper", `Say "cheese"`} {
+		l, err := lib.CreateLabel(ctx, f.member.ID, name, "#336699")
+		if err != nil {
+			t.Fatal(err)
+		}
+		older := f.save("Older "+name, "one.example", 100, library.NewItem{LabelIDs: []string{l.ID}})
+		time.Sleep(2 * time.Millisecond)
+		newer := f.save("Newer "+name, "two.example", 100, library.NewItem{LabelIDs: []string{l.ID}})
+		f.save("Unlabelled "+name, "three.example", 100, library.NewItem{})
+		_, menu, _ := f.get("/library")
+		m := regexp.MustCompile(`<a href="([^"]+)"[^>]*>` + regexp.QuoteMeta(html.EscapeString(name)) + `</a>`).FindStringSubmatch(menu)
+		if m == nil {
+			t.Fatalf("no menu link to the view of %s", name)
+		}
+		view := html.UnescapeString(m[1])
+		code, body, _ := f.get(view)
+		if code != http.StatusOK || !strings.Contains(body, "<h1>"+html.EscapeString(name)+"</h1>") ||
+			!strings.Contains(body, ">Older "+html.EscapeString(name)+"<") || !strings.Contains(body, ">Newer "+html.EscapeString(name)+"<") ||
+			strings.Contains(body, "Unlabelled") {
+			t.Fatalf("the view of %s (%s): HTTP %d\n%s", name, view, code, body)
+		}
+		// The search form searches within the label.
+		if !strings.Contains(body, `<input type="hidden" name="label" value="`+html.EscapeString(name)+`">`) {
+			t.Errorf("the search form of the view of %s does not keep the label", name)
+		}
+		// The reader's next link follows the label's view, oldest first.
+		_, page, _ := f.get("/library/item/" + older.ID + strings.TrimPrefix(view, "/library") + "&sort=saved-asc")
+		m = regexp.MustCompile(`<a href="([^"]+)" rel="next"`).FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no next link in the reader opened from the view of %s", name)
+		}
+		resp, err := f.client.Get(f.srv.URL + html.UnescapeString(m[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); !strings.HasPrefix(loc, "/library/item/"+newer.ID+"?") {
+			t.Errorf("next in the view of %s goes to %s, want %s", name, loc, newer.ID)
+		}
+	}
+}
+
 func (f *fixture) getq(q string) (int, string) {
 	code, body, _ := f.get("/library?q=" + url.QueryEscape(q))
 	return code, body
