@@ -18,7 +18,8 @@ import (
 // fragment, which a browser would take for an in-page jump) while the
 // pages the import queued are fetched, says how many are done and, once
 // one is, the time left (secondsLeft in importJobs too); then it says
-// "finished" and stops refreshing.
+// "finished" and stops refreshing. Until then it does not say the import
+// ended, only when its entries were written.
 func TestImportPageFollowsTheFetches(t *testing.T) {
 	e := newEnv(t, options{Fetcher: localFetcher()})
 	release := make(chan struct{})
@@ -75,7 +76,8 @@ func TestImportPageFollowsTheFetches(t *testing.T) {
 
 	refresh, body := view()
 	if refresh != "5; url="+importer.PagePath || !strings.Contains(body, "fetching pages in the background: 0 of 2 done") ||
-		strings.Contains(body, ": finished") || strings.Contains(body, "Time left") || !strings.Contains(body, "An import is in progress") {
+		strings.Contains(body, ": finished") || strings.Contains(body, "Time left") || !strings.Contains(body, "An import is in progress") ||
+		strings.Contains(body, ", ended ") || !strings.Contains(body, ", entries written ") {
 		t.Fatalf("rows written, no page fetched: Refresh %q\n%s", refresh, body)
 	}
 	if s := secondsLeft(); s != nil {
@@ -93,7 +95,7 @@ func TestImportPageFollowsTheFetches(t *testing.T) {
 	release <- struct{}{}
 	waitFetched(2)
 	refresh, body = view()
-	if refresh != "" || !strings.Contains(body, ": finished") || strings.Contains(body, "in progress") {
+	if refresh != "" || !strings.Contains(body, ": finished") || strings.Contains(body, "in progress") || !strings.Contains(body, ", ended ") {
 		t.Fatalf("all fetched: Refresh %q\n%s", refresh, body)
 	}
 }
