@@ -183,9 +183,10 @@ type libraryData struct {
 	CanAdd            bool
 }
 
-// emptyHint is what an empty view says to do next.
+// emptyHint is what an empty view says to do next: each view of the menu
+// what fills it, a search how to widen it.
 type emptyHint struct {
-	Search, Inbox, Trash, Highlights bool
+	Search, Inbox, Trash, Highlights, Archive, Newsletters, All bool
 }
 
 func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *members.Member) {
@@ -279,10 +280,18 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 		switch {
 		case d.IsHighlights:
 			d.Empty.Highlights = true
-		case st.Q == DefaultQuery:
-			d.Empty.Inbox = true
 		case d.InTrash:
 			d.Empty.Trash = true
+		case st.Label != "":
+			d.Empty.Search = true
+		case st.Q == DefaultQuery:
+			d.Empty.Inbox = true
+		case st.Q == "in:archive":
+			d.Empty.Archive = true
+		case st.Q == "in:inbox type:newsletter":
+			d.Empty.Newsletters = true
+		case st.Q == "in:all":
+			d.Empty.All = true
 		default:
 			d.Empty.Search = true
 		}

@@ -67,6 +67,14 @@ func writeLibrary(b *bytes.Buffer, d *libraryData) {
 			"Inboxt's browser extension with an <a href=\"/settings/api_tokens\">API token</a>, <a href=\"/settings/import\">import</a> from Pocket, " +
 			"Omnivore, Wallabag or Inboxt, or send newsletters to your <a href=\"/settings/api_tokens\">newsletter address</a>. " +
 			"Archived items are in the <a href=\"/library?q=in%3Aarchive\">archive</a>.</p></div>")
+	case d.Empty.Archive:
+		b.WriteString("\n<div class=\"empty\"><p><strong>The archive is empty.</strong></p><p>Items you archive (<em>Archive</em>, or <kbd>e</kbd>) leave the inbox and are kept here.</p></div>")
+	case d.Empty.Newsletters:
+		b.WriteString("\n<div class=\"empty\"><p><strong>No newsletters in your inbox.</strong></p><p>Have an e-mail forwarding service send your newsletters to your " +
+			"<a href=\"/settings/api_tokens\">newsletter address</a>: they appear here.</p></div>")
+	case d.Empty.All:
+		b.WriteString("\n<div class=\"empty\"><p><strong>Nothing saved yet.</strong></p><p><a href=\"/library/add\">Add a link</a>, use the " +
+			"<a href=\"/settings/saving\">bookmarklet or the share menu</a>, or <a href=\"/settings/import\">import</a> what you saved elsewhere.</p></div>")
 	case d.Empty.Trash:
 		b.WriteString("\n<div class=\"empty\"><p><strong>The trash is empty.</strong></p><p>Items you move to the trash wait here until you delete them for good.</p></div>")
 	case d.Empty.Highlights:

@@ -194,6 +194,21 @@ func TestEmptyInboxSaysWhatToDo(t *testing.T) {
 	if strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "script-src 'sha256-") || !strings.Contains(csp, "frame-ancestors 'none'") {
 		t.Errorf("policy %q", csp)
 	}
+	// The other views of the menu, empty, say what fills them, not what
+	// to change in a search the member did not type.
+	for _, c := range []struct{ q, want string }{
+		{"in:archive", "The archive is empty"},
+		{"in:inbox type:newsletter", `href="/settings/api_tokens"`},
+		{"in:all", `href="/library/add"`},
+	} {
+		_, body := f.getq(c.q)
+		if !strings.Contains(body, c.want) || strings.Contains(body, "Try fewer words") {
+			t.Errorf("the empty view %s does not say %q, or asks to search otherwise", c.q, c.want)
+		}
+	}
+	if _, body := f.getq("in:all bread"); !strings.Contains(body, "Try fewer words") {
+		t.Error("an empty search does not suggest fewer words")
+	}
 }
 
 func TestViewsListTheirItems(t *testing.T) {
