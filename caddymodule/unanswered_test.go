@@ -45,7 +45,8 @@ func fetchAnswer(t *testing.T, method, url, host string) answer {
 // a later handler answers stays its answer, a file_server's 404 error
 // included (the site's handle_errors may want it); /@username is a member's
 // public page; a host name no site block names gets a page and a log line
-// naming the site address to add.
+// naming the site address to add; a path below a settings page is not that
+// page.
 func TestUnansweredPaths(t *testing.T) {
 	dir, www := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(www, "hello.txt"), []byte("hello from the site\n"), 0o644); err != nil {
@@ -107,6 +108,26 @@ http://:9080 {
 				t.Errorf("%s %s lacks %q:\n%s", tc.method, tc.path, w, got.body)
 			}
 		}
+	}
+
+	// Below a settings page, signed in: the site's 404 page, not the
+	// settings page again (a 200) nor Go's plain-text 404 (below /oauth/,
+	// the OAuth server's, as for /oauth/nothing); the export's download is
+	// the one path below a page.
+	b := newBrowser(t, testSite)
+	b.signIn("alice", "battery staple")
+	for _, pg := range []string{"/settings/api_tokens", "/settings/export", "/settings/import", "/settings/saving", "/settings/email",
+		"/oauth/authorized_applications"} {
+		want := "<title>Page not found · Maple Street Commons</title>"
+		if strings.HasPrefix(pg, "/oauth/") {
+			want = `{"error":"Record not found"}`
+		}
+		if got := b.get(pg + "/nothing"); got.StatusCode != 404 || !strings.Contains(got.body, want) {
+			t.Errorf("GET %s/nothing signed in: HTTP %d %q\n%s", pg, got.StatusCode, got.Header.Get("Content-Type"), got.body)
+		}
+	}
+	if got := b.get("/settings/export/hearth-export.zip"); got.StatusCode != 200 || got.Header.Get("Content-Type") != "application/zip" {
+		t.Errorf("the export's download: HTTP %d %q", got.StatusCode, got.Header.Get("Content-Type"))
 	}
 
 	icon := fetchAnswer(t, "GET", testSite+"/favicon.ico", "")

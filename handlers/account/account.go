@@ -137,9 +137,12 @@ func (o Options) withDefaults() Options {
 
 // SettingsPage is a page of the member's settings, added by another service.
 type SettingsPage struct {
-	// Path is where the page lives, e.g. "/settings/api_tokens"; Pages also
-	// routes Path+"/..." to Handler.
+	// Path is where the page lives, e.g. "/settings/api_tokens".
 	Path string
+	// Subpaths routes Path+"/..." to Handler too (a download beside the
+	// page); without it those paths are left to the site, whose answer is
+	// its "Page not found", never the page again.
+	Subpaths bool
 	// Title is the page's name in the settings menu.
 	Title string
 	// Handler serves the page. It runs only for a signed-in member (get it
@@ -232,7 +235,7 @@ func (p *Pages) settingsPageFor(path string) (SettingsPage, bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	for _, sp := range p.settings {
-		if path == sp.Path || strings.HasPrefix(path, sp.Path+"/") {
+		if path == sp.Path || sp.Subpaths && strings.HasPrefix(path, sp.Path+"/") {
 			return sp, true
 		}
 	}

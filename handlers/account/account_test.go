@@ -53,7 +53,7 @@ func newFixtureOn(t *testing.T, st *storage.Store, opts account.Options) *fixtur
 	t.Helper()
 	p := account.New(st, opts)
 	tokens := template.Must(template.New("tokens").Parse(`<p>Tokens of {{.}}</p><form method="post"><button>Create</button></form>`))
-	p.AddSettingsPage(account.SettingsPage{Path: "/settings/api_tokens", Title: "API Tokens", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p.AddSettingsPage(account.SettingsPage{Path: "/settings/api_tokens", Title: "API Tokens", Subpaths: true, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m := p.CurrentMember(r)
 		if r.Method == http.MethodPost {
 			fmt.Fprintf(w, "created for %s at %s", m.Username, r.URL.Path)
@@ -732,11 +732,18 @@ func TestSettingsPages(t *testing.T) {
 	f.pages.AddSettingsPage(account.SettingsPage{Path: "/settings/applications/", Title: "Authorized apps", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "apps")
 	})})
-	f.pages.AddSettingsPage(account.SettingsPage{Path: "/settings/applications", Title: "Authorized applications", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	f.pages.AddSettingsPage(account.SettingsPage{Path: "/settings/applications", Title: "Authorized applications", Subpaths: true, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "apps of "+f.pages.CurrentMember(r).Username)
 	})})
-	if n := len(f.pages.SettingsPages()); n != 2 {
-		t.Fatalf("%d settings pages, want 2 (same path replaces)", n)
+	// A page without Subpaths leaves the paths below it to the site.
+	f.pages.AddSettingsPage(account.SettingsPage{Path: "/settings/plain", Title: "Plain", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "plain")
+	})})
+	if !f.pages.Handles(httptest.NewRequest(http.MethodGet, "/settings/plain", nil)) || f.pages.Handles(httptest.NewRequest(http.MethodGet, "/settings/plain/x", nil)) {
+		t.Fatal("a page without Subpaths: handles its path only")
+	}
+	if n := len(f.pages.SettingsPages()); n != 3 {
+		t.Fatalf("%d settings pages, want 3 (same path replaces)", n)
 	}
 	wantStatus(t, f.get(c, "/settings/applications/42"), http.StatusSeeOther)
 	f.signIn(c, "alice", password, "")

@@ -87,7 +87,7 @@ type tokenRow struct {
 
 func (p *Pages) serveAPITokens(opts APITokensOptions, w http.ResponseWriter, r *http.Request, m *members.Member) {
 	if r.URL.Path != APITokensPath {
-		http.NotFound(w, r)
+		p.NotFound(w, r)
 		return
 	}
 	v := &tokensView{Path: APITokensPath, GraphQLURL: inboxtapi.SiteURL(r) + opts.GraphQLPath, MaxName: apitokens.MaxNameLen}

@@ -51,7 +51,7 @@ var exportTmpl = template.Must(template.New("export.html").ParseFS(templates, "t
 // it downloads, from one consistent snapshot per pass, so libraries of any
 // size never sit in memory.
 func (x *Exports) Page(pages *account.Pages) account.SettingsPage {
-	return pages.MemberPage(PagePath, PageTitle, func(w http.ResponseWriter, r *http.Request, m *members.Member) {
+	sp := pages.MemberPage(PagePath, PageTitle, func(w http.ResponseWriter, r *http.Request, m *members.Member) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET")
 			http.Error(w, "This page can only be opened.", http.StatusMethodNotAllowed)
@@ -63,9 +63,11 @@ func (x *Exports) Page(pages *account.Pages) account.SettingsPage {
 		case FilePath:
 			x.serveExport(w, r, m)
 		default:
-			http.NotFound(w, r)
+			pages.NotFound(w, r)
 		}
 	})
+	sp.Subpaths = true // the zip, FilePath
+	return sp
 }
 
 // exportRetryAfter is the Retry-After of an export refused while the

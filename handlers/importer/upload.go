@@ -296,7 +296,7 @@ var importTmpl = template.Must(template.New("import.html").Funcs(template.FuncMa
 func (u *Uploads) Page(pages *account.Pages) account.SettingsPage {
 	return pages.MemberPage(PagePath, PageTitle, func(w http.ResponseWriter, r *http.Request, m *members.Member) {
 		if r.URL.Path != PagePath {
-			http.NotFound(w, r)
+			pages.NotFound(w, r)
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
