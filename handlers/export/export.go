@@ -59,7 +59,7 @@ func (x *Exports) Page(pages *account.Pages) account.SettingsPage {
 		}
 		switch r.URL.Path {
 		case PagePath:
-			pages.Render(w, r, http.StatusOK, PageTitle, exportTmpl, struct{ Download string }{FilePath})
+			pages.Render(w, r, http.StatusOK, PageTitle, exportTmpl, struct{ Download, Book, Feeds string }{FilePath, EPUBPath, account.APITokensPath + "#feeds"})
 		case FilePath:
 			x.serveExport(w, r, m)
 		default:

@@ -36,6 +36,16 @@ func TestExportZipHasItemsHighlightsLabelsAndMarkdown(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(body, `href="`+export.FilePath+`"`) {
 		t.Fatalf("export page: HTTP %d: %s", status, body)
 	}
+	// The page also leads to the library as a book, which the session
+	// downloads, and to the feeds.
+	if !strings.Contains(body, `href="`+export.EPUBPath+`"`) || !strings.Contains(body, `href="/settings/api_tokens#feeds"`) {
+		t.Errorf("the export page does not lead to the EPUB and the feeds:\n%s", body)
+	}
+	if resp, err := browser.Get(srv.URL + export.EPUBPath); err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/epub+zip" {
+		t.Errorf("the page's EPUB link: %v %v", err, resp)
+	} else {
+		resp.Body.Close()
+	}
 	resp, err := browser.Get(srv.URL + export.FilePath)
 	if err != nil {
 		t.Fatal(err)
