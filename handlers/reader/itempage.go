@@ -145,7 +145,7 @@ func writeItemSide(b *bytes.Buffer, d *itemData) {
 	b.WriteString(strconv.Itoa(d.MaxLabel))
 	b.WriteString("\"></p>\n<button class=\"secondary\" type=\"submit\">Save labels</button>\n</form>\n</section>\n" +
 		"<section id=\"highlights\" aria-labelledby=\"hl-title\">\n<h2 id=\"hl-title\">Highlights</h2>\n" +
-		"<p class=\"hint\" id=\"hl-hint\">Select text in the article, then choose <em>Highlight</em> (or press <kbd>h</kbd>).</p>\n" +
+		"<p class=\"hint\" id=\"hl-hint\" hidden>Select text in the article, then choose <em>Highlight</em> (or press <kbd>h</kbd>).</p>\n" +
 		"<ul class=\"hls\" id=\"hl-list\">")
 	for _, hl := range d.Highlights {
 		b.WriteString("\n<li id=\"hl-")

@@ -109,7 +109,7 @@ func writeLibrary(b *bytes.Buffer, d *libraryData) {
 		}
 		b.WriteString("\n</nav>\n")
 	}
-	b.WriteString("\n<p class=\"hint keyhint\">Press <kbd>?</kbd> for keyboard shortcuts.</p>\n</div>\n</div>\n")
+	b.WriteString("\n<p class=\"hint keyhint\" hidden>Press <kbd>?</kbd> for keyboard shortcuts.</p>\n</div>\n</div>\n")
 	b.WriteString(shortcutsHTML)
 	b.WriteString("\n")
 }

@@ -833,9 +833,19 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 		t.Fatalf("Save on the confirm page saved %d items with the label", len(count.Entries.Edges))
 	}
 
-	// Everything again with JavaScript off: plain forms.
+	// Everything again with JavaScript off: plain forms, and no page
+	// offers what only the script does (highlighting, shortcuts).
+	scriptHints := func(where, want string) {
+		t.Helper()
+		var shown string
+		s.run(where+": hints", chromedp.Evaluate(`["#hl-hint", ".keyhint"].filter(sel => { const e = document.querySelector(sel); return e && e.checkVisibility(); }).join(" ")`, &shown))
+		if shown != want {
+			t.Errorf("%s shows the hints %q, want %q", where, shown, want)
+		}
+	}
 	s.run("JavaScript off", emulation.SetScriptExecutionDisabled(true))
 	s.open("/library")
+	scriptHints("the library without JavaScript", "")
 	s.run("select the first item", chromedp.Click("li.item input[name=id]", chromedp.ByQuery))
 	first := ""
 	s.run("its id", chromedp.Evaluate(`document.querySelector("li.item input[name=id]").value`, &first))
@@ -866,6 +876,7 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	if n := s.count("mark.highlight"); n != 0 {
 		t.Fatalf("%d marks without JavaScript", n)
 	}
+	scriptHints("the reader without JavaScript", "")
 	// (axe runs in the page, so it checks these pages with JavaScript on:
 	// the script only adds to the same HTML.)
 	s.submit("#trash")
@@ -884,5 +895,6 @@ func TestLibraryAndReaderInChromium(t *testing.T) {
 	}
 	s.run("JavaScript on", emulation.SetScriptExecutionDisabled(false))
 	s.open("/library?q=in%3Atrash")
+	scriptHints("the library with JavaScript", ".keyhint")
 	s.check("library-trash-empty")
 }

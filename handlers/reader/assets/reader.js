@@ -7,6 +7,9 @@
   var $ = function (s, el) { return (el || document).querySelector(s); };
   var $$ = function (s, el) { return Array.prototype.slice.call((el || document).querySelectorAll(s)); };
 
+  // Hints at what only this script does come hidden.
+  $$(".keyhint,#hl-hint").forEach(function (e) { e.hidden = false; });
+
   function post(url, data, json) {
     var opts = { method: "POST", credentials: "same-origin", headers: { Accept: "application/json" } };
     if (json) {
