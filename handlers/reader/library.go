@@ -3,11 +3,13 @@ package reader
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -52,6 +54,9 @@ const DefaultSort = "saved-desc"
 // and a label's exact name narrowing the query (labelView).
 type listState struct {
 	Q, Sort, After, Label string
+	// badLabel: the URL's label can be no label's name. It is left out of
+	// the links (each would repeat it) and parse refuses it.
+	badLabel bool
 }
 
 func stateOf(r *http.Request) listState {
@@ -62,6 +67,9 @@ func stateOf(r *http.Request) listState {
 	}
 	if !validSort(s.Sort) {
 		s.Sort = DefaultSort
+	}
+	if !utf8.ValidString(s.Label) || utf8.RuneCountInString(s.Label) > library.MaxLabelNameLen {
+		s.Label, s.badLabel = "", true
 	}
 	return s
 }
@@ -124,6 +132,9 @@ func itemPath(id string) string { return Path + "/item/" + url.PathEscape(id) }
 
 // parse reads s as the API reads q, with the menu's sort when q names none.
 func (s listState) parse() (*query.Query, library.PageRequest, error) {
+	if s.badLabel {
+		return nil, library.PageRequest{}, fmt.Errorf("label: a label's name is 1 to %d characters", library.MaxLabelNameLen)
+	}
 	q, err := query.Parse(s.Q)
 	if err != nil {
 		return nil, library.PageRequest{}, err

@@ -307,6 +307,12 @@ func TestLabelViewsOfNamesTheSyntaxCannotSpell(t *testing.T) {
 			t.Errorf("next in the view of %s goes to %s, want %s", name, loc, newer.ID)
 		}
 	}
+	// A label no label's name can be is refused, and not repeated in the
+	// page's links.
+	long := strings.Repeat("salt", 1000)
+	if code, body, _ := f.get("/library?q=&label=" + long); code != http.StatusBadRequest || strings.Contains(body, long) {
+		t.Errorf("a 4000-character label: HTTP %d, echoed %v", code, strings.Contains(body, long))
+	}
 }
 
 func (f *fixture) getq(q string) (int, string) {
