@@ -184,34 +184,42 @@ func (r *mutationResolver) SaveURL(ctx context.Context, in generated.SaveURLInpu
 	if err != nil {
 		return &generated.SaveError{ErrorCodes: []generated.SaveErrorCode{generated.SaveErrorCodeUnauthorized}}, nil
 	}
-	var labelIDs []string
+	var labelIDs, made []string
 	if len(in.Labels) > 0 {
-		if labelIDs, err = r.labelIDsByName(ctx, id, in.Labels); err != nil {
-			return nil, err
-		}
+		labelIDs, made, err = r.labelIDsByName(ctx, id, in.Labels)
 	}
-	if _, err := r.s.articles.QueueURL(ctx, id, in.URL, labelIDs); err != nil {
+	if err == nil {
+		_, err = r.s.articles.QueueURL(ctx, id, in.URL, labelIDs)
+	}
+	if err != nil {
+		// A refused save changes nothing: the labels made for it go
+		// (nothing carries them yet).
+		for _, l := range made {
+			_ = library.Of(r.s.store).DeleteLabel(ctx, id, l)
+		}
+		labelsChanged(ctx)
 		return nil, err
 	}
 	return &generated.SaveSuccess{URL: in.URL, ClientRequestID: in.ClientRequestID}, nil
 }
 
 // labelIDsByName returns the ids of the member's labels with these names
-// (compared as label names are, without case), creating those missing.
-func (r *mutationResolver) labelIDsByName(ctx context.Context, memberID string, in []*generated.SaveURLLabelInput) ([]string, error) {
+// (compared as label names are, without case), creating those missing;
+// made holds the ids of those it created, also when it fails part-way.
+func (r *mutationResolver) labelIDsByName(ctx context.Context, memberID string, in []*generated.SaveURLLabelInput) (ids, made []string, err error) {
 	if len(in) > library.MaxBatchIDs {
-		return nil, badInput("at most %d labels", library.MaxBatchIDs)
+		return nil, nil, badInput("at most %d labels", library.MaxBatchIDs)
 	}
 	lib := library.Of(r.s.store)
 	have, err := lib.Labels(ctx, memberID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	byName := make(map[string]string, len(have))
 	for _, l := range have {
 		byName[library.FoldText(l.Name)] = l.ID
 	}
-	ids := make([]string, 0, len(in))
+	ids = make([]string, 0, len(in))
 	for _, l := range in {
 		if id, ok := byName[library.FoldText(strings.TrimSpace(l.Name))]; ok {
 			ids = append(ids, id)
@@ -221,15 +229,16 @@ func (r *mutationResolver) labelIDsByName(ctx context.Context, memberID string, 
 		if l.Color != nil && *l.Color != "" {
 			color = *l.Color
 		}
-		made, err := lib.CreateLabel(ctx, memberID, l.Name, color)
-		if err != nil {
-			return nil, err
-		}
+		created, err := lib.CreateLabel(ctx, memberID, l.Name, color)
 		labelsChanged(ctx)
-		byName[library.FoldText(made.Name)] = made.ID
-		ids = append(ids, made.ID)
+		if err != nil {
+			return nil, made, err
+		}
+		made = append(made, created.ID)
+		byName[library.FoldText(created.Name)] = created.ID
+		ids = append(ids, created.ID)
 	}
-	return ids, nil
+	return ids, made, nil
 }
 
 // searchItem converts a record to Omnivore's SearchItem; its highlights

@@ -556,3 +556,40 @@ func TestContentDownloadGuessesCountAgainstTheClientAddress(t *testing.T) {
 		t.Fatalf("real link past the guesses' budget: HTTP %d %s", status, b)
 	}
 }
+
+// A saveUrl that is refused leaves no label behind: the labels it names by
+// name are made for the item it saves, so a refusal of the URL, or of a
+// later label, makes none of them.
+func TestOmnivoreRefusedSaveURLMakesNoLabel(t *testing.T) {
+	e := newEnv(t, options{})
+	const save = `mutation SaveUrl($input: SaveUrlInput!) {
+  saveUrl(input: $input) { __typename ... on SaveSuccess { url } ... on SaveError { errorCodes } }
+}`
+	if _, err := library.Of(e.store).CreateLabel(t.Context(), e.member.ID, "Kept", "#112233"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		url    string
+		labels []map[string]any
+	}{
+		{"a URL that is not one", "not a url", []map[string]any{{"name": "Fresh"}, {"name": "kept"}}},
+		{"a later label's bad color", "https://example.com/a", []map[string]any{{"name": "Fresh"}, {"name": "Other", "color": "red"}}},
+	} {
+		r := e.post(e.token, save, map[string]any{"input": map[string]any{
+			"url": c.url, "source": "api", "clientRequestId": "c1", "labels": c.labels}})
+		if len(r.Errors) == 0 || r.Errors[0].Code() != "BAD_USER_INPUT" {
+			t.Fatalf("%s: errors %+v, data %s, want BAD_USER_INPUT", c.name, r.Errors, r.Data)
+		}
+		var got struct{ Labels []struct{ Name string } }
+		e.do(labelsQuery, nil, &got)
+		if len(got.Labels) != 1 || got.Labels[0].Name != "Kept" {
+			t.Fatalf("%s: labels after the refusal = %+v, want only Kept", c.name, got.Labels)
+		}
+		page, err := library.Of(e.store).SavedItemsPage(t.Context(), e.member.ID, library.ItemFilter{Status: library.StatusAll},
+			library.PageRequest{Field: library.SortCreatedAt, First: 10})
+		if err != nil || len(page.Items) != 0 {
+			t.Fatalf("%s: items after the refusal: %+v %v", c.name, page, err)
+		}
+	}
+}
