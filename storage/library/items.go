@@ -271,7 +271,8 @@ func contentOrNone(tx *storage.Tx, memberID, id string, err error) error {
 
 // updateItems applies fn to each of the member's items with ids (all must
 // exist), moving updatedAt, and returns them. It is one transaction unless
-// the items are too big for one (see UpdateInParts).
+// the items are too big for one (see UpdateInParts). fn only reads through
+// tx: it also runs in the read transaction that checks the items.
 func (s Store) updateItems(ctx context.Context, memberID string, ids []string, fn func(tx *storage.Tx, it *SavedItem) error) ([]*SavedItem, error) {
 	if len(ids) == 0 {
 		return nil, storage.Invalid("ids must not be empty")
@@ -289,15 +290,22 @@ func (s Store) updateItems(ctx context.Context, memberID string, ids []string, f
 	}
 	t := storage.Now()
 	changed := make(map[string]*SavedItem, len(unique)) // by the last attempt
-	exist := func(tx *storage.Tx, ids []string) error {
+	// Before the first of several parts, every item exists and fn accepts
+	// it (a label change can refuse one item): else the parts before a
+	// refusal would stay.
+	check := func(tx *storage.Tx, ids []string) error {
 		for _, id := range ids {
-			if _, err := tx.Get(itemKey(memberID, id)); err != nil {
+			var it SavedItem
+			if err := getItem(tx, itemKey(memberID, id), &it); err != nil {
+				return err
+			}
+			if err := fn(tx, &it); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	err := s.st.UpdateInParts(ctx, unique, exist, func(tx *storage.Tx, ids []string) error {
+	err := s.st.UpdateInParts(ctx, unique, check, func(tx *storage.Tx, ids []string) error {
 		for _, id := range ids {
 			var old SavedItem
 			if err := getItem(tx, itemKey(memberID, id), &old); err != nil {

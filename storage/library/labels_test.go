@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -330,5 +332,55 @@ func TestLabelPairsFromEarlierVersionsStayEditable(t *testing.T) {
 	}
 	if _, err := Of(st).CreateLabel(t.Context(), m.ID, "σ", "#00ff00"); !errors.Is(err, storage.ErrConflict) {
 		t.Fatalf("a third label named like the remaining ς: %v, want storage.ErrConflict", err)
+	}
+}
+
+// A label change that one of its items refuses (here, past the most labels
+// an item holds) changes none of them, also when the items are too big to
+// change in one transaction and go in parts: the parts before the refusal
+// were kept, and a client got an error for a change half made.
+func TestRefusedLabelChangeInPartsChangesNoItem(t *testing.T) {
+	badgerOnly(t) // PostgreSQL takes any transaction size: no parts
+	// A small memtable: Badger's transactions hold 15 % of one, and 400
+	// items with long descriptions outgrow that.
+	st, err := openWith(t.TempDir(), storage.Options{MemTableSize: 1 << 20}, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	_, m := withAlice(t, st)
+	long := strings.Repeat("d", MaxDescriptionLen)
+	var ids []string
+	for i := range 400 {
+		it, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: fmt.Sprintf("https://example.com/p/%d", i), Title: "Item", Description: long, Text: "body"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, it.ID)
+	}
+	labels := makeLabels(t, st, m.ID, "l", 2)
+	had, add := labels[0], labels[1]
+	if _, err := Of(st).SetItemLabels(t.Context(), m.ID, ids[len(ids)-1:], LabelChange{Set: &[]string{had}}); err != nil {
+		t.Fatal(err)
+	}
+	// add and ids of labels the member does not have (skipped, as Inboxt
+	// skips them), MaxBatchIDs in all: the last item, with its label, is
+	// past the limit.
+	more := []string{add}
+	for i := range MaxBatchIDs - 1 {
+		more = append(more, strconv.Itoa(900000+i))
+	}
+	_, err = Of(st).SetItemLabels(t.Context(), m.ID, ids, LabelChange{Add: more, SkipUnknown: true})
+	if !storage.IsInvalid(err) {
+		t.Fatalf("SetItemLabels: %v, want the refusal of too many labels", err)
+	}
+	items, err := Of(st).SavedItems(t.Context(), m.ID, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		if contains(it.LabelIDs, add) {
+			t.Fatalf("item %s carries the label of the refused change: %v", it.ID, it.LabelIDs)
+		}
 	}
 }
