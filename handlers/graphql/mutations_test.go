@@ -1,6 +1,7 @@
 package graphql_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -395,5 +396,86 @@ func TestRefusalsNameTheFieldTheAppsFormsRead(t *testing.T) {
 	}
 	if got := e.allEntries(map[string]any{"first": 10}); len(got) != 0 {
 		t.Errorf("%d items after the refused links", len(got))
+	}
+}
+
+// A mutation of several records that one of them refuses (an id of another
+// member's, an item not in the trash, an unknown label) answers its error
+// and changes none of them: the items, highlights and labels of both
+// members read back as before.
+func TestRefusedBatchMutationsChangeNothing(t *testing.T) {
+	e := newEnv(t, options{})
+	bob, _ := e.newMember("bob")
+	lib := library.Of(e.store)
+	a := e.saveArticle(e.member.ID, 1, nil)
+	b := e.saveArticle(e.member.ID, 2, nil)
+	x := e.saveArticle(bob.ID, 3, nil)
+	if _, err := lib.SetItemsStatus(t.Context(), e.member.ID, []string{b.ID}, library.StatusDeleted); err != nil {
+		t.Fatal(err)
+	}
+	seg := []library.HighlightSegment{{XPath: "/p[1]", Text: "Body", StartOffset: 0, EndOffset: 4}}
+	h, err := lib.CreateHighlight(t.Context(), e.member.ID, a.ID, seg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hx, err := lib.CreateHighlight(t.Context(), bob.ID, x.ID, seg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l1, err := lib.CreateLabel(t.Context(), e.member.ID, "One", "#111111")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lib.CreateLabel(t.Context(), e.member.ID, "Two", "#222222"); err != nil {
+		t.Fatal(err)
+	}
+	snapshot := func() string {
+		var out []any
+		for _, m := range []struct{ id, item string }{{e.member.ID, ""}, {bob.ID, x.ID}} {
+			ids := []string{a.ID, b.ID}
+			if m.item != "" {
+				ids = []string{m.item}
+			}
+			items, err := lib.SavedItems(t.Context(), m.id, ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			labels, err := lib.Labels(t.Context(), m.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, items, labels)
+			for _, id := range ids {
+				hls, err := lib.ItemHighlights(t.Context(), m.id, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, hls)
+			}
+		}
+		j, _ := json.Marshal(out)
+		return string(j)
+	}
+	before := snapshot()
+	for _, c := range []struct {
+		name, query string
+		data        map[string]any
+		code        string
+	}{
+		{"updateSavedItemsStatus", updateStatusMutation, map[string]any{"ids": []string{a.ID, x.ID}, "status": "ARCHIVED"}, "NOT_FOUND"},
+		{"updateSavedItemStatus", `mutation U($data: UpdateSavedItemStatusInput!) { updateSavedItemStatus(data: $data) { success } }`,
+			map[string]any{"ids": []string{a.ID, x.ID}, "status": "ARCHIVED"}, "NOT_FOUND"},
+		{"updateSavedItemsReadStatus", readStatusMutation, map[string]any{"ids": []string{a.ID, x.ID}, "isRead": true}, "NOT_FOUND"},
+		{"permanentlyDeleteSavedItems", permanentlyDeleteMutation, map[string]any{"ids": []string{b.ID, a.ID}}, "BAD_USER_INPUT"},
+		{"deleteHighlights", deleteHighlightsMutation, map[string]any{"items": []any{map[string]any{"id": h.ID}, map[string]any{"id": hx.ID}}}, "NOT_FOUND"},
+		{"reorderLabels", reorderLabelsMutation, map[string]any{"ids": []string{l1.ID, "424242"}}, "NOT_FOUND"},
+	} {
+		r := e.post(e.session, c.query, map[string]any{"data": c.data})
+		if len(r.Errors) == 0 || r.Errors[0].Code() != c.code {
+			t.Fatalf("%s: errors %+v, want %s", c.name, r.Errors, c.code)
+		}
+		if after := snapshot(); after != before {
+			t.Fatalf("%s changed the store:\nbefore %s\nafter  %s", c.name, before, after)
+		}
 	}
 }
