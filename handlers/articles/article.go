@@ -18,17 +18,28 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
-// QueueURL saves a pending item for rawURL (or marks the
-// member's item with that URL to be fetched again) and hands it to the
-// background fetches: the client's answer does not wait for the site.
-// What can be refused without fetching is refused here, storing nothing.
-func (s *Service) QueueURL(ctx context.Context, memberID, rawURL string, labelIDs []string) (itemID string, err error) {
+// CheckURL returns rawURL normalised, or what QueueURL would refuse it
+// with before any write or network round trip (a caller that makes
+// something for the save, such as its labels, asks first).
+func (s *Service) CheckURL(rawURL string) (string, error) {
 	norm, err := library.NormalizeURL(rawURL)
 	if err != nil {
 		return "", err
 	}
 	if err := s.opts.Fetcher.Check(norm); err != nil {
 		return "", fetchError(err)
+	}
+	return norm, nil
+}
+
+// QueueURL saves a pending item for rawURL (or marks the
+// member's item with that URL to be fetched again) and hands it to the
+// background fetches: the client's answer does not wait for the site.
+// What can be refused without fetching is refused here, storing nothing.
+func (s *Service) QueueURL(ctx context.Context, memberID, rawURL string, labelIDs []string) (itemID string, err error) {
+	norm, err := s.CheckURL(rawURL)
+	if err != nil {
+		return "", err
 	}
 	it, err := library.Of(s.store).QueueFetch(ctx, memberID, library.NewItem{
 		URL:         norm,

@@ -185,17 +185,19 @@ func (r *mutationResolver) SaveURL(ctx context.Context, in generated.SaveURLInpu
 		return &generated.SaveError{ErrorCodes: []generated.SaveErrorCode{generated.SaveErrorCodeUnauthorized}}, nil
 	}
 	var labelIDs, made []string
-	if len(in.Labels) > 0 {
+	if _, err = r.s.articles.CheckURL(in.URL); err == nil && len(in.Labels) > 0 {
+		// Checked first, a URL the save refuses makes no label.
 		labelIDs, made, err = r.labelIDsByName(ctx, id, in.Labels)
 	}
 	if err == nil {
 		_, err = r.s.articles.QueueURL(ctx, id, in.URL, labelIDs)
 	}
 	if err != nil {
-		// A refused save changes nothing: the labels made for it go
-		// (nothing carries them yet).
+		// A refused save changes nothing: the labels made for it go,
+		// unless another request has found one by its name and put it
+		// on an item meanwhile.
 		for _, l := range made {
-			_ = library.Of(r.s.store).DeleteLabel(ctx, id, l)
+			_, _ = library.Of(r.s.store).DeleteUnusedLabel(ctx, id, l)
 		}
 		labelsChanged(ctx)
 		return nil, err

@@ -130,8 +130,9 @@ func (h *Handler) serveBulk(w http.ResponseWriter, r *http.Request, m *members.M
 			_, err = lib.SetItemLabels(ctx, m.ID, ids, library.LabelChange{Set: &set})
 			if err != nil && made {
 				// A refused form changes nothing: the label made for
-				// it goes (nothing carries it yet).
-				_ = lib.DeleteLabel(ctx, m.ID, id)
+				// it goes, unless another request has found it by its
+				// name and put it on an item meanwhile.
+				_, _ = lib.DeleteUnusedLabel(ctx, m.ID, id)
 			}
 		}
 		done = "labelled"

@@ -380,6 +380,33 @@ func (s Store) DeleteLabel(ctx context.Context, memberID, id string) error {
 	}, unlabel)
 }
 
+// DeleteUnusedLabel deletes the member's label id if no item carries it,
+// in one transaction, and reports whether it did: a request that made a
+// label and was then refused takes its label back this way, which leaves
+// it to any other request that found it by name and used it meanwhile.
+func (s Store) DeleteUnusedLabel(ctx context.Context, memberID, id string) (bool, error) {
+	deleted := false
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		deleted = false
+		var l Label
+		if err := tx.GetJSON(labelKey(memberID, id), &l); err != nil {
+			return err
+		}
+		if items, err := labelItems(tx, memberID, id); err != nil || len(items) > 0 {
+			return err
+		}
+		if err := deleteLabelNameKeys(tx, memberID, l.Name, l.ID); err != nil {
+			return err
+		}
+		if err := listsChanged(tx, memberID); err != nil {
+			return err
+		}
+		deleted = true
+		return tx.Delete(labelKey(memberID, id))
+	})
+	return deleted, err
+}
+
 // ReorderLabels puts the labels with ids first, in that order; the others
 // follow in their previous order.
 func (s Store) ReorderLabels(ctx context.Context, memberID string, ids []string) ([]*Label, error) {

@@ -384,3 +384,49 @@ func TestRefusedLabelChangeInPartsChangesNoItem(t *testing.T) {
 		}
 	}
 }
+
+// A label taken back by the request that made it (DeleteUnusedLabel, after
+// that request was refused) stays when another request has put it on an
+// item meanwhile, with that item keeping it; a label nothing carries goes,
+// and its name can be made again.
+func TestAnUnusedLabelIsTakenBackAndAUsedOneStays(t *testing.T) {
+	st, m := openSavedTest(t)
+	ctx := t.Context()
+	used, err := Of(st).CreateLabel(ctx, m.ID, "Fresh", "#336699")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unused, err := Of(st).CreateLabel(ctx, m.ID, "Spare", "#336699")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another request found "Fresh" by its name and saved an item with it.
+	it, _, err := Of(st).SaveItem(ctx, m.ID, NewItem{URL: "https://example.com/b", Title: "B", Text: "body", LabelIDs: []string{used.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if deleted, err := Of(st).DeleteUnusedLabel(ctx, m.ID, used.ID); err != nil || deleted {
+		t.Fatalf("taking back a label an item carries: deleted %v, %v", deleted, err)
+	}
+	if deleted, err := Of(st).DeleteUnusedLabel(ctx, m.ID, unused.ID); err != nil || !deleted {
+		t.Fatalf("taking back a label nothing carries: deleted %v, %v", deleted, err)
+	}
+	labels, err := Of(st).Labels(ctx, m.ID)
+	if err != nil || len(labels) != 1 || labels[0].ID != used.ID {
+		t.Fatalf("labels afterwards: %+v, %v; want Fresh alone", labels, err)
+	}
+	got, err := Of(st).SavedItem(ctx, m.ID, it.ID)
+	if err != nil || len(got.LabelIDs) != 1 || got.LabelIDs[0] != used.ID {
+		t.Fatalf("the other request's item: %+v, %v; want it labelled Fresh", got, err)
+	}
+	page, err := Of(st).SavedItemsPage(ctx, m.ID, ItemFilter{LabelsAll: [][]string{{"Fresh"}}}, PageRequest{Field: SortCreatedAt, First: 10})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("label:Fresh afterwards: %+v, %v", page, err)
+	}
+	if _, err := Of(st).CreateLabel(ctx, m.ID, "Spare", "#336699"); err != nil {
+		t.Fatalf("the name of a label taken back, made again: %v", err)
+	}
+	if _, err := Of(st).DeleteUnusedLabel(ctx, m.ID, unused.ID); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("taking back a label already gone: %v, want ErrNotFound", err)
+	}
+}
