@@ -357,6 +357,27 @@ func (x *Exports) serveAtom(w http.ResponseWriter, r *http.Request, m *members.M
 	// The entries are written one at a time, each with its content read
 	// just before: a page's contents (up to feedItems of
 	// library.MaxContentLen each) are never held at once.
+	content := func(i int) (*atomText, error) {
+		c, err := lib.ItemContent(r.Context(), m.ID, page.Items[i].ID)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return nil, err
+		}
+		if c != nil && c.HTML != "" {
+			return &atomText{Type: "html", Body: c.HTML}, nil
+		}
+		return nil, nil
+	}
+	// The first is read before the status line: a store that fails or
+	// refuses for now (most often from the first read on) is answered as
+	// such, with Retry-After when it says when, not with a feed cut short.
+	var first *atomText
+	if len(feed.Entries) > 0 {
+		var err error
+		if first, err = content(0); err != nil {
+			x.feedsFailed(w, r, err)
+			return
+		}
+	}
 	_, _ = w.Write([]byte(xml.Header))
 	enc := xml.NewEncoder(w)
 	el := func(name string) xml.StartElement { return xml.StartElement{Name: xml.Name{Local: name}} }
@@ -372,13 +393,10 @@ func (x *Exports) serveAtom(w http.ResponseWriter, r *http.Request, m *members.M
 	}
 	for i := 0; i < len(feed.Entries) && err == nil; i++ {
 		e := feed.Entries[i]
-		c, cerr := lib.ItemContent(r.Context(), m.ID, page.Items[i].ID)
-		if cerr != nil && !errors.Is(cerr, storage.ErrNotFound) {
-			err = cerr
-			break
-		}
-		if c != nil && c.HTML != "" {
-			e.Content = &atomText{Type: "html", Body: c.HTML}
+		if e.Content = first; i > 0 {
+			if e.Content, err = content(i); err != nil {
+				break
+			}
 		}
 		err = enc.EncodeElement(e, el("entry"))
 	}
