@@ -87,12 +87,13 @@ func (x *Exports) serveExport(w http.ResponseWriter, r *http.Request, m *members
 	// the other (a second one while the first downloads is refused, not
 	// queued), so that a client repeating its request cannot make this
 	// process read the library many times at once.
-	if _, busy := x.exporting.LoadOrStore(m.ID, struct{}{}); busy {
+	key := exportKey{x.store, m.ID}
+	if _, busy := exporting.LoadOrStore(key, struct{}{}); busy {
 		w.Header().Set("Retry-After", strconv.Itoa(exportRetryAfter))
 		fail(http.StatusTooManyRequests, "Your previous export is still being downloaded; try again once it has finished.")
 		return
 	}
-	defer x.exporting.Delete(m.ID)
+	defer exporting.Delete(key)
 	labels, names, err := x.exportLabels(r.Context(), m.ID)
 	if err != nil {
 		if status, _, ok := inboxtapi.Refusal(w, err); ok {

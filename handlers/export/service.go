@@ -64,9 +64,17 @@ type Exports struct {
 	parse func(q string) (*Query, error)
 	now   func() time.Time
 	log   *zap.Logger
-	// exporting holds the members whose zip this process is writing: one
-	// at a time each (an export reads the whole library).
-	exporting sync.Map
+}
+
+// exporting holds, by store and member, the zips this process is writing:
+// one at a time each (an export reads the whole library), whichever of a
+// site's handlers or configurations (before and after a reload) serves it.
+var exporting sync.Map
+
+// exportKey is a key of exporting.
+type exportKey struct {
+	store    *storage.Store
+	memberID string
 }
 
 // New returns the export routes of a site on store.
