@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -227,7 +226,7 @@ func (x *Exports) feedSearch(r *http.Request, def, what string) (q, label string
 	if label != "" {
 		// No label has such a name, and the feed's title, id and links
 		// would each repeat it.
-		if !utf8.ValidString(label) || utf8.RuneCountInString(label) > library.MaxLabelNameLen {
+		if !library.LabelNameCanBe(label) {
 			return "", "", nil, fmt.Errorf("label: a label's name is 1 to %d characters", library.MaxLabelNameLen)
 		}
 		srch.Filter.LabelsAll = append(srch.Filter.LabelsAll, []string{label})

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -388,6 +390,22 @@ func TestOPDSLabelsWithCommasAndQuotes(t *testing.T) {
 	notBozo(t, got, "label feed")
 	if entries, _ := got["entries"].([]any); len(entries) != 1 || entries[0].(map[string]any)["title"] != "Item of "+names[1] {
 		t.Fatalf("label feed: %v", got)
+	}
+	// A name of the longest a label's can be, asked for decomposed (NFD:
+	// three times as many characters), is the label's.
+	long := strings.Repeat("한", library.MaxLabelNameLen)
+	it := e.saveArticle(e.member.ID, 9, func(in *library.NewItem) { in.Title = "Item of the long name" })
+	lb, err := library.Of(e.store).CreateLabel(ctx, e.member.ID, long, "#112233")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := library.Of(e.store).SetItemLabels(ctx, e.member.ID, []string{it.ID}, library.LabelChange{Add: []string{lb.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	status, _, b := fetch(t, atom+"?label="+url.QueryEscape(norm.NFD.String(long)))
+	got = feedparse(t, b)
+	if entries, _ := got["entries"].([]any); status != http.StatusOK || len(entries) != 1 || entries[0].(map[string]any)["title"] != "Item of the long name" {
+		t.Fatalf("label feed of a long name spelled decomposed: HTTP %d %v", status, got)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -68,7 +67,7 @@ func stateOf(r *http.Request) listState {
 	if !validSort(s.Sort) {
 		s.Sort = DefaultSort
 	}
-	if !utf8.ValidString(s.Label) || utf8.RuneCountInString(s.Label) > library.MaxLabelNameLen {
+	if !library.LabelNameCanBe(s.Label) {
 		s.Label, s.badLabel = "", true
 	}
 	return s

@@ -65,6 +65,19 @@ func labelNameFold(name string) string {
 }
 func savedQueryKey(memberID, id string) []byte { return storage.Key("u", memberID, "gql", "sq", id) }
 
+// LabelNameCanBe reports whether some label could be named name as a
+// client spells it (a feed's or a page's ?label=): UTF-8 of at most
+// MaxLabelNameLen characters once in NFC, as names are kept, so a name
+// spelled decomposed (NFD) counts as its label's. Longer spellings are
+// refused before normalising: a canonical decomposition is at most four
+// characters long.
+func LabelNameCanBe(name string) bool {
+	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > 4*MaxLabelNameLen {
+		return false
+	}
+	return utf8.RuneCountInString(norm.NFC.String(name)) <= MaxLabelNameLen
+}
+
 func validateLabel(name, color string) (string, string, error) {
 	name = strings.TrimSpace(name)
 	if utf8.ValidString(name) {
