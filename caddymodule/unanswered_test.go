@@ -144,6 +144,12 @@ http://:9080 {
 	if other.status != 404 || !strings.Contains(other.body, "add http://mybox.example:9080 to the site&#39;s addresses in the Caddyfile") {
 		t.Errorf("another host name: HTTP %d\n%s", other.status, other.body)
 	}
+	// Under that name every path is this page: it offers no sign-in and no
+	// home link, which would only bring it back.
+	if strings.Contains(other.body, "/auth/sign_in") || strings.Contains(other.body, `href="/"`) ||
+		!strings.Contains(other.body, `<span class="brand">`) {
+		t.Errorf("the page for another host name links back to itself:\n%s", other.body)
+	}
 	fetchAnswer(t, "GET", testSite+"/again", "mybox.example:9080")
 	logged, _ := os.ReadFile(logFile)
 	if n := strings.Count(string(logged), `"add_site_address":"http://mybox.example:9080"`); n != 1 {

@@ -20,6 +20,10 @@ type PageExtras struct {
 	Wide bool
 	// NoHeading: the content starts with its own h1.
 	NoHeading bool
+	// noLinks: the header names the site without linking anywhere (no
+	// home link, no sign-in or member menu), for a page served under a
+	// host name where every path answers with that same page.
+	noLinks bool
 }
 
 // RenderWith is Render with extras. The caller sets the page's

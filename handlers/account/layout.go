@@ -22,7 +22,37 @@ func writeLayout(b *bytes.Buffer, ld *layoutData) {
 	b.WriteString(string(ld.Script))
 	b.WriteString("\n")
 	b.WriteString(string(ld.Head))
-	b.WriteString("\n</head>\n<body>\n<a class=\"skip\" href=\"#main\">Skip to content</a>\n<header class=\"site\">\n<a class=\"brand\" href=\"/\">")
+	b.WriteString("\n</head>\n<body>\n<a class=\"skip\" href=\"#main\">Skip to content</a>\n<header class=\"site\">\n")
+	if ld.NoLinks {
+		b.WriteString("<span class=\"brand\">")
+		WriteEscaped(b, ld.SiteName)
+		b.WriteString("</span>")
+	} else {
+		writeHeaderLinks(b, ld)
+	}
+	b.WriteString("\n</header>\n<main id=\"main\"")
+	if ld.Wide {
+		b.WriteString(" class=\"wide\"")
+	}
+	b.WriteString(">\n")
+	if ld.Heading {
+		b.WriteString("<h1>")
+		WriteEscaped(b, ld.Title)
+		b.WriteString("</h1>")
+	}
+	b.WriteString("\n")
+	if ld.writeBody != nil {
+		ld.writeBody(b)
+	} else {
+		b.WriteString(string(ld.Body))
+	}
+	b.WriteString("\n</main>\n</body>\n</html>\n")
+}
+
+// writeHeaderLinks writes the site header's links: the site's name to its
+// home, then the member menu, or the sign-in links.
+func writeHeaderLinks(b *bytes.Buffer, ld *layoutData) {
+	b.WriteString("<a class=\"brand\" href=\"/\">")
 	WriteEscaped(b, ld.SiteName)
 	b.WriteString("</a>\n<nav aria-label=\"Account\">")
 	if m := ld.Member; m != nil {
@@ -44,21 +74,5 @@ func writeLayout(b *bytes.Buffer, ld *layoutData) {
 		}
 		b.WriteString("\n</ul>")
 	}
-	b.WriteString("\n</nav>\n</header>\n<main id=\"main\"")
-	if ld.Wide {
-		b.WriteString(" class=\"wide\"")
-	}
-	b.WriteString(">\n")
-	if ld.Heading {
-		b.WriteString("<h1>")
-		WriteEscaped(b, ld.Title)
-		b.WriteString("</h1>")
-	}
-	b.WriteString("\n")
-	if ld.writeBody != nil {
-		ld.writeBody(b)
-	} else {
-		b.WriteString(string(ld.Body))
-	}
-	b.WriteString("\n</main>\n</body>\n</html>\n")
+	b.WriteString("\n</nav>")
 }

@@ -86,11 +86,13 @@ var favicon = sync.OnceValue(func() []byte {
 
 // UnknownHost writes the page for a request that reached the server under
 // a host name no site block names: address is the site address to add
-// (scheme://host:port, as the request came).
+// (scheme://host:port, as the request came). Under that name every path
+// answers with this page, so its header links nowhere: a sign-in or home
+// link would only bring it back.
 func (p *Pages) UnknownHost(w http.ResponseWriter, r *http.Request, address string) {
-	p.Render(w, r, http.StatusNotFound, "This site has another name", messageTmpl, message{
+	p.render(w, r, http.StatusNotFound, "This site has another name", messageTmpl, message{
 		Text: "This server runs a Hearth site, but not under the name you used. To reach it as " + address +
 			", add " + address + " to the site's addresses in the Caddyfile (the line that opens its block, " +
 			"names separated by commas) and reload Caddy; otherwise, open it under one of the names listed there.",
-	})
+	}, PageExtras{noLinks: true})
 }

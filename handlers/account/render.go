@@ -146,6 +146,8 @@ type layoutData struct {
 	Wide bool
 	// Home is the site's library, linked first in the member menu (WithHome).
 	Home string
+	// NoLinks: see PageExtras.noLinks.
+	NoLinks bool
 }
 
 // Render writes a page: content, executed with data, inside the shared
@@ -189,6 +191,7 @@ func (p *Pages) renderBody(w http.ResponseWriter, r *http.Request, status int, t
 		writeBody:        write,
 		Head:             ex.Head,
 		Wide:             ex.Wide,
+		NoLinks:          ex.noLinks,
 	}
 	if ex.NoHeading {
 		ld.Heading = false

@@ -130,6 +130,32 @@ func TestPocketHighlightsArePlacedOnceTheFetchBringsTheContent(t *testing.T) {
 	}
 }
 
+// An annotation whose address no row of the list has becomes an item of
+// its own, saved on the day of its earliest highlight (Pocket gives it no
+// saved date), not on the day of the import.
+func TestAnnotationOnlyPocketItemIsSavedWhenFirstHighlighted(t *testing.T) {
+	e := newEnv(t, options{NoImportFetch: true})
+	csv := "title,url,time_added,cursor,tags,status\r\nListed,https://example.org/listed,1600000000,a,,unread\r\n"
+	ann := `[{"url":"https://example.org/listed","title":"Listed","highlights":[{"quote":"a quote of the listed item","created_at":1500000000}]},` +
+		`{"url":"https://example.org/hidden","title":"Hidden","highlights":[{"quote":"the later one","created_at":1610000000},{"quote":"the first one","created_at":1605000000}]}]`
+	status, out := upload(t, e.srv.URL, e.token, "pocket.zip", pocketZip(t, csv, ann), "")
+	if status != http.StatusCreated {
+		t.Fatalf("HTTP %d %v", status, out)
+	}
+	if job := waitImport(t, e.store, e.member.ID, out["jobId"].(string)); job.State != library.ImportDone || job.Created != 2 {
+		t.Fatalf("job: %+v", job)
+	}
+	saved := map[string]string{}
+	for _, it := range e.allEntries(map[string]any{"first": 10}) {
+		saved[it.Title] = it.CreatedAt
+	}
+	for title, sec := range map[string]int64{"Listed": 1600000000, "Hidden": 1605000000} {
+		if got, err := time.Parse(time.RFC3339Nano, saved[title]); err != nil || !got.Equal(time.Unix(sec, 0)) {
+			t.Errorf("%s is saved at %q, want %s", title, saved[title], time.Unix(sec, 0).UTC())
+		}
+	}
+}
+
 // Readwise's highlights CSV after its Reader CSV: the articles are there
 // already, found by their titles (the highlights export gives no address),
 // and get the highlights they lack; importing either again adds nothing.

@@ -131,8 +131,10 @@ func TestPocketZipIsDetectedAndKeepsDatesTagsAndStatus(t *testing.T) {
 	if len(g.Highlights) != 1 || !g.Highlights[0].CreatedAt.Equal(at(1739500000)) {
 		t.Fatalf("highlights of a row of the second part: %+v", g.Highlights)
 	}
-	// An entry whose URL no row has is an item of its own, after the rows.
-	if h := items[4]; h.URL != "https://example.org/hidden-from-the-list" || len(h.Highlights) != 1 || h.Status != library.StatusActive {
+	// An entry whose URL no row has is an item of its own, after the rows,
+	// saved when it was first highlighted.
+	if h := items[4]; h.URL != "https://example.org/hidden-from-the-list" || len(h.Highlights) != 1 || h.Status != library.StatusActive ||
+		!h.SavedAt.Equal(at(1600000000)) {
 		t.Fatalf("highlights without a row: %+v", h)
 	}
 }

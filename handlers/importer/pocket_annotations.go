@@ -138,7 +138,16 @@ func (q *pocketQuotes) next() *Item {
 		if e.used || len(e.highlights) == 0 {
 			continue
 		}
-		return &Item{Ref: e.ref, URL: e.url, Title: e.title, Status: library.StatusActive, Highlights: e.highlights}
+		// Pocket gives such an item no saved date, only its highlights':
+		// it was saved at latest when first highlighted, which says more
+		// than the day of the import.
+		var saved time.Time
+		for _, h := range e.highlights {
+			if !h.CreatedAt.IsZero() && (saved.IsZero() || h.CreatedAt.Before(saved)) {
+				saved = h.CreatedAt
+			}
+		}
+		return &Item{Ref: e.ref, URL: e.url, Title: e.title, Status: library.StatusActive, SavedAt: saved, Highlights: e.highlights}
 	}
 	return nil
 }

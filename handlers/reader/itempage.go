@@ -92,9 +92,11 @@ func writeItem(b *bytes.Buffer, d *itemData) {
 	escape(b, source)
 	b.WriteString("</span> · ")
 	writeDate(b, d.Saved, "Saved ")
-	b.WriteString(" · <span>")
-	b.WriteString(strconv.Itoa(d.Minutes))
-	b.WriteString(" min read</span>")
+	if d.Minutes != 0 {
+		b.WriteString(" · <span>")
+		b.WriteString(strconv.Itoa(d.Minutes))
+		b.WriteString(" min read</span>")
+	}
 	if d.Progress != 0 {
 		b.WriteString(" · <span>")
 		b.WriteString(strconv.Itoa(d.Progress))

@@ -359,10 +359,11 @@ func row(it *library.SavedItem, labelNames map[string]string, query string) item
 	return r
 }
 
-// minutes is the reading time at 200 words a minute (as the API's
-// reading-time: filter counts it), at least one.
+// minutes is the reading time at 200 words a minute, rounded up as the
+// API's reading-time: filter counts it: zero only for an item without
+// words (a failed fetch, a highlight-only import), which then shows none.
 func minutes(words int) int {
-	return max(1, (words+199)/200)
+	return (max(words, 0) + 199) / 200
 }
 
 // quote is the text of a highlight: its segments joined in reverse, as

@@ -824,3 +824,28 @@ func TestNewsletterSenderSaidOnce(t *testing.T) {
 		t.Error("an article's author and site are not both shown")
 	}
 }
+
+// An item without words (a fetch that failed, a highlight-only import)
+// shows no reading time, in the list or the reader, rather than "1 min";
+// one with words still shows its own.
+func TestItemWithoutWordsShowsNoReadingTime(t *testing.T) {
+	f := newFixture(t)
+	empty := f.save("Gone page", "gone.example", 0, library.NewItem{HTML: " "})
+	f.save("Short note", "note.example", 150, library.NewItem{})
+	meta := func(body, after string) string {
+		m := body[strings.Index(body, after):]
+		m = m[strings.Index(m, `<p class="meta">`):]
+		return m[:strings.Index(m, "</p>")]
+	}
+	_, body, _ := f.get("/library")
+	if m := meta(body, ">Gone page</a>"); !strings.HasSuffix(m, "</time>") || strings.Contains(m, " min") {
+		t.Errorf("the list's row of an item without words says %s", m)
+	}
+	if m := meta(body, ">Short note</a>"); !strings.HasSuffix(m, "</time> · 1 min") {
+		t.Errorf("the list's row of a short item says %s", m)
+	}
+	_, body, _ = f.get("/library/item/" + empty.ID)
+	if m := meta(body, `<h1 id="title">`); !strings.Contains(m, `</time> · <a href="https://gone.example/`) || strings.Contains(m, "min read") {
+		t.Errorf("the reader's line of an item without words says %s", m)
+	}
+}

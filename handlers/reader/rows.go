@@ -40,9 +40,11 @@ func writeItems(b *bytes.Buffer, items []itemRow) {
 		}
 		b.WriteString(" · ")
 		writeDate(b, it.Saved, "")
-		b.WriteString(" · ")
-		b.WriteString(strconv.Itoa(it.Minutes))
-		b.WriteString(" min")
+		if it.Minutes != 0 {
+			b.WriteString(" · ")
+			b.WriteString(strconv.Itoa(it.Minutes))
+			b.WriteString(" min")
+		}
 		if it.Progress != 0 {
 			b.WriteString(" · ")
 			b.WriteString(strconv.Itoa(it.Progress))

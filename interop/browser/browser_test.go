@@ -276,6 +276,7 @@ func (s *suite) check(name string) {
 				chromedp.Evaluate(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, nil, awaitPromise),
 			)
 			s.axeClean(variant)
+			s.controlsUseAccent(variant)
 			// No broken image: every img is drawn (an image not stored is
 			// a placeholder without an address, not an img).
 			var broken string
@@ -310,6 +311,28 @@ func (s *suite) check(name string) {
 		}
 	}
 	s.run(name+": reset", emulation.SetEmulatedMedia().WithFeatures(nil), chromedp.EmulateViewport(1280, 800))
+}
+
+// controlsUseAccent checks that the native controls drawn in the
+// browser's own colour (checkboxes, radio buttons, progress bars, sliders)
+// take the site's accent (--accent) in the colour scheme shown: by default
+// Chromium draws them in its blue, which clashes with the pages.
+func (s *suite) controlsUseAccent(name string) {
+	s.t.Helper()
+	var off string
+	s.run(name+": accent of controls", chromedp.Evaluate(`(() => {
+	const probe = document.createElement("span");
+	probe.style.color = "var(--accent)";
+	document.body.append(probe);
+	const accent = getComputedStyle(probe).color;
+	probe.remove();
+	return [...document.querySelectorAll("input[type=checkbox], input[type=radio], input[type=range], progress")]
+		.filter(e => getComputedStyle(e).accentColor !== accent)
+		.map(e => e.outerHTML.slice(0, 80) + " is " + getComputedStyle(e).accentColor + ", not " + accent).slice(0, 4).join("; ");
+})()`, &off))
+	if off != "" {
+		s.t.Errorf("%s: controls not in the site's accent: %s", name, off)
+	}
 }
 
 // axeClean runs axe-core on the page as it is now (a state of it: a
@@ -545,6 +568,9 @@ func TestMemberPagesInChromium(t *testing.T) {
 	s.submit(`form[enctype="multipart/form-data"] button[type=submit]`)
 	if n := s.count(`article[id^="job-"]`); n != 1 {
 		t.Fatalf("%d imports listed after uploading one", n)
+	}
+	if n := s.count("progress"); n != 1 {
+		t.Fatalf("%d progress bars for one import, want 1 (its check of the controls' accent would check none)", n)
 	}
 	s.check("import-job")
 
