@@ -104,6 +104,12 @@ func (s listState) values() url.Values {
 // URL is the library page of s.
 func (s listState) URL() string { return withQuery(Path, s.values()) }
 
+// at is the same list from the page after the cursor after ("": its first).
+func (s listState) at(after string) listState {
+	s.After = after
+	return s
+}
+
 func withQuery(path string, v url.Values) string {
 	if len(v) == 0 {
 		return path
@@ -253,7 +259,7 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 					ItemTitle: hl.ItemTitle, ItemURL: st.itemURL(hl.SavedItemID) + "#hl-" + hl.ID, Created: hl.CreatedAt})
 			}
 			if page.HasNext && len(page.Cursors) > 0 {
-				d.NextURL = listState{Q: st.Q, Sort: st.Sort, After: page.Cursors[len(page.Cursors)-1], Label: st.Label}.URL()
+				d.NextURL = st.at(page.Cursors[len(page.Cursors)-1]).URL()
 			}
 		}
 	} else if err == nil {
@@ -271,7 +277,7 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 				d.Items = append(d.Items, row(it, names, query))
 			}
 			if page.HasNext && len(page.Cursors) > 0 {
-				d.NextURL = listState{Q: st.Q, Sort: st.Sort, After: page.Cursors[len(page.Cursors)-1], Label: st.Label}.URL()
+				d.NextURL = st.at(page.Cursors[len(page.Cursors)-1]).URL()
 			}
 		}
 	}
@@ -284,7 +290,7 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 		status = http.StatusBadRequest
 	}
 	if st.After != "" {
-		d.FirstURL = listState{Q: st.Q, Sort: st.Sort, Label: st.Label}.URL()
+		d.FirstURL = st.at("").URL()
 	}
 	if len(d.Items) == 0 && len(d.Highlights) == 0 && d.Error == "" {
 		switch {
