@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	readability "codeberg.org/readeck/go-readability/v2"
 	"golang.org/x/net/html/charset"
@@ -32,11 +33,22 @@ func (s *Service) CheckURL(rawURL string) (string, error) {
 	return norm, nil
 }
 
+// Placement is where QueueURL puts the item it saves: the labels it adds,
+// its status (the inbox when "") and its saved date (zero: now for a new
+// item, the date it has for one saved before), as library.NewItem's
+// fields of those names. The item has them from the save on; the fetch
+// that follows keeps them.
+type Placement struct {
+	LabelIDs []string
+	Status   string
+	SavedAt  time.Time
+}
+
 // QueueURL saves a pending item for rawURL (or marks the
 // member's item with that URL to be fetched again) and hands it to the
 // background fetches: the client's answer does not wait for the site.
 // What can be refused without fetching is refused here, storing nothing.
-func (s *Service) QueueURL(ctx context.Context, memberID, rawURL string, labelIDs []string) (itemID string, err error) {
+func (s *Service) QueueURL(ctx context.Context, memberID, rawURL string, at Placement) (itemID string, err error) {
 	norm, err := s.CheckURL(rawURL)
 	if err != nil {
 		return "", err
@@ -45,7 +57,9 @@ func (s *Service) QueueURL(ctx context.Context, memberID, rawURL string, labelID
 		URL:         norm,
 		Title:       Clip(processingTitlePrefix+norm+"...", library.MaxTitleLen),
 		Description: Clip(processingDescription(library.SourceDomain(norm)), library.MaxDescriptionLen),
-		LabelIDs:    labelIDs,
+		LabelIDs:    at.LabelIDs,
+		Status:      at.Status,
+		SavedAt:     at.SavedAt,
 	}, s.private())
 	if err != nil {
 		return "", err

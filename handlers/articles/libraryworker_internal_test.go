@@ -108,7 +108,7 @@ func newAlice(t *testing.T, st *storage.Store) *members.Member {
 // returns the item's id.
 func mustQueue(t *testing.T, s *Service, memberID, rawURL string) string {
 	t.Helper()
-	id, err := s.QueueURL(t.Context(), memberID, rawURL, nil)
+	id, err := s.QueueURL(t.Context(), memberID, rawURL, Placement{})
 	if err != nil {
 		t.Fatal(err)
 	}

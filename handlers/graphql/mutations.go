@@ -18,7 +18,7 @@ func (r *mutationResolver) AddArticleFromURL(ctx context.Context, in generated.A
 	if err != nil {
 		return nil, err
 	}
-	itemID, err := r.s.articles.QueueURL(ctx, id, in.URL, in.LabelIds)
+	itemID, err := r.s.articles.QueueURL(ctx, id, in.URL, articles.Placement{LabelIDs: in.LabelIds})
 	if err != nil {
 		return nil, err
 	}

@@ -196,7 +196,7 @@ func (s *Service) Importer() *importer.Runner { return s.articles.Importer() }
 // item now, the article fetched in the background. Its error is for the
 // member (articles.MemberMessage).
 func (s *Service) SaveURL(ctx context.Context, memberID, rawURL string, labelIDs []string) error {
-	_, err := s.articles.QueueURL(ctx, memberID, rawURL, labelIDs)
+	_, err := s.articles.QueueURL(ctx, memberID, rawURL, articles.Placement{LabelIDs: labelIDs})
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -58,9 +59,8 @@ func (s Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*Save
 			c := *old
 			c.LabelIDs = append([]string(nil), old.LabelIDs...)
 			it = &c
-			if in.finishesFetch == "" { // a finished fetch keeps where the member put the item
-				it.Status = StatusActive
-				it.DeletedAt = nil
+			if in.finishesFetch == "" && !in.SavedAt.IsZero() {
+				it.CreatedAt = in.SavedAt
 			}
 		} else {
 			created = true
@@ -71,8 +71,10 @@ func (s Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*Save
 			it.ID = id
 			it.MemberID = memberID
 			it.Type = in.Type
-			it.Status = StatusActive
-			it.CreatedAt = t
+			it.CreatedAt = cmp.Or(in.SavedAt, t)
+		}
+		if in.finishesFetch == "" { // a finished fetch keeps where the member put the item
+			placeItem(it, in.Status, t)
 		}
 		it.UpdatedAt = t
 		keep := in.queueFetch && old != nil // re-fetched: keep what it has until the fetch ends
@@ -198,6 +200,15 @@ func cleanNewItem(in *NewItem) (norm, msgDigest string, err error) {
 	}
 	if len(in.LabelIDs) > MaxBatchIDs {
 		return "", "", storage.Invalid("too many labels")
+	}
+	if in.Status == "" {
+		in.Status = StatusActive
+	}
+	if _, ok := statusCode[in.Status]; !ok {
+		return "", "", storage.Invalid("unknown status")
+	}
+	if in.SavedAt, err = CheckSavedAt(in.SavedAt); err != nil {
+		return "", "", err
 	}
 	if in.Title == "" {
 		if norm != "" {
@@ -339,15 +350,20 @@ func (s Store) SetItemsStatus(ctx context.Context, memberID string, ids []string
 		return nil, storage.Invalid("unknown status")
 	}
 	return s.updateItems(ctx, memberID, ids, func(_ *storage.Tx, it *SavedItem) error {
-		it.Status = status
-		if status == StatusDeleted {
-			t := storage.Now()
-			it.DeletedAt = &t
-		} else {
-			it.DeletedAt = nil
-		}
+		placeItem(it, status, storage.Now())
 		return nil
 	})
+}
+
+// placeItem puts it in status at t: an item moved to the trash is deleted
+// then, one anywhere else is not deleted.
+func placeItem(it *SavedItem, status string, t time.Time) {
+	it.Status = status
+	if status == StatusDeleted {
+		it.DeletedAt = &t
+	} else {
+		it.DeletedAt = nil
+	}
 }
 
 // ItemMetadata is a partial update of an item's descriptive fields.

@@ -104,6 +104,16 @@ type NewItem struct {
 	// private addresses, as QueueFetch's private does. A fetched page
 	// (FinishFetch) queues its images whatever these say.
 	FetchImages, ImagesPrivate bool
+	// Status is where the save puts the item: StatusActive ("": the
+	// inbox), StatusArchived or StatusDeleted (the trash), also an item
+	// saved before. A fetch that finishes (FinishFetch) keeps the item
+	// where it is, so what the save asked for, or where the member moved
+	// it since, holds.
+	Status string
+	// SavedAt, when set, is the item's saved date (CreatedAt), also for
+	// an item saved before; zero: now for a new item, and the date it has
+	// for one saved before. CheckSavedAt says which dates are taken.
+	SavedAt time.Time
 
 	queueFetch    bool   // QueueFetch: add a pending fetch, keep an existing item's content
 	fetchPrivate  bool   // QueueFetch: the fetch may reach private addresses
@@ -130,6 +140,31 @@ var sortFieldCode = map[SortField]string{
 func ValidSortField(f SortField) bool { _, ok := sortFieldCode[f]; return ok }
 
 var statusCode = map[string]string{StatusActive: "A", StatusArchived: "R", StatusDeleted: "D"}
+
+// MaxSavedAtAhead is how far past the store's clock a saved date may be.
+// A client whose clock runs a little fast saves at now; a later date is
+// refused, as an item saved in the future would stay above every later
+// save until then and count as new in every sync since.
+const MaxSavedAtAhead = 15 * time.Minute
+
+// CheckSavedAt returns t as an item keeps its saved date (UTC, to the
+// millisecond; now when t is ahead of the clock by at most
+// MaxSavedAtAhead), or an *storage.InvalidError about savedAt when t is
+// later. The zero time stays zero (no date asked for).
+func CheckSavedAt(t time.Time) (time.Time, error) {
+	if t.IsZero() {
+		return t, nil
+	}
+	now := storage.Now()
+	switch {
+	case t.After(now.Add(MaxSavedAtAhead)):
+		return time.Time{}, storage.InvalidField("savedAt", "savedAt %s is later than now (%s): a saved date may not be in the future",
+			t.UTC().Format(time.RFC3339), now.Format(time.RFC3339))
+	case t.After(now):
+		return now, nil
+	}
+	return t.UTC().Truncate(time.Millisecond), nil
+}
 
 // NormalizeURL returns the form of an article URL used to recognise the same
 // article saved twice: absolute http(s), lower-case scheme and host, no
