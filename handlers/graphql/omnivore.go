@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/omnivore"
@@ -179,18 +180,33 @@ func (r *mutationResolver) SetBookmarkArticle(ctx context.Context, in generated.
 // defaultSaveLabelColor colours the labels saveUrl creates without one.
 const defaultSaveLabelColor = "#7c7c7c"
 
+// SaveURL saves as Omnivore's saveUrl did (services/save_url.ts and
+// create_page_save_request.ts, then, once fetched, savePageJob and
+// save_page.ts parsedContentToLibraryItem, omnivore-app/omnivore @322ce62):
+// the item goes where state says (ARCHIVED: the archive, DELETED: the
+// trash, any other or none: the inbox), also an item of that URL saved
+// before, and is saved at savedAt, or now: Omnivore saved a URL saved
+// before again at the time of the save. The placeholder Hearth saves at
+// once is the item, so it is there from the save on, and the fetch keeps
+// it there. folder, publishedAt, locale and timezone are not kept (see
+// docs/omnivore.md).
 func (r *mutationResolver) SaveURL(ctx context.Context, in generated.SaveURLInput) (generated.SaveResult, error) {
 	id, err := memberID(ctx)
 	if err != nil {
 		return &generated.SaveError{ErrorCodes: []generated.SaveErrorCode{generated.SaveErrorCodeUnauthorized}}, nil
 	}
-	var labelIDs, made []string
+	at, err := omnivorePlacement(in.State, in.SavedAt)
+	if err != nil {
+		return nil, err
+	}
+	var made []string
 	if _, err = r.s.articles.CheckURL(in.URL); err == nil && len(in.Labels) > 0 {
 		// Checked first, a URL the save refuses makes no label.
-		labelIDs, made, err = r.labelIDsByName(ctx, id, in.Labels)
+		at.LabelIDs, made, err = r.labelIDsByName(ctx, id, in.Labels)
 	}
+	var itemID string
 	if err == nil {
-		_, err = r.s.articles.QueueURL(ctx, id, in.URL, labelIDs)
+		itemID, err = r.s.articles.QueueURL(ctx, id, in.URL, at)
 	}
 	if err != nil {
 		// A refused save changes nothing: the labels made for it go,
@@ -202,7 +218,37 @@ func (r *mutationResolver) SaveURL(ctx context.Context, in generated.SaveURLInpu
 		labelsChanged(ctx)
 		return nil, err
 	}
-	return &generated.SaveSuccess{URL: in.URL, ClientRequestID: in.ClientRequestID}, nil
+	// Omnivore answered the saved item's id (the one its clients then
+	// find the item by) in clientRequestId.
+	return &generated.SaveSuccess{URL: in.URL, ClientRequestID: itemID}, nil
+}
+
+// omnivorePlacement is where an Omnivore save puts the item: its state as
+// Hearth's status, and its saved date (now when none is given), refused
+// with a message a client shows when Hearth does not take it
+// (library.CheckSavedAt).
+func omnivorePlacement(state *generated.ArticleSavingRequestStatus, savedAt *time.Time) (articles.Placement, error) {
+	at := articles.Placement{Status: library.StatusActive, SavedAt: storage.Now()}
+	if state != nil {
+		switch *state {
+		case generated.ArticleSavingRequestStatusArchived:
+			at.Status = library.StatusArchived
+		case generated.ArticleSavingRequestStatusDeleted:
+			at.Status = library.StatusDeleted
+		}
+	}
+	if savedAt != nil {
+		t, err := library.CheckSavedAt(*savedAt)
+		var ie *storage.InvalidError
+		if errors.As(err, &ie) {
+			// The npm client shows a refusal's message only.
+			return at, shownField(ie.Field, "%s", ie.Msg)
+		}
+		if !t.IsZero() {
+			at.SavedAt = t
+		}
+	}
+	return at, nil
 }
 
 // labelIDsByName returns the ids of the member's labels with these names

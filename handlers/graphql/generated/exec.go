@@ -2661,7 +2661,7 @@ extend type Query {
 extend type Mutation {
   "Omnivore's delete (bookmark false): the item moves to the trash."
   setBookmarkArticle(input: SetBookmarkArticleInput!): SetBookmarkArticleResult!
-  "Omnivore's save: as addArticleFromUrl (the page is fetched in the background)."
+  "Omnivore's save: as addArticleFromUrl (the page is fetched in the background), into the folder state names, at savedAt; clientRequestId answers the item's id."
   saveUrl(input: SaveUrlInput!): SaveResult!
 }
 
@@ -2867,14 +2867,19 @@ input SaveUrlInput {
   url: String!
   source: String!
   clientRequestId: ID!
-  "ARCHIVED saves into the archive; other values save into the inbox."
+  "ARCHIVED saves into the archive, DELETED into the trash, other values (or none) into the inbox; an item of that URL saved before moves there too."
   state: ArticleSavingRequestStatus
   "Labels by name, created when the member has none of that name."
   labels: [SaveUrlLabelInput!]
+  "Not kept: Hearth fetches pages without a browser's locale."
   locale: String
+  "Not kept: Hearth fetches pages without a browser's time zone."
   timezone: String
+  "The item's saved date (now when not given, also for an item saved before); at most 15 minutes past the server's clock."
   savedAt: Date
+  "Not kept: Hearth keeps no published date."
   publishedAt: Date
+  "Not kept: Omnivore's folders (inbox, following) are both Hearth's inbox."
   folder: String
 }
 

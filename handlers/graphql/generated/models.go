@@ -358,15 +358,20 @@ type SaveURLInput struct {
 	URL             string `json:"url"`
 	Source          string `json:"source"`
 	ClientRequestID string `json:"clientRequestId"`
-	// ARCHIVED saves into the archive; other values save into the inbox.
+	// ARCHIVED saves into the archive, DELETED into the trash, other values (or none) into the inbox; an item of that URL saved before moves there too.
 	State *ArticleSavingRequestStatus `json:"state,omitempty"`
 	// Labels by name, created when the member has none of that name.
-	Labels      []*SaveURLLabelInput `json:"labels,omitempty"`
-	Locale      *string              `json:"locale,omitempty"`
-	Timezone    *string              `json:"timezone,omitempty"`
-	SavedAt     *time.Time           `json:"savedAt,omitempty"`
-	PublishedAt *time.Time           `json:"publishedAt,omitempty"`
-	Folder      *string              `json:"folder,omitempty"`
+	Labels []*SaveURLLabelInput `json:"labels,omitempty"`
+	// Not kept: Hearth fetches pages without a browser's locale.
+	Locale *string `json:"locale,omitempty"`
+	// Not kept: Hearth fetches pages without a browser's time zone.
+	Timezone *string `json:"timezone,omitempty"`
+	// The item's saved date (now when not given, also for an item saved before); at most 15 minutes past the server's clock.
+	SavedAt *time.Time `json:"savedAt,omitempty"`
+	// Not kept: Hearth keeps no published date.
+	PublishedAt *time.Time `json:"publishedAt,omitempty"`
+	// Not kept: Omnivore's folders (inbox, following) are both Hearth's inbox.
+	Folder *string `json:"folder,omitempty"`
 }
 
 // Omnivore's CreateLabelInput inside SaveUrlInput (Inboxt's CreateLabelInput has another shape).
