@@ -130,7 +130,8 @@ func TestOmnivoreSaveURLPutsTheItemWhereStateSays(t *testing.T) {
 	trashed := e.omnivoreSave(map[string]any{"url": url("2"), "state": "DELETED"})
 	plain := e.omnivoreSave(map[string]any{"url": url("3")})
 	failed := e.omnivoreSave(map[string]any{"url": url("4"), "state": "FAILED", "folder": "following"})
-	// Before the fetch ends, the item is already where it goes.
+	// From the save on, whether or not its fetch has ended, the item is
+	// where it goes.
 	if got := savedIDs(e.omnivoreSaved("in:archive")); !slices.Equal(got, []string{archived}) {
 		t.Fatalf("archive while fetching = %v, want [%s]", got, archived)
 	}
