@@ -73,7 +73,7 @@ func (s Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*Save
 			it.Type = in.Type
 			it.CreatedAt = cmp.Or(in.SavedAt, t)
 		}
-		if in.finishesFetch == "" { // a finished fetch keeps where the member put the item
+		if old == nil || in.finishesFetch == "" { // a finished fetch keeps where the member put the item
 			placeItem(it, in.Status, t)
 		}
 		it.UpdatedAt = t
