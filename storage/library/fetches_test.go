@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -117,5 +118,79 @@ func TestPendingFetchesFromReadsABoundedStep(t *testing.T) {
 	// The next round starts from the first entry again.
 	if _, next, read, _ := Of(st).PendingFetchesFrom(t.Context(), nil, 66, budget, keep); read != budget || next == nil {
 		t.Fatalf("a new round read %d, next %q", read, next)
+	}
+}
+
+// A save placed in the archive or trash, at a saved date, has both from the
+// save on and keeps them through its fetch, finished or failed; so does a
+// place the member moved the item to meanwhile. A save that gives neither
+// moves an item saved before back to the inbox at its own date. A saved
+// date in the future is refused and saves nothing.
+func TestQueuedItemKeepsItsPlaceThroughTheFetch(t *testing.T) {
+	st, m := openSavedTest(t)
+	lib := Of(st)
+	when := time.Date(2020, 1, 2, 3, 4, 5, 678000000, time.UTC)
+	place := func(id, status string, created time.Time) {
+		t.Helper()
+		it, err := lib.SavedItem(t.Context(), m.ID, id)
+		if err != nil || it.Status != status || !it.CreatedAt.Equal(created) || (status == StatusDeleted) != (it.DeletedAt != nil) {
+			t.Fatalf("item %s: %+v %v, want %s at %s", id, it, err, status, created)
+		}
+	}
+	a, err := lib.QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/a", Title: "Processing", Status: StatusArchived, SavedAt: when}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	place(a.ID, StatusArchived, when)
+	if p, err := lib.PendingFetches(t.Context(), 10, false, true); err != nil || len(p) != 1 || p[0].URL != "https://example.com/a" {
+		t.Fatalf("pending = %+v %v", p, err)
+	}
+	if _, err := lib.FinishFetch(t.Context(), m.ID, a.ID, NewItem{URL: "https://example.com/a", Title: "Fetched", Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	place(a.ID, StatusArchived, when)
+
+	// Saved again without a place: the inbox, its date kept; moved to the
+	// trash while fetched: the trash.
+	if _, err := lib.QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/a", Title: "Processing"}, false); err != nil {
+		t.Fatal(err)
+	}
+	place(a.ID, StatusActive, when)
+	if _, err := lib.SetItemsStatus(t.Context(), m.ID, []string{a.ID}, StatusDeleted); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lib.FinishFetch(t.Context(), m.ID, a.ID, NewItem{URL: "https://example.com/a", Title: "Fetched", Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	place(a.ID, StatusDeleted, when)
+
+	// Saved into the trash, its fetch failing: still in the trash.
+	b, err := lib.QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/b", Title: "Processing", Status: StatusDeleted, SavedAt: when}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lib.FailFetch(t.Context(), m.ID, b.ID, "the site answered with HTTP 500"); err != nil {
+		t.Fatal(err)
+	}
+	place(b.ID, StatusDeleted, when)
+
+	// A date past the clock's allowance is refused; within it, now.
+	var ie *storage.InvalidError
+	if _, err := lib.QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/a", SavedAt: time.Now().Add(MaxSavedAtAhead + time.Hour)}, false); !errors.As(err, &ie) || ie.Field != "savedAt" {
+		t.Fatalf("a saved date in the future: %v", err)
+	}
+	place(a.ID, StatusDeleted, when)
+	if _, err := lib.QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/c", SavedAt: time.Now().Add(MaxSavedAtAhead + time.Hour)}, false); !errors.As(err, &ie) {
+		t.Fatalf("a new item saved in the future: %v", err)
+	}
+	if p, err := lib.PendingFetches(t.Context(), 10, false, true); err != nil || len(p) != 0 {
+		t.Fatalf("pending after the refusals = %+v %v", p, err)
+	}
+	ahead, err := lib.QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/d", SavedAt: time.Now().Add(time.Minute)}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := storage.Now(); ahead.CreatedAt.After(after) {
+		t.Fatalf("a minute ahead: saved at %s, after %s", ahead.CreatedAt, after)
 	}
 }
