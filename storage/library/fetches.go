@@ -10,7 +10,8 @@ import (
 )
 
 // Background fetches of addArticleFromUrl. The item is saved at once (a
-// placeholder, or the member's item with that URL unchanged) together with
+// placeholder, or the member's item with that URL, its content unchanged)
+// in the place and at the date the save gives (QueueFetch), together with
 // a pending-fetch entry, in one transaction; the fetch finishes by saving
 // the article and dropping the entry in another (FinishFetch), or by
 // marking the item failed (FailFetch). Entries left by a process that
@@ -185,10 +186,12 @@ func (s Store) PendingFetchesFrom(ctx context.Context, after []byte, limit, maxR
 
 // QueueFetch saves an article to be fetched in the background: a new item
 // from in (a placeholder title and description), or, when the member
-// already has an item with in.URL, that item moved back to the inbox with
-// in.LabelIDs added and its content kept. Either way the item gets a
-// pending-fetch entry in the same transaction; private marks it for
-// servers that may fetch private addresses.
+// already has an item with in.URL, that item with in.LabelIDs added and its
+// content kept. Either way the item is where in.Status says (the inbox by
+// default) at in.SavedAt (if set) from now on, and gets a pending-fetch
+// entry in the same transaction, which needs to carry neither: the fetch
+// that finishes it keeps the item's place (FinishFetch). private marks the
+// entry for servers that may fetch private addresses.
 func (s Store) QueueFetch(ctx context.Context, memberID string, in NewItem, private bool) (*SavedItem, error) {
 	in.Type = TypeArticle
 	in.queueFetch = true
@@ -198,7 +201,8 @@ func (s Store) QueueFetch(ctx context.Context, memberID string, in NewItem, priv
 }
 
 // FinishFetch saves the fetched article in (its URL the pending item's) and
-// drops the item's pending-fetch entry, in one transaction. If the entry or
+// drops the item's pending-fetch entry, in one transaction; the item stays
+// where it is, at its date (in.Status and in.SavedAt are not read). If the entry or
 // the item is gone (the item was deleted, or another process finished it)
 // nothing is saved and storage.ErrNotFound is returned; DropFetch then removes an
 // entry whose item is gone.
