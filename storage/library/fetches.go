@@ -202,7 +202,7 @@ func (s Store) QueueFetch(ctx context.Context, memberID string, in NewItem, priv
 
 // FinishFetch saves the fetched article in (its URL the pending item's) and
 // drops the item's pending-fetch entry, in one transaction; the item stays
-// where it is, at its date (in.Status and in.SavedAt are not read). If the entry or
+// where it is, at its date. If the entry or
 // the item is gone (the item was deleted, or another process finished it)
 // nothing is saved and storage.ErrNotFound is returned; DropFetch then removes an
 // entry whose item is gone.
