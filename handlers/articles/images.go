@@ -50,13 +50,10 @@ func WriteImage(w http.ResponseWriter, r *http.Request, img *library.ItemImage, 
 	_, _ = w.Write(data)
 }
 
-// Bounds of one item's images, besides library.MaxItemImages and the
-// fetcher's size limit per image: the bytes they may take together, and
-// the time their fetches may take together.
-const (
-	maxItemImageBytes = 20 << 20
-	itemImagesBudget  = time.Minute
-)
+// itemImagesBudget bounds the time the fetches of one item's images may
+// take together (library.MaxItemImages and MaxItemImageBytes bound how
+// many and how large, the fetcher's size limit each image).
+const itemImagesBudget = time.Minute
 
 // SaveContent saves in (content the client or a mail brought) and queues
 // the fetch of the images it names; created says the item is new.
@@ -154,7 +151,7 @@ func (s *Service) storeImages(ctx context.Context, p library.PendingFetch, conte
 		if ctx.Err() != nil {
 			return false
 		}
-		if err != nil || resp.Status != http.StatusOK || total+len(resp.Body) > maxItemImageBytes {
+		if err != nil || resp.Status != http.StatusOK || total+len(resp.Body) > library.MaxItemImageBytes {
 			continue
 		}
 		_, err = lib.StoreItemImage(ctx, p.MemberID, p.ItemID, src, resp.Body, s.opts.ImageQuota)

@@ -35,8 +35,13 @@ type ItemImage struct {
 	Size int    `json:"size"`
 }
 
-// MaxItemImages bounds the images stored for one item.
-const MaxItemImages = 40
+// Bounds of one item's stored images: how many, and the bytes they may
+// take together (each image is bounded by the fetcher's size limit, and a
+// member's by the image quota). The fetch queue and the import keep them.
+const (
+	MaxItemImages     = 40
+	MaxItemImageBytes = 20 << 20
+)
 
 // ErrImageQuota is returned by StoreItemImage when the image would take
 // the member past the quota: it is not stored.

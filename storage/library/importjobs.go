@@ -97,9 +97,18 @@ type ImportJob struct {
 	Fetching int `json:"fetching"` // created without content: queued for fetching
 	// Of those, fetched since, and not fetched (each listed among the
 	// failures with the reason; the item keeps its title).
-	Fetched     int             `json:"fetched"`
-	FetchFailed int             `json:"fetch_failed"`
-	Failures    []ImportFailure `json:"failures,omitempty"`
+	Fetched     int `json:"fetched"`
+	FetchFailed int `json:"fetch_failed"`
+	// Images are the images the export carried that were stored with
+	// their items (Hearth's images/), ImagesSkipped those that were not
+	// (each listed among the failures with the reason). ImagesFrom, when
+	// not 0, is the position of the first entry whose images may not be
+	// stored yet: they are stored after their batch is written, and again
+	// from there when the job resumes.
+	Images        int             `json:"images,omitempty"`
+	ImagesSkipped int             `json:"images_skipped,omitempty"`
+	ImagesFrom    int             `json:"images_from,omitempty"`
+	Failures      []ImportFailure `json:"failures,omitempty"`
 	// ItemsPerSecond is the recent rate, for the estimate of the time left.
 	ItemsPerSecond float64    `json:"items_per_second,omitempty"`
 	CreatedAt      time.Time  `json:"created_at"`

@@ -49,6 +49,11 @@ type ImportItem struct {
 	// (Readwise's highlights), so the member's item of that exact title
 	// (case aside) gets the labels and highlights; none is a failure.
 	ByTitle bool
+	// Images is how many images the export carries for the item: the
+	// caller stores them once the item's batch is written (StoreItemImage,
+	// the item found by ImportedItemID), and the job records from which
+	// entry on they may still be missing (ImportJob.ImagesFrom).
+	Images int
 }
 
 // ImportHighlight is a highlight of an imported item.
@@ -108,6 +113,9 @@ func (s Store) ImportItems(ctx context.Context, memberID, jobID string, entries 
 					continue // written before a restart
 				}
 				j.Position = e.Pos
+				if e.Item != nil && e.Item.Images > 0 && j.ImagesFrom == 0 {
+					j.ImagesFrom = e.Pos
+				}
 				reason := e.Failure
 				if reason == "" && e.Item != nil {
 					outcome, err := importItem(tx, memberID, &j, e.Item, labels, colors)
@@ -264,14 +272,7 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 	}
 
 	// The same item saved before: only what it lacks is added.
-	var existingKey []byte
-	var digest string // recognises an item without a URL
-	if norm != "" {
-		existingKey = urlKey(memberID, norm)
-	} else {
-		digest = importDigest(in)
-		existingKey = importKeyKey(memberID, digest)
-	}
+	existingKey, digest := importItemKey(memberID, norm, in)
 	if found, err := addToSavedItem(tx, memberID, existingKey, labelIDs, hls); err != nil || found {
 		return importExisting, err
 	}
@@ -318,6 +319,46 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 		return importFetching, nil
 	}
 	return importCreated, nil
+}
+
+// importItemKey is the key that finds the member's item of in again: its
+// normalised URL's (norm), or, without one, its import digest's (digest,
+// which recognises an item without a URL).
+func importItemKey(memberID, norm string, in *ImportItem) (key []byte, digest string) {
+	if norm != "" {
+		return urlKey(memberID, norm), ""
+	}
+	digest = importDigest(in)
+	return importKeyKey(memberID, digest), digest
+}
+
+// ImportedItemID is the id of the member's item an import entry wrote or
+// found (in as ImportItems left it: cleaned, dated), for what is stored
+// with it after its batch (its images); storage.ErrNotFound when there is
+// none (the entry failed, or the item was deleted since).
+func (s Store) ImportedItemID(ctx context.Context, memberID string, in *ImportItem) (string, error) {
+	if in.URL == "" && in.ByTitle {
+		return "", storage.ErrNotFound
+	}
+	c := *in
+	norm, err := cleanImportItem(&c)
+	if err != nil {
+		return "", storage.ErrNotFound
+	}
+	c.CreatedAt = c.CreatedAt.UTC().Truncate(time.Millisecond)
+	key, _ := importItemKey(memberID, norm, &c)
+	var id string
+	err = s.st.View(ctx, func(tx *storage.Tx) error {
+		it, err := itemNamedBy(tx, memberID, key)
+		if err == nil && it == nil {
+			err = storage.ErrNotFound
+		}
+		if err == nil {
+			id = it.ID
+		}
+		return err
+	})
+	return id, err
 }
 
 // addToSavedItem gives the member's item that key (its URL's key or its
