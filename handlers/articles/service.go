@@ -93,15 +93,19 @@ func newImportRunner(store *storage.Store, opts Options, kick func()) *importer.
 		dir = store.Path() + "-imports"
 	}
 	return importer.NewRunner(store, importer.RunnerOptions{
-		Dir:          dir,
-		Limits:       opts.ImportLimits,
-		Sanitize:     SanitizeHTML,
-		HTMLText:     HTMLText,
-		NoFetch:      opts.NoImportFetch,
-		FetchPrivate: opts.Fetcher.Options().AllowPrivate,
-		FetchQueued:  kick,
-		Logger:       opts.Logger.Named("import"),
-		Kick:         libraryWorkKind.Of(store).importKick,
+		Dir:      dir,
+		Limits:   opts.ImportLimits,
+		Sanitize: SanitizeHTML,
+		HTMLText: HTMLText,
+		// An export's images are taken as this site's fetches take theirs.
+		ImageMaxBytes: opts.Fetcher.Options().MaxBytes,
+		ImageQuota:    opts.ImageQuota,
+		ContentImages: ContentImages,
+		NoFetch:       opts.NoImportFetch,
+		FetchPrivate:  opts.Fetcher.Options().AllowPrivate,
+		FetchQueued:   kick,
+		Logger:        opts.Logger.Named("import"),
+		Kick:          libraryWorkKind.Of(store).importKick,
 	})
 }
 

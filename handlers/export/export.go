@@ -201,6 +201,9 @@ func (x *Exports) writeExport(ctx context.Context, zw zipEntries, m *members.Mem
 		if err != nil {
 			return err
 		}
+		if e.Images, err = x.exportImageList(ctx, m.ID, it); err != nil {
+			return err
+		}
 		b, err := json.MarshalIndent(e, "  ", "  ")
 		if err != nil {
 			return err
@@ -252,13 +255,34 @@ func (x *Exports) writeExport(ctx context.Context, zw zipEntries, m *members.Mem
 // turns it back into the path from markdown/.
 const exportImagesBase = "https://hearth-export.invalid/"
 
+// exportImageList lists the item's stored images for saved_items.json:
+// the address its content names each by, and its file in the zip (as
+// writeExportImages names it), so that an import links each file to its
+// image again.
+func (x *Exports) exportImageList(ctx context.Context, memberID string, it *library.SavedItem) ([]importer.HearthImage, error) {
+	list, err := library.Of(x.store).ItemImages(ctx, memberID, it.ID)
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	out := make([]importer.HearthImage, len(list))
+	for n, img := range list {
+		out[n] = importer.HearthImage{URL: img.URL, File: exportImageFile(it.ID, n, img)}
+	}
+	return out, nil
+}
+
+// exportImageFile is the file of the item's n-th image in the zip.
+func exportImageFile(itemID string, n int, img library.ItemImage) string {
+	return fmt.Sprintf("images/%s/%d.%s", itemID, n, library.ImageExt(img.Type))
+}
+
 // writeExportImages writes the item's stored images into the export, as
 // images/<item id>/<n>.<ext>, one read at a time, and returns their
 // addresses for its Markdown by the address its content names them by.
 func (x *Exports) writeExportImages(ctx context.Context, zw zipEntries, memberID string, it *library.SavedItem) (map[string]string, error) {
 	files := map[string]string{}
 	err := library.Of(x.store).ForEachItemImage(ctx, memberID, it.ID, func(n int, img library.ItemImage, data []byte) error {
-		name := fmt.Sprintf("images/%s/%d.%s", it.ID, n, library.ImageExt(img.Type))
+		name := exportImageFile(it.ID, n, img)
 		// Stored as they are: images are compressed already.
 		f, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store, Modified: it.UpdatedAt.UTC()})
 		if err != nil {

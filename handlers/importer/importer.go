@@ -180,6 +180,9 @@ type Item struct {
 	// ByTitle: the export names the item by its title only (Readwise's
 	// highlights), so it goes to the member's item of that title.
 	ByTitle bool
+	// Images are the images the export carries for the item (read from
+	// the reader, an ImageSource, once the item is written).
+	Images []ImageFile
 }
 
 // Highlight is a highlighted passage with its note. Exports that keep no

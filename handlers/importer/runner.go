@@ -29,6 +29,15 @@ type RunnerOptions struct {
 	// HTMLText is the readable text of HTML. Both are required.
 	Sanitize func(string) string
 	HTMLText func(string) string
+	// The images an export carries (Hearth's) are stored as the site's
+	// fetches store theirs: at most ImageMaxBytes each (the fetcher's size
+	// limit), within the member's ImageQuota (0: none are stored), and
+	// ContentImages (the fetch queue's list of the images an item's HTML
+	// names) pairs an export's images with its items' when the export does
+	// not say which is which.
+	ImageMaxBytes int64
+	ImageQuota    int64
+	ContentImages func(html, base string) []string
 	// NoFetch leaves content-less items without content instead of
 	// queueing a fetch of their page; FetchPrivate lets such fetches
 	// reach private addresses (the site's fetch policy).
@@ -416,10 +425,11 @@ func (r *Runner) runJob(ctx, run context.Context, j *library.ImportJob) {
 	}
 	start, startPos := time.Now(), j.Position
 	var batch []library.ImportEntry
+	var images []itemImages // of the batch's items (and, resumed, of those whose images may be missing)
 	size := 0
 	flush := func(pos int) bool {
 		if len(batch) == 0 {
-			return true
+			return len(images) == 0 || r.storeImages(ctx, rd, j, &images)
 		}
 		rate := 0.0
 		if el := time.Since(start).Seconds(); el > 0 {
@@ -437,7 +447,7 @@ func (r *Runner) runJob(ctx, run context.Context, j *library.ImportJob) {
 			r.opts.FetchQueued()
 		}
 		batch, size = batch[:0], 0
-		return true
+		return len(images) == 0 || r.storeImages(ctx, rd, j, &images)
 	}
 	pos := 0
 	for {
@@ -470,6 +480,13 @@ func (r *Runner) runJob(ctx, run context.Context, j *library.ImportJob) {
 			in := r.item(it)
 			batch = append(batch, library.ImportEntry{Pos: pos, Ref: it.Ref, Item: in})
 			size += len(in.HTML) + len(in.Text) + 512
+			if len(it.Images) > 0 {
+				images = append(images, itemImages{in: in, files: it.Images})
+			}
+		case len(it.Images) > 0 && j.ImagesFrom > 0 && pos >= j.ImagesFrom:
+			// Written before a restart, its images maybe not: stored
+			// again (those stored are found by their address).
+			images = append(images, itemImages{in: r.item(it), files: it.Images})
 		}
 		if len(batch) >= batchEntries || size >= batchBytes {
 			if !flush(pos) {
@@ -477,7 +494,7 @@ func (r *Runner) runJob(ctx, run context.Context, j *library.ImportJob) {
 			}
 		}
 	}
-	if !flush(pos) {
+	if !flush(pos) || !r.strayImages(ctx, rd, j) {
 		return
 	}
 	// The batches were committed without waiting for the disk: the job
@@ -541,6 +558,7 @@ func (r *Runner) item(it *Item) *library.ImportItem {
 		}
 	}
 	in.Fetch = !r.opts.NoFetch && in.HTML == "" && in.Text == ""
+	in.Images = len(it.Images)
 	var body *contentText // the content, parsed once for the quotes to place
 	budget := placeBudget
 	for _, h := range it.Highlights {

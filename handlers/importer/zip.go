@@ -59,10 +59,13 @@ func checkZip(f *os.File, size int64, lim Limits) (*zipArchive, error) {
 		if zf.Mode().Type()&os.ModeSymlink != 0 {
 			return nil, refuse("the zip archive has a symbolic link (%q): refused", clipString(name, 80))
 		}
-		if zf.UncompressedSize64 > ratioFloor && (zf.CompressedSize64 == 0 || zf.UncompressedSize64/zf.CompressedSize64 > uint64(lim.MaxCompressionRatio)) {
+		// An image of Hearth's export is checked when it is read
+		// (zipArchive.image): one that fails is skipped, not the file.
+		image := strings.HasPrefix(name, imagesDir)
+		if !image && zf.UncompressedSize64 > ratioFloor && (zf.CompressedSize64 == 0 || zf.UncompressedSize64/zf.CompressedSize64 > uint64(lim.MaxCompressionRatio)) {
 			return nil, refuse("%q expands more than %d times: the archive looks like a zip bomb and is refused", clipString(name, 80), lim.MaxCompressionRatio)
 		}
-		if zf.Method != zip.Store && zf.Method != zip.Deflate {
+		if !image && zf.Method != zip.Store && zf.Method != zip.Deflate {
 			return nil, refuse("%q is compressed with a method zip readers do not share (%d)", clipString(name, 80), zf.Method)
 		}
 		z.files[name] = zf
@@ -349,6 +352,9 @@ type HearthItem struct {
 	Highlights      []HearthHighlight `json:"highlights"`
 	ContentHTML     string            `json:"content_html"`
 	ContentText     string            `json:"content_text"`
+	// Images are the item's stored images, each with its file under
+	// images/<id>/ (exports made before they were listed have none).
+	Images []HearthImage `json:"images,omitempty"`
 }
 
 // HearthHighlight is a highlight of a HearthItem.
@@ -366,6 +372,10 @@ type hearthReader struct {
 	rc     io.ReadCloser
 	a      *jsonArray
 	labels []Label
+	// images are the zip's images by item id, those no item has taken
+	// yet; stray the ones that will be taken by none (images.go).
+	images map[string][]imageMember
+	stray  []EntryError
 }
 
 func newHearthReader(z *zipArchive, scan bool) (*hearthReader, error) {
@@ -382,7 +392,11 @@ func newHearthReader(z *zipArchive, scan bool) (*hearthReader, error) {
 		rc.Close()
 		return nil, err
 	}
-	return &hearthReader{z: z, rc: rc, a: a, labels: labels}, nil
+	h := &hearthReader{z: z, rc: rc, a: a, labels: labels}
+	if !scan {
+		h.images, h.stray = zipImages(z)
+	}
+	return h, nil
 }
 
 func (h *hearthReader) ExportLabels() []Label { return h.labels }
@@ -402,6 +416,9 @@ func (h *hearthReader) Next() (*Item, error) {
 	}
 	for _, hl := range e.Highlights {
 		it.Highlights = append(it.Highlights, Highlight{Quote: hl.Text, Note: hl.Note, Segments: hl.Segments, CreatedAt: hl.CreatedAt, UpdatedAt: hl.UpdatedAt})
+	}
+	if h.images != nil {
+		it.Images = h.itemImages(&e)
 	}
 	return it, nil
 }

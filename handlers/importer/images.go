@@ -1,0 +1,344 @@
+package importer
+
+import (
+	"archive/zip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
+)
+
+// Images an export carries with its items: Hearth's export holds each
+// item's stored images as images/<item id>/<n>.<ext> (handlers/export) and
+// lists them in saved_items.json with the address the content names each
+// by. The reader gives each item the images of its export id (Item.Images);
+// the runner stores them after the item's batch is written, one image at a
+// time within the limits of the site's own image fetches, and reports the
+// images it skipped as the job's failures. An image is read only then, at
+// most the fetcher's size limit of it, so a file of huge, compressed or
+// countless images costs no more than that image by image.
+
+// imagesDir is where Hearth's export keeps its items' images.
+const imagesDir = "images/"
+
+// ImageFile is an image an export carries for an item: the address the
+// item's content names it by ("" when the export does not say: an export
+// made before it listed them, paired with the content's images by the
+// runner), its member of the zip (Ref), and why it is skipped when it is.
+type ImageFile struct {
+	URL, Ref, Skip string
+}
+
+// ImageSource is implemented by readers of exports that carry their items'
+// images.
+type ImageSource interface {
+	// Image reads the image of Ref, at most max bytes: an *EntryError
+	// when it cannot be read, is larger or expands more than a zip member
+	// may.
+	Image(ref string, max int64) ([]byte, error)
+	// StrayImages are the export's images no item has taken, after the
+	// last item: named as no image is, or under an id no item has.
+	StrayImages() []EntryError
+}
+
+// HearthImage is an image of a HearthItem: the address its content names
+// it by and its file in the zip.
+type HearthImage struct {
+	URL  string `json:"url"`
+	File string `json:"file"`
+}
+
+// imageMember is an image file of the zip under images/<id>/.
+type imageMember struct {
+	name string
+	n    int
+}
+
+// zipImages indexes the zip's images by the export's item id, and lists
+// the names under images/ that name no image.
+func zipImages(z *zipArchive) (map[string][]imageMember, []EntryError) {
+	byID := map[string][]imageMember{}
+	var stray []EntryError
+	for name := range z.files {
+		rest, ok := strings.CutPrefix(name, imagesDir)
+		if !ok || strings.HasSuffix(name, "/") {
+			continue // not an image, or a folder
+		}
+		id, file, _ := strings.Cut(rest, "/")
+		num, _, _ := strings.Cut(file, ".")
+		n, err := strconv.Atoi(num)
+		if id == "" || strings.Contains(file, "/") || err != nil || n < 0 || strconv.Itoa(n) != num {
+			stray = append(stray, EntryError{Ref: name, Reason: "not named as an export's image (images/<item id>/<n>.<type>): skipped"})
+			continue
+		}
+		byID[id] = append(byID[id], imageMember{name: name, n: n})
+	}
+	for _, ms := range byID {
+		sort.Slice(ms, func(i, j int) bool { return ms[i].n < ms[j].n || ms[i].n == ms[j].n && ms[i].name < ms[j].name })
+	}
+	return byID, stray
+}
+
+// itemImages are the images of the export's item e: those its list names
+// (its file must be one of the item's under images/), or, for an export
+// made before items listed their images, the item's files in order. The
+// item's other files are strays.
+func (h *hearthReader) itemImages(e *HearthItem) []ImageFile {
+	files := h.images[e.ID]
+	delete(h.images, e.ID)
+	if len(e.Images) == 0 {
+		out := make([]ImageFile, len(files))
+		for i, m := range files {
+			out[i] = ImageFile{Ref: m.name}
+		}
+		return out
+	}
+	var out []ImageFile
+	for _, img := range e.Images {
+		i := -1
+		for k, m := range files {
+			if m.name == img.File {
+				i = k
+				break
+			}
+		}
+		switch {
+		case i < 0:
+			h.stray = append(h.stray, EntryError{Ref: clipString(img.File, 200), Reason: fmt.Sprintf("listed for item %s but not in the zip (or not under images/%s/): skipped", clipString(e.ID, 40), clipString(e.ID, 40))})
+		case img.URL == "" || len(img.URL) > library.MaxURLLen:
+			out = append(out, ImageFile{Ref: img.File, Skip: "its address in saved_items.json is empty or too long"})
+			files = append(files[:i], files[i+1:]...)
+		default:
+			out = append(out, ImageFile{URL: img.URL, Ref: img.File})
+			files = append(files[:i], files[i+1:]...)
+		}
+	}
+	for _, m := range files {
+		h.stray = append(h.stray, EntryError{Ref: m.name, Reason: "saved_items.json does not list it among its item's images: skipped"})
+	}
+	return out
+}
+
+func (h *hearthReader) StrayImages() []EntryError {
+	out := h.stray
+	for id, ms := range h.images {
+		for _, m := range ms {
+			out = append(out, EntryError{Ref: m.name, Reason: fmt.Sprintf("no item of the export has the id %s: skipped", clipString(id, 40))})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Ref < out[j].Ref })
+	h.stray, h.images = nil, nil
+	return out
+}
+
+func (h *hearthReader) Image(ref string, max int64) ([]byte, error) {
+	return h.z.image(ref, max)
+}
+
+// image reads the zip's member name, an image of at most max bytes.
+func (z *zipArchive) image(name string, max int64) ([]byte, error) {
+	zf := z.files[name]
+	if zf == nil || !strings.HasPrefix(name, imagesDir) {
+		return nil, &EntryError{Ref: name, Reason: "not in the zip"}
+	}
+	if zf.UncompressedSize64 > uint64(max) {
+		return nil, &EntryError{Ref: name, Reason: fmt.Sprintf("larger than %d bytes, the site's limit for an image: skipped", max)}
+	}
+	// checkZip lets images/ members past its whole-file refusals (an
+	// export's items stay importable when an image is damaged): they are
+	// checked here, before they are read.
+	if zf.Method != zip.Store && zf.Method != zip.Deflate {
+		return nil, &EntryError{Ref: name, Reason: fmt.Sprintf("compressed with a method zip readers do not share (%d): skipped", zf.Method)}
+	}
+	if zf.UncompressedSize64 > ratioFloor && (zf.CompressedSize64 == 0 || zf.UncompressedSize64/zf.CompressedSize64 > uint64(z.lim.MaxCompressionRatio)) {
+		return nil, &EntryError{Ref: name, Reason: fmt.Sprintf("expands more than %d times (a zip bomb): skipped", z.lim.MaxCompressionRatio)}
+	}
+	rc, err := zf.Open()
+	if err != nil {
+		return nil, &EntryError{Ref: name, Reason: "cannot be read: " + err.Error()}
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, max+1))
+	if err != nil {
+		return nil, &EntryError{Ref: name, Reason: "cannot be read: " + err.Error()}
+	}
+	if int64(len(b)) > max {
+		return nil, &EntryError{Ref: name, Reason: fmt.Sprintf("larger than %d bytes, the site's limit for an image: skipped", max)}
+	}
+	return b, nil
+}
+
+// Image reads an image of the wrapped reader's export.
+func (c *closing) Image(ref string, max int64) ([]byte, error) {
+	if s, ok := c.Reader.(ImageSource); ok {
+		return s.Image(ref, max)
+	}
+	return nil, &EntryError{Ref: ref, Reason: "the export carries no images"}
+}
+
+// StrayImages passes on the wrapped reader's stray images.
+func (c *closing) StrayImages() []EntryError {
+	if s, ok := c.Reader.(ImageSource); ok {
+		return s.StrayImages()
+	}
+	return nil
+}
+
+// itemImages are an entry's item as written and the images the export
+// carries for it.
+type itemImages struct {
+	in    *library.ImportItem
+	files []ImageFile
+}
+
+// storeImages stores the images of the items of a batch just written, one
+// image a transaction as the site's fetches do (library.StoreItemImage:
+// the type sniffed from the bytes, MaxItemImages, the member's quota),
+// each at most ImageMaxBytes and an item's at most MaxItemImageBytes
+// together; then counts them in the job, the skipped ones among its
+// failures, and clears its ImagesFrom. false: stopped (ctx) or the store
+// failed; the job resumes from its ImagesFrom.
+func (r *Runner) storeImages(ctx context.Context, src Reader, j *library.ImportJob, pending *[]itemImages) bool {
+	images, ok := src.(ImageSource)
+	if !ok {
+		*pending = (*pending)[:0]
+		return true
+	}
+	lib := library.Of(r.store)
+	stored, quotaFull := 0, false
+	var skipped []EntryError
+	skip := func(ref, reason string) { skipped = append(skipped, EntryError{Ref: ref, Reason: reason}) }
+	for _, p := range *pending {
+		id, err := lib.ImportedItemID(ctx, j.MemberID, p.in)
+		if errors.Is(err, storage.ErrNotFound) {
+			for _, f := range p.files {
+				skip(f.Ref, "its item was not imported: skipped")
+			}
+			continue
+		}
+		if err != nil {
+			return r.imagesFailed(ctx, j, err)
+		}
+		named := r.unnamedImages(p)
+		total := 0
+		for i, f := range p.files {
+			switch {
+			case f.Skip != "":
+				skip(f.Ref, f.Skip)
+				continue
+			case quotaFull:
+				skip(f.Ref, "the member's image quota is reached: skipped")
+				continue
+			case f.URL == "" && named == nil:
+				skip(f.Ref, "the export does not say which of its item's images it is (made before exports listed them), and the item's content does not show as many images as the export has files for it: skipped")
+				continue
+			case f.URL == "":
+				f.URL = named[i]
+			}
+			data, err := images.Image(f.Ref, r.opts.ImageMaxBytes)
+			var ee *EntryError
+			if errors.As(err, &ee) {
+				skip(ee.Ref, ee.Reason)
+				continue
+			}
+			if err != nil {
+				return r.imagesFailed(ctx, j, err)
+			}
+			if total+len(data) > library.MaxItemImageBytes {
+				skip(f.Ref, fmt.Sprintf("its item's images would take more than %d bytes, the site's limit: skipped", library.MaxItemImageBytes))
+				continue
+			}
+			_, err = lib.StoreItemImage(ctx, j.MemberID, id, f.URL, data, r.opts.ImageQuota)
+			switch {
+			case err == nil || errors.Is(err, storage.ErrNotSynced):
+				// Not synced: written all the same, and the job's end,
+				// which sees the failed sync, fails the job saying so.
+				stored++
+				total += len(data)
+			case errors.Is(err, library.ErrImageQuota):
+				// As the fetch queue: no further image of the member is
+				// stored (nor read).
+				quotaFull = true
+				skip(f.Ref, "the member's image quota is reached: skipped")
+			case errors.Is(err, storage.ErrNotFound):
+				skip(f.Ref, "its item was deleted meanwhile: skipped")
+			case storage.IsInvalid(err):
+				skip(f.Ref, err.Error()+": skipped")
+			default:
+				return r.imagesFailed(ctx, j, err)
+			}
+		}
+	}
+	*pending = (*pending)[:0]
+	return r.countImages(ctx, j, stored, skipped, true)
+}
+
+// unnamedImages are the addresses of p's images for an export that does
+// not name them (made before exports listed them): the images its item's
+// content shows, in order, as the fetch queue stored them, when there are
+// as many as the export has files for the item (every image was stored);
+// nil otherwise, or when it names them.
+func (r *Runner) unnamedImages(p itemImages) []string {
+	if r.opts.ContentImages == nil || len(p.files) == 0 || p.files[0].URL != "" {
+		return nil
+	}
+	base, _ := library.NormalizeURL(p.in.URL)
+	named := r.opts.ContentImages(p.in.HTML, base)
+	if len(named) != len(p.files) {
+		return nil
+	}
+	return named
+}
+
+// strayImages counts the export's images no item took among the job's
+// skipped images, once its last entry is written.
+func (r *Runner) strayImages(ctx context.Context, src Reader, j *library.ImportJob) bool {
+	images, ok := src.(ImageSource)
+	if !ok {
+		return true
+	}
+	stray := images.StrayImages()
+	return len(stray) == 0 || r.countImages(ctx, j, 0, stray, false)
+}
+
+// countImages adds stored and skipped images to the job (clearing its
+// ImagesFrom when done says the pending images are all taken).
+func (r *Runner) countImages(ctx context.Context, j *library.ImportJob, stored int, skipped []EntryError, done bool) bool {
+	if stored == 0 && len(skipped) == 0 && !done {
+		return true
+	}
+	_, err := library.Of(r.store).UpdateImportJob(ctx, j.MemberID, j.ID, func(x *library.ImportJob) {
+		if done {
+			x.ImagesFrom = 0
+		}
+		x.Images += stored
+		x.ImagesSkipped += len(skipped)
+		for _, s := range skipped {
+			if len(x.Failures) >= library.MaxImportFailures {
+				break
+			}
+			x.Failures = append(x.Failures, library.ImportFailure{Ref: clipString(s.Ref, 200), Reason: clipString(s.Reason, 500)})
+		}
+	})
+	if err != nil && !errors.Is(err, storage.ErrNotSynced) { // not synced: as above
+		return r.imagesFailed(ctx, j, err)
+	}
+	return true
+}
+
+// imagesFailed logs a store's failure to take an import's images (not a
+// stop); the job is resumed from its ImagesFrom.
+func (r *Runner) imagesFailed(ctx context.Context, j *library.ImportJob, err error) bool {
+	if ctx.Err() == nil && !errors.Is(err, storage.ErrNotFound) {
+		r.log.Error("import images", zap.String("job", j.ID), zap.Error(err))
+	}
+	return false
+}
