@@ -216,11 +216,14 @@ docs/import.md.`,
 			} else if job.Fetching > 0 {
 				fmt.Fprintf(w, "; %d pages fetched, %d could not be", job.Fetched, job.FetchFailed)
 			}
+			if job.Images > 0 || job.ImagesSkipped > 0 {
+				fmt.Fprintf(w, "; %d images stored, %d skipped", job.Images, job.ImagesSkipped)
+			}
 			fmt.Fprintln(w)
 			for _, f := range job.Failures {
 				fmt.Fprintf(w, "  %s: %s\n", f.Ref, f.Reason)
 			}
-			if more := job.Failed + job.FetchFailed - len(job.Failures); more > 0 {
+			if more := job.Failed + job.FetchFailed + job.ImagesSkipped - len(job.Failures); more > 0 {
 				fmt.Fprintf(w, "  (and %d more)\n", more)
 			}
 			if job.State == library.ImportFailed {

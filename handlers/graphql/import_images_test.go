@@ -308,11 +308,13 @@ func TestHearthImportSkipsBadImagesAndImportsTheItems(t *testing.T) {
 	}
 	var got struct {
 		ImportJobs []struct {
-			Failures []struct{ Entry, Reason string }
+			Created, Images, ImagesSkipped int
+			Failures                       []struct{ Entry, Reason string }
 		}
 	}
-	e.do(`query { importJobs { failures { entry reason } } }`, nil, &got)
-	if len(got.ImportJobs) != 1 || len(got.ImportJobs[0].Failures) == 0 || !strings.HasPrefix(got.ImportJobs[0].Failures[0].Entry, "images/") {
+	e.do(`query { importJobs { created images imagesSkipped failures { entry reason } } }`, nil, &got)
+	if len(got.ImportJobs) != 1 || got.ImportJobs[0].Created != 3 || got.ImportJobs[0].Images != 41 || got.ImportJobs[0].ImagesSkipped != 8 ||
+		len(got.ImportJobs[0].Failures) != 8 || !strings.HasPrefix(got.ImportJobs[0].Failures[0].Entry, "images/") {
 		t.Errorf("importJobs: %+v", got)
 	}
 	srv, browser := site(t, e)

@@ -30,7 +30,8 @@ func (r *queryResolver) ImportJobs(ctx context.Context) ([]*generated.ImportJob,
 		g := &generated.ImportJob{
 			ID: j.ID, Format: j.Format, FileName: j.FileName, State: generated.ImportState(strings.ToUpper(j.State)),
 			Total: j.Total, Done: j.Position, Created: j.Created, Existing: j.Existing, Failed: j.Failed,
-			Fetching: j.Fetching, Fetched: j.Fetched, FetchFailed: j.FetchFailed, Failures: []*generated.ImportFailure{},
+			Fetching: j.Fetching, Fetched: j.Fetched, FetchFailed: j.FetchFailed, Images: j.Images, ImagesSkipped: j.ImagesSkipped,
+			Failures:  []*generated.ImportFailure{},
 			CreatedAt: j.CreatedAt, FinishedAt: j.FinishedAt,
 		}
 		if j.Error != "" {

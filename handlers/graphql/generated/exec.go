@@ -113,23 +113,25 @@ type ComplexityRoot struct {
 	}
 
 	ImportJob struct {
-		Created     func(childComplexity int) int
-		CreatedAt   func(childComplexity int) int
-		Done        func(childComplexity int) int
-		Error       func(childComplexity int) int
-		Existing    func(childComplexity int) int
-		Failed      func(childComplexity int) int
-		Failures    func(childComplexity int) int
-		FetchFailed func(childComplexity int) int
-		Fetched     func(childComplexity int) int
-		Fetching    func(childComplexity int) int
-		FileName    func(childComplexity int) int
-		FinishedAt  func(childComplexity int) int
-		Format      func(childComplexity int) int
-		ID          func(childComplexity int) int
-		SecondsLeft func(childComplexity int) int
-		State       func(childComplexity int) int
-		Total       func(childComplexity int) int
+		Created       func(childComplexity int) int
+		CreatedAt     func(childComplexity int) int
+		Done          func(childComplexity int) int
+		Error         func(childComplexity int) int
+		Existing      func(childComplexity int) int
+		Failed        func(childComplexity int) int
+		Failures      func(childComplexity int) int
+		FetchFailed   func(childComplexity int) int
+		Fetched       func(childComplexity int) int
+		Fetching      func(childComplexity int) int
+		FileName      func(childComplexity int) int
+		FinishedAt    func(childComplexity int) int
+		Format        func(childComplexity int) int
+		ID            func(childComplexity int) int
+		Images        func(childComplexity int) int
+		ImagesSkipped func(childComplexity int) int
+		SecondsLeft   func(childComplexity int) int
+		State         func(childComplexity int) int
+		Total         func(childComplexity int) int
 	}
 
 	InboundEmailAddress struct {
@@ -818,6 +820,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ImportJob.ID(childComplexity), true
+	case "ImportJob.images":
+		if e.ComplexityRoot.ImportJob.Images == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.Images(childComplexity), true
+	case "ImportJob.imagesSkipped":
+		if e.ComplexityRoot.ImportJob.ImagesSkipped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ImportJob.ImagesSkipped(childComplexity), true
 	case "ImportJob.secondsLeft":
 		if e.ComplexityRoot.ImportJob.SecondsLeft == nil {
 			break
@@ -2501,7 +2515,11 @@ type ImportJob {
   fetched: Int!
   "Of those, the pages that could not be fetched (listed in failures with the reason; the item keeps its title)."
   fetchFailed: Int!
-  "The first entries not imported or not fetched (up to 20), and why."
+  "Images of the file (a Hearth export's images/) stored with their items."
+  images: Int!
+  "Images of the file that were not stored (listed in failures with the reason; their items are imported)."
+  imagesSkipped: Int!
+  "The first entries not imported or not fetched, and images skipped (up to 20), and why."
   failures: [ImportFailure!]!
   "Estimated seconds left while its entries are written or the pages it queued are fetched, when known."
   secondsLeft: Int
@@ -2509,9 +2527,9 @@ type ImportJob {
   finishedAt: DateTime
 }
 
-"Hearth only: an entry of an import file that was not imported."
+"Hearth only: an entry of an import file that was not imported, a page not fetched or an image not stored."
 type ImportFailure {
-  "Where the entry is in the file, such as part_000000.csv row 12."
+  "Where the entry is in the file, such as part_000000.csv row 12 (an image: its file, images/12/0.png)."
   entry: String!
   reason: String!
 }
@@ -3168,6 +3186,10 @@ func (ec *executionContext) childFields_ImportJob(ctx context.Context, field gra
 		return ec.fieldContext_ImportJob_fetched(ctx, field)
 	case "fetchFailed":
 		return ec.fieldContext_ImportJob_fetchFailed(ctx, field)
+	case "images":
+		return ec.fieldContext_ImportJob_images(ctx, field)
+	case "imagesSkipped":
+		return ec.fieldContext_ImportJob_imagesSkipped(ctx, field)
 	case "failures":
 		return ec.fieldContext_ImportJob_failures(ctx, field)
 	case "secondsLeft":
@@ -5609,6 +5631,52 @@ func (ec *executionContext) _ImportJob_fetchFailed(ctx context.Context, field gr
 	)
 }
 func (ec *executionContext) fieldContext_ImportJob_fetchFailed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_images(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_images(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Images, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_images(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ImportJob_imagesSkipped(ctx context.Context, field graphql.CollectedField, obj *ImportJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ImportJob_imagesSkipped(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ImagesSkipped, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ImportJob_imagesSkipped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ImportJob", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
@@ -14012,6 +14080,16 @@ func (ec *executionContext) _ImportJob(ctx context.Context, sel ast.SelectionSet
 			}
 		case "fetchFailed":
 			out.Values[i] = ec._ImportJob_fetchFailed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "images":
+			out.Values[i] = ec._ImportJob_images(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "imagesSkipped":
+			out.Values[i] = ec._ImportJob_imagesSkipped(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

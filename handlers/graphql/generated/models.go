@@ -212,9 +212,9 @@ type HighlightSegment struct {
 	Text        *string `json:"text,omitempty"`
 }
 
-// Hearth only: an entry of an import file that was not imported.
+// Hearth only: an entry of an import file that was not imported, a page not fetched or an image not stored.
 type ImportFailure struct {
-	// Where the entry is in the file, such as part_000000.csv row 12.
+	// Where the entry is in the file, such as part_000000.csv row 12 (an image: its file, images/12/0.png).
 	Entry  string `json:"entry"`
 	Reason string `json:"reason"`
 }
@@ -244,7 +244,11 @@ type ImportJob struct {
 	Fetched int `json:"fetched"`
 	// Of those, the pages that could not be fetched (listed in failures with the reason; the item keeps its title).
 	FetchFailed int `json:"fetchFailed"`
-	// The first entries not imported or not fetched (up to 20), and why.
+	// Images of the file (a Hearth export's images/) stored with their items.
+	Images int `json:"images"`
+	// Images of the file that were not stored (listed in failures with the reason; their items are imported).
+	ImagesSkipped int `json:"imagesSkipped"`
+	// The first entries not imported or not fetched, and images skipped (up to 20), and why.
 	Failures []*ImportFailure `json:"failures"`
 	// Estimated seconds left while its entries are written or the pages it queued are fetched, when known.
 	SecondsLeft *int       `json:"secondsLeft,omitempty"`
