@@ -369,3 +369,20 @@ func TestHearthImportResumedStoresTheImagesOfItsLastBatch(t *testing.T) {
 		}
 	}
 }
+
+// The benchmark's Hearth file imports as it says: every item with its two
+// images stored.
+func TestGeneratedHearthZipImportsWithItsImages(t *testing.T) {
+	e := newEnv(t, options{NoImportFetch: true})
+	data, err := os.ReadFile(hearthExportZip(t, 30, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := importInto(t, e, data)
+	if job.State != library.ImportDone || job.Created != 30 || job.Images != 60 || job.ImagesSkipped != 0 {
+		t.Fatalf("job: %+v", job)
+	}
+	if n, _ := library.Of(e.store).ImageBytes(t.Context(), e.member.ID); n != 60*benchImageBytes {
+		t.Errorf("the member's image bytes: %d", n)
+	}
+}
