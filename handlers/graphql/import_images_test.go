@@ -261,11 +261,15 @@ func TestHearthImportSkipsBadImagesAndImportsTheItems(t *testing.T) {
 		"images/11/x.png":   p,
 		"images/11/9/0.png": p,
 	}
+	// One image more than an item keeps, and a list that goes on (the
+	// images past the limit are read no further, and counted).
 	many := []importer.HearthImage{}
-	for n := range library.MaxItemImages + 1 {
+	for n := range library.MaxItemImages + 101 {
 		im := img("12", n, "jpg")
 		many = append(many, im)
-		files[im.File] = append(append([]byte{}, j...), byte(n)) // each its own
+		if n <= library.MaxItemImages {
+			files[im.File] = append(append([]byte{}, j...), byte(n)) // each its own
+		}
 	}
 	items := []importer.HearthItem{
 		item("11", "https://example.org/bad", img("11", 0, "png"), img("11", 1, "png"), img("11", 2, "png"), img("11", 3, "jpg"), img("11", 4, "png")),
@@ -274,7 +278,7 @@ func TestHearthImportSkipsBadImagesAndImportsTheItems(t *testing.T) {
 	}
 	e := newEnv(t, options{NoImportFetch: true})
 	job := importInto(t, e, hearthZip(t, items, files, map[string]bool{"images/11/2.png": true}))
-	if job.State != library.ImportDone || job.Created != 3 || job.Failed != 0 || job.Images != 1+library.MaxItemImages || job.ImagesSkipped != 8 {
+	if job.State != library.ImportDone || job.Created != 3 || job.Failed != 0 || job.Images != 1+library.MaxItemImages || job.ImagesSkipped != 108 {
 		t.Fatalf("job: %+v", job)
 	}
 	reasons := map[string]string{}
@@ -286,7 +290,7 @@ func TestHearthImportSkipsBadImagesAndImportsTheItems(t *testing.T) {
 		"images/11/2.png":   "larger than 5242880 bytes",
 		"images/11/3.jpg":   "expands more than 100 times",
 		"images/11/4.png":   "not in the zip",
-		"images/12/40.jpg":  "at most 40 images",
+		"images/12/40.jpg":  "the 100 images listed after it for the item are past the 40 an item keeps",
 		"images/404/0.png":  "no item of the export has the id 404",
 		"images/11/x.png":   "not named as an export's image",
 		"images/11/9/0.png": "not named as an export's image",
@@ -313,13 +317,13 @@ func TestHearthImportSkipsBadImagesAndImportsTheItems(t *testing.T) {
 		}
 	}
 	e.do(`query { importJobs { created images imagesSkipped failures { entry reason } } }`, nil, &got)
-	if len(got.ImportJobs) != 1 || got.ImportJobs[0].Created != 3 || got.ImportJobs[0].Images != 41 || got.ImportJobs[0].ImagesSkipped != 8 ||
+	if len(got.ImportJobs) != 1 || got.ImportJobs[0].Created != 3 || got.ImportJobs[0].Images != 41 || got.ImportJobs[0].ImagesSkipped != 108 ||
 		len(got.ImportJobs[0].Failures) != 8 || !strings.HasPrefix(got.ImportJobs[0].Failures[0].Entry, "images/") {
 		t.Errorf("importJobs: %+v", got)
 	}
 	srv, browser := site(t, e)
 	if status, body := page(t, browser, http.MethodGet, srv.URL+importer.PagePath, nil); status != http.StatusOK ||
-		!strings.Contains(body, "41 images of the file stored with their items, 8 skipped") || !strings.Contains(body, "images/404/0.png") {
+		!strings.Contains(body, "41 images of the file stored with their items, 108 skipped") || !strings.Contains(body, "images/404/0.png") {
 		t.Errorf("the Import page (HTTP %d):\n%s", status, body)
 	}
 

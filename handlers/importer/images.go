@@ -35,6 +35,8 @@ const imagesDir = "images/"
 // runner), its member of the zip (Ref), and why it is skipped when it is.
 type ImageFile struct {
 	URL, Ref, Skip string
+	// More, with Skip, counts further images skipped with it.
+	More int
 }
 
 // ImageSource is implemented by readers of exports that carry their items'
@@ -90,7 +92,9 @@ func zipImages(z *zipArchive) (map[string][]imageMember, []EntryError) {
 // itemImages are the images of the export's item e: those its list names
 // (its file must be one of the item's under images/), or, for an export
 // made before items listed their images, the item's files in order. The
-// item's other files are strays.
+// item's other files are strays. A list longer than an item keeps costs
+// no more than the item's files: the images past MaxItemImages are one
+// skip that counts them all.
 func (h *hearthReader) itemImages(e *HearthItem) []ImageFile {
 	files := h.images[e.ID]
 	delete(h.images, e.ID)
@@ -101,28 +105,32 @@ func (h *hearthReader) itemImages(e *HearthItem) []ImageFile {
 		}
 		return out
 	}
+	left := make(map[string]bool, len(files))
+	for _, m := range files {
+		left[m.name] = true
+	}
 	var out []ImageFile
-	for _, img := range e.Images {
-		i := -1
-		for k, m := range files {
-			if m.name == img.File {
-				i = k
-				break
-			}
-		}
+	for i, img := range e.Images {
+		inZip := left[img.File]
+		delete(left, img.File)
 		switch {
-		case i < 0:
+		case i >= library.MaxItemImages:
+			if i == library.MaxItemImages {
+				out = append(out, ImageFile{Ref: clipString(img.File, 200), More: len(e.Images) - i - 1,
+					Skip: fmt.Sprintf("it and the %d images listed after it for the item are past the %d an item keeps", len(e.Images)-i-1, library.MaxItemImages)})
+			}
+		case !inZip:
 			h.stray = append(h.stray, EntryError{Ref: clipString(img.File, 200), Reason: fmt.Sprintf("listed for item %s but not in the zip (or not under images/%s/): skipped", clipString(e.ID, 40), clipString(e.ID, 40))})
 		case img.URL == "" || len(img.URL) > library.MaxURLLen:
 			out = append(out, ImageFile{Ref: img.File, Skip: "its address in saved_items.json is empty or too long"})
-			files = append(files[:i], files[i+1:]...)
 		default:
 			out = append(out, ImageFile{URL: img.URL, Ref: img.File})
-			files = append(files[:i], files[i+1:]...)
 		}
 	}
 	for _, m := range files {
-		h.stray = append(h.stray, EntryError{Ref: m.name, Reason: "saved_items.json does not list it among its item's images: skipped"})
+		if left[m.name] {
+			h.stray = append(h.stray, EntryError{Ref: m.name, Reason: "saved_items.json does not list it among its item's images: skipped"})
+		}
 	}
 	return out
 }
@@ -213,7 +221,7 @@ func (r *Runner) storeImages(ctx context.Context, src Reader, j *library.ImportJ
 		return true
 	}
 	lib := library.Of(r.store)
-	stored, quotaFull := 0, false
+	stored, more, quotaFull := 0, 0, false
 	var skipped []EntryError
 	skip := func(ref, reason string) { skipped = append(skipped, EntryError{Ref: ref, Reason: reason}) }
 	for _, p := range *pending {
@@ -221,6 +229,7 @@ func (r *Runner) storeImages(ctx context.Context, src Reader, j *library.ImportJ
 		if errors.Is(err, storage.ErrNotFound) {
 			for _, f := range p.files {
 				skip(f.Ref, "its item was not imported: skipped")
+				more += f.More
 			}
 			continue
 		}
@@ -233,6 +242,7 @@ func (r *Runner) storeImages(ctx context.Context, src Reader, j *library.ImportJ
 			switch {
 			case f.Skip != "":
 				skip(f.Ref, f.Skip)
+				more += f.More
 				continue
 			case quotaFull:
 				skip(f.Ref, "the member's image quota is reached: skipped")
@@ -278,7 +288,7 @@ func (r *Runner) storeImages(ctx context.Context, src Reader, j *library.ImportJ
 		}
 	}
 	*pending = (*pending)[:0]
-	return r.countImages(ctx, j, stored, skipped, true)
+	return r.countImages(ctx, j, stored, skipped, more, true)
 }
 
 // unnamedImages are the addresses of p's images for an export that does
@@ -306,12 +316,13 @@ func (r *Runner) strayImages(ctx context.Context, src Reader, j *library.ImportJ
 		return true
 	}
 	stray := images.StrayImages()
-	return len(stray) == 0 || r.countImages(ctx, j, 0, stray, false)
+	return len(stray) == 0 || r.countImages(ctx, j, 0, stray, 0, false)
 }
 
-// countImages adds stored and skipped images to the job (clearing its
-// ImagesFrom when done says the pending images are all taken).
-func (r *Runner) countImages(ctx context.Context, j *library.ImportJob, stored int, skipped []EntryError, done bool) bool {
+// countImages adds stored and skipped images to the job (more skipped
+// than listed, clearing its ImagesFrom when done says the pending images
+// are all taken).
+func (r *Runner) countImages(ctx context.Context, j *library.ImportJob, stored int, skipped []EntryError, more int, done bool) bool {
 	if stored == 0 && len(skipped) == 0 && !done {
 		return true
 	}
@@ -320,7 +331,7 @@ func (r *Runner) countImages(ctx context.Context, j *library.ImportJob, stored i
 			x.ImagesFrom = 0
 		}
 		x.Images += stored
-		x.ImagesSkipped += len(skipped)
+		x.ImagesSkipped += len(skipped) + more
 		for _, s := range skipped {
 			if len(x.Failures) >= library.MaxImportFailures {
 				break
