@@ -99,9 +99,14 @@ func (h *hearthReader) itemImages(e *HearthItem) []ImageFile {
 	files := h.images[e.ID]
 	delete(h.images, e.ID)
 	if len(e.Images) == 0 {
-		out := make([]ImageFile, len(files))
+		out := make([]ImageFile, 0, min(len(files), library.MaxItemImages+1))
 		for i, m := range files {
-			out[i] = ImageFile{Ref: m.name}
+			if i == library.MaxItemImages {
+				out = append(out, ImageFile{Ref: m.name, More: len(files) - i - 1,
+					Skip: fmt.Sprintf("it and the %d images after it are past the %d an item keeps", len(files)-i-1, library.MaxItemImages)})
+				break
+			}
+			out = append(out, ImageFile{Ref: m.name})
 		}
 		return out
 	}
