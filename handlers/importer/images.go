@@ -213,7 +213,7 @@ type itemImages struct {
 }
 
 // storeImages stores the images of the items of a batch just written, one
-// image a transaction as the site's fetches do (library.StoreItemImage:
+// image a transaction as the site's fetches do (library.StoreImportedImage:
 // the type sniffed from the bytes, MaxItemImages, the member's quota),
 // each at most ImageMaxBytes and an item's at most MaxItemImageBytes
 // together; then counts them in the job, the skipped ones among its
@@ -271,7 +271,7 @@ func (r *Runner) storeImages(ctx context.Context, src Reader, j *library.ImportJ
 				skip(f.Ref, fmt.Sprintf("its item's images would take more than %d bytes, the site's limit: skipped", library.MaxItemImageBytes))
 				continue
 			}
-			_, err = lib.StoreItemImage(ctx, j.MemberID, id, f.URL, data, r.opts.ImageQuota)
+			_, err = lib.StoreImportedImage(ctx, j.MemberID, id, f.URL, data, r.opts.ImageQuota)
 			switch {
 			case err == nil || errors.Is(err, storage.ErrNotSynced):
 				// Not synced: written all the same, and the job's end,

@@ -807,12 +807,25 @@ func removeItemImages(tx *storage.Tx, memberID, itemID string) error {
 // the member's images would pass quota bytes (ErrImageQuota). It returns
 // the image's number.
 func (s Store) StoreItemImage(ctx context.Context, memberID, itemID, src string, data []byte, quota int64) (int, error) {
+	return s.storeItemImage(ctx, s.st.Update, memberID, itemID, src, data, quota)
+}
+
+// StoreImportedImage is StoreItemImage for an import, committed without
+// waiting for the disk as the import's batches are (storage.UpdateAsync):
+// the job's update after its batch's images, which waits, brings them
+// there, and a power loss before it leaves them to be stored again when
+// the job resumes (ImportJob.ImagesFrom).
+func (s Store) StoreImportedImage(ctx context.Context, memberID, itemID, src string, data []byte, quota int64) (int, error) {
+	return s.storeItemImage(ctx, s.st.UpdateAsync, memberID, itemID, src, data, quota)
+}
+
+func (s Store) storeItemImage(ctx context.Context, update func(context.Context, func(*storage.Tx) error) error, memberID, itemID, src string, data []byte, quota int64) (int, error) {
 	typ := ImageType(data)
 	if typ == "" {
 		return 0, storage.Invalid("not a PNG, JPEG, GIF, WebP or AVIF image")
 	}
 	var n int
-	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+	err := update(ctx, func(tx *storage.Tx) error {
 		var err error
 		n, err = putItemImage(tx, memberID, itemID, ItemImage{URL: src, Type: typ, Size: len(data)}, data, quota)
 		return err
