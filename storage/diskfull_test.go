@@ -9,7 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	"golang.org/x/sys/unix"
 )
 
@@ -184,5 +187,61 @@ func TestClosedStoreAnswersErrClosed(t *testing.T) {
 	}
 	if status, _, ok := Unavailable(fmt.Errorf("wrapped: %w", ErrClosed)); !ok || status != 503 {
 		t.Fatalf("Unavailable(ErrClosed) = %d, %v", status, ok)
+	}
+}
+
+// The operator learns of a full disk from the log, not only from members:
+// the first write refused logs one warning naming the directory, the free
+// space and the reserve (not one per refused write, which would fill what
+// is left of the disk), and the first reading above the reserve again logs
+// that writes resume.
+func TestDiskFullIsLoggedOnceAndSoIsItsEnd(t *testing.T) {
+	badgerOnly(t)
+	const reserve = 32 << 20
+	fs := smallFilesystem(t, 96<<20)
+	dir := filepath.Join(fs, "store")
+	core, logs := observer.New(zap.InfoLevel)
+	st, err := Open(dir, Options{MemTableSize: 8 << 20, ValueLogFileSize: 4 << 20, MinFreeBytes: reserve, Logger: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	write := func() error {
+		return st.Update(t.Context(), func(tx *Tx) error { return tx.put([]byte("test/k"), []byte("v"), 0) })
+	}
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	free, _ := freeBytes(dir)
+	filler := filepath.Join(fs, "filler")
+	if err := os.WriteFile(filler, make([]byte, free-reserve+(4<<20)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(spaceCheckEvery) // the last reading is no longer trusted
+	for range 5 {
+		if err := write(); !errors.Is(err, ErrDiskFull) {
+			t.Fatalf("a write on a full disk: %v", err)
+		}
+	}
+	warned := logs.FilterMessageSnippet("below its free-space reserve").All()
+	if len(warned) != 1 || warned[0].Level != zap.WarnLevel {
+		t.Fatalf("%d warnings for 5 refused writes (%v), want 1", len(warned), logs.All())
+	}
+	f := warned[0].ContextMap()
+	if f["storage_dir"] != dir || f["min_free_bytes"] != int64(reserve) || f["free_bytes"].(int64) >= reserve {
+		t.Fatalf("warning fields %v", f)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(); err != nil {
+		t.Fatalf("a write once space was freed: %v", err)
+	}
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	if n := logs.FilterMessageSnippet("writes resume").Len(); n != 1 {
+		t.Fatalf("%d lines saying writes resume, want 1: %v", n, logs.All())
 	}
 }

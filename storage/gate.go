@@ -72,6 +72,10 @@ type gate struct {
 	// may still add before it is taken again.
 	spaceAt   atomic.Int64
 	spaceLeft atomic.Int64
+	// full: the last reading was below the reserve; fullLogged is when
+	// that was last logged (Unix ns), for diskFullLogEvery.
+	full       atomic.Bool
+	fullLogged atomic.Int64
 }
 
 func (g *gate) init() { g.idle.L = &g.mu }
@@ -173,11 +177,36 @@ func (s *Store) lowOnSpace() bool {
 	room := free - s.opts.MinFreeBytes
 	g.spaceLeft.Store(max(room/4, 0))
 	g.spaceAt.Store(now)
+	s.noteSpace(now, free, room < 0)
 	return room < 0
+}
+
+// noteSpace logs a reading of the free space below the reserve, at most
+// every diskFullLogEvery, and the first one above it again: without it
+// the operator would learn of a full disk only from members, since the
+// handlers answer the refusal (507) without logging it, and a log line per
+// refused write would fill what is left of the disk.
+func (s *Store) noteSpace(now, free int64, low bool) {
+	g := &s.gate
+	if !low {
+		if g.full.CompareAndSwap(true, false) {
+			s.log.Info("free space is above the store's reserve again; writes resume",
+				zap.String("storage_dir", s.path), zap.Int64("free_bytes", free), zap.Int64("min_free_bytes", s.opts.MinFreeBytes))
+		}
+		return
+	}
+	g.full.Store(true)
+	if last := g.fullLogged.Load(); now-last >= int64(diskFullLogEvery) && g.fullLogged.CompareAndSwap(last, now) {
+		s.log.Warn("the store's disk is below its free-space reserve: writes are refused (HTTP 507), reads go on, until space is freed",
+			zap.String("storage_dir", s.path), zap.Int64("free_bytes", free), zap.Int64("min_free_bytes", s.opts.MinFreeBytes))
+	}
 }
 
 // spaceCheckEvery is how long a reading of the free space is trusted.
 const spaceCheckEvery = 100 * time.Millisecond
+
+// diskFullLogEvery spaces the log lines of a disk below the reserve.
+const diskFullLogEvery = time.Minute
 
 // writesDone counts bytes a transaction wrote (keys and values) against the
 // room of the last free-space reading.
