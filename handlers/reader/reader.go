@@ -201,8 +201,8 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, title
 }
 
 // storeError answers for an error of the library: the member's mistake in
-// plain words, a store that refuses for now with 503 and Retry-After,
-// anything else as a failure that is logged.
+// plain words, a store that refuses for now with 503 or 507 (a full disk)
+// and Retry-After, anything else as a failure that is logged.
 func (h *Handler) storeError(w http.ResponseWriter, r *http.Request, err error) {
 	var inv *storage.InvalidError
 	switch {
@@ -215,7 +215,9 @@ func (h *Handler) storeError(w http.ResponseWriter, r *http.Request, err error) 
 			if retry > 0 {
 				w.Header().Set("Retry-After", retryAfter(retry))
 			}
-			h.fail(w, r, status, "Try again soon", "The library can't be reached right now. Try again in a moment.")
+			// The member pages' words: a full disk is not a library
+			// that cannot be reached (it still reads).
+			h.fail(w, r, status, http.StatusText(status), account.StoreRefusalText(status))
 			return
 		}
 		h.opts.Logger.Error("library page", zap.String("path", r.URL.Path), zap.Error(err))

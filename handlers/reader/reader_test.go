@@ -41,7 +41,12 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	st := storagetest.OpenFast(t, t.TempDir())
+	return newFixtureOn(t, storagetest.OpenFast(t, t.TempDir()))
+}
+
+// newFixtureOn is newFixture on the store st.
+func newFixtureOn(t testing.TB, st *storage.Store) *fixture {
+	t.Helper()
 	pages := account.New(st, account.Options{})
 	svc := libraryservice.Prepare(st, libraryservice.Options{Pages: pages, AllowPrivateAddresses: true})
 	t.Cleanup(func() { svc.Close() })

@@ -1,0 +1,64 @@
+package storagetest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// SmallDisk is a filesystem of its own for a store, which a test fills up
+// as a self-hoster's disk fills: a tmpfs, mounted for the test (root only:
+// the test is skipped otherwise; CI runs as root) and unmounted when it ends.
+type SmallDisk struct {
+	t   testing.TB
+	Dir string // the mount point; a store goes in a directory under it
+}
+
+// NewSmallDisk mounts a tmpfs of size bytes.
+func NewSmallDisk(t testing.TB, size int64) *SmallDisk {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small filesystem needs root")
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return &SmallDisk{t: t, Dir: dir}
+}
+
+// Fill writes a file that leaves about leave bytes free, and returns the
+// function that deletes it (the operator freeing space). It then waits a
+// little longer than a store trusts its last reading of the free space
+// (storage's spaceCheckEvery), so that the next write sees the full disk.
+func (d *SmallDisk) Fill(leave int64) (free func()) {
+	d.t.Helper()
+	var st unix.Statfs_t
+	if err := unix.Statfs(d.Dir, &st); err != nil {
+		d.t.Fatal(err)
+	}
+	avail := int64(st.Bavail) * int64(st.Bsize)
+	if avail <= leave {
+		d.t.Fatalf("%d bytes free, fewer than the %d to leave", avail, leave)
+	}
+	name := filepath.Join(d.Dir, fmt.Sprintf("filler-%d", time.Now().UnixNano()))
+	if err := os.WriteFile(name, make([]byte, avail-leave), 0o600); err != nil {
+		d.t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	return func() {
+		d.t.Helper()
+		if err := os.Remove(name); err != nil {
+			d.t.Fatal(err)
+		}
+	}
+}
