@@ -81,6 +81,9 @@ type fetchQueue struct {
 
 	// hostWait is set while a kick after importHostInterval is armed.
 	hostWait atomic.Bool
+	// pausedUntil (Unix ns) is when the queue goes on after the store
+	// refused to save a fetch (pause).
+	pausedUntil atomic.Int64
 
 	mu       sync.Mutex
 	inFlight map[[2]string]bool // queued or being fetched
@@ -127,6 +130,40 @@ func (q *fetchQueue) kickAfterHostInterval() {
 			q.kickAll()
 		})
 	}
+}
+
+// pause stops the queue for the wait the store asked for (a full disk: a
+// minute) when it refused to save a fetch, and kicks it then. Without it
+// every pending page would be fetched, its text dropped and an error
+// logged, one after the other, while the disk is full: an import's
+// thousands of links fetched for nothing and as many log lines.
+func (q *fetchQueue) pause(s *Service, p library.PendingFetch, wait time.Duration, err error) {
+	now := time.Now()
+	for {
+		until := q.pausedUntil.Load()
+		if until > now.UnixNano() {
+			return // paused already: logged and kicked once
+		}
+		if q.pausedUntil.CompareAndSwap(until, now.Add(wait).UnixNano()) {
+			break
+		}
+	}
+	s.log.Warn("article fetches paused: the store refuses writes; the pending fetches go on by themselves",
+		zap.String("item", p.ItemID), zap.Duration("retry_in", wait), zap.Error(err))
+	time.AfterFunc(wait, q.kickNow)
+}
+
+// paused reports whether the queue waits for the store (pause).
+func (q *fetchQueue) paused() bool { return time.Now().UnixNano() < q.pausedUntil.Load() }
+
+// refused pauses the queue when err is the store's refusal for now, and
+// reports whether it was.
+func (s *Service) refused(p library.PendingFetch, err error) bool {
+	_, wait, ok := storage.Unavailable(err)
+	if ok {
+		s.fetches.pause(s, p, wait, err)
+	}
+	return ok
 }
 
 func (q *fetchQueue) releaseHost(host string) {
@@ -286,6 +323,9 @@ func (q *fetchQueue) feed(ctx context.Context, jobs chan<- library.PendingFetch)
 			return
 		case <-q.kick:
 		}
+		if q.paused() {
+			continue // pause's timer kicks again
+		}
 		wrapped := q.cursor == nil // a pass from the first entry reads them all
 		for {
 			// Only those queued under this server's fetch policy: a
@@ -324,6 +364,9 @@ func (q *fetchQueue) feed(ctx context.Context, jobs chan<- library.PendingFetch)
 			}
 			sent := 0
 			for _, p := range pending {
+				if q.paused() {
+					break
+				}
 				k := [2]string{p.MemberID, p.ItemID}
 				q.mu.Lock()
 				busy := q.inFlight[k]
@@ -357,6 +400,9 @@ func (q *fetchQueue) feed(ctx context.Context, jobs chan<- library.PendingFetch)
 			// the feeder reads on until it has read every entry once
 			// since the kick: from where the last pass stopped to the
 			// last entry, then from the first.
+			if q.paused() {
+				break
+			}
 			if next == nil {
 				if wrapped {
 					break
@@ -376,6 +422,9 @@ func (q *fetchQueue) work(ctx context.Context, jobs <-chan library.PendingFetch)
 		// An entry handed over (fresh) or read a while ago may have been
 		// fetched since, by this node or the former holder of the lease.
 		s := q.service()
+		if q.paused() {
+			s = nil // handed over before the pause: stays pending
+		}
 		if ok, err := library.Of(q.st).HasPendingFetch(ctx, p.MemberID, p.ItemID); err == nil && ok && s != nil {
 			if p.Images {
 				s.fetchImages(ctx, p)
@@ -420,7 +469,7 @@ func (s *Service) fetchPending(ctx context.Context, p library.PendingFetch) {
 		var fe *FetchError
 		var ie *InputError
 		if !errors.As(err, &fe) && !errors.As(err, &ie) && !storage.IsInvalid(err) {
-			if ctx.Err() == nil { // else stopped: nothing failed
+			if ctx.Err() == nil && !s.refused(p, err) { // else stopped, or paused: nothing failed
 				s.log.Error("save fetched article", zap.String("item", p.ItemID), zap.Error(err))
 			}
 			return // stays pending: fetched again on the next start
@@ -439,7 +488,7 @@ func (s *Service) fetchPending(ctx context.Context, p library.PendingFetch) {
 	} else if storage.IsInvalid(err) {
 		reason = fetchFailedMessage + " (" + err.Error() + ")"
 	}
-	if err := library.Of(s.store).FailFetch(ctx, p.MemberID, p.ItemID, reason); err != nil && !errors.Is(err, storage.ErrNotFound) && ctx.Err() == nil {
+	if err := library.Of(s.store).FailFetch(ctx, p.MemberID, p.ItemID, reason); err != nil && !errors.Is(err, storage.ErrNotFound) && ctx.Err() == nil && !s.refused(p, err) {
 		s.log.Error("mark article fetch failed", zap.String("item", p.ItemID), zap.Error(err))
 	}
 }

@@ -1,0 +1,108 @@
+//go:build linux
+
+package articles
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
+)
+
+// When the disk fills while pages are being fetched, the queue stops at the
+// first fetch the store refuses to save, logs that once, and fetches
+// nothing more until the store's wait is over: before, every pending page
+// (an import's thousands) was fetched from its site, its text dropped and
+// an error logged, one after the other, while the disk was full. Nothing is
+// lost: the pages stay pending and are fetched and saved after the pause,
+// with space freed.
+func TestFetchQueuePausesWhileTheDiskIsFull(t *testing.T) {
+	const reserve, pages = 16 << 20, 12
+	disk := storagetest.NewSmallDisk(t, 64<<20)
+	noSync := false
+	store, err := storage.Open(filepath.Join(disk.Dir, "store"), storage.Options{SyncWrites: &noSync, GCInterval: -1,
+		MemTableSize: 1 << 20, ValueLogFileSize: 1 << 20, MinFreeBytes: reserve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	var hits atomic.Int64
+	release := make(chan struct{})
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<html><head><title>Page %s</title></head><body><p>Some text of the article at %s.</p></body></html>", r.URL.Path, r.URL.Path)
+	}))
+	defer site.Close()
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+
+	m := newAlice(t, store)
+	core, logs := observer.New(zap.InfoLevel)
+	opts := testOptions()
+	opts.Logger = zap.New(core)
+	s := Prepare(store, opts)
+	defer s.Close()
+	ids := make([]string, pages)
+	for i := range ids {
+		ids[i] = mustQueue(t, s, m.ID, fmt.Sprintf("%s/page%d", site.URL, i))
+	}
+	for hits.Load() < fetchWorkers { // each worker waits on a page
+		time.Sleep(5 * time.Millisecond)
+	}
+	freeSpace := disk.Fill(reserve / 2)
+	close(release)
+	for logs.FilterMessageSnippet("article fetches paused").Len() == 0 && hits.Load() < pages {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// What the workers held is done; the others would follow at once.
+	time.Sleep(300 * time.Millisecond)
+	if n := hits.Load(); n > fetchWorkers {
+		t.Fatalf("%d fetches of the %d pages while the store refused to save them, want at most the %d being fetched when the disk filled", n, pages, fetchWorkers)
+	}
+	if n := logs.FilterMessageSnippet("article fetches paused").Len(); n != 1 {
+		t.Fatalf("%d lines saying the fetches paused, want 1: %v", n, logs.All())
+	}
+	if n := logs.FilterLevelExact(zap.ErrorLevel).Len(); n != 0 {
+		t.Fatalf("%d error lines while the disk was full: %v", n, logs.All())
+	}
+	for _, id := range ids {
+		if ok, err := library.Of(store).HasPendingFetch(t.Context(), m.ID, id); err != nil || !ok {
+			t.Fatalf("item %s no longer pending (%v) while the disk was full", id, err)
+		}
+	}
+
+	freeSpace()
+	s.fetches.pausedUntil.Store(0) // the pause is over (a minute on a full disk)
+	s.KickFetches()
+	storagetest.Eventually(t, "every page fetched and saved", func() bool {
+		pending, err := library.Of(store).PendingFetchesWhere(t.Context(), pages+1, func(library.PendingFetch) bool { return true })
+		return err == nil && len(pending) == 0
+	})
+	for _, id := range ids {
+		it, err := library.Of(store).SavedItem(t.Context(), m.ID, id)
+		if err != nil || it.Title == "" || it.Title[:5] != "Page " {
+			t.Fatalf("item %s after the pause: %+v, %v", id, it, err)
+		}
+	}
+}
