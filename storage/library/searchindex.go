@@ -173,6 +173,9 @@ func (s Store) waitForTextBacklog(ctx context.Context, memberID string) {
 		}); err != nil || n <= maxTextBacklog-textBacklogCheckEvery || time.Now().After(deadline) {
 			return // a failed read: the commit is done, the wait is only a brake
 		}
+		if s.textIndex().WaitsForStore() {
+			return // the indexer cannot write now (a full disk): no brake
+		}
 		s.textIndex().Urge(memberID)
 		select {
 		case <-ctx.Done():

@@ -31,6 +31,11 @@ type Indexer struct {
 	// hold is read-held by each pass and held by a restore while it
 	// imports (the records are half there).
 	hold sync.RWMutex
+	// refused are keys whose work the store refused for now (a full
+	// disk): retryTimer, armed by the first, marks them again once the
+	// store's wait is over (retryRefused).
+	refused    map[string]bool
+	retryTimer *time.Timer
 }
 
 // IndexerConfig says what an Indexer works on.
@@ -47,7 +52,7 @@ type IndexerConfig struct {
 // NewIndexer returns st's indexer, not started.
 func NewIndexer(st *storage.Store, cfg IndexerConfig) *Indexer {
 	return &Indexer{st: st, cfg: cfg, dirty: map[string]bool{}, wake: make(chan struct{}, 1),
-		urge: make(chan struct{}, 1), stop: make(chan struct{})}
+		urge: make(chan struct{}, 1), stop: make(chan struct{}), refused: map[string]bool{}}
 }
 
 // Start starts the indexer (Worker).
@@ -71,6 +76,52 @@ func (ix *Indexer) Release() { ix.hold.Unlock() }
 func (ix *Indexer) Stop() {
 	close(ix.stop)
 	ix.done.Wait()
+	ix.mu.Lock()
+	if ix.retryTimer != nil {
+		ix.retryTimer.Stop()
+	}
+	ix.mu.Unlock()
+}
+
+// retryLater keeps key, whose work the store refused for now, for when
+// the store's wait is over: the work goes on by itself once space is
+// freed, not at the next change, which may never come. The first refusal
+// is logged, not each (a writer waiting for its backlog urges a pass every
+// few milliseconds).
+func (ix *Indexer) retryLater(key string, wait time.Duration, err error) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.refused[key] = true
+	if ix.retryTimer != nil {
+		return
+	}
+	ix.st.Logger().Warn("search index: the store refuses writes; indexing goes on by itself when it takes them again",
+		zap.Duration("retry_in", wait), zap.Error(err))
+	ix.retryTimer = time.AfterFunc(wait, ix.retryRefused)
+}
+
+// retryRefused marks the keys the store refused as having work again.
+func (ix *Indexer) retryRefused() {
+	ix.mu.Lock()
+	keys := ix.refused
+	ix.refused = map[string]bool{}
+	if ix.retryTimer != nil {
+		ix.retryTimer.Stop()
+		ix.retryTimer = nil
+	}
+	ix.mu.Unlock()
+	for k := range keys {
+		ix.Notify(k)
+	}
+}
+
+// WaitsForStore reports whether the store refused the indexer's last
+// writes and it waits to try again: a writer waiting for its backlog to
+// shrink need not wait.
+func (ix *Indexer) WaitsForStore() bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.retryTimer != nil
 }
 
 // Stopping reports whether the indexer is stopping: long work checks it
@@ -183,6 +234,10 @@ func (ix *Indexer) pass() (stopped bool) {
 		if err := ix.cfg.Work(k); err != nil {
 			if errors.Is(err, ErrStopped) || ix.st.Background().Err() != nil {
 				return true
+			}
+			if _, wait, ok := storage.Unavailable(err); ok {
+				ix.retryLater(k, wait, err)
+				continue
 			}
 			ix.st.Logger().Warn("search index: indexing failed; retried at the next change or start", zap.Error(err))
 		}
