@@ -397,9 +397,6 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 	case storage.IsInvalid(err):
 		bad(http.StatusBadRequest, upperFirst(err.Error())+".")
 		return
-	case errors.Is(err, errSessionNotStarted):
-		http.Redirect(w, r, SignInURL(d.ReturnTo), http.StatusSeeOther)
-		return
 	case err != nil:
 		p.renderStoreFailure(w, r, err, "The account could not be created. Try again in a moment.")
 		return
@@ -411,14 +408,13 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 // visitors create accounts (Options.OpenRegistration off).
 var ErrRegistrationClosed = errors.New("this site does not let visitors create accounts")
 
-// errSessionNotStarted: the account was made but its session was not.
-var errSessionNotStarted = errors.New("the account was created but could not be signed in")
-
 // SignUp creates a member under the sign-up limit per client address, when
 // the site's registration is open, and signs it in on w. Its errors:
 // ErrRegistrationClosed, *SignInLimitedError, storage.ErrConflict (the
 // username is taken), a storage invalid-input error, or an internal one
-// (logged). The sign-up page and the GraphQL createAccount share it.
+// (logged); the member and its session are made together or not at all
+// (members.CreateMemberSignedIn). The sign-up page and the GraphQL
+// createAccount share it.
 func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request, username, displayName, password string) (*members.Member, error) {
 	if !p.opts.OpenRegistration {
 		return nil, ErrRegistrationClosed
@@ -429,7 +425,8 @@ func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request, username, display
 		metrics.RateLimited(metrics.LimitSignUp)
 		return nil, &SignInLimitedError{Wait: wait}
 	}
-	m, err := members.Of(p.store).CreateMember(r.Context(), username, displayName, password)
+	p.endPlantedSession(r)
+	m, id, err := members.Of(p.store).CreateMemberSignedIn(r.Context(), username, displayName, password, p.opts.SessionLifetime, p.sessionInfo(r, amrPassword))
 	if err != nil {
 		p.signUps.Undo(r.Context(), ip)
 		if !errors.Is(err, storage.ErrConflict) && !storage.IsInvalid(err) {
@@ -438,10 +435,7 @@ func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request, username, display
 		return nil, err
 	}
 	p.opts.Logger.Info("member signed up", zap.String("username", m.Username))
-	if err := p.startSession(w, r, m, amrPassword...); err != nil {
-		p.opts.Logger.Error("start session", zap.Error(err))
-		return m, errSessionNotStarted
-	}
+	p.setSessionCookie(w, r, id)
 	return m, nil
 }
 

@@ -131,19 +131,31 @@ func (p *Pages) SignOut(w http.ResponseWriter, r *http.Request) {
 // changed since, no session is made (members.ErrCredentialsChanged). amr
 // says how the member signed in (members.Session.AMR).
 func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, m *members.Member, amr ...string) error {
-	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
-		_ = members.Of(p.store).DeleteSession(r.Context(), c.Value)
-	}
-	id, err := members.Of(p.store).CreateSessionWith(r.Context(), m, p.opts.SessionLifetime, members.SessionInfo{
-		Device:  DeviceSummary(r.UserAgent()),
-		Address: p.opts.ClientIP(r),
-		AMR:     amr,
-	})
+	p.endPlantedSession(r)
+	id, err := members.Of(p.store).CreateSessionWith(r.Context(), m, p.opts.SessionLifetime, p.sessionInfo(r, amr))
 	if err != nil {
 		return err
 	}
-	http.SetCookie(w, p.cookie(r, id, int(p.opts.SessionLifetime.Seconds())))
+	p.setSessionCookie(w, r, id)
 	return nil
+}
+
+// endPlantedSession ends the session of the cookie the browser brought to
+// a sign-in, which someone else may have planted there.
+func (p *Pages) endPlantedSession(r *http.Request) {
+	if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
+		_ = members.Of(p.store).DeleteSession(r.Context(), c.Value)
+	}
+}
+
+// sessionInfo is what a new session records of the browser of r.
+func (p *Pages) sessionInfo(r *http.Request, amr []string) members.SessionInfo {
+	return members.SessionInfo{Device: DeviceSummary(r.UserAgent()), Address: p.opts.ClientIP(r), AMR: amr}
+}
+
+// setSessionCookie gives the browser the cookie of session id.
+func (p *Pages) setSessionCookie(w http.ResponseWriter, r *http.Request, id string) {
+	http.SetCookie(w, p.cookie(r, id, int(p.opts.SessionLifetime.Seconds())))
 }
 
 // cookie builds the session cookie. It is Secure unless the page is served

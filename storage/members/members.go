@@ -180,6 +180,45 @@ func OnRevokeAccess(fn func(ctx context.Context, st *storage.Store, memberID str
 // username, display name or password and storage.ErrConflict when the username is
 // taken (case-insensitively).
 func (s Store) CreateMember(ctx context.Context, username, displayName, password string) (*Member, error) {
+	m, err := newMember(username, displayName, password)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.st.Update(ctx, func(tx *storage.Tx) error { return putNewMember(tx, m) }); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// CreateMemberSignedIn is CreateMember and CreateSessionWith in one
+// transaction (a sign-up): the account is made with its first session or
+// not at all, so a store that stops taking writes in between (a full
+// disk, a reload) cannot leave an account the visitor was told was not
+// made, whose username a second try finds taken. It returns the member
+// and the session's id.
+func (s Store) CreateMemberSignedIn(ctx context.Context, username, displayName, password string, ttl time.Duration, info SessionInfo) (*Member, string, error) {
+	m, err := newMember(username, displayName, password)
+	if err != nil {
+		return nil, "", err
+	}
+	var id string
+	err = s.st.Update(ctx, func(tx *storage.Tx) error {
+		if err := putNewMember(tx, m); err != nil {
+			return err
+		}
+		var d string
+		var sess Session
+		id, d, sess = newSession(m, ttl, info, true)
+		return putSession(tx, d, sess, ttl)
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return m, id, nil
+}
+
+// newMember checks a new member's fields and makes its record (no id yet).
+func newMember(username, displayName, password string) (*Member, error) {
 	if err := ValidateUsername(username); err != nil {
 		return nil, err
 	}
@@ -189,32 +228,31 @@ func (s Store) CreateMember(ctx context.Context, username, displayName, password
 	if err := ValidatePassword(password); err != nil {
 		return nil, err
 	}
-	m := &Member{
+	return &Member{
 		Username:     username,
 		DisplayName:  displayName,
 		CreatedAt:    time.Now().UTC().Truncate(time.Second),
 		PasswordHash: HashPassword(password),
-	}
-	err := s.st.Update(ctx, func(tx *storage.Tx) error {
-		taken, err := tx.Has(memberNameKey(username))
-		if err != nil {
-			return err
-		}
-		if taken {
-			return storage.ErrConflict
-		}
-		if m.ID, err = tx.FreshID(memberIDKey); err != nil {
-			return err
-		}
-		if err := tx.Put(memberNameKey(username), []byte(m.ID), 0); err != nil {
-			return err
-		}
-		return tx.PutJSON(memberIDKey(m.ID), m, 0)
-	})
+	}, nil
+}
+
+// putNewMember gives m a fresh id and writes it, or returns
+// storage.ErrConflict when its username is taken.
+func putNewMember(tx *storage.Tx, m *Member) error {
+	taken, err := tx.Has(memberNameKey(m.Username))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return m, nil
+	if taken {
+		return storage.ErrConflict
+	}
+	if m.ID, err = tx.FreshID(memberIDKey); err != nil {
+		return err
+	}
+	if err := tx.Put(memberNameKey(m.Username), []byte(m.ID), 0); err != nil {
+		return err
+	}
+	return tx.PutJSON(memberIDKey(m.ID), m, 0)
 }
 
 // ByUsername returns the member with username (any case) in tx.

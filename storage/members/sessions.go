@@ -160,34 +160,44 @@ func (s Store) CreateSessionWith(ctx context.Context, m *Member, ttl time.Durati
 // createSession is CreateSessionWith; signedIn says the password was just
 // given (Session.AuthAt).
 func (s Store) createSession(ctx context.Context, m *Member, ttl time.Duration, info SessionInfo, signedIn bool) (string, error) {
-	id := storage.NewSecret(SessionPrefix, 32)
-	d := storage.Digest(id)
+	id, d, sess := newSession(m, ttl, info, signedIn)
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		if _, err := CheckStamp(tx, m); err != nil {
+			return err
+		}
+		if err := trimMemberSessions(tx, m.ID, MaxSessionsPerMember-1); err != nil {
+			return err
+		}
+		return putSession(tx, d, sess, ttl)
+	})
+	if err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// newSession makes a session of m lasting ttl: its id (the cookie's
+// secret), the id's digest (its key) and its record.
+func newSession(m *Member, ttl time.Duration, info SessionInfo, signedIn bool) (id, digest string, sess Session) {
+	id = storage.NewSecret(SessionPrefix, 32)
 	now := time.Now().UTC()
-	memberID := m.ID
-	sess := Session{
-		MemberID: memberID, CreatedAt: now, ExpiresAt: now.Add(ttl), LastSeenAt: now,
+	sess = Session{
+		MemberID: m.ID, CreatedAt: now, ExpiresAt: now.Add(ttl), LastSeenAt: now,
 		Device: clip(info.Device, MaxSessionDeviceLen), Address: clip(info.Address, MaxSessionAddressLen),
 		Stamp: m.SecurityStamp, AMR: info.AMR,
 	}
 	if signedIn {
 		sess.AuthAt = now
 	}
-	err := s.st.Update(ctx, func(tx *storage.Tx) error {
-		if _, err := CheckStamp(tx, m); err != nil {
-			return err
-		}
-		if err := trimMemberSessions(tx, memberID, MaxSessionsPerMember-1); err != nil {
-			return err
-		}
-		if err := tx.PutJSON(sessionKey(d), sess, ttl); err != nil {
-			return err
-		}
-		return tx.Put(memberSessionKey(memberID, d), nil, ttl)
-	})
-	if err != nil {
-		return "", err
+	return id, storage.Digest(id), sess
+}
+
+// putSession writes a session (newSession) and its member's index of it.
+func putSession(tx *storage.Tx, digest string, sess Session, ttl time.Duration) error {
+	if err := tx.PutJSON(sessionKey(digest), sess, ttl); err != nil {
+		return err
 	}
-	return id, nil
+	return tx.Put(memberSessionKey(sess.MemberID, digest), nil, ttl)
 }
 
 // SessionMember returns the member signed in with session id. It returns

@@ -3,6 +3,7 @@ package storagetest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -21,8 +22,34 @@ import (
 // memory and runs its singleton work at once.
 type Interleaver struct {
 	kv.Engine
+	dir   string
 	mu    sync.Mutex
 	hooks []*hook
+}
+
+// Dir is the directory of the store, to open it again once a test has
+// closed it (CloseDuring).
+func (il *Interleaver) Dir() string { return il.dir }
+
+// CloseDuring closes st, the Interleaver's store, from inside one of its
+// transactions (a hook's fn): later operations are refused with
+// storage.ErrClosed at once, as on a reload that moved to another
+// storage_dir, while the transaction running goes on and commits; the
+// store is closed once it has ended, and then closed is. It models a
+// store that stops taking writes in the middle of a handler's work.
+func (il *Interleaver) CloseDuring(st *storage.Store) (closed <-chan struct{}) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		st.Close()
+	}()
+	for {
+		err := st.View(context.Background(), func(*storage.Tx) error { return nil })
+		if errors.Is(err, storage.ErrClosed) {
+			return done
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 type hook struct {
@@ -37,7 +64,7 @@ type hook struct {
 func OpenInterleaved(t testing.TB) (*storage.Store, *Interleaver) {
 	t.Helper()
 	dir := t.TempDir()
-	il := &Interleaver{}
+	il := &Interleaver{dir: dir}
 	testengine.SetWrap(dir, func(e kv.Engine) kv.Engine { il.Engine = e; return il })
 	st, err := storage.Open(dir, storage.Options{})
 	if err != nil {
