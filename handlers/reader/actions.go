@@ -209,34 +209,23 @@ func undoToken(items []*library.SavedItem) string {
 
 // undo puts items back where an undo token says they were.
 func (h *Handler) undo(r *http.Request, memberID, token string) error {
-	by := map[string][]string{}
 	parts := strings.Split(token, ",")
 	if token == "" || len(parts) > maxUndo {
 		return storage.Invalid("there is nothing to undo")
 	}
-	all := make([]string, 0, len(parts))
+	status := make(map[string]string, len(parts))
 	for _, p := range parts {
 		id, code, _ := strings.Cut(p, ":")
 		st, ok := statusOf(code)
 		if !ok || !storage.IsID(id) {
 			return storage.Invalid("there is nothing to undo")
 		}
-		by[st] = append(by[st], id)
-		all = append(all, id)
+		status[id] = st
 	}
-	// Each status is its own change: an item the member does not have
-	// refuses the whole undo before any is made.
-	if items, err := library.Of(h.store).SavedItems(r.Context(), memberID, all); err != nil {
-		return err
-	} else if len(items) != len(all) {
-		return storage.ErrNotFound
-	}
-	for st, ids := range by {
-		if _, err := library.Of(h.store).SetItemsStatus(r.Context(), memberID, ids, st); err != nil {
-			return err
-		}
-	}
-	return nil
+	// One change: an item the member does not have refuses the whole
+	// undo, and a store that stops taking writes midway leaves none of it.
+	_, err := library.Of(h.store).RestoreItemsStatus(r.Context(), memberID, status)
+	return err
 }
 
 // serveProgress records how far the member has read (0 to 100), posted by

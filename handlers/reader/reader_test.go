@@ -854,3 +854,50 @@ func TestItemWithoutWordsShowsNoReadingTime(t *testing.T) {
 		t.Errorf("the reader's line of an item without words says %s", m)
 	}
 }
+
+// An undo puts back items of two statuses (one from the inbox, one from
+// the archive) in one change: a store that stops taking writes (a reload,
+// a full disk) right as the undo writes leaves both where they were put
+// back, or both in the trash, never one of each. Before, each status was
+// its own transaction, and the second was refused after the first had
+// committed.
+func TestUndoOfTwoStatusesIsOneChange(t *testing.T) {
+	st, il := storagetest.OpenInterleaved(t)
+	f := newFixtureOn(t, st)
+	a := f.save("Alpha", "a.example", 100, library.NewItem{})
+	b := f.save("Beta", "b.example", 100, library.NewItem{})
+	if _, err := library.Of(st).SetItemsStatus(context.Background(), f.member.ID, []string{b.ID}, library.StatusArchived); err != nil {
+		t.Fatal(err)
+	}
+	resp := f.post("/library/items", url.Values{"action": {"trash"}, "id": {a.ID, b.ID}, "return": {"/library"}})
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	undo := loc.Query().Get("undo")
+	if resp.StatusCode != http.StatusSeeOther || undo == "" {
+		t.Fatalf("trash: HTTP %d, %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	var closed <-chan struct{}
+	il.BeforeCommit(storage.Key("u", f.member.ID, "gql", "item", ""), func() { closed = il.CloseDuring(st) })
+	resp = f.post("/library/items", url.Values{"action": {"undo"}, "undo": {undo}, "return": {"/library"}})
+	if closed == nil {
+		t.Fatal("the undo wrote no item")
+	}
+	<-closed
+	again, err := storage.Open(il.Dir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	items, err := library.Of(again).SavedItems(context.Background(), f.member.ID, []string{a.ID, b.ID})
+	if err != nil || len(items) != 2 {
+		t.Fatalf("the items after the undo: %d, %v", len(items), err)
+	}
+	got := map[string]string{items[0].ID: items[0].Status, items[1].ID: items[1].Status}
+	restored := got[a.ID] == library.StatusActive && got[b.ID] == library.StatusArchived
+	trashed := got[a.ID] == library.StatusDeleted && got[b.ID] == library.StatusDeleted
+	switch {
+	case resp.StatusCode == http.StatusSeeOther && restored:
+	case resp.StatusCode != http.StatusSeeOther && trashed:
+	default:
+		t.Fatalf("the undo answered HTTP %d and left Alpha %s, Beta %s", resp.StatusCode, got[a.ID], got[b.ID])
+	}
+}

@@ -607,3 +607,22 @@ func (s Store) ForEachSavedItem(ctx context.Context, memberID string, fn func(it
 		return nil
 	})
 }
+
+// RestoreItemsStatus moves each item back to the status it had (status, by
+// id: ACTIVE or ARCHIVED; an undone trash), all in one change: an item the
+// member does not have refuses it all, and a store that stops taking writes
+// midway leaves none moved rather than some (updateItems: one transaction
+// for up to MaxBatchIDs items unless Badger finds it too big).
+func (s Store) RestoreItemsStatus(ctx context.Context, memberID string, status map[string]string) ([]*SavedItem, error) {
+	ids := make([]string, 0, len(status))
+	for id, st := range status {
+		if st != StatusActive && st != StatusArchived {
+			return nil, storage.Invalid("an item can be restored to the inbox or the archive only")
+		}
+		ids = append(ids, id)
+	}
+	return s.updateItems(ctx, memberID, ids, func(_ *storage.Tx, it *SavedItem) error {
+		it.Status, it.DeletedAt = status[it.ID], nil
+		return nil
+	})
+}
