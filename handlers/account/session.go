@@ -55,7 +55,10 @@ func (p *Pages) sessionMember(r *http.Request) (*members.Member, error) {
 	// Last seen is kept to the nearest few minutes: a page view does not
 	// write, one every SessionTouchInterval does (asynchronously).
 	if time.Since(sess.LastSeen()) >= p.opts.SessionTouchInterval {
-		if err := members.Of(p.store).TouchSession(r.Context(), c.Value, p.opts.ClientIP(r)); err != nil {
+		// A store refusing writes for now (a full disk) logs that
+		// itself; a line here would come at every page view meanwhile.
+		err := members.Of(p.store).TouchSession(r.Context(), c.Value, p.opts.ClientIP(r))
+		if _, _, refused := storage.Unavailable(err); err != nil && !refused {
 			p.opts.Logger.Warn("record session last seen", zap.Error(err))
 		}
 	}
