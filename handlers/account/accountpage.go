@@ -258,17 +258,14 @@ func (p *Pages) postPassword(w http.ResponseWriter, r *http.Request, m *members.
 	if c, err := r.Cookie(CookieName); err == nil {
 		keep = c.Value
 	}
-	if err := members.Of(p.store).ChangePassword(r.Context(), m.ID, next, keep); err != nil {
+	revoke := r.PostForm.Get("revoke_access") != ""
+	tokens, apps, err := members.Of(p.store).ChangePassword(r.Context(), m.ID, next, keep, revoke)
+	if err != nil {
 		p.renderStoreFailure(w, r, err, "Your password could not be changed. Try again in a moment.")
 		return
 	}
 	p.opts.Logger.Info("member changed password", zap.String("username", m.Username))
-	if r.PostForm.Get("revoke_access") != "" {
-		tokens, apps, err := members.Of(p.store).RevokeMemberAccess(r.Context(), m.ID)
-		if err != nil {
-			p.renderStoreFailure(w, r, err, "Your password was changed, but your API tokens and apps could not all be revoked. Try again from their pages.")
-			return
-		}
+	if revoke {
 		p.opts.Logger.Info("member revoked access", zap.String("username", m.Username), zap.Int("api_tokens", tokens), zap.Int("apps", apps))
 		done(w, r, "password_access")
 		return

@@ -97,11 +97,6 @@ func (p *Pages) serveReset(w http.ResponseWriter, r *http.Request) {
 	}
 	used, err := members.Of(p.store).UseResetLink(r.Context(), token, next)
 	switch {
-	case used != nil && err != nil:
-		// The password is set and the link used up; only the revocation
-		// of a --revoke-access link failed: the operator must see it.
-		m = used
-		p.opts.Logger.Error("a reset link set a new password but did not revoke the member's access", zap.String("username", m.Username), zap.Error(err))
 	case errors.Is(err, storage.ErrNotFound):
 		p.Render(w, r, http.StatusNotFound, "Reset link not valid", messageTmpl, message{Text: errResetLinkDead, LinkHref: SignInPath, LinkText: "Go to sign-in"})
 		return

@@ -232,11 +232,16 @@ func (s Store) Delete(ctx context.Context, memberID, id string) error {
 		if err := tx.GetJSON(apiTokenKey(memberID, id), &t); err != nil {
 			return err
 		}
-		if err := tx.Delete(apiTokenRefKey(t.Digest)); err != nil {
-			return err
-		}
-		return tx.Delete(apiTokenKey(memberID, id))
+		return deleteToken(tx, memberID, t)
 	})
+}
+
+// deleteToken removes the member's token t (read in tx).
+func deleteToken(tx *storage.Tx, memberID string, t Token) error {
+	if err := tx.Delete(apiTokenRefKey(t.Digest)); err != nil {
+		return err
+	}
+	return tx.Delete(apiTokenKey(memberID, t.ID))
 }
 
 // SetExpiry changes when one of the member's tokens expires (nil:
@@ -708,19 +713,25 @@ func init() {
 		return nil
 	})
 	// A member's access ends with their tokens (RevokeMemberAccess).
-	members.OnRevokeAccess(func(ctx context.Context, st *storage.Store, memberID string) (tokens, apps int, err error) {
-		s := Of(st)
-		toks, err := s.List(ctx, memberID)
+	members.OnRevokeAccess(func(tx *storage.Tx, memberID string) (tokens, apps int, err error) {
+		var toks []Token
+		err = tx.Scan(storage.Key("u", memberID, "gql", "tok", ""), nil, false, false, func(_, v []byte) (bool, error) {
+			var t Token
+			if err := json.Unmarshal(v, &t); err != nil {
+				return false, err
+			}
+			toks = append(toks, t)
+			return true, nil
+		})
 		if err != nil {
 			return 0, 0, err
 		}
 		for _, t := range toks {
-			if err := s.Delete(ctx, memberID, t.ID); err != nil && !errors.Is(err, storage.ErrNotFound) {
-				return tokens, 0, err
+			if err := deleteToken(tx, memberID, t); err != nil {
+				return 0, 0, err
 			}
-			tokens++
 		}
-		return tokens, 0, nil
+		return len(toks), 0, nil
 	})
 	members.OnDelete(func(tx *storage.Tx, memberID string) error {
 		var refs [][]byte

@@ -23,7 +23,7 @@ func TestSessionTokenAfterACredentialChange(t *testing.T) {
 	}
 	change := func(i int) func() {
 		return func() {
-			if err := ms.ChangePassword(t.Context(), m.ID, "new password "+string(rune('a'+i)), ""); err != nil {
+			if _, _, err := ms.ChangePassword(t.Context(), m.ID, "new password "+string(rune('a'+i)), "", false); err != nil {
 				t.Error(err)
 			}
 		}

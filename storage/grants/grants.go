@@ -208,19 +208,25 @@ func Of(st *storage.Store) Store { return Store{st} }
 
 func init() {
 	// A member's access ends with their grants (RevokeMemberAccess).
-	members.OnRevokeAccess(func(ctx context.Context, st *storage.Store, memberID string) (tokens, apps int, err error) {
-		s := Of(st)
-		granted, err := s.AuthorizedApps(ctx, memberID)
+	members.OnRevokeAccess(func(tx *storage.Tx, memberID string) (tokens, apps int, err error) {
+		prefix := memberOAuthPrefix(memberID)
+		var clients []string
+		err = tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+			rest := string(k[len(prefix):])
+			if i := strings.LastIndexByte(rest, '/'); i > 0 && !slices.Contains(clients, rest[:i]) {
+				clients = append(clients, rest[:i])
+			}
+			return true, nil
+		})
 		if err != nil {
 			return 0, 0, err
 		}
-		for _, a := range granted {
-			if err := s.RevokeAppForMember(ctx, memberID, a.App.ClientID); err != nil {
-				return 0, apps, err
+		for _, c := range clients {
+			if err := revokeAppForMember(tx, memberID, c); err != nil {
+				return 0, 0, err
 			}
-			apps++
 		}
-		return 0, apps, nil
+		return 0, len(clients), nil
 	})
 }
 
@@ -609,24 +615,27 @@ func (s Store) RevokeAppForMember(ctx context.Context, memberID, clientID string
 	if clientID == "" || strings.Contains(clientID, "/") {
 		return nil
 	}
-	return s.st.Update(ctx, func(tx *storage.Tx) error {
-		// Codes are found by their digest only; the revocation time voids
-		// every code of the pair issued before it, for as long as one lives.
-		if err := tx.PutJSON(memberOAuthRevokedKey(memberID, clientID), time.Now().UTC(), CodeLifetime+time.Second); err != nil {
+	return s.st.Update(ctx, func(tx *storage.Tx) error { return revokeAppForMember(tx, memberID, clientID) })
+}
+
+// revokeAppForMember is RevokeAppForMember in tx.
+func revokeAppForMember(tx *storage.Tx, memberID, clientID string) error {
+	// Codes are found by their digest only; the revocation time voids
+	// every code of the pair issued before it, for as long as one lives.
+	if err := tx.PutJSON(memberOAuthRevokedKey(memberID, clientID), time.Now().UTC(), CodeLifetime+time.Second); err != nil {
+		return err
+	}
+	digests, err := tx.Suffixes(memberOAuthAppPrefix(memberID, clientID))
+	if err != nil {
+		return err
+	}
+	for _, d := range digests {
+		if err := tx.Delete(tokenKey(d)); err != nil {
 			return err
 		}
-		digests, err := tx.Suffixes(memberOAuthAppPrefix(memberID, clientID))
-		if err != nil {
+		if err := tx.Delete(memberOAuthTokenKey(memberID, clientID, d)); err != nil {
 			return err
 		}
-		for _, d := range digests {
-			if err := tx.Delete(tokenKey(d)); err != nil {
-				return err
-			}
-			if err := tx.Delete(memberOAuthTokenKey(memberID, clientID, d)); err != nil {
-				return err
-			}
-		}
-		return revokeFamilies(tx, memberID, clientID)
-	})
+	}
+	return revokeFamilies(tx, memberID, clientID)
 }

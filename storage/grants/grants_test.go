@@ -350,7 +350,8 @@ func TestMain(m *testing.M) { storagetest.Main(m, testPostgresPort) }
 func TestCodeGrantedBeforeCredentialChange(t *testing.T) {
 	changes := map[string]func(s *storage.Store, m *members.Member) error{
 		"password": func(s *storage.Store, m *members.Member) error {
-			return members.Of(s).ChangePassword(t.Context(), m.ID, "another password", "")
+			_, _, err := members.Of(s).ChangePassword(t.Context(), m.ID, "another password", "", false)
+			return err
 		},
 		"two-factor off": func(s *storage.Store, m *members.Member) error {
 			return members.Of(s).DisableTwoFactor(t.Context(), m.ID, "")

@@ -24,7 +24,8 @@ type credentialChange struct {
 
 var credentialChanges = []credentialChange{
 	{name: "password changed on the account page", change: func(ctx context.Context, st Store, m *Member) error {
-		return st.ChangePassword(ctx, m.ID, "a new password", "")
+		_, _, err := st.ChangePassword(ctx, m.ID, "a new password", "", false)
+		return err
 	}},
 	{name: "password set by the operator", change: func(ctx context.Context, st Store, m *Member) error {
 		return st.SetPassword(ctx, m.Username, "a new password")
@@ -213,7 +214,10 @@ func TestCredentialChangeKeepsTheBrowserThatMadeIt(t *testing.T) {
 		name   string
 		change func() error
 	}{
-		{"password", func() error { return st.ChangePassword(t.Context(), m.ID, "a new password", here) }},
+		{"password", func() error {
+			_, _, err := st.ChangePassword(t.Context(), m.ID, "a new password", here, false)
+			return err
+		}},
 		{"two-factor on", func() error {
 			if err := st.StartTwoFactorSetup(t.Context(), m.ID, testSecret); err != nil {
 				return err

@@ -165,15 +165,29 @@ func OnDelete(fn func(tx *storage.Tx, memberID string) error) {
 // accessRevokers end one kind of a member's access for
 // RevokeMemberAccess (OnRevokeAccess): a registry for memberCleanups'
 // reason.
-var accessRevokers []func(ctx context.Context, st *storage.Store, memberID string) (tokens, apps int, err error)
+var accessRevokers []func(tx *storage.Tx, memberID string) (tokens, apps int, err error)
 
 // OnRevokeAccess registers fn, which ends the member's access of a
-// kind a domain package holds (storage/apitokens: API tokens;
-// storage/grants: OAuth grants) and returns how many API tokens and
-// applications it revoked, for RevokeMemberAccess. Call it from an init
+// kind a domain package holds (storage/apitokens: API tokens and feed
+// URLs; storage/grants: OAuth grants) in tx and returns how many API
+// tokens and applications it revoked, for RevokeMemberAccess and the
+// password changes that revoke access with it. Call it from an init
 // function.
-func OnRevokeAccess(fn func(ctx context.Context, st *storage.Store, memberID string) (tokens, apps int, err error)) {
+func OnRevokeAccess(fn func(tx *storage.Tx, memberID string) (tokens, apps int, err error)) {
 	accessRevokers = append(accessRevokers, fn)
+}
+
+// revokeAccess ends every API token, feed URL and OAuth grant of memberID
+// in tx (OnRevokeAccess).
+func revokeAccess(tx *storage.Tx, memberID string) (tokens, apps int, err error) {
+	for _, revoke := range accessRevokers {
+		t, a, err := revoke(tx, memberID)
+		if err != nil {
+			return 0, 0, err
+		}
+		tokens, apps = tokens+t, apps+a
+	}
+	return tokens, apps, nil
 }
 
 // CreateMember adds a member. It returns an *InvalidError for a bad
@@ -428,36 +442,51 @@ func (s Store) SetDisplayName(ctx context.Context, memberID, name string) (*Memb
 
 // ChangePassword replaces memberID's password and ends its web sessions and
 // sign-ins in flight except the session whose cookie secret is keepSession
-// (the browser that made the change). The caller has checked the current
-// password.
-func (s Store) ChangePassword(ctx context.Context, memberID, password, keepSession string) error {
+// (the browser that made the change); with revoke it also ends the
+// member's API tokens, feed URLs and OAuth grants (RevokeMemberAccess) and
+// returns how many tokens and apps it revoked. It is one transaction: a
+// store that stops taking writes midway leaves the old password and every
+// token, never the new password beside tokens the member asked to end.
+// The caller has checked the current password.
+func (s Store) ChangePassword(ctx context.Context, memberID, password, keepSession string, revoke bool) (tokens, apps int, err error) {
 	if err := ValidatePassword(password); err != nil {
-		return err
+		return 0, 0, err
 	}
 	hash := HashPassword(password)
 	keep := keptDigest(keepSession)
-	return s.st.Update(ctx, func(tx *storage.Tx) error {
+	err = s.st.Update(ctx, func(tx *storage.Tx) error {
 		m, err := ByID(tx, memberID)
 		if err != nil {
 			return err
 		}
 		m.PasswordHash = hash
-		_, err = renewStamp(tx, m, keep)
+		if _, err := renewStamp(tx, m, keep); err != nil {
+			return err
+		}
+		tokens, apps = 0, 0
+		if revoke {
+			tokens, apps, err = revokeAccess(tx, memberID)
+		}
 		return err
 	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return tokens, apps, nil
 }
 
-// RevokeMemberAccess ends every API token and OAuth grant of memberID (its
-// web sessions stay), and returns how many tokens and apps it revoked,
-// through the packages that hold them (OnRevokeAccess:
-// storage/apitokens, storage/grants).
+// RevokeMemberAccess ends every API token, feed URL and OAuth grant of
+// memberID (its web sessions stay) in one transaction, and returns how many
+// tokens and apps it revoked, through the packages that hold them
+// (OnRevokeAccess: storage/apitokens, storage/grants).
 func (s Store) RevokeMemberAccess(ctx context.Context, memberID string) (tokens, apps int, err error) {
-	for _, revoke := range accessRevokers {
-		t, a, err := revoke(ctx, s.st, memberID)
-		tokens, apps = tokens+t, apps+a
-		if err != nil {
-			return tokens, apps, err
-		}
+	err = s.st.Update(ctx, func(tx *storage.Tx) error {
+		var err error
+		tokens, apps, err = revokeAccess(tx, memberID)
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
 	}
 	return tokens, apps, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -103,30 +102,15 @@ func (s Store) ResetLinkMember(ctx context.Context, token string) (*Member, *Res
 // the link up, in one transaction. The caller has checked the second factor
 // when the member has one and the link does not turn it off.
 //
-// A link made with RevokeAccess also revokes the member's API tokens and
-// OAuth grants (RevokeMemberAccess, which is many transactions): once
-// before, so that a failure leaves the link unused for another try, and
-// once after, for what a session made in between (the sessions end with the
-// password). An error of the second pass is returned with the member: the
-// password is set and the link used up by then.
+// A link made with RevokeAccess also revokes the member's API tokens, feed
+// URLs and OAuth grants (RevokeMemberAccess) in that transaction: a failure
+// changes nothing and leaves the link for another try.
 func (s Store) UseResetLink(ctx context.Context, token, password string) (*Member, error) {
 	if err := ValidatePassword(password); err != nil {
 		return nil, err
 	}
 	hash := HashPassword(password)
 	d := storage.Digest(token)
-	var link ResetLink
-	if err := s.st.View(ctx, func(tx *storage.Tx) error { return tx.GetJSON(resetKey(d), &link) }); err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil, storage.ErrNotFound
-		}
-		return nil, err
-	}
-	if link.RevokeAccess && time.Now().Before(link.ExpiresAt) {
-		if _, _, err := s.RevokeMemberAccess(ctx, link.MemberID); err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return nil, err
-		}
-	}
 	var m *Member
 	err := s.st.Update(ctx, func(tx *storage.Tx) error {
 		var link ResetLink
@@ -151,6 +135,11 @@ func (s Store) UseResetLink(ctx context.Context, token, password string) (*Membe
 		if _, err := renewStamp(tx, m, ""); err != nil {
 			return err
 		}
+		if link.RevokeAccess {
+			if _, _, err := revokeAccess(tx, m.ID); err != nil {
+				return err
+			}
+		}
 		return tx.Delete(resetKey(d))
 	})
 	if errors.Is(err, storage.ErrNotFound) {
@@ -158,11 +147,6 @@ func (s Store) UseResetLink(ctx context.Context, token, password string) (*Membe
 	}
 	if err != nil {
 		return nil, err
-	}
-	if link.RevokeAccess {
-		if _, _, err := s.RevokeMemberAccess(ctx, m.ID); err != nil {
-			return m, fmt.Errorf("the password is set, but revoking the member's API tokens and OAuth grants failed: %w", err)
-		}
 	}
 	return m, nil
 }
