@@ -3,7 +3,11 @@
 package articles
 
 import (
+	"bytes"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -104,5 +108,95 @@ func TestFetchQueuePausesWhileTheDiskIsFull(t *testing.T) {
 		if err != nil || it.Title == "" || it.Title[:5] != "Page " {
 			t.Fatalf("item %s after the pause: %+v, %v", id, it, err)
 		}
+	}
+}
+
+// An article's images met by a full disk: the first image the store
+// refuses to keep pauses the queue, logged once, and the article's other
+// images are not fetched meanwhile (before, each was fetched and dropped
+// with an error line, and all of them again at every kick); once the pause
+// is over and space is freed, every image is stored.
+func TestImageFetchesPauseWhileTheDiskIsFull(t *testing.T) {
+	const reserve, images = 16 << 20, 6
+	disk := storagetest.NewSmallDisk(t, 64<<20)
+	noSync := false
+	store, err := storage.Open(filepath.Join(disk.Dir, "store"), storage.Options{SyncWrites: &noSync, GCInterval: -1,
+		MemTableSize: 1 << 20, ValueLogFileSize: 1 << 20, MinFreeBytes: reserve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	img := image.NewRGBA(image.Rect(0, 0, 4, 3))
+	img.Set(1, 1, color.RGBA{200, 10, 10, 255})
+	var pngBytes bytes.Buffer
+	if err := png.Encode(&pngBytes, img); err != nil {
+		t.Fatal(err)
+	}
+	var imageHits atomic.Int64
+	release := make(chan struct{})
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/article" {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, "<html><head><title>Pictures</title></head><body><article><p>Some text about pictures, long enough to be read.</p>")
+			for i := range images {
+				fmt.Fprintf(w, `<p><img src="/img%d.png" alt="picture %d"></p>`, i, i)
+			}
+			fmt.Fprint(w, "</article></body></html>")
+			return
+		}
+		imageHits.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "image/png")
+		w.Write(pngBytes.Bytes())
+	}))
+	defer site.Close()
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+
+	m := newAlice(t, store)
+	core, logs := observer.New(zap.InfoLevel)
+	opts := testOptions()
+	opts.Logger = zap.New(core)
+	s := Prepare(store, opts)
+	defer s.Close()
+	id := mustQueue(t, s, m.ID, site.URL+"/article")
+	for imageHits.Load() == 0 { // the page is saved, its first image asked for
+		time.Sleep(5 * time.Millisecond)
+	}
+	freeSpace := disk.Fill(reserve / 2)
+	close(release)
+	for logs.FilterMessageSnippet("article fetches paused").Len() == 0 && imageHits.Load() < images {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // the other images would follow at once
+	if n := imageHits.Load(); n != 1 {
+		t.Fatalf("%d fetches of the %d images while the store refused to keep them, want the 1 being fetched when the disk filled", n, images)
+	}
+	if n := logs.FilterLevelExact(zap.ErrorLevel).Len(); n != 0 {
+		t.Fatalf("%d error lines while the disk was full: %v", n, logs.All())
+	}
+	if ok, err := library.Of(store).HasPendingFetch(t.Context(), m.ID, id); err != nil || !ok {
+		t.Fatalf("the images are no longer pending (%v) while the disk was full", err)
+	}
+
+	freeSpace()
+	s.fetches.pausedUntil.Store(0) // the pause is over (a minute on a full disk)
+	s.KickFetches()
+	storagetest.Eventually(t, "every image stored", func() bool {
+		ok, err := library.Of(store).HasPendingFetch(t.Context(), m.ID, id)
+		return err == nil && !ok
+	})
+	stored, err := library.Of(store).ItemImages(t.Context(), m.ID, id)
+	if err != nil || len(stored) != images {
+		t.Fatalf("%d images stored after the pause (%v), want %d", len(stored), err, images)
 	}
 }

@@ -119,13 +119,15 @@ func (s *Service) fetchImages(ctx context.Context, p library.PendingFetch) {
 			return
 		}
 	}
-	if err := lib.FinishImages(ctx, p.MemberID, p.ItemID); err != nil && ctx.Err() == nil {
+	if err := lib.FinishImages(ctx, p.MemberID, p.ItemID); err != nil && ctx.Err() == nil && !s.refused(p, err) {
 		s.log.Error("finish an item's images", zap.String("item", p.ItemID), zap.Error(err))
 	}
 }
 
 // storeImages fetches and stores the images content names; false when ctx
-// stopped it.
+// stopped it or the store refused to store one for now (the queue then
+// pauses: the item's images are fetched again after the pause, not one
+// after the other for nothing while the disk is full).
 func (s *Service) storeImages(ctx context.Context, p library.PendingFetch, content string) bool {
 	lib := library.Of(s.store)
 	have, err := lib.ItemImages(ctx, p.MemberID, p.ItemID)
@@ -167,7 +169,7 @@ func (s *Service) storeImages(ctx context.Context, p library.PendingFetch, conte
 		case storage.IsInvalid(err):
 			// not a raster image: its placeholder stays
 		default:
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || s.refused(p, err) {
 				return false
 			}
 			s.log.Error("store an image", zap.String("item", p.ItemID), zap.Error(err))
