@@ -173,8 +173,13 @@ func (s Store) waitForTextBacklog(ctx context.Context, memberID string) {
 		}); err != nil || n <= maxTextBacklog-textBacklogCheckEvery || time.Now().After(deadline) {
 			return // a failed read: the commit is done, the wait is only a brake
 		}
-		if s.textIndex().WaitsForStore() {
-			return // the indexer cannot write now (a full disk): no brake
+		if ix := s.textIndex(); ix.WaitsForStore() {
+			// The store refused the indexer's writes (a full disk) and
+			// has just taken this writer's: the indexer goes on now
+			// rather than at the end of its wait, and this writer does
+			// not wait for it (it may be refused again).
+			ix.RetryRefused()
+			return
 		}
 		s.textIndex().Urge(memberID)
 		select {

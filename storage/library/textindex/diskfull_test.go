@@ -66,7 +66,7 @@ func TestIndexerOnAFullDiskLogsOnceAndGoesOnByItself(t *testing.T) {
 	}
 
 	freeSpace()
-	ix.retryRefused() // the store's wait is over (a minute on a full disk)
+	ix.RetryRefused() // the store's wait is over (a minute on a full disk)
 	storagetest.Eventually(t, "the refused text indexed", func() bool { return backlog(t, st) == 0 })
 	if got := candidates(t, st, "patience"); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("candidates of patience: %v", got)

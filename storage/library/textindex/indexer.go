@@ -36,6 +36,8 @@ type Indexer struct {
 	// store's wait is over (retryRefused).
 	refused    map[string]bool
 	retryTimer *time.Timer
+	// refusedLogged is when a refusal was last logged (retryLater).
+	refusedLogged time.Time
 }
 
 // IndexerConfig says what an Indexer works on.
@@ -85,9 +87,9 @@ func (ix *Indexer) Stop() {
 
 // retryLater keeps key, whose work the store refused for now, for when
 // the store's wait is over: the work goes on by itself once space is
-// freed, not at the next change, which may never come. The first refusal
-// is logged, not each (a writer waiting for its backlog urges a pass every
-// few milliseconds).
+// freed, not at the next change, which may never come. A refusal is
+// logged once a minute at most, not each (a writer waiting for its backlog
+// urges a pass every few milliseconds).
 func (ix *Indexer) retryLater(key string, wait time.Duration, err error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -95,13 +97,19 @@ func (ix *Indexer) retryLater(key string, wait time.Duration, err error) {
 	if ix.retryTimer != nil {
 		return
 	}
+	ix.retryTimer = time.AfterFunc(wait, ix.RetryRefused)
+	if time.Since(ix.refusedLogged) < time.Minute {
+		return
+	}
+	ix.refusedLogged = time.Now()
 	ix.st.Logger().Warn("search index: the store refuses writes; indexing goes on by itself when it takes them again",
 		zap.Duration("retry_in", wait), zap.Error(err))
-	ix.retryTimer = time.AfterFunc(wait, ix.retryRefused)
 }
 
-// retryRefused marks the keys the store refused as having work again.
-func (ix *Indexer) retryRefused() {
+// RetryRefused marks the keys the store refused as having work again, at
+// once: the store's wait is over, or a writer's commit shows that the
+// store takes writes again.
+func (ix *Indexer) RetryRefused() {
 	ix.mu.Lock()
 	keys := ix.refused
 	ix.refused = map[string]bool{}
@@ -116,8 +124,7 @@ func (ix *Indexer) retryRefused() {
 }
 
 // WaitsForStore reports whether the store refused the indexer's last
-// writes and it waits to try again: a writer waiting for its backlog to
-// shrink need not wait.
+// writes and it waits to try again (RetryRefused).
 func (ix *Indexer) WaitsForStore() bool {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
