@@ -425,7 +425,6 @@ func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request, username, display
 		metrics.RateLimited(metrics.LimitSignUp)
 		return nil, &SignInLimitedError{Wait: wait}
 	}
-	p.endPlantedSession(r)
 	m, id, err := members.Of(p.store).CreateMemberSignedIn(r.Context(), username, displayName, password, p.opts.SessionLifetime, p.sessionInfo(r, amrPassword))
 	if err != nil {
 		p.signUps.Undo(r.Context(), ip)
@@ -435,6 +434,7 @@ func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request, username, display
 		return nil, err
 	}
 	p.opts.Logger.Info("member signed up", zap.String("username", m.Username))
+	p.endPlantedSession(r)
 	p.setSessionCookie(w, r, id)
 	return m, nil
 }

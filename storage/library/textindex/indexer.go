@@ -33,7 +33,7 @@ type Indexer struct {
 	hold sync.RWMutex
 	// refused are keys whose work the store refused for now (a full
 	// disk): retryTimer, armed by the first, marks them again once the
-	// store's wait is over (retryRefused).
+	// store's wait is over (RetryRefused).
 	refused    map[string]bool
 	retryTimer *time.Timer
 	// refusedLogged is when a refusal was last logged (retryLater).
