@@ -621,8 +621,9 @@ func (s Store) RestoreItemsStatus(ctx context.Context, memberID string, status m
 		}
 		ids = append(ids, id)
 	}
+	t := storage.Now()
 	return s.updateItems(ctx, memberID, ids, func(_ *storage.Tx, it *SavedItem) error {
-		it.Status, it.DeletedAt = status[it.ID], nil
+		placeItem(it, status[it.ID], t)
 		return nil
 	})
 }
