@@ -87,6 +87,26 @@ type Runner struct {
 	// ran counts the jobs this runner carried out, passes its looks for
 	// unfinished jobs (tests).
 	ran, passes atomic.Int64
+	// refusedLogged is when a refusal of the store was last logged
+	// (storeRefused; Unix ns).
+	refusedLogged atomic.Int64
+}
+
+// storeRefused reports whether err is the store's refusal for now (a full
+// disk, a restore): the job waits where it stopped and goes on by itself
+// once the store takes writes again (the runner looks for unfinished jobs
+// every pollEvery). Such refusals are logged once a minute at most, not at
+// every look while the disk stays full.
+func (r *Runner) storeRefused(j *library.ImportJob, err error) bool {
+	if _, _, ok := storage.Unavailable(err); !ok {
+		return false
+	}
+	now := time.Now().UnixNano()
+	if last := r.refusedLogged.Load(); now-last >= int64(time.Minute) && r.refusedLogged.CompareAndSwap(last, now) {
+		r.log.Warn("imports wait: the store refuses writes; they go on by themselves where they stopped once it takes them again",
+			zap.String("job", j.ID), zap.Error(err))
+	}
+	return true
 }
 
 // NewRunner returns a runner for store; Run starts it.
@@ -262,7 +282,7 @@ func (r *Runner) claimAndRun(run context.Context, j *library.ImportJob) {
 		return
 	}
 	if err != nil {
-		if run.Err() == nil {
+		if run.Err() == nil && !r.storeRefused(j, err) {
 			r.log.Warn("claim an import", zap.String("job", j.ID), zap.Error(err))
 		}
 		return
@@ -303,7 +323,9 @@ func (r *Runner) claimAndRun(run context.Context, j *library.ImportJob) {
 				return
 			}
 			if err != nil || !ok {
-				r.log.Warn("an import's claim was lost; leaving it to another node", zap.String("job", j.ID), zap.Error(err))
+				if !r.storeRefused(j, err) {
+					r.log.Warn("an import's claim was lost; leaving it to another node", zap.String("job", j.ID), zap.Error(err))
+				}
 				cancel()
 				return
 			}
@@ -437,7 +459,7 @@ func (r *Runner) runJob(ctx, run context.Context, j *library.ImportJob) {
 		}
 		got, err := library.Of(r.store).ImportItems(ctx, j.MemberID, j.ID, batch, colors, rate)
 		if err != nil {
-			if !errors.Is(err, storage.ErrNotFound) && !storage.IsInvalid(err) && ctx.Err() == nil {
+			if !errors.Is(err, storage.ErrNotFound) && !storage.IsInvalid(err) && ctx.Err() == nil && !r.storeRefused(j, err) {
 				r.log.Error("import batch", zap.String("job", j.ID), zap.Error(err))
 			}
 			return false // tried again from the job's position
