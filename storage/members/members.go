@@ -24,6 +24,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.uber.org/zap"
+
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
@@ -142,6 +144,10 @@ func memberNameKey(username string) []byte {
 	return storage.Key("member", "name", strings.ToLower(username))
 }
 func memberIDKey(id string) []byte { return storage.Key("member", "id", id) }
+
+// memberDeletingKey marks a deleted member whose own records are still
+// being deleted (DeleteMember).
+func memberDeletingKey(id string) []byte { return storage.Key("member", "deleting", id) }
 
 // memberDataPrefix is the key prefix under which domains keep records
 // owned by one member; DeleteMember removes all of it.
@@ -410,16 +416,59 @@ func (s Store) DeleteMember(ctx context.Context, username string) error {
 				return err
 			}
 		}
-		return nil
+		return tx.Put(memberDeletingKey(m.ID), nil, 0)
 	})
 	if err != nil {
 		return err
 	}
-	// The member's own records can be many, more than one transaction may
-	// hold, so they go in batches after the member record. Nothing can reach
-	// them in between: every lookup starts from the member. (Badger's
-	// DropPrefix is not used: it blocks every other write while it runs.)
-	return s.st.DeletePrefixInBatches(ctx, memberDataPrefix(id))
+	return s.deleteMemberData(ctx, id)
+}
+
+// deleteMemberData deletes a deleted member's own records, then the mark
+// that they were left (memberDeletingKey). They can be many, more than one
+// transaction may hold, so they go in batches after the member record.
+// Nothing can reach them in between: every lookup starts from the member.
+// A run cut short (the store stopped taking writes, the process stopped)
+// leaves the mark, and the next opening of the store finishes it
+// (finishDeletions). (Badger's DropPrefix is not used: it blocks every
+// other write while it runs.)
+func (s Store) deleteMemberData(ctx context.Context, id string) error {
+	if err := s.st.DeletePrefixInBatches(ctx, memberDataPrefix(id)); err != nil {
+		return err
+	}
+	return s.st.Update(ctx, func(tx *storage.Tx) error { return tx.Delete(memberDeletingKey(id)) })
+}
+
+func init() {
+	storage.OnMigrate(func(ctx context.Context, st *storage.Store) error {
+		Of(st).finishDeletions(ctx)
+		return nil
+	})
+}
+
+// finishDeletions deletes the records of members whose deletion was cut
+// short. A store that refuses writes now (a full disk) leaves them for the
+// next opening: the store still opens.
+func (s Store) finishDeletions(ctx context.Context) {
+	var ids []string
+	prefix := memberDeletingKey("")
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		ids = ids[:0]
+		return tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+			ids = append(ids, string(k[len(prefix):]))
+			return true, nil
+		})
+	})
+	for _, id := range ids {
+		if err = s.deleteMemberData(ctx, id); err != nil {
+			break
+		}
+	}
+	if err != nil {
+		s.st.Logger().Warn("the records of deleted members are deleted at the next start", zap.Int("members", len(ids)), zap.Error(err))
+	} else if len(ids) > 0 {
+		s.st.Logger().Info("deleted the records of members whose deletion was cut short", zap.Int("members", len(ids)))
+	}
 }
 
 // SetDisplayName changes a member's display name.

@@ -54,6 +54,7 @@ func (il *Interleaver) CloseDuring(st *storage.Store) (closed <-chan struct{}) {
 
 type hook struct {
 	afterView bool
+	deleting  bool // BeforeDeleteCommit: matches the keys deleted
 	prefix    []byte
 	fn        func()
 }
@@ -87,6 +88,12 @@ func (il *Interleaver) BeforeCommit(prefix []byte, fn func()) {
 	il.add(&hook{prefix: prefix, fn: fn})
 }
 
+// BeforeDeleteCommit is BeforeCommit for the next read-write transaction
+// that deleted a key starting with prefix.
+func (il *Interleaver) BeforeDeleteCommit(prefix []byte, fn func()) {
+	il.add(&hook{deleting: true, prefix: prefix, fn: fn})
+}
+
 func (il *Interleaver) add(h *hook) {
 	il.mu.Lock()
 	defer il.mu.Unlock()
@@ -95,11 +102,11 @@ func (il *Interleaver) add(h *hook) {
 
 // take removes and returns the first hook of the kind that matches one of
 // keys.
-func (il *Interleaver) take(afterView bool, keys [][]byte) *hook {
+func (il *Interleaver) take(afterView, deleting bool, keys [][]byte) *hook {
 	il.mu.Lock()
 	defer il.mu.Unlock()
 	for i, h := range il.hooks {
-		if h.afterView != afterView {
+		if h.afterView != afterView || h.deleting != deleting {
 			continue
 		}
 		for _, k := range keys {
@@ -119,7 +126,7 @@ func (il *Interleaver) View(ctx context.Context, fn func(kv.Reader) error) error
 		rec.Reader = r
 		return fn(rec)
 	})
-	if h := il.take(true, rec.read); h != nil {
+	if h := il.take(true, false, rec.read); h != nil {
 		h.fn()
 	}
 	return err
@@ -132,18 +139,21 @@ func (il *Interleaver) Update(ctx context.Context, opts kv.TxOptions, fn func(kv
 		if err := fn(rec); err != nil {
 			return err
 		}
-		if h := il.take(false, rec.put); h != nil {
+		if h := il.take(false, false, rec.put); h != nil {
+			h.fn()
+		}
+		if h := il.take(false, true, rec.deleted); h != nil {
 			h.fn()
 		}
 		return nil
 	})
 }
 
-// recorder notes the keys a transaction reads and puts.
+// recorder notes the keys a transaction reads, puts and deletes.
 type recorder struct {
 	kv.Reader
-	w         kv.Writer
-	read, put [][]byte
+	w                  kv.Writer
+	read, put, deleted [][]byte
 }
 
 func (r *recorder) Get(key []byte) ([]byte, error) {
@@ -163,5 +173,9 @@ func (r *recorder) Put(key, val []byte, ttl time.Duration) error {
 	return r.w.Put(key, val, ttl)
 }
 
-func (r *recorder) Delete(key []byte) error              { return r.w.Delete(key) }
+func (r *recorder) Delete(key []byte) error {
+	r.deleted = append(r.deleted, bytes.Clone(key))
+	return r.w.Delete(key)
+}
+
 func (r *recorder) Notify(channel, payload string) error { return r.w.Notify(channel, payload) }
