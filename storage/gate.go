@@ -202,6 +202,17 @@ func (s *Store) noteSpace(now, free int64, low bool) {
 	}
 }
 
+// belowReserve reads the free space now, not the reading writes trust
+// (lowOnSpace): for the store's own writes outside transactions (value-log
+// garbage collection).
+func (s *Store) belowReserve() bool {
+	if s.opts.MinFreeBytes <= 0 {
+		return false
+	}
+	free, ok := freeBytes(s.path)
+	return ok && free < s.opts.MinFreeBytes
+}
+
 // spaceCheckEvery is how long a reading of the free space is trusted.
 const spaceCheckEvery = 100 * time.Millisecond
 

@@ -432,14 +432,23 @@ func (s *Store) runGC(every time.Duration) {
 // Badger rewrites the value-log files that are at least half garbage); an
 // engine without any (PostgreSQL's autovacuum is the server's) does
 // nothing. It runs on the schedule set by Options.GCInterval, and stops
-// when the store closes.
+// when the store closes. It writes (Badger's rewritten files go only at
+// the end of a run), so it keeps to the free-space reserve as writes do:
+// it does not start below it and stops between files once there, which
+// leaves the rewrite of one file (half a value-log file at most) to the
+// reserve. Past the end of the disk, Badger dies of SIGBUS.
 func (s *Store) CollectGarbage() {
 	gc, ok := s.base.(kv.GarbageCollector)
 	if !ok || s.enter(false) != nil {
 		return
 	}
 	defer s.leave(false)
-	n, err := gc.CollectGarbage(s.bg)
+	more := func() bool { return !s.belowReserve() }
+	if !more() {
+		s.log.Debug("value-log garbage collection waits: the disk is below the free-space reserve")
+		return
+	}
+	n, err := gc.CollectGarbage(s.bg, more)
 	if err != nil {
 		s.log.Warn("value-log garbage collection", zap.Error(err))
 	}

@@ -360,9 +360,10 @@ var ErrReplaceRunning = errors.New("kv: another replace of the store is running"
 // the store sets (Badger's value-log garbage collection; PostgreSQL's
 // autovacuum needs none).
 type GarbageCollector interface {
-	// CollectGarbage reclaims what it can until there is nothing left or
-	// ctx ends, and says how many files it rewrote.
-	CollectGarbage(ctx context.Context) (rewritten int, err error)
+	// CollectGarbage reclaims what it can until there is nothing left,
+	// ctx ends or more (when not nil), asked before each file, says no,
+	// and says how many files it rewrote.
+	CollectGarbage(ctx context.Context, more func() bool) (rewritten int, err error)
 }
 
 // EachPutter is offered by Writers that keep what a Put is given until the

@@ -22,9 +22,11 @@ var (
 )
 
 // CollectGarbage implements kv.GarbageCollector: it rewrites value-log
-// files that are at least half garbage, until none is left or ctx ends,
-// and returns how many it rewrote.
-func (e *Engine) CollectGarbage(ctx context.Context) (rewritten int, err error) {
+// files that are at least half garbage, until none is left, ctx ends or
+// more says no, and returns how many it rewrote. The files it rewrote are
+// deleted at the end of the run (below), so the space it writes meanwhile
+// adds up: more bounds it (the store's free-space reserve).
+func (e *Engine) CollectGarbage(ctx context.Context, more func() bool) (rewritten int, err error) {
 	if err := e.enter(ctx); err != nil {
 		return 0, err
 	}
@@ -50,7 +52,7 @@ func (e *Engine) CollectGarbage(ctx context.Context) (rewritten int, err error) 
 			txn.Discard()
 		}()
 	}
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && (more == nil || more()) {
 		if err := e.db.RunValueLogGC(0.5); err != nil {
 			if !errors.Is(err, badger.ErrNoRewrite) && !errors.Is(err, badger.ErrRejected) {
 				return rewritten, err
