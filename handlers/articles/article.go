@@ -92,8 +92,13 @@ func (s *Service) fetchArticle(ctx context.Context, norm string) (*library.NewIt
 	return articleItem(norm, base, resp.Body, ct)
 }
 
-// SaveHTML saves the article of page, HTML the client already has.
-func (s *Service) SaveHTML(ctx context.Context, memberID, rawURL string, page []byte, contentType string, labelIDs []string) (*library.SavedItem, error) {
+// SaveHTML saves the article of page, HTML the client already has, where
+// at says (as QueueURL). The page is held to the size of a page Hearth
+// fetches (the fetcher's MaxBytes), so that readability's cost is the same
+// bound whichever way the page came; title, when not empty, is the item's
+// title (the client's, such as the browser tab's) instead of the one
+// readability finds.
+func (s *Service) SaveHTML(ctx context.Context, memberID, rawURL, title string, page []byte, contentType string, at Placement) (*library.SavedItem, error) {
 	norm, err := library.NormalizeURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -101,11 +106,17 @@ func (s *Service) SaveHTML(ctx context.Context, memberID, rawURL string, page []
 	if len(bytes.TrimSpace(page)) == 0 {
 		return nil, inputError("html must not be empty")
 	}
+	if limit := s.opts.Fetcher.Options().MaxBytes; int64(len(page)) > limit {
+		return nil, inputError("the page is larger than %d bytes", limit)
+	}
 	in, err := articleItem(norm, norm, page, contentType)
 	if err != nil {
 		return nil, err
 	}
-	in.LabelIDs = labelIDs
+	if t := Clip(OneLine(title), library.MaxTitleLen); t != "" {
+		in.Title = t
+	}
+	in.LabelIDs, in.Status, in.SavedAt = at.LabelIDs, at.Status, at.SavedAt
 	it, _, err := s.SaveContent(ctx, memberID, *in)
 	return it, err
 }

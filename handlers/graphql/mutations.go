@@ -30,7 +30,7 @@ func (r *mutationResolver) AddArticleFromHTMLSnapshot(ctx context.Context, in ge
 	if err != nil {
 		return "", err
 	}
-	it, err := r.s.articles.SaveHTML(ctx, id, in.URL, []byte(in.HTML), "text/html; charset=utf-8", nil)
+	it, err := r.s.articles.SaveHTML(ctx, id, in.URL, "", []byte(in.HTML), "text/html; charset=utf-8", articles.Placement{})
 	if err != nil {
 		return "", err
 	}
