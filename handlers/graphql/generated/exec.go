@@ -49,6 +49,16 @@ type ComplexityRoot struct {
 		Name       func(childComplexity int) int
 	}
 
+	ArchiveLinkError struct {
+		ErrorCodes func(childComplexity int) int
+		Message    func(childComplexity int) int
+	}
+
+	ArchiveLinkSuccess struct {
+		LinkID  func(childComplexity int) int
+		Message func(childComplexity int) int
+	}
+
 	Article struct {
 		ContentHTML func(childComplexity int) int
 		ContentText func(childComplexity int) int
@@ -176,14 +186,18 @@ type ComplexityRoot struct {
 		RequestPasswordRecovery            func(childComplexity int, data RequestPasswordRecoveryInput) int
 		ResendVerificationEmail            func(childComplexity int) int
 		ResetPassword                      func(childComplexity int, data ResetPasswordInput) int
+		SavePage                           func(childComplexity int, input SavePageInput) int
 		SaveURL                            func(childComplexity int, input SaveURLInput) int
 		SetBookmarkArticle                 func(childComplexity int, input SetBookmarkArticleInput) int
+		SetLabels                          func(childComplexity int, input SetLabelsInput) int
+		SetLinkArchived                    func(childComplexity int, input ArchiveLinkInput) int
 		SetSavedItemLabels                 func(childComplexity int, data SetSavedItemLabelsInput) int
 		SignIn                             func(childComplexity int, data SignInInput) int
 		SignOut                            func(childComplexity int) int
 		UpdateAccount                      func(childComplexity int, data UpdateAccountInput) int
 		UpdateLabel                        func(childComplexity int, data UpdateLabelInput) int
 		UpdateNewsletterSubscriptionStatus func(childComplexity int, data UpdateNewsletterSubscriptionStatusInput) int
+		UpdatePage                         func(childComplexity int, input UpdatePageInput) int
 		UpdateReadingProgress              func(childComplexity int, data UpdateReadingProgressInput) int
 		UpdateSavedItemMetadata            func(childComplexity int, data UpdateSavedItemMetadataInput) int
 		UpdateSavedItemStatus              func(childComplexity int, data UpdateSavedItemStatusInput) int
@@ -324,11 +338,27 @@ type ComplexityRoot struct {
 		BookmarkedArticle func(childComplexity int) int
 	}
 
+	SetLabelsError struct {
+		ErrorCodes func(childComplexity int) int
+	}
+
+	SetLabelsSuccess struct {
+		Labels func(childComplexity int) int
+	}
+
 	SyncUpdatedItemEdge struct {
 		Cursor       func(childComplexity int) int
 		ItemID       func(childComplexity int) int
 		Node         func(childComplexity int) int
 		UpdateReason func(childComplexity int) int
+	}
+
+	UpdatePageError struct {
+		ErrorCodes func(childComplexity int) int
+	}
+
+	UpdatePageSuccess struct {
+		UpdatedPage func(childComplexity int) int
 	}
 
 	UpdatesSinceError struct {
@@ -416,6 +446,10 @@ type MutationResolver interface {
 	ResetPassword(ctx context.Context, data ResetPasswordInput) (*Void, error)
 	SetBookmarkArticle(ctx context.Context, input SetBookmarkArticleInput) (SetBookmarkArticleResult, error)
 	SaveURL(ctx context.Context, input SaveURLInput) (SaveResult, error)
+	SavePage(ctx context.Context, input SavePageInput) (SaveResult, error)
+	SetLinkArchived(ctx context.Context, input ArchiveLinkInput) (ArchiveLinkResult, error)
+	SetLabels(ctx context.Context, input SetLabelsInput) (SetLabelsResult, error)
+	UpdatePage(ctx context.Context, input UpdatePageInput) (UpdatePageResult, error)
 }
 type QueryResolver interface {
 	Labels(ctx context.Context) ([]*Label, error)
@@ -493,6 +527,32 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ApiToken.Name(childComplexity), true
+
+	case "ArchiveLinkError.errorCodes":
+		if e.ComplexityRoot.ArchiveLinkError.ErrorCodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArchiveLinkError.ErrorCodes(childComplexity), true
+	case "ArchiveLinkError.message":
+		if e.ComplexityRoot.ArchiveLinkError.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArchiveLinkError.Message(childComplexity), true
+
+	case "ArchiveLinkSuccess.linkId":
+		if e.ComplexityRoot.ArchiveLinkSuccess.LinkID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArchiveLinkSuccess.LinkID(childComplexity), true
+	case "ArchiveLinkSuccess.message":
+		if e.ComplexityRoot.ArchiveLinkSuccess.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArchiveLinkSuccess.Message(childComplexity), true
 
 	case "Article.contentHtml":
 		if e.ComplexityRoot.Article.ContentHTML == nil {
@@ -1158,6 +1218,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResetPassword(childComplexity, args["data"].(ResetPasswordInput)), true
+	case "Mutation.savePage":
+		if e.ComplexityRoot.Mutation.SavePage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_savePage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SavePage(childComplexity, args["input"].(SavePageInput)), true
 	case "Mutation.saveUrl":
 		if e.ComplexityRoot.Mutation.SaveURL == nil {
 			break
@@ -1180,6 +1251,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetBookmarkArticle(childComplexity, args["input"].(SetBookmarkArticleInput)), true
+	case "Mutation.setLabels":
+		if e.ComplexityRoot.Mutation.SetLabels == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setLabels_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetLabels(childComplexity, args["input"].(SetLabelsInput)), true
+	case "Mutation.setLinkArchived":
+		if e.ComplexityRoot.Mutation.SetLinkArchived == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setLinkArchived_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetLinkArchived(childComplexity, args["input"].(ArchiveLinkInput)), true
 	case "Mutation.setSavedItemLabels":
 		if e.ComplexityRoot.Mutation.SetSavedItemLabels == nil {
 			break
@@ -1241,6 +1334,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdateNewsletterSubscriptionStatus(childComplexity, args["data"].(UpdateNewsletterSubscriptionStatusInput)), true
+	case "Mutation.updatePage":
+		if e.ComplexityRoot.Mutation.UpdatePage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updatePage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdatePage(childComplexity, args["input"].(UpdatePageInput)), true
 	case "Mutation.updateReadingProgress":
 		if e.ComplexityRoot.Mutation.UpdateReadingProgress == nil {
 			break
@@ -1888,6 +1992,20 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SetBookmarkArticleSuccess.BookmarkedArticle(childComplexity), true
 
+	case "SetLabelsError.errorCodes":
+		if e.ComplexityRoot.SetLabelsError.ErrorCodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetLabelsError.ErrorCodes(childComplexity), true
+
+	case "SetLabelsSuccess.labels":
+		if e.ComplexityRoot.SetLabelsSuccess.Labels == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SetLabelsSuccess.Labels(childComplexity), true
+
 	case "SyncUpdatedItemEdge.cursor":
 		if e.ComplexityRoot.SyncUpdatedItemEdge.Cursor == nil {
 			break
@@ -1912,6 +2030,20 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SyncUpdatedItemEdge.UpdateReason(childComplexity), true
+
+	case "UpdatePageError.errorCodes":
+		if e.ComplexityRoot.UpdatePageError.ErrorCodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdatePageError.ErrorCodes(childComplexity), true
+
+	case "UpdatePageSuccess.updatedPage":
+		if e.ComplexityRoot.UpdatePageSuccess.UpdatedPage == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdatePageSuccess.UpdatedPage(childComplexity), true
 
 	case "UpdatesSinceError.errorCodes":
 		if e.ComplexityRoot.UpdatesSinceError.ErrorCodes == nil {
@@ -2072,6 +2204,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	inputUnmarshalMap := graphql.BuildUnmarshalerMap(
 		ec.unmarshalInputAddArticleFromHtmlSnapshotInput,
 		ec.unmarshalInputAddArticleFromUrlInput,
+		ec.unmarshalInputArchiveLinkInput,
 		ec.unmarshalInputCreateAccountInput,
 		ec.unmarshalInputCreateApiTokenInput,
 		ec.unmarshalInputCreateHighlightInput,
@@ -2094,14 +2227,17 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputRequestExportInput,
 		ec.unmarshalInputRequestPasswordRecoveryInput,
 		ec.unmarshalInputResetPasswordInput,
+		ec.unmarshalInputSavePageInput,
 		ec.unmarshalInputSaveUrlInput,
 		ec.unmarshalInputSaveUrlLabelInput,
 		ec.unmarshalInputSetBookmarkArticleInput,
+		ec.unmarshalInputSetLabelsInput,
 		ec.unmarshalInputSetSavedItemLabelsInput,
 		ec.unmarshalInputSignInInput,
 		ec.unmarshalInputUpdateAccountInput,
 		ec.unmarshalInputUpdateLabelInput,
 		ec.unmarshalInputUpdateNewsletterSubscriptionStatusInput,
+		ec.unmarshalInputUpdatePageInput,
 		ec.unmarshalInputUpdateReadingProgressInput,
 		ec.unmarshalInputUpdateSavedItemMetadataInput,
 		ec.unmarshalInputUpdateSavedItemStatusInput,
@@ -2681,6 +2817,14 @@ extend type Mutation {
   setBookmarkArticle(input: SetBookmarkArticleInput!): SetBookmarkArticleResult!
   "Omnivore's save: as addArticleFromUrl (the page is fetched in the background), into the folder state names, at savedAt; clientRequestId answers the item's id."
   saveUrl(input: SaveUrlInput!): SaveResult!
+  "Omnivore's browser extension's save: the page as the browser has it (originalContent), read as addArticleFromHtmlSnapshot reads it, into the folder state names, at savedAt; clientRequestId answers the item's id."
+  savePage(input: SavePageInput!): SaveResult!
+  "Omnivore's archive (archived true) and unarchive (false, back to the inbox)."
+  setLinkArchived(input: ArchiveLinkInput!): ArchiveLinkResult!
+  "Omnivore's: sets the item's labels to labelIds, or to labels by name (made when the member has none of that name)."
+  setLabels(input: SetLabelsInput!): SetLabelsResult!
+  "Omnivore's: changes the item's title, description or author (byline)."
+  updatePage(input: UpdatePageInput!): UpdatePageResult!
 }
 
 extend type Label {
@@ -2918,6 +3062,99 @@ type SaveError {
 }
 
 union SaveResult = SaveSuccess | SaveError
+
+"Omnivore's SavePageInput, as its browser extension sends it (source, url, title, clientRequestId, originalContent); state, labels, savedAt, publishedAt and folder as in SaveUrlInput."
+input SavePageInput {
+  url: String!
+  source: String!
+  clientRequestId: ID!
+  "The item's title (the browser tab's); without one, the title readability finds in the page."
+  title: String
+  "The page's HTML (the extension sends document.documentElement.outerHTML), at most the size of a page Hearth fetches."
+  originalContent: String!
+  state: ArticleSavingRequestStatus
+  labels: [SaveUrlLabelInput!]
+  savedAt: Date
+  "Not kept: Hearth keeps no published date."
+  publishedAt: Date
+  "Not kept: Omnivore's folders (inbox, following) are both Hearth's inbox."
+  folder: String
+}
+
+input ArchiveLinkInput {
+  linkId: ID!
+  archived: Boolean!
+}
+
+type ArchiveLinkSuccess {
+  linkId: String!
+  "link_archived or link_unarchived, as Omnivore answered."
+  message: String!
+}
+
+enum ArchiveLinkErrorCode {
+  UNAUTHORIZED
+  BAD_REQUEST
+}
+
+type ArchiveLinkError {
+  message: String!
+  errorCodes: [ArchiveLinkErrorCode!]!
+}
+
+union ArchiveLinkResult = ArchiveLinkSuccess | ArchiveLinkError
+
+input SetLabelsInput {
+  pageId: ID!
+  "The labels' ids: every one must be the member's (else NOT_FOUND); an empty list takes every label off."
+  labelIds: [ID!]
+  "Labels by name, made when the member has none of that name; used instead of labelIds when not empty."
+  labels: [SaveUrlLabelInput!]
+}
+
+type SetLabelsSuccess {
+  "The item's labels after the change."
+  labels: [Label!]!
+}
+
+enum SetLabelsErrorCode {
+  UNAUTHORIZED
+  BAD_REQUEST
+  NOT_FOUND
+}
+
+type SetLabelsError {
+  errorCodes: [SetLabelsErrorCode!]!
+}
+
+union SetLabelsResult = SetLabelsSuccess | SetLabelsError
+
+"Omnivore's UpdatePageInput, with the fields Hearth keeps (its savedAt, publishedAt, previewImage and state are not served)."
+input UpdatePageInput {
+  pageId: ID!
+  title: String
+  description: String
+  "The author."
+  byline: String
+}
+
+type UpdatePageSuccess {
+  updatedPage: Article!
+}
+
+enum UpdatePageErrorCode {
+  UPDATE_FAILED
+  UNAUTHORIZED
+  BAD_REQUEST
+  NOT_FOUND
+  FORBIDDEN
+}
+
+type UpdatePageError {
+  errorCodes: [UpdatePageErrorCode!]!
+}
+
+union UpdatePageResult = UpdatePageSuccess | UpdatePageError
 `, BuiltIn: false},
 	{Name: "../schema/schema.graphqls", Input: `# Hearth's saved-content API. Names, argument shapes and types follow
 # Inboxt's public schema so that an operation written for Inboxt validates
@@ -3878,6 +4115,20 @@ func (ec *executionContext) field_Mutation_resetPassword_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_savePage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (SavePageInput, error) {
+			return ec.unmarshalNSavePageInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavePageInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_saveUrl_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3898,6 +4149,34 @@ func (ec *executionContext) field_Mutation_setBookmarkArticle_args(ctx context.C
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (SetBookmarkArticleInput, error) {
 			return ec.unmarshalNSetBookmarkArticleInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetBookmarkArticleInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setLabels_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (SetLabelsInput, error) {
+			return ec.unmarshalNSetLabelsInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetLabelsInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setLinkArchived_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (ArchiveLinkInput, error) {
+			return ec.unmarshalNArchiveLinkInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArchiveLinkInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -3973,6 +4252,20 @@ func (ec *executionContext) field_Mutation_updateNewsletterSubscriptionStatus_ar
 		return nil, err
 	}
 	args["data"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updatePage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (UpdatePageInput, error) {
+			return ec.unmarshalNUpdatePageInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatePageInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -4373,6 +4666,98 @@ func (ec *executionContext) _ApiToken_lastUsedAt(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_ApiToken_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ApiToken", field, false, false, errors.New("field of type DateTime does not have child fields"))
+}
+
+func (ec *executionContext) _ArchiveLinkError_message(ctx context.Context, field graphql.CollectedField, obj *ArchiveLinkError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArchiveLinkError_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArchiveLinkError_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArchiveLinkError", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ArchiveLinkError_errorCodes(ctx context.Context, field graphql.CollectedField, obj *ArchiveLinkError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArchiveLinkError_errorCodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ErrorCodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []ArchiveLinkErrorCode) graphql.Marshaler {
+			return ec.marshalNArchiveLinkErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArchiveLinkErrorCodeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArchiveLinkError_errorCodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArchiveLinkError", field, false, false, errors.New("field of type ArchiveLinkErrorCode does not have child fields"))
+}
+
+func (ec *executionContext) _ArchiveLinkSuccess_linkId(ctx context.Context, field graphql.CollectedField, obj *ArchiveLinkSuccess) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArchiveLinkSuccess_linkId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LinkID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArchiveLinkSuccess_linkId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArchiveLinkSuccess", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _ArchiveLinkSuccess_message(ctx context.Context, field graphql.CollectedField, obj *ArchiveLinkSuccess) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArchiveLinkSuccess_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArchiveLinkSuccess_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArchiveLinkSuccess", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _Article_contentHtml(ctx context.Context, field graphql.CollectedField, obj *Article) (ret graphql.Marshaler) {
@@ -7669,6 +8054,182 @@ func (ec *executionContext) fieldContext_Mutation_saveUrl(ctx context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_savePage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_savePage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SavePage(ctx, fc.Args["input"].(SavePageInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v SaveResult) graphql.Marshaler {
+			return ec.marshalNSaveResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_savePage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type SaveResult does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_savePage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setLinkArchived(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setLinkArchived(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetLinkArchived(ctx, fc.Args["input"].(ArchiveLinkInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v ArchiveLinkResult) graphql.Marshaler {
+			return ec.marshalNArchiveLinkResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArchiveLinkResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setLinkArchived(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type ArchiveLinkResult does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setLinkArchived_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setLabels(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setLabels(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetLabels(ctx, fc.Args["input"].(SetLabelsInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v SetLabelsResult) graphql.Marshaler {
+			return ec.marshalNSetLabelsResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetLabelsResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setLabels(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type SetLabelsResult does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setLabels_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updatePage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updatePage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdatePage(ctx, fc.Args["input"].(UpdatePageInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v UpdatePageResult) graphql.Marshaler {
+			return ec.marshalNUpdatePageResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatePageResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updatePage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type UpdatePageResult does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updatePage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Newsletter_contentHtml(ctx context.Context, field graphql.CollectedField, obj *Newsletter) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10029,6 +10590,61 @@ func (ec *executionContext) fieldContext_SetBookmarkArticleSuccess_bookmarkedArt
 	return fc, nil
 }
 
+func (ec *executionContext) _SetLabelsError_errorCodes(ctx context.Context, field graphql.CollectedField, obj *SetLabelsError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetLabelsError_errorCodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ErrorCodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []SetLabelsErrorCode) graphql.Marshaler {
+			return ec.marshalNSetLabelsErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetLabelsErrorCodeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SetLabelsError_errorCodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SetLabelsError", field, false, false, errors.New("field of type SetLabelsErrorCode does not have child fields"))
+}
+
+func (ec *executionContext) _SetLabelsSuccess_labels(ctx context.Context, field graphql.CollectedField, obj *SetLabelsSuccess) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SetLabelsSuccess_labels(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Labels, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*Label) graphql.Marshaler {
+			return ec.marshalNLabel2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐLabelᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SetLabelsSuccess_labels(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SetLabelsSuccess",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Label(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _SyncUpdatedItemEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *SyncUpdatedItemEdge) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10125,6 +10741,61 @@ func (ec *executionContext) fieldContext_SyncUpdatedItemEdge_node(_ context.Cont
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_SearchItem(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UpdatePageError_errorCodes(ctx context.Context, field graphql.CollectedField, obj *UpdatePageError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdatePageError_errorCodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ErrorCodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []UpdatePageErrorCode) graphql.Marshaler {
+			return ec.marshalNUpdatePageErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatePageErrorCodeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UpdatePageError_errorCodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpdatePageError", field, false, false, errors.New("field of type UpdatePageErrorCode does not have child fields"))
+}
+
+func (ec *executionContext) _UpdatePageSuccess_updatedPage(ctx context.Context, field graphql.CollectedField, obj *UpdatePageSuccess) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdatePageSuccess_updatedPage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedPage, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Article) graphql.Marshaler {
+			return ec.marshalNArticle2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticle(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UpdatePageSuccess_updatedPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpdatePageSuccess",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Article(ctx, field)
 		},
 	}
 	return fc, nil
@@ -11842,6 +12513,43 @@ func (ec *executionContext) unmarshalInputAddArticleFromUrlInput(ctx context.Con
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputArchiveLinkInput(ctx context.Context, obj any) (ArchiveLinkInput, error) {
+	var it ArchiveLinkInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"linkId", "archived"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "linkId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("linkId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LinkID = data
+		case "archived":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("archived"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Archived = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputCreateAccountInput(ctx context.Context, obj any) (CreateAccountInput, error) {
 	var it CreateAccountInput
 	if obj == nil {
@@ -12646,6 +13354,99 @@ func (ec *executionContext) unmarshalInputResetPasswordInput(ctx context.Context
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputSavePageInput(ctx context.Context, obj any) (SavePageInput, error) {
+	var it SavePageInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"url", "source", "clientRequestId", "title", "originalContent", "state", "labels", "savedAt", "publishedAt", "folder"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "source":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("source"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Source = data
+		case "clientRequestId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("clientRequestId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ClientRequestID = data
+		case "title":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("title"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Title = data
+		case "originalContent":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("originalContent"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.OriginalContent = data
+		case "state":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("state"))
+			data, err := ec.unmarshalOArticleSavingRequestStatus2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticleSavingRequestStatus(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.State = data
+		case "labels":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("labels"))
+			data, err := ec.unmarshalOSaveUrlLabelInput2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveURLLabelInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Labels = data
+		case "savedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("savedAt"))
+			data, err := ec.unmarshalODate2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SavedAt = data
+		case "publishedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("publishedAt"))
+			data, err := ec.unmarshalODate2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PublishedAt = data
+		case "folder":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("folder"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Folder = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputSaveUrlInput(ctx context.Context, obj any) (SaveURLInput, error) {
 	var it SaveURLInput
 	if obj == nil {
@@ -12815,6 +13616,50 @@ func (ec *executionContext) unmarshalInputSetBookmarkArticleInput(ctx context.Co
 				return it, err
 			}
 			it.Bookmark = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputSetLabelsInput(ctx context.Context, obj any) (SetLabelsInput, error) {
+	var it SetLabelsInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"pageId", "labelIds", "labels"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "pageId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pageId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PageID = data
+		case "labelIds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("labelIds"))
+			data, err := ec.unmarshalOID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.LabelIds = data
+		case "labels":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("labels"))
+			data, err := ec.unmarshalOSaveUrlLabelInput2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveURLLabelInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Labels = data
 		}
 	}
 	return it, nil
@@ -13035,6 +13880,57 @@ func (ec *executionContext) unmarshalInputUpdateNewsletterSubscriptionStatusInpu
 				return it, err
 			}
 			it.Status = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputUpdatePageInput(ctx context.Context, obj any) (UpdatePageInput, error) {
+	var it UpdatePageInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"pageId", "title", "description", "byline"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "pageId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pageId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.PageID = data
+		case "title":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("title"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Title = data
+		case "description":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("description"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Description = data
+		case "byline":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("byline"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Byline = data
 		}
 	}
 	return it, nil
@@ -13317,6 +14213,33 @@ func (ec *executionContext) unmarshalInputVerifyEmailInput(ctx context.Context, 
 
 // region    ************************** interface.gotpl ***************************
 
+func (ec *executionContext) _ArchiveLinkResult(ctx context.Context, sel ast.SelectionSet, obj ArchiveLinkResult) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case ArchiveLinkSuccess:
+		return ec._ArchiveLinkSuccess(ctx, sel, &obj)
+	case *ArchiveLinkSuccess:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._ArchiveLinkSuccess(ctx, sel, obj)
+	case ArchiveLinkError:
+		return ec._ArchiveLinkError(ctx, sel, &obj)
+	case *ArchiveLinkError:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._ArchiveLinkError(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of ArchiveLinkResult must implement graphql.Marshaler", obj))
+		}
+	}
+}
+
 func (ec *executionContext) _Entry(ctx context.Context, sel ast.SelectionSet, obj Entry) graphql.Marshaler {
 	switch obj := (obj).(type) {
 	case nil:
@@ -13425,6 +14348,60 @@ func (ec *executionContext) _SetBookmarkArticleResult(ctx context.Context, sel a
 	}
 }
 
+func (ec *executionContext) _SetLabelsResult(ctx context.Context, sel ast.SelectionSet, obj SetLabelsResult) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case SetLabelsSuccess:
+		return ec._SetLabelsSuccess(ctx, sel, &obj)
+	case *SetLabelsSuccess:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._SetLabelsSuccess(ctx, sel, obj)
+	case SetLabelsError:
+		return ec._SetLabelsError(ctx, sel, &obj)
+	case *SetLabelsError:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._SetLabelsError(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of SetLabelsResult must implement graphql.Marshaler", obj))
+		}
+	}
+}
+
+func (ec *executionContext) _UpdatePageResult(ctx context.Context, sel ast.SelectionSet, obj UpdatePageResult) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case UpdatePageSuccess:
+		return ec._UpdatePageSuccess(ctx, sel, &obj)
+	case *UpdatePageSuccess:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._UpdatePageSuccess(ctx, sel, obj)
+	case UpdatePageError:
+		return ec._UpdatePageError(ctx, sel, &obj)
+	case *UpdatePageError:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._UpdatePageError(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of UpdatePageResult must implement graphql.Marshaler", obj))
+		}
+	}
+}
+
 func (ec *executionContext) _UpdatesSinceResult(ctx context.Context, sel ast.SelectionSet, obj UpdatesSinceResult) graphql.Marshaler {
 	switch obj := (obj).(type) {
 	case nil:
@@ -13491,6 +14468,92 @@ func (ec *executionContext) _ApiToken(ctx context.Context, sel ast.SelectionSet,
 		case "lastUsedAt":
 			out.Values[i] = ec._ApiToken_lastUsedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var archiveLinkErrorImplementors = []string{"ArchiveLinkError", "ArchiveLinkResult"}
+
+func (ec *executionContext) _ArchiveLinkError(ctx context.Context, sel ast.SelectionSet, obj *ArchiveLinkError) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, archiveLinkErrorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ArchiveLinkError")
+		case "message":
+			out.Values[i] = ec._ArchiveLinkError_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "errorCodes":
+			out.Values[i] = ec._ArchiveLinkError_errorCodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var archiveLinkSuccessImplementors = []string{"ArchiveLinkSuccess", "ArchiveLinkResult"}
+
+func (ec *executionContext) _ArchiveLinkSuccess(ctx context.Context, sel ast.SelectionSet, obj *ArchiveLinkSuccess) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, archiveLinkSuccessImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ArchiveLinkSuccess")
+		case "linkId":
+			out.Values[i] = ec._ArchiveLinkSuccess_linkId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._ArchiveLinkSuccess_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -14540,6 +15603,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "saveUrl":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_saveUrl(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "savePage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_savePage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setLinkArchived":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setLinkArchived(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setLabels":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setLabels(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updatePage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updatePage(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -15829,6 +16920,82 @@ func (ec *executionContext) _SetBookmarkArticleSuccess(ctx context.Context, sel 
 	return out
 }
 
+var setLabelsErrorImplementors = []string{"SetLabelsError", "SetLabelsResult"}
+
+func (ec *executionContext) _SetLabelsError(ctx context.Context, sel ast.SelectionSet, obj *SetLabelsError) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, setLabelsErrorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SetLabelsError")
+		case "errorCodes":
+			out.Values[i] = ec._SetLabelsError_errorCodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var setLabelsSuccessImplementors = []string{"SetLabelsSuccess", "SetLabelsResult"}
+
+func (ec *executionContext) _SetLabelsSuccess(ctx context.Context, sel ast.SelectionSet, obj *SetLabelsSuccess) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, setLabelsSuccessImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SetLabelsSuccess")
+		case "labels":
+			out.Values[i] = ec._SetLabelsSuccess_labels(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var syncUpdatedItemEdgeImplementors = []string{"SyncUpdatedItemEdge"}
 
 func (ec *executionContext) _SyncUpdatedItemEdge(ctx context.Context, sel ast.SelectionSet, obj *SyncUpdatedItemEdge) graphql.Marshaler {
@@ -15859,6 +17026,82 @@ func (ec *executionContext) _SyncUpdatedItemEdge(ctx context.Context, sel ast.Se
 		case "node":
 			out.Values[i] = ec._SyncUpdatedItemEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var updatePageErrorImplementors = []string{"UpdatePageError", "UpdatePageResult"}
+
+func (ec *executionContext) _UpdatePageError(ctx context.Context, sel ast.SelectionSet, obj *UpdatePageError) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, updatePageErrorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UpdatePageError")
+		case "errorCodes":
+			out.Values[i] = ec._UpdatePageError_errorCodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var updatePageSuccessImplementors = []string{"UpdatePageSuccess", "UpdatePageResult"}
+
+func (ec *executionContext) _UpdatePageSuccess(ctx context.Context, sel ast.SelectionSet, obj *UpdatePageSuccess) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, updatePageSuccessImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UpdatePageSuccess")
+		case "updatedPage":
+			out.Values[i] = ec._UpdatePageSuccess_updatedPage(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -16704,6 +17947,61 @@ func (ec *executionContext) marshalNApiTokenExpiry2githubᚗcomᚋhearthkitᚋca
 	return v
 }
 
+func (ec *executionContext) unmarshalNArchiveLinkErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArchiveLinkErrorCode(ctx context.Context, v any) (ArchiveLinkErrorCode, error) {
+	var res ArchiveLinkErrorCode
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNArchiveLinkErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArchiveLinkErrorCode(ctx context.Context, sel ast.SelectionSet, v ArchiveLinkErrorCode) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNArchiveLinkErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArchiveLinkErrorCodeᚄ(ctx context.Context, v any) ([]ArchiveLinkErrorCode, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]ArchiveLinkErrorCode, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNArchiveLinkErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArchiveLinkErrorCode(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNArchiveLinkErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArchiveLinkErrorCodeᚄ(ctx context.Context, sel ast.SelectionSet, v []ArchiveLinkErrorCode) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNArchiveLinkErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArchiveLinkErrorCode(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNArchiveLinkInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArchiveLinkInput(ctx context.Context, v any) (ArchiveLinkInput, error) {
+	res, err := ec.unmarshalInputArchiveLinkInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNArchiveLinkResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArchiveLinkResult(ctx context.Context, sel ast.SelectionSet, v ArchiveLinkResult) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ArchiveLinkResult(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNArticle2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticle(ctx context.Context, sel ast.SelectionSet, v *Article) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -17247,6 +18545,11 @@ func (ec *executionContext) marshalNSaveErrorCode2ᚕgithubᚗcomᚋhearthkitᚋ
 	return ret
 }
 
+func (ec *executionContext) unmarshalNSavePageInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSavePageInput(ctx context.Context, v any) (SavePageInput, error) {
+	res, err := ec.unmarshalInputSavePageInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) marshalNSaveResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveResult(ctx context.Context, sel ast.SelectionSet, v SaveResult) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -17460,6 +18763,61 @@ func (ec *executionContext) marshalNSetBookmarkArticleResult2githubᚗcomᚋhear
 	return ec._SetBookmarkArticleResult(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNSetLabelsErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetLabelsErrorCode(ctx context.Context, v any) (SetLabelsErrorCode, error) {
+	var res SetLabelsErrorCode
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSetLabelsErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetLabelsErrorCode(ctx context.Context, sel ast.SelectionSet, v SetLabelsErrorCode) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNSetLabelsErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetLabelsErrorCodeᚄ(ctx context.Context, v any) ([]SetLabelsErrorCode, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]SetLabelsErrorCode, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNSetLabelsErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetLabelsErrorCode(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNSetLabelsErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetLabelsErrorCodeᚄ(ctx context.Context, sel ast.SelectionSet, v []SetLabelsErrorCode) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSetLabelsErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetLabelsErrorCode(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNSetLabelsInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetLabelsInput(ctx context.Context, v any) (SetLabelsInput, error) {
+	res, err := ec.unmarshalInputSetLabelsInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSetLabelsResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetLabelsResult(ctx context.Context, sel ast.SelectionSet, v SetLabelsResult) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SetLabelsResult(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNSetSavedItemLabelsInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSetSavedItemLabelsInput(ctx context.Context, v any) (SetSavedItemLabelsInput, error) {
 	res, err := ec.unmarshalInputSetSavedItemLabelsInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -17564,6 +18922,61 @@ func (ec *executionContext) unmarshalNUpdateLabelInput2githubᚗcomᚋhearthkit�
 func (ec *executionContext) unmarshalNUpdateNewsletterSubscriptionStatusInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateNewsletterSubscriptionStatusInput(ctx context.Context, v any) (UpdateNewsletterSubscriptionStatusInput, error) {
 	res, err := ec.unmarshalInputUpdateNewsletterSubscriptionStatusInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNUpdatePageErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatePageErrorCode(ctx context.Context, v any) (UpdatePageErrorCode, error) {
+	var res UpdatePageErrorCode
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUpdatePageErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatePageErrorCode(ctx context.Context, sel ast.SelectionSet, v UpdatePageErrorCode) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNUpdatePageErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatePageErrorCodeᚄ(ctx context.Context, v any) ([]UpdatePageErrorCode, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]UpdatePageErrorCode, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNUpdatePageErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatePageErrorCode(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNUpdatePageErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatePageErrorCodeᚄ(ctx context.Context, sel ast.SelectionSet, v []UpdatePageErrorCode) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNUpdatePageErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatePageErrorCode(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNUpdatePageInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatePageInput(ctx context.Context, v any) (UpdatePageInput, error) {
+	res, err := ec.unmarshalInputUpdatePageInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUpdatePageResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdatePageResult(ctx context.Context, sel ast.SelectionSet, v UpdatePageResult) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._UpdatePageResult(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNUpdateReadingProgressInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateReadingProgressInput(ctx context.Context, v any) (UpdateReadingProgressInput, error) {
@@ -18003,6 +19416,41 @@ func (ec *executionContext) marshalOHighlightSegment2ᚕᚖgithubᚗcomᚋhearth
 		fc.Result = &v[i]
 		return ec.marshalNHighlightSegment2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐHighlightSegment(ctx, sel, v[i])
 	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalOID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
 
 	for _, e := range ret {
 		if e == graphql.Null {

@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+type ArchiveLinkResult interface {
+	IsArchiveLinkResult()
+}
+
 type Entry interface {
 	IsEntry()
 	GetID() string
@@ -26,6 +30,14 @@ type SearchResult interface {
 
 type SetBookmarkArticleResult interface {
 	IsSetBookmarkArticleResult()
+}
+
+type SetLabelsResult interface {
+	IsSetLabelsResult()
+}
+
+type UpdatePageResult interface {
+	IsUpdatePageResult()
 }
 
 type UpdatesSinceResult interface {
@@ -49,6 +61,26 @@ type APIToken struct {
 	ExpiresAt  *time.Time `json:"expiresAt,omitempty"`
 	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
 }
+
+type ArchiveLinkError struct {
+	Message    string                 `json:"message"`
+	ErrorCodes []ArchiveLinkErrorCode `json:"errorCodes"`
+}
+
+func (ArchiveLinkError) IsArchiveLinkResult() {}
+
+type ArchiveLinkInput struct {
+	LinkID   string `json:"linkId"`
+	Archived bool   `json:"archived"`
+}
+
+type ArchiveLinkSuccess struct {
+	LinkID string `json:"linkId"`
+	// link_archived or link_unarchived, as Omnivore answered.
+	Message string `json:"message"`
+}
+
+func (ArchiveLinkSuccess) IsArchiveLinkResult() {}
 
 type Article struct {
 	ContentHTML string `json:"contentHtml"`
@@ -351,6 +383,24 @@ type SaveError struct {
 
 func (SaveError) IsSaveResult() {}
 
+// Omnivore's SavePageInput, as its browser extension sends it (source, url, title, clientRequestId, originalContent); state, labels, savedAt, publishedAt and folder as in SaveUrlInput.
+type SavePageInput struct {
+	URL             string `json:"url"`
+	Source          string `json:"source"`
+	ClientRequestID string `json:"clientRequestId"`
+	// The item's title (the browser tab's); without one, the title readability finds in the page.
+	Title *string `json:"title,omitempty"`
+	// The page's HTML (the extension sends document.documentElement.outerHTML), at most the size of a page Hearth fetches.
+	OriginalContent string                      `json:"originalContent"`
+	State           *ArticleSavingRequestStatus `json:"state,omitempty"`
+	Labels          []*SaveURLLabelInput        `json:"labels,omitempty"`
+	SavedAt         *time.Time                  `json:"savedAt,omitempty"`
+	// Not kept: Hearth keeps no published date.
+	PublishedAt *time.Time `json:"publishedAt,omitempty"`
+	// Not kept: Omnivore's folders (inbox, following) are both Hearth's inbox.
+	Folder *string `json:"folder,omitempty"`
+}
+
 type SaveSuccess struct {
 	URL             string `json:"url"`
 	ClientRequestID string `json:"clientRequestId"`
@@ -500,6 +550,27 @@ type SetBookmarkArticleSuccess struct {
 
 func (SetBookmarkArticleSuccess) IsSetBookmarkArticleResult() {}
 
+type SetLabelsError struct {
+	ErrorCodes []SetLabelsErrorCode `json:"errorCodes"`
+}
+
+func (SetLabelsError) IsSetLabelsResult() {}
+
+type SetLabelsInput struct {
+	PageID string `json:"pageId"`
+	// The labels' ids: every one must be the member's (else NOT_FOUND); an empty list takes every label off.
+	LabelIds []string `json:"labelIds,omitempty"`
+	// Labels by name, made when the member has none of that name; used instead of labelIds when not empty.
+	Labels []*SaveURLLabelInput `json:"labels,omitempty"`
+}
+
+type SetLabelsSuccess struct {
+	// The item's labels after the change.
+	Labels []*Label `json:"labels"`
+}
+
+func (SetLabelsSuccess) IsSetLabelsResult() {}
+
 type SetSavedItemLabelsInput struct {
 	ID  *string  `json:"id,omitempty"`
 	Ids []string `json:"ids,omitempty"`
@@ -538,6 +609,27 @@ type UpdateNewsletterSubscriptionStatusInput struct {
 	ID     string                       `json:"id"`
 	Status NewsletterSubscriptionStatus `json:"status"`
 }
+
+type UpdatePageError struct {
+	ErrorCodes []UpdatePageErrorCode `json:"errorCodes"`
+}
+
+func (UpdatePageError) IsUpdatePageResult() {}
+
+// Omnivore's UpdatePageInput, with the fields Hearth keeps (its savedAt, publishedAt, previewImage and state are not served).
+type UpdatePageInput struct {
+	PageID      string  `json:"pageId"`
+	Title       *string `json:"title,omitempty"`
+	Description *string `json:"description,omitempty"`
+	// The author.
+	Byline *string `json:"byline,omitempty"`
+}
+
+type UpdatePageSuccess struct {
+	UpdatedPage *Article `json:"updatedPage"`
+}
+
+func (UpdatePageSuccess) IsUpdatePageResult() {}
 
 type UpdateReadingProgressInput struct {
 	ID string `json:"id"`
@@ -681,6 +773,61 @@ func (e *APITokenExpiry) UnmarshalJSON(b []byte) error {
 }
 
 func (e APITokenExpiry) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type ArchiveLinkErrorCode string
+
+const (
+	ArchiveLinkErrorCodeUnauthorized ArchiveLinkErrorCode = "UNAUTHORIZED"
+	ArchiveLinkErrorCodeBadRequest   ArchiveLinkErrorCode = "BAD_REQUEST"
+)
+
+var AllArchiveLinkErrorCode = []ArchiveLinkErrorCode{
+	ArchiveLinkErrorCodeUnauthorized,
+	ArchiveLinkErrorCodeBadRequest,
+}
+
+func (e ArchiveLinkErrorCode) IsValid() bool {
+	switch e {
+	case ArchiveLinkErrorCodeUnauthorized, ArchiveLinkErrorCodeBadRequest:
+		return true
+	}
+	return false
+}
+
+func (e ArchiveLinkErrorCode) String() string {
+	return string(e)
+}
+
+func (e *ArchiveLinkErrorCode) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ArchiveLinkErrorCode(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ArchiveLinkErrorCode", str)
+	}
+	return nil
+}
+
+func (e ArchiveLinkErrorCode) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ArchiveLinkErrorCode) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ArchiveLinkErrorCode) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
@@ -1339,6 +1486,63 @@ func (e SetBookmarkArticleErrorCode) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+type SetLabelsErrorCode string
+
+const (
+	SetLabelsErrorCodeUnauthorized SetLabelsErrorCode = "UNAUTHORIZED"
+	SetLabelsErrorCodeBadRequest   SetLabelsErrorCode = "BAD_REQUEST"
+	SetLabelsErrorCodeNotFound     SetLabelsErrorCode = "NOT_FOUND"
+)
+
+var AllSetLabelsErrorCode = []SetLabelsErrorCode{
+	SetLabelsErrorCodeUnauthorized,
+	SetLabelsErrorCodeBadRequest,
+	SetLabelsErrorCodeNotFound,
+}
+
+func (e SetLabelsErrorCode) IsValid() bool {
+	switch e {
+	case SetLabelsErrorCodeUnauthorized, SetLabelsErrorCodeBadRequest, SetLabelsErrorCodeNotFound:
+		return true
+	}
+	return false
+}
+
+func (e SetLabelsErrorCode) String() string {
+	return string(e)
+}
+
+func (e *SetLabelsErrorCode) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = SetLabelsErrorCode(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid SetLabelsErrorCode", str)
+	}
+	return nil
+}
+
+func (e SetLabelsErrorCode) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *SetLabelsErrorCode) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e SetLabelsErrorCode) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 // Possible directions for sorting a list of items
 type SortDirection string
 
@@ -1390,6 +1594,67 @@ func (e *SortDirection) UnmarshalJSON(b []byte) error {
 }
 
 func (e SortDirection) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type UpdatePageErrorCode string
+
+const (
+	UpdatePageErrorCodeUpdateFailed UpdatePageErrorCode = "UPDATE_FAILED"
+	UpdatePageErrorCodeUnauthorized UpdatePageErrorCode = "UNAUTHORIZED"
+	UpdatePageErrorCodeBadRequest   UpdatePageErrorCode = "BAD_REQUEST"
+	UpdatePageErrorCodeNotFound     UpdatePageErrorCode = "NOT_FOUND"
+	UpdatePageErrorCodeForbidden    UpdatePageErrorCode = "FORBIDDEN"
+)
+
+var AllUpdatePageErrorCode = []UpdatePageErrorCode{
+	UpdatePageErrorCodeUpdateFailed,
+	UpdatePageErrorCodeUnauthorized,
+	UpdatePageErrorCodeBadRequest,
+	UpdatePageErrorCodeNotFound,
+	UpdatePageErrorCodeForbidden,
+}
+
+func (e UpdatePageErrorCode) IsValid() bool {
+	switch e {
+	case UpdatePageErrorCodeUpdateFailed, UpdatePageErrorCodeUnauthorized, UpdatePageErrorCodeBadRequest, UpdatePageErrorCodeNotFound, UpdatePageErrorCodeForbidden:
+		return true
+	}
+	return false
+}
+
+func (e UpdatePageErrorCode) String() string {
+	return string(e)
+}
+
+func (e *UpdatePageErrorCode) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = UpdatePageErrorCode(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid UpdatePageErrorCode", str)
+	}
+	return nil
+}
+
+func (e UpdatePageErrorCode) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *UpdatePageErrorCode) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e UpdatePageErrorCode) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
