@@ -20,3 +20,10 @@ func bareAPIKey(r *http.Request, err error) (string, error) {
 	}
 	return h, nil
 }
+
+// SentBareKey reports whether r's Authorization header is Omnivore's form
+// (bareAPIKey), whether or not the key names anyone.
+func SentBareKey(r *http.Request) bool {
+	k, _ := bareAPIKey(r, nil)
+	return k != ""
+}

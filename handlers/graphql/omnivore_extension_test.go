@@ -2,6 +2,7 @@ package graphql_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -266,5 +267,34 @@ func TestOmnivoreExtensionSavePageRefusalsChangeNothing(t *testing.T) {
 	}
 	if ls, _ := library.Of(e.store).Labels(t.Context(), e.member.ID); len(ls) != 0 {
 		t.Fatalf("a refused save made labels %+v", ls)
+	}
+}
+
+func TestOmnivoreExtensionNotLoggedIn(t *testing.T) {
+	e := newEnv(t, options{})
+	// No key, or a key Hearth does not know (revoked, mistyped): each
+	// operation answers UNAUTHORIZED in data, which the extension shows
+	// as "You are not logged in".
+	unknown := e.token[:len(e.token)-4] + "xxxx"
+	if unknown == e.token {
+		t.Fatal("the unknown key is the member's")
+	}
+	for _, auth := range []string{"", unknown} {
+		a := e.ext(auth, extSavePage, map[string]any{"source": "extension", "clientRequestId": "x", "url": "https://example.com/a", "title": "A", "originalContent": extPage})
+		if a.Status != http.StatusOK || len(a.Data["savePage"].ErrorCodes) != 1 || a.Data["savePage"].ErrorCodes[0] != "UNAUTHORIZED" {
+			t.Errorf("savePage with %q: %+v", auth, a)
+		}
+		a = e.ext(auth, extSetLinkArchived, map[string]any{"linkId": "x", "archived": true})
+		if c := a.Data["setLinkArchived"].ErrorCodes; len(c) != 1 || c[0] != "UNAUTHORIZED" {
+			t.Errorf("setLinkArchived with %q: %+v", auth, a)
+		}
+	}
+	if got := e.omnivoreSaved("in:all"); len(got) != 0 {
+		t.Fatalf("saved without a key: %+v", got)
+	}
+	// Inboxt's form of the same key keeps Inboxt's answer: an error.
+	r := e.wantError(unknown, `{ me { id } }`, nil, http.StatusOK, "UNAUTHORIZED")
+	if len(r.Errors) != 1 {
+		t.Fatalf("Bearer unknown key: %+v", r)
 	}
 }

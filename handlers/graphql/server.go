@@ -229,6 +229,17 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, access.ErrCrossOrigin):
 		writeError(w, http.StatusForbidden, codeForbidden, err.Error())
 		return
+	case err != nil && access.SentBareKey(r):
+		// Omnivore's server ran a request whose key it did not know as
+		// one without a key: each of its operations answered its error
+		// type with UNAUTHORIZED (authorized, utils/gql-utils.ts,
+		// omnivore-app/omnivore @322ce62), which its browser extension
+		// shows as "not logged in", and a GraphQL error without data
+		// leaves the extension's toolbar waiting. Only Omnivore's
+		// clients send a key without "Bearer"; it counted against the
+		// client address's tokenless budget as below (Admit), and acts
+		// for nobody.
+		c = nil
 	case err != nil:
 		// A bad token names no member (a token is looked up by the digest
 		// of all of it), so it counted against the client address's
