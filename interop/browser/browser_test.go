@@ -104,12 +104,15 @@ type suite struct {
 	shotsDir string
 }
 
-func newSuite(t *testing.T) *suite {
+// newSuite starts Chromium with the suite's options and more (a test's
+// own flags, such as an extension to load).
+func newSuite(t *testing.T, more ...chromedp.ExecAllocatorOption) *suite {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)),
 		chromedp.NoSandbox, // CI runs as root
 		chromedp.Flag("lang", "en-GB"),
 	)
+	opts = append(opts, more...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
 	ctx, cancelTime := context.WithTimeout(ctx, 4*time.Minute)
