@@ -58,6 +58,11 @@ func TestOmnivoreExtensionInChromium(t *testing.T) {
 	// A page on a site of its own.
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if r.URL.Path == "/blank" {
+			// Nothing readable: Hearth refuses to save it.
+			fmt.Fprint(w, `<html><head><title>Blank</title></head><body><main></main></body></html>`)
+			return
+		}
 		fmt.Fprint(w, article("Proofing baskets"))
 	}))
 	t.Cleanup(page.Close)
@@ -91,9 +96,9 @@ func TestOmnivoreExtensionInChromium(t *testing.T) {
 	}
 	// press does what the toolbar button's handler does, on the tab
 	// showing pageURL.
-	press := func() {
+	press := func(pageURL string) {
 		t.Helper()
-		s.run("open the page", chromedp.Navigate(pageURL), chromedp.WaitReady("article", chromedp.ByQuery))
+		s.run("open the page", chromedp.Navigate(pageURL), chromedp.WaitReady("body", chromedp.ByQuery))
 		err := chromedp.Run(opts, chromedp.Evaluate(`(async () => {
 			const tab = (await chrome.tabs.query({})).find(t => t.url === `+jsString(pageURL)+`);
 			await chrome.scripting.executeScript({target: {tabId: tab.id}, files: ['content.js']});
@@ -123,7 +128,7 @@ func TestOmnivoreExtensionInChromium(t *testing.T) {
 	}
 
 	setKey(token)
-	press()
+	press(pageURL)
 	// The status box turns to Omnivore's success mark (its green).
 	toolbar("success", `root.querySelector('.omnivore-toast-statusBox').innerHTML.includes('#32D74B')`)
 	var found struct {
@@ -150,10 +155,15 @@ func TestOmnivoreExtensionInChromium(t *testing.T) {
 		t.Fatalf("the saved article: %+v", item)
 	}
 
+	// A page Hearth refuses (nothing readable in it): the status box
+	// turns to Omnivore's failure mark (its red), and nothing is saved.
+	press(page.URL + "/blank")
+	toolbar("failure", `root.querySelector('.omnivore-toast-statusBox').innerHTML.includes('#C7372F')`)
+
 	// A key the site does not know (revoked, mistyped): the toolbar says
 	// so, and nothing more is saved.
 	setKey(token[:len(token)-4] + "zzzz")
-	press()
+	press(pageURL)
 	toolbar("that the member is not logged in", `root.querySelector('#omnivore-logged-out-status').textContent.includes('You are not logged in.')`)
 	gql(t, token, `{ search(query: "in:all") { ... on SearchSuccess { edges { node { id title url isArchived } } } } }`, &found)
 	if len(found.Search.Edges) != 1 {
