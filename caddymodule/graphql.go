@@ -47,8 +47,10 @@ func init() {
 // (handlers/reader) and the member pages with the API Tokens, Export and
 // Import settings pages.
 type GraphQL struct {
-	// Largest GraphQL request body.
+	// Largest GraphQL request body of a request without a member's credentials.
 	MaxBodySize int64 `json:"max_body_size,omitempty" caddyfile:"max_body_size <size>" default:"1MiB"`
+	// Largest GraphQL request body with a member's credentials (a session, an API key, an OAuth token), at least max_body_size: Omnivore's browser extension sends the whole page it saves, up to the 5 MiB of a page Hearth fetches ([omnivore.md](omnivore.md)).
+	MaxMemberBodySize int64 `json:"max_member_body_size,omitempty" caddyfile:"max_member_body_size <size>" default:"8MiB"`
 	// Largest newsletter message posted to an inbound URL.
 	MaxInboundSize int64 `json:"max_inbound_size,omitempty" caddyfile:"max_inbound_size <size>" default:"10MiB"`
 	// Content and highlight text one response carries; past it, such fields are CONTENT_LIMIT_EXCEEDED errors.
@@ -155,6 +157,7 @@ func (h *GraphQL) Provision(ctx caddy.Context) error {
 	app.onCleanup(h.library.Close)
 	h.server = graphql.New(app.Store(), h.library, graphql.Options{
 		MaxBodyBytes:    h.MaxBodySize,
+		MemberBodyBytes: h.MaxMemberBodySize,
 		MaxDepth:        h.MaxDepth,
 		MaxComplexity:   h.MaxComplexity,
 		MaxContentBytes: h.MaxContentSize,
@@ -239,6 +242,8 @@ func (h *GraphQL) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		switch name {
 		case "max_body_size":
 			h.MaxBodySize, err = argSize(d, name)
+		case "max_member_body_size":
+			h.MaxMemberBodySize, err = argSize(d, name)
 		case "max_inbound_size":
 			h.MaxInboundSize, err = argSize(d, name)
 		case "max_content_size":

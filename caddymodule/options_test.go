@@ -177,6 +177,7 @@ func TestDeclaredDefaultsAreTheCodes(t *testing.T) {
 		"hearth_oauth.signing_key_rotation":      durs(oauth.DefaultKeyRotation),
 		"hearth_oauth.signing_key_publish_ahead": durs(oauth.DefaultKeyPublishAhead),
 		"hearth_graphql.max_body_size":           size(graphql.DefaultMaxBodyBytes),
+		"hearth_graphql.max_member_body_size":    size(graphql.DefaultMemberBodyBytes),
 		"hearth_graphql.max_inbound_size":        size(libraryservice.DefaultMaxInboundBytes),
 		"hearth_graphql.max_content_size":        size(graphql.DefaultMaxContentBytes),
 		"hearth_graphql.image_quota":             size(libraryservice.DefaultImageQuota),
@@ -322,6 +323,7 @@ var optionCases = []optionCase{
 	{"hearth_oauth", "signing_key_publish_ahead x", "", "signing_key_publish_ahead: want a positive duration"},
 
 	{"hearth_graphql", "max_body_size 2MiB", `{"max_body_size":2097152}`, ""},
+	{"hearth_graphql", "max_member_body_size 16MiB", `{"max_member_body_size":16777216}`, ""},
 	{"hearth_graphql", "import_max_size 1GiB", `{"import_max_size":1073741824}`, ""},
 	{"hearth_graphql", "import_max_size lots", "", "import_max_size: want a size"},
 	{"hearth_graphql", "import_max_entries 500000", `{"import_max_entries":500000}`, ""},
@@ -331,6 +333,7 @@ var optionCases = []optionCase{
 	{"hearth_graphql", "import_max_ratio 50", `{"import_max_ratio":50}`, ""},
 	{"hearth_graphql", "import_max_ratio 1", "", "import_max_ratio: want an integer of at least 2"},
 	{"hearth_graphql", "max_body_size big", "", "max_body_size: want a size"},
+	{"hearth_graphql", "max_member_body_size lots", "", "max_member_body_size: want a size"},
 	{"hearth_graphql", "max_inbound_size 20MiB", `{"max_inbound_size":20971520}`, ""},
 	{"hearth_graphql", "max_content_size 16MiB", `{"max_content_size":16777216}`, ""},
 	{"hearth_graphql", "max_content_size 0", "", "max_content_size: want a size"},

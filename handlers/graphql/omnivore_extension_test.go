@@ -298,3 +298,21 @@ func TestOmnivoreExtensionNotLoggedIn(t *testing.T) {
 		t.Fatalf("Bearer unknown key: %+v", r)
 	}
 }
+
+func TestOmnivoreExtensionSavesAPageLargerThanAnAnonymousRequest(t *testing.T) {
+	// The extension sends the page whole (document.documentElement.
+	// outerHTML, src/scripts/content/content.ts, omnivore-app/omnivore
+	// @322ce62); news pages with their scripts inline pass 1 MiB, the
+	// limit of a request that names nobody.
+	e := newEnv(t, options{})
+	page := strings.Replace(extPage, "</article>", "<p>"+strings.Repeat("crumb and crust ", (3<<20)/16)+"</p></article>", 1)
+	in := map[string]any{"source": "extension", "clientRequestId": "x", "url": "https://example.com/long", "title": "Long", "originalContent": page}
+	a := e.ext(e.token, extSavePage, in).Data["savePage"]
+	if len(a.ErrorCodes) != 0 || a.ClientRequestID == "" {
+		t.Fatalf("a member's 3 MiB page: savePage = %+v", a)
+	}
+	resp, body := e.postBare("/api/graphql", "", map[string]any{"query": extSavePage, "variables": map[string]any{"input": in}})
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "at most 1048576 bytes") {
+		t.Fatalf("the same request without a key: %d %s", resp.StatusCode, body)
+	}
+}

@@ -47,6 +47,7 @@ const (
 // Defaults of Options.
 const (
 	DefaultMaxBodyBytes      int64 = 1 << 20
+	DefaultMemberBodyBytes   int64 = 8 << 20
 	DefaultMaxDepth                = 15
 	DefaultMaxComplexity           = 5000
 	DefaultQueryCacheEntries       = 1000
@@ -60,6 +61,12 @@ const (
 type Options struct {
 	// MaxBodyBytes limits the body of a GraphQL request (default 1 MiB).
 	MaxBodyBytes int64
+	// MemberBodyBytes is the larger limit of a request with a member's
+	// credentials (default 8 MiB; never below MaxBodyBytes): a saved page
+	// sent whole, as Omnivore's browser extension sends it, may be as
+	// large as a page Hearth fetches (5 MiB) written as a JSON string,
+	// while a request that names nobody keeps the small limit.
+	MemberBodyBytes int64
 	// MaxDepth limits how deeply selections nest (15: enough for the
 	// standard introspection query).
 	MaxDepth int
@@ -94,6 +101,10 @@ func (o Options) withDefaults() Options {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if o.MemberBodyBytes <= 0 {
+		o.MemberBodyBytes = DefaultMemberBodyBytes
+	}
+	o.MemberBodyBytes = max(o.MemberBodyBytes, o.MaxBodyBytes)
 	if o.MaxDepth <= 0 {
 		o.MaxDepth = DefaultMaxDepth
 	}
@@ -252,12 +263,16 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnsupportedMediaType, codeBadRequest, "the body must be JSON with Content-Type: application/json")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	limit := s.opts.MaxBodyBytes
+	if c != nil && c.Member != nil {
+		limit = s.opts.MemberBodyBytes
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			writeError(w, http.StatusRequestEntityTooLarge, codeBadRequest,
-				"the request body must be at most "+strconv.FormatInt(s.opts.MaxBodyBytes, 10)+" bytes")
+				"the request body must be at most "+strconv.FormatInt(limit, 10)+" bytes")
 			return
 		}
 		writeError(w, http.StatusBadRequest, codeBadRequest, "the request body could not be read")
