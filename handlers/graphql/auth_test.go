@@ -254,7 +254,7 @@ func TestBadTokensCountPerClientAddress(t *testing.T) {
 }
 
 func TestBadRequestsGetGraphQLErrorsNever500(t *testing.T) {
-	e := newEnv(t, options{MaxBodyBytes: 4096, MaxDepth: 6, MaxComplexity: 300})
+	e := newEnv(t, options{MaxBodyBytes: 4096, MemberBodyBytes: 4096, MaxDepth: 6, MaxComplexity: 300})
 	cases := []struct {
 		name, contentType, body string
 		status                  int

@@ -67,6 +67,7 @@ func newEnv(t *testing.T, opts options, pages ...account.Options) *env {
 type options struct {
 	// The API's (graphql.Options).
 	MaxBodyBytes    int64
+	MemberBodyBytes int64
 	MaxDepth        int
 	MaxComplexity   int
 	MaxContentBytes int64
@@ -112,7 +113,7 @@ func newAPI(store *storage.Store, o options) *testAPI {
 	})
 	return &testAPI{
 		Server: graphql.New(store, lib, graphql.Options{
-			MaxBodyBytes: o.MaxBodyBytes, MaxDepth: o.MaxDepth, MaxComplexity: o.MaxComplexity,
+			MaxBodyBytes: o.MaxBodyBytes, MemberBodyBytes: o.MemberBodyBytes, MaxDepth: o.MaxDepth, MaxComplexity: o.MaxComplexity,
 			MaxContentBytes: o.MaxContentBytes, NoIntrospection: o.NoIntrospection,
 			AccountDomain: o.AccountDomain, Pages: o.Pages, Logger: o.Logger,
 		}),
