@@ -47,8 +47,29 @@ type ImageSource interface {
 	// may.
 	Image(ref string, max int64) ([]byte, error)
 	// StrayImages are the export's images no item has taken, after the
-	// last item: named as no image is, or under an id no item has.
-	StrayImages() []EntryError
+	// last item: named as no image is, under an id no item has, or
+	// listed for an item and missing. Only the first MaxImportFailures
+	// are kept (all a job shows of its failures); more counts the others.
+	StrayImages() (kept []EntryError, more int)
+}
+
+// strayImages are an export's stray images as they are met: the first
+// MaxImportFailures, and a count of the others, whose messages are never
+// made. A small zip can list millions of missing images (a list of
+// short names for each of its items): they cost a count.
+type strayImages struct {
+	kept []EntryError
+	more int
+}
+
+// add keeps the stray ref, its reason made of format and args, while
+// fewer than MaxImportFailures are kept, and else counts it.
+func (s *strayImages) add(ref, format string, args ...any) {
+	if len(s.kept) >= library.MaxImportFailures {
+		s.more++
+		return
+	}
+	s.kept = append(s.kept, EntryError{Ref: strings.Clone(ref), Reason: fmt.Sprintf(format, args...)})
 }
 
 // HearthImage is an image of a HearthItem: the address its content names
@@ -64,11 +85,10 @@ type imageMember struct {
 	n    int
 }
 
-// zipImages indexes the zip's images by the export's item id, and lists
-// the names under images/ that name no image.
-func zipImages(z *zipArchive) (map[string][]imageMember, []EntryError) {
+// zipImages indexes the zip's images by the export's item id, and adds
+// the names under images/ that name no image to stray.
+func zipImages(z *zipArchive, stray *strayImages) map[string][]imageMember {
 	byID := map[string][]imageMember{}
-	var stray []EntryError
 	for name := range z.files {
 		rest, ok := strings.CutPrefix(name, imagesDir)
 		if !ok || strings.HasSuffix(name, "/") {
@@ -78,7 +98,7 @@ func zipImages(z *zipArchive) (map[string][]imageMember, []EntryError) {
 		num, _, _ := strings.Cut(file, ".")
 		n, err := strconv.Atoi(num)
 		if id == "" || strings.Contains(file, "/") || err != nil || n < 0 || strconv.Itoa(n) != num {
-			stray = append(stray, EntryError{Ref: name, Reason: "not named as an export's image (images/<item id>/<n>.<type>): skipped"})
+			stray.add(name, "not named as an export's image (images/<item id>/<n>.<type>): skipped")
 			continue
 		}
 		byID[id] = append(byID[id], imageMember{name: name, n: n})
@@ -86,7 +106,7 @@ func zipImages(z *zipArchive) (map[string][]imageMember, []EntryError) {
 	for _, ms := range byID {
 		sort.Slice(ms, func(i, j int) bool { return ms[i].n < ms[j].n || ms[i].n == ms[j].n && ms[i].name < ms[j].name })
 	}
-	return byID, stray
+	return byID
 }
 
 // itemImages are the images of the export's item e: those its list names
@@ -125,7 +145,7 @@ func (h *hearthReader) itemImages(e *HearthItem) []ImageFile {
 					Skip: fmt.Sprintf("it and the %d images listed after it for the item are past the %d an item keeps", len(e.Images)-i-1, library.MaxItemImages)})
 			}
 		case !inZip:
-			h.stray = append(h.stray, EntryError{Ref: clipString(img.File, 200), Reason: fmt.Sprintf("listed for item %s but not in the zip (or not under images/%s/): skipped", clipString(e.ID, 40), clipString(e.ID, 40))})
+			h.stray.add(clipString(img.File, 200), "listed for item %s but not in the zip (or not under images/%s/): skipped", clipString(e.ID, 40), clipString(e.ID, 40))
 		case img.URL == "" || len(img.URL) > library.MaxURLLen:
 			out = append(out, ImageFile{Ref: img.File, Skip: "its address in saved_items.json is empty or too long"})
 		default:
@@ -134,22 +154,22 @@ func (h *hearthReader) itemImages(e *HearthItem) []ImageFile {
 	}
 	for _, m := range files {
 		if left[m.name] {
-			h.stray = append(h.stray, EntryError{Ref: m.name, Reason: "saved_items.json does not list it among its item's images: skipped"})
+			h.stray.add(m.name, "saved_items.json does not list it among its item's images: skipped")
 		}
 	}
 	return out
 }
 
-func (h *hearthReader) StrayImages() []EntryError {
-	out := h.stray
+func (h *hearthReader) StrayImages() ([]EntryError, int) {
 	for id, ms := range h.images {
 		for _, m := range ms {
-			out = append(out, EntryError{Ref: m.name, Reason: fmt.Sprintf("no item of the export has the id %s: skipped", clipString(id, 40))})
+			h.stray.add(m.name, "no item of the export has the id %s: skipped", clipString(id, 40))
 		}
 	}
+	out, more := h.stray.kept, h.stray.more
 	sort.Slice(out, func(i, j int) bool { return out[i].Ref < out[j].Ref })
-	h.stray, h.images = nil, nil
-	return out
+	h.stray, h.images = strayImages{}, nil
+	return out, more
 }
 
 func (h *hearthReader) Image(ref string, max int64) ([]byte, error) {
@@ -198,11 +218,11 @@ func (c *closing) Image(ref string, max int64) ([]byte, error) {
 }
 
 // StrayImages passes on the wrapped reader's stray images.
-func (c *closing) StrayImages() []EntryError {
+func (c *closing) StrayImages() ([]EntryError, int) {
 	if s, ok := c.Reader.(ImageSource); ok {
 		return s.StrayImages()
 	}
-	return nil
+	return nil, 0
 }
 
 // itemImages are an entry's item as written and the images the export
@@ -320,8 +340,8 @@ func (r *Runner) strayImages(ctx context.Context, src Reader, j *library.ImportJ
 	if !ok {
 		return true
 	}
-	stray := images.StrayImages()
-	return len(stray) == 0 || r.countImages(ctx, j, 0, stray, 0, false)
+	stray, more := images.StrayImages()
+	return len(stray) == 0 || r.countImages(ctx, j, 0, stray, more, false)
 }
 
 // countImages adds stored and skipped images to the job (more skipped

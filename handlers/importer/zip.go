@@ -375,7 +375,7 @@ type hearthReader struct {
 	// images are the zip's images by item id, those no item has taken
 	// yet; stray the ones that will be taken by none (images.go).
 	images map[string][]imageMember
-	stray  []EntryError
+	stray  strayImages
 }
 
 func newHearthReader(z *zipArchive, scan bool) (*hearthReader, error) {
@@ -394,7 +394,7 @@ func newHearthReader(z *zipArchive, scan bool) (*hearthReader, error) {
 	}
 	h := &hearthReader{z: z, rc: rc, a: a, labels: labels}
 	if !scan {
-		h.images, h.stray = zipImages(z)
+		h.images = zipImages(z, &h.stray)
 	}
 	return h, nil
 }
