@@ -390,3 +390,41 @@ func TestGeneratedHearthZipImportsWithItsImages(t *testing.T) {
 		t.Errorf("the member's image bytes: %d", n)
 	}
 }
+
+// A job run again after it counted the export's stray images (a stop
+// before its end: the file is read again from its start) counts them
+// once.
+func TestHearthImportRunAgainCountsItsStrayImagesOnce(t *testing.T) {
+	p, _, _ := testImages(t)
+	items := []importer.HearthItem{{ID: "1", Type: library.TypeArticle, Status: library.StatusActive, Title: "a", URL: "https://example.org/a",
+		ContentHTML: "<p>x</p>", ContentText: "x", Labels: []string{}, Highlights: []importer.HearthHighlight{}}}
+	file := hearthZip(t, items, map[string][]byte{"images/404/0.png": p}, nil)
+	e := newEnv(t, options{NoImportFetch: true})
+	job := importInto(t, e, file)
+	if job.State != library.ImportDone || job.ImagesSkipped != 1 {
+		t.Fatalf("first run: %+v", job)
+	}
+	// The job as a stop just before its end leaves it: running, its file
+	// staged.
+	if err := os.WriteFile(job.Staged, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := library.Of(e.store).UpdateImportJob(t.Context(), e.member.ID, job.ID, func(x *library.ImportJob) {
+		x.State, x.FinishedAt = library.ImportRunning, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.api.Importer().Kick()
+	waitImport(t, e.store, e.member.ID, job.ID)
+	var got struct {
+		ImportJobs []struct {
+			State         string
+			ImagesSkipped int
+			Failures      []struct{ Entry, Reason string }
+		}
+	}
+	e.do(`query { importJobs { state imagesSkipped failures { entry reason } } }`, nil, &got)
+	if len(got.ImportJobs) != 1 || got.ImportJobs[0].State != "DONE" || got.ImportJobs[0].ImagesSkipped != 1 || len(got.ImportJobs[0].Failures) != 1 {
+		t.Errorf("importJobs: %+v", got)
+	}
+}

@@ -334,14 +334,25 @@ func (r *Runner) unnamedImages(p itemImages) []string {
 }
 
 // strayImages counts the export's images no item took among the job's
-// skipped images, once its last entry is written.
+// skipped images, once its last entry is written, and marks them counted
+// in the same update: a job run again after a stop before its end (the
+// file is read again from its start) counts them once.
 func (r *Runner) strayImages(ctx context.Context, src Reader, j *library.ImportJob) bool {
 	images, ok := src.(ImageSource)
-	if !ok {
+	if !ok || j.StraysCounted {
 		return true
 	}
 	stray, more := images.StrayImages()
-	return len(stray) == 0 || r.countImages(ctx, j, 0, stray, more, false)
+	_, err := library.Of(r.store).UpdateImportJob(ctx, j.MemberID, j.ID, func(x *library.ImportJob) {
+		if !x.StraysCounted {
+			x.StraysCounted = true
+			addImages(x, 0, stray, more)
+		}
+	})
+	if err != nil && !errors.Is(err, storage.ErrNotSynced) { // not synced: as in storeImages
+		return r.imagesFailed(ctx, j, err)
+	}
+	return true
 }
 
 // countImages adds stored and skipped images to the job (more skipped
@@ -355,19 +366,26 @@ func (r *Runner) countImages(ctx context.Context, j *library.ImportJob, stored i
 		if done {
 			x.ImagesFrom = 0
 		}
-		x.Images += stored
-		x.ImagesSkipped += len(skipped) + more
-		for _, s := range skipped {
-			if len(x.Failures) >= library.MaxImportFailures {
-				break
-			}
-			x.Failures = append(x.Failures, library.ImportFailure{Ref: clipString(s.Ref, 200), Reason: clipString(s.Reason, 500)})
-		}
+		addImages(x, stored, skipped, more)
 	})
 	if err != nil && !errors.Is(err, storage.ErrNotSynced) { // not synced: as above
 		return r.imagesFailed(ctx, j, err)
 	}
 	return true
+}
+
+// addImages counts stored and skipped images (more skipped than listed)
+// in x, listing the skipped ones among its failures while it lists fewer
+// than MaxImportFailures.
+func addImages(x *library.ImportJob, stored int, skipped []EntryError, more int) {
+	x.Images += stored
+	x.ImagesSkipped += len(skipped) + more
+	for _, s := range skipped {
+		if len(x.Failures) >= library.MaxImportFailures {
+			break
+		}
+		x.Failures = append(x.Failures, library.ImportFailure{Ref: clipString(s.Ref, 200), Reason: clipString(s.Reason, 500)})
+	}
 }
 
 // imagesFailed logs a store's failure to take an import's images (not a
