@@ -235,6 +235,17 @@ func cleanImportItem(in *ImportItem) (norm string, err error) {
 	return norm, nil
 }
 
+// importSavedAt is an imported item's saved date: the export's, or now
+// when it gives none the library keeps (none, later than now, earlier than
+// EarliestSavedAt), as a date saveUrl would refuse does not cost an
+// import its entry.
+func importSavedAt(t, now time.Time) time.Time {
+	if tooEarly(t) || t.After(now) {
+		return now
+	}
+	return t.UTC().Truncate(time.Millisecond)
+}
+
 // importDigest recognises an imported item without a URL.
 func importDigest(in *ImportItem) string {
 	sum := sha256.Sum256([]byte(in.Type + "\x00" + in.Title + "\x00" + in.Author + "\x00" + in.CreatedAt.UTC().Format(time.RFC3339Nano)))
@@ -257,10 +268,7 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 	}
 	hls := importHighlights(in.Highlights)
 	t := storage.Now()
-	if in.CreatedAt.IsZero() || in.CreatedAt.After(t) {
-		in.CreatedAt = t
-	}
-	in.CreatedAt = in.CreatedAt.UTC().Truncate(time.Millisecond)
+	in.CreatedAt = importSavedAt(in.CreatedAt, t)
 	if in.UpdatedAt.Before(in.CreatedAt) || in.UpdatedAt.After(t) {
 		in.UpdatedAt = in.CreatedAt
 	}
