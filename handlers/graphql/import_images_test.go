@@ -114,8 +114,8 @@ func TestHearthExportImportKeepsImagesOnAnotherSite(t *testing.T) {
 	if md := epubFiles(t, again)["markdown/00001-pictures.md"]; !strings.Contains(md, "![A square](../images/"+id+"/0.png)") {
 		t.Errorf("the Markdown does not show the image from the zip:\n%s", md)
 	}
-	// Imported again: nothing new, no image twice.
-	if job := importInto(t, to, first); job.Created != 0 || job.Existing != 1 || job.ImagesSkipped != 0 {
+	// Imported again: nothing new, no image twice, none counted as stored.
+	if job := importInto(t, to, first); job.Created != 0 || job.Existing != 1 || job.Images != 0 || job.ImagesSkipped != 0 {
 		t.Fatalf("repeat job: %+v", job)
 	}
 	if imgs, _ := library.Of(to.store).ItemImages(t.Context(), to.member.ID, id); len(imgs) != 3 {

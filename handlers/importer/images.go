@@ -291,12 +291,15 @@ func (r *Runner) storeImages(ctx context.Context, src Reader, j *library.ImportJ
 				skip(f.Ref, fmt.Sprintf("its item's images would take more than %d bytes, the site's limit: skipped", library.MaxItemImageBytes))
 				continue
 			}
-			_, err = lib.StoreImportedImage(ctx, j.MemberID, id, f.URL, data, r.opts.ImageQuota)
+			added, err := lib.StoreImportedImage(ctx, j.MemberID, id, f.URL, data, r.opts.ImageQuota)
 			switch {
 			case err == nil || errors.Is(err, storage.ErrNotSynced):
 				// Not synced: written all the same, and the job's end,
 				// which sees the failed sync, fails the job saying so.
-				stored++
+				// An image the item had already is not counted.
+				if added {
+					stored++
+				}
 				total += len(data)
 			case errors.Is(err, library.ErrImageQuota):
 				// As the fetch queue: no further image of the member is
