@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"archive/zip"
 	"context"
 	"errors"
 	"fmt"
@@ -188,11 +187,8 @@ func (z *zipArchive) image(name string, max int64) ([]byte, error) {
 	// checkZip lets images/ members past its whole-file refusals (an
 	// export's items stay importable when an image is damaged): they are
 	// checked here, before they are read.
-	if zf.Method != zip.Store && zf.Method != zip.Deflate {
-		return nil, &EntryError{Ref: name, Reason: fmt.Sprintf("compressed with a method zip readers do not share (%d): skipped", zf.Method)}
-	}
-	if zf.UncompressedSize64 > ratioFloor && (zf.CompressedSize64 == 0 || zf.UncompressedSize64/zf.CompressedSize64 > uint64(z.lim.MaxCompressionRatio)) {
-		return nil, &EntryError{Ref: name, Reason: fmt.Sprintf("expands more than %d times (a zip bomb): skipped", z.lim.MaxCompressionRatio)}
+	if why := unreadable(zf, z.lim); why != "" {
+		return nil, &EntryError{Ref: name, Reason: why + ": skipped"}
 	}
 	rc, err := zf.Open()
 	if err != nil {
