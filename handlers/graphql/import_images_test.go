@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
@@ -113,8 +114,8 @@ func TestHearthExportImportKeepsImagesOnAnotherSite(t *testing.T) {
 	if md := epubFiles(t, again)["markdown/00001-pictures.md"]; !strings.Contains(md, "![A square](../images/"+id+"/0.png)") {
 		t.Errorf("the Markdown does not show the image from the zip:\n%s", md)
 	}
-	// Imported again: nothing new, no image twice.
-	if job := importInto(t, to, first); job.Created != 0 || job.Existing != 1 || job.ImagesSkipped != 0 {
+	// Imported again: nothing new, no image twice, none counted as stored.
+	if job := importInto(t, to, first); job.Created != 0 || job.Existing != 1 || job.Images != 0 || job.ImagesSkipped != 0 {
 		t.Fatalf("repeat job: %+v", job)
 	}
 	if imgs, _ := library.Of(to.store).ItemImages(t.Context(), to.member.ID, id); len(imgs) != 3 {
@@ -388,5 +389,99 @@ func TestGeneratedHearthZipImportsWithItsImages(t *testing.T) {
 	}
 	if n, _ := library.Of(e.store).ImageBytes(t.Context(), e.member.ID); n != 60*benchImageBytes {
 		t.Errorf("the member's image bytes: %d", n)
+	}
+}
+
+// A job run again after it counted the export's stray images (a stop
+// before its end: the file is read again from its start) counts them
+// once.
+func TestHearthImportRunAgainCountsItsStrayImagesOnce(t *testing.T) {
+	p, _, _ := testImages(t)
+	items := []importer.HearthItem{{ID: "1", Type: library.TypeArticle, Status: library.StatusActive, Title: "a", URL: "https://example.org/a",
+		ContentHTML: "<p>x</p>", ContentText: "x", Labels: []string{}, Highlights: []importer.HearthHighlight{}}}
+	file := hearthZip(t, items, map[string][]byte{"images/404/0.png": p}, nil)
+	e := newEnv(t, options{NoImportFetch: true})
+	job := importInto(t, e, file)
+	if job.State != library.ImportDone || job.ImagesSkipped != 1 {
+		t.Fatalf("first run: %+v", job)
+	}
+	// The job as a stop just before its end leaves it: running, its file
+	// staged.
+	if err := os.WriteFile(job.Staged, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := library.Of(e.store).UpdateImportJob(t.Context(), e.member.ID, job.ID, func(x *library.ImportJob) {
+		x.State, x.FinishedAt = library.ImportRunning, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.api.Importer().Kick()
+	waitImport(t, e.store, e.member.ID, job.ID)
+	var got struct {
+		ImportJobs []struct {
+			State         string
+			ImagesSkipped int
+			Failures      []struct{ Entry, Reason string }
+		}
+	}
+	e.do(`query { importJobs { state imagesSkipped failures { entry reason } } }`, nil, &got)
+	if len(got.ImportJobs) != 1 || got.ImportJobs[0].State != "DONE" || got.ImportJobs[0].ImagesSkipped != 1 || len(got.ImportJobs[0].Failures) != 1 {
+		t.Errorf("importJobs: %+v", got)
+	}
+}
+
+// A job resumed after a batch of items without an address was written,
+// their images not yet stored, finds them again by what the export says
+// of them, also when it gives no date or one later than now (saved at
+// the time of the import): their images are stored.
+func TestHearthImportResumedStoresTheImagesOfUndatedItemsWithoutAddress(t *testing.T) {
+	p, jpg, _ := testImages(t)
+	future := time.Now().AddDate(10, 0, 0).UTC().Truncate(time.Second)
+	letter := func(id, title string, created time.Time, data []byte) importer.HearthItem {
+		return importer.HearthItem{ID: id, Type: library.TypeNewsletter, Status: library.StatusActive, Title: title, CreatedAt: created,
+			ContentHTML: `<p>News</p><img src="https://cdn.example/` + id + `.png">`, ContentText: "News", Labels: []string{},
+			Highlights: []importer.HearthHighlight{}, Images: []importer.HearthImage{{URL: "https://cdn.example/" + id + ".png", File: "images/" + id + "/0.png"}}}
+	}
+	items := []importer.HearthItem{letter("1", "Undated", time.Time{}, p), letter("2", "Ahead", future, jpg)}
+	file := hearthZip(t, items, map[string][]byte{"images/1/0.png": p, "images/2/0.png": jpg}, nil)
+
+	e := newEnv(t, options{NoImportFetch: true})
+	lib := library.Of(e.store)
+	staged := filepath.Join(t.TempDir(), "upload-resumed")
+	j, err := lib.CreateImportJob(t.Context(), &library.ImportJob{MemberID: e.member.ID, Format: string(importer.Hearth),
+		FileName: "hearth-export.zip", Staged: staged, Total: 2, Node: "another-node"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its batch as the runner writes it, a while before it resumes.
+	var entries []library.ImportEntry
+	for i, it := range items {
+		entries = append(entries, library.ImportEntry{Pos: i + 1, Ref: fmt.Sprintf("saved_items.json[%d]", i), Item: &library.ImportItem{
+			Type: it.Type, Title: it.Title, CreatedAt: it.CreatedAt, HTML: it.ContentHTML, Text: it.ContentText, Images: 1}})
+	}
+	if _, err := lib.ImportItems(t.Context(), e.member.ID, j.ID, entries, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // the clock moves on: the items' saved date is not the resumed job's now
+	if err := os.WriteFile(staged, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.api.Importer().Kick()
+	job := waitImport(t, e.store, e.member.ID, j.ID)
+	if job.State != library.ImportDone || job.Created != 2 || job.Images != 2 || job.ImagesSkipped != 0 {
+		t.Fatalf("job: %+v", job)
+	}
+	byTitle := map[string]string{}
+	err = lib.ForEachSavedItem(t.Context(), e.member.ID, func(it *library.SavedItem, _ *library.ItemContent) error {
+		byTitle[it.Title] = it.ID
+		return nil
+	})
+	if err != nil || len(byTitle) != 2 {
+		t.Fatalf("items %v: %v", byTitle, err)
+	}
+	for title, data := range map[string][]byte{"Undated": p, "Ahead": jpg} {
+		if resp, b := e.get(export.ImageAPIPath + byTitle[title] + "/0"); resp.StatusCode != http.StatusOK || !bytes.Equal(b, data) {
+			t.Errorf("the image of %s: HTTP %d", title, resp.StatusCode)
+		}
 	}
 }

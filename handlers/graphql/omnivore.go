@@ -244,9 +244,7 @@ func omnivorePlacement(state *generated.ArticleSavingRequestStatus, savedAt *tim
 			// The npm client shows a refusal's message only.
 			return at, shownField(ie.Field, "%s", ie.Msg)
 		}
-		if !t.IsZero() {
-			at.SavedAt = t
-		}
+		at.SavedAt = t
 	}
 	return at, nil
 }

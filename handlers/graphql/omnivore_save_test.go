@@ -220,7 +220,8 @@ func TestOmnivoreSaveURLKeepsSavedAt(t *testing.T) {
 // A savedAt Hearth does not take is refused before anything is saved: not a
 // date (the Date scalar), or later than now by more than
 // library.MaxSavedAtAhead (Omnivore kept such a date; Hearth refuses it
-// rather than list the item above everything saved until then). The item
+// rather than list the item above everything saved until then), or
+// earlier than library.EarliestSavedAt. The item
 // of that URL saved before keeps where it is and its date, and the labels
 // the save names are not made. A date a little ahead (a fast clock) saves
 // at now.
@@ -237,6 +238,8 @@ func TestOmnivoreSaveURLRefusesASavedAtItCannotKeep(t *testing.T) {
 		{"not a date", "yesterday", "BAD_USER_INPUT", "Date"},
 		{"a day ahead", time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339), "BAD_USER_INPUT", "savedAt"},
 		{"a year ahead, as a date", time.Now().AddDate(1, 0, 0).Format(time.DateOnly), "BAD_USER_INPUT", "future"},
+		{"before 1678, which the library's order cannot hold", "1500-06-01", "BAD_USER_INPUT", "earlier than 1678"},
+		{"year one, Go's zero time", "0001-01-01T00:00:00Z", "BAD_USER_INPUT", "savedAt"},
 	} {
 		for _, u := range []string{url, site.URL + "/bread?n=new"} {
 			r := e.omnivoreSaveAnswer(map[string]any{"url": u, "savedAt": c.savedAt, "labels": []map[string]any{{"name": "Fresh"}}})

@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"archive/zip"
 	"context"
 	"errors"
 	"fmt"
@@ -47,8 +46,29 @@ type ImageSource interface {
 	// may.
 	Image(ref string, max int64) ([]byte, error)
 	// StrayImages are the export's images no item has taken, after the
-	// last item: named as no image is, or under an id no item has.
-	StrayImages() []EntryError
+	// last item: named as no image is, under an id no item has, or
+	// listed for an item and missing. Only the first MaxImportFailures
+	// are kept (all a job shows of its failures); more counts the others.
+	StrayImages() (kept []EntryError, more int)
+}
+
+// strayImages are an export's stray images as they are met: the first
+// MaxImportFailures, and a count of the others, whose messages are never
+// made. A small zip can list millions of missing images (a list of
+// short names for each of its items): they cost a count.
+type strayImages struct {
+	kept []EntryError
+	more int
+}
+
+// add keeps the stray ref, its reason made of format and args, while
+// fewer than MaxImportFailures are kept, and else counts it.
+func (s *strayImages) add(ref, format string, args ...any) {
+	if len(s.kept) >= library.MaxImportFailures {
+		s.more++
+		return
+	}
+	s.kept = append(s.kept, EntryError{Ref: strings.Clone(ref), Reason: fmt.Sprintf(format, args...)})
 }
 
 // HearthImage is an image of a HearthItem: the address its content names
@@ -64,11 +84,10 @@ type imageMember struct {
 	n    int
 }
 
-// zipImages indexes the zip's images by the export's item id, and lists
-// the names under images/ that name no image.
-func zipImages(z *zipArchive) (map[string][]imageMember, []EntryError) {
+// zipImages indexes the zip's images by the export's item id, and adds
+// the names under images/ that name no image to stray.
+func zipImages(z *zipArchive, stray *strayImages) map[string][]imageMember {
 	byID := map[string][]imageMember{}
-	var stray []EntryError
 	for name := range z.files {
 		rest, ok := strings.CutPrefix(name, imagesDir)
 		if !ok || strings.HasSuffix(name, "/") {
@@ -78,7 +97,7 @@ func zipImages(z *zipArchive) (map[string][]imageMember, []EntryError) {
 		num, _, _ := strings.Cut(file, ".")
 		n, err := strconv.Atoi(num)
 		if id == "" || strings.Contains(file, "/") || err != nil || n < 0 || strconv.Itoa(n) != num {
-			stray = append(stray, EntryError{Ref: name, Reason: "not named as an export's image (images/<item id>/<n>.<type>): skipped"})
+			stray.add(name, "not named as an export's image (images/<item id>/<n>.<type>): skipped")
 			continue
 		}
 		byID[id] = append(byID[id], imageMember{name: name, n: n})
@@ -86,7 +105,7 @@ func zipImages(z *zipArchive) (map[string][]imageMember, []EntryError) {
 	for _, ms := range byID {
 		sort.Slice(ms, func(i, j int) bool { return ms[i].n < ms[j].n || ms[i].n == ms[j].n && ms[i].name < ms[j].name })
 	}
-	return byID, stray
+	return byID
 }
 
 // itemImages are the images of the export's item e: those its list names
@@ -125,7 +144,7 @@ func (h *hearthReader) itemImages(e *HearthItem) []ImageFile {
 					Skip: fmt.Sprintf("it and the %d images listed after it for the item are past the %d an item keeps", len(e.Images)-i-1, library.MaxItemImages)})
 			}
 		case !inZip:
-			h.stray = append(h.stray, EntryError{Ref: clipString(img.File, 200), Reason: fmt.Sprintf("listed for item %s but not in the zip (or not under images/%s/): skipped", clipString(e.ID, 40), clipString(e.ID, 40))})
+			h.stray.add(clipString(img.File, 200), "listed for item %s but not in the zip (or not under images/%s/): skipped", clipString(e.ID, 40), clipString(e.ID, 40))
 		case img.URL == "" || len(img.URL) > library.MaxURLLen:
 			out = append(out, ImageFile{Ref: img.File, Skip: "its address in saved_items.json is empty or too long"})
 		default:
@@ -134,22 +153,22 @@ func (h *hearthReader) itemImages(e *HearthItem) []ImageFile {
 	}
 	for _, m := range files {
 		if left[m.name] {
-			h.stray = append(h.stray, EntryError{Ref: m.name, Reason: "saved_items.json does not list it among its item's images: skipped"})
+			h.stray.add(m.name, "saved_items.json does not list it among its item's images: skipped")
 		}
 	}
 	return out
 }
 
-func (h *hearthReader) StrayImages() []EntryError {
-	out := h.stray
+func (h *hearthReader) StrayImages() ([]EntryError, int) {
 	for id, ms := range h.images {
 		for _, m := range ms {
-			out = append(out, EntryError{Ref: m.name, Reason: fmt.Sprintf("no item of the export has the id %s: skipped", clipString(id, 40))})
+			h.stray.add(m.name, "no item of the export has the id %s: skipped", clipString(id, 40))
 		}
 	}
+	out, more := h.stray.kept, h.stray.more
 	sort.Slice(out, func(i, j int) bool { return out[i].Ref < out[j].Ref })
-	h.stray, h.images = nil, nil
-	return out
+	h.stray, h.images = strayImages{}, nil
+	return out, more
 }
 
 func (h *hearthReader) Image(ref string, max int64) ([]byte, error) {
@@ -168,11 +187,8 @@ func (z *zipArchive) image(name string, max int64) ([]byte, error) {
 	// checkZip lets images/ members past its whole-file refusals (an
 	// export's items stay importable when an image is damaged): they are
 	// checked here, before they are read.
-	if zf.Method != zip.Store && zf.Method != zip.Deflate {
-		return nil, &EntryError{Ref: name, Reason: fmt.Sprintf("compressed with a method zip readers do not share (%d): skipped", zf.Method)}
-	}
-	if zf.UncompressedSize64 > ratioFloor && (zf.CompressedSize64 == 0 || zf.UncompressedSize64/zf.CompressedSize64 > uint64(z.lim.MaxCompressionRatio)) {
-		return nil, &EntryError{Ref: name, Reason: fmt.Sprintf("expands more than %d times (a zip bomb): skipped", z.lim.MaxCompressionRatio)}
+	if why := unreadable(zf, z.lim); why != "" {
+		return nil, &EntryError{Ref: name, Reason: why + ": skipped"}
 	}
 	rc, err := zf.Open()
 	if err != nil {
@@ -198,11 +214,11 @@ func (c *closing) Image(ref string, max int64) ([]byte, error) {
 }
 
 // StrayImages passes on the wrapped reader's stray images.
-func (c *closing) StrayImages() []EntryError {
+func (c *closing) StrayImages() ([]EntryError, int) {
 	if s, ok := c.Reader.(ImageSource); ok {
 		return s.StrayImages()
 	}
-	return nil
+	return nil, 0
 }
 
 // itemImages are an entry's item as written and the images the export
@@ -271,12 +287,15 @@ func (r *Runner) storeImages(ctx context.Context, src Reader, j *library.ImportJ
 				skip(f.Ref, fmt.Sprintf("its item's images would take more than %d bytes, the site's limit: skipped", library.MaxItemImageBytes))
 				continue
 			}
-			_, err = lib.StoreImportedImage(ctx, j.MemberID, id, f.URL, data, r.opts.ImageQuota)
+			added, err := lib.StoreImportedImage(ctx, j.MemberID, id, f.URL, data, r.opts.ImageQuota)
 			switch {
 			case err == nil || errors.Is(err, storage.ErrNotSynced):
 				// Not synced: written all the same, and the job's end,
 				// which sees the failed sync, fails the job saying so.
-				stored++
+				// An image the item had already is not counted.
+				if added {
+					stored++
+				}
 				total += len(data)
 			case errors.Is(err, library.ErrImageQuota):
 				// As the fetch queue: no further image of the member is
@@ -314,14 +333,25 @@ func (r *Runner) unnamedImages(p itemImages) []string {
 }
 
 // strayImages counts the export's images no item took among the job's
-// skipped images, once its last entry is written.
+// skipped images, once its last entry is written, and marks them counted
+// in the same update: a job run again after a stop before its end (the
+// file is read again from its start) counts them once.
 func (r *Runner) strayImages(ctx context.Context, src Reader, j *library.ImportJob) bool {
 	images, ok := src.(ImageSource)
-	if !ok {
+	if !ok || j.StraysCounted {
 		return true
 	}
-	stray := images.StrayImages()
-	return len(stray) == 0 || r.countImages(ctx, j, 0, stray, 0, false)
+	stray, more := images.StrayImages()
+	_, err := library.Of(r.store).UpdateImportJob(ctx, j.MemberID, j.ID, func(x *library.ImportJob) {
+		if !x.StraysCounted {
+			x.StraysCounted = true
+			addImages(x, 0, stray, more)
+		}
+	})
+	if err != nil && !errors.Is(err, storage.ErrNotSynced) { // not synced: as in storeImages
+		return r.imagesFailed(ctx, j, err)
+	}
+	return true
 }
 
 // countImages adds stored and skipped images to the job (more skipped
@@ -335,19 +365,26 @@ func (r *Runner) countImages(ctx context.Context, j *library.ImportJob, stored i
 		if done {
 			x.ImagesFrom = 0
 		}
-		x.Images += stored
-		x.ImagesSkipped += len(skipped) + more
-		for _, s := range skipped {
-			if len(x.Failures) >= library.MaxImportFailures {
-				break
-			}
-			x.Failures = append(x.Failures, library.ImportFailure{Ref: clipString(s.Ref, 200), Reason: clipString(s.Reason, 500)})
-		}
+		addImages(x, stored, skipped, more)
 	})
 	if err != nil && !errors.Is(err, storage.ErrNotSynced) { // not synced: as above
 		return r.imagesFailed(ctx, j, err)
 	}
 	return true
+}
+
+// addImages counts stored and skipped images (more skipped than listed)
+// in x, listing the skipped ones among its failures while it lists fewer
+// than MaxImportFailures.
+func addImages(x *library.ImportJob, stored int, skipped []EntryError, more int) {
+	x.Images += stored
+	x.ImagesSkipped += len(skipped) + more
+	for _, s := range skipped {
+		if len(x.Failures) >= library.MaxImportFailures {
+			break
+		}
+		x.Failures = append(x.Failures, library.ImportFailure{Ref: clipString(s.Ref, 200), Reason: clipString(s.Reason, 500)})
+	}
 }
 
 // imagesFailed logs a store's failure to take an import's images (not a

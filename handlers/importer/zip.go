@@ -61,16 +61,25 @@ func checkZip(f *os.File, size int64, lim Limits) (*zipArchive, error) {
 		}
 		// An image of Hearth's export is checked when it is read
 		// (zipArchive.image): one that fails is skipped, not the file.
-		image := strings.HasPrefix(name, imagesDir)
-		if !image && zf.UncompressedSize64 > ratioFloor && (zf.CompressedSize64 == 0 || zf.UncompressedSize64/zf.CompressedSize64 > uint64(lim.MaxCompressionRatio)) {
-			return nil, refuse("%q expands more than %d times: the archive looks like a zip bomb and is refused", clipString(name, 80), lim.MaxCompressionRatio)
-		}
-		if !image && zf.Method != zip.Store && zf.Method != zip.Deflate {
-			return nil, refuse("%q is compressed with a method zip readers do not share (%d)", clipString(name, 80), zf.Method)
+		if why := unreadable(zf, lim); why != "" && !strings.HasPrefix(name, imagesDir) {
+			return nil, refuse("%q: %s; the archive is refused", clipString(name, 80), why)
 		}
 		z.files[name] = zf
 	}
 	return z, nil
+}
+
+// unreadable says why the zip member zf is not read, "" when it may be:
+// it would expand more than lim.MaxCompressionRatio times (a zip bomb), or
+// is compressed with a method other than those every zip reader shares.
+func unreadable(zf *zip.File, lim Limits) string {
+	if zf.UncompressedSize64 > ratioFloor && (zf.CompressedSize64 == 0 || zf.UncompressedSize64/zf.CompressedSize64 > uint64(lim.MaxCompressionRatio)) {
+		return fmt.Sprintf("expands more than %d times (a zip bomb)", lim.MaxCompressionRatio)
+	}
+	if zf.Method != zip.Store && zf.Method != zip.Deflate {
+		return fmt.Sprintf("compressed with a method zip readers do not share (%d)", zf.Method)
+	}
+	return ""
 }
 
 // zipEntryCount reads the number of members a zip's end of central
@@ -375,7 +384,7 @@ type hearthReader struct {
 	// images are the zip's images by item id, those no item has taken
 	// yet; stray the ones that will be taken by none (images.go).
 	images map[string][]imageMember
-	stray  []EntryError
+	stray  strayImages
 }
 
 func newHearthReader(z *zipArchive, scan bool) (*hearthReader, error) {
@@ -394,7 +403,7 @@ func newHearthReader(z *zipArchive, scan bool) (*hearthReader, error) {
 	}
 	h := &hearthReader{z: z, rc: rc, a: a, labels: labels}
 	if !scan {
-		h.images, h.stray = zipImages(z)
+		h.images = zipImages(z, &h.stray)
 	}
 	return h, nil
 }

@@ -3,6 +3,7 @@ package library
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,6 +184,17 @@ func TestQueuedItemKeepsItsPlaceThroughTheFetch(t *testing.T) {
 	if _, err := lib.QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/c", SavedAt: time.Now().Add(MaxSavedAtAhead + time.Hour)}, false); !errors.As(err, &ie) {
 		t.Fatalf("a new item saved in the future: %v", err)
 	}
+	// A date earlier than the ordered keys hold is refused too (it would
+	// sort by the item's id), the zero time among them.
+	for _, early := range []time.Time{time.Date(1500, 6, 1, 0, 0, 0, 0, time.UTC), {}} {
+		if _, err := CheckSavedAt(early); !errors.As(err, &ie) || ie.Field != "savedAt" || !strings.Contains(ie.Msg, "1678") {
+			t.Fatalf("saved at %s: %v", early, err)
+		}
+	}
+	if _, err := lib.QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/a", SavedAt: time.Date(1500, 6, 1, 0, 0, 0, 0, time.UTC)}, false); !errors.As(err, &ie) || ie.Field != "savedAt" {
+		t.Fatalf("a saved date before 1678: %v", err)
+	}
+	place(a.ID, StatusDeleted, when)
 	if p, err := lib.PendingFetches(t.Context(), 10, false, true); err != nil || len(p) != 0 {
 		t.Fatalf("pending after the refusals = %+v %v", p, err)
 	}

@@ -105,9 +105,13 @@ type ImportJob struct {
 	// not 0, is the position of the first entry whose images may not be
 	// stored yet: they are stored after their batch is written, and again
 	// from there when the job resumes.
-	Images        int             `json:"images,omitempty"`
-	ImagesSkipped int             `json:"images_skipped,omitempty"`
-	ImagesFrom    int             `json:"images_from,omitempty"`
+	Images        int `json:"images,omitempty"`
+	ImagesSkipped int `json:"images_skipped,omitempty"`
+	ImagesFrom    int `json:"images_from,omitempty"`
+	// StraysCounted: the export's images no item took are counted (with
+	// the job's last images, before it ends): a job that runs again
+	// after a stop does not count them twice.
+	StraysCounted bool            `json:"strays_counted,omitempty"`
 	Failures      []ImportFailure `json:"failures,omitempty"`
 	// ItemsPerSecond is the recent rate, for the estimate of the time left.
 	ItemsPerSecond float64    `json:"items_per_second,omitempty"`

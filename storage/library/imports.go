@@ -235,9 +235,24 @@ func cleanImportItem(in *ImportItem) (norm string, err error) {
 	return norm, nil
 }
 
-// importDigest recognises an imported item without a URL.
+// importSavedAt is an imported item's saved date: the export's, or now
+// when it gives none the library keeps (none, later than now, earlier than
+// EarliestSavedAt), as a date saveUrl would refuse does not cost an
+// import its entry.
+func importSavedAt(t, now time.Time) time.Time {
+	if tooEarly(t) || t.After(now) {
+		return now
+	}
+	return t.UTC().Truncate(time.Millisecond)
+}
+
+// importDigest recognises an imported item without a URL: by its type,
+// title, author and the date its export gives (to the millisecond, as an
+// item keeps it), not the date it was saved at, so that an item without a
+// date, or with one the library does not keep (importSavedAt), is found
+// again by a later import or the resumed job's images.
 func importDigest(in *ImportItem) string {
-	sum := sha256.Sum256([]byte(in.Type + "\x00" + in.Title + "\x00" + in.Author + "\x00" + in.CreatedAt.UTC().Format(time.RFC3339Nano)))
+	sum := sha256.Sum256([]byte(in.Type + "\x00" + in.Title + "\x00" + in.Author + "\x00" + in.CreatedAt.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -256,15 +271,14 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 		return 0, err
 	}
 	hls := importHighlights(in.Highlights)
+	// in keeps the export's dates: they, not the clock, make the key
+	// that finds the item again (importItemKey, ImportedItemID).
 	t := storage.Now()
-	if in.CreatedAt.IsZero() || in.CreatedAt.After(t) {
-		in.CreatedAt = t
+	created, updated := importSavedAt(in.CreatedAt, t), in.UpdatedAt
+	if updated.Before(created) || updated.After(t) {
+		updated = created
 	}
-	in.CreatedAt = in.CreatedAt.UTC().Truncate(time.Millisecond)
-	if in.UpdatedAt.Before(in.CreatedAt) || in.UpdatedAt.After(t) {
-		in.UpdatedAt = in.CreatedAt
-	}
-	in.UpdatedAt = in.UpdatedAt.UTC().Truncate(time.Millisecond)
+	updated = updated.UTC().Truncate(time.Millisecond)
 
 	labelIDs, err := importLabelIDs(tx, memberID, j, in, labels, colors)
 	if err != nil {
@@ -284,7 +298,7 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 	it := &SavedItem{
 		ID: id, MemberID: memberID, Type: in.Type, Status: in.Status, Title: in.Title, OriginalURL: norm,
 		Description: in.Description, Author: in.Author, LeadImage: in.LeadImage, WordCount: in.WordCount,
-		ReadingProgress: in.ReadingProgress, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt, LabelIDs: labelIDs,
+		ReadingProgress: in.ReadingProgress, CreatedAt: created, UpdatedAt: updated, LabelIDs: labelIDs,
 		HighlightCount: len(hls),
 	}
 	if norm != "" {
@@ -295,7 +309,7 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 		it.ReadAt, it.IsReadManual = &r, true
 	}
 	if in.Status == StatusDeleted {
-		d := in.UpdatedAt
+		d := updated
 		it.DeletedAt = &d
 	}
 	if it.WordCount == 0 && in.Text != "" {
@@ -333,9 +347,10 @@ func importItemKey(memberID, norm string, in *ImportItem) (key []byte, digest st
 }
 
 // ImportedItemID is the id of the member's item an import entry wrote or
-// found (in as ImportItems left it: cleaned, dated), for what is stored
-// with it after its batch (its images); storage.ErrNotFound when there is
-// none (the entry failed, or the item was deleted since).
+// found (in as ImportItems left it, or as the export gives it when the
+// job resumes: the same key, importItemKey), for what is stored with it
+// after its batch (its images); storage.ErrNotFound when there is none
+// (the entry failed, or the item was deleted since).
 func (s Store) ImportedItemID(ctx context.Context, memberID string, in *ImportItem) (string, error) {
 	if in.URL == "" && in.ByTitle {
 		return "", storage.ErrNotFound
@@ -345,7 +360,6 @@ func (s Store) ImportedItemID(ctx context.Context, memberID string, in *ImportIt
 	if err != nil {
 		return "", storage.ErrNotFound
 	}
-	c.CreatedAt = c.CreatedAt.UTC().Truncate(time.Millisecond)
 	key, _ := importItemKey(memberID, norm, &c)
 	var id string
 	err = s.st.View(ctx, func(tx *storage.Tx) error {

@@ -558,3 +558,31 @@ func TestImportedBatchKeepsEachItemsOwnRecords(t *testing.T) {
 		}
 	}
 }
+
+// An imported date the library cannot keep in its order (earlier than
+// EarliestSavedAt) is treated as a date later than now is: the item is
+// imported, saved at the time of the import.
+func TestImportedDateBeforeTheEarliestSavedAtIsNow(t *testing.T) {
+	st, m := openSavedTest(t)
+	old := time.Date(1960, 1, 2, 0, 0, 0, 0, time.UTC)
+	j := importJob(t, st, m.ID)
+	before := storage.Now()
+	got, err := Of(st).ImportItems(t.Context(), m.ID, j.ID, []ImportEntry{
+		{Pos: 1, Ref: "row 1", Item: &ImportItem{URL: "https://example.com/1500", Title: "Early", CreatedAt: time.Date(1500, 6, 1, 0, 0, 0, 0, time.UTC), Text: "x"}},
+		{Pos: 2, Ref: "row 2", Item: &ImportItem{URL: "https://example.com/1960", Title: "Old", CreatedAt: old, Text: "x"}},
+	}, nil, 0)
+	if err != nil || got.Created != 2 || got.Failed != 0 {
+		t.Fatalf("job: %+v %v", got, err)
+	}
+	after := storage.Now()
+	page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	if err != nil || len(page.Items) != 2 {
+		t.Fatalf("items: %+v %v", page, err)
+	}
+	if early := page.Items[0]; early.Title != "Early" || early.CreatedAt.Before(before) || early.CreatedAt.After(after) {
+		t.Errorf("the item dated 1500: %+v, want saved between %s and %s", early, before, after)
+	}
+	if page.Items[1].Title != "Old" || !page.Items[1].CreatedAt.Equal(old) {
+		t.Errorf("the item dated 1960: %+v", page.Items[1])
+	}
+}

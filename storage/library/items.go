@@ -207,8 +207,10 @@ func cleanNewItem(in *NewItem) (norm, msgDigest string, err error) {
 	if _, ok := statusCode[in.Status]; !ok {
 		return "", "", storage.Invalid("unknown status")
 	}
-	if in.SavedAt, err = CheckSavedAt(in.SavedAt); err != nil {
-		return "", "", err
+	if !in.SavedAt.IsZero() { // zero: no date asked for
+		if in.SavedAt, err = CheckSavedAt(in.SavedAt); err != nil {
+			return "", "", err
+		}
 	}
 	if in.Title == "" {
 		if norm != "" {

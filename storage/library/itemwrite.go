@@ -738,42 +738,42 @@ func moveURLKey(tx *storage.Tx, memberID, itemID, url string) (bool, error) {
 // putItemImage stores data as the next image of the member's item itemID
 // (img's URL, media type and size), and adds its size to the member's
 // image bytes: unless the item is gone (storage.ErrNotFound), already has
-// an image of that URL (its number is returned), has MaxItemImages, or
-// the bytes would pass quota (ErrImageQuota).
-func putItemImage(tx *storage.Tx, memberID, itemID string, img ItemImage, data []byte, quota int64) (int, error) {
+// an image of that URL (its number is returned, added false), has
+// MaxItemImages, or the bytes would pass quota (ErrImageQuota).
+func putItemImage(tx *storage.Tx, memberID, itemID string, img ItemImage, data []byte, quota int64) (n int, added bool, err error) {
 	if ok, err := tx.Has(itemKey(memberID, itemID)); err != nil || !ok {
 		if err == nil {
 			err = storage.ErrNotFound
 		}
-		return 0, err
+		return 0, false, err
 	}
 	list, err := itemImages(tx, memberID, itemID)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	for n, x := range list {
 		if x.URL == img.URL {
-			return n, nil
+			return n, false, nil
 		}
 	}
 	if len(list) >= MaxItemImages {
-		return 0, storage.Invalid("an item keeps at most %d images", MaxItemImages)
+		return 0, false, storage.Invalid("an item keeps at most %d images", MaxItemImages)
 	}
 	used, err := countAt(tx, imageUsageKey(memberID))
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if used+int64(len(data)) > quota {
-		return 0, ErrImageQuota
+		return 0, false, ErrImageQuota
 	}
-	n := len(list)
+	n = len(list)
 	if err := tx.Put(imageKey(memberID, itemID, n), data, 0); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if err := tx.PutJSON(imageListKey(memberID, itemID), append(list, img), 0); err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return n, putCount(tx, imageUsageKey(memberID), used+int64(len(data)))
+	return n, true, putCount(tx, imageUsageKey(memberID), used+int64(len(data)))
 }
 
 // removeItemImages removes the item's stored images and takes their bytes
@@ -807,28 +807,31 @@ func removeItemImages(tx *storage.Tx, memberID, itemID string) error {
 // the member's images would pass quota bytes (ErrImageQuota). It returns
 // the image's number.
 func (s Store) StoreItemImage(ctx context.Context, memberID, itemID, src string, data []byte, quota int64) (int, error) {
-	return s.storeItemImage(ctx, s.st.Update, memberID, itemID, src, data, quota)
+	n, _, err := s.storeItemImage(ctx, s.st.Update, memberID, itemID, src, data, quota)
+	return n, err
 }
 
 // StoreImportedImage is StoreItemImage for an import, committed without
 // waiting for the disk as the import's batches are (storage.UpdateAsync):
 // the job's update after its batch's images, which waits, brings them
 // there, and a power loss before it leaves them to be stored again when
-// the job resumes (ImportJob.ImagesFrom).
-func (s Store) StoreImportedImage(ctx context.Context, memberID, itemID, src string, data []byte, quota int64) (int, error) {
-	return s.storeItemImage(ctx, s.st.UpdateAsync, memberID, itemID, src, data, quota)
+// the job resumes (ImportJob.ImagesFrom). added is false when the item
+// had the image already (the same export imported again): the job counts
+// only the images it added.
+func (s Store) StoreImportedImage(ctx context.Context, memberID, itemID, src string, data []byte, quota int64) (added bool, err error) {
+	_, added, err = s.storeItemImage(ctx, s.st.UpdateAsync, memberID, itemID, src, data, quota)
+	return added, err
 }
 
-func (s Store) storeItemImage(ctx context.Context, update func(context.Context, func(*storage.Tx) error) error, memberID, itemID, src string, data []byte, quota int64) (int, error) {
+func (s Store) storeItemImage(ctx context.Context, update func(context.Context, func(*storage.Tx) error) error, memberID, itemID, src string, data []byte, quota int64) (n int, added bool, err error) {
 	typ := ImageType(data)
 	if typ == "" {
-		return 0, storage.Invalid("not a PNG, JPEG, GIF, WebP or AVIF image")
+		return 0, false, storage.Invalid("not a PNG, JPEG, GIF, WebP or AVIF image")
 	}
-	var n int
-	err := update(ctx, func(tx *storage.Tx) error {
+	err = update(ctx, func(tx *storage.Tx) error {
 		var err error
-		n, err = putItemImage(tx, memberID, itemID, ItemImage{URL: src, Type: typ, Size: len(data)}, data, quota)
+		n, added, err = putItemImage(tx, memberID, itemID, ItemImage{URL: src, Type: typ, Size: len(data)}, data, quota)
 		return err
 	})
-	return n, err
+	return n, added, err
 }

@@ -147,16 +147,27 @@ var statusCode = map[string]string{StatusActive: "A", StatusArchived: "R", Statu
 // save until then and count as new in every sync since.
 const MaxSavedAtAhead = 15 * time.Minute
 
+// EarliestSavedAt is the earliest saved date an item keeps: the ordered
+// keys hold times from late 1677 to 2262 (encTime), and an earlier date
+// would sort among the earliest by the item's id, not its date.
+var EarliestSavedAt = time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// tooEarly reports whether t is earlier than a saved date may be
+// (EarliestSavedAt): the one bound of saveUrl's savedAt and an import's
+// dates.
+func tooEarly(t time.Time) bool { return t.Before(EarliestSavedAt) }
+
 // CheckSavedAt returns t as an item keeps its saved date (UTC, to the
 // millisecond; now when t is ahead of the clock by at most
 // MaxSavedAtAhead), or an *storage.InvalidError about savedAt when t is
-// later. The zero time stays zero (no date asked for).
+// later, or earlier than EarliestSavedAt (the zero time among them: a
+// caller without a date does not ask for one).
 func CheckSavedAt(t time.Time) (time.Time, error) {
-	if t.IsZero() {
-		return t, nil
-	}
 	now := storage.Now()
 	switch {
+	case tooEarly(t):
+		return time.Time{}, storage.InvalidField("savedAt", "savedAt %s is earlier than %s, the earliest saved date the library keeps",
+			t.UTC().Format(time.RFC3339), EarliestSavedAt.Format(time.DateOnly))
 	case t.After(now.Add(MaxSavedAtAhead)):
 		return time.Time{}, storage.InvalidField("savedAt", "savedAt %s is later than now (%s): a saved date may not be in the future",
 			t.UTC().Format(time.RFC3339), now.Format(time.RFC3339))
