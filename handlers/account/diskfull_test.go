@@ -4,7 +4,6 @@ package account_test
 
 import (
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
-	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -24,13 +22,7 @@ import (
 func TestSessionsOnAFullDiskReadWithoutALogLineAPage(t *testing.T) {
 	const reserve = 16 << 20
 	disk := storagetest.NewSmallDisk(t, 64<<20)
-	noSync := false
-	st, err := storage.Open(filepath.Join(disk.Dir, "store"), storage.Options{SyncWrites: &noSync, GCInterval: -1,
-		MemTableSize: 1 << 20, ValueLogFileSize: 1 << 20, MinFreeBytes: reserve})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := disk.Store(reserve, nil)
 	core, logs := observer.New(zap.InfoLevel)
 	f := newFixtureOn(t, st, account.Options{Logger: zap.New(core), SessionTouchInterval: time.Nanosecond})
 	f.member("alice")

@@ -10,7 +10,6 @@ import (
 	"image/png"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
@@ -33,13 +31,7 @@ import (
 func TestFetchQueuePausesWhileTheDiskIsFull(t *testing.T) {
 	const reserve, pages = 16 << 20, 12
 	disk := storagetest.NewSmallDisk(t, 64<<20)
-	noSync := false
-	store, err := storage.Open(filepath.Join(disk.Dir, "store"), storage.Options{SyncWrites: &noSync, GCInterval: -1,
-		MemTableSize: 1 << 20, ValueLogFileSize: 1 << 20, MinFreeBytes: reserve})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := disk.Store(reserve, nil)
 	var hits atomic.Int64
 	release := make(chan struct{})
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -119,13 +111,7 @@ func TestFetchQueuePausesWhileTheDiskIsFull(t *testing.T) {
 func TestImageFetchesPauseWhileTheDiskIsFull(t *testing.T) {
 	const reserve, images = 16 << 20, 6
 	disk := storagetest.NewSmallDisk(t, 64<<20)
-	noSync := false
-	store, err := storage.Open(filepath.Join(disk.Dir, "store"), storage.Options{SyncWrites: &noSync, GCInterval: -1,
-		MemTableSize: 1 << 20, ValueLogFileSize: 1 << 20, MinFreeBytes: reserve})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := disk.Store(reserve, nil)
 	img := image.NewRGBA(image.Rect(0, 0, 4, 3))
 	img.Set(1, 1, color.RGBA{200, 10, 10, 255})
 	var pngBytes bytes.Buffer

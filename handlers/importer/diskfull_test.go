@@ -3,14 +3,12 @@
 package importer
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
@@ -24,13 +22,7 @@ import (
 func TestImportWaitsOutAFullDisk(t *testing.T) {
 	const reserve, n = 16 << 20, 3 * batchEntries
 	disk := storagetest.NewSmallDisk(t, 64<<20)
-	noSync := false
-	s, err := storage.Open(filepath.Join(disk.Dir, "store"), storage.Options{SyncWrites: &noSync, GCInterval: -1,
-		MemTableSize: 1 << 20, ValueLogFileSize: 1 << 20, MinFreeBytes: reserve})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := disk.Store(reserve, nil)
 	m, err := members.Of(s).CreateMember(t.Context(), "alice", "", "correct horse battery")
 	if err != nil {
 		t.Fatal(err)

@@ -7,11 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
@@ -24,13 +22,7 @@ import (
 func TestReaderOnAFullDiskSaysSoAndChangesNothing(t *testing.T) {
 	const reserve = 16 << 20
 	disk := storagetest.NewSmallDisk(t, 64<<20)
-	noSync := false
-	st, err := storage.Open(filepath.Join(disk.Dir, "store"), storage.Options{SyncWrites: &noSync, GCInterval: -1,
-		MemTableSize: 1 << 20, ValueLogFileSize: 1 << 20, MinFreeBytes: reserve})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := disk.Store(reserve, nil)
 	f := newFixtureOn(t, st)
 	it := f.save("Alpha", "a.example", 100, library.NewItem{})
 	freeSpace := disk.Fill(reserve / 2)

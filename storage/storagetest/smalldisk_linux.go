@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // SmallDisk is a filesystem of its own for a store, which a test fills up
@@ -69,4 +72,20 @@ func (d *SmallDisk) Fill(leave int64) (free func()) {
 			d.t.Fatal(err)
 		}
 	}
+}
+
+// Store opens a store on the disk that refuses writes below reserve free
+// bytes (storage.Options.MinFreeBytes), logging to log (nil: the
+// default), with small tables and value-log files so that a test meets
+// the full disk within a few megabytes; it is closed when the test ends.
+func (d *SmallDisk) Store(reserve int64, log *zap.Logger) *storage.Store {
+	d.t.Helper()
+	noSync := false
+	st, err := storage.Open(filepath.Join(d.Dir, "store"), storage.Options{SyncWrites: &noSync, GCInterval: -1,
+		MemTableSize: 1 << 20, ValueLogFileSize: 1 << 20, MinFreeBytes: reserve, Logger: log})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() { st.Close() })
+	return st
 }

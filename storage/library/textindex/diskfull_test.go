@@ -3,7 +3,6 @@
 package textindex
 
 import (
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
@@ -28,13 +26,7 @@ func TestIndexerOnAFullDiskLogsOnceAndGoesOnByItself(t *testing.T) {
 	const reserve = 16 << 20
 	disk := storagetest.NewSmallDisk(t, 64<<20)
 	core, logs := observer.New(zap.InfoLevel)
-	noSync := false
-	st, err := storage.Open(filepath.Join(disk.Dir, "store"), storage.Options{SyncWrites: &noSync, GCInterval: -1,
-		MemTableSize: 1 << 20, ValueLogFileSize: 1 << 20, MinFreeBytes: reserve, Logger: zap.New(core)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := disk.Store(reserve, zap.New(core))
 	put(t, st, "a", "sourdough needs patience")
 	freeSpace := disk.Fill(reserve / 2)
 
