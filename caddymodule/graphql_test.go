@@ -372,12 +372,21 @@ func TestGraphQLThroughCaddy(t *testing.T) {
 		if r := doGQL(t, req); r.status != 400 || len(r.Errors) == 0 {
 			t.Errorf("bad JSON: HTTP %d", r.status)
 		}
-		big := `{"query":"query { me { username } }","variables":{"x":"` + strings.Repeat("x", 1<<20) + `"}}`
-		req, _ = http.NewRequest(http.MethodPost, testSite+"/api/graphql", strings.NewReader(big))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		if r := doGQL(t, req); r.status != 413 {
-			t.Errorf("1 MiB body: HTTP %d", r.status)
+		// max_body_size (1 MiB) for a request that names nobody,
+		// max_member_body_size (8 MiB) for a member's.
+		for _, c := range []struct {
+			auth string
+			size int
+		}{{"", 1 << 20}, {"Bearer " + token, 8 << 20}} {
+			big := `{"query":"query { me { username } }","variables":{"x":"` + strings.Repeat("x", c.size) + `"}}`
+			req, _ = http.NewRequest(http.MethodPost, testSite+"/api/graphql", strings.NewReader(big))
+			req.Header.Set("Content-Type", "application/json")
+			if c.auth != "" {
+				req.Header.Set("Authorization", c.auth)
+			}
+			if r := doGQL(t, req); r.status != 413 {
+				t.Errorf("%d MiB body (token: %t): HTTP %d", c.size>>20, c.auth != "", r.status)
+			}
 		}
 	})
 
