@@ -391,7 +391,9 @@ func (s Store) SetPassword(ctx context.Context, username, password string) error
 	})
 }
 
-// DeleteMember removes a member and everything it owns.
+// DeleteMember removes a member and everything it owns. Its error is the
+// member record's deletion's: once that is committed the member is gone,
+// and the rest follows (deleteMemberData).
 func (s Store) DeleteMember(ctx context.Context, username string) error {
 	var id string
 	err := s.st.Update(ctx, func(tx *storage.Tx) error {
@@ -421,7 +423,14 @@ func (s Store) DeleteMember(ctx context.Context, username string) error {
 	if err != nil {
 		return err
 	}
-	return s.deleteMemberData(ctx, id)
+	// The member is deleted from here on, whatever the caller does next: a
+	// client that leaves (its request's context ends) does not cut the
+	// records' deletion short, and a failure of it is not the deletion's
+	// (the member is gone; the mark has the next opening finish it).
+	if err := s.deleteMemberData(context.WithoutCancel(ctx), id); err != nil {
+		s.st.Logger().Warn("the records of a deleted member are deleted at the next start", zap.String("member", id), zap.Error(err))
+	}
+	return nil
 }
 
 // deleteMemberData deletes a deleted member's own records, then the mark
