@@ -92,6 +92,28 @@ func (s *Service) fetchArticle(ctx context.Context, norm string) (*library.NewIt
 	return articleItem(norm, base, resp.Body, ct)
 }
 
+// sentPageReads bounds the pages SaveHTML reads at once in the process, as
+// fetchWorkers bounds the fetched ones: readability takes about a second
+// of CPU on a page of the fetcher's largest size, and requests that send
+// pages at once would otherwise take every core. A request waits for its
+// turn only as long as its client does.
+var sentPageReads = make(chan struct{}, 2)
+
+// readSentPage is articleItem for a page a client sent, in its turn of
+// sentPageReads; a request whose client has left reads nothing.
+func readSentPage(ctx context.Context, norm string, page []byte, contentType string) (*library.NewItem, error) {
+	select {
+	case sentPageReads <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-sentPageReads }()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return articleItem(norm, norm, page, contentType)
+}
+
 // SaveHTML saves the article of page, HTML the client already has, where
 // at says (as QueueURL). The page is held to the size of a page Hearth
 // fetches (the fetcher's MaxBytes), so that readability's cost is the same
@@ -109,7 +131,7 @@ func (s *Service) SaveHTML(ctx context.Context, memberID, rawURL, title string, 
 	if limit := s.opts.Fetcher.Options().MaxBytes; int64(len(page)) > limit {
 		return nil, inputError("the page is larger than %d bytes", limit)
 	}
-	in, err := articleItem(norm, norm, page, contentType)
+	in, err := readSentPage(ctx, norm, page, contentType)
 	if err != nil {
 		return nil, err
 	}

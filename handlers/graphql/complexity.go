@@ -3,6 +3,7 @@ package graphql
 import (
 	"context"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -185,6 +186,13 @@ func (c *complexityLimit) MutateOperationContext(ctx context.Context, oc *graphq
 	if op == nil {
 		return nil
 	}
+	if op.Operation == ast.Mutation {
+		if n := pagesSent(op.SelectionSet); n > 1 {
+			err := gqlerror.Errorf("the operation saves %d pages sent with it (savePage, addArticleFromHtmlSnapshot); one operation may save one", n)
+			errcode.Set(err, codeValidationFailed)
+			return err
+		}
+	}
 	cost := operationCost(ctx, c.es, c.intro, op, oc.Variables)
 	if cost > c.max {
 		err := gqlerror.Errorf("operation has complexity %d, which exceeds the limit of %d", cost, c.max)
@@ -192,6 +200,35 @@ func (c *complexityLimit) MutateOperationContext(ctx context.Context, oc *graphq
 		return err
 	}
 	return nil
+}
+
+// pageSavingFields are the mutations that read a page the client sends
+// (articles.Service.SaveHTML): readability's pass over a page of up to
+// the fetcher's size costs about a second of CPU, where a field's price
+// is a unit, so their aliases would multiply one request's cost by the
+// number of aliases; an operation may hold one (pagesSent).
+var pageSavingFields = []string{"savePage", "addArticleFromHtmlSnapshot"}
+
+// pagesSent counts the page-saving root fields of a mutation's selection,
+// its fragments' included (validation has resolved them and refused
+// cycles); @skip and @include are not read, so a skipped one counts too.
+func pagesSent(set ast.SelectionSet) int {
+	n := 0
+	for _, sel := range set {
+		switch sel := sel.(type) {
+		case *ast.Field:
+			if slices.Contains(pageSavingFields, sel.Name) {
+				n++
+			}
+		case *ast.InlineFragment:
+			n += pagesSent(sel.SelectionSet)
+		case *ast.FragmentSpread:
+			if sel.Definition != nil {
+				n += pagesSent(sel.Definition.SelectionSet)
+			}
+		}
+	}
+	return n
 }
 
 // introspectionCounts are the element counts of the introspection lists,

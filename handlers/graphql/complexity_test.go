@@ -329,3 +329,40 @@ func TestComplexityPricesSearches(t *testing.T) {
 		t.Fatalf("a sync client's page: %d %+v", r.Status, r.Errors)
 	}
 }
+
+// Reading a page a client sends (savePage, addArticleFromHtmlSnapshot)
+// costs readability's pass over it, about a second of CPU at the fetcher's
+// largest size, where a field's price is one: aliases of them would
+// multiply one request's cost by up to MaxAliases. An operation may save
+// one such page; a second, by an alias, a fragment or the other field,
+// refuses the operation before anything runs, and one alone still saves.
+func TestAnOperationSavesOnePageSentWithIt(t *testing.T) {
+	e := newEnv(t, options{})
+	page := "<html><head><title>Bread</title></head><body><article><p>" + strings.Repeat("Flour, water and salt, and time. ", 40) + "</p></article></body></html>"
+	vars := map[string]any{"i": map[string]any{"url": "https://example.com/bread", "source": "extension", "clientRequestId": "c1", "originalContent": page}, "h": page}
+	for name, q := range map[string]string{
+		"aliases":   `mutation($i: SavePageInput!){a: savePage(input:$i){__typename} b: savePage(input:$i){__typename}}`,
+		"fragment":  `mutation($i: SavePageInput!){savePage(input:$i){__typename} ...again} fragment again on Mutation {b: savePage(input:$i){__typename}}`,
+		"both":      `mutation($i: SavePageInput!, $h: String!){savePage(input:$i){__typename} addArticleFromHtmlSnapshot(data:{url:"https://example.com/rye", html:$h})}`,
+		"snapshots": `mutation($h: String!){a: addArticleFromHtmlSnapshot(data:{url:"https://example.com/a", html:$h}) b: addArticleFromHtmlSnapshot(data:{url:"https://example.com/b", html:$h})}`,
+	} {
+		r := e.wantError(e.token, q, vars, http.StatusBadRequest, "GRAPHQL_VALIDATION_FAILED")
+		if msg := r.Errors[0].Message; !strings.Contains(msg, "one operation may save one") {
+			t.Errorf("%s: message %q, want it to say one page an operation", name, msg)
+		}
+	}
+	saved, err := library.Of(e.store).SavedItemsPage(t.Context(), e.member.ID, library.ItemFilter{Status: library.StatusAll}, library.PageRequest{Field: library.SortCreatedAt, First: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(saved.Items) != 0 {
+		t.Fatalf("%d items after the refused operations, want none saved", len(saved.Items))
+	}
+	var out struct {
+		SavePage struct{ ClientRequestID string } `json:"savePage"`
+	}
+	e.do(`mutation($i: SavePageInput!){savePage(input:$i){... on SaveSuccess{clientRequestId}}}`, vars, &out)
+	if out.SavePage.ClientRequestID == "" {
+		t.Fatal("one savePage alone saved nothing")
+	}
+}
