@@ -87,6 +87,9 @@ func writeItemWith(tx *storage.Tx, sc *itemScratch, c itemChange) error {
 	if err := writeLabelLinks(tx, old, it); err != nil {
 		return err
 	}
+	if err := markTrashed(tx, old, it); err != nil {
+		return err
+	}
 	sc.rec = appendItemRecord(slices.Grow(sc.rec[:0], itemRecordCap(it)), it)
 	rec := sc.rec
 	if err := writeIndexEntries(tx, sc, old, it, rec); err != nil {
