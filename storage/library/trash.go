@@ -273,6 +273,15 @@ func trashAfter(tx *storage.Tx, memberID string, after []byte, limit int) (ids [
 // (s's state, handed over by the indexer ss makes: newStoreState) is
 // stopping.
 func (s Store) finishEmptyingTrash(memberID string, ss *storeState) error {
+	// Most passes find none: a read, not a read-write transaction.
+	var under bool
+	if err := s.st.View(s.st.Background(), func(tx *storage.Tx) error {
+		var err error
+		under, err = tx.Has(emptyingKey(memberID))
+		return err
+	}); err != nil || !under {
+		return err
+	}
 	if !ss.emptying.claim(memberID) {
 		return nil // a request runs it, and tells the worker if it stops short
 	}
