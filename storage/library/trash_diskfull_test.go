@@ -14,6 +14,7 @@ import (
 // waits, as the search index does, and deletes the rest once space is
 // freed: every item counted in the answer is deleted, once.
 func TestEmptyTrashOnAFullDiskWaitsAndFinishes(t *testing.T) {
+	badgerOnly(t) // a full disk is Badger's (PostgreSQL's server minds its own)
 	const reserve = 16 << 20
 	disk := storagetest.NewSmallDisk(t, 64<<20)
 	st := disk.Store(reserve, nil)
