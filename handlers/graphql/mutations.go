@@ -164,6 +164,10 @@ func (r *mutationResolver) PermanentlyDeleteSavedItems(ctx context.Context, in g
 	return success, nil
 }
 
+// EmptyTrash answers what Inboxt's web app shows ("<count> items
+// permanently deleted"): the items in the trash when it was asked, which
+// are deleted unless restored meanwhile, a large trash's after the answer
+// (library.Store.EmptyTrash).
 func (r *mutationResolver) EmptyTrash(ctx context.Context) (*generated.EmptyTrash, error) {
 	c, err := sessionOnly(ctx)
 	if err != nil {

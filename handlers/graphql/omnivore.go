@@ -12,10 +12,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
@@ -216,11 +218,34 @@ func (r *mutationResolver) SaveURL(ctx context.Context, in generated.SaveURLInpu
 			_, _ = library.Of(r.s.store).DeleteUnusedLabel(ctx, id, l)
 		}
 		labelsChanged(ctx)
+		if se := saveRefusedForSpace(ctx, err); se != nil {
+			return se, nil
+		}
 		return nil, err
 	}
 	// Omnivore answered the saved item's id (the one its clients then
 	// find the item by) in clientRequestId.
 	return &generated.SaveSuccess{URL: in.URL, ClientRequestID: itemID}, nil
+}
+
+// saveRefusedForSpace answers a save the store refused for lack of space
+// (storage.ErrDiskFull) as Omnivore's clients can show it: a SaveError with
+// UNKNOWN (SaveErrorCode in packages/api/src/schema.ts, omnivore-app/omnivore
+// @322ce62, has no code for it; the npm client and the browser extension
+// read errorCodes from the answer's data, and a GraphQL error leaves the
+// extension's toolbar waiting) and a message saying the disk is full, with
+// HTTP 200 and Retry-After as every full-disk answer of /api/graphql. nil
+// when err is another.
+func saveRefusedForSpace(ctx context.Context, err error) *generated.SaveError {
+	status, retry, ok := storage.Unavailable(err)
+	if !ok || status != http.StatusInsufficientStorage {
+		return nil
+	}
+	if st := stateOf(ctx); st != nil {
+		st.retryAfter.Store(int64(retry))
+	}
+	msg := account.StoreRefusalText(status)
+	return &generated.SaveError{ErrorCodes: []generated.SaveErrorCode{generated.SaveErrorCodeUnknown}, Message: &msg}
 }
 
 // omnivorePlacement is where an Omnivore save puts the item: its state as

@@ -37,7 +37,7 @@ func (r *mutationResolver) SavePage(ctx context.Context, in generated.SavePageIn
 	}
 	at, err := omnivorePlacement(in.State, in.SavedAt)
 	if err != nil {
-		return saveRefused(err)
+		return saveRefused(ctx, err)
 	}
 	var made []string
 	if _, err = library.NormalizeURL(in.URL); err == nil && len(in.Labels) > 0 {
@@ -58,16 +58,20 @@ func (r *mutationResolver) SavePage(ctx context.Context, in generated.SavePageIn
 			_, _ = library.Of(r.s.store).DeleteUnusedLabel(ctx, id, l)
 		}
 		labelsChanged(ctx)
-		return saveRefused(err)
+		return saveRefused(ctx, err)
 	}
 	return &generated.SaveSuccess{URL: in.URL, ClientRequestID: it.ID}, nil
 }
 
 // saveRefused answers a refused savePage: a SaveError (UNKNOWN, Omnivore's
 // code for a save that failed) with the reason when it is the member's to
-// fix (a URL or page refused, a date refused), else the error as every
-// operation answers the store's (logged, not said).
-func saveRefused(err error) (generated.SaveResult, error) {
+// fix (a URL or page refused, a date refused) or the disk is full
+// (saveRefusedForSpace), else the error as every operation answers the
+// store's (logged, not said).
+func saveRefused(ctx context.Context, err error) (generated.SaveResult, error) {
+	if se := saveRefusedForSpace(ctx, err); se != nil {
+		return se, nil
+	}
 	if msg, ok := articles.MemberMessage(err); ok {
 		return &generated.SaveError{ErrorCodes: []generated.SaveErrorCode{generated.SaveErrorCodeUnknown}, Message: &msg}, nil
 	}

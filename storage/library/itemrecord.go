@@ -27,6 +27,11 @@ import (
 // (varint) and nanoseconds (uvarint), read back in UTC.
 const itemRecordV1 = 0x01
 
+// itemRecordV2 is itemRecordV1 followed by TrashGen (uvarint): the record
+// of an item in the trash marked with an emptying (trash.go). Every other
+// item keeps the first form, which earlier versions read.
+const itemRecordV2 = 0x02
+
 func appendRecordString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
@@ -50,7 +55,7 @@ func itemRecordCap(it *SavedItem) int {
 	n := 1 + 12*binary.MaxVarintLen64 + len(it.ID) + len(it.MemberID) + len(it.Type) + len(it.Status) +
 		len(it.Title) + len(it.OriginalURL) + len(it.SourceDomain) + len(it.Description) + len(it.Author) +
 		len(it.LeadImage) + len(it.FromName) + len(it.FromAddress)
-	n += 2*binary.MaxVarintLen64 + 8 + 1 + 4*2*binary.MaxVarintLen64 + 2 + binary.MaxVarintLen64
+	n += 2*binary.MaxVarintLen64 + 8 + 1 + 4*2*binary.MaxVarintLen64 + 2 + 2*binary.MaxVarintLen64
 	for _, l := range it.LabelIDs {
 		n += binary.MaxVarintLen64 + len(l)
 	}
@@ -58,7 +63,11 @@ func itemRecordCap(it *SavedItem) int {
 }
 
 func appendItemRecord(b []byte, it *SavedItem) []byte {
-	b = append(b, itemRecordV1)
+	if it.TrashGen != 0 {
+		b = append(b, itemRecordV2)
+	} else {
+		b = append(b, itemRecordV1)
+	}
 	for _, s := range [...]string{it.ID, it.MemberID, it.Type, it.Status, it.Title, it.OriginalURL,
 		it.SourceDomain, it.Description, it.Author, it.LeadImage, it.FromName, it.FromAddress} {
 		b = appendRecordString(b, s)
@@ -78,6 +87,9 @@ func appendItemRecord(b []byte, it *SavedItem) []byte {
 	b = binary.AppendUvarint(b, uint64(len(it.LabelIDs)))
 	for _, l := range it.LabelIDs {
 		b = appendRecordString(b, l)
+	}
+	if it.TrashGen != 0 {
+		b = binary.AppendUvarint(b, it.TrashGen)
 	}
 	return b
 }
@@ -166,7 +178,7 @@ func parseItemRecord(b []byte, it *SavedItem) error {
 	if len(b) > 0 && b[0] == '{' {
 		return json.Unmarshal(b, it)
 	}
-	if len(b) == 0 || b[0] != itemRecordV1 {
+	if len(b) == 0 || b[0] != itemRecordV1 && b[0] != itemRecordV2 {
 		return errBadItemRecord
 	}
 	r := &recordReader{b: b, s: string(b), off: 1}
@@ -189,6 +201,9 @@ func parseItemRecord(b []byte, it *SavedItem) error {
 		}
 	} else if n > 0 {
 		r.bad = true
+	}
+	if b[0] == itemRecordV2 {
+		it.TrashGen = r.uvarint()
 	}
 	if r.bad || r.off != len(b) {
 		*it = SavedItem{}

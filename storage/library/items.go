@@ -535,38 +535,6 @@ func (s Store) PermanentlyDeleteItems(ctx context.Context, memberID string, ids 
 	return s.st.UpdateInParts(ctx, ids, each(false), each(true))
 }
 
-// EmptyTrash permanently deletes every item in the member's trash and
-// returns how many there were.
-func (s Store) EmptyTrash(ctx context.Context, memberID string) (int, error) {
-	total := 0
-	for {
-		n := 0
-		err := s.st.Update(ctx, func(tx *storage.Tx) error {
-			n = 0
-			var ids []string
-			prefix := itemIndexPrefix(memberID, StatusDeleted, SortCreatedAt)
-			err := tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
-				ids = append(ids, strconv.FormatUint(binary.BigEndian.Uint64(k[len(k)-8:]), 10))
-				return len(ids) < 200, nil
-			})
-			if err != nil {
-				return err
-			}
-			return eachItem(tx, memberID, ids, func(it *SavedItem) error {
-				n++
-				return removeItem(tx, it)
-			})
-		})
-		if err != nil {
-			return total, err
-		}
-		total += n
-		if n == 0 {
-			return total, nil
-		}
-	}
-}
-
 // touchItems moves updatedAt of the member's items with ids (used when a
 // label they carry changes).
 func touchItems(tx *storage.Tx, memberID string, ids []string, fn func(it *SavedItem)) error {

@@ -7,7 +7,9 @@ package library
 // content, the search filter keys (sd/, sn/, ty/, hh/, oy/, oh/, ol/) and
 // their counts (fc/), its place in the text index's queue, the copies of
 // its title, URL and domain in its highlights, its pending fetch and its
-// stored images (putItemImage; see images.go).
+// stored images (putItemImage; see images.go). It also marks an item moved
+// into the trash with the emptying that is to delete it (markTrashed,
+// trash.go).
 // Saving, importing, fetching and every update of an item go through
 // writeItem; TestOnlyTheItemWriterWritesItemKeys fails when another file
 // writes one of those keys. The rest of this file rebuilds the derived
@@ -85,6 +87,9 @@ func writeItemWith(tx *storage.Tx, sc *itemScratch, c itemChange) error {
 	mid := it.MemberID
 	itemsChanged(tx, mid)
 	if err := writeLabelLinks(tx, old, it); err != nil {
+		return err
+	}
+	if err := markTrashed(tx, old, it); err != nil {
 		return err
 	}
 	sc.rec = appendItemRecord(slices.Grow(sc.rec[:0], itemRecordCap(it)), it)

@@ -85,6 +85,8 @@ type storeState struct {
 	// indexPaused keeps texts pending (tests of searches meanwhile;
 	// atomic: the indexer's goroutine reads it while a test sets it).
 	indexPaused atomic.Bool
+	// emptying are the emptyings of the trash this process runs (trash.go).
+	emptying emptyingRuns
 }
 
 // stateKind is the library's state of each Store.

@@ -73,6 +73,9 @@ type SavedItem struct {
 	// Sender of a newsletter.
 	FromName    string `json:"from_name,omitempty"`
 	FromAddress string `json:"from_address,omitempty"`
+	// TrashGen marks an item in the trash with the emptying of the trash
+	// that deletes it (trash.go; 0: any). Only writeItem sets it.
+	TrashGen uint64 `json:"-"`
 }
 
 // ItemContent is the readable content of a saved item.

@@ -218,10 +218,15 @@ func TestSavedItemRecordRoundTrip(t *testing.T) {
 			IsReadManual: true, CreatedAt: read.Add(-time.Hour), UpdatedAt: read, DeletedAt: &deleted,
 			LabelIDs: []string{"7", "8"}, HighlightCount: 3, FromName: "Baker", FromAddress: "baker@example.com",
 		},
+		{ID: "3", MemberID: "2", Type: TypeArticle, Status: StatusDeleted, Title: "t", CreatedAt: read, UpdatedAt: read, DeletedAt: &deleted, TrashGen: 300},
 	} {
 		b := appendItemRecord(nil, it)
-		if b[0] != itemRecordV1 {
-			t.Fatalf("record starts with %#x", b[0])
+		want := byte(itemRecordV1)
+		if it.TrashGen != 0 {
+			want = itemRecordV2
+		}
+		if b[0] != want {
+			t.Fatalf("record starts with %#x, want %#x", b[0], want)
 		}
 		var got SavedItem
 		if err := parseItemRecord(b, &got); err != nil {

@@ -109,7 +109,11 @@ func itemTextContains(tx *storage.Tx, it *SavedItem, needle []byte) (bool, error
 
 // newStoreState makes a store's library state with defaultOptions
 // (stateKind): the indexer reads the options each time it waits, so that
-// options set before the store opens hold from its first batch.
+// options set before the store opens hold from its first batch. Its work
+// for a member also carries on an emptying of the member's trash that a
+// request left (trash.go), before the index: the indexer already visits
+// every member when the store opens or is restored, waits while the disk
+// is full, and pauses around a restore, which is what that job needs.
 func newStoreState(st *storage.Store) *storeState {
 	ss := &storeState{opts: defaultOptions()}
 	ss.Indexer = textindex.NewIndexer(st, textindex.IndexerConfig{
@@ -121,7 +125,12 @@ func newStoreState(st *storage.Store) *storeState {
 			}
 			return ids, err
 		},
-		Work:  func(memberID string) error { return Of(st).indexMember(memberID, ss) },
+		Work: func(memberID string) error {
+			if err := Of(st).finishEmptyingTrash(memberID, ss); err != nil {
+				return err
+			}
+			return Of(st).indexMember(memberID, ss)
+		},
 		Delay: func() time.Duration { return ss.opts.textIndexDelay },
 	})
 	return ss

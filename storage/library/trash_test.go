@@ -1,0 +1,293 @@
+package library
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/internal/testchild"
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/members"
+)
+
+// fillTrash imports n items straight into the member's trash, saved a
+// minute apart in the order of the import (the order an emptying walks).
+func fillTrash(t testing.TB, st *storage.Store, memberID string, n int) {
+	t.Helper()
+	j, err := Of(st).CreateImportJob(t.Context(), &ImportJob{MemberID: memberID, Format: "POCKET", FileName: "x.zip", Staged: "/tmp/x", Total: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	entries := make([]ImportEntry, n)
+	for i := range entries {
+		entries[i] = ImportEntry{Pos: i + 1, Item: &ImportItem{URL: fmt.Sprintf("https://example.com/trash/%d", i),
+			Title: fmt.Sprintf("Trashed %d", i), CreatedAt: base.Add(time.Duration(i) * time.Minute), Status: StatusDeleted}}
+	}
+	if _, err := Of(st).ImportItems(t.Context(), memberID, j.ID, entries, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// statusOf is where the member's item id is now: its status, or "gone".
+func statusOf(t testing.TB, st *storage.Store, memberID, id string) string {
+	t.Helper()
+	it, err := Of(st).SavedItem(t.Context(), memberID, id)
+	if err != nil {
+		return "gone"
+	}
+	return it.Status
+}
+
+// trashLeft counts the items of the member's trash, from the index.
+func trashLeft(t testing.TB, st *storage.Store, memberID string) int {
+	t.Helper()
+	n := 0
+	if err := st.View(t.Context(), func(tx *storage.Tx) error {
+		var err error
+		n, err = trashCount(tx, memberID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitEmptied waits until no emptying of the member's trash is under way
+// (the background worker's end of it).
+func waitEmptied(t testing.TB, st *storage.Store, memberID string) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		var left bool
+		if err := st.View(context.Background(), func(tx *storage.Tx) error {
+			var err error
+			left, err = tx.Has(emptyingKey(memberID))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !left {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the emptying of the trash never ended; %d items left in the trash", trashLeft(t, st, memberID))
+		}
+	}
+}
+
+// An item moved to the trash while the trash is being emptied (from
+// another device, while the request runs) stays there, and one restored
+// meanwhile stays where it was put: the emptying deletes what was in the
+// trash when the member asked, and the answer counts that.
+func TestEmptyTrashDeletesOnlyWhatWasInTheTrash(t *testing.T) {
+	st, m := openAlice(t)
+	const n = 5000
+	fillTrash(t, st, m.ID, n)
+	late, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/late", Title: "Trashed late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := newestInTrash(t, st, m.ID)
+
+	type answer struct {
+		n   int
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		n, err := Of(st).EmptyTrash(context.Background(), m.ID)
+		answered <- answer{n, err}
+	}()
+	// Once the emptying has deleted some, the member trashes another item
+	// and restores the last of those the emptying was to delete.
+	for trashLeft(t, st, m.ID) == n {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{late.ID}, StatusDeleted); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{newest}, StatusArchived); err != nil {
+		t.Fatal(err)
+	}
+	a := <-answered
+	if a.err != nil || a.n != n {
+		t.Fatalf("emptyTrash = %d, %v; want %d, the items in the trash when it was asked", a.n, a.err, n)
+	}
+	waitEmptied(t, st, m.ID)
+	if got := statusOf(t, st, m.ID, late.ID); got != StatusDeleted {
+		t.Errorf("the item trashed while the trash was emptied is %s, want still in the trash", got)
+	}
+	if got := statusOf(t, st, m.ID, newest); got != StatusArchived {
+		t.Errorf("the item restored while the trash was emptied is %s, want archived", got)
+	}
+	if left := trashLeft(t, st, m.ID); left != 1 {
+		t.Errorf("%d items left in the trash, want 1 (the one trashed late)", left)
+	}
+	if c, ok, err := Of(st).StatusCount(t.Context(), m.ID, StatusDeleted); err != nil || !ok || c != 1 {
+		t.Errorf("trash count %d (%v, %v), want 1", c, ok, err)
+	}
+	// The next emptying takes it.
+	if got, err := Of(st).EmptyTrash(t.Context(), m.ID); err != nil || got != 1 {
+		t.Fatalf("second emptyTrash = %d, %v; want 1", got, err)
+	}
+	if got := statusOf(t, st, m.ID, late.ID); got != "gone" {
+		t.Errorf("after the second emptying the late item is %s", got)
+	}
+}
+
+// newestInTrash is the id of the last item of the member's trash in the
+// order of creation (the last an emptying reaches).
+func newestInTrash(t testing.TB, st *storage.Store, memberID string) string {
+	t.Helper()
+	var id string
+	if err := st.View(t.Context(), func(tx *storage.Tx) error {
+		return tx.Scan(itemIndexPrefix(memberID, StatusDeleted, SortCreatedAt), nil, true, true, func(k, _ []byte) (bool, error) {
+			id = strconv.FormatUint(binary.BigEndian.Uint64(k[len(k)-8:]), 10)
+			return false, nil
+		})
+	}); err != nil || id == "" {
+		t.Fatalf("no item in the trash: %v", err)
+	}
+	return id
+}
+
+// A large trash is not emptied in the request: it deletes at most
+// emptyTrashInRequest items and answers the trash's count; the library's
+// worker deletes the rest.
+func TestEmptyTrashOfALargeTrashFinishesInTheBackground(t *testing.T) {
+	st, m := openAlice(t)
+	const n = 5000
+	fillTrash(t, st, m.ID, n)
+	kept, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/kept", Title: "Kept"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := Of(st).state().Indexer
+	worker.Hold() // until the request has answered
+	got, err := Of(st).EmptyTrash(t.Context(), m.ID)
+	left := trashLeft(t, st, m.ID)
+	worker.Release()
+	if err != nil || got != n {
+		t.Fatalf("emptyTrash = %d, %v; want %d", got, err, n)
+	}
+	if left != n-emptyTrashInRequest {
+		t.Fatalf("%d items left in the trash when the request answered, want %d (the request deletes %d)", left, n-emptyTrashInRequest, emptyTrashInRequest)
+	}
+	waitEmptied(t, st, m.ID)
+	if left := trashLeft(t, st, m.ID); left != 0 {
+		t.Fatalf("%d items left in the trash after the background part", left)
+	}
+	if got := statusOf(t, st, m.ID, kept.ID); got != StatusActive {
+		t.Fatalf("an item of the inbox is %s after the trash was emptied", got)
+	}
+	ids := deletedSince(t, st, m.ID)
+	if len(ids) != n {
+		t.Fatalf("%d tombstones, want %d (updatesSince reports each deleted item)", len(ids), n)
+	}
+}
+
+// deletedSince lists the member's tombstones (what updatesSince reports
+// as deleted).
+func deletedSince(t testing.TB, st *storage.Store, memberID string) []*Tombstone {
+	t.Helper()
+	gone, _, err := Of(st).Tombstones(t.Context(), memberID, time.Time{}, 0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gone
+}
+
+// TestEmptyTrashKillHelper is the child of TestEmptyTrashResumesAfterKill:
+// it empties alice's trash in the store of HEARTH_TRASH_DIR, prints the
+// answer, moves the item HEARTH_TRASH_LATE to the trash and prints how
+// many items the trash holds until it is killed.
+func TestEmptyTrashKillHelper(t *testing.T) {
+	dir := os.Getenv("HEARTH_TRASH_DIR")
+	if dir == "" {
+		t.Skip("child of TestEmptyTrashResumesAfterKill")
+	}
+	fail := func(err error) {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	st, err := openWith(dir, storage.Options{}, testOptions())
+	if err != nil {
+		fail(err)
+	}
+	m, err := members.Of(st).Member(t.Context(), "alice")
+	if err != nil {
+		fail(err)
+	}
+	n, err := Of(st).EmptyTrash(t.Context(), m.ID)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Println("emptied", n)
+	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{os.Getenv("HEARTH_TRASH_LATE")}, StatusDeleted); err != nil {
+		fail(err)
+	}
+	for {
+		fmt.Println("left", trashLeft(t, st, m.ID))
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A process killed (SIGKILL) after it answered emptyTrash, while its
+// worker deletes the rest, leaves the emptying recorded: the store opened
+// again finishes it, and the item trashed after the answer stays.
+func TestEmptyTrashResumesAfterKill(t *testing.T) {
+	badgerOnly(t)
+	dir := t.TempDir()
+	st, m := openBadgerAlice(t, dir)
+	const n = 5000
+	fillTrash(t, st, m.ID, n)
+	late, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/late", Title: "Trashed late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	child := testchild.Start(t, "TestEmptyTrashKillHelper", "HEARTH_TRASH_DIR="+dir, "HEARTH_TRASH_LATE="+late.ID)
+	killedAt := -1
+	for child.Lines.Scan() {
+		line := child.Lines.Text()
+		if strings.HasPrefix(line, "error:") {
+			t.Fatal(line)
+		}
+		if line != "emptied "+strconv.Itoa(n) && strings.HasPrefix(line, "emptied") {
+			t.Fatalf("child: %s; want emptied %d", line, n)
+		}
+		// Killed once the worker has begun on what the request left.
+		if left, ok := strings.CutPrefix(line, "left "); ok {
+			if k, _ := strconv.Atoi(left); k < n-emptyTrashInRequest+1 {
+				killedAt = k
+				child.Kill(t)
+				break
+			}
+		}
+	}
+	child.WaitKilled(t)
+	if killedAt <= 1 {
+		t.Fatalf("the worker had finished (%d left) before the kill: the test needs a larger trash", killedAt)
+	}
+	t.Logf("killed with %d items in the trash", killedAt)
+
+	st = openBadger(t, dir)
+	defer st.Close()
+	waitEmptied(t, st, m.ID)
+	if left := trashLeft(t, st, m.ID); left != 1 {
+		t.Errorf("%d items in the trash after the restart, want 1 (the one trashed late)", left)
+	}
+	if got := statusOf(t, st, m.ID, late.ID); got != StatusDeleted {
+		t.Errorf("the item trashed after the answer is %s, want in the trash", got)
+	}
+	if ids := deletedSince(t, st, m.ID); len(ids) != n {
+		t.Errorf("%d tombstones, want %d", len(ids), n)
+	}
+}
