@@ -22,7 +22,8 @@ import (
 //	ih/<item id>/<id>         empty: the highlights of an item
 //	hx/<field>/<sort><id>     empty: ordered index by createdAt (c) or updatedAt (u)
 
-// Highlight is a passage of a saved item marked by the member.
+// Highlight is a passage of a saved item marked by the member or, without
+// segments, the member's note on the item as a whole (IsNote).
 type Highlight struct {
 	ID          string             `json:"id"`
 	SavedItemID string             `json:"saved_item_id"`
@@ -111,6 +112,24 @@ func (s Store) CreateHighlight(ctx context.Context, memberID, itemID string, seg
 	if err := validateSegments(segs); err != nil {
 		return nil, err
 	}
+	return s.createHighlight(ctx, memberID, itemID, segs, note)
+}
+
+// CreateNote adds a note on one of the member's items as a whole: a
+// highlight without segments (IsNote), as Omnivore's highlights of type
+// NOTE are, the note its browser extension writes on the page it saved.
+func (s Store) CreateNote(ctx context.Context, memberID, itemID, note string) (*Highlight, error) {
+	if strings.TrimSpace(note) == "" {
+		return nil, storage.Invalid("a note needs text")
+	}
+	return s.createHighlight(ctx, memberID, itemID, nil, note)
+}
+
+// IsNote reports whether h is a note on its item as a whole (CreateNote)
+// rather than on a passage.
+func (h *Highlight) IsNote() bool { return len(h.Segments) == 0 }
+
+func (s Store) createHighlight(ctx context.Context, memberID, itemID string, segs []HighlightSegment, note string) (*Highlight, error) {
 	note, err := cleanText(note, MaxNoteLen, "note")
 	if err != nil {
 		return nil, err
@@ -281,6 +300,16 @@ func deleteItemHighlights(tx *storage.Tx, memberID, itemID string) error {
 		}
 	}
 	return nil
+}
+
+// Highlight returns one of the member's highlights.
+func (s Store) Highlight(ctx context.Context, memberID, id string) (*Highlight, error) {
+	var h Highlight
+	err := s.st.View(ctx, func(tx *storage.Tx) error { return tx.GetJSON(highlightKey(memberID, id), &h) })
+	if err != nil {
+		return nil, err
+	}
+	return &h, nil
 }
 
 // ItemHighlights lists the highlights of an item, oldest first.

@@ -147,3 +147,38 @@ func TestHighlightsFollowTheirItemsTitle(t *testing.T) {
 		})
 	}
 }
+
+// A note on an item as a whole is a highlight without segments: counted
+// in the item's highlights, listed with them, its note changed in place;
+// an empty note, or an item the member has not, is refused.
+func TestCreateNote(t *testing.T) {
+	st, m := openSavedTest(t)
+	item := saveN(t, st, m.ID, 1)[0]
+	n, err := Of(st).CreateNote(t.Context(), m.ID, item.ID, "  Bake at dawn.  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !n.IsNote() || n.Note != "Bake at dawn." || n.SavedItemID != item.ID {
+		t.Fatalf("note = %+v", n)
+	}
+	if _, err := Of(st).CreateNote(t.Context(), m.ID, item.ID, " \n "); !storage.IsInvalid(err) {
+		t.Fatalf("an empty note: %v", err)
+	}
+	if _, err := Of(st).CreateNote(t.Context(), m.ID, "nope", "x"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("a note on no item: %v", err)
+	}
+	if _, err := Of(st).SetHighlightNote(t.Context(), m.ID, n.ID, "Bake at noon."); err != nil {
+		t.Fatal(err)
+	}
+	it, err := Of(st).SavedItem(t.Context(), m.ID, item.ID)
+	if err != nil || it.HighlightCount != 1 {
+		t.Fatalf("item = %+v, %v", it, err)
+	}
+	got, err := Of(st).Highlight(t.Context(), m.ID, n.ID)
+	if err != nil || !got.IsNote() || got.Note != "Bake at noon." {
+		t.Fatalf("Highlight = %+v, %v", got, err)
+	}
+	if hs, err := Of(st).ItemHighlights(t.Context(), m.ID, item.ID); err != nil || len(hs) != 1 || hs[0].ID != n.ID {
+		t.Fatalf("ItemHighlights = %+v, %v", hs, err)
+	}
+}
