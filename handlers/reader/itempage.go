@@ -156,9 +156,14 @@ func writeItemSide(b *bytes.Buffer, d *itemData) {
 		escape(b, hl.ID)
 		b.WriteString(`" data-segments="`)
 		escape(b, hl.Segments)
-		b.WriteString("\">\n<blockquote>")
-		escape(b, hl.Quote)
-		b.WriteString("</blockquote>\n")
+		b.WriteString("\">\n")
+		if hl.Quote != "" {
+			// A note on the item as a whole (Omnivore's browser
+			// extension writes one) has no quote: its note is all.
+			b.WriteString("<blockquote>")
+			escape(b, hl.Quote)
+			b.WriteString("</blockquote>\n")
+		}
 		hlForm := func(class, action string) {
 			b.WriteString(`<form method="post" action="/library/highlight/`)
 			account.WriteURL(b, hl.ID)

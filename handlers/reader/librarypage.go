@@ -120,9 +120,12 @@ func writeHighlightRows(b *bytes.Buffer, rows []highlightRow) {
 	if len(rows) > 0 {
 		b.WriteString("\n<ul class=\"hls\">")
 		for _, hl := range rows {
-			b.WriteString("\n<li><blockquote>")
-			escape(b, hl.Quote)
-			b.WriteString("</blockquote>")
+			b.WriteString("\n<li>")
+			if hl.Quote != "" { // a note on the item as a whole has none
+				b.WriteString("<blockquote>")
+				escape(b, hl.Quote)
+				b.WriteString("</blockquote>")
+			}
 			if hl.Note != "" {
 				b.WriteString("<p class=\"note\">")
 				escape(b, hl.Note)

@@ -454,6 +454,23 @@ func TestCrossSiteFormsAreRefused(t *testing.T) {
 	}
 }
 
+// A note on the item as a whole (Omnivore's browser extension writes one)
+// is listed with the highlights as its note alone, without an empty
+// quote, in the item page and in the highlights view.
+func TestReaderShowsANoteOnTheItem(t *testing.T) {
+	f := newFixture(t)
+	it := f.save("Levain", "one.example", 400, library.NewItem{})
+	if _, err := library.Of(f.store).CreateNote(context.Background(), f.member.ID, it.ID, "Feed it twice a day."); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/library/item/" + it.ID, "/library?q=type%3Ahighlight"} {
+		code, body, _ := f.get(path)
+		if code != 200 || !strings.Contains(body, "Feed it twice a day.") || strings.Contains(body, "<blockquote></blockquote>") {
+			t.Errorf("%s: %d, note shown %v, empty quote %v", path, code, strings.Contains(body, "Feed it twice a day."), strings.Contains(body, "<blockquote></blockquote>"))
+		}
+	}
+}
+
 func TestReaderShowsTheItemAndItsNeighbours(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
