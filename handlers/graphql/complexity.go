@@ -27,7 +27,7 @@ import (
 //     than a status and a type (query.FiltersBeyondListing): such a page may look
 //     at many items, up to the library's search budget, to find a few, so
 //     aliases of a search are priced rather than each reading that much;
-//     labels, savedQueries, apiTokens and
+//     labels (Omnivore's too), savedQueries, apiTokens and
 //     importJobs: their storage limits; an import's failures: the
 //     importFailuresShown it lists.
 //   - the item lists that updateSavedItemsStatus and updateSavedItemsReadStatus
@@ -37,7 +37,7 @@ import (
 //     ids costs 3501. Their content, the one large part, is priced below
 //     and bounded at run time.
 //   - reorderLabels and reorderSavedQueries: the number of ids given.
-//   - an item's highlights: itemHighlights. Storage does not bound them, so
+//   - an item's highlights (and an Omnivore article's): itemHighlights. Storage does not bound them, so
 //     this is an allowance for a page of items with their highlights, not
 //     a bound.
 //   - an item's labels and a highlight's segments: 1. They hold scalars
@@ -113,6 +113,8 @@ func setComplexity(c *generated.ComplexityRoot) {
 		return addCost(listCost(size, child), searchCost)
 	}
 	c.SearchItem.Highlights = func(child int) int { return listCost(itemHighlights, child) }
+	c.Article.Highlights = func(child int, _ *generated.ArticleHighlightsInput) int { return listCost(itemHighlights, child) }
+	c.LabelsSuccess.Labels = func(child int) int { return listCost(library.MaxLabels, child) }
 	c.Mutation.UpdateSavedItemsStatus = func(child int, in generated.UpdateSavedItemsStatusInput) int {
 		return listCost(mutationItems(len(in.Ids)), child)
 	}
@@ -303,7 +305,7 @@ type costWalker struct {
 
 // costContext tells where a selection lies.
 type costContext struct {
-	inHighlights bool // below SavedItem.highlights
+	inHighlights bool // below SavedItem.highlights or Article.highlights
 	sameItem     bool // the selection of a highlight's savedItem there
 }
 
@@ -390,7 +392,7 @@ func (w *costWalker) field(f *ast.Field, typ *ast.Definition, cc costContext) in
 	if ft.Kind == ast.Object || ft.Kind == ast.Interface || ft.Kind == ast.Union {
 		inner := costContext{inHighlights: cc.inHighlights}
 		switch {
-		case typ.Name == "SavedItem" && f.Name == "highlights":
+		case (typ.Name == "SavedItem" || typ.Name == "Article") && f.Name == "highlights":
 			inner.inHighlights = true
 		case typ.Name == "Highlight" && f.Name == "savedItem" && cc.inHighlights:
 			inner.sameItem = true

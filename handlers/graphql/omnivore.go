@@ -460,6 +460,8 @@ func omnivoreHighlightFields(h *generated.Highlight) {
 	h.Annotation = h.Note
 	h.Labels = []*generated.Label{}
 	if len(h.Segments) == 0 {
+		// A note on the item as a whole (library.Highlight.IsNote).
+		h.Type = generated.HighlightTypeNote
 		return
 	}
 	h.Prefix = optString(h.Segments[0].BeforeText)

@@ -3,21 +3,27 @@ package graphql
 // The operations Omnivore's self-hosted browser extension sends besides
 // setBookmarkArticle (web-extensions/extension-v3/src/scripts/omnivore-api.ts,
 // omnivore-app/omnivore @322ce62): savePage, its toolbar's setLinkArchived,
-// setLabels and updatePage. The extension reads only errorCodes (and, after
-// savePage, clientRequestId, the id it then names the item by), and reads
-// them from the answer's data: a GraphQL error (no data) leaves its toolbar
-// waiting, so a refusal it can be told of is an error type, as Omnivore's
-// resolvers answered one. Its label picker (the root field labels, Inboxt's
-// list here) and its note (Omnivore's createHighlight, whose argument and
-// answer differ from Inboxt's createHighlight of the same name) are not
-// served: see docs/omnivore.md.
+// setLabels and updatePage; its label picker's labels and its "Add note"'s
+// article, createHighlight and updateHighlight, which are Omnivore's at
+// OmnivorePath only (Inboxt's labels and createHighlight hold those names
+// at Path: omnivore_path.go). The extension reads only errorCodes (and,
+// after savePage, clientRequestId, the id it then names the item by), and
+// reads them from the answer's data: a GraphQL error (no data) leaves its
+// toolbar waiting, so a refusal it can be told of is an error type, as
+// Omnivore's resolvers answered one.
 
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
@@ -197,4 +203,198 @@ func (r *mutationResolver) UpdatePage(ctx context.Context, in generated.UpdatePa
 
 func updatePageError(code generated.UpdatePageErrorCode) *generated.UpdatePageError {
 	return &generated.UpdatePageError{ErrorCodes: []generated.UpdatePageErrorCode{code}}
+}
+
+// OmnivoreLabels is Omnivore's labels (labelsResolver,
+// resolvers/labels/index.ts @322ce62), served as labels at OmnivorePath:
+// the member's labels, in their order, which the extension's toolbar
+// lists to choose from.
+func (r *queryResolver) OmnivoreLabels(ctx context.Context) (generated.LabelsResult, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return &generated.LabelsError{ErrorCodes: []generated.LabelsErrorCode{generated.LabelsErrorCodeUnauthorized}}, nil
+	}
+	ls, err := library.Of(r.s.store).Labels(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &generated.LabelsSuccess{Labels: toLabels(ls)}, nil
+}
+
+// OmnivoreArticle is Omnivore's article (getArticleResolver,
+// resolvers/article/index.ts @322ce62), served as article at
+// OmnivorePath: the member's item whose id is slug, as Omnivore took an
+// id there (the extension sends the id savePage answered). Hearth's
+// slugs (SearchItem.slug) are not unique, so they name no item here.
+// username is always the caller, as there. The content is read only when
+// the query selects it: the extension asks for the highlights alone.
+func (r *queryResolver) OmnivoreArticle(ctx context.Context, _ string, slug string, _ *string) (generated.ArticleResult, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return articleError(generated.ArticleErrorCodeUnauthorized), nil
+	}
+	lib := library.Of(r.s.store)
+	it, err := lib.SavedItem(ctx, id, slug)
+	if errors.Is(err, storage.ErrNotFound) {
+		return articleError(generated.ArticleErrorCodeNotFound), nil
+	} else if err != nil {
+		return nil, err
+	}
+	a := &generated.Article{ID: &it.ID}
+	if fc := graphql.GetFieldContext(ctx); fc == nil || selectsAny(fc.Field.Selections, "contentHtml", "contentText") {
+		c, err := lib.ItemContent(ctx, id, it.ID)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return nil, err
+		}
+		if c != nil {
+			a.ContentHTML, a.ContentText = c.HTML, c.Text
+		}
+	}
+	return &generated.ArticleSuccess{Article: a}, nil
+}
+
+func articleError(code generated.ArticleErrorCode) *generated.ArticleError {
+	return &generated.ArticleError{ErrorCodes: []generated.ArticleErrorCode{code}}
+}
+
+// selectsAny reports whether set selects a field of one of names, at any
+// depth, through fragments.
+func selectsAny(set ast.SelectionSet, names ...string) bool {
+	for _, sel := range set {
+		switch s := sel.(type) {
+		case *ast.Field:
+			if slices.Contains(names, s.Name) || selectsAny(s.SelectionSet, names...) {
+				return true
+			}
+		case *ast.InlineFragment:
+			if selectsAny(s.SelectionSet, names...) {
+				return true
+			}
+		case *ast.FragmentSpread:
+			if s.Definition != nil && selectsAny(s.Definition.SelectionSet, names...) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Highlights are the item's highlights and notes as search lists them:
+// in the page's order, the notes (which have no place in it) last.
+func (r *articleResolver) Highlights(ctx context.Context, obj *generated.Article, _ *generated.ArticleHighlightsInput) ([]*generated.Highlight, error) {
+	if obj.ID == nil {
+		return []*generated.Highlight{}, nil
+	}
+	out, err := r.itemHighlights(ctx, *obj.ID, compareInDocument)
+	for i := range out {
+		out[i].HighlightPositionAnchorIndex = &i
+	}
+	return out, err
+}
+
+// OmnivoreCreateHighlight is Omnivore's createHighlight
+// (createHighlightResolver, resolvers/highlight/index.ts @322ce62), served
+// as createHighlight at OmnivorePath. A NOTE (the extension's "Add note")
+// is a note on the item as a whole (library.Store.CreateNote), its text
+// the annotation. A HIGHLIGHT keeps its quote as an import keeps one
+// without a place (library.Unplaced), and is placed in the item's text
+// when the quote is found there, as an imported quote is once the page is
+// fetched. Omnivore located it with its patch, which Hearth does not
+// read. Hearth's ids are its own: the answer's highlight id is the one to
+// name it by (Omnivore kept the client's id). Omnivore answered FORBIDDEN
+// to every failure; here an item the member has not is NOT_FOUND, and a
+// highlight the library refuses (no text, too long) BAD_DATA.
+func (r *mutationResolver) OmnivoreCreateHighlight(ctx context.Context, in generated.OmnivoreCreateHighlightInput) (generated.CreateHighlightResult, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return createHighlightError(generated.CreateHighlightErrorCodeUnauthorized), nil
+	}
+	lib := library.Of(r.s.store)
+	annotation := ""
+	if in.Annotation != nil {
+		annotation = *in.Annotation
+	}
+	var h *library.Highlight
+	switch {
+	case in.Type != nil && *in.Type == generated.HighlightTypeNote:
+		h, err = lib.CreateNote(ctx, id, in.ArticleID, annotation)
+	case in.Type == nil || *in.Type == generated.HighlightTypeHighlight:
+		if in.Quote == nil || strings.TrimSpace(*in.Quote) == "" {
+			return createHighlightError(generated.CreateHighlightErrorCodeBadData), nil
+		}
+		seg := library.HighlightSegment{XPath: "/", Text: *in.Quote}
+		if in.Prefix != nil {
+			seg.BeforeText = clipFront(*in.Prefix, library.MaxSegmentContext)
+		}
+		if in.Suffix != nil {
+			seg.AfterText = articles.Clip(*in.Suffix, library.MaxSegmentContext)
+		}
+		if h, err = lib.CreateHighlight(ctx, id, in.ArticleID, []library.HighlightSegment{seg}, annotation); err == nil {
+			h, err = r.placeQuote(ctx, id, h)
+		}
+	default:
+		return createHighlightError(generated.CreateHighlightErrorCodeBadData), nil
+	}
+	var ie *storage.InvalidError
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return createHighlightError(generated.CreateHighlightErrorCodeNotFound), nil
+	case errors.As(err, &ie):
+		return createHighlightError(generated.CreateHighlightErrorCodeBadData), nil
+	case err != nil:
+		return nil, err
+	}
+	return &generated.CreateHighlightSuccess{Highlight: toHighlight(h)}, nil
+}
+
+// placeQuote places h's quote in its item's text (importer's
+// PlaceFetchedQuotes), and returns h as it is then.
+func (r *mutationResolver) placeQuote(ctx context.Context, memberID string, h *library.Highlight) (*library.Highlight, error) {
+	lib := library.Of(r.s.store)
+	c, err := lib.ItemContent(ctx, memberID, h.SavedItemID)
+	if errors.Is(err, storage.ErrNotFound) || err == nil && c.HTML == "" {
+		return h, nil // placed when the page is fetched
+	} else if err != nil {
+		return nil, err
+	}
+	if n, err := importer.PlaceFetchedQuotes(ctx, r.s.store, memberID, h.SavedItemID, c.HTML); err != nil || n == 0 {
+		return h, err
+	}
+	return lib.Highlight(ctx, memberID, h.ID)
+}
+
+func createHighlightError(code generated.CreateHighlightErrorCode) *generated.CreateHighlightError {
+	return &generated.CreateHighlightError{ErrorCodes: []generated.CreateHighlightErrorCode{code}}
+}
+
+// UpdateHighlight is Omnivore's updateHighlight (updateHighlightResolver,
+// resolvers/highlight/index.ts @322ce62): it changes a highlight's or a
+// note's annotation (Hearth's note); without one it changes nothing.
+// Omnivore's quote, html, color and sharedAt are not kept.
+func (r *mutationResolver) UpdateHighlight(ctx context.Context, in generated.UpdateHighlightInput) (generated.UpdateHighlightResult, error) {
+	id, err := memberID(ctx)
+	if err != nil {
+		return updateHighlightError(generated.UpdateHighlightErrorCodeUnauthorized), nil
+	}
+	lib := library.Of(r.s.store)
+	var h *library.Highlight
+	if in.Annotation != nil {
+		h, err = lib.SetHighlightNote(ctx, id, in.HighlightID, *in.Annotation)
+	} else {
+		h, err = lib.Highlight(ctx, id, in.HighlightID)
+	}
+	var ie *storage.InvalidError
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return updateHighlightError(generated.UpdateHighlightErrorCodeNotFound), nil
+	case errors.As(err, &ie):
+		return updateHighlightError(generated.UpdateHighlightErrorCodeBadData), nil
+	case err != nil:
+		return nil, err
+	}
+	return &generated.UpdateHighlightSuccess{Highlight: toHighlight(h)}, nil
+}
+
+func updateHighlightError(code generated.UpdateHighlightErrorCode) *generated.UpdateHighlightError {
+	return &generated.UpdateHighlightError{ErrorCodes: []generated.UpdateHighlightErrorCode{code}}
 }

@@ -24,6 +24,7 @@ func (r *resolver) Mutation() generated.MutationResolver   { return &mutationRes
 func (r *resolver) SavedItem() generated.SavedItemResolver { return &savedItemResolver{r} }
 func (r *resolver) Highlight() generated.HighlightResolver { return &highlightResolver{r} }
 func (r *resolver) User() generated.UserResolver           { return &userResolver{r} }
+func (r *resolver) Article() generated.ArticleResolver     { return &articleResolver{r} }
 
 type (
 	queryResolver     struct{ *resolver }
@@ -31,6 +32,7 @@ type (
 	savedItemResolver struct{ *resolver }
 	highlightResolver struct{ *resolver }
 	userResolver      struct{ *resolver }
+	articleResolver   struct{ *resolver }
 )
 
 // requestState is kept in the context of one request: the caller, and the

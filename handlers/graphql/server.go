@@ -139,6 +139,9 @@ type Server struct {
 	// and imports.
 	articles *articles.Service
 	offsets  *offsetPager // Omnivore's offset paging (omnivore_offsets.go)
+	// omnivoreQueries are queries posted to OmnivorePath with their
+	// Omnivore names replaced (omnivoreQuery), by the query posted.
+	omnivoreQueries *lru.LRU[string]
 
 	fastPathStats
 	// statsPages counts the pages of items read for reading statistics.
@@ -156,6 +159,7 @@ func New(store *storage.Store, lib *libraryservice.Service, opts Options) *Serve
 		store: store, opts: opts, log: opts.Logger,
 		gate: lib.Gate(), inbound: lib.Inbound(), exports: lib.Exports(), articles: lib.Articles(),
 		docs: newDocumentChecker(defaultDocumentLimits()), offsets: newOffsetPager(),
+		omnivoreQueries: lru.New[string](DefaultQueryCacheEntries),
 	}
 	s.gql = s.newGraphQLServer()
 	return s
@@ -182,18 +186,18 @@ func (s *Server) newGraphQLServer() *handler.Server {
 	return srv
 }
 
-// Handles reports whether r is for the GraphQL endpoint or its schema.
-// The routes hearth_graphql serves beside it are their packages' own
-// (libraryservice.Service.Routes).
+// Handles reports whether r is for the GraphQL endpoint (Path, or
+// OmnivorePath) or its schema. The routes hearth_graphql serves beside it
+// are their packages' own (libraryservice.Service.Routes).
 func (s *Server) Handles(r *http.Request) bool {
-	return r.URL.Path == Path || r.URL.Path == SchemaPath
+	return r.URL.Path == Path || r.URL.Path == SchemaPath || r.URL.Path == OmnivorePath
 }
 
 // ServeHTTP serves the GraphQL endpoint and its schema; other paths get
 // 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
-	case Path:
+	case Path, OmnivorePath:
 		s.serveGraphQL(w, r)
 	case SchemaPath:
 		s.serveSchema(w, r)
@@ -293,6 +297,14 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	if derr := s.docs.check(params.Query); derr != nil {
 		writeDocumentError(w, derr)
 		return
+	}
+	if r.URL.Path == OmnivorePath {
+		q, ok := s.omnivoreQueries.Get(r.Context(), params.Query)
+		if !ok {
+			q = omnivoreQuery(params.Query)
+			s.omnivoreQueries.Add(r.Context(), params.Query, q)
+		}
+		params.Query = q
 	}
 	if r.Context().Err() != nil {
 		// The client is gone: no validation, no execution; the answer

@@ -29,6 +29,7 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	Article() ArticleResolver
 	Highlight() HighlightResolver
 	Mutation() MutationResolver
 	Query() QueryResolver
@@ -62,7 +63,24 @@ type ComplexityRoot struct {
 	Article struct {
 		ContentHTML func(childComplexity int) int
 		ContentText func(childComplexity int) int
+		Highlights  func(childComplexity int, input *ArticleHighlightsInput) int
 		ID          func(childComplexity int) int
+	}
+
+	ArticleError struct {
+		ErrorCodes func(childComplexity int) int
+	}
+
+	ArticleSuccess struct {
+		Article func(childComplexity int) int
+	}
+
+	CreateHighlightError struct {
+		ErrorCodes func(childComplexity int) int
+	}
+
+	CreateHighlightSuccess struct {
+		Highlight func(childComplexity int) int
 	}
 
 	CreatedApiToken struct {
@@ -163,6 +181,14 @@ type ComplexityRoot struct {
 		Source      func(childComplexity int) int
 	}
 
+	LabelsError struct {
+		ErrorCodes func(childComplexity int) int
+	}
+
+	LabelsSuccess struct {
+		Labels func(childComplexity int) int
+	}
+
 	Mutation struct {
 		AddArticleFromHTMLSnapshot         func(childComplexity int, data AddArticleFromHTMLSnapshotInput) int
 		AddArticleFromURL                  func(childComplexity int, data AddArticleFromURLInput) int
@@ -179,6 +205,7 @@ type ComplexityRoot struct {
 		DeleteLabel                        func(childComplexity int, data DeleteLabelInput) int
 		DeleteSavedQuery                   func(childComplexity int, data DeleteSavedQueryInput) int
 		EmptyTrash                         func(childComplexity int) int
+		OmnivoreCreateHighlight            func(childComplexity int, input OmnivoreCreateHighlightInput) int
 		PermanentlyDeleteSavedItems        func(childComplexity int, data PermanentlyDeleteSavedItemsInput) int
 		ReorderLabels                      func(childComplexity int, data ReorderLabelsInput) int
 		ReorderSavedQueries                func(childComplexity int, data ReorderSavedQueriesInput) int
@@ -195,6 +222,7 @@ type ComplexityRoot struct {
 		SignIn                             func(childComplexity int, data SignInInput) int
 		SignOut                            func(childComplexity int) int
 		UpdateAccount                      func(childComplexity int, data UpdateAccountInput) int
+		UpdateHighlight                    func(childComplexity int, input UpdateHighlightInput) int
 		UpdateLabel                        func(childComplexity int, data UpdateLabelInput) int
 		UpdateNewsletterSubscriptionStatus func(childComplexity int, data UpdateNewsletterSubscriptionStatusInput) int
 		UpdatePage                         func(childComplexity int, input UpdatePageInput) int
@@ -238,6 +266,8 @@ type ComplexityRoot struct {
 		InboundEmailAddresses func(childComplexity int) int
 		Labels                func(childComplexity int) int
 		Me                    func(childComplexity int) int
+		OmnivoreArticle       func(childComplexity int, username string, slug string, format *string) int
+		OmnivoreLabels        func(childComplexity int) int
 		SavedItem             func(childComplexity int, query GetSavedItemInput) int
 		SavedQueries          func(childComplexity int) int
 		Search                func(childComplexity int, after *string, first *int, query *string, includeContent *bool, format *string) int
@@ -353,6 +383,14 @@ type ComplexityRoot struct {
 		UpdateReason func(childComplexity int) int
 	}
 
+	UpdateHighlightError struct {
+		ErrorCodes func(childComplexity int) int
+	}
+
+	UpdateHighlightSuccess struct {
+		Highlight func(childComplexity int) int
+	}
+
 	UpdatePageError struct {
 		ErrorCodes func(childComplexity int) int
 	}
@@ -405,6 +443,9 @@ type ComplexityRoot struct {
 
 // region    ************************** generated!.gotpl **************************
 
+type ArticleResolver interface {
+	Highlights(ctx context.Context, obj *Article, input *ArticleHighlightsInput) ([]*Highlight, error)
+}
 type HighlightResolver interface {
 	SavedItem(ctx context.Context, obj *Highlight) (*SavedItem, error)
 }
@@ -450,6 +491,8 @@ type MutationResolver interface {
 	SetLinkArchived(ctx context.Context, input ArchiveLinkInput) (ArchiveLinkResult, error)
 	SetLabels(ctx context.Context, input SetLabelsInput) (SetLabelsResult, error)
 	UpdatePage(ctx context.Context, input UpdatePageInput) (UpdatePageResult, error)
+	OmnivoreCreateHighlight(ctx context.Context, input OmnivoreCreateHighlightInput) (CreateHighlightResult, error)
+	UpdateHighlight(ctx context.Context, input UpdateHighlightInput) (UpdateHighlightResult, error)
 }
 type QueryResolver interface {
 	Labels(ctx context.Context) ([]*Label, error)
@@ -462,6 +505,8 @@ type QueryResolver interface {
 	ImportJobs(ctx context.Context) ([]*ImportJob, error)
 	Search(ctx context.Context, after *string, first *int, query *string, includeContent *bool, format *string) (SearchResult, error)
 	UpdatesSince(ctx context.Context, after *string, first *int, since time.Time, folder *string) (UpdatesSinceResult, error)
+	OmnivoreLabels(ctx context.Context) (LabelsResult, error)
+	OmnivoreArticle(ctx context.Context, username string, slug string, format *string) (ArticleResult, error)
 }
 type SavedItemResolver interface {
 	Article(ctx context.Context, obj *SavedItem) (*Article, error)
@@ -566,12 +611,51 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Article.ContentText(childComplexity), true
+	case "Article.highlights":
+		if e.ComplexityRoot.Article.Highlights == nil {
+			break
+		}
+
+		args, err := ec.field_Article_highlights_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Article.Highlights(childComplexity, args["input"].(*ArticleHighlightsInput)), true
 	case "Article.id":
 		if e.ComplexityRoot.Article.ID == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Article.ID(childComplexity), true
+
+	case "ArticleError.errorCodes":
+		if e.ComplexityRoot.ArticleError.ErrorCodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArticleError.ErrorCodes(childComplexity), true
+
+	case "ArticleSuccess.article":
+		if e.ComplexityRoot.ArticleSuccess.Article == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ArticleSuccess.Article(childComplexity), true
+
+	case "CreateHighlightError.errorCodes":
+		if e.ComplexityRoot.CreateHighlightError.ErrorCodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateHighlightError.ErrorCodes(childComplexity), true
+
+	case "CreateHighlightSuccess.highlight":
+		if e.ComplexityRoot.CreateHighlightSuccess.Highlight == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateHighlightSuccess.Highlight(childComplexity), true
 
 	case "CreatedApiToken.secret":
 		if e.ComplexityRoot.CreatedApiToken.Secret == nil {
@@ -991,6 +1075,20 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Label.Source(childComplexity), true
 
+	case "LabelsError.errorCodes":
+		if e.ComplexityRoot.LabelsError.ErrorCodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LabelsError.ErrorCodes(childComplexity), true
+
+	case "LabelsSuccess.labels":
+		if e.ComplexityRoot.LabelsSuccess.Labels == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LabelsSuccess.Labels(childComplexity), true
+
 	case "Mutation.addArticleFromHtmlSnapshot":
 		if e.ComplexityRoot.Mutation.AddArticleFromHTMLSnapshot == nil {
 			break
@@ -1146,6 +1244,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.EmptyTrash(childComplexity), true
+	case "Mutation.omnivoreCreateHighlight":
+		if e.ComplexityRoot.Mutation.OmnivoreCreateHighlight == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_omnivoreCreateHighlight_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.OmnivoreCreateHighlight(childComplexity, args["input"].(OmnivoreCreateHighlightInput)), true
 	case "Mutation.permanentlyDeleteSavedItems":
 		if e.ComplexityRoot.Mutation.PermanentlyDeleteSavedItems == nil {
 			break
@@ -1312,6 +1421,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdateAccount(childComplexity, args["data"].(UpdateAccountInput)), true
+	case "Mutation.updateHighlight":
+		if e.ComplexityRoot.Mutation.UpdateHighlight == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateHighlight_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateHighlight(childComplexity, args["input"].(UpdateHighlightInput)), true
 	case "Mutation.updateLabel":
 		if e.ComplexityRoot.Mutation.UpdateLabel == nil {
 			break
@@ -1558,6 +1678,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Me(childComplexity), true
+	case "Query.omnivoreArticle":
+		if e.ComplexityRoot.Query.OmnivoreArticle == nil {
+			break
+		}
+
+		args, err := ec.field_Query_omnivoreArticle_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.OmnivoreArticle(childComplexity, args["username"].(string), args["slug"].(string), args["format"].(*string)), true
+	case "Query.omnivoreLabels":
+		if e.ComplexityRoot.Query.OmnivoreLabels == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.OmnivoreLabels(childComplexity), true
 	case "Query.savedItem":
 		if e.ComplexityRoot.Query.SavedItem == nil {
 			break
@@ -2031,6 +2168,20 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SyncUpdatedItemEdge.UpdateReason(childComplexity), true
 
+	case "UpdateHighlightError.errorCodes":
+		if e.ComplexityRoot.UpdateHighlightError.ErrorCodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdateHighlightError.ErrorCodes(childComplexity), true
+
+	case "UpdateHighlightSuccess.highlight":
+		if e.ComplexityRoot.UpdateHighlightSuccess.Highlight == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UpdateHighlightSuccess.Highlight(childComplexity), true
+
 	case "UpdatePageError.errorCodes":
 		if e.ComplexityRoot.UpdatePageError.ErrorCodes == nil {
 			break
@@ -2205,6 +2356,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputAddArticleFromHtmlSnapshotInput,
 		ec.unmarshalInputAddArticleFromUrlInput,
 		ec.unmarshalInputArchiveLinkInput,
+		ec.unmarshalInputArticleHighlightsInput,
 		ec.unmarshalInputCreateAccountInput,
 		ec.unmarshalInputCreateApiTokenInput,
 		ec.unmarshalInputCreateHighlightInput,
@@ -2221,6 +2373,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputEntrySort,
 		ec.unmarshalInputGetEntriesInput,
 		ec.unmarshalInputGetSavedItemInput,
+		ec.unmarshalInputOmnivoreCreateHighlightInput,
 		ec.unmarshalInputPermanentlyDeleteSavedItemsInput,
 		ec.unmarshalInputReorderLabelsInput,
 		ec.unmarshalInputReorderSavedQueriesInput,
@@ -2235,6 +2388,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputSetSavedItemLabelsInput,
 		ec.unmarshalInputSignInInput,
 		ec.unmarshalInputUpdateAccountInput,
+		ec.unmarshalInputUpdateHighlightInput,
 		ec.unmarshalInputUpdateLabelInput,
 		ec.unmarshalInputUpdateNewsletterSubscriptionStatusInput,
 		ec.unmarshalInputUpdatePageInput,
@@ -2801,6 +2955,14 @@ input UpdateSavedItemStatusInput {
 # are added to Inboxt's type below; Inboxt's root field labels (a list here,
 # a union in Omnivore) stays Inboxt's, and the plugins do not call it. Only
 # the fields these clients read are served (see docs/omnivore.md).
+#
+# Omnivore's root fields whose names Inboxt's already hold here (labels,
+# createHighlight, with the input type CreateHighlightInput) and its
+# article (beside them) are in this schema under Hearth's names
+# (omnivoreLabels, omnivoreArticle, omnivoreCreateHighlight,
+# OmnivoreCreateHighlightInput). At OmnivorePath, the endpoint of
+# Omnivore's operations alone, a client's query names them by Omnivore's
+# names and gets its answer under them (omnivore_path.go).
 
 "Omnivore's date: an ISO 8601 time (written at UTC with milliseconds); a YYYY-MM-DD date is read as that day's start at UTC."
 scalar Date
@@ -2810,6 +2972,10 @@ extend type Query {
   search(after: String, first: Int, query: String, includeContent: Boolean, format: String): SearchResult!
   "Omnivore's: items created, updated or deleted since (deletions are kept for 90 days)."
   updatesSince(after: String, first: Int, since: Date!, folder: String): UpdatesSinceResult!
+  "Omnivore's labels (its root field labels at /omnivore/api/graphql): the member's labels, in their order."
+  omnivoreLabels: LabelsResult!
+  "Omnivore's article (its root field article at /omnivore/api/graphql): the member's item of id slug (Omnivore also took its slug; Hearth's slugs are not unique). username is Omnivore's and names the member (its clients send me); format is not served."
+  omnivoreArticle(username: String!, slug: String!, format: String): ArticleResult!
 }
 
 extend type Mutation {
@@ -2825,6 +2991,10 @@ extend type Mutation {
   setLabels(input: SetLabelsInput!): SetLabelsResult!
   "Omnivore's: changes the item's title, description or author (byline)."
   updatePage(input: UpdatePageInput!): UpdatePageResult!
+  "Omnivore's createHighlight (its root field at /omnivore/api/graphql): a NOTE is a note on the item as a whole; a HIGHLIGHT keeps its quote, placed in the item's text when it is found there."
+  omnivoreCreateHighlight(input: OmnivoreCreateHighlightInput!): CreateHighlightResult!
+  "Omnivore's: changes a highlight's note (annotation)."
+  updateHighlight(input: UpdateHighlightInput!): UpdateHighlightResult!
 }
 
 extend type Label {
@@ -2838,7 +3008,7 @@ extend type Label {
   position: Int
 }
 
-"Omnivore's kinds of highlight: Hearth's are all HIGHLIGHT."
+"Omnivore's kinds of highlight: a note on the item as a whole is a NOTE (it has no quote), the others are HIGHLIGHT."
 enum HighlightType {
   HIGHLIGHT
   REDACTION
@@ -2877,7 +3047,127 @@ extend type PageInfo {
 extend type Article {
   "Omnivore's: the saved item's id (setBookmarkArticle answers with it)."
   id: ID
+  "Omnivore's: the item's highlights and notes, in the page's order, the notes last (includeFriends is Omnivore's: Hearth has no friends' highlights)."
+  highlights(input: ArticleHighlightsInput): [Highlight!]!
 }
+
+input ArticleHighlightsInput {
+  includeFriends: Boolean
+}
+
+type ArticleSuccess {
+  article: Article!
+}
+
+enum ArticleErrorCode {
+  NOT_FOUND
+  BAD_DATA
+  UNAUTHORIZED
+}
+
+type ArticleError {
+  errorCodes: [ArticleErrorCode!]!
+}
+
+union ArticleResult = ArticleSuccess | ArticleError
+
+type LabelsSuccess {
+  labels: [Label!]!
+}
+
+enum LabelsErrorCode {
+  UNAUTHORIZED
+  BAD_REQUEST
+  NOT_FOUND
+}
+
+type LabelsError {
+  errorCodes: [LabelsErrorCode!]!
+}
+
+union LabelsResult = LabelsSuccess | LabelsError
+
+enum RepresentationType {
+  CONTENT
+  FEED_CONTENT
+}
+
+"Omnivore's CreateHighlightInput (Inboxt's CreateHighlightInput has another shape); at /omnivore/api/graphql a variable names it CreateHighlightInput. Hearth's ids are its own: id and shortId are not kept."
+input OmnivoreCreateHighlightInput {
+  id: ID!
+  shortId: String!
+  "The item's id."
+  articleId: ID!
+  "Not kept: Hearth locates a highlight by its text, not by a patch."
+  patch: String
+  "A HIGHLIGHT's text (required for one)."
+  quote: String
+  "The text before the quote."
+  prefix: String
+  "The text after the quote."
+  suffix: String
+  "The note (a NOTE's text, required for one)."
+  annotation: String
+  "Not kept."
+  sharedAt: Date
+  "Not kept: Hearth computes it."
+  highlightPositionPercent: Float
+  "Not kept."
+  highlightPositionAnchorIndex: Int
+  "NOTE or HIGHLIGHT (the default); REDACTION is BAD_DATA."
+  type: HighlightType
+  "Not kept."
+  html: String
+  "Not kept: Hearth's highlights have no colour."
+  color: String
+  "Not kept."
+  representation: RepresentationType
+}
+
+type CreateHighlightSuccess {
+  highlight: Highlight!
+}
+
+enum CreateHighlightErrorCode {
+  UNAUTHORIZED
+  FORBIDDEN
+  BAD_DATA
+  NOT_FOUND
+  ALREADY_EXISTS
+}
+
+type CreateHighlightError {
+  errorCodes: [CreateHighlightErrorCode!]!
+}
+
+union CreateHighlightResult = CreateHighlightSuccess | CreateHighlightError
+
+"Omnivore's UpdateHighlightInput: the annotation is kept; quote, html, color and sharedAt are not."
+input UpdateHighlightInput {
+  highlightId: ID!
+  annotation: String
+  sharedAt: Date
+  quote: String
+  html: String
+  color: String
+}
+
+type UpdateHighlightSuccess {
+  highlight: Highlight!
+}
+
+enum UpdateHighlightErrorCode {
+  UNAUTHORIZED
+  FORBIDDEN
+  NOT_FOUND
+  BAD_DATA
+}
+
+type UpdateHighlightError {
+  errorCodes: [UpdateHighlightErrorCode!]!
+}
+
+union UpdateHighlightResult = UpdateHighlightSuccess | UpdateHighlightError
 
 enum PageType {
   ARTICLE
@@ -3277,6 +3567,8 @@ func (ec *executionContext) childFields_Article(ctx context.Context, field graph
 		return ec.fieldContext_Article_contentText(ctx, field)
 	case "id":
 		return ec.fieldContext_Article_id(ctx, field)
+	case "highlights":
+		return ec.fieldContext_Article_highlights(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Article", field.Name)
 }
@@ -3849,6 +4141,20 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 
 // region    ***************************** args.gotpl *****************************
 
+func (ec *executionContext) field_Article_highlights_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (*ArticleHighlightsInput, error) {
+			return ec.unmarshalOArticleHighlightsInput2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticleHighlightsInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_addArticleFromHtmlSnapshot_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4028,6 +4334,20 @@ func (ec *executionContext) field_Mutation_deleteSavedQuery_args(ctx context.Con
 		return nil, err
 	}
 	args["data"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_omnivoreCreateHighlight_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (OmnivoreCreateHighlightInput, error) {
+			return ec.unmarshalNOmnivoreCreateHighlightInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐOmnivoreCreateHighlightInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -4227,6 +4547,20 @@ func (ec *executionContext) field_Mutation_updateAccount_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_updateHighlight_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (UpdateHighlightInput, error) {
+			return ec.unmarshalNUpdateHighlightInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateHighlightInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_updateLabel_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4392,6 +4726,36 @@ func (ec *executionContext) field_Query_entries_args(ctx context.Context, rawArg
 		return nil, err
 	}
 	args["query"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_omnivoreArticle_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "username",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["username"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "slug",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["slug"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "format",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["format"] = arg2
 	return args, nil
 }
 
@@ -4827,6 +5191,160 @@ func (ec *executionContext) _Article_id(ctx context.Context, field graphql.Colle
 }
 func (ec *executionContext) fieldContext_Article_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Article", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Article_highlights(ctx context.Context, field graphql.CollectedField, obj *Article) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Article_highlights(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Article().Highlights(ctx, obj, fc.Args["input"].(*ArticleHighlightsInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*Highlight) graphql.Marshaler {
+			return ec.marshalNHighlight2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐHighlightᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Article_highlights(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Article",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Highlight(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Article_highlights_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ArticleError_errorCodes(ctx context.Context, field graphql.CollectedField, obj *ArticleError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArticleError_errorCodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ErrorCodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []ArticleErrorCode) graphql.Marshaler {
+			return ec.marshalNArticleErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticleErrorCodeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArticleError_errorCodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ArticleError", field, false, false, errors.New("field of type ArticleErrorCode does not have child fields"))
+}
+
+func (ec *executionContext) _ArticleSuccess_article(ctx context.Context, field graphql.CollectedField, obj *ArticleSuccess) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ArticleSuccess_article(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Article, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Article) graphql.Marshaler {
+			return ec.marshalNArticle2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticle(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ArticleSuccess_article(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ArticleSuccess",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Article(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CreateHighlightError_errorCodes(ctx context.Context, field graphql.CollectedField, obj *CreateHighlightError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateHighlightError_errorCodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ErrorCodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []CreateHighlightErrorCode) graphql.Marshaler {
+			return ec.marshalNCreateHighlightErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐCreateHighlightErrorCodeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateHighlightError_errorCodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreateHighlightError", field, false, false, errors.New("field of type CreateHighlightErrorCode does not have child fields"))
+}
+
+func (ec *executionContext) _CreateHighlightSuccess_highlight(ctx context.Context, field graphql.CollectedField, obj *CreateHighlightSuccess) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateHighlightSuccess_highlight(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Highlight, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Highlight) graphql.Marshaler {
+			return ec.marshalNHighlight2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐHighlight(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateHighlightSuccess_highlight(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreateHighlightSuccess",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Highlight(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _CreatedApiToken_secret(ctx context.Context, field graphql.CollectedField, obj *CreatedAPIToken) (ret graphql.Marshaler) {
@@ -6472,6 +6990,61 @@ func (ec *executionContext) _Label_position(ctx context.Context, field graphql.C
 }
 func (ec *executionContext) fieldContext_Label_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Label", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _LabelsError_errorCodes(ctx context.Context, field graphql.CollectedField, obj *LabelsError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LabelsError_errorCodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ErrorCodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []LabelsErrorCode) graphql.Marshaler {
+			return ec.marshalNLabelsErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐLabelsErrorCodeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LabelsError_errorCodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LabelsError", field, false, false, errors.New("field of type LabelsErrorCode does not have child fields"))
+}
+
+func (ec *executionContext) _LabelsSuccess_labels(ctx context.Context, field graphql.CollectedField, obj *LabelsSuccess) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LabelsSuccess_labels(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Labels, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*Label) graphql.Marshaler {
+			return ec.marshalNLabel2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐLabelᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LabelsSuccess_labels(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "LabelsSuccess",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Label(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Mutation_addArticleFromUrl(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -8230,6 +8803,94 @@ func (ec *executionContext) fieldContext_Mutation_updatePage(ctx context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_omnivoreCreateHighlight(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_omnivoreCreateHighlight(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().OmnivoreCreateHighlight(ctx, fc.Args["input"].(OmnivoreCreateHighlightInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v CreateHighlightResult) graphql.Marshaler {
+			return ec.marshalNCreateHighlightResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐCreateHighlightResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_omnivoreCreateHighlight(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type CreateHighlightResult does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_omnivoreCreateHighlight_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateHighlight(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateHighlight(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateHighlight(ctx, fc.Args["input"].(UpdateHighlightInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v UpdateHighlightResult) graphql.Marshaler {
+			return ec.marshalNUpdateHighlightResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateHighlightResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateHighlight(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type UpdateHighlightResult does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateHighlight_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Newsletter_contentHtml(ctx context.Context, field graphql.CollectedField, obj *Newsletter) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8946,6 +9607,73 @@ func (ec *executionContext) fieldContext_Query_updatesSince(ctx context.Context,
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_updatesSince_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_omnivoreLabels(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_omnivoreLabels(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().OmnivoreLabels(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v LabelsResult) graphql.Marshaler {
+			return ec.marshalNLabelsResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐLabelsResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_omnivoreLabels(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Query", field, true, true, errors.New("field of type LabelsResult does not have child fields"))
+}
+
+func (ec *executionContext) _Query_omnivoreArticle(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_omnivoreArticle(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().OmnivoreArticle(ctx, fc.Args["username"].(string), fc.Args["slug"].(string), fc.Args["format"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v ArticleResult) graphql.Marshaler {
+			return ec.marshalNArticleResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticleResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_omnivoreArticle(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type ArticleResult does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_omnivoreArticle_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -10741,6 +11469,61 @@ func (ec *executionContext) fieldContext_SyncUpdatedItemEdge_node(_ context.Cont
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_SearchItem(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UpdateHighlightError_errorCodes(ctx context.Context, field graphql.CollectedField, obj *UpdateHighlightError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdateHighlightError_errorCodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ErrorCodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []UpdateHighlightErrorCode) graphql.Marshaler {
+			return ec.marshalNUpdateHighlightErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateHighlightErrorCodeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UpdateHighlightError_errorCodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UpdateHighlightError", field, false, false, errors.New("field of type UpdateHighlightErrorCode does not have child fields"))
+}
+
+func (ec *executionContext) _UpdateHighlightSuccess_highlight(ctx context.Context, field graphql.CollectedField, obj *UpdateHighlightSuccess) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UpdateHighlightSuccess_highlight(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Highlight, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Highlight) graphql.Marshaler {
+			return ec.marshalNHighlight2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐHighlight(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UpdateHighlightSuccess_highlight(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UpdateHighlightSuccess",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Highlight(ctx, field)
 		},
 	}
 	return fc, nil
@@ -12550,6 +13333,36 @@ func (ec *executionContext) unmarshalInputArchiveLinkInput(ctx context.Context, 
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputArticleHighlightsInput(ctx context.Context, obj any) (ArticleHighlightsInput, error) {
+	var it ArticleHighlightsInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"includeFriends"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "includeFriends":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("includeFriends"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IncludeFriends = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputCreateAccountInput(ctx context.Context, obj any) (CreateAccountInput, error) {
 	var it CreateAccountInput
 	if obj == nil {
@@ -13148,6 +13961,134 @@ func (ec *executionContext) unmarshalInputGetSavedItemInput(ctx context.Context,
 				return it, err
 			}
 			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputOmnivoreCreateHighlightInput(ctx context.Context, obj any) (OmnivoreCreateHighlightInput, error) {
+	var it OmnivoreCreateHighlightInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"id", "shortId", "articleId", "patch", "quote", "prefix", "suffix", "annotation", "sharedAt", "highlightPositionPercent", "highlightPositionAnchorIndex", "type", "html", "color", "representation"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		case "shortId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("shortId"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ShortID = data
+		case "articleId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("articleId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArticleID = data
+		case "patch":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("patch"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Patch = data
+		case "quote":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("quote"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Quote = data
+		case "prefix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("prefix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Prefix = data
+		case "suffix":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("suffix"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Suffix = data
+		case "annotation":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("annotation"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Annotation = data
+		case "sharedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sharedAt"))
+			data, err := ec.unmarshalODate2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SharedAt = data
+		case "highlightPositionPercent":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("highlightPositionPercent"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HighlightPositionPercent = data
+		case "highlightPositionAnchorIndex":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("highlightPositionAnchorIndex"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HighlightPositionAnchorIndex = data
+		case "type":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("type"))
+			data, err := ec.unmarshalOHighlightType2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐHighlightType(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Type = data
+		case "html":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("html"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HTML = data
+		case "color":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("color"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Color = data
+		case "representation":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("representation"))
+			data, err := ec.unmarshalORepresentationType2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐRepresentationType(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Representation = data
 		}
 	}
 	return it, nil
@@ -13804,6 +14745,71 @@ func (ec *executionContext) unmarshalInputUpdateAccountInput(ctx context.Context
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputUpdateHighlightInput(ctx context.Context, obj any) (UpdateHighlightInput, error) {
+	var it UpdateHighlightInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"highlightId", "annotation", "sharedAt", "quote", "html", "color"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "highlightId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("highlightId"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HighlightID = data
+		case "annotation":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("annotation"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Annotation = data
+		case "sharedAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("sharedAt"))
+			data, err := ec.unmarshalODate2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.SharedAt = data
+		case "quote":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("quote"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Quote = data
+		case "html":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("html"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.HTML = data
+		case "color":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("color"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Color = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputUpdateLabelInput(ctx context.Context, obj any) (UpdateLabelInput, error) {
 	var it UpdateLabelInput
 	if obj == nil {
@@ -14240,6 +15246,60 @@ func (ec *executionContext) _ArchiveLinkResult(ctx context.Context, sel ast.Sele
 	}
 }
 
+func (ec *executionContext) _ArticleResult(ctx context.Context, sel ast.SelectionSet, obj ArticleResult) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case ArticleSuccess:
+		return ec._ArticleSuccess(ctx, sel, &obj)
+	case *ArticleSuccess:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._ArticleSuccess(ctx, sel, obj)
+	case ArticleError:
+		return ec._ArticleError(ctx, sel, &obj)
+	case *ArticleError:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._ArticleError(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of ArticleResult must implement graphql.Marshaler", obj))
+		}
+	}
+}
+
+func (ec *executionContext) _CreateHighlightResult(ctx context.Context, sel ast.SelectionSet, obj CreateHighlightResult) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case CreateHighlightSuccess:
+		return ec._CreateHighlightSuccess(ctx, sel, &obj)
+	case *CreateHighlightSuccess:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._CreateHighlightSuccess(ctx, sel, obj)
+	case CreateHighlightError:
+		return ec._CreateHighlightError(ctx, sel, &obj)
+	case *CreateHighlightError:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._CreateHighlightError(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of CreateHighlightResult must implement graphql.Marshaler", obj))
+		}
+	}
+}
+
 func (ec *executionContext) _Entry(ctx context.Context, sel ast.SelectionSet, obj Entry) graphql.Marshaler {
 	switch obj := (obj).(type) {
 	case nil:
@@ -14263,6 +15323,33 @@ func (ec *executionContext) _Entry(ctx context.Context, sel ast.SelectionSet, ob
 			return typedObj
 		} else {
 			panic(fmt.Errorf("unexpected type %T; non-generated variants of Entry must implement graphql.Marshaler", obj))
+		}
+	}
+}
+
+func (ec *executionContext) _LabelsResult(ctx context.Context, sel ast.SelectionSet, obj LabelsResult) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case LabelsSuccess:
+		return ec._LabelsSuccess(ctx, sel, &obj)
+	case *LabelsSuccess:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._LabelsSuccess(ctx, sel, obj)
+	case LabelsError:
+		return ec._LabelsError(ctx, sel, &obj)
+	case *LabelsError:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._LabelsError(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of LabelsResult must implement graphql.Marshaler", obj))
 		}
 	}
 }
@@ -14371,6 +15458,33 @@ func (ec *executionContext) _SetLabelsResult(ctx context.Context, sel ast.Select
 			return typedObj
 		} else {
 			panic(fmt.Errorf("unexpected type %T; non-generated variants of SetLabelsResult must implement graphql.Marshaler", obj))
+		}
+	}
+}
+
+func (ec *executionContext) _UpdateHighlightResult(ctx context.Context, sel ast.SelectionSet, obj UpdateHighlightResult) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case UpdateHighlightSuccess:
+		return ec._UpdateHighlightSuccess(ctx, sel, &obj)
+	case *UpdateHighlightSuccess:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._UpdateHighlightSuccess(ctx, sel, obj)
+	case UpdateHighlightError:
+		return ec._UpdateHighlightError(ctx, sel, &obj)
+	case *UpdateHighlightError:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._UpdateHighlightError(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of UpdateHighlightResult must implement graphql.Marshaler", obj))
 		}
 	}
 }
@@ -14592,16 +15706,206 @@ func (ec *executionContext) _Article(ctx context.Context, sel ast.SelectionSet, 
 		case "contentHtml":
 			out.Values[i] = ec._Article_contentHtml(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "contentText":
 			out.Values[i] = ec._Article_contentText(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "id":
 			out.Values[i] = ec._Article_id(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "highlights":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Article_highlights(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var articleErrorImplementors = []string{"ArticleError", "ArticleResult"}
+
+func (ec *executionContext) _ArticleError(ctx context.Context, sel ast.SelectionSet, obj *ArticleError) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, articleErrorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ArticleError")
+		case "errorCodes":
+			out.Values[i] = ec._ArticleError_errorCodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var articleSuccessImplementors = []string{"ArticleSuccess", "ArticleResult"}
+
+func (ec *executionContext) _ArticleSuccess(ctx context.Context, sel ast.SelectionSet, obj *ArticleSuccess) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, articleSuccessImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ArticleSuccess")
+		case "article":
+			out.Values[i] = ec._ArticleSuccess_article(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var createHighlightErrorImplementors = []string{"CreateHighlightError", "CreateHighlightResult"}
+
+func (ec *executionContext) _CreateHighlightError(ctx context.Context, sel ast.SelectionSet, obj *CreateHighlightError) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, createHighlightErrorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CreateHighlightError")
+		case "errorCodes":
+			out.Values[i] = ec._CreateHighlightError_errorCodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var createHighlightSuccessImplementors = []string{"CreateHighlightSuccess", "CreateHighlightResult"}
+
+func (ec *executionContext) _CreateHighlightSuccess(ctx context.Context, sel ast.SelectionSet, obj *CreateHighlightSuccess) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, createHighlightSuccessImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CreateHighlightSuccess")
+		case "highlight":
+			out.Values[i] = ec._CreateHighlightSuccess_highlight(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -15328,6 +16632,82 @@ func (ec *executionContext) _Label(ctx context.Context, sel ast.SelectionSet, ob
 	return out
 }
 
+var labelsErrorImplementors = []string{"LabelsError", "LabelsResult"}
+
+func (ec *executionContext) _LabelsError(ctx context.Context, sel ast.SelectionSet, obj *LabelsError) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, labelsErrorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LabelsError")
+		case "errorCodes":
+			out.Values[i] = ec._LabelsError_errorCodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var labelsSuccessImplementors = []string{"LabelsSuccess", "LabelsResult"}
+
+func (ec *executionContext) _LabelsSuccess(ctx context.Context, sel ast.SelectionSet, obj *LabelsSuccess) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, labelsSuccessImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LabelsSuccess")
+		case "labels":
+			out.Values[i] = ec._LabelsSuccess_labels(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var mutationImplementors = []string{"Mutation"}
 
 func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -15631,6 +17011,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "updatePage":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_updatePage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "omnivoreCreateHighlight":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_omnivoreCreateHighlight(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updateHighlight":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateHighlight(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -16058,6 +17452,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_updatesSince(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "omnivoreLabels":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_omnivoreLabels(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "omnivoreArticle":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_omnivoreArticle(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -17049,6 +18487,82 @@ func (ec *executionContext) _SyncUpdatedItemEdge(ctx context.Context, sel ast.Se
 	return out
 }
 
+var updateHighlightErrorImplementors = []string{"UpdateHighlightError", "UpdateHighlightResult"}
+
+func (ec *executionContext) _UpdateHighlightError(ctx context.Context, sel ast.SelectionSet, obj *UpdateHighlightError) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, updateHighlightErrorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UpdateHighlightError")
+		case "errorCodes":
+			out.Values[i] = ec._UpdateHighlightError_errorCodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var updateHighlightSuccessImplementors = []string{"UpdateHighlightSuccess", "UpdateHighlightResult"}
+
+func (ec *executionContext) _UpdateHighlightSuccess(ctx context.Context, sel ast.SelectionSet, obj *UpdateHighlightSuccess) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, updateHighlightSuccessImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UpdateHighlightSuccess")
+		case "highlight":
+			out.Values[i] = ec._UpdateHighlightSuccess_highlight(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var updatePageErrorImplementors = []string{"UpdatePageError", "UpdatePageResult"}
 
 func (ec *executionContext) _UpdatePageError(ctx context.Context, sel ast.SelectionSet, obj *UpdatePageError) graphql.Marshaler {
@@ -18012,6 +19526,56 @@ func (ec *executionContext) marshalNArticle2ᚖgithubᚗcomᚋhearthkitᚋcaddy�
 	return ec._Article(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNArticleErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticleErrorCode(ctx context.Context, v any) (ArticleErrorCode, error) {
+	var res ArticleErrorCode
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNArticleErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticleErrorCode(ctx context.Context, sel ast.SelectionSet, v ArticleErrorCode) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNArticleErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticleErrorCodeᚄ(ctx context.Context, v any) ([]ArticleErrorCode, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]ArticleErrorCode, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNArticleErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticleErrorCode(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNArticleErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticleErrorCodeᚄ(ctx context.Context, sel ast.SelectionSet, v []ArticleErrorCode) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNArticleErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticleErrorCode(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNArticleResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticleResult(ctx context.Context, sel ast.SelectionSet, v ArticleResult) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ArticleResult(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -18048,9 +19612,59 @@ func (ec *executionContext) unmarshalNCreateApiTokenInput2githubᚗcomᚋhearthk
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNCreateHighlightErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐCreateHighlightErrorCode(ctx context.Context, v any) (CreateHighlightErrorCode, error) {
+	var res CreateHighlightErrorCode
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCreateHighlightErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐCreateHighlightErrorCode(ctx context.Context, sel ast.SelectionSet, v CreateHighlightErrorCode) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNCreateHighlightErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐCreateHighlightErrorCodeᚄ(ctx context.Context, v any) ([]CreateHighlightErrorCode, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]CreateHighlightErrorCode, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNCreateHighlightErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐCreateHighlightErrorCode(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNCreateHighlightErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐCreateHighlightErrorCodeᚄ(ctx context.Context, sel ast.SelectionSet, v []CreateHighlightErrorCode) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNCreateHighlightErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐCreateHighlightErrorCode(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalNCreateHighlightInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐCreateHighlightInput(ctx context.Context, v any) (CreateHighlightInput, error) {
 	res, err := ec.unmarshalInputCreateHighlightInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCreateHighlightResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐCreateHighlightResult(ctx context.Context, sel ast.SelectionSet, v CreateHighlightResult) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._CreateHighlightResult(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNCreateHighlightSegmentInput2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐCreateHighlightSegmentInputᚄ(ctx context.Context, v any) ([]*CreateHighlightSegmentInput, error) {
@@ -18285,6 +19899,22 @@ func (ec *executionContext) unmarshalNGetSavedItemInput2githubᚗcomᚋhearthkit
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNHighlight2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐHighlightᚄ(ctx context.Context, sel ast.SelectionSet, v []*Highlight) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNHighlight2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐHighlight(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNHighlight2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐHighlight(ctx context.Context, sel ast.SelectionSet, v *Highlight) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -18445,6 +20075,56 @@ func (ec *executionContext) marshalNLabel2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑ
 	return ec._Label(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNLabelsErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐLabelsErrorCode(ctx context.Context, v any) (LabelsErrorCode, error) {
+	var res LabelsErrorCode
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNLabelsErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐLabelsErrorCode(ctx context.Context, sel ast.SelectionSet, v LabelsErrorCode) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNLabelsErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐLabelsErrorCodeᚄ(ctx context.Context, v any) ([]LabelsErrorCode, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]LabelsErrorCode, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNLabelsErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐLabelsErrorCode(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNLabelsErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐLabelsErrorCodeᚄ(ctx context.Context, sel ast.SelectionSet, v []LabelsErrorCode) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNLabelsErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐLabelsErrorCode(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNLabelsResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐLabelsResult(ctx context.Context, sel ast.SelectionSet, v LabelsResult) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._LabelsResult(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNNewsletterSubscription2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐNewsletterSubscription(ctx context.Context, sel ast.SelectionSet, v *NewsletterSubscription) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -18453,6 +20133,11 @@ func (ec *executionContext) marshalNNewsletterSubscription2ᚖgithubᚗcomᚋhea
 		return graphql.Null
 	}
 	return ec._NewsletterSubscription(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNOmnivoreCreateHighlightInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐOmnivoreCreateHighlightInput(ctx context.Context, v any) (OmnivoreCreateHighlightInput, error) {
+	res, err := ec.unmarshalInputOmnivoreCreateHighlightInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *PageInfo) graphql.Marshaler {
@@ -18914,6 +20599,61 @@ func (ec *executionContext) unmarshalNUpdateAccountInput2githubᚗcomᚋhearthki
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNUpdateHighlightErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateHighlightErrorCode(ctx context.Context, v any) (UpdateHighlightErrorCode, error) {
+	var res UpdateHighlightErrorCode
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUpdateHighlightErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateHighlightErrorCode(ctx context.Context, sel ast.SelectionSet, v UpdateHighlightErrorCode) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNUpdateHighlightErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateHighlightErrorCodeᚄ(ctx context.Context, v any) ([]UpdateHighlightErrorCode, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]UpdateHighlightErrorCode, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNUpdateHighlightErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateHighlightErrorCode(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNUpdateHighlightErrorCode2ᚕgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateHighlightErrorCodeᚄ(ctx context.Context, sel ast.SelectionSet, v []UpdateHighlightErrorCode) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNUpdateHighlightErrorCode2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateHighlightErrorCode(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) unmarshalNUpdateHighlightInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateHighlightInput(ctx context.Context, v any) (UpdateHighlightInput, error) {
+	res, err := ec.unmarshalInputUpdateHighlightInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUpdateHighlightResult2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateHighlightResult(ctx context.Context, sel ast.SelectionSet, v UpdateHighlightResult) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._UpdateHighlightResult(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNUpdateLabelInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐUpdateLabelInput(ctx context.Context, v any) (UpdateLabelInput, error) {
 	res, err := ec.unmarshalInputUpdateLabelInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -19281,6 +21021,14 @@ func (ec *executionContext) marshalOArticle2ᚖgithubᚗcomᚋhearthkitᚋcaddy�
 	return ec._Article(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOArticleHighlightsInput2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticleHighlightsInput(ctx context.Context, v any) (*ArticleHighlightsInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputArticleHighlightsInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalOArticleSavingRequestStatus2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐArticleSavingRequestStatus(ctx context.Context, v any) (*ArticleSavingRequestStatus, error) {
 	if v == nil {
 		return nil, nil
@@ -19426,6 +21174,22 @@ func (ec *executionContext) marshalOHighlightSegment2ᚕᚖgithubᚗcomᚋhearth
 	return ret
 }
 
+func (ec *executionContext) unmarshalOHighlightType2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐHighlightType(ctx context.Context, v any) (*HighlightType, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(HighlightType)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOHighlightType2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐHighlightType(ctx context.Context, sel ast.SelectionSet, v *HighlightType) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
 func (ec *executionContext) unmarshalOID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
 	if v == nil {
 		return nil, nil
@@ -19566,6 +21330,22 @@ func (ec *executionContext) marshalONewsletterSubscription2ᚖgithubᚗcomᚋhea
 		return graphql.Null
 	}
 	return ec._NewsletterSubscription(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalORepresentationType2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐRepresentationType(ctx context.Context, v any) (*RepresentationType, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(RepresentationType)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalORepresentationType2ᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐRepresentationType(ctx context.Context, sel ast.SelectionSet, v *RepresentationType) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) unmarshalOSaveUrlLabelInput2ᚕᚖgithubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐSaveURLLabelInputᚄ(ctx context.Context, v any) ([]*SaveURLLabelInput, error) {

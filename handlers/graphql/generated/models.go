@@ -14,10 +14,22 @@ type ArchiveLinkResult interface {
 	IsArchiveLinkResult()
 }
 
+type ArticleResult interface {
+	IsArticleResult()
+}
+
+type CreateHighlightResult interface {
+	IsCreateHighlightResult()
+}
+
 type Entry interface {
 	IsEntry()
 	GetID() string
 	GetCreatedAt() time.Time
+}
+
+type LabelsResult interface {
+	IsLabelsResult()
 }
 
 type SaveResult interface {
@@ -34,6 +46,10 @@ type SetBookmarkArticleResult interface {
 
 type SetLabelsResult interface {
 	IsSetLabelsResult()
+}
+
+type UpdateHighlightResult interface {
+	IsUpdateHighlightResult()
 }
 
 type UpdatePageResult interface {
@@ -87,7 +103,25 @@ type Article struct {
 	ContentText string `json:"contentText"`
 	// Omnivore's: the saved item's id (setBookmarkArticle answers with it).
 	ID *string `json:"id,omitempty"`
+	// Omnivore's: the item's highlights and notes, in the page's order, the notes last (includeFriends is Omnivore's: Hearth has no friends' highlights).
+	Highlights []*Highlight `json:"highlights"`
 }
+
+type ArticleError struct {
+	ErrorCodes []ArticleErrorCode `json:"errorCodes"`
+}
+
+func (ArticleError) IsArticleResult() {}
+
+type ArticleHighlightsInput struct {
+	IncludeFriends *bool `json:"includeFriends,omitempty"`
+}
+
+type ArticleSuccess struct {
+	Article *Article `json:"article"`
+}
+
+func (ArticleSuccess) IsArticleResult() {}
 
 type CreateAccountInput struct {
 	EmailAddress string `json:"emailAddress"`
@@ -99,6 +133,12 @@ type CreateAPITokenInput struct {
 	Name   string         `json:"name"`
 	Expiry APITokenExpiry `json:"expiry"`
 }
+
+type CreateHighlightError struct {
+	ErrorCodes []CreateHighlightErrorCode `json:"errorCodes"`
+}
+
+func (CreateHighlightError) IsCreateHighlightResult() {}
 
 type CreateHighlightInput struct {
 	SavedItemID string                         `json:"savedItemId"`
@@ -115,6 +155,12 @@ type CreateHighlightSegmentInput struct {
 	EndOffset   int     `json:"endOffset"`
 	Text        *string `json:"text,omitempty"`
 }
+
+type CreateHighlightSuccess struct {
+	Highlight *Highlight `json:"highlight"`
+}
+
+func (CreateHighlightSuccess) IsCreateHighlightResult() {}
 
 type CreateLabelInput struct {
 	Name  string `json:"name"`
@@ -316,6 +362,18 @@ type Label struct {
 	Position *int `json:"position,omitempty"`
 }
 
+type LabelsError struct {
+	ErrorCodes []LabelsErrorCode `json:"errorCodes"`
+}
+
+func (LabelsError) IsLabelsResult() {}
+
+type LabelsSuccess struct {
+	Labels []*Label `json:"labels"`
+}
+
+func (LabelsSuccess) IsLabelsResult() {}
+
 type Mutation struct {
 }
 
@@ -333,6 +391,38 @@ type NewsletterSubscription struct {
 	LastReceivedAt         *time.Time                   `json:"lastReceivedAt,omitempty"`
 	UnsubscribeURL         *string                      `json:"unsubscribeUrl,omitempty"`
 	UnsubscribeAttemptedAt *time.Time                   `json:"unsubscribeAttemptedAt,omitempty"`
+}
+
+// Omnivore's CreateHighlightInput (Inboxt's CreateHighlightInput has another shape); at /omnivore/api/graphql a variable names it CreateHighlightInput. Hearth's ids are its own: id and shortId are not kept.
+type OmnivoreCreateHighlightInput struct {
+	ID      string `json:"id"`
+	ShortID string `json:"shortId"`
+	// The item's id.
+	ArticleID string `json:"articleId"`
+	// Not kept: Hearth locates a highlight by its text, not by a patch.
+	Patch *string `json:"patch,omitempty"`
+	// A HIGHLIGHT's text (required for one).
+	Quote *string `json:"quote,omitempty"`
+	// The text before the quote.
+	Prefix *string `json:"prefix,omitempty"`
+	// The text after the quote.
+	Suffix *string `json:"suffix,omitempty"`
+	// The note (a NOTE's text, required for one).
+	Annotation *string `json:"annotation,omitempty"`
+	// Not kept.
+	SharedAt *time.Time `json:"sharedAt,omitempty"`
+	// Not kept: Hearth computes it.
+	HighlightPositionPercent *float64 `json:"highlightPositionPercent,omitempty"`
+	// Not kept.
+	HighlightPositionAnchorIndex *int `json:"highlightPositionAnchorIndex,omitempty"`
+	// NOTE or HIGHLIGHT (the default); REDACTION is BAD_DATA.
+	Type *HighlightType `json:"type,omitempty"`
+	// Not kept.
+	HTML *string `json:"html,omitempty"`
+	// Not kept: Hearth's highlights have no colour.
+	Color *string `json:"color,omitempty"`
+	// Not kept.
+	Representation *RepresentationType `json:"representation,omitempty"`
 }
 
 type PageInfo struct {
@@ -599,6 +689,28 @@ type UpdateAccountInput struct {
 	Username     *string `json:"username,omitempty"`
 }
 
+type UpdateHighlightError struct {
+	ErrorCodes []UpdateHighlightErrorCode `json:"errorCodes"`
+}
+
+func (UpdateHighlightError) IsUpdateHighlightResult() {}
+
+// Omnivore's UpdateHighlightInput: the annotation is kept; quote, html, color and sharedAt are not.
+type UpdateHighlightInput struct {
+	HighlightID string     `json:"highlightId"`
+	Annotation  *string    `json:"annotation,omitempty"`
+	SharedAt    *time.Time `json:"sharedAt,omitempty"`
+	Quote       *string    `json:"quote,omitempty"`
+	HTML        *string    `json:"html,omitempty"`
+	Color       *string    `json:"color,omitempty"`
+}
+
+type UpdateHighlightSuccess struct {
+	Highlight *Highlight `json:"highlight"`
+}
+
+func (UpdateHighlightSuccess) IsUpdateHighlightResult() {}
+
 type UpdateLabelInput struct {
 	ID    string `json:"id"`
 	Name  string `json:"name"`
@@ -833,6 +945,63 @@ func (e ArchiveLinkErrorCode) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+type ArticleErrorCode string
+
+const (
+	ArticleErrorCodeNotFound     ArticleErrorCode = "NOT_FOUND"
+	ArticleErrorCodeBadData      ArticleErrorCode = "BAD_DATA"
+	ArticleErrorCodeUnauthorized ArticleErrorCode = "UNAUTHORIZED"
+)
+
+var AllArticleErrorCode = []ArticleErrorCode{
+	ArticleErrorCodeNotFound,
+	ArticleErrorCodeBadData,
+	ArticleErrorCodeUnauthorized,
+}
+
+func (e ArticleErrorCode) IsValid() bool {
+	switch e {
+	case ArticleErrorCodeNotFound, ArticleErrorCodeBadData, ArticleErrorCodeUnauthorized:
+		return true
+	}
+	return false
+}
+
+func (e ArticleErrorCode) String() string {
+	return string(e)
+}
+
+func (e *ArticleErrorCode) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ArticleErrorCode(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ArticleErrorCode", str)
+	}
+	return nil
+}
+
+func (e ArticleErrorCode) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ArticleErrorCode) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ArticleErrorCode) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 type ArticleSavingRequestStatus string
 
 const (
@@ -948,6 +1117,67 @@ func (e *ContentReader) UnmarshalJSON(b []byte) error {
 }
 
 func (e ContentReader) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type CreateHighlightErrorCode string
+
+const (
+	CreateHighlightErrorCodeUnauthorized  CreateHighlightErrorCode = "UNAUTHORIZED"
+	CreateHighlightErrorCodeForbidden     CreateHighlightErrorCode = "FORBIDDEN"
+	CreateHighlightErrorCodeBadData       CreateHighlightErrorCode = "BAD_DATA"
+	CreateHighlightErrorCodeNotFound      CreateHighlightErrorCode = "NOT_FOUND"
+	CreateHighlightErrorCodeAlreadyExists CreateHighlightErrorCode = "ALREADY_EXISTS"
+)
+
+var AllCreateHighlightErrorCode = []CreateHighlightErrorCode{
+	CreateHighlightErrorCodeUnauthorized,
+	CreateHighlightErrorCodeForbidden,
+	CreateHighlightErrorCodeBadData,
+	CreateHighlightErrorCodeNotFound,
+	CreateHighlightErrorCodeAlreadyExists,
+}
+
+func (e CreateHighlightErrorCode) IsValid() bool {
+	switch e {
+	case CreateHighlightErrorCodeUnauthorized, CreateHighlightErrorCodeForbidden, CreateHighlightErrorCodeBadData, CreateHighlightErrorCodeNotFound, CreateHighlightErrorCodeAlreadyExists:
+		return true
+	}
+	return false
+}
+
+func (e CreateHighlightErrorCode) String() string {
+	return string(e)
+}
+
+func (e *CreateHighlightErrorCode) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = CreateHighlightErrorCode(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid CreateHighlightErrorCode", str)
+	}
+	return nil
+}
+
+func (e CreateHighlightErrorCode) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *CreateHighlightErrorCode) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e CreateHighlightErrorCode) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
@@ -1130,7 +1360,7 @@ func (e ExportType) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Omnivore's kinds of highlight: Hearth's are all HIGHLIGHT.
+// Omnivore's kinds of highlight: a note on the item as a whole is a NOTE (it has no quote), the others are HIGHLIGHT.
 type HighlightType string
 
 const (
@@ -1248,6 +1478,63 @@ func (e ImportState) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+type LabelsErrorCode string
+
+const (
+	LabelsErrorCodeUnauthorized LabelsErrorCode = "UNAUTHORIZED"
+	LabelsErrorCodeBadRequest   LabelsErrorCode = "BAD_REQUEST"
+	LabelsErrorCodeNotFound     LabelsErrorCode = "NOT_FOUND"
+)
+
+var AllLabelsErrorCode = []LabelsErrorCode{
+	LabelsErrorCodeUnauthorized,
+	LabelsErrorCodeBadRequest,
+	LabelsErrorCodeNotFound,
+}
+
+func (e LabelsErrorCode) IsValid() bool {
+	switch e {
+	case LabelsErrorCodeUnauthorized, LabelsErrorCodeBadRequest, LabelsErrorCodeNotFound:
+		return true
+	}
+	return false
+}
+
+func (e LabelsErrorCode) String() string {
+	return string(e)
+}
+
+func (e *LabelsErrorCode) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = LabelsErrorCode(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid LabelsErrorCode", str)
+	}
+	return nil
+}
+
+func (e LabelsErrorCode) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *LabelsErrorCode) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e LabelsErrorCode) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 type PageType string
 
 const (
@@ -1314,6 +1601,61 @@ func (e *PageType) UnmarshalJSON(b []byte) error {
 }
 
 func (e PageType) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type RepresentationType string
+
+const (
+	RepresentationTypeContent     RepresentationType = "CONTENT"
+	RepresentationTypeFeedContent RepresentationType = "FEED_CONTENT"
+)
+
+var AllRepresentationType = []RepresentationType{
+	RepresentationTypeContent,
+	RepresentationTypeFeedContent,
+}
+
+func (e RepresentationType) IsValid() bool {
+	switch e {
+	case RepresentationTypeContent, RepresentationTypeFeedContent:
+		return true
+	}
+	return false
+}
+
+func (e RepresentationType) String() string {
+	return string(e)
+}
+
+func (e *RepresentationType) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = RepresentationType(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid RepresentationType", str)
+	}
+	return nil
+}
+
+func (e RepresentationType) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *RepresentationType) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e RepresentationType) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
@@ -1594,6 +1936,65 @@ func (e *SortDirection) UnmarshalJSON(b []byte) error {
 }
 
 func (e SortDirection) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type UpdateHighlightErrorCode string
+
+const (
+	UpdateHighlightErrorCodeUnauthorized UpdateHighlightErrorCode = "UNAUTHORIZED"
+	UpdateHighlightErrorCodeForbidden    UpdateHighlightErrorCode = "FORBIDDEN"
+	UpdateHighlightErrorCodeNotFound     UpdateHighlightErrorCode = "NOT_FOUND"
+	UpdateHighlightErrorCodeBadData      UpdateHighlightErrorCode = "BAD_DATA"
+)
+
+var AllUpdateHighlightErrorCode = []UpdateHighlightErrorCode{
+	UpdateHighlightErrorCodeUnauthorized,
+	UpdateHighlightErrorCodeForbidden,
+	UpdateHighlightErrorCodeNotFound,
+	UpdateHighlightErrorCodeBadData,
+}
+
+func (e UpdateHighlightErrorCode) IsValid() bool {
+	switch e {
+	case UpdateHighlightErrorCodeUnauthorized, UpdateHighlightErrorCodeForbidden, UpdateHighlightErrorCodeNotFound, UpdateHighlightErrorCodeBadData:
+		return true
+	}
+	return false
+}
+
+func (e UpdateHighlightErrorCode) String() string {
+	return string(e)
+}
+
+func (e *UpdateHighlightErrorCode) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = UpdateHighlightErrorCode(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid UpdateHighlightErrorCode", str)
+	}
+	return nil
+}
+
+func (e UpdateHighlightErrorCode) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *UpdateHighlightErrorCode) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e UpdateHighlightErrorCode) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
