@@ -4,9 +4,9 @@ package graphql
 // setBookmarkArticle (web-extensions/extension-v3/src/scripts/omnivore-api.ts,
 // omnivore-app/omnivore @322ce62): savePage, its toolbar's setLinkArchived,
 // setLabels and updatePage; its label picker's labels and its "Add note"'s
-// article, createHighlight and updateHighlight, which are Omnivore's at
-// OmnivorePath only (Inboxt's labels and createHighlight hold those names
-// at Path: omnivore_path.go). The extension reads only errorCodes (and,
+// article, createHighlight and updateHighlight (labels and createHighlight
+// are Omnivore's at OmnivorePath only: Inboxt's hold those names at Path,
+// omnivore_path.go). The extension reads only errorCodes (and,
 // after savePage, clientRequestId, the id it then names the item by), and
 // reads them from the answer's data: a GraphQL error (no data) leaves its
 // toolbar waiting, so a refusal it can be told of is an error type, as
@@ -221,14 +221,13 @@ func (r *queryResolver) OmnivoreLabels(ctx context.Context) (generated.LabelsRes
 	return &generated.LabelsSuccess{Labels: toLabels(ls)}, nil
 }
 
-// OmnivoreArticle is Omnivore's article (getArticleResolver,
-// resolvers/article/index.ts @322ce62), served as article at
-// OmnivorePath: the member's item whose id is slug, as Omnivore took an
+// Article is Omnivore's article (getArticleResolver,
+// resolvers/article/index.ts @322ce62): the member's item whose id is slug, as Omnivore took an
 // id there (the extension sends the id savePage answered). Hearth's
 // slugs (SearchItem.slug) are not unique, so they name no item here.
 // username is always the caller, as there. The content is read only when
 // the query selects it: the extension asks for the highlights alone.
-func (r *queryResolver) OmnivoreArticle(ctx context.Context, _ string, slug string, _ *string) (generated.ArticleResult, error) {
+func (r *queryResolver) Article(ctx context.Context, _ string, slug string, _ *string) (generated.ArticleResult, error) {
 	id, err := memberID(ctx)
 	if err != nil {
 		return articleError(generated.ArticleErrorCodeUnauthorized), nil
@@ -295,8 +294,11 @@ func (r *articleResolver) Highlights(ctx context.Context, obj *generated.Article
 // OmnivoreCreateHighlight is Omnivore's createHighlight
 // (createHighlightResolver, resolvers/highlight/index.ts @322ce62), served
 // as createHighlight at OmnivorePath. A NOTE (the extension's "Add note")
-// is a note on the item as a whole (library.Store.CreateNote), its text
-// the annotation. A HIGHLIGHT keeps its quote as an import keeps one
+// is added to the item's note, a note on the item as a whole, which the
+// first makes (library.Store.AddNote): the answer is that note. The
+// extension means to add to the NOTE it finds, but looks for it where
+// Omnivore's answer does not have it (data.article.highlights), so on
+// Omnivore's server each of its notes was another NOTE. A HIGHLIGHT keeps its quote as an import keeps one
 // without a place (library.Unplaced), and is placed in the item's text
 // when the quote is found there, as an imported quote is once the page is
 // fetched. Omnivore located it with its patch, which Hearth does not
@@ -317,7 +319,7 @@ func (r *mutationResolver) OmnivoreCreateHighlight(ctx context.Context, in gener
 	var h *library.Highlight
 	switch {
 	case in.Type != nil && *in.Type == generated.HighlightTypeNote:
-		h, err = lib.CreateNote(ctx, id, in.ArticleID, annotation)
+		h, err = lib.AddNote(ctx, id, in.ArticleID, annotation)
 	case in.Type == nil || *in.Type == generated.HighlightTypeHighlight:
 		if in.Quote == nil || strings.TrimSpace(*in.Quote) == "" {
 			return createHighlightError(generated.CreateHighlightErrorCodeBadData), nil

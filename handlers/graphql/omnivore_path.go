@@ -36,7 +36,6 @@ type omnivoreName struct{ on, name string }
 // @322ce62) that this schema holds under Hearth's: the one table of them.
 var omnivoreRenames = map[omnivoreName]string{
 	{"Query", "labels"}:             "omnivoreLabels",
-	{"Query", "article"}:            "omnivoreArticle",
 	{"Mutation", "createHighlight"}: "omnivoreCreateHighlight",
 	// Omnivore's input of createHighlight, which its clients name in
 	// their variables; Inboxt's has this name here.
@@ -60,8 +59,11 @@ func omnivoreQuery(query string) string {
 	var edits []nameEdit
 	for _, op := range doc.Operations {
 		root := "Query"
-		if op.Operation == ast.Mutation {
+		switch op.Operation {
+		case ast.Mutation:
 			root = "Mutation"
+		case ast.Subscription:
+			continue // none in the schema: gqlgen refuses it as written
 		}
 		edits = renameRootFields(edits, src, op.SelectionSet, root)
 		for _, v := range op.VariableDefinitions {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 
@@ -273,6 +272,15 @@ func TestOmnivorePathAddsNotes(t *testing.T) {
 		t.Fatalf("search's highlights = %+v", h)
 	}
 
+	// "Add note" again: added to the item's note.
+	note["id"], note["annotation"] = "5e0d8f3a-0c1b-4d2e-8f3a-6b7c8d9e0f1a", "Shape at nine."
+	if again := e.omnivoreOK(e.token, extCreateHighlight, map[string]any{"input": note}).Data["createHighlight"]; again == nil || again.Highlight == nil || again.Highlight.ID != c.Highlight.ID {
+		t.Fatalf("createHighlight again = %+v", again)
+	}
+	if hs := article(); len(hs) != 1 || *hs[0].Annotation != "Feed the starter at eight.\n\nShape at nine." {
+		t.Fatalf("after a second note: %+v", hs)
+	}
+
 	// updateHighlight, as the extension sends it for a NOTE it finds.
 	u := e.omnivoreOK(e.token, extUpdateHighlight, map[string]any{"input": map[string]any{"highlightId": c.Highlight.ID, "annotation": "Feed the starter at eight.\n\nAnd at six."}}).Data["updateHighlight"]
 	if u == nil || u.ErrorCodes != nil || u.Highlight == nil || u.Highlight.ID != c.Highlight.ID {
@@ -474,7 +482,7 @@ func TestOmnivorePathHoldsTheScopes(t *testing.T) {
 			t.Errorf("%s: createHighlight %s, setLabels %s (%.300s)", cred, create, setLabels, body)
 		}
 	}
-	// Only the credentials that may write made a note.
+	// Only the credentials that may write added to the item's note.
 	hs, err := library.Of(w.store).ItemHighlights(t.Context(), w.member.ID, w.item.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -482,11 +490,10 @@ func TestOmnivorePathHoldsTheScopes(t *testing.T) {
 	var notes []string
 	for _, h := range hs {
 		if h.IsNote() {
-			notes = append(notes, strings.TrimPrefix(h.Note, "by "))
+			notes = append(notes, h.Note)
 		}
 	}
-	slices.Sort(notes)
-	if strings.Join(notes, ",") != "API token,read write,session" {
-		t.Fatalf("notes made by %v", notes)
+	if strings.Join(notes, "|") != "by session\n\nby API token\n\nby read write" {
+		t.Fatalf("notes %q", notes)
 	}
 }

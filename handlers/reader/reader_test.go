@@ -460,7 +460,7 @@ func TestCrossSiteFormsAreRefused(t *testing.T) {
 func TestReaderShowsANoteOnTheItem(t *testing.T) {
 	f := newFixture(t)
 	it := f.save("Levain", "one.example", 400, library.NewItem{})
-	if _, err := library.Of(f.store).CreateNote(context.Background(), f.member.ID, it.ID, "Feed it twice a day."); err != nil {
+	if _, err := library.Of(f.store).AddNote(context.Background(), f.member.ID, it.ID, "Feed it twice a day."); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/library/item/" + it.ID, "/library?q=type%3Ahighlight"} {

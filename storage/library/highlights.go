@@ -112,24 +112,6 @@ func (s Store) CreateHighlight(ctx context.Context, memberID, itemID string, seg
 	if err := validateSegments(segs); err != nil {
 		return nil, err
 	}
-	return s.createHighlight(ctx, memberID, itemID, segs, note)
-}
-
-// CreateNote adds a note on one of the member's items as a whole: a
-// highlight without segments (IsNote), as Omnivore's highlights of type
-// NOTE are, the note its browser extension writes on the page it saved.
-func (s Store) CreateNote(ctx context.Context, memberID, itemID, note string) (*Highlight, error) {
-	if strings.TrimSpace(note) == "" {
-		return nil, storage.Invalid("a note needs text")
-	}
-	return s.createHighlight(ctx, memberID, itemID, nil, note)
-}
-
-// IsNote reports whether h is a note on its item as a whole (CreateNote)
-// rather than on a passage.
-func (h *Highlight) IsNote() bool { return len(h.Segments) == 0 }
-
-func (s Store) createHighlight(ctx context.Context, memberID, itemID string, segs []HighlightSegment, note string) (*Highlight, error) {
 	note, err := cleanText(note, MaxNoteLen, "note")
 	if err != nil {
 		return nil, err
@@ -154,6 +136,75 @@ func (s Store) createHighlight(ctx context.Context, memberID, itemID string, seg
 	})
 	return out, err
 }
+
+// AddNote adds text to the member's note on one of their items as a
+// whole: a highlight without segments (IsNote), as Omnivore's highlights
+// of type NOTE are. An item has one note: the first text makes it, and
+// each later one is added to it after a blank line, as Omnivore's browser
+// extension meant its "Add note" to add to the note there was
+// (addNoteToLibraryItem in its background script). It moves the item's
+// updatedAt.
+func (s Store) AddNote(ctx context.Context, memberID, itemID, text string) (*Highlight, error) {
+	text, err := cleanText(text, MaxNoteLen, "note")
+	if err != nil {
+		return nil, err
+	}
+	if text == "" {
+		return nil, storage.Invalid("a note needs text")
+	}
+	var out *Highlight
+	err = s.st.Update(ctx, func(tx *storage.Tx) error {
+		var it SavedItem
+		if err := getItem(tx, itemKey(memberID, itemID), &it); err != nil {
+			return err
+		}
+		note, err := itemNote(tx, memberID, itemID)
+		if err != nil {
+			return err
+		}
+		if note != nil {
+			joined, err := cleanText(note.Note+"\n\n"+text, MaxNoteLen, "note")
+			if err != nil {
+				return err
+			}
+			out = note
+			return putHighlightNote(tx, memberID, note, joined)
+		}
+		t := storage.Now()
+		if out, err = putNewHighlight(tx, &it, nil, text, t, t, 0); err != nil {
+			return err
+		}
+		return touchItems(tx, memberID, []string{itemID}, func(it *SavedItem) { it.HighlightCount++ })
+	})
+	return out, err
+}
+
+// itemNote is the item's note (the first of its highlights without
+// segments), or nil.
+func itemNote(tx *storage.Tx, memberID, itemID string) (*Highlight, error) {
+	var note *Highlight
+	prefix := storage.Key("u", memberID, "gql", "ih", itemID, "")
+	err := tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		var h Highlight
+		err := tx.GetJSON(highlightKey(memberID, string(k[len(prefix):])), &h)
+		if errors.Is(err, storage.ErrNotFound) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if h.IsNote() {
+			note = &h
+			return false, nil
+		}
+		return true, nil
+	})
+	return note, err
+}
+
+// IsNote reports whether h is a note on its item as a whole (AddNote)
+// rather than on a passage.
+func (h *Highlight) IsNote() bool { return len(h.Segments) == 0 }
 
 // putNewHighlight writes a new highlight of it (validated segments and
 // note) with its keys; the caller counts it in it.HighlightCount.

@@ -148,24 +148,36 @@ func TestHighlightsFollowTheirItemsTitle(t *testing.T) {
 	}
 }
 
-// A note on an item as a whole is a highlight without segments: counted
-// in the item's highlights, listed with them, its note changed in place;
-// an empty note, or an item the member has not, is refused.
-func TestCreateNote(t *testing.T) {
+// A note on an item as a whole is a highlight without segments, one per
+// item: counted in the item's highlights, listed with them, each later
+// text added to it after a blank line, its note changed in place; an
+// empty note, one past the limit, or an item the member has not, is
+// refused and changes nothing.
+func TestAddNote(t *testing.T) {
 	st, m := openSavedTest(t)
 	item := saveN(t, st, m.ID, 1)[0]
-	n, err := Of(st).CreateNote(t.Context(), m.ID, item.ID, "  Bake at dawn.  ")
+	n, err := Of(st).AddNote(t.Context(), m.ID, item.ID, "  Bake at dawn.  ")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !n.IsNote() || n.Note != "Bake at dawn." || n.SavedItemID != item.ID {
 		t.Fatalf("note = %+v", n)
 	}
-	if _, err := Of(st).CreateNote(t.Context(), m.ID, item.ID, " \n "); !storage.IsInvalid(err) {
-		t.Fatalf("an empty note: %v", err)
+	again, err := Of(st).AddNote(t.Context(), m.ID, item.ID, "Then rest.")
+	if err != nil || again.ID != n.ID || again.Note != "Bake at dawn.\n\nThen rest." {
+		t.Fatalf("a second note = %+v, %v", again, err)
 	}
-	if _, err := Of(st).CreateNote(t.Context(), m.ID, "nope", "x"); !errors.Is(err, storage.ErrNotFound) {
+	for name, text := range map[string]string{"empty": " \n ", "too long": strings.Repeat("x", MaxNoteLen)} {
+		if _, err := Of(st).AddNote(t.Context(), m.ID, item.ID, text); !storage.IsInvalid(err) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := Of(st).AddNote(t.Context(), m.ID, "nope", "x"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("a note on no item: %v", err)
+	}
+	got, err := Of(st).Highlight(t.Context(), m.ID, n.ID)
+	if err != nil || !got.IsNote() || got.Note != "Bake at dawn.\n\nThen rest." {
+		t.Fatalf("Highlight = %+v, %v", got, err)
 	}
 	if _, err := Of(st).SetHighlightNote(t.Context(), m.ID, n.ID, "Bake at noon."); err != nil {
 		t.Fatal(err)
@@ -174,11 +186,7 @@ func TestCreateNote(t *testing.T) {
 	if err != nil || it.HighlightCount != 1 {
 		t.Fatalf("item = %+v, %v", it, err)
 	}
-	got, err := Of(st).Highlight(t.Context(), m.ID, n.ID)
-	if err != nil || !got.IsNote() || got.Note != "Bake at noon." {
-		t.Fatalf("Highlight = %+v, %v", got, err)
-	}
-	if hs, err := Of(st).ItemHighlights(t.Context(), m.ID, item.ID); err != nil || len(hs) != 1 || hs[0].ID != n.ID {
+	if hs, err := Of(st).ItemHighlights(t.Context(), m.ID, item.ID); err != nil || len(hs) != 1 || hs[0].ID != n.ID || hs[0].Note != "Bake at noon." {
 		t.Fatalf("ItemHighlights = %+v, %v", hs, err)
 	}
 }

@@ -64,24 +64,30 @@ func (s Store) SetHighlightNote(ctx context.Context, memberID, id, note string) 
 		if err := tx.GetJSON(highlightKey(memberID, id), &h); err != nil {
 			return err
 		}
-		old := highlightIndexKeys(memberID, &h)[1]
-		h.Note = note
-		if t := storage.Now(); t.After(h.UpdatedAt) {
-			h.UpdatedAt = t
-		}
-		if err := tx.Delete(old); err != nil {
-			return err
-		}
-		if err := tx.Put(highlightIndexKeys(memberID, &h)[1], nil, 0); err != nil {
-			return err
-		}
-		if err := tx.PutJSON(highlightKey(memberID, h.ID), &h, 0); err != nil {
-			return err
-		}
-		return touchItems(tx, memberID, []string{h.SavedItemID}, nil)
+		return putHighlightNote(tx, memberID, &h, note)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &h, nil
+}
+
+// putHighlightNote gives h the (cleaned) note, moving its updatedAt and its
+// item's.
+func putHighlightNote(tx *storage.Tx, memberID string, h *Highlight, note string) error {
+	old := highlightIndexKeys(memberID, h)[1]
+	h.Note = note
+	if t := storage.Now(); t.After(h.UpdatedAt) {
+		h.UpdatedAt = t
+	}
+	if err := tx.Delete(old); err != nil {
+		return err
+	}
+	if err := tx.Put(highlightIndexKeys(memberID, h)[1], nil, 0); err != nil {
+		return err
+	}
+	if err := tx.PutJSON(highlightKey(memberID, h.ID), h, 0); err != nil {
+		return err
+	}
+	return touchItems(tx, memberID, []string{h.SavedItemID}, nil)
 }

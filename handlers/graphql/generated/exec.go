@@ -261,12 +261,12 @@ type ComplexityRoot struct {
 
 	Query struct {
 		APITokens             func(childComplexity int) int
+		Article               func(childComplexity int, username string, slug string, format *string) int
 		Entries               func(childComplexity int, query GetEntriesInput) int
 		ImportJobs            func(childComplexity int) int
 		InboundEmailAddresses func(childComplexity int) int
 		Labels                func(childComplexity int) int
 		Me                    func(childComplexity int) int
-		OmnivoreArticle       func(childComplexity int, username string, slug string, format *string) int
 		OmnivoreLabels        func(childComplexity int) int
 		SavedItem             func(childComplexity int, query GetSavedItemInput) int
 		SavedQueries          func(childComplexity int) int
@@ -506,7 +506,7 @@ type QueryResolver interface {
 	Search(ctx context.Context, after *string, first *int, query *string, includeContent *bool, format *string) (SearchResult, error)
 	UpdatesSince(ctx context.Context, after *string, first *int, since time.Time, folder *string) (UpdatesSinceResult, error)
 	OmnivoreLabels(ctx context.Context) (LabelsResult, error)
-	OmnivoreArticle(ctx context.Context, username string, slug string, format *string) (ArticleResult, error)
+	Article(ctx context.Context, username string, slug string, format *string) (ArticleResult, error)
 }
 type SavedItemResolver interface {
 	Article(ctx context.Context, obj *SavedItem) (*Article, error)
@@ -1642,6 +1642,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.APITokens(childComplexity), true
+	case "Query.article":
+		if e.ComplexityRoot.Query.Article == nil {
+			break
+		}
+
+		args, err := ec.field_Query_article_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Article(childComplexity, args["username"].(string), args["slug"].(string), args["format"].(*string)), true
 	case "Query.entries":
 		if e.ComplexityRoot.Query.Entries == nil {
 			break
@@ -1678,17 +1689,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Me(childComplexity), true
-	case "Query.omnivoreArticle":
-		if e.ComplexityRoot.Query.OmnivoreArticle == nil {
-			break
-		}
-
-		args, err := ec.field_Query_omnivoreArticle_args(ctx, rawArgs)
-		if err != nil {
-			return 0, false
-		}
-
-		return e.ComplexityRoot.Query.OmnivoreArticle(childComplexity, args["username"].(string), args["slug"].(string), args["format"].(*string)), true
 	case "Query.omnivoreLabels":
 		if e.ComplexityRoot.Query.OmnivoreLabels == nil {
 			break
@@ -2957,9 +2957,8 @@ input UpdateSavedItemStatusInput {
 # the fields these clients read are served (see docs/omnivore.md).
 #
 # Omnivore's root fields whose names Inboxt's already hold here (labels,
-# createHighlight, with the input type CreateHighlightInput) and its
-# article (beside them) are in this schema under Hearth's names
-# (omnivoreLabels, omnivoreArticle, omnivoreCreateHighlight,
+# createHighlight, with the input type CreateHighlightInput) are in this
+# schema under Hearth's names (omnivoreLabels, omnivoreCreateHighlight,
 # OmnivoreCreateHighlightInput). At OmnivorePath, the endpoint of
 # Omnivore's operations alone, a client's query names them by Omnivore's
 # names and gets its answer under them (omnivore_path.go).
@@ -2974,8 +2973,8 @@ extend type Query {
   updatesSince(after: String, first: Int, since: Date!, folder: String): UpdatesSinceResult!
   "Omnivore's labels (its root field labels at /omnivore/api/graphql): the member's labels, in their order."
   omnivoreLabels: LabelsResult!
-  "Omnivore's article (its root field article at /omnivore/api/graphql): the member's item of id slug (Omnivore also took its slug; Hearth's slugs are not unique). username is Omnivore's and names the member (its clients send me); format is not served."
-  omnivoreArticle(username: String!, slug: String!, format: String): ArticleResult!
+  "Omnivore's article: the member's item of id slug (Omnivore also took its slug; Hearth's slugs are not unique). username is Omnivore's and names the member (its clients send me); format is not served."
+  article(username: String!, slug: String!, format: String): ArticleResult!
 }
 
 extend type Mutation {
@@ -2991,7 +2990,7 @@ extend type Mutation {
   setLabels(input: SetLabelsInput!): SetLabelsResult!
   "Omnivore's: changes the item's title, description or author (byline)."
   updatePage(input: UpdatePageInput!): UpdatePageResult!
-  "Omnivore's createHighlight (its root field at /omnivore/api/graphql): a NOTE is a note on the item as a whole; a HIGHLIGHT keeps its quote, placed in the item's text when it is found there."
+  "Omnivore's createHighlight (its root field at /omnivore/api/graphql): a NOTE is added to the item's note (a note on the item as a whole, made by the first); a HIGHLIGHT keeps its quote, placed in the item's text when it is found there."
   omnivoreCreateHighlight(input: OmnivoreCreateHighlightInput!): CreateHighlightResult!
   "Omnivore's: changes a highlight's note (annotation)."
   updateHighlight(input: UpdateHighlightInput!): UpdateHighlightResult!
@@ -4715,21 +4714,7 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 	return args, nil
 }
 
-func (ec *executionContext) field_Query_entries_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
-	var err error
-	args := map[string]any{}
-	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "query",
-		func(ctx context.Context, v any) (GetEntriesInput, error) {
-			return ec.unmarshalNGetEntriesInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐGetEntriesInput(ctx, v)
-		})
-	if err != nil {
-		return nil, err
-	}
-	args["query"] = arg0
-	return args, nil
-}
-
-func (ec *executionContext) field_Query_omnivoreArticle_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+func (ec *executionContext) field_Query_article_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "username",
@@ -4756,6 +4741,20 @@ func (ec *executionContext) field_Query_omnivoreArticle_args(ctx context.Context
 		return nil, err
 	}
 	args["format"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_entries_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "query",
+		func(ctx context.Context, v any) (GetEntriesInput, error) {
+			return ec.unmarshalNGetEntriesInput2githubᚗcomᚋhearthkitᚋcaddyᚑhearthᚋhandlersᚋgraphqlᚋgeneratedᚐGetEntriesInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["query"] = arg0
 	return args, nil
 }
 
@@ -9636,17 +9635,17 @@ func (ec *executionContext) fieldContext_Query_omnivoreLabels(_ context.Context,
 	return graphql.NewScalarFieldContext("Query", field, true, true, errors.New("field of type LabelsResult does not have child fields"))
 }
 
-func (ec *executionContext) _Query_omnivoreArticle(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+func (ec *executionContext) _Query_article(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_Query_omnivoreArticle(ctx, field)
+			return ec.fieldContext_Query_article(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().OmnivoreArticle(ctx, fc.Args["username"].(string), fc.Args["slug"].(string), fc.Args["format"].(*string))
+			return ec.Resolvers.Query().Article(ctx, fc.Args["username"].(string), fc.Args["slug"].(string), fc.Args["format"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v ArticleResult) graphql.Marshaler {
@@ -9656,7 +9655,7 @@ func (ec *executionContext) _Query_omnivoreArticle(ctx context.Context, field gr
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Query_omnivoreArticle(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_Query_article(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "Query",
 		Field:      field,
@@ -9673,7 +9672,7 @@ func (ec *executionContext) fieldContext_Query_omnivoreArticle(ctx context.Conte
 		}
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
-	if fc.Args, err = ec.field_Query_omnivoreArticle_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+	if fc.Args, err = ec.field_Query_article_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -17486,7 +17485,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
-		case "omnivoreArticle":
+		case "article":
 			field := field
 
 			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
@@ -17495,7 +17494,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 						ec.Error(ctx, ec.Recover(ctx, r))
 					}
 				}()
-				res = ec._Query_omnivoreArticle(ctx, field)
+				res = ec._Query_article(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
