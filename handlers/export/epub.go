@@ -327,7 +327,9 @@ func writeChapter(w io.Writer, it *library.SavedItem, c *library.ItemContent, hs
 	if len(hs) > 0 {
 		b.WriteString("<section>\n<h2>Highlights</h2>\n")
 		for _, h := range hs {
-			fmt.Fprintf(&b, "<blockquote><p><mark>%s</mark></p></blockquote>\n", xmlText(HighlightText(h)))
+			if q := HighlightText(h); q != "" { // a note on the item as a whole has none
+				fmt.Fprintf(&b, "<blockquote><p><mark>%s</mark></p></blockquote>\n", xmlText(q))
+			}
 			if h.Note != "" {
 				fmt.Fprintf(&b, "<p>%s</p>\n", xmlText(h.Note))
 			}

@@ -390,13 +390,15 @@ func writeMarkdown(w io.Writer, e *importer.HearthItem, md *converter.Converter)
 	if len(e.Highlights) > 0 {
 		bw.WriteString("## Highlights\n\n")
 		for _, h := range e.Highlights {
-			for _, line := range strings.Split(strings.TrimSpace(h.Text), "\n") {
-				fmt.Fprintf(bw, "> %s\n", line)
+			if t := strings.TrimSpace(h.Text); t != "" { // a note on the item as a whole has none
+				for _, line := range strings.Split(t, "\n") {
+					fmt.Fprintf(bw, "> %s\n", line)
+				}
+				bw.WriteString("\n")
 			}
 			if h.Note != "" {
-				fmt.Fprintf(bw, "\nNote: %s\n", h.Note)
+				fmt.Fprintf(bw, "Note: %s\n\n", h.Note)
 			}
-			bw.WriteString("\n")
 		}
 	}
 	if t := contentMarkdown(md, e); t != "" {

@@ -120,7 +120,11 @@ blockquote{margin:0;padding-left:12px;border-left:3px solid #ddd;white-space:pre
 			title = "Unknown item"
 		}
 		date := h.CreatedAt.UTC().Format("2006-01-02 15:04") + " UTC"
-		text := strings.ReplaceAll(export.HighlightText(h), "\n", " ")
+		text := export.HighlightText(h)
+		if h.IsNote() {
+			text = h.Note // a note on the item as a whole: its note is its text
+		}
+		text = strings.ReplaceAll(text, "\n", " ")
 		sep := "\n---\n\n"
 		if first {
 			sep, first = "", false

@@ -585,7 +585,9 @@ func (r *Runner) item(it *Item) *library.ImportItem {
 	budget := placeBudget
 	for _, h := range it.Highlights {
 		segs := h.Segments
-		if len(segs) == 0 {
+		// Without a quote (a note on the item as a whole, as Hearth's
+		// export writes one), nothing is placed: it stays a note.
+		if len(segs) == 0 && strings.TrimSpace(h.Quote) != "" {
 			if body == nil {
 				body = newContentText(contentBody(in.HTML), len(in.HTML))
 			}

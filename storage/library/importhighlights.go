@@ -11,8 +11,8 @@ import (
 // addImportedHighlights gives an item the member already had the imported
 // highlights it lacks (Readwise's highlights CSV after its Reader CSV,
 // Pocket's annotations of an item saved before), a highlight being the
-// same when its text is, white space aside: importing a file again adds
-// nothing. It returns how many it added; the caller counts them in
+// same when its text is, white space aside (a note on the item as a
+// whole, when its note is): importing a file again adds nothing. It returns how many it added; the caller counts them in
 // it.HighlightCount and writes it.
 func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight) (int, error) {
 	if len(hls) == 0 {
@@ -29,7 +29,7 @@ func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight)
 		if err != nil {
 			return false, err
 		}
-		have[segmentsKey(h.Segments)] = true
+		have[importKey(h.Segments, h.Note)] = true
 		return true, nil
 	})
 	if err != nil {
@@ -37,7 +37,7 @@ func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight)
 	}
 	added := 0
 	for _, h := range hls {
-		k := segmentsKey(h.Segments)
+		k := importKey(h.Segments, h.Note)
 		if have[k] {
 			continue
 		}
@@ -61,9 +61,16 @@ func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight)
 	return added, nil
 }
 
-// segmentsKey is a highlight's text without its white space.
-func segmentsKey(segs []HighlightSegment) string {
+// importKey is a highlight's text without its white space; a note's
+// (no segments) is its note's, apart from the highlights' texts.
+func importKey(segs []HighlightSegment, note string) string {
 	var b strings.Builder
+	if len(segs) == 0 {
+		b.WriteString("\x00note ")
+		for _, f := range strings.Fields(note) {
+			b.WriteString(f)
+		}
+	}
 	for _, s := range segs {
 		for _, f := range strings.Fields(s.Text) {
 			b.WriteString(f)

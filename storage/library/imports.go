@@ -427,12 +427,17 @@ func putImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight,
 }
 
 // importHighlights are the highlights of an imported item that can be
-// kept (a highlight that cannot does not cost the item).
+// kept (a highlight that cannot does not cost the item): without
+// segments, a note on the item as a whole (Store.AddNote), which needs
+// its note.
 func importHighlights(in []ImportHighlight) []ImportHighlight {
 	var hls []ImportHighlight
 	for _, h := range in {
 		note, err := cleanText(h.Note, MaxNoteLen, "note")
-		if err != nil || validateSegments(h.Segments) != nil {
+		if len(h.Segments) == 0 && note == "" || len(h.Segments) > 0 && validateSegments(h.Segments) != nil {
+			err = storage.Invalid("no highlight")
+		}
+		if err != nil {
 			continue // a highlight that cannot be kept does not cost the item
 		}
 		h.Note = note
