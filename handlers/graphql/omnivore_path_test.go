@@ -3,6 +3,7 @@ package graphql_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -495,5 +496,28 @@ func TestOmnivorePathHoldsTheScopes(t *testing.T) {
 	}
 	if strings.Join(notes, "|") != "by session\n\nby API token\n\nby read write" {
 		t.Fatalf("notes %q", notes)
+	}
+}
+
+// What the Omnivore path answers besides a POST is what /api/graphql
+// answers: a CORS preflight gets no CORS headers (the extension's
+// requests come from its service worker, which its host permissions let
+// reach the site, as at /api/graphql), another method 405 with Allow: POST.
+func TestOmnivorePathAnswersOtherRequestsAsAPIGraphQL(t *testing.T) {
+	e := newEnv(t, options{})
+	for _, method := range []string{http.MethodOptions, http.MethodGet, http.MethodPut} {
+		var answers []string
+		for _, path := range []string{graphql.Path, graphql.OmnivorePath} {
+			req, _ := http.NewRequest(method, e.srv.URL+path, nil)
+			req.Header.Set("Origin", "chrome-extension://abcdefghijklmnopabcdefghijklmnop")
+			req.Header.Set("Access-Control-Request-Method", "POST")
+			req.Header.Set("Access-Control-Request-Headers", "authorization,content-type")
+			resp, body := send(t, req)
+			answers = append(answers, fmt.Sprintf("%d allow=%q acao=%q %s", resp.StatusCode, resp.Header.Get("Allow"),
+				resp.Header.Get("Access-Control-Allow-Origin"), body))
+		}
+		if answers[0] != answers[1] || !strings.HasPrefix(answers[1], "405 allow=\"POST\" acao=\"\"") {
+			t.Errorf("%s: /api/graphql %s\nOmnivore path %s", method, answers[0], answers[1])
+		}
 	}
 }
