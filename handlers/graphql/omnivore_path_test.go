@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -436,6 +437,23 @@ func TestOmnivorePathHoldsTheLimits(t *testing.T) {
 	a := e.omnivore(e.token, q+" }", nil)
 	if a.Status != http.StatusBadRequest || len(a.Errors) != 1 || a.Errors[0].Code() != "COMPLEXITY_LIMIT_EXCEEDED" {
 		t.Fatalf("six label lists: %d %+v", a.Status, a.Errors)
+	}
+}
+
+// The two paths share one rate-limit budget: a key's requests at either
+// count against it, and past it the Omnivore path answers as /api/graphql
+// does (TOO_MANY_REQUESTS, extensions.status 429, Retry-After).
+func TestOmnivorePathSharesTheRateLimit(t *testing.T) {
+	e := newEnv(t, options{TokenRateLimit: 3})
+	for i, path := range []string{graphql.Path, graphql.OmnivorePath, graphql.Path} {
+		resp, body := e.postBare(path, e.token, map[string]any{"query": `{ search(query: "in:all") { __typename } }`})
+		if got := resp.Header.Get("X-RateLimit-Remaining"); resp.StatusCode != http.StatusOK || got != strconv.Itoa(2-i) {
+			t.Fatalf("request %d at %s: %d, remaining %q: %s", i, path, resp.StatusCode, got, body)
+		}
+	}
+	a := e.omnivore(e.token, extGetLabels, nil)
+	if a.Status != http.StatusOK || a.Data != nil || len(a.Errors) != 1 || a.Errors[0].Code() != "TOO_MANY_REQUESTS" || a.Errors[0].Extensions["status"] != float64(429) {
+		t.Fatalf("past the budget: %d %+v %+v", a.Status, a.Data, a.Errors)
 	}
 }
 
