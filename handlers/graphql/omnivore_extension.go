@@ -155,10 +155,12 @@ func (r *mutationResolver) SetLabels(ctx context.Context, in generated.SetLabels
 		labelsChanged(ctx)
 	}
 	var ie *storage.InvalidError
+	var ue *userError
 	switch {
 	case errors.Is(err, storage.ErrNotFound) || err == nil && len(items) == 0:
 		return setLabelsError(generated.SetLabelsErrorCodeNotFound), nil
-	case errors.As(err, &ie):
+	case errors.As(err, &ie) || errors.As(err, &ue):
+		// A label refused (its name, its colour) or too many of them.
 		return setLabelsError(generated.SetLabelsErrorCodeBadRequest), nil
 	case err != nil:
 		return nil, err

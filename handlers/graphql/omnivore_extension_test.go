@@ -2,6 +2,7 @@ package graphql_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -208,8 +209,27 @@ func TestOmnivoreExtensionToolbar(t *testing.T) {
 			t.Errorf("setLabels %v = %+v", in, a)
 		}
 	}
+	// Labels by name the library refuses (a colour, a name too long) or
+	// too many of them: BAD_REQUEST in setLabels' own answer, nothing
+	// changed, no label made.
+	var many []map[string]any
+	for i := range library.MaxBatchIDs + 1 {
+		many = append(many, map[string]any{"name": fmt.Sprintf("l%d", i)})
+	}
+	for name, labels := range map[string]any{
+		"a bad colour": []map[string]any{{"name": "Rye", "color": "nope"}},
+		"a long name":  []map[string]any{{"name": strings.Repeat("n", 500)}},
+		"too many":     many,
+	} {
+		if a := e.ext(e.token, extSetLabels, map[string]any{"pageId": id, "labels": labels}).Data["setLabels"]; len(a.ErrorCodes) != 1 || a.ErrorCodes[0] != "BAD_REQUEST" {
+			t.Errorf("setLabels with %s = %+v, want BAD_REQUEST", name, a)
+		}
+	}
 	if got := e.omnivoreSaved("label:Later"); len(got) != 1 {
 		t.Fatalf("a refused setLabels changed the labels: %+v", got)
+	}
+	if ls, err := library.Of(e.store).Labels(t.Context(), e.member.ID); err != nil || len(ls) != 2 {
+		t.Fatalf("labels after refused setLabels: %d, %v; want the two there were", len(ls), err)
 	}
 	// Every label unticked: none left.
 	if a := e.ext(e.token, extSetLabels, map[string]any{"pageId": id, "labelIds": []string{}}).Data["setLabels"]; len(a.ErrorCodes) > 0 || a.Labels == nil || len(a.Labels) != 0 {
