@@ -712,8 +712,11 @@ func init() {
 		}
 		return nil
 	})
-	// A member's access ends with their tokens (RevokeMemberAccess).
-	members.OnRevokeAccess(func(tx *storage.Tx, memberID string) (tokens, apps int, err error) {
+	// A member's access ends with their tokens (RevokeMemberAccess),
+	// deleted in the revocation's transaction: a member holds at most
+	// MaxPerMember of them, so that is bounded.
+	members.OnRevokeAccess(func(tx *storage.Tx, m *members.Member) (tokens, apps int, err error) {
+		memberID := m.ID
 		var toks []Token
 		err = tx.Scan(storage.Key("u", memberID, "gql", "tok", ""), nil, false, false, func(_, v []byte) (bool, error) {
 			var t Token

@@ -100,8 +100,8 @@ func init() {
 		return nil
 	})
 	// A member's access ends with their feed URLs too (RevokeMemberAccess).
-	members.OnRevokeAccess(func(tx *storage.Tx, memberID string) (int, int, error) {
-		if err := deleteFeedSecret(tx, memberID); err != nil && !errors.Is(err, storage.ErrNotFound) {
+	members.OnRevokeAccess(func(tx *storage.Tx, m *members.Member) (int, int, error) {
+		if err := deleteFeedSecret(tx, m.ID); err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return 0, 0, err
 		}
 		return 0, 0, nil

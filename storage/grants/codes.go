@@ -50,7 +50,11 @@ func (s Store) CreateCodeOIDC(ctx context.Context, clientID string, m *members.M
 		OIDC:          oidc,
 	}
 	err := s.st.Update(ctx, func(tx *storage.Tx) error {
-		if _, err := members.CheckStamp(tx, m); err != nil {
+		cur, err := members.CheckStamp(tx, m)
+		if err != nil {
+			return err
+		}
+		if rec.grantGen, err = grantOf(tx, cur, clientID); err != nil {
 			return err
 		}
 		return tx.PutJSON(codeKey(storage.Digest(code)), rec, CodeLifetime)
@@ -108,13 +112,12 @@ func (s Store) ExchangeCode(ctx context.Context, code string, check CodeCheck) (
 		ttl := max(CodeLifetime-age, 0) + time.Second
 		// A code the member granted before revoking the app in settings
 		// must not bring the app back.
-		var revokedAt time.Time
-		err := tx.GetJSON(memberOAuthRevokedKey(c.MemberID, c.ClientID), &revokedAt)
-		if err == nil && !c.CreatedAt.After(revokedAt) {
-			return storage.ErrNotFound
-		}
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		p, err := readPair(tx, c.MemberID, c.ClientID)
+		if err != nil {
 			return err
+		}
+		if c.AppGen != p.Gen {
+			return storage.ErrNotFound
 		}
 		c.Used = true
 		if err := check(&c); err != nil {
@@ -130,9 +133,10 @@ func (s Store) ExchangeCode(ctx context.Context, code string, check CodeCheck) (
 		if m.Suspended {
 			return members.ErrSuspended
 		}
-		if m.SecurityStamp != c.Stamp {
-			// Granted before the member's credentials changed: the
-			// change ended the session that granted it.
+		if m.SecurityStamp != c.Stamp || c.MemberGen != m.AccessGen {
+			// Granted before the member's credentials changed (the
+			// change ended the session that granted it) or before a
+			// revocation of the member's access.
 			return storage.ErrNotFound
 		}
 		tok, secret, err = issueForCode(tx, &c, code)

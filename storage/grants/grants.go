@@ -13,7 +13,6 @@ package grants
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"sort"
@@ -34,9 +33,9 @@ import (
 //	oauth/app/<client_id>                     App
 //	oauth/code/<digest>                       Code (TTL: CodeLifetime)
 //	oauth/token/<digest>                      AccessToken
-//	u/<member>/oauth/tok/<client_id>/<digest> memberTokenRef (the member's grants, for settings)
-//	u/<member>/oauth/rev/<client_id>          time of the member's last revocation of the app
-//	                                          (TTL: CodeLifetime; codes issued before it are void)
+//
+// and the member's index of its grants, for settings, kept by generation
+// (revocation.go).
 
 // Prefixes of the secrets handed out, so a leaked value is recognisable.
 const (
@@ -107,6 +106,9 @@ type Code struct {
 	// code granted before a change of the member's credentials (password,
 	// second factor, suspension) is not exchanged.
 	Stamp string `json:"stamp,omitempty"`
+	// The generations the code was granted in: a code granted before a
+	// revocation of the member's access or of the app is not exchanged.
+	grantGen
 	// OIDC is what an operator client's code carries (nil otherwise).
 	OIDC *CodeOIDC `json:"oidc,omitempty"`
 }
@@ -122,6 +124,9 @@ type AccessToken struct {
 	// ExpiresAt is when an operator client's token stops working (zero:
 	// no fixed expiry, as for Mastodon apps).
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// The generations the token was issued in (a member's token): it is
+	// refused once a revocation moved either on.
+	grantGen
 
 	// Refresh is the refresh token issued along with this token, if any;
 	// set only on issue, never stored.
@@ -206,30 +211,6 @@ type Store struct{ st *storage.Store }
 // Of returns the OAuth records of st.
 func Of(st *storage.Store) Store { return Store{st} }
 
-func init() {
-	// A member's access ends with their grants (RevokeMemberAccess).
-	members.OnRevokeAccess(func(tx *storage.Tx, memberID string) (tokens, apps int, err error) {
-		prefix := memberOAuthPrefix(memberID)
-		var clients []string
-		err = tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
-			rest := string(k[len(prefix):])
-			if i := strings.LastIndexByte(rest, '/'); i > 0 && !slices.Contains(clients, rest[:i]) {
-				clients = append(clients, rest[:i])
-			}
-			return true, nil
-		})
-		if err != nil {
-			return 0, 0, err
-		}
-		for _, c := range clients {
-			if err := revokeAppForMember(tx, memberID, c); err != nil {
-				return 0, 0, err
-			}
-		}
-		return 0, len(clients), nil
-	})
-}
-
 // The record caches of OAuth: the client on every token request, the
 // access token on every API call.
 var (
@@ -237,19 +218,9 @@ var (
 	tokenCache = storage.NewCacheKind[AccessToken](tokenKey("")) // by token digest
 )
 
-func appKey(clientID string) []byte            { return storage.Key("oauth", "app", clientID) }
-func codeKey(digest string) []byte             { return storage.Key("oauth", "code", digest) }
-func tokenKey(digest string) []byte            { return storage.Key("oauth", "token", digest) }
-func memberOAuthPrefix(memberID string) []byte { return storage.Key("u", memberID, "oauth", "tok", "") }
-func memberOAuthAppPrefix(memberID, clientID string) []byte {
-	return storage.Key("u", memberID, "oauth", "tok", clientID, "")
-}
-func memberOAuthTokenKey(memberID, clientID, digest string) []byte {
-	return storage.Key("u", memberID, "oauth", "tok", clientID, digest)
-}
-func memberOAuthRevokedKey(memberID, clientID string) []byte {
-	return storage.Key("u", memberID, "oauth", "rev", clientID)
-}
+func appKey(clientID string) []byte { return storage.Key("oauth", "app", clientID) }
+func codeKey(digest string) []byte  { return storage.Key("oauth", "code", digest) }
+func tokenKey(digest string) []byte { return storage.Key("oauth", "token", digest) }
 
 // memberTokenRef is what the member's index keeps of each of its tokens.
 type memberTokenRef struct {
@@ -259,7 +230,7 @@ type memberTokenRef struct {
 
 func init() {
 	members.OnDelete(func(tx *storage.Tx, memberID string) error {
-		prefix := memberOAuthPrefix(memberID)
+		prefix := grantsPrefix(memberID)
 		var digests []string
 		err := tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
 			rest := string(k[len(prefix):])
@@ -362,19 +333,21 @@ func (s Store) AuthenticateClient(ctx context.Context, clientID, secret string) 
 // member tokens wait for the disk.
 func (s Store) CreateAppToken(ctx context.Context, clientID string, scopes []string) (tok *AccessToken, secret string, err error) {
 	err = s.st.UpdateAsync(ctx, func(tx *storage.Tx) error {
-		tok, secret, err = createToken(tx, clientID, "", scopes)
+		tok, secret, err = createToken(tx, clientID, "", grantGen{}, scopes)
 		return err
 	})
 	return tok, secret, err
 }
 
-func createToken(tx *storage.Tx, clientID, memberID string, scopes []string) (*AccessToken, string, error) {
-	return createTokenFor(tx, "", clientID, memberID, scopes, 0)
+// createToken issues a token of memberID ("": the app's own) to clientID,
+// in the generations g of the member's grant (grantOf).
+func createToken(tx *storage.Tx, clientID, memberID string, g grantGen, scopes []string) (*AccessToken, string, error) {
+	return createTokenFor(tx, "", clientID, memberID, g, scopes, 0)
 }
 
 // createTokenFor is createToken for the token secret ("": a new random
 // one) that expires after ttl (0: never); its records go with it.
-func createTokenFor(tx *storage.Tx, secret, clientID, memberID string, scopes []string, ttl time.Duration) (*AccessToken, string, error) {
+func createTokenFor(tx *storage.Tx, secret, clientID, memberID string, g grantGen, scopes []string, ttl time.Duration) (*AccessToken, string, error) {
 	if secret == "" {
 		secret = storage.NewSecret(TokenPrefix, 32)
 	}
@@ -389,6 +362,7 @@ func createTokenFor(tx *storage.Tx, secret, clientID, memberID string, scopes []
 		MemberID:  memberID,
 		Scopes:    scopes,
 		CreatedAt: time.Now().UTC().Truncate(time.Second),
+		grantGen:  g,
 	}
 	if ttl > 0 {
 		t.ExpiresAt = t.CreatedAt.Add(ttl)
@@ -398,7 +372,7 @@ func createTokenFor(tx *storage.Tx, secret, clientID, memberID string, scopes []
 	}
 	if memberID != "" {
 		ref := memberTokenRef{Scopes: scopes, CreatedAt: t.CreatedAt}
-		if err := tx.PutJSON(memberOAuthTokenKey(memberID, clientID, d), ref, ttl); err != nil {
+		if err := putRef(tx, memberID, clientID, g, d, ref, ttl); err != nil {
 			return nil, "", err
 		}
 	}
@@ -418,7 +392,7 @@ func deleteToken(tx *storage.Tx, digest string) error {
 		return err
 	}
 	if t.MemberID != "" {
-		return tx.Delete(memberOAuthTokenKey(t.MemberID, t.ClientID, digest))
+		return deleteRef(tx, t.MemberID, t.ClientID, t.grantGen, digest)
 	}
 	return nil
 }
@@ -426,23 +400,27 @@ func deleteToken(tx *storage.Tx, digest string) error {
 // Token authenticates a bearer token issued by hearth_oauth. It
 // returns the token (with its scopes, see Allows) and its member, or a nil
 // member for an application token (client_credentials). Unknown or revoked
-// tokens and tokens of deleted members are storage.ErrNotFound; a suspended member's
+// tokens (a revocation of the member's access or of the app moved the
+// generations the token carries on) and tokens of deleted members are
+// storage.ErrNotFound; a suspended member's
 // tokens are members.ErrSuspended. Other services use it to accept OAuth tokens.
 func (s Store) Token(ctx context.Context, token string) (*AccessToken, *members.Member, error) {
 	if token == "" || len(token) > 256 {
 		return nil, nil, storage.ErrNotFound
 	}
-	// The token and its member come from the record caches when they are
-	// there: every API request reads them.
+	// The token, its member and the member's grant to the app come from
+	// the record caches when they are there: every API request reads them.
 	d := storage.Digest(token)
-	tgen, mgen := tokenCache.Of(s.st).Generation(), members.Cache.Of(s.st).Generation()
+	tgen, mgen, pgen := tokenCache.Of(s.st).Generation(), members.Cache.Of(s.st).Generation(), pairCache.Of(s.st).Generation()
 	t := tokenCache.Of(s.st).Get(d)
 	var m *members.Member
+	var p *pairState
 	if t != nil && t.MemberID != "" {
 		m = members.Cache.Of(s.st).Get(t.MemberID)
+		p = pairCache.Of(s.st).Get(pairID(t.MemberID, t.ClientID))
 	}
-	readToken, readMember := t == nil, false
-	if readToken || t.MemberID != "" && m == nil {
+	readToken, readMember, readGrant := t == nil, false, false
+	if readToken || t.MemberID != "" && (m == nil || p == nil) {
 		err := s.st.View(ctx, func(tx *storage.Tx) error {
 			if readToken {
 				t = new(AccessToken)
@@ -450,11 +428,18 @@ func (s Store) Token(ctx context.Context, token string) (*AccessToken, *members.
 					return err
 				}
 			}
-			if t.MemberID == "" || m != nil {
+			if t.MemberID == "" {
 				return nil
 			}
 			var err error
-			m, readMember, err = members.Cached(s.st, tx, t.MemberID)
+			if m == nil {
+				if m, readMember, err = members.Cached(s.st, tx, t.MemberID); err != nil {
+					return err
+				}
+			}
+			if p == nil {
+				p, readGrant, err = cachedPair(s.st, tx, t.MemberID, t.ClientID)
+			}
 			return err
 		})
 		if err != nil {
@@ -467,13 +452,54 @@ func (s Store) Token(ctx context.Context, token string) (*AccessToken, *members.
 	if readMember {
 		members.Cache.Of(s.st).Add(mgen, m.ID, m)
 	}
+	if readGrant {
+		pairCache.Of(s.st).Add(pgen, pairID(t.MemberID, t.ClientID), p)
+	}
 	if !t.ExpiresAt.IsZero() && !now().Before(t.ExpiresAt) {
+		return nil, nil, storage.ErrNotFound
+	}
+	if m != nil && !t.liveIn(m, *p) {
 		return nil, nil, storage.ErrNotFound
 	}
 	if m != nil && m.Suspended {
 		return nil, nil, members.ErrSuspended
 	}
 	return t, m, nil
+}
+
+// IssueMany issues n access tokens of memberID to clientID with scopes, as
+// n code exchanges would, a few hundred a transaction, and returns them:
+// for the tests and benchmarks that need a member holding many tokens.
+func (s Store) IssueMany(ctx context.Context, clientID, memberID string, scopes []string, n int) ([]string, error) {
+	out := make([]string, 0, n)
+	for len(out) < n {
+		k := min(n-len(out), 500)
+		var batch []string
+		err := s.st.Update(ctx, func(tx *storage.Tx) error {
+			batch = batch[:0]
+			m, err := members.ByID(tx, memberID)
+			if err != nil {
+				return err
+			}
+			g, err := grantOf(tx, m, clientID)
+			if err != nil {
+				return err
+			}
+			for range k {
+				_, secret, err := createToken(tx, clientID, memberID, g, scopes)
+				if err != nil {
+					return err
+				}
+				batch = append(batch, secret)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, batch...)
+	}
+	return out, nil
 }
 
 // Cached reports whether token's record is in this node's cache (a later
@@ -519,27 +545,24 @@ type AuthorizedApp struct {
 func (s Store) AuthorizedApps(ctx context.Context, memberID string) ([]AuthorizedApp, error) {
 	var out []AuthorizedApp
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
-		prefix := memberOAuthPrefix(memberID)
+		out = out[:0]
+		m, err := members.ByID(tx, memberID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 		byClient := map[string]int{}
-		err := tx.Scan(prefix, nil, false, false, func(k, v []byte) (bool, error) {
-			rest := string(k[len(prefix):])
-			i := strings.LastIndexByte(rest, '/')
-			if i < 0 {
-				return true, nil
-			}
-			clientID := rest[:i]
-			var ref memberTokenRef
-			if err := json.Unmarshal(v, &ref); err != nil {
-				return false, err
-			}
+		return liveRefs(tx, m, "", func(clientID, _ string, ref memberTokenRef) (int, error) {
 			idx, ok := byClient[clientID]
 			if !ok {
 				app := new(App)
 				if err := tx.GetJSON(appKey(clientID), app); err != nil {
 					if errors.Is(err, storage.ErrNotFound) {
-						return true, nil
+						return nextApp, nil
 					}
-					return false, err
+					return stopRefs, err
 				}
 				out = append(out, AuthorizedApp{App: app, AuthorizedAt: ref.CreatedAt})
 				idx = len(out) - 1
@@ -554,9 +577,8 @@ func (s Store) AuthorizedApps(ctx context.Context, memberID string) ([]Authorize
 					a.Scopes = append(a.Scopes, sc)
 				}
 			}
-			return true, nil
+			return nextRef, nil
 		})
-		return err
 	})
 	if err != nil {
 		return nil, err
@@ -586,12 +608,16 @@ func (s Store) Covers(ctx context.Context, memberID, clientID string, scopes []s
 	}
 	found := false
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		found = false
+		m, err := members.ByID(tx, memberID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 		n := 0
-		return tx.Scan(memberOAuthAppPrefix(memberID, clientID), nil, false, false, func(_, v []byte) (bool, error) {
-			var ref memberTokenRef
-			if err := json.Unmarshal(v, &ref); err != nil {
-				return false, err
-			}
+		return liveRefs(tx, m, clientID, func(_, _ string, ref memberTokenRef) (int, error) {
 			found = true
 			for _, sc := range scopes {
 				if !ScopesCover(ref.Scopes, sc) {
@@ -599,43 +625,14 @@ func (s Store) Covers(ctx context.Context, memberID, clientID string, scopes []s
 					break
 				}
 			}
-			n++
-			return !found && n < maxGrantScan, nil
+			if n++; found || n >= maxGrantScan {
+				return stopRefs, nil
+			}
+			return nextRef, nil
 		})
 	})
 	if err != nil {
 		return false, err
 	}
 	return found, nil
-}
-
-// RevokeAppForMember revokes every token memberID has given clientID,
-// and the authorization codes not yet exchanged.
-func (s Store) RevokeAppForMember(ctx context.Context, memberID, clientID string) error {
-	if clientID == "" || strings.Contains(clientID, "/") {
-		return nil
-	}
-	return s.st.Update(ctx, func(tx *storage.Tx) error { return revokeAppForMember(tx, memberID, clientID) })
-}
-
-// revokeAppForMember is RevokeAppForMember in tx.
-func revokeAppForMember(tx *storage.Tx, memberID, clientID string) error {
-	// Codes are found by their digest only; the revocation time voids
-	// every code of the pair issued before it, for as long as one lives.
-	if err := tx.PutJSON(memberOAuthRevokedKey(memberID, clientID), time.Now().UTC(), CodeLifetime+time.Second); err != nil {
-		return err
-	}
-	digests, err := tx.Suffixes(memberOAuthAppPrefix(memberID, clientID))
-	if err != nil {
-		return err
-	}
-	for _, d := range digests {
-		if err := tx.Delete(tokenKey(d)); err != nil {
-			return err
-		}
-		if err := tx.Delete(memberOAuthTokenKey(memberID, clientID, d)); err != nil {
-			return err
-		}
-	}
-	return revokeFamilies(tx, memberID, clientID)
 }

@@ -24,8 +24,9 @@ import (
 //
 //	oauth/refresh/<digest>                     RefreshToken (TTL: the refresh lifetime)
 //	u/<member>/oauth/fam/<client_id>/<family>  family (TTL: the refresh lifetime)
-//	u/<member>/oauth/tok/<client_id>/<digest>  memberTokenRef of the live refresh token,
-//	                                           so the grant shows (and is revoked) in settings
+//
+// and the ref of the live refresh token in the member's index of its
+// grants (revocation.go), so the grant shows (and is revoked) in settings.
 
 // RefreshPrefix starts every refresh token.
 const RefreshPrefix = "hrf_"
@@ -114,6 +115,9 @@ type RefreshToken struct {
 	Stamp string `json:"stamp,omitempty"`
 	// Used is set once the token was exchanged for a new one.
 	Used bool `json:"used,omitempty"`
+	// The generations the grant was made in: a revocation of the member's
+	// access or of the app ends the token.
+	grantGen
 }
 
 // family is the live state of one chain of refresh tokens.
@@ -123,6 +127,9 @@ type family struct {
 	// Access are the digests of the family's access tokens that may still
 	// live (the last maxFamilyAccess), revoked with the family.
 	Access []string `json:"access"`
+	// The generations of the family's grant; the sweep deletes a family
+	// whose grant was revoked.
+	grantGen
 }
 
 const maxFamilyAccess = 8
@@ -130,9 +137,6 @@ const maxFamilyAccess = 8
 func refreshKey(digest string) []byte { return storage.Key("oauth", "refresh", digest) }
 func familyKey(memberID, clientID, id string) []byte {
 	return storage.Key("u", memberID, "oauth", "fam", clientID, id)
-}
-func familiesPrefix(memberID, clientID string) []byte {
-	return storage.Key("u", memberID, "oauth", "fam", clientID, "")
 }
 
 // issueForCode issues the access token for code, exchanged: an
@@ -142,13 +146,13 @@ func familiesPrefix(memberID, clientID string) []byte {
 func issueForCode(tx *storage.Tx, c *Code, code string) (*AccessToken, string, error) {
 	o := c.OIDC
 	if o == nil {
-		return createToken(tx, c.ClientID, c.MemberID, c.Scopes)
+		return createToken(tx, c.ClientID, c.MemberID, c.grantGen, c.Scopes)
 	}
 	secret := ""
 	if o.Seed != "" {
 		secret = accessTokenFor(code, o.Seed)
 	}
-	tok, secret, err := createTokenFor(tx, secret, c.ClientID, c.MemberID, c.Scopes, o.AccessTTL)
+	tok, secret, err := createTokenFor(tx, secret, c.ClientID, c.MemberID, c.grantGen, c.Scopes, o.AccessTTL)
 	if err != nil {
 		return nil, "", err
 	}
@@ -162,6 +166,7 @@ func issueForCode(tx *storage.Tx, c *Code, code string) (*AccessToken, string, e
 	rec := RefreshToken{
 		ClientID: c.ClientID, MemberID: c.MemberID, Family: o.Family, Scopes: c.Scopes,
 		AuthTime: o.AuthTime, AMR: o.AMR, AccessTTL: o.AccessTTL, RefreshTTL: o.RefreshTTL, Stamp: c.Stamp,
+		grantGen: c.grantGen,
 	}
 	tok.Refresh, err = putRefresh(tx, rec, &family{}, storage.Digest(secret))
 	return tok, secret, err
@@ -179,10 +184,11 @@ func putRefresh(tx *storage.Tx, rec RefreshToken, fam *family, accessDigest stri
 		return "", err
 	}
 	ref := memberTokenRef{Scopes: rec.Scopes, CreatedAt: rec.CreatedAt}
-	if err := tx.PutJSON(memberOAuthTokenKey(rec.MemberID, rec.ClientID, d), ref, rec.RefreshTTL); err != nil {
+	if err := putRef(tx, rec.MemberID, rec.ClientID, rec.grantGen, d, ref, rec.RefreshTTL); err != nil {
 		return "", err
 	}
 	fam.Current = d
+	fam.grantGen = rec.grantGen
 	fam.Access = append(fam.Access, accessDigest)
 	if n := len(fam.Access); n > maxFamilyAccess {
 		fam.Access = fam.Access[n-maxFamilyAccess:]
@@ -209,24 +215,10 @@ func revokeFamily(tx *storage.Tx, memberID, clientID, id string) error {
 	if err := tx.Delete(refreshKey(fam.Current)); err != nil {
 		return err
 	}
-	if err := tx.Delete(memberOAuthTokenKey(memberID, clientID, fam.Current)); err != nil {
+	if err := deleteRef(tx, memberID, clientID, fam.grantGen, fam.Current); err != nil {
 		return err
 	}
 	return tx.Delete(familyKey(memberID, clientID, id))
-}
-
-// revokeFamilies ends every family memberID holds for clientID.
-func revokeFamilies(tx *storage.Tx, memberID, clientID string) error {
-	ids, err := tx.Suffixes(familiesPrefix(memberID, clientID))
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		if err := revokeFamily(tx, memberID, clientID, id); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Refresh exchanges a refresh token of clientID for a new access token and
@@ -271,6 +263,11 @@ func (s Store) Refresh(ctx context.Context, clientID, token string, scopes []str
 		if m.SecurityStamp != rec.Stamp {
 			return storage.ErrNotFound
 		}
+		if p, err := readPair(tx, rec.MemberID, rec.ClientID); err != nil {
+			return err
+		} else if !rec.liveIn(m, p) {
+			return storage.ErrNotFound
+		}
 		if scopes == nil {
 			scopes = rec.Scopes
 		}
@@ -279,7 +276,7 @@ func (s Store) Refresh(ctx context.Context, clientID, token string, scopes []str
 				return ErrScopeNotGranted
 			}
 		}
-		tok, secret, err = createTokenFor(tx, "", rec.ClientID, rec.MemberID, scopes, rec.AccessTTL)
+		tok, secret, err = createTokenFor(tx, "", rec.ClientID, rec.MemberID, rec.grantGen, scopes, rec.AccessTTL)
 		if err != nil {
 			return err
 		}
@@ -290,7 +287,7 @@ func (s Store) Refresh(ctx context.Context, clientID, token string, scopes []str
 		if err := tx.PutJSON(refreshKey(d), used, time.Until(rec.ExpiresAt)+time.Second); err != nil {
 			return err
 		}
-		if err := tx.Delete(memberOAuthTokenKey(rec.MemberID, rec.ClientID, d)); err != nil {
+		if err := deleteRef(tx, rec.MemberID, rec.ClientID, rec.grantGen, d); err != nil {
 			return err
 		}
 		next := rec
@@ -352,6 +349,17 @@ func (s Store) RefreshRecord(ctx context.Context, token string) (*RefreshToken, 
 			return err
 		}
 		if rec.Used || fam.Current != d || !now().Before(rec.ExpiresAt) {
+			return storage.ErrNotFound
+		}
+		m, err := members.ByID(tx, rec.MemberID)
+		if err != nil {
+			return err
+		}
+		p, err := readPair(tx, rec.MemberID, rec.ClientID)
+		if err != nil {
+			return err
+		}
+		if !rec.liveIn(m, p) {
 			return storage.ErrNotFound
 		}
 		return nil

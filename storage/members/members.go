@@ -64,6 +64,15 @@ type Member struct {
 	// Groups are the operator-managed groups the member belongs to (the
 	// OpenID groups claim, hearth_gate's allow rules).
 	Groups []string `json:"groups,omitempty"`
+	// AccessGen is the generation of the member's access (OAuth grants):
+	// every token, refresh token and authorization code carries the
+	// generation it was issued in, and is refused once the member's has
+	// moved on. Revoking the member's access (revokeAccess) moves it in
+	// one write, whatever the number of tokens; their records are deleted
+	// afterwards, in bounded batches (storage/grants' sweep). A counter
+	// rather than a time: nodes' clocks may differ. Records written before
+	// it existed have it zero, as the tokens of that time.
+	AccessGen uint64 `json:"access_gen,omitempty"`
 }
 
 // ErrCredentialsChanged refuses a sign-in, a session or an authorization
@@ -171,29 +180,33 @@ func OnDelete(fn func(tx *storage.Tx, memberID string) error) {
 // accessRevokers end one kind of a member's access for
 // RevokeMemberAccess (OnRevokeAccess): a registry for memberCleanups'
 // reason.
-var accessRevokers []func(tx *storage.Tx, memberID string) (tokens, apps int, err error)
+var accessRevokers []func(tx *storage.Tx, m *Member) (tokens, apps int, err error)
 
 // OnRevokeAccess registers fn, which ends the member's access of a
 // kind a domain package holds (storage/apitokens: API tokens and feed
 // URLs; storage/grants: OAuth grants) in tx and returns how many API
 // tokens and applications it revoked, for RevokeMemberAccess and the
-// password changes that revoke access with it. Call it from an init
+// password changes that revoke access with it. m is the member as it is
+// before the revocation (its AccessGen the generation that ends). fn's
+// work must be bounded whatever the member holds: what it cannot delete
+// in a few writes, it lets AccessGen refuse. Call it from an init
 // function.
-func OnRevokeAccess(fn func(tx *storage.Tx, memberID string) (tokens, apps int, err error)) {
+func OnRevokeAccess(fn func(tx *storage.Tx, m *Member) (tokens, apps int, err error)) {
 	accessRevokers = append(accessRevokers, fn)
 }
 
-// revokeAccess ends every API token, feed URL and OAuth grant of memberID
-// in tx (OnRevokeAccess).
-func revokeAccess(tx *storage.Tx, memberID string) (tokens, apps int, err error) {
+// revokeAccess ends every API token, feed URL and OAuth grant of m in tx
+// (OnRevokeAccess), then moves m's AccessGen on and writes m.
+func revokeAccess(tx *storage.Tx, m *Member) (tokens, apps int, err error) {
 	for _, revoke := range accessRevokers {
-		t, a, err := revoke(tx, memberID)
+		t, a, err := revoke(tx, m)
 		if err != nil {
 			return 0, 0, err
 		}
 		tokens, apps = tokens+t, apps+a
 	}
-	return tokens, apps, nil
+	m.AccessGen++
+	return tokens, apps, tx.PutJSON(memberIDKey(m.ID), m, 0)
 }
 
 // CreateMember adds a member. It returns an *InvalidError for a bad
@@ -523,7 +536,7 @@ func (s Store) ChangePassword(ctx context.Context, memberID, password, keepSessi
 		}
 		tokens, apps = 0, 0
 		if revoke {
-			tokens, apps, err = revokeAccess(tx, memberID)
+			tokens, apps, err = revokeAccess(tx, m)
 		}
 		return err
 	})
@@ -539,8 +552,11 @@ func (s Store) ChangePassword(ctx context.Context, memberID, password, keepSessi
 // (OnRevokeAccess: storage/apitokens, storage/grants).
 func (s Store) RevokeMemberAccess(ctx context.Context, memberID string) (tokens, apps int, err error) {
 	err = s.st.Update(ctx, func(tx *storage.Tx) error {
-		var err error
-		tokens, apps, err = revokeAccess(tx, memberID)
+		m, err := ByID(tx, memberID)
+		if err != nil {
+			return err
+		}
+		tokens, apps, err = revokeAccess(tx, m)
 		return err
 	})
 	if err != nil {

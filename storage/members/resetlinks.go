@@ -136,7 +136,7 @@ func (s Store) UseResetLink(ctx context.Context, token, password string) (*Membe
 			return err
 		}
 		if link.RevokeAccess {
-			if _, _, err := revokeAccess(tx, m.ID); err != nil {
+			if _, _, err := revokeAccess(tx, m); err != nil {
 				return err
 			}
 		}
