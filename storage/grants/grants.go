@@ -247,7 +247,18 @@ func init() {
 				return err
 			}
 		}
-		return nil
+		// The member's grants' generations (one per app it revoked) and
+		// its place in the sweep's queue go too.
+		pairs, err := tx.Suffixes(pairKey(memberID, ""))
+		if err != nil {
+			return err
+		}
+		for _, c := range pairs {
+			if err := tx.Delete(pairKey(memberID, c)); err != nil {
+				return err
+			}
+		}
+		return tx.Delete(sweepKey(memberID))
 	})
 }
 
@@ -411,7 +422,7 @@ func (s Store) Token(ctx context.Context, token string) (*AccessToken, *members.
 	// The token, its member and the member's grant to the app come from
 	// the record caches when they are there: every API request reads them.
 	d := storage.Digest(token)
-	tgen, mgen, pgen := tokenCache.Of(s.st).Generation(), members.Cache.Of(s.st).Generation(), pairCache.Of(s.st).Generation()
+	gens := cacheGens{tokenCache.Of(s.st).Generation(), members.Cache.Of(s.st).Generation(), pairCache.Of(s.st).Generation()}
 	t := tokenCache.Of(s.st).Get(d)
 	var m *members.Member
 	var p *pairState
@@ -419,41 +430,11 @@ func (s Store) Token(ctx context.Context, token string) (*AccessToken, *members.
 		m = members.Cache.Of(s.st).Get(t.MemberID)
 		p = pairCache.Of(s.st).Get(pairID(t.MemberID, t.ClientID))
 	}
-	readToken, readMember, readGrant := t == nil, false, false
-	if readToken || t.MemberID != "" && (m == nil || p == nil) {
-		err := s.st.View(ctx, func(tx *storage.Tx) error {
-			if readToken {
-				t = new(AccessToken)
-				if err := tx.GetJSON(tokenKey(d), t); err != nil {
-					return err
-				}
-			}
-			if t.MemberID == "" {
-				return nil
-			}
-			var err error
-			if m == nil {
-				if m, readMember, err = members.Cached(s.st, tx, t.MemberID); err != nil {
-					return err
-				}
-			}
-			if p == nil {
-				p, readGrant, err = cachedPair(s.st, tx, t.MemberID, t.ClientID)
-			}
-			return err
-		})
-		if err != nil {
+	if t == nil || t.MemberID != "" && (m == nil || p == nil) {
+		var err error
+		if t, m, p, err = s.readToken(ctx, d, gens, t, m, p); err != nil {
 			return nil, nil, err
 		}
-	}
-	if readToken {
-		tokenCache.Of(s.st).Add(tgen, d, t)
-	}
-	if readMember {
-		members.Cache.Of(s.st).Add(mgen, m.ID, m)
-	}
-	if readGrant {
-		pairCache.Of(s.st).Add(pgen, pairID(t.MemberID, t.ClientID), p)
 	}
 	if !t.ExpiresAt.IsZero() && !now().Before(t.ExpiresAt) {
 		return nil, nil, storage.ErrNotFound
@@ -500,6 +481,52 @@ func (s Store) IssueMany(ctx context.Context, clientID, memberID string, scopes 
 		out = append(out, batch...)
 	}
 	return out, nil
+}
+
+// cacheGens are the generations of the caches Token reads, taken before
+// its read transaction.
+type cacheGens struct{ token, member, pair uint64 }
+
+// readToken reads in the store what Token did not find in the caches (t,
+// m or p nil: the token, its member, the member's grant to the app) and
+// adds it to them. Apart from Token, so that what its transaction's
+// function captures is allocated only when the store is read.
+func (s Store) readToken(ctx context.Context, d string, gens cacheGens, t *AccessToken, m *members.Member, p *pairState) (*AccessToken, *members.Member, *pairState, error) {
+	readToken, readMember, readGrant := t == nil, false, false
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		if readToken {
+			t = new(AccessToken)
+			if err := tx.GetJSON(tokenKey(d), t); err != nil {
+				return err
+			}
+		}
+		if t.MemberID == "" {
+			return nil
+		}
+		var err error
+		if m == nil {
+			if m, readMember, err = members.Cached(s.st, tx, t.MemberID); err != nil {
+				return err
+			}
+		}
+		if p == nil {
+			p, readGrant, err = cachedPair(s.st, tx, t.MemberID, t.ClientID)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if readToken {
+		tokenCache.Of(s.st).Add(gens.token, d, t)
+	}
+	if readMember {
+		members.Cache.Of(s.st).Add(gens.member, m.ID, m)
+	}
+	if readGrant {
+		pairCache.Of(s.st).Add(gens.pair, pairID(t.MemberID, t.ClientID), p)
+	}
+	return t, m, p, nil
 }
 
 // Cached reports whether token's record is in this node's cache (a later

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -292,13 +293,21 @@ func TestRevocationOnTwoNodes(t *testing.T) {
 	}
 	toks := manyTokens(t, a, app, m, 10000)
 	otherToks := manyTokens(t, a, other, m, 3)
-	cached := append(sample(toks), otherToks...)
-	for _, tok := range cached {
-		if _, _, err := Of(b).Token(t.Context(), tok); err != nil {
-			t.Fatal(err)
+	// B reads them until they stay in its caches (A's writes of the
+	// tokens drop B's caches as their notifications arrive).
+	kvtest.Eventually(t, "B has the tokens cached", func() bool {
+		for _, tok := range append(sample(toks), otherToks...) {
+			if _, _, err := Of(b).Token(t.Context(), tok); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	kvtest.Eventually(t, "B has the tokens cached", func() bool { return Of(b).Cached(toks[0]) })
+		for _, tok := range append(sample(toks), otherToks...) {
+			if !Of(b).Cached(tok) {
+				return false
+			}
+		}
+		return true
+	})
 
 	if err := Of(a).RevokeAppForMember(t.Context(), m.ID, other.ClientID); err != nil {
 		t.Fatal(err)
@@ -323,4 +332,73 @@ func TestRevocationOnTwoNodes(t *testing.T) {
 	})
 	refused(t, b, "B", sample(toks)...)
 	swept(t, b, m.ID, 0)
+}
+
+// TestGrantsKeptBeforeGenerations: the refs a store kept before
+// generations move to generation zero when it opens; their tokens keep
+// working and are listed until revoked, then are refused and swept.
+func TestGrantsKeptBeforeGenerations(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	toks := manyTokens(t, s, app, m, 600)
+	// The layout of before: each ref under u/<member>/oauth/tok/, no
+	// generation anywhere, the store not yet migrated.
+	err := s.Update(t.Context(), func(tx *storage.Tx) error {
+		zone := zonePrefix(m.ID, 0)
+		var keys [][]byte
+		err := tx.Scan(zone, nil, false, true, func(k, _ []byte) (bool, error) {
+			keys = append(keys, append([]byte{}, k...))
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			parts := strings.Split(string(k[len(zone):]), "/")
+			v, err := tx.Get(k)
+			if err != nil {
+				return err
+			}
+			if err := tx.Put(legacyRefKey(m.ID, parts[0], parts[2]), v, 0); err != nil {
+				return err
+			}
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		return tx.Delete(legacyRefsMoved())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := Of(s).AuthorizedApps(t.Context(), m.ID); len(got) != 0 {
+		t.Fatalf("the old layout is listed before its move: %+v", got)
+	}
+	if err := migrateLegacyRefs(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := Of(s).AuthorizedApps(t.Context(), m.ID); len(got) != 1 || got[0].App.ClientID != app.ClientID {
+		t.Fatalf("authorized apps after the move: %+v", got)
+	}
+	if _, _, err := Of(s).Token(t.Context(), toks[0]); err != nil {
+		t.Fatalf("a token of before: %v", err)
+	}
+	if err := Of(s).RevokeToken(t.Context(), app.ClientID, toks[1]); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, s, "one token revoked", toks[1])
+	if _, apps, err := members.Of(s).RevokeMemberAccess(t.Context(), m.ID); err != nil || apps != 1 {
+		t.Fatalf("revocation: %d apps, %v", apps, err)
+	}
+	refused(t, s, "after the revocation", sample(toks)...)
+	swept(t, s, m.ID, 0)
+	err = s.View(t.Context(), func(tx *storage.Tx) error {
+		left, err := tx.Suffixes(storage.Key("u", m.ID, "oauth", "tok", ""))
+		if len(left) != 0 {
+			t.Errorf("%d refs left in the old layout", len(left))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
