@@ -229,26 +229,12 @@ type memberTokenRef struct {
 }
 
 func init() {
+	// A deleted member's tokens are refused at once (their member is
+	// gone); their records, as many as the member's index names, go after
+	// it in batches (deleteGrantsOf). The member's grants' generations (one
+	// per app it revoked) and its place in the sweep's queue go with it.
+	members.OnDeleteData(deleteGrantsOf)
 	members.OnDelete(func(tx *storage.Tx, memberID string) error {
-		prefix := grantsPrefix(memberID)
-		var digests []string
-		err := tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
-			rest := string(k[len(prefix):])
-			if i := strings.LastIndexByte(rest, '/'); i >= 0 {
-				digests = append(digests, rest[i+1:])
-			}
-			return true, nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, d := range digests {
-			if err := tx.Delete(tokenKey(d)); err != nil {
-				return err
-			}
-		}
-		// The member's grants' generations (one per app it revoked) and
-		// its place in the sweep's queue go too.
 		pairs, err := tx.Suffixes(pairKey(memberID, ""))
 		if err != nil {
 			return err

@@ -37,6 +37,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -502,6 +503,26 @@ func sweepRefs(tx *storage.Tx, m *members.Member, from []byte) ([]byte, error) {
 		return nil, err
 	}
 	return nil, deleteRefs(tx, prefix, dead)
+}
+
+// deleteGrantsOf deletes the refs of a deleted member and the tokens and
+// refresh tokens they name, a batch a transaction (members.OnDeleteData):
+// for a member that is gone every generation has ended.
+func deleteGrantsOf(ctx context.Context, st *storage.Store, memberID string) error {
+	gone := &members.Member{ID: memberID, AccessGen: math.MaxUint64}
+	var from []byte
+	for {
+		var next []byte
+		err := st.Update(ctx, func(tx *storage.Tx) error {
+			var err error
+			next, err = sweepRefs(tx, gone, from)
+			return err
+		})
+		if err != nil || next == nil {
+			return err
+		}
+		from = next
+	}
 }
 
 // deleteRefs deletes the refs (keys under prefix) and what they name.

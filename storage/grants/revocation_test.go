@@ -402,3 +402,29 @@ func TestGrantsKeptBeforeGenerations(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDeleteMemberAtManyTokens: a member holding 50,000 tokens is deleted
+// (one transaction deleting them fails as too big): its tokens are
+// refused, and their records are gone once DeleteMember returns.
+func TestDeleteMemberAtManyTokens(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	toks := manyTokens(t, s, app, m, 50000)
+	if err := Of(s).RevokeAppForMember(t.Context(), m.ID, app.ClientID); err != nil {
+		t.Fatal(err)
+	}
+	if err := members.Of(s).DeleteMember(t.Context(), m.Username); err != nil {
+		t.Fatalf("delete at 50000 tokens: %v", err)
+	}
+	refused(t, s, "after the deletion", sample(toks)...)
+	refs, tokens, _ := oauthRecords(t, s, m.ID)
+	var pairs []string
+	err := s.View(t.Context(), func(tx *storage.Tx) error {
+		var err error
+		pairs, err = tx.Suffixes(pairKey(m.ID, ""))
+		return err
+	})
+	if err != nil || refs != 0 || tokens != 0 || len(pairs) != 0 {
+		t.Fatalf("after the deletion: %d refs, %d tokens, %d grants' generations, %v", refs, tokens, len(pairs), err)
+	}
+	swept(t, s, m.ID, 0)
+}

@@ -177,6 +177,21 @@ func OnDelete(fn func(tx *storage.Tx, memberID string) error) {
 	memberCleanups = append(memberCleanups, fn)
 }
 
+// dataCleanups are run by deleteMemberData before the member's own
+// records go (OnDeleteData).
+var dataCleanups []func(ctx context.Context, st *storage.Store, memberID string) error
+
+// OnDeleteData registers fn to run once a member is deleted, before its
+// own records (under its prefix) are deleted: a domain deletes there, in
+// transactions of its own, the records elsewhere that the member's own
+// records name, when they may be more than DeleteMember's transaction can
+// hold (storage/grants: the tokens of the member's index of its grants).
+// fn must be idempotent: a run cut short runs again at the next opening.
+// Call it from an init function.
+func OnDeleteData(fn func(ctx context.Context, st *storage.Store, memberID string) error) {
+	dataCleanups = append(dataCleanups, fn)
+}
+
 // accessRevokers end one kind of a member's access for
 // RevokeMemberAccess (OnRevokeAccess): a registry for memberCleanups'
 // reason.
@@ -455,6 +470,11 @@ func (s Store) DeleteMember(ctx context.Context, username string) error {
 // (finishDeletions). (Badger's DropPrefix is not used: it blocks every
 // other write while it runs.)
 func (s Store) deleteMemberData(ctx context.Context, id string) error {
+	for _, clean := range dataCleanups {
+		if err := clean(ctx, s.st, id); err != nil {
+			return err
+		}
+	}
 	if err := s.st.DeletePrefixInBatches(ctx, memberDataPrefix(id)); err != nil {
 		return err
 	}
