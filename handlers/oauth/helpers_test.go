@@ -85,6 +85,12 @@ func newFixture(t testing.TB, configure ...func(*oauth.Options)) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return newFixtureOn(t, st, configure...)
+}
+
+// newFixtureOn is newFixture on the store st (a node of several).
+func newFixtureOn(t testing.TB, st *storage.Store, configure ...func(*oauth.Options)) *fixture {
+	t.Helper()
 	logs := &logBuffer{}
 	logger := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewDevelopmentEncoderConfig()), logs, zapcore.DebugLevel))
 	pages := account.New(st, account.Options{Logger: logger})

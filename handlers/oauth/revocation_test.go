@@ -3,6 +3,7 @@ package oauth_test
 import (
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
 	"github.com/hearthkit/caddy-hearth/storage/grants"
 	"github.com/hearthkit/caddy-hearth/storage/members"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // manyTokensCount is how many tokens the member holds in the tests of
@@ -76,5 +78,63 @@ func TestRevokingAccessAtManyTokens(t *testing.T) {
 				t.Fatalf("the revoked app is still listed:\n%s", r.body)
 			}
 		})
+	}
+}
+
+// pgNodes is this package's PostgreSQL server for two nodes of one site
+// (each package its own port, so packages may run at once).
+var pgNodes = storagetest.NewPostgres(15469)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgNodes.Stop()
+	os.Exit(code)
+}
+
+// TestRevokingAccessAtManyTokensOnTwoNodes: two nodes of one site on
+// PostgreSQL; the member changes their password with "revoke access" on
+// node A while holding 10,000 tokens, which node B has been answering
+// (the tokens, the member and the grant in B's caches): A answers as at
+// one token, and B answers Mastodon's 401 for them.
+func TestRevokingAccessAtManyTokensOnTwoNodes(t *testing.T) {
+	sa, sb := pgNodes.TwoNodes(t)
+	a, b := newFixtureOn(t, sa), newFixtureOn(t, sb)
+	m := a.member("alice")
+	tooter := a.register("Tooter", "https://app.example/cb", "read")
+	browser := a.signedIn("alice")
+	toks, err := grants.Of(sa).IssueMany(t.Context(), tooter.ClientID, m.ID, []string{"read"}, manyTokensCount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	some := []string{toks[0], toks[len(toks)/2], toks[len(toks)-1]}
+	for _, tok := range some {
+		wantStatus(t, b.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusOK)
+	}
+	storagetest.Eventually(t, "B has the tokens cached", func() bool {
+		for _, tok := range some {
+			wantStatus(t, b.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusOK)
+		}
+		for _, tok := range some {
+			if !grants.Of(sb).Cached(tok) {
+				return false
+			}
+		}
+		return true
+	})
+
+	r := browser.submit(browser.get(account.AccountPath), "/settings/account/password", url.Values{
+		"current_password": {password}, "password": {"a new password"}, "password_confirmation": {"a new password"},
+		"revoke_access": {"1"},
+	})
+	wantStatus(t, r, http.StatusSeeOther)
+	wantBody(t, browser.follow(r), "your API tokens and authorized apps were revoked")
+	for _, tok := range some {
+		wantJSONError(t, a.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusUnauthorized, "The access token is invalid")
+	}
+	storagetest.Eventually(t, "B refuses the revoked tokens", func() bool {
+		return b.getWithToken(oauth.VerifyCredentialsPath, toks[0]).StatusCode == http.StatusUnauthorized
+	})
+	for _, tok := range some {
+		wantJSONError(t, b.getWithToken(oauth.VerifyCredentialsPath, tok), http.StatusUnauthorized, "The access token is invalid")
 	}
 }
