@@ -95,7 +95,7 @@ func refKey(memberID, clientID string, g grantGen, digest string) []byte {
 // legacyRefKey is where refs were kept before generations
 // (migrateLegacyRefs moves them).
 func legacyRefKey(memberID, clientID, digest string) []byte {
-	return storage.Key("u", memberID, "oauth", "tok", clientID, digest)
+	return append(legacyRefsPrefix(memberID), clientID+"/"+digest...)
 }
 
 // pastApp is the first key after every ref of clientID in zone.
@@ -585,30 +585,31 @@ func sweepFamilies(tx *storage.Tx, m *members.Member, from []byte) ([]byte, erro
 	return nil, kv.CursorErr(c)
 }
 
-// legacyRefsMoved marks a store whose refs are all kept by generation.
-func legacyRefsMoved() []byte { return storage.Key("oauth", "grants-by-generation") }
+// legacyRefsPrefix is where memberID's refs were kept before generations.
+func legacyRefsPrefix(memberID string) []byte { return storage.Key("u", memberID, "oauth", "tok", "") }
 
 // migrateLegacyRefs moves the refs kept before generations
 // (u/<member>/oauth/tok/<client_id>/<digest>) to generation zero of the
-// index, in batches, with their tokens' lifetimes; a member whose access
-// was revoked since is queued for the sweep. It runs at every opening and
-// after a restore until it has once finished.
+// index, in batches, with their tokens' lifetimes, and queues the members
+// it moved for the sweep (a revocation may have come first on a node of
+// before). It runs at every opening and after a restore: a seek per member
+// finds whom it concerns, and writes nothing when nobody.
 func migrateLegacyRefs(ctx context.Context, st *storage.Store) error {
 	var ids []string
-	done := false
 	idPrefix := storage.Key("member", "id", "")
 	err := st.View(ctx, func(tx *storage.Tx) error {
 		ids = ids[:0]
-		var err error
-		if done, err = tx.Has(legacyRefsMoved()); err != nil || done {
-			return err
-		}
 		return tx.Scan(idPrefix, nil, false, true, func(k, _ []byte) (bool, error) {
-			ids = append(ids, string(k[len(idPrefix):]))
-			return true, nil
+			id := string(k[len(idPrefix):])
+			c := tx.Cursor(kv.Range{Prefix: legacyRefsPrefix(id), KeysOnly: true})
+			if c.Valid() {
+				ids = append(ids, id)
+			}
+			c.Close()
+			return true, kv.CursorErr(c)
 		})
 	})
-	if err != nil || done {
+	if err != nil {
 		return err
 	}
 	for _, id := range ids {
@@ -623,13 +624,13 @@ func migrateLegacyRefs(ctx context.Context, st *storage.Store) error {
 			}
 		}
 	}
-	return st.Update(ctx, func(tx *storage.Tx) error { return tx.Put(legacyRefsMoved(), nil, 0) })
+	return nil
 }
 
 // moveLegacyRefs moves up to sweepBatch of memberID's legacy refs and
 // reports whether more may remain.
 func moveLegacyRefs(tx *storage.Tx, memberID string) (bool, error) {
-	prefix := storage.Key("u", memberID, "oauth", "tok", "")
+	prefix := legacyRefsPrefix(memberID)
 	type legacy struct {
 		key []byte
 		ref memberTokenRef
