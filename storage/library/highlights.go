@@ -183,23 +183,31 @@ func (s Store) AddNote(ctx context.Context, memberID, itemID, text string) (*Hig
 // segments), or nil.
 func itemNote(tx *storage.Tx, memberID, itemID string) (*Highlight, error) {
 	var note *Highlight
-	prefix := storage.Key("u", memberID, "gql", "ih", itemID, "")
-	err := tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
-		var h Highlight
-		err := tx.GetJSON(highlightKey(memberID, string(k[len(prefix):])), &h)
+	err := eachItemHighlight(tx, memberID, itemID, func(h *Highlight) (bool, error) {
+		if h.IsNote() {
+			note = h
+			return false, nil
+		}
+		return true, nil
+	})
+	return note, err
+}
+
+// eachItemHighlight calls fn with each highlight of the item, oldest
+// first, while it answers true.
+func eachItemHighlight(tx *storage.Tx, memberID, itemID string, fn func(h *Highlight) (bool, error)) error {
+	prefix := itemHighlightKey(memberID, itemID, "")
+	return tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+		h := new(Highlight)
+		err := tx.GetJSON(highlightKey(memberID, string(k[len(prefix):])), h)
 		if errors.Is(err, storage.ErrNotFound) {
 			return true, nil
 		}
 		if err != nil {
 			return false, err
 		}
-		if h.IsNote() {
-			note = &h
-			return false, nil
-		}
-		return true, nil
+		return fn(h)
 	})
-	return note, err
 }
 
 // IsNote reports whether h is a note on its item as a whole (AddNote)
@@ -367,17 +375,8 @@ func (s Store) Highlight(ctx context.Context, memberID, id string) (*Highlight, 
 func (s Store) ItemHighlights(ctx context.Context, memberID, itemID string) ([]*Highlight, error) {
 	var out []*Highlight
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
-		prefix := storage.Key("u", memberID, "gql", "ih", itemID, "")
-		return tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
-			var h Highlight
-			err := tx.GetJSON(highlightKey(memberID, string(k[len(prefix):])), &h)
-			if errors.Is(err, storage.ErrNotFound) {
-				return true, nil
-			}
-			if err != nil {
-				return false, err
-			}
-			out = append(out, &h)
+		return eachItemHighlight(tx, memberID, itemID, func(h *Highlight) (bool, error) {
+			out = append(out, h)
 			return true, nil
 		})
 	})

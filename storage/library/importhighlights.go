@@ -1,7 +1,6 @@
 package library
 
 import (
-	"errors"
 	"strings"
 	"time"
 
@@ -19,16 +18,7 @@ func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight)
 		return 0, nil
 	}
 	have := map[string]bool{}
-	prefix := storage.Key("u", it.MemberID, "gql", "ih", it.ID, "")
-	err := tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
-		var h Highlight
-		err := tx.GetJSON(highlightKey(it.MemberID, string(k[len(prefix):])), &h)
-		if errors.Is(err, storage.ErrNotFound) {
-			return true, nil
-		}
-		if err != nil {
-			return false, err
-		}
+	err := eachItemHighlight(tx, it.MemberID, it.ID, func(h *Highlight) (bool, error) {
 		have[importKey(h.Segments, h.Note)] = true
 		return true, nil
 	})

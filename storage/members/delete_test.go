@@ -17,17 +17,10 @@ import (
 // finishes it.
 func TestDeletedMembersRecordsGoEvenIfTheStoreStopsMidway(t *testing.T) {
 	store, il := storagetest.OpenInterleaved(t)
-	m, err := Of(store).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	own := storage.Key("u", m.ID, "test", "record")
-	if err := store.Update(t.Context(), func(tx *storage.Tx) error { return tx.Put(own, []byte("v"), 0) }); err != nil {
-		t.Fatal(err)
-	}
+	own := aliceWithARecord(t, store)
 	var closed <-chan struct{}
 	il.BeforeDeleteCommit(memberNameKey("alice"), func() { closed = il.CloseDuring(store) })
-	err = Of(store).DeleteMember(t.Context(), "alice")
+	err := Of(store).DeleteMember(t.Context(), "alice")
 	if closed == nil {
 		t.Fatal("the deletion wrote no member record")
 	}
@@ -54,14 +47,7 @@ func TestDeletedMembersRecordsGoEvenIfTheStoreStopsMidway(t *testing.T) {
 // short nor hears of a failure: the member is gone, and so are its records.
 func TestDeleteMemberFinishesWhenTheClientLeaves(t *testing.T) {
 	store, il := storagetest.OpenInterleaved(t)
-	m, err := Of(store).CreateMember(t.Context(), "alice", "", "correct horse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	own := storage.Key("u", m.ID, "test", "record")
-	if err := store.Update(t.Context(), func(tx *storage.Tx) error { return tx.Put(own, []byte("v"), 0) }); err != nil {
-		t.Fatal(err)
-	}
+	own := aliceWithARecord(t, store)
 	// Cancelled as the first batch of its records commits, after the member
 	// record's transaction (a context ended before that commit may end the
 	// deletion itself, with nothing deleted, as PostgreSQL's engine does).
@@ -73,8 +59,23 @@ func TestDeleteMemberFinishesWhenTheClientLeaves(t *testing.T) {
 	if _, err := Of(store).Member(t.Context(), "alice"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("the member after the deletion: %v", err)
 	}
-	err = store.View(t.Context(), func(tx *storage.Tx) error { _, err := tx.Get(own); return err })
+	err := store.View(t.Context(), func(tx *storage.Tx) error { _, err := tx.Get(own); return err })
 	if !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("the deleted member's record with the store still open: %v, want gone", err)
 	}
+}
+
+// aliceWithARecord makes the member alice and a record of her own, and
+// returns its key.
+func aliceWithARecord(t *testing.T, store *storage.Store) []byte {
+	t.Helper()
+	m, err := Of(store).CreateMember(t.Context(), "alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := storage.Key("u", m.ID, "test", "record")
+	if err := store.Update(t.Context(), func(tx *storage.Tx) error { return tx.Put(own, []byte("v"), 0) }); err != nil {
+		t.Fatal(err)
+	}
+	return own
 }
