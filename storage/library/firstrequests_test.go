@@ -360,6 +360,66 @@ func BenchmarkFirstRequestsStore(b *testing.B) {
 	}
 }
 
+// BenchmarkNewWordPages times, on the store TestFirstRequestsAfterOpen
+// kept at HEARTH_FIRST_STORE (opened as it is, its index caught up, warm),
+// the first page of a word no page has asked for yet: each iteration a
+// needle of two of the vocabulary's syllables not asked before (a page
+// asked again comes from pageCache), those that fill a page of 50 (a
+// needle in too few items, or one the search refuses as too broad, is
+// left out of the figures). Its median, p25 and p75 against the first
+// page's median, warm: how much of a word's first request after an open
+// is the open's (BenchmarkFirstRequestAfterOpen) and how much the word's.
+// (ns/op counts the needles passed over too: read the metrics.)
+func BenchmarkNewWordPages(b *testing.B) {
+	dir := os.Getenv("HEARTH_FIRST_STORE")
+	member, err := os.ReadFile(dir + ".member")
+	if dir == "" || err != nil {
+		b.Skip("HEARTH_FIRST_STORE names no kept store")
+	}
+	st, err := openWith(dir, storage.Options{}, testOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	memberID := string(member)
+	waitIndexed(b, st, memberID)
+	page := func(f ItemFilter) (time.Duration, int) {
+		start := time.Now()
+		p, err := Of(st).SavedItemsPage(b.Context(), memberID, f, PageRequest{Field: SortCreatedAt, Desc: true, First: 50})
+		if err != nil {
+			return 0, 0
+		}
+		return time.Since(start), len(p.Items)
+	}
+	var first, words []time.Duration
+	for range 50 {
+		d, _ := page(ItemFilter{})
+		first = append(first, d)
+	}
+	next := 0
+	for b.Loop() {
+		syl := benchSyllables
+		for ; next < len(syl)*len(syl); next++ {
+			d, n := page(ItemFilter{Text: syl[next/len(syl)] + syl[next%len(syl)]})
+			if n == 50 {
+				words = append(words, d)
+				next++
+				break
+			}
+		}
+	}
+	if len(words) == 0 {
+		b.Skip("no needle filled a page")
+	}
+	slices.Sort(first)
+	slices.Sort(words)
+	b.ReportMetric(ms(first[len(first)/2]), "first-page-median-ms")
+	b.ReportMetric(ms(words[len(words)/2]), "word-median-ms")
+	b.ReportMetric(ms(words[len(words)/4]), "word-p25-ms")
+	b.ReportMetric(ms(words[len(words)*3/4]), "word-p75-ms")
+	b.ReportMetric(float64(len(words)), "words")
+}
+
 // BenchmarkFirstRequestAfterOpen opens the store TestFirstRequestsAfterOpen
 // kept at HEARTH_FIRST_STORE (itself: a restart of a settled store), asks
 // each case's first page once and closes it again, b.N times: the time of

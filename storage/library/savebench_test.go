@@ -20,8 +20,11 @@ func benchArticle(r *rand.Rand, z *rand.Zipf, vocab []string) (title, text strin
 	return vocab[z.Uint64()] + " " + vocab[z.Uint64()] + " " + vocab[z.Uint64()], b.String()
 }
 
+// benchSyllables are what benchVocab's words are made of.
+var benchSyllables = strings.Fields("ar al an ba be bi bo ca ce co da de di do el en er es fa fe fi fo ga ge go ha he hi ho in is it ka ke la le li lo lu ma me mi mo mu na ne ni no nu or pa pe pi po ra re ri ro ru sa se si so su ta te ti to tu un ur")
+
 func benchVocab(r *rand.Rand) []string {
-	syl := strings.Fields("ar al an ba be bi bo ca ce co da de di do el en er es fa fe fi fo ga ge go ha he hi ho in is it ka ke la le li lo lu ma me mi mo mu na ne ni no nu or pa pe pi po ra re ri ro ru sa se si so su ta te ti to tu un ur")
+	syl := benchSyllables
 	vocab := make([]string, 3000)
 	for i := range vocab {
 		var w strings.Builder
