@@ -28,6 +28,9 @@ var apiTokensTmpl = parse("api_tokens.html")
 type APITokensOptions struct {
 	// GraphQLPath is the API's endpoint, shown with the site's address.
 	GraphQLPath string
+	// OmnivoreAPIURLPath is the "API URL" Omnivore's browser extension
+	// takes, shown with the site's address beside a new token.
+	OmnivoreAPIURLPath string
 	// InboundPath is followed by a member's new inbound secret.
 	InboundPath string
 	// FeedURLs are the Atom and OPDS URLs of a new feed secret on site.
@@ -62,6 +65,7 @@ type feedLinks struct{ Atom, OPDS string }
 // tokensView is the data of the page.
 type tokensView struct {
 	Path, GraphQLURL string
+	OmnivoreAPIURL   string
 	Error, Notice    string
 	Name             string
 	MaxName          int
@@ -90,7 +94,8 @@ func (p *Pages) serveAPITokens(opts APITokensOptions, w http.ResponseWriter, r *
 		p.NotFound(w, r)
 		return
 	}
-	v := &tokensView{Path: APITokensPath, GraphQLURL: inboxtapi.SiteURL(r) + opts.GraphQLPath, MaxName: apitokens.MaxNameLen}
+	site := inboxtapi.SiteURL(r)
+	v := &tokensView{Path: APITokensPath, GraphQLURL: site + opts.GraphQLPath, OmnivoreAPIURL: site + opts.OmnivoreAPIURLPath, MaxName: apitokens.MaxNameLen}
 	status := http.StatusOK
 	expires := "30d"
 	switch r.Method {
@@ -132,12 +137,12 @@ func (p *Pages) serveAPITokens(opts APITokensOptions, w http.ResponseWriter, r *
 			p.opts.Logger.Info("API token deleted", zap.String("member", m.Username))
 			v.Notice = "The token was deleted; it no longer works."
 		case "rotate_inbound":
-			secret, err := apitokens.Of(p.store).RotateInboundSecret(r.Context(), m.ID, inboxtapi.SiteURL(r))
+			secret, err := apitokens.Of(p.store).RotateInboundSecret(r.Context(), m.ID, site)
 			if err != nil {
 				status, v.Error = p.tokensError(w, err, "create inbound address")
 				break
 			}
-			v.NewInboundURL = inboxtapi.SiteURL(r) + opts.InboundPath + secret
+			v.NewInboundURL = site + opts.InboundPath + secret
 		case "renew_feeds":
 			secret, err := apitokens.Of(p.store).RenewFeedSecret(r.Context(), m.ID)
 			if err != nil {
@@ -145,7 +150,7 @@ func (p *Pages) serveAPITokens(opts APITokensOptions, w http.ResponseWriter, r *
 				break
 			}
 			v.NewFeeds = &feedLinks{}
-			v.NewFeeds.Atom, v.NewFeeds.OPDS = opts.FeedURLs(inboxtapi.SiteURL(r), secret)
+			v.NewFeeds.Atom, v.NewFeeds.OPDS = opts.FeedURLs(site, secret)
 		case "revoke_feeds":
 			if err := apitokens.Of(p.store).RevokeFeedSecret(r.Context(), m.ID); err != nil && !errors.Is(err, storage.ErrNotFound) {
 				status, v.Error = p.tokensError(w, err, "revoke feed URLs")

@@ -26,7 +26,12 @@ import (
 // the fast path, errors) is what Path does. At Path, the Hearth names are
 // Omnivore's operations like the others served there, under names no
 // client of Inboxt's or Omnivore's sends.
-const OmnivorePath = "/omnivore" + Path
+const OmnivorePath = OmnivoreAPIURLPath + Path
+
+// OmnivoreAPIURLPath, after the site's address, is what a member gives
+// Omnivore's browser extension as its "API URL" (the extension appends
+// Path), as the API Tokens page says beside a new token.
+const OmnivoreAPIURLPath = "/omnivore"
 
 // omnivoreName is a name as a query writes it: a root field of on
 // (Query, Mutation), or with on empty, the type of a variable.

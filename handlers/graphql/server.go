@@ -327,5 +327,5 @@ type callerKey struct{}
 // (account.Pages.APITokensPage), with the addresses this server's routes
 // answer at.
 func (s *Server) APITokensPage(pages *account.Pages) account.SettingsPage {
-	return pages.APITokensPage(account.APITokensOptions{GraphQLPath: Path, InboundPath: inbound.Path, FeedURLs: export.FeedURLs, Now: s.opts.Now})
+	return pages.APITokensPage(account.APITokensOptions{GraphQLPath: Path, OmnivoreAPIURLPath: OmnivoreAPIURLPath, InboundPath: inbound.Path, FeedURLs: export.FeedURLs, Now: s.opts.Now})
 }

@@ -122,6 +122,64 @@ func TestAPITokensPageCreatesShowsOnceListsAndDeletesTokens(t *testing.T) {
 	e.wantError(token, labelsQuery, nil, http.StatusOK, "UNAUTHORIZED")
 }
 
+// pasteInPage is one place to paste a new token, as the page lists it: the
+// app's name and the address it wants, in a copyable code element.
+var pasteInPage = regexp.MustCompile(`<p><strong>([^<]+)</strong>([^\n]*)</p>\n<p><code class="secret" id="[a-z-]+" data-copy>([^<]+)</code></p>`)
+
+// Beside a new token the page says where each app served here wants it,
+// with the site's own addresses: Omnivore's plugins the API's endpoint,
+// Omnivore's browser extension the address it appends /api/graphql to
+// (where its label list answers), Inboxt's apps and scripts the endpoint
+// with a bearer token.
+func TestAPITokensPageSaysWhereToPasteANewToken(t *testing.T) {
+	e := newEnv(t, options{})
+	srv, browser := site(t, e)
+	status, body := page(t, browser, http.MethodPost, srv.URL+account.APITokensPath, url.Values{"action": {"create"}, "name": {"Obsidian"}, "expires": {"7d"}})
+	m := tokenInPage.FindStringSubmatch(body)
+	if status != 200 || m == nil {
+		t.Fatalf("status %d, no token shown: %s", status, body)
+	}
+	token := m[1]
+	want := []struct{ app, field, url string }{
+		{"Omnivore’s Obsidian and Logseq plugins", "“API endpoint”", srv.URL + "/api/graphql"},
+		{"Omnivore’s browser extension", "“API URL”", srv.URL + "/omnivore"},
+		{"Inboxt’s apps and your own scripts", "Authorization: Bearer &lt;token&gt;", srv.URL + "/api/graphql"},
+	}
+	got := pasteInPage.FindAllStringSubmatch(body, -1)
+	if len(got) != len(want) || !strings.Contains(body, "Where to paste it") {
+		t.Fatalf("%d places to paste the token: %s", len(got), body)
+	}
+	for i, w := range want {
+		if got[i][1] != w.app || !strings.Contains(got[i][2], w.field) || got[i][3] != w.url {
+			t.Errorf("place %d: %q %q %q, want %q with %q and %q", i, got[i][1], got[i][2], got[i][3], w.app, w.field, w.url)
+		}
+	}
+	if strings.Index(body, token) > strings.Index(body, "Where to paste it") {
+		t.Error("the places to paste the token come before the token")
+	}
+
+	// The addresses work as each app uses them: the extension's label list
+	// with the token alone in the header, the endpoint with a bearer token.
+	ask := func(u, auth, query string) string {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"query": query})
+		req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(string(b)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", auth)
+		resp, out := send(t, req)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: HTTP %d %s", u, resp.StatusCode, out)
+		}
+		return string(out)
+	}
+	if out := ask(want[1].url+"/api/graphql", token, extGetLabels); !strings.Contains(out, `{"data":{"labels":{"labels":[`) {
+		t.Errorf("the extension's label list at its API URL: %s", out)
+	}
+	if out := ask(want[2].url, "Bearer "+token, `{ me { username } }`); !strings.Contains(out, `"username":"`+e.member.Username+`"`) {
+		t.Errorf("a bearer token at the endpoint: %s", out)
+	}
+}
+
 func TestAPITokensPageRejectsBadForms(t *testing.T) {
 	e := newEnv(t, options{})
 	srv, browser := site(t, e)
