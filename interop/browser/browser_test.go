@@ -554,6 +554,11 @@ func TestMemberPagesInChromium(t *testing.T) {
 	}
 	s.check("api-token-created")
 	s.copyButtonWorks("#secret")
+	// Under it, where to paste it: the browser extension's API URL, copyable.
+	if got := s.text("#extension-url"); got != site+"/omnivore" {
+		t.Fatalf("the extension's API URL on the page is %q, want %q", got, site+"/omnivore")
+	}
+	s.copyButtonWorks("#extension-url")
 	// The member's own e-mail address (for the site's OpenID apps).
 	s.open("/settings/email")
 	s.check("email")
