@@ -337,18 +337,7 @@ func TestWritersKeepTheTextBacklogBounded(t *testing.T) {
 // kept at HEARTH_FIRST_STORE (opened as it is, its index caught up), each
 // of its pages warm: for profiles (-cpuprofile) of one case.
 func BenchmarkFirstRequestsStore(b *testing.B) {
-	dir := os.Getenv("HEARTH_FIRST_STORE")
-	member, err := os.ReadFile(dir + ".member")
-	if dir == "" || err != nil {
-		b.Skip("HEARTH_FIRST_STORE names no kept store")
-	}
-	st, err := openWith(dir, storage.Options{}, testOptions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	memberID := string(member)
-	waitIndexed(b, st, memberID)
+	st, memberID := openKeptStore(b)
 	for _, c := range firstRequestsCases("topic") {
 		b.Run(strings.ReplaceAll(c.name, " ", "-"), func(b *testing.B) {
 			for b.Loop() {
@@ -371,18 +360,7 @@ func BenchmarkFirstRequestsStore(b *testing.B) {
 // is the open's (BenchmarkFirstRequestAfterOpen) and how much the word's.
 // (ns/op counts the needles passed over too: read the metrics.)
 func BenchmarkNewWordPages(b *testing.B) {
-	dir := os.Getenv("HEARTH_FIRST_STORE")
-	member, err := os.ReadFile(dir + ".member")
-	if dir == "" || err != nil {
-		b.Skip("HEARTH_FIRST_STORE names no kept store")
-	}
-	st, err := openWith(dir, storage.Options{}, testOptions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	memberID := string(member)
-	waitIndexed(b, st, memberID)
+	st, memberID := openKeptStore(b)
 	page := func(f ItemFilter) (time.Duration, int) {
 		start := time.Now()
 		p, err := Of(st).SavedItemsPage(b.Context(), memberID, f, PageRequest{Field: SortCreatedAt, Desc: true, First: 50})
@@ -418,6 +396,26 @@ func BenchmarkNewWordPages(b *testing.B) {
 	b.ReportMetric(ms(words[len(words)/4]), "word-p25-ms")
 	b.ReportMetric(ms(words[len(words)*3/4]), "word-p75-ms")
 	b.ReportMetric(float64(len(words)), "words")
+}
+
+// openKeptStore opens the store TestFirstRequestsAfterOpen kept at
+// HEARTH_FIRST_STORE (skipping without one), closed when b ends, and waits
+// for its index to catch up; it returns the store and its member's id.
+func openKeptStore(b *testing.B) (*storage.Store, string) {
+	b.Helper()
+	dir := os.Getenv("HEARTH_FIRST_STORE")
+	member, err := os.ReadFile(dir + ".member")
+	if dir == "" || err != nil {
+		b.Skip("HEARTH_FIRST_STORE names no kept store")
+	}
+	st, err := openWith(dir, storage.Options{}, testOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	memberID := string(member)
+	waitIndexed(b, st, memberID)
+	return st, memberID
 }
 
 // BenchmarkFirstRequestAfterOpen opens the store TestFirstRequestsAfterOpen
