@@ -9,7 +9,6 @@ import (
 	"image/color"
 	"image/png"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
@@ -33,32 +33,16 @@ func TestFetchQueuePausesWhileTheDiskIsFull(t *testing.T) {
 	disk := storagetest.NewSmallDisk(t, 64<<20)
 	store := disk.Store(reserve, nil)
 	var hits atomic.Int64
-	release := make(chan struct{})
-	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	site, release := gatedSite(t, func(w http.ResponseWriter, r *http.Request, held func() bool) {
 		hits.Add(1)
-		select {
-		case <-release:
-		case <-r.Context().Done():
+		if !held() {
 			return
 		}
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprintf(w, "<html><head><title>Page %s</title></head><body><p>Some text of the article at %s.</p></body></html>", r.URL.Path, r.URL.Path)
-	}))
-	defer site.Close()
-	defer func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	}()
-
+	})
 	m := newAlice(t, store)
-	core, logs := observer.New(zap.InfoLevel)
-	opts := testOptions()
-	opts.Logger = zap.New(core)
-	s := Prepare(store, opts)
-	defer s.Close()
+	s, logs := prepareLogged(t, store)
 	ids := make([]string, pages)
 	for i := range ids {
 		ids[i] = mustQueue(t, s, m.ID, fmt.Sprintf("%s/page%d", site.URL, i))
@@ -67,7 +51,7 @@ func TestFetchQueuePausesWhileTheDiskIsFull(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	freeSpace := disk.Fill(reserve / 2)
-	close(release)
+	release()
 	for logs.FilterMessageSnippet("article fetches paused").Len() == 0 && hits.Load() < pages {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -119,8 +103,7 @@ func TestImageFetchesPauseWhileTheDiskIsFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	var imageHits atomic.Int64
-	release := make(chan struct{})
-	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	site, release := gatedSite(t, func(w http.ResponseWriter, r *http.Request, held func() bool) {
 		if r.URL.Path == "/article" {
 			w.Header().Set("Content-Type", "text/html")
 			fmt.Fprint(w, "<html><head><title>Pictures</title></head><body><article><p>Some text about pictures, long enough to be read.</p>")
@@ -131,35 +114,20 @@ func TestImageFetchesPauseWhileTheDiskIsFull(t *testing.T) {
 			return
 		}
 		imageHits.Add(1)
-		select {
-		case <-release:
-		case <-r.Context().Done():
+		if !held() {
 			return
 		}
 		w.Header().Set("Content-Type", "image/png")
 		w.Write(pngBytes.Bytes())
-	}))
-	defer site.Close()
-	defer func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	}()
-
+	})
 	m := newAlice(t, store)
-	core, logs := observer.New(zap.InfoLevel)
-	opts := testOptions()
-	opts.Logger = zap.New(core)
-	s := Prepare(store, opts)
-	defer s.Close()
+	s, logs := prepareLogged(t, store)
 	id := mustQueue(t, s, m.ID, site.URL+"/article")
 	for imageHits.Load() == 0 { // the page is saved, its first image asked for
 		time.Sleep(5 * time.Millisecond)
 	}
 	freeSpace := disk.Fill(reserve / 2)
-	close(release)
+	release()
 	for logs.FilterMessageSnippet("article fetches paused").Len() == 0 && imageHits.Load() < images {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -185,4 +153,14 @@ func TestImageFetchesPauseWhileTheDiskIsFull(t *testing.T) {
 	if err != nil || len(stored) != images {
 		t.Fatalf("%d images stored after the pause (%v), want %d", len(stored), err, images)
 	}
+}
+
+// prepareLogged prepares the service with its log lines kept for the test.
+func prepareLogged(t *testing.T, store *storage.Store) (*Service, *observer.ObservedLogs) {
+	core, logs := observer.New(zap.InfoLevel)
+	opts := testOptions()
+	opts.Logger = zap.New(core)
+	s := Prepare(store, opts)
+	t.Cleanup(func() { s.Close() })
+	return s, logs
 }

@@ -18,15 +18,7 @@ import (
 // fetched before the passes could have reached its entry.
 func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 	const budget, links = 20, 200
-	release := make(chan struct{})
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer slow.Close()
-	defer close(release)
+	slow, _ := gatedSite(t, func(w http.ResponseWriter, r *http.Request, held func() bool) { held() })
 	// The feeder's passes when the saved article's page is asked for: the
 	// passes counted when its fetch is done would add those made (one a
 	// second, as the import's host waits) while a loaded machine fetches it.
@@ -86,15 +78,7 @@ func TestFetchFeedPassesReadABoundedCount(t *testing.T) {
 // budget of entries.
 func TestFetchFeedWaitsOnceForAHost(t *testing.T) {
 	const links, kicks = 50, 12
-	release := make(chan struct{})
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer slow.Close()
-	defer close(release)
+	slow, _ := gatedSite(t, func(w http.ResponseWriter, r *http.Request, held func() bool) { held() })
 	store := openStore(t)
 	m := newAlice(t, store)
 	s := Prepare(store, testOptions())

@@ -59,6 +59,28 @@ func (h *heldSite) hitsOf(path string) int {
 	return h.hits[path]
 }
 
+// gatedSite is a site whose answers all wait until release is called (or their
+// client leaves: held then says false), so that a test can fill the disk
+// while fetches are under way. The test's end releases whatever still waits.
+func gatedSite(t *testing.T, serve func(w http.ResponseWriter, r *http.Request, held func() bool)) (site *httptest.Server, release func()) {
+	gate := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	site = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		serve(w, r, func() bool {
+			select {
+			case <-gate:
+				return true
+			case <-r.Context().Done():
+				return false
+			}
+		})
+	}))
+	t.Cleanup(site.Close)
+	t.Cleanup(release) // runs first: nothing left waiting when the site closes
+	return site, release
+}
+
 // workerEngines runs f on a Badger store and on PostgreSQL. reopen gives
 // the store that follows the first once it is closed: the same directory
 // opened again, or another node of the database.
