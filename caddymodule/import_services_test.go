@@ -2,7 +2,10 @@ package caddymodule
 
 import (
 	"archive/zip"
+	"bytes"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +59,58 @@ func TestCLIImportsEachServiceExport(t *testing.T) {
 		} else if n := highlights(); n != first {
 			t.Fatalf("%d highlights after importing the same files again, %d before", n, first)
 		}
+	}
+}
+
+// A Raindrop bookmark's note is the item's note: its reader page lists it
+// as a note, without a quote, before the highlights with their notes, and
+// the export's Markdown writes it as a note without a quote (not as a
+// highlight of the title).
+func TestRaindropNoteIsTheItemsNote(t *testing.T) {
+	addr := startWithAlice(t, hearthCaddyfile(t.TempDir(), graphqlSites()))
+	out, err := runHearth(t, "", "import", "--member", "alice", "--no-fetch-wait", filepath.Join("..", "handlers", "importer", "testdata", "raindrop.csv"), addr)
+	if err != nil || !strings.Contains(out, "4 new") {
+		t.Fatalf("import: %q, %v", out, err)
+	}
+	token := createAPIToken(t, "alice")
+	const title = "Le pain au levain, pas à pas"
+	var id string
+	for _, e := range allEntries(t, token, map[string]any{"first": 10}, nil) {
+		if e.Title == title {
+			id = e.ID
+		}
+	}
+	br := newBrowser(t, testSite)
+	br.signIn("alice", "a good password")
+	p := br.get("/library/item/" + id)
+	if p.StatusCode != http.StatusOK || !strings.Contains(p.body, ">Relire avant dimanche</textarea>") ||
+		strings.Contains(p.body, "<blockquote>"+title+"</blockquote>") ||
+		!strings.Contains(p.body, "<blockquote>Le levain double de volume en quatre heures.</blockquote>") {
+		t.Fatalf("reader page: HTTP %d:\n%s", p.StatusCode, p.body)
+	}
+	status, export := getWithToken(t, token, "/api/export")
+	zr, err := zip.NewReader(bytes.NewReader(export), int64(len(export)))
+	if status != http.StatusOK || err != nil {
+		t.Fatalf("export: HTTP %d, %v", status, err)
+	}
+	want := "## Highlights\n\nNote: Relire avant dimanche\n\n> Le levain double de volume en quatre heures.\n\nNote: à vérifier\n\n"
+	found := false
+	for _, f := range zr.File {
+		if !strings.HasPrefix(f.Name, "markdown/") {
+			continue
+		}
+		rc, _ := f.Open()
+		md, _ := io.ReadAll(rc)
+		rc.Close()
+		if strings.Contains(string(md), "# "+title+"\n") {
+			found = true
+			if !strings.Contains(string(md), want) {
+				t.Errorf("%s, no %q:\n%s", f.Name, want, md)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("the export has no Markdown file of the item")
 	}
 }
 

@@ -503,7 +503,7 @@ func TestEveryFixtureImportsThroughTheAPI(t *testing.T) {
 		name, format            string
 		file                    []byte
 		created, failed         int
-		url, title, status, has string // one item to look at, and a label or highlight note it has
+		url, title, status, has string // one item to look at, and a label, highlight note or item note it has
 	}{
 		{"pocket.zip", "POCKET", zipFixture(t, "pocket"), 5, 1, "https://go.dev/doc/go1.26", "Go 1.26 Release Notes", "ACTIVE", "label:release notes"},
 		{"pocket_2020.csv", "POCKET", read("pocket_2020.csv"), 3, 0, "https://www.reddit.com/r/DataHoarder/comments/ioupbk/archivebox_question_how_do_i_import_links_from_a/", "", "ARCHIVED", ""},
@@ -514,13 +514,14 @@ func TestEveryFixtureImportsThroughTheAPI(t *testing.T) {
 		{"bookmarks.html", "BOOKMARKS", read("bookmarks.html"), 3, 1, "https://blog.golang.org/pipelines", "Go Concurrency Patterns: Pipelines and cancellation", "ACTIVE", "label:concurrency"},
 		{"saved-items.csv", "INBOXT_CSV", read("inboxt.csv"), 2, 1, "https://example.org/bread", "Baking Bread", "ACTIVE", "label:weekend"},
 		{"inboxt.zip", "INBOXT_ZIP", zipFixture(t, "inboxt"), 3, 2, "https://example.org/sourdough", "Sourdough starter basics", "ARCHIVED", "label:cooking"},
-		{"raindrop.csv", "RAINDROP", read("raindrop.csv"), 4, 1, "https://example.org/levain", "Le pain au levain, pas à pas", "ACTIVE", "note:à vérifier"},
+		{"raindrop.csv", "RAINDROP", read("raindrop.csv"), 4, 1, "https://example.org/levain", "Le pain au levain, pas à pas", "ACTIVE", "itemnote:Relire avant dimanche"},
+		{"raindrop-highlight.csv", "RAINDROP", read("raindrop.csv"), 4, 1, "https://example.org/levain", "", "ACTIVE", "note:à vérifier"},
 		{"raindrop-folder.csv", "RAINDROP", read("raindrop.csv"), 4, 1, "https://example.org/levain", "", "ACTIVE", "label:Cuisine/Pain"},
 		{"readwise_reader.csv", "READWISE_READER", read("readwise_reader.csv"), 3, 1, "https://paulgraham.com/greatwork.html", "How to Do Great Work", "ACTIVE", "label:career"},
 		{"readwise_reader-archive.csv", "READWISE_READER", read("readwise_reader.csv"), 3, 1, "https://example.org/quoted", `Quoted, with a "comma"`, "ARCHIVED", ""},
 		{"matter.csv", "MATTER", read("matter.csv"), 2, 0, "https://jackcheng.com/the-slow-web", "The Slow Web", "ARCHIVED", "label:Starred"},
 		{"goodlinks.json", "GOODLINKS", read("goodlinks.json"), 3, 1, "https://daringfireball.net/2024/01/vision_pro", "Vision Pro", "ARCHIVED", "label:Starred"},
-		{"karakeep.json", "KARAKEEP", read("karakeep.json"), 2, 1, "https://antonz.org/sqlite-is-not-a-toy-database/", "SQLite is not a toy database", "ACTIVE", "note:Read the WAL part again"},
+		{"karakeep.json", "KARAKEEP", read("karakeep.json"), 2, 1, "https://antonz.org/sqlite-is-not-a-toy-database/", "SQLite is not a toy database", "ACTIVE", "itemnote:Read the WAL part again"},
 		{"linkwarden.json", "LINKWARDEN", read("linkwarden.json"), 2, 1, "https://arxiv.org/abs/1706.03762", "Attention Is All You Need", "ACTIVE", "label:Research"},
 	}
 	for _, c := range cases {
@@ -554,14 +555,19 @@ func TestEveryFixtureImportsThroughTheAPI(t *testing.T) {
 					if !ok {
 						t.Errorf("no label %q on %+v (labels %+v)", want, it, labels)
 					}
-				case "note":
+				case "note", "itemnote":
+					// An item note is the item's one highlight without
+					// segments; a highlight's note, one with.
 					hs, _ := library.Of(e.store).ItemHighlights(t.Context(), e.member.ID, it.ID)
-					ok := false
+					ok, notes := false, 0
 					for _, h := range hs {
-						ok = ok || h.Note == want
+						ok = ok || h.Note == want && h.IsNote() == (kind == "itemnote")
+						if h.IsNote() {
+							notes++
+						}
 					}
-					if !ok {
-						t.Errorf("no highlight with the note %q: %+v", want, hs)
+					if !ok || notes > 1 {
+						t.Errorf("no %s %q (or %d item notes): %+v", kind, want, notes, hs)
 					}
 				}
 				return nil

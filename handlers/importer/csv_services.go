@@ -17,7 +17,8 @@ import (
 //   - Raindrop (Settings → Backups, CSV):
 //     id,title,note,excerpt,url,folder,tags,created,cover,highlights,favorite;
 //     tags comma-separated ("a, b"), folder a path ("Work/Reading"),
-//     created ISO 8601, favorite "true"/"false" (the columns as a member
+//     created ISO 8601, favorite "true"/"false", note the bookmark's
+//     note (kept as the item's note, not on a passage) (the columns as a member
 //     lists them from a real backup: wallabag/wallabag#8211; id and
 //     favorite added in Raindrop 5.x, raindropio/help@d2e70fa2
 //     changelog/web.mdx). How the highlights cell is laid out is published
@@ -104,7 +105,7 @@ func (c *csvReader) serviceItem(rec []string) (it *Item, ok bool, err error) {
 			it.Labels = addLabel(it.Labels, "Starred")
 		}
 		it.Highlights = raindropHighlights(c.get(rec, "highlights"))
-		noteHighlight(it, c.get(rec, "note"))
+		itemNote(it, c.get(rec, "note"))
 	case ReadwiseReader:
 		if strings.EqualFold(c.get(rec, "Location"), "feed") {
 			return nil, true, errors.New("a feed document (Reader's feed, not saved by the member): not imported")

@@ -188,7 +188,8 @@ type Item struct {
 // Highlight is a highlighted passage with its note. Exports that keep no
 // position (Omnivore's Markdown, Inboxt's highlights.json) give only
 // Quote; Segments then stay empty and the store places it (see
-// library.ImportItem).
+// library.ImportItem). Without Quote and Segments, it is the item's note
+// (a note on the item as a whole).
 type Highlight struct {
 	Quote     string
 	Note      string

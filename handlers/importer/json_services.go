@@ -189,11 +189,13 @@ func unixFloat(f flexNumber) time.Time {
 	return time.Unix(int64(f), 0).UTC()
 }
 
-// noteHighlight keeps a bookmark's own note (Karakeep's, Raindrop's): Hearth's
-// notes are on highlights, so it is the note of a highlight of the title.
-func noteHighlight(it *Item, note string) {
+// itemNote keeps a bookmark's own note (Karakeep's, Raindrop's) as the
+// item's note: a highlight without quote or segments, which the store
+// keeps as the note on the item as a whole (library.Store.AddNote's), not
+// on a passage.
+func itemNote(it *Item, note string) {
 	if strings.TrimSpace(note) != "" {
-		it.Highlights = append([]Highlight{{Quote: firstNonEmpty(it.Title, it.URL), Note: note}}, it.Highlights...)
+		it.Highlights = append([]Highlight{{Note: note}}, it.Highlights...)
 	}
 }
 
@@ -243,7 +245,7 @@ func (s *serviceJSONReader) nextFlat() (*Item, error) {
 		for _, t := range b.Tags {
 			it.Labels = addLabel(it.Labels, t)
 		}
-		noteHighlight(it, str(b.Note))
+		itemNote(it, str(b.Note))
 		return it, nil
 	default: // GoodLinks
 		var e goodLinksEntry

@@ -28,10 +28,11 @@ func TestServiceExportsAreDetectedAndRead(t *testing.T) {
 				it.LeadImage != "https://example.org/levain.jpg" {
 				t.Errorf("first row: %+v", it)
 			}
-			// The bookmark's note first, on its title, then the highlights
-			// of the quoted multi-line cell with their notes.
+			// The bookmark's note first, as the item's note (no quote, no
+			// segments), then the highlights of the quoted multi-line cell
+			// with their notes.
 			hs := it.Highlights
-			if len(hs) != 3 || hs[0].Note != "Relire avant dimanche" || hs[0].Quote != it.Title ||
+			if len(hs) != 3 || hs[0].Note != "Relire avant dimanche" || hs[0].Quote != "" || hs[0].Segments != nil ||
 				hs[1].Quote != "Le levain double de volume en quatre heures." || hs[1].Note != "à vérifier" || hs[2].Quote != "Cuire à 250 °C" || hs[2].Note != "" {
 				t.Errorf("highlights: %+v", hs)
 			}
@@ -109,7 +110,8 @@ func TestServiceExportsAreDetectedAndRead(t *testing.T) {
 		"karakeep.json", importer.Karakeep, 2, []string{"bookmarks item 3: a text or file bookmark"},
 		func(t *testing.T, items []*importer.Item) {
 			s := items[0]
-			if !s.SavedAt.Equal(time.Unix(1719000000, 0)) || strings.Join(s.Labels, "|") != "databases|sqlite" || len(s.Highlights) != 1 || s.Highlights[0].Note != "Read the WAL part again" {
+			if !s.SavedAt.Equal(time.Unix(1719000000, 0)) || strings.Join(s.Labels, "|") != "databases|sqlite" || len(s.Highlights) != 1 ||
+				s.Highlights[0].Note != "Read the WAL part again" || s.Highlights[0].Quote != "" { // the item's note
 				t.Errorf("first bookmark: %+v", s)
 			}
 			if a := items[1]; a.Status != library.StatusArchived || a.Title != "" {

@@ -163,7 +163,7 @@ func (s Store) AddNote(ctx context.Context, memberID, itemID, text string) (*Hig
 			return err
 		}
 		if note != nil {
-			joined, err := cleanText(note.Note+"\n\n"+text, MaxNoteLen, "note")
+			joined, err := joinNote(note.Note, text)
 			if err != nil {
 				return err
 			}
@@ -177,6 +177,29 @@ func (s Store) AddNote(ctx context.Context, memberID, itemID, text string) (*Hig
 		return touchItems(tx, memberID, []string{itemID}, func(it *SavedItem) { it.HighlightCount++ })
 	})
 	return out, err
+}
+
+// joinNote is the note with text added after a blank line: how an item's
+// one note takes each later text (AddNote, an import's note for an item
+// that has one).
+func joinNote(note, text string) (string, error) {
+	return cleanText(note+"\n\n"+text, MaxNoteLen, "note")
+}
+
+// noteHolds reports whether note holds text already, white space aside:
+// as the whole of it or as one of the paragraphs joinNote added (so that
+// importing a file again adds nothing to the note).
+func noteHolds(note, text string) bool {
+	want := strings.Join(strings.Fields(text), " ")
+	if strings.Join(strings.Fields(note), " ") == want {
+		return true
+	}
+	for p := range strings.SplitSeq(note, "\n\n") {
+		if strings.Join(strings.Fields(p), " ") == want {
+			return true
+		}
+	}
+	return false
 }
 
 // itemNote is the item's note (the first of its highlights without

@@ -10,15 +10,21 @@ import (
 // addImportedHighlights gives an item the member already had the imported
 // highlights it lacks (Readwise's highlights CSV after its Reader CSV,
 // Pocket's annotations of an item saved before), a highlight being the
-// same when its text is, white space aside (a note on the item as a
-// whole, when its note is): importing a file again adds nothing. It returns how many it added; the caller counts them in
-// it.HighlightCount and writes it.
+// same when its text is, white space aside: importing a file again adds
+// nothing. A note on the item as a whole goes to the item's one note as
+// AddNote adds it (after a blank line), unless the note holds it already
+// (noteHolds). It returns how many highlights it added; the caller counts
+// them in it.HighlightCount and writes it.
 func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight) (int, error) {
 	if len(hls) == 0 {
 		return 0, nil
 	}
 	have := map[string]bool{}
+	var note *Highlight
 	err := eachItemHighlight(tx, it.MemberID, it.ID, func(h *Highlight) (bool, error) {
+		if h.IsNote() && note == nil {
+			note = h
+		}
 		have[importKey(h.Segments, h.Note)] = true
 		return true, nil
 	})
@@ -27,6 +33,19 @@ func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight)
 	}
 	added := 0
 	for _, h := range hls {
+		if len(h.Segments) == 0 && note != nil {
+			if noteHolds(note.Note, h.Note) {
+				continue
+			}
+			joined, err := joinNote(note.Note, h.Note)
+			if err != nil {
+				continue // a note too long to join does not cost the item
+			}
+			if err := writeHighlightNote(tx, it.MemberID, note, joined); err != nil {
+				return added, err
+			}
+			continue
+		}
 		k := importKey(h.Segments, h.Note)
 		if have[k] {
 			continue
@@ -43,8 +62,12 @@ func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight)
 		if err != nil {
 			return added, err
 		}
-		if _, err := putNewHighlight(tx, it, h.Segments, h.Note, c.UTC().Truncate(time.Millisecond), u.UTC().Truncate(time.Millisecond), pct); err != nil {
+		nh, err := putNewHighlight(tx, it, h.Segments, h.Note, c.UTC().Truncate(time.Millisecond), u.UTC().Truncate(time.Millisecond), pct)
+		if err != nil {
 			return added, err
+		}
+		if nh.IsNote() {
+			note = nh
 		}
 		added++
 	}

@@ -429,9 +429,11 @@ func putImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight,
 // importHighlights are the highlights of an imported item that can be
 // kept (a highlight that cannot does not cost the item): without
 // segments, a note on the item as a whole (Store.AddNote), which needs
-// its note.
+// its note. An item has one note: the entry's notes are joined into the
+// first, as AddNote joins them.
 func importHighlights(in []ImportHighlight) []ImportHighlight {
 	var hls []ImportHighlight
+	noteAt := -1
 	for _, h := range in {
 		note, err := cleanText(h.Note, MaxNoteLen, "note")
 		if len(h.Segments) == 0 && note == "" || len(h.Segments) > 0 && validateSegments(h.Segments) != nil {
@@ -439,6 +441,17 @@ func importHighlights(in []ImportHighlight) []ImportHighlight {
 		}
 		if err != nil {
 			continue // a highlight that cannot be kept does not cost the item
+		}
+		if len(h.Segments) == 0 && noteAt >= 0 {
+			if first := &hls[noteAt]; !noteHolds(first.Note, note) {
+				if joined, err := joinNote(first.Note, note); err == nil {
+					first.Note = joined
+				}
+			}
+			continue
+		}
+		if len(h.Segments) == 0 {
+			noteAt = len(hls)
 		}
 		h.Note = note
 		hls = append(hls, h)

@@ -586,3 +586,53 @@ func TestImportedDateBeforeTheEarliestSavedAtIsNow(t *testing.T) {
 		t.Errorf("the item dated 1960: %+v", page.Items[1])
 	}
 }
+
+// An item has one note: an imported note (Raindrop's or Karakeep's note
+// on a bookmark) on an item that has one is added to it after a blank
+// line, as AddNote adds it, and a new item's several notes make one;
+// importing the same file again changes no note.
+func TestImportedNotesJoinTheItemsNote(t *testing.T) {
+	st, m := openSavedTest(t)
+	ctx := t.Context()
+	item := saveN(t, st, m.ID, 1)[0]
+	if _, err := Of(st).AddNote(ctx, m.ID, item.ID, "Bake at dawn."); err != nil {
+		t.Fatal(err)
+	}
+	note := func(s string) ImportHighlight { return ImportHighlight{Note: s} }
+	entries := []ImportEntry{
+		{Pos: 1, Ref: "row 1", Item: &ImportItem{URL: item.OriginalURL, Highlights: []ImportHighlight{note("Relire avant dimanche")}}},
+		{Pos: 2, Ref: "row 2", Item: &ImportItem{URL: "https://example.com/new", Highlights: []ImportHighlight{
+			note("First."), {Segments: []HighlightSegment{{XPath: "/", Text: "a passage"}}}, note("Second."), note("First.")}}},
+	}
+	notes := func() map[string][]string {
+		got := map[string][]string{}
+		err := Of(st).ForEachHighlight(ctx, m.ID, func(h *Highlight) error {
+			if h.IsNote() {
+				got[h.ItemURL] = append(got[h.ItemURL], h.Note)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	want := map[string][]string{item.OriginalURL: {"Bake at dawn.\n\nRelire avant dimanche"}, "https://example.com/new": {"First.\n\nSecond."}}
+	for round := range 2 {
+		if _, err := Of(st).ImportItems(ctx, m.ID, importJob(t, st, m.ID).ID, entries, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got := notes(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("round %d: notes %q, want %q", round+1, got, want)
+		}
+	}
+	page, err := Of(st).SavedItemsPage(ctx, m.ID, ItemFilter{Status: StatusAll}, PageRequest{Field: SortCreatedAt, First: 10})
+	if err != nil || len(page.Items) != 2 {
+		t.Fatalf("%v, %d items", err, len(page.Items))
+	}
+	for _, it := range page.Items {
+		if want := map[string]int{item.OriginalURL: 1, "https://example.com/new": 2}[it.OriginalURL]; it.HighlightCount != want {
+			t.Errorf("%s: %d highlights, want %d", it.OriginalURL, it.HighlightCount, want)
+		}
+	}
+}

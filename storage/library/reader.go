@@ -75,6 +75,15 @@ func (s Store) SetHighlightNote(ctx context.Context, memberID, id, note string) 
 // putHighlightNote gives h the (cleaned) note, moving its updatedAt and its
 // item's.
 func putHighlightNote(tx *storage.Tx, memberID string, h *Highlight, note string) error {
+	if err := writeHighlightNote(tx, memberID, h, note); err != nil {
+		return err
+	}
+	return touchItems(tx, memberID, []string{h.SavedItemID}, nil)
+}
+
+// writeHighlightNote gives h the (cleaned) note, moving its updatedAt, and
+// leaves its item to the caller (an import writes the item itself).
+func writeHighlightNote(tx *storage.Tx, memberID string, h *Highlight, note string) error {
 	old := highlightIndexKeys(memberID, h)[1]
 	h.Note = note
 	if t := storage.Now(); t.After(h.UpdatedAt) {
@@ -86,8 +95,5 @@ func putHighlightNote(tx *storage.Tx, memberID string, h *Highlight, note string
 	if err := tx.Put(highlightIndexKeys(memberID, h)[1], nil, 0); err != nil {
 		return err
 	}
-	if err := tx.PutJSON(highlightKey(memberID, h.ID), h, 0); err != nil {
-		return err
-	}
-	return touchItems(tx, memberID, []string{h.SavedItemID}, nil)
+	return tx.PutJSON(highlightKey(memberID, h.ID), h, 0)
 }
