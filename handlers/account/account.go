@@ -202,10 +202,7 @@ func New(store *storage.Store, opts Options) *Pages {
 			opts.Logger.Warn("ignoring trusted origin", zap.String("origin", o), zap.Error(err))
 		}
 	}
-	p.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.renderError(w, r, http.StatusForbidden, "Request refused",
-			"This form was sent from another site, so it was refused. Go back, reload the page and try again.")
-	}))
+	p.cop.SetDenyHandler(http.HandlerFunc(p.RefuseCrossOrigin))
 	return p
 }
 

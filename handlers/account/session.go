@@ -101,6 +101,16 @@ func (p *Pages) CheckCrossOrigin(r *http.Request) error {
 	return p.cop.Check(r)
 }
 
+// RefuseCrossOrigin answers a form a browser sent from another site as
+// Protect refuses one: a 403 page saying so. For the routes that take a
+// page's form outside Protect (the Import page posts its file to the
+// import API, whose body Protect's form limit would cut), so that their
+// browser forms are refused as every other page's are.
+func (p *Pages) RefuseCrossOrigin(w http.ResponseWriter, r *http.Request) {
+	p.renderError(w, r, http.StatusForbidden, "Request refused",
+		"This form was sent from another site, so it was refused. Go back, reload the page and try again.")
+}
+
 // SignInForm answers r with the sign-in form, whoever is signed in,
 // coming back to returnTo (a local path) once signed in: OAuth's
 // force_login, with which Mastodon apps add or switch accounts. Showing it

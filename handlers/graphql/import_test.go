@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/handlers/account"
 	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -743,5 +744,65 @@ func TestUploadWithTooManyFieldsIsRefusedBeforeItsEnd(t *testing.T) {
 	}
 	if jobs, err := library.Of(e.store).ImportJobs(t.Context(), e.member.ID); err != nil || len(jobs) != 0 {
 		t.Fatalf("jobs after the refusals: %v %v", jobs, err)
+	}
+}
+
+// A form another site makes a signed-in browser post to the import API is
+// refused as the other settings pages' forms are (the API Tokens page's,
+// here): the site's 403 page, not JSON, and nothing imported; with the
+// page's multipart body or a plain urlencoded one. A script sending the
+// member's cookie from another site (Accept */*) keeps the API's JSON
+// refusal, and a token keeps working.
+func TestCrossSiteImportFormGetsThePageRefusal(t *testing.T) {
+	e := newEnv(t, options{NoImportFetch: true})
+	srv, browser := site(t, e)
+	crossSite := func(path, contentType, accept string, body []byte) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("Accept", accept)
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		req.Header.Set("Origin", "https://elsewhere.example")
+		resp, err := browser.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	const pageAccept = "text/html,application/xhtml+xml,*/*;q=0.8"
+	other, otherBody := crossSite(account.APITokensPath, "application/x-www-form-urlencoded", pageAccept, []byte("name=x"))
+	const refusal = "This form was sent from another site, so it was refused."
+	if other.StatusCode != http.StatusForbidden || !strings.Contains(otherBody, refusal) {
+		t.Fatalf("the API Tokens page's refusal: HTTP %d\n%s", other.StatusCode, otherBody)
+	}
+	var form bytes.Buffer
+	mw := multipart.NewWriter(&form)
+	mw.WriteField("from", "settings")
+	fw, _ := mw.CreateFormFile("file", "part_000000.csv")
+	fw.Write([]byte("title,url,time_added,cursor,tags,status\nBread,https://bakery.example/bread,1700000000,,baking,unread\n"))
+	mw.Close()
+	for name, c := range map[string]struct{ contentType, accept string }{
+		"the page's form":       {mw.FormDataContentType(), pageAccept},
+		"an urlencoded form":    {"application/x-www-form-urlencoded", "*/*"},
+		"a form without Accept": {"text/plain", ""},
+	} {
+		resp, body := crossSite(importer.UploadPath, c.contentType, c.accept, form.Bytes())
+		if resp.StatusCode != other.StatusCode || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+			!strings.Contains(body, refusal) || !strings.Contains(body, "<title>Request refused") {
+			t.Errorf("%s: HTTP %d %s\n%s", name, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+	}
+	resp, body := crossSite(importer.UploadPath, mw.FormDataContentType(), "*/*", form.Bytes())
+	var out map[string]any
+	if resp.StatusCode != http.StatusForbidden || json.Unmarshal([]byte(body), &out) != nil || out["code"] != "FORBIDDEN" {
+		t.Errorf("a script with the cookie: HTTP %d\n%s", resp.StatusCode, body)
+	}
+	if jobs, err := library.Of(e.store).ImportJobs(t.Context(), e.member.ID); err != nil || len(jobs) != 0 {
+		t.Fatalf("cross-site posts started imports: %+v, %v", jobs, err)
+	}
+	if status, out := upload(t, e.srv.URL, e.token, "part_000000.csv", []byte("title,url,time_added,cursor,tags,status\nBread,https://bakery.example/bread,1700000000,,baking,unread\n"), ""); status != http.StatusCreated {
+		t.Fatalf("with a token: HTTP %d %v", status, out)
 	}
 }

@@ -87,6 +87,13 @@ func (u *Uploads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		inboxtapi.WriteREST(w, http.StatusMethodNotAllowed, "use POST with a multipart/form-data body (file, type, labelIds)", r.URL.Path)
 		return
 	}
+	if u.pages != nil && browserForm(r) && u.pages.CheckCrossOrigin(r) != nil {
+		// A form another site made a signed-in browser send: refused as
+		// the other pages' forms are (account.Pages.Protect), with the
+		// site's page rather than the API's JSON, before its body is read.
+		u.pages.RefuseCrossOrigin(w, r)
+		return
+	}
 	c := u.gate.RESTCaller(w, r, Route, "take an import", r.URL.Path)
 	if c == nil {
 		return
@@ -159,6 +166,22 @@ func (u *Uploads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusCreated)
 	_ = json.NewEncoder(w).Encode(map[string]any{"success": true, "jobId": job.ID, "format": job.Format, "total": job.Total})
+}
+
+// browserForm reports whether r is a form a browser sent as a page's
+// (navigating to the answer: Accept names text/html, or a body only forms
+// send, urlencoded or text/plain), without a token, which only scripts
+// send. Scripts, Inboxt's web app among them, post multipart/form-data
+// with Accept */* and get the API's JSON errors.
+func browserForm(r *http.Request) bool {
+	if r.Header.Get("Authorization") != "" {
+		return false
+	}
+	if strings.Contains(r.Header.Get("Accept"), "text/html") {
+		return true
+	}
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return mt == "application/x-www-form-urlencoded" || mt == "text/plain"
 }
 
 // maxUploadFields bounds the parts of an upload other than its file: its
