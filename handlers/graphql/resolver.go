@@ -228,6 +228,17 @@ func toHighlight(h *library.Highlight) *generated.Highlight {
 		SavedItemID:              h.SavedItemID,
 	}
 	omnivoreHighlightFields(out) // omnivore.go
+	if h.IsNote() {
+		// A note on the item as a whole, which Inboxt's server never has:
+		// Inboxt's web app shows a highlight by its segments' text alone
+		// (its HighlightFragment asks for no note), so the note is the
+		// text of one segment without a path, which the app's reader
+		// draws nowhere (applyHighlightsToDOM skips a segment without
+		// one, apps/web/src/utils/highlightsDOM.ts, Inboxt/inboxt@45f4314)
+		// and its Highlights view lists as a highlight of that text.
+		// Omnivore's fields, filled above, keep it a NOTE without quote.
+		out.Segments = []*generated.HighlightSegment{{ID: h.ID, Text: optString(h.Note)}}
+	}
 	return out
 }
 

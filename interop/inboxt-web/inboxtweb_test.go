@@ -90,6 +90,10 @@ func TestInboxtWebAppOnHearth(t *testing.T) {
 	api := &apiClient{t: t, token: apiToken(t)}
 	api.saveArticle(articleTitle, "https://bread.example/baking", breadText)
 	api.saveArticle(otherTitle, "https://garden.example/tomatoes", "Tomatoes want sun, water at the roots and a stake to climb.")
+	api.saveArticle(notedTitle, "https://bread.example/rye", "Rye flour holds water longer than wheat; the dough stays sticky.")
+	// Omnivore's browser extension's "Add note": a note on the item as a
+	// whole, which Inboxt's own server never has.
+	api.addNote(notedTitle, itemNote)
 
 	// A window wide enough for the app's desktop layout (the highlight
 	// button shows above the md breakpoint).
@@ -221,6 +225,21 @@ func TestInboxtWebAppOnHearth(t *testing.T) {
 	w.run("reload the reader", chromedp.Reload())
 	w.waitFor("the highlight drawn after reload", drawnHighlight)
 
+	// An item note in the app's Highlights view: Inboxt's app shows a
+	// highlight's segments' text and nothing else (its HighlightFragment has
+	// no note), so the note is there as its text; in the reader it is
+	// drawn nowhere, and the article is shown whole.
+	w.clickNav("Highlights")
+	w.freshView("type%3Ahighlight")
+	w.waitFor("the item note in the Highlights view", `document.body.innerText.includes(`+js(itemNote)+`) && document.body.innerText.includes(`+js(highlighted)+`)`)
+	w.screenshot(filepath.Join("..", "..", "build", "screenshots", "inboxt-web-item-note.png"))
+	w.run("open the inbox", chromedp.Navigate(appSite+"/"))
+	w.openItem(notedTitle)
+	w.waitFor("the noted article in the reader", `!!document.querySelector("#highlight-container") && document.querySelector("#highlight-container").innerText.includes("the dough stays sticky") && !document.querySelector("#highlight-container .highlight")`)
+	if txt := w.text(); strings.Contains(txt, itemNote) {
+		t.Fatalf("the reader draws the item note in the article: %.1500s", txt)
+	}
+
 	// Import of a Pocket CSV through the app's Import dialog: its file
 	// input takes the file, the app says the import started, and the
 	// items arrive.
@@ -302,6 +321,9 @@ func TestInboxtWebAppOnHearth(t *testing.T) {
 const (
 	articleTitle = "Baking Bread at Home"
 	otherTitle   = "Growing Tomatoes"
+	// notedTitle is the article with an item note, itemNote.
+	notedTitle = "Rye Bread"
+	itemNote   = "Try it with caraway next time."
 )
 
 // highlighted is the selection highlighted in the reader; drawnHighlight
@@ -502,6 +524,22 @@ func (w *walker) highlight(selector, text string) {
 	})()`, js(text), js(selector)))
 }
 
+// screenshot saves the window as it shows now, as a PNG at name (the
+// tree's build/screenshots, as the browser suite's): the window, not the
+// whole page, since the app draws its lists for the window's height and a
+// page-sized capture draws them again.
+func (w *walker) screenshot(name string) {
+	w.t.Helper()
+	var png []byte
+	w.run("screenshot", chromedp.CaptureScreenshot(&png))
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := os.WriteFile(name, png, 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
 // awaitPromise makes chromedp.Evaluate wait for the promise's value.
 func awaitPromise(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }
 
@@ -658,6 +696,35 @@ func (c *apiClient) do(query string, vars map[string]any, out any) {
 		if err := json.Unmarshal(r.Data, out); err != nil {
 			c.t.Fatal(err)
 		}
+	}
+}
+
+// addNote adds text to the note of the item titled title as Omnivore's
+// browser extension's "Add note" does: Omnivore's createHighlight of type
+// NOTE on Omnivore's API URL.
+func (c *apiClient) addNote(title, text string) {
+	c.t.Helper()
+	var id string
+	for _, it := range c.items() {
+		if it.Title == title {
+			id = it.ID
+		}
+	}
+	body, _ := json.Marshal(map[string]any{
+		"query":     `mutation($input: CreateHighlightInput!) { createHighlight(input: $input) { ... on CreateHighlightSuccess { highlight { id type } } ... on CreateHighlightError { errorCodes } } }`,
+		"variables": map[string]any{"input": map[string]any{"id": "walk-note", "shortId": "walk-note", "articleId": id, "type": "NOTE", "annotation": text}},
+	})
+	req, _ := http.NewRequest(http.MethodPost, mainSite+"/omnivore/api/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", c.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"type":"NOTE"`) {
+		c.t.Fatalf("the note on %s: %d %s", title, resp.StatusCode, b)
 	}
 }
 
