@@ -8,7 +8,8 @@ import (
 
 // StatusCount returns how many of the member's items have one of the
 // statuses (StatusAll and StatusNotDeleted as in ItemFilter), from the
-// filter counts the search keeps; ok is false while those are not built
+// filter counts the search keeps, but those a pending emptying of the
+// trash is to delete (emptyingCut); ok is false while those are not built
 // yet (a store from before them, being indexed).
 func (s Store) StatusCount(ctx context.Context, memberID, status string) (n int, ok bool, err error) {
 	statuses := []string{status}
@@ -33,6 +34,13 @@ func (s Store) StatusCount(ctx context.Context, memberID, status string) (n int,
 			k, err := filterCount(tx, memberID, "s", c)
 			if err != nil {
 				return err
+			}
+			if st == StatusDeleted {
+				cut, err := readEmptyingCut(tx, memberID)
+				if err != nil {
+					return err
+				}
+				k = max(k-cut.left, 0)
 			}
 			n += k
 		}

@@ -234,10 +234,11 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// SavedItem returns one of the member's items.
+// SavedItem returns one of the member's items (storage.ErrNotFound for one
+// a pending emptying of the trash is to delete: the member was told it is).
 func (s Store) SavedItem(ctx context.Context, memberID, id string) (*SavedItem, error) {
 	var it SavedItem
-	err := s.st.View(ctx, func(tx *storage.Tx) error { return getItem(tx, itemKey(memberID, id), &it) })
+	err := s.st.View(ctx, func(tx *storage.Tx) error { return getClientItem(tx, memberID, id, &it) })
 	if err != nil {
 		return nil, err
 	}
@@ -245,12 +246,22 @@ func (s Store) SavedItem(ctx context.Context, memberID, id string) (*SavedItem, 
 }
 
 // SavedItems returns the member's items with ids, in that order, skipping
-// unknown ids.
+// unknown ids and the items a pending emptying of the trash is to delete.
 func (s Store) SavedItems(ctx context.Context, memberID string, ids []string) ([]*SavedItem, error) {
 	var out []*SavedItem
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		var cut *emptyingCut // read at the first item of the trash
 		return eachItem(tx, memberID, ids, func(it *SavedItem) error {
-			out = append(out, it)
+			if it.Status == StatusDeleted && cut == nil {
+				c, err := readEmptyingCut(tx, memberID)
+				if err != nil {
+					return err
+				}
+				cut = &c
+			}
+			if cut == nil || !cut.hides(it) {
+				out = append(out, it)
+			}
 			return nil
 		})
 	})
@@ -283,7 +294,8 @@ func contentOrNone(tx *storage.Tx, memberID, id string, err error) error {
 }
 
 // updateItems applies fn to each of the member's items with ids (all must
-// exist), moving updatedAt, and returns them. It is one transaction unless
+// exist, and none be one a pending emptying of the trash is to delete:
+// storage.ErrNotFound, so that it is not restored), moving updatedAt, and returns them. It is one transaction unless
 // the items are too big for one (see UpdateInParts). fn only reads through
 // tx: it also runs in the read transaction that checks the items.
 func (s Store) updateItems(ctx context.Context, memberID string, ids []string, fn func(tx *storage.Tx, it *SavedItem) error) ([]*SavedItem, error) {
@@ -309,7 +321,7 @@ func (s Store) updateItems(ctx context.Context, memberID string, ids []string, f
 	check := func(tx *storage.Tx, ids []string) error {
 		for _, id := range ids {
 			var it SavedItem
-			if err := getItem(tx, itemKey(memberID, id), &it); err != nil {
+			if err := getClientItem(tx, memberID, id, &it); err != nil {
 				return err
 			}
 			if err := fn(tx, &it); err != nil {
@@ -321,7 +333,7 @@ func (s Store) updateItems(ctx context.Context, memberID string, ids []string, f
 	err := s.st.UpdateInParts(ctx, unique, check, func(tx *storage.Tx, ids []string) error {
 		for _, id := range ids {
 			var old SavedItem
-			if err := getItem(tx, itemKey(memberID, id), &old); err != nil {
+			if err := getClientItem(tx, memberID, id, &old); err != nil {
 				return err
 			}
 			it := old
@@ -550,9 +562,14 @@ func touchItems(tx *storage.Tx, memberID string, ids []string, fn func(it *Saved
 }
 
 // ForEachSavedItem calls fn for every item of the member with its content,
-// newest first, from one consistent snapshot (for exports).
+// newest first, from one consistent snapshot (for exports), but those a
+// pending emptying of the trash is to delete.
 func (s Store) ForEachSavedItem(ctx context.Context, memberID string, fn func(it *SavedItem, c *ItemContent) error) error {
 	return s.st.View(ctx, func(tx *storage.Tx) error {
+		cut, err := readEmptyingCut(tx, memberID)
+		if err != nil {
+			return err
+		}
 		for _, st := range []string{StatusActive, StatusArchived, StatusDeleted} {
 			prefix := itemIndexPrefix(memberID, st, SortCreatedAt)
 			err := tx.Scan(prefix, nil, true, true, func(k, _ []byte) (bool, error) {
@@ -563,6 +580,9 @@ func (s Store) ForEachSavedItem(ctx context.Context, memberID string, fn func(it
 						return true, nil
 					}
 					return false, err
+				}
+				if cut.hides(&it) {
+					return true, nil // deleted, for the member
 				}
 				var c ItemContent
 				if err := tx.GetJSON(contentKey(memberID, id), &c); err != nil && !errors.Is(err, storage.ErrNotFound) {

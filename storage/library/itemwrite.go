@@ -294,6 +294,9 @@ const maxOrderedCopyBytes = 256 << 10
 func removeItem(tx *storage.Tx, it *SavedItem) error {
 	mid := it.MemberID
 	itemsChanged(tx, mid)
+	if err := leaveEmptying(tx, it, nil); err != nil {
+		return err
+	}
 	if err := deleteItemSearch(tx, it); err != nil {
 		return err
 	}

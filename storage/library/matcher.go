@@ -38,6 +38,9 @@ type itemMatcher struct {
 	// readyKnown and ready: whether the member's index is built, read
 	// when a scan first passes the budget.
 	readyKnown, ready bool
+	// cut is the member's pending emptying of the trash, read once for a
+	// page that lists the trash: its items match nothing.
+	cut emptyingCut
 }
 
 // overBudget reports whether the scan has passed the search budget, which
@@ -76,6 +79,13 @@ func (m *itemMatcher) matchWithinBudget(it *SavedItem) (bool, error) {
 // label filters) through lists (listsCache).
 func newItemMatcher(tx *storage.Tx, memberID string, f ItemFilter, lists *listsLookup) (*itemMatcher, error) {
 	m := &itemMatcher{tx: tx, memberID: memberID, f: f}
+	if f.Status == StatusDeleted || f.Status == StatusAll {
+		cut, err := readEmptyingCut(tx, memberID)
+		if err != nil {
+			return nil, err
+		}
+		m.cut = cut
+	}
 	if t := strings.TrimSpace(f.Text); t != "" {
 		m.needle = textindex.AppendFold(nil, t)
 	}
@@ -121,7 +131,7 @@ func (m *itemMatcher) match(it *SavedItem) (bool, error) {
 // free text: what its record tells.
 func (m *itemMatcher) matchFields(it *SavedItem) bool {
 	f := m.f
-	if m.impossible {
+	if m.impossible || m.cut.hides(it) {
 		return false
 	}
 	if f.Type != "" && it.Type != f.Type {

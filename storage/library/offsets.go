@@ -429,6 +429,13 @@ func (s Store) OffsetCursor(ctx context.Context, memberID, status string, desc b
 		return "", 0, false, storage.Invalid("unknown status")
 	}
 	err = s.st.View(ctx, func(tx *storage.Tx) error {
+		if slices.Contains(slots, fenceSlot(StatusDeleted)) {
+			// The fences count the items a pending emptying hides: the
+			// caller walks the pages, which leave them out.
+			if cut, err := readEmptyingCut(tx, memberID); err != nil || cut.pending {
+				return cmp.Or(err, ErrOffsetsNotReady)
+			}
+		}
 		fl, err := s.fences(tx, memberID)
 		if err != nil {
 			return err

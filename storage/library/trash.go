@@ -1,12 +1,15 @@
 package library
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
+
+	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
@@ -41,9 +44,85 @@ func emptyingKey(memberID string) []byte { return storage.Key("u", memberID, "gq
 // items in the trash whose mark is at most Gen, walking the trash in the
 // order of creation, from the index key after After (none yet: the
 // start). A later emptying replaces it with its own, from the start.
+// Left is how many of the items it is to delete are still in the trash:
+// each leaves it through writeItem or removeItem (leaveEmptying), so the
+// trash's count a client sees leaves them out (a job of a version before
+// it has none: 0).
 type trashJob struct {
 	Gen   uint64 `json:"gen"`
 	After []byte `json:"after,omitempty"`
+	Left  int    `json:"left,omitempty"`
+}
+
+// emptyingCut is what a member's pending emptying hides from clients, as
+// read in one transaction: the items of the trash marked at or before it
+// (an item trashed before marks were kept, mark 0, with any), which the
+// member was told are deleted.
+type emptyingCut struct {
+	pending bool
+	gen     uint64
+	left    int
+}
+
+// readEmptyingCut reads the member's pending emptying (none: the zero cut,
+// which hides nothing).
+func readEmptyingCut(tx *storage.Tx, memberID string) (emptyingCut, error) {
+	var j trashJob
+	if err := tx.GetJSON(emptyingKey(memberID), &j); errors.Is(err, storage.ErrNotFound) {
+		return emptyingCut{}, nil
+	} else if err != nil {
+		return emptyingCut{}, err
+	}
+	return emptyingCut{pending: true, gen: j.Gen, left: j.Left}, nil
+}
+
+// hides reports whether it is one of the items the cut's emptying is to
+// delete: listed, counted, read and changed by no client.
+func (c emptyingCut) hides(it *SavedItem) bool {
+	return c.pending && it.Status == StatusDeleted && it.TrashGen <= c.gen
+}
+
+// hiddenByEmptying reports whether it is an item a pending emptying of its
+// member's trash is to delete (emptyingCut.hides); it reads the member's
+// emptying only for an item of the trash.
+func hiddenByEmptying(tx *storage.Tx, it *SavedItem) (bool, error) {
+	if it.Status != StatusDeleted {
+		return false, nil
+	}
+	c, err := readEmptyingCut(tx, it.MemberID)
+	return c.hides(it), err
+}
+
+// getClientItem is getItem for what a client reads or changes by id:
+// storage.ErrNotFound for an item a pending emptying is to delete.
+func getClientItem(tx *storage.Tx, memberID, id string, it *SavedItem) error {
+	if err := getItem(tx, itemKey(memberID, id), it); err != nil {
+		return err
+	}
+	if hidden, err := hiddenByEmptying(tx, it); err != nil || hidden {
+		return cmp.Or(err, storage.ErrNotFound)
+	}
+	return nil
+}
+
+// leaveEmptying counts, in the member's pending emptying, an item it was to
+// delete that leaves the trash (it nil: removed) or takes a new mark there
+// (saved again): writeItem and removeItem call it with every write.
+func leaveEmptying(tx *storage.Tx, old, it *SavedItem) error {
+	if old == nil || old.Status != StatusDeleted || (it != nil && it.Status == StatusDeleted && it.TrashGen == old.TrashGen) {
+		return nil
+	}
+	var j trashJob
+	if err := tx.GetJSON(emptyingKey(old.MemberID), &j); errors.Is(err, storage.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if old.TrashGen > j.Gen || j.Left == 0 {
+		return nil
+	}
+	j.Left--
+	return tx.PutJSON(emptyingKey(old.MemberID), j, 0)
 }
 
 // emptyTrashBatch is the items one transaction deletes (removeItem writes
@@ -81,11 +160,13 @@ func trashMark(tx *storage.Tx, memberID string) (uint64, error) {
 	return g + 1, err
 }
 
-// markTrashed sets it's mark of the emptying of the trash that deletes it
+// markTrashed sets its mark of the emptying of the trash that deletes it
 // (writeItem calls it for every write of an item): an item moving into the trash, or saved again there (a new
 // createdAt, which moves it in the order an emptying walks), takes the
 // emptying to come, so that one begun before does not delete it; an item
-// staying in the trash keeps its mark, and one elsewhere has none.
+// staying in the trash keeps its mark, and one elsewhere has none. An
+// item a pending emptying was to delete that leaves that emptying is
+// counted out of it (leaveEmptying).
 func markTrashed(tx *storage.Tx, old, it *SavedItem) error {
 	switch {
 	case it.Status != StatusDeleted:
@@ -99,17 +180,18 @@ func markTrashed(tx *storage.Tx, old, it *SavedItem) error {
 		}
 		it.TrashGen = g
 	}
-	return nil
+	return leaveEmptying(tx, old, it)
 }
 
 // EmptyTrash permanently deletes the items in the member's trash at the
-// time of the call and returns how many there were. Up to
+// time of the call and returns how many there were (those a pending
+// emptying was already to delete not counted again). Up to
 // emptyTrashInRequest of them are deleted before it returns; a larger
-// trash is emptied on by the library's background worker (after a
-// restart, by the next node that opens the store), which deletes each
-// item that is still in the trash when its turn comes. Once it returns,
-// the deletion is recorded: an error after that point is left to the
-// worker, not answered.
+// trash is emptied on in the background by the node that holds the
+// emptyings' lease (emptier), which deletes each item that is still in
+// the trash when its turn comes. Once it returns, the deletion is
+// recorded and its items are hidden from clients (emptyingCut): an error
+// after that point is left to the background, not answered.
 func (s Store) EmptyTrash(ctx context.Context, memberID string) (int, error) {
 	n := 0
 	err := s.st.Update(ctx, func(tx *storage.Tx) error {
@@ -117,13 +199,21 @@ func (s Store) EmptyTrash(ctx context.Context, memberID string) (int, error) {
 		if err != nil {
 			return err
 		}
-		if n, err = trashCount(tx, memberID); err != nil {
+		all, err := trashCount(tx, memberID)
+		if err != nil {
 			return err
 		}
+		prev, err := readEmptyingCut(tx, memberID)
+		if err != nil {
+			return err
+		}
+		n = max(all-prev.left, 0)
 		if err := tx.Put(emptiedKey(memberID), binary.AppendUvarint(nil, g+1), 0); err != nil {
 			return err
 		}
-		return tx.PutJSON(emptyingKey(memberID), trashJob{Gen: g + 1}, 0)
+		// (A word search's page cached before the cut is dropped by the
+		// first batch's commit, which removes items: removeItem.)
+		return tx.PutJSON(emptyingKey(memberID), trashJob{Gen: g + 1, Left: all}, 0)
 	})
 	if err != nil {
 		return 0, err
@@ -135,7 +225,12 @@ func (s Store) EmptyTrash(ctx context.Context, memberID string) (int, error) {
 		runs.release(memberID)
 	}
 	if !done || err != nil {
-		s.textIndex().Notify(memberID) // its worker goes on (newStoreState)
+		// The node that holds the lease goes on (this one, or another:
+		// told once this request's batches are over, so that two nodes
+		// do not run the same batches).
+		if err := s.st.Publish(s.st.Background(), emptyingChannel, memberID); err != nil {
+			s.st.Logger().Warn("the emptying of the trash goes on at the next look for emptyings", zap.Error(err))
+		}
 	}
 	return n, nil
 }
@@ -143,7 +238,9 @@ func (s Store) EmptyTrash(ctx context.Context, memberID string) (int, error) {
 // emptyingRuns are the members whose emptying of the trash a request or
 // the worker of this process is carrying on: the other leaves it alone
 // rather than run the same batches, whose transactions would conflict and
-// run again. (Two nodes' runs conflict the same way, which is rare and
+// run again. (Another node's background runs only while it holds the
+// emptyings' lease, and this node's request tells it when its batches are
+// over; should their runs meet, they conflict the same way, which is
 // harmless: each batch reads the job.)
 type emptyingRuns struct {
 	mu      sync.Mutex
@@ -218,7 +315,6 @@ func (s Store) emptyTrash(ctx context.Context, memberID string, batches int, sto
 			if err != nil {
 				return err
 			}
-			j.After = last
 			err = eachItem(tx, memberID, ids, func(it *SavedItem) error {
 				if it.Status != StatusDeleted || it.TrashGen > j.Gen {
 					return nil // restored, or moved there after the cut
@@ -232,6 +328,11 @@ func (s Store) emptyTrash(ctx context.Context, memberID string, batches int, sto
 				done = true
 				return tx.Delete(emptyingKey(memberID))
 			}
+			// Read again: removeItem counted the items out of it (Left).
+			if err := tx.GetJSON(emptyingKey(memberID), &j); err != nil {
+				return err
+			}
+			j.After = last
 			return tx.PutJSON(emptyingKey(memberID), j, 0)
 		})
 		if errors.Is(err, kv.ErrTooBig) && limit > 1 {
@@ -269,10 +370,16 @@ func trashAfter(tx *storage.Tx, memberID string, after []byte, limit int) (ids [
 }
 
 // finishEmptyingTrash carries on the member's emptying of the trash, if
-// one is under way, for emptyTrashInPass items or until the worker of ss
-// (s's state, handed over by the indexer ss makes: newStoreState) is
-// stopping.
+// one is under way and this node holds the emptyings' lease (emptier),
+// for emptyTrashInPass items or until the worker of ss (s's state, handed
+// over by the indexer ss makes: newStoreState) is stopping or the lease
+// is lost.
 func (s Store) finishEmptyingTrash(memberID string, ss *storeState) error {
+	lease := &emptierKind.Of(s.st).leading
+	if !lease.Load() {
+		return nil // the holder's (it looks for every pending emptying when it takes the lease)
+	}
+	stopping := func() bool { return ss.Stopping() || !lease.Load() }
 	// Most passes find none: a read, not a read-write transaction.
 	var under bool
 	if err := s.st.View(s.st.Background(), func(tx *storage.Tx) error {
@@ -285,12 +392,12 @@ func (s Store) finishEmptyingTrash(memberID string, ss *storeState) error {
 	if !ss.emptying.claim(memberID) {
 		return nil // a request runs it, and tells the worker if it stops short
 	}
-	done, err := s.emptyTrash(s.st.Background(), memberID, emptyTrashInPass/emptyTrashBatch, ss.Stopping)
+	done, err := s.emptyTrash(s.st.Background(), memberID, emptyTrashInPass/emptyTrashBatch, stopping)
 	ss.emptying.release(memberID)
 	if err != nil {
 		return fmt.Errorf("empty the trash: %w", err)
 	}
-	if !done && !ss.Stopping() {
+	if !done && !stopping() {
 		ss.Notify(memberID)
 	}
 	return nil

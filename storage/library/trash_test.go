@@ -3,16 +3,20 @@ package library
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/internal/testchild"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/members"
+	"github.com/hearthkit/caddy-hearth/storage/storagetest"
 )
 
 // fillTrash imports n items straight into the member's trash, saved a
@@ -81,9 +85,10 @@ func waitEmptied(t testing.TB, st *storage.Store, memberID string) {
 }
 
 // An item moved to the trash while the trash is being emptied (from
-// another device, while the request runs) stays there, and one restored
-// meanwhile stays where it was put: the emptying deletes what was in the
-// trash when the member asked, and the answer counts that.
+// another device, while the request runs) stays there; one the emptying
+// is to delete cannot be restored (the member was told it is deleted), but
+// saved again it is back in the inbox and stays: the emptying deletes what
+// was in the trash when the member asked, and the answer counts that.
 func TestEmptyTrashDeletesOnlyWhatWasInTheTrash(t *testing.T) {
 	st, m := openAlice(t)
 	const n = 5000
@@ -93,6 +98,10 @@ func TestEmptyTrashDeletesOnlyWhatWasInTheTrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	newest := newestInTrash(t, st, m.ID)
+	newestItem, err := Of(st).SavedItem(t.Context(), m.ID, newest)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	type answer struct {
 		n   int
@@ -103,15 +112,19 @@ func TestEmptyTrashDeletesOnlyWhatWasInTheTrash(t *testing.T) {
 		n, err := Of(st).EmptyTrash(context.Background(), m.ID)
 		answered <- answer{n, err}
 	}()
-	// Once the emptying has deleted some, the member trashes another item
-	// and restores the last of those the emptying was to delete.
+	// Once the emptying has deleted some, the member trashes another item,
+	// tries to restore the last of those the emptying is to delete, and
+	// saves its URL again.
 	for trashLeft(t, st, m.ID) == n {
 		time.Sleep(time.Millisecond)
 	}
 	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{late.ID}, StatusDeleted); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{newest}, StatusArchived); err != nil {
+	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{newest}, StatusArchived); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("restoring an item the emptying is to delete: %v, want not found", err)
+	}
+	if _, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: newestItem.OriginalURL, Title: "Saved again"}); err != nil {
 		t.Fatal(err)
 	}
 	a := <-answered
@@ -122,8 +135,8 @@ func TestEmptyTrashDeletesOnlyWhatWasInTheTrash(t *testing.T) {
 	if got := statusOf(t, st, m.ID, late.ID); got != StatusDeleted {
 		t.Errorf("the item trashed while the trash was emptied is %s, want still in the trash", got)
 	}
-	if got := statusOf(t, st, m.ID, newest); got != StatusArchived {
-		t.Errorf("the item restored while the trash was emptied is %s, want archived", got)
+	if got := statusOf(t, st, m.ID, newest); got != StatusActive {
+		t.Errorf("the item saved again while the trash was emptied is %s, want in the inbox", got)
 	}
 	if left := trashLeft(t, st, m.ID); left != 1 {
 		t.Errorf("%d items left in the trash, want 1 (the one trashed late)", left)
@@ -289,5 +302,143 @@ func TestEmptyTrashResumesAfterKill(t *testing.T) {
 	}
 	if ids := deletedSince(t, st, m.ID); len(ids) != n {
 		t.Errorf("%d tombstones, want %d", len(ids), n)
+	}
+}
+
+// trashPage lists the member's items of status (as ItemFilter.Status)
+// whose text holds text ("" for any), a page of 100 as a client asks.
+func trashPage(t testing.TB, st *storage.Store, memberID, status, text string) []string {
+	t.Helper()
+	page, err := Of(st).SavedItemsPage(t.Context(), memberID, ItemFilter{Status: status, Text: text}, PageRequest{Field: SortCreatedAt, Desc: true, First: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pageIDs(page)
+}
+
+// statusCount is StatusCount, failing the test on an error or a count
+// not built.
+func statusCount(t testing.TB, st *storage.Store, memberID, status string) int {
+	t.Helper()
+	n, ok, err := Of(st).StatusCount(t.Context(), memberID, status)
+	if err != nil || !ok {
+		t.Fatalf("count of %s: %v (built %v)", status, err, ok)
+	}
+	return n
+}
+
+// Once emptyTrash has answered, the items it is to delete are deleted for
+// every client while the background deletes them: the trash's pages (a
+// word search's too) and counts leave them out, reading one fails, and
+// restoring one fails as for an item that is not there; an item trashed
+// after the answer is listed and counted, and the next emptying counts
+// only it.
+func TestEmptyTrashHidesWhatItIsToDelete(t *testing.T) {
+	st, m := openAlice(t)
+	const n = 3000
+	fillTrash(t, st, m.ID, n)
+	kept, _, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: "https://example.com/kept", Title: "Kept"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitIndexed(t, st, m.ID)
+	// An item the request does not reach (it deletes the oldest first).
+	stored := trashPage(t, st, m.ID, StatusDeleted, "")[99]
+	worker := Of(st).state().Indexer
+	worker.Hold() // the background part waits, so that the test sees the trash being emptied
+	release := sync.OnceFunc(worker.Release)
+	defer release()
+	if got, err := Of(st).EmptyTrash(t.Context(), m.ID); err != nil || got != n {
+		t.Fatalf("emptyTrash = %d, %v; want %d", got, err, n)
+	}
+	if left := trashLeft(t, st, m.ID); left != n-emptyTrashInRequest {
+		t.Fatalf("%d items still stored in the trash, want %d: the background part has not begun", left, n-emptyTrashInRequest)
+	}
+
+	for _, status := range []string{StatusDeleted, StatusAll} {
+		for _, text := range []string{"", "trashed"} {
+			got := trashPage(t, st, m.ID, status, text)
+			want := []string{}
+			if status == StatusAll && text == "" {
+				want = []string{kept.ID}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("status %s, text %q: %d items listed (%v), want %v", status, text, len(got), got[:min(len(got), 3)], want)
+			}
+		}
+	}
+	if c := statusCount(t, st, m.ID, StatusDeleted); c != 0 {
+		t.Errorf("trash count %d right after the answer, want 0", c)
+	}
+	if c := statusCount(t, st, m.ID, StatusAll); c != 1 {
+		t.Errorf("count of every item %d, want 1 (the inbox's)", c)
+	}
+	if _, err := Of(st).SavedItem(t.Context(), m.ID, stored); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("reading an item being deleted: %v, want not found", err)
+	}
+	if items, err := Of(st).SavedItems(t.Context(), m.ID, []string{stored, kept.ID}); err != nil || len(items) != 1 || items[0].ID != kept.ID {
+		t.Errorf("reading an item being deleted with another: %d items, %v; want the other only", len(items), err)
+	}
+	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{stored}, StatusActive); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("restoring an item being deleted: %v, want not found", err)
+	}
+
+	// An item trashed after the answer is the trash's one item.
+	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{kept.ID}, StatusDeleted); err != nil {
+		t.Fatal(err)
+	}
+	if got := trashPage(t, st, m.ID, StatusDeleted, ""); !slices.Equal(got, []string{kept.ID}) {
+		t.Errorf("the trash lists %d items (%v), want the one trashed after the answer", len(got), got[:min(len(got), 3)])
+	}
+	if c := statusCount(t, st, m.ID, StatusDeleted); c != 1 {
+		t.Errorf("trash count %d, want 1 (the item trashed after the answer)", c)
+	}
+	if got, err := Of(st).EmptyTrash(t.Context(), m.ID); err != nil || got != 1 {
+		t.Fatalf("the next emptyTrash = %d, %v; want 1, the item the member saw", got, err)
+	}
+	release()
+	waitEmptied(t, st, m.ID)
+	if left := trashLeft(t, st, m.ID); left != 0 {
+		t.Errorf("%d items left in the trash", left)
+	}
+	if gone := deletedSince(t, st, m.ID); len(gone) != n+1 {
+		t.Errorf("%d tombstones, want %d", len(gone), n+1)
+	}
+}
+
+// Two nodes of one site: node A answers emptyTrash of a large trash and
+// stops right after; node B, running, carries the emptying on (it takes
+// the emptyings' lease over, or A told it) without a restart and without
+// the member doing anything more.
+func TestEmptyTrashCarriedOnByAnotherNode(t *testing.T) {
+	a, b := wordNodes.TwoNodesPrepared(t, func(st *storage.Store) { setOptions(st, testOptions()) })
+	storagetest.Eventually(t, "both nodes listen", func() bool { return a.Live() && b.Live() })
+	m, err := members.Of(a).CreateMember(t.Context(), "alice", "", "correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	fillTrash(t, a, m.ID, n)
+	waitIndexed(t, a, m.ID)
+	if got, err := Of(a).EmptyTrash(t.Context(), m.ID); err != nil || got != n {
+		t.Fatalf("emptyTrash on A = %d, %v; want %d", got, err, n)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	left := trashLeft(t, b, m.ID)
+	if left == 0 {
+		t.Fatal("A emptied the whole trash before it stopped: the test needs a larger trash")
+	}
+	t.Logf("A stopped with %d items left in the trash", left)
+	if got := trashPage(t, b, m.ID, StatusDeleted, ""); len(got) != 0 {
+		t.Errorf("B lists %d items of the trash being emptied", len(got))
+	}
+	waitEmptied(t, b, m.ID)
+	if left := trashLeft(t, b, m.ID); left != 0 {
+		t.Errorf("%d items left in the trash", left)
+	}
+	if gone := deletedSince(t, b, m.ID); len(gone) != n {
+		t.Errorf("%d tombstones, want %d", len(gone), n)
 	}
 }
