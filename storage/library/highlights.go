@@ -107,7 +107,8 @@ func validateSegments(segs []HighlightSegment) error {
 }
 
 // CreateHighlight adds a highlight to one of the member's items and moves
-// the item's updatedAt.
+// the item's updatedAt (storage.ErrNotFound for an item a pending emptying
+// of the trash is to delete).
 func (s Store) CreateHighlight(ctx context.Context, memberID, itemID string, segs []HighlightSegment, note string) (*Highlight, error) {
 	if err := validateSegments(segs); err != nil {
 		return nil, err
@@ -119,7 +120,7 @@ func (s Store) CreateHighlight(ctx context.Context, memberID, itemID string, seg
 	var out *Highlight
 	err = s.st.Update(ctx, func(tx *storage.Tx) error {
 		var it SavedItem
-		if err := getItem(tx, itemKey(memberID, itemID), &it); err != nil {
+		if err := getClientItem(tx, memberID, itemID, &it); err != nil {
 			return err
 		}
 		t := storage.Now()
@@ -155,7 +156,7 @@ func (s Store) AddNote(ctx context.Context, memberID, itemID, text string) (*Hig
 	var out *Highlight
 	err = s.st.Update(ctx, func(tx *storage.Tx) error {
 		var it SavedItem
-		if err := getItem(tx, itemKey(memberID, itemID), &it); err != nil {
+		if err := getClientItem(tx, memberID, itemID, &it); err != nil {
 			return err
 		}
 		note, err := itemNote(tx, memberID, itemID)
@@ -434,7 +435,11 @@ func (s Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter
 		if err != nil {
 			return err
 		}
-		hf := &highlightFilter{tx: tx, memberID: memberID, f: f, text: text, site: site}
+		cut, err := readEmptyingCut(tx, memberID)
+		if err != nil {
+			return err
+		}
+		hf := &highlightFilter{tx: tx, memberID: memberID, f: f, text: text, site: site, cut: cut}
 		keep := hf.keep
 		var found []*Highlight
 		var sufs [][]byte
@@ -511,6 +516,9 @@ type highlightFilter struct {
 	text, site string // lower case
 	cur        SavedItem
 	curContent *ItemContent
+	// cut is the member's pending emptying of the trash: the highlights
+	// of its items are left out (their items read only while it is).
+	cut emptyingCut
 }
 
 func (hf *highlightFilter) itemOf(id string) (*SavedItem, error) {
@@ -533,6 +541,14 @@ func (hf *highlightFilter) keep(h *Highlight) (bool, error) {
 	}
 	if hf.site != "" && !containsFold(h.ItemDomain, hf.site) {
 		return false, nil
+	}
+	if hf.cut.pending {
+		if it, err := hf.itemOf(h.SavedItemID); err != nil || hf.cut.hides(it) {
+			if errors.Is(err, storage.ErrNotFound) {
+				err = nil
+			}
+			return false, err
+		}
 	}
 	if text == "" && f.SavedFrom == nil && f.SavedTo == nil {
 		return true, nil

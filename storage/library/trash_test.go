@@ -327,10 +327,22 @@ func statusCount(t testing.TB, st *storage.Store, memberID, status string) int {
 	return n
 }
 
+// highlightsListed is how many highlights the member's first page of
+// highlights lists.
+func highlightsListed(t testing.TB, st *storage.Store, memberID string) int {
+	t.Helper()
+	page, err := Of(st).HighlightsPage(t.Context(), memberID, ItemFilter{}, PageRequest{Field: SortCreatedAt, Desc: true, First: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(page.Highlights)
+}
+
 // Once emptyTrash has answered, the items it is to delete are deleted for
 // every client while the background deletes them: the trash's pages (a
-// word search's too) and counts leave them out, reading one fails, and
-// restoring one fails as for an item that is not there; an item trashed
+// word search's too), counts and highlights leave them out, reading one
+// fails, and restoring one or adding a note fails as for an item that is
+// not there; an item trashed
 // after the answer is listed and counted, and the next emptying counts
 // only it.
 func TestEmptyTrashHidesWhatItIsToDelete(t *testing.T) {
@@ -344,6 +356,12 @@ func TestEmptyTrashHidesWhatItIsToDelete(t *testing.T) {
 	waitIndexed(t, st, m.ID)
 	// An item the request does not reach (it deletes the oldest first).
 	stored := trashPage(t, st, m.ID, StatusDeleted, "")[99]
+	if _, err := Of(st).AddNote(t.Context(), m.ID, stored, "a note"); err != nil {
+		t.Fatal(err)
+	}
+	if got := highlightsListed(t, st, m.ID); got != 1 {
+		t.Fatalf("%d highlights listed, want the note", got)
+	}
 	worker := Of(st).state().Indexer
 	worker.Hold() // the background part waits, so that the test sees the trash being emptied
 	release := sync.OnceFunc(worker.Release)
@@ -381,6 +399,12 @@ func TestEmptyTrashHidesWhatItIsToDelete(t *testing.T) {
 	}
 	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{stored}, StatusActive); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("restoring an item being deleted: %v, want not found", err)
+	}
+	if got := highlightsListed(t, st, m.ID); got != 0 {
+		t.Errorf("%d highlights listed, want none: their item is being deleted", got)
+	}
+	if _, err := Of(st).AddNote(t.Context(), m.ID, stored, "more"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("a note on an item being deleted: %v, want not found", err)
 	}
 
 	// An item trashed after the answer is the trash's one item.
