@@ -117,6 +117,11 @@ func newItemMatcher(tx *storage.Tx, memberID string, f ItemFilter, lists *listsL
 }
 
 func (m *itemMatcher) match(it *SavedItem) (bool, error) {
+	if m.cut.hides(it) {
+		// Deleted for the member, which the trash's page passes over
+		// while the emptying lasts: not counted in the search budget.
+		return false, nil
+	}
 	m.examined++
 	if !m.matchFields(it) {
 		return false, nil
