@@ -14,6 +14,7 @@ import (
 	readability "codeberg.org/readeck/go-readability/v2"
 	"golang.org/x/net/html/charset"
 
+	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/handlers/safefetch"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -102,16 +103,56 @@ var sentPageReads = make(chan struct{}, 2)
 // readSentPage is articleItem for a page a client sent, in its turn of
 // sentPageReads; a request whose client has left reads nothing.
 func readSentPage(ctx context.Context, norm string, page []byte, contentType string) (*library.NewItem, error) {
+	var it *library.NewItem
+	err := inPageTurn(ctx, func() (err error) {
+		it, err = articleItem(norm, norm, page, contentType)
+		return err
+	})
+	return it, err
+}
+
+// inPageTurn runs read, a whole page's parse, in its turn of
+// sentPageReads; when the client leaves before its turn, read does not
+// run and the context's error is returned.
+func inPageTurn(ctx context.Context, read func() error) error {
 	select {
 	case sentPageReads <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 	defer func() { <-sentPageReads }()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
-	return articleItem(norm, norm, page, contentType)
+	return read()
+}
+
+// PlaceQuote places h, a highlight a client has just made with its quote
+// alone (library.Unplaced), in its item's stored content, and returns h as
+// it is then: unplaced when the item has no content yet (its fetch places
+// it) or the quote is not found there. Reading and parsing the content (a
+// page of up to the fetcher's size) takes a turn of sentPageReads, as a
+// page a client sends does.
+func (s *Service) PlaceQuote(ctx context.Context, memberID string, h *library.Highlight) (*library.Highlight, error) {
+	if !library.Unplaced(h.Segments) {
+		return h, nil
+	}
+	lib := library.Of(s.store)
+	placed := false
+	err := inPageTurn(ctx, func() error {
+		c, err := lib.ItemContent(ctx, memberID, h.SavedItemID)
+		if errors.Is(err, storage.ErrNotFound) || err == nil && c.HTML == "" {
+			return nil // placed when the page is fetched
+		} else if err != nil {
+			return err
+		}
+		placed, err = importer.PlaceQuote(ctx, s.store, memberID, h, c.HTML)
+		return err
+	})
+	if err != nil || !placed {
+		return h, err
+	}
+	return lib.Highlight(ctx, memberID, h.ID)
 }
 
 // SaveHTML saves the article of page, HTML the client already has, where

@@ -189,8 +189,8 @@ func (c *complexityLimit) MutateOperationContext(ctx context.Context, oc *graphq
 		return nil
 	}
 	if op.Operation == ast.Mutation {
-		if n := pagesSent(op.SelectionSet); n > 1 {
-			err := gqlerror.Errorf("the operation saves %d pages sent with it (savePage, addArticleFromHtmlSnapshot); one operation may save one", n)
+		if n := pagesRead(op.SelectionSet, oc.Variables); n > 1 {
+			err := gqlerror.Errorf("the operation reads %d whole pages (savePage, addArticleFromHtmlSnapshot, a HIGHLIGHT's createHighlight at the Omnivore endpoint); one operation may read one", n)
 			errcode.Set(err, codeValidationFailed)
 			return err
 		}
@@ -204,33 +204,51 @@ func (c *complexityLimit) MutateOperationContext(ctx context.Context, oc *graphq
 	return nil
 }
 
-// pageSavingFields are the mutations that read a page the client sends
-// (articles.Service.SaveHTML): readability's pass over a page of up to
-// the fetcher's size costs about a second of CPU, where a field's price
-// is a unit, so their aliases would multiply one request's cost by the
-// number of aliases; an operation may hold one (pagesSent).
-var pageSavingFields = []string{"savePage", "addArticleFromHtmlSnapshot"}
+// pageReadingFields are the mutations that read a whole page: the page
+// the client sends (articles.Service.SaveHTML), or the item's stored
+// content, in which omnivoreCreateHighlight places a HIGHLIGHT's quote
+// (articles.Service.PlaceQuote). Readability's pass over a page of up to
+// the fetcher's size costs about a second of CPU, and a parse and walk of
+// a stored content of several MiB a good part of one, where a field's
+// price is a unit, so their aliases would multiply one request's cost by
+// the number of aliases; an operation may hold one (pagesRead).
+var pageReadingFields = []string{"savePage", "addArticleFromHtmlSnapshot", "omnivoreCreateHighlight"}
 
-// pagesSent counts the page-saving root fields of a mutation's selection,
-// its fragments' included (validation has resolved them and refused
-// cycles); @skip and @include are not read, so a skipped one counts too.
-func pagesSent(set ast.SelectionSet) int {
+// pagesRead counts the page-reading root fields of a mutation's
+// selection, its fragments' included (validation has resolved them and
+// refused cycles); @skip and @include are not read, so a skipped one
+// counts too. A createHighlight of type NOTE reads no page
+// (library.Store.AddNote) and does not count; one without a type is a
+// HIGHLIGHT.
+func pagesRead(set ast.SelectionSet, vars map[string]any) int {
 	n := 0
 	for _, sel := range set {
 		switch sel := sel.(type) {
 		case *ast.Field:
-			if slices.Contains(pageSavingFields, sel.Name) {
+			if slices.Contains(pageReadingFields, sel.Name) && !addsNote(sel, vars) {
 				n++
 			}
 		case *ast.InlineFragment:
-			n += pagesSent(sel.SelectionSet)
+			n += pagesRead(sel.SelectionSet, vars)
 		case *ast.FragmentSpread:
 			if sel.Definition != nil {
-				n += pagesSent(sel.Definition.SelectionSet)
+				n += pagesRead(sel.Definition.SelectionSet, vars)
 			}
 		}
 	}
 	return n
+}
+
+// addsNote reports whether f is an omnivoreCreateHighlight whose input's
+// type is NOTE, written in the query or in a variable (validated by
+// then).
+func addsNote(f *ast.Field, vars map[string]any) bool {
+	if f.Name != "omnivoreCreateHighlight" {
+		return false
+	}
+	in, _ := f.ArgumentMap(vars)["input"].(map[string]any)
+	t, _ := in["type"].(string)
+	return t == string(generated.HighlightTypeNote)
 }
 
 // introspectionCounts are the element counts of the introspection lists,

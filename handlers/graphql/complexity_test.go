@@ -347,7 +347,7 @@ func TestAnOperationSavesOnePageSentWithIt(t *testing.T) {
 		"snapshots": `mutation($h: String!){a: addArticleFromHtmlSnapshot(data:{url:"https://example.com/a", html:$h}) b: addArticleFromHtmlSnapshot(data:{url:"https://example.com/b", html:$h})}`,
 	} {
 		r := e.wantError(e.token, q, vars, http.StatusBadRequest, "GRAPHQL_VALIDATION_FAILED")
-		if msg := r.Errors[0].Message; !strings.Contains(msg, "one operation may save one") {
+		if msg := r.Errors[0].Message; !strings.Contains(msg, "one operation may read one") {
 			t.Errorf("%s: message %q, want it to say one page an operation", name, msg)
 		}
 	}
@@ -364,5 +364,59 @@ func TestAnOperationSavesOnePageSentWithIt(t *testing.T) {
 	e.do(`mutation($i: SavePageInput!){savePage(input:$i){... on SaveSuccess{clientRequestId}}}`, vars, &out)
 	if out.SavePage.ClientRequestID == "" {
 		t.Fatal("one savePage alone saved nothing")
+	}
+}
+
+// Omnivore's createHighlight of a HIGHLIGHT places its quote in the item's
+// stored content, a parse and walk of a page of up to several MiB, where
+// the field's price is one: its aliases would multiply that as savePage's
+// would. An operation may read one whole page, so a second such
+// createHighlight (by an alias, a fragment, or beside savePage, at either
+// endpoint, its type written or left to the default) refuses the operation
+// before anything runs; NOTEs read no page and may be many.
+func TestAnOperationCreatesOneHighlightFromAQuote(t *testing.T) {
+	e := newEnv(t, options{})
+	it, _, err := library.Of(e.store).SaveItem(t.Context(), e.member.ID, library.NewItem{URL: "https://example.com/p", Title: "p", HTML: "<p>some text here</p>", Text: "some text here"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hl := func(quote string) map[string]any {
+		return map[string]any{"id": "x", "shortId": "y", "articleId": it.ID, "quote": quote}
+	}
+	page := map[string]any{"source": "extension", "clientRequestId": "c1", "url": "https://example.com/bread", "originalContent": "<p>bread</p>"}
+	vars := map[string]any{"id": it.ID, "a": hl("some"), "b": hl("text"), "p": page}
+	for name, q := range map[string]string{
+		"literal HIGHLIGHTs": `mutation($id: ID!) { a: createHighlight(input: {id: "x", shortId: "y", type: HIGHLIGHT, articleId: $id, quote: "some"}) { __typename }
+			b: createHighlight(input: {id: "x", shortId: "y", type: HIGHLIGHT, articleId: $id, quote: "text"}) { __typename } }`,
+		"default type in variables": `mutation($a: CreateHighlightInput!, $b: CreateHighlightInput!) { a: createHighlight(input: $a) { __typename } ...b }
+			fragment b on Mutation { b: createHighlight(input: $b) { __typename } }`,
+		"beside savePage": `mutation($a: CreateHighlightInput!, $p: SavePageInput!) { createHighlight(input: $a) { __typename } savePage(input: $p) { __typename } }`,
+	} {
+		a := e.omnivore(e.token, q, vars)
+		if a.Status != http.StatusBadRequest || len(a.Errors) != 1 || a.Errors[0].Code() != "GRAPHQL_VALIDATION_FAILED" || !strings.Contains(a.Errors[0].Message, "one operation may read one") {
+			t.Errorf("%s: status %d, %d answers, errors %+v", name, a.Status, len(a.Data), a.Errors)
+		}
+	}
+	r := e.wantError(e.token, `mutation($a: OmnivoreCreateHighlightInput!, $b: OmnivoreCreateHighlightInput!) { a: omnivoreCreateHighlight(input: $a) { __typename }
+		b: omnivoreCreateHighlight(input: $b) { __typename } }`, vars, http.StatusBadRequest, "GRAPHQL_VALIDATION_FAILED")
+	if !strings.Contains(r.Errors[0].Message, "one operation may read one") {
+		t.Errorf("at /api/graphql: %+v", r.Errors)
+	}
+	if hs, err := library.Of(e.store).ItemHighlights(t.Context(), e.member.ID, it.ID); err != nil || len(hs) != 0 {
+		t.Fatalf("after the refused operations: %d highlights (%v), want none", len(hs), err)
+	}
+	// NOTEs, however their type is written, and one HIGHLIGHT beside them.
+	note := hl("")
+	note["type"], note["annotation"] = "NOTE", "first"
+	a := e.omnivoreOK(e.token, `mutation($n: CreateHighlightInput!, $id: ID!) { a: createHighlight(input: $n) { __typename }
+		b: createHighlight(input: {id: "x", shortId: "y", type: NOTE, articleId: $id, annotation: "second"}) { __typename }
+		c: createHighlight(input: {id: "x", shortId: "y", articleId: $id, quote: "text"}) { ... on CreateHighlightSuccess { highlight { id } } } }`,
+		map[string]any{"n": note, "id": it.ID})
+	if len(a.Data) != 3 || a.Data["c"] == nil || a.Data["c"].Highlight == nil {
+		t.Fatalf("two NOTEs and a HIGHLIGHT: %+v", a)
+	}
+	h, err := library.Of(e.store).Highlight(t.Context(), e.member.ID, a.Data["c"].Highlight.ID)
+	if err != nil || library.Unplaced(h.Segments) {
+		t.Fatalf("the HIGHLIGHT beside the NOTEs: %+v (%v), want it placed", h, err)
 	}
 }

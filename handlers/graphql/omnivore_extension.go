@@ -23,7 +23,6 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
-	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
@@ -334,7 +333,7 @@ func (r *mutationResolver) OmnivoreCreateHighlight(ctx context.Context, in gener
 			seg.AfterText = articles.Clip(*in.Suffix, library.MaxSegmentContext)
 		}
 		if h, err = lib.CreateHighlight(ctx, id, in.ArticleID, []library.HighlightSegment{seg}, annotation); err == nil {
-			h, err = r.placeQuote(ctx, id, h)
+			h, err = r.s.articles.PlaceQuote(ctx, id, h)
 		}
 	default:
 		return createHighlightError(generated.CreateHighlightErrorCodeBadData), nil
@@ -349,22 +348,6 @@ func (r *mutationResolver) OmnivoreCreateHighlight(ctx context.Context, in gener
 		return nil, err
 	}
 	return &generated.CreateHighlightSuccess{Highlight: toHighlight(h)}, nil
-}
-
-// placeQuote places h's quote in its item's text (importer's
-// PlaceFetchedQuotes), and returns h as it is then.
-func (r *mutationResolver) placeQuote(ctx context.Context, memberID string, h *library.Highlight) (*library.Highlight, error) {
-	lib := library.Of(r.s.store)
-	c, err := lib.ItemContent(ctx, memberID, h.SavedItemID)
-	if errors.Is(err, storage.ErrNotFound) || err == nil && c.HTML == "" {
-		return h, nil // placed when the page is fetched
-	} else if err != nil {
-		return nil, err
-	}
-	if n, err := importer.PlaceFetchedQuotes(ctx, r.s.store, memberID, h.SavedItemID, c.HTML); err != nil || n == 0 {
-		return h, err
-	}
-	return lib.Highlight(ctx, memberID, h.ID)
 }
 
 func createHighlightError(code generated.CreateHighlightErrorCode) *generated.CreateHighlightError {

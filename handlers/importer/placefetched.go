@@ -21,3 +21,18 @@ func PlaceFetchedQuotes(ctx context.Context, st *storage.Store, memberID, itemID
 		return ct.placeQuote(quote, &budget)
 	})
 }
+
+// PlaceQuote places h's quote, kept without a place, in content, the
+// item's content: one quote's walk of the text, whatever other quotes of
+// the item are still unplaced. It reports whether h was placed.
+func PlaceQuote(ctx context.Context, st *storage.Store, memberID string, h *library.Highlight, content string) (bool, error) {
+	body := contentBody(content)
+	if body == nil {
+		return false, nil
+	}
+	ct := newContentText(body, len(content))
+	budget := placeBudget
+	return library.Of(st).PlaceHighlight(ctx, memberID, h, func(quote string) []library.HighlightSegment {
+		return ct.placeQuote(quote, &budget)
+	})
+}

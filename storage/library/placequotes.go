@@ -35,6 +35,24 @@ func (s Store) PlaceHighlights(ctx context.Context, memberID, itemID string, pla
 			todo = append(todo, h)
 		}
 	}
+	return s.placeEach(ctx, memberID, todo, place)
+}
+
+// PlaceHighlight is PlaceHighlights for h alone, a highlight a client has
+// just made without a place: placing it looks for its quote only, not
+// for every quote of the item still unplaced (a fetch of the item places
+// those). It reports whether h was placed.
+func (s Store) PlaceHighlight(ctx context.Context, memberID string, h *Highlight, place func(quote string) []HighlightSegment) (bool, error) {
+	if !Unplaced(h.Segments) {
+		return false, nil
+	}
+	n, err := s.placeEach(ctx, memberID, []*Highlight{h}, place)
+	return n > 0, err
+}
+
+// placeEach places the highlights of todo, unplaced when read, in
+// transactions of placeQuotesPerTx.
+func (s Store) placeEach(ctx context.Context, memberID string, todo []*Highlight, place func(quote string) []HighlightSegment) (int, error) {
 	placed := 0
 	for len(todo) > 0 {
 		part := todo[:min(len(todo), placeQuotesPerTx)]
