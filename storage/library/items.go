@@ -516,6 +516,9 @@ func (s Store) SetItemLabels(ctx context.Context, memberID string, ids []string,
 
 // PermanentlyDeleteItems removes items that are in the trash. An id that is
 // unknown or not in the trash is storage.ErrNotFound and nothing is deleted.
+// An item with more highlights than its removal's transaction holds has
+// them deleted first (dropManyHighlights): cut short, it stays in the
+// trash with the rest, and the call again removes it.
 func (s Store) PermanentlyDeleteItems(ctx context.Context, memberID string, ids []string) error {
 	if len(ids) == 0 || len(ids) > MaxBatchIDs {
 		return storage.Invalid("ids must hold 1 to %d ids", MaxBatchIDs)
@@ -543,6 +546,14 @@ func (s Store) PermanentlyDeleteItems(ctx context.Context, memberID string, ids 
 			}
 			return nil
 		}
+	}
+	// Checked first, so that an id refused leaves every item whole; then
+	// the highlights of an item with too many to remove with it.
+	if err := s.st.View(ctx, func(tx *storage.Tx) error { return each(false)(tx, ids) }); err != nil {
+		return err
+	}
+	if err := s.dropManyHighlights(ctx, memberID, ids); err != nil {
+		return err
 	}
 	return s.st.UpdateInParts(ctx, ids, each(false), each(true))
 }

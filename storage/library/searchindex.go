@@ -126,10 +126,10 @@ func newStoreState(st *storage.Store) *storeState {
 			return ids, err
 		},
 		Work: func(memberID string) error {
-			if err := Of(st).finishEmptyingTrash(memberID, ss); err != nil {
-				return err
-			}
-			return Of(st).indexMember(memberID, ss)
+			// Indexed whatever becomes of the emptying: one that fails
+			// must not stop the member's search.
+			err := Of(st).finishEmptying(memberID, ss)
+			return errors.Join(err, Of(st).indexMember(memberID, ss))
 		},
 		Delay: func() time.Duration { return ss.opts.textIndexDelay },
 	})
