@@ -57,6 +57,9 @@ func (s Store) CreateCodeOIDC(ctx context.Context, clientID string, m *members.M
 		if rec.grantGen, err = grantOf(tx, cur, clientID); err != nil {
 			return err
 		}
+		if err := notePair(tx, cur.ID, clientID); err != nil {
+			return err
+		}
 		return tx.PutJSON(codeKey(storage.Digest(code)), rec, CodeLifetime)
 	})
 	if err != nil {

@@ -230,20 +230,12 @@ type memberTokenRef struct {
 
 func init() {
 	// A deleted member's tokens are refused at once (their member is
-	// gone); their records, as many as the member's index names, go after
-	// it in batches (deleteGrantsOf). The member's grants' generations (one
-	// per app it revoked) and its place in the sweep's queue go with it.
+	// gone); their records, as many as the member's index names, and the
+	// member's pairs (one per app it granted a code), go after it in
+	// batches (deleteGrantsOf). Its place in the sweep's queue goes with
+	// it.
 	members.OnDeleteData(deleteGrantsOf)
 	members.OnDelete(func(tx *storage.Tx, memberID string) error {
-		pairs, err := tx.Suffixes(pairKey(memberID, ""))
-		if err != nil {
-			return err
-		}
-		for _, c := range pairs {
-			if err := tx.Delete(pairKey(memberID, c)); err != nil {
-				return err
-			}
-		}
 		return tx.Delete(sweepKey(memberID))
 	})
 }

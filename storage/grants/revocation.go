@@ -251,14 +251,21 @@ func init() {
 // RevokeAppForMember revokes every token and refresh token memberID has
 // given clientID, and the authorization codes not yet exchanged: the
 // pair's generation moves on, in one write whatever their number, and the
-// sweep deletes their records afterwards.
+// sweep deletes their records afterwards. An app the member never
+// authorized (no pair: no code granted, no live token) has nothing to
+// revoke, and nothing is written: anyone can make apps, and a pair a
+// revocation wrote for each would be the member's to delete.
 func (s Store) RevokeAppForMember(ctx context.Context, memberID, clientID string) error {
 	if clientID == "" || strings.Contains(clientID, "/") {
 		return nil
 	}
 	return s.st.Update(ctx, func(tx *storage.Tx) error {
-		p, err := readPair(tx, memberID, clientID)
-		if err != nil {
+		var p pairState
+		if err := tx.GetJSON(pairKey(memberID, clientID), &p); errors.Is(err, storage.ErrNotFound) {
+			if live, err := hasLiveRefs(tx, memberID, clientID); err != nil || !live {
+				return err
+			}
+		} else if err != nil {
 			return err
 		}
 		p.Gen++
@@ -267,6 +274,36 @@ func (s Store) RevokeAppForMember(ctx context.Context, memberID, clientID string
 		}
 		return queueSweep(tx, memberID)
 	})
+}
+
+// hasLiveRefs reports whether memberID holds a live token or refresh token
+// of clientID (a grant from before the pair records were written at
+// consent: notePair).
+func hasLiveRefs(tx *storage.Tx, memberID, clientID string) (bool, error) {
+	m, err := members.ByID(tx, memberID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	live := false
+	err = liveRefs(tx, m, clientID, func(string, string, memberTokenRef) (int, error) {
+		live = true
+		return stopRefs, nil
+	})
+	return live, err
+}
+
+// notePair writes the pair of memberID and clientID, of generation zero,
+// when there is none yet: a code granted (CreateCode) makes the pair that
+// RevokeAppForMember moves on, so that a code not yet exchanged is revoked
+// with the app, while a revocation of an app never authorized writes
+// nothing.
+func notePair(tx *storage.Tx, memberID, clientID string) error {
+	if ok, err := tx.Has(pairKey(memberID, clientID)); err != nil || ok {
+		return err
+	}
+	return tx.PutJSON(pairKey(memberID, clientID), pairState{}, 0)
 }
 
 // queueSweep asks the sweep to look at memberID's grants, in the
@@ -506,8 +543,9 @@ func sweepRefs(tx *storage.Tx, m *members.Member, from []byte) ([]byte, error) {
 }
 
 // deleteGrantsOf deletes the refs of a deleted member and the tokens and
-// refresh tokens they name, a batch a transaction (members.OnDeleteData):
-// for a member that is gone every generation has ended.
+// refresh tokens they name, then its pairs, a batch a transaction
+// (members.OnDeleteData): for a member that is gone every generation has
+// ended.
 func deleteGrantsOf(ctx context.Context, st *storage.Store, memberID string) error {
 	gone := &members.Member{ID: memberID, AccessGen: math.MaxUint64}
 	var from []byte
@@ -518,11 +556,17 @@ func deleteGrantsOf(ctx context.Context, st *storage.Store, memberID string) err
 			next, err = sweepRefs(tx, gone, from)
 			return err
 		})
-		if err != nil || next == nil {
+		if err != nil {
 			return err
+		}
+		if next == nil {
+			break
 		}
 		from = next
 	}
+	// One pair per app the member granted a code: more than the member's
+	// deletion can hold.
+	return st.DeletePrefixInBatches(ctx, pairKey(memberID, ""))
 }
 
 // deleteRefs deletes the refs (keys under prefix) and what they name.

@@ -428,3 +428,74 @@ func TestDeleteMemberAtManyTokens(t *testing.T) {
 	}
 	swept(t, s, m.ID, 0)
 }
+
+// pairsOf counts memberID's pairs (one per app it granted a code or
+// revoked).
+func pairsOf(t *testing.T, s *storage.Store, memberID string) int {
+	t.Helper()
+	n := 0
+	if err := s.View(t.Context(), func(tx *storage.Tx) error {
+		return tx.Scan(pairKey(memberID, ""), nil, false, true, func(_, _ []byte) (bool, error) { n++; return true, nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Anyone can make apps: revoking one the member never authorized succeeds
+// and writes nothing the member's deletion would have to delete, while an
+// app the member granted a code, exchanged or not, is revoked.
+func TestRevokingAnAppNeverAuthorizedWritesNothing(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	for i := range 50 {
+		other, _, err := Of(s).CreateApp(t.Context(), fmt.Sprintf("Stranger %d", i), "", []string{"https://stranger.example/cb"}, []string{"read"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Of(s).RevokeAppForMember(t.Context(), m.ID, other.ClientID); err != nil {
+			t.Fatalf("revoking an app never authorized: %v", err)
+		}
+	}
+	if n := pairsOf(t, s, m.ID); n != 0 {
+		t.Fatalf("%d records after revoking apps never authorized, want none", n)
+	}
+	_, tok := issueToken(t, s, app, m, "https://app.example/cb", "read")
+	pending, err := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Of(s).RevokeAppForMember(t.Context(), m.ID, app.ClientID); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, s, "the authorized app's token", tok)
+	if _, _, err := Of(s).ExchangeCode(t.Context(), pending, func(*Code) error { return nil }); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("the authorized app's code after the revocation: %v, want storage.ErrNotFound", err)
+	}
+}
+
+// A member whose store holds a pair for each of 20,000 apps (revocations
+// of apps never authorized wrote one each before they wrote none; codes
+// granted to as many apps write as many) is deleted, pairs included: more
+// than one transaction deletes.
+func TestDeletingAMemberWithPairsForManyApps(t *testing.T) {
+	s, m, _, _ := oauthFixture(t)
+	const apps = 20000
+	for i := 0; i < apps; i += 1000 {
+		if err := s.Update(t.Context(), func(tx *storage.Tx) error {
+			for j := i; j < i+1000; j++ {
+				if err := tx.PutJSON(pairKey(m.ID, fmt.Sprintf("client%05d", j)), pairState{Gen: 1}, 0); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := members.Of(s).DeleteMember(t.Context(), m.Username); err != nil {
+		t.Fatalf("deleting the member: %v", err)
+	}
+	if n := pairsOf(t, s, m.ID); n != 0 {
+		t.Fatalf("%d of the deleted member's pairs left", n)
+	}
+}
