@@ -2,8 +2,10 @@ package graphql
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"slices"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/lexer"
 	"github.com/vektah/gqlparser/v2/parser"
@@ -45,6 +47,43 @@ var omnivoreRenames = map[omnivoreName]string{
 	// Omnivore's input of createHighlight, which its clients name in
 	// their variables; Inboxt's has this name here.
 	{"", "CreateHighlightInput"}: "OmnivoreCreateHighlightInput",
+}
+
+// renamedQueries remembers omnivoreQuery's answers for the queries posted
+// to OmnivorePath, by the SHA-256 of the query: anyone may post any query
+// there (up to the body's limit), and only the renamed text of a query the
+// renaming changed is kept beside its digest. A query that needs no
+// renaming, or that does not parse, keeps its 32-byte digest alone, as the
+// document checker does (documentChecker), so the cache's memory is
+// bounded by the renamed copies of the queries Omnivore's clients send.
+type renamedQueries struct {
+	c *lru.Cache[[sha256.Size]byte, string] // "": the query as posted
+}
+
+func newRenamedQueries(n int) renamedQueries {
+	c, err := lru.New[[sha256.Size]byte, string](n)
+	if err != nil {
+		panic("graphql: renamed queries' cache: " + err.Error()) // n > 0
+	}
+	return renamedQueries{c}
+}
+
+// of is omnivoreQuery(query), remembered.
+func (rq renamedQueries) of(query string) string {
+	key := sha256.Sum256([]byte(query))
+	if to, ok := rq.c.Get(key); ok {
+		if to == "" {
+			return query
+		}
+		return to
+	}
+	to := omnivoreQuery(query)
+	if to == query {
+		rq.c.Add(key, "")
+	} else {
+		rq.c.Add(key, to)
+	}
+	return to
 }
 
 // omnivoreQuery returns query with the names of omnivoreRenames replaced,

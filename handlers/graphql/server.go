@@ -140,8 +140,8 @@ type Server struct {
 	articles *articles.Service
 	offsets  *offsetPager // Omnivore's offset paging (omnivore_offsets.go)
 	// omnivoreQueries are queries posted to OmnivorePath with their
-	// Omnivore names replaced (omnivoreQuery), by the query posted.
-	omnivoreQueries *lru.LRU[string]
+	// Omnivore names replaced (omnivoreQuery), by the query's digest.
+	omnivoreQueries renamedQueries
 
 	fastPathStats
 	// statsPages counts the pages of items read for reading statistics.
@@ -159,7 +159,7 @@ func New(store *storage.Store, lib *libraryservice.Service, opts Options) *Serve
 		store: store, opts: opts, log: opts.Logger,
 		gate: lib.Gate(), inbound: lib.Inbound(), exports: lib.Exports(), articles: lib.Articles(),
 		docs: newDocumentChecker(defaultDocumentLimits()), offsets: newOffsetPager(),
-		omnivoreQueries: lru.New[string](DefaultQueryCacheEntries),
+		omnivoreQueries: newRenamedQueries(DefaultQueryCacheEntries),
 	}
 	s.gql = s.newGraphQLServer()
 	return s
@@ -299,12 +299,7 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Path == OmnivorePath {
-		q, ok := s.omnivoreQueries.Get(r.Context(), params.Query)
-		if !ok {
-			q = omnivoreQuery(params.Query)
-			s.omnivoreQueries.Add(r.Context(), params.Query, q)
-		}
-		params.Query = q
+		params.Query = s.omnivoreQueries.of(params.Query)
 	}
 	if r.Context().Err() != nil {
 		// The client is gone: no validation, no execution; the answer
