@@ -2,10 +2,8 @@ package graphql
 
 import (
 	"cmp"
-	"crypto/sha256"
 	"slices"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/lexer"
 	"github.com/vektah/gqlparser/v2/parser"
@@ -50,28 +48,23 @@ var omnivoreRenames = map[omnivoreName]string{
 }
 
 // renamedQueries remembers omnivoreQuery's answers for the queries posted
-// to OmnivorePath, by the SHA-256 of the query: anyone may post any query
-// there (up to the body's limit), and only the renamed text of a query the
-// renaming changed is kept beside its digest. A query that needs no
-// renaming, or that does not parse, keeps its 32-byte digest alone, as the
-// document checker does (documentChecker), so the cache's memory is
-// bounded by the renamed copies of the queries Omnivore's clients send.
+// to OmnivorePath, by the SHA-256 of the query (textCache): anyone may post
+// any query there (up to the body's limit), and only the renamed text of a
+// query the renaming changed is kept beside its digest, weighing its
+// length. A query that needs no renaming, or that does not parse, keeps
+// its 32-byte digest alone, as the document checker does
+// (documentChecker).
 type renamedQueries struct {
-	c *lru.Cache[[sha256.Size]byte, string] // "": the query as posted
+	c *textCache[string] // "": the query as posted
 }
 
-func newRenamedQueries(n int) renamedQueries {
-	c, err := lru.New[[sha256.Size]byte, string](n)
-	if err != nil {
-		panic("graphql: renamed queries' cache: " + err.Error()) // n > 0
-	}
-	return renamedQueries{c}
+func newRenamedQueries(entries, budget int) renamedQueries {
+	return renamedQueries{newTextCache[string](entries, budget)}
 }
 
 // of is omnivoreQuery(query), remembered.
 func (rq renamedQueries) of(query string) string {
-	key := sha256.Sum256([]byte(query))
-	if to, ok := rq.c.Get(key); ok {
+	if to, ok := rq.c.get(query); ok {
 		if to == "" {
 			return query
 		}
@@ -79,9 +72,9 @@ func (rq renamedQueries) of(query string) string {
 	}
 	to := omnivoreQuery(query)
 	if to == query {
-		rq.c.Add(key, "")
+		rq.c.add(query, "", 0)
 	} else {
-		rq.c.Add(key, to)
+		rq.c.add(query, to, len(to))
 	}
 	return to
 }

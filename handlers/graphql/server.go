@@ -23,8 +23,6 @@ import (
 
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
-	"github.com/99designs/gqlgen/graphql/handler/lru"
-	"github.com/vektah/gqlparser/v2/ast"
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/access"
@@ -142,6 +140,8 @@ type Server struct {
 	// omnivoreQueries are queries posted to OmnivorePath with their
 	// Omnivore names replaced (omnivoreQuery), by the query's digest.
 	omnivoreQueries renamedQueries
+	// documents are gqlgen's parsed and validated documents (textcache.go).
+	documents documentCache
 
 	fastPathStats
 	// statsPages counts the pages of items read for reading statistics.
@@ -159,7 +159,8 @@ func New(store *storage.Store, lib *libraryservice.Service, opts Options) *Serve
 		store: store, opts: opts, log: opts.Logger,
 		gate: lib.Gate(), inbound: lib.Inbound(), exports: lib.Exports(), articles: lib.Articles(),
 		docs: newDocumentChecker(defaultDocumentLimits()), offsets: newOffsetPager(),
-		omnivoreQueries: newRenamedQueries(DefaultQueryCacheEntries),
+		omnivoreQueries: newRenamedQueries(DefaultQueryCacheEntries, DefaultQueryCacheBytes),
+		documents:       newDocumentCache(DefaultQueryCacheEntries, DefaultQueryCacheBytes),
 	}
 	s.gql = s.newGraphQLServer()
 	return s
@@ -170,7 +171,7 @@ func (s *Server) newGraphQLServer() *handler.Server {
 	setComplexity(&cfg.Complexity)
 	srv := handler.New(generated.NewExecutableSchema(cfg))
 	srv.AddTransport(postTransport{})
-	srv.SetQueryCache(lru.New[*ast.QueryDocument](DefaultQueryCacheEntries))
+	srv.SetQueryCache(s.documents)
 	srv.SetParserTokenLimit(DefaultMaxTokens) // also checked before (limits.go)
 	if !s.opts.NoIntrospection {
 		srv.Use(extension.Introspection{})
