@@ -168,7 +168,7 @@ func siteOfConfig(cfgJSON []byte) (string, bool) {
 	}
 	for _, srv := range cfg.Apps.HTTP.Servers {
 		for _, raw := range srv.Routes {
-			if !strings.Contains(string(raw), `"handler":"hearth_`) {
+			if !hearthHandler.Match(raw) {
 				continue
 			}
 			var route struct {

@@ -131,6 +131,18 @@ func TestCLIBackupAndRestore(t *testing.T) {
 	// Stopped (an empty config releases the store), restore works on the
 	// directory; the earlier records saved by the live restore bring bob back.
 	loadCaddyfile(t, "{\n\tadmin "+testAdmin+"\n}\n")
+	// Without a config naming the store (none here, or one without Hearth)
+	// nothing is restored into a default directory the site never opens.
+	noHearth := filepath.Join(t.TempDir(), "Caddyfile")
+	if err := os.WriteFile(noHearth, []byte(testSite+" {\n\trespond \"hello\"\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{addr}, {addr, "--config", noHearth}} {
+		out, err := runHearth(t, "", append([]string{"restore", "--input", previous}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "pass --config with the site's Caddyfile") {
+			t.Fatalf("restore %v while stopped: %q, %v; want a refusal naming --config", args, out, err)
+		}
+	}
 	out, err = runHearth(t, "", "restore", "--config", cfgPath, "--input", previous)
 	if err != nil || !strings.Contains(out, "restored") {
 		t.Fatalf("restore: %q, %v", out, err)
