@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -464,7 +465,8 @@ While Caddy is stopped, the backup is loaded into the store named by the
 config's hearth storage_dir (the default location when the config has
 none; a config without Hearth, or none, is refused): into a new directory first, then the current data is moved aside to
 <storage_dir>.before-restore-<time>. Delete what was moved aside once you
-have checked the restore. With 'storage postgres' in the config, the backup
+have checked the restore. Run as root, it gives the new store the owner of
+the one it replaces, so that Caddy, running as its own user, can open it. With 'storage postgres' in the config, the backup
 goes into the database directly (other nodes may be running): checked whole,
 the earlier records written to <storage_dir>.before-restore-<time>.backup,
 then replaced in one transaction. A backup restores into either engine:
@@ -496,12 +498,18 @@ that is how a site moves from Badger to PostgreSQL and back.`,
 				// same live restore as the admin API's.
 				return restoreDatabase(w, input, dir, pg, f)
 			}
+			uid, gid, chown := storeOwner(dir)
 			prev, err := storage.RestoreDir(dir, bufio.NewReader(f), storage.Options{})
 			if errors.Is(err, storage.ErrLocked) {
 				return fmt.Errorf("the store %s is in use by a process whose admin API did not answer: stop it, or give its admin address with --address, then run restore again", dir)
 			}
 			if err != nil {
 				return fmt.Errorf("restore into %s: %w", dir, err)
+			}
+			if chown {
+				if err := chownTree(dir, uid, gid); err != nil {
+					return fmt.Errorf("restored into %s, but could not give it the owner of the store it replaced (uid %d): %w", dir, uid, err)
+				}
 			}
 			fmt.Fprintf(w, "restored %s into %s\n", input, dir)
 			if prev != "" {
@@ -512,6 +520,16 @@ that is how a site moves from Badger to PostgreSQL and back.`,
 	}
 	c.Flags().StringP("input", "i", "", "The backup file to load")
 	return c
+}
+
+// chownTree gives dir and everything in it to uid and gid (storeOwner).
+func chownTree(dir string, uid, gid int) error {
+	return filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
 }
 
 // restoreRunning sends the backup in f to the running Caddy.
