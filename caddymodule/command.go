@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -462,9 +463,10 @@ the restore may see a mix of old and restored records.
 
 While Caddy is stopped, the backup is loaded into the store named by the
 config's hearth storage_dir (the default location when the config has
-none): into a new directory first, then the current data is moved aside to
+none; a config without Hearth, or none, is refused): into a new directory first, then the current data is moved aside to
 <storage_dir>.before-restore-<time>. Delete what was moved aside once you
-have checked the restore. With 'storage postgres' in the config, the backup
+have checked the restore. Run as root, it gives the new store the owner of
+the one it replaces, so that Caddy, running as its own user, can open it. With 'storage postgres' in the config, the backup
 goes into the database directly (other nodes may be running): checked whole,
 the earlier records written to <storage_dir>.before-restore-<time>.backup,
 then replaced in one transaction. A backup restores into either engine:
@@ -496,12 +498,18 @@ that is how a site moves from Badger to PostgreSQL and back.`,
 				// same live restore as the admin API's.
 				return restoreDatabase(w, input, dir, pg, f)
 			}
+			uid, gid, chown := storeOwner(dir)
 			prev, err := storage.RestoreDir(dir, bufio.NewReader(f), storage.Options{})
 			if errors.Is(err, storage.ErrLocked) {
 				return fmt.Errorf("the store %s is in use by a process whose admin API did not answer: stop it, or give its admin address with --address, then run restore again", dir)
 			}
 			if err != nil {
 				return fmt.Errorf("restore into %s: %w", dir, err)
+			}
+			if chown {
+				if err := chownTree(dir, uid, gid); err != nil {
+					return fmt.Errorf("restored into %s, but could not give it the owner of the store it replaced (uid %d): %w", dir, uid, err)
+				}
 			}
 			fmt.Fprintf(w, "restored %s into %s\n", input, dir)
 			if prev != "" {
@@ -512,6 +520,16 @@ that is how a site moves from Badger to PostgreSQL and back.`,
 	}
 	c.Flags().StringP("input", "i", "", "The backup file to load")
 	return c
+}
+
+// chownTree gives dir and everything in it to uid and gid (storeOwner).
+func chownTree(dir string, uid, gid int) error {
+	return filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
 }
 
 // restoreRunning sends the backup in f to the running Caddy.
@@ -536,9 +554,16 @@ func restoreRunning(cmd *cobra.Command, input string, f *os.File) error {
 	return nil
 }
 
+// hearthHandler finds a Hearth handler in a JSON config, as the Caddyfile
+// adapter writes it or as a person does.
+var hearthHandler = regexp.MustCompile(`"handler"\s*:\s*"hearth_`)
+
 // storeOfConfig adapts the --config file (or the Caddyfile in the current
 // directory) and returns the hearth app's storage directory (absolute; the
-// default one when unset) and, with `storage postgres`, the database.
+// default one when unset) and, with `storage postgres`, the database. A
+// config that runs no Hearth, or none at all, is an error rather than the
+// default directory: the backup would go into a store the site never
+// opens, and the command would say it restored.
 func storeOfConfig(cmd *cobra.Command) (dir string, pg *storage.PostgresOptions, err error) {
 	config, _ := cmd.Flags().GetString("config")
 	adapter, _ := cmd.Flags().GetString("adapter")
@@ -546,23 +571,28 @@ func storeOfConfig(cmd *cobra.Command) (dir string, pg *storage.PostgresOptions,
 	if err != nil {
 		return "", nil, err
 	}
+	if len(cfgJSON) == 0 {
+		return "", nil, errors.New("no running Caddy answered on its admin API, and there is no Caddyfile here: " +
+			"pass --config with the site's Caddyfile (the backup goes into its storage_dir), or --address if Caddy runs with another admin address")
+	}
 	repl := caddy.NewReplacer()
-	if len(cfgJSON) > 0 {
-		var cfg struct {
-			Apps struct {
-				Hearth *App `json:"hearth"`
-			} `json:"apps"`
-		}
-		if err := json.Unmarshal(cfgJSON, &cfg); err != nil {
-			return "", nil, fmt.Errorf("read config: %w", err)
-		}
-		if a := cfg.Apps.Hearth; a != nil {
-			dir = a.StorageDir
-			if c := a.Storage; c != nil && c.Engine == "postgres" {
-				pg = &storage.PostgresOptions{DSN: repl.ReplaceKnown(c.DSN, ""), Prefix: c.Prefix, MaxConns: int32(c.MaxConns)}
-				if pg.DSN == "" {
-					return "", nil, errors.New("storage postgres: dsn is empty (is the environment variable set?)")
-				}
+	var cfg struct {
+		Apps struct {
+			Hearth *App `json:"hearth"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal(cfgJSON, &cfg); err != nil {
+		return "", nil, fmt.Errorf("read config: %w", err)
+	}
+	if cfg.Apps.Hearth == nil && !hearthHandler.Match(cfgJSON) {
+		return "", nil, errors.New("the config runs no Hearth (no hearth option, no hearth_* directive): pass --config with the site's Caddyfile")
+	}
+	if a := cfg.Apps.Hearth; a != nil {
+		dir = a.StorageDir
+		if c := a.Storage; c != nil && c.Engine == "postgres" {
+			pg = &storage.PostgresOptions{DSN: repl.ReplaceKnown(c.DSN, ""), Prefix: c.Prefix, MaxConns: int32(c.MaxConns)}
+			if pg.DSN == "" {
+				return "", nil, errors.New("storage postgres: dsn is empty (is the environment variable set?)")
 			}
 		}
 	}

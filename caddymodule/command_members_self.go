@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -137,7 +138,10 @@ func siteURL(cmd *cobra.Command, site string) (string, error) {
 // siteOfConfig finds the site serving Hearth in a Caddy JSON config: the
 // base_url of a hearth_oauth handler, else the first host matched by a
 // route whose handlers include a Hearth one, with the scheme and port its
-// server listens on.
+// server listens on. The scheme is the one Caddy will serve: plain HTTP on
+// the http_port, with automatic HTTPS off, and for a host automatic HTTPS
+// skips, which is how the Caddyfile adapter writes an http:// site on
+// another port (Caddyfile.example's http://localhost:8080).
 func siteOfConfig(cfgJSON []byte) (string, bool) {
 	var cfg struct {
 		Apps struct {
@@ -147,7 +151,8 @@ func siteOfConfig(cfgJSON []byte) (string, bool) {
 					Listen         []string          `json:"listen"`
 					Routes         []json.RawMessage `json:"routes"`
 					AutomaticHTTPS *struct {
-						Disable bool `json:"disable"`
+						Disable bool     `json:"disable"`
+						Skip    []string `json:"skip"`
 					} `json:"automatic_https"`
 				} `json:"servers"`
 			} `json:"http"`
@@ -163,7 +168,7 @@ func siteOfConfig(cfgJSON []byte) (string, bool) {
 	}
 	for _, srv := range cfg.Apps.HTTP.Servers {
 		for _, raw := range srv.Routes {
-			if !strings.Contains(string(raw), `"handler":"hearth_`) {
+			if !hearthHandler.Match(raw) {
 				continue
 			}
 			var route struct {
@@ -190,7 +195,8 @@ func siteOfConfig(cfgJSON []byte) (string, bool) {
 						httpPort = fmt.Sprint(cfg.Apps.HTTP.HTTPPort)
 					}
 					scheme, defaultPort := "https", "443"
-					if port == httpPort || (srv.AutomaticHTTPS != nil && srv.AutomaticHTTPS.Disable) {
+					if port == httpPort || (srv.AutomaticHTTPS != nil &&
+						(srv.AutomaticHTTPS.Disable || slices.Contains(srv.AutomaticHTTPS.Skip, h))) {
 						scheme, defaultPort = "http", "80"
 					}
 					hostport := h

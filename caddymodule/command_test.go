@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -131,9 +133,37 @@ func TestCLIBackupAndRestore(t *testing.T) {
 	// Stopped (an empty config releases the store), restore works on the
 	// directory; the earlier records saved by the live restore bring bob back.
 	loadCaddyfile(t, "{\n\tadmin "+testAdmin+"\n}\n")
+	// Without a config naming the store (none here, or one without Hearth)
+	// nothing is restored into a default directory the site never opens.
+	noHearth := filepath.Join(t.TempDir(), "Caddyfile")
+	if err := os.WriteFile(noHearth, []byte(testSite+" {\n\trespond \"hello\"\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{addr}, {addr, "--config", noHearth}} {
+		out, err := runHearth(t, "", append([]string{"restore", "--input", previous}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "pass --config with the site's Caddyfile") {
+			t.Fatalf("restore %v while stopped: %q, %v; want a refusal naming --config", args, out, err)
+		}
+	}
+	// Run as root (sudo), the restore gives the new store the owner of the
+	// one it replaces (a caddy user's), whose Caddy could not open it else.
+	asRoot := os.Geteuid() == 0
+	if asRoot {
+		if err := chownTree(dir, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
 	out, err = runHearth(t, "", "restore", "--config", cfgPath, "--input", previous)
 	if err != nil || !strings.Contains(out, "restored") {
 		t.Fatalf("restore: %q, %v", out, err)
+	}
+	if asRoot {
+		filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+			if fi, serr := os.Lstat(p); err != nil || serr != nil || fi.Sys().(*syscall.Stat_t).Uid != 65534 {
+				t.Errorf("%s after a restore run as root: not owned by the uid of the store it replaced (%v, %v)", p, err, serr)
+			}
+			return nil
+		})
 	}
 	st, err := storage.Open(dir, storage.Options{GCInterval: -1})
 	if err != nil {

@@ -83,6 +83,53 @@ func exampleCaddyfile(t *testing.T, storageDir, relay string) string {
 	return strings.ReplaceAll(s, ":8080", ":9080")
 }
 
+// TestExampleLANBlockNeedsNoRoot: the commented https:// block that ends
+// Caddyfile.example, once uncommented, adds no listener on port 80 for
+// redirects to HTTPS (Caddy's default for an https site), which a user who
+// is not root cannot open: Caddy would not start.
+func TestExampleLANBlockNeedsNoRoot(t *testing.T) {
+	raw, err := os.ReadFile("../Caddyfile.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, block, ok := strings.Cut(string(raw), "# https://mybox.lan:8443 {")
+	if !ok {
+		t.Fatal("Caddyfile.example no longer ends with the commented https://mybox.lan:8443 block")
+	}
+	example += "https://mybox.lan:8443 {" + strings.ReplaceAll(block, "\n# ", "\n")
+	cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(example), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Apps struct {
+			HTTP struct {
+				Servers map[string]struct {
+					Listen         []string `json:"listen"`
+					AutomaticHTTPS *struct {
+						DisableRedirects bool `json:"disable_redirects"`
+					} `json:"automatic_https"`
+				} `json:"servers"`
+			} `json:"http"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal(cfgJSON, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for name, srv := range cfg.Apps.HTTP.Servers {
+		if slices.Contains(srv.Listen, ":8443") {
+			found = true
+			if srv.AutomaticHTTPS == nil || !srv.AutomaticHTTPS.DisableRedirects {
+				t.Errorf("server %s of https://mybox.lan:8443 redirects from port 80, which needs root", name)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no server listens on :8443 in the uncommented example:\n%s", cfgJSON)
+	}
+}
+
 // TestProvisionLocksNothingAndDialsNothing: caddy.Validate (Provision, then
 // Cleanup, as `caddy validate` does) succeeds on a store another process
 // holds (before, Provision opened it and failed on Badger's lock), creates

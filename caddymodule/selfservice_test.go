@@ -55,6 +55,12 @@ func TestCLIResetLinkThroughCaddy(t *testing.T) {
 		t.Fatalf("reset-link printed %q", out)
 	}
 	token := strings.TrimPrefix(link, testSite+"/auth/reset/")
+	// Caddyfile.example's site is plain http on port 8080, not its http_port
+	// (80): the link must say http://, which a browser can open there.
+	if out, err := runHearth(t, "", "member", "reset-link", "alice", addr, "--config", "../Caddyfile.example"); err != nil ||
+		!strings.HasPrefix(out, "http://localhost:8080/auth/reset/hrt_") {
+		t.Fatalf("reset-link --config Caddyfile.example printed %q, %v", out, err)
+	}
 	if out, err := runHearth(t, "", "member", "reset-link", "alice", addr, "--site", testSite+"/", "--disable-2fa"); err != nil ||
 		!strings.HasPrefix(out, testSite+"/auth/reset/hrt_") || !strings.Contains(out, "using it turns two-factor sign-in off") {
 		t.Fatalf("--disable-2fa: %q %v", out, err)

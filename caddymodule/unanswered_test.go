@@ -141,8 +141,14 @@ http://:9080 {
 	}
 
 	other := fetchAnswer(t, "GET", testSite+"/settings", "mybox.example:9080")
-	if other.status != 404 || !strings.Contains(other.body, "add http://mybox.example:9080 to the site&#39;s addresses in the Caddyfile") {
+	if other.status != 404 || !strings.Contains(other.body, "add http://mybox.example:9080 to the site&#39;s addresses in the Caddyfile") ||
+		!strings.Contains(other.body, "give it a site block of its own with https:// and tls internal") {
 		t.Errorf("another host name: HTTP %d\n%s", other.status, other.body)
+	}
+	// A loopback name over plain HTTP keeps its sign-in: no such advice.
+	if loop := fetchAnswer(t, "GET", testSite+"/", "box.localhost:9080"); loop.status != 404 ||
+		!strings.Contains(loop.body, "add http://box.localhost:9080") || strings.Contains(loop.body, "tls internal") {
+		t.Errorf("a loopback host name: HTTP %d\n%s", loop.status, loop.body)
 	}
 	// Under that name every path is this page: it offers no sign-in and no
 	// home link, which would only bring it back.

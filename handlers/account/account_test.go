@@ -718,6 +718,44 @@ func TestCookieIsSecureOutsideLocalhost(t *testing.T) {
 	}
 }
 
+// TestSignInFromPlainHTTPOffLocalhostSaysWhy: a browser on a plain-HTTP
+// page under a name other than localhost (http://mybox:8080) would drop the
+// Secure session cookie and land on the sign-in page again with no word;
+// the sign-in and sign-up forms say why instead, and start no session. The
+// same form from an HTTPS page of that name signs in.
+func TestSignInFromPlainHTTPOffLocalhostSaysWhy(t *testing.T) {
+	f := newFixture(t, account.Options{OpenRegistration: true})
+	f.member("alice")
+	post := func(path string, form url.Values, origin string) resp {
+		req, _ := http.NewRequest(http.MethodPost, f.srv.URL+path, strings.NewReader(form.Encode()))
+		req.Host = "mybox:8080"
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", origin)
+		return do(t, f.browser(), req)
+	}
+	signIn := url.Values{"username": {"alice"}, "password": {password}}
+	signUp := url.Values{"username": {"bob"}, "password": {password}, "password_confirmation": {password}}
+	for _, tc := range []struct {
+		path string
+		form url.Values
+	}{{"/auth/sign_in", signIn}, {"/auth/sign_up", signUp}} {
+		r := post(tc.path, tc.form, "http://mybox:8080")
+		wantStatus(t, r, http.StatusBadRequest)
+		wantBody(t, r, "browsers keep the sign-in cookie only over HTTPS")
+		if c := sessionCookie(r); c != nil {
+			t.Errorf("%s from http://mybox:8080 set a session cookie", tc.path)
+		}
+	}
+	if _, err := members.Of(f.store).Member(context.Background(), "bob"); err == nil {
+		t.Error("the refused sign-up made the member bob")
+	}
+	r := post("/auth/sign_in", signIn, "https://mybox:8080")
+	wantStatus(t, r, http.StatusSeeOther)
+	if c := sessionCookie(r); c == nil || !c.Secure {
+		t.Fatalf("sign-in from https://mybox:8080: cookie %v, want a Secure session cookie", c)
+	}
+}
+
 func TestSettingsPages(t *testing.T) {
 	f := newFixture(t, account.Options{})
 	f.member("alice")

@@ -99,6 +99,10 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 	}
 	password := r.PostForm.Get("password")
 	switch {
+	case p.cookieDropped(r):
+		d.Error = plainHTTPSignIn
+		p.renderSignIn(w, r, http.StatusBadRequest, d)
+		return
 	case d.Username == "" || password == "":
 		d.Error = "Enter your username and your password."
 		p.renderSignIn(w, r, http.StatusBadRequest, d)
@@ -372,6 +376,10 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 	bad := func(status int, msg string) {
 		d.Error = msg
 		p.Render(w, r, status, "Create an account", signUpTmpl, d)
+	}
+	if p.cookieDropped(r) {
+		bad(http.StatusBadRequest, plainHTTPSignIn)
+		return
 	}
 	if err := members.ValidateUsername(d.Username); err != nil {
 		bad(http.StatusBadRequest, upperFirst(err.Error())+".")

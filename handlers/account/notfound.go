@@ -89,10 +89,17 @@ var favicon = sync.OnceValue(func() []byte {
 // (scheme://host:port, as the request came). Under that name every path
 // answers with this page, so its header links nowhere: a sign-in or home
 // link would only bring it back.
+// Over plain HTTP under a name other than a loopback one, that address
+// would serve the pages but no sign-in (the cookie is Secure there), so
+// the page says how to serve the name over HTTPS.
 func (p *Pages) UnknownHost(w http.ResponseWriter, r *http.Request, address string) {
-	p.render(w, r, http.StatusNotFound, "This site has another name", messageTmpl, message{
-		Text: "This server runs a Hearth site, but not under the name you used. To reach it as " + address +
-			", add " + address + " to the site's addresses in the Caddyfile (the line that opens its block, " +
-			"names separated by commas) and reload Caddy; otherwise, open it under one of the names listed there.",
-	}, PageExtras{noLinks: true})
+	text := "This server runs a Hearth site, but not under the name you used. To reach it as " + address +
+		", add " + address + " to the site's addresses in the Caddyfile (the line that opens its block, " +
+		"names separated by commas) and reload Caddy; otherwise, open it under one of the names listed there."
+	if r.TLS == nil && !isLoopbackHost(r.Host) {
+		text += " Members could not sign in there, though: browsers keep the sign-in cookie only over HTTPS " +
+			"(or on localhost). To sign in under this name, give it a site block of its own with https:// and " +
+			"tls internal, as the commented block at the end of Caddyfile.example shows."
+	}
+	p.render(w, r, http.StatusNotFound, "This site has another name", messageTmpl, message{Text: text}, PageExtras{noLinks: true})
 }

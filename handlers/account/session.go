@@ -187,6 +187,31 @@ func (p *Pages) cookie(r *http.Request, value string, maxAge int) *http.Cookie {
 	}
 }
 
+// cookieDropped reports whether the browser that posted r would drop the
+// session cookie: its Origin is a page served over plain HTTP under a name
+// other than a loopback one, where cookie makes the cookie Secure, and
+// browsers keep a Secure cookie only from HTTPS pages (and localhost). A
+// sign-in there would seem to do nothing but show the sign-in page again.
+// The Origin is what the browser sees, so a site behind a proxy that ends
+// TLS (r.TLS nil, the browser on https) is not taken for one.
+func (p *Pages) cookieDropped(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	u, err := url.Parse(origin)
+	if err != nil || u.Scheme != "http" || isLoopbackHost(u.Host) {
+		return false
+	}
+	p.opts.Logger.Warn("sign-in refused: the browser is on a plain-HTTP page under a name other than localhost, "+
+		"where it drops the Secure session cookie; serve this name over HTTPS (tls internal on a LAN)", zap.String("origin", origin))
+	return true
+}
+
+// plainHTTPSignIn is the sign-in and sign-up pages' message when
+// cookieDropped.
+const plainHTTPSignIn = "This browser would not stay signed in: the site is open over plain HTTP under a name " +
+	"other than localhost, and browsers keep the sign-in cookie only over HTTPS. Open the site at its https:// " +
+	"address (its operator can give this name a site block with tls internal), or as http://localhost on the " +
+	"machine that runs it."
+
 func isLoopbackHost(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
