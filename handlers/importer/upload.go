@@ -174,8 +174,8 @@ func (u *Uploads) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // send. Scripts, Inboxt's web app among them, post multipart/form-data
 // with Accept */* and get the API's JSON errors.
 func browserForm(r *http.Request) bool {
-	if r.Header.Get("Authorization") != "" {
-		return false
+	if _, present, _ := access.Bearer(r); present {
+		return false // a token, however written: a client, not a page
 	}
 	if strings.Contains(r.Header.Get("Accept"), "text/html") {
 		return true
