@@ -114,9 +114,13 @@ func (s Store) ExchangeCode(ctx context.Context, code string, check CodeCheck) (
 		}
 		ttl := max(CodeLifetime-age, 0) + time.Second
 		// A code the member granted before revoking the app in settings
-		// must not bring the app back.
-		p, err := readPair(tx, c.MemberID, c.ClientID)
-		if err != nil {
+		// must not bring the app back. Every code is granted with its
+		// pair (notePair); a code without one was granted by a version
+		// before that, which a revocation since cannot have moved
+		// (RevokeAppForMember writes nothing for an app without a pair
+		// or a live token): refused, the member authorizes again.
+		var p pairState
+		if err := tx.GetJSON(pairKey(c.MemberID, c.ClientID), &p); err != nil {
 			return err
 		}
 		if c.AppGen != p.Gen {

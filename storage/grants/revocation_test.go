@@ -473,6 +473,37 @@ func TestRevokingAnAppNeverAuthorizedWritesNothing(t *testing.T) {
 	}
 }
 
+// A code granted by a version that wrote no pair at consent, revoked after
+// the upgrade: the revocation finds no pair and no live token and writes
+// nothing, so the code is refused at its exchange rather than bringing the
+// revoked app back (the member authorizes again).
+func TestACodeGrantedWithoutAPairIsRefused(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	code, err := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As the version before pairs wrote it: the code alone.
+	if err := s.Update(t.Context(), func(tx *storage.Tx) error { return tx.Delete(pairKey(m.ID, app.ClientID)) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := Of(s).RevokeAppForMember(t.Context(), m.ID, app.ClientID); err != nil {
+		t.Fatal(err)
+	}
+	if _, tok, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil }); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("exchanging a code without a pair after the app's revocation: %v, want storage.ErrNotFound", err)
+	} else if tok != "" {
+		refused(t, s, "the token of a code granted before the revocation", tok)
+	}
+	again, err := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Of(s).ExchangeCode(t.Context(), again, func(*Code) error { return nil }); err != nil {
+		t.Fatalf("a code granted after the revocation: %v", err)
+	}
+}
+
 // A member whose store holds a pair for each of 20,000 apps (revocations
 // of apps never authorized wrote one each before they wrote none; codes
 // granted to as many apps write as many) is deleted, pairs included: more
