@@ -523,13 +523,39 @@ that is how a site moves from Badger to PostgreSQL and back.`,
 }
 
 // chownTree gives dir and everything in it to uid and gid (storeOwner).
+// It runs as root in a directory another user owns the parent of, so no
+// path is trusted after the start: dir is opened inside its parent
+// (os.Root refuses a link that leads out of it, as dir swapped for a link
+// to /etc would), its tree is walked and changed inside dir's own root,
+// links changed and never followed out of it, and dir itself is given
+// away last, through its handle, so that until then its owner cannot
+// rename what is under it.
 func chownTree(dir string, uid, gid int) error {
-	return filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
+	parent, err := os.OpenRoot(filepath.Dir(dir))
+	if err != nil {
+		return err
+	}
+	defer parent.Close()
+	root, err := parent.OpenRoot(filepath.Base(dir))
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	err = fs.WalkDir(root.FS(), ".", func(p string, _ fs.DirEntry, err error) error {
+		if err != nil || p == "." {
 			return err
 		}
-		return os.Lchown(p, uid, gid)
+		return root.Lchown(p, uid, gid)
 	})
+	if err != nil {
+		return err
+	}
+	top, err := root.Open(".")
+	if err != nil {
+		return err
+	}
+	defer top.Close()
+	return top.Chown(uid, gid)
 }
 
 // restoreRunning sends the backup in f to the running Caddy.

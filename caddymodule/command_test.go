@@ -225,3 +225,58 @@ func TestCLIMemberAddLeavesNoErrorInTheLog(t *testing.T) {
 		t.Errorf("%d error lines, want only the failed suspension's:\n%s", n, logged)
 	}
 }
+
+// Run as root, a restore gives the new store's files away (chownTree) in a
+// directory whose parent another user owns, who could swap a path for a
+// link to root's files: links in the tree are changed, never followed,
+// and a store directory that is itself a link out of its parent is
+// refused, root's files left as they were.
+func TestChownTreeFollowsNoLinkOut(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("changing owners needs root")
+	}
+	base := t.TempDir()
+	outside, parent := filepath.Join(base, "outside"), filepath.Join(base, "parent")
+	dir := filepath.Join(parent, "hearth")
+	for _, d := range []string{outside, dir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := filepath.Join(outside, "passwd")
+	for _, f := range []string{secret, filepath.Join(dir, "MANIFEST")} {
+		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(secret, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	uidOf := func(p string) uint32 {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Uid
+	}
+	if err := chownTree(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, filepath.Join(dir, "MANIFEST"), filepath.Join(dir, "link")} {
+		if uid := uidOf(p); uid != 65534 {
+			t.Errorf("%s: uid %d after chownTree, want 65534", p, uid)
+		}
+	}
+	swapped := filepath.Join(parent, "swapped")
+	if err := os.Symlink(outside, swapped); err != nil {
+		t.Fatal(err)
+	}
+	if err := chownTree(swapped, 65534, 65534); err == nil {
+		t.Error("chownTree of a link out of its parent: no error")
+	}
+	for _, p := range []string{outside, secret} {
+		if uid := uidOf(p); uid != 0 {
+			t.Errorf("%s, outside the store: uid %d, want root's", p, uid)
+		}
+	}
+}
