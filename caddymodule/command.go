@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -60,6 +62,7 @@ func setupHearthCommand(cmd *cobra.Command) {
 	pf.StringP("config", "c", "", "Caddy config file, to find the admin address (and, for restore, the storage_dir)")
 	pf.StringP("adapter", "a", "", "Name of the config adapter for --config")
 	cmd.SilenceUsage = true
+	cmd.PersistentPreRun = withConfigOnce
 	for _, fn := range hearthCommands {
 		cmd.AddCommand(fn())
 	}
@@ -105,7 +108,55 @@ func adminAddress(cmd *cobra.Command) (string, error) {
 	if address != "" {
 		return withAdminPort(address)
 	}
-	return caddycmd.DetermineAdminAPIAddress(address, nil, config, adapter)
+	if config == "" {
+		return caddy.DefaultAdminListen, nil
+	}
+	cfgJSON, err := commandConfig(cmd)
+	if err != nil {
+		return "", err
+	}
+	if len(cfgJSON) == 0 {
+		return caddy.DefaultAdminListen, nil
+	}
+	return caddycmd.DetermineAdminAPIAddress("", cfgJSON, config, adapter)
+}
+
+// configKey keys a command's loadedConfig in its context.
+type configKey struct{}
+
+// loadedConfig is the --config file as a command loaded it.
+type loadedConfig struct {
+	once sync.Once
+	json []byte
+	err  error
+}
+
+// withConfigOnce gives the command about to run its loadedConfig, which
+// commandConfig fills at most once.
+func withConfigOnce(cmd *cobra.Command, _ []string) {
+	cmd.SetContext(context.WithValue(cmd.Context(), configKey{}, new(loadedConfig)))
+}
+
+// commandConfig is the --config file (or the Caddyfile in the current
+// directory) in Caddy's JSON, loaded once per command: each load logs
+// Caddy's "using config from file" and "adapted config to JSON" (and the
+// adapter's warnings), and a command asks for the config at each admin
+// API call and again for the site's address or storage_dir, so a
+// self-hoster saw those lines two to four times.
+func commandConfig(cmd *cobra.Command) ([]byte, error) {
+	var lc *loadedConfig
+	if ctx := cmd.Context(); ctx != nil {
+		lc, _ = ctx.Value(configKey{}).(*loadedConfig)
+	}
+	if lc == nil {
+		lc = new(loadedConfig)
+	}
+	lc.once.Do(func() {
+		config, _ := cmd.Flags().GetString("config")
+		adapter, _ := cmd.Flags().GetString("adapter")
+		lc.json, _, _, lc.err = caddycmd.LoadConfig(config, adapter)
+	})
+	return lc.json, lc.err
 }
 
 // withAdminPort adds the default admin port to a TCP address without one;
@@ -591,9 +642,7 @@ var hearthHandler = regexp.MustCompile(`"handler"\s*:\s*"hearth_`)
 // default directory: the backup would go into a store the site never
 // opens, and the command would say it restored.
 func storeOfConfig(cmd *cobra.Command) (dir string, pg *storage.PostgresOptions, err error) {
-	config, _ := cmd.Flags().GetString("config")
-	adapter, _ := cmd.Flags().GetString("adapter")
-	cfgJSON, _, _, err := caddycmd.LoadConfig(config, adapter)
+	cfgJSON, err := commandConfig(cmd)
 	if err != nil {
 		return "", nil, err
 	}

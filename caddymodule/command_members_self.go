@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 )
 
@@ -122,9 +121,7 @@ func siteURL(cmd *cobra.Command, site string) (string, error) {
 		}
 		return u.Scheme + "://" + u.Host, nil
 	}
-	config, _ := cmd.Flags().GetString("config")
-	adapter, _ := cmd.Flags().GetString("adapter")
-	cfgJSON, _, _, err := caddycmd.LoadConfig(config, adapter)
+	cfgJSON, err := commandConfig(cmd)
 	if err != nil || len(cfgJSON) == 0 {
 		return "", errors.New("cannot tell the site's address: pass --site https://your.site (or --config with the site's Caddyfile)")
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -277,6 +278,48 @@ func TestChownTreeFollowsNoLinkOut(t *testing.T) {
 	for _, p := range []string{outside, secret} {
 		if uid := uidOf(p); uid != 0 {
 			t.Errorf("%s, outside the store: uid %d, want root's", p, uid)
+		}
+	}
+}
+
+// TestCLIConfigLoadLogsOnce: a command given --config, run as the caddy
+// binary runs it, prints Caddy's "using config from file", "adapted
+// config to JSON" and the adapter's warnings once, however many times it asks the admin API (member
+// add asks whether the name is free, then creates it) or reads the config
+// for the site's address (reset-link).
+func TestCLIConfigLoadLogsOnce(t *testing.T) {
+	caddyfile := hearthCaddyfile(t.TempDir(), oauthSite)
+	cfgPath := filepath.Join(t.TempDir(), "Caddyfile")
+	if err := os.WriteFile(cfgPath, []byte(caddyfile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startHearth(t, caddyfile)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"correct horse battery\n", []string{"member", "add", "bob", "--password-stdin"}, "created member bob"},
+		{"", []string{"member", "list"}, "bob"},
+		{"", []string{"member", "reset-link", "bob"}, testSite + "/auth/reset/hrt_"},
+	} {
+		cmd := exec.Command(self, append(append([]string{"hearth"}, tc.args...), "--config", cfgPath)...)
+		cmd.Env = append(os.Environ(), "HEARTH_TEST_RUN_CADDY=1")
+		cmd.Stdin = strings.NewReader(tc.stdin)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), tc.want) {
+			t.Fatalf("hearth %v --config: %v\n%s", tc.args, err, out)
+		}
+		// The test's Caddyfile is not as caddy fmt writes it: the adapter
+		// warns, at each load.
+		for _, line := range []string{"using config from file", "adapted config to JSON", "Caddyfile input is not formatted"} {
+			if n := strings.Count(string(out), line); n != 1 {
+				t.Errorf("hearth %v --config printed %q %d times, want once:\n%s", tc.args, line, n, out)
+			}
 		}
 	}
 }

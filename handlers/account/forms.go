@@ -99,10 +99,6 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 	}
 	password := r.PostForm.Get("password")
 	switch {
-	case p.cookieDropped(r):
-		d.Error = plainHTTPSignIn
-		p.renderSignIn(w, r, http.StatusBadRequest, d)
-		return
 	case d.Username == "" || password == "":
 		d.Error = "Enter your username and your password."
 		p.renderSignIn(w, r, http.StatusBadRequest, d)
@@ -123,6 +119,10 @@ func (p *Pages) serveSignIn(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, ErrSecondFactorRequired):
 		p.startSecondFactor(w, r, m, d.ReturnTo)
+		return
+	case errors.Is(err, ErrCookieWouldBeDropped):
+		d.Error = CookieDroppedMessage
+		p.renderSignIn(w, r, http.StatusBadRequest, d)
 		return
 	case errors.As(err, &limited):
 		p.renderTooMany(w, r, limited.Wait, "Too many failed sign-ins. Wait a few minutes before trying again.")
@@ -169,7 +169,8 @@ func (e *SignInLimitedError) Error() string { return "too many failed sign-ins" 
 
 // SignIn checks username and password under the sign-in rate limits (per
 // client address and per username) and, when they are right, starts the
-// member's session on w. Its errors: *SignInLimitedError,
+// member's session on w. Its errors: ErrCookieWouldBeDropped (logged;
+// nothing is checked), *SignInLimitedError,
 // members.ErrBadCredentials, members.ErrSuspended,
 // members.ErrCredentialsChanged (the password was right when checked, but
 // the member's credentials changed before the session was made),
@@ -178,6 +179,9 @@ func (e *SignInLimitedError) Error() string { return "too many failed sign-ins" 
 // the member signs in with a code too), or an internal error (logged).
 // The sign-in page and other sign-in forms (the GraphQL signIn) share it.
 func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, username, password string) (*members.Member, error) {
+	if p.cookieDropped(r) {
+		return nil, ErrCookieWouldBeDropped
+	}
 	m, err := p.checkPassword(r, username, password)
 	var limited *SignInLimitedError
 	switch {
@@ -377,10 +381,6 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 		d.Error = msg
 		p.Render(w, r, status, "Create an account", signUpTmpl, d)
 	}
-	if p.cookieDropped(r) {
-		bad(http.StatusBadRequest, plainHTTPSignIn)
-		return
-	}
 	if err := members.ValidateUsername(d.Username); err != nil {
 		bad(http.StatusBadRequest, upperFirst(err.Error())+".")
 		return
@@ -396,6 +396,9 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 	_, err := p.SignUp(w, r, d.Username, d.DisplayName, password)
 	var limited *SignInLimitedError
 	switch {
+	case errors.Is(err, ErrCookieWouldBeDropped):
+		bad(http.StatusBadRequest, CookieDroppedMessage)
+		return
 	case errors.As(err, &limited):
 		p.renderTooMany(w, r, limited.Wait, "Too many accounts were created from your network.")
 		return
@@ -418,7 +421,8 @@ var ErrRegistrationClosed = errors.New("this site does not let visitors create a
 
 // SignUp creates a member under the sign-up limit per client address, when
 // the site's registration is open, and signs it in on w. Its errors:
-// ErrRegistrationClosed, *SignInLimitedError, storage.ErrConflict (the
+// ErrRegistrationClosed, ErrCookieWouldBeDropped (logged; nothing is
+// made), *SignInLimitedError, storage.ErrConflict (the
 // username is taken), a storage invalid-input error, or an internal one
 // (logged); the member and its session are made together or not at all
 // (members.CreateMemberSignedIn). The sign-up page and the GraphQL
@@ -426,6 +430,9 @@ var ErrRegistrationClosed = errors.New("this site does not let visitors create a
 func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request, username, displayName, password string) (*members.Member, error) {
 	if !p.opts.OpenRegistration {
 		return nil, ErrRegistrationClosed
+	}
+	if p.cookieDropped(r) {
+		return nil, ErrCookieWouldBeDropped
 	}
 	// Reserved before the account is created, given back if it is not.
 	ip := ratelimit.AddressKey(p.opts.ClientIP(r))

@@ -2,6 +2,7 @@ package account
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/url"
@@ -193,7 +194,9 @@ func (p *Pages) cookie(r *http.Request, value string, maxAge int) *http.Cookie {
 // browsers keep a Secure cookie only from HTTPS pages (and localhost). A
 // sign-in there would seem to do nothing but show the sign-in page again.
 // The Origin is what the browser sees, so a site behind a proxy that ends
-// TLS (r.TLS nil, the browser on https) is not taken for one.
+// TLS (r.TLS nil, the browser on https) is not taken for one. SignIn and
+// SignUp ask it, for every form that signs in (the site's pages and the
+// GraphQL signIn and createAccount).
 func (p *Pages) cookieDropped(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	u, err := url.Parse(origin)
@@ -205,9 +208,15 @@ func (p *Pages) cookieDropped(r *http.Request) bool {
 	return true
 }
 
-// plainHTTPSignIn is the sign-in and sign-up pages' message when
-// cookieDropped.
-const plainHTTPSignIn = "This browser would not stay signed in: the site is open over plain HTTP under a name " +
+// ErrCookieWouldBeDropped is SignIn's and SignUp's answer to a browser
+// that would drop the session cookie (cookieDropped): no password is
+// checked, no member made, no session started. CookieDroppedMessage says
+// so to the member.
+var ErrCookieWouldBeDropped = errors.New("the browser is on a plain-HTTP page under a name other than localhost, where it drops the Secure session cookie")
+
+// CookieDroppedMessage is what a sign-in or sign-up form, the site's or
+// the GraphQL API's, tells the member after ErrCookieWouldBeDropped.
+const CookieDroppedMessage = "This browser would not stay signed in: the site is open over plain HTTP under a name " +
 	"other than localhost, and browsers keep the sign-in cookie only over HTTPS. Open the site at its https:// " +
 	"address (its operator can give this name a site block with tls internal), or as http://localhost on the " +
 	"machine that runs it."

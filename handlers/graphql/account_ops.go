@@ -135,6 +135,13 @@ func (s *Server) createSessionToken(ctx context.Context, m *members.Member, name
 	return t, secret, err
 }
 
+// errCookieDropped answers signIn and createAccount from a browser on a
+// plain-HTTP page under a name other than localhost, which would drop the
+// Secure session cookie: Inboxt's web app would otherwise show success
+// and then the sign-in form again. BAD_REQUEST, as Inboxt's sign-in
+// answers a sign-in it refuses, with the sign-in page's words.
+var errCookieDropped = &userError{codeBadRequest, account.CookieDroppedMessage}
+
 // SignIn is the member sign-in of the site's sign-in page
 // (account.Pages.SignIn: same rate limits, same session cookie).
 // emailAddress is the username or username@<account domain>. Wrong
@@ -149,6 +156,8 @@ func (r *mutationResolver) SignIn(ctx context.Context, in generated.SignInInput)
 	_, err = r.s.opts.Pages.SignIn(st.w, st.r, username, in.Password)
 	var limited *account.SignInLimitedError
 	switch {
+	case errors.Is(err, account.ErrCookieWouldBeDropped):
+		return nil, errCookieDropped
 	case errors.As(err, &limited):
 		secs := ratelimit.RetryAfterSeconds(limited.Wait)
 		st.w.Header().Set("Retry-After", strconv.Itoa(secs))
@@ -196,6 +205,8 @@ func (r *mutationResolver) CreateAccount(ctx context.Context, in generated.Creat
 	_, err = r.s.opts.Pages.SignUp(st.w, st.r, in.Username, in.Username, in.Password)
 	var limited *account.SignInLimitedError
 	switch {
+	case errors.Is(err, account.ErrCookieWouldBeDropped):
+		return nil, errCookieDropped
 	case errors.Is(err, account.ErrRegistrationClosed):
 		// Inboxt's words (auth.service.ts @ 45f4314).
 		return nil, &userError{codeForbidden, "Signup is disabled on this instance"}
