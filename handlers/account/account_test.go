@@ -754,6 +754,19 @@ func TestSignInFromPlainHTTPOffLocalhostSaysWhy(t *testing.T) {
 	if c := sessionCookie(r); c == nil || !c.Secure {
 		t.Fatalf("sign-in from https://mybox:8080: cookie %v, want a Secure session cookie", c)
 	}
+	// A proxy on the LAN (nginx's proxy_pass keeps its upstream's name,
+	// localhost:8080, as Host): the cookie is not Secure, the browser on
+	// http://mybox keeps it, and the sign-in works as it always did.
+	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/auth/sign_in", strings.NewReader(signIn.Encode()))
+	req.Host = "localhost:8080"
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://mybox")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	r = do(t, f.browser(), req)
+	wantStatus(t, r, http.StatusSeeOther)
+	if c := sessionCookie(r); c == nil || c.Secure {
+		t.Fatalf("sign-in through a proxy passing Host localhost:8080 from http://mybox: cookie %v, want a session cookie that is not Secure", c)
+	}
 }
 
 func TestSettingsPages(t *testing.T) {

@@ -194,10 +194,15 @@ func (p *Pages) cookie(r *http.Request, value string, maxAge int) *http.Cookie {
 // browsers keep a Secure cookie only from HTTPS pages (and localhost). A
 // sign-in there would seem to do nothing but show the sign-in page again.
 // The Origin is what the browser sees, so a site behind a proxy that ends
-// TLS (r.TLS nil, the browser on https) is not taken for one. SignIn and
-// SignUp ask it, for every form that signs in (the site's pages and the
-// GraphQL signIn and createAccount).
+// TLS (r.TLS nil, the browser on https) is not taken for one; nor is a
+// proxy on the LAN that passes the request on as to localhost (nginx's
+// default Host with proxy_pass), for which the cookie is not Secure and
+// the browser keeps it. SignIn and SignUp ask it, for every form that
+// signs in (the site's pages and the GraphQL signIn and createAccount).
 func (p *Pages) cookieDropped(r *http.Request) bool {
+	if !p.cookie(r, "", 0).Secure {
+		return false
+	}
 	origin := r.Header.Get("Origin")
 	u, err := url.Parse(origin)
 	if err != nil || u.Scheme != "http" || isLoopbackHost(u.Host) {
