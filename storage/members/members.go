@@ -186,7 +186,7 @@ var dataCleanups []func(ctx context.Context, st *storage.Store, memberID string)
 // transactions of its own, the records elsewhere that the member's own
 // records name, when they may be more than DeleteMember's transaction can
 // hold (storage/grants: the tokens of the member's index of its grants).
-// fn must be idempotent: a run cut short runs again at the next opening.
+// fn must be idempotent: a run cut short runs again (deletions.go).
 // Call it from an init function.
 func OnDeleteData(fn func(ctx context.Context, st *storage.Store, memberID string) error) {
 	dataCleanups = append(dataCleanups, fn)
@@ -454,9 +454,15 @@ func (s Store) DeleteMember(ctx context.Context, username string) error {
 	// The member is deleted from here on, whatever the caller does next: a
 	// client that leaves (its request's context ends) does not cut the
 	// records' deletion short, and a failure of it is not the deletion's
-	// (the member is gone; the mark has the next opening finish it).
-	if err := s.deleteMemberData(context.WithoutCancel(ctx), id); err != nil {
-		s.st.Logger().Warn("the records of a deleted member are deleted at the next start", zap.String("member", id), zap.Error(err))
+	// (the member is gone; the mark has the retry finish it: deletions.go).
+	ctx = context.WithoutCancel(ctx)
+	retry := deleterKind.Of(s.st)
+	retry.begin(id)
+	err = s.deleteMemberData(ctx, id)
+	retry.end(id)
+	if err != nil {
+		s.st.Logger().Warn("the records of a deleted member are deleted later", zap.String("member", id), zap.Error(err))
+		retry.failed(ctx, id)
 	}
 	return nil
 }
@@ -466,8 +472,8 @@ func (s Store) DeleteMember(ctx context.Context, username string) error {
 // transaction may hold, so they go in batches after the member record.
 // Nothing can reach them in between: every lookup starts from the member.
 // A run cut short (the store stopped taking writes, the process stopped)
-// leaves the mark, and the next opening of the store finishes it
-// (finishDeletions). (Badger's DropPrefix is not used: it blocks every
+// leaves the mark, which the store's retry (deleter) or its next opening
+// (finishDeletions) finishes. (Badger's DropPrefix is not used: it blocks every
 // other write while it runs.)
 func (s Store) deleteMemberData(ctx context.Context, id string) error {
 	for _, clean := range dataCleanups {
@@ -479,38 +485,6 @@ func (s Store) deleteMemberData(ctx context.Context, id string) error {
 		return err
 	}
 	return s.st.Update(ctx, func(tx *storage.Tx) error { return tx.Delete(memberDeletingKey(id)) })
-}
-
-func init() {
-	storage.OnMigrate(func(ctx context.Context, st *storage.Store) error {
-		Of(st).finishDeletions(ctx)
-		return nil
-	})
-}
-
-// finishDeletions deletes the records of members whose deletion was cut
-// short. A store that refuses writes now (a full disk) leaves them for the
-// next opening: the store still opens.
-func (s Store) finishDeletions(ctx context.Context) {
-	var ids []string
-	prefix := memberDeletingKey("")
-	err := s.st.View(ctx, func(tx *storage.Tx) error {
-		ids = ids[:0]
-		return tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
-			ids = append(ids, string(k[len(prefix):]))
-			return true, nil
-		})
-	})
-	for _, id := range ids {
-		if err = s.deleteMemberData(ctx, id); err != nil {
-			break
-		}
-	}
-	if err != nil {
-		s.st.Logger().Warn("the records of deleted members are deleted at the next start", zap.Int("members", len(ids)), zap.Error(err))
-	} else if len(ids) > 0 {
-		s.st.Logger().Info("deleted the records of members whose deletion was cut short", zap.Int("members", len(ids)))
-	}
 }
 
 // SetDisplayName changes a member's display name.

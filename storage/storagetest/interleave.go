@@ -64,10 +64,16 @@ type hook struct {
 // the store is closed when the test ends.
 func OpenInterleaved(t testing.TB) (*storage.Store, *Interleaver) {
 	t.Helper()
-	dir := t.TempDir()
+	return OpenInterleavedIn(t, t.TempDir(), storage.Options{})
+}
+
+// OpenInterleavedIn is OpenInterleaved for a store in dir opened with opts
+// (one on a SmallDisk: SmallDisk.Options).
+func OpenInterleavedIn(t testing.TB, dir string, opts storage.Options) (*storage.Store, *Interleaver) {
+	t.Helper()
 	il := &Interleaver{dir: dir}
 	testengine.SetWrap(dir, func(e kv.Engine) kv.Engine { il.Engine = e; return il })
-	st, err := storage.Open(dir, storage.Options{})
+	st, err := storage.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

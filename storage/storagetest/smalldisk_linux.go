@@ -80,12 +80,21 @@ func (d *SmallDisk) Fill(leave int64) (free func()) {
 // the full disk within a few megabytes; it is closed when the test ends.
 func (d *SmallDisk) Store(reserve int64, log *zap.Logger) *storage.Store {
 	d.t.Helper()
-	noSync := false
-	st, err := storage.Open(filepath.Join(d.Dir, "store"), storage.Options{SyncWrites: &noSync, GCInterval: -1,
-		MemTableSize: 1 << 20, ValueLogFileSize: 1 << 20, MinFreeBytes: reserve, Logger: log})
+	st, err := storage.Open(d.StoreDir(), d.Options(reserve, log))
 	if err != nil {
 		d.t.Fatal(err)
 	}
 	d.t.Cleanup(func() { st.Close() })
 	return st
+}
+
+// StoreDir is the directory of the disk's store (Store).
+func (d *SmallDisk) StoreDir() string { return filepath.Join(d.Dir, "store") }
+
+// Options are the options Store opens the disk's store with, for a test
+// that opens it another way (OpenInterleavedIn).
+func (d *SmallDisk) Options(reserve int64, log *zap.Logger) storage.Options {
+	noSync := false
+	return storage.Options{SyncWrites: &noSync, GCInterval: -1,
+		MemTableSize: 1 << 20, ValueLogFileSize: 1 << 20, MinFreeBytes: reserve, Logger: log}
 }

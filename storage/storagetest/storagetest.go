@@ -22,7 +22,16 @@ import (
 // PostgreSQL server on port (each package its own, so packages may run at
 // once), every store Open gives in its own tables.
 // The servers NewPostgres returned are stopped once the tests are done.
-func Main(m *testing.M, port int) { enginesuite.Main(m, port, nil, stopServers) }
+func Main(m *testing.M, port int) { enginesuite.Main(m, port, &engineServer, stopServers) }
+
+// engineServer is the PostgreSQL server Main started (nil on Badger).
+var engineServer *pgtest.Server
+
+// EngineServer is the PostgreSQL server the stores Open gives are on
+// (Main, HEARTH_TEST_ENGINE=postgres), nil on Badger: a test stops it
+// (StopServer) to see the store while its database is away, and starts it
+// again (Restart).
+func EngineServer() *pgtest.Server { return engineServer }
 
 var servers struct {
 	sync.Mutex
