@@ -688,13 +688,24 @@ func highlightsByItemTitle(tx *storage.Tx, memberID string, desc bool, after []b
 	return nil
 }
 
-// ForEachHighlight calls fn for every highlight of the member, oldest first.
+// ForEachHighlight calls fn for every highlight of the member, oldest
+// first, from one snapshot (for exports), but those of the items a pending
+// emptying of the trash is to delete (as ForEachSavedItem leaves the items
+// out).
 func (s Store) ForEachHighlight(ctx context.Context, memberID string, fn func(h *Highlight) error) error {
 	return s.st.View(ctx, func(tx *storage.Tx) error {
+		cut, err := readEmptyingCut(tx, memberID)
+		if err != nil {
+			return err
+		}
+		hf := &highlightFilter{tx: tx, memberID: memberID, cut: cut}
 		return tx.Scan(storage.Key("u", memberID, "gql", "hl", ""), nil, false, false, func(_, v []byte) (bool, error) {
 			var h Highlight
 			if err := json.Unmarshal(v, &h); err != nil {
 				return false, err
+			}
+			if ok, err := hf.keep(&h); err != nil || !ok {
+				return err == nil, err
 			}
 			return true, fn(&h)
 		})

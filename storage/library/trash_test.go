@@ -338,9 +338,25 @@ func highlightsListed(t testing.TB, st *storage.Store, memberID string) int {
 	return len(page.Highlights)
 }
 
+// highlightsExported is the items of the highlights the member's export
+// of highlights holds (ForEachHighlight), in its order.
+func highlightsExported(t testing.TB, st *storage.Store, memberID string) []string {
+	t.Helper()
+	var items []string
+	err := Of(st).ForEachHighlight(t.Context(), memberID, func(h *Highlight) error {
+		items = append(items, h.SavedItemID)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return items
+}
+
 // Once emptyTrash has answered, the items it is to delete are deleted for
 // every client while the background deletes them: the trash's pages (a
-// word search's too), counts and highlights leave them out, reading one
+// word search's too), counts, highlights and the highlights' export leave
+// them out, reading one
 // fails, and restoring one or adding a note fails as for an item that is
 // not there; an item trashed
 // after the answer is listed and counted, and the next emptying counts
@@ -362,8 +378,14 @@ func TestEmptyTrashHidesWhatItIsToDelete(t *testing.T) {
 	if _, err := Of(st).AddNote(t.Context(), m.ID, stored, "a note"); err != nil {
 		t.Fatal(err)
 	}
-	if got := highlightsListed(t, st, m.ID); got != 1 {
-		t.Fatalf("%d highlights listed, want the note", got)
+	if _, err := Of(st).AddNote(t.Context(), m.ID, kept.ID, "a note kept"); err != nil {
+		t.Fatal(err)
+	}
+	if got := highlightsListed(t, st, m.ID); got != 2 {
+		t.Fatalf("%d highlights listed, want the two notes", got)
+	}
+	if got := highlightsExported(t, st, m.ID); !slices.Equal(got, []string{stored, kept.ID}) {
+		t.Fatalf("the highlights export holds those of %v, want both notes' items", got)
 	}
 	worker := Of(st).state().Indexer
 	worker.Hold() // the background part waits, so that the test sees the trash being emptied
@@ -408,8 +430,11 @@ func TestEmptyTrashHidesWhatItIsToDelete(t *testing.T) {
 	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{stored}, StatusActive); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("restoring an item being deleted: %v, want not found", err)
 	}
-	if got := highlightsListed(t, st, m.ID); got != 0 {
-		t.Errorf("%d highlights listed, want none: their item is being deleted", got)
+	if got := highlightsListed(t, st, m.ID); got != 1 {
+		t.Errorf("%d highlights listed, want the kept item's only: the other's item is being deleted", got)
+	}
+	if got := highlightsExported(t, st, m.ID); !slices.Equal(got, []string{kept.ID}) {
+		t.Errorf("the highlights export holds those of %v, want the kept item's only: the other's item is being deleted", got)
 	}
 	if _, err := Of(st).AddNote(t.Context(), m.ID, stored, "more"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("a note on an item being deleted: %v, want not found", err)
