@@ -75,11 +75,11 @@ func TestDeletedMembersRecordsGoOnceTheStoreTakesWritesAgain(t *testing.T) {
 		}
 	}
 	resume()
-	if _, err := Of(store).Member(t.Context(), "alice"); !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("the member after the deletion: %v", err)
-	}
 	storagetest.Eventually(t, "the deleted member's records are deleted", func() bool {
 		err := store.View(t.Context(), func(tx *storage.Tx) error { _, err := tx.Get(own); return err })
 		return errors.Is(err, storage.ErrNotFound)
 	})
+	if _, err := Of(store).Member(t.Context(), "alice"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("the member after the deletion: %v", err)
+	}
 }
