@@ -622,6 +622,20 @@ func (s *Store) Lead(ctx context.Context, name string, fn func(ctx context.Conte
 	fn(ctx)
 }
 
+// LeadWoken is Lead for a worker that notifications on channel wake
+// (Subscribe, from whichever node publishes): it subscribes wake for as long
+// as ctx lasts, the lease held or not, so that the node that takes the lease
+// next has heard what was published meanwhile. A failed subscription is
+// logged as subscribing to what, and the worker then goes by its own polls.
+func (s *Store) LeadWoken(ctx context.Context, name, channel, what string, wake func(payload string), fn func(ctx context.Context)) {
+	if stop, err := s.Subscribe(channel, wake); err != nil {
+		s.Logger().Error("subscribe to "+what, zap.Error(err))
+	} else {
+		defer stop()
+	}
+	s.Lead(ctx, name, fn)
+}
+
 // Counters is the engine's shared rate-limit counting (kv.Counters), so a
 // limit holds across every node of the store (handlers/ratelimit's
 // NewSharedRegistry). Its calls answer ErrClosed while the store is not

@@ -202,17 +202,11 @@ func newFetchQueue(st *storage.Store, private bool) *fetchQueue {
 // Entries are claimed by the lease: a fetch cut short by a lost lease stays
 // pending and the next holder fetches it.
 func (q *fetchQueue) lead(ctx context.Context) {
-	stop, err := q.st.Subscribe(fetchChannel, q.notified)
-	if err != nil {
-		q.log().Error("subscribe to pending article fetches", zap.Error(err))
-	} else {
-		defer stop()
-	}
 	lease := "fetches:public"
 	if q.private {
 		lease = "fetches:private"
 	}
-	q.st.Lead(ctx, lease, q.runFetches)
+	q.st.LeadWoken(ctx, lease, fetchChannel, "pending article fetches", q.notified, q.runFetches)
 }
 
 // server is the latest Service of the queue's policy, whose fetcher,

@@ -385,13 +385,7 @@ const sweepLease = "oauth:sweep"
 
 func (w *sweeper) run(ctx context.Context) {
 	defer close(w.done)
-	stop, err := w.st.Subscribe(sweepChannel, func(string) { w.poke() })
-	if err != nil {
-		w.st.Logger().Error("subscribe to revocations of OAuth grants", zap.Error(err))
-	} else {
-		defer stop()
-	}
-	w.st.Lead(ctx, sweepLease, w.lead)
+	w.st.LeadWoken(ctx, sweepLease, sweepChannel, "revocations of OAuth grants", func(string) { w.poke() }, w.lead)
 }
 
 // lead sweeps while this node holds the lease: at once, when a revocation

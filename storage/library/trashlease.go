@@ -99,13 +99,7 @@ func (w *emptier) want(memberID string) {
 
 func (w *emptier) run(ctx context.Context) {
 	defer close(w.done)
-	stop, err := w.st.Subscribe(emptyingChannel, w.want)
-	if err != nil {
-		w.st.Logger().Error("subscribe to emptyings of the trash", zap.Error(err))
-	} else {
-		defer stop()
-	}
-	w.st.Lead(ctx, emptyingLease, w.lead)
+	w.st.LeadWoken(ctx, emptyingLease, emptyingChannel, "emptyings of the trash", w.want, w.lead)
 }
 
 // lead looks for emptyings while this node holds the lease: at once (an

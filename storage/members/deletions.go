@@ -150,13 +150,7 @@ func (w *deleter) failed(ctx context.Context, id string) {
 
 func (w *deleter) run(ctx context.Context) {
 	defer close(w.done)
-	stop, err := w.st.Subscribe(deletionChannel, func(string) { w.poke() })
-	if err != nil {
-		w.st.Logger().Error("subscribe to failed deletions of members", zap.Error(err))
-	} else {
-		defer stop()
-	}
-	w.st.Lead(ctx, deletionLease, w.lead)
+	w.st.LeadWoken(ctx, deletionLease, deletionChannel, "failed deletions of members", func(string) { w.poke() }, w.lead)
 }
 
 // lead finishes deletions while this node holds the lease: at once, when
