@@ -16,7 +16,8 @@ import (
 // writeItem and removeItem, itemwrite.go).
 
 // SaveItem stores a new saved item, or updates the member's item with the
-// same URL (moving it back to the inbox), or, for a newsletter whose
+// same URL (moving it back to the inbox; one a pending emptying of the
+// trash hides is not found: itemNamedBy), or, for a newsletter whose
 // MessageID the member already has, returns that item unchanged. It reports
 // whether it was created.
 func (s Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*SavedItem, bool, error) {
