@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -188,19 +189,57 @@ func joinNote(note, text string) (string, error) {
 }
 
 // noteHolds reports whether note holds text already, white space aside:
-// as the whole of it or as one of the paragraphs joinNote added (so that
-// importing a file again adds nothing to the note).
+// as a run of its whole paragraphs (all of them, or those joinNote added
+// with text, of one paragraph or several), so that importing a file again
+// adds nothing to the note.
 func noteHolds(note, text string) bool {
-	want := strings.Join(strings.Fields(text), " ")
-	if strings.Join(strings.Fields(note), " ") == want {
+	want := strings.Fields(text)
+	if len(want) == 0 {
 		return true
 	}
-	for p := range strings.SplitSeq(note, "\n\n") {
-		if strings.Join(strings.Fields(p), " ") == want {
+	paras := noteParagraphs(note)
+	for i := range paras {
+		if holdsFrom(paras[i:], want) {
 			return true
 		}
 	}
 	return false
+}
+
+// holdsFrom reports whether the words of the first paragraphs of paras,
+// a whole number of them, are want.
+func holdsFrom(paras [][]string, want []string) bool {
+	for _, p := range paras {
+		if len(p) > len(want) || !slices.Equal(p, want[:len(p)]) {
+			return false
+		}
+		if want = want[len(p):]; len(want) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// noteParagraphs are the words of each paragraph of note (paragraphs
+// parted by blank lines, as joinNote parts them).
+func noteParagraphs(note string) [][]string {
+	var paras [][]string
+	var cur []string
+	for line := range strings.Lines(note) {
+		words := strings.Fields(line)
+		if len(words) == 0 {
+			if len(cur) > 0 {
+				paras = append(paras, cur)
+			}
+			cur = nil
+			continue
+		}
+		cur = append(cur, words...)
+	}
+	if len(cur) > 0 {
+		paras = append(paras, cur)
+	}
+	return paras
 }
 
 // itemNote is the item's note (the first of its highlights without
