@@ -366,7 +366,8 @@ func deleteHighlight(tx *storage.Tx, memberID string, h *Highlight) error {
 	return tx.Delete(highlightKey(memberID, h.ID))
 }
 
-// DeleteHighlights removes highlights of the member; unknown ids are
+// DeleteHighlights removes highlights of the member; unknown ids (and
+// those of an item a pending emptying of the trash is to delete) are
 // storage.ErrNotFound and nothing is deleted. A repeated id counts once.
 func (s Store) DeleteHighlights(ctx context.Context, memberID string, ids []string) error {
 	if len(ids) == 0 || len(ids) > MaxBatchIDs {
@@ -383,7 +384,7 @@ func (s Store) DeleteHighlights(ctx context.Context, memberID string, ids []stri
 	return s.st.Update(ctx, func(tx *storage.Tx) error {
 		for _, id := range unique {
 			var h Highlight
-			if err := tx.GetJSON(highlightKey(memberID, id), &h); err != nil {
+			if err := getClientHighlight(tx, memberID, id, &h); err != nil {
 				return err
 			}
 			if err := deleteHighlight(tx, memberID, &h); err != nil {
@@ -424,10 +425,11 @@ func deleteItemHighlights(tx *storage.Tx, memberID, itemID string) error {
 	return nil
 }
 
-// Highlight returns one of the member's highlights.
+// Highlight returns one of the member's highlights (storage.ErrNotFound
+// for one of an item a pending emptying of the trash is to delete).
 func (s Store) Highlight(ctx context.Context, memberID, id string) (*Highlight, error) {
 	var h Highlight
-	err := s.st.View(ctx, func(tx *storage.Tx) error { return tx.GetJSON(highlightKey(memberID, id), &h) })
+	err := s.st.View(ctx, func(tx *storage.Tx) error { return getClientHighlight(tx, memberID, id, &h) })
 	if err != nil {
 		return nil, err
 	}

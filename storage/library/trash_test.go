@@ -378,7 +378,8 @@ func TestEmptyTrashHidesWhatItIsToDelete(t *testing.T) {
 	}
 	// An item the request does not reach (it deletes the oldest first).
 	stored := trashPage(t, st, m.ID, StatusDeleted, "")[99]
-	if _, err := Of(st).AddNote(t.Context(), m.ID, stored, "a note"); err != nil {
+	note, err := Of(st).AddNote(t.Context(), m.ID, stored, "a note")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Of(st).AddNote(t.Context(), m.ID, kept.ID, "a note kept"); err != nil {
@@ -441,6 +442,17 @@ func TestEmptyTrashHidesWhatItIsToDelete(t *testing.T) {
 	}
 	if _, err := Of(st).AddNote(t.Context(), m.ID, stored, "more"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("a note on an item being deleted: %v, want not found", err)
+	}
+	// Its highlights by id, as Omnivore's updateHighlight and
+	// deleteHighlight and the reader's note form reach them.
+	if _, err := Of(st).Highlight(t.Context(), m.ID, note.ID); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("reading the note of an item being deleted: %v, want not found", err)
+	}
+	if _, err := Of(st).SetHighlightNote(t.Context(), m.ID, note.ID, "changed"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("changing the note of an item being deleted: %v, want not found", err)
+	}
+	if err := Of(st).DeleteHighlights(t.Context(), m.ID, []string{note.ID}); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("deleting the note of an item being deleted: %v, want not found", err)
 	}
 
 	// An item trashed after the answer is the trash's one item.
