@@ -453,7 +453,11 @@ type HighlightPage struct {
 	Highlights []*Highlight
 	Cursors    []string
 	HasNext    bool
+	end        string // as ItemPage's
 }
+
+// NextAfter is the cursor the next page starts after, as ItemPage's.
+func (p *HighlightPage) NextAfter() string { return nextAfter(p.HasNext, p.Cursors, p.end) }
 
 // HighlightsPage returns one page of the member's highlights matching f,
 // sorted by createdAt, updatedAt or their item's title, as Inboxt's
@@ -467,7 +471,7 @@ func (s Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter
 	if !ValidHighlightSortField(p.Field) && p.Field != SortTitle {
 		return nil, storage.Invalid("highlights can be sorted by createdAt, updatedAt or title only")
 	}
-	first := max(p.First, 0)
+	first, limit := max(p.First, 0), s.state().opts.maxHiddenPassed
 	text := strings.ToLower(strings.TrimSpace(f.Text))
 	site := strings.ToLower(f.Site)
 	page := &HighlightPage{}
@@ -484,6 +488,7 @@ func (s Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter
 		keep := hf.keep
 		var found []*Highlight
 		var sufs [][]byte
+		var short cutShort // past maxHiddenPassed highlights of items a pending emptying hides
 		add := func(h *Highlight, suf []byte) {
 			found = append(found, h)
 			sufs = append(sufs, suf)
@@ -501,7 +506,7 @@ func (s Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter
 				}
 				ok, err := keep(&h)
 				if err != nil || !ok {
-					return err == nil, err
+					return err == nil && !(hf.hidden && short.pass(suf, limit)), err
 				}
 				add(&h, append([]byte(nil), suf...))
 				return len(found) <= first, nil
@@ -512,7 +517,7 @@ func (s Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter
 		} else if err := highlightsByItemTitle(tx, memberID, p.Desc, after, first, keep, add); err != nil {
 			return err
 		}
-		page.Highlights, page.Cursors, page.HasNext = cutPage(found, sufs, first, 2, p)
+		page.Highlights, page.Cursors, page.HasNext, page.end = cutPageAt(&short, found, sufs, first, 2, p)
 		return nil
 	})
 	if err != nil {
@@ -558,8 +563,10 @@ type highlightFilter struct {
 	cur        SavedItem
 	curContent *ItemContent
 	// cut is the member's pending emptying of the trash: the highlights
-	// of its items are left out (their items read only while it is).
-	cut emptyingCut
+	// of its items are left out (their items read only while it is);
+	// hidden is whether keep left the last highlight out for it.
+	cut    emptyingCut
+	hidden bool
 }
 
 func (hf *highlightFilter) itemOf(id string) (*SavedItem, error) {
@@ -576,6 +583,7 @@ func (hf *highlightFilter) itemOf(id string) (*SavedItem, error) {
 // keep reports whether the filter selects h.
 func (hf *highlightFilter) keep(h *Highlight) (bool, error) {
 	f, text := hf.f, hf.text
+	hf.hidden = false
 	if f.UpdatedFrom != nil && h.UpdatedAt.Before(*f.UpdatedFrom) ||
 		f.UpdatedTo != nil && !h.UpdatedAt.Before(*f.UpdatedTo) {
 		return false, nil
@@ -588,6 +596,7 @@ func (hf *highlightFilter) keep(h *Highlight) (bool, error) {
 			if errors.Is(err, storage.ErrNotFound) {
 				err = nil
 			}
+			hf.hidden = err == nil
 			return false, err
 		}
 	}

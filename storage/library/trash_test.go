@@ -614,3 +614,114 @@ func TestSavingAgainAnItemBeingDeletedMakesANewItem(t *testing.T) {
 		t.Errorf("the imported URL after the emptying finds %s, %v; want the new item %s", id, err, imported)
 	}
 }
+
+// A page of the trash (or of every status) passes over at most
+// maxHiddenPassed items a pending emptying hides, then ends short with
+// the place it reached: a client paging on (NextAfter) gets every item it
+// may see once and in order, however many the emptying still holds; and
+// so do pages of highlights.
+func TestTrashPageWhileEmptyingEndsShortAndPagesOn(t *testing.T) {
+	o := testOptions()
+	o.maxHiddenPassed = 300
+	o.forcePlan = planOrdered // a type: filter walks the type's ordered keys (orderedPage)
+	st, m := withAlice(t, openTest(t, o))
+	const n = 3000
+	fillTrash(t, st, m.ID, n)
+	// Notes on more items than a page passes over, which the request
+	// does not reach (it deletes the oldest first).
+	newest, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: StatusDeleted}, PageRequest{Field: SortCreatedAt, Desc: true, First: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range newest.Items {
+		if _, err := Of(st).AddNote(t.Context(), m.ID, it.ID, "hidden soon"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitIndexed(t, st, m.ID)
+	worker := Of(st).state().Indexer
+	worker.Hold()
+	release := sync.OnceFunc(worker.Release)
+	defer release()
+	if got, err := Of(st).EmptyTrash(t.Context(), m.ID); err != nil || got != n {
+		t.Fatalf("emptyTrash = %d, %v; want %d", got, err, n)
+	}
+	// Items trashed after the answer among those being deleted (saved
+	// at dates between theirs), and one in the inbox, each with a note.
+	base := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	j, err := Of(st).CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "y.zip", Staged: "/tmp/y", Total: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []ImportEntry
+	for i, minute := range []int{2900, 2100, 1500, 1200} {
+		status := StatusDeleted
+		if i == 3 {
+			status = StatusActive
+		}
+		entries = append(entries, ImportEntry{Pos: i + 1, Item: &ImportItem{URL: fmt.Sprintf("https://example.com/late/%d", i),
+			Title: "Late", CreatedAt: base.Add(time.Duration(minute)*time.Minute + time.Second), Status: status,
+			Highlights: []ImportHighlight{{Note: fmt.Sprintf("late %d", i)}}}})
+	}
+	if _, err := Of(st).ImportItems(t.Context(), m.ID, j.ID, entries, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	var late []string
+	for _, e := range entries {
+		id, err := Of(st).ImportedItemID(t.Context(), m.ID, e.Item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		late = append(late, id)
+	}
+
+	for _, c := range []struct {
+		status, typ string
+		want        []string
+	}{
+		{StatusDeleted, "", late[:3]},
+		{StatusAll, "", late},
+		{StatusDeleted, TypeArticle, late[:3]},
+		{StatusAll, TypeArticle, late},
+	} {
+		var got []string
+		pages := 0
+		for p := (PageRequest{Field: SortCreatedAt, Desc: true, First: 2}); ; pages++ {
+			page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: c.status, Type: c.typ}, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, pageIDs(page)...)
+			if p.After = page.NextAfter(); p.After == "" || pages > 100 {
+				break
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("status %s, type %q: paging on lists %v, want %v", c.status, c.typ, got, c.want)
+		}
+		// 2,000 hidden items, 300 a page at most: at least 7 pages.
+		if pages < 2000/300 {
+			t.Errorf("status %s, type %q: %d pages, want the walk cut short every %d hidden items", c.status, c.typ, pages+1, o.maxHiddenPassed)
+		}
+	}
+
+	var notes []string
+	pages := 0
+	for p := (PageRequest{Field: SortCreatedAt, Desc: true, First: 10}); ; pages++ {
+		page, err := Of(st).HighlightsPage(t.Context(), m.ID, ItemFilter{}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range page.Highlights {
+			notes = append(notes, h.Note)
+		}
+		if p.After = page.NextAfter(); p.After == "" || pages > 100 {
+			break
+		}
+	}
+	if want := []string{"late 0", "late 1", "late 2", "late 3"}; !slices.Equal(notes, want) || pages == 0 {
+		t.Errorf("paging on the highlights lists %q in %d pages, want %q in more than one (400 hidden)", notes, pages+1, want)
+	}
+	release()
+	waitEmptied(t, st, m.ID)
+}
