@@ -538,6 +538,15 @@ func TestSavingAgainAnItemBeingDeletedMakesANewItem(t *testing.T) {
 	if _, err := Of(st).SetItemLabels(t.Context(), m.ID, []string{labelled}, LabelChange{Add: []string{l.ID}}); err != nil {
 		t.Fatal(err)
 	}
+	// An item whose page is being fetched, trashed (the newest: the
+	// request does not reach it either).
+	fetching, err := Of(st).QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/fetching"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{fetching.ID}, StatusDeleted); err != nil {
+		t.Fatal(err)
+	}
 	urlOf := map[string]string{}
 	for _, id := range []string{noted, labelled} {
 		it, err := Of(st).SavedItem(t.Context(), m.ID, id)
@@ -550,10 +559,14 @@ func TestSavingAgainAnItemBeingDeletedMakesANewItem(t *testing.T) {
 	worker.Hold() // the background part waits: both items stay stored, hidden
 	release := sync.OnceFunc(worker.Release)
 	defer release()
-	if got, err := Of(st).EmptyTrash(t.Context(), m.ID); err != nil || got != n {
-		t.Fatalf("emptyTrash = %d, %v; want %d", got, err, n)
+	if got, err := Of(st).EmptyTrash(t.Context(), m.ID); err != nil || got != n+1 {
+		t.Fatalf("emptyTrash = %d, %v; want %d", got, err, n+1)
 	}
 
+	// Its fetch ends: nothing is saved (neither the old item nor a new one).
+	if _, err := Of(st).FinishFetch(t.Context(), m.ID, fetching.ID, NewItem{URL: fetching.OriginalURL, Title: "Fetched", HTML: "<p>x</p>", Text: "x"}); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("the fetch of an item being deleted ends: %v, want not found", err)
+	}
 	saved, created, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: urlOf[noted], Title: "Saved again"})
 	if err != nil || !created || saved.ID == noted || saved.Status != StatusActive {
 		t.Fatalf("saving again an item being deleted: id %s (old %s), created %v, status %s, %v; want a new item in the inbox", saved.ID, noted, created, saved.Status, err)
@@ -600,7 +613,7 @@ func TestSavingAgainAnItemBeingDeletedMakesANewItem(t *testing.T) {
 
 	release()
 	waitEmptied(t, st, m.ID)
-	for _, id := range []string{noted, labelled} {
+	for _, id := range []string{noted, labelled, fetching.ID} {
 		if got := statusOf(t, st, m.ID, id); got != "gone" {
 			t.Errorf("the old item %s is %s once the trash is emptied, want gone", id, got)
 		}
