@@ -90,18 +90,20 @@ func (x *Exports) ServeBook(w http.ResponseWriter, r *http.Request, m *members.M
 		p := library.PageRequest{Field: srch.Field, Desc: srch.Desc, First: 100}
 		more := true
 		next = func(ctx context.Context) ([]*library.SavedItem, error) {
-			if !more {
-				return nil, nil
+			// (A page a pending emptying of the trash cut short may hold
+			// none, and more follow.)
+			for more {
+				page, err := library.Of(x.store).SavedItemsPage(ctx, m.ID, srch.Filter, p)
+				if err != nil {
+					return nil, err
+				}
+				p.After = page.NextAfter()
+				more = p.After != ""
+				if len(page.Items) > 0 {
+					return page.Items, nil
+				}
 			}
-			page, err := library.Of(x.store).SavedItemsPage(ctx, m.ID, srch.Filter, p)
-			if err != nil {
-				return nil, err
-			}
-			more = page.HasNext && len(page.Cursors) > 0
-			if more {
-				p.After = page.Cursors[len(page.Cursors)-1]
-			}
-			return page.Items, nil
+			return nil, nil
 		}
 	}
 	h := w.Header()

@@ -293,8 +293,8 @@ func pageLinks(r *http.Request, href, kind string, page *library.ItemPage) []ato
 		self.Set("after", a)
 	}
 	links = append(links, atomLink{Rel: "self", Type: kind, Href: at(self)})
-	if page.HasNext && len(page.Cursors) > 0 {
-		v.Set("after", page.Cursors[len(page.Cursors)-1])
+	if next := page.NextAfter(); next != "" {
+		v.Set("after", next)
 		links = append(links, atomLink{Rel: "next", Type: kind, Href: at(v)})
 	}
 	return links

@@ -118,8 +118,8 @@ func (p *offsetPager) page(ctx context.Context, store *storage.Store, memberID, 
 					return nil, err
 				}
 				pos += len(pg.Items)
-				if len(pg.Cursors) > 0 {
-					cursor = pg.Cursors[len(pg.Cursors)-1]
+				if next := pg.NextAfter(); next != "" {
+					cursor = next
 				}
 				if !pg.HasNext {
 					st.liveEnd, exhausted = pos, true
@@ -135,7 +135,11 @@ func (p *offsetPager) page(ctx context.Context, store *storage.Store, memberID, 
 			return nil, err
 		}
 		out.items, out.hasNext = pg.Items, pg.HasNext
-		if len(pg.Cursors) > 0 {
+		// (A page a pending emptying of the trash cut short may hold
+		// fewer items, even none: the next offset resumes past it.)
+		if next := pg.NextAfter(); next != "" {
+			st.remember(offset+len(pg.Items), next)
+		} else if len(pg.Cursors) > 0 {
 			st.remember(offset+len(pg.Items), pg.Cursors[len(pg.Cursors)-1])
 		}
 		if !pg.HasNext {
@@ -199,10 +203,9 @@ func countItems(ctx context.Context, lib library.Store, memberID string, f libra
 			return 0, err
 		}
 		n += len(pg.Items)
-		if !pg.HasNext || len(pg.Cursors) == 0 {
+		if req.After = pg.NextAfter(); req.After == "" {
 			return n, nil
 		}
-		req.After = pg.Cursors[len(pg.Cursors)-1]
 	}
 }
 

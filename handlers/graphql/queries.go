@@ -57,6 +57,10 @@ type entriesPage struct {
 	cursors     []string
 	hasNext     bool
 	hasPrevious bool
+	// next is the cursor the next page starts after (NextAfter): past
+	// the last item's when a pending emptying of the trash cut the page
+	// short.
+	next string
 }
 
 func (p *entriesPage) startCursor() *string {
@@ -67,6 +71,9 @@ func (p *entriesPage) startCursor() *string {
 }
 
 func (p *entriesPage) endCursor() *string {
+	if p.next != "" {
+		return &p.next
+	}
 	if len(p.cursors) == 0 {
 		return nil
 	}
@@ -103,14 +110,14 @@ func (r *resolver) entriesPage(ctx context.Context, in generated.GetEntriesInput
 		if err != nil {
 			return nil, err
 		}
-		out.highlights, out.cursors, out.hasNext = page.Highlights, page.Cursors, page.HasNext
+		out.highlights, out.cursors, out.hasNext, out.next = page.Highlights, page.Cursors, page.HasNext, page.NextAfter()
 		return out, nil
 	}
 	page, err := library.Of(r.s.store).SavedItemsPage(ctx, id, srch.Filter, p)
 	if err != nil {
 		return nil, err
 	}
-	out.items, out.cursors, out.hasNext = page.Items, page.Cursors, page.HasNext
+	out.items, out.cursors, out.hasNext, out.next = page.Items, page.Cursors, page.HasNext, page.NextAfter()
 	return out, nil
 }
 
@@ -242,10 +249,9 @@ func (s *Server) readingStats(ctx context.Context, memberID string) (*generated.
 					st.ItemsReadCountMonth++
 				}
 			}
-			if !page.HasNext || len(page.Cursors) == 0 {
+			if p.After = page.NextAfter(); p.After == "" {
 				break
 			}
-			p.After = page.Cursors[len(page.Cursors)-1]
 		}
 	}
 	st.EstimatedReadingTimeCompleted = float64(int(st.WordsReadCount+199) / 200)

@@ -258,8 +258,8 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 				d.Highlights = append(d.Highlights, highlightRow{ID: hl.ID, Quote: quote(hl), Note: hl.Note,
 					ItemTitle: hl.ItemTitle, ItemURL: st.itemURL(hl.SavedItemID) + "#hl-" + hl.ID, Created: hl.CreatedAt})
 			}
-			if page.HasNext && len(page.Cursors) > 0 {
-				d.NextURL = st.at(page.Cursors[len(page.Cursors)-1]).URL()
+			if next := page.NextAfter(); next != "" {
+				d.NextURL = st.at(next).URL()
 			}
 		}
 	} else if err == nil {
@@ -276,8 +276,8 @@ func (h *Handler) serveLibrary(w http.ResponseWriter, r *http.Request, m *member
 			for _, it := range page.Items {
 				d.Items = append(d.Items, row(it, names, query))
 			}
-			if page.HasNext && len(page.Cursors) > 0 {
-				d.NextURL = st.at(page.Cursors[len(page.Cursors)-1]).URL()
+			if next := page.NextAfter(); next != "" {
+				d.NextURL = st.at(next).URL()
 			}
 		}
 	}

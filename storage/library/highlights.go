@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -188,19 +189,57 @@ func joinNote(note, text string) (string, error) {
 }
 
 // noteHolds reports whether note holds text already, white space aside:
-// as the whole of it or as one of the paragraphs joinNote added (so that
-// importing a file again adds nothing to the note).
+// as a run of its whole paragraphs (all of them, or those joinNote added
+// with text, of one paragraph or several), so that importing a file again
+// adds nothing to the note.
 func noteHolds(note, text string) bool {
-	want := strings.Join(strings.Fields(text), " ")
-	if strings.Join(strings.Fields(note), " ") == want {
+	want := strings.Fields(text)
+	if len(want) == 0 {
 		return true
 	}
-	for p := range strings.SplitSeq(note, "\n\n") {
-		if strings.Join(strings.Fields(p), " ") == want {
+	paras := noteParagraphs(note)
+	for i := range paras {
+		if holdsFrom(paras[i:], want) {
 			return true
 		}
 	}
 	return false
+}
+
+// holdsFrom reports whether the words of the first paragraphs of paras,
+// a whole number of them, are want.
+func holdsFrom(paras [][]string, want []string) bool {
+	for _, p := range paras {
+		if len(p) > len(want) || !slices.Equal(p, want[:len(p)]) {
+			return false
+		}
+		if want = want[len(p):]; len(want) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// noteParagraphs are the words of each paragraph of note (paragraphs
+// parted by blank lines, as joinNote parts them).
+func noteParagraphs(note string) [][]string {
+	var paras [][]string
+	var cur []string
+	for line := range strings.Lines(note) {
+		words := strings.Fields(line)
+		if len(words) == 0 {
+			if len(cur) > 0 {
+				paras = append(paras, cur)
+			}
+			cur = nil
+			continue
+		}
+		cur = append(cur, words...)
+	}
+	if len(cur) > 0 {
+		paras = append(paras, cur)
+	}
+	return paras
 }
 
 // itemNote is the item's note (the first of its highlights without
@@ -327,7 +366,8 @@ func deleteHighlight(tx *storage.Tx, memberID string, h *Highlight) error {
 	return tx.Delete(highlightKey(memberID, h.ID))
 }
 
-// DeleteHighlights removes highlights of the member; unknown ids are
+// DeleteHighlights removes highlights of the member; unknown ids (and
+// those of an item a pending emptying of the trash is to delete) are
 // storage.ErrNotFound and nothing is deleted. A repeated id counts once.
 func (s Store) DeleteHighlights(ctx context.Context, memberID string, ids []string) error {
 	if len(ids) == 0 || len(ids) > MaxBatchIDs {
@@ -344,7 +384,7 @@ func (s Store) DeleteHighlights(ctx context.Context, memberID string, ids []stri
 	return s.st.Update(ctx, func(tx *storage.Tx) error {
 		for _, id := range unique {
 			var h Highlight
-			if err := tx.GetJSON(highlightKey(memberID, id), &h); err != nil {
+			if err := getClientHighlight(tx, memberID, id, &h); err != nil {
 				return err
 			}
 			if err := deleteHighlight(tx, memberID, &h); err != nil {
@@ -385,10 +425,11 @@ func deleteItemHighlights(tx *storage.Tx, memberID, itemID string) error {
 	return nil
 }
 
-// Highlight returns one of the member's highlights.
+// Highlight returns one of the member's highlights (storage.ErrNotFound
+// for one of an item a pending emptying of the trash is to delete).
 func (s Store) Highlight(ctx context.Context, memberID, id string) (*Highlight, error) {
 	var h Highlight
-	err := s.st.View(ctx, func(tx *storage.Tx) error { return tx.GetJSON(highlightKey(memberID, id), &h) })
+	err := s.st.View(ctx, func(tx *storage.Tx) error { return getClientHighlight(tx, memberID, id, &h) })
 	if err != nil {
 		return nil, err
 	}
@@ -412,7 +453,11 @@ type HighlightPage struct {
 	Highlights []*Highlight
 	Cursors    []string
 	HasNext    bool
+	end        string // as ItemPage's
 }
+
+// NextAfter is the cursor the next page starts after, as ItemPage's.
+func (p *HighlightPage) NextAfter() string { return nextAfter(p.HasNext, p.Cursors, p.end) }
 
 // HighlightsPage returns one page of the member's highlights matching f,
 // sorted by createdAt, updatedAt or their item's title, as Inboxt's
@@ -426,7 +471,7 @@ func (s Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter
 	if !ValidHighlightSortField(p.Field) && p.Field != SortTitle {
 		return nil, storage.Invalid("highlights can be sorted by createdAt, updatedAt or title only")
 	}
-	first := max(p.First, 0)
+	first, limit := max(p.First, 0), s.state().opts.maxHiddenPassed
 	text := strings.ToLower(strings.TrimSpace(f.Text))
 	site := strings.ToLower(f.Site)
 	page := &HighlightPage{}
@@ -443,6 +488,7 @@ func (s Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter
 		keep := hf.keep
 		var found []*Highlight
 		var sufs [][]byte
+		var short cutShort // past maxHiddenPassed highlights of items a pending emptying hides
 		add := func(h *Highlight, suf []byte) {
 			found = append(found, h)
 			sufs = append(sufs, suf)
@@ -460,7 +506,7 @@ func (s Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter
 				}
 				ok, err := keep(&h)
 				if err != nil || !ok {
-					return err == nil, err
+					return err == nil && !(hf.hidden && short.pass(suf, limit)), err
 				}
 				add(&h, append([]byte(nil), suf...))
 				return len(found) <= first, nil
@@ -471,7 +517,7 @@ func (s Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter
 		} else if err := highlightsByItemTitle(tx, memberID, p.Desc, after, first, keep, add); err != nil {
 			return err
 		}
-		page.Highlights, page.Cursors, page.HasNext = cutPage(found, sufs, first, 2, p)
+		page.Highlights, page.Cursors, page.HasNext, page.end = cutPageAt(&short, found, sufs, first, 2, p)
 		return nil
 	})
 	if err != nil {
@@ -517,8 +563,10 @@ type highlightFilter struct {
 	cur        SavedItem
 	curContent *ItemContent
 	// cut is the member's pending emptying of the trash: the highlights
-	// of its items are left out (their items read only while it is).
-	cut emptyingCut
+	// of its items are left out (their items read only while it is);
+	// hidden is whether keep left the last highlight out for it.
+	cut    emptyingCut
+	hidden bool
 }
 
 func (hf *highlightFilter) itemOf(id string) (*SavedItem, error) {
@@ -535,6 +583,7 @@ func (hf *highlightFilter) itemOf(id string) (*SavedItem, error) {
 // keep reports whether the filter selects h.
 func (hf *highlightFilter) keep(h *Highlight) (bool, error) {
 	f, text := hf.f, hf.text
+	hf.hidden = false
 	if f.UpdatedFrom != nil && h.UpdatedAt.Before(*f.UpdatedFrom) ||
 		f.UpdatedTo != nil && !h.UpdatedAt.Before(*f.UpdatedTo) {
 		return false, nil
@@ -547,6 +596,7 @@ func (hf *highlightFilter) keep(h *Highlight) (bool, error) {
 			if errors.Is(err, storage.ErrNotFound) {
 				err = nil
 			}
+			hf.hidden = err == nil
 			return false, err
 		}
 	}

@@ -13,15 +13,18 @@ import (
 // same when its text is, white space aside: importing a file again adds
 // nothing. A note on the item as a whole goes to the item's one note as
 // AddNote adds it (after a blank line), unless the note holds it already
-// (noteHolds). It returns how many highlights it added; the caller counts
-// them in it.HighlightCount and writes it.
-func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight) (int, error) {
+// (noteHolds). It returns how many highlights it added and whether it
+// joined a note to the item's; the caller counts the highlights in
+// it.HighlightCount and writes it, moving its updatedAt for either (a
+// client that syncs by updatedAt, as Omnivore's Obsidian and Logseq
+// plugins do, takes the joined note then).
+func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight) (added int, joined bool, err error) {
 	if len(hls) == 0 {
-		return 0, nil
+		return 0, false, nil
 	}
 	have := map[string]bool{}
 	var note *Highlight
-	err := eachItemHighlight(tx, it.MemberID, it.ID, func(h *Highlight) (bool, error) {
+	err = eachItemHighlight(tx, it.MemberID, it.ID, func(h *Highlight) (bool, error) {
 		if h.IsNote() && note == nil {
 			note = h
 		}
@@ -29,21 +32,21 @@ func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight)
 		return true, nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	added := 0
 	for _, h := range hls {
 		if len(h.Segments) == 0 && note != nil {
 			if noteHolds(note.Note, h.Note) {
 				continue
 			}
-			joined, err := joinNote(note.Note, h.Note)
+			text, err := joinNote(note.Note, h.Note)
 			if err != nil {
 				continue // a note too long to join does not cost the item
 			}
-			if err := writeHighlightNote(tx, it.MemberID, note, joined); err != nil {
-				return added, err
+			if err := writeHighlightNote(tx, it.MemberID, note, text); err != nil {
+				return added, joined, err
 			}
+			joined = true
 			continue
 		}
 		k := importKey(h.Segments, h.Note)
@@ -60,18 +63,18 @@ func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight)
 		}
 		pct, err := positionPercent(tx, it.MemberID, it.ID, h.Segments)
 		if err != nil {
-			return added, err
+			return added, joined, err
 		}
 		nh, err := putNewHighlight(tx, it, h.Segments, h.Note, c.UTC().Truncate(time.Millisecond), u.UTC().Truncate(time.Millisecond), pct)
 		if err != nil {
-			return added, err
+			return added, joined, err
 		}
 		if nh.IsNote() {
 			note = nh
 		}
 		added++
 	}
-	return added, nil
+	return added, joined, nil
 }
 
 // importKey is a highlight's text without its white space; a note's

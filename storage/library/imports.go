@@ -376,7 +376,8 @@ func (s Store) ImportedItemID(ctx context.Context, memberID string, in *ImportIt
 }
 
 // addToSavedItem gives the member's item that key (its URL's key or its
-// import digest's) names the labels and highlights it lacks; found is
+// import digest's) names the labels and highlights it lacks, moving its
+// updatedAt when it gains any (or a note joined to its note); found is
 // false when the member has no such item.
 func addToSavedItem(tx *storage.Tx, memberID string, key []byte, labelIDs []string, hls []ImportHighlight) (found bool, err error) {
 	cur, err := itemNamedBy(tx, memberID, key)
@@ -392,16 +393,13 @@ func addToSavedItem(tx *storage.Tx, memberID string, key []byte, labelIDs []stri
 			added = true
 		}
 	}
-	n, err := addImportedHighlights(tx, &it, hls)
+	n, joined, err := addImportedHighlights(tx, &it, hls)
 	if err != nil {
 		return false, err
 	}
-	if n > 0 {
-		it.HighlightCount += n
-		added = true
-	}
-	if added {
-		if err := writeItem(tx, itemChange{old: cur, it: &it}); err != nil {
+	it.HighlightCount += n
+	if added || n > 0 || joined {
+		if err := updateItem(tx, cur, &it, storage.Now()); err != nil {
 			return false, err
 		}
 	}

@@ -636,3 +636,72 @@ func TestImportedNotesJoinTheItemsNote(t *testing.T) {
 		}
 	}
 }
+
+// A note of several paragraphs imported onto an item with a note of the
+// member's own is joined once, however often the file is imported; and
+// the item's updatedAt moves when it is joined (a client syncing by
+// updatedAt takes the note then), not when an import adds nothing.
+func TestImportedNoteOfParagraphsJoinsOnceAndMovesTheItem(t *testing.T) {
+	st, m := openSavedTest(t)
+	ctx := t.Context()
+	item := saveN(t, st, m.ID, 1)[0]
+	if _, err := Of(st).AddNote(ctx, m.ID, item.ID, "Mine."); err != nil {
+		t.Fatal(err)
+	}
+	updatedAt := func() time.Time {
+		it, err := Of(st).SavedItem(ctx, m.ID, item.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return it.UpdatedAt
+	}
+	// One job, the file's entries given again as later positions of it (a
+	// member may run three imports at once).
+	j, err := Of(st).CreateImportJob(ctx, &ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.csv", Staged: "/tmp/x", Total: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := []ImportEntry{{Ref: "row 1", Item: &ImportItem{URL: item.OriginalURL,
+		Highlights: []ImportHighlight{{Note: "One.\n\nTwo."}}}}}
+	for round := range 3 {
+		entries[0].Pos = round + 1
+		before := updatedAt()
+		for !storage.Now().After(before) { // a later stamp for the import to give
+			time.Sleep(time.Millisecond)
+		}
+		if _, err := Of(st).ImportItems(ctx, m.ID, j.ID, entries, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := itemNotes(t, st, m.ID, item.ID), []string{"Mine.\n\nOne.\n\nTwo."}; !slices.Equal(got, want) {
+			t.Fatalf("round %d: notes %q, want %q", round+1, got, want)
+		}
+		if moved := updatedAt().After(before); moved != (round == 0) {
+			t.Errorf("round %d: the item's updatedAt moved %v, want %v (only the first import joins the note)", round+1, moved, round == 0)
+		}
+	}
+	// The same words as one paragraph are held; words of two paragraphs
+	// that are not both whole are another text.
+	for i, text := range []string{"One. Two.", "Two. Three."} {
+		entries[0].Pos, entries[0].Item.Highlights = 4+i, []ImportHighlight{{Note: text}}
+		if _, err := Of(st).ImportItems(ctx, m.ID, j.ID, entries, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := itemNotes(t, st, m.ID, item.ID), []string{"Mine.\n\nOne.\n\nTwo.\n\nTwo. Three."}; !slices.Equal(got, want) {
+		t.Errorf("notes %q, want %q", got, want)
+	}
+}
+
+// itemNotes are the notes of the member's item's highlights.
+func itemNotes(t *testing.T, st *storage.Store, memberID, itemID string) []string {
+	t.Helper()
+	hls, err := Of(st).ItemHighlights(t.Context(), memberID, itemID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, h := range hls {
+		notes = append(notes, h.Note)
+	}
+	return notes
+}

@@ -223,7 +223,12 @@ func getItem(tx *storage.Tx, key []byte, it *SavedItem) error {
 }
 
 // itemNamedBy reads the member's item whose id is stored at key (its URL
-// key, Message-ID key or import digest key): nil when there is none.
+// key, Message-ID key or import digest key): nil when there is none, or
+// when a pending emptying of the trash hides it. The member was told that
+// one is deleted: a save or an import of it again makes a new item, which
+// takes the key over (removeItem then leaves the key to it), rather than
+// bring the old one back with its notes, highlights and labels, or give
+// it more that the emptying deletes.
 func itemNamedBy(tx *storage.Tx, memberID string, key []byte) (*SavedItem, error) {
 	id, err := tx.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -237,6 +242,9 @@ func itemNamedBy(tx *storage.Tx, memberID string, key []byte) (*SavedItem, error
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil, nil
 		}
+		return nil, err
+	}
+	if hidden, err := hiddenByEmptying(tx, &it); err != nil || hidden {
 		return nil, err
 	}
 	return &it, nil

@@ -16,7 +16,8 @@ import (
 // writeItem and removeItem, itemwrite.go).
 
 // SaveItem stores a new saved item, or updates the member's item with the
-// same URL (moving it back to the inbox), or, for a newsletter whose
+// same URL (moving it back to the inbox; one a pending emptying of the
+// trash hides is not found: itemNamedBy), or, for a newsletter whose
 // MessageID the member already has, returns that item unchanged. It reports
 // whether it was created.
 func (s Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*SavedItem, bool, error) {
@@ -121,7 +122,8 @@ func (s Store) SaveItem(ctx context.Context, memberID string, in NewItem) (*Save
 // takeFinishedFetch removes the pending fetch of the member's item id that
 // a save finishes, counts it done for the import that queued it, and
 // reports whether the item's images may come from private addresses.
-// storage.ErrNotFound: the item is gone.
+// storage.ErrNotFound: the item is gone, or a pending emptying of the
+// trash is to delete it.
 func takeFinishedFetch(tx *storage.Tx, memberID, id string) (private bool, err error) {
 	v, err := tx.Get(fetchKey(memberID, id))
 	if err != nil {
@@ -132,8 +134,8 @@ func takeFinishedFetch(tx *storage.Tx, memberID, id string) (private bool, err e
 		return false, err
 	}
 	var pending SavedItem
-	if err := getItem(tx, itemKey(memberID, id), &pending); err != nil {
-		return false, err
+	if err := getClientItem(tx, memberID, id, &pending); err != nil {
+		return false, err // gone, or to go with a pending emptying (whose URL would not find it: itemNamedBy)
 	}
 	if e.importJob != "" {
 		if err := fetchDone(tx, memberID, e.importJob, e.url, ""); err != nil {

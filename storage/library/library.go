@@ -54,6 +54,11 @@ type options struct {
 	// write and merge. Searches meanwhile read those texts directly. (The
 	// tests set 0: they look at the index right after a change.)
 	textIndexDelay time.Duration
+	// maxHiddenPassed is how many items of a pending emptying of the
+	// trash (hidden from clients, outside the search budget) a page of
+	// the trash passes over before it ends short, with the place it
+	// reached for the next page (cutShort).
+	maxHiddenPassed int
 
 	// For tests and benchmarks only (zero in production):
 
@@ -73,6 +78,7 @@ func defaultOptions() options {
 		maxSourceItems:   10000,
 		recountChunkSize: 1000,
 		textIndexDelay:   500 * time.Millisecond,
+		maxHiddenPassed:  10000,
 	}
 }
 

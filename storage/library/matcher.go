@@ -119,7 +119,9 @@ func newItemMatcher(tx *storage.Tx, memberID string, f ItemFilter, lists *listsL
 func (m *itemMatcher) match(it *SavedItem) (bool, error) {
 	if m.cut.hides(it) {
 		// Deleted for the member, which the trash's page passes over
-		// while the emptying lasts: not counted in the search budget.
+		// while the emptying lasts: not counted in the search budget (so
+		// that they do not end a search early with few results); the
+		// walks along an index bound them apart (cutShort).
 		return false, nil
 	}
 	m.examined++

@@ -36,6 +36,7 @@ type cachedPage struct {
 	ends    []int
 	cursors []string
 	hasNext bool
+	end     string
 }
 
 // Bounds of pageCache: its entries, the records of one (a page of longer
@@ -109,7 +110,7 @@ func (l *pageLookup) read(tx *storage.Tx, memberID string, page *ItemPage) (bool
 		page.Items[i], start = &items[i], end
 	}
 	page.Cursors = slices.Clone(r.cursors)
-	page.HasNext = r.hasNext
+	page.HasNext, page.end = r.hasNext, r.end
 	return true, nil
 }
 
@@ -118,7 +119,7 @@ func (l *pageLookup) add(page *ItemPage) {
 	if l == nil {
 		return
 	}
-	r := &cachedPage{version: l.version, ends: make([]int, len(page.Items)), cursors: slices.Clone(page.Cursors), hasNext: page.HasNext}
+	r := &cachedPage{version: l.version, ends: make([]int, len(page.Items)), cursors: slices.Clone(page.Cursors), hasNext: page.HasNext, end: page.end}
 	for i, it := range page.Items {
 		if r.recs = appendItemRecord(r.recs, it); len(r.recs) > maxCachedPageBytes {
 			return

@@ -50,6 +50,49 @@ type ItemPage struct {
 	Items   []*SavedItem
 	Cursors []string
 	HasNext bool
+	// end, when set, is where a page cut short ended (cutShort), past
+	// its last item: the next page starts after it.
+	end string
+}
+
+// NextAfter is the cursor the next page starts after (PageRequest.After),
+// "" when none follows: the last item's, or, for a page a pending
+// emptying of the trash cut short, the place its walk reached (which may
+// follow a page of no items).
+func (p *ItemPage) NextAfter() string { return nextAfter(p.HasNext, p.Cursors, p.end) }
+
+// nextAfter is NextAfter of a page of items or highlights.
+func nextAfter(hasNext bool, cursors []string, end string) string {
+	switch {
+	case !hasNext:
+		return ""
+	case end != "":
+		return end
+	case len(cursors) > 0:
+		return cursors[len(cursors)-1]
+	}
+	return ""
+}
+
+// cutShort ends a page's walk past maxHiddenPassed items of a pending
+// emptying of the trash (hidden from clients, and not in the search
+// budget, so that they do not end a search early with few results: a
+// page would otherwise walk them all), at stop, the index key suffix it
+// reached: its matches before stop are the page, and the next page starts
+// after stop (cutPageAt).
+type cutShort struct {
+	stop   []byte
+	passed int
+}
+
+// pass counts a hidden item at suf, and reports whether the walk ends
+// there.
+func (c *cutShort) pass(suf []byte, limit int) bool {
+	if c.passed++; c.passed <= limit {
+		return false
+	}
+	c.stop = append(c.stop[:0], suf...)
+	return true
 }
 
 // ErrBadCursor is returned for a cursor that is malformed or belongs to
@@ -311,6 +354,8 @@ type pageWalk struct {
 	// the last of the first+1 in the order: a later status's entries
 	// past it cannot be on the page, so its walk stops there.
 	bound []byte
+	// cut ends the walk past maxHiddenPassed items of a pending emptying.
+	cut cutShort
 }
 
 // walkPage fills page by walking each status's index in the sort order,
@@ -335,6 +380,9 @@ func (q *pageQuery) walkPage(page *ItemPage) error {
 		}
 		if len(q.statuses) > 1 && len(w.found) > q.first {
 			w.setBound()
+		}
+		if w.cut.stop != nil && (w.bound == nil || w.beyond(w.cut.stop)) {
+			w.bound = append(w.bound[:0], w.cut.stop...) // the page ends there
 		}
 	}
 	w.fill(page, contributed > 1)
@@ -416,6 +464,9 @@ func (w *pageWalk) status(status string) (int, error) {
 				return false, err
 			}
 		}
+		if m.cut.hides(it) {
+			return !w.cut.pass(suf, q.opts.maxHiddenPassed), nil
+		}
 		ok, err := m.matchWithinBudget(it)
 		if err != nil || !ok {
 			return err == nil, err
@@ -478,7 +529,7 @@ func (w *pageWalk) fill(page *ItemPage, merge bool) {
 		}
 		found, sufs = f2, s2
 	}
-	page.Items, page.Cursors, page.HasNext = cutPage(found, sufs, first, 1, p)
+	page.Items, page.Cursors, page.HasNext, page.end = cutPageAt(&w.cut, found, sufs, first, 1, p)
 }
 
 // cutPage keeps the first of found (a page's matches, sorted, with their
@@ -494,6 +545,29 @@ func cutPage[T any](found []T, sufs [][]byte, first int, kind byte, p PageReques
 		cursors[i] = makeCursor(kind, p.Field, p.Desc, suf)
 	}
 	return found, cursors, more
+}
+
+// cutPageAt is cutPage of found (sorted, with their index key suffixes
+// sufs) for a walk c may have cut short: then only the matches before
+// c.stop are the page, and when they do not fill it, end is the cursor of
+// the stop the next page starts after.
+func cutPageAt[T any](c *cutShort, found []T, sufs [][]byte, first int, kind byte, p PageRequest) (_ []T, cursors []string, more bool, end string) {
+	if c.stop == nil {
+		found, cursors, more = cutPage(found, sufs, first, kind, p)
+		return found, cursors, more, ""
+	}
+	n := 0
+	for n < len(sufs) {
+		if o := bytes.Compare(sufs[n], c.stop); p.Desc && o <= 0 || !p.Desc && o >= 0 {
+			break
+		}
+		n++
+	}
+	found, cursors, more = cutPage(found[:n], sufs[:n], first, kind, p)
+	if more {
+		return found, cursors, more, ""
+	}
+	return found, cursors, true, makeCursor(kind, p.Field, p.Desc, c.stop)
 }
 
 // ErrSearchTooBroad is the answer of a search over its budget.
@@ -583,6 +657,7 @@ func (q *pageQuery) orderedPage(page *ItemPage) error {
 	var sufs [][]byte
 	k := itemKey(m.memberID, "")
 	n := len(k)
+	var cut cutShort         // past maxHiddenPassed items of a pending emptying
 	passed := func() error { // an entry passed over without reading its item
 		m.examined++
 		over, err := m.overBudget()
@@ -631,6 +706,9 @@ func (q *pageQuery) orderedPage(page *ItemPage) error {
 		if !contains(statuses, it.Status) {
 			return true, passed()
 		}
+		if m.cut.hides(it) {
+			return !cut.pass(suf, q.opts.maxHiddenPassed), nil
+		}
 		ok, err := m.matchWithinBudget(it)
 		if err != nil || !ok {
 			return err == nil, err
@@ -642,7 +720,7 @@ func (q *pageQuery) orderedPage(page *ItemPage) error {
 	if err != nil {
 		return err
 	}
-	page.Items, page.Cursors, page.HasNext = cutPage(found, sufs, first, 1, p)
+	page.Items, page.Cursors, page.HasNext, page.end = cutPageAt(&cut, found, sufs, first, 1, p)
 	return nil
 }
 

@@ -53,7 +53,9 @@ func (s Store) SetReaderPrefs(ctx context.Context, memberID string, p ReaderPref
 }
 
 // SetHighlightNote changes the note of one of the member's highlights,
-// moving its updatedAt and its item's (so incremental sync sees it).
+// moving its updatedAt and its item's (so incremental sync sees it);
+// storage.ErrNotFound for one of an item a pending emptying of the trash
+// is to delete.
 func (s Store) SetHighlightNote(ctx context.Context, memberID, id, note string) (*Highlight, error) {
 	note, err := cleanText(note, MaxNoteLen, "note")
 	if err != nil {
@@ -61,7 +63,7 @@ func (s Store) SetHighlightNote(ctx context.Context, memberID, id, note string) 
 	}
 	var h Highlight
 	err = s.st.Update(ctx, func(tx *storage.Tx) error {
-		if err := tx.GetJSON(highlightKey(memberID, id), &h); err != nil {
+		if err := getClientHighlight(tx, memberID, id, &h); err != nil {
 			return err
 		}
 		return putHighlightNote(tx, memberID, &h, note)

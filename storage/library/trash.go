@@ -105,6 +105,17 @@ func getClientItem(tx *storage.Tx, memberID, id string, it *SavedItem) error {
 	return nil
 }
 
+// getClientHighlight reads the member's highlight id for what a client
+// reads or changes by id: storage.ErrNotFound for a highlight of an item
+// a pending emptying is to delete (getClientItem), as for its item.
+func getClientHighlight(tx *storage.Tx, memberID, id string, h *Highlight) error {
+	if err := tx.GetJSON(highlightKey(memberID, id), h); err != nil {
+		return err
+	}
+	var it SavedItem
+	return getClientItem(tx, memberID, h.SavedItemID, &it)
+}
+
 // leaveEmptying counts, in the member's pending emptying, an item it was to
 // delete that leaves the trash (it nil: removed) or takes a new mark there
 // (saved again): writeItem and removeItem call it with every write.

@@ -87,7 +87,7 @@ func waitEmptied(t testing.TB, st *storage.Store, memberID string) {
 // An item moved to the trash while the trash is being emptied (from
 // another device, while the request runs) stays there; one the emptying
 // is to delete cannot be restored (the member was told it is deleted), but
-// saved again it is back in the inbox and stays: the emptying deletes what
+// its URL saved again is a new item in the inbox, which stays: the emptying deletes what
 // was in the trash when the member asked, and the answer counts that.
 func TestEmptyTrashDeletesOnlyWhatWasInTheTrash(t *testing.T) {
 	st, m := openAlice(t)
@@ -135,8 +135,11 @@ func TestEmptyTrashDeletesOnlyWhatWasInTheTrash(t *testing.T) {
 	if got := statusOf(t, st, m.ID, late.ID); got != StatusDeleted {
 		t.Errorf("the item trashed while the trash was emptied is %s, want still in the trash", got)
 	}
-	if got := statusOf(t, st, m.ID, newest); got != StatusActive {
-		t.Errorf("the item saved again while the trash was emptied is %s, want in the inbox", got)
+	if got := statusOf(t, st, m.ID, newest); got != "gone" {
+		t.Errorf("the item saved again while the trash was emptied is %s, want gone (its URL saved again is a new item)", got)
+	}
+	if again, created, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: newestItem.OriginalURL}); err != nil || created || again.Status != StatusActive {
+		t.Errorf("the URL saved while the trash was emptied: created %v, status %s, %v; want the item saved then, in the inbox", created, again.Status, err)
 	}
 	if left := trashLeft(t, st, m.ID); left != 1 {
 		t.Errorf("%d items left in the trash, want 1 (the one trashed late)", left)
@@ -375,7 +378,8 @@ func TestEmptyTrashHidesWhatItIsToDelete(t *testing.T) {
 	}
 	// An item the request does not reach (it deletes the oldest first).
 	stored := trashPage(t, st, m.ID, StatusDeleted, "")[99]
-	if _, err := Of(st).AddNote(t.Context(), m.ID, stored, "a note"); err != nil {
+	note, err := Of(st).AddNote(t.Context(), m.ID, stored, "a note")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Of(st).AddNote(t.Context(), m.ID, kept.ID, "a note kept"); err != nil {
@@ -439,6 +443,17 @@ func TestEmptyTrashHidesWhatItIsToDelete(t *testing.T) {
 	if _, err := Of(st).AddNote(t.Context(), m.ID, stored, "more"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("a note on an item being deleted: %v, want not found", err)
 	}
+	// Its highlights by id, as Omnivore's updateHighlight and
+	// deleteHighlight and the reader's note form reach them.
+	if _, err := Of(st).Highlight(t.Context(), m.ID, note.ID); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("reading the note of an item being deleted: %v, want not found", err)
+	}
+	if _, err := Of(st).SetHighlightNote(t.Context(), m.ID, note.ID, "changed"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("changing the note of an item being deleted: %v, want not found", err)
+	}
+	if err := Of(st).DeleteHighlights(t.Context(), m.ID, []string{note.ID}); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("deleting the note of an item being deleted: %v, want not found", err)
+	}
 
 	// An item trashed after the answer is the trash's one item.
 	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{kept.ID}, StatusDeleted); err != nil {
@@ -498,4 +513,228 @@ func TestEmptyTrashCarriedOnByAnotherNode(t *testing.T) {
 	if gone := deletedSince(t, b, m.ID); len(gone) != n {
 		t.Errorf("%d tombstones, want %d", len(gone), n)
 	}
+}
+
+// An item a pending emptying hides is deleted for the member: saving its
+// URL again, or importing it again, makes a new item in the inbox without
+// the old one's note and labels (and gives the old one nothing the
+// emptying then deletes); the emptying deletes the old one, and the URL
+// finds the new one after it.
+func TestSavingAgainAnItemBeingDeletedMakesANewItem(t *testing.T) {
+	st, m := openAlice(t)
+	const n = 3000
+	fillTrash(t, st, m.ID, n)
+	waitIndexed(t, st, m.ID)
+	// Two items the request does not reach (it deletes the oldest first).
+	trash := trashPage(t, st, m.ID, StatusDeleted, "")
+	noted, labelled := trash[0], trash[1]
+	if _, err := Of(st).AddNote(t.Context(), m.ID, noted, "an old note"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Of(st).CreateLabel(t.Context(), m.ID, "old", "#ff8800")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Of(st).SetItemLabels(t.Context(), m.ID, []string{labelled}, LabelChange{Add: []string{l.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	// An item whose page is being fetched, trashed (the newest: the
+	// request does not reach it either).
+	fetching, err := Of(st).QueueFetch(t.Context(), m.ID, NewItem{URL: "https://example.com/fetching"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Of(st).SetItemsStatus(t.Context(), m.ID, []string{fetching.ID}, StatusDeleted); err != nil {
+		t.Fatal(err)
+	}
+	urlOf := map[string]string{}
+	for _, id := range []string{noted, labelled} {
+		it, err := Of(st).SavedItem(t.Context(), m.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		urlOf[id] = it.OriginalURL
+	}
+	worker := Of(st).state().Indexer
+	worker.Hold() // the background part waits: both items stay stored, hidden
+	release := sync.OnceFunc(worker.Release)
+	defer release()
+	if got, err := Of(st).EmptyTrash(t.Context(), m.ID); err != nil || got != n+1 {
+		t.Fatalf("emptyTrash = %d, %v; want %d", got, err, n+1)
+	}
+
+	// Its fetch ends: nothing is saved (neither the old item nor a new one).
+	if _, err := Of(st).FinishFetch(t.Context(), m.ID, fetching.ID, NewItem{URL: fetching.OriginalURL, Title: "Fetched", HTML: "<p>x</p>", Text: "x"}); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("the fetch of an item being deleted ends: %v, want not found", err)
+	}
+	saved, created, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: urlOf[noted], Title: "Saved again"})
+	if err != nil || !created || saved.ID == noted || saved.Status != StatusActive {
+		t.Fatalf("saving again an item being deleted: id %s (old %s), created %v, status %s, %v; want a new item in the inbox", saved.ID, noted, created, saved.Status, err)
+	}
+	j, err := Of(st).CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "y.zip", Staged: "/tmp/y", Total: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := ImportItem{URL: urlOf[labelled], Title: "Imported again", Highlights: []ImportHighlight{{Note: "an imported note"}}}
+	if _, err := Of(st).ImportItems(t.Context(), m.ID, j.ID, []ImportEntry{{Pos: 1, Item: &entry}}, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	imported, err := Of(st).ImportedItemID(t.Context(), m.ID, &entry)
+	if err != nil || imported == labelled {
+		t.Fatalf("importing again an item being deleted: id %s (old %s), %v; want a new item", imported, labelled, err)
+	}
+	clientSees := func(when string) {
+		t.Helper()
+		if got := trashPage(t, st, m.ID, StatusActive, ""); !slices.Equal(got, []string{imported, saved.ID}) {
+			t.Errorf("%s: the inbox lists %v, want the two new items %v", when, got, []string{imported, saved.ID})
+		}
+		for id, want := range map[string]string{saved.ID: "", imported: "an imported note"} {
+			it, err := Of(st).SavedItem(t.Context(), m.ID, id)
+			if err != nil {
+				t.Fatalf("%s: %v", when, err)
+			}
+			hls, err := Of(st).ItemHighlights(t.Context(), m.ID, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var notes []string
+			for _, h := range hls {
+				notes = append(notes, h.Note)
+			}
+			if len(it.LabelIDs) != 0 || want == "" && len(hls) != 0 || want != "" && !slices.Equal(notes, []string{want}) {
+				t.Errorf("%s: item %s has labels %v and notes %q; want no labels and %q", when, id, it.LabelIDs, notes, want)
+			}
+		}
+		if got := highlightsListed(t, st, m.ID); got != 1 {
+			t.Errorf("%s: %d highlights listed, want the imported note only", when, got)
+		}
+	}
+	clientSees("while the trash is emptied")
+
+	release()
+	waitEmptied(t, st, m.ID)
+	for _, id := range []string{noted, labelled, fetching.ID} {
+		if got := statusOf(t, st, m.ID, id); got != "gone" {
+			t.Errorf("the old item %s is %s once the trash is emptied, want gone", id, got)
+		}
+	}
+	clientSees("once the trash is emptied")
+	again, created, err := Of(st).SaveItem(t.Context(), m.ID, NewItem{URL: urlOf[noted], Title: "Saved a third time"})
+	if err != nil || created || again.ID != saved.ID {
+		t.Errorf("the URL saved again after the emptying: id %s, created %v, %v; want the new item %s", again.ID, created, err, saved.ID)
+	}
+	if id, err := Of(st).ImportedItemID(t.Context(), m.ID, &entry); err != nil || id != imported {
+		t.Errorf("the imported URL after the emptying finds %s, %v; want the new item %s", id, err, imported)
+	}
+}
+
+// A page of the trash (or of every status) passes over at most
+// maxHiddenPassed items a pending emptying hides, then ends short with
+// the place it reached: a client paging on (NextAfter) gets every item it
+// may see once and in order, however many the emptying still holds; and
+// so do pages of highlights.
+func TestTrashPageWhileEmptyingEndsShortAndPagesOn(t *testing.T) {
+	o := testOptions()
+	o.maxHiddenPassed = 300
+	o.forcePlan = planOrdered // a type: filter walks the type's ordered keys (orderedPage)
+	st, m := withAlice(t, openTest(t, o))
+	const n = 3000
+	fillTrash(t, st, m.ID, n)
+	// Notes on more items than a page passes over, which the request
+	// does not reach (it deletes the oldest first).
+	newest, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: StatusDeleted}, PageRequest{Field: SortCreatedAt, Desc: true, First: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range newest.Items {
+		if _, err := Of(st).AddNote(t.Context(), m.ID, it.ID, "hidden soon"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitIndexed(t, st, m.ID)
+	worker := Of(st).state().Indexer
+	worker.Hold()
+	release := sync.OnceFunc(worker.Release)
+	defer release()
+	if got, err := Of(st).EmptyTrash(t.Context(), m.ID); err != nil || got != n {
+		t.Fatalf("emptyTrash = %d, %v; want %d", got, err, n)
+	}
+	// Items trashed after the answer among those being deleted (saved
+	// at dates between theirs), and one in the inbox, each with a note.
+	base := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	j, err := Of(st).CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "y.zip", Staged: "/tmp/y", Total: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []ImportEntry
+	for i, minute := range []int{2900, 2100, 1500, 1200} {
+		status := StatusDeleted
+		if i == 3 {
+			status = StatusActive
+		}
+		entries = append(entries, ImportEntry{Pos: i + 1, Item: &ImportItem{URL: fmt.Sprintf("https://example.com/late/%d", i),
+			Title: "Late", CreatedAt: base.Add(time.Duration(minute)*time.Minute + time.Second), Status: status,
+			Highlights: []ImportHighlight{{Note: fmt.Sprintf("late %d", i)}}}})
+	}
+	if _, err := Of(st).ImportItems(t.Context(), m.ID, j.ID, entries, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	var late []string
+	for _, e := range entries {
+		id, err := Of(st).ImportedItemID(t.Context(), m.ID, e.Item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		late = append(late, id)
+	}
+
+	for _, c := range []struct {
+		status, typ string
+		want        []string
+	}{
+		{StatusDeleted, "", late[:3]},
+		{StatusAll, "", late},
+		{StatusDeleted, TypeArticle, late[:3]},
+		{StatusAll, TypeArticle, late},
+	} {
+		var got []string
+		pages := 0
+		for p := (PageRequest{Field: SortCreatedAt, Desc: true, First: 2}); ; pages++ {
+			page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: c.status, Type: c.typ}, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, pageIDs(page)...)
+			if p.After = page.NextAfter(); p.After == "" || pages > 100 {
+				break
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("status %s, type %q: paging on lists %v, want %v", c.status, c.typ, got, c.want)
+		}
+		// 2,000 hidden items, 300 a page at most: at least 7 pages.
+		if pages < 2000/300 {
+			t.Errorf("status %s, type %q: %d pages, want the walk cut short every %d hidden items", c.status, c.typ, pages+1, o.maxHiddenPassed)
+		}
+	}
+
+	var notes []string
+	pages := 0
+	for p := (PageRequest{Field: SortCreatedAt, Desc: true, First: 10}); ; pages++ {
+		page, err := Of(st).HighlightsPage(t.Context(), m.ID, ItemFilter{}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range page.Highlights {
+			notes = append(notes, h.Note)
+		}
+		if p.After = page.NextAfter(); p.After == "" || pages > 100 {
+			break
+		}
+	}
+	if want := []string{"late 0", "late 1", "late 2", "late 3"}; !slices.Equal(notes, want) || pages == 0 {
+		t.Errorf("paging on the highlights lists %q in %d pages, want %q in more than one (400 hidden)", notes, pages+1, want)
+	}
+	release()
+	waitEmptied(t, st, m.ID)
 }
