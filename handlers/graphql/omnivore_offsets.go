@@ -129,21 +129,32 @@ func (p *offsetPager) page(ctx context.Context, store *storage.Store, memberID, 
 		}
 	}
 	if live {
-		req.First, req.After = size, cursor
-		pg, err := lib.SavedItemsPage(ctx, memberID, f, req)
-		if err != nil {
-			return nil, err
+		// A page a pending emptying of the trash cut short holds fewer
+		// items, even none, and says where it stopped: it is read on
+		// from there until the page is full, since Omnivore's plugins
+		// take the next offset as this one plus the size asked
+		// (obsidian-omnivore src/main.ts, `after += size`), so a short
+		// page would skip what it left out.
+		req.After = cursor
+		for len(out.items) < size {
+			req.First = size - len(out.items)
+			pg, err := lib.SavedItemsPage(ctx, memberID, f, req)
+			if err != nil {
+				return nil, err
+			}
+			out.items, out.hasNext = append(out.items, pg.Items...), pg.HasNext
+			if next := pg.NextAfter(); next != "" {
+				req.After = next
+			} else if len(pg.Cursors) > 0 {
+				req.After = pg.Cursors[len(pg.Cursors)-1]
+			}
+			if !pg.HasNext {
+				st.liveEnd = offset + len(out.items)
+				break
+			}
 		}
-		out.items, out.hasNext = pg.Items, pg.HasNext
-		// (A page a pending emptying of the trash cut short may hold
-		// fewer items, even none: the next offset resumes past it.)
-		if next := pg.NextAfter(); next != "" {
-			st.remember(offset+len(pg.Items), next)
-		} else if len(pg.Cursors) > 0 {
-			st.remember(offset+len(pg.Items), pg.Cursors[len(pg.Cursors)-1])
-		}
-		if !pg.HasNext {
-			st.liveEnd = offset + len(pg.Items)
+		if req.After != cursor {
+			st.remember(offset+len(out.items), req.After)
 		}
 	}
 	if since != nil && st.liveEnd >= 0 && len(out.items) < size {
