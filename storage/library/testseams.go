@@ -1,0 +1,27 @@
+package library
+
+import (
+	"sync"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// Seams for the tests of the packages above the library, which see a
+// pending emptying of the trash as clients do (this package's tests set
+// the options themselves: openWith). Nothing in production calls them.
+
+// SetMaxHiddenPassed sets how many items of a pending emptying of the
+// trash a page passes over before it ends short (options.maxHiddenPassed)
+// in st, prepared and not open yet: a test meets pages cut short with a
+// trash of hundreds of items rather than tens of thousands.
+func SetMaxHiddenPassed(st *storage.Store, n int) { Of(st).state().opts.maxHiddenPassed = n }
+
+// HoldEmptyings keeps st's indexer, whose work for a member carries on the
+// emptying of the trash a request left (finishEmptyingTrash), from running
+// until release is called, so that a test sees the emptying pending for as
+// long as it needs. Searches meanwhile read the texts not indexed yet.
+func HoldEmptyings(st *storage.Store) (release func()) {
+	ix := Of(st).state().Indexer
+	ix.Hold()
+	return sync.OnceFunc(ix.Release)
+}
