@@ -22,9 +22,9 @@ func init() {
 
 // Gate is the hearth_gate handler: only the site's signed-in members pass
 // (handlers/gate), with who they are in Remote-User, Remote-Name,
-// Remote-Email and Remote-Groups; browsers are sent to sign in, API
-// clients get 401. With forward_auth it answers instead of passing on, for
-// Caddy's forward_auth and nginx's auth_request.
+// Remote-Email (a verified address) and Remote-Groups; browsers are sent
+// to sign in, API clients get 401. With forward_auth it answers instead of
+// passing on, for Caddy's forward_auth and nginx's auth_request.
 type Gate struct {
 	// Only these members may pass (with allow_groups: members of either).
 	AllowMembers []string `json:"allow_members,omitempty" caddyfile:"allow_members <username...>" default:"every member"`

@@ -40,7 +40,7 @@ func ssoCaddyfile(storageDir string) string {
 	}
 	handle /private/* {
 		hearth_gate
-		respond "private {http.request.header.Remote-User}"
+		respond "private {http.request.header.Remote-User} email={http.request.header.Remote-Email}"
 	}
 	respond "home"
 }
@@ -263,6 +263,45 @@ func TestGateAndForwardAuthThroughCaddy(t *testing.T) {
 	if p := b.navigate(app + "/dashboard"); p.StatusCode != http.StatusSeeOther {
 		t.Errorf("after suspension: HTTP %d %q", p.StatusCode, p.body)
 	}
+}
+
+// TestGatePassesOnlyAVerifiedEmail: Remote-Email, upstream and in the
+// forward-auth answer, is an address the operator verified, never one a
+// member typed on /settings/email: bob takes alice's address as his own
+// there, and the apps behind the gate do not learn it (one that finds its
+// accounts by address would have given him hers). Once the operator
+// vouches for an address of his, it passes.
+func TestGatePassesOnlyAVerifiedEmail(t *testing.T) {
+	startHearth(t, ssoCaddyfile(t.TempDir()))
+	ssoMembers(t)
+	const forwardAuth = "http://auth.hearth.localhost:9080/"
+	bob := ssoBrowser(t)
+	bob.signIn("bob", "bob's password")
+	settings := bob.get("/settings/email")
+	if p := bob.submit(settings, "/settings/email", url.Values{"email": {"alice@example.org"}}); p.StatusCode != http.StatusOK {
+		t.Fatalf("bob sets his own address: HTTP %d %q", p.StatusCode, p.body)
+	}
+	seen := func(b *browser, who, email string) {
+		t.Helper()
+		if p := b.navigate(ssoHome + "/private/notes"); p.StatusCode != http.StatusOK || p.body != "private "+who+" email="+email {
+			t.Errorf("%s through the gate: HTTP %d %q, want email %q", who, p.StatusCode, p.body, email)
+		}
+		p := b.navigate(forwardAuth)
+		if p.StatusCode != http.StatusOK || p.Header.Get("Remote-User") != who || p.Header.Get("Remote-Email") != email {
+			t.Errorf("%s at forward auth: HTTP %d, Remote-User %q, Remote-Email %q, want %q", who, p.StatusCode,
+				p.Header.Get("Remote-User"), p.Header.Get("Remote-Email"), email)
+		}
+	}
+	seen(bob, "bob", "")
+	alice := ssoBrowser(t)
+	alice.signIn("alice", "alice's password")
+	seen(alice, "alice", "alice@example.org")
+
+	if _, err := runHearth(t, "", "member", "email", "bob", "bob@example.org", "--address="+testAdmin); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(gate.SessionCacheTTL) // the gate's last read of bob's session
+	seen(bob, "bob", "bob@example.org")
 }
 
 var clientIDRE = regexp.MustCompile(`client_id:\s+(\S+)`)

@@ -7,10 +7,11 @@
 // every node.
 //
 // What passes upstream says who the member is, in Remote-User,
-// Remote-Name, Remote-Email and Remote-Groups; copies of those headers sent
-// by the client are removed first (in every spelling a server might map to
-// the same variable, underscores included), and so is Hearth's session
-// cookie, so the app behind never holds a member's session.
+// Remote-Name, Remote-Email (an address the operator verified, never one
+// the member set itself) and Remote-Groups; copies of those headers sent by
+// the client are removed first (in every spelling a server might map to the
+// same variable, underscores included), and so is Hearth's session cookie,
+// so the app behind never holds a member's session.
 package gate
 
 import (
@@ -201,7 +202,11 @@ func SetIdentity(h http.Header, m *members.Member) {
 	}
 	h.Set(HeaderUser, m.Username)
 	h.Set(HeaderName, headerSafe(name))
-	if m.Email != "" {
+	// Only an address the operator vouched for. A member may set any
+	// address as its own (unverified, on the e-mail settings page), and no
+	// header tells the app behind which kind it got: an app that finds
+	// its accounts by Remote-Email would hand the member someone else's.
+	if m.Email != "" && m.EmailVerified {
 		h.Set(HeaderEmail, m.Email)
 	}
 	if len(m.Groups) > 0 {
