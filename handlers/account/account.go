@@ -75,7 +75,8 @@ type Options struct {
 	FailuresPerIP       int
 	FailureWindow       time.Duration
 	// SignUpsPerIP bounds accounts created from one client IP within
-	// SignUpWindow.
+	// SignUpWindow, and sign-ups refused for a username taken (which
+	// have hashed the password all the same).
 	SignUpsPerIP int
 	SignUpWindow time.Duration
 	// MaxFormBytes limits the body of every form post.

@@ -419,8 +419,9 @@ func (p *Pages) serveSignUp(w http.ResponseWriter, r *http.Request) {
 // visitors create accounts (Options.OpenRegistration off).
 var ErrRegistrationClosed = errors.New("this site does not let visitors create accounts")
 
-// SignUp creates a member under the sign-up limit per client address, when
-// the site's registration is open, and signs it in on w. Its errors:
+// SignUp creates a member under the sign-up limit per client address
+// (which a username found taken counts against too), when the site's
+// registration is open, and signs it in on w. Its errors:
 // ErrRegistrationClosed, ErrCookieWouldBeDropped (logged; nothing is
 // made), *SignInLimitedError, storage.ErrConflict (the
 // username is taken), a storage invalid-input error, or an internal one
@@ -442,7 +443,14 @@ func (p *Pages) SignUp(w http.ResponseWriter, r *http.Request, username, display
 	}
 	m, id, err := members.Of(p.store).CreateMemberSignedIn(r.Context(), username, displayName, password, p.opts.SessionLifetime, p.sessionInfo(r, amrPassword))
 	if err != nil {
-		p.signUps.Undo(r.Context(), ip)
+		// A taken username is found once the password is hashed (argon2id:
+		// tens of milliseconds and 19 MiB), so it counts like an account
+		// made: given back, it would let one address have the server hash
+		// without end by signing up as an existing member. Bad input,
+		// refused before the hash, and the store's failures are given back.
+		if !errors.Is(err, storage.ErrConflict) {
+			p.signUps.Undo(r.Context(), ip)
+		}
 		if !errors.Is(err, storage.ErrConflict) && !storage.IsInvalid(err) {
 			p.opts.Logger.Error("sign-up", zap.Error(err))
 		}

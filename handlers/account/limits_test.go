@@ -46,3 +46,25 @@ func TestPerAddressLimitsCountAnIPv6Slash64(t *testing.T) {
 		wantStatus(t, signUp("member9"), http.StatusSeeOther)
 	})
 }
+
+// TestTakenUsernamesCountAgainstSignUps: a sign-up refused because its
+// username is taken has hashed its password by then (argon2id), so it
+// counts against the sign-ups per address as one that made an account
+// does; else one address could make the server hash without end by
+// signing up again and again as an existing member. Bad input, refused
+// before anything is hashed, does not count.
+func TestTakenUsernamesCountAgainstSignUps(t *testing.T) {
+	f := newFixture(t, account.Options{OpenRegistration: true, SignUpsPerIP: 2})
+	f.member("alice")
+	signUp := func(username, pw string) resp {
+		return f.post(f.browser(), account.SignUpPath, url.Values{"username": {username},
+			"password": {pw}, "password_confirmation": {pw}})
+	}
+	for range 3 {
+		wantStatus(t, signUp("bob", "short"), http.StatusBadRequest)
+	}
+	for range 2 {
+		wantStatus(t, signUp("alice", password), http.StatusConflict)
+	}
+	wantStatus(t, signUp("bob", password), http.StatusTooManyRequests)
+}
