@@ -1,6 +1,7 @@
 package grants
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -253,20 +254,8 @@ func (s Store) Refresh(ctx context.Context, clientID, token string, scopes []str
 			reused = true
 			return revokeFamily(tx, rec.MemberID, rec.ClientID, rec.Family)
 		}
-		m, err := members.ByID(tx, rec.MemberID)
-		if err != nil {
+		if err := rec.grantLive(tx); err != nil {
 			return err
-		}
-		if m.Suspended {
-			return members.ErrSuspended
-		}
-		if m.SecurityStamp != rec.Stamp {
-			return storage.ErrNotFound
-		}
-		if p, err := readPair(tx, rec.MemberID, rec.ClientID); err != nil {
-			return err
-		} else if !rec.liveIn(m, p) {
-			return storage.ErrNotFound
 		}
 		if scopes == nil {
 			scopes = rec.Scopes
@@ -276,6 +265,7 @@ func (s Store) Refresh(ctx context.Context, clientID, token string, scopes []str
 				return ErrScopeNotGranted
 			}
 		}
+		var err error
 		tok, secret, err = createTokenFor(tx, "", rec.ClientID, rec.MemberID, rec.grantGen, scopes, rec.AccessTTL)
 		if err != nil {
 			return err
@@ -305,6 +295,31 @@ func (s Store) Refresh(ctx context.Context, clientID, token string, scopes []str
 	return tok, secret, &rec, nil
 }
 
+// grantLive is whether the grant rec was issued in still holds: its member
+// is not suspended (members.ErrSuspended), has the credentials it had
+// (security stamp) and revoked neither its access nor the app
+// (storage.ErrNotFound). Refresh and RefreshRecord ask the same.
+func (rec *RefreshToken) grantLive(tx *storage.Tx) error {
+	m, err := members.ByID(tx, rec.MemberID)
+	if err != nil {
+		return err
+	}
+	if m.Suspended {
+		return members.ErrSuspended
+	}
+	if m.SecurityStamp != rec.Stamp {
+		return storage.ErrNotFound
+	}
+	p, err := readPair(tx, rec.MemberID, rec.ClientID)
+	if err != nil {
+		return err
+	}
+	if !rec.liveIn(m, p) {
+		return storage.ErrNotFound
+	}
+	return nil
+}
+
 // RevokeRefresh revokes the family of refresh token token if it was issued
 // to clientID (RFC 7009 section 2.1: the access tokens of the same grant go
 // too). It reports whether token was a refresh token at all; unknown and
@@ -332,8 +347,11 @@ func (s Store) RevokeRefresh(ctx context.Context, clientID, token string) (bool,
 	return found, err
 }
 
-// RefreshRecord returns the live refresh token token (for introspection):
-// storage.ErrNotFound when it is unknown, expired, replaced or revoked.
+// RefreshRecord returns the live refresh token token (for introspection),
+// one Refresh would take from its client: storage.ErrNotFound when it is
+// unknown, expired, replaced or revoked, its client removed, or its
+// member's credentials changed since it was issued (members.ErrSuspended
+// for a suspended member's).
 func (s Store) RefreshRecord(ctx context.Context, token string) (*RefreshToken, error) {
 	if token == "" || len(token) > 256 {
 		return nil, storage.ErrNotFound
@@ -351,18 +369,12 @@ func (s Store) RefreshRecord(ctx context.Context, token string) (*RefreshToken, 
 		if rec.Used || fam.Current != d || !now().Before(rec.ExpiresAt) {
 			return storage.ErrNotFound
 		}
-		m, err := members.ByID(tx, rec.MemberID)
-		if err != nil {
-			return err
+		// A removed client can no longer present its tokens (it cannot
+		// authenticate), so they are not live either.
+		if ok, err := tx.Has(appKey(rec.ClientID)); err != nil || !ok {
+			return cmp.Or(err, storage.ErrNotFound)
 		}
-		p, err := readPair(tx, rec.MemberID, rec.ClientID)
-		if err != nil {
-			return err
-		}
-		if !rec.liveIn(m, p) {
-			return storage.ErrNotFound
-		}
-		return nil
+		return rec.grantLive(tx)
 	})
 	if err != nil {
 		return nil, err
