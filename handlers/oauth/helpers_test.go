@@ -390,8 +390,8 @@ func wantOAuthError(t testing.TB, r resp, code string) {
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Fatalf("%s: Content-Type %q", r.Request.URL.Path, ct)
 	}
-	if code == "invalid_client" && !strings.HasPrefix(r.Header.Get("WWW-Authenticate"), "Bearer ") {
-		t.Fatalf("invalid_client without a WWW-Authenticate challenge: %q", r.Header.Get("WWW-Authenticate"))
+	if ch := r.Header.Get("WWW-Authenticate"); code == "invalid_client" && !strings.HasPrefix(ch, "Bearer ") && !strings.HasPrefix(ch, "Basic ") {
+		t.Fatalf("invalid_client without a WWW-Authenticate challenge: %q", ch)
 	}
 	for _, k := range []string{"access_token", "refresh_token"} {
 		if _, ok := body[k]; ok {

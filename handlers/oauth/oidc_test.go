@@ -315,8 +315,16 @@ func TestOIDCClientSecretBasicAndPost(t *testing.T) {
 		post[k] = v
 	}
 	wantOAuthError(t, f.token(post), "invalid_grant")
+	// RFC 6749 section 5.2: a client that tried HTTP Basic is challenged
+	// in Basic, at every endpoint that authenticates clients.
 	t.Run("wrong secret in Basic", func(t *testing.T) {
-		wantOAuthError(t, f.token(form, "Authorization", basic(c.app.ClientID, c.secret+"x")), "invalid_client")
+		for _, path := range []string{oauth.TokenPath, oauth.RevokePath, oauth.IntrospectPath} {
+			r := f.postForm(path, url.Values{"grant_type": {"refresh_token"}, "token": {"x"}}, "Authorization", basic(c.app.ClientID, c.secret+"x"))
+			wantOAuthError(t, r, "invalid_client")
+			if ch := r.Header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, "Basic ") {
+				t.Errorf("%s: WWW-Authenticate %q after Basic credentials", path, ch)
+			}
+		}
 	})
 	t.Run("wrong secret in the body", func(t *testing.T) {
 		bad := url.Values{"client_secret": {c.secret + "x"}, "client_id": {c.app.ClientID}, "grant_type": {"refresh_token"}, "refresh_token": {"x"}}

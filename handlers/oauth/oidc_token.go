@@ -55,8 +55,20 @@ func (s *Server) isOperatorClient(r *http.Request, p map[string]string) bool {
 // operatorClientAuth authenticates an operator client by
 // client_secret_basic, client_secret_post, or (a public client) its
 // client_id alone. Using two methods at once is refused (RFC 6749
-// section 2.3).
+// section 2.3). A client refused after sending Basic credentials gets
+// the Basic challenge (errInvalidClientBasic).
 func (s *Server) operatorClientAuth(r *http.Request, p map[string]string) (*grants.App, *oauthErr) {
+	app, e := s.operatorClient(r, p)
+	if e == errInvalidClient {
+		if _, _, basic, _ := basicCredentials(r); basic {
+			return nil, errInvalidClientBasic
+		}
+	}
+	return app, e
+}
+
+// operatorClient is operatorClientAuth but for the challenge.
+func (s *Server) operatorClient(r *http.Request, p map[string]string) (*grants.App, *oauthErr) {
 	id, secret := p["client_id"], p["client_secret"]
 	if bid, bsecret, ok, bad := basicCredentials(r); ok {
 		if bad {
@@ -218,7 +230,7 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 	}
 	app, cerr := s.operatorClientAuth(r, p)
 	if cerr == nil && app.Client.Public {
-		cerr = errInvalidClient
+		cerr = errInvalidClient // no Basic: a public client has no secret to send
 	}
 	if cerr != nil {
 		writeOAuthError(w, cerr)

@@ -39,6 +39,9 @@ type oauthErr struct {
 	// limited, when set, is a refused rate-limit result: 429 with
 	// Retry-After and the X-RateLimit-* headers.
 	limited *ratelimit.Result
+	// basic: invalid_client for a client that authenticated with HTTP
+	// Basic, challenged in that scheme (errInvalidClientBasic).
+	basic bool
 }
 
 // serverError is server_error for err: with storage.Unavailable's status
@@ -62,6 +65,12 @@ var (
 	errUnsupported   = &oauthErr{Code: "unsupported_grant_type", Description: "The authorization grant type is not supported by the authorization server."}
 	errServer        = &oauthErr{Code: "server_error", Description: "The authorization server encountered an unexpected condition which prevented it from fulfilling the request."}
 )
+
+// errInvalidClientBasic is invalid_client for an operator client that sent
+// HTTP Basic credentials: RFC 6749 section 5.2 wants the 401's
+// WWW-Authenticate in the scheme the client used. (A Mastodon app gets
+// Doorkeeper's Bearer challenge whatever it sent, as Mastodon answers.)
+var errInvalidClientBasic = &oauthErr{Code: "invalid_client", Description: errInvalidClient.Description, basic: true}
 
 func invalidRequest(desc string) *oauthErr {
 	return &oauthErr{Code: "invalid_request", Description: desc}
@@ -87,7 +96,11 @@ func writeOAuthError(w http.ResponseWriter, e *oauthErr) {
 	switch e.Code {
 	case "invalid_client":
 		status = http.StatusUnauthorized
-		w.Header().Set("WWW-Authenticate", `Bearer realm="Doorkeeper", error="invalid_client", error_description="`+e.Description+`"`)
+		if e.basic {
+			w.Header().Set("WWW-Authenticate", `Basic realm="OAuth client", charset="UTF-8"`)
+		} else {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="Doorkeeper", error="invalid_client", error_description="`+e.Description+`"`)
+		}
 	case "server_error":
 		status = http.StatusInternalServerError
 		if e.status != 0 {
