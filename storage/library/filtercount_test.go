@@ -78,9 +78,9 @@ func checkFilterCounts(t testing.TB, st *storage.Store, memberID string) {
 	checkOrderedKeys(t, st, memberID)
 }
 
-// checkOrderedKeys fails when the member's ordered filter keys (oy/, oh/, ol/)
-// are not exactly those of its items, with their statuses and domains and
-// either no copy of the item's record or its current one.
+// checkOrderedKeys fails when the member's ordered filter keys (oy/, oh/,
+// ot/, ol/) are not exactly those of its items, with their statuses and
+// domains and either no copy of the item's record or its current one.
 func checkOrderedKeys(t testing.TB, st *storage.Store, memberID string) {
 	t.Helper()
 	want, got := map[string]string{}, map[string]string{}

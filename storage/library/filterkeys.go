@@ -24,6 +24,8 @@ import (
 //	                               order of createdAt (see orderedTypePrefix)
 //	oh/<createdAt><id>             status code, domain: the items with highlights, so
 //	                               ordered
+//	ot/<title><id>                 status code, domain: the items with highlights in the
+//	                               order of their title (highlightedTitlePrefix)
 //	ol/<label id>/<createdAt><id>  status code, domain: the items of a label, so ordered
 //	tv                             searchIndexVersion once every item has its filter keys,
 //	                               counts and a place in the text index or its queue
@@ -93,6 +95,21 @@ func appendOrderedHighlightedPrefix(b []byte, memberID string) []byte {
 	return storage.AppendKey(b, "u", memberID, "gql", "oh", "")
 }
 
+// highlightedTitlePrefix is the prefix of the title keys (ot/) of the
+// items with highlights: ordered filter keys that end in the item's title
+// sort value (as its title index entry, ix/), not its createdAt, written
+// and removed with the others (writeOrderedKeys), so that a key moves with
+// its item's title as well. A page of highlights sorted by their item's
+// title walks them (highlighttitle.go) and meets only items that have
+// highlights, however many have none.
+func highlightedTitlePrefix(memberID string) []byte {
+	return appendHighlightedTitlePrefix(nil, memberID)
+}
+
+func appendHighlightedTitlePrefix(b []byte, memberID string) []byte {
+	return storage.AppendKey(b, "u", memberID, "gql", "ot", "")
+}
+
 func orderedLabelPrefix(memberID, labelID string) []byte {
 	return appendOrderedLabelPrefix(nil, memberID, labelID)
 }
@@ -107,8 +124,14 @@ func appendOrderedLabelPrefix(b []byte, memberID, labelID string) []byte {
 // the filter counts (fc/), which the indexer then counts; versions 2 and
 // 3 kept a folded copy of each item's text (tt/), which it deletes;
 // versions before 7 lacked the ordered filter keys (oy/, oh/, ol/), the
-// domain in their values (5) or the record's copy (6), which it writes.
-const searchIndexVersion = 7
+// domain in their values (5) or the record's copy (6), and versions
+// before 8 the title keys (ot/), which it writes.
+const searchIndexVersion = 8
+
+// highlightTitleKeysVersion is the first version with the title keys of
+// the items with highlights (ot/): before it, a page of highlights sorted
+// by title walks the status indexes instead (highlighttitle.go).
+const highlightTitleKeysVersion = 8
 
 // orderedCopiesVersion is the first version whose ordered filter keys
 // carry their item's record (but for a transaction past
@@ -211,7 +234,7 @@ func typeCode(typ string) string {
 // SearchIndexSize sums the bytes (keys and values, before Badger's
 // compression) of a member's search keys: the folded texts of older
 // stores (tt), the trigram index (textindex.KeyNames) and the filter
-// keys and counts (sd, sn, ty, hh, fc, oy, oh, ol).
+// keys and counts (sd, sn, ty, hh, fc, oy, oh, ot, ol).
 func (s Store) SearchIndexSize(ctx context.Context, memberID string) (texts, trigrams, filters int64, err error) {
 	err = s.st.View(ctx, func(tx *storage.Tx) error {
 		texts, trigrams, filters = 0, 0, 0
@@ -223,7 +246,7 @@ func (s Store) SearchIndexSize(ctx context.Context, memberID string) (texts, tri
 		for _, name := range textindex.KeyNames {
 			parts = append(parts, part{name, &trigrams})
 		}
-		for _, name := range []string{"sd", "sn", "ty", "hh", "fc", "oy", "oh", "ol"} {
+		for _, name := range []string{"sd", "sn", "ty", "hh", "fc", "oy", "oh", "ot", "ol"} {
 			parts = append(parts, part{name, &filters})
 		}
 		for _, p := range parts {

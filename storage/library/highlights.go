@@ -1,14 +1,12 @@
 package library
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -468,6 +466,13 @@ func (p *HighlightPage) NextAfter() string { return nextAfter(p.HasNext, p.Curso
 // f.UpdatedFrom/UpdatedTo the highlight's updatedAt. p.After is a cursor of
 // a previous page or a highlight id (Inboxt's cursor).
 func (s Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter, p PageRequest) (*HighlightPage, error) {
+	return s.highlightsPage(ctx, memberID, f, p, false)
+}
+
+// highlightsPage is HighlightsPage; byStatus has a page sorted by title
+// walk the status indexes whether or not the member's title keys are
+// there (the tests compare both walks' pages).
+func (s Store) highlightsPage(ctx context.Context, memberID string, f ItemFilter, p PageRequest, byStatus bool) (*HighlightPage, error) {
 	if !ValidHighlightSortField(p.Field) && p.Field != SortTitle {
 		return nil, storage.Invalid("highlights can be sorted by createdAt, updatedAt or title only")
 	}
@@ -488,7 +493,9 @@ func (s Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter
 		keep := hf.keep
 		var found []*Highlight
 		var sufs [][]byte
-		var short cutShort // past maxHiddenPassed highlights of items a pending emptying hides
+		// Past maxHiddenPassed highlights (sorted by title: items) that a
+		// pending emptying hides.
+		var short cutShort
 		add := func(h *Highlight, suf []byte) {
 			found = append(found, h)
 			sufs = append(sufs, suf)
@@ -514,7 +521,7 @@ func (s Store) HighlightsPage(ctx context.Context, memberID string, f ItemFilter
 			if err != nil {
 				return err
 			}
-		} else if err := highlightsByItemTitle(tx, memberID, p.Desc, after, first, keep, add); err != nil {
+		} else if err := hf.byTitle(p.Desc, after, first, limit, &short, add, byStatus); err != nil {
 			return err
 		}
 		page.Highlights, page.Cursors, page.HasNext, page.end = cutPageAt(&short, found, sufs, first, 2, p)
@@ -640,102 +647,6 @@ func highlightSortValue(h *Highlight, f SortField) []byte {
 		t = h.UpdatedAt
 	}
 	return encUint64(encTime(nil, t), idBytes(h.ID))
-}
-
-// highlightsByItemTitle walks the highlights in the order of their item's
-// title (the items' title index, every status merged), then of their id:
-// each one's place is the item's index suffix and its own id. It adds at
-// most limit+1 highlights that keep accepts, after the place after.
-func highlightsByItemTitle(tx *storage.Tx, memberID string, desc bool, after []byte, limit int, keep func(*Highlight) (bool, error), add func(*Highlight, []byte)) error {
-	type hit struct {
-		h   *Highlight
-		suf []byte
-	}
-	var hits []hit
-	var lower, upper []byte
-	if after != nil {
-		if len(after) < 16 {
-			return ErrBadCursor
-		}
-		itemSuf := after[:len(after)-8]
-		if desc {
-			// Inclusive of the item: no other suffix has it as a prefix.
-			upper = append(append([]byte(nil), itemSuf...), 0)
-		} else {
-			lower = itemSuf
-		}
-	}
-	for _, status := range []string{StatusActive, StatusArchived, StatusDeleted} {
-		n := 0
-		prefix := itemIndexPrefix(memberID, status, SortTitle)
-		err := keyset{prefix: prefix, desc: desc, lower: lower, upper: upper, values: true}.scan(tx, func(suf, rec []byte) (bool, error) {
-			var it SavedItem
-			if len(rec) > 0 {
-				if err := parseItemRecord(rec, &it); err != nil {
-					return false, err
-				}
-			} else {
-				id := strconv.FormatUint(binary.BigEndian.Uint64(suf[len(suf)-8:]), 10)
-				if err := getItem(tx, itemKey(memberID, id), &it); err != nil {
-					if errors.Is(err, storage.ErrNotFound) {
-						return true, nil
-					}
-					return false, err
-				}
-			}
-			if it.HighlightCount == 0 {
-				return true, nil
-			}
-			ids, err := tx.Suffixes(storage.Key("u", memberID, "gql", "ih", it.ID, ""))
-			if err != nil {
-				return false, err
-			}
-			nums := make([]uint64, 0, len(ids))
-			for _, id := range ids {
-				nums = append(nums, idBytes(id))
-			}
-			sort.Slice(nums, func(a, b int) bool { return nums[a] < nums[b] != desc })
-			for _, num := range nums {
-				place := encUint64(append([]byte(nil), suf...), num)
-				if after != nil {
-					c := bytes.Compare(place, after)
-					if !desc && c <= 0 || desc && c >= 0 {
-						continue
-					}
-				}
-				var h Highlight
-				if err := tx.GetJSON(highlightKey(memberID, strconv.FormatUint(num, 10)), &h); err != nil {
-					if errors.Is(err, storage.ErrNotFound) {
-						continue
-					}
-					return false, err
-				}
-				ok, err := keep(&h)
-				if err != nil {
-					return false, err
-				}
-				if ok {
-					hits = append(hits, hit{&h, place})
-					n++
-					if n > limit {
-						return false, nil
-					}
-				}
-			}
-			return true, nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	sort.SliceStable(hits, func(a, b int) bool {
-		c := bytes.Compare(hits[a].suf, hits[b].suf)
-		return c < 0 != desc
-	})
-	for _, x := range hits {
-		add(x.h, x.suf)
-	}
-	return nil
 }
 
 // ForEachHighlight calls fn for every highlight of the member, oldest

@@ -4,7 +4,7 @@ package library
 // derived from it, in the item's transaction, and removeItem removes them
 // all: the item record and its index entries (ix/, with the record's
 // copies), its label links (li/), its URL, import and Message-ID keys, its
-// content, the search filter keys (sd/, sn/, ty/, hh/, oy/, oh/, ol/) and
+// content, the search filter keys (sd/, sn/, ty/, hh/, oy/, oh/, ot/, ol/) and
 // their counts (fc/), its place in the text index's queue, the copies of
 // its title, URL and domain in its highlights, its pending fetch and its
 // stored images (putItemImage; see images.go). It also marks an item moved
@@ -368,8 +368,8 @@ func orderedFilterKeys(it *SavedItem, rec []byte) (keys [][]byte, value []byte) 
 }
 
 // orderedKeys are it's ordered filter keys (see orderedTypePrefix), each
-// ending in the item's createdAt sort value, built in one buffer as
-// itemIndexKeys are.
+// ending in the item's createdAt sort value but the title key (ot/, in its
+// title's), built in one buffer as itemIndexKeys are.
 func orderedKeys(it *SavedItem) [][]byte {
 	keys, _ := appendOrderedKeys(nil, nil, it)
 	return keys
@@ -378,20 +378,21 @@ func orderedKeys(it *SavedItem) [][]byte {
 // appendOrderedKeys appends it's ordered filter keys to keys, built at the
 // end of buf as appendItemIndexKeys builds the index keys.
 func appendOrderedKeys(keys [][]byte, buf []byte, it *SavedItem) ([][]byte, []byte) {
-	keys = slices.Grow(keys, 2+len(it.LabelIDs))
+	keys = slices.Grow(keys, 3+len(it.LabelIDs))
 	buf = slices.Grow(buf, (2+len(it.LabelIDs))*(2*len(it.MemberID)+32))
-	add := func(b []byte) {
+	add := func(b []byte, f SortField) {
 		start := len(buf)
-		buf = appendItemSortValue(b, it, SortCreatedAt)
+		buf = appendItemSortValue(b, it, f)
 		keys = append(keys, buf[start:len(buf):len(buf)])
 	}
-	add(appendOrderedTypePrefix(buf, it.MemberID, it.Type))
+	add(appendOrderedTypePrefix(buf, it.MemberID, it.Type), SortCreatedAt)
 	if it.HighlightCount > 0 {
-		add(appendOrderedHighlightedPrefix(buf, it.MemberID))
+		add(appendOrderedHighlightedPrefix(buf, it.MemberID), SortCreatedAt)
+		add(appendHighlightedTitlePrefix(buf, it.MemberID), SortTitle)
 	}
 	for i, l := range it.LabelIDs {
 		if !slices.Contains(it.LabelIDs[:i], l) {
-			add(appendOrderedLabelPrefix(buf, it.MemberID, l))
+			add(appendOrderedLabelPrefix(buf, it.MemberID, l), SortCreatedAt)
 		}
 	}
 	return keys, buf

@@ -34,11 +34,11 @@ var itemKeys = keyFamily{
 	encoders: []string{
 		"itemKey", "contentKey", "urlKey", "messageIDKey", "itemMessageIDKey", "itemIndexPrefix", "itemIndexKeys",
 		"labelItemKey", "itemsVersionKey", "importKeyKey", "siteItemKey", "siteNameKey", "siteItemsPrefix", "typeItemsPrefix",
-		"highlightedItemsPrefix", "orderedTypePrefix", "orderedHighlightedPrefix", "orderedLabelPrefix",
+		"highlightedItemsPrefix", "orderedTypePrefix", "orderedHighlightedPrefix", "highlightedTitlePrefix", "orderedLabelPrefix",
 		"orderedFilterKeys", "appendItemIndexKeys", "appendOrderedKeys", "filterCountKey", "textReadyKey", "textKey", "imageKey", "imageListKey", "imageUsageKey",
 	},
 	names: []string{"item", "content", "url", "msgid", "msgof", "ix", "li", "impkey", "sd", "sn", "ty",
-		"hh", "oy", "oh", "ol", "fc", "tv", "tt", "img", "imgs", "imgbytes", "iv"},
+		"hh", "oy", "oh", "ot", "ol", "fc", "tv", "tt", "img", "imgs", "imgbytes", "iv"},
 	writers: []string{
 		"writeItemWith", "setItemText", "syncHighlightCopies", "putFilterKeys", "writeFilterKeys", "writeOrderedKeys",
 		"countItemFilters", "countFence", "itemsChanged", "firstItemReady", "recountFilters", "buildSearchKeys",

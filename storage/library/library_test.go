@@ -119,9 +119,9 @@ func openBadgerWith(t testing.TB, dir string, o options) *storage.Store {
 }
 
 // orderedKeyPrefixes are the prefixes of a member's ordered filter keys:
-// by type, highlighted, by label.
+// by type, highlighted (by createdAt and by title), by label.
 func orderedKeyPrefixes(memberID string) [][]byte {
-	return [][]byte{storage.Key("u", memberID, "gql", "oy", ""), orderedHighlightedPrefix(memberID), storage.Key("u", memberID, "gql", "ol", "")}
+	return [][]byte{storage.Key("u", memberID, "gql", "oy", ""), orderedHighlightedPrefix(memberID), highlightedTitlePrefix(memberID), storage.Key("u", memberID, "gql", "ol", "")}
 }
 
 // scanOrderedKeys calls fn with each ordered filter key of the member's

@@ -8,7 +8,9 @@ package library
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"strconv"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/kv"
@@ -177,7 +179,12 @@ func (s Store) buildSearchKeys(memberID string, stopping func() bool) (items boo
 // concurrent change of one conflicts and one of the two retries); false
 // when the member has no item.
 func (s Store) eachItemBatch(memberID string, stopping func() bool, fn func(tx *storage.Tx, it *SavedItem) error) (items bool, _ error) {
-	prefix := itemKey(memberID, "")
+	return s.eachListedItemBatch(memberID, itemKey(memberID, ""), func(suf []byte) string { return string(suf) }, stopping, fn)
+}
+
+// eachListedItemBatch is eachItemBatch for the items that the keys under
+// prefix name (idOf: the id in a key's suffix).
+func (s Store) eachListedItemBatch(memberID string, prefix []byte, idOf func(suf []byte) string, stopping func() bool, fn func(tx *storage.Tx, it *SavedItem) error) (items bool, _ error) {
 	var after []byte
 	batch := 200 // halved while Badger finds the transaction too big
 	for {
@@ -194,7 +201,7 @@ func (s Store) eachItemBatch(memberID string, stopping func() bool, fn func(tx *
 			}
 			var ids []string
 			err := tx.Scan(prefix, start, false, true, func(k, _ []byte) (bool, error) {
-				ids = append(ids, string(k[len(prefix):]))
+				ids = append(ids, idOf(k[len(prefix):]))
 				last = append(last[:0], k...)
 				n++
 				return n < batch, nil
@@ -272,13 +279,26 @@ func (s Store) catchUpSearchKeys(memberID string, stopping func() bool, recountC
 	if !items {
 		return nil // a member without items needs nothing (see firstItemReady)
 	}
-	if version >= 2 && version < orderedCopiesVersion {
+	if version >= 2 && version < highlightTitleKeysVersion {
 		// The ordered filter keys with their copies (buildSearchKeys wrote
-		// them for older stores). A member of such a store is marked built
-		// even without items: its keys are all there.
-		if _, err = s.eachItemBatch(memberID, stopping, func(tx *storage.Tx, it *SavedItem) error {
+		// them for older stores): every item's, or for a store that has
+		// those, the items' with highlights (hh/), which lack their title
+		// keys. A member of such a store is marked built even without
+		// items: its keys are all there.
+		write := func(tx *storage.Tx, it *SavedItem) error {
 			return writeOrderedKeys(tx, new(itemScratch), nil, it, appendItemRecord(nil, it))
-		}); err != nil {
+		}
+		if version < orderedCopiesVersion {
+			_, err = s.eachItemBatch(memberID, stopping, write)
+		} else {
+			_, err = s.eachListedItemBatch(memberID, highlightedItemsPrefix(memberID), func(suf []byte) string {
+				if len(suf) != 8 {
+					return "" // no item's
+				}
+				return strconv.FormatUint(binary.BigEndian.Uint64(suf), 10)
+			}, stopping, write)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -426,7 +426,7 @@ func TestSearchOrderedKeysCatchUp(t *testing.T) {
 			}
 		}
 	}
-	check("version 7")
+	check("as written")
 	checkOrderedCopies(t, st, m.ID)
 	// As a store of version 4 holds it (no ordered keys), then as one of
 	// version 5 (ordered keys whose value is the status alone), then of
