@@ -140,6 +140,39 @@ func TestSetSavedItemLabelsReplacesAddsAndRemoves(t *testing.T) {
 	}
 }
 
+// A label change names at most library.MaxBatchIDs labels in each of
+// labelIds, addLabelIds and removeLabelIds (a member has at most
+// library.MaxLabels), however many times it repeats them: longer lists are
+// refused with BAD_USER_INPUT and change nothing, before the items are
+// read, since each item of the change was compared with every id of them.
+func TestSetSavedItemLabelsRefusesListsLongerThanTheBatch(t *testing.T) {
+	e := newEnv(t, options{})
+	it := e.saveArticle(e.member.ID, 1, nil)
+	var a struct{ CreateLabel label }
+	e.do(createLabelMutation, map[string]any{"data": map[string]any{"name": "A", "color": "#111111"}}, &a)
+	A := a.CreateLabel.ID
+	e.do(setLabelsMutation, map[string]any{"data": map[string]any{"id": it.ID, "labelIds": []string{A}}}, nil)
+	tooMany := make([]string, library.MaxBatchIDs+1)
+	for i := range tooMany {
+		tooMany[i] = A
+	}
+	for _, field := range []string{"labelIds", "addLabelIds", "removeLabelIds"} {
+		r := e.wantError(e.token, setLabelsMutation, map[string]any{"data": map[string]any{"id": it.ID, field: tooMany}}, 200, "BAD_USER_INPUT")
+		if d := r.Errors[0].Detail(); !strings.Contains(d, "at most 500 labels") {
+			t.Errorf("%s: detail %q does not name the limit", field, d)
+		}
+		got := e.allEntries(map[string]any{"first": 10})
+		if len(got) != 1 || len(got[0].Labels) != 1 || got[0].Labels[0].ID != A {
+			t.Fatalf("%s refused, yet the item's labels are %+v", field, got)
+		}
+	}
+	// As many as the batch are taken.
+	e.do(setLabelsMutation, map[string]any{"data": map[string]any{"id": it.ID, "removeLabelIds": tooMany[1:]}}, nil)
+	if got := e.allEntries(map[string]any{"first": 10}); len(got[0].Labels) != 0 {
+		t.Fatalf("after removing A, labels %+v", got[0].Labels)
+	}
+}
+
 func TestStatusMovesItemsBetweenInboxArchiveAndTrash(t *testing.T) {
 	e := newEnv(t, options{})
 	it1, it2, it3 := e.saveArticle(e.member.ID, 1, nil), e.saveArticle(e.member.ID, 2, nil), e.saveArticle(e.member.ID, 3, nil)

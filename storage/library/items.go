@@ -480,22 +480,36 @@ type LabelChange struct {
 // sets that the member does not have is storage.ErrNotFound; ids of labels that no
 // longer exist, left on an item by a label deletion that stopped half-way
 // (see labelBatch), are dropped from it.
+//
+// Each of the change's lists may name at most MaxBatchIDs labels (a member
+// has at most MaxLabels), refused before any item is read: the lists come
+// from a request, and every item of the change is compared with them.
 func (s Store) SetItemLabels(ctx context.Context, memberID string, ids []string, c LabelChange) ([]*SavedItem, error) {
+	if c.Set != nil && len(*c.Set) > MaxBatchIDs || len(c.Add) > MaxBatchIDs || len(c.Remove) > MaxBatchIDs {
+		return nil, storage.Invalid("a label change may name at most %d labels to set, add or remove", MaxBatchIDs)
+	}
 	var requested []string
 	if c.Set != nil {
 		requested = append(requested, (*c.Set)...)
 	}
 	requested = append(requested, c.Add...)
+	removed := make(map[string]bool, len(c.Remove))
+	for _, l := range c.Remove {
+		removed[l] = true
+	}
 	return s.updateItems(ctx, memberID, ids, func(tx *storage.Tx, it *SavedItem) error {
-		want := append([]string(nil), it.LabelIDs...)
+		want := it.LabelIDs
 		if c.Set != nil {
-			want = append([]string(nil), (*c.Set)...)
+			want = *c.Set
 		}
-		want = append(want, c.Add...)
+		seen := make(map[string]bool, len(want)+len(c.Add))
 		var next []string
-		for _, l := range want {
-			if !contains(next, l) && !contains(c.Remove, l) {
-				next = append(next, l)
+		for _, list := range [][]string{want, c.Add} {
+			for _, l := range list {
+				if !seen[l] && !removed[l] {
+					seen[l] = true
+					next = append(next, l)
+				}
 			}
 		}
 		if len(next) > MaxBatchIDs {
@@ -505,9 +519,15 @@ func (s Store) SetItemLabels(ctx context.Context, memberID string, ids []string,
 		if err != nil {
 			return err
 		}
-		for _, l := range requested {
-			if !c.SkipUnknown && !contains(valid, l) && !contains(c.Remove, l) {
-				return storage.ErrNotFound
+		if !c.SkipUnknown && len(valid) < len(next) {
+			known := make(map[string]bool, len(valid))
+			for _, l := range valid {
+				known[l] = true
+			}
+			for _, l := range requested {
+				if !known[l] && !removed[l] {
+					return storage.ErrNotFound
+				}
 			}
 		}
 		next = valid

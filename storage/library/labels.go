@@ -122,12 +122,17 @@ func listInOrder[T any](tx *storage.Tx, prefix []byte, key func(*T) (float64, st
 // memberLabelIDs returns those of ids that are labels of the member.
 func memberLabelIDs(tx *storage.Tx, memberID string, ids []string) ([]string, error) {
 	var out []string
+	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
 		ok, err := tx.Has(labelKey(memberID, id))
 		if err != nil {
 			return nil, err
 		}
-		if ok && !contains(out, id) {
+		if ok {
 			out = append(out, id)
 		}
 	}
