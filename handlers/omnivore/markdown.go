@@ -108,8 +108,21 @@ func hiddenElement(a atom.Atom) bool {
 // span is a highlighted stretch [from, to) of one text node's Data.
 type span struct{ from, to int }
 
+// markBudget bounds the bytes of an item's text that markHighlights
+// searches for its highlights, and of the highlights' own texts it reads:
+// each segment is looked for in the whole text
+// (with its context, then alone), and an item may have thousands of
+// highlights (an import joins up to 5,000 rows of one document into an
+// entry, and adds entry after entry to one item) over megabytes of text.
+// Past it the item's remaining highlights are left unmarked, as a
+// highlight whose text is not found is. Each highlight searches the text
+// once or twice: 256 MiB marks 64 to 128 highlights of a book of 2 MiB,
+// thousands of an article of 50 KB.
+const markBudget = 256 << 20
+
 // markHighlights finds each highlight's segments in doc's text and returns
-// the highlighted stretches of each text node.
+// the highlighted stretches of each text node, searching at most
+// markBudget bytes of the text.
 func markHighlights(doc *nethtml.Node, hs []*library.Highlight) map[*nethtml.Node][]span {
 	nodes := textNodes(doc, nil)
 	// The text with whitespace runs as one space, and for each of its
@@ -138,9 +151,15 @@ func markHighlights(doc *nethtml.Node, hs []*library.Highlight) map[*nethtml.Nod
 	}
 	marks := map[*nethtml.Node][]span{}
 	s := string(text)
+	budget := markBudget
+highlights:
 	for _, h := range hs {
 		from := 0
 		for _, sg := range h.Segments {
+			if budget <= 0 {
+				break highlights
+			}
+			budget -= len(sg.BeforeText) + len(sg.Text) + len(sg.AfterText)
 			needle := collapseSpace(sg.Text)
 			if needle == "" {
 				continue
@@ -148,6 +167,7 @@ func markHighlights(doc *nethtml.Node, hs []*library.Highlight) map[*nethtml.Nod
 			i := -1
 			// The text with its context first, when that is unique.
 			if ctx := collapseSpace(sg.BeforeText + sg.Text + sg.AfterText); ctx != needle {
+				budget -= len(s) // the first occurrence, then any other
 				if j := strings.Index(s, ctx); j >= 0 && !strings.Contains(s[j+1:], ctx) {
 					if k := strings.Index(ctx, needle); k >= 0 {
 						i = j + k
@@ -155,6 +175,7 @@ func markHighlights(doc *nethtml.Node, hs []*library.Highlight) map[*nethtml.Nod
 				}
 			}
 			if i < 0 {
+				budget -= len(s) - from
 				if j := strings.Index(s[from:], needle); j >= 0 {
 					i = from + j
 				}

@@ -1,6 +1,8 @@
 package omnivore
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -38,6 +40,48 @@ func TestHighlightedMarkdownAsOmnivoreWritesIt(t *testing.T) {
 	for _, c := range cases {
 		if got := htmlToMarkdown(c.html, c.hs); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
+		}
+	}
+}
+
+// An item's highlights are looked for in a bounded stretch of its text
+// (markBudget): past it the rest are left unmarked, as a highlight whose
+// text is not found, so that a long item with thousands of highlights (an
+// import adds up to 5,000 an entry) costs its Markdown a bounded search. Here
+// 200 highlights of a 4 MiB text, each found in the whole text, are marked
+// as far as the budget reaches, in their order.
+func TestHighlightedMarkdownSearchesABoundedStretchOfText(t *testing.T) {
+	words := strings.Fields("flour water salt yeast starter crumb crust oven proof knead fold shape bake rest rise")
+	var b strings.Builder
+	var paras [][]string
+	textLen := 0 // of the text the highlights are looked for in: paragraphs and a space after each
+	for n := 0; textLen < 4<<20; n++ {
+		p := make([]string, 300)
+		for i := range p {
+			p[i] = fmt.Sprintf("%s%d", words[(n*7+i*3)%len(words)], n*1000+i)
+		}
+		paras = append(paras, p)
+		b.WriteString("<p>" + strings.Join(p, " ") + "</p>\n")
+		textLen += len(strings.Join(p, " ")) + 1
+	}
+	const highlights = 200
+	hs := make([]*library.Highlight, highlights)
+	for k := range hs {
+		p := paras[k*len(paras)/highlights]
+		hs[k] = &library.Highlight{Segments: []library.HighlightSegment{{
+			BeforeText: strings.Join(p[:5], " ") + " ", Text: strings.Join(p[5:15], " "), AfterText: " " + p[15]}}}
+	}
+	out := htmlToMarkdown(b.String(), hs)
+	marked := strings.Count(out, "==") / 2
+	// Each is found by one search of the whole text (its context is
+	// unique there).
+	most := markBudget/(textLen-1) + 1
+	if marked == 0 || marked > most {
+		t.Fatalf("%d of %d highlights marked in %d bytes of text; want 1 to %d (the budget of %d bytes)", marked, highlights, textLen, most, markBudget)
+	}
+	for k := range marked {
+		if q := "==" + hs[k].Segments[0].Text + "=="; !strings.Contains(out, q) {
+			t.Fatalf("highlight %d of the %d marked is not marked: the first ones in order should be", k, marked)
 		}
 	}
 }
