@@ -375,7 +375,7 @@ func writeCleanXHTML(b *strings.Builder, content string, base *url.URL, quotes [
 	if err != nil {
 		return
 	}
-	marked := make([]bool, len(quotes))
+	m := &marker{quotes: quotes, marked: make([]bool, len(quotes)), budget: markBudget}
 	var walk func(n *html.Node, inPhrase bool, parent string)
 	walk = func(n *html.Node, inPhrase bool, parent string) {
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
@@ -384,7 +384,7 @@ func writeCleanXHTML(b *strings.Builder, content string, base *url.URL, quotes [
 				if parent == "ul" || parent == "ol" || parent == "table" || parent == "tbody" || parent == "thead" || parent == "tr" || parent == "dl" {
 					continue // text where the schema allows none (white space between items)
 				}
-				writeMarked(b, c.Data, quotes, marked)
+				m.write(b, c.Data)
 			case html.ElementNode:
 				name := c.Data
 				switch {
@@ -460,16 +460,40 @@ func fits(parent, child string) bool {
 	return true
 }
 
-func writeMarked(b *strings.Builder, text string, quotes []string, marked []bool) {
-	for i, q := range quotes {
-		if marked[i] {
+// markBudget bounds the bytes of a chapter's text that its quotes are
+// looked for in (and the quotes passed over, a unit each): each text node
+// is searched for every quote not placed yet, and an item may have
+// thousands of highlights (an import joins up to 5,000 rows of one
+// document into an entry, and adds entry after entry to one item) over
+// megabytes of text. Past it the chapter's remaining quotes are not marked
+// in its text (as a quote not found in one stretch of text is); they are
+// listed at its end all the same. A book has at most maxEPUBItems chapters.
+const markBudget = 256 << 20
+
+// marker marks the first place of each quote in the text nodes it writes.
+type marker struct {
+	quotes []string
+	marked []bool
+	budget int
+}
+
+// write writes text with the first place of each quote not marked yet
+// found there wrapped in <mark>.
+func (m *marker) write(b *strings.Builder, text string) {
+	for i, q := range m.quotes {
+		if m.budget <= 0 {
+			break
+		}
+		if m.marked[i] {
+			m.budget--
 			continue
 		}
+		m.budget -= len(text) + len(q)
 		if j := strings.Index(text, q); j >= 0 {
-			marked[i] = true
-			writeMarked(b, text[:j], quotes, marked)
+			m.marked[i] = true
+			m.write(b, text[:j])
 			b.WriteString("<mark>" + xmlText(q) + "</mark>")
-			writeMarked(b, text[j+len(q):], quotes, marked)
+			m.write(b, text[j+len(q):])
 			return
 		}
 	}
