@@ -1,11 +1,66 @@
 package library
 
 import (
+	"errors"
 	"strings"
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 )
+
+// importedHighlights is what one transaction of an import has read of the
+// highlights of the items it adds to, by item id: an import may name one
+// item in many entries (Readwise's rows of two documents, interleaved, are
+// as many entries as rows), and each read all the item's highlights, and
+// its content, again, so that an import's cost grew with the square of
+// its rows. It is made anew for each transaction, which keeps it as the
+// highlights it writes change them.
+type importedHighlights map[string]*itemHighlights
+
+// itemHighlights is what an import has read of an item's highlights: their
+// keys (importKey), its note, and its text (nil until a highlight's place
+// is looked for in it).
+type itemHighlights struct {
+	have map[string]bool
+	note *Highlight
+	text *string
+}
+
+// of reads the highlights of it, once a transaction.
+func (k importedHighlights) of(tx *storage.Tx, it *SavedItem) (*itemHighlights, error) {
+	if ih := k[it.ID]; ih != nil {
+		return ih, nil
+	}
+	ih := &itemHighlights{have: map[string]bool{}}
+	err := eachItemHighlight(tx, it.MemberID, it.ID, func(h *Highlight) (bool, error) {
+		if h.IsNote() && ih.note == nil {
+			ih.note = h
+		}
+		ih.have[importKey(h.Segments, h.Note)] = true
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	k[it.ID] = ih
+	return ih, nil
+}
+
+// percentIn is where a highlight's segments are in the item's text
+// (percentIn), the text read once.
+func (ih *itemHighlights) percentIn(tx *storage.Tx, it *SavedItem, segs []HighlightSegment) (float64, error) {
+	if len(segs) == 0 || segs[0].Text == "" {
+		return 0, nil
+	}
+	if ih.text == nil {
+		var content ItemContent
+		if err := tx.GetJSON(contentKey(it.MemberID, it.ID), &content); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return 0, err
+		}
+		ih.text = &content.Text
+	}
+	return percentIn(*ih.text, segs), nil
+}
 
 // addImportedHighlights gives an item the member already had the imported
 // highlights it lacks (Readwise's highlights CSV after its Reader CSV,
@@ -17,43 +72,36 @@ import (
 // joined a note to the item's; the caller counts the highlights in
 // it.HighlightCount and writes it, moving its updatedAt for either (a
 // client that syncs by updatedAt, as Omnivore's Obsidian and Logseq
-// plugins do, takes the joined note then).
-func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight) (added int, joined bool, err error) {
+// plugins do, takes the joined note then). What it reads of the item's
+// highlights and text is kept in known for the rest of the transaction.
+func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight, known importedHighlights) (added int, joined bool, err error) {
 	if len(hls) == 0 {
 		return 0, false, nil
 	}
-	have := map[string]bool{}
-	var note *Highlight
-	err = eachItemHighlight(tx, it.MemberID, it.ID, func(h *Highlight) (bool, error) {
-		if h.IsNote() && note == nil {
-			note = h
-		}
-		have[importKey(h.Segments, h.Note)] = true
-		return true, nil
-	})
+	ih, err := known.of(tx, it)
 	if err != nil {
 		return 0, false, err
 	}
 	for _, h := range hls {
-		if len(h.Segments) == 0 && note != nil {
-			if noteHolds(note.Note, h.Note) {
+		if len(h.Segments) == 0 && ih.note != nil {
+			if noteHolds(ih.note.Note, h.Note) {
 				continue
 			}
-			text, err := joinNote(note.Note, h.Note)
+			text, err := joinNote(ih.note.Note, h.Note)
 			if err != nil {
 				continue // a note too long to join does not cost the item
 			}
-			if err := writeHighlightNote(tx, it.MemberID, note, text); err != nil {
+			if err := writeHighlightNote(tx, it.MemberID, ih.note, text); err != nil {
 				return added, joined, err
 			}
 			joined = true
 			continue
 		}
 		k := importKey(h.Segments, h.Note)
-		if have[k] {
+		if ih.have[k] {
 			continue
 		}
-		have[k] = true
+		ih.have[k] = true
 		c, u := h.CreatedAt, h.UpdatedAt
 		if c.IsZero() {
 			c = storage.Now()
@@ -61,7 +109,7 @@ func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight)
 		if u.Before(c) {
 			u = c
 		}
-		pct, err := positionPercent(tx, it.MemberID, it.ID, h.Segments)
+		pct, err := ih.percentIn(tx, it, h.Segments)
 		if err != nil {
 			return added, joined, err
 		}
@@ -70,7 +118,7 @@ func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight)
 			return added, joined, err
 		}
 		if nh.IsNote() {
-			note = nh
+			ih.note = nh
 		}
 		added++
 	}

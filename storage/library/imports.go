@@ -108,6 +108,7 @@ func (s Store) ImportItems(ctx context.Context, memberID, jobID string, entries 
 				return storage.Invalid("the import has ended")
 			}
 			labels := map[string]string{} // folded name -> id
+			known := importedHighlights{}
 			for _, e := range part {
 				if e.Pos <= j.Position {
 					continue // written before a restart
@@ -118,7 +119,7 @@ func (s Store) ImportItems(ctx context.Context, memberID, jobID string, entries 
 				}
 				reason := e.Failure
 				if reason == "" && e.Item != nil {
-					outcome, err := importItem(tx, memberID, &j, e.Item, labels, colors)
+					outcome, err := importItem(tx, memberID, &j, e.Item, labels, colors, known)
 					if err != nil {
 						var ie *storage.InvalidError
 						if !errors.As(err, &ie) {
@@ -258,7 +259,7 @@ func importDigest(in *ImportItem) string {
 
 // importItem writes one entry's item: a new item, or the labels and
 // highlights the member's item of the same URL (or import digest) lacks.
-func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, labels, colors map[string]string) (importOutcome, error) {
+func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, labels, colors map[string]string, known importedHighlights) (importOutcome, error) {
 	if in.URL == "" && in.ByTitle {
 		u, err := urlOfTitle(tx, memberID, in.Title)
 		if err != nil {
@@ -287,7 +288,7 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 
 	// The same item saved before: only what it lacks is added.
 	existingKey, digest := importItemKey(memberID, norm, in)
-	if found, err := addToSavedItem(tx, memberID, existingKey, labelIDs, hls); err != nil || found {
+	if found, err := addToSavedItem(tx, memberID, existingKey, labelIDs, hls, known); err != nil || found {
 		return importExisting, err
 	}
 
@@ -378,8 +379,9 @@ func (s Store) ImportedItemID(ctx context.Context, memberID string, in *ImportIt
 // addToSavedItem gives the member's item that key (its URL's key or its
 // import digest's) names the labels and highlights it lacks, moving its
 // updatedAt when it gains any (or a note joined to its note); found is
-// false when the member has no such item.
-func addToSavedItem(tx *storage.Tx, memberID string, key []byte, labelIDs []string, hls []ImportHighlight) (found bool, err error) {
+// false when the member has no such item. known is what the transaction
+// has read of items' highlights (addImportedHighlights).
+func addToSavedItem(tx *storage.Tx, memberID string, key []byte, labelIDs []string, hls []ImportHighlight, known importedHighlights) (found bool, err error) {
 	cur, err := itemNamedBy(tx, memberID, key)
 	if err != nil || cur == nil {
 		return false, err
@@ -393,7 +395,7 @@ func addToSavedItem(tx *storage.Tx, memberID string, key []byte, labelIDs []stri
 			added = true
 		}
 	}
-	n, joined, err := addImportedHighlights(tx, &it, hls)
+	n, joined, err := addImportedHighlights(tx, &it, hls, known)
 	if err != nil {
 		return false, err
 	}
