@@ -48,6 +48,12 @@ func (b *contentBudget) take(n int) bool {
 	return b.used.Add(int64(n)) <= b.max
 }
 
+// spent reports whether the budget is past: every further content is
+// refused, so a content that costs work to make need not be made.
+func (b *contentBudget) spent() bool {
+	return b != nil && b.used.Load() > b.max
+}
+
 // release gives back n bytes taken (the fast path's, when it steps aside
 // and gqlgen writes the field again).
 func (b *contentBudget) release(n int64) {

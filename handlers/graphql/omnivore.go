@@ -441,6 +441,19 @@ func (r *searchItemResolver) Content(ctx context.Context, obj *generated.SearchI
 	if err != nil {
 		return nil, err
 	}
+	// A request renders one content at a time, and none once its content
+	// budget is spent: gqlgen's executor (which serves a page again when
+	// the fast path meets the budget) resolves a page's contents at once,
+	// a goroutine an item, each holding an item's stored content (up to
+	// 8 MiB), its parse and its rendering, and the budget counts a
+	// content only once it is rendered.
+	if st := stateOf(ctx); st != nil {
+		st.renderMu.Lock()
+		defer st.renderMu.Unlock()
+	}
+	if b := contentBudgetOf(ctx); b.spent() {
+		return nil, b.err()
+	}
 	s, err := omnivore.Render(ctx, r.s.store, id, obj.ID, obj.Format)
 	if errors.Is(err, omnivore.ErrPending) {
 		return nil, nil // the page is being fetched: no content yet

@@ -58,6 +58,10 @@ type requestState struct {
 	// computation.
 	statsMu sync.Mutex
 	stats   map[string]*statsResult
+
+	// renderMu lets one of Omnivore's contents be rendered at a time
+	// (searchItemResolver.Content).
+	renderMu sync.Mutex
 }
 
 type statsResult struct {
