@@ -126,15 +126,24 @@ const markBudget = 256 << 20
 func markHighlights(doc *nethtml.Node, hs []*library.Highlight) map[*nethtml.Node][]span {
 	nodes := textNodes(doc, nil)
 	// The text with whitespace runs as one space, and for each of its
-	// bytes the node and offset it comes from.
-	var text []byte
-	type origin struct {
-		node *nethtml.Node
-		at   int
+	// bytes its offset in the node it comes from (at), the nodes' texts
+	// starting at runs' starts: four bytes a byte of the text, allocated
+	// once (a pointer and an int a byte, grown by append, came to some 80
+	// times the text).
+	size := 0
+	for _, n := range nodes {
+		size += len(n.Data)
 	}
-	var at []origin
+	text := make([]byte, 0, size)
+	at := make([]int32, 0, size)
+	type run struct {
+		start int // in text
+		node  *nethtml.Node
+	}
+	runs := make([]run, 0, len(nodes))
 	space := true
 	for _, n := range nodes {
+		runs = append(runs, run{len(text), n})
 		for i := 0; i < len(n.Data); i++ {
 			c := n.Data[i]
 			if isSpace(c) {
@@ -146,7 +155,7 @@ func markHighlights(doc *nethtml.Node, hs []*library.Highlight) map[*nethtml.Nod
 				space = false
 			}
 			text = append(text, c)
-			at = append(at, origin{n, i})
+			at = append(at, int32(i))
 		}
 	}
 	marks := map[*nethtml.Node][]span{}
@@ -184,15 +193,21 @@ highlights:
 				continue
 			}
 			from = i + len(needle)
+			// The last run starting at or before i (runs of nodes whose
+			// text is all collapsed white space start where the next does).
+			r := sort.Search(len(runs), func(x int) bool { return runs[x].start > i }) - 1
 			for k := i; k < from; k++ {
-				o := at[k]
-				sp := marks[o.node]
-				if n := len(sp); n > 0 && sp[n-1].to >= o.at {
-					sp[n-1].to = max(sp[n-1].to, o.at+1)
-				} else {
-					sp = append(sp, span{o.at, o.at + 1})
+				for r+1 < len(runs) && runs[r+1].start <= k {
+					r++
 				}
-				marks[o.node] = sp
+				node, o := runs[r].node, int(at[k])
+				sp := marks[node]
+				if n := len(sp); n > 0 && sp[n-1].to >= o {
+					sp[n-1].to = max(sp[n-1].to, o+1)
+				} else {
+					sp = append(sp, span{o, o + 1})
+				}
+				marks[node] = sp
 			}
 		}
 	}
