@@ -136,14 +136,16 @@ func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// memberCount is the number of members, for the instance endpoints.
+// memberCount is the number of members, for the instance endpoints and
+// nodeinfo: one key read (members' counter), whatever the number of
+// members, as anyone may ask without a limit.
 func (s *Server) memberCount(ctx context.Context) int {
-	ms, err := members.Of(s.store).Members(ctx)
+	n, err := members.Of(s.store).Count(ctx)
 	if err != nil {
 		s.log.Warn("count members", zap.Error(err))
 		return 0
 	}
-	return len(ms)
+	return n
 }
 
 // Limits Mastodon 4.4 reports; Hearth hosts no posts, so Mastodon's

@@ -178,6 +178,19 @@ func TestInstanceEndpoints(t *testing.T) {
 			t.Errorf("v2 lacks %s", k)
 		}
 	}
+	// The count follows sign-ups and deletions (members' counter).
+	f.member("bob")
+	f.member("cat")
+	if err := members.Of(f.store).DeleteMember(t.Context(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := f.request(http.MethodGet, oauth.InstanceV1Path, "", nil).json(t)["stats"].(map[string]any); st["user_count"] != 2.0 {
+		t.Errorf("after a deletion, stats %v", st)
+	}
+	usage, _ := f.request(http.MethodGet, oauth.InstanceV2Path, "", nil).json(t)["usage"].(map[string]any)
+	if users, _ := usage["users"].(map[string]any); users["active_month"] != 2.0 {
+		t.Errorf("after a deletion, usage %v", usage)
+	}
 	// Without options, the domain is the request's host.
 	g := newFixture(t)
 	if got := g.request(http.MethodGet, oauth.InstanceV2Path, "", nil).json(t)["domain"]; got != loopbackIP(g.ts) {

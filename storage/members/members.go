@@ -300,6 +300,11 @@ func putNewMember(tx *storage.Tx, m *Member) error {
 	if err := tx.Put(memberNameKey(m.Username), []byte(m.ID), 0); err != nil {
 		return err
 	}
+	// Counted before the record is written, for countIn's catch-up
+	// (DeleteMember's reason).
+	if err := addToCount(tx, 1); err != nil {
+		return err
+	}
 	return tx.PutJSON(memberIDKey(m.ID), m, 0)
 }
 
@@ -431,6 +436,12 @@ func (s Store) DeleteMember(ctx context.Context, username string) error {
 		}
 		id = m.ID
 		if err := tx.Delete(memberNameKey(m.Username)); err != nil {
+			return err
+		}
+		// Counted before the record goes, so a catch-up count (countIn)
+		// still finds it, whether or not the engine's scan sees the
+		// transaction's own deletions.
+		if err := addToCount(tx, -1); err != nil {
 			return err
 		}
 		if err := tx.Delete(memberIDKey(m.ID)); err != nil {
