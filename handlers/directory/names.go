@@ -46,21 +46,45 @@ type NameClaim struct {
 
 // checkReservedName refuses a claim on local (under nip05_domain) that
 // pubkey may not make: a reserved name or a member's username, unless
-// pubkey is a maintainer's.
+// pubkey is a maintainer's. Names are compared folded (foldName), so
+// admin., Admin_ or john.doe (for the member john_doe) read as the name
+// they imitate and are refused with it.
 func (d *Directory) checkReservedName(ctx context.Context, pubkey, local string) error {
 	if d.maintainers[pubkey] {
 		return nil
 	}
-	if slices.Contains(ReservedNames, local) || slices.ContainsFunc(d.opts.NIP05Reserved, func(n string) bool { return strings.EqualFold(n, local) }) {
+	folded := foldName(local)
+	same := func(n string) bool { return foldName(n) == folded }
+	if slices.ContainsFunc(ReservedNames, same) || slices.ContainsFunc(d.opts.NIP05Reserved, same) {
 		return refuse("invalid: %s@%s is reserved on this site", local, d.opts.NIP05Domain)
 	}
-	switch _, err := members.Of(d.store).Member(ctx, local); {
-	case err == nil:
-		return refuse("invalid: %s@%s is reserved on this site (a member's username)", local, d.opts.NIP05Domain)
-	case !errors.Is(err, storage.ErrNotFound):
-		return err
+	// A username is letters, digits and underscores, any case: the
+	// usernames that fold to folded are folded itself with or without an
+	// underscore at either end. Four reads, whatever the number of
+	// members (a username with two or more leading or trailing
+	// underscores is not looked for).
+	for _, name := range []string{folded, "_" + folded, folded + "_", "_" + folded + "_"} {
+		switch _, err := members.Of(d.store).Member(ctx, name); {
+		case err == nil:
+			return refuse("invalid: %s@%s is reserved on this site (a member's username)", local, d.opts.NIP05Domain)
+		case !errors.Is(err, storage.ErrNotFound):
+			return err
+		}
 	}
 	return nil
+}
+
+// foldName is the form in which two local names read as the same name:
+// lower case, each separator (. - _) an underscore, and none at either
+// end (so "_", the bare domain, folds to "").
+func foldName(name string) string {
+	name = strings.ToLower(strings.Trim(name, "._-"))
+	return strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' {
+			return '_'
+		}
+		return r
+	}, name)
 }
 
 // nameID turns what an admin typed (name, or name@domain) into the

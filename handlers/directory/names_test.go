@@ -116,6 +116,38 @@ func TestReservedLocalNIP05NamesAreRefused(t *testing.T) {
 	}
 }
 
+// A reserved name or a member's username with other separators, another
+// case or separators at either end is the same name: refused, where
+// claims are open too, but not to a maintainer; a name that only
+// contains one stays free.
+func TestReservedLocalNIP05NamesAreRefusedWithOtherSeparators(t *testing.T) {
+	maint := newAgent(t)
+	store := openStore(t)
+	for _, name := range []string{"john_doe", "_eve"} {
+		if _, err := members.Of(store).CreateMember(t.Context(), name, "", "a long password"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEnvOn(t, store, Options{NIP05Domain: "agents.test", NIP05OpenClaims: true, NIP05Reserved: []string{"bake-ry"}, Maintainers: []string{maint.npub()}})
+	for _, local := range []string{"admin.", "admin-", "Admin_", ".admin", "-", "..", "john.doe", "John-Doe", "_john_doe_", "eve", "eve.", "bake.ry", "bake_ry"} {
+		r := e.register(regEvent(t, newAgent(t), e.now(), "squatter", nostr.Tag{"nip05", local + "@agents.test"}))
+		if r.status != http.StatusBadRequest || !strings.Contains(r.errorMessage(t), "reserved") {
+			t.Errorf("claim on %s@agents.test: %d %s", local, r.status, r.body)
+		}
+	}
+	if names := e.wellKnownNames("admin."); len(names) != 0 {
+		t.Errorf("nostr.json vouches for admin.: %v", names)
+	}
+	for _, local := range []string{"admins", "johndoe", "john.doe.jr", "bakery"} {
+		if en := e.mustRegister(regEvent(t, newAgent(t), e.now(), "free", nostr.Tag{"nip05", local + "@agents.test"})); en.Gates.NIP05 == nil {
+			t.Errorf("open claim on %s@agents.test not verified: %+v", local, en.Gates)
+		}
+	}
+	if en := e.mustRegister(regEvent(t, maint, e.now(), "site", nostr.Tag{"nip05", "admin.@agents.test"})); en.Gates.NIP05 == nil {
+		t.Errorf("maintainer's claim on admin.: %+v", en.Gates)
+	}
+}
+
 // A ban releases the banned agent's name: the squatter keeps nobody from it.
 func TestBanReleasesTheLocalNIP05Name(t *testing.T) {
 	e := newEnv(t, Options{NIP05Domain: "agents.test"})
