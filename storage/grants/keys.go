@@ -129,16 +129,42 @@ func (s Store) RotateSigningKey(ctx context.Context, policy KeyPolicy) (*Keys, e
 	return s.changeKeys(ctx, policy, true)
 }
 
+// keyGeneration lets one change of the keyring at a time run on this node:
+// when a rotation falls due, every request that needs the keys (the JWKS,
+// userinfo, a new code) finds it due, and each would otherwise generate an
+// RSA key, the slowest step, of which the transaction keeps one. A caller
+// that waited reads the ring its predecessor committed instead. Nodes
+// apart may still each generate one; the transaction still keeps one.
+var keyGeneration = make(chan struct{}, 1)
+
+// generateSigningKey makes a new generation of keys (a variable so that
+// a test can count the generations).
+var generateSigningKey = newSigningKey
+
 // changeKeys applies policy (and rotate) to the stored keyring in a
 // transaction, so that two nodes never add two successors.
 func (s Store) changeKeys(ctx context.Context, policy KeyPolicy, rotate bool) (*Keys, error) {
+	select {
+	case keyGeneration <- struct{}{}:
+		defer func() { <-keyGeneration }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	var ring keyring
+	if !rotate {
+		if err := s.st.View(ctx, func(tx *storage.Tx) error { return readKeyring(tx, &ring) }); err != nil {
+			return nil, err
+		}
+		if !ring.needsChange(now(), policy) {
+			return ring.keys(now())
+		}
+	}
 	// Key generation happens outside the transaction (it takes a while);
 	// the transaction decides whether it is still needed.
-	fresh, err := newSigningKey()
+	fresh, err := generateSigningKey()
 	if err != nil {
 		return nil, err
 	}
-	var ring keyring
 	err = s.st.Update(ctx, func(tx *storage.Tx) error {
 		if err := readKeyring(tx, &ring); err != nil {
 			return err
