@@ -65,6 +65,11 @@ type requestState struct {
 	// (searchItemResolver.Content) and an article's or newsletter's
 	// (savedItemResolver.content).
 	renderMu sync.Mutex
+
+	// walked counts the items Omnivore's pages by offset walked in this
+	// request to reach their offsets (offsetPager.page): every alias
+	// draws on one allowance.
+	walked atomic.Int64
 }
 
 type statsResult struct {
