@@ -18,10 +18,16 @@ import (
 // pages in order resumes each page where the previous one stopped instead
 // of walking from the start; an offset it has not seen (another node
 // served the previous page, or the entry was dropped) is reached by a walk
-// of whole pages, bounded by the library's size as an export is.
+// of whole pages. A request's walks (its aliases' together) look at no
+// more than walkAllowance items, as many as a search may look at (the
+// library's search budget): an offset further off is refused as a search
+// over its budget is, so that such a page costs what it is priced, one
+// search.
 type offsetPager struct {
 	mu    sync.Mutex
 	cache *simplelru.LRU[string, *offsetState]
+	// allowance is walkAllowance, lowered by tests.
+	allowance int64
 }
 
 const (
@@ -35,7 +41,22 @@ const (
 	offsetStateTTL = 10 * time.Minute
 	// walkPage is the page size of a walk to an unknown offset.
 	walkPage = 100
+	// walkAllowance bounds the items a request walks to reach unknown
+	// offsets (the search budget's 100 000 items examined,
+	// storage/library/pages.go).
+	walkAllowance = 100_000
 )
+
+// errWalkTooFar answers a page whose offset is more items away than the
+// request may walk. A sync reads its pages in order and resumes each where
+// the previous one ended (offsetState.cursors), walking nothing.
+var errWalkTooFar = storage.Invalid("this page's offset is more than %d items past the last page this server remembers for the query; ask for the pages in order from the start", walkAllowance)
+
+// takeWalk counts n items walked in the request; false past its allowance.
+func (p *offsetPager) takeWalk(ctx context.Context, n int) bool {
+	st := stateOf(ctx)
+	return st == nil || st.walked.Add(int64(n)) <= p.allowance
+}
 
 type offsetState struct {
 	mu      sync.Mutex
@@ -56,7 +77,7 @@ type offsetPage struct {
 
 func newOffsetPager() *offsetPager {
 	c, _ := simplelru.NewLRU[string, *offsetState](offsetStates, nil)
-	return &offsetPager{cache: c}
+	return &offsetPager{cache: c, allowance: walkAllowance}
 }
 
 func (p *offsetPager) state(key string, now time.Time) *offsetState {
@@ -113,6 +134,9 @@ func (p *offsetPager) page(ctx context.Context, store *storage.Store, memberID, 
 			pos, exhausted := 0, false
 			for pos < offset && !exhausted {
 				req.First, req.After = min(walkPage, offset-pos), cursor
+				if !p.takeWalk(ctx, req.First) {
+					return nil, errWalkTooFar
+				}
 				pg, err := lib.SavedItemsPage(ctx, memberID, f, req)
 				if err != nil {
 					return nil, err

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/99designs/gqlgen/graphql"
+
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
@@ -59,9 +61,15 @@ type requestState struct {
 	statsMu sync.Mutex
 	stats   map[string]*statsResult
 
-	// renderMu lets one of Omnivore's contents be rendered at a time
-	// (searchItemResolver.Content).
+	// renderMu lets one content be loaded or rendered at a time: Omnivore's
+	// (searchItemResolver.Content) and an article's or newsletter's
+	// (savedItemResolver.content).
 	renderMu sync.Mutex
+
+	// walked counts the items Omnivore's pages by offset walked in this
+	// request to reach their offsets (offsetPager.page): every alias
+	// draws on one allowance.
+	walked atomic.Int64
 }
 
 type statsResult struct {
@@ -288,10 +296,31 @@ func toAPIToken(t *apitokens.Token) *generated.APIToken {
 
 // --- field resolvers ---
 
+// content is the item's stored content for its article or newsletter
+// field, loaded one at a time in a request and not at all once the
+// request's content budget is spent, nor when the field selects no
+// content: gqlgen's executor (which serves a page again when the entries
+// fast path meets the budget) resolves a page's items at once, a goroutine
+// an item, each holding an item's content (its HTML and text, up to
+// library.MaxContentLen), and the budget counts a content only as its
+// fields are written. Past the budget the content is left empty: its
+// fields are then refused by limitContent as they always were, with the
+// same error at the same place.
 func (r *savedItemResolver) content(ctx context.Context, obj *generated.SavedItem) (*library.ItemContent, error) {
 	id, err := memberID(ctx)
 	if err != nil {
 		return nil, err
+	}
+	// (The entries fast path calls this with its root field's context.)
+	if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Object == "SavedItem" && !selectsAny(fc.Field.Selections, "contentHtml", "contentText") {
+		return &library.ItemContent{}, nil
+	}
+	if st := stateOf(ctx); st != nil {
+		st.renderMu.Lock()
+		defer st.renderMu.Unlock()
+	}
+	if contentBudgetOf(ctx).spent() {
+		return &library.ItemContent{}, nil
 	}
 	c, err := library.Of(r.s.store).ItemContent(ctx, id, obj.ID)
 	if errors.Is(err, storage.ErrNotFound) {

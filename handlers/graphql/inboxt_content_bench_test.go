@@ -1,0 +1,61 @@
+package graphql_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/storage/library"
+)
+
+// BenchmarkEntriesContentPastTheBudget asks Inboxt's entries for a page of
+// 50 articles with their contentHtml and contentText, each article of
+// 2 MiB of HTML, against a content budget of 8 MiB (MaxContentBytes): the
+// page meets the budget at its 4th item. The fast path then steps
+// aside and gqlgen's executor serves the page again, a goroutine an item.
+// It reports besides the largest heap seen (peaks, as the imports'
+// benchmarks do).
+func BenchmarkEntriesContentPastTheBudget(b *testing.B) {
+	store, m, token := benchStore(b)
+	lib := library.Of(store)
+	var para strings.Builder
+	for i := 0; para.Len() < 2000; i++ {
+		fmt.Fprintf(&para, "Flour %d, water, salt and yeast rest overnight. ", i)
+	}
+	html := strings.Repeat("<p>"+para.String()+"</p>\n", 2<<20/(para.Len()+8))
+	for i := range 50 {
+		if _, _, err := lib.SaveItem(b.Context(), m.ID, library.NewItem{URL: fmt.Sprintf("https://example.com/long/%d", i),
+			Title: fmt.Sprintf("Long %d", i), HTML: html, Text: para.String()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	api := newAPI(store, options{TokenRateLimit: -1, MemberRateLimit: -1, MaxContentBytes: 8 << 20})
+	defer api.Close()
+	body, _ := json.Marshal(map[string]any{
+		"query": `{entries(query:{first:50}){edges{node{...on SavedItem{id article{contentHtml contentText}}}}}}`})
+	p := samplePeaks(b)
+	b.ResetTimer()
+	for range b.N {
+		req := httptest.NewRequest(http.MethodPost, graphql.Path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", token)
+		w := httptest.NewRecorder()
+		api.ServeHTTP(w, req)
+		var out struct {
+			Errors []gqlError
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || w.Code != http.StatusOK {
+			b.Fatalf("status %d: %.300s", w.Code, w.Body.Bytes())
+		}
+		if len(out.Errors) == 0 || out.Errors[0].Code() != "CONTENT_LIMIT_EXCEEDED" {
+			b.Fatalf("the page's contents were not refused past the budget: %.300s", w.Body.Bytes())
+		}
+	}
+	b.StopTimer()
+	p.report(b)
+}
