@@ -89,7 +89,11 @@ func (r *queryResolver) Search(ctx context.Context, after *string, first *int, s
 		order = *srch.Sort
 	}
 	size, offset := omnivorePage(first, after)
-	page, err := r.s.offsets.page(ctx, r.s.store, id, "s\x00"+q, srch.Filter, order, offset, size, nil)
+	// The number of items matching is counted only for a client that asks
+	// it, as Omnivore's PageInfo.totalCount resolver counts only when
+	// selected (resolvers/function_resolvers.ts @322ce62): past a status
+	// filter it may walk the query's items.
+	page, err := r.s.offsets.page(ctx, r.s.store, id, "s\x00"+q, srch.Filter, order, offset, size, nil, rootSelects(ctx, "totalCount"))
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +111,10 @@ func (r *queryResolver) Search(ctx context.Context, after *string, first *int, s
 	if after != nil {
 		start = *after
 	}
-	total := page.total
-	out.PageInfo = &generated.PageInfo{StartCursor: &start, EndCursor: &end, HasNextPage: page.hasNext, TotalCount: &total}
+	out.PageInfo = &generated.PageInfo{StartCursor: &start, EndCursor: &end, HasNextPage: page.hasNext}
+	if total := page.total; total >= 0 {
+		out.PageInfo.TotalCount = &total
+	}
 	return out, nil
 }
 
@@ -129,7 +135,7 @@ func (r *queryResolver) UpdatesSince(ctx context.Context, after *string, first *
 	if folder != nil {
 		key += "\x00" + *folder
 	}
-	page, err := r.s.offsets.page(ctx, r.s.store, id, key, f, order, offset, size, &since)
+	page, err := r.s.offsets.page(ctx, r.s.store, id, key, f, order, offset, size, &since, false)
 	if err != nil {
 		return nil, err
 	}

@@ -257,6 +257,20 @@ func articleError(code generated.ArticleErrorCode) *generated.ArticleError {
 	return &generated.ArticleError{ErrorCodes: []generated.ArticleErrorCode{code}}
 }
 
+// rootSelects reports whether the root field being resolved selects a
+// field named name, at any depth (true when it cannot tell): through the
+// fast path (fastpath.go), a root field middleware, the field is the root
+// field context's, gqlgen's field context not being made yet.
+func rootSelects(ctx context.Context, name string) bool {
+	if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Field.Field != nil {
+		return selectsAny(fc.Field.Selections, name)
+	}
+	if rc := graphql.GetRootFieldContext(ctx); rc != nil && rc.Field.Field != nil {
+		return selectsAny(rc.Field.Selections, name)
+	}
+	return true
+}
+
 // selectsAny reports whether set selects a field of one of names, at any
 // depth, through fragments.
 func selectsAny(set ast.SelectionSet, names ...string) bool {

@@ -58,13 +58,28 @@ func (p *offsetPager) takeWalk(ctx context.Context, n int) bool {
 	return st == nil || st.walked.Add(int64(n)) <= p.allowance
 }
 
+// walkLeft is how many more items the request may walk.
+func (p *offsetPager) walkLeft(ctx context.Context) int64 {
+	if st := stateOf(ctx); st != nil {
+		return p.allowance - st.walked.Load()
+	}
+	return p.allowance
+}
+
 type offsetState struct {
 	mu      sync.Mutex
 	made    time.Time
 	cursors map[int]string // offset -> keyset cursor of the item before it
 	liveEnd int            // offset where the items end (tombstones follow); -1 unknown
-	total   int            // items matching; -1 not counted
+	total   int            // items matching; -1 not counted, tooManyToCount past the allowance
 }
+
+// tooManyToCount is the total of a query whose items are more than a
+// request may walk to count them: its totalCount is null (Omnivore's
+// PageInfo.totalCount is nullable, and its apps then page on by
+// hasNextPage), remembered as any count is so that the next pages do not
+// walk again.
+const tooManyToCount = -2
 
 // offsetPage is one page by offset: items, then (for updatesSince) items
 // deleted for good.
@@ -107,8 +122,9 @@ func (st *offsetState) remember(offset int, cursor string) {
 // page returns size items from offset of the member's items matching f in
 // order. key names the query (the same key, the same list). With since
 // set, the items deleted for good since then follow the items; without,
-// the page carries the number of items matching.
-func (p *offsetPager) page(ctx context.Context, store *storage.Store, memberID, key string, f library.ItemFilter, order sortOrder, offset, size int, since *time.Time) (*offsetPage, error) {
+// the page carries the number of items matching when count is set (-1
+// otherwise, or when they are too many to count).
+func (p *offsetPager) page(ctx context.Context, store *storage.Store, memberID, key string, f library.ItemFilter, order sortOrder, offset, size int, since *time.Time, count bool) (*offsetPage, error) {
 	st := p.state(memberID+"\x00"+key, storage.Now())
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -189,13 +205,14 @@ func (p *offsetPager) page(ctx context.Context, store *storage.Store, memberID, 
 		}
 		out.gone, out.hasNext = gone, more
 	}
-	if since == nil && st.total < 0 {
-		n, err := countItems(ctx, lib, memberID, f, req)
+	if since == nil && count && st.total == -1 {
+		n, err := p.countItems(ctx, lib, memberID, f, req)
 		if err != nil {
 			return nil, err
 		}
 		st.total, out.total = n, n
 	}
+	out.total = max(out.total, -1)
 	return out, nil
 }
 
@@ -222,8 +239,9 @@ func seekOffset(ctx context.Context, lib library.Store, memberID string, f libra
 
 // countItems counts the member's items matching f: from the store's
 // status counts when f filters by status only (the plugins' usual
-// queries), else by walking them.
-func countItems(ctx context.Context, lib library.Store, memberID string, f library.ItemFilter, req library.PageRequest) (int, error) {
+// queries), else by walking them, within the request's walk allowance
+// (tooManyToCount past it).
+func (p *offsetPager) countItems(ctx context.Context, lib library.Store, memberID string, f library.ItemFilter, req library.PageRequest) (int, error) {
 	if statusOnly(f) {
 		n, ok, err := lib.StatusCount(ctx, memberID, f.Status)
 		if err != nil || ok {
@@ -231,12 +249,18 @@ func countItems(ctx context.Context, lib library.Store, memberID string, f libra
 		}
 	}
 	n := 0
-	req.First, req.After = walkPage, ""
+	req.After = ""
 	for {
+		left := p.walkLeft(ctx)
+		if left <= 0 {
+			return tooManyToCount, nil
+		}
+		req.First = int(min(walkPage, left))
 		pg, err := lib.SavedItemsPage(ctx, memberID, f, req)
 		if err != nil {
 			return 0, err
 		}
+		p.takeWalk(ctx, len(pg.Items))
 		n += len(pg.Items)
 		if req.After = pg.NextAfter(); req.After == "" {
 			return n, nil
