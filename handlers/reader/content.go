@@ -27,9 +27,13 @@ func imagePath(itemID string, n int) string {
 // 1×1 images, the tracking pixels of newsletters, are dropped, and so is
 // noscript content (hidden behind it). Stored images stay img elements, placeholders elements
 // without text, so the paths of highlights made elsewhere still name the
-// same elements.
+// same elements. The content's ids take contentIDPrefix (and its links to
+// them, "#x", the same), so that a saved page's ids never name the page's
+// own elements (the highlights' list, the labels' heading, the shortcuts'
+// dialog), which come after it and which the script and ARIA find by id.
 func readerContent(src, itemID, base string, images []library.ItemImage) string {
-	if !hasTag(src, "img", "source", "noscript") {
+	// The sanitiser writes attributes as name="value", names in lower case.
+	if !hasTag(src, "img", "source", "noscript") && !strings.Contains(src, "id=") && !strings.Contains(src, `="#`) {
 		return src
 	}
 	stored := make(map[string]int, len(images))
@@ -76,7 +80,7 @@ func readerContent(src, itemID, base string, images []library.ItemImage) string 
 			// origin (here it would be a broken one): only one without
 			// such a site, or data:, is this site's.
 			if source == "" && localImage(attr(t, "src")) && attr(t, "srcset") == "" {
-				out.Write(raw)
+				writeTag(&out, raw, t)
 				continue
 			}
 			if alt == "" {
@@ -87,13 +91,37 @@ func readerContent(src, itemID, base string, images []library.ItemImage) string 
 			// A picture's other sources are other origins' addresses;
 			// its img shows the stored copy.
 			if localImage(attr(t, "src")) && attr(t, "srcset") == "" {
-				out.Write(raw)
+				writeTag(&out, raw, t)
 			}
 		default:
-			out.Write(raw)
+			writeTag(&out, raw, t)
 		}
 	}
 	return out.String()
+}
+
+// contentIDPrefix starts the ids of saved content in the reader: none of
+// the page's own ids starts with it.
+const contentIDPrefix = "saved-"
+
+// writeTag writes the start tag t (raw, as the content has it), its id and
+// a link to an id within the content ("#x") given contentIDPrefix.
+func writeTag(out *bytes.Buffer, raw []byte, t html.Token) {
+	changed := false
+	for i, a := range t.Attr {
+		switch {
+		case a.Namespace != "":
+		case a.Key == "id" && a.Val != "":
+			t.Attr[i].Val, changed = contentIDPrefix+a.Val, true
+		case a.Key == "href" && strings.HasPrefix(a.Val, "#") && len(a.Val) > 1:
+			t.Attr[i].Val, changed = "#"+contentIDPrefix+a.Val[1:], true
+		}
+	}
+	if !changed {
+		out.Write(raw)
+		return
+	}
+	out.WriteString(t.String())
 }
 
 // missingImage is the placeholder of an image not stored: a box saying

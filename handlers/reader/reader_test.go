@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/account"
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/libraryservice"
 	"github.com/hearthkit/caddy-hearth/handlers/reader"
@@ -916,5 +917,36 @@ func TestUndoOfTwoStatusesIsOneChange(t *testing.T) {
 	case resp.StatusCode != http.StatusSeeOther && trashed:
 	default:
 		t.Fatalf("the undo answered HTTP %d and left Alpha %s, Beta %s", resp.StatusCode, got[a.ID], got[b.ID])
+	}
+}
+
+// A saved page's ids never name the page's own elements: the script finds
+// the highlights' list and the shortcuts' dialog by id, and ARIA the
+// sections' headings, all after the content, where a page saved with
+// id="hl-list" would otherwise be found first. The content's ids take a
+// prefix, and its links to them follow.
+func TestSavedContentsIDsNeverNameThePagesElements(t *testing.T) {
+	f := newFixture(t)
+	page := `<html><head><title>Footnotes</title></head><body><article><h1>Footnotes</h1>` +
+		`<p>A paragraph long enough for readability to keep the article as it is, with a note<a href="#fn1">1</a>. ` +
+		`More words to be an article: more words, more words, more words, more words, more words.</p>` +
+		`<ul id="hl-list"><li id="fn1">The note.</li></ul><p id="shortcuts">Words words words words words words words words.</p>` +
+		`<h2 id="labels-title">Labels</h2><p>Words words words words words words words words words words words words.</p></article></body></html>`
+	it, err := f.lib.Articles().SaveHTML(context.Background(), f.member.ID, "https://example.com/notes", "", []byte(page), "text/html", articles.Placement{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := f.get("/library/item/" + it.ID)
+	seen := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\sid="([^"]*)"`).FindAllStringSubmatch(body, -1) {
+		if seen[m[1]] {
+			t.Errorf("two elements of the page have the id %q", m[1])
+		}
+		seen[m[1]] = true
+	}
+	for _, want := range []string{`href="#saved-fn1"`, `<li id="saved-fn1">The note.</li>`, `<ul class="hls" id="hl-list">`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s", want)
+		}
 	}
 }
