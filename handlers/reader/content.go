@@ -23,7 +23,10 @@ func imagePath(itemID string, n int) string {
 // saved (images: the item's, base: its URL), or, without one, is shown as
 // its description, without its address; so the browser never asks another
 // origin for anything (the page's policy would refuse it too) and shows
-// no broken image. Images kept by this site (a path here, or data:) stay;
+// no broken image. Images carried in the page (data:) stay; a path, even
+// of this site, is no image the site stored (the reader writes those
+// itself), and is shown as a placeholder too, so content never makes the
+// member's browser ask this site for a path of its choosing either;
 // 1×1 images, the tracking pixels of newsletters, are dropped, and so is
 // noscript content (hidden behind it). Stored images stay img elements, placeholders elements
 // without text, so the paths of highlights made elsewhere still name the
@@ -76,10 +79,8 @@ func readerContent(src, itemID, base string, images []library.ItemImage) string 
 				out.WriteString(`<img src="` + html.EscapeString(imagePath(itemID, n)) + `" alt="` + html.EscapeString(alt) + `"` + sizeAttrs(t) + `>`)
 				continue
 			}
-			// A path of the saved page's own site names an image of that
-			// origin (here it would be a broken one): only one without
-			// such a site, or data:, is this site's.
-			if source == "" && localImage(attr(t, "src")) && attr(t, "srcset") == "" {
+			// Only an image the page carries (data:) is shown as it is.
+			if source == "" && inlineImage(attr(t, "src")) && attr(t, "srcset") == "" {
 				writeTag(&out, raw, t)
 				continue
 			}
@@ -90,7 +91,7 @@ func readerContent(src, itemID, base string, images []library.ItemImage) string 
 		case "source":
 			// A picture's other sources are other origins' addresses;
 			// its img shows the stored copy.
-			if localImage(attr(t, "src")) && attr(t, "srcset") == "" {
+			if inlineImage(attr(t, "src")) && attr(t, "srcset") == "" {
 				writeTag(&out, raw, t)
 			}
 		default:
@@ -159,11 +160,12 @@ func attr(t html.Token, name string) string {
 	return ""
 }
 
-// localImage reports whether src is served by this site (a path) or
-// carried in the page (data:).
-func localImage(src string) bool {
-	s := strings.TrimSpace(src)
-	return strings.HasPrefix(s, "data:image/") || strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "//")
+// inlineImage reports whether src is carried in the page (data:). A path
+// is not: one in content without an address of its own (a newsletter) would
+// be a request to this site, with the member's session, for whatever path
+// the sender wrote (an export of the library, an app behind hearth_gate).
+func inlineImage(src string) bool {
+	return strings.HasPrefix(strings.TrimSpace(src), "data:image/")
 }
 
 // serveImage answers a stored image of the member's item (rest: "<item

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hearthkit/caddy-hearth/handlers/inbound"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 	"github.com/hearthkit/caddy-hearth/storage/storagetest"
@@ -163,5 +165,48 @@ func TestSavedImagesAreServedByTheSite(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("another member: %d", resp.StatusCode)
+	}
+}
+
+// A path of this site in saved content is not an image the site stored: a
+// newsletter (which has no address of its own to resolve it against) that
+// names one shows its placeholder, so opening it in the reader makes the
+// member's browser ask this site for nothing the sender chose (an export of
+// the whole library, an app behind hearth_gate on the same host).
+func TestContentNeverMakesTheReaderAskThisSiteForAPath(t *testing.T) {
+	f := newFixture(t)
+	secret, err := apitokens.Of(f.store).RotateInboundSecret(context.Background(), f.member.ID, f.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mail := httptest.NewServer(f.lib.Inbound())
+	t.Cleanup(mail.Close)
+	msg := "From: News <news@letters.example>\r\nTo: me@example.com\r\nSubject: Weekly\r\nMessage-ID: <w1@letters.example>\r\n" +
+		"Content-Type: text/html; charset=utf-8\r\n\r\n" +
+		`<p>This week.</p><p><img src="/settings/export/hearth-export.zip" alt="Export"></p>` +
+		`<p><img src="/app/delete?id=1" alt="App" width="300" height="200"></p>`
+	resp, err := http.Post(mail.URL+inbound.Path+secret, "message/rfc822", strings.NewReader(msg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
+		t.Fatalf("inbound: %d", resp.StatusCode)
+	}
+	page, err := library.Of(f.store).SavedItemsPage(context.Background(), f.member.ID, library.ItemFilter{}, library.PageRequest{Field: library.SortCreatedAt, First: 10})
+	if err != nil || len(page.Items) != 1 {
+		t.Fatalf("items = %+v, %v", page, err)
+	}
+	id := page.Items[0].ID
+	_, body, _ := f.get("/library/item/" + id)
+	_, content, _ := strings.Cut(body, `id="content">`)
+	content, _, _ = strings.Cut(content, "</article>")
+	for _, m := range regexp.MustCompile(`(?i)\s(?:src|srcset)="([^"]*)"`).FindAllStringSubmatch(content, -1) {
+		t.Errorf("the content loads %q", m[1])
+	}
+	for _, want := range []string{`aria-label="Image not stored: Export"></hearth-img>`, `aria-label="Image not stored: App" width="300" height="200"></hearth-img>`, "<p>This week.</p>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s", want)
+		}
 	}
 }
