@@ -36,7 +36,8 @@ func imagePath(itemID string, n int) string {
 // dialog), which come after it and which the script and ARIA find by id.
 func readerContent(src, itemID, base string, images []library.ItemImage) string {
 	// The sanitiser writes attributes as name="value", names in lower case.
-	if !hasTag(src, "img", "source", "noscript") && !strings.Contains(src, "id=") && !strings.Contains(src, `="#`) {
+	if !hasTag(src, "img", "source", "noscript") && !strings.Contains(src, "id=") && !strings.Contains(src, `="#`) &&
+		!strings.Contains(src, "headers=") {
 		return src
 	}
 	stored := make(map[string]int, len(images))
@@ -105,8 +106,9 @@ func readerContent(src, itemID, base string, images []library.ItemImage) string 
 // the page's own ids starts with it.
 const contentIDPrefix = "saved-"
 
-// writeTag writes the start tag t (raw, as the content has it), its id and
-// a link to an id within the content ("#x") given contentIDPrefix.
+// writeTag writes the start tag t (raw, as the content has it), its id, a
+// link to an id within the content ("#x") and a cell's headers given
+// contentIDPrefix.
 func writeTag(out *bytes.Buffer, raw []byte, t html.Token) {
 	changed := false
 	for i, a := range t.Attr {
@@ -116,6 +118,13 @@ func writeTag(out *bytes.Buffer, raw []byte, t html.Token) {
 			t.Attr[i].Val, changed = contentIDPrefix+a.Val, true
 		case a.Key == "href" && strings.HasPrefix(a.Val, "#") && len(a.Val) > 1:
 			t.Attr[i].Val, changed = "#"+contentIDPrefix+a.Val[1:], true
+		case a.Key == "headers" && strings.TrimSpace(a.Val) != "":
+			// A table cell's header cells, by their ids.
+			ids := strings.Fields(a.Val)
+			for j := range ids {
+				ids[j] = contentIDPrefix + ids[j]
+			}
+			t.Attr[i].Val, changed = strings.Join(ids, " "), true
 		}
 	}
 	if !changed {
