@@ -27,6 +27,17 @@ func BenchmarkReaderPage(b *testing.B) {
 	benchGet(b, f, "/library/item/"+it.ID)
 }
 
+// BenchmarkReaderPageOfAnArticle is the reader page of a 5 KB article as
+// readability keeps one: in its page's div with an id, a footnote linked by
+// id; the reader writes the ids with their prefix.
+func BenchmarkReaderPageOfAnArticle(b *testing.B) {
+	f := newFixture(b)
+	html := `<div id="readability-page-1"><article>` + strings.Repeat("<p>"+strings.Repeat("word ", 100)+`<a href="#fn1">1</a></p>`, 10) +
+		`<ol><li id="fn1">A note.</li></ol></article></div>`
+	it := f.save("An article of 5 KB", "site.example", 900, library.NewItem{HTML: html})
+	benchGet(b, f, "/library/item/"+it.ID)
+}
+
 func benchGet(b *testing.B, f *fixture, path string) {
 	var size int64
 	b.ReportAllocs()
