@@ -14,7 +14,9 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/importer"
 	"github.com/hearthkit/caddy-hearth/handlers/omnivore"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // Omnivore's operations as @omnivore-app/api 1.0.4 sends them
@@ -591,5 +593,56 @@ func TestOmnivoreRefusedSaveURLMakesNoLabel(t *testing.T) {
 		if err != nil || len(page.Items) != 0 {
 			t.Fatalf("%s: items after the refusal: %+v %v", c.name, page, err)
 		}
+	}
+}
+
+// A download URL ends with the member's access: revoking it (a reset link
+// made with --revoke-access, a password change that revokes access) ends
+// the links the member's tokens made, as it ends the tokens, rather than
+// leaving whoever holds them the items' content for the rest of their hour.
+func TestContentLinksEndWhenTheMembersAccessIsRevoked(t *testing.T) {
+	e := newEnv(t, options{})
+	it := e.saveArticle(e.member.ID, 1, nil)
+	link := func() string {
+		t.Helper()
+		resp, b := e.postBare(omnivore.ContentPath, e.token, map[string]any{"libraryItemIds": []string{it.ID}, "format": "html"})
+		var made struct {
+			Data []struct {
+				DownloadURL string `json:"downloadUrl"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(b, &made); err != nil || resp.StatusCode != 200 || len(made.Data) != 1 {
+			t.Fatalf("content: HTTP %d %s", resp.StatusCode, b)
+		}
+		return made.Data[0].DownloadURL
+	}
+	get := func(u string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	before := link()
+	if status, b := get(before); status != http.StatusOK {
+		t.Fatalf("before the revocation: HTTP %d %s", status, b)
+	}
+	if _, _, err := members.Of(e.store).RevokeMemberAccess(t.Context(), e.member.ID); err != nil {
+		t.Fatal(err)
+	}
+	if status, b := get(before); status != http.StatusNotFound || !strings.Contains(b, `"NOT_FOUND"`) {
+		t.Fatalf("a link made before the revocation: HTTP %d %s, want 404 NOT_FOUND", status, b)
+	}
+	// A new token of the member's makes links that work.
+	_, token, err := apitokens.Of(e.store).Create(t.Context(), e.member.ID, "after", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.token = token
+	if status, b := get(link()); status != http.StatusOK {
+		t.Fatalf("a link made after: HTTP %d %s", status, b)
 	}
 }

@@ -23,6 +23,10 @@ type ContentLink struct {
 	MemberID string `json:"member_id"`
 	ItemID   string `json:"item_id"`
 	Format   string `json:"format"`
+	// AccessGen is the member's access generation when the link was made
+	// (members.Member.AccessGen): revoking the member's access ends the
+	// links made before, as it ends the tokens that made them.
+	AccessGen uint64 `json:"access_gen,omitempty"`
 }
 
 func contentLinkKey(digest string) []byte { return storage.Key("gql", "cl", digest) }
@@ -35,7 +39,17 @@ func (s Store) CreateContentLinks(ctx context.Context, links []ContentLink, ttl 
 		secrets[i] = storage.NewSecret(ContentLinkPrefix, 32)
 	}
 	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		gens := map[string]uint64{}
 		for i, l := range links {
+			gen, ok := gens[l.MemberID]
+			if !ok {
+				m, err := members.ByID(tx, l.MemberID)
+				if err != nil {
+					return err
+				}
+				gen, gens[l.MemberID] = m.AccessGen, m.AccessGen
+			}
+			l.AccessGen = gen
 			if err := tx.PutJSON(contentLinkKey(storage.Digest(secrets[i])), l, ttl); err != nil {
 				return err
 			}
@@ -49,8 +63,9 @@ func (s Store) CreateContentLinks(ctx context.Context, links []ContentLink, ttl 
 }
 
 // ContentLinkOf returns the link a secret stands for and its member:
-// storage.ErrNotFound for an unknown or expired secret, members.ErrSuspended
-// for a suspended member.
+// storage.ErrNotFound for an unknown or expired secret and for one made
+// before the member's access was revoked, members.ErrSuspended for a
+// suspended member.
 func (s Store) ContentLinkOf(ctx context.Context, secret string) (*ContentLink, *members.Member, error) {
 	if !strings.HasPrefix(secret, ContentLinkPrefix) || len(secret) > 128 || len(secret) < 20 {
 		return nil, nil, storage.ErrNotFound
@@ -70,6 +85,9 @@ func (s Store) ContentLinkOf(ctx context.Context, secret string) (*ContentLink, 
 	}
 	if m.Suspended {
 		return nil, nil, members.ErrSuspended
+	}
+	if l.AccessGen != m.AccessGen {
+		return nil, nil, storage.ErrNotFound // made before the member's access was revoked
 	}
 	return &l, m, nil
 }
