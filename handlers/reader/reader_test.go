@@ -952,3 +952,89 @@ func TestSavedContentsIDsNeverNameThePagesElements(t *testing.T) {
 		}
 	}
 }
+
+// Another member's item, highlight and label are not found by id through
+// any page or action of the library: each answers 404 (or, for the bulk
+// delete, which skips unknown ids as the API does, changes nothing), shows
+// nothing of them, and leaves them as they were.
+func TestAnotherMembersItemsAreNotFound(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	lib := library.Of(f.store)
+	it := f.save("Alices private article", "site.example", 400, library.NewItem{})
+	label, err := lib.CreateLabel(ctx, f.member.ID, "alices-label", "#000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hl, err := lib.CreateHighlight(ctx, f.member.ID, it.ID, []library.HighlightSegment{{XPath: "/p[1]", EndOffset: 5, Text: "First"}}, "alices note")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bobM, err := members.Of(f.store).CreateMember(ctx, "bob", "Bob", password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bobs, _, err := lib.SaveItem(ctx, bobM.ID, library.NewItem{URL: "https://bob.example/", Title: "Bobs", HTML: "<p>Bob's.</p>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := f.browser()
+	f.signInAs(bob, "bob")
+	send := func(method, path, contentType, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		resp, err := bob.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	form := func(v url.Values) string { return v.Encode() }
+	const formType = "application/x-www-form-urlencoded"
+	cases := []struct{ method, path, contentType, body string }{
+		{"GET", "/library/item/" + it.ID, "", ""},
+		{"POST", "/library/item/" + it.ID + "/progress", formType, form(url.Values{"progress": {"50"}})},
+		{"POST", "/library/item/" + it.ID + "/highlights", "application/json", `{"segments":[{"xpath":"/p[1]","startOffset":0,"endOffset":5,"text":"First"}]}`},
+		{"POST", "/library/highlight/" + hl.ID, formType, form(url.Values{"action": {"note"}, "note": {"bob's"}})},
+		{"POST", "/library/highlight/" + hl.ID, formType, form(url.Values{"action": {"delete"}})},
+		{"POST", "/library/items", formType, form(url.Values{"action": {"undo"}, "undo": {it.ID + ":R"}})},
+		// Bob's own item with Alice's label.
+		{"POST", "/library/items", formType, form(url.Values{"action": {"labels"}, "id": {bobs.ID}, "label": {label.ID}})},
+		{"POST", "/library/items", formType, form(url.Values{"action": {"label-add"}, "id": {bobs.ID}, "label": {label.ID}})},
+	}
+	for _, a := range []string{"archive", "unarchive", "trash", "read", "unread", "label-add", "labels"} {
+		cases = append(cases, struct{ method, path, contentType, body string }{"POST", "/library/items", formType,
+			form(url.Values{"action": {a}, "id": {it.ID}, "label": {label.ID}})})
+	}
+	for _, c := range cases {
+		status, body := send(c.method, c.path, c.contentType, c.body)
+		if status != http.StatusNotFound {
+			t.Errorf("%s %s %s: HTTP %d, want 404", c.method, c.path, c.body, status)
+		}
+		for _, secret := range []string{"Alices private", "alices note", "alices-label"} {
+			if strings.Contains(body, secret) {
+				t.Errorf("%s %s shows %q", c.method, c.path, secret)
+			}
+		}
+	}
+	if status, _ := send("POST", "/library/items", formType, form(url.Values{"action": {"delete"}, "id": {it.ID}})); status != http.StatusSeeOther {
+		t.Errorf("delete of another's item: HTTP %d, want 303 (nothing deleted)", status)
+	}
+	got := f.item(it.ID)
+	hls, err := lib.ItemHighlights(ctx, f.member.ID, it.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != library.StatusActive || got.ReadAt != nil || got.ReadingProgress != 0 || len(got.LabelIDs) != 0 ||
+		len(hls) != 1 || hls[0].Note != "alices note" {
+		t.Errorf("Alice's item changed: %+v, highlights %+v", got, hls)
+	}
+	if b, err := lib.SavedItem(ctx, bobM.ID, bobs.ID); err != nil || len(b.LabelIDs) != 0 {
+		t.Errorf("Bob's item has labels %v (%v)", b.LabelIDs, err)
+	}
+}
