@@ -134,7 +134,8 @@ func writeTag(out *bytes.Buffer, raw []byte, t html.Token) {
 		case a.Namespace != "":
 		case a.Key == "id" && a.Val != "":
 			t.Attr[i].Val, changed = contentIDPrefix+a.Val, true
-		case a.Key == "href" && strings.HasPrefix(a.Val, "#") && len(a.Val) > 1:
+		case a.Key == "href" && strings.HasPrefix(a.Val, "#") && len(a.Val) > 1 && !strings.HasPrefix(a.Val, "#:~:"):
+			// (A text fragment, "#:~:text=…", names words, not an id.)
 			t.Attr[i].Val, changed = "#"+contentIDPrefix+a.Val[1:], true
 		case a.Key == "headers" && strings.TrimSpace(a.Val) != "":
 			// A table cell's header cells, by their ids.

@@ -929,7 +929,7 @@ func TestSavedContentsIDsNeverNameThePagesElements(t *testing.T) {
 	f := newFixture(t)
 	page := `<html><head><title>Footnotes</title></head><body><article><h1>Footnotes</h1>` +
 		`<p>A paragraph long enough for readability to keep the article as it is, with a note<a href="#fn1">1</a>. ` +
-		`More words to be an article: more words, more words, more words, more words, more words.</p>` +
+		`More words to be an article: <a href="#:~:text=more%20words">more words</a>, more words, more words, more words, more words.</p>` +
 		`<ul id="hl-list"><li id="fn1">The note.</li></ul><p id="shortcuts">Words words words words words words words words.</p>` +
 		`<h2 id="labels-title">Labels</h2><p>Words words words words words words words words words words words words.</p>` +
 		`<table><tr><th id="flour">Flour</th></tr><tr><td headers="flour">500 g</td></tr></table></article></body></html>`
@@ -945,7 +945,7 @@ func TestSavedContentsIDsNeverNameThePagesElements(t *testing.T) {
 		}
 		seen[m[1]] = true
 	}
-	for _, want := range []string{`href="#saved-fn1"`, `<li id="saved-fn1">The note.</li>`, `<ul class="hls" id="hl-list">`,
+	for _, want := range []string{`href="#saved-fn1"`, `href="#:~:text=more%20words"`, `<li id="saved-fn1">The note.</li>`, `<ul class="hls" id="hl-list">`,
 		`<th id="saved-flour">`, `<td headers="saved-flour">`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %s", want)
