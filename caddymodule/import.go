@@ -219,11 +219,14 @@ docs/import.md.`,
 			if job.Images > 0 || job.ImagesSkipped > 0 {
 				fmt.Fprintf(w, "; %d images stored, %d skipped", job.Images, job.ImagesSkipped)
 			}
+			if job.HighlightsCut > 0 {
+				fmt.Fprintf(w, "; %d imported short of highlights", job.HighlightsCut)
+			}
 			fmt.Fprintln(w)
 			for _, f := range job.Failures {
 				fmt.Fprintf(w, "  %s: %s\n", f.Ref, f.Reason)
 			}
-			if more := job.Failed + job.FetchFailed + job.ImagesSkipped - len(job.Failures); more > 0 {
+			if more := job.Failed + job.FetchFailed + job.ImagesSkipped + job.HighlightsCut - len(job.Failures); more > 0 {
 				fmt.Fprintf(w, "  (and %d more)\n", more)
 			}
 			if job.State == library.ImportFailed {

@@ -107,7 +107,8 @@ func validateSegments(segs []HighlightSegment) error {
 
 // CreateHighlight adds a highlight to one of the member's items and moves
 // the item's updatedAt (storage.ErrNotFound for an item a pending emptying
-// of the trash is to delete).
+// of the trash is to delete; storage.InvalidError past the item's
+// highlights' limits, highlightLimits).
 func (s Store) CreateHighlight(ctx context.Context, memberID, itemID string, segs []HighlightSegment, note string) (*Highlight, error) {
 	if err := validateSegments(segs); err != nil {
 		return nil, err
@@ -120,6 +121,9 @@ func (s Store) CreateHighlight(ctx context.Context, memberID, itemID string, seg
 	err = s.st.Update(ctx, func(tx *storage.Tx) error {
 		var it SavedItem
 		if err := getClientItem(tx, memberID, itemID, &it); err != nil {
+			return err
+		}
+		if err := s.state().opts.highlightLimits().room(tx, &it, 1, highlightBytes(segs, note)); err != nil {
 			return err
 		}
 		t := storage.Now()
@@ -143,7 +147,8 @@ func (s Store) CreateHighlight(ctx context.Context, memberID, itemID string, seg
 // each later one is added to it after a blank line, as Omnivore's browser
 // extension meant its "Add note" to add to the note there was
 // (addNoteToLibraryItem in its background script). It moves the item's
-// updatedAt.
+// updatedAt. The note counts against the item's highlights' limits
+// (highlightLimits) as a highlight.
 func (s Store) AddNote(ctx context.Context, memberID, itemID, text string) (*Highlight, error) {
 	text, err := cleanText(text, MaxNoteLen, "note")
 	if err != nil {
@@ -162,13 +167,20 @@ func (s Store) AddNote(ctx context.Context, memberID, itemID, text string) (*Hig
 		if err != nil {
 			return err
 		}
+		lim := s.state().opts.highlightLimits()
 		if note != nil {
 			joined, err := joinNote(note.Note, text)
 			if err != nil {
 				return err
 			}
+			if err := lim.room(tx, &it, 0, len(joined)-len(note.Note)); err != nil {
+				return err
+			}
 			out = note
 			return putHighlightNote(tx, memberID, note, joined)
+		}
+		if err := lim.room(tx, &it, 1, len(text)); err != nil {
+			return err
 		}
 		t := storage.Now()
 		if out, err = putNewHighlight(tx, &it, nil, text, t, t, 0); err != nil {

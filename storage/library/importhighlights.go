@@ -24,6 +24,8 @@ type itemHighlights struct {
 	have map[string]bool
 	note *Highlight
 	text *string
+	// bytes is the highlights' highlightBytes, against the limit.
+	bytes int
 }
 
 // of reads the highlights of it, once a transaction.
@@ -37,6 +39,7 @@ func (k importedHighlights) of(tx *storage.Tx, it *SavedItem) (*itemHighlights, 
 			ih.note = h
 		}
 		ih.have[importKey(h.Segments, h.Note)] = true
+		ih.bytes += highlightBytes(h.Segments, h.Note)
 		return true, nil
 	})
 	if err != nil {
@@ -74,13 +77,15 @@ func (ih *itemHighlights) percentIn(tx *storage.Tx, it *SavedItem, segs []Highli
 // client that syncs by updatedAt, as Omnivore's Obsidian and Logseq
 // plugins do, takes the joined note then). What it reads of the item's
 // highlights and text is kept in known for the rest of the transaction.
-func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight, known importedHighlights) (added int, joined bool, err error) {
+// Past the item's highlights' limits (lim), cut is how many it had no
+// room for (a note too long to join among them).
+func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight, known importedHighlights, lim highlightLimits) (added, cut int, joined bool, err error) {
 	if len(hls) == 0 {
-		return 0, false, nil
+		return 0, 0, false, nil
 	}
 	ih, err := known.of(tx, it)
 	if err != nil {
-		return 0, false, err
+		return 0, 0, false, err
 	}
 	for _, h := range hls {
 		if len(h.Segments) == 0 && ih.note != nil {
@@ -91,8 +96,14 @@ func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight,
 			if err != nil {
 				continue // a note too long to join does not cost the item
 			}
+			grow := len(text) - len(ih.note.Note)
+			if ih.bytes+grow > lim.bytes {
+				cut++
+				continue
+			}
+			ih.bytes += grow
 			if err := writeHighlightNote(tx, it.MemberID, ih.note, text); err != nil {
-				return added, joined, err
+				return added, cut, joined, err
 			}
 			joined = true
 			continue
@@ -101,6 +112,12 @@ func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight,
 		if ih.have[k] {
 			continue
 		}
+		size := highlightBytes(h.Segments, h.Note)
+		if it.HighlightCount+added >= lim.count || ih.bytes+size > lim.bytes {
+			cut++
+			continue
+		}
+		ih.bytes += size
 		ih.have[k] = true
 		c, u := h.CreatedAt, h.UpdatedAt
 		if c.IsZero() {
@@ -111,18 +128,18 @@ func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight,
 		}
 		pct, err := ih.percentIn(tx, it, h.Segments)
 		if err != nil {
-			return added, joined, err
+			return added, cut, joined, err
 		}
 		nh, err := putNewHighlight(tx, it, h.Segments, h.Note, c.UTC().Truncate(time.Millisecond), u.UTC().Truncate(time.Millisecond), pct)
 		if err != nil {
-			return added, joined, err
+			return added, cut, joined, err
 		}
 		if nh.IsNote() {
 			ih.note = nh
 		}
 		added++
 	}
-	return added, joined, nil
+	return added, cut, joined, nil
 }
 
 // importKey is a highlight's text without its white space; a note's
@@ -141,4 +158,22 @@ func importKey(segs []HighlightSegment, note string) string {
 		}
 	}
 	return b.String()
+}
+
+// fit is the highlights of a new imported item that its limits take, in
+// the file's order, and how many they do not.
+func (l highlightLimits) fit(hls []ImportHighlight) ([]ImportHighlight, int) {
+	if len(hls) <= l.count && len(hls)*maxHighlightBytes <= l.bytes {
+		return hls, 0
+	}
+	var kept []ImportHighlight
+	bytes := 0
+	for _, h := range hls {
+		size := highlightBytes(h.Segments, h.Note)
+		if len(kept) < l.count && bytes+size <= l.bytes {
+			kept = append(kept, h)
+			bytes += size
+		}
+	}
+	return kept, len(hls) - len(kept)
 }

@@ -108,6 +108,10 @@ type ImportJob struct {
 	Images        int `json:"images,omitempty"`
 	ImagesSkipped int `json:"images_skipped,omitempty"`
 	ImagesFrom    int `json:"images_from,omitempty"`
+	// HighlightsCut are the entries imported short of highlights their
+	// item had no room for (options.maxItemHighlights), each listed among
+	// the failures with how many.
+	HighlightsCut int `json:"highlights_cut,omitempty"`
 	// StraysCounted: the export's images no item took are counted (with
 	// the job's last images, before it ends): a job that runs again
 	// after a stop does not count them twice.

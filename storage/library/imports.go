@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -97,6 +98,7 @@ const DefaultImportLabelColor = "#7c8594"
 // URL).
 func (s Store) ImportItems(ctx context.Context, memberID, jobID string, entries []ImportEntry, colors map[string]string, rate float64) (*ImportJob, error) {
 	var out *ImportJob
+	lim := s.state().opts.highlightLimits()
 	var apply func(part []ImportEntry) error
 	apply = func(part []ImportEntry) error {
 		err := s.st.UpdateAsync(ctx, func(tx *storage.Tx) error {
@@ -119,7 +121,7 @@ func (s Store) ImportItems(ctx context.Context, memberID, jobID string, entries 
 				}
 				reason := e.Failure
 				if reason == "" && e.Item != nil {
-					outcome, err := importItem(tx, memberID, &j, e.Item, labels, colors, known)
+					outcome, cut, err := importItem(tx, memberID, &j, e.Item, labels, colors, known, lim)
 					if err != nil {
 						var ie *storage.InvalidError
 						if !errors.As(err, &ie) {
@@ -135,6 +137,15 @@ func (s Store) ImportItems(ctx context.Context, memberID, jobID string, entries 
 							j.Fetching++
 						case importExisting:
 							j.Existing++
+						}
+						if cut > 0 {
+							// The item is imported, short of the highlights
+							// its item has no room for: listed, not failed.
+							j.HighlightsCut++
+							if len(j.Failures) < MaxImportFailures {
+								j.Failures = append(j.Failures, ImportFailure{Ref: e.Ref, Reason: fmt.Sprintf(
+									"%d of its highlights were not imported: %s", cut, lim)})
+							}
 						}
 					}
 				}
@@ -258,18 +269,20 @@ func importDigest(in *ImportItem) string {
 }
 
 // importItem writes one entry's item: a new item, or the labels and
-// highlights the member's item of the same URL (or import digest) lacks.
-func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, labels, colors map[string]string, known importedHighlights) (importOutcome, error) {
+// highlights the member's item of the same URL (or import digest) lacks,
+// within the item's highlights' limits (lim); cut is how many of the
+// entry's highlights the item had no room for.
+func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, labels, colors map[string]string, known importedHighlights, lim highlightLimits) (_ importOutcome, cut int, _ error) {
 	if in.URL == "" && in.ByTitle {
 		u, err := urlOfTitle(tx, memberID, in.Title)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		in.URL = u
 	}
 	norm, err := cleanImportItem(in)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	hls := importHighlights(in.Highlights)
 	// in keeps the export's dates: they, not the clock, make the key
@@ -283,18 +296,19 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 
 	labelIDs, err := importLabelIDs(tx, memberID, j, in, labels, colors)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 
 	// The same item saved before: only what it lacks is added.
 	existingKey, digest := importItemKey(memberID, norm, in)
-	if found, err := addToSavedItem(tx, memberID, existingKey, labelIDs, hls, known); err != nil || found {
-		return importExisting, err
+	if found, cut, err := addToSavedItem(tx, memberID, existingKey, labelIDs, hls, known, lim); err != nil || found {
+		return importExisting, cut, err
 	}
+	hls, cut = lim.fit(hls)
 
 	id, err := tx.FreshID(func(id string) []byte { return itemKey(memberID, id) })
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	it := &SavedItem{
 		ID: id, MemberID: memberID, Type: in.Type, Status: in.Status, Title: in.Title, OriginalURL: norm,
@@ -325,15 +339,15 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 		change.fetch = fetchValue(norm, j.FetchPrivate, j.ID)
 	}
 	if err := writeItem(tx, change); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := putImportedHighlights(tx, it, hls, in.Text); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if fetching {
-		return importFetching, nil
+		return importFetching, cut, nil
 	}
-	return importCreated, nil
+	return importCreated, cut, nil
 }
 
 // importItemKey is the key that finds the member's item of in again: its
@@ -380,11 +394,12 @@ func (s Store) ImportedItemID(ctx context.Context, memberID string, in *ImportIt
 // import digest's) names the labels and highlights it lacks, moving its
 // updatedAt when it gains any (or a note joined to its note); found is
 // false when the member has no such item. known is what the transaction
-// has read of items' highlights (addImportedHighlights).
-func addToSavedItem(tx *storage.Tx, memberID string, key []byte, labelIDs []string, hls []ImportHighlight, known importedHighlights) (found bool, err error) {
+// has read of items' highlights (addImportedHighlights); cut is how many
+// highlights the item had no room for (lim).
+func addToSavedItem(tx *storage.Tx, memberID string, key []byte, labelIDs []string, hls []ImportHighlight, known importedHighlights, lim highlightLimits) (found bool, cut int, err error) {
 	cur, err := itemNamedBy(tx, memberID, key)
 	if err != nil || cur == nil {
-		return false, err
+		return false, 0, err
 	}
 	it := *cur
 	it.LabelIDs = append([]string(nil), cur.LabelIDs...)
@@ -395,17 +410,17 @@ func addToSavedItem(tx *storage.Tx, memberID string, key []byte, labelIDs []stri
 			added = true
 		}
 	}
-	n, joined, err := addImportedHighlights(tx, &it, hls, known)
+	n, cut, joined, err := addImportedHighlights(tx, &it, hls, known, lim)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	it.HighlightCount += n
 	if added || n > 0 || joined {
 		if err := updateItem(tx, cur, &it, storage.Now()); err != nil {
-			return false, err
+			return false, 0, err
 		}
 	}
-	return true, nil
+	return true, cut, nil
 }
 
 // putImportedHighlights writes the highlights of a new imported item,

@@ -18,7 +18,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
-func importJob(t *testing.T, st *storage.Store, mid string, labelIDs ...string) *ImportJob {
+func importJob(t testing.TB, st *storage.Store, mid string, labelIDs ...string) *ImportJob {
 	t.Helper()
 	j, err := Of(st).CreateImportJob(t.Context(), &ImportJob{MemberID: mid, Format: "POCKET", FileName: "x.zip", Staged: "/tmp/x", Total: 3, LabelIDs: labelIDs})
 	if err != nil {

@@ -59,6 +59,13 @@ type options struct {
 	// the trash passes over before it ends short, with the place it
 	// reached for the next page (cutShort).
 	maxHiddenPassed int
+	// maxItemHighlights bounds the highlights of one item (its note
+	// counts as one), MaxItemHighlights; tests lower it to meet the limit
+	// with a few highlights.
+	maxItemHighlights int
+	// maxItemHighlightBytes bounds the bytes of one item's highlights
+	// (highlightBytes).
+	maxItemHighlightBytes int
 
 	// For tests and benchmarks only (zero in production):
 
@@ -74,11 +81,13 @@ type options struct {
 // defaultOptions are the options of every store (options).
 func defaultOptions() options {
 	return options{
-		candidateFloor:   100,
-		maxSourceItems:   10000,
-		recountChunkSize: 1000,
-		textIndexDelay:   500 * time.Millisecond,
-		maxHiddenPassed:  10000,
+		candidateFloor:        100,
+		maxSourceItems:        10000,
+		recountChunkSize:      1000,
+		textIndexDelay:        500 * time.Millisecond,
+		maxHiddenPassed:       10000,
+		maxItemHighlights:     MaxItemHighlights,
+		maxItemHighlightBytes: MaxItemHighlightBytes,
 	}
 }
 

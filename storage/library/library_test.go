@@ -91,7 +91,7 @@ func openBadgerAlice(t *testing.T, dir string) (*storage.Store, *members.Member)
 	return withAlice(t, openBadger(t, dir))
 }
 
-func withAlice(t *testing.T, st *storage.Store) (*storage.Store, *members.Member) {
+func withAlice(t testing.TB, st *storage.Store) (*storage.Store, *members.Member) {
 	t.Helper()
 	m, err := members.Of(st).CreateMember(t.Context(), "alice", "", "correct horse")
 	if err != nil {

@@ -30,12 +30,14 @@ func (s Store) PlaceHighlights(ctx context.Context, memberID, itemID string, pla
 		return 0, err
 	}
 	var todo []*Highlight
+	room := s.state().opts.maxItemHighlightBytes
 	for _, h := range hs {
 		if Unplaced(h.Segments) {
 			todo = append(todo, h)
 		}
+		room -= highlightBytes(h.Segments, h.Note)
 	}
-	return s.placeEach(ctx, memberID, todo, place)
+	return s.placeEach(ctx, memberID, todo, place, room)
 }
 
 // PlaceHighlight is PlaceHighlights for h alone, a highlight a client has
@@ -46,13 +48,20 @@ func (s Store) PlaceHighlight(ctx context.Context, memberID string, h *Highlight
 	if !Unplaced(h.Segments) {
 		return false, nil
 	}
-	n, err := s.placeEach(ctx, memberID, []*Highlight{h}, place)
+	room, err := s.itemRoom(ctx, memberID, h.SavedItemID)
+	if err != nil {
+		return false, err
+	}
+	n, err := s.placeEach(ctx, memberID, []*Highlight{h}, place, room)
 	return n > 0, err
 }
 
 // placeEach places the highlights of todo, unplaced when read, in
-// transactions of placeQuotesPerTx.
-func (s Store) placeEach(ctx context.Context, memberID string, todo []*Highlight, place func(quote string) []HighlightSegment) (int, error) {
+// transactions of placeQuotesPerTx. A place holds more than the quote
+// (its context, its path): room is how many more bytes the item's
+// highlights may take (highlightLimits); a quote whose place does not fit
+// stays unplaced.
+func (s Store) placeEach(ctx context.Context, memberID string, todo []*Highlight, place func(quote string) []HighlightSegment, room int) (int, error) {
 	placed := 0
 	for len(todo) > 0 {
 		part := todo[:min(len(todo), placeQuotesPerTx)]
@@ -60,7 +69,9 @@ func (s Store) placeEach(ctx context.Context, memberID string, todo []*Highlight
 		segs := make([][]HighlightSegment, len(part))
 		for i, h := range part {
 			if sg := place(h.Segments[0].Text); len(sg) > 0 && !Unplaced(sg) && validateSegments(sg) == nil {
-				segs[i] = sg
+				if grow := highlightBytes(sg, "") - highlightBytes(h.Segments, ""); grow <= room {
+					segs[i], room = sg, room-grow
+				}
 			}
 		}
 		// Counted per attempt: a transaction that conflicts runs again.

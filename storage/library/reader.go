@@ -55,7 +55,8 @@ func (s Store) SetReaderPrefs(ctx context.Context, memberID string, p ReaderPref
 // SetHighlightNote changes the note of one of the member's highlights,
 // moving its updatedAt and its item's (so incremental sync sees it);
 // storage.ErrNotFound for one of an item a pending emptying of the trash
-// is to delete.
+// is to delete. A longer note must fit the item's highlights' bytes
+// (highlightLimits).
 func (s Store) SetHighlightNote(ctx context.Context, memberID, id, note string) (*Highlight, error) {
 	note, err := cleanText(note, MaxNoteLen, "note")
 	if err != nil {
@@ -65,6 +66,15 @@ func (s Store) SetHighlightNote(ctx context.Context, memberID, id, note string) 
 	err = s.st.Update(ctx, func(tx *storage.Tx) error {
 		if err := getClientHighlight(tx, memberID, id, &h); err != nil {
 			return err
+		}
+		if grow := len(note) - len(h.Note); grow > 0 {
+			var it SavedItem
+			if err := getItem(tx, itemKey(memberID, h.SavedItemID), &it); err != nil {
+				return err
+			}
+			if err := s.state().opts.highlightLimits().room(tx, &it, 0, grow); err != nil {
+				return err
+			}
 		}
 		return putHighlightNote(tx, memberID, &h, note)
 	})

@@ -16,6 +16,15 @@ import (
 // trash of hundreds of items rather than tens of thousands.
 func SetMaxHiddenPassed(st *storage.Store, n int) { Of(st).state().opts.maxHiddenPassed = n }
 
+// SetMaxItemHighlights sets how many highlights one item holds, and how
+// many bytes they hold in all (options.maxItemHighlights,
+// maxItemHighlightBytes), in st, prepared and not open yet: a test meets
+// the limits with a few highlights rather than MaxItemHighlights.
+func SetMaxItemHighlights(st *storage.Store, count, bytes int) {
+	o := &Of(st).state().opts
+	o.maxItemHighlights, o.maxItemHighlightBytes = count, bytes
+}
+
 // HoldEmptyings keeps st's indexer, whose work for a member carries on the
 // emptying of the trash a request left (finishEmptyingTrash), from running
 // until release is called, so that a test sees the emptying pending for as
