@@ -1,9 +1,7 @@
 package library
 
 import (
-	"context"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 )
@@ -18,14 +16,11 @@ const (
 	MaxItemHighlights = 10000
 	// MaxItemHighlightBytes is how many bytes an item's highlights hold
 	// in all (highlightBytes): a highlight alone may hold far more than a
-	// ten-thousandth of it (maxHighlightBytes), so the count alone would
-	// let an item's highlights grow to gigabytes.
+	// ten-thousandth of it (MaxSegments segments of MaxSegmentText
+	// characters, each of up to 4 bytes, and their context and path), so
+	// the count alone would let an item's highlights grow to gigabytes.
 	MaxItemHighlightBytes = 32 << 20
 )
-
-// maxHighlightBytes is the most one highlight holds (highlightBytes),
-// each character of its texts 4 bytes at most in UTF-8.
-const maxHighlightBytes = utf8.UTFMax * (MaxSegments*(MaxXPathLen+2*MaxSegmentContext+MaxSegmentText) + MaxNoteLen)
 
 // highlightLimits are a store's bounds on an item's highlights
 // (options.maxItemHighlights, options.maxItemHighlightBytes).
@@ -46,8 +41,12 @@ func highlightBytes(segs []HighlightSegment, note string) int {
 	return n
 }
 
+// unknownHighlightBytes is an item's hlBytes when its record does not
+// hold them: written before they were kept.
+const unknownHighlightBytes = -1
+
 // itemHighlightBytes is the sum of highlightBytes over the item's
-// highlights.
+// highlights, read from them all.
 func itemHighlightBytes(tx *storage.Tx, memberID, itemID string) (int, error) {
 	n := 0
 	err := eachItemHighlight(tx, memberID, itemID, func(h *Highlight) (bool, error) {
@@ -55,6 +54,43 @@ func itemHighlightBytes(tx *storage.Tx, memberID, itemID string) (int, error) {
 		return true, nil
 	})
 	return n, err
+}
+
+// knownHighlightBytes makes it.hlBytes known: those of an item whose
+// record does not hold them are counted from its highlights, once, and
+// the write of the item that needed them stores them (highlightsChanged).
+func knownHighlightBytes(tx *storage.Tx, it *SavedItem) error {
+	if it.hlBytes >= 0 {
+		return nil
+	}
+	n, err := itemHighlightBytes(tx, it.MemberID, it.ID)
+	if err != nil {
+		return err
+	}
+	it.hlBytes = n
+	return nil
+}
+
+// highlightsChanged is the change to an item's record of added more
+// highlights (fewer when negative) holding grow more bytes (fewer), for
+// touchItems, which reads the record again: read, when not nil, is the
+// item as the transaction read it before, whose bytes knownHighlightBytes
+// may have counted. Bytes unknown stay so (a highlight deleted from an
+// item of unknown bytes reads no other), but that an item without
+// highlights has none.
+func highlightsChanged(read *SavedItem, added, grow int) func(*SavedItem) {
+	return func(it *SavedItem) {
+		it.HighlightCount = max(it.HighlightCount+added, 0)
+		if it.hlBytes < 0 && read != nil {
+			it.hlBytes = read.hlBytes
+		}
+		switch {
+		case it.HighlightCount == 0:
+			it.hlBytes = 0
+		case it.hlBytes >= 0:
+			it.hlBytes = max(it.hlBytes+grow, 0)
+		}
+	}
 }
 
 // tooManyHighlights is the refusal of a highlight past the count.
@@ -80,43 +116,20 @@ func byteSize(n int) string {
 }
 
 // room checks that it takes added new highlights (0 or 1) whose texts
-// grow its highlights' bytes by grow. It reads the item's highlights only
-// when they may hold enough bytes to matter: an item with a few cannot
-// reach the bytes, whatever they hold (maxHighlightBytes), and one with
-// many costs what a page of them costs, once.
+// grow its highlights' bytes by grow, against the bytes its record keeps
+// (counted once for a record without them: knownHighlightBytes).
 func (l highlightLimits) room(tx *storage.Tx, it *SavedItem, added, grow int) error {
 	if added > 0 && it.HighlightCount+added > l.count {
 		return l.tooManyHighlights()
 	}
-	if grow <= 0 || it.HighlightCount*maxHighlightBytes+grow <= l.bytes {
+	if grow <= 0 {
 		return nil
 	}
-	have, err := itemHighlightBytes(tx, it.MemberID, it.ID)
-	if err != nil {
+	if err := knownHighlightBytes(tx, it); err != nil {
 		return err
 	}
-	if have+grow > l.bytes {
+	if it.hlBytes+grow > l.bytes {
 		return l.tooManyBytes()
 	}
 	return nil
-}
-
-// itemRoom is how many more bytes the item's highlights may take (room),
-// for the placing of quotes, which grows them.
-func (s Store) itemRoom(ctx context.Context, memberID, itemID string) (int, error) {
-	l := s.state().opts.highlightLimits()
-	room := l.bytes
-	err := s.st.View(ctx, func(tx *storage.Tx) error {
-		var it SavedItem
-		if err := getItem(tx, itemKey(memberID, itemID), &it); err != nil {
-			return err
-		}
-		if it.HighlightCount*maxHighlightBytes <= l.bytes {
-			return nil // however they grow, they stay within the bytes
-		}
-		have, err := itemHighlightBytes(tx, memberID, itemID)
-		room = l.bytes - have
-		return err
-	})
-	return room, err
 }

@@ -123,7 +123,8 @@ func (s Store) CreateHighlight(ctx context.Context, memberID, itemID string, seg
 		if err := getClientItem(tx, memberID, itemID, &it); err != nil {
 			return err
 		}
-		if err := s.state().opts.highlightLimits().room(tx, &it, 1, highlightBytes(segs, note)); err != nil {
+		size := highlightBytes(segs, note)
+		if err := s.state().opts.highlightLimits().room(tx, &it, 1, size); err != nil {
 			return err
 		}
 		t := storage.Now()
@@ -136,7 +137,7 @@ func (s Store) CreateHighlight(ctx context.Context, memberID, itemID string, seg
 			return err
 		}
 		out = h
-		return touchItems(tx, memberID, []string{itemID}, func(it *SavedItem) { it.HighlightCount++ })
+		return touchItems(tx, memberID, []string{itemID}, highlightsChanged(&it, 1, size))
 	})
 	return out, err
 }
@@ -177,16 +178,17 @@ func (s Store) AddNote(ctx context.Context, memberID, itemID, text string) (*Hig
 				return err
 			}
 			out = note
-			return putHighlightNote(tx, memberID, note, joined)
+			return putHighlightNote(tx, memberID, &it, note, joined)
 		}
-		if err := lim.room(tx, &it, 1, len(text)); err != nil {
+		size := highlightBytes(nil, text)
+		if err := lim.room(tx, &it, 1, size); err != nil {
 			return err
 		}
 		t := storage.Now()
 		if out, err = putNewHighlight(tx, &it, nil, text, t, t, 0); err != nil {
 			return err
 		}
-		return touchItems(tx, memberID, []string{itemID}, func(it *SavedItem) { it.HighlightCount++ })
+		return touchItems(tx, memberID, []string{itemID}, highlightsChanged(&it, 1, size))
 	})
 	return out, err
 }
@@ -288,7 +290,8 @@ func eachItemHighlight(tx *storage.Tx, memberID, itemID string, fn func(h *Highl
 func (h *Highlight) IsNote() bool { return len(h.Segments) == 0 }
 
 // putNewHighlight writes a new highlight of it (validated segments and
-// note) with its keys; the caller counts it in it.HighlightCount.
+// note) with its keys; the caller counts it in it.HighlightCount and its
+// bytes (highlightsChanged).
 func putNewHighlight(tx *storage.Tx, it *SavedItem, segs []HighlightSegment, note string, created, updated time.Time, pct float64) (*Highlight, error) {
 	memberID := it.MemberID
 	id, err := tx.FreshID(func(id string) []byte { return highlightKey(memberID, id) })
@@ -400,11 +403,7 @@ func (s Store) DeleteHighlights(ctx context.Context, memberID string, ids []stri
 			if err := deleteHighlight(tx, memberID, &h); err != nil {
 				return err
 			}
-			err := touchItems(tx, memberID, []string{h.SavedItemID}, func(it *SavedItem) {
-				if it.HighlightCount > 0 {
-					it.HighlightCount--
-				}
-			})
+			err := touchItems(tx, memberID, []string{h.SavedItemID}, highlightsChanged(nil, -1, -highlightBytes(h.Segments, h.Note)))
 			if err != nil {
 				return err
 			}

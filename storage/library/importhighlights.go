@@ -2,6 +2,7 @@ package library
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,7 +73,8 @@ func (ih *itemHighlights) percentIn(tx *storage.Tx, it *SavedItem, segs []Highli
 // nothing. A note on the item as a whole goes to the item's one note as
 // AddNote adds it (after a blank line), unless the note holds it already
 // (noteHolds). It returns how many highlights it added and whether it
-// joined a note to the item's; the caller counts the highlights in
+// joined a note to the item's, and sets the item's bytes (it.hlBytes) to
+// what its highlights hold then; the caller counts the highlights in
 // it.HighlightCount and writes it, moving its updatedAt for either (a
 // client that syncs by updatedAt, as Omnivore's Obsidian and Logseq
 // plugins do, takes the joined note then). What it reads of the item's
@@ -139,6 +141,7 @@ func addImportedHighlights(tx *storage.Tx, it *SavedItem, hls []ImportHighlight,
 		}
 		added++
 	}
+	it.hlBytes = ih.bytes
 	return added, cut, joined, nil
 }
 
@@ -161,19 +164,24 @@ func importKey(segs []HighlightSegment, note string) string {
 }
 
 // fit is the highlights of a new imported item that its limits take, in
-// the file's order, and how many they do not.
-func (l highlightLimits) fit(hls []ImportHighlight) ([]ImportHighlight, int) {
-	if len(hls) <= l.count && len(hls)*maxHighlightBytes <= l.bytes {
-		return hls, 0
-	}
-	var kept []ImportHighlight
-	bytes := 0
-	for _, h := range hls {
+// the file's order, how many they do not, and the bytes of those it takes.
+func (l highlightLimits) fit(hls []ImportHighlight) (_ []ImportHighlight, cut, bytes int) {
+	for i, h := range hls {
 		size := highlightBytes(h.Segments, h.Note)
-		if len(kept) < l.count && bytes+size <= l.bytes {
-			kept = append(kept, h)
+		if i < l.count && bytes+size <= l.bytes {
 			bytes += size
+			continue
 		}
+		// Past a limit: the rest are taken as long as they fit.
+		kept := slices.Clone(hls[:i])
+		for _, h := range hls[i:] {
+			size := highlightBytes(h.Segments, h.Note)
+			if len(kept) < l.count && bytes+size <= l.bytes {
+				kept = append(kept, h)
+				bytes += size
+			}
+		}
+		return kept, len(hls) - len(kept), bytes
 	}
-	return kept, len(hls) - len(kept)
+	return hls, 0, bytes
 }

@@ -304,7 +304,7 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 	if found, cut, err := addToSavedItem(tx, memberID, existingKey, labelIDs, hls, known, lim); err != nil || found {
 		return importExisting, cut, err
 	}
-	hls, cut = lim.fit(hls)
+	hls, cut, bytes := lim.fit(hls)
 
 	id, err := tx.FreshID(func(id string) []byte { return itemKey(memberID, id) })
 	if err != nil {
@@ -314,7 +314,7 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 		ID: id, MemberID: memberID, Type: in.Type, Status: in.Status, Title: in.Title, OriginalURL: norm,
 		Description: in.Description, Author: in.Author, LeadImage: in.LeadImage, WordCount: in.WordCount,
 		ReadingProgress: in.ReadingProgress, CreatedAt: created, UpdatedAt: updated, LabelIDs: labelIDs,
-		HighlightCount: len(hls),
+		HighlightCount: len(hls), hlBytes: bytes,
 	}
 	if norm != "" {
 		it.SourceDomain = SourceDomain(norm)

@@ -32,6 +32,18 @@ const itemRecordV1 = 0x01
 // item keeps the first form, which earlier versions read.
 const itemRecordV2 = 0x02
 
+// itemRecordV3 and itemRecordV4 are itemRecordV1 and itemRecordV2
+// followed by the bytes of the item's highlights (hlBytes, uvarint): the
+// record of an item with highlights whose bytes are known. An item without
+// highlights has none, and keeps the earlier forms; one with highlights
+// in an earlier form was written before the bytes were kept, and has them
+// unknown (unknownHighlightBytes) until a write needs them
+// (knownHighlightBytes).
+const (
+	itemRecordV3 = 0x03
+	itemRecordV4 = 0x04
+)
+
 func appendRecordString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
@@ -55,7 +67,7 @@ func itemRecordCap(it *SavedItem) int {
 	n := 1 + 12*binary.MaxVarintLen64 + len(it.ID) + len(it.MemberID) + len(it.Type) + len(it.Status) +
 		len(it.Title) + len(it.OriginalURL) + len(it.SourceDomain) + len(it.Description) + len(it.Author) +
 		len(it.LeadImage) + len(it.FromName) + len(it.FromAddress)
-	n += 2*binary.MaxVarintLen64 + 8 + 1 + 4*2*binary.MaxVarintLen64 + 2 + 2*binary.MaxVarintLen64
+	n += 2*binary.MaxVarintLen64 + 8 + 1 + 4*2*binary.MaxVarintLen64 + 2 + 3*binary.MaxVarintLen64
 	for _, l := range it.LabelIDs {
 		n += binary.MaxVarintLen64 + len(l)
 	}
@@ -63,9 +75,15 @@ func itemRecordCap(it *SavedItem) int {
 }
 
 func appendItemRecord(b []byte, it *SavedItem) []byte {
-	if it.TrashGen != 0 {
+	withBytes := it.HighlightCount > 0 && it.hlBytes >= 0
+	switch {
+	case it.TrashGen != 0 && withBytes:
+		b = append(b, itemRecordV4)
+	case it.TrashGen != 0:
 		b = append(b, itemRecordV2)
-	} else {
+	case withBytes:
+		b = append(b, itemRecordV3)
+	default:
 		b = append(b, itemRecordV1)
 	}
 	for _, s := range [...]string{it.ID, it.MemberID, it.Type, it.Status, it.Title, it.OriginalURL,
@@ -90,6 +108,9 @@ func appendItemRecord(b []byte, it *SavedItem) []byte {
 	}
 	if it.TrashGen != 0 {
 		b = binary.AppendUvarint(b, it.TrashGen)
+	}
+	if withBytes {
+		b = binary.AppendUvarint(b, uint64(it.hlBytes))
 	}
 	return b
 }
@@ -176,9 +197,13 @@ var errBadItemRecord = errors.New("storage: malformed saved item record")
 func parseItemRecord(b []byte, it *SavedItem) error {
 	*it = SavedItem{}
 	if len(b) > 0 && b[0] == '{' {
-		return json.Unmarshal(b, it)
+		err := json.Unmarshal(b, it)
+		if it.HighlightCount > 0 {
+			it.hlBytes = unknownHighlightBytes
+		}
+		return err
 	}
-	if len(b) == 0 || b[0] != itemRecordV1 && b[0] != itemRecordV2 {
+	if len(b) == 0 || b[0] < itemRecordV1 || b[0] > itemRecordV4 {
 		return errBadItemRecord
 	}
 	r := &recordReader{b: b, s: string(b), off: 1}
@@ -202,8 +227,17 @@ func parseItemRecord(b []byte, it *SavedItem) error {
 	} else if n > 0 {
 		r.bad = true
 	}
-	if b[0] == itemRecordV2 {
+	if b[0] == itemRecordV2 || b[0] == itemRecordV4 {
 		it.TrashGen = r.uvarint()
+	}
+	if b[0] == itemRecordV3 || b[0] == itemRecordV4 {
+		if v := r.uvarint(); v <= math.MaxInt32 {
+			it.hlBytes = int(v)
+		} else {
+			r.bad = true
+		}
+	} else if it.HighlightCount > 0 {
+		it.hlBytes = unknownHighlightBytes
 	}
 	if r.bad || r.off != len(b) {
 		*it = SavedItem{}

@@ -30,14 +30,12 @@ func (s Store) PlaceHighlights(ctx context.Context, memberID, itemID string, pla
 		return 0, err
 	}
 	var todo []*Highlight
-	room := s.state().opts.maxItemHighlightBytes
 	for _, h := range hs {
 		if Unplaced(h.Segments) {
 			todo = append(todo, h)
 		}
-		room -= highlightBytes(h.Segments, h.Note)
 	}
-	return s.placeEach(ctx, memberID, todo, place, room)
+	return s.placeEach(ctx, memberID, itemID, todo, place)
 }
 
 // PlaceHighlight is PlaceHighlights for h alone, a highlight a client has
@@ -48,20 +46,17 @@ func (s Store) PlaceHighlight(ctx context.Context, memberID string, h *Highlight
 	if !Unplaced(h.Segments) {
 		return false, nil
 	}
-	room, err := s.itemRoom(ctx, memberID, h.SavedItemID)
-	if err != nil {
-		return false, err
-	}
-	n, err := s.placeEach(ctx, memberID, []*Highlight{h}, place, room)
+	n, err := s.placeEach(ctx, memberID, h.SavedItemID, []*Highlight{h}, place)
 	return n > 0, err
 }
 
-// placeEach places the highlights of todo, unplaced when read, in
-// transactions of placeQuotesPerTx. A place holds more than the quote
-// (its context, its path): room is how many more bytes the item's
-// highlights may take (highlightLimits); a quote whose place does not fit
-// stays unplaced.
-func (s Store) placeEach(ctx context.Context, memberID string, todo []*Highlight, place func(quote string) []HighlightSegment, room int) (int, error) {
+// placeEach places the highlights of todo, the item's unplaced when read,
+// in transactions of placeQuotesPerTx. A place holds more than the quote
+// (its context, its path): the item's highlights' bytes grow, within
+// their limit (highlightLimits), and a quote whose place does not fit
+// stays unplaced. The item's record keeps the bytes; its updatedAt stays.
+func (s Store) placeEach(ctx context.Context, memberID, itemID string, todo []*Highlight, place func(quote string) []HighlightSegment) (int, error) {
+	limit := s.state().opts.maxItemHighlightBytes
 	placed := 0
 	for len(todo) > 0 {
 		part := todo[:min(len(todo), placeQuotesPerTx)]
@@ -69,15 +64,23 @@ func (s Store) placeEach(ctx context.Context, memberID string, todo []*Highlight
 		segs := make([][]HighlightSegment, len(part))
 		for i, h := range part {
 			if sg := place(h.Segments[0].Text); len(sg) > 0 && !Unplaced(sg) && validateSegments(sg) == nil {
-				if grow := highlightBytes(sg, "") - highlightBytes(h.Segments, ""); grow <= room {
-					segs[i], room = sg, room-grow
-				}
+				segs[i] = sg
 			}
 		}
 		// Counted per attempt: a transaction that conflicts runs again.
 		var n int
 		err := s.st.Update(ctx, func(tx *storage.Tx) error {
 			n = 0
+			var old SavedItem
+			if err := getItem(tx, itemKey(memberID, itemID), &old); errors.Is(err, storage.ErrNotFound) {
+				return nil // deleted meanwhile, with its highlights
+			} else if err != nil {
+				return err
+			}
+			it := old
+			if err := knownHighlightBytes(tx, &it); err != nil {
+				return err
+			}
 			t := storage.Now()
 			for i, old := range part {
 				if segs[i] == nil {
@@ -93,6 +96,11 @@ func (s Store) placeEach(ctx context.Context, memberID string, todo []*Highlight
 				if !Unplaced(h.Segments) {
 					continue // placed meanwhile, by the member or another node
 				}
+				grow := highlightBytes(segs[i], "") - highlightBytes(h.Segments, "")
+				if it.hlBytes+grow > limit {
+					continue
+				}
+				it.hlBytes += grow
 				for _, k := range highlightIndexKeys(memberID, &h) {
 					if err := tx.Delete(k); err != nil {
 						return err
@@ -120,7 +128,10 @@ func (s Store) placeEach(ctx context.Context, memberID string, todo []*Highlight
 				}
 				n++
 			}
-			return nil
+			if it.hlBytes == old.hlBytes {
+				return nil
+			}
+			return writeItem(tx, itemChange{old: &old, it: &it})
 		})
 		if err != nil {
 			return placed, err

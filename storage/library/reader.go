@@ -67,16 +67,17 @@ func (s Store) SetHighlightNote(ctx context.Context, memberID, id, note string) 
 		if err := getClientHighlight(tx, memberID, id, &h); err != nil {
 			return err
 		}
+		var it *SavedItem
 		if grow := len(note) - len(h.Note); grow > 0 {
-			var it SavedItem
-			if err := getItem(tx, itemKey(memberID, h.SavedItemID), &it); err != nil {
+			it = new(SavedItem)
+			if err := getItem(tx, itemKey(memberID, h.SavedItemID), it); err != nil {
 				return err
 			}
-			if err := s.state().opts.highlightLimits().room(tx, &it, 0, grow); err != nil {
+			if err := s.state().opts.highlightLimits().room(tx, it, 0, grow); err != nil {
 				return err
 			}
 		}
-		return putHighlightNote(tx, memberID, &h, note)
+		return putHighlightNote(tx, memberID, it, &h, note)
 	})
 	if err != nil {
 		return nil, err
@@ -85,12 +86,14 @@ func (s Store) SetHighlightNote(ctx context.Context, memberID, id, note string) 
 }
 
 // putHighlightNote gives h the (cleaned) note, moving its updatedAt and its
-// item's.
-func putHighlightNote(tx *storage.Tx, memberID string, h *Highlight, note string) error {
+// item's, whose bytes it keeps (highlightsChanged: it is the item as read
+// before, or nil).
+func putHighlightNote(tx *storage.Tx, memberID string, it *SavedItem, h *Highlight, note string) error {
+	grow := len(note) - len(h.Note)
 	if err := writeHighlightNote(tx, memberID, h, note); err != nil {
 		return err
 	}
-	return touchItems(tx, memberID, []string{h.SavedItemID}, nil)
+	return touchItems(tx, memberID, []string{h.SavedItemID}, highlightsChanged(it, 0, grow))
 }
 
 // writeHighlightNote gives h the (cleaned) note, moving its updatedAt, and

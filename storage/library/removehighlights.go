@@ -59,6 +59,7 @@ func (s Store) dropHighlights(ctx context.Context, memberID, id string, gen uint
 		n, links := 0, 0
 		err := s.st.Update(ctx, func(tx *storage.Tx) error {
 			n, links = 0, 0
+			bytes := 0
 			var it SavedItem
 			if err := getItem(tx, itemKey(memberID, id), &it); errors.Is(err, storage.ErrNotFound) {
 				return nil
@@ -79,13 +80,14 @@ func (s Store) dropHighlights(ctx context.Context, memberID, id string, gen uint
 					return err
 				} else if err == nil {
 					n++
+					bytes += highlightBytes(h.Segments, h.Note)
 				}
 				// A link without its highlight goes too.
 				if err := deleteHighlight(tx, memberID, &h); err != nil {
 					return err
 				}
 			}
-			return touchItems(tx, memberID, []string{id}, func(it *SavedItem) { it.HighlightCount = max(it.HighlightCount-n, 0) })
+			return touchItems(tx, memberID, []string{id}, highlightsChanged(nil, -n, -bytes))
 		})
 		if err != nil {
 			return dropped, err

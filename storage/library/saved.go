@@ -70,6 +70,11 @@ type SavedItem struct {
 	DeletedAt       *time.Time `json:"deleted_at,omitempty"`
 	LabelIDs        []string   `json:"label_ids,omitempty"`
 	HighlightCount  int        `json:"highlight_count,omitempty"`
+	// hlBytes is the sum of highlightBytes over the item's highlights,
+	// kept by every write that changes them so that the item's limit on
+	// them (highlightLimits.room) reads none; unknownHighlightBytes for a
+	// record written before it was kept (knownHighlightBytes).
+	hlBytes int
 	// Sender of a newsletter.
 	FromName    string `json:"from_name,omitempty"`
 	FromAddress string `json:"from_address,omitempty"`

@@ -217,13 +217,22 @@ func TestSavedItemRecordRoundTrip(t *testing.T) {
 			LeadImage: "https://example.com/i.png", WordCount: 1234, ReadingProgress: 42.5, ReadAt: &read,
 			IsReadManual: true, CreatedAt: read.Add(-time.Hour), UpdatedAt: read, DeletedAt: &deleted,
 			LabelIDs: []string{"7", "8"}, HighlightCount: 3, FromName: "Baker", FromAddress: "baker@example.com",
+			hlBytes: 1 << 20,
 		},
 		{ID: "3", MemberID: "2", Type: TypeArticle, Status: StatusDeleted, Title: "t", CreatedAt: read, UpdatedAt: read, DeletedAt: &deleted, TrashGen: 300},
+		{ID: "4", MemberID: "2", Type: TypeArticle, Status: StatusDeleted, Title: "t", CreatedAt: read, UpdatedAt: read, DeletedAt: &deleted, TrashGen: 300, HighlightCount: 1, hlBytes: 9},
+		// Bytes unknown: the record an earlier version wrote.
+		{ID: "5", MemberID: "2", Type: TypeArticle, Status: StatusActive, Title: "t", CreatedAt: read, UpdatedAt: read, HighlightCount: 2, hlBytes: unknownHighlightBytes},
 	} {
 		b := appendItemRecord(nil, it)
 		want := byte(itemRecordV1)
-		if it.TrashGen != 0 {
+		switch withBytes := it.HighlightCount > 0 && it.hlBytes >= 0; {
+		case it.TrashGen != 0 && withBytes:
+			want = itemRecordV4
+		case it.TrashGen != 0:
 			want = itemRecordV2
+		case withBytes:
+			want = itemRecordV3
 		}
 		if b[0] != want {
 			t.Fatalf("record starts with %#x, want %#x", b[0], want)
