@@ -75,9 +75,9 @@ func knownHighlightBytes(tx *storage.Tx, it *SavedItem) error {
 // highlights (fewer when negative) holding grow more bytes (fewer), for
 // touchItems, which reads the record again: read, when not nil, is the
 // item as the transaction read it before, whose bytes knownHighlightBytes
-// may have counted. Bytes unknown stay so (a highlight deleted from an
-// item of unknown bytes reads no other), but that an item without
-// highlights has none.
+// may have counted. Unknown bytes stay unknown (a highlight deleted from
+// such an item reads no other), but an item left without highlights has
+// none.
 func highlightsChanged(read *SavedItem, added, grow int) func(*SavedItem) {
 	return func(it *SavedItem) {
 		it.HighlightCount = max(it.HighlightCount+added, 0)

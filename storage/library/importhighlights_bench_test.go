@@ -1,6 +1,7 @@
 package library
 
 import (
+	"math"
 	"math/rand"
 	"strings"
 	"testing"
@@ -28,7 +29,11 @@ func BenchmarkImportHighlightsToSavedItems(b *testing.B) {
 // items in turn.
 func benchmarkImportHighlights(b *testing.B, items, perEntry int) {
 	const perOp, batch = 1000, 200
-	st, m := openSavedTest(b)
+	// The items' limits out of the way (b.N imports of 1,000 highlights
+	// each): what an import costs, not where it stops.
+	o := testOptions()
+	o.maxItemHighlights, o.maxItemHighlightBytes = math.MaxInt32, math.MaxInt32
+	st, m := openSavedTestWith(b, o)
 	r := rand.New(rand.NewSource(1))
 	vocab := benchVocab(r)
 	var sb strings.Builder

@@ -15,8 +15,14 @@ import (
 
 func openSavedTest(t testing.TB) (*storage.Store, *members.Member) {
 	t.Helper()
+	return openSavedTestWith(t, testOptions())
+}
+
+// openSavedTestWith is openSavedTest with the library's options o.
+func openSavedTestWith(t testing.TB, o options) (*storage.Store, *members.Member) {
+	t.Helper()
 	noSync := false // as storagetest.OpenFast
-	st, err := openWith(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1}, testOptions())
+	st, err := openWith(t.TempDir(), storage.Options{SyncWrites: &noSync, GCInterval: -1}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
