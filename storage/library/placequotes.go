@@ -71,13 +71,13 @@ func (s Store) placeEach(ctx context.Context, memberID, itemID string, todo []*H
 		var n int
 		err := s.st.Update(ctx, func(tx *storage.Tx) error {
 			n = 0
-			var old SavedItem
-			if err := getItem(tx, itemKey(memberID, itemID), &old); errors.Is(err, storage.ErrNotFound) {
+			var was SavedItem
+			if err := getItem(tx, itemKey(memberID, itemID), &was); errors.Is(err, storage.ErrNotFound) {
 				return nil // deleted meanwhile, with its highlights
 			} else if err != nil {
 				return err
 			}
-			it := old
+			it := was
 			if err := knownHighlightBytes(tx, &it); err != nil {
 				return err
 			}
@@ -128,10 +128,10 @@ func (s Store) placeEach(ctx context.Context, memberID, itemID string, todo []*H
 				}
 				n++
 			}
-			if it.hlBytes == old.hlBytes {
+			if it.hlBytes == was.hlBytes {
 				return nil
 			}
-			return writeItem(tx, itemChange{old: &old, it: &it})
+			return writeItem(tx, itemChange{old: &was, it: &it})
 		})
 		if err != nil {
 			return placed, err
