@@ -34,11 +34,14 @@ func filterCounts(t testing.TB, st *storage.Store, memberID string) map[string]i
 func wantFilterCounts(t testing.TB, st *storage.Store, memberID string) map[string]int64 {
 	t.Helper()
 	want := map[string]int64{}
-	add := func(kind, value string) {
+	addN := func(kind, value string, n int64) {
 		k := filterCountKey(memberID, kind, value)
 		p := filterCountKey(memberID, "", "")
-		want[string(k[len(p)-1:])]++
+		if n != 0 {
+			want[string(k[len(p)-1:])] += n
+		}
 	}
+	add := func(kind, value string) { addN(kind, value, 1) }
 	if err := st.View(t.Context(), func(tx *storage.Tx) error {
 		prefix := itemKey(memberID, "")
 		return tx.Scan(prefix, nil, false, false, func(_, v []byte) (bool, error) {
@@ -59,6 +62,18 @@ func wantFilterCounts(t testing.TB, st *storage.Store, memberID string) map[stri
 			}
 			add("s", statusCode[it.Status])
 			add("d", it.SourceDomain)
+			// The reading counts, of the inbox and the archive.
+			if it.Status != StatusActive && it.Status != StatusArchived {
+				return true, nil
+			}
+			addN("rw", "", int64(it.WordCount))
+			if it.ReadAt != nil {
+				add("rn", "")
+				addN("rr", "", int64(it.WordCount))
+				for _, b := range readBuckets(*it.ReadAt) {
+					add(b.kind, b.value)
+				}
+			}
 			return true, nil
 		})
 	}); err != nil {

@@ -29,6 +29,8 @@ import (
 //	ol/<label id>/<createdAt><id>  status code, domain: the items of a label, so ordered
 //	tv                             searchIndexVersion once every item has its filter keys,
 //	                               counts and a place in the text index or its queue
+//	rc                             the catch-up's cursor while it counts the reading
+//	                               counts (recountReading)
 //	tt/<item id>                   (before version 4) a folded copy of the item's text,
 //	                               deleted by the indexer's catch-up
 //
@@ -125,8 +127,9 @@ func appendOrderedLabelPrefix(b []byte, memberID, labelID string) []byte {
 // 3 kept a folded copy of each item's text (tt/), which it deletes;
 // versions before 7 lacked the ordered filter keys (oy/, oh/, ol/), the
 // domain in their values (5) or the record's copy (6), and versions
-// before 8 the title keys (ot/), which it writes.
-const searchIndexVersion = 8
+// before 8 the title keys (ot/), which it writes; versions before 9
+// lacked the reading counts (fc/r…, counts.go), which it counts.
+const searchIndexVersion = 9
 
 // highlightTitleKeysVersion is the first version with the title keys of
 // the items with highlights (ot/): before it, a page of highlights sorted
@@ -214,6 +217,7 @@ func searchVersion(tx *storage.Tx, memberID string) (byte, error) {
 //	fc/h                items with highlights (hh/)
 //	fc/s/<status code>  items per status (the ix/ indexes)
 //	fc/d/<domain>       items per source domain (sd/)
+//	fc/r…               the reading counts (counts.go)
 //
 // Each is a count of 8 bytes (big-endian), absent for none. The item's
 // transaction counts its changes (countItemFilters) and adds them at the

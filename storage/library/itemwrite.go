@@ -92,6 +92,13 @@ func writeItemWith(tx *storage.Tx, sc *itemScratch, c itemChange) error {
 	if err := markTrashed(tx, old, it); err != nil {
 		return err
 	}
+	if old == nil {
+		// Before the counts: a first item marks the member's keys
+		// complete, and its reading counts are then kept (readingCounted).
+		if err := firstItemReady(tx, mid, it.ID); err != nil {
+			return err
+		}
+	}
 	sc.rec = appendItemRecord(slices.Grow(sc.rec[:0], itemRecordCap(it)), it)
 	rec := sc.rec
 	if err := writeIndexEntries(tx, sc, old, it, rec); err != nil {
@@ -141,9 +148,6 @@ func writeItemWith(tx *storage.Tx, sc *itemScratch, c itemChange) error {
 		if err := tx.Put(contentKey(mid, it.ID), v, 0); err != nil {
 			return err
 		}
-	}
-	if old == nil {
-		return firstItemReady(tx, mid, it.ID)
 	}
 	return nil
 }
@@ -431,6 +435,9 @@ func putFilterKeys(tx *storage.Tx, sc *itemScratch, old, it *SavedItem, rec []by
 		countItemFilters(tx, old, -1)
 	}
 	countItemFilters(tx, it, 1)
+	if err := countItemReading(tx, old, it); err != nil {
+		return err
+	}
 	return writeFilterKeys(tx, sc, old, it, rec)
 }
 
@@ -502,6 +509,9 @@ func putSiteName(tx *storage.Tx, memberID, domain string) error {
 func deleteItemSearch(tx *storage.Tx, it *SavedItem) error {
 	mid := it.MemberID
 	countItemFilters(tx, it, -1)
+	if err := countItemReading(tx, it, nil); err != nil {
+		return err
+	}
 	if err := memberIndex(mid).Remove(tx, it.ID); err != nil {
 		return err
 	}
@@ -536,6 +546,115 @@ func countItemFilters(tx *storage.Tx, it *SavedItem, sign int64) {
 	add("d", it.SourceDomain)
 	countFence(lt, it, sign)
 }
+
+// countItemReading counts the change of an item from old to it (either
+// nil: new, removed) in the member's reading counts (counts.go), when the
+// member's are kept for the item (readingCounted).
+func countItemReading(tx *storage.Tx, old, it *SavedItem) error {
+	ref := it
+	if ref == nil {
+		ref = old
+	}
+	if old != nil && it != nil && sameReading(old, it) {
+		return nil // the usual update: nothing to count, nothing to read
+	}
+	lt := libraryState.Of(tx)
+	if ok, err := readingCounted(tx, lt, ref.MemberID, ref.ID); err != nil || !ok {
+		return err
+	}
+	if old != nil {
+		countReading(lt, old, -1)
+	}
+	if it != nil {
+		countReading(lt, it, 1)
+	}
+	return nil
+}
+
+// readingCounts reports whether it counts in the reading counts: an item
+// of the inbox or the archive.
+func readingCounts(it *SavedItem) bool {
+	return it.Status == StatusActive || it.Status == StatusArchived
+}
+
+// sameReading reports whether a and b count the same in the reading counts.
+func sameReading(a, b *SavedItem) bool {
+	if readingCounts(a) != readingCounts(b) {
+		return false
+	}
+	if !readingCounts(a) {
+		return true
+	}
+	if (a.ReadAt == nil) != (b.ReadAt == nil) || (a.ReadAt != nil && !a.ReadAt.Equal(*b.ReadAt)) {
+		return false
+	}
+	return a.WordCount == b.WordCount
+}
+
+// countReading adds sign to the reading counts of it (counts.go).
+func countReading(lt *libraryTx, it *SavedItem, sign int64) {
+	if !readingCounts(it) {
+		return
+	}
+	if lt.filterDeltas == nil {
+		lt.filterDeltas = map[filterCountRef]int64{}
+	}
+	add := func(kind, value string, d int64) {
+		if d != 0 {
+			lt.filterDeltas[filterCountRef{it.MemberID, kind, value}] += d
+		}
+	}
+	words := sign * int64(it.WordCount)
+	add("rw", "", words)
+	if it.ReadAt == nil {
+		return
+	}
+	add("rn", "", sign)
+	add("rr", "", words)
+	for _, b := range readBuckets(*it.ReadAt) {
+		add(b.kind, b.value, sign)
+	}
+}
+
+// readingCounted reports whether the member's reading counts count the
+// item id's changes: when its keys are complete (readingCountsVersion),
+// or, while the catch-up counts a store of an earlier version
+// (recountReading), when the item's key is at or before the catch-up's
+// cursor (those after are counted as they are when the catch-up reaches
+// them). Read once a transaction.
+func readingCounted(tx *storage.Tx, lt *libraryTx, memberID, id string) (bool, error) {
+	if lt.readyMember == memberID && memberID != "" {
+		return true, nil
+	}
+	if lt.readingMember != memberID || memberID == "" {
+		v, err := searchVersion(tx, memberID)
+		if err != nil {
+			return false, err
+		}
+		if v >= readingCountsVersion && v <= searchIndexVersion {
+			if v == searchIndexVersion {
+				lt.readyMember = memberID
+			}
+			lt.readingMember, lt.readingCursor = memberID, nil
+			lt.readingAll = true
+			return true, nil
+		}
+		cur, err := tx.Get(readingCursorKey(memberID))
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return false, err
+		}
+		lt.readingMember, lt.readingCursor, lt.readingAll = memberID, cur, false
+	}
+	if lt.readingAll {
+		return true, nil
+	}
+	return lt.readingCursor != nil && bytes.Compare(itemKey(memberID, id), lt.readingCursor) <= 0, nil
+}
+
+// readingCursorKey holds, while the catch-up counts the reading counts
+// of a store of an earlier version, the key of the last item it counted
+// (recountReading).
+func readingCursorKey(memberID string) []byte { return storage.Key("u", memberID, "gql", "rc") }
 
 // flushFilterCounts adds the transaction's filter count changes to the
 // counts (libraryBeforeCommit: before the commit).

@@ -48,6 +48,12 @@ type libraryTx struct {
 	// (or marked) complete at searchIndexVersion: firstItemReady does not
 	// read them again for each item of an import's batch.
 	readyMember string
+	// readingMember is the member whose reading counts readingCounted
+	// found kept for every item (readingAll) or for the items up to the
+	// catch-up's cursor (readingCursor; none for nil).
+	readingMember string
+	readingAll    bool
+	readingCursor []byte
 	// scratch holds writeItem's buffers for the transaction's next item.
 	scratch *itemScratch
 }

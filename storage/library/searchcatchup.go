@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -312,7 +313,96 @@ func (s Store) catchUpSearchKeys(memberID string, stopping func() bool, recountC
 	if err := s.st.DeletePrefixInBatches(s.st.Background(), textKey(memberID, "")); err != nil {
 		return err
 	}
+	if version < readingCountsVersion || version > searchIndexVersion {
+		return s.recountReading(memberID, stopping, recountChunk) // its last transaction marks the keys complete
+	}
 	return s.st.Update(s.st.Background(), func(tx *storage.Tx) error {
 		return tx.Put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
 	})
+}
+
+// recountReading counts the member's reading counts (countReading) from
+// its items, for a store of a version before them, batch items a
+// transaction in the order of their keys, and marks the member's keys
+// complete in the last. Between them the cursor (readingCursorKey) holds
+// the key of the last item counted: the writer counts the changes of the
+// items up to it, and leaves the others to their batch (readingCounted).
+// Each batch reads the member's items version, which every write of an
+// item sets (flushItemsVersions), so that a write beside it conflicts
+// with it, even of an item its scan did not see, and one of the two
+// retries.
+func (s Store) recountReading(memberID string, stopping func() bool, batch int) error {
+	ctx := s.st.Background()
+	var cursor []byte
+	if err := s.st.View(ctx, func(tx *storage.Tx) error {
+		var err error
+		if cursor, err = tx.Get(readingCursorKey(memberID)); errors.Is(err, storage.ErrNotFound) {
+			cursor, err = nil, nil
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	if cursor == nil {
+		// Counts of an earlier catch-up, stale since (the store was
+		// opened by a version that did not keep them): no writer counts
+		// without a cursor.
+		p := filterCountKey(memberID, "r", "")
+		if err := s.st.DeletePrefixInBatches(ctx, p[:len(p)-1]); err != nil {
+			return err
+		}
+	}
+	batch = max(batch, 1)
+	for done := false; !done; {
+		if stopping() {
+			return textindex.ErrStopped
+		}
+		err := s.st.Update(ctx, func(tx *storage.Tx) error {
+			done = false
+			if _, err := tx.Get(itemsVersionKey(memberID)); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return err
+			}
+			prefix := itemKey(memberID, "")
+			start := prefix
+			cur, err := tx.Get(readingCursorKey(memberID))
+			switch {
+			case err == nil:
+				start = append(slices.Clone(cur), 0)
+			case !errors.Is(err, storage.ErrNotFound):
+				return err
+			}
+			var ids []string
+			var last []byte
+			if err := tx.Scan(prefix, start, false, true, func(k, _ []byte) (bool, error) {
+				ids = append(ids, string(k[len(prefix):]))
+				last = append(last[:0], k...)
+				return len(ids) < batch, nil
+			}); err != nil {
+				return err
+			}
+			lt := libraryState.Of(tx)
+			if err := eachItem(tx, memberID, ids, func(it *SavedItem) error {
+				countReading(lt, it, 1)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if len(ids) < batch {
+				done = true
+				if err := tx.DeleteIfPresent(readingCursorKey(memberID)); err != nil {
+					return err
+				}
+				return tx.Put(textReadyKey(memberID), []byte{searchIndexVersion}, 0)
+			}
+			return tx.Put(readingCursorKey(memberID), last, 0)
+		})
+		if errors.Is(err, kv.ErrTooBig) && batch > 1 {
+			batch /= 2
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
