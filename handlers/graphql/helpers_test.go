@@ -75,6 +75,7 @@ type options struct {
 	AccountDomain   string
 	Pages           *account.Pages
 	Logger          *zap.Logger
+	Now             func() time.Time
 	// The library service's: the Gate's rate limits, the newsletter
 	// routes, what is fetched and imported.
 	TokenRateLimit, MemberRateLimit, InboundRateLimit int
@@ -115,7 +116,7 @@ func newAPI(store *storage.Store, o options) *testAPI {
 		Server: graphql.New(store, lib, graphql.Options{
 			MaxBodyBytes: o.MaxBodyBytes, MemberBodyBytes: o.MemberBodyBytes, MaxDepth: o.MaxDepth, MaxComplexity: o.MaxComplexity,
 			MaxContentBytes: o.MaxContentBytes, NoIntrospection: o.NoIntrospection,
-			AccountDomain: o.AccountDomain, Pages: o.Pages, Logger: o.Logger,
+			AccountDomain: o.AccountDomain, Pages: o.Pages, Logger: o.Logger, Now: o.Now,
 		}),
 		Service: lib,
 	}

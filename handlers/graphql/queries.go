@@ -3,6 +3,7 @@ package graphql
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/handlers/inbound"
@@ -218,35 +219,58 @@ func (r *queryResolver) InboundEmailAddresses(ctx context.Context) ([]*generated
 
 // readingStats computes the member's reading statistics from the items in
 // the inbox and the archive (read means readAt is set), at 200 words a
-// minute.
+// minute: from the counts the library keeps, or, for a store that has
+// none yet (written by an earlier version, being counted), from the
+// items themselves.
 func (s *Server) readingStats(ctx context.Context, memberID string) (*generated.UserStats, error) {
-	var st generated.UserStats
-	var items, words float64
 	now := s.opts.Now()
 	week, month := now.AddDate(0, 0, -7), now.AddDate(0, -1, 0)
+	c, ok, err := library.Of(s.store).ReadingCounts(ctx, memberID, week, month)
+	if err == nil && !ok {
+		c, err = s.countReading(ctx, memberID, week, month)
+	}
+	if err != nil {
+		return nil, err
+	}
+	st := generated.UserStats{
+		ItemsReadCountAllTime: float64(c.Read),
+		ItemsReadCountWeek:    float64(c.ReadAfter[0]),
+		ItemsReadCountMonth:   float64(c.ReadAfter[1]),
+		WordsReadCount:        float64(c.ReadWords),
+		ReadCount:             float64(c.Read),
+		UnreadCount:           float64(c.Items - c.Read),
+	}
+	st.EstimatedReadingTimeCompleted = float64(int(st.WordsReadCount+199) / 200)
+	if c.Items > 0 {
+		st.AverageArticleLength = float64(int(float64(c.Words)/float64(c.Items) + 0.5))
+	}
+	return &st, nil
+}
+
+// countReading counts what library.ReadingCounts keeps from the member's
+// items in the inbox and the archive, page by page.
+func (s *Server) countReading(ctx context.Context, memberID string, after ...time.Time) (library.ReadingCounts, error) {
+	c := library.ReadingCounts{ReadAfter: make([]int64, len(after))}
 	for _, status := range []string{library.StatusActive, library.StatusArchived} {
 		p := library.PageRequest{Field: library.SortCreatedAt, First: 500}
 		for {
 			s.statsPages.Add(1)
 			page, err := library.Of(s.store).SavedItemsPage(ctx, memberID, library.ItemFilter{Status: status}, p)
 			if err != nil {
-				return nil, err
+				return c, err
 			}
 			for _, it := range page.Items {
-				items++
-				words += float64(it.WordCount)
+				c.Items++
+				c.Words += int64(it.WordCount)
 				if it.ReadAt == nil {
-					st.UnreadCount++
 					continue
 				}
-				st.ReadCount++
-				st.ItemsReadCountAllTime++
-				st.WordsReadCount += float64(it.WordCount)
-				if it.ReadAt.After(week) {
-					st.ItemsReadCountWeek++
-				}
-				if it.ReadAt.After(month) {
-					st.ItemsReadCountMonth++
+				c.Read++
+				c.ReadWords += int64(it.WordCount)
+				for i, t := range after {
+					if it.ReadAt.After(t) {
+						c.ReadAfter[i]++
+					}
 				}
 			}
 			if p.After = page.NextAfter(); p.After == "" {
@@ -254,9 +278,5 @@ func (s *Server) readingStats(ctx context.Context, memberID string) (*generated.
 			}
 		}
 	}
-	st.EstimatedReadingTimeCompleted = float64(int(st.WordsReadCount+199) / 200)
-	if items > 0 {
-		st.AverageArticleLength = float64(int(words/items + 0.5))
-	}
-	return &st, nil
+	return c, nil
 }

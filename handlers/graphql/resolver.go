@@ -56,8 +56,8 @@ type requestState struct {
 	labelsErr    error
 
 	// stats are the reading statistics computed in this request, by
-	// member: they read the whole library, so aliases of stats share one
-	// computation.
+	// member: they may read the whole library (a store whose counts are
+	// being built), so aliases of stats share one computation.
 	statsMu sync.Mutex
 	stats   map[string]*statsResult
 
