@@ -5,7 +5,7 @@ package library
 // all: the item record and its index entries (ix/, with the record's
 // copies), its label links (li/), its URL, import and Message-ID keys, its
 // content, the search filter keys (sd/, sn/, ty/, hh/, oy/, oh/, ot/, ol/) and
-// their counts (fc/), its place in the text index's queue, the copies of
+// their counts, with the reading counts (fc/), its place in the text index's queue, the copies of
 // its title, URL and domain in its highlights, its pending fetch and its
 // stored images (putItemImage; see images.go). It also marks an item moved
 // into the trash with the emptying that is to delete it (markTrashed,

@@ -398,6 +398,7 @@ func (s Store) recountReading(memberID string, stopping func() bool, batch int) 
 		})
 		if errors.Is(err, kv.ErrTooBig) && batch > 1 {
 			batch /= 2
+			done = false // not committed
 			continue
 		}
 		if err != nil {
