@@ -30,7 +30,7 @@ type keyFamily struct {
 // (writeItem, removeItem) and the search indexer's catch-up, which
 // rebuilds those keys for stores written before them.
 var itemKeys = keyFamily{
-	files: []string{"itemwrite.go", "searchcatchup.go"},
+	files: []string{"itemwrite.go", "itemcounts.go", "searchcatchup.go"},
 	encoders: []string{
 		"itemKey", "contentKey", "urlKey", "messageIDKey", "itemMessageIDKey", "itemIndexPrefix", "itemIndexKeys",
 		"labelItemKey", "itemsVersionKey", "importKeyKey", "siteItemKey", "siteNameKey", "siteItemsPrefix", "typeItemsPrefix",
