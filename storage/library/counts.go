@@ -58,19 +58,22 @@ func (s Store) StatusCount(ctx context.Context, memberID, status string) (n int,
 // (Inboxt's me.stats). Of the member's items in the inbox and the archive
 // (fc/s/A and fc/s/R count them):
 //
-//	fc/rw              the sum of their word counts
-//	fc/rn, fc/rr       how many are read (readAt set), the sum of their word counts
-//	fc/rd/<day>        how many of them were read on each day (UTC; encInt of the
-//	                   Unix day), fc/rh/<hour> in each hour, fc/rm/<minute> in each
-//	                   minute, fc/ri/<second><nanosecond> at each instant (readInstant)
+//	fc/rw                 the sum of their word counts
+//	fc/rn, fc/rr          how many are read (readAt set), the sum of their word counts
+//	fc/<span>/<n>         how many of them were read in the n-th span of time since
+//	                      the Unix epoch (encInt of n; readSpans: minutes rm, hours rh,
+//	                      UTC days rd, and 32, 1024 and 32768 days rd32, rd1k, rd32k)
+//	fc/ri/<second><nsec>  how many were read at each instant (readInstant)
 //
-// The items read after a time b are those of the days after b's, of the
-// hours of b's day after b's hour, of the minutes of b's hour after b's
-// minute and of the instants of b's minute after b (readAfter): at most 23
-// hours and 59 minutes, the days since b that have reads (31 for a month,
-// more only for items read in the future) and the instants of one minute
-// (one for a batch marked read at once), whatever the library's size.
-// Sums of word counts, never negative, keep putCount's rule: none for 0.
+// Each span is a whole number of the one before, so the items read after a
+// time b are those of the instants of b's minute after b, of the minutes
+// of b's hour after b's minute, and so on up, and of the 32768 days after
+// b's (readAfter): at most 59 minutes, 23 hours, 31 days and 31 of each
+// larger span, the spans of 32768 days up to year 9999 (90), and the
+// distinct instants of one minute (one for a batch marked read at once),
+// whatever the library's size; a week or a month since now reads the few
+// spans that have reads. Sums of word counts, never negative, keep
+// putCount's rule: none for 0.
 
 // readingCountsVersion is the first version of the search keys with the
 // reading counts: a member's store of an earlier one gets them from the
@@ -124,18 +127,26 @@ func (s Store) ReadingCounts(ctx context.Context, memberID string, after ...time
 	return c, ok, err
 }
 
+// readSpans are the spans of time the reads are counted in, each a whole
+// number of the one before, in seconds.
+var readSpans = [...]struct {
+	kind string
+	secs int64
+}{{"rm", 60}, {"rh", 3600}, {"rd", 86400}, {"rd32", 32 * 86400}, {"rd1k", 1024 * 86400}, {"rd32k", 32768 * 86400}}
+
 // readBucket is one of the reading counts of the items read at a time.
 type readBucket struct{ kind, value string }
 
-// readBuckets are the counts (fc/rd, rh, rm, ri) of an item read at t.
-func readBuckets(t time.Time) [4]readBucket {
+// readBuckets are the counts (readSpans' and the instant's) of an item
+// read at t.
+func readBuckets(t time.Time) [len(readSpans) + 1]readBucket {
 	sec := t.Unix()
-	return [4]readBucket{
-		{"rd", string(encInt(nil, floorDiv(sec, 86400)))},
-		{"rh", string(encInt(nil, floorDiv(sec, 3600)))},
-		{"rm", string(encInt(nil, floorDiv(sec, 60)))},
-		{"ri", string(readInstant(sec, t.Nanosecond()))},
+	var b [len(readSpans) + 1]readBucket
+	for i, sp := range readSpans {
+		b[i] = readBucket{sp.kind, string(encInt(nil, floorDiv(sec, sp.secs)))}
 	}
+	b[len(readSpans)] = readBucket{"ri", string(readInstant(sec, t.Nanosecond()))}
+	return b
 }
 
 // readInstant is the value of an instant's count: encInt of its Unix
@@ -156,17 +167,22 @@ func floorDiv(a, b int64) int64 {
 // counts above).
 func readAfter(tx *storage.Tx, memberID string, b time.Time) (int64, error) {
 	sec := b.Unix()
-	day, hour, minute := floorDiv(sec, 86400), floorDiv(sec, 3600), floorDiv(sec, 60)
-	var n int64
-	for _, r := range []struct {
+	type scan struct {
 		kind     string
 		from, to []byte // to: nil for the end
-	}{
-		{"rd", encInt(nil, day+1), nil},
-		{"rh", encInt(nil, hour+1), encInt(nil, (day+1)*24)},
-		{"rm", encInt(nil, minute+1), encInt(nil, (hour+1)*60)},
-		{"ri", readInstant(sec, b.Nanosecond()+1), readInstant((minute+1)*60, 0)},
-	} {
+	}
+	minute := floorDiv(sec, 60)
+	scans := []scan{{"ri", readInstant(sec, b.Nanosecond()+1), readInstant((minute+1)*60, 0)}}
+	for i, sp := range readSpans {
+		sc := scan{kind: sp.kind, from: encInt(nil, floorDiv(sec, sp.secs)+1)}
+		if i+1 < len(readSpans) {
+			up := readSpans[i+1].secs
+			sc.to = encInt(nil, (floorDiv(sec, up)+1)*(up/sp.secs))
+		}
+		scans = append(scans, sc)
+	}
+	var n int64
+	for _, r := range scans {
 		prefix := filterCountKey(memberID, r.kind, "")
 		if err := tx.Scan(prefix, append(slices.Clip(prefix), r.from...), false, false, func(k, v []byte) (bool, error) {
 			if r.to != nil && bytes.Compare(k[len(prefix):], r.to) >= 0 {

@@ -34,8 +34,8 @@ func itemsOf(t testing.TB, st *storage.Store, memberID string) []SavedItem {
 
 // checkReadingCounts fails when the member's reading counts, and the
 // items they find read after each of the times around those the items
-// were read at (the instant itself, a nanosecond before and after, the
-// start of its minute, hour and day, and a nanosecond before those), are
+// were read at (the instant itself, the start of each span it is counted
+// in, and a nanosecond before and after each of those), are
 // not those of its items in the inbox and the archive.
 func checkReadingCounts(t testing.TB, st *storage.Store, memberID string) {
 	t.Helper()
@@ -57,7 +57,11 @@ func checkReadingCounts(t testing.TB, st *storage.Store, memberID string) {
 	}
 	var after []time.Time
 	for _, r := range reads {
-		for _, b := range []time.Time{r, r.Truncate(time.Minute), r.Truncate(time.Hour), r.Truncate(24 * time.Hour)} {
+		bounds := []time.Time{r}
+		for _, sp := range readSpans {
+			bounds = append(bounds, time.Unix(floorDiv(r.Unix(), sp.secs)*sp.secs, 0))
+		}
+		for _, b := range bounds {
 			after = append(after, b, b.Add(-1), b.Add(1))
 		}
 	}
@@ -100,7 +104,9 @@ func TestReadingCountsFollowRandomChanges(t *testing.T) {
 	// Imported reads cluster at day, hour and minute bounds and share
 	// instants (imports keep milliseconds).
 	base := time.Date(2026, 3, 10, 23, 59, 59, 998_000_000, time.UTC)
-	readTimes := []time.Duration{0, time.Millisecond, 2 * time.Millisecond, -time.Hour, 61 * time.Second, -7 * 24 * time.Hour, -31 * 24 * time.Hour, 400 * 24 * time.Hour}
+	day := 24 * time.Hour
+	readTimes := []time.Duration{0, time.Millisecond, 2 * time.Millisecond, -time.Hour, 61 * time.Second, -7 * day, -31 * day,
+		400 * day, -1100 * day, 3000 * day, 40000 * day}
 	n, pos := 0, 0
 	some := func() []string {
 		items := itemsOf(t, st, m.ID)
