@@ -1,6 +1,7 @@
 package articles
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -178,51 +179,119 @@ func (s *Service) storeImages(ctx context.Context, p library.PendingFetch, conte
 	return true
 }
 
-// RewriteImages is content with the images whose address (as
-// library.ImageSource reads it against base) files maps pointing at the
-// mapped address instead, their srcset dropped; the rest unchanged.
+// RewriteImages is content as it leaves the site for another program
+// (a feed reader, Omnivore's plugins, the export's Markdown): without its
+// tracking pixels (library.TrackingPixel, which the reader drops too), so
+// that rendering it never tells a newsletter's sender it was read, and
+// with the images whose address (as library.ImageSource reads it against
+// base) files maps pointing at the mapped address instead, their srcset
+// dropped; the rest unchanged. Content without images is returned as it
+// is, unread.
 func RewriteImages(content, base string, files map[string]string) string {
+	if !HasTag(content, "img") {
+		return content
+	}
 	var out strings.Builder
 	out.Grow(len(content))
 	z := html.NewTokenizer(strings.NewReader(content))
+	var tag []byte // an img tag as written: reading its attributes changes the tokenizer's copy
 	for {
 		tt := z.Next()
 		if tt == html.ErrorToken {
 			break
 		}
 		raw := z.Raw()
-		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+		// Only an img's attributes are read, and without making a token
+		// of it: that took longer than the rest of an article.
+		if tt != html.StartTagToken && tt != html.SelfClosingTagToken || len(raw) < 4 || !asciiFoldEqual(string(raw[1:4]), "img") {
 			out.Write(raw)
 			continue
 		}
-		raw = append([]byte(nil), raw...)
-		t := z.Token()
-		if t.Data != "img" {
-			out.Write(raw)
+		tag = append(tag[:0], raw...)
+		name, more := z.TagName()
+		if string(name) != "img" {
+			out.Write(tag)
 			continue
 		}
-		var src, srcset string
-		for _, a := range t.Attr {
-			switch a.Key {
+		var src, srcset, width, height []byte
+		for more {
+			var k, v []byte
+			k, v, more = z.TagAttr()
+			switch string(k) {
 			case "src":
-				src = a.Val
+				src = v
 			case "srcset":
-				srcset = a.Val
+				srcset = v
+			case "width":
+				width = v
+			case "height":
+				height = v
 			}
 		}
-		to, ok := files[library.ImageSource(src, srcset, base)]
-		if !ok {
-			out.Write(raw)
+		if library.TrackingPixel(string(width), string(height)) {
 			continue
 		}
-		attrs := t.Attr[:0]
-		for _, a := range t.Attr {
-			if a.Key != "src" && a.Key != "srcset" {
-				attrs = append(attrs, a)
-			}
+		to, ok := "", false
+		if len(files) > 0 {
+			to, ok = files[library.ImageSource(string(src), string(srcset), base)]
 		}
-		t.Attr = append(attrs, html.Attribute{Key: "src", Val: to})
-		out.WriteString(t.String())
+		if !ok {
+			out.Write(tag)
+			continue
+		}
+		out.WriteString(withSource(tag, to))
 	}
 	return out.String()
+}
+
+// withSource is tag, an img tag as written, pointing at to instead of its
+// src and srcset.
+func withSource(tag []byte, to string) string {
+	z := html.NewTokenizer(bytes.NewReader(tag))
+	z.Next()
+	t := z.Token()
+	attrs := t.Attr[:0]
+	for _, a := range t.Attr {
+		if a.Key != "src" && a.Key != "srcset" {
+			attrs = append(attrs, a)
+		}
+	}
+	t.Attr = append(attrs, html.Attribute{Key: "src", Val: to})
+	return t.String()
+}
+
+// HasTag reports whether src has a tag named one of names (lower-case
+// ASCII, compared in any case as the tokenizer compares tag names): a
+// scan of every '<', without the lower-case copy of the whole article that
+// Contains on it would take.
+func HasTag(src string, names ...string) bool {
+	for i := strings.IndexByte(src, '<'); i >= 0; {
+		rest := src[i+1:]
+		for _, n := range names {
+			if len(rest) >= len(n) && asciiFoldEqual(rest[:len(n)], n) {
+				return true
+			}
+		}
+		j := strings.IndexByte(rest, '<')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+// asciiFoldEqual reports whether s equals lower (lower-case ASCII) with
+// ASCII letters in any case.
+func asciiFoldEqual(s, lower string) bool {
+	for i := 0; i < len(lower); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -238,9 +238,7 @@ func (x *Exports) writeExport(ctx context.Context, zw zipEntries, m *members.Mem
 		if err != nil {
 			return err
 		}
-		if len(files) > 0 {
-			e.ContentHTML = articles.RewriteImages(e.ContentHTML, it.OriginalURL, files)
-		}
+		e.ContentHTML = articles.RewriteImages(e.ContentHTML, it.OriginalURL, files)
 		f, err := zw.CreateHeader(zipHeader(fmt.Sprintf("markdown/%05d-%s.md", n, Slug(it.Title, it.ID)), it.UpdatedAt))
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/access"
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
@@ -307,7 +308,6 @@ func (x *Exports) serveAtom(w http.ResponseWriter, r *http.Request, m *members.M
 	if !ok {
 		return
 	}
-	lib := library.Of(x.store)
 	site := inboxtapi.SiteURL(r)
 	secret, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, FeedPath), "/")
 	id := "tag:" + hostOf(site) + ",2024:feed:" + m.ID + ":" + url.QueryEscape(q)
@@ -357,14 +357,7 @@ func (x *Exports) serveAtom(w http.ResponseWriter, r *http.Request, m *members.M
 	// just before: a page's contents (up to feedItems of
 	// library.MaxContentLen each) are never held at once.
 	content := func(i int) (*atomText, error) {
-		c, err := lib.ItemContent(r.Context(), m.ID, page.Items[i].ID)
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return nil, err
-		}
-		if c != nil && c.HTML != "" {
-			return &atomText{Type: "html", Body: c.HTML}, nil
-		}
-		return nil, nil
+		return x.feedContent(r, m, page.Items[i])
 	}
 	// The first is read before the status line: a store that fails or
 	// refuses for now (most often from the first read on) is answered as
@@ -408,6 +401,20 @@ func (x *Exports) serveAtom(w http.ResponseWriter, r *http.Request, m *members.M
 	if err != nil {
 		x.log.Warn("feed interrupted", zap.String("member", m.Username), zap.Error(err))
 	}
+}
+
+// feedContent is an item's content in its feed (nil without HTML), as it
+// leaves the site: without tracking pixels.
+func (x *Exports) feedContent(r *http.Request, m *members.Member, it *library.SavedItem) (*atomText, error) {
+	lib := library.Of(x.store)
+	c, err := lib.ItemContent(r.Context(), m.ID, it.ID)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, err
+	}
+	if c == nil || c.HTML == "" {
+		return nil, nil
+	}
+	return &atomText{Type: "html", Body: articles.RewriteImages(c.HTML, it.OriginalURL, nil)}, nil
 }
 
 // hostOf returns the host of a site URL (scheme://host).

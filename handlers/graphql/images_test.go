@@ -95,7 +95,7 @@ func TestEPUBEmbedsStoredImages(t *testing.T) {
 }
 
 // The export zip holds the stored images as images/<item>/<n>.<ext>, and
-// the item's Markdown shows them from there.
+// the item's Markdown shows them from there, and no tracking pixel.
 func TestExportZipHoldsStoredImages(t *testing.T) {
 	e := newEnv(t, options{NoImportFetch: true})
 	it, data := saveWithImages(t, e)
@@ -113,6 +113,9 @@ func TestExportZipHoldsStoredImages(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("the Markdown lacks %s:\n%s", want, md)
 		}
+	}
+	if strings.Contains(md, "t.example/p.gif") {
+		t.Errorf("the Markdown names the tracking pixel:\n%s", md)
 	}
 	if strings.Contains(md, "hearth-export.invalid") {
 		t.Errorf("the Markdown names the stand-in address:\n%s", md)

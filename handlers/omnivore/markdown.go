@@ -33,8 +33,9 @@ func ValidFormat(f string) bool {
 var ErrPending = errors.New("the item's content is being fetched")
 
 // Render returns the member's item's content in format (one of
-// ValidFormat's): nil when the item has none, ErrPending while its page is
-// being fetched.
+// ValidFormat's), without its tracking pixels (the plugins write it into
+// notes that render it): nil when the item has none, ErrPending while its
+// page is being fetched.
 func Render(ctx context.Context, store *storage.Store, memberID, itemID, format string) (*string, error) {
 	lib := library.Of(store)
 	pending, err := lib.HasPendingPageFetch(ctx, memberID, itemID)
@@ -62,7 +63,7 @@ func Render(ctx context.Context, store *storage.Store, memberID, itemID, format 
 		}
 		out = htmlToMarkdown(c.HTML, hs)
 	default:
-		out = c.HTML
+		out = articles.RewriteImages(c.HTML, "", nil)
 	}
 	return &out, nil
 }
@@ -427,7 +428,8 @@ func (m *mdWriter) node(n *nethtml.Node) {
 		m.marks = marks
 		m.write("](" + escapeLinkURL(href) + ")" + mark)
 	case atom.Img:
-		if src := articles.Attr(n, "src"); src != "" {
+		// A tracking pixel is left out, as the reader leaves it out.
+		if src := articles.Attr(n, "src"); src != "" && !library.TrackingPixel(articles.Attr(n, "width"), articles.Attr(n, "height")) {
 			m.write("![" + collapseSpace(articles.Attr(n, "alt")) + "](" + escapeLinkURL(src) + ")")
 		}
 	case atom.Td, atom.Th:

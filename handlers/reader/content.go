@@ -36,7 +36,7 @@ func imagePath(itemID string, n int) string {
 // dialog), which come after it and which the script and ARIA find by id.
 func readerContent(src, itemID, base string, images []library.ItemImage) string {
 	// The sanitiser writes attributes as name="value", names in lower case.
-	if !hasTag(src, "img", "source", "noscript") && !strings.Contains(src, "id=") && !strings.Contains(src, `="#`) &&
+	if !articles.HasTag(src, "img", "source", "noscript") && !strings.Contains(src, "id=") && !strings.Contains(src, `="#`) &&
 		!strings.Contains(src, "headers=") {
 		return src
 	}
@@ -111,13 +111,7 @@ func plainTag(raw []byte) bool {
 	if bytes.IndexByte(raw, '=') >= 0 || len(raw) < 2 {
 		return false
 	}
-	name := raw[1:]
-	for _, n := range []string{"img", "source", "noscript"} {
-		if len(name) >= len(n) && asciiFoldEqual(string(name[:len(n)]), n) {
-			return false
-		}
-	}
-	return true
+	return !articles.HasTag(string(raw), "img", "source", "noscript")
 }
 
 // contentIDPrefix starts the ids of saved content in the reader: none of
@@ -205,40 +199,4 @@ func (h *Handler) serveImage(w http.ResponseWriter, r *http.Request, m *members.
 		return
 	}
 	articles.WriteImage(w, r, img, data)
-}
-
-// hasTag reports whether src has a tag named one of names (lower-case
-// ASCII, compared in any case as the tokenizer compares tag names): a
-// scan of every '<', without the lower-case copy of the whole article that
-// Contains on it would take.
-func hasTag(src string, names ...string) bool {
-	for i := strings.IndexByte(src, '<'); i >= 0; {
-		rest := src[i+1:]
-		for _, n := range names {
-			if len(rest) >= len(n) && asciiFoldEqual(rest[:len(n)], n) {
-				return true
-			}
-		}
-		j := strings.IndexByte(rest, '<')
-		if j < 0 {
-			break
-		}
-		i += 1 + j
-	}
-	return false
-}
-
-// asciiFoldEqual reports whether s equals lower (lower-case ASCII) with
-// ASCII letters in any case.
-func asciiFoldEqual(s, lower string) bool {
-	for i := 0; i < len(lower); i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
-			return false
-		}
-	}
-	return true
 }

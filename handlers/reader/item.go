@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -118,7 +119,7 @@ func (h *Handler) serveItem(w http.ResponseWriter, r *http.Request, m *members.M
 		return
 	}
 	var images []library.ItemImage
-	if hasTag(content, "img") {
+	if articles.HasTag(content, "img") {
 		if images, err = lib.ItemImages(ctx, m.ID, id); err != nil {
 			h.storeError(w, r, err)
 			return
