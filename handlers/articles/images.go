@@ -36,14 +36,19 @@ func StoredImage(ctx context.Context, store *storage.Store, memberID, rest strin
 // WriteImage answers with a stored image: its sniffed raster type, never
 // sniffed again by the browser, cached for a year (an item's image n never
 // changes: images are only added, and go with their item) by the member's
-// browser alone, under a policy that lets it do nothing but be an image.
+// browser alone, under a policy that lets it do nothing but be an image,
+// shown by pages of this site only unless the caller set
+// Cross-Origin-Resource-Policy before (a feed's images are shown by the
+// feed reader's pages).
 func WriteImage(w http.ResponseWriter, r *http.Request, img *library.ItemImage, data []byte) {
 	h := w.Header()
+	if h.Get("Cross-Origin-Resource-Policy") == "" {
+		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	}
 	h.Set("Content-Type", img.Type)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "private, max-age=31536000, immutable")
 	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	if r.Method == http.MethodHead {
 		return

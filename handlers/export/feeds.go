@@ -167,6 +167,10 @@ func (x *Exports) serveFeed(w http.ResponseWriter, r *http.Request) {
 	case "epub":
 		x.ServeBook(w, r, m)
 	default:
+		if image, ok := strings.CutPrefix(rest, "image/"); ok {
+			x.serveFeedImage(w, r, m, image)
+			return
+		}
 		writeRESTError(w, r, http.StatusNotFound, "no such feed: use atom, opds or epub")
 	}
 }
@@ -357,7 +361,7 @@ func (x *Exports) serveAtom(w http.ResponseWriter, r *http.Request, m *members.M
 	// just before: a page's contents (up to feedItems of
 	// library.MaxContentLen each) are never held at once.
 	content := func(i int) (*atomText, error) {
-		return x.feedContent(r, m, page.Items[i])
+		return x.feedContent(r, m, page.Items[i], site+FeedPath+secret)
 	}
 	// The first is read before the status line: a store that fails or
 	// refuses for now (most often from the first read on) is answered as
@@ -404,8 +408,10 @@ func (x *Exports) serveAtom(w http.ResponseWriter, r *http.Request, m *members.M
 }
 
 // feedContent is an item's content in its feed (nil without HTML), as it
-// leaves the site: without tracking pixels.
-func (x *Exports) feedContent(r *http.Request, m *members.Member, it *library.SavedItem) (*atomText, error) {
+// leaves the site: without tracking pixels, its stored images at their
+// feed URLs (under feed, the feed's URL up to its secret), its other
+// images at their own addresses.
+func (x *Exports) feedContent(r *http.Request, m *members.Member, it *library.SavedItem, feed string) (*atomText, error) {
 	lib := library.Of(x.store)
 	c, err := lib.ItemContent(r.Context(), m.ID, it.ID)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
@@ -414,7 +420,18 @@ func (x *Exports) feedContent(r *http.Request, m *members.Member, it *library.Sa
 	if c == nil || c.HTML == "" {
 		return nil, nil
 	}
-	return &atomText{Type: "html", Body: articles.RewriteImages(c.HTML, it.OriginalURL, nil)}, nil
+	var files map[string]string
+	if articles.HasTag(c.HTML, "img") {
+		images, err := lib.ItemImages(r.Context(), m.ID, it.ID)
+		if err != nil {
+			return nil, err
+		}
+		files = make(map[string]string, len(images))
+		for n, img := range images {
+			files[img.URL] = feedImageURL(feed, it.ID, n)
+		}
+	}
+	return &atomText{Type: "html", Body: articles.RewriteImages(c.HTML, it.OriginalURL, files)}, nil
 }
 
 // hostOf returns the host of a site URL (scheme://host).

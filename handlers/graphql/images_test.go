@@ -231,3 +231,69 @@ func TestImagesAtPrivateAddressesAreNotFetched(t *testing.T) {
 		t.Errorf("the loopback origin was asked %d times", asked)
 	}
 }
+
+// The Atom feed shows an item's stored images from the site, under the
+// feed's secret (a feed reader sends no cookie), with the reader's headers
+// but shown by any site's pages (a web feed reader's); an image not stored
+// keeps its address, a tracking pixel is left out. The image URLs answer
+// only the feed member's stored images, and stop with the secret.
+func TestAtomFeedShowsStoredImagesUnderItsSecret(t *testing.T) {
+	e := newEnv(t, options{})
+	it, data := saveWithImages(t, e)
+	other, _ := e.newMember("bob")
+	theirs := e.saveArticle(other.ID, 9, nil)
+	p, _, _ := testImages(t)
+	if _, err := library.Of(e.store).StoreItemImage(t.Context(), other.ID, theirs.ID, "https://cdn.example/bob.png", p, libraryservice.DefaultImageQuota); err != nil {
+		t.Fatal(err)
+	}
+	atom, _ := feedsCall(t, e, http.MethodPost)["atom"].(string)
+	feed := strings.TrimSuffix(atom, "/atom")
+	status, _, b := fetch(t, atom)
+	got := feedparse(t, b)
+	notBozo(t, got, "the feed")
+	entries, _ := got["entries"].([]any)
+	if status != http.StatusOK || len(entries) != 1 {
+		t.Fatalf("HTTP %d, %v", status, got)
+	}
+	c, _ := entries[0].(map[string]any)["content"].([]any)
+	if len(c) != 1 {
+		t.Fatalf("content: %v", entries[0])
+	}
+	content := c[0].(string)
+	for _, want := range []string{
+		`src="` + feed + `/image/` + it.ID + `/0"`, `src="` + feed + `/image/` + it.ID + `/1"`, `alt="A square"`,
+		`src="https://cdn.example/missing.png"`,
+	} {
+		if !strings.Contains(content, want) {
+			t.Errorf("the content lacks %s:\n%s", want, content)
+		}
+	}
+	if strings.Contains(content, "cdn.example/a.png") || strings.Contains(content, "t.example/p.gif") {
+		t.Errorf("the content names a stored image's origin or a tracking pixel:\n%s", content)
+	}
+	resp, body := send(t, mustRequest(t, feed+"/image/"+it.ID+"/0"))
+	h := resp.Header
+	if resp.StatusCode != http.StatusOK || string(body) != string(data[0]) || h.Get("Content-Type") != "image/png" ||
+		h.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(h.Get("Content-Security-Policy"), "sandbox") ||
+		h.Get("Cross-Origin-Resource-Policy") != "cross-origin" {
+		t.Fatalf("the image: HTTP %d %v", resp.StatusCode, h)
+	}
+	for _, u := range []string{feed + "/image/" + theirs.ID + "/0", feed + "/image/" + it.ID + "/9", feed + "/image/" + it.ID + "/00"} {
+		if resp, body := send(t, mustRequest(t, u)); resp.StatusCode != http.StatusNotFound || strings.Contains(string(body), "fd_") {
+			t.Errorf("%s: HTTP %d %s", u, resp.StatusCode, body)
+		}
+	}
+	feedsCall(t, e, http.MethodDelete)
+	if resp, _ := send(t, mustRequest(t, feed+"/image/"+it.ID+"/0")); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("after revoking: HTTP %d", resp.StatusCode)
+	}
+}
+
+func mustRequest(t *testing.T, u string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
