@@ -22,7 +22,7 @@ func TestCapabilityURLsNotInAccessLog(t *testing.T) {
 			"/api/feed/fd_DoNotLogThisSecretAbCdEfGhIjKlMnOpQrStUv/atom",
 			"/api/feed/fd_DoNotLogThisSecretAbCdEfGhIjKlMnOpQrStUv/opds?q=in:inbox",
 			"/api/feed/fd_DoNotLogThisSecretAbCdEfGhIjKlMnOpQrStUv/epub?q=label:x",
-			"/api/feed/fd_DoNotLogThisSecretAbCdEfGhIjKlMnOpQrStUv/image/an-item/0",
+			"/api/feed/i/1/2/0/DoNotLogThisSignatureAbCdEfGhIj",
 		}, http.StatusNotFound, false},
 		{"content download", "hearth_graphql", []string{
 			"/api/content/download/cl_DoNotLogThisSecretAbCdEfGhIjKlMnOpQrStUv",

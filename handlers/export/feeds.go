@@ -126,19 +126,8 @@ func (x *Exports) feedsFailed(w http.ResponseWriter, r *http.Request, err error)
 // a suspended member, so the URL reveals nothing) or 429 past the client
 // address's budget and returns nil.
 func (x *Exports) feedMember(w http.ResponseWriter, r *http.Request) (*members.Member, string) {
-	w.Header().Set("Cache-Control", "no-store")
 	secret, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, FeedPath), "/")
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		writeRESTError(w, r, http.StatusMethodNotAllowed, "use GET")
-		return nil, ""
-	}
-	// The secret is the request's only credential: every request counts
-	// against its client address's tokenless budget, as the API's
-	// requests without a token do, so neither guessing secrets nor
-	// fetching a leaked one's books is free.
-	if retry, ok := x.gate.Limit(w.Header(), r, nil); !ok {
-		writeRESTError(w, r, http.StatusTooManyRequests, (&inboxtapi.LimitError{RetryAfter: retry}).Error())
+	if !x.feedRequest(w, r) {
 		return nil, ""
 	}
 	m, err := apitokens.Of(x.store).FeedMember(r.Context(), secret)
@@ -153,8 +142,32 @@ func (x *Exports) feedMember(w http.ResponseWriter, r *http.Request) (*members.M
 	return m, rest
 }
 
+// feedRequest answers a request of FeedPath that is no GET or HEAD, or
+// past its client address's budget, and reports whether it may go on.
+func (x *Exports) feedRequest(w http.ResponseWriter, r *http.Request) bool {
+	w.Header().Set("Cache-Control", "no-store")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeRESTError(w, r, http.StatusMethodNotAllowed, "use GET")
+		return false
+	}
+	// The secret (or an image's signature) is the request's only
+	// credential: every request counts against its client address's
+	// tokenless budget, as the API's requests without a token do, so
+	// neither guessing secrets nor fetching a leaked one's books is free.
+	if retry, ok := x.gate.Limit(w.Header(), r, nil); !ok {
+		writeRESTError(w, r, http.StatusTooManyRequests, (&inboxtapi.LimitError{RetryAfter: retry}).Error())
+		return false
+	}
+	return true
+}
+
 // serveFeed serves FeedPath.
 func (x *Exports) serveFeed(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, feedImagePath) {
+		x.serveFeedImage(w, r)
+		return
+	}
 	m, rest := x.feedMember(w, r)
 	if m == nil {
 		return
@@ -167,10 +180,6 @@ func (x *Exports) serveFeed(w http.ResponseWriter, r *http.Request) {
 	case "epub":
 		x.ServeBook(w, r, m)
 	default:
-		if image, ok := strings.CutPrefix(rest, "image/"); ok {
-			x.serveFeedImage(w, r, m, image)
-			return
-		}
 		writeRESTError(w, r, http.StatusNotFound, "no such feed: use atom, opds or epub")
 	}
 }
@@ -361,7 +370,7 @@ func (x *Exports) serveAtom(w http.ResponseWriter, r *http.Request, m *members.M
 	// just before: a page's contents (up to feedItems of
 	// library.MaxContentLen each) are never held at once.
 	content := func(i int) (*atomText, error) {
-		return x.feedContent(r, m, page.Items[i], site+FeedPath+secret)
+		return x.feedContent(r, m, page.Items[i], site, storage.Digest(secret))
 	}
 	// The first is read before the status line: a store that fails or
 	// refuses for now (most often from the first read on) is answered as
@@ -409,9 +418,9 @@ func (x *Exports) serveAtom(w http.ResponseWriter, r *http.Request, m *members.M
 
 // feedContent is an item's content in its feed (nil without HTML), as it
 // leaves the site: without tracking pixels, its stored images at their
-// feed URLs (under feed, the feed's URL up to its secret), its other
-// images at their own addresses.
-func (x *Exports) feedContent(r *http.Request, m *members.Member, it *library.SavedItem, feed string) (*atomText, error) {
+// signed addresses on site (feedImageURL, signed with digest, that of the
+// feed's secret), its other images at their own addresses.
+func (x *Exports) feedContent(r *http.Request, m *members.Member, it *library.SavedItem, site, digest string) (*atomText, error) {
 	lib := library.Of(x.store)
 	c, err := lib.ItemContent(r.Context(), m.ID, it.ID)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
@@ -428,7 +437,7 @@ func (x *Exports) feedContent(r *http.Request, m *members.Member, it *library.Sa
 		}
 		files = make(map[string]string, len(images))
 		for n, img := range images {
-			files[img.URL] = feedImageURL(feed, it.ID, n)
+			files[img.URL] = feedImageURL(site, digest, m.ID, it.ID, n)
 		}
 	}
 	return &atomText{Type: "html", Body: articles.RewriteImages(c.HTML, it.OriginalURL, files)}, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/access"
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
@@ -35,20 +36,43 @@ func (x *Exports) serveImage(w http.ResponseWriter, r *http.Request, m *members.
 	articles.WriteImage(w, r, img, data)
 }
 
-// feedImageURL is where a feed's content shows the n-th stored image of an
-// item: under the feed's URL up to its secret (feed), the credential a
-// feed reader can send, which the access log leaves out with the rest of
-// FeedPath.
-func feedImageURL(feed, itemID string, n int) string {
-	return feed + "/image/" + itemID + "/" + strconv.Itoa(n)
+// feedImagePath is followed by a member id, an item id, an image's
+// number and the signature of the three (apitokens.FeedImageSignature):
+// where a feed's content shows the item's stored images. The signature,
+// not the feed's secret, is the credential a feed reader sends, so the
+// content reveals no more than the image wherever it goes.
+const feedImagePath = FeedPath + "i/"
+
+// feedImageURL is the address of the n-th stored image of an item in the
+// feed of site whose secret has digest.
+func feedImageURL(site, digest, memberID, itemID string, n int) string {
+	num := strconv.Itoa(n)
+	return site + feedImagePath + memberID + "/" + itemID + "/" + num + "/" + apitokens.FeedImageSignature(digest, memberID, itemID, num)
 }
 
-// serveFeedImage answers GET FeedPath<secret>/image/<item id>/<n>: a stored
-// image of the feed's member's item, with the headers the reader's images
-// have, but shown by any site's pages (a web feed reader's), as the
+// serveFeedImage answers GET feedImagePath<member>/<item>/<n>/<signature>:
+// a stored image of the member's item, with the headers the reader's
+// images have, but shown by any site's pages (a web feed reader's), as the
 // remote image it stands for would be.
-func (x *Exports) serveFeedImage(w http.ResponseWriter, r *http.Request, m *members.Member, rest string) {
-	img, data, err := articles.StoredImage(r.Context(), x.store, m.ID, rest)
+func (x *Exports) serveFeedImage(w http.ResponseWriter, r *http.Request) {
+	if !x.feedRequest(w, r) {
+		return
+	}
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, feedImagePath), "/")
+	if len(parts) != 4 {
+		writeRESTError(w, r, http.StatusNotFound, "no such image")
+		return
+	}
+	m, err := apitokens.Of(x.store).FeedImageMember(r.Context(), parts[0], parts[1], parts[2], parts[3])
+	if apitokens.Unknown(err) {
+		writeRESTError(w, r, http.StatusNotFound, "no such image")
+		return
+	}
+	if err != nil {
+		x.feedsFailed(w, r, err)
+		return
+	}
+	img, data, err := articles.StoredImage(r.Context(), x.store, m.ID, parts[1]+"/"+parts[2])
 	if errors.Is(err, storage.ErrNotFound) {
 		writeRESTError(w, r, http.StatusNotFound, "no such image")
 		return

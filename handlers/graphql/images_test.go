@@ -8,12 +8,15 @@ import (
 	"image/png"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/libraryservice"
+	"github.com/hearthkit/caddy-hearth/storage"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -232,12 +235,14 @@ func TestImagesAtPrivateAddressesAreNotFetched(t *testing.T) {
 	}
 }
 
-// The Atom feed shows an item's stored images from the site, under the
-// feed's secret (a feed reader sends no cookie), with the reader's headers
-// but shown by any site's pages (a web feed reader's); an image not stored
-// keeps its address, a tracking pixel is left out. The image URLs answer
-// only the feed member's stored images, and stop with the secret.
-func TestAtomFeedShowsStoredImagesUnderItsSecret(t *testing.T) {
+// The Atom feed shows an item's stored images from the site, at addresses
+// signed for each image (a feed reader sends no cookie, and the feed's
+// secret in the content would read the whole library wherever the content
+// went), with the reader's headers but shown by any site's pages (a web
+// feed reader's); an image not stored keeps its address, a tracking pixel
+// is left out. An address answers only its own image, and stops with the
+// secret.
+func TestAtomFeedShowsStoredImagesAtSignedAddresses(t *testing.T) {
 	e := newEnv(t, options{})
 	it, data := saveWithImages(t, e)
 	other, _ := e.newMember("bob")
@@ -247,7 +252,7 @@ func TestAtomFeedShowsStoredImagesUnderItsSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	atom, _ := feedsCall(t, e, http.MethodPost)["atom"].(string)
-	feed := strings.TrimSuffix(atom, "/atom")
+	secret := strings.TrimSuffix(atom[strings.Index(atom, "/api/feed/")+len("/api/feed/"):], "/atom")
 	status, _, b := fetch(t, atom)
 	got := feedparse(t, b)
 	notBozo(t, got, "the feed")
@@ -260,32 +265,45 @@ func TestAtomFeedShowsStoredImagesUnderItsSecret(t *testing.T) {
 		t.Fatalf("content: %v", entries[0])
 	}
 	content := c[0].(string)
-	for _, want := range []string{
-		`src="` + feed + `/image/` + it.ID + `/0"`, `src="` + feed + `/image/` + it.ID + `/1"`, `alt="A square"`,
-		`src="https://cdn.example/missing.png"`,
-	} {
-		if !strings.Contains(content, want) {
-			t.Errorf("the content lacks %s:\n%s", want, content)
+	site := strings.TrimSuffix(atom, "/api/feed/"+secret+"/atom")
+	var srcs []string
+	for _, m := range regexp.MustCompile(`src="(`+regexp.QuoteMeta(site)+`/api/feed/i/[^"]+)"`).FindAllStringSubmatch(content, -1) {
+		srcs = append(srcs, m[1])
+	}
+	if len(srcs) != len(data) || !strings.Contains(content, `alt="A square"`) || !strings.Contains(content, `src="https://cdn.example/missing.png"`) {
+		t.Fatalf("the content's images: %q\n%s", srcs, content)
+	}
+	if strings.Contains(content, secret) || strings.Contains(content, "cdn.example/a.png") || strings.Contains(content, "t.example/p.gif") {
+		t.Errorf("the content names the feed's secret, a stored image's origin or a tracking pixel:\n%s", content)
+	}
+	for n, u := range srcs {
+		resp, body := send(t, mustRequest(t, u))
+		h := resp.Header
+		if resp.StatusCode != http.StatusOK || string(body) != string(data[n]) || h.Get("X-Content-Type-Options") != "nosniff" ||
+			!strings.Contains(h.Get("Content-Security-Policy"), "sandbox") || h.Get("Cross-Origin-Resource-Policy") != "cross-origin" {
+			t.Fatalf("image %d: HTTP %d %v", n, resp.StatusCode, h)
 		}
 	}
-	if strings.Contains(content, "cdn.example/a.png") || strings.Contains(content, "t.example/p.gif") {
-		t.Errorf("the content names a stored image's origin or a tracking pixel:\n%s", content)
-	}
-	resp, body := send(t, mustRequest(t, feed+"/image/"+it.ID+"/0"))
-	h := resp.Header
-	if resp.StatusCode != http.StatusOK || string(body) != string(data[0]) || h.Get("Content-Type") != "image/png" ||
-		h.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(h.Get("Content-Security-Policy"), "sandbox") ||
-		h.Get("Cross-Origin-Resource-Policy") != "cross-origin" {
-		t.Fatalf("the image: HTTP %d %v", resp.StatusCode, h)
-	}
-	for _, u := range []string{feed + "/image/" + theirs.ID + "/0", feed + "/image/" + it.ID + "/9", feed + "/image/" + it.ID + "/00"} {
-		if resp, body := send(t, mustRequest(t, u)); resp.StatusCode != http.StatusNotFound || strings.Contains(string(body), "fd_") {
+	// Another image, item or member under a signature made for one image
+	// of one item is none of them; so is a signature changed.
+	parts := strings.Split(strings.TrimPrefix(srcs[0], site+"/api/feed/i/"), "/")
+	mine, sig := parts[0], parts[3]
+	digest := storage.Digest(secret)
+	for _, u := range []string{
+		site + "/api/feed/i/" + mine + "/" + it.ID + "/1/" + sig,
+		site + "/api/feed/i/" + other.ID + "/" + theirs.ID + "/0/" + sig,
+		site + "/api/feed/i/" + mine + "/" + theirs.ID + "/0/" + apitokens.FeedImageSignature(digest, mine, theirs.ID, "0"),
+		site + "/api/feed/i/" + mine + "/" + it.ID + "/0/" + strings.ToUpper(sig),
+		site + "/api/feed/i/" + mine + "/" + it.ID + "/0",
+		site + "/api/feed/i/" + mine + "/" + it.ID + "/00/" + apitokens.FeedImageSignature(digest, mine, it.ID, "00"),
+	} {
+		if resp, body := send(t, mustRequest(t, u)); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("%s: HTTP %d %s", u, resp.StatusCode, body)
 		}
 	}
-	feedsCall(t, e, http.MethodDelete)
-	if resp, _ := send(t, mustRequest(t, feed+"/image/"+it.ID+"/0")); resp.StatusCode != http.StatusNotFound {
-		t.Errorf("after revoking: HTTP %d", resp.StatusCode)
+	feedsCall(t, e, http.MethodPost) // a new secret: the old addresses end
+	if resp, _ := send(t, mustRequest(t, srcs[0])); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("after renewing the secret: HTTP %d", resp.StatusCode)
 	}
 }
 

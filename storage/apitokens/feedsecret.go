@@ -2,6 +2,9 @@ package apitokens
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"strings"
 	"time"
@@ -90,6 +93,47 @@ func (s Store) FeedMember(ctx context.Context, secret string) (*members.Member, 
 		return nil, storage.ErrNotFound
 	}
 	return s.memberAt(ctx, feedRefKey(storage.Digest(secret)))
+}
+
+// FeedImageSignature signs the address of the n-th stored image of an
+// item in the feed of the member whose feed secret has digest (a feed's
+// content names its stored images by such addresses, not by the feed's
+// secret, which would read the whole library wherever the content went).
+// The digest is known only to the store and to whoever holds the secret,
+// so the signature cannot be made without either; renewing or revoking
+// the secret ends the addresses.
+func FeedImageSignature(digest, memberID, itemID, n string) string {
+	mac := hmac.New(sha256.New, []byte(digest))
+	mac.Write([]byte("feed image\x00" + memberID + "\x00" + itemID + "\x00" + n))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:18])
+}
+
+// FeedImageMember returns the member memberID when sig is the signature
+// (FeedImageSignature) of their feed's image n of the item itemID under
+// their current feed secret: storage.ErrNotFound otherwise (no such member
+// or secret, a wrong signature), members.ErrSuspended for a suspended
+// member.
+func (s Store) FeedImageMember(ctx context.Context, memberID, itemID, n, sig string) (*members.Member, error) {
+	var m *members.Member
+	err := s.st.View(ctx, func(tx *storage.Tx) error {
+		var fs FeedSecret
+		if err := tx.GetJSON(feedKey(memberID), &fs); err != nil {
+			return err
+		}
+		if !hmac.Equal([]byte(sig), []byte(FeedImageSignature(fs.Digest, memberID, itemID, n))) {
+			return storage.ErrNotFound
+		}
+		var err error
+		m, err = members.ByID(tx, memberID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if m.Suspended {
+		return nil, members.ErrSuspended
+	}
+	return m, nil
 }
 
 func init() {
