@@ -630,6 +630,17 @@ func TestContentLinksEndWhenTheMembersAccessIsRevoked(t *testing.T) {
 	if status, b := get(before); status != http.StatusOK {
 		t.Fatalf("before the revocation: HTTP %d %s", status, b)
 	}
+	// The saved page, shown at its link, runs nothing of the site's, and a
+	// link followed from it does not tell the link (its secret) to the
+	// page it leads to.
+	resp, err := http.Get(before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if h := resp.Header; h.Get("Content-Security-Policy") != "sandbox" || h.Get("Referrer-Policy") != "no-referrer" {
+		t.Errorf("the HTML download's headers: %v", h)
+	}
 	if _, _, err := members.Of(e.store).RevokeMemberAccess(t.Context(), e.member.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -220,8 +220,10 @@ func (s *Content) serveDownload(w http.ResponseWriter, r *http.Request) {
 	if l.Format == FormatHTML {
 		ct = "text/html; charset=utf-8"
 		// The saved page is shown as a document of its own, never with
-		// the site's scripts or cookies.
+		// the site's scripts or cookies, and a link followed from it sends
+		// no Referer: the page's address is the link's secret.
 		w.Header().Set("Content-Security-Policy", "sandbox")
+		w.Header().Set("Referrer-Policy", "no-referrer")
 	}
 	w.Header().Set("Content-Type", ct)
 	_, _ = io.WriteString(w, *text)
