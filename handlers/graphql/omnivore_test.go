@@ -520,41 +520,22 @@ func TestOmnivoreClientDocumentsFitTheComplexityLimit(t *testing.T) {
 // links back to back) and still downloads from that address.
 func TestContentDownloadGuessesCountAgainstTheClientAddress(t *testing.T) {
 	e := newEnv(t, options{TokenRateLimit: 2, MemberRateLimit: -1})
-	it := e.saveArticle(e.member.ID, 1, nil)
-	resp, b := e.postBare(omnivore.ContentPath, e.token, map[string]any{"libraryItemIds": []string{it.ID}, "format": "html"})
-	var made struct {
-		Data []struct {
-			DownloadURL string `json:"downloadUrl"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(b, &made); err != nil || resp.StatusCode != 200 || len(made.Data) != 1 {
-		t.Fatalf("content: HTTP %d %s", resp.StatusCode, b)
-	}
-	get := func(u string) (int, http.Header, []byte) {
-		t.Helper()
-		resp, err := http.Get(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header, b
-	}
+	link := e.contentLink(e.saveArticle(e.member.ID, 1, nil).ID)
 	guess := e.srv.URL + omnivore.ContentDownloadPath + "cl_madeupmadeupmadeupmadeup"
 	for i := range 2 {
-		if status, _, b := get(made.Data[0].DownloadURL); status != http.StatusOK {
+		if status, _, b := getURL(t, link); status != http.StatusOK {
 			t.Fatalf("real link %d: HTTP %d %s", i, status, b)
 		}
-		if status, _, b := get(guess); status != http.StatusNotFound {
+		if status, _, b := getURL(t, guess); status != http.StatusNotFound {
 			t.Fatalf("guess %d: HTTP %d %s", i, status, b)
 		}
 	}
-	status, h, b := get(guess)
+	status, h, b := getURL(t, guess)
 	var out map[string]string
 	if status != http.StatusTooManyRequests || json.Unmarshal(b, &out) != nil || out["errorCode"] != "TOO_MANY_REQUESTS" || h.Get("Retry-After") == "" {
 		t.Fatalf("past the budget: HTTP %d %v %s", status, h, b)
 	}
-	if status, _, b := get(made.Data[0].DownloadURL); status != http.StatusOK {
+	if status, _, b := getURL(t, link); status != http.StatusOK {
 		t.Fatalf("real link past the guesses' budget: HTTP %d %s", status, b)
 	}
 }
@@ -603,48 +584,21 @@ func TestOmnivoreRefusedSaveURLMakesNoLabel(t *testing.T) {
 func TestContentLinksEndWhenTheMembersAccessIsRevoked(t *testing.T) {
 	e := newEnv(t, options{})
 	it := e.saveArticle(e.member.ID, 1, nil)
-	link := func() string {
-		t.Helper()
-		resp, b := e.postBare(omnivore.ContentPath, e.token, map[string]any{"libraryItemIds": []string{it.ID}, "format": "html"})
-		var made struct {
-			Data []struct {
-				DownloadURL string `json:"downloadUrl"`
-			} `json:"data"`
-		}
-		if err := json.Unmarshal(b, &made); err != nil || resp.StatusCode != 200 || len(made.Data) != 1 {
-			t.Fatalf("content: HTTP %d %s", resp.StatusCode, b)
-		}
-		return made.Data[0].DownloadURL
-	}
-	get := func(u string) (int, string) {
-		t.Helper()
-		resp, err := http.Get(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	before := link()
-	if status, b := get(before); status != http.StatusOK {
+	before := e.contentLink(it.ID)
+	status, h, b := getURL(t, before)
+	if status != http.StatusOK {
 		t.Fatalf("before the revocation: HTTP %d %s", status, b)
 	}
 	// The saved page, shown at its link, runs nothing of the site's, and a
 	// link followed from it does not tell the link (its secret) to the
 	// page it leads to.
-	resp, err := http.Get(before)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if h := resp.Header; h.Get("Content-Security-Policy") != "sandbox" || h.Get("Referrer-Policy") != "no-referrer" {
+	if h.Get("Content-Security-Policy") != "sandbox" || h.Get("Referrer-Policy") != "no-referrer" {
 		t.Errorf("the HTML download's headers: %v", h)
 	}
 	if _, _, err := members.Of(e.store).RevokeMemberAccess(t.Context(), e.member.ID); err != nil {
 		t.Fatal(err)
 	}
-	if status, b := get(before); status != http.StatusNotFound || !strings.Contains(b, `"NOT_FOUND"`) {
+	if status, _, b := getURL(t, before); status != http.StatusNotFound || !strings.Contains(string(b), `"NOT_FOUND"`) {
 		t.Fatalf("a link made before the revocation: HTTP %d %s, want 404 NOT_FOUND", status, b)
 	}
 	// A new token of the member's makes links that work.
@@ -653,7 +607,35 @@ func TestContentLinksEndWhenTheMembersAccessIsRevoked(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.token = token
-	if status, b := get(link()); status != http.StatusOK {
+	if status, _, b := getURL(t, e.contentLink(it.ID)); status != http.StatusOK {
 		t.Fatalf("a link made after: HTTP %d %s", status, b)
 	}
+}
+
+// contentLink makes a download URL of the item's content as HTML through
+// POST /api/content, as the plugins do.
+func (e *env) contentLink(itemID string) string {
+	e.t.Helper()
+	resp, b := e.postBare(omnivore.ContentPath, e.token, map[string]any{"libraryItemIds": []string{itemID}, "format": "html"})
+	var made struct {
+		Data []struct {
+			DownloadURL string `json:"downloadUrl"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(b, &made); err != nil || resp.StatusCode != 200 || len(made.Data) != 1 {
+		e.t.Fatalf("content: HTTP %d %s", resp.StatusCode, b)
+	}
+	return made.Data[0].DownloadURL
+}
+
+// getURL GETs u without credentials.
+func getURL(t *testing.T, u string) (int, http.Header, []byte) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
 }

@@ -114,26 +114,14 @@ func FeedImageSignature(digest, memberID, itemID, n string) string {
 // or secret, a wrong signature), members.ErrSuspended for a suspended
 // member.
 func (s Store) FeedImageMember(ctx context.Context, memberID, itemID, n, sig string) (*members.Member, error) {
-	var m *members.Member
-	err := s.st.View(ctx, func(tx *storage.Tx) error {
-		var fs FeedSecret
-		if err := tx.GetJSON(feedKey(memberID), &fs); err != nil {
-			return err
-		}
-		if !hmac.Equal([]byte(sig), []byte(FeedImageSignature(fs.Digest, memberID, itemID, n))) {
-			return storage.ErrNotFound
-		}
-		var err error
-		m, err = members.ByID(tx, memberID)
-		return err
-	})
+	fs, err := s.FeedSecretInfo(ctx, memberID)
 	if err != nil {
 		return nil, err
 	}
-	if m.Suspended {
-		return nil, members.ErrSuspended
+	if !hmac.Equal([]byte(sig), []byte(FeedImageSignature(fs.Digest, memberID, itemID, n))) {
+		return nil, storage.ErrNotFound
 	}
-	return m, nil
+	return s.memberAt(ctx, feedRefKey(fs.Digest)) // gone with the secret if it changed since
 }
 
 func init() {
