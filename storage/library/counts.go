@@ -69,7 +69,8 @@ func (s Store) StatusCount(ctx context.Context, memberID, status string) (n int,
 // time b are those of the instants of b's minute after b, of the minutes
 // of b's hour after b's minute, and so on up, and of the 32768 days after
 // b's (readAfter): at most 59 minutes, 23 hours, 31 days and 31 of each
-// larger span, the spans of 32768 days up to year 9999 (90), and the
+// larger span, the spans of 32768 days up to year 9999 (90: a later read
+// is counted at lastCountedRead), and the
 // distinct instants of one minute (one for a batch marked read at once),
 // whatever the library's size; a week or a month since now reads the few
 // spans that have reads. Sums of word counts, never negative, keep
@@ -88,7 +89,8 @@ type ReadingCounts struct {
 	Items, Words int64
 	// Read and ReadWords: the items read (readAt set), their words.
 	Read, ReadWords int64
-	// ReadAfter holds, for each time asked, the items read after it.
+	// ReadAfter holds, for each time asked (before lastCountedRead), the
+	// items read after it.
 	ReadAfter []int64
 }
 
@@ -137,9 +139,18 @@ var readSpans = [...]struct {
 // readBucket is one of the reading counts of the items read at a time.
 type readBucket struct{ kind, value string }
 
+// lastCountedRead is the latest time a read is counted at: an item read
+// later (an import may date a read any time) is counted as read then, so
+// that the spans after now are those up to year 9999 however far apart
+// the reads are, and still counted read after any time before it.
+var lastCountedRead = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // readBuckets are the counts (readSpans' and the instant's) of an item
 // read at t.
 func readBuckets(t time.Time) [len(readSpans) + 1]readBucket {
+	if t.After(lastCountedRead) {
+		t = lastCountedRead
+	}
 	sec := t.Unix()
 	var b [len(readSpans) + 1]readBucket
 	for i, sp := range readSpans {

@@ -1,0 +1,65 @@
+package library
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hearthkit/caddy-hearth/storage"
+)
+
+// An import may date its reads any time at all (a Unix time of any size):
+// the items read after year 9999, however many and however far apart, are
+// counted in as few keys as one item, so that me.stats reads no more keys
+// for them (readAfter), and are still found read after a time before.
+func TestReadingCountsOfReadsPastYear9999AreBounded(t *testing.T) {
+	st, m := openAlice(t)
+	lib := Of(st)
+	job, err := lib.CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.zip", Staged: "/tmp/x", Total: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 100
+	var entries []ImportEntry
+	for i := range n {
+		// A century apart: each in a span of 32768 days of its own.
+		r := time.Date(10000+100*i, 1, 1, 0, 0, 0, i, time.UTC)
+		entries = append(entries, ImportEntry{Pos: i + 1, Item: &ImportItem{URL: fmt.Sprintf("https://a.example/%d", i), Title: "i", ReadAt: &r}})
+	}
+	if _, err := lib.ImportItems(t.Context(), m.ID, job.ID, entries, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	week := now.AddDate(0, 0, -7)
+	c, ok, err := lib.ReadingCounts(t.Context(), m.ID, week, time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC))
+	if err != nil || !ok {
+		t.Fatalf("reading counts: ok %v, %v", ok, err)
+	}
+	if c.Read != n || c.ReadAfter[0] != n || c.ReadAfter[1] != n {
+		t.Fatalf("read %d, after a week ago %d, after year 9999 %d: want %d each", c.Read, c.ReadAfter[0], c.ReadAfter[1], n)
+	}
+	// The keys of reads later than now, of every span and the instants:
+	// more than what readAfter reads for any time before now.
+	keys := 0
+	if err := st.View(t.Context(), func(tx *storage.Tx) error {
+		keys = 0
+		for _, b := range readBuckets(now) {
+			prefix := filterCountKey(m.ID, b.kind, "")
+			if err := tx.Scan(prefix, nil, false, true, func(k, _ []byte) (bool, error) {
+				if bytes.Compare(k[len(prefix):], []byte(b.value)) > 0 {
+					keys++
+				}
+				return true, nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if keys > len(readSpans)+1 {
+		t.Fatalf("%d keys count the reads after now, %d items read after year 9999: want at most %d", keys, n, len(readSpans)+1)
+	}
+}
