@@ -234,9 +234,10 @@ func cleanImportItem(in *ImportItem) (norm string, err error) {
 	if in.ReadingProgress < 0 || in.ReadingProgress > 100 || in.ReadingProgress != in.ReadingProgress {
 		in.ReadingProgress = 0
 	}
-	if in.WordCount < 0 {
-		in.WordCount = 0
-	}
+	// An item's text holds fewer words than MaxContentLen bytes: a count
+	// beyond is none an item can have, and the sums of the member's word
+	// counts (counts.go) would not add up.
+	in.WordCount = min(max(in.WordCount, 0), MaxContentLen)
 	if in.Title == "" {
 		if norm != "" {
 			in.Title = norm

@@ -3,6 +3,7 @@ package library
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -62,4 +63,38 @@ func TestReadingCountsOfReadsPastYear9999AreBounded(t *testing.T) {
 	if keys > len(readSpans)+1 {
 		t.Fatalf("%d keys count the reads after now, %d items read after year 9999: want at most %d", keys, n, len(readSpans)+1)
 	}
+}
+
+// An export may give an item any word count: one too large to add up
+// (past what an item's text can hold) costs the counts of the member's
+// other items nothing, before or after it is gone.
+func TestReadingCountsOfAnImportedWordCountTooLargeToAddUp(t *testing.T) {
+	st, m := openAlice(t)
+	lib := Of(st)
+	job, err := lib.CreateImportJob(t.Context(), &ImportJob{MemberID: m.ID, Format: "POCKET", FileName: "x.zip", Staged: "/tmp/x", Total: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := []ImportEntry{
+		{Pos: 1, Item: &ImportItem{URL: "https://a.example/huge", Title: "huge", WordCount: math.MaxInt64}},
+		{Pos: 2, Item: &ImportItem{URL: "https://a.example/short", Title: "short", WordCount: 10}},
+	}
+	if _, err := lib.ImportItems(t.Context(), m.ID, job.ID, entries, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	checkReadingCounts(t, st, m.ID)
+	var huge string
+	for _, it := range itemsOf(t, st, m.ID) {
+		if it.Title == "huge" {
+			huge = it.ID
+		}
+	}
+	if _, err := lib.SetItemsStatus(t.Context(), m.ID, []string{huge}, StatusDeleted); err != nil {
+		t.Fatal(err)
+	}
+	c, ok, err := lib.ReadingCounts(t.Context(), m.ID)
+	if err != nil || !ok || c.Items != 1 || c.Words != 10 {
+		t.Fatalf("with the huge item in the trash: %+v (ok %v, %v), want the short item's 10 words", c, ok, err)
+	}
+	checkReadingCounts(t, st, m.ID)
 }
