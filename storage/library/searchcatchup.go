@@ -330,25 +330,41 @@ func (s Store) catchUpSearchKeys(memberID string, stopping func() bool, recountC
 // Each batch reads the member's items version, which every write of an
 // item sets (flushItemsVersions), so that a write beside it conflicts
 // with it, even of an item its scan did not see, and one of the two
-// retries.
+// retries. Another node's catch-up may run beside it: each transaction
+// reads the version and the cursor, and one that finds the counts
+// complete (the other's) counts nothing more.
 func (s Store) recountReading(memberID string, stopping func() bool, batch int) error {
 	ctx := s.st.Background()
-	var cursor []byte
-	if err := s.st.View(ctx, func(tx *storage.Tx) error {
-		var err error
-		if cursor, err = tx.Get(readingCursorKey(memberID)); errors.Is(err, storage.ErrNotFound) {
-			cursor, err = nil, nil
-		}
-		return err
-	}); err != nil {
-		return err
-	}
-	if cursor == nil {
-		// Counts of an earlier catch-up, stale since (the store was
-		// opened by a version that did not keep them): no writer counts
-		// without a cursor.
-		p := filterCountKey(memberID, "r", "")
-		if err := s.st.DeletePrefixInBatches(ctx, p[:len(p)-1]); err != nil {
+	// Counts of an earlier catch-up, stale since (the store was opened
+	// by a version that did not keep them): no writer counts without a
+	// cursor. Deleted only while there is none, in transactions that read
+	// it: once a catch-up has counted a batch, its counts stay.
+	p := filterCountKey(memberID, "r", "")
+	p = p[:len(p)-1]
+	for more := true; more; {
+		if err := s.st.Update(ctx, func(tx *storage.Tx) error {
+			more = false
+			if done, err := readingRecounted(tx, memberID); err != nil || done {
+				return err
+			}
+			if has, err := tx.Has(readingCursorKey(memberID)); err != nil || has {
+				return err
+			}
+			var keys [][]byte
+			if err := tx.Scan(p, nil, false, true, func(k, _ []byte) (bool, error) {
+				keys = append(keys, slices.Clone(k))
+				return len(keys) < staleReadingKeysPerTx, nil
+			}); err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if err := tx.Delete(k); err != nil {
+					return err
+				}
+			}
+			more = len(keys) == staleReadingKeysPerTx
+			return nil
+		}); err != nil {
 			return err
 		}
 	}
@@ -358,7 +374,10 @@ func (s Store) recountReading(memberID string, stopping func() bool, batch int) 
 			return textindex.ErrStopped
 		}
 		err := s.st.Update(ctx, func(tx *storage.Tx) error {
-			done = false
+			recounted, err := readingRecounted(tx, memberID)
+			if done = recounted; err != nil || done {
+				return err
+			}
 			if _, err := tx.Get(itemsVersionKey(memberID)); err != nil && !errors.Is(err, storage.ErrNotFound) {
 				return err
 			}
@@ -406,4 +425,15 @@ func (s Store) recountReading(memberID string, stopping func() bool, batch int) 
 		}
 	}
 	return nil
+}
+
+// staleReadingKeysPerTx is how many stale reading counts recountReading
+// deletes a transaction.
+const staleReadingKeysPerTx = 1000
+
+// readingRecounted reports whether the member's reading counts are
+// complete (readingCountsVersion): counted by another catch-up.
+func readingRecounted(tx *storage.Tx, memberID string) (bool, error) {
+	v, err := searchVersion(tx, memberID)
+	return v >= readingCountsVersion && v <= searchIndexVersion, err
 }
