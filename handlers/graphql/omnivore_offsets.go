@@ -78,7 +78,7 @@ type offsetState struct {
 // request may walk to count them: its totalCount is null (Omnivore's
 // PageInfo.totalCount is nullable, and its apps then page on by
 // hasNextPage), remembered as any count is so that the next pages do not
-// walk again.
+// walk again (when the count had the request's whole allowance: page).
 const tooManyToCount = -2
 
 // offsetPage is one page by offset: items, then (for updatesSince) items
@@ -206,11 +206,17 @@ func (p *offsetPager) page(ctx context.Context, store *storage.Store, memberID, 
 		out.gone, out.hasNext = gone, more
 	}
 	if since == nil && count && st.total == -1 {
+		// Too many to count is remembered only of a count that had the
+		// whole allowance: one cut short by the request's walks before it
+		// (to this offset, other searches) is tried again by the next.
+		whole := p.walkLeft(ctx) >= p.allowance
 		n, err := p.countItems(ctx, lib, memberID, f, req)
 		if err != nil {
 			return nil, err
 		}
-		st.total, out.total = n, n
+		if out.total = n; n != tooManyToCount || whole {
+			st.total = n
+		}
 	}
 	out.total = max(out.total, -1)
 	return out, nil

@@ -177,3 +177,32 @@ func TestOmnivoreTotalCountIsBoundedPerRequest(t *testing.T) {
 		t.Fatalf("in:inbox: totalCount %v, want 300", p.PageInfo.TotalCount)
 	}
 }
+
+// A totalCount left uncounted because the request had walked to its
+// offset first is not remembered as too many: the query's next request,
+// which has its whole allowance for the count, counts its items.
+func TestOmnivoreTotalCountCutByTheRequestsOwnWalkIsCountedLater(t *testing.T) {
+	post := offsetServer(t, 150, func(i int) string {
+		if i%3 == 0 {
+			return fmt.Sprintf("https://example.org/%d", i)
+		}
+		return fmt.Sprintf("https://example.com/%d", i)
+	}, 300)
+	total := func(after int) *int {
+		t.Helper()
+		r := post(fmt.Sprintf(`{ s: search(after: "%d", first: 10, query: "site:example.org") { ... on SearchSuccess { edges { node { id } } pageInfo { totalCount } } } }`, after))
+		var p struct{ PageInfo struct{ TotalCount *int } }
+		if len(r.Errors) != 0 || json.Unmarshal(r.Data["s"], &p) != nil {
+			t.Fatalf("search at %d: %+v %s", after, r.Errors, r.Data["s"])
+		}
+		return p.PageInfo.TotalCount
+	}
+	// Walked 90 items to the offset: 60 left of 150, fewer than the 100
+	// items, so this request cannot count them.
+	if n := total(90); n != nil {
+		t.Fatalf("at 90: totalCount %d, counted past the allowance", *n)
+	}
+	if n := total(0); n == nil || *n != 100 {
+		t.Fatalf("at 0, next: totalCount %v, want 100 (within a request's allowance)", n)
+	}
+}
