@@ -259,6 +259,21 @@ func importSavedAt(t, now time.Time) time.Time {
 	return t.UTC().Truncate(time.Millisecond)
 }
 
+// importReadAt is an imported item's read date: the export's, or now
+// when it is later than now, or the item's saved date (saved) when it is
+// earlier than EarliestSavedAt, as importSavedAt treats a saved date; a
+// date no client could parse (past year 9999: a time in milliseconds read
+// as seconds) is never kept, nor sent to the member's apps and exports.
+func importReadAt(t, saved, now time.Time) time.Time {
+	switch {
+	case t.After(now):
+		return now
+	case tooEarly(t):
+		return saved
+	}
+	return t.UTC().Truncate(time.Millisecond)
+}
+
 // importDigest recognises an imported item without a URL: by its type,
 // title, author and the date its export gives (to the millisecond, as an
 // item keeps it), not the date it was saved at, so that an item without a
@@ -321,7 +336,7 @@ func importItem(tx *storage.Tx, memberID string, j *ImportJob, in *ImportItem, l
 		it.SourceDomain = SourceDomain(norm)
 	}
 	if in.ReadAt != nil {
-		r := in.ReadAt.UTC().Truncate(time.Millisecond)
+		r := importReadAt(*in.ReadAt, created, t)
 		it.ReadAt, it.IsReadManual = &r, true
 	}
 	if in.Status == StatusDeleted {

@@ -587,6 +587,50 @@ func TestImportedDateBeforeTheEarliestSavedAtIsNow(t *testing.T) {
 	}
 }
 
+// An imported read date later than now (a time in milliseconds read as
+// seconds: the year 55,000, which no client parses and JSON cannot write)
+// is the time of the import, and one earlier than EarliestSavedAt the
+// item's saved date, as imported saved dates are treated; others are kept.
+func TestImportedReadDatesTheLibraryCannotKeep(t *testing.T) {
+	st, m := openSavedTest(t)
+	j := importJob(t, st, m.ID)
+	saved := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
+	far, early, kept := time.Unix(1_700_000_000_000, 0), time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 3, 2, 8, 30, 0, 0, time.UTC)
+	before := storage.Now()
+	got, err := Of(st).ImportItems(t.Context(), m.ID, j.ID, []ImportEntry{
+		{Pos: 1, Ref: "row 1", Item: &ImportItem{URL: "https://example.com/far", Title: "Far", CreatedAt: saved, ReadAt: &far, Status: StatusArchived, Text: "x"}},
+		{Pos: 2, Ref: "row 2", Item: &ImportItem{URL: "https://example.com/early", Title: "Early", CreatedAt: saved, ReadAt: &early, Status: StatusArchived, Text: "x"}},
+		{Pos: 3, Ref: "row 3", Item: &ImportItem{URL: "https://example.com/kept", Title: "Kept", CreatedAt: saved, ReadAt: &kept, Status: StatusArchived, Text: "x"}},
+	}, nil, 0)
+	if err != nil || got.Created != 3 {
+		t.Fatalf("job: %+v %v", got, err)
+	}
+	after := storage.Now()
+	page, err := Of(st).SavedItemsPage(t.Context(), m.ID, ItemFilter{Status: StatusArchived}, PageRequest{Field: SortTitle, First: 10})
+	if err != nil || len(page.Items) != 3 {
+		t.Fatalf("items: %+v %v", page, err)
+	}
+	read := map[string]time.Time{}
+	for _, it := range page.Items {
+		if it.ReadAt == nil {
+			t.Fatalf("%s: no read date", it.Title)
+		}
+		read[it.Title] = *it.ReadAt
+	}
+	if r := read["Far"]; r.Before(before) || r.After(after) {
+		t.Errorf("read in the year 55,000: %s, want between %s and %s", r, before, after)
+	}
+	if r := read["Early"]; !r.Equal(saved) {
+		t.Errorf("read in the year -5: %s, want the saved date %s", r, saved)
+	}
+	if r := read["Kept"]; !r.Equal(kept) {
+		t.Errorf("read at %s: %s", kept, r)
+	}
+	if _, err := json.Marshal(page.Items); err != nil {
+		t.Errorf("the items as JSON, as exports write them: %v", err)
+	}
+}
+
 // An item has one note: an imported note (Raindrop's or Karakeep's note
 // on a bookmark) on an item that has one is added to it after a blank
 // line, as AddNote adds it, and a new item's several notes make one;
