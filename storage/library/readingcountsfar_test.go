@@ -10,10 +10,11 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 )
 
-// An import may date its reads any time at all (a Unix time of any size):
-// the items read after year 9999, however many and however far apart, are
-// counted in as few keys as one item, so that me.stats reads no more keys
-// for them (readAfter), and are still found read after a time before.
+// A store may hold reads dated any time at all, written before imports
+// bounded read dates (an import kept a Unix time of any size): the items
+// read after year 9999, however many and however far apart, are counted in
+// as few keys as one item, so that me.stats reads no more keys for them
+// (readAfter), and are still found read after a time before.
 func TestReadingCountsOfReadsPastYear9999AreBounded(t *testing.T) {
 	st, m := openAlice(t)
 	lib := Of(st)
@@ -24,12 +25,23 @@ func TestReadingCountsOfReadsPastYear9999AreBounded(t *testing.T) {
 	const n = 100
 	var entries []ImportEntry
 	for i := range n {
-		// A century apart: each in a span of 32768 days of its own.
-		r := time.Date(10000+100*i, 1, 1, 0, 0, 0, i, time.UTC)
-		entries = append(entries, ImportEntry{Pos: i + 1, Item: &ImportItem{URL: fmt.Sprintf("https://a.example/%d", i), Title: "i", ReadAt: &r}})
+		entries = append(entries, ImportEntry{Pos: i + 1, Item: &ImportItem{URL: fmt.Sprintf("https://a.example/%d", i), Title: fmt.Sprint(i)}})
 	}
 	if _, err := lib.ImportItems(t.Context(), m.ID, job.ID, entries, nil, 0); err != nil {
 		t.Fatal(err)
+	}
+	// Each read a century after the one before, as such a store holds
+	// them: each in a span of 32768 days of its own.
+	for _, it := range itemsOf(t, st, m.ID) {
+		var i int
+		fmt.Sscan(it.Title, &i)
+		r := time.Date(10000+100*i, 1, 1, 0, 0, 0, i, time.UTC)
+		if _, err := lib.updateItems(t.Context(), m.ID, []string{it.ID}, func(_ *storage.Tx, it *SavedItem) error {
+			it.ReadAt = &r
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	now := time.Now()
 	week := now.AddDate(0, 0, -7)
