@@ -61,14 +61,7 @@ func benchmarkEntriesFirstPage(b *testing.B, gqlgenOnly bool) {
 	defer api.Close()
 	graphql.SetNoFastPath(api.Server, gqlgenOnly)
 	body := []byte(benchEntriesBody)
-	serve := func() *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodPost, graphql.Path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		w := httptest.NewRecorder()
-		api.ServeHTTP(w, req)
-		return w
-	}
+	serve := func() *httptest.ResponseRecorder { return benchPost(api, "Bearer "+token, body) }
 	if w := serve(); w.Code != http.StatusOK || bytes.Contains(w.Body.Bytes(), []byte(`"errors"`)) ||
 		bytes.Count(w.Body.Bytes(), []byte(`"cursor"`)) != 50 {
 		b.Fatalf("status %d: %.300s", w.Code, w.Body.Bytes())
@@ -77,4 +70,15 @@ func benchmarkEntriesFirstPage(b *testing.B, gqlgenOnly bool) {
 	for b.Loop() {
 		serve()
 	}
+}
+
+// benchPost POSTs the GraphQL request body to api in process, with the
+// Authorization header auth, and returns what it answered.
+func benchPost(api http.Handler, auth string, body []byte) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, graphql.Path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", auth)
+	w := httptest.NewRecorder()
+	api.ServeHTTP(w, req)
+	return w
 }

@@ -1,15 +1,12 @@
 package graphql_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -49,11 +46,7 @@ func benchContentPastTheBudget(b *testing.B, n, size int, request map[string]any
 	p := samplePeaks(b)
 	b.ResetTimer()
 	for range b.N {
-		req := httptest.NewRequest(http.MethodPost, graphql.Path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", token)
-		w := httptest.NewRecorder()
-		api.ServeHTTP(w, req)
+		w := benchPost(api, token, body)
 		var out struct {
 			Errors []gqlError
 		}

@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -56,11 +54,7 @@ func BenchmarkOmnivore(b *testing.B) {
 	defer api.Close()
 	serveOn := func(api *testAPI, query string, vars map[string]any) []byte {
 		body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-		req := httptest.NewRequest(http.MethodPost, graphql.Path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", token)
-		w := httptest.NewRecorder()
-		api.ServeHTTP(w, req)
+		w := benchPost(api, token, body)
 		if w.Code != http.StatusOK || bytes.Contains(w.Body.Bytes(), []byte(`"errors"`)) {
 			b.Fatalf("status %d: %.300s", w.Code, w.Body.Bytes())
 		}

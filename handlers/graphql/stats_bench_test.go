@@ -1,15 +1,12 @@
 package graphql_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -59,11 +56,7 @@ func BenchmarkStats100000Items(b *testing.B) {
 	body, _ := json.Marshal(map[string]any{"query": `query GetUserStats { me { id stats { itemsReadCountAllTime itemsReadCountMonth itemsReadCountWeek estimatedReadingTimeCompleted wordsReadCount unreadCount readCount averageArticleLength averageTimeToFinish } } }`})
 	b.ResetTimer()
 	for range b.N {
-		req := httptest.NewRequest(http.MethodPost, graphql.Path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", token)
-		w := httptest.NewRecorder()
-		api.ServeHTTP(w, req)
+		w := benchPost(api, token, body)
 		var out struct {
 			Data struct {
 				Me struct {

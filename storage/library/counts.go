@@ -76,6 +76,12 @@ func (s Store) StatusCount(ctx context.Context, memberID, status string) (n int,
 // spans that have reads. Sums of word counts, never negative, keep
 // putCount's rule: none for 0.
 
+// readingCountsPrefix starts every reading count of the member (fc/r…).
+func readingCountsPrefix(memberID string) []byte {
+	p := filterCountKey(memberID, "r", "")
+	return p[:len(p)-1]
+}
+
 // readingCountsVersion is the first version of the search keys with the
 // reading counts: a member's store of an earlier one gets them from the
 // indexer's catch-up (recountReading), and its statistics are read from

@@ -227,16 +227,7 @@ func TestReadingCountsCaughtUpOnAnOlderStore(t *testing.T) {
 	must(lib.SetItemsStatus(t.Context(), m.ID, ids[6:8], StatusArchived))
 	must(lib.SetItemsStatus(t.Context(), m.ID, ids[8:9], StatusDeleted))
 	checkReadingCounts(t, st, m.ID)
-	// As version 8 left it: no reading counts.
-	if err := st.Update(t.Context(), func(tx *storage.Tx) error {
-		p := filterCountKey(m.ID, "r", "")
-		if err := tx.DeletePrefix(p[:len(p)-1]); err != nil {
-			return err
-		}
-		return tx.Put(textReadyKey(m.ID), []byte{8}, 0)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	asVersion8(t, st, m.ID)
 	if _, ok, err := lib.ReadingCounts(t.Context(), m.ID); err != nil || ok {
 		t.Fatalf("an older store's reading counts: ok %v (%v), want none", ok, err)
 	}
@@ -274,5 +265,19 @@ func TestReadingCountsCaughtUpOnAnOlderStore(t *testing.T) {
 	got, _, err := Of(st).ReadingCounts(t.Context(), m.ID)
 	if err != nil || got.Items != 9 || got.Read != 6 {
 		t.Fatalf("after the catch-up: %+v (%v), want 9 items, 6 read", got, err)
+	}
+}
+
+// asVersion8 leaves the member's store as version 8 left it: no reading
+// counts, the search keys of that version.
+func asVersion8(t *testing.T, st *storage.Store, memberID string) {
+	t.Helper()
+	if err := st.Update(t.Context(), func(tx *storage.Tx) error {
+		if err := tx.DeletePrefix(readingCountsPrefix(memberID)); err != nil {
+			return err
+		}
+		return tx.Put(textReadyKey(memberID), []byte{8}, 0)
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

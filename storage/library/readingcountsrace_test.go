@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
-
-	"github.com/hearthkit/caddy-hearth/storage"
 )
 
 // The catch-up of an older store's reading counts, two of them at once
@@ -24,16 +22,7 @@ func TestReadingCountsCaughtUpBesideWriters(t *testing.T) {
 	if _, err := lib.SetItemsRead(t.Context(), m.ID, ids[:20], true); err != nil {
 		t.Fatal(err)
 	}
-	// As version 8 left it: no reading counts.
-	if err := st.Update(t.Context(), func(tx *storage.Tx) error {
-		p := filterCountKey(m.ID, "r", "")
-		if err := tx.DeletePrefix(p[:len(p)-1]); err != nil {
-			return err
-		}
-		return tx.Put(textReadyKey(m.ID), []byte{8}, 0)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	asVersion8(t, st, m.ID)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for range 2 {

@@ -339,8 +339,7 @@ func (s Store) recountReading(memberID string, stopping func() bool, batch int) 
 	// by a version that did not keep them): no writer counts without a
 	// cursor. Deleted only while there is none, in transactions that read
 	// it: once a catch-up has counted a batch, its counts stay.
-	p := filterCountKey(memberID, "r", "")
-	p = p[:len(p)-1]
+	p := readingCountsPrefix(memberID)
 	for more := true; more; {
 		if err := s.st.Update(ctx, func(tx *storage.Tx) error {
 			more = false
