@@ -3,6 +3,7 @@ package importer_test
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -391,6 +392,47 @@ func TestZipWithTooManyEntriesIsRefusedBeforeItsDirectoryIsRead(t *testing.T) {
 		small[strconv.Itoa(i)+".html"] = nil
 	}
 	refusal(t, writeZip(t, small), importer.Auto, lim, "200 files, more than an import takes (140)")
+}
+
+// archive/zip reads directory headers until one is not a header, and
+// compares their number with the end record's only modulo 65536: an end
+// record declaring 10 entries passes the count above on a directory of
+// 65546. Such a directory is counted as it is walked, stopping past the
+// limit, before archive/zip reads it. The directory is written by hand (a
+// zip writer records the true count); the allocations are counted, not
+// timed.
+func TestZipDeclaringFewerEntriesThanItHoldsIsRefusedBeforeItsDirectoryIsRead(t *testing.T) {
+	const n = 1<<16 + 10
+	// One local header first, as a zip begins.
+	b := make([]byte, 30, 31)
+	copy(b, "PK\x03\x04")
+	binary.LittleEndian.PutUint16(b[26:], 1)
+	b = append(b, 'a')
+	local := len(b)
+	for i := range n {
+		h := make([]byte, 46)
+		copy(h, "PK\x01\x02")
+		binary.LittleEndian.PutUint16(h[28:], 1) // a one-byte name
+		b = append(append(b, h...), byte('a'+i%26))
+	}
+	end := make([]byte, 22)
+	copy(end, "PK\x05\x06")
+	binary.LittleEndian.PutUint16(end[8:], n%(1<<16))
+	binary.LittleEndian.PutUint16(end[10:], n%(1<<16))
+	binary.LittleEndian.PutUint32(end[12:], uint32(len(b)-local))
+	binary.LittleEndian.PutUint32(end[16:], uint32(local))
+	p := writeFile(t, append(b, end...))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, _, err := importer.Scan(p, importer.Auto, importer.Limits{MaxEntries: 10})
+	runtime.ReadMemStats(&after)
+	if !importer.IsFileError(err) || !strings.Contains(err.Error(), "has more files than an import takes (140)") {
+		t.Fatalf("Scan = %v", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4<<20 {
+		t.Fatalf("Scan allocated %d bytes refusing the archive: it read the directory", got)
+	}
 }
 
 // An item's labels stop at library.MaxLabels (a member has no more): the

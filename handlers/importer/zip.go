@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path"
 	"regexp"
@@ -38,10 +39,17 @@ func checkZip(f *os.File, size int64, lim Limits) (*zipArchive, error) {
 	// An entry is at most a few members (content, highlights, metadata).
 	// The count is checked before archive/zip reads the directory, which
 	// costs a few hundred bytes of memory per member: a 256 MiB upload
-	// can declare millions of them.
+	// can hold millions of them. The end record's count is checked first
+	// (it names the number in the refusal), then the headers are counted
+	// up to the limit, since archive/zip reads past the declared count.
 	max := 4*lim.MaxEntries + 100
-	if n, ok := zipEntryCount(f, size); ok && n > uint64(max) {
-		return nil, refuse("the zip archive has %d files, more than an import takes (%d)", n, max)
+	if e, ok := readZipEnd(f, size); ok {
+		if e.count > uint64(max) {
+			return nil, refuse("the zip archive has %d files, more than an import takes (%d)", e.count, max)
+		}
+		if zipHeaders(f, size, e.start, max) > max || e.atStart >= 0 && zipHeaders(f, size, e.atStart, max) > max {
+			return nil, refuse("the zip archive has more files than an import takes (%d)", max)
+		}
 	}
 	zr, err := zip.NewReader(f, size)
 	if err != nil {
@@ -82,52 +90,104 @@ func unreadable(zf *zip.File, lim Limits) string {
 	return ""
 }
 
-// zipEntryCount reads the number of members a zip's end of central
-// directory record declares (its zip64 record's when it has one), as
-// archive/zip finds them (APPNOTE.TXT 4.3.14-4.3.16), without reading the
-// directory. ok is false when no end record is found: archive/zip then
-// refuses the file.
-func zipEntryCount(r io.ReaderAt, size int64) (n uint64, ok bool) {
+// zipEnd is what a zip's end of central directory record (its zip64
+// record's when it has one) says of the directory, found as archive/zip
+// finds it (readDirectoryEnd; APPNOTE.TXT 4.3.14-4.3.16).
+type zipEnd struct {
+	count          uint64 // the members declared
+	start, atStart int64  // where archive/zip begins reading headers; atStart -1 or its other choice
+}
+
+// readZipEnd reads r's end record without reading the directory. ok is
+// false when archive/zip refuses the file at its end record.
+func readZipEnd(r io.ReaderAt, size int64) (e zipEnd, ok bool) {
 	const endLen, locLen, end64Len = 22, 20, 56
-	tail := min(size, endLen+0xffff)
-	buf := make([]byte, tail)
-	if _, err := r.ReadAt(buf, size-tail); err != nil && err != io.EOF {
-		return 0, false
-	}
-	at := -1
-	for i := len(buf) - endLen; i >= 0; i-- {
-		// The last signature whose comment ends the file, as archive/zip.
-		if string(buf[i:i+4]) == "PK\x05\x06" && i+endLen+int(binary.LittleEndian.Uint16(buf[i+20:])) <= len(buf) {
-			at = i
+	var buf []byte
+	var endAt int64 = -1
+	// The last signature whose comment ends within the block, in the last
+	// 1 KiB and then the last 65 KiB, as archive/zip.
+	for _, n := range []int64{1024, 65 * 1024} {
+		n = min(n, size)
+		buf = make([]byte, n)
+		if _, err := r.ReadAt(buf, size-n); err != nil && err != io.EOF {
+			return e, false
+		}
+		for i := len(buf) - endLen; i >= 0; i-- {
+			if string(buf[i:i+4]) == "PK\x05\x06" && i+endLen+int(binary.LittleEndian.Uint16(buf[i+20:])) <= len(buf) {
+				endAt, buf = size-n+int64(i), buf[i:]
+				break
+			}
+		}
+		if endAt >= 0 || n == size {
 			break
 		}
 	}
-	if at < 0 {
-		return 0, false
+	if endAt < 0 {
+		return e, false
 	}
-	n = uint64(binary.LittleEndian.Uint16(buf[at+10:]))
-	if n != 0xffff && binary.LittleEndian.Uint32(buf[at+16:]) != 0xffffffff {
-		return n, true
+	e.count = uint64(binary.LittleEndian.Uint16(buf[10:]))
+	dirSize := uint64(binary.LittleEndian.Uint32(buf[12:]))
+	dirOffset := uint64(binary.LittleEndian.Uint32(buf[16:]))
+	if e.count == 0xffff || dirSize == 0xffff || dirOffset == 0xffffffff {
+		// zip64: the locator just before the end record gives the zip64
+		// end record's offset, which holds the count, the directory's
+		// size and its offset as 8 bytes each at offset 32.
+		lb := make([]byte, locLen)
+		if endAt-locLen >= 0 {
+			if _, err := r.ReadAt(lb, endAt-locLen); err != nil {
+				return e, false
+			}
+		}
+		// Without a locator of one disk the 32-bit values stand.
+		off := int64(binary.LittleEndian.Uint64(lb[8:]))
+		if string(lb[:4]) == "PK\x06\x07" && binary.LittleEndian.Uint32(lb[4:]) == 0 && binary.LittleEndian.Uint32(lb[16:]) == 1 && off >= 0 {
+			rb := make([]byte, end64Len)
+			if off > size-end64Len {
+				return e, false
+			}
+			if _, err := r.ReadAt(rb, off); err != nil || string(rb[:4]) != "PK\x06\x06" {
+				return e, false
+			}
+			endAt = off
+			e.count = binary.LittleEndian.Uint64(rb[32:])
+			dirSize, dirOffset = binary.LittleEndian.Uint64(rb[40:]), binary.LittleEndian.Uint64(rb[48:])
+		}
 	}
-	// zip64: the locator just before the end record gives the zip64 end
-	// record's offset, which holds the count as 8 bytes at offset 32.
-	loc := size - tail + int64(at) - locLen
-	lb := make([]byte, locLen)
-	if loc < 0 {
-		return n, true
+	if dirSize > math.MaxInt64 || dirOffset > math.MaxInt64 {
+		return e, false
 	}
-	if _, err := r.ReadAt(lb, loc); err != nil || string(lb[:4]) != "PK\x06\x07" {
-		return n, true
+	e.start, e.atStart = endAt-int64(dirSize), -1
+	if e.start < 0 || e.start >= size {
+		return e, false
 	}
-	off := int64(binary.LittleEndian.Uint64(lb[8:]))
-	rb := make([]byte, end64Len)
-	if off < 0 || off > size-end64Len {
-		return 0, false
+	if base := e.start - int64(dirOffset); base > 0 {
+		// archive/zip reads from dirOffset instead when a header is there.
+		e.atStart = int64(dirOffset)
 	}
-	if _, err := r.ReadAt(rb, off); err != nil || string(rb[:4]) != "PK\x06\x06" {
-		return 0, false
+	return e, true
+}
+
+// zipHeaders counts the central directory headers archive/zip would read
+// from r beginning at start: it reads them until one is not a header and
+// checks their number against the end record's only modulo 65536, so the
+// declared count does not bound it. Counting stops past limit, so the walk
+// costs constant memory and at most limit+1 headers' reading.
+func zipHeaders(r io.ReaderAt, size, start int64, limit int) int {
+	const headerLen = 46
+	br := bufio.NewReaderSize(io.NewSectionReader(r, start, size-start), 64<<10)
+	h := make([]byte, headerLen)
+	n := 0
+	for n <= limit {
+		if _, err := io.ReadFull(br, h); err != nil || string(h[:4]) != "PK\x01\x02" {
+			break
+		}
+		rest := int(binary.LittleEndian.Uint16(h[28:])) + int(binary.LittleEndian.Uint16(h[30:])) + int(binary.LittleEndian.Uint16(h[32:]))
+		if _, err := br.Discard(rest); err != nil {
+			break
+		}
+		n++
 	}
-	return binary.LittleEndian.Uint64(rb[32:]), true
+	return n
 }
 
 func safeName(name string) bool {
