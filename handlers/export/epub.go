@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -87,6 +88,18 @@ func (x *Exports) ServeBook(w http.ResponseWriter, r *http.Request, m *members.M
 		if q != "" || label != "" {
 			title = feedTitle(q, label)
 		}
+		// Such a book may read a thousand items and their images:
+		// a member's are written one at a time, as its exports are, so
+		// that a client (or a feed reader holding the feed's secret)
+		// repeating its request cannot make this process write many at
+		// once.
+		key := exportKey{x.store, m.ID, true}
+		if _, busy := exporting.LoadOrStore(key, struct{}{}); busy {
+			w.Header().Set("Retry-After", strconv.Itoa(exportRetryAfter))
+			writeRESTError(w, r, http.StatusTooManyRequests, "Your previous book is still being downloaded; try again once it has finished.")
+			return
+		}
+		defer exporting.Delete(key)
 		p := library.PageRequest{Field: srch.Field, Desc: srch.Desc, First: 100}
 		more := true
 		next = func(ctx context.Context) ([]*library.SavedItem, error) {

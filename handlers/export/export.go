@@ -87,7 +87,7 @@ func (x *Exports) serveExport(w http.ResponseWriter, r *http.Request, m *members
 	// the other (a second one while the first downloads is refused, not
 	// queued), so that a client repeating its request cannot make this
 	// process read the library many times at once.
-	key := exportKey{x.store, m.ID}
+	key := exportKey{x.store, m.ID, false}
 	if _, busy := exporting.LoadOrStore(key, struct{}{}); busy {
 		w.Header().Set("Retry-After", strconv.Itoa(exportRetryAfter))
 		fail(http.StatusTooManyRequests, "Your previous export is still being downloaded; try again once it has finished.")

@@ -67,14 +67,17 @@ type Exports struct {
 }
 
 // exporting holds, by store and member, the zips this process is writing:
-// one at a time each (an export reads the whole library), whichever of a
-// site's handlers or configurations (before and after a reload) serves it.
+// one at a time each (an export reads the whole library, a book of a
+// search up to maxEPUBItems items with their images), whichever of a site's
+// handlers or configurations (before and after a reload) serves it.
 var exporting sync.Map
 
-// exportKey is a key of exporting.
+// exportKey is a key of exporting: a member's export and its book of a
+// search are written one at a time each, not one of the two.
 type exportKey struct {
 	store    *storage.Store
 	memberID string
+	book     bool
 }
 
 // New returns the export routes of a site on store.

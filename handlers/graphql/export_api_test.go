@@ -148,10 +148,11 @@ func TestRequestExportAnswersDataURLsTheAppDownloads(t *testing.T) {
 	}
 }
 
-// A member's exports run one at a time: while a zip downloads (its reader
-// slower than the store), a second GET /api/export is refused with 429 in
-// Inboxt's REST shape and a Retry-After, and the first zip is whole; once
-// it has been read, the next export runs.
+// A member's exports run one at a time, and so do its books of a search
+// (up to 1,000 items each, with their images, deflated): while a zip
+// downloads (its reader slower than the store), a second GET of the same
+// route is refused with 429 in Inboxt's REST shape and a Retry-After, and
+// the first zip is whole; once it has been read, the next one runs.
 func TestASecondExportWhileTheFirstDownloadsIsRefused(t *testing.T) {
 	e := newEnv(t, options{NoImportFetch: true})
 	// Contents that do not compress, more than the connection's buffers
@@ -164,44 +165,48 @@ func TestASecondExportWhileTheFirstDownloadsIsRefused(t *testing.T) {
 			in.Text = ""
 		})
 	}
-	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+hexport.APIPath, nil)
-	req.Header.Set("Authorization", "Bearer "+e.token)
-	first, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.Body.Close()
-	if first.StatusCode != http.StatusOK {
-		t.Fatalf("the first export: HTTP %d", first.StatusCode)
-	}
+	for _, path := range []string{hexport.APIPath, hexport.EPUBPath} {
+		t.Run(path, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, e.srv.URL+path, nil)
+			req.Header.Set("Authorization", "Bearer "+e.token)
+			first, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer first.Body.Close()
+			if first.StatusCode != http.StatusOK {
+				t.Fatalf("the first export: HTTP %d", first.StatusCode)
+			}
 
-	resp, body := e.get(hexport.APIPath)
-	var refusal struct {
-		Status  int    `json:"status"`
-		Message string `json:"message"`
-		Path    string `json:"path"`
-	}
-	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || json.Unmarshal(body, &refusal) != nil ||
-		refusal.Status != http.StatusTooManyRequests || refusal.Path != hexport.APIPath || refusal.Message == "" {
-		t.Fatalf("a second export while the first downloads: HTTP %d %v %.200q", resp.StatusCode, resp.Header, body)
-	}
+			resp, body := e.get(path)
+			var refusal struct {
+				Status  int    `json:"status"`
+				Message string `json:"message"`
+				Path    string `json:"path"`
+			}
+			if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || json.Unmarshal(body, &refusal) != nil ||
+				refusal.Status != http.StatusTooManyRequests || refusal.Path != path || refusal.Message == "" {
+				t.Fatalf("a second export while the first downloads: HTTP %d %v %.200q", resp.StatusCode, resp.Header, body)
+			}
 
-	data, err := io.ReadAll(first.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
-	if err != nil || len(zr.File) < 32 {
-		t.Fatalf("the first export after the refusal: %d bytes, %v", len(data), err)
-	}
-	first.Body.Close()
-	for range 100 { // the handler returns just after its last write
-		if resp, _ = e.get(hexport.APIPath); resp.StatusCode != http.StatusTooManyRequests {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("an export once the first has been read: HTTP %d", resp.StatusCode)
+			data, err := io.ReadAll(first.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+			if err != nil || len(zr.File) < 32 {
+				t.Fatalf("the first export after the refusal: %d bytes, %v", len(data), err)
+			}
+			first.Body.Close()
+			for range 100 { // the handler returns just after its last write
+				if resp, _ = e.get(path); resp.StatusCode != http.StatusTooManyRequests {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("an export once the first has been read: HTTP %d", resp.StatusCode)
+			}
+		})
 	}
 }
