@@ -39,6 +39,27 @@ type browseList struct {
 	etag    string
 	entries []Entry
 	caps    []string
+	// lower holds each entry's searched text in lower case, made once per
+	// document: a search reads every entry, and lowering them on each
+	// request cost allocations in proportion to the directory.
+	lower []entryText
+}
+
+// entryText is an Entry's searched text in lower case.
+type entryText struct {
+	name, purpose, operator string
+	caps                    []string
+}
+
+func lowerText(e *Entry) entryText {
+	t := entryText{name: strings.ToLower(e.Name), purpose: strings.ToLower(e.Purpose), caps: make([]string, len(e.Capabilities))}
+	if e.Operator != nil {
+		t.operator = strings.ToLower(*e.Operator)
+	}
+	for i, c := range e.Capabilities {
+		t.caps[i] = strings.ToLower(c)
+	}
+	return t
 }
 
 // browseEntries returns the agents of the document served now. The page
@@ -76,7 +97,10 @@ func (d *Directory) browseEntries() (*browseList, error) {
 	})
 	caps = caps[:min(len(caps), browseCapChoices)]
 	slices.Sort(caps)
-	l := &browseList{etag: doc.etag, entries: parsed.Agents, caps: caps}
+	l := &browseList{etag: doc.etag, entries: parsed.Agents, caps: caps, lower: make([]entryText, len(parsed.Agents))}
+	for i := range parsed.Agents {
+		l.lower[i] = lowerText(&parsed.Agents[i])
+	}
 	d.browse.Store(l)
 	return l, nil
 }
@@ -149,7 +173,7 @@ func (d *Directory) serveBrowse(w http.ResponseWriter, r *http.Request) {
 	for i := range list.entries {
 		e := &list.entries[i]
 		if (level < 0 || e.Level == level) && (v.Capability == "" || slices.Contains(e.Capabilities, v.Capability)) &&
-			(needle == "" || entryMatches(e, needle)) {
+			(needle == "" || entryMatches(e, &list.lower[i], needle)) {
 			match = append(match, i)
 		}
 	}
@@ -193,17 +217,15 @@ func (d *Directory) serveBrowse(w http.ResponseWriter, r *http.Request) {
 }
 
 // entryMatches reports whether needle (lowercase) is in e's name, purpose,
-// operator or a capability, or starts its npub or hex key.
-func entryMatches(e *Entry, needle string) bool {
+// operator or a capability (t, e's text in lower case), or starts its npub
+// or hex key.
+func entryMatches(e *Entry, t *entryText, needle string) bool {
 	if strings.HasPrefix(e.Npub, needle) || strings.HasPrefix(e.Pubkey, needle) ||
-		strings.Contains(strings.ToLower(e.Name), needle) || strings.Contains(strings.ToLower(e.Purpose), needle) {
+		strings.Contains(t.name, needle) || strings.Contains(t.purpose, needle) || strings.Contains(t.operator, needle) {
 		return true
 	}
-	if e.Operator != nil && strings.Contains(strings.ToLower(*e.Operator), needle) {
-		return true
-	}
-	for _, c := range e.Capabilities {
-		if strings.Contains(strings.ToLower(c), needle) {
+	for _, c := range t.caps {
+		if strings.Contains(c, needle) {
 			return true
 		}
 	}

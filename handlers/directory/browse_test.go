@@ -3,6 +3,7 @@ package directory
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -120,5 +121,40 @@ func TestProfileWordsTheCreditScorePlainly(t *testing.T) {
 	if !strings.Contains(body, "No credit score is given yet") || strings.Contains(body, "reserved, coming later") ||
 		!strings.Contains(body, `href="/directory"`) {
 		t.Errorf("profile: %s", body)
+	}
+}
+
+// A search of the browse page reads every agent of the document: their
+// text is lowered once per document, not on every request, so a search
+// (anyone may ask, with a new query each time) costs the same allocations
+// at any size of the directory. The allocations are counted, not timed.
+func TestBrowseSearchAllocatesTheSameAtAnyDirectorySize(t *testing.T) {
+	e := newEnv(t, Options{})
+	register := func(from, to int) {
+		for i := from; i < to; i++ {
+			evt := regEvent(t, newAgent(t), e.now().Add(time.Duration(i)*time.Second), fmt.Sprintf("Agent %03d", i),
+				nostr.Tag{"purpose", "Reads The News"}, nostr.Tag{"capability", "Summaries"})
+			if _, _, err := e.dir.Register(t.Context(), mustJSON(t, evt)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.dir.Rebuild(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allocs := func() float64 {
+		req := httptest.NewRequest(http.MethodGet, BrowsePath+"?q=nothing+like+it", nil)
+		rec := httptest.NewRecorder()
+		e.dir.serveBrowse(rec, req) // decodes the document once
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "Agent directory") {
+			t.Fatalf("browse: %d", rec.Code)
+		}
+		return testing.AllocsPerRun(20, func() { e.dir.serveBrowse(httptest.NewRecorder(), req) })
+	}
+	register(0, 100)
+	small := allocs()
+	register(100, 300)
+	if large := allocs(); large-small > 20 {
+		t.Fatalf("a search allocates %.0f times at 100 agents and %.0f at 300", small, large)
 	}
 }
