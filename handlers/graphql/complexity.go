@@ -37,9 +37,10 @@ import (
 //     ids costs 3501. Their content, the one large part, is priced below
 //     and bounded at run time.
 //   - reorderLabels and reorderSavedQueries: the number of ids given.
-//   - an item's highlights (and an Omnivore article's): itemHighlights. Storage does not bound them, so
-//     this is an allowance for a page of items with their highlights, not
-//     a bound.
+//   - an item's highlights (and an Omnivore article's): itemHighlights.
+//     Storage allows up to library.MaxItemHighlights an item, far more
+//     than a page of items is priced at, so this is an allowance for a
+//     page of items with their highlights, not a bound.
 //   - an item's labels and a highlight's segments: 1. They hold scalars
 //     only, so they cannot nest further.
 //
