@@ -55,3 +55,22 @@ func benchGet(b *testing.B, f *fixture, path string) {
 	}
 	b.ReportMetric(float64(size), "bytes/page")
 }
+
+// BenchmarkReaderBookAtTheHighlightLimit is the reader page of a
+// book of 2,000 paragraphs (about 1.2 MB) holding as many highlights as an
+// item may, five a paragraph: the page places every one in the content
+// and lists them all beside it.
+func BenchmarkReaderBookAtTheHighlightLimit(b *testing.B) {
+	f := newFixture(b)
+	para := strings.Repeat("word ", 120)
+	it := f.save("A book", "site.example", 240000, library.NewItem{HTML: strings.Repeat("<p>"+para+"</p>", 2000)})
+	lib := library.Of(f.store)
+	for n := range library.MaxItemHighlights {
+		at := (n % 5) * 100
+		seg := library.HighlightSegment{XPath: fmt.Sprintf("/p[%d]", n/5+1), StartOffset: at, EndOffset: at + 20, Text: para[at : at+20]}
+		if _, err := lib.CreateHighlight(b.Context(), f.member.ID, it.ID, []library.HighlightSegment{seg}, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchGet(b, f, "/library/item/"+it.ID)
+}
