@@ -17,8 +17,9 @@ import (
 
 // BenchmarkOutwardContent serves the content that leaves the site for
 // other programs, through the handler: the Atom feed's page of 50 items
-// and Omnivore's search of 50 with their content (includeContent) as HTML
-// and as Markdown. Half the items are articles of 5 KB without images,
+// Omnivore's search of 50 with their content (includeContent) as HTML
+// and as Markdown, and Inboxt's entries of 50 with their contentHtml as
+// Inboxt's web app shows them. Half the items are articles of 5 KB without images,
 // half newsletters of 5 KB with three pictures and a tracking pixel.
 //
 //	go test -tags nobadger,nomysql,nopgx -run '^$' -bench BenchmarkOutwardContent -count 10 ./handlers/graphql/
@@ -59,6 +60,16 @@ func BenchmarkOutwardContent(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			serve(httptest.NewRequest(http.MethodGet, export.FeedPath+secret+"/atom", nil), 50)
+		}
+	})
+	entries, _ := json.Marshal(map[string]any{"query": `{entries(query:{first:50}){edges{node{...on SavedItem{id article{contentHtml}}}}}}`})
+	b.Run("entries-content-50", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			req := httptest.NewRequest(http.MethodPost, graphql.Path, bytes.NewReader(entries))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+token)
+			serve(req, 50)
 		}
 	})
 	for _, format := range []string{"html", "markdown"} {
