@@ -5,11 +5,14 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 
+	"github.com/hearthkit/caddy-hearth/handlers/articles"
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
@@ -326,7 +329,45 @@ func (r *savedItemResolver) content(ctx context.Context, obj *generated.SavedIte
 	if errors.Is(err, storage.ErrNotFound) {
 		return &library.ItemContent{}, nil
 	}
-	return c, err
+	if err != nil {
+		return nil, err
+	}
+	if c.HTML, err = r.siteImages(ctx, id, obj, c.HTML); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// siteImages is an item's HTML as Inboxt's clients are given it, which
+// Inboxt's web app puts into its page as it is: without tracking pixels,
+// its stored images at their address on this site (export.ImageAPIPath,
+// which the app, on the same host as the API, loads with its session
+// cookie), other images unchanged (articles.RewriteImages, as the feed and
+// Omnivore's content leave the site). The highlights the app made on the
+// content as saved still land: it anchors a highlight by the path of the
+// element holding its text, each step a tag counted among same-named
+// siblings, and by offsets into that element's text
+// (getContainerTextNodePath and applyHighlightsToDOM in
+// apps/web/src/utils/highlightsDOM.ts of Inboxt/inboxt @45f4314). An img
+// holds no text, so no path steps through one, and dropping one changes
+// only the numbers of the img elements after it, and no text.
+func (r *savedItemResolver) siteImages(ctx context.Context, memberID string, obj *generated.SavedItem, html string) (string, error) {
+	if !articles.HasTag(html, "img") {
+		return html, nil
+	}
+	images, err := library.Of(r.s.store).ItemImages(ctx, memberID, obj.ID)
+	if err != nil {
+		return "", err
+	}
+	files := make(map[string]string, len(images))
+	for n, img := range images {
+		files[img.URL] = export.ImageAPIPath + obj.ID + "/" + strconv.Itoa(n)
+	}
+	base := ""
+	if obj.OriginalURL != nil {
+		base = *obj.OriginalURL
+	}
+	return articles.RewriteImages(html, base, files), nil
 }
 
 func (r *savedItemResolver) Article(ctx context.Context, obj *generated.SavedItem) (*generated.Article, error) {
