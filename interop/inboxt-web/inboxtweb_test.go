@@ -15,12 +15,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,6 +72,11 @@ func recipe(t *testing.T, dir, web string) string {
 		"# mail_domain", "mail_domain",
 		"# mail_webhook_secret", "mail_webhook_secret",
 	).Replace(string(m[1]))
+	// Hearth's own host takes newsletters too, and fetches their images
+	// from loopback, where the pictures' origin is the test's (the app's
+	// host refuses private addresses, which the walk checks).
+	site = strings.Replace(site, "\thearth_graphql\n", "\thearth_graphql {\n\t\tallow_private_addresses\n\t\tmail_domain "+mailDomain+
+		"\n\t\tmail_webhook_secret {env.HEARTH_MAIL_SECRET}\n\t}\n", 1)
 	return testcaddy.GlobalOptions(admin, dir, "") + site
 }
 
@@ -278,6 +288,8 @@ func TestInboxtWebAppOnHearth(t *testing.T) {
 	w.clickNav("Newsletters")
 	w.freshView("type%3Anewsletter")
 	w.waitFor("the newsletter in the Newsletters view", `document.body.innerText.includes(`+js(newsletterSubject)+`)`)
+
+	pictures(t, w, api, addr)
 
 	// Export: both buttons of the Profile dialog's export download a
 	// file: the highlights, and the ZIP of the library.
@@ -630,9 +642,16 @@ func checkExportZip(t *testing.T, name string, body []byte) {
 // does, to the URL the app shows, with the recipe's secret.
 func postMail(t *testing.T, url, addr string) {
 	t.Helper()
+	postMessage(t, url, addr, newsletterSubject, "<issue7@bread.example>", "<p>"+breadText+"</p>")
+}
+
+// postMessage posts a message of subject, id and html to addr as postMail
+// does.
+func postMessage(t *testing.T, url, addr, subject, id, html string) {
+	t.Helper()
 	msg, _ := json.Marshal(map[string]string{
-		"recipient": addr, "from": "Bread Weekly <news@bread.example>", "subject": newsletterSubject,
-		"messageId": "<issue7@bread.example>", "html": "<p>" + breadText + "</p>", "text": breadText,
+		"recipient": addr, "from": "Bread Weekly <news@bread.example>", "subject": subject,
+		"messageId": id, "html": html, "text": breadText,
 	})
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(msg))
 	req.Header.Set("Content-Type", "application/json")
@@ -874,4 +893,100 @@ func (c *apiClient) savedQueries() []string {
 		qs = append(qs, q.Name+": "+q.Query)
 	}
 	return qs
+}
+
+// picturesSubject is a newsletter with a tracking pixel and a picture
+// before the text crumbHighlight, in its second paragraph.
+const (
+	picturesSubject = "Bread Weekly, issue 8"
+	crumbHighlight  = "the crumb is open and glossy"
+)
+
+// pictures walks a newsletter with a tracking pixel and a picture, both
+// of an origin of the test's, posted to Hearth's own host: the site
+// stores the picture when the newsletter arrives (and never asks for the pixel), and the app's reader
+// shows the stored copy from the site, loaded with its session, without
+// the pixel, and the origin is asked for nothing more. A highlight
+// anchored as the app anchors one on the newsletter as saved (the second
+// paragraph's path, offsets into its text, which the pixel and the
+// picture hold none of: highlightsDOM.ts @45f4314) is drawn on its text.
+func pictures(t *testing.T, w *walker, api *apiClient, addr string) {
+	t.Helper()
+	var mu sync.Mutex
+	asked := map[string]int{}
+	origin := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked[r.URL.Path]++
+		mu.Unlock()
+		if r.URL.Path != "/loaf.png" {
+			http.NotFound(rw, r)
+			return
+		}
+		rw.Header().Set("Content-Type", "image/png")
+		_, _ = rw.Write(loafPNG)
+	}))
+	t.Cleanup(origin.Close)
+	postMessage(t, mainSite+"/inbox/items/mail-webhook", addr, picturesSubject, "<issue8@bread.example>", `<p>First proof, then the second.</p>`+
+		`<p>Before the pictures<img src="`+origin.URL+`/open.gif" width="1" height="1"><img src="`+origin.URL+`/loaf.png" alt="A loaf">`+
+		` `+crumbHighlight+` after a long rise.</p>`)
+	id := api.waitImage(picturesSubject)
+	w.run("open the newsletters", chromedp.Navigate(appSite+"/"))
+	w.clickNav("Newsletters")
+	w.freshView("type%3Anewsletter")
+	w.openItem(picturesSubject)
+	stored := js(appSite + "/api/images/" + id + "/0")
+	w.waitFor("the stored picture shown from the site", `(() => { const imgs = [...document.querySelectorAll("#highlight-container img")];
+		return imgs.length === 1 && imgs[0].src === `+stored+` && imgs[0].complete && imgs[0].naturalWidth === 3 })()`)
+	// The path of the app's container, as the app writes it.
+	var container string
+	w.run("the container's path", chromedp.Evaluate(`(() => { const parts = []; for (let el = document.querySelector("#highlight-container"); el; el = el.parentElement) {
+		let n = 1; for (let s = el.previousElementSibling; s; s = s.previousElementSibling) if (s.tagName === el.tagName && !s.classList.contains("highlight")) n++;
+		parts.unshift(el.tagName.toLowerCase() + "[" + n + "]") } return "/" + parts.join("/") })()`, &container))
+	start := len("Before the pictures ")
+	api.do(`mutation($data: CreateHighlightInput!) { createHighlight(data: $data) { id } }`, map[string]any{"data": map[string]any{
+		"savedItemId": id, "segments": []any{map[string]any{"xpath": container + "/p[2]::0", "startOffset": start, "endOffset": start + len(crumbHighlight),
+			"text": crumbHighlight, "beforeText": "Before the pictures ", "afterText": " after a long rise."}}}}, nil)
+	w.run("reload the reader", chromedp.Reload())
+	w.waitFor("the highlight drawn after the picture", `[...document.querySelectorAll("#highlight-container .highlight")].map(e => e.textContent).join("") === `+js(crumbHighlight))
+	mu.Lock()
+	defer mu.Unlock()
+	if asked["/open.gif"] != 0 || asked["/loaf.png"] != 1 || len(asked) != 1 {
+		t.Fatalf("the pictures' origin was asked %v; want the stored picture once, when the newsletter arrived", asked)
+	}
+}
+
+// loafPNG is a PNG of 3×2 pixels.
+var loafPNG = func() []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 3, 2))
+	img.Set(0, 0, color.RGBA{200, 150, 60, 255})
+	var b bytes.Buffer
+	_ = png.Encode(&b, img)
+	return b.Bytes()
+}()
+
+// waitImage waits until the item titled title has a stored image, and
+// returns the item's id.
+func (c *apiClient) waitImage(title string) string {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		for _, it := range c.items() {
+			if it.Title != title {
+				continue
+			}
+			req, _ := http.NewRequest(http.MethodGet, mainSite+"/api/images/"+it.ID+"/0", nil)
+			req.Header.Set("Authorization", "Bearer "+c.token)
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return it.ID
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("no stored image of %q", title)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
