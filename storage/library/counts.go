@@ -61,20 +61,23 @@ func (s Store) StatusCount(ctx context.Context, memberID, status string) (n int,
 //	fc/rw                 the sum of their word counts
 //	fc/rn, fc/rr          how many are read (readAt set), the sum of their word counts
 //	fc/<span>/<n>         how many of them were read in the n-th span of time since
-//	                      the Unix epoch (encInt of n; readSpans: minutes rm, hours rh,
-//	                      UTC days rd, and 32, 1024 and 32768 days rd32, rd1k, rd32k)
+//	                      the Unix epoch (encInt of n; readSpans: seconds rs, minutes rm,
+//	                      hours rh, UTC days rd, and 32, 1024 and 32768 days rd32, rd1k,
+//	                      rd32k)
 //	fc/ri/<second><nsec>  how many were read at each instant (readInstant)
 //
 // Each span is a whole number of the one before, so the items read after a
-// time b are those of the instants of b's minute after b, of the minutes
-// of b's hour after b's minute, and so on up, and of the 32768 days after
-// b's (readAfter): at most 59 minutes, 23 hours, 31 days and 31 of each
-// larger span, the spans of 32768 days up to year 9999 (90: a later read
-// is counted at lastCountedRead), and the
-// distinct instants of one minute (one for a batch marked read at once),
-// whatever the library's size; a week or a month since now reads the few
-// spans that have reads. Sums of word counts, never negative, keep
-// putCount's rule: none for 0.
+// time b are those of the instants of b's second after b, of the seconds
+// of b's minute after b's second, and so on up, and of the 32768 days
+// after b's (readAfter): at most 59 seconds, 59 minutes, 23 hours, 31 days
+// and 31 of each larger span, the spans of 32768 days up to year 9999 (90:
+// a later read is counted at lastCountedRead), and the distinct instants
+// of one second: at most 1,000, as reads are dated to the millisecond
+// (storage.Now, importReadAt), where a minute of an import's reads may
+// hold 60,000 (BenchmarkReadingCountsOfAFullMinute), whatever the
+// library's size; a week or a month since now reads the few spans that
+// have reads. Sums of word counts, never negative, keep putCount's rule:
+// none for 0.
 
 // readingCountsPrefix starts every reading count of the member (fc/r…).
 func readingCountsPrefix(memberID string) []byte {
@@ -83,10 +86,11 @@ func readingCountsPrefix(memberID string) []byte {
 }
 
 // readingCountsVersion is the first version of the search keys with the
-// reading counts: a member's store of an earlier one gets them from the
-// indexer's catch-up (recountReading), and its statistics are read from
-// its items until then.
-const readingCountsVersion = 9
+// reading counts as they are (version 9 had them without the seconds,
+// rs): a member's store of an earlier one gets them from the indexer's
+// catch-up (recountReading), and its statistics are read from its items
+// until then.
+const readingCountsVersion = 10
 
 // ReadingCounts are the counts a member's reading statistics are made of,
 // of the items in the inbox and the archive.
@@ -140,7 +144,7 @@ func (s Store) ReadingCounts(ctx context.Context, memberID string, after ...time
 var readSpans = [...]struct {
 	kind string
 	secs int64
-}{{"rm", 60}, {"rh", 3600}, {"rd", 86400}, {"rd32", 32 * 86400}, {"rd1k", 1024 * 86400}, {"rd32k", 32768 * 86400}}
+}{{"rs", 1}, {"rm", 60}, {"rh", 3600}, {"rd", 86400}, {"rd32", 32 * 86400}, {"rd1k", 1024 * 86400}, {"rd32k", 32768 * 86400}}
 
 // readBucket is one of the reading counts of the items read at a time.
 type readBucket struct{ kind, value string }
@@ -188,8 +192,8 @@ func readAfter(tx *storage.Tx, memberID string, b time.Time) (int64, error) {
 		kind     string
 		from, to []byte // to: nil for the end
 	}
-	minute := floorDiv(sec, 60)
-	scans := []scan{{"ri", readInstant(sec, b.Nanosecond()+1), readInstant((minute+1)*60, 0)}}
+	first := readSpans[0].secs
+	scans := []scan{{"ri", readInstant(sec, b.Nanosecond()+1), readInstant((floorDiv(sec, first)+1)*first, 0)}}
 	for i, sp := range readSpans {
 		sc := scan{kind: sp.kind, from: encInt(nil, floorDiv(sec, sp.secs)+1)}
 		if i+1 < len(readSpans) {

@@ -128,8 +128,9 @@ func appendOrderedLabelPrefix(b []byte, memberID, labelID string) []byte {
 // versions before 7 lacked the ordered filter keys (oy/, oh/, ol/), the
 // domain in their values (5) or the record's copy (6), and versions
 // before 8 the title keys (ot/), which it writes; versions before 9
-// lacked the reading counts (fc/r…, counts.go), which it counts.
-const searchIndexVersion = 9
+// lacked the reading counts (fc/r…, counts.go), and version 9 their
+// seconds (rs), which it counts.
+const searchIndexVersion = 10
 
 // highlightTitleKeysVersion is the first version with the title keys of
 // the items with highlights (ot/): before it, a page of highlights sorted

@@ -168,7 +168,7 @@ func flushFilterCounts(tx *storage.Tx, lt *libraryTx) error {
 		if err != nil {
 			return err
 		}
-		if err := putCount(tx, c.key, n+c.d); err != nil {
+		if err := changeCount(tx, c.key, n, n+c.d); err != nil {
 			return err
 		}
 	}
@@ -191,6 +191,20 @@ func countAt(tx *storage.Tx, k []byte) (int64, error) {
 		return 0, errBadCount
 	}
 	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+// changeCount writes the count n at k, whose count countAt read as was:
+// putCount's rule, but a count that drops to 0 is deleted without reading
+// its key again (a count is there when it is not 0), as an item marked
+// unread drops several (its instant's, second's, minute's).
+func changeCount(tx *storage.Tx, k []byte, was, n int64) error {
+	switch {
+	case n > 0:
+		return tx.Put(k, binary.BigEndian.AppendUint64(nil, uint64(n)), 0)
+	case was != 0:
+		return tx.Delete(k)
+	}
+	return nil
 }
 
 // putCount writes the count n at k (none for 0).

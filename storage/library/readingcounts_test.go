@@ -269,15 +269,16 @@ func TestReadingCountsCaughtUpOnAnOlderStore(t *testing.T) {
 }
 
 // asVersion8 leaves the member's store as version 8 left it: no reading
-// counts, the search keys of that version.
-func asVersion8(t *testing.T, st *storage.Store, memberID string) {
+// counts (deleted in batches: a large library's are more than one
+// transaction holds), the search keys of that version.
+func asVersion8(t testing.TB, st *storage.Store, memberID string) {
 	t.Helper()
 	if err := st.Update(t.Context(), func(tx *storage.Tx) error {
-		if err := tx.DeletePrefix(readingCountsPrefix(memberID)); err != nil {
-			return err
-		}
 		return tx.Put(textReadyKey(memberID), []byte{8}, 0)
 	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeletePrefixInBatches(t.Context(), readingCountsPrefix(memberID)); err != nil {
 		t.Fatal(err)
 	}
 }
