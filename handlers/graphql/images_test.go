@@ -292,10 +292,10 @@ func TestAtomFeedShowsStoredImagesAtSignedAddresses(t *testing.T) {
 	for _, u := range []string{
 		site + "/api/feed/i/" + mine + "/" + it.ID + "/1/" + sig,
 		site + "/api/feed/i/" + other.ID + "/" + theirs.ID + "/0/" + sig,
-		site + "/api/feed/i/" + mine + "/" + theirs.ID + "/0/" + apitokens.FeedImageSignature(digest, mine, theirs.ID, "0"),
+		site + "/api/feed/i/" + mine + "/" + theirs.ID + "/0/" + apitokens.ImageSignature(apitokens.FeedImageKey(digest), mine, theirs.ID, "0"),
 		site + "/api/feed/i/" + mine + "/" + it.ID + "/0/" + strings.ToUpper(sig),
 		site + "/api/feed/i/" + mine + "/" + it.ID + "/0",
-		site + "/api/feed/i/" + mine + "/" + it.ID + "/00/" + apitokens.FeedImageSignature(digest, mine, it.ID, "00"),
+		site + "/api/feed/i/" + mine + "/" + it.ID + "/00/" + apitokens.ImageSignature(apitokens.FeedImageKey(digest), mine, it.ID, "00"),
 	} {
 		if resp, body := send(t, mustRequest(t, u)); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("%s: HTTP %d %s", u, resp.StatusCode, body)

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
@@ -34,9 +35,10 @@ var ErrPending = errors.New("the item's content is being fetched")
 
 // Render returns the member's item's content in format (one of
 // ValidFormat's), without its tracking pixels (the plugins write it into
-// notes that render it): nil when the item has none, ErrPending while its
-// page is being fetched.
-func Render(ctx context.Context, store *storage.Store, memberID, itemID, format string) (*string, error) {
+// notes that render it) and with its stored images at their addresses on
+// the site (images): nil when the item has none, ErrPending while its page
+// is being fetched.
+func Render(ctx context.Context, store *storage.Store, images export.ImageLinks, memberID, itemID, format string) (*string, error) {
 	lib := library.Of(store)
 	pending, err := lib.HasPendingPageFetch(ctx, memberID, itemID)
 	if err != nil {
@@ -52,18 +54,38 @@ func Render(ctx context.Context, store *storage.Store, memberID, itemID, format 
 	if err != nil {
 		return nil, err
 	}
+	html := c.HTML
+	files, err := images.Files(ctx, store, memberID, itemID, html)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) > 0 {
+		// The images' addresses are read against the item's, as they
+		// were when they were stored.
+		it, err := lib.SavedItem(ctx, memberID, itemID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		html = articles.RewriteImages(html, it.OriginalURL, files)
+	}
 	var out string
 	switch format {
 	case FormatMarkdown:
-		out = htmlToMarkdown(c.HTML, nil)
+		out = htmlToMarkdown(html, nil)
 	case FormatHighlightedMarkdown:
 		hs, err := lib.ItemHighlights(ctx, memberID, itemID)
 		if err != nil {
 			return nil, err
 		}
-		out = htmlToMarkdown(c.HTML, hs)
+		out = htmlToMarkdown(html, hs)
 	default:
-		out = articles.RewriteImages(c.HTML, "", nil)
+		if len(files) == 0 {
+			html = articles.RewriteImages(html, "", nil)
+		}
+		out = html
 	}
 	return &out, nil
 }
