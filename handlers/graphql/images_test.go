@@ -22,7 +22,7 @@ import (
 
 // testImages are a PNG and a JPEG of a few pixels, and WebP bytes (a
 // type EPUB 3.2 does not carry).
-func testImages(t *testing.T) (pngData, jpegData, webpData []byte) {
+func testImages(t testing.TB) (pngData, jpegData, webpData []byte) {
 	t.Helper()
 	img := image.NewRGBA(image.Rect(0, 0, 3, 2))
 	img.Set(0, 0, color.RGBA{0, 90, 200, 255})
