@@ -13,6 +13,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // omnivoreContents is the item's content as Omnivore's clients get it
@@ -126,13 +127,29 @@ func TestOmnivoreContentShowsStoredImagesAtSignedAddresses(t *testing.T) {
 		}
 	}
 	// The member deletes the key: its addresses and links end.
-	if err := apitokens.Of(e.store).Delete(t.Context(), e.member.ID, tokenID); err != nil {
+	err := apitokens.Of(e.store).Delete(t.Context(), e.member.ID, tokenID)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range append(srcs, links...) {
 		if resp, _ := send(t, mustRequest(t, u)); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("after deleting the key, %s: HTTP %d", u, resp.StatusCode)
 		}
+	}
+	// Revoking the member's access ends their keys, and so the addresses.
+	if _, e.token, err = apitokens.Of(e.store).Create(t.Context(), e.member.ID, "another", 0); err != nil {
+		t.Fatal(err)
+	}
+	contents, _ = omnivoreContents(t, e, it.ID)
+	u := addr.FindString(contents["search markdown"])
+	if resp, _ := send(t, mustRequest(t, u)); u == "" || resp.StatusCode != http.StatusOK {
+		t.Fatalf("with another key, %q: HTTP %d", u, resp.StatusCode)
+	}
+	if _, _, err := members.Of(e.store).RevokeMemberAccess(t.Context(), e.member.ID); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := send(t, mustRequest(t, u)); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("after revoking the member's access: HTTP %d", resp.StatusCode)
 	}
 }
 
