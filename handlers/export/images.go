@@ -58,21 +58,22 @@ type ImageLinks struct {
 	Key  *apitokens.ImageKey
 }
 
-// URL is the address of the n-th stored image of the member's item.
-func (l ImageLinks) URL(memberID, itemID string, n int) string {
+// url is the address of the n-th stored image of the member's item,
+// signed by signer, that of l.Key (nil without one).
+func (l ImageLinks) url(signer *apitokens.ImageSigner, memberID, itemID string, n int) string {
 	num := strconv.Itoa(n)
-	if l.Key == nil {
+	if signer == nil {
 		return l.Site + ImageAPIPath + itemID + "/" + num
 	}
 	token := ""
 	if l.Key.TokenID != "" {
 		token = l.Key.TokenID + "/"
 	}
-	return l.Site + signedImagePath + memberID + "/" + itemID + "/" + num + "/" + token + apitokens.ImageSignature(*l.Key, memberID, itemID, num)
+	return l.Site + signedImagePath + memberID + "/" + itemID + "/" + num + "/" + token + signer.Sign(memberID, itemID, num)
 }
 
 // Files maps the addresses of the stored images of the member's item
-// (library.ItemImage.URL) to theirs on the site (URL), for
+// (library.ItemImage.URL) to theirs on the site, for
 // articles.RewriteImages: nil when html, the item's content, shows no
 // image, without reading the store.
 func (l ImageLinks) Files(ctx context.Context, store *storage.Store, memberID, itemID, html string) (map[string]string, error) {
@@ -83,9 +84,13 @@ func (l ImageLinks) Files(ctx context.Context, store *storage.Store, memberID, i
 	if err != nil || len(images) == 0 {
 		return nil, err
 	}
+	var signer *apitokens.ImageSigner
+	if l.Key != nil {
+		signer = l.Key.Signer()
+	}
 	files := make(map[string]string, len(images))
 	for n, img := range images {
-		files[img.URL] = l.URL(memberID, itemID, n)
+		files[img.URL] = l.url(signer, memberID, itemID, n)
 	}
 	return files, nil
 }

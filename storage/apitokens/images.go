@@ -5,6 +5,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"hash"
+	"io"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -40,14 +42,34 @@ func FeedImageKey(digest string) ImageKey { return ImageKey{Digest: digest} }
 // ImageSignature signs the address of the n-th stored image of the
 // member's item with k.
 func ImageSignature(k ImageKey, memberID, itemID, n string) string {
-	mac := hmac.New(sha256.New, []byte(k.Digest))
-	if k.TokenID == "" {
-		mac.Write([]byte("feed image\x00"))
-	} else {
-		mac.Write([]byte("api key image\x00" + k.TokenID + "\x00"))
+	return k.Signer().Sign(memberID, itemID, n)
+}
+
+// ImageSigner signs image addresses with one key (ImageSignature), one
+// HMAC for them all: content signs every stored image of its items.
+type ImageSigner struct {
+	mac    hash.Hash
+	domain string
+	sum    []byte
+}
+
+// Signer returns a signer of image addresses with k.
+func (k ImageKey) Signer() *ImageSigner {
+	domain := "feed image\x00"
+	if k.TokenID != "" {
+		domain = "api key image\x00" + k.TokenID + "\x00"
 	}
-	mac.Write([]byte(memberID + "\x00" + itemID + "\x00" + n))
-	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:18])
+	return &ImageSigner{mac: hmac.New(sha256.New, []byte(k.Digest)), domain: domain}
+}
+
+// Sign signs the address of the n-th stored image of the member's item.
+func (s *ImageSigner) Sign(memberID, itemID, n string) string {
+	s.mac.Reset()
+	for _, part := range [...]string{s.domain, memberID, "\x00", itemID, "\x00", n} {
+		_, _ = io.WriteString(s.mac, part)
+	}
+	s.sum = s.mac.Sum(s.sum[:0])
+	return base64.RawURLEncoding.EncodeToString(s.sum[:18])
 }
 
 // ImageMember returns the member memberID when sig is the signature
