@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"hash"
-	"io"
 
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/members"
@@ -50,6 +49,7 @@ func ImageSignature(k ImageKey, memberID, itemID, n string) string {
 type ImageSigner struct {
 	mac    hash.Hash
 	domain string
+	msg    []byte
 	sum    []byte
 }
 
@@ -64,10 +64,9 @@ func (k ImageKey) Signer() *ImageSigner {
 
 // Sign signs the address of the n-th stored image of the member's item.
 func (s *ImageSigner) Sign(memberID, itemID, n string) string {
+	s.msg = append(append(append(append(append(append(s.msg[:0], s.domain...), memberID...), 0), itemID...), 0), n...)
 	s.mac.Reset()
-	for _, part := range [...]string{s.domain, memberID, "\x00", itemID, "\x00", n} {
-		_, _ = io.WriteString(s.mac, part)
-	}
+	s.mac.Write(s.msg)
 	s.sum = s.mac.Sum(s.sum[:0])
 	return base64.RawURLEncoding.EncodeToString(s.sum[:18])
 }
