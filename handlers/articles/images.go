@@ -1,7 +1,6 @@
 package articles
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -200,6 +199,9 @@ func RewriteImages(content, base string, files map[string]string) string {
 	out.Grow(len(content))
 	z := html.NewTokenizer(strings.NewReader(content))
 	var tag []byte // an img tag as written: reading its attributes changes the tokenizer's copy
+	// The tag's attributes as read (unescaped, names in lower case): each
+	// stays in the tokenizer's buffer until the next token.
+	var attrs [][2][]byte
 	for {
 		tt := z.Next()
 		if tt == html.ErrorToken {
@@ -219,9 +221,11 @@ func RewriteImages(content, base string, files map[string]string) string {
 			continue
 		}
 		var src, srcset, width, height []byte
+		attrs = attrs[:0]
 		for more {
 			var k, v []byte
 			k, v, more = z.TagAttr()
+			attrs = append(attrs, [2][]byte{k, v})
 			switch string(k) {
 			case "src":
 				src = v
@@ -244,25 +248,56 @@ func RewriteImages(content, base string, files map[string]string) string {
 			out.Write(tag)
 			continue
 		}
-		out.WriteString(withSource(tag, to))
+		writeWithSource(&out, attrs, to, tt == html.SelfClosingTagToken)
 	}
 	return out.String()
 }
 
-// withSource is tag, an img tag as written, pointing at to instead of its
-// src and srcset.
-func withSource(tag []byte, to string) string {
-	z := html.NewTokenizer(bytes.NewReader(tag))
-	z.Next()
-	t := z.Token()
-	attrs := t.Attr[:0]
-	for _, a := range t.Attr {
-		if a.Key != "src" && a.Key != "srcset" {
-			attrs = append(attrs, a)
+// writeWithSource writes the img tag of attrs pointing at to instead of
+// its src and srcset, as html.Token's String writes it, without reading
+// the tag a second time.
+func writeWithSource(out *strings.Builder, attrs [][2][]byte, to string, selfClosing bool) {
+	out.WriteString("<img")
+	for _, a := range attrs {
+		if k := string(a[0]); k == "src" || k == "srcset" {
+			continue
+		}
+		out.WriteByte(' ')
+		out.Write(a[0])
+		out.WriteString(`="`)
+		writeEscaped(out, a[1])
+		out.WriteByte('"')
+	}
+	out.WriteString(` src="`)
+	writeEscaped(out, []byte(to))
+	out.WriteByte('"')
+	if selfClosing {
+		out.WriteByte('/')
+	}
+	out.WriteByte('>')
+}
+
+// writeEscaped writes an attribute's value escaped as html.Token's String
+// escapes it.
+func writeEscaped(out *strings.Builder, v []byte) {
+	for _, c := range v {
+		switch c {
+		case '&':
+			out.WriteString("&amp;")
+		case '\'':
+			out.WriteString("&#39;")
+		case '<':
+			out.WriteString("&lt;")
+		case '>':
+			out.WriteString("&gt;")
+		case '"':
+			out.WriteString("&#34;")
+		case '\r':
+			out.WriteString("&#13;")
+		default:
+			out.WriteByte(c)
 		}
 	}
-	t.Attr = append(attrs, html.Attribute{Key: "src", Val: to})
-	return t.String()
 }
 
 // HasTag reports whether src has a tag named one of names (lower-case

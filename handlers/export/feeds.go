@@ -164,8 +164,8 @@ func (x *Exports) feedRequest(w http.ResponseWriter, r *http.Request) bool {
 
 // serveFeed serves FeedPath.
 func (x *Exports) serveFeed(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, feedImagePath) {
-		x.serveFeedImage(w, r)
+	if strings.HasPrefix(r.URL.Path, signedImagePath) {
+		x.serveSignedImage(w, r)
 		return
 	}
 	m, rest := x.feedMember(w, r)
@@ -418,27 +418,20 @@ func (x *Exports) serveAtom(w http.ResponseWriter, r *http.Request, m *members.M
 
 // feedContent is an item's content in its feed (nil without HTML), as it
 // leaves the site: without tracking pixels, its stored images at their
-// signed addresses on site (feedImageURL, signed with digest, that of the
-// feed's secret), its other images at their own addresses.
+// addresses on site signed with the key of the feed's secret
+// (ImageLinks), its other images at their own addresses.
 func (x *Exports) feedContent(r *http.Request, m *members.Member, it *library.SavedItem, site, digest string) (*atomText, error) {
-	lib := library.Of(x.store)
-	c, err := lib.ItemContent(r.Context(), m.ID, it.ID)
+	c, err := library.Of(x.store).ItemContent(r.Context(), m.ID, it.ID)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return nil, err
 	}
 	if c == nil || c.HTML == "" {
 		return nil, nil
 	}
-	var files map[string]string
-	if articles.HasTag(c.HTML, "img") {
-		images, err := lib.ItemImages(r.Context(), m.ID, it.ID)
-		if err != nil {
-			return nil, err
-		}
-		files = make(map[string]string, len(images))
-		for n, img := range images {
-			files[img.URL] = feedImageURL(site, digest, m.ID, it.ID, n)
-		}
+	key := apitokens.FeedImageKey(digest)
+	files, err := ImageLinks{Site: site, Key: &key}.Files(r.Context(), x.store, m.ID, it.ID, c.HTML)
+	if err != nil {
+		return nil, err
 	}
 	return &atomText{Type: "html", Body: articles.RewriteImages(c.HTML, it.OriginalURL, files)}, nil
 }

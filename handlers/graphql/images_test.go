@@ -22,7 +22,7 @@ import (
 
 // testImages are a PNG and a JPEG of a few pixels, and WebP bytes (a
 // type EPUB 3.2 does not carry).
-func testImages(t *testing.T) (pngData, jpegData, webpData []byte) {
+func testImages(t testing.TB) (pngData, jpegData, webpData []byte) {
 	t.Helper()
 	img := image.NewRGBA(image.Rect(0, 0, 3, 2))
 	img.Set(0, 0, color.RGBA{0, 90, 200, 255})
@@ -292,10 +292,10 @@ func TestAtomFeedShowsStoredImagesAtSignedAddresses(t *testing.T) {
 	for _, u := range []string{
 		site + "/api/feed/i/" + mine + "/" + it.ID + "/1/" + sig,
 		site + "/api/feed/i/" + other.ID + "/" + theirs.ID + "/0/" + sig,
-		site + "/api/feed/i/" + mine + "/" + theirs.ID + "/0/" + apitokens.FeedImageSignature(digest, mine, theirs.ID, "0"),
+		site + "/api/feed/i/" + mine + "/" + theirs.ID + "/0/" + apitokens.ImageSignature(apitokens.FeedImageKey(digest), mine, theirs.ID, "0"),
 		site + "/api/feed/i/" + mine + "/" + it.ID + "/0/" + strings.ToUpper(sig),
 		site + "/api/feed/i/" + mine + "/" + it.ID + "/0",
-		site + "/api/feed/i/" + mine + "/" + it.ID + "/00/" + apitokens.FeedImageSignature(digest, mine, it.ID, "00"),
+		site + "/api/feed/i/" + mine + "/" + it.ID + "/00/" + apitokens.ImageSignature(apitokens.FeedImageKey(digest), mine, it.ID, "00"),
 	} {
 		if resp, body := send(t, mustRequest(t, u)); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("%s: HTTP %d %s", u, resp.StatusCode, body)

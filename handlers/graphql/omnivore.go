@@ -21,6 +21,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
 	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
+	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/handlers/omnivore"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
@@ -460,11 +461,26 @@ func (r *searchItemResolver) Content(ctx context.Context, obj *generated.SearchI
 	if b := contentBudgetOf(ctx); b.spent() {
 		return nil, b.err()
 	}
-	s, err := omnivore.Render(ctx, r.s.store, id, obj.ID, obj.Format)
+	s, err := omnivore.Render(ctx, r.s.store, contentImages(ctx), id, obj.ID, obj.Format)
 	if errors.Is(err, omnivore.ErrPending) {
 		return nil, nil // the page is being fetched: no content yet
 	}
 	return s, err
+}
+
+// contentImages says where the content a request's caller gets shows
+// the items' stored images: for an API key (the note-taking plugins',
+// whose notes load images without credentials), at addresses signed with
+// the key, so that deleting it ends them; for a session or an OAuth
+// token, at the image route that takes the caller's own credentials.
+func contentImages(ctx context.Context) export.ImageLinks {
+	st := stateOf(ctx)
+	l := export.ImageLinks{Site: inboxtapi.SiteURL(st.r)}
+	if t := st.caller.APIToken; t != nil {
+		k := t.ImageKey()
+		l.Key = &k
+	}
+	return l
 }
 
 // --- Omnivore's fields of Highlight ---

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql"
+	"github.com/hearthkit/caddy-hearth/handlers/libraryservice"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
@@ -19,8 +20,9 @@ import (
 // other programs, through the handler: the Atom feed's page of 50 items
 // Omnivore's search of 50 with their content (includeContent) as HTML
 // and as Markdown, and Inboxt's entries of 50 with their contentHtml as
-// Inboxt's web app shows them. Half the items are articles of 5 KB without images,
-// half newsletters of 5 KB with three pictures and a tracking pixel.
+// Inboxt's web app shows them. Half the items are articles of 5 KB without
+// images, half newsletters of 5 KB with three pictures, stored, and a
+// tracking pixel.
 //
 //	go test -tags nobadger,nomysql,nopgx -run '^$' -bench BenchmarkOutwardContent -count 10 ./handlers/graphql/
 func BenchmarkOutwardContent(b *testing.B) {
@@ -32,14 +34,23 @@ func BenchmarkOutwardContent(b *testing.B) {
 		strings.Repeat(para, 3) + `<figure><img src="https://cdn.example/b.png" alt="B"><figcaption>B</figcaption></figure>` +
 		strings.Repeat(para, 3) + `<p><img src="https://cdn.example/c.gif" alt="C"></p>` + para +
 		`<img src="https://tracker.example/open.gif" width="1" height="1">`
+	picture, _, _ := testImages(b)
 	for i := range 50 {
 		html := article
 		if i%2 == 1 {
 			html = letter
 		}
-		if _, _, err := lib.SaveItem(b.Context(), m.ID, library.NewItem{URL: fmt.Sprintf("https://example.com/out/%d", i),
-			Title: fmt.Sprintf("Item %d", i), HTML: html, Text: "word"}); err != nil {
+		it, _, err := lib.SaveItem(b.Context(), m.ID, library.NewItem{URL: fmt.Sprintf("https://example.com/out/%d", i),
+			Title: fmt.Sprintf("Item %d", i), HTML: html, Text: "word"})
+		if err != nil {
 			b.Fatal(err)
+		}
+		for _, src := range []string{"https://cdn.example/a.jpg", "https://cdn.example/b.png", "https://cdn.example/c.gif"} {
+			if i%2 == 1 {
+				if _, err := lib.StoreItemImage(b.Context(), m.ID, it.ID, src, picture, libraryservice.DefaultImageQuota); err != nil {
+					b.Fatal(err)
+				}
+			}
 		}
 	}
 	secret, err := apitokens.Of(store).RenewFeedSecret(b.Context(), m.ID)

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hearthkit/caddy-hearth/handlers/access"
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/inboxtapi"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
@@ -136,9 +137,13 @@ func (s *Content) serveContent(w http.ResponseWriter, r *http.Request) {
 		writeContentError(w, http.StatusNotFound, "NOT_FOUND")
 		return
 	}
+	tokenID := "" // an OAuth token's links show the images at ImageAPIPath
+	if c.APIToken != nil {
+		tokenID = c.APIToken.ID
+	}
 	links := make([]apitokens.ContentLink, len(items))
 	for i, it := range items {
-		links[i] = apitokens.ContentLink{MemberID: c.Member.ID, ItemID: it.ID, Format: in.Format}
+		links[i] = apitokens.ContentLink{MemberID: c.Member.ID, ItemID: it.ID, Format: in.Format, TokenID: tokenID}
 	}
 	secrets, err := apitokens.Of(s.store).CreateContentLinks(r.Context(), links, ContentLinkTTL)
 	if s.contentFailed(w, err) {
@@ -187,7 +192,7 @@ func (s *Content) serveDownload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	secret := strings.TrimPrefix(r.URL.Path, ContentDownloadPath)
-	l, _, err := apitokens.Of(s.store).ContentLinkOf(r.Context(), secret)
+	l, _, key, err := apitokens.Of(s.store).ContentLinkOf(r.Context(), secret)
 	if apitokens.Unknown(err) {
 		// The secret is the request's only credential: a link that is
 		// not one counts against its client address's tokenless budget,
@@ -204,7 +209,9 @@ func (s *Content) serveDownload(w http.ResponseWriter, r *http.Request) {
 	if s.contentFailed(w, err) {
 		return
 	}
-	text, err := Render(r.Context(), s.store, l.MemberID, l.ItemID, l.Format)
+	// The plugins write the content into notes, which load its images
+	// without credentials: at addresses signed with the link's API key.
+	text, err := Render(r.Context(), s.store, export.ImageLinks{Site: inboxtapi.SiteURL(r), Key: key}, l.MemberID, l.ItemID, l.Format)
 	if errors.Is(err, ErrPending) {
 		writeContentError(w, http.StatusNotFound, "NOT_READY")
 		return

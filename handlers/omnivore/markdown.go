@@ -11,6 +11,7 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
+	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
@@ -34,9 +35,10 @@ var ErrPending = errors.New("the item's content is being fetched")
 
 // Render returns the member's item's content in format (one of
 // ValidFormat's), without its tracking pixels (the plugins write it into
-// notes that render it): nil when the item has none, ErrPending while its
-// page is being fetched.
-func Render(ctx context.Context, store *storage.Store, memberID, itemID, format string) (*string, error) {
+// notes that render it) and with its stored images at their addresses on
+// the site (images): nil when the item has none, ErrPending while its page
+// is being fetched.
+func Render(ctx context.Context, store *storage.Store, images export.ImageLinks, memberID, itemID, format string) (*string, error) {
 	lib := library.Of(store)
 	pending, err := lib.HasPendingPageFetch(ctx, memberID, itemID)
 	if err != nil {
@@ -52,18 +54,35 @@ func Render(ctx context.Context, store *storage.Store, memberID, itemID, format 
 	if err != nil {
 		return nil, err
 	}
+	files, err := images.Files(ctx, store, memberID, itemID, c.HTML)
+	if err != nil {
+		return nil, err
+	}
+	base := ""
+	if len(files) > 0 {
+		// The images' addresses are read against the item's, as they
+		// were when they were stored.
+		it, err := lib.SavedItem(ctx, memberID, itemID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		base = it.OriginalURL
+	}
 	var out string
 	switch format {
 	case FormatMarkdown:
-		out = htmlToMarkdown(c.HTML, nil)
+		out = htmlToMarkdown(c.HTML, nil, files, base)
 	case FormatHighlightedMarkdown:
 		hs, err := lib.ItemHighlights(ctx, memberID, itemID)
 		if err != nil {
 			return nil, err
 		}
-		out = htmlToMarkdown(c.HTML, hs)
+		out = htmlToMarkdown(c.HTML, hs, files, base)
 	default:
-		out = articles.RewriteImages(c.HTML, "", nil)
+		out = articles.RewriteImages(c.HTML, base, files)
 	}
 	return &out, nil
 }
@@ -75,12 +94,12 @@ func Render(ctx context.Context, store *storage.Store, memberID, itemID, format 
 // marks; a link holding a highlight becomes ==[text](href)==). Hearth
 // finds a highlight by its text (with the text around it when that is
 // unique) in the content's text, where Omnivore applies its stored patch.
-func htmlToMarkdown(src string, highlights []*library.Highlight) string {
+func htmlToMarkdown(src string, highlights []*library.Highlight, files map[string]string, base string) string {
 	doc, err := nethtml.Parse(strings.NewReader(src))
 	if err != nil {
 		return ""
 	}
-	m := &mdWriter{}
+	m := &mdWriter{files: files, base: base}
 	if len(highlights) > 0 {
 		m.marks = markHighlights(doc, highlights)
 	}
@@ -230,6 +249,11 @@ type mdWriter struct {
 	space  bool   // the last byte written is a space or a line break
 	prefix string // written after each line break (quotes, list items)
 	pre    int    // inside pre
+	// files maps the addresses of the item's stored images, as
+	// library.ImageSource reads them against base, to theirs on the site
+	// (as articles.RewriteImages maps them).
+	files map[string]string
+	base  string
 }
 
 func (m *mdWriter) write(s string) {
@@ -429,7 +453,16 @@ func (m *mdWriter) node(n *nethtml.Node) {
 		m.write("](" + escapeLinkURL(href) + ")" + mark)
 	case atom.Img:
 		// A tracking pixel is left out, as the reader leaves it out.
-		if src := articles.Attr(n, "src"); src != "" && !library.TrackingPixel(articles.Attr(n, "width"), articles.Attr(n, "height")) {
+		if library.TrackingPixel(articles.Attr(n, "width"), articles.Attr(n, "height")) {
+			break
+		}
+		src := articles.Attr(n, "src")
+		if len(m.files) > 0 {
+			if to, ok := m.files[library.ImageSource(src, articles.Attr(n, "srcset"), m.base)]; ok {
+				src = to
+			}
+		}
+		if src != "" {
 			m.write("![" + collapseSpace(articles.Attr(n, "alt")) + "](" + escapeLinkURL(src) + ")")
 		}
 	case atom.Td, atom.Th:

@@ -33,7 +33,7 @@ func BenchmarkHighlightedMarkdown(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if out := htmlToMarkdown(src, hs); strings.Count(out, "==") != 2*len(hs) {
+		if out := htmlToMarkdown(src, hs, nil, ""); strings.Count(out, "==") != 2*len(hs) {
 			b.Fatalf("%d marks, want %d", strings.Count(out, "==")/2, len(hs))
 		}
 	}

@@ -38,7 +38,7 @@ func TestHighlightedMarkdownAsOmnivoreWritesIt(t *testing.T) {
 			"Nothing here.\n"},
 	}
 	for _, c := range cases {
-		if got := htmlToMarkdown(c.html, c.hs); got != c.want {
+		if got := htmlToMarkdown(c.html, c.hs, nil, ""); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
 	}
@@ -71,7 +71,7 @@ func TestHighlightedMarkdownSearchesABoundedStretchOfText(t *testing.T) {
 		hs[k] = &library.Highlight{Segments: []library.HighlightSegment{{
 			BeforeText: strings.Join(p[:5], " ") + " ", Text: strings.Join(p[5:15], " "), AfterText: " " + p[15]}}}
 	}
-	out := htmlToMarkdown(b.String(), hs)
+	out := htmlToMarkdown(b.String(), hs, nil, "")
 	marked := strings.Count(out, "==") / 2
 	// Each is found by one search of the whole text (its context is
 	// unique there).

@@ -23,6 +23,9 @@ type ContentLink struct {
 	MemberID string `json:"member_id"`
 	ItemID   string `json:"item_id"`
 	Format   string `json:"format"`
+	// TokenID is the API key that asked for the link: the link ends with
+	// the key, and its content's images are signed with it (ImageKey).
+	TokenID string `json:"token_id,omitempty"`
 	// AccessGen is the member's access generation when the link was made
 	// (members.Member.AccessGen): revoking the member's access ends the
 	// links made before, as it ends the tokens that made them.
@@ -62,32 +65,48 @@ func (s Store) CreateContentLinks(ctx context.Context, links []ContentLink, ttl 
 	return secrets, nil
 }
 
-// ContentLinkOf returns the link a secret stands for and its member:
-// storage.ErrNotFound for an unknown or expired secret and for one made
-// before the member's access was revoked, members.ErrSuspended for a
-// suspended member.
-func (s Store) ContentLinkOf(ctx context.Context, secret string) (*ContentLink, *members.Member, error) {
+// ContentLinkOf returns the link a secret stands for, its member and the
+// key of its API key that signs its content's images (nil for a link made
+// without one): storage.ErrNotFound for an unknown or expired secret, for
+// one made before the member's access was revoked and for one whose API
+// key was deleted or expired since, members.ErrSuspended for a suspended
+// member.
+func (s Store) ContentLinkOf(ctx context.Context, secret string) (*ContentLink, *members.Member, *ImageKey, error) {
 	if !strings.HasPrefix(secret, ContentLinkPrefix) || len(secret) > 128 || len(secret) < 20 {
-		return nil, nil, storage.ErrNotFound
+		return nil, nil, nil, storage.ErrNotFound
 	}
 	var l ContentLink
 	var m *members.Member
+	var tok *Token
 	err := s.st.View(ctx, func(tx *storage.Tx) error {
 		if err := tx.GetJSON(contentLinkKey(storage.Digest(secret)), &l); err != nil {
 			return err
+		}
+		if l.TokenID != "" {
+			tok = new(Token)
+			if err := tx.GetJSON(apiTokenKey(l.MemberID, l.TokenID), tok); err != nil {
+				return err
+			}
 		}
 		var err error
 		m, err = members.ByID(tx, l.MemberID)
 		return err
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if m.Suspended {
-		return nil, nil, members.ErrSuspended
+		return nil, nil, nil, members.ErrSuspended
 	}
 	if l.AccessGen != m.AccessGen {
-		return nil, nil, storage.ErrNotFound // made before the member's access was revoked
+		return nil, nil, nil, storage.ErrNotFound // made before the member's access was revoked
 	}
-	return &l, m, nil
+	if tok == nil {
+		return &l, m, nil, nil
+	}
+	if tok.Expired(storage.Now()) {
+		return nil, nil, nil, storage.ErrNotFound
+	}
+	k := tok.ImageKey()
+	return &l, m, &k, nil
 }

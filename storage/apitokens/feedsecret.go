@@ -2,9 +2,6 @@ package apitokens
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"strings"
 	"time"
@@ -93,35 +90,6 @@ func (s Store) FeedMember(ctx context.Context, secret string) (*members.Member, 
 		return nil, storage.ErrNotFound
 	}
 	return s.memberAt(ctx, feedRefKey(storage.Digest(secret)))
-}
-
-// FeedImageSignature signs the address of the n-th stored image of an
-// item in the feed of the member whose feed secret has digest (a feed's
-// content names its stored images by such addresses, not by the feed's
-// secret, which would read the whole library wherever the content went).
-// The digest is known only to the store and to whoever holds the secret,
-// so the signature cannot be made without either; renewing or revoking
-// the secret ends the addresses.
-func FeedImageSignature(digest, memberID, itemID, n string) string {
-	mac := hmac.New(sha256.New, []byte(digest))
-	mac.Write([]byte("feed image\x00" + memberID + "\x00" + itemID + "\x00" + n))
-	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:18])
-}
-
-// FeedImageMember returns the member memberID when sig is the signature
-// (FeedImageSignature) of their feed's image n of the item itemID under
-// their current feed secret: storage.ErrNotFound otherwise (no such member
-// or secret, a wrong signature), members.ErrSuspended for a suspended
-// member.
-func (s Store) FeedImageMember(ctx context.Context, memberID, itemID, n, sig string) (*members.Member, error) {
-	fs, err := s.FeedSecretInfo(ctx, memberID)
-	if err != nil {
-		return nil, err
-	}
-	if !hmac.Equal([]byte(sig), []byte(FeedImageSignature(fs.Digest, memberID, itemID, n))) {
-		return nil, storage.ErrNotFound
-	}
-	return s.memberAt(ctx, feedRefKey(fs.Digest)) // gone with the secret if it changed since
 }
 
 func init() {
