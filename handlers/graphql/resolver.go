@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -340,9 +339,9 @@ func (r *savedItemResolver) content(ctx context.Context, obj *generated.SavedIte
 
 // siteImages is an item's HTML as Inboxt's clients are given it, which
 // Inboxt's web app puts into its page as it is: without tracking pixels,
-// its stored images at their address on this site (export.ImageAPIPath,
-// which the app, on the same host as the API, loads with its session
-// cookie), other images unchanged (articles.RewriteImages, as the feed and
+// its stored images at their address on this site (export.ImageLinks
+// without a key: export.ImageAPIPath, which the app, on the same host as
+// the API, loads with its session cookie), other images unchanged (articles.RewriteImages, as the feed and
 // Omnivore's content leave the site). The highlights the app made on the
 // content as saved still land: it anchors a highlight by the path of the
 // element holding its text, each step a tag counted among same-named
@@ -355,13 +354,9 @@ func (r *savedItemResolver) siteImages(ctx context.Context, memberID string, obj
 	if !articles.HasTag(html, "img") {
 		return html, nil
 	}
-	images, err := library.Of(r.s.store).ItemImages(ctx, memberID, obj.ID)
+	files, err := export.ImageLinks{}.Files(ctx, r.s.store, memberID, obj.ID, html)
 	if err != nil {
 		return "", err
-	}
-	files := make(map[string]string, len(images))
-	for n, img := range images {
-		files[img.URL] = export.ImageAPIPath + obj.ID + "/" + strconv.Itoa(n)
 	}
 	base := ""
 	if obj.OriginalURL != nil {
