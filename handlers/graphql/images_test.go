@@ -18,6 +18,7 @@ import (
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
+	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
 // testImages are a PNG and a JPEG of a few pixels, and WebP bytes (a
@@ -57,6 +58,19 @@ func saveWithImages(t *testing.T, e *env) (*library.SavedItem, [][]byte) {
 		}
 	}
 	return it, [][]byte{p, j, w}
+}
+
+// anotherMembersImage saves an item of another member, bob, with one
+// stored image, for the tests that an address answers only its own image.
+func anotherMembersImage(t *testing.T, e *env) (*members.Member, *library.SavedItem) {
+	t.Helper()
+	other, _ := e.newMember("bob")
+	theirs := e.saveArticle(other.ID, 9, nil)
+	p, _, _ := testImages(t)
+	if _, err := library.Of(e.store).StoreItemImage(t.Context(), other.ID, theirs.ID, "https://cdn.example/bob.png", p, libraryservice.DefaultImageQuota); err != nil {
+		t.Fatal(err)
+	}
+	return other, theirs
 }
 
 // An EPUB embeds the stored images its items show (PNG, JPEG: in the
@@ -245,12 +259,7 @@ func TestImagesAtPrivateAddressesAreNotFetched(t *testing.T) {
 func TestAtomFeedShowsStoredImagesAtSignedAddresses(t *testing.T) {
 	e := newEnv(t, options{})
 	it, data := saveWithImages(t, e)
-	other, _ := e.newMember("bob")
-	theirs := e.saveArticle(other.ID, 9, nil)
-	p, _, _ := testImages(t)
-	if _, err := library.Of(e.store).StoreItemImage(t.Context(), other.ID, theirs.ID, "https://cdn.example/bob.png", p, libraryservice.DefaultImageQuota); err != nil {
-		t.Fatal(err)
-	}
+	other, theirs := anotherMembersImage(t, e)
 	atom, _ := feedsCall(t, e, http.MethodPost)["atom"].(string)
 	secret := strings.TrimSuffix(atom[strings.Index(atom, "/api/feed/")+len("/api/feed/"):], "/atom")
 	status, _, b := fetch(t, atom)

@@ -8,11 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hearthkit/caddy-hearth/handlers/libraryservice"
 	"github.com/hearthkit/caddy-hearth/handlers/omnivore"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
-	"github.com/hearthkit/caddy-hearth/storage/library"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
@@ -65,12 +63,7 @@ func omnivoreContents(t *testing.T, e *env, itemID string) (map[string]string, [
 func TestOmnivoreContentShowsStoredImagesAtSignedAddresses(t *testing.T) {
 	e := newEnv(t, options{})
 	it, data := saveWithImages(t, e)
-	other, _ := e.newMember("bob")
-	theirs := e.saveArticle(other.ID, 9, nil)
-	p, _, _ := testImages(t)
-	if _, err := library.Of(e.store).StoreItemImage(t.Context(), other.ID, theirs.ID, "https://cdn.example/bob.png", p, libraryservice.DefaultImageQuota); err != nil {
-		t.Fatal(err)
-	}
+	other, theirs := anotherMembersImage(t, e)
 	site := e.srv.URL
 	addr := regexp.MustCompile(regexp.QuoteMeta(site) + `/api/feed/i/[^"\s)]+`)
 	contents, links := omnivoreContents(t, e, it.ID)
