@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/handlers/oauth"
+	"github.com/hearthkit/caddy-hearth/storage/grants"
 	"github.com/hearthkit/caddy-hearth/storage/members"
 )
 
@@ -285,6 +286,22 @@ func TestTokenClientCredentials(t *testing.T) {
 			}
 			wantStatus(t, f.getWithToken(oauth.AppsVerifyPath, tok), http.StatusOK)
 		})
+	}
+}
+
+// TestTokenClientCredentialsKeepsTheNewestAppTokens: an app that asks
+// for more app tokens than grants.MaxAppTokens keeps the newest ones; the
+// oldest answers 401 as a revoked token does.
+func TestTokenClientCredentialsKeepsTheNewestAppTokens(t *testing.T) {
+	f := newFixture(t)
+	app := f.register("Bot", "https://bot.example/cb", "read")
+	var toks []string
+	for range grants.MaxAppTokens + 1 {
+		toks = append(toks, f.appToken(app, ""))
+	}
+	wantJSONError(t, f.getWithToken(oauth.AppsVerifyPath, toks[0]), http.StatusUnauthorized, "The access token is invalid")
+	for _, tok := range toks[1:] {
+		wantStatus(t, f.getWithToken(oauth.AppsVerifyPath, tok), http.StatusOK)
 	}
 }
 

@@ -33,6 +33,7 @@ import (
 //	oauth/app/<client_id>                     App
 //	oauth/code/<digest>                       Code (TTL: CodeLifetime)
 //	oauth/token/<digest>                      AccessToken
+//	oauth/apptoken/<client_id>/<id>           an app token's digest (apptokens.go)
 //
 // and the member's index of its grants, for settings, kept by generation
 // (revocation.go).
@@ -319,11 +320,15 @@ func (s Store) AuthenticateClient(ctx context.Context, clientID, secret string) 
 // (UpdateAsync): should a power loss take the token, the application gets a
 // new one by asking again, as OAuth clients do when a token stops working,
 // and nothing else refers to it (it acts for no member). Revocations and
-// member tokens wait for the disk.
+// member tokens wait for the disk. An app keeps its MaxAppTokens newest
+// app tokens: this one revokes the oldest past them (apptokens.go).
 func (s Store) CreateAppToken(ctx context.Context, clientID string, scopes []string) (tok *AccessToken, secret string, err error) {
 	err = s.st.UpdateAsync(ctx, func(tx *storage.Tx) error {
 		tok, secret, err = createToken(tx, clientID, "", grantGen{}, scopes)
-		return err
+		if err != nil {
+			return err
+		}
+		return indexAppToken(tx, tok, storage.Digest(secret))
 	})
 	return tok, secret, err
 }
@@ -383,7 +388,7 @@ func deleteToken(tx *storage.Tx, digest string) error {
 	if t.MemberID != "" {
 		return deleteRef(tx, t.MemberID, t.ClientID, t.grantGen, digest)
 	}
-	return nil
+	return unindexAppToken(tx, &t)
 }
 
 // Token authenticates a bearer token issued by hearth_oauth. It
