@@ -580,6 +580,10 @@ func shownPath(p string) string {
 	if !ok {
 		return p
 	}
+	if signed, ok := strings.CutPrefix(p, signedImagePath); ok {
+		// A signed image's address: its credential is its last part.
+		return signedImagePath + signed[:strings.LastIndexByte(signed, '/')+1] + "SIGNATURE"
+	}
 	_, after, _ := strings.Cut(rest, "/")
 	return FeedPath + "SECRET/" + after
 }

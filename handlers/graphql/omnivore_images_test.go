@@ -168,3 +168,25 @@ func TestOmnivoreContentForASessionShowsImagesAtTheImageRoute(t *testing.T) {
 		t.Errorf("content: %s", content)
 	}
 }
+
+// A signed image address's signature is its only credential, as a feed
+// URL's secret is: an error it gets (here the answer to a POST) names the
+// path without it, as a feed's errors name theirs without the secret.
+func TestSignedImageAddressErrorsDoNotShowTheSignature(t *testing.T) {
+	e := newEnv(t, options{})
+	it, _ := saveWithImages(t, e)
+	contents, _ := omnivoreContents(t, e, it.ID)
+	u := regexp.MustCompile(regexp.QuoteMeta(e.srv.URL) + `/api/feed/i/[^"\s)]+`).FindString(contents["search html"])
+	sig := u[strings.LastIndex(u, "/")+1:]
+	if u == "" || len(sig) < 20 {
+		t.Fatalf("no signed address in %s", contents["search html"])
+	}
+	req, err := http.NewRequest(http.MethodPost, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := send(t, req)
+	if resp.StatusCode != http.StatusMethodNotAllowed || strings.Contains(string(body), sig) {
+		t.Errorf("POST %s: HTTP %d %s", u, resp.StatusCode, body)
+	}
+}
