@@ -2,6 +2,7 @@ package graphql_test
 
 import (
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/libraryservice"
+	"github.com/hearthkit/caddy-hearth/storage/apitokens"
 	"github.com/hearthkit/caddy-hearth/storage/library"
 )
 
@@ -248,4 +250,32 @@ func textOf(n *html.Node) string {
 		b.WriteString(textOf(c))
 	}
 	return b.String()
+}
+
+// An Inboxt client calling with an API key (a script; no session to load
+// the image route with) gets its stored images at addresses signed for
+// each, as Omnivore's content shows them, which answer without
+// credentials.
+func TestInboxtContentForAnAPIKeyShowsSignedImages(t *testing.T) {
+	e := newEnv(t, options{})
+	it, data := saveWithImages(t, e)
+	_, key, err := apitokens.Of(e.store).Create(t.Context(), e.member.ID, "script", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var one struct {
+		SavedItem struct{ Article struct{ ContentHTML string } }
+	}
+	e.doAs(key, `query($id: String!) { savedItem(query: {id: $id}) { article { contentHtml } } }`, map[string]any{"id": it.ID}, &one)
+	c := one.SavedItem.Article.ContentHTML
+	srcs := regexp.MustCompile(regexp.QuoteMeta(e.srv.URL)+`/api/feed/i/[^"\s]+`).FindAllString(c, -1)
+	if len(srcs) != len(data) || strings.Contains(c, key) {
+		t.Fatalf("contentHtml for an API key: want %d signed image addresses and not the key:\n%s", len(data), c)
+	}
+	for n, u := range srcs {
+		resp, b := send(t, mustRequest(t, u))
+		if resp.StatusCode != http.StatusOK || string(b) != string(data[n]) {
+			t.Errorf("GET %s without credentials: HTTP %d", u, resp.StatusCode)
+		}
+	}
 }

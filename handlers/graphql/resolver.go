@@ -11,7 +11,6 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/hearthkit/caddy-hearth/handlers/articles"
-	"github.com/hearthkit/caddy-hearth/handlers/export"
 	"github.com/hearthkit/caddy-hearth/handlers/graphql/generated"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
@@ -339,9 +338,10 @@ func (r *savedItemResolver) content(ctx context.Context, obj *generated.SavedIte
 
 // siteImages is an item's HTML as Inboxt's clients are given it, which
 // Inboxt's web app puts into its page as it is: without tracking pixels,
-// its stored images at their address on this site (export.ImageLinks
-// without a key: export.ImageAPIPath, which the app, on the same host as
-// the API, loads with its session cookie), other images unchanged (articles.RewriteImages, as the feed and
+// its stored images at their address on this site (contentImages: for the
+// app, export.ImageAPIPath, which it loads with its session cookie from
+// the host of the API; for a script's API key, an address signed for the
+// image, as Omnivore's content has), other images unchanged (articles.RewriteImages, as the feed and
 // Omnivore's content leave the site). The highlights the app made on the
 // content as saved still land: it anchors a highlight by the path of the
 // element holding its text, each step a tag counted among same-named
@@ -354,7 +354,14 @@ func (r *savedItemResolver) siteImages(ctx context.Context, memberID string, obj
 	if !articles.HasTag(html, "img") {
 		return html, nil
 	}
-	files, err := export.ImageLinks{}.Files(ctx, r.s.store, memberID, obj.ID, html)
+	links := contentImages(ctx)
+	if links.Key == nil {
+		// A session's page (Inboxt's web app, on this host) or a token's
+		// client loads the image route with its own credentials: a path,
+		// which stays right behind a proxy that ends TLS.
+		links.Site = ""
+	}
+	files, err := links.Files(ctx, r.s.store, memberID, obj.ID, html)
 	if err != nil {
 		return "", err
 	}
