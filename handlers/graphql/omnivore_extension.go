@@ -227,7 +227,12 @@ func (r *queryResolver) OmnivoreLabels(ctx context.Context) (generated.LabelsRes
 // id there (the extension sends the id savePage answered). Hearth's
 // slugs (SearchItem.slug) are not unique, so they name no item here.
 // username is always the caller, as there. The content is read only when
-// the query selects it: the extension asks for the highlights alone.
+// the query selects it: the extension asks for the highlights alone. Its
+// contentHtml is that of savedItem's article (siteImages): Omnivore's
+// article and search answer the same stored content (content is
+// readableContent for both, resolvers/function_resolvers.ts @322ce62), and
+// what Hearth's search gives is without tracking pixels, its stored images
+// on this site.
 func (r *queryResolver) Article(ctx context.Context, _ string, slug string, _ *string) (generated.ArticleResult, error) {
 	id, err := memberID(ctx)
 	if err != nil {
@@ -247,7 +252,11 @@ func (r *queryResolver) Article(ctx context.Context, _ string, slug string, _ *s
 			return nil, err
 		}
 		if c != nil {
-			a.ContentHTML, a.ContentText = c.HTML, c.Text
+			html, err := r.s.siteImages(ctx, id, it.ID, it.OriginalURL, c.HTML)
+			if err != nil {
+				return nil, err
+			}
+			a.ContentHTML, a.ContentText = html, c.Text
 		}
 	}
 	return &generated.ArticleSuccess{Article: a}, nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hearthkit/caddy-hearth/handlers/graphql"
 	"github.com/hearthkit/caddy-hearth/handlers/omnivore"
 	"github.com/hearthkit/caddy-hearth/storage"
 	"github.com/hearthkit/caddy-hearth/storage/apitokens"
@@ -188,5 +189,63 @@ func TestSignedImageAddressErrorsDoNotShowTheSignature(t *testing.T) {
 	resp, body := send(t, req)
 	if resp.StatusCode != http.StatusMethodNotAllowed || strings.Contains(string(body), sig) {
 		t.Errorf("POST %s: HTTP %d %s", u, resp.StatusCode, body)
+	}
+}
+
+// omnivoreArticle asks Omnivore's article for the item's content (its
+// slug is the item's id).
+const omnivoreArticle = `query($slug: String!) { article(username: "me", slug: $slug) {
+  ... on ArticleSuccess { article { contentHtml contentText } }
+  ... on ArticleError { errorCodes } } }`
+
+// Omnivore's article answers the content its search does, the item's
+// readableContent for both (Article.content and SearchItem.content in
+// packages/api/src/resolvers/function_resolvers.ts,
+// omnivore-app/omnivore@322ce62), so Hearth's article shows it as its
+// search and savedItem do: without the tracking pixel, the stored images
+// at addresses signed with the API key it is asked with (sent alone, as
+// Omnivore's clients send it), which answer without credentials, or, for
+// a session, at the image route's path, which takes the session's cookie.
+func TestOmnivoreArticleShowsStoredImagesWithoutPixels(t *testing.T) {
+	e := newEnv(t, options{})
+	it, data := saveWithImages(t, e)
+	vars := map[string]any{"slug": it.ID}
+	_, b := e.postBare(graphql.OmnivorePath, e.token, map[string]any{"query": omnivoreArticle, "variables": vars})
+	var res struct {
+		Data struct {
+			Article struct {
+				Article *struct{ ContentHTML, ContentText string }
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &res); err != nil || res.Data.Article.Article == nil {
+		t.Fatalf("article with the API key: %s", b)
+	}
+	c := res.Data.Article.Article.ContentHTML
+	srcs := regexp.MustCompile(regexp.QuoteMeta(e.srv.URL)+`/api/feed/i/[^"\s]+`).FindAllString(c, -1)
+	if len(srcs) != len(data) || strings.Contains(c, "t.example/p.gif") || strings.Contains(c, "cdn.example/a.png") ||
+		strings.Contains(c, e.token) || !strings.Contains(c, "https://cdn.example/missing.png") {
+		t.Fatalf("contentHtml for the API key: want %d signed image addresses, no pixel, no stored image's origin:\n%s", len(data), c)
+	}
+	for n, u := range srcs {
+		resp, body := send(t, mustRequest(t, u))
+		if resp.StatusCode != http.StatusOK || string(body) != string(data[n]) {
+			t.Errorf("GET %s without credentials: HTTP %d", u, resp.StatusCode)
+		}
+	}
+	var one struct {
+		Article struct {
+			Article struct{ ContentHTML string }
+		}
+	}
+	e.doAs(e.signIn(e.member), omnivoreArticle, vars, &one)
+	c = one.Article.Article.ContentHTML
+	for n := range data {
+		if !strings.Contains(c, `src="/api/images/`+it.ID+"/"+strconv.Itoa(n)+`"`) {
+			t.Errorf("image %d for a session: %s", n, c)
+		}
+	}
+	if strings.Contains(c, "/api/feed/") || strings.Contains(c, "t.example/p.gif") || strings.Contains(c, "cdn.example/a.png") {
+		t.Errorf("contentHtml for a session: %s", c)
 	}
 }

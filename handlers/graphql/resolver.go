@@ -330,13 +330,18 @@ func (r *savedItemResolver) content(ctx context.Context, obj *generated.SavedIte
 	if err != nil {
 		return nil, err
 	}
-	if c.HTML, err = r.siteImages(ctx, id, obj, c.HTML); err != nil {
+	base := ""
+	if obj.OriginalURL != nil {
+		base = *obj.OriginalURL
+	}
+	if c.HTML, err = r.s.siteImages(ctx, id, obj.ID, base, c.HTML); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// siteImages is an item's HTML as Inboxt's clients are given it, which
+// siteImages is an item's HTML as an Article's contentHtml gives it
+// (Inboxt's savedItem and entries, Omnivore's article), which
 // Inboxt's web app puts into its page as it is: without tracking pixels,
 // its stored images at their address on this site (contentImages: for the
 // app, export.ImageAPIPath, which it loads with its session cookie from
@@ -350,7 +355,9 @@ func (r *savedItemResolver) content(ctx context.Context, obj *generated.SavedIte
 // apps/web/src/utils/highlightsDOM.ts of Inboxt/inboxt @45f4314). An img
 // holds no text, so no path steps through one, and dropping one changes
 // only the numbers of the img elements after it, and no text.
-func (r *savedItemResolver) siteImages(ctx context.Context, memberID string, obj *generated.SavedItem, html string) (string, error) {
+// base is the item's original URL, against which its images' addresses
+// were read when they were stored.
+func (s *Server) siteImages(ctx context.Context, memberID, itemID, base, html string) (string, error) {
 	if !articles.HasTag(html, "img") {
 		return html, nil
 	}
@@ -361,13 +368,9 @@ func (r *savedItemResolver) siteImages(ctx context.Context, memberID string, obj
 		// which stays right behind a proxy that ends TLS.
 		links.Site = ""
 	}
-	files, err := links.Files(ctx, r.s.store, memberID, obj.ID, html)
+	files, err := links.Files(ctx, s.store, memberID, itemID, html)
 	if err != nil {
 		return "", err
-	}
-	base := ""
-	if obj.OriginalURL != nil {
-		base = *obj.OriginalURL
 	}
 	return articles.RewriteImages(html, base, files), nil
 }
