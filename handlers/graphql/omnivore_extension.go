@@ -228,7 +228,7 @@ func (r *queryResolver) OmnivoreLabels(ctx context.Context) (generated.LabelsRes
 // slugs (SearchItem.slug) are not unique, so they name no item here.
 // username is always the caller, as there. The content is read only when
 // the query selects it: the extension asks for the highlights alone. Its
-// contentHtml is that of savedItem's article (siteImages): Omnivore's
+// contentHtml is that of savedItem's article (itemContent): Omnivore's
 // article and search answer the same stored content (content is
 // readableContent for both, resolvers/function_resolvers.ts @322ce62), and
 // what Hearth's search gives is without tracking pixels, its stored images
@@ -247,17 +247,11 @@ func (r *queryResolver) Article(ctx context.Context, _ string, slug string, _ *s
 	}
 	a := &generated.Article{ID: &it.ID}
 	if fc := graphql.GetFieldContext(ctx); fc == nil || selectsAny(fc.Field.Selections, "contentHtml", "contentText") {
-		c, err := lib.ItemContent(ctx, id, it.ID)
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		c, err := r.s.itemContent(ctx, id, it.ID, it.OriginalURL)
+		if err != nil {
 			return nil, err
 		}
-		if c != nil {
-			html, err := r.s.siteImages(ctx, id, it.ID, it.OriginalURL, c.HTML)
-			if err != nil {
-				return nil, err
-			}
-			a.ContentHTML, a.ContentText = html, c.Text
-		}
+		a.ContentHTML, a.ContentText = c.HTML, c.Text
 	}
 	return &generated.ArticleSuccess{Article: a}, nil
 }

@@ -298,15 +298,7 @@ func toAPIToken(t *apitokens.Token) *generated.APIToken {
 // --- field resolvers ---
 
 // content is the item's stored content for its article or newsletter
-// field, loaded one at a time in a request and not at all once the
-// request's content budget is spent, nor when the field selects no
-// content: gqlgen's executor (which serves a page again when the entries
-// fast path meets the budget) resolves a page's items at once, a goroutine
-// an item, each holding an item's content (its HTML and text, up to
-// library.MaxContentLen), and the budget counts a content only as its
-// fields are written. Past the budget the content is left empty: its
-// fields are then refused by limitContent as they always were, with the
-// same error at the same place.
+// field (itemContent), not read when the field selects no content.
 func (r *savedItemResolver) content(ctx context.Context, obj *generated.SavedItem) (*library.ItemContent, error) {
 	id, err := memberID(ctx)
 	if err != nil {
@@ -316,6 +308,24 @@ func (r *savedItemResolver) content(ctx context.Context, obj *generated.SavedIte
 	if fc := graphql.GetFieldContext(ctx); fc != nil && fc.Object == "SavedItem" && !selectsAny(fc.Field.Selections, "contentHtml", "contentText") {
 		return &library.ItemContent{}, nil
 	}
+	base := ""
+	if obj.OriginalURL != nil {
+		base = *obj.OriginalURL
+	}
+	return r.s.itemContent(ctx, id, obj.ID, base)
+}
+
+// itemContent is the member's item's stored content as an Article's
+// fields give it (siteImages; base is the item's original URL), loaded
+// one at a time in a request and not at all once the request's content
+// budget is spent: gqlgen's executor (which serves a page again when the
+// entries fast path meets the budget) resolves a page's items, as a
+// query's aliased root fields, at once, a goroutine each, each holding an
+// item's content (its HTML and text, up to library.MaxContentLen), and the
+// budget counts a content only as its fields are written. Past the budget
+// the content is left empty: its fields are then refused by limitContent
+// as they always were, with the same error at the same place.
+func (s *Server) itemContent(ctx context.Context, memberID, itemID, base string) (*library.ItemContent, error) {
 	if st := stateOf(ctx); st != nil {
 		st.renderMu.Lock()
 		defer st.renderMu.Unlock()
@@ -323,18 +333,14 @@ func (r *savedItemResolver) content(ctx context.Context, obj *generated.SavedIte
 	if contentBudgetOf(ctx).spent() {
 		return &library.ItemContent{}, nil
 	}
-	c, err := library.Of(r.s.store).ItemContent(ctx, id, obj.ID)
+	c, err := library.Of(s.store).ItemContent(ctx, memberID, itemID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return &library.ItemContent{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	base := ""
-	if obj.OriginalURL != nil {
-		base = *obj.OriginalURL
-	}
-	if c.HTML, err = r.s.siteImages(ctx, id, obj.ID, base, c.HTML); err != nil {
+	if c.HTML, err = s.siteImages(ctx, memberID, itemID, base, c.HTML); err != nil {
 		return nil, err
 	}
 	return c, nil
