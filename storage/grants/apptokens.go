@@ -43,7 +43,7 @@ func appTokenKey(clientID, id string) ([]byte, error) {
 // revokes the app's oldest tokens past MaxAppTokens: at most two a call,
 // so that a race of two issues that both revoked the same token leaves
 // the index back at the bound on the next issue. It reads at most
-// MaxAppTokens+2 entries.
+// MaxAppTokens+2 entries, and the app when the token is its only one.
 func indexAppToken(tx *storage.Tx, t *AccessToken, d string) error {
 	k, err := appTokenKey(t.ClientID, t.ID)
 	if err != nil {
@@ -63,6 +63,13 @@ func indexAppToken(tx *storage.Tx, t *AccessToken, d string) error {
 	})
 	if err != nil {
 		return err
+	}
+	if len(seen) == 1 {
+		// The app's only token: perhaps its first use, which keeps it
+		// from the removal of unused apps.
+		if err := noteAppUsed(tx, t.ClientID); err != nil {
+			return err
+		}
 	}
 	for i := 0; i < len(seen)-MaxAppTokens; i++ {
 		if err := deleteToken(tx, seen[i].digest); err != nil {

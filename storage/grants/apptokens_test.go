@@ -2,6 +2,7 @@ package grants
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -68,6 +69,53 @@ func TestAppTokensPerAppAreCapped(t *testing.T) {
 	}
 	if _, _, err := Of(s).Token(t.Context(), issued[3]); err != nil {
 		t.Fatalf("the oldest live token after a revocation and an issue: %v", err)
+	}
+	if _, index := appTokenRecords(t, s, app.ClientID); index != MaxAppTokens {
+		t.Fatalf("%d index entries, want %d", index, MaxAppTokens)
+	}
+}
+
+// TestAppTokensFromBeforeTheIndexAreCapped: an app holding more than
+// MaxAppTokens app tokens issued before the index of app tokens existed
+// keeps, after the sweep's pass, its MaxAppTokens newest, and a member's
+// tokens stay. The pass reads the tokens a bounded batch a transaction,
+// in the order of their digests: the earlier app tokens here have digests
+// after nearly all of the member's, past the first batch.
+func TestAppTokensFromBeforeTheIndexAreCapped(t *testing.T) {
+	s, m, app, _ := oauthFixture(t)
+	memberTokens := manyTokens(t, s, app, m, sweepReads+100)
+	var earlier []string
+	err := s.Update(t.Context(), func(tx *storage.Tx) error {
+		for range MaxAppTokens + 5 {
+			secret := storage.NewSecret(TokenPrefix, 32)
+			for !strings.HasPrefix(storage.Digest(secret), "fff") {
+				secret = storage.NewSecret(TokenPrefix, 32)
+			}
+			// As CreateAppToken issued them before it indexed them.
+			if _, _, err := createTokenFor(tx, secret, app.ClientID, "", grantGen{}, []string{"read"}, 0); err != nil {
+				return err
+			}
+			earlier = append(earlier, secret)
+		}
+		// A store from before has looked at none of its tokens.
+		return tx.Delete(appTokenScanKey())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sweepKind.Of(s).vacuum(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for i, tok := range earlier {
+		_, _, err := Of(s).Token(t.Context(), tok)
+		if old := i < 5; old != errors.Is(err, storage.ErrNotFound) || !old && err != nil {
+			t.Errorf("earlier app token %d of %d: %v", i+1, len(earlier), err)
+		}
+	}
+	for _, tok := range sample(memberTokens) {
+		if _, _, err := Of(s).Token(t.Context(), tok); err != nil {
+			t.Fatalf("a member's token: %v", err)
+		}
 	}
 	if _, index := appTokenRecords(t, s, app.ClientID); index != MaxAppTokens {
 		t.Fatalf("%d index entries, want %d", index, MaxAppTokens)

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hearthkit/caddy-hearth/storage"
@@ -34,6 +35,7 @@ import (
 //	oauth/code/<digest>                       Code (TTL: CodeLifetime)
 //	oauth/token/<digest>                      AccessToken
 //	oauth/apptoken/<client_id>/<id>           an app token's digest (apptokens.go)
+//	oauth/unused/<time>/<client_id>           an app not used yet (vacuum.go)
 //
 // and the member's index of its grants, for settings, kept by generation
 // (revocation.go).
@@ -70,9 +72,19 @@ type CodeRefusal struct {
 func (e *CodeRefusal) Error() string { return e.Err.Error() }
 func (e *CodeRefusal) Unwrap() error { return e.Err }
 
-// now is the clock of code expiry (tests move it). A package clock: a
-// grants Store is a view of a storage.Store (Of) with no room for one.
-var now = time.Now
+// clock is the clock of code expiry and of the removal of unused apps
+// (tests move it, setNow), nil for time.Now. A package clock: a grants
+// Store is a view of a storage.Store (Of) with no room for one; atomic,
+// as the sweep reads it on a goroutine of its own.
+var clock atomic.Pointer[func() time.Time]
+
+// now is the time by clock.
+func now() time.Time {
+	if f := clock.Load(); f != nil {
+		return (*f)()
+	}
+	return time.Now()
+}
 
 // App is a registered client application.
 type App struct {
@@ -243,7 +255,8 @@ func init() {
 
 // CreateApp registers an application and returns it with its client
 // secret, which is not stored and cannot be shown again. The caller has
-// validated the fields.
+// validated the fields. Until it is used, it waits in the queue of apps
+// the sweep removes a day after their registration (vacuum.go).
 func (s Store) CreateApp(ctx context.Context, name, website string, redirectURIs, scopes []string) (*App, string, error) {
 	secret := storage.NewSecret(ClientSecretPrefix, 32)
 	app := &App{
@@ -253,9 +266,15 @@ func (s Store) CreateApp(ctx context.Context, name, website string, redirectURIs
 		Website:      website,
 		RedirectURIs: redirectURIs,
 		Scopes:       scopes,
-		CreatedAt:    time.Now().UTC(),
+		CreatedAt:    now().UTC(),
 	}
-	if err := s.st.Update(ctx, func(tx *storage.Tx) error { return putNewApp(tx, app) }); err != nil {
+	err := s.st.Update(ctx, func(tx *storage.Tx) error {
+		if err := putNewApp(tx, app); err != nil {
+			return err
+		}
+		return tx.Put(unusedAppKey(app), nil, 0)
+	})
+	if err != nil {
 		return nil, "", err
 	}
 	return app, secret, nil

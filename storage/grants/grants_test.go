@@ -127,8 +127,7 @@ func TestOAuthCodeFailedExchangeConsumesIt(t *testing.T) {
 func TestOAuthCodeExpiresAfterTenMinutes(t *testing.T) {
 	s, m, app, _ := oauthFixture(t)
 	code, _ := Of(s).CreateCode(t.Context(), app.ClientID, m, "https://app.example/cb", []string{"read"}, "")
-	now = func() time.Time { return time.Now().Add(CodeLifetime + time.Second) }
-	defer func() { now = time.Now }()
+	defer setNow(func() time.Time { return time.Now().Add(CodeLifetime + time.Second) })()
 	if _, _, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil }); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("old code = %v, want storage.ErrNotFound", err)
 	}

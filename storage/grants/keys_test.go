@@ -21,8 +21,8 @@ func TestOIDCDueRotationGeneratesOneKey(t *testing.T) {
 	}
 	var generated atomic.Int32
 	generateSigningKey = func() (*SigningKey, error) { generated.Add(1); return newSigningKey() }
-	now = func() time.Time { return time.Now().Add(9*time.Hour + time.Minute) }
-	defer func() { generateSigningKey, now = newSigningKey, time.Now }()
+	defer setNow(func() time.Time { return time.Now().Add(9*time.Hour + time.Minute) })()
+	defer func() { generateSigningKey = newSigningKey }()
 
 	const callers = 8
 	sets := make([][]string, callers)

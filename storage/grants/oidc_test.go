@@ -30,8 +30,7 @@ func oidcCode(t *testing.T, s *storage.Store, m *members.Member) (*App, string) 
 func TestOIDCExpiredCodeRefused(t *testing.T) {
 	s, m, _, _ := oauthFixture(t)
 	_, code := oidcCode(t, s, m)
-	now = func() time.Time { return time.Now().Add(CodeLifetime + time.Second) }
-	defer func() { now = time.Now }()
+	defer setNow(func() time.Time { return time.Now().Add(CodeLifetime + time.Second) })()
 	if _, _, err := Of(s).ExchangeCode(t.Context(), code, func(*Code) error { return nil }); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("expired code = %v, want storage.ErrNotFound", err)
 	}
@@ -46,8 +45,7 @@ func TestOIDCRefreshTokenExpires(t *testing.T) {
 	if err != nil || tok.Refresh == "" {
 		t.Fatalf("exchange: %v, refresh %q", err, tok.Refresh)
 	}
-	now = func() time.Time { return time.Now().Add(25 * time.Hour) }
-	defer func() { now = time.Now }()
+	defer setNow(func() time.Time { return time.Now().Add(25 * time.Hour) })()
 	if _, _, _, err := Of(s).Refresh(t.Context(), app.ClientID, tok.Refresh, nil); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("expired refresh token = %v", err)
 	}

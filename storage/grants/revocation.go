@@ -298,9 +298,13 @@ func hasLiveRefs(tx *storage.Tx, memberID, clientID string) (bool, error) {
 // when there is none yet: a code granted (CreateCode) makes the pair that
 // RevokeAppForMember moves on, so that a code not yet exchanged is revoked
 // with the app, while a revocation of an app never authorized writes
-// nothing.
+// nothing. The first pair of an app is its first use, which keeps it
+// from the removal of unused apps (noteAppUsed).
 func notePair(tx *storage.Tx, memberID, clientID string) error {
 	if ok, err := tx.Has(pairKey(memberID, clientID)); err != nil || ok {
+		return err
+	}
+	if err := noteAppUsed(tx, clientID); err != nil {
 		return err
 	}
 	return tx.PutJSON(pairKey(memberID, clientID), pairState{}, 0)
@@ -395,7 +399,7 @@ func (w *sweeper) lead(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if err := w.sweep(ctx); err != nil && ctx.Err() == nil {
-			w.st.Logger().Warn("the records of revoked OAuth grants are deleted later", zap.Error(err))
+			w.st.Logger().Warn("the records of revoked OAuth grants and unused apps are deleted later", zap.Error(err))
 		}
 		select {
 		case <-ctx.Done():
@@ -417,7 +421,8 @@ func (w *sweeper) update(ctx context.Context, fn func(tx *storage.Tx) error) err
 	return w.st.Update(ctx, fn)
 }
 
-// sweep works the queue through once.
+// sweep works the queue through once, then removes the unused apps
+// (vacuum.go).
 func (w *sweeper) sweep(ctx context.Context) error {
 	type queued struct{ member, value string }
 	var queue []queued
@@ -439,7 +444,7 @@ func (w *sweeper) sweep(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return w.vacuum(ctx)
 }
 
 // sweepMember deletes the dead refs, tokens, refresh tokens and refresh
