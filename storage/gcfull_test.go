@@ -18,6 +18,9 @@ import (
 // it can.
 func TestValueLogGCOnAFullDiskWaitsForSpace(t *testing.T) {
 	badgerOnly(t)
+	if testing.Short() {
+		t.Skip("-short: fills a disk and waits for space")
+	}
 	const memTable, vlogFile = 256 << 10, 1 << 20
 	fs := smallFilesystem(t, 1200<<20)
 	dir := filepath.Join(fs, "store")

@@ -93,6 +93,9 @@ func TestImportSurvivesSIGKILLAndResumes(t *testing.T) {
 		importChild(dir, os.Getenv(importChildFile))
 		return
 	}
+	if testing.Short() {
+		t.Skip("-short: a child process killed in the middle of its writes")
+	}
 	const n = 40000
 	dir := filepath.Join(t.TempDir(), "store")
 	st, err := storage.Open(dir, storage.Options{})

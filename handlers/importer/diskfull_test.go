@@ -20,6 +20,9 @@ import (
 // disk stays full), and goes on by itself to its last entry once space is
 // freed.
 func TestImportWaitsOutAFullDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: fills a disk and waits for space")
+	}
 	const reserve, n = 16 << 20, 3 * batchEntries
 	disk := storagetest.NewSmallDisk(t, 64<<20)
 	s := disk.Store(reserve, nil)

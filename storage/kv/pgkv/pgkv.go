@@ -627,14 +627,22 @@ func (t *txn) scan(r kv.Range, withExpiry bool, fn func(row) (bool, error)) erro
 		if r.Limit > 0 {
 			n = min(n, left)
 		}
-		hiOp := "<"
-		if hiIncl {
-			hiOp = "<="
+		// Each bound is in the statement's text only when there is one:
+		// pgx prepares every statement, and PostgreSQL's generic plan for
+		// "$2 IS NULL OR k < $2" cannot use $2 as an index bound, so it
+		// read every key past lo (or, reversed, every key from the
+		// table's end down to lo) and filtered them.
+		where, args := `k >= $1`, []any{lo, n}
+		switch {
+		case hi != nil && hiIncl:
+			where, args = `k >= $1 AND k <= $3`, append(args, hi)
+		case hi != nil:
+			where, args = `k >= $1 AND k < $3`, append(args, hi)
 		}
-		q := `SELECT ` + cols + ` FROM ` + t.e.p + `_kv WHERE k >= $1 AND ($2::bytea IS NULL OR k ` + hiOp + ` $2)
-			AND (expires_at IS NULL OR expires_at > now()) ORDER BY k ` + order + ` LIMIT $3`
+		q := `SELECT ` + cols + ` FROM ` + t.e.p + `_kv WHERE ` + where + `
+			AND (expires_at IS NULL OR expires_at > now()) ORDER BY k ` + order + ` LIMIT $2`
 		buf = buf[:0]
-		err := t.send(q, []any{lo, hi, n}, func(rows pgx.Rows) error {
+		err := t.send(q, args, func(rows pgx.Rows) error {
 			for rows.Next() {
 				var x row
 				var exp int64

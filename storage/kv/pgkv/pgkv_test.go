@@ -485,3 +485,67 @@ func TestReplaceAll(t *testing.T) {
 		t.Fatalf("b got %q", s)
 	}
 }
+
+// A scan of a few keys reads a few rows whatever lies beyond its range,
+// under PostgreSQL's generic plans too (which it picks for a statement
+// prepared and run often, as pgx prepares every one): a bound written as
+// "$2 IS NULL OR k < $2" is no index bound in a generic plan, and each
+// scan then read every row from its start to the table's end (reversed,
+// from the end down), which made a large library's pages and its
+// trash's emptying slow on PostgreSQL alone. The rows a scan reads are
+// the table's idx_tup_fetch in pg_stat_user_tables, flushed by
+// pg_stat_force_next_flush on the one connection the engine has.
+func TestScanOfAFewKeysReadsAFewRows(t *testing.T) {
+	p := newPrefix()
+	e, err := pgkv.Open(pgkv.Options{
+		DSN:    database(t) + " options='-c plan_cache_mode=force_generic_plan'",
+		Prefix: p, MaxConns: 1, SweepEvery: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	const beyond = 5000
+	if err := e.Update(bg, kv.TxOptions{}, func(w kv.Writer) error {
+		for i := range 3 {
+			if err := w.Put(fmt.Appendf(nil, "a/%d", i), []byte("x"), 0); err != nil {
+				return err
+			}
+		}
+		for i := range beyond {
+			if err := w.Put(fmt.Appendf(nil, "b/%05d", i), []byte("x"), 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fetched := func() int64 {
+		var n int64
+		if _, err := e.Pool().Exec(bg, `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Pool().QueryRow(bg, `SELECT coalesce(idx_tup_fetch, 0) FROM pg_stat_user_tables WHERE relname = $1`, p+"_kv").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := fetched()
+	const scans = 20
+	for _, r := range []kv.Range{
+		{Prefix: []byte("a/")},
+		{Prefix: []byte("a/"), Reverse: true},
+		{Prefix: []byte("a/"), Start: []byte("a/1"), Reverse: true},
+		{Prefix: []byte("a/"), KeysOnly: true, Limit: 2},
+	} {
+		for range scans {
+			if got := kvtest.ScanKeys(t, e, r); len(got) == 0 {
+				t.Fatalf("scan %+v found nothing", r)
+			}
+		}
+	}
+	if read := fetched() - before; read > 4*scans*4 {
+		t.Fatalf("%d scans of at most 3 keys read %d rows (%d lie beyond them), want at most %d", 4*scans, read, beyond, 4*scans*4)
+	}
+}
