@@ -13,7 +13,7 @@ func setNow(f func() time.Time) (restore func()) {
 	return func() { clock.Store(nil) }
 }
 
-// SetNow is setNow for the tests that drive the OAuth server over HTTP.
+// SetNow is setNow for the tests of the package grants_test.
 var SetNow = setNow
 
 // VacuumApps runs one pass of the sweep's removal of unused apps on st,

@@ -205,6 +205,11 @@ func indexEarlierAppTokenBatch(tx *storage.Tx) (bool, error) {
 			return false, err
 		}
 	}
+	if reads == 0 && len(from) == 0 {
+		// No token at all (a new store): nothing to mark, so that a store
+		// nobody used holds no record the sweep wrote.
+		return true, nil
+	}
 	if reads < sweepReads {
 		return true, tx.Put(appTokenScanKey(), []byte(appTokenScanDone), 0)
 	}
