@@ -158,11 +158,14 @@ func TestAuthenticate(t *testing.T) {
 }
 
 func TestArgon2idHash(t *testing.T) {
-	h := HashPassword("correct horse")
+	h := hashPassword("correct horse", argonServed)
 	if !strings.HasPrefix(h, "$argon2id$v=19$m=19456,t=2,p=1$") {
 		t.Fatalf("hash format: %s", h)
 	}
-	if h == HashPassword("correct horse") {
+	if !strings.HasPrefix(HashPassword("correct horse"), "$argon2id$v=19$m=8,t=1,p=1$") {
+		t.Fatalf("a test binary's hash format: %s", HashPassword("correct horse"))
+	}
+	if h == hashPassword("correct horse", argonServed) {
 		t.Fatal("two hashes of one password are equal: no salt")
 	}
 	if !CheckPassword(h, "correct horse") || CheckPassword(h, "correct horsE") || CheckPassword(h, "") {
