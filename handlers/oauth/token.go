@@ -474,6 +474,10 @@ func (s *Server) clientCredentials(ctx context.Context, app *grants.App, p map[s
 		scopes = req
 	}
 	tok, secret, err := grants.Of(s.store).CreateAppToken(ctx, app.ClientID, scopes)
+	if errors.Is(err, storage.ErrNotFound) {
+		// Removed since it authenticated (an unused app, a day on).
+		return nil, "", errInvalidClient
+	}
 	if err != nil {
 		s.log.Error("issue app token", zap.Error(err))
 		return nil, "", serverError(err)

@@ -341,8 +341,17 @@ func (s Store) AuthenticateClient(ctx context.Context, clientID, secret string) 
 // and nothing else refers to it (it acts for no member). Revocations and
 // member tokens wait for the disk. An app keeps its MaxAppTokens newest
 // app tokens: this one revokes the oldest past them (apptokens.go).
+// storage.ErrNotFound when the app is gone, though its client
+// authenticated: the sweep removed it meanwhile (vacuum.go), and a token
+// would outlive it.
 func (s Store) CreateAppToken(ctx context.Context, clientID string, scopes []string) (tok *AccessToken, secret string, err error) {
 	err = s.st.UpdateAsync(ctx, func(tx *storage.Tx) error {
+		if ok, err := tx.Has(appKey(clientID)); err != nil || !ok {
+			if err == nil {
+				err = storage.ErrNotFound
+			}
+			return err
+		}
 		tok, secret, err = createToken(tx, clientID, "", grantGen{}, scopes)
 		if err != nil {
 			return err

@@ -78,6 +78,11 @@ func TestUnusedAppsAreRemovedAfterADay(t *testing.T) {
 	if err := authenticates(unused); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("an app unused for a day authenticates: %v, want not found (invalid_client)", err)
 	}
+	// Its client, had it authenticated just before the removal (a request
+	// in flight), gets no token that would outlive the app.
+	if _, _, err := g.CreateAppToken(t.Context(), unused.id, []string{"read"}); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("an app token for a removed app: %v, want not found (invalid_client)", err)
+	}
 	for what, c := range map[string]client{
 		"an app used by its app token":   byToken,
 		"an app used by a member":        byCode,
