@@ -301,6 +301,7 @@ func TestBackupAfterDeleteMemberHoldsNoTraceOfIt(t *testing.T) {
 // limit is met in a batch, further names cost one lookup. Allocations are
 // counted, not time.
 func TestImportLabelsPastTheLimitCostOneLookup(t *testing.T) {
+	bulk(t)
 	st, m := openSavedTest(t)
 	for i := range MaxLabels {
 		if _, err := Of(st).CreateLabel(t.Context(), m.ID, fmt.Sprintf("have %d", i), "#ff0000"); err != nil {

@@ -152,3 +152,15 @@ func openSeededStore(t *testing.T) (*storage.Store, *members.Member) {
 	}
 	return st, m
 }
+
+// bulk skips, under -short (CI's race stage), a test that writes or walks
+// thousands of records for the bounds of batches and costs, or checks
+// every offset: the race detector makes each record several times
+// dearer and judges interleavings, which the smaller tests show as well;
+// the run without -short has every such test.
+func bulk(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: thousands of records")
+	}
+}

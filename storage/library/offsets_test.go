@@ -10,6 +10,7 @@ import (
 // reaches, for every status set, both orders and every offset, before and
 // after the writes that move items between buckets and split them.
 func TestOffsetCursorIsWhereAWalkArrives(t *testing.T) {
+	bulk(t)
 	st, m := openSavedTest(t)
 	s := Of(st)
 	var ids []string

@@ -62,6 +62,7 @@ func wantOnlyOthersHighlights(t *testing.T, st *storage.Store, m *members.Member
 // An item with thousands of highlights in the trash is deleted by its
 // emptying, and the member's search goes on meanwhile.
 func TestEmptyingTheTrashDeletesAnItemWithThousandsOfHighlights(t *testing.T) {
+	bulk(t)
 	st, m := openAlice(t)
 	it, other := highlightedItem(t, st, m, manyHighlights)
 	if n, err := Of(st).EmptyTrash(t.Context(), m.ID); n != 1 || err != nil {
@@ -78,6 +79,7 @@ func TestEmptyingTheTrashDeletesAnItemWithThousandsOfHighlights(t *testing.T) {
 // PermanentlyDeleteItems deletes an item with thousands of highlights, and
 // its highlights with it.
 func TestPermanentlyDeletingAnItemWithThousandsOfHighlights(t *testing.T) {
+	bulk(t)
 	st, m := openAlice(t)
 	it, other := highlightedItem(t, st, m, manyHighlights)
 	if err := Of(st).PermanentlyDeleteItems(t.Context(), m.ID, []string{it.ID, other.ID}); err == nil {

@@ -589,6 +589,7 @@ func TestIndexEntriesWithoutCopiesStillList(t *testing.T) {
 // labelBatch items the items change in batches; every page then shows
 // current records.
 func TestLabelChangesOnThousandsOfItems(t *testing.T) {
+	bulk(t)
 	st, m := openSavedTest(t)
 	l, err := Of(st).CreateLabel(t.Context(), m.ID, "news", "#ff0000")
 	if err != nil {

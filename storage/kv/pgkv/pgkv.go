@@ -629,9 +629,9 @@ func (t *txn) scan(r kv.Range, withExpiry bool, fn func(row) (bool, error)) erro
 		}
 		// Each bound is in the statement's text only when there is one:
 		// pgx prepares every statement, and PostgreSQL's generic plan for
-		// "$2 IS NULL OR k < $2" cannot use $2 as an index bound, so it
+		// "$2 IS NULL OR k < $2" cannot use $2 as an index bound: it would
 		// read every key past lo (or, reversed, every key from the
-		// table's end down to lo) and filtered them.
+		// table's end down to lo) and filter them.
 		where, args := `k >= $1`, []any{lo, n}
 		switch {
 		case hi != nil && hiIncl:
